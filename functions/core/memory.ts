@@ -1,0 +1,128 @@
+import type { AggregateRef, Envelope } from "../../schemas";
+import { DuplicateCommitError, VersionConflictError } from "./errors";
+import type {
+  Clock,
+  CommitRequest,
+  EventStore,
+  InboxRecord,
+  Loaded,
+  LoadRequest,
+  StoredState,
+  TraceReader,
+} from "./ports";
+import { systemClock } from "./runtime";
+
+const key = (ref: AggregateRef) => `${ref.type}#${ref.id}`;
+
+/**
+ * In-memory twin of the DynamoDB event store: same atomicity (all parts of a commit or none),
+ * same conditions, same errors. Used by unit and property tests and by the benchmark.
+ */
+export class InMemoryEventStore implements EventStore, TraceReader {
+  readonly states = new Map<string, StoredState>();
+  readonly streams = new Map<string, Map<number, Envelope>>();
+  readonly inbox = new Map<string, InboxRecord>();
+  readonly checkpoints = new Map<string, number>();
+  /** Every appended event in commit order (what a DynamoDB stream would carry). */
+  readonly log: Envelope[] = [];
+  commits = 0;
+
+  constructor(private readonly clock: Clock = systemClock) {}
+
+  async load(request: LoadRequest): Promise<Loaded> {
+    const row = request.inbox
+      ? this.inbox.get(`${request.inbox.group}#${request.inbox.eventId}`)
+      : undefined;
+    const live = row !== undefined && row.expiresAt * 1000 > this.clock.now().getTime();
+    const checkpoint = request.checkpoint
+      ? (this.checkpoints.get(`${request.checkpoint.group}#${key(request.checkpoint.stream)}`) ?? 0)
+      : 0;
+    return {
+      inboxHit: live,
+      checkpoint,
+      state: structuredClone(this.states.get(key(request.state))),
+    };
+  }
+
+  async readStream(stream: AggregateRef, from: number, to: number): Promise<Envelope[]> {
+    const events = this.streams.get(key(stream));
+    const out: Envelope[] = [];
+    for (let v = from; v <= to; v++) {
+      const e = events?.get(v);
+      if (e) out.push(structuredClone(e));
+    }
+    return out;
+  }
+
+  async commit(request: CommitRequest): Promise<void> {
+    // Check every condition first, then apply: nothing is written when one fails.
+    if (request.inbox) {
+      const row = this.inbox.get(`${request.inbox.group}#${request.inbox.eventId}`);
+      if (row && row.expiresAt * 1000 > this.clock.now().getTime())
+        throw new DuplicateCommitError();
+    }
+    if (request.checkpoint) {
+      const { group, stream, from } = request.checkpoint;
+      const current = this.checkpoints.get(`${group}#${key(stream)}`) ?? 0;
+      if (current !== from) {
+        throw new VersionConflictError(
+          "checkpoint",
+          `checkpoint of ${group} on ${key(stream)} is ${current}, expected ${from}`,
+        );
+      }
+    }
+    if (request.state) {
+      const current = this.states.get(key(request.state.aggregate))?.revision ?? 0;
+      if (current !== request.state.expectedRevision) {
+        throw new VersionConflictError(
+          "state",
+          `${key(request.state.aggregate)} is at revision ${current}, expected ${request.state.expectedRevision}`,
+        );
+      }
+    }
+    for (const event of request.append ?? []) {
+      if (this.streams.get(key(event.aggregate))?.has(event.aggregate.version)) {
+        throw new VersionConflictError(
+          "stream",
+          `${key(event.aggregate)} already has version ${event.aggregate.version}`,
+        );
+      }
+    }
+    this.commits++;
+    if (request.inbox)
+      this.inbox.set(
+        `${request.inbox.group}#${request.inbox.eventId}`,
+        structuredClone(request.inbox),
+      );
+    if (request.checkpoint) {
+      const { group, stream, to } = request.checkpoint;
+      this.checkpoints.set(`${group}#${key(stream)}`, to);
+    }
+    if (request.state) {
+      const previous = this.states.get(key(request.state.aggregate));
+      this.states.set(key(request.state.aggregate), {
+        aggregate: request.state.aggregate,
+        revision: (previous?.revision ?? 0) + 1,
+        version: request.state.version,
+        data: structuredClone(request.state.next),
+      });
+    }
+    for (const event of request.append ?? []) {
+      const k = key(event.aggregate);
+      if (!this.streams.has(k)) this.streams.set(k, new Map());
+      this.streams.get(k)?.set(event.aggregate.version, structuredClone(event));
+      this.log.push(structuredClone(event));
+    }
+  }
+
+  async eventsByCorrelation(correlationId: string): Promise<Envelope[]> {
+    return this.log.filter((e) => e.correlation_id === correlationId);
+  }
+
+  async inboxRecords(group: string, eventIds: readonly string[]): Promise<InboxRecord[]> {
+    return eventIds.flatMap((id) => {
+      const row = this.inbox.get(`${group}#${id}`);
+      return row ? [row] : [];
+    });
+  }
+}

@@ -1,0 +1,142 @@
+import type { AggregateRef, Envelope, EventRegistry, Topic } from "../../schemas";
+
+/**
+ * Ports: what the core needs from the outside world. Each has a DynamoDB/SQS/EventBridge adapter
+ * in functions/adapters and an in-memory twin in ./memory.ts that honours the same error contract
+ * (DuplicateCommitError, VersionConflictError, TransientError for throttling and outages).
+ */
+
+export interface Clock {
+  now(): Date;
+}
+
+export interface IdSource {
+  /** A new ULID, monotonic within the process. */
+  next(): string;
+}
+
+/** One aggregate's current state: `revision` guards every write, `version` is its stream head. */
+export interface StoredState<S = unknown> {
+  readonly aggregate: AggregateRef;
+  readonly revision: number;
+  readonly version: number;
+  readonly data: S;
+}
+
+export type DiscardReason = "expired" | "superseded" | "cancelled" | "invalidated_by_state_change";
+export type RecordedOutcome = "applied" | "discarded" | "rejected";
+
+/** What a consumer group records about one event it has handled (the inbox row). */
+export interface InboxRecord {
+  readonly group: string;
+  readonly eventId: string;
+  readonly eventType: string;
+  readonly outcome: RecordedOutcome;
+  readonly reason?: string;
+  readonly aggregate: AggregateRef;
+  readonly version: number;
+  readonly correlationId: string;
+  readonly taskId: string;
+  readonly recordedAt: string;
+  /** Epoch seconds after which the row may be deleted by TTL and must be ignored on read. */
+  readonly expiresAt: number;
+}
+
+/** What to read before deciding; the DynamoDB adapter reads it all in one BatchGetItem. */
+export interface LoadRequest {
+  /** Is this (group, event id) already in the inbox? */
+  readonly inbox?: { readonly group: string; readonly eventId: string };
+  /** Which version of this stream has the group applied last? */
+  readonly checkpoint?: { readonly group: string; readonly stream: AggregateRef };
+  /** The aggregate the caller reads and writes. */
+  readonly state: AggregateRef;
+}
+
+export interface Loaded {
+  /** False when the inbox was not asked for. */
+  readonly inboxHit: boolean;
+  /** Last applied version of the asked-for stream (0 when none or not asked). */
+  readonly checkpoint: number;
+  readonly state: StoredState | undefined;
+}
+
+/**
+ * One atomic commit. All parts succeed or none does:
+ * - `inbox`: put if absent (else DuplicateCommitError);
+ * - `checkpoint`: move from `from` to `to` (else VersionConflictError "checkpoint");
+ * - `state`: write `next` if the stored revision equals `expectedRevision` (0 = must not exist)
+ *   (else VersionConflictError "state");
+ * - `append`: put each event at its version if absent (else VersionConflictError "stream").
+ */
+export interface CommitRequest {
+  readonly inbox?: InboxRecord;
+  readonly checkpoint?: {
+    readonly group: string;
+    readonly stream: AggregateRef;
+    readonly from: number;
+    readonly to: number;
+  };
+  readonly state?: {
+    readonly aggregate: AggregateRef;
+    readonly expectedRevision: number;
+    readonly next: unknown;
+    /** Stream head after this commit. */
+    readonly version: number;
+  };
+  readonly append?: readonly Envelope[];
+}
+
+export interface EventStore {
+  load(request: LoadRequest): Promise<Loaded>;
+  /** Events of one stream with from <= version <= to, in version order (missing ones absent). */
+  readStream(stream: AggregateRef, from: number, to: number): Promise<Envelope[]>;
+  commit(request: CommitRequest): Promise<void>;
+}
+
+/** Read side used by tracing tools. */
+export interface TraceReader {
+  eventsByCorrelation(correlationId: string): Promise<Envelope[]>;
+  inboxRecords(group: string, eventIds: readonly string[]): Promise<InboxRecord[]>;
+}
+
+export interface PublishFailure {
+  readonly eventId: string;
+  readonly code: string;
+  readonly message: string;
+}
+
+/** Publishes at most 10 envelopes of one topic in one call (EventBridge PutEvents). */
+export interface EventPublisher {
+  publish(topic: Topic, envelopes: readonly Envelope[]): Promise<PublishFailure[]>;
+}
+
+export interface FifoMessage {
+  /** Batch entry id (unique within the call). */
+  readonly id: string;
+  readonly groupId: string;
+  readonly deduplicationId: string;
+  readonly body: string;
+}
+
+/** Sends at most 10 messages in one call (SQS SendMessageBatch); returns the failed entry ids. */
+export interface FifoSender {
+  send(messages: readonly FifoMessage[]): Promise<{ id: string; code: string; message: string }[]>;
+}
+
+/** Moves an unprocessable message straight to a dead-letter queue, with its reason. */
+export interface DeadLetterSink {
+  send(message: {
+    body: string;
+    code: string;
+    reason: string;
+    groupId?: string;
+    deduplicationId?: string;
+  }): Promise<void>;
+}
+
+export interface ConsumerDeps {
+  readonly store: EventStore;
+  readonly registry: EventRegistry;
+  readonly clock: Clock;
+  readonly ids: IdSource;
+}

@@ -1,0 +1,69 @@
+import type { AggregateRef, Envelope } from "../../schemas";
+import { TransientError, VersionConflictError } from "./errors";
+import { buildEmitted, type Decision } from "./pipeline";
+import type { ConsumerDeps, StoredState } from "./ports";
+
+export interface AppendRequest<S> {
+  /** The aggregate whose stream receives the events. */
+  readonly aggregate: AggregateRef;
+  readonly producer: string;
+  readonly correlationId: string;
+  readonly taskId: string;
+  readonly conversationId?: string;
+  /** The event that caused this write, when there is one. */
+  readonly cause?: Envelope;
+  /** Decide from the current state (reloaded after a conflict): next state and events. */
+  readonly decide: (state: StoredState<S> | undefined) => Decision<S>;
+  readonly maxConflictRetries?: number;
+}
+
+/**
+ * The producer side of the transactional outbox: an API, CLI or agent changes an aggregate and
+ * appends its events in one atomic write (state with a revision condition + events that must not
+ * exist yet). The event store's stream then carries the events to the relay. On a conflict the
+ * state is reloaded and `decide` runs again.
+ */
+export async function appendToStream<S>(
+  deps: ConsumerDeps,
+  request: AppendRequest<S>,
+): Promise<Envelope[]> {
+  const rounds = (request.maxConflictRetries ?? 3) + 1;
+  for (let round = 0; round < rounds; round++) {
+    const { state } = await deps.store.load({ state: request.aggregate });
+    const current = state as StoredState<S> | undefined;
+    const decision = request.decide(current);
+    const emitted = buildEmitted(
+      decision.emit ?? [],
+      request.cause ?? null,
+      request.aggregate,
+      current?.version ?? 0,
+      request.producer,
+      deps,
+      deps.clock.now(),
+      {
+        correlationId: request.correlationId,
+        taskId: request.taskId,
+        conversationId: request.conversationId,
+      },
+    );
+    try {
+      await deps.store.commit({
+        state: {
+          aggregate: request.aggregate,
+          expectedRevision: current?.revision ?? 0,
+          next: decision.state !== undefined ? decision.state : (current?.data ?? null),
+          version: (current?.version ?? 0) + emitted.length,
+        },
+        append: emitted,
+      });
+      return emitted;
+    } catch (error) {
+      if (error instanceof VersionConflictError) continue;
+      throw error;
+    }
+  }
+  throw new TransientError(
+    "commit.contention",
+    `gave up appending to ${request.aggregate.type}#${request.aggregate.id}`,
+  );
+}

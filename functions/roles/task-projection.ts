@@ -1,0 +1,120 @@
+import type {
+  AnswerGenerated,
+  FeedbackReceived,
+  NotificationSent,
+  PlanCreated,
+  TaskAccepted,
+} from "../../schemas/events/task";
+import { PermanentError } from "../core/errors";
+import type { Role } from "../core/pipeline";
+
+export type TaskStatus = "accepted" | "planned" | "generated" | "delivered";
+
+/** The read model of one task: where it stands and every event that shaped it, in order. */
+export interface TaskView {
+  readonly task_id: string;
+  readonly status: TaskStatus;
+  readonly title?: string;
+  readonly plan_steps?: number;
+  readonly answer_ref?: string;
+  readonly channel?: string;
+  /** Last applied version of the task's stream. */
+  readonly version: number;
+  readonly history: readonly {
+    readonly event_id: string;
+    readonly event_type: string;
+    readonly version: number;
+  }[];
+  readonly feedback: { readonly count: number; readonly rating_total: number };
+}
+
+/** The status each sequenced event moves the task to, and the status it requires before. */
+const LIFECYCLE: Record<string, { from: TaskStatus | undefined; to: TaskStatus }> = {
+  "task.accepted": { from: undefined, to: "accepted" },
+  "plan.created": { from: "accepted", to: "planned" },
+  "answer.generated": { from: "planned", to: "generated" },
+  "notification.sent": { from: "generated", to: "delivered" },
+};
+
+/**
+ * The task projection of seed 000 §6.3: folds a task's stream into a view, in version order.
+ * The pipeline guarantees order and exactly-once effect; the check below turns a broken
+ * guarantee into a loud error instead of a silently wrong view.
+ */
+export const taskProjection: Role<TaskView> = {
+  group: "task-projection",
+  subscriptions: [...Object.keys(LIFECYCLE), "task.feedback.received"],
+  stateOf: (event) => ({ type: "task_view", id: event.aggregate.id }),
+  decide(view, event) {
+    if (event.event_type === "task.feedback.received") {
+      const { rating } = event.payload as FeedbackReceived;
+      const base = view ?? emptyView(event.aggregate.id);
+      return {
+        state: {
+          ...base,
+          feedback: {
+            count: base.feedback.count + 1,
+            rating_total: base.feedback.rating_total + rating,
+          },
+        },
+      };
+    }
+    const step = LIFECYCLE[event.event_type];
+    if (!step)
+      throw new PermanentError(
+        "projection.unhandled",
+        `task-projection cannot fold ${event.event_type}`,
+      );
+    const version = view?.version ?? 0;
+    if (
+      event.aggregate.version !== version + 1 ||
+      (view?.history.length ? view.status : undefined) !== step.from
+    ) {
+      throw new PermanentError(
+        "projection.out_of_order",
+        `${event.event_type} v${event.aggregate.version} cannot follow ${view?.status ?? "nothing"} v${version}`,
+      );
+    }
+    const base = view ?? emptyView(event.aggregate.id);
+    const next: TaskView = {
+      ...base,
+      status: step.to,
+      version: event.aggregate.version,
+      history: [
+        ...base.history,
+        {
+          event_id: event.event_id,
+          event_type: event.event_type,
+          version: event.aggregate.version,
+        },
+      ],
+      ...fieldsOf(event.event_type, event.payload),
+    };
+    return { state: next };
+  },
+};
+
+function emptyView(taskId: string): TaskView {
+  return {
+    task_id: taskId,
+    status: "accepted",
+    version: 0,
+    history: [],
+    feedback: { count: 0, rating_total: 0 },
+  };
+}
+
+function fieldsOf(type: string, payload: unknown): Partial<TaskView> {
+  switch (type) {
+    case "task.accepted":
+      return { title: (payload as TaskAccepted).title };
+    case "plan.created":
+      return { plan_steps: (payload as PlanCreated).steps.length };
+    case "answer.generated":
+      return { answer_ref: (payload as AnswerGenerated).answer_ref };
+    case "notification.sent":
+      return { channel: (payload as NotificationSent).channel };
+    default:
+      return {};
+  }
+}

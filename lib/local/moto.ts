@@ -1,0 +1,89 @@
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { createServer } from "node:net";
+
+/** A moto_server this process started, bound to 127.0.0.1 only. */
+export interface MotoServer {
+  readonly endpoint: string;
+  readonly pid: number;
+  /** Ends the server (only the process this module started). */
+  stop(): Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() =>
+        typeof address === "object" && address
+          ? resolve(address.port)
+          : reject(new Error("no port")),
+      );
+    });
+  });
+}
+
+export function motoAvailable(): boolean {
+  return spawnSync("moto_server", ["--help"], { stdio: "ignore" }).status === 0;
+}
+
+/** Start `moto_server -H 127.0.0.1 -p <free port>` and wait until it answers. */
+export async function startMoto(
+  options: { port?: number; timeoutMs?: number } = {},
+): Promise<MotoServer> {
+  if (!motoAvailable()) {
+    throw new Error(
+      "moto_server was not found on PATH. Install moto 5.2 with its server extra (pip install 'moto[server]~=5.2') or set AWS_ENDPOINT_URL to a running emulator.",
+    );
+  }
+  const port = options.port ?? (await freePort());
+  const child: ChildProcess = spawn("moto_server", ["-H", "127.0.0.1", "-p", String(port)], {
+    stdio: ["ignore", "ignore", "pipe"],
+    detached: false,
+  });
+  let stderr = "";
+  child.stderr?.on("data", (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-4000);
+  });
+  const endpoint = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + (options.timeoutMs ?? 20_000);
+  for (;;) {
+    if (child.exitCode !== null)
+      throw new Error(`moto_server exited with ${child.exitCode}: ${stderr}`);
+    try {
+      const response = await fetch(`${endpoint}/moto-api/`, { signal: AbortSignal.timeout(1000) });
+      if (response.ok) break;
+    } catch {
+      // not up yet
+    }
+    if (Date.now() > deadline) {
+      child.kill("SIGTERM");
+      throw new Error(
+        `moto_server did not answer on ${endpoint} within its start timeout: ${stderr}`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 150));
+  }
+  const pid = child.pid ?? -1;
+  return {
+    endpoint,
+    pid,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
+        child.once("exit", () => {
+          clearTimeout(timer);
+          resolve();
+        });
+        child.kill("SIGTERM");
+      }),
+  };
+}
+
+/** Forget everything moto holds (between test files). */
+export async function resetMoto(endpoint: string): Promise<void> {
+  await fetch(`${endpoint}/moto-api/reset`, { method: "POST" });
+}

@@ -1,0 +1,64 @@
+import { z } from "zod";
+import { EventTypeName, OpaqueId, Ulid } from "./ids";
+
+/** Largest serialized envelope accepted anywhere (EventBridge's per-entry limit). */
+export const MAX_ENVELOPE_BYTES = 256 * 1024;
+
+export const AggregateRef = z.object({
+  type: z.string().regex(/^[a-z][a-z0-9_]{0,47}$/, { message: "must be snake_case, max 48" }),
+  id: OpaqueId,
+});
+export type AggregateRef = z.infer<typeof AggregateRef>;
+
+/**
+ * `version` is the position of the event in its aggregate's stream (1, 2, ...), written by a
+ * conditional put so each version exists once. Version 0 marks an *unsequenced* message that does
+ * not come from an event stream (for example a client's message sent with `aws events put-events`):
+ * consumers de-duplicate it by event id only and do not gate it on order.
+ */
+export const AggregatePosition = AggregateRef.extend({
+  version: z.number().int().min(0),
+});
+export type AggregatePosition = z.infer<typeof AggregatePosition>;
+
+const IsoTime = z.iso.datetime({ offset: true });
+
+/** The envelope fields every message carries; `payload` is typed per event type by the registry. */
+export const EnvelopeBase = z.object({
+  event_id: Ulid,
+  event_type: EventTypeName,
+  schema_version: z.number().int().min(1),
+  occurred_at: IsoTime,
+  correlation_id: OpaqueId,
+  /** The event that directly caused this one; null for the first event of a chain. */
+  causation_id: Ulid.nullable(),
+  task_id: OpaqueId,
+  conversation_id: OpaqueId.optional(),
+  aggregate: AggregatePosition,
+  /** FIFO message group: what must be processed in order. Defaults to the aggregate id. */
+  order_key: z
+    .string()
+    .regex(/^[\x21-\x7e]{1,128}$/, {
+      message: "must be 1-128 printable ASCII characters (an SQS message group id)",
+    })
+    .optional(),
+  producer: z.string().regex(/^[a-z][a-z0-9-]{0,63}$/, { message: "must be kebab-case, max 64" }),
+  attempt: z.number().int().min(1).default(1),
+  /** After this instant the message has no value: consumers discard it as `expired`. */
+  expires_at: IsoTime.optional(),
+  /** The conversation/input version the message was produced from (superseded checks). */
+  input_version: z.number().int().min(0).optional(),
+  payload: z.unknown(),
+});
+
+export type EnvelopeInput = z.input<typeof EnvelopeBase>;
+
+/** A validated envelope: `order_key` and `attempt` are always filled in. */
+export type Envelope<P = unknown> = Omit<z.output<typeof EnvelopeBase>, "payload" | "order_key"> & {
+  order_key: string;
+  payload: P;
+};
+
+export function envelopeBytes(value: unknown): number {
+  return new TextEncoder().encode(JSON.stringify(value)).length;
+}

@@ -1,0 +1,61 @@
+import { z } from "zod";
+import type { EventRegistry } from "../registry";
+
+/**
+ * The task lifecycle of the reference workflow: one task aggregate whose stream records
+ * accepted -> planned -> generated -> delivered, plus client feedback that enters from outside
+ * the event store (unsequenced).
+ */
+export const TaskAcceptedPayload = z.object({ title: z.string().min(1).max(200) });
+export const PlanCreatedPayload = z.object({
+  steps: z.array(z.string().min(1).max(200)).min(1).max(20),
+});
+export const AnswerGeneratedPayload = z.object({ answer_ref: z.string().min(1).max(128) });
+export const NotificationSentPayload = z.object({ channel: z.string().min(1).max(64) });
+export const FeedbackReceivedPayload = z.object({
+  rating: z.number().int().min(1).max(5),
+  comment: z.string().max(2000).optional(),
+});
+
+export type TaskAccepted = z.infer<typeof TaskAcceptedPayload>;
+export type PlanCreated = z.infer<typeof PlanCreatedPayload>;
+export type AnswerGenerated = z.infer<typeof AnswerGeneratedPayload>;
+export type NotificationSent = z.infer<typeof NotificationSentPayload>;
+export type FeedbackReceived = z.infer<typeof FeedbackReceivedPayload>;
+
+export function defineTaskEvents(registry: EventRegistry): void {
+  const stream = { schemaVersion: 1, kind: "event", topic: "events", sequenced: true } as const;
+  registry.define({
+    ...stream,
+    type: "task.accepted",
+    description: "A task was accepted for work.",
+    payload: TaskAcceptedPayload,
+  });
+  registry.define({
+    ...stream,
+    type: "plan.created",
+    description: "A plan for the task was made.",
+    payload: PlanCreatedPayload,
+  });
+  registry.define({
+    ...stream,
+    type: "answer.generated",
+    description: "An answer for the task was generated.",
+    payload: AnswerGeneratedPayload,
+  });
+  registry.define({
+    ...stream,
+    type: "notification.sent",
+    description: "The answer was delivered to the user.",
+    payload: NotificationSentPayload,
+  });
+  registry.define({
+    type: "task.feedback.received",
+    schemaVersion: 1,
+    kind: "event",
+    topic: "events",
+    sequenced: false,
+    description: "A user rated a task (sent by a client; not from an event stream).",
+    payload: FeedbackReceivedPayload,
+  });
+}

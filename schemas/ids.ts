@@ -1,0 +1,46 @@
+import { z } from "zod";
+
+/**
+ * Identifier rules.
+ *
+ * `event_id` is a bare ULID (26 Crockford base32 characters): unique, sortable by creation time,
+ * and meaningless outside the system.
+ *
+ * Every other identifier that travels in an envelope (correlation, task, conversation, aggregate)
+ * is *opaque*: `<prefix>_<body>`, where the prefix names the kind (`task`, `corr`, `conv`, ...)
+ * and the body is either a ULID or a short token of letters, digits and `-`. Identifiers end up
+ * in logs, metrics dimensions, queue group ids and table keys, so they must never carry personal
+ * data. The checked part of that rule: no `@` (e-mail addresses), no whitespace, no `+`, and no
+ * run of seven or more digits (phone, card and national-id numbers) unless the body is a ULID.
+ * `correlation_id = user_138_phone_13800138000` is rejected; `corr_01JABCDEF...` is accepted.
+ */
+export const ULID_PATTERN = /^[0-9A-HJKMNP-TV-Z]{26}$/;
+const OPAQUE_PATTERN = /^[a-z][a-z0-9]{0,15}_[A-Za-z0-9-]{1,64}$/;
+const LONG_DIGIT_RUN = /[0-9]{7,}/;
+
+export const Ulid = z
+  .string()
+  .regex(ULID_PATTERN, { message: "must be a ULID (26 Crockford base32 characters)" });
+
+export function opaqueIdProblem(value: string): string | undefined {
+  if (!OPAQUE_PATTERN.test(value)) {
+    return "must be an opaque id: <prefix>_<token>, prefix a-z0-9 (max 16), token A-Za-z0-9- (max 64)";
+  }
+  const body = value.slice(value.indexOf("_") + 1);
+  if (!ULID_PATTERN.test(body) && LONG_DIGIT_RUN.test(body)) {
+    return "looks like it carries personal data (7 or more digits in a row); use a ULID-based id";
+  }
+  return undefined;
+}
+
+export const OpaqueId = z.string().superRefine((value, ctx) => {
+  const problem = opaqueIdProblem(value);
+  if (problem) ctx.addIssue({ code: "custom", message: problem });
+});
+
+export const EventTypeName = z
+  .string()
+  .regex(/^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/, {
+    message: "must be dotted lower-case words, e.g. reply.generation.requested",
+  })
+  .max(128);

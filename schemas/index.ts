@@ -1,0 +1,10 @@
+import { defineTaskEvents } from "./events/task";
+import { EventRegistry } from "./registry";
+
+export * from "./envelope";
+export * from "./ids";
+export * from "./registry";
+
+/** The registry of every event type AgentBus knows. */
+export const registry = new EventRegistry();
+defineTaskEvents(registry);
