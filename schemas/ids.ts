@@ -33,10 +33,15 @@ export function opaqueIdProblem(value: string): string | undefined {
   return undefined;
 }
 
-export const OpaqueId = z.string().superRefine((value, ctx) => {
-  const problem = opaqueIdProblem(value);
-  if (problem) ctx.addIssue({ code: "custom", message: problem });
-});
+export const OpaqueId = z
+  .string()
+  .regex(OPAQUE_PATTERN, {
+    message:
+      "must be an opaque id: <prefix>_<token>, prefix a-z0-9 (max 16), token A-Za-z0-9- (max 64)",
+  })
+  .refine((value) => !OPAQUE_PATTERN.test(value) || opaqueIdProblem(value) === undefined, {
+    message: "looks like it carries personal data (7 or more digits in a row); use a ULID-based id",
+  });
 
 export const EventTypeName = z
   .string()

@@ -1,0 +1,69 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { EventRegistry, opaqueIdProblem, registry } from "../../schemas";
+import { defineTaskEvents } from "../../schemas/events/task";
+import { jsonSchemas } from "../../schemas/json-schema";
+import { feedback, newTaskId } from "./fixtures";
+
+describe("opaque ids", () => {
+  it.each([
+    "task_01J8ZK4Q0R3V9W6X2Y5Z7A8B9C",
+    "corr_01J8ZK4Q0R3V9W6X2Y5Z7A8B9C",
+    "case_123",
+    "conv_ab-12",
+  ])("accepts %s", (id) => {
+    expect(opaqueIdProblem(id)).toBeUndefined();
+  });
+  it.each([
+    "user_138_phone_13800138000",
+    "user_13800138000",
+    "task_bob@example.com",
+    "Task_01J8ZK4Q0R3V9W6X2Y5Z7A8B9C",
+    "task 1",
+    "01J8ZK4Q0R3V9W6X2Y5Z7A8B9C",
+    "card_4111111111111111",
+  ])("rejects %s", (id) => {
+    expect(opaqueIdProblem(id)).toBeDefined();
+  });
+  it("accepts a ULID body even when it holds a long digit run", () => {
+    expect(opaqueIdProblem("task_01234567890123456789ABCDEF".slice(0, 31))).toBeUndefined();
+  });
+});
+
+describe("registry", () => {
+  it("fills order_key from the aggregate id and attempt with 1", () => {
+    const { order_key: _o, attempt: _a, ...bare } = feedback(newTaskId(), 2);
+    const parsed = registry.parse(bare);
+    expect(parsed.ok && [parsed.envelope.order_key, parsed.envelope.attempt]).toEqual([
+      bare.aggregate.id,
+      1,
+    ]);
+  });
+  it("refuses to define a type twice or with a bad name", () => {
+    const r = new EventRegistry();
+    defineTaskEvents(r);
+    expect(() => defineTaskEvents(r)).toThrow(/defined twice/);
+    expect(() => r.define({ ...registry.definitions()[0]!, type: "NotDotted" })).toThrow(
+      /NotDotted/,
+    );
+  });
+});
+
+describe("JSON Schema export", () => {
+  it("is committed and up to date for every event type (run npm run schemas)", () => {
+    const dir = join(import.meta.dirname, "..", "..", "schemas", "json");
+    const expected = jsonSchemas(registry);
+    expect(readdirSync(dir).sort()).toEqual(Object.keys(expected).sort());
+    for (const [name, schema] of Object.entries(expected)) {
+      expect(JSON.parse(readFileSync(join(dir, name), "utf8")), name).toEqual(schema);
+    }
+  });
+  it("carries the id pattern and the payload schema", () => {
+    const schema = jsonSchemas(registry)["plan.created.v1.json"] as {
+      properties: Record<string, { pattern?: string; properties?: object }>;
+    };
+    expect(schema.properties.task_id?.pattern).toContain("[a-z]");
+    expect(schema.properties.payload?.properties).toHaveProperty("steps");
+  });
+});
