@@ -39,9 +39,7 @@ const worldArb = fc.record({
   ),
 });
 
-async function buildWorld(
-  spec: fc.RecordValue<{ tasks: { steps: number; ratings: number[] }[] }>,
-): Promise<World> {
+async function buildWorld(spec: { tasks: { steps: number; ratings: number[] }[] }): Promise<World> {
   const clock = new ManualClock("2026-09-01T10:00:00.000Z");
   const producerStore = new InMemoryEventStore(clock);
   const deps: ConsumerDeps = { store: producerStore, registry, clock, ids: ulidSource(clock) };

@@ -44,9 +44,9 @@ describe("registry", () => {
     const r = new EventRegistry();
     defineTaskEvents(r);
     expect(() => defineTaskEvents(r)).toThrow(/defined twice/);
-    expect(() => r.define({ ...registry.definitions()[0]!, type: "NotDotted" })).toThrow(
-      /NotDotted/,
-    );
+    const [first] = registry.definitions();
+    if (!first) throw new Error("registry is empty");
+    expect(() => r.define({ ...first, type: "NotDotted" })).toThrow(/NotDotted/);
   });
 });
 
