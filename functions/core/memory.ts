@@ -1,5 +1,5 @@
 import type { AggregateRef, Envelope } from "../../schemas";
-import { DuplicateCommitError, VersionConflictError } from "./errors";
+import { DuplicateCommitError, PermanentError, VersionConflictError } from "./errors";
 import type {
   Clock,
   CommitRequest,
@@ -13,6 +13,7 @@ import type {
 import { systemClock } from "./runtime";
 
 const key = (ref: AggregateRef) => `${ref.type}#${ref.id}`;
+const MAX_TRANSACTION_ACTIONS = 100;
 
 /**
  * In-memory twin of the DynamoDB event store: same atomicity (all parts of a commit or none),
@@ -55,6 +56,27 @@ export class InMemoryEventStore implements EventStore, TraceReader {
   }
 
   async commit(request: CommitRequest): Promise<void> {
+    // The same limits DynamoDB enforces on one transaction.
+    const actions =
+      (request.inbox ? 1 : 0) +
+      (request.checkpoint ? 1 : 0) +
+      (request.state ? 1 : 0) +
+      (request.append?.length ?? 0);
+    if (actions > MAX_TRANSACTION_ACTIONS) {
+      throw new PermanentError(
+        "dynamodb.transaction_too_large",
+        `a commit of ${actions} actions exceeds ${MAX_TRANSACTION_ACTIONS}`,
+      );
+    }
+    const appended = new Set(
+      (request.append ?? []).map((e) => `${key(e.aggregate)}@${e.aggregate.version}`),
+    );
+    if (appended.size !== (request.append?.length ?? 0)) {
+      throw new PermanentError(
+        "dynamodb.validation",
+        "a commit cannot write two events at the same stream version",
+      );
+    }
     // Check every condition first, then apply: nothing is written when one fails.
     if (request.inbox) {
       const row = this.inbox.get(`${request.inbox.group}#${request.inbox.eventId}`);
@@ -116,7 +138,9 @@ export class InMemoryEventStore implements EventStore, TraceReader {
   }
 
   async eventsByCorrelation(correlationId: string): Promise<Envelope[]> {
-    return this.log.filter((e) => e.correlation_id === correlationId);
+    return this.log
+      .filter((e) => e.correlation_id === correlationId)
+      .sort((a, b) => a.event_id.localeCompare(b.event_id));
   }
 
   async inboxRecords(group: string, eventIds: readonly string[]): Promise<InboxRecord[]> {

@@ -1,0 +1,66 @@
+import type { AttributeValue } from "@aws-sdk/client-dynamodb";
+import { unmarshall } from "@aws-sdk/util-dynamodb";
+import type { DynamoDBRecord } from "aws-lambda";
+import type { Envelope } from "../../../schemas";
+import { EventAttr } from "./tables";
+
+export interface SkippedStreamRecord {
+  /** The record's eventID (the Lambda batch item identifier), when present. */
+  readonly eventId: string | undefined;
+  readonly sequenceNumber: string | undefined;
+  readonly reason: "no_new_image" | "no_envelope" | "invalid_envelope_json";
+  readonly message: string;
+}
+
+export interface StreamEnvelopes {
+  /** Envelopes of the INSERT records, in record order (per item, stream order). */
+  readonly envelopes: Envelope[];
+  /** INSERT records that carry no usable envelope. */
+  readonly skipped: SkippedStreamRecord[];
+  /** MODIFY / REMOVE records: the events table is append-only, so these carry no new event. */
+  readonly ignored: number;
+}
+
+/**
+ * Turn the events table's stream records (NEW_IMAGE, as Lambda delivers them) into the envelopes
+ * the relay publishes. Only INSERT records are events; the envelope is the `envelope` attribute,
+ * stored as the JSON the producer validated. The envelope is not re-validated here: the relay
+ * publishes exactly what the event store holds, and consumers validate on receipt.
+ */
+export function envelopesFromStreamRecords(records: readonly DynamoDBRecord[]): StreamEnvelopes {
+  const envelopes: Envelope[] = [];
+  const skipped: SkippedStreamRecord[] = [];
+  let ignored = 0;
+  for (const record of records) {
+    if (record.eventName !== "INSERT") {
+      ignored++;
+      continue;
+    }
+    const skip = (reason: SkippedStreamRecord["reason"], message: string) =>
+      skipped.push({
+        eventId: record.eventID,
+        sequenceNumber: record.dynamodb?.SequenceNumber,
+        reason,
+        message,
+      });
+    const image = record.dynamodb?.NewImage;
+    if (!image) {
+      skip("no_new_image", "the record has no NewImage (is the stream view NEW_IMAGE?)");
+      continue;
+    }
+    // aws-lambda's AttributeValue and the SDK's are the same wire shape under different types.
+    // wrapNumbers: a number attribute beyond 2^53 must not make the whole batch throw.
+    const item = unmarshall(image as Record<string, AttributeValue>, { wrapNumbers: true });
+    const raw = item[EventAttr.envelope];
+    if (typeof raw !== "string") {
+      skip("no_envelope", `the item has no string attribute "${EventAttr.envelope}"`);
+      continue;
+    }
+    try {
+      envelopes.push(JSON.parse(raw) as Envelope);
+    } catch (error) {
+      skip("invalid_envelope_json", error instanceof Error ? error.message : String(error));
+    }
+  }
+  return { envelopes, skipped, ignored };
+}

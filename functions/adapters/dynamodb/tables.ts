@@ -1,0 +1,274 @@
+import type { AggregateRef, Envelope } from "../../../schemas";
+import type { InboxRecord, RecordedOutcome, StoredState } from "../../core/ports";
+
+/**
+ * The DynamoDB table layout of AgentBus, in one place: key and attribute names, key builders,
+ * index names and the item shapes (in plain JavaScript form, before marshalling). The event store
+ * adapter, the CDK stack, the local runtime and the tests all build on these constants.
+ *
+ * - state:        pk = `${type}#${id}`; revision, version, data, agg_type, agg_id, updated_at.
+ * - events:       pk = `${type}#${id}`, sk version (N); event_id, event_type, schema_version,
+ *                 correlation_id, task_id, occurred_at, envelope (the full envelope JSON).
+ *                 GSIs by-correlation (correlation_id, event_id) and by-task (task_id, event_id),
+ *                 projection ALL; stream NEW_IMAGE (the outbox the relay reads).
+ * - inbox:        pk = `inbox#${group}#${eventId}` (inbox rows, TTL attribute `ttl`) and
+ *                 pk = `checkpoint#${group}#${type}#${id}` (checkpoint rows, `version`, no ttl).
+ * - side-effects: pk effect_key.
+ */
+
+export type KeyType = "S" | "N" | "B";
+
+export interface KeyAttribute {
+  readonly name: string;
+  readonly type: KeyType;
+}
+
+export interface IndexLayout {
+  readonly name: string;
+  readonly partitionKey: KeyAttribute;
+  readonly sortKey?: KeyAttribute;
+  readonly projection: "ALL";
+}
+
+export interface TableLayout {
+  readonly partitionKey: KeyAttribute;
+  readonly sortKey?: KeyAttribute;
+  readonly indexes?: readonly IndexLayout[];
+  readonly stream?: "NEW_IMAGE";
+  readonly ttlAttribute?: string;
+}
+
+/** Physical table names, injected from the environment / stack outputs. */
+export interface TableNames {
+  readonly state: string;
+  readonly events: string;
+  readonly inbox: string;
+  readonly sideEffects: string;
+}
+
+/** Attribute names of the state table. */
+export const StateAttr = {
+  pk: "pk",
+  revision: "revision",
+  version: "version",
+  data: "data",
+  aggType: "agg_type",
+  aggId: "agg_id",
+  updatedAt: "updated_at",
+} as const;
+
+/** Attribute names of the events table (event store + outbox). */
+export const EventAttr = {
+  pk: "pk",
+  version: "version",
+  eventId: "event_id",
+  eventType: "event_type",
+  schemaVersion: "schema_version",
+  correlationId: "correlation_id",
+  taskId: "task_id",
+  occurredAt: "occurred_at",
+  envelope: "envelope",
+} as const;
+
+/** Global secondary indexes of the events table. */
+export const EventIndex = {
+  byCorrelation: "by-correlation",
+  byTask: "by-task",
+} as const;
+
+/** Attribute names of inbox rows (the InboxRecord fields in snake_case, plus the TTL). */
+export const InboxAttr = {
+  pk: "pk",
+  group: "group",
+  eventId: "event_id",
+  eventType: "event_type",
+  outcome: "outcome",
+  reason: "reason",
+  aggType: "agg_type",
+  aggId: "agg_id",
+  version: "version",
+  correlationId: "correlation_id",
+  taskId: "task_id",
+  recordedAt: "recorded_at",
+  ttl: "ttl",
+} as const;
+
+/** Attribute names of checkpoint rows (they live in the inbox table, without a TTL). */
+export const CheckpointAttr = {
+  pk: "pk",
+  version: "version",
+} as const;
+
+/** Attribute names of the side-effects table. */
+export const SideEffectAttr = {
+  effectKey: "effect_key",
+} as const;
+
+/** Key schemas, indexes, stream and TTL of the four tables. */
+export const TABLES = {
+  state: { partitionKey: { name: StateAttr.pk, type: "S" } },
+  events: {
+    partitionKey: { name: EventAttr.pk, type: "S" },
+    sortKey: { name: EventAttr.version, type: "N" },
+    indexes: [
+      {
+        name: EventIndex.byCorrelation,
+        partitionKey: { name: EventAttr.correlationId, type: "S" },
+        sortKey: { name: EventAttr.eventId, type: "S" },
+        projection: "ALL",
+      },
+      {
+        name: EventIndex.byTask,
+        partitionKey: { name: EventAttr.taskId, type: "S" },
+        sortKey: { name: EventAttr.eventId, type: "S" },
+        projection: "ALL",
+      },
+    ],
+    stream: "NEW_IMAGE",
+  },
+  inbox: { partitionKey: { name: InboxAttr.pk, type: "S" }, ttlAttribute: InboxAttr.ttl },
+  sideEffects: { partitionKey: { name: SideEffectAttr.effectKey, type: "S" } },
+} as const satisfies Record<keyof TableNames, TableLayout>;
+
+/** Partition key of an aggregate's state item and of its stream in the events table. */
+export function streamKey(ref: AggregateRef): string {
+  return `${ref.type}#${ref.id}`;
+}
+
+export function inboxKey(group: string, eventId: string): string {
+  return `inbox#${group}#${eventId}`;
+}
+
+export function checkpointKey(group: string, stream: AggregateRef): string {
+  return `checkpoint#${group}#${stream.type}#${stream.id}`;
+}
+
+/** A state item before marshalling (`data` is absent when the state is `undefined`). */
+export interface StateItem {
+  readonly pk: string;
+  readonly revision: number;
+  readonly version: number;
+  readonly data?: unknown;
+  readonly agg_type: string;
+  readonly agg_id: string;
+  readonly updated_at: string;
+}
+
+export interface EventItem {
+  readonly pk: string;
+  readonly version: number;
+  readonly event_id: string;
+  readonly event_type: string;
+  readonly schema_version: number;
+  readonly correlation_id: string;
+  readonly task_id: string;
+  readonly occurred_at: string;
+  /** The full envelope as JSON: what the relay publishes, byte for byte. */
+  readonly envelope: string;
+}
+
+export interface InboxItem {
+  readonly pk: string;
+  readonly group: string;
+  readonly event_id: string;
+  readonly event_type: string;
+  readonly outcome: RecordedOutcome;
+  readonly reason?: string;
+  readonly agg_type: string;
+  readonly agg_id: string;
+  readonly version: number;
+  readonly correlation_id: string;
+  readonly task_id: string;
+  readonly recorded_at: string;
+  /** Epoch seconds (InboxRecord.expiresAt): the table's TTL attribute. */
+  readonly ttl: number;
+}
+
+export interface CheckpointItem {
+  readonly pk: string;
+  readonly version: number;
+}
+
+export function stateItem(
+  aggregate: AggregateRef,
+  revision: number,
+  version: number,
+  data: unknown,
+  updatedAt: Date,
+): StateItem {
+  return {
+    pk: streamKey(aggregate),
+    revision,
+    version,
+    data,
+    agg_type: aggregate.type,
+    agg_id: aggregate.id,
+    updated_at: updatedAt.toISOString(),
+  };
+}
+
+export function storedStateOf(item: StateItem): StoredState {
+  return {
+    aggregate: { type: item.agg_type, id: item.agg_id },
+    revision: item.revision,
+    version: item.version,
+    data: item.data,
+  };
+}
+
+export function eventItem(envelope: Envelope): EventItem {
+  return {
+    pk: streamKey(envelope.aggregate),
+    version: envelope.aggregate.version,
+    event_id: envelope.event_id,
+    event_type: envelope.event_type,
+    schema_version: envelope.schema_version,
+    correlation_id: envelope.correlation_id,
+    task_id: envelope.task_id,
+    occurred_at: envelope.occurred_at,
+    envelope: JSON.stringify(envelope),
+  };
+}
+
+export function inboxItem(record: InboxRecord): InboxItem {
+  return {
+    pk: inboxKey(record.group, record.eventId),
+    group: record.group,
+    event_id: record.eventId,
+    event_type: record.eventType,
+    outcome: record.outcome,
+    ...(record.reason !== undefined ? { reason: record.reason } : {}),
+    agg_type: record.aggregate.type,
+    agg_id: record.aggregate.id,
+    version: record.version,
+    correlation_id: record.correlationId,
+    task_id: record.taskId,
+    recorded_at: record.recordedAt,
+    ttl: record.expiresAt,
+  };
+}
+
+export function inboxRecordOf(item: InboxItem): InboxRecord {
+  return {
+    group: item.group,
+    eventId: item.event_id,
+    eventType: item.event_type,
+    outcome: item.outcome,
+    ...(item.reason !== undefined ? { reason: item.reason } : {}),
+    aggregate: { type: item.agg_type, id: item.agg_id },
+    version: item.version,
+    correlationId: item.correlation_id,
+    taskId: item.task_id,
+    recordedAt: item.recorded_at,
+    expiresAt: item.ttl,
+  };
+}
+
+export function checkpointItem(group: string, stream: AggregateRef, version: number) {
+  return { pk: checkpointKey(group, stream), version } satisfies CheckpointItem;
+}
+
+/** True while an inbox row counts: TTL deletes lazily, so an expired row is ignored on read. */
+export function inboxRowLive(item: Pick<InboxItem, "ttl">, now: Date): boolean {
+  return item.ttl * 1000 > now.getTime();
+}

@@ -1,0 +1,114 @@
+import {
+  type EventBridgeClient,
+  PutEventsCommand,
+  type PutEventsResultEntry,
+} from "@aws-sdk/client-eventbridge";
+import { isServerError, isThrottlingError, isTransientError } from "@smithy/core/retry";
+import type { Envelope, Topic } from "../../../schemas";
+import { AgentBusError, PermanentError, TransientError } from "../../core/errors";
+import type { EventPublisher, PublishFailure } from "../../core/ports";
+
+/** The `source` of every event AgentBus puts on its buses (rules match on it). */
+export const EVENT_SOURCE = "agentbus";
+/** PutEvents takes at most 10 entries. */
+export const MAX_PUT_EVENTS_ENTRIES = 10;
+
+export interface EventBridgePublisherOptions {
+  /** Created once per container by the caller. */
+  readonly client: EventBridgeClient;
+  /** Bus name (or ARN) of each topic. A topic without a bus cannot be published. */
+  readonly buses: Partial<Record<Topic, string>>;
+}
+
+/**
+ * Publishes envelopes of one topic with one PutEvents call: detail = the envelope, detail-type =
+ * its event type, time = its occurred_at. Per-entry failures come back by index and are returned
+ * (the relay retries only those); a throttled or failed call throws TransientError; a
+ * configuration or request error throws PermanentError.
+ */
+export class EventBridgePublisher implements EventPublisher {
+  private readonly client: EventBridgeClient;
+  private readonly buses: Partial<Record<Topic, string>>;
+
+  constructor(options: EventBridgePublisherOptions) {
+    this.client = options.client;
+    this.buses = options.buses;
+  }
+
+  async publish(topic: Topic, envelopes: readonly Envelope[]): Promise<PublishFailure[]> {
+    if (envelopes.length === 0) return [];
+    const bus = this.buses[topic];
+    if (!bus) {
+      throw new PermanentError(
+        "eventbridge.no_bus",
+        `no event bus is configured for topic ${topic}`,
+      );
+    }
+    if (envelopes.length > MAX_PUT_EVENTS_ENTRIES) {
+      throw new PermanentError(
+        "eventbridge.too_many_entries",
+        `PutEvents takes at most ${MAX_PUT_EVENTS_ENTRIES} entries, got ${envelopes.length}`,
+      );
+    }
+    let entries: PutEventsResultEntry[];
+    let failedCount: number;
+    try {
+      const output = await this.client.send(
+        new PutEventsCommand({
+          Entries: envelopes.map((envelope) => ({
+            EventBusName: bus,
+            Source: EVENT_SOURCE,
+            DetailType: envelope.event_type,
+            Detail: JSON.stringify(envelope),
+            Time: new Date(envelope.occurred_at),
+          })),
+        }),
+      );
+      entries = output.Entries ?? [];
+      failedCount = output.FailedEntryCount ?? 0;
+    } catch (error) {
+      throw eventBridgeFailure(error);
+    }
+    if (failedCount === 0) return [];
+    if (entries.length !== envelopes.length) {
+      // Results are matched to requests by index; without one result per entry, nothing is known.
+      return envelopes.map((envelope) => ({
+        eventId: envelope.event_id,
+        code: "eventbridge.unmatched_results",
+        message: `PutEvents reported ${failedCount} failures but ${entries.length} results for ${envelopes.length} entries`,
+      }));
+    }
+    const failures: PublishFailure[] = [];
+    for (const [index, entry] of entries.entries()) {
+      const envelope = envelopes[index];
+      if (envelope && entry.ErrorCode) {
+        failures.push({
+          eventId: envelope.event_id,
+          code: entry.ErrorCode,
+          message: entry.ErrorMessage ?? "",
+        });
+      }
+    }
+    return failures;
+  }
+}
+
+function eventBridgeFailure(error: unknown): AgentBusError {
+  if (error instanceof AgentBusError) return error;
+  const e = error as Parameters<typeof isThrottlingError>[0] & { $fault?: string };
+  const name = error instanceof Error ? error.name : "Error";
+  const message = `PutEvents failed: ${error instanceof Error ? error.message : String(error)}`;
+  if (isThrottlingError(e))
+    return new TransientError("eventbridge.throttled", message, { cause: error });
+  if (isTransientError(e) || isServerError(e) || e.$fault !== "client")
+    return new TransientError("eventbridge.unavailable", message, { cause: error });
+  // A missing bus, a denied call or an invalid request: retrying the same call cannot help.
+  return new PermanentError(`eventbridge.${snakeCase(name)}`, message, { cause: error });
+}
+
+function snakeCase(name: string): string {
+  return name
+    .replace(/Exception$|Error$|Fault$/, "")
+    .replace(/([a-z0-9])([A-Z])/g, "$1_$2")
+    .toLowerCase();
+}

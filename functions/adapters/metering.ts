@@ -1,0 +1,272 @@
+import type { AttributeValue, ConsumedCapacity } from "@aws-sdk/client-dynamodb";
+import { marshall } from "@aws-sdk/util-dynamodb";
+
+/**
+ * Per-client metering of AWS SDK v3 calls: how many calls of each operation, and for DynamoDB the
+ * read and write capacity units consumed. Used by the benchmark and by tests that assert "one
+ * BatchGetItem per load, one TransactWriteItems per commit".
+ *
+ * Capacity: when a response carries non-empty `ConsumedCapacity` (the caller asked for it with
+ * `ReturnConsumedCapacity`), that number is used. Otherwise the units are estimated the way
+ * DynamoDB bills on-demand tables:
+ * - write: per item ceil(size / 1 KB), at least 1; TransactWriteItems counts 2x per action;
+ *   UpdateItem, whose stored item size the request does not show, is sized from its key and
+ *   expression values; DeleteItem and ConditionCheck count 1.
+ * - read: per item ceil(size / 4 KB) (Query/Scan: of the summed size of the page), halved for
+ *   eventually consistent reads; TransactGetItems counts 2x.
+ * - item size = sum over attributes of (UTF-8 name length + value size), value size per the
+ *   DynamoDB rules (string: UTF-8 bytes; number: about 1 byte per 2 significant digits + 1;
+ *   binary: bytes; boolean/null: 1; list/map: 3 + 1 per element + the elements). It is a close
+ *   approximation, not DynamoDB's exact accounting.
+ * - failed conditional writes (ConditionalCheckFailedException, or a transaction cancelled by a
+ *   failed condition) are counted as well: DynamoDB bills the write capacity of a failed
+ *   condition.
+ * The meter never changes requests: it does not add ReturnConsumedCapacity, because moto reports
+ * constant, size-blind numbers (PutItem 1, UpdateItem 0.5, TransactWriteItems an empty list) that
+ * would be worse than the estimate.
+ */
+export interface MeterSnapshot {
+  /** Calls per operation name (`PutItem`, `TransactWriteItems`, `SendMessageBatch`, ...). */
+  readonly calls: Record<string, number>;
+  readonly writeUnits: number;
+  readonly readUnits: number;
+}
+
+export interface Meter {
+  snapshot(): MeterSnapshot;
+  reset(): void;
+}
+
+type Next = (args: { input: unknown }) => Promise<{ output: unknown }>;
+type MeterMiddleware = (next: Next, context: { commandName?: string }) => Next;
+
+/** Any SDK v3 client (or DynamoDBDocumentClient, which shares its client's middleware stack). */
+export interface MeterableClient {
+  readonly middlewareStack: {
+    // biome-ignore lint/suspicious/noExplicitAny: the SDK's overloaded `add` accepts every step's middleware type
+    add(middleware: any, options: { step: "build"; name: string; override?: boolean }): void;
+  };
+}
+
+const MIDDLEWARE_NAME = "agentbusMeter";
+const meters = new WeakMap<object, Meter>();
+
+/**
+ * Attach a meter to a client (once: a second call returns the same meter). The middleware sits in
+ * the `build` step: after serialization input has been marshalled (so a DocumentClient's items
+ * are sized like a low-level client's) and before the retry middleware (`finalizeRequest`), so a
+ * call retried by the SDK counts once.
+ */
+export function meter(client: MeterableClient): Meter {
+  const existing = meters.get(client.middlewareStack);
+  if (existing) return existing;
+  let calls: Record<string, number> = {};
+  let writeUnits = 0;
+  let readUnits = 0;
+  const middleware: MeterMiddleware = (next, context) => async (args) => {
+    const operation = (context.commandName ?? "Unknown").replace(/Command$/, "");
+    calls[operation] = (calls[operation] ?? 0) + 1;
+    try {
+      const result = await next(args);
+      const usage = capacity(operation, args.input, result.output);
+      writeUnits += usage.write;
+      readUnits += usage.read;
+      return result;
+    } catch (error) {
+      if (failedCondition(error)) writeUnits += estimateWrites(operation, args.input, undefined);
+      throw error;
+    }
+  };
+  client.middlewareStack.add(middleware, { step: "build", name: MIDDLEWARE_NAME, override: true });
+  const created: Meter = {
+    snapshot: () => ({ calls: { ...calls }, writeUnits, readUnits }),
+    reset: () => {
+      calls = {};
+      writeUnits = 0;
+      readUnits = 0;
+    },
+  };
+  meters.set(client.middlewareStack, created);
+  return created;
+}
+
+const WRITES = new Set([
+  "PutItem",
+  "UpdateItem",
+  "DeleteItem",
+  "BatchWriteItem",
+  "TransactWriteItems",
+]);
+const READS = new Set(["GetItem", "BatchGetItem", "Query", "Scan", "TransactGetItems"]);
+
+type Input = Record<string, unknown>;
+type Item = Record<string, AttributeValue>;
+
+function capacity(operation: string, input: unknown, output: unknown) {
+  const isWrite = WRITES.has(operation);
+  if (!isWrite && !READS.has(operation)) return { write: 0, read: 0 };
+  const reported = reportedCapacity(output, isWrite);
+  if (isWrite) return { write: reported ?? estimateWrites(operation, input, output), read: 0 };
+  return { write: 0, read: reported ?? estimateReads(operation, input, output) };
+}
+
+function reportedCapacity(output: unknown, isWrite: boolean): number | undefined {
+  const consumed = (output as { ConsumedCapacity?: ConsumedCapacity | ConsumedCapacity[] })
+    ?.ConsumedCapacity;
+  const list = Array.isArray(consumed) ? consumed : consumed ? [consumed] : [];
+  if (list.length === 0) return undefined;
+  return list.reduce(
+    (sum, c) =>
+      sum + ((isWrite ? c.WriteCapacityUnits : c.ReadCapacityUnits) ?? c.CapacityUnits ?? 0),
+    0,
+  );
+}
+
+function failedCondition(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  if (error.name === "ConditionalCheckFailedException") return true;
+  if (error.name !== "TransactionCanceledException") return false;
+  const reasons = (error as { CancellationReasons?: { Code?: string }[] }).CancellationReasons;
+  return (reasons ?? []).some((r) => r.Code === "ConditionalCheckFailed");
+}
+
+const writeUnitsOf = (bytes: number) => Math.max(1, Math.ceil(bytes / 1024));
+const readUnitsOf = (bytes: number) => Math.max(1, Math.ceil(bytes / 4096));
+
+function estimateWrites(operation: string, input: unknown, output: unknown): number {
+  const request = (input ?? {}) as Input;
+  switch (operation) {
+    case "PutItem":
+      return writeUnitsOf(itemSize(request.Item));
+    case "UpdateItem":
+      return writeUnitsOf(updateSize(request));
+    case "DeleteItem":
+      return 1;
+    case "BatchWriteItem": {
+      const units = batchWriteUnits(request.RequestItems);
+      const unprocessed = batchWriteUnits((output as Input | undefined)?.UnprocessedItems);
+      return Math.max(0, units - unprocessed);
+    }
+    case "TransactWriteItems": {
+      const items = (request.TransactItems ?? []) as Record<string, Input | undefined>[];
+      return items.reduce((sum, action) => {
+        if (action.Put) return sum + 2 * writeUnitsOf(itemSize(action.Put.Item));
+        if (action.Update) return sum + 2 * writeUnitsOf(updateSize(action.Update));
+        return sum + 2;
+      }, 0);
+    }
+    default:
+      return 0;
+  }
+}
+
+function batchWriteUnits(requestItems: unknown): number {
+  let units = 0;
+  for (const requests of Object.values((requestItems ?? {}) as Record<string, Input[]>)) {
+    for (const request of requests) {
+      const put = request.PutRequest as Input | undefined;
+      units += put ? writeUnitsOf(itemSize(put.Item)) : 1;
+    }
+  }
+  return units;
+}
+
+function updateSize(update: Input): number {
+  return itemSize(update.Key) + itemSize(update.ExpressionAttributeValues);
+}
+
+function estimateReads(operation: string, input: unknown, output: unknown): number {
+  const request = (input ?? {}) as Input;
+  const response = (output ?? {}) as Input;
+  const factor = (consistent: unknown) => (consistent === true ? 1 : 0.5);
+  switch (operation) {
+    case "GetItem":
+      return factor(request.ConsistentRead) * readUnitsOf(itemSize(response.Item));
+    case "Query":
+    case "Scan": {
+      const items = (response.Items ?? []) as unknown[];
+      const bytes = items.reduce<number>((sum, item) => sum + itemSize(item), 0);
+      return factor(request.ConsistentRead) * readUnitsOf(bytes);
+    }
+    case "BatchGetItem": {
+      const asked = (request.RequestItems ?? {}) as Record<string, Input>;
+      let units = 0;
+      for (const [table, items] of Object.entries(
+        (response.Responses ?? {}) as Record<string, unknown[]>,
+      )) {
+        const f = factor(asked[table]?.ConsistentRead);
+        for (const item of items) units += f * readUnitsOf(itemSize(item));
+      }
+      return units;
+    }
+    case "TransactGetItems": {
+      const items = (response.Responses ?? []) as { Item?: unknown }[];
+      return items.reduce((sum, r) => sum + 2 * readUnitsOf(itemSize(r.Item)), 0);
+    }
+    default:
+      return 0;
+  }
+}
+
+const TYPE_KEYS = new Set(["S", "N", "B", "SS", "NS", "BS", "M", "L", "NULL", "BOOL"]);
+
+/** Output items are plain JavaScript when a DocumentClient unmarshalled them: size their marshalled form. */
+function asMarshalled(item: unknown): Item | undefined {
+  if (!item || typeof item !== "object") return undefined;
+  const values = Object.values(item);
+  const marshalled = values.every(
+    (v) =>
+      v !== null &&
+      typeof v === "object" &&
+      Object.keys(v).length === 1 &&
+      TYPE_KEYS.has(Object.keys(v)[0] ?? ""),
+  );
+  if (marshalled) return item as Item;
+  try {
+    return marshall(item, { removeUndefinedValues: true, convertClassInstanceToMap: true });
+  } catch {
+    return undefined;
+  }
+}
+
+const utf8 = (text: string) => Buffer.byteLength(text, "utf8");
+
+/** Approximate DynamoDB item size in bytes (see the rules above). */
+export function itemSize(item: unknown): number {
+  const marshalled = asMarshalled(item);
+  if (!marshalled) return 0;
+  let bytes = 0;
+  for (const [name, value] of Object.entries(marshalled)) bytes += utf8(name) + valueSize(value);
+  return bytes;
+}
+
+function numberSize(n: string): number {
+  const digits = n
+    .replace(/^[-+]/, "")
+    .replace(/[eE].*$/, "")
+    .replace(".", "")
+    .replace(/^0+/, "");
+  return Math.ceil(Math.max(1, digits.length) / 2) + 1;
+}
+
+function binarySize(b: unknown): number {
+  if (b instanceof Uint8Array) return b.byteLength;
+  if (typeof b === "string") return Buffer.from(b, "base64").byteLength;
+  return 0;
+}
+
+function valueSize(value: AttributeValue): number {
+  if (value.S !== undefined) return utf8(value.S);
+  if (value.N !== undefined) return numberSize(value.N);
+  if (value.B !== undefined) return binarySize(value.B);
+  if (value.BOOL !== undefined || value.NULL !== undefined) return 1;
+  if (value.SS !== undefined) return value.SS.reduce((s, x) => s + utf8(x), 0);
+  if (value.NS !== undefined) return value.NS.reduce((s, x) => s + numberSize(x), 0);
+  if (value.BS !== undefined) return value.BS.reduce((s, x) => s + binarySize(x), 0);
+  if (value.L !== undefined) return 3 + value.L.reduce((s, x) => s + 1 + valueSize(x), 0);
+  if (value.M !== undefined)
+    return (
+      3 + Object.entries(value.M).reduce((s, [name, x]) => s + 1 + utf8(name) + valueSize(x), 0)
+    );
+  return 0;
+}

@@ -1,0 +1,95 @@
+import { createHash } from "node:crypto";
+import { SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import { isThrottlingError } from "@smithy/core/retry";
+import { TransientError } from "../../core/errors";
+import type { DeadLetterSink } from "../../core/ports";
+
+/** Message attributes a dead letter carries (an operator reads them before a redrive). */
+export const DEAD_LETTER_ATTRIBUTES = {
+  code: "agentbus.error_code",
+  reason: "agentbus.error_reason",
+} as const;
+/** Longest reason kept (in characters); the rest is cut. */
+export const MAX_REASON_CHARS = 1000;
+/** MessageGroupId of dead letters sent without one to a FIFO dead-letter queue. */
+export const DEFAULT_DEAD_LETTER_GROUP = "dead-letters";
+
+export interface SqsDeadLetterSinkOptions {
+  /** Created once per container by the caller. */
+  readonly client: SQSClient;
+  /** Standard or FIFO queue URL; FIFO (`.fifo`) gets a group and a deduplication id. */
+  readonly queueUrl: string;
+}
+
+/**
+ * Sends an unprocessable message straight to a dead-letter queue with its error code and reason
+ * as message attributes, instead of letting it burn the source queue's retries. Any failure of the
+ * call throws TransientError: the source message then stays on its queue and is retried.
+ */
+export class SqsDeadLetterSink implements DeadLetterSink {
+  private readonly client: SQSClient;
+  private readonly queueUrl: string;
+  private readonly fifo: boolean;
+
+  constructor(options: SqsDeadLetterSinkOptions) {
+    this.client = options.client;
+    this.queueUrl = options.queueUrl;
+    this.fifo = options.queueUrl.endsWith(".fifo");
+  }
+
+  async send(message: {
+    body: string;
+    code: string;
+    reason: string;
+    groupId?: string;
+    deduplicationId?: string;
+  }): Promise<void> {
+    try {
+      await this.client.send(
+        new SendMessageCommand({
+          QueueUrl: this.queueUrl,
+          MessageBody: message.body,
+          MessageAttributes: {
+            // SQS refuses empty string attribute values.
+            [DEAD_LETTER_ATTRIBUTES.code]: { DataType: "String", StringValue: message.code || "-" },
+            [DEAD_LETTER_ATTRIBUTES.reason]: {
+              DataType: "String",
+              StringValue: truncate(message.reason, MAX_REASON_CHARS) || "-",
+            },
+          },
+          ...(this.fifo
+            ? {
+                MessageGroupId: message.groupId ?? DEFAULT_DEAD_LETTER_GROUP,
+                MessageDeduplicationId:
+                  message.deduplicationId ??
+                  createHash("sha256").update(message.body).digest("hex"),
+              }
+            : {}),
+        }),
+      );
+    } catch (error) {
+      const name = error instanceof Error ? error.name : "Error";
+      const code = isThrottlingError(error as Parameters<typeof isThrottlingError>[0])
+        ? "sqs.throttled"
+        : `sqs.${snakeCase(name)}`;
+      throw new TransientError(
+        code,
+        `SendMessage to the dead-letter queue ${this.queueUrl} failed: ${error instanceof Error ? error.message : String(error)}`,
+        { cause: error },
+      );
+    }
+  }
+}
+
+/** At most `max` characters (code points, so a surrogate pair is never split). */
+function truncate(text: string, max: number): string {
+  if (text.length <= max) return text;
+  return Array.from(text).slice(0, max).join("");
+}
+
+function snakeCase(name: string): string {
+  return name
+    .replace(/Exception$|Error$|Fault$/, "")
+    .replace(/([a-z0-9])([A-Z])/g, "$1_$2")
+    .toLowerCase();
+}

@@ -1,0 +1,50 @@
+import { ChangeMessageVisibilityCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import { isServerError, isThrottlingError, isTransientError } from "@smithy/core/retry";
+import { type AgentBusError, PermanentError, TransientError } from "../../core/errors";
+
+/** SQS caps a message's visibility timeout at 12 hours. */
+export const MAX_VISIBILITY_SECONDS = 12 * 3600;
+
+/**
+ * Sets the visibility timeout of a received message to `seconds` from now: used as retry backoff
+ * (a failed message reappears after `seconds`) and as a heartbeat for long work. Values are
+ * rounded and clamped to SQS's range [0, 43200].
+ * Throws TransientError on throttling / outages and PermanentError when SQS refuses the handle
+ * (for example the message was deleted or is no longer in flight): heartbeating it cannot help.
+ */
+export async function extendVisibility(
+  client: SQSClient,
+  queueUrl: string,
+  receiptHandle: string,
+  seconds: number,
+): Promise<void> {
+  const timeout = Math.min(MAX_VISIBILITY_SECONDS, Math.max(0, Math.round(seconds)));
+  try {
+    await client.send(
+      new ChangeMessageVisibilityCommand({
+        QueueUrl: queueUrl,
+        ReceiptHandle: receiptHandle,
+        VisibilityTimeout: timeout,
+      }),
+    );
+  } catch (error) {
+    throw visibilityFailure(error);
+  }
+}
+
+function visibilityFailure(error: unknown): AgentBusError {
+  const e = error as Parameters<typeof isThrottlingError>[0] & { $fault?: string };
+  const name = error instanceof Error ? error.name : "Error";
+  const message = `ChangeMessageVisibility failed: ${error instanceof Error ? error.message : String(error)}`;
+  if (isThrottlingError(e)) return new TransientError("sqs.throttled", message, { cause: error });
+  if (isTransientError(e) || isServerError(e) || e.$fault !== "client")
+    return new TransientError("sqs.unavailable", message, { cause: error });
+  return new PermanentError(`sqs.${snakeCase(name)}`, message, { cause: error });
+}
+
+function snakeCase(name: string): string {
+  return name
+    .replace(/Exception$|Error$|Fault$/, "")
+    .replace(/([a-z0-9])([A-Z])/g, "$1_$2")
+    .toLowerCase();
+}

@@ -1,0 +1,430 @@
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
+import type { TableNames } from "../../functions/adapters/dynamodb/tables";
+import {
+  type AgentBusError,
+  DuplicateCommitError,
+  VersionConflictError,
+} from "../../functions/core/errors";
+import { InMemoryEventStore } from "../../functions/core/memory";
+import { consume, type Role } from "../../functions/core/pipeline";
+import type {
+  CommitRequest,
+  EventStore,
+  InboxRecord,
+  RecordedOutcome,
+  TraceReader,
+} from "../../functions/core/ports";
+import { appendToStream } from "../../functions/core/producer";
+import { ManualClock, ulidSource } from "../../functions/core/runtime";
+import { type AggregateRef, type Envelope, registry } from "../../schemas";
+import { emulator } from "../support/aws";
+import { newCorrelationId, newTaskId, newUlid, taskEvent, taskStream } from "../support/factories";
+import { createTables, deleteTables } from "../support/tables";
+
+/**
+ * The event store contract, run against the in-memory twin and the DynamoDB adapter (on moto):
+ * same results, same errors, same messages. If one of them drifts, this file fails.
+ */
+
+type Store = EventStore & TraceReader;
+
+let client: DynamoDBClient;
+let tables: TableNames;
+
+beforeAll(async () => {
+  client = new DynamoDBClient(emulator());
+  tables = await createTables(client, `contract-${newUlid().toLowerCase()}`);
+});
+
+afterAll(async () => {
+  await deleteTables(client, tables);
+  client.destroy();
+});
+
+const subjects: [string, (clock: ManualClock) => Store][] = [
+  ["InMemoryEventStore", (clock) => new InMemoryEventStore(clock)],
+  ["DynamoEventStore", (clock) => new DynamoEventStore({ client, tables, clock })],
+];
+
+const refOf = (e: Envelope): AggregateRef => ({ type: e.aggregate.type, id: e.aggregate.id });
+const newGroup = () => `group-${newUlid().toLowerCase()}`;
+
+function inboxRecord(
+  group: string,
+  event: Envelope,
+  clock: ManualClock,
+  options: { ttlSeconds?: number; outcome?: RecordedOutcome; reason?: string } = {},
+): InboxRecord {
+  return {
+    group,
+    eventId: event.event_id,
+    eventType: event.event_type,
+    outcome: options.outcome ?? "applied",
+    ...(options.reason ? { reason: options.reason } : {}),
+    aggregate: refOf(event),
+    version: event.aggregate.version,
+    correlationId: event.correlation_id,
+    taskId: event.task_id,
+    recordedAt: clock.now().toISOString(),
+    expiresAt: Math.floor(clock.now().getTime() / 1000) + (options.ttlSeconds ?? 3600),
+  };
+}
+
+async function failureOf(promise: Promise<unknown>): Promise<AgentBusError> {
+  try {
+    await promise;
+  } catch (error) {
+    return error as AgentBusError;
+  }
+  throw new Error("expected the call to fail");
+}
+
+/** Everything a commit could have touched for one group and stream. */
+async function observe(store: Store, group: string, stream: AggregateRef, eventIds: string[]) {
+  return {
+    loaded: await store.load({ checkpoint: { group, stream }, state: stream }),
+    events: await store.readStream(stream, 0, 1000),
+    inbox: await store.inboxRecords(group, eventIds),
+  };
+}
+
+describe.each(subjects)("%s honours the event store contract", (_name, make) => {
+  let clock: ManualClock;
+  let store: Store;
+
+  beforeEach(() => {
+    clock = new ManualClock("2026-03-01T12:00:00.000Z");
+    store = make(clock);
+  });
+
+  it("loads nothing for an unknown aggregate, group and event", async () => {
+    const stream = { type: "task", id: newTaskId() };
+    const loaded = await store.load({
+      inbox: { group: newGroup(), eventId: newUlid() },
+      checkpoint: { group: newGroup(), stream },
+      state: stream,
+    });
+    expect(loaded).toEqual({ inboxHit: false, checkpoint: 0, state: undefined });
+    expect(await store.readStream(stream, 1, 10)).toEqual([]);
+  });
+
+  it("commits inbox, checkpoint, state and events together and loads them back", async () => {
+    const [e1, e2] = taskStream(1, 2) as [Envelope, Envelope];
+    const stream = refOf(e1);
+    const group = newGroup();
+    await store.commit({
+      inbox: inboxRecord(group, e1, clock),
+      checkpoint: { group, stream, from: 0, to: 1 },
+      state: { aggregate: stream, expectedRevision: 0, next: { status: "accepted" }, version: 2 },
+      append: [e1, e2],
+    });
+    const loaded = await store.load({
+      inbox: { group, eventId: e1.event_id },
+      checkpoint: { group, stream },
+      state: stream,
+    });
+    expect(loaded).toEqual({
+      inboxHit: true,
+      checkpoint: 1,
+      state: { aggregate: stream, revision: 1, version: 2, data: { status: "accepted" } },
+    });
+    // Only what was asked for is reported.
+    expect(await store.load({ state: stream })).toMatchObject({ inboxHit: false, checkpoint: 0 });
+    expect(await store.readStream(stream, 1, 2)).toEqual([e1, e2]);
+  });
+
+  it("reads stream ranges in version order, leaving out missing versions", async () => {
+    const taskId = newTaskId();
+    const all = taskStream(1, 5, { taskId });
+    const [v1, v2, , v4, v5] = all as [Envelope, Envelope, Envelope, Envelope, Envelope];
+    const other = taskStream(1, 2);
+    await store.commit({ append: [v1, v2] });
+    await store.commit({ append: [v4, v5, ...other] });
+    const stream = refOf(v1);
+    const versions = async (from: number, to: number) =>
+      (await store.readStream(stream, from, to)).map((e) => e.aggregate.version);
+    expect(await versions(1, 5)).toEqual([1, 2, 4, 5]);
+    expect(await versions(2, 4)).toEqual([2, 4]);
+    expect(await versions(3, 3)).toEqual([]);
+    expect(await versions(5, 9)).toEqual([5]);
+    expect(await versions(6, 9)).toEqual([]);
+    expect(await versions(4, 2)).toEqual([]);
+    expect(await store.readStream(stream, 4, 4)).toEqual([v4]);
+  });
+
+  it("counts state revisions and round-trips state data", async () => {
+    const stream = { type: "task", id: newTaskId() };
+    const write = (expectedRevision: number, next: unknown) =>
+      store.commit({ state: { aggregate: stream, expectedRevision, next, version: 0 } });
+    await write(0, { status: "accepted" });
+    await write(1, null);
+    expect((await store.load({ state: stream })).state).toEqual({
+      aggregate: stream,
+      revision: 2,
+      version: 0,
+      data: null,
+    });
+    const rich = {
+      nested: { list: [1, "two", true, null, { deep: "ünïcødé ✓ 😀" }], empty: "", zero: 0 },
+      negative: -1.5,
+      big: 2 ** 40,
+      flag: false,
+      dropped: undefined,
+    };
+    await write(2, rich);
+    const { state } = await store.load({ state: stream });
+    expect(state?.revision).toBe(3);
+    expect(state?.data).toEqual({ ...rich, dropped: undefined });
+  });
+
+  it("refuses a second inbox row for the same (group, event) and writes nothing", async () => {
+    const [e1, e2] = taskStream(1, 2) as [Envelope, Envelope];
+    const stream = refOf(e1);
+    const group = newGroup();
+    await store.commit({ inbox: inboxRecord(group, e1, clock), append: [e1] });
+    const before = await observe(store, group, stream, [e1.event_id]);
+    const error = await failureOf(
+      store.commit({
+        inbox: inboxRecord(group, e1, clock, { outcome: "discarded", reason: "expired" }),
+        checkpoint: { group, stream, from: 0, to: 1 },
+        state: { aggregate: stream, expectedRevision: 0, next: { x: 1 }, version: 2 },
+        append: [e2],
+      }),
+    );
+    expect(error).toBeInstanceOf(DuplicateCommitError);
+    expect(error.code).toBe("commit.duplicate");
+    expect(error.errorClass).toBe("transient");
+    expect(await observe(store, group, stream, [e1.event_id])).toEqual(before);
+    // The same event in another group is not a duplicate.
+    await store.commit({ inbox: inboxRecord(newGroup(), e1, clock) });
+  });
+
+  it("moves a checkpoint only from the stored version", async () => {
+    const stream = { type: "task", id: newTaskId() };
+    const group = newGroup();
+    const move = (from: number, to: number, on: AggregateRef = stream) =>
+      store.commit({ checkpoint: { group, stream: on, from, to } });
+    await move(0, 3);
+    const fromZero = await failureOf(move(0, 4));
+    expect(fromZero).toBeInstanceOf(VersionConflictError);
+    expect(fromZero).toMatchObject({ conflict: "checkpoint", code: "commit.checkpoint_conflict" });
+    expect(fromZero.message).toBe(`checkpoint of ${group} on task#${stream.id} is 3, expected 0`);
+    expect((await failureOf(move(2, 4))).message).toBe(
+      `checkpoint of ${group} on task#${stream.id} is 3, expected 2`,
+    );
+    const absent = { type: "task", id: newTaskId() };
+    expect((await failureOf(move(5, 6, absent))).message).toBe(
+      `checkpoint of ${group} on task#${absent.id} is 0, expected 5`,
+    );
+    await move(3, 4);
+    expect((await store.load({ checkpoint: { group, stream }, state: stream })).checkpoint).toBe(4);
+  });
+
+  it("writes state only at the expected revision", async () => {
+    const stream = { type: "task", id: newTaskId() };
+    const write = (expectedRevision: number, on: AggregateRef = stream) =>
+      store.commit({ state: { aggregate: on, expectedRevision, next: { n: 1 }, version: 1 } });
+    await write(0);
+    const again = await failureOf(write(0));
+    expect(again).toBeInstanceOf(VersionConflictError);
+    expect(again).toMatchObject({ conflict: "state", code: "commit.state_conflict" });
+    expect(again.message).toBe(`task#${stream.id} is at revision 1, expected 0`);
+    expect((await failureOf(write(2))).message).toBe(
+      `task#${stream.id} is at revision 1, expected 2`,
+    );
+    const absent = { type: "task", id: newTaskId() };
+    expect((await failureOf(write(1, absent))).message).toBe(
+      `task#${absent.id} is at revision 0, expected 1`,
+    );
+    await write(1);
+    expect((await store.load({ state: stream })).state?.revision).toBe(2);
+  });
+
+  it("appends each stream version once", async () => {
+    const taskId = newTaskId();
+    const [v1, v2] = taskStream(1, 2, { taskId }) as [Envelope, Envelope];
+    const rival = taskEvent(1, { taskId });
+    await store.commit({ append: [v1] });
+    const error = await failureOf(store.commit({ append: [v2, rival] }));
+    expect(error).toBeInstanceOf(VersionConflictError);
+    expect(error).toMatchObject({ conflict: "stream", code: "commit.stream_conflict" });
+    expect(error.message).toBe(`task#${taskId} already has version 1`);
+    expect(await store.readStream(refOf(v1), 1, 10)).toEqual([v1]);
+  });
+
+  it("reports duplicate, then checkpoint, then state, then stream when several fail", async () => {
+    const taskId = newTaskId();
+    const [v1, v2] = taskStream(1, 2, { taskId }) as [Envelope, Envelope];
+    const stream = refOf(v1);
+    const group = newGroup();
+    await store.commit({
+      inbox: inboxRecord(group, v1, clock),
+      checkpoint: { group, stream, from: 0, to: 1 },
+      state: { aggregate: stream, expectedRevision: 0, next: {}, version: 1 },
+      append: [v1],
+    });
+    const rival = taskEvent(1, { taskId });
+    const bad = {
+      inbox: inboxRecord(group, v1, clock),
+      checkpoint: { group, stream, from: 0, to: 1 },
+      state: { aggregate: stream, expectedRevision: 0, next: {}, version: 1 },
+      append: [rival],
+    } satisfies CommitRequest;
+    const fresh = inboxRecord(group, v2, clock);
+    const good = {
+      checkpoint: { group, stream, from: 1, to: 2 },
+      state: { aggregate: stream, expectedRevision: 1, next: {}, version: 2 },
+    };
+    expect(await failureOf(store.commit(bad))).toBeInstanceOf(DuplicateCommitError);
+    expect(await failureOf(store.commit({ ...bad, inbox: fresh }))).toMatchObject({
+      conflict: "checkpoint",
+    });
+    expect(
+      await failureOf(store.commit({ ...bad, inbox: fresh, checkpoint: good.checkpoint })),
+    ).toMatchObject({ conflict: "state" });
+    expect(await failureOf(store.commit({ ...bad, inbox: fresh, ...good }))).toMatchObject({
+      conflict: "stream",
+    });
+  });
+
+  it.each(["inbox", "checkpoint", "state", "stream"] as const)(
+    "writes nothing at all when only the %s part fails",
+    async (failing) => {
+      const taskId = newTaskId();
+      const [v1, v2, v3] = taskStream(1, 3, { taskId }) as [Envelope, Envelope, Envelope];
+      const stream = refOf(v1);
+      const group = newGroup();
+      await store.commit({
+        inbox: inboxRecord(group, v1, clock),
+        checkpoint: { group, stream, from: 0, to: 1 },
+        state: { aggregate: stream, expectedRevision: 0, next: { at: 1 }, version: 1 },
+        append: [v1],
+      });
+      const ids = [v1.event_id, v2.event_id];
+      const before = await observe(store, group, stream, ids);
+      const request: CommitRequest = {
+        inbox: inboxRecord(group, failing === "inbox" ? v1 : v2, clock),
+        checkpoint: { group, stream, from: failing === "checkpoint" ? 0 : 1, to: 2 },
+        state: {
+          aggregate: stream,
+          expectedRevision: failing === "state" ? 7 : 1,
+          next: { at: 2 },
+          version: 3,
+        },
+        append: failing === "stream" ? [v2, taskEvent(1, { taskId }), v3] : [v2, v3],
+      };
+      const error = await failureOf(store.commit(request));
+      expect(error).toBeInstanceOf(
+        failing === "inbox" ? DuplicateCommitError : VersionConflictError,
+      );
+      expect(await observe(store, group, stream, ids)).toEqual(before);
+    },
+  );
+
+  it("ignores expired inbox rows on load and lets a commit overwrite them", async () => {
+    const event = taskEvent(1);
+    const group = newGroup();
+    const ask = { inbox: { group, eventId: event.event_id }, state: refOf(event) };
+    await store.commit({ inbox: inboxRecord(group, event, clock, { ttlSeconds: 60 }) });
+    clock.advance(59_999);
+    expect((await store.load(ask)).inboxHit).toBe(true);
+    expect(
+      await failureOf(store.commit({ inbox: inboxRecord(group, event, clock) })),
+    ).toBeInstanceOf(DuplicateCommitError);
+    clock.advance(1); // now = expiresAt: the row no longer counts
+    expect((await store.load(ask)).inboxHit).toBe(false);
+    const again = inboxRecord(group, event, clock, { outcome: "discarded", reason: "expired" });
+    await store.commit({ inbox: again });
+    expect((await store.load(ask)).inboxHit).toBe(true);
+    expect(await store.inboxRecords(group, [event.event_id])).toEqual([again]);
+  });
+
+  it("treats an empty commit as a no-op", async () => {
+    await store.commit({});
+    await store.commit({ append: [] });
+  });
+
+  it("finds every event of a correlation across streams, in event id order", async () => {
+    const correlationId = newCorrelationId();
+    const a = taskStream(1, 2, { correlationId });
+    const noise = taskStream(1, 1);
+    const b = taskStream(1, 1, { correlationId });
+    await store.commit({ append: a });
+    await store.commit({ append: noise });
+    await store.commit({ append: b });
+    expect(await store.eventsByCorrelation(correlationId)).toEqual([...a, ...b]);
+    expect(await store.eventsByCorrelation(newCorrelationId())).toEqual([]);
+  });
+
+  it("returns inbox records of one group in the order asked, unknown ids left out", async () => {
+    const [e1, e2, e3] = taskStream(1, 3) as [Envelope, Envelope, Envelope];
+    const group = newGroup();
+    const r1 = inboxRecord(group, e1, clock);
+    const r2 = inboxRecord(group, e2, clock, { outcome: "discarded", reason: "superseded" });
+    const r3 = inboxRecord(group, e3, clock, { outcome: "rejected", reason: "task.not_found" });
+    await store.commit({ inbox: r1 });
+    await store.commit({ inbox: r2 });
+    await store.commit({ inbox: r3 });
+    expect(
+      await store.inboxRecords(group, [e3.event_id, newUlid(), e1.event_id, e2.event_id]),
+    ).toEqual([r3, r1, r2]);
+    expect(await store.inboxRecords(newGroup(), [e1.event_id])).toEqual([]);
+    expect(await store.inboxRecords(group, [])).toEqual([]);
+  });
+
+  it("serves the core producer (appendToStream)", async () => {
+    const deps = { store, registry, clock, ids: ulidSource(clock) };
+    const taskId = newTaskId();
+    const aggregate = { type: "task", id: taskId };
+    const common = { aggregate, producer: "api", correlationId: newCorrelationId(), taskId };
+    const [accepted] = await appendToStream(deps, {
+      ...common,
+      decide: () => ({
+        state: { status: "accepted" },
+        emit: [{ type: "task.accepted", payload: { title: "t" } }],
+      }),
+    });
+    const [planned] = await appendToStream<{ status: string }>(deps, {
+      ...common,
+      decide: (current) => ({
+        state: { status: `${current?.data.status}->planned` },
+        emit: [{ type: "plan.created", payload: { steps: ["a"] } }],
+      }),
+    });
+    expect(await store.readStream(aggregate, 1, 10)).toEqual([accepted, planned]);
+    expect((await store.load({ state: aggregate })).state).toEqual({
+      aggregate,
+      revision: 2,
+      version: 2,
+      data: { status: "accepted->planned" },
+    });
+  });
+
+  it("serves the consumer pipeline, repairing a version gap from the stream", async () => {
+    const group = newGroup();
+    const role: Role<{ seen: number[] }> = {
+      group,
+      subscriptions: ["task.accepted", "plan.created", "answer.generated", "notification.sent"],
+      stateOf: (event) => ({ type: "task_view", id: event.task_id }),
+      decide: (state, event) => ({
+        state: { seen: [...(state?.seen ?? []), event.aggregate.version] },
+      }),
+    };
+    const events = taskStream(1, 3);
+    const [, v2, v3] = events as [Envelope, Envelope, Envelope];
+    await store.commit({ append: events });
+    const deps = { store, registry, clock, ids: ulidSource(clock) };
+    const result = await consume(v3, role, deps);
+    expect(result.status).toBe("applied");
+    expect(result.steps.map((s) => [s.version, s.repaired])).toEqual([
+      [1, true],
+      [2, true],
+      [3, false],
+    ]);
+    expect((await consume(v2, role, deps)).status).toBe("duplicate");
+    const view = { type: "task_view", id: v3.task_id };
+    expect((await store.load({ state: view })).state?.data).toEqual({ seen: [1, 2, 3] });
+  });
+});

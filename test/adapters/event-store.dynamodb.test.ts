@@ -1,0 +1,502 @@
+import {
+  type AttributeValue,
+  DescribeTableCommand,
+  DynamoDBClient,
+  GetItemCommand,
+  InternalServerError,
+  type KeysAndAttributes,
+  ProvisionedThroughputExceededException,
+  TransactionCanceledException,
+} from "@aws-sdk/client-dynamodb";
+import {
+  type _Record,
+  DescribeStreamCommand,
+  DynamoDBStreamsClient,
+  GetRecordsCommand,
+  GetShardIteratorCommand,
+} from "@aws-sdk/client-dynamodb-streams";
+import { unmarshall } from "@aws-sdk/util-dynamodb";
+import type { DynamoDBRecord } from "aws-lambda";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
+import { envelopesFromStreamRecords } from "../../functions/adapters/dynamodb/stream";
+import {
+  checkpointKey,
+  inboxKey,
+  streamKey,
+  type TableNames,
+} from "../../functions/adapters/dynamodb/tables";
+import { meter } from "../../functions/adapters/metering";
+import {
+  type AgentBusError,
+  DuplicateCommitError,
+  PermanentError,
+  TransientError,
+} from "../../functions/core/errors";
+import type { InboxRecord } from "../../functions/core/ports";
+import { ManualClock } from "../../functions/core/runtime";
+import type { AggregateRef, Envelope } from "../../schemas";
+import { emulator } from "../support/aws";
+import { newCorrelationId, newUlid, taskEvent, taskStream } from "../support/factories";
+import { createTables, deleteTables } from "../support/tables";
+
+let client: DynamoDBClient;
+let tables: TableNames;
+
+beforeAll(async () => {
+  client = new DynamoDBClient(emulator());
+  tables = await createTables(client, `ddb-${newUlid().toLowerCase()}`);
+});
+
+afterAll(async () => {
+  await deleteTables(client, tables);
+  client.destroy();
+});
+
+const refOf = (e: Envelope): AggregateRef => ({ type: e.aggregate.type, id: e.aggregate.id });
+
+/** A client of its own, so that metering or fault injection does not leak into other tests. */
+function ownClient(): DynamoDBClient {
+  return new DynamoDBClient({ ...emulator(), maxAttempts: 1 });
+}
+
+type Handler = (input: Record<string, unknown>, pass: () => Promise<unknown>) => Promise<unknown>;
+
+/** Intercept one operation above the SDK's retry layer (so injected faults are not retried). */
+function intercept(target: DynamoDBClient, operation: string, handler: Handler): void {
+  target.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (context.commandName !== `${operation}Command`) return next(args);
+      const output = await handler(args.input as Record<string, unknown>, async () => {
+        return (await next(args)).output;
+      });
+      return { output, response: {} } as Awaited<ReturnType<typeof next>>;
+    },
+    { step: "initialize", name: `intercept-${operation}`, override: true },
+  );
+}
+
+async function failureOf(promise: Promise<unknown>): Promise<AgentBusError> {
+  try {
+    await promise;
+  } catch (error) {
+    return error as AgentBusError;
+  }
+  throw new Error("expected the call to fail");
+}
+
+function inboxRecord(group: string, event: Envelope, expiresAt: number): InboxRecord {
+  return {
+    group,
+    eventId: event.event_id,
+    eventType: event.event_type,
+    outcome: "applied",
+    aggregate: refOf(event),
+    version: event.aggregate.version,
+    correlationId: event.correlation_id,
+    taskId: event.task_id,
+    recordedAt: "2026-03-01T12:00:00.000Z",
+    expiresAt,
+  };
+}
+
+async function rawItem(table: string, key: Record<string, AttributeValue>) {
+  const { Item } = await client.send(
+    new GetItemCommand({ TableName: table, Key: key, ConsistentRead: true }),
+  );
+  return Item;
+}
+
+describe("DynamoEventStore on DynamoDB", () => {
+  it("stores the documented table layout", async () => {
+    const store = new DynamoEventStore({ client, tables });
+    const [e1, e2] = taskStream(1, 2) as [Envelope, Envelope];
+    const stream = refOf(e1);
+    await store.commit({
+      inbox: inboxRecord("layout", e1, 1_900_000_000),
+      checkpoint: { group: "layout", stream, from: 0, to: 1 },
+      state: { aggregate: stream, expectedRevision: 0, next: { status: "accepted" }, version: 2 },
+      append: [e1, e2],
+    });
+    const state = await rawItem(tables.state, { pk: { S: streamKey(stream) } });
+    expect(state).toMatchObject({
+      pk: { S: `task#${stream.id}` },
+      revision: { N: "1" },
+      version: { N: "2" },
+      data: { M: { status: { S: "accepted" } } },
+      agg_type: { S: "task" },
+      agg_id: { S: stream.id },
+    });
+    expect(Number.isNaN(Date.parse(state?.updated_at?.S ?? ""))).toBe(false);
+
+    const event = await rawItem(tables.events, {
+      pk: { S: streamKey(stream) },
+      version: { N: "2" },
+    });
+    expect(unmarshall(event ?? {})).toEqual({
+      pk: `task#${stream.id}`,
+      version: 2,
+      event_id: e2.event_id,
+      event_type: e2.event_type,
+      schema_version: 1,
+      correlation_id: e2.correlation_id,
+      task_id: e2.task_id,
+      occurred_at: e2.occurred_at,
+      envelope: JSON.stringify(e2),
+    });
+
+    const inbox = await rawItem(tables.inbox, { pk: { S: inboxKey("layout", e1.event_id) } });
+    expect(inbox?.ttl).toEqual({ N: "1900000000" });
+    expect(unmarshall(inbox ?? {})).toEqual({
+      pk: `inbox#layout#${e1.event_id}`,
+      group: "layout",
+      event_id: e1.event_id,
+      event_type: e1.event_type,
+      outcome: "applied",
+      agg_type: "task",
+      agg_id: stream.id,
+      version: 1,
+      correlation_id: e1.correlation_id,
+      task_id: e1.task_id,
+      recorded_at: "2026-03-01T12:00:00.000Z",
+      ttl: 1_900_000_000,
+    });
+
+    const checkpoint = await rawItem(tables.inbox, { pk: { S: checkpointKey("layout", stream) } });
+    expect(unmarshall(checkpoint ?? {})).toEqual({
+      pk: `checkpoint#layout#task#${stream.id}`,
+      version: 1,
+    });
+  });
+
+  it("loads inbox row, checkpoint and state with one BatchGetItem and commits with one transaction", async () => {
+    const own = ownClient();
+    const metered = meter(own);
+    const store = new DynamoEventStore({ client: own, tables });
+    const [e1] = taskStream(1, 1) as [Envelope];
+    const stream = refOf(e1);
+    const request = {
+      inbox: { group: "meter", eventId: e1.event_id },
+      checkpoint: { group: "meter", stream },
+      state: stream,
+    };
+    await store.load(request);
+    await store.commit({
+      inbox: inboxRecord("meter", e1, 1_900_000_000),
+      checkpoint: { group: "meter", stream, from: 0, to: 1 },
+      state: { aggregate: stream, expectedRevision: 0, next: {}, version: 1 },
+      append: [e1],
+    });
+    expect((await store.load(request)).inboxHit).toBe(true);
+    expect(metered.snapshot().calls).toEqual({ BatchGetItem: 2, TransactWriteItems: 1 });
+    own.destroy();
+  });
+
+  it("writes a one-action commit with PutItem and maps its failed condition", async () => {
+    const own = ownClient();
+    const metered = meter(own);
+    const store = new DynamoEventStore({ client: own, tables });
+    const event = taskEvent(1);
+    const row = inboxRecord("single", event, 1_900_000_000);
+    await store.commit({ inbox: row });
+    const error = await failureOf(store.commit({ inbox: row }));
+    expect(error).toBeInstanceOf(DuplicateCommitError);
+    const stream = refOf(event);
+    await store.commit({ state: { aggregate: stream, expectedRevision: 0, next: 1, version: 0 } });
+    expect(
+      (
+        await failureOf(
+          store.commit({ state: { aggregate: stream, expectedRevision: 0, next: 2, version: 0 } }),
+        )
+      ).message,
+    ).toBe(`task#${stream.id} is at revision 1, expected 0`);
+    expect(metered.snapshot().calls).toEqual({ PutItem: 4 });
+    own.destroy();
+  });
+
+  it("retries UnprocessedKeys of BatchGetItem until every key is read", async () => {
+    const own = ownClient();
+    const metered = meter(own);
+    let deferred = false;
+    intercept(own, "BatchGetItem", async (input, pass) => {
+      if (deferred) return pass();
+      // First round: hand back the inbox table's keys as unprocessed, like DynamoDB under load.
+      deferred = true;
+      const items = input.RequestItems as Record<string, KeysAndAttributes>;
+      const held = items[tables.inbox];
+      delete items[tables.inbox];
+      const output = (await pass()) as Record<string, unknown>;
+      return { ...output, UnprocessedKeys: held ? { [tables.inbox]: held } : {} };
+    });
+    const store = new DynamoEventStore({ client: own, tables, wait: async () => {} });
+    const [e1] = taskStream(1, 1) as [Envelope];
+    const stream = refOf(e1);
+    await store.commit({
+      inbox: inboxRecord("unprocessed", e1, 1_900_000_000),
+      checkpoint: { group: "unprocessed", stream, from: 0, to: 1 },
+      state: { aggregate: stream, expectedRevision: 0, next: { ok: true }, version: 1 },
+      append: [e1],
+    });
+    const loaded = await store.load({
+      inbox: { group: "unprocessed", eventId: e1.event_id },
+      checkpoint: { group: "unprocessed", stream },
+      state: stream,
+    });
+    expect(loaded).toMatchObject({ inboxHit: true, checkpoint: 1, state: { data: { ok: true } } });
+    expect(metered.snapshot().calls.BatchGetItem).toBe(2);
+    own.destroy();
+  });
+
+  it("gives up on keys that stay unprocessed with a TransientError", async () => {
+    const own = ownClient();
+    intercept(own, "BatchGetItem", async (input) => ({
+      Responses: {},
+      UnprocessedKeys: input.RequestItems,
+    }));
+    const store = new DynamoEventStore({
+      client: own,
+      tables,
+      maxBatchGetAttempts: 3,
+      wait: async () => {},
+    });
+    const error = await failureOf(store.load({ state: { type: "task", id: "task_x" } }));
+    expect(error).toBeInstanceOf(TransientError);
+    expect(error.code).toBe("dynamodb.unprocessed_keys");
+    own.destroy();
+  });
+
+  it("reads every page of a stream and of a correlation", async () => {
+    const own = ownClient();
+    const metered = meter(own);
+    intercept(own, "Query", async (input, pass) => {
+      input.Limit = 2;
+      return pass();
+    });
+    const store = new DynamoEventStore({ client: own, tables });
+    const correlationId = newCorrelationId();
+    const events = taskStream(1, 5, { correlationId });
+    await store.commit({ append: events });
+    const stream = refOf(events[0] as Envelope);
+    expect(await store.readStream(stream, 1, 5)).toEqual(events);
+    expect(await store.eventsByCorrelation(correlationId)).toEqual(events);
+    expect(await store.eventsByTask(stream.id)).toEqual(events);
+    expect(metered.snapshot().calls.Query).toBeGreaterThanOrEqual(9);
+    own.destroy();
+  });
+
+  it("refuses a commit of more than 100 actions without calling DynamoDB", async () => {
+    const own = ownClient();
+    const metered = meter(own);
+    const store = new DynamoEventStore({ client: own, tables });
+    const error = await failureOf(store.commit({ append: taskStream(1, 101) }));
+    expect(error).toBeInstanceOf(PermanentError);
+    expect(error.code).toBe("dynamodb.transaction_too_large");
+    expect(metered.snapshot().calls).toEqual({});
+    own.destroy();
+  });
+
+  it("maps a transaction DynamoDB rejects as invalid to a PermanentError", async () => {
+    const store = new DynamoEventStore({ client, tables });
+    const taskId = `task_${newUlid()}`;
+    // Two actions on one item: DynamoDB answers ValidationException.
+    const error = await failureOf(
+      store.commit({ append: [taskEvent(1, { taskId }), taskEvent(1, { taskId })] }),
+    );
+    expect(error).toBeInstanceOf(PermanentError);
+    expect(error.code).toBe("dynamodb.validation");
+  });
+
+  // Actions of the commit below, by index: [inbox, stream].
+  it.each([
+    [["None", "TransactionConflict"], "transient", "dynamodb.transaction_conflict"],
+    [["ThrottlingError", "None"], "transient", "dynamodb.throttled"],
+    [["None", "ProvisionedThroughputExceeded"], "transient", "dynamodb.throttled"],
+    [["ValidationError", "None"], "permanent", "dynamodb.validation"],
+    [["TransactionConflict", "ConditionalCheckFailed"], "transient", "commit.stream_conflict"],
+    [["ConditionalCheckFailed", "ConditionalCheckFailed"], "transient", "commit.duplicate"],
+  ] as const)("maps cancellation reasons %j", async (codes, errorClass, code) => {
+    const own = ownClient();
+    intercept(own, "TransactWriteItems", async () => {
+      throw new TransactionCanceledException({
+        message: "Transaction cancelled",
+        $metadata: { httpStatusCode: 400 },
+        CancellationReasons: codes.map((Code) => ({ Code })),
+      });
+    });
+    const store = new DynamoEventStore({ client: own, tables });
+    const event = taskEvent(1);
+    const error = await failureOf(
+      store.commit({ inbox: inboxRecord("reasons", event, 1_900_000_000), append: [event] }),
+    );
+    expect(error).toMatchObject({ code, errorClass });
+    own.destroy();
+  });
+
+  it("maps whole-call throttling, outages and missing tables", async () => {
+    const own = ownClient();
+    let fault: Error = new ProvisionedThroughputExceededException({
+      message: "slow down",
+      $metadata: { httpStatusCode: 400 },
+    });
+    intercept(own, "TransactWriteItems", async () => {
+      throw fault;
+    });
+    const store = new DynamoEventStore({ client: own, tables });
+    const commit = () => store.commit({ append: taskStream(1, 2) });
+    expect(await failureOf(commit())).toMatchObject({
+      code: "dynamodb.throttled",
+      errorClass: "transient",
+    });
+    fault = new InternalServerError({ message: "boom", $metadata: { httpStatusCode: 500 } });
+    expect(await failureOf(commit())).toMatchObject({
+      code: "dynamodb.unavailable",
+      errorClass: "transient",
+    });
+    own.destroy();
+
+    const missing = new DynamoEventStore({
+      client,
+      tables: { state: "no-such-state", events: "no-such-events", inbox: "no-such-inbox" },
+    });
+    expect(await failureOf(missing.load({ state: { type: "task", id: "task_x" } }))).toMatchObject({
+      code: "dynamodb.resource_not_found",
+      errorClass: "permanent",
+    });
+  });
+
+  it("ignores an expired inbox row that TTL has not deleted yet", async () => {
+    const clock = new ManualClock("2026-03-01T12:00:00.000Z");
+    const store = new DynamoEventStore({ client, tables, clock });
+    const event = taskEvent(1);
+    const expiresAt = Date.parse("2026-03-01T11:00:00.000Z") / 1000;
+    // Written by an earlier clock: already expired for this store.
+    await new DynamoEventStore({
+      client,
+      tables,
+      clock: new ManualClock("2026-03-01T10:00:00.000Z"),
+    }).commit({ inbox: inboxRecord("ttl", event, expiresAt) });
+    expect(
+      await rawItem(tables.inbox, { pk: { S: inboxKey("ttl", event.event_id) } }),
+    ).toBeDefined();
+    const loaded = await store.load({
+      inbox: { group: "ttl", eventId: event.event_id },
+      state: refOf(event),
+    });
+    expect(loaded.inboxHit).toBe(false);
+    await store.commit({ inbox: inboxRecord("ttl", event, expiresAt + 7200) });
+    expect(
+      (await store.load({ inbox: { group: "ttl", eventId: event.event_id }, state: refOf(event) }))
+        .inboxHit,
+    ).toBe(true);
+  });
+
+  it("feeds the events table's stream through envelopesFromStreamRecords in commit order", async () => {
+    const store = new DynamoEventStore({ client, tables });
+    const correlationId = newCorrelationId();
+    const first = taskStream(1, 3, { correlationId });
+    const second = taskStream(1, 2, { correlationId });
+    await store.commit({ append: first });
+    await store.commit({ append: second });
+    await store.commit({ append: taskStream(4, 5, { taskId: first[0]?.task_id, correlationId }) });
+
+    const records = await readWholeStream(tables.events);
+    const { envelopes, skipped, ignored } = envelopesFromStreamRecords(records);
+    expect(skipped).toEqual([]);
+    expect(ignored).toBe(0);
+    const ours = envelopes.filter((e) => e.correlation_id === correlationId);
+    expect(ours.slice(0, 5)).toEqual([...first, ...second]);
+    // Per stream, versions arrive in order.
+    const versions = ours
+      .filter((e) => e.aggregate.id === first[0]?.aggregate.id)
+      .map((e) => e.aggregate.version);
+    expect(versions).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  it("skips stream records that carry no envelope and ignores modifications", () => {
+    const envelope = taskEvent(1);
+    const insert = (image: DynamoDBRecord["dynamodb"], eventID: string): DynamoDBRecord => ({
+      eventID,
+      eventName: "INSERT",
+      dynamodb: image,
+    });
+    const { envelopes, skipped, ignored } = envelopesFromStreamRecords([
+      insert({ NewImage: { envelope: { S: JSON.stringify(envelope) } }, SequenceNumber: "1" }, "a"),
+      insert({ NewImage: { pk: { S: "x" } }, SequenceNumber: "2" }, "b"),
+      insert({ NewImage: { envelope: { S: "{not json" } }, SequenceNumber: "3" }, "c"),
+      insert({ SequenceNumber: "4" }, "d"),
+      { eventID: "e", eventName: "REMOVE", dynamodb: { Keys: { pk: { S: "x" } } } },
+      insert(
+        {
+          NewImage: {
+            envelope: { S: JSON.stringify(envelope) },
+            huge: { N: "123456789012345678901234567890" },
+          },
+          SequenceNumber: "5",
+        },
+        "f",
+      ),
+    ]);
+    expect(envelopes).toEqual([envelope, envelope]);
+    expect(skipped.map((s) => [s.eventId, s.reason, s.sequenceNumber])).toEqual([
+      ["b", "no_envelope", "2"],
+      ["c", "invalid_envelope_json", "3"],
+      ["d", "no_new_image", "4"],
+    ]);
+    expect(ignored).toBe(1);
+  });
+});
+
+/** Read a table's whole stream (every shard from TRIM_HORIZON), shaped like Lambda's records. */
+async function readWholeStream(table: string): Promise<DynamoDBRecord[]> {
+  const streams = new DynamoDBStreamsClient(emulator());
+  try {
+    const { Table } = await client.send(new DescribeTableCommand({ TableName: table }));
+    const streamArn = Table?.LatestStreamArn;
+    if (!streamArn) throw new Error(`${table} has no stream`);
+    const { StreamDescription } = await streams.send(
+      new DescribeStreamCommand({ StreamArn: streamArn }),
+    );
+    const records: DynamoDBRecord[] = [];
+    for (const shard of StreamDescription?.Shards ?? []) {
+      let iterator = (
+        await streams.send(
+          new GetShardIteratorCommand({
+            StreamArn: streamArn,
+            ShardId: shard.ShardId,
+            ShardIteratorType: "TRIM_HORIZON",
+          }),
+        )
+      ).ShardIterator;
+      while (iterator) {
+        const page = await streams.send(new GetRecordsCommand({ ShardIterator: iterator }));
+        if (!page.Records || page.Records.length === 0) break;
+        records.push(...page.Records.map(asLambdaRecord));
+        iterator = page.NextShardIterator;
+      }
+    }
+    return records;
+  } finally {
+    streams.destroy();
+  }
+}
+
+function asLambdaRecord(record: _Record): DynamoDBRecord {
+  const image = record.dynamodb;
+  return {
+    eventID: record.eventID,
+    eventName: record.eventName,
+    eventSource: record.eventSource,
+    eventVersion: record.eventVersion,
+    awsRegion: record.awsRegion,
+    dynamodb: {
+      ApproximateCreationDateTime: image?.ApproximateCreationDateTime
+        ? Math.floor(image.ApproximateCreationDateTime.getTime() / 1000)
+        : undefined,
+      Keys: image?.Keys as NonNullable<DynamoDBRecord["dynamodb"]>["Keys"],
+      NewImage: image?.NewImage as NonNullable<DynamoDBRecord["dynamodb"]>["NewImage"],
+      SequenceNumber: image?.SequenceNumber,
+      SizeBytes: image?.SizeBytes,
+      StreamViewType: image?.StreamViewType,
+    },
+  };
+}

@@ -1,0 +1,158 @@
+import {
+  DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+  QueryCommand,
+  TransactWriteItemsCommand,
+} from "@aws-sdk/client-dynamodb";
+import { CreateQueueCommand, SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
+import {
+  QueryCommand as DocumentQueryCommand,
+  DynamoDBDocumentClient,
+  PutCommand,
+} from "@aws-sdk/lib-dynamodb";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { TableNames } from "../../functions/adapters/dynamodb/tables";
+import { itemSize, meter } from "../../functions/adapters/metering";
+import { emulator } from "../support/aws";
+import { newUlid } from "../support/factories";
+import { createTables, deleteTables } from "../support/tables";
+
+let admin: DynamoDBClient;
+let tables: TableNames;
+
+beforeAll(async () => {
+  admin = new DynamoDBClient(emulator());
+  tables = await createTables(admin, `meter-${newUlid().toLowerCase()}`);
+});
+
+afterAll(async () => {
+  await deleteTables(admin, tables);
+  admin.destroy();
+});
+
+describe("itemSize", () => {
+  it("adds attribute names and value sizes the DynamoDB way", () => {
+    expect(itemSize({ pk: { S: "abc" } })).toBe(5);
+    expect(itemSize({ n: { N: "12345" } })).toBe(1 + 4);
+    expect(itemSize({ b: { BOOL: true }, z: { NULL: true } })).toBe(4);
+    expect(itemSize({ m: { M: { k: { S: "v" } } } })).toBe(1 + 3 + 1 + 1 + 1);
+    expect(itemSize({ l: { L: [{ S: "ab" }, { N: "1" }] } })).toBe(1 + 3 + (1 + 2) + (1 + 2));
+    expect(itemSize({ s: { S: "é" } })).toBe(3);
+    // Plain items (as a DocumentClient returns them) are sized through their marshalled form.
+    expect(itemSize({ pk: "abc" })).toBe(5);
+  });
+});
+
+describe("meter", () => {
+  it("counts calls per operation and estimates write and read units", async () => {
+    const client = new DynamoDBClient(emulator());
+    const m = meter(client);
+    expect(meter(client)).toBe(m);
+    const table = tables.state;
+    // "pk" + "big-item#1" + "blob" + 3000 bytes = 3016 bytes: 3 write units.
+    await client.send(
+      new PutItemCommand({
+        TableName: table,
+        Item: { pk: { S: "big-item#1" }, blob: { S: "x".repeat(3000) } },
+      }),
+    );
+    expect(m.snapshot()).toEqual({ calls: { PutItem: 1 }, writeUnits: 3, readUnits: 0 });
+
+    // A transaction counts twice per item: 2 small puts = 4.
+    await client.send(
+      new TransactWriteItemsCommand({
+        TransactItems: [
+          { Put: { TableName: table, Item: { pk: { S: "small#1" } } } },
+          { Put: { TableName: table, Item: { pk: { S: "small#2" } } } },
+        ],
+      }),
+    );
+    expect(m.snapshot().writeUnits).toBe(7);
+
+    // A failed conditional write is billed too.
+    await expect(
+      client.send(
+        new PutItemCommand({
+          TableName: table,
+          Item: { pk: { S: "small#1" } },
+          ConditionExpression: "attribute_not_exists(pk)",
+        }),
+      ),
+    ).rejects.toThrow();
+    expect(m.snapshot().writeUnits).toBe(8);
+
+    // Reads: 3 KB consistent = 1, eventually consistent = 0.5.
+    const key = { pk: { S: "big-item#1" } };
+    await client.send(new GetItemCommand({ TableName: table, Key: key, ConsistentRead: true }));
+    await client.send(new GetItemCommand({ TableName: table, Key: key }));
+    expect(m.snapshot().readUnits).toBe(1.5);
+
+    expect(m.snapshot().calls).toEqual({ PutItem: 2, TransactWriteItems: 1, GetItem: 2 });
+    m.reset();
+    expect(m.snapshot()).toEqual({ calls: {}, writeUnits: 0, readUnits: 0 });
+    client.destroy();
+  });
+
+  it("sizes DocumentClient items like low-level ones (shared middleware stack)", async () => {
+    const client = new DynamoDBClient(emulator());
+    const documents = DynamoDBDocumentClient.from(client);
+    const m = meter(documents);
+    expect(meter(client)).toBe(m);
+    await documents.send(
+      new PutCommand({ TableName: tables.state, Item: { pk: "doc#1", blob: "y".repeat(2500) } }),
+    );
+    expect(m.snapshot()).toEqual({ calls: { PutItem: 1 }, writeUnits: 3, readUnits: 0 });
+    await documents.send(
+      new DocumentQueryCommand({
+        TableName: tables.state,
+        KeyConditionExpression: "pk = :pk",
+        ExpressionAttributeValues: { ":pk": "doc#1" },
+        ConsistentRead: true,
+      }),
+    );
+    expect(m.snapshot().readUnits).toBe(1);
+    client.destroy();
+  });
+
+  it("uses ConsumedCapacity when the caller asked for it (moto reports 1 whatever the size)", async () => {
+    const client = new DynamoDBClient(emulator());
+    const m = meter(client);
+    await client.send(
+      new PutItemCommand({
+        TableName: tables.state,
+        Item: { pk: { S: "reported#1" }, blob: { S: "z".repeat(5000) } },
+        ReturnConsumedCapacity: "TOTAL",
+      }),
+    );
+    expect(m.snapshot().writeUnits).toBe(1);
+    await client.send(
+      new QueryCommand({
+        TableName: tables.state,
+        KeyConditionExpression: "pk = :pk",
+        ExpressionAttributeValues: { ":pk": { S: "reported#1" } },
+        ReturnConsumedCapacity: "TOTAL",
+      }),
+    );
+    expect(m.snapshot().readUnits).toBeGreaterThan(0);
+    client.destroy();
+  });
+
+  it("counts calls of any SDK client", async () => {
+    const sqs = new SQSClient(emulator());
+    const m = meter(sqs);
+    const { QueueUrl } = await sqs.send(
+      new CreateQueueCommand({
+        QueueName: `meter-${newUlid().toLowerCase()}`,
+      }),
+    );
+    await sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: "a" }));
+    await sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: "b" }));
+    expect(m.snapshot()).toEqual({
+      calls: { CreateQueue: 1, SendMessage: 2 },
+      writeUnits: 0,
+      readUnits: 0,
+    });
+    sqs.destroy();
+  });
+});

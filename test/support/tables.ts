@@ -1,0 +1,82 @@
+import {
+  type AttributeDefinition,
+  CreateTableCommand,
+  DeleteTableCommand,
+  type DynamoDBClient,
+  type GlobalSecondaryIndex,
+  type KeySchemaElement,
+  UpdateTimeToLiveCommand,
+  waitUntilTableExists,
+} from "@aws-sdk/client-dynamodb";
+import {
+  type KeyAttribute,
+  TABLES,
+  type TableLayout,
+  type TableNames,
+} from "../../functions/adapters/dynamodb/tables";
+
+/**
+ * Create the four AgentBus tables from the layout in functions/adapters/dynamodb/tables.ts, named
+ * `${prefix}-state`, `${prefix}-events`, `${prefix}-inbox`, `${prefix}-side-effects` (give every
+ * test file its own prefix). On-demand billing, stream NEW_IMAGE on events, TTL on the inbox.
+ */
+export async function createTables(client: DynamoDBClient, prefix: string): Promise<TableNames> {
+  const names: TableNames = {
+    state: `${prefix}-state`,
+    events: `${prefix}-events`,
+    inbox: `${prefix}-inbox`,
+    sideEffects: `${prefix}-side-effects`,
+  };
+  for (const [kind, layout] of Object.entries(TABLES) as [keyof TableNames, TableLayout][]) {
+    const name = names[kind];
+    await client.send(new CreateTableCommand(createTableInput(name, layout)));
+    await waitUntilTableExists({ client, maxWaitTime: 30, minDelay: 1 }, { TableName: name });
+    if (layout.ttlAttribute) {
+      await client.send(
+        new UpdateTimeToLiveCommand({
+          TableName: name,
+          TimeToLiveSpecification: { AttributeName: layout.ttlAttribute, Enabled: true },
+        }),
+      );
+    }
+  }
+  return names;
+}
+
+export async function deleteTables(client: DynamoDBClient, names: TableNames): Promise<void> {
+  for (const name of Object.values(names)) {
+    await client.send(new DeleteTableCommand({ TableName: name })).catch(() => undefined);
+  }
+}
+
+function createTableInput(name: string, layout: TableLayout) {
+  const attributes = new Map<string, AttributeDefinition>();
+  const keySchema = (partition: KeyAttribute, sort?: KeyAttribute): KeySchemaElement[] => {
+    const keys: KeySchemaElement[] = [{ AttributeName: partition.name, KeyType: "HASH" }];
+    attributes.set(partition.name, {
+      AttributeName: partition.name,
+      AttributeType: partition.type,
+    });
+    if (sort) {
+      keys.push({ AttributeName: sort.name, KeyType: "RANGE" });
+      attributes.set(sort.name, { AttributeName: sort.name, AttributeType: sort.type });
+    }
+    return keys;
+  };
+  const KeySchema = keySchema(layout.partitionKey, layout.sortKey);
+  const indexes: GlobalSecondaryIndex[] = (layout.indexes ?? []).map((index) => ({
+    IndexName: index.name,
+    KeySchema: keySchema(index.partitionKey, index.sortKey),
+    Projection: { ProjectionType: index.projection },
+  }));
+  return {
+    TableName: name,
+    BillingMode: "PAY_PER_REQUEST" as const,
+    KeySchema,
+    AttributeDefinitions: [...attributes.values()],
+    ...(indexes.length > 0 ? { GlobalSecondaryIndexes: indexes } : {}),
+    ...(layout.stream
+      ? { StreamSpecification: { StreamEnabled: true, StreamViewType: layout.stream } }
+      : {}),
+  };
+}
