@@ -1,0 +1,170 @@
+import { existsSync } from "node:fs";
+import { isAbsolute, join, normalize, sep } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Duration, RemovalPolicy } from "aws-cdk-lib";
+import { Architecture, type CfnFunction, Runtime, Tracing } from "aws-cdk-lib/aws-lambda";
+import { NodejsFunction, OutputFormat } from "aws-cdk-lib/aws-lambda-nodejs";
+import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
+import type { Construct } from "constructs";
+
+/** The repository root: handler entries and `agentbus:entry` metadata are relative to it. */
+export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
+
+/** What a function does in the path of an event; the local runtime emulates each kind. */
+export type FunctionKind = "relay" | "dispatch" | "consumer";
+
+/** CloudFormation metadata keys on every AgentBus function (read by the local runtime). */
+export const METADATA = {
+  entry: "agentbus:entry",
+  kind: "agentbus:kind",
+  group: "agentbus:group",
+} as const;
+
+/**
+ * The ESM bundle has no `require`; esbuild's shim for CommonJS dependencies that call
+ * `require("node:...")` needs a real one in module scope.
+ */
+const ESM_REQUIRE_BANNER =
+  'import { createRequire as __agentbusCreateRequire } from "node:module"; const require = __agentbusCreateRequire(import.meta.url);';
+
+const KEBAB = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/;
+
+/** Throw unless `value` is kebab-case and at most `maxLength` characters long. */
+export function assertKebabCase(what: string, value: string, maxLength: number): void {
+  if (!KEBAB.test(value) || value.length > maxLength) {
+    throw new Error(
+      `${what} ${JSON.stringify(value)} must be kebab-case (a-z, 0-9, single hyphens, starting with a letter) and at most ${maxLength} characters`,
+    );
+  }
+}
+
+export interface AgentBusFunctionProps {
+  /**
+   * Path of the handler file relative to the repository root, with `/` separators
+   * (e.g. `functions/handlers/relay.ts`); the file must exist and export `handler`.
+   * Recorded as `agentbus:entry` metadata so the local runtime can run the same handler.
+   */
+  readonly entry: string;
+
+  /** The function's role in the path of an event, recorded as `agentbus:kind` metadata. */
+  readonly kind: FunctionKind;
+
+  /**
+   * The consumer group the function serves, recorded as `agentbus:group` metadata.
+   * @default - none (the relay serves every group)
+   */
+  readonly group?: string;
+
+  /**
+   * `POWERTOOLS_SERVICE_NAME` of the function's logs, metrics and traces.
+   * @default - the group name, or `agentbus-<kind>` without a group
+   */
+  readonly serviceName?: string;
+
+  /**
+   * Environment of the handler, added to the Powertools and Node.js settings every function gets.
+   * @default - none
+   */
+  readonly environment?: Record<string, string>;
+
+  /**
+   * @default Duration.seconds(30)
+   */
+  readonly timeout?: Duration;
+
+  /**
+   * @default 256
+   */
+  readonly memorySize?: number;
+
+  /**
+   * Retention of the function's log group.
+   * @default RetentionDays.ONE_MONTH
+   */
+  readonly logRetention?: RetentionDays;
+
+  /**
+   * @default - none
+   */
+  readonly description?: string;
+}
+
+/**
+ * A Lambda function of AgentBus: Node.js 22 on arm64, bundled by esbuild as minified ESM with
+ * source maps and the AWS SDK v3 inside (its version is pinned by the lock file, not by the
+ * runtime), X-Ray tracing, a log group with retention, and the `agentbus:*` metadata the local
+ * runtime uses to run the handler in-process.
+ */
+export class AgentBusFunction extends NodejsFunction {
+  /** The repository-relative handler path. */
+  readonly entryPath: string;
+  readonly kind: FunctionKind;
+  readonly group: string | undefined;
+
+  constructor(scope: Construct, id: string, props: AgentBusFunctionProps) {
+    const entry = resolveEntry(props.entry);
+    const logGroup = new LogGroup(scope, `${id}LogGroup`, {
+      retention: props.logRetention ?? RetentionDays.ONE_MONTH,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    super(scope, id, {
+      entry,
+      handler: "handler",
+      projectRoot: REPO_ROOT,
+      depsLockFilePath: join(REPO_ROOT, "package-lock.json"),
+      runtime: Runtime.NODEJS_22_X,
+      architecture: Architecture.ARM_64,
+      timeout: props.timeout ?? Duration.seconds(30),
+      memorySize: props.memorySize ?? 256,
+      tracing: Tracing.ACTIVE,
+      logGroup,
+      description: props.description,
+      environment: {
+        POWERTOOLS_SERVICE_NAME: props.serviceName ?? props.group ?? `agentbus-${props.kind}`,
+        POWERTOOLS_METRICS_NAMESPACE: "AgentBus",
+        NODE_OPTIONS: "--enable-source-maps",
+        ...props.environment,
+      },
+      bundling: {
+        format: OutputFormat.ESM,
+        target: "node22",
+        mainFields: ["module", "main"],
+        minify: true,
+        sourceMap: true,
+        sourcesContent: false,
+        banner: ESM_REQUIRE_BANNER,
+        externalModules: [],
+      },
+    });
+    this.entryPath = props.entry;
+    this.kind = props.kind;
+    this.group = props.group;
+
+    const cfn = this.node.defaultChild as CfnFunction;
+    cfn.addMetadata(METADATA.entry, props.entry);
+    cfn.addMetadata(METADATA.kind, props.kind);
+    if (props.group !== undefined) cfn.addMetadata(METADATA.group, props.group);
+  }
+}
+
+/** The absolute path of a repository-relative handler entry, checked to exist. */
+function resolveEntry(entry: string): string {
+  const normalized = normalize(entry);
+  if (
+    isAbsolute(entry) ||
+    entry.includes("\\") ||
+    normalized.startsWith(`..${sep}`) ||
+    !/\.(ts|mts|js|mjs)$/.test(entry)
+  ) {
+    throw new Error(
+      `handler entry ${JSON.stringify(entry)} must be a .ts/.js file path relative to the repository root, with / separators`,
+    );
+  }
+  const absolute = join(REPO_ROOT, normalized);
+  if (!existsSync(absolute)) {
+    throw new Error(
+      `handler entry ${JSON.stringify(entry)} does not exist (looked at ${absolute})`,
+    );
+  }
+  return absolute;
+}

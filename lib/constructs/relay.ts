@@ -1,0 +1,135 @@
+import { Duration } from "aws-cdk-lib";
+import {
+  Alarm,
+  ComparisonOperator,
+  type IAlarm,
+  type Metric,
+  type MetricOptions,
+  TreatMissingData,
+} from "aws-cdk-lib/aws-cloudwatch";
+import { FilterCriteria, FilterRule, StartingPosition } from "aws-cdk-lib/aws-lambda";
+import { DynamoEventSource, SqsDlq } from "aws-cdk-lib/aws-lambda-event-sources";
+import { Queue, QueueEncryption } from "aws-cdk-lib/aws-sqs";
+import { Construct } from "constructs";
+import { AgentBusFunction } from "./function";
+import type { AgentBusTables } from "./tables";
+import type { Topic } from "./topic";
+
+export interface RelayProps {
+  /** The topics the relay publishes to; each bus name reaches the handler as `BUS_<TOPIC>`. */
+  readonly topics: readonly Topic[];
+
+  /** The tables whose events table stream the relay reads. */
+  readonly tables: AgentBusTables;
+
+  /**
+   * Stream records per invocation.
+   * @default 100
+   */
+  readonly batchSize?: number;
+
+  /**
+   * Retries of a failing batch (halved on each failure) before its position goes to the failure
+   * queue.
+   * @default 10
+   */
+  readonly retryAttempts?: number;
+
+  /**
+   * Oldest record the relay still tries to publish.
+   * @default - no limit (the stream keeps records for 24 hours)
+   */
+  readonly maxRecordAge?: Duration;
+
+  /**
+   * @default Duration.seconds(30)
+   */
+  readonly functionTimeout?: Duration;
+
+  /**
+   * @default 256
+   */
+  readonly memorySize?: number;
+}
+
+/**
+ * The outbox relay: reads new events from the events table stream (inserts only, in per-item
+ * order) and publishes each to the bus of its topic. Batches that keep failing are halved, retried,
+ * and finally recorded in an encrypted failure queue, which alarms when not empty.
+ */
+export class Relay extends Construct {
+  readonly function: AgentBusFunction;
+  /** Where the stream positions of batches the relay gave up on are recorded. */
+  readonly failureQueue: Queue;
+  readonly failureAlarm: IAlarm;
+
+  constructor(scope: Construct, id: string, props: RelayProps) {
+    super(scope, id);
+    if (props.topics.length === 0) throw new Error("relay: topics must not be empty");
+    const environment: Record<string, string> = {};
+    for (const topic of props.topics) {
+      const name = `BUS_${topic.topicName.toUpperCase()}`;
+      if (environment[name] !== undefined) {
+        throw new Error(`relay: topic ${JSON.stringify(topic.topicName)} is given twice`);
+      }
+      environment[name] = topic.busName;
+    }
+    const batchSize = props.batchSize ?? 100;
+    if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10_000) {
+      throw new Error(`relay: batchSize is ${batchSize}, must be an integer from 1 to 10000`);
+    }
+    const retryAttempts = props.retryAttempts ?? 10;
+    if (!Number.isInteger(retryAttempts) || retryAttempts < 0 || retryAttempts > 10_000) {
+      throw new Error(
+        `relay: retryAttempts is ${retryAttempts}, must be an integer from 0 to 10000`,
+      );
+    }
+
+    this.failureQueue = new Queue(this, "FailureQueue", {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+    });
+
+    this.function = new AgentBusFunction(this, "Resource", {
+      kind: "relay",
+      entry: "functions/handlers/relay.ts",
+      description: "AgentBus relay: events table stream -> topic buses",
+      timeout: props.functionTimeout,
+      memorySize: props.memorySize,
+      environment,
+    });
+    this.function.addEventSource(
+      new DynamoEventSource(props.tables.events, {
+        startingPosition: StartingPosition.TRIM_HORIZON,
+        batchSize,
+        bisectBatchOnError: true,
+        retryAttempts,
+        maxRecordAge: props.maxRecordAge,
+        reportBatchItemFailures: true,
+        onFailure: new SqsDlq(this.failureQueue),
+        filters: [FilterCriteria.filter({ eventName: FilterRule.isEqual("INSERT") })],
+      }),
+    );
+    props.tables.grantRelayStream(this.function);
+    for (const topic of props.topics) topic.grantPutEvents(this.function);
+
+    this.failureAlarm = new Alarm(this, "FailureAlarm", {
+      metric: this.metricFailureDepth(),
+      threshold: 0,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+      evaluationPeriods: 1,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+      alarmDescription: "relay: stream batches given up on (events not published)",
+    });
+  }
+
+  /** Records of failed batches waiting in the failure queue (Maximum, 1 minute). */
+  metricFailureDepth(options?: MetricOptions): Metric {
+    return this.failureQueue.metricApproximateNumberOfMessagesVisible({
+      statistic: "Maximum",
+      period: Duration.minutes(1),
+      ...options,
+    });
+  }
+}

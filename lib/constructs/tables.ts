@@ -1,0 +1,141 @@
+import { RemovalPolicy } from "aws-cdk-lib";
+import {
+  AttributeType,
+  BillingMode,
+  ProjectionType,
+  StreamViewType,
+  Table,
+  TableEncryption,
+  type TableProps,
+} from "aws-cdk-lib/aws-dynamodb";
+import type { Grant, IGrantable } from "aws-cdk-lib/aws-iam";
+import { Construct } from "constructs";
+
+export interface AgentBusTablesProps {
+  /**
+   * What happens to the tables when they leave the stack.
+   * @default RemovalPolicy.RETAIN
+   */
+  readonly removalPolicy?: RemovalPolicy;
+}
+
+/** Index names of the events table. */
+export const EVENTS_INDEXES = {
+  byCorrelation: "by-correlation",
+  byTask: "by-task",
+} as const;
+
+/**
+ * Actions a consumer needs on each table. `TransactWriteItems` and `TransactGetItems` are not IAM
+ * actions: a transaction is authorized per item as PutItem / UpdateItem / ConditionCheckItem /
+ * GetItem on the table it touches.
+ */
+const CONSUMER_ACTIONS = {
+  state: [
+    "dynamodb:GetItem",
+    "dynamodb:BatchGetItem",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:ConditionCheckItem",
+  ],
+  inbox: [
+    "dynamodb:GetItem",
+    "dynamodb:BatchGetItem",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:ConditionCheckItem",
+  ],
+  events: [
+    "dynamodb:GetItem",
+    "dynamodb:BatchGetItem",
+    "dynamodb:Query",
+    "dynamodb:PutItem",
+    "dynamodb:ConditionCheckItem",
+  ],
+  sideEffects: [
+    "dynamodb:GetItem",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:ConditionCheckItem",
+  ],
+} as const;
+
+/**
+ * The stateful part of AgentBus: four DynamoDB tables, on demand, with point-in-time recovery and
+ * AWS-managed encryption.
+ *
+ * - `state`: one item per aggregate (`pk`), written conditionally on its version.
+ * - `events`: the event store and outbox (`pk` aggregate, `version`), stream NEW_IMAGE to the
+ *   relay, indexes by correlation and by task for tracing.
+ * - `inbox`: per-group dedup records and checkpoints (`pk`), expiring on `ttl`.
+ * - `side-effects`: idempotency keys of external actions (`effect_key`).
+ */
+export class AgentBusTables extends Construct {
+  readonly state: Table;
+  readonly events: Table;
+  readonly inbox: Table;
+  readonly sideEffects: Table;
+
+  constructor(scope: Construct, id: string, props: AgentBusTablesProps = {}) {
+    super(scope, id);
+    const common: Omit<TableProps, "partitionKey"> = {
+      billingMode: BillingMode.PAY_PER_REQUEST,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      encryption: TableEncryption.AWS_MANAGED,
+      removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
+    };
+
+    this.state = new Table(this, "State", {
+      ...common,
+      partitionKey: { name: "pk", type: AttributeType.STRING },
+    });
+
+    this.events = new Table(this, "Events", {
+      ...common,
+      partitionKey: { name: "pk", type: AttributeType.STRING },
+      sortKey: { name: "version", type: AttributeType.NUMBER },
+      stream: StreamViewType.NEW_IMAGE,
+    });
+    this.events.addGlobalSecondaryIndex({
+      indexName: EVENTS_INDEXES.byCorrelation,
+      partitionKey: { name: "correlation_id", type: AttributeType.STRING },
+      sortKey: { name: "event_id", type: AttributeType.STRING },
+      projectionType: ProjectionType.ALL,
+    });
+    this.events.addGlobalSecondaryIndex({
+      indexName: EVENTS_INDEXES.byTask,
+      partitionKey: { name: "task_id", type: AttributeType.STRING },
+      sortKey: { name: "event_id", type: AttributeType.STRING },
+      projectionType: ProjectionType.ALL,
+    });
+
+    this.inbox = new Table(this, "Inbox", {
+      ...common,
+      partitionKey: { name: "pk", type: AttributeType.STRING },
+      timeToLiveAttribute: "ttl",
+    });
+
+    this.sideEffects = new Table(this, "SideEffects", {
+      ...common,
+      partitionKey: { name: "effect_key", type: AttributeType.STRING },
+    });
+  }
+
+  /**
+   * What a consumer group's function needs: read and conditionally write state and inbox items
+   * (alone or in a transaction), read and append events (including queries on the indexes), and
+   * read and write side-effect records. No scans, no deletes.
+   */
+  grantConsumer(grantee: IGrantable): Grant {
+    return this.state
+      .grant(grantee, ...CONSUMER_ACTIONS.state)
+      .combine(this.inbox.grant(grantee, ...CONSUMER_ACTIONS.inbox))
+      .combine(this.events.grant(grantee, ...CONSUMER_ACTIONS.events))
+      .combine(this.sideEffects.grant(grantee, ...CONSUMER_ACTIONS.sideEffects));
+  }
+
+  /** Read the events table's stream (for the relay's event source). */
+  grantRelayStream(grantee: IGrantable): Grant {
+    return this.events.grantStreamRead(grantee);
+  }
+}

@@ -1,0 +1,159 @@
+import { Duration, type Stack } from "aws-cdk-lib";
+import { Template } from "aws-cdk-lib/assertions";
+import { describe, expect, it } from "vitest";
+import { ConsumerGroup, type ConsumerGroupProps } from "../../lib/constructs/consumer-group";
+import { AgentBusTables } from "../../lib/constructs/tables";
+import { Topic } from "../../lib/constructs/topic";
+import { functionsOfKind, resources, single, testStack } from "./support";
+
+const ENTRY = "functions/handlers/task-projection.ts";
+
+/** A stack with tables and an events and a commands topic, and a group built from `overrides`. */
+function build(
+  overrides: (topics: { events: Topic; commands: Topic }) => Partial<ConsumerGroupProps>,
+) {
+  const stack: Stack = testStack();
+  const tables = new AgentBusTables(stack, "Tables");
+  const topics = {
+    events: new Topic(stack, "Events", { topicName: "events" }),
+    commands: new Topic(stack, "Commands", { topicName: "commands" }),
+  };
+  const group = new ConsumerGroup(stack, "Group", {
+    groupName: "test-group",
+    subscriptions: [{ topic: topics.events, eventTypes: ["task.accepted"] }],
+    entry: ENTRY,
+    tables,
+    ...overrides(topics),
+  });
+  return { stack, group };
+}
+
+describe("ConsumerGroup validation", () => {
+  it("rejects an event type that is not in the registry, naming it", () => {
+    expect(() =>
+      build(({ events }) => ({ subscriptions: [{ topic: events, eventTypes: ["task.nope"] }] })),
+    ).toThrow(/"task\.nope" is not in the registry/);
+  });
+
+  it("rejects an event type subscribed from the wrong topic, naming type and topics", () => {
+    expect(() =>
+      build(({ commands }) => ({
+        subscriptions: [{ topic: commands, eventTypes: ["task.accepted"] }],
+      })),
+    ).toThrow(/"task\.accepted" is published on topic "events", not "commands"/);
+  });
+
+  it("rejects a visibility timeout under 6x the function timeout, naming both", () => {
+    expect(() =>
+      build(() => ({
+        functionTimeout: Duration.seconds(60),
+        visibilityTimeout: Duration.seconds(300),
+      })),
+    ).toThrow(/visibilityTimeout 300s is under 6x functionTimeout 60s/);
+  });
+
+  it("rejects a group name that is not kebab-case, naming it", () => {
+    expect(() => build(() => ({ groupName: "Task_Projection" }))).toThrow(/"Task_Projection"/);
+  });
+
+  it("rejects a batch size above 10 (FIFO), naming it", () => {
+    expect(() => build(() => ({ batchSize: 11 }))).toThrow(/batchSize is 11/);
+  });
+
+  it("rejects a concurrency outside 2..1000, naming it", () => {
+    expect(() => build(() => ({ maxConcurrency: 1 }))).toThrow(/maxConcurrency is 1/);
+  });
+
+  it("rejects a retry ceiling above 12 hours - 1 second, naming it", () => {
+    expect(() => build(() => ({ retryMaxSeconds: 43_200 }))).toThrow(/retryMaxSeconds is 43200/);
+  });
+
+  it("rejects a delivery it does not implement, naming it", () => {
+    expect(() =>
+      build(() => ({ delivery: "pipe" as unknown as ConsumerGroupProps["delivery"] })),
+    ).toThrow(/delivery "pipe"/);
+  });
+
+  it("rejects two subscriptions to one topic (one rule per topic)", () => {
+    expect(() =>
+      build(({ events }) => ({
+        subscriptions: [
+          { topic: events, eventTypes: ["task.accepted"] },
+          { topic: events, eventTypes: ["plan.created"] },
+        ],
+      })),
+    ).toThrow(/topic "events" appears in two subscriptions/);
+  });
+});
+
+describe("ConsumerGroup settings reach the template", () => {
+  const { stack } = build(() => ({
+    maxReceiveCount: 3,
+    batchSize: 4,
+    maxConcurrency: 7,
+    functionTimeout: Duration.seconds(60),
+    retryBaseSeconds: 5,
+    retryMaxSeconds: 600,
+    inboxTtl: Duration.days(14),
+    maxMessageAge: Duration.minutes(10),
+  }));
+  const template = Template.fromStack(stack);
+  const fifo = single(
+    template,
+    "AWS::SQS::Queue",
+    (q) => q.Properties.FifoQueue === true && q.Properties.RedrivePolicy !== undefined,
+  );
+  const [consumer] = functionsOfKind(template, "consumer");
+
+  it("maxReceiveCount applies to the FIFO queue and the buffer queue", () => {
+    const redriven = resources(
+      template,
+      "AWS::SQS::Queue",
+      (q) => q.Properties.RedrivePolicy !== undefined,
+    );
+    expect(redriven.length).toBeGreaterThan(0);
+    for (const queue of redriven) {
+      expect(queue.Properties.RedrivePolicy, queue.id).toMatchObject({ maxReceiveCount: 3 });
+    }
+  });
+
+  it("the visibility timeout defaults to 6x the function timeout", () => {
+    expect(consumer?.Properties.Timeout).toBe(60);
+    expect(fifo.Properties.VisibilityTimeout).toBe(360);
+  });
+
+  it("batch size and concurrency go to the consumer's event source mapping", () => {
+    template.hasResourceProperties("AWS::Lambda::EventSourceMapping", {
+      EventSourceArn: { "Fn::GetAtt": [fifo.id, "Arn"] },
+      BatchSize: 4,
+      ScalingConfig: { MaximumConcurrency: 7 },
+      FunctionResponseTypes: ["ReportBatchItemFailures"],
+    });
+  });
+
+  it("retry and inbox settings go to the consumer's environment", () => {
+    expect(consumer?.Properties.Environment).toMatchObject({
+      Variables: { RETRY_BASE_SECONDS: "5", RETRY_MAX_SECONDS: "600", INBOX_TTL_DAYS: "14" },
+    });
+  });
+
+  it("the message age alarm uses the configured threshold", () => {
+    template.hasResourceProperties("AWS::CloudWatch::Alarm", {
+      MetricName: "ApproximateAgeOfOldestMessage",
+      Dimensions: [{ Name: "QueueName", Value: { "Fn::GetAtt": [fifo.id, "QueueName"] } }],
+      Threshold: 600,
+    });
+  });
+
+  it("queue names carry stage and group, FIFO ones ending in .fifo", () => {
+    const names = resources(template, "AWS::SQS::Queue").map((q) => q.Properties.QueueName);
+    expect(names).toEqual(
+      expect.arrayContaining([
+        "agentbus-dev-test-group.fifo",
+        "agentbus-dev-test-group-dlq.fifo",
+        "agentbus-dev-test-group-buffer",
+        "agentbus-dev-test-group-buffer-dlq",
+      ]),
+    );
+  });
+});
