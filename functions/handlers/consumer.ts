@@ -1,0 +1,164 @@
+import { processPartialResponse, SqsFifoPartialProcessorAsync } from "@aws-lambda-powertools/batch";
+import { MetricUnit } from "@aws-lambda-powertools/metrics";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { SQSClient } from "@aws-sdk/client-sqs";
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
+import { registry as defaultRegistry, type EventRegistry } from "../../schemas";
+import { DynamoEventStore } from "../adapters/dynamodb/event-store";
+import { SqsDeadLetterSink } from "../adapters/sqs/dead-letter-sink";
+import { extendVisibility } from "../adapters/sqs/visibility";
+import { describe, PermanentError } from "../core/errors";
+import { type ConsumeResult, consume, type Role } from "../core/pipeline";
+import type { Clock } from "../core/ports";
+import { systemClock, ulidSource } from "../core/runtime";
+import { ConsumerEnv, parseEnv } from "./env";
+import { type Observability, observability } from "./observe";
+
+export interface ConsumerOptions {
+  readonly env?: Record<string, string | undefined>;
+  readonly dynamodb?: DynamoDBClient;
+  readonly sqs?: SQSClient;
+  readonly clock?: Clock;
+  readonly registry?: EventRegistry;
+  readonly observability?: Observability;
+  /** Called with every settled record (for local tracing). */
+  readonly onResult?: (
+    result: ConsumeResult | { error: ReturnType<typeof describe>; body: string },
+  ) => void;
+}
+
+export type SqsBatchHandler = (event: SQSEvent, context?: Context) => Promise<SQSBatchResponse>;
+
+/**
+ * The Lambda side of a consumer group: every record of an SQS FIFO batch goes through the shared
+ * pipeline with the role's decision function. Within a message group the first failure stops
+ * the group (it and the rest of that group are reported back, in order); other groups go on.
+ * Permanent failures are sent to the dead-letter queue at once, with their reason, and
+ * acknowledged; transient ones are retried after a backoff set through the message's visibility.
+ */
+export function createConsumerHandler<S>(
+  role: Role<S>,
+  options: ConsumerOptions = {},
+): SqsBatchHandler {
+  const env = parseEnv(ConsumerEnv, options.env ?? process.env, `consumer ${role.group}`);
+  if (env.GROUP_NAME !== role.group) {
+    throw new Error(`GROUP_NAME is ${env.GROUP_NAME} but the handler's role is ${role.group}`);
+  }
+  const clock = options.clock ?? systemClock;
+  const dynamodb = options.dynamodb ?? new DynamoDBClient({});
+  const sqs = options.sqs ?? new SQSClient({});
+  const registry = options.registry ?? defaultRegistry;
+  const store = new DynamoEventStore({
+    client: dynamodb,
+    tables: { state: env.STATE_TABLE, events: env.EVENTS_TABLE, inbox: env.INBOX_TABLE },
+    clock,
+  });
+  const deadLetters = new SqsDeadLetterSink({ client: sqs, queueUrl: env.DEAD_LETTER_QUEUE_URL });
+  const deps = { store, registry, clock, ids: ulidSource(clock) };
+  const { logger, metrics } = options.observability ?? observability(role.group, role.group);
+  const inboxTtlSeconds = Math.round(env.INBOX_TTL_DAYS * 24 * 3600);
+
+  const handleRecord = async (record: SQSRecord): Promise<void> => {
+    const receiveCount = Number(record.attributes.ApproximateReceiveCount ?? "1");
+    try {
+      let raw: unknown;
+      try {
+        raw = JSON.parse(record.body);
+      } catch {
+        throw new PermanentError("envelope.not_json", "message body is not JSON");
+      }
+      if (raw && typeof raw === "object") {
+        const e = raw as Record<string, unknown>;
+        logger.appendKeys({
+          event_id: e.event_id as string,
+          event_type: e.event_type as string,
+          correlation_id: e.correlation_id as string,
+          causation_id: e.causation_id as string,
+          task_id: e.task_id as string,
+        });
+      }
+      const result = await consume(raw, role, deps, { receiveCount, inboxTtlSeconds });
+      for (const step of result.steps) {
+        metrics.addMetric(metricName(step.status), MetricUnit.Count, 1);
+        if (step.repaired) metrics.addMetric("GapRepaired", MetricUnit.Count, 1);
+        if (step.status === "discarded") {
+          const single = metrics.singleMetric();
+          single.addDimension("reason", step.reason ?? "unknown");
+          single.addMetric("DiscardedByReason", MetricUnit.Count, 1);
+        }
+        logger.info(`${step.status} ${step.eventType} v${step.version}`, {
+          step_event_id: step.eventId,
+          status: step.status,
+          reason: step.reason,
+          repaired: step.repaired,
+          emitted: step.emitted.map((e) => e.event_id),
+        });
+      }
+      options.onResult?.(result);
+    } catch (error) {
+      const info = describe(error);
+      options.onResult?.({ error: info, body: record.body });
+      if (info.errorClass === "permanent") {
+        logger.error("dead-lettering a message that can never succeed", {
+          error: info,
+          receive_count: receiveCount,
+        });
+        metrics.addMetric("DeadLettered", MetricUnit.Count, 1);
+        await deadLetters.send({
+          body: record.body,
+          code: info.code,
+          reason: info.message,
+          groupId: record.attributes.MessageGroupId,
+          deduplicationId: record.attributes.MessageDeduplicationId ?? record.messageId,
+        });
+        return;
+      }
+      const delay = Math.min(
+        env.RETRY_MAX_SECONDS,
+        env.RETRY_BASE_SECONDS * 2 ** Math.max(0, receiveCount - 1),
+      );
+      logger.warn("will retry", {
+        error: info,
+        receive_count: receiveCount,
+        retry_in_seconds: delay,
+      });
+      metrics.addMetric("Retried", MetricUnit.Count, 1);
+      await extendVisibility(sqs, env.QUEUE_URL, record.receiptHandle, delay).catch((e: unknown) =>
+        logger.warn("could not set the retry backoff", { error: describe(e) }),
+      );
+      throw error;
+    } finally {
+      logger.resetKeys();
+    }
+  };
+
+  return async (event, context) => {
+    try {
+      return await processPartialResponse(event, handleRecord, new SqsFifoPartialProcessorAsync(), {
+        context,
+        skipGroupOnError: true,
+        throwOnFullBatchFailure: false,
+      });
+    } finally {
+      metrics.publishStoredMetrics();
+    }
+  };
+}
+
+function metricName(status: ConsumeResult["status"]): string {
+  return {
+    applied: "Applied",
+    duplicate: "Duplicate",
+    discarded: "Discarded",
+    rejected: "Rejected",
+  }[status];
+}
+
+/** A Lambda entry point: built on the first invocation from the function's environment, then reused. */
+export function lambdaConsumer<S>(role: Role<S>): SqsBatchHandler {
+  let handler: SqsBatchHandler | undefined;
+  return (event, context) => {
+    handler ??= createConsumerHandler(role);
+    return handler(event, context);
+  };
+}

@@ -1,0 +1,90 @@
+import { MetricUnit } from "@aws-lambda-powertools/metrics";
+import { SQSClient } from "@aws-sdk/client-sqs";
+import type { Context, SQSBatchResponse, SQSEvent } from "aws-lambda";
+import { z } from "zod";
+import { registry as defaultRegistry, type EventRegistry } from "../../schemas";
+import { SqsDeadLetterSink } from "../adapters/sqs/dead-letter-sink";
+import { SqsFifoSender } from "../adapters/sqs/fifo-sender";
+import { type DispatchItem, type DispatchReport, dispatch } from "../core/dispatch";
+import { DispatchEnv, parseEnv } from "./env";
+import { type Observability, observability } from "./observe";
+
+/** The part of an EventBridge event the dispatcher needs (the envelope is the `detail`). */
+const EventBridgeEvent = z.object({
+  "detail-type": z.string(),
+  source: z.string(),
+  detail: z.unknown(),
+});
+
+export interface DispatchOptions {
+  readonly env?: Record<string, string | undefined>;
+  readonly sqs?: SQSClient;
+  readonly registry?: EventRegistry;
+  readonly observability?: Observability;
+  readonly onReport?: (report: DispatchReport) => void;
+}
+
+export type DispatchHandler = (event: SQSEvent, context?: Context) => Promise<SQSBatchResponse>;
+
+/**
+ * Buffer queue -> the group's FIFO queue. A classic EventBridge rule can only set a static
+ * MessageGroupId, so this hop sets it per entity from the envelope's order key.
+ */
+export function createDispatchHandler(options: DispatchOptions = {}): DispatchHandler {
+  const env = parseEnv(DispatchEnv, options.env ?? process.env, "dispatch");
+  const sqs = options.sqs ?? new SQSClient({});
+  const sender = new SqsFifoSender({ client: sqs, queueUrl: env.TARGET_QUEUE_URL });
+  const deadLetters = new SqsDeadLetterSink({ client: sqs, queueUrl: env.DEAD_LETTER_QUEUE_URL });
+  const registry = options.registry ?? defaultRegistry;
+  const { logger, metrics } =
+    options.observability ?? observability(`${env.GROUP_NAME}-dispatch`, env.GROUP_NAME);
+
+  return async (event) => {
+    const items: DispatchItem[] = [];
+    for (const record of event.Records) {
+      let body: unknown;
+      try {
+        body = JSON.parse(record.body);
+      } catch {
+        body = undefined;
+      }
+      const wrapper = EventBridgeEvent.safeParse(body);
+      if (!wrapper.success) {
+        await deadLetters.send({
+          body: record.body,
+          code: "dispatch.not_an_event",
+          reason: "buffer message is not an EventBridge event",
+        });
+        metrics.addMetric("DeadLettered", MetricUnit.Count, 1);
+        continue;
+      }
+      items.push({
+        recordId: record.messageId,
+        envelope: wrapper.data.detail,
+        rawBody: record.body,
+      });
+    }
+    const report = await dispatch(items, registry, sender, deadLetters);
+    metrics.addMetric("Dispatched", MetricUnit.Count, report.sent);
+    if (report.deadLettered)
+      metrics.addMetric("DeadLettered", MetricUnit.Count, report.deadLettered);
+    if (report.failedRecordIds.length)
+      logger.warn("some sends failed; they go back to the buffer queue", {
+        failed: report.failedRecordIds,
+      });
+    metrics.publishStoredMetrics();
+    options.onReport?.(report);
+    return {
+      batchItemFailures: report.failedRecordIds.map((itemIdentifier) => ({ itemIdentifier })),
+    };
+  };
+}
+
+let instance: DispatchHandler | undefined;
+export const handler: DispatchHandler = (event, context) => {
+  instance ??= createDispatchHandler();
+  return instance(event, context);
+};
+
+/** Builds the handler with explicit configuration and clients (local runtime, tests). */
+export const create = createDispatchHandler;

@@ -1,0 +1,64 @@
+import { MetricUnit } from "@aws-lambda-powertools/metrics";
+import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
+import type { Context, DynamoDBStreamEvent } from "aws-lambda";
+import { registry as defaultRegistry, type EventRegistry, type Topic } from "../../schemas";
+import { envelopesFromStreamRecords } from "../adapters/dynamodb/stream";
+import { EventBridgePublisher } from "../adapters/eventbridge/publisher";
+import { type RelayReport, relay } from "../core/relay";
+import { parseEnv, RelayEnv } from "./env";
+import { type Observability, observability } from "./observe";
+
+export interface RelayHandlerOptions {
+  readonly env?: Record<string, string | undefined>;
+  readonly eventbridge?: EventBridgeClient;
+  readonly registry?: EventRegistry;
+  readonly observability?: Observability;
+  readonly onReport?: (report: RelayReport) => void;
+}
+
+export type RelayHandler = (event: DynamoDBStreamEvent, context?: Context) => Promise<void>;
+
+/**
+ * The transactional outbox's publisher: events-table stream -> PutEvents on the topic's bus.
+ * A failure after bounded in-call retries fails the invocation, so the event source mapping
+ * retries (bisecting the batch) and finally parks the batch in its on-failure destination.
+ */
+export function createRelayHandler(options: RelayHandlerOptions = {}): RelayHandler {
+  const env = parseEnv(RelayEnv, options.env ?? process.env, "relay");
+  const buses: Partial<Record<Topic, string>> = {
+    commands: env.BUS_COMMANDS,
+    events: env.BUS_EVENTS,
+    audit: env.BUS_AUDIT,
+  };
+  const publisher = new EventBridgePublisher({
+    client: options.eventbridge ?? new EventBridgeClient({}),
+    buses,
+  });
+  const registry = options.registry ?? defaultRegistry;
+  const { logger, metrics } = options.observability ?? observability("relay");
+
+  return async (event) => {
+    const { envelopes, skipped } = envelopesFromStreamRecords(event.Records);
+    if (skipped.length)
+      logger.warn("stream records without an envelope were skipped", { count: skipped.length });
+    try {
+      const report = await relay(envelopes, registry, publisher);
+      metrics.addMetric("Relayed", MetricUnit.Count, report.published);
+      metrics.addMetric("PutEventsCalls", MetricUnit.Count, report.calls);
+      if (report.retriedEntries)
+        metrics.addMetric("RelayRetriedEntries", MetricUnit.Count, report.retriedEntries);
+      options.onReport?.(report);
+    } finally {
+      metrics.publishStoredMetrics();
+    }
+  };
+}
+
+let instance: RelayHandler | undefined;
+export const handler: RelayHandler = (event, context) => {
+  instance ??= createRelayHandler();
+  return instance(event, context);
+};
+
+/** Builds the handler with explicit configuration and clients (local runtime, tests). */
+export const create = createRelayHandler;
