@@ -1,0 +1,167 @@
+import { Command } from "commander";
+import { ulid } from "ulid";
+import type { ConsumeResult } from "../functions/core/pipeline";
+import { type LocalEnvironment, startLocal } from "../lib/local/environment";
+import type { RuntimeEvent } from "../lib/local/runtime";
+import { runScenario } from "../lib/local/scenario";
+import { renderSummary, renderTrace } from "../lib/local/trace";
+import { silenceNodeVersionWarning } from "../lib/local/warnings";
+
+silenceNodeVersionWarning();
+
+const program = new Command()
+  .name("npm start --")
+  .description(
+    "Run AgentBus locally: emulator, deploy, the reference scenario end to end, and its causal trace.",
+  )
+  .option(
+    "--keep",
+    "keep the emulator and the handlers running after the scenario (Ctrl-C stops them)",
+  )
+  .option(
+    "--port <port>",
+    "port for moto_server on 127.0.0.1 (default: a free port; 4566 with --keep)",
+  )
+  .option(
+    "--endpoint <url>",
+    "use an emulator that is already running (default: $AWS_ENDPOINT_URL)",
+  )
+  .option("--verbose", "print the handlers' Powertools logs")
+  .parse();
+
+const opts = program.opts<{
+  keep?: boolean;
+  port?: string;
+  endpoint?: string;
+  verbose?: boolean;
+}>();
+const out = (line = "") => process.stdout.write(`${line}\n`);
+let env: LocalEnvironment | undefined;
+let live = false;
+
+async function shutdown(code: number): Promise<never> {
+  const current = env;
+  env = undefined;
+  if (current) await current.stop();
+  process.exit(code);
+}
+process.on("SIGINT", () => void shutdown(130));
+process.on("SIGTERM", () => void shutdown(143));
+
+function liveLine(event: RuntimeEvent): void {
+  if (!live) return;
+  if (event.kind === "consumed") {
+    const r = event.result as
+      | ConsumeResult
+      | { error: { code: string; message: string; errorClass: string } };
+    if ("error" in r)
+      out(
+        `  ${event.group}: ${r.error.errorClass} ${r.error.code}: ${r.error.message.split("\n")[0]}`,
+      );
+    else
+      for (const s of r.steps)
+        out(
+          `  ${event.group}: ${s.status}${s.reason ? `:${s.reason}` : ""} ${s.eventType} v${s.version} ${s.eventId}${s.repaired ? " (gap repair)" : ""}`,
+        );
+  } else if (event.kind === "invocation-failed") out(`  ! ${event.function}: ${event.error}`);
+}
+
+async function main(): Promise<void> {
+  const endpoint = opts.endpoint ?? process.env.AWS_ENDPOINT_URL;
+  const port = opts.port ? Number(opts.port) : opts.keep && !endpoint ? 4566 : undefined;
+  out("AgentBus local run");
+  env = await startLocal({
+    endpoint,
+    port,
+    verbose: opts.verbose,
+    reset: Boolean(endpoint),
+    onEvent: liveLine,
+  });
+  const d = env.deployment;
+  const skipped = Object.entries(d.skipped)
+    .map(([t, n]) => `${t.replace("AWS::", "")}×${n}`)
+    .join(", ");
+  out(
+    `  emulator   ${env.moto ? `moto_server at ${env.endpoint} (pid ${env.moto.pid}), up in ${env.timings.emulator} ms` : `given endpoint ${env.endpoint}`}`,
+  );
+  const t = env.timings;
+  out(
+    `  stack      ${d.stackName}: synthesized in ${t.synth} ms, ${d.resources.size} resources deployed to the emulator in ${t.deploy} ms`,
+  );
+  out(
+    `             ${d.functions.length} functions run in-process (${d.functions.map((f) => f.kind).join(", ")}), ${d.mappings.length} event source mappings emulated`,
+  );
+  out(`             not needed locally: ${skipped || "nothing"}`);
+  out();
+  out("scenario");
+  const result = await runScenario(env, (line) => out(`  ${line}`));
+  out();
+  out("causal trace");
+  for (const correlation of result.correlations) {
+    out(await renderTrace(env.store, correlation, env.groups, env.observations));
+    out();
+  }
+  if (env.observations.faults.length) {
+    out("injected faults");
+    for (const f of env.observations.faults) out(`  ${f}`);
+    out();
+  }
+  out("dead-letter queues");
+  for (const dl of result.deadLetters)
+    out(
+      `  ${dl.queue}: ${dl.code} (event ${dl.eventId ?? "?"}): ${dl.reason.split("\n").slice(0, 2).join(" ")}`,
+    );
+  if (result.deadLetters.length === 0) out("  empty");
+  out();
+  out(renderSummary(env.groups, env.observations));
+  out();
+  out("checks");
+  for (const c of result.checks)
+    out(`  ${c.ok ? "ok  " : "FAIL"} ${c.name}${c.ok ? "" : ` — ${c.detail}`}`);
+  const failed = result.checks.filter((c) => !c.ok).length;
+  out(`${result.checks.length - failed} passed, ${failed} failed`);
+  if (!opts.keep) return shutdown(failed ? 1 : 0);
+
+  const bus = env.buses.events ?? "";
+  const taskId = `task_${ulid()}`;
+  const envelope = {
+    event_id: ulid(),
+    event_type: "task.feedback.received",
+    schema_version: 1,
+    occurred_at: new Date().toISOString(),
+    correlation_id: `corr_${ulid()}`,
+    causation_id: null,
+    task_id: taskId,
+    aggregate: { type: "task", id: taskId, version: 0 },
+    producer: "cli",
+    payload: { rating: 4, comment: "sent with the AWS CLI" },
+  };
+  const entries = JSON.stringify([
+    {
+      EventBusName: bus,
+      Source: "agentbus.cli",
+      DetailType: envelope.event_type,
+      Detail: JSON.stringify(envelope),
+    },
+  ]);
+  out();
+  out("the stack stays up (Ctrl-C stops it)");
+  out(`  endpoint   ${env.endpoint}`);
+  out(`  bus        ${bus}`);
+  for (const [name, value] of Object.entries(d.outputs))
+    if (/TableName$/.test(name)) out(`  ${name.padEnd(10)} ${value}`);
+  out("  send an event:");
+  out(
+    `  AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_DEFAULT_REGION=${env.region} aws events put-events --endpoint-url ${env.endpoint} --entries '${entries.replaceAll("'", "'\\''")}'`,
+  );
+  out("deliveries:");
+  live = true;
+  await new Promise(() => {});
+}
+
+main().catch(async (error: unknown) => {
+  process.stderr.write(
+    `npm start failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+  );
+  await shutdown(1);
+});

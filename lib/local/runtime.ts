@@ -1,0 +1,500 @@
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import {
+  DescribeStreamCommand,
+  DynamoDBStreamsClient,
+  GetRecordsCommand,
+  GetShardIteratorCommand,
+  type _Record as StreamRecord,
+} from "@aws-sdk/client-dynamodb-streams";
+import {
+  ChangeMessageVisibilityCommand,
+  DeleteMessageBatchCommand,
+  GetQueueAttributesCommand,
+  type Message,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+} from "@aws-sdk/client-sqs";
+import type { DynamoDBRecord, SQSEvent, SQSRecord } from "aws-lambda";
+import type { AwsClients, LocalDeployment, LocalFunction, LocalMapping } from "./deploy";
+
+/** What the runtime reports while it runs (the local trace is built from these). */
+export type RuntimeEvent =
+  | { readonly kind: "consumed"; readonly group: string; readonly result: unknown }
+  | { readonly kind: "dispatched"; readonly group: string; readonly report: unknown }
+  | { readonly kind: "relayed"; readonly report: unknown }
+  | { readonly kind: "invocation-failed"; readonly function: string; readonly error: string }
+  | { readonly kind: "stream-batch-dropped"; readonly function: string; readonly records: number }
+  | { readonly kind: "fault"; readonly description: string };
+
+type Invoke = (event: unknown) => Promise<unknown>;
+
+export interface RuntimeOptions {
+  readonly deployment: LocalDeployment;
+  readonly clients: AwsClients;
+  readonly endpoint: string;
+  /** Repository root that `agentbus:entry` paths are relative to. */
+  readonly root: string;
+  /** Environment values that differ locally (e.g. a shorter retry backoff). */
+  readonly envOverrides?: Record<string, string>;
+  readonly onEvent?: (event: RuntimeEvent) => void;
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/**
+ * Runs the stack's Lambda handlers in-process and emulates their event source mappings:
+ * - SQS: receive up to BatchSize messages, invoke, delete what succeeded; with
+ *   ReportBatchItemFailures only the reported items stay (an unknown item id fails the whole
+ *   batch, as on AWS); a thrown error leaves the whole batch for redelivery after its visibility
+ *   timeout; MaximumConcurrency pollers per queue; FIFO group order and DLQ redrive are the
+ *   queue's own (the emulator implements them).
+ * - DynamoDB stream: read each shard in order from its starting position, apply the mapping's
+ *   filter, invoke with BatchSize records; on error retry up to MaximumRetryAttempts, bisecting
+ *   the batch when BisectBatchOnFunctionError is set, then send the batch's description to the
+ *   on-failure destination and move on.
+ */
+export class LocalRuntime {
+  private stopped = false;
+  private streamPaused = false;
+  private inflight = 0;
+  private lastActivity = Date.now();
+  private streamBehind = new Set<string>();
+  private readonly loops: Promise<void>[] = [];
+  private readonly lostAcks = new Set<string>();
+  private readonly invokers = new Map<string, Invoke>();
+  private readonly streams: DynamoDBStreamsClient;
+
+  constructor(private readonly options: RuntimeOptions) {
+    this.streams = new DynamoDBStreamsClient({
+      endpoint: options.endpoint,
+      region: options.deployment.region,
+      credentials: { accessKeyId: "testing", secretAccessKey: "testing" },
+    });
+  }
+
+  async start(): Promise<void> {
+    for (const fn of this.options.deployment.functions)
+      this.invokers.set(fn.logicalId, await this.load(fn));
+    for (const mapping of this.options.deployment.mappings) {
+      const invoke = this.invokers.get(mapping.functionLogicalId);
+      const fn = this.options.deployment.functions.find(
+        (f) => f.logicalId === mapping.functionLogicalId,
+      );
+      if (!invoke || !fn)
+        throw new Error(
+          `mapping ${mapping.logicalId} points at an unknown function ${mapping.functionLogicalId}`,
+        );
+      if (mapping.source === "sqs") {
+        const pollers = Math.max(1, Math.min(mapping.maximumConcurrency ?? 2, 4));
+        for (let i = 0; i < pollers; i++) this.loops.push(this.pollQueue(mapping, fn, invoke));
+      } else {
+        this.loops.push(this.pollStream(mapping, fn, invoke));
+      }
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await Promise.allSettled(this.loops);
+    this.streams.destroy();
+  }
+
+  /** Hold the relay (stream reading) back, e.g. to deliver an event ahead of its predecessors. */
+  pauseStream(): void {
+    this.streamPaused = true;
+  }
+
+  resumeStream(): void {
+    this.streamPaused = false;
+  }
+
+  /**
+   * Fault injection: the next time a function of this kind handles the event successfully, its
+   * acknowledgement is lost (the message becomes visible again at once, as after a crash).
+   */
+  loseAckOnce(eventId: string, kind = "consumer"): void {
+    this.lostAcks.add(`${kind}#${eventId}`);
+  }
+
+  /** Wait until nothing is in flight, every mapped queue is empty and the stream is read up. */
+  async idle(options: { quietMs?: number; timeoutMs?: number } = {}): Promise<void> {
+    const quietMs = options.quietMs ?? 1500;
+    const deadline = Date.now() + (options.timeoutMs ?? 120_000);
+    const queues = this.options.deployment.mappings
+      .filter((m) => m.source === "sqs")
+      .map((m) => this.queueUrl(m.eventSourceArn));
+    for (;;) {
+      if (Date.now() > deadline) throw new Error("the local runtime did not settle in time");
+      const quiet =
+        this.inflight === 0 &&
+        this.streamBehind.size === 0 &&
+        Date.now() - this.lastActivity > quietMs;
+      if (quiet && (await this.queuesEmpty(queues))) return;
+      await sleep(200);
+    }
+  }
+
+  private async queuesEmpty(urls: string[]): Promise<boolean> {
+    for (const url of urls) {
+      const { Attributes = {} } = await this.options.clients.sqs.send(
+        new GetQueueAttributesCommand({
+          QueueUrl: url,
+          AttributeNames: [
+            "ApproximateNumberOfMessages",
+            "ApproximateNumberOfMessagesNotVisible",
+            "ApproximateNumberOfMessagesDelayed",
+          ],
+        }),
+      );
+      const total =
+        Number(Attributes.ApproximateNumberOfMessages ?? 0) +
+        Number(Attributes.ApproximateNumberOfMessagesNotVisible ?? 0) +
+        Number(Attributes.ApproximateNumberOfMessagesDelayed ?? 0);
+      if (total > 0) return false;
+    }
+    return true;
+  }
+
+  private async load(fn: LocalFunction): Promise<Invoke> {
+    const module = (await import(pathToFileURL(join(this.options.root, fn.entry)).href)) as {
+      create?: (options: Record<string, unknown>) => Invoke;
+    };
+    if (typeof module.create !== "function")
+      throw new Error(`${fn.entry} does not export create(options)`);
+    const group = fn.group ?? fn.name;
+    const report = this.options.onEvent ?? (() => {});
+    return module.create({
+      env: { ...fn.environment, ...this.options.envOverrides },
+      dynamodb: this.options.clients.dynamodb,
+      sqs: this.options.clients.sqs,
+      eventbridge: this.options.clients.eventbridge,
+      onResult: (result: unknown) => report({ kind: "consumed", group, result }),
+      onReport: (r: unknown) =>
+        report(
+          fn.kind === "relay"
+            ? { kind: "relayed", report: r }
+            : { kind: "dispatched", group, report: r },
+        ),
+    });
+  }
+
+  private queueUrl(arn: string): string {
+    for (const r of this.options.deployment.resources.values())
+      if (r.attributes.Arn === arn && r.type === "AWS::SQS::Queue") return r.ref;
+    throw new Error(`no queue deployed with ARN ${arn}`);
+  }
+
+  private async pollQueue(mapping: LocalMapping, fn: LocalFunction, invoke: Invoke): Promise<void> {
+    const { sqs } = this.options.clients;
+    const url = this.queueUrl(mapping.eventSourceArn);
+    while (!this.stopped) {
+      let messages: Message[] = [];
+      try {
+        const received = await sqs.send(
+          new ReceiveMessageCommand({
+            QueueUrl: url,
+            MaxNumberOfMessages: Math.min(mapping.batchSize, 10),
+            WaitTimeSeconds: 1,
+            MessageSystemAttributeNames: ["All"],
+            MessageAttributeNames: ["All"],
+          }),
+        );
+        messages = received.Messages ?? [];
+      } catch (error) {
+        if (this.stopped) return;
+        this.report({
+          kind: "invocation-failed",
+          function: fn.name,
+          error: `receive: ${String(error)}`,
+        });
+        await sleep(500);
+        continue;
+      }
+      if (messages.length === 0) continue;
+      this.inflight++;
+      this.lastActivity = Date.now();
+      try {
+        const event: SQSEvent = {
+          Records: messages.map((m) =>
+            toSqsRecord(m, mapping.eventSourceArn, this.options.deployment.region),
+          ),
+        };
+        const ids = new Set(messages.map((m) => m.MessageId ?? ""));
+        let failed: Set<string>;
+        try {
+          const response = (await invoke(event)) as
+            | { batchItemFailures?: { itemIdentifier?: string }[] }
+            | undefined;
+          failed = new Set();
+          if (mapping.reportBatchItemFailures && Array.isArray(response?.batchItemFailures)) {
+            for (const f of response.batchItemFailures) {
+              if (!f.itemIdentifier || !ids.has(f.itemIdentifier)) {
+                failed = new Set(ids); // an invalid item id fails the whole batch
+                break;
+              }
+              failed.add(f.itemIdentifier);
+            }
+          }
+        } catch (error) {
+          this.report({ kind: "invocation-failed", function: fn.name, error: String(error) });
+          failed = new Set(ids);
+        }
+        const done = messages.filter((m) => !failed.has(m.MessageId ?? ""));
+        const acked: Message[] = [];
+        for (const m of done) {
+          const eventId = eventIdOf(m.Body);
+          if (eventId && this.lostAcks.delete(`${fn.kind}#${eventId}`)) {
+            this.report({
+              kind: "fault",
+              description: `lost the acknowledgement of ${eventId} (${fn.name}): it will be delivered again`,
+            });
+            await sqs.send(
+              new ChangeMessageVisibilityCommand({
+                QueueUrl: url,
+                ReceiptHandle: m.ReceiptHandle,
+                VisibilityTimeout: 0,
+              }),
+            );
+          } else acked.push(m);
+        }
+        if (acked.length > 0) {
+          await sqs.send(
+            new DeleteMessageBatchCommand({
+              QueueUrl: url,
+              Entries: acked.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle })),
+            }),
+          );
+        }
+      } finally {
+        this.inflight--;
+        this.lastActivity = Date.now();
+      }
+    }
+  }
+
+  private async pollStream(
+    mapping: LocalMapping,
+    fn: LocalFunction,
+    invoke: Invoke,
+  ): Promise<void> {
+    const streamArn = mapping.eventSourceArn;
+    const description = await this.streams.send(
+      new DescribeStreamCommand({ StreamArn: streamArn }),
+    );
+    const shards = description.StreamDescription?.Shards ?? [];
+    const iterators = new Map<string, string | undefined>();
+    for (const shard of shards) {
+      const it = await this.streams.send(
+        new GetShardIteratorCommand({
+          StreamArn: streamArn,
+          ShardId: shard.ShardId,
+          ShardIteratorType: mapping.startingPosition === "LATEST" ? "LATEST" : "TRIM_HORIZON",
+        }),
+      );
+      iterators.set(shard.ShardId ?? "", it.ShardIterator);
+    }
+    while (!this.stopped) {
+      if (this.streamPaused) {
+        await sleep(100);
+        continue;
+      }
+      let any = false;
+      for (const [shardId, iterator] of iterators) {
+        if (!iterator) continue;
+        const page = await this.streams.send(
+          new GetRecordsCommand({
+            ShardIterator: iterator,
+            Limit: Math.min(mapping.batchSize, 1000),
+          }),
+        );
+        iterators.set(shardId, page.NextShardIterator);
+        const records = (page.Records ?? []).map((r) =>
+          toStreamRecord(r, streamArn, this.options.deployment.region),
+        );
+        const selected = records.filter(
+          (r) => mapping.filters.length === 0 || mapping.filters.some((p) => matches(r, p)),
+        );
+        if (records.length === 0) {
+          this.streamBehind.delete(shardId);
+          continue;
+        }
+        any = true;
+        this.streamBehind.add(shardId);
+        this.inflight++;
+        this.lastActivity = Date.now();
+        try {
+          if (selected.length > 0)
+            await this.invokeStreamBatch(
+              mapping,
+              fn,
+              invoke,
+              selected,
+              mapping.maximumRetryAttempts ?? 10,
+              shardId,
+            );
+        } finally {
+          this.inflight--;
+          this.lastActivity = Date.now();
+        }
+      }
+      if (!any) await sleep(150);
+    }
+  }
+
+  private async invokeStreamBatch(
+    mapping: LocalMapping,
+    fn: LocalFunction,
+    invoke: Invoke,
+    records: DynamoDBRecord[],
+    retriesLeft: number,
+    shardId: string,
+  ): Promise<void> {
+    try {
+      await invoke({ Records: records });
+      return;
+    } catch (error) {
+      this.report({ kind: "invocation-failed", function: fn.name, error: String(error) });
+    }
+    if (retriesLeft <= 0) {
+      this.report({ kind: "stream-batch-dropped", function: fn.name, records: records.length });
+      if (mapping.onFailureArn) {
+        await this.options.clients.sqs.send(
+          new SendMessageCommand({
+            QueueUrl: this.queueUrl(mapping.onFailureArn),
+            MessageBody: JSON.stringify({
+              requestContext: { functionArn: fn.name, condition: "RetryAttemptsExhausted" },
+              DDBStreamBatchInfo: {
+                shardId,
+                startSequenceNumber: records[0]?.dynamodb?.SequenceNumber,
+                endSequenceNumber: records.at(-1)?.dynamodb?.SequenceNumber,
+                batchSize: records.length,
+                streamArn: mapping.eventSourceArn,
+              },
+            }),
+          }),
+        );
+      }
+      return;
+    }
+    await sleep(200);
+    if (mapping.bisectBatchOnFunctionError && records.length > 1) {
+      const half = Math.ceil(records.length / 2);
+      await this.invokeStreamBatch(
+        mapping,
+        fn,
+        invoke,
+        records.slice(0, half),
+        retriesLeft - 1,
+        shardId,
+      );
+      await this.invokeStreamBatch(
+        mapping,
+        fn,
+        invoke,
+        records.slice(half),
+        retriesLeft - 1,
+        shardId,
+      );
+    } else {
+      await this.invokeStreamBatch(mapping, fn, invoke, records, retriesLeft - 1, shardId);
+    }
+  }
+
+  private report(event: RuntimeEvent): void {
+    this.options.onEvent?.(event);
+  }
+}
+
+function eventIdOf(body: string | undefined): string | undefined {
+  try {
+    const parsed = JSON.parse(body ?? "") as {
+      event_id?: unknown;
+      detail?: { event_id?: unknown };
+    };
+    const id = parsed.event_id ?? parsed.detail?.event_id;
+    return typeof id === "string" ? id : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function toSqsRecord(m: Message, arn: string, region: string): SQSRecord {
+  const attributes = (m.Attributes ?? {}) as Record<string, string>;
+  return {
+    messageId: m.MessageId ?? "",
+    receiptHandle: m.ReceiptHandle ?? "",
+    body: m.Body ?? "",
+    attributes: {
+      ApproximateReceiveCount: attributes.ApproximateReceiveCount ?? "1",
+      SentTimestamp: attributes.SentTimestamp ?? String(Date.now()),
+      SenderId: attributes.SenderId ?? "local",
+      ApproximateFirstReceiveTimestamp:
+        attributes.ApproximateFirstReceiveTimestamp ?? String(Date.now()),
+      ...(attributes.MessageGroupId ? { MessageGroupId: attributes.MessageGroupId } : {}),
+      ...(attributes.MessageDeduplicationId
+        ? { MessageDeduplicationId: attributes.MessageDeduplicationId }
+        : {}),
+      ...(attributes.SequenceNumber ? { SequenceNumber: attributes.SequenceNumber } : {}),
+    },
+    messageAttributes: Object.fromEntries(
+      Object.entries(m.MessageAttributes ?? {}).map(([k, v]) => [
+        k,
+        {
+          stringValue: v.StringValue,
+          dataType: v.DataType ?? "String",
+          stringListValues: [],
+          binaryListValues: [],
+        },
+      ]),
+    ),
+    md5OfBody: m.MD5OfBody ?? "",
+    eventSource: "aws:sqs",
+    eventSourceARN: arn,
+    awsRegion: region,
+  };
+}
+
+function toStreamRecord(r: StreamRecord, arn: string, region: string): DynamoDBRecord {
+  const d = r.dynamodb;
+  return {
+    eventID: r.eventID,
+    eventName: r.eventName as DynamoDBRecord["eventName"],
+    eventVersion: r.eventVersion ?? "1.1",
+    eventSource: "aws:dynamodb",
+    awsRegion: region,
+    eventSourceARN: arn,
+    dynamodb: {
+      Keys: d?.Keys as never,
+      NewImage: d?.NewImage as never,
+      OldImage: d?.OldImage as never,
+      SequenceNumber: d?.SequenceNumber,
+      SizeBytes: d?.SizeBytes,
+      StreamViewType: d?.StreamViewType,
+      ApproximateCreationDateTime: d?.ApproximateCreationDateTime
+        ? Math.floor(new Date(d.ApproximateCreationDateTime).getTime() / 1000)
+        : undefined,
+    },
+  };
+}
+
+/** Lambda event filtering for the pattern forms the stack uses: literal lists and nesting. */
+export function matches(value: unknown, pattern: unknown): boolean {
+  if (Array.isArray(pattern)) {
+    return pattern.some((p) => {
+      if (p && typeof p === "object") {
+        const rule = p as { prefix?: string; exists?: boolean };
+        if (rule.prefix !== undefined)
+          return typeof value === "string" && value.startsWith(rule.prefix);
+        if (rule.exists !== undefined) return (value !== undefined) === rule.exists;
+        return false;
+      }
+      return value === p;
+    });
+  }
+  if (pattern && typeof pattern === "object") {
+    const obj = (value ?? {}) as Record<string, unknown>;
+    return Object.entries(pattern as Record<string, unknown>).every(([k, p]) => matches(obj[k], p));
+  }
+  return value === pattern;
+}

@@ -1,0 +1,175 @@
+import type { ConsumeResult, StepStatus } from "../../functions/core/pipeline";
+import type { InboxRecord, TraceReader } from "../../functions/core/ports";
+import type { Envelope } from "../../schemas";
+import type { RuntimeEvent } from "./runtime";
+
+interface Delivery {
+  readonly group: string;
+  readonly status: StepStatus;
+  readonly reason?: string;
+  readonly repaired: boolean;
+}
+
+export interface DeadLetter {
+  readonly queue: string;
+  readonly code: string;
+  readonly reason: string;
+  readonly eventId?: string;
+}
+
+/** Collects what the runtime reported: every handled event per consumer group, faults, failures. */
+export class Observations {
+  readonly deliveries = new Map<string, Delivery[]>();
+  readonly envelopes = new Map<string, Envelope>();
+  readonly errors: { group: string; code: string; errorClass: string; message: string }[] = [];
+  readonly faults: string[] = [];
+  readonly failures: string[] = [];
+  readonly deadLetters: DeadLetter[] = [];
+  /** Messages each group's dispatcher sent straight to the buffer dead-letter queue. */
+  readonly dispatchDeadLetters = new Map<string, number>();
+
+  readonly listener = (event: RuntimeEvent): void => {
+    switch (event.kind) {
+      case "consumed": {
+        const result = event.result as
+          | ConsumeResult
+          | { error: { code: string; errorClass: string; message: string } };
+        if ("error" in result) {
+          this.errors.push({ group: event.group, ...result.error });
+          return;
+        }
+        this.envelopes.set(result.event.event_id, result.event);
+        for (const step of result.steps) {
+          const list = this.deliveries.get(step.eventId) ?? [];
+          list.push({
+            group: event.group,
+            status: step.status,
+            reason: step.reason,
+            repaired: step.repaired,
+          });
+          this.deliveries.set(step.eventId, list);
+        }
+        return;
+      }
+      case "dispatched": {
+        const report = event.report as { deadLettered?: number };
+        this.dispatchDeadLetters.set(
+          event.group,
+          (this.dispatchDeadLetters.get(event.group) ?? 0) + (report.deadLettered ?? 0),
+        );
+        return;
+      }
+      case "fault":
+        this.faults.push(event.description);
+        return;
+      case "invocation-failed":
+        this.failures.push(`${event.function}: ${event.error}`);
+        return;
+      default:
+        return;
+    }
+  };
+
+  count(group: string, status: StepStatus, reason?: string): number {
+    let n = 0;
+    for (const list of this.deliveries.values()) {
+      n += list.filter(
+        (d) =>
+          d.group === group && d.status === status && (reason === undefined || d.reason === reason),
+      ).length;
+    }
+    return n;
+  }
+}
+
+const short = (id: string) => `${id.slice(0, 10)}…`;
+
+/**
+ * The causal trace of one correlation: its events as a tree of causation edges (from the event
+ * store's correlation index, plus unsequenced messages seen by consumers), and for each event what
+ * every consumer group did with it (from the inbox, plus the duplicates observed on delivery).
+ */
+export async function renderTrace(
+  reader: TraceReader,
+  correlationId: string,
+  groups: readonly string[],
+  observed: Observations,
+): Promise<string> {
+  const stored = await reader.eventsByCorrelation(correlationId);
+  const byId = new Map(stored.map((e) => [e.event_id, e]));
+  for (const e of observed.envelopes.values())
+    if (e.correlation_id === correlationId && !byId.has(e.event_id)) byId.set(e.event_id, e);
+  const events = [...byId.values()].sort((a, b) => a.event_id.localeCompare(b.event_id));
+  const inbox = new Map<string, InboxRecord[]>();
+  for (const group of groups) {
+    for (const row of await reader.inboxRecords(
+      group,
+      events.map((e) => e.event_id),
+    )) {
+      inbox.set(row.eventId, [...(inbox.get(row.eventId) ?? []), row]);
+    }
+  }
+  const children = new Map<string, Envelope[]>();
+  const roots: Envelope[] = [];
+  for (const e of events) {
+    if (e.causation_id && byId.has(e.causation_id))
+      children.set(e.causation_id, [...(children.get(e.causation_id) ?? []), e]);
+    else roots.push(e);
+  }
+  const taskIds = [...new Set(events.map((e) => e.task_id))].join(", ");
+  const lines = [`correlation ${correlationId}  (task ${taskIds})`];
+  const walk = (e: Envelope, prefix: string, last: boolean, depth: number) => {
+    const branch = depth === 0 ? "" : last ? "└─ " : "├─ ";
+    const where =
+      e.aggregate.version > 0 ? `${e.aggregate.type} v${e.aggregate.version}` : "unsequenced";
+    const head = `${prefix}${branch}${e.event_type} [${where}] ${short(e.event_id)} by ${e.producer}`;
+    lines.push(`  ${head.padEnd(78)} ${outcomes(e.event_id, groups, inbox, observed)}`);
+    const kids = children.get(e.event_id) ?? [];
+    const nextPrefix = depth === 0 ? "" : `${prefix}${last ? "   " : "│  "}`;
+    for (const [i, k] of kids.entries()) walk(k, nextPrefix, i === kids.length - 1, depth + 1);
+  };
+  for (const [i, r] of roots.entries()) walk(r, "", i === roots.length - 1, 0);
+  return lines.join("\n");
+}
+
+function outcomes(
+  eventId: string,
+  groups: readonly string[],
+  inbox: Map<string, InboxRecord[]>,
+  observed: Observations,
+): string {
+  const parts: string[] = [];
+  for (const group of groups) {
+    const row = inbox.get(eventId)?.find((r) => r.group === group);
+    const seen = observed.deliveries.get(eventId)?.filter((d) => d.group === group) ?? [];
+    const duplicates = seen.filter((d) => d.status === "duplicate").length;
+    const repaired = seen.some((d) => d.repaired && d.status !== "duplicate");
+    if (!row && duplicates === 0) continue;
+    let text = row ? (row.reason ? `${row.outcome}:${row.reason}` : row.outcome) : "";
+    if (repaired) text += " (gap repair)";
+    if (duplicates) text += `${text ? ", " : ""}duplicate×${duplicates}`;
+    parts.push(`${group}: ${text}`);
+  }
+  return parts.length ? `[${parts.join("; ")}]` : "[not consumed]";
+}
+
+/** Per consumer group: how many events were applied, duplicate, discarded (by reason), rejected. */
+export function renderSummary(groups: readonly string[], observed: Observations): string {
+  const lines = ["consumer group        applied  duplicate  discarded  rejected  dead-lettered"];
+  for (const group of groups) {
+    const discards = new Map<string, number>();
+    for (const list of observed.deliveries.values()) {
+      for (const d of list)
+        if (d.group === group && d.status === "discarded")
+          discards.set(d.reason ?? "?", (discards.get(d.reason ?? "?") ?? 0) + 1);
+    }
+    const discardText = [...discards].map(([r, n]) => `${n} ${r}`).join(", ") || "0";
+    const dead =
+      observed.errors.filter((e) => e.group === group && e.errorClass === "permanent").length +
+      (observed.dispatchDeadLetters.get(group) ?? 0);
+    lines.push(
+      `${group.padEnd(22)}${String(observed.count(group, "applied")).padStart(7)}${String(observed.count(group, "duplicate")).padStart(11)}  ${discardText.padStart(9)}${String(observed.count(group, "rejected")).padStart(10)}${String(dead).padStart(15)}`,
+    );
+  }
+  return lines.join("\n");
+}

@@ -1,0 +1,72 @@
+import { ulid } from "ulid";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
+import { runScenario, type ScenarioResult } from "../../lib/local/scenario";
+import { renderSummary, renderTrace } from "../../lib/local/trace";
+import { emulator } from "../support/aws";
+
+/**
+ * The foundation scenario end to end through the local runtime: the synthesized stack deployed to
+ * the emulator, the relay, dispatch and consumer handlers run in-process behind emulated event
+ * source mappings. A unique stage keeps its resources apart from other test files.
+ */
+describe("local runtime, end to end", () => {
+  let env: LocalEnvironment;
+  let result: ScenarioResult;
+
+  beforeAll(async () => {
+    env = await startLocal({
+      endpoint: emulator().endpoint,
+      stage: `e2e${ulid().slice(-6).toLowerCase()}`,
+    });
+    result = await runScenario(env);
+  }, 240_000);
+
+  afterAll(async () => {
+    await env?.stop();
+  });
+
+  it("passes every scenario check", () => {
+    const failed = result.checks.filter((c) => !c.ok);
+    expect(failed).toEqual([]);
+  });
+
+  it("stores each task view with its stream applied once, in order", () => {
+    expect(result.views.A?.history.map((h) => h.version)).toEqual([1, 2, 3, 4]);
+    expect(result.views.A?.status).toBe("delivered");
+    expect(result.views.B?.history.map((h) => h.version)).toEqual([1, 2, 3]);
+    expect(result.views.C).toMatchObject({
+      status: "accepted",
+      feedback: { count: 1, rating_total: 5 },
+    });
+  });
+
+  it("records the expired discard in the inbox with its reason", async () => {
+    const expired = [...env.observations.deliveries].find(([, ds]) =>
+      ds.some((d) => d.reason === "expired"),
+    );
+    expect(expired).toBeDefined();
+    const [row] = await env.store.inboxRecords("task-projection", [expired?.[0] ?? ""]);
+    expect(row).toMatchObject({ outcome: "discarded", reason: "expired" });
+  });
+
+  it("dead-letters the poison message with its reason and nothing else", () => {
+    expect(result.deadLetters).toHaveLength(1);
+    expect(result.deadLetters[0]).toMatchObject({ code: "envelope.invalid" });
+    expect(result.deadLetters[0]?.reason).toMatch(/correlation_id/);
+  });
+
+  it("traces each correlation with causation edges and per-group outcomes", async () => {
+    const trace = await renderTrace(
+      env.store,
+      result.correlations[1] ?? "",
+      env.groups,
+      env.observations,
+    );
+    expect(trace).toMatch(/task\.accepted \[task v1\].*applied \(gap repair\), duplicate×1/);
+    expect(trace).toMatch(/└─ plan\.created \[task v2\]/);
+    expect(renderSummary(env.groups, env.observations)).toMatch(
+      /task-projection\s+\d+\s+\d+\s+1 expired/,
+    );
+  });
+});

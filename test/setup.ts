@@ -1,0 +1,3 @@
+import { silenceNodeVersionWarning } from "../lib/local/warnings";
+
+silenceNodeVersionWarning();
