@@ -1,4 +1,9 @@
-import { processPartialResponse, SqsFifoPartialProcessorAsync } from "@aws-lambda-powertools/batch";
+import {
+  BatchProcessor,
+  EventType,
+  processPartialResponse,
+  SqsFifoPartialProcessorAsync,
+} from "@aws-lambda-powertools/batch";
 import { MetricUnit } from "@aws-lambda-powertools/metrics";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
@@ -45,8 +50,10 @@ export function createConsumerHandler<S>(
     throw new Error(`GROUP_NAME is ${env.GROUP_NAME} but the handler's role is ${role.group}`);
   }
   const clock = options.clock ?? systemClock;
-  const dynamodb = options.dynamodb ?? new DynamoDBClient({});
-  const sqs = options.sqs ?? new SQSClient({});
+  const { logger, metrics, tracer } =
+    options.observability ?? observability(role.group, role.group);
+  const dynamodb = tracer.captureAWSv3Client(options.dynamodb ?? new DynamoDBClient({}));
+  const sqs = tracer.captureAWSv3Client(options.sqs ?? new SQSClient({}));
   const registry = options.registry ?? defaultRegistry;
   const store = new DynamoEventStore({
     client: dynamodb,
@@ -55,7 +62,6 @@ export function createConsumerHandler<S>(
   });
   const deadLetters = new SqsDeadLetterSink({ client: sqs, queueUrl: env.DEAD_LETTER_QUEUE_URL });
   const deps = { store, registry, clock, ids: ulidSource(clock) };
-  const { logger, metrics } = options.observability ?? observability(role.group, role.group);
   const inboxTtlSeconds = Math.round(env.INBOX_TTL_DAYS * 24 * 3600);
 
   const handleRecord = async (record: SQSRecord): Promise<void> => {
@@ -134,11 +140,19 @@ export function createConsumerHandler<S>(
 
   return async (event, context) => {
     try {
-      return await processPartialResponse(event, handleRecord, new SqsFifoPartialProcessorAsync(), {
-        context,
-        skipGroupOnError: true,
-        throwOnFullBatchFailure: false,
-      });
+      // FIFO: in order, and the first failure of a message group holds back the rest of that group.
+      // Standard queue (a group that needs no order): records are independent.
+      const fifo = event.Records.some((r) => r.attributes.MessageGroupId !== undefined);
+      return fifo
+        ? await processPartialResponse(event, handleRecord, new SqsFifoPartialProcessorAsync(), {
+            context,
+            skipGroupOnError: true,
+            throwOnFullBatchFailure: false,
+          })
+        : await processPartialResponse(event, handleRecord, new BatchProcessor(EventType.SQS), {
+            context,
+            throwOnFullBatchFailure: false,
+          });
     } finally {
       metrics.publishStoredMetrics();
     }

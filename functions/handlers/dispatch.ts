@@ -32,12 +32,12 @@ export type DispatchHandler = (event: SQSEvent, context?: Context) => Promise<SQ
  */
 export function createDispatchHandler(options: DispatchOptions = {}): DispatchHandler {
   const env = parseEnv(DispatchEnv, options.env ?? process.env, "dispatch");
-  const sqs = options.sqs ?? new SQSClient({});
+  const { logger, metrics, tracer } =
+    options.observability ?? observability(`${env.GROUP_NAME}-dispatch`, env.GROUP_NAME);
+  const sqs = tracer.captureAWSv3Client(options.sqs ?? new SQSClient({}));
   const sender = new SqsFifoSender({ client: sqs, queueUrl: env.TARGET_QUEUE_URL });
   const deadLetters = new SqsDeadLetterSink({ client: sqs, queueUrl: env.DEAD_LETTER_QUEUE_URL });
   const registry = options.registry ?? defaultRegistry;
-  const { logger, metrics } =
-    options.observability ?? observability(`${env.GROUP_NAME}-dispatch`, env.GROUP_NAME);
 
   return async (event) => {
     const items: DispatchItem[] = [];

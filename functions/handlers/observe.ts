@@ -1,7 +1,11 @@
 import { Logger } from "@aws-lambda-powertools/logger";
 import { Metrics } from "@aws-lambda-powertools/metrics";
+import { Tracer } from "@aws-lambda-powertools/tracer";
 
-/** Powertools logger and metrics for one function, built once per container. */
+/**
+ * Powertools logger, metrics and tracer for one function, built once per container. The tracer
+ * switches itself off outside Lambda (local runtime, tests).
+ */
 export function observability(service: string, group?: string) {
   const logger = new Logger({
     serviceName: service,
@@ -13,7 +17,8 @@ export function observability(service: string, group?: string) {
     defaultDimensions: group ? { consumer_group: group } : {},
     logger,
   });
-  return { logger, metrics };
+  const tracer = new Tracer({ serviceName: service });
+  return { logger, metrics, tracer };
 }
 
 export type Observability = ReturnType<typeof observability>;

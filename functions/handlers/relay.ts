@@ -25,17 +25,17 @@ export type RelayHandler = (event: DynamoDBStreamEvent, context?: Context) => Pr
  */
 export function createRelayHandler(options: RelayHandlerOptions = {}): RelayHandler {
   const env = parseEnv(RelayEnv, options.env ?? process.env, "relay");
+  const { logger, metrics, tracer } = options.observability ?? observability("relay");
   const buses: Partial<Record<Topic, string>> = {
     commands: env.BUS_COMMANDS,
     events: env.BUS_EVENTS,
     audit: env.BUS_AUDIT,
   };
   const publisher = new EventBridgePublisher({
-    client: options.eventbridge ?? new EventBridgeClient({}),
+    client: tracer.captureAWSv3Client(options.eventbridge ?? new EventBridgeClient({})),
     buses,
   });
   const registry = options.registry ?? defaultRegistry;
-  const { logger, metrics } = options.observability ?? observability("relay");
 
   return async (event) => {
     const { envelopes, skipped } = envelopesFromStreamRecords(event.Records);

@@ -1,0 +1,54 @@
+import { registry } from "../../schemas";
+import type { Role } from "../core/pipeline";
+
+/** One audit record per event: who produced it, what caused it, where it sits in its stream. */
+export interface AuditRecord {
+  readonly event_id: string;
+  readonly event_type: string;
+  readonly schema_version: number;
+  readonly occurred_at: string;
+  readonly recorded_at: string;
+  readonly producer: string;
+  readonly correlation_id: string;
+  readonly causation_id: string | null;
+  readonly task_id: string;
+  readonly conversation_id?: string;
+  readonly aggregate: { readonly type: string; readonly id: string; readonly version: number };
+  readonly order_key: string;
+  readonly expires_at?: string;
+  /** The payload is not copied: it may hold private text, governed apart from the causal record. */
+  readonly payload_bytes: number;
+}
+
+/**
+ * The audit consumer: an append-only causal record of every event type in the registry. Each
+ * event gets its own item, written once; the record keeps the causation edge and the stream
+ * position, so a task's history can be rebuilt without the payloads. It needs no ordering, so
+ * its group uses a standard queue.
+ */
+export const audit: Role<AuditRecord> = {
+  group: "audit",
+  subscriptions: [...new Set(registry.definitions().map((d) => d.type))],
+  stateOf: (event) => ({ type: "audit_record", id: `evt_${event.event_id}` }),
+  decide(existing, event, { now }) {
+    if (existing) return {};
+    return {
+      state: {
+        event_id: event.event_id,
+        event_type: event.event_type,
+        schema_version: event.schema_version,
+        occurred_at: event.occurred_at,
+        recorded_at: now.toISOString(),
+        producer: event.producer,
+        correlation_id: event.correlation_id,
+        causation_id: event.causation_id,
+        task_id: event.task_id,
+        ...(event.conversation_id ? { conversation_id: event.conversation_id } : {}),
+        aggregate: event.aggregate,
+        order_key: event.order_key,
+        ...(event.expires_at ? { expires_at: event.expires_at } : {}),
+        payload_bytes: new TextEncoder().encode(JSON.stringify(event.payload ?? null)).length,
+      },
+    };
+  },
+};
