@@ -11,7 +11,7 @@ import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda"
 import { registry as defaultRegistry, type EventRegistry } from "../../schemas";
 import { DynamoEventStore } from "../adapters/dynamodb/event-store";
 import { SqsDeadLetterSink } from "../adapters/sqs/dead-letter-sink";
-import { extendVisibility } from "../adapters/sqs/visibility";
+import { extendVisibility, releaseMessages } from "../adapters/sqs/visibility";
 import { describe, PermanentError } from "../core/errors";
 import { type ConsumeResult, consume, type Role } from "../core/pipeline";
 import type { Clock } from "../core/ports";
@@ -64,95 +64,130 @@ export function createConsumerHandler<S>(
   const deps = { store, registry, clock, ids: ulidSource(clock) };
   const inboxTtlSeconds = Math.round(env.INBOX_TTL_DAYS * 24 * 3600);
 
-  const handleRecord = async (record: SQSRecord): Promise<void> => {
-    const receiveCount = Number(record.attributes.ApproximateReceiveCount ?? "1");
-    try {
-      let raw: unknown;
+  /** `reached` collects the records of this batch that got to the pipeline (the rest were skipped). */
+  const recordHandler =
+    (reached: Set<string>) =>
+    async (record: SQSRecord): Promise<void> => {
+      reached.add(record.messageId);
+      const receiveCount = Number(record.attributes.ApproximateReceiveCount ?? "1");
       try {
-        raw = JSON.parse(record.body);
-      } catch {
-        throw new PermanentError("envelope.not_json", "message body is not JSON");
-      }
-      if (raw && typeof raw === "object") {
-        const e = raw as Record<string, unknown>;
-        logger.appendKeys({
-          event_id: e.event_id as string,
-          event_type: e.event_type as string,
-          correlation_id: e.correlation_id as string,
-          causation_id: e.causation_id as string,
-          task_id: e.task_id as string,
-        });
-      }
-      const result = await consume(raw, role, deps, { receiveCount, inboxTtlSeconds });
-      for (const step of result.steps) {
-        metrics.addMetric(metricName(step.status), MetricUnit.Count, 1);
-        if (step.repaired) metrics.addMetric("GapRepaired", MetricUnit.Count, 1);
-        if (step.status === "discarded") {
-          const single = metrics.singleMetric();
-          single.addDimension("reason", step.reason ?? "unknown");
-          single.addMetric("DiscardedByReason", MetricUnit.Count, 1);
+        let raw: unknown;
+        try {
+          raw = JSON.parse(record.body);
+        } catch {
+          throw new PermanentError("envelope.not_json", "message body is not JSON");
         }
-        logger.info(`${step.status} ${step.eventType} v${step.version}`, {
-          step_event_id: step.eventId,
-          status: step.status,
-          reason: step.reason,
-          repaired: step.repaired,
-          emitted: step.emitted.map((e) => e.event_id),
-        });
-      }
-      options.onResult?.(result);
-    } catch (error) {
-      const info = describe(error);
-      options.onResult?.({ error: info, body: record.body });
-      if (info.errorClass === "permanent") {
-        logger.error("dead-lettering a message that can never succeed", {
+        if (raw && typeof raw === "object") {
+          const e = raw as Record<string, unknown>;
+          logger.appendKeys({
+            event_id: e.event_id as string,
+            event_type: e.event_type as string,
+            correlation_id: e.correlation_id as string,
+            causation_id: e.causation_id as string,
+            task_id: e.task_id as string,
+          });
+        }
+        const result = await consume(raw, role, deps, { receiveCount, inboxTtlSeconds });
+        for (const step of result.steps) {
+          metrics.addMetric(metricName(step.status), MetricUnit.Count, 1);
+          if (step.repaired) metrics.addMetric("GapRepaired", MetricUnit.Count, 1);
+          if (step.status === "discarded") {
+            const single = metrics.singleMetric();
+            single.addDimension("reason", step.reason ?? "unknown");
+            single.addMetric("DiscardedByReason", MetricUnit.Count, 1);
+          }
+          logger.info(`${step.status} ${step.eventType} v${step.version}`, {
+            step_event_id: step.eventId,
+            status: step.status,
+            reason: step.reason,
+            repaired: step.repaired,
+            emitted: step.emitted.map((e) => e.event_id),
+          });
+        }
+        options.onResult?.(result);
+      } catch (error) {
+        const info = describe(error);
+        options.onResult?.({ error: info, body: record.body });
+        if (info.errorClass === "permanent") {
+          logger.error("dead-lettering a message that can never succeed", {
+            error: info,
+            receive_count: receiveCount,
+          });
+          metrics.addMetric("DeadLettered", MetricUnit.Count, 1);
+          await deadLetters.send({
+            body: record.body,
+            code: info.code,
+            reason: info.message,
+            groupId: record.attributes.MessageGroupId,
+            deduplicationId: record.attributes.MessageDeduplicationId ?? record.messageId,
+          });
+          return;
+        }
+        const delay = Math.min(
+          env.RETRY_MAX_SECONDS,
+          env.RETRY_BASE_SECONDS * 2 ** Math.max(0, receiveCount - 1),
+        );
+        logger.warn("will retry", {
           error: info,
           receive_count: receiveCount,
+          retry_in_seconds: delay,
         });
-        metrics.addMetric("DeadLettered", MetricUnit.Count, 1);
-        await deadLetters.send({
-          body: record.body,
-          code: info.code,
-          reason: info.message,
-          groupId: record.attributes.MessageGroupId,
-          deduplicationId: record.attributes.MessageDeduplicationId ?? record.messageId,
-        });
-        return;
+        metrics.addMetric("Retried", MetricUnit.Count, 1);
+        await extendVisibility(sqs, env.QUEUE_URL, record.receiptHandle, delay).catch(
+          (e: unknown) => logger.warn("could not set the retry backoff", { error: describe(e) }),
+        );
+        throw error;
+      } finally {
+        logger.resetKeys();
       }
-      const delay = Math.min(
-        env.RETRY_MAX_SECONDS,
-        env.RETRY_BASE_SECONDS * 2 ** Math.max(0, receiveCount - 1),
-      );
-      logger.warn("will retry", {
-        error: info,
-        receive_count: receiveCount,
-        retry_in_seconds: delay,
-      });
-      metrics.addMetric("Retried", MetricUnit.Count, 1);
-      await extendVisibility(sqs, env.QUEUE_URL, record.receiptHandle, delay).catch((e: unknown) =>
-        logger.warn("could not set the retry backoff", { error: describe(e) }),
-      );
-      throw error;
-    } finally {
-      logger.resetKeys();
-    }
-  };
+    };
 
   return async (event, context) => {
     try {
       // FIFO: in order, and the first failure of a message group holds back the rest of that group.
       // Standard queue (a group that needs no order): records are independent.
       const fifo = event.Records.some((r) => r.attributes.MessageGroupId !== undefined);
-      return fifo
-        ? await processPartialResponse(event, handleRecord, new SqsFifoPartialProcessorAsync(), {
+      const reached = new Set<string>();
+      const handleRecord = recordHandler(reached);
+      if (!fifo) {
+        return await processPartialResponse(
+          event,
+          handleRecord,
+          new BatchProcessor(EventType.SQS),
+          {
             context,
-            skipGroupOnError: true,
             throwOnFullBatchFailure: false,
-          })
-        : await processPartialResponse(event, handleRecord, new BatchProcessor(EventType.SQS), {
-            context,
-            throwOnFullBatchFailure: false,
-          });
+          },
+        );
+      }
+      const response = await processPartialResponse(
+        event,
+        handleRecord,
+        new SqsFifoPartialProcessorAsync(),
+        {
+          context,
+          skipGroupOnError: true,
+          throwOnFullBatchFailure: false,
+        },
+      );
+      // Records skipped behind a failed one never set a backoff: release them now, so their group
+      // resumes (in order) when the failed record's backoff ends, not after the visibility timeout.
+      const failed = new Set(response.batchItemFailures.map((f) => f.itemIdentifier));
+      const skipped = event.Records.filter(
+        (r) => failed.has(r.messageId) && !reached.has(r.messageId),
+      );
+      if (skipped.length > 0) {
+        await releaseMessages(
+          sqs,
+          env.QUEUE_URL,
+          skipped.map((r) => r.receiptHandle),
+        ).catch((e: unknown) =>
+          logger.warn("could not release the records skipped behind a failure", {
+            error: describe(e),
+          }),
+        );
+      }
+      return response;
     } finally {
       metrics.publishStoredMetrics();
     }

@@ -1,4 +1,8 @@
-import { ChangeMessageVisibilityCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import {
+  ChangeMessageVisibilityBatchCommand,
+  ChangeMessageVisibilityCommand,
+  type SQSClient,
+} from "@aws-sdk/client-sqs";
 import { isServerError, isThrottlingError, isTransientError } from "@smithy/core/retry";
 import { type AgentBusError, PermanentError, TransientError } from "../../core/errors";
 
@@ -30,6 +34,39 @@ export async function extendVisibility(
   } catch (error) {
     throw visibilityFailure(error);
   }
+}
+
+/**
+ * Makes received messages visible again at once (visibility 0), in calls of at most 10.
+ * Used for the messages a FIFO batch skipped behind a failed one: left in flight they would hold
+ * their message group back for the full visibility timeout instead of the failed message's backoff.
+ * Returns the receipt handles SQS refused (already deleted, or no longer in flight).
+ */
+export async function releaseMessages(
+  client: SQSClient,
+  queueUrl: string,
+  receiptHandles: readonly string[],
+): Promise<string[]> {
+  const refused: string[] = [];
+  for (let i = 0; i < receiptHandles.length; i += 10) {
+    const chunk = receiptHandles.slice(i, i + 10);
+    try {
+      const response = await client.send(
+        new ChangeMessageVisibilityBatchCommand({
+          QueueUrl: queueUrl,
+          Entries: chunk.map((handle, index) => ({
+            Id: String(index),
+            ReceiptHandle: handle,
+            VisibilityTimeout: 0,
+          })),
+        }),
+      );
+      for (const failed of response.Failed ?? []) refused.push(chunk[Number(failed.Id)] ?? "");
+    } catch (error) {
+      throw visibilityFailure(error);
+    }
+  }
+  return refused;
 }
 
 function visibilityFailure(error: unknown): AgentBusError {

@@ -1,0 +1,342 @@
+import { DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
+import {
+  type ChangeMessageVisibilityBatchCommandInput,
+  type ChangeMessageVisibilityCommandInput,
+  CreateQueueCommand,
+  DeleteMessageCommand,
+  DeleteQueueCommand,
+  type Message,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  SQSClient,
+} from "@aws-sdk/client-sqs";
+import { unmarshall } from "@aws-sdk/util-dynamodb";
+import type { SQSRecord } from "aws-lambda";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { streamKey, type TableNames } from "../../functions/adapters/dynamodb/tables";
+import { DEAD_LETTER_ATTRIBUTES } from "../../functions/adapters/sqs/dead-letter-sink";
+import { type ConsumerOptions, createConsumerHandler } from "../../functions/handlers/consumer";
+import { type TaskView, taskProjection } from "../../functions/roles/task-projection";
+import type { Envelope } from "../../schemas";
+import { emulator } from "../support/aws";
+import { feedbackEvent, newUlid, taskEvent, taskStream } from "../support/factories";
+import { queueArnOf, sqsEvent, sqsRecord, sqsRecordFromMessage } from "../support/lambda-events";
+import { createTables, deleteTables } from "../support/tables";
+
+process.env.POWERTOOLS_LOG_LEVEL = "SILENT";
+process.env.POWERTOOLS_METRICS_DISABLED = "true";
+
+const suffix = newUlid().toLowerCase();
+let dynamodb: DynamoDBClient;
+let sqs: SQSClient;
+let tables: TableNames;
+let queueUrl: string;
+let deadLetterUrl: string;
+const queues: string[] = [];
+
+async function fifoQueue(name: string): Promise<string> {
+  const { QueueUrl } = await sqs.send(
+    new CreateQueueCommand({
+      QueueName: `${name}-${suffix}.fifo`,
+      Attributes: { FifoQueue: "true" },
+    }),
+  );
+  if (!QueueUrl) throw new Error("no queue url");
+  queues.push(QueueUrl);
+  return QueueUrl;
+}
+
+beforeAll(async () => {
+  dynamodb = new DynamoDBClient(emulator());
+  sqs = new SQSClient(emulator());
+  tables = await createTables(dynamodb, `hc-${suffix}`);
+  queueUrl = await fifoQueue("hc-group");
+  deadLetterUrl = await fifoQueue("hc-group-dlq");
+});
+
+afterAll(async () => {
+  await deleteTables(dynamodb, tables);
+  for (const url of queues) await sqs.send(new DeleteQueueCommand({ QueueUrl: url }));
+  dynamodb.destroy();
+  sqs.destroy();
+});
+
+/** The environment the stack gives the task-projection consumer. */
+function consumerEnv(overrides: Record<string, string | undefined> = {}) {
+  return {
+    GROUP_NAME: taskProjection.group,
+    STATE_TABLE: tables.state,
+    EVENTS_TABLE: tables.events,
+    INBOX_TABLE: tables.inbox,
+    SIDE_EFFECTS_TABLE: tables.sideEffects,
+    QUEUE_URL: queueUrl,
+    DEAD_LETTER_QUEUE_URL: deadLetterUrl,
+    INBOX_TTL_DAYS: "7",
+    RETRY_BASE_SECONDS: "2",
+    RETRY_MAX_SECONDS: "60",
+    ...overrides,
+  };
+}
+
+function consumer(options: ConsumerOptions = {}) {
+  return createConsumerHandler(taskProjection, {
+    dynamodb,
+    sqs,
+    ...options,
+    env: consumerEnv(options.env),
+  });
+}
+
+/** The record the dispatcher's message becomes: group = order key, deduplication id = event id. */
+function recordOf(envelope: Envelope, extra: Partial<Parameters<typeof sqsRecord>[0]> = {}) {
+  return sqsRecord({
+    body: JSON.stringify(envelope),
+    groupId: envelope.order_key,
+    deduplicationId: envelope.event_id,
+    queueArn: queueArnOf(queueUrl),
+    ...extra,
+  });
+}
+
+async function viewOf(taskId: string): Promise<TaskView | undefined> {
+  const { Item } = await dynamodb.send(
+    new GetItemCommand({
+      TableName: tables.state,
+      Key: { pk: { S: streamKey({ type: "task_view", id: taskId }) } },
+      ConsistentRead: true,
+    }),
+  );
+  return Item ? (unmarshall(Item).data as TaskView) : undefined;
+}
+
+/** An SQS client whose ChangeMessageVisibility calls are recorded (they still go to moto). */
+function spiedSqs() {
+  const client = new SQSClient(emulator());
+  const visibility: ChangeMessageVisibilityCommandInput[] = [];
+  const released: ChangeMessageVisibilityBatchCommandInput[] = [];
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (context.commandName === "ChangeMessageVisibilityCommand")
+        visibility.push(args.input as ChangeMessageVisibilityCommandInput);
+      if (context.commandName === "ChangeMessageVisibilityBatchCommand")
+        released.push(args.input as ChangeMessageVisibilityBatchCommandInput);
+      return next(args);
+    },
+    { step: "initialize", name: "spy-visibility" },
+  );
+  return { client, visibility, released };
+}
+
+async function receive(url: string, visibilityTimeout?: number): Promise<Message[]> {
+  const { Messages } = await sqs.send(
+    new ReceiveMessageCommand({
+      QueueUrl: url,
+      MaxNumberOfMessages: 10,
+      WaitTimeSeconds: 0,
+      MessageAttributeNames: ["All"],
+      MessageSystemAttributeNames: ["All"],
+      ...(visibilityTimeout !== undefined ? { VisibilityTimeout: visibilityTimeout } : {}),
+    }),
+  );
+  return Messages ?? [];
+}
+
+/** Receive and delete until the queue is empty (FIFO: a group's next message shows after delete). */
+async function drain(url: string): Promise<Message[]> {
+  const out: Message[] = [];
+  for (let empty = 0; empty < 2; ) {
+    const messages = await receive(url);
+    if (messages.length === 0) {
+      empty++;
+      continue;
+    }
+    for (const m of messages) {
+      out.push(m);
+      await sqs.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: m.ReceiptHandle }));
+    }
+  }
+  return out;
+}
+
+const ids = (records: readonly SQSRecord[]) =>
+  records.map((r) => ({ itemIdentifier: r.messageId }));
+
+describe("createConsumerHandler (task projection, SQS FIFO)", () => {
+  it("holds back the rest of a failing message group, in order, and applies the other groups", async () => {
+    // Group A: version 3 of a task whose versions 1-2 are nowhere -> gate.gap_unrepairable.
+    const [, , a3, a4] = taskStream(1, 4) as [Envelope, Envelope, Envelope, Envelope];
+    const [b1, b2] = taskStream(1, 2) as [Envelope, Envelope];
+    const recA3 = recordOf(a3);
+    const recA4 = recordOf(a4);
+    const recB1 = recordOf(b1);
+    const recB2 = recordOf(b2);
+    const { client, visibility, released } = spiedSqs();
+    const outcomes: string[] = [];
+    const handler = consumer({
+      sqs: client,
+      onResult: (r) =>
+        outcomes.push("error" in r ? r.error.code : `${r.status} v${r.event.aggregate.version}`),
+    });
+
+    const response = await handler(sqsEvent([recA3, recB1, recA4, recB2]));
+
+    expect(response.batchItemFailures).toEqual(ids([recA3, recA4]));
+    // A4 was never handed to the pipeline: the processor failed it because A3 failed.
+    expect(outcomes).toEqual(["gate.gap_unrepairable", "applied v1", "applied v2"]);
+    expect(await viewOf(a3.aggregate.id)).toBeUndefined();
+    const b = await viewOf(b1.aggregate.id);
+    expect(b).toMatchObject({ status: "planned", version: 2 });
+    expect(b?.history.map((h) => h.event_id)).toEqual([b1.event_id, b2.event_id]);
+    // The transient failure asked for its backoff (the fake receipt handle is refused by SQS,
+    // which the handler only logs).
+    expect(visibility).toEqual([
+      { QueueUrl: queueUrl, ReceiptHandle: recA3.receiptHandle, VisibilityTimeout: 2 },
+    ]);
+    // A4, skipped behind A3, is released at once so group A resumes when A3's backoff ends
+    // (left in flight it would hold the group back for the whole visibility timeout).
+    expect(released).toEqual([
+      {
+        QueueUrl: queueUrl,
+        Entries: [{ Id: "0", ReceiptHandle: recA4.receiptHandle, VisibilityTimeout: 0 }],
+      },
+    ]);
+    client.destroy();
+  });
+
+  it("dead-letters unparsable bodies and invalid envelopes with their code, without failing them", async () => {
+    const dlq = await fifoQueue("hc-invalid-dlq");
+    const good = taskEvent(1);
+    const invalid = JSON.stringify({ ...good, event_id: "not-a-ulid", aggregate: undefined });
+    const notJson = sqsRecord({ body: "{ this is not json", groupId: "client-42" });
+    const badEnvelope = sqsRecord({
+      body: invalid,
+      groupId: good.order_key,
+      deduplicationId: "d-1",
+    });
+    const after = recordOf(good);
+    const handler = consumer({ env: { DEAD_LETTER_QUEUE_URL: dlq } });
+
+    const response = await handler(sqsEvent([notJson, badEnvelope, after]));
+
+    expect(response.batchItemFailures).toEqual([]);
+    // A permanent failure does not hold back its group: the next event of the task was applied.
+    expect(await viewOf(good.aggregate.id)).toMatchObject({ status: "accepted", version: 1 });
+    const dead = await drain(dlq);
+    const byBody = new Map(dead.map((m) => [m.Body, m]));
+    expect(dead).toHaveLength(2);
+    const code = (m: Message | undefined) =>
+      m?.MessageAttributes?.[DEAD_LETTER_ATTRIBUTES.code]?.StringValue;
+    const reason = (m: Message | undefined) =>
+      m?.MessageAttributes?.[DEAD_LETTER_ATTRIBUTES.reason]?.StringValue;
+    expect(code(byBody.get(notJson.body))).toBe("envelope.not_json");
+    expect(reason(byBody.get(notJson.body))).toBe("message body is not JSON");
+    expect(byBody.get(notJson.body)?.Attributes?.MessageGroupId).toBe("client-42");
+    expect(code(byBody.get(invalid))).toBe("envelope.invalid");
+    expect(reason(byBody.get(invalid))).toMatch(/event_id|aggregate/);
+    expect(byBody.get(invalid)?.Attributes).toMatchObject({
+      MessageGroupId: good.order_key,
+      MessageDeduplicationId: "d-1",
+    });
+  });
+
+  it("applies an envelope delivered twice in one batch once (sequenced and unsequenced)", async () => {
+    const accepted = taskEvent(1);
+    const feedback = feedbackEvent({ taskId: accepted.aggregate.id, rating: 4 });
+    const statuses: string[] = [];
+    const handler = consumer({
+      onResult: (r) => statuses.push("error" in r ? r.error.code : r.status),
+    });
+    // A redelivery: same body and deduplication id, another message id and receipt handle.
+    const records = [
+      recordOf(accepted),
+      recordOf(accepted, { receiveCount: 2 }),
+      recordOf(feedback),
+      recordOf(feedback, { receiveCount: 2 }),
+    ];
+
+    const response = await handler(sqsEvent(records));
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(statuses).toEqual(["applied", "duplicate", "applied", "duplicate"]);
+    const view = await viewOf(accepted.aggregate.id);
+    expect(view?.history.map((h) => h.event_id)).toEqual([accepted.event_id]);
+    expect(view?.feedback).toEqual({ count: 1, rating_total: 4 });
+  });
+
+  it("refuses a GROUP_NAME that is not the role's group, naming both", () => {
+    expect(() => consumer({ env: { GROUP_NAME: "billing" } })).toThrow(
+      /GROUP_NAME is billing but the handler's role is task-projection/,
+    );
+  });
+
+  it("names every missing or malformed environment variable", () => {
+    const build = (overrides: Record<string, string | undefined>) => () =>
+      createConsumerHandler(taskProjection, { dynamodb, sqs, env: consumerEnv(overrides) });
+    expect(build({ STATE_TABLE: undefined })).toThrow(/consumer task-projection[\s\S]*STATE_TABLE/);
+    let message = "";
+    try {
+      build({ INBOX_TABLE: undefined, QUEUE_URL: "not a url" })();
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect(message).toContain("INBOX_TABLE");
+    expect(message).toContain("QUEUE_URL");
+    expect(message).not.toContain("EVENTS_TABLE");
+  });
+
+  it("backs a transient failure off through the message's visibility, doubling up to the cap", async () => {
+    const url = await fifoQueue("hc-retry");
+    // Version 2 of a task whose version 1 is nowhere: retried until it shows up.
+    const gapped = taskEvent(2);
+    await sqs.send(
+      new SendMessageCommand({
+        QueueUrl: url,
+        MessageBody: JSON.stringify(gapped),
+        MessageGroupId: gapped.order_key,
+        MessageDeduplicationId: gapped.event_id,
+      }),
+    );
+    const { client, visibility } = spiedSqs();
+    const handler = consumer({
+      sqs: client,
+      env: { QUEUE_URL: url, RETRY_BASE_SECONDS: "1", RETRY_MAX_SECONDS: "3" },
+    });
+
+    // First delivery, received with a long visibility timeout: the handler shortens it to 1 s.
+    const [first] = await receive(url, 60);
+    if (!first) throw new Error("the message was not received");
+    const firstRecord = sqsRecordFromMessage(first, url);
+    expect(firstRecord.attributes.ApproximateReceiveCount).toBe("1");
+    expect((await handler(sqsEvent([firstRecord]))).batchItemFailures).toEqual(ids([firstRecord]));
+    expect(visibility.at(-1)).toMatchObject({
+      ReceiptHandle: first.ReceiptHandle,
+      VisibilityTimeout: 1,
+    });
+    expect(await receive(url)).toEqual([]);
+    await new Promise((resolve) => setTimeout(resolve, 1_300));
+
+    // Second delivery, well before the 60 s it was received with: backoff 1 * 2^(2-1) = 2 s.
+    const [second] = await receive(url, 60);
+    if (!second) throw new Error("the message did not come back after its backoff");
+    const secondRecord = sqsRecordFromMessage(second, url);
+    expect(secondRecord.messageId).toBe(firstRecord.messageId);
+    expect(secondRecord.attributes.ApproximateReceiveCount).toBe("2");
+    expect((await handler(sqsEvent([secondRecord]))).batchItemFailures).toEqual(
+      ids([secondRecord]),
+    );
+    expect(visibility.at(-1)).toMatchObject({
+      ReceiptHandle: second.ReceiptHandle,
+      VisibilityTimeout: 2,
+    });
+    expect(await receive(url)).toEqual([]);
+
+    // The fifth delivery would wait 1 * 2^4 = 16 s: capped at RETRY_MAX_SECONDS.
+    const fifth = {
+      ...secondRecord,
+      attributes: { ...secondRecord.attributes, ApproximateReceiveCount: "5" },
+    };
+    await handler(sqsEvent([fifth]));
+    expect(visibility.map((v) => v.VisibilityTimeout)).toEqual([1, 2, 3]);
+    client.destroy();
+  });
+});

@@ -1,0 +1,183 @@
+import {
+  CreateQueueCommand,
+  DeleteMessageCommand,
+  DeleteQueueCommand,
+  type Message,
+  ReceiveMessageCommand,
+  SQSClient,
+} from "@aws-sdk/client-sqs";
+import type { SQSRecord } from "aws-lambda";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEAD_LETTER_ATTRIBUTES } from "../../functions/adapters/sqs/dead-letter-sink";
+import { createDispatchHandler, type DispatchOptions } from "../../functions/handlers/dispatch";
+import type { Envelope } from "../../schemas";
+import { emulator } from "../support/aws";
+import { feedbackEvent, newUlid, taskEvent, taskStream } from "../support/factories";
+import { eventBridgeEnvelope, queueArnOf, sqsEvent, sqsRecord } from "../support/lambda-events";
+
+process.env.POWERTOOLS_LOG_LEVEL = "SILENT";
+process.env.POWERTOOLS_METRICS_DISABLED = "true";
+
+const suffix = newUlid().toLowerCase();
+let sqs: SQSClient;
+let bufferUrl: string;
+let targetUrl: string;
+let deadLetterUrl: string;
+const queues: string[] = [];
+
+async function queue(name: string, fifo = false): Promise<string> {
+  const { QueueUrl } = await sqs.send(
+    new CreateQueueCommand({
+      QueueName: fifo ? `${name}-${suffix}.fifo` : `${name}-${suffix}`,
+      ...(fifo ? { Attributes: { FifoQueue: "true" } } : {}),
+    }),
+  );
+  if (!QueueUrl) throw new Error("no queue url");
+  queues.push(QueueUrl);
+  return QueueUrl;
+}
+
+beforeAll(async () => {
+  sqs = new SQSClient(emulator());
+  // The buffer queue only gives the records their source ARN: the handler never reads it.
+  bufferUrl = await queue("hd-buffer");
+  targetUrl = await queue("hd-group", true);
+  deadLetterUrl = await queue("hd-buffer-dlq");
+});
+
+afterAll(async () => {
+  for (const url of queues) await sqs.send(new DeleteQueueCommand({ QueueUrl: url }));
+  sqs.destroy();
+});
+
+function dispatcher(options: DispatchOptions & { env?: Record<string, string | undefined> } = {}) {
+  return createDispatchHandler({
+    sqs,
+    ...options,
+    env: {
+      GROUP_NAME: "task-projection",
+      TARGET_QUEUE_URL: targetUrl,
+      DEAD_LETTER_QUEUE_URL: deadLetterUrl,
+      ...options.env,
+    },
+  });
+}
+
+/** A buffer-queue record: what a rule's SQS target delivers (standard queue, no group). */
+const bufferRecord = (body: string) => sqsRecord({ body, queueArn: queueArnOf(bufferUrl) });
+const delivered = (envelope: unknown) =>
+  bufferRecord(JSON.stringify(eventBridgeEnvelope(envelope)));
+
+/** Receive and delete until the queue is empty (FIFO: a group's next message shows after delete). */
+async function drain(url: string): Promise<Message[]> {
+  const out: Message[] = [];
+  for (let empty = 0; empty < 2; ) {
+    const { Messages } = await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: url,
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 0,
+        MessageAttributeNames: ["All"],
+        MessageSystemAttributeNames: ["MessageGroupId", "MessageDeduplicationId"],
+      }),
+    );
+    if (!Messages || Messages.length === 0) {
+      empty++;
+      continue;
+    }
+    for (const m of Messages) {
+      out.push(m);
+      await sqs.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: m.ReceiptHandle }));
+    }
+  }
+  return out;
+}
+
+const ids = (records: readonly SQSRecord[]) =>
+  records.map((r) => ({ itemIdentifier: r.messageId }));
+
+describe("createDispatchHandler (buffer queue -> FIFO queue)", () => {
+  it("sends each envelope to the FIFO queue keyed by order key and event id", async () => {
+    const [p1, p2] = taskStream(1, 2) as [Envelope, Envelope];
+    const q1 = taskEvent(1);
+    // An explicit order key wins over the aggregate id.
+    const keyed = feedbackEvent({ taskId: q1.task_id });
+    const ordered = { ...keyed, order_key: "conversation-7" };
+    const records = [delivered(p1), delivered(q1), delivered(p2), delivered(ordered)];
+    const reports: unknown[] = [];
+
+    const response = await dispatcher({ onReport: (r) => reports.push(r) })(sqsEvent(records));
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(reports).toEqual([{ sent: 4, deadLettered: 0, calls: 1, failedRecordIds: [] }]);
+    const messages = await drain(targetUrl);
+    const byId = new Map(messages.map((m) => [JSON.parse(m.Body ?? "{}").event_id, m]));
+    expect(messages).toHaveLength(4);
+    for (const envelope of [p1, q1, p2, ordered]) {
+      const message = byId.get(envelope.event_id);
+      expect(message?.Attributes).toEqual({
+        MessageGroupId: envelope.order_key,
+        MessageDeduplicationId: envelope.event_id,
+      });
+      // The body is the envelope alone (the EventBridge wrapper is gone).
+      expect(JSON.parse(message?.Body ?? "{}")).toEqual(envelope);
+    }
+    expect(byId.get(ordered.event_id)?.Attributes?.MessageGroupId).toBe("conversation-7");
+    // One group, in order.
+    expect(
+      messages
+        .filter((m) => m.Attributes?.MessageGroupId === p1.order_key)
+        .map((m) => JSON.parse(m.Body ?? "{}").event_id),
+    ).toEqual([p1.event_id, p2.event_id]);
+  });
+
+  it("dead-letters bodies that are not EventBridge events and invalid envelopes, without failing them", async () => {
+    const good = taskEvent(1);
+    const notJson = bufferRecord("<not json>");
+    const notAnEvent = bufferRecord(JSON.stringify({ hello: "world" }));
+    const invalid = delivered({ ...good, event_type: "Not A Type", event_id: newUlid() });
+    const unknown = delivered({ ...good, event_type: "task.renamed", event_id: newUlid() });
+    const records = [notJson, notAnEvent, invalid, unknown, delivered(good)];
+
+    const response = await dispatcher()(sqsEvent(records));
+
+    expect(response.batchItemFailures).toEqual([]);
+    const sent = await drain(targetUrl);
+    expect(sent.map((m) => JSON.parse(m.Body ?? "{}").event_id)).toEqual([good.event_id]);
+    const dead = await drain(deadLetterUrl);
+    const codes = new Map(
+      dead.map((m) => [m.Body, m.MessageAttributes?.[DEAD_LETTER_ATTRIBUTES.code]?.StringValue]),
+    );
+    expect(codes).toEqual(
+      new Map([
+        [notJson.body, "dispatch.not_an_event"],
+        [notAnEvent.body, "dispatch.not_an_event"],
+        [invalid.body, "envelope.invalid"],
+        [unknown.body, "envelope.unknown_type"],
+      ]),
+    );
+    for (const m of dead)
+      expect(m.MessageAttributes?.[DEAD_LETTER_ATTRIBUTES.reason]?.StringValue).not.toBe("");
+  });
+
+  it("hands the records back to the buffer queue when the FIFO queue cannot be reached", async () => {
+    const [v1, v2] = taskStream(1, 2) as [Envelope, Envelope];
+    const records = [delivered(v1), bufferRecord("nope"), delivered(v2)];
+    const handler = dispatcher({
+      env: { TARGET_QUEUE_URL: targetUrl.replace("hd-group", "hd-missing") },
+    });
+
+    const response = await handler(sqsEvent(records));
+
+    const [first, invalid, second] = records as [SQSRecord, SQSRecord, SQSRecord];
+    expect(response.batchItemFailures).toEqual(ids([first, second]));
+    const dead = await drain(deadLetterUrl);
+    expect(dead.map((m) => m.Body)).toEqual([invalid.body]);
+  });
+
+  it("names a missing environment variable", () => {
+    expect(() => createDispatchHandler({ sqs, env: { GROUP_NAME: "g" } })).toThrow(
+      /dispatch: invalid environment[\s\S]*TARGET_QUEUE_URL[\s\S]*DEAD_LETTER_QUEUE_URL/,
+    );
+  });
+});

@@ -1,0 +1,164 @@
+import {
+  CreateEventBusCommand,
+  DeleteEventBusCommand,
+  DeleteRuleCommand,
+  EventBridgeClient,
+  PutRuleCommand,
+  PutTargetsCommand,
+  RemoveTargetsCommand,
+} from "@aws-sdk/client-eventbridge";
+import {
+  CreateQueueCommand,
+  DeleteQueueCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SQSClient,
+} from "@aws-sdk/client-sqs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eventItem } from "../../functions/adapters/dynamodb/tables";
+import type { RelayReport } from "../../functions/core/relay";
+import { createRelayHandler, type RelayHandlerOptions } from "../../functions/handlers/relay";
+import type { Envelope } from "../../schemas";
+import { emulator } from "../support/aws";
+import { feedbackEvent, newUlid, taskEvent, taskStream } from "../support/factories";
+import { dynamoStreamEvent, dynamoStreamRecord } from "../support/lambda-events";
+
+process.env.POWERTOOLS_LOG_LEVEL = "SILENT";
+process.env.POWERTOOLS_METRICS_DISABLED = "true";
+
+const suffix = newUlid().toLowerCase();
+const busName = `hr-events-${suffix}`;
+const ruleName = `hr-all-${suffix}`;
+let eventbridge: EventBridgeClient;
+let sqs: SQSClient;
+let queueUrl: string;
+
+beforeAll(async () => {
+  eventbridge = new EventBridgeClient(emulator());
+  sqs = new SQSClient(emulator());
+  await eventbridge.send(new CreateEventBusCommand({ Name: busName }));
+  queueUrl =
+    (await sqs.send(new CreateQueueCommand({ QueueName: `hr-target-${suffix}` }))).QueueUrl ?? "";
+  const { Attributes } = await sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ["QueueArn"] }),
+  );
+  await eventbridge.send(
+    new PutRuleCommand({
+      Name: ruleName,
+      EventBusName: busName,
+      EventPattern: JSON.stringify({ source: [{ prefix: "agentbus" }] }),
+    }),
+  );
+  await eventbridge.send(
+    new PutTargetsCommand({
+      Rule: ruleName,
+      EventBusName: busName,
+      Targets: [{ Id: "buffer", Arn: Attributes?.QueueArn }],
+    }),
+  );
+});
+
+afterAll(async () => {
+  await eventbridge.send(
+    new RemoveTargetsCommand({ Rule: ruleName, EventBusName: busName, Ids: ["buffer"] }),
+  );
+  await eventbridge.send(new DeleteRuleCommand({ Name: ruleName, EventBusName: busName }));
+  await eventbridge.send(new DeleteEventBusCommand({ Name: busName }));
+  await sqs.send(new DeleteQueueCommand({ QueueUrl: queueUrl }));
+  eventbridge.destroy();
+  sqs.destroy();
+});
+
+function relayHandler(options: RelayHandlerOptions = {}) {
+  return createRelayHandler({
+    eventbridge,
+    ...options,
+    env: options.env ?? { BUS_EVENTS: busName },
+  });
+}
+
+interface Delivered {
+  source: string;
+  "detail-type": string;
+  detail: Envelope;
+}
+
+/** Everything the rule delivered (moto delivers during PutEvents; a few empty rounds to be sure). */
+async function drain(): Promise<Delivered[]> {
+  const out: Delivered[] = [];
+  for (let empty = 0; empty < 2; ) {
+    const { Messages } = await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: queueUrl,
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 0,
+      }),
+    );
+    if (!Messages || Messages.length === 0) {
+      empty++;
+      continue;
+    }
+    for (const m of Messages) out.push(JSON.parse(m.Body ?? "{}") as Delivered);
+  }
+  return out;
+}
+
+describe("createRelayHandler (events stream -> EventBridge)", () => {
+  it("publishes the envelope of each INSERT as the detail of one event, and ignores MODIFY", async () => {
+    const [v1, v2] = taskStream(1, 2) as [Envelope, Envelope];
+    const feedback = feedbackEvent({ taskId: v1.task_id });
+    const modified = taskEvent(3, { taskId: v1.task_id });
+    const reports: RelayReport[] = [];
+    const event = dynamoStreamEvent([
+      dynamoStreamRecord({ ...eventItem(v1) }),
+      dynamoStreamRecord({ ...eventItem(modified) }, { eventName: "MODIFY" }),
+      dynamoStreamRecord({ ...eventItem(v2) }),
+      dynamoStreamRecord({ ...eventItem(feedback) }),
+    ]);
+
+    await relayHandler({ onReport: (r) => reports.push(r) })(event);
+
+    expect(reports).toEqual([{ published: 3, calls: 1, retriedEntries: 0 }]);
+    const delivered = await drain();
+    expect(delivered.map((d) => d.detail.event_id).sort()).toEqual(
+      [v1.event_id, v2.event_id, feedback.event_id].sort(),
+    );
+    const byId = new Map(delivered.map((d) => [d.detail.event_id, d]));
+    for (const envelope of [v1, v2, feedback]) {
+      const published = byId.get(envelope.event_id);
+      expect(published?.detail).toEqual(JSON.parse(JSON.stringify(envelope)));
+      expect(published?.source).toBe("agentbus");
+      expect(published?.["detail-type"]).toBe(envelope.event_type);
+    }
+  });
+
+  it("skips an INSERT without an envelope attribute instead of failing the batch", async () => {
+    const envelope = taskEvent(1);
+    const { envelope: _, ...withoutEnvelope } = eventItem(envelope);
+    const reports: RelayReport[] = [];
+
+    await relayHandler({ onReport: (r) => reports.push(r) })(
+      dynamoStreamEvent([dynamoStreamRecord(withoutEnvelope)]),
+    );
+
+    expect(reports).toEqual([{ published: 0, calls: 0, retriedEntries: 0 }]);
+    expect(await drain()).toEqual([]);
+  });
+
+  it("rejects when the bus does not exist, so the stream retries the batch", async () => {
+    const handler = relayHandler({ env: { BUS_EVENTS: `hr-missing-${suffix}` } });
+    const event = dynamoStreamEvent([dynamoStreamRecord({ ...eventItem(taskEvent(1)) })]);
+
+    await expect(handler(event)).rejects.toMatchObject({
+      errorClass: "permanent",
+      code: expect.stringMatching(/^eventbridge\./),
+    });
+    expect(await drain()).toEqual([]);
+  });
+
+  it("refuses an environment without any BUS_<TOPIC>", () => {
+    expect(() => createRelayHandler({ eventbridge, env: {} })).toThrow(
+      /relay: invalid environment[\s\S]*at least one BUS_<TOPIC> must be set/,
+    );
+  });
+});
