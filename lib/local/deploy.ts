@@ -53,6 +53,19 @@ export interface LocalMapping {
   readonly onFailureArn?: string;
 }
 
+/** An EventBridge Pipe from an SQS queue to an SQS queue, run by the local runtime. */
+export interface LocalPipe {
+  readonly logicalId: string;
+  readonly sourceArn: string;
+  readonly targetArn: string;
+  readonly batchSize: number;
+  /** JSON paths (`$.body.detail.order_key`) or literals for the FIFO target's group and dedup ids. */
+  readonly messageGroupId?: string;
+  readonly messageDeduplicationId?: string;
+  /** Pipes input template (`<$.body.detail>`); absent = the source message as the pipe sees it. */
+  readonly inputTemplate?: string;
+}
+
 export interface LocalDeployment {
   readonly stackName: string;
   readonly region: string;
@@ -60,6 +73,7 @@ export interface LocalDeployment {
   readonly resources: ReadonlyMap<string, Physical & { type: string }>;
   readonly functions: readonly LocalFunction[];
   readonly mappings: readonly LocalMapping[];
+  readonly pipes: readonly LocalPipe[];
   /** Resource types the emulator does not need (IAM, logs, alarms, ...) and how many of each. */
   readonly skipped: Readonly<Record<string, number>>;
   readonly outputs: Readonly<Record<string, string>>;
@@ -73,6 +87,7 @@ export const DEPLOYED_TYPES = [
   "AWS::Events::Rule",
   "AWS::Lambda::Function",
   "AWS::Lambda::EventSourceMapping",
+  "AWS::Pipes::Pipe",
 ] as const;
 
 /**
@@ -89,6 +104,7 @@ export async function deployTemplate(
   const physical = new Map<string, Physical & { type: string }>();
   const functions: LocalFunction[] = [];
   const mappings: LocalMapping[] = [];
+  const pipes: LocalPipe[] = [];
   const skipped: Record<string, number> = {};
   const deployed = new Set<string>(DEPLOYED_TYPES);
   for (const r of Object.values(template.Resources)) {
@@ -268,6 +284,39 @@ export async function deployTemplate(
         });
         break;
       }
+      case "AWS::Pipes::Pipe": {
+        const source = String(props.Source);
+        const target = String(props.Target);
+        if (!source.includes(":sqs:") || !target.includes(":sqs:")) {
+          throw new Error(
+            `pipe ${logicalId}: the local runtime runs SQS -> SQS pipes only (${source} -> ${target})`,
+          );
+        }
+        const sourceParams = props.SourceParameters as
+          | { SqsQueueParameters?: { BatchSize?: number } }
+          | undefined;
+        const targetParams = props.TargetParameters as
+          | {
+              InputTemplate?: string;
+              SqsQueueParameters?: { MessageGroupId?: string; MessageDeduplicationId?: string };
+            }
+          | undefined;
+        pipes.push({
+          logicalId,
+          sourceArn: source,
+          targetArn: target,
+          batchSize: Number(sourceParams?.SqsQueueParameters?.BatchSize ?? 10),
+          messageGroupId: targetParams?.SqsQueueParameters?.MessageGroupId,
+          messageDeduplicationId: targetParams?.SqsQueueParameters?.MessageDeduplicationId,
+          inputTemplate: targetParams?.InputTemplate,
+        });
+        physical.set(logicalId, {
+          type: resource.Type,
+          ref: logicalId,
+          attributes: { Arn: arnOf("pipes", `pipe/${logicalId}`) },
+        });
+        break;
+      }
       case "AWS::Lambda::EventSourceMapping": {
         const fnRef = raw.FunctionName as { Ref?: string } | undefined;
         if (!fnRef?.Ref)
@@ -321,6 +370,7 @@ export async function deployTemplate(
     resources: physical,
     functions,
     mappings,
+    pipes,
     skipped,
     outputs,
   };

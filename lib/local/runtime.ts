@@ -16,7 +16,7 @@ import {
   SendMessageCommand,
 } from "@aws-sdk/client-sqs";
 import type { DynamoDBRecord, SQSEvent, SQSRecord } from "aws-lambda";
-import type { AwsClients, LocalDeployment, LocalFunction, LocalMapping } from "./deploy";
+import type { AwsClients, LocalDeployment, LocalFunction, LocalMapping, LocalPipe } from "./deploy";
 
 /** What the runtime reports while it runs (the local trace is built from these). */
 export type RuntimeEvent =
@@ -25,6 +25,7 @@ export type RuntimeEvent =
   | { readonly kind: "relayed"; readonly report: unknown }
   | { readonly kind: "invocation-failed"; readonly function: string; readonly error: string }
   | { readonly kind: "stream-batch-dropped"; readonly function: string; readonly records: number }
+  | { readonly kind: "piped"; readonly pipe: string; readonly messages: number }
   | { readonly kind: "fault"; readonly description: string };
 
 type Invoke = (event: unknown) => Promise<unknown>;
@@ -92,6 +93,7 @@ export class LocalRuntime {
         this.loops.push(this.pollStream(mapping, fn, invoke));
       }
     }
+    for (const pipe of this.options.deployment.pipes) this.loops.push(this.runPipe(pipe));
   }
 
   async stop(): Promise<void> {
@@ -401,6 +403,80 @@ export class LocalRuntime {
     }
   }
 
+  /**
+   * An EventBridge Pipe from an SQS queue to a FIFO queue: each message's body is parsed as JSON
+   * (as Pipes does), the group and deduplication ids come from the target parameters' JSON paths,
+   * the input template shapes the new body; a message is deleted once it has been sent.
+   */
+  private async runPipe(pipe: LocalPipe): Promise<void> {
+    const { sqs } = this.options.clients;
+    const source = this.queueUrl(pipe.sourceArn);
+    const target = this.queueUrl(pipe.targetArn);
+    while (!this.stopped) {
+      let messages: Message[] = [];
+      try {
+        const received = await sqs.send(
+          new ReceiveMessageCommand({
+            QueueUrl: source,
+            MaxNumberOfMessages: Math.min(pipe.batchSize, 10),
+            WaitTimeSeconds: 1,
+          }),
+        );
+        messages = received.Messages ?? [];
+      } catch (error) {
+        if (this.stopped) return;
+        this.report({
+          kind: "invocation-failed",
+          function: pipe.logicalId,
+          error: `receive: ${String(error)}`,
+        });
+        await sleep(500);
+        continue;
+      }
+      if (messages.length === 0) continue;
+      this.inflight++;
+      this.lastActivity = Date.now();
+      try {
+        for (const m of messages) {
+          const event = pipeEvent(m);
+          try {
+            await sqs.send(
+              new SendMessageCommand({
+                QueueUrl: target,
+                MessageBody: pipe.inputTemplate
+                  ? renderTemplate(pipe.inputTemplate, event)
+                  : JSON.stringify(event),
+                ...(pipe.messageGroupId
+                  ? { MessageGroupId: String(valueAt(pipe.messageGroupId, event)) }
+                  : {}),
+                ...(pipe.messageDeduplicationId
+                  ? { MessageDeduplicationId: String(valueAt(pipe.messageDeduplicationId, event)) }
+                  : {}),
+              }),
+            );
+            await sqs.send(
+              new DeleteMessageBatchCommand({
+                QueueUrl: source,
+                Entries: [{ Id: "0", ReceiptHandle: m.ReceiptHandle }],
+              }),
+            );
+          } catch (error) {
+            // Left on the source queue: redelivered after its visibility timeout, then to its DLQ.
+            this.report({
+              kind: "invocation-failed",
+              function: pipe.logicalId,
+              error: String(error),
+            });
+          }
+        }
+        this.report({ kind: "piped", pipe: pipe.logicalId, messages: messages.length });
+      } finally {
+        this.inflight--;
+        this.lastActivity = Date.now();
+      }
+    }
+  }
+
   private report(event: RuntimeEvent): void {
     this.options.onEvent?.(event);
   }
@@ -476,6 +552,45 @@ function toStreamRecord(r: StreamRecord, arn: string, region: string): DynamoDBR
         : undefined,
     },
   };
+}
+
+/** The event a pipe sees for an SQS message: `body` parsed when it is JSON. */
+function pipeEvent(m: Message): Record<string, unknown> {
+  let body: unknown = m.Body ?? "";
+  try {
+    body = JSON.parse(m.Body ?? "");
+  } catch {
+    // not JSON: stays a string
+  }
+  return {
+    messageId: m.MessageId,
+    receiptHandle: m.ReceiptHandle,
+    body,
+    attributes: m.Attributes ?? {},
+    eventSource: "aws:sqs",
+  };
+}
+
+/** A Pipes JSON path (`$.body.detail.order_key`) or a literal. */
+export function valueAt(path: string, event: unknown): unknown {
+  if (!path.startsWith("$.")) return path;
+  let value: unknown = event;
+  for (const part of path.slice(2).split("."))
+    value = (value as Record<string, unknown> | undefined)?.[part];
+  if (value === undefined) throw new Error(`pipe: ${path} is not in the event`);
+  return value;
+}
+
+/**
+ * Pipes input templates: a `<$.path>` placeholder inside quotes takes the raw string value,
+ * elsewhere the JSON of the value (so `<$.body.detail>` alone forwards the envelope as JSON).
+ */
+export function renderTemplate(template: string, event: unknown): string {
+  return template.replace(/<(\$[^>]*)>/g, (match, path: string, offset: number) => {
+    const value = valueAt(path, event);
+    const quoted = template[offset - 1] === '"' && template[offset + match.length] === '"';
+    return quoted && typeof value === "string" ? value : JSON.stringify(value);
+  });
 }
 
 /** Lambda event filtering for the pattern forms the stack uses: literal lists and nesting. */

@@ -1,0 +1,200 @@
+import { DescribeTableCommand, DescribeTimeToLiveCommand } from "@aws-sdk/client-dynamodb";
+import { DescribeRuleCommand, ListTargetsByRuleCommand } from "@aws-sdk/client-eventbridge";
+import { GetQueueAttributesCommand } from "@aws-sdk/client-sqs";
+import { ulid } from "ulid";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  type AwsClients,
+  deployTemplate,
+  emulatorClients,
+  type LocalDeployment,
+} from "../../lib/local/deploy";
+import { synthesize } from "../../lib/local/synth";
+import { resolve, type Template } from "../../lib/local/template";
+import { emulator } from "../support/aws";
+
+/**
+ * The local runtime's wiring equals the synthesized template's: every queue, rule, pattern,
+ * target, table and event source mapping in the template is read back from the emulator (or from
+ * the runtime's mapping table) and compared with the template's own properties.
+ */
+describe("local wiring equals the synthesized template", () => {
+  let template: Template;
+  let deployment: LocalDeployment;
+  let clients: AwsClients;
+  const of = (type: string) =>
+    Object.entries(template.Resources).filter(([, r]) => r.Type === type);
+  const props = (logicalId: string, key: string) =>
+    resolve(template.Resources[logicalId]?.Properties?.[key], {
+      region: deployment.region,
+      accountId: deployment.accountId,
+      stackName: deployment.stackName,
+      physical: deployment.resources,
+    });
+  const physical = (logicalId: string) => {
+    const p = deployment.resources.get(logicalId);
+    if (!p) throw new Error(`${logicalId} was not deployed`);
+    return p;
+  };
+
+  beforeAll(async () => {
+    const stage = `wire${ulid().slice(-6).toLowerCase()}`;
+    const synth = synthesize(stage);
+    template = synth.template;
+    clients = emulatorClients(emulator().endpoint);
+    deployment = await deployTemplate(template, clients, {
+      stackName: synth.stackName,
+      region: "us-east-1",
+    });
+  }, 120_000);
+
+  afterAll(() => {
+    clients?.dynamodb.destroy();
+    clients?.sqs.destroy();
+    clients?.eventbridge.destroy();
+  });
+
+  it("deploys every queue with the template's FIFO, timeout, retention and redrive settings", async () => {
+    expect(of("AWS::SQS::Queue").length).toBeGreaterThan(0);
+    for (const [id] of of("AWS::SQS::Queue")) {
+      const { Attributes = {} } = await clients.sqs.send(
+        new GetQueueAttributesCommand({ QueueUrl: physical(id).ref, AttributeNames: ["All"] }),
+      );
+      const fifo = props(id, "FifoQueue") === true;
+      expect(Attributes.FifoQueue === "true", id).toBe(fifo);
+      for (const key of ["VisibilityTimeout", "MessageRetentionPeriod"]) {
+        const expected = props(id, key);
+        if (expected !== undefined)
+          expect(Attributes[key as keyof typeof Attributes], `${id}.${key}`).toBe(String(expected));
+      }
+      const redrive = props(id, "RedrivePolicy") as
+        | { deadLetterTargetArn: string; maxReceiveCount: number }
+        | undefined;
+      if (redrive) {
+        expect(JSON.parse(Attributes.RedrivePolicy ?? "{}"), id).toMatchObject({
+          deadLetterTargetArn: redrive.deadLetterTargetArn,
+          maxReceiveCount: Number(redrive.maxReceiveCount),
+        });
+      } else {
+        expect(Attributes.RedrivePolicy, id).toBeUndefined();
+      }
+    }
+  });
+
+  it("deploys every rule with the template's pattern, bus, targets, target DLQ and retry policy", async () => {
+    expect(of("AWS::Events::Rule").length).toBeGreaterThan(0);
+    for (const [id] of of("AWS::Events::Rule")) {
+      const bus = String(props(id, "EventBusName")).split("/").at(-1);
+      const rule = await clients.eventbridge.send(
+        new DescribeRuleCommand({ Name: physical(id).ref, EventBusName: bus }),
+      );
+      expect(JSON.parse(rule.EventPattern ?? "{}"), id).toEqual(props(id, "EventPattern"));
+      const { Targets = [] } = await clients.eventbridge.send(
+        new ListTargetsByRuleCommand({ Rule: physical(id).ref, EventBusName: bus }),
+      );
+      const expected = props(id, "Targets") as Record<string, unknown>[];
+      expect(Targets.map((t) => t.Arn).sort(), id).toEqual(expected.map((t) => t.Arn).sort());
+      for (const target of expected) {
+        const deployed = Targets.find((t) => t.Id === target.Id);
+        if (target.DeadLetterConfig)
+          expect(deployed?.DeadLetterConfig, id).toEqual(target.DeadLetterConfig);
+        if (target.RetryPolicy) expect(deployed?.RetryPolicy, id).toEqual(target.RetryPolicy);
+      }
+    }
+  });
+
+  it("deploys every table with the template's keys, indexes, stream and TTL", async () => {
+    for (const [id] of of("AWS::DynamoDB::Table")) {
+      const { Table } = await clients.dynamodb.send(
+        new DescribeTableCommand({ TableName: physical(id).ref }),
+      );
+      expect(Table?.KeySchema, id).toEqual(props(id, "KeySchema"));
+      const indexes =
+        (props(id, "GlobalSecondaryIndexes") as
+          | { IndexName: string; KeySchema: unknown }[]
+          | undefined) ?? [];
+      expect(
+        (Table?.GlobalSecondaryIndexes ?? []).map((g) => ({
+          IndexName: g.IndexName,
+          KeySchema: g.KeySchema,
+        })),
+        id,
+      ).toEqual(
+        expect.arrayContaining(
+          indexes.map((g) => ({ IndexName: g.IndexName, KeySchema: g.KeySchema })),
+        ),
+      );
+      expect(Table?.GlobalSecondaryIndexes?.length ?? 0, id).toBe(indexes.length);
+      const stream = props(id, "StreamSpecification") as { StreamViewType: string } | undefined;
+      expect(Table?.StreamSpecification?.StreamViewType, id).toBe(stream?.StreamViewType);
+      const ttl = props(id, "TimeToLiveSpecification") as { AttributeName: string } | undefined;
+      const described = await clients.dynamodb.send(
+        new DescribeTimeToLiveCommand({ TableName: physical(id).ref }),
+      );
+      expect(described.TimeToLiveDescription?.AttributeName, id).toBe(ttl?.AttributeName);
+    }
+  });
+
+  it("runs every event source mapping of the template with its settings", () => {
+    const mappings = of("AWS::Lambda::EventSourceMapping");
+    expect(deployment.mappings.map((m) => m.logicalId).sort()).toEqual(
+      mappings.map(([id]) => id).sort(),
+    );
+    for (const [id, resource] of mappings) {
+      const local = deployment.mappings.find((m) => m.logicalId === id);
+      const functionName = resource.Properties?.FunctionName as { Ref: string };
+      const scaling = props(id, "ScalingConfig") as { MaximumConcurrency?: number } | undefined;
+      expect(local, id).toMatchObject({
+        functionLogicalId: functionName.Ref,
+        eventSourceArn: props(id, "EventSourceArn"),
+        reportBatchItemFailures: (
+          (props(id, "FunctionResponseTypes") as string[] | undefined) ?? []
+        ).includes("ReportBatchItemFailures"),
+        maximumConcurrency: scaling?.MaximumConcurrency,
+        bisectBatchOnFunctionError: props(id, "BisectBatchOnFunctionError") === true,
+      });
+      const batch = props(id, "BatchSize");
+      if (batch !== undefined) expect(local?.batchSize, id).toBe(Number(batch));
+      const filters =
+        (props(id, "FilterCriteria") as { Filters?: { Pattern: string }[] } | undefined)?.Filters ??
+        [];
+      expect(local?.filters, id).toEqual(filters.map((f) => JSON.parse(f.Pattern)));
+    }
+  });
+
+  it("runs every function with the template's environment and a handler module it can load", async () => {
+    const functions = of("AWS::Lambda::Function").filter(([, r]) => r.Metadata?.["agentbus:entry"]);
+    expect(deployment.functions.map((f) => f.logicalId).sort()).toEqual(
+      functions.map(([id]) => id).sort(),
+    );
+    for (const fn of deployment.functions) {
+      const env =
+        (props(fn.logicalId, "Environment") as { Variables?: Record<string, unknown> } | undefined)
+          ?.Variables ?? {};
+      expect(fn.environment, fn.logicalId).toEqual(
+        Object.fromEntries(Object.entries(env).map(([k, v]) => [k, String(v)])),
+      );
+      const module = (await import(`../../${fn.entry}`)) as { create?: unknown; handler?: unknown };
+      expect(typeof module.create, fn.entry).toBe("function");
+      expect(typeof module.handler, fn.entry).toBe("function");
+    }
+  });
+
+  it("runs every pipe of the template with its group and deduplication ids", () => {
+    const pipes = of("AWS::Pipes::Pipe");
+    expect(deployment.pipes.map((p) => p.logicalId).sort()).toEqual(pipes.map(([id]) => id).sort());
+    for (const [id] of pipes) {
+      const target = props(id, "TargetParameters") as {
+        SqsQueueParameters?: { MessageGroupId?: string };
+      };
+      expect(
+        deployment.pipes.find((p) => p.logicalId === id),
+        id,
+      ).toMatchObject({
+        sourceArn: props(id, "Source"),
+        targetArn: props(id, "Target"),
+        messageGroupId: target.SqsQueueParameters?.MessageGroupId,
+      });
+    }
+  });
+});
