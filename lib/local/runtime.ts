@@ -187,16 +187,24 @@ export class LocalRuntime {
     throw new Error(`no queue deployed with ARN ${arn}`);
   }
 
-  private async pollQueue(mapping: LocalMapping, fn: LocalFunction, invoke: Invoke): Promise<void> {
+  /**
+   * Receive from a queue until stopped and hand each non-empty batch to `handle`, counting it as
+   * in flight meanwhile (what `idle()` waits for).
+   */
+  private async receiveLoop(
+    url: string,
+    batchSize: number,
+    name: string,
+    handle: (messages: Message[]) => Promise<void>,
+  ): Promise<void> {
     const { sqs } = this.options.clients;
-    const url = this.queueUrl(mapping.eventSourceArn);
     while (!this.stopped) {
       let messages: Message[] = [];
       try {
         const received = await sqs.send(
           new ReceiveMessageCommand({
             QueueUrl: url,
-            MaxNumberOfMessages: Math.min(mapping.batchSize, 10),
+            MaxNumberOfMessages: Math.min(batchSize, 10),
             WaitTimeSeconds: 1,
             MessageSystemAttributeNames: ["All"],
             MessageAttributeNames: ["All"],
@@ -207,7 +215,7 @@ export class LocalRuntime {
         if (this.stopped) return;
         this.report({
           kind: "invocation-failed",
-          function: fn.name,
+          function: name,
           error: `receive: ${String(error)}`,
         });
         await sleep(500);
@@ -217,62 +225,70 @@ export class LocalRuntime {
       this.inflight++;
       this.lastActivity = Date.now();
       try {
-        const event: SQSEvent = {
-          Records: messages.map((m) =>
-            toSqsRecord(m, mapping.eventSourceArn, this.options.deployment.region),
-          ),
-        };
-        const ids = new Set(messages.map((m) => m.MessageId ?? ""));
-        let failed: Set<string>;
-        try {
-          const response = (await invoke(event)) as
-            | { batchItemFailures?: { itemIdentifier?: string }[] }
-            | undefined;
-          failed = new Set();
-          if (mapping.reportBatchItemFailures && Array.isArray(response?.batchItemFailures)) {
-            for (const f of response.batchItemFailures) {
-              if (!f.itemIdentifier || !ids.has(f.itemIdentifier)) {
-                failed = new Set(ids); // an invalid item id fails the whole batch
-                break;
-              }
-              failed.add(f.itemIdentifier);
-            }
-          }
-        } catch (error) {
-          this.report({ kind: "invocation-failed", function: fn.name, error: String(error) });
-          failed = new Set(ids);
-        }
-        const done = messages.filter((m) => !failed.has(m.MessageId ?? ""));
-        const acked: Message[] = [];
-        for (const m of done) {
-          const eventId = eventIdOf(m.Body);
-          if (eventId && this.lostAcks.delete(`${fn.kind}#${eventId}`)) {
-            this.report({
-              kind: "fault",
-              description: `lost the acknowledgement of ${eventId} (${fn.name}): it will be delivered again`,
-            });
-            await sqs.send(
-              new ChangeMessageVisibilityCommand({
-                QueueUrl: url,
-                ReceiptHandle: m.ReceiptHandle,
-                VisibilityTimeout: 0,
-              }),
-            );
-          } else acked.push(m);
-        }
-        if (acked.length > 0) {
-          await sqs.send(
-            new DeleteMessageBatchCommand({
-              QueueUrl: url,
-              Entries: acked.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle })),
-            }),
-          );
-        }
+        await handle(messages);
       } finally {
         this.inflight--;
         this.lastActivity = Date.now();
       }
     }
+  }
+
+  private pollQueue(mapping: LocalMapping, fn: LocalFunction, invoke: Invoke): Promise<void> {
+    const { sqs } = this.options.clients;
+    const url = this.queueUrl(mapping.eventSourceArn);
+    return this.receiveLoop(url, mapping.batchSize, fn.name, async (messages) => {
+      const event: SQSEvent = {
+        Records: messages.map((m) =>
+          toSqsRecord(m, mapping.eventSourceArn, this.options.deployment.region),
+        ),
+      };
+      const ids = new Set(messages.map((m) => m.MessageId ?? ""));
+      let failed: Set<string>;
+      try {
+        const response = (await invoke(event)) as
+          | { batchItemFailures?: { itemIdentifier?: string }[] }
+          | undefined;
+        failed = new Set();
+        if (mapping.reportBatchItemFailures && Array.isArray(response?.batchItemFailures)) {
+          for (const f of response.batchItemFailures) {
+            if (!f.itemIdentifier || !ids.has(f.itemIdentifier)) {
+              failed = new Set(ids); // an invalid item id fails the whole batch
+              break;
+            }
+            failed.add(f.itemIdentifier);
+          }
+        }
+      } catch (error) {
+        this.report({ kind: "invocation-failed", function: fn.name, error: String(error) });
+        failed = new Set(ids);
+      }
+      const done = messages.filter((m) => !failed.has(m.MessageId ?? ""));
+      const acked: Message[] = [];
+      for (const m of done) {
+        const eventId = eventIdOf(m.Body);
+        if (eventId && this.lostAcks.delete(`${fn.kind}#${eventId}`)) {
+          this.report({
+            kind: "fault",
+            description: `lost the acknowledgement of ${eventId} (${fn.name}): it will be delivered again`,
+          });
+          await sqs.send(
+            new ChangeMessageVisibilityCommand({
+              QueueUrl: url,
+              ReceiptHandle: m.ReceiptHandle,
+              VisibilityTimeout: 0,
+            }),
+          );
+        } else acked.push(m);
+      }
+      if (acked.length > 0) {
+        await sqs.send(
+          new DeleteMessageBatchCommand({
+            QueueUrl: url,
+            Entries: acked.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle })),
+          }),
+        );
+      }
+    });
   }
 
   private async pollStream(
@@ -408,73 +424,45 @@ export class LocalRuntime {
    * (as Pipes does), the group and deduplication ids come from the target parameters' JSON paths,
    * the input template shapes the new body; a message is deleted once it has been sent.
    */
-  private async runPipe(pipe: LocalPipe): Promise<void> {
+  private runPipe(pipe: LocalPipe): Promise<void> {
     const { sqs } = this.options.clients;
     const source = this.queueUrl(pipe.sourceArn);
     const target = this.queueUrl(pipe.targetArn);
-    while (!this.stopped) {
-      let messages: Message[] = [];
-      try {
-        const received = await sqs.send(
-          new ReceiveMessageCommand({
-            QueueUrl: source,
-            MaxNumberOfMessages: Math.min(pipe.batchSize, 10),
-            WaitTimeSeconds: 1,
-          }),
-        );
-        messages = received.Messages ?? [];
-      } catch (error) {
-        if (this.stopped) return;
-        this.report({
-          kind: "invocation-failed",
-          function: pipe.logicalId,
-          error: `receive: ${String(error)}`,
-        });
-        await sleep(500);
-        continue;
-      }
-      if (messages.length === 0) continue;
-      this.inflight++;
-      this.lastActivity = Date.now();
-      try {
-        for (const m of messages) {
-          const event = pipeEvent(m);
-          try {
-            await sqs.send(
-              new SendMessageCommand({
-                QueueUrl: target,
-                MessageBody: pipe.inputTemplate
-                  ? renderTemplate(pipe.inputTemplate, event)
-                  : JSON.stringify(event),
-                ...(pipe.messageGroupId
-                  ? { MessageGroupId: String(valueAt(pipe.messageGroupId, event)) }
-                  : {}),
-                ...(pipe.messageDeduplicationId
-                  ? { MessageDeduplicationId: String(valueAt(pipe.messageDeduplicationId, event)) }
-                  : {}),
-              }),
-            );
-            await sqs.send(
-              new DeleteMessageBatchCommand({
-                QueueUrl: source,
-                Entries: [{ Id: "0", ReceiptHandle: m.ReceiptHandle }],
-              }),
-            );
-          } catch (error) {
-            // Left on the source queue: redelivered after its visibility timeout, then to its DLQ.
-            this.report({
-              kind: "invocation-failed",
-              function: pipe.logicalId,
-              error: String(error),
-            });
-          }
+    return this.receiveLoop(source, pipe.batchSize, pipe.logicalId, async (messages) => {
+      for (const m of messages) {
+        const event = pipeEvent(m);
+        try {
+          await sqs.send(
+            new SendMessageCommand({
+              QueueUrl: target,
+              MessageBody: pipe.inputTemplate
+                ? renderTemplate(pipe.inputTemplate, event)
+                : JSON.stringify(event),
+              ...(pipe.messageGroupId
+                ? { MessageGroupId: String(valueAt(pipe.messageGroupId, event)) }
+                : {}),
+              ...(pipe.messageDeduplicationId
+                ? { MessageDeduplicationId: String(valueAt(pipe.messageDeduplicationId, event)) }
+                : {}),
+            }),
+          );
+          await sqs.send(
+            new DeleteMessageBatchCommand({
+              QueueUrl: source,
+              Entries: [{ Id: "0", ReceiptHandle: m.ReceiptHandle }],
+            }),
+          );
+        } catch (error) {
+          // Left on the source queue: redelivered after its visibility timeout, then to its DLQ.
+          this.report({
+            kind: "invocation-failed",
+            function: pipe.logicalId,
+            error: String(error),
+          });
         }
-        this.report({ kind: "piped", pipe: pipe.logicalId, messages: messages.length });
-      } finally {
-        this.inflight--;
-        this.lastActivity = Date.now();
       }
-    }
+      this.report({ kind: "piped", pipe: pipe.logicalId, messages: messages.length });
+    });
   }
 
   private report(event: RuntimeEvent): void {
