@@ -73,7 +73,7 @@ export function createConsumerHandler<S>(
       try {
         let raw: unknown;
         try {
-          raw = JSON.parse(record.body);
+          raw = unwrapEventBridge(JSON.parse(record.body));
         } catch {
           throw new PermanentError("envelope.not_json", "message body is not JSON");
         }
@@ -192,6 +192,18 @@ export function createConsumerHandler<S>(
       metrics.publishStoredMetrics();
     }
   };
+}
+
+/**
+ * A group without ordering has its rule deliver straight to its queue, so the body is the
+ * EventBridge event; through the dispatch hop (or a pipe) it is the bare envelope. An envelope
+ * never has `detail-type`, so the two cannot be mistaken for each other.
+ */
+function unwrapEventBridge(body: unknown): unknown {
+  if (body && typeof body === "object" && "detail-type" in body && "detail" in body) {
+    return (body as { detail: unknown }).detail;
+  }
+  return body;
 }
 
 function metricName(status: ConsumeResult["status"]): string {

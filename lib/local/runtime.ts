@@ -112,11 +112,11 @@ export class LocalRuntime {
   }
 
   /**
-   * Fault injection: the next time a function of this kind handles the event successfully, its
-   * acknowledgement is lost (the message becomes visible again at once, as after a crash).
+   * Fault injection: the next time this consumer group's function handles the event successfully,
+   * its acknowledgement is lost (the message becomes visible again at once, as after a crash).
    */
-  loseAckOnce(eventId: string, kind = "consumer"): void {
-    this.lostAcks.add(`${kind}#${eventId}`);
+  loseAckOnce(eventId: string, group: string): void {
+    this.lostAcks.add(`${group}#${eventId}`);
   }
 
   /** Wait until nothing is in flight, every mapped queue is empty and the stream is read up. */
@@ -266,7 +266,7 @@ export class LocalRuntime {
       const acked: Message[] = [];
       for (const m of done) {
         const eventId = eventIdOf(m.Body);
-        if (eventId && this.lostAcks.delete(`${fn.kind}#${eventId}`)) {
+        if (eventId && fn.kind === "consumer" && this.lostAcks.delete(`${fn.group}#${eventId}`)) {
           this.report({
             kind: "fault",
             description: `lost the acknowledgement of ${eventId} (${fn.name}): it will be delivered again`,

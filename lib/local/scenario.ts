@@ -107,7 +107,7 @@ export async function runScenario(
   env.runtime.pauseStream();
   const a = await append("A", 4);
   const aV2 = a[1] as Envelope;
-  env.runtime.loseAckOnce(aV2.event_id);
+  env.runtime.loseAckOnce(aV2.event_id, "task-projection");
   env.runtime.resumeStream();
   await env.runtime.idle();
 
@@ -134,7 +134,7 @@ export async function runScenario(
   const good = feedback(5);
   const late = feedback(1, { expires_at: new Date(Date.now() - 1000).toISOString() });
   const poison = feedback(3, { correlation_id: "user_138_phone_13800138000" });
-  env.runtime.loseAckOnce(good.event_id);
+  env.runtime.loseAckOnce(good.event_id, "task-projection");
   await put([good, late, poison]);
   await env.runtime.idle();
 

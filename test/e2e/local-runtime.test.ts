@@ -50,10 +50,15 @@ describe("local runtime, end to end", () => {
     expect(row).toMatchObject({ outcome: "discarded", reason: "expired" });
   });
 
-  it("dead-letters the poison message with its reason and nothing else", () => {
-    expect(result.deadLetters).toHaveLength(1);
-    expect(result.deadLetters[0]).toMatchObject({ code: "envelope.invalid" });
-    expect(result.deadLetters[0]?.reason).toMatch(/correlation_id/);
+  it("dead-letters the poison message with its reason, once per group that got it, and nothing else", () => {
+    const poisonId = result.deadLetters[0]?.eventId;
+    expect(result.deadLetters.length).toBeGreaterThan(0);
+    expect(result.deadLetters.length).toBeLessThanOrEqual(env.groups.length);
+    expect(new Set(result.deadLetters.map((d) => d.queue)).size).toBe(result.deadLetters.length);
+    for (const letter of result.deadLetters) {
+      expect(letter).toMatchObject({ code: "envelope.invalid", eventId: poisonId });
+      expect(letter.reason).toMatch(/correlation_id/);
+    }
   });
 
   it("traces each correlation with causation edges and per-group outcomes", async () => {
