@@ -6,14 +6,15 @@ import { marshall } from "@aws-sdk/util-dynamodb";
  * read and write capacity units consumed. Used by the benchmark and by tests that assert "one
  * BatchGetItem per load, one TransactWriteItems per commit".
  *
- * Capacity: when a response carries non-empty `ConsumedCapacity` (the caller asked for it with
- * `ReturnConsumedCapacity`), that number is used. Otherwise the units are estimated the way
- * DynamoDB bills on-demand tables:
+ * Capacity: when the caller asked for `ConsumedCapacity` (`ReturnConsumedCapacity`) and the
+ * response carries it, that number is used; a figure nobody asked for is ignored. Otherwise the
+ * units are estimated the way DynamoDB bills on-demand tables:
  * - write: per item ceil(size / 1 KB), at least 1; TransactWriteItems counts 2x per action;
  *   UpdateItem, whose stored item size the request does not show, is sized from its key and
  *   expression values; DeleteItem and ConditionCheck count 1.
  * - read: per item ceil(size / 4 KB) (Query/Scan: of the summed size of the page), halved for
- *   eventually consistent reads; TransactGetItems counts 2x.
+ *   eventually consistent reads; TransactGetItems counts 2x; a GetItem or BatchGetItem key that
+ *   finds nothing still costs one minimum read.
  * - item size = sum over attributes of (UTF-8 name length + value size), value size per the
  *   DynamoDB rules (string: UTF-8 bytes; number: about 1 byte per 2 significant digits + 1;
  *   binary: bytes; boolean/null: 1; list/map: 3 + 1 per element + the elements). It is a close
@@ -105,7 +106,9 @@ type Item = Record<string, AttributeValue>;
 function capacity(operation: string, input: unknown, output: unknown) {
   const isWrite = WRITES.has(operation);
   if (!isWrite && !READS.has(operation)) return { write: 0, read: 0 };
-  const reported = reportedCapacity(output, isWrite);
+  // A figure the caller did not ask for is not trusted: emulators volunteer size-blind numbers.
+  const asked = (input as { ReturnConsumedCapacity?: string } | undefined)?.ReturnConsumedCapacity;
+  const reported = asked && asked !== "NONE" ? reportedCapacity(output, isWrite) : undefined;
   if (isWrite) return { write: reported ?? estimateWrites(operation, input, output), read: 0 };
   return { write: 0, read: reported ?? estimateReads(operation, input, output) };
 }
@@ -189,13 +192,18 @@ function estimateReads(operation: string, input: unknown, output: unknown): numb
       return factor(request.ConsistentRead) * readUnitsOf(bytes);
     }
     case "BatchGetItem": {
-      const asked = (request.RequestItems ?? {}) as Record<string, Input>;
+      // Each key is a GetItem: one that finds nothing is still billed as a minimum read.
+      const asked = (request.RequestItems ?? {}) as Record<string, Input & { Keys?: unknown[] }>;
+      const responses = (response.Responses ?? {}) as Record<string, unknown[]>;
+      const unprocessed = (response.UnprocessedKeys ?? {}) as Record<string, { Keys?: unknown[] }>;
       let units = 0;
-      for (const [table, items] of Object.entries(
-        (response.Responses ?? {}) as Record<string, unknown[]>,
-      )) {
-        const f = factor(asked[table]?.ConsistentRead);
+      for (const [table, request] of Object.entries(asked)) {
+        const f = factor(request.ConsistentRead);
+        const items = responses[table] ?? [];
         for (const item of items) units += f * readUnitsOf(itemSize(item));
+        const misses =
+          (request.Keys?.length ?? 0) - items.length - (unprocessed[table]?.Keys?.length ?? 0);
+        units += f * Math.max(0, misses);
       }
       return units;
     }
