@@ -1,31 +1,36 @@
-import { Duration } from "aws-cdk-lib";
+import { CfnResource, Duration, Stack } from "aws-cdk-lib";
 import {
   Alarm,
   ComparisonOperator,
   type IAlarm,
-  type Metric,
+  Metric,
   type MetricOptions,
   TreatMissingData,
 } from "aws-cdk-lib/aws-cloudwatch";
-import { type CfnRule, Match, Rule } from "aws-cdk-lib/aws-events";
+import { type CfnRule, Match, Rule, RuleTargetInput } from "aws-cdk-lib/aws-events";
 import { SqsQueue } from "aws-cdk-lib/aws-events-targets";
+import { Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
 import { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
+import { CfnPipe } from "aws-cdk-lib/aws-pipes";
 import { type IQueue, Queue, QueueEncryption } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
+import type { DiscardReason } from "../../functions/core/ports";
 import { registry } from "../../schemas";
-import { AgentBusFunction, assertKebabCase } from "./function";
+import {
+  type Delivery,
+  GROUP_NAME_MAX_LENGTH,
+  groupSettingsProblems,
+  integerProblem,
+  kebabCaseProblem,
+  type Ordering,
+  type OrderKey,
+  withGroupDefaults,
+} from "./consumer-group-rules";
+import { AgentBusFunction, METADATA, METRICS_NAMESPACE } from "./function";
 import type { AgentBusTables } from "./tables";
 import type { Topic } from "./topic";
 
-/**
- * How events get from the group's rule into its FIFO queue.
- * - `dispatch-function`: rule -> standard buffer queue -> dispatch Lambda -> FIFO queue, with the
- *   message group taken from each envelope's order key. Runs on LocalStack's free image and on the
- *   local runtime.
- * (A later change adds `pipe`: an EventBridge Pipe from the buffer queue to the FIFO queue.)
- */
-export type ConsumerGroupDelivery = "dispatch-function";
-const DELIVERIES: readonly string[] = ["dispatch-function"] satisfies ConsumerGroupDelivery[];
+export type { Delivery as ConsumerGroupDelivery, Ordering as ConsumerGroupOrdering, OrderKey };
 
 /** The event types a group receives from one topic; one rule per topic. */
 export interface ConsumerGroupSubscription {
@@ -57,16 +62,43 @@ export interface ConsumerGroupProps {
   readonly tables: AgentBusTables;
 
   /**
-   * How events reach the group's FIFO queue.
-   * @default "dispatch-function"
+   * `fifo`: in order per order key, through a buffer queue and a FIFO queue. `none`: a standard
+   * queue fed by the rules directly, for groups that need no order (audit).
+   * @default "fifo"
    */
-  readonly delivery?: ConsumerGroupDelivery;
+  readonly ordering?: Ordering;
 
   /**
-   * Messages per consumer invocation (1..10 on a FIFO queue).
+   * How events get from the buffer queue into the FIFO queue (FIFO groups only): a dispatch
+   * function, or an EventBridge Pipe with a dynamic message group.
+   * @default "dispatch-function"
+   */
+  readonly delivery?: Delivery;
+
+  /**
+   * Envelope field that becomes the FIFO message group. Only `order_key` is supported.
+   * @default "order_key"
+   */
+  readonly orderKey?: OrderKey;
+
+  /**
+   * Dead-letter queue of the group's queue; must be FIFO for a FIFO group and standard for a
+   * standard group. The consumer also sends permanent failures here.
+   * @default - a new queue `agentbus-<stage>-<group>-dlq[.fifo]`, kept 14 days
+   */
+  readonly deadLetterQueue?: IQueue;
+
+  /**
+   * Messages per consumer invocation (1..10 on a FIFO queue, 1..10000 on a standard queue).
    * @default 10
    */
   readonly batchSize?: number;
+
+  /**
+   * How long the consumer's event source gathers a batch (standard queues only, 0..300 s).
+   * @default - none, or 1 second when `batchSize` is over 10 (Lambda requires one then)
+   */
+  readonly maxBatchingWindow?: Duration;
 
   /**
    * Most concurrent consumer invocations (event source `MaximumConcurrency`, 2..1000). On a FIFO
@@ -76,7 +108,7 @@ export interface ConsumerGroupProps {
   readonly maxConcurrency?: number;
 
   /**
-   * Receives before a message moves to the dead-letter queue (FIFO queue and buffer queue).
+   * Receives before a message moves to the dead-letter queue (group queue and buffer queue).
    * @default 5
    */
   readonly maxReceiveCount?: number;
@@ -88,7 +120,7 @@ export interface ConsumerGroupProps {
   readonly functionTimeout?: Duration;
 
   /**
-   * Visibility timeout of the FIFO queue; at least 6x `functionTimeout`.
+   * Visibility timeout of the group's queue; at least 6x `functionTimeout`.
    * @default - 6x `functionTimeout`
    */
   readonly visibilityTimeout?: Duration;
@@ -118,13 +150,13 @@ export interface ConsumerGroupProps {
   readonly inboxTtl?: Duration;
 
   /**
-   * Alarm when the oldest message of the FIFO queue is older than this.
+   * Alarm when the oldest message of the group's queue (or of its buffer) is older than this.
    * @default Duration.minutes(5)
    */
   readonly maxMessageAge?: Duration;
 
   /**
-   * EventBridge retries of the rule target before the event goes to the buffer DLQ (0..185).
+   * EventBridge retries of the rule target before the event goes to the target's DLQ (0..185).
    * @default 185
    */
   readonly ruleRetryAttempts?: number;
@@ -136,82 +168,149 @@ export interface ConsumerGroupProps {
   readonly ruleMaxEventAge?: Duration;
 }
 
+/**
+ * Metrics each consumer publishes per record (functions/handlers/consumer.ts), with dimensions
+ * `service` and `consumer_group`, both the group name.
+ */
+export const CONSUMER_METRICS = [
+  "Applied",
+  "Duplicate",
+  "Discarded",
+  "Rejected",
+  "DeadLettered",
+  "Retried",
+  "GapRepaired",
+] as const;
+export type ConsumerMetric = (typeof CONSUMER_METRICS)[number];
+
+const REASONS: Record<DiscardReason, true> = {
+  expired: true,
+  superseded: true,
+  cancelled: true,
+  invalidated_by_state_change: true,
+};
+/** Values of the `reason` dimension of `DiscardedByReason`. */
+export const DISCARD_REASONS = Object.keys(REASONS) as DiscardReason[];
+
 /** Dispatcher settings; the dispatcher only moves messages, so these need no tuning yet. */
 const DISPATCH_TIMEOUT = Duration.seconds(30);
 const DISPATCH_BATCH_SIZE = 10;
+/** Messages the pipe reads from the buffer per batch. */
+const PIPE_BATCH_SIZE = 10;
 const DLQ_RETENTION = Duration.days(14);
 /** SQS cannot keep a message invisible for 12 hours or more. */
-const MAX_VISIBILITY_SECONDS = 12 * 60 * 60 - 1;
+const MAX_RETRY_SECONDS = 12 * 60 * 60 - 1;
+/** EventBridge Pipe names are at most 64 characters. */
+const MAX_PIPE_NAME_LENGTH = 64;
 
 /**
- * A consumer group: every event of its subscribed types, delivered once per group, in order per
- * order key, to one consumer function.
+ * A consumer group: every event of its subscribed types, delivered once per group, to one
+ * consumer function, with partial batch responses and bounded concurrency.
  *
- * rule per topic -> buffer queue (+DLQ) -> dispatcher -> FIFO queue `<...>.fifo` (+FIFO DLQ) ->
- * consumer (partial batch responses, bounded concurrency). Alarms fire on any dead letter and on
- * a FIFO backlog older than `maxMessageAge`.
+ * - `ordering: "fifo"` (in order per order key): rule per topic -> buffer queue (+DLQ) ->
+ *   dispatch function or EventBridge Pipe -> FIFO queue `<...>.fifo` (+FIFO DLQ) -> consumer.
+ * - `ordering: "none"`: rule per topic -> standard queue (+standard DLQ, also the rule target's
+ *   DLQ) -> consumer. The rule hands the queue the envelope (`$.detail`) only.
+ *
+ * Alarms fire on any message in any dead-letter queue and on a backlog older than
+ * `maxMessageAge` in the group's queue and its buffer. Every CloudFormation resource of the group
+ * carries `agentbus:group` metadata.
  */
 export class ConsumerGroup extends Construct {
   readonly groupName: string;
-  /** The group's FIFO queue, keyed by order key and de-duplicated by event id. */
+  readonly ordering: Ordering;
+  readonly delivery: Delivery;
+  /** The group's queue: FIFO (keyed by order key, de-duplicated by event id) or standard. */
   readonly queue: Queue;
-  /** FIFO dead-letter queue of `queue`; the consumer also sends permanent failures here. */
-  readonly deadLetterQueue: Queue;
-  /** Standard queue the rules deliver to. */
-  readonly bufferQueue: Queue;
-  /** Dead letters of the rules' targets, of the buffer queue, and invalid envelopes. */
-  readonly bufferDeadLetterQueue: Queue;
+  /** Dead-letter queue of `queue` (FIFO for a FIFO group); the consumer also sends permanent failures here. */
+  readonly deadLetterQueue: IQueue;
+  /** Standard queue the rules deliver to (FIFO groups only). */
+  readonly bufferQueue?: Queue;
+  /** Dead letters of the rules' targets, of the buffer queue, and invalid envelopes (FIFO groups only). */
+  readonly bufferDeadLetterQueue?: Queue;
+  /** Every dead-letter queue of the group. */
+  readonly deadLetterQueues: readonly IQueue[];
   readonly rules: readonly Rule[];
-  readonly dispatcher: AgentBusFunction;
+  /** Moves the buffer into the FIFO queue (`delivery: "dispatch-function"`). */
+  readonly dispatcher?: AgentBusFunction;
+  /** Moves the buffer into the FIFO queue (`delivery: "pipe"`). */
+  readonly pipe?: CfnPipe;
+  /** The pipe's role: receive and delete on the buffer, send on the FIFO queue. */
+  readonly pipeRole?: Role;
   readonly consumer: AgentBusFunction;
   readonly deadLetterAlarm: IAlarm;
-  readonly bufferDeadLetterAlarm: IAlarm;
+  readonly bufferDeadLetterAlarm?: IAlarm;
   readonly messageAgeAlarm: IAlarm;
+  readonly bufferMessageAgeAlarm?: IAlarm;
+  /** Every alarm of the group. */
+  readonly alarms: readonly IAlarm[];
 
   constructor(scope: Construct, id: string, props: ConsumerGroupProps) {
     super(scope, id);
     const settings = validate(props);
-    const { groupName, stage } = settings;
+    const { groupName, stage, ordering, delivery } = settings;
     this.groupName = groupName;
+    this.ordering = ordering;
+    this.delivery = delivery;
     const prefix = `agentbus-${stage}-${groupName}`;
+    const fifo = ordering === "fifo";
 
-    // Buffer: where the rules deliver; standard, so EventBridge needs no static message group.
-    this.bufferDeadLetterQueue = new Queue(this, "BufferDeadLetterQueue", {
-      queueName: `${prefix}-buffer-dlq`,
-      encryption: QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-      retentionPeriod: DLQ_RETENTION,
-    });
-    this.bufferQueue = new Queue(this, "BufferQueue", {
-      queueName: `${prefix}-buffer`,
-      encryption: QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-      visibilityTimeout: Duration.seconds(DISPATCH_TIMEOUT.toSeconds() * 6),
-      deadLetterQueue: {
-        queue: this.bufferDeadLetterQueue,
-        maxReceiveCount: settings.maxReceiveCount,
-      },
-    });
-
-    // The group's FIFO queue. Names are explicit (moto needs the `.fifo` name in the template).
+    // The group's queue. Names are explicit (moto needs the `.fifo` name in the template).
     // Content-based dedup stays off on purpose: every sender sets MessageDeduplicationId = event id.
-    this.deadLetterQueue = new Queue(this, "DeadLetterQueue", {
-      queueName: `${prefix}-dlq.fifo`,
-      fifo: true,
-      contentBasedDeduplication: false,
-      encryption: QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-      retentionPeriod: DLQ_RETENTION,
-    });
+    this.deadLetterQueue =
+      props.deadLetterQueue ??
+      new Queue(this, "DeadLetterQueue", {
+        queueName: fifo ? `${prefix}-dlq.fifo` : `${prefix}-dlq`,
+        ...(fifo ? { fifo: true, contentBasedDeduplication: false } : {}),
+        encryption: QueueEncryption.SQS_MANAGED,
+        enforceSSL: true,
+        retentionPeriod: DLQ_RETENTION,
+      });
     this.queue = new Queue(this, "Resource", {
-      queueName: `${prefix}.fifo`,
-      fifo: true,
-      contentBasedDeduplication: false,
+      queueName: fifo ? `${prefix}.fifo` : prefix,
+      ...(fifo ? { fifo: true, contentBasedDeduplication: false } : {}),
       encryption: QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
       visibilityTimeout: settings.visibilityTimeout,
-      deadLetterQueue: fifoDeadLetterQueue(this.deadLetterQueue, settings.maxReceiveCount),
+      deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: settings.maxReceiveCount },
     });
+
+    let ruleTarget: SqsQueue;
+    if (fifo) {
+      // Buffer: where the rules deliver; standard, so EventBridge needs no static message group.
+      this.bufferDeadLetterQueue = new Queue(this, "BufferDeadLetterQueue", {
+        queueName: `${prefix}-buffer-dlq`,
+        encryption: QueueEncryption.SQS_MANAGED,
+        enforceSSL: true,
+        retentionPeriod: DLQ_RETENTION,
+      });
+      this.bufferQueue = new Queue(this, "BufferQueue", {
+        queueName: `${prefix}-buffer`,
+        encryption: QueueEncryption.SQS_MANAGED,
+        enforceSSL: true,
+        visibilityTimeout: Duration.seconds(DISPATCH_TIMEOUT.toSeconds() * 6),
+        deadLetterQueue: {
+          queue: this.bufferDeadLetterQueue,
+          maxReceiveCount: settings.maxReceiveCount,
+        },
+      });
+      ruleTarget = new SqsQueue(this.bufferQueue, {
+        deadLetterQueue: this.bufferDeadLetterQueue,
+        retryAttempts: settings.ruleRetryAttempts,
+        maxEventAge: settings.ruleMaxEventAge,
+      });
+    } else {
+      ruleTarget = new SqsQueue(this.queue, {
+        message: RuleTargetInput.fromEventPath("$.detail"),
+        deadLetterQueue: this.deadLetterQueue,
+        retryAttempts: settings.ruleRetryAttempts,
+        maxEventAge: settings.ruleMaxEventAge,
+      });
+    }
+    this.deadLetterQueues = [
+      this.deadLetterQueue,
+      ...(this.bufferDeadLetterQueue ? [this.bufferDeadLetterQueue] : []),
+    ];
 
     this.rules = props.subscriptions.map((subscription) => {
       const rule = new Rule(this, `${pascal(subscription.topic.topicName)}Rule`, {
@@ -221,40 +320,26 @@ export class ConsumerGroup extends Construct {
           source: Match.prefix("agentbus"),
           detailType: [...new Set(subscription.eventTypes)],
         },
-        targets: [
-          new SqsQueue(this.bufferQueue, {
-            deadLetterQueue: this.bufferDeadLetterQueue,
-            retryAttempts: settings.ruleRetryAttempts,
-            maxEventAge: settings.ruleMaxEventAge,
-          }),
-        ],
+        targets: [ruleTarget],
       });
       // `Fn::GetAtt Name` instead of `Ref`: same value on AWS, and moto resolves it.
       (rule.node.defaultChild as CfnRule).eventBusName = subscription.topic.busName;
       return rule;
     });
 
-    this.dispatcher = new AgentBusFunction(this, "Dispatcher", {
-      kind: "dispatch",
-      entry: "functions/handlers/dispatch.ts",
-      group: groupName,
-      serviceName: `${groupName}-dispatch`,
-      description: `AgentBus ${groupName}: buffer queue -> FIFO queue`,
-      timeout: DISPATCH_TIMEOUT,
-      environment: {
-        TARGET_QUEUE_URL: this.queue.queueUrl,
-        DEAD_LETTER_QUEUE_URL: this.bufferDeadLetterQueue.queueUrl,
-        GROUP_NAME: groupName,
-      },
-    });
-    this.dispatcher.addEventSource(
-      new SqsEventSource(this.bufferQueue, {
-        batchSize: DISPATCH_BATCH_SIZE,
-        reportBatchItemFailures: true,
-      }),
-    );
-    this.queue.grantSendMessages(this.dispatcher);
-    this.bufferDeadLetterQueue.grantSendMessages(this.dispatcher);
+    if (this.bufferQueue && this.bufferDeadLetterQueue) {
+      if (delivery === "pipe") {
+        const pipe = this.createPipe(prefix, this.bufferQueue, settings.orderKey);
+        this.pipe = pipe.pipe;
+        this.pipeRole = pipe.role;
+      } else {
+        this.dispatcher = this.createDispatcher(
+          groupName,
+          this.bufferQueue,
+          this.bufferDeadLetterQueue,
+        );
+      }
+    }
 
     this.consumer = new AgentBusFunction(this, "Consumer", {
       kind: "consumer",
@@ -280,6 +365,7 @@ export class ConsumerGroup extends Construct {
     this.consumer.addEventSource(
       new SqsEventSource(this.queue, {
         batchSize: settings.batchSize,
+        maxBatchingWindow: settings.maxBatchingWindow,
         reportBatchItemFailures: true,
         maxConcurrency: settings.maxConcurrency,
       }),
@@ -287,52 +373,202 @@ export class ConsumerGroup extends Construct {
     this.deadLetterQueue.grantSendMessages(this.consumer);
     props.tables.grantConsumer(this.consumer);
 
+    const ageDescription = `oldest message waiting longer than ${settings.maxMessageAge.toHumanString()}`;
     this.deadLetterAlarm = deadLetterAlarm(
       this,
       "DeadLetterAlarm",
       this.metricDeadLetterDepth(),
-      `${groupName}: messages in the FIFO dead-letter queue`,
+      `${groupName}: messages in the ${fifo ? "FIFO " : ""}dead-letter queue`,
     );
-    this.bufferDeadLetterAlarm = deadLetterAlarm(
+    this.messageAgeAlarm = ageAlarm(
       this,
-      "BufferDeadLetterAlarm",
-      this.metricBufferDeadLetterDepth(),
-      `${groupName}: events in the buffer dead-letter queue (undeliverable or invalid)`,
+      "MessageAgeAlarm",
+      this.metricApproximateAgeOfOldestMessage(),
+      settings.maxMessageAge,
+      `${groupName}: ${ageDescription}`,
     );
-    this.messageAgeAlarm = new Alarm(this, "MessageAgeAlarm", {
-      metric: this.metricApproximateAgeOfOldestMessage(),
-      threshold: settings.maxMessageAge.toSeconds(),
-      comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
-      evaluationPeriods: 1,
-      treatMissingData: TreatMissingData.NOT_BREACHING,
-      alarmDescription: `${groupName}: oldest message waiting longer than ${settings.maxMessageAge.toHumanString()}`,
-    });
+    if (this.bufferQueue && this.bufferDeadLetterQueue) {
+      this.bufferDeadLetterAlarm = deadLetterAlarm(
+        this,
+        "BufferDeadLetterAlarm",
+        depth(this.bufferDeadLetterQueue),
+        `${groupName}: events in the buffer dead-letter queue (undeliverable or invalid)`,
+      );
+      this.bufferMessageAgeAlarm = ageAlarm(
+        this,
+        "BufferMessageAgeAlarm",
+        oldestAge(this.bufferQueue),
+        settings.maxMessageAge,
+        `${groupName}: buffer ${ageDescription} (${delivery} not keeping up)`,
+      );
+    }
+    this.alarms = [
+      this.deadLetterAlarm,
+      this.messageAgeAlarm,
+      ...(this.bufferDeadLetterAlarm ? [this.bufferDeadLetterAlarm] : []),
+      ...(this.bufferMessageAgeAlarm ? [this.bufferMessageAgeAlarm] : []),
+    ];
+
+    // The local runtime and operators find everything of a group by this metadata.
+    for (const child of this.node.findAll()) {
+      if (child instanceof CfnResource) child.addMetadata(METADATA.group, groupName);
+    }
   }
 
-  /** Age of the oldest message waiting in the group's FIFO queue (Maximum, 1 minute). */
+  /** Age of the oldest message waiting in the group's queue (Maximum, 1 minute). */
   metricApproximateAgeOfOldestMessage(options?: MetricOptions): Metric {
-    return this.queue.metricApproximateAgeOfOldestMessage({
-      statistic: "Maximum",
-      period: Duration.minutes(1),
-      ...options,
-    });
+    return oldestAge(this.queue, options);
   }
 
-  /** Messages in the FIFO dead-letter queue (Maximum, 1 minute). */
+  /** Age of the oldest message waiting in the buffer queue (FIFO groups; Maximum, 1 minute). */
+  metricBufferApproximateAgeOfOldestMessage(options?: MetricOptions): Metric | undefined {
+    return this.bufferQueue && oldestAge(this.bufferQueue, options);
+  }
+
+  /** Messages in the group's dead-letter queue (Maximum, 1 minute). */
   metricDeadLetterDepth(options?: MetricOptions): Metric {
     return depth(this.deadLetterQueue, options);
   }
 
-  /** Messages in the buffer dead-letter queue (Maximum, 1 minute). */
-  metricBufferDeadLetterDepth(options?: MetricOptions): Metric {
-    return depth(this.bufferDeadLetterQueue, options);
+  /** Messages in the buffer dead-letter queue (FIFO groups; Maximum, 1 minute). */
+  metricBufferDeadLetterDepth(options?: MetricOptions): Metric | undefined {
+    return this.bufferDeadLetterQueue && depth(this.bufferDeadLetterQueue, options);
+  }
+
+  /**
+   * A metric the group's consumer publishes (namespace `AgentBus`, dimensions `service` and
+   * `consumer_group`; Sum over 5 minutes).
+   */
+  metricConsumer(metricName: ConsumerMetric, options?: MetricOptions): Metric {
+    return new Metric({
+      namespace: METRICS_NAMESPACE,
+      metricName,
+      dimensionsMap: { service: this.groupName, consumer_group: this.groupName },
+      statistic: "Sum",
+      period: Duration.minutes(5),
+      ...options,
+    });
+  }
+
+  /** Events applied (including those applied to repair a version gap). */
+  metricApplied(options?: MetricOptions): Metric {
+    return this.metricConsumer("Applied", options);
+  }
+
+  /** Deliveries recognized as duplicates (inbox or version gate). */
+  metricDuplicates(options?: MetricOptions): Metric {
+    return this.metricConsumer("Duplicate", options);
+  }
+
+  /** Events discarded unprocessed; with a reason, only those discarded for it. */
+  metricDiscarded(reason?: DiscardReason, options?: MetricOptions): Metric {
+    if (reason === undefined) return this.metricConsumer("Discarded", options);
+    return new Metric({
+      namespace: METRICS_NAMESPACE,
+      metricName: "DiscardedByReason",
+      dimensionsMap: { service: this.groupName, consumer_group: this.groupName, reason },
+      statistic: "Sum",
+      period: Duration.minutes(5),
+      label: reason,
+      ...options,
+    });
+  }
+
+  /** Events read from the event store to fill a version gap. */
+  metricGapsRepaired(options?: MetricOptions): Metric {
+    return this.metricConsumer("GapRepaired", options);
+  }
+
+  /** Business rejections (a failure event committed instead of a retry). */
+  metricRejected(options?: MetricOptions): Metric {
+    return this.metricConsumer("Rejected", options);
+  }
+
+  /** Messages the consumer sent straight to the dead-letter queue (permanent failures). */
+  metricDeadLettered(options?: MetricOptions): Metric {
+    return this.metricConsumer("DeadLettered", options);
+  }
+
+  /** Transient failures left for a retry. */
+  metricRetried(options?: MetricOptions): Metric {
+    return this.metricConsumer("Retried", options);
+  }
+
+  private createDispatcher(groupName: string, buffer: Queue, bufferDlq: Queue): AgentBusFunction {
+    const dispatcher = new AgentBusFunction(this, "Dispatcher", {
+      kind: "dispatch",
+      entry: "functions/handlers/dispatch.ts",
+      group: groupName,
+      serviceName: `${groupName}-dispatch`,
+      description: `AgentBus ${groupName}: buffer queue -> FIFO queue`,
+      timeout: DISPATCH_TIMEOUT,
+      environment: {
+        TARGET_QUEUE_URL: this.queue.queueUrl,
+        DEAD_LETTER_QUEUE_URL: bufferDlq.queueUrl,
+        GROUP_NAME: groupName,
+      },
+    });
+    dispatcher.addEventSource(
+      new SqsEventSource(buffer, { batchSize: DISPATCH_BATCH_SIZE, reportBatchItemFailures: true }),
+    );
+    this.queue.grantSendMessages(dispatcher);
+    bufferDlq.grantSendMessages(dispatcher);
+    return dispatcher;
+  }
+
+  /**
+   * buffer -> Pipe -> FIFO queue, with the message group and dedup id taken from the envelope
+   * (`$.body` is the buffer message parsed as JSON: the EventBridge event) and only the envelope
+   * forwarded as the message body. A message the pipe cannot deliver returns to the buffer and
+   * ends in the buffer DLQ after `maxReceiveCount` receives.
+   */
+  private createPipe(
+    name: string,
+    buffer: Queue,
+    orderKey: OrderKey,
+  ): { pipe: CfnPipe; role: Role } {
+    const stack = Stack.of(this);
+    const pipeArn = stack.formatArn({ service: "pipes", resource: "pipe", resourceName: name });
+    const role = new Role(this, "PipeRole", {
+      description: `EventBridge Pipe ${name}: buffer queue -> FIFO queue`,
+      assumedBy: new ServicePrincipal("pipes.amazonaws.com", {
+        conditions: {
+          StringEquals: { "aws:SourceAccount": stack.account, "aws:SourceArn": pipeArn },
+        },
+      }),
+    });
+    buffer.grant(role, "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes");
+    this.queue.grant(role, "sqs:SendMessage");
+    const pipe = new CfnPipe(this, "Pipe", {
+      name,
+      description: `AgentBus ${this.groupName}: buffer queue -> FIFO queue, grouped by ${orderKey}`,
+      desiredState: "RUNNING",
+      roleArn: role.roleArn,
+      source: buffer.queueArn,
+      sourceParameters: { sqsQueueParameters: { batchSize: PIPE_BATCH_SIZE } },
+      target: this.queue.queueArn,
+      targetParameters: {
+        inputTemplate: "<$.body.detail>",
+        sqsQueueParameters: {
+          messageGroupId: `$.body.detail.${orderKey}`,
+          messageDeduplicationId: "$.body.detail.event_id",
+        },
+      },
+    });
+    // The pipe checks its permissions when it is created: the role's policy must exist by then.
+    pipe.node.addDependency(role);
+    return { pipe, role };
   }
 }
 
 interface Settings {
   readonly groupName: string;
   readonly stage: string;
+  readonly ordering: Ordering;
+  readonly delivery: Delivery;
+  readonly orderKey: OrderKey;
   readonly batchSize: number;
+  readonly maxBatchingWindow: Duration | undefined;
   readonly maxConcurrency: number;
   readonly maxReceiveCount: number;
   readonly functionTimeout: Duration;
@@ -345,76 +581,99 @@ interface Settings {
   readonly ruleMaxEventAge: Duration;
 }
 
-/** Defaults applied and every prop checked before any resource exists. */
+/** Defaults applied and every prop checked before any resource exists; all problems at once. */
 function validate(props: ConsumerGroupProps): Settings {
   const groupName = props.groupName;
-  assertKebabCase("consumer group name", groupName, 40);
-  const what = `consumer group ${groupName}`;
+  const nameProblem = kebabCaseProblem("consumer group name", groupName, GROUP_NAME_MAX_LENGTH);
+  if (nameProblem) throw new Error(nameProblem);
   const stage = props.stage ?? "dev";
-  assertKebabCase(`${what}: stage`, stage, 16);
+  const prefix = `agentbus-${stage}-${groupName}`;
 
-  const delivery = props.delivery ?? "dispatch-function";
-  if (!DELIVERIES.includes(delivery)) {
-    throw new Error(
-      `${what}: delivery ${JSON.stringify(delivery)} is not supported (supported: ${DELIVERIES.join(", ")})`,
+  const group = withGroupDefaults({
+    ordering: props.ordering,
+    delivery: props.delivery,
+    orderKey: props.orderKey,
+    batchSize: props.batchSize,
+    maxConcurrency: props.maxConcurrency,
+    maxReceiveCount: props.maxReceiveCount,
+    functionTimeout: props.functionTimeout,
+    visibilityTimeout: props.visibilityTimeout,
+  });
+  const problems: (string | undefined)[] = [
+    kebabCaseProblem("stage", stage, 16),
+    ...groupSettingsProblems(group),
+    ...subscriptionProblems(props.subscriptions),
+  ];
+
+  if (props.deadLetterQueue && props.deadLetterQueue.fifo !== (group.ordering === "fifo")) {
+    problems.push(
+      group.ordering === "fifo"
+        ? `deadLetterQueue ${props.deadLetterQueue.node.path} is a standard queue: the dead-letter queue of a FIFO queue must be FIFO`
+        : `deadLetterQueue ${props.deadLetterQueue.node.path} is a FIFO queue: the dead-letter queue of a standard queue must be standard`,
+    );
+  }
+  if (group.delivery === "pipe" && prefix.length > MAX_PIPE_NAME_LENGTH) {
+    problems.push(
+      `pipe name ${JSON.stringify(prefix)} is ${prefix.length} characters, EventBridge allows ${MAX_PIPE_NAME_LENGTH} (shorten the stage or the group name)`,
     );
   }
 
-  validateSubscriptions(what, props.subscriptions);
-
-  const batchSize = props.batchSize ?? 10;
-  assertIntegerIn(`${what}: batchSize`, batchSize, 1, 10, " (FIFO queues deliver at most 10)");
-  const maxConcurrency = props.maxConcurrency ?? 2;
-  assertIntegerIn(`${what}: maxConcurrency`, maxConcurrency, 2, 1000);
-  const maxReceiveCount = props.maxReceiveCount ?? 5;
-  assertIntegerIn(`${what}: maxReceiveCount`, maxReceiveCount, 1, 1000);
-
-  const functionTimeout = props.functionTimeout ?? Duration.seconds(30);
-  const timeoutSeconds = functionTimeout.toSeconds();
-  assertIntegerIn(`${what}: functionTimeout (seconds)`, timeoutSeconds, 1, 900);
-  const visibilityTimeout = props.visibilityTimeout ?? Duration.seconds(timeoutSeconds * 6);
-  const visibilitySeconds = visibilityTimeout.toSeconds();
-  if (visibilitySeconds < timeoutSeconds * 6) {
-    throw new Error(
-      `${what}: visibilityTimeout ${visibilitySeconds}s is under 6x functionTimeout ${timeoutSeconds}s (at least ${timeoutSeconds * 6}s)`,
+  let maxBatchingWindow = props.maxBatchingWindow;
+  if (maxBatchingWindow !== undefined && group.ordering === "fifo") {
+    problems.push(
+      `maxBatchingWindow ${maxBatchingWindow.toHumanString()} is not supported on a FIFO queue`,
     );
+  } else if (maxBatchingWindow !== undefined) {
+    const seconds = maxBatchingWindow.toSeconds();
+    problems.push(integerProblem("maxBatchingWindow (seconds)", seconds, 0, 300));
+    if (group.batchSize > 10 && seconds < 1) {
+      problems.push(
+        `maxBatchingWindow ${seconds}s must be at least 1s with batchSize ${group.batchSize} (over 10)`,
+      );
+    }
+  } else if (group.ordering === "none" && group.batchSize > 10) {
+    maxBatchingWindow = Duration.seconds(1);
   }
-  assertIntegerIn(`${what}: visibilityTimeout (seconds)`, visibilitySeconds, 0, 43_200);
 
   const retryBaseSeconds = props.retryBaseSeconds ?? 2;
-  assertIntegerIn(`${what}: retryBaseSeconds`, retryBaseSeconds, 1, MAX_VISIBILITY_SECONDS);
+  problems.push(integerProblem("retryBaseSeconds", retryBaseSeconds, 1, MAX_RETRY_SECONDS));
   const retryMaxSeconds = props.retryMaxSeconds ?? Math.max(300, retryBaseSeconds);
-  assertIntegerIn(
-    `${what}: retryMaxSeconds`,
-    retryMaxSeconds,
-    retryBaseSeconds,
-    MAX_VISIBILITY_SECONDS,
-    ` (from retryBaseSeconds ${retryBaseSeconds} to 12 h - 1 s)`,
+  problems.push(
+    integerProblem(
+      "retryMaxSeconds",
+      retryMaxSeconds,
+      retryBaseSeconds,
+      MAX_RETRY_SECONDS,
+      ` (from retryBaseSeconds ${retryBaseSeconds} to 12 h - 1 s)`,
+    ),
   );
 
   const inboxTtl = props.inboxTtl ?? Duration.days(7);
   const inboxTtlDays = inboxTtl.toHours() / 24;
   if (!Number.isInteger(inboxTtlDays) || inboxTtlDays < 1) {
-    throw new Error(
-      `${what}: inboxTtl ${inboxTtl.toHumanString()} must be a whole number of days, at least 1`,
+    problems.push(
+      `inboxTtl ${inboxTtl.toHumanString()} must be a whole number of days, at least 1`,
     );
   }
 
   const maxMessageAge = props.maxMessageAge ?? Duration.minutes(5);
-  assertIntegerIn(`${what}: maxMessageAge (seconds)`, maxMessageAge.toSeconds(), 1, 1_209_600);
+  problems.push(integerProblem("maxMessageAge (seconds)", maxMessageAge.toSeconds(), 1, 1_209_600));
   const ruleRetryAttempts = props.ruleRetryAttempts ?? 185;
-  assertIntegerIn(`${what}: ruleRetryAttempts`, ruleRetryAttempts, 0, 185);
+  problems.push(integerProblem("ruleRetryAttempts", ruleRetryAttempts, 0, 185));
   const ruleMaxEventAge = props.ruleMaxEventAge ?? Duration.hours(24);
-  assertIntegerIn(`${what}: ruleMaxEventAge (seconds)`, ruleMaxEventAge.toSeconds(), 60, 86_400);
+  problems.push(
+    integerProblem("ruleMaxEventAge (seconds)", ruleMaxEventAge.toSeconds(), 60, 86_400),
+  );
 
+  const found = problems.filter((p): p is string => p !== undefined);
+  if (found.length > 0) {
+    throw new Error(`consumer group ${groupName}: ${found.join("; ")}`);
+  }
   return {
     groupName,
     stage,
-    batchSize,
-    maxConcurrency,
-    maxReceiveCount,
-    functionTimeout,
-    visibilityTimeout,
+    ...group,
+    maxBatchingWindow,
     retryBaseSeconds,
     retryMaxSeconds,
     inboxTtlDays,
@@ -425,56 +684,38 @@ function validate(props: ConsumerGroupProps): Settings {
 }
 
 /** Each subscribed type must be registered, on the topic it is subscribed from. */
-function validateSubscriptions(
-  what: string,
-  subscriptions: readonly ConsumerGroupSubscription[],
-): void {
-  if (subscriptions.length === 0) throw new Error(`${what}: subscriptions must not be empty`);
+function subscriptionProblems(subscriptions: readonly ConsumerGroupSubscription[]): string[] {
+  if (subscriptions.length === 0) return ["subscriptions must not be empty"];
+  const problems: string[] = [];
   const definitions = registry.definitions();
   const topics = new Set<string>();
   const seen = new Set<string>();
   for (const { topic, eventTypes } of subscriptions) {
     if (topics.has(topic.topicName)) {
-      throw new Error(
-        `${what}: topic ${JSON.stringify(topic.topicName)} appears in two subscriptions (merge them: one rule per topic)`,
+      problems.push(
+        `topic ${JSON.stringify(topic.topicName)} appears in two subscriptions (merge them: one rule per topic)`,
       );
     }
     topics.add(topic.topicName);
     if (eventTypes.length === 0) {
-      throw new Error(
-        `${what}: subscription to topic ${JSON.stringify(topic.topicName)} lists no event types`,
+      problems.push(
+        `subscription to topic ${JSON.stringify(topic.topicName)} lists no event types`,
       );
     }
     for (const type of eventTypes) {
       const onTopics = [...new Set(definitions.filter((d) => d.type === type).map((d) => d.topic))];
       if (onTopics.length === 0) {
-        throw new Error(`${what}: event type ${JSON.stringify(type)} is not in the registry`);
-      }
-      if (!onTopics.includes(topic.topicName)) {
-        throw new Error(
-          `${what}: event type ${JSON.stringify(type)} is published on topic ${onTopics.map((t) => JSON.stringify(t)).join(", ")}, not ${JSON.stringify(topic.topicName)}`,
+        problems.push(`event type ${JSON.stringify(type)} is not in the registry`);
+      } else if (!onTopics.includes(topic.topicName)) {
+        problems.push(
+          `event type ${JSON.stringify(type)} is published on topic ${onTopics.map((t) => JSON.stringify(t)).join(", ")}, not ${JSON.stringify(topic.topicName)}`,
         );
       }
-      if (seen.has(type)) {
-        throw new Error(`${what}: event type ${JSON.stringify(type)} is subscribed twice`);
-      }
+      if (seen.has(type)) problems.push(`event type ${JSON.stringify(type)} is subscribed twice`);
       seen.add(type);
     }
   }
-}
-
-/** A FIFO queue's redrive target must itself be FIFO. */
-function fifoDeadLetterQueue(queue: IQueue, maxReceiveCount: number) {
-  if (!queue.fifo) {
-    throw new Error(`the dead-letter queue of a FIFO queue must be FIFO (got ${queue.node.path})`);
-  }
-  return { queue, maxReceiveCount };
-}
-
-function assertIntegerIn(what: string, value: number, min: number, max: number, hint = ""): void {
-  if (!Number.isInteger(value) || value < min || value > max) {
-    throw new Error(`${what} is ${value}, must be an integer from ${min} to ${max}${hint}`);
-  }
+  return problems;
 }
 
 function depth(queue: IQueue, options?: MetricOptions): Metric {
@@ -485,10 +726,35 @@ function depth(queue: IQueue, options?: MetricOptions): Metric {
   });
 }
 
+function oldestAge(queue: IQueue, options?: MetricOptions): Metric {
+  return queue.metricApproximateAgeOfOldestMessage({
+    statistic: "Maximum",
+    period: Duration.minutes(1),
+    ...options,
+  });
+}
+
 function deadLetterAlarm(scope: Construct, id: string, metric: Metric, description: string) {
   return new Alarm(scope, id, {
     metric,
     threshold: 0,
+    comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+    evaluationPeriods: 1,
+    treatMissingData: TreatMissingData.NOT_BREACHING,
+    alarmDescription: description,
+  });
+}
+
+function ageAlarm(
+  scope: Construct,
+  id: string,
+  metric: Metric,
+  maxAge: Duration,
+  description: string,
+) {
+  return new Alarm(scope, id, {
+    metric,
+    threshold: maxAge.toSeconds(),
     comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
     evaluationPeriods: 1,
     treatMissingData: TreatMissingData.NOT_BREACHING,

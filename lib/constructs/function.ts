@@ -6,12 +6,16 @@ import { Architecture, type CfnFunction, Runtime, Tracing } from "aws-cdk-lib/aw
 import { NodejsFunction, OutputFormat } from "aws-cdk-lib/aws-lambda-nodejs";
 import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
 import type { Construct } from "constructs";
+import { kebabCaseProblem } from "./consumer-group-rules";
 
 /** The repository root: handler entries and `agentbus:entry` metadata are relative to it. */
 export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
 /** What a function does in the path of an event; the local runtime emulates each kind. */
 export type FunctionKind = "relay" | "dispatch" | "consumer";
+
+/** CloudWatch namespace of the metrics every handler publishes (`POWERTOOLS_METRICS_NAMESPACE`). */
+export const METRICS_NAMESPACE = "AgentBus";
 
 /** CloudFormation metadata keys on every AgentBus function (read by the local runtime). */
 export const METADATA = {
@@ -27,15 +31,10 @@ export const METADATA = {
 const ESM_REQUIRE_BANNER =
   'import { createRequire as __agentbusCreateRequire } from "node:module"; const require = __agentbusCreateRequire(import.meta.url);';
 
-const KEBAB = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/;
-
 /** Throw unless `value` is kebab-case and at most `maxLength` characters long. */
 export function assertKebabCase(what: string, value: string, maxLength: number): void {
-  if (!KEBAB.test(value) || value.length > maxLength) {
-    throw new Error(
-      `${what} ${JSON.stringify(value)} must be kebab-case (a-z, 0-9, single hyphens, starting with a letter) and at most ${maxLength} characters`,
-    );
-  }
+  const problem = kebabCaseProblem(what, value, maxLength);
+  if (problem) throw new Error(problem);
 }
 
 export interface AgentBusFunctionProps {
@@ -121,7 +120,7 @@ export class AgentBusFunction extends NodejsFunction {
       description: props.description,
       environment: {
         POWERTOOLS_SERVICE_NAME: props.serviceName ?? props.group ?? `agentbus-${props.kind}`,
-        POWERTOOLS_METRICS_NAMESPACE: "AgentBus",
+        POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
         NODE_OPTIONS: "--enable-source-maps",
         ...props.environment,
       },
@@ -147,24 +146,35 @@ export class AgentBusFunction extends NodejsFunction {
   }
 }
 
-/** The absolute path of a repository-relative handler entry, checked to exist. */
-function resolveEntry(entry: string): string {
-  const normalized = normalize(entry);
+/**
+ * Why `entry` is not a usable handler entry, if it is not: a `.ts`/`.js` path relative to the
+ * repository root, with `/` separators, naming a file that exists (`exists` is given the
+ * absolute path).
+ */
+export function handlerEntryProblem(
+  entry: string,
+  exists: (absolutePath: string) => boolean = existsSync,
+): string | undefined {
+  const normalized = typeof entry === "string" ? normalize(entry) : "";
   if (
+    typeof entry !== "string" ||
     isAbsolute(entry) ||
     entry.includes("\\") ||
     normalized.startsWith(`..${sep}`) ||
     !/\.(ts|mts|js|mjs)$/.test(entry)
   ) {
-    throw new Error(
-      `handler entry ${JSON.stringify(entry)} must be a .ts/.js file path relative to the repository root, with / separators`,
-    );
+    return `handler entry ${JSON.stringify(entry)} must be a .ts/.js file path relative to the repository root, with / separators`;
   }
   const absolute = join(REPO_ROOT, normalized);
-  if (!existsSync(absolute)) {
-    throw new Error(
-      `handler entry ${JSON.stringify(entry)} does not exist (looked at ${absolute})`,
-    );
+  if (!exists(absolute)) {
+    return `handler entry ${JSON.stringify(entry)} does not exist (looked at ${absolute})`;
   }
-  return absolute;
+  return undefined;
+}
+
+/** The absolute path of a repository-relative handler entry, checked to exist. */
+function resolveEntry(entry: string): string {
+  const problem = handlerEntryProblem(entry);
+  if (problem) throw new Error(problem);
+  return join(REPO_ROOT, normalize(entry));
 }

@@ -3,7 +3,7 @@ import {
   Alarm,
   ComparisonOperator,
   type IAlarm,
-  type Metric,
+  Metric,
   type MetricOptions,
   TreatMissingData,
 } from "aws-cdk-lib/aws-cloudwatch";
@@ -11,9 +11,19 @@ import { FilterCriteria, FilterRule, StartingPosition } from "aws-cdk-lib/aws-la
 import { DynamoEventSource, SqsDlq } from "aws-cdk-lib/aws-lambda-event-sources";
 import { Queue, QueueEncryption } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
-import { AgentBusFunction } from "./function";
+import { AgentBusFunction, METRICS_NAMESPACE } from "./function";
 import type { AgentBusTables } from "./tables";
 import type { Topic } from "./topic";
+
+/**
+ * The `service` dimension of the relay's metrics: functions/handlers/relay.ts names its
+ * Powertools metrics service `relay` explicitly, which wins over `POWERTOOLS_SERVICE_NAME`.
+ */
+export const RELAY_METRICS_SERVICE = "relay";
+
+/** Metrics the relay publishes per batch (namespace `AgentBus`, dimension `service`). */
+export const RELAY_METRICS = ["Relayed", "PutEventsCalls", "RelayRetriedEntries"] as const;
+export type RelayMetric = (typeof RELAY_METRICS)[number];
 
 export interface RelayProps {
   /** The topics the relay publishes to; each bus name reaches the handler as `BUS_<TOPIC>`. */
@@ -122,6 +132,42 @@ export class Relay extends Construct {
       treatMissingData: TreatMissingData.NOT_BREACHING,
       alarmDescription: "relay: stream batches given up on (events not published)",
     });
+  }
+
+  /** How far behind the events table stream the relay is (`IteratorAge`, Maximum, 1 minute). */
+  metricIteratorAge(options?: MetricOptions): Metric {
+    return this.function.metric("IteratorAge", {
+      statistic: "Maximum",
+      period: Duration.minutes(1),
+      ...options,
+    });
+  }
+
+  /** A metric the relay publishes (namespace `AgentBus`, dimension `service`; Sum, 5 minutes). */
+  metricRelay(metricName: RelayMetric, options?: MetricOptions): Metric {
+    return new Metric({
+      namespace: METRICS_NAMESPACE,
+      metricName,
+      dimensionsMap: { service: RELAY_METRICS_SERVICE },
+      statistic: "Sum",
+      period: Duration.minutes(5),
+      ...options,
+    });
+  }
+
+  /** Events published to their topic's bus. */
+  metricRelayed(options?: MetricOptions): Metric {
+    return this.metricRelay("Relayed", options);
+  }
+
+  /** PutEvents calls made (at most 10 entries each). */
+  metricPutEventsCalls(options?: MetricOptions): Metric {
+    return this.metricRelay("PutEventsCalls", options);
+  }
+
+  /** Entries PutEvents failed and the relay retried within the call. */
+  metricRetriedEntries(options?: MetricOptions): Metric {
+    return this.metricRelay("RelayRetriedEntries", options);
   }
 
   /** Records of failed batches waiting in the failure queue (Maximum, 1 minute). */

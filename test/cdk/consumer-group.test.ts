@@ -1,5 +1,6 @@
 import { Duration, type Stack } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
+import { Queue } from "aws-cdk-lib/aws-sqs";
 import { describe, expect, it } from "vitest";
 import { ConsumerGroup, type ConsumerGroupProps } from "../../lib/constructs/consumer-group";
 import { AgentBusTables } from "../../lib/constructs/tables";
@@ -70,8 +71,81 @@ describe("ConsumerGroup validation", () => {
 
   it("rejects a delivery it does not implement, naming it", () => {
     expect(() =>
-      build(() => ({ delivery: "pipe" as unknown as ConsumerGroupProps["delivery"] })),
-    ).toThrow(/delivery "pipe"/);
+      build(() => ({ delivery: "carrier-pigeon" as unknown as ConsumerGroupProps["delivery"] })),
+    ).toThrow(/delivery "carrier-pigeon" is not supported/);
+  });
+
+  it("rejects a pipe delivery without ordering", () => {
+    expect(() => build(() => ({ ordering: "none", delivery: "pipe" }))).toThrow(
+      /delivery "pipe" needs ordering "fifo"/,
+    );
+  });
+
+  it("rejects a pipe name over 64 characters, naming it", () => {
+    expect(() =>
+      build(() => ({
+        delivery: "pipe",
+        stage: "staging-eu-west1",
+        groupName: "a-rather-long-consumer-group-name-here-x",
+      })),
+    ).toThrow(
+      /pipe name "agentbus-staging-eu-west1-a-rather-long-consumer-group-name-here-x" is 66/,
+    );
+  });
+
+  it("rejects a standard dead-letter queue for a FIFO group, naming it", () => {
+    const stack = testStack();
+    const standard = new Queue(stack, "StandardDlq");
+    expect(
+      () =>
+        new ConsumerGroup(stack, "Group", {
+          groupName: "test-group",
+          subscriptions: [
+            {
+              topic: new Topic(stack, "Events", { topicName: "events" }),
+              eventTypes: ["plan.created"],
+            },
+          ],
+          entry: ENTRY,
+          tables: new AgentBusTables(stack, "Tables"),
+          deadLetterQueue: standard,
+        }),
+    ).toThrow(
+      /deadLetterQueue Test\/StandardDlq is a standard queue: the dead-letter queue of a FIFO queue must be FIFO/,
+    );
+  });
+
+  it("rejects a FIFO dead-letter queue for a standard group", () => {
+    const stack = testStack();
+    const fifo = new Queue(stack, "FifoDlq", { fifo: true });
+    expect(
+      () =>
+        new ConsumerGroup(stack, "Group", {
+          groupName: "test-group",
+          ordering: "none",
+          subscriptions: [
+            {
+              topic: new Topic(stack, "Events", { topicName: "events" }),
+              eventTypes: ["plan.created"],
+            },
+          ],
+          entry: ENTRY,
+          tables: new AgentBusTables(stack, "Tables"),
+          deadLetterQueue: fifo,
+        }),
+    ).toThrow(/deadLetterQueue Test\/FifoDlq is a FIFO queue/);
+  });
+
+  it("rejects a batch size above 10000 on a standard queue, naming it", () => {
+    expect(() => build(() => ({ ordering: "none", batchSize: 10_001 }))).toThrow(
+      /batchSize is 10001, must be an integer from 1 to 10000/,
+    );
+  });
+
+  it("rejects a batching window on a FIFO queue", () => {
+    expect(() => build(() => ({ maxBatchingWindow: Duration.seconds(5) }))).toThrow(
+      /maxBatchingWindow 5 seconds is not supported on a FIFO queue/,
+    );
   });
 
   it("rejects two subscriptions to one topic (one rule per topic)", () => {
@@ -155,5 +229,23 @@ describe("ConsumerGroup settings reach the template", () => {
         "agentbus-dev-test-group-buffer-dlq",
       ]),
     );
+  });
+});
+
+describe("ConsumerGroup without ordering, large batches", () => {
+  const { stack } = build(() => ({ ordering: "none", batchSize: 500 }));
+  const template = Template.fromStack(stack);
+
+  it("gathers batches over 10 for a second (Lambda requires a batching window then)", () => {
+    template.hasResourceProperties("AWS::Lambda::EventSourceMapping", {
+      BatchSize: 500,
+      MaximumBatchingWindowInSeconds: 1,
+      FunctionResponseTypes: ["ReportBatchItemFailures"],
+    });
+  });
+
+  it("has standard queues only, and no buffer", () => {
+    const names = resources(template, "AWS::SQS::Queue").map((q) => q.Properties.QueueName);
+    expect(names.sort()).toEqual(["agentbus-dev-test-group", "agentbus-dev-test-group-dlq"]);
   });
 });

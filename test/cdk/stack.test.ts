@@ -4,11 +4,13 @@ import { Match } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
 import { taskProjection } from "../../functions/roles/task-projection";
 import { REPO_ROOT } from "../../lib/constructs/function";
+import { registry } from "../../schemas";
 import {
   agentBusStack,
   allowedOn,
   functionsOfKind,
   getAtt,
+  ofGroup,
   type Resource,
   refersTo,
   resources,
@@ -29,8 +31,10 @@ const only = <T>(items: readonly T[]): T => {
   if (items.length !== 1) throw new Error(`expected exactly one, found ${items.length}`);
   return items[0] as T;
 };
-const consumer = only(functionsOfKind(template, "consumer"));
-const dispatcher = only(functionsOfKind(template, "dispatch"));
+const GROUP = "task-projection";
+const ofTheGroup = (fn: Resource) => fn.Metadata["agentbus:group"] === GROUP;
+const consumer = only(functionsOfKind(template, "consumer").filter(ofTheGroup));
+const dispatcher = only(functionsOfKind(template, "dispatch").filter(ofTheGroup));
 const relay = only(functionsOfKind(template, "relay"));
 const env = (fn: Resource) =>
   (fn.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
@@ -45,10 +49,15 @@ const redriveTarget = (queue: Resource) =>
   );
 
 const groupQueue = byId(QUEUE, refersTo(env(consumer).QUEUE_URL));
-const rule = only(resources(template, RULE));
+const rule = only(ofGroup(template, RULE, GROUP));
 const ruleTarget = only(rule.Properties.Targets as Record<string, unknown>[]);
 const bufferQueue = byId(QUEUE, refersTo(ruleTarget.Arn));
-const bus = only(resources(template, "AWS::Events::EventBus"));
+const buses = resources(template, "AWS::Events::EventBus");
+const bus = single(
+  template,
+  "AWS::Events::EventBus",
+  (b) => b.Properties.Name === "agentbus-dev-events",
+);
 const table = (variable: string) => byId(TABLE, refersTo(env(consumer)[variable]));
 
 describe("AgentBus stack: template", () => {
@@ -140,6 +149,49 @@ describe("AgentBus stack: rule and buffer", () => {
       );
       expect(denied, queue.id).toBe(true);
     }
+  });
+});
+
+describe("AgentBus stack: the audit group (no ordering)", () => {
+  const auditConsumer = only(
+    functionsOfKind(template, "consumer").filter((f) => f.Metadata["agentbus:group"] === "audit"),
+  );
+  const auditQueue = byId(QUEUE, refersTo(env(auditConsumer).QUEUE_URL));
+  const auditRule = only(ofGroup(template, RULE, "audit"));
+  const auditTarget = only(auditRule.Properties.Targets as Record<string, unknown>[]);
+
+  it("reads a standard queue that redrives to a standard dead-letter queue", () => {
+    expect(auditQueue.Properties.FifoQueue).toBeUndefined();
+    expect(auditQueue.Properties.QueueName).toBe("agentbus-dev-audit");
+    const dlq = redriveTarget(auditQueue);
+    expect(dlq.Properties.FifoQueue).toBeUndefined();
+    expect(refersTo(env(auditConsumer).DEAD_LETTER_QUEUE_URL)).toBe(dlq.id);
+  });
+
+  it("has no buffer and no dispatch function: the rule targets its queue with the envelope only", () => {
+    expect(functionsOfKind(template, "dispatch").map((f) => f.Metadata["agentbus:group"])).toEqual([
+      GROUP,
+    ]);
+    expect(refersTo(auditTarget.Arn)).toBe(auditQueue.id);
+    expect(auditTarget.InputPath).toBe("$.detail");
+    expect(refersTo((auditTarget.DeadLetterConfig as { Arn: unknown }).Arn)).toBe(
+      redriveTarget(auditQueue).id,
+    );
+  });
+
+  it("subscribes to every registered event type", () => {
+    const pattern = auditRule.Properties.EventPattern as Record<string, string[]>;
+    expect(new Set(pattern["detail-type"])).toEqual(
+      new Set(registry.definitions().map((d) => d.type)),
+    );
+  });
+
+  it("feeds the consumer with partial batch responses and bounded concurrency", () => {
+    expect(mappingOf(auditConsumer).Properties).toMatchObject({
+      EventSourceArn: getAtt(auditQueue.id, "Arn"),
+      FunctionResponseTypes: ["ReportBatchItemFailures"],
+      ScalingConfig: { MaximumConcurrency: 2 },
+    });
   });
 });
 
@@ -238,12 +290,13 @@ describe("AgentBus stack: relay", () => {
     expect(filters.map((f) => JSON.parse(f.Pattern))).toEqual([{ eventName: ["INSERT"] }]);
   });
 
-  it("may put events on the topic bus and nowhere else", () => {
+  it("may put events on the topic buses and nowhere else", () => {
     const statements = statementsOf(template, relay).filter((s) =>
       s.Action.includes("events:PutEvents"),
     );
-    expect(statements.length).toBeGreaterThan(0);
-    for (const s of statements) expect(s.Resource).toEqual([getAtt(bus.id, "Arn")]);
+    const busArns = buses.map((b) => JSON.stringify(getAtt(b.id, "Arn")));
+    const granted = statements.flatMap((s) => s.Resource.map((r) => JSON.stringify(r)));
+    expect([...new Set(granted)].sort()).toEqual([...busArns].sort());
   });
 
   it("may read the events table stream", () => {
@@ -339,8 +392,15 @@ describe("AgentBus stack: environment contract", () => {
       .sort();
 
   it("the relay gets the bus name of each deployed topic", () => {
-    expect(own(relay)).toEqual(["BUS_EVENTS"]);
-    expect(env(relay).BUS_EVENTS).toEqual(getAtt(bus.id, "Name"));
+    expect(own(relay)).toEqual(["BUS_AUDIT", "BUS_COMMANDS", "BUS_EVENTS"]);
+    for (const topic of ["audit", "commands", "events"]) {
+      const topicBus = single(
+        template,
+        "AWS::Events::EventBus",
+        (b) => b.Properties.Name === `agentbus-dev-${topic}`,
+      );
+      expect(env(relay)[`BUS_${topic.toUpperCase()}`]).toEqual(getAtt(topicBus.id, "Name"));
+    }
   });
 
   it("the dispatcher gets its target FIFO queue, the buffer DLQ and its group", () => {

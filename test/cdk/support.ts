@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { App, Stack } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
-import { AgentBusStack } from "../../lib/agentbus-stack";
+import { AgentBusStack, type AgentBusStackProps } from "../../lib/agentbus-stack";
 import { REPO_ROOT } from "../../lib/constructs/function";
 
 type Json = Record<string, unknown>;
@@ -54,6 +54,16 @@ export function agentBusStack(): Synthesized {
     synthesized = { template, violations };
   }
   return synthesized;
+}
+
+/**
+ * An AgentBus stack synthesized without CloudFormation's built-in validation (the one file that
+ * validates is stack.test.ts): call once per test file and share the template.
+ */
+export function synthesizeStack(props: AgentBusStackProps = {}, stackName = "AgentBus-test") {
+  const app = testApp();
+  const stack = new AgentBusStack(app, stackName, props);
+  return { stack, template: Template.fromStack(stack) };
 }
 
 export interface Resource {
@@ -138,6 +148,11 @@ export function allowedOn(statements: readonly Statement[], resource: unknown): 
       .filter((s) => s.Effect === "Allow" && s.Resource.some((r) => JSON.stringify(r) === key))
       .flatMap((s) => s.Action),
   );
+}
+
+/** Resources of a type that belong to a consumer group (`agentbus:group` metadata). */
+export function ofGroup(template: Template, type: string, group: string): Resource[] {
+  return resources(template, type, (r) => r.Metadata["agentbus:group"] === group);
 }
 
 /** Functions of one kind (`agentbus:kind` metadata). */

@@ -34,6 +34,7 @@ describe("template intrinsics", () => {
       ),
     ).toBe("us-east-1-agentbus-local-events");
     expect(
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: CloudFormation Fn::Sub syntax
       resolve({ "Fn::Sub": "arn:${AWS::Partition}:x:${AWS::AccountId}:${Bus.Name}/${Queue}" }, ctx),
     ).toBe("arn:aws:x:123456789012:agentbus-local-events/https://sqs/q.fifo");
     expect(resolve({ "Fn::Select": [1, { "Fn::Split": [":", "a:b:c"] }] }, ctx)).toBe("b");
@@ -56,6 +57,7 @@ describe("template intrinsics", () => {
         },
         Queue: {
           Type: "AWS::SQS::Queue",
+          // biome-ignore lint/suspicious/noTemplateCurlyInString: CloudFormation Fn::Sub syntax
           Properties: { RedrivePolicy: { deadLetterTargetArn: { "Fn::Sub": "${Dlq.Arn}" } } },
         },
         Dlq: { Type: "AWS::SQS::Queue" },

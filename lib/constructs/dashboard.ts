@@ -1,0 +1,142 @@
+import { Duration } from "aws-cdk-lib";
+import {
+  Dashboard as CloudWatchDashboard,
+  GraphWidget,
+  type IMetric,
+  type IWidget,
+  type Metric,
+  TextWidget,
+} from "aws-cdk-lib/aws-cloudwatch";
+import { Construct } from "constructs";
+import { type ConsumerGroup, DISCARD_REASONS } from "./consumer-group";
+import { kebabCaseProblem } from "./consumer-group-rules";
+import type { Relay } from "./relay";
+
+export interface DashboardProps {
+  /** The consumer groups to show, one row each. */
+  readonly groups: readonly ConsumerGroup[];
+
+  /** The outbox relay, shown in the first row. */
+  readonly relay: Relay;
+
+  /**
+   * Deployment stage; part of the dashboard name.
+   * @default "dev"
+   */
+  readonly stage?: string;
+
+  /**
+   * Name of the CloudWatch dashboard.
+   * @default "agentbus-<stage>"
+   */
+  readonly dashboardName?: string;
+
+  /**
+   * Period of the counted (Sum) metrics.
+   * @default Duration.minutes(5)
+   */
+  readonly period?: Duration;
+}
+
+const WIDGET_HEIGHT = 6;
+/** Six widgets of width 4 fill a row of the dashboard's 24 columns. */
+const GROUP_WIDGET_WIDTH = 4;
+const RELAY_WIDGET_WIDTH = 6;
+
+/**
+ * One CloudWatch dashboard for AgentBus: the relay (stream iterator age, events relayed,
+ * PutEvents calls, entries retried, failure queue), then one row per consumer group with its
+ * throughput (applied, rejected, dead-lettered, retried), duplicates, discards by reason,
+ * version gaps repaired, dead-letter queue depths and the age of the oldest waiting message.
+ *
+ * The consumer metrics are the handlers' Powertools EMF metrics in namespace `AgentBus`
+ * (dimensions `service` and `consumer_group`, plus `reason` on `DiscardedByReason`); the queue
+ * metrics are SQS's.
+ */
+export class Dashboard extends Construct {
+  readonly dashboard: CloudWatchDashboard;
+
+  constructor(scope: Construct, id: string, props: DashboardProps) {
+    super(scope, id);
+    const stage = props.stage ?? "dev";
+    const problem = kebabCaseProblem("dashboard: stage", stage, 16);
+    if (problem) throw new Error(problem);
+    const dashboardName = props.dashboardName ?? `agentbus-${stage}`;
+    if (!/^[A-Za-z0-9_-]{1,255}$/.test(dashboardName)) {
+      throw new Error(
+        `dashboard: dashboardName ${JSON.stringify(dashboardName)} must be 1-255 characters of A-Z, a-z, 0-9, - and _`,
+      );
+    }
+    const period = props.period ?? Duration.minutes(5);
+    const counted = (metric: Metric, label: string): IMetric => metric.with({ period, label });
+
+    this.dashboard = new CloudWatchDashboard(this, "Resource", { dashboardName });
+    this.dashboard.addWidgets(heading(`AgentBus ${stage}: outbox relay`));
+    this.dashboard.addWidgets(...relayWidgets(props.relay, counted));
+    for (const group of props.groups) {
+      this.dashboard.addWidgets(
+        heading(
+          `Consumer group ${group.groupName} (${group.ordering === "fifo" ? `FIFO, ${group.delivery}` : "unordered"})`,
+        ),
+      );
+      this.dashboard.addWidgets(...groupWidgets(group, counted));
+    }
+  }
+}
+
+type Counted = (metric: Metric, label: string) => IMetric;
+
+function heading(text: string): TextWidget {
+  return new TextWidget({ markdown: `### ${text}`, width: 24, height: 1 });
+}
+
+function relayWidgets(relay: Relay, counted: Counted): IWidget[] {
+  const graph = (title: string, left: IMetric[]) =>
+    new GraphWidget({ title, left, width: RELAY_WIDGET_WIDTH, height: WIDGET_HEIGHT });
+  return [
+    graph("relay: stream iterator age (ms)", [relay.metricIteratorAge({ label: "IteratorAge" })]),
+    graph("relay: events relayed and PutEvents calls", [
+      counted(relay.metricRelayed(), "Relayed"),
+      counted(relay.metricPutEventsCalls(), "PutEventsCalls"),
+    ]),
+    graph("relay: entries retried", [counted(relay.metricRetriedEntries(), "RelayRetriedEntries")]),
+    graph("relay: failed batches (failure queue)", [
+      relay.metricFailureDepth({ label: "failure queue depth" }),
+    ]),
+  ];
+}
+
+function groupWidgets(group: ConsumerGroup, counted: Counted): IWidget[] {
+  const name = group.groupName;
+  const graph = (title: string, left: IMetric[]) =>
+    new GraphWidget({
+      title: `${name}: ${title}`,
+      left,
+      width: GROUP_WIDGET_WIDTH,
+      height: WIDGET_HEIGHT,
+    });
+  const bufferDepth = group.metricBufferDeadLetterDepth({ label: "buffer DLQ" });
+  const bufferAge = group.metricBufferApproximateAgeOfOldestMessage({ label: "buffer" });
+  return [
+    graph("throughput", [
+      counted(group.metricApplied(), "Applied"),
+      counted(group.metricRejected(), "Rejected"),
+      counted(group.metricDeadLettered(), "DeadLettered"),
+      counted(group.metricRetried(), "Retried"),
+    ]),
+    graph("duplicates", [counted(group.metricDuplicates(), "Duplicate")]),
+    graph(
+      "discards by reason",
+      DISCARD_REASONS.map((reason) => counted(group.metricDiscarded(reason), reason)),
+    ),
+    graph("version gaps repaired", [counted(group.metricGapsRepaired(), "GapRepaired")]),
+    graph("dead-letter queue depth", [
+      group.metricDeadLetterDepth({ label: "DLQ" }),
+      ...(bufferDepth ? [bufferDepth] : []),
+    ]),
+    graph("oldest message age (s)", [
+      group.metricApproximateAgeOfOldestMessage({ label: "queue" }),
+      ...(bufferAge ? [bufferAge] : []),
+    ]),
+  ];
+}

@@ -1,0 +1,280 @@
+import type { Duration } from "aws-cdk-lib";
+import type { Role } from "../functions/core/pipeline";
+import { audit } from "../functions/roles/audit";
+import { taskProjection } from "../functions/roles/task-projection";
+import { registry, TOPICS, type Topic as TopicName } from "../schemas";
+import {
+  type Delivery,
+  GROUP_NAME_MAX_LENGTH,
+  type GroupSettings,
+  groupSettingsProblems,
+  kebabCaseProblem,
+  type Ordering,
+  type OrderKey,
+  withGroupDefaults,
+} from "./constructs/consumer-group-rules";
+import { handlerEntryProblem } from "./constructs/function";
+
+/**
+ * The messaging topology of AgentBus in one place: which topics exist and which consumer groups
+ * (agent roles) subscribe to what. The stack builds every bus, archive, schema, rule, queue,
+ * dead-letter queue, function, alarm and permission from it.
+ */
+
+export type { Delivery, Ordering, OrderKey, TopicName };
+
+/** What the topology needs of a role: its group name and the event types it subscribes to. */
+export type TopologyRole = Pick<Role<unknown>, "group" | "subscriptions">;
+
+/** One consumer group: an agent role, its handler, and how its queue and consumer behave. */
+export interface GroupDeclaration {
+  /** Kebab-case, at most 40 characters; must equal the role's `group`. */
+  readonly name: string;
+
+  /**
+   * The agent role (from `functions/roles`); its `subscriptions` are the event types the group
+   * receives, each from the topic the registry puts it on.
+   */
+  readonly role: TopologyRole;
+
+  /** Handler file relative to the repository root, e.g. `functions/handlers/audit.ts`. */
+  readonly handler: string;
+
+  /**
+   * `fifo`: in order per order key (FIFO queue, buffer and delivery hop). `none`: no order needed
+   * (standard queue and DLQ, the rule targets the queue directly).
+   * @default "fifo"
+   */
+  readonly ordering?: Ordering;
+
+  /**
+   * Envelope field used as the FIFO message group; only `order_key` is supported.
+   * @default "order_key"
+   */
+  readonly orderKey?: OrderKey;
+
+  /**
+   * Messages per consumer invocation: 1..10 for FIFO, 1..10000 for standard queues.
+   * @default 10
+   */
+  readonly batchSize?: number;
+
+  /**
+   * Most concurrent consumer invocations (2..1000).
+   * @default 2
+   */
+  readonly maxConcurrency?: number;
+
+  /**
+   * Receives before a message moves to its dead-letter queue.
+   * @default 5
+   */
+  readonly maxReceiveCount?: number;
+
+  /**
+   * Consumer function timeout.
+   * @default Duration.seconds(30)
+   */
+  readonly functionTimeout?: Duration;
+
+  /**
+   * Visibility timeout of the group's queue; at least 6x `functionTimeout`.
+   * @default - 6x `functionTimeout`
+   */
+  readonly visibilityTimeout?: Duration;
+
+  /**
+   * How a FIFO group's buffer reaches its FIFO queue: a dispatch function or an EventBridge Pipe.
+   * @default "dispatch-function"
+   */
+  readonly delivery?: Delivery;
+}
+
+export interface TopologyDeclaration {
+  /** The topics (one EventBridge bus each). */
+  readonly topics: readonly TopicName[];
+  /** The consumer groups. */
+  readonly groups: readonly GroupDeclaration[];
+}
+
+/** The event types a group receives from one topic. */
+export interface TopicSubscription {
+  readonly topic: TopicName;
+  readonly eventTypes: readonly string[];
+}
+
+/** A group declaration with its defaults applied and its subscriptions split by topic. */
+export type GroupSpec = Omit<GroupDeclaration, keyof GroupSettings> &
+  GroupSettings & {
+    readonly subscriptions: readonly TopicSubscription[];
+  };
+
+/** A validated topology: every group with its defaults applied. */
+export interface Topology {
+  readonly topics: readonly TopicName[];
+  readonly groups: readonly GroupSpec[];
+}
+
+/** What validation looks up; the defaults are the project's registry and the file system. */
+export interface TopologyContext {
+  /** Registered event types and the topic each is published on. */
+  readonly eventTypes: readonly { readonly type: string; readonly topic: string }[];
+  /** Whether a handler file (absolute path) exists. */
+  readonly handlerExists?: (absolutePath: string) => boolean;
+}
+
+/** The project's registry as a validation context. */
+export function registryContext(): TopologyContext {
+  return { eventTypes: registry.definitions().map((d) => ({ type: d.type, topic: d.topic })) };
+}
+
+/**
+ * Everything wrong with a topology declaration, each problem naming the bad value: unknown
+ * topics, duplicate or badly named groups, a name that differs from the role's group, event
+ * types that are not registered or whose topic is not declared, settings out of range (batch
+ * size per queue type, concurrency, visibility timeout vs function timeout, order key,
+ * delivery), and handler files that do not exist. Empty when the declaration is sound.
+ */
+export function topologyProblems(
+  declaration: TopologyDeclaration,
+  context: TopologyContext = registryContext(),
+): string[] {
+  const problems: string[] = [];
+  const topics = declaration.topics ?? [];
+  if (topics.length === 0) problems.push("topics must not be empty");
+  const seenTopics = new Set<string>();
+  for (const topic of topics) {
+    if (!(TOPICS as readonly string[]).includes(topic)) {
+      problems.push(
+        `topic ${JSON.stringify(topic)} is not one of ${TOPICS.map((t) => JSON.stringify(t)).join(", ")}`,
+      );
+    }
+    if (seenTopics.has(topic)) problems.push(`topic ${JSON.stringify(topic)} is declared twice`);
+    seenTopics.add(topic);
+  }
+  const seenGroups = new Set<string>();
+  for (const group of declaration.groups ?? []) {
+    if (seenGroups.has(group.name)) {
+      problems.push(`group name ${JSON.stringify(group.name)} is declared twice`);
+    }
+    seenGroups.add(group.name);
+    problems.push(
+      ...groupProblems(group, seenTopics, context).map(
+        (p) => `group ${JSON.stringify(group.name)}: ${p}`,
+      ),
+    );
+  }
+  return problems;
+}
+
+/** Everything wrong with one group declaration, given the declared topics. */
+export function groupProblems(
+  group: GroupDeclaration,
+  declaredTopics: ReadonlySet<string>,
+  context: TopologyContext = registryContext(),
+): string[] {
+  const problems: (string | undefined)[] = [
+    kebabCaseProblem("group name", group.name, GROUP_NAME_MAX_LENGTH),
+  ];
+  if (group.role?.group !== group.name) {
+    problems.push(
+      `role group ${JSON.stringify(group.role?.group)} differs from the group name ${JSON.stringify(group.name)} (the consumer refuses to start when they differ)`,
+    );
+  }
+  const subscriptions = group.role?.subscriptions ?? [];
+  if (subscriptions.length === 0) problems.push("the role subscribes to no event types");
+  const seen = new Set<string>();
+  for (const type of subscriptions) {
+    if (seen.has(type)) problems.push(`event type ${JSON.stringify(type)} is subscribed twice`);
+    seen.add(type);
+    const onTopics = [
+      ...new Set(context.eventTypes.filter((e) => e.type === type).map((e) => e.topic)),
+    ];
+    if (onTopics.length === 0) {
+      problems.push(`event type ${JSON.stringify(type)} is not in the registry`);
+      continue;
+    }
+    for (const topic of onTopics) {
+      if (!declaredTopics.has(topic)) {
+        problems.push(
+          `event type ${JSON.stringify(type)} is published on topic ${JSON.stringify(topic)}, which is not declared`,
+        );
+      }
+    }
+  }
+  problems.push(...groupSettingsProblems(settingsOf(group)));
+  problems.push(handlerEntryProblem(group.handler, context.handlerExists));
+  return problems.filter((p): p is string => p !== undefined);
+}
+
+/**
+ * Validate a declaration up front (every problem at once, each naming the bad value) and return
+ * it typed, with every default applied and each group's subscriptions split by topic.
+ */
+export function defineTopology(
+  declaration: TopologyDeclaration,
+  context: TopologyContext = registryContext(),
+): Topology {
+  const problems = topologyProblems(declaration, context);
+  if (problems.length > 0) {
+    throw new Error(`invalid topology:\n  - ${problems.join("\n  - ")}`);
+  }
+  return {
+    topics: [...declaration.topics],
+    groups: declaration.groups.map((group) => ({
+      ...group,
+      ...settingsOf(group),
+      subscriptions: subscriptionsByTopic(group.role.subscriptions, declaration.topics, context),
+    })),
+  };
+}
+
+function settingsOf(group: GroupDeclaration): GroupSettings {
+  return withGroupDefaults({
+    ordering: group.ordering,
+    delivery: group.delivery,
+    orderKey: group.orderKey,
+    batchSize: group.batchSize,
+    maxConcurrency: group.maxConcurrency,
+    maxReceiveCount: group.maxReceiveCount,
+    functionTimeout: group.functionTimeout,
+    visibilityTimeout: group.visibilityTimeout,
+  });
+}
+
+/** The subscribed types per declared topic, in the topics' declared order. */
+function subscriptionsByTopic(
+  eventTypes: readonly string[],
+  topics: readonly TopicName[],
+  context: TopologyContext,
+): TopicSubscription[] {
+  return topics
+    .map((topic) => ({
+      topic,
+      eventTypes: eventTypes.filter((type) =>
+        context.eventTypes.some((e) => e.type === type && e.topic === topic),
+      ),
+    }))
+    .filter((subscription) => subscription.eventTypes.length > 0);
+}
+
+/**
+ * AgentBus's own topology. To add an agent role: write its decision in `functions/roles/`, its
+ * handler (wiring only) in `functions/handlers/`, and declare the group here.
+ */
+export const topology = defineTopology({
+  topics: ["commands", "events", "audit"],
+  groups: [
+    {
+      name: "task-projection",
+      role: taskProjection,
+      handler: "functions/handlers/task-projection.ts",
+    },
+    {
+      name: "audit",
+      role: audit,
+      handler: "functions/handlers/audit.ts",
+      ordering: "none",
+    },
+  ],
+});
