@@ -89,7 +89,7 @@ async function main(): Promise<void> {
     `  stack      ${d.stackName}: synthesized in ${t.synth} ms, ${d.resources.size} resources deployed to the emulator in ${t.deploy} ms`,
   );
   out(
-    `             ${d.functions.length} functions run in-process (${d.functions.map((f) => f.kind).join(", ")}), ${d.mappings.length} event source mappings emulated`,
+    `             ${d.functions.length} functions run in-process (${d.functions.map((f) => (f.group ? `${f.kind} ${f.group}` : f.kind)).join(", ")}), ${d.mappings.length} event source mappings and ${d.pipes.length} pipes emulated`,
   );
   out(`             not needed locally: ${skipped || "nothing"}`);
   out();
