@@ -1,6 +1,6 @@
 import { type Envelope, type EventRegistry, envelopeBytes, type Topic } from "../../schemas";
 import { backoff, chunk, sleep } from "./batching";
-import { AgentBusError, TransientError } from "./errors";
+import { AgentBusError, describe, TransientError } from "./errors";
 import type { EventPublisher, PublishFailure } from "./ports";
 
 /** PutEvents takes at most 10 entries and 256 KB per call. */
@@ -24,7 +24,8 @@ export interface RelayReport {
 /**
  * Publish events read from the event store's stream to the bus of each event's topic.
  * Entries go out in stream order, in calls of at most 10 entries / 256 KB; only the entries that
- * failed are retried (with jittered backoff). Events of one transaction may arrive in separate
+ * failed are retried (with jittered backoff), before the next call, so the relay keeps each
+ * aggregate's order. Events of one transaction may arrive in separate
  * stream batches: nothing here assumes they come together. Publishing is at least once: a retry
  * after a lost response publishes again, and consumers de-duplicate by event id and version.
  * Throws TransientError when entries still fail after `maxAttempts`, so the stream retries.
@@ -44,51 +45,47 @@ export async function relay(
   }
   let calls = 0;
   let retriedEntries = 0;
-  const lastFailures: PublishFailure[] = [];
-  const exhausted: Envelope[] = [];
   for (const [topic, pending] of byTopic) {
-    let remaining = pending;
-    for (let attempt = 0; remaining.length > 0; attempt++) {
-      if (attempt >= maxAttempts) {
-        exhausted.push(...remaining);
-        break;
-      }
-      if (attempt > 0) {
-        retriedEntries += remaining.length;
-        await wait(backoff(attempt));
-      }
-      const failedIds = new Set<string>();
-      for (const entries of chunk(
-        remaining,
-        (e) => envelopeBytes(e) + ENTRY_OVERHEAD_BYTES,
-        PUT_EVENTS_MAX_ENTRIES,
-        PUT_EVENTS_MAX_BYTES,
-      )) {
+    // Calls go out one after the other and a call's failed entries are retried before the next
+    // call is made, so a later version of an aggregate never overtakes an earlier one here.
+    for (const entries of chunk(
+      pending,
+      (e) => envelopeBytes(e) + ENTRY_OVERHEAD_BYTES,
+      PUT_EVENTS_MAX_ENTRIES,
+      PUT_EVENTS_MAX_BYTES,
+    )) {
+      let remaining = entries;
+      let lastFailures: PublishFailure[] = [];
+      for (let attempt = 0; remaining.length > 0; attempt++) {
+        if (attempt >= maxAttempts) {
+          // Stop here: publishing later entries now could put an aggregate's events out of order.
+          throw new TransientError(
+            "relay.publish_failed",
+            `${remaining.length} of ${events.length} events could not be published after ${maxAttempts} attempts`,
+            {
+              details: {
+                eventIds: remaining.map((e) => e.event_id),
+                lastFailures: lastFailures.slice(-10),
+              },
+            },
+          );
+        }
+        if (attempt > 0) {
+          retriedEntries += remaining.length;
+          await wait(backoff(attempt));
+        }
         calls++;
         try {
-          for (const failure of await publisher.publish(topic, entries)) {
-            failedIds.add(failure.eventId);
-            lastFailures.push(failure);
-          }
+          lastFailures = await publisher.publish(topic, remaining);
         } catch (error) {
           if (error instanceof AgentBusError && error.errorClass === "permanent") throw error;
-          for (const e of entries) failedIds.add(e.event_id);
+          const { code, message } = describe(error);
+          lastFailures = remaining.map((e) => ({ eventId: e.event_id, code, message }));
         }
+        const failedIds = new Set(lastFailures.map((f) => f.eventId));
+        remaining = remaining.filter((e) => failedIds.has(e.event_id));
       }
-      remaining = remaining.filter((e) => failedIds.has(e.event_id));
     }
-  }
-  if (exhausted.length > 0) {
-    throw new TransientError(
-      "relay.publish_failed",
-      `${exhausted.length} of ${events.length} events could not be published after ${maxAttempts} attempts`,
-      {
-        details: {
-          eventIds: exhausted.map((e) => e.event_id),
-          lastFailures: lastFailures.slice(-10),
-        },
-      },
-    );
   }
   return { published: events.length, calls, retriedEntries };
 }

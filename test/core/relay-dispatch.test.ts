@@ -75,6 +75,32 @@ describe("relay", () => {
     expect(report).toMatchObject({ published: 4, retriedEntries: 1 });
   });
 
+  it("retries a call's failed entries before the next call, and stops there if they keep failing", async () => {
+    const { deps } = makeDeps();
+    const events: Envelope[] = [];
+    for (let i = 0; i < 3; i++) events.push(...(await seedTask(deps, 4)));
+    const flaky = new RecordingPublisher(new Set([events[3]?.event_id ?? ""]));
+    await relay(events, registry, flaky, { wait: noWait });
+    expect(flaky.calls.map((c) => c.ids.length)).toEqual([10, 1, 2]);
+    const stuckId = events[3]?.event_id;
+    const stuck: EventPublisher & { calls: string[][] } = {
+      calls: [],
+      async publish(_t, es) {
+        this.calls.push(es.map((e) => e.event_id));
+        return es
+          .filter((e) => e.event_id === stuckId)
+          .map((e) => ({ eventId: e.event_id, code: "InternalFailure", message: "x" }));
+      },
+    };
+    await expect(
+      relay(events, registry, stuck, { wait: noWait, maxAttempts: 3 }),
+    ).rejects.toMatchObject({
+      code: "relay.publish_failed",
+    });
+    // the second call (events 11 and 12) never went out while event 4 could not be published
+    expect(stuck.calls.map((c) => c.length)).toEqual([10, 1, 1]);
+  });
+
   it("fails the batch (transient) when entries keep failing, so the stream retries", async () => {
     const { deps } = makeDeps();
     const events = await seedTask(deps, 2);
