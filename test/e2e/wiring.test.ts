@@ -1,3 +1,5 @@
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { DescribeTableCommand, DescribeTimeToLiveCommand } from "@aws-sdk/client-dynamodb";
 import { DescribeRuleCommand, ListTargetsByRuleCommand } from "@aws-sdk/client-eventbridge";
 import { GetQueueAttributesCommand } from "@aws-sdk/client-sqs";
@@ -9,7 +11,7 @@ import {
   emulatorClients,
   type LocalDeployment,
 } from "../../lib/local/deploy";
-import { synthesize } from "../../lib/local/synth";
+import { ROOT, synthesize } from "../../lib/local/synth";
 import { resolve, type Template } from "../../lib/local/template";
 import { emulator } from "../support/aws";
 
@@ -174,7 +176,12 @@ describe("local wiring equals the synthesized template", () => {
       expect(fn.environment, fn.logicalId).toEqual(
         Object.fromEntries(Object.entries(env).map(([k, v]) => [k, String(v)])),
       );
-      const module = (await import(`../../${fn.entry}`)) as { create?: unknown; handler?: unknown };
+      const module = (await import(
+        /* @vite-ignore */ pathToFileURL(join(ROOT, fn.entry)).href
+      )) as {
+        create?: unknown;
+        handler?: unknown;
+      };
       expect(typeof module.create, fn.entry).toBe("function");
       expect(typeof module.handler, fn.entry).toBe("function");
     }
