@@ -1,4 +1,5 @@
 import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
+import type { Topology } from "../topology";
 import { type AwsClients, deployTemplate, emulatorClients, type LocalDeployment } from "./deploy";
 import { type MotoServer, resetMoto, startMoto } from "./moto";
 import { LocalRuntime, type RuntimeEvent } from "./runtime";
@@ -36,6 +37,8 @@ export interface LocalOptions {
   readonly onEvent?: (event: RuntimeEvent) => void;
   /** Reset the emulator before deploying (for a reused endpoint). */
   readonly reset?: boolean;
+  /** Deploy another topology than the project's (tests of delivery options). */
+  readonly topology?: Topology;
 }
 
 /**
@@ -59,7 +62,7 @@ export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvir
   try {
     if (options.endpoint && options.reset) await resetMoto(endpoint);
     const clients = emulatorClients(endpoint, region);
-    const { stackName, template } = synthesize(stage);
+    const { stackName, template } = synthesize(stage, options.topology);
     const synthMs = lap();
     const deployment = await deployTemplate(template, clients, { stackName, region });
     const deployMs = lap();

@@ -97,6 +97,7 @@ export async function runScenario(
     causation_id: null,
     task_id: tasks.C,
     aggregate: { type: "task", id: tasks.C, version: 0 },
+    order_key: tasks.C,
     producer: "web-client",
     payload: { rating },
     ...extra,

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { App } from "aws-cdk-lib";
 import { AgentBusStack } from "../agentbus-stack";
+import type { Topology } from "../topology";
 import type { Template } from "./template";
 
 export const ROOT = join(import.meta.dirname, "..", "..");
@@ -11,7 +12,10 @@ export const ROOT = join(import.meta.dirname, "..", "..");
  * Synthesize the same stack `cdk synth` does (same app code, same cdk.json context), for a
  * stage, without bundling the functions (the local runtime runs their sources in-process).
  */
-export function synthesize(stage: string): { stackName: string; template: Template } {
+export function synthesize(
+  stage: string,
+  topology?: Topology,
+): { stackName: string; template: Template } {
   const cdkJson = JSON.parse(readFileSync(join(ROOT, "cdk.json"), "utf8")) as {
     context?: Record<string, unknown>;
   };
@@ -28,7 +32,7 @@ export function synthesize(stage: string): { stackName: string; template: Templa
       },
     });
     const stackName = `AgentBus-${stage}`;
-    new AgentBusStack(app, stackName, { stage });
+    new AgentBusStack(app, stackName, { stage, topology });
     const template = app.synth().getStackByName(stackName).template as Template;
     return { stackName, template };
   } finally {
