@@ -1,0 +1,479 @@
+import { z } from "zod";
+import { OpaqueId } from "../../schemas/ids";
+import { AgentBusError, describe, type ErrorClass, PermanentError } from "./errors";
+
+/**
+ * The agent run state machine (seed 001 §2, DESIGN "Orchestration"): one aggregate per run of one
+ * role on one task (optionally one DAG node). Pure and AWS-free: `transition` maps a run and a
+ * trigger to a new run or throws IllegalTransitionError; the input is never changed.
+ *
+ * Decisions where the seed and DESIGN are silent:
+ * - Every edge is one row of TRANSITIONS (single target per (state, trigger)). Triggers whose
+ *   outcome depends on data are split into distinct triggers instead of branching in code:
+ *   a failure is classified first (`classifyFailure`) into RetryScheduled / TaskFailed /
+ *   NeedsHuman / TaskBlocked; a human resolution is HumanResolved (-> COMPLETED, the human
+ *   supplied or approved the output) or HumanRetry (-> READY, run again with a fresh budget).
+ * - Retries within the budget never enter FAILED: RUNNING --RetryScheduled--> READY, attempt + 1.
+ *   FAILED is reached on a permanent or business failure, an exhausted budget, a dependency or
+ *   confirmation timeout, or a hung lease, and only ManualReset leaves it.
+ * - No TaskStarted: READY --DependenciesSatisfied--> RUNNING is the start (also for retries: the
+ *   executor re-checks the dependencies and dispatches again) and starts the lease; the worker's
+ *   heartbeats extend it. A hung run goes to FAILED (TaskHung is the takeover entry; a late
+ *   TaskCompleted from the lost worker is then an illegal transition, which fences it out).
+ * - Guards beyond the table (both raise IllegalTransitionError with `guard` set):
+ *   RetryScheduled needs attempt < max_attempts; TaskHung needs the lease to be expired at `now`
+ *   (a sweeper that raced with a heartbeat is refused).
+ * - Heartbeat (RUNNING -> RUNNING) renews the lease (never shortens it) and is not recorded in
+ *   `history`, which holds state changes only (the last HISTORY_LIMIT of them;
+ *   `transition_count` counts them all).
+ * - CANCELLED and DEGRADED are terminal for the DAG executor; like COMPLETED they only leave
+ *   through TaskArchived (-> IDLE). Degrading replaces the failing trigger (the executor applies
+ *   TaskDegraded instead of TaskFailed / DependencyTimeout / ExternalConfirmTimeout / a human
+ *   give-up when the node's policy allows it); a FAILED run is not degraded afterwards.
+ * - BLOCKED (unknown outcome) gets a confirmation deadline `confirm_by`; `sweepBlocked` reports
+ *   overdue ones so ExternalConfirmTimeout has an emitter, as `sweepHung` does for TaskHung.
+ * - `attempt` is 1-based: the number of the current execution within the current assignment.
+ *   TaskAssigned and HumanRetry set it to 1, RetryScheduled adds 1.
+ */
+
+export const STATES = [
+  "IDLE",
+  "READY",
+  "RUNNING",
+  "BLOCKED",
+  "COMPLETED",
+  "FAILED",
+  "NEEDS_HUMAN",
+  "CANCELLED",
+  "DEGRADED",
+] as const;
+
+export const TRIGGERS = [
+  "TaskAssigned",
+  "DependenciesSatisfied",
+  "DependencyTimeout",
+  "TaskCompleted",
+  "TaskFailed",
+  "TaskBlocked",
+  "ExternalUnblocked",
+  "ExternalConfirmTimeout",
+  "TaskHung",
+  "Heartbeat",
+  "RetryScheduled",
+  "NeedsHuman",
+  "HumanResolved",
+  "HumanRetry",
+  "ManualReset",
+  "TaskArchived",
+  "TaskCancelled",
+  "TaskDegraded",
+] as const;
+
+export const RunState = z.enum(STATES);
+export type RunState = z.infer<typeof RunState>;
+export const RunTrigger = z.enum(TRIGGERS);
+export type RunTrigger = z.infer<typeof RunTrigger>;
+
+/** The whole state machine. Anything not listed is illegal. */
+export const TRANSITIONS: Readonly<
+  Record<RunState, Readonly<Partial<Record<RunTrigger, RunState>>>>
+> = {
+  IDLE: { TaskAssigned: "READY", TaskCancelled: "CANCELLED" },
+  READY: {
+    DependenciesSatisfied: "RUNNING",
+    DependencyTimeout: "FAILED",
+    TaskCancelled: "CANCELLED",
+    TaskDegraded: "DEGRADED",
+  },
+  RUNNING: {
+    TaskCompleted: "COMPLETED",
+    TaskFailed: "FAILED",
+    TaskBlocked: "BLOCKED",
+    TaskHung: "FAILED",
+    Heartbeat: "RUNNING",
+    RetryScheduled: "READY",
+    NeedsHuman: "NEEDS_HUMAN",
+    TaskCancelled: "CANCELLED",
+    TaskDegraded: "DEGRADED",
+  },
+  BLOCKED: {
+    ExternalUnblocked: "RUNNING",
+    ExternalConfirmTimeout: "FAILED",
+    TaskCancelled: "CANCELLED",
+    TaskDegraded: "DEGRADED",
+  },
+  COMPLETED: { TaskArchived: "IDLE" },
+  FAILED: { ManualReset: "IDLE" },
+  NEEDS_HUMAN: {
+    HumanResolved: "COMPLETED",
+    HumanRetry: "READY",
+    TaskCancelled: "CANCELLED",
+    TaskDegraded: "DEGRADED",
+  },
+  CANCELLED: { TaskArchived: "IDLE" },
+  DEGRADED: { TaskArchived: "IDLE" },
+};
+
+/** States in which the run's work is over (the DAG executor's node outcomes). */
+export const TERMINAL_STATES: readonly RunState[] = [
+  "COMPLETED",
+  "FAILED",
+  "CANCELLED",
+  "DEGRADED",
+];
+
+export const HISTORY_LIMIT = 50;
+export const DEFAULT_MAX_ATTEMPTS = 3;
+export const DEFAULT_LEASE_SECONDS = 300;
+export const DEFAULT_CONFIRM_SECONDS = 900;
+/** Code prefix of "the model answered, but not in the required shape". */
+export const MODEL_INVALID_OUTPUT = "model.invalid_output";
+
+const ERROR_CLASSES = [
+  "transient",
+  "permanent",
+  "business",
+  "unknown_outcome",
+] as const satisfies readonly ErrorClass[];
+
+const IsoTime = z.iso.datetime({ offset: true });
+const Name = z.string().min(1).max(128);
+
+export const RunError = z.object({
+  code: z.string().min(1).max(256),
+  errorClass: z.enum(ERROR_CLASSES),
+  message: z.string().max(4096),
+});
+export type RunError = z.infer<typeof RunError>;
+
+export const HistoryEntry = z.object({
+  from: RunState,
+  to: RunState,
+  trigger: RunTrigger,
+  at: IsoTime,
+  reason: z.string().max(1024).optional(),
+});
+export type HistoryEntry = z.infer<typeof HistoryEntry>;
+
+export const AgentRunSchema = z
+  .object({
+    run_id: OpaqueId,
+    task_id: OpaqueId,
+    role: Name,
+    node_id: Name.optional(),
+    state: RunState,
+    attempt: z.number().int().min(1),
+    max_attempts: z.number().int().min(1),
+    /** Seconds a lease lasts when none is given to the transition. */
+    lease_seconds: z.number().int().positive(),
+    /** Set while RUNNING only. */
+    lease_expires_at: IsoTime.optional(),
+    last_heartbeat_at: IsoTime.optional(),
+    /** Set while BLOCKED only: when ExternalConfirmTimeout becomes due. */
+    confirm_by: IsoTime.optional(),
+    history: z.array(HistoryEntry).max(HISTORY_LIMIT),
+    /** State changes ever recorded (history keeps the last HISTORY_LIMIT). */
+    transition_count: z.number().int().min(0),
+    output: z.unknown().optional(),
+    error: RunError.optional(),
+    created_at: IsoTime,
+    updated_at: IsoTime,
+  })
+  .superRefine((run, ctx) => {
+    if (run.attempt > run.max_attempts)
+      ctx.addIssue({ code: "custom", path: ["attempt"], message: "attempt exceeds max_attempts" });
+    if ((run.state === "RUNNING") !== (run.lease_expires_at !== undefined))
+      ctx.addIssue({
+        code: "custom",
+        path: ["lease_expires_at"],
+        message: "a lease is held exactly while RUNNING",
+      });
+    if (run.confirm_by !== undefined && run.state !== "BLOCKED")
+      ctx.addIssue({ code: "custom", path: ["confirm_by"], message: "set only while BLOCKED" });
+    if (run.transition_count < run.history.length)
+      ctx.addIssue({
+        code: "custom",
+        path: ["transition_count"],
+        message: "fewer transitions than history entries",
+      });
+    const last = run.history.at(-1);
+    if (last && last.to !== run.state)
+      ctx.addIssue({
+        code: "custom",
+        path: ["history"],
+        message: `last history entry ends in ${last.to}, run is ${run.state}`,
+      });
+  });
+export type AgentRun = z.infer<typeof AgentRunSchema>;
+
+export type GuardName = "retry_budget_exhausted" | "lease_not_expired";
+
+/** A trigger the run's state does not accept (or whose guard fails). The run is unchanged. */
+export class IllegalTransitionError extends AgentBusError {
+  readonly from: RunState;
+  readonly trigger: RunTrigger;
+  readonly guard: GuardName | undefined;
+
+  constructor(from: RunState, trigger: RunTrigger, runId: string, guard?: GuardName) {
+    super(
+      "permanent",
+      "agent_run.illegal_transition",
+      guard
+        ? `run ${runId}: ${trigger} refused in ${from} (${guard})`
+        : `run ${runId}: state ${from} does not accept ${trigger}`,
+      { details: { from, trigger, runId, ...(guard ? { guard } : {}) } },
+    );
+    this.from = from;
+    this.trigger = trigger;
+    this.guard = guard;
+  }
+}
+
+/** Validates a run loaded from storage; PermanentError `agent_run.invalid` when it is not one. */
+export function parseRun(raw: unknown): AgentRun {
+  const result = AgentRunSchema.safeParse(raw);
+  if (!result.success)
+    throw new PermanentError("agent_run.invalid", z.prettifyError(result.error), {
+      details: { issues: result.error.issues },
+    });
+  return result.data;
+}
+
+export interface NewRunInput {
+  readonly run_id: string;
+  readonly task_id: string;
+  readonly role: string;
+  readonly node_id?: string;
+  readonly max_attempts?: number;
+  readonly lease_seconds?: number;
+  readonly now: Date;
+}
+
+/** A new run in IDLE (assign it with TaskAssigned). */
+export function newRun(input: NewRunInput): AgentRun {
+  const at = input.now.toISOString();
+  return parseRun(
+    compact({
+      run_id: input.run_id,
+      task_id: input.task_id,
+      role: input.role,
+      node_id: input.node_id,
+      state: "IDLE",
+      attempt: 1,
+      max_attempts: input.max_attempts ?? DEFAULT_MAX_ATTEMPTS,
+      lease_seconds: input.lease_seconds ?? DEFAULT_LEASE_SECONDS,
+      history: [],
+      transition_count: 0,
+      created_at: at,
+      updated_at: at,
+    }),
+  );
+}
+
+export interface TransitionOptions {
+  readonly now: Date;
+  /** Why; recorded in the history entry (defaults to the error code when there is one). */
+  readonly reason?: string;
+  /** The failure behind this trigger: an AgentBusError, any thrown value, or a RunError. */
+  readonly error?: unknown;
+  /** The result (TaskCompleted, HumanResolved). */
+  readonly output?: unknown;
+  /** Lease length on entering RUNNING or on Heartbeat (defaults to run.lease_seconds). */
+  readonly leaseSeconds?: number;
+  /** Confirmation deadline on entering BLOCKED (defaults to DEFAULT_CONFIRM_SECONDS). */
+  readonly confirmSeconds?: number;
+}
+
+/** Triggers accepted in a state (guards aside). */
+export function legalTriggers(state: RunState): RunTrigger[] {
+  return TRIGGERS.filter((trigger) => TRANSITIONS[state][trigger] !== undefined);
+}
+
+/** Every state reachable from `start` through the table (including `start`). */
+export function reachableStates(start: RunState = "IDLE"): Set<RunState> {
+  const seen = new Set<RunState>([start]);
+  const queue: RunState[] = [start];
+  for (let state = queue.shift(); state !== undefined; state = queue.shift()) {
+    for (const next of Object.values(TRANSITIONS[state])) {
+      if (next !== undefined && !seen.has(next)) {
+        seen.add(next);
+        queue.push(next);
+      }
+    }
+  }
+  return seen;
+}
+
+/** RUNNING and its lease has expired at `now`. */
+export function isHung(run: AgentRun, now: Date): boolean {
+  return (
+    run.state === "RUNNING" &&
+    run.lease_expires_at !== undefined &&
+    Date.parse(run.lease_expires_at) <= now.getTime()
+  );
+}
+
+/** BLOCKED and its confirmation deadline has passed at `now`. */
+export function isConfirmOverdue(run: AgentRun, now: Date): boolean {
+  return (
+    run.state === "BLOCKED" &&
+    run.confirm_by !== undefined &&
+    Date.parse(run.confirm_by) <= now.getTime()
+  );
+}
+
+/** The runs a scheduled sweeper should report with TaskHung. */
+export function sweepHung(runs: Iterable<AgentRun>, now: Date): AgentRun[] {
+  return [...runs].filter((run) => isHung(run, now));
+}
+
+/** The runs a scheduled sweeper should report with ExternalConfirmTimeout. */
+export function sweepBlocked(runs: Iterable<AgentRun>, now: Date): AgentRun[] {
+  return [...runs].filter((run) => isConfirmOverdue(run, now));
+}
+
+export type FailureTrigger = "RetryScheduled" | "TaskFailed" | "NeedsHuman" | "TaskBlocked";
+
+/**
+ * The trigger for a failure of a RUNNING run, from the error's class (DESIGN "Error classes"):
+ * - code `model.invalid_output*` (any class): RetryScheduled while attempts are left, then
+ *   NeedsHuman;
+ * - transient (and anything that is not an AgentBusError): RetryScheduled while attempts are
+ *   left, then TaskFailed;
+ * - permanent: TaskFailed at once;
+ * - business: TaskFailed at once (the refusal is kept in `error`, class "business");
+ * - unknown_outcome: TaskBlocked, until ExternalUnblocked or ExternalConfirmTimeout.
+ */
+export function classifyFailure(error: unknown, run: AgentRun): FailureTrigger {
+  const { code, errorClass } = toRunError(error);
+  const attemptsLeft = run.attempt < run.max_attempts;
+  if (code === MODEL_INVALID_OUTPUT || code.startsWith(`${MODEL_INVALID_OUTPUT}.`))
+    return attemptsLeft ? "RetryScheduled" : "NeedsHuman";
+  switch (errorClass) {
+    case "transient":
+      return attemptsLeft ? "RetryScheduled" : "TaskFailed";
+    case "unknown_outcome":
+      return "TaskBlocked";
+    case "permanent":
+    case "business":
+      return "TaskFailed";
+  }
+}
+
+/** Classifies the failure and applies it: `transition(run, classifyFailure(error, run), ...)`. */
+export function fail(
+  run: AgentRun,
+  error: unknown,
+  options: Omit<TransitionOptions, "error">,
+): AgentRun {
+  return transition(run, classifyFailure(error, run), { ...options, error });
+}
+
+const DEFAULT_ERRORS: Partial<Record<RunTrigger, Omit<RunError, "message">>> = {
+  TaskFailed: { code: "agent_run.failed", errorClass: "permanent" },
+  TaskHung: { code: "agent_run.lease_expired", errorClass: "transient" },
+  DependencyTimeout: { code: "agent_run.dependency_timeout", errorClass: "transient" },
+  ExternalConfirmTimeout: { code: "agent_run.confirm_timeout", errorClass: "unknown_outcome" },
+  NeedsHuman: { code: MODEL_INVALID_OUTPUT, errorClass: "permanent" },
+};
+
+/**
+ * Applies one trigger. Returns a new run; throws IllegalTransitionError (and changes nothing)
+ * when the table has no edge for (run.state, trigger) or a guard fails.
+ * Lease: entering RUNNING sets `lease_expires_at = now + leaseSeconds`, Heartbeat extends it,
+ * leaving RUNNING clears it.
+ */
+export function transition(
+  run: AgentRun,
+  trigger: RunTrigger,
+  options: TransitionOptions,
+): AgentRun {
+  const from = run.state;
+  const to = TRANSITIONS[from][trigger];
+  if (to === undefined) throw new IllegalTransitionError(from, trigger, run.run_id);
+  const { now } = options;
+  if (trigger === "RetryScheduled" && run.attempt >= run.max_attempts)
+    throw new IllegalTransitionError(from, trigger, run.run_id, "retry_budget_exhausted");
+  if (trigger === "TaskHung" && !isHung(run, now))
+    throw new IllegalTransitionError(from, trigger, run.run_id, "lease_not_expired");
+
+  const at = now.toISOString();
+  const leaseMs = () => seconds(options.leaseSeconds ?? run.lease_seconds, "leaseSeconds") * 1000;
+  const next: AgentRun = { ...run, updated_at: at };
+
+  if (trigger === "Heartbeat") {
+    const current = run.lease_expires_at ? Date.parse(run.lease_expires_at) : 0;
+    next.lease_expires_at = new Date(Math.max(current, now.getTime() + leaseMs())).toISOString();
+    next.last_heartbeat_at = at;
+    return next;
+  }
+
+  next.state = to;
+
+  // Lease: held exactly while RUNNING.
+  if (to === "RUNNING") {
+    next.lease_expires_at = new Date(now.getTime() + leaseMs()).toISOString();
+    delete next.last_heartbeat_at;
+  } else {
+    delete next.lease_expires_at;
+  }
+  // Confirmation deadline: held exactly while BLOCKED.
+  if (to === "BLOCKED") {
+    const confirmMs =
+      seconds(options.confirmSeconds ?? DEFAULT_CONFIRM_SECONDS, "confirmSeconds") * 1000;
+    next.confirm_by = new Date(now.getTime() + confirmMs).toISOString();
+  } else {
+    delete next.confirm_by;
+  }
+
+  if (trigger === "TaskAssigned" || trigger === "HumanRetry") next.attempt = 1;
+  if (trigger === "RetryScheduled") next.attempt = run.attempt + 1;
+
+  const error = errorFor(trigger, options, run, now);
+  if (error) next.error = error;
+  if (to === "COMPLETED" || to === "IDLE") delete next.error;
+
+  if (to === "COMPLETED" && options.output !== undefined) next.output = options.output;
+  else if (to === "IDLE" || to === "DEGRADED") delete next.output;
+
+  const reason = options.reason ?? error?.code;
+  const entry: HistoryEntry =
+    reason === undefined ? { from, to, trigger, at } : { from, to, trigger, at, reason };
+  next.history = [...run.history, entry].slice(-HISTORY_LIMIT);
+  next.transition_count = run.transition_count + 1;
+  return next;
+}
+
+function errorFor(
+  trigger: RunTrigger,
+  options: TransitionOptions,
+  run: AgentRun,
+  now: Date,
+): RunError | undefined {
+  if (options.error !== undefined) return toRunError(options.error);
+  const fallback = DEFAULT_ERRORS[trigger];
+  if (!fallback) return undefined;
+  const message =
+    options.reason ??
+    (trigger === "TaskHung"
+      ? `lease expired at ${run.lease_expires_at} (now ${now.toISOString()}); last heartbeat ${run.last_heartbeat_at ?? "never"}`
+      : `${trigger} in ${run.state}`);
+  return { ...fallback, message };
+}
+
+function toRunError(error: unknown): RunError {
+  const parsed = RunError.safeParse(error);
+  if (parsed.success && !(error instanceof Error)) return parsed.data;
+  const described = describe(error);
+  return { ...described, message: described.message.slice(0, 4096) };
+}
+
+function seconds(value: number, name: string): number {
+  if (!Number.isFinite(value) || value <= 0)
+    throw new PermanentError("agent_run.invalid_option", `${name} must be a positive number`);
+  return value;
+}
+
+function compact<T extends Record<string, unknown>>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+}
