@@ -1,0 +1,158 @@
+import {
+  type BedrockRuntimeClient,
+  ConverseCommand,
+  type ConverseCommandInput,
+  type ConverseCommandOutput,
+} from "@aws-sdk/client-bedrock-runtime";
+import { isServerError, isThrottlingError, isTransientError } from "@smithy/core/retry";
+import { type AgentBusError, PermanentError, TransientError } from "../../core/errors";
+import type { ModelPort, ModelRequest, ModelResponse } from "../../core/model";
+
+export interface BedrockModelProps {
+  /**
+   * Created once per container and injected. Its own retries (`maxAttempts`, standard mode
+   * by default) run before an error reaches us; what is left becomes a TransientError and is
+   * retried by the queue's visibility backoff.
+   */
+  readonly client: BedrockRuntimeClient;
+  /** Model id, inference profile id or ARN, from configuration (e.g. the `MODEL_ID` env var). */
+  readonly modelId: string;
+  /** Inference settings used when a request leaves them out. */
+  readonly defaults?: { readonly maxTokens?: number; readonly temperature?: number };
+}
+
+/**
+ * ModelPort over the Bedrock Converse API (`POST /model/{modelId}/converse`).
+ *
+ * Reply: the text blocks of `output.message.content` concatenated (tool use and reasoning blocks
+ * are ignored), `stopReason` as reported (a `max_tokens` reply is returned as text like any other:
+ * invokeStructured judges it), `usage.inputTokens/outputTokens`, and `metrics.latencyMs` (the
+ * service's measure; the wall time of the call when absent).
+ *
+ * Errors (see `modelFailure`): throttling -> TransientError `model.throttled`; outages, timeouts,
+ * 5xx and network errors -> TransientError `model.unavailable`; ModelNotReadyException ->
+ * TransientError `model.not_ready`; ValidationException, AccessDeniedException and
+ * ResourceNotFoundException -> PermanentError `model.validation`, `model.access_denied`,
+ * `model.not_found`; any other client error -> PermanentError `model.<snake_case name>`.
+ * Messages name the model id.
+ */
+export class BedrockModel implements ModelPort {
+  readonly name: string;
+  private readonly client: BedrockRuntimeClient;
+  private readonly modelId: string;
+  private readonly defaults: { readonly maxTokens?: number; readonly temperature?: number };
+
+  constructor(props: BedrockModelProps) {
+    if (props.modelId.trim() === "")
+      throw new PermanentError("model.invalid_config", "BedrockModel needs a non-empty modelId");
+    this.client = props.client;
+    this.modelId = props.modelId;
+    this.name = props.modelId;
+    this.defaults = props.defaults ?? {};
+  }
+
+  async converse(request: ModelRequest): Promise<ModelResponse> {
+    const input = converseInput(this.modelId, request, this.defaults);
+    const started = performance.now();
+    let output: ConverseCommandOutput;
+    try {
+      output = await this.client.send(new ConverseCommand(input));
+    } catch (error) {
+      throw modelFailure(error, this.modelId);
+    }
+    const elapsed = Math.round(performance.now() - started);
+    return {
+      text: (output.output?.message?.content ?? []).map((block) => block.text ?? "").join(""),
+      stopReason: output.stopReason ?? "unknown",
+      usage: {
+        inputTokens: output.usage?.inputTokens ?? 0,
+        outputTokens: output.usage?.outputTokens ?? 0,
+      },
+      modelId: this.modelId,
+      latencyMs: output.metrics?.latencyMs ?? elapsed,
+    };
+  }
+}
+
+/** The Converse request for one ModelRequest (pure; exported for tests). */
+export function converseInput(
+  modelId: string,
+  request: ModelRequest,
+  defaults: { readonly maxTokens?: number; readonly temperature?: number } = {},
+): ConverseCommandInput {
+  const maxTokens = request.maxTokens ?? defaults.maxTokens;
+  const temperature = request.temperature ?? defaults.temperature;
+  const inferenceConfig = {
+    ...(maxTokens === undefined ? {} : { maxTokens }),
+    ...(temperature === undefined ? {} : { temperature }),
+  };
+  const requestMetadata = metadataOf(request.metadata);
+  return {
+    modelId,
+    messages: request.messages.map((message) => ({
+      role: message.role,
+      content: [{ text: message.text }],
+    })),
+    ...(request.system === undefined || request.system === ""
+      ? {}
+      : { system: [{ text: request.system }] }),
+    ...(Object.keys(inferenceConfig).length === 0 ? {} : { inferenceConfig }),
+    ...(requestMetadata === undefined ? {} : { requestMetadata }),
+  };
+}
+
+/** Converse's `requestMetadata` (filters invocation logs) accepts at most 16 pairs of this form. */
+const METADATA_KEY = /^[a-zA-Z0-9\s:_@$#=/+,.-]{1,256}$/;
+const METADATA_VALUE = /^[a-zA-Z0-9\s:_@$#=/+,.-]{0,256}$/;
+
+/** The tracing fields Bedrock accepts; a value it would reject is left out rather than failing. */
+function metadataOf(metadata: ModelRequest["metadata"]): Record<string, string> | undefined {
+  if (metadata === undefined) return undefined;
+  const entries = Object.entries(metadata).filter(
+    (entry): entry is [string, string] =>
+      typeof entry[1] === "string" && METADATA_KEY.test(entry[0]) && METADATA_VALUE.test(entry[1]),
+  );
+  return entries.length === 0 ? undefined : Object.fromEntries(entries.slice(0, 16));
+}
+
+const PERMANENT_CODES: Readonly<Record<string, string>> = {
+  ValidationException: "model.validation",
+  AccessDeniedException: "model.access_denied",
+  ResourceNotFoundException: "model.not_found",
+};
+
+const UNAVAILABLE = new Set([
+  "ModelTimeoutException",
+  "ServiceUnavailableException",
+  "InternalServerException",
+  "ModelErrorException",
+]);
+
+/** Maps an SDK or network error of a Converse call to our error classes (exported for tests). */
+export function modelFailure(error: unknown, modelId: string): AgentBusError {
+  const e = (typeof error === "object" && error !== null ? error : {}) as Parameters<
+    typeof isThrottlingError
+  >[0] & { $fault?: string };
+  const name = error instanceof Error ? error.name : "Error";
+  const detail = error instanceof Error ? error.message : String(error);
+  const message = `Bedrock Converse with model ${modelId} failed: ${name}: ${detail}`;
+  const options = { cause: error, details: { model_id: modelId, error_name: name } };
+
+  if (name === "ModelNotReadyException")
+    return new TransientError("model.not_ready", message, options);
+  if (name === "ServiceQuotaExceededException" || isThrottlingError(e))
+    return new TransientError("model.throttled", message, options);
+  if (UNAVAILABLE.has(name)) return new TransientError("model.unavailable", message, options);
+  const permanent = PERMANENT_CODES[name];
+  if (permanent !== undefined) return new PermanentError(permanent, message, options);
+  if (isTransientError(e) || isServerError(e) || e.$fault !== "client")
+    return new TransientError("model.unavailable", message, options);
+  return new PermanentError(`model.${snakeCase(name)}`, message, options);
+}
+
+function snakeCase(name: string): string {
+  return name
+    .replace(/Exception$|Error$|Fault$/, "")
+    .replace(/([a-z0-9])([A-Z])/g, "$1_$2")
+    .toLowerCase();
+}

@@ -1,0 +1,281 @@
+import { createHash } from "node:crypto";
+import { PermanentError } from "../core/errors";
+import type { ModelPort, ModelRequest, ModelResponse } from "../core/model";
+
+/**
+ * NOT a model. A deterministic stand-in for the ModelPort, for the local runtime and for tests:
+ * it answers from scripts registered per agent role (`request.metadata.role`), so a workflow runs
+ * end to end without Bedrock, AWS credentials or network, and every run gives the same outputs.
+ *
+ * - A script returns a string (sent as is) or an object (sent as its JSON text).
+ * - Same request, same answer: scripts derive everything from the request text through a hash
+ *   (`RequestFacts`); nothing reads the clock or a random source. `latencyMs` is the reported
+ *   latency, not a wait.
+ * - Fault injection (the only state): `failNext(role, error)` makes the next call for the role
+ *   throw `error`; `invalidNext(role, count)` makes the next `count` calls answer non-JSON text.
+ * - A role without a script -> PermanentError `model.no_script`.
+ *
+ * The default scripts (`DEFAULT_SCRIPTS`) cover the content-production workflow of seed 001 §6
+ * (`topic-selection`, `fact-check`, `writing`, `review`, also under the DAG's role names
+ * `topic-selector`, `fact-checker`, `writer`, `reviewer`) and the support workflow's
+ * `reply-generation`. Put `[fail-fact-check]` anywhere in a fact-check request to get verdict
+ * "fail" and drive the failure path.
+ */
+export class DeterministicLocalModel implements ModelPort {
+  readonly name = LOCAL_MODEL_NAME;
+  private readonly scripts: ReadonlyMap<string, Script>;
+  private readonly latencyMs: number;
+  private readonly failures = new Map<string, unknown[]>();
+  private readonly invalid = new Map<string, number>();
+  private readonly calls = new Map<string, number>();
+
+  constructor(props: DeterministicLocalModelProps = {}) {
+    const latencyMs = props.latencyMs ?? 0;
+    if (!Number.isFinite(latencyMs) || latencyMs < 0)
+      throw new PermanentError("model.invalid_config", `latencyMs must be >= 0, got ${latencyMs}`);
+    this.latencyMs = latencyMs;
+    this.scripts = new Map(
+      Object.entries({
+        ...(props.withDefaults === false ? {} : DEFAULT_SCRIPTS),
+        ...props.scripts,
+      }),
+    );
+  }
+
+  /** The next call for `role` throws `error` (queued: call it twice to fail twice). */
+  failNext(role: string, error: unknown): this {
+    const queue = this.failures.get(role) ?? [];
+    queue.push(error);
+    this.failures.set(role, queue);
+    return this;
+  }
+
+  /** The next `count` calls for `role` answer text that is not JSON. */
+  invalidNext(role: string, count = 1): this {
+    if (!Number.isInteger(count) || count < 0)
+      throw new RangeError(`count must be a non-negative integer, got ${count}`);
+    this.invalid.set(role, (this.invalid.get(role) ?? 0) + count);
+    return this;
+  }
+
+  /** How many calls `role` has received (failed and invalid ones included). */
+  callCount(role: string): number {
+    return this.calls.get(role) ?? 0;
+  }
+
+  async converse(request: ModelRequest): Promise<ModelResponse> {
+    const role = request.metadata?.role;
+    if (role !== undefined) this.calls.set(role, this.callCount(role) + 1);
+
+    const failure = role === undefined ? undefined : this.failures.get(role);
+    if (failure !== undefined && failure.length > 0) throw failure.shift();
+
+    const script = role === undefined ? undefined : this.scripts.get(role);
+    if (role === undefined || script === undefined)
+      throw new PermanentError(
+        "model.no_script",
+        `${LOCAL_MODEL_NAME} has no script for role ${role === undefined ? "(none: metadata.role is missing)" : `"${role}"`}`,
+        { details: { role: role ?? null, known_roles: [...this.scripts.keys()] } },
+      );
+
+    const invalidLeft = this.invalid.get(role) ?? 0;
+    let text: string;
+    if (invalidLeft > 0) {
+      this.invalid.set(role, invalidLeft - 1);
+      text = `I would rather describe the answer in prose than as JSON (scripted invalid output for ${role}).`;
+    } else {
+      const answer = script(request, factsOf(request));
+      text = typeof answer === "string" ? answer : JSON.stringify(answer);
+    }
+    return {
+      text,
+      stopReason: "end_turn",
+      usage: { inputTokens: tokens(requestText(request)), outputTokens: tokens(text) },
+      modelId: LOCAL_MODEL_NAME,
+      latencyMs: this.latencyMs,
+    };
+  }
+}
+
+export const LOCAL_MODEL_NAME = "deterministic-local-model";
+
+/** A role's canned behaviour: an object is answered as JSON text, a string as is. */
+export type Script = (request: ModelRequest, facts: RequestFacts) => string | object;
+
+export interface DeterministicLocalModelProps {
+  /** Scripts by role; they override the default scripts of the same role. */
+  readonly scripts?: Readonly<Record<string, Script>>;
+  /** Include DEFAULT_SCRIPTS. @default true */
+  readonly withDefaults?: boolean;
+  /** Latency reported in every response (no actual wait). @default 0 */
+  readonly latencyMs?: number;
+}
+
+/** What scripts derive their answers from: a hash of the request text and helpers over it. */
+export interface RequestFacts {
+  /** The system prompt and every message, joined by newlines. */
+  readonly text: string;
+  /** Hex SHA-256 of the role and `text`. */
+  readonly digest: string;
+  /** A stable pick from `options`; `salt` gives independent picks from one request. */
+  pick<T>(options: readonly T[], salt: string): T;
+  /** A stable integer in [min, max]. */
+  int(min: number, max: number, salt: string): number;
+}
+
+export const FAIL_FACT_CHECK_MARKER = "[fail-fact-check]";
+
+const ADJECTIVES = [
+  "quiet",
+  "overlooked",
+  "fast-growing",
+  "contested",
+  "practical",
+  "local",
+  "emerging",
+  "costly",
+] as const;
+const SUBJECTS = [
+  "battery recycling",
+  "urban heat islands",
+  "open-source maintainers",
+  "rural broadband",
+  "water reuse",
+  "small-farm robotics",
+  "grid storage",
+  "public transit data",
+] as const;
+const ANGLES = [
+  "who pays and who benefits",
+  "what changed in the last year",
+  "the numbers behind the headlines",
+  "lessons from early adopters",
+  "the risks nobody prices in",
+  "a practical guide for newcomers",
+] as const;
+const SOURCE_KINDS = ["report", "dataset", "interview", "filing", "study", "press-release"];
+const VERBS = ["reshapes", "tests", "rewards", "strains", "redefines", "quietly funds"] as const;
+const REPLY_OPENINGS = [
+  "Thanks for reaching out.",
+  "Thanks for the details.",
+  "Sorry for the trouble.",
+  "Good question.",
+] as const;
+const REPLY_ACTIONS = [
+  "I have checked your account and the change is now in place.",
+  "The steps in our help article should resolve this; reply if they do not.",
+  "Your request has been logged and the team will follow up by email.",
+  "A corrected invoice is on its way to the address on file.",
+] as const;
+
+function topicSelection(_request: ModelRequest, facts: RequestFacts) {
+  const subject = facts.pick(SUBJECTS, "subject");
+  const count = facts.int(2, 3, "sources");
+  return {
+    topic: `The ${facts.pick(ADJECTIVES, "adjective")} economics of ${subject}`,
+    angle: facts.pick(ANGLES, "angle"),
+    sources: Array.from(
+      { length: count },
+      (_, i) =>
+        `kb://${facts.pick(SOURCE_KINDS, `source-kind-${i}`)}/${facts.digest.slice(i * 8, i * 8 + 8)}`,
+    ),
+  };
+}
+
+function factCheck(_request: ModelRequest, facts: RequestFacts) {
+  const failed = facts.text.includes(FAIL_FACT_CHECK_MARKER);
+  const checked = facts.int(2, 7, "claims");
+  return {
+    verdict: failed ? ("fail" as const) : ("pass" as const),
+    checked_claims: checked,
+    notes: failed
+      ? `${checked} claims checked; ${facts.int(1, checked, "disputed")} could not be verified (ref ${facts.digest.slice(0, 8)}).`
+      : `${checked} claims checked against the sources; all consistent (ref ${facts.digest.slice(0, 8)}).`,
+  };
+}
+
+function writing(_request: ModelRequest, facts: RequestFacts) {
+  const subject = facts.pick(SUBJECTS, "subject");
+  const title = `How ${subject} ${facts.pick(VERBS, "verb")} ${facts.pick(ADJECTIVES, "adjective")} markets`;
+  const paragraphs = facts.int(2, 4, "paragraphs");
+  const body = Array.from(
+    { length: paragraphs },
+    (_, i) => `Paragraph ${i + 1} looks at ${facts.pick(ANGLES, `angle-${i}`)} in ${subject}.`,
+  ).join("\n\n");
+  return { title, body: `${body}\n\n(draft ${facts.digest.slice(0, 8)})` };
+}
+
+const TITLE_IN_TEXT = /"title"\s*:\s*"((?:[^"\\]|\\.){1,200})"/;
+
+function review(_request: ModelRequest, facts: RequestFacts) {
+  const quoted = TITLE_IN_TEXT.exec(facts.text)?.[1];
+  let title: string | undefined;
+  if (quoted !== undefined) {
+    try {
+      title = JSON.parse(`"${quoted}"`) as string;
+    } catch {
+      title = undefined;
+    }
+  }
+  return {
+    approved: true as const,
+    edits: facts.int(0, 9, "edits"),
+    final_title:
+      title ??
+      `The ${facts.pick(ADJECTIVES, "adjective")} case for ${facts.pick(SUBJECTS, "subject")}`,
+  };
+}
+
+function replyGeneration(_request: ModelRequest, facts: RequestFacts) {
+  return {
+    reply_text: `${facts.pick(REPLY_OPENINGS, "opening")} ${facts.pick(REPLY_ACTIONS, "action")} (ref ${facts.digest.slice(0, 8)})`,
+    confidence: facts.int(60, 95, "confidence") / 100,
+    requires_human_review: false as const,
+    source_refs: Array.from(
+      { length: facts.int(1, 3, "refs") },
+      (_, i) => `kb://articles/${facts.digest.slice(i * 6, i * 6 + 6)}`,
+    ),
+  };
+}
+
+/** Scripts for the content-production workflow (seed 001 §6) and the support workflow. */
+export const DEFAULT_SCRIPTS: Readonly<Record<string, Script>> = {
+  "topic-selection": topicSelection,
+  "topic-selector": topicSelection,
+  "fact-check": factCheck,
+  "fact-checker": factCheck,
+  writing,
+  writer: writing,
+  review,
+  reviewer: review,
+  "reply-generation": replyGeneration,
+};
+
+function requestText(request: ModelRequest): string {
+  return [request.system ?? "", ...request.messages.map((m) => `${m.role}: ${m.text}`)].join("\n");
+}
+
+function factsOf(request: ModelRequest): RequestFacts {
+  const text = requestText(request);
+  const digest = sha256(`${request.metadata?.role ?? ""}\n${text}`);
+  const unit = (salt: string) => Number.parseInt(sha256(`${digest}:${salt}`).slice(0, 12), 16);
+  return {
+    text,
+    digest,
+    pick: (options, salt) => {
+      const value = options[unit(salt) % options.length];
+      if (value === undefined) throw new RangeError("pick needs at least one option");
+      return value;
+    },
+    int: (min, max, salt) => min + (unit(salt) % (max - min + 1)),
+  };
+}
+
+function sha256(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}
+
+/** A rough token count (about four characters a token), stable for a given text. */
+function tokens(text: string): number {
+  return Math.ceil(text.length / 4);
+}

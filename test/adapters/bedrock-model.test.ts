@@ -1,0 +1,260 @@
+import { Readable } from "node:stream";
+import { BedrockRuntimeClient } from "@aws-sdk/client-bedrock-runtime";
+import { HttpResponse } from "@smithy/core/transport";
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { BedrockModel, modelFailure } from "../../functions/adapters/bedrock/model";
+import { AgentBusError } from "../../functions/core/errors";
+import { invokeStructured, type ModelRequest } from "../../functions/core/model";
+
+const MODEL_ID = "anthropic.claude-3-haiku-20240307-v1:0";
+
+interface Reply {
+  readonly status: number;
+  readonly body: unknown;
+  readonly headers?: Record<string, string>;
+}
+
+interface SeenRequest {
+  readonly method: string;
+  readonly path: string;
+  readonly body: Record<string, unknown>;
+}
+
+/**
+ * A BedrockRuntimeClient whose HTTP layer is a fake: the real SDK serializes the Converse request
+ * and deserializes the canned response (or error), no network involved. SDK retries are off so an
+ * error reaches the adapter on the first try.
+ */
+function fakeBedrock(replies: readonly (Reply | Error)[]) {
+  const seen: SeenRequest[] = [];
+  const client = new BedrockRuntimeClient({
+    region: "us-east-1",
+    credentials: { accessKeyId: "AKIDEXAMPLE", secretAccessKey: "secret" },
+    maxAttempts: 1,
+    requestHandler: {
+      async handle(request: { method: string; path: string; body?: unknown }) {
+        const raw = request.body;
+        const text =
+          typeof raw === "string"
+            ? raw
+            : raw instanceof Uint8Array
+              ? new TextDecoder().decode(raw)
+              : "";
+        seen.push({
+          method: request.method,
+          path: decodeURIComponent(request.path),
+          body: JSON.parse(text || "{}") as Record<string, unknown>,
+        });
+        const reply = replies[seen.length - 1];
+        if (reply === undefined) throw new Error(`unexpected request ${seen.length}`);
+        if (reply instanceof Error) throw reply;
+        return {
+          response: new HttpResponse({
+            statusCode: reply.status,
+            headers: { "content-type": "application/json", ...reply.headers },
+            body: Readable.from([Buffer.from(JSON.stringify(reply.body))]),
+          }),
+        };
+      },
+    },
+  });
+  return { client, seen };
+}
+
+function ok(text: string, extra: Record<string, unknown> = {}): Reply {
+  return {
+    status: 200,
+    body: {
+      output: { message: { role: "assistant", content: [{ text }] } },
+      stopReason: "end_turn",
+      usage: { inputTokens: 21, outputTokens: 7, totalTokens: 28 },
+      metrics: { latencyMs: 345 },
+      ...extra,
+    },
+  };
+}
+
+function awsError(status: number, type: string, message: string): Reply {
+  return { status, headers: { "x-amzn-errortype": type }, body: { message } };
+}
+
+const request: ModelRequest = {
+  system: "You are the writer. Answer with JSON only.",
+  messages: [
+    { role: "user", text: "Write about grid storage." },
+    { role: "assistant", text: "Which angle?" },
+    { role: "user", text: "Costs." },
+  ],
+  maxTokens: 512,
+  metadata: { role: "writing", task_id: "task-01J", correlation_id: "corr-01J" },
+};
+
+async function failure(reply: Reply | Error): Promise<AgentBusError> {
+  const { client } = fakeBedrock([reply]);
+  const error = await new BedrockModel({ client, modelId: MODEL_ID })
+    .converse(request)
+    .catch((e: unknown) => e);
+  expect(error).toBeInstanceOf(AgentBusError);
+  return error as AgentBusError;
+}
+
+describe("BedrockModel (Converse through a fake HTTP handler)", () => {
+  it("sends a Converse request for the model with the system prompt, messages and settings", async () => {
+    const { client, seen } = fakeBedrock([ok("hello")]);
+    const model = new BedrockModel({
+      client,
+      modelId: MODEL_ID,
+      defaults: { maxTokens: 1024, temperature: 0.2 },
+    });
+    expect(model.name).toBe(MODEL_ID);
+    await model.converse(request);
+
+    expect(seen).toHaveLength(1);
+    const sent = seen[0];
+    expect(sent?.method).toBe("POST");
+    expect(sent?.path).toContain(`/model/${MODEL_ID}/converse`);
+    expect(sent?.body).toEqual({
+      system: [{ text: "You are the writer. Answer with JSON only." }],
+      messages: [
+        { role: "user", content: [{ text: "Write about grid storage." }] },
+        { role: "assistant", content: [{ text: "Which angle?" }] },
+        { role: "user", content: [{ text: "Costs." }] },
+      ],
+      // The request's maxTokens wins over the default; temperature falls back to it.
+      inferenceConfig: { maxTokens: 512, temperature: 0.2 },
+      requestMetadata: { role: "writing", task_id: "task-01J", correlation_id: "corr-01J" },
+    });
+  });
+
+  it("leaves out what the request does not set and metadata Bedrock would reject", async () => {
+    const { client, seen } = fakeBedrock([ok("hi")]);
+    await new BedrockModel({ client, modelId: MODEL_ID }).converse({
+      messages: [{ role: "user", text: "hi" }],
+      metadata: { role: "writing", task_id: "bad\u0000id<>" },
+    });
+    expect(seen[0]?.body).toEqual({
+      messages: [{ role: "user", content: [{ text: "hi" }] }],
+      requestMetadata: { role: "writing" },
+    });
+  });
+
+  it("maps a 200 response: text blocks, stop reason, usage, latency", async () => {
+    const { client } = fakeBedrock([
+      ok("", {
+        output: {
+          message: {
+            role: "assistant",
+            content: [{ text: '{"title":' }, { text: '"Grid"}' }],
+          },
+        },
+        stopReason: "max_tokens",
+      }),
+    ]);
+    const response = await new BedrockModel({ client, modelId: MODEL_ID }).converse(request);
+    expect(response).toEqual({
+      text: '{"title":"Grid"}',
+      stopReason: "max_tokens",
+      usage: { inputTokens: 21, outputTokens: 7 },
+      modelId: MODEL_ID,
+      latencyMs: 345,
+    });
+  });
+
+  it("feeds invokeStructured: a truncated max_tokens reply is just invalid text, then re-asked", async () => {
+    const { client, seen } = fakeBedrock([
+      ok('{"title": "Grid', { stopReason: "max_tokens" }),
+      ok('```json\n{"title": "Grid storage", "body": "..."}\n```'),
+    ]);
+    const model = new BedrockModel({ client, modelId: MODEL_ID });
+    const result = await invokeStructured(
+      model,
+      request,
+      z.object({ title: z.string(), body: z.string() }),
+    );
+    expect(result.attempts).toBe(2);
+    expect(result.value.title).toBe("Grid storage");
+    const messages = seen[1]?.body.messages as { role: string }[];
+    expect(messages.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant", "user"]);
+  });
+
+  it("maps 429 ThrottlingException to transient model.throttled", async () => {
+    const error = await failure(awsError(429, "ThrottlingException", "Too many requests"));
+    expect(error.errorClass).toBe("transient");
+    expect(error.code).toBe("model.throttled");
+    expect(error.message).toContain(MODEL_ID);
+  });
+
+  it("maps ServiceQuotaExceededException to transient model.throttled", async () => {
+    const error = await failure(awsError(400, "ServiceQuotaExceededException", "quota"));
+    expect(error).toMatchObject({ errorClass: "transient", code: "model.throttled" });
+  });
+
+  it("maps 400 ValidationException (named in the body's __type) to permanent model.validation", async () => {
+    const error = await failure({
+      status: 400,
+      body: {
+        __type: "com.amazon.bedrock#ValidationException",
+        message: "The model returned the following errors: messages: roles must alternate",
+      },
+    });
+    expect(error.errorClass).toBe("permanent");
+    expect(error.code).toBe("model.validation");
+    expect(error.message).toContain(MODEL_ID);
+    expect(error.details).toMatchObject({ model_id: MODEL_ID, error_name: "ValidationException" });
+  });
+
+  it("maps AccessDenied and ResourceNotFound to permanent errors naming the model", async () => {
+    const denied = await failure(awsError(403, "AccessDeniedException", "no access"));
+    expect(denied).toMatchObject({ errorClass: "permanent", code: "model.access_denied" });
+    const missing = await failure(awsError(404, "ResourceNotFoundException", "no such model"));
+    expect(missing).toMatchObject({ errorClass: "permanent", code: "model.not_found" });
+    expect(missing.message).toContain(MODEL_ID);
+  });
+
+  it("maps 503 (typed or not), 500, ModelTimeout and ModelError to transient model.unavailable", async () => {
+    for (const reply of [
+      { status: 503, body: { message: "Service Unavailable" } },
+      awsError(503, "ServiceUnavailableException", "down"),
+      awsError(500, "InternalServerException", "oops"),
+      awsError(408, "ModelTimeoutException", "took too long"),
+      awsError(424, "ModelErrorException", "model failed"),
+    ]) {
+      const error = await failure(reply);
+      expect(error).toMatchObject({ errorClass: "transient", code: "model.unavailable" });
+    }
+  });
+
+  it("maps ModelNotReadyException to transient model.not_ready", async () => {
+    const error = await failure(awsError(429, "ModelNotReadyException", "warming up"));
+    expect(error).toMatchObject({ errorClass: "transient", code: "model.not_ready" });
+  });
+
+  it("maps a network failure to transient model.unavailable", async () => {
+    const reset = Object.assign(new Error("socket hang up"), { code: "ECONNRESET" });
+    const error = await failure(reset);
+    expect(error).toMatchObject({ errorClass: "transient", code: "model.unavailable" });
+    expect(error.cause).toBe(reset);
+  });
+
+  it("maps any other client error to a permanent model.<name> code", () => {
+    const conflict = Object.assign(new Error("busy"), {
+      name: "ConflictException",
+      $fault: "client",
+      $metadata: { httpStatusCode: 409 },
+    });
+    expect(modelFailure(conflict, MODEL_ID)).toMatchObject({
+      errorClass: "permanent",
+      code: "model.conflict",
+    });
+    expect(modelFailure("boom", MODEL_ID)).toMatchObject({
+      errorClass: "transient",
+      code: "model.unavailable",
+    });
+  });
+
+  it("refuses an empty model id", () => {
+    const { client } = fakeBedrock([]);
+    expect(() => new BedrockModel({ client, modelId: " " })).toThrow(/modelId/);
+  });
+});

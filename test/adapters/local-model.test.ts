@@ -1,0 +1,202 @@
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import {
+  DEFAULT_SCRIPTS,
+  DeterministicLocalModel,
+  FAIL_FACT_CHECK_MARKER,
+  LOCAL_MODEL_NAME,
+} from "../../functions/adapters/local-model";
+import { AgentBusError, PermanentError, TransientError } from "../../functions/core/errors";
+import {
+  invokeStructured,
+  ModelOutputInvalidError,
+  type ModelRequest,
+} from "../../functions/core/model";
+
+const TopicSelection = z.strictObject({
+  topic: z.string().min(1),
+  angle: z.string().min(1),
+  sources: z.array(z.string().min(1)).min(1),
+});
+const FactCheck = z.strictObject({
+  verdict: z.enum(["pass", "fail"]),
+  checked_claims: z.number().int().nonnegative(),
+  notes: z.string().min(1),
+});
+const Writing = z.strictObject({ title: z.string().min(1), body: z.string().min(1) });
+const Review = z.strictObject({
+  approved: z.literal(true),
+  edits: z.number().int().nonnegative(),
+  final_title: z.string().min(1),
+});
+const ReplyGeneration = z.strictObject({
+  reply_text: z.string().min(1),
+  confidence: z.number().min(0).max(1),
+  requires_human_review: z.literal(false),
+  source_refs: z.array(z.string().min(1)),
+});
+
+const SCHEMAS = {
+  "topic-selection": TopicSelection,
+  "fact-check": FactCheck,
+  writing: Writing,
+  review: Review,
+  "reply-generation": ReplyGeneration,
+} as const;
+
+function ask(role: string, text: string, system?: string): ModelRequest {
+  return {
+    ...(system === undefined ? {} : { system }),
+    messages: [{ role: "user", text }],
+    metadata: { role, task_id: "task-1", correlation_id: "corr-1" },
+  };
+}
+
+const INPUTS = [
+  "Energy storage for a quick news piece",
+  "Long form on rural broadband",
+  "Customer asks why they were charged twice",
+  "Transit data openness",
+  "Water reuse in dry cities",
+];
+
+describe("DeterministicLocalModel", () => {
+  it("is named as what it is", () => {
+    const model = new DeterministicLocalModel();
+    expect(model.name).toBe("deterministic-local-model");
+    expect(LOCAL_MODEL_NAME).toBe(model.name);
+  });
+
+  it("answers the same request with the same text, across instances", async () => {
+    for (const role of Object.keys(SCHEMAS)) {
+      const a = await new DeterministicLocalModel().converse(ask(role, INPUTS[0] ?? ""));
+      const b = await new DeterministicLocalModel().converse(ask(role, INPUTS[0] ?? ""));
+      expect(b).toEqual(a);
+      expect(a.modelId).toBe(LOCAL_MODEL_NAME);
+      expect(a.stopReason).toBe("end_turn");
+      expect(a.usage.inputTokens).toBeGreaterThan(0);
+      expect(a.usage.outputTokens).toBeGreaterThan(0);
+    }
+  });
+
+  it("answers different inputs differently", async () => {
+    const model = new DeterministicLocalModel();
+    for (const role of Object.keys(SCHEMAS)) {
+      const texts = new Set<string>();
+      for (const input of INPUTS) texts.add((await model.converse(ask(role, input))).text);
+      expect(texts.size).toBe(INPUTS.length);
+    }
+  });
+
+  it("gives outputs of every default script that validate against the role's schema", async () => {
+    const model = new DeterministicLocalModel();
+    for (const [role, schema] of Object.entries(SCHEMAS)) {
+      for (const input of INPUTS) {
+        const { text } = await model.converse(ask(role, input));
+        const parsed = schema.safeParse(JSON.parse(text));
+        expect(parsed.success, `${role} on "${input}": ${text}`).toBe(true);
+      }
+    }
+    // Also through invokeStructured, in one attempt.
+    const result = await invokeStructured(model, ask("writing", "anything"), Writing);
+    expect(result.attempts).toBe(1);
+  });
+
+  it("also answers under the DAG's role names", async () => {
+    const model = new DeterministicLocalModel();
+    const pairs = [
+      ["topic-selection", "topic-selector"],
+      ["fact-check", "fact-checker"],
+      ["writing", "writer"],
+      ["review", "reviewer"],
+    ] as const;
+    for (const [role, alias] of pairs) {
+      expect(DEFAULT_SCRIPTS[alias]).toBe(DEFAULT_SCRIPTS[role]);
+      const { text } = await model.converse(ask(alias, "x"));
+      expect(SCHEMAS[role].safeParse(JSON.parse(text)).success).toBe(true);
+    }
+  });
+
+  it("fails the fact check when the request carries the marker", async () => {
+    const model = new DeterministicLocalModel();
+    for (const input of INPUTS) {
+      const pass = FactCheck.parse(
+        JSON.parse((await model.converse(ask("fact-check", input))).text),
+      );
+      expect(pass.verdict).toBe("pass");
+      const failed = FactCheck.parse(
+        JSON.parse(
+          (await model.converse(ask("fact-check", `${input} ${FAIL_FACT_CHECK_MARKER}`))).text,
+        ),
+      );
+      expect(failed.verdict).toBe("fail");
+    }
+    expect(FAIL_FACT_CHECK_MARKER).toBe("[fail-fact-check]");
+    // The marker counts in the system prompt too.
+    const { text } = await model.converse(ask("fact-check", "claims", "[fail-fact-check]"));
+    expect(FactCheck.parse(JSON.parse(text)).verdict).toBe("fail");
+  });
+
+  it("lets the reviewer keep the writer's title when the draft is in the request", async () => {
+    const model = new DeterministicLocalModel();
+    const draft = JSON.stringify({ title: 'Grid storage, "explained"', body: "..." });
+    const { text } = await model.converse(ask("review", `Review this draft: ${draft}`));
+    expect(Review.parse(JSON.parse(text)).final_title).toBe('Grid storage, "explained"');
+  });
+
+  it("failNext throws the given error once, then answers again", async () => {
+    const model = new DeterministicLocalModel();
+    const throttled = new TransientError("model.throttled", "injected");
+    model.failNext("writing", throttled);
+    await expect(model.converse(ask("writing", "x"))).rejects.toBe(throttled);
+    // Other roles are not affected.
+    await expect(model.converse(ask("review", "x"))).resolves.toBeDefined();
+    const { text } = await model.converse(ask("writing", "x"));
+    expect(Writing.safeParse(JSON.parse(text)).success).toBe(true);
+    expect(model.callCount("writing")).toBe(2);
+  });
+
+  it("invalidNext answers non-JSON text count times, which invokeStructured retries", async () => {
+    const model = new DeterministicLocalModel();
+    model.invalidNext("topic-selection", 2);
+    const result = await invokeStructured(model, ask("topic-selection", "x"), TopicSelection);
+    expect(result.attempts).toBe(3);
+
+    model.invalidNext("topic-selection", 3);
+    const error = await invokeStructured(model, ask("topic-selection", "x"), TopicSelection).catch(
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(ModelOutputInvalidError);
+    expect((error as ModelOutputInvalidError).code).toBe("model.invalid_output");
+    expect(() => JSON.parse((error as ModelOutputInvalidError).rawText)).toThrow();
+  });
+
+  it("refuses an unknown role, or no role, with permanent model.no_script", async () => {
+    const model = new DeterministicLocalModel();
+    for (const request of [ask("astrologer", "x"), { messages: [{ role: "user", text: "x" }] }]) {
+      const error = await model.converse(request as ModelRequest).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(PermanentError);
+      expect(error).toMatchObject({ code: "model.no_script", errorClass: "permanent" });
+    }
+  });
+
+  it("takes custom scripts (string or object), over or without the defaults", async () => {
+    const model = new DeterministicLocalModel({
+      scripts: {
+        echo: (request) => `echo: ${request.messages.at(-1)?.text ?? ""}`,
+        writing: (_request, facts) => ({ title: "Fixed", body: facts.digest.slice(0, 4) }),
+      },
+      latencyMs: 25,
+    });
+    const echoed = await model.converse(ask("echo", "hello"));
+    expect(echoed.text).toBe("echo: hello");
+    expect(echoed.latencyMs).toBe(25);
+    expect(Writing.parse(JSON.parse((await model.converse(ask("writing", "x"))).text)).title).toBe(
+      "Fixed",
+    );
+    await expect(model.converse(ask("review", "x"))).resolves.toBeDefined();
+
+    const bare = new DeterministicLocalModel({ withDefaults: false, scripts: {} });
+    await expect(bare.converse(ask("review", "x"))).rejects.toBeInstanceOf(AgentBusError);
+  });
+});
