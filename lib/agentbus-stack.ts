@@ -1,7 +1,23 @@
-import { CfnOutput, type Duration, type RemovalPolicy, Stack, type StackProps } from "aws-cdk-lib";
+import {
+  Annotations,
+  CfnOutput,
+  type Duration,
+  type Environment,
+  type RemovalPolicy,
+  Stack,
+  type StackProps,
+} from "aws-cdk-lib";
 import type { Construct } from "constructs";
 import { ConsumerGroup } from "./constructs/consumer-group";
+import { stageProblem } from "./constructs/consumer-group-rules";
 import { Dashboard } from "./constructs/dashboard";
+import {
+  capabilitiesOf,
+  EMULATOR_CONTEXT_KEY,
+  type Emulator,
+  parseEmulator,
+  type TargetCapabilities,
+} from "./constructs/emulator";
 import { Relay } from "./constructs/relay";
 import { AgentBusTables } from "./constructs/tables";
 import { Topic, type TopicName } from "./constructs/topic";
@@ -31,7 +47,18 @@ export interface AgentBusStackProps extends StackProps {
    * @default Duration.days(30)
    */
   readonly archiveRetention?: Duration;
+
+  /**
+   * The AWS emulator the template is for; `localstack-free` leaves out what LocalStack's free
+   * image cannot run (Pipes, archives, schema registries, the dashboard) and delivers groups
+   * declared with `delivery: "pipe"` through the dispatch function, with a warning.
+   * @default - the CDK context `agentbus:emulator`; without it, real AWS (everything)
+   */
+  readonly emulator?: Emulator;
 }
+
+/** Warning id of a group whose pipe the emulator cannot run (acknowledgeable). */
+export const PIPE_FALLBACK_WARNING = "agentbus:emulator:pipe-fallback";
 
 /**
  * AgentBus: the tables (stateful, in their own construct), and from the topology one topic per
@@ -42,12 +69,19 @@ export class AgentBusStack extends Stack {
   readonly topics: ReadonlyMap<TopicName, Topic>;
   readonly relay: Relay;
   readonly groups: readonly ConsumerGroup[];
-  readonly dashboard: Dashboard;
+  /** The dashboard (absent for an emulator without dashboards). */
+  readonly dashboard?: Dashboard;
+  /** The emulator the template is for; `undefined` for AWS. */
+  readonly emulator: Emulator | undefined;
+  /** What the target runs, and so what the stack deploys. */
+  readonly capabilities: TargetCapabilities;
 
   constructor(scope: Construct, id: string, props: AgentBusStackProps = {}) {
     super(scope, id, props);
     const stage = props.stage ?? "dev";
     const topology = props.topology ?? projectTopology;
+    this.emulator = parseEmulator(props.emulator ?? this.node.tryGetContext(EMULATOR_CONTEXT_KEY));
+    this.capabilities = capabilitiesOf(this.emulator);
 
     this.tables = new AgentBusTables(this, "Tables", { removalPolicy: props.tablesRemovalPolicy });
 
@@ -58,6 +92,8 @@ export class AgentBusStack extends Stack {
           topicName,
           stage,
           archiveRetention: props.archiveRetention,
+          archive: this.capabilities.archives,
+          schemaRegistry: this.capabilities.schemaRegistry,
         }),
       ]),
     );
@@ -66,33 +102,42 @@ export class AgentBusStack extends Stack {
       tables: this.tables,
     });
 
-    this.groups = topology.groups.map(
-      (group) =>
-        new ConsumerGroup(this, pascal(group.name), {
-          groupName: group.name,
-          stage,
-          subscriptions: group.subscriptions.map(({ topic, eventTypes }) => ({
-            topic: this.topic(topic),
-            eventTypes,
-          })),
-          entry: group.handler,
-          tables: this.tables,
-          ordering: group.ordering,
-          delivery: group.delivery,
-          orderKey: group.orderKey,
-          batchSize: group.batchSize,
-          maxConcurrency: group.maxConcurrency,
-          maxReceiveCount: group.maxReceiveCount,
-          functionTimeout: group.functionTimeout,
-          visibilityTimeout: group.visibilityTimeout,
-        }),
-    );
-
-    this.dashboard = new Dashboard(this, "Dashboard", {
-      stage,
-      groups: this.groups,
-      relay: this.relay,
+    this.groups = topology.groups.map((group) => {
+      const pipeFallback = group.delivery === "pipe" && !this.capabilities.pipes;
+      const consumerGroup = new ConsumerGroup(this, pascal(group.name), {
+        groupName: group.name,
+        stage,
+        subscriptions: group.subscriptions.map(({ topic, eventTypes }) => ({
+          topic: this.topic(topic),
+          eventTypes,
+        })),
+        entry: group.handler,
+        tables: this.tables,
+        ordering: group.ordering,
+        delivery: pipeFallback ? "dispatch-function" : group.delivery,
+        orderKey: group.orderKey,
+        batchSize: group.batchSize,
+        maxConcurrency: group.maxConcurrency,
+        maxReceiveCount: group.maxReceiveCount,
+        functionTimeout: group.functionTimeout,
+        visibilityTimeout: group.visibilityTimeout,
+      });
+      if (pipeFallback) {
+        Annotations.of(consumerGroup).addWarningV2(
+          PIPE_FALLBACK_WARNING,
+          `consumer group ${JSON.stringify(group.name)} declares delivery "pipe", but ${EMULATOR_CONTEXT_KEY}=${this.emulator} cannot run EventBridge Pipes: its buffer queue is delivered to its FIFO queue by the dispatch function instead (synthesize without ${EMULATOR_CONTEXT_KEY}, or with "localstack" and an auth token, to deploy the pipe)`,
+        );
+      }
+      return consumerGroup;
     });
+
+    if (this.capabilities.dashboard) {
+      this.dashboard = new Dashboard(this, "Dashboard", {
+        stage,
+        groups: this.groups,
+        relay: this.relay,
+      });
+    }
     this.outputs();
   }
 
@@ -103,21 +148,50 @@ export class AgentBusStack extends Stack {
     return topic;
   }
 
+  /**
+   * What a deployment needs to be used and operated: every bus name, every queue and
+   * dead-letter queue URL of every group, the relay's failure queue and the table names. No
+   * exports: nothing may come to depend on this stack through CloudFormation imports.
+   */
   private outputs(): void {
+    const output = (id: string, value: string, description: string) =>
+      new CfnOutput(this, id, { value, description });
     for (const topic of this.topics.values()) {
-      new CfnOutput(this, `${pascal(topic.topicName)}BusName`, { value: topic.busName });
+      output(
+        `${pascal(topic.topicName)}BusName`,
+        topic.busName,
+        `EventBridge bus of the ${topic.topicName} topic`,
+      );
     }
     for (const group of this.groups) {
       const id = group.node.id;
-      new CfnOutput(this, `${id}QueueUrl`, { value: group.queue.queueUrl });
-      new CfnOutput(this, `${id}DeadLetterQueueUrl`, { value: group.deadLetterQueue.queueUrl });
+      const name = group.groupName;
+      output(`${id}QueueUrl`, group.queue.queueUrl, `${name}: the consumer's queue`);
+      output(
+        `${id}DeadLetterQueueUrl`,
+        group.deadLetterQueue.queueUrl,
+        `${name}: dead-letter queue of the consumer's queue`,
+      );
+      if (group.bufferQueue) {
+        output(
+          `${id}BufferQueueUrl`,
+          group.bufferQueue.queueUrl,
+          `${name}: buffer queue the rules deliver to`,
+        );
+      }
       if (group.bufferDeadLetterQueue) {
-        new CfnOutput(this, `${id}BufferDeadLetterQueueUrl`, {
-          value: group.bufferDeadLetterQueue.queueUrl,
-        });
+        output(
+          `${id}BufferDeadLetterQueueUrl`,
+          group.bufferDeadLetterQueue.queueUrl,
+          `${name}: dead letters of the rules and the buffer (undeliverable or invalid events)`,
+        );
       }
     }
-    new CfnOutput(this, "RelayFailureQueueUrl", { value: this.relay.failureQueue.queueUrl });
+    output(
+      "RelayFailureQueueUrl",
+      this.relay.failureQueue.queueUrl,
+      "relay: stream batches given up on",
+    );
     const tables = {
       State: this.tables.state,
       Events: this.tables.events,
@@ -125,9 +199,55 @@ export class AgentBusStack extends Stack {
       SideEffects: this.tables.sideEffects,
     };
     for (const [name, table] of Object.entries(tables)) {
-      new CfnOutput(this, `${name}TableName`, { value: table.tableName });
+      output(`${name}TableName`, table.tableName, `DynamoDB table ${name}`);
     }
   }
+}
+
+/** Where `bin/agentbus.ts` deploys: the stage and the stack's environment. */
+export interface DeploymentSettings {
+  readonly stage: string;
+  /** Account and region; `undefined` for an environment-agnostic stack. */
+  readonly env: Environment | undefined;
+}
+
+const REGION = /^[a-z]{2,}(-[a-z]+)+-\d+$/;
+const ACCOUNT = /^\d{12}$/;
+
+/**
+ * The stage and environment to deploy to, from the CDK context (`-c stage=...`, `-c region=...`,
+ * `-c account=...`), falling back to `defaults` (the CLI's `CDK_DEFAULT_REGION` and
+ * `CDK_DEFAULT_ACCOUNT`) for region and account and to `dev` for the stage. Throws naming every
+ * bad value.
+ */
+export function deploymentSettings(
+  context: (key: string) => unknown,
+  defaults: { readonly region?: string; readonly account?: string } = {},
+): DeploymentSettings {
+  const problems: string[] = [];
+  const setting = (key: "region" | "account", fallback: string | undefined, pattern: RegExp) => {
+    const given = context(key);
+    const value = given ?? (fallback || undefined);
+    if (value === undefined) return undefined;
+    if (typeof value !== "string" || !pattern.test(value)) {
+      const source = given === undefined ? `CDK_DEFAULT_${key.toUpperCase()}` : `context "${key}"`;
+      const what = key === "region" ? "an AWS region such as eu-west-1" : "a 12-digit account id";
+      problems.push(`${source} ${JSON.stringify(value)} must be ${what}`);
+      return undefined;
+    }
+    return value;
+  };
+  const stage = context("stage") ?? "dev";
+  const stageIssue = stageProblem(stage, 'context "stage"');
+  if (stageIssue) problems.push(stageIssue);
+  const region = setting("region", defaults.region, REGION);
+  const account = setting("account", defaults.account, ACCOUNT);
+  if (problems.length > 0)
+    throw new Error(`invalid deployment settings:\n  - ${problems.join("\n  - ")}`);
+  return {
+    stage: stage as string,
+    env: region || account ? { account, region } : undefined,
+  };
 }
 
 function pascal(kebab: string): string {

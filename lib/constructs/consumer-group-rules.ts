@@ -31,8 +31,17 @@ export type Delivery = (typeof DELIVERIES)[number];
 export const ORDER_KEYS = ["order_key"] as const;
 export type OrderKey = (typeof ORDER_KEYS)[number];
 
-/** Longest group name: `agentbus-<stage>-<group>-buffer-dlq` must fit SQS's 80 characters. */
+/**
+ * Longest group name. With a stage of up to 16 characters `agentbus-<stage>-<group>-buffer-dlq`
+ * fits SQS's 80 characters; with a longer stage the consumer group checks its queue names.
+ */
 export const GROUP_NAME_MAX_LENGTH = 40;
+
+/** Longest deployment stage (`-c stage=...`), part of every physical name. */
+export const STAGE_MAX_LENGTH = 20;
+
+/** SQS queue names (with `.fifo`) are at most 80 characters. */
+export const MAX_QUEUE_NAME_LENGTH = 80;
 
 /** Largest SQS batch a Lambda event source takes, per queue type. */
 export const MAX_BATCH_SIZE: Readonly<Record<Ordering, number>> = { fifo: 10, none: 10_000 };
@@ -80,6 +89,14 @@ const KEBAB = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/;
 export function kebabCaseProblem(what: string, value: unknown, maxLength: number) {
   if (typeof value === "string" && KEBAB.test(value) && value.length <= maxLength) return undefined;
   return `${what} ${JSON.stringify(value)} must be kebab-case (a-z, 0-9, single hyphens, starting with a letter) and at most ${maxLength} characters`;
+}
+
+/**
+ * Why `value` is not a usable deployment stage, if it is not: kebab-case (lower-case letters,
+ * digits and single hyphens, starting with a letter), at most `STAGE_MAX_LENGTH` characters.
+ */
+export function stageProblem(value: unknown, what = "stage") {
+  return kebabCaseProblem(what, value, STAGE_MAX_LENGTH);
 }
 
 /** Why `value` is not an integer from `min` to `max`, if it is not. */

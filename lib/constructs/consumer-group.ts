@@ -22,8 +22,10 @@ import {
   groupSettingsProblems,
   integerProblem,
   kebabCaseProblem,
+  MAX_QUEUE_NAME_LENGTH,
   type Ordering,
   type OrderKey,
+  stageProblem,
   withGroupDefaults,
 } from "./consumer-group-rules";
 import { AgentBusFunction, METADATA, METRICS_NAMESPACE } from "./function";
@@ -254,20 +256,21 @@ export class ConsumerGroup extends Construct {
     this.delivery = delivery;
     const prefix = `agentbus-${stage}-${groupName}`;
     const fifo = ordering === "fifo";
+    const names = queueNames(prefix, ordering);
 
     // The group's queue. Names are explicit (moto needs the `.fifo` name in the template).
     // Content-based dedup stays off on purpose: every sender sets MessageDeduplicationId = event id.
     this.deadLetterQueue =
       props.deadLetterQueue ??
       new Queue(this, "DeadLetterQueue", {
-        queueName: fifo ? `${prefix}-dlq.fifo` : `${prefix}-dlq`,
+        queueName: names.deadLetterQueue,
         ...(fifo ? { fifo: true, contentBasedDeduplication: false } : {}),
         encryption: QueueEncryption.SQS_MANAGED,
         enforceSSL: true,
         retentionPeriod: DLQ_RETENTION,
       });
     this.queue = new Queue(this, "Resource", {
-      queueName: fifo ? `${prefix}.fifo` : prefix,
+      queueName: names.queue,
       ...(fifo ? { fifo: true, contentBasedDeduplication: false } : {}),
       encryption: QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
@@ -279,13 +282,13 @@ export class ConsumerGroup extends Construct {
     if (fifo) {
       // Buffer: where the rules deliver; standard, so EventBridge needs no static message group.
       this.bufferDeadLetterQueue = new Queue(this, "BufferDeadLetterQueue", {
-        queueName: `${prefix}-buffer-dlq`,
+        queueName: names.bufferDeadLetterQueue,
         encryption: QueueEncryption.SQS_MANAGED,
         enforceSSL: true,
         retentionPeriod: DLQ_RETENTION,
       });
       this.bufferQueue = new Queue(this, "BufferQueue", {
-        queueName: `${prefix}-buffer`,
+        queueName: names.bufferQueue,
         encryption: QueueEncryption.SQS_MANAGED,
         enforceSSL: true,
         visibilityTimeout: Duration.seconds(DISPATCH_TIMEOUT.toSeconds() * 6),
@@ -600,7 +603,7 @@ function validate(props: ConsumerGroupProps): Settings {
     visibilityTimeout: props.visibilityTimeout,
   });
   const problems: (string | undefined)[] = [
-    kebabCaseProblem("stage", stage, 16),
+    stageProblem(stage),
     ...groupSettingsProblems(group),
     ...subscriptionProblems(props.subscriptions),
   ];
@@ -611,6 +614,13 @@ function validate(props: ConsumerGroupProps): Settings {
         ? `deadLetterQueue ${props.deadLetterQueue.node.path} is a standard queue: the dead-letter queue of a FIFO queue must be FIFO`
         : `deadLetterQueue ${props.deadLetterQueue.node.path} is a FIFO queue: the dead-letter queue of a standard queue must be standard`,
     );
+  }
+  for (const queueName of Object.values(queueNames(prefix, group.ordering))) {
+    if (queueName && queueName.length > MAX_QUEUE_NAME_LENGTH) {
+      problems.push(
+        `queue name ${JSON.stringify(queueName)} is ${queueName.length} characters, SQS allows ${MAX_QUEUE_NAME_LENGTH} (shorten the stage or the group name)`,
+      );
+    }
   }
   if (group.delivery === "pipe" && prefix.length > MAX_PIPE_NAME_LENGTH) {
     problems.push(
@@ -680,6 +690,17 @@ function validate(props: ConsumerGroupProps): Settings {
     maxMessageAge,
     ruleRetryAttempts,
     ruleMaxEventAge,
+  };
+}
+
+/** The physical names of a group's queues (buffer queues only for FIFO groups). */
+function queueNames(prefix: string, ordering: Ordering) {
+  const fifo = ordering === "fifo";
+  return {
+    queue: fifo ? `${prefix}.fifo` : prefix,
+    deadLetterQueue: fifo ? `${prefix}-dlq.fifo` : `${prefix}-dlq`,
+    bufferQueue: fifo ? `${prefix}-buffer` : undefined,
+    bufferDeadLetterQueue: fifo ? `${prefix}-buffer-dlq` : undefined,
   };
 }
 

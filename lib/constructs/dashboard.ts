@@ -9,7 +9,7 @@ import {
 } from "aws-cdk-lib/aws-cloudwatch";
 import { Construct } from "constructs";
 import { type ConsumerGroup, DISCARD_REASONS } from "./consumer-group";
-import { kebabCaseProblem } from "./consumer-group-rules";
+import { stageProblem } from "./consumer-group-rules";
 import type { Relay } from "./relay";
 
 export interface DashboardProps {
@@ -59,7 +59,7 @@ export class Dashboard extends Construct {
   constructor(scope: Construct, id: string, props: DashboardProps) {
     super(scope, id);
     const stage = props.stage ?? "dev";
-    const problem = kebabCaseProblem("dashboard: stage", stage, 16);
+    const problem = stageProblem(stage, "dashboard: stage");
     if (problem) throw new Error(problem);
     const dashboardName = props.dashboardName ?? `agentbus-${stage}`;
     if (!/^[A-Za-z0-9_-]{1,255}$/.test(dashboardName)) {

@@ -1,12 +1,12 @@
 import { existsSync } from "node:fs";
 import { isAbsolute, join, normalize, sep } from "node:path";
 import { fileURLToPath } from "node:url";
-import { Duration, RemovalPolicy } from "aws-cdk-lib";
+import { Duration, RemovalPolicy, Validations } from "aws-cdk-lib";
+import { Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
 import { Architecture, type CfnFunction, Runtime, Tracing } from "aws-cdk-lib/aws-lambda";
 import { NodejsFunction, OutputFormat } from "aws-cdk-lib/aws-lambda-nodejs";
 import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
 import type { Construct } from "constructs";
-import { kebabCaseProblem } from "./consumer-group-rules";
 
 /** The repository root: handler entries and `agentbus:entry` metadata are relative to it. */
 export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -25,17 +25,20 @@ export const METADATA = {
 } as const;
 
 /**
+ * The actions active tracing grants on `Resource: "*"`: X-Ray has no resource-level permissions
+ * for them (https://docs.aws.amazon.com/xray/latest/devguide/security_iam_service-with-iam.html).
+ */
+export const XRAY_ACTIONS = ["xray:PutTraceSegments", "xray:PutTelemetryRecords"] as const;
+
+/** The Lambda runtime every AgentBus function runs on (the project requires Node.js 22). */
+export const FUNCTION_RUNTIME = Runtime.NODEJS_22_X;
+
+/**
  * The ESM bundle has no `require`; esbuild's shim for CommonJS dependencies that call
  * `require("node:...")` needs a real one in module scope.
  */
 const ESM_REQUIRE_BANNER =
   'import { createRequire as __agentbusCreateRequire } from "node:module"; const require = __agentbusCreateRequire(import.meta.url);';
-
-/** Throw unless `value` is kebab-case and at most `maxLength` characters long. */
-export function assertKebabCase(what: string, value: string, maxLength: number): void {
-  const problem = kebabCaseProblem(what, value, maxLength);
-  if (problem) throw new Error(problem);
-}
 
 export interface AgentBusFunctionProps {
   /**
@@ -86,6 +89,15 @@ export interface AgentBusFunctionProps {
    * @default - none
    */
   readonly description?: string;
+
+  /**
+   * Actions the function is granted on `Resource: "*"` besides X-Ray's, each with the reason it
+   * cannot be scoped to a resource. They are acknowledged, with these reasons, as the cdk-nag
+   * finding `AwsSolutions-IAM5[Resource::*]` on the function's role policy; the stack's IAM
+   * tests fail on any other action on `*`.
+   * @default - none
+   */
+  readonly unscopedActions?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -93,6 +105,11 @@ export interface AgentBusFunctionProps {
  * source maps and the AWS SDK v3 inside (its version is pinned by the lock file, not by the
  * runtime), X-Ray tracing, a log group with retention, and the `agentbus:*` metadata the local
  * runtime uses to run the handler in-process.
+ *
+ * Its execution role (`<id>ServiceRole`, next to the function) starts with no AWS managed policy:
+ * it may write to the function's own log group (`logs:CreateLogStream`, `logs:PutLogEvents` on
+ * that group only, where `AWSLambdaBasicExecutionRole` would allow every log group of the
+ * account) and send traces to X-Ray; every other permission comes from a grant.
  */
 export class AgentBusFunction extends NodejsFunction {
   /** The repository-relative handler path. */
@@ -106,12 +123,18 @@ export class AgentBusFunction extends NodejsFunction {
       retention: props.logRetention ?? RetentionDays.ONE_MONTH,
       removalPolicy: RemovalPolicy.DESTROY,
     });
+    const role = new Role(scope, `${id}ServiceRole`, {
+      assumedBy: new ServicePrincipal("lambda.amazonaws.com"),
+      description: props.description && `Execution role: ${props.description}`.slice(0, 1000),
+    });
+    logGroup.grantWrite(role);
     super(scope, id, {
+      role,
       entry,
       handler: "handler",
       projectRoot: REPO_ROOT,
       depsLockFilePath: join(REPO_ROOT, "package-lock.json"),
-      runtime: Runtime.NODEJS_22_X,
+      runtime: FUNCTION_RUNTIME,
       architecture: Architecture.ARM_64,
       timeout: props.timeout ?? Duration.seconds(30),
       memorySize: props.memorySize ?? 256,
@@ -143,7 +166,42 @@ export class AgentBusFunction extends NodejsFunction {
     cfn.addMetadata(METADATA.entry, props.entry);
     cfn.addMetadata(METADATA.kind, props.kind);
     if (props.group !== undefined) cfn.addMetadata(METADATA.group, props.group);
+
+    Validations.of(cfn).acknowledge({
+      id: "AwsSolutions-L1",
+      reason: `${FUNCTION_RUNTIME.name} on purpose: the project requires Node.js 22 for its functions (esbuild bundles for node22; the handlers and their Powertools and SDK versions are tested on it). cdk-nag asks for the newest runtime aws-cdk-lib knows (${newestNodeRuntime()}); moving to it is a deliberate upgrade of the runtime and the bundling target together, not a per-function setting`,
+    });
+    // Active tracing put the X-Ray statement into the role's default policy (created with it).
+    const unscoped = {
+      ...Object.fromEntries(
+        XRAY_ACTIONS.map((action) => [
+          action,
+          "X-Ray has no resource-level permissions; active tracing needs it",
+        ]),
+      ),
+      ...props.unscopedActions,
+    };
+    const defaultPolicy = role.node.findChild("DefaultPolicy");
+    Validations.of(defaultPolicy).acknowledge({
+      id: "AwsSolutions-IAM5[Resource::*]",
+      reason: `Resource "*" is granted only for actions that cannot be scoped to a resource: ${Object.entries(
+        unscoped,
+      )
+        .map(([action, why]) => `${action} (${why})`)
+        .join("; ")}. Every other statement names its table, queue, stream, bus or log group`,
+    });
   }
+}
+
+/** The newest Node.js Lambda runtime this aws-cdk-lib knows (what cdk-nag's L1 asks for). */
+function newestNodeRuntime(): string {
+  const version = (name: string) => Number(/^nodejs(\d+)/.exec(name)?.[1] ?? 0);
+  return Runtime.ALL.map((runtime) => runtime.name)
+    .filter((name) => name.startsWith("nodejs"))
+    .reduce(
+      (newest, name) => (version(name) > version(newest) ? name : newest),
+      FUNCTION_RUNTIME.name,
+    );
 }
 
 /**

@@ -1,4 +1,4 @@
-import { Duration } from "aws-cdk-lib";
+import { Duration, Validations } from "aws-cdk-lib";
 import {
   Alarm,
   ComparisonOperator,
@@ -9,7 +9,7 @@ import {
 } from "aws-cdk-lib/aws-cloudwatch";
 import { FilterCriteria, FilterRule, StartingPosition } from "aws-cdk-lib/aws-lambda";
 import { DynamoEventSource, SqsDlq } from "aws-cdk-lib/aws-lambda-event-sources";
-import { Queue, QueueEncryption } from "aws-cdk-lib/aws-sqs";
+import { type CfnQueue, Queue, QueueEncryption } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
 import { AgentBusFunction, METRICS_NAMESPACE } from "./function";
 import type { AgentBusTables } from "./tables";
@@ -100,6 +100,11 @@ export class Relay extends Construct {
       enforceSSL: true,
       retentionPeriod: Duration.days(14),
     });
+    Validations.of(this.failureQueue.node.defaultChild as CfnQueue).acknowledge({
+      id: "AwsSolutions-SQS3",
+      reason:
+        "The failure queue is itself a dead-letter destination: the stream event source's OnFailure target, where the positions of batches the relay gave up on are recorded. Nothing consumes it (an operator replays from it), it alarms when not empty, and a DLQ behind it would have nothing to catch",
+    });
 
     this.function = new AgentBusFunction(this, "Resource", {
       kind: "relay",
@@ -108,6 +113,10 @@ export class Relay extends Construct {
       timeout: props.functionTimeout,
       memorySize: props.memorySize,
       environment,
+      unscopedActions: {
+        "dynamodb:ListStreams":
+          "the DynamoDB stream event source needs it; it lists the streams of the account rather than acting on one stream, so it is granted on * (grantStreamRead)",
+      },
     });
     this.function.addEventSource(
       new DynamoEventSource(props.tables.events, {

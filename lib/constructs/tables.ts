@@ -8,7 +8,7 @@ import {
   TableEncryption,
   type TableProps,
 } from "aws-cdk-lib/aws-dynamodb";
-import type { Grant, IGrantable } from "aws-cdk-lib/aws-iam";
+import { Grant, type IGrantable } from "aws-cdk-lib/aws-iam";
 import { Construct } from "constructs";
 
 export interface AgentBusTablesProps {
@@ -123,15 +123,31 @@ export class AgentBusTables extends Construct {
 
   /**
    * What a consumer group's function needs: read and conditionally write state and inbox items
-   * (alone or in a transaction), read and append events (including queries on the indexes), and
-   * read and write side-effect records. No scans, no deletes.
+   * (alone or in a transaction), read and append events, query the events table's two indexes
+   * (named: no `index/*`), and read and write side-effect records. No scans, no deletes.
+   *
+   * The grants name each table (and index) instead of using `Table.grant`, which adds
+   * `<table>/index/*` for every action once a table has an index.
    */
   grantConsumer(grantee: IGrantable): Grant {
-    return this.state
-      .grant(grantee, ...CONSUMER_ACTIONS.state)
-      .combine(this.inbox.grant(grantee, ...CONSUMER_ACTIONS.inbox))
-      .combine(this.events.grant(grantee, ...CONSUMER_ACTIONS.events))
-      .combine(this.sideEffects.grant(grantee, ...CONSUMER_ACTIONS.sideEffects));
+    const onTable = (table: Table, actions: readonly string[]) =>
+      Grant.addToPrincipal({ grantee, actions: [...actions], resourceArns: [table.tableArn] });
+    return onTable(this.state, CONSUMER_ACTIONS.state)
+      .combine(onTable(this.inbox, CONSUMER_ACTIONS.inbox))
+      .combine(onTable(this.events, CONSUMER_ACTIONS.events))
+      .combine(
+        Grant.addToPrincipal({
+          grantee,
+          actions: ["dynamodb:Query"],
+          resourceArns: this.eventsIndexArns(),
+        }),
+      )
+      .combine(onTable(this.sideEffects, CONSUMER_ACTIONS.sideEffects));
+  }
+
+  /** The ARN of each index of the events table (`<table arn>/index/<name>`). */
+  eventsIndexArns(): string[] {
+    return Object.values(EVENTS_INDEXES).map((name) => `${this.events.tableArn}/index/${name}`);
   }
 
   /** Read the events table's stream (for the relay's event source). */

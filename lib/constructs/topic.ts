@@ -22,8 +22,8 @@ import {
   type Topic as TopicName,
 } from "../../schemas";
 import { jsonSchemas } from "../../schemas/json-schema";
+import { stageProblem } from "./consumer-group-rules";
 import { eventBridgeSchema, SCHEMA_TYPE } from "./event-schemas";
-import { assertKebabCase } from "./function";
 
 export type { TopicName };
 
@@ -54,6 +54,20 @@ export interface TopicProps {
    * @default - the project's registry (`schemas/index.ts`)
    */
   readonly registry?: EventRegistry;
+
+  /**
+   * Whether the bus gets an archive. Off only for an emulator without archives
+   * (LocalStack's free image).
+   * @default true
+   */
+  readonly archive?: boolean;
+
+  /**
+   * Whether the topic gets its EventBridge schema registry and schemas. Off only for an emulator
+   * without the schemas service (LocalStack's free image).
+   * @default true
+   */
+  readonly schemaRegistry?: boolean;
 }
 
 /**
@@ -76,9 +90,11 @@ export class Topic extends Construct {
    */
   readonly busName: string;
   readonly busArn: string;
-  readonly archive: Archive;
-  readonly schemaRegistry: CfnRegistry;
-  /** The registry's schemas, keyed by schema name `<type>.v<version>`. */
+  /** The bus's archive (absent with `archive: false`). */
+  readonly archive?: Archive;
+  /** The topic's schema registry (absent with `schemaRegistry: false`). */
+  readonly schemaRegistry?: CfnRegistry;
+  /** The registry's schemas, keyed by schema name `<type>.v<version>`; empty without a registry. */
   readonly schemas: ReadonlyMap<string, CfnSchema>;
 
   constructor(scope: Construct, id: string, props: TopicProps) {
@@ -89,7 +105,8 @@ export class Topic extends Construct {
       );
     }
     const stage = props.stage ?? "dev";
-    assertKebabCase("stage", stage, 16);
+    const problem = stageProblem(stage);
+    if (problem) throw new Error(`topic ${props.topicName}: ${problem}`);
     const archiveRetention = props.archiveRetention ?? Duration.days(30);
     const retentionDays = archiveRetention.toHours() / 24;
     if (!Number.isInteger(retentionDays) || retentionDays < 1) {
@@ -117,24 +134,31 @@ export class Topic extends Construct {
       }),
     );
 
-    this.archive = new Archive(this, "Archive", {
-      sourceEventBus: bus,
-      archiveName: name,
-      description: `Every agentbus* event of the ${props.topicName} topic (${stage}), for replay`,
-      eventPattern: { source: Match.prefix(SOURCE_PREFIX) },
-      retention: archiveRetention,
-    });
-    // aws-cdk-lib renders `KmsKeyIdentifier: ""` without a key, which some regions refuse
-    // (aws/aws-cdk#37847): omit it, so the archive uses the AWS-owned key.
-    (this.archive.node.findChild("Archive") as CfnArchive).addPropertyDeletionOverride(
-      "KmsKeyIdentifier",
-    );
+    if (props.archive ?? true) {
+      this.archive = new Archive(this, "Archive", {
+        sourceEventBus: bus,
+        archiveName: name,
+        description: `Every agentbus* event of the ${props.topicName} topic (${stage}), for replay`,
+        eventPattern: { source: Match.prefix(SOURCE_PREFIX) },
+        retention: archiveRetention,
+      });
+      // aws-cdk-lib renders `KmsKeyIdentifier: ""` without a key, which some regions refuse
+      // (aws/aws-cdk#37847): omit it, so the archive uses the AWS-owned key.
+      (this.archive.node.findChild("Archive") as CfnArchive).addPropertyDeletionOverride(
+        "KmsKeyIdentifier",
+      );
+    }
 
-    this.schemaRegistry = new CfnRegistry(this, "SchemaRegistry", {
-      registryName: name,
-      description: `AgentBus ${props.topicName} topic (${stage}): one schema per event type and version`,
-    });
-    this.schemas = this.createSchemas(props.registry ?? defaultRegistry);
+    if (props.schemaRegistry ?? true) {
+      const schemaRegistry = new CfnRegistry(this, "SchemaRegistry", {
+        registryName: name,
+        description: `AgentBus ${props.topicName} topic (${stage}): one schema per event type and version`,
+      });
+      this.schemaRegistry = schemaRegistry;
+      this.schemas = this.createSchemas(schemaRegistry, props.registry ?? defaultRegistry);
+    } else {
+      this.schemas = new Map();
+    }
 
     for (const child of this.node.findAll()) {
       if (child instanceof CfnResource) child.addMetadata(TOPIC_METADATA, props.topicName);
@@ -146,7 +170,10 @@ export class Topic extends Construct {
     return this.bus.grantPutEventsTo(grantee);
   }
 
-  private createSchemas(registry: EventRegistry): Map<string, CfnSchema> {
+  private createSchemas(
+    schemaRegistry: CfnRegistry,
+    registry: EventRegistry,
+  ): Map<string, CfnSchema> {
     const documents = jsonSchemas(registry);
     const schemas = new Map<string, CfnSchema>();
     for (const definition of registry.definitions()) {
@@ -163,7 +190,7 @@ export class Topic extends Construct {
         }),
       );
       const schema = new CfnSchema(this, `Schema${pascal(schemaName)}`, {
-        registryName: this.schemaRegistry.attrRegistryName,
+        registryName: schemaRegistry.attrRegistryName,
         schemaName,
         type: SCHEMA_TYPE,
         description: definition.description.slice(0, 256),

@@ -93,6 +93,16 @@ describe("ConsumerGroup validation", () => {
     );
   });
 
+  it("accepts a stage of 20 characters, and rejects a queue name over 80 characters, naming it", () => {
+    const stage = "pr-1234-feature-abcd";
+    expect(() => build(() => ({ stage }))).not.toThrow();
+    expect(() =>
+      build(() => ({ stage, groupName: "a-rather-long-consumer-group-name-here-x" })),
+    ).toThrow(
+      /queue name "agentbus-pr-1234-feature-abcd-a-rather-long-consumer-group-name-here-x-buffer-dlq" is 81 characters, SQS allows 80/,
+    );
+  });
+
   it("rejects a standard dead-letter queue for a FIFO group, naming it", () => {
     const stack = testStack();
     const standard = new Queue(stack, "StandardDlq");

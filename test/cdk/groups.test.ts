@@ -23,7 +23,7 @@ import {
 const PIPED = "piped-projection";
 const { template } = synthesizeStack({
   topology: defineTopology({
-    topics: ["events"],
+    topics: ["commands", "events", "audit"],
     groups: [
       {
         name: "task-projection",

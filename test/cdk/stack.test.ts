@@ -4,6 +4,7 @@ import { Match } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
 import { taskProjection } from "../../functions/roles/task-projection";
 import { REPO_ROOT } from "../../lib/constructs/function";
+import { EVENTS_INDEXES } from "../../lib/constructs/tables";
 import { registry } from "../../schemas";
 import {
   agentBusStack,
@@ -11,6 +12,7 @@ import {
   functionsOfKind,
   getAtt,
   ofGroup,
+  outputProblems,
   type Resource,
   refersTo,
   resources,
@@ -157,8 +159,11 @@ describe("AgentBus stack: the audit group (no ordering)", () => {
     functionsOfKind(template, "consumer").filter((f) => f.Metadata["agentbus:group"] === "audit"),
   );
   const auditQueue = byId(QUEUE, refersTo(env(auditConsumer).QUEUE_URL));
-  const auditRule = only(ofGroup(template, RULE, "audit"));
-  const auditTarget = only(auditRule.Properties.Targets as Record<string, unknown>[]);
+  /** One rule per topic the registry has types on. */
+  const auditRules = ofGroup(template, RULE, "audit");
+  const auditTargets = auditRules.map((r) =>
+    only(r.Properties.Targets as Record<string, unknown>[]),
+  );
 
   it("reads a standard queue that redrives to a standard dead-letter queue", () => {
     expect(auditQueue.Properties.FifoQueue).toBeUndefined();
@@ -168,21 +173,35 @@ describe("AgentBus stack: the audit group (no ordering)", () => {
     expect(refersTo(env(auditConsumer).DEAD_LETTER_QUEUE_URL)).toBe(dlq.id);
   });
 
-  it("has no buffer and no dispatch function: the rule targets its queue with the envelope only", () => {
+  it("has no buffer and no dispatch function: its rules target its queue with the envelope only", () => {
     expect(functionsOfKind(template, "dispatch").map((f) => f.Metadata["agentbus:group"])).toEqual([
       GROUP,
     ]);
-    expect(refersTo(auditTarget.Arn)).toBe(auditQueue.id);
-    expect(auditTarget.InputPath).toBe("$.detail");
-    expect(refersTo((auditTarget.DeadLetterConfig as { Arn: unknown }).Arn)).toBe(
-      redriveTarget(auditQueue).id,
-    );
+    expect(auditTargets.length).toBeGreaterThan(0);
+    for (const auditTarget of auditTargets) {
+      expect(refersTo(auditTarget.Arn)).toBe(auditQueue.id);
+      expect(auditTarget.InputPath).toBe("$.detail");
+      expect(refersTo((auditTarget.DeadLetterConfig as { Arn: unknown }).Arn)).toBe(
+        redriveTarget(auditQueue).id,
+      );
+    }
   });
 
-  it("subscribes to every registered event type", () => {
-    const pattern = auditRule.Properties.EventPattern as Record<string, string[]>;
-    expect(new Set(pattern["detail-type"])).toEqual(
-      new Set(registry.definitions().map((d) => d.type)),
+  it("subscribes to every registered event type, one rule per topic on that topic's bus", () => {
+    const subscribed = auditRules.flatMap((rule) => {
+      const types = (rule.Properties.EventPattern as Record<string, string[]>)["detail-type"] ?? [];
+      const ruleBus = byId("AWS::Events::EventBus", refersTo(rule.Properties.EventBusName));
+      const topics = new Set(
+        registry
+          .definitions()
+          .filter((d) => types.includes(d.type))
+          .map((d) => d.topic),
+      );
+      expect([...topics].map((t) => `agentbus-dev-${t}`)).toEqual([ruleBus.Properties.Name]);
+      return types;
+    });
+    expect(subscribed.sort()).toEqual(
+      [...new Set(registry.definitions().map((d) => d.type))].sort(),
     );
   });
 
@@ -468,16 +487,22 @@ describe("AgentBus stack: grants", () => {
     }
   });
 
-  it("the consumer may read and append events, and query the indexes", () => {
+  it("the consumer may read and append events, and query each index by name (no index/*)", () => {
     const allowed = allowedOn(consumerStatements, arn("EVENTS_TABLE"));
     for (const action of ["GetItem", "BatchGetItem", "Query", "PutItem"]) {
       expect(allowed, action).toContain(`dynamodb:${action}`);
     }
     expect(allowed).not.toContain("dynamodb:UpdateItem");
-    const indexes = allowedOn(consumerStatements, {
-      "Fn::Join": ["", [arn("EVENTS_TABLE"), "/index/*"]],
-    });
-    expect(indexes).toContain("dynamodb:Query");
+    for (const index of Object.values(EVENTS_INDEXES)) {
+      const onIndex = allowedOn(consumerStatements, {
+        "Fn::Join": ["", [arn("EVENTS_TABLE"), `/index/${index}`]],
+      });
+      expect([...onIndex], index).toEqual(["dynamodb:Query"]);
+    }
+    const indexWildcard = consumerStatements.flatMap((s) =>
+      s.Resource.filter((r) => JSON.stringify(r).includes("/index/*")),
+    );
+    expect(indexWildcard).toEqual([]);
   });
 
   it("the consumer may read and write side-effect records", () => {
@@ -584,5 +609,9 @@ describe("AgentBus stack: outputs", () => {
       })),
     ];
     for (const value of expected) expect(values).toContain(JSON.stringify(value));
+  });
+
+  it("outputs every bus name, every queue URL of every group and every table, none exported", () => {
+    expect(outputProblems(template)).toEqual([]);
   });
 });

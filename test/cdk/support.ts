@@ -2,8 +2,11 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { App, Stack } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
+import { audit } from "../../functions/roles/audit";
+import { taskProjection } from "../../functions/roles/task-projection";
 import { AgentBusStack, type AgentBusStackProps } from "../../lib/agentbus-stack";
 import { REPO_ROOT } from "../../lib/constructs/function";
+import { defineTopology, type Topology } from "../../lib/topology";
 
 type Json = Record<string, unknown>;
 
@@ -12,19 +15,51 @@ type Json = Record<string, unknown>;
  * synthesize without esbuild. CloudFormation's built-in template validation (seconds per synth)
  * runs only where asked for.
  */
-export function testApp(options: { validate?: boolean } = {}): App {
+export function testApp(options: { validate?: boolean; context?: Json } = {}): App {
+  return new App({
+    context: { ...cdkJsonContext(), "aws:cdk:bundling-stacks": [], ...options.context },
+    builtinCloudFormationValidation: options.validate ?? false,
+  });
+}
+
+/** The context of cdk.json (feature flags and the default stage), as the CLI passes it. */
+export function cdkJsonContext(): Json {
   const cdkJson = JSON.parse(readFileSync(join(REPO_ROOT, "cdk.json"), "utf8")) as {
     context?: Json;
   };
-  return new App({
-    context: { ...cdkJson.context, "aws:cdk:bundling-stacks": [] },
-    builtinCloudFormationValidation: options.validate ?? false,
-  });
+  return cdkJson.context ?? {};
 }
 
 /** An empty stack in a test app, for constructs tested on their own. */
 export function testStack(): Stack {
   return new Stack(testApp(), "Test");
+}
+
+/** Name of the pipe-delivered group of `topologyWithPipe()`. */
+export const PIPED_GROUP = "piped-projection";
+
+/**
+ * The project's topics and groups plus a FIFO group delivered by an EventBridge Pipe, so that
+ * every kind of group (dispatch function, pipe, unordered) is in one stack.
+ */
+export function topologyWithPipe(): Topology {
+  return defineTopology({
+    topics: ["commands", "events", "audit"],
+    groups: [
+      {
+        name: "task-projection",
+        role: taskProjection,
+        handler: "functions/handlers/task-projection.ts",
+      },
+      {
+        name: PIPED_GROUP,
+        role: { group: PIPED_GROUP, subscriptions: ["task.accepted", "plan.created"] },
+        handler: "functions/handlers/task-projection.ts",
+        delivery: "pipe",
+      },
+      { name: "audit", role: audit, handler: "functions/handlers/audit.ts", ordering: "none" },
+    ],
+  });
 }
 
 export interface Synthesized {
@@ -60,8 +95,12 @@ export function agentBusStack(): Synthesized {
  * An AgentBus stack synthesized without CloudFormation's built-in validation (the one file that
  * validates is stack.test.ts): call once per test file and share the template.
  */
-export function synthesizeStack(props: AgentBusStackProps = {}, stackName = "AgentBus-test") {
-  const app = testApp();
+export function synthesizeStack(
+  props: AgentBusStackProps = {},
+  stackName = "AgentBus-test",
+  context: Json = {},
+) {
+  const app = testApp({ context });
   const stack = new AgentBusStack(app, stackName, props);
   return { stack, template: Template.fromStack(stack) };
 }
@@ -162,4 +201,34 @@ export function functionsOfKind(template: Template, kind: string): Resource[] {
     "AWS::Lambda::Function",
     (fn) => fn.Metadata["agentbus:kind"] === kind,
   );
+}
+
+/**
+ * What a template's outputs miss, as readable problems: every bus name (`Fn::GetAtt Name`),
+ * every queue URL (`Ref`: each group's queue, buffer and dead-letter queues, the relay's failure
+ * queue) and every table name (`Ref`) must be an output, and no output may be exported.
+ */
+export function outputProblems(template: Template): string[] {
+  const outputs = Object.entries(template.findOutputs("*"));
+  const values = new Set(outputs.map(([, o]) => JSON.stringify(o.Value)));
+  const expected = [
+    ...resources(template, "AWS::Events::EventBus").map((b) => ({
+      what: `bus ${b.id}`,
+      value: getAtt(b.id, "Name"),
+    })),
+    ...resources(template, "AWS::SQS::Queue").map((q) => ({
+      what: `queue ${q.id}`,
+      value: { Ref: q.id },
+    })),
+    ...resources(template, "AWS::DynamoDB::Table").map((t) => ({
+      what: `table ${t.id}`,
+      value: { Ref: t.id },
+    })),
+  ];
+  return [
+    ...expected
+      .filter(({ value }) => !values.has(JSON.stringify(value)))
+      .map(({ what }) => `${what} is not an output`),
+    ...outputs.filter(([, o]) => o.Export !== undefined).map(([id]) => `output ${id} is exported`),
+  ];
 }

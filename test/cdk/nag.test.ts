@@ -1,0 +1,198 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { type App, CfnResource, Stack, Validations } from "aws-cdk-lib";
+import { CfnPolicy } from "aws-cdk-lib/aws-iam";
+import { CfnFunction } from "aws-cdk-lib/aws-lambda";
+import { CfnQueue, Queue } from "aws-cdk-lib/aws-sqs";
+import { AwsSolutionsChecks } from "cdk-nag";
+import type { IConstruct } from "constructs";
+import { describe, expect, it } from "vitest";
+import { AgentBusStack, type AgentBusStackProps } from "../../lib/agentbus-stack";
+import { EMULATOR_CONTEXT_KEY } from "../../lib/constructs/emulator";
+import { XRAY_ACTIONS } from "../../lib/constructs/function";
+import { testApp, topologyWithPipe } from "./support";
+
+/**
+ * cdk-nag's AWS Solutions checks, run the way `cdk synth` runs them for bin/agentbus.ts: as a
+ * validation plugin (cdk-nag 3 is a `Validations` plugin, not the v2 aspect, and reports into
+ * the assembly's validation report instead of annotations), verbose, over the stack as deployed.
+ * Every finding left, error or warning, fails the test and is printed with its rule id, its
+ * resource path and its message.
+ */
+
+interface Finding {
+  readonly rule: string;
+  readonly severity: string;
+  readonly path: string;
+  readonly message: string;
+}
+
+interface Violating {
+  readonly constructPath?: string;
+  readonly resourceLogicalId?: string;
+}
+
+interface Report {
+  readonly pluginReports?: readonly {
+    readonly pluginName: string;
+    readonly violations?: readonly {
+      readonly ruleName: string;
+      readonly description: string;
+      readonly severity?: string;
+      readonly violatingConstructs?: readonly Violating[];
+      readonly violatingResources?: readonly Violating[];
+    }[];
+  }[];
+}
+
+/** Synthesize what `build` adds to an app with the checks on; every AwsSolutions finding left. */
+function nagFindings(build: (app: App) => void, context: Record<string, unknown> = {}) {
+  // Collect findings from the report instead of failing the synth, so they can all be printed.
+  const app = testApp({
+    context: { "@aws-cdk/core:failSynthOnValidationErrors": false, ...context },
+  });
+  build(app);
+  Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { verbose: true }));
+  const assembly = app.synth();
+  const reportFile = join(assembly.directory, "validation-report.json");
+  if (!existsSync(reportFile)) throw new Error(`no validation report at ${reportFile}`);
+  const report = JSON.parse(readFileSync(reportFile, "utf8")) as Report;
+  const findings: Finding[] = (report.pluginReports ?? [])
+    .filter((plugin) => plugin.pluginName === "AwsSolutions")
+    .flatMap((plugin) => plugin.violations ?? [])
+    .flatMap((v) =>
+      [...(v.violatingConstructs ?? []), ...(v.violatingResources ?? [])].map((r) => ({
+        rule: v.ruleName,
+        severity: v.severity ?? "error",
+        path: r.constructPath ?? r.resourceLogicalId ?? "?",
+        message: v.description,
+      })),
+    );
+  return { app, findings };
+}
+
+const printed = (findings: readonly Finding[]) =>
+  findings.map((f) => `[${f.severity}] ${f.rule} at ${f.path}: ${f.message}`);
+
+function agentBus(props: AgentBusStackProps = {}) {
+  return (app: App) => {
+    new AgentBusStack(app, "AgentBus-nag", props);
+  };
+}
+
+describe("cdk-nag AwsSolutions", () => {
+  it("finds what it should: a plain queue has findings (the harness is not blind)", () => {
+    const { findings } = nagFindings((app) => {
+      new Queue(new Stack(app, "Canary"), "Plain");
+    });
+    expect(findings.map((f) => f.rule).sort()).toEqual(["AwsSolutions-SQS3", "AwsSolutions-SQS4"]);
+    expect(findings.every((f) => f.path === "Canary/Plain/Resource")).toBe(true);
+  });
+
+  const { app, findings } = nagFindings(agentBus());
+
+  it("the stack as deployed has no error and no warning left", () => {
+    expect(printed(findings)).toEqual([]);
+  });
+
+  it("with a pipe-delivered group: no error and no warning left", () => {
+    expect(printed(nagFindings(agentBus({ topology: topologyWithPipe() })).findings)).toEqual([]);
+  });
+
+  it.each(["localstack-free", "localstack"])(
+    "for %s (what cdklocal synthesizes): no error and no warning left",
+    (emulator) => {
+      const synthesized = nagFindings(agentBus({ topology: topologyWithPipe() }), {
+        [EMULATOR_CONTEXT_KEY]: emulator,
+      });
+      expect(printed(synthesized.findings)).toEqual([]);
+    },
+  );
+
+  describe("acknowledgements: only deliberate decisions, each on the narrowest construct", () => {
+    const acknowledged = acknowledgements(app);
+
+    it("are exactly: L1 per function, IAM5 Resource::* per function policy, SQS3 on the relay's failure queue", () => {
+      const byRule = (rule: string) => acknowledged.filter((a) => a.rule === rule);
+      expect(new Set(acknowledged.map((a) => a.rule))).toEqual(
+        new Set(["AwsSolutions-L1", "AwsSolutions-IAM5[Resource::*]", "AwsSolutions-SQS3"]),
+      );
+      const functions = app.node.findAll().filter((c) => c instanceof CfnFunction);
+      expect(byRule("AwsSolutions-L1").map((a) => a.construct)).toEqual(
+        expect.arrayContaining(functions),
+      );
+      expect(byRule("AwsSolutions-L1")).toHaveLength(functions.length);
+      expect(byRule("AwsSolutions-IAM5[Resource::*]")).toHaveLength(functions.length);
+      expect(byRule("AwsSolutions-SQS3").map((a) => a.path)).toEqual([
+        "AgentBus-nag/Relay/FailureQueue/Resource",
+      ]);
+    });
+
+    it("none is on a stack or the app (no blanket suppression)", () => {
+      for (const a of acknowledged) {
+        expect(a.construct instanceof Stack || a.construct === app, a.path).toBe(false);
+        expect(
+          a.construct instanceof CfnResource ||
+            a.construct.node.defaultChild instanceof CfnResource,
+          `${a.path} is a resource or its L2`,
+        ).toBe(true);
+      }
+    });
+
+    it("L1 sits on functions, IAM5 on role policies, SQS3 on a queue", () => {
+      for (const a of acknowledged) {
+        const resource =
+          a.construct instanceof CfnResource ? a.construct : a.construct.node.defaultChild;
+        const expected = {
+          "AwsSolutions-L1": CfnFunction,
+          "AwsSolutions-IAM5[Resource::*]": CfnPolicy,
+          "AwsSolutions-SQS3": CfnQueue,
+        }[a.rule];
+        expect(expected && resource instanceof expected, `${a.rule} at ${a.path}`).toBe(true);
+      }
+    });
+
+    it("every IAM5 Resource::* reason names the actions it covers, X-Ray's first", () => {
+      for (const a of acknowledged.filter((x) => x.rule.startsWith("AwsSolutions-IAM5"))) {
+        for (const action of XRAY_ACTIONS) expect(a.reason, a.path).toContain(action);
+      }
+      const relay = acknowledged.find(
+        (a) => a.rule.startsWith("AwsSolutions-IAM5") && a.path.includes("/Relay/"),
+      );
+      expect(relay?.reason).toContain("dynamodb:ListStreams");
+    });
+
+    it("every reason says why (printed here for review)", () => {
+      for (const a of acknowledged) {
+        expect(a.reason.length, `${a.rule} at ${a.path}`).toBeGreaterThan(60);
+      }
+      console.info(
+        [...new Set(acknowledged.map((a) => `${a.rule}: ${a.reason}`))]
+          .map((line) => `  ${line}`)
+          .join("\n"),
+      );
+    });
+  });
+});
+
+interface Acknowledgement {
+  readonly rule: string;
+  readonly reason: string;
+  readonly path: string;
+  readonly construct: IConstruct;
+}
+
+/** Every `Validations.of(...).acknowledge` in the tree, with the construct it is on. */
+function acknowledgements(root: IConstruct): Acknowledgement[] {
+  return root.node.findAll().flatMap((construct) =>
+    construct.node.metadata
+      .filter((entry) => entry.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)
+      .flatMap((entry) => Object.entries(entry.data as Record<string, string>))
+      .map(([id, reason]) => ({
+        rule: id.replace(/^annotation::/i, ""),
+        reason,
+        path: construct.node.path,
+        construct,
+      })),
+  );
+}
