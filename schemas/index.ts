@@ -1,4 +1,5 @@
 import { defineTaskEvents } from "./events/task";
+import { defineWorkflowEvents } from "./events/workflow";
 import { EventRegistry } from "./registry";
 
 export * from "./envelope";
@@ -8,3 +9,4 @@ export * from "./registry";
 /** The registry of every event type AgentBus knows. */
 export const registry = new EventRegistry();
 defineTaskEvents(registry);
+defineWorkflowEvents(registry);

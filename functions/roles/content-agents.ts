@@ -1,0 +1,246 @@
+import { createHash } from "node:crypto";
+import type { z } from "zod";
+import type { AggregateRef, Envelope } from "../../schemas";
+import {
+  CONTENT_ROLE_EVENTS,
+  type ContentRole,
+  contentEventTypes,
+  type FactCheckOutput,
+  type NodeCompleted,
+  type NodeFailed,
+  type NodeRequested,
+} from "../../schemas/events/workflow";
+import {
+  type AgentRun,
+  classifyFailure,
+  DEFAULT_LEASE_SECONDS,
+  DEFAULT_MAX_ATTEMPTS,
+  MODEL_INVALID_OUTPUT,
+  newRun,
+  type RunError,
+  transition,
+} from "../core/agent-run";
+import { PermanentError } from "../core/errors";
+import { invokeStructured, ModelOutputInvalidError, type ModelPort } from "../core/model";
+import type { Decision, Role } from "../core/pipeline";
+
+/**
+ * The four content agents of seed 001 §6 (topic selection, fact check, writing, review), one
+ * factory. Each is a consumer group named after its role that takes `<role>.requested` commands
+ * from the orchestrator and answers `<role>.completed` or `<role>.failed` on the stream of its
+ * agent run: aggregate `agent_run/<agentRunId(run_id, node_id, generation)>`, so a re-run (new
+ * generation) is a new agent run and a redelivered request finds the one it already finished.
+ *
+ * One request, inside `decide` (the pipeline commits after it returns, so the model call is never
+ * inside a transaction):
+ *   newRun (IDLE) -TaskAssigned-> READY -DependenciesSatisfied-> RUNNING -> call the model with
+ *   `invokeStructured` (metadata.role = the role, prompt from the node's input and the run's
+ *   input, output schema per role) -TaskCompleted-> COMPLETED, emit `<role>.completed`.
+ * Failures go through the agent run's `classifyFailure`:
+ * - transient (throttling, outage, unexpected errors) with attempts left -> the error is rethrown:
+ *   nothing is committed and the queue redelivers the request after its visibility timeout;
+ *   delivery n counts as attempt n (`receiveCount`), so the budget holds across redeliveries;
+ *   once it is spent -> FAILED and `<role>.failed` with the error's code (class transient);
+ * - the model never answered in shape: every reply `invokeStructured` had to correct counts as an
+ *   attempt of the run; when the budget is spent -> NEEDS_HUMAN and `<role>.failed` with code
+ *   `model.invalid_output`;
+ * - permanent (no access, bad model id, ...) -> FAILED at once and `<role>.failed`;
+ * - fact check with verdict "fail" is a business refusal -> FAILED and `fact_check.failed` with
+ *   code `fact_check.rejected` (class business), the checker's notes as the message.
+ * The agent run is stored only when it has ended, so a duplicate request (or one for a run that
+ * already ended) finds it COMPLETED / FAILED / NEEDS_HUMAN and emits nothing.
+ *
+ * Long model calls: the consumer handler extends the message's SQS visibility while `decide`
+ * runs (the heartbeat); if the worker dies, the message becomes visible again and counts as the
+ * next attempt, and a node that stays RUNNING past its lease is reported by the sweeper with
+ * `node.lease.expired`.
+ */
+
+export interface ContentAgentOptions {
+  readonly role: ContentRole;
+  readonly model: ModelPort;
+  /** Attempts of one agent run in total: redeliveries and corrected model replies. @default 3 */
+  readonly maxModelAttempts?: number;
+  /** Lease of the RUNNING agent run, in seconds. @default DEFAULT_LEASE_SECONDS */
+  readonly leaseSeconds?: number;
+  /** Cap on the model's answer. @default 2048 */
+  readonly maxTokens?: number;
+}
+
+export const AGENT_RUN_AGGREGATE = "agent_run";
+export const FACT_CHECK_REJECTED = "fact_check.rejected";
+
+const INSTRUCTIONS: Readonly<Record<ContentRole, string>> = {
+  "topic-selection":
+    "You are the topic selection agent of a newsroom. From the request, choose a timely topic " +
+    "and an angle, and list the sources to work from. Answer with one JSON object with the " +
+    "fields topic (string), angle (string) and sources (array of strings).",
+  "fact-check":
+    "You are the fact checking agent of a newsroom. Check the claims behind the selected topic " +
+    "against its sources. Answer with one JSON object with the fields verdict (pass or fail), " +
+    "checked_claims (integer) and notes (string).",
+  writing:
+    "You are the writing agent of a newsroom. Write a draft article on the selected topic and " +
+    "angle. Answer with one JSON object with the fields title (string) and body (string).",
+  review:
+    "You are the review agent of a newsroom. Check grammar and style of the draft and settle " +
+    "the final title. Answer with one JSON object with the fields approved (boolean), edits " +
+    "(integer) and final_title (string).",
+};
+
+/** The agent run id of one assignment: `arun_` + 32 letters of a SHA-256 (no digit runs). */
+export function agentRunId(runId: string, nodeId: string, generation: number): string {
+  const hex = createHash("sha256")
+    .update(`${runId}\u0000${nodeId}\u0000${generation}`)
+    .digest("hex")
+    .slice(0, 32);
+  const letters = [...hex].map((c) => String.fromCharCode(97 + Number.parseInt(c, 16))).join("");
+  return `arun_${letters}`;
+}
+
+export function createContentAgent(options: ContentAgentOptions): Role<AgentRun> {
+  const { role, model } = options;
+  const maxAttempts = options.maxModelAttempts ?? DEFAULT_MAX_ATTEMPTS;
+  if (!Number.isInteger(maxAttempts) || maxAttempts < 1)
+    throw new PermanentError(
+      "agent.invalid_option",
+      `maxModelAttempts must be a positive integer, got ${maxAttempts}`,
+    );
+  const entry = CONTENT_ROLE_EVENTS[role];
+  if (!entry) throw new PermanentError("agent.unknown_role", `no content role ${role}`);
+  const outputSchema: z.ZodType<unknown> = entry.output;
+  const types = contentEventTypes(role);
+
+  const stateOf = (event: Envelope): AggregateRef => {
+    const { run_id, node_id, generation } = event.payload as NodeRequested;
+    return { type: AGENT_RUN_AGGREGATE, id: agentRunId(run_id, node_id, generation) };
+  };
+
+  return {
+    group: role,
+    subscriptions: [types.requested],
+    stateOf,
+    async decide(existing, event, { now, receiveCount }): Promise<Decision<AgentRun>> {
+      // Stored only once ended: this request was already answered.
+      if (existing) return {};
+      const request = event.payload as NodeRequested;
+      const ref = {
+        run_id: request.run_id,
+        node_id: request.node_id,
+        generation: request.generation,
+      };
+      let run = newRun({
+        run_id: stateOf(event).id,
+        task_id: event.task_id,
+        role,
+        node_id: request.node_id,
+        max_attempts: maxAttempts,
+        lease_seconds: options.leaseSeconds ?? DEFAULT_LEASE_SECONDS,
+        now,
+      });
+      run = transition(run, "TaskAssigned", {
+        now,
+        reason: `run ${request.run_id} node ${request.node_id} generation ${request.generation} assignment ${request.attempt}`,
+      });
+      run = transition(run, "DependenciesSatisfied", { now });
+      // Delivery n is attempt n: the earlier ones did not commit (transient failure or a lost
+      // worker), and each of them spent an attempt of the budget.
+      run = retried(run, Math.min(receiveCount, maxAttempts) - 1, now, {
+        code: "agent_run.redelivered",
+        errorClass: "transient",
+        message: "an earlier delivery of the request did not complete",
+      });
+
+      const failed = (next: AgentRun): Decision<AgentRun> => {
+        const error = next.error ?? {
+          code: "agent_run.failed",
+          errorClass: "permanent" as const,
+          message: `${role} failed`,
+        };
+        const payload: NodeFailed = { ...ref, error };
+        return { state: next, emit: [{ type: types.failed, payload, orderKey: request.run_id }] };
+      };
+
+      try {
+        const result = await invokeStructured(
+          model,
+          {
+            system: INSTRUCTIONS[role],
+            messages: [{ role: "user", text: promptOf(request) }],
+            maxTokens: options.maxTokens ?? 2048,
+            metadata: { role, task_id: event.task_id, correlation_id: event.correlation_id },
+          },
+          outputSchema,
+          { maxAttempts: run.max_attempts - run.attempt + 1 },
+        );
+        run = retried(run, result.attempts - 1, now, correctedReply());
+        const output: unknown = result.value;
+        if (role === "fact-check" && (output as FactCheckOutput).verdict === "fail") {
+          const notes = (output as FactCheckOutput).notes;
+          return failed(
+            transition(run, "TaskFailed", {
+              now,
+              error: {
+                code: FACT_CHECK_REJECTED,
+                errorClass: "business",
+                message: `fact check failed: ${notes}`.slice(0, 4096),
+              },
+            }),
+          );
+        }
+        run = transition(run, "TaskCompleted", { now, output });
+        const payload: NodeCompleted = { ...ref, output };
+        return { state: run, emit: [{ type: types.completed, payload, orderKey: request.run_id }] };
+      } catch (error) {
+        if (error instanceof ModelOutputInvalidError)
+          run = retried(run, error.attempts - 1, now, correctedReply());
+        let trigger = classifyFailure(error, run);
+        // A model call has no side effect to confirm: an unknown outcome is retried like a
+        // transient error, and fails the run once the budget is spent.
+        if (trigger === "TaskBlocked")
+          trigger = run.attempt < run.max_attempts ? "RetryScheduled" : "TaskFailed";
+        if (trigger === "RetryScheduled") throw error;
+        return failed(transition(run, trigger, { now, error }));
+      }
+    },
+  };
+}
+
+/** Record `count` attempts that ended in a retry: RUNNING -RetryScheduled-> READY -> RUNNING. */
+function retried(run: AgentRun, count: number, now: Date, error: RunError): AgentRun {
+  let next = run;
+  for (let i = 0; i < count && next.attempt < next.max_attempts; i++) {
+    next = transition(next, "RetryScheduled", { now, error });
+    next = transition(next, "DependenciesSatisfied", { now });
+  }
+  return next;
+}
+
+function correctedReply(): RunError {
+  return {
+    code: MODEL_INVALID_OUTPUT,
+    errorClass: "permanent",
+    message: "the model's reply did not match the output schema; asked again with the issues",
+  };
+}
+
+/** The user message: the run's request and the upstream results, as canonical JSON. */
+function promptOf(request: NodeRequested): string {
+  const upstream = Object.keys(request.input).length
+    ? `Results of the previous steps, by step:\n${canonicalJson(request.input)}`
+    : "There are no previous steps.";
+  return `The request:\n${canonicalJson(request.run_input)}\n\n${upstream}`;
+}
+
+/** JSON with object keys sorted, so the same input always gives the same prompt. */
+function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v !== null && typeof v === "object" && !Array.isArray(v)
+      ? Object.fromEntries(
+          Object.entries(v as Record<string, unknown>).sort(([a], [b]) =>
+            a < b ? -1 : a > b ? 1 : 0,
+          ),
+        )
+      : v,
+  );
+}

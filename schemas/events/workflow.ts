@@ -1,0 +1,287 @@
+import { z } from "zod";
+import { OpaqueId } from "../ids";
+import type { EventRegistry } from "../registry";
+
+/**
+ * The content-production workflow (seed 001 §6) on the bus.
+ *
+ * - Operator commands enter from outside a stream (unsequenced, version 0, de-duplicated by event
+ *   id): start a run, re-run from a node, reset a FAILED node, nudge a run whose work was held
+ *   back by backpressure. A scheduled sweeper reports expired node leases the same way.
+ * - The orchestrator appends to the run's own stream (aggregate `dag_run`, id = run_id): one
+ *   `<role>.requested` command per released node, and `workflow.completed|partial|failed` when
+ *   the run ends (or `workflow.rejected` when it refuses a request).
+ * - Each content agent appends its outcome, `<role>.completed` or `<role>.failed`, to the stream
+ *   of its agent run (aggregate `agent_run`, one per run_id + node_id + generation).
+ * Every command and outcome of one run carries `order_key = run_id`, so one run's traffic is
+ * serialized within each consumer group.
+ */
+
+/** A node id of a workflow definition (the DAG's identifier rule). */
+export const NodeId = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, {
+  message: "must be 1-64 characters of A-Z a-z 0-9 _ . - starting with a letter or digit",
+});
+export const Generation = z.number().int().min(0);
+
+export const WORKFLOW_KINDS = ["quick-news", "long-form"] as const;
+export type WorkflowKind = (typeof WORKFLOW_KINDS)[number];
+
+/** What the operator asks for; extra fields travel to the agents as the run's input. */
+export const ContentRequest = z.looseObject({
+  topic_hint: z.string().min(1).max(2000),
+});
+export type ContentRequest = z.infer<typeof ContentRequest>;
+
+export const WorkflowStartRequestedPayload = z.object({
+  run_id: OpaqueId,
+  /**
+   * `quick-news` (fact check || writing) or `long-form` (serial). Any other kebab-case name is
+   * accepted by the envelope and refused by the orchestrator with `workflow.rejected`, so an
+   * operator sees the refusal on the bus instead of a dead-lettered message.
+   */
+  workflow: z
+    .string()
+    .regex(/^[a-z][a-z0-9-]{0,63}$/, { message: "must be kebab-case, max 64" })
+    .describe(`one of ${WORKFLOW_KINDS.join(", ")}`),
+  request: ContentRequest,
+});
+export const WorkflowRerunRequestedPayload = z.object({ run_id: OpaqueId, node_id: NodeId });
+export const WorkflowResetRequestedPayload = z.object({
+  run_id: OpaqueId,
+  node_id: NodeId,
+  reason: z.string().max(1000).optional(),
+});
+export const WorkflowReleaseRequestedPayload = z.object({ run_id: OpaqueId });
+export const NodeLeaseExpiredPayload = z.object({
+  run_id: OpaqueId,
+  node_id: NodeId,
+  generation: Generation,
+  /** When the lease ran out (the sweeper's view). */
+  expired_at: z.iso.datetime({ offset: true }).optional(),
+});
+
+export const ErrorClassSchema = z.enum(["transient", "permanent", "business", "unknown_outcome"]);
+export const NodeFailure = z.object({
+  code: z.string().min(1).max(256),
+  errorClass: ErrorClassSchema,
+  message: z.string().max(4096),
+});
+export type NodeFailure = z.infer<typeof NodeFailure>;
+
+// Outputs of the content roles (what each agent's model must answer, and what its completion
+// carries).
+export const TopicSelectionOutput = z.object({
+  topic: z.string().min(1).max(500),
+  angle: z.string().min(1).max(500),
+  sources: z.array(z.string().min(1).max(500)).min(1).max(20),
+});
+export const FactCheckOutput = z.object({
+  verdict: z.enum(["pass", "fail"]),
+  checked_claims: z.number().int().nonnegative(),
+  notes: z.string().min(1).max(4000),
+});
+export const WritingOutput = z.object({
+  title: z.string().min(1).max(300),
+  body: z.string().min(1).max(50_000),
+});
+export const ReviewOutput = z.object({
+  approved: z.boolean(),
+  edits: z.number().int().nonnegative(),
+  final_title: z.string().min(1).max(300),
+});
+export type TopicSelectionOutput = z.infer<typeof TopicSelectionOutput>;
+export type FactCheckOutput = z.infer<typeof FactCheckOutput>;
+export type WritingOutput = z.infer<typeof WritingOutput>;
+export type ReviewOutput = z.infer<typeof ReviewOutput>;
+
+export const NodeRequestedPayload = z.object({
+  run_id: OpaqueId,
+  node_id: NodeId,
+  generation: Generation,
+  /** How many times the node was assigned over all generations (1 on the first assignment). */
+  attempt: z.number().int().min(1),
+  /** Outputs of the upstream nodes whose edge into this node was taken, by node id. */
+  input: z.record(z.string(), z.unknown()),
+  /** The run's input (the operator's request). */
+  run_input: ContentRequest,
+});
+export type NodeRequested = z.infer<typeof NodeRequestedPayload>;
+
+const completedPayload = <O extends z.ZodType>(output: O) =>
+  z.object({ run_id: OpaqueId, node_id: NodeId, generation: Generation, output });
+export const NodeFailedPayload = z.object({
+  run_id: OpaqueId,
+  node_id: NodeId,
+  generation: Generation,
+  error: NodeFailure,
+});
+export type NodeCompleted<O = unknown> = {
+  run_id: string;
+  node_id: string;
+  generation: number;
+  output: O;
+};
+export type NodeFailed = z.infer<typeof NodeFailedPayload>;
+
+/** The content roles: agent role (consumer group) -> event-name stem and output schema. */
+export const CONTENT_ROLE_EVENTS = {
+  "topic-selection": { stem: "topic_selection", output: TopicSelectionOutput },
+  "fact-check": { stem: "fact_check", output: FactCheckOutput },
+  writing: { stem: "writing", output: WritingOutput },
+  review: { stem: "review", output: ReviewOutput },
+} as const;
+export type ContentRole = keyof typeof CONTENT_ROLE_EVENTS;
+export const CONTENT_ROLES = Object.keys(CONTENT_ROLE_EVENTS) as ContentRole[];
+
+/** The three event types of a content role. */
+export function contentEventTypes(role: ContentRole): {
+  requested: string;
+  completed: string;
+  failed: string;
+} {
+  const { stem } = CONTENT_ROLE_EVENTS[role];
+  return {
+    requested: `${stem}.requested`,
+    completed: `${stem}.completed`,
+    failed: `${stem}.failed`,
+  };
+}
+
+const NodeErrorResult = z.object({
+  code: z.string().min(1),
+  message: z.string(),
+  error_class: ErrorClassSchema.optional(),
+});
+/** The DAG executor's run result (`runResult`). */
+export const RunResultSchema = z.object({
+  status: z.enum(["RUNNING", "COMPLETED", "FAILED", "PARTIAL", "CANCELLED"]),
+  outputs: z.record(z.string(), z.unknown()),
+  completed: z.array(z.string()),
+  degraded: z.array(z.string()),
+  failed: z.array(z.object({ node_id: z.string(), error: NodeErrorResult.optional() })),
+  cancelled: z.array(z.string()),
+  skipped: z.array(z.string()),
+});
+export const WorkflowEndedPayload = z.object({ run_id: OpaqueId, result: RunResultSchema });
+export type WorkflowEnded = z.infer<typeof WorkflowEndedPayload>;
+
+export const WORKFLOW_REQUESTS = ["start", "rerun", "reset", "release"] as const;
+export const WorkflowRejectedPayload = z.object({
+  run_id: OpaqueId,
+  request: z.enum(WORKFLOW_REQUESTS),
+  node_id: NodeId.optional(),
+  code: z.string().min(1).max(256),
+  message: z.string().max(4096),
+});
+export type WorkflowRejected = z.infer<typeof WorkflowRejectedPayload>;
+
+export type WorkflowStartRequested = z.infer<typeof WorkflowStartRequestedPayload>;
+export type WorkflowRerunRequested = z.infer<typeof WorkflowRerunRequestedPayload>;
+export type WorkflowResetRequested = z.infer<typeof WorkflowResetRequestedPayload>;
+export type WorkflowReleaseRequested = z.infer<typeof WorkflowReleaseRequestedPayload>;
+export type NodeLeaseExpired = z.infer<typeof NodeLeaseExpiredPayload>;
+
+export function defineWorkflowEvents(registry: EventRegistry): void {
+  const operator = {
+    schemaVersion: 1,
+    kind: "command",
+    topic: "commands",
+    sequenced: false,
+  } as const;
+  registry.define({
+    ...operator,
+    type: "workflow.start.requested",
+    description:
+      "Start a content-production run (sent by an operator; aggregate dag_run/<run_id>, version 0).",
+    payload: WorkflowStartRequestedPayload,
+  });
+  registry.define({
+    ...operator,
+    type: "workflow.rerun.requested",
+    description: "Re-run a node of a run and everything below it, under a new generation.",
+    payload: WorkflowRerunRequestedPayload,
+  });
+  registry.define({
+    ...operator,
+    type: "workflow.reset.requested",
+    description:
+      "Manual reset of a FAILED node (seed 001 ManualReset): run it and its descendants again under a new generation.",
+    payload: WorkflowResetRequestedPayload,
+  });
+  registry.define({
+    ...operator,
+    type: "workflow.release.requested",
+    description:
+      "Release the READY nodes of a run that backpressure held back (sent by a scheduler or an operator).",
+    payload: WorkflowReleaseRequestedPayload,
+  });
+  registry.define({
+    schemaVersion: 1,
+    kind: "event",
+    topic: "events",
+    sequenced: false,
+    type: "node.lease.expired",
+    description:
+      "The sweeper found a node of a run RUNNING past its lease (the TaskHung entry of seed 001).",
+    payload: NodeLeaseExpiredPayload,
+  });
+
+  for (const role of CONTENT_ROLES) {
+    const { output } = CONTENT_ROLE_EVENTS[role];
+    const types = contentEventTypes(role);
+    registry.define({
+      type: types.requested,
+      schemaVersion: 1,
+      kind: "command",
+      topic: "commands",
+      sequenced: true,
+      description: `The orchestrator assigns a ${role} node to the ${role} agent (on the dag_run stream).`,
+      payload: NodeRequestedPayload,
+    });
+    registry.define({
+      type: types.completed,
+      schemaVersion: 1,
+      kind: "event",
+      topic: "events",
+      sequenced: true,
+      description: `The ${role} agent completed a node (on its agent_run stream).`,
+      payload: completedPayload(output),
+    });
+    registry.define({
+      type: types.failed,
+      schemaVersion: 1,
+      kind: "event",
+      topic: "events",
+      sequenced: true,
+      description: `The ${role} agent gave up on a node: retries exhausted, a permanent error, a business refusal or a model output that needs a human (on its agent_run stream).`,
+      payload: NodeFailedPayload,
+    });
+  }
+
+  const runStream = { schemaVersion: 1, kind: "event", topic: "events", sequenced: true } as const;
+  registry.define({
+    ...runStream,
+    type: "workflow.completed",
+    description: "Every node of the run completed (or was degraded or skipped).",
+    payload: WorkflowEndedPayload,
+  });
+  registry.define({
+    ...runStream,
+    type: "workflow.partial",
+    description: "The run ended with some nodes completed and others failed or cancelled.",
+    payload: WorkflowEndedPayload,
+  });
+  registry.define({
+    ...runStream,
+    type: "workflow.failed",
+    description: "The run ended without any node completed.",
+    payload: WorkflowEndedPayload,
+  });
+  registry.define({
+    ...runStream,
+    type: "workflow.rejected",
+    description:
+      "The orchestrator refused an operator request (unknown workflow, unknown run or node, re-run or reset not possible).",
+    payload: WorkflowRejectedPayload,
+  });
+}

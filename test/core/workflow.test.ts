@@ -1,0 +1,563 @@
+import { ulid } from "ulid";
+import { describe, expect, it } from "vitest";
+import {
+  DeterministicLocalModel,
+  FAIL_FACT_CHECK_MARKER,
+} from "../../functions/adapters/local-model";
+import type { AgentRun } from "../../functions/core/agent-run";
+import { classify, TransientError } from "../../functions/core/errors";
+import { consume, type Role, type StepStatus } from "../../functions/core/pipeline";
+import type { ConsumerDeps } from "../../functions/core/ports";
+import { agentRunId, createContentAgent } from "../../functions/roles/content-agents";
+import {
+  createOrchestrator,
+  ORCHESTRATOR_SUBSCRIPTIONS,
+  type OrchestratorState,
+  orchestrator,
+} from "../../functions/roles/orchestrator";
+import { type Envelope, registry } from "../../schemas";
+import { CONTENT_ROLES, type WorkflowEnded } from "../../schemas/events/workflow";
+import { makeDeps } from "./fixtures";
+
+// ---------------------------------------------------------------------------------------------
+// A tiny in-memory bus: every committed event is delivered to each group subscribed to its type
+// (through `consume`, as the Lambda consumer does) until nothing is left. Transient failures are
+// redelivered with a higher receive count; anything else is dead-lettered.
+
+interface Delivery {
+  readonly group: string;
+  readonly event: Envelope;
+  readonly receiveCount: number;
+}
+
+interface BusOptions {
+  /** Deliver every event twice. */
+  readonly duplicate?: boolean;
+  /** Pick the next delivery at random (seeded) instead of in order. */
+  readonly seed?: number;
+  readonly maxModelAttempts?: number;
+  readonly orchestrator?: Role<OrchestratorState>;
+}
+
+function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+class Bus {
+  readonly model = new DeterministicLocalModel();
+  readonly roles: Role<unknown>[];
+  readonly pending: Delivery[] = [];
+  readonly handled: { group: string; type: string; status: StepStatus }[] = [];
+  readonly deadLettered: { group: string; type: string; code: string }[] = [];
+  readonly deps: ConsumerDeps;
+  readonly store: ReturnType<typeof makeDeps>["store"];
+  readonly clock: ReturnType<typeof makeDeps>["clock"];
+  private readonly random?: () => number;
+
+  constructor(private readonly options: BusOptions = {}) {
+    const { deps, store, clock } = makeDeps();
+    this.deps = deps;
+    this.store = store;
+    this.clock = clock;
+    this.random = options.seed === undefined ? undefined : mulberry32(options.seed);
+    this.roles = [
+      (options.orchestrator ?? orchestrator) as Role<unknown>,
+      ...CONTENT_ROLES.map(
+        (role) =>
+          createContentAgent({
+            role,
+            model: this.model,
+            maxModelAttempts: options.maxModelAttempts,
+          }) as Role<unknown>,
+      ),
+    ];
+  }
+
+  send(event: Envelope): void {
+    for (const role of this.roles) {
+      if (!role.subscriptions.includes(event.event_type)) continue;
+      const copies = this.options.duplicate ? 2 : 1;
+      for (let i = 0; i < copies; i++)
+        this.pending.push({ group: role.group, event: structuredClone(event), receiveCount: 1 });
+    }
+  }
+
+  /** Deliver pending messages (those `only` accepts) until none is left; returns how many. */
+  async drain(only: (d: Delivery) => boolean = () => true, limit = 2000): Promise<number> {
+    let count = 0;
+    for (;;) {
+      const candidates = this.pending.map((d, i) => [d, i] as const).filter(([d]) => only(d));
+      if (candidates.length === 0) return count;
+      if (++count > limit) throw new Error("the bus did not go quiet");
+      const pick = this.random ? Math.floor(this.random() * candidates.length) : 0;
+      const [delivery, index] = candidates[pick] as (typeof candidates)[number];
+      this.pending.splice(index, 1);
+      const role = this.roles.find((r) => r.group === delivery.group);
+      if (!role) throw new Error(`no role ${delivery.group}`);
+      this.clock.advance(1000);
+      try {
+        const result = await consume(delivery.event, role, this.deps, {
+          receiveCount: delivery.receiveCount,
+        });
+        this.handled.push({
+          group: role.group,
+          type: delivery.event.event_type,
+          status: result.status,
+        });
+        for (const step of result.steps) for (const e of step.emitted) this.send(e);
+      } catch (error) {
+        const code = (error as { code?: string }).code ?? "unexpected";
+        if (classify(error) === "transient" && delivery.receiveCount < 5)
+          this.pending.push({ ...delivery, receiveCount: delivery.receiveCount + 1 });
+        else this.deadLettered.push({ group: role.group, type: delivery.event.event_type, code });
+      }
+    }
+  }
+
+  /** An operator's command (unsequenced, on the run's aggregate at version 0). */
+  command(type: string, runId: string, payload: Record<string, unknown>): Envelope {
+    const event = {
+      event_id: ulid(),
+      event_type: type,
+      schema_version: 1,
+      occurred_at: this.clock.now().toISOString(),
+      correlation_id: `corr_${ulid()}`,
+      causation_id: null,
+      task_id: `task_${ulid()}`,
+      aggregate: { type: "dag_run", id: runId, version: 0 },
+      order_key: runId,
+      producer: "operator-cli",
+      attempt: 1,
+      payload: { run_id: runId, ...payload },
+    };
+    const parsed = registry.parse(event);
+    if (!parsed.ok) throw new Error(parsed.message);
+    return parsed.envelope;
+  }
+
+  start(runId: string, workflow: string, topicHint = "energy storage in cities"): Envelope {
+    const event = this.command("workflow.start.requested", runId, {
+      workflow,
+      request: { topic_hint: topicHint },
+    });
+    this.send(event);
+    return event;
+  }
+
+  state(runId: string): OrchestratorState {
+    const data = this.store.states.get(`dag_run#${runId}`)?.data as OrchestratorState | undefined;
+    if (!data) throw new Error(`no run ${runId}`);
+    return data;
+  }
+
+  /** Events of one type in commit order. */
+  emitted(type: string): Envelope[] {
+    return this.store.log.filter((e) => e.event_type === type);
+  }
+
+  ended(runId: string): { type: string; result: WorkflowEnded["result"] }[] {
+    return this.store.log
+      .filter((e) => e.event_type.startsWith("workflow.") && e.aggregate.id === runId)
+      .filter((e) =>
+        ["workflow.completed", "workflow.partial", "workflow.failed"].includes(e.event_type),
+      )
+      .map((e) => ({ type: e.event_type, result: (e.payload as WorkflowEnded).result }));
+  }
+
+  agentRun(runId: string, nodeId: string, generation = 0): AgentRun | undefined {
+    return this.store.states.get(`agent_run#${agentRunId(runId, nodeId, generation)}`)?.data as
+      | AgentRun
+      | undefined;
+  }
+}
+
+const newRunId = () => `run_${ulid()}`;
+
+/** The node steps of a run's timeline: [event, node]. */
+const nodeSteps = (state: OrchestratorState) =>
+  state.timeline
+    .filter((t) => t.node_id !== undefined && t.event !== "node.ready")
+    .map((t) => `${t.event} ${t.node_id}`);
+
+// ---------------------------------------------------------------------------------------------
+
+describe("content workflow: orchestrator and content agents on one in-memory bus", () => {
+  it("quick news: fact check and writing run in parallel after topic selection, review after both", async () => {
+    const bus = new Bus();
+    const runId = newRunId();
+    bus.start(runId, "quick-news");
+    await bus.drain();
+
+    expect(bus.deadLettered).toEqual([]);
+    const state = bus.state(runId);
+    expect(state.run.status).toBe("COMPLETED");
+    const steps = nodeSteps(state);
+    expect(steps).toEqual([
+      "node.released topic-selection",
+      "node.completed topic-selection",
+      "node.released fact-check",
+      "node.released writing",
+      "node.completed fact-check",
+      "node.completed writing",
+      "node.released review",
+      "node.completed review",
+    ]);
+    // Both branches were released by the same decision, before either had finished.
+    const released = state.timeline.filter((t) => t.event === "node.released");
+    expect(released[1]?.at).toBe(released[2]?.at);
+    expect(released[1]?.cause).toBe("topic_selection.completed");
+    // Review's input holds both branches; its output kept the writer's title.
+    const reviewRequest = bus.emitted("review.requested")[0]?.payload as {
+      input: Record<string, unknown>;
+    };
+    expect(Object.keys(reviewRequest.input).sort()).toEqual(["fact-check", "writing"]);
+    const [ended] = bus.ended(runId);
+    expect(ended?.type).toBe("workflow.completed");
+    const outputs = ended?.result.outputs as Record<string, Record<string, unknown>>;
+    expect(outputs.review?.final_title).toBe(outputs.writing?.title);
+    expect(ended?.result.completed).toEqual(["fact-check", "review", "topic-selection", "writing"]);
+    // Each agent ran once, through IDLE -> READY -> RUNNING -> COMPLETED.
+    for (const role of CONTENT_ROLES) expect(bus.model.callCount(role)).toBe(1);
+    expect(bus.agentRun(runId, "writing")?.history.map((h) => h.to)).toEqual([
+      "READY",
+      "RUNNING",
+      "COMPLETED",
+    ]);
+    // Every command and outcome of the run is ordered by the run id.
+    const traffic = bus.store.log.filter((e) =>
+      /\.(requested|completed|failed)$/.test(e.event_type),
+    );
+    expect(new Set(traffic.map((e) => e.order_key))).toEqual(new Set([runId]));
+  });
+
+  it("long form runs its nodes one after the other", async () => {
+    const bus = new Bus();
+    const runId = newRunId();
+    bus.start(runId, "long-form");
+    await bus.drain();
+    const state = bus.state(runId);
+    expect(state.run.status).toBe("COMPLETED");
+    expect(nodeSteps(state)).toEqual([
+      "node.released topic-selection",
+      "node.completed topic-selection",
+      "node.released fact-check",
+      "node.completed fact-check",
+      "node.released writing",
+      "node.completed writing",
+      "node.released review",
+      "node.completed review",
+    ]);
+    const review = bus.emitted("review.requested")[0]?.payload as { input: object } | undefined;
+    expect(Object.keys(review?.input ?? {})).toEqual(["writing"]);
+  });
+
+  it("a failed fact check cancels review and ends partial with topic selection and writing", async () => {
+    const bus = new Bus();
+    const runId = newRunId();
+    bus.start(runId, "quick-news", `battery recycling ${FAIL_FACT_CHECK_MARKER}`);
+    await bus.drain();
+
+    const [failed] = bus.emitted("fact_check.failed");
+    expect(failed?.payload).toMatchObject({
+      run_id: runId,
+      node_id: "fact-check",
+      generation: 0,
+      error: { code: "fact_check.rejected", errorClass: "business" },
+    });
+    expect(bus.agentRun(runId, "fact-check")?.state).toBe("FAILED");
+    expect(bus.emitted("review.requested")).toEqual([]);
+    const [ended] = bus.ended(runId);
+    expect(ended?.type).toBe("workflow.partial");
+    expect(ended?.result).toMatchObject({
+      status: "PARTIAL",
+      completed: ["topic-selection", "writing"],
+      cancelled: ["review"],
+      failed: [{ node_id: "fact-check", error: { code: "fact_check.rejected" } }],
+    });
+    expect(Object.keys(ended?.result.outputs ?? {}).sort()).toEqual(["topic-selection", "writing"]);
+    expect(bus.model.callCount("review")).toBe(0);
+  });
+
+  it("shuffled duplicate deliveries of every event change nothing", async () => {
+    const runId = newRunId();
+    const clean = new Bus();
+    const start = clean.start(runId, "quick-news");
+    await clean.drain();
+
+    for (const seed of [1, 2, 3]) {
+      const noisy = new Bus({ duplicate: true, seed });
+      noisy.start(runId, "quick-news");
+      await noisy.drain();
+      expect(noisy.deadLettered).toEqual([]);
+      expect(noisy.state(runId).run).toEqual(clean.state(runId).run);
+      expect(noisy.ended(runId)).toEqual(clean.ended(runId));
+      expect(noisy.store.log.map((e) => e.event_type).sort()).toEqual(
+        clean.store.log.map((e) => e.event_type).sort(),
+      );
+      for (const role of CONTENT_ROLES) expect(noisy.model.callCount(role)).toBe(1);
+      expect(noisy.handled.filter((h) => h.status === "duplicate").length).toBeGreaterThan(0);
+    }
+
+    // Redeliver everything once more after the run ended: all duplicates, no state touched.
+    const before = structuredClone(clean.store.states);
+    const log = [...clean.store.log];
+    const mark = clean.handled.length;
+    for (const e of [start, ...log]) clean.send(e);
+    await clean.drain();
+    const redelivered = clean.handled.slice(mark);
+    expect(redelivered.length).toBeGreaterThan(log.length / 2);
+    expect(redelivered.filter((h) => h.status !== "duplicate")).toEqual([]);
+    expect(clean.store.states).toEqual(before);
+    expect(clean.store.log).toHaveLength(log.length);
+  });
+
+  it("re-running from writing after completion re-runs writing and review only, then completes again", async () => {
+    const bus = new Bus();
+    const runId = newRunId();
+    bus.start(runId, "quick-news");
+    await bus.drain();
+    const first = bus.state(runId);
+
+    bus.send(bus.command("workflow.rerun.requested", runId, { node_id: "writing" }));
+    await bus.drain();
+
+    const state = bus.state(runId);
+    expect(state.run.generation).toBe(1);
+    expect(state.run.status).toBe("COMPLETED");
+    expect(bus.model.callCount("topic-selection")).toBe(1);
+    expect(bus.model.callCount("fact-check")).toBe(1);
+    expect(bus.model.callCount("writing")).toBe(2);
+    expect(bus.model.callCount("review")).toBe(2);
+    expect(
+      bus.emitted("writing.requested").map((e) => (e.payload as { generation: number }).generation),
+    ).toEqual([0, 1]);
+    expect(bus.emitted("fact_check.requested")).toHaveLength(1);
+    // A new generation is a new agent run; the first one is kept.
+    expect(bus.agentRun(runId, "writing", 0)?.state).toBe("COMPLETED");
+    expect(bus.agentRun(runId, "writing", 1)?.state).toBe("COMPLETED");
+    expect(state.run.nodes["fact-check"]).toEqual(first.run.nodes["fact-check"]);
+    expect(state.run.nodes.writing?.assigned_generation).toBe(1);
+    expect(bus.ended(runId).map((e) => e.type)).toEqual([
+      "workflow.completed",
+      "workflow.completed",
+    ]);
+    expect(nodeSteps(state).slice(-4)).toEqual([
+      "node.released writing",
+      "node.completed writing",
+      "node.released review",
+      "node.completed review",
+    ]);
+  });
+
+  it("an invalid model output, once the budget is spent, needs a human and ends the run partial", async () => {
+    const bus = new Bus({ maxModelAttempts: 3 });
+    bus.model.invalidNext("writing", 3);
+    const runId = newRunId();
+    bus.start(runId, "quick-news");
+    await bus.drain();
+
+    expect(bus.model.callCount("writing")).toBe(3);
+    const run = bus.agentRun(runId, "writing");
+    expect(run?.state).toBe("NEEDS_HUMAN");
+    expect(run?.attempt).toBe(3);
+    expect(run?.error?.code).toBe("model.invalid_output");
+    expect(bus.emitted("writing.failed")[0]?.payload).toMatchObject({
+      error: { code: "model.invalid_output" },
+    });
+    const [ended] = bus.ended(runId);
+    expect(ended?.type).toBe("workflow.partial");
+    expect(ended?.result).toMatchObject({
+      completed: ["fact-check", "topic-selection"],
+      failed: [{ node_id: "writing", error: { code: "model.invalid_output" } }],
+      cancelled: ["review"],
+    });
+
+    // The operator resets the failed node: a new generation, a fresh agent run, and it completes.
+    bus.send(bus.command("workflow.reset.requested", runId, { node_id: "writing" }));
+    await bus.drain();
+    expect(bus.state(runId).run.status).toBe("COMPLETED");
+    expect(bus.agentRun(runId, "writing", 1)?.state).toBe("COMPLETED");
+    expect(bus.agentRun(runId, "writing", 0)?.state).toBe("NEEDS_HUMAN");
+    expect(bus.ended(runId).map((e) => e.type)).toEqual(["workflow.partial", "workflow.completed"]);
+  });
+
+  it("an invalid output of the first node fails the whole run", async () => {
+    const bus = new Bus({ maxModelAttempts: 2 });
+    bus.model.invalidNext("topic-selection", 2);
+    const runId = newRunId();
+    bus.start(runId, "long-form");
+    await bus.drain();
+    expect(bus.emitted("topic_selection.failed")[0]?.payload).toMatchObject({
+      error: { code: "model.invalid_output" },
+    });
+    const [ended] = bus.ended(runId);
+    expect(ended?.type).toBe("workflow.failed");
+    expect(ended?.result).toMatchObject({
+      status: "FAILED",
+      completed: [],
+      cancelled: ["fact-check", "review", "writing"],
+    });
+  });
+
+  it("retries a transient model error through redelivery, and fails the node once the budget is spent", async () => {
+    const bus = new Bus();
+    bus.model.failNext("writing", new TransientError("model.throttled", "slow down"));
+    const runId = newRunId();
+    bus.start(runId, "quick-news");
+    await bus.drain();
+    expect(bus.state(runId).run.status).toBe("COMPLETED");
+    expect(bus.agentRun(runId, "writing")?.history.map((h) => h.trigger)).toEqual([
+      "TaskAssigned",
+      "DependenciesSatisfied",
+      "RetryScheduled",
+      "DependenciesSatisfied",
+      "TaskCompleted",
+    ]);
+
+    const exhausted = new Bus();
+    for (let i = 0; i < 3; i++)
+      exhausted.model.failNext("review", new TransientError("model.unavailable", "down"));
+    const other = newRunId();
+    exhausted.start(other, "quick-news");
+    await exhausted.drain();
+    expect(exhausted.model.callCount("review")).toBe(3);
+    expect(exhausted.emitted("review.failed")[0]?.payload).toMatchObject({
+      error: { code: "model.unavailable", errorClass: "transient" },
+    });
+    expect(exhausted.ended(other)[0]?.type).toBe("workflow.partial");
+  });
+
+  it("an expired lease fails a running node, and the lost worker's late result is ignored", async () => {
+    const bus = new Bus();
+    const runId = newRunId();
+    bus.start(runId, "quick-news");
+    await bus.drain((d) => d.group === "orchestrator");
+    expect(bus.state(runId).run.nodes["topic-selection"]?.state).toBe("RUNNING");
+
+    bus.send(
+      bus.command("node.lease.expired", runId, { node_id: "topic-selection", generation: 0 }),
+    );
+    await bus.drain((d) => d.group === "orchestrator");
+    const state = bus.state(runId);
+    expect(state.run.nodes["topic-selection"]).toMatchObject({
+      state: "FAILED",
+      error: { code: "agent_run.lease_expired", error_class: "transient" },
+    });
+    expect(bus.ended(runId).map((e) => e.type)).toEqual(["workflow.failed"]);
+
+    // The worker that lost its lease finishes anyway: the DAG ignores the completion.
+    const logged = bus.store.log.length;
+    await bus.drain();
+    expect(bus.emitted("topic_selection.completed")).toHaveLength(1);
+    expect(bus.store.log).toHaveLength(logged + 1);
+    expect(bus.state(runId)).toEqual(state);
+  });
+
+  it("a second start of the same run is a no-op", async () => {
+    const bus = new Bus();
+    const runId = newRunId();
+    const first = bus.start(runId, "quick-news");
+    await bus.drain();
+    const states = structuredClone(bus.store.states);
+    const logged = bus.store.log.length;
+
+    bus.send(first); // the same message again: an inbox duplicate
+    bus.start(runId, "long-form"); // a new message for the same run: ignored
+    await bus.drain();
+    expect(bus.handled.slice(-2).map((h) => h.status)).toEqual(["duplicate", "applied"]);
+    expect(bus.store.log).toHaveLength(logged);
+    expect(bus.store.states.get(`dag_run#${runId}`)).toEqual(states.get(`dag_run#${runId}`));
+  });
+
+  it("refuses an unknown workflow, and a rerun, reset or release of an unknown run or node", async () => {
+    const bus = new Bus();
+    const runId = newRunId();
+    bus.start(runId, "deep-dive");
+    await bus.drain();
+    const rejected = () => bus.emitted("workflow.rejected").map((e) => e.payload);
+    expect(rejected()).toEqual([
+      expect.objectContaining({ run_id: runId, request: "start", code: "workflow.unknown_kind" }),
+    ]);
+    expect(bus.handled.at(-1)?.status).toBe("rejected");
+
+    // The run id is still free: a valid start goes ahead.
+    bus.start(runId, "quick-news");
+    await bus.drain();
+    expect(bus.state(runId).run.status).toBe("COMPLETED");
+
+    const unknown = newRunId();
+    bus.send(bus.command("workflow.rerun.requested", unknown, { node_id: "writing" }));
+    bus.send(bus.command("workflow.reset.requested", runId, { node_id: "writing" }));
+    bus.send(bus.command("workflow.rerun.requested", runId, { node_id: "illustration" }));
+    bus.send(bus.command("workflow.release.requested", unknown, {}));
+    await bus.drain();
+    expect(rejected().slice(1)).toEqual([
+      expect.objectContaining({ run_id: unknown, request: "rerun", code: "workflow.unknown_run" }),
+      expect.objectContaining({ request: "reset", code: "workflow.reset_not_failed" }),
+      expect.objectContaining({ request: "rerun", code: "dag.unknown_node" }),
+      expect.objectContaining({
+        run_id: unknown,
+        request: "release",
+        code: "workflow.unknown_run",
+      }),
+    ]);
+    expect(bus.deadLettered).toEqual([]);
+  });
+
+  it("dead-letters an operator command whose aggregate is not the run it names", async () => {
+    const bus = new Bus();
+    const runId = newRunId();
+    const command = bus.command("workflow.rerun.requested", runId, { node_id: "writing" });
+    bus.send({ ...command, aggregate: { type: "dag_run", id: newRunId(), version: 0 } });
+    await bus.drain();
+    expect(bus.deadLettered).toEqual([
+      {
+        group: "orchestrator",
+        type: "workflow.rerun.requested",
+        code: "workflow.aggregate_mismatch",
+      },
+    ]);
+  });
+
+  it("holds new work while an agent's queue is deep, and releases it on request", async () => {
+    let writingDepth = 500;
+    const gated = createOrchestrator({
+      queueDepth: (groups) =>
+        Object.fromEntries(groups.map((g) => [g, g === "writing" ? writingDepth : 0])),
+      queueDepthThreshold: 100,
+    });
+    const bus = new Bus({ orchestrator: gated });
+    const runId = newRunId();
+    bus.start(runId, "quick-news");
+    await bus.drain();
+    let state = bus.state(runId);
+    expect(state.run.status).toBe("RUNNING");
+    expect(state.run.nodes.writing?.state).toBe("READY");
+    expect(state.held).toEqual([{ node_id: "writing", role: "writer", reason: "queue_depth" }]);
+
+    writingDepth = 0;
+    bus.send(bus.command("workflow.release.requested", runId, {}));
+    await bus.drain();
+    state = bus.state(runId);
+    expect(state.run.status).toBe("COMPLETED");
+    expect(state.held).toEqual([]);
+  });
+
+  it("subscribes the orchestrator to every outcome of every content role", () => {
+    for (const role of CONTENT_ROLES) {
+      const agent = createContentAgent({ role, model: new DeterministicLocalModel() });
+      expect(agent.group).toBe(role);
+      for (const type of agent.subscriptions) expect(registry.has(type)).toBe(true);
+    }
+    for (const type of ORCHESTRATOR_SUBSCRIPTIONS) expect(registry.has(type)).toBe(true);
+    expect(ORCHESTRATOR_SUBSCRIPTIONS).toContain("review.failed");
+    expect(agentRunId("run_01J8ZK4Q0R3V9W6X2Y5Z7A8B9C", "writing", 0)).toMatch(/^arun_[a-p]{32}$/);
+  });
+});
