@@ -1,20 +1,10 @@
 import {
   CreateEventBusCommand,
   DeleteEventBusCommand,
-  DeleteRuleCommand,
   EventBridgeClient,
   InternalException,
-  PutRuleCommand,
-  PutTargetsCommand,
-  RemoveTargetsCommand,
 } from "@aws-sdk/client-eventbridge";
-import {
-  CreateQueueCommand,
-  DeleteQueueCommand,
-  GetQueueAttributesCommand,
-  ReceiveMessageCommand,
-  SQSClient,
-} from "@aws-sdk/client-sqs";
+import { ReceiveMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventBridgePublisher } from "../../functions/adapters/eventbridge/publisher";
 import { meter } from "../../functions/adapters/metering";
@@ -23,6 +13,7 @@ import { relay } from "../../functions/core/relay";
 import { type Envelope, registry } from "../../schemas";
 import { emulator } from "../support/aws";
 import { feedbackEvent, newUlid, taskStream } from "../support/factories";
+import { busToQueue } from "../support/queues";
 
 const suffix = newUlid().toLowerCase();
 const busName = `agentbus-events-${suffix}`;
@@ -31,38 +22,23 @@ let eventbridge: EventBridgeClient;
 let sqs: SQSClient;
 let queueUrl: string;
 
+let removeBus: () => Promise<void> = async () => {};
+
 beforeAll(async () => {
   eventbridge = new EventBridgeClient(emulator());
   sqs = new SQSClient(emulator());
-  await eventbridge.send(new CreateEventBusCommand({ Name: busName }));
-  queueUrl =
-    (await sqs.send(new CreateQueueCommand({ QueueName: `eb-target-${suffix}` }))).QueueUrl ?? "";
-  const { Attributes } = await sqs.send(
-    new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ["QueueArn"] }),
+  const route = await busToQueue(
+    eventbridge,
+    sqs,
+    { bus: busName, rule: ruleName, queue: `eb-target-${suffix}` },
+    { source: ["agentbus"] },
   );
-  await eventbridge.send(
-    new PutRuleCommand({
-      Name: ruleName,
-      EventBusName: busName,
-      EventPattern: JSON.stringify({ source: ["agentbus"] }),
-    }),
-  );
-  await eventbridge.send(
-    new PutTargetsCommand({
-      Rule: ruleName,
-      EventBusName: busName,
-      Targets: [{ Id: "buffer", Arn: Attributes?.QueueArn }],
-    }),
-  );
+  queueUrl = route.queueUrl;
+  removeBus = route.remove;
 });
 
 afterAll(async () => {
-  await eventbridge.send(
-    new RemoveTargetsCommand({ Rule: ruleName, EventBusName: busName, Ids: ["buffer"] }),
-  );
-  await eventbridge.send(new DeleteRuleCommand({ Name: ruleName, EventBusName: busName }));
-  await eventbridge.send(new DeleteEventBusCommand({ Name: busName }));
-  await sqs.send(new DeleteQueueCommand({ QueueUrl: queueUrl }));
+  await removeBus();
   eventbridge.destroy();
   sqs.destroy();
 });

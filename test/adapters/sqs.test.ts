@@ -1,8 +1,5 @@
 import {
-  CreateQueueCommand,
-  DeleteMessageCommand,
   DeleteQueueCommand,
-  type Message,
   ReceiveMessageCommand,
   SendMessageCommand,
   SQSClient,
@@ -17,47 +14,19 @@ import type { AgentBusError } from "../../functions/core/errors";
 import { registry } from "../../schemas";
 import { emulator } from "../support/aws";
 import { newUlid, taskStream } from "../support/factories";
+import { createQueue, drainQueue } from "../support/queues";
 
 const suffix = newUlid().toLowerCase();
 let sqs: SQSClient;
 const created: string[] = [];
 
 async function queue(name: string, fifo = false): Promise<string> {
-  const { QueueUrl } = await sqs.send(
-    new CreateQueueCommand({
-      QueueName: fifo ? `${name}-${suffix}.fifo` : `${name}-${suffix}`,
-      ...(fifo ? { Attributes: { FifoQueue: "true" } } : {}),
-    }),
-  );
-  if (!QueueUrl) throw new Error("no queue url");
-  created.push(QueueUrl);
-  return QueueUrl;
+  const url = await createQueue(sqs, `${name}-${suffix}`, fifo);
+  created.push(url);
+  return url;
 }
 
-/** Receive and delete until the queue is empty (FIFO: a group's next message shows after delete). */
-async function drain(url: string): Promise<Message[]> {
-  const out: Message[] = [];
-  for (let empty = 0; empty < 2; ) {
-    const { Messages } = await sqs.send(
-      new ReceiveMessageCommand({
-        QueueUrl: url,
-        MaxNumberOfMessages: 10,
-        WaitTimeSeconds: 0,
-        MessageAttributeNames: ["All"],
-        MessageSystemAttributeNames: ["MessageGroupId", "MessageDeduplicationId"],
-      }),
-    );
-    if (!Messages || Messages.length === 0) {
-      empty++;
-      continue;
-    }
-    for (const m of Messages) {
-      out.push(m);
-      await sqs.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: m.ReceiptHandle }));
-    }
-  }
-  return out;
-}
+const drain = (url: string) => drainQueue(sqs, url);
 
 async function failureOf(promise: Promise<unknown>): Promise<AgentBusError> {
   try {

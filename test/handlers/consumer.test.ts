@@ -2,7 +2,6 @@ import { DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
 import {
   type ChangeMessageVisibilityBatchCommandInput,
   type ChangeMessageVisibilityCommandInput,
-  CreateQueueCommand,
   DeleteMessageCommand,
   DeleteQueueCommand,
   type Message,
@@ -21,6 +20,7 @@ import type { Envelope } from "../../schemas";
 import { emulator } from "../support/aws";
 import { feedbackEvent, newUlid, taskEvent, taskStream } from "../support/factories";
 import { queueArnOf, sqsEvent, sqsRecord, sqsRecordFromMessage } from "../support/lambda-events";
+import { createQueue } from "../support/queues";
 import { createTables, deleteTables } from "../support/tables";
 
 process.env.POWERTOOLS_LOG_LEVEL = "SILENT";
@@ -35,15 +35,9 @@ let deadLetterUrl: string;
 const queues: string[] = [];
 
 async function fifoQueue(name: string): Promise<string> {
-  const { QueueUrl } = await sqs.send(
-    new CreateQueueCommand({
-      QueueName: `${name}-${suffix}.fifo`,
-      Attributes: { FifoQueue: "true" },
-    }),
-  );
-  if (!QueueUrl) throw new Error("no queue url");
-  queues.push(QueueUrl);
-  return QueueUrl;
+  const url = await createQueue(sqs, `${name}-${suffix}`, true);
+  queues.push(url);
+  return url;
 }
 
 beforeAll(async () => {

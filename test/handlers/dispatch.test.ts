@@ -1,11 +1,4 @@
-import {
-  CreateQueueCommand,
-  DeleteMessageCommand,
-  DeleteQueueCommand,
-  type Message,
-  ReceiveMessageCommand,
-  SQSClient,
-} from "@aws-sdk/client-sqs";
+import { DeleteQueueCommand, SQSClient } from "@aws-sdk/client-sqs";
 import type { SQSRecord } from "aws-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEAD_LETTER_ATTRIBUTES } from "../../functions/adapters/sqs/dead-letter-sink";
@@ -14,6 +7,7 @@ import type { Envelope } from "../../schemas";
 import { emulator } from "../support/aws";
 import { feedbackEvent, newUlid, taskEvent, taskStream } from "../support/factories";
 import { eventBridgeEnvelope, queueArnOf, sqsEvent, sqsRecord } from "../support/lambda-events";
+import { createQueue, drainQueue } from "../support/queues";
 
 process.env.POWERTOOLS_LOG_LEVEL = "SILENT";
 process.env.POWERTOOLS_METRICS_DISABLED = "true";
@@ -26,15 +20,9 @@ let deadLetterUrl: string;
 const queues: string[] = [];
 
 async function queue(name: string, fifo = false): Promise<string> {
-  const { QueueUrl } = await sqs.send(
-    new CreateQueueCommand({
-      QueueName: fifo ? `${name}-${suffix}.fifo` : `${name}-${suffix}`,
-      ...(fifo ? { Attributes: { FifoQueue: "true" } } : {}),
-    }),
-  );
-  if (!QueueUrl) throw new Error("no queue url");
-  queues.push(QueueUrl);
-  return QueueUrl;
+  const url = await createQueue(sqs, `${name}-${suffix}`, fifo);
+  queues.push(url);
+  return url;
 }
 
 beforeAll(async () => {
@@ -68,30 +56,7 @@ const bufferRecord = (body: string) => sqsRecord({ body, queueArn: queueArnOf(bu
 const delivered = (envelope: unknown) =>
   bufferRecord(JSON.stringify(eventBridgeEnvelope(envelope)));
 
-/** Receive and delete until the queue is empty (FIFO: a group's next message shows after delete). */
-async function drain(url: string): Promise<Message[]> {
-  const out: Message[] = [];
-  for (let empty = 0; empty < 2; ) {
-    const { Messages } = await sqs.send(
-      new ReceiveMessageCommand({
-        QueueUrl: url,
-        MaxNumberOfMessages: 10,
-        WaitTimeSeconds: 0,
-        MessageAttributeNames: ["All"],
-        MessageSystemAttributeNames: ["MessageGroupId", "MessageDeduplicationId"],
-      }),
-    );
-    if (!Messages || Messages.length === 0) {
-      empty++;
-      continue;
-    }
-    for (const m of Messages) {
-      out.push(m);
-      await sqs.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: m.ReceiptHandle }));
-    }
-  }
-  return out;
-}
+const drain = (url: string) => drainQueue(sqs, url);
 
 const ids = (records: readonly SQSRecord[]) =>
   records.map((r) => ({ itemIdentifier: r.messageId }));

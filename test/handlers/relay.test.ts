@@ -1,19 +1,5 @@
-import {
-  CreateEventBusCommand,
-  DeleteEventBusCommand,
-  DeleteRuleCommand,
-  EventBridgeClient,
-  PutRuleCommand,
-  PutTargetsCommand,
-  RemoveTargetsCommand,
-} from "@aws-sdk/client-eventbridge";
-import {
-  CreateQueueCommand,
-  DeleteQueueCommand,
-  GetQueueAttributesCommand,
-  ReceiveMessageCommand,
-  SQSClient,
-} from "@aws-sdk/client-sqs";
+import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
+import { ReceiveMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventItem } from "../../functions/adapters/dynamodb/tables";
 import type { RelayReport } from "../../functions/core/relay";
@@ -22,6 +8,7 @@ import type { Envelope } from "../../schemas";
 import { emulator } from "../support/aws";
 import { feedbackEvent, newUlid, taskEvent, taskStream } from "../support/factories";
 import { dynamoStreamEvent, dynamoStreamRecord } from "../support/lambda-events";
+import { busToQueue } from "../support/queues";
 
 process.env.POWERTOOLS_LOG_LEVEL = "SILENT";
 process.env.POWERTOOLS_METRICS_DISABLED = "true";
@@ -33,38 +20,23 @@ let eventbridge: EventBridgeClient;
 let sqs: SQSClient;
 let queueUrl: string;
 
+let removeBus: () => Promise<void> = async () => {};
+
 beforeAll(async () => {
   eventbridge = new EventBridgeClient(emulator());
   sqs = new SQSClient(emulator());
-  await eventbridge.send(new CreateEventBusCommand({ Name: busName }));
-  queueUrl =
-    (await sqs.send(new CreateQueueCommand({ QueueName: `hr-target-${suffix}` }))).QueueUrl ?? "";
-  const { Attributes } = await sqs.send(
-    new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ["QueueArn"] }),
+  const route = await busToQueue(
+    eventbridge,
+    sqs,
+    { bus: busName, rule: ruleName, queue: `hr-target-${suffix}` },
+    { source: [{ prefix: "agentbus" }] },
   );
-  await eventbridge.send(
-    new PutRuleCommand({
-      Name: ruleName,
-      EventBusName: busName,
-      EventPattern: JSON.stringify({ source: [{ prefix: "agentbus" }] }),
-    }),
-  );
-  await eventbridge.send(
-    new PutTargetsCommand({
-      Rule: ruleName,
-      EventBusName: busName,
-      Targets: [{ Id: "buffer", Arn: Attributes?.QueueArn }],
-    }),
-  );
+  queueUrl = route.queueUrl;
+  removeBus = route.remove;
 });
 
 afterAll(async () => {
-  await eventbridge.send(
-    new RemoveTargetsCommand({ Rule: ruleName, EventBusName: busName, Ids: ["buffer"] }),
-  );
-  await eventbridge.send(new DeleteRuleCommand({ Name: ruleName, EventBusName: busName }));
-  await eventbridge.send(new DeleteEventBusCommand({ Name: busName }));
-  await sqs.send(new DeleteQueueCommand({ QueueUrl: queueUrl }));
+  await removeBus();
   eventbridge.destroy();
   sqs.destroy();
 });
