@@ -4,7 +4,7 @@ import type { ConsumeResult } from "../functions/core/pipeline";
 import { type LocalEnvironment, startLocal } from "../lib/local/environment";
 import type { RuntimeEvent } from "../lib/local/runtime";
 import { runScenario } from "../lib/local/scenario";
-import { renderSummary, renderTrace } from "../lib/local/trace";
+import { renderSummary, renderTimeline, renderTrace } from "../lib/local/trace";
 import { silenceNodeVersionWarning } from "../lib/local/warnings";
 
 silenceNodeVersionWarning();
@@ -99,6 +99,11 @@ async function main(): Promise<void> {
   out("causal trace");
   for (const correlation of result.correlations) {
     out(await renderTrace(env.store, correlation, env.groups, env.observations));
+    out();
+  }
+  out("content-production runs (node timelines from the orchestrator's state)");
+  for (const run of result.runs) {
+    out(renderTimeline(run.label, run.state));
     out();
   }
   if (env.observations.faults.length) {

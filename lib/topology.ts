@@ -1,8 +1,10 @@
-import type { Duration } from "aws-cdk-lib";
+import { Duration } from "aws-cdk-lib";
 import type { Role } from "../functions/core/pipeline";
 import { audit } from "../functions/roles/audit";
+import { orchestrator } from "../functions/roles/orchestrator";
 import { taskProjection } from "../functions/roles/task-projection";
 import { registry, TOPICS, type Topic as TopicName } from "../schemas";
+import { CONTENT_ROLES, contentEventTypes } from "../schemas/events/workflow";
 import {
   type Delivery,
   GROUP_NAME_MAX_LENGTH,
@@ -259,6 +261,21 @@ function subscriptionsByTopic(
 }
 
 /**
+ * The content agents as the topology sees them: group = role, subscribed to `<role>.requested`.
+ * Their decision (`createContentAgent`) needs a model, which the handler builds at run time; each
+ * agent's consumer gets the model setting (`MODEL_PROVIDER` / `MODEL_ID` and, on Bedrock, an
+ * InvokeModel grant on that model only) from `lib/constructs/model-access.ts`.
+ */
+export const contentAgentGroups: readonly GroupDeclaration[] = CONTENT_ROLES.map((role) => ({
+  name: role,
+  role: { group: role, subscriptions: [contentEventTypes(role).requested] },
+  handler: `functions/handlers/${role}.ts`,
+  // One model call per invocation: a batch of them could outlast the function timeout.
+  batchSize: 1,
+  functionTimeout: Duration.minutes(2),
+}));
+
+/**
  * AgentBus's own topology. To add an agent role: write its decision in `functions/roles/`, its
  * handler (wiring only) in `functions/handlers/`, and declare the group here.
  */
@@ -276,5 +293,12 @@ export const topology = defineTopology({
       handler: "functions/handlers/audit.ts",
       ordering: "none",
     },
+    {
+      // Every event of a run carries order_key = run_id: one run's events are handled in order.
+      name: "orchestrator",
+      role: orchestrator,
+      handler: "functions/handlers/orchestrator.ts",
+    },
+    ...contentAgentGroups,
   ],
 });

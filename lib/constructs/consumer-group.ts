@@ -29,6 +29,12 @@ import {
   withGroupDefaults,
 } from "./consumer-group-rules";
 import { AgentBusFunction, METADATA, METRICS_NAMESPACE } from "./function";
+import {
+  grantModelAccess,
+  MODEL_CONSUMER_ENTRIES,
+  type ModelSetting,
+  resolveModelSetting,
+} from "./model-access";
 import type { AgentBusTables } from "./tables";
 import type { Topic } from "./topic";
 
@@ -168,6 +174,14 @@ export interface ConsumerGroupProps {
    * @default Duration.hours(24)
    */
   readonly ruleMaxEventAge?: Duration;
+
+  /**
+   * The language model the consumer calls: `MODEL_PROVIDER` / `MODEL_ID` in its environment and,
+   * for Bedrock, `bedrock:InvokeModel` on that foundation model only (see `model-access.ts`).
+   * @default - for the content agents' handlers (MODEL_CONSUMER_ENTRIES) the CDK context
+   * `agentbus:modelId` on Bedrock (else DEFAULT_MODEL_ID); no model for any other handler
+   */
+  readonly model?: ModelSetting;
 }
 
 /**
@@ -240,6 +254,8 @@ export class ConsumerGroup extends Construct {
   /** The pipe's role: receive and delete on the buffer, send on the FIFO queue. */
   readonly pipeRole?: Role;
   readonly consumer: AgentBusFunction;
+  /** The model the consumer calls, if it calls one. */
+  readonly model?: ModelSetting;
   readonly deadLetterAlarm: IAlarm;
   readonly bufferDeadLetterAlarm?: IAlarm;
   readonly messageAgeAlarm: IAlarm;
@@ -375,6 +391,10 @@ export class ConsumerGroup extends Construct {
     );
     this.deadLetterQueue.grantSendMessages(this.consumer);
     props.tables.grantConsumer(this.consumer);
+    if (props.model !== undefined || MODEL_CONSUMER_ENTRIES.has(props.entry)) {
+      this.model = resolveModelSetting(this, props.model);
+      grantModelAccess(this.consumer, this.model);
+    }
 
     const ageDescription = `oldest message waiting longer than ${settings.maxMessageAge.toHumanString()}`;
     this.deadLetterAlarm = deadLetterAlarm(

@@ -72,8 +72,10 @@ export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvir
       clients,
       endpoint,
       root: ROOT,
-      // Locally a failed message comes back after 1 s, 2 s, 4 s... instead of the deployed backoff.
-      envOverrides: { RETRY_BASE_SECONDS: "1", RETRY_MAX_SECONDS: "8" },
+      // Locally a failed message comes back after 1 s, 2 s, 4 s... instead of the deployed backoff,
+      // and the content agents answer with the DeterministicLocalModel (a scripted stand-in, not
+      // a model: no Bedrock, no credentials), whatever the template says.
+      envOverrides: { RETRY_BASE_SECONDS: "1", RETRY_MAX_SECONDS: "8", MODEL_PROVIDER: "local" },
       onEvent: (event) => {
         observations.listener(event);
         options.onEvent?.(event);

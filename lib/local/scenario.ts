@@ -1,11 +1,14 @@
 import { PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { ReceiveMessageCommand } from "@aws-sdk/client-sqs";
 import { ulid } from "ulid";
+import { FAIL_FACT_CHECK_MARKER } from "../../functions/adapters/local-model";
 import type { Decision } from "../../functions/core/pipeline";
 import { appendToStream } from "../../functions/core/producer";
 import { systemClock, ulidSource } from "../../functions/core/runtime";
+import type { OrchestratorState } from "../../functions/roles/orchestrator";
 import type { TaskView } from "../../functions/roles/task-projection";
 import { type Envelope, registry } from "../../schemas";
+import { CONTENT_ROLES } from "../../schemas/events/workflow";
 import type { LocalEnvironment } from "./environment";
 import type { DeadLetter } from "./trace";
 
@@ -20,6 +23,16 @@ export interface ScenarioResult {
   readonly checks: Check[];
   readonly deadLetters: DeadLetter[];
   readonly views: Record<string, TaskView | undefined>;
+  /** The content-production runs the scenario started, each with its final orchestrator state. */
+  readonly runs: WorkflowRun[];
+}
+
+/** One content-production run of the scenario. */
+export interface WorkflowRun {
+  readonly label: string;
+  readonly runId: string;
+  readonly correlationId: string;
+  readonly state: OrchestratorState | undefined;
 }
 
 const LIFECYCLE = [
@@ -39,7 +52,11 @@ const LIFECYCLE = [
  *   so the consumer repairs the gap from the event store and the late originals are duplicates;
  * - task C: accepted, then client feedback sent with `put-events` (unsequenced): one is
  *   delivered twice, one has already expired on arrival;
- * - a poison message (an id that looks like a phone number) is put on the bus.
+ * - a poison message (an id that looks like a phone number) is put on the bus;
+ * - content production: `workflow.start.requested` on the commands bus for a quick-news run
+ *   (fact check and writing in parallel), a long-form run (serial) and a quick-news run whose
+ *   request carries `[fail-fact-check]` (the local model's fact check fails: review cancelled,
+ *   the run PARTIAL); each is waited for through its dag_run state.
  * Then every expectation is checked against the stored state and what the runtime observed.
  */
 export async function runScenario(
@@ -139,6 +156,32 @@ export async function runScenario(
   await put([good, late, poison]);
   await env.runtime.idle();
 
+  // Content production: three runs through the orchestrator and the four content agents (only
+  // in a stack that has them: tests of other topologies run the task part alone).
+  let runs: WorkflowRun[] = [];
+  if (hasContentWorkflow(env)) {
+    log(
+      "content: a quick-news run, a long-form run, and a quick-news run whose fact check fails ([fail-fact-check])",
+    );
+    const started = await Promise.all([
+      startWorkflow(env, "quick news", "quick-news", "battery recycling in small towns"),
+      startWorkflow(env, "long form", "long-form", "how cities measure heat islands"),
+      startWorkflow(
+        env,
+        "failure path",
+        "quick-news",
+        `rural broadband subsidies ${FAIL_FACT_CHECK_MARKER}`,
+      ),
+    ]);
+    runs = await Promise.all(
+      started.map(async (run) => ({
+        ...run,
+        state: await waitForRunEnd(env, run.runId, 180_000),
+      })),
+    );
+    await env.runtime.idle();
+  }
+
   const deadLetters = await readDeadLetters(env);
   const views: Record<string, TaskView | undefined> = {};
   for (const [name, id] of Object.entries(tasks)) {
@@ -186,13 +229,182 @@ export async function runScenario(
       deadLetters.some((d) => d.eventId === poison.event_id && d.code === "envelope.invalid"),
       deadLetters.map((d) => `${d.code}`).join(", ") || "no dead letters",
     ),
+    ...(runs.length === 3
+      ? workflowChecks(env, runs as [WorkflowRun, WorkflowRun, WorkflowRun])
+      : []),
     check(
       "no unexpected failures",
       o.failures.length === 0,
       o.failures.slice(0, 3).join(" | ") || "none",
     ),
   ];
-  return { correlations: Object.values(correlations), checks, deadLetters, views };
+  return {
+    correlations: [...Object.values(correlations), ...runs.map((r) => r.correlationId)],
+    checks,
+    deadLetters,
+    views,
+    runs,
+  };
+}
+
+/** Whether the stack runs the orchestrator and every content agent. */
+export function hasContentWorkflow(env: LocalEnvironment): boolean {
+  return ["orchestrator", ...CONTENT_ROLES].every((group) => env.groups.includes(group));
+}
+
+/** A client's command about a run (unsequenced, aggregate dag_run/<run_id>, order key = run id). */
+export function runCommand(
+  type: string,
+  runId: string,
+  correlationId: string,
+  payload: Record<string, unknown>,
+): Envelope {
+  return {
+    event_id: ulid(),
+    event_type: type,
+    schema_version: 1,
+    occurred_at: new Date().toISOString(),
+    correlation_id: correlationId,
+    causation_id: null,
+    task_id: `task_${runId.slice(4)}`,
+    aggregate: { type: "dag_run", id: runId, version: 0 },
+    order_key: runId,
+    producer: "content-desk",
+    attempt: 1,
+    payload: { run_id: runId, ...payload },
+  };
+}
+
+/** Put envelopes on a topic's bus as a client would (`put-events`). */
+export async function putOnBus(
+  env: LocalEnvironment,
+  topic: string,
+  envelopes: readonly Envelope[],
+): Promise<void> {
+  const bus = env.buses[topic];
+  if (!bus) throw new Error(`the stack has no ${topic} bus`);
+  const response = await env.clients.eventbridge.send(
+    new PutEventsCommand({
+      Entries: envelopes.map((e) => ({
+        EventBusName: bus,
+        Source: "agentbus.client",
+        DetailType: e.event_type,
+        Detail: JSON.stringify(e),
+      })),
+    }),
+  );
+  if (response.FailedEntryCount)
+    throw new Error(`put-events failed: ${JSON.stringify(response.Entries)}`);
+}
+
+/** Start a content-production run: `workflow.start.requested` on the commands bus. */
+export async function startWorkflow(
+  env: LocalEnvironment,
+  label: string,
+  workflow: string,
+  topicHint: string,
+): Promise<Omit<WorkflowRun, "state">> {
+  const runId = `run_${ulid()}`;
+  const correlationId = `corr_${ulid()}`;
+  await putOnBus(env, "commands", [
+    runCommand("workflow.start.requested", runId, correlationId, {
+      workflow,
+      request: { topic_hint: topicHint },
+    }),
+  ]);
+  return { label, runId, correlationId };
+}
+
+/** The orchestrator's state of a run (the dag_run item of the state table). */
+export async function loadRun(
+  env: LocalEnvironment,
+  runId: string,
+): Promise<OrchestratorState | undefined> {
+  const { state } = await env.store.load({ state: { type: "dag_run", id: runId } });
+  return state?.data as OrchestratorState | undefined;
+}
+
+/** Poll the run's state until `done` holds for it (by default: the run has ended). */
+export async function waitForRunEnd(
+  env: LocalEnvironment,
+  runId: string,
+  timeoutMs: number,
+  done: (state: OrchestratorState) => boolean = (s) => s.run.status !== "RUNNING",
+): Promise<OrchestratorState> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const state = await loadRun(env, runId);
+    if (state && done(state)) return state;
+    if (Date.now() > deadline)
+      throw new Error(
+        `run ${runId} did not get there in ${timeoutMs} ms (status ${state?.run.status ?? "not started"})`,
+      );
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** The step of the run's timeline that released `node` (its first release). */
+function releaseOf(state: OrchestratorState | undefined, node: string) {
+  return state?.timeline.find((t) => t.event === "node.released" && t.node_id === node);
+}
+
+function workflowChecks(
+  env: LocalEnvironment,
+  [quick, long, failing]: [WorkflowRun, WorkflowRun, WorkflowRun],
+): Check[] {
+  const status = (run: WorkflowRun) => run.state?.run.status ?? "not started";
+  const nodeStates = (run: WorkflowRun) =>
+    Object.entries(run.state?.run.nodes ?? {})
+      .map(([id, n]) => `${id} ${n.state}`)
+      .join(", ");
+  const quickFact = releaseOf(quick.state, "fact-check");
+  const quickWriting = releaseOf(quick.state, "writing");
+  const cause = (state: OrchestratorState | undefined, node: string) =>
+    releaseOf(state, node)?.cause ?? "never released";
+  const ended = (run: WorkflowRun, type: string) =>
+    [...env.observations.envelopes.values()].some(
+      (e) => e.event_type === type && e.correlation_id === run.correlationId,
+    );
+  const failedNode = failing.state?.run.nodes["fact-check"];
+  return [
+    check(
+      "quick news: COMPLETED, every node completed",
+      status(quick) === "COMPLETED" &&
+        Object.values(quick.state?.run.nodes ?? {}).every((n) => n.state === "COMPLETED"),
+      `${status(quick)}: ${nodeStates(quick)}`,
+    ),
+    check(
+      "quick news: fact check and writing released together after topic selection",
+      quickFact?.cause === "topic_selection.completed" &&
+        quickWriting?.cause === "topic_selection.completed" &&
+        quickFact.at === quickWriting.at &&
+        cause(quick.state, "review") !== "topic_selection.completed",
+      `fact-check by ${cause(quick.state, "fact-check")}, writing by ${cause(quick.state, "writing")}`,
+    ),
+    check(
+      "long form: COMPLETED, serial (each node released by its predecessor's completion)",
+      status(long) === "COMPLETED" &&
+        cause(long.state, "fact-check") === "topic_selection.completed" &&
+        cause(long.state, "writing") === "fact_check.completed" &&
+        cause(long.state, "review") === "writing.completed",
+      `${status(long)}: fact-check by ${cause(long.state, "fact-check")}, writing by ${cause(long.state, "writing")}, review by ${cause(long.state, "review")}`,
+    ),
+    check(
+      "failure path: PARTIAL, fact check FAILED (fact_check.rejected), review CANCELLED",
+      status(failing) === "PARTIAL" &&
+        failedNode?.state === "FAILED" &&
+        failedNode.error?.code === "fact_check.rejected" &&
+        failing.state?.run.nodes.review?.state === "CANCELLED",
+      `${status(failing)}: ${nodeStates(failing)}`,
+    ),
+    check(
+      "run ends announced: workflow.completed x2, workflow.partial x1",
+      ended(quick, "workflow.completed") &&
+        ended(long, "workflow.completed") &&
+        ended(failing, "workflow.partial"),
+      "see trace",
+    ),
+  ];
 }
 
 function check(name: string, ok: boolean, detail: string): Check {

@@ -173,3 +173,45 @@ export function renderSummary(groups: readonly string[], observed: Observations)
   }
   return lines.join("\n");
 }
+
+/** What `renderTimeline` needs of a run: the orchestrator state's workflow, run and timeline. */
+export interface TimelineSource {
+  readonly workflow: string;
+  readonly run: {
+    readonly run_id: string;
+    readonly status: string;
+    readonly generation: number;
+    readonly nodes: Readonly<Record<string, { readonly state: string }>>;
+  };
+  readonly timeline: readonly {
+    readonly at: string;
+    readonly event: string;
+    readonly node_id?: string;
+    readonly generation?: number;
+    readonly cause: string;
+  }[];
+}
+
+/**
+ * A run's node timeline from the orchestrator's state: each step the DAG reported, its time from
+ * the first step, and the event that caused it; then the final state of every node.
+ */
+export function renderTimeline(label: string, state: TimelineSource | undefined): string {
+  if (!state) return `${label}: no run state`;
+  const { run } = state;
+  const lines = [
+    `${label}: run ${run.run_id} (${state.workflow}) ${run.status}, generation ${run.generation}`,
+  ];
+  const start = Date.parse(state.timeline[0]?.at ?? "");
+  for (const step of state.timeline) {
+    const offset = Number.isNaN(start) ? "" : `+${Date.parse(step.at) - start} ms`;
+    const what = `${step.event}${step.node_id ? ` ${step.node_id}` : ""}${step.generation !== undefined ? ` g${step.generation}` : ""}`;
+    lines.push(`  ${offset.padStart(10)}  ${what.padEnd(34)} <- ${step.cause}`);
+  }
+  lines.push(
+    `  nodes: ${Object.entries(run.nodes)
+      .map(([id, node]) => `${id} ${node.state}`)
+      .join(", ")}`,
+  );
+  return lines.join("\n");
+}

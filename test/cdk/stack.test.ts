@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { taskProjection } from "../../functions/roles/task-projection";
 import { REPO_ROOT } from "../../lib/constructs/function";
 import { EVENTS_INDEXES } from "../../lib/constructs/tables";
+import { topology } from "../../lib/topology";
 import { registry } from "../../schemas";
 import {
   agentBusStack,
@@ -174,9 +175,17 @@ describe("AgentBus stack: the audit group (no ordering)", () => {
   });
 
   it("has no buffer and no dispatch function: its rules target its queue with the envelope only", () => {
-    expect(functionsOfKind(template, "dispatch").map((f) => f.Metadata["agentbus:group"])).toEqual([
-      GROUP,
-    ]);
+    // One dispatch function per FIFO group (every group of the topology but audit).
+    expect(
+      functionsOfKind(template, "dispatch")
+        .map((f) => f.Metadata["agentbus:group"])
+        .sort(),
+    ).toEqual(
+      topology.groups
+        .filter((g) => g.ordering === "fifo")
+        .map((g) => g.name)
+        .sort(),
+    );
     expect(auditTargets.length).toBeGreaterThan(0);
     for (const auditTarget of auditTargets) {
       expect(refersTo(auditTarget.Arn)).toBe(auditQueue.id);

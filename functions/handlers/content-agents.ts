@@ -1,0 +1,69 @@
+import { BedrockRuntimeClient } from "@aws-sdk/client-bedrock-runtime";
+import { z } from "zod";
+import type { ContentRole } from "../../schemas/events/workflow";
+import { BedrockModel } from "../adapters/bedrock/model";
+import { DeterministicLocalModel } from "../adapters/local-model";
+import type { ModelPort } from "../core/model";
+import { createContentAgent } from "../roles/content-agents";
+import { type ConsumerOptions, createConsumerHandler, type SqsBatchHandler } from "./consumer";
+import { parseEnv } from "./env";
+
+/**
+ * The content agents' Lambda side (topic selection, fact check, writing, review): the shared
+ * consumer with `createContentAgent({ role, model })`. The model comes from the environment:
+ *
+ * - `MODEL_PROVIDER=bedrock` (the default; what deployed stacks set): Bedrock Converse with
+ *   `MODEL_ID` (required), through one `BedrockRuntimeClient` per container.
+ * - `MODEL_PROVIDER=local`: the DeterministicLocalModel, a scripted stand-in that is NOT a model
+ *   (the local runtime sets it; no AWS, no network, same answers for the same request).
+ *
+ * Tests and the local runtime may inject `model` instead, which wins over the environment.
+ */
+
+export const ModelEnv = z.discriminatedUnion("MODEL_PROVIDER", [
+  z.object({ MODEL_PROVIDER: z.literal("bedrock"), MODEL_ID: z.string().trim().min(1) }),
+  z.object({ MODEL_PROVIDER: z.literal("local"), MODEL_ID: z.string().optional() }),
+]);
+export type ModelEnv = z.output<typeof ModelEnv>;
+
+export interface AgentOptions extends ConsumerOptions {
+  /** The model to use instead of the one the environment names. */
+  readonly model?: ModelPort;
+  /** Client for `MODEL_PROVIDER=bedrock` (default: one created for the container). */
+  readonly bedrock?: BedrockRuntimeClient;
+}
+
+let sharedBedrock: BedrockRuntimeClient | undefined;
+
+/** The model `MODEL_PROVIDER` / `MODEL_ID` name; errors name the bad variable. */
+export function modelFromEnv(
+  env: Record<string, string | undefined>,
+  what: string,
+  bedrock?: BedrockRuntimeClient,
+): ModelPort {
+  const parsed = parseEnv(
+    ModelEnv,
+    { ...env, MODEL_PROVIDER: env.MODEL_PROVIDER ?? "bedrock" },
+    what,
+  );
+  if (parsed.MODEL_PROVIDER === "local") return new DeterministicLocalModel();
+  if (bedrock) return new BedrockModel({ client: bedrock, modelId: parsed.MODEL_ID });
+  sharedBedrock ??= new BedrockRuntimeClient({});
+  return new BedrockModel({ client: sharedBedrock, modelId: parsed.MODEL_ID });
+}
+
+/** The consumer handler of one content agent, its model from `options.model` or the environment. */
+export function createAgentHandler(role: ContentRole, options: AgentOptions = {}): SqsBatchHandler {
+  const model =
+    options.model ?? modelFromEnv(options.env ?? process.env, `agent ${role}`, options.bedrock);
+  return createConsumerHandler(createContentAgent({ role, model }), options);
+}
+
+/** A Lambda entry point: built on the first invocation from the function's environment, then reused. */
+export function lambdaAgent(role: ContentRole): SqsBatchHandler {
+  let handler: SqsBatchHandler | undefined;
+  return (event, context) => {
+    handler ??= createAgentHandler(role);
+    return handler(event, context);
+  };
+}

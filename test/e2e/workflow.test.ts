@@ -1,0 +1,133 @@
+import { ulid } from "ulid";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { OrchestratorState } from "../../functions/roles/orchestrator";
+import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
+import {
+  loadRun,
+  putOnBus,
+  runCommand,
+  startWorkflow,
+  waitForRunEnd,
+} from "../../lib/local/scenario";
+import { emulator } from "../support/aws";
+
+/**
+ * The content-production workflow end to end on the local runtime: the orchestrator and the four
+ * content agents (with the DeterministicLocalModel, MODEL_PROVIDER=local) deployed from the
+ * synthesized stack, commands put on the commands bus as a client would. A unique stage keeps its
+ * resources apart from other test files.
+ */
+const RUN_TIMEOUT = 180_000;
+
+const released = (steps: OrchestratorState["timeline"]) =>
+  steps.filter((t) => t.event === "node.released").map((t) => t.node_id);
+
+describe("content-production workflow on the local runtime", () => {
+  let env: LocalEnvironment;
+
+  beforeAll(async () => {
+    env = await startLocal({
+      endpoint: emulator().endpoint,
+      stage: `wf${ulid().slice(-6).toLowerCase()}`,
+    });
+  }, 240_000);
+
+  afterAll(async () => {
+    await env?.stop();
+  });
+
+  it(
+    "quick news completes; a re-run from writing re-runs writing and review only, under a new generation",
+    async () => {
+      const run = await startWorkflow(env, "quick news", "quick-news", "water reuse in industry");
+      const first = await waitForRunEnd(env, run.runId, RUN_TIMEOUT);
+      expect(first.run.status).toBe("COMPLETED");
+      expect(released(first.timeline)).toEqual([
+        "topic-selection",
+        "fact-check",
+        "writing",
+        "review",
+      ]);
+
+      await putOnBus(env, "commands", [
+        runCommand("workflow.rerun.requested", run.runId, run.correlationId, {
+          node_id: "writing",
+        }),
+      ]);
+      const second = await waitForRunEnd(
+        env,
+        run.runId,
+        RUN_TIMEOUT,
+        (s) => s.run.generation > first.run.generation && s.run.status !== "RUNNING",
+      );
+      expect(second.run.status).toBe("COMPLETED");
+      const rerun = second.timeline.slice(first.timeline.length);
+      expect(released(rerun)).toEqual(["writing", "review"]);
+      for (const step of rerun.filter((t) => t.event === "node.released"))
+        expect(step.generation).toBe(second.run.generation);
+      const { nodes } = second.run;
+      expect(nodes.writing?.assigned_generation).toBe(second.run.generation);
+      expect(nodes.review?.assigned_generation).toBe(second.run.generation);
+      // Topic selection and fact check kept their first results.
+      expect(nodes["topic-selection"]?.output).toEqual(first.run.nodes["topic-selection"]?.output);
+      expect(nodes["fact-check"]?.output).toEqual(first.run.nodes["fact-check"]?.output);
+      expect(nodes["topic-selection"]?.attempt).toBe(1);
+      expect(nodes.writing?.attempt).toBe(2);
+    },
+    2 * RUN_TIMEOUT + 30_000,
+  );
+
+  it(
+    "a hung node: the sweeper's node.lease.expired fails it, the DAG ends the run, the late answer is ignored",
+    async () => {
+      // Hold the relay back: the orchestrator's topic_selection.requested stays in the event
+      // store, so the node stays RUNNING as if its worker had died.
+      env.runtime.pauseStream();
+      let resumed = false;
+      try {
+        const run = await startWorkflow(env, "hung", "long-form", "grid storage auctions");
+        const running = await waitForRunEnd(
+          env,
+          run.runId,
+          RUN_TIMEOUT,
+          (s) => s.run.nodes["topic-selection"]?.state === "RUNNING",
+        );
+        // What the sweeper sends for a node RUNNING past its lease.
+        await putOnBus(env, "events", [
+          {
+            ...runCommand("node.lease.expired", run.runId, run.correlationId, {
+              node_id: "topic-selection",
+              generation: running.run.generation,
+              expired_at: new Date().toISOString(),
+            }),
+            producer: "lease-sweeper",
+          },
+        ]);
+        const ended = await waitForRunEnd(env, run.runId, RUN_TIMEOUT);
+        // The root failed and nothing completed: the DAG ends the run FAILED, the rest cancelled.
+        expect(ended.run.status).toBe("FAILED");
+        expect(ended.run.nodes["topic-selection"]).toMatchObject({
+          state: "FAILED",
+          error: { code: "agent_run.lease_expired", error_class: "transient" },
+        });
+        for (const node of ["fact-check", "writing", "review"])
+          expect(ended.run.nodes[node]?.state, node).toBe("CANCELLED");
+
+        // The lost worker's request finally goes out; its late answer does not change the run.
+        env.runtime.resumeStream();
+        resumed = true;
+        await env.runtime.idle({ timeoutMs: RUN_TIMEOUT });
+        const answered = [...env.observations.envelopes.values()].some(
+          (e) =>
+            e.event_type === "topic_selection.completed" && e.correlation_id === run.correlationId,
+        );
+        expect(answered).toBe(true);
+        const after = await loadRun(env, run.runId);
+        expect(after?.run).toEqual(ended.run);
+      } finally {
+        if (!resumed) env.runtime.resumeStream();
+      }
+    },
+    3 * RUN_TIMEOUT,
+  );
+});
