@@ -1,0 +1,438 @@
+import { readFileSync } from "node:fs";
+import { DynamoDBClient, paginateListTables } from "@aws-sdk/client-dynamodb";
+import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
+import { Command, CommanderError } from "commander";
+import { ulid } from "ulid";
+import { DynamoEventStore } from "../functions/adapters/dynamodb/event-store";
+import { contentWorkflowFor, type NodeRun } from "../functions/core/dag";
+import type { StoredState } from "../functions/core/ports";
+import type { OrchestratorState } from "../functions/roles/orchestrator";
+import { silenceNodeVersionWarning } from "../lib/local/warnings";
+import { opaqueIdProblem, registry } from "../schemas";
+import { NodeId, WORKFLOW_KINDS } from "../schemas/events/workflow";
+
+silenceNodeVersionWarning();
+
+/**
+ * Operator commands for AgentBus workflow runs: start a run, show it, re-run from a node, reset a
+ * FAILED node. Commands go on the stage's `commands` bus as unsequenced envelopes (aggregate
+ * `dag_run/<run_id>` at version 0, order key = run id), validated against the registry before
+ * they are sent; `show` reads the orchestrator's state item `dag_run#<run_id>`.
+ *
+ * Exit codes: 0 ok, 1 AWS error (or the AWS side lacks what was asked for, e.g. no such run),
+ * 2 usage error (nothing was sent).
+ */
+
+const EXIT_AWS = 1;
+const EXIT_USAGE = 2;
+const SOURCE = "agentbus.cli";
+const PRODUCER = "agentbus-cli";
+
+/** A command-line mistake found before any AWS call: exit 2, nothing sent. */
+class UsageError extends Error {}
+/** The AWS side does not have what was asked for (exit 1). */
+class NotFoundError extends Error {}
+
+interface GlobalOptions {
+  endpoint?: string;
+  region?: string;
+  stage?: string;
+  outputs?: string;
+  bus?: string;
+  stateTable?: string;
+}
+
+const out = (line = "") => process.stdout.write(`${line}\n`);
+
+// ---------------------------------------------------------------------------------------------
+// Configuration: endpoint, region, stage and resource names
+
+interface Target {
+  readonly endpoint?: string;
+  readonly region: string;
+  readonly stage: string;
+  readonly outputs?: Record<string, string>;
+  readonly bus?: string;
+  readonly stateTable?: string;
+}
+
+const STAGE_PATTERN = /^[a-z0-9]+(-[a-z0-9]+)*$/;
+
+function target(options: GlobalOptions): Target {
+  const endpoint = options.endpoint ?? (process.env.AWS_ENDPOINT_URL || undefined);
+  if (endpoint !== undefined) {
+    try {
+      new URL(endpoint);
+    } catch {
+      throw new UsageError(`--endpoint ${JSON.stringify(endpoint)} is not a URL`);
+    }
+  }
+  const region =
+    options.region ?? (process.env.AWS_REGION || process.env.AWS_DEFAULT_REGION || "us-east-1");
+  let stage = options.stage;
+  let outputs: Record<string, string> | undefined;
+  if (options.outputs) {
+    const file = readOutputs(options.outputs);
+    const stacks = Object.keys(file).filter((key) => key.startsWith("AgentBus-"));
+    if (stage === undefined && stacks.length === 1) stage = stacks[0]?.slice("AgentBus-".length);
+    const stack = `AgentBus-${stage ?? (endpoint ? "local" : "dev")}`;
+    const found = file[stack];
+    if (!found || typeof found !== "object")
+      throw new UsageError(
+        `${options.outputs} has no stack ${stack} (it has: ${stacks.join(", ") || "none"}); pick one with --stage`,
+      );
+    outputs = found as Record<string, string>;
+  }
+  stage ??= endpoint ? "local" : "dev";
+  if (!STAGE_PATTERN.test(stage) || stage.length > 20)
+    throw new UsageError(
+      `--stage ${JSON.stringify(stage)}: lower-case letters, digits and single hyphens, at most 20 characters`,
+    );
+  return {
+    endpoint,
+    region,
+    stage,
+    outputs,
+    bus: options.bus ?? outputs?.CommandsBusName,
+    stateTable: options.stateTable ?? outputs?.StateTableName,
+  };
+}
+
+function readOutputs(path: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (error) {
+    throw new UsageError(`cannot read --outputs ${path}: ${(error as Error).message}`);
+  }
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (parsed && typeof parsed === "object" && !Array.isArray(parsed))
+      return parsed as Record<string, unknown>;
+  } catch {
+    // reported below
+  }
+  throw new UsageError(
+    `--outputs ${path} is not a cdk deploy --outputs-file JSON object keyed by stack`,
+  );
+}
+
+function clientConfig(t: Target) {
+  const local = t.endpoint !== undefined && !process.env.AWS_ACCESS_KEY_ID;
+  return {
+    region: t.region,
+    ...(t.endpoint ? { endpoint: t.endpoint } : {}),
+    // An emulator accepts any credentials; real AWS uses the default provider chain.
+    ...(local ? { credentials: { accessKeyId: "testing", secretAccessKey: "testing" } } : {}),
+  };
+}
+
+/** The commands bus: --bus, the outputs file, or the stage's physical name. */
+function commandsBus(t: Target): string {
+  return t.bus ?? `agentbus-${t.stage}-commands`;
+}
+
+/** The state table: --state-table, the outputs file, or (with an endpoint) found by ListTables. */
+async function stateTable(t: Target, dynamodb: DynamoDBClient): Promise<string> {
+  if (t.stateTable) return t.stateTable;
+  if (!t.endpoint)
+    throw new UsageError(
+      "the state table name is needed: give --outputs <cdk outputs file> or --state-table <name>",
+    );
+  const prefix = `AgentBus-${t.stage}-TablesState`;
+  const found: string[] = [];
+  for await (const page of paginateListTables({ client: dynamodb }, {}))
+    for (const name of page.TableNames ?? []) if (name.startsWith(prefix)) found.push(name);
+  if (found.length === 1) return found[0] as string;
+  if (found.length === 0)
+    throw new NotFoundError(
+      `no state table of stage ${t.stage} at ${t.endpoint} (no table named ${prefix}*): is the stack deployed there (npm start -- --keep), and is --stage right?`,
+    );
+  throw new NotFoundError(
+    `several state tables match ${prefix}* at ${t.endpoint} (${found.join(", ")}): pick one with --state-table`,
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Input checks
+
+function runIdOf(value: string | undefined, flag: string): string {
+  const runId = value ?? `run_${ulid()}`;
+  const problem = opaqueIdProblem(runId);
+  if (problem || !runId.startsWith("run_"))
+    throw new UsageError(
+      `${flag} ${JSON.stringify(runId)}: must be a run id run_<token> (${problem ?? "prefix must be run"}), e.g. run_${ulid()}`,
+    );
+  return runId;
+}
+
+function nodeIdOf(value: string, flag: string): string {
+  const parsed = NodeId.safeParse(value);
+  if (!parsed.success)
+    throw new UsageError(
+      `${flag} ${JSON.stringify(value)}: ${parsed.error.issues[0]?.message ?? "not a node id"}`,
+    );
+  return parsed.data;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sending a command
+
+interface Sent {
+  readonly eventId: string;
+  readonly correlationId: string;
+  readonly bus: string;
+}
+
+/** Build the envelope, validate it against the registry, and put it on the commands bus. */
+async function send(
+  t: Target,
+  eventType: string,
+  runId: string,
+  payload: Record<string, unknown>,
+): Promise<Sent> {
+  const id = ulid();
+  const correlationId = `corr_${id}`;
+  const envelope = {
+    event_id: id,
+    event_type: eventType,
+    schema_version: 1,
+    occurred_at: new Date().toISOString(),
+    correlation_id: correlationId,
+    causation_id: null,
+    task_id: `task_${id}`,
+    aggregate: { type: "dag_run", id: runId, version: 0 },
+    order_key: runId,
+    producer: PRODUCER,
+    attempt: 1,
+    payload: { run_id: runId, ...payload },
+  };
+  const parsed = registry.parse(envelope);
+  if (!parsed.ok)
+    throw new UsageError(
+      `refusing to send an invalid ${eventType} (${parsed.code}):\n${parsed.message}`,
+    );
+  const bus = commandsBus(t);
+  const client = new EventBridgeClient(clientConfig(t));
+  try {
+    const result = await client.send(
+      new PutEventsCommand({
+        Entries: [
+          {
+            EventBusName: bus,
+            Source: SOURCE,
+            DetailType: eventType,
+            Detail: JSON.stringify(envelope),
+          },
+        ],
+      }),
+    );
+    const failed = result.Entries?.find((e) => e.ErrorCode);
+    if (result.FailedEntryCount || failed)
+      throw new Error(
+        `PutEvents to ${bus} refused the entry: ${failed?.ErrorCode ?? "?"} ${failed?.ErrorMessage ?? ""}`.trim(),
+      );
+  } finally {
+    client.destroy();
+  }
+  return { eventId: id, correlationId, bus };
+}
+
+function printSent(eventType: string, runId: string, sent: Sent): void {
+  out(`${eventType} sent to ${sent.bus}`);
+  out(`  run_id          ${runId}`);
+  out(`  correlation_id  ${sent.correlationId}`);
+  out(`  event_id        ${sent.eventId}`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Showing a run
+
+async function loadRun(t: Target, runId: string): Promise<StoredState<OrchestratorState>> {
+  const dynamodb = new DynamoDBClient(clientConfig(t));
+  try {
+    const table = await stateTable(t, dynamodb);
+    // Only the state table is read (no inbox or checkpoint is asked for).
+    const store = new DynamoEventStore({
+      client: dynamodb,
+      tables: { state: table, events: "", inbox: "" },
+    });
+    const loaded = await store.load({ state: { type: "dag_run", id: runId } });
+    if (!loaded.state)
+      throw new NotFoundError(
+        `no such run: ${runId} (no dag_run#${runId} in ${table}; the orchestrator writes it when it accepts workflow.start.requested)`,
+      );
+    return loaded.state as StoredState<OrchestratorState>;
+  } finally {
+    dynamodb.destroy();
+  }
+}
+
+/** The run's nodes in the order of its workflow definition (unknown ones last, sorted). */
+function nodeOrder({ workflow, run }: OrchestratorState): string[] {
+  let defined: string[] = [];
+  try {
+    defined = contentWorkflowFor({ kind: workflow }).nodes.map((n) => n.id);
+  } catch {
+    // a definition this CLI does not know: sorted ids only
+  }
+  const ids = Object.keys(run.nodes);
+  return [
+    ...defined.filter((id) => ids.includes(id)),
+    ...ids.filter((id) => !defined.includes(id)).sort(),
+  ];
+}
+
+function printRun(stored: StoredState<OrchestratorState>): void {
+  const { workflow, run, held, timeline } = stored.data;
+  out(`run ${run.run_id}`);
+  out(`  workflow    ${workflow} (${run.workflow.name} v${run.workflow.version})`);
+  out(`  status      ${run.status}`);
+  out(`  generation  ${run.generation}`);
+  out(`  revision    ${stored.revision} (stream version ${stored.version})`);
+  out();
+  const rows = nodeOrder(stored.data).map((id) => [id, run.nodes[id] as NodeRun] as const);
+  const cells = rows.map(([id, node]) => [
+    id,
+    node.state,
+    String(node.attempt),
+    node.assigned_generation === undefined ? "-" : String(node.assigned_generation),
+    node.error ? `${node.error.code}: ${node.error.message.split("\n")[0]}` : "",
+  ]);
+  const header = ["node", "state", "attempt", "generation", "error"];
+  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((r) => r[i]?.length ?? 0)));
+  const line = (cells: string[]) =>
+    `  ${cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
+      .join("  ")
+      .trimEnd()}`;
+  out("nodes");
+  out(line(header));
+  for (const row of cells) out(line(row));
+  if (held.length) {
+    out();
+    out("held back");
+    for (const h of held) out(`  ${JSON.stringify(h)}`);
+  }
+  out();
+  out(`timeline (${timeline.length} steps)`);
+  for (const step of timeline) {
+    const node = step.node_id ? ` ${step.node_id}` : "";
+    const gen = step.generation === undefined ? "" : ` g${step.generation}`;
+    out(`  ${step.at}  ${step.event}${node}${gen}  (${step.cause})`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The program
+
+const program = new Command()
+  .name("agentbus")
+  .description("AgentBus operator commands: start, show, re-run and reset workflow runs.")
+  .exitOverride()
+  .showHelpAfterError("(add --help for usage)")
+  .option("--endpoint <url>", "AWS endpoint, e.g. an emulator (default: $AWS_ENDPOINT_URL)")
+  .option("--region <region>", "AWS region (default: $AWS_REGION, $AWS_DEFAULT_REGION, us-east-1)")
+  .option("--stage <stage>", "stack stage (default: local with an endpoint, else dev)")
+  .option("--outputs <file>", "cdk deploy --outputs-file JSON (stack AgentBus-<stage>)")
+  .option("--bus <name>", "commands bus name (default: outputs, else agentbus-<stage>-commands)")
+  .option(
+    "--state-table <name>",
+    "state table name (default: outputs, else with an endpoint the table found by ListTables)",
+  );
+
+const globals = (command: Command) => target(command.optsWithGlobals<GlobalOptions>());
+
+const workflow = program
+  .command("workflow")
+  .description("workflow runs (the orchestrator's DAG runs)");
+
+workflow
+  .command("start")
+  .description("start a run: puts workflow.start.requested on the commands bus")
+  .requiredOption("--kind <kind>", `workflow kind: ${WORKFLOW_KINDS.join(" | ")}`)
+  .requiredOption("--topic <hint>", "topic hint for the run (the request's topic_hint)")
+  .option("--run-id <id>", "run id run_<token> (default: run_<new ULID>)")
+  .action(async function (this: Command, options: { kind: string; topic: string; runId?: string }) {
+    if (!(WORKFLOW_KINDS as readonly string[]).includes(options.kind))
+      throw new UsageError(
+        `--kind ${JSON.stringify(options.kind)}: unknown workflow kind (one of ${WORKFLOW_KINDS.join(", ")})`,
+      );
+    const runId = runIdOf(options.runId, "--run-id");
+    const t = globals(this);
+    const sent = await send(t, "workflow.start.requested", runId, {
+      workflow: options.kind,
+      request: { topic_hint: options.topic },
+    });
+    printSent("workflow.start.requested", runId, sent);
+  });
+
+workflow
+  .command("show")
+  .description("show a run: status, generation, nodes and timeline (from the state table)")
+  .argument("<run-id>", "run id run_<token>")
+  .option("--json", "print the stored state item as JSON")
+  .action(async function (this: Command, runIdArg: string, options: { json?: boolean }) {
+    const runId = runIdOf(runIdArg, "run id");
+    const t = globals(this);
+    const stored = await loadRun(t, runId);
+    if (options.json) out(JSON.stringify(stored, null, 2));
+    else printRun(stored);
+  });
+
+workflow
+  .command("rerun")
+  .description("re-run a node and everything below it: puts workflow.rerun.requested")
+  .argument("<run-id>", "run id run_<token>")
+  .requiredOption("--from <node-id>", "the node to run again")
+  .action(async function (this: Command, runIdArg: string, options: { from: string }) {
+    const runId = runIdOf(runIdArg, "run id");
+    const nodeId = nodeIdOf(options.from, "--from");
+    const t = globals(this);
+    const sent = await send(t, "workflow.rerun.requested", runId, { node_id: nodeId });
+    printSent("workflow.rerun.requested", runId, sent);
+  });
+
+workflow
+  .command("reset")
+  .description(
+    "reset a FAILED node (it and its descendants run again): puts workflow.reset.requested",
+  )
+  .argument("<run-id>", "run id run_<token>")
+  .requiredOption("--node <node-id>", "the FAILED node")
+  .option("--reason <text>", "why (kept on the command, at most 1000 characters)")
+  .action(async function (
+    this: Command,
+    runIdArg: string,
+    options: { node: string; reason?: string },
+  ) {
+    const runId = runIdOf(runIdArg, "run id");
+    const nodeId = nodeIdOf(options.node, "--node");
+    const t = globals(this);
+    const sent = await send(t, "workflow.reset.requested", runId, {
+      node_id: nodeId,
+      ...(options.reason === undefined ? {} : { reason: options.reason }),
+    });
+    printSent("workflow.reset.requested", runId, sent);
+  });
+
+async function main(): Promise<number> {
+  try {
+    await program.parseAsync();
+    return 0;
+  } catch (error) {
+    if (error instanceof CommanderError)
+      // Help and version exit 0; every parse error (commander already printed it) is a usage error.
+      return error.exitCode === 0 ? 0 : EXIT_USAGE;
+    if (error instanceof UsageError) {
+      process.stderr.write(`agentbus: ${error.message}\n`);
+      return EXIT_USAGE;
+    }
+    const e = error as Error & { $metadata?: { httpStatusCode?: number } };
+    const name = e instanceof NotFoundError ? "" : `${e.name ?? "Error"}: `;
+    process.stderr.write(`agentbus: ${name}${e.message ?? String(error)}\n`);
+    return EXIT_AWS;
+  }
+}
+
+process.exitCode = await main();
