@@ -335,10 +335,20 @@ export async function waitForRunEnd(
   for (;;) {
     const state = await loadRun(env, runId);
     if (state && done(state)) return state;
-    if (Date.now() > deadline)
+    if (Date.now() > deadline) {
+      // Say where it stopped: each node's state, what is in the dead-letter queues, what failed.
+      const nodes = Object.entries(state?.run.nodes ?? {})
+        .map(([id, n]) => `${id}=${n.state}`)
+        .join(", ");
+      const letters = (await readDeadLetters(env)).map((d) => `${d.queue}: ${d.code}`).join("; ");
+      const errors = env.observations.errors
+        .map((e) => `${e.group}: ${e.code}`)
+        .slice(-5)
+        .join("; ");
       throw new Error(
-        `run ${runId} did not get there in ${timeoutMs} ms (status ${state?.run.status ?? "not started"})`,
+        `run ${runId} did not get there in ${timeoutMs} ms (status ${state?.run.status ?? "not started"}; nodes ${nodes || "none"}; dead letters ${letters || "none"}; last errors ${errors || "none"}; failures ${env.observations.failures.slice(-3).join(" | ") || "none"})`,
       );
+    }
     await new Promise((r) => setTimeout(r, 250));
   }
 }
