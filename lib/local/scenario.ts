@@ -35,7 +35,8 @@ export interface WorkflowRun {
   readonly state: OrchestratorState | undefined;
 }
 
-const LIFECYCLE = [
+/** The reference task's lifecycle events, in stream order (also used by the LocalStack suite). */
+export const LIFECYCLE = [
   { type: "task.accepted", payload: { title: "Why has my refund not arrived?" } },
   {
     type: "plan.created",

@@ -4,6 +4,7 @@ import type { DynamoEventStore } from "../../functions/adapters/dynamodb/event-s
 import type { Decision } from "../../functions/core/pipeline";
 import { appendToStream } from "../../functions/core/producer";
 import { systemClock, ulidSource } from "../../functions/core/runtime";
+import { LIFECYCLE } from "../../lib/local/scenario";
 import { type Envelope, registry } from "../../schemas";
 
 /**
@@ -17,16 +18,6 @@ import { type Envelope, registry } from "../../schemas";
  * - task C: accepted; one client feedback put twice with the same event id, one already expired,
  *   and one poison message (an id that looks like a phone number).
  */
-
-const LIFECYCLE = [
-  { type: "task.accepted", payload: { title: "Why has my refund not arrived?" } },
-  {
-    type: "plan.created",
-    payload: { steps: ["look up the order", "check the refund", "draft a reply"] },
-  },
-  { type: "answer.generated", payload: { answer_ref: "ans_refund-eta" } },
-  { type: "notification.sent", payload: { channel: "email" } },
-] as const;
 
 /** A client's `task.feedback.received` envelope as sent with put-events (unsequenced: version 0). */
 export interface FeedbackEnvelope {
