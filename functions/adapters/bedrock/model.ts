@@ -7,6 +7,7 @@ import {
 import { isServerError, isThrottlingError, isTransientError } from "@smithy/core/retry";
 import { type AgentBusError, PermanentError, TransientError } from "../../core/errors";
 import type { ModelPort, ModelRequest, ModelResponse } from "../../core/model";
+import { snakeCase } from "../sdk-errors";
 
 export interface BedrockModelProps {
   /**
@@ -148,11 +149,4 @@ export function modelFailure(error: unknown, modelId: string): AgentBusError {
   if (isTransientError(e) || isServerError(e) || e.$fault !== "client")
     return new TransientError("model.unavailable", message, options);
   return new PermanentError(`model.${snakeCase(name)}`, message, options);
-}
-
-function snakeCase(name: string): string {
-  return name
-    .replace(/Exception$|Error$|Fault$/, "")
-    .replace(/([a-z0-9])([A-Z])/g, "$1_$2")
-    .toLowerCase();
 }

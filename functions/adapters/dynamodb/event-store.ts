@@ -32,6 +32,7 @@ import type {
   TraceReader,
 } from "../../core/ports";
 import { systemClock } from "../../core/runtime";
+import { snakeCase } from "../sdk-errors";
 import {
   CheckpointAttr,
   type CheckpointItem,
@@ -459,12 +460,4 @@ export function dynamoFailure(error: unknown, operation: string): AgentBusError 
   if (isTransientError(e) || isServerError(e) || e.$fault !== "client")
     return new TransientError("dynamodb.unavailable", message, { cause: error });
   return new PermanentError(`dynamodb.${snakeCase(name)}`, message, { cause: error });
-}
-
-/** `ResourceNotFoundException` -> `resource_not_found`. */
-export function snakeCase(name: string): string {
-  return name
-    .replace(/Exception$|Error$|Fault$/, "")
-    .replace(/([a-z0-9])([A-Z])/g, "$1_$2")
-    .toLowerCase();
 }

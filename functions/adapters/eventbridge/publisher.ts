@@ -7,6 +7,7 @@ import { isServerError, isThrottlingError, isTransientError } from "@smithy/core
 import type { Envelope, Topic } from "../../../schemas";
 import { AgentBusError, PermanentError, TransientError } from "../../core/errors";
 import type { EventPublisher, PublishFailure } from "../../core/ports";
+import { snakeCase } from "../sdk-errors";
 
 /** The `source` of every event AgentBus puts on its buses (rules match on it). */
 export const EVENT_SOURCE = "agentbus";
@@ -104,11 +105,4 @@ function eventBridgeFailure(error: unknown): AgentBusError {
     return new TransientError("eventbridge.unavailable", message, { cause: error });
   // A missing bus, a denied call or an invalid request: retrying the same call cannot help.
   return new PermanentError(`eventbridge.${snakeCase(name)}`, message, { cause: error });
-}
-
-function snakeCase(name: string): string {
-  return name
-    .replace(/Exception$|Error$|Fault$/, "")
-    .replace(/([a-z0-9])([A-Z])/g, "$1_$2")
-    .toLowerCase();
 }

@@ -1,8 +1,7 @@
 import { createHash } from "node:crypto";
 import { SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
-import { isThrottlingError } from "@smithy/core/retry";
-import { TransientError } from "../../core/errors";
 import type { DeadLetterSink } from "../../core/ports";
+import { sendFailure } from "./send-failure";
 
 /** Message attributes a dead letter carries (an operator reads them before a redrive). */
 export const DEAD_LETTER_ATTRIBUTES = {
@@ -68,15 +67,7 @@ export class SqsDeadLetterSink implements DeadLetterSink {
         }),
       );
     } catch (error) {
-      const name = error instanceof Error ? error.name : "Error";
-      const code = isThrottlingError(error as Parameters<typeof isThrottlingError>[0])
-        ? "sqs.throttled"
-        : `sqs.${snakeCase(name)}`;
-      throw new TransientError(
-        code,
-        `SendMessage to the dead-letter queue ${this.queueUrl} failed: ${error instanceof Error ? error.message : String(error)}`,
-        { cause: error },
-      );
+      throw sendFailure(error, `SendMessage to the dead-letter queue ${this.queueUrl}`);
     }
   }
 }
@@ -85,11 +76,4 @@ export class SqsDeadLetterSink implements DeadLetterSink {
 function truncate(text: string, max: number): string {
   if (text.length <= max) return text;
   return Array.from(text).slice(0, max).join("");
-}
-
-function snakeCase(name: string): string {
-  return name
-    .replace(/Exception$|Error$|Fault$/, "")
-    .replace(/([a-z0-9])([A-Z])/g, "$1_$2")
-    .toLowerCase();
 }

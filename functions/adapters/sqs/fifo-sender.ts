@@ -1,7 +1,7 @@
 import { SendMessageBatchCommand, type SQSClient } from "@aws-sdk/client-sqs";
-import { isThrottlingError } from "@smithy/core/retry";
-import { PermanentError, TransientError } from "../../core/errors";
+import { PermanentError } from "../../core/errors";
 import type { FifoMessage, FifoSender } from "../../core/ports";
+import { sendFailure } from "./send-failure";
 
 /** SendMessageBatch takes at most 10 entries. */
 export const MAX_SEND_BATCH_ENTRIES = 10;
@@ -56,22 +56,7 @@ export class SqsFifoSender implements FifoSender {
         message: f.Message ?? "",
       }));
     } catch (error) {
-      const name = error instanceof Error ? error.name : "Error";
-      const code = isThrottlingError(error as Parameters<typeof isThrottlingError>[0])
-        ? "sqs.throttled"
-        : `sqs.${snakeCase(name)}`;
-      throw new TransientError(
-        code,
-        `SendMessageBatch to ${this.queueUrl} failed: ${error instanceof Error ? error.message : String(error)}`,
-        { cause: error },
-      );
+      throw sendFailure(error, `SendMessageBatch to ${this.queueUrl}`);
     }
   }
-}
-
-function snakeCase(name: string): string {
-  return name
-    .replace(/Exception$|Error$|Fault$/, "")
-    .replace(/([a-z0-9])([A-Z])/g, "$1_$2")
-    .toLowerCase();
 }

@@ -5,6 +5,7 @@ import {
 } from "@aws-sdk/client-sqs";
 import { isServerError, isThrottlingError, isTransientError } from "@smithy/core/retry";
 import { type AgentBusError, PermanentError, TransientError } from "../../core/errors";
+import { snakeCase } from "../sdk-errors";
 
 /** SQS caps a message's visibility timeout at 12 hours. */
 export const MAX_VISIBILITY_SECONDS = 12 * 3600;
@@ -77,11 +78,4 @@ function visibilityFailure(error: unknown): AgentBusError {
   if (isTransientError(e) || isServerError(e) || e.$fault !== "client")
     return new TransientError("sqs.unavailable", message, { cause: error });
   return new PermanentError(`sqs.${snakeCase(name)}`, message, { cause: error });
-}
-
-function snakeCase(name: string): string {
-  return name
-    .replace(/Exception$|Error$|Fault$/, "")
-    .replace(/([a-z0-9])([A-Z])/g, "$1_$2")
-    .toLowerCase();
 }
