@@ -1,3 +1,4 @@
+import { defineConversationEvents } from "./events/conversation";
 import { defineTaskEvents } from "./events/task";
 import { defineWorkflowEvents } from "./events/workflow";
 import { EventRegistry } from "./registry";
@@ -10,3 +11,4 @@ export * from "./registry";
 export const registry = new EventRegistry();
 defineTaskEvents(registry);
 defineWorkflowEvents(registry);
+defineConversationEvents(registry);

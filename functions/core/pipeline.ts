@@ -47,8 +47,15 @@ export interface Role<S> {
   readonly subscriptions: readonly string[];
   /** The aggregate this role reads and writes for an event; defaults to the event's aggregate. */
   stateOf?(event: Envelope): AggregateRef;
-  /** A reason to drop the event unprocessed (superseded, cancelled, ...); checked after expiry. */
-  discard?(state: S | undefined, event: Envelope, now: Date): DiscardReason | undefined;
+  /**
+   * A reason to drop the event unprocessed (superseded, cancelled, ...); checked after expiry and
+   * before `decide`. It may read (for example another aggregate's version) but must not write.
+   */
+  discard?(
+    state: S | undefined,
+    event: Envelope,
+    now: Date,
+  ): DiscardReason | undefined | Promise<DiscardReason | undefined>;
   decide(
     state: S | undefined,
     event: Envelope,
@@ -219,7 +226,9 @@ async function applyInOrder<S>(
         ? { group: role.group, stream, from: checkpoint, to: event.aggregate.version }
         : undefined,
     };
-    const discard = isExpired(event, now) ? "expired" : role.discard?.(state?.data, event, now);
+    const discard = isExpired(event, now)
+      ? "expired"
+      : await role.discard?.(state?.data, event, now);
     let commit: CommitRequest;
     let step: Step;
     if (discard) {

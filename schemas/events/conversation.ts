@@ -1,0 +1,251 @@
+import { z } from "zod";
+import { OpaqueId, Ulid } from "../ids";
+import type { EventRegistry } from "../registry";
+
+/**
+ * The customer-support conversation (seed 000 §10, §11) on the bus.
+ *
+ * - A client sends `conversation.message.received` (unsequenced, version 0, aggregate
+ *   `conversation/<conversation_id>`, order key = conversation id, a new `task_id` per message).
+ * - The conversation group accepts it on the conversation's stream: the conversation version goes
+ *   up by one (`conversation.message.accepted`) and `support.route.requested` carries that
+ *   version as `input_version` and the reply deadline as `expires_at`.
+ * - The router (stream `support_route/<task_id>`), order lookup (`order_lookup/<task_id>`), reply
+ *   generation (`reply/<task_id>`) and sender (`delivery/<task_id>`) each append their facts and
+ *   the next command to their own stream; every command keeps `input_version`, `expires_at` and
+ *   `order_key = conversation_id`, so one conversation's work is serialized in each group.
+ */
+
+/** A shop's order number as a customer types it ("123", "A-1001"); not an AgentBus id. */
+export const OrderId = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/, {
+  message: "must be 1-64 characters of A-Z a-z 0-9 _ - starting with a letter or digit",
+});
+
+export const INTENTS = ["order_status", "refund", "general"] as const;
+export const Intent = z.enum(INTENTS);
+export type Intent = z.infer<typeof Intent>;
+
+export const REFUND_STATUSES = ["none", "requested", "submitted", "refunded", "rejected"] as const;
+export const ORDER_STATUSES = ["placed", "shipped", "delivered", "cancelled", "returned"] as const;
+
+/** One row of the orders table (what order lookup reads and reply generation quotes). */
+export const OrderRecord = z.object({
+  order_id: OrderId,
+  customer_id: OpaqueId,
+  status: z.enum(ORDER_STATUSES),
+  item: z.string().min(1).max(200),
+  total_cents: z.number().int().min(0),
+  currency: z.string().regex(/^[A-Z]{3}$/),
+  refund: z
+    .object({
+      status: z.enum(REFUND_STATUSES),
+      amount_cents: z.number().int().min(0).optional(),
+      updated_at: z.iso.datetime({ offset: true }).optional(),
+    })
+    .optional(),
+});
+export type OrderRecord = z.infer<typeof OrderRecord>;
+
+const MessageText = z.string().trim().min(1).max(4000);
+
+export const MessageReceivedPayload = z.object({
+  text: MessageText,
+  customer_id: OpaqueId,
+  /** Where the reply goes back to. @default "chat" */
+  channel: z
+    .string()
+    .regex(/^[a-z][a-z0-9-]{0,31}$/)
+    .default("chat"),
+});
+export type MessageReceived = z.output<typeof MessageReceivedPayload>;
+
+const ConversationTurn = z.object({
+  conversation_id: OpaqueId,
+  customer_id: OpaqueId,
+  channel: z.string().regex(/^[a-z][a-z0-9-]{0,31}$/),
+  text: MessageText,
+  /** The client's `conversation.message.received` event id. */
+  message_event_id: Ulid,
+});
+
+export const MessageAcceptedPayload = ConversationTurn.extend({
+  /** The conversation version this message made current. */
+  version: z.number().int().min(1),
+});
+export type MessageAccepted = z.output<typeof MessageAcceptedPayload>;
+
+export const RouteRequestedPayload = ConversationTurn;
+export type RouteRequested = z.output<typeof RouteRequestedPayload>;
+
+export const RoutedPayload = z.object({
+  conversation_id: OpaqueId,
+  intent: Intent,
+  order_id: OrderId.optional(),
+  /** Why the router chose this intent (the rule that matched). */
+  rule: z.string().min(1).max(200),
+});
+export type Routed = z.output<typeof RoutedPayload>;
+
+export const OrderLookupRequestedPayload = ConversationTurn.extend({
+  intent: Intent,
+  order_id: OrderId,
+});
+export type OrderLookupRequested = z.output<typeof OrderLookupRequestedPayload>;
+
+export const OrderLookupCompletedPayload = z.object({
+  conversation_id: OpaqueId,
+  order_id: OrderId,
+  /** False when there is no such order or it belongs to another customer. */
+  found: z.boolean(),
+  order: OrderRecord.optional(),
+});
+export type OrderLookupCompleted = z.output<typeof OrderLookupCompletedPayload>;
+
+export const ReplyGenerationRequestedPayload = ConversationTurn.extend({
+  intent: Intent,
+  order_id: OrderId.optional(),
+  /** The looked-up order; absent when none was asked for or none was found. */
+  order: OrderRecord.optional(),
+});
+export type ReplyGenerationRequested = z.output<typeof ReplyGenerationRequestedPayload>;
+
+/** What the model must answer for a reply (seed 000 §11.3). */
+export const ReplyDraft = z.object({
+  reply_text: z.string().trim().min(1).max(4000),
+  confidence: z.number().min(0).max(1),
+  requires_human_review: z.boolean(),
+  source_refs: z.array(z.string().min(1).max(200)).max(20),
+});
+export type ReplyDraft = z.output<typeof ReplyDraft>;
+
+export const ReplyGeneratedPayload = ReplyDraft.extend({ conversation_id: OpaqueId });
+export type ReplyGenerated = z.output<typeof ReplyGeneratedPayload>;
+
+export const ReplyHeldForReviewPayload = z.object({
+  conversation_id: OpaqueId,
+  reply_text: z.string().min(1).max(4000),
+  reason: z.string().min(1).max(1000),
+});
+export type ReplyHeldForReview = z.output<typeof ReplyHeldForReviewPayload>;
+
+export const SendRequestedPayload = z.object({
+  conversation_id: OpaqueId,
+  customer_id: OpaqueId,
+  channel: z.string().regex(/^[a-z][a-z0-9-]{0,31}$/),
+  text: z.string().min(1).max(4000),
+  /**
+   * Which logical send of the task's reply this is (1 for the first reply). The side-effect key
+   * is `<task_id>:reply:<logical_attempt>`: every retry of the same send reuses it.
+   */
+  logical_attempt: z.number().int().min(1),
+});
+export type SendRequested = z.output<typeof SendRequestedPayload>;
+
+const Delivery = z.object({
+  conversation_id: OpaqueId,
+  channel: z.string().regex(/^[a-z][a-z0-9-]{0,31}$/),
+  /** `<task_id>:reply:<logical_attempt>`: the side-effect key the channel saw. */
+  idempotency_key: z.string().min(1).max(256),
+});
+
+export const DeliveredPayload = Delivery.extend({
+  /** The channel's id for the delivery. */
+  delivery_id: z.string().min(1).max(256),
+  /** How the outcome was learnt: from the send call, or by querying the channel after a timeout. */
+  confirmed_by: z.enum(["send", "query", "record"]),
+});
+export type Delivered = z.output<typeof DeliveredPayload>;
+
+export const DeliveryFailedPayload = Delivery.extend({
+  code: z.string().min(1).max(128),
+  message: z.string().max(4096),
+  /** `failed`: the channel refused; `unknown`: the outcome could not be learnt within the bound. */
+  outcome: z.enum(["failed", "unknown"]),
+});
+export type DeliveryFailed = z.output<typeof DeliveryFailedPayload>;
+
+export function defineConversationEvents(registry: EventRegistry): void {
+  const fact = { schemaVersion: 1, kind: "event", topic: "events", sequenced: true } as const;
+  const command = {
+    schemaVersion: 1,
+    kind: "command",
+    topic: "commands",
+    sequenced: true,
+  } as const;
+  registry.define({
+    type: "conversation.message.received",
+    schemaVersion: 1,
+    kind: "event",
+    topic: "events",
+    sequenced: false,
+    description:
+      "A customer sent a message (sent by a client: aggregate conversation/<conversation_id>, version 0).",
+    payload: MessageReceivedPayload,
+  });
+  registry.define({
+    ...fact,
+    type: "conversation.message.accepted",
+    description: "The conversation took the message in; its version went up by one.",
+    payload: MessageAcceptedPayload,
+  });
+  registry.define({
+    ...command,
+    type: "support.route.requested",
+    description: "Decide what the customer's message is about.",
+    payload: RouteRequestedPayload,
+  });
+  registry.define({
+    ...fact,
+    type: "support.routed",
+    description: "The router chose an intent for the message.",
+    payload: RoutedPayload,
+  });
+  registry.define({
+    ...command,
+    type: "order.lookup.requested",
+    description: "Look up the order the customer asks about.",
+    payload: OrderLookupRequestedPayload,
+  });
+  registry.define({
+    ...fact,
+    type: "order.lookup.completed",
+    description: "The order lookup's result (found or not).",
+    payload: OrderLookupCompletedPayload,
+  });
+  registry.define({
+    ...command,
+    type: "reply.generation.requested",
+    description: "Generate a reply to the customer's message from the facts gathered.",
+    payload: ReplyGenerationRequestedPayload,
+  });
+  registry.define({
+    ...fact,
+    type: "reply.generated",
+    description: "A reply draft was generated and validated.",
+    payload: ReplyGeneratedPayload,
+  });
+  registry.define({
+    ...fact,
+    type: "reply.held_for_review",
+    description: "The reply needs a person's review before it may be sent.",
+    payload: ReplyHeldForReviewPayload,
+  });
+  registry.define({
+    ...command,
+    type: "notification.send.requested",
+    description: "Send the reply to the customer (a side effect, done once per idempotency key).",
+    payload: SendRequestedPayload,
+  });
+  registry.define({
+    ...fact,
+    type: "notification.delivered",
+    description: "The channel delivered the reply.",
+    payload: DeliveredPayload,
+  });
+  registry.define({
+    ...fact,
+    type: "notification.failed",
+    description: "The reply was not delivered, or its outcome stayed unknown past the bound.",
+    payload: DeliveryFailedPayload,
+  });
+}
