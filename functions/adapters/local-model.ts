@@ -19,7 +19,9 @@ import type { ModelPort, ModelRequest, ModelResponse } from "../core/model";
  * (`topic-selection`, `fact-check`, `writing`, `review`, also under the DAG's role names
  * `topic-selector`, `fact-checker`, `writer`, `reviewer`) and the support workflow's
  * `reply-generation`. Put `[fail-fact-check]` anywhere in a fact-check request to get verdict
- * "fail" and drive the failure path.
+ * "fail" and drive the failure path. The reply-generation script quotes the customer's message
+ * and the order facts of the prompt, cites only the allowed source refs the prompt lists, and
+ * asks for a human review when the request contains `[human-review]`.
  */
 export class DeterministicLocalModel implements ModelPort {
   readonly name = LOCAL_MODEL_NAME;
@@ -226,15 +228,96 @@ function review(_request: ModelRequest, facts: RequestFacts) {
   };
 }
 
-function replyGeneration(_request: ModelRequest, facts: RequestFacts) {
+export const HUMAN_REVIEW_MARKER = "[human-review]";
+
+const REPLY_QUOTE_CHARS = 60;
+const ALLOWED_REFS_HEADER = "Allowed source_refs:";
+
+interface ReplyFacts {
+  readonly customer_message?: string;
+  readonly intent?: string;
+  readonly order?: {
+    readonly order_id?: string;
+    readonly status?: string;
+    readonly item?: string;
+    readonly refund?: { readonly status?: string; readonly amount_cents?: number };
+    readonly currency?: string;
+  };
+  readonly order_lookup?: { readonly order_id?: string; readonly found?: boolean };
+}
+
+/**
+ * The facts and allowed source refs of a reply-generation prompt (see
+ * functions/roles/reply-generation.ts `replyPrompt`): the first line of the first user message
+ * that is a JSON object, and the `- <ref>` lines after "Allowed source_refs:". Plain text
+ * requests give no facts and no refs.
+ */
+function replyFactsOf(request: ModelRequest): { facts: ReplyFacts; refs: string[]; text: string } {
+  const text = request.messages[0]?.text ?? "";
+  const lines = text.split("\n");
+  let facts: ReplyFacts = {};
+  for (const line of lines) {
+    if (!line.startsWith("{")) continue;
+    try {
+      const value: unknown = JSON.parse(line);
+      if (value !== null && typeof value === "object") facts = value as ReplyFacts;
+    } catch {
+      // Not the facts line.
+    }
+    break;
+  }
+  const header = lines.indexOf(ALLOWED_REFS_HEADER);
+  const refs: string[] = [];
+  if (header >= 0)
+    for (const line of lines.slice(header + 1)) {
+      if (!line.startsWith("- ")) break;
+      refs.push(line.slice(2).trim());
+    }
+  return { facts, refs, text };
+}
+
+function money(cents: number, currency: string | undefined): string {
+  return `${(cents / 100).toFixed(2)}${currency ? ` ${currency}` : ""}`;
+}
+
+function replyGeneration(request: ModelRequest, facts: RequestFacts) {
+  const { facts: given, refs, text } = replyFactsOf(request);
+  const message = (given.customer_message ?? text).replace(/\s+/g, " ").trim();
+  const quote =
+    message.length > REPLY_QUOTE_CHARS ? `${message.slice(0, REPLY_QUOTE_CHARS - 1)}…` : message;
+  const parts = [`Re: "${quote}".`, facts.pick(REPLY_OPENINGS, "opening")];
+  const order = given.order;
+  const cited: string[] = [];
+  if (order?.order_id !== undefined) {
+    parts.push(
+      `Order ${order.order_id}${order.item ? ` (${order.item})` : ""} is ${order.status ?? "on file"}.`,
+    );
+    cited.push(...refs.filter((ref) => ref === `order:${order.order_id}`));
+    const refund = order.refund;
+    if (refund?.status !== undefined && (refund.status !== "none" || given.intent === "refund")) {
+      parts.push(
+        `Refund status: ${refund.status}${
+          refund.amount_cents !== undefined
+            ? ` (${money(refund.amount_cents, order.currency)})`
+            : ""
+        }.`,
+      );
+      cited.push(...refs.filter((ref) => ref === `refund:${order.order_id}`));
+    } else if (given.intent === "refund") {
+      parts.push("No refund has been requested for it yet.");
+    }
+  } else if (given.order_lookup?.order_id !== undefined) {
+    parts.push(`I could not find order ${given.order_lookup.order_id} on your account.`);
+  } else {
+    parts.push(facts.pick(REPLY_ACTIONS, "action"));
+  }
+  cited.push(...refs.filter((ref) => ref.startsWith("message:")));
+  const review = facts.text.includes(HUMAN_REVIEW_MARKER);
   return {
-    reply_text: `${facts.pick(REPLY_OPENINGS, "opening")} ${facts.pick(REPLY_ACTIONS, "action")} (ref ${facts.digest.slice(0, 8)})`,
-    confidence: facts.int(60, 95, "confidence") / 100,
-    requires_human_review: false as const,
-    source_refs: Array.from(
-      { length: facts.int(1, 3, "refs") },
-      (_, i) => `kb://articles/${facts.digest.slice(i * 6, i * 6 + 6)}`,
-    ),
+    reply_text: parts.join(" "),
+    confidence: facts.int(review ? 30 : 60, review ? 55 : 95, "confidence") / 100,
+    requires_human_review: review,
+    source_refs: cited,
   };
 }
 

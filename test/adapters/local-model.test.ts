@@ -4,6 +4,7 @@ import {
   DEFAULT_SCRIPTS,
   DeterministicLocalModel,
   FAIL_FACT_CHECK_MARKER,
+  HUMAN_REVIEW_MARKER,
   LOCAL_MODEL_NAME,
 } from "../../functions/adapters/local-model";
 import { AgentBusError, PermanentError, TransientError } from "../../functions/core/errors";
@@ -12,6 +13,12 @@ import {
   ModelOutputInvalidError,
   type ModelRequest,
 } from "../../functions/core/model";
+import {
+  allowedSourceRefs,
+  replyDraftSchema,
+  replyPrompt,
+} from "../../functions/roles/reply-generation";
+import type { ReplyGenerationRequested } from "../../schemas/events/conversation";
 
 const TopicSelection = z.strictObject({
   topic: z.string().min(1),
@@ -198,5 +205,74 @@ describe("DeterministicLocalModel", () => {
 
     const bare = new DeterministicLocalModel({ withDefaults: false, scripts: {} });
     await expect(bare.converse(ask("review", "x"))).rejects.toBeInstanceOf(AgentBusError);
+  });
+
+  describe("reply-generation script", () => {
+    const turn = {
+      conversation_id: "conv_demo",
+      customer_id: "cust_alice",
+      channel: "chat",
+      message_event_id: "01JAAAAAAAAAAAAAAAAAAAAAAA",
+    };
+    const withOrder: ReplyGenerationRequested = {
+      ...turn,
+      text: "When do I get my refund for order 123? I returned the earbuds two weeks ago already.",
+      intent: "refund",
+      order_id: "123",
+      order: {
+        order_id: "123",
+        customer_id: "cust_alice",
+        status: "returned",
+        item: "Wireless earbuds",
+        total_cents: 4999,
+        currency: "USD",
+        refund: { status: "submitted", amount_cents: 4999, updated_at: "2026-08-31T09:30:00Z" },
+      },
+    };
+
+    async function reply(request: ReplyGenerationRequested) {
+      const allowed = allowedSourceRefs(request);
+      const result = await invokeStructured(
+        new DeterministicLocalModel(),
+        ask("reply-generation", replyPrompt(request, allowed)),
+        replyDraftSchema(allowed),
+      );
+      expect(result.attempts).toBe(1);
+      return result.value;
+    }
+
+    it("quotes the message and the order facts, citing only allowed refs", async () => {
+      const value = await reply(withOrder);
+      expect(value.reply_text).toContain(
+        'Re: "When do I get my refund for order 123? I returned the earbu…"',
+      );
+      expect(value.reply_text).toContain("Order 123 (Wireless earbuds) is returned.");
+      expect(value.reply_text).toContain("Refund status: submitted (49.99 USD).");
+      expect(value.source_refs).toEqual([
+        "order:123",
+        "refund:123",
+        "message:01JAAAAAAAAAAAAAAAAAAAAAAA",
+      ]);
+      expect(value.requires_human_review).toBe(false);
+    });
+
+    it("says when the order was not found and cites only the message", async () => {
+      const { order: _order, ...notFound } = withOrder;
+      const value = await reply({
+        ...notFound,
+        text: "Where is order 999?",
+        intent: "order_status",
+        order_id: "999",
+      });
+      expect(value.reply_text).toContain('Re: "Where is order 999?"');
+      expect(value.reply_text).toContain("could not find order 999");
+      expect(value.source_refs).toEqual(["message:01JAAAAAAAAAAAAAAAAAAAAAAA"]);
+    });
+
+    it("asks for a human review when the request carries the marker", async () => {
+      const value = await reply({ ...withOrder, text: `Refund order 123 ${HUMAN_REVIEW_MARKER}` });
+      expect(value.requires_human_review).toBe(true);
+      expect(HUMAN_REVIEW_MARKER).toBe("[human-review]");
+    });
   });
 });

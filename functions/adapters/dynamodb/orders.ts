@@ -1,0 +1,87 @@
+import {
+  type DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+  type PutItemCommandInput,
+} from "@aws-sdk/client-dynamodb";
+import { marshall, unmarshall } from "@aws-sdk/util-dynamodb";
+import { OrderId, OrderRecord } from "../../../schemas/events/conversation";
+import { PermanentError } from "../../core/errors";
+import type { OrdersPort } from "../../roles/order-lookup";
+import { dynamoFailure } from "./event-store";
+
+/**
+ * OrdersPort on a DynamoDB orders table: partition key `order_id` (S), one item per order holding
+ * the OrderRecord fields (`refund` as a map). Reads are GetItem; a row that is not a valid
+ * OrderRecord is a PermanentError `orders.invalid_row` (retrying cannot fix it). SDK errors are
+ * mapped like the event store's (throttling and outages -> TransientError).
+ */
+export const ORDERS_PARTITION_KEY = "order_id";
+
+export interface DynamoOrdersOptions {
+  /** Strongly consistent reads. @default false */
+  readonly consistentRead?: boolean;
+}
+
+export class DynamoOrders implements OrdersPort {
+  constructor(
+    private readonly client: DynamoDBClient,
+    private readonly tableName: string,
+    private readonly options: DynamoOrdersOptions = {},
+  ) {}
+
+  async get(orderId: string): Promise<OrderRecord | undefined> {
+    // Not an order number at all: there is no such row to read.
+    if (!OrderId.safeParse(orderId).success) return undefined;
+    let item: Record<string, unknown> | undefined;
+    try {
+      const out = await this.client.send(
+        new GetItemCommand({
+          TableName: this.tableName,
+          Key: { [ORDERS_PARTITION_KEY]: { S: orderId } },
+          ConsistentRead: this.options.consistentRead ?? false,
+        }),
+      );
+      item = out.Item === undefined ? undefined : unmarshall(out.Item);
+    } catch (error) {
+      throw dynamoFailure(error, "GetItem");
+    }
+    if (item === undefined) return undefined;
+    const parsed = OrderRecord.safeParse(item);
+    if (!parsed.success || parsed.data.order_id !== orderId)
+      throw new PermanentError(
+        "orders.invalid_row",
+        `the orders table ${this.tableName} holds an invalid row for order ${orderId}`,
+        {
+          details: {
+            order_id: orderId,
+            issues: parsed.success
+              ? ["order_id: differs from the key"]
+              : parsed.error.issues
+                  .slice(0, 10)
+                  .map((i) => `${i.path.map(String).join(".") || "(root)"}: ${i.message}`),
+          },
+        },
+      );
+    return parsed.data;
+  }
+}
+
+/** Writes orders to the orders table (seeding the local runtime and tests); validates each. */
+export async function putOrders(
+  client: DynamoDBClient,
+  tableName: string,
+  orders: readonly OrderRecord[],
+): Promise<void> {
+  for (const order of orders) {
+    const input: PutItemCommandInput = {
+      TableName: tableName,
+      Item: marshall(OrderRecord.parse(order), { removeUndefinedValues: true }),
+    };
+    try {
+      await client.send(new PutItemCommand(input));
+    } catch (error) {
+      throw dynamoFailure(error, "PutItem");
+    }
+  }
+}

@@ -1,0 +1,197 @@
+import type { Envelope } from "../../schemas";
+import type {
+  Delivered,
+  DeliveryFailed,
+  MessageAccepted,
+  OrderLookupCompleted,
+  ReplyGenerated,
+  ReplyHeldForReview,
+  Routed,
+} from "../../schemas/events/conversation";
+import { PermanentError } from "../core/errors";
+import type { Role } from "../core/pipeline";
+
+/**
+ * The conversation read model: one view per conversation (aggregate
+ * `conversation_view/<conversation_id>`, taken from the payload), with one turn per customer
+ * message (keyed by task id) that follows it through routing, order lookup, generation and
+ * delivery. It emits nothing.
+ *
+ * The facts of one turn come from different streams (conversation, support_route, order_lookup,
+ * reply, delivery), so the fold does not assume their order: each fact fills in its fields, and
+ * the turn's status only moves forward (received < routed < looked_up < generated <
+ * held_for_review < failed < delivered; a late `notification.failed` does not undo a delivery).
+ * A fact for a turn not seen yet opens it. The view keeps the last TURN_LIMIT turns by first
+ * appearance; a fact of an older turn that was already dropped is ignored.
+ */
+
+export const CONVERSATION_VIEW_AGGREGATE = "conversation_view";
+export const TURN_LIMIT = 50;
+
+export const TURN_STATUSES = [
+  "received",
+  "routed",
+  "looked_up",
+  "generated",
+  "held_for_review",
+  "failed",
+  "delivered",
+] as const;
+export type TurnStatus = (typeof TURN_STATUSES)[number];
+
+export interface TurnDelivery {
+  readonly idempotency_key: string;
+  readonly delivery_id?: string;
+  readonly confirmed_by?: string;
+  /** The failure code, when the delivery failed. */
+  readonly code?: string;
+}
+
+export interface ConversationTurn {
+  readonly task_id: string;
+  /** The conversation version the message made current. */
+  readonly input_version?: number;
+  /** The customer's message (known once `conversation.message.accepted` is folded). */
+  readonly text?: string;
+  readonly intent?: string;
+  readonly order_id?: string;
+  readonly order_found?: boolean;
+  readonly reply_text?: string;
+  /** Why the reply was held, when it was. */
+  readonly held_reason?: string;
+  readonly status: TurnStatus;
+  readonly delivery?: TurnDelivery;
+}
+
+export interface ConversationView {
+  readonly conversation_id: string;
+  /** The highest conversation version seen. */
+  readonly version: number;
+  readonly turns: Readonly<Record<string, ConversationTurn>>;
+  /** Task ids of `turns`, oldest first. */
+  readonly turn_order: readonly string[];
+}
+
+export const CONVERSATION_PROJECTION_SUBSCRIPTIONS = [
+  "conversation.message.accepted",
+  "support.routed",
+  "order.lookup.completed",
+  "reply.generated",
+  "reply.held_for_review",
+  "notification.delivered",
+  "notification.failed",
+] as const;
+
+export const conversationProjection: Role<ConversationView> = {
+  group: "conversation-projection",
+  subscriptions: CONVERSATION_PROJECTION_SUBSCRIPTIONS,
+  stateOf: (event) => ({
+    type: CONVERSATION_VIEW_AGGREGATE,
+    id: (event.payload as { conversation_id: string }).conversation_id,
+  }),
+  decide(view, event) {
+    const conversationId = (event.payload as { conversation_id: string }).conversation_id;
+    const base: ConversationView = view ?? {
+      conversation_id: conversationId,
+      version: 0,
+      turns: {},
+      turn_order: [],
+    };
+    const taskId = event.task_id;
+    const current = base.turns[taskId];
+    if (current === undefined && isDroppedTurn(base, event)) return {};
+    const opened: ConversationTurn = current ?? {
+      task_id: taskId,
+      ...(event.input_version === undefined ? {} : { input_version: event.input_version }),
+      status: "received",
+    };
+    const { status, delivery, ...fields } = changesOf(event);
+    const forward = status !== undefined && rank(status) >= rank(opened.status);
+    const turn: ConversationTurn = {
+      ...opened,
+      ...fields,
+      // A delivery outcome that arrives after a better one (failed after delivered) is ignored.
+      ...(delivery !== undefined && forward ? { delivery } : {}),
+      status: forward ? status : opened.status,
+    };
+    const order = current === undefined ? [...base.turn_order, taskId] : [...base.turn_order];
+    const dropped = order.splice(0, Math.max(0, order.length - TURN_LIMIT));
+    const turns: Record<string, ConversationTurn> = { ...base.turns, [taskId]: turn };
+    for (const id of dropped) delete turns[id];
+    return {
+      state: {
+        conversation_id: base.conversation_id,
+        version: Math.max(base.version, turn.input_version ?? 0),
+        turns,
+        turn_order: order,
+      },
+    };
+  },
+};
+
+function rank(status: TurnStatus): number {
+  return TURN_STATUSES.indexOf(status);
+}
+
+/** A fact of a turn older than every kept turn, once the view is full. */
+function isDroppedTurn(view: ConversationView, event: Envelope): boolean {
+  if (view.turn_order.length < TURN_LIMIT || event.input_version === undefined) return false;
+  const kept = view.turn_order
+    .map((id) => view.turns[id]?.input_version)
+    .filter((v): v is number => v !== undefined);
+  return kept.length > 0 && event.input_version < Math.min(...kept);
+}
+
+type TurnChanges = Partial<Omit<ConversationTurn, "task_id">>;
+
+function changesOf(event: Envelope): TurnChanges {
+  switch (event.event_type) {
+    case "conversation.message.accepted": {
+      const p = event.payload as MessageAccepted;
+      return { status: "received", input_version: p.version, text: p.text };
+    }
+    case "support.routed": {
+      const p = event.payload as Routed;
+      return {
+        status: "routed",
+        intent: p.intent,
+        ...(p.order_id === undefined ? {} : { order_id: p.order_id }),
+      };
+    }
+    case "order.lookup.completed": {
+      const p = event.payload as OrderLookupCompleted;
+      return { status: "looked_up", order_id: p.order_id, order_found: p.found };
+    }
+    case "reply.generated": {
+      const p = event.payload as ReplyGenerated;
+      return { status: "generated", reply_text: p.reply_text };
+    }
+    case "reply.held_for_review": {
+      const p = event.payload as ReplyHeldForReview;
+      return { status: "held_for_review", reply_text: p.reply_text, held_reason: p.reason };
+    }
+    case "notification.delivered": {
+      const p = event.payload as Delivered;
+      return {
+        status: "delivered",
+        delivery: {
+          idempotency_key: p.idempotency_key,
+          delivery_id: p.delivery_id,
+          confirmed_by: p.confirmed_by,
+        },
+      };
+    }
+    case "notification.failed": {
+      const p = event.payload as DeliveryFailed;
+      return {
+        status: "failed",
+        delivery: { idempotency_key: p.idempotency_key, code: p.code },
+      };
+    }
+    default:
+      throw new PermanentError(
+        "projection.unhandled",
+        `conversation-projection cannot fold ${event.event_type}`,
+      );
+  }
+}

@@ -1,0 +1,171 @@
+import type { Envelope } from "../../schemas";
+import type {
+  MessageAccepted,
+  MessageReceived,
+  RouteRequested,
+} from "../../schemas/events/conversation";
+import { PermanentError } from "../core/errors";
+import type { Role } from "../core/pipeline";
+import type { EventStore } from "../core/ports";
+
+/**
+ * The conversation group: the ingress of the customer-support workflow (seed 000 §10, §11.2).
+ *
+ * A client sends `conversation.message.received` (unsequenced, aggregate
+ * `conversation/<conversation_id>` at version 0, a new `task_id` per message). For each message
+ * the conversation's version goes up by one, and two events are appended to the conversation's
+ * stream:
+ * - `conversation.message.accepted` (the fact; payload `version` = the new version);
+ * - `support.route.requested` (the command for the router), carrying `input_version` = the new
+ *   version and `expires_at` = now + `replyTtlSeconds` (the reply deadline).
+ * Both carry the message's `task_id`, the conversation id and `order_key` = conversation id, so
+ * every group handles one conversation's work in order.
+ *
+ * The conversation version is what later steps compare against to drop a reply that a newer
+ * message made stale (`superseded`): see `conversationVersionReader`.
+ *
+ * Refused (PermanentError, the message goes to the DLQ):
+ * - `conversation.aggregate_mismatch`: the aggregate is not `conversation/<id>`, or the envelope's
+ *   `conversation_id` differs from the aggregate id;
+ * - `conversation.customer_mismatch`: the conversation belongs to another customer.
+ */
+
+export const CONVERSATION_AGGREGATE = "conversation";
+/** How many recent messages the conversation state keeps. */
+export const CONVERSATION_MESSAGE_LIMIT = 50;
+export const DEFAULT_REPLY_TTL_SECONDS = 300;
+
+export interface ConversationMessage {
+  /** The conversation version this message made current. */
+  readonly version: number;
+  readonly task_id: string;
+  readonly text: string;
+  readonly message_event_id: string;
+  readonly received_at: string;
+}
+
+export interface ConversationState {
+  readonly conversation_id: string;
+  readonly customer_id: string;
+  /** Number of messages accepted so far (the conversation version). */
+  readonly version: number;
+  /** The last CONVERSATION_MESSAGE_LIMIT messages, oldest first. */
+  readonly messages: readonly ConversationMessage[];
+}
+
+export interface ConversationOptions {
+  /** Seconds from acceptance until the reply is no longer worth sending. @default 300 */
+  readonly replyTtlSeconds?: number;
+}
+
+export function createConversation(options: ConversationOptions = {}): Role<ConversationState> {
+  const ttl = options.replyTtlSeconds ?? DEFAULT_REPLY_TTL_SECONDS;
+  if (!Number.isFinite(ttl) || ttl <= 0)
+    throw new PermanentError(
+      "conversation.invalid_option",
+      `replyTtlSeconds must be a positive number, got ${ttl}`,
+    );
+
+  return {
+    group: "conversation",
+    subscriptions: ["conversation.message.received"],
+    decide(state, event, { now }) {
+      const conversationId = checkedConversationId(event);
+      const message = event.payload as MessageReceived;
+      if (state && state.customer_id !== message.customer_id)
+        throw new PermanentError(
+          "conversation.customer_mismatch",
+          `conversation ${conversationId} belongs to another customer`,
+          { details: { conversation_id: conversationId, event_id: event.event_id } },
+        );
+      const version = (state?.version ?? 0) + 1;
+      const next: ConversationState = {
+        conversation_id: conversationId,
+        customer_id: message.customer_id,
+        version,
+        messages: [
+          ...(state?.messages ?? []),
+          {
+            version,
+            task_id: event.task_id,
+            text: message.text,
+            message_event_id: event.event_id,
+            received_at: event.occurred_at,
+          },
+        ].slice(-CONVERSATION_MESSAGE_LIMIT),
+      };
+      const turn: RouteRequested = {
+        conversation_id: conversationId,
+        customer_id: message.customer_id,
+        channel: message.channel,
+        text: message.text,
+        message_event_id: event.event_id,
+      };
+      const accepted: MessageAccepted = { ...turn, version };
+      const common = {
+        inputVersion: version,
+        taskId: event.task_id,
+        conversationId,
+        orderKey: conversationId,
+      };
+      return {
+        state: next,
+        emit: [
+          { type: "conversation.message.accepted", payload: accepted, ...common },
+          {
+            type: "support.route.requested",
+            payload: turn,
+            ...common,
+            expiresAt: replyDeadline(event, now, ttl),
+          },
+        ],
+      };
+    },
+  };
+}
+
+/**
+ * When a reply to the message stops being worth sending: `replyTtlSeconds` after acceptance, or
+ * earlier when the client's message says so with its own `expires_at`.
+ */
+export function replyDeadline(event: Envelope, now: Date, ttlSeconds: number): string {
+  const own = now.getTime() + ttlSeconds * 1000;
+  const client = event.expires_at === undefined ? own : Date.parse(event.expires_at);
+  return new Date(Math.min(own, client)).toISOString();
+}
+
+/** The conversation group with the default reply deadline. */
+export const conversation = createConversation();
+
+/**
+ * Reads a conversation's current version (0 when it has none yet): what reply generation and the
+ * sender compare an event's `input_version` against for their superseded checks.
+ */
+export function conversationVersionReader(
+  store: EventStore,
+): (conversationId: string) => Promise<number> {
+  return async (conversationId) => {
+    const loaded = await store.load({
+      state: { type: CONVERSATION_AGGREGATE, id: conversationId },
+    });
+    const data = loaded.state?.data as Partial<ConversationState> | null | undefined;
+    return typeof data?.version === "number" ? data.version : 0;
+  };
+}
+
+function checkedConversationId(event: Envelope): string {
+  const { type, id } = event.aggregate;
+  if (type !== CONVERSATION_AGGREGATE)
+    throw new PermanentError(
+      "conversation.aggregate_mismatch",
+      `a message must be sent on aggregate ${CONVERSATION_AGGREGATE}/<conversation_id>, not ${type}/${id}`,
+      { details: { event_id: event.event_id, aggregate: event.aggregate } },
+    );
+  if (event.conversation_id !== undefined && event.conversation_id !== id)
+    throw new PermanentError(
+      "conversation.aggregate_mismatch",
+      `the envelope's conversation_id ${event.conversation_id} differs from its aggregate id ${id}`,
+      { details: { event_id: event.event_id, aggregate: event.aggregate } },
+    );
+  return id;
+}

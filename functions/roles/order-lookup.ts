@@ -1,0 +1,94 @@
+import {
+  type OrderLookupCompleted,
+  type OrderLookupRequested,
+  OrderRecord,
+  type ReplyGenerationRequested,
+} from "../../schemas/events/conversation";
+import type { Role } from "../core/pipeline";
+import { factFields } from "./router";
+
+/**
+ * The order lookup group: reads the order the customer asked about and hands the facts on to
+ * reply generation.
+ *
+ * One `order.lookup.requested` per task, on the stream `order_lookup/<task_id>`:
+ * `order.lookup.completed` (found or not, with the order when found), then
+ * `reply.generation.requested` (with the order when found). An order that belongs to another
+ * customer counts as not found, and nothing of it is emitted. Errors of the orders port propagate
+ * with their class (a TransientError is retried by the queue). A redelivered request, once the
+ * lookup is stored, emits nothing.
+ *
+ * Every emitted event keeps the request's `input_version`, the conversation id and
+ * `order_key` = conversation id; the command also keeps its `expires_at`.
+ */
+
+/** Where the orders live (the DynamoDB adapter: functions/adapters/dynamodb/orders.ts). */
+export interface OrdersPort {
+  /** The order with this id, whoever's it is; undefined when there is none. */
+  get(orderId: string): Promise<OrderRecord | undefined>;
+}
+
+export const ORDER_LOOKUP_AGGREGATE = "order_lookup";
+
+export interface OrderLookupState {
+  readonly task_id: string;
+  readonly conversation_id: string;
+  readonly order_id: string;
+  readonly found: boolean;
+  readonly looked_up_at: string;
+}
+
+export interface OrderLookupOptions {
+  readonly orders: OrdersPort;
+}
+
+export function createOrderLookup(options: OrderLookupOptions): Role<OrderLookupState> {
+  const { orders } = options;
+  return {
+    group: "order-lookup",
+    subscriptions: ["order.lookup.requested"],
+    stateOf: (event) => ({ type: ORDER_LOOKUP_AGGREGATE, id: event.task_id }),
+    async decide(existing, event, { now }) {
+      if (existing) return {};
+      const request = event.payload as OrderLookupRequested;
+      const record = await orders.get(request.order_id);
+      const order =
+        record !== undefined && record.customer_id === request.customer_id ? record : undefined;
+      const fact = factFields(event, request.conversation_id);
+      const completed: OrderLookupCompleted = {
+        conversation_id: request.conversation_id,
+        order_id: request.order_id,
+        found: order !== undefined,
+        ...(order === undefined ? {} : { order }),
+      };
+      const next: ReplyGenerationRequested = {
+        ...request,
+        ...(order === undefined ? {} : { order }),
+      };
+      return {
+        state: {
+          task_id: event.task_id,
+          conversation_id: request.conversation_id,
+          order_id: request.order_id,
+          found: order !== undefined,
+          looked_up_at: now.toISOString(),
+        },
+        emit: [
+          { type: "order.lookup.completed", payload: completed, ...fact },
+          {
+            type: "reply.generation.requested",
+            payload: next,
+            ...fact,
+            expiresAt: event.expires_at,
+          },
+        ],
+      };
+    },
+  };
+}
+
+/** An OrdersPort over a fixed list (tests and the local runtime). */
+export function ordersFrom(records: readonly OrderRecord[]): OrdersPort {
+  const byId = new Map(records.map((r) => [r.order_id, OrderRecord.parse(r)]));
+  return { get: async (orderId) => byId.get(orderId) };
+}

@@ -1,0 +1,253 @@
+import type { z } from "zod";
+import {
+  ReplyDraft,
+  type ReplyGenerated,
+  type ReplyGenerationRequested,
+  type ReplyHeldForReview,
+  type SendRequested,
+} from "../../schemas/events/conversation";
+import { PermanentError } from "../core/errors";
+import {
+  DEFAULT_STRUCTURED_ATTEMPTS,
+  invokeStructured,
+  ModelOutputInvalidError,
+  type ModelPort,
+} from "../core/model";
+import type { EmitSpec, Role } from "../core/pipeline";
+import { factFields } from "./router";
+
+/**
+ * The reply generation group (the generation worker of seed 000 §11.3): turns the gathered facts
+ * into a reply draft with a model, validates it, and asks the sender to send it. It never calls a
+ * channel itself, so generation and sending are retried separately.
+ *
+ * One `reply.generation.requested` per task, on the stream `reply/<task_id>`:
+ * - discarded before any model call when expired (the pipeline) or `superseded`: its
+ *   `input_version` is lower than the conversation's current version (a newer message arrived);
+ * - the model gets the customer's message, the intent and the order facts as canonical JSON (no
+ *   internal ids except the order's), plus the list of allowed source refs: `order:<order_id>` and
+ *   `refund:<order_id>` when an order was found, `message:<message_event_id>` always. Its answer
+ *   must be a ReplyDraft whose every source ref is an allowed one; `invokeStructured` asks again
+ *   with the issues, up to `maxModelAttempts` calls;
+ * - valid draft -> `reply.generated`, then `notification.send.requested` (logical attempt 1), or,
+ *   when the draft asks for a human review, `reply.held_for_review` instead of the send;
+ * - no valid draft within the budget -> `reply.held_for_review` with reason
+ *   `model.invalid_output` (the last raw answer as the text), so a person sees it;
+ * - any other model error (throttling, outage, no access) is rethrown: nothing is committed and
+ *   the queue retries a transient one or dead-letters a permanent one.
+ * A redelivered request, once the reply is stored, emits nothing.
+ *
+ * Every emitted event keeps the request's `input_version`, the conversation id and
+ * `order_key` = conversation id. The send command carries the request's `expires_at` (the reply
+ * deadline); when the request had none, now + `sendTtlSeconds`.
+ */
+
+export const REPLY_AGGREGATE = "reply";
+export const DEFAULT_SEND_TTL_SECONDS = 300;
+export const HELD_REQUIRES_REVIEW = "model.requires_human_review";
+export const HELD_INVALID_OUTPUT = "model.invalid_output";
+
+export interface ReplyGenerationOptions {
+  readonly model: ModelPort;
+  /** The conversation's current version (see conversationVersionReader in ./conversation). */
+  readonly conversationVersion: (conversationId: string) => Promise<number>;
+  /** Model calls per request, corrections included. @default 3 */
+  readonly maxModelAttempts?: number;
+  /** Deadline of the send when the request carries none, in seconds from now. @default 300 */
+  readonly sendTtlSeconds?: number;
+  /** Cap on the model's answer. @default 1024 */
+  readonly maxTokens?: number;
+}
+
+export interface ReplyState {
+  readonly task_id: string;
+  readonly conversation_id: string;
+  readonly input_version?: number;
+  readonly status: "sent_for_delivery" | "held_for_review";
+  readonly reply_text: string;
+  readonly confidence?: number;
+  readonly source_refs?: readonly string[];
+  /** Why it was held, when it was. */
+  readonly reason?: string;
+  readonly model_attempts: number;
+  readonly generated_at: string;
+}
+
+export const REPLY_SYSTEM_PROMPT =
+  "You are a customer support agent of an online shop. Write a short, polite reply to the " +
+  "customer's message using only the facts given. Never invent order details, dates or amounts. " +
+  "Answer with one JSON object with the fields reply_text (string), confidence (number from 0 " +
+  "to 1), requires_human_review (boolean: true when a person must check the reply before it is " +
+  "sent) and source_refs (array of strings: the facts the reply relies on, each one of the " +
+  "allowed source refs listed in the request).";
+
+export function createReplyGeneration(options: ReplyGenerationOptions): Role<ReplyState> {
+  const { model, conversationVersion } = options;
+  const maxAttempts = options.maxModelAttempts ?? DEFAULT_STRUCTURED_ATTEMPTS;
+  if (!Number.isInteger(maxAttempts) || maxAttempts < 1)
+    throw new PermanentError(
+      "reply.invalid_option",
+      `maxModelAttempts must be a positive integer, got ${maxAttempts}`,
+    );
+  const sendTtl = options.sendTtlSeconds ?? DEFAULT_SEND_TTL_SECONDS;
+  if (!Number.isFinite(sendTtl) || sendTtl <= 0)
+    throw new PermanentError(
+      "reply.invalid_option",
+      `sendTtlSeconds must be a positive number, got ${sendTtl}`,
+    );
+
+  return {
+    group: "reply-generation",
+    subscriptions: ["reply.generation.requested"],
+    stateOf: (event) => ({ type: REPLY_AGGREGATE, id: event.task_id }),
+    async discard(existing, event) {
+      if (existing || event.input_version === undefined) return undefined;
+      const request = event.payload as ReplyGenerationRequested;
+      const current = await conversationVersion(request.conversation_id);
+      return event.input_version < current ? "superseded" : undefined;
+    },
+    async decide(existing, event, { now }) {
+      if (existing) return {};
+      const request = event.payload as ReplyGenerationRequested;
+      const allowed = allowedSourceRefs(request);
+      const fact = factFields(event, request.conversation_id);
+      const base = {
+        task_id: event.task_id,
+        conversation_id: request.conversation_id,
+        ...(event.input_version === undefined ? {} : { input_version: event.input_version }),
+        generated_at: now.toISOString(),
+      };
+      const held = (replyText: string, reason: string): EmitSpec => ({
+        type: "reply.held_for_review",
+        payload: {
+          conversation_id: request.conversation_id,
+          reply_text: replyText,
+          reason,
+        } satisfies ReplyHeldForReview,
+        ...fact,
+      });
+
+      let draft: ReplyDraft;
+      let attempts: number;
+      try {
+        const result = await invokeStructured(
+          model,
+          {
+            system: REPLY_SYSTEM_PROMPT,
+            messages: [{ role: "user", text: replyPrompt(request, allowed) }],
+            maxTokens: options.maxTokens ?? 1024,
+            metadata: {
+              role: "reply-generation",
+              task_id: event.task_id,
+              correlation_id: event.correlation_id,
+            },
+          },
+          replyDraftSchema(allowed),
+          { maxAttempts },
+        );
+        draft = result.value;
+        attempts = result.attempts;
+      } catch (error) {
+        if (!(error instanceof ModelOutputInvalidError)) throw error;
+        const text = error.rawText.trim().slice(0, 4000) || "(the model gave no usable reply)";
+        return {
+          state: {
+            ...base,
+            status: "held_for_review",
+            reply_text: text,
+            reason: HELD_INVALID_OUTPUT,
+            model_attempts: error.attempts,
+          },
+          emit: [held(text, HELD_INVALID_OUTPUT)],
+        };
+      }
+
+      const generated: ReplyGenerated = { ...draft, conversation_id: request.conversation_id };
+      const state: ReplyState = {
+        ...base,
+        status: draft.requires_human_review ? "held_for_review" : "sent_for_delivery",
+        reply_text: draft.reply_text,
+        confidence: draft.confidence,
+        source_refs: draft.source_refs,
+        ...(draft.requires_human_review ? { reason: HELD_REQUIRES_REVIEW } : {}),
+        model_attempts: attempts,
+      };
+      const next: EmitSpec = draft.requires_human_review
+        ? held(draft.reply_text, HELD_REQUIRES_REVIEW)
+        : {
+            type: "notification.send.requested",
+            payload: {
+              conversation_id: request.conversation_id,
+              customer_id: request.customer_id,
+              channel: request.channel,
+              text: draft.reply_text,
+              logical_attempt: 1,
+            } satisfies SendRequested,
+            ...fact,
+            expiresAt: event.expires_at ?? new Date(now.getTime() + sendTtl * 1000).toISOString(),
+          };
+      return {
+        state,
+        emit: [{ type: "reply.generated", payload: generated, ...fact }, next],
+      };
+    },
+  };
+}
+
+/** The source refs a reply to this request may cite. */
+export function allowedSourceRefs(request: ReplyGenerationRequested): string[] {
+  const refs: string[] = [];
+  if (request.order !== undefined)
+    refs.push(`order:${request.order.order_id}`, `refund:${request.order.order_id}`);
+  refs.push(`message:${request.message_event_id}`);
+  return refs;
+}
+
+/** ReplyDraft, refined so that every source ref is one of `allowed`. */
+export function replyDraftSchema(allowed: readonly string[]): z.ZodType<ReplyDraft> {
+  const set = new Set(allowed);
+  return ReplyDraft.superRefine((draft, ctx) => {
+    draft.source_refs.forEach((ref, index) => {
+      if (!set.has(ref))
+        ctx.addIssue({
+          code: "custom",
+          path: ["source_refs", index],
+          message: `"${ref}" is not an allowed source ref; use only: ${allowed.join(", ")}`,
+        });
+    });
+  });
+}
+
+/** The user message: the facts as canonical JSON, then the allowed source refs, one a line. */
+export function replyPrompt(request: ReplyGenerationRequested, allowed: readonly string[]): string {
+  const facts: Record<string, unknown> = {
+    customer_message: request.text,
+    intent: request.intent,
+  };
+  if (request.order !== undefined) {
+    const { customer_id: _customer, ...order } = request.order;
+    facts.order = order;
+  } else if (request.order_id !== undefined) {
+    facts.order_lookup = { order_id: request.order_id, found: false };
+  }
+  return [
+    "Facts (JSON):",
+    canonicalJson(facts),
+    "",
+    "Allowed source_refs:",
+    ...allowed.map((ref) => `- ${ref}`),
+  ].join("\n");
+}
+
+/** JSON with object keys sorted, so the same facts always give the same prompt. */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v !== null && typeof v === "object" && !Array.isArray(v)
+      ? Object.fromEntries(
+          Object.entries(v as Record<string, unknown>).sort(([a], [b]) =>
+            a < b ? -1 : a > b ? 1 : 0,
+          ),
+        )
+      : v,
+  );
+}

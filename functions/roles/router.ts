@@ -1,0 +1,132 @@
+import type { Envelope } from "../../schemas";
+import {
+  type Intent,
+  OrderId,
+  type OrderLookupRequested,
+  type ReplyGenerationRequested,
+  type Routed,
+  type RouteRequested,
+} from "../../schemas/events/conversation";
+import type { EmitSpec, Role } from "../core/pipeline";
+
+/**
+ * The router group: decides what a customer's message is about, with fixed rules (no model).
+ *
+ * Rules, first match wins (`routeMessage`):
+ * 1. `order_number_with_refund_words`: the text names an order number and has a refund word
+ *    -> intent `refund`;
+ * 2. `order_number`: the text names an order number -> intent `order_status`;
+ * 3. `no_order_number`: anything else -> intent `general`.
+ *
+ * An order number is a keyword followed by a token that holds at least one digit and is a valid
+ * OrderId (letters, digits, `_`, `-`):
+ * - keywords: `order` / `orders` (optionally followed by `number`, `no`, `no.`, `num`, `id`,
+ *   then optionally `is`), `订单`, `订单号`, `订单编号`;
+ * - between keyword and token: spaces, `:`, `：`, `#`.
+ * So "order 123", "order #A-1001", "Order no. 123", "my order number is 123", "订单 123",
+ * "订单号：A-1001" name an order; "order status", "#1" or a bare "123" do not.
+ * Refund words (case-insensitive): refund (also refunds, refunded), money back, reimburse,
+ * 退款, 退钱.
+ *
+ * Each `support.route.requested` is routed once, on the stream `support_route/<task_id>`:
+ * `support.routed` (the intent and the rule), then `order.lookup.requested` when an order number
+ * was found, else `reply.generation.requested`. Every emitted event keeps the request's
+ * `input_version`, the conversation id and `order_key` = conversation id; the commands also keep
+ * its `expires_at` (facts carry no deadline, so read models never drop them). A redelivered
+ * request, once the route is stored, emits nothing.
+ */
+
+export const SUPPORT_ROUTE_AGGREGATE = "support_route";
+
+export const ROUTER_RULES = {
+  refund: "order_number_with_refund_words",
+  orderStatus: "order_number",
+  general: "no_order_number",
+} as const;
+
+export interface Route {
+  readonly intent: Intent;
+  readonly order_id?: string;
+  readonly rule: string;
+}
+
+export interface RouteState extends Route {
+  readonly task_id: string;
+  readonly conversation_id: string;
+  readonly routed_at: string;
+}
+
+const ORDER_NUMBER =
+  /(?:\borders?\b(?:\s*(?:number|num|no\.?|id)\b\.?)?(?:\s*is\b)?|订单编号|订单号|订单)[\s:：#]*([A-Za-z0-9][A-Za-z0-9_-]{0,63})/giu;
+const REFUND_WORDS = /refund|money\s+back|reimburse|退款|退钱/iu;
+
+/** The order number the text names, if any (see the rules above). */
+export function findOrderId(text: string): string | undefined {
+  for (const match of text.matchAll(ORDER_NUMBER)) {
+    const token = match[1]?.replace(/[-_]+$/, "");
+    if (token && /[0-9]/.test(token) && OrderId.safeParse(token).success) return token;
+  }
+  return undefined;
+}
+
+/** Applies the routing rules to a message's text. */
+export function routeMessage(text: string): Route {
+  const orderId = findOrderId(text);
+  if (orderId === undefined) return { intent: "general", rule: ROUTER_RULES.general };
+  if (REFUND_WORDS.test(text))
+    return { intent: "refund", order_id: orderId, rule: ROUTER_RULES.refund };
+  return { intent: "order_status", order_id: orderId, rule: ROUTER_RULES.orderStatus };
+}
+
+export const router: Role<RouteState> = {
+  group: "router",
+  subscriptions: ["support.route.requested"],
+  stateOf: (event) => ({ type: SUPPORT_ROUTE_AGGREGATE, id: event.task_id }),
+  decide(existing, event, { now }) {
+    if (existing) return {};
+    const request = event.payload as RouteRequested;
+    const route = routeMessage(request.text);
+    const fact = factFields(event, request.conversation_id);
+    const command = { ...fact, expiresAt: event.expires_at };
+    const routed: Routed = {
+      conversation_id: request.conversation_id,
+      intent: route.intent,
+      ...(route.order_id === undefined ? {} : { order_id: route.order_id }),
+      rule: route.rule,
+    };
+    const next: EmitSpec =
+      route.order_id === undefined
+        ? {
+            type: "reply.generation.requested",
+            payload: { ...request, intent: route.intent } satisfies ReplyGenerationRequested,
+            ...command,
+          }
+        : {
+            type: "order.lookup.requested",
+            payload: {
+              ...request,
+              intent: route.intent,
+              order_id: route.order_id,
+            } satisfies OrderLookupRequested,
+            ...command,
+          };
+    return {
+      state: {
+        ...route,
+        task_id: event.task_id,
+        conversation_id: request.conversation_id,
+        routed_at: now.toISOString(),
+      },
+      emit: [{ type: "support.routed", payload: routed, ...fact }, next],
+    };
+  },
+};
+
+/** The envelope fields every event of the support chain keeps from the event that caused it. */
+export function factFields(event: Envelope, conversationId: string) {
+  return {
+    inputVersion: event.input_version,
+    conversationId,
+    orderKey: conversationId,
+  } as const;
+}

@@ -1,0 +1,113 @@
+import {
+  CreateTableCommand,
+  DeleteTableCommand,
+  DynamoDBClient,
+  PutItemCommand,
+  waitUntilTableExists,
+} from "@aws-sdk/client-dynamodb";
+import { marshall } from "@aws-sdk/util-dynamodb";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DynamoOrders, putOrders } from "../../functions/adapters/dynamodb/orders";
+import { PermanentError, TransientError } from "../../functions/core/errors";
+import { SAMPLE_ORDERS } from "../../lib/local/orders";
+import { OrderRecord } from "../../schemas/events/conversation";
+import { opaqueIdProblem } from "../../schemas/ids";
+import { emulator } from "../support/aws";
+import { newUlid } from "../support/factories";
+
+let client: DynamoDBClient;
+let table: string;
+
+beforeAll(async () => {
+  client = new DynamoDBClient(emulator());
+  table = `orders-${newUlid().toLowerCase()}`;
+  await client.send(
+    new CreateTableCommand({
+      TableName: table,
+      BillingMode: "PAY_PER_REQUEST",
+      AttributeDefinitions: [{ AttributeName: "order_id", AttributeType: "S" }],
+      KeySchema: [{ AttributeName: "order_id", KeyType: "HASH" }],
+    }),
+  );
+  await waitUntilTableExists({ client, maxWaitTime: 30, minDelay: 1 }, { TableName: table });
+  await putOrders(client, table, SAMPLE_ORDERS);
+});
+
+afterAll(async () => {
+  await client.send(new DeleteTableCommand({ TableName: table }));
+  client.destroy();
+});
+
+describe("SAMPLE_ORDERS", () => {
+  it("are valid orders of a few customers with the cases the workflow needs", () => {
+    for (const order of SAMPLE_ORDERS) {
+      expect(OrderRecord.safeParse(order).success, order.order_id).toBe(true);
+      expect(opaqueIdProblem(order.customer_id), order.customer_id).toBeUndefined();
+    }
+    expect(SAMPLE_ORDERS.length).toBeGreaterThanOrEqual(5);
+    expect(SAMPLE_ORDERS.length).toBeLessThanOrEqual(8);
+    expect(new Set(SAMPLE_ORDERS.map((o) => o.order_id)).size).toBe(SAMPLE_ORDERS.length);
+    expect(new Set(SAMPLE_ORDERS.map((o) => o.customer_id)).size).toBeGreaterThanOrEqual(3);
+    expect(SAMPLE_ORDERS.some((o) => o.refund?.status === "submitted")).toBe(true);
+    expect(
+      SAMPLE_ORDERS.some(
+        (o) => o.status === "delivered" && (o.refund === undefined || o.refund.status === "none"),
+      ),
+    ).toBe(true);
+    expect(SAMPLE_ORDERS.some((o) => o.status === "cancelled")).toBe(true);
+  });
+});
+
+describe("DynamoOrders", () => {
+  it("reads back every seeded order as written", async () => {
+    const orders = new DynamoOrders(client, table, { consistentRead: true });
+    for (const order of SAMPLE_ORDERS) expect(await orders.get(order.order_id)).toEqual(order);
+  });
+
+  it("answers undefined for a missing order or a string that is no order number", async () => {
+    const orders = new DynamoOrders(client, table);
+    expect(await orders.get("999")).toBeUndefined();
+    expect(await orders.get("")).toBeUndefined();
+    expect(await orders.get("not an id!")).toBeUndefined();
+  });
+
+  it("refuses an invalid row with permanent orders.invalid_row", async () => {
+    await client.send(
+      new PutItemCommand({
+        TableName: table,
+        Item: marshall({ order_id: "BAD-1", customer_id: "cust_alice", status: "lost" }),
+      }),
+    );
+    const error = await new DynamoOrders(client, table).get("BAD-1").catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PermanentError);
+    expect(error).toMatchObject({ code: "orders.invalid_row" });
+    expect(JSON.stringify((error as PermanentError).details)).toContain("status");
+  });
+
+  it("refuses to seed an invalid order", async () => {
+    const invalid = { ...SAMPLE_ORDERS[0], currency: "dollars" } as OrderRecord;
+    await expect(putOrders(client, table, [invalid])).rejects.toThrow();
+  });
+
+  it("maps an unreachable table service to a TransientError", async () => {
+    const down = new DynamoDBClient({
+      ...emulator(),
+      endpoint: "http://127.0.0.1:9",
+      maxAttempts: 1,
+    });
+    try {
+      const error = await new DynamoOrders(down, table).get("123").catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(TransientError);
+      expect(error).toMatchObject({ code: "dynamodb.unavailable" });
+    } finally {
+      down.destroy();
+    }
+  });
+
+  it("maps a missing table to a PermanentError", async () => {
+    const error = await new DynamoOrders(client, `${table}-missing`)
+      .get("123")
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PermanentError);
+  });
+});
