@@ -190,6 +190,8 @@ async function send(
   eventType: string,
   runId: string,
   payload: Record<string, unknown>,
+  /** Checks against the deployment, run once the envelope is valid and before it is sent. */
+  precheck?: () => Promise<void>,
 ): Promise<Sent> {
   const id = ulid();
   const correlationId = `corr_${id}`;
@@ -212,6 +214,7 @@ async function send(
     throw new UsageError(
       `refusing to send an invalid ${eventType} (${parsed.code}):\n${parsed.message}`,
     );
+  await precheck?.();
   const bus = commandsBus(t);
   const client = new EventBridgeClient(clientConfig(t));
   try {
@@ -266,6 +269,29 @@ async function loadRun(t: Target, runId: string): Promise<StoredState<Orchestrat
   } finally {
     dynamodb.destroy();
   }
+}
+
+/**
+ * Refuse up front what the orchestrator would refuse (with `workflow.rejected`, after the fact):
+ * a run that does not exist, a node the run does not have, a reset of a node that is not FAILED.
+ * The orchestrator checks again when the command arrives (the run may change in between).
+ */
+async function requireNode(
+  t: Target,
+  runId: string,
+  nodeId: string,
+  request: "rerun" | "reset",
+): Promise<void> {
+  const { run } = (await loadRun(t, runId)).data;
+  const node = run.nodes[nodeId];
+  if (!node)
+    throw new UsageError(
+      `run ${runId} has no node ${nodeId} (its nodes: ${Object.keys(run.nodes).join(", ")}); nothing sent`,
+    );
+  if (request === "reset" && node.state !== "FAILED")
+    throw new UsageError(
+      `node ${nodeId} of run ${runId} is ${node.state}; only a FAILED node can be reset (use \`workflow rerun --from ${nodeId}\` to run it again); nothing sent`,
+    );
 }
 
 /** The run's nodes in the order of its workflow definition (unknown ones last, sorted). */
@@ -389,7 +415,9 @@ workflow
     const runId = runIdOf(runIdArg, "run id");
     const nodeId = nodeIdOf(options.from, "--from");
     const t = globals(this);
-    const sent = await send(t, "workflow.rerun.requested", runId, { node_id: nodeId });
+    const sent = await send(t, "workflow.rerun.requested", runId, { node_id: nodeId }, () =>
+      requireNode(t, runId, nodeId, "rerun"),
+    );
     printSent("workflow.rerun.requested", runId, sent);
   });
 
@@ -409,10 +437,13 @@ workflow
     const runId = runIdOf(runIdArg, "run id");
     const nodeId = nodeIdOf(options.node, "--node");
     const t = globals(this);
-    const sent = await send(t, "workflow.reset.requested", runId, {
-      node_id: nodeId,
-      ...(options.reason === undefined ? {} : { reason: options.reason }),
-    });
+    const sent = await send(
+      t,
+      "workflow.reset.requested",
+      runId,
+      { node_id: nodeId, ...(options.reason === undefined ? {} : { reason: options.reason }) },
+      () => requireNode(t, runId, nodeId, "reset"),
+    );
     printSent("workflow.reset.requested", runId, sent);
   });
 

@@ -1,13 +1,16 @@
 import {
   Annotations,
   CfnOutput,
-  type Duration,
+  Duration,
   type Environment,
   type RemovalPolicy,
   Stack,
   type StackProps,
 } from "aws-cdk-lib";
+import type { CfnQueue } from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
+import { DEFAULT_QUEUE_DEPTH_THRESHOLD, ORCHESTRATOR_GROUP } from "../functions/roles/orchestrator";
+import { CONTENT_ROLES } from "../schemas/events/workflow";
 import { ConsumerGroup } from "./constructs/consumer-group";
 import { stageProblem } from "./constructs/consumer-group-rules";
 import { Dashboard } from "./constructs/dashboard";
@@ -19,6 +22,8 @@ import {
   type TargetCapabilities,
 } from "./constructs/emulator";
 import { Relay } from "./constructs/relay";
+import { SupportResources } from "./constructs/support";
+import { LeaseSweeper } from "./constructs/sweeper";
 import { AgentBusTables } from "./constructs/tables";
 import { Topic, type TopicName } from "./constructs/topic";
 import { topology as projectTopology, type Topology } from "./topology";
@@ -55,7 +60,24 @@ export interface AgentBusStackProps extends StackProps {
    * @default - the CDK context `agentbus:emulator`; without it, real AWS (everything)
    */
   readonly emulator?: Emulator;
+
+  /**
+   * How often the content agents' consumers heartbeat during a record (visibility extension and
+   * `node.heartbeat`); `Duration.seconds(0)` turns it off.
+   * @default Duration.seconds(20)
+   */
+  readonly agentHeartbeat?: Duration;
+
+  /**
+   * Queue depth (waiting + in flight) of an agent group at which the orchestrator holds new work
+   * for it.
+   * @default 100
+   */
+  readonly queueDepthThreshold?: number;
 }
+
+/** Default heartbeat interval of the content agents' consumers. */
+export const DEFAULT_AGENT_HEARTBEAT = Duration.seconds(20);
 
 /** Warning id of a group whose pipe the emulator cannot run (acknowledgeable). */
 export const PIPE_FALLBACK_WARNING = "agentbus:emulator:pipe-fallback";
@@ -69,6 +91,13 @@ export class AgentBusStack extends Stack {
   readonly topics: ReadonlyMap<TopicName, Topic>;
   readonly relay: Relay;
   readonly groups: readonly ConsumerGroup[];
+  /** The orders table and reply channel (present when the topology has the support groups). */
+  readonly support?: SupportResources;
+  /**
+   * The scheduled lease sweeper (present when the topology has the orchestrator and the commands
+   * and events topics).
+   */
+  readonly sweeper?: LeaseSweeper;
   /** The dashboard (absent for an emulator without dashboards). */
   readonly dashboard?: Dashboard;
   /** The emulator the template is for; `undefined` for AWS. */
@@ -130,6 +159,16 @@ export class AgentBusStack extends Stack {
       }
       return consumerGroup;
     });
+    this.wireWorkflow(props);
+    this.support = this.wireSupport(stage, props);
+    // The sweeper serves the orchestrator's runs: leases and held-back work live in dag_run state.
+    const orchestrates = this.groups.some((g) => g.groupName === ORCHESTRATOR_GROUP);
+    if (orchestrates && this.topics.has("commands") && this.topics.has("events")) {
+      this.sweeper = new LeaseSweeper(this, "LeaseSweeper", {
+        tables: this.tables,
+        topics: [this.topic("commands"), this.topic("events")],
+      });
+    }
 
     if (this.capabilities.dashboard) {
       this.dashboard = new Dashboard(this, "Dashboard", {
@@ -139,6 +178,74 @@ export class AgentBusStack extends Stack {
       });
     }
     this.outputs();
+  }
+
+  /**
+   * The orchestration settings the topology does not carry: content agents heartbeat (their
+   * queue's visibility timeout, the events bus and PutEvents on it); the orchestrator reads the
+   * agents' queue depths (their URLs, GetQueueAttributes on exactly those queues).
+   */
+  private wireWorkflow(props: AgentBusStackProps): void {
+    const agents = this.groups.filter((g) =>
+      (CONTENT_ROLES as readonly string[]).includes(g.groupName),
+    );
+    const heartbeat = (props.agentHeartbeat ?? DEFAULT_AGENT_HEARTBEAT).toSeconds();
+    const events = this.topics.get("events");
+    for (const agent of agents) {
+      const visibility = (agent.queue.node.defaultChild as CfnQueue).visibilityTimeout;
+      if (heartbeat <= 0 || !events || visibility === undefined) continue;
+      agent.consumer.addEnvironment("HEARTBEAT_SECONDS", String(heartbeat));
+      agent.consumer.addEnvironment("VISIBILITY_TIMEOUT_SECONDS", String(visibility));
+      agent.consumer.addEnvironment("EVENTS_BUS_NAME", events.busName);
+      events.grantPutEvents(agent.consumer);
+    }
+    const orchestrator = this.groups.find((g) => g.groupName === ORCHESTRATOR_GROUP);
+    if (orchestrator && agents.length > 0) {
+      const urls = Object.fromEntries(agents.map((a) => [a.groupName, a.queue.queueUrl]));
+      orchestrator.consumer.addEnvironment("AGENT_QUEUE_URLS", this.toJsonString(urls));
+      orchestrator.consumer.addEnvironment(
+        "QUEUE_DEPTH_THRESHOLD",
+        String(props.queueDepthThreshold ?? DEFAULT_QUEUE_DEPTH_THRESHOLD),
+      );
+      for (const agent of agents)
+        agent.queue.grant(orchestrator.consumer, "sqs:GetQueueAttributes");
+    }
+  }
+
+  /**
+   * What the customer-support groups need besides the bus: order lookup reads the orders table
+   * (`ORDERS_TABLE`, GetItem only); the sender publishes replies to the SNS FIFO reply topic
+   * (`CHANNEL_PROVIDER=sns`, `CHANNEL_TOPIC_ARN`, Publish on that topic only); reply generation
+   * extends its message's visibility during a long model call.
+   */
+  private wireSupport(stage: string, props: AgentBusStackProps): SupportResources | undefined {
+    const group = (name: string) => this.groups.find((g) => g.groupName === name);
+    const lookup = group("order-lookup");
+    const sender = group("sender");
+    const generation = group("reply-generation");
+    if (generation) {
+      const heartbeat = (props.agentHeartbeat ?? DEFAULT_AGENT_HEARTBEAT).toSeconds();
+      const visibility = (generation.queue.node.defaultChild as CfnQueue).visibilityTimeout;
+      if (heartbeat > 0 && visibility !== undefined) {
+        generation.consumer.addEnvironment("HEARTBEAT_SECONDS", String(heartbeat));
+        generation.consumer.addEnvironment("VISIBILITY_TIMEOUT_SECONDS", String(visibility));
+      }
+    }
+    if (!lookup && !sender) return undefined;
+    const support = new SupportResources(this, "Support", {
+      stage,
+      removalPolicy: props.tablesRemovalPolicy,
+    });
+    if (lookup) {
+      lookup.consumer.addEnvironment("ORDERS_TABLE", support.orders.tableName);
+      support.grantOrderLookup(lookup.consumer);
+    }
+    if (sender) {
+      sender.consumer.addEnvironment("CHANNEL_PROVIDER", "sns");
+      sender.consumer.addEnvironment("CHANNEL_TOPIC_ARN", support.replies.topicArn);
+      support.grantSend(sender.consumer);
+    }
+    return support;
   }
 
   /** The deployed topic of that name. */
@@ -200,6 +307,14 @@ export class AgentBusStack extends Stack {
     };
     for (const [name, table] of Object.entries(tables)) {
       output(`${name}TableName`, table.tableName, `DynamoDB table ${name}`);
+    }
+    if (this.support) {
+      output("OrdersTableName", this.support.orders.tableName, "DynamoDB table Orders");
+      output(
+        "RepliesTopicArn",
+        this.support.replies.topicArn,
+        "SNS FIFO topic the sender delivers replies to",
+      );
     }
   }
 }

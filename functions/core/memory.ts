@@ -3,10 +3,12 @@ import { DuplicateCommitError, PermanentError, VersionConflictError } from "./er
 import type {
   Clock,
   CommitRequest,
+  DueReader,
   EventStore,
   InboxRecord,
   Loaded,
   LoadRequest,
+  StateReader,
   StoredState,
   TraceReader,
 } from "./ports";
@@ -19,8 +21,10 @@ const MAX_TRANSACTION_ACTIONS = 100;
  * In-memory twin of the DynamoDB event store: same atomicity (all parts of a commit or none),
  * same conditions, same errors. Used by unit and property tests and by the benchmark.
  */
-export class InMemoryEventStore implements EventStore, TraceReader {
+export class InMemoryEventStore implements EventStore, TraceReader, DueReader, StateReader {
   readonly states = new Map<string, StoredState>();
+  /** The due index: state key -> due time (ISO 8601), as the state table's by-due index. */
+  readonly dueIndex = new Map<string, { aggregate: AggregateRef; dueAt: string }>();
   readonly streams = new Map<string, Map<number, Envelope>>();
   readonly inbox = new Map<string, InboxRecord>();
   readonly checkpoints = new Map<string, number>();
@@ -128,6 +132,13 @@ export class InMemoryEventStore implements EventStore, TraceReader {
         version: request.state.version,
         data: structuredClone(request.state.next),
       });
+      const dueAt = request.state.dueAt;
+      if (typeof dueAt === "string")
+        this.dueIndex.set(key(request.state.aggregate), {
+          aggregate: { ...request.state.aggregate },
+          dueAt,
+        });
+      else this.dueIndex.delete(key(request.state.aggregate));
     }
     for (const event of request.append ?? []) {
       const k = key(event.aggregate);
@@ -135,6 +146,24 @@ export class InMemoryEventStore implements EventStore, TraceReader {
       this.streams.get(k)?.set(event.aggregate.version, structuredClone(event));
       this.log.push(structuredClone(event));
     }
+  }
+
+  async due(now: Date, limit: number): Promise<AggregateRef[]> {
+    const cutoff = now.toISOString();
+    return [...this.dueIndex.values()]
+      .filter((entry) => entry.dueAt <= cutoff)
+      .sort((a, b) => (a.dueAt < b.dueAt ? -1 : a.dueAt > b.dueAt ? 1 : 0))
+      .slice(0, Math.max(0, limit))
+      .map((entry) => ({ ...entry.aggregate }));
+  }
+
+  async loadStates(refs: readonly AggregateRef[]): Promise<StoredState[]> {
+    return refs.flatMap((ref) => {
+      const state = this.states.get(key(ref));
+      if (!state) return [];
+      const dueAt = this.dueIndex.get(key(ref))?.dueAt;
+      return [{ ...structuredClone(state), ...(dueAt ? { dueAt } : {}) }];
+    });
   }
 
   async eventsByCorrelation(correlationId: string): Promise<Envelope[]> {

@@ -26,6 +26,19 @@ export interface Decision<S> {
   /** The next state; leave out to keep the current one. */
   readonly state?: S;
   readonly emit?: readonly EmitSpec[];
+  /**
+   * When the aggregate next needs a sweeper's attention (ISO 8601), written with the state; null
+   * or left out = not due (any earlier due time is cleared). Only used when the state is written.
+   */
+  readonly dueAt?: string | null;
+}
+
+/**
+ * An unsequenced message a role publishes straight to the bus while it is still working on an
+ * event (a heartbeat): not appended to any stream, addressed to `aggregate` at version 0.
+ */
+export interface HeartbeatSpec extends EmitSpec {
+  readonly aggregate: AggregateRef;
 }
 
 export interface DecideContext<S> {
@@ -61,6 +74,11 @@ export interface Role<S> {
     event: Envelope,
     context: DecideContext<S>,
   ): Decision<S> | Promise<Decision<S>>;
+  /**
+   * What to publish periodically while `decide` works on `event` (the consumer handler sends it
+   * when its heartbeat is on); undefined = nothing.
+   */
+  heartbeat?(event: Envelope): HeartbeatSpec | undefined;
 }
 
 export type StepStatus = "applied" | "duplicate" | "discarded" | "rejected";
@@ -270,6 +288,7 @@ async function applyInOrder<S>(
               expectedRevision: state?.revision ?? 0,
               next: decision.state !== undefined ? decision.state : (state?.data ?? null),
               version: (state?.version ?? 0) + emitted.length,
+              dueAt: decision.dueAt ?? null,
             }
           : undefined,
         append: emitted.length > 0 ? emitted : undefined,

@@ -21,6 +21,8 @@ export interface StoredState<S = unknown> {
   readonly revision: number;
   readonly version: number;
   readonly data: S;
+  /** The due time in the due index (set by StateReader.loadStates only). */
+  readonly dueAt?: string;
 }
 
 export type DiscardReason = "expired" | "superseded" | "cancelled" | "invalidated_by_state_change";
@@ -82,6 +84,8 @@ export interface CommitRequest {
     readonly next: unknown;
     /** Stream head after this commit. */
     readonly version: number;
+    /** When the aggregate next needs a sweeper (ISO 8601); null or absent = not due. */
+    readonly dueAt?: string | null;
   };
   readonly append?: readonly Envelope[];
 }
@@ -91,6 +95,17 @@ export interface EventStore {
   /** Events of one stream with from <= version <= to, in version order (missing ones absent). */
   readStream(stream: AggregateRef, from: number, to: number): Promise<Envelope[]>;
   commit(request: CommitRequest): Promise<void>;
+}
+
+/** The due index: aggregates whose state asked for a sweeper's attention (Decision.dueAt). */
+export interface DueReader {
+  /** Aggregates due at or before `now`, earliest first, at most `limit`. */
+  due(now: Date, limit: number): Promise<AggregateRef[]>;
+}
+
+/** Reads the current states of several aggregates (missing ones left out). */
+export interface StateReader {
+  loadStates(refs: readonly AggregateRef[]): Promise<StoredState[]>;
 }
 
 /** Read side used by tracing tools. */

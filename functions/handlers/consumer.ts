@@ -6,15 +6,17 @@ import {
 } from "@aws-lambda-powertools/batch";
 import { MetricUnit } from "@aws-lambda-powertools/metrics";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
-import { registry as defaultRegistry, type EventRegistry } from "../../schemas";
+import { registry as defaultRegistry, type Envelope, type EventRegistry } from "../../schemas";
 import { DynamoEventStore } from "../adapters/dynamodb/event-store";
+import { EventBridgePublisher } from "../adapters/eventbridge/publisher";
 import { SqsDeadLetterSink } from "../adapters/sqs/dead-letter-sink";
 import { extendVisibility, releaseMessages } from "../adapters/sqs/visibility";
 import { describe, PermanentError } from "../core/errors";
-import { type ConsumeResult, consume, type Role } from "../core/pipeline";
-import type { Clock } from "../core/ports";
+import { type ConsumeResult, consume, type HeartbeatSpec, type Role } from "../core/pipeline";
+import type { Clock, ConsumerDeps } from "../core/ports";
 import { systemClock, ulidSource } from "../core/runtime";
 import { ConsumerEnv, parseEnv } from "./env";
 import { type Observability, observability } from "./observe";
@@ -23,6 +25,8 @@ export interface ConsumerOptions {
   readonly env?: Record<string, string | undefined>;
   readonly dynamodb?: DynamoDBClient;
   readonly sqs?: SQSClient;
+  /** Publishes the role's heartbeats (with `HEARTBEAT_SECONDS` and `EVENTS_BUS_NAME`). */
+  readonly eventbridge?: EventBridgeClient;
   readonly clock?: Clock;
   readonly registry?: EventRegistry;
   readonly observability?: Observability;
@@ -40,6 +44,11 @@ export type SqsBatchHandler = (event: SQSEvent, context?: Context) => Promise<SQ
  * the group (it and the rest of that group are reported back, in order); other groups go on.
  * Permanent failures are sent to the dead-letter queue at once, with their reason, and
  * acknowledged; transient ones are retried after a backoff set through the message's visibility.
+ *
+ * Heartbeat (`HEARTBEAT_SECONDS` > 0): while a record is inside the pipeline, every that many
+ * seconds its message visibility is set to `VISIBILITY_TIMEOUT_SECONDS` again, and the role's
+ * `heartbeat(event)` message, if it has one, is published to `EVENTS_BUS_NAME`. A heartbeat that
+ * fails is logged and never fails the record; the timer stops when the record is settled.
  */
 export function createConsumerHandler<S>(
   role: Role<S>,
@@ -63,6 +72,71 @@ export function createConsumerHandler<S>(
   const deadLetters = new SqsDeadLetterSink({ client: sqs, queueUrl: env.DEAD_LETTER_QUEUE_URL });
   const deps = { store, registry, clock, ids: ulidSource(clock) };
   const inboxTtlSeconds = Math.round(env.INBOX_TTL_DAYS * 24 * 3600);
+  const heartbeatPublisher =
+    env.HEARTBEAT_SECONDS > 0 && role.heartbeat && env.EVENTS_BUS_NAME
+      ? new EventBridgePublisher({
+          client: tracer.captureAWSv3Client(options.eventbridge ?? new EventBridgeClient({})),
+          buses: { events: env.EVENTS_BUS_NAME },
+        })
+      : undefined;
+  if (env.HEARTBEAT_SECONDS > 0 && role.heartbeat && !env.EVENTS_BUS_NAME)
+    logger.warn(
+      "HEARTBEAT_SECONDS is set but EVENTS_BUS_NAME is not: heartbeats extend the message visibility only",
+    );
+
+  /** Extend the record's visibility and publish the role's heartbeat; never throws. */
+  const beat = async (record: SQSRecord, raw: unknown): Promise<void> => {
+    await extendVisibility(
+      sqs,
+      env.QUEUE_URL,
+      record.receiptHandle,
+      env.VISIBILITY_TIMEOUT_SECONDS,
+    ).catch((e: unknown) =>
+      logger.warn("heartbeat: could not extend the message visibility", { error: describe(e) }),
+    );
+    if (!heartbeatPublisher || !role.heartbeat) return;
+    try {
+      const parsed = registry.parse(raw);
+      if (!parsed.ok) return;
+      const spec = role.heartbeat(parsed.envelope);
+      if (!spec) return;
+      const envelope = heartbeatEnvelope(spec, parsed.envelope, role.group, deps);
+      const topic = registry.definitions().find((d) => d.type === envelope.event_type)?.topic;
+      if (topic !== "events")
+        throw new PermanentError(
+          "heartbeat.topic",
+          `${envelope.event_type} is not on the events topic`,
+        );
+      const failures = await heartbeatPublisher.publish("events", [envelope]);
+      if (failures.length > 0)
+        logger.warn("heartbeat: not published", { failures: failures.map((f) => f.code) });
+      else metrics.addMetric("Heartbeat", MetricUnit.Count, 1);
+    } catch (e) {
+      logger.warn("heartbeat: could not publish", { error: describe(e) });
+    }
+  };
+
+  /** Run `work` with the heartbeat on (if configured); the timer is always cleared. */
+  const withHeartbeat = async <T>(
+    record: SQSRecord,
+    raw: unknown,
+    work: () => Promise<T>,
+  ): Promise<T> => {
+    if (!(env.HEARTBEAT_SECONDS > 0)) return work();
+    let beating: Promise<void> | undefined;
+    const timer = setInterval(() => {
+      if (beating) return;
+      beating = beat(record, raw).finally(() => {
+        beating = undefined;
+      });
+    }, env.HEARTBEAT_SECONDS * 1000);
+    try {
+      return await work();
+    } finally {
+      clearInterval(timer);
+      await beating;
+    }
+  };
 
   /** `reached` collects the records of this batch that got to the pipeline (the rest were skipped). */
   const recordHandler =
@@ -87,7 +161,9 @@ export function createConsumerHandler<S>(
             task_id: e.task_id as string,
           });
         }
-        const result = await consume(raw, role, deps, { receiveCount, inboxTtlSeconds });
+        const result = await withHeartbeat(record, raw, () =>
+          consume(raw, role, deps, { receiveCount, inboxTtlSeconds }),
+        );
         for (const step of result.steps) {
           metrics.addMetric(metricName(step.status), MetricUnit.Count, 1);
           if (step.repaired) metrics.addMetric("GapRepaired", MetricUnit.Count, 1);
@@ -213,6 +289,48 @@ function metricName(status: ConsumeResult["status"]): string {
     discarded: "Discarded",
     rejected: "Rejected",
   }[status];
+}
+
+/** The unsequenced envelope of a heartbeat spec, caused by the event being worked on. */
+function heartbeatEnvelope(
+  spec: HeartbeatSpec,
+  cause: Envelope,
+  producer: string,
+  deps: Pick<ConsumerDeps, "registry" | "ids" | "clock">,
+): Envelope {
+  const definitions = deps.registry
+    .definitions()
+    .filter((d) => d.type === spec.type)
+    .sort((a, b) => b.schemaVersion - a.schemaVersion);
+  const definition =
+    spec.schemaVersion === undefined
+      ? definitions[0]
+      : definitions.find((d) => d.schemaVersion === spec.schemaVersion);
+  if (!definition || definition.sequenced)
+    throw new PermanentError(
+      "heartbeat.invalid_type",
+      `a heartbeat must be a registered unsequenced type, not ${spec.type}`,
+    );
+  const candidate = {
+    event_id: deps.ids.next(),
+    event_type: definition.type,
+    schema_version: definition.schemaVersion,
+    occurred_at: deps.clock.now().toISOString(),
+    correlation_id: cause.correlation_id,
+    causation_id: cause.event_id,
+    task_id: spec.taskId ?? cause.task_id,
+    conversation_id: spec.conversationId ?? cause.conversation_id,
+    aggregate: { ...spec.aggregate, version: 0 },
+    order_key: spec.orderKey ?? spec.aggregate.id,
+    producer,
+    attempt: 1,
+    expires_at: spec.expiresAt,
+    payload: spec.payload,
+  };
+  const parsed = deps.registry.parse(JSON.parse(JSON.stringify(candidate)));
+  if (!parsed.ok)
+    throw new PermanentError("heartbeat.invalid", `invalid ${spec.type}: ${parsed.message}`);
+  return parsed.envelope;
 }
 
 /** A Lambda entry point: built on the first invocation from the function's environment, then reused. */

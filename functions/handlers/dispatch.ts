@@ -5,7 +5,9 @@ import { z } from "zod";
 import { registry as defaultRegistry, type EventRegistry } from "../../schemas";
 import { SqsDeadLetterSink } from "../adapters/sqs/dead-letter-sink";
 import { SqsFifoSender } from "../adapters/sqs/fifo-sender";
+import { extendVisibility } from "../adapters/sqs/visibility";
 import { type DispatchItem, type DispatchReport, dispatch } from "../core/dispatch";
+import { describe } from "../core/errors";
 import { DispatchEnv, parseEnv } from "./env";
 import { type Observability, observability } from "./observe";
 
@@ -39,6 +41,27 @@ export function createDispatchHandler(options: DispatchOptions = {}): DispatchHa
   const deadLetters = new SqsDeadLetterSink({ client: sqs, queueUrl: env.DEAD_LETTER_QUEUE_URL });
   const registry = options.registry ?? defaultRegistry;
 
+  /**
+   * Failed records become visible again after 2^n seconds (n = receives so far, capped) instead
+   * of after the buffer's whole visibility timeout, so one failed send does not hold its entity's
+   * events back for minutes.
+   */
+  const backOff = async (event: SQSEvent, failedIds: readonly string[]): Promise<void> => {
+    if (!env.SOURCE_QUEUE_URL) return;
+    const failed = new Set(failedIds);
+    for (const record of event.Records) {
+      if (!failed.has(record.messageId)) continue;
+      const receives = Number(record.attributes.ApproximateReceiveCount ?? "1");
+      const delay = Math.min(
+        env.RETRY_MAX_SECONDS,
+        env.RETRY_BASE_SECONDS * 2 ** Math.max(0, receives - 1),
+      );
+      await extendVisibility(sqs, env.SOURCE_QUEUE_URL, record.receiptHandle, delay).catch(
+        (e: unknown) => logger.warn("could not set the retry backoff", { error: describe(e) }),
+      );
+    }
+  };
+
   return async (event) => {
     const items: DispatchItem[] = [];
     for (const record of event.Records) {
@@ -68,10 +91,12 @@ export function createDispatchHandler(options: DispatchOptions = {}): DispatchHa
     metrics.addMetric("Dispatched", MetricUnit.Count, report.sent);
     if (report.deadLettered)
       metrics.addMetric("DeadLettered", MetricUnit.Count, report.deadLettered);
-    if (report.failedRecordIds.length)
+    if (report.failedRecordIds.length) {
       logger.warn("some sends failed; they go back to the buffer queue", {
         failed: report.failedRecordIds,
       });
+      await backOff(event, report.failedRecordIds);
+    }
     metrics.publishStoredMetrics();
     options.onReport?.(report);
     return {

@@ -24,6 +24,15 @@ export const ConsumerEnv = z.object({
   INBOX_TTL_DAYS: z.coerce.number().positive().default(7),
   RETRY_BASE_SECONDS: z.coerce.number().int().min(0).default(2),
   RETRY_MAX_SECONDS: z.coerce.number().int().min(0).max(43_199).default(300),
+  /**
+   * While a record is being handled, every this many seconds its message visibility is extended
+   * and the role's heartbeat (if any) is published; unset or 0 = no heartbeat.
+   */
+  HEARTBEAT_SECONDS: z.coerce.number().min(0).max(43_199).default(0),
+  /** What each heartbeat sets the message's visibility timeout to (the queue's). */
+  VISIBILITY_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(43_200).default(300),
+  /** The events topic's bus, where heartbeats are published. */
+  EVENTS_BUS_NAME: z.string().min(1).optional(),
 });
 export type ConsumerEnv = z.output<typeof ConsumerEnv>;
 
@@ -31,6 +40,10 @@ export const DispatchEnv = z.object({
   GROUP_NAME: z.string().min(1),
   TARGET_QUEUE_URL: z.string().url(),
   DEAD_LETTER_QUEUE_URL: z.string().url(),
+  /** The buffer queue: records that could not be sent come back after a backoff set on it. */
+  SOURCE_QUEUE_URL: z.string().url().optional(),
+  RETRY_BASE_SECONDS: z.coerce.number().int().min(0).default(2),
+  RETRY_MAX_SECONDS: z.coerce.number().int().min(0).max(43_199).default(300),
 });
 export type DispatchEnv = z.output<typeof DispatchEnv>;
 
@@ -45,3 +58,40 @@ export const RelayEnv = z
     message: "at least one BUS_<TOPIC> must be set",
   });
 export type RelayEnv = z.output<typeof RelayEnv>;
+
+/** Agent group -> queue URL, as a JSON object (the orchestrator's queue-depth gate). */
+const QueueUrls = z
+  .string()
+  .transform((text, ctx) => {
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      ctx.addIssue({ code: "custom", message: "must be a JSON object of group -> queue URL" });
+      return z.NEVER;
+    }
+  })
+  .pipe(z.record(z.string().min(1), z.string().url()));
+
+/** The orchestrator's own settings, on top of ConsumerEnv. */
+export const OrchestratorEnv = z.object({
+  /** Without it there is no queue-depth gate. */
+  AGENT_QUEUE_URLS: QueueUrls.optional(),
+  QUEUE_DEPTH_THRESHOLD: z.coerce.number().int().min(1).optional(),
+  /** Lease of a node released to an agent, in seconds. */
+  ORCHESTRATOR_LEASE_SECONDS: z.coerce.number().positive().optional(),
+});
+export type OrchestratorEnv = z.output<typeof OrchestratorEnv>;
+
+/** The lease sweeper: the state table (and its by-due index) and the buses it reports on. */
+export const SweeperEnv = z
+  .object({
+    STATE_TABLE: z.string().min(1),
+    BUS_COMMANDS: z.string().min(1).optional(),
+    BUS_EVENTS: z.string().min(1).optional(),
+    /** Most due aggregates handled per invocation. */
+    SWEEP_LIMIT: z.coerce.number().int().min(1).max(1000).default(100),
+  })
+  .refine((e) => e.BUS_COMMANDS || e.BUS_EVENTS, {
+    message: "at least one BUS_<TOPIC> must be set",
+  });
+export type SweeperEnv = z.output<typeof SweeperEnv>;

@@ -1,6 +1,44 @@
-import { orchestrator } from "../roles/orchestrator";
-import { type ConsumerOptions, createConsumerHandler, lambdaConsumer } from "./consumer";
+import { SQSClient } from "@aws-sdk/client-sqs";
+import { sqsQueueDepth } from "../adapters/sqs/queue-depth";
+import { describe } from "../core/errors";
+import { createOrchestrator } from "../roles/orchestrator";
+import { type ConsumerOptions, createConsumerHandler, type SqsBatchHandler } from "./consumer";
+import { OrchestratorEnv, parseEnv } from "./env";
+import { observability } from "./observe";
+
+/**
+ * The orchestrator's Lambda side: the shared consumer with `createOrchestrator` configured from
+ * the environment. `AGENT_QUEUE_URLS` (JSON, agent group -> queue URL) turns on the queue-depth
+ * gate (SQS GetQueueAttributes, cached a few seconds) at `QUEUE_DEPTH_THRESHOLD`;
+ * `ORCHESTRATOR_LEASE_SECONDS` sets the node lease. Without them it behaves like `orchestrator`.
+ */
+export function createOrchestratorHandler(options: ConsumerOptions = {}): SqsBatchHandler {
+  const env = parseEnv(OrchestratorEnv, options.env ?? process.env, "orchestrator");
+  const obs = options.observability ?? observability("orchestrator", "orchestrator");
+  const queueDepth = env.AGENT_QUEUE_URLS
+    ? sqsQueueDepth({
+        client: options.sqs ?? new SQSClient({}),
+        queueUrls: env.AGENT_QUEUE_URLS,
+        onError: (group, error) =>
+          obs.logger.warn("could not read a queue depth; counting it as 0", {
+            group,
+            error: describe(error),
+          }),
+      })
+    : undefined;
+  const role = createOrchestrator({
+    queueDepth,
+    queueDepthThreshold: env.QUEUE_DEPTH_THRESHOLD,
+    leaseSeconds: env.ORCHESTRATOR_LEASE_SECONDS,
+  });
+  return createConsumerHandler(role, { ...options, observability: obs });
+}
 
 /** Builds the handler with explicit configuration and clients (local runtime, tests). */
-export const create = (options?: ConsumerOptions) => createConsumerHandler(orchestrator, options);
-export const handler = lambdaConsumer(orchestrator);
+export const create = (options?: ConsumerOptions) => createOrchestratorHandler(options);
+
+let instance: SqsBatchHandler | undefined;
+export const handler: SqsBatchHandler = (event, context) => {
+  instance ??= createOrchestratorHandler();
+  return instance(event, context);
+};

@@ -6,8 +6,10 @@ import {
   type ContentRole,
   contentEventTypes,
   type FactCheckOutput,
+  MAX_HEARTBEAT_LEASE_SECONDS,
   type NodeCompleted,
   type NodeFailed,
+  type NodeHeartbeat,
   type NodeRequested,
 } from "../../schemas/events/workflow";
 import {
@@ -22,7 +24,7 @@ import {
 } from "../core/agent-run";
 import { PermanentError } from "../core/errors";
 import { invokeStructured, ModelOutputInvalidError, type ModelPort } from "../core/model";
-import type { Decision, Role } from "../core/pipeline";
+import type { Decision, HeartbeatSpec, Role } from "../core/pipeline";
 
 /**
  * The four content agents of seed 001 §6 (topic selection, fact check, writing, review), one
@@ -51,7 +53,8 @@ import type { Decision, Role } from "../core/pipeline";
  * already ended) finds it COMPLETED / FAILED / NEEDS_HUMAN and emits nothing.
  *
  * Long model calls: the consumer handler extends the message's SQS visibility while `decide`
- * runs (the heartbeat); if the worker dies, the message becomes visible again and counts as the
+ * runs and publishes the agent's `heartbeat`, a `node.heartbeat` that extends the node's lease
+ * in the orchestrator by `leaseSeconds` (capped at an hour); if the worker dies, the message becomes visible again and counts as the
  * next attempt, and a node that stays RUNNING past its lease is reported by the sweeper with
  * `node.lease.expired`.
  */
@@ -116,10 +119,26 @@ export function createContentAgent(options: ContentAgentOptions): Role<AgentRun>
     return { type: AGENT_RUN_AGGREGATE, id: agentRunId(run_id, node_id, generation) };
   };
 
+  const heartbeatLease = Math.min(
+    MAX_HEARTBEAT_LEASE_SECONDS,
+    Math.max(1, Math.round(options.leaseSeconds ?? DEFAULT_LEASE_SECONDS)),
+  );
+
   return {
     group: role,
     subscriptions: [types.requested],
     stateOf,
+    heartbeat(event): HeartbeatSpec | undefined {
+      if (event.event_type !== types.requested) return undefined;
+      const { run_id, node_id, generation } = event.payload as NodeRequested;
+      const payload: NodeHeartbeat = { run_id, node_id, generation, lease_seconds: heartbeatLease };
+      return {
+        type: "node.heartbeat",
+        payload,
+        aggregate: { type: "dag_run", id: run_id },
+        orderKey: run_id,
+      };
+    },
     async decide(existing, event, { now, receiveCount }): Promise<Decision<AgentRun>> {
       // Stored only once ended: this request was already answered.
       if (existing) return {};

@@ -2,6 +2,7 @@ import type { Envelope } from "../../schemas";
 import {
   type ContentRole,
   type NodeFailed,
+  type NodeHeartbeat,
   type NodeLeaseExpired,
   type NodeRequested,
   WORKFLOW_KINDS,
@@ -56,7 +57,20 @@ import type { Decision, EmitSpec, Role } from "../core/pipeline";
  *   by generation, so the new assignment starts a fresh agent run at IDLE; the FAILED (or
  *   NEEDS_HUMAN) agent run of the old generation stays as the record of the failure and is never
  *   reassigned (its reset is implied, which is what ManualReset -> IDLE -> TaskAssigned means).
- * - workflow.release.requested: a release pass (for nodes that backpressure held back).
+ * - workflow.release.requested: a release pass (for nodes that backpressure held back). When
+ *   it releases nothing while nodes stay held, the state is still written with a new due time,
+ *   so the sweeper nudges the run again later.
+ * - node.heartbeat: the agent of a node is still working (a long model call); for the node's
+ *   current generation while RUNNING, its lease is extended to at least now + lease_seconds
+ *   (state only, nothing emitted). Stale or unknown heartbeats are ignored.
+ *
+ * Leases and the due index: every node released to an agent gets a lease in `leases`
+ * (`leaseSeconds`, per DAG role in `leaseSecondsByRole`); it goes when the node leaves RUNNING.
+ * Each state write carries `dueAt` (the state table's by-due index): the earliest lease expiry
+ * of a RUNNING node; with nothing RUNNING but nodes held, now + `releaseNudgeSeconds`; else none.
+ * The lease sweeper (functions/core/sweeper.ts) reads that index and sends `node.lease.expired`
+ * or `workflow.release.requested`. A lease report is ignored when the node's lease was extended
+ * past the reported expiry and has not run out yet (a heartbeat crossed the report).
  *
  * Backpressure: per-role caps come from the workflow definition (`concurrency.perRole`, applied
  * by the DAG on every release pass). A pure role cannot see queue depths, so queue-depth gating
@@ -132,6 +146,7 @@ const RUN_ADDRESSED: ReadonlySet<string> = new Set([
   "workflow.reset.requested",
   "workflow.release.requested",
   "node.lease.expired",
+  "node.heartbeat",
 ]);
 
 export const TIMELINE_LIMIT = 200;
@@ -155,6 +170,17 @@ export interface OrchestratorState {
   readonly held: readonly HeldNode[];
   /** The last TIMELINE_LIMIT steps of the run. */
   readonly timeline: readonly TimelineEntry[];
+  /** The lease of each RUNNING node (absent in states stored before leases: read as {}). */
+  readonly leases?: Readonly<Record<string, NodeLease>>;
+  /** Correlation and task of the start request: what the sweeper's reports about the run carry. */
+  readonly origin?: { readonly correlation_id: string; readonly task_id: string };
+}
+
+/** How long a RUNNING node's current assignment may go without an outcome or a heartbeat. */
+export interface NodeLease {
+  readonly generation: number;
+  /** ISO 8601. */
+  readonly expires_at: string;
 }
 
 /** Messages waiting in each agent group's queue, by group name (missing groups count as 0). */
@@ -167,6 +193,22 @@ export interface OrchestratorOptions {
   readonly queueDepth?: QueueDepthSource;
   /** Depth at which release of new work for a group stops. @default 100 */
   readonly queueDepthThreshold?: number;
+  /** Lease of a node released to an agent, in seconds. @default 900 */
+  readonly leaseSeconds?: number;
+  /** Lease per DAG role (e.g. `writer`), overriding `leaseSeconds`. */
+  readonly leaseSecondsByRole?: Readonly<Record<string, number>>;
+  /** With nothing RUNNING and nodes held, how soon the sweeper nudges the run. @default 30 */
+  readonly releaseNudgeSeconds?: number;
+}
+
+export const DEFAULT_LEASE_SECONDS = 900;
+export const DEFAULT_RELEASE_NUDGE_SECONDS = 30;
+
+/** What `apply` needs to keep leases and the due time. */
+interface Leasing {
+  readonly now: Date;
+  readonly leaseSeconds: (dagRole: string | undefined) => number;
+  readonly nudgeSeconds: number;
 }
 
 export const ORCHESTRATOR_GROUP = "orchestrator";
@@ -177,10 +219,34 @@ export const ORCHESTRATOR_SUBSCRIPTIONS: readonly string[] = [
   "workflow.reset.requested",
   "workflow.release.requested",
   "node.lease.expired",
+  "node.heartbeat",
   ...Object.values(ROLE_TABLE).flatMap((entry) => [entry.completed, entry.failed]),
 ];
 
 export function createOrchestrator(options: OrchestratorOptions = {}): Role<OrchestratorState> {
+  const seconds = (value: number | undefined, what: string, fallback: number) => {
+    const v = value ?? fallback;
+    if (!Number.isFinite(v) || v <= 0)
+      throw new PermanentError(
+        "orchestrator.invalid_option",
+        `${what} must be a positive number of seconds, got ${v}`,
+      );
+    return v;
+  };
+  const defaultLease = seconds(options.leaseSeconds, "leaseSeconds", DEFAULT_LEASE_SECONDS);
+  const byRole: Record<string, number> = {};
+  for (const [role, value] of Object.entries(options.leaseSecondsByRole ?? {}))
+    byRole[role] = seconds(value, `leaseSecondsByRole.${role}`, DEFAULT_LEASE_SECONDS);
+  const nudgeSeconds = seconds(
+    options.releaseNudgeSeconds,
+    "releaseNudgeSeconds",
+    DEFAULT_RELEASE_NUDGE_SECONDS,
+  );
+  const leasing = (now: Date): Leasing => ({
+    now,
+    leaseSeconds: (role) => (role !== undefined ? byRole[role] : undefined) ?? defaultLease,
+    nudgeSeconds,
+  });
   const capacityFor = async (def: WorkflowDefinition): Promise<Capacity> => {
     if (!options.queueDepth) return {};
     const dagRoles = [...new Set(def.nodes.map((node) => node.role))].sort();
@@ -204,10 +270,10 @@ export function createOrchestrator(options: OrchestratorOptions = {}): Role<Orch
           "workflow.aggregate_mismatch",
           `${event.event_type} names run ${runId} in its payload but aggregate ${event.aggregate.type}/${event.aggregate.id}`,
         );
-      const at = now.toISOString();
+      const lease = leasing(now);
       switch (event.event_type) {
         case "workflow.start.requested":
-          return start(state, event as Envelope<WorkflowStartRequested>, capacityFor, at);
+          return start(state, event as Envelope<WorkflowStartRequested>, capacityFor, lease);
         case "workflow.rerun.requested": {
           const { run_id, node_id } = (event as Envelope<WorkflowRerunRequested>).payload;
           const current = existing(state, run_id, "rerun", node_id);
@@ -216,7 +282,7 @@ export function createOrchestrator(options: OrchestratorOptions = {}): Role<Orch
           const transition = refusing("rerun", run_id, node_id, () =>
             rerunFrom(current.run, def, node_id, capacity),
           );
-          return apply(current, transition, event, at);
+          return apply(current, transition, event, lease);
         }
         case "workflow.reset.requested": {
           const { run_id, node_id } = (event as Envelope<WorkflowResetRequested>).payload;
@@ -237,18 +303,39 @@ export function createOrchestrator(options: OrchestratorOptions = {}): Role<Orch
           const transition = refusing("reset", run_id, node_id, () =>
             rerunFrom(current.run, def, node_id, capacity),
           );
-          return apply(current, transition, event, at);
+          return apply(current, transition, event, lease);
         }
         case "workflow.release.requested": {
           const { run_id } = (event as Envelope<WorkflowReleaseRequested>).payload;
           const current = existing(state, run_id, "release");
           if (current.run.status !== "RUNNING") return {};
           const def = definitionOf(current);
-          return apply(current, release(current.run, def, await capacityFor(def)), event, at);
+          const decision = apply(
+            current,
+            release(current.run, def, await capacityFor(def)),
+            event,
+            lease,
+          );
+          // Nothing released while nodes stay held: ask the sweeper to nudge again later.
+          if (decision.state === undefined && current.held.length > 0)
+            return { state: current, dueAt: dueAtOf(current, lease) };
+          return decision;
         }
+        case "node.heartbeat":
+          return heartbeat(state, (event as Envelope<NodeHeartbeat>).payload, lease);
         case "node.lease.expired": {
           const { node_id, generation, expired_at } = (event as Envelope<NodeLeaseExpired>).payload;
           if (!state) return {};
+          // A heartbeat extended the lease after the sweeper saw it expire: the node is alive.
+          const held = state.leases?.[node_id];
+          if (
+            held &&
+            held.generation === generation &&
+            expired_at !== undefined &&
+            Date.parse(held.expires_at) > Date.parse(expired_at) &&
+            Date.parse(held.expires_at) > now.getTime()
+          )
+            return {};
           const def = definitionOf(state);
           const error = {
             code: "agent_run.lease_expired",
@@ -263,10 +350,10 @@ export function createOrchestrator(options: OrchestratorOptions = {}): Role<Orch
             generation,
             await capacityFor(def),
           );
-          return apply(state, transition, event, at);
+          return apply(state, transition, event, lease);
         }
         default:
-          return outcome(state, event, capacityFor, at);
+          return outcome(state, event, capacityFor, lease);
       }
     },
   };
@@ -279,7 +366,7 @@ async function start(
   state: OrchestratorState | undefined,
   event: Envelope<WorkflowStartRequested>,
   capacityFor: (def: WorkflowDefinition) => Promise<Capacity>,
-  at: string,
+  lease: Leasing,
 ): Promise<Decision<OrchestratorState>> {
   const { run_id, workflow, request } = event.payload;
   if (state) return {};
@@ -293,14 +380,26 @@ async function start(
     );
   const def = contentWorkflowFor({ kind: workflow });
   const transition = startRun(def, run_id, request, await capacityFor(def));
-  return apply({ workflow, run: transition.run, held: [], timeline: [] }, transition, event, at);
+  return apply(
+    {
+      workflow,
+      run: transition.run,
+      held: [],
+      timeline: [],
+      leases: {},
+      origin: { correlation_id: event.correlation_id, task_id: event.task_id },
+    },
+    transition,
+    event,
+    lease,
+  );
 }
 
 async function outcome(
   state: OrchestratorState | undefined,
   event: Envelope,
   capacityFor: (def: WorkflowDefinition) => Promise<Capacity>,
-  at: string,
+  lease: Leasing,
 ): Promise<Decision<OrchestratorState>> {
   const kind = OUTCOMES.get(event.event_type);
   if (!kind)
@@ -342,7 +441,93 @@ async function outcome(
           payload.generation,
           capacity,
         );
-  return apply(state, transition, event, at);
+  return apply(state, transition, event, lease);
+}
+
+/** Extend the lease of a node RUNNING in the heartbeat's generation; anything else is a no-op. */
+function heartbeat(
+  state: OrchestratorState | undefined,
+  payload: NodeHeartbeat,
+  lease: Leasing,
+): Decision<OrchestratorState> {
+  if (state?.run.status !== "RUNNING") return {};
+  const node = state.run.nodes[payload.node_id];
+  if (node?.state !== "RUNNING" || node.assigned_generation !== payload.generation) return {};
+  const current = state.leases?.[payload.node_id];
+  const wanted = lease.now.getTime() + payload.lease_seconds * 1000;
+  const held =
+    current && current.generation === payload.generation ? Date.parse(current.expires_at) : 0;
+  if (held >= wanted) return {};
+  const next: OrchestratorState = {
+    ...state,
+    leases: {
+      ...leasesOf(state),
+      [payload.node_id]: {
+        generation: payload.generation,
+        expires_at: new Date(wanted).toISOString(),
+      },
+    },
+  };
+  return { state: next, dueAt: dueAtOf(next, lease) };
+}
+
+function leasesOf(state: OrchestratorState): Readonly<Record<string, NodeLease>> {
+  return state.leases ?? {};
+}
+
+/**
+ * The lease of every RUNNING node after a transition: a fresh one for a node assigned by it, the
+ * held one for a node still in the same assignment, a fresh one for a RUNNING node without one
+ * (a state stored before leases). Nodes that left RUNNING lose theirs.
+ */
+function nextLeases(
+  state: OrchestratorState,
+  transition: Transition,
+  lease: Leasing,
+): Record<string, NodeLease> {
+  const def = definitionOf(state);
+  const roleOf = (nodeId: string) => def.nodes.find((n) => n.id === nodeId)?.role;
+  const assigned = new Set(
+    transition.commands.flatMap((c) => (c.type === "node.assign" ? [c.node_id] : [])),
+  );
+  const held = leasesOf(state);
+  const leases: Record<string, NodeLease> = {};
+  for (const [nodeId, node] of Object.entries(transition.run.nodes)) {
+    if (node.state !== "RUNNING") continue;
+    const generation = node.assigned_generation ?? transition.run.generation;
+    const kept = held[nodeId];
+    if (!assigned.has(nodeId) && kept && kept.generation === generation) {
+      leases[nodeId] = kept;
+      continue;
+    }
+    leases[nodeId] = {
+      generation,
+      expires_at: new Date(
+        lease.now.getTime() + lease.leaseSeconds(roleOf(nodeId)) * 1000,
+      ).toISOString(),
+    };
+  }
+  return leases;
+}
+
+/**
+ * When the run next needs the sweeper: the earliest lease expiry of a RUNNING node; with nothing
+ * RUNNING but nodes held back, now + the nudge delay; otherwise never (null).
+ */
+export function dueAtOf(state: OrchestratorState, lease: Pick<Leasing, "now" | "nudgeSeconds">) {
+  if (state.run.status !== "RUNNING") return null;
+  const leases = leasesOf(state);
+  let earliest: number | undefined;
+  for (const [nodeId, node] of Object.entries(state.run.nodes)) {
+    const held = leases[nodeId];
+    if (node.state !== "RUNNING" || !held) continue;
+    const t = Date.parse(held.expires_at);
+    if (earliest === undefined || t < earliest) earliest = t;
+  }
+  if (earliest !== undefined) return new Date(earliest).toISOString();
+  if (state.held.length > 0)
+    return new Date(lease.now.getTime() + lease.nudgeSeconds * 1000).toISOString();
+  return null;
 }
 
 /**
@@ -353,8 +538,9 @@ function apply(
   state: OrchestratorState,
   transition: Transition,
   cause: Envelope,
-  at: string,
+  lease: Leasing,
 ): Decision<OrchestratorState> {
+  const at = lease.now.toISOString();
   const steps = transition.events.filter((e) => e.type !== "delivery.ignored");
   if (steps.length === 0 && transition.commands.length === 0 && sameHeld(state, transition))
     return {};
@@ -388,15 +574,14 @@ function apply(
     ...("generation" in step ? { generation: step.generation } : {}),
     cause: cause.event_type,
   }));
-  return {
-    state: {
-      workflow: state.workflow,
-      run,
-      held: transition.held,
-      timeline: [...state.timeline, ...entries].slice(-TIMELINE_LIMIT),
-    },
-    emit,
+  const next: OrchestratorState = {
+    ...state,
+    run,
+    held: transition.held,
+    timeline: [...state.timeline, ...entries].slice(-TIMELINE_LIMIT),
+    leases: nextLeases(state, transition, lease),
   };
+  return { state: next, emit, dueAt: dueAtOf(next, lease) };
 }
 
 function sameHeld(state: OrchestratorState, transition: Transition): boolean {

@@ -528,6 +528,7 @@ export class ConsumerGroup extends Construct {
       environment: {
         TARGET_QUEUE_URL: this.queue.queueUrl,
         DEAD_LETTER_QUEUE_URL: bufferDlq.queueUrl,
+        SOURCE_QUEUE_URL: buffer.queueUrl,
         GROUP_NAME: groupName,
       },
     });

@@ -12,7 +12,7 @@ import type { Construct } from "constructs";
 export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
 /** What a function does in the path of an event; the local runtime emulates each kind. */
-export type FunctionKind = "relay" | "dispatch" | "consumer";
+export type FunctionKind = "relay" | "dispatch" | "consumer" | "sweeper";
 
 /** CloudWatch namespace of the metrics every handler publishes (`POWERTOOLS_METRICS_NAMESPACE`). */
 export const METRICS_NAMESPACE = "AgentBus";

@@ -25,6 +25,12 @@ export const EVENTS_INDEXES = {
   byTask: "by-task",
 } as const;
 
+/** Index names of the state table. */
+export const STATE_INDEXES = {
+  /** Sparse: state items with due_shard/due_at (aggregates a sweeper must look at). */
+  byDue: "by-due",
+} as const;
+
 /**
  * Actions a consumer needs on each table. `TransactWriteItems` and `TransactGetItems` are not IAM
  * actions: a transaction is authorized per item as PutItem / UpdateItem / ConditionCheckItem /
@@ -64,7 +70,8 @@ const CONSUMER_ACTIONS = {
  * The stateful part of AgentBus: four DynamoDB tables, on demand, with point-in-time recovery and
  * AWS-managed encryption.
  *
- * - `state`: one item per aggregate (`pk`), written conditionally on its version.
+ * - `state`: one item per aggregate (`pk`), written conditionally on its version; sparse index
+ *   `by-due` (due_shard, due_at; keys only) of the aggregates a sweeper must look at.
  * - `events`: the event store and outbox (`pk` aggregate, `version`), stream NEW_IMAGE to the
  *   relay, indexes by correlation and by task for tracing.
  * - `inbox`: per-group dedup records and checkpoints (`pk`), expiring on `ttl`.
@@ -88,6 +95,12 @@ export class AgentBusTables extends Construct {
     this.state = new Table(this, "State", {
       ...common,
       partitionKey: { name: "pk", type: AttributeType.STRING },
+    });
+    this.state.addGlobalSecondaryIndex({
+      indexName: STATE_INDEXES.byDue,
+      partitionKey: { name: "due_shard", type: AttributeType.STRING },
+      sortKey: { name: "due_at", type: AttributeType.STRING },
+      projectionType: ProjectionType.KEYS_ONLY,
     });
 
     this.events = new Table(this, "Events", {
@@ -143,6 +156,29 @@ export class AgentBusTables extends Construct {
         }),
       )
       .combine(onTable(this.sideEffects, CONSUMER_ACTIONS.sideEffects));
+  }
+
+  /**
+   * What the lease sweeper needs: Query on the state table's by-due index (named, not
+   * `index/*`) and GetItem / BatchGetItem of state items. No writes, no scans.
+   */
+  grantSweeper(grantee: IGrantable): Grant {
+    return Grant.addToPrincipal({
+      grantee,
+      actions: ["dynamodb:Query"],
+      resourceArns: [this.stateDueIndexArn()],
+    }).combine(
+      Grant.addToPrincipal({
+        grantee,
+        actions: ["dynamodb:GetItem", "dynamodb:BatchGetItem"],
+        resourceArns: [this.state.tableArn],
+      }),
+    );
+  }
+
+  /** The ARN of the state table's by-due index. */
+  stateDueIndexArn(): string {
+    return `${this.state.tableArn}/index/${STATE_INDEXES.byDue}`;
   }
 
   /** The ARN of each index of the events table (`<table arn>/index/<name>`). */

@@ -11,6 +11,7 @@ import {
   PutRuleCommand,
   PutTargetsCommand,
 } from "@aws-sdk/client-eventbridge";
+import { CreateTopicCommand, SNSClient } from "@aws-sdk/client-sns";
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from "@aws-sdk/client-sqs";
 import {
   deploymentOrder,
@@ -24,6 +25,8 @@ export interface AwsClients {
   readonly dynamodb: DynamoDBClient;
   readonly sqs: SQSClient;
   readonly eventbridge: EventBridgeClient;
+  /** For stacks with SNS topics (the reply channel). */
+  readonly sns?: SNSClient;
 }
 
 export interface LocalFunction {
@@ -66,6 +69,19 @@ export interface LocalPipe {
   readonly inputTemplate?: string;
 }
 
+/**
+ * An EventBridge schedule rule (`ScheduleExpression`) whose targets are functions of the stack:
+ * not created in the emulator (it cannot invoke Lambda); the local runtime invokes the targets on
+ * its own interval instead.
+ */
+export interface LocalSchedule {
+  readonly logicalId: string;
+  readonly expression: string;
+  /** The rate in seconds (`rate(n minute|minutes|hour|hours|day|days)`), if it is a rate. */
+  readonly rateSeconds?: number;
+  readonly functionLogicalIds: readonly string[];
+}
+
 export interface LocalDeployment {
   readonly stackName: string;
   readonly region: string;
@@ -74,6 +90,7 @@ export interface LocalDeployment {
   readonly functions: readonly LocalFunction[];
   readonly mappings: readonly LocalMapping[];
   readonly pipes: readonly LocalPipe[];
+  readonly schedules: readonly LocalSchedule[];
   /** Resource types the emulator does not need (IAM, logs, alarms, ...) and how many of each. */
   readonly skipped: Readonly<Record<string, number>>;
   readonly outputs: Readonly<Record<string, string>>;
@@ -84,6 +101,7 @@ export const DEPLOYED_TYPES = [
   "AWS::DynamoDB::Table",
   "AWS::SQS::Queue",
   "AWS::Events::EventBus",
+  "AWS::SNS::Topic",
   "AWS::Events::Rule",
   "AWS::Lambda::Function",
   "AWS::Lambda::EventSourceMapping",
@@ -93,7 +111,8 @@ export const DEPLOYED_TYPES = [
 /**
  * Deploy the infrastructure part of a synthesized template to an emulator: tables, queues,
  * buses and rules are created through the service APIs; Lambda functions and their event source
- * mappings are recorded so the local runtime can run the same handlers in-process.
+ * mappings, and schedule rules (which only invoke functions), are recorded so the local runtime
+ * can run the same handlers in-process.
  */
 export async function deployTemplate(
   template: Template,
@@ -105,6 +124,7 @@ export async function deployTemplate(
   const functions: LocalFunction[] = [];
   const mappings: LocalMapping[] = [];
   const pipes: LocalPipe[] = [];
+  const schedules: LocalSchedule[] = [];
   const skipped: Record<string, number> = {};
   const deployed = new Set<string>(DEPLOYED_TYPES);
   for (const r of Object.values(template.Resources)) {
@@ -201,6 +221,24 @@ export async function deployTemplate(
         });
         break;
       }
+      case "AWS::SNS::Topic": {
+        if (!clients.sns) throw new Error(`topic ${logicalId} needs an SNS client`);
+        const name = (props.TopicName as string | undefined) ?? nameFor(logicalId, 256);
+        const attributes: Record<string, string> = {};
+        if (props.FifoTopic) attributes.FifoTopic = "true";
+        if (props.ContentBasedDeduplication !== undefined)
+          attributes.ContentBasedDeduplication = String(props.ContentBasedDeduplication);
+        const created = await clients.sns.send(
+          new CreateTopicCommand({ Name: name, Attributes: attributes }),
+        );
+        const arn = created.TopicArn ?? arnOf("sns", name);
+        physical.set(logicalId, {
+          type: resource.Type,
+          ref: arn,
+          attributes: { TopicArn: arn, TopicName: name },
+        });
+        break;
+      }
       case "AWS::Events::EventBus": {
         const name = String(props.Name);
         const created = await clients.eventbridge.send(new CreateEventBusCommand({ Name: name }));
@@ -213,6 +251,31 @@ export async function deployTemplate(
         break;
       }
       case "AWS::Events::Rule": {
+        if (raw.ScheduleExpression !== undefined) {
+          const expression = String(props.ScheduleExpression);
+          const targets = (raw.Targets as { Arn?: unknown }[] | undefined) ?? [];
+          const functionLogicalIds = targets.map((t) => {
+            const att = (t.Arn as { "Fn::GetAtt"?: unknown[] } | undefined)?.["Fn::GetAtt"];
+            const id = Array.isArray(att) ? att[0] : undefined;
+            if (typeof id !== "string" || template.Resources[id]?.Type !== "AWS::Lambda::Function")
+              throw new Error(
+                `schedule rule ${logicalId}: the local runtime runs only function targets of the stack (Fn::GetAtt <function> Arn)`,
+              );
+            return id;
+          });
+          schedules.push({
+            logicalId,
+            expression,
+            rateSeconds: rateSeconds(expression),
+            functionLogicalIds,
+          });
+          physical.set(logicalId, {
+            type: resource.Type,
+            ref: logicalId,
+            attributes: { Arn: arnOf("events", `rule/${logicalId}`) },
+          });
+          break;
+        }
         const name = (props.Name as string | undefined) ?? nameFor(logicalId, 64);
         const bus =
           String(props.EventBusName ?? "default")
@@ -371,9 +434,20 @@ export async function deployTemplate(
     functions,
     mappings,
     pipes,
+    schedules,
     skipped,
     outputs,
   };
+}
+
+/** Seconds of an EventBridge `rate(...)` expression; undefined for cron or anything else. */
+export function rateSeconds(expression: string): number | undefined {
+  const match = /^rate\((\d+) (minute|minutes|hour|hours|day|days)\)$/.exec(expression.trim());
+  if (!match) return undefined;
+  const unit = { minute: 60, hour: 3600, day: 86_400 }[
+    match[2]?.replace(/s$/, "") as "minute" | "hour" | "day"
+  ];
+  return Number(match[1]) * unit;
 }
 
 /** SDK clients pointed at an emulator endpoint with throwaway credentials. */
@@ -387,5 +461,6 @@ export function emulatorClients(endpoint: string, region = "us-east-1"): AwsClie
     dynamodb: new DynamoDBClient(config),
     sqs: new SQSClient(config),
     eventbridge: new EventBridgeClient(config),
+    sns: new SNSClient(config),
   };
 }

@@ -1,7 +1,12 @@
+import { LocalChannel, type LocalDelivery } from "../../functions/adapters/channel/local-channel";
 import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
+import { putOrders } from "../../functions/adapters/dynamodb/orders";
+import { DeterministicLocalModel } from "../../functions/adapters/local-model";
 import type { Topology } from "../topology";
 import { type AwsClients, deployTemplate, emulatorClients, type LocalDeployment } from "./deploy";
+import { RecordingModel } from "./model";
 import { type MotoServer, resetMoto, startMoto } from "./moto";
+import { SAMPLE_ORDERS } from "./orders";
 import { LocalRuntime, type RuntimeEvent } from "./runtime";
 import { ROOT, synthesize } from "./synth";
 import { Observations } from "./trace";
@@ -20,6 +25,13 @@ export interface LocalEnvironment {
   readonly buses: Record<string, string>;
   /** Consumer groups in the stack. */
   readonly groups: string[];
+  /**
+   * The reply channel of the sender: the LocalChannel, a stand-in that records deliveries in
+   * memory (deployed stacks publish to SNS).
+   */
+  readonly channel: LocalChannel;
+  /** The model every agent calls: the DeterministicLocalModel, every call recorded. */
+  readonly model: RecordingModel;
   /** How long each start-up step took, in milliseconds. */
   readonly timings: { emulator: number; synth: number; deploy: number };
   stop(): Promise<void>;
@@ -39,6 +51,15 @@ export interface LocalOptions {
   readonly reset?: boolean;
   /** Deploy another topology than the project's (tests of delivery options). */
   readonly topology?: Topology;
+  /**
+   * More environment values for every handler, over the local defaults (e.g. a short
+   * `ORCHESTRATOR_LEASE_SECONDS` so the sweeper finds hung nodes within seconds).
+   */
+  readonly envOverrides?: Record<string, string>;
+  /** How often scheduled functions (the lease sweeper) run, in milliseconds. @default 2000 */
+  readonly scheduleIntervalMs?: number;
+  /** Called for every reply the local channel delivers. */
+  readonly onDelivery?: (delivery: LocalDelivery) => void;
 }
 
 /**
@@ -67,15 +88,29 @@ export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvir
     const deployment = await deployTemplate(template, clients, { stackName, region });
     const deployMs = lap();
     const observations = new Observations();
+    const channel = new LocalChannel({ onDelivery: options.onDelivery });
+    const model = new RecordingModel(new DeterministicLocalModel());
+    const ordersTable = deployment.functions.find((f) => f.group === "order-lookup")?.environment
+      .ORDERS_TABLE;
+    if (ordersTable) await putOrders(clients.dynamodb, ordersTable, SAMPLE_ORDERS);
     const runtime = new LocalRuntime({
       deployment,
       clients,
       endpoint,
       root: ROOT,
       // Locally a failed message comes back after 1 s, 2 s, 4 s... instead of the deployed backoff,
-      // and the content agents answer with the DeterministicLocalModel (a scripted stand-in, not
-      // a model: no Bedrock, no credentials), whatever the template says.
-      envOverrides: { RETRY_BASE_SECONDS: "1", RETRY_MAX_SECONDS: "8", MODEL_PROVIDER: "local" },
+      // the agents answer with the DeterministicLocalModel (a scripted stand-in, not a model: no
+      // Bedrock, no credentials) and the sender delivers to the LocalChannel (no SNS), whatever
+      // the template says; the orders table holds the sample orders.
+      envOverrides: {
+        RETRY_BASE_SECONDS: "1",
+        RETRY_MAX_SECONDS: "8",
+        MODEL_PROVIDER: "local",
+        CHANNEL_PROVIDER: "local",
+        ...options.envOverrides,
+      },
+      services: { model, channel },
+      scheduleIntervalMs: options.scheduleIntervalMs,
       onEvent: (event) => {
         observations.listener(event);
         options.onEvent?.(event);
@@ -111,12 +146,15 @@ export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvir
       store,
       buses,
       groups,
+      channel,
+      model,
       timings: { emulator: emulatorMs, synth: synthMs, deploy: deployMs },
       async stop() {
         await runtime.stop();
         clients.dynamodb.destroy();
         clients.sqs.destroy();
         clients.eventbridge.destroy();
+        clients.sns?.destroy();
         await moto?.stop();
       },
     };

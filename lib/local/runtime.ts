@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import {
@@ -8,6 +9,7 @@ import {
   type _Record as StreamRecord,
 } from "@aws-sdk/client-dynamodb-streams";
 import {
+  ChangeMessageVisibilityBatchCommand,
   ChangeMessageVisibilityCommand,
   DeleteMessageBatchCommand,
   GetQueueAttributesCommand,
@@ -16,13 +18,21 @@ import {
   SendMessageCommand,
 } from "@aws-sdk/client-sqs";
 import type { DynamoDBRecord, SQSEvent, SQSRecord } from "aws-lambda";
-import type { AwsClients, LocalDeployment, LocalFunction, LocalMapping, LocalPipe } from "./deploy";
+import type {
+  AwsClients,
+  LocalDeployment,
+  LocalFunction,
+  LocalMapping,
+  LocalPipe,
+  LocalSchedule,
+} from "./deploy";
 
 /** What the runtime reports while it runs (the local trace is built from these). */
 export type RuntimeEvent =
   | { readonly kind: "consumed"; readonly group: string; readonly result: unknown }
   | { readonly kind: "dispatched"; readonly group: string; readonly report: unknown }
   | { readonly kind: "relayed"; readonly report: unknown }
+  | { readonly kind: "swept"; readonly function: string; readonly report: unknown }
   | { readonly kind: "invocation-failed"; readonly function: string; readonly error: string }
   | { readonly kind: "stream-batch-dropped"; readonly function: string; readonly records: number }
   | { readonly kind: "piped"; readonly pipe: string; readonly messages: number }
@@ -39,6 +49,33 @@ export interface RuntimeOptions {
   /** Environment values that differ locally (e.g. a shorter retry backoff). */
   readonly envOverrides?: Record<string, string>;
   readonly onEvent?: (event: RuntimeEvent) => void;
+  /**
+   * How often scheduled functions (EventBridge schedule rules) run locally, in milliseconds,
+   * whatever their rate in the template. @default 2000
+   */
+  readonly scheduleIntervalMs?: number;
+  /**
+   * Stand-ins handed to every handler's `create(options)` (e.g. `model`, `channel`): what the
+   * deployed functions build from their environment, the local runtime shares across handlers so
+   * it can observe them.
+   */
+  readonly services?: Readonly<Record<string, unknown>>;
+}
+
+/** Default local interval of scheduled functions (the deployed sweeper runs every minute). */
+export const DEFAULT_SCHEDULE_INTERVAL_MS = 2000;
+
+/**
+ * Long-poll wait of the emulated SQS pollers. The emulator answers as soon as a message arrives,
+ * so a longer wait costs no latency and saves an idle request per poller and second.
+ */
+const RECEIVE_WAIT_SECONDS = 5;
+
+/** One signal for every long poll of the runtime (dozens listen at once). */
+function abortOnStop(): AbortController {
+  const controller = new AbortController();
+  setMaxListeners(0, controller.signal);
+  return controller;
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -54,15 +91,19 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
  *   filter, invoke with BatchSize records; on error retry up to MaximumRetryAttempts, bisecting
  *   the batch when BisectBatchOnFunctionError is set, then send the batch's description to the
  *   on-failure destination and move on.
+ * - EventBridge schedule rules: each target function is invoked every `scheduleIntervalMs`
+ *   (one invocation at a time), with a scheduled-event payload.
  */
 export class LocalRuntime {
   private stopped = false;
+  private readonly stopping = abortOnStop();
   private streamPaused = false;
   private inflight = 0;
   private lastActivity = Date.now();
   private streamBehind = new Set<string>();
   private readonly loops: Promise<void>[] = [];
   private readonly lostAcks = new Set<string>();
+  private readonly pausedGroups = new Set<string>();
   private readonly invokers = new Map<string, Invoke>();
   private readonly streams: DynamoDBStreamsClient;
 
@@ -94,10 +135,15 @@ export class LocalRuntime {
       }
     }
     for (const pipe of this.options.deployment.pipes) this.loops.push(this.runPipe(pipe));
+    for (const schedule of this.options.deployment.schedules ?? [])
+      for (const logicalId of schedule.functionLogicalIds)
+        this.loops.push(this.runSchedule(schedule, logicalId));
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
+    // Long polls in progress end now instead of after their wait time.
+    this.stopping.abort();
     await Promise.allSettled(this.loops);
     this.streams.destroy();
   }
@@ -117,6 +163,19 @@ export class LocalRuntime {
    */
   loseAckOnce(eventId: string, group: string): void {
     this.lostAcks.add(`${group}#${eventId}`);
+  }
+
+  /**
+   * Fault injection: this consumer group's function stops receiving (as if its workers were
+   * gone) from its next receive on; its messages wait in the queue until `resumeGroup`.
+   */
+  pauseGroup(group: string): void {
+    this.pausedGroups.add(group);
+    this.report({ kind: "fault", description: `paused consumer group ${group}` });
+  }
+
+  resumeGroup(group: string): void {
+    this.pausedGroups.delete(group);
   }
 
   /** Wait until nothing is in flight, every mapped queue is empty and the stream is read up. */
@@ -167,6 +226,7 @@ export class LocalRuntime {
     const group = fn.group ?? fn.name;
     const report = this.options.onEvent ?? (() => {});
     return module.create({
+      ...this.options.services,
       env: { ...fn.environment, ...this.options.envOverrides },
       dynamodb: this.options.clients.dynamodb,
       sqs: this.options.clients.sqs,
@@ -176,7 +236,9 @@ export class LocalRuntime {
         report(
           fn.kind === "relay"
             ? { kind: "relayed", report: r }
-            : { kind: "dispatched", group, report: r },
+            : fn.kind === "sweeper"
+              ? { kind: "swept", function: fn.name, report: r }
+              : { kind: "dispatched", group, report: r },
         ),
     });
   }
@@ -196,19 +258,25 @@ export class LocalRuntime {
     batchSize: number,
     name: string,
     handle: (messages: Message[]) => Promise<void>,
+    paused: () => boolean = () => false,
   ): Promise<void> {
     const { sqs } = this.options.clients;
     while (!this.stopped) {
+      if (paused()) {
+        await sleep(100);
+        continue;
+      }
       let messages: Message[] = [];
       try {
         const received = await sqs.send(
           new ReceiveMessageCommand({
             QueueUrl: url,
             MaxNumberOfMessages: Math.min(batchSize, 10),
-            WaitTimeSeconds: 1,
+            WaitTimeSeconds: RECEIVE_WAIT_SECONDS,
             MessageSystemAttributeNames: ["All"],
             MessageAttributeNames: ["All"],
           }),
+          { abortSignal: this.stopping.signal },
         );
         messages = received.Messages ?? [];
       } catch (error) {
@@ -222,6 +290,22 @@ export class LocalRuntime {
         continue;
       }
       if (messages.length === 0) continue;
+      if (paused()) {
+        // Received by a long poll that began before the pause: hand them back untouched.
+        await sqs
+          .send(
+            new ChangeMessageVisibilityBatchCommand({
+              QueueUrl: url,
+              Entries: messages.map((m, i) => ({
+                Id: String(i),
+                ReceiptHandle: m.ReceiptHandle ?? "",
+                VisibilityTimeout: 0,
+              })),
+            }),
+          )
+          .catch(() => {});
+        continue;
+      }
       this.inflight++;
       this.lastActivity = Date.now();
       try {
@@ -236,59 +320,95 @@ export class LocalRuntime {
   private pollQueue(mapping: LocalMapping, fn: LocalFunction, invoke: Invoke): Promise<void> {
     const { sqs } = this.options.clients;
     const url = this.queueUrl(mapping.eventSourceArn);
-    return this.receiveLoop(url, mapping.batchSize, fn.name, async (messages) => {
-      const event: SQSEvent = {
-        Records: messages.map((m) =>
-          toSqsRecord(m, mapping.eventSourceArn, this.options.deployment.region),
-        ),
-      };
-      const ids = new Set(messages.map((m) => m.MessageId ?? ""));
-      let failed: Set<string>;
-      try {
-        const response = (await invoke(event)) as
-          | { batchItemFailures?: { itemIdentifier?: string }[] }
-          | undefined;
-        failed = new Set();
-        if (mapping.reportBatchItemFailures && Array.isArray(response?.batchItemFailures)) {
-          for (const f of response.batchItemFailures) {
-            if (!f.itemIdentifier || !ids.has(f.itemIdentifier)) {
-              failed = new Set(ids); // an invalid item id fails the whole batch
-              break;
+    return this.receiveLoop(
+      url,
+      mapping.batchSize,
+      fn.name,
+      async (messages) => {
+        const event: SQSEvent = {
+          Records: messages.map((m) =>
+            toSqsRecord(m, mapping.eventSourceArn, this.options.deployment.region),
+          ),
+        };
+        const ids = new Set(messages.map((m) => m.MessageId ?? ""));
+        let failed: Set<string>;
+        try {
+          const response = (await invoke(event)) as
+            | { batchItemFailures?: { itemIdentifier?: string }[] }
+            | undefined;
+          failed = new Set();
+          if (mapping.reportBatchItemFailures && Array.isArray(response?.batchItemFailures)) {
+            for (const f of response.batchItemFailures) {
+              if (!f.itemIdentifier || !ids.has(f.itemIdentifier)) {
+                failed = new Set(ids); // an invalid item id fails the whole batch
+                break;
+              }
+              failed.add(f.itemIdentifier);
             }
-            failed.add(f.itemIdentifier);
           }
+        } catch (error) {
+          this.report({ kind: "invocation-failed", function: fn.name, error: String(error) });
+          failed = new Set(ids);
         }
-      } catch (error) {
-        this.report({ kind: "invocation-failed", function: fn.name, error: String(error) });
-        failed = new Set(ids);
-      }
-      const done = messages.filter((m) => !failed.has(m.MessageId ?? ""));
-      const acked: Message[] = [];
-      for (const m of done) {
-        const eventId = eventIdOf(m.Body);
-        if (eventId && fn.kind === "consumer" && this.lostAcks.delete(`${fn.group}#${eventId}`)) {
-          this.report({
-            kind: "fault",
-            description: `lost the acknowledgement of ${eventId} (${fn.name}): it will be delivered again`,
-          });
+        const done = messages.filter((m) => !failed.has(m.MessageId ?? ""));
+        const acked: Message[] = [];
+        for (const m of done) {
+          const eventId = eventIdOf(m.Body);
+          if (eventId && fn.kind === "consumer" && this.lostAcks.delete(`${fn.group}#${eventId}`)) {
+            this.report({
+              kind: "fault",
+              description: `lost the acknowledgement of ${eventId} (${fn.name}): it will be delivered again`,
+            });
+            await sqs.send(
+              new ChangeMessageVisibilityCommand({
+                QueueUrl: url,
+                ReceiptHandle: m.ReceiptHandle,
+                VisibilityTimeout: 0,
+              }),
+            );
+          } else acked.push(m);
+        }
+        if (acked.length > 0) {
           await sqs.send(
-            new ChangeMessageVisibilityCommand({
+            new DeleteMessageBatchCommand({
               QueueUrl: url,
-              ReceiptHandle: m.ReceiptHandle,
-              VisibilityTimeout: 0,
+              Entries: acked.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle })),
             }),
           );
-        } else acked.push(m);
+        }
+      },
+      () => fn.kind === "consumer" && this.pausedGroups.has(fn.group ?? fn.name),
+    );
+  }
+
+  /** Invoke a scheduled function every `scheduleIntervalMs` until stopped. */
+  private async runSchedule(schedule: LocalSchedule, logicalId: string): Promise<void> {
+    const invoke = this.invokers.get(logicalId);
+    const fn = this.options.deployment.functions.find((f) => f.logicalId === logicalId);
+    if (!invoke || !fn)
+      throw new Error(`schedule ${schedule.logicalId} targets an unknown function ${logicalId}`);
+    const interval = this.options.scheduleIntervalMs ?? DEFAULT_SCHEDULE_INTERVAL_MS;
+    while (!this.stopped) {
+      await sleep(interval);
+      if (this.stopped) return;
+      try {
+        const report = (await invoke({
+          version: "0",
+          id: `local-${Date.now()}`,
+          "detail-type": "Scheduled Event",
+          source: "aws.events",
+          account: this.options.deployment.accountId,
+          time: new Date().toISOString(),
+          region: this.options.deployment.region,
+          resources: [schedule.logicalId],
+          detail: {},
+        })) as { published?: number } | undefined;
+        if (report?.published) this.lastActivity = Date.now();
+      } catch (error) {
+        if (this.stopped) return;
+        this.report({ kind: "invocation-failed", function: fn.name, error: String(error) });
       }
-      if (acked.length > 0) {
-        await sqs.send(
-          new DeleteMessageBatchCommand({
-            QueueUrl: url,
-            Entries: acked.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle })),
-          }),
-        );
-      }
-    });
+    }
   }
 
   private async pollStream(

@@ -52,7 +52,14 @@ export class Observations {
         return;
       }
       case "dispatched": {
-        const report = event.report as { deadLettered?: number };
+        const report = event.report as { deadLettered?: number; failedRecordIds?: string[] };
+        if (report.failedRecordIds?.length)
+          this.errors.push({
+            group: event.group,
+            code: "dispatch.send_failed",
+            errorClass: "transient",
+            message: `${report.failedRecordIds.length} buffer records not sent to the FIFO queue; retried`,
+          });
         this.dispatchDeadLetters.set(
           event.group,
           (this.dispatchDeadLetters.get(event.group) ?? 0) + (report.deadLettered ?? 0),
@@ -64,6 +71,11 @@ export class Observations {
         return;
       case "invocation-failed":
         this.failures.push(`${event.function}: ${event.error}`);
+        return;
+      case "stream-batch-dropped":
+        this.failures.push(
+          `${event.function}: gave up on a stream batch of ${event.records} records (sent to its on-failure destination)`,
+        );
         return;
       default:
         return;

@@ -7,7 +7,8 @@ import type { EventRegistry } from "../registry";
  *
  * - Operator commands enter from outside a stream (unsequenced, version 0, de-duplicated by event
  *   id): start a run, re-run from a node, reset a FAILED node, nudge a run whose work was held
- *   back by backpressure. A scheduled sweeper reports expired node leases the same way.
+ *   back by backpressure. A scheduled sweeper reports expired node leases the same way, and a
+ *   content agent busy with a long model call reports `node.heartbeat` to extend its node's lease.
  * - The orchestrator appends to the run's own stream (aggregate `dag_run`, id = run_id): one
  *   `<role>.requested` command per released node, and `workflow.completed|partial|failed` when
  *   the run ends (or `workflow.rejected` when it refuses a request).
@@ -58,6 +59,16 @@ export const NodeLeaseExpiredPayload = z.object({
   generation: Generation,
   /** When the lease ran out (the sweeper's view). */
   expired_at: z.iso.datetime({ offset: true }).optional(),
+});
+
+/** The most a heartbeat may extend a node's lease by, in seconds. */
+export const MAX_HEARTBEAT_LEASE_SECONDS = 3600;
+export const NodeHeartbeatPayload = z.object({
+  run_id: OpaqueId,
+  node_id: NodeId,
+  generation: Generation,
+  /** The node's lease runs at least this long from the orchestrator's receipt of the heartbeat. */
+  lease_seconds: z.number().int().min(1).max(MAX_HEARTBEAT_LEASE_SECONDS),
 });
 
 export const ErrorClassSchema = z.enum(["transient", "permanent", "business", "unknown_outcome"]);
@@ -180,6 +191,7 @@ export type WorkflowRerunRequested = z.infer<typeof WorkflowRerunRequestedPayloa
 export type WorkflowResetRequested = z.infer<typeof WorkflowResetRequestedPayload>;
 export type WorkflowReleaseRequested = z.infer<typeof WorkflowReleaseRequestedPayload>;
 export type NodeLeaseExpired = z.infer<typeof NodeLeaseExpiredPayload>;
+export type NodeHeartbeat = z.infer<typeof NodeHeartbeatPayload>;
 
 export function defineWorkflowEvents(registry: EventRegistry): void {
   const operator = {
@@ -224,6 +236,16 @@ export function defineWorkflowEvents(registry: EventRegistry): void {
     description:
       "The sweeper found a node of a run RUNNING past its lease (the TaskHung entry of seed 001).",
     payload: NodeLeaseExpiredPayload,
+  });
+  registry.define({
+    schemaVersion: 1,
+    kind: "event",
+    topic: "events",
+    sequenced: false,
+    type: "node.heartbeat",
+    description:
+      "A content agent is still working on a node (a long model call): the orchestrator extends the node's lease (aggregate dag_run/<run_id>, version 0).",
+    payload: NodeHeartbeatPayload,
   });
 
   for (const role of CONTENT_ROLES) {

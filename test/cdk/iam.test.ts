@@ -27,11 +27,11 @@ import {
 /** Actions allowed on `Resource: "*"`, why, and which functions (`agentbus:kind`) may have them. */
 const ALLOWED_ON_ANY_RESOURCE: Record<string, { kinds: readonly string[]; why: string }> = {
   "xray:PutTraceSegments": {
-    kinds: ["relay", "dispatch", "consumer"],
+    kinds: ["relay", "dispatch", "consumer", "sweeper"],
     why: "X-Ray has no resource-level permissions; every function traces actively",
   },
   "xray:PutTelemetryRecords": {
-    kinds: ["relay", "dispatch", "consumer"],
+    kinds: ["relay", "dispatch", "consumer", "sweeper"],
     why: "X-Ray has no resource-level permissions; every function traces actively",
   },
   "dynamodb:ListStreams": {

@@ -362,7 +362,7 @@ describe("AgentBus stack: functions", () => {
       const entry = fn.Metadata["agentbus:entry"];
       expect(typeof entry, fn.id).toBe("string");
       expect(existsSync(join(REPO_ROOT, entry as string)), `${fn.id}: ${entry}`).toBe(true);
-      expect(["relay", "dispatch", "consumer"]).toContain(fn.Metadata["agentbus:kind"]);
+      expect(["relay", "dispatch", "consumer", "sweeper"]).toContain(fn.Metadata["agentbus:kind"]);
     }
   });
 
@@ -431,9 +431,15 @@ describe("AgentBus stack: environment contract", () => {
     }
   });
 
-  it("the dispatcher gets its target FIFO queue, the buffer DLQ and its group", () => {
-    expect(own(dispatcher)).toEqual(["DEAD_LETTER_QUEUE_URL", "GROUP_NAME", "TARGET_QUEUE_URL"]);
+  it("the dispatcher gets its target FIFO queue, its buffer queue, the buffer DLQ and its group", () => {
+    expect(own(dispatcher)).toEqual([
+      "DEAD_LETTER_QUEUE_URL",
+      "GROUP_NAME",
+      "SOURCE_QUEUE_URL",
+      "TARGET_QUEUE_URL",
+    ]);
     expect(refersTo(env(dispatcher).TARGET_QUEUE_URL)).toBe(groupQueue.id);
+    expect(refersTo(env(dispatcher).SOURCE_QUEUE_URL)).toBe(bufferQueue.id);
     expect(refersTo(env(dispatcher).DEAD_LETTER_QUEUE_URL)).toBe(redriveTarget(bufferQueue).id);
     expect(env(dispatcher).GROUP_NAME).toBe("task-projection");
   });

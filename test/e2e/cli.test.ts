@@ -19,6 +19,7 @@ import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { type OrchestratorState, orchestrator } from "../../functions/roles/orchestrator";
 import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
+import { readDeadLetters } from "../../lib/local/scenario";
 import { topology } from "../../lib/topology";
 import { type Envelope, registry } from "../../schemas";
 import { emulator } from "../support/aws";
@@ -245,8 +246,80 @@ describe("agentbus CLI against the local stack", () => {
     expect(parsed(detail).aggregate.id).toBe(runId);
   });
 
+  /** What the runtime saw of a run's traffic, for a failure message. */
+  const diagnostics = async (runId: string): Promise<string> => {
+    const seen = [...env.observations.envelopes.values()]
+      .filter((e) => e.order_key === runId)
+      .map((e) => `${e.event_type}@${e.aggregate.type}v${e.aggregate.version}`);
+    const groups = [...env.observations.deliveries.entries()]
+      .filter(([id]) => seen.length > 0 && env.observations.envelopes.get(id)?.order_key === runId)
+      .map(([id, d]) => `${id.slice(-6)}: ${d.map((x) => `${x.group} ${x.status}`).join(", ")}`);
+    const letters = (await readDeadLetters(env)).map((d) => `${d.queue}: ${d.code}`);
+    return [
+      `observed: ${seen.join(", ") || "nothing"}`,
+      `deliveries: ${groups.join(" | ") || "none"}`,
+      `dead letters: ${letters.join("; ") || "none"}`,
+      `errors: ${
+        env.observations.errors
+          .map((e) => `${e.group} ${e.code}`)
+          .slice(-8)
+          .join("; ") || "none"
+      }`,
+      `failures: ${env.observations.failures.slice(-5).join(" | ") || "none"}`,
+    ].join("\n");
+  };
+
+  /** A quick-news run as the orchestrator stores it, after fact check failed (revision 1). */
+  const storeFailedRun = async (runId: string): Promise<OrchestratorState> => {
+    const start = registry.parse({
+      event_id: ulid(),
+      event_type: "workflow.start.requested",
+      schema_version: 1,
+      occurred_at: new Date().toISOString(),
+      correlation_id: `corr_${ulid()}`,
+      causation_id: null,
+      task_id: `task_${ulid()}`,
+      aggregate: { type: "dag_run", id: runId, version: 0 },
+      order_key: runId,
+      producer: "test",
+      payload: { run_id: runId, workflow: "quick-news", request: { topic_hint: "tides" } },
+    });
+    if (!start.ok) throw new Error(start.message);
+    const begun = (
+      await orchestrator.decide(undefined, start.envelope, {
+        now: new Date(),
+        receiveCount: 1,
+        stored: undefined,
+        repaired: false,
+      })
+    ).state as OrchestratorState;
+    const nodes = {
+      ...begun.run.nodes,
+      "topic-selection": { ...begun.run.nodes["topic-selection"], state: "COMPLETED" },
+      "fact-check": {
+        state: "FAILED",
+        remaining_upstreams: 0,
+        attempt: 1,
+        assigned_generation: 0,
+        error: { code: "fact_check.rejected", message: "disputed", error_class: "business" },
+      },
+      review: { ...begun.run.nodes.review, state: "CANCELLED" },
+    } as OrchestratorState["run"]["nodes"];
+    const state: OrchestratorState = { ...begun, run: { ...begun.run, nodes } };
+    await env.store.commit({
+      state: {
+        aggregate: { type: "dag_run", id: runId },
+        expectedRevision: 0,
+        next: state,
+        version: 1,
+      },
+    });
+    return state;
+  };
+
   it("rerun and reset put valid commands on the commands bus", async () => {
     const runId = `run_${ulid()}`;
+    await storeFailedRun(runId);
     const [rerun, reset] = await Promise.all([
       cli("workflow", "rerun", runId, "--from", "writing"),
       cli("workflow", "reset", runId, "--node", "fact-check", "--reason", "flaky"),
@@ -265,6 +338,29 @@ describe("agentbus CLI against the local stack", () => {
       order_key: runId,
       payload: { run_id: runId, node_id: "fact-check", reason: "flaky" },
     });
+  });
+
+  it("rerun and reset refuse what the orchestrator would reject, and send nothing", async () => {
+    const runId = `run_${ulid()}`;
+    await storeFailedRun(runId);
+    const [notFailed, unknownNode, noRun] = await Promise.all([
+      cli("workflow", "reset", runId, "--node", "topic-selection"),
+      cli("workflow", "rerun", runId, "--from", "publish"),
+      cli("workflow", "reset", `run_${ulid()}`, "--node", "fact-check"),
+    ]);
+    expect(notFailed.code).toBe(2);
+    expect(notFailed.stderr).toMatch(
+      /node topic-selection of run .* is COMPLETED; only a FAILED node can be reset.*nothing sent/,
+    );
+    expect(unknownNode.code).toBe(2);
+    expect(unknownNode.stderr).toMatch(/has no node publish \(its nodes: .*fact-check.*\)/);
+    expect(noRun.code).toBe(1);
+    expect(noRun.stderr).toMatch(/no such run/);
+    // Nothing reached the bus: the next message there is this probe's.
+    const probe = await cli("workflow", "rerun", runId, "--from", "writing");
+    expect(probe.code, probe.stderr).toBe(0);
+    const all = (await received(2, 3)).map(parsed);
+    expect(all.map((e) => e.event_type)).toEqual(["workflow.rerun.requested"]);
   });
 
   it("show of a run that does not exist, or of a stage without a stack, says so and exits 1", async () => {
@@ -363,7 +459,7 @@ describe("agentbus CLI against the local stack", () => {
       );
       expect(started.code, started.stderr).toBe(0);
       const first = await settled(0);
-      expect(first).toMatch(/status\s+COMPLETED/);
+      expect(first, await diagnostics(runId)).toMatch(/status\s+COMPLETED/);
       for (const node of ["topic-selection", "fact-check", "writing", "review"])
         expect(first).toMatch(new RegExp(`${node}\\s+COMPLETED\\s+1\\s+0`));
       expect(first).toMatch(/run\.completed\s+\(review\.completed\)/);
@@ -371,7 +467,7 @@ describe("agentbus CLI against the local stack", () => {
       const rerun = await cli("workflow", "rerun", runId, "--from", "writing");
       expect(rerun.code, rerun.stderr).toBe(0);
       const second = await settled(1);
-      expect(second).toMatch(/status\s+COMPLETED/);
+      expect(second, await diagnostics(runId)).toMatch(/status\s+COMPLETED/);
       expect(second).toMatch(/topic-selection\s+COMPLETED\s+1\s+0/);
       expect(second).toMatch(/fact-check\s+COMPLETED\s+1\s+0/);
       expect(second).toMatch(/writing\s+COMPLETED\s+2\s+1/);

@@ -14,10 +14,17 @@ import { emulator } from "../support/aws";
 /**
  * The content-production workflow end to end on the local runtime: the orchestrator and the four
  * content agents (with the DeterministicLocalModel, MODEL_PROVIDER=local) deployed from the
- * synthesized stack, commands put on the commands bus as a client would. A unique stage keeps its
+ * synthesized stack, commands put on the commands bus as a client would, and the lease sweeper
+ * run by the local runtime on its schedule. A unique stage keeps its
  * resources apart from other test files.
  */
 const RUN_TIMEOUT = 180_000;
+/**
+ * The orchestrator's node lease here (ORCHESTRATOR_LEASE_SECONDS): short enough for the sweeper
+ * (every 2 s locally) to find a hung node quickly, long enough for a healthy node's round trip
+ * through the emulator.
+ */
+const LEASE_SECONDS = 20;
 
 const released = (steps: OrchestratorState["timeline"]) =>
   steps.filter((t) => t.event === "node.released").map((t) => t.node_id);
@@ -29,6 +36,7 @@ describe("content-production workflow on the local runtime", () => {
     env = await startLocal({
       endpoint: emulator().endpoint,
       stage: `wf${ulid().slice(-6).toLowerCase()}`,
+      envOverrides: { ORCHESTRATOR_LEASE_SECONDS: String(LEASE_SECONDS) },
     });
   }, 240_000);
 
@@ -78,11 +86,11 @@ describe("content-production workflow on the local runtime", () => {
   );
 
   it(
-    "a hung node: the sweeper's node.lease.expired fails it, the DAG ends the run, the late answer is ignored",
+    "a hung node: the sweeper finds its lease expired by itself, the DAG ends the run, the late answer is ignored",
     async () => {
-      // Hold the relay back: the orchestrator's topic_selection.requested stays in the event
-      // store, so the node stays RUNNING as if its worker had died.
-      env.runtime.pauseStream();
+      // The topic-selection agent stops taking work, as if its workers had died: the node stays
+      // RUNNING until its lease (LEASE_SECONDS locally) runs out and the scheduled sweeper reports it.
+      env.runtime.pauseGroup("topic-selection");
       let resumed = false;
       try {
         const run = await startWorkflow(env, "hung", "long-form", "grid storage auctions");
@@ -92,29 +100,28 @@ describe("content-production workflow on the local runtime", () => {
           RUN_TIMEOUT,
           (s) => s.run.nodes["topic-selection"]?.state === "RUNNING",
         );
-        // What the sweeper sends for a node RUNNING past its lease.
-        await putOnBus(env, "events", [
-          {
-            ...runCommand("node.lease.expired", run.runId, run.correlationId, {
-              node_id: "topic-selection",
-              generation: running.run.generation,
-              expired_at: new Date().toISOString(),
-            }),
-            producer: "lease-sweeper",
-          },
-        ]);
+        const lease = running.leases?.["topic-selection"];
+        expect(lease?.generation).toBe(running.run.generation);
         const ended = await waitForRunEnd(env, run.runId, RUN_TIMEOUT);
+        // Not before the lease ran out.
+        expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(lease?.expires_at ?? ""));
         // The root failed and nothing completed: the DAG ends the run FAILED, the rest cancelled.
         expect(ended.run.status).toBe("FAILED");
         expect(ended.run.nodes["topic-selection"]).toMatchObject({
           state: "FAILED",
           error: { code: "agent_run.lease_expired", error_class: "transient" },
         });
+        expect(ended.run.nodes["topic-selection"]?.error?.message).toContain("lease-sweeper");
         for (const node of ["fact-check", "writing", "review"])
           expect(ended.run.nodes[node]?.state, node).toBe("CANCELLED");
+        expect(ended.leases).toEqual({});
+        const reports = [...env.observations.envelopes.values()].filter(
+          (e) => e.event_type === "node.lease.expired" && e.correlation_id === run.correlationId,
+        );
+        expect(reports.map((e) => e.producer)).toContain("lease-sweeper");
 
-        // The lost worker's request finally goes out; its late answer does not change the run.
-        env.runtime.resumeStream();
+        // The lost worker comes back; its late answer does not change the run.
+        env.runtime.resumeGroup("topic-selection");
         resumed = true;
         await env.runtime.idle({ timeoutMs: RUN_TIMEOUT });
         const answered = [...env.observations.envelopes.values()].some(
@@ -125,7 +132,7 @@ describe("content-production workflow on the local runtime", () => {
         const after = await loadRun(env, run.runId);
         expect(after?.run).toEqual(ended.run);
       } finally {
-        if (!resumed) env.runtime.resumeStream();
+        if (!resumed) env.runtime.resumeGroup("topic-selection");
       }
     },
     3 * RUN_TIMEOUT,

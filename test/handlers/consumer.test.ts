@@ -1,4 +1,5 @@
 import { DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
+import { EventBridgeClient, type PutEventsCommandInput } from "@aws-sdk/client-eventbridge";
 import {
   type ChangeMessageVisibilityBatchCommandInput,
   type ChangeMessageVisibilityCommandInput,
@@ -14,6 +15,7 @@ import type { SQSRecord } from "aws-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { streamKey, type TableNames } from "../../functions/adapters/dynamodb/tables";
 import { DEAD_LETTER_ATTRIBUTES } from "../../functions/adapters/sqs/dead-letter-sink";
+import type { Role } from "../../functions/core/pipeline";
 import { type ConsumerOptions, createConsumerHandler } from "../../functions/handlers/consumer";
 import { type TaskView, taskProjection } from "../../functions/roles/task-projection";
 import type { Envelope } from "../../schemas";
@@ -332,5 +334,150 @@ describe("createConsumerHandler (task projection, SQS FIFO)", () => {
     await handler(sqsEvent([fifth]));
     expect(visibility.map((v) => v.VisibilityTimeout)).toEqual([1, 2, 3]);
     client.destroy();
+  });
+});
+
+/** An EventBridge client that records PutEvents inputs and answers them itself (or fails). */
+function fakeEventBridge(fail = false) {
+  const client = new EventBridgeClient(emulator());
+  const puts: PutEventsCommandInput[] = [];
+  client.middlewareStack.add(
+    () => async (args) => {
+      puts.push(args.input as PutEventsCommandInput);
+      if (fail) throw Object.assign(new Error("bus is down"), { $fault: "server" });
+      return {
+        output: { $metadata: {}, FailedEntryCount: 0, Entries: [{ EventId: "1" }] },
+        response: {},
+      } as never;
+    },
+    { step: "initialize", name: "fake-put-events" },
+  );
+  return { client, puts };
+}
+
+/** The task projection's subscriptions, but a decision that takes `ms` and a heartbeat. */
+function slowRole(ms: number): Role<unknown> & { decided: number } {
+  const role = {
+    group: taskProjection.group,
+    subscriptions: taskProjection.subscriptions,
+    decided: 0,
+    async decide() {
+      await new Promise((resolve) => setTimeout(resolve, ms));
+      role.decided++;
+      return {};
+    },
+    heartbeat(event: Envelope) {
+      return {
+        type: "node.heartbeat",
+        payload: { run_id: "run_beat1", node_id: "writing", generation: 2, lease_seconds: 120 },
+        aggregate: { type: "dag_run", id: "run_beat1" },
+        orderKey: event.order_key,
+      };
+    },
+  };
+  return role;
+}
+
+describe("heartbeat", () => {
+  async function received(name: string) {
+    const url = await fifoQueue(name);
+    const envelope = taskEvent(1);
+    await sqs.send(
+      new SendMessageCommand({
+        QueueUrl: url,
+        MessageBody: JSON.stringify(envelope),
+        MessageGroupId: envelope.order_key,
+        MessageDeduplicationId: envelope.event_id,
+      }),
+    );
+    const [message] = await receive(url, 30);
+    if (!message) throw new Error("the message was not received");
+    return { url, envelope, record: sqsRecordFromMessage(message, url) };
+  }
+
+  it("a slow decision gets its message visibility extended and its heartbeat published, until it is done", async () => {
+    const { url, envelope, record } = await received("hc-beat");
+    const { client, visibility } = spiedSqs();
+    const bus = fakeEventBridge();
+    const role = slowRole(1_100);
+    const handler = createConsumerHandler(role, {
+      dynamodb,
+      sqs: client,
+      eventbridge: bus.client,
+      env: consumerEnv({
+        QUEUE_URL: url,
+        HEARTBEAT_SECONDS: "0.3",
+        VISIBILITY_TIMEOUT_SECONDS: "45",
+        EVENTS_BUS_NAME: "agentbus-test-events",
+      }),
+    });
+    const response = await handler(sqsEvent([record]));
+    expect(response.batchItemFailures).toEqual([]);
+    expect(role.decided).toBe(1);
+    // About 1.1 s / 0.3 s: three beats, each setting the queue's visibility timeout again.
+    expect(visibility.length).toBeGreaterThanOrEqual(2);
+    expect(visibility.length).toBeLessThanOrEqual(4);
+    for (const v of visibility)
+      expect(v).toMatchObject({
+        QueueUrl: url,
+        ReceiptHandle: record.receiptHandle,
+        VisibilityTimeout: 45,
+      });
+    expect(bus.puts.length).toBe(visibility.length);
+    const entry = bus.puts[0]?.Entries?.[0];
+    expect(entry).toMatchObject({
+      EventBusName: "agentbus-test-events",
+      DetailType: "node.heartbeat",
+    });
+    const beat = JSON.parse(entry?.Detail ?? "{}") as Envelope;
+    expect(beat).toMatchObject({
+      event_type: "node.heartbeat",
+      producer: taskProjection.group,
+      causation_id: envelope.event_id,
+      correlation_id: envelope.correlation_id,
+      aggregate: { type: "dag_run", id: "run_beat1", version: 0 },
+      payload: { run_id: "run_beat1", node_id: "writing", generation: 2, lease_seconds: 120 },
+    });
+    // The timer stopped with the record.
+    const after = visibility.length;
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    expect(visibility.length).toBe(after);
+    expect(bus.puts.length).toBe(after);
+    client.destroy();
+    bus.client.destroy();
+  });
+
+  it("a failing heartbeat is logged and never fails the record; no heartbeat without HEARTBEAT_SECONDS", async () => {
+    const failing = await received("hc-beat-fail");
+    const { client, visibility } = spiedSqs();
+    const bus = fakeEventBridge(true);
+    const handler = createConsumerHandler(slowRole(800), {
+      dynamodb,
+      sqs: client,
+      eventbridge: bus.client,
+      env: consumerEnv({
+        QUEUE_URL: failing.url,
+        HEARTBEAT_SECONDS: "0.2",
+        VISIBILITY_TIMEOUT_SECONDS: "45",
+        EVENTS_BUS_NAME: "agentbus-test-events",
+      }),
+    });
+    expect((await handler(sqsEvent([failing.record]))).batchItemFailures).toEqual([]);
+    expect(bus.puts.length).toBeGreaterThan(0);
+
+    const quiet = await received("hc-beat-off");
+    const before = visibility.length;
+    const off = createConsumerHandler(slowRole(600), {
+      dynamodb,
+      sqs: client,
+      eventbridge: bus.client,
+      env: consumerEnv({ QUEUE_URL: quiet.url, EVENTS_BUS_NAME: "agentbus-test-events" }),
+    });
+    const puts = bus.puts.length;
+    expect((await off(sqsEvent([quiet.record]))).batchItemFailures).toEqual([]);
+    expect(visibility.length).toBe(before);
+    expect(bus.puts.length).toBe(puts);
+    client.destroy();
+    bus.client.destroy();
   });
 });

@@ -1,4 +1,10 @@
-import { DeleteQueueCommand, SQSClient } from "@aws-sdk/client-sqs";
+import {
+  DeleteQueueCommand,
+  type Message,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  SQSClient,
+} from "@aws-sdk/client-sqs";
 import type { SQSRecord } from "aws-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEAD_LETTER_ATTRIBUTES } from "../../functions/adapters/sqs/dead-letter-sink";
@@ -6,7 +12,13 @@ import { createDispatchHandler, type DispatchOptions } from "../../functions/han
 import type { Envelope } from "../../schemas";
 import { emulator } from "../support/aws";
 import { feedbackEvent, newUlid, taskEvent, taskStream } from "../support/factories";
-import { eventBridgeEnvelope, queueArnOf, sqsEvent, sqsRecord } from "../support/lambda-events";
+import {
+  eventBridgeEnvelope,
+  queueArnOf,
+  sqsEvent,
+  sqsRecord,
+  sqsRecordFromMessage,
+} from "../support/lambda-events";
 import { createQueue, drainQueue } from "../support/queues";
 
 process.env.POWERTOOLS_LOG_LEVEL = "SILENT";
@@ -138,6 +150,43 @@ describe("createDispatchHandler (buffer queue -> FIFO queue)", () => {
     expect(response.batchItemFailures).toEqual(ids([first, second]));
     const dead = await drain(deadLetterUrl);
     expect(dead.map((m) => m.Body)).toEqual([invalid.body]);
+  });
+
+  it("brings records it could not send back after a short backoff, not the visibility timeout", async () => {
+    const source = await queue("hd-source");
+    const [v1] = taskStream(1, 1) as [Envelope];
+    await sqs.send(
+      new SendMessageCommand({
+        QueueUrl: source,
+        MessageBody: JSON.stringify(eventBridgeEnvelope(v1)),
+      }),
+    );
+    const { Messages = [] } = await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: source,
+        VisibilityTimeout: 300,
+        WaitTimeSeconds: 2,
+        MessageSystemAttributeNames: ["All"],
+      }),
+    );
+    expect(Messages).toHaveLength(1);
+    const handler = dispatcher({
+      env: {
+        TARGET_QUEUE_URL: targetUrl.replace("hd-group", "hd-missing"),
+        SOURCE_QUEUE_URL: source,
+        RETRY_BASE_SECONDS: "1",
+      },
+    });
+
+    const record = sqsRecordFromMessage(Messages[0] as Message, source);
+    const response = await handler(sqsEvent([record]));
+
+    expect(response.batchItemFailures).toEqual(ids([record]));
+    // Visible again within seconds (1 s backoff on the first receive), not after 300 s.
+    const again = await sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: source, WaitTimeSeconds: 5 }),
+    );
+    expect(again.Messages?.map((m) => m.MessageId)).toEqual([Messages[0]?.MessageId]);
   });
 
   it("names a missing environment variable", () => {

@@ -266,12 +266,13 @@ export class DynamoEventStore implements EventStore, TraceReader {
       });
     }
     if (request.state) {
-      const { aggregate, expectedRevision, next, version } = request.state;
+      const { aggregate, expectedRevision, next, version, dueAt } = request.state;
       actions.push({
         part: "state",
         put: {
           TableName: this.tables.state,
-          Item: toItem(stateItem(aggregate, expectedRevision + 1, version, next, now)),
+          // A Put replaces the item: without a due time, due_shard and due_at are gone with it.
+          Item: toItem(stateItem(aggregate, expectedRevision + 1, version, next, now, dueAt)),
           ...expectVersion(StateAttr.revision, expectedRevision),
           ReturnValuesOnConditionCheckFailure: "ALL_OLD",
         },

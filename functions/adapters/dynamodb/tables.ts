@@ -6,7 +6,9 @@ import type { InboxRecord, RecordedOutcome, StoredState } from "../../core/ports
  * index names and the item shapes (in plain JavaScript form, before marshalling). The event store
  * adapter, the CDK stack, the local runtime and the tests all build on these constants.
  *
- * - state:        pk = `${type}#${id}`; revision, version, data, agg_type, agg_id, updated_at.
+ * - state:        pk = `${type}#${id}`; revision, version, data, agg_type, agg_id, updated_at, and
+ *                 while the aggregate is due for a sweeper due_shard ("due") and due_at (ISO);
+ *                 sparse GSI by-due (due_shard, due_at), projection KEYS_ONLY.
  * - events:       pk = `${type}#${id}`, sk version (N); event_id, event_type, schema_version,
  *                 correlation_id, task_id, occurred_at, envelope (the full envelope JSON).
  *                 GSIs by-correlation (correlation_id, event_id) and by-task (task_id, event_id),
@@ -27,7 +29,7 @@ export interface IndexLayout {
   readonly name: string;
   readonly partitionKey: KeyAttribute;
   readonly sortKey?: KeyAttribute;
-  readonly projection: "ALL";
+  readonly projection: "ALL" | "KEYS_ONLY";
 }
 
 export interface TableLayout {
@@ -55,7 +57,20 @@ export const StateAttr = {
   aggType: "agg_type",
   aggId: "agg_id",
   updatedAt: "updated_at",
+  /** Partition of the sparse by-due index: DUE_SHARD while the aggregate is due, else absent. */
+  dueShard: "due_shard",
+  /** When the aggregate next needs a sweeper (ISO 8601), absent when not due. */
+  dueAt: "due_at",
 } as const;
+
+/** Global secondary indexes of the state table. */
+export const StateIndex = {
+  /** Sparse: only state items with a due time (KEYS_ONLY: pk, due_shard, due_at). */
+  byDue: "by-due",
+} as const;
+
+/** The one partition of the by-due index. */
+export const DUE_SHARD = "due";
 
 /** Attribute names of the events table (event store + outbox). */
 export const EventAttr = {
@@ -106,7 +121,17 @@ export const SideEffectAttr = {
 
 /** Key schemas, indexes, stream and TTL of the four tables. */
 export const TABLES = {
-  state: { partitionKey: { name: StateAttr.pk, type: "S" } },
+  state: {
+    partitionKey: { name: StateAttr.pk, type: "S" },
+    indexes: [
+      {
+        name: StateIndex.byDue,
+        partitionKey: { name: StateAttr.dueShard, type: "S" },
+        sortKey: { name: StateAttr.dueAt, type: "S" },
+        projection: "KEYS_ONLY",
+      },
+    ],
+  },
   events: {
     partitionKey: { name: EventAttr.pk, type: "S" },
     sortKey: { name: EventAttr.version, type: "N" },
@@ -152,6 +177,8 @@ export interface StateItem {
   readonly agg_type: string;
   readonly agg_id: string;
   readonly updated_at: string;
+  readonly due_shard?: string;
+  readonly due_at?: string;
 }
 
 export interface EventItem {
@@ -195,6 +222,7 @@ export function stateItem(
   version: number,
   data: unknown,
   updatedAt: Date,
+  dueAt?: string | null,
 ): StateItem {
   return {
     pk: streamKey(aggregate),
@@ -204,7 +232,15 @@ export function stateItem(
     agg_type: aggregate.type,
     agg_id: aggregate.id,
     updated_at: updatedAt.toISOString(),
+    ...(typeof dueAt === "string" ? { due_shard: DUE_SHARD, due_at: dueAt } : {}),
   };
+}
+
+/** The aggregate of a state item's key (`<type>#<id>`, the type has no `#`). */
+export function aggregateOfKey(pk: string): AggregateRef {
+  const at = pk.indexOf("#");
+  if (at <= 0) throw new Error(`state key ${JSON.stringify(pk)} is not <type>#<id>`);
+  return { type: pk.slice(0, at), id: pk.slice(at + 1) };
 }
 
 export function storedStateOf(item: StateItem): StoredState {

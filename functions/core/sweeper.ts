@@ -1,0 +1,194 @@
+import { createHash } from "node:crypto";
+import { encodeTime } from "ulid";
+import type { Envelope, EventRegistry, Topic } from "../../schemas";
+import type { NodeLeaseExpired, WorkflowReleaseRequested } from "../../schemas/events/workflow";
+import { PermanentError } from "./errors";
+import type { StoredState } from "./ports";
+
+/**
+ * The lease sweeper's decisions, pure: from the states of the DAG runs the due index listed and
+ * the time, the messages to put on the bus.
+ *
+ * - A node RUNNING under a lease (same generation as its assignment) that has run out
+ *   (`expires_at <= now`) -> `node.lease.expired` {run_id, node_id, generation, expired_at =
+ *   the lease's expires_at}. The orchestrator fails the node (transient, agent_run.lease_expired).
+ * - A RUNNING run with no RUNNING node but nodes held back by backpressure ->
+ *   `workflow.release.requested` {run_id}.
+ * Anything else (the index is eventually consistent, so a listed run may be done or extended) is
+ * left alone.
+ *
+ * Event ids are deterministic, so sweeping the same state again (the next minute, a retried
+ * invocation, two sweepers at once) sends the same ids and the orchestrator's inbox drops the
+ * repeats: a lease report's id is derived from (run, node, generation, expires_at), a release
+ * nudge's from (run, state revision); the orchestrator writes the state on every nudge that
+ * leaves nodes held, so the next nudge gets a new id. Such an id is a ULID in form
+ * (`deterministicUlid`): its time part is the lease expiry (for a nudge the run's due time, or
+ * 0 when the reader did not give it) and
+ * its 80 "random" bits are the first 80 bits of a SHA-256 of the key. It is unique as long as
+ * the keys are, and it sorts by that time rather than by creation.
+ */
+
+export const SWEEPER_PRODUCER = "lease-sweeper";
+export const DAG_RUN_AGGREGATE = "dag_run";
+
+export interface SweepItem {
+  readonly run_id: string;
+  readonly event_type: "node.lease.expired" | "workflow.release.requested";
+  readonly node_id?: string;
+}
+
+export interface SweepPlan {
+  /** What to publish, each with its topic (from the registry). */
+  readonly messages: readonly { readonly topic: Topic; readonly envelope: Envelope }[];
+  /** Listed aggregates that needed nothing (not a DAG run, ended, or not due any more). */
+  readonly skipped: number;
+}
+
+/**
+ * What the sweeper reads of a DAG run's state (the orchestrator's SweptRunState; stated here
+ * structurally because the core does not depend on the roles).
+ */
+export interface SweptRunState {
+  readonly run: {
+    readonly run_id: string;
+    readonly status: string;
+    readonly nodes: Readonly<
+      Record<string, { readonly state: string; readonly assigned_generation?: number }>
+    >;
+  };
+  readonly held: readonly unknown[];
+  readonly leases?: Readonly<
+    Record<string, { readonly generation: number; readonly expires_at: string }>
+  >;
+  readonly origin?: { readonly correlation_id: string; readonly task_id: string };
+}
+
+const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+
+/**
+ * A ULID-shaped id that is a function of `key`: 10 characters of `timeMs` (as a ULID's time
+ * part) and 16 characters from the first 80 bits of SHA-256(key).
+ */
+export function deterministicUlid(key: string, timeMs: number): string {
+  const digest = createHash("sha256").update(key).digest();
+  let bits = 0n;
+  for (let i = 0; i < 10; i++) bits = (bits << 8n) | BigInt(digest[i] ?? 0);
+  let random = "";
+  for (let i = 15; i >= 0; i--) random += CROCKFORD[Number((bits >> BigInt(i * 5)) & 31n)];
+  return encodeTime(Math.max(0, Math.floor(timeMs)), 10) + random;
+}
+
+/** The plan for one sweep. Throws PermanentError if it would build an invalid envelope. */
+export function planSweep(
+  states: readonly StoredState<unknown>[],
+  now: Date,
+  registry: EventRegistry,
+): SweepPlan {
+  const messages: { topic: Topic; envelope: Envelope }[] = [];
+  let skipped = 0;
+  for (const stored of states) {
+    const before = messages.length;
+    if (stored.aggregate.type === DAG_RUN_AGGREGATE && isRunState(stored.data))
+      messages.push(...planRun(stored as StoredState<SweptRunState>, now, registry));
+    if (messages.length === before) skipped++;
+  }
+  return { messages, skipped };
+}
+
+function planRun(
+  stored: StoredState<SweptRunState>,
+  now: Date,
+  registry: EventRegistry,
+): { topic: Topic; envelope: Envelope }[] {
+  const state = stored.data;
+  const run = state.run;
+  if (run.status !== "RUNNING") return [];
+  const out: { topic: Topic; envelope: Envelope }[] = [];
+  const leases = state.leases ?? {};
+  let running = 0;
+  for (const [nodeId, node] of Object.entries(run.nodes).sort(([a], [b]) => (a < b ? -1 : 1))) {
+    if (node.state !== "RUNNING") continue;
+    running++;
+    const lease = leases[nodeId];
+    if (!lease || lease.generation !== node.assigned_generation) continue;
+    const expiresMs = Date.parse(lease.expires_at);
+    if (!(expiresMs <= now.getTime())) continue;
+    const payload: NodeLeaseExpired = {
+      run_id: run.run_id,
+      node_id: nodeId,
+      generation: lease.generation,
+      expired_at: lease.expires_at,
+    };
+    const id = deterministicUlid(
+      `node.lease.expired\u0000${run.run_id}\u0000${nodeId}\u0000${lease.generation}\u0000${lease.expires_at}`,
+      expiresMs,
+    );
+    out.push(build("node.lease.expired", id, payload, state, stored, now, registry));
+  }
+  if (running === 0 && state.held.length > 0) {
+    const payload: WorkflowReleaseRequested = { run_id: run.run_id };
+    const id = deterministicUlid(
+      `workflow.release.requested\u0000${run.run_id}\u0000${stored.revision}`,
+      stored.dueAt ? Date.parse(stored.dueAt) : 0,
+    );
+    out.push(build("workflow.release.requested", id, payload, state, stored, now, registry));
+  }
+  return out;
+}
+
+function build(
+  type: string,
+  eventId: string,
+  payload: unknown,
+  state: SweptRunState,
+  stored: StoredState<SweptRunState>,
+  now: Date,
+  registry: EventRegistry,
+): { topic: Topic; envelope: Envelope } {
+  const runId = state.run.run_id;
+  const token = runId.slice(runId.indexOf("_") + 1);
+  const candidate = {
+    event_id: eventId,
+    event_type: type,
+    schema_version: latestVersion(registry, type),
+    occurred_at: now.toISOString(),
+    correlation_id: state.origin?.correlation_id ?? `corr_${token}`,
+    causation_id: null,
+    task_id: state.origin?.task_id ?? `task_${token}`,
+    aggregate: { type: stored.aggregate.type, id: runId, version: 0 },
+    order_key: runId,
+    producer: SWEEPER_PRODUCER,
+    attempt: 1,
+    payload,
+  };
+  const parsed = registry.parse(candidate);
+  if (!parsed.ok)
+    throw new PermanentError(
+      "sweeper.invalid_envelope",
+      `the sweeper built an invalid ${type} for run ${runId}: ${parsed.message}`,
+    );
+  return { topic: parsed.definition.topic, envelope: parsed.envelope };
+}
+
+function latestVersion(registry: EventRegistry, type: string): number {
+  const versions = registry
+    .definitions()
+    .filter((d) => d.type === type)
+    .map((d) => d.schemaVersion);
+  if (versions.length === 0)
+    throw new PermanentError("sweeper.unknown_type", `${type} is not registered`);
+  return Math.max(...versions);
+}
+
+function isRunState(data: unknown): data is SweptRunState {
+  const d = data as Partial<SweptRunState> | null | undefined;
+  return (
+    !!d &&
+    typeof d === "object" &&
+    !!d.run &&
+    typeof d.run === "object" &&
+    typeof d.run.run_id === "string" &&
+    typeof d.run.nodes === "object" &&
+    Array.isArray(d.held)
+  );
+}

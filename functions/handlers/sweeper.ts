@@ -1,0 +1,128 @@
+import { MetricUnit } from "@aws-lambda-powertools/metrics";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
+import type { Context } from "aws-lambda";
+import {
+  registry as defaultRegistry,
+  type Envelope,
+  type EventRegistry,
+  type Topic,
+} from "../../schemas";
+import { DynamoDueIndex } from "../adapters/dynamodb/due";
+import { EventBridgePublisher, MAX_PUT_EVENTS_ENTRIES } from "../adapters/eventbridge/publisher";
+import { TransientError } from "../core/errors";
+import type { Clock, DueReader, EventPublisher, StateReader } from "../core/ports";
+import { systemClock } from "../core/runtime";
+import { DAG_RUN_AGGREGATE, planSweep } from "../core/sweeper";
+import { parseEnv, SweeperEnv } from "./env";
+import { type Observability, observability } from "./observe";
+
+export interface SweepReport {
+  /** Aggregates the due index listed. */
+  readonly due: number;
+  /** DAG run states read. */
+  readonly loaded: number;
+  readonly leaseExpired: number;
+  readonly releaseRequested: number;
+  readonly published: number;
+  readonly failed: number;
+}
+
+export interface SweeperOptions {
+  readonly env?: Record<string, string | undefined>;
+  readonly dynamodb?: DynamoDBClient;
+  readonly eventbridge?: EventBridgeClient;
+  readonly clock?: Clock;
+  readonly registry?: EventRegistry;
+  readonly observability?: Observability;
+  /** Replaces the DynamoDB due index (tests). */
+  readonly index?: DueReader & StateReader;
+  /** Replaces the EventBridge publisher (tests). */
+  readonly publisher?: EventPublisher;
+  readonly onReport?: (report: SweepReport) => void;
+}
+
+export type SweeperHandler = (event?: unknown, context?: Context) => Promise<SweepReport>;
+
+/**
+ * The scheduled lease sweeper (an EventBridge schedule invokes it every minute): reads the state
+ * table's by-due index, loads the due DAG runs, plans with functions/core/sweeper.ts and puts
+ * `node.lease.expired` (events bus) and `workflow.release.requested` (commands bus) on the bus
+ * the registry puts each type on. The ids are deterministic, so a retried or overlapping sweep
+ * is de-duplicated by the orchestrator's inbox. Entries that could not be published fail the
+ * invocation (after the rest went out), so the schedule's retry tries again.
+ */
+export function createSweeperHandler(options: SweeperOptions = {}): SweeperHandler {
+  const env = parseEnv(SweeperEnv, options.env ?? process.env, "sweeper");
+  const { logger, metrics, tracer } = options.observability ?? observability("lease-sweeper");
+  const clock = options.clock ?? systemClock;
+  const registry = options.registry ?? defaultRegistry;
+  const index =
+    options.index ??
+    new DynamoDueIndex({
+      client: tracer.captureAWSv3Client(options.dynamodb ?? new DynamoDBClient({})),
+      stateTable: env.STATE_TABLE,
+    });
+  const publisher =
+    options.publisher ??
+    new EventBridgePublisher({
+      client: tracer.captureAWSv3Client(options.eventbridge ?? new EventBridgeClient({})),
+      buses: { commands: env.BUS_COMMANDS, events: env.BUS_EVENTS },
+    });
+
+  return async () => {
+    try {
+      const now = clock.now();
+      const due = await index.due(now, env.SWEEP_LIMIT);
+      const runs = due.filter((ref) => ref.type === DAG_RUN_AGGREGATE);
+      const states = runs.length > 0 ? await index.loadStates(runs) : [];
+      const plan = planSweep(states, now, registry);
+      const byTopic = new Map<Topic, Envelope[]>();
+      for (const { topic, envelope } of plan.messages)
+        byTopic.set(topic, [...(byTopic.get(topic) ?? []), envelope]);
+      let published = 0;
+      const failures: { eventId: string; code: string; message: string }[] = [];
+      for (const [topic, envelopes] of byTopic) {
+        for (let i = 0; i < envelopes.length; i += MAX_PUT_EVENTS_ENTRIES) {
+          const chunk = envelopes.slice(i, i + MAX_PUT_EVENTS_ENTRIES);
+          const failed = await publisher.publish(topic, chunk);
+          failures.push(...failed);
+          published += chunk.length - failed.length;
+        }
+      }
+      const count = (type: string) =>
+        plan.messages.filter((m) => m.envelope.event_type === type).length;
+      const report: SweepReport = {
+        due: due.length,
+        loaded: states.length,
+        leaseExpired: count("node.lease.expired"),
+        releaseRequested: count("workflow.release.requested"),
+        published,
+        failed: failures.length,
+      };
+      metrics.addMetric("LeaseExpired", MetricUnit.Count, report.leaseExpired);
+      metrics.addMetric("ReleaseRequested", MetricUnit.Count, report.releaseRequested);
+      if (report.published || report.failed) logger.info("swept", { ...report });
+      options.onReport?.(report);
+      if (failures.length > 0)
+        throw new TransientError(
+          "sweeper.publish_failed",
+          `${failures.length} sweeper messages were not published: ${failures
+            .map((f) => `${f.eventId} ${f.code}`)
+            .join(", ")}`,
+        );
+      return report;
+    } finally {
+      metrics.publishStoredMetrics();
+    }
+  };
+}
+
+let instance: SweeperHandler | undefined;
+export const handler: SweeperHandler = (event, context) => {
+  instance ??= createSweeperHandler();
+  return instance(event, context);
+};
+
+/** Builds the handler with explicit configuration and clients (local runtime, tests). */
+export const create = createSweeperHandler;

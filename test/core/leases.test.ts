@@ -1,0 +1,280 @@
+import { ulid } from "ulid";
+import { describe, expect, it } from "vitest";
+import { DeterministicLocalModel } from "../../functions/adapters/local-model";
+import { consume, type Role } from "../../functions/core/pipeline";
+import { agentRunId, createContentAgent } from "../../functions/roles/content-agents";
+import {
+  createOrchestrator,
+  DEFAULT_LEASE_SECONDS,
+  type OrchestratorState,
+} from "../../functions/roles/orchestrator";
+import type { Envelope } from "../../schemas";
+import { makeDeps } from "./fixtures";
+
+/**
+ * Node leases, the heartbeat and the due time of the orchestrator: what it records per RUNNING
+ * node, how `node.heartbeat` extends it, when a lease report is honoured, and the `dueAt` each
+ * state write carries into the store's due index.
+ */
+
+const T0 = "2026-09-01T10:00:00.000Z";
+const plus = (iso: string, seconds: number) =>
+  new Date(Date.parse(iso) + seconds * 1000).toISOString();
+
+function setup(role: Role<OrchestratorState> = createOrchestrator()) {
+  const { clock, store, deps } = makeDeps(T0);
+  const runId = `run_${ulid()}`;
+  const correlationId = `corr_${ulid()}`;
+  const command = (type: string, payload: Record<string, unknown>): Envelope =>
+    ({
+      event_id: ulid(),
+      event_type: type,
+      schema_version: 1,
+      occurred_at: clock.now().toISOString(),
+      correlation_id: correlationId,
+      causation_id: null,
+      task_id: `task_${runId.slice(4)}`,
+      aggregate: { type: "dag_run", id: runId, version: 0 },
+      order_key: runId,
+      producer: "test",
+      attempt: 1,
+      payload: { run_id: runId, ...payload },
+    }) as Envelope;
+  const completed = (type: string, nodeId: string, generation: number, output: unknown) =>
+    ({
+      ...command(type, {}),
+      aggregate: { type: "agent_run", id: agentRunId(runId, nodeId, generation), version: 1 },
+      payload: { run_id: runId, node_id: nodeId, generation, output },
+    }) as Envelope;
+  const send = (event: Envelope) => consume(event, role, deps);
+  const stored = () => store.states.get(`dag_run#${runId}`);
+  const state = () => stored()?.data as OrchestratorState;
+  const due = () => store.dueIndex.get(`dag_run#${runId}`)?.dueAt;
+  const start = (workflow = "long-form") =>
+    send(command("workflow.start.requested", { workflow, request: { topic_hint: "tides" } }));
+  const heartbeat = (nodeId: string, generation: number, leaseSeconds: number) =>
+    send(
+      command("node.heartbeat", {
+        node_id: nodeId,
+        generation,
+        lease_seconds: leaseSeconds,
+      }),
+    );
+  return {
+    clock,
+    store,
+    runId,
+    command,
+    completed,
+    send,
+    stored,
+    state,
+    due,
+    start,
+    heartbeat,
+  };
+}
+
+const TOPIC = { topic: "t", angle: "a", sources: ["s"] };
+
+describe("orchestrator leases", () => {
+  it("a released node gets a lease of leaseSeconds (default 900 s); the run is due when it ends", async () => {
+    const t = setup();
+    await t.start();
+    expect(DEFAULT_LEASE_SECONDS).toBe(900);
+    expect(t.state().leases).toEqual({
+      "topic-selection": { generation: 0, expires_at: plus(T0, 900) },
+    });
+    expect(t.due()).toBe(plus(T0, 900));
+    expect(t.state().origin?.correlation_id).toMatch(/^corr_/);
+  });
+
+  it("leaseSeconds and a per-role override set the lease", async () => {
+    const t = setup(createOrchestrator({ leaseSeconds: 60, leaseSecondsByRole: { writer: 600 } }));
+    await t.start("quick-news");
+    expect(t.state().leases?.["topic-selection"]?.expires_at).toBe(plus(T0, 60));
+    t.clock.advance(10_000);
+    await t.send(t.completed("topic_selection.completed", "topic-selection", 0, TOPIC));
+    const at = plus(T0, 10);
+    expect(t.state().leases).toEqual({
+      "fact-check": { generation: 0, expires_at: plus(at, 60) },
+      writing: { generation: 0, expires_at: plus(at, 600) },
+    });
+    // The earliest lease of a RUNNING node.
+    expect(t.due()).toBe(plus(at, 60));
+  });
+
+  it("a node that leaves RUNNING loses its lease; a run with nothing RUNNING or held is not due", async () => {
+    const t = setup(createOrchestrator({ leaseSeconds: 60 }));
+    await t.start();
+    const outputs: [string, string, unknown][] = [
+      ["topic_selection.completed", "topic-selection", TOPIC],
+      ["fact_check.completed", "fact-check", { verdict: "pass", checked_claims: 1, notes: "ok" }],
+      ["writing.completed", "writing", { title: "T", body: "B" }],
+      ["review.completed", "review", { approved: true, edits: 0, final_title: "T" }],
+    ];
+    for (const [type, node, output] of outputs) {
+      t.clock.advance(1000);
+      await t.send(t.completed(type, node, 0, output));
+      expect(Object.keys(t.state().leases ?? {}), node).not.toContain(node);
+    }
+    expect(t.state().run.status).toBe("COMPLETED");
+    expect(t.state().leases).toEqual({});
+    expect(t.due()).toBeUndefined();
+  });
+
+  it("a state stored before leases is read as having none, and gains them on its next write", async () => {
+    const t = setup(createOrchestrator({ leaseSeconds: 60 }));
+    await t.start("quick-news");
+    const key = `dag_run#${t.runId}`;
+    const old = t.store.states.get(key);
+    if (!old) throw new Error("no state");
+    const { leases: _leases, origin: _origin, ...legacy } = old.data as OrchestratorState;
+    t.store.states.set(key, { ...old, data: legacy });
+    t.clock.advance(5000);
+    await t.send(t.completed("topic_selection.completed", "topic-selection", 0, TOPIC));
+    expect(Object.keys(t.state().leases ?? {}).sort()).toEqual(["fact-check", "writing"]);
+  });
+});
+
+describe("node.heartbeat", () => {
+  it("extends the lease of a RUNNING node of that generation to now + lease_seconds; emits nothing", async () => {
+    const t = setup(createOrchestrator({ leaseSeconds: 60 }));
+    await t.start();
+    t.clock.advance(50_000);
+    const result = await t.heartbeat("topic-selection", 0, 300);
+    expect(result.status).toBe("applied");
+    expect(result.steps.at(-1)?.emitted).toEqual([]);
+    const now = plus(T0, 50);
+    expect(t.state().leases?.["topic-selection"]).toEqual({
+      generation: 0,
+      expires_at: plus(now, 300),
+    });
+    expect(t.due()).toBe(plus(now, 300));
+  });
+
+  it("never shortens a lease: a shorter heartbeat writes nothing", async () => {
+    const t = setup(createOrchestrator({ leaseSeconds: 600 }));
+    await t.start();
+    const before = t.stored()?.revision;
+    t.clock.advance(1000);
+    await t.heartbeat("topic-selection", 0, 10);
+    expect(t.stored()?.revision).toBe(before);
+    expect(t.state().leases?.["topic-selection"]?.expires_at).toBe(plus(T0, 600));
+  });
+
+  it("a stale generation, a node not RUNNING or an unknown run is ignored", async () => {
+    const t = setup(createOrchestrator({ leaseSeconds: 60 }));
+    await t.start();
+    const before = t.stored()?.revision;
+    await t.heartbeat("topic-selection", 1, 900);
+    await t.heartbeat("review", 0, 900);
+    expect(t.stored()?.revision).toBe(before);
+    const other = setup();
+    const result = await other.heartbeat("topic-selection", 0, 900);
+    expect(result.status).toBe("applied");
+    expect(other.stored()).toBeUndefined();
+  });
+});
+
+describe("node.lease.expired and the lease", () => {
+  it("a report of an expiry that a heartbeat has since pushed back is ignored", async () => {
+    const t = setup(createOrchestrator({ leaseSeconds: 60 }));
+    await t.start();
+    t.clock.advance(61_000);
+    await t.heartbeat("topic-selection", 0, 300);
+    await t.send(
+      t.command("node.lease.expired", {
+        node_id: "topic-selection",
+        generation: 0,
+        expired_at: plus(T0, 60),
+      }),
+    );
+    expect(t.state().run.nodes["topic-selection"]?.state).toBe("RUNNING");
+  });
+
+  it("a report of a lease that has run out fails the node (agent_run.lease_expired)", async () => {
+    const t = setup(createOrchestrator({ leaseSeconds: 60 }));
+    await t.start();
+    t.clock.advance(61_000);
+    await t.send(
+      t.command("node.lease.expired", {
+        node_id: "topic-selection",
+        generation: 0,
+        expired_at: plus(T0, 60),
+      }),
+    );
+    expect(t.state().run.nodes["topic-selection"]).toMatchObject({
+      state: "FAILED",
+      error: { code: "agent_run.lease_expired", error_class: "transient" },
+    });
+    expect(t.state().leases).toEqual({});
+    expect(t.due()).toBeUndefined();
+  });
+});
+
+describe("release nudges", () => {
+  it("nothing RUNNING but nodes held: due in 30 s, and each fruitless release re-arms it", async () => {
+    let depth = 500;
+    const t = setup(
+      createOrchestrator({
+        queueDepth: (groups) => Object.fromEntries(groups.map((g) => [g, depth])),
+      }),
+    );
+    await t.start();
+    expect(t.state().held.map((h) => h.node_id)).toEqual(["topic-selection"]);
+    expect(t.state().leases).toEqual({});
+    expect(t.due()).toBe(plus(T0, 30));
+
+    t.clock.advance(31_000);
+    const revision = t.stored()?.revision ?? 0;
+    await t.send(t.command("workflow.release.requested", {}));
+    expect(t.stored()?.revision).toBe(revision + 1);
+    expect(t.due()).toBe(plus(T0, 61));
+
+    depth = 0;
+    t.clock.advance(31_000);
+    const released = await t.send(t.command("workflow.release.requested", {}));
+    expect(released.steps.at(-1)?.emitted.map((e) => e.event_type)).toEqual([
+      "topic_selection.requested",
+    ]);
+    expect(t.state().held).toEqual([]);
+    expect(t.due()).toBe(plus(plus(T0, 62), DEFAULT_LEASE_SECONDS));
+  });
+});
+
+describe("content agents' heartbeat", () => {
+  it("is a node.heartbeat for the request's run, node and generation, with the agent's lease", () => {
+    const agent = createContentAgent({
+      role: "writing",
+      model: new DeterministicLocalModel(),
+      leaseSeconds: 240,
+    });
+    const t = setup();
+    const request = {
+      ...t.command("writing.requested", {}),
+      payload: {
+        run_id: t.runId,
+        node_id: "writing",
+        generation: 3,
+        attempt: 1,
+        input: {},
+        run_input: { topic_hint: "tides" },
+      },
+    } as Envelope;
+    expect(agent.heartbeat?.(request)).toEqual({
+      type: "node.heartbeat",
+      payload: { run_id: t.runId, node_id: "writing", generation: 3, lease_seconds: 240 },
+      aggregate: { type: "dag_run", id: t.runId },
+      orderKey: t.runId,
+    });
+    expect(agent.heartbeat?.({ ...request, event_type: "review.requested" })).toBeUndefined();
+    // Capped at what node.heartbeat accepts.
+    const long = createContentAgent({
+      role: "writing",
+      model: new DeterministicLocalModel(),
+      leaseSeconds: 10_000,
+    });
+    expect(long.heartbeat?.(request)?.payload).toMatchObject({ lease_seconds: 3600 });
+  });
+});

@@ -1,0 +1,176 @@
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { EventBridgeClient, type PutEventsCommandInput } from "@aws-sdk/client-eventbridge";
+import { ulid } from "ulid";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
+import type { TableNames } from "../../functions/adapters/dynamodb/tables";
+import { TransientError } from "../../functions/core/errors";
+import { consume } from "../../functions/core/pipeline";
+import { ManualClock, ulidSource } from "../../functions/core/runtime";
+import { createSweeperHandler } from "../../functions/handlers/sweeper";
+import { createOrchestrator, type OrchestratorState } from "../../functions/roles/orchestrator";
+import { type Envelope, registry } from "../../schemas";
+import { emulator } from "../support/aws";
+import { newUlid } from "../support/factories";
+import { createTables, deleteTables } from "../support/tables";
+
+process.env.POWERTOOLS_LOG_LEVEL = "SILENT";
+process.env.POWERTOOLS_METRICS_DISABLED = "true";
+
+/**
+ * The sweeper handler against DynamoDB on moto: runs written by the orchestrator through the
+ * pipeline, found through the state table's by-due index, reported with PutEvents (recorded by a
+ * stand-in EventBridge client).
+ */
+
+let dynamodb: DynamoDBClient;
+let tables: TableNames;
+// Far in the future, so that no other row of these tables is due before these cases' runs.
+const clock = new ManualClock("2090-03-01T10:00:00.000Z");
+
+beforeAll(async () => {
+  dynamodb = new DynamoDBClient(emulator());
+  tables = await createTables(dynamodb, `sw-${newUlid().toLowerCase()}`);
+});
+
+afterAll(async () => {
+  await deleteTables(dynamodb, tables);
+  dynamodb.destroy();
+});
+
+function fakeEventBridge(failCode?: string) {
+  const client = new EventBridgeClient(emulator());
+  const puts: PutEventsCommandInput[] = [];
+  client.middlewareStack.add(
+    () => async (args) => {
+      const input = args.input as PutEventsCommandInput;
+      puts.push(input);
+      const entries = (input.Entries ?? []).map(() =>
+        failCode ? { ErrorCode: failCode, ErrorMessage: "no" } : { EventId: ulid() },
+      );
+      return {
+        output: {
+          $metadata: {},
+          FailedEntryCount: failCode ? entries.length : 0,
+          Entries: entries,
+        },
+        response: {},
+      } as never;
+    },
+    { step: "initialize", name: "fake-put-events" },
+  );
+  return { client, puts };
+}
+
+const store = () =>
+  new DynamoEventStore({
+    client: dynamodb,
+    tables: { state: tables.state, events: tables.events, inbox: tables.inbox },
+    clock,
+  });
+
+async function startRun(leaseSeconds: number): Promise<{ runId: string; start: Envelope }> {
+  const runId = `run_${ulid()}`;
+  const start = {
+    event_id: ulid(),
+    event_type: "workflow.start.requested",
+    schema_version: 1,
+    occurred_at: clock.now().toISOString(),
+    correlation_id: `corr_${ulid()}`,
+    causation_id: null,
+    task_id: `task_${ulid()}`,
+    aggregate: { type: "dag_run", id: runId, version: 0 },
+    order_key: runId,
+    producer: "test",
+    attempt: 1,
+    payload: { run_id: runId, workflow: "long-form", request: { topic_hint: "tides" } },
+  } as Envelope;
+  await consume(start, createOrchestrator({ leaseSeconds }), {
+    store: store(),
+    registry,
+    clock,
+    ids: ulidSource(clock),
+  });
+  return { runId, start };
+}
+
+const env = {
+  STATE_TABLE: "",
+  BUS_EVENTS: "agentbus-test-events",
+  BUS_COMMANDS: "agentbus-test-commands",
+};
+
+describe("sweeper handler", () => {
+  it("reports a node RUNNING past its lease on the events bus, with the same id on every sweep", async () => {
+    const { runId, start } = await startRun(60);
+    const bus = fakeEventBridge();
+    const sweep = createSweeperHandler({
+      env: { ...env, STATE_TABLE: tables.state },
+      dynamodb,
+      eventbridge: bus.client,
+      clock,
+    });
+    expect(await sweep()).toMatchObject({ due: 0, published: 0 });
+    expect(bus.puts).toEqual([]);
+
+    clock.advance(61_000);
+    const report = await sweep();
+    expect(report).toMatchObject({ due: 1, loaded: 1, leaseExpired: 1, published: 1, failed: 0 });
+    const entry = bus.puts[0]?.Entries?.[0];
+    expect(entry).toMatchObject({
+      EventBusName: "agentbus-test-events",
+      DetailType: "node.lease.expired",
+      Source: "agentbus",
+    });
+    const envelope = JSON.parse(entry?.Detail ?? "{}") as Envelope;
+    expect(envelope).toMatchObject({
+      producer: "lease-sweeper",
+      correlation_id: start.correlation_id,
+      aggregate: { type: "dag_run", id: runId, version: 0 },
+      payload: { run_id: runId, node_id: "topic-selection", generation: 0 },
+    });
+    expect(registry.parse(envelope).ok).toBe(true);
+
+    await sweep();
+    const again = JSON.parse(bus.puts[1]?.Entries?.[0]?.Detail ?? "{}") as Envelope;
+    expect(again.event_id).toBe(envelope.event_id);
+    bus.client.destroy();
+
+    // The orchestrator fails the node; the run is no longer due.
+    const orchestrator = createOrchestrator({ leaseSeconds: 60 });
+    const deps = { store: store(), registry, clock, ids: ulidSource(clock) };
+    await consume(envelope, orchestrator, deps);
+    const loaded = await store().load({ state: { type: "dag_run", id: runId } });
+    const state = loaded.state?.data as OrchestratorState;
+    expect(state.run.nodes["topic-selection"]?.error?.code).toBe("agent_run.lease_expired");
+    const quiet = fakeEventBridge();
+    const after = createSweeperHandler({
+      env: { ...env, STATE_TABLE: tables.state },
+      dynamodb,
+      eventbridge: quiet.client,
+      clock,
+    });
+    expect(await after()).toMatchObject({ due: 0, published: 0 });
+    quiet.client.destroy();
+  });
+
+  it("fails the invocation (transiently) when entries could not be published", async () => {
+    await startRun(30);
+    clock.advance(31_000);
+    const bus = fakeEventBridge("ThrottlingException");
+    const sweep = createSweeperHandler({
+      env: { ...env, STATE_TABLE: tables.state },
+      dynamodb,
+      eventbridge: bus.client,
+      clock,
+    });
+    await expect(sweep()).rejects.toBeInstanceOf(TransientError);
+    expect(bus.puts.length).toBe(1);
+    bus.client.destroy();
+  });
+
+  it("names a missing STATE_TABLE or missing buses", () => {
+    expect(() => createSweeperHandler({ env: { BUS_EVENTS: "b" } })).toThrow(/STATE_TABLE/);
+    expect(() => createSweeperHandler({ env: { STATE_TABLE: "t" } })).toThrow(/BUS_<TOPIC>/);
+  });
+});
