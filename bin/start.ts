@@ -1,9 +1,15 @@
 import { Command } from "commander";
 import { ulid } from "ulid";
 import type { ConsumeResult } from "../functions/core/pipeline";
+import {
+  type ConversationScenarioResult,
+  hasConversation,
+  renderConversation,
+  runConversationScenario,
+} from "../lib/local/conversation";
 import { type LocalEnvironment, startLocal } from "../lib/local/environment";
 import type { RuntimeEvent } from "../lib/local/runtime";
-import { runScenario } from "../lib/local/scenario";
+import { readDeadLetters, runScenario } from "../lib/local/scenario";
 import { renderSummary, renderTimeline, renderTrace } from "../lib/local/trace";
 import { silenceNodeVersionWarning } from "../lib/local/warnings";
 
@@ -76,6 +82,9 @@ async function main(): Promise<void> {
     verbose: opts.verbose,
     reset: Boolean(endpoint),
     onEvent: liveLine,
+    onDelivery: (d) => {
+      if (live) out(`  channel: delivered ${d.key} to ${d.recipient}: ${d.text}`);
+    },
   });
   const d = env.deployment;
   const skipped = Object.entries(d.skipped)
@@ -95,11 +104,29 @@ async function main(): Promise<void> {
   out();
   out("scenario");
   const result = await runScenario(env, (line) => out(`  ${line}`));
+  let support: ConversationScenarioResult | undefined;
+  if (hasConversation(env))
+    support = await runConversationScenario(env, (line) => out(`  ${line}`));
+  // Dead letters of both parts (the scenario read them before the conversations ran).
+  const deadLetters = support ? await readDeadLetters(env) : result.deadLetters;
+  const checks = [...result.checks, ...(support?.checks ?? [])];
   out();
   out("causal trace");
   for (const correlation of result.correlations) {
     out(await renderTrace(env.store, correlation, env.groups, env.observations));
     out();
+  }
+  if (support) {
+    out("customer-support conversations (causal trace of each message)");
+    for (const correlation of support.correlations) {
+      out(await renderTrace(env.store, correlation, env.groups, env.observations));
+      out();
+    }
+    out("customer-support conversations (the conversation view and the channel's deliveries)");
+    for (const c of support.cases) {
+      out(renderConversation(c, env.channel.deliveries()));
+      out();
+    }
   }
   out("content-production runs (node timelines from the orchestrator's state)");
   for (const run of result.runs) {
@@ -112,19 +139,19 @@ async function main(): Promise<void> {
     out();
   }
   out("dead-letter queues");
-  for (const dl of result.deadLetters)
+  for (const dl of deadLetters)
     out(
       `  ${dl.queue}: ${dl.code} (event ${dl.eventId ?? "?"}): ${dl.reason.split("\n").slice(0, 2).join(" ")}`,
     );
-  if (result.deadLetters.length === 0) out("  empty");
+  if (deadLetters.length === 0) out("  empty");
   out();
   out(renderSummary(env.groups, env.observations));
   out();
   out("checks");
-  for (const c of result.checks)
+  for (const c of checks)
     out(`  ${c.ok ? "ok  " : "FAIL"} ${c.name}${c.ok ? "" : ` — ${c.detail}`}`);
-  const failed = result.checks.filter((c) => !c.ok).length;
-  out(`${result.checks.length - failed} passed, ${failed} failed`);
+  const failed = checks.filter((c) => !c.ok).length;
+  out(`${checks.length - failed} passed, ${failed} failed`);
   if (!opts.keep) return shutdown(failed ? 1 : 0);
 
   const bus = env.buses.events ?? "";

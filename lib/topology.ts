@@ -1,7 +1,10 @@
 import { Duration } from "aws-cdk-lib";
 import type { Role } from "../functions/core/pipeline";
 import { audit } from "../functions/roles/audit";
+import { conversation } from "../functions/roles/conversation";
+import { conversationProjection } from "../functions/roles/conversation-projection";
 import { orchestrator } from "../functions/roles/orchestrator";
+import { router } from "../functions/roles/router";
 import { taskProjection } from "../functions/roles/task-projection";
 import { registry, TOPICS, type Topic as TopicName } from "../schemas";
 import { CONTENT_ROLES, contentEventTypes } from "../schemas/events/workflow";
@@ -276,6 +279,45 @@ export const contentAgentGroups: readonly GroupDeclaration[] = CONTENT_ROLES.map
 }));
 
 /**
+ * The customer-support conversation (seed 000 §10): ingress, router, order lookup, reply
+ * generation, sender and the conversation read model. Every command and fact of a conversation
+ * carries `order_key = conversation_id`, so each group handles one conversation's work in order.
+ * Roles whose decision needs a port (orders, model, channel) are declared by name and
+ * subscriptions here; their handlers build the decision with the port at run time.
+ */
+export const supportGroups: readonly GroupDeclaration[] = [
+  { name: "conversation", role: conversation, handler: "functions/handlers/conversation.ts" },
+  { name: "router", role: router, handler: "functions/handlers/router.ts" },
+  {
+    name: "order-lookup",
+    role: { group: "order-lookup", subscriptions: ["order.lookup.requested"] },
+    handler: "functions/handlers/order-lookup.ts",
+  },
+  {
+    name: "reply-generation",
+    role: { group: "reply-generation", subscriptions: ["reply.generation.requested"] },
+    handler: "functions/handlers/reply-generation.ts",
+    // One model call per invocation, as for the content agents.
+    batchSize: 1,
+    functionTimeout: Duration.minutes(2),
+  },
+  {
+    name: "sender",
+    role: { group: "sender", subscriptions: ["notification.send.requested"] },
+    handler: "functions/handlers/sender.ts",
+    batchSize: 1,
+    // The sender escalates an outcome it cannot learn after 5 attempts (MAX_UNKNOWN_ATTEMPTS);
+    // the queue must hand the message out at least that often before dead-lettering it.
+    maxReceiveCount: 8,
+  },
+  {
+    name: "conversation-projection",
+    role: conversationProjection,
+    handler: "functions/handlers/conversation-projection.ts",
+  },
+];
+
+/**
  * AgentBus's own topology. To add an agent role: write its decision in `functions/roles/`, its
  * handler (wiring only) in `functions/handlers/`, and declare the group here.
  */
@@ -300,5 +342,6 @@ export const topology = defineTopology({
       handler: "functions/handlers/orchestrator.ts",
     },
     ...contentAgentGroups,
+    ...supportGroups,
   ],
 });

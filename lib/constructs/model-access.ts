@@ -26,7 +26,7 @@ export const MODEL_PROVIDER_CONTEXT_KEY = "agentbus:modelProvider";
 export const DEFAULT_MODEL_ID = "anthropic.claude-3-5-haiku-20241022-v1:0";
 
 /**
- * The consumer handlers that call a model (the content agents). Their groups get the model
+ * The consumer handlers that call a model (the content agents and reply generation). Their groups get the model
  * setting even when the stack passes none (`ConsumerGroupProps.model`).
  */
 export const MODEL_CONSUMER_ENTRIES: ReadonlySet<string> = new Set([
@@ -34,6 +34,7 @@ export const MODEL_CONSUMER_ENTRIES: ReadonlySet<string> = new Set([
   "functions/handlers/fact-check.ts",
   "functions/handlers/writing.ts",
   "functions/handlers/review.ts",
+  "functions/handlers/reply-generation.ts",
 ]);
 
 /** A foundation model id: provider.name[-version][:n] (no ARN, no wildcard, no inference profile). */

@@ -11,9 +11,11 @@ import { CONTENT_ROLES } from "../../schemas/events/workflow";
 import { functionsOfKind, type Resource, statementsOf, synthesizeStack } from "./support";
 
 /**
- * The content agents' model: each agent's consumer gets MODEL_PROVIDER / MODEL_ID and, on
- * Bedrock, `bedrock:InvokeModel` on exactly that foundation model; nothing else calls a model.
+ * The model callers' access (the content agents and reply generation): each one's consumer gets
+ * MODEL_PROVIDER / MODEL_ID and, on Bedrock, `bedrock:InvokeModel` on exactly that foundation
+ * model; nothing else calls a model.
  */
+const MODEL_GROUPS: string[] = [...CONTENT_ROLES, "reply-generation"];
 const consumers = (context: Record<string, unknown> = {}) =>
   functionsOfKind(synthesizeStack({}, "AgentBus-test", context).template, "consumer");
 const groupOf = (fn: Resource) => fn.Metadata["agentbus:group"] as string;
@@ -34,7 +36,7 @@ const modelArn = (modelId: string) => ({
   ],
 });
 
-describe("content agents' model access", () => {
+describe("model access of the agents that call a model", () => {
   it("declares the orchestrator and the four content agents as FIFO groups", () => {
     const fifo = topology.groups.filter((g) => g.ordering === "fifo").map((g) => g.name);
     expect(fifo).toEqual(expect.arrayContaining(["orchestrator", ...CONTENT_ROLES]));
@@ -43,8 +45,8 @@ describe("content agents' model access", () => {
   it("Bedrock by default: the default model id, InvokeModel on that model only", () => {
     const template = synthesizeStack().template;
     const all = functionsOfKind(template, "consumer");
-    const agents = all.filter((fn) => (CONTENT_ROLES as string[]).includes(groupOf(fn)));
-    expect(agents.map(groupOf).sort()).toEqual([...CONTENT_ROLES].sort());
+    const agents = all.filter((fn) => MODEL_GROUPS.includes(groupOf(fn)));
+    expect(agents.map(groupOf).sort()).toEqual([...MODEL_GROUPS].sort());
     for (const fn of agents) {
       expect(envOf(fn), groupOf(fn)).toMatchObject({
         MODEL_PROVIDER: "bedrock",
@@ -80,7 +82,7 @@ describe("content agents' model access", () => {
       [MODEL_PROVIDER_CONTEXT_KEY]: "local",
     });
     for (const fn of functionsOfKind(template, "consumer").filter((f) =>
-      (CONTENT_ROLES as string[]).includes(groupOf(f)),
+      MODEL_GROUPS.includes(groupOf(f)),
     )) {
       expect(envOf(fn).MODEL_PROVIDER).toBe("local");
       expect(envOf(fn).MODEL_ID).toBeUndefined();

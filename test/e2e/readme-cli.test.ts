@@ -10,6 +10,14 @@ const README = readFileSync(join(import.meta.dirname, "..", "..", "README.md"), 
 const block = /<!-- cli-example:start -->\n```sh\n([\s\S]*?)```\n<!-- cli-example:end -->/.exec(
   README,
 )?.[1];
+const conversationBlock =
+  /<!-- cli-conversation:start -->\n```sh\n([\s\S]*?)```\n<!-- cli-conversation:end -->/.exec(
+    README,
+  )?.[1];
+const viewBlock =
+  /<!-- cli-conversation-view:start -->\n```sh\n([\s\S]*?)```\n<!-- cli-conversation-view:end -->/.exec(
+    README,
+  )?.[1];
 const awsCli = spawnSync("aws", ["--version"], { stdio: "ignore" }).status === 0;
 if (!awsCli)
   console.warn("README AWS CLI example skipped: the `aws` command (AWS CLI) is not installed here");
@@ -29,15 +37,16 @@ describe.skipIf(!awsCli)("README: send an event with the AWS CLI", () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  const run = () => {
-    expect(block, "README has a cli-example block").toBeDefined();
-    const script = (block ?? "").replaceAll("http://127.0.0.1:4566", env.endpoint);
-    return JSON.parse(
-      execFileSync("bash", ["-euo", "pipefail", "-c", script], { cwd: dir, encoding: "utf8" }),
-    ) as {
-      FailedEntryCount: number;
-    };
+  /** Run a README block as written, against this run's emulator endpoint instead of 4566. */
+  const shell = (text: string | undefined, what: string): string => {
+    expect(text, `README has a ${what} block`).toBeDefined();
+    const script = (text ?? "").replaceAll("http://127.0.0.1:4566", env.endpoint);
+    return execFileSync("bash", ["-euo", "pipefail", "-c", script], {
+      cwd: dir,
+      encoding: "utf8",
+    });
   };
+  const run = () => JSON.parse(shell(block, "cli-example")) as { FailedEntryCount: number };
 
   it("is applied once, and a second send is a duplicate", async () => {
     expect(run().FailedEntryCount).toBe(0);
@@ -57,4 +66,32 @@ describe.skipIf(!awsCli)("README: send an event with the AWS CLI", () => {
     const [row] = await env.store.inboxRecords("task-projection", [eventId]);
     expect(row?.outcome).toBe("applied");
   });
+
+  it("drives a conversation: the customer's message gets one reply, which the view shows", async () => {
+    const sent = JSON.parse(shell(conversationBlock, "cli-conversation")) as {
+      FailedEntryCount: number;
+    };
+    expect(sent.FailedEntryCount).toBe(0);
+    const conversationId = /\\"conversation_id\\":\\"(conv_[0-9A-Z]{26})\\"/.exec(
+      conversationBlock ?? "",
+    )?.[1];
+    expect(conversationId).toBeDefined();
+    const deadline = Date.now() + 120_000;
+    while (
+      !env.channel.deliveries().some((d) => d.conversationId === conversationId) &&
+      Date.now() < deadline
+    )
+      await new Promise((r) => setTimeout(r, 250));
+    const deliveries = env.channel.deliveries().filter((d) => d.conversationId === conversationId);
+    expect(deliveries).toHaveLength(1);
+    expect(deliveries[0]?.recipient).toBe("cust_alice");
+    expect(deliveries[0]?.text).toContain("123");
+    await env.runtime.idle({ quietMs: 500 });
+
+    // The view block runs in the terminal the message was sent from: with its exports.
+    const exports = (conversationBlock ?? "").split("\n").filter((l) => l.startsWith("export "));
+    const view = shell(viewBlock && [...exports, viewBlock].join("\n"), "cli-conversation-view");
+    expect(view).toContain('"delivered"');
+    expect(view).toContain("Order 123");
+  }, 180_000);
 });

@@ -1,0 +1,157 @@
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { SNSClient } from "@aws-sdk/client-sns";
+import { z } from "zod";
+import { LocalChannel } from "../adapters/channel/local-channel";
+import { SnsChannel } from "../adapters/channel/sns-channel";
+import { DynamoEventStore } from "../adapters/dynamodb/event-store";
+import { DynamoOrders } from "../adapters/dynamodb/orders";
+import { DynamoSideEffects } from "../adapters/dynamodb/side-effects";
+import type { ModelPort } from "../core/model";
+import type { Role } from "../core/pipeline";
+import type { ChannelPort } from "../core/side-effects";
+import { conversationVersionReader, createConversation } from "../roles/conversation";
+import { createOrderLookup, type OrdersPort } from "../roles/order-lookup";
+import { createReplyGeneration } from "../roles/reply-generation";
+import { createSender } from "../roles/sender";
+import { type ConsumerOptions, createConsumerHandler, type SqsBatchHandler } from "./consumer";
+import { modelFromEnv } from "./content-agents";
+import { ConsumerEnv, parseEnv } from "./env";
+
+/**
+ * The Lambda side of the customer-support conversation (seed 000 §10): the shared consumer with
+ * each role's decision and the ports it needs, built from the function's environment:
+ *
+ * - conversation: `REPLY_TTL_SECONDS` (default 300), how long a reply stays worth sending.
+ * - order-lookup: `ORDERS_TABLE`, the orders table (GetItem only).
+ * - reply-generation: `MODEL_PROVIDER` / `MODEL_ID` (see ./content-agents), and the state table
+ *   for the conversation's current version.
+ * - sender: `CHANNEL_PROVIDER` = `sns` (default: `CHANNEL_TOPIC_ARN`, an SNS FIFO topic) or
+ *   `local` (the LocalChannel stand-in, which only records deliveries in memory),
+ *   `SIDE_EFFECTS_TABLE` for the idempotency records, `MAX_UNKNOWN_ATTEMPTS` (default 5).
+ *
+ * Tests and the local runtime may inject `model`, `channel` or `orders`, which win over the
+ * environment.
+ */
+
+export interface SupportOptions extends ConsumerOptions {
+  readonly model?: ModelPort;
+  readonly channel?: ChannelPort;
+  readonly orders?: OrdersPort;
+  readonly sns?: SNSClient;
+}
+
+export const ConversationEnv = z.object({
+  REPLY_TTL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
+});
+
+export const OrderLookupEnv = z.object({ ORDERS_TABLE: z.string().min(1) });
+
+export const SenderEnv = z.discriminatedUnion("CHANNEL_PROVIDER", [
+  z.object({
+    CHANNEL_PROVIDER: z.literal("sns"),
+    CHANNEL_TOPIC_ARN: z.string().regex(/^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:.+\.fifo$/, {
+      message: "must be the ARN of an SNS FIFO topic",
+    }),
+    SIDE_EFFECTS_TABLE: z.string().min(1),
+    MAX_UNKNOWN_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(5),
+  }),
+  z.object({
+    CHANNEL_PROVIDER: z.literal("local"),
+    SIDE_EFFECTS_TABLE: z.string().min(1),
+    MAX_UNKNOWN_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(5),
+  }),
+]);
+
+type Env = Record<string, string | undefined>;
+
+const envOf = (options: SupportOptions): Env => options.env ?? process.env;
+
+/** The client shared by the consumer and the role's own reads. */
+function withClient(options: SupportOptions): SupportOptions & { dynamodb: DynamoDBClient } {
+  return { ...options, dynamodb: options.dynamodb ?? new DynamoDBClient({}) };
+}
+
+/** The conversation's current version, read from the state table the consumer writes. */
+function versions(options: SupportOptions & { dynamodb: DynamoDBClient }, what: string) {
+  const env = parseEnv(ConsumerEnv, envOf(options), what);
+  const store = new DynamoEventStore({
+    client: options.dynamodb,
+    tables: { state: env.STATE_TABLE, events: env.EVENTS_TABLE, inbox: env.INBOX_TABLE },
+  });
+  return conversationVersionReader(store);
+}
+
+export function createConversationHandler(options: SupportOptions = {}): SqsBatchHandler {
+  const env = parseEnv(ConversationEnv, envOf(options), "conversation");
+  return createConsumerHandler(
+    createConversation({ replyTtlSeconds: env.REPLY_TTL_SECONDS }),
+    options,
+  );
+}
+
+export function createOrderLookupHandler(options: SupportOptions = {}): SqsBatchHandler {
+  const base = withClient(options);
+  const orders =
+    options.orders ??
+    new DynamoOrders(
+      base.dynamodb,
+      parseEnv(OrderLookupEnv, envOf(options), "order-lookup").ORDERS_TABLE,
+    );
+  return createConsumerHandler(createOrderLookup({ orders }), base);
+}
+
+export function createReplyGenerationHandler(options: SupportOptions = {}): SqsBatchHandler {
+  const base = withClient(options);
+  const model = options.model ?? modelFromEnv(envOf(options), "reply-generation");
+  return createConsumerHandler(
+    createReplyGeneration({ model, conversationVersion: versions(base, "reply-generation") }),
+    base,
+  );
+}
+
+export function createSenderHandler(options: SupportOptions = {}): SqsBatchHandler {
+  const base = withClient(options);
+  const raw = envOf(options);
+  const env = parseEnv(
+    SenderEnv,
+    { ...raw, CHANNEL_PROVIDER: raw.CHANNEL_PROVIDER ?? "sns" },
+    "sender",
+  );
+  const channel =
+    options.channel ??
+    (env.CHANNEL_PROVIDER === "local"
+      ? new LocalChannel()
+      : new SnsChannel({
+          client: options.sns ?? new SNSClient({}),
+          topicArn: env.CHANNEL_TOPIC_ARN,
+        }));
+  return createConsumerHandler(
+    createSender({
+      channel,
+      sideEffects: new DynamoSideEffects({
+        client: base.dynamodb,
+        tableName: env.SIDE_EFFECTS_TABLE,
+      }),
+      conversationVersion: versions(base, "sender"),
+      maxUnknownAttempts: env.MAX_UNKNOWN_ATTEMPTS,
+    }),
+    base,
+  );
+}
+
+/** A Lambda entry point: built on the first invocation from the function's environment, then reused. */
+export function lazyHandler(build: () => SqsBatchHandler): SqsBatchHandler {
+  let handler: SqsBatchHandler | undefined;
+  return (event, context) => {
+    handler ??= build();
+    return handler(event, context);
+  };
+}
+
+/** The consumer of a role that needs no port (router, projection). */
+export function plainHandler<S>(role: Role<S>) {
+  return {
+    create: (options?: ConsumerOptions) => createConsumerHandler(role, options),
+    handler: lazyHandler(() => createConsumerHandler(role)),
+  };
+}

@@ -1,0 +1,242 @@
+import { ulid } from "ulid";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ConversationState } from "../../functions/roles/conversation";
+import {
+  customerMessage,
+  loadConversation,
+  sendCommandOf,
+  sideEffectOf,
+  streamOf,
+  waitUntil,
+} from "../../lib/local/conversation";
+import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
+import { putOnBus, readDeadLetters } from "../../lib/local/scenario";
+import { topology } from "../../lib/topology";
+import type { Envelope } from "../../schemas";
+import { emulator } from "../support/aws";
+
+/**
+ * The customer-support conversation end to end on the local runtime: the stack synthesized and
+ * deployed to the emulator, the handlers running in-process, customers' messages put on the
+ * events bus as a client would, replies delivered through the local channel (which records every
+ * delivery). Each test asserts on stored state and on the channel's record of deliveries.
+ */
+const TIMEOUT = 120_000;
+
+describe("customer-support conversation on the local runtime", () => {
+  let env: LocalEnvironment;
+  const conv = () => `conv_${ulid()}`;
+  const send = (...messages: Envelope[]) => putOnBus(env, "events", messages);
+  const deliveriesTo = (conversationId: string) =>
+    env.channel.deliveries().filter((d) => d.conversationId === conversationId);
+  const delivered = (conversationId: string, taskId: string) =>
+    waitUntil(
+      `the delivery of ${taskId}`,
+      async () => {
+        const view = await loadConversation(env, conversationId);
+        return view?.turns[taskId]?.status === "delivered" ? view : undefined;
+      },
+      TIMEOUT,
+    );
+  const inboxRow = async (group: string, eventId: string) =>
+    (await env.store.inboxRecords(group, [eventId]))[0];
+
+  beforeAll(async () => {
+    env = await startLocal({
+      endpoint: emulator().endpoint,
+      stage: `cv${ulid().slice(-6).toLowerCase()}`,
+    });
+  }, 240_000);
+
+  afterAll(async () => {
+    await env?.stop();
+  });
+
+  it(
+    "two messages in quick succession: one reply, built from the second; the first one superseded",
+    async () => {
+      const id = conv();
+      const first = customerMessage(id, "cust_alice", "Has the refund for order 123 gone through?");
+      const second = customerMessage(id, "cust_alice", "Sorry, I meant order A-1001: where is it?");
+      env.runtime.pauseGroup("sender");
+      try {
+        await send(first);
+        const firstSend = await waitUntil(
+          "the first send command",
+          () => sendCommandOf(env, first.task_id),
+          TIMEOUT,
+        );
+        expect(firstSend.input_version).toBe(1);
+        await send(second);
+        await waitUntil(
+          "the second send command",
+          () => sendCommandOf(env, second.task_id),
+          TIMEOUT,
+        );
+      } finally {
+        env.runtime.resumeGroup("sender");
+      }
+      const view = await delivered(id, second.task_id);
+
+      const deliveries = deliveriesTo(id);
+      expect(deliveries).toHaveLength(1);
+      expect(deliveries[0]?.key).toBe(`${second.task_id}:reply:1`);
+      expect(deliveries[0]?.text).toContain("A-1001");
+      expect(deliveries[0]?.recipient).toBe("cust_alice");
+
+      const conversation = await env.store.load({ state: { type: "conversation", id } });
+      expect((conversation.state?.data as ConversationState | undefined)?.version).toBe(2);
+      expect(view.turns[second.task_id]).toMatchObject({ input_version: 2, status: "delivered" });
+      expect(view.turns[first.task_id]?.status).not.toBe("delivered");
+
+      await env.runtime.idle();
+      const firstSend = (await sendCommandOf(env, first.task_id)) as Envelope;
+      expect(await inboxRow("sender", firstSend.event_id)).toMatchObject({
+        outcome: "discarded",
+        reason: "superseded",
+      });
+      // The superseded send never reached the channel, nor claimed an idempotency key.
+      expect(await sideEffectOf(env, `${first.task_id}:reply:1`)).toBeUndefined();
+    },
+    TIMEOUT * 2,
+  );
+
+  it(
+    "the send command delivered three times: one delivery",
+    async () => {
+      const id = conv();
+      const message = customerMessage(id, "cust_bob", "Was order 456 delivered?");
+      const sendsBefore = env.channel.sends();
+      env.runtime.pauseGroup("sender");
+      let command: Envelope;
+      try {
+        await send(message);
+        command = await waitUntil(
+          "the send command",
+          () => sendCommandOf(env, message.task_id),
+          TIMEOUT,
+        );
+        // Two more copies of the same command (the same event id), as a replay would deliver them.
+        await putOnBus(env, "commands", [command, command]);
+      } finally {
+        env.runtime.resumeGroup("sender");
+      }
+      await delivered(id, message.task_id);
+      await env.runtime.idle();
+
+      const key = `${message.task_id}:reply:1`;
+      expect(deliveriesTo(id).map((d) => d.key)).toEqual([key]);
+      expect(env.channel.sends() - sendsBefore).toBe(1);
+      const record = await sideEffectOf(env, key);
+      expect(record).toMatchObject({ state: "succeeded", attempts: 1 });
+      const facts = await streamOf(env, { type: "delivery", id: message.task_id });
+      expect(facts.map((e) => e.event_type)).toEqual(["notification.delivered"]);
+      const seen = (env.observations.deliveries.get(command.event_id) ?? []).filter(
+        (d) => d.group === "sender",
+      );
+      expect(seen.filter((d) => d.status === "applied")).toHaveLength(1);
+    },
+    TIMEOUT * 2,
+  );
+
+  it(
+    "the channel times out after applying the send: resolved by query, one delivery, no new key",
+    async () => {
+      const id = conv();
+      env.channel.inject({ kind: "timeout-after-apply", recipient: "cust_carol" });
+      const message = customerMessage(
+        id,
+        "cust_carol",
+        "When will the refund for order 789 arrive?",
+      );
+      const queriesBefore = env.channel.queries();
+      await send(message);
+      const view = await delivered(id, message.task_id);
+
+      const key = `${message.task_id}:reply:1`;
+      expect(deliveriesTo(id).map((d) => d.key)).toEqual([key]);
+      expect(env.channel.queries() - queriesBefore).toBeGreaterThanOrEqual(1);
+      expect(view.turns[message.task_id]?.delivery).toMatchObject({
+        idempotency_key: key,
+        confirmed_by: "query",
+      });
+      expect(await sideEffectOf(env, key)).toMatchObject({ state: "succeeded", attempts: 1 });
+      expect(await sideEffectOf(env, `${message.task_id}:reply:2`)).toBeUndefined();
+      const facts = await streamOf(env, { type: "delivery", id: message.task_id });
+      expect(facts).toHaveLength(1);
+      expect(facts[0]?.payload).toMatchObject({ idempotency_key: key, confirmed_by: "query" });
+    },
+    TIMEOUT * 2,
+  );
+
+  it(
+    "an expired command: no model call, no delivery, a recorded expired discard",
+    async () => {
+      const id = conv();
+      const message = customerMessage(id, "cust_alice", "Is the shop open today?", {
+        expires_at: new Date(Date.now() + 10_000).toISOString(),
+      });
+      env.runtime.pauseGroup("reply-generation");
+      let request: Envelope;
+      try {
+        await send(message);
+        request = await waitUntil(
+          "the generation request",
+          async () =>
+            (await streamOf(env, { type: "support_route", id: message.task_id })).find(
+              (e) => e.event_type === "reply.generation.requested",
+            ),
+          TIMEOUT,
+        );
+        expect(request.expires_at).toBe(message.expires_at);
+        await new Promise((r) =>
+          setTimeout(r, Date.parse(request.expires_at ?? "") - Date.now() + 500),
+        );
+      } finally {
+        env.runtime.resumeGroup("reply-generation");
+      }
+      await waitUntil("the discard", () => inboxRow("reply-generation", request.event_id), TIMEOUT);
+      await env.runtime.idle();
+
+      expect(await inboxRow("reply-generation", request.event_id)).toMatchObject({
+        outcome: "discarded",
+        reason: "expired",
+      });
+      expect(env.model.calls({ taskId: message.task_id })).toEqual([]);
+      expect(await streamOf(env, { type: "reply", id: message.task_id })).toEqual([]);
+      expect(deliveriesTo(id)).toEqual([]);
+    },
+    TIMEOUT * 2,
+  );
+
+  it(
+    "a poison message: dead-lettered with its reason within the configured receives, the conversation goes on",
+    async () => {
+      const id = conv();
+      const poison = customerMessage(id, "cust_dave", "hello");
+      (poison.payload as { customer_id: string }).customer_id = "user_13800138000";
+      const fine = customerMessage(id, "cust_dave", "hello again, any news?");
+      await send(poison, fine);
+      await delivered(id, fine.task_id);
+      await env.runtime.idle();
+
+      const letters = (await readDeadLetters(env)).filter((d) => d.eventId === poison.event_id);
+      expect(letters.length).toBeGreaterThanOrEqual(1);
+      for (const letter of letters) {
+        expect(letter.code).toBe("envelope.invalid_payload");
+        expect(letter.reason).toMatch(/customer_id/);
+      }
+      const conversationGroup = topology.groups.find((g) => g.name === "conversation");
+      const attempts = env.observations.errors.filter(
+        (e) => e.group === "conversation" && e.message.includes("customer_id"),
+      ).length;
+      expect(attempts).toBeLessThanOrEqual(conversationGroup?.maxReceiveCount ?? 0);
+      // Nothing of the poison was applied anywhere; the good message was.
+      expect(env.observations.deliveries.get(poison.event_id)).toBeUndefined();
+      const conversation = await env.store.load({ state: { type: "conversation", id } });
+      expect((conversation.state?.data as ConversationState | undefined)?.version).toBe(1);
+      expect(deliveriesTo(id)).toHaveLength(1);
+    },
+    TIMEOUT * 2,
+  );
+});
