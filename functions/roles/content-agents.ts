@@ -23,7 +23,12 @@ import {
   transition,
 } from "../core/agent-run";
 import { PermanentError } from "../core/errors";
-import { invokeStructured, ModelOutputInvalidError, type ModelPort } from "../core/model";
+import {
+  canonicalJson,
+  invokeStructured,
+  ModelOutputInvalidError,
+  type ModelPort,
+} from "../core/model";
 import type { Decision, HeartbeatSpec, Role } from "../core/pipeline";
 
 /**
@@ -249,17 +254,4 @@ function promptOf(request: NodeRequested): string {
     ? `Results of the previous steps, by step:\n${canonicalJson(request.input)}`
     : "There are no previous steps.";
   return `The request:\n${canonicalJson(request.run_input)}\n\n${upstream}`;
-}
-
-/** JSON with object keys sorted, so the same input always gives the same prompt. */
-function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) =>
-    v !== null && typeof v === "object" && !Array.isArray(v)
-      ? Object.fromEntries(
-          Object.entries(v as Record<string, unknown>).sort(([a], [b]) =>
-            a < b ? -1 : a > b ? 1 : 0,
-          ),
-        )
-      : v,
-  );
 }

@@ -8,6 +8,7 @@ import {
 } from "../../schemas/events/conversation";
 import { PermanentError } from "../core/errors";
 import {
+  canonicalJson,
   DEFAULT_STRUCTURED_ATTEMPTS,
   invokeStructured,
   ModelOutputInvalidError,
@@ -237,17 +238,4 @@ export function replyPrompt(request: ReplyGenerationRequested, allowed: readonly
     "Allowed source_refs:",
     ...allowed.map((ref) => `- ${ref}`),
   ].join("\n");
-}
-
-/** JSON with object keys sorted, so the same facts always give the same prompt. */
-export function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) =>
-    v !== null && typeof v === "object" && !Array.isArray(v)
-      ? Object.fromEntries(
-          Object.entries(v as Record<string, unknown>).sort(([a], [b]) =>
-            a < b ? -1 : a > b ? 1 : 0,
-          ),
-        )
-      : v,
-  );
 }

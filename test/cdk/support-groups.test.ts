@@ -5,6 +5,7 @@ import { InMemorySideEffects } from "../../functions/core/side-effects";
 import { createOrderLookup, ordersFrom } from "../../functions/roles/order-lookup";
 import { createReplyGeneration } from "../../functions/roles/reply-generation";
 import { createSender, DEFAULT_MAX_UNKNOWN_ATTEMPTS } from "../../functions/roles/sender";
+import { SUPPORT_GROUPS } from "../../lib/local/conversation";
 import { supportGroups, topology } from "../../lib/topology";
 
 /**
@@ -40,14 +41,8 @@ describe("support groups in the topology", () => {
       const spec = topology.groups.find((g) => g.name === group.name);
       expect(spec?.handler).toBe(group.handler);
     }
-    expect(supportGroups.map((g) => g.name)).toEqual([
-      "conversation",
-      "router",
-      "order-lookup",
-      "reply-generation",
-      "sender",
-      "conversation-projection",
-    ]);
+    // The local conversation run waits for exactly these groups.
+    expect(supportGroups.map((g) => g.name)).toEqual([...SUPPORT_GROUPS]);
   });
 
   it("the sender is handed out more often than it retries an unknown outcome", () => {

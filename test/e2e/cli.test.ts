@@ -269,9 +269,9 @@ describe("agentbus CLI against the local stack", () => {
     ].join("\n");
   };
 
-  /** A quick-news run as the orchestrator stores it, after fact check failed (revision 1). */
-  const storeFailedRun = async (runId: string): Promise<OrchestratorState> => {
-    const start = registry.parse({
+  /** A valid workflow.start.requested for a quick-news run, as a client would send it. */
+  const startRequest = (runId: string) => {
+    const parsed = registry.parse({
       event_id: ulid(),
       event_type: "workflow.start.requested",
       schema_version: 1,
@@ -284,7 +284,13 @@ describe("agentbus CLI against the local stack", () => {
       producer: "test",
       payload: { run_id: runId, workflow: "quick-news", request: { topic_hint: "tides" } },
     });
-    if (!start.ok) throw new Error(start.message);
+    if (!parsed.ok) throw new Error(parsed.message);
+    return parsed;
+  };
+
+  /** A quick-news run as the orchestrator stores it, after fact check failed (revision 1). */
+  const storeFailedRun = async (runId: string): Promise<OrchestratorState> => {
+    const start = startRequest(runId);
     const begun = (
       await orchestrator.decide(undefined, start.envelope, {
         now: new Date(),
@@ -378,20 +384,7 @@ describe("agentbus CLI against the local stack", () => {
 
   it("show prints a stored run (state written as the orchestrator writes it)", async () => {
     const runId = `run_${ulid()}`;
-    const start = registry.parse({
-      event_id: ulid(),
-      event_type: "workflow.start.requested",
-      schema_version: 1,
-      occurred_at: new Date().toISOString(),
-      correlation_id: `corr_${ulid()}`,
-      causation_id: null,
-      task_id: `task_${ulid()}`,
-      aggregate: { type: "dag_run", id: runId, version: 0 },
-      order_key: runId,
-      producer: "test",
-      payload: { run_id: runId, workflow: "quick-news", request: { topic_hint: "tides" } },
-    });
-    if (!start.ok) throw new Error(start.message);
+    const start = startRequest(runId);
     const decision = await orchestrator.decide(undefined, start.envelope, {
       now: new Date(),
       receiveCount: 1,
