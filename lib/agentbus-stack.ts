@@ -189,16 +189,8 @@ export class AgentBusStack extends Stack {
     const agents = this.groups.filter((g) =>
       (CONTENT_ROLES as readonly string[]).includes(g.groupName),
     );
-    const heartbeat = (props.agentHeartbeat ?? DEFAULT_AGENT_HEARTBEAT).toSeconds();
     const events = this.topics.get("events");
-    for (const agent of agents) {
-      const visibility = (agent.queue.node.defaultChild as CfnQueue).visibilityTimeout;
-      if (heartbeat <= 0 || !events || visibility === undefined) continue;
-      agent.consumer.addEnvironment("HEARTBEAT_SECONDS", String(heartbeat));
-      agent.consumer.addEnvironment("VISIBILITY_TIMEOUT_SECONDS", String(visibility));
-      agent.consumer.addEnvironment("EVENTS_BUS_NAME", events.busName);
-      events.grantPutEvents(agent.consumer);
-    }
+    if (events) for (const agent of agents) this.heartbeat(agent, props, events);
     const orchestrator = this.groups.find((g) => g.groupName === ORCHESTRATOR_GROUP);
     if (orchestrator && agents.length > 0) {
       const urls = Object.fromEntries(agents.map((a) => [a.groupName, a.queue.queueUrl]));
@@ -213,6 +205,21 @@ export class AgentBusStack extends Stack {
   }
 
   /**
+   * Turn on a model-calling group's heartbeat: `HEARTBEAT_SECONDS` and its queue's visibility
+   * timeout; with `events`, also the bus its role's heartbeat messages go to and PutEvents on it.
+   */
+  private heartbeat(group: ConsumerGroup, props: AgentBusStackProps, events?: Topic): void {
+    const seconds = (props.agentHeartbeat ?? DEFAULT_AGENT_HEARTBEAT).toSeconds();
+    const visibility = (group.queue.node.defaultChild as CfnQueue).visibilityTimeout;
+    if (seconds <= 0 || visibility === undefined) return;
+    group.consumer.addEnvironment("HEARTBEAT_SECONDS", String(seconds));
+    group.consumer.addEnvironment("VISIBILITY_TIMEOUT_SECONDS", String(visibility));
+    if (!events) return;
+    group.consumer.addEnvironment("EVENTS_BUS_NAME", events.busName);
+    events.grantPutEvents(group.consumer);
+  }
+
+  /**
    * What the customer-support groups need besides the bus: order lookup reads the orders table
    * (`ORDERS_TABLE`, GetItem only); the sender publishes replies to the SNS FIFO reply topic
    * (`CHANNEL_PROVIDER=sns`, `CHANNEL_TOPIC_ARN`, Publish on that topic only); reply generation
@@ -223,14 +230,7 @@ export class AgentBusStack extends Stack {
     const lookup = group("order-lookup");
     const sender = group("sender");
     const generation = group("reply-generation");
-    if (generation) {
-      const heartbeat = (props.agentHeartbeat ?? DEFAULT_AGENT_HEARTBEAT).toSeconds();
-      const visibility = (generation.queue.node.defaultChild as CfnQueue).visibilityTimeout;
-      if (heartbeat > 0 && visibility !== undefined) {
-        generation.consumer.addEnvironment("HEARTBEAT_SECONDS", String(heartbeat));
-        generation.consumer.addEnvironment("VISIBILITY_TIMEOUT_SECONDS", String(visibility));
-      }
-    }
+    if (generation) this.heartbeat(generation, props);
     if (!lookup && !sender) return undefined;
     const support = new SupportResources(this, "Support", {
       stage,

@@ -7,6 +7,7 @@ import { createReplyGeneration } from "../../functions/roles/reply-generation";
 import { createSender, DEFAULT_MAX_UNKNOWN_ATTEMPTS } from "../../functions/roles/sender";
 import { SUPPORT_GROUPS } from "../../lib/local/conversation";
 import { supportGroups, topology } from "../../lib/topology";
+import { agentBusStack, refersTo, resources, single, statementsOf } from "./support";
 
 /**
  * The support roles that need a port (orders, model, channel) are declared in the topology by
@@ -48,5 +49,46 @@ describe("support groups in the topology", () => {
   it("the sender is handed out more often than it retries an unknown outcome", () => {
     const sender = topology.groups.find((g) => g.name === "sender");
     expect(sender?.maxReceiveCount).toBeGreaterThan(DEFAULT_MAX_UNKNOWN_ATTEMPTS);
+  });
+
+  describe("in the synthesized stack", () => {
+    const { template } = agentBusStack();
+    const consumer = (group: string) =>
+      single(
+        template,
+        "AWS::Lambda::Function",
+        (fn) =>
+          fn.Metadata["agentbus:kind"] === "consumer" && fn.Metadata["agentbus:group"] === group,
+      );
+    const env = (group: string) =>
+      (consumer(group).Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+    const orders = single(template, "AWS::DynamoDB::Table", (t) =>
+      t.id.startsWith("SupportOrders"),
+    );
+    const replies = single(template, "AWS::SNS::Topic", () => true);
+
+    it("order lookup reads the orders table, with GetItem only", () => {
+      expect(refersTo(env("order-lookup").ORDERS_TABLE)).toBe(orders.id);
+      const onOrders = statementsOf(template, consumer("order-lookup")).filter((s) =>
+        JSON.stringify(s.Resource).includes(orders.id),
+      );
+      expect(onOrders.flatMap((s) => s.Action)).toEqual(["dynamodb:GetItem"]);
+    });
+
+    it("the sender publishes to the SNS FIFO reply topic and nothing else may", () => {
+      expect(replies.Properties.FifoTopic).toBe(true);
+      expect(env("sender")).toMatchObject({ CHANNEL_PROVIDER: "sns" });
+      expect(refersTo(env("sender").CHANNEL_TOPIC_ARN)).toBe(replies.id);
+      const publishers = resources(template, "AWS::Lambda::Function").filter((fn) =>
+        statementsOf(template, fn).some((s) => s.Action.includes("sns:Publish")),
+      );
+      expect(publishers.map((fn) => fn.Metadata["agentbus:group"])).toEqual(["sender"]);
+    });
+
+    it("reply generation heartbeats (visibility only: its role sends no heartbeat message)", () => {
+      expect(env("reply-generation")).toMatchObject({ HEARTBEAT_SECONDS: "20" });
+      expect(Number(env("reply-generation").VISIBILITY_TIMEOUT_SECONDS)).toBeGreaterThan(0);
+      expect(env("reply-generation").EVENTS_BUS_NAME).toBeUndefined();
+    });
   });
 });
