@@ -288,7 +288,7 @@ describe("agentbus CLI against the local stack", () => {
     return parsed;
   };
 
-  /** A quick-news run as the orchestrator stores it, after fact check failed (revision 1). */
+  /** A quick-news run as the orchestrator stores it, after fact check failed (revision 1, no events). */
   const storeFailedRun = async (runId: string): Promise<OrchestratorState> => {
     const start = startRequest(runId);
     const begun = (
@@ -317,7 +317,9 @@ describe("agentbus CLI against the local stack", () => {
         aggregate: { type: "dag_run", id: runId },
         expectedRevision: 0,
         next: state,
-        version: 1,
+        // No event of this run is in the event store: its stream starts at the orchestrator's
+        // next append, so the agents that get the rerun's commands see no version gap.
+        version: 0,
       },
     });
     return state;
