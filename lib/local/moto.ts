@@ -26,10 +26,34 @@ export async function freePort(): Promise<number> {
 }
 
 export function motoAvailable(): boolean {
-  return spawnSync("moto_server", ["--help"], { stdio: "ignore" }).status === 0;
+  return (
+    spawnSync("moto_server", ["--help"], { stdio: "ignore" }).status === 0 &&
+    spawnSync("python3", ["-c", "import moto.server"], { stdio: "ignore" }).status === 0
+  );
 }
 
-/** Start `moto_server -H 127.0.0.1 -p <free port>` and wait until it answers. */
+/**
+ * moto_server with its DynamoDB writes serialized. moto runs requests on threads, and a failed
+ * TransactWriteItems restores a whole-table copy taken when it began: a write another thread
+ * made in between (an event row and its stream record, for example) silently disappears. Real
+ * DynamoDB has no such window; one lock around moto's write operations closes it here.
+ */
+const SERIALIZED_WRITES_LAUNCHER = `
+import sys, threading
+from moto.dynamodb.models import DynamoDBBackend
+_writes = threading.RLock()
+def _serialized(method):
+    def run(self, *args, **kwargs):
+        with _writes:
+            return method(self, *args, **kwargs)
+    return run
+for _name in ("put_item", "update_item", "delete_item", "transact_write_items", "batch_write_item"):
+    setattr(DynamoDBBackend, _name, _serialized(getattr(DynamoDBBackend, _name)))
+from moto.server import main
+main(sys.argv[1:])
+`;
+
+/** Start moto_server (see above) on `127.0.0.1:<free port>` and wait until it answers. */
 export async function startMoto(
   options: { port?: number; timeoutMs?: number } = {},
 ): Promise<MotoServer> {
@@ -39,10 +63,11 @@ export async function startMoto(
     );
   }
   const port = options.port ?? (await freePort());
-  const child: ChildProcess = spawn("moto_server", ["-H", "127.0.0.1", "-p", String(port)], {
-    stdio: ["ignore", "ignore", "pipe"],
-    detached: false,
-  });
+  const child: ChildProcess = spawn(
+    "python3",
+    ["-c", SERIALIZED_WRITES_LAUNCHER, "-H", "127.0.0.1", "-p", String(port)],
+    { stdio: ["ignore", "ignore", "pipe"], detached: false },
+  );
   let stderr = "";
   child.stderr?.on("data", (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4000);
