@@ -4,6 +4,12 @@ import { EventTypeName, OpaqueId, Ulid } from "./ids";
 /** Largest serialized envelope accepted anywhere (EventBridge's per-entry limit). */
 export const MAX_ENVELOPE_BYTES = 256 * 1024;
 
+/**
+ * The highest position an event can have in its stream (and the highest input version): 2^31 - 1.
+ * A bound on a number a message carries keeps everything sized by it (a version gap) bounded too.
+ */
+export const MAX_STREAM_VERSION = 2 ** 31 - 1;
+
 export const AggregateRef = z.object({
   type: z.string().regex(/^[a-z][a-z0-9_]{0,47}$/, { message: "must be snake_case, max 48" }),
   id: OpaqueId,
@@ -17,7 +23,7 @@ export type AggregateRef = z.infer<typeof AggregateRef>;
  * consumers de-duplicate it by event id only and do not gate it on order.
  */
 export const AggregatePosition = AggregateRef.extend({
-  version: z.number().int().min(0),
+  version: z.number().int().min(0).max(MAX_STREAM_VERSION),
 });
 export type AggregatePosition = z.infer<typeof AggregatePosition>;
 
@@ -47,7 +53,7 @@ export const EnvelopeBase = z.object({
   /** After this instant the message has no value: consumers discard it as `expired`. */
   expires_at: IsoTime.optional(),
   /** The conversation/input version the message was produced from (superseded checks). */
-  input_version: z.number().int().min(0).optional(),
+  input_version: z.number().int().min(0).max(MAX_STREAM_VERSION).optional(),
   payload: z.unknown(),
 });
 

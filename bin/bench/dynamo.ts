@@ -22,7 +22,8 @@ import {
   type TableNames,
 } from "../../functions/adapters/dynamodb/tables";
 import { type Meter, meter } from "../../functions/adapters/metering";
-import { buildEmitted, consume, type Role, type StepStatus } from "../../functions/core/pipeline";
+import { buildEmitted } from "../../functions/core/emit";
+import { consume, type Role, type StepStatus } from "../../functions/core/pipeline";
 import type { ConsumerDeps, StoredState } from "../../functions/core/ports";
 import { systemClock, ulidSource } from "../../functions/core/runtime";
 import { type TaskView, taskProjection } from "../../functions/roles/task-projection";

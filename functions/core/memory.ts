@@ -50,13 +50,12 @@ export class InMemoryEventStore implements EventStore, TraceReader, DueReader, S
   }
 
   async readStream(stream: AggregateRef, from: number, to: number): Promise<Envelope[]> {
-    const events = this.streams.get(key(stream));
-    const out: Envelope[] = [];
-    for (let v = from; v <= to; v++) {
-      const e = events?.get(v);
-      if (e) out.push(structuredClone(e));
-    }
-    return out;
+    // Walks the stored events, never the range: `to` may be any number a message carries.
+    const events = [...(this.streams.get(key(stream))?.values() ?? [])];
+    return events
+      .filter((e) => e.aggregate.version >= from && e.aggregate.version <= to)
+      .sort((x, y) => x.aggregate.version - y.aggregate.version)
+      .map((e) => structuredClone(e));
   }
 
   async commit(request: CommitRequest): Promise<void> {

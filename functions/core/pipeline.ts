@@ -1,4 +1,5 @@
-import type { AggregateRef, Envelope, EventTypeDefinition } from "../../schemas";
+import type { AggregateRef, Envelope } from "../../schemas";
+import { buildEmitted, type EmitSpec, type HeartbeatSpec } from "./emit";
 import {
   BusinessRejection,
   DuplicateCommitError,
@@ -6,20 +7,16 @@ import {
   TransientError,
   VersionConflictError,
 } from "./errors";
-import type { CommitRequest, ConsumerDeps, DiscardReason, Loaded, StoredState } from "./ports";
 
-/** An event or command a role asks to append to its aggregate's stream. */
-export interface EmitSpec {
-  readonly type: string;
-  readonly payload: unknown;
-  /** Defaults to the newest registered schema version of `type`. */
-  readonly schemaVersion?: number;
-  readonly expiresAt?: string;
-  readonly orderKey?: string;
-  readonly inputVersion?: number;
-  readonly conversationId?: string;
-  readonly taskId?: string;
-}
+import { eventsToApply } from "./gate";
+import type {
+  CommitRequest,
+  ConsumerDeps,
+  DiscardReason,
+  Loaded,
+  RecordedOutcome,
+  StoredState,
+} from "./ports";
 
 /** A role's answer to one event: the next state of its aggregate and what to emit. */
 export interface Decision<S> {
@@ -31,14 +28,12 @@ export interface Decision<S> {
    * or left out = not due (any earlier due time is cleared). Only used when the state is written.
    */
   readonly dueAt?: string | null;
-}
-
-/**
- * An unsequenced message a role publishes straight to the bus while it is still working on an
- * event (a heartbeat): not appended to any stream, addressed to `aggregate` at version 0.
- */
-export interface HeartbeatSpec extends EmitSpec {
-  readonly aggregate: AggregateRef;
+  /**
+   * Record the event as discarded with this reason instead of applied; the state and events of
+   * the decision still commit. For a role that, while resolving work it had started
+   * (`DecideContext.resolving`), finds there is nothing left to finish.
+   */
+  readonly discarded?: DiscardReason;
 }
 
 export interface DecideContext<S> {
@@ -48,6 +43,12 @@ export interface DecideContext<S> {
   readonly stored: StoredState<S> | undefined;
   /** True when the event was read from the event store to fill a version gap. */
   readonly repaired: boolean;
+  /**
+   * Set when the event is expired or the role's `discard` gave a reason, but the role has
+   * unfinished work for it (`Role.unfinished`): `decide` must finish that work and start nothing
+   * new; the reason it would have been discarded for.
+   */
+  readonly resolving?: DiscardReason;
 }
 
 /**
@@ -69,6 +70,12 @@ export interface Role<S> {
     event: Envelope,
     now: Date,
   ): DiscardReason | undefined | Promise<DiscardReason | undefined>;
+  /**
+   * True when this event already started work that must be finished even though the event is
+   * expired or discarded (a side effect whose outcome is not yet known): `decide` then runs with
+   * `context.resolving`. Asked only for an event that would be discarded.
+   */
+  unfinished?(state: S | undefined, event: Envelope): boolean | Promise<boolean>;
   decide(
     state: S | undefined,
     event: Envelope,
@@ -143,7 +150,7 @@ export async function consume<S>(
       `consumer group ${role.group} does not subscribe to ${event.event_type}`,
     );
   }
-  const stateRef = role.stateOf?.(event) ?? refOf(event);
+  const stateRef = stateRefOf(role, event);
   const stream = definition.sequenced ? refOf(event) : undefined;
   const maxRounds = (options.maxConflictRetries ?? DEFAULT_MAX_CONFLICT_RETRIES) + 1;
   const steps: Step[] = [];
@@ -160,7 +167,7 @@ export async function consume<S>(
       return { event, status: "duplicate", steps: [...steps, step] };
     }
     try {
-      await applyInOrder(queue, event, loaded, stateRef, stream, role, deps, options, steps);
+      await applyInOrder(queue, event, loaded, stream, role, deps, options, steps);
       const last = steps.at(-1);
       if (!last || last.eventId !== event.event_id)
         throw new Error("pipeline did not reach the delivered event");
@@ -191,51 +198,58 @@ function duplicateStep(event: Envelope): Step {
   };
 }
 
-/** Dedup and version gate: the events to apply, in order, ending with `event`; [] = duplicate. */
-async function eventsToApply(
-  event: Envelope,
-  stream: AggregateRef | undefined,
-  loaded: Loaded,
-  deps: ConsumerDeps,
-): Promise<Envelope[]> {
-  if (!stream) return loaded.inboxHit ? [] : [event];
-  const version = event.aggregate.version;
-  const last = loaded.checkpoint;
-  if (version <= last) return [];
-  if (version === last + 1) return [event];
-  const gap = await deps.store.readStream(stream, last + 1, version - 1);
-  const present = new Set(gap.map((e) => e.aggregate.version));
-  const missing: number[] = [];
-  for (let v = last + 1; v < version; v++) if (!present.has(v)) missing.push(v);
-  if (missing.length > 0) {
-    throw new TransientError(
-      "gate.gap_unrepairable",
-      `${stream.type}#${stream.id}: version ${version} arrived after ${last}, and versions ${missing.join(", ")} are not in the event store`,
-      { details: { stream, last, version, missing } },
-    );
+/** The states a delivery reads and writes, by aggregate: loaded once each, then kept current. */
+class StateCache<S> {
+  private readonly states = new Map<string, StoredState<S> | undefined>();
+  constructor(
+    first: AggregateRef,
+    loaded: StoredState | undefined,
+    private readonly deps: Pick<ConsumerDeps, "store">,
+  ) {
+    this.states.set(refKey(first), loaded as StoredState<S> | undefined);
   }
-  return [...gap, event];
+  async get(ref: AggregateRef): Promise<StoredState<S> | undefined> {
+    const k = refKey(ref);
+    if (!this.states.has(k)) {
+      const loaded = await this.deps.store.load({ state: ref });
+      this.states.set(k, loaded.state as StoredState<S> | undefined);
+    }
+    return this.states.get(k);
+  }
+  set(ref: AggregateRef, state: StoredState<S> | undefined): void {
+    this.states.set(refKey(ref), state);
+  }
 }
 
+function refKey(ref: AggregateRef): string {
+  return `${ref.type}#${ref.id}`;
+}
+
+/**
+ * Apply the gate's events in order, each to its own state aggregate (`role.stateOf(event)`: an
+ * event read from the store to fill a gap may belong to another aggregate than the delivered
+ * one), committing each on its own.
+ */
 async function applyInOrder<S>(
   queue: readonly Envelope[],
   delivered: Envelope,
   loaded: Loaded,
-  stateRef: AggregateRef,
   stream: AggregateRef | undefined,
   role: Role<S>,
   deps: ConsumerDeps,
   options: ConsumeOptions,
   steps: Step[],
 ): Promise<void> {
-  let state = loaded.state as StoredState<S> | undefined;
+  const states = new StateCache<S>(stateRefOf(role, delivered), loaded.state, deps);
   let checkpoint = loaded.checkpoint;
   for (const event of queue) {
     const repaired = event.event_id !== delivered.event_id;
     // A gap may hold event types this group does not subscribe to: they only move the checkpoint.
     if (repaired && !role.subscriptions.includes(event.event_type)) continue;
+    const stateRef = stateRefOf(role, event);
+    const state = await states.get(stateRef);
     const now = deps.clock.now();
-    const base = {
+    const base: CommitBase = {
       group: role.group,
       event,
       now,
@@ -244,69 +258,128 @@ async function applyInOrder<S>(
         ? { group: role.group, stream, from: checkpoint, to: event.aggregate.version }
         : undefined,
     };
-    const discard = isExpired(event, now)
-      ? "expired"
-      : await role.discard?.(state?.data, event, now);
-    let commit: CommitRequest;
-    let step: Step;
-    if (discard) {
-      commit = { inbox: inboxRow(base, "discarded", discard), checkpoint: base.checkpoint };
-      step = { ...duplicateStep(event), status: "discarded", reason: discard, repaired };
-    } else {
-      let decision: Decision<S>;
-      let status: StepStatus = "applied";
-      let reason: string | undefined;
-      try {
-        decision = await role.decide(state?.data, event, {
-          now,
-          receiveCount: options.receiveCount ?? 1,
-          stored: state,
-          repaired,
-        });
-      } catch (error) {
-        if (!(error instanceof BusinessRejection)) throw error;
-        decision = { emit: [{ type: error.failure.type, payload: error.failure.payload }] };
-        status = "rejected";
-        reason = error.code;
-      }
-      const emitted = buildEmitted(
-        decision.emit ?? [],
-        event,
-        stateRef,
-        state?.version ?? 0,
-        role.group,
-        deps,
-        now,
-      );
-      const writesState = decision.state !== undefined || emitted.length > 0;
-      commit = {
-        inbox: inboxRow(base, status, reason),
-        checkpoint: base.checkpoint,
-        state: writesState
-          ? {
-              aggregate: stateRef,
-              expectedRevision: state?.revision ?? 0,
-              next: decision.state !== undefined ? decision.state : (state?.data ?? null),
-              version: (state?.version ?? 0) + emitted.length,
-              dueAt: decision.dueAt ?? null,
-            }
-          : undefined,
-        append: emitted.length > 0 ? emitted : undefined,
-      };
-      step = { ...duplicateStep(event), status, reason, repaired, emitted };
-      if (commit.state) {
-        state = {
+    const handled = await handleOne(base, state, stateRef, repaired, role, deps, options);
+    await deps.store.commit(handled.commit);
+    states.set(stateRef, handled.state);
+    if (stream) checkpoint = event.aggregate.version;
+    steps.push(handled.step);
+  }
+}
+
+interface CommitBase {
+  readonly group: string;
+  readonly event: Envelope;
+  readonly now: Date;
+  readonly ttl: number;
+  readonly checkpoint: CommitRequest["checkpoint"];
+}
+
+interface Handled<S> {
+  readonly commit: CommitRequest;
+  readonly step: Step;
+  /** The aggregate's state once the commit succeeds. */
+  readonly state: StoredState<S> | undefined;
+}
+
+function stateRefOf<S>(role: Role<S>, event: Envelope): AggregateRef {
+  return role.stateOf?.(event) ?? refOf(event);
+}
+
+/**
+ * One event: discard it (expired, or the role's reason) unless the role has unfinished work for
+ * it, else decide. Expiry and supersession stop new work, never the resolution of work started.
+ */
+async function handleOne<S>(
+  base: CommitBase,
+  state: StoredState<S> | undefined,
+  stateRef: AggregateRef,
+  repaired: boolean,
+  role: Role<S>,
+  deps: ConsumerDeps,
+  options: ConsumeOptions,
+): Promise<Handled<S>> {
+  const { event, now } = base;
+  const discard = isExpired(event, now) ? "expired" : await role.discard?.(state?.data, event, now);
+  if (discard && !(await role.unfinished?.(state?.data, event))) {
+    return {
+      commit: { inbox: inboxRow(base, "discarded", discard), checkpoint: base.checkpoint },
+      step: { ...duplicateStep(event), status: "discarded", reason: discard, repaired },
+      state,
+    };
+  }
+  const context = {
+    now,
+    receiveCount: options.receiveCount ?? 1,
+    stored: state,
+    repaired,
+    ...(discard ? { resolving: discard } : {}),
+  };
+  const { decision, status, reason } = await decideOrReject(role, state, event, context);
+  const emitted = buildEmitted(
+    decision.emit ?? [],
+    event,
+    stateRef,
+    state?.version ?? 0,
+    role.group,
+    deps,
+    now,
+  );
+  const write = stateWrite(decision, state, stateRef, emitted.length);
+  return {
+    commit: {
+      inbox: inboxRow(base, status, reason),
+      checkpoint: base.checkpoint,
+      state: write,
+      append: emitted.length > 0 ? emitted : undefined,
+    },
+    step: { ...duplicateStep(event), status, reason, repaired, emitted },
+    state: write
+      ? {
           aggregate: stateRef,
           revision: (state?.revision ?? 0) + 1,
-          version: commit.state.version,
-          data: commit.state.next as S,
-        };
-      }
-    }
-    await deps.store.commit(commit);
-    if (stream) checkpoint = event.aggregate.version;
-    steps.push(step);
+          version: write.version,
+          data: write.next as S,
+        }
+      : state,
+  };
+}
+
+/** The role's decision; a BusinessRejection becomes its failure event, status `rejected`. */
+async function decideOrReject<S>(
+  role: Role<S>,
+  state: StoredState<S> | undefined,
+  event: Envelope,
+  context: DecideContext<S>,
+): Promise<{ decision: Decision<S>; status: RecordedOutcome; reason?: string }> {
+  try {
+    const decision = await role.decide(state?.data, event, context);
+    return decision.discarded
+      ? { decision, status: "discarded", reason: decision.discarded }
+      : { decision, status: "applied" };
+  } catch (error) {
+    if (!(error instanceof BusinessRejection)) throw error;
+    return {
+      decision: { emit: [{ type: error.failure.type, payload: error.failure.payload }] },
+      status: "rejected",
+      reason: error.code,
+    };
   }
+}
+
+function stateWrite<S>(
+  decision: Decision<S>,
+  state: StoredState<S> | undefined,
+  stateRef: AggregateRef,
+  emitted: number,
+): CommitRequest["state"] {
+  if (decision.state === undefined && emitted === 0) return undefined;
+  return {
+    aggregate: stateRef,
+    expectedRevision: state?.revision ?? 0,
+    next: decision.state !== undefined ? decision.state : (state?.data ?? null),
+    version: (state?.version ?? 0) + emitted,
+    dueAt: decision.dueAt ?? null,
+  };
 }
 
 function isExpired(event: Envelope, now: Date): boolean {
@@ -314,7 +387,7 @@ function isExpired(event: Envelope, now: Date): boolean {
 }
 
 function inboxRow(
-  base: { group: string; event: Envelope; now: Date; ttl: number },
+  base: CommitBase,
   outcome: "applied" | "discarded" | "rejected",
   reason: string | undefined,
 ) {
@@ -331,66 +404,4 @@ function inboxRow(
     recordedAt: base.now.toISOString(),
     expiresAt: Math.floor(base.now.getTime() / 1000) + base.ttl,
   };
-}
-
-/** Turn emit specs into validated envelopes at the next versions of `stream`. */
-export function buildEmitted(
-  specs: readonly EmitSpec[],
-  cause: Pick<Envelope, "event_id" | "correlation_id" | "task_id" | "conversation_id"> | null,
-  stream: AggregateRef,
-  headVersion: number,
-  producer: string,
-  deps: Pick<ConsumerDeps, "registry" | "ids">,
-  now: Date,
-  root?: { correlationId: string; taskId: string; conversationId?: string },
-): Envelope[] {
-  return specs.map((spec, index) => {
-    const definition = pickDefinition(spec, deps);
-    const candidate = {
-      event_id: deps.ids.next(),
-      event_type: definition.type,
-      schema_version: definition.schemaVersion,
-      occurred_at: now.toISOString(),
-      correlation_id: cause?.correlation_id ?? root?.correlationId,
-      causation_id: cause?.event_id ?? null,
-      task_id: spec.taskId ?? cause?.task_id ?? root?.taskId,
-      conversation_id: spec.conversationId ?? cause?.conversation_id ?? root?.conversationId,
-      aggregate: { ...stream, version: headVersion + index + 1 },
-      order_key: spec.orderKey ?? stream.id,
-      producer,
-      attempt: 1,
-      expires_at: spec.expiresAt,
-      input_version: spec.inputVersion,
-      payload: spec.payload,
-    };
-    const parsed = deps.registry.parse(JSON.parse(JSON.stringify(candidate)));
-    if (!parsed.ok) {
-      throw new PermanentError(
-        "emit.invalid",
-        `${producer} emitted an invalid ${spec.type}: ${parsed.message}`,
-      );
-    }
-    return parsed.envelope;
-  });
-}
-
-function pickDefinition(spec: EmitSpec, deps: Pick<ConsumerDeps, "registry">): EventTypeDefinition {
-  const candidates = deps.registry.definitions().filter((d) => d.type === spec.type);
-  const definition =
-    spec.schemaVersion === undefined
-      ? candidates.sort((a, b) => b.schemaVersion - a.schemaVersion)[0]
-      : candidates.find((d) => d.schemaVersion === spec.schemaVersion);
-  if (!definition) {
-    throw new PermanentError(
-      "emit.unknown_type",
-      `cannot emit unregistered ${spec.type}@${spec.schemaVersion ?? "latest"}`,
-    );
-  }
-  if (!definition.sequenced) {
-    throw new PermanentError(
-      "emit.unsequenced_type",
-      `${spec.type} is unsequenced and cannot be appended to a stream`,
-    );
-  }
-  return definition;
 }

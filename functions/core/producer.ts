@@ -1,6 +1,7 @@
 import type { AggregateRef, Envelope } from "../../schemas";
+import { buildEmitted } from "./emit";
 import { TransientError, VersionConflictError } from "./errors";
-import { buildEmitted, type Decision } from "./pipeline";
+import type { Decision } from "./pipeline";
 import type { ConsumerDeps, StoredState } from "./ports";
 
 export interface AppendRequest<S> {

@@ -62,6 +62,8 @@ export interface SideEffectStore {
   markFailed(key: string, error: SideEffectError, now: Date): Promise<SideEffectRecord>;
   /** pending | unknown -> unknown. */
   markUnknown(key: string, error: SideEffectError, now: Date): Promise<SideEffectRecord>;
+  /** The record of `key` as stored (strongly consistent), undefined when never claimed. */
+  get(key: string): Promise<SideEffectRecord | undefined>;
 }
 
 /** The states each transition may start from. */
@@ -195,8 +197,7 @@ export class InMemorySideEffects implements SideEffectStore {
     return this.apply(key, "unknown", { error }, now);
   }
 
-  /** A copy of one record (undefined when never claimed). */
-  get(key: string): SideEffectRecord | undefined {
+  async get(key: string): Promise<SideEffectRecord | undefined> {
     const record = this.records.get(key);
     return record ? structuredClone(record) : undefined;
   }

@@ -22,6 +22,7 @@ import {
   type RunError,
   transition,
 } from "../core/agent-run";
+import type { HeartbeatSpec } from "../core/emit";
 import { PermanentError } from "../core/errors";
 import {
   canonicalJson,
@@ -29,7 +30,7 @@ import {
   ModelOutputInvalidError,
   type ModelPort,
 } from "../core/model";
-import type { Decision, HeartbeatSpec, Role } from "../core/pipeline";
+import type { Decision, Role } from "../core/pipeline";
 
 /**
  * The four content agents of seed 001 §6 (topic selection, fact check, writing, review), one

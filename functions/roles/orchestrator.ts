@@ -28,8 +28,9 @@ import {
   type Transition,
   type WorkflowDefinition,
 } from "../core/dag";
+import type { EmitSpec } from "../core/emit";
 import { BusinessRejection, PermanentError } from "../core/errors";
-import type { Decision, EmitSpec, Role } from "../core/pipeline";
+import type { Decision, Role } from "../core/pipeline";
 
 /**
  * The orchestrator (seed 001 §3, §6; DESIGN "Orchestration"): one consumer group that owns every

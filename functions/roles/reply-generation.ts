@@ -6,6 +6,7 @@ import {
   type ReplyHeldForReview,
   type SendRequested,
 } from "../../schemas/events/conversation";
+import type { EmitSpec } from "../core/emit";
 import { PermanentError } from "../core/errors";
 import {
   canonicalJson,
@@ -14,7 +15,7 @@ import {
   ModelOutputInvalidError,
   type ModelPort,
 } from "../core/model";
-import type { EmitSpec, Role } from "../core/pipeline";
+import type { Role } from "../core/pipeline";
 import { factFields } from "./router";
 
 /**

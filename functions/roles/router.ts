@@ -7,7 +7,8 @@ import {
   type Routed,
   type RouteRequested,
 } from "../../schemas/events/conversation";
-import type { EmitSpec, Role } from "../core/pipeline";
+import type { EmitSpec } from "../core/emit";
+import type { Role } from "../core/pipeline";
 
 /**
  * The router group: decides what a customer's message is about, with fixed rules (no model).

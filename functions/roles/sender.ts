@@ -1,16 +1,11 @@
 import type { AggregateRef, Envelope } from "../../schemas";
 import type { Delivered, DeliveryFailed, SendRequested } from "../../schemas/events/conversation";
+import type { EmitSpec } from "../core/emit";
 import { AgentBusError, PermanentError, TransientError } from "../core/errors";
-import type { Decision, EmitSpec, Role } from "../core/pipeline";
+import type { DecideContext, Decision, Role } from "../core/pipeline";
 import type { DiscardReason } from "../core/ports";
-import {
-  type ChannelPort,
-  ChannelRejectedError,
-  ChannelTimeoutError,
-  type SideEffectRecord,
-  type SideEffectStore,
-  sideEffectKey,
-} from "../core/side-effects";
+import { type ChannelPort, type SideEffectStore, sideEffectKey } from "../core/side-effects";
+import { ChannelCalls, type Outcome } from "./sender-channel";
 
 /**
  * The sender (seed 000 §11.4): consumer group `sender`, takes `notification.send.requested` and
@@ -26,7 +21,12 @@ import {
  * Before `decide`:
  * - past `expires_at` -> discarded `expired` by the pipeline (no channel call);
  * - `input_version` < the conversation's current version -> discarded `superseded` (a newer
- *   customer message arrived; the reply answers an old question; no channel call).
+ *   customer message arrived; the reply answers an old question; no channel call);
+ * - but a send already claimed for the command whose fact is not recorded (`unfinished`: a send
+ *   that timed out, a crash between send and commit) is resolved, never dropped: `decide` runs
+ *   with `resolving` set, finds the outcome from the record or by query, and starts no new send
+ *   (no resend either); what the channel never received is closed as `failed` with code
+ *   `sender.not_sent` and the command recorded as discarded with its reason.
  *
  * `decide`, in order:
  * 1. the state already records a fact for the key -> emit nothing (a re-issued command);
@@ -74,12 +74,15 @@ export const SEND_REQUESTED = "notification.send.requested";
 export const DELIVERED = "notification.delivered";
 export const DELIVERY_FAILED = "notification.failed";
 export const OUTCOME_UNKNOWN = "channel.outcome_unknown";
+/** The code of a claimed send closed unsent because its command expired or was superseded. */
+export const NOT_SENT = "sender.not_sent";
 /** The side-effect kind (the `reply` in `<task_id>:reply:<n>`). */
 export const REPLY_KIND = "reply";
 export const DEFAULT_MAX_UNKNOWN_ATTEMPTS = 5;
 
 export interface DeliveryFact {
-  readonly outcome: "delivered" | "failed" | "escalated";
+  /** `discarded`: expired or superseded after a claim, and the channel never received it. */
+  readonly outcome: "delivered" | "failed" | "escalated" | "discarded";
   readonly at: string;
   readonly delivery_id?: string;
   readonly code?: string;
@@ -105,198 +108,168 @@ export function replyKey(event: Envelope): string {
   return sideEffectKey(event.task_id, REPLY_KIND, payload.logical_attempt);
 }
 
-type Outcome =
-  | {
-      readonly kind: "delivered";
-      readonly deliveryId: string;
-      readonly by: Delivered["confirmed_by"];
-    }
-  | { readonly kind: "rejected"; readonly error: ChannelRejectedError }
-  | { readonly kind: "unresolved"; readonly cause: string };
-
 export function createSender(options: SenderOptions): Role<DeliveryState> {
-  const { channel, sideEffects } = options;
   const maxUnknown = options.maxUnknownAttempts ?? DEFAULT_MAX_UNKNOWN_ATTEMPTS;
   if (!Number.isInteger(maxUnknown) || maxUnknown < 1)
     throw new PermanentError(
       "sender.invalid_option",
       `maxUnknownAttempts must be a positive integer, got ${maxUnknown}`,
     );
-
-  const stateOf = (event: Envelope): AggregateRef => ({
-    type: DELIVERY_AGGREGATE,
-    id: event.task_id,
-  });
-
-  /** One send call with the key: its answer, or undefined after a timeout. */
-  const trySend = async (
-    request: Parameters<ChannelPort["send"]>[0],
-  ): Promise<Outcome | undefined> => {
-    try {
-      const { deliveryId } = await channel.send(request);
-      return { kind: "delivered", deliveryId, by: "send" };
-    } catch (error) {
-      if (error instanceof ChannelRejectedError) return { kind: "rejected", error };
-      if (error instanceof ChannelTimeoutError) return undefined;
-      throw error;
-    }
-  };
-
-  const query = async (key: string): Promise<Outcome | "not_found"> => {
-    let answer: Awaited<ReturnType<ChannelPort["query"]>>;
-    try {
-      answer = await channel.query(key);
-    } catch (error) {
-      if (error instanceof ChannelTimeoutError)
-        return { kind: "unresolved", cause: "the channel's status query timed out" };
-      throw error;
-    }
-    if (answer.status === "delivered")
-      return { kind: "delivered", deliveryId: answer.deliveryId, by: "query" };
-    if (answer.status === "not_found") return "not_found";
-    return { kind: "unresolved", cause: "the channel could not tell whether it was sent" };
-  };
-
-  /** Send, and after a timeout query; not found -> one more send. */
-  const sendResolving = async (request: Parameters<ChannelPort["send"]>[0]): Promise<Outcome> => {
-    const sent = await trySend(request);
-    if (sent) return sent;
-    const found = await query(request.key);
-    if (found !== "not_found") return found;
-    return (
-      (await trySend(request)) ?? {
-        kind: "unresolved",
-        cause: "the send timed out twice, the channel had not seen the first",
-      }
-    );
-  };
-
-  const resendSafe = (record: SideEffectRecord, now: Date): boolean => {
-    const window = channel.resendSafeWithinSeconds;
-    if (window === undefined || window <= 0) return false;
-    return now.getTime() - Date.parse(record.created_at) < window * 1000;
-  };
-
+  const sender = new Sender(options, maxUnknown);
   return {
     group: SENDER_GROUP,
     subscriptions: [SEND_REQUESTED],
-    stateOf,
+    stateOf: (event: Envelope): AggregateRef => ({ type: DELIVERY_AGGREGATE, id: event.task_id }),
     async discard(_state, event): Promise<DiscardReason | undefined> {
       if (event.input_version === undefined) return undefined;
       const { conversation_id } = event.payload as SendRequested;
       const current = await options.conversationVersion(conversation_id);
       return event.input_version < current ? "superseded" : undefined;
     },
-    async decide(state, event, { now, receiveCount }): Promise<Decision<DeliveryState>> {
-      const payload = event.payload as SendRequested;
+    /** A send was claimed for this command and its fact is not recorded yet. */
+    async unfinished(state, event): Promise<boolean> {
       const key = replyKey(event);
-      if (state?.keys[key]) return {};
-
-      const request = {
-        key,
-        recipient: payload.customer_id,
-        conversationId: payload.conversation_id,
-        text: payload.text,
-      };
-      const base = {
-        conversation_id: payload.conversation_id,
-        channel: payload.channel,
-        idempotency_key: key,
-      };
-      const envelope = {
-        inputVersion: event.input_version,
-        orderKey: payload.conversation_id,
-        conversationId: event.conversation_id ?? payload.conversation_id,
-      } satisfies Partial<EmitSpec>;
-
-      const delivered = (deliveryId: string, by: Delivered["confirmed_by"]) =>
-        decision(state, key, now, { outcome: "delivered", delivery_id: deliveryId }, [
-          {
-            type: DELIVERED,
-            payload: { ...base, delivery_id: deliveryId, confirmed_by: by } satisfies Delivered,
-            ...envelope,
-          },
-        ]);
-      const failed = (outcome: DeliveryFailed["outcome"], code: string, message: string) =>
-        decision(
-          state,
-          key,
-          now,
-          { outcome: outcome === "failed" ? "failed" : "escalated", code },
-          [
-            {
-              type: DELIVERY_FAILED,
-              payload: {
-                ...base,
-                code,
-                message: message.slice(0, 4096),
-                outcome,
-              } satisfies DeliveryFailed,
-              ...envelope,
-            },
-          ],
-        );
-
-      const record = await sideEffects.claim(
-        key,
-        { task_id: event.task_id, kind: REPLY_KIND },
-        now,
-      );
-      if (record.state === "succeeded")
-        return delivered(record.result?.delivery_id ?? "unrecorded", "record");
-      if (record.state === "failed")
-        return failed(
-          "failed",
-          record.error?.code ?? "channel.rejected",
-          record.error?.message ?? "",
-        );
-
-      let outcome: Outcome;
-      const earlier = record.state === "unknown" || record.attempts > 1;
-      if (earlier) {
-        const found = await query(key);
-        outcome = found === "not_found" ? await sendResolving(request) : found;
-      } else {
-        outcome = await sendResolving(request);
-      }
-      if (outcome.kind === "unresolved" && resendSafe(record, now)) {
-        outcome = (await trySend(request)) ?? outcome;
-      }
-
-      switch (outcome.kind) {
-        case "delivered":
-          await sideEffects.markSucceeded(key, { delivery_id: outcome.deliveryId }, now);
-          return delivered(outcome.deliveryId, outcome.by);
-        case "rejected": {
-          const message = `${outcome.error.reason}: ${outcome.error.message}`;
-          await sideEffects.markFailed(key, { code: outcome.error.code, message }, now);
-          return failed("failed", outcome.error.code, message);
-        }
-        case "unresolved": {
-          const attempts = Math.max(record.attempts, receiveCount);
-          const message = `${channel.name}: ${outcome.cause} (key ${key}, attempt ${attempts} of ${maxUnknown})`;
-          await sideEffects.markUnknown(key, { code: OUTCOME_UNKNOWN, message }, now);
-          if (attempts >= maxUnknown) return failed("unknown", OUTCOME_UNKNOWN, message);
-          throw new TransientError(OUTCOME_UNKNOWN, message, {
-            details: { key, attempts, maxUnknownAttempts: maxUnknown },
-          });
-        }
-      }
+      if (state?.keys[key]) return false;
+      return (await options.sideEffects.get(key)) !== undefined;
     },
+    decide: (state, event, context) => sender.decide(state, event, context),
   };
 }
 
-function decision(
-  state: DeliveryState | undefined,
-  key: string,
-  now: Date,
-  fact: Omit<DeliveryFact, "at">,
-  emit: EmitSpec[],
-): Decision<DeliveryState> {
-  return {
-    state: { keys: { ...(state?.keys ?? {}), [key]: { ...fact, at: now.toISOString() } } },
-    emit,
-  };
+class Sender {
+  private readonly calls: ChannelCalls;
+  private readonly sideEffects: SideEffectStore;
+  constructor(
+    private readonly options: SenderOptions,
+    private readonly maxUnknown: number,
+  ) {
+    this.calls = new ChannelCalls(options.channel);
+    this.sideEffects = options.sideEffects;
+  }
+
+  async decide(
+    state: DeliveryState | undefined,
+    event: Envelope,
+    { now, receiveCount, resolving }: DecideContext<DeliveryState>,
+  ): Promise<Decision<DeliveryState>> {
+    const key = replyKey(event);
+    if (state?.keys[key]) return resolving ? { discarded: resolving } : {};
+    const facts = new Facts(state, event, key, now);
+    const record = await this.sideEffects.claim(
+      key,
+      { task_id: event.task_id, kind: REPLY_KIND },
+      now,
+    );
+    if (record.state === "succeeded")
+      return facts.delivered(record.result?.delivery_id ?? "unrecorded", "record");
+    if (record.state === "failed")
+      return facts.failed(
+        "failed",
+        record.error?.code ?? "channel.rejected",
+        record.error?.message ?? "",
+      );
+    const request = facts.request();
+    const earlier = record.state === "unknown" || record.attempts > 1 || resolving;
+    const outcome = earlier
+      ? await this.calls.resolveEarlier(request, record, now, resolving)
+      : await this.calls.firstSend(request, record, now);
+    if (outcome === "not_sent") {
+      // Expired or superseded before the channel ever saw it: close the record, send nothing.
+      const message = `not sent: the command was ${resolving} before the channel received it`;
+      await this.sideEffects.markFailed(key, { code: NOT_SENT, message }, now);
+      return { ...facts.record({ outcome: "discarded", code: NOT_SENT }), discarded: resolving };
+    }
+    return this.settle(outcome, key, Math.max(record.attempts, receiveCount), facts, now);
+  }
+
+  /** Record what the channel answered and emit its fact (or retry while it is unknown). */
+  private async settle(
+    outcome: Outcome,
+    key: string,
+    attempts: number,
+    facts: Facts,
+    now: Date,
+  ): Promise<Decision<DeliveryState>> {
+    switch (outcome.kind) {
+      case "delivered":
+        await this.sideEffects.markSucceeded(key, { delivery_id: outcome.deliveryId }, now);
+        return facts.delivered(outcome.deliveryId, outcome.by);
+      case "rejected": {
+        const message = `${outcome.error.reason}: ${outcome.error.message}`;
+        await this.sideEffects.markFailed(key, { code: outcome.error.code, message }, now);
+        return facts.failed("failed", outcome.error.code, message);
+      }
+      case "unresolved": {
+        const max = this.maxUnknown;
+        const message = `${this.options.channel.name}: ${outcome.cause} (key ${key}, attempt ${attempts} of ${max})`;
+        await this.sideEffects.markUnknown(key, { code: OUTCOME_UNKNOWN, message }, now);
+        if (attempts >= max) return facts.failed("unknown", OUTCOME_UNKNOWN, message);
+        throw new TransientError(OUTCOME_UNKNOWN, message, {
+          details: { key, attempts, maxUnknownAttempts: max },
+        });
+      }
+    }
+  }
+}
+
+/** The facts the sender emits for one command, and the state that records them per key. */
+class Facts {
+  private readonly payload: SendRequested;
+  constructor(
+    private readonly state: DeliveryState | undefined,
+    private readonly event: Envelope,
+    private readonly key: string,
+    private readonly now: Date,
+  ) {
+    this.payload = event.payload as SendRequested;
+  }
+
+  request(): Parameters<ChannelPort["send"]>[0] {
+    return {
+      key: this.key,
+      recipient: this.payload.customer_id,
+      conversationId: this.payload.conversation_id,
+      text: this.payload.text,
+    };
+  }
+
+  record(fact: Omit<DeliveryFact, "at">, emit: EmitSpec[] = []): Decision<DeliveryState> {
+    const keys = {
+      ...(this.state?.keys ?? {}),
+      [this.key]: { ...fact, at: this.now.toISOString() },
+    };
+    return { state: { keys }, emit };
+  }
+
+  delivered(deliveryId: string, by: Delivered["confirmed_by"]): Decision<DeliveryState> {
+    const payload = { ...this.base(), delivery_id: deliveryId, confirmed_by: by };
+    return this.record({ outcome: "delivered", delivery_id: deliveryId }, [
+      { type: DELIVERED, payload: payload satisfies Delivered, ...this.envelope() },
+    ]);
+  }
+
+  failed(outcome: DeliveryFailed["outcome"], code: string, message: string) {
+    const payload = { ...this.base(), code, message: message.slice(0, 4096), outcome };
+    return this.record({ outcome: outcome === "failed" ? "failed" : "escalated", code }, [
+      { type: DELIVERY_FAILED, payload: payload satisfies DeliveryFailed, ...this.envelope() },
+    ]);
+  }
+
+  private base() {
+    return {
+      conversation_id: this.payload.conversation_id,
+      channel: this.payload.channel,
+      idempotency_key: this.key,
+    };
+  }
+
+  private envelope() {
+    return {
+      inputVersion: this.event.input_version,
+      orderKey: this.payload.conversation_id,
+      conversationId: this.event.conversation_id ?? this.payload.conversation_id,
+    } satisfies Partial<EmitSpec>;
+  }
 }
 
 /** True for the error a send throws while its outcome is still unknown (the queue retries). */

@@ -17,6 +17,7 @@ import {
   createSender,
   DELIVERED,
   DELIVERY_FAILED,
+  NOT_SENT,
   OUTCOME_UNKNOWN,
   replyKey,
 } from "../../functions/roles/sender";
@@ -119,7 +120,7 @@ describe("sender", () => {
     expect(fact.input_version).toBe(1);
     expect(fact.order_key).toBe(event.conversation_id);
     expect(fact.aggregate).toMatchObject({ type: "delivery", id: event.task_id, version: 1 });
-    expect(t.sideEffects.get(replyKey(event))?.state).toBe("succeeded");
+    expect(t.sideEffects.records.get(replyKey(event))?.state).toBe("succeeded");
   });
 
   it("resolves a timeout after the channel applied the send by querying the same key", async () => {
@@ -135,7 +136,10 @@ describe("sender", () => {
     expect(fact.payload.confirmed_by).toBe("query");
     expect(fact.payload.idempotency_key).toBe(replyKey(event));
     expect([...t.sideEffects.records.keys()]).toEqual([replyKey(event)]);
-    expect(t.sideEffects.get(replyKey(event))).toMatchObject({ state: "succeeded", attempts: 1 });
+    expect(t.sideEffects.records.get(replyKey(event))).toMatchObject({
+      state: "succeeded",
+      attempts: 1,
+    });
   });
 
   it("resends with the same key when the query after a timeout finds nothing", async () => {
@@ -159,7 +163,7 @@ describe("sender", () => {
     expect(error).toBeInstanceOf(TransientError);
     expect(error.code).toBe(OUTCOME_UNKNOWN);
     expect(classify(error)).toBe("transient");
-    expect(t.sideEffects.get(replyKey(event))?.state).toBe("unknown");
+    expect(t.sideEffects.records.get(replyKey(event))?.state).toBe("unknown");
     expect(t.facts(DELIVERED)).toHaveLength(0);
     expect(t.store.log).toHaveLength(0);
 
@@ -169,7 +173,10 @@ describe("sender", () => {
     expect(t.channel.sends()).toBe(1);
     expect(t.channel.deliveries()).toHaveLength(1);
     expect((t.facts(DELIVERED)[0] as Envelope<Delivered>).payload.confirmed_by).toBe("query");
-    expect(t.sideEffects.get(replyKey(event))).toMatchObject({ state: "succeeded", attempts: 2 });
+    expect(t.sideEffects.records.get(replyKey(event))).toMatchObject({
+      state: "succeeded",
+      attempts: 2,
+    });
   });
 
   it("queries first on a redelivery after the channel was unavailable, then sends once", async () => {
@@ -178,7 +185,7 @@ describe("sender", () => {
     t.channel.inject({ kind: "unavailable" });
     const error = await failureOf(consume(event, t.role, t.deps));
     expect(error.code).toBe("channel.unavailable");
-    expect(t.sideEffects.get(replyKey(event))?.state).toBe("pending");
+    expect(t.sideEffects.records.get(replyKey(event))?.state).toBe("pending");
     await consume(event, t.role, t.deps, { receiveCount: 2 });
     expect(t.channel.queries()).toBe(1);
     expect(t.channel.sends()).toBe(2);
@@ -207,7 +214,10 @@ describe("sender", () => {
       code: OUTCOME_UNKNOWN,
       idempotency_key: replyKey(event),
     });
-    expect(t.sideEffects.get(replyKey(event))).toMatchObject({ state: "unknown", attempts: 3 });
+    expect(t.sideEffects.records.get(replyKey(event))).toMatchObject({
+      state: "unknown",
+      attempts: 3,
+    });
     // The same command re-issued (a new event, same logical attempt) finds the escalation.
     const again = sendRequested({
       taskId: event.task_id,
@@ -244,7 +254,7 @@ describe("sender", () => {
       code: "channel.rejected",
     });
     expect((failed[0] as Envelope<DeliveryFailed>).payload.message).toContain("invalid_recipient");
-    expect(t.sideEffects.get(replyKey(event))?.state).toBe("failed");
+    expect(t.sideEffects.records.get(replyKey(event))?.state).toBe("failed");
     expect((await consume(event, t.role, t.deps)).status).toBe("duplicate");
     expect(t.channel.sends()).toBe(1);
   });
@@ -276,6 +286,86 @@ describe("sender", () => {
     expect(result).toMatchObject({ status: "discarded", reason: "expired" });
     expect(t.channel.sends()).toBe(0);
     expect(t.sideEffects.records.size).toBe(0);
+  });
+
+  it("resolves a send that timed out after applying and comes back past its deadline", async () => {
+    const t = setup();
+    const event = sendRequested({ expiresAt: "2026-09-01T10:00:30.000Z" });
+    t.channel.inject({ kind: "timeout-after-apply" });
+    t.channel.inject({ kind: "query-unknown" });
+    const error = await failureOf(consume(event, t.role, t.deps, { receiveCount: 1 }));
+    expect(error.code).toBe(OUTCOME_UNKNOWN);
+    expect(t.channel.deliveries()).toHaveLength(1);
+
+    t.clock.advance(60_000); // redelivered after the deadline
+    const result = await consume(event, t.role, t.deps, { receiveCount: 2 });
+    expect(result.status).toBe("applied");
+    expect(t.channel.sends()).toBe(1);
+    const delivered = t.facts(DELIVERED);
+    expect(delivered).toHaveLength(1);
+    expect((delivered[0] as Envelope<Delivered>).payload.confirmed_by).toBe("query");
+    expect(t.sideEffects.records.get(replyKey(event))).toMatchObject({ state: "succeeded" });
+  });
+
+  it("emits the recorded outcome of a superseded send whose commit was lost", async () => {
+    const t = setup();
+    const event = sendRequested({ inputVersion: 1 });
+    const lost: ConsumerDeps = {
+      ...t.deps,
+      store: {
+        load: (r) => t.store.load(r),
+        readStream: (s, f, to) => t.store.readStream(s, f, to),
+        commit: async () => {
+          throw new TransientError("dynamodb.unavailable", "lost");
+        },
+      },
+    };
+    await failureOf(consume(event, t.role, lost));
+    expect(t.channel.deliveries()).toHaveLength(1);
+    t.versions.set(event.conversation_id as string, 2); // a newer message meanwhile
+    const result = await consume(event, t.role, t.deps, { receiveCount: 2 });
+    expect(result.status).toBe("applied");
+    expect(t.channel.sends()).toBe(1);
+    expect((t.facts(DELIVERED)[0] as Envelope<Delivered>).payload.confirmed_by).toBe("record");
+  });
+
+  it("escalates an expired send whose outcome stays unknown, and never sends it again", async () => {
+    const t = setup({ maxUnknownAttempts: 2 });
+    const event = sendRequested({ expiresAt: "2026-09-01T10:00:30.000Z" });
+    t.channel.inject({ kind: "timeout-before-apply" });
+    t.channel.inject({ kind: "query-unknown" });
+    await failureOf(consume(event, t.role, t.deps, { receiveCount: 1 }));
+    t.clock.advance(60_000);
+    t.channel.inject({ kind: "query-unknown" });
+    const result = await consume(event, t.role, t.deps, { receiveCount: 2 });
+    expect(result.status).toBe("applied");
+    expect(t.channel.sends()).toBe(1);
+    expect((t.facts(DELIVERY_FAILED)[0] as Envelope<DeliveryFailed>).payload.outcome).toBe(
+      "unknown",
+    );
+  });
+
+  it("closes an expired claimed send the channel never saw, without sending it", async () => {
+    const t = setup();
+    const event = sendRequested({ expiresAt: "2026-09-01T10:00:30.000Z" });
+    t.channel.inject({ kind: "unavailable" });
+    await failureOf(consume(event, t.role, t.deps));
+    expect(t.sideEffects.records.get(replyKey(event))?.state).toBe("pending");
+    t.clock.advance(60_000);
+    const result = await consume(event, t.role, t.deps, { receiveCount: 2 });
+    expect(result).toMatchObject({ status: "discarded", reason: "expired" });
+    expect(t.channel.queries()).toBe(1);
+    expect(t.channel.sends()).toBe(1);
+    expect(t.channel.deliveries()).toHaveLength(0);
+    expect(t.sideEffects.records.get(replyKey(event))).toMatchObject({
+      state: "failed",
+      error: { code: NOT_SENT },
+    });
+    expect(t.facts(DELIVERED)).toHaveLength(0);
+    expect(t.facts(DELIVERY_FAILED)).toHaveLength(0);
+    // Delivered again: the record is closed and the command is a duplicate.
+    expect((await consume(event, t.role, t.deps, { receiveCount: 3 })).status).toBe("duplicate");
+    expect(t.channel.sends()).toBe(1);
   });
 
   it("emits the fact from the record when the channel succeeded but the commit was lost", async () => {
@@ -346,7 +436,7 @@ describe("sender", () => {
     const error = await failureOf(consume(late, role, deps, { receiveCount: 2 }));
     expect(error.code).toBe(OUTCOME_UNKNOWN);
     expect(channel.sends()).toBe(3);
-    expect(sideEffects.get(replyKey(late))?.state).toBe("unknown");
+    expect(sideEffects.records.get(replyKey(late))?.state).toBe("unknown");
   });
 
   it("refuses transitions out of a final state", async () => {

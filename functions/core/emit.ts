@@ -1,0 +1,86 @@
+import type { AggregateRef, Envelope, EventTypeDefinition } from "../../schemas";
+import { PermanentError } from "./errors";
+import type { ConsumerDeps } from "./ports";
+
+/** An event or command a role asks to append to its aggregate's stream. */
+export interface EmitSpec {
+  readonly type: string;
+  readonly payload: unknown;
+  /** Defaults to the newest registered schema version of `type`. */
+  readonly schemaVersion?: number;
+  readonly expiresAt?: string;
+  readonly orderKey?: string;
+  readonly inputVersion?: number;
+  readonly conversationId?: string;
+  readonly taskId?: string;
+}
+
+/**
+ * An unsequenced message a role publishes straight to the bus while it is still working on an
+ * event (a heartbeat): not appended to any stream, addressed to `aggregate` at version 0.
+ */
+export interface HeartbeatSpec extends EmitSpec {
+  readonly aggregate: AggregateRef;
+}
+
+/** Turn emit specs into validated envelopes at the next versions of `stream`. */
+export function buildEmitted(
+  specs: readonly EmitSpec[],
+  cause: Pick<Envelope, "event_id" | "correlation_id" | "task_id" | "conversation_id"> | null,
+  stream: AggregateRef,
+  headVersion: number,
+  producer: string,
+  deps: Pick<ConsumerDeps, "registry" | "ids">,
+  now: Date,
+  root?: { correlationId: string; taskId: string; conversationId?: string },
+): Envelope[] {
+  return specs.map((spec, index) => {
+    const definition = pickDefinition(spec, deps);
+    const candidate = {
+      event_id: deps.ids.next(),
+      event_type: definition.type,
+      schema_version: definition.schemaVersion,
+      occurred_at: now.toISOString(),
+      correlation_id: cause?.correlation_id ?? root?.correlationId,
+      causation_id: cause?.event_id ?? null,
+      task_id: spec.taskId ?? cause?.task_id ?? root?.taskId,
+      conversation_id: spec.conversationId ?? cause?.conversation_id ?? root?.conversationId,
+      aggregate: { ...stream, version: headVersion + index + 1 },
+      order_key: spec.orderKey ?? stream.id,
+      producer,
+      attempt: 1,
+      expires_at: spec.expiresAt,
+      input_version: spec.inputVersion,
+      payload: spec.payload,
+    };
+    const parsed = deps.registry.parse(JSON.parse(JSON.stringify(candidate)));
+    if (!parsed.ok) {
+      throw new PermanentError(
+        "emit.invalid",
+        `${producer} emitted an invalid ${spec.type}: ${parsed.message}`,
+      );
+    }
+    return parsed.envelope;
+  });
+}
+
+function pickDefinition(spec: EmitSpec, deps: Pick<ConsumerDeps, "registry">): EventTypeDefinition {
+  const candidates = deps.registry.definitions().filter((d) => d.type === spec.type);
+  const definition =
+    spec.schemaVersion === undefined
+      ? candidates.sort((a, b) => b.schemaVersion - a.schemaVersion)[0]
+      : candidates.find((d) => d.schemaVersion === spec.schemaVersion);
+  if (!definition) {
+    throw new PermanentError(
+      "emit.unknown_type",
+      `cannot emit unregistered ${spec.type}@${spec.schemaVersion ?? "latest"}`,
+    );
+  }
+  if (!definition.sequenced) {
+    throw new PermanentError(
+      "emit.unsequenced_type",
+      `${spec.type} is unsequenced and cannot be appended to a stream`,
+    );
+  }
+  return definition;
+}

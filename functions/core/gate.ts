@@ -1,0 +1,66 @@
+import type { AggregateRef, Envelope } from "../../schemas";
+import { TransientError } from "./errors";
+import type { ConsumerDeps, Loaded } from "./ports";
+
+/** How many missing ranges a gap error names; the rest are only counted. */
+const MAX_RANGES_REPORTED = 5;
+
+/**
+ * Dedup and version gate: the events to apply, in order, ending with `event`; [] = duplicate.
+ * - unsequenced (`stream` undefined): a duplicate when the inbox already has the event id;
+ * - v <= checkpoint: a duplicate or an old version;
+ * - v = checkpoint + 1: apply;
+ * - v > checkpoint + 1: the missing versions are read from the event store and applied first.
+ * Its cost follows the events stored in the gap, never the size of the version number: a gap the
+ * store cannot fill is reported by ranges and a count.
+ */
+export async function eventsToApply(
+  event: Envelope,
+  stream: AggregateRef | undefined,
+  loaded: Loaded,
+  deps: Pick<ConsumerDeps, "store">,
+): Promise<Envelope[]> {
+  if (!stream) return loaded.inboxHit ? [] : [event];
+  const version = event.aggregate.version;
+  const last = loaded.checkpoint;
+  if (version <= last) return [];
+  if (version === last + 1) return [event];
+  const gap = await deps.store.readStream(stream, last + 1, version - 1);
+  const expected = version - 1 - last;
+  if (gap.length !== expected) {
+    const missing = missingRanges(gap, last + 1, version - 1);
+    const named = missing.ranges.map(([a, b]) => (a === b ? `${a}` : `${a}-${b}`)).join(", ");
+    const more = missing.ranges.length < missing.rangeCount ? ", ..." : "";
+    throw new TransientError(
+      "gate.gap_unrepairable",
+      `${stream.type}#${stream.id}: version ${version} arrived after ${last}, and ${missing.count} version(s) are not in the event store: ${named}${more}`,
+      { details: { stream, last, version, missingCount: missing.count, missing: missing.ranges } },
+    );
+  }
+  return [...gap, event];
+}
+
+/**
+ * The versions in [from, to] that `present` (in version order, each within the range, each once)
+ * lacks: their count and the first few ranges. Walks `present` once.
+ */
+export function missingRanges(
+  present: readonly Envelope[],
+  from: number,
+  to: number,
+): { count: number; ranges: [number, number][]; rangeCount: number } {
+  const ranges: [number, number][] = [];
+  let rangeCount = 0;
+  let next = from;
+  const add = (a: number, b: number) => {
+    rangeCount++;
+    if (ranges.length < MAX_RANGES_REPORTED) ranges.push([a, b]);
+  };
+  for (const e of present) {
+    const v = e.aggregate.version;
+    if (v > next) add(next, v - 1);
+    next = Math.max(next, v + 1);
+  }
+  if (next <= to) add(next, to);
+  return { count: to - from + 1 - present.length, ranges, rangeCount };
+}

@@ -1,0 +1,137 @@
+import { ulid } from "ulid";
+import { describe, expect, it } from "vitest";
+import { missingRanges } from "../../functions/core/gate";
+import { consume, type Role } from "../../functions/core/pipeline";
+import { type AuditRecord, audit } from "../../functions/roles/audit";
+import { conversation } from "../../functions/roles/conversation";
+import { type RouteState, router } from "../../functions/roles/router";
+import { type Envelope, MAX_STREAM_VERSION, registry } from "../../schemas";
+import { makeDeps, newCorrelationId, newTaskId, seedTask } from "./fixtures";
+
+/** Gap repair applies each event read from the store to that event's own state aggregate. */
+describe("gap repair: each repaired event goes to its own state", () => {
+  it("audit (one record per event): v3 first still records v1, v2 and v3 under their own ids", async () => {
+    const { deps, store } = makeDeps();
+    const events = await seedTask(deps, 3);
+    const result = await consume(events[2], audit, deps);
+    expect(result.steps.map((s) => [s.version, s.status, s.repaired])).toEqual([
+      [1, "applied", true],
+      [2, "applied", true],
+      [3, "applied", false],
+    ]);
+    for (const e of events) {
+      const record = store.states.get(`audit_record#evt_${e.event_id}`)?.data as AuditRecord;
+      expect(record?.event_id, `record of v${e.aggregate.version}`).toBe(e.event_id);
+      expect(record?.aggregate.version).toBe(e.aggregate.version);
+    }
+  });
+
+  it("router: route requests of two messages arriving out of order are both routed", async () => {
+    const { deps, store } = makeDeps();
+    const conv = `conv_${ulid()}`;
+    const message = (text: string): Envelope =>
+      ({
+        event_id: ulid(),
+        event_type: "conversation.message.received",
+        schema_version: 1,
+        occurred_at: "2026-09-01T10:00:00.000Z",
+        correlation_id: newCorrelationId(),
+        causation_id: null,
+        task_id: newTaskId(),
+        conversation_id: conv,
+        aggregate: { type: "conversation", id: conv, version: 0 },
+        order_key: conv,
+        producer: "web-client",
+        attempt: 1,
+        payload: { text, customer_id: "cust_alice" },
+      }) as Envelope;
+    const first = await consume(message("I want to check my order"), conversation, deps);
+    const second = await consume(message("The order number is A-1002"), conversation, deps);
+    const route1 = first.steps[0]?.emitted[1] as Envelope;
+    const route2 = second.steps[0]?.emitted[1] as Envelope;
+    expect([route1.aggregate.version, route2.aggregate.version]).toEqual([2, 4]);
+
+    // The router gets v4 first: v2 is repaired from the store, then v4 is applied.
+    const result = await consume(route2, router, deps);
+    expect(result.steps.map((s) => [s.version, s.status, s.repaired])).toEqual([
+      [2, "applied", true],
+      [4, "applied", false],
+    ]);
+    const routeOf = (taskId: string) =>
+      store.states.get(`support_route#${taskId}`)?.data as RouteState | undefined;
+    expect(routeOf(route1.task_id)).toBeDefined();
+    expect(routeOf(route2.task_id)).toBeDefined();
+    expect(routeOf(route2.task_id)).not.toEqual(routeOf(route1.task_id));
+    const emittedTasks = result.steps.flatMap((s) => s.emitted.map((e) => e.task_id));
+    expect(new Set(emittedTasks)).toEqual(new Set([route1.task_id, route2.task_id]));
+    // The late original is a duplicate.
+    expect((await consume(route1, router, deps)).status).toBe("duplicate");
+  });
+
+  it("a role whose events of one stream map to two states reads the right one for each", async () => {
+    const { deps, store } = makeDeps();
+    const events = await seedTask(deps, 4);
+    // Odd versions count into "odd", even ones into "even".
+    const split: Role<{ seen: number[] }> = {
+      group: "split",
+      subscriptions: events.map((e) => e.event_type),
+      stateOf: (e) => ({ type: "parity", id: `p_${e.aggregate.version % 2 ? "odd" : "even"}` }),
+      decide: (state, e) => ({ state: { seen: [...(state?.seen ?? []), e.aggregate.version] } }),
+    };
+    await consume(events[1], split, deps); // v2 repairs v1 first
+    await consume(events[3], split, deps); // v4 repairs v3 first
+    expect(store.states.get("parity#p_odd")?.data).toEqual({ seen: [1, 3] });
+    expect(store.states.get("parity#p_even")?.data).toEqual({ seen: [2, 4] });
+  });
+});
+
+/** The gate's cost follows what is stored, never the version number a message carries. */
+describe("gate: huge versions", () => {
+  it("refuses a version above the bound as an invalid envelope", async () => {
+    const { deps } = makeDeps();
+    const [v1] = await seedTask(deps, 1);
+    const parsed = registry.parse({
+      ...v1,
+      aggregate: { ...v1?.aggregate, version: MAX_STREAM_VERSION + 1 },
+    });
+    expect(parsed.ok).toBe(false);
+  });
+
+  it("reports a gap up to the bound quickly, by ranges and a count, with a small error", async () => {
+    const { deps } = makeDeps();
+    const events = await seedTask(deps, 2);
+    const huge = {
+      ...events[1],
+      event_id: ulid(),
+      aggregate: { ...events[1]?.aggregate, version: MAX_STREAM_VERSION },
+    };
+    const started = performance.now();
+    const error = await consume(huge, audit, deps).catch((e: unknown) => e);
+    const elapsed = performance.now() - started;
+    expect(error).toMatchObject({ code: "gate.gap_unrepairable", errorClass: "transient" });
+    const { message, details } = error as { message: string; details: Record<string, unknown> };
+    expect(details.missingCount).toBe(MAX_STREAM_VERSION - 1 - 2);
+    expect(details.missing).toEqual([[3, MAX_STREAM_VERSION - 1]]);
+    expect(message.length).toBeLessThan(400);
+    expect(JSON.stringify(details).length).toBeLessThan(400);
+    // Not a speed goal: a loop over 2^31 versions would take minutes and gigabytes.
+    expect(elapsed).toBeLessThan(5_000);
+  });
+
+  it("names the first few missing ranges and counts the rest", () => {
+    const at = (v: number) => ({ aggregate: { type: "t", id: "t_1", version: v } }) as Envelope;
+    const present = [2, 4, 6, 8, 10, 12, 14].map(at);
+    expect(missingRanges(present, 1, 20)).toEqual({
+      count: 13,
+      ranges: [
+        [1, 1],
+        [3, 3],
+        [5, 5],
+        [7, 7],
+        [9, 9],
+      ],
+      rangeCount: 8,
+    });
+    expect(missingRanges([1, 2, 3].map(at), 1, 3)).toEqual({ count: 0, ranges: [], rangeCount: 0 });
+  });
+});
