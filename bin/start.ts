@@ -1,6 +1,5 @@
 import { Command } from "commander";
 import { ulid } from "ulid";
-import type { ConsumeResult } from "../functions/core/pipeline";
 import {
   type ConversationScenarioResult,
   hasConversation,
@@ -56,19 +55,16 @@ process.on("SIGTERM", () => void shutdown(143));
 
 function liveLine(event: RuntimeEvent): void {
   if (!live) return;
-  if (event.kind === "consumed") {
-    const r = event.result as
-      | ConsumeResult
-      | { error: { code: string; message: string; errorClass: string } };
-    if ("error" in r)
+  if (event.kind === "consume-failed") {
+    const { error, outcome } = event.failure;
+    out(
+      `  ${event.group}: ${error.errorClass} ${error.code} (${outcome}): ${error.message.split("\n")[0]}`,
+    );
+  } else if (event.kind === "consumed") {
+    for (const s of event.result.steps)
       out(
-        `  ${event.group}: ${r.error.errorClass} ${r.error.code}: ${r.error.message.split("\n")[0]}`,
+        `  ${event.group}: ${s.status}${s.reason ? `:${s.reason}` : ""} ${s.eventType} v${s.version} ${s.eventId}${s.repaired ? " (gap repair)" : ""}`,
       );
-    else
-      for (const s of r.steps)
-        out(
-          `  ${event.group}: ${s.status}${s.reason ? `:${s.reason}` : ""} ${s.eventType} v${s.version} ${s.eventId}${s.repaired ? " (gap repair)" : ""}`,
-        );
   } else if (event.kind === "invocation-failed") out(`  ! ${event.function}: ${event.error}`);
 }
 

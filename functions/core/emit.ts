@@ -64,12 +64,56 @@ export function buildEmitted(
   });
 }
 
-function pickDefinition(spec: EmitSpec, deps: Pick<ConsumerDeps, "registry">): EventTypeDefinition {
+/**
+ * The unsequenced envelope of a heartbeat spec (not appended to any stream: version 0), caused by
+ * the event being worked on. Its type must be registered and unsequenced.
+ */
+export function buildHeartbeat(
+  spec: HeartbeatSpec,
+  cause: Envelope,
+  producer: string,
+  deps: Pick<ConsumerDeps, "registry" | "ids" | "clock">,
+): Envelope {
+  const definition = newestOrNamed(spec, deps);
+  if (!definition || definition.sequenced)
+    throw new PermanentError(
+      "heartbeat.invalid_type",
+      `a heartbeat must be a registered unsequenced type, not ${spec.type}`,
+    );
+  const parsed = deps.registry.parse({
+    event_id: deps.ids.next(),
+    event_type: definition.type,
+    schema_version: definition.schemaVersion,
+    occurred_at: deps.clock.now().toISOString(),
+    correlation_id: cause.correlation_id,
+    causation_id: cause.event_id,
+    task_id: spec.taskId ?? cause.task_id,
+    conversation_id: spec.conversationId ?? cause.conversation_id,
+    aggregate: { ...spec.aggregate, version: 0 },
+    order_key: spec.orderKey ?? spec.aggregate.id,
+    producer,
+    attempt: 1,
+    expires_at: spec.expiresAt,
+    payload: spec.payload,
+  });
+  if (!parsed.ok)
+    throw new PermanentError("heartbeat.invalid", `invalid ${spec.type}: ${parsed.message}`);
+  return parsed.envelope;
+}
+
+/** The definition a spec names: its schema version, or the newest registered one. */
+function newestOrNamed(
+  spec: EmitSpec,
+  deps: Pick<ConsumerDeps, "registry">,
+): EventTypeDefinition | undefined {
   const candidates = deps.registry.definitions().filter((d) => d.type === spec.type);
-  const definition =
-    spec.schemaVersion === undefined
-      ? candidates.sort((a, b) => b.schemaVersion - a.schemaVersion)[0]
-      : candidates.find((d) => d.schemaVersion === spec.schemaVersion);
+  return spec.schemaVersion === undefined
+    ? candidates.sort((a, b) => b.schemaVersion - a.schemaVersion)[0]
+    : candidates.find((d) => d.schemaVersion === spec.schemaVersion);
+}
+
+function pickDefinition(spec: EmitSpec, deps: Pick<ConsumerDeps, "registry">): EventTypeDefinition {
+  const definition = newestOrNamed(spec, deps);
   if (!definition) {
     throw new PermanentError(
       "emit.unknown_type",

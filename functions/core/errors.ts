@@ -90,11 +90,14 @@ export function classify(error: unknown): ErrorClass {
   return error instanceof AgentBusError ? error.errorClass : "transient";
 }
 
-export function describe(error: unknown): {
-  code: string;
-  errorClass: ErrorClass;
-  message: string;
-} {
+/** What is said of a failure in logs, dead letters and reports. */
+export interface ErrorInfo {
+  readonly code: string;
+  readonly errorClass: ErrorClass;
+  readonly message: string;
+}
+
+export function describe(error: unknown): ErrorInfo {
   if (error instanceof AgentBusError)
     return { code: error.code, errorClass: error.errorClass, message: error.message };
   const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);

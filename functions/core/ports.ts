@@ -146,6 +146,7 @@ export interface DeadLetterSink {
     reason: string;
     groupId?: string;
     deduplicationId?: string;
+    receiveCount?: number;
   }): Promise<void>;
 }
 

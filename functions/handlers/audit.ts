@@ -1,6 +1,4 @@
 import { audit } from "../roles/audit";
-import { type ConsumerOptions, createConsumerHandler, lambdaConsumer } from "./consumer";
+import { consumerEntry } from "./consumer";
 
-/** Builds the handler with explicit configuration and clients (local runtime, tests). */
-export const create = (options?: ConsumerOptions) => createConsumerHandler(audit, options);
-export const handler = lambdaConsumer(audit);
+export const { create, handler } = consumerEntry(audit);

@@ -7,6 +7,7 @@ import type { ModelPort } from "../core/model";
 import { createContentAgent } from "../roles/content-agents";
 import { type ConsumerOptions, createConsumerHandler, type SqsBatchHandler } from "./consumer";
 import { parseEnv } from "./env";
+import { lambdaEntry } from "./lambda-entry";
 
 /**
  * The content agents' Lambda side (topic selection, fact check, writing, review): the shared
@@ -59,11 +60,7 @@ export function createAgentHandler(role: ContentRole, options: AgentOptions = {}
   return createConsumerHandler(createContentAgent({ role, model }), options);
 }
 
-/** A Lambda entry point: built on the first invocation from the function's environment, then reused. */
-export function lambdaAgent(role: ContentRole): SqsBatchHandler {
-  let handler: SqsBatchHandler | undefined;
-  return (event, context) => {
-    handler ??= createAgentHandler(role);
-    return handler(event, context);
-  };
+/** `create` and the Lambda `handler` of one content agent. */
+export function agentEntry(role: ContentRole) {
+  return lambdaEntry((options?: AgentOptions) => createAgentHandler(role, options));
 }

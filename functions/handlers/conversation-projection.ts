@@ -1,5 +1,4 @@
 import { conversationProjection } from "../roles/conversation-projection";
-import { plainHandler } from "./support";
+import { consumerEntry } from "./consumer";
 
-/** Builds the handler with explicit configuration and clients (local runtime, tests). */
-export const { create, handler } = plainHandler(conversationProjection);
+export const { create, handler } = consumerEntry(conversationProjection);

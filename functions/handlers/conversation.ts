@@ -1,5 +1,4 @@
-import { createConversationHandler, lazyHandler, type SupportOptions } from "./support";
+import { lambdaEntry } from "./lambda-entry";
+import { createConversationHandler } from "./support";
 
-/** Builds the handler with explicit configuration and clients (local runtime, tests). */
-export const create = (options?: SupportOptions) => createConversationHandler(options);
-export const handler = lazyHandler(() => createConversationHandler());
+export const { create, handler } = lambdaEntry(createConversationHandler);

@@ -9,7 +9,9 @@ import { extendVisibility } from "../adapters/sqs/visibility";
 import { type DispatchItem, type DispatchReport, dispatch } from "../core/dispatch";
 import { describe } from "../core/errors";
 import { DispatchEnv, parseEnv } from "./env";
+import { lambdaEntry } from "./lambda-entry";
 import { type Observability, observability } from "./observe";
+import { receiveCountOf, retryDelaySeconds } from "./retry";
 
 /** The part of an EventBridge event the dispatcher needs (the envelope is the `detail`). */
 const EventBridgeEvent = z.object({
@@ -51,10 +53,10 @@ export function createDispatchHandler(options: DispatchOptions = {}): DispatchHa
     const failed = new Set(failedIds);
     for (const record of event.Records) {
       if (!failed.has(record.messageId)) continue;
-      const receives = Number(record.attributes.ApproximateReceiveCount ?? "1");
-      const delay = Math.min(
+      const delay = retryDelaySeconds(
+        receiveCountOf(record),
+        env.RETRY_BASE_SECONDS,
         env.RETRY_MAX_SECONDS,
-        env.RETRY_BASE_SECONDS * 2 ** Math.max(0, receives - 1),
       );
       await extendVisibility(sqs, env.SOURCE_QUEUE_URL, record.receiptHandle, delay).catch(
         (e: unknown) => logger.warn("could not set the retry backoff", { error: describe(e) }),
@@ -63,30 +65,7 @@ export function createDispatchHandler(options: DispatchOptions = {}): DispatchHa
   };
 
   return async (event) => {
-    const items: DispatchItem[] = [];
-    for (const record of event.Records) {
-      let body: unknown;
-      try {
-        body = JSON.parse(record.body);
-      } catch {
-        body = undefined;
-      }
-      const wrapper = EventBridgeEvent.safeParse(body);
-      if (!wrapper.success) {
-        await deadLetters.send({
-          body: record.body,
-          code: "dispatch.not_an_event",
-          reason: "buffer message is not an EventBridge event",
-        });
-        metrics.addMetric("DeadLettered", MetricUnit.Count, 1);
-        continue;
-      }
-      items.push({
-        recordId: record.messageId,
-        envelope: wrapper.data.detail,
-        rawBody: record.body,
-      });
-    }
+    const items = await itemsOf(event, deadLetters, metrics);
     const report = await dispatch(items, registry, sender, deadLetters);
     metrics.addMetric("Dispatched", MetricUnit.Count, report.sent);
     if (report.deadLettered)
@@ -105,11 +84,36 @@ export function createDispatchHandler(options: DispatchOptions = {}): DispatchHa
   };
 }
 
-let instance: DispatchHandler | undefined;
-export const handler: DispatchHandler = (event, context) => {
-  instance ??= createDispatchHandler();
-  return instance(event, context);
-};
+export const { create, handler } = lambdaEntry(createDispatchHandler);
 
-/** Builds the handler with explicit configuration and clients (local runtime, tests). */
-export const create = createDispatchHandler;
+/**
+ * The envelopes a buffer batch carries, one per record; a record that is not an EventBridge event
+ * goes straight to the dead-letter queue.
+ */
+async function itemsOf(
+  event: SQSEvent,
+  deadLetters: SqsDeadLetterSink,
+  metrics: Observability["metrics"],
+): Promise<DispatchItem[]> {
+  const items: DispatchItem[] = [];
+  for (const record of event.Records) {
+    let body: unknown;
+    try {
+      body = JSON.parse(record.body);
+    } catch {
+      body = undefined;
+    }
+    const wrapper = EventBridgeEvent.safeParse(body);
+    if (!wrapper.success) {
+      await deadLetters.send({
+        body: record.body,
+        code: "dispatch.not_an_event",
+        reason: "buffer message is not an EventBridge event",
+      });
+      metrics.addMetric("DeadLettered", MetricUnit.Count, 1);
+      continue;
+    }
+    items.push({ recordId: record.messageId, envelope: wrapper.data.detail, rawBody: record.body });
+  }
+  return items;
+}

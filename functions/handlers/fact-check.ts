@@ -1,5 +1,3 @@
-import { type AgentOptions, createAgentHandler, lambdaAgent } from "./content-agents";
+import { agentEntry } from "./content-agents";
 
-/** Builds the handler with explicit configuration, clients or model (local runtime, tests). */
-export const create = (options?: AgentOptions) => createAgentHandler("fact-check", options);
-export const handler = lambdaAgent("fact-check");
+export const { create, handler } = agentEntry("fact-check");

@@ -4,6 +4,7 @@ import { describe } from "../core/errors";
 import { createOrchestrator } from "../roles/orchestrator";
 import { type ConsumerOptions, createConsumerHandler, type SqsBatchHandler } from "./consumer";
 import { OrchestratorEnv, parseEnv } from "./env";
+import { lambdaEntry } from "./lambda-entry";
 import { observability } from "./observe";
 
 /**
@@ -34,11 +35,4 @@ export function createOrchestratorHandler(options: ConsumerOptions = {}): SqsBat
   return createConsumerHandler(role, { ...options, observability: obs });
 }
 
-/** Builds the handler with explicit configuration and clients (local runtime, tests). */
-export const create = (options?: ConsumerOptions) => createOrchestratorHandler(options);
-
-let instance: SqsBatchHandler | undefined;
-export const handler: SqsBatchHandler = (event, context) => {
-  instance ??= createOrchestratorHandler();
-  return instance(event, context);
-};
+export const { create, handler } = lambdaEntry(createOrchestratorHandler);

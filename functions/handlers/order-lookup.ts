@@ -1,5 +1,4 @@
-import { createOrderLookupHandler, lazyHandler, type SupportOptions } from "./support";
+import { lambdaEntry } from "./lambda-entry";
+import { createOrderLookupHandler } from "./support";
 
-/** Builds the handler with explicit configuration, clients or orders (local runtime, tests). */
-export const create = (options?: SupportOptions) => createOrderLookupHandler(options);
-export const handler = lazyHandler(() => createOrderLookupHandler());
+export const { create, handler } = lambdaEntry(createOrderLookupHandler);

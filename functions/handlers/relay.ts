@@ -6,6 +6,7 @@ import { envelopesFromStreamRecords } from "../adapters/dynamodb/stream";
 import { EventBridgePublisher } from "../adapters/eventbridge/publisher";
 import { type RelayReport, relay } from "../core/relay";
 import { parseEnv, RelayEnv } from "./env";
+import { lambdaEntry } from "./lambda-entry";
 import { type Observability, observability } from "./observe";
 
 export interface RelayHandlerOptions {
@@ -54,11 +55,4 @@ export function createRelayHandler(options: RelayHandlerOptions = {}): RelayHand
   };
 }
 
-let instance: RelayHandler | undefined;
-export const handler: RelayHandler = (event, context) => {
-  instance ??= createRelayHandler();
-  return instance(event, context);
-};
-
-/** Builds the handler with explicit configuration and clients (local runtime, tests). */
-export const create = createRelayHandler;
+export const { create, handler } = lambdaEntry(createRelayHandler);

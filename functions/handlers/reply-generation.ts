@@ -1,5 +1,4 @@
-import { createReplyGenerationHandler, lazyHandler, type SupportOptions } from "./support";
+import { lambdaEntry } from "./lambda-entry";
+import { createReplyGenerationHandler } from "./support";
 
-/** Builds the handler with explicit configuration, clients or model (local runtime, tests). */
-export const create = (options?: SupportOptions) => createReplyGenerationHandler(options);
-export const handler = lazyHandler(() => createReplyGenerationHandler());
+export const { create, handler } = lambdaEntry(createReplyGenerationHandler);

@@ -1,5 +1,4 @@
 import { router } from "../roles/router";
-import { plainHandler } from "./support";
+import { consumerEntry } from "./consumer";
 
-/** Builds the handler with explicit configuration and clients (local runtime, tests). */
-export const { create, handler } = plainHandler(router);
+export const { create, handler } = consumerEntry(router);

@@ -1,5 +1,4 @@
-import { createSenderHandler, lazyHandler, type SupportOptions } from "./support";
+import { lambdaEntry } from "./lambda-entry";
+import { createSenderHandler } from "./support";
 
-/** Builds the handler with explicit configuration, clients or channel (local runtime, tests). */
-export const create = (options?: SupportOptions) => createSenderHandler(options);
-export const handler = lazyHandler(() => createSenderHandler());
+export const { create, handler } = lambdaEntry(createSenderHandler);

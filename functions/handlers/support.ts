@@ -7,7 +7,6 @@ import { DynamoEventStore } from "../adapters/dynamodb/event-store";
 import { DynamoOrders } from "../adapters/dynamodb/orders";
 import { DynamoSideEffects } from "../adapters/dynamodb/side-effects";
 import type { ModelPort } from "../core/model";
-import type { Role } from "../core/pipeline";
 import type { ChannelPort } from "../core/side-effects";
 import { conversationVersionReader, createConversation } from "../roles/conversation";
 import { createOrderLookup, type OrdersPort } from "../roles/order-lookup";
@@ -137,21 +136,4 @@ export function createSenderHandler(options: SupportOptions = {}): SqsBatchHandl
     }),
     base,
   );
-}
-
-/** A Lambda entry point: built on the first invocation from the function's environment, then reused. */
-export function lazyHandler(build: () => SqsBatchHandler): SqsBatchHandler {
-  let handler: SqsBatchHandler | undefined;
-  return (event, context) => {
-    handler ??= build();
-    return handler(event, context);
-  };
-}
-
-/** The consumer of a role that needs no port (router, projection). */
-export function plainHandler<S>(role: Role<S>) {
-  return {
-    create: (options?: ConsumerOptions) => createConsumerHandler(role, options),
-    handler: lazyHandler(() => createConsumerHandler(role)),
-  };
 }

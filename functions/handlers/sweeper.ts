@@ -15,6 +15,7 @@ import type { Clock, DueReader, EventPublisher, StateReader } from "../core/port
 import { systemClock } from "../core/runtime";
 import { DAG_RUN_AGGREGATE, planSweep } from "../core/sweeper";
 import { parseEnv, SweeperEnv } from "./env";
+import { lambdaEntry } from "./lambda-entry";
 import { type Observability, observability } from "./observe";
 
 export interface SweepReport {
@@ -118,11 +119,4 @@ export function createSweeperHandler(options: SweeperOptions = {}): SweeperHandl
   };
 }
 
-let instance: SweeperHandler | undefined;
-export const handler: SweeperHandler = (event, context) => {
-  instance ??= createSweeperHandler();
-  return instance(event, context);
-};
-
-/** Builds the handler with explicit configuration and clients (local runtime, tests). */
-export const create = createSweeperHandler;
+export const { create, handler } = lambdaEntry(createSweeperHandler);

@@ -1,6 +1,4 @@
 import { taskProjection } from "../roles/task-projection";
-import { type ConsumerOptions, createConsumerHandler, lambdaConsumer } from "./consumer";
+import { consumerEntry } from "./consumer";
 
-/** Builds the handler with explicit configuration and clients (local runtime, tests). */
-export const create = (options?: ConsumerOptions) => createConsumerHandler(taskProjection, options);
-export const handler = lambdaConsumer(taskProjection);
+export const { create, handler } = consumerEntry(taskProjection);

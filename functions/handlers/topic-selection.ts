@@ -1,5 +1,3 @@
-import { type AgentOptions, createAgentHandler, lambdaAgent } from "./content-agents";
+import { agentEntry } from "./content-agents";
 
-/** Builds the handler with explicit configuration, clients or model (local runtime, tests). */
-export const create = (options?: AgentOptions) => createAgentHandler("topic-selection", options);
-export const handler = lambdaAgent("topic-selection");
+export const { create, handler } = agentEntry("topic-selection");

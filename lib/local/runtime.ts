@@ -18,6 +18,8 @@ import {
   SendMessageCommand,
 } from "@aws-sdk/client-sqs";
 import type { DynamoDBRecord, SQSEvent, SQSRecord } from "aws-lambda";
+import type { ConsumeResult } from "../../functions/core/pipeline";
+import type { ConsumerFailure, ConsumerObserver } from "../../functions/handlers/consumer";
 import type {
   AwsClients,
   LocalDeployment,
@@ -29,7 +31,8 @@ import type {
 
 /** What the runtime reports while it runs (the local trace is built from these). */
 export type RuntimeEvent =
-  | { readonly kind: "consumed"; readonly group: string; readonly result: unknown }
+  | { readonly kind: "consumed"; readonly group: string; readonly result: ConsumeResult }
+  | { readonly kind: "consume-failed"; readonly group: string; readonly failure: ConsumerFailure }
   | { readonly kind: "dispatched"; readonly group: string; readonly report: unknown }
   | { readonly kind: "relayed"; readonly report: unknown }
   | { readonly kind: "swept"; readonly function: string; readonly report: unknown }
@@ -231,7 +234,10 @@ export class LocalRuntime {
       dynamodb: this.options.clients.dynamodb,
       sqs: this.options.clients.sqs,
       eventbridge: this.options.clients.eventbridge,
-      onResult: (result: unknown) => report({ kind: "consumed", group, result }),
+      observer: {
+        consumed: (result: ConsumeResult) => report({ kind: "consumed", group, result }),
+        failed: (failure: ConsumerFailure) => report({ kind: "consume-failed", group, failure }),
+      } satisfies ConsumerObserver,
       onReport: (r: unknown) =>
         report(
           fn.kind === "relay"

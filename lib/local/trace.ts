@@ -1,4 +1,4 @@
-import type { ConsumeResult, StepStatus } from "../../functions/core/pipeline";
+import type { StepStatus } from "../../functions/core/pipeline";
 import type { InboxRecord, TraceReader } from "../../functions/core/ports";
 import type { Envelope } from "../../schemas";
 import type { RuntimeEvent } from "./runtime";
@@ -30,14 +30,11 @@ export class Observations {
 
   readonly listener = (event: RuntimeEvent): void => {
     switch (event.kind) {
+      case "consume-failed":
+        this.errors.push({ group: event.group, ...event.failure.error });
+        return;
       case "consumed": {
-        const result = event.result as
-          | ConsumeResult
-          | { error: { code: string; errorClass: string; message: string } };
-        if ("error" in result) {
-          this.errors.push({ group: event.group, ...result.error });
-          return;
-        }
+        const result = event.result;
         this.envelopes.set(result.event.event_id, result.event);
         for (const step of result.steps) {
           const list = this.deliveries.get(step.eventId) ?? [];

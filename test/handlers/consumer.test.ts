@@ -8,6 +8,7 @@ import {
   type Message,
   ReceiveMessageCommand,
   SendMessageCommand,
+  SetQueueAttributesCommand,
   SQSClient,
 } from "@aws-sdk/client-sqs";
 import { unmarshall } from "@aws-sdk/util-dynamodb";
@@ -170,8 +171,10 @@ describe("createConsumerHandler (task projection, SQS FIFO)", () => {
     const outcomes: string[] = [];
     const handler = consumer({
       sqs: client,
-      onResult: (r) =>
-        outcomes.push("error" in r ? r.error.code : `${r.status} v${r.event.aggregate.version}`),
+      observer: {
+        consumed: (r) => outcomes.push(`${r.status} v${r.event.aggregate.version}`),
+        failed: (f) => outcomes.push(f.error.code),
+      },
     });
 
     const response = await handler(sqsEvent([recA3, recB1, recA4, recB2]));
@@ -235,12 +238,57 @@ describe("createConsumerHandler (task projection, SQS FIFO)", () => {
     });
   });
 
+  it("dead-letters a transient failure on the queue's last receive, with its last error", async () => {
+    const dlq = await fifoQueue("hc-exhausted-dlq");
+    const limited = await fifoQueue("hc-limited");
+    await sqs.send(
+      new SetQueueAttributesCommand({
+        QueueUrl: limited,
+        Attributes: {
+          RedrivePolicy: JSON.stringify({
+            deadLetterTargetArn: queueArnOf(dlq),
+            maxReceiveCount: 3,
+          }),
+        },
+      }),
+    );
+    // Version 3 of a task whose versions 1-2 are nowhere: gate.gap_unrepairable, transient.
+    const [, , orphan] = taskStream(1, 3) as [Envelope, Envelope, Envelope];
+    const failures: string[] = [];
+    const handler = consumer({
+      env: { QUEUE_URL: limited, DEAD_LETTER_QUEUE_URL: dlq },
+      observer: { failed: (f) => failures.push(`${f.outcome} ${f.receiveCount}`) },
+    });
+
+    const second = recordOf(orphan, { receiveCount: 2 });
+    expect((await handler(sqsEvent([second]))).batchItemFailures).toEqual(ids([second]));
+    expect(await drain(dlq)).toHaveLength(0);
+
+    const last = recordOf(orphan, { receiveCount: 3 });
+    expect((await handler(sqsEvent([last]))).batchItemFailures).toEqual([]);
+    expect(failures).toEqual(["retrying 2", "dead-lettered 3"]);
+    const [dead, ...more] = await drain(dlq);
+    expect(more).toHaveLength(0);
+    expect(dead?.Body).toBe(last.body);
+    const attribute = (name: string) => dead?.MessageAttributes?.[name]?.StringValue;
+    expect(attribute(DEAD_LETTER_ATTRIBUTES.code)).toBe("gate.gap_unrepairable");
+    expect(attribute(DEAD_LETTER_ATTRIBUTES.reason)).toMatch(/version 3 arrived after 0/);
+    expect(attribute(DEAD_LETTER_ATTRIBUTES.receiveCount)).toBe("3");
+    expect(dead?.Attributes).toMatchObject({
+      MessageGroupId: orphan.order_key,
+      MessageDeduplicationId: orphan.event_id,
+    });
+  });
+
   it("applies an envelope delivered twice in one batch once (sequenced and unsequenced)", async () => {
     const accepted = taskEvent(1);
     const feedback = feedbackEvent({ taskId: accepted.aggregate.id, rating: 4 });
     const statuses: string[] = [];
     const handler = consumer({
-      onResult: (r) => statuses.push("error" in r ? r.error.code : r.status),
+      observer: {
+        consumed: (r) => statuses.push(r.status),
+        failed: (f) => statuses.push(f.error.code),
+      },
     });
     // A redelivery: same body and deduplication id, another message id and receipt handle.
     const records = [

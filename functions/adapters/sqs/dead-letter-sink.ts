@@ -7,6 +7,8 @@ import { sendFailure } from "./send-failure";
 export const DEAD_LETTER_ATTRIBUTES = {
   code: "agentbus.error_code",
   reason: "agentbus.error_reason",
+  /** How many times the source queue had handed the message out (when known). */
+  receiveCount: "agentbus.receive_count",
 } as const;
 /** Longest reason kept (in characters); the rest is cut. */
 export const MAX_REASON_CHARS = 1000;
@@ -42,6 +44,7 @@ export class SqsDeadLetterSink implements DeadLetterSink {
     reason: string;
     groupId?: string;
     deduplicationId?: string;
+    receiveCount?: number;
   }): Promise<void> {
     try {
       await this.client.send(
@@ -55,6 +58,14 @@ export class SqsDeadLetterSink implements DeadLetterSink {
               DataType: "String",
               StringValue: truncate(message.reason, MAX_REASON_CHARS) || "-",
             },
+            ...(message.receiveCount !== undefined
+              ? {
+                  [DEAD_LETTER_ATTRIBUTES.receiveCount]: {
+                    DataType: "Number",
+                    StringValue: String(message.receiveCount),
+                  },
+                }
+              : {}),
           },
           ...(this.fifo
             ? {

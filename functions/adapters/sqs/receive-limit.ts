@@ -1,0 +1,31 @@
+import { GetQueueAttributesCommand, type SQSClient } from "@aws-sdk/client-sqs";
+
+/**
+ * The `maxReceiveCount` of a queue's redrive policy: after that many receives SQS moves a
+ * message to the dead-letter queue by itself. Read once (GetQueueAttributes, which every Lambda
+ * SQS consumer is allowed on its own queue) and kept; a failed read is tried again next time.
+ * Undefined when the queue has no redrive policy.
+ */
+export function queueReceiveLimit(
+  client: SQSClient,
+  queueUrl: string,
+): () => Promise<number | undefined> {
+  let known: Promise<number | undefined> | undefined;
+  return () => {
+    known ??= read(client, queueUrl).catch((error: unknown) => {
+      known = undefined;
+      throw error;
+    });
+    return known;
+  };
+}
+
+async function read(client: SQSClient, queueUrl: string): Promise<number | undefined> {
+  const { Attributes = {} } = await client.send(
+    new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ["RedrivePolicy"] }),
+  );
+  if (!Attributes.RedrivePolicy) return undefined;
+  const policy = JSON.parse(Attributes.RedrivePolicy) as { maxReceiveCount?: number | string };
+  const limit = Number(policy.maxReceiveCount);
+  return Number.isInteger(limit) && limit > 0 ? limit : undefined;
+}

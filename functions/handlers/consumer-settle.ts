@@ -1,0 +1,97 @@
+import { MetricUnit } from "@aws-lambda-powertools/metrics";
+import type { SQSClient } from "@aws-sdk/client-sqs";
+import type { SQSRecord } from "aws-lambda";
+import { extendVisibility } from "../adapters/sqs/visibility";
+import { describe, type ErrorInfo } from "../core/errors";
+import type { DeadLetterSink } from "../core/ports";
+import type { ConsumerEnv } from "./env";
+import type { Observability } from "./observe";
+import { retryDelaySeconds } from "./retry";
+
+/** What became of a record that failed. */
+export interface ConsumerFailure {
+  readonly error: ErrorInfo;
+  readonly body: string;
+  readonly receiveCount: number;
+  /**
+   * `dead-lettered`: sent to the dead-letter queue now, with its error, and acknowledged (a
+   * permanent failure, or the queue's last receive of a transient one); `retrying`: left on the
+   * queue, visible again after the backoff.
+   */
+  readonly outcome: "dead-lettered" | "retrying";
+}
+
+export interface SettleWiring {
+  readonly env: ConsumerEnv;
+  readonly sqs: SQSClient;
+  readonly deadLetters: DeadLetterSink;
+  /** The queue's maxReceiveCount (undefined: no redrive policy, or not known). */
+  readonly receiveLimit: () => Promise<number | undefined>;
+  readonly observability: Observability;
+}
+
+/**
+ * Settles a failed record. Permanent -> the dead-letter queue at once with its code and reason
+ * (retries cannot help). Transient -> back on the queue after a backoff; but on the queue's last
+ * receive (maxReceiveCount) it goes to the dead-letter queue here, with its last error, instead of
+ * being moved there by SQS without a word. A failed dead-letter send leaves the record on its
+ * queue. The caller acknowledges a `dead-lettered` record and fails a `retrying` one.
+ */
+export function failureSettler(wiring: SettleWiring) {
+  const { env, sqs, deadLetters } = wiring;
+  const { logger, metrics } = wiring.observability;
+  /** True when the record is in the dead-letter queue now; false leaves it to SQS. */
+  const deadLetter = async (record: SQSRecord, info: ErrorInfo, receiveCount: number) => {
+    try {
+      await deadLetters.send({
+        body: record.body,
+        code: info.code,
+        reason: info.message,
+        groupId: record.attributes.MessageGroupId,
+        deduplicationId: record.attributes.MessageDeduplicationId ?? record.messageId,
+        receiveCount,
+      });
+    } catch (e) {
+      logger.error("could not dead-letter the message: it stays on its queue", {
+        error: describe(e),
+      });
+      return false;
+    }
+    metrics.addMetric("DeadLettered", MetricUnit.Count, 1);
+    return true;
+  };
+  return async (record: SQSRecord, error: unknown, receiveCount: number) => {
+    const info = describe(error);
+    const failure = { error: info, body: record.body, receiveCount };
+    if (info.errorClass === "permanent") {
+      logger.error("dead-lettering a message that can never succeed", {
+        error: info,
+        receive_count: receiveCount,
+      });
+      if (await deadLetter(record, info, receiveCount))
+        return { ...failure, outcome: "dead-lettered" } as const;
+      return { ...failure, outcome: "retrying" } as const;
+    }
+    const limit = await wiring.receiveLimit().catch(() => undefined);
+    if (limit !== undefined && receiveCount >= limit) {
+      logger.error("dead-lettering a message whose retries are exhausted", {
+        error: info,
+        receive_count: receiveCount,
+        max_receive_count: limit,
+      });
+      if (await deadLetter(record, info, receiveCount))
+        return { ...failure, outcome: "dead-lettered" } as const;
+    }
+    const delay = retryDelaySeconds(receiveCount, env.RETRY_BASE_SECONDS, env.RETRY_MAX_SECONDS);
+    logger.warn("will retry", {
+      error: info,
+      receive_count: receiveCount,
+      retry_in_seconds: delay,
+    });
+    metrics.addMetric("Retried", MetricUnit.Count, 1);
+    await extendVisibility(sqs, env.QUEUE_URL, record.receiptHandle, delay).catch((e: unknown) =>
+      logger.warn("could not set the retry backoff", { error: describe(e) }),
+    );
+    return { ...failure, outcome: "retrying" } as const;
+  };
+}

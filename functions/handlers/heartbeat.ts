@@ -1,0 +1,99 @@
+import { MetricUnit } from "@aws-lambda-powertools/metrics";
+import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
+import type { SQSClient } from "@aws-sdk/client-sqs";
+import type { SQSRecord } from "aws-lambda";
+import { EventBridgePublisher } from "../adapters/eventbridge/publisher";
+import { extendVisibility } from "../adapters/sqs/visibility";
+import { buildHeartbeat } from "../core/emit";
+import { describe } from "../core/errors";
+import type { Role } from "../core/pipeline";
+import type { ConsumerDeps } from "../core/ports";
+import type { ConsumerEnv } from "./env";
+import type { Observability } from "./observe";
+
+export interface HeartbeatWiring {
+  readonly env: ConsumerEnv;
+  readonly sqs: SQSClient;
+  readonly eventbridge?: EventBridgeClient;
+  readonly deps: Pick<ConsumerDeps, "registry" | "ids" | "clock">;
+  readonly observability: Observability;
+}
+
+/** Runs `work` for one record, with the heartbeat on while it runs (when configured). */
+export type WithHeartbeat = <T>(
+  record: SQSRecord,
+  raw: unknown,
+  work: () => Promise<T>,
+) => Promise<T>;
+
+/**
+ * Heartbeat (`HEARTBEAT_SECONDS` > 0): while a record is inside the pipeline, every that many
+ * seconds its message visibility is set to `VISIBILITY_TIMEOUT_SECONDS` again, and the role's
+ * `heartbeat(event)` message, if it has one, is published to `EVENTS_BUS_NAME`. A heartbeat that
+ * fails is logged and never fails the record; the timer stops when the record is settled.
+ */
+export function heartbeatFor<S>(role: Role<S>, wiring: HeartbeatWiring): WithHeartbeat {
+  const { env } = wiring;
+  if (!(env.HEARTBEAT_SECONDS > 0)) return (_record, _raw, work) => work();
+  const beat = beater(role, wiring);
+  return async (record, raw, work) => {
+    let beating: Promise<void> | undefined;
+    const timer = setInterval(() => {
+      if (beating) return;
+      beating = beat(record, raw).finally(() => {
+        beating = undefined;
+      });
+    }, env.HEARTBEAT_SECONDS * 1000);
+    try {
+      return await work();
+    } finally {
+      clearInterval(timer);
+      await beating;
+    }
+  };
+}
+
+/** One beat: extend the record's visibility and publish the role's heartbeat; never throws. */
+function beater<S>(role: Role<S>, wiring: HeartbeatWiring) {
+  const { env, sqs, deps } = wiring;
+  const { logger, metrics, tracer } = wiring.observability;
+  if (role.heartbeat && !env.EVENTS_BUS_NAME)
+    logger.warn(
+      "HEARTBEAT_SECONDS is set but EVENTS_BUS_NAME is not: heartbeats extend the message visibility only",
+    );
+  const publisher =
+    role.heartbeat && env.EVENTS_BUS_NAME
+      ? new EventBridgePublisher({
+          client: tracer.captureAWSv3Client(wiring.eventbridge ?? new EventBridgeClient({})),
+          buses: { events: env.EVENTS_BUS_NAME },
+        })
+      : undefined;
+  return async (record: SQSRecord, raw: unknown): Promise<void> => {
+    await extendVisibility(
+      sqs,
+      env.QUEUE_URL,
+      record.receiptHandle,
+      env.VISIBILITY_TIMEOUT_SECONDS,
+    ).catch((e: unknown) =>
+      logger.warn("heartbeat: could not extend the message visibility", { error: describe(e) }),
+    );
+    if (!publisher || !role.heartbeat) return;
+    try {
+      const parsed = deps.registry.parse(raw);
+      const spec = parsed.ok ? role.heartbeat(parsed.envelope) : undefined;
+      if (!parsed.ok || !spec) return;
+      const envelope = buildHeartbeat(spec, parsed.envelope, role.group, deps);
+      const topic = deps.registry.definitions().find((d) => d.type === envelope.event_type)?.topic;
+      if (topic !== "events") {
+        logger.warn("heartbeat: not on the events topic", { event_type: envelope.event_type });
+        return;
+      }
+      const failures = await publisher.publish("events", [envelope]);
+      if (failures.length > 0)
+        logger.warn("heartbeat: not published", { failures: failures.map((f) => f.code) });
+      else metrics.addMetric("Heartbeat", MetricUnit.Count, 1);
+    } catch (e) {
+      logger.warn("heartbeat: could not publish", { error: describe(e) });
+    }
+  };
+}
