@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { createServer } from "node:net";
+import { join } from "node:path";
 
 /** A moto_server this process started, bound to 127.0.0.1 only. */
 export interface MotoServer {
@@ -33,25 +34,14 @@ export function motoAvailable(): boolean {
 }
 
 /**
- * moto_server with its DynamoDB writes serialized. moto runs requests on threads, and a failed
- * TransactWriteItems restores a whole-table copy taken when it began: a write another thread
- * made in between (an event row and its stream record, for example) silently disappears. Real
- * DynamoDB has no such window; one lock around moto's write operations closes it here.
+ * moto_server with its DynamoDB transactions made atomic (see moto_launcher.py): moto undoes a
+ * failed TransactWriteItems by putting back whole-table copies, which leaves every open stream
+ * iterator on a shard that never grows again (the relay goes deaf), shows the cancelled
+ * transaction's stream records to those iterators, and drops writes other request threads made
+ * meanwhile. The launcher runs moto's DynamoDB operations under one lock and undoes a failed
+ * transaction item by item instead.
  */
-const SERIALIZED_WRITES_LAUNCHER = `
-import sys, threading
-from moto.dynamodb.models import DynamoDBBackend
-_writes = threading.RLock()
-def _serialized(method):
-    def run(self, *args, **kwargs):
-        with _writes:
-            return method(self, *args, **kwargs)
-    return run
-for _name in ("put_item", "update_item", "delete_item", "transact_write_items", "batch_write_item"):
-    setattr(DynamoDBBackend, _name, _serialized(getattr(DynamoDBBackend, _name)))
-from moto.server import main
-main(sys.argv[1:])
-`;
+const LAUNCHER = join(import.meta.dirname, "moto_launcher.py");
 
 /** Start moto_server (see above) on `127.0.0.1:<free port>` and wait until it answers. */
 export async function startMoto(
@@ -63,11 +53,10 @@ export async function startMoto(
     );
   }
   const port = options.port ?? (await freePort());
-  const child: ChildProcess = spawn(
-    "python3",
-    ["-c", SERIALIZED_WRITES_LAUNCHER, "-H", "127.0.0.1", "-p", String(port)],
-    { stdio: ["ignore", "ignore", "pipe"], detached: false },
-  );
+  const child: ChildProcess = spawn("python3", [LAUNCHER, "-H", "127.0.0.1", "-p", String(port)], {
+    stdio: ["ignore", "ignore", "pipe"],
+    detached: false,
+  });
   let stderr = "";
   child.stderr?.on("data", (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4000);

@@ -1,0 +1,117 @@
+"""moto_server (moto 5.2) for the local stack, with DynamoDB transactions made atomic.
+
+Run as `python3 moto_launcher.py <moto_server arguments>`; lib/local/moto.ts starts it.
+
+moto applies a TransactWriteItems action by action (each one adding its stream record) and, when
+one fails, puts back deep copies of the whole tables it took when the transaction began. Three
+things real DynamoDB never does follow from that:
+- the copies carry a new stream shard object, and every shard iterator opened before keeps reading
+  the old one, which never grows again: after one cancelled transaction the relay hears nothing;
+- the old shard keeps the stream records of the actions applied before the failure, so a reader
+  holding an iterator sees writes of a transaction that was cancelled;
+- a write another request thread made meanwhile disappears with the restore.
+And the copies cost time in proportion to the data in the tables, on every transaction.
+
+Here every DynamoDB item and stream operation runs under one lock, moto's table copies are the
+tables themselves (so its restore changes nothing), and a failed transaction is undone in place:
+each item it touched gets its previous version back and the stream records it added are removed,
+on the same shard objects. A cancelled transaction writes nothing and streams nothing. Failures
+are raised exactly as moto raises them (CancellationReasons are mapped back by index).
+"""
+
+import copy
+import sys
+import threading
+import types
+
+import moto.dynamodb.models as dynamodb_models
+from moto.dynamodb.models import DynamoDBBackend
+from moto.dynamodb.models.dynamo_type import DynamoType
+from moto.dynamodb.models.table import Table
+from moto.dynamodbstreams.models import DynamoDBStreamsBackend
+
+_lock = threading.RLock()
+
+
+def _serialized(method):
+    def run(self, *args, **kwargs):
+        with _lock:
+            return method(self, *args, **kwargs)
+
+    return run
+
+
+# Reads too: a reader must not see an item or a stream record of a transaction still under way
+# (it may yet be undone). moto's BatchWriteItem/BatchGetItem/TransactGetItems go through these.
+for _name in ("put_item", "update_item", "delete_item", "get_item", "query", "scan"):
+    setattr(DynamoDBBackend, _name, _serialized(getattr(DynamoDBBackend, _name)))
+for _name in ("get_shard_iterator", "get_records"):
+    setattr(DynamoDBStreamsBackend, _name, _serialized(getattr(DynamoDBStreamsBackend, _name)))
+
+
+def _deepcopy_but_tables(value, memo=None):
+    return value if isinstance(value, Table) else copy.deepcopy(value, memo)
+
+
+# moto.dynamodb.models uses `copy` only for these deep copies: of the tables a transaction touches
+# (its whole-table snapshot, skipped here) and of the item an UpdateItem changes (kept).
+dynamodb_models.copy = types.SimpleNamespace(copy=copy.copy, deepcopy=_deepcopy_but_tables)
+
+
+def _previous_versions(backend, transact_items):
+    """Each item the transaction may write, with a copy of its current version (None: absent),
+    and the length of each touched table's stream."""
+    items, streams = [], {}
+    for action in transact_items:
+        for kind, op in action.items():
+            table = backend.tables.get(op.get("TableName")) if isinstance(op, dict) else None
+            if table is None:
+                continue
+            if table.stream_shard is not None:
+                streams.setdefault(table.stream_shard, len(table.stream_shard.items))
+            key = op.get("Item" if kind == "Put" else "Key")
+            try:
+                hash_key = DynamoType(key[table.hash_key_attr])
+                range_key = DynamoType(key[table.range_key_attr]) if table.range_key_attr else None
+                previous = table.get_item(hash_key, range_key)
+            except Exception:
+                continue  # no usable key: moto refuses the action before writing anything
+            items.append((table, hash_key, range_key, copy.deepcopy(previous)))
+    return items, streams
+
+
+def _undo(items, streams):
+    for table, hash_key, range_key, previous in reversed(items):
+        if range_key is None:
+            holder, name = table.items, hash_key
+        else:
+            holder, name = table.items[hash_key], range_key
+        if previous is None:
+            holder.pop(name, None)
+        else:
+            holder[name] = previous
+        if range_key is not None and not holder:
+            del table.items[hash_key]
+    for shard, length in streams.items():
+        del shard.items[length:]
+
+
+_transact_write_items = DynamoDBBackend.transact_write_items
+
+
+def _atomic_transact_write_items(self, transact_items):
+    with _lock:
+        items, streams = _previous_versions(self, transact_items)
+        try:
+            return _transact_write_items(self, transact_items)
+        except BaseException:
+            _undo(items, streams)
+            raise
+
+
+DynamoDBBackend.transact_write_items = _atomic_transact_write_items
+
+if __name__ == "__main__":
+    from moto.server import main
+
+    main(sys.argv[1:])
