@@ -6,6 +6,7 @@ import {
   DynamoDBStreamsClient,
   GetRecordsCommand,
   GetShardIteratorCommand,
+  type ShardIteratorType,
   type _Record as StreamRecord,
 } from "@aws-sdk/client-dynamodb-streams";
 import {
@@ -74,6 +75,12 @@ export const DEFAULT_SCHEDULE_INTERVAL_MS = 2000;
  */
 const RECEIVE_WAIT_SECONDS = 5;
 
+/**
+ * Pause of a loop after a failed call to the emulator before it tries again: every loop reports a
+ * failure and carries on (one that ended would leave its queue or stream unread for good).
+ */
+const RETRY_AFTER_FAILURE_MS = 500;
+
 /** One signal for every long poll of the runtime (dozens listen at once). */
 function abortOnStop(): AbortController {
   const controller = new AbortController();
@@ -132,15 +139,31 @@ export class LocalRuntime {
         );
       if (mapping.source === "sqs") {
         const pollers = Math.max(1, Math.min(mapping.maximumConcurrency ?? 2, 4));
-        for (let i = 0; i < pollers; i++) this.loops.push(this.pollQueue(mapping, fn, invoke));
+        for (let i = 0; i < pollers; i++)
+          this.loops.push(this.reportEnd(fn.name, this.pollQueue(mapping, fn, invoke)));
       } else {
-        this.loops.push(this.pollStream(mapping, fn, invoke));
+        this.loops.push(this.reportEnd(fn.name, this.pollStream(mapping, fn, invoke)));
       }
     }
-    for (const pipe of this.options.deployment.pipes) this.loops.push(this.runPipe(pipe));
+    for (const pipe of this.options.deployment.pipes)
+      this.loops.push(this.reportEnd(pipe.logicalId, this.runPipe(pipe)));
     for (const schedule of this.options.deployment.schedules ?? [])
       for (const logicalId of schedule.functionLogicalIds)
-        this.loops.push(this.runSchedule(schedule, logicalId));
+        this.loops.push(this.reportEnd(logicalId, this.runSchedule(schedule, logicalId)));
+  }
+
+  /**
+   * Each loop reports its failures and carries on until stopped; should one still end with an
+   * error, that is reported too instead of going unnoticed until `stop()`.
+   */
+  private reportEnd(name: string, loop: Promise<void>): Promise<void> {
+    return loop.catch((error: unknown) => {
+      this.report({
+        kind: "invocation-failed",
+        function: name,
+        error: `stopped polling: ${String(error)}`,
+      });
+    });
   }
 
   async stop(): Promise<void> {
@@ -292,7 +315,7 @@ export class LocalRuntime {
           function: name,
           error: `receive: ${String(error)}`,
         });
-        await sleep(500);
+        await sleep(RETRY_AFTER_FAILURE_MS);
         continue;
       }
       if (messages.length === 0) continue;
@@ -309,13 +332,24 @@ export class LocalRuntime {
               })),
             }),
           )
-          .catch(() => {});
+          .catch((error: unknown) =>
+            // They come back after their visibility timeout instead.
+            this.report({
+              kind: "invocation-failed",
+              function: name,
+              error: `ChangeMessageVisibilityBatch: ${String(error)}`,
+            }),
+          );
         continue;
       }
       this.inflight++;
       this.lastActivity = Date.now();
       try {
         await handle(messages);
+      } catch (error) {
+        // What the batch left undone comes back after its messages' visibility timeout.
+        if (!this.stopped)
+          this.report({ kind: "invocation-failed", function: name, error: String(error) });
       } finally {
         this.inflight--;
         this.lastActivity = Date.now();
@@ -365,22 +399,46 @@ export class LocalRuntime {
               kind: "fault",
               description: `lost the acknowledgement of ${eventId} (${fn.name}): it will be delivered again`,
             });
-            await sqs.send(
-              new ChangeMessageVisibilityCommand({
-                QueueUrl: url,
-                ReceiptHandle: m.ReceiptHandle,
-                VisibilityTimeout: 0,
-              }),
-            );
+            await sqs
+              .send(
+                new ChangeMessageVisibilityCommand({
+                  QueueUrl: url,
+                  ReceiptHandle: m.ReceiptHandle,
+                  VisibilityTimeout: 0,
+                }),
+              )
+              .catch((error: unknown) =>
+                // Delivered again all the same, after its visibility timeout.
+                this.report({
+                  kind: "invocation-failed",
+                  function: fn.name,
+                  error: `ChangeMessageVisibility: ${String(error)}`,
+                }),
+              );
           } else acked.push(m);
         }
-        if (acked.length > 0) {
-          await sqs.send(
+        if (acked.length === 0) return;
+        // A message not deleted is delivered again after its visibility timeout (a duplicate the
+        // consumer recognises): reported, and the poller goes on.
+        try {
+          const { Failed = [] } = await sqs.send(
             new DeleteMessageBatchCommand({
               QueueUrl: url,
               Entries: acked.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle })),
             }),
           );
+          if (Failed.length > 0)
+            this.report({
+              kind: "invocation-failed",
+              function: fn.name,
+              error: `DeleteMessageBatch: ${Failed.length} of ${acked.length} not deleted (${Failed[0]?.Code}: ${Failed[0]?.Message})`,
+            });
+        } catch (error) {
+          this.report({
+            kind: "invocation-failed",
+            function: fn.name,
+            error: `DeleteMessageBatch: ${String(error)}`,
+          });
         }
       },
       () => fn.kind === "consumer" && this.pausedGroups.has(fn.group ?? fn.name),
@@ -417,69 +475,111 @@ export class LocalRuntime {
     }
   }
 
+  /**
+   * Read every shard of the mapping's stream until stopped. A failed call is reported and tried
+   * again after a pause; a shard whose iterator failed (expired, unknown to a restarted
+   * emulator...) is read on from the last record seen (AFTER_SEQUENCE_NUMBER), or from the
+   * mapping's starting position if none was.
+   */
   private async pollStream(
     mapping: LocalMapping,
     fn: LocalFunction,
     invoke: Invoke,
   ): Promise<void> {
     const streamArn = mapping.eventSourceArn;
-    const description = await this.streams.send(
-      new DescribeStreamCommand({ StreamArn: streamArn }),
-    );
-    const shards = description.StreamDescription?.Shards ?? [];
-    const iterators = new Map<string, string | undefined>();
-    for (const shard of shards) {
-      const it = await this.streams.send(
+    const startingPosition: ShardIteratorType =
+      mapping.startingPosition === "LATEST" ? "LATEST" : "TRIM_HORIZON";
+    const failed = async (call: string, error: unknown) => {
+      this.report({
+        kind: "invocation-failed",
+        function: fn.name,
+        error: `${call}: ${String(error)}`,
+      });
+      await sleep(RETRY_AFTER_FAILURE_MS);
+    };
+    const open = async (shardId: string, position: ShardPosition) => {
+      const { ShardIterator } = await this.streams.send(
         new GetShardIteratorCommand({
           StreamArn: streamArn,
-          ShardId: shard.ShardId,
-          ShardIteratorType: mapping.startingPosition === "LATEST" ? "LATEST" : "TRIM_HORIZON",
+          ShardId: shardId,
+          ...(position.after
+            ? { ShardIteratorType: "AFTER_SEQUENCE_NUMBER", SequenceNumber: position.after }
+            : { ShardIteratorType: startingPosition }),
         }),
       );
-      iterators.set(shard.ShardId ?? "", it.ShardIterator);
+      position.iterator = ShardIterator;
+    };
+    const shards = new Map<string, ShardPosition>();
+    while (!this.stopped) {
+      try {
+        const description = await this.streams.send(
+          new DescribeStreamCommand({ StreamArn: streamArn }),
+        );
+        for (const shard of description.StreamDescription?.Shards ?? [])
+          if (shard.ShardId && !shards.has(shard.ShardId)) shards.set(shard.ShardId, {});
+        break;
+      } catch (error) {
+        if (this.stopped) return;
+        await failed("DescribeStream", error);
+      }
     }
+    // Opened at once, so that LATEST means the moment the runtime started (one that cannot be
+    // opened now is opened, or its failure reported, in the loop below).
+    for (const [shardId, position] of shards) await open(shardId, position).catch(() => undefined);
     while (!this.stopped) {
       if (this.streamPaused) {
         await sleep(100);
         continue;
       }
       let any = false;
-      for (const [shardId, iterator] of iterators) {
-        if (!iterator) continue;
-        const page = await this.streams.send(
-          new GetRecordsCommand({
-            ShardIterator: iterator,
-            Limit: Math.min(mapping.batchSize, 1000),
-          }),
-        );
-        iterators.set(shardId, page.NextShardIterator);
-        const records = (page.Records ?? []).map((r) =>
-          toStreamRecord(r, streamArn, this.options.deployment.region),
-        );
-        const selected = records.filter(
-          (r) => mapping.filters.length === 0 || mapping.filters.some((p) => matches(r, p)),
-        );
-        if (records.length === 0) {
-          this.streamBehind.delete(shardId);
-          continue;
-        }
-        any = true;
-        this.streamBehind.add(shardId);
-        this.inflight++;
-        this.lastActivity = Date.now();
+      for (const [shardId, position] of shards) {
+        if (position.closed) continue;
+        let call = "GetShardIterator";
         try {
-          if (selected.length > 0)
-            await this.invokeStreamBatch(
-              mapping,
-              fn,
-              invoke,
-              selected,
-              mapping.maximumRetryAttempts ?? 10,
-              shardId,
-            );
-        } finally {
-          this.inflight--;
+          if (!position.iterator) await open(shardId, position);
+          call = "GetRecords";
+          const page = await this.streams.send(
+            new GetRecordsCommand({
+              ShardIterator: position.iterator,
+              Limit: Math.min(mapping.batchSize, 1000),
+            }),
+          );
+          position.iterator = page.NextShardIterator;
+          position.closed = !page.NextShardIterator;
+          const records = (page.Records ?? []).map((r) =>
+            toStreamRecord(r, streamArn, this.options.deployment.region),
+          );
+          if (records.length === 0) {
+            this.streamBehind.delete(shardId);
+            continue;
+          }
+          any = true;
+          this.streamBehind.add(shardId);
+          const selected = records.filter(
+            (r) => mapping.filters.length === 0 || mapping.filters.some((p) => matches(r, p)),
+          );
+          this.inflight++;
           this.lastActivity = Date.now();
+          try {
+            if (selected.length > 0)
+              await this.invokeStreamBatch(
+                mapping,
+                fn,
+                invoke,
+                selected,
+                mapping.maximumRetryAttempts ?? 10,
+                shardId,
+              );
+          } finally {
+            this.inflight--;
+            this.lastActivity = Date.now();
+          }
+          position.after = records.at(-1)?.dynamodb?.SequenceNumber ?? position.after;
+        } catch (error) {
+          if (this.stopped) return;
+          position.iterator = undefined;
+          position.closed = false;
+          await failed(call, error);
         }
       }
       if (!any) await sleep(150);
@@ -503,21 +603,30 @@ export class LocalRuntime {
     if (retriesLeft <= 0) {
       this.report({ kind: "stream-batch-dropped", function: fn.name, records: records.length });
       if (mapping.onFailureArn) {
-        await this.options.clients.sqs.send(
-          new SendMessageCommand({
-            QueueUrl: this.queueUrl(mapping.onFailureArn),
-            MessageBody: JSON.stringify({
-              requestContext: { functionArn: fn.name, condition: "RetryAttemptsExhausted" },
-              DDBStreamBatchInfo: {
-                shardId,
-                startSequenceNumber: records[0]?.dynamodb?.SequenceNumber,
-                endSequenceNumber: records.at(-1)?.dynamodb?.SequenceNumber,
-                batchSize: records.length,
-                streamArn: mapping.eventSourceArn,
-              },
+        try {
+          await this.options.clients.sqs.send(
+            new SendMessageCommand({
+              QueueUrl: this.queueUrl(mapping.onFailureArn),
+              MessageBody: JSON.stringify({
+                requestContext: { functionArn: fn.name, condition: "RetryAttemptsExhausted" },
+                DDBStreamBatchInfo: {
+                  shardId,
+                  startSequenceNumber: records[0]?.dynamodb?.SequenceNumber,
+                  endSequenceNumber: records.at(-1)?.dynamodb?.SequenceNumber,
+                  batchSize: records.length,
+                  streamArn: mapping.eventSourceArn,
+                },
+              }),
             }),
-          }),
-        );
+          );
+        } catch (error) {
+          // The batch is given up on all the same; its description is only in this report.
+          this.report({
+            kind: "invocation-failed",
+            function: fn.name,
+            error: `on-failure destination: ${String(error)}`,
+          });
+        }
       }
       return;
     }
@@ -594,6 +703,15 @@ export class LocalRuntime {
   private report(event: RuntimeEvent): void {
     this.options.onEvent?.(event);
   }
+}
+
+/** Where the runtime reads a stream shard: its iterator and the last record it has handled. */
+interface ShardPosition {
+  iterator?: string;
+  /** Sequence number of the last record handled (to reopen the shard after it). */
+  after?: string;
+  /** The shard has ended (GetRecords gave no next iterator). */
+  closed?: boolean;
 }
 
 function eventIdOf(body: string | undefined): string | undefined {
