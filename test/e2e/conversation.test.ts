@@ -38,6 +38,10 @@ describe("customer-support conversation on the local runtime", () => {
       },
       TIMEOUT,
     );
+  const routes = async (conversationId: string) =>
+    (await streamOf(env, { type: "conversation", id: conversationId })).filter(
+      (e) => e.event_type === "support.route.requested",
+    );
   const inboxRow = async (group: string, eventId: string) =>
     (await env.store.inboxRecords(group, [eventId]))[0];
 
@@ -99,6 +103,113 @@ describe("customer-support conversation on the local runtime", () => {
       expect(await sideEffectOf(env, `${first.task_id}:reply:1`)).toBeUndefined();
     },
     TIMEOUT * 2,
+  );
+
+  it(
+    "route requests of two messages reach the router out of order: one reply, from the second",
+    async () => {
+      const id = conv();
+      const first = customerMessage(id, "cust_erin", "I want to check my order");
+      const second = customerMessage(id, "cust_erin", "The order number is A-1002");
+      env.runtime.pauseStream();
+      let routeRequests: Envelope[] = [];
+      try {
+        await send(first);
+        await waitUntil(
+          "the first route request",
+          async () => (await routes(id)).length === 1 || undefined,
+          TIMEOUT,
+        );
+        await send(second);
+        routeRequests = await waitUntil(
+          "both route requests",
+          async () => {
+            const found = await routes(id);
+            return found.length === 2 ? found : undefined;
+          },
+          TIMEOUT,
+        );
+        // The second message's route request reaches the bus first (as a replay would bring it).
+        await putOnBus(env, "commands", [routeRequests[1] as Envelope]);
+        await waitUntil(
+          "the router's gap repair",
+          async () => (await inboxRow("router", routeRequests[0]?.event_id ?? "")) ?? undefined,
+          TIMEOUT,
+        );
+      } finally {
+        env.runtime.resumeStream();
+      }
+      const view = await delivered(id, second.task_id);
+      await env.runtime.idle();
+
+      expect(routeRequests.map((e) => e.aggregate.version)).toEqual([2, 4]);
+      const deliveries = deliveriesTo(id);
+      expect(deliveries).toHaveLength(1);
+      expect(deliveries[0]?.key).toBe(`${second.task_id}:reply:1`);
+      expect(view.turns[second.task_id]).toMatchObject({ input_version: 2, status: "delivered" });
+      // Each message was routed under its own task.
+      for (const message of [first, second]) {
+        const routed = await streamOf(env, { type: "support_route", id: message.task_id });
+        expect(routed.map((e) => e.event_type)).toContain("support.routed");
+        expect(routed.every((e) => e.task_id === message.task_id)).toBe(true);
+      }
+      const repaired = (
+        env.observations.deliveries.get(routeRequests[0]?.event_id ?? "") ?? []
+      ).filter((d) => d.group === "router" && d.status === "applied");
+      expect(repaired).toEqual([expect.objectContaining({ repaired: true })]);
+    },
+    TIMEOUT * 2,
+  );
+
+  it(
+    "a send that timed out after applying comes back past its deadline: delivered, by query",
+    async () => {
+      const id = conv();
+      const message = customerMessage(id, "cust_frank", "Where is order 456?", {
+        expires_at: new Date(Date.now() + 30_000).toISOString(),
+      });
+      env.runtime.pauseGroup("sender");
+      let command: Envelope;
+      try {
+        await send(message);
+        command = await waitUntil(
+          "the send command",
+          () => sendCommandOf(env, message.task_id),
+          TIMEOUT,
+        );
+        env.channel.inject({ kind: "timeout-after-apply", recipient: "cust_frank" });
+        env.channel.inject({ kind: "query-unknown", recipient: "cust_frank" });
+      } finally {
+        env.runtime.resumeGroup("sender");
+      }
+      const unknownOutcome = () =>
+        env.observations.errors.some(
+          (e) => e.group === "sender" && e.code === "channel.outcome_unknown",
+        ) || undefined;
+      await waitUntil("the first attempt's unknown outcome", async () => unknownOutcome(), TIMEOUT);
+      env.runtime.pauseGroup("sender");
+      try {
+        const deadline = Date.parse(command.expires_at ?? "");
+        expect(Number.isFinite(deadline)).toBe(true);
+        await new Promise((r) => setTimeout(r, Math.max(0, deadline - Date.now()) + 500));
+      } finally {
+        env.runtime.resumeGroup("sender");
+      }
+      const view = await delivered(id, message.task_id);
+      await env.runtime.idle();
+
+      const key = `${message.task_id}:reply:1`;
+      expect(deliveriesTo(id).map((d) => d.key)).toEqual([key]);
+      expect(view.turns[message.task_id]?.delivery).toMatchObject({
+        idempotency_key: key,
+        confirmed_by: "query",
+      });
+      expect(await sideEffectOf(env, key)).toMatchObject({ state: "succeeded" });
+      const facts = await streamOf(env, { type: "delivery", id: message.task_id });
+      expect(facts.map((e) => e.event_type)).toEqual(["notification.delivered"]);
+      expect(await inboxRow("sender", command.event_id)).toMatchObject({ outcome: "applied" });
+    },
+    TIMEOUT * 3,
   );
 
   it(
