@@ -7,8 +7,9 @@ import {
   runConversationScenario,
 } from "../lib/local/conversation";
 import { type LocalEnvironment, startLocal } from "../lib/local/environment";
+import { Progress } from "../lib/local/progress";
 import type { RuntimeEvent } from "../lib/local/runtime";
-import { readDeadLetters, runScenario } from "../lib/local/scenario";
+import { readDeadLetters, runScenario, type ScenarioResult } from "../lib/local/scenario";
 import { renderSummary, renderTimeline, renderTrace } from "../lib/local/trace";
 import { silenceNodeVersionWarning } from "../lib/local/warnings";
 
@@ -31,6 +32,10 @@ const program = new Command()
     "--endpoint <url>",
     "use an emulator that is already running (default: $AWS_ENDPOINT_URL)",
   )
+  .option(
+    "--no-scenario",
+    "bring the stack up and keep it running without playing the reference scenario (implies --keep)",
+  )
   .option("--verbose", "print the handlers' Powertools logs")
   .parse();
 
@@ -39,7 +44,9 @@ const opts = program.opts<{
   port?: string;
   endpoint?: string;
   verbose?: boolean;
+  scenario: boolean;
 }>();
+const keep = Boolean(opts.keep) || !opts.scenario;
 const out = (line = "") => process.stdout.write(`${line}\n`);
 let env: LocalEnvironment | undefined;
 let live = false;
@@ -69,10 +76,26 @@ function liveLine(event: RuntimeEvent): void {
 }
 
 async function main(): Promise<void> {
-  const endpoint = opts.endpoint ?? process.env.AWS_ENDPOINT_URL;
-  const port = opts.port ? Number(opts.port) : opts.keep && !endpoint ? 4566 : undefined;
+  const progress = new Progress(out);
   out("AgentBus local run");
-  env = await startLocal({
+  progress.part("starting: emulator, synth, deploy");
+  env = await startStack();
+  describeStack(env, progress);
+  if (opts.scenario) {
+    const failed = await runAndReport(env, progress);
+    progress.stop();
+    if (!keep) return shutdown(failed ? 1 : 0);
+  }
+  progress.stop();
+  keepUp(env);
+  live = true;
+  await new Promise(() => {});
+}
+
+function startStack(): Promise<LocalEnvironment> {
+  const endpoint = opts.endpoint ?? process.env.AWS_ENDPOINT_URL;
+  const port = opts.port ? Number(opts.port) : keep && !endpoint ? 4566 : undefined;
+  return startLocal({
     endpoint,
     port,
     verbose: opts.verbose,
@@ -82,30 +105,57 @@ async function main(): Promise<void> {
       if (live) out(`  channel: delivered ${d.key} to ${d.recipient}: ${d.text}`);
     },
   });
+}
+
+function describeStack(env: LocalEnvironment, progress: Progress): void {
   const d = env.deployment;
-  const skipped = Object.entries(d.skipped)
-    .map(([t, n]) => `${t.replace("AWS::", "")}×${n}`)
-    .join(", ");
-  out(
-    `  emulator   ${env.moto ? `moto_server at ${env.endpoint} (pid ${env.moto.pid}), up in ${env.timings.emulator} ms` : `given endpoint ${env.endpoint}`}`,
-  );
   const t = env.timings;
-  out(
+  const skipped = Object.entries(d.skipped)
+    .map(([type, n]) => `${type.replace("AWS::", "")}×${n}`)
+    .join(", ");
+  progress.print(
+    `  emulator   ${env.moto ? `moto_server at ${env.endpoint} (pid ${env.moto.pid}), up in ${t.emulator} ms` : `given endpoint ${env.endpoint}`}`,
+  );
+  progress.print(
     `  stack      ${d.stackName}: synthesized in ${t.synth} ms, ${d.resources.size} resources deployed to the emulator in ${t.deploy} ms`,
   );
-  out(
+  progress.print(
     `             ${d.functions.length} functions run in-process (${d.functions.map((f) => (f.group ? `${f.kind} ${f.group}` : f.kind)).join(", ")}), ${d.mappings.length} event source mappings and ${d.pipes.length} pipes emulated`,
   );
-  out(`             not needed locally: ${skipped || "nothing"}`);
+  progress.print(`             not needed locally: ${skipped || "nothing"}`);
+}
+
+/** The reference scenario, then everything it shows; the number of failed checks. */
+async function runAndReport(env: LocalEnvironment, progress: Progress): Promise<number> {
   out();
-  out("scenario");
-  const result = await runScenario(env, (line) => out(`  ${line}`));
+  progress.part("scenario: tasks and content-production workflows");
+  const result = await runScenario(env, (line) => progress.step(line));
+  progress.checked(result.checks);
   let support: ConversationScenarioResult | undefined;
-  if (hasConversation(env))
-    support = await runConversationScenario(env, (line) => out(`  ${line}`));
+  if (hasConversation(env)) {
+    progress.part("scenario: customer-support conversations");
+    support = await runConversationScenario(env, (line) => progress.step(line));
+    progress.checked(support.checks);
+  }
+  progress.part("report: causal traces, dead letters, checks");
   // Dead letters of both parts (the scenario read them before the conversations ran).
   const deadLetters = support ? await readDeadLetters(env) : result.deadLetters;
+  await printTraces(env, result, support);
+  printDeadLetters(env, deadLetters);
   const checks = [...result.checks, ...(support?.checks ?? [])];
+  out("checks");
+  for (const c of checks)
+    out(`  ${c.ok ? "ok  " : "FAIL"} ${c.name}${c.ok ? "" : ` — ${c.detail}`}`);
+  const failed = checks.filter((c) => !c.ok).length;
+  out(`${checks.length - failed} passed, ${failed} failed`);
+  return failed;
+}
+
+async function printTraces(
+  env: LocalEnvironment,
+  result: ScenarioResult,
+  support: ConversationScenarioResult | undefined,
+): Promise<void> {
   out();
   out("causal trace");
   for (const correlation of result.correlations) {
@@ -129,6 +179,9 @@ async function main(): Promise<void> {
     out(renderTimeline(run.label, run.state));
     out();
   }
+}
+
+function printDeadLetters(env: LocalEnvironment, deadLetters: ScenarioResult["deadLetters"]): void {
   if (env.observations.faults.length) {
     out("injected faults");
     for (const f of env.observations.faults) out(`  ${f}`);
@@ -143,13 +196,10 @@ async function main(): Promise<void> {
   out();
   out(renderSummary(env.groups, env.observations));
   out();
-  out("checks");
-  for (const c of checks)
-    out(`  ${c.ok ? "ok  " : "FAIL"} ${c.name}${c.ok ? "" : ` — ${c.detail}`}`);
-  const failed = checks.filter((c) => !c.ok).length;
-  out(`${checks.length - failed} passed, ${failed} failed`);
-  if (!opts.keep) return shutdown(failed ? 1 : 0);
+}
 
+/** What a person needs to use the running stack, then every delivery as it happens. */
+function keepUp(env: LocalEnvironment): void {
   const bus = env.buses.events ?? "";
   const taskId = `task_${ulid()}`;
   const envelope = {
@@ -176,15 +226,13 @@ async function main(): Promise<void> {
   out("the stack stays up (Ctrl-C stops it)");
   out(`  endpoint   ${env.endpoint}`);
   out(`  bus        ${bus}`);
-  for (const [name, value] of Object.entries(d.outputs))
+  for (const [name, value] of Object.entries(env.deployment.outputs))
     if (/TableName$/.test(name)) out(`  ${name.padEnd(10)} ${value}`);
   out("  send an event:");
   out(
     `  AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_DEFAULT_REGION=${env.region} aws events put-events --endpoint-url ${env.endpoint} --entries '${entries.replaceAll("'", "'\\''")}'`,
   );
   out("deliveries:");
-  live = true;
-  await new Promise(() => {});
 }
 
 main().catch(async (error: unknown) => {
