@@ -27,7 +27,8 @@ export const AggregatePosition = AggregateRef.extend({
 });
 export type AggregatePosition = z.infer<typeof AggregatePosition>;
 
-const IsoTime = z.iso.datetime({ offset: true });
+/** An ISO 8601 instant; at most 40 characters (nanoseconds and an offset fit). */
+export const IsoTime = z.iso.datetime({ offset: true }).max(40);
 
 /** The envelope fields every message carries; `payload` is typed per event type by the registry. */
 export const EnvelopeBase = z.object({

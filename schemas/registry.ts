@@ -75,7 +75,18 @@ export class EventRegistry {
   /** Validate an untrusted message: size, envelope, known type and version, payload. */
   parse(raw: unknown): ParseResult {
     const eventId = pickEventId(raw);
-    const size = envelopeBytes(raw);
+    let size: number;
+    try {
+      size = envelopeBytes(raw);
+    } catch (error) {
+      // JSON.stringify gives up on a value nested thousands of levels deep (or with a cycle).
+      return {
+        ok: false,
+        code: "envelope.invalid",
+        message: `envelope cannot be serialized: ${error instanceof Error ? error.message : String(error)}`,
+        eventId,
+      };
+    }
     if (size > MAX_ENVELOPE_BYTES) {
       return {
         ok: false,
@@ -86,7 +97,7 @@ export class EventRegistry {
     }
     const base = EnvelopeBase.safeParse(raw);
     if (!base.success) {
-      return { ok: false, code: "envelope.invalid", message: z.prettifyError(base.error), eventId };
+      return { ok: false, code: "envelope.invalid", message: describeIssues(base.error), eventId };
     }
     const definition = this.get(base.data.event_type, base.data.schema_version);
     if (!definition) {
@@ -110,7 +121,7 @@ export class EventRegistry {
       return {
         ok: false,
         code: "envelope.invalid_payload",
-        message: full ? z.prettifyError(full.error) : "no schema",
+        message: full ? describeIssues(full.error) : "no schema",
         eventId,
       };
     }
@@ -139,3 +150,13 @@ function pickEventId(raw: unknown): string | undefined {
 }
 
 export type { Envelope, EnvelopeInput };
+
+/** How many validation issues a message names; the rest are counted (a payload may hold many). */
+const MAX_ISSUES_NAMED = 20;
+
+function describeIssues(error: z.ZodError): string {
+  const { issues } = error;
+  if (issues.length <= MAX_ISSUES_NAMED) return z.prettifyError(error);
+  const named = z.prettifyError(new z.ZodError(issues.slice(0, MAX_ISSUES_NAMED)));
+  return `${named}\n... and ${issues.length - MAX_ISSUES_NAMED} more issues`;
+}

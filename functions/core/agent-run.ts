@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { IsoTime } from "../../schemas/envelope";
 import { OpaqueId } from "../../schemas/ids";
 import { AgentBusError, describe, type ErrorClass, PermanentError } from "./errors";
 
@@ -136,7 +137,6 @@ const ERROR_CLASSES = [
   "unknown_outcome",
 ] as const satisfies readonly ErrorClass[];
 
-const IsoTime = z.iso.datetime({ offset: true });
 const Name = z.string().min(1).max(128);
 
 export const RunError = z.object({

@@ -309,7 +309,8 @@ async function handleOne<S>(
   }
   const context = {
     now,
-    receiveCount: options.receiveCount ?? 1,
+    // The queue's count belongs to the delivered message; an event read from the store is new here.
+    receiveCount: repaired ? 1 : (options.receiveCount ?? 1),
     stored: state,
     repaired,
     ...(discard ? { resolving: discard } : {}),

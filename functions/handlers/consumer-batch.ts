@@ -15,7 +15,8 @@ import { describe } from "../core/errors";
  * response. FIFO: in order, and the first failure of a message group holds back the rest of that
  * group (Powertools' SqsFifoPartialProcessorAsync with skipGroupOnError); the records skipped
  * behind it are released at once, so their group resumes (in order) when the failed record's
- * backoff ends, not after the visibility timeout. A standard queue's records are independent.
+ * backoff ends, not after the visibility timeout. A standard queue's records are independent (and
+ * handled one after the other, so each log line names its own record).
  */
 export async function processBatch(
   event: SQSEvent,
@@ -28,6 +29,8 @@ export async function processBatch(
     return processPartialResponse(event, handleRecord, new BatchProcessor(EventType.SQS), {
       context,
       throwOnFullBatchFailure: false,
+      // One record at a time: the logger carries the record's ids while it is handled.
+      processInParallel: false,
     });
   const reached = new Set<string>();
   const response = await processPartialResponse(

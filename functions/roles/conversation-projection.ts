@@ -8,6 +8,7 @@ import type {
   ReplyHeldForReview,
   Routed,
 } from "../../schemas/events/conversation";
+import { newestWithin } from "../core/budget";
 import { PermanentError } from "../core/errors";
 import type { Role } from "../core/pipeline";
 
@@ -27,6 +28,8 @@ import type { Role } from "../core/pipeline";
 
 export const CONVERSATION_VIEW_AGGREGATE = "conversation_view";
 export const TURN_LIMIT = 50;
+/** The most the kept turns may take in the view's state item (JSON bytes), oldest dropped first. */
+export const TURNS_MAX_BYTES = 192 * 1024;
 
 export const TURN_STATUSES = [
   "received",
@@ -70,6 +73,8 @@ export interface ConversationView {
   readonly turns: Readonly<Record<string, ConversationTurn>>;
   /** Task ids of `turns`, oldest first. */
   readonly turn_order: readonly string[];
+  /** The highest input version of a turn dropped to keep the view small (absent: none yet). */
+  readonly dropped_through?: number;
 }
 
 export const CONVERSATION_PROJECTION_SUBSCRIPTIONS = [
@@ -114,28 +119,46 @@ export const conversationProjection: Role<ConversationView> = {
       ...(delivery !== undefined && forward ? { delivery } : {}),
       status: forward ? status : opened.status,
     };
-    const order = current === undefined ? [...base.turn_order, taskId] : [...base.turn_order];
-    const dropped = order.splice(0, Math.max(0, order.length - TURN_LIMIT));
+    const all = current === undefined ? [...base.turn_order, taskId] : [...base.turn_order];
     const turns: Record<string, ConversationTurn> = { ...base.turns, [taskId]: turn };
-    for (const id of dropped) delete turns[id];
+    const order = keptTurns(all.slice(-TURN_LIMIT), turns);
+    let droppedThrough = base.dropped_through;
+    for (const id of all.slice(0, all.length - order.length)) {
+      const dropped = turns[id]?.input_version;
+      if (dropped !== undefined) droppedThrough = Math.max(droppedThrough ?? 0, dropped);
+      delete turns[id];
+    }
     return {
       state: {
         conversation_id: base.conversation_id,
         version: Math.max(base.version, turn.input_version ?? 0),
         turns,
         turn_order: order,
+        ...(droppedThrough === undefined ? {} : { dropped_through: droppedThrough }),
       },
     };
   },
 };
 
+/** The newest turns whose JSON fits TURNS_MAX_BYTES (texts and replies can be long). */
+function keptTurns(order: readonly string[], turns: Record<string, ConversationTurn>): string[] {
+  const kept = newestWithin(
+    order.map((id) => ({ id, turn: turns[id] })),
+    TURNS_MAX_BYTES,
+  );
+  return kept.map((k) => k.id);
+}
+
 function rank(status: TurnStatus): number {
   return TURN_STATUSES.indexOf(status);
 }
 
-/** A fact of a turn older than every kept turn, once the view is full. */
+/** A fact of a turn that was dropped already, or older than every kept turn of a full view. */
 function isDroppedTurn(view: ConversationView, event: Envelope): boolean {
-  if (view.turn_order.length < TURN_LIMIT || event.input_version === undefined) return false;
+  if (event.input_version === undefined) return false;
+  if (view.dropped_through !== undefined && event.input_version <= view.dropped_through)
+    return true;
+  if (view.turn_order.length < TURN_LIMIT) return false;
   const kept = view.turn_order
     .map((id) => view.turns[id]?.input_version)
     .filter((v): v is number => v !== undefined);

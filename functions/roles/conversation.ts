@@ -4,6 +4,7 @@ import type {
   MessageReceived,
   RouteRequested,
 } from "../../schemas/events/conversation";
+import { newestWithin } from "../core/budget";
 import { PermanentError } from "../core/errors";
 import type { Role } from "../core/pipeline";
 import type { EventStore } from "../core/ports";
@@ -33,6 +34,12 @@ import type { EventStore } from "../core/ports";
 export const CONVERSATION_AGGREGATE = "conversation";
 /** How many recent messages the conversation state keeps. */
 export const CONVERSATION_MESSAGE_LIMIT = 50;
+/**
+ * The most the kept messages may take in the conversation's state item (JSON bytes): long
+ * messages are dropped oldest first before the count limit is reached, so the item stays well
+ * inside DynamoDB's 400 KB.
+ */
+export const MESSAGES_MAX_BYTES = 192 * 1024;
 export const DEFAULT_REPLY_TTL_SECONDS = 300;
 
 export interface ConversationMessage {
@@ -49,7 +56,7 @@ export interface ConversationState {
   readonly customer_id: string;
   /** Number of messages accepted so far (the conversation version). */
   readonly version: number;
-  /** The last CONVERSATION_MESSAGE_LIMIT messages, oldest first. */
+  /** The last CONVERSATION_MESSAGE_LIMIT messages (at most MESSAGES_MAX_BYTES), oldest first. */
   readonly messages: readonly ConversationMessage[];
 }
 
@@ -83,16 +90,13 @@ export function createConversation(options: ConversationOptions = {}): Role<Conv
         conversation_id: conversationId,
         customer_id: message.customer_id,
         version,
-        messages: [
-          ...(state?.messages ?? []),
-          {
-            version,
-            task_id: event.task_id,
-            text: message.text,
-            message_event_id: event.event_id,
-            received_at: event.occurred_at,
-          },
-        ].slice(-CONVERSATION_MESSAGE_LIMIT),
+        messages: keptMessages(state, {
+          version,
+          task_id: event.task_id,
+          text: message.text,
+          message_event_id: event.event_id,
+          received_at: now.toISOString(),
+        }),
       };
       const turn: RouteRequested = {
         conversation_id: conversationId,
@@ -168,4 +172,13 @@ function checkedConversationId(event: Envelope): string {
       { details: { event_id: event.event_id, aggregate: event.aggregate } },
     );
   return id;
+}
+
+/** The state's messages with `added`: the last CONVERSATION_MESSAGE_LIMIT within MESSAGES_MAX_BYTES. */
+function keptMessages(
+  state: ConversationState | undefined,
+  added: ConversationState["messages"][number],
+): ConversationState["messages"] {
+  const all = [...(state?.messages ?? []), added].slice(-CONVERSATION_MESSAGE_LIMIT);
+  return newestWithin(all, MESSAGES_MAX_BYTES);
 }

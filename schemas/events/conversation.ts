@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { IsoTime } from "../envelope";
 import { OpaqueId, Ulid } from "../ids";
 import type { EventRegistry } from "../registry";
 
@@ -40,7 +41,7 @@ export const OrderRecord = z.object({
     .object({
       status: z.enum(REFUND_STATUSES),
       amount_cents: z.number().int().min(0).optional(),
-      updated_at: z.iso.datetime({ offset: true }).optional(),
+      updated_at: IsoTime.optional(),
     })
     .optional(),
 });

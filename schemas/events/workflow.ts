@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { IsoTime } from "../envelope";
 import { OpaqueId } from "../ids";
 import type { EventRegistry } from "../registry";
 
@@ -58,7 +59,7 @@ export const NodeLeaseExpiredPayload = z.object({
   node_id: NodeId,
   generation: Generation,
   /** When the lease ran out (the sweeper's view). */
-  expired_at: z.iso.datetime({ offset: true }).optional(),
+  expired_at: IsoTime.optional(),
 });
 
 /** The most a heartbeat may extend a node's lease by, in seconds. */
@@ -159,19 +160,23 @@ export function contentEventTypes(role: ContentRole): {
 }
 
 const NodeErrorResult = z.object({
-  code: z.string().min(1),
-  message: z.string(),
+  code: z.string().min(1).max(128),
+  message: z.string().max(4096),
   error_class: ErrorClassSchema.optional(),
 });
+/** At most one entry per node of a run (a workflow definition has at most 1,000 nodes). */
+const NodeIds = z.array(z.string().max(128)).max(1000);
 /** The DAG executor's run result (`runResult`). */
 export const RunResultSchema = z.object({
   status: z.enum(["RUNNING", "COMPLETED", "FAILED", "PARTIAL", "CANCELLED"]),
   outputs: z.record(z.string(), z.unknown()),
-  completed: z.array(z.string()),
-  degraded: z.array(z.string()),
-  failed: z.array(z.object({ node_id: z.string(), error: NodeErrorResult.optional() })),
-  cancelled: z.array(z.string()),
-  skipped: z.array(z.string()),
+  completed: NodeIds,
+  degraded: NodeIds,
+  failed: z
+    .array(z.object({ node_id: z.string().max(128), error: NodeErrorResult.optional() }))
+    .max(1000),
+  cancelled: NodeIds,
+  skipped: NodeIds,
 });
 export const WorkflowEndedPayload = z.object({ run_id: OpaqueId, result: RunResultSchema });
 export type WorkflowEnded = z.infer<typeof WorkflowEndedPayload>;
