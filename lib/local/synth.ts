@@ -23,7 +23,9 @@ export function synthesize(
   try {
     const app = new App({
       outdir,
-      // Template validation and bundling do not change the template; `cdk synth` does both.
+      // Template validation and bundling do not change the template; `cdk synth` does both. The
+      // built-in CloudFormation validation alone costs seconds (a WebAssembly rule engine).
+      builtinCloudFormationValidation: false,
       context: {
         ...cdkJson.context,
         stage,
