@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { matches, renderTemplate, valueAt } from "../../lib/local/runtime";
+import { matches } from "../../lib/local/runtime/filters";
+import { renderTemplate, valueAt } from "../../lib/local/runtime/pipe-input";
 import {
   deploymentOrder,
   type Physical,
