@@ -1,4 +1,5 @@
 import { defineConfig } from "vitest/config";
+import { TEST_WORKERS } from "./test/workers";
 
 export default defineConfig({
   test: {
@@ -8,5 +9,6 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: "forks",
+    maxWorkers: TEST_WORKERS,
   },
 });

@@ -1,28 +1,40 @@
 import type { TestProject } from "vitest/node";
 import { type MotoServer, startMoto } from "../lib/local/moto";
+import { TEST_WORKERS } from "./workers";
 
-let moto: MotoServer | undefined;
+const motos: MotoServer[] = [];
 
 /**
- * One moto_server for the whole test run, on a free 127.0.0.1 port, stopped at the end.
- * AWS_ENDPOINT_URL, when set, points the tests at an emulator that is already running instead.
+ * One moto_server per test worker, each on a free 127.0.0.1 port, all stopped at the end: test
+ * files run in parallel (most of an end-to-end test is waiting), and each sees an emulator no
+ * other file is using at the same time. AWS_ENDPOINT_URL, when set, points every worker at an
+ * emulator that is already running instead.
  */
 export async function setup(project: TestProject): Promise<void> {
   const given = process.env.AWS_ENDPOINT_URL;
   if (given) {
-    project.provide("awsEndpoint", given);
+    project.provide("awsEndpoints", [given]);
     return;
   }
-  moto = await startMoto();
-  project.provide("awsEndpoint", moto.endpoint);
+  const started = await Promise.allSettled(Array.from({ length: TEST_WORKERS }, () => startMoto()));
+  for (const s of started) if (s.status === "fulfilled") motos.push(s.value);
+  const failed = started.find((s) => s.status === "rejected");
+  if (failed) {
+    await teardown();
+    throw failed.reason;
+  }
+  project.provide(
+    "awsEndpoints",
+    motos.map((m) => m.endpoint),
+  );
 }
 
 export async function teardown(): Promise<void> {
-  await moto?.stop();
+  await Promise.all(motos.splice(0).map((m) => m.stop()));
 }
 
 declare module "vitest" {
   export interface ProvidedContext {
-    awsEndpoint: string;
+    awsEndpoints: string[];
   }
 }
