@@ -2,10 +2,11 @@ import { LocalChannel, type LocalDelivery } from "../../functions/adapters/chann
 import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
 import { putOrders } from "../../functions/adapters/dynamodb/orders";
 import { DeterministicLocalModel } from "../../functions/adapters/local-model";
-import type { Topology } from "../topology";
+import { topology as projectTopology, type Topology } from "../topology";
 import { type AwsClients, deployTemplate, emulatorClients, type LocalDeployment } from "./deploy";
 import { RecordingModel } from "./model";
 import { type MotoServer, resetMoto, startMoto } from "./moto";
+import { type StackNames, stackNames } from "./names";
 import { SAMPLE_ORDERS } from "./orders";
 import { LocalRuntime, type RuntimeEvent } from "./runtime";
 import { ROOT, synthesize } from "./synth";
@@ -21,7 +22,9 @@ export interface LocalEnvironment {
   readonly runtime: LocalRuntime;
   readonly observations: Observations;
   readonly store: DynamoEventStore;
-  /** Bus name of each topic in the stack. */
+  /** The stack's tables, buses, queue URLs and topics, read from its outputs. */
+  readonly names: StackNames;
+  /** Bus name of each topic in the stack (`names.buses`). */
   readonly buses: Record<string, string>;
   /** Consumer groups in the stack. */
   readonly groups: string[];
@@ -64,102 +67,115 @@ export interface LocalOptions {
 
 /**
  * Bring up AgentBus locally: an emulator (moto_server on 127.0.0.1 unless an endpoint is given),
- * the synthesized stack deployed to it, and the stack's handlers running in-process.
+ * the synthesized stack deployed to it, and the stack's handlers running in-process. Names
+ * (tables, buses, queues) come from the stack's outputs, as for a deployed stack.
  */
 export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvironment> {
   const region = options.region ?? "us-east-1";
-  const stage = options.stage ?? "local";
   process.env.POWERTOOLS_LOG_LEVEL ??= options.verbose ? "INFO" : "SILENT";
   process.env.POWERTOOLS_METRICS_DISABLED ??= options.verbose ? "false" : "true";
-  let mark = Date.now();
-  const lap = () => {
-    const ms = Date.now() - mark;
-    mark = Date.now();
-    return ms;
-  };
+  const lap = lapTimer();
   const moto = options.endpoint ? undefined : await startMoto({ port: options.port });
   const emulatorMs = lap();
   const endpoint = options.endpoint ?? moto?.endpoint ?? "";
   try {
     if (options.endpoint && options.reset) await resetMoto(endpoint);
     const clients = emulatorClients(endpoint, region);
-    const { stackName, template } = synthesize(stage, options.topology);
+    const { stackName, template } = synthesize(options.stage ?? "local", options.topology);
     const synthMs = lap();
     const deployment = await deployTemplate(template, clients, { stackName, region });
     const deployMs = lap();
-    const observations = new Observations();
-    const channel = new LocalChannel({ onDelivery: options.onDelivery });
-    const model = new RecordingModel(new DeterministicLocalModel());
-    const ordersTable = deployment.functions.find((f) => f.group === "order-lookup")?.environment
-      .ORDERS_TABLE;
-    if (ordersTable) await putOrders(clients.dynamodb, ordersTable, SAMPLE_ORDERS);
-    const runtime = new LocalRuntime({
-      deployment,
-      clients,
-      endpoint,
-      root: ROOT,
-      // Locally a failed message comes back after 1 s, 2 s, 4 s... instead of the deployed backoff,
-      // the agents answer with the DeterministicLocalModel (a scripted stand-in, not a model: no
-      // Bedrock, no credentials) and the sender delivers to the LocalChannel (no SNS), whatever
-      // the template says; the orders table holds the sample orders.
-      envOverrides: {
-        RETRY_BASE_SECONDS: "1",
-        RETRY_MAX_SECONDS: "8",
-        MODEL_PROVIDER: "local",
-        CHANNEL_PROVIDER: "local",
-        ...options.envOverrides,
-      },
-      services: { model, channel },
-      scheduleIntervalMs: options.scheduleIntervalMs,
-      onEvent: (event) => {
-        observations.listener(event);
-        options.onEvent?.(event);
-      },
-    });
-    await runtime.start();
-    const consumer = deployment.functions.find((f) => f.kind === "consumer");
-    if (!consumer) throw new Error("the stack has no consumer group");
-    const store = new DynamoEventStore({
-      client: clients.dynamodb,
-      tables: {
-        state: consumer.environment.STATE_TABLE ?? "",
-        events: consumer.environment.EVENTS_TABLE ?? "",
-        inbox: consumer.environment.INBOX_TABLE ?? "",
-      },
-    });
-    const relay = deployment.functions.find((f) => f.kind === "relay");
-    const buses: Record<string, string> = {};
-    for (const [key, value] of Object.entries(relay?.environment ?? {})) {
-      if (key.startsWith("BUS_")) buses[key.slice(4).toLowerCase()] = value;
-    }
-    const groups = deployment.functions
-      .filter((f) => f.kind === "consumer")
-      .map((f) => f.group ?? f.name);
+    const names = stackNames(deployment.outputs, options.topology ?? projectTopology);
+    if (names.tables.orders) await putOrders(clients.dynamodb, names.tables.orders, SAMPLE_ORDERS);
+    const running = await startRuntime(deployment, clients, endpoint, options);
     return {
+      ...running,
       endpoint,
       moto,
       region,
       clients,
       deployment,
-      runtime,
-      observations,
-      store,
-      buses,
-      groups,
-      channel,
-      model,
+      names,
+      store: new DynamoEventStore({
+        client: clients.dynamodb,
+        tables: {
+          state: names.tables.state,
+          events: names.tables.events,
+          inbox: names.tables.inbox,
+        },
+      }),
+      buses: { ...names.buses },
+      groups: deployment.functions
+        .filter((f) => f.kind === "consumer")
+        .map((f) => f.group ?? f.name),
       timings: { emulator: emulatorMs, synth: synthMs, deploy: deployMs },
-      async stop() {
-        await runtime.stop();
-        clients.dynamodb.destroy();
-        clients.sqs.destroy();
-        clients.eventbridge.destroy();
-        clients.sns?.destroy();
-        await moto?.stop();
-      },
+      stop: () => stopLocal(running.runtime, clients, moto),
     };
   } catch (error) {
     await moto?.stop();
     throw error;
   }
+}
+
+/** Milliseconds since the previous call (or since the timer was made). */
+function lapTimer(): () => number {
+  let mark = Date.now();
+  return () => {
+    const ms = Date.now() - mark;
+    mark = Date.now();
+    return ms;
+  };
+}
+
+/**
+ * Environment values that differ locally: a failed message comes back after 1 s, 2 s, 4 s...
+ * instead of the deployed backoff, the agents answer with the DeterministicLocalModel (a scripted
+ * stand-in, not a model: no Bedrock, no credentials) and the sender delivers to the LocalChannel
+ * (no SNS), whatever the template says.
+ */
+const LOCAL_ENV_OVERRIDES: Readonly<Record<string, string>> = {
+  RETRY_BASE_SECONDS: "1",
+  RETRY_MAX_SECONDS: "8",
+  MODEL_PROVIDER: "local",
+  CHANNEL_PROVIDER: "local",
+};
+
+/** The runtime with its local stand-ins (model, channel) and observations, started. */
+async function startRuntime(
+  deployment: LocalDeployment,
+  clients: AwsClients,
+  endpoint: string,
+  options: LocalOptions,
+): Promise<Pick<LocalEnvironment, "runtime" | "observations" | "channel" | "model">> {
+  const observations = new Observations();
+  const channel = new LocalChannel({ onDelivery: options.onDelivery });
+  const model = new RecordingModel(new DeterministicLocalModel());
+  const runtime = new LocalRuntime({
+    deployment,
+    clients,
+    endpoint,
+    root: ROOT,
+    envOverrides: { ...LOCAL_ENV_OVERRIDES, ...options.envOverrides },
+    services: { model, channel },
+    scheduleIntervalMs: options.scheduleIntervalMs,
+    onEvent: (event) => {
+      observations.listener(event);
+      options.onEvent?.(event);
+    },
+  });
+  await runtime.start();
+  return { runtime, observations, channel, model };
+}
+
+async function stopLocal(
+  runtime: LocalRuntime,
+  clients: AwsClients,
+  moto: MotoServer | undefined,
+): Promise<void> {
+  await runtime.stop();
+  clients.dynamodb.destroy();
+  clients.sqs.destroy();
+  clients.eventbridge.destroy();
+  clients.sns?.destroy();
+  await moto?.stop();
 }
