@@ -1,4 +1,5 @@
-"""moto_server (moto 5.2) for the local stack, with DynamoDB transactions made atomic.
+"""moto_server (moto 5.2) for the local stack, with DynamoDB transactions made atomic and SQS
+long polls that wait instead of spinning.
 
 Run as `python3 moto_launcher.py <moto_server arguments>`; lib/local/moto.ts starts it.
 
@@ -22,6 +23,7 @@ are raised exactly as moto raises them (CancellationReasons are mapped back by i
 import copy
 import sys
 import threading
+import time
 import types
 
 import moto.dynamodb.models as dynamodb_models
@@ -29,6 +31,7 @@ from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import DynamoType
 from moto.dynamodb.models.table import Table
 from moto.dynamodbstreams.models import DynamoDBStreamsBackend
+from moto.sqs.models import SQSBackend
 
 _lock = threading.RLock()
 
@@ -110,6 +113,34 @@ def _atomic_transact_write_items(self, transact_items):
 
 
 DynamoDBBackend.transact_write_items = _atomic_transact_write_items
+
+
+# SQS long polls. moto's receive loop decides once, when the call begins, which FIFO groups are in
+# flight, and waits with `wait_for(lambda: self.messages)`, which returns at once while the queue
+# holds any visible message, also one it cannot hand out. So a long poll on a queue with a group in
+# flight spins at full CPU for its whole wait time, and never gets that group's next message even
+# after the message before it is deleted (SQS hands it out then). Here a long poll is a series of
+# immediate receives, each looking at the queue afresh, with a wait between them until a message is
+# added (moto notifies then) or a short re-check interval passes (a visibility timeout that ran
+# out, a group whose message was deleted).
+_SQS_RECHECK_SECONDS = 0.05
+_receive_message = SQSBackend.receive_message
+
+
+def _long_poll(self, queue_name, count, wait_seconds_timeout, visibility_timeout, *args, **kwargs):
+    deadline = time.monotonic() + (wait_seconds_timeout or 0)
+    while True:
+        result = _receive_message(self, queue_name, count, 0, visibility_timeout, *args, **kwargs)
+        remaining = deadline - time.monotonic()
+        if result or remaining <= 0:
+            return result
+        queue = self.get_queue(queue_name)
+        with queue._messages_lock:
+            queue._messages_lock.wait(timeout=min(remaining, _SQS_RECHECK_SECONDS))
+
+
+SQSBackend.receive_message = _long_poll
+
 
 if __name__ == "__main__":
     from moto.server import main

@@ -17,6 +17,14 @@ import {
   GetShardIteratorCommand,
   type ShardIteratorType,
 } from "@aws-sdk/client-dynamodb-streams";
+import {
+  CreateQueueCommand,
+  DeleteMessageCommand,
+  DeleteQueueCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  SQSClient,
+} from "@aws-sdk/client-sqs";
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { emulator } from "../support/aws";
@@ -184,5 +192,69 @@ describe("the local emulator's DynamoDB transactions", () => {
     expect(await itemOf("created")).toEqual({ ...key("created"), v: { N: "0" } });
     expect(await itemOf("counter")).toEqual({ ...key("counter"), v: { N: "2" } });
     expect((await read(it)).keys).toEqual(["created", "counter"]);
+  });
+});
+
+/**
+ * SQS long polls on the local emulator wait for a message instead of spinning (moto alone spins
+ * while a FIFO group is in flight); what they hand out is unchanged.
+ */
+describe("the local emulator's SQS long polls", () => {
+  const sqs = new SQSClient({ ...emulator(), maxAttempts: 1 });
+  let url = "";
+
+  beforeAll(async () => {
+    const created = await sqs.send(
+      new CreateQueueCommand({
+        QueueName: `launcher-${ulid().toLowerCase()}.fifo`,
+        Attributes: { FifoQueue: "true" },
+      }),
+    );
+    url = created.QueueUrl ?? "";
+  });
+
+  afterAll(async () => {
+    await sqs.send(new DeleteQueueCommand({ QueueUrl: url }));
+    sqs.destroy();
+  });
+
+  it("a poll waiting on an in-flight group gets the group's next message once the first is deleted", async () => {
+    for (const [body, id] of [
+      ["first", "1"],
+      ["second", "2"],
+    ])
+      await sqs.send(
+        new SendMessageCommand({
+          QueueUrl: url,
+          MessageBody: body,
+          MessageGroupId: "g",
+          MessageDeduplicationId: id,
+        }),
+      );
+    const first = await sqs.send(new ReceiveMessageCommand({ QueueUrl: url, WaitTimeSeconds: 1 }));
+    expect(first.Messages?.map((m) => m.Body)).toEqual(["first"]);
+    const waiting = sqs.send(new ReceiveMessageCommand({ QueueUrl: url, WaitTimeSeconds: 10 }));
+    await new Promise((r) => setTimeout(r, 300));
+    await sqs.send(
+      new DeleteMessageCommand({
+        QueueUrl: url,
+        ReceiptHandle: first.Messages?.[0]?.ReceiptHandle,
+      }),
+    );
+    expect((await waiting).Messages?.map((m) => m.Body)).toEqual(["second"]);
+  });
+
+  it("a poll on an empty queue returns the message sent while it waits", async () => {
+    const waiting = sqs.send(new ReceiveMessageCommand({ QueueUrl: url, WaitTimeSeconds: 10 }));
+    await new Promise((r) => setTimeout(r, 300));
+    await sqs.send(
+      new SendMessageCommand({
+        QueueUrl: url,
+        MessageBody: "third",
+        MessageGroupId: "h",
+        MessageDeduplicationId: "3",
+      }),
+    );
+    expect((await waiting).Messages?.map((m) => m.Body)).toEqual(["third"]);
   });
 });
