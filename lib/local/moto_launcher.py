@@ -142,6 +142,24 @@ def _long_poll(self, queue_name, count, wait_seconds_timeout, visibility_timeout
 SQSBackend.receive_message = _long_poll
 
 
+# moto keeps every shard iterator it ever handed out (each GetRecords makes a new one), so a stream
+# poller grows the emulator's memory for as long as it runs. Keep the newest ones only: far more
+# than the local runtime's pollers hold at once.
+_MAX_SHARD_ITERATORS = 10_000
+_get_records = DynamoDBStreamsBackend.get_records
+
+
+def _get_records_forgetting(self, iterator_arn, limit):
+    result = _get_records(self, iterator_arn, limit)
+    iterators = self.shard_iterators
+    while len(iterators) > _MAX_SHARD_ITERATORS:
+        del iterators[next(iter(iterators))]
+    return result
+
+
+DynamoDBStreamsBackend.get_records = _serialized(_get_records_forgetting)
+
+
 if __name__ == "__main__":
     from moto.server import main
 

@@ -46,6 +46,8 @@ const MAX_POLLERS = 4;
 const DEFAULT_POLLERS = 2;
 /** How often `idle()` looks whether the runtime has settled. */
 const IDLE_POLL_MS = 200;
+/** How long the runtime must have been quiet to count as idle. */
+const DEFAULT_QUIET_MS = 600;
 
 /**
  * Runs the stack's Lambda handlers in-process and emulates what invokes them, each in its module
@@ -184,9 +186,13 @@ export class LocalRuntime {
     this.faults.resumeGroup(group);
   }
 
-  /** Wait until nothing is in flight, every mapped queue is empty and the stream is read up. */
+  /**
+   * Wait until nothing is in flight, every mapped queue is empty and the stream is read up, with
+   * no activity for `quietMs` (longer than the stream poller's idle pause, so a commit the relay
+   * has not read yet is not missed).
+   */
   async idle(options: { quietMs?: number; timeoutMs?: number } = {}): Promise<void> {
-    const quietMs = options.quietMs ?? 1500;
+    const quietMs = options.quietMs ?? DEFAULT_QUIET_MS;
     const deadline = Date.now() + (options.timeoutMs ?? 120_000);
     const queues = mappedQueueUrls(this.options.deployment);
     for (;;) {

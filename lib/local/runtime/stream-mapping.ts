@@ -15,7 +15,7 @@ import { selected } from "./filters";
 import { toStreamRecord } from "./records";
 
 /** Pause of a stream poller that found no records on any shard (or is held back). */
-const STREAM_IDLE_MS = 150;
+const STREAM_IDLE_MS = 50;
 const STREAM_PAUSED_MS = 100;
 /** Pause before a failed stream batch is invoked again. */
 const STREAM_RETRY_MS = 200;
