@@ -2,6 +2,7 @@ import { availableParallelism, loadavg } from "node:os";
 import { type MotoServer, motoAvailable, startMoto } from "../lib/local/moto";
 import { silenceNodeVersionWarning } from "../lib/local/warnings";
 import { type DynamoResult, type Measured, runDynamoSection } from "./bench/dynamo";
+import { type LocalResult, runLocalSection, stopLocalSection } from "./bench/local";
 import { fmt, fmtInt } from "./bench/stats";
 import { runThroughputSection, type ThroughputResult } from "./bench/throughput";
 
@@ -10,6 +11,9 @@ import { runThroughputSection, type ThroughputResult } from "./bench/throughput"
  * 1. Consumer pipeline throughput on the in-memory adapters vs a bare decide + Map.set consumer.
  * 2. DynamoDB calls and capacity units per consumed event, against moto, vs Powertools
  *    idempotency around a separate state write and outbox write.
+ * 3. The local stack (moto + in-process runtime): latency per hop and end to end, a burst, a
+ *    conversation, vs the emulator's own latency for each hop; calls/s and CPU, idle and loaded.
+ * `npm run bench -- local` runs section 3 alone.
  * No figure is hard-coded and nothing asserts speed; the run fails only when something breaks.
  */
 
@@ -31,6 +35,7 @@ async function stopMoto(): Promise<void> {
   const server = moto;
   moto = undefined;
   if (server) await server.stop();
+  await stopLocalSection();
 }
 
 for (const [signal, code] of [
@@ -48,11 +53,19 @@ async function main(): Promise<void> {
   out(
     `AgentBus benchmark — Node ${process.version}, ${process.platform}/${process.arch}, ${availableParallelism()} CPUs, load average ${fmt(load, 1)} at start${load > availableParallelism() ? " (a busy machine: expect wide spreads)" : ""}`,
   );
-  // Fail before the long in-memory section when section 2 cannot run.
+  // Fail before the long in-memory section when sections 2 and 3 cannot run.
   if (!motoAvailable()) {
     throw new SetupError(
-      "moto_server is not on PATH, and section 2 needs it: install moto 5.2 with its server extra (pip install 'moto[server]~=5.2')",
+      "moto_server is not on PATH, and sections 2 and 3 need it: install moto 5.2 with its server extra (pip install 'moto[server]~=5.2')",
     );
+  }
+  if (process.argv.slice(2).includes("local")) {
+    const local = await runLocal();
+    heading("Summary");
+    out(localSummary(local));
+    out();
+    out(`done in ${fmt((performance.now() - started) / 1000, 1)} s`);
+    return;
   }
 
   heading("1. Consumer pipeline throughput, in-memory adapters (role: task-projection)");
@@ -86,10 +99,30 @@ async function main(): Promise<void> {
   out("moto ms/ev: moto on this machine, not indicative of AWS latency.");
   out(`section 2 took ${fmt((performance.now() - mark) / 1000, 1)} s (moto start included)`);
 
+  const local = await runLocal();
+
   heading("Summary");
   for (const line of summary(throughput, dynamo)) out(line);
+  out(localSummary(local));
   out();
   out(`done in ${fmt((performance.now() - started) / 1000, 1)} s`);
+}
+
+async function runLocal(): Promise<LocalResult> {
+  heading("3. The local stack: latency per hop and end to end, against moto's own");
+  const mark = performance.now();
+  const local = await runLocalSection(out);
+  out(
+    "Bounds: moto on this machine, measured in this run with fresh SDK clients; the stack's moto is measured idle, with the runtime's pollers running.",
+  );
+  out(`section 3 took ${fmt((performance.now() - mark) / 1000, 1)} s (moto starts included)`);
+  return local;
+}
+
+function localSummary(local: LocalResult): string {
+  const whole = local.hops.whole;
+  const w = local.worst;
+  return `3. On the local stack one event takes ${fmtInt(whole.p50)} ms (median; p95 ${fmtInt(whole.p95)} ms) from its commit to a FIFO consumer's commit, ${fmt(whole.p50 / local.wholeBound, 1)}× what moto itself needs for the same hops (${fmtInt(local.wholeBound)} ms); the most time above its bound goes in ${w.label.trim()}: ${fmtInt(w.median)} ms vs ${fmt(w.bound, 1)} ms (${fmt(w.median / w.bound, 1)}×). A burst of ${local.burst.events} events over ${local.burst.keys} order keys goes through at ${fmt(local.burst.events / local.burst.seconds, 1)} events/s; a conversation message reaches its reply in ${fmtInt(local.conversation.p50)} ms (median); idle, the stack makes ${fmtInt(local.idleRequestsPerSecond)} calls/s to moto, and runtime.idle() takes ${fmtInt(local.settleMs)} ms on a settled stack.`;
 }
 
 function summary(throughput: ThroughputResult, dynamo: DynamoResult): string[] {
