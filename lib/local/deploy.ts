@@ -127,6 +127,9 @@ export function emulatorClients(endpoint: string, region = "us-east-1"): AwsClie
     endpoint,
     region,
     credentials: { accessKeyId: "testing", secretAccessKey: "testing" },
+    // Every SQS poller of the runtime holds a socket for its long poll (dozens at once): with the
+    // SDK's default of 50 sockets, other calls queued behind them for whole long polls.
+    requestHandler: { httpAgent: { keepAlive: true, maxSockets: 1024 } },
   };
   return {
     dynamodb: new DynamoDBClient(config),

@@ -34,12 +34,11 @@ export function motoAvailable(): boolean {
 }
 
 /**
- * moto_server with its DynamoDB transactions made atomic (see moto_launcher.py): moto undoes a
- * failed TransactWriteItems by putting back whole-table copies, which leaves every open stream
- * iterator on a shard that never grows again (the relay goes deaf), shows the cancelled
- * transaction's stream records to those iterators, and drops writes other request threads made
- * meanwhile. The launcher runs moto's DynamoDB operations under one lock and undoes a failed
- * transaction item by item instead.
+ * moto_server as the local stack needs it (see moto_launcher.py): DynamoDB transactions made
+ * atomic (moto undoes a failed TransactWriteItems by putting back whole-table copies, which leaves
+ * every open stream iterator on a shard that never grows again), SQS long polls that wait instead
+ * of spinning, and moto's per-request costs (a parser built per EventBridge target, a directory
+ * listing per request, a log line per request) taken out.
  */
 const LAUNCHER = join(import.meta.dirname, "moto_launcher.py");
 
@@ -47,25 +46,23 @@ const LAUNCHER = join(import.meta.dirname, "moto_launcher.py");
 export async function startMoto(
   options: { port?: number; timeoutMs?: number } = {},
 ): Promise<MotoServer> {
-  if (!motoAvailable()) {
-    throw new Error(
-      "moto_server was not found on PATH. Install moto 5.2 with its server extra (pip install 'moto[server]~=5.2') or set AWS_ENDPOINT_URL to a running emulator.",
-    );
-  }
   const port = options.port ?? (await freePort());
   const child: ChildProcess = spawn("python3", [LAUNCHER, "-H", "127.0.0.1", "-p", String(port)], {
     stdio: ["ignore", "ignore", "pipe"],
     detached: false,
   });
   let stderr = "";
+  let spawnError: Error | undefined;
   child.stderr?.on("data", (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4000);
+  });
+  child.on("error", (error) => {
+    spawnError = error;
   });
   const endpoint = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + (options.timeoutMs ?? 20_000);
   for (;;) {
-    if (child.exitCode !== null)
-      throw new Error(`moto_server exited with ${child.exitCode}: ${stderr}`);
+    if (spawnError || child.exitCode !== null) throw notStarted(spawnError, stderr);
     try {
       const response = await fetch(`${endpoint}/moto-api/`, { signal: AbortSignal.timeout(1000) });
       if (response.ok) break;
@@ -95,6 +92,20 @@ export async function startMoto(
         child.kill("SIGTERM");
       }),
   };
+}
+
+const INSTALL_HINT =
+  "Install moto 5.2 with its server extra (pip install 'moto[server]~=5.2') or set AWS_ENDPOINT_URL to a running emulator.";
+
+/** Why the emulator did not start (checked after the fact: a check before costs seconds). */
+function notStarted(spawnError: Error | undefined, stderr: string): Error {
+  if (spawnError)
+    return new Error(`python3 could not be started (${spawnError.message}). ${INSTALL_HINT}`);
+  if (/No module named '?(moto|werkzeug|flask)/.test(stderr))
+    return new Error(
+      `moto is not installed for python3: ${stderr.trim().split("\n").at(-1)}. ${INSTALL_HINT}`,
+    );
+  return new Error(`moto_server exited before it answered: ${stderr}`);
 }
 
 /** Forget everything moto holds (between test files). */

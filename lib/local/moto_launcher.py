@@ -21,11 +21,15 @@ are raised exactly as moto raises them (CancellationReasons are mapped back by i
 """
 
 import copy
+import functools
+import logging
 import sys
 import threading
 import time
 import types
 
+import jsonpath_ng.ext as jsonpath_ext
+import moto.backends as moto_backends
 import moto.dynamodb.models as dynamodb_models
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import DynamoType
@@ -158,6 +162,20 @@ def _get_records_forgetting(self, iterator_arn, limit):
 
 
 DynamoDBStreamsBackend.get_records = _serialized(_get_records_forgetting)
+
+
+# Per-request costs of moto_server that grow a local stack's latency on every hop:
+# - the host of every request is checked against a directory listing of moto's modules, read from
+#   disk each time: read it once;
+# - every EventBridge rule target builds its input with jsonpath expressions, and jsonpath_ng
+#   builds its LALR parser (tables included) for every expression it parses: ~15 ms a target, so a
+#   PutEvents that fans out to a few groups took ~300 ms. Parsed expressions are kept instead
+#   (they are immutable);
+# - werkzeug logs a line per request to stderr: only errors are logged.
+_moto_modules = tuple(moto_backends.list_of_moto_modules())
+moto_backends.list_of_moto_modules = lambda: _moto_modules
+jsonpath_ext.parse = functools.lru_cache(maxsize=1024)(jsonpath_ext.parse)
+logging.getLogger("werkzeug").setLevel(logging.ERROR)
 
 
 if __name__ == "__main__":

@@ -45,9 +45,9 @@ export interface RuntimeOptions {
 const MAX_POLLERS = 4;
 const DEFAULT_POLLERS = 2;
 /** How often `idle()` looks whether the runtime has settled. */
-const IDLE_POLL_MS = 200;
+const IDLE_POLL_MS = 100;
 /** How long the runtime must have been quiet to count as idle. */
-const DEFAULT_QUIET_MS = 600;
+const DEFAULT_QUIET_MS = 300;
 
 /**
  * Runs the stack's Lambda handlers in-process and emulates what invokes them, each in its module
