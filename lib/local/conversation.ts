@@ -112,10 +112,8 @@ export async function sideEffectOf(
   env: LocalEnvironment,
   key: string,
 ): Promise<SideEffectRecord | undefined> {
-  const table = env.deployment.functions.find((f) => f.group === "sender")?.environment
-    .SIDE_EFFECTS_TABLE;
-  if (!table) throw new Error("the stack has no sender with a side-effects table");
-  return new DynamoSideEffects({ client: env.clients.dynamodb, tableName: table }).get(key);
+  const tableName = env.names.tables.sideEffects;
+  return new DynamoSideEffects({ client: env.clients.dynamodb, tableName }).get(key);
 }
 
 /** Poll until `probe` returns something truthy; the error says what was waited for. */

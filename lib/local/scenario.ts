@@ -2,6 +2,7 @@ import { PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { ReceiveMessageCommand } from "@aws-sdk/client-sqs";
 import { ulid } from "ulid";
 import { FAIL_FACT_CHECK_MARKER } from "../../functions/adapters/local-model";
+import { DEAD_LETTER_ATTRIBUTES } from "../../functions/adapters/sqs/dead-letter-sink";
 import type { Decision } from "../../functions/core/pipeline";
 import { appendToStream } from "../../functions/core/producer";
 import { systemClock, ulidSource } from "../../functions/core/runtime";
@@ -432,11 +433,8 @@ async function waitFor(condition: () => boolean, timeoutMs: number): Promise<voi
 
 /** Peek at every dead-letter queue of the stack (messages stay where they are). */
 export async function readDeadLetters(env: LocalEnvironment): Promise<DeadLetter[]> {
-  const urls = new Set<string>();
-  for (const f of env.deployment.functions)
-    if (f.environment.DEAD_LETTER_QUEUE_URL) urls.add(f.environment.DEAD_LETTER_QUEUE_URL);
   const out: DeadLetter[] = [];
-  for (const url of urls) {
+  for (const url of new Set(env.names.deadLetterQueues)) {
     const response = await env.clients.sqs.send(
       new ReceiveMessageCommand({
         QueueUrl: url,
@@ -458,8 +456,8 @@ export async function readDeadLetters(env: LocalEnvironment): Promise<DeadLetter
       }
       out.push({
         queue: url.split("/").at(-1) ?? url,
-        code: m.MessageAttributes?.["agentbus.error_code"]?.StringValue ?? "unknown",
-        reason: m.MessageAttributes?.["agentbus.error_reason"]?.StringValue ?? "",
+        code: m.MessageAttributes?.[DEAD_LETTER_ATTRIBUTES.code]?.StringValue ?? "unknown",
+        reason: m.MessageAttributes?.[DEAD_LETTER_ATTRIBUTES.reason]?.StringValue ?? "",
         eventId,
       });
     }

@@ -8,11 +8,13 @@ export function queueUrlOf(deployment: LocalDeployment, arn: string): string {
   throw new Error(`no queue deployed with ARN ${arn}`);
 }
 
-/** The queues the stack's SQS event source mappings read. */
+/** The queues the stack's SQS event source mappings and pipes read. */
 export function mappedQueueUrls(deployment: LocalDeployment): string[] {
-  return deployment.mappings
-    .filter((m) => m.source === "sqs")
-    .map((m) => queueUrlOf(deployment, m.eventSourceArn));
+  const arns = [
+    ...deployment.mappings.filter((m) => m.source === "sqs").map((m) => m.eventSourceArn),
+    ...deployment.pipes.map((p) => p.sourceArn),
+  ];
+  return [...new Set(arns)].map((arn) => queueUrlOf(deployment, arn));
 }
 
 /** Whether no queue holds a message: visible, in flight or delayed. */
