@@ -13,33 +13,16 @@ import {
   TURNS_MAX_BYTES,
 } from "../../functions/roles/conversation-projection";
 import { type Envelope, registry } from "../../schemas";
-import { makeDeps, newCorrelationId, newTaskId, seedTask } from "./fixtures";
+import { clientMessage, makeDeps, seedTask } from "./fixtures";
 
 /** Nothing a message carries may grow a stored item or a computation without bound. */
 describe("bounds on what a message can grow", () => {
-  const message = (conv: string, text: string): Envelope =>
-    ({
-      event_id: ulid(),
-      event_type: "conversation.message.received",
-      schema_version: 1,
-      occurred_at: "2026-09-01T10:00:00.000Z",
-      correlation_id: newCorrelationId(),
-      causation_id: null,
-      task_id: newTaskId(),
-      conversation_id: conv,
-      aggregate: { type: "conversation", id: conv, version: 0 },
-      order_key: conv,
-      producer: "web-client",
-      attempt: 1,
-      payload: { text, customer_id: "cust_alice" },
-    }) as Envelope;
-
   it("keeps the conversation's state inside its byte budget however long the messages are", async () => {
     const { deps, store } = makeDeps();
     const conv = `conv_${ulid()}`;
     const long = "退款".repeat(2000); // 4000 characters, 12 KB of UTF-8
     for (let i = 0; i < 50; i++)
-      expect((await consume(message(conv, long), conversation, deps)).status).toBe("applied");
+      expect((await consume(clientMessage(conv, long), conversation, deps)).status).toBe("applied");
     const state = store.states.get(`conversation#${conv}`)?.data as ConversationState;
     expect(state.version).toBe(50);
     expect(jsonBytes(state.messages)).toBeLessThanOrEqual(MESSAGES_MAX_BYTES);
@@ -54,7 +37,7 @@ describe("bounds on what a message can grow", () => {
     const long = "退款".repeat(2000);
     const accepted: Envelope[] = [];
     for (let i = 0; i < 40; i++) {
-      const result = await consume(message(conv, long), conversation, deps);
+      const result = await consume(clientMessage(conv, long), conversation, deps);
       accepted.push(result.steps[0]?.emitted[0] as Envelope);
     }
     for (const e of accepted) await consume(e, conversationProjection, deps);

@@ -27,37 +27,12 @@ import { ROUTER_RULES, type RouteState, routeMessage, router } from "../../funct
 import { SAMPLE_ORDERS } from "../../lib/local/orders";
 import type { Envelope } from "../../schemas";
 import type { OrderRecord, ReplyDraft } from "../../schemas/events/conversation";
-import { makeDeps, newCorrelationId, newTaskId } from "./fixtures";
+import { clientMessage, makeDeps } from "./fixtures";
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
 const newConversationId = () => `conv_${ulid()}`;
-
-/** A client's message: unsequenced, on conversation/<id> at version 0, a new task id. */
-function clientMessage(
-  conversationId: string,
-  text: string,
-  options: { customer?: string; overrides?: Partial<Envelope> } = {},
-): Envelope {
-  const taskId = newTaskId();
-  return {
-    event_id: ulid(),
-    event_type: "conversation.message.received",
-    schema_version: 1,
-    occurred_at: "2026-09-01T10:00:00.000Z",
-    correlation_id: newCorrelationId(),
-    causation_id: null,
-    task_id: taskId,
-    conversation_id: conversationId,
-    aggregate: { type: "conversation", id: conversationId, version: 0 },
-    order_key: conversationId,
-    producer: "web-client",
-    attempt: 1,
-    payload: { text, customer_id: options.customer ?? "cust_alice" },
-    ...options.overrides,
-  } as Envelope;
-}
 
 /** A ModelPort that answers from a list of replies (the last one repeats) and records calls. */
 class ScriptedModel implements ModelPort {

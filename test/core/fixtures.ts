@@ -70,3 +70,28 @@ export function feedback(
   };
   return envelope as Envelope;
 }
+
+/** A client's message: unsequenced, on conversation/<id> at version 0, a new task id. */
+export function clientMessage(
+  conversationId: string,
+  text: string,
+  options: { customer?: string; overrides?: Partial<Envelope> } = {},
+): Envelope {
+  const taskId = newTaskId();
+  return {
+    event_id: ulid(),
+    event_type: "conversation.message.received",
+    schema_version: 1,
+    occurred_at: "2026-09-01T10:00:00.000Z",
+    correlation_id: newCorrelationId(),
+    causation_id: null,
+    task_id: taskId,
+    conversation_id: conversationId,
+    aggregate: { type: "conversation", id: conversationId, version: 0 },
+    order_key: conversationId,
+    producer: "web-client",
+    attempt: 1,
+    payload: { text, customer_id: options.customer ?? "cust_alice" },
+    ...options.overrides,
+  } as Envelope;
+}

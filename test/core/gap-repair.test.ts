@@ -6,7 +6,7 @@ import { type AuditRecord, audit } from "../../functions/roles/audit";
 import { conversation } from "../../functions/roles/conversation";
 import { type RouteState, router } from "../../functions/roles/router";
 import { type Envelope, MAX_STREAM_VERSION, registry } from "../../schemas";
-import { makeDeps, newCorrelationId, newTaskId, seedTask } from "./fixtures";
+import { clientMessage, makeDeps, seedTask } from "./fixtures";
 
 /** Gap repair applies each event read from the store to that event's own state aggregate. */
 describe("gap repair: each repaired event goes to its own state", () => {
@@ -29,24 +29,16 @@ describe("gap repair: each repaired event goes to its own state", () => {
   it("router: route requests of two messages arriving out of order are both routed", async () => {
     const { deps, store } = makeDeps();
     const conv = `conv_${ulid()}`;
-    const message = (text: string): Envelope =>
-      ({
-        event_id: ulid(),
-        event_type: "conversation.message.received",
-        schema_version: 1,
-        occurred_at: "2026-09-01T10:00:00.000Z",
-        correlation_id: newCorrelationId(),
-        causation_id: null,
-        task_id: newTaskId(),
-        conversation_id: conv,
-        aggregate: { type: "conversation", id: conv, version: 0 },
-        order_key: conv,
-        producer: "web-client",
-        attempt: 1,
-        payload: { text, customer_id: "cust_alice" },
-      }) as Envelope;
-    const first = await consume(message("I want to check my order"), conversation, deps);
-    const second = await consume(message("The order number is A-1002"), conversation, deps);
+    const first = await consume(
+      clientMessage(conv, "I want to check my order"),
+      conversation,
+      deps,
+    );
+    const second = await consume(
+      clientMessage(conv, "The order number is A-1002"),
+      conversation,
+      deps,
+    );
     const route1 = first.steps[0]?.emitted[1] as Envelope;
     const route2 = second.steps[0]?.emitted[1] as Envelope;
     expect([route1.aggregate.version, route2.aggregate.version]).toEqual([2, 4]);
