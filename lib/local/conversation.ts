@@ -1,11 +1,27 @@
 import { ulid } from "ulid";
 import type { LocalDelivery } from "../../functions/adapters/channel/local-channel";
-import { DynamoSideEffects } from "../../functions/adapters/dynamodb/side-effects";
-import type { SideEffectRecord } from "../../functions/core/side-effects";
 import type { ConversationView } from "../../functions/roles/conversation-projection";
-import type { AggregateRef, Envelope } from "../../schemas";
+import type { Envelope } from "../../schemas";
 import type { LocalEnvironment } from "./environment";
-import { type Check, putOnBus, readDeadLetters } from "./scenario";
+import { putOnBus, readDeadLetters } from "./scenario";
+import { type Check, check } from "./scenario/check";
+import {
+  customerMessage,
+  loadConversation,
+  sendCommandOf,
+  sideEffectOf,
+  streamOf,
+  waitUntil,
+} from "./scenario/support";
+
+export {
+  customerMessage,
+  loadConversation,
+  sendCommandOf,
+  sideEffectOf,
+  streamOf,
+  waitUntil,
+} from "./scenario/support";
 
 /**
  * The customer-support conversation (seed 000 §10, §11) on the local stack: customers' messages
@@ -52,264 +68,58 @@ export function hasConversation(env: LocalEnvironment): boolean {
   return SUPPORT_GROUPS.every((group) => env.groups.includes(group));
 }
 
-/**
- * A customer's message as a client sends it: `conversation.message.received`, unsequenced
- * (aggregate conversation/<id> at version 0), a new task and correlation per message, order key =
- * conversation id.
- */
-export function customerMessage(
-  conversationId: string,
-  customerId: string,
-  text: string,
-  extra: Partial<Envelope> = {},
-): Envelope {
-  const id = ulid();
-  return {
-    event_id: id,
-    event_type: "conversation.message.received",
-    schema_version: 1,
-    occurred_at: new Date().toISOString(),
-    correlation_id: `corr_${id}`,
-    causation_id: null,
-    task_id: `task_${id}`,
-    conversation_id: conversationId,
-    aggregate: { type: "conversation", id: conversationId, version: 0 },
-    order_key: conversationId,
-    producer: "chat-widget",
-    attempt: 1,
-    payload: { text, customer_id: customerId, channel: "chat" },
-    ...extra,
-  };
-}
-
-/** The conversation's read model (the conversation projection's state). */
-export async function loadConversation(
-  env: LocalEnvironment,
-  conversationId: string,
-): Promise<ConversationView | undefined> {
-  const { state } = await env.store.load({
-    state: { type: "conversation_view", id: conversationId },
-  });
-  return state?.data as ConversationView | undefined;
-}
-
-/** Events of one stream, in order (empty when the stream does not exist yet). */
-export function streamOf(env: LocalEnvironment, ref: AggregateRef): Promise<Envelope[]> {
-  return env.store.readStream(ref, 1, 1000);
-}
-
-/** The send command generated for a message's task, once reply generation has appended it. */
-export async function sendCommandOf(
-  env: LocalEnvironment,
-  taskId: string,
-): Promise<Envelope | undefined> {
-  const events = await streamOf(env, { type: "reply", id: taskId });
-  return events.find((e) => e.event_type === "notification.send.requested");
-}
-
-/** The side-effect record of a key (the sender's idempotency record). */
-export async function sideEffectOf(
-  env: LocalEnvironment,
-  key: string,
-): Promise<SideEffectRecord | undefined> {
-  const tableName = env.names.tables.sideEffects;
-  return new DynamoSideEffects({ client: env.clients.dynamodb, tableName }).get(key);
-}
-
-/** Poll until `probe` returns something truthy; the error says what was waited for. */
-export async function waitUntil<T>(
-  what: string,
-  probe: () => Promise<T | undefined | false> | T | undefined | false,
-  timeoutMs = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline)
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
 const delivered = (view: ConversationView | undefined, taskId: string) =>
   view?.turns[taskId]?.status === "delivered" ? view : undefined;
 
+type Log = (line: string) => void;
+
+/** Case 1: two messages in quick succession; `firstSend` is the first reply's send command. */
+interface QuickSuccession {
+  readonly conversation: ConversationCase;
+  readonly second: Envelope;
+  readonly firstSend: Envelope;
+}
+
+/** Case 2: the send command of `message`'s reply, delivered three times. */
+interface TripleSend {
+  readonly conversation: ConversationCase;
+  readonly message: Envelope;
+  readonly send: Envelope;
+}
+
+/** Case 3: the channel times out after applying the send of `message`'s reply. */
+interface TimeoutAfterApply {
+  readonly conversation: ConversationCase;
+  readonly message: Envelope;
+}
+
+/** Case 4: `message` expires while `request` (its reply generation request) is held back. */
+interface Expired {
+  readonly conversation: ConversationCase;
+  readonly message: Envelope;
+  readonly request: Envelope;
+}
+
 export async function runConversationScenario(
   env: LocalEnvironment,
-  log: (line: string) => void = () => {},
+  log: Log = () => {},
 ): Promise<ConversationScenarioResult> {
-  const { runtime, channel, model } = env;
-  const send = (...messages: Envelope[]) => putOnBus(env, "events", messages);
-  const conv = () => `conv_${ulid()}`;
-  const deliveriesTo = (conversationId: string) =>
-    channel.deliveries().filter((d) => d.conversationId === conversationId);
+  const quick = await runQuickSuccession(env, log);
+  const triple = await runTripleSend(env, log);
+  const timeout = await runTimeoutAfterApply(env, log);
+  const late = await runExpired(env, log);
+  const poison = await sendPoison(env, log);
 
-  // 1. Two messages in quick succession.
-  log("support: alice asks about order 123, then about A-1001 before the first reply is sent");
-  const quick: ConversationCase = {
-    label: "quick succession",
-    conversationId: conv(),
-    customerId: "cust_alice",
-    messages: [],
-  };
-  const m1 = customerMessage(
-    quick.conversationId,
-    quick.customerId,
-    "Hi, has the refund for order 123 gone through?",
-  );
-  const m2 = customerMessage(
-    quick.conversationId,
-    quick.customerId,
-    "Sorry, I meant order A-1001: where is it now?",
-  );
-  (quick.messages as Envelope[]).push(m1, m2);
-  runtime.pauseGroup("sender");
-  await send(m1);
-  const firstSend = await waitUntil("the first reply's send command", () =>
-    sendCommandOf(env, m1.task_id),
-  );
-  await send(m2);
-  await waitUntil("the second reply's send command", () => sendCommandOf(env, m2.task_id));
-  runtime.resumeGroup("sender");
-  quick.view = await waitUntil("the second reply's delivery", async () =>
-    delivered(await loadConversation(env, quick.conversationId), m2.task_id),
-  );
-
-  // 2. The send command delivered three times.
-  log("support: bob asks about order 456; his reply's send command is delivered three times");
-  const triple: ConversationCase = {
-    label: "send delivered 3x",
-    conversationId: conv(),
-    customerId: "cust_bob",
-    messages: [],
-  };
-  const m3 = customerMessage(triple.conversationId, triple.customerId, "Was order 456 delivered?");
-  (triple.messages as Envelope[]).push(m3);
-  runtime.pauseGroup("sender");
-  await send(m3);
-  const tripleSend = await waitUntil("bob's send command", () => sendCommandOf(env, m3.task_id));
-  await putOnBus(env, "commands", [tripleSend, tripleSend]);
-  runtime.resumeGroup("sender");
-  triple.view = await waitUntil("bob's delivery", async () =>
-    delivered(await loadConversation(env, triple.conversationId), m3.task_id),
-  );
-
-  // 3. The channel applies the send and then times out.
-  log("support: carol asks about order 789; the channel times out after delivering the reply");
-  const timeout: ConversationCase = {
-    label: "timeout after apply",
-    conversationId: conv(),
-    customerId: "cust_carol",
-    messages: [],
-  };
-  channel.inject({ kind: "timeout-after-apply", recipient: timeout.customerId });
-  const m4 = customerMessage(
-    timeout.conversationId,
-    timeout.customerId,
-    "When will the refund for order 789 arrive?",
-  );
-  (timeout.messages as Envelope[]).push(m4);
-  await send(m4);
-  timeout.view = await waitUntil("carol's delivery", async () =>
-    delivered(await loadConversation(env, timeout.conversationId), m4.task_id),
-  );
-
-  // 4. The client's deadline passes while reply generation is held back.
-  log(
-    "support: alice asks a question only worth answering within 8 s; reply generation is held back past that",
-  );
-  const late: ConversationCase = {
-    label: "expired",
-    conversationId: conv(),
-    customerId: "cust_alice",
-    messages: [],
-  };
-  const m5 = customerMessage(late.conversationId, late.customerId, "Is the shop open today?", {
-    expires_at: new Date(Date.now() + 8000).toISOString(),
-  });
-  (late.messages as Envelope[]).push(m5);
-  runtime.pauseGroup("reply-generation");
-  await send(m5);
-  const lateRequest = await waitUntil("the late generation request", async () =>
-    (await streamOf(env, { type: "support_route", id: m5.task_id })).find(
-      (e) => e.event_type === "reply.generation.requested",
-    ),
-  );
-  const expiresAt = Date.parse(lateRequest.expires_at ?? "");
-  await new Promise((r) => setTimeout(r, Math.max(0, expiresAt - Date.now()) + 500));
-  runtime.resumeGroup("reply-generation");
-  await waitUntil("the expired discard", () =>
-    env.observations.deliveries
-      .get(lateRequest.event_id)
-      ?.some((d) => d.group === "reply-generation" && d.status === "discarded"),
-  );
-
-  // 5. Poison.
-  log("support: a client sends a message whose customer id looks like a phone number");
-  const poison = customerMessage(conv(), "cust_dave", "hello");
-  (poison.payload as { customer_id: string }).customer_id = "user_13800138000";
-  await send(poison);
-
-  await runtime.idle();
-  late.view = await loadConversation(env, late.conversationId);
+  await env.runtime.idle();
+  late.conversation.view = await loadConversation(env, late.conversation.conversationId);
   const deadLetters = await readDeadLetters(env);
 
-  const cases = [quick, triple, timeout, late];
-  const quickDeliveries = deliveriesTo(quick.conversationId);
-  const firstSendOutcomes = env.observations.deliveries.get(firstSend.event_id) ?? [];
-  const tripleKey = `${m3.task_id}:reply:1`;
-  const tripleDeliveries = deliveriesTo(triple.conversationId);
-  const senderSaw = env.observations.deliveries
-    .get(tripleSend.event_id)
-    ?.filter((d) => d.group === "sender")
-    .map((d) => d.status);
-  const timeoutKey = `${m4.task_id}:reply:1`;
-  const timeoutRecord = await sideEffectOf(env, timeoutKey);
-  const timeoutNext = await sideEffectOf(env, `${m4.task_id}:reply:2`);
-  const timeoutTurn = timeout.view?.turns[m4.task_id];
-  const lateOutcome = env.observations.deliveries
-    .get(lateRequest.event_id)
-    ?.find((d) => d.group === "reply-generation");
+  const cases = [quick, triple, timeout, late].map((c) => c.conversation);
   const checks: Check[] = [
-    check(
-      "quick succession: one reply delivered, built from the second message",
-      quickDeliveries.length === 1 &&
-        quickDeliveries[0]?.key === `${m2.task_id}:reply:1` &&
-        (quickDeliveries[0]?.text.includes("A-1001") ?? false),
-      quickDeliveries.map((d) => `${d.key}: ${d.text.slice(0, 60)}`).join(" | ") || "none",
-    ),
-    check(
-      "quick succession: the first reply's send discarded as superseded",
-      firstSendOutcomes.some(
-        (d) => d.group === "sender" && d.status === "discarded" && d.reason === "superseded",
-      ),
-      firstSendOutcomes.map((d) => `${d.group} ${d.status} ${d.reason ?? ""}`).join(", "),
-    ),
-    check(
-      "send delivered 3x: one delivery, the sender applied it once",
-      tripleDeliveries.length === 1 &&
-        tripleDeliveries[0]?.key === tripleKey &&
-        senderSaw?.filter((s) => s === "applied").length === 1,
-      `${tripleDeliveries.length} deliveries; sender: ${senderSaw?.join(", ") ?? "nothing"}`,
-    ),
-    check(
-      "timeout after apply: resolved by query, one delivery, the same key",
-      deliveriesTo(timeout.conversationId).length === 1 &&
-        timeoutTurn?.delivery?.confirmed_by === "query" &&
-        timeoutTurn.delivery.idempotency_key === timeoutKey &&
-        timeoutRecord?.state === "succeeded" &&
-        timeoutNext === undefined,
-      `confirmed by ${timeoutTurn?.delivery?.confirmed_by ?? "?"}, record ${timeoutRecord?.state ?? "none"} after ${timeoutRecord?.attempts ?? 0} claim(s)`,
-    ),
-    check(
-      "expired: discarded before the model, nothing delivered",
-      lateOutcome?.status === "discarded" &&
-        lateOutcome.reason === "expired" &&
-        model.calls({ taskId: m5.task_id }).length === 0 &&
-        deliveriesTo(late.conversationId).length === 0,
-      `reply-generation ${lateOutcome?.status ?? "?"} ${lateOutcome?.reason ?? ""}, ${model.calls({ taskId: m5.task_id }).length} model calls`,
-    ),
+    ...quickSuccessionChecks(env, quick),
+    tripleSendCheck(env, triple),
+    await timeoutAfterApplyCheck(env, timeout),
+    expiredCheck(env, late),
     check(
       "poison message: dead-lettered with its reason",
       deadLetters.some(
@@ -325,8 +135,201 @@ export async function runConversationScenario(
   };
 }
 
-function check(name: string, ok: boolean, detail: string): Check {
-  return { name, ok, detail };
+/** Send customers' messages to the events bus as a client does. */
+function send(env: LocalEnvironment, ...messages: Envelope[]): Promise<void> {
+  return putOnBus(env, "events", messages);
+}
+
+/** A new conversation (no messages yet) of a customer. */
+function newCase(label: string, customerId: string): ConversationCase {
+  return { label, conversationId: `conv_${ulid()}`, customerId, messages: [] };
+}
+
+/** What the local channel delivered in a conversation. */
+function deliveriesTo(env: LocalEnvironment, conversationId: string) {
+  return env.channel.deliveries().filter((d) => d.conversationId === conversationId);
+}
+
+/** Wait until the reply to `message` is delivered; the conversation's view by then. */
+function waitForDelivery(
+  env: LocalEnvironment,
+  who: string,
+  c: ConversationCase,
+  message: Envelope,
+) {
+  return waitUntil(`${who} delivery`, async () =>
+    delivered(await loadConversation(env, c.conversationId), message.task_id),
+  );
+}
+
+/** 1. Two messages in quick succession: the sender is held back until both replies exist. */
+async function runQuickSuccession(env: LocalEnvironment, log: Log): Promise<QuickSuccession> {
+  log("support: alice asks about order 123, then about A-1001 before the first reply is sent");
+  const quick = newCase("quick succession", "cust_alice");
+  const m1 = customerMessage(
+    quick.conversationId,
+    quick.customerId,
+    "Hi, has the refund for order 123 gone through?",
+  );
+  const m2 = customerMessage(
+    quick.conversationId,
+    quick.customerId,
+    "Sorry, I meant order A-1001: where is it now?",
+  );
+  (quick.messages as Envelope[]).push(m1, m2);
+  env.runtime.pauseGroup("sender");
+  await send(env, m1);
+  const firstSend = await waitUntil("the first reply's send command", () =>
+    sendCommandOf(env, m1.task_id),
+  );
+  await send(env, m2);
+  await waitUntil("the second reply's send command", () => sendCommandOf(env, m2.task_id));
+  env.runtime.resumeGroup("sender");
+  quick.view = await waitForDelivery(env, "the second reply's", quick, m2);
+  return { conversation: quick, second: m2, firstSend };
+}
+
+/** 2. The send command delivered three times (replayed twice onto the commands bus). */
+async function runTripleSend(env: LocalEnvironment, log: Log): Promise<TripleSend> {
+  log("support: bob asks about order 456; his reply's send command is delivered three times");
+  const triple = newCase("send delivered 3x", "cust_bob");
+  const m3 = customerMessage(triple.conversationId, triple.customerId, "Was order 456 delivered?");
+  (triple.messages as Envelope[]).push(m3);
+  env.runtime.pauseGroup("sender");
+  await send(env, m3);
+  const tripleSend = await waitUntil("bob's send command", () => sendCommandOf(env, m3.task_id));
+  await putOnBus(env, "commands", [tripleSend, tripleSend]);
+  env.runtime.resumeGroup("sender");
+  triple.view = await waitForDelivery(env, "bob's", triple, m3);
+  return { conversation: triple, message: m3, send: tripleSend };
+}
+
+/** 3. The channel applies the send and then times out. */
+async function runTimeoutAfterApply(env: LocalEnvironment, log: Log): Promise<TimeoutAfterApply> {
+  log("support: carol asks about order 789; the channel times out after delivering the reply");
+  const timeout = newCase("timeout after apply", "cust_carol");
+  env.channel.inject({ kind: "timeout-after-apply", recipient: timeout.customerId });
+  const m4 = customerMessage(
+    timeout.conversationId,
+    timeout.customerId,
+    "When will the refund for order 789 arrive?",
+  );
+  (timeout.messages as Envelope[]).push(m4);
+  await send(env, m4);
+  timeout.view = await waitForDelivery(env, "carol's", timeout, m4);
+  return { conversation: timeout, message: m4 };
+}
+
+/** 4. The client's deadline passes while reply generation is held back. */
+async function runExpired(env: LocalEnvironment, log: Log): Promise<Expired> {
+  const { runtime } = env;
+  log(
+    "support: alice asks a question only worth answering within 8 s; reply generation is held back past that",
+  );
+  const late = newCase("expired", "cust_alice");
+  const m5 = customerMessage(late.conversationId, late.customerId, "Is the shop open today?", {
+    expires_at: new Date(Date.now() + 8000).toISOString(),
+  });
+  (late.messages as Envelope[]).push(m5);
+  runtime.pauseGroup("reply-generation");
+  await send(env, m5);
+  const lateRequest = await waitUntil("the late generation request", async () =>
+    (await streamOf(env, { type: "support_route", id: m5.task_id })).find(
+      (e) => e.event_type === "reply.generation.requested",
+    ),
+  );
+  const expiresAt = Date.parse(lateRequest.expires_at ?? "");
+  await new Promise((r) => setTimeout(r, Math.max(0, expiresAt - Date.now()) + 500));
+  runtime.resumeGroup("reply-generation");
+  await waitUntil("the expired discard", () =>
+    env.observations.deliveries
+      .get(lateRequest.event_id)
+      ?.some((d) => d.group === "reply-generation" && d.status === "discarded"),
+  );
+  return { conversation: late, message: m5, request: lateRequest };
+}
+
+/** 5. Poison: a message whose customer id looks like a phone number. */
+async function sendPoison(env: LocalEnvironment, log: Log): Promise<Envelope> {
+  log("support: a client sends a message whose customer id looks like a phone number");
+  const poison = customerMessage(`conv_${ulid()}`, "cust_dave", "hello");
+  (poison.payload as { customer_id: string }).customer_id = "user_13800138000";
+  await send(env, poison);
+  return poison;
+}
+
+function quickSuccessionChecks(
+  env: LocalEnvironment,
+  { conversation, second, firstSend }: QuickSuccession,
+): Check[] {
+  const quickDeliveries = deliveriesTo(env, conversation.conversationId);
+  const firstSendOutcomes = env.observations.deliveries.get(firstSend.event_id) ?? [];
+  return [
+    check(
+      "quick succession: one reply delivered, built from the second message",
+      quickDeliveries.length === 1 &&
+        quickDeliveries[0]?.key === `${second.task_id}:reply:1` &&
+        (quickDeliveries[0]?.text.includes("A-1001") ?? false),
+      quickDeliveries.map((d) => `${d.key}: ${d.text.slice(0, 60)}`).join(" | ") || "none",
+    ),
+    check(
+      "quick succession: the first reply's send discarded as superseded",
+      firstSendOutcomes.some(
+        (d) => d.group === "sender" && d.status === "discarded" && d.reason === "superseded",
+      ),
+      firstSendOutcomes.map((d) => `${d.group} ${d.status} ${d.reason ?? ""}`).join(", "),
+    ),
+  ];
+}
+
+function tripleSendCheck(env: LocalEnvironment, { conversation, message, send }: TripleSend) {
+  const tripleKey = `${message.task_id}:reply:1`;
+  const tripleDeliveries = deliveriesTo(env, conversation.conversationId);
+  const senderSaw = env.observations.deliveries
+    .get(send.event_id)
+    ?.filter((d) => d.group === "sender")
+    .map((d) => d.status);
+  return check(
+    "send delivered 3x: one delivery, the sender applied it once",
+    tripleDeliveries.length === 1 &&
+      tripleDeliveries[0]?.key === tripleKey &&
+      senderSaw?.filter((s) => s === "applied").length === 1,
+    `${tripleDeliveries.length} deliveries; sender: ${senderSaw?.join(", ") ?? "nothing"}`,
+  );
+}
+
+async function timeoutAfterApplyCheck(
+  env: LocalEnvironment,
+  { conversation, message }: TimeoutAfterApply,
+): Promise<Check> {
+  const timeoutKey = `${message.task_id}:reply:1`;
+  const timeoutRecord = await sideEffectOf(env, timeoutKey);
+  const timeoutNext = await sideEffectOf(env, `${message.task_id}:reply:2`);
+  const timeoutTurn = conversation.view?.turns[message.task_id];
+  return check(
+    "timeout after apply: resolved by query, one delivery, the same key",
+    deliveriesTo(env, conversation.conversationId).length === 1 &&
+      timeoutTurn?.delivery?.confirmed_by === "query" &&
+      timeoutTurn.delivery.idempotency_key === timeoutKey &&
+      timeoutRecord?.state === "succeeded" &&
+      timeoutNext === undefined,
+    `confirmed by ${timeoutTurn?.delivery?.confirmed_by ?? "?"}, record ${timeoutRecord?.state ?? "none"} after ${timeoutRecord?.attempts ?? 0} claim(s)`,
+  );
+}
+
+function expiredCheck(env: LocalEnvironment, { conversation, message, request }: Expired): Check {
+  const lateOutcome = env.observations.deliveries
+    .get(request.event_id)
+    ?.find((d) => d.group === "reply-generation");
+  const modelCalls = env.model.calls({ taskId: message.task_id }).length;
+  return check(
+    "expired: discarded before the model, nothing delivered",
+    lateOutcome?.status === "discarded" &&
+      lateOutcome.reason === "expired" &&
+      modelCalls === 0 &&
+      deliveriesTo(env, conversation.conversationId).length === 0,
+    `reply-generation ${lateOutcome?.status ?? "?"} ${lateOutcome?.reason ?? ""}, ${modelCalls} model calls`,
+  );
 }
 
 /** A conversation as the projection sees it: each message, what it became, and the delivery. */

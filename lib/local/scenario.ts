@@ -1,23 +1,34 @@
 import { PutEventsCommand } from "@aws-sdk/client-eventbridge";
-import { ReceiveMessageCommand } from "@aws-sdk/client-sqs";
 import { ulid } from "ulid";
 import { FAIL_FACT_CHECK_MARKER } from "../../functions/adapters/local-model";
-import { DEAD_LETTER_ATTRIBUTES } from "../../functions/adapters/sqs/dead-letter-sink";
 import type { Decision } from "../../functions/core/pipeline";
 import { appendToStream } from "../../functions/core/producer";
 import { systemClock, ulidSource } from "../../functions/core/runtime";
-import type { OrchestratorState } from "../../functions/roles/orchestrator";
 import type { TaskView } from "../../functions/roles/task-projection";
 import { type Envelope, registry } from "../../schemas";
-import { CONTENT_ROLES } from "../../schemas/events/workflow";
 import type { LocalEnvironment } from "./environment";
+import { type Check, check } from "./scenario/check";
+import { readDeadLetters } from "./scenario/dead-letters";
+import {
+  hasContentWorkflow,
+  startWorkflow,
+  type WorkflowRun,
+  waitForRunEnd,
+  workflowChecks,
+} from "./scenario/workflow";
 import type { DeadLetter } from "./trace";
 
-export interface Check {
-  readonly name: string;
-  readonly ok: boolean;
-  readonly detail: string;
-}
+export type { Check } from "./scenario/check";
+export { readDeadLetters } from "./scenario/dead-letters";
+export {
+  hasContentWorkflow,
+  loadRun,
+  putOnBus,
+  runCommand,
+  startWorkflow,
+  type WorkflowRun,
+  waitForRunEnd,
+} from "./scenario/workflow";
 
 export interface ScenarioResult {
   readonly correlations: string[];
@@ -26,14 +37,6 @@ export interface ScenarioResult {
   readonly views: Record<string, TaskView | undefined>;
   /** The content-production runs the scenario started, each with its final orchestrator state. */
   readonly runs: WorkflowRun[];
-}
-
-/** One content-production run of the scenario. */
-export interface WorkflowRun {
-  readonly label: string;
-  readonly runId: string;
-  readonly correlationId: string;
-  readonly state: OrchestratorState | undefined;
 }
 
 /** The reference task's lifecycle events, in stream order (also used by the LocalStack suite). */
@@ -46,6 +49,27 @@ export const LIFECYCLE = [
   { type: "answer.generated", payload: { answer_ref: "ans_refund-eta" } },
   { type: "notification.sent", payload: { channel: "email" } },
 ];
+
+type TaskName = "A" | "B" | "C";
+
+/** What the task part of the scenario works with: the stack, its events bus, the three tasks. */
+interface TaskContext {
+  readonly env: LocalEnvironment;
+  readonly deps: ReturnType<typeof producerDeps>;
+  readonly bus: string;
+  readonly tasks: Record<TaskName, string>;
+  readonly correlations: Record<TaskName, string>;
+}
+
+/** What the task part left behind for the checks. */
+interface TaskOutcome {
+  /** Task A's v2, whose acknowledgement was lost. */
+  readonly aV2: Envelope;
+  /** Task B's v1..v3. */
+  readonly b: Envelope[];
+  /** The poison message put on the bus. */
+  readonly poison: { readonly event_id: string };
+}
 
 /**
  * The reference scenario on the local stack, with the faults a real deployment meets:
@@ -65,135 +89,238 @@ export async function runScenario(
   env: LocalEnvironment,
   log: (line: string) => void = () => {},
 ): Promise<ScenarioResult> {
-  const deps = { store: env.store, registry, clock: systemClock, ids: ulidSource() };
+  const ctx = taskContext(env);
+  const aV2 = await runTaskA(ctx, log);
+  const b = await runTaskB(ctx, log);
+  const poison = await runTaskC(ctx, log);
+  const runs = await runContentWorkflows(env, log);
+  const deadLetters = await readDeadLetters(env);
+  const views = await loadTaskViews(env, ctx.tasks);
+  const checks = scenarioChecks(env, views, deadLetters, runs, { aV2, b, poison });
+  return {
+    correlations: [...Object.values(ctx.correlations), ...runs.map((r) => r.correlationId)],
+    checks,
+    deadLetters,
+    views,
+    runs,
+  };
+}
+
+function producerDeps(env: LocalEnvironment) {
+  return { store: env.store, registry, clock: systemClock, ids: ulidSource() };
+}
+
+function taskContext(env: LocalEnvironment): TaskContext {
+  const deps = producerDeps(env);
   const bus = env.buses.events;
   if (!bus) throw new Error("the stack has no events bus");
   const tasks = { A: `task_${ulid()}`, B: `task_${ulid()}`, C: `task_${ulid()}` };
   const correlations = { A: `corr_${ulid()}`, B: `corr_${ulid()}`, C: `corr_${ulid()}` };
+  return { env, deps, bus, tasks, correlations };
+}
 
-  const append = async (task: keyof typeof tasks, steps: number, cause?: Envelope) => {
-    const out: Envelope[] = [];
-    let previous = cause;
-    for (const step of LIFECYCLE.slice(0, steps)) {
-      const emitted = await appendToStream(deps, {
-        aggregate: { type: "task", id: tasks[task] },
-        producer: "task-api",
-        correlationId: correlations[task],
-        taskId: tasks[task],
-        cause: previous,
-        decide: (state): Decision<{ status: string }> => ({
-          state: { status: step.type, ...(state?.data as object | undefined) },
-          emit: [step],
-        }),
-      });
-      out.push(...emitted);
-      previous = emitted.at(-1);
-    }
-    return out;
-  };
-
-  const put = async (envelopes: unknown[], source = "agentbus.client") => {
-    const response = await env.clients.eventbridge.send(
-      new PutEventsCommand({
-        Entries: envelopes.map((e) => ({
-          EventBusName: bus,
-          Source: source,
-          DetailType: String((e as { event_type?: string }).event_type ?? "unknown"),
-          Detail: JSON.stringify(e),
-        })),
+/** The task API commits the task's first `steps` lifecycle events, each caused by the previous. */
+async function appendLifecycle(
+  ctx: TaskContext,
+  task: TaskName,
+  steps: number,
+  cause?: Envelope,
+): Promise<Envelope[]> {
+  const out: Envelope[] = [];
+  let previous = cause;
+  for (const step of LIFECYCLE.slice(0, steps)) {
+    const emitted = await appendToStream(ctx.deps, {
+      aggregate: { type: "task", id: ctx.tasks[task] },
+      producer: "task-api",
+      correlationId: ctx.correlations[task],
+      taskId: ctx.tasks[task],
+      cause: previous,
+      decide: (state): Decision<{ status: string }> => ({
+        state: { status: step.type, ...(state?.data as object | undefined) },
+        emit: [step],
       }),
-    );
-    if (response.FailedEntryCount)
-      throw new Error(`put-events failed: ${JSON.stringify(response.Entries)}`);
-  };
+    });
+    out.push(...emitted);
+    previous = emitted.at(-1);
+  }
+  return out;
+}
 
-  const feedback = (rating: number, extra: Record<string, unknown> = {}) => ({
+/** Put raw envelopes on the events bus (`put-events`), as a client or a replay would. */
+async function putEvents(
+  ctx: TaskContext,
+  envelopes: unknown[],
+  source = "agentbus.client",
+): Promise<void> {
+  const response = await ctx.env.clients.eventbridge.send(
+    new PutEventsCommand({
+      Entries: envelopes.map((e) => ({
+        EventBusName: ctx.bus,
+        Source: source,
+        DetailType: String((e as { event_type?: string }).event_type ?? "unknown"),
+        Detail: JSON.stringify(e),
+      })),
+    }),
+  );
+  if (response.FailedEntryCount)
+    throw new Error(`put-events failed: ${JSON.stringify(response.Entries)}`);
+}
+
+/** A client's feedback on task C (unsequenced). */
+function feedback(ctx: TaskContext, rating: number, extra: Record<string, unknown> = {}) {
+  return {
     event_id: ulid(),
     event_type: "task.feedback.received",
     schema_version: 1,
     occurred_at: new Date().toISOString(),
-    correlation_id: correlations.C,
+    correlation_id: ctx.correlations.C,
     causation_id: null,
-    task_id: tasks.C,
-    aggregate: { type: "task", id: tasks.C, version: 0 },
-    order_key: tasks.C,
+    task_id: ctx.tasks.C,
+    aggregate: { type: "task", id: ctx.tasks.C, version: 0 },
+    order_key: ctx.tasks.C,
     producer: "web-client",
     payload: { rating },
     ...extra,
-  });
+  };
+}
 
-  // Task A: full lifecycle, the consumer's ack of v2 is lost once.
+/** Task A: full lifecycle, the consumer's ack of v2 is lost once. Returns v2. */
+async function runTaskA(ctx: TaskContext, log: (line: string) => void): Promise<Envelope> {
+  const { runtime } = ctx.env;
   log("task A: the task API commits 4 events; the consumer's acknowledgement of v2 will be lost");
-  env.runtime.pauseStream();
-  const a = await append("A", 4);
+  runtime.pauseStream();
+  const a = await appendLifecycle(ctx, "A", 4);
   const aV2 = a[1] as Envelope;
-  env.runtime.loseAckOnce(aV2.event_id, "task-projection");
-  env.runtime.resumeStream();
-  await env.runtime.idle();
+  runtime.loseAckOnce(aV2.event_id, "task-projection");
+  runtime.resumeStream();
+  await runtime.idle();
+  return aV2;
+}
 
-  // Task B: v3 overtakes v1 and v2.
+/** Task B: v3 overtakes v1 and v2. Returns v1..v3. */
+async function runTaskB(ctx: TaskContext, log: (line: string) => void): Promise<Envelope[]> {
+  const { runtime, observations } = ctx.env;
   log("task B: the relay is held back; v3 is replayed to the bus ahead of v1 and v2");
-  env.runtime.pauseStream();
-  const b = await append("B", 3);
+  runtime.pauseStream();
+  const b = await appendLifecycle(ctx, "B", 3);
   const bV3 = b[2] as Envelope;
-  await put([bV3], "agentbus.replay");
+  await putEvents(ctx, [bV3], "agentbus.replay");
   await waitFor(
-    () =>
-      env.observations.deliveries.get(bV3.event_id)?.some((d) => d.status === "applied") ?? false,
+    () => observations.deliveries.get(bV3.event_id)?.some((d) => d.status === "applied") ?? false,
     60_000,
   );
-  env.runtime.resumeStream();
-  await env.runtime.idle();
+  runtime.resumeStream();
+  await runtime.idle();
+  return b;
+}
 
-  // Task C: feedback from a client (unsequenced), a duplicate delivery, an expired one, and poison.
+/**
+ * Task C: feedback from a client (unsequenced), a duplicate delivery, an expired one, and poison.
+ * Returns the poison message.
+ */
+async function runTaskC(
+  ctx: TaskContext,
+  log: (line: string) => void,
+): Promise<{ event_id: string }> {
+  const { runtime } = ctx.env;
   log(
     "task C: accepted; a client sends feedback twice over (one ack lost), one already expired, and one poison message",
   );
-  await append("C", 1);
-  await env.runtime.idle();
-  const good = feedback(5);
-  const late = feedback(1, { expires_at: new Date(Date.now() - 1000).toISOString() });
-  const poison = feedback(3, { correlation_id: "user_138_phone_13800138000" });
-  env.runtime.loseAckOnce(good.event_id, "task-projection");
-  await put([good, late, poison]);
-  await env.runtime.idle();
+  await appendLifecycle(ctx, "C", 1);
+  await runtime.idle();
+  const good = feedback(ctx, 5);
+  const late = feedback(ctx, 1, { expires_at: new Date(Date.now() - 1000).toISOString() });
+  const poison = feedback(ctx, 3, { correlation_id: "user_138_phone_13800138000" });
+  runtime.loseAckOnce(good.event_id, "task-projection");
+  await putEvents(ctx, [good, late, poison]);
+  await runtime.idle();
+  return poison;
+}
 
-  // Content production: three runs through the orchestrator and the four content agents (only
-  // in a stack that has them: tests of other topologies run the task part alone).
-  let runs: WorkflowRun[] = [];
-  if (hasContentWorkflow(env)) {
-    log(
-      "content: a quick-news run, a long-form run, and a quick-news run whose fact check fails ([fail-fact-check])",
-    );
-    const started = await Promise.all([
-      startWorkflow(env, "quick news", "quick-news", "battery recycling in small towns"),
-      startWorkflow(env, "long form", "long-form", "how cities measure heat islands"),
-      startWorkflow(
-        env,
-        "failure path",
-        "quick-news",
-        `rural broadband subsidies ${FAIL_FACT_CHECK_MARKER}`,
-      ),
-    ]);
-    runs = await Promise.all(
-      started.map(async (run) => ({
-        ...run,
-        state: await waitForRunEnd(env, run.runId, 180_000),
-      })),
-    );
-    await env.runtime.idle();
-  }
+/**
+ * Content production: three runs through the orchestrator and the four content agents (only
+ * in a stack that has them: tests of other topologies run the task part alone).
+ */
+async function runContentWorkflows(
+  env: LocalEnvironment,
+  log: (line: string) => void,
+): Promise<WorkflowRun[]> {
+  if (!hasContentWorkflow(env)) return [];
+  log(
+    "content: a quick-news run, a long-form run, and a quick-news run whose fact check fails ([fail-fact-check])",
+  );
+  const started = await Promise.all([
+    startWorkflow(env, "quick news", "quick-news", "battery recycling in small towns"),
+    startWorkflow(env, "long form", "long-form", "how cities measure heat islands"),
+    startWorkflow(
+      env,
+      "failure path",
+      "quick-news",
+      `rural broadband subsidies ${FAIL_FACT_CHECK_MARKER}`,
+    ),
+  ]);
+  const runs = await Promise.all(
+    started.map(async (run) => ({
+      ...run,
+      state: await waitForRunEnd(env, run.runId, 180_000),
+    })),
+  );
+  await env.runtime.idle();
+  return runs;
+}
 
-  const deadLetters = await readDeadLetters(env);
+/** Each task's read model (the task projection's state), by task name. */
+async function loadTaskViews(
+  env: LocalEnvironment,
+  tasks: Record<TaskName, string>,
+): Promise<Record<string, TaskView | undefined>> {
   const views: Record<string, TaskView | undefined> = {};
   for (const [name, id] of Object.entries(tasks)) {
     const { state } = await env.store.load({ state: { type: "task_view", id } });
     views[name] = state?.data as TaskView | undefined;
   }
+  return views;
+}
+
+/** Every expectation of the scenario, in report order. */
+function scenarioChecks(
+  env: LocalEnvironment,
+  views: Record<string, TaskView | undefined>,
+  deadLetters: DeadLetter[],
+  runs: WorkflowRun[],
+  outcome: TaskOutcome,
+): Check[] {
+  const o = env.observations;
+  return [
+    ...taskChecks(env, views, outcome),
+    check(
+      "poison message dead-lettered with its reason",
+      deadLetters.some(
+        (d) => d.eventId === outcome.poison.event_id && d.code === "envelope.invalid",
+      ),
+      deadLetters.map((d) => `${d.code}`).join(", ") || "no dead letters",
+    ),
+    ...(runs.length === 3
+      ? workflowChecks(env, runs as [WorkflowRun, WorkflowRun, WorkflowRun])
+      : []),
+    check(
+      "no unexpected failures",
+      o.failures.length === 0,
+      o.failures.slice(0, 3).join(" | ") || "none",
+    ),
+  ];
+}
+
+/** The checks of tasks A, B and C. */
+function taskChecks(
+  env: LocalEnvironment,
+  views: Record<string, TaskView | undefined>,
+  { aV2, b }: TaskOutcome,
+): Check[] {
   const group = "task-projection";
   const o = env.observations;
   const history = (name: string) => views[name]?.history.map((h) => h.version).join(",") ?? "none";
-  const checks: Check[] = [
+  return [
     check(
       "A: view delivered with v1..v4 applied once each",
       views.A?.status === "delivered" && history("A") === "1,2,3,4",
@@ -226,201 +353,7 @@ export async function runScenario(
       o.count(group, "discarded", "expired") === 1,
       `${o.count(group, "discarded", "expired")} expired discards`,
     ),
-    check(
-      "poison message dead-lettered with its reason",
-      deadLetters.some((d) => d.eventId === poison.event_id && d.code === "envelope.invalid"),
-      deadLetters.map((d) => `${d.code}`).join(", ") || "no dead letters",
-    ),
-    ...(runs.length === 3
-      ? workflowChecks(env, runs as [WorkflowRun, WorkflowRun, WorkflowRun])
-      : []),
-    check(
-      "no unexpected failures",
-      o.failures.length === 0,
-      o.failures.slice(0, 3).join(" | ") || "none",
-    ),
   ];
-  return {
-    correlations: [...Object.values(correlations), ...runs.map((r) => r.correlationId)],
-    checks,
-    deadLetters,
-    views,
-    runs,
-  };
-}
-
-/** Whether the stack runs the orchestrator and every content agent. */
-export function hasContentWorkflow(env: LocalEnvironment): boolean {
-  return ["orchestrator", ...CONTENT_ROLES].every((group) => env.groups.includes(group));
-}
-
-/** A client's command about a run (unsequenced, aggregate dag_run/<run_id>, order key = run id). */
-export function runCommand(
-  type: string,
-  runId: string,
-  correlationId: string,
-  payload: Record<string, unknown>,
-): Envelope {
-  return {
-    event_id: ulid(),
-    event_type: type,
-    schema_version: 1,
-    occurred_at: new Date().toISOString(),
-    correlation_id: correlationId,
-    causation_id: null,
-    task_id: `task_${runId.slice(4)}`,
-    aggregate: { type: "dag_run", id: runId, version: 0 },
-    order_key: runId,
-    producer: "content-desk",
-    attempt: 1,
-    payload: { run_id: runId, ...payload },
-  };
-}
-
-/** Put envelopes on a topic's bus as a client would (`put-events`). */
-export async function putOnBus(
-  env: LocalEnvironment,
-  topic: string,
-  envelopes: readonly Envelope[],
-): Promise<void> {
-  const bus = env.buses[topic];
-  if (!bus) throw new Error(`the stack has no ${topic} bus`);
-  const response = await env.clients.eventbridge.send(
-    new PutEventsCommand({
-      Entries: envelopes.map((e) => ({
-        EventBusName: bus,
-        Source: "agentbus.client",
-        DetailType: e.event_type,
-        Detail: JSON.stringify(e),
-      })),
-    }),
-  );
-  if (response.FailedEntryCount)
-    throw new Error(`put-events failed: ${JSON.stringify(response.Entries)}`);
-}
-
-/** Start a content-production run: `workflow.start.requested` on the commands bus. */
-export async function startWorkflow(
-  env: LocalEnvironment,
-  label: string,
-  workflow: string,
-  topicHint: string,
-): Promise<Omit<WorkflowRun, "state">> {
-  const runId = `run_${ulid()}`;
-  const correlationId = `corr_${ulid()}`;
-  await putOnBus(env, "commands", [
-    runCommand("workflow.start.requested", runId, correlationId, {
-      workflow,
-      request: { topic_hint: topicHint },
-    }),
-  ]);
-  return { label, runId, correlationId };
-}
-
-/** The orchestrator's state of a run (the dag_run item of the state table). */
-export async function loadRun(
-  env: LocalEnvironment,
-  runId: string,
-): Promise<OrchestratorState | undefined> {
-  const { state } = await env.store.load({ state: { type: "dag_run", id: runId } });
-  return state?.data as OrchestratorState | undefined;
-}
-
-/** Poll the run's state until `done` holds for it (by default: the run has ended). */
-export async function waitForRunEnd(
-  env: LocalEnvironment,
-  runId: string,
-  timeoutMs: number,
-  done: (state: OrchestratorState) => boolean = (s) => s.run.status !== "RUNNING",
-): Promise<OrchestratorState> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const state = await loadRun(env, runId);
-    if (state && done(state)) return state;
-    if (Date.now() > deadline) {
-      // Say where it stopped: each node's state, what is in the dead-letter queues, what failed.
-      const nodes = Object.entries(state?.run.nodes ?? {})
-        .map(([id, n]) => `${id}=${n.state}`)
-        .join(", ");
-      const letters = (await readDeadLetters(env)).map((d) => `${d.queue}: ${d.code}`).join("; ");
-      const errors = env.observations.errors
-        .map((e) => `${e.group}: ${e.code}`)
-        .slice(-5)
-        .join("; ");
-      throw new Error(
-        `run ${runId} did not get there in ${timeoutMs} ms (status ${state?.run.status ?? "not started"}; nodes ${nodes || "none"}; dead letters ${letters || "none"}; last errors ${errors || "none"}; failures ${env.observations.failures.slice(-3).join(" | ") || "none"})`,
-      );
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
-
-/** The step of the run's timeline that released `node` (its first release). */
-function releaseOf(state: OrchestratorState | undefined, node: string) {
-  return state?.timeline.find((t) => t.event === "node.released" && t.node_id === node);
-}
-
-function workflowChecks(
-  env: LocalEnvironment,
-  [quick, long, failing]: [WorkflowRun, WorkflowRun, WorkflowRun],
-): Check[] {
-  const status = (run: WorkflowRun) => run.state?.run.status ?? "not started";
-  const nodeStates = (run: WorkflowRun) =>
-    Object.entries(run.state?.run.nodes ?? {})
-      .map(([id, n]) => `${id} ${n.state}`)
-      .join(", ");
-  const quickFact = releaseOf(quick.state, "fact-check");
-  const quickWriting = releaseOf(quick.state, "writing");
-  const cause = (state: OrchestratorState | undefined, node: string) =>
-    releaseOf(state, node)?.cause ?? "never released";
-  const ended = (run: WorkflowRun, type: string) =>
-    [...env.observations.envelopes.values()].some(
-      (e) => e.event_type === type && e.correlation_id === run.correlationId,
-    );
-  const failedNode = failing.state?.run.nodes["fact-check"];
-  return [
-    check(
-      "quick news: COMPLETED, every node completed",
-      status(quick) === "COMPLETED" &&
-        Object.values(quick.state?.run.nodes ?? {}).every((n) => n.state === "COMPLETED"),
-      `${status(quick)}: ${nodeStates(quick)}`,
-    ),
-    check(
-      "quick news: fact check and writing released together after topic selection",
-      quickFact?.cause === "topic_selection.completed" &&
-        quickWriting?.cause === "topic_selection.completed" &&
-        quickFact.at === quickWriting.at &&
-        cause(quick.state, "review") !== "topic_selection.completed",
-      `fact-check by ${cause(quick.state, "fact-check")}, writing by ${cause(quick.state, "writing")}`,
-    ),
-    check(
-      "long form: COMPLETED, serial (each node released by its predecessor's completion)",
-      status(long) === "COMPLETED" &&
-        cause(long.state, "fact-check") === "topic_selection.completed" &&
-        cause(long.state, "writing") === "fact_check.completed" &&
-        cause(long.state, "review") === "writing.completed",
-      `${status(long)}: fact-check by ${cause(long.state, "fact-check")}, writing by ${cause(long.state, "writing")}, review by ${cause(long.state, "review")}`,
-    ),
-    check(
-      "failure path: PARTIAL, fact check FAILED (fact_check.rejected), review CANCELLED",
-      status(failing) === "PARTIAL" &&
-        failedNode?.state === "FAILED" &&
-        failedNode.error?.code === "fact_check.rejected" &&
-        failing.state?.run.nodes.review?.state === "CANCELLED",
-      `${status(failing)}: ${nodeStates(failing)}`,
-    ),
-    check(
-      "run ends announced: workflow.completed x2, workflow.partial x1",
-      ended(quick, "workflow.completed") &&
-        ended(long, "workflow.completed") &&
-        ended(failing, "workflow.partial"),
-      "see trace",
-    ),
-  ];
-}
-
-function check(name: string, ok: boolean, detail: string): Check {
-  return { name, ok, detail };
 }
 
 async function waitFor(condition: () => boolean, timeoutMs: number): Promise<void> {
@@ -429,38 +362,4 @@ async function waitFor(condition: () => boolean, timeoutMs: number): Promise<voi
     if (Date.now() > deadline) throw new Error("timed out waiting for the scenario to progress");
     await new Promise((r) => setTimeout(r, 100));
   }
-}
-
-/** Peek at every dead-letter queue of the stack (messages stay where they are). */
-export async function readDeadLetters(env: LocalEnvironment): Promise<DeadLetter[]> {
-  const out: DeadLetter[] = [];
-  for (const url of new Set(env.names.deadLetterQueues)) {
-    const response = await env.clients.sqs.send(
-      new ReceiveMessageCommand({
-        QueueUrl: url,
-        MaxNumberOfMessages: 10,
-        VisibilityTimeout: 0,
-        MessageAttributeNames: ["All"],
-      }),
-    );
-    for (const m of response.Messages ?? []) {
-      let eventId: string | undefined;
-      try {
-        const body = JSON.parse(m.Body ?? "") as {
-          event_id?: string;
-          detail?: { event_id?: string };
-        };
-        eventId = body.event_id ?? body.detail?.event_id;
-      } catch {
-        eventId = undefined;
-      }
-      out.push({
-        queue: url.split("/").at(-1) ?? url,
-        code: m.MessageAttributes?.[DEAD_LETTER_ATTRIBUTES.code]?.StringValue ?? "unknown",
-        reason: m.MessageAttributes?.[DEAD_LETTER_ATTRIBUTES.reason]?.StringValue ?? "",
-        eventId,
-      });
-    }
-  }
-  return out;
 }
