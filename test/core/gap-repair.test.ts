@@ -1,5 +1,6 @@
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
+import { PermanentError } from "../../functions/core/errors";
 import { missingRanges } from "../../functions/core/gate";
 import { consume, type Role } from "../../functions/core/pipeline";
 import { type AuditRecord, audit } from "../../functions/roles/audit";
@@ -74,6 +75,27 @@ describe("gap repair: each repaired event goes to its own state", () => {
     await consume(events[3], split, deps); // v4 repairs v3 first
     expect(store.states.get("parity#p_odd")?.data).toEqual({ seen: [1, 3] });
     expect(store.states.get("parity#p_even")?.data).toEqual({ seen: [2, 4] });
+  });
+});
+
+describe("gap repair: a failure names the repaired event", () => {
+  it("says which event read from the store failed, keeping the code and class", async () => {
+    const { deps } = makeDeps();
+    const events = await seedTask(deps, 3);
+    const failsOnV1: Role<{ n: number }> = {
+      group: "fails-on-v1",
+      subscriptions: events.map((e) => e.event_type),
+      decide: (state, e) => {
+        if (e.aggregate.version === 1) throw new PermanentError("role.broken", "cannot apply");
+        return { state: { n: (state?.n ?? 0) + 1 } };
+      },
+    };
+    const error = await consume(events[2], failsOnV1, deps).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: "role.broken", errorClass: "permanent" });
+    const { message, details } = error as { message: string; details: Record<string, unknown> };
+    expect(message).toContain(`task.accepted v1 (${events[0]?.event_id})`);
+    expect(message).toContain("cannot apply");
+    expect(details.repaired_event_id).toBe(events[0]?.event_id);
   });
 });
 

@@ -1,0 +1,273 @@
+import type { AggregateRef, Envelope } from "../../schemas";
+import { buildEmitted } from "./emit";
+import {
+  AgentBusError,
+  BusinessRejection,
+  DuplicateCommitError,
+  describe,
+  VersionConflictError,
+} from "./errors";
+import type { ConsumeOptions, DecideContext, Decision, Role, Step } from "./pipeline";
+import type { CommitRequest, ConsumerDeps, Loaded, RecordedOutcome, StoredState } from "./ports";
+
+/**
+ * How the pipeline applies the events the gate let through: each to its own state aggregate,
+ * discarded or decided, and committed atomically with its inbox row and checkpoint.
+ */
+
+const DEFAULT_INBOX_TTL_SECONDS = 7 * 24 * 3600;
+
+export function refOf(event: Envelope): AggregateRef {
+  return { type: event.aggregate.type, id: event.aggregate.id };
+}
+
+export function duplicateStep(event: Envelope): Step {
+  return {
+    eventId: event.event_id,
+    eventType: event.event_type,
+    version: event.aggregate.version,
+    status: "duplicate",
+    repaired: false,
+    emitted: [],
+  };
+}
+
+/** The states a delivery reads and writes, by aggregate: loaded once each, then kept current. */
+class StateCache<S> {
+  private readonly states = new Map<string, StoredState<S> | undefined>();
+  constructor(
+    first: AggregateRef,
+    loaded: StoredState | undefined,
+    private readonly deps: Pick<ConsumerDeps, "store">,
+  ) {
+    this.states.set(refKey(first), loaded as StoredState<S> | undefined);
+  }
+  async get(ref: AggregateRef): Promise<StoredState<S> | undefined> {
+    const k = refKey(ref);
+    if (!this.states.has(k)) {
+      const loaded = await this.deps.store.load({ state: ref });
+      this.states.set(k, loaded.state as StoredState<S> | undefined);
+    }
+    return this.states.get(k);
+  }
+  set(ref: AggregateRef, state: StoredState<S> | undefined): void {
+    this.states.set(refKey(ref), state);
+  }
+}
+
+function refKey(ref: AggregateRef): string {
+  return `${ref.type}#${ref.id}`;
+}
+
+/**
+ * Apply the gate's events in order, each to its own state aggregate (`role.stateOf(event)`: an
+ * event read from the store to fill a gap may belong to another aggregate than the delivered
+ * one), committing each on its own.
+ */
+export async function applyInOrder<S>(
+  queue: readonly Envelope[],
+  delivered: Envelope,
+  loaded: Loaded,
+  stream: AggregateRef | undefined,
+  role: Role<S>,
+  deps: ConsumerDeps,
+  options: ConsumeOptions,
+  steps: Step[],
+): Promise<void> {
+  const states = new StateCache<S>(stateRefOf(role, delivered), loaded.state, deps);
+  let checkpoint = loaded.checkpoint;
+  for (const event of queue) {
+    const repaired = event.event_id !== delivered.event_id;
+    // A gap may hold event types this group does not subscribe to: they only move the checkpoint.
+    if (repaired && !role.subscriptions.includes(event.event_type)) continue;
+    const stateRef = stateRefOf(role, event);
+    const state = await states.get(stateRef);
+    const now = deps.clock.now();
+    const base: CommitBase = {
+      group: role.group,
+      event,
+      now,
+      ttl: options.inboxTtlSeconds ?? DEFAULT_INBOX_TTL_SECONDS,
+      checkpoint: stream
+        ? { group: role.group, stream, from: checkpoint, to: event.aggregate.version }
+        : undefined,
+    };
+    const handled = await atEvent(event, repaired, async () => {
+      const step = await handleOne(base, state, stateRef, repaired, role, deps, options);
+      await deps.store.commit(step.commit);
+      return step;
+    });
+    states.set(stateRef, handled.state);
+    if (stream) checkpoint = event.aggregate.version;
+    steps.push(handled.step);
+  }
+}
+
+/**
+ * Run one event's step; a failure while applying an event read from the store to fill a gap names
+ * that event (the failure is settled on the delivered message, whose dead letter would otherwise
+ * not say which event failed). Commit conflicts pass through as they are: consume() retries them.
+ */
+async function atEvent<T>(event: Envelope, repaired: boolean, step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (error) {
+    if (!repaired || error instanceof VersionConflictError || error instanceof DuplicateCommitError)
+      throw error;
+    const info = describe(error);
+    const at = `${event.event_type} v${event.aggregate.version} (${event.event_id})`;
+    throw new AgentBusError(
+      info.errorClass,
+      info.code,
+      `while repairing a gap with ${at}: ${info.message}`,
+      {
+        cause: error,
+        details: {
+          ...(error instanceof AgentBusError ? error.details : {}),
+          repaired_event_id: event.event_id,
+        },
+      },
+    );
+  }
+}
+
+interface CommitBase {
+  readonly group: string;
+  readonly event: Envelope;
+  readonly now: Date;
+  readonly ttl: number;
+  readonly checkpoint: CommitRequest["checkpoint"];
+}
+
+interface Handled<S> {
+  readonly commit: CommitRequest;
+  readonly step: Step;
+  /** The aggregate's state once the commit succeeds. */
+  readonly state: StoredState<S> | undefined;
+}
+
+export function stateRefOf<S>(role: Role<S>, event: Envelope): AggregateRef {
+  return role.stateOf?.(event) ?? refOf(event);
+}
+
+/**
+ * One event: discard it (expired, or the role's reason) unless the role has unfinished work for
+ * it, else decide. Expiry and supersession stop new work, never the resolution of work started.
+ */
+async function handleOne<S>(
+  base: CommitBase,
+  state: StoredState<S> | undefined,
+  stateRef: AggregateRef,
+  repaired: boolean,
+  role: Role<S>,
+  deps: ConsumerDeps,
+  options: ConsumeOptions,
+): Promise<Handled<S>> {
+  const { event, now } = base;
+  const discard = isExpired(event, now) ? "expired" : await role.discard?.(state?.data, event, now);
+  if (discard && !(await role.unfinished?.(state?.data, event))) {
+    return {
+      commit: { inbox: inboxRow(base, "discarded", discard), checkpoint: base.checkpoint },
+      step: { ...duplicateStep(event), status: "discarded", reason: discard, repaired },
+      state,
+    };
+  }
+  const context = {
+    now,
+    // The queue's count belongs to the delivered message; an event read from the store is new here.
+    receiveCount: repaired ? 1 : (options.receiveCount ?? 1),
+    stored: state,
+    repaired,
+    ...(discard ? { resolving: discard } : {}),
+  };
+  const { decision, status, reason } = await decideOrReject(role, state, event, context);
+  const emitted = buildEmitted(
+    decision.emit ?? [],
+    event,
+    stateRef,
+    state?.version ?? 0,
+    role.group,
+    deps,
+    now,
+  );
+  const write = stateWrite(decision, state, stateRef, emitted.length);
+  return {
+    commit: {
+      inbox: inboxRow(base, status, reason),
+      checkpoint: base.checkpoint,
+      state: write,
+      append: emitted.length > 0 ? emitted : undefined,
+    },
+    step: { ...duplicateStep(event), status, reason, repaired, emitted },
+    state: write
+      ? {
+          aggregate: stateRef,
+          revision: (state?.revision ?? 0) + 1,
+          version: write.version,
+          data: write.next as S,
+        }
+      : state,
+  };
+}
+
+/** The role's decision; a BusinessRejection becomes its failure event, status `rejected`. */
+async function decideOrReject<S>(
+  role: Role<S>,
+  state: StoredState<S> | undefined,
+  event: Envelope,
+  context: DecideContext<S>,
+): Promise<{ decision: Decision<S>; status: RecordedOutcome; reason?: string }> {
+  try {
+    const decision = await role.decide(state?.data, event, context);
+    return decision.discarded
+      ? { decision, status: "discarded", reason: decision.discarded }
+      : { decision, status: "applied" };
+  } catch (error) {
+    if (!(error instanceof BusinessRejection)) throw error;
+    return {
+      decision: { emit: [{ type: error.failure.type, payload: error.failure.payload }] },
+      status: "rejected",
+      reason: error.code,
+    };
+  }
+}
+
+function stateWrite<S>(
+  decision: Decision<S>,
+  state: StoredState<S> | undefined,
+  stateRef: AggregateRef,
+  emitted: number,
+): CommitRequest["state"] {
+  if (decision.state === undefined && emitted === 0) return undefined;
+  return {
+    aggregate: stateRef,
+    expectedRevision: state?.revision ?? 0,
+    next: decision.state !== undefined ? decision.state : (state?.data ?? null),
+    version: (state?.version ?? 0) + emitted,
+    dueAt: decision.dueAt ?? null,
+  };
+}
+
+function isExpired(event: Envelope, now: Date): boolean {
+  return event.expires_at !== undefined && now.getTime() > Date.parse(event.expires_at);
+}
+
+function inboxRow(
+  base: CommitBase,
+  outcome: "applied" | "discarded" | "rejected",
+  reason: string | undefined,
+) {
+  return {
+    group: base.group,
+    eventId: base.event.event_id,
+    eventType: base.event.event_type,
+    outcome,
+    ...(reason ? { reason } : {}),
+    aggregate: refOf(base.event),
+    version: base.event.aggregate.version,
+    correlationId: base.event.correlation_id,
+    taskId: base.event.task_id,
+    recordedAt: base.now.toISOString(),
+    expiresAt: Math.floor(base.now.getTime() / 1000) + base.ttl,
+  };
+}
