@@ -4,6 +4,8 @@ import type { ConsumerDeps, Loaded } from "./ports";
 
 /** How many missing ranges a gap error names; the rest are only counted. */
 const MAX_RANGES_REPORTED = 5;
+/** A gap this long is read only once the version just before the delivered one is known stored. */
+const LARGE_GAP = 1000;
 
 /**
  * Dedup and version gate: the events to apply, in order, ending with `event`; [] = duplicate.
@@ -25,8 +27,9 @@ export async function eventsToApply(
   const last = loaded.checkpoint;
   if (version <= last) return [];
   if (version === last + 1) return [event];
-  const gap = await deps.store.readStream(stream, last + 1, version - 1);
   const expected = version - 1 - last;
+  if (expected > LARGE_GAP) await precedingStored(stream, last, version, deps);
+  const gap = await deps.store.readStream(stream, last + 1, version - 1);
   if (gap.length !== expected) {
     const missing = missingRanges(gap, last + 1, version - 1);
     const named = missing.ranges.map(([a, b]) => (a === b ? `${a}` : `${a}-${b}`)).join(", ");
@@ -38,6 +41,26 @@ export async function eventsToApply(
     );
   }
   return [...gap, event];
+}
+
+/**
+ * Before reading a long gap, one read of the version just before the delivered one: a version far
+ * beyond the stream's head (a message that lies about its position) then fails after one small
+ * read instead of a read of everything stored after the checkpoint.
+ */
+async function precedingStored(
+  stream: AggregateRef,
+  last: number,
+  version: number,
+  deps: Pick<ConsumerDeps, "store">,
+): Promise<void> {
+  const [previous] = await deps.store.readStream(stream, version - 1, version - 1);
+  if (previous) return;
+  throw new TransientError(
+    "gate.gap_unrepairable",
+    `${stream.type}#${stream.id}: version ${version} arrived after ${last}, and version ${version - 1} is not in the event store (the gap is ${version - 1 - last} versions long)`,
+    { details: { stream, last, version, missing: [[version - 1, version - 1]] } },
+  );
 }
 
 /**

@@ -60,7 +60,7 @@ export async function startMoto(
     spawnError = error;
   });
   const endpoint = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + (options.timeoutMs ?? 20_000);
+  const deadline = Date.now() + (options.timeoutMs ?? 60_000);
   for (;;) {
     if (spawnError || child.exitCode !== null) throw notStarted(spawnError, stderr);
     try {

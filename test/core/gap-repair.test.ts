@@ -111,9 +111,22 @@ describe("gate: huge versions", () => {
     expect(parsed.ok).toBe(false);
   });
 
-  it("reports a gap up to the bound quickly, by ranges and a count, with a small error", async () => {
-    const { deps } = makeDeps();
-    const events = await seedTask(deps, 2);
+  it("settles a version far past the stream's head with one small read and a small error", async () => {
+    const { deps: base } = makeDeps();
+    const events = await seedTask(base, 2);
+    const reads: [number, number][] = [];
+    const store = base.store;
+    const deps = {
+      ...base,
+      store: {
+        load: store.load.bind(store),
+        commit: store.commit.bind(store),
+        readStream: (ref: Parameters<typeof store.readStream>[0], from: number, to: number) => {
+          reads.push([from, to]);
+          return store.readStream(ref, from, to);
+        },
+      },
+    };
     const huge = {
       ...events[1],
       event_id: ulid(),
@@ -124,12 +137,28 @@ describe("gate: huge versions", () => {
     const elapsed = performance.now() - started;
     expect(error).toMatchObject({ code: "gate.gap_unrepairable", errorClass: "transient" });
     const { message, details } = error as { message: string; details: Record<string, unknown> };
-    expect(details.missingCount).toBe(MAX_STREAM_VERSION - 1 - 2);
-    expect(details.missing).toEqual([[3, MAX_STREAM_VERSION - 1]]);
+    // One read of the version before the delivered one settles it: nothing else is read.
+    expect(details.missing).toEqual([[MAX_STREAM_VERSION - 1, MAX_STREAM_VERSION - 1]]);
+    expect(reads).toEqual([[MAX_STREAM_VERSION - 1, MAX_STREAM_VERSION - 1]]);
     expect(message.length).toBeLessThan(400);
     expect(JSON.stringify(details).length).toBeLessThan(400);
     // Not a speed goal: a loop over 2^31 versions would take minutes and gigabytes.
     expect(elapsed).toBeLessThan(5_000);
+  });
+
+  it("reports a shorter gap the store cannot fill by ranges and a count", async () => {
+    const { deps } = makeDeps();
+    const events = await seedTask(deps, 2);
+    const far = {
+      ...events[1],
+      event_id: ulid(),
+      aggregate: { ...events[1]?.aggregate, version: 500 },
+    };
+    const error = await consume(far, audit, deps).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: "gate.gap_unrepairable", errorClass: "transient" });
+    const { details } = error as { details: Record<string, unknown> };
+    expect(details.missingCount).toBe(497);
+    expect(details.missing).toEqual([[3, 499]]);
   });
 
   it("names the first few missing ranges and counts the rest", () => {
