@@ -26,6 +26,7 @@ import { SupportResources } from "./constructs/support";
 import { LeaseSweeper } from "./constructs/sweeper";
 import { AgentBusTables } from "./constructs/tables";
 import { Topic, type TopicName } from "./constructs/topic";
+import { outputId } from "./output-ids";
 import { topology as projectTopology, type Topology } from "./topology";
 
 export interface AgentBusStackProps extends StackProps {
@@ -117,7 +118,7 @@ export class AgentBusStack extends Stack {
     this.topics = new Map(
       topology.topics.map((topicName) => [
         topicName,
-        new Topic(this, `${pascal(topicName)}Topic`, {
+        new Topic(this, `${outputId(topicName)}Topic`, {
           topicName,
           stage,
           archiveRetention: props.archiveRetention,
@@ -133,7 +134,7 @@ export class AgentBusStack extends Stack {
 
     this.groups = topology.groups.map((group) => {
       const pipeFallback = group.delivery === "pipe" && !this.capabilities.pipes;
-      const consumerGroup = new ConsumerGroup(this, pascal(group.name), {
+      const consumerGroup = new ConsumerGroup(this, outputId(group.name), {
         groupName: group.name,
         stage,
         subscriptions: group.subscriptions.map(({ topic, eventTypes }) => ({
@@ -265,7 +266,7 @@ export class AgentBusStack extends Stack {
       new CfnOutput(this, id, { value, description });
     for (const topic of this.topics.values()) {
       output(
-        `${pascal(topic.topicName)}BusName`,
+        `${outputId(topic.topicName)}BusName`,
         topic.busName,
         `EventBridge bus of the ${topic.topicName} topic`,
       );
@@ -363,11 +364,4 @@ export function deploymentSettings(
     stage: stage as string,
     env: region || account ? { account, region } : undefined,
   };
-}
-
-function pascal(kebab: string): string {
-  return kebab
-    .split("-")
-    .map((part) => part.charAt(0).toUpperCase() + part.slice(1))
-    .join("");
 }

@@ -1,3 +1,4 @@
+import { outputId } from "../output-ids";
 import type { Topology } from "../topology";
 
 /** The queue URLs of one consumer group. */
@@ -32,17 +33,6 @@ export interface StackNames {
   readonly repliesTopic?: string;
   /** Every dead-letter queue of the groups: each consumer queue's and each buffer's. */
   readonly deadLetterQueues: readonly string[];
-}
-
-/**
- * The output ids `AgentBusStack` gives topics and groups: the kebab-case name in PascalCase
- * (`order-lookup` -> `OrderLookupQueueUrl`).
- */
-export function outputId(name: string): string {
-  return name
-    .split("-")
-    .map((part) => part.charAt(0).toUpperCase() + part.slice(1))
-    .join("");
 }
 
 /**

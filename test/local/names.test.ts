@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { outputId, stackNames } from "../../lib/local/names";
+import { stackNames } from "../../lib/local/names";
 import { synthesize } from "../../lib/local/synth";
+import { outputId } from "../../lib/output-ids";
 import { topology } from "../../lib/topology";
 
 /** The local tools read the stack's names from its outputs, as the CLI does. */
