@@ -13,6 +13,7 @@ import {
   TURNS_MAX_BYTES,
 } from "../../functions/roles/conversation-projection";
 import { type Envelope, registry } from "../../schemas";
+import { ContentRequest } from "../../schemas/events/workflow";
 import { clientMessage, makeDeps, seedTask } from "./fixtures";
 
 /** Nothing a message carries may grow a stored item or a computation without bound. */
@@ -110,5 +111,14 @@ describe("bounds on what a message can grow", () => {
       occurred_at: `2026-09-01T10:00:00.${"1".repeat(200)}Z`,
     });
     expect(parsed).toMatchObject({ ok: false, code: "envelope.invalid" });
+  });
+
+  it("refuses a content request nested too deep or too big to copy into a run", () => {
+    const payload = ContentRequest.safeParse;
+    let deep: Record<string, unknown> = { leaf: 1 };
+    for (let i = 0; i < 10; i++) deep = { deep };
+    expect(payload({ topic_hint: "tides", extra: deep }).success).toBe(false);
+    expect(payload({ topic_hint: "tides", extra: "x".repeat(20_000) }).success).toBe(false);
+    expect(payload({ topic_hint: "tides", audience: { region: "eu" } }).success).toBe(true);
   });
 });
