@@ -59,7 +59,15 @@ export class InMemoryEventStore implements EventStore, TraceReader, DueReader, S
   }
 
   async commit(request: CommitRequest): Promise<void> {
-    // The same limits DynamoDB enforces on one transaction.
+    // Check every condition first, then apply: nothing is written when one fails.
+    this.checkShape(request);
+    this.checkConditions(request);
+    this.commits++;
+    this.apply(request);
+  }
+
+  /** The same limits DynamoDB enforces on one transaction. */
+  private checkShape(request: CommitRequest): void {
     const actions =
       (request.inbox ? 1 : 0) +
       (request.checkpoint ? 1 : 0) +
@@ -80,7 +88,9 @@ export class InMemoryEventStore implements EventStore, TraceReader, DueReader, S
         "a commit cannot write two events at the same stream version",
       );
     }
-    // Check every condition first, then apply: nothing is written when one fails.
+  }
+
+  private checkConditions(request: CommitRequest): void {
     if (request.inbox) {
       const row = this.inbox.get(`${request.inbox.group}#${request.inbox.eventId}`);
       if (row && row.expiresAt * 1000 > this.clock.now().getTime())
@@ -113,7 +123,9 @@ export class InMemoryEventStore implements EventStore, TraceReader, DueReader, S
         );
       }
     }
-    this.commits++;
+  }
+
+  private apply(request: CommitRequest): void {
     if (request.inbox)
       this.inbox.set(
         `${request.inbox.group}#${request.inbox.eventId}`,
@@ -123,28 +135,29 @@ export class InMemoryEventStore implements EventStore, TraceReader, DueReader, S
       const { group, stream, to } = request.checkpoint;
       this.checkpoints.set(`${group}#${key(stream)}`, to);
     }
-    if (request.state) {
-      const previous = this.states.get(key(request.state.aggregate));
-      this.states.set(key(request.state.aggregate), {
-        aggregate: request.state.aggregate,
-        revision: (previous?.revision ?? 0) + 1,
-        version: request.state.version,
-        data: structuredClone(request.state.next),
-      });
-      const dueAt = request.state.dueAt;
-      if (typeof dueAt === "string")
-        this.dueIndex.set(key(request.state.aggregate), {
-          aggregate: { ...request.state.aggregate },
-          dueAt,
-        });
-      else this.dueIndex.delete(key(request.state.aggregate));
-    }
+    if (request.state) this.applyState(request.state);
     for (const event of request.append ?? []) {
       const k = key(event.aggregate);
       if (!this.streams.has(k)) this.streams.set(k, new Map());
       this.streams.get(k)?.set(event.aggregate.version, structuredClone(event));
       this.log.push(structuredClone(event));
     }
+  }
+
+  private applyState(state: NonNullable<CommitRequest["state"]>): void {
+    const previous = this.states.get(key(state.aggregate));
+    this.states.set(key(state.aggregate), {
+      aggregate: state.aggregate,
+      revision: (previous?.revision ?? 0) + 1,
+      version: state.version,
+      data: structuredClone(state.next),
+    });
+    if (typeof state.dueAt === "string")
+      this.dueIndex.set(key(state.aggregate), {
+        aggregate: { ...state.aggregate },
+        dueAt: state.dueAt,
+      });
+    else this.dueIndex.delete(key(state.aggregate));
   }
 
   async due(now: Date, limit: number): Promise<AggregateRef[]> {

@@ -29,6 +29,7 @@ import {
   invokeStructured,
   ModelOutputInvalidError,
   type ModelPort,
+  type StructuredResult,
 } from "../core/model";
 import type { Decision, Role } from "../core/pipeline";
 
@@ -108,6 +109,37 @@ export function agentRunId(runId: string, nodeId: string, generation: number): s
 }
 
 export function createContentAgent(options: ContentAgentOptions): Role<AgentRun> {
+  const agent = resolveAgent(options);
+  return {
+    group: agent.role,
+    subscriptions: [agent.types.requested],
+    stateOf: agentRunRef,
+    heartbeat: (event) => heartbeatOf(agent, event),
+    decide: (existing, event, { now, receiveCount }) =>
+      decideRequest(agent, existing, event, now, receiveCount),
+  };
+}
+
+/** One content agent's settings, checked and resolved once when the agent is created. */
+interface ContentAgent {
+  readonly role: ContentRole;
+  readonly model: ModelPort;
+  readonly maxAttempts: number;
+  readonly leaseSeconds: number;
+  readonly heartbeatLease: number;
+  readonly maxTokens: number;
+  readonly outputSchema: z.ZodType<unknown>;
+  readonly types: ReturnType<typeof contentEventTypes>;
+}
+
+/** The fields of a request that name the node it is for, repeated in every answer. */
+interface NodeRef {
+  readonly run_id: string;
+  readonly node_id: string;
+  readonly generation: number;
+}
+
+function resolveAgent(options: ContentAgentOptions): ContentAgent {
   const { role, model } = options;
   const maxAttempts = options.maxModelAttempts ?? DEFAULT_MAX_ATTEMPTS;
   if (!Number.isInteger(maxAttempts) || maxAttempts < 1)
@@ -117,118 +149,195 @@ export function createContentAgent(options: ContentAgentOptions): Role<AgentRun>
     );
   const entry = CONTENT_ROLE_EVENTS[role];
   if (!entry) throw new PermanentError("agent.unknown_role", `no content role ${role}`);
-  const outputSchema: z.ZodType<unknown> = entry.output;
-  const types = contentEventTypes(role);
-
-  const stateOf = (event: Envelope): AggregateRef => {
-    const { run_id, node_id, generation } = event.payload as NodeRequested;
-    return { type: AGENT_RUN_AGGREGATE, id: agentRunId(run_id, node_id, generation) };
-  };
-
-  const heartbeatLease = Math.min(
-    MAX_HEARTBEAT_LEASE_SECONDS,
-    Math.max(1, Math.round(options.leaseSeconds ?? DEFAULT_LEASE_SECONDS)),
-  );
-
+  const leaseSeconds = options.leaseSeconds ?? DEFAULT_LEASE_SECONDS;
   return {
-    group: role,
-    subscriptions: [types.requested],
-    stateOf,
-    heartbeat(event): HeartbeatSpec | undefined {
-      if (event.event_type !== types.requested) return undefined;
-      const { run_id, node_id, generation } = event.payload as NodeRequested;
-      const payload: NodeHeartbeat = { run_id, node_id, generation, lease_seconds: heartbeatLease };
-      return {
-        type: "node.heartbeat",
-        payload,
-        aggregate: { type: "dag_run", id: run_id },
-        orderKey: run_id,
-      };
-    },
-    async decide(existing, event, { now, receiveCount }): Promise<Decision<AgentRun>> {
-      // Stored only once ended: this request was already answered.
-      if (existing) return {};
-      const request = event.payload as NodeRequested;
-      const ref = {
-        run_id: request.run_id,
-        node_id: request.node_id,
-        generation: request.generation,
-      };
-      let run = newRun({
-        run_id: stateOf(event).id,
-        task_id: event.task_id,
-        role,
-        node_id: request.node_id,
-        max_attempts: maxAttempts,
-        lease_seconds: options.leaseSeconds ?? DEFAULT_LEASE_SECONDS,
-        now,
-      });
-      run = transition(run, "TaskAssigned", {
-        now,
-        reason: `run ${request.run_id} node ${request.node_id} generation ${request.generation} assignment ${request.attempt}`,
-      });
-      run = transition(run, "DependenciesSatisfied", { now });
-      // Delivery n is attempt n: the earlier ones did not commit (transient failure or a lost
-      // worker), and each of them spent an attempt of the budget.
-      run = retried(run, Math.min(receiveCount, maxAttempts) - 1, now, {
-        code: "agent_run.redelivered",
-        errorClass: "transient",
-        message: "an earlier delivery of the request did not complete",
-      });
-
-      const failed = (next: AgentRun): Decision<AgentRun> => {
-        const error = next.error ?? {
-          code: "agent_run.failed",
-          errorClass: "permanent" as const,
-          message: `${role} failed`,
-        };
-        const payload: NodeFailed = { ...ref, error };
-        return { state: next, emit: [{ type: types.failed, payload, orderKey: request.run_id }] };
-      };
-
-      try {
-        const result = await invokeStructured(
-          model,
-          {
-            system: INSTRUCTIONS[role],
-            messages: [{ role: "user", text: promptOf(request) }],
-            maxTokens: options.maxTokens ?? 2048,
-            metadata: { role, task_id: event.task_id, correlation_id: event.correlation_id },
-          },
-          outputSchema,
-          { maxAttempts: run.max_attempts - run.attempt + 1 },
-        );
-        run = retried(run, result.attempts - 1, now, correctedReply());
-        const output: unknown = result.value;
-        if (role === "fact-check" && (output as FactCheckOutput).verdict === "fail") {
-          const notes = (output as FactCheckOutput).notes;
-          return failed(
-            transition(run, "TaskFailed", {
-              now,
-              error: {
-                code: FACT_CHECK_REJECTED,
-                errorClass: "business",
-                message: `fact check failed: ${notes}`.slice(0, 4096),
-              },
-            }),
-          );
-        }
-        run = transition(run, "TaskCompleted", { now, output });
-        const payload: NodeCompleted = { ...ref, output };
-        return { state: run, emit: [{ type: types.completed, payload, orderKey: request.run_id }] };
-      } catch (error) {
-        if (error instanceof ModelOutputInvalidError)
-          run = retried(run, error.attempts - 1, now, correctedReply());
-        let trigger = classifyFailure(error, run);
-        // A model call has no side effect to confirm: an unknown outcome is retried like a
-        // transient error, and fails the run once the budget is spent.
-        if (trigger === "TaskBlocked")
-          trigger = run.attempt < run.max_attempts ? "RetryScheduled" : "TaskFailed";
-        if (trigger === "RetryScheduled") throw error;
-        return failed(transition(run, trigger, { now, error }));
-      }
-    },
+    role,
+    model,
+    maxAttempts,
+    leaseSeconds,
+    heartbeatLease: Math.min(MAX_HEARTBEAT_LEASE_SECONDS, Math.max(1, Math.round(leaseSeconds))),
+    maxTokens: options.maxTokens ?? 2048,
+    outputSchema: entry.output,
+    types: contentEventTypes(role),
   };
+}
+
+/** The agent run a request belongs to: one per (run, node, generation). */
+function agentRunRef(event: Envelope): AggregateRef {
+  const { run_id, node_id, generation } = event.payload as NodeRequested;
+  return { type: AGENT_RUN_AGGREGATE, id: agentRunId(run_id, node_id, generation) };
+}
+
+/** The `node.heartbeat` that extends the node's lease while a request is being worked on. */
+function heartbeatOf(agent: ContentAgent, event: Envelope): HeartbeatSpec | undefined {
+  if (event.event_type !== agent.types.requested) return undefined;
+  const { run_id, node_id, generation } = event.payload as NodeRequested;
+  const payload: NodeHeartbeat = {
+    run_id,
+    node_id,
+    generation,
+    lease_seconds: agent.heartbeatLease,
+  };
+  return {
+    type: "node.heartbeat",
+    payload,
+    aggregate: { type: "dag_run", id: run_id },
+    orderKey: run_id,
+  };
+}
+
+async function decideRequest(
+  agent: ContentAgent,
+  existing: AgentRun | undefined,
+  event: Envelope,
+  now: Date,
+  receiveCount: number,
+): Promise<Decision<AgentRun>> {
+  // Stored only once ended: this request was already answered.
+  if (alreadyAnswered(existing)) return {};
+  const request = event.payload as NodeRequested;
+  let run = startRun(agent, event, request, now, receiveCount);
+  try {
+    const result = await callModel(agent, event, request, run);
+    run = retried(run, result.attempts - 1, now, correctedReply());
+    return answerOf(agent, request, run, result.value, now);
+  } catch (error) {
+    return failureOf(agent, request, run, error, now);
+  }
+}
+
+function alreadyAnswered(existing: AgentRun | undefined): boolean {
+  return Boolean(existing);
+}
+
+/**
+ * A new agent run for the request, taken to RUNNING: IDLE -TaskAssigned-> READY
+ * -DependenciesSatisfied-> RUNNING, with the attempts of earlier deliveries recorded.
+ */
+function startRun(
+  agent: ContentAgent,
+  event: Envelope,
+  request: NodeRequested,
+  now: Date,
+  receiveCount: number,
+): AgentRun {
+  let run = newRun({
+    run_id: agentRunRef(event).id,
+    task_id: event.task_id,
+    role: agent.role,
+    node_id: request.node_id,
+    max_attempts: agent.maxAttempts,
+    lease_seconds: agent.leaseSeconds,
+    now,
+  });
+  run = transition(run, "TaskAssigned", {
+    now,
+    reason: `run ${request.run_id} node ${request.node_id} generation ${request.generation} assignment ${request.attempt}`,
+  });
+  run = transition(run, "DependenciesSatisfied", { now });
+  // Delivery n is attempt n: the earlier ones did not commit (transient failure or a lost
+  // worker), and each of them spent an attempt of the budget.
+  return retried(run, Math.min(receiveCount, agent.maxAttempts) - 1, now, {
+    code: "agent_run.redelivered",
+    errorClass: "transient",
+    message: "an earlier delivery of the request did not complete",
+  });
+}
+
+/** The model call, correcting invalid replies with the attempts the run has left. */
+function callModel(
+  agent: ContentAgent,
+  event: Envelope,
+  request: NodeRequested,
+  run: AgentRun,
+): Promise<StructuredResult<unknown>> {
+  return invokeStructured(
+    agent.model,
+    {
+      system: INSTRUCTIONS[agent.role],
+      messages: [{ role: "user", text: promptOf(request) }],
+      maxTokens: agent.maxTokens,
+      metadata: { role: agent.role, task_id: event.task_id, correlation_id: event.correlation_id },
+    },
+    agent.outputSchema,
+    { maxAttempts: run.max_attempts - run.attempt + 1 },
+  );
+}
+
+/** The decision for a valid model reply: completed, or a fact check's business refusal. */
+function answerOf(
+  agent: ContentAgent,
+  request: NodeRequested,
+  run: AgentRun,
+  output: unknown,
+  now: Date,
+): Decision<AgentRun> {
+  if (agent.role === "fact-check" && (output as FactCheckOutput).verdict === "fail") {
+    const notes = (output as FactCheckOutput).notes;
+    const error: RunError = {
+      code: FACT_CHECK_REJECTED,
+      errorClass: "business",
+      message: `fact check failed: ${notes}`.slice(0, 4096),
+    };
+    return failedDecision(agent, request, transition(run, "TaskFailed", { now, error }));
+  }
+  const completed = transition(run, "TaskCompleted", { now, output });
+  return completedDecision(agent, request, completed, output);
+}
+
+/**
+ * The decision for a failed model call: rethrows what the queue should redeliver, otherwise
+ * ends the run (FAILED or NEEDS_HUMAN) and answers `<role>.failed`.
+ */
+function failureOf(
+  agent: ContentAgent,
+  request: NodeRequested,
+  started: AgentRun,
+  error: unknown,
+  now: Date,
+): Decision<AgentRun> {
+  const run =
+    error instanceof ModelOutputInvalidError
+      ? retried(started, error.attempts - 1, now, correctedReply())
+      : started;
+  let trigger = classifyFailure(error, run);
+  // A model call has no side effect to confirm: an unknown outcome is retried like a
+  // transient error, and fails the run once the budget is spent.
+  if (trigger === "TaskBlocked")
+    trigger = run.attempt < run.max_attempts ? "RetryScheduled" : "TaskFailed";
+  if (trigger === "RetryScheduled") throw error;
+  return failedDecision(agent, request, transition(run, trigger, { now, error }));
+}
+
+function nodeRefOf(request: NodeRequested): NodeRef {
+  return { run_id: request.run_id, node_id: request.node_id, generation: request.generation };
+}
+
+function completedDecision(
+  agent: ContentAgent,
+  request: NodeRequested,
+  run: AgentRun,
+  output: unknown,
+): Decision<AgentRun> {
+  const payload: NodeCompleted = { ...nodeRefOf(request), output };
+  return {
+    state: run,
+    emit: [{ type: agent.types.completed, payload, orderKey: request.run_id }],
+  };
+}
+
+function failedDecision(
+  agent: ContentAgent,
+  request: NodeRequested,
+  run: AgentRun,
+): Decision<AgentRun> {
+  const error = run.error ?? {
+    code: "agent_run.failed",
+    errorClass: "permanent" as const,
+    message: `${agent.role} failed`,
+  };
+  const payload: NodeFailed = { ...nodeRefOf(request), error };
+  return { state: run, emit: [{ type: agent.types.failed, payload, orderKey: request.run_id }] };
 }
 
 /** Record `count` attempts that ended in a retry: RUNNING -RetryScheduled-> READY -> RUNNING. */
