@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import type { Envelope } from "../../schemas";
 import {
   ReplyDraft,
   type ReplyGenerated,
@@ -14,8 +15,9 @@ import {
   invokeStructured,
   ModelOutputInvalidError,
   type ModelPort,
+  type StructuredResult,
 } from "../core/model";
-import type { Role } from "../core/pipeline";
+import type { Decision, Role } from "../core/pipeline";
 import { factFields } from "./router";
 
 /**
@@ -84,20 +86,8 @@ export const REPLY_SYSTEM_PROMPT =
   "allowed source refs listed in the request).";
 
 export function createReplyGeneration(options: ReplyGenerationOptions): Role<ReplyState> {
-  const { model, conversationVersion } = options;
-  const maxAttempts = options.maxModelAttempts ?? DEFAULT_STRUCTURED_ATTEMPTS;
-  if (!Number.isInteger(maxAttempts) || maxAttempts < 1)
-    throw new PermanentError(
-      "reply.invalid_option",
-      `maxModelAttempts must be a positive integer, got ${maxAttempts}`,
-    );
-  const sendTtl = options.sendTtlSeconds ?? DEFAULT_SEND_TTL_SECONDS;
-  if (!Number.isFinite(sendTtl) || sendTtl <= 0)
-    throw new PermanentError(
-      "reply.invalid_option",
-      `sendTtlSeconds must be a positive number, got ${sendTtl}`,
-    );
-
+  const settings = replySettings(options);
+  const { conversationVersion } = options;
   return {
     group: "reply-generation",
     subscriptions: ["reply.generation.requested"],
@@ -110,89 +100,173 @@ export function createReplyGeneration(options: ReplyGenerationOptions): Role<Rep
     },
     async decide(existing, event, { now }) {
       if (existing) return {};
-      const request = event.payload as ReplyGenerationRequested;
-      const allowed = allowedSourceRefs(request);
-      const fact = factFields(event, request.conversation_id);
-      const base = {
-        task_id: event.task_id,
-        conversation_id: request.conversation_id,
-        ...(event.input_version === undefined ? {} : { input_version: event.input_version }),
-        generated_at: now.toISOString(),
-      };
-      const held = (replyText: string, reason: string): EmitSpec => ({
-        type: "reply.held_for_review",
-        payload: {
-          conversation_id: request.conversation_id,
-          reply_text: replyText,
-          reason,
-        } satisfies ReplyHeldForReview,
-        ...fact,
-      });
-
-      let draft: ReplyDraft;
-      let attempts: number;
-      try {
-        const result = await invokeStructured(
-          model,
-          {
-            system: REPLY_SYSTEM_PROMPT,
-            messages: [{ role: "user", text: replyPrompt(request, allowed) }],
-            maxTokens: options.maxTokens ?? 1024,
-            metadata: {
-              role: "reply-generation",
-              task_id: event.task_id,
-              correlation_id: event.correlation_id,
-            },
-          },
-          replyDraftSchema(allowed),
-          { maxAttempts },
-        );
-        draft = result.value;
-        attempts = result.attempts;
-      } catch (error) {
-        if (!(error instanceof ModelOutputInvalidError)) throw error;
-        const text = error.rawText.trim().slice(0, 4000) || "(the model gave no usable reply)";
-        return {
-          state: {
-            ...base,
-            status: "held_for_review",
-            reply_text: text,
-            reason: HELD_INVALID_OUTPUT,
-            model_attempts: error.attempts,
-          },
-          emit: [held(text, HELD_INVALID_OUTPUT)],
-        };
-      }
-
-      const generated: ReplyGenerated = { ...draft, conversation_id: request.conversation_id };
-      const state: ReplyState = {
-        ...base,
-        status: draft.requires_human_review ? "held_for_review" : "sent_for_delivery",
-        reply_text: draft.reply_text,
-        confidence: draft.confidence,
-        source_refs: draft.source_refs,
-        ...(draft.requires_human_review ? { reason: HELD_REQUIRES_REVIEW } : {}),
-        model_attempts: attempts,
-      };
-      const next: EmitSpec = draft.requires_human_review
-        ? held(draft.reply_text, HELD_REQUIRES_REVIEW)
-        : {
-            type: "notification.send.requested",
-            payload: {
-              conversation_id: request.conversation_id,
-              customer_id: request.customer_id,
-              channel: request.channel,
-              text: draft.reply_text,
-              logical_attempt: 1,
-            } satisfies SendRequested,
-            ...fact,
-            expiresAt: event.expires_at ?? new Date(now.getTime() + sendTtl * 1000).toISOString(),
-          };
-      return {
-        state,
-        emit: [{ type: "reply.generated", payload: generated, ...fact }, next],
-      };
+      return decideReply(settings, event, now);
     },
+  };
+}
+
+/** The validated options the reply decision needs. */
+interface ReplySettings {
+  readonly model: ModelPort;
+  readonly maxAttempts: number;
+  readonly sendTtl: number;
+  readonly maxTokens: number;
+}
+
+/** What every decision about one request shares. */
+interface ReplyContext {
+  readonly event: Envelope;
+  readonly request: ReplyGenerationRequested;
+  readonly now: Date;
+  readonly fact: ReturnType<typeof factFields>;
+  readonly base: Pick<ReplyState, "task_id" | "conversation_id" | "input_version" | "generated_at">;
+}
+
+/** Checks the options and fills in the defaults; a bad value is a PermanentError. */
+function replySettings(options: ReplyGenerationOptions): ReplySettings {
+  const maxAttempts = options.maxModelAttempts ?? DEFAULT_STRUCTURED_ATTEMPTS;
+  if (!Number.isInteger(maxAttempts) || maxAttempts < 1)
+    throw new PermanentError(
+      "reply.invalid_option",
+      `maxModelAttempts must be a positive integer, got ${maxAttempts}`,
+    );
+  const sendTtl = options.sendTtlSeconds ?? DEFAULT_SEND_TTL_SECONDS;
+  if (!Number.isFinite(sendTtl) || sendTtl <= 0)
+    throw new PermanentError(
+      "reply.invalid_option",
+      `sendTtlSeconds must be a positive number, got ${sendTtl}`,
+    );
+  return { model: options.model, maxAttempts, sendTtl, maxTokens: options.maxTokens ?? 1024 };
+}
+
+/** One new request: ask the model for a draft, then send it or hold it for review. */
+async function decideReply(
+  settings: ReplySettings,
+  event: Envelope,
+  now: Date,
+): Promise<Decision<ReplyState>> {
+  const context = replyContext(event, now);
+  const allowed = allowedSourceRefs(context.request);
+  let result: StructuredResult<ReplyDraft>;
+  try {
+    result = await generateDraft(settings, context, allowed);
+  } catch (error) {
+    if (!(error instanceof ModelOutputInvalidError)) throw error;
+    return invalidOutputDecision(context, error);
+  }
+  return draftDecision(settings, context, result.value, result.attempts);
+}
+
+function replyContext(event: Envelope, now: Date): ReplyContext {
+  const request = event.payload as ReplyGenerationRequested;
+  return {
+    event,
+    request,
+    now,
+    fact: factFields(event, request.conversation_id),
+    base: {
+      task_id: event.task_id,
+      conversation_id: request.conversation_id,
+      ...(event.input_version === undefined ? {} : { input_version: event.input_version }),
+      generated_at: now.toISOString(),
+    },
+  };
+}
+
+/** Asks the model for a valid draft, with corrections, up to `maxAttempts` calls. */
+function generateDraft(
+  settings: ReplySettings,
+  { event, request }: ReplyContext,
+  allowed: readonly string[],
+): Promise<StructuredResult<ReplyDraft>> {
+  return invokeStructured(
+    settings.model,
+    {
+      system: REPLY_SYSTEM_PROMPT,
+      messages: [{ role: "user", text: replyPrompt(request, allowed) }],
+      maxTokens: settings.maxTokens,
+      metadata: {
+        role: "reply-generation",
+        task_id: event.task_id,
+        correlation_id: event.correlation_id,
+      },
+    },
+    replyDraftSchema(allowed),
+    { maxAttempts: settings.maxAttempts },
+  );
+}
+
+/** No valid draft within the budget: hold the last raw answer for a person. */
+function invalidOutputDecision(
+  context: ReplyContext,
+  error: ModelOutputInvalidError,
+): Decision<ReplyState> {
+  const text = error.rawText.trim().slice(0, 4000) || "(the model gave no usable reply)";
+  return {
+    state: {
+      ...context.base,
+      status: "held_for_review",
+      reply_text: text,
+      reason: HELD_INVALID_OUTPUT,
+      model_attempts: error.attempts,
+    },
+    emit: [heldEvent(context, text, HELD_INVALID_OUTPUT)],
+  };
+}
+
+/** A valid draft: `reply.generated`, then the send or, when asked for, the hold for review. */
+function draftDecision(
+  settings: ReplySettings,
+  context: ReplyContext,
+  draft: ReplyDraft,
+  attempts: number,
+): Decision<ReplyState> {
+  const review = draft.requires_human_review;
+  const generated: ReplyGenerated = { ...draft, conversation_id: context.request.conversation_id };
+  const state: ReplyState = {
+    ...context.base,
+    status: review ? "held_for_review" : "sent_for_delivery",
+    reply_text: draft.reply_text,
+    confidence: draft.confidence,
+    source_refs: draft.source_refs,
+    ...(review ? { reason: HELD_REQUIRES_REVIEW } : {}),
+    model_attempts: attempts,
+  };
+  const next = review
+    ? heldEvent(context, draft.reply_text, HELD_REQUIRES_REVIEW)
+    : sendEvent(settings, context, draft.reply_text);
+  return {
+    state,
+    emit: [{ type: "reply.generated", payload: generated, ...context.fact }, next],
+  };
+}
+
+function heldEvent({ request, fact }: ReplyContext, replyText: string, reason: string): EmitSpec {
+  return {
+    type: "reply.held_for_review",
+    payload: {
+      conversation_id: request.conversation_id,
+      reply_text: replyText,
+      reason,
+    } satisfies ReplyHeldForReview,
+    ...fact,
+  };
+}
+
+/** The send command, logical attempt 1, due by the request's deadline or now + `sendTtl`. */
+function sendEvent(settings: ReplySettings, context: ReplyContext, text: string): EmitSpec {
+  const { event, request, now, fact } = context;
+  return {
+    type: "notification.send.requested",
+    payload: {
+      conversation_id: request.conversation_id,
+      customer_id: request.customer_id,
+      channel: request.channel,
+      text,
+      logical_attempt: 1,
+    } satisfies SendRequested,
+    ...fact,
+    expiresAt: event.expires_at ?? new Date(now.getTime() + settings.sendTtl * 1000).toISOString(),
   };
 }
 
