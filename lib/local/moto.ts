@@ -78,11 +78,15 @@ export async function startMoto(
     await new Promise((r) => setTimeout(r, 150));
   }
   const pid = child.pid ?? -1;
+  // A process that ends without stopping it (an uncaught error) still ends its emulator.
+  const endWithProcess = () => child.kill("SIGTERM");
+  process.once("exit", endWithProcess);
   return {
     endpoint,
     pid,
     stop: () =>
       new Promise<void>((resolve) => {
+        process.off("exit", endWithProcess);
         if (child.exitCode !== null) return resolve();
         const timer = setTimeout(() => child.kill("SIGKILL"), 5000);
         child.once("exit", () => {
