@@ -83,7 +83,7 @@ function beater<S>(role: Role<S>, wiring: HeartbeatWiring) {
       const spec = parsed.ok ? role.heartbeat(parsed.envelope) : undefined;
       if (!parsed.ok || !spec) return;
       const envelope = buildHeartbeat(spec, parsed.envelope, role.group, deps);
-      const topic = deps.registry.definitions().find((d) => d.type === envelope.event_type)?.topic;
+      const topic = deps.registry.get(envelope.event_type, envelope.schema_version)?.topic;
       if (topic !== "events") {
         logger.warn("heartbeat: not on the events topic", { event_type: envelope.event_type });
         return;
