@@ -9,7 +9,8 @@ import {
 import { type LocalEnvironment, startLocal } from "../lib/local/environment";
 import { Progress } from "../lib/local/progress";
 import type { RuntimeEvent } from "../lib/local/runtime";
-import { readDeadLetters, runScenario, type ScenarioResult } from "../lib/local/scenario";
+import { runScenario, type ScenarioResult } from "../lib/local/scenario";
+import { readDeadLetters } from "../lib/local/scenario/dead-letters";
 import { renderSummary, renderTimeline, renderTrace } from "../lib/local/trace";
 import { silenceNodeVersionWarning } from "../lib/local/warnings";
 

@@ -2,9 +2,10 @@ import { ulid } from "ulid";
 import type { Decision } from "../../functions/core/pipeline";
 import { appendToStream } from "../../functions/core/producer";
 import { systemClock, ulidSource } from "../../functions/core/runtime";
-import { customerMessage } from "../../lib/local/conversation";
 import type { LocalEnvironment } from "../../lib/local/environment";
-import { LIFECYCLE, putOnBus } from "../../lib/local/scenario";
+import { LIFECYCLE } from "../../lib/local/scenario";
+import { customerMessage } from "../../lib/local/scenario/support";
+import { putOnBus } from "../../lib/local/scenario/workflow";
 import { registry } from "../../schemas";
 import { percentiles, type WireProbe } from "./local-probe";
 

@@ -3,8 +3,8 @@ import type { LocalDelivery } from "../../functions/adapters/channel/local-chann
 import type { ConversationView } from "../../functions/roles/conversation-projection";
 import type { Envelope } from "../../schemas";
 import type { LocalEnvironment } from "./environment";
-import { putOnBus, readDeadLetters } from "./scenario";
 import { type Check, check } from "./scenario/check";
+import { readDeadLetters } from "./scenario/dead-letters";
 import {
   customerMessage,
   loadConversation,
@@ -13,15 +13,7 @@ import {
   streamOf,
   waitUntil,
 } from "./scenario/support";
-
-export {
-  customerMessage,
-  loadConversation,
-  sendCommandOf,
-  sideEffectOf,
-  streamOf,
-  waitUntil,
-} from "./scenario/support";
+import { putOnBus } from "./scenario/workflow";
 
 /**
  * The customer-support conversation (seed 000 §10, §11) on the local stack: customers' messages

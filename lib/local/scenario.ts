@@ -18,18 +18,6 @@ import {
 } from "./scenario/workflow";
 import type { DeadLetter } from "./trace";
 
-export type { Check } from "./scenario/check";
-export { readDeadLetters } from "./scenario/dead-letters";
-export {
-  hasContentWorkflow,
-  loadRun,
-  putOnBus,
-  runCommand,
-  startWorkflow,
-  type WorkflowRun,
-  waitForRunEnd,
-} from "./scenario/workflow";
-
 export interface ScenarioResult {
   readonly correlations: string[];
   readonly checks: Check[];

@@ -19,7 +19,7 @@ import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { type OrchestratorState, orchestrator } from "../../functions/roles/orchestrator";
 import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
-import { readDeadLetters } from "../../lib/local/scenario";
+import { readDeadLetters } from "../../lib/local/scenario/dead-letters";
 import { topology } from "../../lib/topology";
 import { type Envelope, registry } from "../../schemas";
 import { emulator } from "../support/aws";

@@ -1,6 +1,8 @@
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ConversationState } from "../../functions/roles/conversation";
+import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
+import { readDeadLetters } from "../../lib/local/scenario/dead-letters";
 import {
   customerMessage,
   loadConversation,
@@ -8,9 +10,8 @@ import {
   sideEffectOf,
   streamOf,
   waitUntil,
-} from "../../lib/local/conversation";
-import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
-import { putOnBus, readDeadLetters } from "../../lib/local/scenario";
+} from "../../lib/local/scenario/support";
+import { putOnBus } from "../../lib/local/scenario/workflow";
 import { topology } from "../../lib/topology";
 import type { Envelope } from "../../schemas";
 import { emulator } from "../support/aws";

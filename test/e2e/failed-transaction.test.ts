@@ -1,14 +1,14 @@
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { VersionConflictError } from "../../functions/core/errors";
+import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
 import {
   customerMessage,
   loadConversation,
   streamOf,
   waitUntil,
-} from "../../lib/local/conversation";
-import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
-import { putOnBus } from "../../lib/local/scenario";
+} from "../../lib/local/scenario/support";
+import { putOnBus } from "../../lib/local/scenario/workflow";
 import { emulator } from "../support/aws";
 
 /**

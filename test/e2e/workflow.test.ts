@@ -8,7 +8,7 @@ import {
   runCommand,
   startWorkflow,
   waitForRunEnd,
-} from "../../lib/local/scenario";
+} from "../../lib/local/scenario/workflow";
 import { emulator } from "../support/aws";
 
 /**
