@@ -267,6 +267,9 @@ function inboxRow(
     version: base.event.aggregate.version,
     correlationId: base.event.correlation_id,
     taskId: base.event.task_id,
+    ...(base.event.causation_id ? { causationId: base.event.causation_id } : {}),
+    producer: base.event.producer,
+    occurredAt: base.event.occurred_at,
     recordedAt: base.now.toISOString(),
     expiresAt: Math.floor(base.now.getTime() / 1000) + base.ttl,
   };

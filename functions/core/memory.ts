@@ -5,9 +5,12 @@ import type {
   CommitRequest,
   DueReader,
   EventStore,
+  FailureLog,
+  FailureRecord,
   InboxRecord,
   Loaded,
   LoadRequest,
+  OutcomeRecord,
   StateReader,
   StoredState,
   TraceReader,
@@ -21,12 +24,16 @@ const MAX_TRANSACTION_ACTIONS = 100;
  * In-memory twin of the DynamoDB event store: same atomicity (all parts of a commit or none),
  * same conditions, same errors. Used by unit and property tests and by the benchmark.
  */
-export class InMemoryEventStore implements EventStore, TraceReader, DueReader, StateReader {
+export class InMemoryEventStore
+  implements EventStore, TraceReader, DueReader, StateReader, FailureLog
+{
   readonly states = new Map<string, StoredState>();
   /** The due index: state key -> due time (ISO 8601), as the state table's by-due index. */
   readonly dueIndex = new Map<string, { aggregate: AggregateRef; dueAt: string }>();
   readonly streams = new Map<string, Map<number, Envelope>>();
   readonly inbox = new Map<string, InboxRecord>();
+  /** Failure records by `${group}#${eventId}`, as the inbox table's failure rows. */
+  readonly failures = new Map<string, FailureRecord>();
   readonly checkpoints = new Map<string, number>();
   /** Every appended event in commit order (what a DynamoDB stream would carry). */
   readonly log: Envelope[] = [];
@@ -184,10 +191,36 @@ export class InMemoryEventStore implements EventStore, TraceReader, DueReader, S
       .sort((a, b) => a.event_id.localeCompare(b.event_id));
   }
 
+  async eventsByTask(taskId: string): Promise<Envelope[]> {
+    return this.log
+      .filter((e) => e.task_id === taskId)
+      .sort((a, b) => a.event_id.localeCompare(b.event_id));
+  }
+
   async inboxRecords(group: string, eventIds: readonly string[]): Promise<InboxRecord[]> {
     return eventIds.flatMap((id) => {
       const row = this.inbox.get(`${group}#${id}`);
       return row ? [row] : [];
     });
+  }
+
+  async record(failure: FailureRecord): Promise<void> {
+    this.failures.set(`${failure.group}#${failure.eventId}`, failure);
+  }
+
+  async outcomesByCorrelation(correlationId: string): Promise<OutcomeRecord[]> {
+    return this.outcomes((r) => r.correlationId === correlationId);
+  }
+
+  async outcomesByTask(taskId: string): Promise<OutcomeRecord[]> {
+    return this.outcomes((r) => r.taskId === taskId);
+  }
+
+  async outcomesOfEvent(groups: readonly string[], eventId: string): Promise<OutcomeRecord[]> {
+    return this.outcomes((r) => r.eventId === eventId && groups.includes(r.group));
+  }
+
+  private outcomes(match: (r: OutcomeRecord) => boolean): OutcomeRecord[] {
+    return [...this.inbox.values(), ...this.failures.values()].filter(match);
   }
 }

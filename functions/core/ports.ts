@@ -39,9 +39,32 @@ export interface InboxRecord {
   readonly version: number;
   readonly correlationId: string;
   readonly taskId: string;
+  /** The event's cause, producer and time, so a trace can place messages no stream holds. */
+  readonly causationId?: string;
+  readonly producer: string;
+  readonly occurredAt: string;
   readonly recordedAt: string;
   /** Epoch seconds after which the row may be deleted by TTL and must be ignored on read. */
   readonly expiresAt: number;
+}
+
+/**
+ * What a consumer group records about an event it failed on: still retrying (with the last error)
+ * or dead-lettered. Kept beside the inbox rows, findable by correlation and task like them.
+ */
+export interface FailureRecord extends Omit<InboxRecord, "outcome" | "reason"> {
+  readonly outcome: "retrying" | "dead-lettered";
+  readonly error: { readonly code: string; readonly message: string };
+  /** How many times the queue had handed the message out. */
+  readonly attempts: number;
+}
+
+/** Every outcome a group recorded: an inbox row or a failure record. */
+export type OutcomeRecord = InboxRecord | FailureRecord;
+
+/** Records failures for tracing; best effort (a lost record never changes a message's fate). */
+export interface FailureLog {
+  record(failure: FailureRecord): Promise<void>;
 }
 
 /** What to read before deciding; the DynamoDB adapter reads it all in one BatchGetItem. */
@@ -110,8 +133,15 @@ export interface StateReader {
 
 /** Read side used by tracing tools. */
 export interface TraceReader {
+  /** Stored stream events of a correlation / task, in event id order. */
   eventsByCorrelation(correlationId: string): Promise<Envelope[]>;
+  eventsByTask(taskId: string): Promise<Envelope[]>;
   inboxRecords(group: string, eventIds: readonly string[]): Promise<InboxRecord[]>;
+  /** Every group's recorded outcomes (inbox rows and failure records) of a correlation / task. */
+  outcomesByCorrelation(correlationId: string): Promise<OutcomeRecord[]>;
+  outcomesByTask(taskId: string): Promise<OutcomeRecord[]>;
+  /** What the given groups recorded of one event id (to find the trace an event belongs to). */
+  outcomesOfEvent(groups: readonly string[], eventId: string): Promise<OutcomeRecord[]>;
 }
 
 export interface PublishFailure {

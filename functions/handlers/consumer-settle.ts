@@ -3,8 +3,9 @@ import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { SQSRecord } from "aws-lambda";
 import { extendVisibility } from "../adapters/sqs/visibility";
 import { describe, type ErrorInfo } from "../core/errors";
-import type { DeadLetterSink } from "../core/ports";
+import type { Clock, DeadLetterSink, FailureLog } from "../core/ports";
 import type { ConsumerEnv } from "./env";
+import { failureRecordOf } from "./failure-record";
 import type { Observability } from "./observe";
 import { retryDelaySeconds } from "./retry";
 
@@ -28,6 +29,9 @@ export interface SettleWiring {
   /** The queue's maxReceiveCount (undefined: no redrive policy, or not known). */
   readonly receiveLimit: () => Promise<number | undefined>;
   readonly observability: Observability;
+  /** Where the failure is recorded for tracing (best effort), kept as long as inbox rows. */
+  readonly failures: FailureLog;
+  readonly clock: Clock;
 }
 
 /**
@@ -38,6 +42,41 @@ export interface SettleWiring {
  * queue. The caller acknowledges a `dead-lettered` record and fails a `retrying` one.
  */
 export function failureSettler(wiring: SettleWiring) {
+  const settle = settler(wiring);
+  const record = failureRecorder(wiring);
+  return async (sqsRecord: SQSRecord, error: unknown, receiveCount: number) => {
+    const failure = await settle(sqsRecord, error, receiveCount);
+    await record(failure);
+    return failure;
+  };
+}
+
+/**
+ * Records a failure (retrying with its last error, or dead-lettered) beside the inbox rows, so a
+ * trace shows it. Best effort: a record that cannot be written is logged and the message's fate
+ * stays as settled.
+ */
+function failureRecorder({ env, failures, clock, observability }: SettleWiring) {
+  const ttlSeconds = Math.round(env.INBOX_TTL_DAYS * 24 * 3600);
+  return async (failure: ConsumerFailure) => {
+    const record = failureRecordOf(failure.body, {
+      group: env.GROUP_NAME,
+      error: failure.error,
+      attempts: failure.receiveCount,
+      outcome: failure.outcome,
+      now: clock.now(),
+      ttlSeconds,
+    });
+    if (!record) return;
+    await failures.record(record).catch((e: unknown) =>
+      observability.logger.warn("could not record the failure for tracing", {
+        error: describe(e),
+      }),
+    );
+  };
+}
+
+function settler(wiring: SettleWiring) {
   const { env, sqs, deadLetters } = wiring;
   const { logger, metrics } = wiring.observability;
   /** True when the record is in the dead-letter queue now; false leaves it to SQS. */

@@ -5,6 +5,7 @@ import { SQSClient } from "@aws-sdk/client-sqs";
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
 import { registry as defaultRegistry, type EventRegistry } from "../../schemas";
 import { DynamoEventStore } from "../adapters/dynamodb/event-store";
+import { DynamoFailureLog } from "../adapters/dynamodb/failure-log";
 import { SqsDeadLetterSink } from "../adapters/sqs/dead-letter-sink";
 import { queueReceiveLimit } from "../adapters/sqs/receive-limit";
 import { type ConsumeResult, consume, type Role } from "../core/pipeline";
@@ -112,6 +113,8 @@ function wire<S>(role: Role<S>, options: ConsumerOptions) {
     deadLetters: new SqsDeadLetterSink({ client: sqs, queueUrl: env.DEAD_LETTER_QUEUE_URL }),
     receiveLimit: queueReceiveLimit(sqs, env.QUEUE_URL),
     observability: obs,
+    failures: new DynamoFailureLog(dynamodb, env.INBOX_TABLE),
+    clock,
   });
   return { env, obs, sqs, deps, withHeartbeat: heartbeatFor(role, heartbeatWiring), settle };
 }

@@ -25,6 +25,12 @@ export const EVENTS_INDEXES = {
   byTask: "by-task",
 } as const;
 
+/** Index names of the inbox table (inbox rows and failure records of every group). */
+export const INBOX_INDEXES = {
+  byCorrelation: "by-correlation",
+  byTask: "by-task",
+} as const;
+
 /** Index names of the state table. */
 export const STATE_INDEXES = {
   /** Sparse: state items with due_shard/due_at (aggregates a sweeper must look at). */
@@ -74,7 +80,8 @@ const CONSUMER_ACTIONS = {
  *   `by-due` (due_shard, due_at; keys only) of the aggregates a sweeper must look at.
  * - `events`: the event store and outbox (`pk` aggregate, `version`), stream NEW_IMAGE to the
  *   relay, indexes by correlation and by task for tracing.
- * - `inbox`: per-group dedup records and checkpoints (`pk`), expiring on `ttl`.
+ * - `inbox`: per-group dedup records (each group's outcome of each event), failure records and
+ *   checkpoints (`pk`), expiring on `ttl`; indexes by correlation and by task for tracing.
  * - `side-effects`: idempotency keys of external actions (`effect_key`).
  */
 export class AgentBusTables extends Construct {
@@ -127,6 +134,17 @@ export class AgentBusTables extends Construct {
       partitionKey: { name: "pk", type: AttributeType.STRING },
       timeToLiveAttribute: "ttl",
     });
+    for (const [indexName, attribute] of [
+      [INBOX_INDEXES.byCorrelation, "correlation_id"],
+      [INBOX_INDEXES.byTask, "task_id"],
+    ] as const) {
+      this.inbox.addGlobalSecondaryIndex({
+        indexName,
+        partitionKey: { name: attribute, type: AttributeType.STRING },
+        sortKey: { name: "pk", type: AttributeType.STRING },
+        projectionType: ProjectionType.ALL,
+      });
+    }
 
     this.sideEffects = new Table(this, "SideEffects", {
       ...common,

@@ -1,6 +1,7 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
+import { DynamoFailureLog } from "../../functions/adapters/dynamodb/failure-log";
 import type { TableNames } from "../../functions/adapters/dynamodb/tables";
 import {
   type AgentBusError,
@@ -12,6 +13,8 @@ import { consume, type Role } from "../../functions/core/pipeline";
 import type {
   CommitRequest,
   EventStore,
+  FailureLog,
+  FailureRecord,
   InboxRecord,
   RecordedOutcome,
   TraceReader,
@@ -48,6 +51,10 @@ const subjects: [string, (clock: ManualClock) => Store][] = [
   ["DynamoEventStore", (clock) => new DynamoEventStore({ client, tables, clock })],
 ];
 
+/** The in-memory twin records failures itself; on DynamoDB the failure log is its own adapter. */
+const failureLogOf = (store: Store): FailureLog =>
+  store instanceof InMemoryEventStore ? store : new DynamoFailureLog(client, tables.inbox);
+
 const refOf = (e: Envelope): AggregateRef => ({ type: e.aggregate.type, id: e.aggregate.id });
 const newGroup = () => `group-${newUlid().toLowerCase()}`;
 
@@ -67,6 +74,8 @@ function inboxRecord(
     version: event.aggregate.version,
     correlationId: event.correlation_id,
     taskId: event.task_id,
+    producer: event.producer,
+    occurredAt: event.occurred_at,
     recordedAt: clock.now().toISOString(),
     expiresAt: Math.floor(clock.now().getTime() / 1000) + (options.ttlSeconds ?? 3600),
   };
@@ -372,6 +381,35 @@ describe.each(subjects)("%s honours the event store contract", (_name, make) => 
     ).toEqual([r3, r1, r2]);
     expect(await store.inboxRecords(newGroup(), [e1.event_id])).toEqual([]);
     expect(await store.inboxRecords(group, [])).toEqual([]);
+  });
+
+  it("finds every group's outcomes (inbox rows and failure records) by correlation, task and event", async () => {
+    const correlationId = newCorrelationId();
+    const [e1, e2] = taskStream(1, 2, { correlationId }) as [Envelope, Envelope];
+    const [g1, g2] = [newGroup(), newGroup()];
+    const applied = inboxRecord(g1, e1, clock);
+    const discarded = inboxRecord(g2, e1, clock, { outcome: "discarded", reason: "superseded" });
+    await store.commit({ inbox: applied });
+    await store.commit({ inbox: discarded });
+    const { outcome: _o, reason: _r, ...fields } = inboxRecord(g1, e2, clock);
+    const failed: FailureRecord = {
+      ...fields,
+      outcome: "dead-lettered",
+      error: { code: "task.not_found", message: "no such task" },
+      attempts: 3,
+    };
+    await failureLogOf(store).record(failed);
+    await store.commit({ inbox: inboxRecord(newGroup(), taskStream(1, 1)[0] as Envelope, clock) });
+    const byPk = (records: readonly object[]) =>
+      [...records].sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+    const all = byPk([applied, discarded, failed]);
+    expect(byPk(await store.outcomesByCorrelation(correlationId))).toEqual(all);
+    expect(byPk(await store.outcomesByTask(e1.task_id))).toEqual(all);
+    expect(byPk(await store.outcomesOfEvent([g1, g2, newGroup()], e1.event_id))).toEqual(
+      byPk([applied, discarded]),
+    );
+    expect(await store.outcomesOfEvent([g1], e2.event_id)).toEqual([failed]);
+    expect(await store.outcomesByCorrelation(newCorrelationId())).toEqual([]);
   });
 
   it("serves the core producer (appendToStream)", async () => {

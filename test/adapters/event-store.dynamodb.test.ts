@@ -95,6 +95,8 @@ function inboxRecord(group: string, event: Envelope, expiresAt: number): InboxRe
     version: event.aggregate.version,
     correlationId: event.correlation_id,
     taskId: event.task_id,
+    producer: event.producer,
+    occurredAt: event.occurred_at,
     recordedAt: "2026-03-01T12:00:00.000Z",
     expiresAt,
   };
@@ -158,6 +160,9 @@ describe("DynamoEventStore on DynamoDB", () => {
       version: 1,
       correlation_id: e1.correlation_id,
       task_id: e1.task_id,
+      ...(e1.causation_id ? { causation_id: e1.causation_id } : {}),
+      producer: e1.producer,
+      occurred_at: e1.occurred_at,
       recorded_at: "2026-03-01T12:00:00.000Z",
       ttl: 1_900_000_000,
     });

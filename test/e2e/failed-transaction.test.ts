@@ -82,6 +82,8 @@ describe("the local stack after a cancelled transaction on the events table", ()
             version: accepted.aggregate.version,
             correlationId: second.correlation_id,
             taskId: second.task_id,
+            producer: second.producer,
+            occurredAt: second.occurred_at,
             recordedAt: now.toISOString(),
             expiresAt: Math.floor(now.getTime() / 1000) + 3600,
           },

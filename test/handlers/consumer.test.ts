@@ -15,6 +15,7 @@ import { unmarshall } from "@aws-sdk/util-dynamodb";
 import type { SQSRecord } from "aws-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { streamKey, type TableNames } from "../../functions/adapters/dynamodb/tables";
+import { DynamoTraceReader } from "../../functions/adapters/dynamodb/trace-reader";
 import { DEAD_LETTER_ATTRIBUTES } from "../../functions/adapters/sqs/dead-letter-sink";
 import type { Role } from "../../functions/core/pipeline";
 import { type ConsumerOptions, createConsumerHandler } from "../../functions/handlers/consumer";
@@ -35,6 +36,7 @@ let sqs: SQSClient;
 let tables: TableNames;
 let queueUrl: string;
 let deadLetterUrl: string;
+let trace: DynamoTraceReader;
 const queues: string[] = [];
 
 async function fifoQueue(name: string): Promise<string> {
@@ -47,6 +49,7 @@ beforeAll(async () => {
   dynamodb = new DynamoDBClient(emulator());
   sqs = new SQSClient(emulator());
   tables = await createTables(dynamodb, `hc-${suffix}`);
+  trace = new DynamoTraceReader({ client: dynamodb, tables });
   queueUrl = await fifoQueue("hc-group");
   deadLetterUrl = await fifoQueue("hc-group-dlq");
 });
@@ -263,10 +266,27 @@ describe("createConsumerHandler (task projection, SQS FIFO)", () => {
     const second = recordOf(orphan, { receiveCount: 2 });
     expect((await handler(sqsEvent([second]))).batchItemFailures).toEqual(ids([second]));
     expect(await drain(dlq)).toHaveLength(0);
+    // The trace sees the failure: retrying, with its last error and attempt.
+    const outcomes = () => trace.outcomesOfEvent([taskProjection.group], orphan.event_id);
+    expect(await outcomes()).toEqual([
+      expect.objectContaining({
+        group: taskProjection.group,
+        outcome: "retrying",
+        attempts: 2,
+        error: expect.objectContaining({ code: "gate.gap_unrepairable" }),
+        correlationId: orphan.correlation_id,
+        taskId: orphan.task_id,
+        causationId: orphan.causation_id,
+        version: 3,
+      }),
+    ]);
 
     const last = recordOf(orphan, { receiveCount: 3 });
     expect((await handler(sqsEvent([last]))).batchItemFailures).toEqual([]);
     expect(failures).toEqual(["retrying 2", "dead-lettered 3"]);
+    expect(await trace.outcomesByTask(orphan.task_id)).toEqual([
+      expect.objectContaining({ outcome: "dead-lettered", attempts: 3 }),
+    ]);
     const [dead, ...more] = await drain(dlq);
     expect(more).toHaveLength(0);
     expect(dead?.Body).toBe(last.body);

@@ -11,7 +11,8 @@ import type { AggregateRef } from "../../../schemas";
 import { backoff, sleep } from "../../core/batching";
 import { TransientError } from "../../core/errors";
 import type { DueReader, StateReader, StoredState } from "../../core/ports";
-import { dynamoFailure, MAX_BATCH_GET_KEYS } from "./event-store";
+import { dynamoFailure } from "./failure";
+import { MAX_BATCH_GET_KEYS } from "./reads";
 import {
   aggregateOfKey,
   DUE_SHARD,

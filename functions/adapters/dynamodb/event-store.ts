@@ -1,22 +1,16 @@
 import {
   type AttributeValue,
-  BatchGetItemCommand,
-  type BatchGetItemCommandOutput,
   type CancellationReason,
   type DynamoDBClient,
-  type KeysAndAttributes,
   type Put,
   PutItemCommand,
-  paginateQuery,
-  type QueryCommandInput,
   TransactWriteItemsCommand,
 } from "@aws-sdk/client-dynamodb";
 import { marshall, type marshallOptions, unmarshall } from "@aws-sdk/util-dynamodb";
-import { isServerError, isThrottlingError, isTransientError } from "@smithy/core/retry";
 import type { AggregateRef, Envelope } from "../../../schemas";
-import { backoff, chunk, sleep } from "../../core/batching";
+import { sleep } from "../../core/batching";
 import {
-  AgentBusError,
+  type AgentBusError,
   DuplicateCommitError,
   PermanentError,
   TransientError,
@@ -29,24 +23,24 @@ import type {
   InboxRecord,
   Loaded,
   LoadRequest,
+  OutcomeRecord,
   TraceReader,
 } from "../../core/ports";
 import { systemClock } from "../../core/runtime";
-import { snakeCase } from "../sdk-errors";
+import { dynamoFailure } from "./failure";
+import { type BatchGetOptions, batchGetByPk, queryAll } from "./reads";
 import {
   CheckpointAttr,
   type CheckpointItem,
   checkpointItem,
   checkpointKey,
   EventAttr,
-  EventIndex,
   type EventItem,
   eventItem,
   InboxAttr,
   type InboxItem,
   inboxItem,
   inboxKey,
-  inboxRecordOf,
   inboxRowLive,
   StateAttr,
   type StateItem,
@@ -54,11 +48,10 @@ import {
   storedStateOf,
   streamKey,
 } from "./tables";
+import { DynamoTraceReader } from "./trace-reader";
 
 /** TransactWriteItems takes at most 100 actions. */
 export const MAX_TRANSACTION_ACTIONS = 100;
-/** BatchGetItem takes at most 100 keys. */
-export const MAX_BATCH_GET_KEYS = 100;
 
 const MARSHALL: marshallOptions = { removeUndefinedValues: true };
 
@@ -104,15 +97,23 @@ export class DynamoEventStore implements EventStore, TraceReader {
   private readonly client: DynamoDBClient;
   private readonly tables: DynamoEventStoreOptions["tables"];
   private readonly clock: Clock;
-  private readonly maxBatchGetAttempts: number;
-  private readonly wait: (ms: number) => Promise<void>;
+  private readonly batchOptions: BatchGetOptions;
+  /** The trace reads (TraceReader), shared with DynamoTraceReader. */
+  private readonly trace: DynamoTraceReader;
 
   constructor(options: DynamoEventStoreOptions) {
     this.client = options.client;
     this.tables = options.tables;
     this.clock = options.clock ?? systemClock;
-    this.maxBatchGetAttempts = options.maxBatchGetAttempts ?? 6;
-    this.wait = options.wait ?? sleep;
+    this.batchOptions = {
+      maxAttempts: options.maxBatchGetAttempts ?? 6,
+      wait: options.wait ?? sleep,
+    };
+    this.trace = new DynamoTraceReader({
+      client: this.client,
+      tables: this.tables,
+      batchGet: this.batchOptions,
+    });
   }
 
   /** One consistent BatchGetItem for the inbox row, checkpoint row and state item asked for. */
@@ -129,7 +130,7 @@ export class DynamoEventStore implements EventStore, TraceReader {
     if (inboxPk) wanted.push({ table: this.tables.inbox, pk: inboxPk });
     if (checkpointPk) wanted.push({ table: this.tables.inbox, pk: checkpointPk });
 
-    const found = await this.batchGet(wanted, true);
+    const found = await batchGetByPk(this.client, wanted, true, this.batchOptions);
     const byKey = (table: string, pk: string) => found.get(table)?.find((item) => item.pk === pk);
 
     const inboxRow = inboxPk
@@ -149,7 +150,7 @@ export class DynamoEventStore implements EventStore, TraceReader {
   async readStream(stream: AggregateRef, from: number, to: number): Promise<Envelope[]> {
     // BETWEEN with a lower bound above the upper bound is a ValidationException: nothing to read.
     if (from > to) return [];
-    const items = await this.query({
+    const items = await queryAll(this.client, {
       TableName: this.tables.events,
       KeyConditionExpression: "#pk = :pk AND #v BETWEEN :from AND :to",
       ExpressionAttributeNames: { "#pk": EventAttr.pk, "#v": EventAttr.version },
@@ -197,36 +198,28 @@ export class DynamoEventStore implements EventStore, TraceReader {
     }
   }
 
-  async eventsByCorrelation(correlationId: string): Promise<Envelope[]> {
-    return this.eventsByIndex(EventIndex.byCorrelation, EventAttr.correlationId, correlationId);
+  eventsByCorrelation(correlationId: string): Promise<Envelope[]> {
+    return this.trace.eventsByCorrelation(correlationId);
   }
 
-  /** Every event of one task, in event id order (the by-task GSI). */
-  async eventsByTask(taskId: string): Promise<Envelope[]> {
-    return this.eventsByIndex(EventIndex.byTask, EventAttr.taskId, taskId);
+  eventsByTask(taskId: string): Promise<Envelope[]> {
+    return this.trace.eventsByTask(taskId);
   }
 
-  /**
-   * Inbox rows of one group, in the order of `eventIds` (unknown ids left out). Like the in-memory
-   * twin it returns expired rows too: this is the tracing view of what was recorded.
-   */
-  async inboxRecords(group: string, eventIds: readonly string[]): Promise<InboxRecord[]> {
-    const unique = [...new Set(eventIds)];
-    const rows = new Map<string, InboxRecord>();
-    for (const ids of chunk(unique, () => 1, MAX_BATCH_GET_KEYS, Number.POSITIVE_INFINITY)) {
-      const found = await this.batchGet(
-        ids.map((id) => ({ table: this.tables.inbox, pk: inboxKey(group, id) })),
-        false,
-      );
-      for (const item of found.get(this.tables.inbox) ?? []) {
-        const record = inboxRecordOf(item as unknown as InboxItem);
-        rows.set(record.eventId, record);
-      }
-    }
-    return eventIds.flatMap((id) => {
-      const row = rows.get(id);
-      return row ? [row] : [];
-    });
+  inboxRecords(group: string, eventIds: readonly string[]): Promise<InboxRecord[]> {
+    return this.trace.inboxRecords(group, eventIds);
+  }
+
+  outcomesByCorrelation(correlationId: string): Promise<OutcomeRecord[]> {
+    return this.trace.outcomesByCorrelation(correlationId);
+  }
+
+  outcomesByTask(taskId: string): Promise<OutcomeRecord[]> {
+    return this.trace.outcomesByTask(taskId);
+  }
+
+  outcomesOfEvent(groups: readonly string[], eventId: string): Promise<OutcomeRecord[]> {
+    return this.trace.outcomesOfEvent(groups, eventId);
   }
 
   private actions(request: CommitRequest): Action[] {
@@ -302,77 +295,6 @@ export class DynamoEventStore implements EventStore, TraceReader {
     }
     return actions;
   }
-
-  private async eventsByIndex(index: string, attribute: string, value: string) {
-    const items = await this.query({
-      TableName: this.tables.events,
-      IndexName: index,
-      KeyConditionExpression: "#k = :k",
-      ExpressionAttributeNames: { "#k": attribute },
-      ExpressionAttributeValues: { ":k": { S: value } },
-    });
-    return items
-      .map((item) => parseEnvelope(item as unknown as EventItem))
-      .sort((a, b) => (a.event_id < b.event_id ? -1 : a.event_id > b.event_id ? 1 : 0));
-  }
-
-  /** Every page of a Query (the SDK paginator follows LastEvaluatedKey), unmarshalled. */
-  private async query(input: QueryCommandInput): Promise<Record<string, unknown>[]> {
-    const items: Record<string, unknown>[] = [];
-    try {
-      for await (const page of paginateQuery({ client: this.client }, input)) {
-        for (const item of page.Items ?? []) items.push(unmarshall(item));
-      }
-    } catch (error) {
-      throw dynamoFailure(error, "Query");
-    }
-    return items;
-  }
-
-  /**
-   * One BatchGetItem for keys across tables (at most 100), retrying UnprocessedKeys with jittered
-   * backoff, as AWS asks: BatchGetItem may return part of the result under load.
-   */
-  private async batchGet(
-    keys: readonly { table: string; pk: string }[],
-    consistent: boolean,
-  ): Promise<Map<string, Record<string, unknown>[]>> {
-    const found = new Map<string, Record<string, unknown>[]>();
-    let pending: Record<string, KeysAndAttributes> = {};
-    for (const { table, pk } of keys) {
-      const entry = pending[table] ?? { Keys: [], ConsistentRead: consistent };
-      entry.Keys?.push({ pk: { S: pk } });
-      pending[table] = entry;
-    }
-    for (let attempt = 1; Object.keys(pending).length > 0; attempt++) {
-      let output: BatchGetItemCommandOutput;
-      try {
-        output = await this.client.send(new BatchGetItemCommand({ RequestItems: pending }));
-      } catch (error) {
-        throw dynamoFailure(error, "BatchGetItem");
-      }
-      for (const [table, items] of Object.entries(output.Responses ?? {})) {
-        const list = found.get(table) ?? [];
-        for (const item of items) list.push(unmarshall(item));
-        found.set(table, list);
-      }
-      const unprocessed: Record<string, KeysAndAttributes> = {};
-      for (const [table, entry] of Object.entries(output.UnprocessedKeys ?? {})) {
-        if (entry.Keys && entry.Keys.length > 0)
-          unprocessed[table] = { Keys: entry.Keys, ConsistentRead: consistent };
-      }
-      pending = unprocessed;
-      if (Object.keys(pending).length === 0) break;
-      if (attempt >= this.maxBatchGetAttempts) {
-        throw new TransientError(
-          "dynamodb.unprocessed_keys",
-          `BatchGetItem left keys unprocessed after ${attempt} attempts`,
-        );
-      }
-      await this.wait(backoff(attempt));
-    }
-    return found;
-  }
 }
 
 function toItem(value: object): Item {
@@ -442,23 +364,4 @@ function cancellationError(
   if (codes.has("ThrottlingError") || codes.has("ProvisionedThroughputExceeded"))
     return new TransientError("dynamodb.throttled", message, { cause });
   return new TransientError("dynamodb.transaction_cancelled", message, { cause });
-}
-
-type SdkErrorLike = Parameters<typeof isThrottlingError>[0];
-
-/** Map an SDK error from a whole call to the error classes the pipeline acts on. */
-export function dynamoFailure(error: unknown, operation: string): AgentBusError {
-  if (error instanceof AgentBusError) return error;
-  const e = error as SdkErrorLike & { $fault?: string };
-  const name = error instanceof Error ? error.name : "Error";
-  const message = `DynamoDB ${operation} failed: ${error instanceof Error ? error.message : String(error)}`;
-  if (name === "TransactionConflictException")
-    return new TransientError("dynamodb.transaction_conflict", message, { cause: error });
-  if (isThrottlingError(e))
-    return new TransientError("dynamodb.throttled", message, { cause: error });
-  if (name === "ValidationException")
-    return new PermanentError("dynamodb.validation", message, { cause: error });
-  if (isTransientError(e) || isServerError(e) || e.$fault !== "client")
-    return new TransientError("dynamodb.unavailable", message, { cause: error });
-  return new PermanentError(`dynamodb.${snakeCase(name)}`, message, { cause: error });
 }

@@ -8,7 +8,7 @@ import { marshall, unmarshall } from "@aws-sdk/util-dynamodb";
 import { OrderId, OrderRecord } from "../../../schemas/events/conversation";
 import { PermanentError } from "../../core/errors";
 import type { OrdersPort } from "../../roles/order-lookup";
-import { dynamoFailure } from "./event-store";
+import { dynamoFailure } from "./failure";
 
 /**
  * OrdersPort on a DynamoDB orders table: partition key `order_id` (S), one item per order holding

@@ -16,7 +16,7 @@ import {
   SideEffectTransitionError,
   TRANSITIONS_FROM,
 } from "../../core/side-effects";
-import { dynamoFailure } from "./event-store";
+import { dynamoFailure } from "./failure";
 import { SideEffectAttr } from "./tables";
 
 /**

@@ -1,5 +1,11 @@
 import type { AggregateRef, Envelope } from "../../../schemas";
-import type { InboxRecord, RecordedOutcome, StoredState } from "../../core/ports";
+import type {
+  FailureRecord,
+  InboxRecord,
+  OutcomeRecord,
+  RecordedOutcome,
+  StoredState,
+} from "../../core/ports";
 
 /**
  * The DynamoDB table layout of AgentBus, in one place: key and attribute names, key builders,
@@ -13,8 +19,11 @@ import type { InboxRecord, RecordedOutcome, StoredState } from "../../core/ports
  *                 correlation_id, task_id, occurred_at, envelope (the full envelope JSON).
  *                 GSIs by-correlation (correlation_id, event_id) and by-task (task_id, event_id),
  *                 projection ALL; stream NEW_IMAGE (the outbox the relay reads).
- * - inbox:        pk = `inbox#${group}#${eventId}` (inbox rows, TTL attribute `ttl`) and
+ * - inbox:        pk = `inbox#${group}#${eventId}` (inbox rows, TTL attribute `ttl`),
+ *                 pk = `failure#${group}#${eventId}` (failure records, TTL `ttl`) and
  *                 pk = `checkpoint#${group}#${type}#${id}` (checkpoint rows, `version`, no ttl).
+ *                 GSIs by-correlation (correlation_id, pk) and by-task (task_id, pk), projection
+ *                 ALL: every group's outcomes of a trace (checkpoint rows have neither key).
  * - side-effects: pk effect_key.
  */
 
@@ -104,8 +113,21 @@ export const InboxAttr = {
   version: "version",
   correlationId: "correlation_id",
   taskId: "task_id",
+  causationId: "causation_id",
+  producer: "producer",
+  occurredAt: "occurred_at",
   recordedAt: "recorded_at",
   ttl: "ttl",
+  /** Failure records only: the last error and how many times the queue handed the message out. */
+  errorCode: "error_code",
+  errorMessage: "error_message",
+  attempts: "attempts",
+} as const;
+
+/** Global secondary indexes of the inbox table (inbox rows and failure records). */
+export const InboxIndex = {
+  byCorrelation: "by-correlation",
+  byTask: "by-task",
 } as const;
 
 /** Attribute names of checkpoint rows (they live in the inbox table, without a TTL). */
@@ -151,7 +173,24 @@ export const TABLES = {
     ],
     stream: "NEW_IMAGE",
   },
-  inbox: { partitionKey: { name: InboxAttr.pk, type: "S" }, ttlAttribute: InboxAttr.ttl },
+  inbox: {
+    partitionKey: { name: InboxAttr.pk, type: "S" },
+    ttlAttribute: InboxAttr.ttl,
+    indexes: [
+      {
+        name: InboxIndex.byCorrelation,
+        partitionKey: { name: InboxAttr.correlationId, type: "S" },
+        sortKey: { name: InboxAttr.pk, type: "S" },
+        projection: "ALL",
+      },
+      {
+        name: InboxIndex.byTask,
+        partitionKey: { name: InboxAttr.taskId, type: "S" },
+        sortKey: { name: InboxAttr.pk, type: "S" },
+        projection: "ALL",
+      },
+    ],
+  },
   sideEffects: { partitionKey: { name: SideEffectAttr.effectKey, type: "S" } },
 } as const satisfies Record<keyof TableNames, TableLayout>;
 
@@ -162,6 +201,10 @@ export function streamKey(ref: AggregateRef): string {
 
 export function inboxKey(group: string, eventId: string): string {
   return `inbox#${group}#${eventId}`;
+}
+
+export function failureKey(group: string, eventId: string): string {
+  return `failure#${group}#${eventId}`;
 }
 
 export function checkpointKey(group: string, stream: AggregateRef): string {
@@ -206,9 +249,21 @@ export interface InboxItem {
   readonly version: number;
   readonly correlation_id: string;
   readonly task_id: string;
+  readonly causation_id?: string;
+  /** Absent on rows written before producers and times were recorded. */
+  readonly producer?: string;
+  readonly occurred_at?: string;
   readonly recorded_at: string;
   /** Epoch seconds (InboxRecord.expiresAt): the table's TTL attribute. */
   readonly ttl: number;
+}
+
+/** A failure record: the inbox row's fields with a failure outcome, the last error and attempts. */
+export interface FailureItem extends Omit<InboxItem, "outcome" | "reason"> {
+  readonly outcome: FailureRecord["outcome"];
+  readonly error_code: string;
+  readonly error_message: string;
+  readonly attempts: number;
 }
 
 export interface CheckpointItem {
@@ -277,26 +332,79 @@ export function inboxItem(record: InboxRecord): InboxItem {
     agg_type: record.aggregate.type,
     agg_id: record.aggregate.id,
     version: record.version,
+    ...traceAttributes(record),
+  };
+}
+
+/** The attributes inbox rows and failure records share, in snake_case. */
+function traceAttributes(record: InboxRecord | FailureRecord) {
+  return {
     correlation_id: record.correlationId,
     task_id: record.taskId,
+    ...(record.causationId !== undefined ? { causation_id: record.causationId } : {}),
+    producer: record.producer,
+    occurred_at: record.occurredAt,
     recorded_at: record.recordedAt,
     ttl: record.expiresAt,
   };
 }
 
-export function inboxRecordOf(item: InboxItem): InboxRecord {
+export function failureItem(record: FailureRecord): FailureItem {
+  return {
+    pk: failureKey(record.group, record.eventId),
+    group: record.group,
+    event_id: record.eventId,
+    event_type: record.eventType,
+    outcome: record.outcome,
+    agg_type: record.aggregate.type,
+    agg_id: record.aggregate.id,
+    version: record.version,
+    error_code: record.error.code,
+    error_message: record.error.message,
+    attempts: record.attempts,
+    ...traceAttributes(record),
+  };
+}
+
+/** The fields inbox rows and failure records share, in the port's camelCase. */
+function traceFields(item: InboxItem | FailureItem) {
   return {
     group: item.group,
     eventId: item.event_id,
     eventType: item.event_type,
-    outcome: item.outcome,
-    ...(item.reason !== undefined ? { reason: item.reason } : {}),
     aggregate: { type: item.agg_type, id: item.agg_id },
     version: item.version,
     correlationId: item.correlation_id,
     taskId: item.task_id,
+    ...(item.causation_id !== undefined ? { causationId: item.causation_id } : {}),
+    producer: item.producer ?? "",
+    occurredAt: item.occurred_at ?? item.recorded_at,
     recordedAt: item.recorded_at,
     expiresAt: item.ttl,
+  };
+}
+
+export function failureRecordOf(item: FailureItem): FailureRecord {
+  return {
+    ...traceFields(item),
+    outcome: item.outcome,
+    error: { code: item.error_code, message: item.error_message },
+    attempts: item.attempts,
+  };
+}
+
+/** An inbox row or failure record read from the inbox table's trace indexes. */
+export function outcomeRecordOf(item: InboxItem | FailureItem): OutcomeRecord {
+  return item.pk.startsWith("failure#")
+    ? failureRecordOf(item as FailureItem)
+    : inboxRecordOf(item as InboxItem);
+}
+
+export function inboxRecordOf(item: InboxItem): InboxRecord {
+  return {
+    ...traceFields(item),
+    outcome: item.outcome,
+    ...(item.reason !== undefined ? { reason: item.reason } : {}),
   };
 }
 

@@ -1,0 +1,93 @@
+import {
+  BatchGetItemCommand,
+  type BatchGetItemCommandOutput,
+  type DynamoDBClient,
+  type KeysAndAttributes,
+  paginateQuery,
+  type QueryCommandInput,
+} from "@aws-sdk/client-dynamodb";
+import { unmarshall } from "@aws-sdk/util-dynamodb";
+import { backoff, sleep } from "../../core/batching";
+import { TransientError } from "../../core/errors";
+import { dynamoFailure } from "./failure";
+
+/** BatchGetItem takes at most 100 keys. */
+export const MAX_BATCH_GET_KEYS = 100;
+
+export interface BatchGetOptions {
+  /** Rounds of BatchGetItem for UnprocessedKeys before giving up with a TransientError. */
+  readonly maxAttempts?: number;
+  readonly wait?: (ms: number) => Promise<void>;
+}
+
+/** Every page of a Query (the SDK paginator follows LastEvaluatedKey), unmarshalled. */
+export async function queryAll(
+  client: DynamoDBClient,
+  input: QueryCommandInput,
+): Promise<Record<string, unknown>[]> {
+  const items: Record<string, unknown>[] = [];
+  try {
+    for await (const page of paginateQuery({ client }, input)) {
+      for (const item of page.Items ?? []) items.push(unmarshall(item));
+    }
+  } catch (error) {
+    throw dynamoFailure(error, "Query");
+  }
+  return items;
+}
+
+/**
+ * One BatchGetItem for keys (attribute `pk`) across tables (at most 100), retrying
+ * UnprocessedKeys with jittered backoff, as AWS asks: BatchGetItem may return part of the result
+ * under load. Items come back by table name, unmarshalled.
+ */
+export async function batchGetByPk(
+  client: DynamoDBClient,
+  keys: readonly { table: string; pk: string }[],
+  consistent: boolean,
+  options: BatchGetOptions = {},
+): Promise<Map<string, Record<string, unknown>[]>> {
+  const maxAttempts = options.maxAttempts ?? 6;
+  const found = new Map<string, Record<string, unknown>[]>();
+  let pending: Record<string, KeysAndAttributes> = {};
+  for (const { table, pk } of keys) {
+    const entry = pending[table] ?? { Keys: [], ConsistentRead: consistent };
+    entry.Keys?.push({ pk: { S: pk } });
+    pending[table] = entry;
+  }
+  for (let attempt = 1; Object.keys(pending).length > 0; attempt++) {
+    let output: BatchGetItemCommandOutput;
+    try {
+      output = await client.send(new BatchGetItemCommand({ RequestItems: pending }));
+    } catch (error) {
+      throw dynamoFailure(error, "BatchGetItem");
+    }
+    for (const [table, items] of Object.entries(output.Responses ?? {})) {
+      const list = found.get(table) ?? [];
+      for (const item of items) list.push(unmarshall(item));
+      found.set(table, list);
+    }
+    pending = unprocessedOf(output, consistent);
+    if (Object.keys(pending).length === 0) break;
+    if (attempt >= maxAttempts) {
+      throw new TransientError(
+        "dynamodb.unprocessed_keys",
+        `BatchGetItem left keys unprocessed after ${attempt} attempts`,
+      );
+    }
+    await (options.wait ?? sleep)(backoff(attempt));
+  }
+  return found;
+}
+
+function unprocessedOf(
+  output: BatchGetItemCommandOutput,
+  consistent: boolean,
+): Record<string, KeysAndAttributes> {
+  const unprocessed: Record<string, KeysAndAttributes> = {};
+  for (const [table, entry] of Object.entries(output.UnprocessedKeys ?? {})) {
+    if (entry.Keys && entry.Keys.length > 0)
+      unprocessed[table] = { Keys: entry.Keys, ConsistentRead: consistent };
+  }
+  return unprocessed;
+}

@@ -1,0 +1,111 @@
+import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import type { Envelope } from "../../../schemas";
+import { chunk } from "../../core/batching";
+import type { InboxRecord, OutcomeRecord, TraceReader } from "../../core/ports";
+import { type BatchGetOptions, batchGetByPk, MAX_BATCH_GET_KEYS, queryAll } from "./reads";
+import {
+  EventAttr,
+  EventIndex,
+  type EventItem,
+  type FailureItem,
+  failureKey,
+  InboxAttr,
+  InboxIndex,
+  type InboxItem,
+  inboxKey,
+  inboxRecordOf,
+  outcomeRecordOf,
+} from "./tables";
+
+export interface DynamoTraceReaderOptions {
+  readonly client: DynamoDBClient;
+  readonly tables: { readonly events: string; readonly inbox: string };
+  readonly batchGet?: BatchGetOptions;
+}
+
+/**
+ * What a trace reads, with Query and BatchGetItem only: stored events by correlation or task (the
+ * events table's indexes), and every group's outcomes (inbox rows and failure records) by
+ * correlation, task or event id (the inbox table's indexes, or its keys). Expired rows are
+ * returned too: this is the record of what happened, not the dedup check.
+ */
+export class DynamoTraceReader implements TraceReader {
+  constructor(private readonly options: DynamoTraceReaderOptions) {}
+
+  eventsByCorrelation(correlationId: string): Promise<Envelope[]> {
+    return this.events(EventIndex.byCorrelation, EventAttr.correlationId, correlationId);
+  }
+
+  eventsByTask(taskId: string): Promise<Envelope[]> {
+    return this.events(EventIndex.byTask, EventAttr.taskId, taskId);
+  }
+
+  /** Inbox rows of one group, in the order of `eventIds` (unknown ids left out). */
+  async inboxRecords(group: string, eventIds: readonly string[]): Promise<InboxRecord[]> {
+    const found = await this.byKeys(eventIds.map((id) => inboxKey(group, id)));
+    const rows = new Map(
+      found.map((item) => {
+        const record = inboxRecordOf(item as unknown as InboxItem);
+        return [record.eventId, record];
+      }),
+    );
+    return eventIds.flatMap((id) => {
+      const row = rows.get(id);
+      return row ? [row] : [];
+    });
+  }
+
+  outcomesByCorrelation(correlationId: string): Promise<OutcomeRecord[]> {
+    return this.outcomes(InboxIndex.byCorrelation, InboxAttr.correlationId, correlationId);
+  }
+
+  outcomesByTask(taskId: string): Promise<OutcomeRecord[]> {
+    return this.outcomes(InboxIndex.byTask, InboxAttr.taskId, taskId);
+  }
+
+  async outcomesOfEvent(groups: readonly string[], eventId: string): Promise<OutcomeRecord[]> {
+    const keys = groups.flatMap((g) => [inboxKey(g, eventId), failureKey(g, eventId)]);
+    const found = await this.byKeys(keys);
+    return found.map((item) => outcomeRecordOf(item as unknown as InboxItem | FailureItem));
+  }
+
+  private async events(index: string, attribute: string, value: string): Promise<Envelope[]> {
+    const items = await queryAll(this.options.client, {
+      TableName: this.options.tables.events,
+      IndexName: index,
+      KeyConditionExpression: "#k = :k",
+      ExpressionAttributeNames: { "#k": attribute },
+      ExpressionAttributeValues: { ":k": { S: value } },
+    });
+    return items
+      .map((item) => JSON.parse((item as unknown as EventItem).envelope) as Envelope)
+      .sort((a, b) => (a.event_id < b.event_id ? -1 : a.event_id > b.event_id ? 1 : 0));
+  }
+
+  private async outcomes(index: string, attribute: string, value: string) {
+    const items = await queryAll(this.options.client, {
+      TableName: this.options.tables.inbox,
+      IndexName: index,
+      KeyConditionExpression: "#k = :k",
+      ExpressionAttributeNames: { "#k": attribute },
+      ExpressionAttributeValues: { ":k": { S: value } },
+    });
+    return items.map((item) => outcomeRecordOf(item as unknown as InboxItem | FailureItem));
+  }
+
+  /** Inbox-table items by key, in batches of 100 (eventually consistent: a tracing view). */
+  private async byKeys(pks: readonly string[]): Promise<Record<string, unknown>[]> {
+    const table = this.options.tables.inbox;
+    const found: Record<string, unknown>[] = [];
+    for (const batch of chunk([...new Set(pks)], () => 1, MAX_BATCH_GET_KEYS, Infinity)) {
+      const got = await batchGetByPk(
+        this.options.client,
+        batch.map((pk) => ({ table, pk })),
+        false,
+        this.options.batchGet,
+      );
+      found.push(...(got.get(table) ?? []));
+    }
+    return found;
+  }
+}
