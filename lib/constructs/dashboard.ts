@@ -8,7 +8,8 @@ import {
   TextWidget,
 } from "aws-cdk-lib/aws-cloudwatch";
 import { Construct } from "constructs";
-import { type ConsumerGroup, DISCARD_REASONS } from "./consumer-group";
+import type { ConsumerGroup } from "./consumer-group";
+import { DISCARD_REASONS } from "./consumer-group-monitoring";
 import { stageProblem } from "./consumer-group-rules";
 import type { Relay } from "./relay";
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { audit } from "../../functions/roles/audit";
 import { taskProjection } from "../../functions/roles/task-projection";
-import { DISCARD_REASONS } from "../../lib/constructs/consumer-group";
+import { DISCARD_REASONS } from "../../lib/constructs/consumer-group-monitoring";
 import { defineTopology } from "../../lib/topology";
 import {
   allowedOn,

@@ -1,0 +1,190 @@
+import { Stack } from "aws-cdk-lib";
+import { type CfnRule, Match, Rule, RuleTargetInput } from "aws-cdk-lib/aws-events";
+import { SqsQueue } from "aws-cdk-lib/aws-events-targets";
+import { Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
+import { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
+import { CfnPipe } from "aws-cdk-lib/aws-pipes";
+import type { Queue } from "aws-cdk-lib/aws-sqs";
+import type { Construct } from "constructs";
+import type { ConsumerGroupSubscription } from "./consumer-group-props";
+import type { GroupQueues } from "./consumer-group-queues";
+import {
+  type ConsumerGroupSettings,
+  DISPATCH_BATCH_SIZE,
+  DISPATCH_TIMEOUT,
+  PIPE_BATCH_SIZE,
+} from "./consumer-group-settings";
+import { AgentBusFunction } from "./function";
+
+/**
+ * How events reach a group's consumer: a rule per subscribed topic; for a FIFO group the hop from
+ * the buffer queue into the FIFO queue (a dispatch function or an EventBridge Pipe); and the
+ * consumer's event source mapping on the group's queue. Everything is created in the group's
+ * scope, under the construct ids the group has always had.
+ */
+
+/** What moves a FIFO group's buffer into its FIFO queue. */
+export interface DeliveryHop {
+  /** `delivery: "dispatch-function"`. */
+  readonly dispatcher?: AgentBusFunction;
+  /** `delivery: "pipe"`. */
+  readonly pipe?: CfnPipe;
+  /** The pipe's role: receive and delete on the buffer, send on the FIFO queue. */
+  readonly pipeRole?: Role;
+}
+
+/**
+ * One rule per subscription (`<Topic>Rule`), matching the subscribed types from `agentbus*`
+ * sources. A FIFO group's rules deliver the whole event to the buffer queue; an unordered group's
+ * deliver the envelope (`$.detail`) straight to its queue. The target's dead letters go to the
+ * buffer DLQ (FIFO) or the group's DLQ (unordered).
+ */
+export function createRules(
+  scope: Construct,
+  subscriptions: readonly ConsumerGroupSubscription[],
+  settings: ConsumerGroupSettings,
+  queues: GroupQueues,
+): Rule[] {
+  const retry = {
+    retryAttempts: settings.ruleRetryAttempts,
+    maxEventAge: settings.ruleMaxEventAge,
+  };
+  const target =
+    queues.bufferQueue && queues.bufferDeadLetterQueue
+      ? new SqsQueue(queues.bufferQueue, {
+          deadLetterQueue: queues.bufferDeadLetterQueue,
+          ...retry,
+        })
+      : new SqsQueue(queues.queue, {
+          message: RuleTargetInput.fromEventPath("$.detail"),
+          deadLetterQueue: queues.deadLetterQueue,
+          ...retry,
+        });
+  return subscriptions.map((subscription) => {
+    const rule = new Rule(scope, `${pascal(subscription.topic.topicName)}Rule`, {
+      eventBus: subscription.topic.bus,
+      description: `${settings.groupName}: ${subscription.eventTypes.join(", ")}`.slice(0, 512),
+      eventPattern: {
+        source: Match.prefix("agentbus"),
+        detailType: [...new Set(subscription.eventTypes)],
+      },
+      targets: [target],
+    });
+    // `Fn::GetAtt Name` instead of `Ref`: same value on AWS, and moto resolves it.
+    (rule.node.defaultChild as CfnRule).eventBusName = subscription.topic.busName;
+    return rule;
+  });
+}
+
+/** The buffer -> FIFO queue hop of a FIFO group (none for an unordered group). */
+export function createDeliveryHop(
+  scope: Construct,
+  settings: ConsumerGroupSettings,
+  queues: GroupQueues,
+): DeliveryHop {
+  const { bufferQueue, bufferDeadLetterQueue } = queues;
+  if (!bufferQueue || !bufferDeadLetterQueue) return {};
+  if (settings.delivery === "pipe") return createPipe(scope, settings, bufferQueue, queues.queue);
+  return {
+    dispatcher: createDispatcher(scope, settings, bufferQueue, bufferDeadLetterQueue, queues.queue),
+  };
+}
+
+/** The consumer reads the group's queue in batches, with partial batch responses. */
+export function addConsumerEventSource(
+  consumer: AgentBusFunction,
+  queue: Queue,
+  settings: ConsumerGroupSettings,
+): void {
+  // Consume grants include sqs:ChangeMessageVisibility, which the consumer's backoff uses.
+  consumer.addEventSource(
+    new SqsEventSource(queue, {
+      batchSize: settings.batchSize,
+      maxBatchingWindow: settings.maxBatchingWindow,
+      reportBatchItemFailures: true,
+      maxConcurrency: settings.maxConcurrency,
+    }),
+  );
+}
+
+/** buffer -> dispatch function -> FIFO queue; what it cannot deliver goes to the buffer DLQ. */
+function createDispatcher(
+  scope: Construct,
+  { groupName }: ConsumerGroupSettings,
+  buffer: Queue,
+  bufferDlq: Queue,
+  target: Queue,
+): AgentBusFunction {
+  const dispatcher = new AgentBusFunction(scope, "Dispatcher", {
+    kind: "dispatch",
+    entry: "functions/handlers/dispatch.ts",
+    group: groupName,
+    serviceName: `${groupName}-dispatch`,
+    description: `AgentBus ${groupName}: buffer queue -> FIFO queue`,
+    timeout: DISPATCH_TIMEOUT,
+    environment: {
+      TARGET_QUEUE_URL: target.queueUrl,
+      DEAD_LETTER_QUEUE_URL: bufferDlq.queueUrl,
+      SOURCE_QUEUE_URL: buffer.queueUrl,
+      GROUP_NAME: groupName,
+    },
+  });
+  dispatcher.addEventSource(
+    new SqsEventSource(buffer, { batchSize: DISPATCH_BATCH_SIZE, reportBatchItemFailures: true }),
+  );
+  target.grantSendMessages(dispatcher);
+  bufferDlq.grantSendMessages(dispatcher);
+  return dispatcher;
+}
+
+/**
+ * buffer -> Pipe -> FIFO queue, with the message group and dedup id taken from the envelope
+ * (`$.body` is the buffer message parsed as JSON: the EventBridge event) and only the envelope
+ * forwarded as the message body. A message the pipe cannot deliver returns to the buffer and
+ * ends in the buffer DLQ after `maxReceiveCount` receives.
+ */
+function createPipe(
+  scope: Construct,
+  { prefix: name, groupName, orderKey }: ConsumerGroupSettings,
+  buffer: Queue,
+  target: Queue,
+): DeliveryHop {
+  const stack = Stack.of(scope);
+  const pipeArn = stack.formatArn({ service: "pipes", resource: "pipe", resourceName: name });
+  const role = new Role(scope, "PipeRole", {
+    description: `EventBridge Pipe ${name}: buffer queue -> FIFO queue`,
+    assumedBy: new ServicePrincipal("pipes.amazonaws.com", {
+      conditions: {
+        StringEquals: { "aws:SourceAccount": stack.account, "aws:SourceArn": pipeArn },
+      },
+    }),
+  });
+  buffer.grant(role, "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes");
+  target.grant(role, "sqs:SendMessage");
+  const pipe = new CfnPipe(scope, "Pipe", {
+    name,
+    description: `AgentBus ${groupName}: buffer queue -> FIFO queue, grouped by ${orderKey}`,
+    desiredState: "RUNNING",
+    roleArn: role.roleArn,
+    source: buffer.queueArn,
+    sourceParameters: { sqsQueueParameters: { batchSize: PIPE_BATCH_SIZE } },
+    target: target.queueArn,
+    targetParameters: {
+      inputTemplate: "<$.body.detail>",
+      sqsQueueParameters: {
+        messageGroupId: `$.body.detail.${orderKey}`,
+        messageDeduplicationId: "$.body.detail.event_id",
+      },
+    },
+  });
+  // The pipe checks its permissions when it is created: the role's policy must exist by then.
+  pipe.node.addDependency(role);
+  return { pipe, pipeRole: role };
+}
+
+function pascal(kebab: string): string {
+  return kebab
+    .split("-")
+    .map((part) => part.charAt(0).toUpperCase() + part.slice(1))
+    .join("");
+}
