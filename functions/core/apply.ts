@@ -190,7 +190,7 @@ async function handleOne<S>(
     deps,
     now,
   );
-  const write = stateWrite(decision, state, stateRef, emitted.length);
+  const write = stateWrite(decision, state, stateRef, emitted.length, role);
   return {
     commit: {
       inbox: inboxRow(base, status, reason),
@@ -237,14 +237,18 @@ function stateWrite<S>(
   state: StoredState<S> | undefined,
   stateRef: AggregateRef,
   emitted: number,
+  role: Pick<Role<S>, "summarize">,
 ): CommitRequest["state"] {
   if (decision.state === undefined && emitted === 0) return undefined;
+  const next = decision.state !== undefined ? decision.state : (state?.data ?? null);
+  const summary = next === null || !role.summarize ? undefined : role.summarize(next as S);
   return {
     aggregate: stateRef,
     expectedRevision: state?.revision ?? 0,
-    next: decision.state !== undefined ? decision.state : (state?.data ?? null),
+    next,
     version: (state?.version ?? 0) + emitted,
     dueAt: decision.dueAt ?? null,
+    ...(summary ? { summary } : {}),
   };
 }
 

@@ -12,6 +12,7 @@ import type {
   LoadRequest,
   OutcomeRecord,
   StateReader,
+  StateSummary,
   StoredState,
   TraceReader,
 } from "./ports";
@@ -30,6 +31,8 @@ export class InMemoryEventStore
   readonly states = new Map<string, StoredState>();
   /** The due index: state key -> due time (ISO 8601), as the state table's by-due index. */
   readonly dueIndex = new Map<string, { aggregate: AggregateRef; dueAt: string }>();
+  /** Summaries of summarized states (Role.summarize), as the state table's by-kind index. */
+  readonly summaries = new Map<string, StateSummary>();
   readonly streams = new Map<string, Map<number, Envelope>>();
   readonly inbox = new Map<string, InboxRecord>();
   /** Failure records by `${group}#${eventId}`, as the inbox table's failure rows. */
@@ -165,6 +168,8 @@ export class InMemoryEventStore
         dueAt: state.dueAt,
       });
     else this.dueIndex.delete(key(state.aggregate));
+    if (state.summary) this.summaries.set(key(state.aggregate), structuredClone(state.summary));
+    else this.summaries.delete(key(state.aggregate));
   }
 
   async due(now: Date, limit: number): Promise<AggregateRef[]> {

@@ -8,7 +8,7 @@ import {
   VersionConflictError,
 } from "./errors";
 import { eventsToApply } from "./gate";
-import type { ConsumerDeps, DiscardReason, StoredState } from "./ports";
+import type { ConsumerDeps, DiscardReason, StateSummary, StoredState } from "./ports";
 
 /** A role's answer to one event: the next state of its aggregate and what to emit. */
 export interface Decision<S> {
@@ -78,6 +78,11 @@ export interface Role<S> {
    * when its heartbeat is on); undefined = nothing.
    */
   heartbeat?(event: Envelope): HeartbeatSpec | undefined;
+  /**
+   * How an operator finds this state: its kind and status for lists, and what it waits for from a
+   * person, if anything. Asked for each state written; undefined = not listed.
+   */
+  summarize?(state: S): StateSummary | undefined;
 }
 
 export type StepStatus = "applied" | "duplicate" | "discarded" | "rejected";

@@ -25,6 +25,15 @@ export interface StoredState<S = unknown> {
   readonly dueAt?: string;
 }
 
+/** A state's place in the operator's lists (see Role.summarize in ./pipeline). */
+export interface StateSummary {
+  readonly kind: string;
+  readonly status: string;
+  readonly label?: string;
+  readonly waiting?: string;
+  readonly counts?: Readonly<Record<string, number>>;
+}
+
 export type DiscardReason = "expired" | "superseded" | "cancelled" | "invalidated_by_state_change";
 export type RecordedOutcome = "applied" | "discarded" | "rejected";
 
@@ -109,6 +118,8 @@ export interface CommitRequest {
     readonly version: number;
     /** When the aggregate next needs a sweeper (ISO 8601); null or absent = not due. */
     readonly dueAt?: string | null;
+    /** Where the operator's lists find this state (Role.summarize); absent = not listed. */
+    readonly summary?: StateSummary;
   };
   readonly append?: readonly Envelope[];
 }

@@ -32,6 +32,7 @@ import {
   type StructuredResult,
 } from "../core/model";
 import type { Decision, Role } from "../core/pipeline";
+import type { StateSummary } from "../core/ports";
 
 /**
  * The four content agents of seed 001 §6 (topic selection, fact check, writing, review), one
@@ -117,6 +118,17 @@ export function createContentAgent(options: ContentAgentOptions): Role<AgentRun>
     heartbeat: (event) => heartbeatOf(agent, event),
     decide: (existing, event, { now, receiveCount }) =>
       decideRequest(agent, existing, event, now, receiveCount),
+    summarize: summarizeAgentRun,
+  };
+}
+
+/** An agent run is listed by its state; NEEDS_HUMAN waits for a person. */
+function summarizeAgentRun(run: AgentRun): StateSummary {
+  return {
+    kind: "agent_run",
+    status: run.state,
+    label: `${run.role}${run.node_id ? ` ${run.node_id}` : ""} of ${run.run_id}`,
+    ...(run.state === "NEEDS_HUMAN" ? { waiting: "needs_human" } : {}),
   };
 }
 

@@ -11,6 +11,7 @@ import type {
 import { newestWithin } from "../core/budget";
 import { PermanentError } from "../core/errors";
 import type { Role } from "../core/pipeline";
+import { summarizeConversation } from "./summaries";
 
 /**
  * The conversation read model: one view per conversation (aggregate
@@ -89,6 +90,7 @@ export const CONVERSATION_PROJECTION_SUBSCRIPTIONS = [
 
 export const conversationProjection: Role<ConversationView> = {
   group: "conversation-projection",
+  summarize: summarizeConversation,
   subscriptions: CONVERSATION_PROJECTION_SUBSCRIPTIONS,
   stateOf: (event) => ({
     type: CONVERSATION_VIEW_AGGREGATE,

@@ -31,6 +31,7 @@ import {
 import type { EmitSpec } from "../core/emit";
 import { BusinessRejection, PermanentError } from "../core/errors";
 import type { Decision, Role } from "../core/pipeline";
+import { summarizeRun } from "./summaries";
 
 /**
  * The orchestrator (seed 001 §3, §6; DESIGN "Orchestration"): one consumer group that owns every
@@ -262,6 +263,7 @@ export function createOrchestrator(options: OrchestratorOptions = {}): Role<Orch
     group: ORCHESTRATOR_GROUP,
     subscriptions: ORCHESTRATOR_SUBSCRIPTIONS,
     stateOf: (event) => ({ type: "dag_run", id: (event.payload as { run_id: string }).run_id }),
+    summarize: summarizeRun,
     async decide(stored, event, { now }) {
       // A refused start leaves the stream's state at null: there is no run.
       const state = stored ?? undefined;

@@ -7,6 +7,7 @@ import type {
 } from "../../schemas/events/task";
 import { PermanentError } from "../core/errors";
 import type { Role } from "../core/pipeline";
+import { summarizeTask } from "./summaries";
 
 export type TaskStatus = "accepted" | "planned" | "generated" | "delivered";
 
@@ -43,6 +44,7 @@ const LIFECYCLE: Record<string, { from: TaskStatus | undefined; to: TaskStatus }
  */
 export const taskProjection: Role<TaskView> = {
   group: "task-projection",
+  summarize: summarizeTask,
   subscriptions: [...Object.keys(LIFECYCLE), "task.feedback.received"],
   stateOf: (event) => ({ type: "task_view", id: event.aggregate.id }),
   decide(view, event) {

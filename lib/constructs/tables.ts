@@ -35,6 +35,19 @@ export const INBOX_INDEXES = {
 export const STATE_INDEXES = {
   /** Sparse: state items with due_shard/due_at (aggregates a sweeper must look at). */
   byDue: "by-due",
+  /** Sparse: summarized states (runs, conversations, tasks) by kind, by updated_at. */
+  byKind: "by-kind",
+  /** Sparse: states waiting for a person, by what they wait for, by updated_at. */
+  byWaiting: "by-waiting",
+} as const;
+
+/** What the state table's summary indexes project besides their keys. */
+const SUMMARY_ATTRIBUTES = ["agg_type", "agg_id", "kind", "status", "label", "waiting", "counts"];
+
+/** Index names of the side-effects table. */
+export const SIDE_EFFECT_INDEXES = {
+  /** Sparse: records whose outcome is unknown (a person must resolve them), by updated_at. */
+  byOpenState: "by-open-state",
 } as const;
 
 /**
@@ -109,6 +122,18 @@ export class AgentBusTables extends Construct {
       sortKey: { name: "due_at", type: AttributeType.STRING },
       projectionType: ProjectionType.KEYS_ONLY,
     });
+    for (const [indexName, attribute] of [
+      [STATE_INDEXES.byKind, "kind"],
+      [STATE_INDEXES.byWaiting, "waiting"],
+    ] as const) {
+      this.state.addGlobalSecondaryIndex({
+        indexName,
+        partitionKey: { name: attribute, type: AttributeType.STRING },
+        sortKey: { name: "updated_at", type: AttributeType.STRING },
+        projectionType: ProjectionType.INCLUDE,
+        nonKeyAttributes: SUMMARY_ATTRIBUTES,
+      });
+    }
 
     this.events = new Table(this, "Events", {
       ...common,
@@ -149,6 +174,12 @@ export class AgentBusTables extends Construct {
     this.sideEffects = new Table(this, "SideEffects", {
       ...common,
       partitionKey: { name: "effect_key", type: AttributeType.STRING },
+    });
+    this.sideEffects.addGlobalSecondaryIndex({
+      indexName: SIDE_EFFECT_INDEXES.byOpenState,
+      partitionKey: { name: "open_state", type: AttributeType.STRING },
+      sortKey: { name: "updated_at", type: AttributeType.STRING },
+      projectionType: ProjectionType.ALL,
     });
   }
 

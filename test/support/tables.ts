@@ -67,7 +67,10 @@ function createTableInput(name: string, layout: TableLayout) {
   const indexes: GlobalSecondaryIndex[] = (layout.indexes ?? []).map((index) => ({
     IndexName: index.name,
     KeySchema: keySchema(index.partitionKey, index.sortKey),
-    Projection: { ProjectionType: index.projection },
+    Projection:
+      typeof index.projection === "string"
+        ? { ProjectionType: index.projection }
+        : { ProjectionType: "INCLUDE" as const, NonKeyAttributes: [...index.projection.include] },
   }));
   return {
     TableName: name,

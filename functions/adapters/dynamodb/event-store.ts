@@ -259,13 +259,15 @@ export class DynamoEventStore implements EventStore, TraceReader {
       });
     }
     if (request.state) {
-      const { aggregate, expectedRevision, next, version, dueAt } = request.state;
+      const { aggregate, expectedRevision, next, version, dueAt, summary } = request.state;
       actions.push({
         part: "state",
         put: {
           TableName: this.tables.state,
           // A Put replaces the item: without a due time, due_shard and due_at are gone with it.
-          Item: toItem(stateItem(aggregate, expectedRevision + 1, version, next, now, dueAt)),
+          Item: toItem(
+            stateItem(aggregate, expectedRevision + 1, version, next, now, dueAt, summary),
+          ),
           ...expectVersion(StateAttr.revision, expectedRevision),
           ReturnValuesOnConditionCheckFailure: "ALL_OLD",
         },

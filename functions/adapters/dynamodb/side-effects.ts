@@ -144,6 +144,11 @@ export class DynamoSideEffects implements SideEffectStore {
       sets.push("#error = :error");
       values[":error"] = { M: marshall(change.error) };
     } else removes.push("#error");
+    // The sparse by-open-state index lists the records a person must resolve.
+    names["#open"] = SideEffectAttr.openState;
+    if (to === "unknown") {
+      sets.push("#open = :to");
+    } else removes.push("#open");
     try {
       const output = await this.client.send(
         new UpdateItemCommand({

@@ -4,6 +4,7 @@ import type {
   InboxRecord,
   OutcomeRecord,
   RecordedOutcome,
+  StateSummary,
   StoredState,
 } from "../../core/ports";
 
@@ -14,7 +15,10 @@ import type {
  *
  * - state:        pk = `${type}#${id}`; revision, version, data, agg_type, agg_id, updated_at, and
  *                 while the aggregate is due for a sweeper due_shard ("due") and due_at (ISO);
- *                 sparse GSI by-due (due_shard, due_at), projection KEYS_ONLY.
+ *                 sparse GSI by-due (due_shard, due_at), projection KEYS_ONLY. States a role
+ *                 summarizes (Role.summarize) also carry kind, status, label, waiting, counts:
+ *                 sparse GSIs by-kind (kind, updated_at) and by-waiting (waiting, updated_at),
+ *                 projecting the summary only (the operator's lists, without the state data).
  * - events:       pk = `${type}#${id}`, sk version (N); event_id, event_type, schema_version,
  *                 correlation_id, task_id, occurred_at, envelope (the full envelope JSON).
  *                 GSIs by-correlation (correlation_id, event_id) and by-task (task_id, event_id),
@@ -38,7 +42,8 @@ export interface IndexLayout {
   readonly name: string;
   readonly partitionKey: KeyAttribute;
   readonly sortKey?: KeyAttribute;
-  readonly projection: "ALL" | "KEYS_ONLY";
+  /** ALL, KEYS_ONLY, or the keys plus the named attributes (INCLUDE). */
+  readonly projection: "ALL" | "KEYS_ONLY" | { readonly include: readonly string[] };
 }
 
 export interface TableLayout {
@@ -70,12 +75,35 @@ export const StateAttr = {
   dueShard: "due_shard",
   /** When the aggregate next needs a sweeper (ISO 8601), absent when not due. */
   dueAt: "due_at",
+  /** The summary of a state its role summarizes (StateSummary), absent otherwise. */
+  kind: "kind",
+  status: "status",
+  label: "label",
+  waiting: "waiting",
+  counts: "counts",
 } as const;
 
 /** Global secondary indexes of the state table. */
 export const StateIndex = {
   /** Sparse: only state items with a due time (KEYS_ONLY: pk, due_shard, due_at). */
   byDue: "by-due",
+  /** Sparse: summarized states by kind, newest first by updated_at. */
+  byKind: "by-kind",
+  /** Sparse: states that wait for a person, by what they wait for. */
+  byWaiting: "by-waiting",
+} as const;
+
+/** What the summary indexes project besides their keys. */
+const SUMMARY_PROJECTION = {
+  include: [
+    StateAttr.aggType,
+    StateAttr.aggId,
+    StateAttr.kind,
+    StateAttr.status,
+    StateAttr.label,
+    StateAttr.waiting,
+    StateAttr.counts,
+  ],
 } as const;
 
 /** The one partition of the by-due index. */
@@ -139,6 +167,15 @@ export const CheckpointAttr = {
 /** Attribute names of the side-effects table. */
 export const SideEffectAttr = {
   effectKey: "effect_key",
+  /** "unknown" while the outcome is unknown (a person must resolve it), absent otherwise. */
+  openState: "open_state",
+  updatedAt: "updated_at",
+} as const;
+
+/** Global secondary indexes of the side-effects table. */
+export const SideEffectIndex = {
+  /** Sparse: records whose outcome is unknown, by updated_at. */
+  byOpenState: "by-open-state",
 } as const;
 
 /** Key schemas, indexes, stream and TTL of the four tables. */
@@ -151,6 +188,18 @@ export const TABLES = {
         partitionKey: { name: StateAttr.dueShard, type: "S" },
         sortKey: { name: StateAttr.dueAt, type: "S" },
         projection: "KEYS_ONLY",
+      },
+      {
+        name: StateIndex.byKind,
+        partitionKey: { name: StateAttr.kind, type: "S" },
+        sortKey: { name: StateAttr.updatedAt, type: "S" },
+        projection: SUMMARY_PROJECTION,
+      },
+      {
+        name: StateIndex.byWaiting,
+        partitionKey: { name: StateAttr.waiting, type: "S" },
+        sortKey: { name: StateAttr.updatedAt, type: "S" },
+        projection: SUMMARY_PROJECTION,
       },
     ],
   },
@@ -191,7 +240,17 @@ export const TABLES = {
       },
     ],
   },
-  sideEffects: { partitionKey: { name: SideEffectAttr.effectKey, type: "S" } },
+  sideEffects: {
+    partitionKey: { name: SideEffectAttr.effectKey, type: "S" },
+    indexes: [
+      {
+        name: SideEffectIndex.byOpenState,
+        partitionKey: { name: SideEffectAttr.openState, type: "S" },
+        sortKey: { name: SideEffectAttr.updatedAt, type: "S" },
+        projection: "ALL",
+      },
+    ],
+  },
 } as const satisfies Record<keyof TableNames, TableLayout>;
 
 /** Partition key of an aggregate's state item and of its stream in the events table. */
@@ -222,6 +281,11 @@ export interface StateItem {
   readonly updated_at: string;
   readonly due_shard?: string;
   readonly due_at?: string;
+  readonly kind?: string;
+  readonly status?: string;
+  readonly label?: string;
+  readonly waiting?: string;
+  readonly counts?: Readonly<Record<string, number>>;
 }
 
 export interface EventItem {
@@ -278,6 +342,7 @@ export function stateItem(
   data: unknown,
   updatedAt: Date,
   dueAt?: string | null,
+  summary?: StateSummary,
 ): StateItem {
   return {
     pk: streamKey(aggregate),
@@ -288,6 +353,17 @@ export function stateItem(
     agg_id: aggregate.id,
     updated_at: updatedAt.toISOString(),
     ...(typeof dueAt === "string" ? { due_shard: DUE_SHARD, due_at: dueAt } : {}),
+    ...(summary ? summaryAttributes(summary) : {}),
+  };
+}
+
+function summaryAttributes(summary: StateSummary) {
+  return {
+    kind: summary.kind,
+    status: summary.status,
+    ...(summary.label !== undefined ? { label: summary.label } : {}),
+    ...(summary.waiting !== undefined ? { waiting: summary.waiting } : {}),
+    ...(summary.counts !== undefined ? { counts: summary.counts } : {}),
   };
 }
 

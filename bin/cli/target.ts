@@ -1,0 +1,132 @@
+import { readFileSync } from "node:fs";
+import { type DynamoDBClient, paginateListTables } from "@aws-sdk/client-dynamodb";
+
+/**
+ * Where the operator commands act: endpoint, region, stage and resource names, from the global
+ * options, the environment and a `cdk deploy --outputs-file` JSON.
+ */
+
+export const EXIT_AWS = 1;
+export const EXIT_USAGE = 2;
+
+export const out = (line = "") => process.stdout.write(`${line}\n`);
+
+/** A command-line mistake found before any AWS call: exit 2, nothing sent. */
+export class UsageError extends Error {}
+/** The AWS side does not have what was asked for (exit 1). */
+export class NotFoundError extends Error {}
+
+export interface GlobalOptions {
+  endpoint?: string;
+  region?: string;
+  stage?: string;
+  outputs?: string;
+  bus?: string;
+  stateTable?: string;
+}
+
+export interface Target {
+  readonly endpoint?: string;
+  readonly region: string;
+  readonly stage: string;
+  readonly outputs?: Record<string, string>;
+  readonly bus?: string;
+  readonly stateTable?: string;
+}
+
+const STAGE_PATTERN = /^[a-z0-9]+(-[a-z0-9]+)*$/;
+
+export function target(options: GlobalOptions): Target {
+  const endpoint = options.endpoint ?? (process.env.AWS_ENDPOINT_URL || undefined);
+  if (endpoint !== undefined) {
+    try {
+      new URL(endpoint);
+    } catch {
+      throw new UsageError(`--endpoint ${JSON.stringify(endpoint)} is not a URL`);
+    }
+  }
+  const region =
+    options.region ?? (process.env.AWS_REGION || process.env.AWS_DEFAULT_REGION || "us-east-1");
+  let stage = options.stage;
+  let outputs: Record<string, string> | undefined;
+  if (options.outputs) {
+    const file = readOutputs(options.outputs);
+    const stacks = Object.keys(file).filter((key) => key.startsWith("AgentBus-"));
+    if (stage === undefined && stacks.length === 1) stage = stacks[0]?.slice("AgentBus-".length);
+    const stack = `AgentBus-${stage ?? (endpoint ? "local" : "dev")}`;
+    const found = file[stack];
+    if (!found || typeof found !== "object")
+      throw new UsageError(
+        `${options.outputs} has no stack ${stack} (it has: ${stacks.join(", ") || "none"}); pick one with --stage`,
+      );
+    outputs = found as Record<string, string>;
+  }
+  stage ??= endpoint ? "local" : "dev";
+  if (!STAGE_PATTERN.test(stage) || stage.length > 20)
+    throw new UsageError(
+      `--stage ${JSON.stringify(stage)}: lower-case letters, digits and single hyphens, at most 20 characters`,
+    );
+  return {
+    endpoint,
+    region,
+    stage,
+    outputs,
+    bus: options.bus ?? outputs?.CommandsBusName,
+    stateTable: options.stateTable ?? outputs?.StateTableName,
+  };
+}
+
+function readOutputs(path: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (error) {
+    throw new UsageError(`cannot read --outputs ${path}: ${(error as Error).message}`);
+  }
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (parsed && typeof parsed === "object" && !Array.isArray(parsed))
+      return parsed as Record<string, unknown>;
+  } catch {
+    // reported below
+  }
+  throw new UsageError(
+    `--outputs ${path} is not a cdk deploy --outputs-file JSON object keyed by stack`,
+  );
+}
+
+export function clientConfig(t: Target) {
+  const local = t.endpoint !== undefined && !process.env.AWS_ACCESS_KEY_ID;
+  return {
+    region: t.region,
+    ...(t.endpoint ? { endpoint: t.endpoint } : {}),
+    // An emulator accepts any credentials; real AWS uses the default provider chain.
+    ...(local ? { credentials: { accessKeyId: "testing", secretAccessKey: "testing" } } : {}),
+  };
+}
+
+/** The commands bus: --bus, the outputs file, or the stage's physical name. */
+export function commandsBus(t: Target): string {
+  return t.bus ?? `agentbus-${t.stage}-commands`;
+}
+
+/** The state table: --state-table, the outputs file, or (with an endpoint) found by ListTables. */
+export async function stateTable(t: Target, dynamodb: DynamoDBClient): Promise<string> {
+  if (t.stateTable) return t.stateTable;
+  if (!t.endpoint)
+    throw new UsageError(
+      "the state table name is needed: give --outputs <cdk outputs file> or --state-table <name>",
+    );
+  const prefix = `AgentBus-${t.stage}-TablesState`;
+  const found: string[] = [];
+  for await (const page of paginateListTables({ client: dynamodb }, {}))
+    for (const name of page.TableNames ?? []) if (name.startsWith(prefix)) found.push(name);
+  if (found.length === 1) return found[0] as string;
+  if (found.length === 0)
+    throw new NotFoundError(
+      `no state table of stage ${t.stage} at ${t.endpoint} (no table named ${prefix}*): is the stack deployed there (npm start -- --keep), and is --stage right?`,
+    );
+  throw new NotFoundError(
+    `several state tables match ${prefix}* at ${t.endpoint} (${found.join(", ")}): pick one with --state-table`,
+  );
+}

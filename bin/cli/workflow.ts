@@ -1,0 +1,312 @@
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
+import { Command } from "commander";
+import { ulid } from "ulid";
+import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
+import { contentWorkflowFor, type NodeRun } from "../../functions/core/dag";
+import type { StoredState } from "../../functions/core/ports";
+import type { OrchestratorState } from "../../functions/roles/orchestrator";
+import { opaqueIdProblem, registry } from "../../schemas";
+import { NodeId, WORKFLOW_KINDS } from "../../schemas/events/workflow";
+import {
+  clientConfig,
+  commandsBus,
+  NotFoundError,
+  out,
+  stateTable,
+  type Target,
+  UsageError,
+} from "./target";
+
+/**
+ * `agentbus workflow`: start a run, show it, re-run from a node, reset a FAILED node. Commands go
+ * on the stage's `commands` bus as unsequenced envelopes (aggregate `dag_run/<run_id>` at version
+ * 0, order key = run id), validated against the registry before they are sent; `show` reads the
+ * orchestrator's state item `dag_run#<run_id>`.
+ */
+
+const SOURCE = "agentbus.cli";
+const PRODUCER = "agentbus-cli";
+
+// ---------------------------------------------------------------------------------------------
+// Input checks
+
+function runIdOf(value: string | undefined, flag: string): string {
+  const runId = value ?? `run_${ulid()}`;
+  const problem = opaqueIdProblem(runId);
+  if (problem || !runId.startsWith("run_"))
+    throw new UsageError(
+      `${flag} ${JSON.stringify(runId)}: must be a run id run_<token> (${problem ?? "prefix must be run"}), e.g. run_${ulid()}`,
+    );
+  return runId;
+}
+
+function nodeIdOf(value: string, flag: string): string {
+  const parsed = NodeId.safeParse(value);
+  if (!parsed.success)
+    throw new UsageError(
+      `${flag} ${JSON.stringify(value)}: ${parsed.error.issues[0]?.message ?? "not a node id"}`,
+    );
+  return parsed.data;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sending a command
+
+interface Sent {
+  readonly eventId: string;
+  readonly correlationId: string;
+  readonly bus: string;
+}
+
+/** Build the envelope, validate it against the registry, and put it on the commands bus. */
+async function send(
+  t: Target,
+  eventType: string,
+  runId: string,
+  payload: Record<string, unknown>,
+  /** Checks against the deployment, run once the envelope is valid and before it is sent. */
+  precheck?: () => Promise<void>,
+): Promise<Sent> {
+  const id = ulid();
+  const correlationId = `corr_${id}`;
+  const envelope = {
+    event_id: id,
+    event_type: eventType,
+    schema_version: 1,
+    occurred_at: new Date().toISOString(),
+    correlation_id: correlationId,
+    causation_id: null,
+    task_id: `task_${id}`,
+    aggregate: { type: "dag_run", id: runId, version: 0 },
+    order_key: runId,
+    producer: PRODUCER,
+    attempt: 1,
+    payload: { run_id: runId, ...payload },
+  };
+  const parsed = registry.parse(envelope);
+  if (!parsed.ok)
+    throw new UsageError(
+      `refusing to send an invalid ${eventType} (${parsed.code}):\n${parsed.message}`,
+    );
+  await precheck?.();
+  const bus = commandsBus(t);
+  const client = new EventBridgeClient(clientConfig(t));
+  try {
+    const result = await client.send(
+      new PutEventsCommand({
+        Entries: [
+          {
+            EventBusName: bus,
+            Source: SOURCE,
+            DetailType: eventType,
+            Detail: JSON.stringify(envelope),
+          },
+        ],
+      }),
+    );
+    const failed = result.Entries?.find((e) => e.ErrorCode);
+    if (result.FailedEntryCount || failed)
+      throw new Error(
+        `PutEvents to ${bus} refused the entry: ${failed?.ErrorCode ?? "?"} ${failed?.ErrorMessage ?? ""}`.trim(),
+      );
+  } finally {
+    client.destroy();
+  }
+  return { eventId: id, correlationId, bus };
+}
+
+function printSent(eventType: string, runId: string, sent: Sent): void {
+  out(`${eventType} sent to ${sent.bus}`);
+  out(`  run_id          ${runId}`);
+  out(`  correlation_id  ${sent.correlationId}`);
+  out(`  event_id        ${sent.eventId}`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Showing a run
+
+async function loadRun(t: Target, runId: string): Promise<StoredState<OrchestratorState>> {
+  const dynamodb = new DynamoDBClient(clientConfig(t));
+  try {
+    const table = await stateTable(t, dynamodb);
+    // Only the state table is read (no inbox or checkpoint is asked for).
+    const store = new DynamoEventStore({
+      client: dynamodb,
+      tables: { state: table, events: "", inbox: "" },
+    });
+    const loaded = await store.load({ state: { type: "dag_run", id: runId } });
+    if (!loaded.state)
+      throw new NotFoundError(
+        `no such run: ${runId} (no dag_run#${runId} in ${table}; the orchestrator writes it when it accepts workflow.start.requested)`,
+      );
+    return loaded.state as StoredState<OrchestratorState>;
+  } finally {
+    dynamodb.destroy();
+  }
+}
+
+/**
+ * Refuse up front what the orchestrator would refuse (with `workflow.rejected`, after the fact):
+ * a run that does not exist, a node the run does not have, a reset of a node that is not FAILED.
+ * The orchestrator checks again when the command arrives (the run may change in between).
+ */
+async function requireNode(
+  t: Target,
+  runId: string,
+  nodeId: string,
+  request: "rerun" | "reset",
+): Promise<void> {
+  const { run } = (await loadRun(t, runId)).data;
+  const node = run.nodes[nodeId];
+  if (!node)
+    throw new UsageError(
+      `run ${runId} has no node ${nodeId} (its nodes: ${Object.keys(run.nodes).join(", ")}); nothing sent`,
+    );
+  if (request === "reset" && node.state !== "FAILED")
+    throw new UsageError(
+      `node ${nodeId} of run ${runId} is ${node.state}; only a FAILED node can be reset (use \`workflow rerun --from ${nodeId}\` to run it again); nothing sent`,
+    );
+}
+
+/** The run's nodes in the order of its workflow definition (unknown ones last, sorted). */
+function nodeOrder({ workflow, run }: OrchestratorState): string[] {
+  let defined: string[] = [];
+  try {
+    defined = contentWorkflowFor({ kind: workflow }).nodes.map((n) => n.id);
+  } catch {
+    // a definition this CLI does not know: sorted ids only
+  }
+  const ids = Object.keys(run.nodes);
+  return [
+    ...defined.filter((id) => ids.includes(id)),
+    ...ids.filter((id) => !defined.includes(id)).sort(),
+  ];
+}
+
+function printRun(stored: StoredState<OrchestratorState>): void {
+  const { workflow, run, held, timeline } = stored.data;
+  out(`run ${run.run_id}`);
+  out(`  workflow    ${workflow} (${run.workflow.name} v${run.workflow.version})`);
+  out(`  status      ${run.status}`);
+  out(`  generation  ${run.generation}`);
+  out(`  revision    ${stored.revision} (stream version ${stored.version})`);
+  out();
+  const rows = nodeOrder(stored.data).map((id) => [id, run.nodes[id] as NodeRun] as const);
+  const cells = rows.map(([id, node]) => [
+    id,
+    node.state,
+    String(node.attempt),
+    node.assigned_generation === undefined ? "-" : String(node.assigned_generation),
+    node.error ? `${node.error.code}: ${node.error.message.split("\n")[0]}` : "",
+  ]);
+  const header = ["node", "state", "attempt", "generation", "error"];
+  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((r) => r[i]?.length ?? 0)));
+  const line = (cells: string[]) =>
+    `  ${cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
+      .join("  ")
+      .trimEnd()}`;
+  out("nodes");
+  out(line(header));
+  for (const row of cells) out(line(row));
+  if (held.length) {
+    out();
+    out("held back");
+    for (const h of held) out(`  ${JSON.stringify(h)}`);
+  }
+  out();
+  out(`timeline (${timeline.length} steps)`);
+  for (const step of timeline) {
+    const node = step.node_id ? ` ${step.node_id}` : "";
+    const gen = step.generation === undefined ? "" : ` g${step.generation}`;
+    out(`  ${step.at}  ${step.event}${node}${gen}  (${step.cause})`);
+  }
+}
+
+/** The `workflow` command and its subcommands; `targetOf` resolves the global options. */
+export function workflowCommand(targetOf: (command: Command) => Target): Command {
+  const globals = targetOf;
+  const workflow = new Command("workflow").description(
+    "workflow runs (the orchestrator's DAG runs)",
+  );
+
+  workflow
+    .command("start")
+    .description("start a run: puts workflow.start.requested on the commands bus")
+    .requiredOption("--kind <kind>", `workflow kind: ${WORKFLOW_KINDS.join(" | ")}`)
+    .requiredOption("--topic <hint>", "topic hint for the run (the request's topic_hint)")
+    .option("--run-id <id>", "run id run_<token> (default: run_<new ULID>)")
+    .action(async function (
+      this: Command,
+      options: { kind: string; topic: string; runId?: string },
+    ) {
+      if (!(WORKFLOW_KINDS as readonly string[]).includes(options.kind))
+        throw new UsageError(
+          `--kind ${JSON.stringify(options.kind)}: unknown workflow kind (one of ${WORKFLOW_KINDS.join(", ")})`,
+        );
+      const runId = runIdOf(options.runId, "--run-id");
+      const t = globals(this);
+      const sent = await send(t, "workflow.start.requested", runId, {
+        workflow: options.kind,
+        request: { topic_hint: options.topic },
+      });
+      printSent("workflow.start.requested", runId, sent);
+    });
+
+  workflow
+    .command("show")
+    .description("show a run: status, generation, nodes and timeline (from the state table)")
+    .argument("<run-id>", "run id run_<token>")
+    .option("--json", "print the stored state item as JSON")
+    .action(async function (this: Command, runIdArg: string, options: { json?: boolean }) {
+      const runId = runIdOf(runIdArg, "run id");
+      const t = globals(this);
+      const stored = await loadRun(t, runId);
+      if (options.json) out(JSON.stringify(stored, null, 2));
+      else printRun(stored);
+    });
+
+  workflow
+    .command("rerun")
+    .description("re-run a node and everything below it: puts workflow.rerun.requested")
+    .argument("<run-id>", "run id run_<token>")
+    .requiredOption("--from <node-id>", "the node to run again")
+    .action(async function (this: Command, runIdArg: string, options: { from: string }) {
+      const runId = runIdOf(runIdArg, "run id");
+      const nodeId = nodeIdOf(options.from, "--from");
+      const t = globals(this);
+      const sent = await send(t, "workflow.rerun.requested", runId, { node_id: nodeId }, () =>
+        requireNode(t, runId, nodeId, "rerun"),
+      );
+      printSent("workflow.rerun.requested", runId, sent);
+    });
+
+  workflow
+    .command("reset")
+    .description(
+      "reset a FAILED node (it and its descendants run again): puts workflow.reset.requested",
+    )
+    .argument("<run-id>", "run id run_<token>")
+    .requiredOption("--node <node-id>", "the FAILED node")
+    .option("--reason <text>", "why (kept on the command, at most 1000 characters)")
+    .action(async function (
+      this: Command,
+      runIdArg: string,
+      options: { node: string; reason?: string },
+    ) {
+      const runId = runIdOf(runIdArg, "run id");
+      const nodeId = nodeIdOf(options.node, "--node");
+      const t = globals(this);
+      const sent = await send(
+        t,
+        "workflow.reset.requested",
+        runId,
+        { node_id: nodeId, ...(options.reason === undefined ? {} : { reason: options.reason }) },
+        () => requireNode(t, runId, nodeId, "reset"),
+      );
+      printSent("workflow.reset.requested", runId, sent);
+    });
+
+  return workflow;
+}
