@@ -1,0 +1,44 @@
+import type { DeadLetterView } from "../ops/views";
+import { formatCount, formatTime } from "./format";
+import { attr, escapeHtml, link, traceHref } from "./html";
+import { renderTable } from "./page";
+
+const code = (text: string | undefined) => (text ? `<code>${escapeHtml(text)}</code>` : "");
+const traced = (id: string | undefined) => (id ? `<code>${link(traceHref(id), id)}</code>` : "");
+
+function row(d: DeadLetterView): string[] {
+  return [
+    code(d.group),
+    escapeHtml(d.queue === "buffer" ? "buffer (dispatcher)" : "queue (consumer)"),
+    d.eventId ? traced(d.eventId) : code(d.messageId),
+    escapeHtml(d.eventType ?? ""),
+    code(d.orderKey),
+    code(d.code),
+    escapeHtml(d.reason),
+    escapeHtml(formatCount(d.receiveCount)),
+    escapeHtml(formatTime(d.sentAt)),
+    traced(d.correlationId ?? d.taskId),
+  ];
+}
+
+/** The dead-letters page's body: every message in a dead-letter queue, by group. */
+export function renderDeadLetters(letters: readonly DeadLetterView[]): string {
+  const headers = [
+    "group",
+    "queue",
+    "event (or message)",
+    "type",
+    "order key",
+    "code",
+    "reason",
+    "receives",
+    "sent to DLQ",
+    "trace",
+  ];
+  const attrs = (i: number) => {
+    const d = letters[i];
+    return `${attr("data-group", d?.group)}${attr("data-queue", d?.queue)}${attr("data-event-id", d?.eventId)}${attr("data-message-id", d?.messageId)}`;
+  };
+  return `<h1>Dead letters (${escapeHtml(letters.length)})</h1>
+${renderTable(headers, letters.map(row), "No dead letters: every dead-letter queue is empty.", attrs)}`;
+}
