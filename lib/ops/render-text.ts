@@ -1,0 +1,127 @@
+import type {
+  DeadLetterView,
+  GroupOutcome,
+  StatusView,
+  TraceNode,
+  TraceView,
+  WaitingView,
+} from "./views";
+
+/** Plain-text forms of the operator views, for the CLI. */
+
+export function outcomeText(o: GroupOutcome): string {
+  let text: string = o.outcome;
+  if (o.reason && (o.outcome === "discarded" || o.outcome === "rejected")) text += `: ${o.reason}`;
+  if (o.outcome === "dead-lettered" || o.outcome === "retrying")
+    text += ` after ${o.attempts ?? "?"} receive(s): ${o.error?.code ?? o.reason ?? "?"}`;
+  else if (o.error) text += ` (after ${o.attempts} receive(s), last error ${o.error.code})`;
+  return `${o.group}: ${text}`;
+}
+
+function eventLine(n: TraceNode): string {
+  const e = n.event;
+  const where =
+    e.version > 0 ? `${e.aggregate.type}/${e.aggregate.id} v${e.version}` : "unsequenced";
+  return `${e.eventType} [${where}] ${e.eventId} by ${e.producer || "?"} at ${e.occurredAt}`;
+}
+
+function nodeLines(n: TraceNode, prefix: string, branch: string): string[] {
+  const lines = [`${prefix}${branch}${eventLine(n)}`];
+  const inner = `${prefix}${branch === "" ? "" : branch === "└─ " ? "   " : "│  "}`;
+  const pad = `${inner}${n.children.length > 0 ? "│" : " "}    `;
+  for (const o of n.outcomes) lines.push(`${pad}${outcomeText(o)}`);
+  if (n.outcomes.length === 0) lines.push(`${pad}(not consumed by any group yet)`);
+  for (const s of n.sideEffects)
+    lines.push(`${pad}side effect ${s.key}: ${s.state}, ${s.attempts} attempt(s)`);
+  for (const d of n.deadLetters) lines.push(`${pad}in the dead-letter queue of ${d.group}`);
+  n.children.forEach((c, i) => {
+    lines.push(...nodeLines(c, inner, i === n.children.length - 1 ? "└─ " : "├─ "));
+  });
+  return lines;
+}
+
+export function renderTraceText(view: TraceView): string {
+  const lines = [
+    `trace of ${view.query}`,
+    `  correlation ${view.correlationIds.join(", ")}`,
+    `  task        ${view.taskIds.join(", ")}`,
+    "",
+  ];
+  for (const root of view.roots) lines.push(...nodeLines(root, "", ""), "");
+  if (view.related?.length) {
+    lines.push("made moot by this trace (other traces):");
+    for (const r of view.related) lines.push(...nodeLines(r, "  ", ""));
+  }
+  return lines.join("\n").trimEnd();
+}
+
+export function renderStatusText(view: StatusView, waiting?: WaitingView): string {
+  const header = ["group", "depth", "in-flight", "oldest", "dlq", "buffer", "buffer-dlq"];
+  const rows = view.groups.map((g) => [
+    g.group,
+    String(g.depth),
+    String(g.inFlight),
+    g.oldestAgeSeconds === undefined ? "-" : `${g.oldestAgeSeconds}s`,
+    String(g.deadLetters),
+    g.bufferDepth === undefined ? "-" : String(g.bufferDepth),
+    g.bufferDeadLetters === undefined ? "-" : String(g.bufferDeadLetters),
+  ]);
+  const lines = ["consumer groups", ...table(header, rows)];
+  const age = view.relayIteratorAgeMs;
+  lines.push(
+    "",
+    `relay: iterator age ${age === undefined ? "- (no CloudWatch data)" : `${age} ms`}, ${view.relayFailures} batch(es) in its failure queue`,
+    `runs: ${
+      Object.entries(view.runsByStatus)
+        .map(([s, n]) => `${n} ${s}`)
+        .join(", ") || "none"
+    }`,
+    "waiting for a person:",
+    `  held replies          ${view.counts.heldReplies}`,
+    `  unknown side effects  ${view.counts.unknownSideEffects}`,
+    `  NEEDS_HUMAN nodes     ${view.counts.needsHumanNodes}`,
+    `  FAILED nodes          ${view.counts.failedNodes}`,
+  );
+  if (waiting) lines.push(...waitingLines(waiting));
+  return lines.join("\n");
+}
+
+function waitingLines(w: WaitingView): string[] {
+  const lines: string[] = [];
+  for (const c of w.heldReplies) lines.push(`  held reply     ${c.kind} ${c.id} (${c.updatedAt})`);
+  for (const s of w.unknownSideEffects)
+    lines.push(`  unknown        side effect ${s.key} (${s.attempts} attempt(s), ${s.updatedAt})`);
+  for (const c of w.needsHuman) lines.push(`  NEEDS_HUMAN    ${c.label ?? c.id} (${c.updatedAt})`);
+  for (const c of w.failedRuns)
+    lines.push(`  ${c.status.padEnd(14)} run ${c.id} ${c.label ?? ""} (${c.updatedAt})`);
+  return lines;
+}
+
+export function renderDeadLettersText(letters: readonly DeadLetterView[]): string {
+  if (letters.length === 0) return "no dead letters";
+  const header = ["group", "queue", "event id", "type", "order key", "code", "receives", "sent"];
+  const rows = letters.map((d) => [
+    d.group,
+    d.queue,
+    d.eventId ?? "-",
+    d.eventType ?? "-",
+    d.orderKey ?? "-",
+    d.code,
+    d.receiveCount === undefined ? "-" : String(d.receiveCount),
+    d.sentAt ?? "-",
+  ]);
+  const lines = table(header, rows);
+  lines.push("", "reasons:");
+  for (const d of letters) lines.push(`  ${d.eventId ?? d.messageId}: ${d.reason}`);
+  return lines.join("\n");
+}
+
+function table(header: string[], rows: string[][]): string[] {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]?.length ?? 0)));
+  const line = (cells: string[]) =>
+    `  ${cells
+      .map((c, i) => c.padEnd(widths[i] ?? 0))
+      .join("  ")
+      .trimEnd()}`;
+  return [line(header), ...rows.map(line)];
+}

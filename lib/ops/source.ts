@@ -1,0 +1,80 @@
+import { QueryCommand } from "@aws-sdk/client-dynamodb";
+import { unmarshall } from "@aws-sdk/util-dynamodb";
+import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
+import { EventAttr, streamKey } from "../../functions/adapters/dynamodb/tables";
+import { DynamoTraceReader } from "../../functions/adapters/dynamodb/trace-reader";
+import type { OrchestratorState } from "../../functions/roles/orchestrator";
+import type { Envelope } from "../../schemas";
+import { listDeadLetters } from "./dead-letters";
+import { sideEffectsByKey, summaries } from "./lists";
+import { runView } from "./runs";
+import type { OpsStack } from "./stack";
+import { status, waiting } from "./status";
+import { buildTrace, type TraceSources } from "./trace";
+import type { OpsSource, RunView, TraceView } from "./views";
+
+/** How many of a shared stream's newest events a trace looks at for what it made moot. */
+const RELATED_WINDOW = 50;
+
+/** The newest events of one stream (a Query in descending version order). */
+async function newestOfStream(
+  stack: OpsStack,
+  aggregate: { type: string; id: string },
+): Promise<Envelope[]> {
+  const out = await stack.dynamodb.send(
+    new QueryCommand({
+      TableName: stack.names.tables.events,
+      KeyConditionExpression: "#pk = :pk",
+      ExpressionAttributeNames: { "#pk": EventAttr.pk },
+      ExpressionAttributeValues: { ":pk": { S: streamKey(aggregate) } },
+      ScanIndexForward: false,
+      Limit: RELATED_WINDOW,
+    }),
+  );
+  return (out.Items ?? []).map(
+    (item) => JSON.parse(String(unmarshall(item)[EventAttr.envelope])) as Envelope,
+  );
+}
+
+/** What a trace of this stack reads. */
+export function traceSources(stack: OpsStack): TraceSources {
+  return {
+    reader: new DynamoTraceReader({ client: stack.dynamodb, tables: stack.names.tables }),
+    groups: stack.groups,
+    sideEffects: (keys) => sideEffectsByKey(stack, keys),
+    stream: (aggregate) => newestOfStream(stack, aggregate),
+  };
+}
+
+export function traceOf(stack: OpsStack, id: string): Promise<TraceView | undefined> {
+  return buildTrace(traceSources(stack), id);
+}
+
+/** A workflow run from the orchestrator's state item, or undefined when there is none. */
+export async function runOf(stack: OpsStack, runId: string): Promise<RunView | undefined> {
+  const store = new DynamoEventStore({
+    client: stack.dynamodb,
+    tables: { state: stack.names.tables.state, events: "", inbox: "" },
+  });
+  const { state } = await store.load({ state: { type: "dag_run", id: runId } });
+  const data = state?.data as OrchestratorState | null | undefined;
+  return data?.run ? runView(data) : undefined;
+}
+
+/** The operator views of a stack, as the console page reads them. */
+export function opsSource(stack: OpsStack): OpsSource {
+  return {
+    async overview() {
+      const [runs, conversations, tasks, w] = await Promise.all([
+        summaries(stack, { kind: "run" }, 20),
+        summaries(stack, { kind: "conversation" }, 20),
+        summaries(stack, { kind: "task" }, 20),
+        waiting(stack),
+      ]);
+      return { runs, conversations, tasks, waiting: w, status: await status(stack, w) };
+    },
+    trace: (id) => traceOf(stack, id),
+    run: (runId) => runOf(stack, runId),
+    deadLetters: () => listDeadLetters(stack),
+  };
+}

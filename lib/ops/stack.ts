@@ -1,0 +1,100 @@
+import { CloudWatchClient } from "@aws-sdk/client-cloudwatch";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { SQSClient } from "@aws-sdk/client-sqs";
+import { GetParameterCommand, PutParameterCommand, SSMClient } from "@aws-sdk/client-ssm";
+import { type StackNames, stackNames } from "../local/names";
+import { topology as projectTopology, type Topology } from "../topology";
+
+/** How to reach AWS: an endpoint (an emulator) or the default one, and the region. */
+export interface ClientConfig {
+  readonly region: string;
+  readonly endpoint?: string;
+  readonly credentials?: { readonly accessKeyId: string; readonly secretAccessKey: string };
+}
+
+/** A deployed (or local) stack as the operator tools see it: its names and the clients to read. */
+export interface OpsStack {
+  readonly stackName: string;
+  readonly names: StackNames;
+  readonly outputs: Readonly<Record<string, string>>;
+  readonly groups: readonly string[];
+  readonly dynamodb: DynamoDBClient;
+  readonly sqs: SQSClient;
+  readonly cloudwatch: CloudWatchClient;
+  close(): void;
+}
+
+/**
+ * The SSM parameter under which the local stack publishes its outputs (as `cdk deploy
+ * --outputs-file` would write them for one stack), so that `--endpoint` alone finds its names.
+ */
+export function outputsParameter(stackName: string): string {
+  return `/${stackName}/outputs`;
+}
+
+/** Publish a stack's outputs where `readPublishedOutputs` finds them (the local stack does). */
+export async function publishOutputs(
+  config: ClientConfig,
+  stackName: string,
+  outputs: Readonly<Record<string, string>>,
+): Promise<void> {
+  const ssm = new SSMClient(config);
+  try {
+    await ssm.send(
+      new PutParameterCommand({
+        Name: outputsParameter(stackName),
+        Type: "String",
+        Overwrite: true,
+        Value: JSON.stringify(outputs),
+      }),
+    );
+  } finally {
+    ssm.destroy();
+  }
+}
+
+/** The outputs a local stack published, or undefined when there are none at the endpoint. */
+export async function readPublishedOutputs(
+  config: ClientConfig,
+  stackName: string,
+): Promise<Record<string, string> | undefined> {
+  const ssm = new SSMClient(config);
+  try {
+    const { Parameter } = await ssm.send(
+      new GetParameterCommand({ Name: outputsParameter(stackName) }),
+    );
+    return Parameter?.Value ? (JSON.parse(Parameter.Value) as Record<string, string>) : undefined;
+  } catch (error) {
+    if (error instanceof Error && error.name === "ParameterNotFound") return undefined;
+    throw error;
+  } finally {
+    ssm.destroy();
+  }
+}
+
+/** Connect to a stack by its outputs; every name a reader needs must be among them. */
+export function connect(
+  config: ClientConfig,
+  stackName: string,
+  outputs: Readonly<Record<string, string>>,
+  topology: Pick<Topology, "topics" | "groups"> = projectTopology,
+): OpsStack {
+  const names = stackNames(outputs, topology);
+  const dynamodb = new DynamoDBClient(config);
+  const sqs = new SQSClient(config);
+  const cloudwatch = new CloudWatchClient(config);
+  return {
+    stackName,
+    names,
+    outputs,
+    groups: topology.groups.map((g) => g.name),
+    dynamodb,
+    sqs,
+    cloudwatch,
+    close: () => {
+      dynamodb.destroy();
+      sqs.destroy();
+      cloudwatch.destroy();
+    },
+  };
+}

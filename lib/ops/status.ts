@@ -1,0 +1,159 @@
+import { GetMetricDataCommand } from "@aws-sdk/client-cloudwatch";
+import { GetQueueAttributesCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import { summaries, unknownSideEffects } from "./lists";
+import type { OpsStack } from "./stack";
+import type { GroupStatusView, StatusView, WaitingView } from "./views";
+
+/** How far back `status` counts runs by status (by their last change). */
+const RUN_WINDOW = 200;
+
+async function depthOf(
+  sqs: SQSClient,
+  url: string,
+): Promise<{ visible: number; inFlight: number }> {
+  const { Attributes = {} } = await sqs.send(
+    new GetQueueAttributesCommand({
+      QueueUrl: url,
+      AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+    }),
+  );
+  return {
+    visible: Number(Attributes.ApproximateNumberOfMessages ?? 0),
+    inFlight: Number(Attributes.ApproximateNumberOfMessagesNotVisible ?? 0),
+  };
+}
+
+const queueNameOf = (url: string) => url.slice(url.lastIndexOf("/") + 1);
+
+/**
+ * The newest datapoint (maximum over 5 minutes, last 15 minutes) of each metric; undefined where
+ * CloudWatch has none (a quiet queue, or an emulator without metrics).
+ */
+async function latest(
+  stack: OpsStack,
+  queries: readonly {
+    id: string;
+    namespace: string;
+    metric: string;
+    dimension: [string, string];
+  }[],
+): Promise<Map<string, number>> {
+  const found = new Map<string, number>();
+  if (queries.length === 0) return found;
+  const end = new Date();
+  try {
+    for (let i = 0; i < queries.length; i += 500) {
+      const out = await stack.cloudwatch.send(
+        new GetMetricDataCommand({
+          StartTime: new Date(end.getTime() - 15 * 60_000),
+          EndTime: end,
+          MetricDataQueries: queries.slice(i, i + 500).map((q) => ({
+            Id: q.id,
+            MetricStat: {
+              Metric: {
+                Namespace: q.namespace,
+                MetricName: q.metric,
+                Dimensions: [{ Name: q.dimension[0], Value: q.dimension[1] }],
+              },
+              Period: 300,
+              Stat: "Maximum",
+            },
+          })),
+        }),
+      );
+      for (const r of out.MetricDataResults ?? [])
+        if (r.Id && r.Values?.length) found.set(r.Id, r.Values[0] as number);
+    }
+  } catch {
+    // No CloudWatch (or no permission to read it): the ages stay unknown.
+  }
+  return found;
+}
+
+async function groupStatus(stack: OpsStack): Promise<GroupStatusView[]> {
+  const entries = Object.entries(stack.names.groups);
+  const ages = await latest(
+    stack,
+    entries.map(([, urls], i) => ({
+      id: `age${i}`,
+      namespace: "AWS/SQS",
+      metric: "ApproximateAgeOfOldestMessage",
+      dimension: ["QueueName", queueNameOf(urls.queue)],
+    })),
+  );
+  return Promise.all(
+    entries.map(async ([group, urls], i) => {
+      const [queue, dlq, buffer, bufferDlq] = await Promise.all([
+        depthOf(stack.sqs, urls.queue),
+        depthOf(stack.sqs, urls.deadLetterQueue),
+        urls.buffer ? depthOf(stack.sqs, urls.buffer) : undefined,
+        urls.bufferDeadLetterQueue ? depthOf(stack.sqs, urls.bufferDeadLetterQueue) : undefined,
+      ]);
+      const age = ages.get(`age${i}`);
+      return {
+        group,
+        depth: queue.visible,
+        inFlight: queue.inFlight,
+        ...(age !== undefined ? { oldestAgeSeconds: age } : {}),
+        deadLetters: dlq.visible + dlq.inFlight,
+        ...(buffer ? { bufferDepth: buffer.visible + buffer.inFlight } : {}),
+        ...(bufferDlq ? { bufferDeadLetters: bufferDlq.visible + bufferDlq.inFlight } : {}),
+      };
+    }),
+  );
+}
+
+/** What waits for a person, newest first. */
+export async function waiting(stack: OpsStack, limit = 50): Promise<WaitingView> {
+  const [heldReplies, unknown, needsHuman, failedRuns] = await Promise.all([
+    summaries(stack, { waiting: "held_reply" }, limit),
+    unknownSideEffects(stack, limit),
+    summaries(stack, { waiting: "needs_human" }, limit),
+    summaries(stack, { waiting: "failed_run" }, limit),
+  ]);
+  return { heldReplies, unknownSideEffects: unknown, needsHuman, failedRuns };
+}
+
+/** Queues, relay, runs by status and what waits for a person, read from the stack. */
+export async function status(stack: OpsStack, waitingNow?: WaitingView): Promise<StatusView> {
+  const relayFunction = stack.outputs.RelayFunctionName;
+  const [groups, relayFailures, runs, w, relay] = await Promise.all([
+    groupStatus(stack),
+    depthOf(stack.sqs, stack.names.relayFailureQueue),
+    summaries(stack, { kind: "run" }, RUN_WINDOW),
+    waitingNow ?? waiting(stack, 1000),
+    relayFunction
+      ? latest(stack, [
+          {
+            id: "relay",
+            namespace: "AWS/Lambda",
+            metric: "IteratorAge",
+            dimension: ["FunctionName", relayFunction],
+          },
+        ])
+      : new Map<string, number>(),
+  ]);
+  const runsByStatus: Record<string, number> = {};
+  for (const r of runs) runsByStatus[r.status] = (runsByStatus[r.status] ?? 0) + 1;
+  const heldCount = w.heldReplies.reduce(
+    (n, c) => n + ((c as { counts?: Record<string, number> }).counts?.held ?? 1),
+    0,
+  );
+  const failedNodes = w.failedRuns.reduce(
+    (n, c) => n + ((c as { counts?: Record<string, number> }).counts?.failed_nodes ?? 0),
+    0,
+  );
+  const age = relay.get("relay");
+  return {
+    groups,
+    ...(age !== undefined ? { relayIteratorAgeMs: age } : {}),
+    relayFailures: relayFailures.visible + relayFailures.inFlight,
+    runsByStatus,
+    counts: {
+      heldReplies: heldCount,
+      unknownSideEffects: w.unknownSideEffects.length,
+      needsHumanNodes: w.needsHuman.length,
+      failedNodes,
+    },
+  };
+}

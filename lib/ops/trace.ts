@@ -1,0 +1,212 @@
+import type { FailureRecord, OutcomeRecord, TraceReader } from "../../functions/core/ports";
+import type { Envelope } from "../../schemas";
+import { ULID_PATTERN } from "../../schemas/ids";
+import type { GroupOutcome, SideEffectView, TraceEvent, TraceNode, TraceView } from "./views";
+
+/** What building a trace reads. */
+export interface TraceSources {
+  readonly reader: TraceReader;
+  /** The consumer groups of the stack (an event id is looked up in each group's records). */
+  readonly groups: readonly string[];
+  /** Side-effect records by key (unknown keys left out). */
+  readonly sideEffects: (keys: readonly string[]) => Promise<SideEffectView[]>;
+  /** Events of one stream (to find what a shared aggregate's newer message superseded). */
+  readonly stream?: (aggregate: { type: string; id: string }) => Promise<Envelope[]>;
+}
+
+/**
+ * The causal trace of an event, task or correlation id: stored stream events and every group's
+ * recorded outcomes (which also place the unsequenced messages no stream holds), as a tree of
+ * causation edges, each event with its groups' outcomes, side-effect records and dead letters.
+ * Undefined when nothing is recorded under the id.
+ */
+export async function buildTrace(
+  sources: TraceSources,
+  id: string,
+): Promise<TraceView | undefined> {
+  const found = await collect(sources, id);
+  if (!found) return undefined;
+  const { events, outcomes } = found;
+  const keys = new Map<string, string[]>();
+  for (const e of events.values())
+    keys.set(e.eventId, sideEffectKeysOf(found.envelopes.get(e.eventId)));
+  const effects = await sources.sideEffects([...new Set([...keys.values()].flat())]);
+  const effectByKey = new Map(effects.map((s) => [s.key, s]));
+  const node = (e: TraceEvent, children: TraceNode[]): TraceNode => {
+    const own = outcomes.filter((o) => o.eventId === e.eventId);
+    return {
+      event: e,
+      outcomes: groupOutcomes(own),
+      sideEffects: (keys.get(e.eventId) ?? []).flatMap((k) => effectByKey.get(k) ?? []),
+      deadLetters: own
+        .filter((o) => o.outcome === "dead-lettered")
+        .map((o) => ({ group: o.group, queue: "queue" })),
+      children,
+    };
+  };
+  return {
+    query: id,
+    correlationIds: [...new Set([...events.values()].map((e) => e.correlationId))].sort(),
+    taskIds: [...new Set([...events.values()].map((e) => e.taskId))].sort(),
+    roots: tree([...events.values()], node),
+    ...(await relatedOf(sources, found)),
+  };
+}
+
+interface Found {
+  readonly events: Map<string, TraceEvent>;
+  readonly envelopes: Map<string, Envelope>;
+  readonly outcomes: OutcomeRecord[];
+}
+
+/** The events and outcomes under the id: an event id's correlation, a task, or a correlation. */
+async function collect(sources: TraceSources, id: string): Promise<Found | undefined> {
+  const { reader } = sources;
+  let stored: Envelope[];
+  let outcomes: OutcomeRecord[];
+  if (ULID_PATTERN.test(id)) {
+    const ofEvent = await reader.outcomesOfEvent(sources.groups, id);
+    const correlation = ofEvent[0]?.correlationId;
+    if (!correlation) return undefined;
+    [stored, outcomes] = await Promise.all([
+      reader.eventsByCorrelation(correlation),
+      reader.outcomesByCorrelation(correlation),
+    ]);
+  } else if (id.startsWith("task_")) {
+    [stored, outcomes] = await Promise.all([reader.eventsByTask(id), reader.outcomesByTask(id)]);
+  } else {
+    [stored, outcomes] = await Promise.all([
+      reader.eventsByCorrelation(id),
+      reader.outcomesByCorrelation(id),
+    ]);
+  }
+  if (stored.length === 0 && outcomes.length === 0) return undefined;
+  const events = new Map<string, TraceEvent>();
+  const envelopes = new Map<string, Envelope>();
+  for (const e of stored) {
+    events.set(e.event_id, eventOfEnvelope(e));
+    envelopes.set(e.event_id, e);
+  }
+  for (const o of outcomes) if (!events.has(o.eventId)) events.set(o.eventId, eventOfRecord(o));
+  return { events, envelopes, outcomes };
+}
+
+function eventOfEnvelope(e: Envelope): TraceEvent {
+  return {
+    eventId: e.event_id,
+    eventType: e.event_type,
+    aggregate: { type: e.aggregate.type, id: e.aggregate.id },
+    version: e.aggregate.version,
+    producer: e.producer,
+    occurredAt: e.occurred_at,
+    correlationId: e.correlation_id,
+    taskId: e.task_id,
+    ...(e.causation_id ? { causationId: e.causation_id } : {}),
+  };
+}
+
+function eventOfRecord(o: OutcomeRecord): TraceEvent {
+  return {
+    eventId: o.eventId,
+    eventType: o.eventType,
+    aggregate: o.aggregate,
+    version: o.version,
+    producer: o.producer,
+    occurredAt: o.occurredAt,
+    correlationId: o.correlationId,
+    taskId: o.taskId,
+    ...(o.causationId ? { causationId: o.causationId } : {}),
+  };
+}
+
+const isFailure = (o: OutcomeRecord): o is FailureRecord =>
+  o.outcome === "retrying" || o.outcome === "dead-lettered";
+
+/**
+ * One outcome per group: the inbox row when there is one (with the failures before it, if any),
+ * else the failure record (retrying or dead-lettered).
+ */
+export function groupOutcomes(records: readonly OutcomeRecord[]): GroupOutcome[] {
+  const byGroup = new Map<string, OutcomeRecord[]>();
+  for (const r of records) byGroup.set(r.group, [...(byGroup.get(r.group) ?? []), r]);
+  return [...byGroup.entries()]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([group, rows]) => {
+      const failure = rows.find(isFailure);
+      const done = rows.find((r) => !isFailure(r));
+      const row = done ?? failure;
+      if (!row) throw new Error("no outcome");
+      return {
+        group,
+        outcome: row.outcome,
+        ...(!isFailure(row) && row.reason ? { reason: row.reason } : {}),
+        ...(failure ? { error: failure.error, attempts: failure.attempts } : {}),
+        ...(failure && row === failure && failure.outcome === "dead-lettered"
+          ? { reason: failure.error.code }
+          : {}),
+        at: row.recordedAt,
+      };
+    });
+}
+
+/** Events as a forest of causation edges, children in event id (time) order. */
+function tree(
+  events: TraceEvent[],
+  node: (e: TraceEvent, children: TraceNode[]) => TraceNode,
+): TraceNode[] {
+  const ids = new Set(events.map((e) => e.eventId));
+  const children = new Map<string, TraceEvent[]>();
+  const roots: TraceEvent[] = [];
+  for (const e of [...events].sort((a, b) => a.eventId.localeCompare(b.eventId))) {
+    if (e.causationId && ids.has(e.causationId) && e.causationId !== e.eventId)
+      children.set(e.causationId, [...(children.get(e.causationId) ?? []), e]);
+    else roots.push(e);
+  }
+  const build = (e: TraceEvent, depth: number): TraceNode =>
+    node(e, depth > 200 ? [] : (children.get(e.eventId) ?? []).map((c) => build(c, depth + 1)));
+  return roots.map((r) => build(r, 0));
+}
+
+/** The side-effect keys an event names: a delivery's key, or a send request's reply key. */
+function sideEffectKeysOf(envelope: Envelope | undefined): string[] {
+  const payload = envelope?.payload as Record<string, unknown> | undefined;
+  if (!envelope || !payload) return [];
+  if (typeof payload.idempotency_key === "string") return [payload.idempotency_key];
+  if (typeof payload.logical_attempt === "number" && typeof payload.channel === "string")
+    return [`${envelope.task_id}:reply:${payload.logical_attempt}`];
+  return [];
+}
+
+/**
+ * What this trace's messages superseded or invalidated elsewhere: events of other correlations on
+ * the streams this trace wrote to, which a group discarded as superseded or invalidated after the
+ * trace began (a newer customer message makes the older reply moot).
+ */
+async function relatedOf(sources: TraceSources, found: Found): Promise<{ related?: TraceNode[] }> {
+  if (!sources.stream) return {};
+  const own = new Set([...found.events.values()].map((e) => e.correlationId));
+  const start = [...found.events.values()].map((e) => e.occurredAt).sort()[0] ?? "";
+  const streams = new Map<string, { type: string; id: string }>();
+  for (const e of found.envelopes.values())
+    if (e.aggregate.version > 0) streams.set(`${e.aggregate.type}#${e.aggregate.id}`, e.aggregate);
+  const others = new Set<string>();
+  for (const ref of [...streams.values()].slice(0, 10))
+    for (const e of (await sources.stream(ref)).slice(-50))
+      if (!own.has(e.correlation_id)) others.add(e.correlation_id);
+  const related: TraceNode[] = [];
+  for (const correlation of [...others].slice(0, 10)) {
+    const outcomes = await sources.reader.outcomesByCorrelation(correlation);
+    for (const o of outcomes) {
+      if (o.outcome !== "discarded" || o.recordedAt < start) continue;
+      if (o.reason !== "superseded" && o.reason !== "invalidated_by_state_change") continue;
+      related.push({
+        event: eventOfRecord(o),
+        outcomes: groupOutcomes([o]),
+        sideEffects: [],
+        deadLetters: [],
+        children: [],
+      });
+    }
+  }
+  return related.length > 0 ? { related } : {};
+}

@@ -1,0 +1,186 @@
+/**
+ * What the operator tools show, as plain data: the trace of a task, a workflow run, the dead
+ * letters, the groups' queues and what waits for a person. The readers in this folder build these
+ * views from the stack (DynamoDB Query/GetItem/BatchGetItem, SQS and CloudWatch reads); the CLI
+ * prints them and the console page renders them. Nothing here calls AWS.
+ */
+
+/** What one consumer group did with one event. */
+export type OutcomeKind = "applied" | "discarded" | "rejected" | "retrying" | "dead-lettered";
+
+export interface GroupOutcome {
+  readonly group: string;
+  readonly outcome: OutcomeKind;
+  /** Discard or reject reason (`expired`, `superseded`, ...) or the dead-letter reason. */
+  readonly reason?: string;
+  /** Last error of a retrying or dead-lettered event. */
+  readonly error?: { readonly code: string; readonly message: string };
+  /** How many times the queue had handed the message out (retrying / dead-lettered). */
+  readonly attempts?: number;
+  /** When the outcome was recorded (ISO 8601). */
+  readonly at: string;
+  /** True when the event reached the group through gap repair from the event store. */
+  readonly repaired?: boolean;
+}
+
+/** An external action's idempotency record, as the trace shows it beside its event. */
+export interface SideEffectView {
+  readonly key: string;
+  readonly state: "pending" | "succeeded" | "failed" | "unknown";
+  readonly attempts: number;
+  readonly updatedAt: string;
+}
+
+/** One message of a trace: a stored stream event or an unsequenced message a group consumed. */
+export interface TraceEvent {
+  readonly eventId: string;
+  readonly eventType: string;
+  readonly aggregate: { readonly type: string; readonly id: string };
+  /** Stream version; 0 for an unsequenced message (client message, command, sweeper message). */
+  readonly version: number;
+  readonly producer: string;
+  readonly occurredAt: string;
+  readonly correlationId: string;
+  readonly taskId: string;
+  readonly causationId?: string;
+}
+
+export interface TraceNode {
+  readonly event: TraceEvent;
+  readonly outcomes: readonly GroupOutcome[];
+  readonly sideEffects: readonly SideEffectView[];
+  /** Dead-letter queues (by group) that hold this event now. */
+  readonly deadLetters: readonly { readonly group: string; readonly queue: string }[];
+  readonly children: readonly TraceNode[];
+}
+
+export interface TraceView {
+  /** What was asked for: an event, task or correlation id. */
+  readonly query: string;
+  readonly correlationIds: readonly string[];
+  readonly taskIds: readonly string[];
+  /** Messages whose cause is not part of the trace (the root client message or command first). */
+  readonly roots: readonly TraceNode[];
+  /**
+   * Messages of other traces this one made moot: a group discarded them as superseded (or
+   * invalidated) after this trace began, on a stream this trace wrote to.
+   */
+  readonly related?: readonly TraceNode[];
+}
+
+/** One node of a workflow run, with the definition's role and what the run recorded of it. */
+export interface RunNodeView {
+  readonly id: string;
+  readonly role: string;
+  readonly state: string;
+  readonly attempt: number;
+  /** When the node was (last) assigned and when it ended (ISO 8601), from the run's timeline. */
+  readonly startedAt?: string;
+  readonly endedAt?: string;
+  readonly durationMs?: number;
+  readonly error?: { readonly code: string; readonly message: string };
+}
+
+export interface RunEdgeView {
+  readonly from: string;
+  readonly to: string;
+  /** A conditional edge's condition in words (`verdict = "pass"`), absent for plain edges. */
+  readonly condition?: string;
+}
+
+export interface RunView {
+  readonly runId: string;
+  readonly workflow: { readonly name: string; readonly version: number };
+  readonly status: string;
+  readonly generation: number;
+  readonly correlationId?: string;
+  readonly taskId?: string;
+  readonly nodes: readonly RunNodeView[];
+  readonly edges: readonly RunEdgeView[];
+  readonly timeline: readonly {
+    readonly at: string;
+    readonly event: string;
+    readonly nodeId?: string;
+    readonly generation?: number;
+    readonly cause: string;
+  }[];
+}
+
+/** One message in a dead-letter queue. */
+export interface DeadLetterView {
+  readonly group: string;
+  /** `queue` (the group's consumer DLQ) or `buffer` (the dispatcher's DLQ). */
+  readonly queue: "queue" | "buffer";
+  readonly messageId: string;
+  readonly eventId?: string;
+  readonly eventType?: string;
+  /** The FIFO message group: the order key (aggregate) the message belongs to. */
+  readonly orderKey?: string;
+  readonly code: string;
+  readonly reason: string;
+  readonly receiveCount?: number;
+  /** When the message entered the dead-letter queue (ISO 8601). */
+  readonly sentAt?: string;
+  readonly correlationId?: string;
+  readonly taskId?: string;
+}
+
+/** One consumer group's queues. Undefined numbers are not known (no CloudWatch data). */
+export interface GroupStatusView {
+  readonly group: string;
+  readonly depth: number;
+  readonly inFlight: number;
+  readonly oldestAgeSeconds?: number;
+  readonly deadLetters: number;
+  readonly bufferDepth?: number;
+  readonly bufferDeadLetters?: number;
+}
+
+/** A state item listed by kind and status: a run, a conversation, a task. */
+export interface ItemSummary {
+  readonly kind: "run" | "conversation" | "task";
+  readonly id: string;
+  readonly status: string;
+  readonly updatedAt: string;
+  /** Short text for lists: a run's workflow, a conversation's last reply status, ... */
+  readonly label?: string;
+}
+
+/** What waits for a person. */
+export interface WaitingView {
+  readonly heldReplies: readonly ItemSummary[];
+  readonly unknownSideEffects: readonly SideEffectView[];
+  readonly needsHuman: readonly ItemSummary[];
+  readonly failedRuns: readonly ItemSummary[];
+}
+
+export interface StatusView {
+  readonly groups: readonly GroupStatusView[];
+  /** Age of the newest stream record the relay read, in ms (CloudWatch IteratorAge). */
+  readonly relayIteratorAgeMs?: number;
+  readonly relayFailures: number;
+  readonly runsByStatus: Readonly<Record<string, number>>;
+  readonly counts: {
+    readonly heldReplies: number;
+    readonly unknownSideEffects: number;
+    readonly needsHumanNodes: number;
+    readonly failedNodes: number;
+  };
+}
+
+export interface OverviewView {
+  readonly runs: readonly ItemSummary[];
+  readonly conversations: readonly ItemSummary[];
+  readonly tasks: readonly ItemSummary[];
+  readonly waiting: WaitingView;
+  readonly status: StatusView;
+}
+
+/** What the console page reads; implemented over the stack by the readers in this folder. */
+export interface OpsSource {
+  overview(): Promise<OverviewView>;
+  /** Undefined when nothing is known of the id. */
+  trace(id: string): Promise<TraceView | undefined>;
+  run(runId: string): Promise<RunView | undefined>;
+  deadLetters(): Promise<readonly DeadLetterView[]>;
+}
