@@ -1,5 +1,6 @@
 import { Command, CommanderError } from "commander";
 import { silenceNodeVersionWarning } from "../lib/local/warnings";
+import { consoleCommand, dlqCommand, statusCommand, traceCommand } from "./cli/ops";
 import {
   EXIT_AWS,
   EXIT_USAGE,
@@ -13,7 +14,8 @@ import { workflowCommand } from "./cli/workflow";
 silenceNodeVersionWarning();
 
 /**
- * Operator commands for AgentBus (./cli): workflow runs (./cli/workflow).
+ * Operator commands for AgentBus (./cli): workflow runs (./cli/workflow); trace, status, dead
+ * letters and the console page (./cli/ops).
  *
  * Exit codes: 0 ok, 1 AWS error (or the AWS side lacks what was asked for, e.g. no such run),
  * 2 usage error (nothing was sent).
@@ -21,7 +23,9 @@ silenceNodeVersionWarning();
 
 const program = new Command()
   .name("agentbus")
-  .description("AgentBus operator commands: start, show, re-run and reset workflow runs.")
+  .description(
+    "AgentBus operator commands: workflow runs, traces, status, dead letters and the console.",
+  )
   .exitOverride()
   .showHelpAfterError("(add --help for usage)")
   .option("--endpoint <url>", "AWS endpoint, e.g. an emulator (default: $AWS_ENDPOINT_URL)")
@@ -37,6 +41,10 @@ const program = new Command()
 const globals = (command: Command) => target(command.optsWithGlobals<GlobalOptions>());
 
 program.addCommand(workflowCommand(globals));
+program.addCommand(traceCommand(globals));
+program.addCommand(statusCommand(globals));
+program.addCommand(dlqCommand(globals));
+program.addCommand(consoleCommand(globals));
 
 async function main(): Promise<number> {
   try {

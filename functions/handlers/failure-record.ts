@@ -19,7 +19,7 @@ const TraceFields = z.object({
   aggregate: z.object({ type: Text, id: Text, version: z.int().nonnegative().optional() }),
   correlation_id: Text,
   task_id: Text,
-  causation_id: Text.optional(),
+  causation_id: Text.nullish(),
   producer: Text.optional(),
   occurred_at: Text.optional(),
 });

@@ -89,5 +89,18 @@ ${idList("task", view.taskIds)}
 </ul>
 <section class="trace"${attr("data-query", view.query)}>
 ${tree}
+</section>${renderRelated(view)}`;
+}
+
+/** Messages of other traces this one made moot (superseded or invalidated replies). */
+function renderRelated(view: TraceView): string {
+  if (!view.related?.length) return "";
+  return `
+<section class="trace related">
+<h2>Made moot by this trace</h2>
+<p class="muted">Messages of other traces that a group discarded because of this one.</p>
+<ul class="tree">
+${view.related.map(renderNode).join("\n")}
+</ul>
 </section>`;
 }

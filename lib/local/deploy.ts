@@ -122,11 +122,18 @@ class LocalParts {
 }
 
 /** SDK clients pointed at an emulator endpoint with throwaway credentials. */
-export function emulatorClients(endpoint: string, region = "us-east-1"): AwsClients {
-  const config = {
+/** How a client reaches the emulator: its endpoint, any credentials. */
+export function emulatorConfig(endpoint: string, region = "us-east-1") {
+  return {
     endpoint,
     region,
     credentials: { accessKeyId: "testing", secretAccessKey: "testing" },
+  };
+}
+
+export function emulatorClients(endpoint: string, region = "us-east-1"): AwsClients {
+  const config = {
+    ...emulatorConfig(endpoint, region),
     // Every SQS poller of the runtime holds a socket for its long poll (dozens at once): with the
     // SDK's default of 50 sockets, other calls queued behind them for whole long polls.
     requestHandler: { httpAgent: { keepAlive: true, maxSockets: 1024 } },

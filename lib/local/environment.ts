@@ -2,8 +2,15 @@ import { LocalChannel, type LocalDelivery } from "../../functions/adapters/chann
 import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
 import { putOrders } from "../../functions/adapters/dynamodb/orders";
 import { DeterministicLocalModel } from "../../functions/adapters/local-model";
+import { publishOutputs } from "../ops/stack";
 import { topology as projectTopology, type Topology } from "../topology";
-import { type AwsClients, deployTemplate, emulatorClients, type LocalDeployment } from "./deploy";
+import {
+  type AwsClients,
+  deployTemplate,
+  emulatorClients,
+  emulatorConfig,
+  type LocalDeployment,
+} from "./deploy";
 import { RecordingModel } from "./model";
 import { type MotoServer, resetMoto, startMoto } from "./moto";
 import { type StackNames, stackNames } from "./names";
@@ -86,6 +93,8 @@ export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvir
     const deployment = await deployTemplate(template, clients, { stackName, region });
     const deployMs = lap();
     const names = stackNames(deployment.outputs, options.topology ?? projectTopology);
+    // Operator tools pointed at the endpoint (agentbus trace --endpoint ...) find the names here.
+    await publishOutputs(emulatorConfig(endpoint, region), stackName, deployment.outputs);
     if (names.tables.orders) await putOrders(clients.dynamodb, names.tables.orders, SAMPLE_ORDERS);
     const running = await startRuntime(deployment, clients, endpoint, options);
     return {

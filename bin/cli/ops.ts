@@ -1,0 +1,134 @@
+import { Command } from "commander";
+import { startConsole } from "../../lib/console/server";
+import { listDeadLetters } from "../../lib/ops/dead-letters";
+import {
+  renderDeadLettersText,
+  renderStatusText,
+  renderTraceText,
+} from "../../lib/ops/render-text";
+import { opsSource, traceOf } from "../../lib/ops/source";
+import { connect, type OpsStack, readPublishedOutputs } from "../../lib/ops/stack";
+import { status, waiting } from "../../lib/ops/status";
+import { clientConfig, NotFoundError, out, type Target, UsageError } from "./target";
+
+/**
+ * `agentbus trace | status | dlq | console`: what happened to a task, where work waits, what is in
+ * the dead-letter queues, and a console page. Names come from `--outputs` (a deployed stack) or,
+ * with `--endpoint`, from the outputs the local stack published in the emulator.
+ */
+
+async function stackOf(t: Target): Promise<OpsStack> {
+  const config = clientConfig(t);
+  const stackName = `AgentBus-${t.stage}`;
+  const outputs =
+    t.outputs ?? (t.endpoint ? await readPublishedOutputs(config, stackName) : undefined);
+  if (!outputs) {
+    if (t.endpoint)
+      throw new NotFoundError(
+        `no stack ${stackName} at ${t.endpoint} (its outputs are published by npm start -- --keep): is it running, and is --stage right?`,
+      );
+    throw new UsageError(
+      "the stack's names are needed: give --outputs <cdk deploy --outputs-file JSON>, or --endpoint for the local stack",
+    );
+  }
+  try {
+    return connect(config, stackName, outputs);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+}
+
+async function withStack<T>(t: Target, use: (stack: OpsStack) => Promise<T>): Promise<T> {
+  const stack = await stackOf(t);
+  try {
+    return await use(stack);
+  } finally {
+    stack.close();
+  }
+}
+
+const ID = /^[A-Za-z0-9_-]{1,100}$/;
+
+export function traceCommand(targetOf: (command: Command) => Target): Command {
+  return new Command("trace")
+    .description("the causal tree of an event, task or correlation id, with every group's outcome")
+    .argument("<id>", "an event id (ULID), a task id (task_...) or a correlation id")
+    .option("--json", "print the trace as JSON")
+    .action(async function (this: Command, id: string, options: { json?: boolean }) {
+      if (!ID.test(id))
+        throw new UsageError(
+          `${JSON.stringify(id)} is not an id (letters, digits, _ and -, at most 100)`,
+        );
+      const view = await withStack(targetOf(this), (stack) => traceOf(stack, id));
+      if (!view)
+        throw new NotFoundError(`nothing is recorded under ${id} (no event, task or correlation)`);
+      out(options.json ? JSON.stringify(view, null, 2) : renderTraceText(view));
+    });
+}
+
+export function statusCommand(targetOf: (command: Command) => Target): Command {
+  return new Command("status")
+    .description("queues per consumer group, relay, runs by status and what waits for a person")
+    .option("--json", "print the status as JSON")
+    .action(async function (this: Command, options: { json?: boolean }) {
+      await withStack(targetOf(this), async (stack) => {
+        const w = await waiting(stack);
+        const view = await status(stack, w);
+        out(
+          options.json
+            ? JSON.stringify({ ...view, waiting: w }, null, 2)
+            : renderStatusText(view, w),
+        );
+      });
+    });
+}
+
+export function dlqCommand(targetOf: (command: Command) => Target): Command {
+  const dlq = new Command("dlq").description("the consumer groups' dead-letter queues");
+  const list = async (command: Command, group: string | undefined, json?: boolean) => {
+    await withStack(targetOf(command), async (stack) => {
+      if (group !== undefined && !(group in stack.names.groups))
+        throw new UsageError(
+          `no consumer group ${group} (groups: ${Object.keys(stack.names.groups).join(", ")})`,
+        );
+      const letters = await listDeadLetters(stack, group === undefined ? {} : { group });
+      out(json ? JSON.stringify(letters, null, 2) : renderDeadLettersText(letters));
+    });
+  };
+  dlq
+    .command("list")
+    .description("every dead letter of every group (read without removing them)")
+    .option("--json", "print as JSON")
+    .action(async function (this: Command, options: { json?: boolean }) {
+      await list(this, undefined, options.json);
+    });
+  dlq
+    .command("show")
+    .description("the dead letters of one group, with their error code and reason")
+    .argument("<group>", "consumer group name")
+    .option("--json", "print as JSON")
+    .action(async function (this: Command, group: string, options: { json?: boolean }) {
+      await list(this, group, options.json);
+    });
+  return dlq;
+}
+
+export function consoleCommand(targetOf: (command: Command) => Target): Command {
+  return new Command("console")
+    .description("serve the console page on 127.0.0.1 (Ctrl-C stops it)")
+    .option("--port <port>", "port on 127.0.0.1 (default: 8630)", "8630")
+    .action(async function (this: Command, options: { port: string }) {
+      const port = Number(options.port);
+      if (!Number.isInteger(port) || port < 0 || port > 65535)
+        throw new UsageError(`--port ${JSON.stringify(options.port)} is not a port number`);
+      const stack = await stackOf(targetOf(this));
+      const running = await startConsole({ source: opsSource(stack), port });
+      out(`console of ${stack.stackName}: ${running.url}`);
+      await new Promise<void>((resolve) => {
+        process.once("SIGINT", resolve);
+        process.once("SIGTERM", resolve);
+      });
+      await running.close();
+      stack.close();
+    });
+}

@@ -1,0 +1,228 @@
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { OrchestratorState } from "../../functions/roles/orchestrator";
+import { startConsole } from "../../lib/console/server";
+import { hasConversation, runConversationScenario } from "../../lib/local/conversation";
+import { emulatorConfig } from "../../lib/local/deploy";
+import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
+import { readDeadLetters } from "../../lib/local/scenario/dead-letters";
+import {
+  hasContentWorkflow,
+  startWorkflow,
+  type WorkflowRun,
+  waitForRunEnd,
+} from "../../lib/local/scenario/workflow";
+import { opsSource } from "../../lib/ops/source";
+import { connect } from "../../lib/ops/stack";
+import type { TraceNode, TraceView } from "../../lib/ops/views";
+import type { Envelope } from "../../schemas";
+import { emulator } from "../support/aws";
+
+const ROOT = join(import.meta.dirname, "..", "..");
+const STAGE = `ops-${Date.now().toString(36)}`;
+const CHROMIUM = "/usr/bin/chromium";
+const OUTPUT = join(process.env.AGENTBUS_TEST_OUTPUT ?? "test/output", "console");
+if (!existsSync(CHROMIUM))
+  console.warn(
+    `ops.test.ts: the console part is skipped: Debian's chromium is not installed at ${CHROMIUM} (apt-get install -y chromium)`,
+  );
+
+interface CliResult {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/**
+ * The operator's views of the local stack after the reference conversation and a workflow run:
+ * `agentbus trace | status | dlq` as child processes (with `--endpoint`, and with `--outputs`),
+ * and the console page in Chromium.
+ */
+describe("operator views of the local stack", () => {
+  let env: LocalEnvironment;
+  let dir: string;
+  let second: Envelope;
+  let poison: Envelope;
+  let run: Omit<WorkflowRun, "state"> & { state: OrchestratorState };
+
+  const cli = (args: string[], extraEnv: Record<string, string> = {}): Promise<CliResult> =>
+    new Promise((resolve, reject) => {
+      const child = spawn(
+        join(ROOT, "node_modules", ".bin", "tsx"),
+        ["bin/agentbus-cli.ts", ...args],
+        {
+          cwd: ROOT,
+          env: {
+            ...process.env,
+            AWS_ACCESS_KEY_ID: "testing",
+            AWS_SECRET_ACCESS_KEY: "testing",
+            AWS_REGION: env.region,
+            ...extraEnv,
+          },
+          stdio: ["ignore", "pipe", "pipe"],
+        },
+      );
+      let stdout = "";
+      let stderr = "";
+      child.stdout.on("data", (c) => {
+        stdout += c;
+      });
+      child.stderr.on("data", (c) => {
+        stderr += c;
+      });
+      child.on("error", reject);
+      child.on("close", (code) => resolve({ code, stdout, stderr }));
+    });
+  const local = (...args: string[]) => cli(["--endpoint", env.endpoint, "--stage", STAGE, ...args]);
+
+  beforeAll(async () => {
+    env = await startLocal({ endpoint: emulator().endpoint, stage: STAGE });
+    dir = mkdtempSync(join(tmpdir(), "agentbus-ops-"));
+    if (!hasConversation(env) || !hasContentWorkflow(env))
+      throw new Error("the project topology lacks the support or content-production groups");
+    const conversation = await runConversationScenario(env);
+    const quick = conversation.cases.find((c) => c.label === "quick succession");
+    second = quick?.messages[1] as Envelope;
+    const started = await startWorkflow(env, "quick news", "quick-news", "ops console");
+    run = { ...started, state: await waitForRunEnd(env, started.runId, 60_000) };
+    await env.runtime.idle();
+    const letters = await readDeadLetters(env);
+    const poisonId = letters.find((d) => d.code === "envelope.invalid_payload")?.eventId;
+    poison = { event_id: poisonId ?? "" } as Envelope;
+    if (!poisonId) throw new Error("the conversation scenario left no poison message");
+  }, 240_000);
+
+  afterAll(async () => {
+    await env?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("traces a conversation's second message: the client message, the superseded first reply, one delivery", async () => {
+    const result = await local("trace", second.event_id);
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    const text = result.stdout;
+    const [tree, moot] = text.split("made moot by this trace");
+    expect(tree).toMatch(
+      new RegExp(
+        `^conversation\\.message\\.received \\[unsequenced\\] ${second.event_id} by `,
+        "m",
+      ),
+    );
+    expect(tree?.match(/notification\.delivered \[/g)).toHaveLength(1);
+    expect(tree).toContain(`side effect ${second.task_id}:reply:1: succeeded, 1 attempt(s)`);
+    expect(moot).toMatch(/notification\.send\.requested [^\n]+\n\s+sender: discarded: superseded/);
+  }, 60_000);
+
+  it("traces the poison message: dead-lettered with its reason", async () => {
+    const result = await local("trace", poison.event_id);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(
+      /audit: dead-lettered after 1 receive\(s\): envelope\.invalid_payload/,
+    );
+    expect(result.stdout).toContain("in the dead-letter queue of audit");
+  }, 60_000);
+
+  it("traces a workflow run: every node's command and its outcome, in causal order", async () => {
+    const result = await local("trace", run.correlationId, "--json");
+    expect(result.code).toBe(0);
+    const view = JSON.parse(result.stdout) as TraceView;
+    const seen: string[] = [];
+    const walk = (n: TraceNode) => {
+      const groups = n.outcomes.map((o) => `${o.group}=${o.outcome}`).join(",");
+      seen.push(`${n.event.eventType} ${groups}`);
+      for (const c of n.children) walk(c);
+    };
+    for (const r of view.roots) walk(r);
+    expect(seen[0]).toBe("workflow.start.requested audit=applied,orchestrator=applied");
+    // Node ids are the roles (fact-check); their event types use underscores (fact_check.*).
+    for (const [node, { state }] of Object.entries(run.state.run.nodes)) {
+      expect(state).toBe("COMPLETED");
+      const type = node.replace(/-/g, "_");
+      expect(seen).toContain(`${type}.requested audit=applied,${node}=applied`);
+      expect(seen).toContain(`${type}.completed audit=applied,orchestrator=applied`);
+    }
+    expect(seen).toContain("workflow.completed audit=applied");
+  }, 60_000);
+
+  it("shows status and the dead letters; the same commands work with --outputs", async () => {
+    const status = await local("status");
+    expect(status.code).toBe(0);
+    expect(status.stdout).toMatch(/^ {2}audit +0 +0 +- +1 /m);
+    expect(status.stdout).toContain("runs: 1 COMPLETED");
+    const dlq = await local("dlq", "show", "audit");
+    expect(dlq.code).toBe(0);
+    expect(dlq.stdout).toMatch(
+      new RegExp(
+        `audit +queue +${poison.event_id} +conversation\\.message\\.received .*envelope\\.invalid_payload +1 `,
+      ),
+    );
+    const file = join(dir, "outputs.json");
+    writeFileSync(file, JSON.stringify({ [`AgentBus-${STAGE}`]: env.deployment.outputs }));
+    const viaOutputs = await cli(["--outputs", file, "dlq", "list"], {
+      AWS_ENDPOINT_URL: env.endpoint,
+    });
+    expect(viaOutputs.code).toBe(0);
+    expect(viaOutputs.stdout).toContain(poison.event_id);
+    const traced = await cli(["--outputs", file, "trace", second.event_id], {
+      AWS_ENDPOINT_URL: env.endpoint,
+    });
+    expect(traced.stdout).toContain("sender: discarded: superseded");
+  }, 90_000);
+
+  it("refuses bad input with exit code 2", async () => {
+    const badId = await local("trace", "not an id!");
+    expect(badId.code).toBe(2);
+    expect(badId.stderr).toContain("is not an id");
+    const badGroup = await local("dlq", "show", "no-such-group");
+    expect(badGroup.code).toBe(2);
+    expect(badGroup.stderr).toContain("no consumer group no-such-group");
+    const unknown = await local("trace", "corr_nothing-here");
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain("nothing is recorded under corr_nothing-here");
+  }, 60_000);
+
+  it.skipIf(!existsSync(CHROMIUM))(
+    "the console page in Chromium draws the run's DAG with every node COMPLETED and a trace with its outcomes",
+    async () => {
+      await mkdir(OUTPUT, { recursive: true });
+      const config = emulatorConfig(env.endpoint, env.region);
+      const stack = connect(config, `AgentBus-${STAGE}`, env.deployment.outputs);
+      const server = await startConsole({ source: opsSource(stack) });
+      const browser = await chromium.launch({
+        executablePath: CHROMIUM,
+        args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+      });
+      try {
+        const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+        await page.goto(new URL(`/runs/${run.runId}`, server.url).href);
+        for (const node of Object.keys(run.state.run.nodes)) {
+          const g = page.locator(`svg g[data-node-id="${node}"]`);
+          expect(await g.getAttribute("data-state")).toBe("COMPLETED");
+          expect(await g.textContent()).toContain(node);
+        }
+        await page.screenshot({ path: join(OUTPUT, "local-run.png"), fullPage: true });
+        await page.goto(new URL(`/trace?id=${second.event_id}`, server.url).href);
+        const moot = page.locator(".related li[data-group='sender'][data-outcome='discarded']");
+        expect(await moot.getAttribute("data-reason")).toBe("superseded");
+        const root = page.locator(`li[data-event-id="${second.event_id}"]`).first();
+        expect(await root.getAttribute("data-event-type")).toBe("conversation.message.received");
+        await page.screenshot({ path: join(OUTPUT, "local-trace.png"), fullPage: true });
+        await page.goto(new URL("/", server.url).href);
+        // biome-ignore lint/performance/useDomNodeTextContent: the rendered text is what a person sees
+        expect(await page.locator("body").innerText()).toContain(run.runId);
+        await page.screenshot({ path: join(OUTPUT, "local-overview.png"), fullPage: true });
+      } finally {
+        await browser.close();
+        await server.close();
+        stack.close();
+      }
+    },
+    60_000,
+  );
+});
