@@ -1,4 +1,3 @@
-import { MetricUnit } from "@aws-lambda-powertools/metrics";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { SQSClient } from "@aws-sdk/client-sqs";
@@ -6,12 +5,14 @@ import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda"
 import { registry as defaultRegistry, type EventRegistry } from "../../schemas";
 import { DynamoEventStore } from "../adapters/dynamodb/event-store";
 import { DynamoFailureLog } from "../adapters/dynamodb/failure-log";
+import { meterModelCalls } from "../adapters/metering";
 import { SqsDeadLetterSink } from "../adapters/sqs/dead-letter-sink";
 import { queueReceiveLimit } from "../adapters/sqs/receive-limit";
 import { type ConsumeResult, consume, type Role } from "../core/pipeline";
 import type { Clock, ConsumerDeps } from "../core/ports";
 import { systemClock, ulidSource } from "../core/runtime";
 import { processBatch } from "./consumer-batch";
+import { modelCallMetrics, recordConsumed, recordLag } from "./consumer-metrics";
 import { appendLogKeys, decodeRecord } from "./consumer-record";
 import { type ConsumerFailure, failureSettler } from "./consumer-settle";
 import { ConsumerEnv, parseEnv } from "./env";
@@ -47,8 +48,9 @@ export type SqsBatchHandler = (event: SQSEvent, context?: Context) => Promise<SQ
 /**
  * The Lambda side of a consumer group: every record of a batch goes through the shared pipeline
  * with the role's decision function (./consumer-batch for the batch and FIFO rules,
- * ./consumer-settle for what a failure becomes, ./heartbeat for long work). This function only
- * wires: the environment once, the clients once, the pipeline's ports.
+ * ./consumer-settle for what a failure becomes, ./heartbeat for long work, ./consumer-metrics
+ * for what each record and model call publishes). This function only wires: the environment
+ * once, the clients once, the pipeline's ports.
  */
 export function createConsumerHandler<S>(
   role: Role<S>,
@@ -57,16 +59,19 @@ export function createConsumerHandler<S>(
   const { env, obs, sqs, deps, withHeartbeat, settle } = wire(role, options);
   const inboxTtlSeconds = Math.round(env.INBOX_TTL_DAYS * 24 * 3600);
   const observer = options.observer ?? {};
+  const modelCalls = modelCallMetrics(obs.metrics);
 
   const handleRecord = async (record: SQSRecord): Promise<void> => {
     const receiveCount = receiveCountOf(record);
+    const startedAt = deps.clock.now();
     try {
       const raw = decodeRecord(record);
       appendLogKeys(obs.logger, raw);
+      recordLag(obs.metrics, raw, startedAt);
       const result = await withHeartbeat(record, raw, () =>
         consume(raw, role, deps, { receiveCount, inboxTtlSeconds }),
       );
-      recordSteps(result, obs);
+      recordConsumed(result, deps.clock.now().getTime() - startedAt.getTime(), obs);
       observer.consumed?.(result);
     } catch (error) {
       const failure = await settle(record, error, receiveCount);
@@ -79,11 +84,9 @@ export function createConsumerHandler<S>(
 
   return async (event, context) => {
     try {
-      return await processBatch(event, context, handleRecord, {
-        sqs,
-        url: env.QUEUE_URL,
-        logger: obs.logger,
-      });
+      return await meterModelCalls(modelCalls, () =>
+        processBatch(event, context, handleRecord, { sqs, url: env.QUEUE_URL, logger: obs.logger }),
+      );
     } finally {
       obs.metrics.publishStoredMetrics();
     }
@@ -118,33 +121,6 @@ function wire<S>(role: Role<S>, options: ConsumerOptions) {
   });
   return { env, obs, sqs, deps, withHeartbeat: heartbeatFor(role, heartbeatWiring), settle };
 }
-
-/** Metrics and one log line per step of a consumed record. */
-function recordSteps(result: ConsumeResult, { logger, metrics }: Observability): void {
-  for (const step of result.steps) {
-    metrics.addMetric(STEP_METRIC[step.status], MetricUnit.Count, 1);
-    if (step.repaired) metrics.addMetric("GapRepaired", MetricUnit.Count, 1);
-    if (step.status === "discarded") {
-      const single = metrics.singleMetric();
-      single.addDimension("reason", step.reason ?? "unknown");
-      single.addMetric("DiscardedByReason", MetricUnit.Count, 1);
-    }
-    logger.info(`${step.status} ${step.eventType} v${step.version}`, {
-      step_event_id: step.eventId,
-      status: step.status,
-      reason: step.reason,
-      repaired: step.repaired,
-      emitted: step.emitted.map((e) => e.event_id),
-    });
-  }
-}
-
-const STEP_METRIC: Record<ConsumeResult["status"], string> = {
-  applied: "Applied",
-  duplicate: "Duplicate",
-  discarded: "Discarded",
-  rejected: "Rejected",
-};
 
 /** `create` and the Lambda `handler` of a role that needs nothing but the consumer. */
 export function consumerEntry<S>(role: Role<S>) {

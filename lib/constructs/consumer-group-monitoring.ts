@@ -10,13 +10,15 @@ import {
 import type { IQueue } from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
 import type { DiscardReason } from "../../functions/core/ports";
+import { ATTENTION_METRICS, type AttentionSignal } from "../../functions/handlers/consumer-metrics";
 import type { GroupQueues } from "./consumer-group-queues";
 import type { ConsumerGroupSettings } from "./consumer-group-settings";
 import { METRICS_NAMESPACE } from "./function";
 
 /**
- * What a consumer group is watched by: the metrics its consumer publishes and SQS's metrics of
- * its queues, and the alarms on them.
+ * What a consumer group is watched by: the metrics its consumer publishes
+ * (functions/handlers/consumer-metrics.ts) and SQS's metrics of its queues, and the alarms on
+ * them. Every alarm's description says what happened and which operator command shows it.
  */
 
 /**
@@ -49,7 +51,43 @@ export interface GroupAlarms {
   readonly messageAgeAlarm: IAlarm;
   readonly bufferDeadLetterAlarm?: IAlarm;
   readonly bufferMessageAgeAlarm?: IAlarm;
+  /** One alarm per signal the group is watched for (`attention`). */
+  readonly attentionAlarms: Readonly<Partial<Record<AttentionSignal, IAlarm>>>;
 }
+
+/** The alarm id and description (what happened, why it matters, what to run) of each signal. */
+const ATTENTION_ALARMS: Readonly<
+  Record<AttentionSignal, { id: string; what: string; why: string; act: string }>
+> = {
+  "unknown-side-effects": {
+    id: "UnknownSideEffectAlarm",
+    what: "sends whose outcome stayed unknown",
+    why: "notification.failed with outcome unknown: the customer may or may not have the reply",
+    act: "Run `agentbus status` to list unknown side effects, then `agentbus trace <task id>` to follow one; resolve it by its idempotency key, never with a new send",
+  },
+  "held-replies": {
+    id: "HeldReplyAlarm",
+    what: "replies held for review",
+    why: "reply.held_for_review: nothing is sent until a person decides",
+    act: "Run `agentbus status` to list held replies, then `agentbus trace <task id>` for the conversation behind one",
+  },
+  "failed-runs": {
+    id: "FailedRunAlarm",
+    what: "workflow runs failed",
+    why: "workflow.failed: the run ended without any node completed",
+    act: "Run `agentbus status` to list failed runs, then `agentbus workflow show <run id>` for the nodes' errors",
+  },
+  "needs-human": {
+    id: "NeedsHumanAlarm",
+    what: "agent runs ended NEEDS_HUMAN",
+    why: "the model never answered in the required shape; the node waits for a person",
+    act: "Run `agentbus status` to list what needs a person, then `agentbus workflow show <run id>` for the node's error",
+  },
+};
+
+const DEAD_LETTER_ACTION =
+  "Run `agentbus dlq list` to see each message with its error, and `agentbus trace <event id>` to follow one";
+const BACKLOG_ACTION = "Run `agentbus status` for the depth and age of every group's queues";
 
 /**
  * A metric the group's consumer publishes (namespace `AgentBus`, dimensions `service` and
@@ -105,31 +143,65 @@ export function createGroupAlarms(
     scope,
     "DeadLetterAlarm",
     queueDepth(queues.deadLetterQueue),
-    `${groupName}: messages in the ${fifo ? "FIFO " : ""}dead-letter queue`,
+    `${groupName}: messages in the ${fifo ? "FIFO " : ""}dead-letter queue. ${DEAD_LETTER_ACTION}.`,
   );
   const messageAgeAlarm = ageAlarm(
     scope,
     "MessageAgeAlarm",
     oldestMessageAge(queues.queue),
     settings.maxMessageAge,
-    `${groupName}: ${ageDescription}`,
+    `${groupName}: ${ageDescription}. ${BACKLOG_ACTION}.`,
   );
+  const attentionAlarms = createAttentionAlarms(scope, settings);
   if (!queues.bufferQueue || !queues.bufferDeadLetterQueue)
-    return { deadLetterAlarm, messageAgeAlarm };
+    return { deadLetterAlarm, messageAgeAlarm, attentionAlarms };
   const bufferDeadLetterAlarm = anyMessageAlarm(
     scope,
     "BufferDeadLetterAlarm",
     queueDepth(queues.bufferDeadLetterQueue),
-    `${groupName}: events in the buffer dead-letter queue (undeliverable or invalid)`,
+    `${groupName}: events in the buffer dead-letter queue (undeliverable or invalid). ${DEAD_LETTER_ACTION}.`,
   );
   const bufferMessageAgeAlarm = ageAlarm(
     scope,
     "BufferMessageAgeAlarm",
     oldestMessageAge(queues.bufferQueue),
     settings.maxMessageAge,
-    `${groupName}: buffer ${ageDescription} (${delivery} not keeping up)`,
+    `${groupName}: buffer ${ageDescription} (${delivery} not keeping up). ${BACKLOG_ACTION}.`,
   );
-  return { deadLetterAlarm, messageAgeAlarm, bufferDeadLetterAlarm, bufferMessageAgeAlarm };
+  return {
+    deadLetterAlarm,
+    messageAgeAlarm,
+    bufferDeadLetterAlarm,
+    bufferMessageAgeAlarm,
+    attentionAlarms,
+  };
+}
+
+/**
+ * One alarm per signal the group is watched for: any occurrence within 5 minutes, or for held
+ * replies more than `maxHeldReplies` within `heldReplyWindow`. No data is no occurrence.
+ */
+function createAttentionAlarms(
+  scope: Construct,
+  settings: ConsumerGroupSettings,
+): Partial<Record<AttentionSignal, IAlarm>> {
+  const alarms: Partial<Record<AttentionSignal, IAlarm>> = {};
+  for (const signal of settings.attention) {
+    const spec = ATTENTION_ALARMS[signal];
+    const held = signal === "held-replies";
+    const period = held ? settings.heldReplyWindow : Duration.minutes(5);
+    const threshold = held ? settings.maxHeldReplies : 0;
+    const many = threshold === 0 ? "" : `more than ${threshold} `;
+    alarms[signal] = new Alarm(scope, spec.id, {
+      metric: consumerMetric(settings.groupName, ATTENTION_METRICS[signal], { period }),
+      threshold,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+      evaluationPeriods: 1,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+      alarmDescription: `${settings.groupName}: ${many}${spec.what} within ${period.toHumanString()} (${spec.why}). ${spec.act}.`,
+    });
+  }
+  return alarms;
 }
 
 /** Every alarm of a group. */
@@ -139,6 +211,7 @@ export function alarmsOf(alarms: GroupAlarms): IAlarm[] {
     alarms.messageAgeAlarm,
     ...(alarms.bufferDeadLetterAlarm ? [alarms.bufferDeadLetterAlarm] : []),
     ...(alarms.bufferMessageAgeAlarm ? [alarms.bufferMessageAgeAlarm] : []),
+    ...Object.values(alarms.attentionAlarms),
   ];
 }
 

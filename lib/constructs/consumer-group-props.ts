@@ -1,5 +1,6 @@
 import type { Duration } from "aws-cdk-lib";
 import type { IQueue } from "aws-cdk-lib/aws-sqs";
+import type { AttentionSignal } from "../../functions/handlers/consumer-metrics";
 import type { Delivery, Ordering, OrderKey } from "./consumer-group-rules";
 import type { ModelSetting } from "./model-access";
 import type { AgentBusTables } from "./tables";
@@ -144,6 +145,28 @@ export interface ConsumerGroupProps {
    * @default Duration.hours(24)
    */
   readonly ruleMaxEventAge?: Duration;
+
+  /**
+   * What the group's consumer can emit that a person must act on, each watched by an alarm whose
+   * description names the command to run (see ATTENTION_METRICS in
+   * functions/handlers/consumer-metrics.ts).
+   * @default - from the handler (`entry`): `unknown-side-effects` for the sender,
+   * `held-replies` for reply generation, `failed-runs` for the orchestrator, `needs-human` for
+   * the content agents (topic selection, fact check, writing, review); none for any other
+   */
+  readonly attention?: readonly AttentionSignal[];
+
+  /**
+   * Held replies tolerated within `heldReplyWindow` before the `held-replies` alarm fires.
+   * @default 0 (any held reply)
+   */
+  readonly maxHeldReplies?: number;
+
+  /**
+   * The window held replies are counted over (the alarm's period); whole minutes, 1 min..1 day.
+   * @default Duration.minutes(15)
+   */
+  readonly heldReplyWindow?: Duration;
 
   /**
    * The language model the consumer calls: `MODEL_PROVIDER` / `MODEL_ID` in its environment and,

@@ -1,5 +1,7 @@
 import { Duration } from "aws-cdk-lib";
+import { ATTENTION_SIGNALS, type AttentionSignal } from "../../functions/handlers/consumer-metrics";
 import { registry } from "../../schemas";
+import { CONTENT_ROLES } from "../../schemas/events/workflow";
 import type { ConsumerGroupProps, ConsumerGroupSubscription } from "./consumer-group-props";
 import {
   GROUP_NAME_MAX_LENGTH,
@@ -9,6 +11,7 @@ import {
   kebabCaseProblem,
   MAX_QUEUE_NAME_LENGTH,
   type Ordering,
+  oneOfProblem,
   stageProblem,
   withGroupDefaults,
 } from "./consumer-group-rules";
@@ -34,6 +37,9 @@ export interface ConsumerGroupSettings extends GroupSettings {
   readonly maxMessageAge: Duration;
   readonly ruleRetryAttempts: number;
   readonly ruleMaxEventAge: Duration;
+  readonly attention: readonly AttentionSignal[];
+  readonly maxHeldReplies: number;
+  readonly heldReplyWindow: Duration;
 }
 
 /** The physical names of a group's queues (buffer queues only for FIFO groups). */
@@ -89,6 +95,7 @@ export function consumerGroupSettings(props: ConsumerGroupProps): ConsumerGroupS
   const batching = batchingWindowOf(props.maxBatchingWindow, group, problems);
   const consumer = consumerSettings(props, problems);
   const monitoring = monitoringSettings(props, problems);
+  const attention = attentionSettings(props, problems);
 
   const found = problems.filter((p): p is string => p !== undefined);
   if (found.length > 0) {
@@ -103,6 +110,7 @@ export function consumerGroupSettings(props: ConsumerGroupProps): ConsumerGroupS
     maxBatchingWindow: batching,
     ...consumer,
     ...monitoring,
+    ...attention,
   };
 }
 
@@ -205,6 +213,38 @@ function monitoringSettings(props: ConsumerGroupProps, problems: Problems) {
     integerProblem("ruleMaxEventAge (seconds)", ruleMaxEventAge.toSeconds(), 60, 86_400),
   );
   return { maxMessageAge, ruleRetryAttempts, ruleMaxEventAge };
+}
+
+/**
+ * The handlers that emit what a person must act on, and what they emit: their groups are watched
+ * for it unless their props say otherwise. (The content agents' handlers are named after their
+ * roles, as in lib/topology.ts.)
+ */
+const ATTENTION_BY_ENTRY: ReadonlyMap<string, readonly AttentionSignal[]> = new Map([
+  ["functions/handlers/sender.ts", ["unknown-side-effects"]],
+  ["functions/handlers/reply-generation.ts", ["held-replies"]],
+  ["functions/handlers/orchestrator.ts", ["failed-runs"]],
+  ...CONTENT_ROLES.map(
+    (role) => [`functions/handlers/${role}.ts`, ["needs-human"]] as [string, AttentionSignal[]],
+  ),
+]);
+
+/** What a group whose consumer runs this handler is watched for by default. */
+export function defaultAttention(entry: string): readonly AttentionSignal[] {
+  return ATTENTION_BY_ENTRY.get(entry) ?? [];
+}
+
+/** What the group is watched for, and the held-reply alarm's threshold and window. */
+function attentionSettings(props: ConsumerGroupProps, problems: Problems) {
+  const attention = [...new Set(props.attention ?? defaultAttention(props.entry))];
+  for (const signal of attention)
+    problems.push(oneOfProblem("attention", signal, ATTENTION_SIGNALS));
+  const maxHeldReplies = props.maxHeldReplies ?? 0;
+  problems.push(integerProblem("maxHeldReplies", maxHeldReplies, 0, 1_000_000));
+  const heldReplyWindow = props.heldReplyWindow ?? Duration.minutes(15);
+  const minutes = heldReplyWindow.toSeconds() / 60;
+  problems.push(integerProblem("heldReplyWindow (minutes)", minutes, 1, 1440));
+  return { attention, maxHeldReplies, heldReplyWindow };
 }
 
 /** Each subscribed type must be registered, on the topic it is subscribed from. */

@@ -6,6 +6,12 @@ import type { CfnPipe } from "aws-cdk-lib/aws-pipes";
 import type { IQueue, Queue } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
 import type { DiscardReason } from "../../functions/core/ports";
+import {
+  ATTENTION_METRICS,
+  type AttentionSignal,
+  MODEL_METRICS,
+  TIMING_METRICS,
+} from "../../functions/handlers/consumer-metrics";
 import { addConsumerEventSource, createDeliveryHop, createRules } from "./consumer-group-delivery";
 import {
   alarmsOf,
@@ -36,9 +42,10 @@ import {
  * - `ordering: "none"`: rule per topic -> standard queue (+standard DLQ, also the rule target's
  *   DLQ) -> consumer. The rule hands the queue the envelope (`$.detail`) only.
  *
- * Alarms fire on any message in any dead-letter queue and on a backlog older than
- * `maxMessageAge` in the group's queue and its buffer. Every CloudFormation resource of the group
- * carries `agentbus:group` metadata.
+ * Alarms fire on any message in any dead-letter queue, on a backlog older than `maxMessageAge`
+ * in the group's queue and its buffer, and on what the consumer emits that a person must act on
+ * (`attention`: unknown side-effect outcomes, held replies, failed runs, NEEDS_HUMAN agent runs).
+ * Every CloudFormation resource of the group carries `agentbus:group` metadata.
  *
  * The parts live beside it: props, defaults and validation in `consumer-group-settings.ts`, the
  * queues in `consumer-group-queues.ts`, rules, delivery hop and event source in
@@ -72,6 +79,10 @@ export class ConsumerGroup extends Construct {
   readonly bufferDeadLetterAlarm?: IAlarm;
   readonly messageAgeAlarm: IAlarm;
   readonly bufferMessageAgeAlarm?: IAlarm;
+  /** What the consumer can emit that a person must act on; each has an alarm. */
+  readonly attention: readonly AttentionSignal[];
+  /** The alarm of each signal in `attention`. */
+  readonly attentionAlarms: Readonly<Partial<Record<AttentionSignal, IAlarm>>>;
   /** Every alarm of the group. */
   readonly alarms: readonly IAlarm[];
 
@@ -106,6 +117,8 @@ export class ConsumerGroup extends Construct {
     this.messageAgeAlarm = alarms.messageAgeAlarm;
     this.bufferDeadLetterAlarm = alarms.bufferDeadLetterAlarm;
     this.bufferMessageAgeAlarm = alarms.bufferMessageAgeAlarm;
+    this.attention = settings.attention;
+    this.attentionAlarms = alarms.attentionAlarms;
     this.alarms = alarmsOf(alarms);
 
     // The local runtime and operators find everything of a group by this metadata.
@@ -122,6 +135,16 @@ export class ConsumerGroup extends Construct {
   /** Age of the oldest message waiting in the buffer queue (FIFO groups; Maximum, 1 minute). */
   metricBufferApproximateAgeOfOldestMessage(options?: MetricOptions): Metric | undefined {
     return this.bufferQueue && oldestMessageAge(this.bufferQueue, options);
+  }
+
+  /** Messages waiting in the group's queue (Maximum, 1 minute). */
+  metricQueueDepth(options?: MetricOptions): Metric {
+    return queueDepth(this.queue, options);
+  }
+
+  /** Messages waiting in the buffer queue (FIFO groups; Maximum, 1 minute). */
+  metricBufferQueueDepth(options?: MetricOptions): Metric | undefined {
+    return this.bufferQueue && queueDepth(this.bufferQueue, options);
   }
 
   /** Messages in the group's dead-letter queue (Maximum, 1 minute). */
@@ -180,6 +203,38 @@ export class ConsumerGroup extends Construct {
   /** Transient failures left for a retry. */
   metricRetried(options?: MetricOptions): Metric {
     return this.metricConsumer("Retried", options);
+  }
+
+  /**
+   * Milliseconds from an event's `occurred_at` to the start of its processing, per attempt
+   * (p99 over 5 minutes).
+   */
+  metricConsumerLag(options?: MetricOptions): Metric {
+    return consumerMetric(this.groupName, TIMING_METRICS.lag, { statistic: "p99", ...options });
+  }
+
+  /** Milliseconds from the start of a record's processing to its end (p99 over 5 minutes). */
+  metricProcessingTime(options?: MetricOptions): Metric {
+    return consumerMetric(this.groupName, TIMING_METRICS.processingTime, {
+      statistic: "p99",
+      ...options,
+    });
+  }
+
+  /** Emitted events a person must act on, of one signal (Sum over 5 minutes). */
+  metricAttention(signal: AttentionSignal, options?: MetricOptions): Metric {
+    return consumerMetric(this.groupName, ATTENTION_METRICS[signal], options);
+  }
+
+  /** Latency of the consumer's model calls, in milliseconds (p99 over 5 minutes). */
+  metricModelLatency(options?: MetricOptions): Metric {
+    return consumerMetric(this.groupName, MODEL_METRICS.latency, { statistic: "p99", ...options });
+  }
+
+  /** Tokens the consumer's model calls read or wrote (Sum over 5 minutes). */
+  metricModelTokens(direction: "input" | "output", options?: MetricOptions): Metric {
+    const name = direction === "input" ? MODEL_METRICS.inputTokens : MODEL_METRICS.outputTokens;
+    return consumerMetric(this.groupName, name, options);
   }
 
   /**

@@ -5,6 +5,7 @@ import {
   type IMetric,
   type IWidget,
   type Metric,
+  type MetricOptions,
   TextWidget,
 } from "aws-cdk-lib/aws-cloudwatch";
 import { Construct } from "constructs";
@@ -45,14 +46,17 @@ const GROUP_WIDGET_WIDTH = 4;
 const RELAY_WIDGET_WIDTH = 6;
 
 /**
- * One CloudWatch dashboard for AgentBus: the relay (stream iterator age, events relayed,
- * PutEvents calls, entries retried, failure queue), then one row per consumer group with its
- * throughput (applied, rejected, dead-lettered, retried), duplicates, discards by reason,
- * version gaps repaired, dead-letter queue depths and the age of the oldest waiting message.
+ * One CloudWatch dashboard for AgentBus: the relay (stream iterator age with its alarm threshold,
+ * events relayed, PutEvents calls, entries retried, failure queue), then per consumer group a row
+ * with its throughput (applied, rejected, dead-lettered, retried), duplicates, discards by reason,
+ * version gaps repaired, dead-letter queue depths and the age of the oldest waiting message, and
+ * a row with its queue depth, consumer lag, processing time, what it emitted that a person must
+ * act on (unknown side-effect outcomes, held replies, failed runs, NEEDS_HUMAN agent runs; for
+ * the groups watched for them) and, for the groups that call a model, model latency and tokens.
  *
  * The consumer metrics are the handlers' Powertools EMF metrics in namespace `AgentBus`
  * (dimensions `service` and `consumer_group`, plus `reason` on `DiscardedByReason`); the queue
- * metrics are SQS's.
+ * metrics are SQS's, the iterator age Lambda's.
  */
 export class Dashboard extends Construct {
   readonly dashboard: CloudWatchDashboard;
@@ -81,6 +85,7 @@ export class Dashboard extends Construct {
         ),
       );
       this.dashboard.addWidgets(...groupWidgets(group, counted));
+      this.dashboard.addWidgets(...groupTimingWidgets(group, counted));
     }
   }
 }
@@ -95,7 +100,13 @@ function relayWidgets(relay: Relay, counted: Counted): IWidget[] {
   const graph = (title: string, left: IMetric[]) =>
     new GraphWidget({ title, left, width: RELAY_WIDGET_WIDTH, height: WIDGET_HEIGHT });
   return [
-    graph("relay: stream iterator age (ms)", [relay.metricIteratorAge({ label: "IteratorAge" })]),
+    new GraphWidget({
+      title: "relay: stream iterator age (ms)",
+      left: [relay.metricIteratorAge({ label: "IteratorAge" })],
+      leftAnnotations: [relay.iteratorAgeAlarm.toAnnotation()],
+      width: RELAY_WIDGET_WIDTH,
+      height: WIDGET_HEIGHT,
+    }),
     graph("relay: events relayed and PutEvents calls", [
       counted(relay.metricRelayed(), "Relayed"),
       counted(relay.metricPutEventsCalls(), "PutEventsCalls"),
@@ -140,4 +151,60 @@ function groupWidgets(group: ConsumerGroup, counted: Counted): IWidget[] {
       ...(bufferAge ? [bufferAge] : []),
     ]),
   ];
+}
+
+/** Statistics of the timing graphs. */
+const PERCENTILES = ["p50", "p99", "Maximum"] as const;
+
+/**
+ * The second row of a group: queue depth, consumer lag and processing time (p50, p99, maximum),
+ * what the consumer emitted that a person must act on, and the model's latency and tokens.
+ */
+function groupTimingWidgets(group: ConsumerGroup, counted: Counted): IWidget[] {
+  const name = group.groupName;
+  const graph = (title: string, left: IMetric[]) =>
+    new GraphWidget({
+      title: `${name}: ${title}`,
+      left,
+      width: GROUP_WIDGET_WIDTH,
+      height: WIDGET_HEIGHT,
+    });
+  const timing = (metric: (options: MetricOptions) => Metric) =>
+    PERCENTILES.map((statistic) => metric({ statistic, label: statistic }));
+  const bufferDepth = group.metricBufferQueueDepth({ label: "buffer" });
+  const widgets = [
+    graph("queue depth (messages waiting)", [
+      group.metricQueueDepth({ label: "queue" }),
+      ...(bufferDepth ? [bufferDepth] : []),
+    ]),
+    graph(
+      "consumer lag (ms)",
+      timing((o) => group.metricConsumerLag(o)),
+    ),
+    graph(
+      "processing time (ms)",
+      timing((o) => group.metricProcessingTime(o)),
+    ),
+  ];
+  if (group.attention.length > 0) {
+    widgets.push(
+      graph(
+        "needs a person",
+        group.attention.map((signal) => counted(group.metricAttention(signal), signal)),
+      ),
+    );
+  }
+  if (group.model) {
+    widgets.push(
+      graph(
+        "model latency (ms)",
+        timing((o) => group.metricModelLatency(o)),
+      ),
+      graph("model tokens", [
+        counted(group.metricModelTokens("input"), "input"),
+        counted(group.metricModelTokens("output"), "output"),
+      ]),
+    );
+  }
+  return widgets;
 }

@@ -60,40 +60,34 @@ export interface RelayProps {
    * @default 256
    */
   readonly memorySize?: number;
+
+  /**
+   * Alarm when the relay's stream iterator age (how old the newest record it read was) stays
+   * above this for a minute: events are reaching the buses late. 1 second to 24 hours.
+   * @default Duration.minutes(5)
+   */
+  readonly maxIteratorAge?: Duration;
 }
 
 /**
  * The outbox relay: reads new events from the events table stream (inserts only, in per-item
  * order) and publishes each to the bus of its topic. Batches that keep failing are halved, retried,
- * and finally recorded in an encrypted failure queue, which alarms when not empty.
+ * and finally recorded in an encrypted failure queue, which alarms when not empty; the stream
+ * iterator age alarms above `maxIteratorAge`.
  */
 export class Relay extends Construct {
   readonly function: AgentBusFunction;
   /** Where the stream positions of batches the relay gave up on are recorded. */
   readonly failureQueue: Queue;
   readonly failureAlarm: IAlarm;
+  /** The relay is behind the events table stream by more than `maxIteratorAge`. */
+  readonly iteratorAgeAlarm: Alarm;
+  /** Every alarm of the relay. */
+  readonly alarms: readonly IAlarm[];
 
   constructor(scope: Construct, id: string, props: RelayProps) {
     super(scope, id);
-    if (props.topics.length === 0) throw new Error("relay: topics must not be empty");
-    const environment: Record<string, string> = {};
-    for (const topic of props.topics) {
-      const name = `BUS_${topic.topicName.toUpperCase()}`;
-      if (environment[name] !== undefined) {
-        throw new Error(`relay: topic ${JSON.stringify(topic.topicName)} is given twice`);
-      }
-      environment[name] = topic.busName;
-    }
-    const batchSize = props.batchSize ?? 100;
-    if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10_000) {
-      throw new Error(`relay: batchSize is ${batchSize}, must be an integer from 1 to 10000`);
-    }
-    const retryAttempts = props.retryAttempts ?? 10;
-    if (!Number.isInteger(retryAttempts) || retryAttempts < 0 || retryAttempts > 10_000) {
-      throw new Error(
-        `relay: retryAttempts is ${retryAttempts}, must be an integer from 0 to 10000`,
-      );
-    }
+    const settings = relaySettings(props);
 
     this.failureQueue = new Queue(this, "FailureQueue", {
       encryption: QueueEncryption.SQS_MANAGED,
@@ -112,7 +106,7 @@ export class Relay extends Construct {
       description: "AgentBus relay: events table stream -> topic buses",
       timeout: props.functionTimeout,
       memorySize: props.memorySize,
-      environment,
+      environment: settings.environment,
       unscopedActions: {
         "dynamodb:ListStreams":
           "the DynamoDB stream event source needs it; it lists the streams of the account rather than acting on one stream, so it is granted on * (grantStreamRead)",
@@ -121,9 +115,9 @@ export class Relay extends Construct {
     this.function.addEventSource(
       new DynamoEventSource(props.tables.events, {
         startingPosition: StartingPosition.TRIM_HORIZON,
-        batchSize,
+        batchSize: settings.batchSize,
         bisectBatchOnError: true,
-        retryAttempts,
+        retryAttempts: settings.retryAttempts,
         maxRecordAge: props.maxRecordAge,
         reportBatchItemFailures: true,
         onFailure: new SqsDlq(this.failureQueue),
@@ -133,14 +127,22 @@ export class Relay extends Construct {
     props.tables.grantRelayStream(this.function);
     for (const topic of props.topics) topic.grantPutEvents(this.function);
 
-    this.failureAlarm = new Alarm(this, "FailureAlarm", {
-      metric: this.metricFailureDepth(),
-      threshold: 0,
-      comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
-      evaluationPeriods: 1,
-      treatMissingData: TreatMissingData.NOT_BREACHING,
-      alarmDescription: "relay: stream batches given up on (events not published)",
-    });
+    this.failureAlarm = alarmAbove(
+      this,
+      "FailureAlarm",
+      this.metricFailureDepth(),
+      0,
+      "relay: stream batches given up on (events not published). Run `agentbus status` for the relay's failures; the failure queue holds the stream positions to republish from",
+    );
+    const maxAge = settings.maxIteratorAge;
+    this.iteratorAgeAlarm = alarmAbove(
+      this,
+      "IteratorAgeAlarm",
+      this.metricIteratorAge(),
+      maxAge.toMilliseconds(),
+      `relay: more than ${maxAge.toHumanString()} behind the events table stream (events reach their buses late; the stream keeps records 24 hours). Run \`agentbus status\` for the relay's iterator age and failures`,
+    );
+    this.alarms = [this.failureAlarm, this.iteratorAgeAlarm];
   }
 
   /** How far behind the events table stream the relay is (`IteratorAge`, Maximum, 1 minute). */
@@ -187,4 +189,51 @@ export class Relay extends Construct {
       ...options,
     });
   }
+}
+
+/** The relay's props with their defaults, checked; throws naming the bad value. */
+function relaySettings(props: RelayProps) {
+  if (props.topics.length === 0) throw new Error("relay: topics must not be empty");
+  const environment: Record<string, string> = {};
+  for (const topic of props.topics) {
+    const name = `BUS_${topic.topicName.toUpperCase()}`;
+    if (environment[name] !== undefined) {
+      throw new Error(`relay: topic ${JSON.stringify(topic.topicName)} is given twice`);
+    }
+    environment[name] = topic.busName;
+  }
+  const batchSize = props.batchSize ?? 100;
+  if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10_000) {
+    throw new Error(`relay: batchSize is ${batchSize}, must be an integer from 1 to 10000`);
+  }
+  const retryAttempts = props.retryAttempts ?? 10;
+  if (!Number.isInteger(retryAttempts) || retryAttempts < 0 || retryAttempts > 10_000) {
+    throw new Error(`relay: retryAttempts is ${retryAttempts}, must be an integer from 0 to 10000`);
+  }
+  const maxIteratorAge = props.maxIteratorAge ?? Duration.minutes(5);
+  const seconds = maxIteratorAge.toSeconds({ integral: false });
+  if (!Number.isInteger(seconds) || seconds < 1 || seconds > 86_400) {
+    throw new Error(
+      `relay: maxIteratorAge is ${maxIteratorAge.toHumanString()}, must be whole seconds from 1 second to 24 hours`,
+    );
+  }
+  return { environment, batchSize, retryAttempts, maxIteratorAge };
+}
+
+/** An alarm when one datapoint of `metric` is above `threshold`; no data is no problem. */
+function alarmAbove(
+  scope: Construct,
+  id: string,
+  metric: Metric,
+  threshold: number,
+  description: string,
+): Alarm {
+  return new Alarm(scope, id, {
+    metric,
+    threshold,
+    comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+    evaluationPeriods: 1,
+    treatMissingData: TreatMissingData.NOT_BREACHING,
+    alarmDescription: description,
+  });
 }

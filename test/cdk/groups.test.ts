@@ -5,6 +5,7 @@ import { DISCARD_REASONS } from "../../lib/constructs/consumer-group-monitoring"
 import { defineTopology } from "../../lib/topology";
 import {
   allowedOn,
+  dashboardBody,
   functionsOfKind,
   getAtt,
   ofGroup,
@@ -203,24 +204,9 @@ describe("group metadata", () => {
   });
 });
 
-/** The dashboard body with CloudFormation intrinsics replaced by `@Ref:id` / `@GetAtt:id.attr`. */
-function dashboardBody(): { widgets: { properties: { title?: string; metrics?: unknown[][] } }[] } {
-  const dashboard = single(template, "AWS::CloudWatch::Dashboard", () => true);
-  const body = dashboard.Properties.DashboardBody as string | { "Fn::Join": [string, unknown[]] };
-  const parts = typeof body === "string" ? [body] : body["Fn::Join"][1];
-  const text = parts
-    .map((part) => {
-      if (typeof part === "string") return part;
-      const getAtt = (part as { "Fn::GetAtt"?: string[] })["Fn::GetAtt"];
-      return getAtt ? `@GetAtt:${getAtt.join(".")}` : `@Ref:${refersTo(part)}`;
-    })
-    .join("");
-  return JSON.parse(text);
-}
-
 describe("dashboard", () => {
   const dashboard = single(template, "AWS::CloudWatch::Dashboard", () => true);
-  const metrics = dashboardBody().widgets.flatMap((w) => w.properties.metrics ?? []);
+  const metrics = dashboardBody(template).widgets.flatMap((w) => w.properties.metrics ?? []);
   /** A metric line is [namespace, name, dim1, value1, ..., {options}]. */
   const lines = metrics.map((m) => m.filter((x) => typeof x === "string") as string[]);
   const has = (namespace: string, name: string, dimensions: Record<string, string>) =>

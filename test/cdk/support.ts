@@ -232,3 +232,31 @@ export function outputProblems(template: Template): string[] {
     ...outputs.filter(([, o]) => o.Export !== undefined).map(([id]) => `output ${id} is exported`),
   ];
 }
+
+export interface DashboardWidget {
+  readonly properties: {
+    readonly title?: string;
+    readonly markdown?: string;
+    /** Metric lines: [namespace, name, dimension, value, ..., {options}]. */
+    readonly metrics?: unknown[][];
+    readonly annotations?: { readonly horizontal?: { readonly value: number }[] };
+  };
+}
+
+/**
+ * The body of the template's one dashboard, with CloudFormation intrinsics replaced by
+ * `@Ref:id` / `@GetAtt:id.attr`.
+ */
+export function dashboardBody(template: Template): { widgets: DashboardWidget[] } {
+  const dashboard = single(template, "AWS::CloudWatch::Dashboard", () => true);
+  const body = dashboard.Properties.DashboardBody as string | { "Fn::Join": [string, unknown[]] };
+  const parts = typeof body === "string" ? [body] : body["Fn::Join"][1];
+  const text = parts
+    .map((part) => {
+      if (typeof part === "string") return part;
+      const getAtt = (part as { "Fn::GetAtt"?: string[] })["Fn::GetAtt"];
+      return getAtt ? `@GetAtt:${getAtt.join(".")}` : `@Ref:${refersTo(part)}`;
+    })
+    .join("");
+  return JSON.parse(text);
+}

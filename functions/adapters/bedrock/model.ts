@@ -7,6 +7,7 @@ import {
 import { isServerError, isThrottlingError, isTransientError } from "@smithy/core/retry";
 import { type AgentBusError, PermanentError, TransientError } from "../../core/errors";
 import type { ModelPort, ModelRequest, ModelResponse } from "../../core/model";
+import { reportModelCall } from "../metering";
 import { snakeCase } from "../sdk-errors";
 
 export interface BedrockModelProps {
@@ -28,7 +29,9 @@ export interface BedrockModelProps {
  * Reply: the text blocks of `output.message.content` concatenated (tool use and reasoning blocks
  * are ignored), `stopReason` as reported (a `max_tokens` reply is returned as text like any other:
  * invokeStructured judges it), `usage.inputTokens/outputTokens`, and `metrics.latencyMs` (the
- * service's measure; the wall time of the call when absent).
+ * service's measure; the wall time of the call when absent). Each answered call is reported to
+ * the model call meter (`reportModelCall`, ../metering.ts): the consumer publishes its latency and
+ * tokens as metrics.
  *
  * Errors (see `modelFailure`): throttling -> TransientError `model.throttled`; outages, timeouts,
  * 5xx and network errors -> TransientError `model.unavailable`; ModelNotReadyException ->
@@ -62,7 +65,7 @@ export class BedrockModel implements ModelPort {
       throw modelFailure(error, this.modelId);
     }
     const elapsed = Math.round(performance.now() - started);
-    return {
+    const response: ModelResponse = {
       text: (output.output?.message?.content ?? []).map((block) => block.text ?? "").join(""),
       stopReason: output.stopReason ?? "unknown",
       usage: {
@@ -72,6 +75,13 @@ export class BedrockModel implements ModelPort {
       modelId: this.modelId,
       latencyMs: output.metrics?.latencyMs ?? elapsed,
     };
+    reportModelCall({
+      modelId: this.modelId,
+      latencyMs: response.latencyMs,
+      inputTokens: response.usage.inputTokens,
+      outputTokens: response.usage.outputTokens,
+    });
+    return response;
   }
 }
 

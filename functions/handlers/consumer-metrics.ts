@@ -1,0 +1,148 @@
+import { type Metrics, MetricUnit } from "@aws-lambda-powertools/metrics";
+import type { Envelope } from "../../schemas";
+import { CONTENT_ROLES, contentEventTypes } from "../../schemas/events/workflow";
+import type { ModelCallSink } from "../adapters/metering";
+import { MODEL_INVALID_OUTPUT } from "../core/agent-run";
+import type { ConsumeResult } from "../core/pipeline";
+import type { Observability } from "./observe";
+
+/**
+ * What a consumer publishes about its records (Powertools metrics, namespace `AgentBus`,
+ * dimensions `service` and `consumer_group`, both the group name), from what the handler already
+ * has: no AWS call of its own. The CDK constructs import these names for their dashboards and
+ * alarms.
+ */
+
+/** One count per step of a consumed record, by its status. */
+export const STEP_METRICS: Readonly<Record<ConsumeResult["status"], string>> = {
+  applied: "Applied",
+  duplicate: "Duplicate",
+  discarded: "Discarded",
+  rejected: "Rejected",
+};
+
+/** Timings of a record, in milliseconds. */
+export const TIMING_METRICS = {
+  /** From the delivered event's `occurred_at` to the start of its processing (every attempt). */
+  lag: "ConsumerLag",
+  /** From the start of a record's processing to its end, for records the pipeline consumed. */
+  processingTime: "ProcessingTime",
+} as const;
+
+/**
+ * What a consumed record emitted that a person must act on, by signal, counted per emitted event
+ * (published only when there is one):
+ * - `unknown-side-effects`: `notification.failed` with outcome `unknown` (a send whose result
+ *   could not be learnt);
+ * - `held-replies`: `reply.held_for_review` (a reply waiting for a person's review);
+ * - `failed-runs`: `workflow.failed` (a workflow run ended without any node completed);
+ * - `needs-human`: a content agent's `<role>.failed` with code `model.invalid_output` (its run
+ *   ended NEEDS_HUMAN).
+ */
+export const ATTENTION_METRICS = {
+  "unknown-side-effects": "UnknownSideEffectOutcome",
+  "held-replies": "ReplyHeldForReview",
+  "failed-runs": "WorkflowFailed",
+  "needs-human": "AgentRunNeedsHuman",
+} as const;
+export type AttentionSignal = keyof typeof ATTENTION_METRICS;
+export type AttentionMetric = (typeof ATTENTION_METRICS)[AttentionSignal];
+export const ATTENTION_SIGNALS = Object.keys(ATTENTION_METRICS) as AttentionSignal[];
+
+/** Per model call: its latency (ms) and tokens in and out (count). */
+export const MODEL_METRICS = {
+  latency: "ModelLatency",
+  inputTokens: "ModelInputTokens",
+  outputTokens: "ModelOutputTokens",
+} as const;
+
+const AGENT_FAILED_TYPES: ReadonlySet<string> = new Set(
+  CONTENT_ROLES.map((role) => contentEventTypes(role).failed),
+);
+
+/** The attention metric an emitted event counts towards, if any. */
+export function attentionOf(event: Envelope): AttentionMetric | undefined {
+  const payload = event.payload as Record<string, unknown>;
+  switch (event.event_type) {
+    case "notification.failed":
+      return payload.outcome === "unknown" ? ATTENTION_METRICS["unknown-side-effects"] : undefined;
+    case "reply.held_for_review":
+      return ATTENTION_METRICS["held-replies"];
+    case "workflow.failed":
+      return ATTENTION_METRICS["failed-runs"];
+  }
+  if (!AGENT_FAILED_TYPES.has(event.event_type)) return undefined;
+  const code = (payload.error as { code?: unknown } | undefined)?.code;
+  const needsHuman =
+    typeof code === "string" &&
+    (code === MODEL_INVALID_OUTPUT || code.startsWith(`${MODEL_INVALID_OUTPUT}.`));
+  return needsHuman ? ATTENTION_METRICS["needs-human"] : undefined;
+}
+
+/** How many of the events a consumed record emitted count towards each attention metric. */
+export function attentionCounts(result: ConsumeResult): Map<AttentionMetric, number> {
+  const counts = new Map<AttentionMetric, number>();
+  for (const step of result.steps) {
+    for (const event of step.emitted) {
+      const metric = attentionOf(event);
+      if (metric) counts.set(metric, (counts.get(metric) ?? 0) + 1);
+    }
+  }
+  return counts;
+}
+
+/**
+ * Milliseconds from the envelope's `occurred_at` to `startedAt` (at least 0: a producer's clock
+ * may run ahead); undefined when the record carries no readable `occurred_at`.
+ */
+export function lagMs(raw: unknown, startedAt: Date): number | undefined {
+  const occurredAt = (raw as { occurred_at?: unknown } | null | undefined)?.occurred_at;
+  if (typeof occurredAt !== "string") return undefined;
+  const at = Date.parse(occurredAt);
+  return Number.isNaN(at) ? undefined : Math.max(0, startedAt.getTime() - at);
+}
+
+/** Publishes the consumer lag of a record whose processing starts at `startedAt`. */
+export function recordLag(metrics: Metrics, raw: unknown, startedAt: Date): void {
+  const lag = lagMs(raw, startedAt);
+  if (lag !== undefined) metrics.addMetric(TIMING_METRICS.lag, MetricUnit.Milliseconds, lag);
+}
+
+/**
+ * What a consumed record became: its processing time, a count and a log line per step, a
+ * discard's reason, and what it emitted that a person must act on.
+ */
+export function recordConsumed(
+  result: ConsumeResult,
+  processingMs: number,
+  { logger, metrics }: Observability,
+): void {
+  metrics.addMetric(TIMING_METRICS.processingTime, MetricUnit.Milliseconds, processingMs);
+  for (const step of result.steps) {
+    metrics.addMetric(STEP_METRICS[step.status], MetricUnit.Count, 1);
+    if (step.repaired) metrics.addMetric("GapRepaired", MetricUnit.Count, 1);
+    if (step.status === "discarded") {
+      const single = metrics.singleMetric();
+      single.addDimension("reason", step.reason ?? "unknown");
+      single.addMetric("DiscardedByReason", MetricUnit.Count, 1);
+    }
+    logger.info(`${step.status} ${step.eventType} v${step.version}`, {
+      step_event_id: step.eventId,
+      status: step.status,
+      reason: step.reason,
+      repaired: step.repaired,
+      emitted: step.emitted.map((e) => e.event_id),
+    });
+  }
+  for (const [metric, count] of attentionCounts(result))
+    metrics.addMetric(metric, MetricUnit.Count, count);
+}
+
+/** Where the model calls of a consumer's work are published: latency and tokens per call. */
+export function modelCallMetrics(metrics: Metrics): ModelCallSink {
+  return (call) => {
+    metrics.addMetric(MODEL_METRICS.latency, MetricUnit.Milliseconds, call.latencyMs);
+    metrics.addMetric(MODEL_METRICS.inputTokens, MetricUnit.Count, call.inputTokens);
+    metrics.addMetric(MODEL_METRICS.outputTokens, MetricUnit.Count, call.outputTokens);
+  };
+}

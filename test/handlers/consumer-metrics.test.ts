@@ -1,0 +1,311 @@
+import { Readable } from "node:stream";
+import { BedrockRuntimeClient } from "@aws-sdk/client-bedrock-runtime";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { DeleteQueueCommand, SQSClient } from "@aws-sdk/client-sqs";
+import { HttpResponse } from "@smithy/core/transport";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { TableNames } from "../../functions/adapters/dynamodb/tables";
+import type { EmitSpec } from "../../functions/core/emit";
+import type { ConsumeResult, Role } from "../../functions/core/pipeline";
+import { ManualClock } from "../../functions/core/runtime";
+import { createConsumerHandler } from "../../functions/handlers/consumer";
+import { attentionCounts, lagMs } from "../../functions/handlers/consumer-metrics";
+import { createAgentHandler } from "../../functions/handlers/content-agents";
+import { observability } from "../../functions/handlers/observe";
+import { type Envelope, registry } from "../../schemas";
+import { emulator } from "../support/aws";
+import { newCorrelationId, newTaskId, newUlid, taskEvent } from "../support/factories";
+import { queueArnOf, sqsEvent, sqsRecord } from "../support/lambda-events";
+import { createQueue } from "../support/queues";
+import { createTables, deleteTables } from "../support/tables";
+
+process.env.POWERTOOLS_LOG_LEVEL = "SILENT";
+process.env.POWERTOOLS_METRICS_DISABLED = "true";
+
+const suffix = newUlid().toLowerCase();
+let dynamodb: DynamoDBClient;
+let sqs: SQSClient;
+let tables: TableNames;
+const queues: string[] = [];
+
+beforeAll(async () => {
+  dynamodb = new DynamoDBClient(emulator());
+  sqs = new SQSClient(emulator());
+  tables = await createTables(dynamodb, `cm-${suffix}`);
+  for (const name of ["cm-group", "cm-group-dlq"])
+    queues.push(await createQueue(sqs, `${name}-${suffix}`, true));
+});
+
+afterAll(async () => {
+  await deleteTables(dynamodb, tables);
+  for (const url of queues) await sqs.send(new DeleteQueueCommand({ QueueUrl: url }));
+  dynamodb.destroy();
+  sqs.destroy();
+});
+
+function consumerEnv(group: string) {
+  return {
+    GROUP_NAME: group,
+    STATE_TABLE: tables.state,
+    EVENTS_TABLE: tables.events,
+    INBOX_TABLE: tables.inbox,
+    SIDE_EFFECTS_TABLE: tables.sideEffects,
+    QUEUE_URL: queues[0],
+    DEAD_LETTER_QUEUE_URL: queues[1],
+    INBOX_TTL_DAYS: "7",
+    RETRY_BASE_SECONDS: "2",
+    RETRY_MAX_SECONDS: "60",
+  };
+}
+
+type Emf = Record<string, unknown> & {
+  _aws: { CloudWatchMetrics: { Namespace: string; Dimensions: string[][] }[] };
+};
+
+/**
+ * The consumer's Powertools metrics, published for real (as the EMF lines CloudWatch reads) into
+ * a list instead of stdout.
+ */
+function capturedMetrics(group: string) {
+  const obs = observability(group, group);
+  const lines: Emf[] = [];
+  Object.assign(obs.metrics, {
+    disabled: false,
+    console: { log: (line: string) => lines.push(JSON.parse(line) as Emf) },
+  });
+  /** Every value published under `name`, in order, checking namespace and dimensions. */
+  const values = (name: string): number[] =>
+    lines
+      .filter((line) => name in line)
+      .flatMap((line) => {
+        expect(line._aws.CloudWatchMetrics[0]?.Namespace).toBe("AgentBus");
+        expect(line._aws.CloudWatchMetrics[0]?.Dimensions).toEqual([["service", "consumer_group"]]);
+        expect([line.service, line.consumer_group]).toEqual([group, group]);
+        return ([] as number[]).concat(line[name] as number | number[]);
+      });
+  return { observability: obs, values };
+}
+
+function recordOf(envelope: Envelope) {
+  return sqsRecord({
+    body: JSON.stringify(envelope),
+    groupId: envelope.order_key,
+    deduplicationId: envelope.event_id,
+    queueArn: queueArnOf(String(queues[0])),
+  });
+}
+
+const START = "2026-03-02T09:00:00.000Z";
+const conversationId = () => `conv_${newUlid()}`;
+
+/** What a record's decision emits: two events a person must act on, two that need nobody. */
+function emitted(conversation: string, runId: string): EmitSpec[] {
+  const delivery = {
+    conversation_id: conversation,
+    channel: "chat",
+    idempotency_key: `${newTaskId()}:reply:1`,
+    code: "channel.outcome_unknown",
+    message: "no answer from the channel",
+  };
+  const result = {
+    status: "FAILED",
+    outputs: {},
+    completed: [],
+    degraded: [],
+    failed: [{ node_id: "writing" }],
+    cancelled: [],
+    skipped: [],
+  };
+  const nodeFailure = (code: string) => ({
+    run_id: runId,
+    node_id: "writing",
+    generation: 0,
+    error: { code, errorClass: "permanent", message: "given up" },
+  });
+  return [
+    { type: "notification.failed", payload: { ...delivery, outcome: "unknown" } },
+    { type: "notification.failed", payload: { ...delivery, outcome: "failed" } },
+    {
+      type: "reply.held_for_review",
+      payload: { conversation_id: conversation, reply_text: "Hello", reason: "low confidence" },
+    },
+    { type: "workflow.failed", payload: { run_id: runId, result } },
+    { type: "writing.failed", payload: nodeFailure("model.invalid_output") },
+    { type: "writing.failed", payload: nodeFailure("model.throttled") },
+  ];
+}
+
+describe("consumer metrics: what the handler publishes per record", () => {
+  it("consumer lag from occurred_at, processing time, and what needs a person", async () => {
+    const clock = new ManualClock(START);
+    const group = "cm-attention";
+    const runId = `run_${newUlid()}`;
+    const role: Role<unknown> = {
+      group,
+      subscriptions: ["task.accepted"],
+      decide: () => {
+        clock.advance(250); // the work of the record
+        return { state: { seen: true }, emit: emitted(conversationId(), runId) };
+      },
+    };
+    const metrics = capturedMetrics(group);
+    const handler = createConsumerHandler(role, {
+      dynamodb,
+      sqs,
+      clock,
+      env: consumerEnv(group),
+      observability: metrics.observability,
+    });
+    const occurredAt = new Date(new Date(START).getTime() - 1234);
+    const response = await handler(sqsEvent([recordOf(taskEvent(1, { occurredAt }))]));
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(metrics.values("ConsumerLag")).toEqual([1234]);
+    expect(metrics.values("ProcessingTime")).toEqual([250]);
+    expect(metrics.values("Applied")).toEqual([1]);
+    expect(metrics.values("UnknownSideEffectOutcome")).toEqual([1]);
+    expect(metrics.values("ReplyHeldForReview")).toEqual([1]);
+    expect(metrics.values("WorkflowFailed")).toEqual([1]);
+    expect(metrics.values("AgentRunNeedsHuman")).toEqual([1]);
+  });
+
+  it("publishes nothing a person must act on for a record that emitted none of it", async () => {
+    const clock = new ManualClock(START);
+    const group = "cm-quiet";
+    const role: Role<unknown> = { group, subscriptions: ["task.accepted"], decide: () => ({}) };
+    const metrics = capturedMetrics(group);
+    const handler = createConsumerHandler(role, {
+      dynamodb,
+      sqs,
+      clock,
+      env: consumerEnv(group),
+      observability: metrics.observability,
+    });
+    await handler(sqsEvent([recordOf(taskEvent(1, { occurredAt: new Date(START) }))]));
+    expect(metrics.values("ConsumerLag")).toEqual([0]);
+    expect(metrics.values("ProcessingTime")).toEqual([0]);
+    for (const name of [
+      "UnknownSideEffectOutcome",
+      "ReplyHeldForReview",
+      "WorkflowFailed",
+      "AgentRunNeedsHuman",
+      "ModelLatency",
+    ])
+      expect(metrics.values(name), name).toEqual([]);
+  });
+});
+
+/** A BedrockRuntimeClient whose HTTP layer answers every Converse call with `text`. */
+function fakeBedrock(text: string, usage: { inputTokens: number; outputTokens: number }[]) {
+  let calls = 0;
+  return new BedrockRuntimeClient({
+    region: "us-east-1",
+    credentials: { accessKeyId: "AKIDEXAMPLE", secretAccessKey: "secret" },
+    maxAttempts: 1,
+    requestHandler: {
+      async handle() {
+        const tokens = usage[calls] ?? { inputTokens: 0, outputTokens: 0 };
+        calls++;
+        const body = {
+          output: { message: { role: "assistant", content: [{ text }] } },
+          stopReason: "end_turn",
+          usage: { ...tokens, totalTokens: tokens.inputTokens + tokens.outputTokens },
+          metrics: { latencyMs: 100 * calls },
+        };
+        return {
+          response: new HttpResponse({
+            statusCode: 200,
+            headers: { "content-type": "application/json" },
+            body: Readable.from([Buffer.from(JSON.stringify(body))]),
+          }),
+        };
+      },
+    },
+  });
+}
+
+/** The orchestrator's `writing.requested` for a new run (first on the run's stream). */
+function writingRequested(): Envelope {
+  const runId = `run_${newUlid()}`;
+  const parsed = registry.parse({
+    event_id: newUlid(),
+    event_type: "writing.requested",
+    schema_version: 1,
+    occurred_at: new Date(Date.now() - 5000).toISOString(),
+    correlation_id: newCorrelationId(),
+    causation_id: null,
+    task_id: newTaskId(),
+    aggregate: { type: "dag_run", id: runId, version: 1 },
+    order_key: runId,
+    producer: "orchestrator",
+    payload: {
+      run_id: runId,
+      node_id: "writing",
+      generation: 0,
+      attempt: 1,
+      input: {},
+      run_input: { topic_hint: "grid storage" },
+    },
+  });
+  if (!parsed.ok) throw new Error(parsed.message);
+  return parsed.envelope;
+}
+
+describe("consumer metrics: model calls", () => {
+  it("latency and tokens of every Bedrock call; a run that ends NEEDS_HUMAN is counted", async () => {
+    const metrics = capturedMetrics("writing");
+    const usage = [
+      { inputTokens: 120, outputTokens: 30 },
+      { inputTokens: 180, outputTokens: 31 },
+      { inputTokens: 240, outputTokens: 32 },
+    ];
+    const handler = createAgentHandler("writing", {
+      dynamodb,
+      sqs,
+      bedrock: fakeBedrock("no JSON here", usage),
+      env: { ...consumerEnv("writing"), MODEL_PROVIDER: "bedrock", MODEL_ID: "test.model-v1" },
+      observability: metrics.observability,
+    });
+    const response = await handler(sqsEvent([recordOf(writingRequested())]));
+
+    expect(response.batchItemFailures).toEqual([]);
+    // Three answers out of shape: the run's budget spent, NEEDS_HUMAN and writing.failed.
+    expect(metrics.values("ModelLatency")).toEqual([100, 200, 300]);
+    expect(metrics.values("ModelInputTokens")).toEqual([120, 180, 240]);
+    expect(metrics.values("ModelOutputTokens")).toEqual([30, 31, 32]);
+    expect(metrics.values("AgentRunNeedsHuman")).toEqual([1]);
+    expect(metrics.values("ConsumerLag")[0]).toBeGreaterThanOrEqual(5000);
+  });
+});
+
+describe("consumer metrics: pure parts", () => {
+  it("lag is undefined without a readable occurred_at, and never negative", () => {
+    const now = new Date(START);
+    expect(lagMs({ occurred_at: "2026-03-02T08:59:59.000Z" }, now)).toBe(1000);
+    expect(lagMs({ occurred_at: "2026-03-02T09:00:01.000Z" }, now)).toBe(0);
+    expect(lagMs({ occurred_at: "yesterday-ish" }, now)).toBeUndefined();
+    expect(lagMs({}, now)).toBeUndefined();
+    expect(lagMs("not an envelope", now)).toBeUndefined();
+    expect(lagMs(null, now)).toBeUndefined();
+  });
+
+  it("counts only what was emitted, across every step of a delivery", () => {
+    const held = (conversation: string) =>
+      ({
+        event_type: "reply.held_for_review",
+        payload: { conversation_id: conversation },
+      }) as unknown as Envelope;
+    const step = (emitted: Envelope[]) => ({
+      eventId: newUlid(),
+      eventType: "reply.generation.requested",
+      version: 1,
+      status: "applied" as const,
+      repaired: false,
+      emitted,
+    });
+    const result = {
+      steps: [step([held("conv_a")]), step([]), step([held("conv_b"), held("conv_c")])],
+    } as unknown as ConsumeResult;
+    expect([...attentionCounts(result)]).toEqual([["ReplyHeldForReview", 3]]);
+  });
+});
