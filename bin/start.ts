@@ -1,5 +1,6 @@
 import { Command } from "commander";
 import { ulid } from "ulid";
+import { type RunningConsole, startConsole } from "../lib/console/server";
 import {
   type ConversationScenarioResult,
   hasConversation,
@@ -11,8 +12,10 @@ import { Progress } from "../lib/local/progress";
 import type { RuntimeEvent } from "../lib/local/runtime";
 import { runScenario, type ScenarioResult } from "../lib/local/scenario";
 import { readDeadLetters } from "../lib/local/scenario/dead-letters";
-import { renderSummary, renderTimeline, renderTrace } from "../lib/local/trace";
+import { renderSummary, renderTimeline, withObservedDuplicates } from "../lib/local/trace";
 import { silenceNodeVersionWarning } from "../lib/local/warnings";
+import { renderTraceText } from "../lib/ops/render-text";
+import { opsSource, traceOf } from "../lib/ops/source";
 
 silenceNodeVersionWarning();
 
@@ -37,6 +40,11 @@ const program = new Command()
     "--no-scenario",
     "bring the stack up and keep it running without playing the reference scenario (implies --keep)",
   )
+  .option(
+    "--console-port <port>",
+    "port of the console page on 127.0.0.1 with --keep (default: 8630; 0 = any free port)",
+    "8630",
+  )
   .option("--verbose", "print the handlers' Powertools logs")
   .parse();
 
@@ -46,15 +54,18 @@ const opts = program.opts<{
   endpoint?: string;
   verbose?: boolean;
   scenario: boolean;
+  consolePort: string;
 }>();
 const keep = Boolean(opts.keep) || !opts.scenario;
 const out = (line = "") => process.stdout.write(`${line}\n`);
 let env: LocalEnvironment | undefined;
+let consolePage: RunningConsole | undefined;
 let live = false;
 
 async function shutdown(code: number): Promise<never> {
   const current = env;
   env = undefined;
+  await consolePage?.close();
   if (current) await current.stop();
   process.exit(code);
 }
@@ -77,6 +88,11 @@ function liveLine(event: RuntimeEvent): void {
 }
 
 async function main(): Promise<void> {
+  const consolePort = Number(opts.consolePort);
+  if (!Number.isInteger(consolePort) || consolePort < 0 || consolePort > 65535) {
+    process.stderr.write(`--console-port ${JSON.stringify(opts.consolePort)} is not a port\n`);
+    process.exit(2);
+  }
   const progress = new Progress(out);
   out("AgentBus local run");
   progress.part("starting: emulator, synth, deploy");
@@ -88,7 +104,11 @@ async function main(): Promise<void> {
     if (!keep) return shutdown(failed ? 1 : 0);
   }
   progress.stop();
-  keepUp(env);
+  consolePage = await startConsole({
+    source: opsSource(env.ops),
+    port: consolePort,
+  });
+  keepUp(env, consolePage.url);
   live = true;
   await new Promise(() => {});
 }
@@ -158,15 +178,15 @@ async function printTraces(
   support: ConversationScenarioResult | undefined,
 ): Promise<void> {
   out();
-  out("causal trace");
+  out("causal trace (as `agentbus trace <correlation id>` reads it from the stack)");
   for (const correlation of result.correlations) {
-    out(await renderTrace(env.store, correlation, env.groups, env.observations));
+    out(await traceText(env, correlation));
     out();
   }
   if (support) {
     out("customer-support conversations (causal trace of each message)");
     for (const correlation of support.correlations) {
-      out(await renderTrace(env.store, correlation, env.groups, env.observations));
+      out(await traceText(env, correlation));
       out();
     }
     out("customer-support conversations (the conversation view and the channel's deliveries)");
@@ -180,6 +200,13 @@ async function printTraces(
     out(renderTimeline(run.label, run.state));
     out();
   }
+}
+
+/** A correlation's trace read from the stack, with the duplicates this run observed. */
+async function traceText(env: LocalEnvironment, correlation: string): Promise<string> {
+  const view = await traceOf(env.ops, correlation);
+  if (!view) return `trace of ${correlation}: nothing recorded`;
+  return renderTraceText(withObservedDuplicates(view, env.observations));
 }
 
 function printDeadLetters(env: LocalEnvironment, deadLetters: ScenarioResult["deadLetters"]): void {
@@ -200,7 +227,7 @@ function printDeadLetters(env: LocalEnvironment, deadLetters: ScenarioResult["de
 }
 
 /** What a person needs to use the running stack, then every delivery as it happens. */
-function keepUp(env: LocalEnvironment): void {
+function keepUp(env: LocalEnvironment, consoleUrl: string): void {
   const bus = env.buses.events ?? "";
   const taskId = `task_${ulid()}`;
   const envelope = {
@@ -225,6 +252,7 @@ function keepUp(env: LocalEnvironment): void {
   ]);
   out();
   out("the stack stays up (Ctrl-C stops it)");
+  out(`  console    ${consoleUrl}`);
   out(`  endpoint   ${env.endpoint}`);
   out(`  bus        ${bus}`);
   for (const [name, value] of Object.entries(env.deployment.outputs))
@@ -233,6 +261,9 @@ function keepUp(env: LocalEnvironment): void {
   out(
     `  AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_DEFAULT_REGION=${env.region} aws events put-events --endpoint-url ${env.endpoint} --entries '${entries.replaceAll("'", "'\\''")}'`,
   );
+  out("  see what happened (in another terminal):");
+  for (const command of ["status", "dlq list", "trace <event, task or correlation id>"])
+    out(`  npm run agentbus -- --endpoint ${env.endpoint} ${command}`);
   out("deliveries:");
 }
 

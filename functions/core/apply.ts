@@ -167,7 +167,10 @@ async function handleOne<S>(
   const discard = isExpired(event, now) ? "expired" : await role.discard?.(state?.data, event, now);
   if (discard && !(await role.unfinished?.(state?.data, event))) {
     return {
-      commit: { inbox: inboxRow(base, "discarded", discard), checkpoint: base.checkpoint },
+      commit: {
+        inbox: inboxRow(base, "discarded", discard, repaired),
+        checkpoint: base.checkpoint,
+      },
       step: { ...duplicateStep(event), status: "discarded", reason: discard, repaired },
       state,
     };
@@ -193,7 +196,7 @@ async function handleOne<S>(
   const write = stateWrite(decision, state, stateRef, emitted.length, role);
   return {
     commit: {
-      inbox: inboxRow(base, status, reason),
+      inbox: inboxRow(base, status, reason, repaired),
       checkpoint: base.checkpoint,
       state: write,
       append: emitted.length > 0 ? emitted : undefined,
@@ -260,6 +263,7 @@ function inboxRow(
   base: CommitBase,
   outcome: "applied" | "discarded" | "rejected",
   reason: string | undefined,
+  repaired: boolean,
 ) {
   return {
     group: base.group,
@@ -274,6 +278,7 @@ function inboxRow(
     ...(base.event.causation_id ? { causationId: base.event.causation_id } : {}),
     producer: base.event.producer,
     occurredAt: base.event.occurred_at,
+    ...(repaired ? { repaired: true as const } : {}),
     recordedAt: base.now.toISOString(),
     expiresAt: Math.floor(base.now.getTime() / 1000) + base.ttl,
   };

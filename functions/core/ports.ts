@@ -52,6 +52,8 @@ export interface InboxRecord {
   readonly causationId?: string;
   readonly producer: string;
   readonly occurredAt: string;
+  /** True when the group read the event from the event store to fill a gap. */
+  readonly repaired?: true;
   readonly recordedAt: string;
   /** Epoch seconds after which the row may be deleted by TTL and must be ignored on read. */
   readonly expiresAt: number;

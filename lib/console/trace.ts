@@ -5,6 +5,11 @@ import { fact } from "./page";
 
 /** An outcome in words: `applied (gap repair)`, `discarded: superseded`, `retrying (3 attempts, last error: ...)`. */
 export function describeOutcome(o: GroupOutcome): string {
+  const text = outcomeWords(o);
+  return o.duplicates ? `${text}, duplicate×${o.duplicates}` : text;
+}
+
+function outcomeWords(o: GroupOutcome): string {
   const error = o.error ? `${o.error.code}: ${o.error.message}` : undefined;
   const attempts = o.attempts === undefined ? undefined : `${o.attempts} attempt(s)`;
   switch (o.outcome) {

@@ -2,7 +2,7 @@ import { LocalChannel, type LocalDelivery } from "../../functions/adapters/chann
 import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
 import { putOrders } from "../../functions/adapters/dynamodb/orders";
 import { DeterministicLocalModel } from "../../functions/adapters/local-model";
-import { publishOutputs } from "../ops/stack";
+import { connect, type OpsStack, publishOutputs } from "../ops/stack";
 import { topology as projectTopology, type Topology } from "../topology";
 import {
   type AwsClients,
@@ -29,6 +29,8 @@ export interface LocalEnvironment {
   readonly runtime: LocalRuntime;
   readonly observations: Observations;
   readonly store: DynamoEventStore;
+  /** The stack as the operator tools see it (trace, status, dead letters, the console). */
+  readonly ops: OpsStack;
   /** The stack's tables, buses, queue URLs and topics, read from its outputs. */
   readonly names: StackNames;
   /** Bus name of each topic in the stack (`names.buses`). */
@@ -92,11 +94,13 @@ export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvir
     const synthMs = lap();
     const deployment = await deployTemplate(template, clients, { stackName, region });
     const deployMs = lap();
-    const names = stackNames(deployment.outputs, options.topology ?? projectTopology);
+    const topology = options.topology ?? projectTopology;
+    const names = stackNames(deployment.outputs, topology);
     // Operator tools pointed at the endpoint (agentbus trace --endpoint ...) find the names here.
     await publishOutputs(emulatorConfig(endpoint, region), stackName, deployment.outputs);
     if (names.tables.orders) await putOrders(clients.dynamodb, names.tables.orders, SAMPLE_ORDERS);
     const running = await startRuntime(deployment, clients, endpoint, options);
+    const ops = connect(emulatorConfig(endpoint, region), stackName, deployment.outputs, topology);
     return {
       ...running,
       endpoint,
@@ -105,6 +109,7 @@ export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvir
       clients,
       deployment,
       names,
+      ops,
       store: new DynamoEventStore({
         client: clients.dynamodb,
         tables: {
@@ -118,7 +123,10 @@ export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvir
         .filter((f) => f.kind === "consumer")
         .map((f) => f.group ?? f.name),
       timings: { emulator: emulatorMs, synth: synthMs, deploy: deployMs },
-      stop: () => stopLocal(running.runtime, clients, moto),
+      stop: () => {
+        ops.close();
+        return stopLocal(running.runtime, clients, moto);
+      },
     };
   } catch (error) {
     await moto?.stop();

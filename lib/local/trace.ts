@@ -1,6 +1,6 @@
 import type { StepStatus } from "../../functions/core/pipeline";
-import type { InboxRecord, TraceReader } from "../../functions/core/ports";
 import type { Envelope } from "../../schemas";
+import type { TraceNode, TraceView } from "../ops/views";
 import type { RuntimeEvent } from "./runtime";
 
 interface Delivery {
@@ -91,75 +91,27 @@ export class Observations {
   }
 }
 
-const short = (id: string) => `${id.slice(0, 10)}…`;
-
 /**
- * The causal trace of one correlation: its events as a tree of causation edges (from the event
- * store's correlation index, plus unsequenced messages seen by consumers), and for each event what
- * every consumer group did with it (from the inbox, plus the duplicates observed on delivery).
+ * A trace read from the stack, with the duplicate deliveries the local runtime observed beside
+ * each group's outcome (duplicates cost no write, so the stack itself does not record them).
  */
-export async function renderTrace(
-  reader: TraceReader,
-  correlationId: string,
-  groups: readonly string[],
-  observed: Observations,
-): Promise<string> {
-  const stored = await reader.eventsByCorrelation(correlationId);
-  const byId = new Map(stored.map((e) => [e.event_id, e]));
-  for (const e of observed.envelopes.values())
-    if (e.correlation_id === correlationId && !byId.has(e.event_id)) byId.set(e.event_id, e);
-  const events = [...byId.values()].sort((a, b) => a.event_id.localeCompare(b.event_id));
-  const inbox = new Map<string, InboxRecord[]>();
-  for (const group of groups) {
-    for (const row of await reader.inboxRecords(
-      group,
-      events.map((e) => e.event_id),
-    )) {
-      inbox.set(row.eventId, [...(inbox.get(row.eventId) ?? []), row]);
-    }
-  }
-  const children = new Map<string, Envelope[]>();
-  const roots: Envelope[] = [];
-  for (const e of events) {
-    if (e.causation_id && byId.has(e.causation_id))
-      children.set(e.causation_id, [...(children.get(e.causation_id) ?? []), e]);
-    else roots.push(e);
-  }
-  const taskIds = [...new Set(events.map((e) => e.task_id))].join(", ");
-  const lines = [`correlation ${correlationId}  (task ${taskIds})`];
-  const walk = (e: Envelope, prefix: string, last: boolean, depth: number) => {
-    const branch = depth === 0 ? "" : last ? "└─ " : "├─ ";
-    const where =
-      e.aggregate.version > 0 ? `${e.aggregate.type} v${e.aggregate.version}` : "unsequenced";
-    const head = `${prefix}${branch}${e.event_type} [${where}] ${short(e.event_id)} by ${e.producer}`;
-    lines.push(`  ${head.padEnd(78)} ${outcomes(e.event_id, groups, inbox, observed)}`);
-    const kids = children.get(e.event_id) ?? [];
-    const nextPrefix = depth === 0 ? "" : `${prefix}${last ? "   " : "│  "}`;
-    for (const [i, k] of kids.entries()) walk(k, nextPrefix, i === kids.length - 1, depth + 1);
+export function withObservedDuplicates(view: TraceView, observed: Observations): TraceView {
+  const decorate = (node: TraceNode): TraceNode => {
+    const seen = observed.deliveries.get(node.event.eventId) ?? [];
+    return {
+      ...node,
+      outcomes: node.outcomes.map((o) => {
+        const duplicates = seen.filter((d) => d.group === o.group && d.status === "duplicate");
+        return duplicates.length > 0 ? { ...o, duplicates: duplicates.length } : o;
+      }),
+      children: node.children.map(decorate),
+    };
   };
-  for (const [i, r] of roots.entries()) walk(r, "", i === roots.length - 1, 0);
-  return lines.join("\n");
-}
-
-function outcomes(
-  eventId: string,
-  groups: readonly string[],
-  inbox: Map<string, InboxRecord[]>,
-  observed: Observations,
-): string {
-  const parts: string[] = [];
-  for (const group of groups) {
-    const row = inbox.get(eventId)?.find((r) => r.group === group);
-    const seen = observed.deliveries.get(eventId)?.filter((d) => d.group === group) ?? [];
-    const duplicates = seen.filter((d) => d.status === "duplicate").length;
-    const repaired = seen.some((d) => d.repaired && d.status !== "duplicate");
-    if (!row && duplicates === 0) continue;
-    let text = row ? (row.reason ? `${row.outcome}:${row.reason}` : row.outcome) : "";
-    if (repaired) text += " (gap repair)";
-    if (duplicates) text += `${text ? ", " : ""}duplicate×${duplicates}`;
-    parts.push(`${group}: ${text}`);
-  }
-  return parts.length ? `[${parts.join("; ")}]` : "[not consumed]";
+  return {
+    ...view,
+    roots: view.roots.map(decorate),
+    ...(view.related ? { related: view.related.map(decorate) } : {}),
+  };
 }
 
 /** Per consumer group: how many events were applied, duplicate, discarded (by reason), rejected. */

@@ -15,6 +15,8 @@ export function outcomeText(o: GroupOutcome): string {
   if (o.outcome === "dead-lettered" || o.outcome === "retrying")
     text += ` after ${o.attempts ?? "?"} receive(s): ${o.error?.code ?? o.reason ?? "?"}`;
   else if (o.error) text += ` (after ${o.attempts} receive(s), last error ${o.error.code})`;
+  if (o.repaired) text += " (gap repair)";
+  if (o.duplicates) text += `, duplicate×${o.duplicates}`;
   return `${o.group}: ${text}`;
 }
 

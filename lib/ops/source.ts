@@ -3,7 +3,7 @@ import { unmarshall } from "@aws-sdk/util-dynamodb";
 import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
 import { EventAttr, streamKey } from "../../functions/adapters/dynamodb/tables";
 import { DynamoTraceReader } from "../../functions/adapters/dynamodb/trace-reader";
-import type { OrchestratorState } from "../../functions/roles/orchestrator";
+import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
 import type { Envelope } from "../../schemas";
 import { listDeadLetters } from "./dead-letters";
 import { sideEffectsByKey, summaries } from "./lists";

@@ -15,7 +15,7 @@ export interface TraceSources {
 }
 
 /**
- * The causal trace of an event, task or correlation id: stored stream events and every group's
+ * The causal trace of an event, task, correlation or conversation id: stored stream events and every group's
  * recorded outcomes (which also place the unsequenced messages no stream holds), as a tree of
  * causation edges, each event with its groups' outcomes, side-effect records and dead letters.
  * Undefined when nothing is recorded under the id.
@@ -74,6 +74,17 @@ async function collect(sources: TraceSources, id: string): Promise<Found | undef
     ]);
   } else if (id.startsWith("task_")) {
     [stored, outcomes] = await Promise.all([reader.eventsByTask(id), reader.outcomesByTask(id)]);
+  } else if (id.startsWith("conv_") && sources.stream) {
+    // A conversation: the traces of its newest messages (their correlations, from its stream).
+    const stream = await sources.stream({ type: "conversation", id });
+    const correlations = [...new Set(stream.map((e) => e.correlation_id))].slice(0, 10);
+    const parts = await Promise.all(
+      correlations.map((c) =>
+        Promise.all([reader.eventsByCorrelation(c), reader.outcomesByCorrelation(c)]),
+      ),
+    );
+    stored = parts.flatMap(([events]) => events);
+    outcomes = parts.flatMap(([, records]) => records);
   } else {
     [stored, outcomes] = await Promise.all([
       reader.eventsByCorrelation(id),
@@ -140,6 +151,7 @@ export function groupOutcomes(records: readonly OutcomeRecord[]): GroupOutcome[]
         group,
         outcome: row.outcome,
         ...(!isFailure(row) && row.reason ? { reason: row.reason } : {}),
+        ...(!isFailure(row) && row.repaired ? { repaired: true } : {}),
         ...(failure ? { error: failure.error, attempts: failure.attempts } : {}),
         ...(failure && row === failure && failure.outcome === "dead-lettered"
           ? { reason: failure.error.code }

@@ -21,6 +21,11 @@ export interface GroupOutcome {
   readonly at: string;
   /** True when the event reached the group through gap repair from the event store. */
   readonly repaired?: boolean;
+  /**
+   * Deliveries the group recognised as duplicates, where known: duplicates cost no write, so a
+   * deployed stack does not record them; the local runtime observes them.
+   */
+  readonly duplicates?: number;
 }
 
 /** An external action's idempotency record, as the trace shows it beside its event. */

@@ -182,6 +182,29 @@ describe("buildTrace: the causal tree of an event, task or correlation", () => {
   });
 });
 
+describe("buildTrace of a conversation id", () => {
+  it("gives the traces of the conversation's messages, found through its stream", async () => {
+    const store = new InMemoryEventStore();
+    const conversation = { type: "conversation", id: `conv_${newUlid()}` };
+    const [a, b] = [newCorrelationId(), newCorrelationId()].map((correlationId, i) => {
+      const e = taskEvent(1, { correlationId });
+      return { ...e, aggregate: { ...conversation, version: i + 1 } };
+    }) as [Envelope, Envelope];
+    await store.commit({ append: [a, b] });
+    const view = await buildTrace(
+      {
+        reader: store,
+        groups: [],
+        sideEffects: async () => [],
+        stream: async (ref) => store.log.filter((e) => e.aggregate.id === ref.id),
+      },
+      conversation.id,
+    );
+    expect(view?.correlationIds).toEqual([a.correlation_id, b.correlation_id].sort());
+    expect(view?.roots.map((r) => r.event.eventId).sort()).toEqual([a.event_id, b.event_id].sort());
+  });
+});
+
 describe("groupOutcomes", () => {
   it("keeps a retrying record as the outcome until the group applies the event", () => {
     const e = taskEvent(1);

@@ -144,6 +144,8 @@ export const InboxAttr = {
   causationId: "causation_id",
   producer: "producer",
   occurredAt: "occurred_at",
+  /** Inbox rows only: true when the event was read from the event store to fill a gap. */
+  repaired: "repaired",
   recordedAt: "recorded_at",
   ttl: "ttl",
   /** Failure records only: the last error and how many times the queue handed the message out. */
@@ -317,6 +319,7 @@ export interface InboxItem {
   /** Absent on rows written before producers and times were recorded. */
   readonly producer?: string;
   readonly occurred_at?: string;
+  readonly repaired?: boolean;
   readonly recorded_at: string;
   /** Epoch seconds (InboxRecord.expiresAt): the table's TTL attribute. */
   readonly ttl: number;
@@ -408,6 +411,7 @@ export function inboxItem(record: InboxRecord): InboxItem {
     agg_type: record.aggregate.type,
     agg_id: record.aggregate.id,
     version: record.version,
+    ...(record.repaired ? { repaired: true } : {}),
     ...traceAttributes(record),
   };
 }
@@ -481,6 +485,7 @@ export function inboxRecordOf(item: InboxItem): InboxRecord {
     ...traceFields(item),
     outcome: item.outcome,
     ...(item.reason !== undefined ? { reason: item.reason } : {}),
+    ...(item.repaired ? { repaired: true as const } : {}),
   };
 }
 
