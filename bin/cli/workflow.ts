@@ -3,9 +3,10 @@ import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge
 import { Command } from "commander";
 import { ulid } from "ulid";
 import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
-import { contentWorkflowFor, type NodeRun } from "../../functions/core/dag";
+import type { NodeRun } from "../../functions/core/dag/run";
 import type { StoredState } from "../../functions/core/ports";
-import type { OrchestratorState } from "../../functions/roles/orchestrator";
+import { contentWorkflowFor } from "../../functions/roles/content-workflows";
+import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
 import { opaqueIdProblem, registry } from "../../schemas";
 import { NodeId, WORKFLOW_KINDS } from "../../schemas/events/workflow";
 import {

@@ -1,6 +1,6 @@
 import type { StateSummary } from "../core/ports";
 import type { ConversationView } from "./conversation-projection";
-import type { OrchestratorState } from "./orchestrator";
+import type { OrchestratorState } from "./orchestrator-state";
 import type { TaskView } from "./task-projection";
 
 /**

@@ -1,21 +1,20 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
-  type Capacity,
-  type DagCommand,
-  type DagRun,
   DEFAULT_GLOBAL_CONCURRENCY,
-  defineWorkflow,
   type EdgeDefinition,
-  type NodeState,
-  onNodeCompleted,
-  onNodeFailed,
-  release,
-  rerunFrom,
-  startRun,
-  type Transition,
   type WorkflowDefinition,
-} from "../../functions/core/dag";
+} from "../../functions/core/dag/definition";
+import { onNodeCompleted, onNodeFailed, release, startRun } from "../../functions/core/dag/engine";
+import { defineWorkflow } from "../../functions/core/dag/graph";
+import { rerunFrom } from "../../functions/core/dag/rerun";
+import type {
+  Capacity,
+  DagCommand,
+  DagRun,
+  NodeState,
+  Transition,
+} from "../../functions/core/dag/run";
 
 /**
  * For random DAGs (1..12 nodes, random forward edges, plain or conditional, random roles, joins

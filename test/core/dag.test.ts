@@ -1,29 +1,26 @@
 import { describe, expect, it } from "vitest";
 import {
-  cancelRun,
   conditionHolds,
-  contentWorkflowFor,
-  type DagCommand,
+  type WorkflowDefinition,
+  type WorkflowDefinitionInput,
+} from "../../functions/core/dag/definition";
+import { onNodeCompleted, onNodeFailed, release, startRun } from "../../functions/core/dag/engine";
+import {
   DagIntegrityError,
   DagRequestError,
+  WorkflowDefinitionError,
+} from "../../functions/core/dag/errors";
+import { defineWorkflow, descendantsOf } from "../../functions/core/dag/graph";
+import { cancelRun, rerunFrom } from "../../functions/core/dag/rerun";
+import { runResult } from "../../functions/core/dag/result";
+import {
+  type DagCommand,
   type DagRun,
   DagRunSchema,
-  defineWorkflow,
-  descendantsOf,
-  longForm,
-  onNodeCompleted,
-  onNodeFailed,
-  quickNews,
-  release,
-  rerunFrom,
-  runResult,
-  startRun,
   type Transition,
-  type WorkflowDefinition,
-  WorkflowDefinitionError,
-  type WorkflowDefinitionInput,
-} from "../../functions/core/dag";
+} from "../../functions/core/dag/run";
 import { PermanentError, TransientError } from "../../functions/core/errors";
+import { contentWorkflowFor, longForm, quickNews } from "../../functions/roles/content-workflows";
 
 // ---------------------------------------------------------------------------------------------
 // helpers

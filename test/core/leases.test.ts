@@ -3,11 +3,8 @@ import { describe, expect, it } from "vitest";
 import { DeterministicLocalModel } from "../../functions/adapters/local-model";
 import { consume, type Role } from "../../functions/core/pipeline";
 import { agentRunId, createContentAgent } from "../../functions/roles/content-agents";
-import {
-  createOrchestrator,
-  DEFAULT_LEASE_SECONDS,
-  type OrchestratorState,
-} from "../../functions/roles/orchestrator";
+import { createOrchestrator, DEFAULT_LEASE_SECONDS } from "../../functions/roles/orchestrator";
+import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
 import type { Envelope } from "../../schemas";
 import { makeDeps } from "./fixtures";
 

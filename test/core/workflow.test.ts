@@ -12,9 +12,9 @@ import { agentRunId, createContentAgent } from "../../functions/roles/content-ag
 import {
   createOrchestrator,
   ORCHESTRATOR_SUBSCRIPTIONS,
-  type OrchestratorState,
   orchestrator,
 } from "../../functions/roles/orchestrator";
+import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
 import { type Envelope, registry } from "../../schemas";
 import { CONTENT_ROLES, type WorkflowEnded } from "../../schemas/events/workflow";
 import { makeDeps } from "./fixtures";

@@ -17,7 +17,8 @@ import {
 } from "@aws-sdk/client-sqs";
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
-import { type OrchestratorState, orchestrator } from "../../functions/roles/orchestrator";
+import { orchestrator } from "../../functions/roles/orchestrator";
+import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
 import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
 import { readDeadLetters } from "../../lib/local/scenario/dead-letters";
 import { topology } from "../../lib/topology";

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { OrchestratorState } from "../../functions/roles/orchestrator";
+import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
 import { startConsole } from "../../lib/console/server";
 import { hasConversation, runConversationScenario } from "../../lib/local/conversation";
 import { emulatorConfig } from "../../lib/local/deploy";

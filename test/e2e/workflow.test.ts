@@ -1,6 +1,6 @@
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { OrchestratorState } from "../../functions/roles/orchestrator";
+import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
 import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
 import {
   loadRun,

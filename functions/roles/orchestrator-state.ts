@@ -1,0 +1,74 @@
+import { z } from "zod";
+import type { WorkflowDefinition } from "../core/dag/definition";
+import { DagEventTypeSchema, DagRunSchema, HeldNodeSchema } from "../core/dag/run";
+import { PermanentError } from "../core/errors";
+import { contentWorkflowFor, WorkflowKindSchema } from "./content-workflows";
+
+/**
+ * What the orchestrator stores per run (aggregate `dag_run/<run_id>`), as a schema: the stored
+ * state is parsed on every decision, never cast.
+ */
+
+export const TIMELINE_LIMIT = 200;
+
+/** One step of a run as the DAG reported it, with the event that caused it. */
+export const TimelineEntrySchema = z.object({
+  at: z.string(),
+  event: DagEventTypeSchema,
+  node_id: z.string().optional(),
+  generation: z.int().nonnegative().optional(),
+  /** The event type that led to this step. */
+  cause: z.string(),
+});
+export type TimelineEntry = z.output<typeof TimelineEntrySchema>;
+
+/** How long a RUNNING node's current assignment may go without an outcome or a heartbeat. */
+export const NodeLeaseSchema = z.object({
+  generation: z.int().nonnegative(),
+  /** ISO 8601. */
+  expires_at: z.string(),
+});
+export type NodeLease = z.output<typeof NodeLeaseSchema>;
+
+export const OrchestratorStateSchema = z.object({
+  /** The workflow kind the run was started with (selects the definition). */
+  workflow: WorkflowKindSchema,
+  run: DagRunSchema,
+  /** READY nodes a cap or the queue-depth gate held back on the last pass. */
+  held: z.array(HeldNodeSchema).readonly(),
+  /** The last TIMELINE_LIMIT steps of the run. */
+  timeline: z.array(TimelineEntrySchema).readonly(),
+  /** The lease of each RUNNING node (absent in states stored before leases: read as {}). */
+  leases: z.record(z.string(), NodeLeaseSchema).optional(),
+  /** Correlation and task of the start request: what the sweeper's reports about the run carry. */
+  origin: z.object({ correlation_id: z.string(), task_id: z.string() }).optional(),
+});
+export type OrchestratorState = z.output<typeof OrchestratorStateSchema>;
+
+/** The stored state of a run; null (a refused start leaves no run) and undefined read as none. */
+export function parseRunState(stored: unknown): OrchestratorState | undefined {
+  if (stored === null || stored === undefined) return undefined;
+  return parseWith(
+    OrchestratorStateSchema,
+    stored,
+    "orchestrator.invalid_state",
+    "stored run state",
+  );
+}
+
+/** The definition a run was started with. */
+export function definitionOf(state: OrchestratorState): WorkflowDefinition {
+  return contentWorkflowFor({ kind: state.workflow });
+}
+
+/** `value` parsed by `schema`, or a PermanentError with `code` naming what was wrong. */
+export function parseWith<S extends z.ZodType>(
+  schema: S,
+  value: unknown,
+  code: string,
+  what: string,
+): z.output<S> {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  throw new PermanentError(code, `${what} is invalid: ${z.prettifyError(parsed.error)}`);
+}
