@@ -45,6 +45,15 @@ program.addCommand(traceCommand(globals));
 program.addCommand(statusCommand(globals));
 program.addCommand(dlqCommand(globals));
 program.addCommand(consoleCommand(globals));
+inheritSettings(program);
+
+/** Subcommands built apart (addCommand) take the program's exit override and error output. */
+function inheritSettings(parent: Command): void {
+  for (const child of parent.commands) {
+    child.copyInheritedSettings(parent);
+    inheritSettings(child);
+  }
+}
 
 async function main(): Promise<number> {
   try {

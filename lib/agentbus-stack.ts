@@ -21,6 +21,7 @@ import {
   parseEmulator,
   type TargetCapabilities,
 } from "./constructs/emulator";
+import { OperatorReadAccess } from "./constructs/operator-access";
 import { Relay } from "./constructs/relay";
 import { SupportResources } from "./constructs/support";
 import { LeaseSweeper } from "./constructs/sweeper";
@@ -101,6 +102,8 @@ export class AgentBusStack extends Stack {
   readonly sweeper?: LeaseSweeper;
   /** The dashboard (absent for an emulator without dashboards). */
   readonly dashboard?: Dashboard;
+  /** The managed policy an operator's role needs for trace, status, dlq and the console. */
+  readonly operatorAccess: OperatorReadAccess;
   /** The emulator the template is for; `undefined` for AWS. */
   readonly emulator: Emulator | undefined;
   /** What the target runs, and so what the stack deploys. */
@@ -170,6 +173,12 @@ export class AgentBusStack extends Stack {
         topics: [this.topic("commands"), this.topic("events")],
       });
     }
+
+    this.operatorAccess = new OperatorReadAccess(this, "OperatorRead", {
+      tables: this.tables,
+      groups: this.groups,
+      relay: this.relay,
+    });
 
     if (this.capabilities.dashboard) {
       this.dashboard = new Dashboard(this, "Dashboard", {
@@ -299,6 +308,16 @@ export class AgentBusStack extends Stack {
       "RelayFailureQueueUrl",
       this.relay.failureQueue.queueUrl,
       "relay: stream batches given up on",
+    );
+    output(
+      "RelayFunctionName",
+      this.relay.function.functionName,
+      "relay: its function (agentbus status reads its IteratorAge)",
+    );
+    output(
+      "OperatorReadPolicyArn",
+      this.operatorAccess.policy.managedPolicyArn,
+      "attach to an operator's role: what agentbus trace, status, dlq and console read",
     );
     const tables = {
       State: this.tables.state,

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type App, CfnResource, Stack, Validations } from "aws-cdk-lib";
-import { CfnPolicy } from "aws-cdk-lib/aws-iam";
+import { CfnManagedPolicy, CfnPolicy } from "aws-cdk-lib/aws-iam";
 import { CfnFunction } from "aws-cdk-lib/aws-lambda";
 import { CfnQueue, Queue } from "aws-cdk-lib/aws-sqs";
 import { AwsSolutionsChecks } from "cdk-nag";
@@ -122,7 +122,11 @@ describe("cdk-nag AwsSolutions", () => {
         expect.arrayContaining(functions),
       );
       expect(byRule("AwsSolutions-L1")).toHaveLength(functions.length);
-      expect(byRule("AwsSolutions-IAM5[Resource::*]")).toHaveLength(functions.length);
+      // One per function's role policy, and one on the operator's read policy (GetMetricData).
+      expect(byRule("AwsSolutions-IAM5[Resource::*]")).toHaveLength(functions.length + 1);
+      expect(
+        byRule("AwsSolutions-IAM5[Resource::*]").filter((a) => a.path.includes("/OperatorRead/")),
+      ).toHaveLength(1);
       expect(byRule("AwsSolutions-SQS3").map((a) => a.path)).toEqual([
         "AgentBus-nag/Relay/FailureQueue/Resource",
       ]);
@@ -139,13 +143,14 @@ describe("cdk-nag AwsSolutions", () => {
       }
     });
 
-    it("L1 sits on functions, IAM5 on role policies, SQS3 on a queue", () => {
+    it("L1 sits on functions, IAM5 on role policies (or the operator's policy), SQS3 on a queue", () => {
       for (const a of acknowledged) {
         const resource =
           a.construct instanceof CfnResource ? a.construct : a.construct.node.defaultChild;
+        const operator = a.path.includes("/OperatorRead/");
         const expected = {
           "AwsSolutions-L1": CfnFunction,
-          "AwsSolutions-IAM5[Resource::*]": CfnPolicy,
+          "AwsSolutions-IAM5[Resource::*]": operator ? CfnManagedPolicy : CfnPolicy,
           "AwsSolutions-SQS3": CfnQueue,
         }[a.rule];
         expect(expected && resource instanceof expected, `${a.rule} at ${a.path}`).toBe(true);
@@ -153,9 +158,12 @@ describe("cdk-nag AwsSolutions", () => {
     });
 
     it("every IAM5 Resource::* reason names the actions it covers, X-Ray's first", () => {
-      for (const a of acknowledged.filter((x) => x.rule.startsWith("AwsSolutions-IAM5"))) {
+      const iam5 = acknowledged.filter((x) => x.rule.startsWith("AwsSolutions-IAM5"));
+      for (const a of iam5.filter((x) => !x.path.includes("/OperatorRead/"))) {
         for (const action of XRAY_ACTIONS) expect(a.reason, a.path).toContain(action);
       }
+      const operator = iam5.find((a) => a.path.includes("/OperatorRead/"));
+      expect(operator?.reason).toContain("cloudwatch:GetMetricData");
       const relay = acknowledged.find(
         (a) => a.rule.startsWith("AwsSolutions-IAM5") && a.path.includes("/Relay/"),
       );

@@ -1,0 +1,70 @@
+import { Validations } from "aws-cdk-lib";
+import { ManagedPolicy, PolicyStatement } from "aws-cdk-lib/aws-iam";
+import type { IQueue } from "aws-cdk-lib/aws-sqs";
+import { Construct } from "constructs";
+import type { ConsumerGroup } from "./consumer-group";
+import type { Relay } from "./relay";
+import { type AgentBusTables, INBOX_INDEXES, SIDE_EFFECT_INDEXES, STATE_INDEXES } from "./tables";
+
+export interface OperatorReadAccessProps {
+  readonly tables: AgentBusTables;
+  readonly groups: readonly ConsumerGroup[];
+  readonly relay: Relay;
+}
+
+/**
+ * What `agentbus trace | status | dlq` and the console page read, as one managed policy to attach
+ * to an operator's role: Query on the named indexes (and on the events table, for one stream's
+ * newest events), GetItem / BatchGetItem on the tables, peeking at the dead-letter queues
+ * (receive, then make visible again), queue depths, and CloudWatch metric data. No Scan, no
+ * writes, no deletes.
+ */
+export class OperatorReadAccess extends Construct {
+  readonly policy: ManagedPolicy;
+
+  constructor(scope: Construct, id: string, props: OperatorReadAccessProps) {
+    super(scope, id);
+    const { tables } = props;
+    const index = (arn: string, name: string) => `${arn}/index/${name}`;
+    const deadLetters = props.groups.flatMap((g) =>
+      [g.deadLetterQueue, g.bufferDeadLetterQueue].filter((q): q is IQueue => q !== undefined),
+    );
+    const queues = props.groups.flatMap((g) =>
+      [g.queue, g.bufferQueue].filter((q): q is NonNullable<typeof q> => q !== undefined),
+    );
+    this.policy = new ManagedPolicy(this, "Policy", {
+      description: "AgentBus operator reads: trace, status, dead letters and the console page",
+      statements: [
+        new PolicyStatement({
+          actions: ["dynamodb:Query"],
+          resources: [
+            tables.events.tableArn,
+            ...tables.eventsIndexArns(),
+            ...Object.values(INBOX_INDEXES).map((n) => index(tables.inbox.tableArn, n)),
+            index(tables.state.tableArn, STATE_INDEXES.byKind),
+            index(tables.state.tableArn, STATE_INDEXES.byWaiting),
+            index(tables.sideEffects.tableArn, SIDE_EFFECT_INDEXES.byOpenState),
+          ],
+        }),
+        new PolicyStatement({
+          actions: ["dynamodb:GetItem", "dynamodb:BatchGetItem"],
+          resources: [tables.state, tables.inbox, tables.sideEffects].map((t) => t.tableArn),
+        }),
+        new PolicyStatement({
+          actions: ["sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"],
+          resources: deadLetters.map((q) => q.queueArn),
+        }),
+        new PolicyStatement({
+          actions: ["sqs:GetQueueAttributes"],
+          resources: [...queues.map((q) => q.queueArn), props.relay.failureQueue.queueArn],
+        }),
+        new PolicyStatement({ actions: ["cloudwatch:GetMetricData"], resources: ["*"] }),
+      ],
+    });
+    Validations.of(this.policy).acknowledge({
+      id: "AwsSolutions-IAM5[Resource::*]",
+      reason:
+        'Resource "*" only for cloudwatch:GetMetricData, which has no resource-level permissions (the queue ages and the relay\'s iterator age are read with it); every other statement names its tables, indexes and queues',
+    });
+  }
+}
