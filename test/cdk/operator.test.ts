@@ -1,0 +1,104 @@
+import { describe, expect, it } from "vitest";
+import { TABLES } from "../../functions/adapters/dynamodb/tables";
+import { resources, synthesizeStack } from "./support";
+
+const { template } = synthesizeStack();
+
+interface Statement {
+  readonly Effect: string;
+  readonly Action: string | string[];
+  readonly Resource: unknown;
+}
+
+/** The statements of the operator's read policy. */
+function operatorStatements(): Statement[] {
+  const [policy] = resources(template, "AWS::IAM::ManagedPolicy", (r) =>
+    r.id.startsWith("OperatorRead"),
+  );
+  if (!policy) throw new Error("no OperatorRead managed policy");
+  return (policy.Properties.PolicyDocument as { Statement: Statement[] }).Statement;
+}
+
+interface Index {
+  IndexName: string;
+  KeySchema: { AttributeName: string; KeyType: string }[];
+  Projection: { ProjectionType: string; NonKeyAttributes?: string[] };
+}
+
+/** The GSIs of the table a construct id starts with, by name. */
+function indexesOf(prefix: string): Map<string, Index> {
+  const [table] = resources(template, "AWS::DynamoDB::Table", (r) => r.id.startsWith(prefix));
+  return new Map(
+    ((table?.Properties.GlobalSecondaryIndexes ?? []) as Index[]).map((i) => [i.IndexName, i]),
+  );
+}
+
+const keys = (i: Index | undefined) => i?.KeySchema.map((k) => `${k.KeyType} ${k.AttributeName}`);
+
+describe("what the operator tools read", () => {
+  it("the stack's tables have the trace and list indexes the adapters' layout declares", () => {
+    const layouts = {
+      TablesState: TABLES.state,
+      TablesInbox: TABLES.inbox,
+      TablesSideEffects: TABLES.sideEffects,
+      TablesEvents: TABLES.events,
+    };
+    for (const [prefix, layout] of Object.entries(layouts)) {
+      const deployed = indexesOf(prefix);
+      expect([...deployed.keys()].sort(), prefix).toEqual(layout.indexes.map((i) => i.name).sort());
+      for (const index of layout.indexes) {
+        const found = deployed.get(index.name);
+        expect(keys(found), `${prefix} ${index.name}`).toEqual([
+          `HASH ${index.partitionKey.name}`,
+          ...("sortKey" in index && index.sortKey ? [`RANGE ${index.sortKey.name}`] : []),
+        ]);
+        if (typeof index.projection === "string")
+          expect(found?.Projection).toEqual({ ProjectionType: index.projection });
+        else
+          expect(found?.Projection).toEqual({
+            ProjectionType: "INCLUDE",
+            NonKeyAttributes: [...index.projection.include],
+          });
+      }
+    }
+  });
+
+  it("one managed policy grants exactly the reads: no scan, no write, no delete", () => {
+    const statements = operatorStatements();
+    const actions = new Set(statements.flatMap((s) => ([] as string[]).concat(s.Action)));
+    expect(statements.every((s) => s.Effect === "Allow")).toBe(true);
+    expect([...actions].sort()).toEqual([
+      "cloudwatch:GetMetricData",
+      "dynamodb:BatchGetItem",
+      "dynamodb:GetItem",
+      "dynamodb:Query",
+      "sqs:ChangeMessageVisibility",
+      "sqs:GetQueueAttributes",
+      "sqs:ReceiveMessage",
+    ]);
+    for (const s of statements) {
+      const wildcard = JSON.stringify(s.Resource).includes("*");
+      expect(wildcard, JSON.stringify(s.Action)).toBe(s.Action === "cloudwatch:GetMetricData");
+    }
+    const outputs = template.toJSON().Outputs as Record<string, unknown>;
+    expect(Object.keys(outputs)).toEqual(
+      expect.arrayContaining(["OperatorReadPolicyArn", "RelayFunctionName"]),
+    );
+  });
+
+  it("peeking (ReceiveMessage, ChangeMessageVisibility) is allowed on dead-letter queues only", () => {
+    const statements = operatorStatements();
+    const peek = statements.find((s) =>
+      ([] as string[]).concat(s.Action).includes("sqs:ReceiveMessage"),
+    );
+    const queues = resources(template, "AWS::SQS::Queue");
+    const named = (r: unknown) => JSON.stringify(r).match(/"Fn::GetAtt":\["([^"]+)"/)?.[1] ?? "";
+    const ids = ([] as unknown[]).concat(peek?.Resource).map(named);
+    expect(ids.length).toBeGreaterThan(0);
+    for (const id of ids) {
+      const queue = queues.find((q) => q.id === id);
+      expect(queue, id).toBeDefined();
+      expect(id, "a dead-letter queue").toMatch(/DeadLetter|Dlq|DLQ/i);
+    }
+  });
+});
