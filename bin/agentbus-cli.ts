@@ -30,7 +30,10 @@ const program = new Command()
   .showHelpAfterError("(add --help for usage)")
   .option("--endpoint <url>", "AWS endpoint, e.g. an emulator (default: $AWS_ENDPOINT_URL)")
   .option("--region <region>", "AWS region (default: $AWS_REGION, $AWS_DEFAULT_REGION, us-east-1)")
-  .option("--stage <stage>", "stack stage (default: local with an endpoint, else dev)")
+  .option(
+    "--stage <stage>",
+    "stack stage (default: $AGENTBUS_STAGE, else local with an endpoint, else dev)",
+  )
   .option("--outputs <file>", "cdk deploy --outputs-file JSON (stack AgentBus-<stage>)")
   .option("--bus <name>", "commands bus name (default: outputs, else agentbus-<stage>-commands)")
   .option(

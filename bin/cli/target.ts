@@ -47,7 +47,7 @@ export function target(options: GlobalOptions): Target {
   }
   const region =
     options.region ?? (process.env.AWS_REGION || process.env.AWS_DEFAULT_REGION || "us-east-1");
-  let stage = options.stage;
+  let stage = options.stage ?? (process.env.AGENTBUS_STAGE || undefined);
   let outputs: Record<string, string> | undefined;
   if (options.outputs) {
     const file = readOutputs(options.outputs);

@@ -1,5 +1,5 @@
-import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -24,6 +24,7 @@ import type { Envelope } from "../../schemas";
 import { emulator } from "../support/aws";
 
 const ROOT = join(import.meta.dirname, "..", "..");
+const README = readFileSync(join(ROOT, "README.md"), "utf8");
 const STAGE = `ops-${Date.now().toString(36)}`;
 const CHROMIUM = "/usr/bin/chromium";
 const OUTPUT = join(process.env.AGENTBUS_TEST_OUTPUT ?? "test/output", "console");
@@ -174,6 +175,29 @@ describe("operator views of the local stack", () => {
     });
     expect(traced.stdout).toContain("sender: discarded: superseded");
   }, 90_000);
+
+  it("runs the README's operator commands as written (the stage set by AGENTBUS_STAGE)", () => {
+    const block = /<!-- ops-example:start -->\n```sh\n([\s\S]*?)```\n<!-- ops-example:end -->/.exec(
+      README,
+    )?.[1];
+    expect(block, "README has an ops-example block").toBeDefined();
+    const script = (block ?? "").replaceAll("http://127.0.0.1:4566", env.endpoint);
+    const output = execFileSync("bash", ["-euo", "pipefail", "-c", script], {
+      cwd: ROOT,
+      encoding: "utf8",
+      env: {
+        ...process.env,
+        AGENTBUS_STAGE: STAGE,
+        AWS_ACCESS_KEY_ID: "testing",
+        AWS_SECRET_ACCESS_KEY: "testing",
+      },
+    });
+    expect(output).toContain("consumer groups");
+    expect(output).toContain("runs: 1 COMPLETED");
+    // dlq list shows the poison in the audit queue's DLQ and the conversation buffer's DLQ.
+    expect(output).toMatch(new RegExp(`audit +queue +${poison.event_id} `));
+    expect(output).toMatch(new RegExp(`conversation +buffer +${poison.event_id} `));
+  }, 120_000);
 
   it("refuses bad input with exit code 2", async () => {
     const badId = await local("trace", "not an id!");
