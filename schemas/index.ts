@@ -1,4 +1,5 @@
 import { defineConversationEvents } from "./events/conversation";
+import { defineOperatorEvents } from "./events/operator";
 import { defineTaskEvents } from "./events/task";
 import { defineWorkflowEvents } from "./events/workflow";
 import { EventRegistry } from "./registry";
@@ -12,3 +13,4 @@ export const registry = new EventRegistry();
 defineTaskEvents(registry);
 defineWorkflowEvents(registry);
 defineConversationEvents(registry);
+defineOperatorEvents(registry);

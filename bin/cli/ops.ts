@@ -1,6 +1,8 @@
 import { Command } from "commander";
 import { startConsole } from "../../lib/console/server";
+import { recordAction } from "../../lib/ops/audit";
 import { listDeadLetters } from "../../lib/ops/dead-letters";
+import { type RedriveReport, redrive } from "../../lib/ops/redrive";
 import {
   renderDeadLettersText,
   renderStatusText,
@@ -102,6 +104,7 @@ export function dlqCommand(targetOf: (command: Command) => Target): Command {
     .action(async function (this: Command, options: { json?: boolean }) {
       await list(this, undefined, options.json);
     });
+  dlq.addCommand(redriveCommand(targetOf));
   dlq
     .command("show")
     .description("the dead letters of one group, with their error code and reason")
@@ -111,6 +114,81 @@ export function dlqCommand(targetOf: (command: Command) => Target): Command {
       await list(this, group, options.json);
     });
   return dlq;
+}
+
+function redriveCommand(targetOf: (command: Command) => Target): Command {
+  return new Command("redrive")
+    .description(
+      "put a group's dead letters back on its queue, in order per order key, deleting each only once re-queued",
+    )
+    .argument("<group>", "consumer group name")
+    .option("--event-id <id...>", "only these events (default: every dead letter of the group)")
+    .option("--buffer", "the dispatcher's dead letters, back to the buffer queue")
+    .option("--dry-run", "show what would move; change nothing")
+    .option("--reason <text>", "why (kept in the audit trail, at most 1000 characters)")
+    .action(async function (this: Command, group: string, options: RedriveCliOptions) {
+      const t = targetOf(this);
+      checkRedrive(options);
+      await withStack(t, async (stack) => {
+        if (!(group in stack.names.groups))
+          throw new UsageError(
+            `no consumer group ${group} (groups: ${Object.keys(stack.names.groups).join(", ")})`,
+          );
+        if (options.buffer && !stack.names.groups[group]?.buffer)
+          throw new UsageError(`consumer group ${group} has no buffer queue (it is unordered)`);
+        const report = await redrive(stack, group, {
+          eventIds: options.eventId ?? [],
+          dryRun: Boolean(options.dryRun),
+          from: options.buffer ? "buffer" : "queue",
+        });
+        out(renderRedriveText(report));
+        if (options.dryRun || report.moved.length === 0) return;
+        const id = await recordAction(stack, clientConfig(t), {
+          action: "dlq.redrive",
+          target: group,
+          ...(options.reason ? { reason: options.reason } : {}),
+          outcome: {
+            count: report.moved.length,
+            event_ids: report.moved.flatMap((m) => (m.eventId ? [m.eventId] : [])).slice(0, 100),
+            failed: report.failed.length,
+          },
+        });
+        out(`recorded in the audit trail as operator.action.recorded ${id}`);
+        if (report.failed.length > 0)
+          throw new Error(`${report.failed.length} dead letter(s) could not be re-queued`);
+      });
+    });
+}
+
+interface RedriveCliOptions {
+  readonly eventId?: string[];
+  readonly buffer?: boolean;
+  readonly dryRun?: boolean;
+  readonly reason?: string;
+}
+
+const EVENT_ID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
+
+function checkRedrive(options: RedriveCliOptions): void {
+  for (const id of options.eventId ?? [])
+    if (!EVENT_ID.test(id))
+      throw new UsageError(`--event-id ${JSON.stringify(id)} is not an event id (a ULID)`);
+  if (options.reason !== undefined && options.reason.length > 1000)
+    throw new UsageError(`--reason is ${options.reason.length} characters, at most 1000`);
+}
+
+function renderRedriveText(report: RedriveReport): string {
+  const verb = report.dryRun ? "would move" : "moved";
+  const lines = [
+    `${report.group}: ${verb} ${report.moved.length} dead letter(s) back to ${report.to}`,
+    ...report.moved.map(
+      (m) =>
+        `  ${m.orderKey ?? "-"}  ${m.eventId ?? m.messageId}  (dead-lettered ${m.sentAt ?? "?"})`,
+    ),
+  ];
+  if (report.left > 0) lines.push(`${report.left} left in the dead-letter queue`);
+  for (const f of report.failed) lines.push(`  not re-queued: ${f.messageId}: ${f.error}`);
+  return lines.join("\n");
 }
 
 export function consoleCommand(targetOf: (command: Command) => Target): Command {

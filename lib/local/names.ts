@@ -1,5 +1,4 @@
 import { outputId } from "../output-ids";
-import type { Topology } from "../topology";
 
 /** The queue URLs of one consumer group. */
 export interface GroupQueueUrls {
@@ -35,13 +34,19 @@ export interface StackNames {
   readonly deadLetterQueues: readonly string[];
 }
 
+/** What the names need of a topology: its topics and its groups' names. */
+export interface TopologyNames {
+  readonly topics: readonly string[];
+  readonly groups: readonly { readonly name: string }[];
+}
+
 /**
  * The stack's names from its outputs and the topology it was synthesized from. Every output a
  * name needs and the outputs lack is named at once.
  */
 export function stackNames(
   outputs: Readonly<Record<string, string>>,
-  topology: Pick<Topology, "topics" | "groups">,
+  topology: TopologyNames,
 ): StackNames {
   const missing: string[] = [];
   const required = (key: string) => {

@@ -2,8 +2,7 @@ import { CloudWatchClient } from "@aws-sdk/client-cloudwatch";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { GetParameterCommand, PutParameterCommand, SSMClient } from "@aws-sdk/client-ssm";
-import { type StackNames, stackNames } from "../local/names";
-import { topology as projectTopology, type Topology } from "../topology";
+import { type StackNames, stackNames, type TopologyNames } from "../local/names";
 
 /** How to reach AWS: an endpoint (an emulator) or the default one, and the region. */
 export interface ClientConfig {
@@ -72,12 +71,37 @@ export async function readPublishedOutputs(
   }
 }
 
+/** `OrderLookup` -> `order-lookup`: the inverse of the stack's output ids (lib/output-ids.ts). */
+function kebab(id: string): string {
+  return id.replace(/(?<!^)([A-Z])/g, "-$1").toLowerCase();
+}
+
+/**
+ * The topics and consumer groups a stack has, read from its outputs (`<Topic>BusName`, and
+ * `<Group>QueueUrl` beside `<Group>DeadLetterQueueUrl`): the operator tools work on any
+ * topology, not only the project's.
+ */
+export function topologyOfOutputs(outputs: Readonly<Record<string, string>>): TopologyNames {
+  const ids = (suffix: string) =>
+    Object.keys(outputs)
+      .filter((key) => key.endsWith(suffix))
+      .map((key) => key.slice(0, -suffix.length));
+  const withDlq = new Set(ids("DeadLetterQueueUrl"));
+  const groups = ids("QueueUrl").filter(
+    (id) => withDlq.has(id) && !(id.endsWith("Buffer") && withDlq.has(id.slice(0, -6))),
+  );
+  return {
+    topics: ids("BusName").map(kebab),
+    groups: groups.map((id) => ({ name: kebab(id) })),
+  };
+}
+
 /** Connect to a stack by its outputs; every name a reader needs must be among them. */
 export function connect(
   config: ClientConfig,
   stackName: string,
   outputs: Readonly<Record<string, string>>,
-  topology: Pick<Topology, "topics" | "groups"> = projectTopology,
+  topology: TopologyNames = topologyOfOutputs(outputs),
 ): OpsStack {
   const names = stackNames(outputs, topology);
   const dynamodb = new DynamoDBClient(config);

@@ -1,0 +1,39 @@
+import { z } from "zod";
+import type { EventRegistry } from "../registry";
+
+/** Who asked: an operator's name or role (from AGENTBUS_OPERATOR or the user running the CLI). */
+export const OperatorName = z
+  .string()
+  .min(1)
+  .max(128)
+  .regex(/^[^\s@]+$/, { message: "an operator name without spaces or @" });
+
+export const OperatorActionPayload = z.object({
+  /** What was done, e.g. `dlq.redrive`. */
+  action: z.string().regex(/^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/),
+  /** What it was done to: a consumer group, a run, a side-effect key, ... */
+  target: z.string().min(1).max(256),
+  requested_by: OperatorName,
+  reason: z.string().max(1000).optional(),
+  /** What changed, in numbers and ids (no message bodies: they may carry personal data). */
+  outcome: z.object({
+    count: z.int().nonnegative(),
+    event_ids: z.array(z.string().max(64)).max(100),
+    failed: z.int().nonnegative(),
+  }),
+});
+export type OperatorAction = z.output<typeof OperatorActionPayload>;
+
+/** The audit trail of what operators did by hand (redrive, replay, republish, ...). */
+export function defineOperatorEvents(registry: EventRegistry): void {
+  registry.define({
+    type: "operator.action.recorded",
+    schemaVersion: 1,
+    kind: "event",
+    topic: "events",
+    sequenced: false,
+    description:
+      "An operator's repair action and what it changed (who, when, why): the audit trail of manual work (aggregate operator_action/<id>, version 0).",
+    payload: OperatorActionPayload,
+  });
+}

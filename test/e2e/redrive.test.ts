@@ -1,0 +1,167 @@
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { ulid } from "ulid";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { appendToStream } from "../../functions/core/producer";
+import { systemClock, ulidSource } from "../../functions/core/runtime";
+import { audit } from "../../functions/roles/audit";
+import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
+import { waitUntil } from "../../lib/local/scenario/support";
+import { listDeadLetters } from "../../lib/ops/dead-letters";
+import { defineTopology } from "../../lib/topology";
+import { type Envelope, registry } from "../../schemas";
+import { emulator } from "../support/aws";
+import { BUGGY_GROUP, bug, buggyProjection } from "../support/handlers/buggy-projection";
+
+const ROOT = join(import.meta.dirname, "..", "..");
+const STAGE = `rd-${Date.now().toString(36)}`;
+
+interface CliResult {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/**
+ * Dead-letter redrive on the local stack, the real case: a projection fails for good on version 2
+ * of a stream (a bug), version 3 follows it into the dead-letter queue; after the fix one
+ * `agentbus dlq redrive` applies 2 then 3, once each, and says so in the audit trail.
+ */
+describe("agentbus dlq redrive", () => {
+  let env: LocalEnvironment;
+  let stream: Envelope[];
+
+  const cli = (...args: string[]): Promise<CliResult> =>
+    new Promise((resolve, reject) => {
+      const child = spawn(
+        join(ROOT, "node_modules", ".bin", "tsx"),
+        ["bin/agentbus-cli.ts", "--endpoint", env.endpoint, "--stage", STAGE, ...args],
+        {
+          cwd: ROOT,
+          env: {
+            ...process.env,
+            AWS_ACCESS_KEY_ID: "testing",
+            AWS_SECRET_ACCESS_KEY: "testing",
+            AWS_REGION: env.region,
+            AGENTBUS_OPERATOR: "ops-oncall",
+          },
+          stdio: ["ignore", "pipe", "pipe"],
+        },
+      );
+      let stdout = "";
+      let stderr = "";
+      child.stdout.on("data", (c) => {
+        stdout += c;
+      });
+      child.stderr.on("data", (c) => {
+        stderr += c;
+      });
+      child.on("error", reject);
+      child.on("close", (code) => resolve({ code, stdout, stderr }));
+    });
+
+  const applied = async (): Promise<readonly number[] | undefined> => {
+    const ref = { type: "task", id: stream[0]?.aggregate.id ?? "" };
+    const { state } = await env.store.load({ state: ref });
+    return (state?.data as { applied?: number[] } | undefined)?.applied;
+  };
+  const deadLetters = () => listDeadLetters(env.ops, { group: BUGGY_GROUP });
+
+  beforeAll(async () => {
+    const topology = defineTopology({
+      topics: ["commands", "events", "audit"],
+      groups: [
+        {
+          name: BUGGY_GROUP,
+          role: buggyProjection,
+          handler: "test/support/handlers/buggy-projection.ts",
+        },
+        { name: "audit", role: audit, handler: "functions/handlers/audit.ts", ordering: "none" },
+      ],
+    });
+    env = await startLocal({ endpoint: emulator().endpoint, stage: STAGE, topology });
+    bug.failOn = new Set([2]);
+    const taskId = `task_${ulid()}`;
+    const deps = { store: env.store, registry, clock: systemClock, ids: ulidSource() };
+    stream = [];
+    for (const type of ["task.accepted", "plan.created", "answer.generated"] as const) {
+      const payload =
+        type === "task.accepted"
+          ? { title: "Refund status" }
+          : type === "plan.created"
+            ? { steps: ["look up"] }
+            : { answer_ref: "ans_1" };
+      stream.push(
+        ...(await appendToStream(deps, {
+          aggregate: { type: "task", id: taskId },
+          producer: "task-api",
+          correlationId: `corr_${ulid()}`,
+          taskId,
+          cause: stream.at(-1),
+          decide: () => ({ state: { n: stream.length + 1 }, emit: [{ type, payload }] }),
+        })),
+      );
+    }
+    await waitUntil("versions 2 and 3 in the dead-letter queue", async () => {
+      const letters = await deadLetters();
+      return letters.length === 2 ? letters : undefined;
+    });
+  }, 240_000);
+
+  afterAll(async () => {
+    await env?.stop();
+  });
+
+  it("before the fix: version 1 applied, versions 2 and 3 dead-lettered with the bug's code", async () => {
+    expect(await applied()).toEqual([1]);
+    const letters = await deadLetters();
+    expect(letters.map((l) => [l.eventId, l.code])).toEqual(
+      expect.arrayContaining([
+        [stream[1]?.event_id, "projection.bug"],
+        [stream[2]?.event_id, "projection.bug"],
+      ]),
+    );
+  });
+
+  it("refuses bad input with exit code 2 and moves nothing", async () => {
+    const unknown = await cli("dlq", "redrive", "no-such-group");
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain("no consumer group no-such-group");
+    const badId = await cli("dlq", "redrive", BUGGY_GROUP, "--event-id", "nope");
+    expect(badId.code).toBe(2);
+    const dry = await cli("dlq", "redrive", BUGGY_GROUP, "--dry-run");
+    expect(dry.code).toBe(0);
+    expect(dry.stdout).toContain("would move 2 dead letter(s)");
+    expect(await deadLetters()).toHaveLength(2);
+  }, 60_000);
+
+  it("after the fix, one redrive applies 2 then 3, once each; a second redrive changes nothing", async () => {
+    bug.failOn = new Set();
+    const result = await cli("dlq", "redrive", BUGGY_GROUP, "--reason", "projection bug fixed");
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain("moved 2 dead letter(s)");
+    const lines = result.stdout.split("\n");
+    expect(lines.findIndex((l) => l.includes(stream[1]?.event_id ?? "?"))).toBeLessThan(
+      lines.findIndex((l) => l.includes(stream[2]?.event_id ?? "?")),
+    );
+    await waitUntil("versions 2 and 3 applied", async () =>
+      (await applied())?.length === 3 ? true : undefined,
+    );
+    await env.runtime.idle();
+    expect(await applied()).toEqual([1, 2, 3]);
+    expect(await deadLetters()).toEqual([]);
+    const recorded = /operator\.action\.recorded ([0-9A-Z]{26})/.exec(result.stdout)?.[1] ?? "";
+    await waitUntil("the audit record", async () => {
+      const [row] = (await env.ops.groups.includes("audit"))
+        ? await env.store.inboxRecords("audit", [recorded])
+        : [];
+      return row;
+    });
+    const again = await cli("dlq", "redrive", BUGGY_GROUP);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain("moved 0 dead letter(s)");
+    await env.runtime.idle();
+    expect(await applied()).toEqual([1, 2, 3]);
+  }, 120_000);
+});

@@ -1,0 +1,18 @@
+import { describe, expect, it } from "vitest";
+import { topologyOfOutputs } from "../../lib/ops/stack";
+import { topology } from "../../lib/topology";
+import { synthesizeStack } from "../cdk/support";
+
+describe("topologyOfOutputs", () => {
+  it("finds every topic and consumer group of the stack from its output names", () => {
+    const { template } = synthesizeStack();
+    const outputs = Object.fromEntries(
+      Object.keys(template.toJSON().Outputs as Record<string, unknown>).map((k) => [k, "x"]),
+    );
+    const found = topologyOfOutputs(outputs);
+    expect([...found.topics].sort()).toEqual([...topology.topics].sort());
+    expect(found.groups.map((g) => g.name).sort()).toEqual(
+      topology.groups.map((g) => g.name).sort(),
+    );
+  });
+});

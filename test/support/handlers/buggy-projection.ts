@@ -1,0 +1,27 @@
+import { PermanentError } from "../../../functions/core/errors";
+import type { Role } from "../../../functions/core/pipeline";
+import { consumerEntry } from "../../../functions/handlers/consumer";
+
+export const BUGGY_GROUP = "buggy-projection";
+
+/** The versions the projection fails on for good (a bug), set by the test; none by default. */
+export const bug: { failOn: Set<number> } = ((globalThis as Record<string, unknown>)
+  .__agentbusBuggyProjection as { failOn: Set<number> } | undefined) ?? { failOn: new Set() };
+(globalThis as Record<string, unknown>).__agentbusBuggyProjection = bug;
+
+/**
+ * A projection of task streams that records each version it applies, with a bug a test can switch
+ * on: it fails permanently on the versions in `bug.failOn` (the real case of a dead-letter redrive).
+ */
+export const buggyProjection: Role<{ readonly applied: readonly number[] }> = {
+  group: BUGGY_GROUP,
+  subscriptions: ["task.accepted", "plan.created", "answer.generated", "notification.sent"],
+  decide(state, event) {
+    const version = event.aggregate.version;
+    if (bug.failOn.has(version))
+      throw new PermanentError("projection.bug", `cannot project version ${version} (a bug)`);
+    return { state: { applied: [...(state?.applied ?? []), version] } };
+  },
+};
+
+export const { create, handler } = consumerEntry(buggyProjection);
