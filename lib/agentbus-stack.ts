@@ -178,6 +178,7 @@ export class AgentBusStack extends Stack {
       tables: this.tables,
       groups: this.groups,
       relay: this.relay,
+      auditBus: this.topics.get("events")?.bus,
     });
 
     if (this.capabilities.dashboard) {
@@ -318,6 +319,11 @@ export class AgentBusStack extends Stack {
       "OperatorReadPolicyArn",
       this.operatorAccess.policy.managedPolicyArn,
       "attach to an operator's role: what agentbus trace, status, dlq and console read",
+    );
+    output(
+      "OperatorRepairPolicyArn",
+      this.operatorAccess.repairPolicy.managedPolicyArn,
+      "attach (with the read policy) to operators who repair: agentbus dlq redrive",
     );
     const tables = {
       State: this.tables.state,

@@ -1,4 +1,5 @@
 import { Validations } from "aws-cdk-lib";
+import type { IEventBus } from "aws-cdk-lib/aws-events";
 import { ManagedPolicy, PolicyStatement } from "aws-cdk-lib/aws-iam";
 import type { IQueue } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
@@ -10,6 +11,8 @@ export interface OperatorReadAccessProps {
   readonly tables: AgentBusTables;
   readonly groups: readonly ConsumerGroup[];
   readonly relay: Relay;
+  /** The bus operator actions are recorded on (`operator.action.recorded`, kept by audit). */
+  readonly auditBus?: IEventBus;
 }
 
 /**
@@ -21,6 +24,8 @@ export interface OperatorReadAccessProps {
  */
 export class OperatorReadAccess extends Construct {
   readonly policy: ManagedPolicy;
+  /** What `agentbus dlq redrive` needs besides the reads (attach both to a repairing operator). */
+  readonly repairPolicy: ManagedPolicy;
 
   constructor(scope: Construct, id: string, props: OperatorReadAccessProps) {
     super(scope, id);
@@ -61,10 +66,46 @@ export class OperatorReadAccess extends Construct {
         new PolicyStatement({ actions: ["cloudwatch:GetMetricData"], resources: ["*"] }),
       ],
     });
+    this.repairPolicy = repairPolicy(this, props, deadLetters);
     Validations.of(this.policy).acknowledge({
       id: "AwsSolutions-IAM5[Resource::*]",
       reason:
         'Resource "*" only for cloudwatch:GetMetricData, which has no resource-level permissions (the queue ages and the relay\'s iterator age are read with it); every other statement names its tables, indexes and queues',
     });
   }
+}
+
+/**
+ * Dead-letter redrive: move messages from the dead-letter queues (receive, delete, change
+ * visibility) back to the queue they came from (send), and record the action on the audit bus.
+ */
+function repairPolicy(
+  scope: Construct,
+  props: OperatorReadAccessProps,
+  deadLetters: readonly IQueue[],
+): ManagedPolicy {
+  const targets = props.groups.flatMap((g) =>
+    [g.queue, g.bufferQueue].filter((q): q is NonNullable<typeof q> => q !== undefined),
+  );
+  return new ManagedPolicy(scope, "RepairPolicy", {
+    description: "AgentBus operator repairs: dead-letter redrive, recorded in the audit trail",
+    statements: [
+      new PolicyStatement({
+        actions: ["sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage"],
+        resources: deadLetters.map((q) => q.queueArn),
+      }),
+      new PolicyStatement({
+        actions: ["sqs:SendMessage"],
+        resources: targets.map((q) => q.queueArn),
+      }),
+      ...(props.auditBus
+        ? [
+            new PolicyStatement({
+              actions: ["events:PutEvents"],
+              resources: [props.auditBus.eventBusArn],
+            }),
+          ]
+        : []),
+    ],
+  });
 }

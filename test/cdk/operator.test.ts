@@ -10,12 +10,12 @@ interface Statement {
   readonly Resource: unknown;
 }
 
-/** The statements of the operator's read policy. */
-function operatorStatements(): Statement[] {
+/** The statements of the operator's read policy (or its repair policy). */
+function operatorStatements(which: "Policy" | "RepairPolicy" = "Policy"): Statement[] {
   const [policy] = resources(template, "AWS::IAM::ManagedPolicy", (r) =>
-    r.id.startsWith("OperatorRead"),
+    new RegExp(`^OperatorRead${which}[0-9A-F]{8}$`).test(r.id),
   );
-  if (!policy) throw new Error("no OperatorRead managed policy");
+  if (!policy) throw new Error(`no OperatorRead ${which} managed policy`);
   return (policy.Properties.PolicyDocument as { Statement: Statement[] }).Statement;
 }
 
@@ -100,5 +100,27 @@ describe("what the operator tools read", () => {
       expect(queue, id).toBeDefined();
       expect(id, "a dead-letter queue").toMatch(/DeadLetter|Dlq|DLQ/i);
     }
+  });
+
+  it("the repair policy moves dead letters back and records the action, nothing more", () => {
+    const statements = operatorStatements("RepairPolicy");
+    const byAction = new Map(
+      statements.flatMap((s) => ([] as string[]).concat(s.Action).map((a) => [a, s] as const)),
+    );
+    expect([...byAction.keys()].sort()).toEqual([
+      "events:PutEvents",
+      "sqs:ChangeMessageVisibility",
+      "sqs:DeleteMessage",
+      "sqs:ReceiveMessage",
+      "sqs:SendMessage",
+    ]);
+    const targets = (action: string) =>
+      ([] as unknown[])
+        .concat(byAction.get(action)?.Resource)
+        .map((r) => JSON.stringify(r).match(/"Fn::GetAtt":\["([^"]+)"/)?.[1] ?? "");
+    for (const id of targets("sqs:DeleteMessage")) expect(id).toMatch(/DeadLetter/i);
+    for (const id of targets("sqs:SendMessage")) expect(id).not.toMatch(/DeadLetter/i);
+    expect(targets("sqs:SendMessage").length).toBeGreaterThan(0);
+    expect(JSON.stringify(statements)).not.toContain('"*"');
   });
 });
