@@ -1,14 +1,19 @@
 import { MetricUnit } from "@aws-lambda-powertools/metrics";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import type { Context, SQSBatchResponse, SQSEvent } from "aws-lambda";
 import { z } from "zod";
 import { registry as defaultRegistry, type EventRegistry } from "../../schemas";
+import { DynamoFailureLog } from "../adapters/dynamodb/failure-log";
 import { SqsDeadLetterSink } from "../adapters/sqs/dead-letter-sink";
 import { SqsFifoSender } from "../adapters/sqs/fifo-sender";
 import { extendVisibility } from "../adapters/sqs/visibility";
 import { type DispatchItem, type DispatchReport, dispatch } from "../core/dispatch";
 import { describe } from "../core/errors";
+import type { Clock, DeadLetterSink } from "../core/ports";
+import { systemClock } from "../core/runtime";
 import { DispatchEnv, parseEnv } from "./env";
+import { recordingDeadLetters } from "./failure-record";
 import { lambdaEntry } from "./lambda-entry";
 import { type Observability, observability } from "./observe";
 import { receiveCountOf, retryDelaySeconds } from "./retry";
@@ -23,6 +28,8 @@ const EventBridgeEvent = z.object({
 export interface DispatchOptions {
   readonly env?: Record<string, string | undefined>;
   readonly sqs?: SQSClient;
+  readonly dynamodb?: DynamoDBClient;
+  readonly clock?: Clock;
   readonly registry?: EventRegistry;
   readonly observability?: Observability;
   readonly onReport?: (report: DispatchReport) => void;
@@ -40,7 +47,7 @@ export function createDispatchHandler(options: DispatchOptions = {}): DispatchHa
     options.observability ?? observability(`${env.GROUP_NAME}-dispatch`, env.GROUP_NAME);
   const sqs = tracer.captureAWSv3Client(options.sqs ?? new SQSClient({}));
   const sender = new SqsFifoSender({ client: sqs, queueUrl: env.TARGET_QUEUE_URL });
-  const deadLetters = new SqsDeadLetterSink({ client: sqs, queueUrl: env.DEAD_LETTER_QUEUE_URL });
+  const deadLetters = deadLetterSink(env, options, sqs, { logger, tracer });
   const registry = options.registry ?? defaultRegistry;
 
   /**
@@ -86,13 +93,38 @@ export function createDispatchHandler(options: DispatchOptions = {}): DispatchHa
 
 export const { create, handler } = lambdaEntry(createDispatchHandler);
 
+/** The buffer's dead-letter queue, each dead letter also recorded for tracing when the inbox table is given. */
+function deadLetterSink(
+  env: DispatchEnv,
+  options: DispatchOptions,
+  sqs: SQSClient,
+  { logger, tracer }: Pick<Observability, "logger" | "tracer">,
+): DeadLetterSink {
+  const dynamodb = env.INBOX_TABLE
+    ? tracer.captureAWSv3Client(options.dynamodb ?? new DynamoDBClient({}))
+    : undefined;
+  return recordingDeadLetters(
+    new SqsDeadLetterSink({ client: sqs, queueUrl: env.DEAD_LETTER_QUEUE_URL }),
+    dynamodb && env.INBOX_TABLE
+      ? {
+          failures: new DynamoFailureLog(dynamodb, env.INBOX_TABLE),
+          group: env.GROUP_NAME,
+          ttlSeconds: Math.round(env.INBOX_TTL_DAYS * 24 * 3600),
+          clock: options.clock ?? systemClock,
+          onRecordFailed: (e: unknown) =>
+            logger.warn("could not record the dead letter for tracing", { error: describe(e) }),
+        }
+      : undefined,
+  );
+}
+
 /**
  * The envelopes a buffer batch carries, one per record; a record that is not an EventBridge event
  * goes straight to the dead-letter queue.
  */
 async function itemsOf(
   event: SQSEvent,
-  deadLetters: SqsDeadLetterSink,
+  deadLetters: DeadLetterSink,
   metrics: Observability["metrics"],
 ): Promise<DispatchItem[]> {
   const items: DispatchItem[] = [];

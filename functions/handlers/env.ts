@@ -44,6 +44,9 @@ export const DispatchEnv = z.object({
   SOURCE_QUEUE_URL: z.string().url().optional(),
   RETRY_BASE_SECONDS: z.coerce.number().int().min(0).default(2),
   RETRY_MAX_SECONDS: z.coerce.number().int().min(0).max(43_199).default(300),
+  /** Where a dead letter's failure record goes (for tracing); none recorded when absent. */
+  INBOX_TABLE: z.string().min(1).optional(),
+  INBOX_TTL_DAYS: z.coerce.number().positive().default(7),
 });
 export type DispatchEnv = z.output<typeof DispatchEnv>;
 

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { ErrorInfo } from "../core/errors";
-import type { FailureRecord } from "../core/ports";
+import type { Clock, DeadLetterSink, FailureLog, FailureRecord } from "../core/ports";
 import { decodeRecord } from "./consumer-record";
 
 /** Longest error message kept on a failure record (characters). */
@@ -64,5 +64,40 @@ export function failureRecordOf(body: string, context: FailureContext): FailureR
       message: context.error.message.slice(0, MAX_MESSAGE_CHARS),
     },
     attempts: context.attempts,
+  };
+}
+
+export interface FailureRecording {
+  readonly failures: FailureLog;
+  readonly group: string;
+  readonly ttlSeconds: number;
+  readonly clock: Clock;
+  /** Told when a record cannot be written (the message is in the dead-letter queue anyway). */
+  readonly onRecordFailed: (error: unknown) => void;
+}
+
+/**
+ * A dead-letter sink that also records each dead letter for tracing (best effort: a record that
+ * cannot be written is logged; the message is in the dead-letter queue either way).
+ */
+export function recordingDeadLetters(
+  sink: DeadLetterSink,
+  recording: FailureRecording | undefined,
+): DeadLetterSink {
+  if (!recording) return sink;
+  return {
+    async send(message) {
+      await sink.send(message);
+      const record = failureRecordOf(message.body, {
+        group: recording.group,
+        error: { code: message.code, message: message.reason, errorClass: "permanent" },
+        attempts: message.receiveCount ?? 1,
+        outcome: "dead-lettered",
+        now: recording.clock.now(),
+        ttlSeconds: recording.ttlSeconds,
+      });
+      if (!record) return;
+      await recording.failures.record(record).catch(recording.onRecordFailed);
+    },
   };
 }

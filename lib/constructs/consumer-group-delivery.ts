@@ -1,7 +1,8 @@
 import { Stack } from "aws-cdk-lib";
+import type { ITable } from "aws-cdk-lib/aws-dynamodb";
 import { type CfnRule, Match, Rule, RuleTargetInput } from "aws-cdk-lib/aws-events";
 import { SqsQueue } from "aws-cdk-lib/aws-events-targets";
-import { Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
+import { Grant, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
 import { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
 import { CfnPipe } from "aws-cdk-lib/aws-pipes";
 import type { Queue } from "aws-cdk-lib/aws-sqs";
@@ -81,12 +82,20 @@ export function createDeliveryHop(
   scope: Construct,
   settings: ConsumerGroupSettings,
   queues: GroupQueues,
+  inbox: ITable,
 ): DeliveryHop {
   const { bufferQueue, bufferDeadLetterQueue } = queues;
   if (!bufferQueue || !bufferDeadLetterQueue) return {};
   if (settings.delivery === "pipe") return createPipe(scope, settings, bufferQueue, queues.queue);
   return {
-    dispatcher: createDispatcher(scope, settings, bufferQueue, bufferDeadLetterQueue, queues.queue),
+    dispatcher: createDispatcher(
+      scope,
+      settings,
+      bufferQueue,
+      bufferDeadLetterQueue,
+      queues.queue,
+      inbox,
+    ),
   };
 }
 
@@ -107,13 +116,17 @@ export function addConsumerEventSource(
   );
 }
 
-/** buffer -> dispatch function -> FIFO queue; what it cannot deliver goes to the buffer DLQ. */
+/**
+ * buffer -> dispatch function -> FIFO queue; what it cannot deliver goes to the buffer DLQ, with
+ * a failure record in the inbox table (PutItem only) so a trace shows it.
+ */
 function createDispatcher(
   scope: Construct,
-  { groupName }: ConsumerGroupSettings,
+  { groupName, inboxTtlDays }: ConsumerGroupSettings,
   buffer: Queue,
   bufferDlq: Queue,
   target: Queue,
+  inbox: ITable,
 ): AgentBusFunction {
   const dispatcher = new AgentBusFunction(scope, "Dispatcher", {
     kind: "dispatch",
@@ -127,6 +140,8 @@ function createDispatcher(
       DEAD_LETTER_QUEUE_URL: bufferDlq.queueUrl,
       SOURCE_QUEUE_URL: buffer.queueUrl,
       GROUP_NAME: groupName,
+      INBOX_TABLE: inbox.tableName,
+      INBOX_TTL_DAYS: String(inboxTtlDays),
     },
   });
   dispatcher.addEventSource(
@@ -134,6 +149,11 @@ function createDispatcher(
   );
   target.grantSendMessages(dispatcher);
   bufferDlq.grantSendMessages(dispatcher);
+  Grant.addToPrincipal({
+    grantee: dispatcher,
+    actions: ["dynamodb:PutItem"],
+    resourceArns: [inbox.tableArn],
+  });
   return dispatcher;
 }
 

@@ -101,7 +101,7 @@ export class ConsumerGroup extends Construct {
     this.deadLetterQueues = deadLetterQueuesOf(queues);
 
     this.rules = createRules(this, props.subscriptions, settings, queues);
-    const hop = createDeliveryHop(this, settings, queues);
+    const hop = createDeliveryHop(this, settings, queues, props.tables.inbox);
     this.dispatcher = hop.dispatcher;
     this.pipe = hop.pipe;
     this.pipeRole = hop.pipeRole;

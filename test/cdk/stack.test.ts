@@ -431,13 +431,17 @@ describe("AgentBus stack: environment contract", () => {
     }
   });
 
-  it("the dispatcher gets its target FIFO queue, its buffer queue, the buffer DLQ and its group", () => {
+  it("the dispatcher gets its target FIFO queue, its buffer queue, the buffer DLQ, its group and the inbox for failure records", () => {
     expect(own(dispatcher)).toEqual([
       "DEAD_LETTER_QUEUE_URL",
       "GROUP_NAME",
+      "INBOX_TABLE",
+      "INBOX_TTL_DAYS",
       "SOURCE_QUEUE_URL",
       "TARGET_QUEUE_URL",
     ]);
+    expect(env(dispatcher).INBOX_TABLE).toEqual(env(consumer).INBOX_TABLE);
+    expect(env(dispatcher).INBOX_TTL_DAYS).toBe(env(consumer).INBOX_TTL_DAYS);
     expect(refersTo(env(dispatcher).TARGET_QUEUE_URL)).toBe(groupQueue.id);
     expect(refersTo(env(dispatcher).SOURCE_QUEUE_URL)).toBe(bufferQueue.id);
     expect(refersTo(env(dispatcher).DEAD_LETTER_QUEUE_URL)).toBe(redriveTarget(bufferQueue).id);

@@ -127,6 +127,10 @@ describe("operator views of the local stack", () => {
       /audit: dead-lettered after 1 receive\(s\): envelope\.invalid_payload/,
     );
     expect(result.stdout).toContain("in the dead-letter queue of audit");
+    // The conversation group's dispatcher dead-lettered it too, before its queue.
+    expect(result.stdout).toMatch(
+      /conversation: dead-lettered after 1 receive\(s\): envelope\.invalid_payload/,
+    );
   }, 60_000);
 
   it("traces a workflow run: every node's command and its outcome, in causal order", async () => {

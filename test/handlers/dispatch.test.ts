@@ -1,3 +1,4 @@
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import {
   DeleteQueueCommand,
   type Message,
@@ -7,6 +8,7 @@ import {
 } from "@aws-sdk/client-sqs";
 import type { SQSRecord } from "aws-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DynamoTraceReader } from "../../functions/adapters/dynamodb/trace-reader";
 import { DEAD_LETTER_ATTRIBUTES } from "../../functions/adapters/sqs/dead-letter-sink";
 import { createDispatchHandler, type DispatchOptions } from "../../functions/handlers/dispatch";
 import type { Envelope } from "../../schemas";
@@ -20,6 +22,7 @@ import {
   sqsRecordFromMessage,
 } from "../support/lambda-events";
 import { createQueue, drainQueue } from "../support/queues";
+import { createTables, deleteTables } from "../support/tables";
 
 process.env.POWERTOOLS_LOG_LEVEL = "SILENT";
 process.env.POWERTOOLS_METRICS_DISABLED = "true";
@@ -135,6 +138,34 @@ describe("createDispatchHandler (buffer queue -> FIFO queue)", () => {
     );
     for (const m of dead)
       expect(m.MessageAttributes?.[DEAD_LETTER_ATTRIBUTES.reason]?.StringValue).not.toBe("");
+  });
+
+  it("records each dead letter that carries the ids a trace needs, when given the inbox table", async () => {
+    const dynamodb = new DynamoDBClient(emulator());
+    const tables = await createTables(dynamodb, `hd-${suffix}`);
+    try {
+      const good = taskEvent(1);
+      const unknown = delivered({ ...good, event_type: "task.renamed", event_id: newUlid() });
+      const invalidId = { ...good, event_id: newUlid(), payload: { title: 7 } };
+      const response = await dispatcher({
+        dynamodb,
+        env: { INBOX_TABLE: tables.inbox },
+      })(sqsEvent([bufferRecord("<not json>"), unknown, delivered(invalidId)]));
+      expect(response.batchItemFailures).toEqual([]);
+      await drain(deadLetterUrl);
+      const trace = new DynamoTraceReader({ client: dynamodb, tables });
+      const recorded = await trace.outcomesByTask(good.task_id);
+      expect(recorded.map((r) => [r.eventId, r.outcome, "error" in r ? r.error.code : ""])).toEqual(
+        expect.arrayContaining([
+          [JSON.parse(unknown.body).detail.event_id, "dead-lettered", "envelope.unknown_type"],
+          [invalidId.event_id, "dead-lettered", "envelope.invalid_payload"],
+        ]),
+      );
+      expect(recorded).toHaveLength(2);
+    } finally {
+      await deleteTables(dynamodb, tables);
+      dynamodb.destroy();
+    }
   });
 
   it("hands the records back to the buffer queue when the FIFO queue cannot be reached", async () => {
