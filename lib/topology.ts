@@ -1,13 +1,14 @@
 import { Duration } from "aws-cdk-lib";
 import type { Role } from "../functions/core/pipeline";
 import { audit } from "../functions/roles/audit";
+import { contentAgentSubscriptions } from "../functions/roles/content-agents";
 import { conversation } from "../functions/roles/conversation";
 import { conversationProjection } from "../functions/roles/conversation-projection";
 import { orchestrator } from "../functions/roles/orchestrator";
 import { router } from "../functions/roles/router";
 import { taskProjection } from "../functions/roles/task-projection";
 import { registry, TOPICS, type Topic as TopicName } from "../schemas";
-import { CONTENT_ROLES, contentEventTypes } from "../schemas/events/workflow";
+import { CONTENT_ROLES } from "../schemas/events/workflow";
 import {
   type Delivery,
   GROUP_NAME_MAX_LENGTH,
@@ -264,14 +265,15 @@ function subscriptionsByTopic(
 }
 
 /**
- * The content agents as the topology sees them: group = role, subscribed to `<role>.requested`.
+ * The content agents as the topology sees them: group = role, subscribed to `<role>.requested`
+ * and `<role>.cancel.requested` (contentAgentSubscriptions).
  * Their decision (`createContentAgent`) needs a model, which the handler builds at run time; each
  * agent's consumer gets the model setting (`MODEL_PROVIDER` / `MODEL_ID` and, on Bedrock, an
  * InvokeModel grant on that model only) from `lib/constructs/model-access.ts`.
  */
 export const contentAgentGroups: readonly GroupDeclaration[] = CONTENT_ROLES.map((role) => ({
   name: role,
-  role: { group: role, subscriptions: [contentEventTypes(role).requested] },
+  role: { group: role, subscriptions: contentAgentSubscriptions(role) },
   handler: `functions/handlers/${role}.ts`,
   // One model call per invocation: a batch of them could outlast the function timeout.
   batchSize: 1,

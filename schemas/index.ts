@@ -2,6 +2,7 @@ import { defineConversationEvents } from "./events/conversation";
 import { defineOperatorEvents } from "./events/operator";
 import { defineTaskEvents } from "./events/task";
 import { defineWorkflowEvents } from "./events/workflow";
+import { defineWorkflowCancelEvents } from "./events/workflow-cancel";
 import { EventRegistry } from "./registry";
 
 export * from "./envelope";
@@ -12,5 +13,6 @@ export * from "./registry";
 export const registry = new EventRegistry();
 defineTaskEvents(registry);
 defineWorkflowEvents(registry);
+defineWorkflowCancelEvents(registry);
 defineConversationEvents(registry);
 defineOperatorEvents(registry);

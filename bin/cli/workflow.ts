@@ -1,3 +1,4 @@
+import { userInfo } from "node:os";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { Command } from "commander";
@@ -20,10 +21,10 @@ import {
 } from "./target";
 
 /**
- * `agentbus workflow`: start a run, show it, re-run from a node, reset a FAILED node. Commands go
- * on the stage's `commands` bus as unsequenced envelopes (aggregate `dag_run/<run_id>` at version
- * 0, order key = run id), validated against the registry before they are sent; `show` reads the
- * orchestrator's state item `dag_run#<run_id>`.
+ * `agentbus workflow`: start a run, show it, re-run from a node, reset a FAILED node, cancel a run.
+ * Commands go on the stage's `commands` bus as unsequenced envelopes (aggregate `dag_run/<run_id>`
+ * at version 0, order key = run id), validated against the registry before they are sent; `show`
+ * reads the orchestrator's state item `dag_run#<run_id>`.
  */
 
 const SOURCE = "agentbus.cli";
@@ -128,6 +129,19 @@ function printSent(eventType: string, runId: string, sent: Sent): void {
 // Showing a run
 
 async function loadRun(t: Target, runId: string): Promise<StoredState<OrchestratorState>> {
+  const { table, state } = await findRun(t, runId);
+  if (!state)
+    throw new NotFoundError(
+      `no such run: ${runId} (no dag_run#${runId} in ${table}; the orchestrator writes it when it accepts workflow.start.requested)`,
+    );
+  return state;
+}
+
+/** The run's stored state, if there is one, and the state table it was looked up in. */
+async function findRun(
+  t: Target,
+  runId: string,
+): Promise<{ table: string; state: StoredState<OrchestratorState> | undefined }> {
   const dynamodb = new DynamoDBClient(clientConfig(t));
   try {
     const table = await stateTable(t, dynamodb);
@@ -137,13 +151,37 @@ async function loadRun(t: Target, runId: string): Promise<StoredState<Orchestrat
       tables: { state: table, events: "", inbox: "" },
     });
     const loaded = await store.load({ state: { type: "dag_run", id: runId } });
-    if (!loaded.state)
-      throw new NotFoundError(
-        `no such run: ${runId} (no dag_run#${runId} in ${table}; the orchestrator writes it when it accepts workflow.start.requested)`,
-      );
-    return loaded.state as StoredState<OrchestratorState>;
+    return { table, state: loaded.state as StoredState<OrchestratorState> | undefined };
   } finally {
     dynamodb.destroy();
+  }
+}
+
+/**
+ * Refuse a cancel the orchestrator would refuse or ignore: a run that does not exist or has
+ * already ended (a cancel of a CANCELLED run changes nothing, of another ended run it is rejected).
+ */
+async function requireRunning(t: Target, runId: string): Promise<void> {
+  const { table, state } = await findRun(t, runId);
+  if (!state)
+    throw new UsageError(`no such run: ${runId} (no dag_run#${runId} in ${table}); nothing sent`);
+  const { status } = state.data.run;
+  if (status !== "RUNNING")
+    throw new UsageError(
+      `run ${runId} already ended ${status}; there is nothing to cancel; nothing sent`,
+    );
+}
+
+/** Who is asking: AGENTBUS_OPERATOR, else the OS user name. */
+function operator(): string {
+  const named = process.env.AGENTBUS_OPERATOR;
+  if (named !== undefined) return named;
+  try {
+    return userInfo().username;
+  } catch {
+    throw new UsageError(
+      "cannot tell who is asking (no user name for this process): set AGENTBUS_OPERATOR",
+    );
   }
 }
 
@@ -307,6 +345,33 @@ export function workflowCommand(targetOf: (command: Command) => Target): Command
         () => requireNode(t, runId, nodeId, "reset"),
       );
       printSent("workflow.reset.requested", runId, sent);
+    });
+
+  workflow
+    .command("cancel")
+    .description(
+      "cancel a running run (it ends CANCELLED, its agents drop the work): puts workflow.cancel.requested, requested by $AGENTBUS_OPERATOR or else the OS user name",
+    )
+    .argument("<run-id>", "run id run_<token>")
+    .option(
+      "--reason <text>",
+      "why (kept on the command and the run's end, at most 1000 characters)",
+    )
+    .action(async function (this: Command, runIdArg: string, options: { reason?: string }) {
+      const runId = runIdOf(runIdArg, "run id");
+      const requestedBy = operator();
+      const reason = options.reason === undefined ? {} : { reason: options.reason };
+      const t = globals(this);
+      const sent = await send(
+        t,
+        "workflow.cancel.requested",
+        runId,
+        { requested_by: requestedBy, ...reason },
+        () => requireRunning(t, runId),
+      );
+      printSent("workflow.cancel.requested", runId, sent);
+      out(`  requested_by    ${requestedBy}`);
+      if (options.reason !== undefined) out(`  reason          ${JSON.stringify(options.reason)}`);
     });
 
   return workflow;

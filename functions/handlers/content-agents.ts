@@ -1,12 +1,14 @@
 import { BedrockRuntimeClient } from "@aws-sdk/client-bedrock-runtime";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { z } from "zod";
 import type { ContentRole } from "../../schemas/events/workflow";
 import { BedrockModel } from "../adapters/bedrock/model";
+import { DynamoEventStore } from "../adapters/dynamodb/event-store";
 import { DeterministicLocalModel } from "../adapters/local-model";
 import type { ModelPort } from "../core/model";
 import { createContentAgent } from "../roles/content-agents";
 import { type ConsumerOptions, createConsumerHandler, type SqsBatchHandler } from "./consumer";
-import { parseEnv } from "./env";
+import { ConsumerEnv, parseEnv } from "./env";
 import { lambdaEntry } from "./lambda-entry";
 
 /**
@@ -19,6 +21,9 @@ import { lambdaEntry } from "./lambda-entry";
  *   (the local runtime sets it; no AWS, no network, same answers for the same request).
  *
  * Tests and the local runtime may inject `model` instead, which wins over the environment.
+ *
+ * The agent reads the run's stream from the events table (`EVENTS_TABLE`, the consumer's) to find
+ * a cancel committed behind a request it is about to work on.
  */
 
 export const ModelEnv = z.discriminatedUnion("MODEL_PROVIDER", [
@@ -55,9 +60,18 @@ export function modelFromEnv(
 
 /** The consumer handler of one content agent, its model from `options.model` or the environment. */
 export function createAgentHandler(role: ContentRole, options: AgentOptions = {}): SqsBatchHandler {
-  const model =
-    options.model ?? modelFromEnv(options.env ?? process.env, `agent ${role}`, options.bedrock);
-  return createConsumerHandler(createContentAgent({ role, model }), options);
+  const env = options.env ?? process.env;
+  const model = options.model ?? modelFromEnv(env, `agent ${role}`, options.bedrock);
+  const dynamodb = options.dynamodb ?? new DynamoDBClient({});
+  const tables = parseEnv(ConsumerEnv, env, `agent ${role}`);
+  const commandStream = new DynamoEventStore({
+    client: dynamodb,
+    tables: { state: tables.STATE_TABLE, events: tables.EVENTS_TABLE, inbox: tables.INBOX_TABLE },
+  });
+  return createConsumerHandler(createContentAgent({ role, model, commandStream }), {
+    ...options,
+    dynamodb,
+  });
 }
 
 /** `create` and the Lambda `handler` of one content agent. */

@@ -25,7 +25,6 @@ import {
 import type { HeartbeatSpec } from "../core/emit";
 import { PermanentError } from "../core/errors";
 import {
-  canonicalJson,
   invokeStructured,
   ModelOutputInvalidError,
   type ModelPort,
@@ -33,6 +32,14 @@ import {
 } from "../core/model";
 import type { Decision, Role } from "../core/pipeline";
 import type { StateSummary } from "../core/ports";
+import {
+  type CommandStream,
+  cancelIssued,
+  cancelledWhileRunning,
+  decideCancel,
+  discardCancelled,
+} from "./content-agent-cancel";
+import { INSTRUCTIONS, promptOf } from "./content-prompts";
 
 /**
  * The four content agents of seed 001 §6 (topic selection, fact check, writing, review), one
@@ -60,6 +67,9 @@ import type { StateSummary } from "../core/ports";
  * The agent run is stored only when it has ended, so a duplicate request (or one for a run that
  * already ended) finds it COMPLETED / FAILED / NEEDS_HUMAN and emits nothing.
  *
+ * It also takes `<role>.cancel.requested`: a cancelled assignment's request is discarded
+ * `cancelled` before any model call, or ends CANCELLED unanswered (./content-agent-cancel).
+ *
  * Long model calls: the consumer handler extends the message's SQS visibility while `decide`
  * runs and publishes the agent's `heartbeat`, a `node.heartbeat` that extends the node's lease
  * in the orchestrator by `leaseSeconds` (capped at an hour); if the worker dies, the message becomes visible again and counts as the
@@ -76,28 +86,12 @@ export interface ContentAgentOptions {
   readonly leaseSeconds?: number;
   /** Cap on the model's answer. @default 2048 */
   readonly maxTokens?: number;
+  /** The event store, to find a request's cancel behind it on the run's stream. @default none */
+  readonly commandStream?: CommandStream;
 }
 
 export const AGENT_RUN_AGGREGATE = "agent_run";
 export const FACT_CHECK_REJECTED = "fact_check.rejected";
-
-const INSTRUCTIONS: Readonly<Record<ContentRole, string>> = {
-  "topic-selection":
-    "You are the topic selection agent of a newsroom. From the request, choose a timely topic " +
-    "and an angle, and list the sources to work from. Answer with one JSON object with the " +
-    "fields topic (string), angle (string) and sources (array of strings).",
-  "fact-check":
-    "You are the fact checking agent of a newsroom. Check the claims behind the selected topic " +
-    "against its sources. Answer with one JSON object with the fields verdict (pass or fail), " +
-    "checked_claims (integer) and notes (string).",
-  writing:
-    "You are the writing agent of a newsroom. Write a draft article on the selected topic and " +
-    "angle. Answer with one JSON object with the fields title (string) and body (string).",
-  review:
-    "You are the review agent of a newsroom. Check grammar and style of the draft and settle " +
-    "the final title. Answer with one JSON object with the fields approved (boolean), edits " +
-    "(integer) and final_title (string).",
-};
 
 /** The agent run id of one assignment: `arun_` + 32 letters of a SHA-256 (no digit runs). */
 export function agentRunId(runId: string, nodeId: string, generation: number): string {
@@ -109,15 +103,30 @@ export function agentRunId(runId: string, nodeId: string, generation: number): s
   return `arun_${letters}`;
 }
 
+/** What a content agent subscribes to: its requests and their cancels. */
+export function contentAgentSubscriptions(role: ContentRole): string[] {
+  const { requested, cancel } = contentEventTypes(role);
+  return [requested, cancel];
+}
+
 export function createContentAgent(options: ContentAgentOptions): Role<AgentRun> {
   const agent = resolveAgent(options);
+  const isCancel = (event: Envelope) => event.event_type === agent.types.cancel;
   return {
     group: agent.role,
-    subscriptions: [agent.types.requested],
+    subscriptions: contentAgentSubscriptions(agent.role),
     stateOf: agentRunRef,
     heartbeat: (event) => heartbeatOf(agent, event),
+    discard: (existing, event) =>
+      isCancel(event)
+        ? undefined
+        : discardCancelled(existing, () =>
+            cancelIssued(agent.commandStream, agent.types.cancel, event),
+          ),
     decide: (existing, event, { now, receiveCount }) =>
-      decideRequest(agent, existing, event, now, receiveCount),
+      isCancel(event)
+        ? decideCancel(existing, event, () => freshRun(agent, event, now), now)
+        : decideRequest(agent, existing, event, now, receiveCount),
     summarize: summarizeAgentRun,
   };
 }
@@ -142,6 +151,7 @@ interface ContentAgent {
   readonly maxTokens: number;
   readonly outputSchema: z.ZodType<unknown>;
   readonly types: ReturnType<typeof contentEventTypes>;
+  readonly commandStream: CommandStream | undefined;
 }
 
 /** The fields of a request that name the node it is for, repeated in every answer. */
@@ -171,12 +181,13 @@ function resolveAgent(options: ContentAgentOptions): ContentAgent {
     maxTokens: options.maxTokens ?? 2048,
     outputSchema: entry.output,
     types: contentEventTypes(role),
+    commandStream: options.commandStream,
   };
 }
 
-/** The agent run a request belongs to: one per (run, node, generation). */
+/** The agent run a request (or its cancel) belongs to: one per (run, node, generation). */
 function agentRunRef(event: Envelope): AggregateRef {
-  const { run_id, node_id, generation } = event.payload as NodeRequested;
+  const { run_id, node_id, generation } = event.payload as NodeRef;
   return { type: AGENT_RUN_AGGREGATE, id: agentRunId(run_id, node_id, generation) };
 }
 
@@ -208,7 +219,23 @@ async function decideRequest(
   // Stored only once ended: this request was already answered.
   if (alreadyAnswered(existing)) return {};
   const request = event.payload as NodeRequested;
-  let run = startRun(agent, event, request, now, receiveCount);
+  const started = startRun(agent, event, request, now, receiveCount);
+  const decision = await work(agent, event, request, started, now);
+  // A cancel committed while the model call ran wins over its answer.
+  if (await cancelIssued(agent.commandStream, agent.types.cancel, event))
+    return cancelledWhileRunning(started, now);
+  return decision;
+}
+
+/** The model call and what its outcome decides (a retry is rethrown). */
+async function work(
+  agent: ContentAgent,
+  event: Envelope,
+  request: NodeRequested,
+  started: AgentRun,
+  now: Date,
+): Promise<Decision<AgentRun>> {
+  let run = started;
   try {
     const result = await callModel(agent, event, request, run);
     run = retried(run, result.attempts - 1, now, correctedReply());
@@ -222,6 +249,19 @@ function alreadyAnswered(existing: AgentRun | undefined): boolean {
   return Boolean(existing);
 }
 
+/** A new agent run (IDLE) for the assignment a request or a cancel names. */
+function freshRun(agent: ContentAgent, event: Envelope, now: Date): AgentRun {
+  return newRun({
+    run_id: agentRunRef(event).id,
+    task_id: event.task_id,
+    role: agent.role,
+    node_id: (event.payload as NodeRef).node_id,
+    max_attempts: agent.maxAttempts,
+    lease_seconds: agent.leaseSeconds,
+    now,
+  });
+}
+
 /**
  * A new agent run for the request, taken to RUNNING: IDLE -TaskAssigned-> READY
  * -DependenciesSatisfied-> RUNNING, with the attempts of earlier deliveries recorded.
@@ -233,16 +273,7 @@ function startRun(
   now: Date,
   receiveCount: number,
 ): AgentRun {
-  let run = newRun({
-    run_id: agentRunRef(event).id,
-    task_id: event.task_id,
-    role: agent.role,
-    node_id: request.node_id,
-    max_attempts: agent.maxAttempts,
-    lease_seconds: agent.leaseSeconds,
-    now,
-  });
-  run = transition(run, "TaskAssigned", {
+  let run = transition(freshRun(agent, event, now), "TaskAssigned", {
     now,
     reason: `run ${request.run_id} node ${request.node_id} generation ${request.generation} assignment ${request.attempt}`,
   });
@@ -368,12 +399,4 @@ function correctedReply(): RunError {
     errorClass: "permanent",
     message: "the model's reply did not match the output schema; asked again with the issues",
   };
-}
-
-/** The user message: the run's request and the upstream results, as canonical JSON. */
-function promptOf(request: NodeRequested): string {
-  const upstream = Object.keys(request.input).length
-    ? `Results of the previous steps, by step:\n${canonicalJson(request.input)}`
-    : "There are no previous steps.";
-  return `The request:\n${canonicalJson(request.run_input)}\n\n${upstream}`;
 }

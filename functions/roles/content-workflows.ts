@@ -61,10 +61,11 @@ export function contentWorkflowFor(request: ContentWorkflowRequest): WorkflowDef
   return parsed.data.kind === "quick-news" ? quickNews : longForm;
 }
 
-/** An agent role and the event types it is asked and answers with. */
+/** An agent role and the event types it is asked (and told to stop) and answers with. */
 export interface ContentAgent {
   readonly agent: ContentRole;
   readonly requested: string;
+  readonly cancel: string;
   readonly completed: string;
   readonly failed: string;
 }

@@ -1,5 +1,6 @@
 import type { Envelope } from "../../schemas";
 import { type NodeRequested, NodeRequestedPayload } from "../../schemas/events/workflow";
+import type { NodeCancelRequested } from "../../schemas/events/workflow-cancel";
 import type { DagCommand, DagEvent, Transition } from "../core/dag/run";
 import type { EmitSpec } from "../core/emit";
 import type { Decision } from "../core/pipeline";
@@ -17,27 +18,30 @@ const RUN_END_EVENTS: Readonly<Record<string, string>> = {
   "run.completed": "workflow.completed",
   "run.partial": "workflow.partial",
   "run.failed": "workflow.failed",
+  "run.cancelled": "workflow.cancelled",
 };
 
 /**
  * Turn a DAG transition into the next state and the envelopes to emit: a `<role>.requested` per
- * node the transition assigned, `workflow.completed|partial|failed` when the run ended, the
- * timeline, the leases and the due time. A transition that only reports ignored deliveries
- * changes nothing and emits nothing.
+ * node the transition assigned, a `<role>.cancel.requested` per assignment it cancelled (the
+ * agent's command channel, seed 001 §4), `workflow.completed|partial|failed|cancelled` when the
+ * run ended (with `endDetails` added to its payload), the timeline, the leases and the due time.
+ * A transition that only reports ignored deliveries changes nothing and emits nothing.
  */
 export function applyTransition(
   state: OrchestratorState,
   transition: Transition,
   cause: Envelope,
   leasing: Leasing,
+  endDetails: Readonly<Record<string, unknown>> = {},
 ): Decision<OrchestratorState> {
   const steps = transition.events.filter((e) => e.type !== "delivery.ignored");
   if (steps.length === 0 && transition.commands.length === 0 && sameHeld(state, transition))
     return {};
   const runId = transition.run.run_id;
   const emit: EmitSpec[] = [
-    ...transition.commands.flatMap((command) => nodeRequest(command, runId)),
-    ...steps.flatMap((step) => runEnd(step, runId)),
+    ...transition.commands.flatMap((command) => nodeCommand(command, runId)),
+    ...steps.flatMap((step) => runEnd(step, runId, endDetails)),
   ];
   const entries = steps.map((step) => timelineEntry(step, cause, leasing.now));
   const next: OrchestratorState = {
@@ -50,9 +54,17 @@ export function applyTransition(
   return { state: next, emit, dueAt: dueAtOf(next, leasing) };
 }
 
-/** The `<role>.requested` command of a node assignment (none for other commands). */
-function nodeRequest(command: DagCommand, runId: string): EmitSpec[] {
-  if (command.type !== "node.assign") return [];
+/** The agent's command for a DAG command: `<role>.requested` or `<role>.cancel.requested`. */
+function nodeCommand(command: DagCommand, runId: string): EmitSpec[] {
+  if (command.type === "node.cancel") {
+    const cancel: NodeCancelRequested = {
+      run_id: command.run_id,
+      node_id: command.node_id,
+      generation: command.generation,
+      reason: command.reason,
+    };
+    return [{ type: agentOf(command.role).cancel, payload: cancel, orderKey: runId }];
+  }
   const payload: NodeRequested = {
     run_id: command.run_id,
     node_id: command.node_id,
@@ -69,11 +81,15 @@ function nodeRequest(command: DagCommand, runId: string): EmitSpec[] {
   return [{ type: agentOf(command.role).requested, payload, orderKey: runId }];
 }
 
-/** `workflow.completed|partial|failed` for the step that ended the run (none for other steps). */
-function runEnd(step: DagEvent, runId: string): EmitSpec[] {
+/** `workflow.completed|partial|failed|cancelled` for the step that ended the run (else none). */
+function runEnd(
+  step: DagEvent,
+  runId: string,
+  details: Readonly<Record<string, unknown>>,
+): EmitSpec[] {
   const type = RUN_END_EVENTS[step.type];
   if (!type || !("result" in step)) return [];
-  return [{ type, payload: { run_id: runId, result: step.result }, orderKey: runId }];
+  return [{ type, payload: { ...details, run_id: runId, result: step.result }, orderKey: runId }];
 }
 
 function timelineEntry(step: DagEvent, cause: Envelope, now: Date): TimelineEntry {

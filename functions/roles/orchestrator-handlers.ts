@@ -12,10 +12,14 @@ import {
   WorkflowResetRequestedPayload,
   WorkflowStartRequestedPayload,
 } from "../../schemas/events/workflow";
+import {
+  type WorkflowCancelRequested,
+  WorkflowCancelRequestedPayload,
+} from "../../schemas/events/workflow-cancel";
 import type { WorkflowDefinition } from "../core/dag/definition";
 import { onNodeCompleted, onNodeFailed, release, startRun } from "../core/dag/engine";
 import { DagRequestError } from "../core/dag/errors";
-import { rerunFrom } from "../core/dag/rerun";
+import { cancelRun, rerunFrom } from "../core/dag/rerun";
 import type { Capacity, DagRun, NodeError, Transition } from "../core/dag/run";
 import { BusinessRejection, PermanentError } from "../core/errors";
 import type { Decision } from "../core/pipeline";
@@ -88,6 +92,7 @@ export const HANDLERS: Readonly<Record<string, EventHandler>> = {
   "workflow.rerun.requested": toRun(WorkflowRerunRequestedPayload, rerun),
   "workflow.reset.requested": toRun(WorkflowResetRequestedPayload, reset),
   "workflow.release.requested": toRun(WorkflowReleaseRequestedPayload, releaseHeld),
+  "workflow.cancel.requested": toRun(WorkflowCancelRequestedPayload, cancel),
   "node.lease.expired": toRun(NodeLeaseExpiredPayload, leaseExpired),
   "node.heartbeat": toRun(NodeHeartbeatPayload, ({ state, leasing }, payload) => {
     const next = extendLease(state, payload, leasing.now);
@@ -188,6 +193,35 @@ async function releaseHeld(
   if (decision.state === undefined && current.held.length > 0)
     return { state: current, dueAt: dueAtOf(current, leasing) };
   return decision;
+}
+
+/**
+ * Cancel a RUNNING run: every node that has not ended is CANCELLED, the agent of each RUNNING node
+ * gets `<role>.cancel.requested`, and `workflow.cancelled` carries the result so far with who asked
+ * and why. Idempotent: a run already CANCELLED changes nothing and emits nothing; a run that ended
+ * otherwise (COMPLETED, PARTIAL, FAILED) is refused with `workflow.rejected`
+ * (code workflow.run_ended), as is an unknown run (workflow.unknown_run).
+ */
+function cancel(
+  { state, event, leasing }: RunContext,
+  { run_id, reason, requested_by }: WorkflowCancelRequested,
+): OrchestratorDecision {
+  const current = existing(state, run_id, "cancel");
+  const { status } = current.run;
+  if (status === "CANCELLED") return {};
+  if (status !== "RUNNING")
+    throw rejection(
+      "cancel",
+      run_id,
+      undefined,
+      "workflow.run_ended",
+      `run ${run_id} already ended ${status}; there is nothing left to cancel`,
+    );
+  const transition = cancelRun(current.run, definitionOf(current));
+  return applyTransition(current, transition, event, leasing, {
+    requested_by,
+    ...(reason === undefined ? {} : { reason }),
+  });
 }
 
 /**

@@ -37,6 +37,13 @@ import { summarizeRun } from "./summaries";
  *   by generation, so the new assignment starts a fresh agent run at IDLE; the FAILED (or
  *   NEEDS_HUMAN) agent run of the old generation stays as the record of the failure and is never
  *   reassigned (its reset is implied, which is what ManualReset -> IDLE -> TaskAssigned means).
+ * - workflow.cancel.requested: cancelRun -> the run ends CANCELLED (every node not yet ended is
+ *   CANCELLED), `workflow.cancelled` with the result so far, the request's reason and requester,
+ *   and one `<role>.cancel.requested` per RUNNING node (READY or PENDING nodes were never sent to
+ *   an agent). A cancel of a run already CANCELLED changes nothing (idempotent); of a run that
+ *   ended otherwise, or of an unknown run, `workflow.rejected` (workflow.run_ended,
+ *   workflow.unknown_run). The agents' late answers for the cancelled assignments are ignored by
+ *   the DAG's delivery gate (not_running).
  * - workflow.release.requested: a release pass (for nodes that backpressure held back). When
  *   it releases nothing while nodes stay held, the state is still written with a new due time,
  *   so the sweeper nudges the run again later.
@@ -66,9 +73,11 @@ import { summarizeRun } from "./summaries";
  * on the run's next event; when nothing of the run is RUNNING any more, a scheduler must send
  * `workflow.release.requested` for runs with held nodes (listed in the state's `held`).
  *
- * `node.cancel` commands (a re-run while nodes of the old generation are RUNNING) are not sent:
- * the agents have no cancel channel yet. Their late results carry the old generation and are
- * ignored as stale.
+ * Every `node.cancel` command of the DAG (a cancelled run, or a re-run or reset while nodes of the
+ * old generation are RUNNING) becomes `<role>.cancel.requested` on the run's stream: the agent's
+ * command channel (seed 001 §4). The agent drops a request for that assignment it has not started
+ * and ends one in progress CANCELLED; whatever it still answers for it is ignored by the DAG
+ * (not_running or stale_generation).
  */
 
 export const DEFAULT_QUEUE_DEPTH_THRESHOLD = 100;

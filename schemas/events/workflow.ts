@@ -169,15 +169,20 @@ export const CONTENT_ROLE_EVENTS = {
 export type ContentRole = keyof typeof CONTENT_ROLE_EVENTS;
 export const CONTENT_ROLES = Object.keys(CONTENT_ROLE_EVENTS) as ContentRole[];
 
-/** The three event types of a content role. */
+/**
+ * The event types of a content role: the orchestrator's commands to its agent (`requested`, and
+ * `cancel` when an assignment no longer counts; see ./workflow-cancel) and the agent's outcomes.
+ */
 export function contentEventTypes(role: ContentRole): {
   requested: string;
+  cancel: string;
   completed: string;
   failed: string;
 } {
   const { stem } = CONTENT_ROLE_EVENTS[role];
   return {
     requested: `${stem}.requested`,
+    cancel: `${stem}.cancel.requested`,
     completed: `${stem}.completed`,
     failed: `${stem}.failed`,
   };
@@ -205,7 +210,7 @@ export const RunResultSchema = z.object({
 export const WorkflowEndedPayload = z.object({ run_id: OpaqueId, result: RunResultSchema });
 export type WorkflowEnded = z.infer<typeof WorkflowEndedPayload>;
 
-export const WORKFLOW_REQUESTS = ["start", "rerun", "reset", "release"] as const;
+export const WORKFLOW_REQUESTS = ["start", "rerun", "reset", "release", "cancel"] as const;
 export const WorkflowRejectedPayload = z.object({
   run_id: OpaqueId,
   request: z.enum(WORKFLOW_REQUESTS),

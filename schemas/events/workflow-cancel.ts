@@ -1,0 +1,88 @@
+import { z } from "zod";
+import { OpaqueId } from "../ids";
+import type { EventRegistry } from "../registry";
+import {
+  CONTENT_ROLES,
+  contentEventTypes,
+  Generation,
+  NodeId,
+  WorkflowEndedPayload,
+} from "./workflow";
+
+/**
+ * Cancelling a content-production run (issue 12 item 5; seed 001 §4, TaskCancel on the command
+ * channel):
+ *
+ * - `workflow.cancel.requested`: an operator asks for the run to stop (unsequenced, aggregate
+ *   `dag_run/<run_id>` at version 0, like the other operator commands), saying who and why.
+ * - `workflow.cancelled`: the orchestrator ended the run CANCELLED (on the run's stream), with the
+ *   run's result so far and the request's reason and requester.
+ * - `<stem>.cancel.requested` (one per content role): the orchestrator tells the agent of a node
+ *   that its assignment (run, node, generation) no longer counts, on the run's stream, so it
+ *   reaches the agent's group on the same channel and in the same order as `<stem>.requested`.
+ */
+
+/** Who asked: an operator's name as the CLI gives it (AGENTBUS_OPERATOR or the OS user). */
+export const Requester = z.string().min(1).max(128);
+
+/** Why, in the operator's words. */
+export const CancelReason = z.string().max(1000);
+
+export const WorkflowCancelRequestedPayload = z.object({
+  run_id: OpaqueId,
+  reason: CancelReason.optional(),
+  requested_by: Requester,
+});
+export type WorkflowCancelRequested = z.infer<typeof WorkflowCancelRequestedPayload>;
+
+export const WorkflowCancelledPayload = WorkflowEndedPayload.extend({
+  reason: CancelReason.optional(),
+  requested_by: Requester,
+});
+export type WorkflowCancelled = z.infer<typeof WorkflowCancelledPayload>;
+
+/**
+ * Why an assignment no longer counts: the run was cancelled, or a re-run (or reset) gave the node
+ * a new generation while this one was still RUNNING.
+ */
+export const NODE_CANCEL_REASONS = ["run_cancelled", "rerun"] as const;
+export const NodeCancelRequestedPayload = z.object({
+  run_id: OpaqueId,
+  node_id: NodeId,
+  generation: Generation,
+  reason: z.enum(NODE_CANCEL_REASONS),
+});
+export type NodeCancelRequested = z.infer<typeof NodeCancelRequestedPayload>;
+
+export function defineWorkflowCancelEvents(registry: EventRegistry): void {
+  registry.define({
+    type: "workflow.cancel.requested",
+    schemaVersion: 1,
+    kind: "command",
+    topic: "commands",
+    sequenced: false,
+    description:
+      "Cancel a run (sent by an operator; aggregate dag_run/<run_id>, version 0): it ends CANCELLED and the agents of its running nodes are told to drop their work.",
+    payload: WorkflowCancelRequestedPayload,
+  });
+  for (const role of CONTENT_ROLES)
+    registry.define({
+      type: contentEventTypes(role).cancel,
+      schemaVersion: 1,
+      kind: "command",
+      topic: "commands",
+      sequenced: true,
+      description: `The orchestrator tells the ${role} agent that its assignment of a node no longer counts (run cancelled or node re-run; on the dag_run stream): a request for it still queued is discarded, a run in progress ends CANCELLED.`,
+      payload: NodeCancelRequestedPayload,
+    });
+  registry.define({
+    type: "workflow.cancelled",
+    schemaVersion: 1,
+    kind: "event",
+    topic: "events",
+    sequenced: true,
+    description:
+      "The run was cancelled by an operator: every node that had not ended is CANCELLED; the result holds what it produced so far, with who asked and why.",
+    payload: WorkflowCancelledPayload,
+  });
+}
