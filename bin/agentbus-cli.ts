@@ -9,6 +9,7 @@ import {
   target,
   UsageError,
 } from "./cli/target";
+import { checkCommand, rebuildCommand } from "./cli/rebuild";
 import { workflowCommand } from "./cli/workflow";
 
 silenceNodeVersionWarning();
@@ -48,6 +49,8 @@ program.addCommand(traceCommand(globals));
 program.addCommand(statusCommand(globals));
 program.addCommand(dlqCommand(globals));
 program.addCommand(consoleCommand(globals));
+program.addCommand(rebuildCommand(globals));
+program.addCommand(checkCommand(globals));
 inheritSettings(program);
 
 /** Subcommands built apart (addCommand) take the program's exit override and error output. */

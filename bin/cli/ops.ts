@@ -40,7 +40,7 @@ async function stackOf(t: Target): Promise<OpsStack> {
   }
 }
 
-async function withStack<T>(t: Target, use: (stack: OpsStack) => Promise<T>): Promise<T> {
+export async function withStack<T>(t: Target, use: (stack: OpsStack) => Promise<T>): Promise<T> {
   const stack = await stackOf(t);
   try {
     return await use(stack);

@@ -14,6 +14,8 @@ import type {
   StateReader,
   StateSummary,
   StoredState,
+  StreamLister,
+  StreamPage,
   TraceReader,
 } from "./ports";
 import { systemClock } from "./runtime";
@@ -26,7 +28,7 @@ const MAX_TRANSACTION_ACTIONS = 100;
  * same conditions, same errors. Used by unit and property tests and by the benchmark.
  */
 export class InMemoryEventStore
-  implements EventStore, TraceReader, DueReader, StateReader, FailureLog
+  implements EventStore, TraceReader, DueReader, StateReader, FailureLog, StreamLister
 {
   readonly states = new Map<string, StoredState>();
   /** The due index: state key -> due time (ISO 8601), as the state table's by-due index. */
@@ -207,6 +209,18 @@ export class InMemoryEventStore
       const row = this.inbox.get(`${group}#${id}`);
       return row ? [row] : [];
     });
+  }
+
+  async streamsOfType(type: string, after?: string, limit = 100): Promise<StreamPage> {
+    const ids = [...this.streams.keys()]
+      .filter((k) => k.startsWith(`${type}#`) && (after === undefined || k > after))
+      .sort()
+      .slice(0, limit + 1);
+    const page = ids.slice(0, limit);
+    return {
+      streams: page.map((k) => ({ type, id: k.slice(type.length + 1) })),
+      ...(ids.length > limit ? { next: page.at(-1) } : {}),
+    };
   }
 
   async record(failure: FailureRecord): Promise<void> {

@@ -144,6 +144,18 @@ export interface StateReader {
   loadStates(refs: readonly AggregateRef[]): Promise<StoredState[]>;
 }
 
+/** One page of the streams of an aggregate type, and where the next page starts. */
+export interface StreamPage {
+  readonly streams: readonly AggregateRef[];
+  /** Opaque; absent on the last page. */
+  readonly next?: string;
+}
+
+/** Lists every stream of an aggregate type (for rebuilding a projection from the event store). */
+export interface StreamLister {
+  streamsOfType(type: string, after?: string, limit?: number): Promise<StreamPage>;
+}
+
 /** Read side used by tracing tools. */
 export interface TraceReader {
   /** Stored stream events of a correlation / task, in event id order. */

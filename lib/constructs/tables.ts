@@ -23,6 +23,8 @@ export interface AgentBusTablesProps {
 export const EVENTS_INDEXES = {
   byCorrelation: "by-correlation",
   byTask: "by-task",
+  /** Sparse, keys only: one entry per stream (its first event), to list the streams of a type. */
+  byStreamType: "by-stream-type",
 } as const;
 
 /** Index names of the inbox table (inbox rows and failure records of every group). */
@@ -152,6 +154,12 @@ export class AgentBusTables extends Construct {
       partitionKey: { name: "task_id", type: AttributeType.STRING },
       sortKey: { name: "event_id", type: AttributeType.STRING },
       projectionType: ProjectionType.ALL,
+    });
+    this.events.addGlobalSecondaryIndex({
+      indexName: EVENTS_INDEXES.byStreamType,
+      partitionKey: { name: "stream_type", type: AttributeType.STRING },
+      sortKey: { name: "pk", type: AttributeType.STRING },
+      projectionType: ProjectionType.KEYS_ONLY,
     });
 
     this.inbox = new Table(this, "Inbox", {

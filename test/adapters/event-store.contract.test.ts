@@ -2,6 +2,7 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
 import { DynamoFailureLog } from "../../functions/adapters/dynamodb/failure-log";
+import { DynamoStreamLister } from "../../functions/adapters/dynamodb/stream-lister";
 import type { TableNames } from "../../functions/adapters/dynamodb/tables";
 import {
   type AgentBusError,
@@ -17,6 +18,7 @@ import type {
   FailureRecord,
   InboxRecord,
   RecordedOutcome,
+  StreamLister,
   TraceReader,
 } from "../../functions/core/ports";
 import { appendToStream } from "../../functions/core/producer";
@@ -50,6 +52,10 @@ const subjects: [string, (clock: ManualClock) => Store][] = [
   ["InMemoryEventStore", (clock) => new InMemoryEventStore(clock)],
   ["DynamoEventStore", (clock) => new DynamoEventStore({ client, tables, clock })],
 ];
+
+/** The in-memory twin lists streams itself; on DynamoDB the lister is its own adapter. */
+const listerOf = (store: Store): StreamLister =>
+  store instanceof InMemoryEventStore ? store : new DynamoStreamLister(client, tables.events);
 
 /** The in-memory twin records failures itself; on DynamoDB the failure log is its own adapter. */
 const failureLogOf = (store: Store): FailureLog =>
@@ -410,6 +416,29 @@ describe.each(subjects)("%s honours the event store contract", (_name, make) => 
     );
     expect(await store.outcomesOfEvent([g1], e2.event_id)).toEqual([failed]);
     expect(await store.outcomesByCorrelation(newCorrelationId())).toEqual([]);
+  });
+
+  it("lists every stream of an aggregate type, page by page, once each", async () => {
+    const type = `t${newUlid().toLowerCase().slice(-10)}`;
+    const ids = Array.from({ length: 5 }, () => `task_${newUlid()}`).sort();
+    for (const id of ids) {
+      const events = taskStream(1, 2).map((e) => ({
+        ...e,
+        aggregate: { ...e.aggregate, type, id },
+      }));
+      await store.commit({ append: events });
+    }
+    const lister = listerOf(store);
+    const seen: string[] = [];
+    let after: string | undefined;
+    for (let page = 0; page < 10; page++) {
+      const found = await lister.streamsOfType(type, after, 2);
+      seen.push(...found.streams.map((s) => `${s.type}/${s.id}`));
+      if (!found.next) break;
+      after = found.next;
+    }
+    expect(seen).toEqual(ids.map((id) => `${type}/${id}`));
+    expect((await lister.streamsOfType(`none${type}`)).streams).toEqual([]);
   });
 
   it("serves the core producer (appendToStream)", async () => {

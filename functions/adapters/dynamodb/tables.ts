@@ -20,7 +20,9 @@ import type {
  *                 sparse GSIs by-kind (kind, updated_at) and by-waiting (waiting, updated_at),
  *                 projecting the summary only (the operator's lists, without the state data).
  * - events:       pk = `${type}#${id}`, sk version (N); event_id, event_type, schema_version,
- *                 correlation_id, task_id, occurred_at, envelope (the full envelope JSON).
+ *                 correlation_id, task_id, occurred_at, envelope (the full envelope JSON), and on
+ *                 a stream's first event stream_type (sparse GSI by-stream-type: stream_type, pk;
+ *                 keys only: one entry per stream, to list the streams of a type).
  *                 GSIs by-correlation (correlation_id, event_id) and by-task (task_id, event_id),
  *                 projection ALL; stream NEW_IMAGE (the outbox the relay reads).
  * - inbox:        pk = `inbox#${group}#${eventId}` (inbox rows, TTL attribute `ttl`),
@@ -120,12 +122,16 @@ export const EventAttr = {
   taskId: "task_id",
   occurredAt: "occurred_at",
   envelope: "envelope",
+  /** Only on a stream's first event (version 1): the aggregate type, for the by-stream-type index. */
+  streamType: "stream_type",
 } as const;
 
 /** Global secondary indexes of the events table. */
 export const EventIndex = {
   byCorrelation: "by-correlation",
   byTask: "by-task",
+  /** Sparse (first events only, keys only): every stream of an aggregate type, by stream key. */
+  byStreamType: "by-stream-type",
 } as const;
 
 /** Attribute names of inbox rows (the InboxRecord fields in snake_case, plus the TTL). */
@@ -221,6 +227,12 @@ export const TABLES = {
         sortKey: { name: EventAttr.eventId, type: "S" },
         projection: "ALL",
       },
+      {
+        name: EventIndex.byStreamType,
+        partitionKey: { name: EventAttr.streamType, type: "S" },
+        sortKey: { name: EventAttr.pk, type: "S" },
+        projection: "KEYS_ONLY",
+      },
     ],
     stream: "NEW_IMAGE",
   },
@@ -301,6 +313,8 @@ export interface EventItem {
   readonly occurred_at: string;
   /** The full envelope as JSON: what the relay publishes, byte for byte. */
   readonly envelope: string;
+  /** The aggregate type, on a stream's first event only (the by-stream-type index). */
+  readonly stream_type?: string;
 }
 
 export interface InboxItem {
@@ -397,6 +411,7 @@ export function eventItem(envelope: Envelope): EventItem {
     task_id: envelope.task_id,
     occurred_at: envelope.occurred_at,
     envelope: JSON.stringify(envelope),
+    ...(envelope.aggregate.version === 1 ? { stream_type: envelope.aggregate.type } : {}),
   };
 }
 
