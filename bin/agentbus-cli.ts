@@ -1,6 +1,7 @@
 import { Command, CommanderError } from "commander";
 import { silenceNodeVersionWarning } from "../lib/local/warnings";
 import { consoleCommand, dlqCommand, statusCommand, traceCommand } from "./cli/ops";
+import { checkCommand, rebuildCommand } from "./cli/rebuild";
 import {
   EXIT_AWS,
   EXIT_USAGE,
@@ -9,7 +10,6 @@ import {
   target,
   UsageError,
 } from "./cli/target";
-import { checkCommand, rebuildCommand } from "./cli/rebuild";
 import { workflowCommand } from "./cli/workflow";
 
 silenceNodeVersionWarning();
