@@ -2,6 +2,7 @@ import { Command, CommanderError } from "commander";
 import { silenceNodeVersionWarning } from "../lib/local/warnings";
 import { consoleCommand, dlqCommand, statusCommand, traceCommand } from "./cli/ops";
 import { checkCommand, rebuildCommand } from "./cli/rebuild";
+import { replyCommand, sendCommand } from "./cli/support";
 import {
   EXIT_AWS,
   EXIT_USAGE,
@@ -16,7 +17,7 @@ silenceNodeVersionWarning();
 
 /**
  * Operator commands for AgentBus (./cli): workflow runs (./cli/workflow); trace, status, dead
- * letters and the console page (./cli/ops).
+ * letters and the console page (./cli/ops); held replies and unknown send outcomes (./cli/support).
  *
  * Exit codes: 0 ok, 1 AWS error (or the AWS side lacks what was asked for, e.g. no such run),
  * 2 usage error (nothing was sent).
@@ -49,6 +50,8 @@ program.addCommand(traceCommand(globals));
 program.addCommand(statusCommand(globals));
 program.addCommand(dlqCommand(globals));
 program.addCommand(consoleCommand(globals));
+program.addCommand(replyCommand(globals));
+program.addCommand(sendCommand(globals));
 program.addCommand(rebuildCommand(globals));
 program.addCommand(checkCommand(globals));
 inheritSettings(program);

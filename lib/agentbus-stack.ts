@@ -179,6 +179,7 @@ export class AgentBusStack extends Stack {
       groups: this.groups,
       relay: this.relay,
       auditBus: this.topics.get("events")?.bus,
+      commandBus: this.topics.get("commands")?.bus,
     });
 
     if (this.capabilities.dashboard) {
@@ -323,7 +324,7 @@ export class AgentBusStack extends Stack {
     output(
       "OperatorRepairPolicyArn",
       this.operatorAccess.repairPolicy.managedPolicyArn,
-      "attach (with the read policy) to operators who repair: agentbus dlq redrive",
+      "attach (with the read policy) to operators who repair: agentbus dlq redrive, reply approve | reject, send resolve",
     );
     const tables = {
       State: this.tables.state,

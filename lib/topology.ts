@@ -297,7 +297,14 @@ export const supportGroups: readonly GroupDeclaration[] = [
   },
   {
     name: "reply-generation",
-    role: { group: "reply-generation", subscriptions: ["reply.generation.requested"] },
+    role: {
+      group: "reply-generation",
+      subscriptions: [
+        "reply.generation.requested",
+        "reply.approve.requested",
+        "reply.reject.requested",
+      ],
+    },
     handler: "functions/handlers/reply-generation.ts",
     // One model call per invocation, as for the content agents.
     batchSize: 1,
@@ -305,7 +312,10 @@ export const supportGroups: readonly GroupDeclaration[] = [
   },
   {
     name: "sender",
-    role: { group: "sender", subscriptions: ["notification.send.requested"] },
+    role: {
+      group: "sender",
+      subscriptions: ["notification.send.requested", "notification.resolve.requested"],
+    },
     handler: "functions/handlers/sender.ts",
     batchSize: 1,
     // The sender escalates an outcome it cannot learn after 5 attempts (MAX_UNKNOWN_ATTEMPTS);

@@ -4,8 +4,10 @@ import type {
   DeliveryFailed,
   MessageAccepted,
   OrderLookupCompleted,
+  ReplyApproved,
   ReplyGenerated,
   ReplyHeldForReview,
+  ReplyRejected,
   Routed,
 } from "../../schemas/events/conversation";
 import { newestWithin } from "../core/budget";
@@ -22,7 +24,9 @@ import { summarizeConversation } from "./summaries";
  * The facts of one turn come from different streams (conversation, support_route, order_lookup,
  * reply, delivery), so the fold does not assume their order: each fact fills in its fields, and
  * the turn's status only moves forward (received < routed < looked_up < generated <
- * held_for_review < failed < delivered; a late `notification.failed` does not undo a delivery).
+ * held_for_review < rejected < approved < failed < delivered; a late `notification.failed` does
+ * not undo a delivery). A held reply a person rejected ends `rejected` (nothing is sent); one a
+ * person approved is `approved` until its delivery's outcome.
  * A fact for a turn not seen yet opens it. The view keeps the last TURN_LIMIT turns by first
  * appearance; a fact of an older turn that was already dropped is ignored.
  */
@@ -38,6 +42,8 @@ export const TURN_STATUSES = [
   "looked_up",
   "generated",
   "held_for_review",
+  "rejected",
+  "approved",
   "failed",
   "delivered",
 ] as const;
@@ -63,6 +69,8 @@ export interface ConversationTurn {
   readonly reply_text?: string;
   /** Why the reply was held, when it was. */
   readonly held_reason?: string;
+  /** Who approved or rejected the held reply. */
+  readonly reviewed_by?: string;
   readonly status: TurnStatus;
   readonly delivery?: TurnDelivery;
 }
@@ -84,6 +92,8 @@ export const CONVERSATION_PROJECTION_SUBSCRIPTIONS = [
   "order.lookup.completed",
   "reply.generated",
   "reply.held_for_review",
+  "reply.approved",
+  "reply.rejected",
   "notification.delivered",
   "notification.failed",
 ] as const;
@@ -194,6 +204,14 @@ function changesOf(event: Envelope): TurnChanges {
     case "reply.held_for_review": {
       const p = event.payload as ReplyHeldForReview;
       return { status: "held_for_review", reply_text: p.reply_text, held_reason: p.reason };
+    }
+    case "reply.approved": {
+      const p = event.payload as ReplyApproved;
+      return { status: "approved", reply_text: p.reply_text, reviewed_by: p.requested_by };
+    }
+    case "reply.rejected": {
+      const p = event.payload as ReplyRejected;
+      return { status: "rejected", reviewed_by: p.requested_by };
     }
     case "notification.delivered": {
       const p = event.payload as Delivered;

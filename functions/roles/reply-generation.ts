@@ -18,6 +18,7 @@ import {
   type StructuredResult,
 } from "../core/model";
 import type { Decision, Role } from "../core/pipeline";
+import { decideReview, REVIEW_COMMANDS, type ReplyReview } from "./reply-review";
 import { factFields } from "./router";
 
 /**
@@ -39,7 +40,8 @@ import { factFields } from "./router";
  *   `model.invalid_output` (the last raw answer as the text), so a person sees it;
  * - any other model error (throttling, outage, no access) is rethrown: nothing is committed and
  *   the queue retries a transient one or dead-letters a permanent one.
- * A redelivered request, once the reply is stored, emits nothing.
+ * A redelivered request, once the reply is stored, emits nothing. A person approves or rejects a
+ * held reply with `reply.approve.requested` / `reply.reject.requested` (./reply-review).
  *
  * Every emitted event keeps the request's `input_version`, the conversation id and
  * `order_key` = conversation id. The send command carries the request's `expires_at` (the reply
@@ -66,8 +68,11 @@ export interface ReplyGenerationOptions {
 export interface ReplyState {
   readonly task_id: string;
   readonly conversation_id: string;
+  /** Where the reply goes (kept for a send after a person's approval). */
+  readonly customer_id?: string;
+  readonly channel?: string;
   readonly input_version?: number;
-  readonly status: "sent_for_delivery" | "held_for_review";
+  readonly status: "sent_for_delivery" | "held_for_review" | "approved" | "rejected";
   readonly reply_text: string;
   readonly confidence?: number;
   readonly source_refs?: readonly string[];
@@ -75,6 +80,8 @@ export interface ReplyState {
   readonly reason?: string;
   readonly model_attempts: number;
   readonly generated_at: string;
+  /** A person's decision on the held reply (./reply-review). */
+  readonly review?: ReplyReview;
 }
 
 export const REPLY_SYSTEM_PROMPT =
@@ -90,15 +97,18 @@ export function createReplyGeneration(options: ReplyGenerationOptions): Role<Rep
   const { conversationVersion } = options;
   return {
     group: "reply-generation",
-    subscriptions: ["reply.generation.requested"],
+    subscriptions: ["reply.generation.requested", ...REVIEW_COMMANDS],
     stateOf: (event) => ({ type: REPLY_AGGREGATE, id: event.task_id }),
     async discard(existing, event) {
       if (existing || event.input_version === undefined) return undefined;
+      if (event.event_type !== "reply.generation.requested") return undefined;
       const request = event.payload as ReplyGenerationRequested;
       const current = await conversationVersion(request.conversation_id);
       return event.input_version < current ? "superseded" : undefined;
     },
     async decide(existing, event, { now }) {
+      if (event.event_type !== "reply.generation.requested")
+        return decideReview(existing, event, now, settings.sendTtl);
       if (existing) return {};
       return decideReply(settings, event, now);
     },
@@ -119,7 +129,10 @@ interface ReplyContext {
   readonly request: ReplyGenerationRequested;
   readonly now: Date;
   readonly fact: ReturnType<typeof factFields>;
-  readonly base: Pick<ReplyState, "task_id" | "conversation_id" | "input_version" | "generated_at">;
+  readonly base: Pick<
+    ReplyState,
+    "task_id" | "conversation_id" | "customer_id" | "channel" | "input_version" | "generated_at"
+  >;
 }
 
 /** Checks the options and fills in the defaults; a bad value is a PermanentError. */
@@ -167,6 +180,8 @@ function replyContext(event: Envelope, now: Date): ReplyContext {
     base: {
       task_id: event.task_id,
       conversation_id: request.conversation_id,
+      customer_id: request.customer_id,
+      channel: request.channel,
       ...(event.input_version === undefined ? {} : { input_version: event.input_version }),
       generated_at: now.toISOString(),
     },

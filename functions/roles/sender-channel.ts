@@ -55,6 +55,11 @@ export class ChannelCalls {
     return found;
   }
 
+  /** A send a person asked for again, under the same key: send, and after a timeout query. */
+  resend(request: ChannelSendRequest): Promise<Outcome> {
+    return this.sendResolving(request);
+  }
+
   /** One send call with the key: its answer, or undefined after a timeout. */
   private async trySend(request: ChannelSendRequest): Promise<Outcome | undefined> {
     try {

@@ -1,11 +1,17 @@
 import type { AggregateRef, Envelope } from "../../schemas";
-import type { Delivered, DeliveryFailed, SendRequested } from "../../schemas/events/conversation";
+import type {
+  Delivered,
+  DeliveryFailed,
+  SendRequested,
+  SendResolution,
+} from "../../schemas/events/conversation";
 import type { EmitSpec } from "../core/emit";
 import { AgentBusError, PermanentError, TransientError } from "../core/errors";
 import type { DecideContext, Decision, Role } from "../core/pipeline";
 import type { DiscardReason } from "../core/ports";
 import { type ChannelPort, type SideEffectStore, sideEffectKey } from "../core/side-effects";
 import { ChannelCalls, type Outcome } from "./sender-channel";
+import { decideResolve, RESOLVE_REQUESTED } from "./sender-resolve";
 
 /**
  * The sender (seed 000 §11.4): consumer group `sender`, takes `notification.send.requested` and
@@ -55,7 +61,9 @@ import { ChannelCalls, type Outcome } from "./sender-channel";
  *    record `unknown`, and
  *    - when the record's attempts or the delivery's receive count reached `maxUnknownAttempts`
  *      -> emit `notification.failed` outcome "unknown" (code `channel.outcome_unknown`, for a
- *      person to check) and stop: the state records `escalated`, the record stays `unknown`;
+ *      person to check) and stop: the state records `escalated` with what was to be sent, the
+ *      record stays `unknown` until a person resolves it (`notification.resolve.requested`,
+ *      ./sender-resolve);
  *    - else throw TransientError `channel.outcome_unknown`: nothing is committed and the queue
  *      redelivers later; the next attempt queries by the same key (4).
  * Errors from `query` itself (throttling, outage) are rethrown as they are. A refused record
@@ -86,6 +94,19 @@ export interface DeliveryFact {
   readonly at: string;
   readonly delivery_id?: string;
   readonly code?: string;
+  /** What was to be sent, kept while the outcome is unknown (for a resend a person asks for). */
+  readonly send?: EscalatedSend;
+  /** A person's resolution of an unknown outcome (./sender-resolve), and who gave it. */
+  readonly resolution?: SendResolution;
+  readonly resolved_by?: string;
+}
+
+/** The send of an escalated key, as the command asked for it. */
+export interface EscalatedSend {
+  readonly conversation_id: string;
+  readonly customer_id: string;
+  readonly channel: string;
+  readonly text: string;
 }
 
 /** The state of `delivery/<task_id>`: the fact emitted per idempotency key. */
@@ -118,7 +139,7 @@ export function createSender(options: SenderOptions): Role<DeliveryState> {
   const sender = new Sender(options, maxUnknown);
   return {
     group: SENDER_GROUP,
-    subscriptions: [SEND_REQUESTED],
+    subscriptions: [SEND_REQUESTED, RESOLVE_REQUESTED],
     stateOf: (event: Envelope): AggregateRef => ({ type: DELIVERY_AGGREGATE, id: event.task_id }),
     async discard(_state, event): Promise<DiscardReason | undefined> {
       if (event.input_version === undefined) return undefined;
@@ -128,11 +149,15 @@ export function createSender(options: SenderOptions): Role<DeliveryState> {
     },
     /** A send was claimed for this command and its fact is not recorded yet. */
     async unfinished(state, event): Promise<boolean> {
+      if (event.event_type !== SEND_REQUESTED) return false;
       const key = replyKey(event);
       if (state?.keys[key]) return false;
       return (await options.sideEffects.get(key)) !== undefined;
     },
-    decide: (state, event, context) => sender.decide(state, event, context),
+    decide: (state, event, context) =>
+      event.event_type === RESOLVE_REQUESTED
+        ? decideResolve(state, event, context.now, sender.resolveDeps)
+        : sender.decide(state, event, context),
   };
 }
 
@@ -145,6 +170,10 @@ class Sender {
   ) {
     this.calls = new ChannelCalls(options.channel);
     this.sideEffects = options.sideEffects;
+  }
+
+  get resolveDeps() {
+    return { calls: this.calls, sideEffects: this.sideEffects };
   }
 
   async decide(
@@ -250,9 +279,15 @@ class Facts {
 
   failed(outcome: DeliveryFailed["outcome"], code: string, message: string) {
     const payload = { ...this.base(), code, message: message.slice(0, 4096), outcome };
-    return this.record({ outcome: outcome === "failed" ? "failed" : "escalated", code }, [
+    const send = outcome === "unknown" ? { send: this.escalatedSend() } : {};
+    return this.record({ outcome: outcome === "failed" ? "failed" : "escalated", code, ...send }, [
       { type: DELIVERY_FAILED, payload: payload satisfies DeliveryFailed, ...this.envelope() },
     ]);
+  }
+
+  private escalatedSend(): EscalatedSend {
+    const { conversation_id, customer_id, channel, text } = this.payload;
+    return { conversation_id, customer_id, channel, text };
   }
 
   private base() {

@@ -63,13 +63,13 @@ const ATTENTION_ALARMS: Readonly<
     id: "UnknownSideEffectAlarm",
     what: "sends whose outcome stayed unknown",
     why: "notification.failed with outcome unknown: the customer may or may not have the reply",
-    act: "Run `agentbus status` to list unknown side effects, then `agentbus trace <task id>` to follow one; resolve it by its idempotency key, never with a new send",
+    act: "Run `agentbus status` to list unknown side effects, then `agentbus trace <task id>` to follow one; resolve it by its idempotency key with `agentbus send resolve <key> --as delivered|resend|abandon`, never with a new send",
   },
   "held-replies": {
     id: "HeldReplyAlarm",
     what: "replies held for review",
     why: "reply.held_for_review: nothing is sent until a person decides",
-    act: "Run `agentbus status` to list held replies, then `agentbus trace <task id>` for the conversation behind one",
+    act: "Run `agentbus status` to list held replies, then `agentbus trace <task id>` for the conversation behind one; decide with `agentbus reply approve <task id> [--text ...]` or `agentbus reply reject <task id>`",
   },
   "failed-runs": {
     id: "FailedRunAlarm",

@@ -13,6 +13,11 @@ export interface OperatorReadAccessProps {
   readonly relay: Relay;
   /** The bus operator actions are recorded on (`operator.action.recorded`, kept by audit). */
   readonly auditBus?: IEventBus;
+  /**
+   * The bus operator commands go on (`agentbus reply approve | reject`, `agentbus send resolve`).
+   * @default - none: the repair policy puts no commands
+   */
+  readonly commandBus?: IEventBus;
 }
 
 /**
@@ -77,13 +82,16 @@ export class OperatorReadAccess extends Construct {
 
 /**
  * Dead-letter redrive: move messages from the dead-letter queues (receive, delete, change
- * visibility) back to the queue they came from (send), and record the action on the audit bus.
+ * visibility) back to the queue they came from (send), and record the action on the audit bus;
+ * decisions on what waits for a person (held replies, unknown send outcomes) put on the commands
+ * bus.
  */
 function repairPolicy(
   scope: Construct,
   props: OperatorReadAccessProps,
   deadLetters: readonly IQueue[],
 ): ManagedPolicy {
+  const buses = [props.auditBus, props.commandBus].flatMap((b) => (b ? [b.eventBusArn] : []));
   const targets = props.groups.flatMap((g) =>
     [g.queue, g.bufferQueue].filter((q): q is NonNullable<typeof q> => q !== undefined),
   );
@@ -98,13 +106,8 @@ function repairPolicy(
         actions: ["sqs:SendMessage"],
         resources: targets.map((q) => q.queueArn),
       }),
-      ...(props.auditBus
-        ? [
-            new PolicyStatement({
-              actions: ["events:PutEvents"],
-              resources: [props.auditBus.eventBusArn],
-            }),
-          ]
+      ...(buses.length > 0
+        ? [new PolicyStatement({ actions: ["events:PutEvents"], resources: buses })]
         : []),
     ],
   });

@@ -152,8 +152,11 @@ const Delivery = z.object({
 export const DeliveredPayload = Delivery.extend({
   /** The channel's id for the delivery. */
   delivery_id: z.string().min(1).max(256),
-  /** How the outcome was learnt: from the send call, or by querying the channel after a timeout. */
-  confirmed_by: z.enum(["send", "query", "record"]),
+  /**
+   * How the outcome was learnt: from the send call, by querying the channel after a timeout, from
+   * the side-effect record, or from an operator who checked an unknown outcome.
+   */
+  confirmed_by: z.enum(["send", "query", "record", "operator"]),
 });
 export type Delivered = z.output<typeof DeliveredPayload>;
 
@@ -164,6 +167,63 @@ export const DeliveryFailedPayload = Delivery.extend({
   outcome: z.enum(["failed", "unknown"]),
 });
 export type DeliveryFailed = z.output<typeof DeliveryFailedPayload>;
+
+/** Who asked: an operator's name as the CLI gives it (AGENTBUS_OPERATOR or the OS user). */
+const OperatorName = z.string().min(1).max(128);
+/** Why, in the operator's words. */
+const OperatorReason = z.string().max(1000);
+
+/**
+ * A person's decision on a held reply (unsequenced, aggregate `reply/<task_id>` at version 0,
+ * order key = conversation id): approve it, optionally with an edited text, or reject it.
+ */
+export const ReplyApproveRequestedPayload = z.object({
+  conversation_id: OpaqueId,
+  /** The text to send instead of the held draft. */
+  text: z.string().trim().min(1).max(4000).optional(),
+  reason: OperatorReason.optional(),
+  requested_by: OperatorName,
+});
+export type ReplyApproveRequested = z.output<typeof ReplyApproveRequestedPayload>;
+
+export const ReplyRejectRequestedPayload = z.object({
+  conversation_id: OpaqueId,
+  reason: OperatorReason.optional(),
+  requested_by: OperatorName,
+});
+export type ReplyRejectRequested = z.output<typeof ReplyRejectRequestedPayload>;
+
+export const ReplyApprovedPayload = z.object({
+  conversation_id: OpaqueId,
+  reply_text: z.string().min(1).max(4000),
+  /** True when the person changed the held draft's text. */
+  edited: z.boolean(),
+  /** The logical attempt of the send it asked for (its key `<task_id>:reply:<n>`). */
+  logical_attempt: z.number().int().min(1),
+  reason: OperatorReason.optional(),
+  requested_by: OperatorName,
+});
+export type ReplyApproved = z.output<typeof ReplyApprovedPayload>;
+
+export const ReplyRejectedPayload = ReplyRejectRequestedPayload;
+export type ReplyRejected = z.output<typeof ReplyRejectedPayload>;
+
+export const SEND_RESOLUTIONS = ["delivered", "resend", "abandon"] as const;
+export type SendResolution = (typeof SEND_RESOLUTIONS)[number];
+
+/**
+ * A person's answer to a send whose outcome stayed unknown (unsequenced, aggregate
+ * `delivery/<task_id>` at version 0, order key = conversation id): it was delivered (checked
+ * outside AgentBus), send it again under the same key, or give it up.
+ */
+export const SendResolveRequestedPayload = z.object({
+  conversation_id: OpaqueId,
+  idempotency_key: z.string().min(1).max(256),
+  resolution: z.enum(SEND_RESOLUTIONS),
+  reason: OperatorReason.optional(),
+  requested_by: OperatorName,
+});
+export type SendResolveRequested = z.output<typeof SendResolveRequestedPayload>;
 
 export function defineConversationEvents(registry: EventRegistry): void {
   const fact = { schemaVersion: 1, kind: "event", topic: "events", sequenced: true } as const;
@@ -243,10 +303,55 @@ export function defineConversationEvents(registry: EventRegistry): void {
     description: "The channel delivered the reply.",
     payload: DeliveredPayload,
   });
+  defineReviewEvents(registry);
   registry.define({
     ...fact,
     type: "notification.failed",
     description: "The reply was not delivered, or its outcome stayed unknown past the bound.",
     payload: DeliveryFailedPayload,
+  });
+}
+
+/** What a person decides about held replies and unknown send outcomes (seed 000 §14). */
+function defineReviewEvents(registry: EventRegistry): void {
+  const fact = { schemaVersion: 1, kind: "event", topic: "events", sequenced: true } as const;
+  const operatorCommand = {
+    schemaVersion: 1,
+    kind: "command",
+    topic: "commands",
+    sequenced: false,
+  } as const;
+  registry.define({
+    ...operatorCommand,
+    type: "reply.approve.requested",
+    description:
+      "Send a held reply, optionally with an edited text (sent by an operator; aggregate reply/<task_id>, version 0).",
+    payload: ReplyApproveRequestedPayload,
+  });
+  registry.define({
+    ...operatorCommand,
+    type: "reply.reject.requested",
+    description:
+      "Drop a held reply: nothing is sent (sent by an operator; aggregate reply/<task_id>, version 0).",
+    payload: ReplyRejectRequestedPayload,
+  });
+  registry.define({
+    ...fact,
+    type: "reply.approved",
+    description: "A person approved the held reply; its send was asked for under a key of its own.",
+    payload: ReplyApprovedPayload,
+  });
+  registry.define({
+    ...fact,
+    type: "reply.rejected",
+    description: "A person rejected the held reply; nothing is sent for it.",
+    payload: ReplyRejectedPayload,
+  });
+  registry.define({
+    ...operatorCommand,
+    type: "notification.resolve.requested",
+    description:
+      "Resolve a send whose outcome is unknown as delivered, resend (same key) or abandon (sent by an operator; aggregate delivery/<task_id>, version 0).",
+    payload: SendResolveRequestedPayload,
   });
 }

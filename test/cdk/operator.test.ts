@@ -121,6 +121,9 @@ describe("what the operator tools read", () => {
     for (const id of targets("sqs:DeleteMessage")) expect(id).toMatch(/DeadLetter/i);
     for (const id of targets("sqs:SendMessage")) expect(id).not.toMatch(/DeadLetter/i);
     expect(targets("sqs:SendMessage").length).toBeGreaterThan(0);
+    // The audit record on the events bus; operator commands (reply approve, send resolve) on the
+    // commands bus.
+    expect(([] as unknown[]).concat(byAction.get("events:PutEvents")?.Resource)).toHaveLength(2);
     expect(JSON.stringify(statements)).not.toContain('"*"');
   });
 });

@@ -1,0 +1,143 @@
+import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
+import { ulid } from "ulid";
+import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
+import { DynamoSideEffects } from "../../functions/adapters/dynamodb/side-effects";
+import type { SideEffectRecord } from "../../functions/core/side-effects";
+import { conversationVersionReader } from "../../functions/roles/conversation";
+import {
+  CONVERSATION_VIEW_AGGREGATE,
+  type ConversationTurn,
+  type ConversationView,
+} from "../../functions/roles/conversation-projection";
+import { REPLY_AGGREGATE, type ReplyState } from "../../functions/roles/reply-generation";
+import { DELIVERY_AGGREGATE, type DeliveryState } from "../../functions/roles/sender";
+import { registry } from "../../schemas";
+import { summaries } from "./lists";
+import type { ClientConfig, OpsStack } from "./stack";
+
+/**
+ * What the support commands read and send (seed 000 §14, what waits for a person): held replies
+ * and their conversations, the sender's state and side-effect records, and the operator commands
+ * put on the stack's commands bus (validated against the registry first).
+ */
+
+const SOURCE = "agentbus.cli";
+const PRODUCER = "agentbus-cli";
+
+function storeOf(stack: OpsStack): DynamoEventStore {
+  return new DynamoEventStore({ client: stack.dynamodb, tables: stack.names.tables });
+}
+
+async function stateData<S>(stack: OpsStack, type: string, id: string): Promise<S | undefined> {
+  const loaded = await storeOf(stack).load({ state: { type, id } });
+  return (loaded.state?.data ?? undefined) as S | undefined;
+}
+
+/** The reply generation group's state of a task's reply, if it has one. */
+export function loadReply(stack: OpsStack, taskId: string): Promise<ReplyState | undefined> {
+  return stateData<ReplyState>(stack, REPLY_AGGREGATE, taskId);
+}
+
+/** The sender's state of a task's deliveries, if it has one. */
+export function loadDelivery(stack: OpsStack, taskId: string): Promise<DeliveryState | undefined> {
+  return stateData<DeliveryState>(stack, DELIVERY_AGGREGATE, taskId);
+}
+
+/** The conversation's current version (0 when it has none). */
+export function conversationVersion(stack: OpsStack, conversationId: string): Promise<number> {
+  return conversationVersionReader(storeOf(stack))(conversationId);
+}
+
+/** The side-effect record of a key, strongly consistent; undefined when never claimed. */
+export function loadSideEffect(
+  stack: OpsStack,
+  key: string,
+): Promise<SideEffectRecord | undefined> {
+  const store = new DynamoSideEffects({
+    client: stack.dynamodb,
+    tableName: stack.names.tables.sideEffects,
+  });
+  return store.get(key);
+}
+
+export interface HeldReply extends ConversationTurn {
+  readonly conversation_id: string;
+}
+
+/** The held turns of the conversations waiting `held_reply` (the by-waiting index), newest first. */
+export async function heldReplies(stack: OpsStack, limit = 50): Promise<HeldReply[]> {
+  const rows = await summaries(stack, { waiting: "held_reply" }, limit);
+  const held: HeldReply[] = [];
+  for (const row of rows) {
+    const view = await stateData<ConversationView>(stack, CONVERSATION_VIEW_AGGREGATE, row.id);
+    for (const id of view?.turn_order ?? []) {
+      const turn = view?.turns[id];
+      if (turn?.status === "held_for_review") held.push({ ...turn, conversation_id: row.id });
+    }
+  }
+  return held;
+}
+
+export interface OperatorCommand {
+  readonly type: string;
+  /** The aggregate the command addresses at version 0 (`reply/<task_id>`, `delivery/<task_id>`). */
+  readonly aggregate: { readonly type: string; readonly id: string };
+  readonly taskId: string;
+  readonly conversationId: string;
+  readonly payload: Record<string, unknown>;
+}
+
+/** The command's envelope, validated; a problem is returned as a message, nothing is sent. */
+export function operatorEnvelope(command: OperatorCommand): Record<string, unknown> | string {
+  const id = ulid();
+  const envelope = {
+    event_id: id,
+    event_type: command.type,
+    schema_version: 1,
+    occurred_at: new Date().toISOString(),
+    correlation_id: `corr_${id}`,
+    causation_id: null,
+    task_id: command.taskId,
+    conversation_id: command.conversationId,
+    aggregate: { ...command.aggregate, version: 0 },
+    order_key: command.conversationId,
+    producer: PRODUCER,
+    attempt: 1,
+    payload: command.payload,
+  };
+  const parsed = registry.parse(envelope);
+  return parsed.ok ? envelope : `invalid ${command.type} (${parsed.code}): ${parsed.message}`;
+}
+
+/** Put a validated operator command on the stack's commands bus; returns the bus name. */
+export async function putCommand(
+  stack: OpsStack,
+  config: ClientConfig,
+  envelope: Record<string, unknown>,
+): Promise<string> {
+  const bus = stack.names.buses.commands;
+  if (!bus) throw new Error("the stack has no commands bus");
+  const client = new EventBridgeClient(config);
+  try {
+    const result = await client.send(
+      new PutEventsCommand({
+        Entries: [
+          {
+            EventBusName: bus,
+            Source: SOURCE,
+            DetailType: String(envelope.event_type),
+            Detail: JSON.stringify(envelope),
+          },
+        ],
+      }),
+    );
+    const failed = result.Entries?.find((e) => e.ErrorCode);
+    if (result.FailedEntryCount || failed)
+      throw new Error(
+        `PutEvents to ${bus} refused the command: ${failed?.ErrorCode ?? "?"} ${failed?.ErrorMessage ?? ""}`.trim(),
+      );
+  } finally {
+    client.destroy();
+  }
+  return bus;
+}
