@@ -158,6 +158,7 @@ describe("resolving what waits for a person, on the local stack", () => {
         review: { requested_by: "ops_anna", reason: "checked", edited: true },
       });
       expect(await audited(sentEventId(approved.stdout))).toBe("applied");
+      expect((await cli("reply", "list")).stdout).not.toContain(message.task_id);
 
       const again = await cli("reply", "approve", message.task_id);
       expect(again.code).toBe(0);
@@ -217,6 +218,7 @@ describe("resolving what waits for a person, on the local stack", () => {
       expect(deliveriesTo(message.conversation_id as string).map((d) => d.key)).toEqual([key]);
       expect(await sideEffectOf(env, key)).toMatchObject({ state: "succeeded" });
       expect(await audited(sentEventId(resent.stdout))).toBe("applied");
+      expect((await cli("send", "list")).stdout).not.toContain(key);
 
       const again = await cli("send", "resolve", key, "--as", "resend");
       expect(again.code).toBe(0);
