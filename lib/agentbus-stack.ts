@@ -135,34 +135,7 @@ export class AgentBusStack extends Stack {
       tables: this.tables,
     });
 
-    this.groups = topology.groups.map((group) => {
-      const pipeFallback = group.delivery === "pipe" && !this.capabilities.pipes;
-      const consumerGroup = new ConsumerGroup(this, outputId(group.name), {
-        groupName: group.name,
-        stage,
-        subscriptions: group.subscriptions.map(({ topic, eventTypes }) => ({
-          topic: this.topic(topic),
-          eventTypes,
-        })),
-        entry: group.handler,
-        tables: this.tables,
-        ordering: group.ordering,
-        delivery: pipeFallback ? "dispatch-function" : group.delivery,
-        orderKey: group.orderKey,
-        batchSize: group.batchSize,
-        maxConcurrency: group.maxConcurrency,
-        maxReceiveCount: group.maxReceiveCount,
-        functionTimeout: group.functionTimeout,
-        visibilityTimeout: group.visibilityTimeout,
-      });
-      if (pipeFallback) {
-        Annotations.of(consumerGroup).addWarningV2(
-          PIPE_FALLBACK_WARNING,
-          `consumer group ${JSON.stringify(group.name)} declares delivery "pipe", but ${EMULATOR_CONTEXT_KEY}=${this.emulator} cannot run EventBridge Pipes: its buffer queue is delivered to its FIFO queue by the dispatch function instead (synthesize without ${EMULATOR_CONTEXT_KEY}, or with "localstack" and an auth token, to deploy the pipe)`,
-        );
-      }
-      return consumerGroup;
-    });
+    this.groups = topology.groups.map((group) => this.consumerGroup(group, stage));
     this.wireWorkflow(props);
     this.support = this.wireSupport(stage, props);
     // The sweeper serves the orchestrator's runs: leases and held-back work live in dag_run state.
@@ -190,6 +163,36 @@ export class AgentBusStack extends Stack {
       });
     }
     this.outputs();
+  }
+
+  /** One consumer group of the topology (a pipe group falls back to the dispatcher where pipes cannot run). */
+  private consumerGroup(group: Topology["groups"][number], stage: string): ConsumerGroup {
+    const pipeFallback = group.delivery === "pipe" && !this.capabilities.pipes;
+    const consumerGroup = new ConsumerGroup(this, outputId(group.name), {
+      groupName: group.name,
+      stage,
+      subscriptions: group.subscriptions.map(({ topic, eventTypes }) => ({
+        topic: this.topic(topic),
+        eventTypes,
+      })),
+      entry: group.handler,
+      tables: this.tables,
+      ordering: group.ordering,
+      delivery: pipeFallback ? "dispatch-function" : group.delivery,
+      orderKey: group.orderKey,
+      batchSize: group.batchSize,
+      maxConcurrency: group.maxConcurrency,
+      maxReceiveCount: group.maxReceiveCount,
+      functionTimeout: group.functionTimeout,
+      visibilityTimeout: group.visibilityTimeout,
+    });
+    if (pipeFallback) {
+      Annotations.of(consumerGroup).addWarningV2(
+        PIPE_FALLBACK_WARNING,
+        `consumer group ${JSON.stringify(group.name)} declares delivery "pipe", but ${EMULATOR_CONTEXT_KEY}=${this.emulator} cannot run EventBridge Pipes: its buffer queue is delivered to its FIFO queue by the dispatch function instead (synthesize without ${EMULATOR_CONTEXT_KEY}, or with "localstack" and an auth token, to deploy the pipe)`,
+      );
+    }
+    return consumerGroup;
   }
 
   /**
@@ -282,30 +285,38 @@ export class AgentBusStack extends Stack {
         `EventBridge bus of the ${topic.topicName} topic`,
       );
     }
-    for (const group of this.groups) {
-      const id = group.node.id;
-      const name = group.groupName;
-      output(`${id}QueueUrl`, group.queue.queueUrl, `${name}: the consumer's queue`);
+    for (const group of this.groups) this.groupOutputs(group, output);
+    this.stackOutputs(output);
+  }
+
+  /** A group's queue, dead-letter queue and (FIFO groups) buffer queue URLs. */
+  private groupOutputs(group: ConsumerGroup, output: OutputFn): void {
+    const id = group.node.id;
+    const name = group.groupName;
+    output(`${id}QueueUrl`, group.queue.queueUrl, `${name}: the consumer's queue`);
+    output(
+      `${id}DeadLetterQueueUrl`,
+      group.deadLetterQueue.queueUrl,
+      `${name}: dead-letter queue of the consumer's queue`,
+    );
+    if (group.bufferQueue) {
       output(
-        `${id}DeadLetterQueueUrl`,
-        group.deadLetterQueue.queueUrl,
-        `${name}: dead-letter queue of the consumer's queue`,
+        `${id}BufferQueueUrl`,
+        group.bufferQueue.queueUrl,
+        `${name}: buffer queue the rules deliver to`,
       );
-      if (group.bufferQueue) {
-        output(
-          `${id}BufferQueueUrl`,
-          group.bufferQueue.queueUrl,
-          `${name}: buffer queue the rules deliver to`,
-        );
-      }
-      if (group.bufferDeadLetterQueue) {
-        output(
-          `${id}BufferDeadLetterQueueUrl`,
-          group.bufferDeadLetterQueue.queueUrl,
-          `${name}: dead letters of the rules and the buffer (undeliverable or invalid events)`,
-        );
-      }
     }
+    if (group.bufferDeadLetterQueue) {
+      output(
+        `${id}BufferDeadLetterQueueUrl`,
+        group.bufferDeadLetterQueue.queueUrl,
+        `${name}: dead letters of the rules and the buffer (undeliverable or invalid events)`,
+      );
+    }
+  }
+
+  /** The relay, the tables, the operator policies and the support resources. */
+  private stackOutputs(output: OutputFn): void {
     output(
       "RelayFailureQueueUrl",
       this.relay.failureQueue.queueUrl,
@@ -345,6 +356,8 @@ export class AgentBusStack extends Stack {
     }
   }
 }
+
+type OutputFn = (id: string, value: string, description: string) => CfnOutput;
 
 /** Where `bin/agentbus.ts` deploys: the stage and the stack's environment. */
 export interface DeploymentSettings {

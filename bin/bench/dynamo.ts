@@ -18,9 +18,8 @@ import {
   type StateItem,
   stateItem,
   storedStateOf,
-  streamKey,
-  type TableNames,
-} from "../../functions/adapters/dynamodb/tables";
+} from "../../functions/adapters/dynamodb/items";
+import { streamKey, type TableNames } from "../../functions/adapters/dynamodb/tables";
 import { type Meter, meter } from "../../functions/adapters/metering";
 import { buildEmitted } from "../../functions/core/emit";
 import { consume, type Role, type StepStatus } from "../../functions/core/pipeline";

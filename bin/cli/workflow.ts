@@ -265,13 +265,20 @@ function printRun(stored: StoredState<OrchestratorState>): void {
 
 /** The `workflow` command and its subcommands; `targetOf` resolves the global options. */
 export function workflowCommand(targetOf: (command: Command) => Target): Command {
-  const globals = targetOf;
   const workflow = new Command("workflow").description(
     "workflow runs (the orchestrator's DAG runs)",
   );
+  workflow.addCommand(startCommand(targetOf));
+  workflow.addCommand(showCommand(targetOf));
+  workflow.addCommand(rerunCommand(targetOf));
+  workflow.addCommand(resetCommand(targetOf));
+  workflow.addCommand(cancelCommand(targetOf));
+  return workflow;
+}
 
-  workflow
-    .command("start")
+/** `workflow start` */
+function startCommand(globals: (command: Command) => Target): Command {
+  return new Command("start")
     .description("start a run: puts workflow.start.requested on the commands bus")
     .requiredOption("--kind <kind>", `workflow kind: ${WORKFLOW_KINDS.join(" | ")}`)
     .requiredOption("--topic <hint>", "topic hint for the run (the request's topic_hint)")
@@ -292,9 +299,11 @@ export function workflowCommand(targetOf: (command: Command) => Target): Command
       });
       printSent("workflow.start.requested", runId, sent);
     });
+}
 
-  workflow
-    .command("show")
+/** `workflow show` */
+function showCommand(globals: (command: Command) => Target): Command {
+  return new Command("show")
     .description("show a run: status, generation, nodes and timeline (from the state table)")
     .argument("<run-id>", "run id run_<token>")
     .option("--json", "print the stored state item as JSON")
@@ -305,9 +314,11 @@ export function workflowCommand(targetOf: (command: Command) => Target): Command
       if (options.json) out(JSON.stringify(stored, null, 2));
       else printRun(stored);
     });
+}
 
-  workflow
-    .command("rerun")
+/** `workflow rerun` */
+function rerunCommand(globals: (command: Command) => Target): Command {
+  return new Command("rerun")
     .description("re-run a node and everything below it: puts workflow.rerun.requested")
     .argument("<run-id>", "run id run_<token>")
     .requiredOption("--from <node-id>", "the node to run again")
@@ -320,9 +331,11 @@ export function workflowCommand(targetOf: (command: Command) => Target): Command
       );
       printSent("workflow.rerun.requested", runId, sent);
     });
+}
 
-  workflow
-    .command("reset")
+/** `workflow reset` */
+function resetCommand(globals: (command: Command) => Target): Command {
+  return new Command("reset")
     .description(
       "reset a FAILED node (it and its descendants run again): puts workflow.reset.requested",
     )
@@ -346,9 +359,11 @@ export function workflowCommand(targetOf: (command: Command) => Target): Command
       );
       printSent("workflow.reset.requested", runId, sent);
     });
+}
 
-  workflow
-    .command("cancel")
+/** `workflow cancel` */
+function cancelCommand(globals: (command: Command) => Target): Command {
+  return new Command("cancel")
     .description(
       "cancel a running run (it ends CANCELLED, its agents drop the work): puts workflow.cancel.requested, requested by $AGENTBUS_OPERATOR or else the OS user name",
     )
@@ -373,6 +388,4 @@ export function workflowCommand(targetOf: (command: Command) => Target): Command
       out(`  requested_by    ${requestedBy}`);
       if (options.reason !== undefined) out(`  reason          ${JSON.stringify(options.reason)}`);
     });
-
-  return workflow;
 }

@@ -10,6 +10,15 @@ import {
 } from "aws-cdk-lib/aws-dynamodb";
 import { Grant, type IGrantable } from "aws-cdk-lib/aws-iam";
 import { Construct } from "constructs";
+import {
+  EventIndex,
+  InboxIndex,
+  type KeyAttribute,
+  SideEffectIndex,
+  StateIndex,
+  TABLES,
+  type TableLayout,
+} from "../../functions/adapters/dynamodb/tables";
 
 export interface AgentBusTablesProps {
   /**
@@ -19,38 +28,17 @@ export interface AgentBusTablesProps {
   readonly removalPolicy?: RemovalPolicy;
 }
 
-/** Index names of the events table. */
-export const EVENTS_INDEXES = {
-  byCorrelation: "by-correlation",
-  byTask: "by-task",
-  /** Sparse, keys only: one entry per stream (its first event), to list the streams of a type. */
-  byStreamType: "by-stream-type",
-} as const;
+/** Index names of the events table (declared with the table layout). */
+export const EVENTS_INDEXES = EventIndex;
 
-/** Index names of the inbox table (inbox rows and failure records of every group). */
-export const INBOX_INDEXES = {
-  byCorrelation: "by-correlation",
-  byTask: "by-task",
-} as const;
+/** Index names of the inbox table: inbox rows and failure records of every group. */
+export const INBOX_INDEXES = InboxIndex;
 
 /** Index names of the state table. */
-export const STATE_INDEXES = {
-  /** Sparse: state items with due_shard/due_at (aggregates a sweeper must look at). */
-  byDue: "by-due",
-  /** Sparse: summarized states (runs, conversations, tasks) by kind, by updated_at. */
-  byKind: "by-kind",
-  /** Sparse: states waiting for a person, by what they wait for, by updated_at. */
-  byWaiting: "by-waiting",
-} as const;
-
-/** What the state table's summary indexes project besides their keys. */
-const SUMMARY_ATTRIBUTES = ["agg_type", "agg_id", "kind", "status", "label", "waiting", "counts"];
+export const STATE_INDEXES = StateIndex;
 
 /** Index names of the side-effects table. */
-export const SIDE_EFFECT_INDEXES = {
-  /** Sparse: records whose outcome is unknown (a person must resolve them), by updated_at. */
-  byOpenState: "by-open-state",
-} as const;
+export const SIDE_EFFECT_INDEXES = SideEffectIndex;
 
 /**
  * Actions a consumer needs on each table. `TransactWriteItems` and `TransactGetItems` are not IAM
@@ -113,82 +101,11 @@ export class AgentBusTables extends Construct {
       encryption: TableEncryption.AWS_MANAGED,
       removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
     };
-
-    this.state = new Table(this, "State", {
-      ...common,
-      partitionKey: { name: "pk", type: AttributeType.STRING },
-    });
-    this.state.addGlobalSecondaryIndex({
-      indexName: STATE_INDEXES.byDue,
-      partitionKey: { name: "due_shard", type: AttributeType.STRING },
-      sortKey: { name: "due_at", type: AttributeType.STRING },
-      projectionType: ProjectionType.KEYS_ONLY,
-    });
-    for (const [indexName, attribute] of [
-      [STATE_INDEXES.byKind, "kind"],
-      [STATE_INDEXES.byWaiting, "waiting"],
-    ] as const) {
-      this.state.addGlobalSecondaryIndex({
-        indexName,
-        partitionKey: { name: attribute, type: AttributeType.STRING },
-        sortKey: { name: "updated_at", type: AttributeType.STRING },
-        projectionType: ProjectionType.INCLUDE,
-        nonKeyAttributes: SUMMARY_ATTRIBUTES,
-      });
-    }
-
-    this.events = new Table(this, "Events", {
-      ...common,
-      partitionKey: { name: "pk", type: AttributeType.STRING },
-      sortKey: { name: "version", type: AttributeType.NUMBER },
-      stream: StreamViewType.NEW_IMAGE,
-    });
-    this.events.addGlobalSecondaryIndex({
-      indexName: EVENTS_INDEXES.byCorrelation,
-      partitionKey: { name: "correlation_id", type: AttributeType.STRING },
-      sortKey: { name: "event_id", type: AttributeType.STRING },
-      projectionType: ProjectionType.ALL,
-    });
-    this.events.addGlobalSecondaryIndex({
-      indexName: EVENTS_INDEXES.byTask,
-      partitionKey: { name: "task_id", type: AttributeType.STRING },
-      sortKey: { name: "event_id", type: AttributeType.STRING },
-      projectionType: ProjectionType.ALL,
-    });
-    this.events.addGlobalSecondaryIndex({
-      indexName: EVENTS_INDEXES.byStreamType,
-      partitionKey: { name: "stream_type", type: AttributeType.STRING },
-      sortKey: { name: "pk", type: AttributeType.STRING },
-      projectionType: ProjectionType.KEYS_ONLY,
-    });
-
-    this.inbox = new Table(this, "Inbox", {
-      ...common,
-      partitionKey: { name: "pk", type: AttributeType.STRING },
-      timeToLiveAttribute: "ttl",
-    });
-    for (const [indexName, attribute] of [
-      [INBOX_INDEXES.byCorrelation, "correlation_id"],
-      [INBOX_INDEXES.byTask, "task_id"],
-    ] as const) {
-      this.inbox.addGlobalSecondaryIndex({
-        indexName,
-        partitionKey: { name: attribute, type: AttributeType.STRING },
-        sortKey: { name: "pk", type: AttributeType.STRING },
-        projectionType: ProjectionType.ALL,
-      });
-    }
-
-    this.sideEffects = new Table(this, "SideEffects", {
-      ...common,
-      partitionKey: { name: "effect_key", type: AttributeType.STRING },
-    });
-    this.sideEffects.addGlobalSecondaryIndex({
-      indexName: SIDE_EFFECT_INDEXES.byOpenState,
-      partitionKey: { name: "open_state", type: AttributeType.STRING },
-      sortKey: { name: "updated_at", type: AttributeType.STRING },
-      projectionType: ProjectionType.ALL,
-    });
+    // Keys, indexes, stream and TTL come from the adapters' layout: one declaration of each.
+    this.state = tableOf(this, "State", TABLES.state, common);
+    this.events = tableOf(this, "Events", TABLES.events, common);
+    this.inbox = tableOf(this, "Inbox", TABLES.inbox, common);
+    this.sideEffects = tableOf(this, "SideEffects", TABLES.sideEffects, common);
   }
 
   /**
@@ -247,4 +164,46 @@ export class AgentBusTables extends Construct {
   grantRelayStream(grantee: IGrantable): Grant {
     return this.events.grantStreamRead(grantee);
   }
+}
+
+const ATTRIBUTE_TYPES = {
+  S: AttributeType.STRING,
+  N: AttributeType.NUMBER,
+  B: AttributeType.BINARY,
+};
+
+const keyOf = (key: KeyAttribute) => ({ name: key.name, type: ATTRIBUTE_TYPES[key.type] });
+
+/** A table from its layout (functions/adapters/dynamodb/tables.ts): keys, stream, TTL, indexes. */
+function tableOf(
+  scope: Construct,
+  id: string,
+  layout: TableLayout,
+  common: Omit<TableProps, "partitionKey">,
+): Table {
+  const table = new Table(scope, id, {
+    ...common,
+    partitionKey: keyOf(layout.partitionKey),
+    ...(layout.sortKey ? { sortKey: keyOf(layout.sortKey) } : {}),
+    ...(layout.stream ? { stream: StreamViewType.NEW_IMAGE } : {}),
+    ...(layout.ttlAttribute ? { timeToLiveAttribute: layout.ttlAttribute } : {}),
+  });
+  for (const index of layout.indexes ?? []) {
+    const projection =
+      index.projection === "ALL"
+        ? { projectionType: ProjectionType.ALL }
+        : index.projection === "KEYS_ONLY"
+          ? { projectionType: ProjectionType.KEYS_ONLY }
+          : {
+              projectionType: ProjectionType.INCLUDE,
+              nonKeyAttributes: [...index.projection.include],
+            };
+    table.addGlobalSecondaryIndex({
+      indexName: index.name,
+      partitionKey: keyOf(index.partitionKey),
+      ...(index.sortKey ? { sortKey: keyOf(index.sortKey) } : {}),
+      ...projection,
+    });
+  }
+  return table;
 }

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { marshall } from "@aws-sdk/util-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { stateItem } from "../../functions/adapters/dynamodb/tables";
+import { stateItem } from "../../functions/adapters/dynamodb/items";
 import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
 import type { Envelope } from "../../schemas";
 import { emulator } from "../support/aws";

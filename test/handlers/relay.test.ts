@@ -1,7 +1,7 @@
 import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { ReceiveMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { eventItem } from "../../functions/adapters/dynamodb/tables";
+import { eventItem } from "../../functions/adapters/dynamodb/items";
 import type { RelayReport } from "../../functions/core/relay";
 import { createRelayHandler, type RelayHandlerOptions } from "../../functions/handlers/relay";
 import type { Envelope } from "../../schemas";

@@ -12,16 +12,9 @@ import { backoff, sleep } from "../../core/batching";
 import { TransientError } from "../../core/errors";
 import type { DueReader, StateReader, StoredState } from "../../core/ports";
 import { dynamoFailure } from "./failure";
+import { aggregateOfKey, type StateItem, storedStateOf } from "./items";
 import { MAX_BATCH_GET_KEYS } from "./reads";
-import {
-  aggregateOfKey,
-  DUE_SHARD,
-  StateAttr,
-  StateIndex,
-  type StateItem,
-  storedStateOf,
-  streamKey,
-} from "./tables";
+import { DUE_SHARD, StateAttr, StateIndex, streamKey } from "./tables";
 
 export interface DynamoDueIndexOptions {
   readonly client: DynamoDBClient;

@@ -28,24 +28,26 @@ import type {
 } from "../../core/ports";
 import { systemClock } from "../../core/runtime";
 import { dynamoFailure } from "./failure";
-import { type BatchGetOptions, batchGetByPk, queryAll } from "./reads";
 import {
-  CheckpointAttr,
   type CheckpointItem,
   checkpointItem,
-  checkpointKey,
-  EventAttr,
   type EventItem,
   eventItem,
-  InboxAttr,
   type InboxItem,
   inboxItem,
-  inboxKey,
   inboxRowLive,
-  StateAttr,
   type StateItem,
   stateItem,
   storedStateOf,
+} from "./items";
+import { type BatchGetOptions, batchGetByPk, queryAll } from "./reads";
+import {
+  CheckpointAttr,
+  checkpointKey,
+  EventAttr,
+  InboxAttr,
+  inboxKey,
+  StateAttr,
   streamKey,
 } from "./tables";
 import { DynamoTraceReader } from "./trace-reader";

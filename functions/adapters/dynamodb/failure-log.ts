@@ -2,7 +2,7 @@ import { type DynamoDBClient, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { marshall } from "@aws-sdk/util-dynamodb";
 import type { FailureLog, FailureRecord } from "../../core/ports";
 import { dynamoFailure } from "./failure";
-import { failureItem } from "./tables";
+import { failureItem } from "./items";
 
 /**
  * Failure records in the inbox table (`failure#<group>#<event id>`, with the inbox rows' TTL): one

@@ -1,7 +1,8 @@
 import { type DynamoDBClient, QueryCommand } from "@aws-sdk/client-dynamodb";
 import type { StreamLister, StreamPage } from "../../core/ports";
 import { dynamoFailure } from "./failure";
-import { aggregateOfKey, EventAttr, EventIndex } from "./tables";
+import { aggregateOfKey } from "./items";
+import { EventAttr, EventIndex } from "./tables";
 
 /**
  * The streams of an aggregate type, from the events table's sparse by-stream-type index (one

@@ -2,20 +2,15 @@ import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { Envelope } from "../../../schemas";
 import { chunk } from "../../core/batching";
 import type { InboxRecord, OutcomeRecord, TraceReader } from "../../core/ports";
-import { type BatchGetOptions, batchGetByPk, MAX_BATCH_GET_KEYS, queryAll } from "./reads";
 import {
-  EventAttr,
-  EventIndex,
   type EventItem,
   type FailureItem,
-  failureKey,
-  InboxAttr,
-  InboxIndex,
   type InboxItem,
-  inboxKey,
   inboxRecordOf,
   outcomeRecordOf,
-} from "./tables";
+} from "./items";
+import { type BatchGetOptions, batchGetByPk, MAX_BATCH_GET_KEYS, queryAll } from "./reads";
+import { EventAttr, EventIndex, failureKey, InboxAttr, InboxIndex, inboxKey } from "./tables";
 
 export interface DynamoTraceReaderOptions {
   readonly client: DynamoDBClient;

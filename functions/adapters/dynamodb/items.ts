@@ -1,0 +1,245 @@
+import type { AggregateRef, Envelope } from "../../../schemas";
+import type {
+  FailureRecord,
+  InboxRecord,
+  OutcomeRecord,
+  RecordedOutcome,
+  StateSummary,
+  StoredState,
+} from "../../core/ports";
+import { checkpointKey, DUE_SHARD, failureKey, inboxKey, streamKey } from "./tables";
+
+/**
+ * The items of the AgentBus tables in plain JavaScript form (before marshalling) and their
+ * conversions to and from the ports' records; the layout (keys, attributes, indexes) is in
+ * ./tables.
+ */
+
+/** A state item before marshalling (`data` is absent when the state is `undefined`). */
+export interface StateItem {
+  readonly pk: string;
+  readonly revision: number;
+  readonly version: number;
+  readonly data?: unknown;
+  readonly agg_type: string;
+  readonly agg_id: string;
+  readonly updated_at: string;
+  readonly due_shard?: string;
+  readonly due_at?: string;
+  readonly kind?: string;
+  readonly status?: string;
+  readonly label?: string;
+  readonly waiting?: string;
+  readonly counts?: Readonly<Record<string, number>>;
+}
+
+export interface EventItem {
+  readonly pk: string;
+  readonly version: number;
+  readonly event_id: string;
+  readonly event_type: string;
+  readonly schema_version: number;
+  readonly correlation_id: string;
+  readonly task_id: string;
+  readonly occurred_at: string;
+  /** The full envelope as JSON: what the relay publishes, byte for byte. */
+  readonly envelope: string;
+  /** The aggregate type, on a stream's first event only (the by-stream-type index). */
+  readonly stream_type?: string;
+}
+
+export interface InboxItem {
+  readonly pk: string;
+  readonly group: string;
+  readonly event_id: string;
+  readonly event_type: string;
+  readonly outcome: RecordedOutcome;
+  readonly reason?: string;
+  readonly agg_type: string;
+  readonly agg_id: string;
+  readonly version: number;
+  readonly correlation_id: string;
+  readonly task_id: string;
+  readonly causation_id?: string;
+  /** Absent on rows written before producers and times were recorded. */
+  readonly producer?: string;
+  readonly occurred_at?: string;
+  readonly repaired?: boolean;
+  readonly recorded_at: string;
+  /** Epoch seconds (InboxRecord.expiresAt): the table's TTL attribute. */
+  readonly ttl: number;
+}
+
+/** A failure record: the inbox row's fields with a failure outcome, the last error and attempts. */
+export interface FailureItem extends Omit<InboxItem, "outcome" | "reason"> {
+  readonly outcome: FailureRecord["outcome"];
+  readonly error_code: string;
+  readonly error_message: string;
+  readonly attempts: number;
+}
+
+export interface CheckpointItem {
+  readonly pk: string;
+  readonly version: number;
+}
+
+export function stateItem(
+  aggregate: AggregateRef,
+  revision: number,
+  version: number,
+  data: unknown,
+  updatedAt: Date,
+  dueAt?: string | null,
+  summary?: StateSummary,
+): StateItem {
+  return {
+    pk: streamKey(aggregate),
+    revision,
+    version,
+    data,
+    agg_type: aggregate.type,
+    agg_id: aggregate.id,
+    updated_at: updatedAt.toISOString(),
+    ...(typeof dueAt === "string" ? { due_shard: DUE_SHARD, due_at: dueAt } : {}),
+    ...(summary ? summaryAttributes(summary) : {}),
+  };
+}
+
+function summaryAttributes(summary: StateSummary) {
+  return {
+    kind: summary.kind,
+    status: summary.status,
+    ...(summary.label !== undefined ? { label: summary.label } : {}),
+    ...(summary.waiting !== undefined ? { waiting: summary.waiting } : {}),
+    ...(summary.counts !== undefined ? { counts: summary.counts } : {}),
+  };
+}
+
+/** The aggregate of a state item's key (`<type>#<id>`, the type has no `#`). */
+export function aggregateOfKey(pk: string): AggregateRef {
+  const at = pk.indexOf("#");
+  if (at <= 0) throw new Error(`state key ${JSON.stringify(pk)} is not <type>#<id>`);
+  return { type: pk.slice(0, at), id: pk.slice(at + 1) };
+}
+
+export function storedStateOf(item: StateItem): StoredState {
+  return {
+    aggregate: { type: item.agg_type, id: item.agg_id },
+    revision: item.revision,
+    version: item.version,
+    data: item.data,
+  };
+}
+
+export function eventItem(envelope: Envelope): EventItem {
+  return {
+    pk: streamKey(envelope.aggregate),
+    version: envelope.aggregate.version,
+    event_id: envelope.event_id,
+    event_type: envelope.event_type,
+    schema_version: envelope.schema_version,
+    correlation_id: envelope.correlation_id,
+    task_id: envelope.task_id,
+    occurred_at: envelope.occurred_at,
+    envelope: JSON.stringify(envelope),
+    ...(envelope.aggregate.version === 1 ? { stream_type: envelope.aggregate.type } : {}),
+  };
+}
+
+export function inboxItem(record: InboxRecord): InboxItem {
+  return {
+    pk: inboxKey(record.group, record.eventId),
+    group: record.group,
+    event_id: record.eventId,
+    event_type: record.eventType,
+    outcome: record.outcome,
+    ...(record.reason !== undefined ? { reason: record.reason } : {}),
+    agg_type: record.aggregate.type,
+    agg_id: record.aggregate.id,
+    version: record.version,
+    ...(record.repaired ? { repaired: true } : {}),
+    ...traceAttributes(record),
+  };
+}
+
+/** The attributes inbox rows and failure records share, in snake_case. */
+function traceAttributes(record: InboxRecord | FailureRecord) {
+  return {
+    correlation_id: record.correlationId,
+    task_id: record.taskId,
+    ...(record.causationId !== undefined ? { causation_id: record.causationId } : {}),
+    producer: record.producer,
+    occurred_at: record.occurredAt,
+    recorded_at: record.recordedAt,
+    ttl: record.expiresAt,
+  };
+}
+
+export function failureItem(record: FailureRecord): FailureItem {
+  return {
+    pk: failureKey(record.group, record.eventId),
+    group: record.group,
+    event_id: record.eventId,
+    event_type: record.eventType,
+    outcome: record.outcome,
+    agg_type: record.aggregate.type,
+    agg_id: record.aggregate.id,
+    version: record.version,
+    error_code: record.error.code,
+    error_message: record.error.message,
+    attempts: record.attempts,
+    ...traceAttributes(record),
+  };
+}
+
+/** The fields inbox rows and failure records share, in the port's camelCase. */
+function traceFields(item: InboxItem | FailureItem) {
+  return {
+    group: item.group,
+    eventId: item.event_id,
+    eventType: item.event_type,
+    aggregate: { type: item.agg_type, id: item.agg_id },
+    version: item.version,
+    correlationId: item.correlation_id,
+    taskId: item.task_id,
+    ...(item.causation_id !== undefined ? { causationId: item.causation_id } : {}),
+    producer: item.producer ?? "",
+    occurredAt: item.occurred_at ?? item.recorded_at,
+    recordedAt: item.recorded_at,
+    expiresAt: item.ttl,
+  };
+}
+
+export function failureRecordOf(item: FailureItem): FailureRecord {
+  return {
+    ...traceFields(item),
+    outcome: item.outcome,
+    error: { code: item.error_code, message: item.error_message },
+    attempts: item.attempts,
+  };
+}
+
+/** An inbox row or failure record read from the inbox table's trace indexes. */
+export function outcomeRecordOf(item: InboxItem | FailureItem): OutcomeRecord {
+  return item.pk.startsWith("failure#")
+    ? failureRecordOf(item as FailureItem)
+    : inboxRecordOf(item as InboxItem);
+}
+
+export function inboxRecordOf(item: InboxItem): InboxRecord {
+  return {
+    ...traceFields(item),
+    outcome: item.outcome,
+    ...(item.reason !== undefined ? { reason: item.reason } : {}),
+    ...(item.repaired ? { repaired: true as const } : {}),
+  };
+}
+
+export function checkpointItem(group: string, stream: AggregateRef, version: number) {
+  return { pk: checkpointKey(group, stream), version } satisfies CheckpointItem;
+}
+
+/** True while an inbox row counts: TTL deletes lazily, so an expired row is ignored on read. */
+export function inboxRowLive(item: Pick<InboxItem, "ttl">, now: Date): boolean {
+  return item.ttl * 1000 > now.getTime();
+}
