@@ -89,6 +89,10 @@ async function reviewCheck(
     throw new UsageError(
       `the reply of ${command.taskId} is not held for review (it is ${reply.status}); nothing sent`,
     );
+  if (decision === "approved" && (reply.customer_id === undefined || reply.channel === undefined))
+    throw new UsageError(
+      `the reply of ${command.taskId} was held before replies kept their recipient; it cannot be sent from here (reject it); nothing sent`,
+    );
   if (decision === "approved") {
     const current = await conversationVersion(stack, reply.conversation_id);
     if ((reply.input_version ?? current) < current)
@@ -190,6 +194,10 @@ async function resolveCheck(
       `the outcome of ${key} is not unknown (it is ${record.state}); nothing sent`,
     );
   }
+  if (resolution === "resend" && fact?.send === undefined)
+    throw new UsageError(
+      `the sender did not keep what ${key} was to send (escalated before it kept it): resolve it as delivered or abandon; nothing sent`,
+    );
   const reply = await loadReply(stack, command.taskId);
   const conversationId = fact?.send?.conversation_id ?? reply?.conversation_id;
   if (!conversationId) throw new UsageError(`cannot tell the conversation of ${key}; nothing sent`);
