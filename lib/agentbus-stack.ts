@@ -152,6 +152,7 @@ export class AgentBusStack extends Stack {
       groups: this.groups,
       relay: this.relay,
       auditBus: this.topics.get("events")?.bus,
+      buses: [...this.topics.values()].map((topic) => topic.bus),
       commandBus: this.topics.get("commands")?.bus,
     });
 

@@ -5,12 +5,20 @@ import type { IQueue } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
 import type { ConsumerGroup } from "./consumer-group";
 import type { Relay } from "./relay";
-import { type AgentBusTables, INBOX_INDEXES, SIDE_EFFECT_INDEXES, STATE_INDEXES } from "./tables";
+import {
+  type AgentBusTables,
+  EVENTS_INDEXES,
+  INBOX_INDEXES,
+  SIDE_EFFECT_INDEXES,
+  STATE_INDEXES,
+} from "./tables";
 
 export interface OperatorReadAccessProps {
   readonly tables: AgentBusTables;
   readonly groups: readonly ConsumerGroup[];
   readonly relay: Relay;
+  /** Every topic's bus (republish puts stored events back on their own topic's bus). */
+  readonly buses?: readonly IEventBus[];
   /** The bus operator actions are recorded on (`operator.action.recorded`, kept by audit). */
   readonly auditBus?: IEventBus;
   /**
@@ -91,12 +99,16 @@ function repairPolicy(
   props: OperatorReadAccessProps,
   deadLetters: readonly IQueue[],
 ): ManagedPolicy {
-  const buses = [props.auditBus, props.commandBus].flatMap((b) => (b ? [b.eventBusArn] : []));
+  const buses = [...new Set([props.auditBus, props.commandBus, ...(props.buses ?? [])])].flatMap(
+    (b) => (b ? [b.eventBusArn] : []),
+  );
+  const events = props.tables.events;
   const targets = props.groups.flatMap((g) =>
     [g.queue, g.bufferQueue].filter((q): q is NonNullable<typeof q> => q !== undefined),
   );
   return new ManagedPolicy(scope, "RepairPolicy", {
-    description: "AgentBus operator repairs: dead-letter redrive, recorded in the audit trail",
+    description:
+      "AgentBus operator repairs: dead-letter redrive, republish, resolutions; recorded in the audit trail",
     statements: [
       new PolicyStatement({
         actions: ["sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage"],
@@ -105,6 +117,16 @@ function repairPolicy(
       new PolicyStatement({
         actions: ["sqs:SendMessage"],
         resources: targets.map((q) => q.queueArn),
+      }),
+      // republish: the events of a window from the outbox, and the relay's failure records.
+      new PolicyStatement({
+        actions: ["dynamodb:Query"],
+        resources: [`${events.tableArn}/index/${EVENTS_INDEXES.byHour}`],
+      }),
+      new PolicyStatement({ actions: ["dynamodb:BatchGetItem"], resources: [events.tableArn] }),
+      new PolicyStatement({
+        actions: ["sqs:ReceiveMessage", "sqs:DeleteMessage"],
+        resources: [props.relay.failureQueue.queueArn],
       }),
       ...(buses.length > 0
         ? [new PolicyStatement({ actions: ["events:PutEvents"], resources: buses })]

@@ -102,28 +102,37 @@ describe("what the operator tools read", () => {
     }
   });
 
-  it("the repair policy moves dead letters back and records the action, nothing more", () => {
+  it("the repair policy moves dead letters back, republishes, and records the action, nothing more", () => {
     const statements = operatorStatements("RepairPolicy");
-    const byAction = new Map(
-      statements.flatMap((s) => ([] as string[]).concat(s.Action).map((a) => [a, s] as const)),
-    );
-    expect([...byAction.keys()].sort()).toEqual([
+    const resourcesOf = (action: string) =>
+      statements
+        .filter((s) => ([] as string[]).concat(s.Action).includes(action))
+        .flatMap((s) => ([] as unknown[]).concat(s.Resource));
+    const ids = (action: string) =>
+      resourcesOf(action).map(
+        (r) => JSON.stringify(r).match(/"Fn::GetAtt":\["([^"]+)"/)?.[1] ?? "",
+      );
+    const actions = new Set(statements.flatMap((s) => ([] as string[]).concat(s.Action)));
+    expect([...actions].sort()).toEqual([
+      "dynamodb:BatchGetItem",
+      "dynamodb:Query",
       "events:PutEvents",
       "sqs:ChangeMessageVisibility",
       "sqs:DeleteMessage",
       "sqs:ReceiveMessage",
       "sqs:SendMessage",
     ]);
-    const targets = (action: string) =>
-      ([] as unknown[])
-        .concat(byAction.get(action)?.Resource)
-        .map((r) => JSON.stringify(r).match(/"Fn::GetAtt":\["([^"]+)"/)?.[1] ?? "");
-    for (const id of targets("sqs:DeleteMessage")) expect(id).toMatch(/DeadLetter/i);
-    for (const id of targets("sqs:SendMessage")) expect(id).not.toMatch(/DeadLetter/i);
-    expect(targets("sqs:SendMessage").length).toBeGreaterThan(0);
-    // The audit record on the events bus; operator commands (reply approve, send resolve) on the
-    // commands bus.
-    expect(([] as unknown[]).concat(byAction.get("events:PutEvents")?.Resource)).toHaveLength(2);
+    // Delete: the dead-letter queues and the relay's failure queue, never a group's queue.
+    for (const id of ids("sqs:DeleteMessage")) expect(id).toMatch(/DeadLetter|RelayFailureQueue/);
+    for (const id of ids("sqs:SendMessage")) expect(id).not.toMatch(/DeadLetter/i);
+    expect(ids("sqs:SendMessage").length).toBeGreaterThan(0);
+    // Query only the events table's by-hour index; BatchGetItem only on the events table.
+    expect(JSON.stringify(resourcesOf("dynamodb:Query"))).toContain("/index/by-hour");
+    expect(resourcesOf("dynamodb:Query")).toHaveLength(1);
+    expect(ids("dynamodb:BatchGetItem")).toEqual([expect.stringMatching(/^TablesEvents/)]);
+    // Every topic's bus: republish puts events back on their own bus; the audit record goes on
+    // the events bus and operator commands on the commands bus.
+    expect(resourcesOf("events:PutEvents")).toHaveLength(3);
     expect(JSON.stringify(statements)).not.toContain('"*"');
   });
 });

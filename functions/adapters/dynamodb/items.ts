@@ -46,6 +46,9 @@ export interface EventItem {
   readonly envelope: string;
   /** The aggregate type, on a stream's first event only (the by-stream-type index). */
   readonly stream_type?: string;
+  /** occurred_at's UTC hour and UTC time (the by-hour index). */
+  readonly occurred_hour: string;
+  readonly occurred_utc: string;
 }
 
 export interface InboxItem {
@@ -143,7 +146,15 @@ export function eventItem(envelope: Envelope): EventItem {
     occurred_at: envelope.occurred_at,
     envelope: JSON.stringify(envelope),
     ...(envelope.aggregate.version === 1 ? { stream_type: envelope.aggregate.type } : {}),
+    ...hourOf(envelope.occurred_at),
   };
+}
+
+/** occurred_at in UTC and its hour, whatever offset the envelope was written with. */
+export function hourOf(occurredAt: string): { occurred_hour: string; occurred_utc: string } {
+  const at = new Date(occurredAt);
+  const utc = Number.isNaN(at.getTime()) ? occurredAt : at.toISOString();
+  return { occurred_hour: utc.slice(0, 13), occurred_utc: utc };
 }
 
 export function inboxItem(record: InboxRecord): InboxItem {

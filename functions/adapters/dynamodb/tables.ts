@@ -116,6 +116,10 @@ export const EventAttr = {
   envelope: "envelope",
   /** Only on a stream's first event (version 1): the aggregate type, for the by-stream-type index. */
   streamType: "stream_type",
+  /** The hour of occurred_at in UTC (`2026-11-30T17`): the by-hour index's partition. */
+  occurredHour: "occurred_hour",
+  /** occurred_at in UTC (`...Z`): the by-hour index's sort key. */
+  occurredUtc: "occurred_utc",
 } as const;
 
 /** Global secondary indexes of the events table. */
@@ -124,6 +128,8 @@ export const EventIndex = {
   byTask: "by-task",
   /** Sparse (first events only, keys only): every stream of an aggregate type, by stream key. */
   byStreamType: "by-stream-type",
+  /** Keys only: the events of an hour by time (republishing a time window). */
+  byHour: "by-hour",
 } as const;
 
 /** Attribute names of inbox rows (the InboxRecord fields in snake_case, plus the TTL). */
@@ -223,6 +229,12 @@ export const TABLES = {
         name: EventIndex.byStreamType,
         partitionKey: { name: EventAttr.streamType, type: "S" },
         sortKey: { name: EventAttr.pk, type: "S" },
+        projection: "KEYS_ONLY",
+      },
+      {
+        name: EventIndex.byHour,
+        partitionKey: { name: EventAttr.occurredHour, type: "S" },
+        sortKey: { name: EventAttr.occurredUtc, type: "S" },
         projection: "KEYS_ONLY",
       },
     ],

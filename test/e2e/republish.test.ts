@@ -1,0 +1,169 @@
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { GetQueueAttributesCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
+import { waitUntil } from "../../lib/local/scenario/support";
+import type { Envelope } from "../../schemas";
+import { emulator } from "../support/aws";
+import { taskStream } from "../support/factories";
+
+const ROOT = join(import.meta.dirname, "..", "..");
+const STAGE = `rp-${Date.now().toString(36)}`;
+
+interface CliResult {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/**
+ * `agentbus republish` on the local stack: events committed while the relay is held back are put
+ * on their buses again from the events table (a time window, then a relay failure record's
+ * window); the projection applies each once, and the late live delivery finds them applied.
+ */
+describe("agentbus republish", () => {
+  let env: LocalEnvironment;
+
+  const cli = (...args: string[]): Promise<CliResult> =>
+    new Promise((resolve, reject) => {
+      const child = spawn(
+        join(ROOT, "node_modules", ".bin", "tsx"),
+        ["bin/agentbus-cli.ts", "--endpoint", env.endpoint, "--stage", STAGE, ...args],
+        {
+          cwd: ROOT,
+          env: {
+            ...process.env,
+            AWS_ACCESS_KEY_ID: "testing",
+            AWS_SECRET_ACCESS_KEY: "testing",
+            AWS_REGION: env.region,
+          },
+          stdio: ["ignore", "pipe", "pipe"],
+        },
+      );
+      let stdout = "";
+      let stderr = "";
+      child.stdout.on("data", (c) => {
+        stdout += c;
+      });
+      child.stderr.on("data", (c) => {
+        stderr += c;
+      });
+      child.on("error", reject);
+      child.on("close", (code) => resolve({ code, stdout, stderr }));
+    });
+
+  const versionOf = async (events: Envelope[]) => {
+    const id = events[0]?.aggregate.id ?? "";
+    const { state } = await env.store.load({ state: { type: "task_view", id } });
+    return (state?.data as { version?: number } | undefined)?.version;
+  };
+
+  beforeAll(async () => {
+    env = await startLocal({ endpoint: emulator().endpoint, stage: STAGE });
+    env.runtime.pauseStream();
+  }, 240_000);
+
+  afterAll(async () => {
+    await env?.stop();
+  });
+
+  it("refuses bad input with exit code 2", async () => {
+    expect((await cli("republish")).code).toBe(2);
+    expect((await cli("republish", "--from", "yesterday", "--to", "today")).code).toBe(2);
+    expect((await cli("republish", "--failures", "--from", new Date().toISOString())).code).toBe(2);
+    const tooLong = await cli(
+      "republish",
+      "--from",
+      "2026-01-01T00:00:00Z",
+      "--to",
+      "2026-02-01T00:00:00Z",
+    );
+    expect(tooLong.code).toBe(2);
+    expect(tooLong.stderr).toContain("split it");
+  }, 60_000);
+
+  it("republishes a time window from the events table; the live delivery later is a duplicate", async () => {
+    const from = new Date(Date.now() - 1000);
+    const events = taskStream(1, 3);
+    await env.store.commit({ append: events });
+    const to = new Date(Date.now() + 1000);
+    const dry = await cli(
+      "republish",
+      "--from",
+      from.toISOString(),
+      "--to",
+      to.toISOString(),
+      "--dry-run",
+    );
+    expect(dry.stdout).toContain("3 event(s) would be republished");
+    expect(await versionOf(events)).toBeUndefined();
+    const result = await cli(
+      "republish",
+      "--from",
+      from.toISOString(),
+      "--to",
+      to.toISOString(),
+      "--reason",
+      "relay outage",
+    );
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain("3 of 3 event(s) republished");
+    await waitUntil("the projection at version 3", async () =>
+      (await versionOf(events)) === 3 ? true : undefined,
+    );
+    const applied = env.observations.count("task-projection", "applied");
+    env.runtime.resumeStream();
+    await env.runtime.idle();
+    expect(env.observations.count("task-projection", "applied")).toBe(applied);
+    expect(env.observations.count("task-projection", "duplicate")).toBeGreaterThanOrEqual(3);
+    expect(await versionOf(events)).toBe(3);
+  }, 120_000);
+
+  it("republishes the window of a relay failure record and deletes the record", async () => {
+    env.runtime.pauseStream();
+    const events = taskStream(1, 2);
+    await env.store.commit({ append: events });
+    const at = new Date().toISOString();
+    const url = env.names.relayFailureQueue;
+    // What the stream event source's on-failure destination records: positions and times only.
+    await env.clients.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: url,
+        MessageBody: JSON.stringify({
+          requestContext: { condition: "RetryAttemptsExhausted" },
+          DDBStreamBatchInfo: {
+            shardId: "shardId-00000001",
+            startSequenceNumber: "100",
+            endSequenceNumber: "200",
+            approximateArrivalOfFirstRecord: at,
+            approximateArrivalOfLastRecord: at,
+            batchSize: 2,
+          },
+        }),
+      }),
+    );
+    const result = await cli("republish", "--failures");
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/\d+ of \d+ event\(s\) republished/);
+    await waitUntil("the projection at version 2", async () =>
+      (await versionOf(events)) === 2 ? true : undefined,
+    );
+    const { Attributes } = await env.clients.sqs.send(
+      new GetQueueAttributesCommand({
+        QueueUrl: url,
+        AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+      }),
+    );
+    expect(
+      Number(Attributes?.ApproximateNumberOfMessages) +
+        Number(Attributes?.ApproximateNumberOfMessagesNotVisible),
+    ).toBe(0);
+    env.runtime.resumeStream();
+    await env.runtime.idle();
+    expect(await versionOf(events)).toBe(2);
+    const again = await cli("republish", "--failures");
+    expect(again.stdout).toContain("nothing to republish");
+  }, 120_000);
+});
