@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -24,8 +23,8 @@ import { readDeadLetters } from "../../lib/local/scenario/dead-letters";
 import { topology } from "../../lib/topology";
 import { type Envelope, registry } from "../../schemas";
 import { emulator } from "../support/aws";
+import { localCli } from "../support/cli";
 
-const ROOT = join(import.meta.dirname, "..", "..");
 const STAGE = `cli-${Date.now().toString(36)}`;
 /** The whole content workflow runs in the local stack only when all its groups are declared. */
 const WORKFLOW_GROUPS = ["orchestrator", "topic-selection", "fact-check", "writing", "review"];
@@ -35,46 +34,12 @@ if (!workflowWired)
     "agentbus CLI: the orchestrator and content agents are not in lib/topology.ts yet; start -> show COMPLETED is skipped",
   );
 
-interface CliResult {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
 describe("agentbus CLI against the local stack", () => {
   let env: LocalEnvironment;
   let queueUrl: string;
   const rule = `agentbus-cli-test-${STAGE}`;
 
-  /** Run the CLI as a child process (asynchronously: the stack's handlers run in this process). */
-  const cli = (...args: string[]): Promise<CliResult> =>
-    new Promise((resolve, reject) => {
-      const child = spawn(
-        join(ROOT, "node_modules", ".bin", "tsx"),
-        // Global options first: a later --stage in args wins.
-        ["bin/agentbus-cli.ts", "--endpoint", env.endpoint, "--stage", STAGE, ...args],
-        {
-          cwd: ROOT,
-          env: {
-            ...process.env,
-            AWS_ACCESS_KEY_ID: "testing",
-            AWS_SECRET_ACCESS_KEY: "testing",
-            AWS_REGION: env.region,
-          },
-          stdio: ["ignore", "pipe", "pipe"],
-        },
-      );
-      let stdout = "";
-      let stderr = "";
-      child.stdout.on("data", (chunk) => {
-        stdout += chunk;
-      });
-      child.stderr.on("data", (chunk) => {
-        stderr += chunk;
-      });
-      child.on("error", reject);
-      child.on("close", (code) => resolve({ code, stdout, stderr }));
-    });
+  const cli = localCli(() => env, STAGE);
 
   /** Envelopes the CLI put on the commands bus, read back through the test's rule and queue. */
   const received = async (count: number, waitSeconds = 5): Promise<unknown[]> => {

@@ -1,4 +1,4 @@
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -22,6 +22,7 @@ import { connect } from "../../lib/ops/stack";
 import type { TraceNode, TraceView } from "../../lib/ops/views";
 import type { Envelope } from "../../schemas";
 import { emulator } from "../support/aws";
+import { runCli } from "../support/cli";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const README = readFileSync(join(ROOT, "README.md"), "utf8");
@@ -32,12 +33,6 @@ if (!existsSync(CHROMIUM))
   console.warn(
     `ops.test.ts: the console part is skipped: Debian's chromium is not installed at ${CHROMIUM} (apt-get install -y chromium)`,
   );
-
-interface CliResult {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
 
 /**
  * The operator's views of the local stack after the reference conversation and a workflow run:
@@ -51,34 +46,8 @@ describe("operator views of the local stack", () => {
   let poison: Envelope;
   let run: Omit<WorkflowRun, "state"> & { state: OrchestratorState };
 
-  const cli = (args: string[], extraEnv: Record<string, string> = {}): Promise<CliResult> =>
-    new Promise((resolve, reject) => {
-      const child = spawn(
-        join(ROOT, "node_modules", ".bin", "tsx"),
-        ["bin/agentbus-cli.ts", ...args],
-        {
-          cwd: ROOT,
-          env: {
-            ...process.env,
-            AWS_ACCESS_KEY_ID: "testing",
-            AWS_SECRET_ACCESS_KEY: "testing",
-            AWS_REGION: env.region,
-            ...extraEnv,
-          },
-          stdio: ["ignore", "pipe", "pipe"],
-        },
-      );
-      let stdout = "";
-      let stderr = "";
-      child.stdout.on("data", (c) => {
-        stdout += c;
-      });
-      child.stderr.on("data", (c) => {
-        stderr += c;
-      });
-      child.on("error", reject);
-      child.on("close", (code) => resolve({ code, stdout, stderr }));
-    });
+  const cli = (args: string[], extraEnv: Record<string, string> = {}) =>
+    runCli(args, { AWS_REGION: env.region, ...extraEnv });
   const local = (...args: string[]) => cli(["--endpoint", env.endpoint, "--stage", STAGE, ...args]);
 
   beforeAll(async () => {

@@ -1,22 +1,15 @@
-import { spawn } from "node:child_process";
-import { join } from "node:path";
 import { PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { marshall } from "@aws-sdk/util-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stateItem } from "../../functions/adapters/dynamodb/items";
 import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
+import { waitUntil } from "../../lib/local/scenario/support";
 import type { Envelope } from "../../schemas";
 import { emulator } from "../support/aws";
+import { localCli } from "../support/cli";
 import { taskStream } from "../support/factories";
 
-const ROOT = join(import.meta.dirname, "..", "..");
 const STAGE = `rb-${Date.now().toString(36)}`;
-
-interface CliResult {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
 
 /**
  * `agentbus rebuild` and `agentbus check` on the local stack: task streams committed while the
@@ -28,33 +21,7 @@ describe("agentbus rebuild and check", () => {
   let env: LocalEnvironment;
   let streams: Envelope[][];
 
-  const cli = (...args: string[]): Promise<CliResult> =>
-    new Promise((resolve, reject) => {
-      const child = spawn(
-        join(ROOT, "node_modules", ".bin", "tsx"),
-        ["bin/agentbus-cli.ts", "--endpoint", env.endpoint, "--stage", STAGE, ...args],
-        {
-          cwd: ROOT,
-          env: {
-            ...process.env,
-            AWS_ACCESS_KEY_ID: "testing",
-            AWS_SECRET_ACCESS_KEY: "testing",
-            AWS_REGION: env.region,
-          },
-          stdio: ["ignore", "pipe", "pipe"],
-        },
-      );
-      let stdout = "";
-      let stderr = "";
-      child.stdout.on("data", (c) => {
-        stdout += c;
-      });
-      child.stderr.on("data", (c) => {
-        stderr += c;
-      });
-      child.on("error", reject);
-      child.on("close", (code) => resolve({ code, stdout, stderr }));
-    });
+  const cli = localCli(() => env, STAGE);
 
   const view = async (taskId: string) =>
     (await env.store.load({ state: { type: "task_view", id: taskId } })).state;
@@ -85,9 +52,12 @@ describe("agentbus rebuild and check", () => {
       });
     }
     env.runtime.resumeStream();
+    // The relay now delivers the 9 events live: each is a duplicate for the projection.
+    await waitUntil("the 9 live deliveries", async () =>
+      env.observations.count("task-projection", "duplicate") >= 9 ? true : undefined,
+    );
     await env.runtime.idle();
-    const duplicates = env.observations.count("task-projection", "duplicate");
-    expect(duplicates).toBe(9);
+    expect(env.observations.count("task-projection", "duplicate")).toBe(9);
     expect(env.observations.count("task-projection", "applied")).toBe(0);
     const again = await cli("rebuild", "task-projection", "--type", "task", "--restart");
     expect(again.stdout).toMatch(/0 applied, 9 already applied/);

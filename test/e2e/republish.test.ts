@@ -1,21 +1,13 @@
-import { spawn } from "node:child_process";
-import { join } from "node:path";
 import { GetQueueAttributesCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
 import { waitUntil } from "../../lib/local/scenario/support";
 import type { Envelope } from "../../schemas";
 import { emulator } from "../support/aws";
+import { localCli } from "../support/cli";
 import { taskStream } from "../support/factories";
 
-const ROOT = join(import.meta.dirname, "..", "..");
 const STAGE = `rp-${Date.now().toString(36)}`;
-
-interface CliResult {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
 
 /**
  * `agentbus republish` on the local stack: events committed while the relay is held back are put
@@ -25,33 +17,7 @@ interface CliResult {
 describe("agentbus republish", () => {
   let env: LocalEnvironment;
 
-  const cli = (...args: string[]): Promise<CliResult> =>
-    new Promise((resolve, reject) => {
-      const child = spawn(
-        join(ROOT, "node_modules", ".bin", "tsx"),
-        ["bin/agentbus-cli.ts", "--endpoint", env.endpoint, "--stage", STAGE, ...args],
-        {
-          cwd: ROOT,
-          env: {
-            ...process.env,
-            AWS_ACCESS_KEY_ID: "testing",
-            AWS_SECRET_ACCESS_KEY: "testing",
-            AWS_REGION: env.region,
-          },
-          stdio: ["ignore", "pipe", "pipe"],
-        },
-      );
-      let stdout = "";
-      let stderr = "";
-      child.stdout.on("data", (c) => {
-        stdout += c;
-      });
-      child.stderr.on("data", (c) => {
-        stderr += c;
-      });
-      child.on("error", reject);
-      child.on("close", (code) => resolve({ code, stdout, stderr }));
-    });
+  const cli = localCli(() => env, STAGE);
 
   const versionOf = async (events: Envelope[]) => {
     const id = events[0]?.aggregate.id ?? "";

@@ -1,5 +1,3 @@
-import { spawn } from "node:child_process";
-import { join } from "node:path";
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HUMAN_REVIEW_MARKER } from "../../functions/adapters/local-model";
@@ -16,6 +14,7 @@ import {
 import { putOnBus } from "../../lib/local/scenario/workflow";
 import type { Envelope } from "../../schemas";
 import { emulator } from "../support/aws";
+import { localCli } from "../support/cli";
 
 /**
  * What waits for a person in the support conversation, resolved with `agentbus reply` and
@@ -24,47 +23,13 @@ import { emulator } from "../support/aws";
  * deliveries and the dead-letter queues before and after, a repeated action and a refused one.
  * The sender escalates an unknown outcome at once here (MAX_UNKNOWN_ATTEMPTS=1).
  */
-const ROOT = join(import.meta.dirname, "..", "..");
 const TIMEOUT = 120_000;
 const STAGE = `sr${ulid().slice(-6).toLowerCase()}`;
-
-interface CliResult {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
 
 describe("resolving what waits for a person, on the local stack", () => {
   let env: LocalEnvironment;
 
-  const cli = (...args: string[]): Promise<CliResult> =>
-    new Promise((resolve, reject) => {
-      const child = spawn(
-        join(ROOT, "node_modules", ".bin", "tsx"),
-        ["bin/agentbus-cli.ts", "--endpoint", env.endpoint, "--stage", STAGE, ...args],
-        {
-          cwd: ROOT,
-          env: {
-            ...process.env,
-            AWS_ACCESS_KEY_ID: "testing",
-            AWS_SECRET_ACCESS_KEY: "testing",
-            AWS_REGION: env.region,
-            AGENTBUS_OPERATOR: "ops_anna",
-          },
-          stdio: ["ignore", "pipe", "pipe"],
-        },
-      );
-      let stdout = "";
-      let stderr = "";
-      child.stdout.on("data", (c) => {
-        stdout += c;
-      });
-      child.stderr.on("data", (c) => {
-        stderr += c;
-      });
-      child.on("error", reject);
-      child.on("close", (code) => resolve({ code, stdout, stderr }));
-    });
+  const cli = localCli(() => env, STAGE, { AGENTBUS_OPERATOR: "ops_anna" });
   const deliveriesTo = (conversationId: string) =>
     env.channel.deliveries().filter((d) => d.conversationId === conversationId);
   const turnOf = async (message: Envelope) =>

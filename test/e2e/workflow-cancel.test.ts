@@ -1,5 +1,3 @@
-import { spawn } from "node:child_process";
-import { join } from "node:path";
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentRun } from "../../functions/core/agent-run";
@@ -16,6 +14,7 @@ import {
 import type { Envelope } from "../../schemas";
 import { CONTENT_ROLES } from "../../schemas/events/workflow";
 import { emulator } from "../support/aws";
+import { type CliResult, localCli } from "../support/cli";
 
 /**
  * `agentbus workflow cancel` end to end on the local stack (issue 12 item 5): a long-form run whose
@@ -26,49 +25,19 @@ import { emulator } from "../support/aws";
  * nothing and a cancel the CLI refuses sends nothing. A unique stage keeps its resources apart.
  */
 
-const ROOT = join(import.meta.dirname, "..", "..");
 const STAGE = `wfc${ulid().slice(-6).toLowerCase()}`;
 const RUN_TIMEOUT = 120_000;
 const REASON = "the story was pulled";
 
-interface CliResult {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
 describe("workflow cancel on the local stack", () => {
   let env: LocalEnvironment;
 
-  /** Run the CLI as a child process (asynchronously: the stack's handlers run in this process). */
-  const cli = (operator: string | undefined, ...args: string[]): Promise<CliResult> =>
-    new Promise((resolve, reject) => {
-      const child = spawn(
-        join(ROOT, "node_modules", ".bin", "tsx"),
-        ["bin/agentbus-cli.ts", "--endpoint", env.endpoint, "--stage", STAGE, ...args],
-        {
-          cwd: ROOT,
-          env: {
-            ...process.env,
-            AWS_ACCESS_KEY_ID: "testing",
-            AWS_SECRET_ACCESS_KEY: "testing",
-            AWS_REGION: env.region,
-            ...(operator === undefined ? {} : { AGENTBUS_OPERATOR: operator }),
-          },
-          stdio: ["ignore", "pipe", "pipe"],
-        },
-      );
-      let stdout = "";
-      let stderr = "";
-      child.stdout.on("data", (chunk) => {
-        stdout += chunk;
-      });
-      child.stderr.on("data", (chunk) => {
-        stderr += chunk;
-      });
-      child.on("error", reject);
-      child.on("close", (code) => resolve({ code, stdout, stderr }));
-    });
+  const cli = (operator: string | undefined, ...args: string[]) =>
+    localCli(
+      () => env,
+      STAGE,
+      operator === undefined ? {} : { AGENTBUS_OPERATOR: operator },
+    )(...args);
 
   /** Every workflow.cancel.requested any group of the stack took for the run. */
   const cancelsSeen = (runId: string): Envelope[] =>

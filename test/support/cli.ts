@@ -1,0 +1,62 @@
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+
+const ROOT = join(import.meta.dirname, "..", "..");
+
+export interface CliResult {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/**
+ * Run the operator CLI (`bin/agentbus-cli.ts`) as a child process, asynchronously: the local
+ * stack's handlers run in the test's process and must go on while the CLI waits. Emulator
+ * credentials; `env` adds or overrides variables (AWS_REGION, AGENTBUS_OPERATOR, ...).
+ */
+export function runCli(
+  args: readonly string[],
+  env: Readonly<Record<string, string | undefined>> = {},
+): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      join(ROOT, "node_modules", ".bin", "tsx"),
+      ["bin/agentbus-cli.ts", ...args],
+      {
+        cwd: ROOT,
+        env: {
+          ...process.env,
+          AWS_ACCESS_KEY_ID: "testing",
+          AWS_SECRET_ACCESS_KEY: "testing",
+          ...env,
+        },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk) => {
+      stdout += chunk;
+    });
+    child.stderr.on("data", (chunk) => {
+      stderr += chunk;
+    });
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** The CLI pointed at a local stack: its endpoint and stage first (a later --stage wins). */
+export function localCli(
+  target: () => { readonly endpoint: string; readonly region: string },
+  stage: string,
+  env: Readonly<Record<string, string | undefined>> = {},
+): (...args: string[]) => Promise<CliResult> {
+  return (...args) => {
+    const { endpoint, region } = target();
+    return runCli(["--endpoint", endpoint, "--stage", stage, ...args], {
+      AWS_REGION: region,
+      ...env,
+    });
+  };
+}
