@@ -1,10 +1,6 @@
-import {
-  ChangeMessageVisibilityBatchCommand,
-  type Message,
-  ReceiveMessageCommand,
-  type SQSClient,
-} from "@aws-sdk/client-sqs";
+import type { Message, SQSClient } from "@aws-sdk/client-sqs";
 import { DEAD_LETTER_ATTRIBUTES } from "../../functions/adapters/sqs/dead-letter-sink";
+import { envelopeOf, receiveHeld, release } from "./queue-peek";
 import type { OpsStack } from "./stack";
 import type { DeadLetterView } from "./views";
 
@@ -40,48 +36,14 @@ export async function listDeadLetters(
 }
 
 async function peek(sqs: SQSClient, url: string, limit: number): Promise<Message[]> {
-  const seen = new Map<string, Message>();
-  try {
-    while (seen.size < limit) {
-      const { Messages = [] } = await sqs.send(
-        new ReceiveMessageCommand({
-          QueueUrl: url,
-          MaxNumberOfMessages: Math.min(10, limit - seen.size),
-          VisibilityTimeout: PEEK_VISIBILITY_SECONDS,
-          WaitTimeSeconds: 0,
-          MessageSystemAttributeNames: ["All"],
-          MessageAttributeNames: ["All"],
-        }),
-      );
-      const fresh = Messages.filter((m) => m.MessageId && !seen.has(m.MessageId));
-      if (fresh.length === 0) break;
-      for (const m of fresh) seen.set(m.MessageId as string, m);
-    }
-  } finally {
-    await release(sqs, url, [...seen.values()]);
-  }
-  return [...seen.values()];
-}
-
-/** Make peeked messages visible again (in batches of 10). */
-async function release(sqs: SQSClient, url: string, messages: readonly Message[]): Promise<void> {
-  for (let i = 0; i < messages.length; i += 10) {
-    await sqs.send(
-      new ChangeMessageVisibilityBatchCommand({
-        QueueUrl: url,
-        Entries: messages.slice(i, i + 10).map((m, j) => ({
-          Id: String(j),
-          ReceiptHandle: m.ReceiptHandle,
-          VisibilityTimeout: 0,
-        })),
-      }),
-    );
-  }
+  const held = await receiveHeld(sqs, url, PEEK_VISIBILITY_SECONDS, limit);
+  await release(sqs, url, held);
+  return held;
 }
 
 function deadLetterOf(group: string, queue: DeadLetterView["queue"], m: Message): DeadLetterView {
   const attribute = (name: string) => m.MessageAttributes?.[name]?.StringValue;
-  const envelope = envelopeFields(m.Body ?? "");
+  const envelope = envelopeFields(m);
   const received = attribute(DEAD_LETTER_ATTRIBUTES.receiveCount);
   const sent = Number(m.Attributes?.SentTimestamp);
   return {
@@ -100,17 +62,9 @@ function deadLetterOf(group: string, queue: DeadLetterView["queue"], m: Message)
 }
 
 /** The ids a dead letter's body carries (the envelope, or the EventBridge event around it). */
-function envelopeFields(body: string): Partial<DeadLetterView> {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(body);
-  } catch {
-    return {};
-  }
-  if (raw && typeof raw === "object" && "detail" in raw && "detail-type" in raw)
-    raw = (raw as { detail: unknown }).detail;
-  if (!raw || typeof raw !== "object") return {};
-  const e = raw as Record<string, unknown>;
+function envelopeFields(m: Message): Partial<DeadLetterView> {
+  const e = envelopeOf(m);
+  if (!e) return {};
   const text = (value: unknown) => (typeof value === "string" ? value.slice(0, 256) : undefined);
   const fields = {
     eventId: text(e.event_id),

@@ -1,12 +1,11 @@
 import { createHash } from "node:crypto";
 import {
-  ChangeMessageVisibilityBatchCommand,
   DeleteMessageCommand,
   type Message,
-  ReceiveMessageCommand,
   SendMessageCommand,
   type SQSClient,
 } from "@aws-sdk/client-sqs";
+import { envelopeOf, receiveHeld, release } from "./queue-peek";
 import type { OpsStack } from "./stack";
 
 /** How long messages being redriven stay hidden in the dead-letter queue (seconds). */
@@ -67,7 +66,7 @@ export async function redrive(
   const kept: Message[] = [];
   // Rounds: a FIFO queue hands out a message group's next messages once the earlier ones are gone.
   while (moved.length + kept.length < MAX_REDRIVE) {
-    const held = await receiveBatch(stack.sqs, source);
+    const held = await receiveHeld(stack.sqs, source, HOLD_SECONDS, MAX_REDRIVE);
     if (held.length === 0) break;
     const chosen = held.filter((m) => !wanted || wanted.has(eventIdOf(m) ?? ""));
     kept.push(...held.filter((m) => !chosen.includes(m)));
@@ -130,41 +129,6 @@ async function moveInOrder(sqs: SQSClient, source: string, target: string, messa
   return { moved, failed, stuck };
 }
 
-/** The messages the queue hands out now, held for the redrive (FIFO: each group's in order). */
-async function receiveBatch(sqs: SQSClient, url: string): Promise<Message[]> {
-  const seen = new Map<string, Message>();
-  while (seen.size < MAX_REDRIVE) {
-    const { Messages = [] } = await sqs.send(
-      new ReceiveMessageCommand({
-        QueueUrl: url,
-        MaxNumberOfMessages: 10,
-        VisibilityTimeout: HOLD_SECONDS,
-        WaitTimeSeconds: 0,
-        MessageSystemAttributeNames: ["All"],
-      }),
-    );
-    const fresh = Messages.filter((m) => m.MessageId && !seen.has(m.MessageId));
-    if (fresh.length === 0) break;
-    for (const m of fresh) seen.set(m.MessageId as string, m);
-  }
-  return [...seen.values()];
-}
-
-async function release(sqs: SQSClient, url: string, messages: readonly Message[]): Promise<void> {
-  for (let i = 0; i < messages.length; i += 10) {
-    await sqs.send(
-      new ChangeMessageVisibilityBatchCommand({
-        QueueUrl: url,
-        Entries: messages.slice(i, i + 10).map((m, j) => ({
-          Id: String(j),
-          ReceiptHandle: m.ReceiptHandle,
-          VisibilityTimeout: 0,
-        })),
-      }),
-    );
-  }
-}
-
 /** Per order key in stream version order (then in the order they reached the dead-letter queue). */
 function inOrder(messages: readonly Message[]): Message[] {
   const sent = (m: Message) => Number(m.Attributes?.SentTimestamp ?? 0);
@@ -177,16 +141,6 @@ function inOrder(messages: readonly Message[]): Message[] {
     if (va !== undefined && vb !== undefined && va !== vb) return va - vb;
     return sent(a) - sent(b);
   });
-}
-
-function envelopeOf(m: Message): Record<string, unknown> | undefined {
-  try {
-    const raw = JSON.parse(m.Body ?? "") as Record<string, unknown>;
-    const inner = raw && "detail-type" in raw && "detail" in raw ? raw.detail : raw;
-    return inner && typeof inner === "object" ? (inner as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 function eventIdOf(m: Message): string | undefined {
