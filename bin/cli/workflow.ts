@@ -1,6 +1,5 @@
 import { userInfo } from "node:os";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { Command } from "commander";
 import { ulid } from "ulid";
 import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
@@ -8,6 +7,7 @@ import type { NodeRun } from "../../functions/core/dag/run";
 import type { StoredState } from "../../functions/core/ports";
 import { contentWorkflowFor } from "../../functions/roles/content-workflows";
 import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
+import { putEnvelope } from "../../lib/ops/put-envelope";
 import { opaqueIdProblem, registry } from "../../schemas";
 import { NodeId, WORKFLOW_KINDS } from "../../schemas/events/workflow";
 import {
@@ -27,7 +27,6 @@ import {
  * reads the orchestrator's state item `dag_run#<run_id>`.
  */
 
-const SOURCE = "agentbus.cli";
 const PRODUCER = "agentbus-cli";
 
 // ---------------------------------------------------------------------------------------------
@@ -93,28 +92,7 @@ async function send(
     );
   await precheck?.();
   const bus = commandsBus(t);
-  const client = new EventBridgeClient(clientConfig(t));
-  try {
-    const result = await client.send(
-      new PutEventsCommand({
-        Entries: [
-          {
-            EventBusName: bus,
-            Source: SOURCE,
-            DetailType: eventType,
-            Detail: JSON.stringify(envelope),
-          },
-        ],
-      }),
-    );
-    const failed = result.Entries?.find((e) => e.ErrorCode);
-    if (result.FailedEntryCount || failed)
-      throw new Error(
-        `PutEvents to ${bus} refused the entry: ${failed?.ErrorCode ?? "?"} ${failed?.ErrorMessage ?? ""}`.trim(),
-      );
-  } finally {
-    client.destroy();
-  }
+  await putEnvelope(clientConfig(t), bus, envelope);
   return { eventId: id, correlationId, bus };
 }
 

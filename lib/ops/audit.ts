@@ -1,8 +1,8 @@
 import { userInfo } from "node:os";
-import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { ulid } from "ulid";
 import { registry } from "../../schemas";
 import type { OperatorAction } from "../../schemas/events/operator";
+import { putEnvelope } from "./put-envelope";
 import type { ClientConfig, OpsStack } from "./stack";
 
 const SOURCE = "agentbus.operator";
@@ -48,24 +48,6 @@ export async function recordAction(
   if (!parsed.ok) throw new Error(`invalid audit record (${parsed.code}): ${parsed.message}`);
   const bus = stack.names.buses.events;
   if (!bus) throw new Error("the stack has no events bus for the audit record");
-  const client = new EventBridgeClient(config);
-  try {
-    const out = await client.send(
-      new PutEventsCommand({
-        Entries: [
-          {
-            EventBusName: bus,
-            Source: SOURCE,
-            DetailType: envelope.event_type,
-            Detail: JSON.stringify(envelope),
-          },
-        ],
-      }),
-    );
-    if (out.FailedEntryCount)
-      throw new Error(`PutEvents refused the audit record: ${JSON.stringify(out.Entries)}`);
-  } finally {
-    client.destroy();
-  }
+  await putEnvelope(config, bus, envelope, SOURCE);
   return id;
 }

@@ -1,4 +1,3 @@
-import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { ulid } from "ulid";
 import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
 import { DynamoSideEffects } from "../../functions/adapters/dynamodb/side-effects";
@@ -13,6 +12,7 @@ import { REPLY_AGGREGATE, type ReplyState } from "../../functions/roles/reply-ge
 import { DELIVERY_AGGREGATE, type DeliveryState } from "../../functions/roles/sender";
 import { registry } from "../../schemas";
 import { summaries } from "./lists";
+import { putEnvelope } from "./put-envelope";
 import type { ClientConfig, OpsStack } from "./stack";
 
 /**
@@ -21,7 +21,6 @@ import type { ClientConfig, OpsStack } from "./stack";
  * put on the stack's commands bus (validated against the registry first).
  */
 
-const SOURCE = "agentbus.cli";
 const PRODUCER = "agentbus-cli";
 
 function storeOf(stack: OpsStack): DynamoEventStore {
@@ -117,27 +116,6 @@ export async function putCommand(
 ): Promise<string> {
   const bus = stack.names.buses.commands;
   if (!bus) throw new Error("the stack has no commands bus");
-  const client = new EventBridgeClient(config);
-  try {
-    const result = await client.send(
-      new PutEventsCommand({
-        Entries: [
-          {
-            EventBusName: bus,
-            Source: SOURCE,
-            DetailType: String(envelope.event_type),
-            Detail: JSON.stringify(envelope),
-          },
-        ],
-      }),
-    );
-    const failed = result.Entries?.find((e) => e.ErrorCode);
-    if (result.FailedEntryCount || failed)
-      throw new Error(
-        `PutEvents to ${bus} refused the command: ${failed?.ErrorCode ?? "?"} ${failed?.ErrorMessage ?? ""}`.trim(),
-      );
-  } finally {
-    client.destroy();
-  }
+  await putEnvelope(config, bus, envelope as { event_type: unknown });
   return bus;
 }
