@@ -87,7 +87,7 @@ describe("operator views of the local stack", () => {
     expect(tree?.match(/notification\.delivered \[/g)).toHaveLength(1);
     expect(tree).toContain(`side effect ${second.task_id}:reply:1: succeeded, 1 attempt(s)`);
     expect(moot).toMatch(/notification\.send\.requested [^\n]+\n\s+sender: discarded: superseded/);
-  }, 60_000);
+  }, 240_000);
 
   it("traces the poison message: dead-lettered with its reason", async () => {
     const result = await local("trace", poison.event_id);
@@ -100,7 +100,7 @@ describe("operator views of the local stack", () => {
     expect(result.stdout).toMatch(
       /conversation: dead-lettered after 1 receive\(s\): envelope\.invalid_payload/,
     );
-  }, 60_000);
+  }, 240_000);
 
   it("traces a workflow run: every node's command and its outcome, in causal order", async () => {
     const result = await local("trace", run.correlationId, "--json");
@@ -122,7 +122,7 @@ describe("operator views of the local stack", () => {
       expect(seen).toContain(`${type}.completed audit=applied,orchestrator=applied`);
     }
     expect(seen).toContain("workflow.completed audit=applied");
-  }, 60_000);
+  }, 240_000);
 
   it("shows status and the dead letters; the same commands work with --outputs", async () => {
     const status = await local("status");
@@ -147,7 +147,7 @@ describe("operator views of the local stack", () => {
       AWS_ENDPOINT_URL: env.endpoint,
     });
     expect(traced.stdout).toContain("sender: discarded: superseded");
-  }, 90_000);
+  }, 240_000);
 
   it("runs the README's operator commands as written (the stage set by AGENTBUS_STAGE)", () => {
     const block = /<!-- ops-example:start -->\n```sh\n([\s\S]*?)```\n<!-- ops-example:end -->/.exec(
@@ -170,7 +170,7 @@ describe("operator views of the local stack", () => {
     // dlq list shows the poison in the audit queue's DLQ and the conversation buffer's DLQ.
     expect(output).toMatch(new RegExp(`audit +queue +${poison.event_id} `));
     expect(output).toMatch(new RegExp(`conversation +buffer +${poison.event_id} `));
-  }, 120_000);
+  }, 240_000);
 
   it("refuses bad input with exit code 2", async () => {
     const badId = await local("trace", "not an id!");
@@ -182,7 +182,7 @@ describe("operator views of the local stack", () => {
     const unknown = await local("trace", "corr_nothing-here");
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain("nothing is recorded under corr_nothing-here");
-  }, 60_000);
+  }, 240_000);
 
   it.skipIf(!existsSync(CHROMIUM))(
     "the console page in Chromium draws the run's DAG with every node COMPLETED and a trace with its outcomes",
@@ -220,6 +220,6 @@ describe("operator views of the local stack", () => {
         stack.close();
       }
     },
-    60_000,
+    240_000,
   );
 });

@@ -61,7 +61,7 @@ describe("agentbus rebuild and check", () => {
     expect(env.observations.count("task-projection", "applied")).toBe(0);
     const again = await cli("rebuild", "task-projection", "--type", "task", "--restart");
     expect(again.stdout).toMatch(/0 applied, 9 already applied/);
-  }, 120_000);
+  }, 240_000);
 
   it("check finds no drift, then the one state changed behind the projection's back", async () => {
     const clean = await cli("check", "task-projection", "--type", "task");
@@ -88,12 +88,12 @@ describe("agentbus rebuild and check", () => {
     expect(drifted.code).toBe(1);
     expect(drifted.stdout).toContain("1 drifted");
     expect(drifted.stdout).toContain(`task_view/${id}`);
-  }, 120_000);
+  }, 240_000);
 
   it("refuses a group it cannot run and a bad type with exit code 2", async () => {
     const noGroup = await cli("rebuild", "no-such-group", "--type", "task");
     expect(noGroup.code).toBe(2);
     const badType = await cli("check", "task-projection", "--type", "Not A Type");
     expect(badType.code).toBe(2);
-  }, 60_000);
+  }, 240_000);
 });

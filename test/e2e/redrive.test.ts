@@ -105,7 +105,7 @@ describe("agentbus dlq redrive", () => {
     expect(held).toBeGreaterThanOrEqual(2);
     expect(dry.stdout).toContain(`would move ${held} dead letter(s)`);
     expect(await deadLetters()).toHaveLength(held);
-  }, 60_000);
+  }, 240_000);
 
   it("after the fix, one redrive applies 2 then 3, once each; a second redrive changes nothing", async () => {
     bug.failOn = new Set();
@@ -136,5 +136,5 @@ describe("agentbus dlq redrive", () => {
     expect(again.stdout).toContain("moved 0 dead letter(s)");
     await env.runtime.idle();
     expect(await applied()).toEqual([1, 2, 3]);
-  }, 120_000);
+  }, 240_000);
 });

@@ -47,7 +47,7 @@ describe("agentbus republish", () => {
     );
     expect(tooLong.code).toBe(2);
     expect(tooLong.stderr).toContain("split it");
-  }, 60_000);
+  }, 240_000);
 
   it("republishes a time window from the events table; the live delivery later is a duplicate", async () => {
     const from = new Date(Date.now() - 1000);
@@ -85,7 +85,7 @@ describe("agentbus republish", () => {
     expect(env.observations.count("task-projection", "applied")).toBe(applied);
     expect(env.observations.count("task-projection", "duplicate")).toBeGreaterThanOrEqual(3);
     expect(await versionOf(events)).toBe(3);
-  }, 120_000);
+  }, 240_000);
 
   it("republishes the window of a relay failure record and deletes the record", async () => {
     env.runtime.pauseStream();
@@ -131,5 +131,5 @@ describe("agentbus republish", () => {
     expect(await versionOf(events)).toBe(2);
     const again = await cli("republish", "--failures");
     expect(again.stdout).toContain("nothing to republish");
-  }, 120_000);
+  }, 240_000);
 });
