@@ -79,6 +79,8 @@ describe("agentbus republish", () => {
     await waitUntil("the projection at version 3", async () =>
       (await versionOf(events)) === 3 ? true : undefined,
     );
+    // Let the consumer report what it committed before counting (the state is visible first).
+    await env.runtime.idle();
     const applied = env.observations.count("task-projection", "applied");
     env.runtime.resumeStream();
     await env.runtime.idle();
