@@ -3,6 +3,7 @@ import { defineOperatorEvents } from "./events/operator";
 import { defineTaskEvents } from "./events/task";
 import { defineWorkflowEvents } from "./events/workflow";
 import { defineWorkflowCancelEvents } from "./events/workflow-cancel";
+import { defineWorkflowResolveEvents } from "./events/workflow-resolve";
 import { EventRegistry } from "./registry";
 
 export * from "./envelope";
@@ -14,5 +15,6 @@ export const registry = new EventRegistry();
 defineTaskEvents(registry);
 defineWorkflowEvents(registry);
 defineWorkflowCancelEvents(registry);
+defineWorkflowResolveEvents(registry);
 defineConversationEvents(registry);
 defineOperatorEvents(registry);

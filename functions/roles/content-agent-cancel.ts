@@ -1,5 +1,5 @@
 import type { Envelope } from "../../schemas";
-import type { NodeCancelRequested } from "../../schemas/events/workflow-cancel";
+import { NodeCancelRequestedPayload } from "../../schemas/events/workflow-cancel";
 import { type AgentRun, transition } from "../core/agent-run";
 import type { Decision } from "../core/pipeline";
 import type { DiscardReason, EventStore } from "../core/ports";
@@ -67,7 +67,9 @@ export async function discardCancelled(
 
 /**
  * A received cancel: a new agent run (`fresh`, IDLE) stored CANCELLED when the assignment was
- * never worked on; nothing when its agent run already ended.
+ * never worked on; an agent run waiting for a person (NEEDS_HUMAN) whose node an operator
+ * resolved ends COMPLETED (HumanResolved), one whose node was reset ends CANCELLED (the retry is
+ * a new agent run under the next generation); nothing for an agent run that ended otherwise.
  */
 export function decideCancel(
   existing: AgentRun | undefined,
@@ -75,10 +77,15 @@ export function decideCancel(
   fresh: () => AgentRun,
   now: Date,
 ): Decision<AgentRun> {
-  if (existing) return {};
-  const cancel = event.payload as NodeCancelRequested;
+  const cancel = NodeCancelRequestedPayload.parse(event.payload);
   const reason = `${cancel.reason}: ${event.event_type} ${event.event_id} for run ${cancel.run_id} node ${cancel.node_id} generation ${cancel.generation}`;
-  return { state: transition(fresh(), "TaskCancelled", { now, reason }) };
+  if (!existing) return { state: transition(fresh(), "TaskCancelled", { now, reason }) };
+  if (existing.state !== "NEEDS_HUMAN") return {};
+  if (cancel.reason === "resolved")
+    return { state: transition(existing, "HumanResolved", { now, reason }) };
+  if (cancel.reason === "reset")
+    return { state: transition(existing, "TaskCancelled", { now, reason }) };
+  return {};
 }
 
 /** A run in progress whose cancel was committed while its model call ran: CANCELLED, no answer. */

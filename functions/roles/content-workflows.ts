@@ -1,5 +1,10 @@
 import { z } from "zod";
-import { type ContentRole, contentEventTypes, WORKFLOW_KINDS } from "../../schemas/events/workflow";
+import {
+  CONTENT_ROLE_EVENTS,
+  type ContentRole,
+  contentEventTypes,
+  WORKFLOW_KINDS,
+} from "../../schemas/events/workflow";
 import type { WorkflowDefinition } from "../core/dag/definition";
 import { DagRequestError } from "../core/dag/errors";
 import { defineWorkflow } from "../core/dag/graph";
@@ -96,4 +101,9 @@ export function agentOf(dagRole: string): ContentAgent {
       { details: { role: dagRole } },
     );
   return entry;
+}
+
+/** The output schema of a DAG role: what its agent answers with (and an operator must supply). */
+export function agentOutputSchema(dagRole: string): z.ZodType<Record<string, unknown>> {
+  return CONTENT_ROLE_EVENTS[agentOf(dagRole).agent].output;
 }

@@ -1,12 +1,10 @@
 import { z } from "zod";
-import type { Envelope } from "../../schemas";
 import {
   type NodeFailed,
   NodeFailedPayload,
   NodeHeartbeatPayload,
   NodeLeaseExpiredPayload,
   WORKFLOW_KINDS,
-  type WorkflowRejected,
   WorkflowReleaseRequestedPayload,
   WorkflowRerunRequestedPayload,
   WorkflowResetRequestedPayload,
@@ -16,69 +14,33 @@ import {
   type WorkflowCancelRequested,
   WorkflowCancelRequestedPayload,
 } from "../../schemas/events/workflow-cancel";
+import { WorkflowResolveRequestedPayload } from "../../schemas/events/workflow-resolve";
 import type { WorkflowDefinition } from "../core/dag/definition";
 import { onNodeCompleted, onNodeFailed, release, startRun } from "../core/dag/engine";
-import { DagRequestError } from "../core/dag/errors";
 import { cancelRun, rerunFrom } from "../core/dag/rerun";
 import type { Capacity, DagRun, NodeError, Transition } from "../core/dag/run";
-import { BusinessRejection, PermanentError } from "../core/errors";
-import type { Decision } from "../core/pipeline";
+import { PermanentError } from "../core/errors";
 import { contentWorkflowFor, ROLE_TABLE, WorkflowKindSchema } from "./content-workflows";
 import { applyTransition } from "./orchestrator-apply";
-import { dueAtOf, extendLease, type Leasing, leaseOutlivesReport } from "./orchestrator-leases";
-import { definitionOf, type OrchestratorState, parseWith } from "./orchestrator-state";
+import {
+  type EventHandler,
+  existing,
+  fromAgent,
+  type Handle,
+  type OrchestratorDecision,
+  type RunContext,
+  refusing,
+  rejection,
+  toRun,
+} from "./orchestrator-context";
+import { dueAtOf, extendLease, leaseOutlivesReport } from "./orchestrator-leases";
+import { reset, resolve } from "./orchestrator-resolve";
+import { definitionOf, type OrchestratorState } from "./orchestrator-state";
 
 /**
  * What the orchestrator does with each event type it subscribes to: one handler per type, each
  * with the registry's payload schema of its type (the payload is parsed, never cast).
  */
-
-/** What a handler works with: the run's stored state (parsed), the event, leases, capacity. */
-export interface RunContext {
-  readonly state: OrchestratorState | undefined;
-  readonly event: Envelope;
-  readonly leasing: Leasing;
-  /** Queue depths and the gate threshold for a release pass over `def`'s roles. */
-  readonly capacityFor: (def: WorkflowDefinition) => Promise<Capacity>;
-}
-
-type OrchestratorDecision = Decision<OrchestratorState>;
-export type EventHandler = (context: RunContext) => Promise<OrchestratorDecision>;
-type Handle<P> = (
-  context: RunContext,
-  payload: P,
-) => OrchestratorDecision | Promise<OrchestratorDecision>;
-
-/** The payload of an event, parsed with its schema (invalid: orchestrator.invalid_payload). */
-export function payloadOf<S extends z.ZodType>(schema: S, event: Envelope): z.output<S> {
-  const what = `the payload of ${event.event_type} ${event.event_id}`;
-  return parseWith(schema, event.payload, "orchestrator.invalid_payload", what);
-}
-
-/**
- * A handler for a message addressed to a run from outside (aggregate dag_run/<run_id>, version 0):
- * its aggregate must be the run its payload names.
- */
-function toRun<P extends { run_id: string }>(
-  schema: z.ZodType<P>,
-  handle: Handle<P>,
-): EventHandler {
-  return async (context) => {
-    const payload = payloadOf(schema, context.event);
-    const { event } = context;
-    if (event.aggregate.id !== payload.run_id)
-      throw new PermanentError(
-        "workflow.aggregate_mismatch",
-        `${event.event_type} names run ${payload.run_id} in its payload but aggregate ${event.aggregate.type}/${event.aggregate.id}`,
-      );
-    return handle(context, payload);
-  };
-}
-
-/** A handler for an agent's outcome (on the stream of its agent run). */
-function fromAgent<P>(schema: z.ZodType<P>, handle: Handle<P>): EventHandler {
-  return async (context) => handle(context, payloadOf(schema, context.event));
-}
 
 /** A completion as the orchestrator reads it: the agent's output is the DAG's node output. */
 const NodeCompletedPayload = NodeFailedPayload.omit({ error: true }).extend({
@@ -91,6 +53,7 @@ export const HANDLERS: Readonly<Record<string, EventHandler>> = {
   "workflow.start.requested": toRun(WorkflowStartRequestedPayload, start),
   "workflow.rerun.requested": toRun(WorkflowRerunRequestedPayload, rerun),
   "workflow.reset.requested": toRun(WorkflowResetRequestedPayload, reset),
+  "workflow.resolve.requested": toRun(WorkflowResolveRequestedPayload, resolve),
   "workflow.release.requested": toRun(WorkflowReleaseRequestedPayload, releaseHeld),
   "workflow.cancel.requested": toRun(WorkflowCancelRequestedPayload, cancel),
   "node.lease.expired": toRun(NodeLeaseExpiredPayload, leaseExpired),
@@ -134,45 +97,19 @@ async function start(
   return applyTransition(begun, transition, event, leasing);
 }
 
-/** Re-run any node of the run and everything below it, under a new generation. */
-function rerun(
-  context: RunContext,
+/**
+ * Re-run any node of the run and everything below it, under a new generation; a re-run the DAG
+ * refuses becomes workflow.rejected.
+ */
+async function rerun(
+  { state, event, leasing, capacityFor }: RunContext,
   { run_id, node_id }: z.output<typeof WorkflowRerunRequestedPayload>,
 ): Promise<OrchestratorDecision> {
-  return runAgain(context, existing(context.state, run_id, "rerun", node_id), "rerun", node_id);
-}
-
-/** The ManualReset of a FAILED node: it and its descendants run again under a new generation. */
-function reset(
-  context: RunContext,
-  { run_id, node_id }: z.output<typeof WorkflowResetRequestedPayload>,
-): Promise<OrchestratorDecision> {
-  const current = existing(context.state, run_id, "reset", node_id);
-  const node = current.run.nodes[node_id];
-  if (node?.state !== "FAILED")
-    throw rejection(
-      "reset",
-      run_id,
-      node_id,
-      node ? "workflow.reset_not_failed" : "dag.unknown_node",
-      node
-        ? `node ${node_id} of run ${run_id} is ${node.state}; only a FAILED node can be reset (use workflow.rerun.requested to run it again)`
-        : `run ${run_id} has no node ${node_id}`,
-    );
-  return runAgain(context, current, "reset", node_id);
-}
-
-/** Re-run a node and everything below it; a re-run the DAG refuses becomes workflow.rejected. */
-async function runAgain(
-  { event, leasing, capacityFor }: RunContext,
-  current: OrchestratorState,
-  request: "rerun" | "reset",
-  nodeId: string,
-): Promise<OrchestratorDecision> {
+  const current = existing(state, run_id, "rerun", node_id);
   const def = definitionOf(current);
   const capacity = await capacityFor(def);
-  const transition = refusing(request, current.run.run_id, nodeId, () =>
-    rerunFrom(current.run, def, nodeId, capacity),
+  const transition = refusing("rerun", run_id, node_id, () =>
+    rerunFrom(current.run, def, node_id, capacity),
   );
   return applyTransition(current, transition, event, leasing);
 }
@@ -301,48 +238,4 @@ async function settleReported(
 
 function nodeError(error: NodeFailed["error"]): NodeError {
   return { code: error.code, message: error.message, error_class: error.errorClass };
-}
-
-function existing(
-  state: OrchestratorState | undefined,
-  runId: string,
-  request: WorkflowRejected["request"],
-  nodeId?: string,
-): OrchestratorState {
-  if (state) return state;
-  throw rejection(request, runId, nodeId, "workflow.unknown_run", `run ${runId} was never started`);
-}
-
-/** Run a DAG request; a request the run cannot satisfy becomes `workflow.rejected`. */
-function refusing(
-  request: WorkflowRejected["request"],
-  runId: string,
-  nodeId: string | undefined,
-  run: () => Transition,
-): Transition {
-  try {
-    return run();
-  } catch (error) {
-    if (error instanceof DagRequestError)
-      throw rejection(request, runId, nodeId, error.code, error.message);
-    throw error;
-  }
-}
-
-/** A refusal of an operator request: business class, recorded as `workflow.rejected`. */
-function rejection(
-  request: WorkflowRejected["request"],
-  runId: string,
-  nodeId: string | undefined,
-  code: string,
-  message: string,
-): BusinessRejection {
-  const payload: WorkflowRejected = {
-    run_id: runId,
-    request,
-    ...(nodeId === undefined ? {} : { node_id: nodeId }),
-    code,
-    message: message.slice(0, 4096),
-  };
-  return new BusinessRejection(code, message, { type: "workflow.rejected", payload });
 }

@@ -6,7 +6,8 @@ import type { Capacity } from "../core/dag/run";
 import { PermanentError } from "../core/errors";
 import type { Role } from "../core/pipeline";
 import { agentOf } from "./content-workflows";
-import { type EventHandler, HANDLERS, payloadOf } from "./orchestrator-handlers";
+import { type EventHandler, payloadOf } from "./orchestrator-context";
+import { HANDLERS } from "./orchestrator-handlers";
 import type { LeasePolicy } from "./orchestrator-leases";
 import { type OrchestratorState, parseRunState } from "./orchestrator-state";
 import { summarizeRun } from "./summaries";
@@ -36,7 +37,13 @@ import { summarizeRun } from "./summaries";
  *   node and its descendants run again under a new generation (rerunFrom). Agent runs are keyed
  *   by generation, so the new assignment starts a fresh agent run at IDLE; the FAILED (or
  *   NEEDS_HUMAN) agent run of the old generation stays as the record of the failure and is never
- *   reassigned (its reset is implied, which is what ManualReset -> IDLE -> TaskAssigned means).
+ *   reassigned; its agent is told the assignment is closed (`<role>.cancel.requested`, reason
+ *   reset), so a NEEDS_HUMAN agent run ends CANCELLED and no longer waits for a person.
+ * - workflow.resolve.requested: HumanResolved at the run level. Accepted only for a FAILED node
+ *   and an output that fits the node role's output schema (otherwise `workflow.rejected`:
+ *   workflow.resolve_not_failed, workflow.invalid_output); the node counts as COMPLETED with that
+ *   output under a new generation, without an agent, and the nodes below it run again; its agent
+ *   is told the assignment is resolved (a NEEDS_HUMAN agent run ends COMPLETED).
  * - workflow.cancel.requested: cancelRun -> the run ends CANCELLED (every node not yet ended is
  *   CANCELLED), `workflow.cancelled` with the result so far, the request's reason and requester,
  *   and one `<role>.cancel.requested` per RUNNING node (READY or PENDING nodes were never sent to
@@ -52,7 +59,8 @@ import { summarizeRun } from "./summaries";
  *   (state only, nothing emitted). Stale or unknown heartbeats are ignored.
  *
  * Where it lives: the handler of each event type in ./orchestrator-handlers (payloads parsed with
- * the registry's schemas), the stored state's schema in ./orchestrator-state, leases and the due
+ * the registry's schemas; reset and resolve in ./orchestrator-resolve, what handlers share in
+ * ./orchestrator-context), the stored state's schema in ./orchestrator-state, leases and the due
  * time in ./orchestrator-leases, a DAG transition turned into a decision in ./orchestrator-apply,
  * the content workflows and their agents in ./content-workflows.
  *

@@ -43,9 +43,11 @@ export type WorkflowCancelled = z.infer<typeof WorkflowCancelledPayload>;
 
 /**
  * Why an assignment no longer counts: the run was cancelled, or a re-run (or reset) gave the node
- * a new generation while this one was still RUNNING.
+ * a new generation while this one was still RUNNING; or, for an assignment that ended FAILED, an
+ * operator reset the node (`reset`: it runs again under a new generation) or resolved it with a
+ * supplied output (`resolved`), which closes the agent's record of the failed assignment.
  */
-export const NODE_CANCEL_REASONS = ["run_cancelled", "rerun"] as const;
+export const NODE_CANCEL_REASONS = ["run_cancelled", "rerun", "reset", "resolved"] as const;
 export const NodeCancelRequestedPayload = z.object({
   run_id: OpaqueId,
   node_id: NodeId,

@@ -210,7 +210,14 @@ export const RunResultSchema = z.object({
 export const WorkflowEndedPayload = z.object({ run_id: OpaqueId, result: RunResultSchema });
 export type WorkflowEnded = z.infer<typeof WorkflowEndedPayload>;
 
-export const WORKFLOW_REQUESTS = ["start", "rerun", "reset", "release", "cancel"] as const;
+export const WORKFLOW_REQUESTS = [
+  "start",
+  "rerun",
+  "reset",
+  "release",
+  "cancel",
+  "resolve",
+] as const;
 export const WorkflowRejectedPayload = z.object({
   run_id: OpaqueId,
   request: z.enum(WORKFLOW_REQUESTS),

@@ -9,6 +9,7 @@ import {
   type DagCommand,
   type DagRun,
   LIVE,
+  type NodeCancelReason,
   type NodeRun,
   TERMINAL,
   type Transition,
@@ -41,7 +42,7 @@ export function rerunFrom(
 }
 
 /** Bump the generation and put the re-run's scope back to PENDING with recounted in-degrees. */
-function resetScope(draft: Draft, run: DagRun, nodeId: string): void {
+export function resetScope(draft: Draft, run: DagRun, nodeId: string): void {
   const { graph } = draft;
   const scope = scopeOf(graph, nodeId);
   const generation = run.generation + 1;
@@ -67,7 +68,7 @@ function resetScope(draft: Draft, run: DagRun, nodeId: string): void {
 }
 
 /** Decide the re-run's seed when nothing it waits for is open; refuse a seed that could not run. */
-function settleSeed(draft: Draft, run: DagRun, nodeId: string): void {
+export function settleSeed(draft: Draft, run: DagRun, nodeId: string): void {
   const { graph } = draft;
   const blocked = (why: string, upstreams: string[]) =>
     new DagRequestError("dag.rerun_blocked", `cannot re-run ${nodeId}: ${why}`, {
@@ -114,13 +115,13 @@ export function cancelRun(run: DagRun, def: WorkflowDefinition): Transition {
   return draft.done();
 }
 
-/** Stop work on the current assignment of a RUNNING node of `run`. */
-function cancelCommand(
+/** Stop work on (or close) the current assignment of a node of `run`. */
+export function cancelCommand(
   run: DagRun,
   graph: Graph,
   id: string,
   node: NodeRun,
-  reason: "rerun" | "run_cancelled",
+  reason: NodeCancelReason,
 ): DagCommand {
   return {
     type: "node.cancel",

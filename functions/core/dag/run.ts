@@ -71,15 +71,19 @@ export type DagCommand =
       readonly run_input: unknown;
     }
   | {
-      /** Stop work on an assignment that no longer counts (re-run or run cancelled). */
+      /** An assignment no longer counts: stop its work (re-run or run cancelled), or close the
+       * FAILED one a person reset or resolved. */
       readonly type: "node.cancel";
       readonly run_id: string;
       readonly node_id: string;
       readonly role: string;
       readonly attempt: number;
       readonly generation: number;
-      readonly reason: "rerun" | "run_cancelled";
+      readonly reason: NodeCancelReason;
     };
+
+/** Why an assignment no longer counts (`node.cancel`). */
+export type NodeCancelReason = "rerun" | "run_cancelled" | "reset" | "resolved";
 
 export type IgnoredReason = "duplicate" | "stale_generation" | "not_running";
 
@@ -94,6 +98,12 @@ export type DagEvent =
       readonly generation: number;
     }
   | { readonly type: "node.completed"; readonly node_id: string; readonly generation: number }
+  | {
+      /** A person supplied the output of a FAILED node: it counts as COMPLETED with that output. */
+      readonly type: "node.resolved";
+      readonly node_id: string;
+      readonly generation: number;
+    }
   | {
       readonly type: "node.degraded";
       readonly node_id: string;
@@ -139,6 +149,7 @@ export const DAG_EVENT_TYPES = [
   "node.ready",
   "node.released",
   "node.completed",
+  "node.resolved",
   "node.degraded",
   "node.failed",
   "node.cancelled",

@@ -1,0 +1,171 @@
+import { ulid } from "ulid";
+import { DeterministicLocalModel } from "../../functions/adapters/local-model";
+import type { AgentRun } from "../../functions/core/agent-run";
+import { classify } from "../../functions/core/errors";
+import { consume, type Role, type StepStatus } from "../../functions/core/pipeline";
+import type { ConsumerDeps } from "../../functions/core/ports";
+import { agentRunId, createContentAgent } from "../../functions/roles/content-agents";
+import { orchestrator } from "../../functions/roles/orchestrator";
+import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
+import { type Envelope, registry } from "../../schemas";
+import { CONTENT_ROLES, type WorkflowEnded } from "../../schemas/events/workflow";
+import { makeDeps } from "./fixtures";
+
+// ---------------------------------------------------------------------------------------------
+// A tiny in-memory bus: every committed event is delivered to each group subscribed to its type
+// (through `consume`, as the Lambda consumer does) until nothing is left. Transient failures are
+// redelivered with a higher receive count; anything else is dead-lettered.
+
+export interface Delivery {
+  readonly group: string;
+  readonly event: Envelope;
+  readonly receiveCount: number;
+}
+
+export interface BusOptions {
+  /** Deliver every event twice. */
+  readonly duplicate?: boolean;
+  /** Pick the next delivery at random (seeded) instead of in order. */
+  readonly seed?: number;
+  readonly maxModelAttempts?: number;
+  readonly orchestrator?: Role<OrchestratorState>;
+}
+
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export class Bus {
+  readonly model = new DeterministicLocalModel();
+  readonly roles: Role<unknown>[];
+  readonly pending: Delivery[] = [];
+  readonly handled: { group: string; type: string; status: StepStatus }[] = [];
+  readonly deadLettered: { group: string; type: string; code: string }[] = [];
+  readonly deps: ConsumerDeps;
+  readonly store: ReturnType<typeof makeDeps>["store"];
+  readonly clock: ReturnType<typeof makeDeps>["clock"];
+  private readonly random?: () => number;
+
+  constructor(private readonly options: BusOptions = {}) {
+    const { deps, store, clock } = makeDeps();
+    this.deps = deps;
+    this.store = store;
+    this.clock = clock;
+    this.random = options.seed === undefined ? undefined : mulberry32(options.seed);
+    this.roles = [
+      (options.orchestrator ?? orchestrator) as Role<unknown>,
+      ...CONTENT_ROLES.map(
+        (role) =>
+          createContentAgent({
+            role,
+            model: this.model,
+            maxModelAttempts: options.maxModelAttempts,
+          }) as Role<unknown>,
+      ),
+    ];
+  }
+
+  send(event: Envelope): void {
+    for (const role of this.roles) {
+      if (!role.subscriptions.includes(event.event_type)) continue;
+      const copies = this.options.duplicate ? 2 : 1;
+      for (let i = 0; i < copies; i++)
+        this.pending.push({ group: role.group, event: structuredClone(event), receiveCount: 1 });
+    }
+  }
+
+  /** Deliver pending messages (those `only` accepts) until none is left; returns how many. */
+  async drain(only: (d: Delivery) => boolean = () => true, limit = 2000): Promise<number> {
+    let count = 0;
+    for (;;) {
+      const candidates = this.pending.map((d, i) => [d, i] as const).filter(([d]) => only(d));
+      if (candidates.length === 0) return count;
+      if (++count > limit) throw new Error("the bus did not go quiet");
+      const pick = this.random ? Math.floor(this.random() * candidates.length) : 0;
+      const [delivery, index] = candidates[pick] as (typeof candidates)[number];
+      this.pending.splice(index, 1);
+      const role = this.roles.find((r) => r.group === delivery.group);
+      if (!role) throw new Error(`no role ${delivery.group}`);
+      this.clock.advance(1000);
+      try {
+        const result = await consume(delivery.event, role, this.deps, {
+          receiveCount: delivery.receiveCount,
+        });
+        this.handled.push({
+          group: role.group,
+          type: delivery.event.event_type,
+          status: result.status,
+        });
+        for (const step of result.steps) for (const e of step.emitted) this.send(e);
+      } catch (error) {
+        const code = (error as { code?: string }).code ?? "unexpected";
+        if (classify(error) === "transient" && delivery.receiveCount < 5)
+          this.pending.push({ ...delivery, receiveCount: delivery.receiveCount + 1 });
+        else this.deadLettered.push({ group: role.group, type: delivery.event.event_type, code });
+      }
+    }
+  }
+
+  /** An operator's command (unsequenced, on the run's aggregate at version 0). */
+  command(type: string, runId: string, payload: Record<string, unknown>): Envelope {
+    const event = {
+      event_id: ulid(),
+      event_type: type,
+      schema_version: 1,
+      occurred_at: this.clock.now().toISOString(),
+      correlation_id: `corr_${ulid()}`,
+      causation_id: null,
+      task_id: `task_${ulid()}`,
+      aggregate: { type: "dag_run", id: runId, version: 0 },
+      order_key: runId,
+      producer: "operator-cli",
+      attempt: 1,
+      payload: { run_id: runId, ...payload },
+    };
+    const parsed = registry.parse(event);
+    if (!parsed.ok) throw new Error(parsed.message);
+    return parsed.envelope;
+  }
+
+  start(runId: string, workflow: string, topicHint = "energy storage in cities"): Envelope {
+    const event = this.command("workflow.start.requested", runId, {
+      workflow,
+      request: { topic_hint: topicHint },
+    });
+    this.send(event);
+    return event;
+  }
+
+  state(runId: string): OrchestratorState {
+    const data = this.store.states.get(`dag_run#${runId}`)?.data as OrchestratorState | undefined;
+    if (!data) throw new Error(`no run ${runId}`);
+    return data;
+  }
+
+  /** Events of one type in commit order. */
+  emitted(type: string): Envelope[] {
+    return this.store.log.filter((e) => e.event_type === type);
+  }
+
+  ended(runId: string): { type: string; result: WorkflowEnded["result"] }[] {
+    return this.store.log
+      .filter((e) => e.event_type.startsWith("workflow.") && e.aggregate.id === runId)
+      .filter((e) =>
+        ["workflow.completed", "workflow.partial", "workflow.failed"].includes(e.event_type),
+      )
+      .map((e) => ({ type: e.event_type, result: (e.payload as WorkflowEnded).result }));
+  }
+
+  agentRun(runId: string, nodeId: string, generation = 0): AgentRun | undefined {
+    return this.store.states.get(`agent_run#${agentRunId(runId, nodeId, generation)}`)?.data as
+      | AgentRun
+      | undefined;
+  }
+}
