@@ -1,6 +1,7 @@
 import { Command, Option } from "commander";
 import { operatorName } from "../../lib/ops/audit";
 import { unknownSideEffects } from "../../lib/ops/lists";
+import { type OperatorCommand, operatorEnvelope, putCommand } from "../../lib/ops/operator-command";
 import type { OpsStack } from "../../lib/ops/stack";
 import {
   conversationVersion,
@@ -8,9 +9,6 @@ import {
   loadDelivery,
   loadReply,
   loadSideEffect,
-  type OperatorCommand,
-  operatorEnvelope,
-  putCommand,
 } from "../../lib/ops/support";
 import { opaqueIdProblem } from "../../schemas";
 import { SEND_RESOLUTIONS, type SendResolution } from "../../schemas/events/conversation";
@@ -29,9 +27,15 @@ import { clientConfig, out, type Target, UsageError } from "./target";
 
 type TargetOf = (command: Command) => Target;
 
+/** A support command names its task and conversation (the conversation is its order key). */
+type SupportCommand = OperatorCommand & {
+  readonly taskId: string;
+  readonly conversationId: string;
+};
+
 interface Decided {
   readonly already?: string;
-  readonly command?: OperatorCommand;
+  readonly command?: SupportCommand;
 }
 
 function taskIdOf(value: string): string {
@@ -50,7 +54,7 @@ function operatorFields(reason: string | undefined) {
 /** Check the command offline, then against the stack; send it unless it was already decided. */
 async function decideAndSend(
   t: Target,
-  offline: OperatorCommand,
+  offline: SupportCommand,
   check: (stack: OpsStack) => Promise<Decided>,
 ): Promise<void> {
   const problem = operatorEnvelope(offline);
@@ -78,7 +82,7 @@ async function decideAndSend(
 
 async function reviewCheck(
   stack: OpsStack,
-  command: OperatorCommand,
+  command: SupportCommand,
   decision: "approved" | "rejected",
 ): Promise<Decided> {
   const reply = await loadReply(stack, command.taskId);
@@ -119,7 +123,7 @@ function reviewCommand(taskId: string, type: string, payload: Record<string, unk
     taskId,
     conversationId,
     payload: { conversation_id: conversationId, ...payload },
-  } satisfies OperatorCommand;
+  } satisfies SupportCommand;
 }
 
 export function replyCommand(targetOf: TargetOf): Command {
@@ -180,7 +184,7 @@ const KEY = /^(task_[A-Za-z0-9-]{1,64}):reply:[1-9][0-9]{0,5}$/;
 
 async function resolveCheck(
   stack: OpsStack,
-  command: OperatorCommand,
+  command: SupportCommand,
   resolution: SendResolution,
 ): Promise<Decided> {
   const key = String(command.payload.idempotency_key);
@@ -240,7 +244,7 @@ export function sendCommand(targetOf: TargetOf): Command {
       const taskId = KEY.exec(key)?.[1];
       if (!taskId)
         throw new UsageError(`${JSON.stringify(key)} is not a reply key <task_id>:reply:<n>`);
-      const command: OperatorCommand = {
+      const command: SupportCommand = {
         type: "notification.resolve.requested",
         aggregate: { type: "delivery", id: taskId },
         taskId,

@@ -1,14 +1,22 @@
-import { userInfo } from "node:os";
+import { readFileSync } from "node:fs";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { Command } from "commander";
 import { ulid } from "ulid";
 import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
-import type { NodeRun } from "../../functions/core/dag/run";
 import type { StoredState } from "../../functions/core/ports";
-import { contentWorkflowFor } from "../../functions/roles/content-workflows";
 import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
-import { putEnvelope } from "../../lib/ops/put-envelope";
-import { opaqueIdProblem, registry } from "../../schemas";
+import { operatorName } from "../../lib/ops/audit";
+import {
+  type OperatorCommand,
+  operatorEnvelope,
+  putCommandOn,
+} from "../../lib/ops/operator-command";
+import {
+  type RunRequest,
+  runRequestCommand,
+  runRequestProblem,
+} from "../../lib/ops/workflow-actions";
+import { opaqueIdProblem } from "../../schemas";
 import { NodeId, WORKFLOW_KINDS } from "../../schemas/events/workflow";
 import {
   clientConfig,
@@ -19,15 +27,18 @@ import {
   type Target,
   UsageError,
 } from "./target";
+import { printRun } from "./workflow-show";
 
 /**
- * `agentbus workflow`: start a run, show it, re-run from a node, reset a FAILED node, cancel a run.
- * Commands go on the stage's `commands` bus as unsequenced envelopes (aggregate `dag_run/<run_id>`
- * at version 0, order key = run id), validated against the registry before they are sent; `show`
- * reads the orchestrator's state item `dag_run#<run_id>`.
+ * `agentbus workflow`: start a run, show it, re-run from a node, reset or resolve a FAILED node,
+ * cancel a run. Commands go on the stage's `commands` bus as unsequenced envelopes (aggregate
+ * `dag_run/<run_id>` at version 0, order key = run id, a correlation id of their own), validated
+ * against the registry and checked against the run's stored state before they are sent (a
+ * request the orchestrator would refuse is refused here: exit 2, nothing sent); `show` reads the
+ * orchestrator's state item `dag_run#<run_id>`.
  */
 
-const PRODUCER = "agentbus-cli";
+type Globals = (command: Command) => Target;
 
 // ---------------------------------------------------------------------------------------------
 // Input checks
@@ -51,69 +62,84 @@ function nodeIdOf(value: string, flag: string): string {
   return parsed.data;
 }
 
+/** `--output`: a JSON object, inline or `@file`. */
+function outputOf(value: string): Record<string, unknown> {
+  let text = value;
+  if (value.startsWith("@")) {
+    try {
+      text = readFileSync(value.slice(1), "utf8");
+    } catch (error) {
+      throw new UsageError(`--output ${value}: ${(error as Error).message}; nothing sent`);
+    }
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    throw new UsageError(`--output is not JSON (${(error as Error).message}); nothing sent`);
+  }
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed))
+    throw new UsageError("--output must be a JSON object (the node's output); nothing sent");
+  return parsed as Record<string, unknown>;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Sending a command
 
 interface Sent {
-  readonly eventId: string;
-  readonly correlationId: string;
+  readonly envelope: Record<string, unknown>;
   readonly bus: string;
 }
 
-/** Build the envelope, validate it against the registry, and put it on the commands bus. */
+/** Validate the command's envelope, run `precheck`, and put it on the commands bus. */
 async function send(
   t: Target,
-  eventType: string,
-  runId: string,
-  payload: Record<string, unknown>,
-  /** Checks against the deployment, run once the envelope is valid and before it is sent. */
+  command: OperatorCommand,
   precheck?: () => Promise<void>,
 ): Promise<Sent> {
-  const id = ulid();
-  const correlationId = `corr_${id}`;
-  const envelope = {
-    event_id: id,
-    event_type: eventType,
-    schema_version: 1,
-    occurred_at: new Date().toISOString(),
-    correlation_id: correlationId,
-    causation_id: null,
-    task_id: `task_${id}`,
-    aggregate: { type: "dag_run", id: runId, version: 0 },
-    order_key: runId,
-    producer: PRODUCER,
-    attempt: 1,
-    payload: { run_id: runId, ...payload },
-  };
-  const parsed = registry.parse(envelope);
-  if (!parsed.ok)
-    throw new UsageError(
-      `refusing to send an invalid ${eventType} (${parsed.code}):\n${parsed.message}`,
-    );
+  const envelope = operatorEnvelope(command);
+  if (typeof envelope === "string")
+    throw new UsageError(`refusing to send an ${envelope}; nothing sent`);
   await precheck?.();
   const bus = commandsBus(t);
-  await putEnvelope(clientConfig(t), bus, envelope);
-  return { eventId: id, correlationId, bus };
+  await putCommandOn(clientConfig(t), bus, envelope);
+  return { envelope, bus };
 }
 
-function printSent(eventType: string, runId: string, sent: Sent): void {
-  out(`${eventType} sent to ${sent.bus}`);
+function printSent(runId: string, { envelope, bus }: Sent): void {
+  out(`${String(envelope.event_type)} sent to ${bus}`);
   out(`  run_id          ${runId}`);
-  out(`  correlation_id  ${sent.correlationId}`);
-  out(`  event_id        ${sent.eventId}`);
+  out(`  correlation_id  ${String(envelope.correlation_id)}`);
+  out(`  event_id        ${String(envelope.event_id)}`);
+  const payload = envelope.payload as Record<string, unknown>;
+  if (payload.requested_by !== undefined) out(`  requested_by    ${String(payload.requested_by)}`);
+  if (payload.reason !== undefined) out(`  reason          ${JSON.stringify(payload.reason)}`);
+}
+
+/** Who asks: $AGENTBUS_OPERATOR as given (an empty one is refused with the envelope), else the OS user. */
+const requester = (): string => process.env.AGENTBUS_OPERATOR ?? operatorName();
+
+/** Send a request about an existing run, once the stored run says it can apply. */
+async function request(t: Target, runId: string, req: RunRequest): Promise<void> {
+  const command = runRequestCommand(runId, req, requester());
+  const sent = await send(t, command, async () => {
+    const { table, state } = await findRun(t, runId);
+    // A node of a run that does not exist is not found (exit 1); a cancel of one is refused.
+    if (!state && req.kind !== "cancel")
+      throw new NotFoundError(
+        `no such run: ${runId} (no dag_run#${runId} in ${table}); nothing sent`,
+      );
+    const problem = runRequestProblem(runId, state?.data, req);
+    if (problem)
+      throw new UsageError(
+        `${problem}${state ? "" : ` (no dag_run#${runId} in ${table})`}; nothing sent`,
+      );
+  });
+  printSent(runId, sent);
 }
 
 // ---------------------------------------------------------------------------------------------
-// Showing a run
-
-async function loadRun(t: Target, runId: string): Promise<StoredState<OrchestratorState>> {
-  const { table, state } = await findRun(t, runId);
-  if (!state)
-    throw new NotFoundError(
-      `no such run: ${runId} (no dag_run#${runId} in ${table}; the orchestrator writes it when it accepts workflow.start.requested)`,
-    );
-  return state;
-}
+// Reading a run
 
 /** The run's stored state, if there is one, and the state table it was looked up in. */
 async function findRun(
@@ -135,127 +161,31 @@ async function findRun(
   }
 }
 
-/**
- * Refuse a cancel the orchestrator would refuse or ignore: a run that does not exist or has
- * already ended (a cancel of a CANCELLED run changes nothing, of another ended run it is rejected).
- */
-async function requireRunning(t: Target, runId: string): Promise<void> {
+async function loadRun(t: Target, runId: string): Promise<StoredState<OrchestratorState>> {
   const { table, state } = await findRun(t, runId);
   if (!state)
-    throw new UsageError(`no such run: ${runId} (no dag_run#${runId} in ${table}); nothing sent`);
-  const { status } = state.data.run;
-  if (status !== "RUNNING")
-    throw new UsageError(
-      `run ${runId} already ended ${status}; there is nothing to cancel; nothing sent`,
+    throw new NotFoundError(
+      `no such run: ${runId} (no dag_run#${runId} in ${table}; the orchestrator writes it when it accepts workflow.start.requested)`,
     );
+  return state;
 }
 
-/** Who is asking: AGENTBUS_OPERATOR, else the OS user name. */
-function operator(): string {
-  const named = process.env.AGENTBUS_OPERATOR;
-  if (named !== undefined) return named;
-  try {
-    return userInfo().username;
-  } catch {
-    throw new UsageError(
-      "cannot tell who is asking (no user name for this process): set AGENTBUS_OPERATOR",
-    );
-  }
-}
-
-/**
- * Refuse up front what the orchestrator would refuse (with `workflow.rejected`, after the fact):
- * a run that does not exist, a node the run does not have, a reset of a node that is not FAILED.
- * The orchestrator checks again when the command arrives (the run may change in between).
- */
-async function requireNode(
-  t: Target,
-  runId: string,
-  nodeId: string,
-  request: "rerun" | "reset",
-): Promise<void> {
-  const { run } = (await loadRun(t, runId)).data;
-  const node = run.nodes[nodeId];
-  if (!node)
-    throw new UsageError(
-      `run ${runId} has no node ${nodeId} (its nodes: ${Object.keys(run.nodes).join(", ")}); nothing sent`,
-    );
-  if (request === "reset" && node.state !== "FAILED")
-    throw new UsageError(
-      `node ${nodeId} of run ${runId} is ${node.state}; only a FAILED node can be reset (use \`workflow rerun --from ${nodeId}\` to run it again); nothing sent`,
-    );
-}
-
-/** The run's nodes in the order of its workflow definition (unknown ones last, sorted). */
-function nodeOrder({ workflow, run }: OrchestratorState): string[] {
-  let defined: string[] = [];
-  try {
-    defined = contentWorkflowFor({ kind: workflow }).nodes.map((n) => n.id);
-  } catch {
-    // a definition this CLI does not know: sorted ids only
-  }
-  const ids = Object.keys(run.nodes);
-  return [
-    ...defined.filter((id) => ids.includes(id)),
-    ...ids.filter((id) => !defined.includes(id)).sort(),
-  ];
-}
-
-function printRun(stored: StoredState<OrchestratorState>): void {
-  const { workflow, run, held, timeline } = stored.data;
-  out(`run ${run.run_id}`);
-  out(`  workflow    ${workflow} (${run.workflow.name} v${run.workflow.version})`);
-  out(`  status      ${run.status}`);
-  out(`  generation  ${run.generation}`);
-  out(`  revision    ${stored.revision} (stream version ${stored.version})`);
-  out();
-  const rows = nodeOrder(stored.data).map((id) => [id, run.nodes[id] as NodeRun] as const);
-  const cells = rows.map(([id, node]) => [
-    id,
-    node.state,
-    String(node.attempt),
-    node.assigned_generation === undefined ? "-" : String(node.assigned_generation),
-    node.error ? `${node.error.code}: ${node.error.message.split("\n")[0]}` : "",
-  ]);
-  const header = ["node", "state", "attempt", "generation", "error"];
-  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((r) => r[i]?.length ?? 0)));
-  const line = (cells: string[]) =>
-    `  ${cells
-      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
-      .join("  ")
-      .trimEnd()}`;
-  out("nodes");
-  out(line(header));
-  for (const row of cells) out(line(row));
-  if (held.length) {
-    out();
-    out("held back");
-    for (const h of held) out(`  ${JSON.stringify(h)}`);
-  }
-  out();
-  out(`timeline (${timeline.length} steps)`);
-  for (const step of timeline) {
-    const node = step.node_id ? ` ${step.node_id}` : "";
-    const gen = step.generation === undefined ? "" : ` g${step.generation}`;
-    out(`  ${step.at}  ${step.event}${node}${gen}  (${step.cause})`);
-  }
-}
+// ---------------------------------------------------------------------------------------------
+// Commands
 
 /** The `workflow` command and its subcommands; `targetOf` resolves the global options. */
-export function workflowCommand(targetOf: (command: Command) => Target): Command {
+export function workflowCommand(targetOf: Globals): Command {
   const workflow = new Command("workflow").description(
     "workflow runs (the orchestrator's DAG runs)",
   );
-  workflow.addCommand(startCommand(targetOf));
-  workflow.addCommand(showCommand(targetOf));
-  workflow.addCommand(rerunCommand(targetOf));
-  workflow.addCommand(resetCommand(targetOf));
+  for (const make of [startCommand, showCommand, rerunCommand, resetCommand, resolveCommand])
+    workflow.addCommand(make(targetOf));
   workflow.addCommand(cancelCommand(targetOf));
   return workflow;
 }
 
 /** `workflow start` */
-function startCommand(globals: (command: Command) => Target): Command {
+function startCommand(globals: Globals): Command {
   return new Command("start")
     .description("start a run: puts workflow.start.requested on the commands bus")
     .requiredOption("--kind <kind>", `workflow kind: ${WORKFLOW_KINDS.join(" | ")}`)
@@ -270,32 +200,30 @@ function startCommand(globals: (command: Command) => Target): Command {
           `--kind ${JSON.stringify(options.kind)}: unknown workflow kind (one of ${WORKFLOW_KINDS.join(", ")})`,
         );
       const runId = runIdOf(options.runId, "--run-id");
-      const t = globals(this);
-      const sent = await send(t, "workflow.start.requested", runId, {
-        workflow: options.kind,
-        request: { topic_hint: options.topic },
+      const sent = await send(globals(this), {
+        type: "workflow.start.requested",
+        aggregate: { type: "dag_run", id: runId },
+        payload: { run_id: runId, workflow: options.kind, request: { topic_hint: options.topic } },
       });
-      printSent("workflow.start.requested", runId, sent);
+      printSent(runId, sent);
     });
 }
 
 /** `workflow show` */
-function showCommand(globals: (command: Command) => Target): Command {
+function showCommand(globals: Globals): Command {
   return new Command("show")
     .description("show a run: status, generation, nodes and timeline (from the state table)")
     .argument("<run-id>", "run id run_<token>")
     .option("--json", "print the stored state item as JSON")
     .action(async function (this: Command, runIdArg: string, options: { json?: boolean }) {
-      const runId = runIdOf(runIdArg, "run id");
-      const t = globals(this);
-      const stored = await loadRun(t, runId);
+      const stored = await loadRun(globals(this), runIdOf(runIdArg, "run id"));
       if (options.json) out(JSON.stringify(stored, null, 2));
       else printRun(stored);
     });
 }
 
 /** `workflow rerun` */
-function rerunCommand(globals: (command: Command) => Target): Command {
+function rerunCommand(globals: Globals): Command {
   return new Command("rerun")
     .description("re-run a node and everything below it: puts workflow.rerun.requested")
     .argument("<run-id>", "run id run_<token>")
@@ -303,23 +231,21 @@ function rerunCommand(globals: (command: Command) => Target): Command {
     .action(async function (this: Command, runIdArg: string, options: { from: string }) {
       const runId = runIdOf(runIdArg, "run id");
       const nodeId = nodeIdOf(options.from, "--from");
-      const t = globals(this);
-      const sent = await send(t, "workflow.rerun.requested", runId, { node_id: nodeId }, () =>
-        requireNode(t, runId, nodeId, "rerun"),
-      );
-      printSent("workflow.rerun.requested", runId, sent);
+      await request(globals(this), runId, { kind: "rerun", nodeId });
     });
 }
 
+const REASON_HELP = "why (kept on the command, at most 1000 characters)";
+
 /** `workflow reset` */
-function resetCommand(globals: (command: Command) => Target): Command {
+function resetCommand(globals: Globals): Command {
   return new Command("reset")
     .description(
       "reset a FAILED node (it and its descendants run again): puts workflow.reset.requested",
     )
     .argument("<run-id>", "run id run_<token>")
     .requiredOption("--node <node-id>", "the FAILED node")
-    .option("--reason <text>", "why (kept on the command, at most 1000 characters)")
+    .option("--reason <text>", REASON_HELP)
     .action(async function (
       this: Command,
       runIdArg: string,
@@ -327,20 +253,42 @@ function resetCommand(globals: (command: Command) => Target): Command {
     ) {
       const runId = runIdOf(runIdArg, "run id");
       const nodeId = nodeIdOf(options.node, "--node");
-      const t = globals(this);
-      const sent = await send(
-        t,
-        "workflow.reset.requested",
-        runId,
-        { node_id: nodeId, ...(options.reason === undefined ? {} : { reason: options.reason }) },
-        () => requireNode(t, runId, nodeId, "reset"),
-      );
-      printSent("workflow.reset.requested", runId, sent);
+      await request(globals(this), runId, { kind: "reset", nodeId, reason: options.reason });
+    });
+}
+
+/** `workflow resolve` */
+function resolveCommand(globals: Globals): Command {
+  return new Command("resolve")
+    .description(
+      "resolve a FAILED node (one whose agent needs a person) with an output you supply: it counts as COMPLETED with it and the nodes below it run; puts workflow.resolve.requested, requested by $AGENTBUS_OPERATOR or else the OS user name",
+    )
+    .argument("<run-id>", "run id run_<token>")
+    .requiredOption("--node <node-id>", "the FAILED node")
+    .requiredOption(
+      "--output <json>",
+      "the node's output as a JSON object, or @file; checked against the node role's output schema",
+    )
+    .option("--reason <text>", REASON_HELP)
+    .action(async function (
+      this: Command,
+      runIdArg: string,
+      options: { node: string; output: string; reason?: string },
+    ) {
+      const runId = runIdOf(runIdArg, "run id");
+      const nodeId = nodeIdOf(options.node, "--node");
+      const output = outputOf(options.output);
+      await request(globals(this), runId, {
+        kind: "resolve",
+        nodeId,
+        output,
+        reason: options.reason,
+      });
     });
 }
 
 /** `workflow cancel` */
-function cancelCommand(globals: (command: Command) => Target): Command {
+function cancelCommand(globals: Globals): Command {
   return new Command("cancel")
     .description(
       "cancel a running run (it ends CANCELLED, its agents drop the work): puts workflow.cancel.requested, requested by $AGENTBUS_OPERATOR or else the OS user name",
@@ -352,18 +300,6 @@ function cancelCommand(globals: (command: Command) => Target): Command {
     )
     .action(async function (this: Command, runIdArg: string, options: { reason?: string }) {
       const runId = runIdOf(runIdArg, "run id");
-      const requestedBy = operator();
-      const reason = options.reason === undefined ? {} : { reason: options.reason };
-      const t = globals(this);
-      const sent = await send(
-        t,
-        "workflow.cancel.requested",
-        runId,
-        { requested_by: requestedBy, ...reason },
-        () => requireRunning(t, runId),
-      );
-      printSent("workflow.cancel.requested", runId, sent);
-      out(`  requested_by    ${requestedBy}`);
-      if (options.reason !== undefined) out(`  reason          ${JSON.stringify(options.reason)}`);
+      await request(globals(this), runId, { kind: "cancel", reason: options.reason });
     });
 }

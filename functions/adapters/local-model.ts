@@ -19,7 +19,8 @@ import type { ModelPort, ModelRequest, ModelResponse } from "../core/model";
  * (`topic-selection`, `fact-check`, `writing`, `review`, also under the DAG's role names
  * `topic-selector`, `fact-checker`, `writer`, `reviewer`) and the support workflow's
  * `reply-generation`. Put `[fail-fact-check]` anywhere in a fact-check request to get verdict
- * "fail" and drive the failure path. The reply-generation script quotes the customer's message
+ * "fail" and drive the failure path, and `[unusable-draft]` in a writing request to get text that
+ * is not the JSON asked for (every time, so the agent run ends NEEDS_HUMAN). The reply-generation script quotes the customer's message
  * and the order facts of the prompt, cites only the allowed source refs the prompt lists, and
  * asks for a human review when the request contains `[human-review]`.
  */
@@ -196,7 +197,12 @@ function factCheck(_request: ModelRequest, facts: RequestFacts) {
   };
 }
 
+/** In a writing request: the writer never answers in shape (the agent run ends NEEDS_HUMAN). */
+export const UNUSABLE_DRAFT_MARKER = "[unusable-draft]";
+
 function writing(_request: ModelRequest, facts: RequestFacts) {
+  if (facts.text.includes(UNUSABLE_DRAFT_MARKER))
+    return `I could not write this one (ref ${facts.digest.slice(0, 8)}).`;
   const subject = facts.pick(SUBJECTS, "subject");
   const title = `How ${subject} ${facts.pick(VERBS, "verb")} ${facts.pick(ADJECTIVES, "adjective")} markets`;
   const paragraphs = facts.int(2, 4, "paragraphs");

@@ -1,4 +1,3 @@
-import { ulid } from "ulid";
 import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
 import { DynamoSideEffects } from "../../functions/adapters/dynamodb/side-effects";
 import type { SideEffectRecord } from "../../functions/core/side-effects";
@@ -10,18 +9,14 @@ import {
 } from "../../functions/roles/conversation-projection";
 import { REPLY_AGGREGATE, type ReplyState } from "../../functions/roles/reply-generation";
 import { DELIVERY_AGGREGATE, type DeliveryState } from "../../functions/roles/sender";
-import { registry } from "../../schemas";
 import { summaries } from "./lists";
-import { putEnvelope } from "./put-envelope";
-import type { ClientConfig, OpsStack } from "./stack";
+import type { OpsStack } from "./stack";
 
 /**
  * What the support commands read and send (seed 000 §14, what waits for a person): held replies
- * and their conversations, the sender's state and side-effect records, and the operator commands
- * put on the stack's commands bus (validated against the registry first).
+ * and their conversations, the sender's state and side-effect records (the commands themselves are
+ * built and sent by ./operator-command).
  */
-
-const PRODUCER = "agentbus-cli";
 
 function storeOf(stack: OpsStack): DynamoEventStore {
   return new DynamoEventStore({ client: stack.dynamodb, tables: stack.names.tables });
@@ -75,47 +70,4 @@ export async function heldReplies(stack: OpsStack, limit = 50): Promise<HeldRepl
     }
   }
   return held;
-}
-
-export interface OperatorCommand {
-  readonly type: string;
-  /** The aggregate the command addresses at version 0 (`reply/<task_id>`, `delivery/<task_id>`). */
-  readonly aggregate: { readonly type: string; readonly id: string };
-  readonly taskId: string;
-  readonly conversationId: string;
-  readonly payload: Record<string, unknown>;
-}
-
-/** The command's envelope, validated; a problem is returned as a message, nothing is sent. */
-export function operatorEnvelope(command: OperatorCommand): Record<string, unknown> | string {
-  const id = ulid();
-  const envelope = {
-    event_id: id,
-    event_type: command.type,
-    schema_version: 1,
-    occurred_at: new Date().toISOString(),
-    correlation_id: `corr_${id}`,
-    causation_id: null,
-    task_id: command.taskId,
-    conversation_id: command.conversationId,
-    aggregate: { ...command.aggregate, version: 0 },
-    order_key: command.conversationId,
-    producer: PRODUCER,
-    attempt: 1,
-    payload: command.payload,
-  };
-  const parsed = registry.parse(envelope);
-  return parsed.ok ? envelope : `invalid ${command.type} (${parsed.code}): ${parsed.message}`;
-}
-
-/** Put a validated operator command on the stack's commands bus; returns the bus name. */
-export async function putCommand(
-  stack: OpsStack,
-  config: ClientConfig,
-  envelope: Record<string, unknown>,
-): Promise<string> {
-  const bus = stack.names.buses.commands;
-  if (!bus) throw new Error("the stack has no commands bus");
-  await putEnvelope(config, bus, envelope as { event_type: unknown });
-  return bus;
 }

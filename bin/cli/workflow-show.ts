@@ -1,0 +1,62 @@
+import type { NodeRun } from "../../functions/core/dag/run";
+import type { StoredState } from "../../functions/core/ports";
+import { contentWorkflowFor } from "../../functions/roles/content-workflows";
+import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
+import { out } from "./target";
+
+/** `agentbus workflow show`: a run's status, nodes and timeline as text. */
+
+/** The run's nodes in the order of its workflow definition (unknown ones last, sorted). */
+function nodeOrder({ workflow, run }: OrchestratorState): string[] {
+  let defined: string[] = [];
+  try {
+    defined = contentWorkflowFor({ kind: workflow }).nodes.map((n) => n.id);
+  } catch {
+    // a definition this CLI does not know: sorted ids only
+  }
+  const ids = Object.keys(run.nodes);
+  return [
+    ...defined.filter((id) => ids.includes(id)),
+    ...ids.filter((id) => !defined.includes(id)).sort(),
+  ];
+}
+
+export function printRun(stored: StoredState<OrchestratorState>): void {
+  const { workflow, run, held, timeline } = stored.data;
+  out(`run ${run.run_id}`);
+  out(`  workflow    ${workflow} (${run.workflow.name} v${run.workflow.version})`);
+  out(`  status      ${run.status}`);
+  out(`  generation  ${run.generation}`);
+  out(`  revision    ${stored.revision} (stream version ${stored.version})`);
+  out();
+  const rows = nodeOrder(stored.data).map((id) => [id, run.nodes[id] as NodeRun] as const);
+  const cells = rows.map(([id, node]) => [
+    id,
+    node.state,
+    String(node.attempt),
+    node.assigned_generation === undefined ? "-" : String(node.assigned_generation),
+    node.error ? `${node.error.code}: ${node.error.message.split("\n")[0]}` : "",
+  ]);
+  const header = ["node", "state", "attempt", "generation", "error"];
+  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((r) => r[i]?.length ?? 0)));
+  const line = (cells: string[]) =>
+    `  ${cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
+      .join("  ")
+      .trimEnd()}`;
+  out("nodes");
+  out(line(header));
+  for (const row of cells) out(line(row));
+  if (held.length) {
+    out();
+    out("held back");
+    for (const h of held) out(`  ${JSON.stringify(h)}`);
+  }
+  out();
+  out(`timeline (${timeline.length} steps)`);
+  for (const step of timeline) {
+    const node = step.node_id ? ` ${step.node_id}` : "";
+    const gen = step.generation === undefined ? "" : ` g${step.generation}`;
+    out(`  ${step.at}  ${step.event}${node}${gen}  (${step.cause})`);
+  }
+}

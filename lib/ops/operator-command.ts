@@ -1,0 +1,68 @@
+import { ulid } from "ulid";
+import { registry } from "../../schemas";
+import { putEnvelope } from "./put-envelope";
+import type { ClientConfig, OpsStack } from "./stack";
+
+/**
+ * An operator's command as the operator tools send it: an unsequenced envelope addressed to an
+ * aggregate at version 0, under a correlation id of its own (an operator action starts a new
+ * causal chain), validated against the registry before anything is sent.
+ */
+
+const PRODUCER = "agentbus-cli";
+
+export interface OperatorCommand {
+  readonly type: string;
+  /** The aggregate the command addresses at version 0 (`dag_run/<run_id>`, `reply/<task_id>`). */
+  readonly aggregate: { readonly type: string; readonly id: string };
+  /** The task the command belongs to; default a new `task_<ulid>`. */
+  readonly taskId?: string;
+  /** The conversation, for a support command (it is the order key then). */
+  readonly conversationId?: string;
+  /** The FIFO order key; default the conversation, else the aggregate id. */
+  readonly orderKey?: string;
+  readonly payload: Record<string, unknown>;
+}
+
+/** The command's envelope, validated; a problem is returned as a message, nothing is sent. */
+export function operatorEnvelope(command: OperatorCommand): Record<string, unknown> | string {
+  const id = ulid();
+  const envelope = {
+    event_id: id,
+    event_type: command.type,
+    schema_version: 1,
+    occurred_at: new Date().toISOString(),
+    correlation_id: `corr_${id}`,
+    causation_id: null,
+    task_id: command.taskId ?? `task_${id}`,
+    ...(command.conversationId === undefined ? {} : { conversation_id: command.conversationId }),
+    aggregate: { ...command.aggregate, version: 0 },
+    order_key: command.orderKey ?? command.conversationId ?? command.aggregate.id,
+    producer: PRODUCER,
+    attempt: 1,
+    payload: command.payload,
+  };
+  const parsed = registry.parse(envelope);
+  return parsed.ok ? envelope : `invalid ${command.type} (${parsed.code}): ${parsed.message}`;
+}
+
+/** Put a validated operator command on a commands bus. */
+export async function putCommandOn(
+  config: ClientConfig,
+  bus: string,
+  envelope: Record<string, unknown>,
+): Promise<void> {
+  await putEnvelope(config, bus, envelope as { event_type: unknown });
+}
+
+/** Put a validated operator command on the stack's commands bus; returns the bus name. */
+export async function putCommand(
+  stack: OpsStack,
+  config: ClientConfig,
+  envelope: Record<string, unknown>,
+): Promise<string> {
+  const bus = stack.names.buses.commands;
+  if (!bus) throw new Error("the stack has no commands bus");
+  await putCommandOn(config, bus, envelope);
+  return bus;
+}

@@ -1,0 +1,101 @@
+import { agentOutputSchema } from "../../functions/roles/content-workflows";
+import { definitionOf, type OrchestratorState } from "../../functions/roles/orchestrator-state";
+import { MAX_RESOLVED_OUTPUT_BYTES } from "../../schemas/events/workflow-resolve";
+import type { OperatorCommand } from "./operator-command";
+
+/**
+ * What an operator may ask of a run, checked against its stored state before anything is sent:
+ * the orchestrator would refuse the same requests (with `workflow.rejected`, after the fact) or
+ * ignore them. It checks again when the command arrives (the run may change in between). Shared
+ * by the CLI and the console.
+ */
+
+export type RunRequest =
+  | { readonly kind: "rerun"; readonly nodeId: string }
+  | { readonly kind: "reset"; readonly nodeId: string; readonly reason?: string }
+  | {
+      readonly kind: "resolve";
+      readonly nodeId: string;
+      readonly output: Record<string, unknown>;
+      readonly reason?: string;
+    }
+  | { readonly kind: "cancel"; readonly reason?: string };
+
+/** The event type of each request. */
+export const RUN_REQUEST_TYPES = {
+  rerun: "workflow.rerun.requested",
+  reset: "workflow.reset.requested",
+  resolve: "workflow.resolve.requested",
+  cancel: "workflow.cancel.requested",
+} as const satisfies Record<RunRequest["kind"], string>;
+
+/** Why the request cannot apply to the run as stored (undefined: it can). */
+export function runRequestProblem(
+  runId: string,
+  state: OrchestratorState | undefined,
+  request: RunRequest,
+): string | undefined {
+  if (!state) return `no such run: ${runId}`;
+  const { run } = state;
+  if (request.kind === "cancel")
+    return run.status === "RUNNING"
+      ? undefined
+      : `run ${runId} already ended ${run.status}; there is nothing to cancel`;
+  const node = run.nodes[request.nodeId];
+  if (!node)
+    return `run ${runId} has no node ${request.nodeId} (its nodes: ${Object.keys(run.nodes).join(", ")})`;
+  if (request.kind === "rerun") return undefined;
+  if (node.state !== "FAILED")
+    return request.kind === "reset"
+      ? `node ${request.nodeId} of run ${runId} is ${node.state}; only a FAILED node can be reset (use \`workflow rerun --from ${request.nodeId}\` to run it again)`
+      : `node ${request.nodeId} of run ${runId} is ${node.state}; only a FAILED node can be resolved`;
+  return request.kind === "resolve"
+    ? outputProblem(state, request.nodeId, request.output)
+    : undefined;
+}
+
+/** Why an output does not fit the role of the node (undefined: it fits). */
+export function outputProblem(
+  state: OrchestratorState,
+  nodeId: string,
+  output: unknown,
+): string | undefined {
+  const size = Buffer.byteLength(JSON.stringify(output) ?? "");
+  if (size > MAX_RESOLVED_OUTPUT_BYTES)
+    return `the output is ${size} bytes of JSON; at most ${MAX_RESOLVED_OUTPUT_BYTES} fit in a command`;
+  const role = definitionOf(state).nodes.find((n) => n.id === nodeId)?.role;
+  if (role === undefined) return `node ${nodeId} has no role in workflow ${state.workflow}`;
+  const checked = agentOutputSchema(role).safeParse(output);
+  if (checked.success) return undefined;
+  const issues = checked.error.issues.map((i) => `${i.path.join(".") || "(output)"}: ${i.message}`);
+  return `the output does not fit node ${nodeId} (role ${role}): ${issues.join("; ")}`;
+}
+
+/** The command for a request on run `runId`, by `requestedBy`. */
+export function runRequestCommand(
+  runId: string,
+  request: RunRequest,
+  requestedBy: string,
+): OperatorCommand {
+  const reason =
+    "reason" in request && request.reason !== undefined ? { reason: request.reason } : {};
+  const payload: Record<string, unknown> =
+    request.kind === "rerun"
+      ? { run_id: runId, node_id: request.nodeId }
+      : request.kind === "reset"
+        ? { run_id: runId, node_id: request.nodeId, ...reason }
+        : request.kind === "resolve"
+          ? {
+              run_id: runId,
+              node_id: request.nodeId,
+              output: request.output,
+              requested_by: requestedBy,
+              ...reason,
+            }
+          : { run_id: runId, requested_by: requestedBy, ...reason };
+  return {
+    type: RUN_REQUEST_TYPES[request.kind],
+    aggregate: { type: "dag_run", id: runId },
+    payload,
+  };
+}
