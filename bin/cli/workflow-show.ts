@@ -30,9 +30,16 @@ export function printRun(stored: StoredState<OrchestratorState>): void {
   out(`  revision    ${stored.revision} (stream version ${stored.version})`);
   out();
   const rows = nodeOrder(stored.data).map((id) => [id, run.nodes[id] as NodeRun] as const);
+  const leases = stored.data.leases ?? {};
+  const stateText = (id: string, node: NodeRun) => {
+    const lease = node.state === "RUNNING" ? leases[id] : undefined;
+    if (!lease) return node.state;
+    const again = lease.redeliveries ? `, sent ${lease.redeliveries + 1}x` : "";
+    return `RUNNING (${lease.started ? "started" : "queued"}${again})`;
+  };
   const cells = rows.map(([id, node]) => [
     id,
-    node.state,
+    stateText(id, node),
     String(node.attempt),
     node.assigned_generation === undefined ? "-" : String(node.assigned_generation),
     node.error ? `${node.error.code}: ${node.error.message.split("\n")[0]}` : "",

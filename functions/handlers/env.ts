@@ -80,8 +80,12 @@ export const OrchestratorEnv = z.object({
   /** Without it there is no queue-depth gate. */
   AGENT_QUEUE_URLS: QueueUrls.optional(),
   QUEUE_DEPTH_THRESHOLD: z.coerce.number().int().min(1).optional(),
-  /** Lease of a node released to an agent, in seconds. */
+  /** Lease of a node whose agent has started on it, in seconds. */
   ORCHESTRATOR_LEASE_SECONDS: z.coerce.number().positive().optional(),
+  /** How long a request may wait in its agent's queue before its outcome counts as unknown. */
+  ORCHESTRATOR_QUEUED_LEASE_SECONDS: z.coerce.number().positive().optional(),
+  /** How many times an assignment whose lease ran out is sent again before its node fails. */
+  ORCHESTRATOR_LEASE_REDELIVERIES: z.coerce.number().int().min(0).optional(),
 });
 export type OrchestratorEnv = z.output<typeof OrchestratorEnv>;
 

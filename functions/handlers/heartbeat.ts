@@ -27,20 +27,25 @@ export type WithHeartbeat = <T>(
 ) => Promise<T>;
 
 /**
- * Heartbeat (`HEARTBEAT_SECONDS` > 0): while a record is inside the pipeline, every that many
- * seconds its message visibility is set to `VISIBILITY_TIMEOUT_SECONDS` again, and the role's
- * `heartbeat(event)` message, if it has one, is published to `EVENTS_BUS_NAME`. A heartbeat that
- * fails is logged and never fails the record; the timer stops when the record is settled.
+ * Heartbeat (`HEARTBEAT_SECONDS` > 0): when a record enters the pipeline, the role's
+ * `heartbeat(event)` message, if it has one, is published to `EVENTS_BUS_NAME` at once: the
+ * acknowledgement that the work has started (seed 001 §2: the orchestrator's lease of the node
+ * runs from here, not from when the request was queued). Then every that many seconds the
+ * message visibility is set to `VISIBILITY_TIMEOUT_SECONDS` again and the heartbeat is published
+ * again. A heartbeat that fails is logged and never fails the record; the timer stops when the
+ * record is settled.
  */
 export function heartbeatFor<S>(role: Role<S>, wiring: HeartbeatWiring): WithHeartbeat {
   const { env } = wiring;
   if (!(env.HEARTBEAT_SECONDS > 0)) return (_record, _raw, work) => work();
   const beat = beater(role, wiring);
   return async (record, raw, work) => {
-    let beating: Promise<void> | undefined;
+    let beating: Promise<void> | undefined = beat(record, raw, { extend: false }).finally(() => {
+      beating = undefined;
+    });
     const timer = setInterval(() => {
       if (beating) return;
-      beating = beat(record, raw).finally(() => {
+      beating = beat(record, raw, { extend: true }).finally(() => {
         beating = undefined;
       });
     }, env.HEARTBEAT_SECONDS * 1000);
@@ -53,7 +58,10 @@ export function heartbeatFor<S>(role: Role<S>, wiring: HeartbeatWiring): WithHea
   };
 }
 
-/** One beat: extend the record's visibility and publish the role's heartbeat; never throws. */
+/**
+ * One beat: extend the record's visibility (unless `extend` is false: the record was just
+ * received) and publish the role's heartbeat; never throws.
+ */
 function beater<S>(role: Role<S>, wiring: HeartbeatWiring) {
   const { env, sqs, deps } = wiring;
   const { logger, metrics, tracer } = wiring.observability;
@@ -68,15 +76,16 @@ function beater<S>(role: Role<S>, wiring: HeartbeatWiring) {
           buses: { events: env.EVENTS_BUS_NAME },
         })
       : undefined;
-  return async (record: SQSRecord, raw: unknown): Promise<void> => {
-    await extendVisibility(
-      sqs,
-      env.QUEUE_URL,
-      record.receiptHandle,
-      env.VISIBILITY_TIMEOUT_SECONDS,
-    ).catch((e: unknown) =>
-      logger.warn("heartbeat: could not extend the message visibility", { error: describe(e) }),
-    );
+  return async (record: SQSRecord, raw: unknown, { extend }: { extend: boolean }) => {
+    if (extend)
+      await extendVisibility(
+        sqs,
+        env.QUEUE_URL,
+        record.receiptHandle,
+        env.VISIBILITY_TIMEOUT_SECONDS,
+      ).catch((e: unknown) =>
+        logger.warn("heartbeat: could not extend the message visibility", { error: describe(e) }),
+      );
     if (!publisher || !role.heartbeat) return;
     try {
       const parsed = deps.registry.parse(raw);

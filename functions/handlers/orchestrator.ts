@@ -11,7 +11,9 @@ import { observability } from "./observe";
  * The orchestrator's Lambda side: the shared consumer with `createOrchestrator` configured from
  * the environment. `AGENT_QUEUE_URLS` (JSON, agent group -> queue URL) turns on the queue-depth
  * gate (SQS GetQueueAttributes, cached a few seconds) at `QUEUE_DEPTH_THRESHOLD`;
- * `ORCHESTRATOR_LEASE_SECONDS` sets the node lease. Without them it behaves like `orchestrator`.
+ * `ORCHESTRATOR_LEASE_SECONDS`, `ORCHESTRATOR_QUEUED_LEASE_SECONDS` and
+ * `ORCHESTRATOR_LEASE_REDELIVERIES` set the node leases. Without them it behaves like
+ * `orchestrator`.
  */
 export function createOrchestratorHandler(options: ConsumerOptions = {}): SqsBatchHandler {
   const env = parseEnv(OrchestratorEnv, options.env ?? process.env, "orchestrator");
@@ -31,6 +33,8 @@ export function createOrchestratorHandler(options: ConsumerOptions = {}): SqsBat
     queueDepth,
     queueDepthThreshold: env.QUEUE_DEPTH_THRESHOLD,
     leaseSeconds: env.ORCHESTRATOR_LEASE_SECONDS,
+    queuedLeaseSeconds: env.ORCHESTRATOR_QUEUED_LEASE_SECONDS,
+    maxLeaseRedeliveries: env.ORCHESTRATOR_LEASE_REDELIVERIES,
   });
   return createConsumerHandler(role, { ...options, observability: obs });
 }

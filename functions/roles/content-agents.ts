@@ -64,8 +64,9 @@ import { INSTRUCTIONS, promptOf } from "./content-prompts";
  * - permanent (no access, bad model id, ...) -> FAILED at once and `<role>.failed`;
  * - fact check with verdict "fail" is a business refusal -> FAILED and `fact_check.failed` with
  *   code `fact_check.rejected` (class business), the checker's notes as the message.
- * The agent run is stored only when it has ended, so a duplicate request (or one for a run that
- * already ended) finds it COMPLETED / FAILED / NEEDS_HUMAN and emits nothing.
+ * The agent run is stored only when it has ended, so a request for an assignment already answered
+ * (the orchestrator sends it again when the node's lease ran out with the outcome unknown) finds
+ * it COMPLETED / FAILED / NEEDS_HUMAN and sends the same answer again, without a model call.
  *
  * It also takes `<role>.cancel.requested`: a cancelled assignment's request is discarded
  * `cancelled` before any model call, or ends CANCELLED unanswered (./content-agent-cancel).
@@ -216,9 +217,10 @@ async function decideRequest(
   now: Date,
   receiveCount: number,
 ): Promise<Decision<AgentRun>> {
-  // Stored only once ended: this request was already answered.
-  if (alreadyAnswered(existing)) return {};
   const request = event.payload as NodeRequested;
+  // Stored only once ended: this assignment was already answered (the orchestrator sends it again
+  // when the answer may have been lost), so the same answer goes again.
+  if (existing) return answerAgain(agent, request, existing);
   const started = startRun(agent, event, request, now, receiveCount);
   const decision = await work(agent, event, request, started, now);
   // A cancel committed while the model call ran wins over its answer.
@@ -245,8 +247,20 @@ async function work(
   }
 }
 
-function alreadyAnswered(existing: AgentRun | undefined): boolean {
-  return Boolean(existing);
+/**
+ * The answer an ended agent run gave, sent again for a repeated request of its assignment: the
+ * DAG counts one answer per assignment, so a second one changes nothing, and a lost one arrives.
+ * A CANCELLED run answers nothing (the DAG no longer waits for it).
+ */
+function answerAgain(
+  agent: ContentAgent,
+  request: NodeRequested,
+  run: AgentRun,
+): Decision<AgentRun> {
+  if (run.state === "COMPLETED") return completedDecision(agent, request, run, run.output);
+  if (run.state === "FAILED" || run.state === "NEEDS_HUMAN")
+    return failedDecision(agent, request, run);
+  return {};
 }
 
 /** A new agent run (IDLE) for the assignment a request or a cancel names. */

@@ -7,7 +7,6 @@ import type { Decision } from "../core/pipeline";
 import { agentOf } from "./content-workflows";
 import { dueAtOf, type Leasing, leasesAfter } from "./orchestrator-leases";
 import {
-  definitionOf,
   type OrchestratorState,
   parseWith,
   TIMELINE_LIMIT,
@@ -49,7 +48,7 @@ export function applyTransition(
     run: transition.run,
     held: transition.held,
     timeline: [...state.timeline, ...entries].slice(-TIMELINE_LIMIT),
-    leases: leasesAfter(state, definitionOf(state), transition, leasing),
+    leases: leasesAfter(state, transition, leasing),
   };
   return { state: next, emit, dueAt: dueAtOf(next, leasing) };
 }

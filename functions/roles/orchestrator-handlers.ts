@@ -16,7 +16,7 @@ import {
 } from "../../schemas/events/workflow-cancel";
 import { WorkflowResolveRequestedPayload } from "../../schemas/events/workflow-resolve";
 import type { WorkflowDefinition } from "../core/dag/definition";
-import { onNodeCompleted, onNodeFailed, release, startRun } from "../core/dag/engine";
+import { onNodeCompleted, onNodeFailed, redeliver, release, startRun } from "../core/dag/engine";
 import { cancelRun, rerunFrom } from "../core/dag/rerun";
 import type { Capacity, DagRun, NodeError, Transition } from "../core/dag/run";
 import { PermanentError } from "../core/errors";
@@ -33,7 +33,7 @@ import {
   rejection,
   toRun,
 } from "./orchestrator-context";
-import { dueAtOf, extendLease, leaseOutlivesReport } from "./orchestrator-leases";
+import { dueAtOf, extendLease, leaseOutlivesReport, mayRedeliver } from "./orchestrator-leases";
 import { reset, resolve } from "./orchestrator-resolve";
 import { definitionOf, type OrchestratorState } from "./orchestrator-state";
 
@@ -58,7 +58,7 @@ export const HANDLERS: Readonly<Record<string, EventHandler>> = {
   "workflow.cancel.requested": toRun(WorkflowCancelRequestedPayload, cancel),
   "node.lease.expired": toRun(NodeLeaseExpiredPayload, leaseExpired),
   "node.heartbeat": toRun(NodeHeartbeatPayload, ({ state, leasing }, payload) => {
-    const next = extendLease(state, payload, leasing.now);
+    const next = extendLease(state, state && definitionOf(state), payload, leasing);
     return next ? { state: next, dueAt: dueAtOf(next, leasing) } : {};
   }),
   ...Object.fromEntries(
@@ -162,9 +162,10 @@ function cancel(
 }
 
 /**
- * The sweeper found a node's lease expired: a failure of that node (transient,
- * agent_run.lease_expired), gated on the generation like any delivery, unless a heartbeat
- * extended the lease past the report.
+ * The sweeper found a node's lease expired: its outcome is unknown, so the same assignment is sent
+ * again (a fresh queued lease), up to the policy's redeliveries; after that, a failure of the node
+ * (transient, agent_run.lease_expired). Gated on the generation like any delivery, and ignored
+ * when a heartbeat extended the lease past the report.
  */
 async function leaseExpired(
   { state, event, leasing, capacityFor }: RunContext,
@@ -173,10 +174,13 @@ async function leaseExpired(
   if (!state || leaseOutlivesReport(state, report, leasing.now)) return {};
   const { node_id, generation, expired_at } = report;
   const def = definitionOf(state);
+  if (mayRedeliver(state, report, leasing.policy))
+    return applyTransition(state, redeliver(state.run, def, node_id, generation), event, leasing);
+  const redeliveries = state.leases?.[node_id]?.redeliveries ?? 0;
   const error: NodeError = {
     code: "agent_run.lease_expired",
     error_class: "transient",
-    message: `lease of node ${node_id} (generation ${generation}) expired${expired_at ? ` at ${expired_at}` : ""}; reported by ${event.producer}`,
+    message: `lease of node ${node_id} (generation ${generation}) expired${expired_at ? ` at ${expired_at}` : ""}${redeliveries > 0 ? `, after the assignment was sent ${redeliveries} more time(s)` : ""}; reported by ${event.producer}`,
   };
   const transition = onNodeFailed(
     state.run,

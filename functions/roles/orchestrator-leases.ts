@@ -4,11 +4,20 @@ import type { Transition } from "../core/dag/run";
 import type { NodeLease, OrchestratorState } from "./orchestrator-state";
 
 /**
- * Node leases and the run's due time, in one place. Every node released to an agent gets a lease
- * (`LeasePolicy.leaseSeconds` of its DAG role), held in the state's `leases` while the node is
- * RUNNING under that assignment; a heartbeat extends it (never shortens it); it goes when the
- * node leaves RUNNING. The lease runs from the assignment (when the request is emitted), so time
- * a request waits in the agent's queue counts against it.
+ * Node leases and the run's due time, in one place. Every node released to an agent gets a lease,
+ * held in the state's `leases` while the node is RUNNING under that assignment; it goes when the
+ * node leaves RUNNING.
+ *
+ * - Queued: from the release, a request may wait in the agent's queue behind other work for as
+ *   long as a backlog lasts, so its lease is `LeasePolicy.queuedSeconds` (long).
+ * - Started: the agent acknowledges the request when it starts on it (its first `node.heartbeat`);
+ *   the lease is then reset to now + the larger of the heartbeat's `lease_seconds` and the role's
+ *   `leaseSeconds`, and each later heartbeat extends it (never shortens it).
+ * - Run out: the outcome is unknown, not a failure (the request may still be queued, the answer
+ *   may be lost): the same assignment is sent again (`redeliver`, same generation) with a fresh
+ *   queued lease, at most `maxRedeliveries` times; only then is the node failed
+ *   (`agent_run.lease_expired`). The agent answers a request it already answered from its record,
+ *   and the DAG counts one answer per assignment.
  *
  * The run's due time (the state table's by-due index, read by the lease sweeper) is the earliest
  * lease expiry of a RUNNING node; with nothing RUNNING but nodes held back, now + the nudge delay.
@@ -16,8 +25,12 @@ import type { NodeLease, OrchestratorState } from "./orchestrator-state";
 
 /** How long leases last and how soon a run with held nodes is nudged. */
 export interface LeasePolicy {
-  /** Seconds a fresh lease of a node of this DAG role lasts. */
+  /** Seconds the lease of a started node of this DAG role lasts at least, from its start. */
   leaseSeconds(dagRole: string | undefined): number;
+  /** Seconds a request may wait for its agent to start on it. */
+  readonly queuedSeconds: number;
+  /** How many times an assignment whose lease ran out is sent again before the node fails. */
+  readonly maxRedeliveries: number;
   /** With nothing RUNNING and nodes held, seconds until the sweeper nudges the run. */
   readonly nudgeSeconds: number;
 }
@@ -36,17 +49,16 @@ const plusSeconds = (now: Date, seconds: number) =>
   new Date(now.getTime() + seconds * 1000).toISOString();
 
 /**
- * The lease of every RUNNING node after a transition: a fresh one for a node assigned by it, the
- * held one for a node still in the same assignment, a fresh one for a RUNNING node without one
- * (a state stored before leases). Nodes that left RUNNING lose theirs.
+ * The lease of every RUNNING node after a transition: a queued one for a node assigned by it
+ * (counting the redeliveries of the same assignment), the held one for a node still in the same
+ * assignment, a queued one for a RUNNING node without one (a state stored before leases). Nodes
+ * that left RUNNING lose theirs.
  */
 export function leasesAfter(
   state: OrchestratorState,
-  def: WorkflowDefinition,
   transition: Transition,
   { now, policy }: Leasing,
 ): Record<string, NodeLease> {
-  const roleOf = (nodeId: string) => def.nodes.find((n) => n.id === nodeId)?.role;
   const assigned = new Set(
     transition.commands.flatMap((c) => (c.type === "node.assign" ? [c.node_id] : [])),
   );
@@ -55,39 +67,63 @@ export function leasesAfter(
   for (const [nodeId, node] of Object.entries(transition.run.nodes)) {
     if (node.state !== "RUNNING") continue;
     const generation = node.assigned_generation ?? transition.run.generation;
-    const kept = held[nodeId];
-    leases[nodeId] =
-      !assigned.has(nodeId) && kept && kept.generation === generation
-        ? kept
-        : { generation, expires_at: plusSeconds(now, policy.leaseSeconds(roleOf(nodeId))) };
+    const kept = held[nodeId]?.generation === generation ? held[nodeId] : undefined;
+    if (kept && !assigned.has(nodeId)) {
+      leases[nodeId] = kept;
+      continue;
+    }
+    const again = kept && state.run.nodes[nodeId]?.state === "RUNNING";
+    const redeliveries = again ? (kept.redeliveries ?? 0) + 1 : 0;
+    leases[nodeId] = {
+      generation,
+      expires_at: plusSeconds(now, policy.queuedSeconds),
+      ...(redeliveries > 0 ? { redeliveries } : {}),
+    };
   }
   return leases;
 }
 
 /**
- * The state with the lease of a node RUNNING in the heartbeat's generation extended to at least
- * now + lease_seconds; undefined when there is nothing to change (not running, stale, or the
- * lease already lasts that long).
+ * The state with the lease of a node RUNNING in the heartbeat's generation started (the agent's
+ * first heartbeat: now + the larger of lease_seconds and the role's lease) or extended to at
+ * least now + lease_seconds; undefined when there is nothing to change (not running, stale, or
+ * a started lease that already lasts that long).
  */
 export function extendLease(
   state: OrchestratorState | undefined,
+  def: WorkflowDefinition | undefined,
   heartbeat: NodeHeartbeat,
-  now: Date,
+  { now, policy }: Leasing,
 ): OrchestratorState | undefined {
   if (state?.run.status !== "RUNNING") return undefined;
   const node = state.run.nodes[heartbeat.node_id];
   if (node?.state !== "RUNNING" || node.assigned_generation !== heartbeat.generation)
     return undefined;
   const current = leasesOf(state)[heartbeat.node_id];
-  const wanted = now.getTime() + heartbeat.lease_seconds * 1000;
-  const held =
-    current && current.generation === heartbeat.generation ? Date.parse(current.expires_at) : 0;
-  if (held >= wanted) return undefined;
+  const mine = current && current.generation === heartbeat.generation ? current : undefined;
+  let wanted = now.getTime() + heartbeat.lease_seconds * 1000;
+  if (!mine?.started) {
+    const role = def?.nodes.find((n) => n.id === heartbeat.node_id)?.role;
+    wanted = Math.max(wanted, now.getTime() + policy.leaseSeconds(role) * 1000);
+  } else if (Date.parse(mine.expires_at) >= wanted) return undefined;
   const lease: NodeLease = {
     generation: heartbeat.generation,
     expires_at: new Date(wanted).toISOString(),
+    started: true,
+    ...(mine?.redeliveries ? { redeliveries: mine.redeliveries } : {}),
   };
   return { ...state, leases: { ...leasesOf(state), [heartbeat.node_id]: lease } };
+}
+
+/** Whether an assignment whose lease ran out may be sent again (else the node fails). */
+export function mayRedeliver(
+  state: OrchestratorState,
+  report: NodeLeaseExpired,
+  policy: LeasePolicy,
+): boolean {
+  const held = leasesOf(state)[report.node_id];
+  if (held?.generation !== report.generation) return false;
+  return (held.redeliveries ?? 0) < policy.maxRedeliveries;
 }
 
 /**

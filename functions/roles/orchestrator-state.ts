@@ -27,6 +27,10 @@ export const NodeLeaseSchema = z.object({
   generation: z.int().nonnegative(),
   /** ISO 8601. */
   expires_at: z.string(),
+  /** The agent has acknowledged the assignment (its first heartbeat): the lease runs from then. */
+  started: z.boolean().optional(),
+  /** How many times the assignment was sent again after its lease ran out. */
+  redeliveries: z.int().nonnegative().optional(),
 });
 export type NodeLease = z.output<typeof NodeLeaseSchema>;
 

@@ -27,9 +27,11 @@ import { summarizeRun } from "./summaries";
  *   generation. Duplicate, stale (older generation) or not-running deliveries are ignored by the
  *   DAG: nothing is emitted and the state is not written. Released downstream nodes become
  *   `<role>.requested`; when the run ends, `workflow.completed|partial|failed` with runResult.
- * - node.lease.expired: a failure of that node (code `agent_run.lease_expired`, transient)
- *   through onNodeFailed, gated on the generation like any other delivery; the lost worker's
- *   late result is then ignored.
+ * - node.lease.expired: the outcome of the node's assignment is unknown (the request may still
+ *   wait in the agent's queue, or its answer was lost): the same assignment is sent again
+ *   (`redeliver`, same generation, `maxLeaseRedeliveries` times at most); after that, a failure
+ *   of the node (code `agent_run.lease_expired`, transient) through onNodeFailed, gated on the
+ *   generation like any other delivery, and the lost worker's late result is then ignored.
  * - workflow.rerun.requested: rerunFrom(node) (any node; a new generation). A blocked re-run or
  *   an unknown run or node -> `workflow.rejected`.
  * - workflow.reset.requested: the ManualReset of seed 001 §2.3 at the run level. Accepted only
@@ -54,9 +56,11 @@ import { summarizeRun } from "./summaries";
  * - workflow.release.requested: a release pass (for nodes that backpressure held back). When
  *   it releases nothing while nodes stay held, the state is still written with a new due time,
  *   so the sweeper nudges the run again later.
- * - node.heartbeat: the agent of a node is still working (a long model call); for the node's
- *   current generation while RUNNING, its lease is extended to at least now + lease_seconds
- *   (state only, nothing emitted). Stale or unknown heartbeats are ignored.
+ * - node.heartbeat: the agent of a node has started on it (the first one) or is still working
+ *   (a long model call); for the node's current generation while RUNNING, the first starts its
+ *   lease (now + the larger of lease_seconds and the role's lease), later ones extend it to at
+ *   least now + lease_seconds (state only, nothing emitted). Stale or unknown heartbeats are
+ *   ignored.
  *
  * Where it lives: the handler of each event type in ./orchestrator-handlers (payloads parsed with
  * the registry's schemas; reset and resolve in ./orchestrator-resolve, what handlers share in
@@ -65,8 +69,10 @@ import { summarizeRun } from "./summaries";
  * the content workflows and their agents in ./content-workflows.
  *
  *
- * Leases and the due index: every node released to an agent gets a lease in `leases`
- * (`leaseSeconds`, per DAG role in `leaseSecondsByRole`); it goes when the node leaves RUNNING.
+ * Leases and the due index (./orchestrator-leases): every node released to an agent gets a lease
+ * in `leases`: `queuedLeaseSeconds` while its request waits in the agent's queue, then, from the
+ * agent's first heartbeat, `leaseSeconds` (per DAG role in `leaseSecondsByRole`); it goes when
+ * the node leaves RUNNING.
  * Each state write carries `dueAt` (the state table's by-due index): the earliest lease expiry
  * of a RUNNING node; with nothing RUNNING but nodes held, now + `releaseNudgeSeconds`; else none.
  * The lease sweeper (functions/core/sweeper.ts) reads that index and sends `node.lease.expired`
@@ -90,6 +96,8 @@ import { summarizeRun } from "./summaries";
 
 export const DEFAULT_QUEUE_DEPTH_THRESHOLD = 100;
 export const DEFAULT_LEASE_SECONDS = 900;
+export const DEFAULT_QUEUED_LEASE_SECONDS = 4 * 3600;
+export const DEFAULT_LEASE_REDELIVERIES = 2;
 export const DEFAULT_RELEASE_NUDGE_SECONDS = 30;
 
 /** Messages waiting in each agent group's queue, by group name (missing groups count as 0). */
@@ -102,8 +110,14 @@ export interface OrchestratorOptions {
   readonly queueDepth?: QueueDepthSource;
   /** Depth at which release of new work for a group stops. @default 100 */
   readonly queueDepthThreshold?: number;
-  /** Lease of a node released to an agent, in seconds. @default 900 */
+  /** Lease of a node whose agent has started on it, in seconds, from the start. @default 900 */
   readonly leaseSeconds?: number;
+  /** How long a request may wait in its agent's queue before its outcome counts as unknown.
+   * @default 14400 (4 hours) */
+  readonly queuedLeaseSeconds?: number;
+  /** How many times an assignment whose lease ran out is sent again before its node fails.
+   * @default 2 */
+  readonly maxLeaseRedeliveries?: number;
   /** Lease per DAG role (e.g. `writer`), overriding `leaseSeconds`. */
   readonly leaseSecondsByRole?: Readonly<Record<string, number>>;
   /** With nothing RUNNING and nodes held, how soon the sweeper nudges the run. @default 30 */
@@ -157,12 +171,28 @@ function leasePolicyOf(options: OrchestratorOptions): LeasePolicy {
     byRole[role] = seconds(value, `leaseSecondsByRole.${role}`, DEFAULT_LEASE_SECONDS);
   return {
     leaseSeconds: (role) => (role !== undefined ? byRole[role] : undefined) ?? defaultLease,
+    queuedSeconds: seconds(
+      options.queuedLeaseSeconds,
+      "queuedLeaseSeconds",
+      DEFAULT_QUEUED_LEASE_SECONDS,
+    ),
+    maxRedeliveries: redeliveriesOf(options.maxLeaseRedeliveries),
     nudgeSeconds: seconds(
       options.releaseNudgeSeconds,
       "releaseNudgeSeconds",
       DEFAULT_RELEASE_NUDGE_SECONDS,
     ),
   };
+}
+
+function redeliveriesOf(value: number | undefined): number {
+  const v = value ?? DEFAULT_LEASE_REDELIVERIES;
+  if (!Number.isInteger(v) || v < 0)
+    throw new PermanentError(
+      "orchestrator.invalid_option",
+      `maxLeaseRedeliveries must be a whole number, at least 0, got ${v}`,
+    );
+  return v;
 }
 
 function seconds(value: number | undefined, what: string, fallback: number): number {

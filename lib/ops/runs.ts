@@ -6,6 +6,7 @@ import type { RunEdgeView, RunNodeView, RunView } from "./views";
 /** What ends a node's assignment on the run's timeline. */
 const NODE_ENDS = new Set([
   "node.completed",
+  "node.resolved",
   "node.failed",
   "node.degraded",
   "node.cancelled",
@@ -17,6 +18,13 @@ function conditionText(when: EdgeCondition | undefined): string | undefined {
   if (when.in !== undefined) return `${when.path} in ${JSON.stringify(when.in)}`;
   if (when.equals !== undefined) return `${when.path} = ${JSON.stringify(when.equals)}`;
   return `${when.path} is truthy`;
+}
+
+/** The lease of a RUNNING node as the operator sees it: started or queued, and redeliveries. */
+function leaseOf(state: OrchestratorState, id: string): Pick<RunNodeView, "lease"> {
+  const lease = state.run.nodes[id]?.state === "RUNNING" ? state.leases?.[id] : undefined;
+  if (!lease) return {};
+  return { lease: { started: lease.started ?? false, redeliveries: lease.redeliveries ?? 0 } };
 }
 
 /**
@@ -56,6 +64,7 @@ export function runView(state: OrchestratorState): RunView {
       ...(endedAt ? { endedAt } : {}),
       ...(duration !== undefined ? { durationMs: duration } : {}),
       ...(node?.error ? { error: { code: node.error.code, message: node.error.message } } : {}),
+      ...leaseOf(state, id),
     };
   });
   const edges: RunEdgeView[] = (definition?.edges ?? []).map((e) => {

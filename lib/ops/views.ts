@@ -84,6 +84,9 @@ export interface RunNodeView {
   readonly endedAt?: string;
   readonly durationMs?: number;
   readonly error?: { readonly code: string; readonly message: string };
+  /** A RUNNING node: whether its agent has started on it (acknowledged), or it still waits in
+   * the agent's queue; and how many times its assignment was sent again after its lease ran out. */
+  readonly lease?: { readonly started: boolean; readonly redeliveries: number };
 }
 
 export interface RunEdgeView {

@@ -3,7 +3,11 @@ import { describe, expect, it } from "vitest";
 import { DeterministicLocalModel } from "../../functions/adapters/local-model";
 import { consume, type Role } from "../../functions/core/pipeline";
 import { agentRunId, createContentAgent } from "../../functions/roles/content-agents";
-import { createOrchestrator, DEFAULT_LEASE_SECONDS } from "../../functions/roles/orchestrator";
+import {
+  createOrchestrator,
+  DEFAULT_LEASE_SECONDS,
+  DEFAULT_QUEUED_LEASE_SECONDS,
+} from "../../functions/roles/orchestrator";
 import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
 import type { Envelope } from "../../schemas";
 import { makeDeps } from "./fixtures";
@@ -75,30 +79,43 @@ function setup(role: Role<OrchestratorState> = createOrchestrator()) {
 const TOPIC = { topic: "t", angle: "a", sources: ["s"] };
 
 describe("orchestrator leases", () => {
-  it("a released node gets a lease of leaseSeconds (default 900 s); the run is due when it ends", async () => {
+  it("a released node gets a queued lease (default 4 h): its request may wait in the agent's queue", async () => {
     const t = setup();
     await t.start();
-    expect(DEFAULT_LEASE_SECONDS).toBe(900);
+    expect(DEFAULT_QUEUED_LEASE_SECONDS).toBe(4 * 3600);
     expect(t.state().leases).toEqual({
-      "topic-selection": { generation: 0, expires_at: plus(T0, 900) },
+      "topic-selection": { generation: 0, expires_at: plus(T0, 4 * 3600) },
     });
-    expect(t.due()).toBe(plus(T0, 900));
+    expect(t.due()).toBe(plus(T0, 4 * 3600));
     expect(t.state().origin?.correlation_id).toMatch(/^corr_/);
   });
 
-  it("leaseSeconds and a per-role override set the lease", async () => {
-    const t = setup(createOrchestrator({ leaseSeconds: 60, leaseSecondsByRole: { writer: 600 } }));
+  it("the agent's first heartbeat starts the lease: leaseSeconds (default 900 s, per role) from then", async () => {
+    const t = setup(
+      createOrchestrator({
+        queuedLeaseSeconds: 3600,
+        leaseSeconds: 60,
+        leaseSecondsByRole: { writer: 600 },
+      }),
+    );
     await t.start("quick-news");
-    expect(t.state().leases?.["topic-selection"]?.expires_at).toBe(plus(T0, 60));
+    expect(DEFAULT_LEASE_SECONDS).toBe(900);
+    expect(t.state().leases?.["topic-selection"]?.expires_at).toBe(plus(T0, 3600));
     t.clock.advance(10_000);
     await t.send(t.completed("topic_selection.completed", "topic-selection", 0, TOPIC));
     const at = plus(T0, 10);
+    expect(t.due()).toBe(plus(at, 3600));
+    // Half an hour in the queue, then the agents start: a lease from their start, not the release.
+    t.clock.advance(1_800_000);
+    await t.heartbeat("fact-check", 0, 30);
+    await t.heartbeat("writing", 0, 30);
+    const started = plus(at, 1800);
     expect(t.state().leases).toEqual({
-      "fact-check": { generation: 0, expires_at: plus(at, 60) },
-      writing: { generation: 0, expires_at: plus(at, 600) },
+      "fact-check": { generation: 0, expires_at: plus(started, 60), started: true },
+      writing: { generation: 0, expires_at: plus(started, 600), started: true },
     });
     // The earliest lease of a RUNNING node.
-    expect(t.due()).toBe(plus(at, 60));
+    expect(t.due()).toBe(plus(started, 60));
   });
 
   it("a node that leaves RUNNING loses its lease; a run with nothing RUNNING or held is not due", async () => {
@@ -135,7 +152,7 @@ describe("orchestrator leases", () => {
 });
 
 describe("node.heartbeat", () => {
-  it("extends the lease of a RUNNING node of that generation to now + lease_seconds; emits nothing", async () => {
+  it("the first one starts the lease, even a shorter one; later ones extend it to now + lease_seconds; nothing is emitted", async () => {
     const t = setup(createOrchestrator({ leaseSeconds: 60 }));
     await t.start();
     t.clock.advance(50_000);
@@ -146,13 +163,19 @@ describe("node.heartbeat", () => {
     expect(t.state().leases?.["topic-selection"]).toEqual({
       generation: 0,
       expires_at: plus(now, 300),
+      started: true,
     });
     expect(t.due()).toBe(plus(now, 300));
+    t.clock.advance(100_000);
+    await t.heartbeat("topic-selection", 0, 300);
+    expect(t.state().leases?.["topic-selection"]?.expires_at).toBe(plus(T0, 450));
   });
 
-  it("never shortens a lease: a shorter heartbeat writes nothing", async () => {
+  it("never shortens a started lease: a shorter heartbeat writes nothing", async () => {
     const t = setup(createOrchestrator({ leaseSeconds: 600 }));
     await t.start();
+    await t.heartbeat("topic-selection", 0, 10);
+    expect(t.state().leases?.["topic-selection"]?.expires_at).toBe(plus(T0, 600));
     const before = t.stored()?.revision;
     t.clock.advance(1000);
     await t.heartbeat("topic-selection", 0, 10);
@@ -175,38 +198,60 @@ describe("node.heartbeat", () => {
 });
 
 describe("node.lease.expired and the lease", () => {
+  const expired = (t: ReturnType<typeof setup>, at: string) =>
+    t.send(
+      t.command("node.lease.expired", {
+        node_id: "topic-selection",
+        generation: 0,
+        expired_at: at,
+      }),
+    );
+
   it("a report of an expiry that a heartbeat has since pushed back is ignored", async () => {
-    const t = setup(createOrchestrator({ leaseSeconds: 60 }));
+    const t = setup(createOrchestrator({ queuedLeaseSeconds: 60 }));
     await t.start();
     t.clock.advance(61_000);
     await t.heartbeat("topic-selection", 0, 300);
-    await t.send(
-      t.command("node.lease.expired", {
-        node_id: "topic-selection",
-        generation: 0,
-        expired_at: plus(T0, 60),
-      }),
-    );
+    await expired(t, plus(T0, 60));
     expect(t.state().run.nodes["topic-selection"]?.state).toBe("RUNNING");
+    expect(t.state().leases?.["topic-selection"]?.redeliveries).toBeUndefined();
   });
 
-  it("a report of a lease that has run out fails the node (agent_run.lease_expired)", async () => {
-    const t = setup(createOrchestrator({ leaseSeconds: 60 }));
-    await t.start();
-    t.clock.advance(61_000);
-    await t.send(
-      t.command("node.lease.expired", {
-        node_id: "topic-selection",
+  it("a lease that ran out makes the outcome unknown: the same assignment is sent again, then the node fails", async () => {
+    const t = setup(createOrchestrator({ queuedLeaseSeconds: 60, maxLeaseRedeliveries: 2 }));
+    const started = await t.start();
+    const [request] = started.steps.at(-1)?.emitted ?? [];
+    for (const n of [1, 2]) {
+      t.clock.advance(61_000);
+      const result = await expired(t, t.state().leases?.["topic-selection"]?.expires_at ?? "");
+      const [again] = result.steps.at(-1)?.emitted ?? [];
+      expect(again?.event_type).toBe("topic_selection.requested");
+      expect(again?.payload).toEqual(request?.payload); // same generation, attempt and input
+      expect(t.state().run.nodes["topic-selection"]?.state).toBe("RUNNING");
+      expect(t.state().leases?.["topic-selection"]).toEqual({
         generation: 0,
-        expired_at: plus(T0, 60),
-      }),
-    );
+        expires_at: plus(t.clock.now().toISOString(), 60),
+        redeliveries: n,
+      });
+      expect(t.state().timeline.at(-1)).toMatchObject({ event: "node.redelivered" });
+    }
+    t.clock.advance(61_000);
+    await expired(t, t.state().leases?.["topic-selection"]?.expires_at ?? "");
     expect(t.state().run.nodes["topic-selection"]).toMatchObject({
       state: "FAILED",
       error: { code: "agent_run.lease_expired", error_class: "transient" },
     });
+    expect(t.state().run.nodes["topic-selection"]?.error?.message).toContain("sent 2 more time(s)");
     expect(t.state().leases).toEqual({});
     expect(t.due()).toBeUndefined();
+  });
+
+  it("with no redeliveries allowed, the first expiry fails the node", async () => {
+    const t = setup(createOrchestrator({ queuedLeaseSeconds: 60, maxLeaseRedeliveries: 0 }));
+    await t.start();
+    t.clock.advance(61_000);
+    await expired(t, plus(T0, 60));
+    expect(t.state().run.nodes["topic-selection"]?.state).toBe("FAILED");
   });
 });
 
@@ -236,7 +281,7 @@ describe("release nudges", () => {
       "topic_selection.requested",
     ]);
     expect(t.state().held).toEqual([]);
-    expect(t.due()).toBe(plus(plus(T0, 62), DEFAULT_LEASE_SECONDS));
+    expect(t.due()).toBe(plus(plus(T0, 62), DEFAULT_QUEUED_LEASE_SECONDS));
   });
 });
 

@@ -269,8 +269,33 @@ describe("content workflow: orchestrator and content agents on one in-memory bus
     expect(exhausted.ended(other)[0]?.type).toBe("workflow.partial");
   });
 
-  it("an expired lease fails a running node, and the lost worker's late result is ignored", async () => {
+  it("an expired lease of a request still in the queue sends it again; the agent answers once, the run completes", async () => {
     const bus = new Bus();
+    const runId = newRunId();
+    bus.start(runId, "quick-news");
+    await bus.drain((d) => d.group === "orchestrator");
+    // The request waits in the agent's queue past its lease: the outcome is unknown.
+    bus.send(
+      bus.command("node.lease.expired", runId, { node_id: "topic-selection", generation: 0 }),
+    );
+    await bus.drain((d) => d.group === "orchestrator");
+    expect(bus.state(runId).run.nodes["topic-selection"]?.state).toBe("RUNNING");
+    const requests = bus.emitted("topic_selection.requested");
+    expect(requests).toHaveLength(2);
+    expect(requests[1]?.payload).toEqual(requests[0]?.payload);
+
+    await bus.drain();
+    expect(bus.state(runId).run.status).toBe("COMPLETED");
+    // One model call; the repeated request was answered from the agent run's record, and the
+    // second answer did not count.
+    expect(bus.model.callCount("topic-selection")).toBe(1);
+    expect(bus.emitted("topic_selection.completed")).toHaveLength(2);
+    expect(bus.emitted("fact_check.requested")).toHaveLength(1);
+    expect(bus.ended(runId).map((e) => e.type)).toEqual(["workflow.completed"]);
+  });
+
+  it("an expired lease with no redelivery left fails a running node, and the lost worker's late result is ignored", async () => {
+    const bus = new Bus({ orchestrator: createOrchestrator({ maxLeaseRedeliveries: 0 }) });
     const runId = newRunId();
     bus.start(runId, "quick-news");
     await bus.drain((d) => d.group === "orchestrator");

@@ -20,9 +20,10 @@ import { emulator } from "../support/aws";
  */
 const RUN_TIMEOUT = 180_000;
 /**
- * The orchestrator's node lease here (ORCHESTRATOR_LEASE_SECONDS): short enough for the sweeper
- * (every 2 s locally) to find a hung node quickly, long enough for a healthy node's round trip
- * through the emulator.
+ * The orchestrator's node leases here (ORCHESTRATOR_LEASE_SECONDS once an agent started,
+ * ORCHESTRATOR_QUEUED_LEASE_SECONDS while its request waits): short enough for the sweeper (every
+ * 2 s locally) to find a hung node quickly, long enough for a healthy node's round trip through
+ * the emulator. One redelivery of an assignment whose lease ran out before its node fails.
  */
 const LEASE_SECONDS = 20;
 
@@ -36,7 +37,11 @@ describe("content-production workflow on the local runtime", () => {
     env = await startLocal({
       endpoint: emulator().endpoint,
       stage: `wf${ulid().slice(-6).toLowerCase()}`,
-      envOverrides: { ORCHESTRATOR_LEASE_SECONDS: String(LEASE_SECONDS) },
+      envOverrides: {
+        ORCHESTRATOR_LEASE_SECONDS: String(LEASE_SECONDS),
+        ORCHESTRATOR_QUEUED_LEASE_SECONDS: String(LEASE_SECONDS),
+        ORCHESTRATOR_LEASE_REDELIVERIES: "1",
+      },
     });
   }, 240_000);
 
@@ -86,6 +91,44 @@ describe("content-production workflow on the local runtime", () => {
   );
 
   it(
+    "a request that waits in its agent's queue past its lease is sent again, answered once, and the run completes",
+    async () => {
+      env.runtime.pauseGroup("topic-selection");
+      let resumed = false;
+      try {
+        const run = await startWorkflow(env, "queued", "long-form", "heat pumps in old houses");
+        const redelivered = await waitForRunEnd(env, run.runId, RUN_TIMEOUT, (s) =>
+          s.timeline.some((t) => t.event === "node.redelivered"),
+        );
+        expect(redelivered.run.nodes["topic-selection"]?.state).toBe("RUNNING");
+        expect(redelivered.leases?.["topic-selection"]?.redeliveries).toBe(1);
+        env.runtime.resumeGroup("topic-selection");
+        resumed = true;
+        const ended = await waitForRunEnd(env, run.runId, RUN_TIMEOUT);
+        expect(ended.run.status).toBe("COMPLETED");
+        await env.runtime.idle({ timeoutMs: RUN_TIMEOUT });
+        const mine = (type: string) =>
+          [...env.observations.envelopes.values()].filter(
+            (e) => e.event_type === type && e.correlation_id === run.correlationId,
+          );
+        // Two copies of the request, one model call, the same answer twice, counted once.
+        expect(mine("topic_selection.requested")).toHaveLength(2);
+        const calls = env.model
+          .calls({ role: "topic-selection" })
+          .filter((c) => c.correlationId === run.correlationId);
+        expect(calls).toHaveLength(1);
+        const answers = mine("topic_selection.completed");
+        expect(answers).toHaveLength(2);
+        expect(answers[1]?.payload).toEqual(answers[0]?.payload);
+        expect(mine("fact_check.requested")).toHaveLength(1);
+      } finally {
+        if (!resumed) env.runtime.resumeGroup("topic-selection");
+      }
+    },
+    3 * RUN_TIMEOUT,
+  );
+
+  it(
     "a hung node: the sweeper finds its lease expired by itself, the DAG ends the run, the late answer is ignored",
     async () => {
       // The topic-selection agent stops taking work, as if its workers had died: the node stays
@@ -103,8 +146,11 @@ describe("content-production workflow on the local runtime", () => {
         const lease = running.leases?.["topic-selection"];
         expect(lease?.generation).toBe(running.run.generation);
         const ended = await waitForRunEnd(env, run.runId, RUN_TIMEOUT);
-        // Not before the lease ran out.
-        expect(Date.now()).toBeGreaterThanOrEqual(Date.parse(lease?.expires_at ?? ""));
+        // Not before the lease ran out twice: once, then once more after the one redelivery.
+        expect(Date.now()).toBeGreaterThanOrEqual(
+          Date.parse(lease?.expires_at ?? "") + LEASE_SECONDS * 1000,
+        );
+        expect(ended.timeline.filter((t) => t.event === "node.redelivered")).toHaveLength(1);
         // The root failed and nothing completed: the DAG ends the run FAILED, the rest cancelled.
         expect(ended.run.status).toBe("FAILED");
         expect(ended.run.nodes["topic-selection"]).toMatchObject({

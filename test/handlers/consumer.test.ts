@@ -463,7 +463,7 @@ describe("heartbeat", () => {
     return { url, envelope, record: sqsRecordFromMessage(message, url) };
   }
 
-  it("a slow decision gets its message visibility extended and its heartbeat published, until it is done", async () => {
+  it("a slow decision is acknowledged at once, then gets its message visibility extended and its heartbeat published, until it is done", async () => {
     const { url, envelope, record } = await received("hc-beat");
     const { client, visibility } = spiedSqs();
     const bus = fakeEventBridge();
@@ -491,7 +491,8 @@ describe("heartbeat", () => {
         ReceiptHandle: record.receiptHandle,
         VisibilityTimeout: 45,
       });
-    expect(bus.puts.length).toBe(visibility.length);
+    // The acknowledgement (published as the record enters the pipeline), then one per beat.
+    expect(bus.puts.length).toBe(visibility.length + 1);
     const entry = bus.puts[0]?.Entries?.[0];
     expect(entry).toMatchObject({
       EventBusName: "agentbus-test-events",
@@ -510,7 +511,7 @@ describe("heartbeat", () => {
     const after = visibility.length;
     await new Promise((resolve) => setTimeout(resolve, 700));
     expect(visibility.length).toBe(after);
-    expect(bus.puts.length).toBe(after);
+    expect(bus.puts.length).toBe(after + 1);
     client.destroy();
     bus.client.destroy();
   });

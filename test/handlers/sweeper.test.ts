@@ -86,7 +86,7 @@ async function startRun(leaseSeconds: number): Promise<{ runId: string; start: E
     attempt: 1,
     payload: { run_id: runId, workflow: "long-form", request: { topic_hint: "tides" } },
   } as Envelope;
-  await consume(start, createOrchestrator({ leaseSeconds }), {
+  await consume(start, createOrchestrator({ queuedLeaseSeconds: leaseSeconds }), {
     store: store(),
     registry,
     clock,
@@ -138,7 +138,7 @@ describe("sweeper handler", () => {
     bus.client.destroy();
 
     // The orchestrator fails the node; the run is no longer due.
-    const orchestrator = createOrchestrator({ leaseSeconds: 60 });
+    const orchestrator = createOrchestrator({ queuedLeaseSeconds: 60, maxLeaseRedeliveries: 0 });
     const deps = { store: store(), registry, clock, ids: ulidSource(clock) };
     await consume(envelope, orchestrator, deps);
     const loaded = await store().load({ state: { type: "dag_run", id: runId } });

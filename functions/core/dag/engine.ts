@@ -3,7 +3,7 @@ import type { WorkflowDefinition } from "./definition";
 import { checkRun, Draft } from "./draft";
 import { DagIntegrityError, DagRequestError } from "./errors";
 import { type Graph, graphOf, requireNode } from "./graph";
-import { releasePass } from "./release-pass";
+import { assignment, releasePass } from "./release-pass";
 import {
   type Capacity,
   type DagEvent,
@@ -207,6 +207,38 @@ export function onNodeFailed(
   propagate(draft, nodeId);
   releasePass(draft, capacity);
   finish(draft);
+  return draft.done();
+}
+
+/**
+ * The outcome of a node's assignment is unknown (its lease ran out: the request may still wait in
+ * the agent's queue, or its answer may have been lost): send the same assignment again (same
+ * generation and attempt, the same input), changing nothing in the run. The agent answers it
+ * from its record of the assignment if it already ended, so a lost answer comes again, and the
+ * delivery gate keeps a second answer from counting twice. Ignored (and reported) unless the
+ * node is RUNNING under this generation.
+ */
+export function redeliver(
+  run: DagRun,
+  def: WorkflowDefinition,
+  nodeId: string,
+  generation: number,
+): Transition {
+  const graph = graphOf(def);
+  checkRun(run, graph);
+  const skip = gate(run, graph, nodeId, generation, "failed");
+  if (skip) return ignored(run, skip);
+  const draft = new Draft(graph, run);
+  const node = draft.node(nodeId);
+  const role = requireNode(graph, nodeId).role;
+  draft.commands.push(assignment(draft, nodeId, role, node.attempt, generation));
+  draft.events.push({
+    type: "node.redelivered",
+    node_id: nodeId,
+    role,
+    attempt: node.attempt,
+    generation,
+  });
   return draft.done();
 }
 

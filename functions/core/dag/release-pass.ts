@@ -1,7 +1,7 @@
 import { DEFAULT_GLOBAL_CONCURRENCY } from "./definition";
 import { type Draft, edgeOutcome } from "./draft";
 import { requireNode } from "./graph";
-import type { Capacity, HeldReason, NodeRun } from "./run";
+import type { Capacity, DagCommand, HeldReason, NodeRun } from "./run";
 
 /**
  * A release pass: READY nodes (in node-id order) are assigned while the run's global cap, the
@@ -69,7 +69,19 @@ function assign(draft: Draft, id: string, node: NodeRun, role: string): void {
   const attempt = node.attempt + 1;
   const generation = draft.run.generation;
   draft.put(id, { ...node, state: "RUNNING", attempt, assigned_generation: generation });
-  draft.commands.push({
+  draft.commands.push(assignment(draft, id, role, attempt, generation));
+  draft.events.push({ type: "node.released", node_id: id, role, attempt, generation });
+}
+
+/** The `node.assign` command of an assignment of node `id`, with the input it gets. */
+export function assignment(
+  draft: Draft,
+  id: string,
+  role: string,
+  attempt: number,
+  generation: number,
+): DagCommand {
+  return {
     type: "node.assign",
     run_id: draft.run.run_id,
     node_id: id,
@@ -78,8 +90,7 @@ function assign(draft: Draft, id: string, node: NodeRun, role: string): void {
     generation,
     input: inputOf(draft, id),
     run_input: draft.run.input,
-  });
-  draft.events.push({ type: "node.released", node_id: id, role, attempt, generation });
+  };
 }
 
 /** The outputs of the upstreams whose edge into `id` was taken, by node id. */

@@ -97,6 +97,14 @@ export type DagEvent =
       readonly attempt: number;
       readonly generation: number;
     }
+  | {
+      /** The same assignment sent again: its outcome was unknown when its lease ran out. */
+      readonly type: "node.redelivered";
+      readonly node_id: string;
+      readonly role: string;
+      readonly attempt: number;
+      readonly generation: number;
+    }
   | { readonly type: "node.completed"; readonly node_id: string; readonly generation: number }
   | {
       /** A person supplied the output of a FAILED node: it counts as COMPLETED with that output. */
@@ -148,6 +156,7 @@ export const DAG_EVENT_TYPES = [
   "run.started",
   "node.ready",
   "node.released",
+  "node.redelivered",
   "node.completed",
   "node.resolved",
   "node.degraded",
