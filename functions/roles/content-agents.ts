@@ -1,44 +1,35 @@
 import { createHash } from "node:crypto";
-import type { z } from "zod";
 import type { AggregateRef, Envelope } from "../../schemas";
 import {
-  CONTENT_ROLE_EVENTS,
   type ContentRole,
   contentEventTypes,
-  type FactCheckOutput,
-  MAX_HEARTBEAT_LEASE_SECONDS,
-  type NodeCompleted,
-  type NodeFailed,
   type NodeHeartbeat,
   type NodeRequested,
 } from "../../schemas/events/workflow";
-import {
-  type AgentRun,
-  classifyFailure,
-  DEFAULT_LEASE_SECONDS,
-  DEFAULT_MAX_ATTEMPTS,
-  MODEL_INVALID_OUTPUT,
-  newRun,
-  type RunError,
-  transition,
-} from "../core/agent-run";
+import { type AgentRun, newRun, transition } from "../core/agent-run";
 import type { HeartbeatSpec } from "../core/emit";
-import { PermanentError } from "../core/errors";
-import {
-  invokeStructured,
-  ModelOutputInvalidError,
-  type ModelPort,
-  type StructuredResult,
-} from "../core/model";
+import { invokeStructured, type StructuredResult } from "../core/model";
 import type { Decision, Role } from "../core/pipeline";
 import type { StateSummary } from "../core/ports";
 import {
-  type CommandStream,
+  answerAgain,
+  answerOf,
+  correctedReply,
+  failureOf,
+  type NodeRef,
+  retried,
+} from "./content-agent-answers";
+import {
   cancelIssued,
   cancelledWhileRunning,
   decideCancel,
   discardCancelled,
 } from "./content-agent-cancel";
+import {
+  type ContentAgent,
+  type ContentAgentOptions,
+  resolveAgent,
+} from "./content-agent-settings";
 import { INSTRUCTIONS, promptOf } from "./content-prompts";
 
 /**
@@ -78,21 +69,9 @@ import { INSTRUCTIONS, promptOf } from "./content-prompts";
  * `node.lease.expired`.
  */
 
-export interface ContentAgentOptions {
-  readonly role: ContentRole;
-  readonly model: ModelPort;
-  /** Attempts of one agent run in total: redeliveries and corrected model replies. @default 3 */
-  readonly maxModelAttempts?: number;
-  /** Lease of the RUNNING agent run, in seconds. @default DEFAULT_LEASE_SECONDS */
-  readonly leaseSeconds?: number;
-  /** Cap on the model's answer. @default 2048 */
-  readonly maxTokens?: number;
-  /** The event store, to find a request's cancel behind it on the run's stream. @default none */
-  readonly commandStream?: CommandStream;
-}
-
 export const AGENT_RUN_AGGREGATE = "agent_run";
-export const FACT_CHECK_REJECTED = "fact_check.rejected";
+export { FACT_CHECK_REJECTED } from "./content-agent-answers";
+export type { ContentAgentOptions } from "./content-agent-settings";
 
 /** The agent run id of one assignment: `arun_` + 32 letters of a SHA-256 (no digit runs). */
 export function agentRunId(runId: string, nodeId: string, generation: number): string {
@@ -139,50 +118,6 @@ function summarizeAgentRun(run: AgentRun): StateSummary {
     status: run.state,
     label: `${run.role}${run.node_id ? ` ${run.node_id}` : ""} of ${run.run_id}`,
     ...(run.state === "NEEDS_HUMAN" ? { waiting: "needs_human" } : {}),
-  };
-}
-
-/** One content agent's settings, checked and resolved once when the agent is created. */
-interface ContentAgent {
-  readonly role: ContentRole;
-  readonly model: ModelPort;
-  readonly maxAttempts: number;
-  readonly leaseSeconds: number;
-  readonly heartbeatLease: number;
-  readonly maxTokens: number;
-  readonly outputSchema: z.ZodType<unknown>;
-  readonly types: ReturnType<typeof contentEventTypes>;
-  readonly commandStream: CommandStream | undefined;
-}
-
-/** The fields of a request that name the node it is for, repeated in every answer. */
-interface NodeRef {
-  readonly run_id: string;
-  readonly node_id: string;
-  readonly generation: number;
-}
-
-function resolveAgent(options: ContentAgentOptions): ContentAgent {
-  const { role, model } = options;
-  const maxAttempts = options.maxModelAttempts ?? DEFAULT_MAX_ATTEMPTS;
-  if (!Number.isInteger(maxAttempts) || maxAttempts < 1)
-    throw new PermanentError(
-      "agent.invalid_option",
-      `maxModelAttempts must be a positive integer, got ${maxAttempts}`,
-    );
-  const entry = CONTENT_ROLE_EVENTS[role];
-  if (!entry) throw new PermanentError("agent.unknown_role", `no content role ${role}`);
-  const leaseSeconds = options.leaseSeconds ?? DEFAULT_LEASE_SECONDS;
-  return {
-    role,
-    model,
-    maxAttempts,
-    leaseSeconds,
-    heartbeatLease: Math.min(MAX_HEARTBEAT_LEASE_SECONDS, Math.max(1, Math.round(leaseSeconds))),
-    maxTokens: options.maxTokens ?? 2048,
-    outputSchema: entry.output,
-    types: contentEventTypes(role),
-    commandStream: options.commandStream,
   };
 }
 
@@ -247,22 +182,6 @@ async function work(
   }
 }
 
-/**
- * The answer an ended agent run gave, sent again for a repeated request of its assignment: the
- * DAG counts one answer per assignment, so a second one changes nothing, and a lost one arrives.
- * A CANCELLED run answers nothing (the DAG no longer waits for it).
- */
-function answerAgain(
-  agent: ContentAgent,
-  request: NodeRequested,
-  run: AgentRun,
-): Decision<AgentRun> {
-  if (run.state === "COMPLETED") return completedDecision(agent, request, run, run.output);
-  if (run.state === "FAILED" || run.state === "NEEDS_HUMAN")
-    return failedDecision(agent, request, run);
-  return {};
-}
-
 /** A new agent run (IDLE) for the assignment a request or a cancel names. */
 function freshRun(agent: ContentAgent, event: Envelope, now: Date): AgentRun {
   return newRun({
@@ -319,98 +238,4 @@ function callModel(
     agent.outputSchema,
     { maxAttempts: run.max_attempts - run.attempt + 1 },
   );
-}
-
-/** The decision for a valid model reply: completed, or a fact check's business refusal. */
-function answerOf(
-  agent: ContentAgent,
-  request: NodeRequested,
-  run: AgentRun,
-  output: unknown,
-  now: Date,
-): Decision<AgentRun> {
-  if (agent.role === "fact-check" && (output as FactCheckOutput).verdict === "fail") {
-    const notes = (output as FactCheckOutput).notes;
-    const error: RunError = {
-      code: FACT_CHECK_REJECTED,
-      errorClass: "business",
-      message: `fact check failed: ${notes}`.slice(0, 4096),
-    };
-    return failedDecision(agent, request, transition(run, "TaskFailed", { now, error }));
-  }
-  const completed = transition(run, "TaskCompleted", { now, output });
-  return completedDecision(agent, request, completed, output);
-}
-
-/**
- * The decision for a failed model call: rethrows what the queue should redeliver, otherwise
- * ends the run (FAILED or NEEDS_HUMAN) and answers `<role>.failed`.
- */
-function failureOf(
-  agent: ContentAgent,
-  request: NodeRequested,
-  started: AgentRun,
-  error: unknown,
-  now: Date,
-): Decision<AgentRun> {
-  const run =
-    error instanceof ModelOutputInvalidError
-      ? retried(started, error.attempts - 1, now, correctedReply())
-      : started;
-  let trigger = classifyFailure(error, run);
-  // A model call has no side effect to confirm: an unknown outcome is retried like a
-  // transient error, and fails the run once the budget is spent.
-  if (trigger === "TaskBlocked")
-    trigger = run.attempt < run.max_attempts ? "RetryScheduled" : "TaskFailed";
-  if (trigger === "RetryScheduled") throw error;
-  return failedDecision(agent, request, transition(run, trigger, { now, error }));
-}
-
-function nodeRefOf(request: NodeRequested): NodeRef {
-  return { run_id: request.run_id, node_id: request.node_id, generation: request.generation };
-}
-
-function completedDecision(
-  agent: ContentAgent,
-  request: NodeRequested,
-  run: AgentRun,
-  output: unknown,
-): Decision<AgentRun> {
-  const payload: NodeCompleted = { ...nodeRefOf(request), output };
-  return {
-    state: run,
-    emit: [{ type: agent.types.completed, payload, orderKey: request.run_id }],
-  };
-}
-
-function failedDecision(
-  agent: ContentAgent,
-  request: NodeRequested,
-  run: AgentRun,
-): Decision<AgentRun> {
-  const error = run.error ?? {
-    code: "agent_run.failed",
-    errorClass: "permanent" as const,
-    message: `${agent.role} failed`,
-  };
-  const payload: NodeFailed = { ...nodeRefOf(request), error };
-  return { state: run, emit: [{ type: agent.types.failed, payload, orderKey: request.run_id }] };
-}
-
-/** Record `count` attempts that ended in a retry: RUNNING -RetryScheduled-> READY -> RUNNING. */
-function retried(run: AgentRun, count: number, now: Date, error: RunError): AgentRun {
-  let next = run;
-  for (let i = 0; i < count && next.attempt < next.max_attempts; i++) {
-    next = transition(next, "RetryScheduled", { now, error });
-    next = transition(next, "DependenciesSatisfied", { now });
-  }
-  return next;
-}
-
-function correctedReply(): RunError {
-  return {
-    code: MODEL_INVALID_OUTPUT,
-    errorClass: "permanent",
-    message: "the model's reply did not match the output schema; asked again with the issues",
-  };
 }
