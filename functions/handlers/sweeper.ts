@@ -78,19 +78,7 @@ export function createSweeperHandler(options: SweeperOptions = {}): SweeperHandl
       const runs = due.filter((ref) => ref.type === DAG_RUN_AGGREGATE);
       const states = runs.length > 0 ? await index.loadStates(runs) : [];
       const plan = planSweep(states, now, registry);
-      const byTopic = new Map<Topic, Envelope[]>();
-      for (const { topic, envelope } of plan.messages)
-        byTopic.set(topic, [...(byTopic.get(topic) ?? []), envelope]);
-      let published = 0;
-      const failures: { eventId: string; code: string; message: string }[] = [];
-      for (const [topic, envelopes] of byTopic) {
-        for (let i = 0; i < envelopes.length; i += MAX_PUT_EVENTS_ENTRIES) {
-          const chunk = envelopes.slice(i, i + MAX_PUT_EVENTS_ENTRIES);
-          const failed = await publisher.publish(topic, chunk);
-          failures.push(...failed);
-          published += chunk.length - failed.length;
-        }
-      }
+      const { published, failures } = await publishPlan(publisher, plan);
       const count = (type: string) =>
         plan.messages.filter((m) => m.envelope.event_type === type).length;
       const report: SweepReport = {
@@ -117,6 +105,27 @@ export function createSweeperHandler(options: SweeperOptions = {}): SweeperHandl
       metrics.publishStoredMetrics();
     }
   };
+}
+
+/** Put the plan's messages on their buses, 10 per PutEvents call; what failed is returned. */
+async function publishPlan(
+  publisher: EventPublisher,
+  plan: ReturnType<typeof planSweep>,
+): Promise<{ published: number; failures: { eventId: string; code: string; message: string }[] }> {
+  const byTopic = new Map<Topic, Envelope[]>();
+  for (const { topic, envelope } of plan.messages)
+    byTopic.set(topic, [...(byTopic.get(topic) ?? []), envelope]);
+  let published = 0;
+  const failures: { eventId: string; code: string; message: string }[] = [];
+  for (const [topic, envelopes] of byTopic) {
+    for (let i = 0; i < envelopes.length; i += MAX_PUT_EVENTS_ENTRIES) {
+      const chunk = envelopes.slice(i, i + MAX_PUT_EVENTS_ENTRIES);
+      const failed = await publisher.publish(topic, chunk);
+      failures.push(...failed);
+      published += chunk.length - failed.length;
+    }
+  }
+  return { published, failures };
 }
 
 export const { create, handler } = lambdaEntry(createSweeperHandler);

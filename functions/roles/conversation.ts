@@ -6,7 +6,7 @@ import type {
 } from "../../schemas/events/conversation";
 import { newestWithin } from "../core/budget";
 import { PermanentError } from "../core/errors";
-import type { Role } from "../core/pipeline";
+import type { Decision, Role } from "../core/pipeline";
 import type { EventStore } from "../core/ports";
 
 /**
@@ -76,55 +76,67 @@ export function createConversation(options: ConversationOptions = {}): Role<Conv
   return {
     group: "conversation",
     subscriptions: ["conversation.message.received"],
-    decide(state, event, { now }) {
-      const conversationId = checkedConversationId(event);
-      const message = event.payload as MessageReceived;
-      if (state && state.customer_id !== message.customer_id)
-        throw new PermanentError(
-          "conversation.customer_mismatch",
-          `conversation ${conversationId} belongs to another customer`,
-          { details: { conversation_id: conversationId, event_id: event.event_id } },
-        );
-      const version = (state?.version ?? 0) + 1;
-      const next: ConversationState = {
-        conversation_id: conversationId,
-        customer_id: message.customer_id,
-        version,
-        messages: keptMessages(state, {
-          version,
-          task_id: event.task_id,
-          text: message.text,
-          message_event_id: event.event_id,
-          received_at: now.toISOString(),
-        }),
-      };
-      const turn: RouteRequested = {
-        conversation_id: conversationId,
-        customer_id: message.customer_id,
-        channel: message.channel,
-        text: message.text,
-        message_event_id: event.event_id,
-      };
-      const accepted: MessageAccepted = { ...turn, version };
-      const common = {
-        inputVersion: version,
-        taskId: event.task_id,
-        conversationId,
-        orderKey: conversationId,
-      };
-      return {
-        state: next,
-        emit: [
-          { type: "conversation.message.accepted", payload: accepted, ...common },
-          {
-            type: "support.route.requested",
-            payload: turn,
-            ...common,
-            expiresAt: replyDeadline(event, now, ttl),
-          },
-        ],
-      };
-    },
+    decide: (state, event, { now }) => acceptMessage(state, event, now, ttl),
+  };
+}
+
+/**
+ * A customer message accepted: the next version of the conversation with the message kept, and
+ * `conversation.message.accepted` plus `support.route.requested` (which expires at the reply's
+ * deadline) for its turn.
+ */
+function acceptMessage(
+  state: ConversationState | undefined,
+  event: Envelope,
+  now: Date,
+  ttl: number,
+): Decision<ConversationState> {
+  const conversationId = checkedConversationId(event);
+  const message = event.payload as MessageReceived;
+  if (state && state.customer_id !== message.customer_id)
+    throw new PermanentError(
+      "conversation.customer_mismatch",
+      `conversation ${conversationId} belongs to another customer`,
+      { details: { conversation_id: conversationId, event_id: event.event_id } },
+    );
+  const version = (state?.version ?? 0) + 1;
+  const next: ConversationState = {
+    conversation_id: conversationId,
+    customer_id: message.customer_id,
+    version,
+    messages: keptMessages(state, {
+      version,
+      task_id: event.task_id,
+      text: message.text,
+      message_event_id: event.event_id,
+      received_at: now.toISOString(),
+    }),
+  };
+  const turn: RouteRequested = {
+    conversation_id: conversationId,
+    customer_id: message.customer_id,
+    channel: message.channel,
+    text: message.text,
+    message_event_id: event.event_id,
+  };
+  const accepted: MessageAccepted = { ...turn, version };
+  const common = {
+    inputVersion: version,
+    taskId: event.task_id,
+    conversationId,
+    orderKey: conversationId,
+  };
+  return {
+    state: next,
+    emit: [
+      { type: "conversation.message.accepted", payload: accepted, ...common },
+      {
+        type: "support.route.requested",
+        payload: turn,
+        ...common,
+        expiresAt: replyDeadline(event, now, ttl),
+      },
+    ],
   };
 }
 
