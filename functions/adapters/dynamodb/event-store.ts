@@ -226,79 +226,102 @@ export class DynamoEventStore implements EventStore, TraceReader {
 
   private actions(request: CommitRequest): Action[] {
     const now = this.clock.now();
-    const actions: Action[] = [];
-    if (request.inbox) {
-      actions.push({
-        part: "inbox",
-        put: {
-          TableName: this.tables.inbox,
-          Item: toItem(inboxItem(request.inbox)),
-          // An expired row (TTL deletes lazily) no longer counts and may be overwritten. `<=` with
-          // fractional seconds matches the in-memory twin: live while expiresAt * 1000 > now (ms).
-          ConditionExpression: "attribute_not_exists(#pk) OR #ttl <= :now",
-          ExpressionAttributeNames: { "#pk": InboxAttr.pk, "#ttl": InboxAttr.ttl },
-          ExpressionAttributeValues: { ":now": { N: String(now.getTime() / 1000) } },
-          ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-        },
-        conflict: () => new DuplicateCommitError(),
-      });
-    }
-    if (request.checkpoint) {
-      const { group, stream, from, to } = request.checkpoint;
-      actions.push({
-        part: "checkpoint",
-        put: {
-          TableName: this.tables.inbox,
-          Item: toItem(checkpointItem(group, stream, to)),
-          ...expectVersion(CheckpointAttr.version, from),
-          ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-        },
-        conflict: (stored) =>
-          new VersionConflictError(
-            "checkpoint",
-            `checkpoint of ${group} on ${streamKey(stream)} is ${stored?.[CheckpointAttr.version] ?? 0}, expected ${from}`,
-          ),
-      });
-    }
-    if (request.state) {
-      const { aggregate, expectedRevision, next, version, dueAt, summary } = request.state;
-      actions.push({
-        part: "state",
-        put: {
-          TableName: this.tables.state,
-          // A Put replaces the item: without a due time, due_shard and due_at are gone with it.
-          Item: toItem(
-            stateItem(aggregate, expectedRevision + 1, version, next, now, dueAt, summary),
-          ),
-          ...expectVersion(StateAttr.revision, expectedRevision),
-          ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-        },
-        conflict: (stored) =>
-          new VersionConflictError(
-            "state",
-            `${streamKey(aggregate)} is at revision ${stored?.[StateAttr.revision] ?? 0}, expected ${expectedRevision}`,
-          ),
-      });
-    }
-    for (const event of request.append ?? []) {
-      actions.push({
-        part: "stream",
-        put: {
-          TableName: this.tables.events,
-          Item: toItem(eventItem(event)),
-          ConditionExpression: "attribute_not_exists(#pk)",
-          ExpressionAttributeNames: { "#pk": EventAttr.pk },
-          ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-        },
-        conflict: () =>
-          new VersionConflictError(
-            "stream",
-            `${streamKey(event.aggregate)} already has version ${event.aggregate.version}`,
-          ),
-      });
-    }
-    return actions;
+    const { tables } = this;
+    return [
+      ...(request.inbox ? [inboxAction(tables.inbox, request.inbox, now)] : []),
+      ...(request.checkpoint ? [checkpointAction(tables.inbox, request.checkpoint)] : []),
+      ...(request.state ? [stateAction(tables.state, request.state, now)] : []),
+      ...(request.append ?? []).map((event) => streamAction(tables.events, event)),
+    ];
   }
+}
+
+// One conditional Put per part of a commit, with the error its failed condition means. These
+// conditions are hand-written because the inbox, checkpoint, state and stream writes must share
+// one transaction (no library writes them together).
+
+function inboxAction(table: string, inbox: NonNullable<CommitRequest["inbox"]>, now: Date): Action {
+  return {
+    part: "inbox",
+    put: {
+      TableName: table,
+      Item: toItem(inboxItem(inbox)),
+      // An expired row (TTL deletes lazily) no longer counts and may be overwritten. `<=` with
+      // fractional seconds matches the in-memory twin: live while expiresAt * 1000 > now (ms).
+      ConditionExpression: "attribute_not_exists(#pk) OR #ttl <= :now",
+      ExpressionAttributeNames: { "#pk": InboxAttr.pk, "#ttl": InboxAttr.ttl },
+      ExpressionAttributeValues: { ":now": { N: String(now.getTime() / 1000) } },
+      ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+    },
+    conflict: () => new DuplicateCommitError(),
+  };
+}
+
+function checkpointAction(
+  table: string,
+  { group, stream, from, to }: NonNullable<CommitRequest["checkpoint"]>,
+): Action {
+  return {
+    part: "checkpoint",
+    put: {
+      TableName: table,
+      Item: toItem(checkpointItem(group, stream, to)),
+      ...expectVersion(CheckpointAttr.version, from),
+      ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+    },
+    conflict: (stored) =>
+      new VersionConflictError(
+        "checkpoint",
+        `checkpoint of ${group} on ${streamKey(stream)} is ${stored?.[CheckpointAttr.version] ?? 0}, expected ${from}`,
+      ),
+  };
+}
+
+function stateAction(
+  table: string,
+  {
+    aggregate,
+    expectedRevision,
+    next,
+    version,
+    dueAt,
+    summary,
+  }: NonNullable<CommitRequest["state"]>,
+  now: Date,
+): Action {
+  return {
+    part: "state",
+    put: {
+      TableName: table,
+      // A Put replaces the item: without a due time, due_shard and due_at are gone with it.
+      Item: toItem(stateItem(aggregate, expectedRevision + 1, version, next, now, dueAt, summary)),
+      ...expectVersion(StateAttr.revision, expectedRevision),
+      ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+    },
+    conflict: (stored) =>
+      new VersionConflictError(
+        "state",
+        `${streamKey(aggregate)} is at revision ${stored?.[StateAttr.revision] ?? 0}, expected ${expectedRevision}`,
+      ),
+  };
+}
+
+function streamAction(table: string, event: NonNullable<CommitRequest["append"]>[number]): Action {
+  return {
+    part: "stream",
+    put: {
+      TableName: table,
+      Item: toItem(eventItem(event)),
+      ConditionExpression: "attribute_not_exists(#pk)",
+      ExpressionAttributeNames: { "#pk": EventAttr.pk },
+      ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+    },
+    conflict: () =>
+      new VersionConflictError(
+        "stream",
+        `${streamKey(event.aggregate)} already has version ${event.aggregate.version}`,
+      ),
+  };
 }
 
 function toItem(value: object): Item {
