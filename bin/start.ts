@@ -14,6 +14,7 @@ import { runScenario, type ScenarioResult } from "../lib/local/scenario";
 import { readDeadLetters } from "../lib/local/scenario/dead-letters";
 import { renderSummary, renderTimeline, withObservedDuplicates } from "../lib/local/trace";
 import { silenceNodeVersionWarning } from "../lib/local/warnings";
+import { opsActions } from "../lib/ops/actions";
 import { renderTraceText } from "../lib/ops/render-text";
 import { opsSource, traceOf } from "../lib/ops/source";
 
@@ -106,6 +107,7 @@ async function main(): Promise<void> {
   progress.stop();
   consolePage = await startConsole({
     source: opsSource(env.ops),
+    actions: opsActions(env.ops),
     port: consolePort,
   });
   keepUp(env, consolePage.url);

@@ -1,10 +1,12 @@
 import { Command } from "commander";
 import { startConsole } from "../../lib/console/server";
+import { opsActions } from "../../lib/ops/actions";
 import { recordAction } from "../../lib/ops/audit";
 import { listDeadLetters } from "../../lib/ops/dead-letters";
-import { type RedriveReport, redrive } from "../../lib/ops/redrive";
+import { redrive, redriveAuditAction, redriveTargetProblem } from "../../lib/ops/redrive";
 import {
   renderDeadLettersText,
+  renderRedriveText,
   renderStatusText,
   renderTraceText,
 } from "../../lib/ops/render-text";
@@ -130,29 +132,21 @@ function redriveCommand(targetOf: (command: Command) => Target): Command {
       const t = targetOf(this);
       checkRedrive(options);
       await withStack(t, async (stack) => {
-        if (!(group in stack.names.groups))
-          throw new UsageError(
-            `no consumer group ${group} (groups: ${Object.keys(stack.names.groups).join(", ")})`,
-          );
-        if (options.buffer && !stack.names.groups[group]?.buffer)
-          throw new UsageError(`consumer group ${group} has no buffer queue (it is unordered)`);
+        const from = options.buffer ? "buffer" : "queue";
+        const problem = redriveTargetProblem(stack, group, from);
+        if (problem) throw new UsageError(problem);
         const report = await redrive(stack, group, {
           eventIds: options.eventId ?? [],
           dryRun: Boolean(options.dryRun),
-          from: options.buffer ? "buffer" : "queue",
+          from,
         });
         out(renderRedriveText(report));
         if (options.dryRun || report.moved.length === 0) return;
-        const id = await recordAction(stack, clientConfig(t), {
-          action: "dlq.redrive",
-          target: group,
-          ...(options.reason ? { reason: options.reason } : {}),
-          outcome: {
-            count: report.moved.length,
-            event_ids: report.moved.flatMap((m) => (m.eventId ? [m.eventId] : [])).slice(0, 100),
-            failed: report.failed.length,
-          },
-        });
+        const id = await recordAction(
+          stack,
+          clientConfig(t),
+          redriveAuditAction(report, options.reason),
+        );
         out(`recorded in the audit trail as operator.action.recorded ${id}`);
         if (report.failed.length > 0)
           throw new Error(`${report.failed.length} dead letter(s) could not be re-queued`);
@@ -177,30 +171,22 @@ function checkRedrive(options: RedriveCliOptions): void {
     throw new UsageError(`--reason is ${options.reason.length} characters, at most 1000`);
 }
 
-function renderRedriveText(report: RedriveReport): string {
-  const verb = report.dryRun ? "would move" : "moved";
-  const lines = [
-    `${report.group}: ${verb} ${report.moved.length} dead letter(s) back to ${report.to}`,
-    ...report.moved.map(
-      (m) =>
-        `  ${m.orderKey ?? "-"}  ${m.eventId ?? m.messageId}  (dead-lettered ${m.sentAt ?? "?"})`,
-    ),
-  ];
-  if (report.left > 0) lines.push(`${report.left} left in the dead-letter queue`);
-  for (const f of report.failed) lines.push(`  not re-queued: ${f.messageId}: ${f.error}`);
-  return lines.join("\n");
-}
-
 export function consoleCommand(targetOf: (command: Command) => Target): Command {
   return new Command("console")
-    .description("serve the console page on 127.0.0.1 (Ctrl-C stops it)")
+    .description(
+      "serve the console page on 127.0.0.1, with forms for the actions above (Ctrl-C stops it)",
+    )
     .option("--port <port>", "port on 127.0.0.1 (default: 8630)", "8630")
     .action(async function (this: Command, options: { port: string }) {
       const port = Number(options.port);
       if (!Number.isInteger(port) || port < 0 || port > 65535)
         throw new UsageError(`--port ${JSON.stringify(options.port)} is not a port number`);
       const stack = await stackOf(targetOf(this));
-      const running = await startConsole({ source: opsSource(stack), port });
+      const running = await startConsole({
+        source: opsSource(stack),
+        actions: opsActions(stack),
+        port,
+      });
       out(`console of ${stack.stackName}: ${running.url}`);
       await new Promise<void>((resolve) => {
         process.once("SIGINT", resolve);

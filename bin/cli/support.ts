@@ -1,54 +1,42 @@
 import { Command, Option } from "commander";
 import { operatorName } from "../../lib/ops/audit";
 import { unknownSideEffects } from "../../lib/ops/lists";
-import { type OperatorCommand, operatorEnvelope, putCommand } from "../../lib/ops/operator-command";
+import { operatorEnvelope } from "../../lib/ops/operator-command";
 import type { OpsStack } from "../../lib/ops/stack";
+import { heldReplies } from "../../lib/ops/support";
 import {
-  conversationVersion,
-  heldReplies,
-  loadDelivery,
-  loadReply,
-  loadSideEffect,
-} from "../../lib/ops/support";
-import { opaqueIdProblem } from "../../schemas";
+  type Decided,
+  type ReviewDecision,
+  replyKeyTask,
+  reviewCheck,
+  reviewCommand,
+  type SupportCommand,
+  sendDecided,
+  sendResolveCheck,
+  sendResolveCommand,
+  taskIdProblem,
+} from "../../lib/ops/support-actions";
 import { SEND_RESOLUTIONS, type SendResolution } from "../../schemas/events/conversation";
 import { withStack } from "./ops";
-import { clientConfig, out, type Target, UsageError } from "./target";
+import { out, type Target, UsageError } from "./target";
 
 /**
  * `agentbus reply list | approve | reject` and `agentbus send list | resolve`: what waits for a
  * person in the support conversation (seed 000 §14). Each decision is a command on the stage's
  * commands bus (`reply.approve.requested`, `reply.reject.requested`,
  * `notification.resolve.requested`) carrying who asked (`$AGENTBUS_OPERATOR` or the OS user) and
- * why (`--reason`); the audit group keeps it. Before sending, the stored state is checked: a
- * decision already taken is reported and nothing is sent (exit 0); one that cannot apply (no such
- * reply, not held, a key whose outcome is not unknown) is a usage error (exit 2), nothing sent.
+ * why (`--reason`); the audit group keeps it. Before sending, the stored state is checked (the
+ * checks live in lib/ops/support-actions, shared with the console): a decision already taken is
+ * reported and nothing is sent (exit 0); one that cannot apply (no such reply, not held, a key
+ * whose outcome is not unknown) is a usage error (exit 2), nothing sent.
  */
 
 type TargetOf = (command: Command) => Target;
 
-/** A support command names its task and conversation (the conversation is its order key). */
-type SupportCommand = OperatorCommand & {
-  readonly taskId: string;
-  readonly conversationId: string;
-};
-
-interface Decided {
-  readonly already?: string;
-  readonly command?: SupportCommand;
-}
-
 function taskIdOf(value: string): string {
-  const problem = opaqueIdProblem(value);
-  if (problem || !value.startsWith("task_"))
-    throw new UsageError(
-      `${JSON.stringify(value)}: must be a task id task_<token> (${problem ?? "prefix must be task"})`,
-    );
+  const problem = taskIdProblem(value);
+  if (problem) throw new UsageError(problem);
   return value;
-}
-
-function operatorFields(reason: string | undefined) {
-  return { requested_by: operatorName(), ...(reason === undefined ? {} : { reason }) };
 }
 
 /** Check the command offline, then against the stack; send it unless it was already decided. */
@@ -60,19 +48,18 @@ async function decideAndSend(
   const problem = operatorEnvelope(offline);
   if (typeof problem === "string") throw new UsageError(`${problem}; nothing sent`);
   await withStack(t, async (stack) => {
-    const decided = await check(stack);
-    if (decided.already !== undefined || !decided.command) {
-      out(`${decided.already ?? "nothing to do"}; nothing sent`);
+    const outcome = await sendDecided(stack, await check(stack));
+    if ("refused" in outcome) throw new UsageError(`${outcome.refused}; nothing sent`);
+    if ("already" in outcome) {
+      out(`${outcome.already}; nothing sent`);
       return;
     }
-    const envelope = operatorEnvelope(decided.command);
-    if (typeof envelope === "string") throw new UsageError(`${envelope}; nothing sent`);
-    const bus = await putCommand(stack, clientConfig(t), envelope);
-    out(`${decided.command.type} sent to ${bus}`);
-    out(`  task_id         ${decided.command.taskId}`);
+    const { command, envelope, bus } = outcome.sent;
+    out(`${command.type} sent to ${bus}`);
+    out(`  task_id         ${command.taskId}`);
     out(`  event_id        ${String(envelope.event_id)}`);
-    out(`  requested_by    ${String(decided.command.payload.requested_by)}`);
-    const reason = decided.command.payload.reason;
+    out(`  requested_by    ${String(command.payload.requested_by)}`);
+    const reason = command.payload.reason;
     if (reason !== undefined) out(`  reason          ${JSON.stringify(reason)}`);
   });
 }
@@ -80,50 +67,14 @@ async function decideAndSend(
 // ---------------------------------------------------------------------------------------------
 // Held replies
 
-async function reviewCheck(
-  stack: OpsStack,
-  command: SupportCommand,
-  decision: "approved" | "rejected",
-): Promise<Decided> {
-  const reply = await loadReply(stack, command.taskId);
-  if (!reply) throw new UsageError(`no reply of task ${command.taskId}; nothing sent`);
-  if (reply.status === decision)
-    return { already: `the reply of ${command.taskId} was already ${decision}` };
-  if (reply.status !== "held_for_review")
-    throw new UsageError(
-      `the reply of ${command.taskId} is not held for review (it is ${reply.status}); nothing sent`,
-    );
-  if (decision === "approved" && (reply.customer_id === undefined || reply.channel === undefined))
-    throw new UsageError(
-      `the reply of ${command.taskId} was held before replies kept their recipient; it cannot be sent from here (reject it); nothing sent`,
-    );
-  if (decision === "approved") {
-    const current = await conversationVersion(stack, reply.conversation_id);
-    if ((reply.input_version ?? current) < current)
-      throw new UsageError(
-        `a newer customer message superseded the reply of ${command.taskId} (it answers version ${reply.input_version}, the conversation is at ${current}): reject it; nothing sent`,
-      );
-  }
-  const conversationId = reply.conversation_id;
-  return {
-    command: {
-      ...command,
-      conversationId,
-      payload: { ...command.payload, conversation_id: conversationId },
-    },
-  };
+function review(t: Target, id: string, decision: ReviewDecision, fields: Fields): Promise<void> {
+  const command = reviewCommand(taskIdOf(id), decision, fields, operatorName());
+  return decideAndSend(t, command, (s) => reviewCheck(s, command, decision));
 }
 
-function reviewCommand(taskId: string, type: string, payload: Record<string, unknown>) {
-  // The conversation id is read from the reply; a placeholder lets the payload be checked first.
-  const conversationId = "conv_unknown";
-  return {
-    type,
-    aggregate: { type: "reply", id: taskId },
-    taskId,
-    conversationId,
-    payload: { conversation_id: conversationId, ...payload },
-  } satisfies SupportCommand;
+interface Fields {
+  readonly text?: string;
+  readonly reason?: string;
 }
 
 export function replyCommand(targetOf: TargetOf): Command {
@@ -149,18 +100,8 @@ export function replyCommand(targetOf: TargetOf): Command {
     .argument("<task-id>", "the task id of the held reply (task_...)")
     .option("--text <text>", "send this text instead of the draft")
     .option("--reason <text>", "why (kept on the command, at most 1000 characters)")
-    .action(async function (
-      this: Command,
-      id: string,
-      options: { text?: string; reason?: string },
-    ) {
-      const taskId = taskIdOf(id);
-      const text = options.text === undefined ? {} : { text: options.text };
-      const command = reviewCommand(taskId, "reply.approve.requested", {
-        ...text,
-        ...operatorFields(options.reason),
-      });
-      await decideAndSend(targetOf(this), command, (s) => reviewCheck(s, command, "approved"));
+    .action(async function (this: Command, id: string, options: Fields) {
+      await review(targetOf(this), id, "approved", options);
     });
   reply
     .command("reject")
@@ -168,51 +109,13 @@ export function replyCommand(targetOf: TargetOf): Command {
     .argument("<task-id>", "the task id of the held reply (task_...)")
     .option("--reason <text>", "why (kept on the command, at most 1000 characters)")
     .action(async function (this: Command, id: string, options: { reason?: string }) {
-      const taskId = taskIdOf(id);
-      const command = reviewCommand(taskId, "reply.reject.requested", {
-        ...operatorFields(options.reason),
-      });
-      await decideAndSend(targetOf(this), command, (s) => reviewCheck(s, command, "rejected"));
+      await review(targetOf(this), id, "rejected", { reason: options.reason });
     });
   return reply;
 }
 
 // ---------------------------------------------------------------------------------------------
 // Unknown send outcomes
-
-const KEY = /^(task_[A-Za-z0-9-]{1,64}):reply:[1-9][0-9]{0,5}$/;
-
-async function resolveCheck(
-  stack: OpsStack,
-  command: SupportCommand,
-  resolution: SendResolution,
-): Promise<Decided> {
-  const key = String(command.payload.idempotency_key);
-  const record = await loadSideEffect(stack, key);
-  if (!record) throw new UsageError(`no side-effect record ${key}; nothing sent`);
-  const fact = (await loadDelivery(stack, command.taskId))?.keys[key];
-  if (record.state !== "unknown") {
-    if (fact?.resolution === resolution)
-      return { already: `${key} was already resolved as ${resolution} (it is ${record.state})` };
-    throw new UsageError(
-      `the outcome of ${key} is not unknown (it is ${record.state}); nothing sent`,
-    );
-  }
-  if (resolution === "resend" && fact?.send === undefined)
-    throw new UsageError(
-      `the sender did not keep what ${key} was to send (escalated before it kept it): resolve it as delivered or abandon; nothing sent`,
-    );
-  const reply = await loadReply(stack, command.taskId);
-  const conversationId = fact?.send?.conversation_id ?? reply?.conversation_id;
-  if (!conversationId) throw new UsageError(`cannot tell the conversation of ${key}; nothing sent`);
-  return {
-    command: {
-      ...command,
-      conversationId,
-      payload: { ...command.payload, conversation_id: conversationId },
-    },
-  };
-}
 
 export function sendCommand(targetOf: TargetOf): Command {
   const send = new Command("send").description("replies sent whose outcome is unknown");
@@ -241,22 +144,16 @@ export function sendCommand(targetOf: TargetOf): Command {
       key: string,
       options: { as: SendResolution; reason?: string },
     ) {
-      const taskId = KEY.exec(key)?.[1];
-      if (!taskId)
-        throw new UsageError(`${JSON.stringify(key)} is not a reply key <task_id>:reply:<n>`);
-      const command: SupportCommand = {
-        type: "notification.resolve.requested",
-        aggregate: { type: "delivery", id: taskId },
-        taskId,
-        conversationId: "conv_unknown",
-        payload: {
-          conversation_id: "conv_unknown",
-          idempotency_key: key,
-          resolution: options.as,
-          ...operatorFields(options.reason),
-        },
-      };
-      await decideAndSend(targetOf(this), command, (s) => resolveCheck(s, command, options.as));
+      const parsed = replyKeyTask(key);
+      if ("problem" in parsed) throw new UsageError(parsed.problem);
+      const command = sendResolveCommand(
+        key,
+        parsed.taskId,
+        options.as,
+        options.reason,
+        operatorName(),
+      );
+      await decideAndSend(targetOf(this), command, (s) => sendResolveCheck(s, command, options.as));
     });
   return send;
 }

@@ -12,6 +12,7 @@ import {
   putCommandOn,
 } from "../../lib/ops/operator-command";
 import {
+  parseOutput,
   type RunRequest,
   runRequestCommand,
   runRequestProblem,
@@ -72,15 +73,9 @@ function outputOf(value: string): Record<string, unknown> {
       throw new UsageError(`--output ${value}: ${(error as Error).message}; nothing sent`);
     }
   }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch (error) {
-    throw new UsageError(`--output is not JSON (${(error as Error).message}); nothing sent`);
-  }
-  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed))
-    throw new UsageError("--output must be a JSON object (the node's output); nothing sent");
-  return parsed as Record<string, unknown>;
+  const output = parseOutput(text, "--output");
+  if (typeof output === "string") throw new UsageError(output);
+  return output;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 import type {
   GroupStatusView,
+  HeldReplyView,
   ItemSummary,
   OverviewView,
   SideEffectView,
@@ -7,6 +8,7 @@ import type {
   WaitingView,
 } from "../ops/views";
 import { formatCount, formatDuration, formatTime } from "./format";
+import { type FormContext, renderHeldReplyForm, renderSendResolveForm } from "./forms";
 import { attr, escapeHtml, link, runHref, traceHref } from "./html";
 import { badge, fact, renderTable } from "./page";
 
@@ -36,13 +38,19 @@ function itemList(items: readonly ItemSummary[]): string {
   return `<ul>${lis.join("")}</ul>`;
 }
 
-function sideEffectList(effects: readonly SideEffectView[]): string {
+function sideEffectList(effects: readonly SideEffectView[], forms?: FormContext): string {
   if (effects.length === 0) return `<p class="none">none</p>`;
   const lis = effects.map(
     (s) =>
-      `<li${attr("data-side-effect-key", s.key)}><code>${escapeHtml(s.key)}</code> ${escapeHtml(s.state)}, ${escapeHtml(s.attempts)} attempt(s) <span class="muted">· ${escapeHtml(formatTime(s.updatedAt))}</span></li>`,
+      `<li${attr("data-side-effect-key", s.key)}><code>${escapeHtml(s.key)}</code> ${escapeHtml(s.state)}, ${escapeHtml(s.attempts)} attempt(s) <span class="muted">· ${escapeHtml(formatTime(s.updatedAt))}</span>${forms && s.state === "unknown" ? renderSendResolveForm(s.key, forms) : ""}</li>`,
   );
   return `<ul>${lis.join("")}</ul>`;
+}
+
+/** The held replies' drafts, each with approve and reject (only where the console acts). */
+function heldDraftForms(drafts: readonly HeldReplyView[] | undefined, forms?: FormContext): string {
+  if (!forms || !drafts?.length) return "";
+  return `<div class="held-drafts">${drafts.map((d) => renderHeldReplyForm(d, forms)).join("\n")}</div>`;
 }
 
 function card(name: string, title: string, count: number, content: string): string {
@@ -54,13 +62,18 @@ function card(name: string, title: string, count: number, content: string): stri
  * What waits for a person, each kind in a card that stands out when it is not empty. A card's
  * count is the stack's count when that is larger than the list (the lists may be cut short).
  */
-export function renderWaiting(waiting: WaitingView, counts: StatusView["counts"]): string {
+export function renderWaiting(
+  waiting: WaitingView,
+  counts: StatusView["counts"],
+  actions: { readonly forms?: FormContext; readonly heldDrafts?: readonly HeldReplyView[] } = {},
+): string {
   const held = Math.max(waiting.heldReplies.length, counts.heldReplies);
   const unknown = Math.max(waiting.unknownSideEffects.length, counts.unknownSideEffects);
+  const { forms, heldDrafts } = actions;
   return `<h2>Waiting for a person</h2>
 <div class="cards">
-${card("held-replies", "Held replies", held, itemList(waiting.heldReplies))}
-${card("unknown-side-effects", "Side effects with unknown outcome", unknown, sideEffectList(waiting.unknownSideEffects))}
+${card("held-replies", "Held replies", held, itemList(waiting.heldReplies) + heldDraftForms(heldDrafts, forms))}
+${card("unknown-side-effects", "Side effects with unknown outcome", unknown, sideEffectList(waiting.unknownSideEffects, forms))}
 ${card("needs-human", "NEEDS_HUMAN", waiting.needsHuman.length, itemList(waiting.needsHuman))}
 ${card("failed-runs", "Failed runs", waiting.failedRuns.length, itemList(waiting.failedRuns))}
 </div>`;
@@ -114,11 +127,11 @@ ${fact("NEEDS_HUMAN nodes", escapeHtml(status.counts.needsHumanNodes))}
 </ul>`;
 }
 
-/** The overview page's body. */
-export function renderOverview(view: OverviewView): string {
+/** The overview page's body; with `forms`, what waits for a person can be resolved from it. */
+export function renderOverview(view: OverviewView, forms?: FormContext): string {
   return `<h1>Overview</h1>
 ${renderStatusFacts(view.status)}
-${renderWaiting(view.waiting, view.status.counts)}
+${renderWaiting(view.waiting, view.status.counts, { forms, heldDrafts: view.heldDrafts })}
 <h2>Queues by consumer group</h2>
 ${renderGroups(view.status.groups)}
 <h2>Recent runs</h2>

@@ -1,3 +1,4 @@
+import { type Flash, renderFlash } from "./flash";
 import { escapeHtml } from "./html";
 import { STYLESHEET } from "./style";
 
@@ -15,6 +16,8 @@ export interface PageOptions {
   readonly search?: string;
   /** Seconds between reloads (`<meta http-equiv="refresh">`), none when undefined. */
   readonly refresh?: number;
+  /** What the last action answered, shown above the body. */
+  readonly flash?: Flash;
 }
 
 /** The shell every page shares: stylesheet, navigation, the trace search box. */
@@ -41,7 +44,7 @@ ${refresh}<title>${escapeHtml(options.title)} · AgentBus console</title>
 </form>
 </header>
 <main>
-${options.body}
+${options.flash ? `${renderFlash(options.flash)}\n` : ""}${options.body}
 </main>
 </body>
 </html>
@@ -80,10 +83,19 @@ export function notFoundPage(message: string, search?: string): ConsolePage {
   return { status: 404, html: renderPage({ title: "Not found", body, search }) };
 }
 
-/** 400 / 405 and other refusals of the request itself. */
+const REQUEST_ERRORS: Readonly<Record<number, string>> = {
+  403: "Forbidden",
+  404: "Not found",
+  405: "Method not allowed",
+  413: "Too large",
+  415: "Unsupported media type",
+  421: "Misdirected request",
+};
+
+/** 400 / 403 / 405 and other refusals of the request itself. */
 export function requestErrorPage(status: number, message: string): ConsolePage {
-  const title = status === 405 ? "Method not allowed" : "Bad request";
-  const body = `<h1>${escapeHtml(title)}</h1>\n<p>${escapeHtml(message)}</p>`;
+  const title = REQUEST_ERRORS[status] ?? "Bad request";
+  const body = `<h1>${escapeHtml(title)}</h1>\n<p data-request-error>${escapeHtml(message)}</p>`;
   return { status, html: renderPage({ title, body }) };
 }
 

@@ -2,6 +2,7 @@ import type { RunNodeView, RunView } from "../ops/views";
 import { layoutDag } from "./dag-layout";
 import { renderDagSvg, renderLegend } from "./dag-svg";
 import { formatDuration, formatOffset, formatTime } from "./format";
+import { type FormContext, renderRunForms } from "./forms";
 import { attr, escapeHtml, link, traceHref } from "./html";
 import { badge, fact, renderTable } from "./page";
 
@@ -70,14 +71,18 @@ export function renderTimeline(timeline: RunView["timeline"]): string {
   return renderTable(headers, rows, "The run recorded no steps.", () => ' class="timeline-step"');
 }
 
-/** The run page's body: facts, the DAG with its legend, the nodes and the timeline. */
-export function renderRun(run: RunView): string {
+/**
+ * The run page's body: facts, the DAG with its legend, the nodes, the actions (with `forms`) and
+ * the timeline.
+ */
+export function renderRun(run: RunView, forms?: FormContext): string {
+  const actions = forms ? `\n<h2>Actions</h2>\n${renderRunForms(run, forms)}` : "";
   return `<h1>Run <code>${escapeHtml(run.runId)}</code></h1>
 ${renderFacts(run)}
 <h2>DAG</h2>
 ${renderDag(run)}
 <h2>Nodes</h2>
-${renderNodeTable(run)}
+${renderNodeTable(run)}${actions}
 <h2>Timeline</h2>
 ${renderTimeline(run.timeline)}`;
 }

@@ -53,5 +53,18 @@ ul.tree .event ul.details{border-left:0;padding-left:.8rem}
 .dag{overflow-x:auto;background:#fff;border:1px solid #d7dce2;border-radius:6px;padding:.5rem}
 .legend{display:flex;flex-wrap:wrap;gap:.3rem 1rem;list-style:none;padding:0;margin:.5rem 0}
 .swatch{display:inline-block;width:1rem;height:.8rem;border:2px solid;border-radius:3px;vertical-align:middle;margin-right:.3rem}
+.flash{border:1px solid;border-radius:6px;padding:.5rem .8rem;margin:0 0 1rem;overflow-wrap:anywhere}
+.flash-sent{background:#e6f4ea;border-color:#2e7d32}
+.flash-unchanged{background:#eef1f4;border-color:#8b96a3}
+.flash-refused,.flash-failed{background:#fdecea;border-color:#c62828}
+.forms{display:flex;flex-wrap:wrap;gap:.8rem;align-items:flex-start}
+.forms form.action{flex:1 1 22rem}
+form.action{background:#fff;border:1px solid #d7dce2;border-radius:6px;padding:.5rem .7rem;margin:.4rem 0;display:flex;flex-direction:column;gap:.4rem;max-width:46rem}
+form.action label{display:flex;flex-direction:column;gap:.15rem;font-size:.9em;color:#3b4450}
+form.action input[type=text],form.action select,form.action textarea{padding:.3rem .45rem;border:1px solid #8b96a3;border-radius:4px;font:inherit;color:#1d232b}
+form.action textarea{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.85em}
+form.action .buttons{display:flex;flex-wrap:wrap;gap:.4rem}
+form.action button{padding:.3rem .8rem;border:0;border-radius:4px;background:#4a7bd0;color:#fff;cursor:pointer}
+details summary{cursor:pointer;color:#1f5fbf}
 .error-box{background:#fdecea;border:1px solid #c62828;border-radius:6px;padding:.6rem .8rem;white-space:pre-wrap}
 `;

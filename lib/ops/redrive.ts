@@ -5,6 +5,7 @@ import {
   SendMessageCommand,
   type SQSClient,
 } from "@aws-sdk/client-sqs";
+import type { OperatorAction } from "../../schemas/events/operator";
 import { envelopeOf, receiveHeld, release } from "./queue-peek";
 import type { OpsStack } from "./stack";
 
@@ -40,13 +41,48 @@ export interface RedriveReport {
   readonly dryRun: boolean;
 }
 
+/** Why `group` has no dead letters to redrive from `from` (undefined: it has the queues). */
+export function redriveTargetProblem(
+  stack: OpsStack,
+  group: string,
+  from: "queue" | "buffer" = "queue",
+): string | undefined {
+  const groups = stack.names.groups;
+  if (!(group in groups))
+    return `no consumer group ${group} (groups: ${Object.keys(groups).join(", ")})`;
+  if (from === "buffer" && !groups[group]?.buffer)
+    return `consumer group ${group} has no buffer queue (it is unordered)`;
+  return undefined;
+}
+
+/**
+ * The audit record of a redrive that moved something (`operator.action.recorded`, put with
+ * `recordAction`): the group, why, and the events moved (ids only, at most 100).
+ */
+export function redriveAuditAction(
+  report: RedriveReport,
+  reason: string | undefined,
+): Omit<OperatorAction, "requested_by"> {
+  return {
+    action: "dlq.redrive",
+    target: report.group,
+    ...(reason ? { reason } : {}),
+    outcome: {
+      count: report.moved.length,
+      event_ids: report.moved.flatMap((m) => (m.eventId ? [m.eventId] : [])).slice(0, 100),
+      failed: report.failed.length,
+    },
+  };
+}
+
 /**
  * Puts a group's dead letters back on the queue they came from, in order per order key: each is
  * sent (FIFO: its own message group, and a deduplication id made from the dead letter's message
  * id, so a message the queue saw less than five minutes ago is not swallowed, while a redrive
  * repeated after a lost delete is) and only then deleted from the dead-letter queue. A send that
  * fails leaves the message, and every later one of its order key, in the dead-letter queue. The
- * consumers' inbox and version gate make a message consumed twice harmless.
+ * consumers' inbox and version gate make a message consumed twice harmless. Only what was in the
+ * dead-letter queue when the redrive began is moved (a message that fails again at once stays).
  */
 export async function redrive(
   stack: OpsStack,
@@ -64,11 +100,16 @@ export async function redrive(
   const moved: Message[] = [];
   const failed: { messageId: string; error: string }[] = [];
   const kept: Message[] = [];
+  // What reaches the dead-letter queue once the redrive has begun is left for the next one: a
+  // message moved back that fails again at once must not go round in this call.
+  const startedAt = Date.now();
   // Rounds: a FIFO queue hands out a message group's next messages once the earlier ones are gone.
   while (moved.length + kept.length < MAX_REDRIVE) {
     const held = await receiveHeld(stack.sqs, source, HOLD_SECONDS, MAX_REDRIVE);
     if (held.length === 0) break;
-    const chosen = held.filter((m) => !wanted || wanted.has(eventIdOf(m) ?? ""));
+    const chosen = held.filter(
+      (m) => sentAt(m) <= startedAt && (!wanted || wanted.has(eventIdOf(m) ?? "")),
+    );
     kept.push(...held.filter((m) => !chosen.includes(m)));
     if (options.dryRun) {
       kept.push(...chosen);
@@ -129,9 +170,11 @@ async function moveInOrder(sqs: SQSClient, source: string, target: string, messa
   return { moved, failed, stuck };
 }
 
+/** When the message reached the dead-letter queue (ms since the epoch; 0 when not known). */
+const sentAt = (m: Message): number => Number(m.Attributes?.SentTimestamp ?? 0);
+
 /** Per order key in stream version order (then in the order they reached the dead-letter queue). */
 function inOrder(messages: readonly Message[]): Message[] {
-  const sent = (m: Message) => Number(m.Attributes?.SentTimestamp ?? 0);
   return [...messages].sort((a, b) => {
     const ka = orderKeyOf(a) ?? "";
     const kb = orderKeyOf(b) ?? "";
@@ -139,7 +182,7 @@ function inOrder(messages: readonly Message[]): Message[] {
     const va = versionOf(a);
     const vb = versionOf(b);
     if (va !== undefined && vb !== undefined && va !== vb) return va - vb;
-    return sent(a) - sent(b);
+    return sentAt(a) - sentAt(b);
   });
 }
 

@@ -1,3 +1,4 @@
+import type { RedriveReport } from "./redrive";
 import type {
   DeadLetterView,
   GroupOutcome,
@@ -126,4 +127,19 @@ function table(header: string[], rows: string[][]): string[] {
       .join("  ")
       .trimEnd()}`;
   return [line(header), ...rows.map(line)];
+}
+
+/** What a redrive moved (or would move), what it left and what failed. */
+export function renderRedriveText(report: RedriveReport): string {
+  const verb = report.dryRun ? "would move" : "moved";
+  const lines = [
+    `${report.group}: ${verb} ${report.moved.length} dead letter(s) back to ${report.to}`,
+    ...report.moved.map(
+      (m) =>
+        `  ${m.orderKey ?? "-"}  ${m.eventId ?? m.messageId}  (dead-lettered ${m.sentAt ?? "?"})`,
+    ),
+  ];
+  if (report.left > 0) lines.push(`${report.left} left in the dead-letter queue`);
+  for (const f of report.failed) lines.push(`  not re-queued: ${f.messageId}: ${f.error}`);
+  return lines.join("\n");
 }

@@ -10,6 +10,7 @@ import { sideEffectsByKey, summaries } from "./lists";
 import { runView } from "./runs";
 import type { OpsStack } from "./stack";
 import { status, waiting } from "./status";
+import { heldReplies } from "./support";
 import { buildTrace, type TraceSources } from "./trace";
 import type { OpsSource, RunView, TraceView } from "./views";
 
@@ -50,28 +51,44 @@ export function traceOf(stack: OpsStack, id: string): Promise<TraceView | undefi
   return buildTrace(traceSources(stack), id);
 }
 
-/** A workflow run from the orchestrator's state item, or undefined when there is none. */
-export async function runOf(stack: OpsStack, runId: string): Promise<RunView | undefined> {
+/** The orchestrator's state of a run (its `dag_run` state item), or undefined when there is none. */
+export async function loadRunState(
+  stack: OpsStack,
+  runId: string,
+): Promise<OrchestratorState | undefined> {
   const store = new DynamoEventStore({
     client: stack.dynamodb,
     tables: { state: stack.names.tables.state, events: "", inbox: "" },
   });
   const { state } = await store.load({ state: { type: "dag_run", id: runId } });
   const data = state?.data as OrchestratorState | null | undefined;
-  return data?.run ? runView(data) : undefined;
+  return data?.run ? data : undefined;
+}
+
+/** A workflow run from the orchestrator's state item, or undefined when there is none. */
+export async function runOf(stack: OpsStack, runId: string): Promise<RunView | undefined> {
+  const data = await loadRunState(stack, runId);
+  return data ? runView(data) : undefined;
 }
 
 /** The operator views of a stack, as the console page reads them. */
 export function opsSource(stack: OpsStack): OpsSource {
   return {
     async overview() {
-      const [runs, conversations, tasks, w] = await Promise.all([
+      const [runs, conversations, tasks, w, held] = await Promise.all([
         summaries(stack, { kind: "run" }, 20),
         summaries(stack, { kind: "conversation" }, 20),
         summaries(stack, { kind: "task" }, 20),
         waiting(stack),
+        heldReplies(stack, 20),
       ]);
-      return { runs, conversations, tasks, waiting: w, status: await status(stack, w) };
+      const heldDrafts = held.map((h) => ({
+        taskId: h.task_id,
+        conversationId: h.conversation_id,
+        ...(h.held_reason === undefined ? {} : { reason: h.held_reason }),
+        ...(h.reply_text === undefined ? {} : { draft: h.reply_text }),
+      }));
+      return { runs, conversations, tasks, waiting: w, status: await status(stack, w), heldDrafts };
     },
     trace: (id) => traceOf(stack, id),
     run: (runId) => runOf(stack, runId),

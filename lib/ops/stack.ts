@@ -14,6 +14,8 @@ export interface ClientConfig {
 /** A deployed (or local) stack as the operator tools see it: its names and the clients to read. */
 export interface OpsStack {
   readonly stackName: string;
+  /** How its clients reach AWS (the operator tools that send use it too). */
+  readonly config: ClientConfig;
   readonly names: StackNames;
   readonly outputs: Readonly<Record<string, string>>;
   readonly groups: readonly string[];
@@ -109,6 +111,7 @@ export function connect(
   const cloudwatch = new CloudWatchClient(config);
   return {
     stackName,
+    config,
     names,
     outputs,
     groups: topology.groups.map((g) => g.name),

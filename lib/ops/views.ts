@@ -176,12 +176,23 @@ export interface StatusView {
   };
 }
 
+/** A reply held for a person's review, with its draft. */
+export interface HeldReplyView {
+  readonly taskId: string;
+  readonly conversationId: string;
+  /** Why it was held. */
+  readonly reason?: string;
+  readonly draft?: string;
+}
+
 export interface OverviewView {
   readonly runs: readonly ItemSummary[];
   readonly conversations: readonly ItemSummary[];
   readonly tasks: readonly ItemSummary[];
   readonly waiting: WaitingView;
   readonly status: StatusView;
+  /** The held replies themselves (task, draft), where the console offers approve and reject. */
+  readonly heldDrafts?: readonly HeldReplyView[];
 }
 
 /** What the console page reads; implemented over the stack by the readers in this folder. */

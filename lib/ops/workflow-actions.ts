@@ -71,6 +71,22 @@ export function outputProblem(
   return `the output does not fit node ${nodeId} (role ${role}): ${issues.join("; ")}`;
 }
 
+/**
+ * A node's output from JSON text, or why it is not one (a message that names the input by `label`
+ * and ends "; nothing sent").
+ */
+export function parseOutput(text: string, label: string): Record<string, unknown> | string {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    return `${label} is not JSON (${(error as Error).message}); nothing sent`;
+  }
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed))
+    return `${label} must be a JSON object (the node's output); nothing sent`;
+  return parsed as Record<string, unknown>;
+}
+
 /** The command for a request on run `runId`, by `requestedBy`. */
 export function runRequestCommand(
   runId: string,

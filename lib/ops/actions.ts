@@ -1,0 +1,136 @@
+import type { SendResolution } from "../../schemas/events/conversation";
+import { operatorName, recordAction } from "./audit";
+import { operatorEnvelope, putCommand } from "./operator-command";
+import { redrive, redriveAuditAction, redriveTargetProblem } from "./redrive";
+import { renderRedriveText } from "./render-text";
+import { loadRunState } from "./source";
+import type { OpsStack } from "./stack";
+import {
+  type Decided,
+  type ReviewDecision,
+  replyKeyTask,
+  reviewCheck,
+  reviewCommand,
+  type SupportCommand,
+  sendDecided,
+  sendResolveCheck,
+  sendResolveCommand,
+  taskIdProblem,
+} from "./support-actions";
+import { type RunRequest, runRequestCommand, runRequestProblem } from "./workflow-actions";
+
+/**
+ * The operator's actions as the console offers them: the same checks and commands as the CLI
+ * (./workflow-actions, ./support-actions, ./redrive, ./operator-command), each answering with what
+ * was sent or why nothing was. Who asks is `operatorName()` (the user running the console).
+ */
+
+/** `sent`: a command went out (or a redrive moved messages); `unchanged`: already so, nothing sent. */
+export type ActionOutcomeKind = "sent" | "unchanged" | "refused" | "failed";
+
+export interface ActionOutcome {
+  readonly kind: ActionOutcomeKind;
+  /** What was sent (with its event id), or why nothing was; the CLI's words. */
+  readonly message: string;
+}
+
+/** What the console can ask of a stack. */
+export interface OpsActions {
+  /** Cancel, reset, resolve or re-run; `reason` is why (re-run's command has no field for it). */
+  run(runId: string, request: RunRequest, reason: string): Promise<ActionOutcome>;
+  review(
+    taskId: string,
+    decision: ReviewDecision,
+    fields: { readonly text?: string; readonly reason: string },
+  ): Promise<ActionOutcome>;
+  resolveSend(key: string, resolution: SendResolution, reason: string): Promise<ActionOutcome>;
+  redrive(group: string, from: "queue" | "buffer", reason: string): Promise<ActionOutcome>;
+}
+
+const refused = (message: string): ActionOutcome => ({ kind: "refused", message });
+
+async function runAction(
+  stack: OpsStack,
+  runId: string,
+  request: RunRequest,
+  reason: string,
+): Promise<ActionOutcome> {
+  const command = runRequestCommand(runId, request, operatorName());
+  const envelope = operatorEnvelope(command);
+  if (typeof envelope === "string") return refused(`refusing to send an ${envelope}; nothing sent`);
+  const problem = runRequestProblem(runId, await loadRunState(stack, runId), request);
+  if (problem) return refused(`${problem}; nothing sent`);
+  const bus = await putCommand(stack, stack.config, envelope);
+  const eventId = String(envelope.event_id);
+  let message = `${command.type} sent to ${bus} (event id ${eventId})`;
+  // Re-run and reset commands do not say who asked (re-run not why): the audit trail does.
+  if (command.payload.requested_by === undefined) {
+    const id = await recordAction(stack, stack.config, {
+      action: `workflow.${request.kind}`,
+      target: runId,
+      reason,
+      outcome: { count: 1, event_ids: [eventId], failed: 0 },
+    });
+    message += `; recorded in the audit trail as operator.action.recorded ${id}`;
+  }
+  return { kind: "sent", message };
+}
+
+async function supportAction(
+  stack: OpsStack,
+  offline: SupportCommand,
+  check: () => Promise<Decided>,
+): Promise<ActionOutcome> {
+  const problem = operatorEnvelope(offline);
+  if (typeof problem === "string") return refused(`${problem}; nothing sent`);
+  const outcome = await sendDecided(stack, await check());
+  if ("refused" in outcome) return refused(`${outcome.refused}; nothing sent`);
+  if ("already" in outcome)
+    return { kind: "unchanged", message: `${outcome.already}; nothing sent` };
+  const { command, envelope, bus } = outcome.sent;
+  return {
+    kind: "sent",
+    message: `${command.type} sent to ${bus} (event id ${String(envelope.event_id)})`,
+  };
+}
+
+async function redriveAction(
+  stack: OpsStack,
+  group: string,
+  from: "queue" | "buffer",
+  reason: string,
+): Promise<ActionOutcome> {
+  const problem = redriveTargetProblem(stack, group, from);
+  if (problem) return refused(problem);
+  const report = await redrive(stack, group, { from });
+  const summary = renderRedriveText(report).split("\n")[0] ?? "";
+  if (report.moved.length === 0) return { kind: "unchanged", message: summary };
+  const id = await recordAction(stack, stack.config, redriveAuditAction(report, reason));
+  const message = `${summary}; recorded in the audit trail as operator.action.recorded ${id}`;
+  if (report.failed.length === 0) return { kind: "sent", message };
+  const failures = report.failed.map((f) => `${f.messageId}: ${f.error}`).join("; ");
+  return {
+    kind: "failed",
+    message: `${message}; ${report.failed.length} dead letter(s) could not be re-queued (${failures})`,
+  };
+}
+
+/** The actions over a stack (its commands bus, its dead-letter queues, its audit trail). */
+export function opsActions(stack: OpsStack): OpsActions {
+  return {
+    run: (runId, request, reason) => runAction(stack, runId, request, reason),
+    async review(taskId, decision, fields) {
+      const problem = taskIdProblem(taskId);
+      if (problem) return refused(problem);
+      const command = reviewCommand(taskId, decision, fields, operatorName());
+      return supportAction(stack, command, () => reviewCheck(stack, command, decision));
+    },
+    async resolveSend(key, resolution, reason) {
+      const parsed = replyKeyTask(key);
+      if ("problem" in parsed) return refused(parsed.problem);
+      const command = sendResolveCommand(key, parsed.taskId, resolution, reason, operatorName());
+      return supportAction(stack, command, () => sendResolveCheck(stack, command, resolution));
+    },
+    redrive: (group, from, reason) => redriveAction(stack, group, from, reason),
+  };
+}

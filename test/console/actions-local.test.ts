@@ -1,0 +1,280 @@
+import { existsSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
+import { request } from "node:http";
+import { join } from "node:path";
+import { type Browser, chromium, type Locator, type Page } from "playwright-core";
+import { ulid } from "ulid";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { HUMAN_REVIEW_MARKER, UNUSABLE_DRAFT_MARKER } from "../../functions/adapters/local-model";
+import { type RunningConsole, startConsole } from "../../lib/console/server";
+import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
+import { customerMessage, loadConversation, waitUntil } from "../../lib/local/scenario/support";
+import {
+  hasContentWorkflow,
+  loadRun,
+  putOnBus,
+  startWorkflow,
+  waitForRunEnd,
+} from "../../lib/local/scenario/workflow";
+import { opsActions } from "../../lib/ops/actions";
+import { listDeadLetters } from "../../lib/ops/dead-letters";
+import { opsSource } from "../../lib/ops/source";
+import type { Envelope } from "../../schemas";
+import { emulator } from "../support/aws";
+
+/**
+ * The console's actions on the local stack, in Chromium: a quick-news run whose writer never
+ * answers in shape ends PARTIAL with `writing` FAILED; on the run page a POST without the form
+ * token is refused (403), an output that is not JSON or does not fit the writer is refused with
+ * the CLI's words, and nothing changes; a fitting output resolves the node and the run completes.
+ * A held reply is approved with an edited text from the overview, and a poison message is
+ * redriven from the dead-letters page (recorded in the audit trail).
+ */
+
+const CHROMIUM = "/usr/bin/chromium";
+const haveChromium = existsSync(CHROMIUM);
+const OUTPUT = join(process.env.AGENTBUS_TEST_OUTPUT ?? "test/output", "console");
+const STAGE = `ca${ulid().slice(-6).toLowerCase()}`;
+const TIMEOUT = 120_000;
+const OPERATOR = "console_carol";
+const DRAFT = { title: "Tides in estuaries", body: "Written by hand in the console." };
+
+if (!haveChromium)
+  console.warn(
+    `actions-local.test.ts skipped: Debian's chromium is not installed at ${CHROMIUM} (apt-get install -y chromium)`,
+  );
+
+function rawPost(url: string, path: string, body: string, headers: Record<string, string> = {}) {
+  return new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const req = request(
+      new URL(path, url),
+      {
+        method: "POST",
+        agent: false,
+        headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
+      },
+      (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (chunk: string) => {
+          text += chunk;
+        });
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text }));
+      },
+    );
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+/** The text a person sees in `locator`. */
+async function seen(locator: Locator): Promise<string> {
+  expect(await locator.isVisible()).toBe(true);
+  // biome-ignore lint/performance/useDomNodeTextContent: the rendered text is what the test is about
+  return locator.innerText();
+}
+
+describe.skipIf(!haveChromium)("the console's actions on the local stack (Chromium)", () => {
+  let env: LocalEnvironment;
+  let server: RunningConsole;
+  let browser: Browser;
+  let page: Page;
+  let runId: string;
+  let held: Envelope;
+  let poison: Envelope;
+  const operatorBefore = process.env.AGENTBUS_OPERATOR;
+
+  const commandsSeen = (type: string) =>
+    [...env.observations.envelopes.values()].filter(
+      (e) => e.event_type === type && (e.payload as { run_id?: string }).run_id === runId,
+    );
+  const open = async (path: string) =>
+    (await page.goto(new URL(path, server.url).href))?.status() ?? 0;
+  /** Submit a form by one of its buttons and wait for the page the console sends back. */
+  const submit = async (button: Locator) => {
+    await Promise.all([page.waitForURL(/[?&]flash=/), button.click()]);
+    return seen(page.locator("[data-flash]"));
+  };
+
+  beforeAll(async () => {
+    process.env.AGENTBUS_OPERATOR = OPERATOR;
+    await mkdir(OUTPUT, { recursive: true });
+    env = await startLocal({ endpoint: emulator().endpoint, stage: STAGE });
+    if (!hasContentWorkflow(env)) throw new Error("the project topology lacks the content groups");
+    const run = await startWorkflow(env, "console", "quick-news", `tides ${UNUSABLE_DRAFT_MARKER}`);
+    runId = run.runId;
+    held = customerMessage(`conv_${ulid()}`, "cust_alice", `Refund twice? ${HUMAN_REVIEW_MARKER}`);
+    poison = customerMessage(`conv_${ulid()}`, "cust_dave", "hello");
+    (poison.payload as { customer_id: string }).customer_id = "user_13800138000";
+    await putOnBus(env, "events", [held, poison]);
+    const partial = await waitForRunEnd(env, runId, TIMEOUT);
+    expect(partial.run.nodes.writing?.state).toBe("FAILED");
+    await waitUntil(
+      "the held reply and the poison in audit's dead-letter queue",
+      async () => {
+        const turn = (await loadConversation(env, held.conversation_id as string))?.turns[
+          held.task_id
+        ];
+        const letters = await listDeadLetters(env.ops, { group: "audit" });
+        return turn?.status === "held_for_review" &&
+          letters.some((d) => d.eventId === poison.event_id)
+          ? true
+          : undefined;
+      },
+      TIMEOUT,
+    );
+    await env.runtime.idle({ timeoutMs: TIMEOUT });
+    server = await startConsole({ source: opsSource(env.ops), actions: opsActions(env.ops) });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+    });
+    page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  }, 300_000);
+
+  afterAll(async () => {
+    if (operatorBefore === undefined) delete process.env.AGENTBUS_OPERATOR;
+    else process.env.AGENTBUS_OPERATOR = operatorBefore;
+    await browser?.close();
+    await server?.close();
+    await env?.stop();
+  });
+
+  it("refuses a POST without the form token or from another origin (403): nothing sent", async () => {
+    const before = await loadRun(env, runId);
+    const host = new URL(server.url).host;
+    const body = new URLSearchParams({ node: "writing", reason: "no token" }).toString();
+    const noToken = await rawPost(server.url, `/runs/${runId}/reset`, body);
+    expect(noToken.status).toBe(403);
+    expect(noToken.body).toContain("The form&#39;s token is missing");
+    // The page's own token, sent from another origin.
+    expect(await open(`/runs/${runId}`)).toBe(200);
+    const token = await page.locator('input[name="csrf"]').first().inputValue();
+    const withToken = `${body}&csrf=${encodeURIComponent(token)}`;
+    const foreign = await rawPost(server.url, `/runs/${runId}/reset`, withToken, {
+      origin: "http://attacker.example",
+    });
+    expect(foreign.status).toBe(403);
+    const rebound = await rawPost(server.url, `/runs/${runId}/reset`, withToken, {
+      host: `localhost:${host.split(":")[1]}`,
+    });
+    expect(rebound.status).toBe(403);
+    await env.runtime.idle({ timeoutMs: TIMEOUT });
+    expect(commandsSeen("workflow.reset.requested")).toEqual([]);
+    expect(await loadRun(env, runId)).toEqual(before);
+  });
+
+  it("refuses an output that is not JSON or does not fit the writer, and changes nothing", async () => {
+    const before = await loadRun(env, runId);
+    expect(await open(`/runs/${runId}`)).toBe(200);
+    const form = page.locator('form[data-action="resolve"][data-node="writing"]');
+    expect(JSON.parse(await form.locator('textarea[name="output"]').inputValue())).toEqual({
+      title: "<title>",
+      body: "<body>",
+    });
+    await form.locator('textarea[name="output"]').fill('{"title": "half');
+    await form.locator('input[name="reason"]').fill("trying the console");
+    const notJson = await submit(form.getByRole("button", { name: "Resolve with this output" }));
+    expect(notJson).toMatch(/^Refused: the output is not JSON \(.+\); nothing sent$/);
+    const again = page.locator('form[data-action="resolve"][data-node="writing"]');
+    await again.locator('textarea[name="output"]').fill('{"title": "x"}');
+    await again.locator('input[name="reason"]').fill("trying the console");
+    const unfit = await submit(again.getByRole("button", { name: "Resolve with this output" }));
+    expect(unfit).toMatch(/does not fit node writing \(role writer\): body: .*; nothing sent$/);
+    await page.screenshot({ path: join(OUTPUT, "local-run-refused.png"), fullPage: true });
+    await env.runtime.idle({ timeoutMs: TIMEOUT });
+    expect(commandsSeen("workflow.resolve.requested")).toEqual([]);
+    expect(await loadRun(env, runId)).toEqual(before);
+  });
+
+  it(
+    "resolves the FAILED node with an output typed in the page: the run completes",
+    async () => {
+      expect(await open(`/runs/${runId}`)).toBe(200);
+      const form = page.locator('form[data-action="resolve"][data-node="writing"]');
+      await form.locator('textarea[name="output"]').fill(JSON.stringify(DRAFT, null, 2));
+      await form.locator('input[name="reason"]').fill("wrote it by hand");
+      const flash = await submit(form.getByRole("button", { name: "Resolve with this output" }));
+      const sent =
+        /^Sent: workflow\.resolve\.requested sent to agentbus-\w+-commands \(event id (\w{26})\)$/.exec(
+          flash,
+        );
+      expect(sent, flash).not.toBeNull();
+      const ended = await waitForRunEnd(env, runId, TIMEOUT, (s) => s.run.status === "COMPLETED");
+      expect(ended.run.nodes.writing).toMatchObject({ state: "COMPLETED", output: DRAFT });
+      const [command] = commandsSeen("workflow.resolve.requested");
+      expect(command?.event_id).toBe(sent?.[1]);
+      expect(command?.payload).toMatchObject({
+        requested_by: OPERATOR,
+        reason: "wrote it by hand",
+      });
+      await page.reload();
+      expect(await seen(page.locator("[data-run-status]"))).toBe("COMPLETED");
+      expect(await page.locator('form[data-action="resolve"]').count()).toBe(0);
+      await page.screenshot({ path: join(OUTPUT, "local-run-resolved.png"), fullPage: true });
+    },
+    TIMEOUT * 2,
+  );
+
+  it(
+    "approves a held reply with an edited text from the overview: delivered once",
+    async () => {
+      expect(await open("/")).toBe(200);
+      const details = page.locator(`details[data-held-task="${held.task_id}"]`);
+      await details.locator("summary").click();
+      const text = "Your refund was submitted once; a second one is not possible.";
+      await details.locator('textarea[name="text"]').fill(text);
+      await details.locator('input[name="reason"]').fill("checked the order");
+      await page.screenshot({ path: join(OUTPUT, "local-overview-held.png"), fullPage: true });
+      const flash = await submit(details.getByRole("button", { name: "Approve and send" }));
+      expect(flash).toMatch(/^Sent: reply\.approve\.requested sent to agentbus-\w+-commands /);
+      const key = `${held.task_id}:reply:2`;
+      await waitUntil(
+        "the approved reply delivered",
+        () => env.channel.deliveries().find((d) => d.key === key),
+        TIMEOUT,
+      );
+      await env.runtime.idle({ timeoutMs: TIMEOUT });
+      const delivered = env.channel
+        .deliveries()
+        .filter((d) => d.conversationId === held.conversation_id);
+      expect(delivered.map((d) => [d.key, d.text])).toEqual([[key, text]]);
+      await open("/");
+      expect(await page.locator(`details[data-held-task="${held.task_id}"]`).count()).toBe(0);
+    },
+    TIMEOUT * 2,
+  );
+
+  it(
+    "redrives a group's dead letters from the dead-letters page, recorded in the audit trail",
+    async () => {
+      expect(await open("/dead-letters")).toBe(200);
+      const form = page.locator(
+        'form[data-action="redrive"][data-group="audit"][data-queue="queue"]',
+      );
+      await form.locator('input[name="reason"]').fill("after the fix");
+      const flash = await submit(form.getByRole("button"));
+      const recorded =
+        /^Sent: audit: moved 1 dead letter\(s\) back to \S+; recorded in the audit trail as operator\.action\.recorded (\w{26})$/.exec(
+          flash,
+        );
+      expect(recorded, flash).not.toBeNull();
+      const auditId = recorded?.[1] ?? "";
+      await waitUntil(
+        "the audit record applied",
+        async () => (await env.store.inboxRecords("audit", [auditId]))[0]?.outcome === "applied",
+        TIMEOUT,
+      );
+      const record = env.observations.envelopes.get(auditId);
+      expect(record?.payload).toMatchObject({
+        action: "dlq.redrive",
+        target: "audit",
+        requested_by: OPERATOR,
+        reason: "after the fix",
+        outcome: { count: 1, event_ids: [poison.event_id], failed: 0 },
+      });
+      await page.screenshot({ path: join(OUTPUT, "local-dead-letters.png"), fullPage: true });
+    },
+    TIMEOUT * 2,
+  );
+});
