@@ -8,7 +8,15 @@ import {
   VersionConflictError,
 } from "./errors";
 import type { ConsumeOptions, DecideContext, Decision, Role, Step } from "./pipeline";
-import type { CommitRequest, ConsumerDeps, Loaded, RecordedOutcome, StoredState } from "./ports";
+import type {
+  CommitRequest,
+  ConsumerDeps,
+  DiscardReason,
+  Loaded,
+  RecordedOutcome,
+  StoredState,
+} from "./ports";
+import { pastDedupHorizon } from "./replay";
 
 /**
  * How the pipeline applies the events the gate let through: each to its own state aggregate,
@@ -153,6 +161,8 @@ export function stateRefOf<S>(role: Role<S>, event: Envelope): AggregateRef {
 /**
  * One event: discard it (expired, or the role's reason) unless the role has unfinished work for
  * it, else decide. Expiry and supersession stop new work, never the resolution of work started.
+ * A replayed unsequenced message older than the inbox's time to live is discarded as expired in
+ * any case (./replay.ts): the group cannot know whether it applied it.
  */
 async function handleOne<S>(
   base: CommitBase,
@@ -164,17 +174,12 @@ async function handleOne<S>(
   options: ConsumeOptions,
 ): Promise<Handled<S>> {
   const { event, now } = base;
+  // Checked before the role is asked anything: past the horizon, nothing may start or resume.
+  if (pastDedupHorizon(event, repaired ? undefined : options.replay, now, base.ttl))
+    return discarded(base, state, "expired", repaired, true);
   const discard = isExpired(event, now) ? "expired" : await role.discard?.(state?.data, event, now);
-  if (discard && !(await role.unfinished?.(state?.data, event))) {
-    return {
-      commit: {
-        inbox: inboxRow(base, "discarded", discard, repaired),
-        checkpoint: base.checkpoint,
-      },
-      step: { ...duplicateStep(event), status: "discarded", reason: discard, repaired },
-      state,
-    };
-  }
+  if (discard && !(await role.unfinished?.(state?.data, event)))
+    return discarded(base, state, discard, repaired);
   const context = {
     now,
     // The queue's count belongs to the delivered message; an event read from the store is new here.
@@ -210,6 +215,30 @@ async function handleOne<S>(
           data: write.next as S,
         }
       : state,
+  };
+}
+
+/** The event recorded as discarded with its reason; nothing else is written. */
+function discarded<S>(
+  base: CommitBase,
+  state: StoredState<S> | undefined,
+  reason: DiscardReason,
+  repaired: boolean,
+  pastHorizon?: true,
+): Handled<S> {
+  return {
+    commit: {
+      inbox: inboxRow(base, "discarded", reason, repaired),
+      checkpoint: base.checkpoint,
+    },
+    step: {
+      ...duplicateStep(base.event),
+      status: "discarded",
+      reason,
+      repaired,
+      ...(pastHorizon ? { pastHorizon } : {}),
+    },
+    state,
   };
 }
 

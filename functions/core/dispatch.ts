@@ -1,6 +1,7 @@
 import type { EventRegistry } from "../../schemas";
 import { chunk } from "./batching";
 import type { DeadLetterSink, FifoMessage, FifoSender } from "./ports";
+import { type ReplayMark, replayDeduplicationId, replayedBody } from "./replay";
 
 export const SEND_BATCH_MAX_ENTRIES = 10;
 export const SEND_BATCH_MAX_BYTES = 256 * 1024;
@@ -12,6 +13,10 @@ export interface DispatchItem {
   readonly envelope: unknown;
   /** The original message body, kept for the dead-letter queue. */
   readonly rawBody: string;
+  /** Set when the EventBridge event came from an archive replay (it carried `replay-name`). */
+  readonly replay?: ReplayMark;
+  /** The EventBridge event's `source`. */
+  readonly source?: string;
 }
 
 export interface DispatchReport {
@@ -26,7 +31,9 @@ export interface DispatchReport {
  * Move envelopes from a consumer group's buffer queue into its FIFO queue, keyed for order:
  * MessageGroupId = the envelope's order key, MessageDeduplicationId = its event id (so a second
  * dispatch of the same event within five minutes is dropped by SQS itself). An invalid envelope is
- * dead-lettered at once with its reason: retrying it could never succeed.
+ * dead-lettered at once with its reason: retrying it could never succeed. A replayed event keeps
+ * its mark (./replay.ts): it is sent inside an EventBridge event that names the replay, under a
+ * deduplication id of the replay's own, so the consumer can tell it from a live delivery.
  */
 export async function dispatch(
   items: readonly DispatchItem[],
@@ -43,12 +50,17 @@ export async function dispatch(
       deadLettered++;
       continue;
     }
+    const { envelope } = parsed;
     messages.push({
       id: String(index),
       recordId: item.recordId,
-      groupId: parsed.envelope.order_key,
-      deduplicationId: parsed.envelope.event_id,
-      body: JSON.stringify(parsed.envelope),
+      groupId: envelope.order_key,
+      ...(item.replay
+        ? {
+            deduplicationId: replayDeduplicationId(envelope.event_id, item.replay.name),
+            body: replayedBody(envelope, item.replay, item.source),
+          }
+        : { deduplicationId: envelope.event_id, body: JSON.stringify(envelope) }),
     });
   }
   const failedRecordIds: string[] = [];

@@ -9,6 +9,7 @@ import {
 } from "./errors";
 import { eventsToApply } from "./gate";
 import type { ConsumerDeps, DiscardReason, StateSummary, StoredState } from "./ports";
+import type { ReplayMark } from "./replay";
 
 /** A role's answer to one event: the next state of its aggregate and what to emit. */
 export interface Decision<S> {
@@ -96,6 +97,11 @@ export interface Step {
   /** True when the event came from the event store to repair a version gap. */
   readonly repaired: boolean;
   readonly emitted: readonly Envelope[];
+  /**
+   * Set when a replayed unsequenced message was discarded as `expired` because it is older than
+   * the group's dedup horizon (./replay.ts).
+   */
+  readonly pastHorizon?: true;
 }
 
 export interface ConsumeResult {
@@ -110,8 +116,13 @@ export interface ConsumeResult {
 
 export interface ConsumeOptions {
   readonly receiveCount?: number;
-  /** How long inbox rows are kept; at least twice the longest redelivery window. */
+  /**
+   * How long inbox rows are kept; at least twice the longest redelivery window. It is also the
+   * group's dedup horizon for replayed unsequenced messages (./replay.ts).
+   */
   readonly inboxTtlSeconds?: number;
+  /** Set when the message comes from an archive replay (its body carried `replay-name`). */
+  readonly replay?: ReplayMark;
   /** Reload-and-decide-again rounds after a version conflict before giving up (transiently). */
   readonly maxConflictRetries?: number;
 }

@@ -1,23 +1,27 @@
 import type { Logger } from "@aws-lambda-powertools/logger";
 import type { SQSRecord } from "aws-lambda";
 import { PermanentError } from "../core/errors";
+import { type Delivery, deliveryOf } from "../core/replay";
 
 /**
- * The envelope candidate a record carries (validated later by the pipeline). A group without
- * ordering has its rule deliver straight to its queue, so the body is the EventBridge event;
- * through the dispatch hop (or a pipe) it is the bare envelope. An envelope never has
- * `detail-type`, so the two cannot be mistaken for each other.
+ * What a record delivers: the envelope candidate (validated later by the pipeline) and, for an
+ * archive replay, the replay's mark. A group without ordering has its rule deliver the whole
+ * EventBridge event to its queue, and so does a pipe; through the dispatch hop the body is the bare
+ * envelope, or for a replay an EventBridge event around it (functions/core/replay.ts).
  */
-export function decodeRecord(record: Pick<SQSRecord, "body">): unknown {
+export function decodeDelivery(record: Pick<SQSRecord, "body">): Delivery {
   let body: unknown;
   try {
     body = JSON.parse(record.body);
   } catch {
     throw new PermanentError("envelope.not_json", "message body is not JSON");
   }
-  if (body && typeof body === "object" && "detail-type" in body && "detail" in body)
-    return (body as { detail: unknown }).detail;
-  return body;
+  return deliveryOf(body);
+}
+
+/** The envelope candidate a record carries (see decodeDelivery). */
+export function decodeRecord(record: Pick<SQSRecord, "body">): unknown {
+  return decodeDelivery(record).envelope;
 }
 
 /** Put the record's ids on every log line while it is handled (as far as they are strings). */

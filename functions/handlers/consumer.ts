@@ -10,10 +10,11 @@ import { SqsDeadLetterSink } from "../adapters/sqs/dead-letter-sink";
 import { queueReceiveLimit } from "../adapters/sqs/receive-limit";
 import { type ConsumeResult, consume, type Role } from "../core/pipeline";
 import type { Clock, ConsumerDeps } from "../core/ports";
+import type { ReplayMark } from "../core/replay";
 import { systemClock, ulidSource } from "../core/runtime";
 import { processBatch } from "./consumer-batch";
 import { modelCallMetrics, recordConsumed, recordLag } from "./consumer-metrics";
-import { appendLogKeys, decodeRecord } from "./consumer-record";
+import { appendLogKeys, decodeDelivery } from "./consumer-record";
 import { type ConsumerFailure, failureSettler } from "./consumer-settle";
 import { ConsumerEnv, parseEnv } from "./env";
 import { heartbeatFor } from "./heartbeat";
@@ -65,12 +66,13 @@ export function createConsumerHandler<S>(
     const receiveCount = receiveCountOf(record);
     const startedAt = deps.clock.now();
     try {
-      const raw = decodeRecord(record);
+      const { envelope: raw, replay } = decodeDelivery(record);
       appendLogKeys(obs.logger, raw);
       recordLag(obs.metrics, raw, startedAt);
       const result = await withHeartbeat(record, raw, () =>
-        consume(raw, role, deps, { receiveCount, inboxTtlSeconds }),
+        consume(raw, role, deps, { receiveCount, inboxTtlSeconds, replay }),
       );
+      if (result.steps.at(-1)?.pastHorizon) logPastHorizon(obs, replay, env.INBOX_TTL_DAYS);
       recordConsumed(result, deps.clock.now().getTime() - startedAt.getTime(), obs);
       observer.consumed?.(result);
     } catch (error) {
@@ -91,6 +93,14 @@ export function createConsumerHandler<S>(
       obs.metrics.publishStoredMetrics();
     }
   };
+}
+
+/** Why a replayed message was discarded unapplied, in words an operator searches the logs for. */
+function logPastHorizon(obs: Observability, replay: ReplayMark | undefined, days: number): void {
+  obs.logger.warn(
+    `replayed unsequenced message older than the dedup horizon (${days} days) discarded as expired: its inbox row may be gone, so the group cannot tell whether it already applied it`,
+    { replay_name: replay?.name, replay_event_time: replay?.time },
+  );
 }
 
 /** Everything a consumer needs, built once per container from its environment and options. */

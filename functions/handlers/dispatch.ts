@@ -22,6 +22,9 @@ import { receiveCountOf, retryDelaySeconds } from "./retry";
 const EventBridgeEvent = z.object({
   "detail-type": z.string(),
   source: z.string(),
+  time: z.string().optional(),
+  /** Set by EventBridge on the events of an archive replay. */
+  "replay-name": z.string().min(1).optional(),
   detail: z.unknown(),
 });
 
@@ -145,7 +148,14 @@ async function itemsOf(
       metrics.addMetric("DeadLettered", MetricUnit.Count, 1);
       continue;
     }
-    items.push({ recordId: record.messageId, envelope: wrapper.data.detail, rawBody: record.body });
+    const { detail, source, time, "replay-name": replay } = wrapper.data;
+    items.push({
+      recordId: record.messageId,
+      envelope: detail,
+      rawBody: record.body,
+      source,
+      ...(replay ? { replay: { name: replay, ...(time ? { time } : {}) } } : {}),
+    });
   }
   return items;
 }

@@ -1,6 +1,6 @@
 import { Stack } from "aws-cdk-lib";
 import type { ITable } from "aws-cdk-lib/aws-dynamodb";
-import { type CfnRule, Match, Rule, RuleTargetInput } from "aws-cdk-lib/aws-events";
+import { type CfnRule, Match, Rule } from "aws-cdk-lib/aws-events";
 import { SqsQueue } from "aws-cdk-lib/aws-events-targets";
 import { Grant, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
 import { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
@@ -37,8 +37,9 @@ export interface DeliveryHop {
 /**
  * One rule per subscription (`<Topic>Rule`), matching the subscribed types from `agentbus*`
  * sources. A FIFO group's rules deliver the whole event to the buffer queue; an unordered group's
- * deliver the envelope (`$.detail`) straight to its queue. The target's dead letters go to the
- * buffer DLQ (FIFO) or the group's DLQ (unordered).
+ * deliver the whole event straight to its queue (the consumer reads the envelope from `detail`),
+ * so an archive replay's `replay-name` reaches the consumer on every path. The target's dead
+ * letters go to the buffer DLQ (FIFO) or the group's DLQ (unordered).
  */
 export function createRules(
   scope: Construct,
@@ -56,11 +57,7 @@ export function createRules(
           deadLetterQueue: queues.bufferDeadLetterQueue,
           ...retry,
         })
-      : new SqsQueue(queues.queue, {
-          message: RuleTargetInput.fromEventPath("$.detail"),
-          deadLetterQueue: queues.deadLetterQueue,
-          ...retry,
-        });
+      : new SqsQueue(queues.queue, { deadLetterQueue: queues.deadLetterQueue, ...retry });
   return subscriptions.map((subscription) => {
     const rule = new Rule(scope, `${pascal(subscription.topic.topicName)}Rule`, {
       eventBus: subscription.topic.bus,
@@ -159,8 +156,9 @@ function createDispatcher(
 
 /**
  * buffer -> Pipe -> FIFO queue, with the message group and dedup id taken from the envelope
- * (`$.body` is the buffer message parsed as JSON: the EventBridge event) and only the envelope
- * forwarded as the message body. A message the pipe cannot deliver returns to the buffer and
+ * (`$.body` is the buffer message parsed as JSON: the EventBridge event) and the EventBridge event
+ * forwarded as the message body (the consumer reads the envelope from `detail`, and an archive
+ * replay's `replay-name` beside it). A message the pipe cannot deliver returns to the buffer and
  * ends in the buffer DLQ after `maxReceiveCount` receives.
  */
 function createPipe(
@@ -190,7 +188,7 @@ function createPipe(
     sourceParameters: { sqsQueueParameters: { batchSize: PIPE_BATCH_SIZE } },
     target: target.queueArn,
     targetParameters: {
-      inputTemplate: "<$.body.detail>",
+      inputTemplate: "<$.body>",
       sqsQueueParameters: {
         messageGroupId: `$.body.detail.${orderKey}`,
         messageDeduplicationId: "$.body.detail.event_id",

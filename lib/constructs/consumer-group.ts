@@ -40,7 +40,7 @@ import {
  * - `ordering: "fifo"` (in order per order key): rule per topic -> buffer queue (+DLQ) ->
  *   dispatch function or EventBridge Pipe -> FIFO queue `<...>.fifo` (+FIFO DLQ) -> consumer.
  * - `ordering: "none"`: rule per topic -> standard queue (+standard DLQ, also the rule target's
- *   DLQ) -> consumer. The rule hands the queue the envelope (`$.detail`) only.
+ *   DLQ) -> consumer. The rule hands the queue the whole event (the envelope is its `detail`).
  *
  * Alarms fire on any message in any dead-letter queue, on a backlog older than `maxMessageAge`
  * in the group's queue and its buffer, and on what the consumer emits that a person must act on

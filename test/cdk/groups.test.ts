@@ -79,9 +79,9 @@ describe("pipe delivery", () => {
     expect(pipe.Properties.DesiredState).toBe("RUNNING");
   });
 
-  it("groups by the envelope's order key, de-duplicates by event id, forwards only the envelope", () => {
+  it("groups by the envelope's order key, de-duplicates by event id, forwards the whole event", () => {
     expect(pipe.Properties.TargetParameters).toEqual({
-      InputTemplate: "<$.body.detail>",
+      InputTemplate: "<$.body>",
       SqsQueueParameters: {
         MessageGroupId: "$.body.detail.order_key",
         MessageDeduplicationId: "$.body.detail.event_id",

@@ -174,7 +174,7 @@ describe("AgentBus stack: the audit group (no ordering)", () => {
     expect(refersTo(env(auditConsumer).DEAD_LETTER_QUEUE_URL)).toBe(dlq.id);
   });
 
-  it("has no buffer and no dispatch function: its rules target its queue with the envelope only", () => {
+  it("has no buffer and no dispatch function: its rules target its queue with the whole event", () => {
     // One dispatch function per FIFO group (every group of the topology but audit).
     expect(
       functionsOfKind(template, "dispatch")
@@ -189,7 +189,9 @@ describe("AgentBus stack: the audit group (no ordering)", () => {
     expect(auditTargets.length).toBeGreaterThan(0);
     for (const auditTarget of auditTargets) {
       expect(refersTo(auditTarget.Arn)).toBe(auditQueue.id);
-      expect(auditTarget.InputPath).toBe("$.detail");
+      // The whole event, so an archive replay's replay-name reaches the consumer.
+      expect(auditTarget.InputPath).toBeUndefined();
+      expect(auditTarget.InputTransformer).toBeUndefined();
       expect(refersTo((auditTarget.DeadLetterConfig as { Arn: unknown }).Arn)).toBe(
         redriveTarget(auditQueue).id,
       );

@@ -111,6 +111,29 @@ describe("createDispatchHandler (buffer queue -> FIFO queue)", () => {
     ).toEqual([p1.event_id, p2.event_id]);
   });
 
+  it("keeps an archive replay's mark: the event around the envelope, a deduplication id of its own", async () => {
+    const envelope = feedbackEvent({});
+    const live = eventBridgeEnvelope(envelope);
+    const replayed = { ...eventBridgeEnvelope(envelope), "replay-name": "agentbus-t-events-r" };
+    // Within the queue's five-minute dedup window of the live delivery: not swallowed.
+    await dispatcher()(sqsEvent([bufferRecord(JSON.stringify(live))]));
+    await dispatcher()(sqsEvent([bufferRecord(JSON.stringify(replayed))]));
+    const messages = await drain(targetUrl);
+    expect(messages).toHaveLength(2);
+    const [first, second] = messages.map((m) => ({
+      body: JSON.parse(m.Body ?? "{}"),
+      dedup: m.Attributes?.MessageDeduplicationId,
+    }));
+    expect(first).toEqual({ body: envelope, dedup: envelope.event_id });
+    expect(second?.dedup).toMatch(new RegExp(`^${envelope.event_id}-[0-9a-f]{16}$`));
+    expect(second?.body).toMatchObject({
+      "detail-type": envelope.event_type,
+      time: live.time,
+      "replay-name": "agentbus-t-events-r",
+      detail: envelope,
+    });
+  });
+
   it("dead-letters bodies that are not EventBridge events and invalid envelopes, without failing them", async () => {
     const good = taskEvent(1);
     const notJson = bufferRecord("<not json>");
