@@ -1,5 +1,5 @@
-"""moto_server (moto 5.2) for the local stack, with DynamoDB transactions made atomic and SQS
-long polls that wait instead of spinning.
+"""moto_server (moto 5.2) for the local stack, with DynamoDB transactions made atomic, SQS long
+polls that wait instead of spinning, and EventBridge archive replays that replay what AWS does.
 
 Run as `python3 moto_launcher.py <moto_server arguments>`; lib/local/moto.ts starts it.
 
@@ -21,20 +21,24 @@ are raised exactly as moto raises them (CancellationReasons are mapped back by i
 """
 
 import copy
+import datetime
 import functools
 import logging
 import sys
 import threading
 import time
 import types
+import uuid
 
 import jsonpath_ng.ext as jsonpath_ext
 import moto.backends as moto_backends
 import moto.dynamodb.models as dynamodb_models
+import moto.events.models as events_models
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.dynamo_type import DynamoType
 from moto.dynamodb.models.table import Table
 from moto.dynamodbstreams.models import DynamoDBStreamsBackend
+from moto.core.utils import unix_time
 from moto.sqs.models import SQSBackend
 
 _lock = threading.RLock()
@@ -162,6 +166,79 @@ def _get_records_forgetting(self, iterator_arn, limit):
 
 
 DynamoDBStreamsBackend.get_records = _serialized(_get_records_forgetting)
+
+
+# EventBridge archive replays. moto's Replay.replay_events sends every archived event to every rule
+# of the destination bus: it ignores the replay's window (EventStartTime, EventEndTime) and its
+# Destination.FilterArns, hands every target the archived event as stored (input transformers
+# skipped, moto's internal `ingestion-time` left in the body), and its DescribeReplay has no
+# EventLastReplayedTime. AWS replays only the archived events whose time (the event's `time`, from
+# PutEvents' Time) falls in [EventStartTime, EventEndTime), only to the rules in FilterArns (every
+# rule of the bus when there is none; an archive's own rule never matches a replayed event), each
+# matched against the rule's pattern, with a new id and `replay-name` set, and reports the time of
+# the last event replayed. Here a replay does that. It still runs at once, inside StartReplay
+# (COMPLETED when the call returns), where AWS goes through STARTING and RUNNING in one-minute
+# steps of event time.
+_ARCHIVE_RULE_MANAGER = "prod.vhs.events.aws.internal"
+
+
+def _epoch(value):
+    """Seconds since the epoch of a time as moto keeps it: a number, or an ISO 8601 string."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+
+
+def _send_replayed(rule, event):
+    """One rule's targets, as for a live event: raw event, or through the target's transformer."""
+    plain = [t for t in rule.targets if "InputTransformer" not in t]
+    shaped = [t for t in rule.targets if "InputTransformer" in t]
+    as_sent = {k: v for k, v in event.items() if k != "ingestion-time"}
+    for targets, message, transform in ((plain, as_sent, False), (shaped, event, True)):
+        if targets:
+            view = copy.copy(rule)
+            view.targets = targets
+            view.send_to_targets(dict(message), transform_input=transform)
+
+
+def _replay_events(self, archive):
+    backend = events_models.events_backends[self.account_id][self.region]
+    bus = backend.describe_event_bus(self.destination["Arn"].split("/")[-1])
+    start, end = _epoch(self.event_start_time), _epoch(self.event_end_time)
+    filters = set(self.destination.get("FilterArns") or [])
+    rules = [
+        rule
+        for rule in bus.rules.values()
+        if (rule.arn in filters if filters else rule.managed_by != _ARCHIVE_RULE_MANAGER)
+    ]
+    last = None
+    for event in sorted(archive.events, key=lambda e: _epoch(e["time"])):
+        at = _epoch(event["time"])
+        if not start <= at < end:
+            continue
+        replayed = dict(event, **{"id": str(uuid.uuid4()), "replay-name": self.name})
+        for rule in rules:
+            _send_replayed(rule, replayed)
+        last = at
+    self.event_last_replayed_time = last
+    self.state = events_models.ReplayState.COMPLETED
+    self.end_time = unix_time()
+
+
+_describe_replay = events_models.Replay.describe
+
+
+def _describe_replay_with_progress(self):
+    result = _describe_replay(self)
+    last = getattr(self, "event_last_replayed_time", None)
+    if last is not None:
+        result["EventLastReplayedTime"] = last
+    return result
+
+
+events_models.Replay.replay_events = _replay_events
+events_models.Replay.describe = _describe_replay_with_progress
 
 
 # Per-request costs of moto_server that grow a local stack's latency on every hop:

@@ -1,7 +1,11 @@
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { DescribeTableCommand, DescribeTimeToLiveCommand } from "@aws-sdk/client-dynamodb";
-import { DescribeRuleCommand, ListTargetsByRuleCommand } from "@aws-sdk/client-eventbridge";
+import {
+  DescribeArchiveCommand,
+  DescribeRuleCommand,
+  ListTargetsByRuleCommand,
+} from "@aws-sdk/client-eventbridge";
 import { GetQueueAttributesCommand } from "@aws-sdk/client-sqs";
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -105,6 +109,19 @@ describe("local wiring equals the synthesized template", () => {
           expect(deployed?.DeadLetterConfig, id).toEqual(target.DeadLetterConfig);
         if (target.RetryPolicy) expect(deployed?.RetryPolicy, id).toEqual(target.RetryPolicy);
       }
+    }
+  });
+
+  it("deploys every archive on its bus with the template's pattern and retention", async () => {
+    expect(of("AWS::Events::Archive").length).toBeGreaterThan(0);
+    for (const [id] of of("AWS::Events::Archive")) {
+      const archive = await clients.eventbridge.send(
+        new DescribeArchiveCommand({ ArchiveName: physical(id).ref }),
+      );
+      expect(archive.ArchiveArn, id).toBe(physical(id).attributes.Arn);
+      expect(archive.EventSourceArn, id).toBe(props(id, "SourceArn"));
+      expect(JSON.parse(archive.EventPattern ?? "{}"), id).toEqual(props(id, "EventPattern"));
+      expect(archive.RetentionDays, id).toBe(props(id, "RetentionDays"));
     }
   });
 

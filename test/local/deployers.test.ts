@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { archivePhysical, createArchiveRequest } from "../../lib/local/deploy/archives";
 import { createEventBusRequest, eventBusPhysical } from "../../lib/local/deploy/buses";
 import { createQueueRequest, queuePhysical } from "../../lib/local/deploy/queues";
 import { ruleRequests } from "../../lib/local/deploy/rules";
@@ -144,6 +145,37 @@ describe("topic and bus deployers", () => {
       ref: "b",
       attributes: { Arn: "arn:b", Name: "b" },
     });
+  });
+});
+
+describe("archive deployer", () => {
+  it("archives the bus's events that match the pattern, for the retention, under the template's name", () => {
+    const archive = input("Archive", "AWS::Events::Archive", {
+      ArchiveName: "agentbus-t-events",
+      SourceArn: "arn:aws:events:us-east-1:1:event-bus/agentbus-t-events",
+      Description: "every agentbus* event",
+      EventPattern: { source: [{ prefix: "agentbus" }] },
+      RetentionDays: 30,
+    });
+    expect(createArchiveRequest(archive, placement)).toEqual({
+      ArchiveName: "agentbus-t-events",
+      EventSourceArn: "arn:aws:events:us-east-1:1:event-bus/agentbus-t-events",
+      Description: "every agentbus* event",
+      EventPattern: JSON.stringify({ source: [{ prefix: "agentbus" }] }),
+      RetentionDays: 30,
+    });
+    expect(archivePhysical("a", "arn:a")).toEqual({
+      ref: "a",
+      attributes: { Arn: "arn:a", ArchiveName: "a" },
+    });
+  });
+
+  it("names an unnamed archive after the stack and logical id, at most 48 characters", () => {
+    const archive = input("A".repeat(60), "AWS::Events::Archive", { SourceArn: "arn:b" });
+    const request = createArchiveRequest(archive, placement);
+    expect(request.ArchiveName).toHaveLength(48);
+    expect(request.ArchiveName.startsWith("AgentBus-t-AAA")).toBe(true);
+    expect(request).not.toHaveProperty("RetentionDays");
   });
 });
 

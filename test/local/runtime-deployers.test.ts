@@ -203,6 +203,7 @@ describe("the deployment as a whole", () => {
   it("has a deployer for each type it creates or runs, and skips every other type", () => {
     expect([...DEPLOYED_TYPES].sort()).toEqual([
       "AWS::DynamoDB::Table",
+      "AWS::Events::Archive",
       "AWS::Events::EventBus",
       "AWS::Events::Rule",
       "AWS::Lambda::EventSourceMapping",

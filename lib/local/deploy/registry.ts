@@ -1,3 +1,4 @@
+import { deployArchive } from "./archives";
 import { deployEventBus } from "./buses";
 import { deployFunction } from "./functions";
 import { deployMapping } from "./mappings";
@@ -13,6 +14,7 @@ export const DEPLOYERS = {
   "AWS::DynamoDB::Table": deployTable,
   "AWS::SQS::Queue": deployQueue,
   "AWS::Events::EventBus": deployEventBus,
+  "AWS::Events::Archive": deployArchive,
   "AWS::SNS::Topic": deployTopic,
   "AWS::Events::Rule": deployRule,
   "AWS::Lambda::Function": deployFunction,
