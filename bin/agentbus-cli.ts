@@ -2,6 +2,7 @@ import { Command, CommanderError } from "commander";
 import { silenceNodeVersionWarning } from "../lib/local/warnings";
 import { consoleCommand, dlqCommand, statusCommand, traceCommand } from "./cli/ops";
 import { checkCommand, rebuildCommand } from "./cli/rebuild";
+import { replayCommand } from "./cli/replay";
 import { republishCommand } from "./cli/republish";
 import { replyCommand, sendCommand } from "./cli/support";
 import {
@@ -56,6 +57,7 @@ program.addCommand(sendCommand(globals));
 program.addCommand(rebuildCommand(globals));
 program.addCommand(checkCommand(globals));
 program.addCommand(republishCommand(globals));
+program.addCommand(replayCommand(globals));
 inheritSettings(program);
 
 /** Subcommands built apart (addCommand) take the program's exit override and error output. */

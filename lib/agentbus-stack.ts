@@ -1,6 +1,5 @@
 import {
   Annotations,
-  CfnOutput,
   Duration,
   type Environment,
   type RemovalPolicy,
@@ -28,6 +27,8 @@ import { LeaseSweeper } from "./constructs/sweeper";
 import { AgentBusTables } from "./constructs/tables";
 import { Topic, type TopicName } from "./constructs/topic";
 import { outputId } from "./output-ids";
+import { replayNamePrefix } from "./replay-names";
+import { addStackOutputs } from "./stack-outputs";
 import { topology as projectTopology, type Topology } from "./topology";
 
 export interface AgentBusStackProps extends StackProps {
@@ -154,6 +155,10 @@ export class AgentBusStack extends Stack {
       auditBus: this.topics.get("events")?.bus,
       buses: [...this.topics.values()].map((topic) => topic.bus),
       commandBus: this.topics.get("commands")?.bus,
+      archives: [...this.topics.values()].flatMap((topic) =>
+        topic.archive ? [topic.archive] : [],
+      ),
+      replayNamePrefix: replayNamePrefix(stage),
     });
 
     if (this.capabilities.dashboard) {
@@ -163,7 +168,7 @@ export class AgentBusStack extends Stack {
         relay: this.relay,
       });
     }
-    this.outputs();
+    addStackOutputs(this);
   }
 
   /** One consumer group of the topology (a pipe group falls back to the dispatcher where pipes cannot run). */
@@ -270,95 +275,7 @@ export class AgentBusStack extends Stack {
     if (!topic) throw new Error(`topic ${JSON.stringify(name)} is not declared in the topology`);
     return topic;
   }
-
-  /**
-   * What a deployment needs to be used and operated: every bus name, every queue and
-   * dead-letter queue URL of every group, the relay's failure queue and the table names. No
-   * exports: nothing may come to depend on this stack through CloudFormation imports.
-   */
-  private outputs(): void {
-    const output = (id: string, value: string, description: string) =>
-      new CfnOutput(this, id, { value, description });
-    for (const topic of this.topics.values()) {
-      output(
-        `${outputId(topic.topicName)}BusName`,
-        topic.busName,
-        `EventBridge bus of the ${topic.topicName} topic`,
-      );
-    }
-    for (const group of this.groups) this.groupOutputs(group, output);
-    this.stackOutputs(output);
-  }
-
-  /** A group's queue, dead-letter queue and (FIFO groups) buffer queue URLs. */
-  private groupOutputs(group: ConsumerGroup, output: OutputFn): void {
-    const id = group.node.id;
-    const name = group.groupName;
-    output(`${id}QueueUrl`, group.queue.queueUrl, `${name}: the consumer's queue`);
-    output(
-      `${id}DeadLetterQueueUrl`,
-      group.deadLetterQueue.queueUrl,
-      `${name}: dead-letter queue of the consumer's queue`,
-    );
-    if (group.bufferQueue) {
-      output(
-        `${id}BufferQueueUrl`,
-        group.bufferQueue.queueUrl,
-        `${name}: buffer queue the rules deliver to`,
-      );
-    }
-    if (group.bufferDeadLetterQueue) {
-      output(
-        `${id}BufferDeadLetterQueueUrl`,
-        group.bufferDeadLetterQueue.queueUrl,
-        `${name}: dead letters of the rules and the buffer (undeliverable or invalid events)`,
-      );
-    }
-  }
-
-  /** The relay, the tables, the operator policies and the support resources. */
-  private stackOutputs(output: OutputFn): void {
-    output(
-      "RelayFailureQueueUrl",
-      this.relay.failureQueue.queueUrl,
-      "relay: stream batches given up on",
-    );
-    output(
-      "RelayFunctionName",
-      this.relay.function.functionName,
-      "relay: its function (agentbus status reads its IteratorAge)",
-    );
-    output(
-      "OperatorReadPolicyArn",
-      this.operatorAccess.policy.managedPolicyArn,
-      "attach to an operator's role: what agentbus trace, status, dlq and console read",
-    );
-    output(
-      "OperatorRepairPolicyArn",
-      this.operatorAccess.repairPolicy.managedPolicyArn,
-      "attach (with the read policy) to operators who repair: agentbus dlq redrive, reply approve | reject, send resolve",
-    );
-    const tables = {
-      State: this.tables.state,
-      Events: this.tables.events,
-      Inbox: this.tables.inbox,
-      SideEffects: this.tables.sideEffects,
-    };
-    for (const [name, table] of Object.entries(tables)) {
-      output(`${name}TableName`, table.tableName, `DynamoDB table ${name}`);
-    }
-    if (this.support) {
-      output("OrdersTableName", this.support.orders.tableName, "DynamoDB table Orders");
-      output(
-        "RepliesTopicArn",
-        this.support.replies.topicArn,
-        "SNS FIFO topic the sender delivers replies to",
-      );
-    }
-  }
 }
-
-type OutputFn = (id: string, value: string, description: string) => CfnOutput;
 
 /** Where `bin/agentbus.ts` deploys: the stage and the stack's environment. */
 export interface DeploymentSettings {

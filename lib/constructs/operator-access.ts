@@ -1,5 +1,5 @@
-import { Validations } from "aws-cdk-lib";
-import type { IEventBus } from "aws-cdk-lib/aws-events";
+import { ArnFormat, Stack, Token, Validations } from "aws-cdk-lib";
+import type { Archive, IEventBus } from "aws-cdk-lib/aws-events";
 import { ManagedPolicy, PolicyStatement } from "aws-cdk-lib/aws-iam";
 import type { IQueue } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
@@ -26,6 +26,17 @@ export interface OperatorReadAccessProps {
    * @default - none: the repair policy puts no commands
    */
   readonly commandBus?: IEventBus;
+  /**
+   * The topics' archives (`agentbus replay` starts replays from them).
+   * @default - none: the repair policy starts no replay
+   */
+  readonly archives?: readonly Archive[];
+  /**
+   * How the names of `agentbus replay`'s replays start (`agentbus-<stage>-`): the repair policy may
+   * describe those replays only.
+   * @default - none: the repair policy describes no replay
+   */
+  readonly replayNamePrefix?: string;
 }
 
 /**
@@ -80,6 +91,7 @@ export class OperatorReadAccess extends Construct {
       ],
     });
     this.repairPolicy = repairPolicy(this, props, deadLetters);
+    acknowledgeReplayNames(this.repairPolicy, props.replayNamePrefix);
     Validations.of(this.policy).acknowledge({
       id: "AwsSolutions-IAM5[Resource::*]",
       reason:
@@ -131,6 +143,57 @@ function repairPolicy(
       ...(buses.length > 0
         ? [new PolicyStatement({ actions: ["events:PutEvents"], resources: buses })]
         : []),
+      ...replayStatements(scope, props),
     ],
+  });
+}
+
+/**
+ * Archive replay (`agentbus replay`): read each group rule's pattern (the dry run's estimate), read
+ * the archives' retention and start replays from them, and follow the replays it started, whose
+ * names start with the stage's prefix (they are derived from the window at run time, so the ARN
+ * ends in `*`). No ListReplays: it has no resource-level permission, and the tool does not need it.
+ */
+function replayStatements(scope: Construct, props: OperatorReadAccessProps): PolicyStatement[] {
+  const archives = (props.archives ?? []).map((a) => a.archiveArn);
+  if (archives.length === 0 || !props.replayNamePrefix) return [];
+  const rules = props.groups.flatMap((g) => g.rules.map((r) => r.ruleArn));
+  return [
+    new PolicyStatement({
+      actions: ["events:DescribeArchive", "events:StartReplay"],
+      resources: archives,
+    }),
+    new PolicyStatement({ actions: ["events:DescribeRule"], resources: rules }),
+    new PolicyStatement({
+      actions: ["events:DescribeReplay"],
+      resources: [replayArnPattern(scope, props.replayNamePrefix)],
+    }),
+  ];
+}
+
+/** The ARN of every replay whose name starts with `prefix`. */
+export function replayArnPattern(scope: Construct, prefix: string): string {
+  return Stack.of(scope).formatArn({
+    service: "events",
+    resource: "replay",
+    resourceName: `${prefix}*`,
+    arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
+  });
+}
+
+/**
+ * The replay ARN's wildcard, acknowledged under the id cdk-nag reports it with: the ARN as
+ * written, with `<AWS::Partition>`, `<AWS::Region>` and `<AWS::AccountId>` where the stack's
+ * environment leaves them open.
+ */
+function acknowledgeReplayNames(policy: ManagedPolicy, prefix: string | undefined): void {
+  if (!prefix) return;
+  const stack = Stack.of(policy);
+  const part = (value: string, pseudo: string) =>
+    Token.isUnresolved(value) ? `<AWS::${pseudo}>` : value;
+  const arn = `arn:${part(stack.partition, "Partition")}:events:${part(stack.region, "Region")}:${part(stack.account, "AccountId")}:replay/${prefix}*`;
+  Validations.of(policy).acknowledge({
+    id: `AwsSolutions-IAM5[Resource::${arn}]`,
+    reason: `events:DescribeReplay on the replays named ${prefix}*: agentbus replay names each replay from its window and groups at run time, so no ARN can be written down before; the prefix keeps it to this stage's replays`,
   });
 }

@@ -40,7 +40,7 @@ export function hoursBetween(from: Date, to: Date): string[] {
 }
 
 /** The keys (stream, version) of the events that occurred in the window, oldest first. */
-async function keysInWindow(stack: OpsStack, from: Date, to: Date) {
+export async function keysInWindow(stack: OpsStack, from: Date, to: Date) {
   const keys: { pk: string; version: number; at: string }[] = [];
   const low = hourOf(from.toISOString()).occurred_utc;
   const high = hourOf(to.toISOString()).occurred_utc;

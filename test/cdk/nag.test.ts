@@ -71,6 +71,10 @@ function nagFindings(build: (app: App) => void, context: Record<string, unknown>
   return { app, findings };
 }
 
+/** The acknowledged wildcard of the repair policy: the replays of the stage (dev). */
+const STAGE_REPLAYS =
+  "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:events:<AWS::Region>:<AWS::AccountId>:replay/agentbus-dev-*]";
+
 const printed = (findings: readonly Finding[]) =>
   findings.map((f) => `[${f.severity}] ${f.rule} at ${f.path}: ${f.message}`);
 
@@ -112,11 +116,20 @@ describe("cdk-nag AwsSolutions", () => {
   describe("acknowledgements: only deliberate decisions, each on the narrowest construct", () => {
     const acknowledged = acknowledgements(app);
 
-    it("are exactly: L1 per function, IAM5 Resource::* per function policy, SQS3 on the relay's failure queue", () => {
+    it("are exactly: L1 per function, IAM5 Resource::* per function policy, SQS3 on the relay's failure queue, the stage's replays", () => {
       const byRule = (rule: string) => acknowledged.filter((a) => a.rule === rule);
       expect(new Set(acknowledged.map((a) => a.rule))).toEqual(
-        new Set(["AwsSolutions-L1", "AwsSolutions-IAM5[Resource::*]", "AwsSolutions-SQS3"]),
+        new Set([
+          "AwsSolutions-L1",
+          "AwsSolutions-IAM5[Resource::*]",
+          "AwsSolutions-SQS3",
+          STAGE_REPLAYS,
+        ]),
       );
+      // DescribeReplay on the replays agentbus replay names at run time, on the repair policy only.
+      expect(byRule(STAGE_REPLAYS).map((a) => a.path)).toEqual([
+        "AgentBus-nag/OperatorRead/RepairPolicy",
+      ]);
       const functions = app.node.findAll().filter((c) => c instanceof CfnFunction);
       expect(byRule("AwsSolutions-L1").map((a) => a.construct)).toEqual(
         expect.arrayContaining(functions),
@@ -152,6 +165,7 @@ describe("cdk-nag AwsSolutions", () => {
           "AwsSolutions-L1": CfnFunction,
           "AwsSolutions-IAM5[Resource::*]": operator ? CfnManagedPolicy : CfnPolicy,
           "AwsSolutions-SQS3": CfnQueue,
+          [STAGE_REPLAYS]: CfnManagedPolicy,
         }[a.rule];
         expect(expected && resource instanceof expected, `${a.rule} at ${a.path}`).toBe(true);
       }

@@ -102,7 +102,7 @@ describe("what the operator tools read", () => {
     }
   });
 
-  it("the repair policy moves dead letters back, republishes, and records the action, nothing more", () => {
+  it("the repair policy moves dead letters back, republishes, replays, and records the action, nothing more", () => {
     const statements = operatorStatements("RepairPolicy");
     const resourcesOf = (action: string) =>
       statements
@@ -116,7 +116,11 @@ describe("what the operator tools read", () => {
     expect([...actions].sort()).toEqual([
       "dynamodb:BatchGetItem",
       "dynamodb:Query",
+      "events:DescribeArchive",
+      "events:DescribeReplay",
+      "events:DescribeRule",
       "events:PutEvents",
+      "events:StartReplay",
       "sqs:ChangeMessageVisibility",
       "sqs:DeleteMessage",
       "sqs:ReceiveMessage",

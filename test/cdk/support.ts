@@ -204,18 +204,26 @@ export function functionsOfKind(template: Template, kind: string): Resource[] {
 }
 
 /**
- * What a template's outputs miss, as readable problems: every bus name (`Fn::GetAtt Name`),
- * every queue URL (`Ref`: each group's queue, buffer and dead-letter queues, the relay's failure
- * queue) and every table name (`Ref`) must be an output, and no output may be exported.
+ * What a template's outputs miss, as readable problems: every bus name and ARN (`Fn::GetAtt Name`,
+ * `Arn`), every archive ARN, every consumer group's rule ARN, every queue URL (`Ref`: each group's
+ * queue, buffer and dead-letter queues, the relay's failure queue) and every table name (`Ref`)
+ * must be an output, and no output may be exported.
  */
 export function outputProblems(template: Template): string[] {
   const outputs = Object.entries(template.findOutputs("*"));
   const values = new Set(outputs.map(([, o]) => JSON.stringify(o.Value)));
   const expected = [
-    ...resources(template, "AWS::Events::EventBus").map((b) => ({
-      what: `bus ${b.id}`,
-      value: getAtt(b.id, "Name"),
+    ...resources(template, "AWS::Events::EventBus").flatMap((b) => [
+      { what: `bus ${b.id}`, value: getAtt(b.id, "Name") },
+      { what: `bus ARN ${b.id}`, value: getAtt(b.id, "Arn") },
+    ]),
+    ...resources(template, "AWS::Events::Archive").map((a) => ({
+      what: `archive ${a.id}`,
+      value: getAtt(a.id, "Arn"),
     })),
+    ...resources(template, "AWS::Events::Rule", (r) => r.Metadata["agentbus:group"] !== undefined)
+      .filter((r) => r.Properties.EventPattern !== undefined)
+      .map((r) => ({ what: `rule ${r.id}`, value: getAtt(r.id, "Arn") })),
     ...resources(template, "AWS::SQS::Queue").map((q) => ({
       what: `queue ${q.id}`,
       value: { Ref: q.id },

@@ -1,0 +1,205 @@
+import { BatchGetItemCommand } from "@aws-sdk/client-dynamodb";
+import {
+  DescribeArchiveCommand,
+  DescribeReplayCommand,
+  type DescribeReplayCommandOutput,
+  DescribeRuleCommand,
+  type EventBridgeClient,
+  StartReplayCommand,
+} from "@aws-sdk/client-eventbridge";
+import { unmarshall } from "@aws-sdk/util-dynamodb";
+import { EventAttr } from "../../functions/adapters/dynamodb/tables";
+import {
+  archiveNameOf,
+  patternTypes,
+  type ReplayPlan,
+  ReplayRefused,
+  type ReplayWindow,
+  retentionProblem,
+  ruleOfArn,
+} from "./replay-plan";
+import { keysInWindow } from "./republish";
+import type { OpsStack } from "./stack";
+
+/**
+ * EventBridge archive replay (`agentbus replay`): the calls that read the archives, estimate what a
+ * window holds, start each planned replay once (a replay's name is derived from what it is, so a
+ * repeated command finds the replay it started) and follow the replays to their end. The plan
+ * itself is pure (./replay-plan.ts).
+ */
+
+/** Replay states after which nothing more happens. */
+const ENDED = new Set(["COMPLETED", "FAILED", "CANCELLED"]);
+
+/** Refuse a window older than what any of the plans' archives keeps. */
+export async function checkRetention(
+  client: EventBridgeClient,
+  plans: readonly ReplayPlan[],
+  window: ReplayWindow,
+  now: Date,
+): Promise<void> {
+  const problems: string[] = [];
+  for (const plan of plans) {
+    const name = archiveNameOf(plan.archiveArn);
+    const archive = await client.send(new DescribeArchiveCommand({ ArchiveName: name }));
+    const problem = retentionProblem(
+      window,
+      { name, retentionDays: archive.RetentionDays ?? 0 },
+      now,
+    );
+    if (problem) problems.push(problem);
+  }
+  if (problems.length > 0) throw new ReplayRefused(problems.join("; "));
+}
+
+/** How many stored events of the window each plan's rules select (their `detail-type`). */
+export async function estimate(
+  stack: OpsStack,
+  client: EventBridgeClient,
+  plans: readonly ReplayPlan[],
+  window: ReplayWindow,
+): Promise<Map<string, number>> {
+  const keys = await keysInWindow(stack, window.from, window.to);
+  const types = await eventTypesOf(stack, keys);
+  const counts = new Map<string, number>();
+  for (const plan of plans) {
+    const selected = new Set<string>();
+    let everything = false;
+    for (const arn of plan.ruleArns) {
+      const { name, bus } = ruleOfArn(arn);
+      const rule = await client.send(new DescribeRuleCommand({ Name: name, EventBusName: bus }));
+      const ruleTypes = patternTypes(rule.EventPattern);
+      if (ruleTypes) for (const t of ruleTypes) selected.add(t);
+      else everything = true;
+    }
+    counts.set(plan.name, types.filter((t) => everything || selected.has(t)).length);
+  }
+  return counts;
+}
+
+/** The event type of each key (BatchGetItem of that attribute only, 100 keys per call). */
+async function eventTypesOf(
+  stack: OpsStack,
+  keys: readonly { pk: string; version: number }[],
+): Promise<string[]> {
+  const table = stack.names.tables.events;
+  const types: string[] = [];
+  for (let i = 0; i < keys.length; i += 100) {
+    let pending: Record<string, { S: string } | { N: string }>[] | undefined = keys
+      .slice(i, i + 100)
+      .map((k) => ({ pk: { S: k.pk }, version: { N: String(k.version) } }));
+    for (let round = 0; pending?.length && round < 6; round++) {
+      const out = await stack.dynamodb.send(
+        new BatchGetItemCommand({
+          RequestItems: {
+            [table]: {
+              Keys: pending,
+              ProjectionExpression: "#t",
+              ExpressionAttributeNames: { "#t": EventAttr.eventType },
+            },
+          },
+        }),
+      );
+      for (const item of out.Responses?.[table] ?? [])
+        types.push(String(unmarshall(item)[EventAttr.eventType]));
+      pending = out.UnprocessedKeys?.[table]?.Keys as typeof pending;
+    }
+  }
+  return types;
+}
+
+export interface ReplayStart {
+  readonly plan: ReplayPlan;
+  /** `started` now, or `existing`: a replay of that name was started before. */
+  readonly outcome: "started" | "existing";
+  readonly state: string;
+}
+
+/** The replay of that name, or undefined when there is none. */
+export async function describeReplay(
+  client: EventBridgeClient,
+  name: string,
+): Promise<DescribeReplayCommandOutput | undefined> {
+  try {
+    return await client.send(new DescribeReplayCommand({ ReplayName: name }));
+  } catch (error) {
+    if ((error as Error).name === "ResourceNotFoundException") return undefined;
+    throw error;
+  }
+}
+
+/**
+ * Start the planned replay unless one of its name exists (then report that one): a command run
+ * again never starts a second replay of the same window to the same groups.
+ */
+export async function startOnce(
+  client: EventBridgeClient,
+  plan: ReplayPlan,
+  window: ReplayWindow,
+  reason?: string,
+): Promise<ReplayStart> {
+  const found = await describeReplay(client, plan.name);
+  if (found) return { plan, outcome: "existing", state: found.State ?? "?" };
+  try {
+    const started = await client.send(
+      new StartReplayCommand({
+        ReplayName: plan.name,
+        Description:
+          `agentbus replay to ${plan.groups.join(", ")}${reason ? `: ${reason}` : ""}`.slice(
+            0,
+            512,
+          ),
+        EventSourceArn: plan.archiveArn,
+        EventStartTime: window.from,
+        EventEndTime: window.to,
+        Destination: { Arn: plan.busArn, FilterArns: [...plan.ruleArns] },
+      }),
+    );
+    return { plan, outcome: "started", state: started.State ?? "STARTING" };
+  } catch (error) {
+    // Started by someone else between the two calls: that one is the replay.
+    if ((error as Error).name !== "ResourceAlreadyExistsException") throw error;
+    const existing = await describeReplay(client, plan.name);
+    return { plan, outcome: "existing", state: existing?.State ?? "?" };
+  }
+}
+
+export interface ReplayProgress {
+  readonly name: string;
+  readonly state: string;
+  readonly lastReplayed?: Date;
+  readonly reason?: string;
+}
+
+/**
+ * Follow replays until each has ended (COMPLETED, FAILED or CANCELLED), telling `onProgress`
+ * whenever one's state or last replayed event time changes; the final progress of each.
+ */
+export async function waitForReplays(
+  client: EventBridgeClient,
+  names: readonly string[],
+  onProgress: (progress: ReplayProgress) => void,
+  options: { readonly intervalMs?: number; readonly timeoutMs?: number } = {},
+): Promise<ReplayProgress[]> {
+  const deadline = Date.now() + (options.timeoutMs ?? 6 * 3_600_000);
+  const seen = new Map<string, string>();
+  const last = new Map<string, ReplayProgress>();
+  for (;;) {
+    for (const name of names.filter((n) => !ENDED.has(last.get(n)?.state ?? ""))) {
+      const d = await describeReplay(client, name);
+      const progress: ReplayProgress = {
+        name,
+        state: d?.State ?? "MISSING",
+        ...(d?.EventLastReplayedTime ? { lastReplayed: d.EventLastReplayedTime } : {}),
+        ...(d?.StateReason ? { reason: d.StateReason } : {}),
+      };
+      const key = `${progress.state}|${progress.lastReplayed?.toISOString() ?? ""}`;
+      if (seen.get(name) !== key) onProgress(progress);
+      seen.set(name, key);
+      last.set(name, d ? progress : { ...progress, state: "FAILED", reason: "the replay is gone" });
+    }
+    if (names.every((n) => ENDED.has(last.get(n)?.state ?? ""))) return [...last.values()];
+    if (Date.now() > deadline) throw new Error(`replays still running: ${names.join(", ")}`);
+    await new Promise((r) => setTimeout(r, options.intervalMs ?? 2000));
+  }
+}
