@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { EventTypeName, OpaqueId, Ulid } from "./ids";
 
 /** Largest serialized envelope accepted anywhere (EventBridge's per-entry limit). */

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { IsoTime } from "../../schemas/envelope";
 import { OpaqueId } from "../../schemas/ids";
 import { AgentBusError, describe, type ErrorClass, PermanentError } from "./errors";

@@ -1,6 +1,6 @@
 import { BedrockRuntimeClient } from "@aws-sdk/client-bedrock-runtime";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { z } from "zod";
+import * as z from "zod";
 import type { ContentRole } from "../../schemas/events/workflow";
 import { BedrockModel } from "../adapters/bedrock/model";
 import { DynamoEventStore } from "../adapters/dynamodb/event-store";

@@ -2,7 +2,7 @@ import { MetricUnit } from "@aws-lambda-powertools/metrics";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import type { Context, SQSBatchResponse, SQSEvent } from "aws-lambda";
-import { z } from "zod";
+import * as z from "zod";
 import { registry as defaultRegistry, type EventRegistry } from "../../schemas";
 import { DynamoFailureLog } from "../adapters/dynamodb/failure-log";
 import { SqsDeadLetterSink } from "../adapters/sqs/dead-letter-sink";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 /** Parse a handler's environment once, with a message that names every bad or missing variable. */
 export function parseEnv<T extends z.ZodType>(

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { ErrorInfo } from "../core/errors";
 import type { Clock, DeadLetterSink, FailureLog, FailureRecord } from "../core/ports";
 import { decodeRecord } from "./consumer-record";

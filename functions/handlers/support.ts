@@ -1,6 +1,6 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { SNSClient } from "@aws-sdk/client-sns";
-import { z } from "zod";
+import * as z from "zod";
 import { LocalChannel } from "../adapters/channel/local-channel";
 import { SnsChannel } from "../adapters/channel/sns-channel";
 import { DynamoEventStore } from "../adapters/dynamodb/event-store";

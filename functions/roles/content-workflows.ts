@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import {
   CONTENT_ROLE_EVENTS,
   type ContentRole,

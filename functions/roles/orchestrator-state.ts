@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { WorkflowDefinition } from "../core/dag/definition";
 import { DagEventTypeSchema, DagRunSchema, HeldNodeSchema } from "../core/dag/run";
 import { PermanentError } from "../core/errors";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { Envelope } from "../../schemas";
 import { OpaqueId } from "../../schemas/ids";
 import type { WorkflowDefinition } from "../core/dag/definition";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { IsoTime } from "../envelope";
 import { OpaqueId, Ulid } from "../ids";
 import type { EventRegistry } from "../registry";

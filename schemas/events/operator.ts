@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { EventRegistry } from "../registry";
 
 /** Who asked: an operator's name or role (from AGENTBUS_OPERATOR or the user running the CLI). */

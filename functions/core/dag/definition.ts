@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { WorkflowDefinitionError } from "./errors";
 import { deepEqual, isRecord, show, valueAtPath } from "./values";
 
