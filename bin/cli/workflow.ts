@@ -217,20 +217,25 @@ function showCommand(globals: Globals): Command {
     });
 }
 
+const REASON_HELP = "why (kept on the command, at most 1000 characters)";
+
 /** `workflow rerun` */
 function rerunCommand(globals: Globals): Command {
   return new Command("rerun")
     .description("re-run a node and everything below it: puts workflow.rerun.requested")
     .argument("<run-id>", "run id run_<token>")
     .requiredOption("--from <node-id>", "the node to run again")
-    .action(async function (this: Command, runIdArg: string, options: { from: string }) {
+    .option("--reason <text>", REASON_HELP)
+    .action(async function (
+      this: Command,
+      runIdArg: string,
+      options: { from: string; reason?: string },
+    ) {
       const runId = runIdOf(runIdArg, "run id");
       const nodeId = nodeIdOf(options.from, "--from");
-      await request(globals(this), runId, { kind: "rerun", nodeId });
+      await request(globals(this), runId, { kind: "rerun", nodeId, reason: options.reason });
     });
 }
-
-const REASON_HELP = "why (kept on the command, at most 1000 characters)";
 
 /** `workflow reset` */
 function resetCommand(globals: Globals): Command {

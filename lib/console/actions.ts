@@ -51,7 +51,7 @@ function runRequestOf(verb: string, form: URLSearchParams, reason: string): RunR
   if (verb === "cancel") return { kind: "cancel", reason };
   const nodeId = form.get("node")?.trim();
   if (!nodeId) return "no node was given; nothing sent";
-  if (verb === "rerun") return { kind: "rerun", nodeId };
+  if (verb === "rerun") return { kind: "rerun", nodeId, reason };
   if (verb === "reset") return { kind: "reset", nodeId, reason };
   const output = parseOutput(textOf(form, "output") ?? "", "the output");
   return typeof output === "string" ? output : { kind: "resolve", nodeId, output, reason };
@@ -133,7 +133,7 @@ export async function performAction(
   try {
     switch (action.kind) {
       case "run":
-        return await actions.run(action.runId, action.request, reason);
+        return await actions.run(action.runId, action.request);
       case "review":
         return await actions.review(action.taskId, action.decision, { text: action.text, reason });
       case "send":

@@ -37,7 +37,8 @@ export interface ActionOutcome {
 /** What the console can ask of a stack. */
 export interface OpsActions {
   /** Cancel, reset, resolve or re-run; `reason` is why (re-run's command has no field for it). */
-  run(runId: string, request: RunRequest, reason: string): Promise<ActionOutcome>;
+  /** A run request; its reason travels in the request. */
+  run(runId: string, request: RunRequest): Promise<ActionOutcome>;
   review(
     taskId: string,
     decision: ReviewDecision,
@@ -53,7 +54,6 @@ async function runAction(
   stack: OpsStack,
   runId: string,
   request: RunRequest,
-  reason: string,
 ): Promise<ActionOutcome> {
   const command = runRequestCommand(runId, request, operatorName());
   const envelope = operatorEnvelope(command);
@@ -62,17 +62,8 @@ async function runAction(
   if (problem) return refused(`${problem}; nothing sent`);
   const bus = await putCommand(stack, stack.config, envelope);
   const eventId = String(envelope.event_id);
-  let message = `${command.type} sent to ${bus} (event id ${eventId})`;
-  // Re-run and reset commands do not say who asked (re-run not why): the audit trail does.
-  if (command.payload.requested_by === undefined) {
-    const id = await recordAction(stack, stack.config, {
-      action: `workflow.${request.kind}`,
-      target: runId,
-      reason,
-      outcome: { count: 1, event_ids: [eventId], failed: 0 },
-    });
-    message += `; recorded in the audit trail as operator.action.recorded ${id}`;
-  }
+  // The command itself says who asked and why; the audit group keeps it.
+  const message = `${command.type} sent to ${bus} (event id ${eventId})`;
   return { kind: "sent", message };
 }
 
@@ -118,7 +109,7 @@ async function redriveAction(
 /** The actions over a stack (its commands bus, its dead-letter queues, its audit trail). */
 export function opsActions(stack: OpsStack): OpsActions {
   return {
-    run: (runId, request, reason) => runAction(stack, runId, request, reason),
+    run: (runId, request) => runAction(stack, runId, request),
     async review(taskId, decision, fields) {
       const problem = taskIdProblem(taskId);
       if (problem) return refused(problem);

@@ -11,7 +11,7 @@ import type { OperatorCommand } from "./operator-command";
  */
 
 export type RunRequest =
-  | { readonly kind: "rerun"; readonly nodeId: string }
+  | { readonly kind: "rerun"; readonly nodeId: string; readonly reason?: string }
   | { readonly kind: "reset"; readonly nodeId: string; readonly reason?: string }
   | {
       readonly kind: "resolve";
@@ -96,19 +96,17 @@ export function runRequestCommand(
   const reason =
     "reason" in request && request.reason !== undefined ? { reason: request.reason } : {};
   const payload: Record<string, unknown> =
-    request.kind === "rerun"
-      ? { run_id: runId, node_id: request.nodeId }
-      : request.kind === "reset"
-        ? { run_id: runId, node_id: request.nodeId, ...reason }
-        : request.kind === "resolve"
-          ? {
-              run_id: runId,
-              node_id: request.nodeId,
-              output: request.output,
-              requested_by: requestedBy,
-              ...reason,
-            }
-          : { run_id: runId, requested_by: requestedBy, ...reason };
+    request.kind === "rerun" || request.kind === "reset"
+      ? { run_id: runId, node_id: request.nodeId, requested_by: requestedBy, ...reason }
+      : request.kind === "resolve"
+        ? {
+            run_id: runId,
+            node_id: request.nodeId,
+            output: request.output,
+            requested_by: requestedBy,
+            ...reason,
+          }
+        : { run_id: runId, requested_by: requestedBy, ...reason };
   return {
     type: RUN_REQUEST_TYPES[request.kind],
     aggregate: { type: "dag_run", id: runId },

@@ -6,6 +6,8 @@ import {
   contentEventTypes,
   Generation,
   NodeId,
+  OperatorReason,
+  Requester,
   WorkflowEndedPayload,
 } from "./workflow";
 
@@ -22,11 +24,10 @@ import {
  *   reaches the agent's group on the same channel and in the same order as `<stem>.requested`.
  */
 
-/** Who asked: an operator's name as the CLI gives it (AGENTBUS_OPERATOR or the OS user). */
-export const Requester = z.string().min(1).max(128);
+export { Requester } from "./workflow";
 
 /** Why, in the operator's words. */
-export const CancelReason = z.string().max(1000);
+export const CancelReason = OperatorReason;
 
 export const WorkflowCancelRequestedPayload = z.object({
   run_id: OpaqueId,

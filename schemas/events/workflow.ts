@@ -71,11 +71,24 @@ export const WorkflowStartRequestedPayload = z.object({
     .describe(`one of ${WORKFLOW_KINDS.join(", ")}`),
   request: ContentRequest,
 });
-export const WorkflowRerunRequestedPayload = z.object({ run_id: OpaqueId, node_id: NodeId });
+/** Who asked for an operator command: an operator's name as the CLI gives it (AGENTBUS_OPERATOR
+ * or the OS user). */
+export const Requester = z.string().min(1).max(128);
+/** Why, in the operator's words. */
+export const OperatorReason = z.string().max(1000);
+
+export const WorkflowRerunRequestedPayload = z.object({
+  run_id: OpaqueId,
+  node_id: NodeId,
+  reason: OperatorReason.optional(),
+  /** Absent in commands from clients that do not say (the audit trail keeps the producer). */
+  requested_by: Requester.optional(),
+});
 export const WorkflowResetRequestedPayload = z.object({
   run_id: OpaqueId,
   node_id: NodeId,
-  reason: z.string().max(1000).optional(),
+  reason: OperatorReason.optional(),
+  requested_by: Requester.optional(),
 });
 export const WorkflowReleaseRequestedPayload = z.object({ run_id: OpaqueId });
 export const NodeLeaseExpiredPayload = z.object({

@@ -235,7 +235,7 @@ describe("answerPost", () => {
     expect(location).toMatch(new RegExp(`^/runs/${RUN_ID}\\?flash=[\\w-]+$`));
     expect(flashOf(flashes, location)).toEqual({ kind: "sent", message: "run sent (event id E1)" });
     expect(calls).toEqual([
-      ["run", RUN_ID, { kind: "reset", nodeId: "writing", reason: "r" }, "r"],
+      ["run", RUN_ID, { kind: "reset", nodeId: "writing", reason: "r" }],
     ]);
   });
 

@@ -116,7 +116,7 @@ describe("startConsole", () => {
       expect(sent.status).toBe(303);
       const location = String(sent.headers.location);
       expect(location).toMatch(new RegExp(`^/runs/${RUN_ID}\\?flash=`));
-      expect(asked).toEqual([[RUN_ID, { kind: "cancel", reason: "stop" }, "stop"]]);
+      expect(asked).toEqual([[RUN_ID, { kind: "cancel", reason: "stop" }]]);
       const back = await rawGet(console.url, location);
       expect(back.body).toContain("workflow.cancel.requested sent to bus (event id E1)");
       const tooBig = await rawPost(console.url, path, `reason=${"x".repeat(600 * 1024)}`);

@@ -305,12 +305,17 @@ describe("agentbus CLI against the local stack", () => {
     expect(byType.get("workflow.rerun.requested")).toMatchObject({
       aggregate: { type: "dag_run", id: runId, version: 0 },
       order_key: runId,
-      payload: { run_id: runId, node_id: "writing" },
+      payload: { run_id: runId, node_id: "writing", requested_by: expect.any(String) },
     });
     expect(byType.get("workflow.reset.requested")).toMatchObject({
       aggregate: { type: "dag_run", id: runId, version: 0 },
       order_key: runId,
-      payload: { run_id: runId, node_id: "fact-check", reason: "flaky" },
+      payload: {
+        run_id: runId,
+        node_id: "fact-check",
+        reason: "flaky",
+        requested_by: expect.any(String),
+      },
     });
   });
 
