@@ -12,6 +12,7 @@ import type { GroupQueues } from "./consumer-group-queues";
 import {
   type ConsumerGroupSettings,
   DISPATCH_BATCH_SIZE,
+  DISPATCH_MAX_CONCURRENCY,
   DISPATCH_TIMEOUT,
   PIPE_BATCH_SIZE,
 } from "./consumer-group-settings";
@@ -142,7 +143,11 @@ function createDispatcher(
     },
   });
   dispatcher.addEventSource(
-    new SqsEventSource(buffer, { batchSize: DISPATCH_BATCH_SIZE, reportBatchItemFailures: true }),
+    new SqsEventSource(buffer, {
+      batchSize: DISPATCH_BATCH_SIZE,
+      reportBatchItemFailures: true,
+      maxConcurrency: DISPATCH_MAX_CONCURRENCY,
+    }),
   );
   target.grantSendMessages(dispatcher);
   bufferDlq.grantSendMessages(dispatcher);

@@ -1,5 +1,11 @@
 import { Duration } from "aws-cdk-lib";
-import { type IQueue, Queue, QueueEncryption } from "aws-cdk-lib/aws-sqs";
+import {
+  DeduplicationScope,
+  FifoThroughputLimit,
+  type IQueue,
+  Queue,
+  QueueEncryption,
+} from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
 import {
   type ConsumerGroupSettings,
@@ -20,11 +26,30 @@ export interface GroupQueues {
 }
 
 /**
+ * What makes a queue FIFO here: high-throughput mode (deduplication and the throughput quota per
+ * message group, so a queue scales with its number of active groups across partitions instead of
+ * stopping at 300 calls per second per API action) and no content-based deduplication (every
+ * sender sets MessageDeduplicationId). Per-group deduplication is exactly as safe as per-queue
+ * here: a message's dedup id is its event id (or derived from it, for a replay or a dead letter),
+ * and an event always travels in the group of its order key, so a repeat within the 5 minutes is
+ * always in the same group as the original. The dead-letter queue takes the same mode: it is a
+ * FIFO queue the consumer sends to (permanent failures) while its source runs at full rate, and
+ * the mode costs nothing.
+ */
+export const FIFO_QUEUE_SETTINGS = {
+  fifo: true,
+  contentBasedDeduplication: false,
+  deduplicationScope: DeduplicationScope.MESSAGE_GROUP,
+  fifoThroughputLimit: FifoThroughputLimit.PER_MESSAGE_GROUP_ID,
+} as const;
+
+/**
  * The queues of a group, created in `scope` (the group: construct ids `Resource`,
  * `DeadLetterQueue`, `BufferDeadLetterQueue`, `BufferQueue`): the group's queue and its
  * dead-letter queue (`given`, or a new one), and for a FIFO group the standard buffer queue the
- * rules deliver to, with its own standard dead-letter queue. All encrypted (SQS managed keys) and
- * TLS only; names are explicit (moto needs the `.fifo` name in the template).
+ * rules deliver to, with its own standard dead-letter queue. FIFO queues run in high-throughput
+ * mode (`FIFO_QUEUE_SETTINGS`). All encrypted (SQS managed keys) and TLS only; names are
+ * explicit (moto needs the `.fifo` name in the template).
  */
 export function createGroupQueues(
   scope: Construct,
@@ -32,8 +57,7 @@ export function createGroupQueues(
   given: IQueue | undefined,
 ): GroupQueues {
   const names = settings.queueNames;
-  // Content-based dedup stays off on purpose: every sender sets MessageDeduplicationId = event id.
-  const fifo = settings.ordering === "fifo" ? { fifo: true, contentBasedDeduplication: false } : {};
+  const fifo = settings.ordering === "fifo" ? FIFO_QUEUE_SETTINGS : {};
   const deadLetterQueue =
     given ??
     new Queue(scope, "DeadLetterQueue", {

@@ -53,6 +53,16 @@ export interface QueueNames {
 /** Settings of the delivery hop that are not props: it only moves messages. */
 export const DISPATCH_TIMEOUT = Duration.seconds(30);
 export const DISPATCH_BATCH_SIZE = 10;
+/**
+ * Concurrent dispatch invocations per group (the event source's MaximumConcurrency). A standard
+ * queue's event source otherwise scales by up to 300 concurrent invocations a minute until it
+ * holds the account's concurrency (1,000 by default), so one group's burst would starve every
+ * consumer; at 20 a dozen groups' dispatchers hold at most a quarter of it. Each invocation moves up
+ * to 10 messages in one SendMessageBatch of a few tens of milliseconds, so 20 move thousands of
+ * events a second into the group's FIFO queue (high-throughput mode takes far more): more than
+ * the group's own consumers, held to their `maxConcurrency`, take out of it.
+ */
+export const DISPATCH_MAX_CONCURRENCY = 20;
 /** Messages the pipe reads from the buffer per batch. */
 export const PIPE_BATCH_SIZE = 10;
 /** How long the group's own dead-letter queues keep a message. */

@@ -33,10 +33,36 @@ export interface RelayProps {
   readonly tables: AgentBusTables;
 
   /**
-   * Stream records per invocation.
+   * Stream records per invocation: at most this many, all published one PutEvents call of up to
+   * 10 entries after the other. A shard's next batch holds whatever was written while the
+   * previous one was being published, so under load calls are full (10 entries) without any
+   * batching window; 100 keeps a batch's publishing (10 calls) well inside the timeout, and a
+   * failing batch small to bisect.
    * @default 100
    */
   readonly batchSize?: number;
+
+  /**
+   * Concurrent batches per stream shard (1 to 10). DynamoDB Streams keeps order per item (its
+   * partition and sort key), and every event is an item of its own (aggregate id, version): with
+   * more than 1, version N+1 of an aggregate may be published before version N, and every
+   * consumer group then pays a gap repair (a Query of the events table) for it. So the relay
+   * scales with the stream's shards, one per table partition, not within one: a partition takes
+   * at most 1,000 write units a second, i.e. 500 transactional writes of events up to 1 KB, which
+   * one batch at a time publishes at 10 entries per PutEvents call of ~20-30 ms. Raise it only
+   * for a hot partition whose relay falls behind (the iterator age alarm), accepting the repairs.
+   * @default 1
+   */
+  readonly parallelizationFactor?: number;
+
+  /**
+   * How long the stream may gather records before invoking the relay (0 to 300 seconds, whole
+   * seconds). None by default: EventBridge bills per entry, not per call, so waiting would only
+   * save relay invocations at low load, and it would add its whole length to every event's
+   * latency when traffic is light; under load batches fill by themselves (see `batchSize`).
+   * @default - none (invoke as soon as records are there)
+   */
+  readonly maxBatchingWindow?: Duration;
 
   /**
    * Retries of a failing batch (halved on each failure) before its position goes to the failure
@@ -116,6 +142,8 @@ export class Relay extends Construct {
       new DynamoEventSource(props.tables.events, {
         startingPosition: StartingPosition.TRIM_HORIZON,
         batchSize: settings.batchSize,
+        parallelizationFactor: settings.parallelizationFactor,
+        maxBatchingWindow: props.maxBatchingWindow,
         bisectBatchOnError: true,
         retryAttempts: settings.retryAttempts,
         maxRecordAge: props.maxRecordAge,
@@ -206,6 +234,16 @@ function relaySettings(props: RelayProps) {
   if (!Number.isInteger(batchSize) || batchSize < 1 || batchSize > 10_000) {
     throw new Error(`relay: batchSize is ${batchSize}, must be an integer from 1 to 10000`);
   }
+  const parallelizationFactor = props.parallelizationFactor ?? 1;
+  if (
+    !Number.isInteger(parallelizationFactor) ||
+    parallelizationFactor < 1 ||
+    parallelizationFactor > 10
+  ) {
+    throw new Error(
+      `relay: parallelizationFactor is ${parallelizationFactor}, must be an integer from 1 to 10`,
+    );
+  }
   const retryAttempts = props.retryAttempts ?? 10;
   if (!Number.isInteger(retryAttempts) || retryAttempts < 0 || retryAttempts > 10_000) {
     throw new Error(`relay: retryAttempts is ${retryAttempts}, must be an integer from 0 to 10000`);
@@ -217,7 +255,7 @@ function relaySettings(props: RelayProps) {
       `relay: maxIteratorAge is ${maxIteratorAge.toHumanString()}, must be whole seconds from 1 second to 24 hours`,
     );
   }
-  return { environment, batchSize, retryAttempts, maxIteratorAge };
+  return { environment, batchSize, parallelizationFactor, retryAttempts, maxIteratorAge };
 }
 
 /** An alarm when one datapoint of `metric` is above `threshold`; no data is no problem. */

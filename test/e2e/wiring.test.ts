@@ -60,7 +60,7 @@ describe("local wiring equals the synthesized template", () => {
     clients?.eventbridge.destroy();
   });
 
-  it("deploys every queue with the template's FIFO, timeout, retention and redrive settings", async () => {
+  it("deploys every queue with the template's FIFO, throughput, timeout, retention and redrive settings", async () => {
     expect(of("AWS::SQS::Queue").length).toBeGreaterThan(0);
     for (const [id] of of("AWS::SQS::Queue")) {
       const { Attributes = {} } = await clients.sqs.send(
@@ -68,7 +68,12 @@ describe("local wiring equals the synthesized template", () => {
       );
       const fifo = props(id, "FifoQueue") === true;
       expect(Attributes.FifoQueue === "true", id).toBe(fifo);
-      for (const key of ["VisibilityTimeout", "MessageRetentionPeriod"]) {
+      for (const key of [
+        "VisibilityTimeout",
+        "MessageRetentionPeriod",
+        "DeduplicationScope",
+        "FifoThroughputLimit",
+      ]) {
         const expected = props(id, key);
         if (expected !== undefined)
           expect(Attributes[key as keyof typeof Attributes], `${id}.${key}`).toBe(String(expected));

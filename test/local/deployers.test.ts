@@ -72,12 +72,14 @@ describe("table deployer", () => {
 });
 
 describe("queue deployer", () => {
-  it("passes timeouts, FIFO, content-based dedup and the redrive policy on as attributes", () => {
+  it("passes timeouts, FIFO, high throughput, content-based dedup and the redrive policy on as attributes", () => {
     const redrive = { deadLetterTargetArn: "arn:aws:sqs:us-east-1:1:dlq.fifo", maxReceiveCount: 5 };
     const queue = input("Queue", "AWS::SQS::Queue", {
       QueueName: "q.fifo",
       FifoQueue: true,
       ContentBasedDeduplication: true,
+      DeduplicationScope: "messageGroup",
+      FifoThroughputLimit: "perMessageGroupId",
       VisibilityTimeout: 180,
       MessageRetentionPeriod: 1_209_600,
       RedrivePolicy: redrive,
@@ -88,6 +90,8 @@ describe("queue deployer", () => {
       Attributes: {
         VisibilityTimeout: "180",
         MessageRetentionPeriod: "1209600",
+        DeduplicationScope: "messageGroup",
+        FifoThroughputLimit: "perMessageGroupId",
         FifoQueue: "true",
         ContentBasedDeduplication: "true",
         RedrivePolicy: JSON.stringify(redrive),

@@ -7,13 +7,20 @@ import type { Physical } from "../template";
 import type { Deployer, Placement, ResourceInput } from "./model";
 import { arnOf, generatedName } from "./naming";
 
-/** Queue properties the emulator takes as queue attributes unchanged. */
+/**
+ * Queue properties the emulator takes as queue attributes unchanged. moto 5.2 keeps a FIFO
+ * queue's high-throughput settings (DeduplicationScope, FifoThroughputLimit) and reports them,
+ * but de-duplicates per queue whatever the scope: stricter, and the same for AgentBus, whose
+ * dedup ids never repeat across message groups.
+ */
 const PLAIN_ATTRIBUTES = [
   "VisibilityTimeout",
   "MessageRetentionPeriod",
   "DelaySeconds",
   "ReceiveMessageWaitTimeSeconds",
   "MaximumMessageSize",
+  "DeduplicationScope",
+  "FifoThroughputLimit",
 ] as const;
 
 /**
