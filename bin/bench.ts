@@ -1,6 +1,7 @@
 import { availableParallelism, loadavg } from "node:os";
 import { type MotoServer, motoAvailable, startMoto } from "../lib/local/moto";
 import { silenceNodeVersionWarning } from "../lib/local/warnings";
+import { type BundlesResult, bundlesSummary, runBundlesSection } from "./bench/bundles";
 import { type DynamoResult, type Measured, runDynamoSection } from "./bench/dynamo";
 import { type LocalResult, runLocalSection, stopLocalSection } from "./bench/local";
 import { fmt, fmtInt } from "./bench/stats";
@@ -13,7 +14,9 @@ import { runThroughputSection, type ThroughputResult } from "./bench/throughput"
  *    idempotency around a separate state write and outbox write.
  * 3. The local stack (moto + in-process runtime): latency per hop and end to end, a burst, a
  *    conversation, vs the emulator's own latency for each hop; calls/s and CPU, idle and loaded.
- * `npm run bench -- local` runs section 3 alone.
+ * 4. Every Lambda bundle as `cdk deploy` builds it: size and init time, vs the bundling before
+ *    and vs leaving the SDK to the runtime.
+ * `npm run bench -- local` runs section 3 alone, `npm run bench -- bundles` section 4.
  * No figure is hard-coded and nothing asserts speed; the run fails only when something breaks.
  */
 
@@ -53,26 +56,42 @@ async function main(): Promise<void> {
   out(
     `AgentBus benchmark — Node ${process.version}, ${process.platform}/${process.arch}, ${availableParallelism()} CPUs, load average ${fmt(load, 1)} at start${load > availableParallelism() ? " (a busy machine: expect wide spreads)" : ""}`,
   );
+  const only = (["local", "bundles"] as const).find((s) => process.argv.slice(2).includes(s));
   // Fail before the long in-memory section when sections 2 and 3 cannot run.
-  if (!motoAvailable()) {
+  if (only !== "bundles" && !motoAvailable()) {
     throw new SetupError(
       "moto_server is not on PATH, and sections 2 and 3 need it: install moto 5.2 with its server extra (pip install 'moto[server]~=5.2')",
     );
   }
-  if (process.argv.slice(2).includes("local")) {
-    const local = await runLocal();
+  if (only) {
+    const line =
+      only === "local" ? localSummary(await runLocal()) : bundlesSummary(await runBundles());
     heading("Summary");
-    out(localSummary(local));
+    out(line);
     out();
     out(`done in ${fmt((performance.now() - started) / 1000, 1)} s`);
     return;
   }
 
   heading("1. Consumer pipeline throughput, in-memory adapters (role: task-projection)");
-  let mark = performance.now();
+  const mark = performance.now();
   const throughput = await runThroughputSection(out);
   out(`section 1 took ${fmt((performance.now() - mark) / 1000, 1)} s`);
 
+  const dynamo = await runDynamo();
+  const local = await runLocal();
+  const bundles = await runBundles();
+
+  heading("Summary");
+  for (const line of summary(throughput, dynamo)) out(line);
+  out(localSummary(local));
+  out(bundlesSummary(bundles));
+  out();
+  out(`done in ${fmt((performance.now() - started) / 1000, 1)} s`);
+}
+
+/** Section 2: DynamoDB calls and capacity units per consumed event, against a moto of its own. */
+async function runDynamo(): Promise<DynamoResult> {
   heading("2. DynamoDB cost per consumed event, against moto");
   out(
     "AgentBus: consume() with DynamoEventStore (BatchGetItem load; inbox + checkpoint + state + emitted events in one TransactWriteItems, or one PutItem when there is a single write).",
@@ -82,8 +101,8 @@ async function main(): Promise<void> {
   );
   out();
   let dynamo: DynamoResult;
+  const mark = performance.now();
   try {
-    mark = performance.now();
     moto = await startMoto();
     out(
       `moto_server pid ${moto.pid} on ${moto.endpoint} (started by this run, stopped at its end)`,
@@ -98,14 +117,7 @@ async function main(): Promise<void> {
   );
   out("moto ms/ev: moto on this machine, not indicative of AWS latency.");
   out(`section 2 took ${fmt((performance.now() - mark) / 1000, 1)} s (moto start included)`);
-
-  const local = await runLocal();
-
-  heading("Summary");
-  for (const line of summary(throughput, dynamo)) out(line);
-  out(localSummary(local));
-  out();
-  out(`done in ${fmt((performance.now() - started) / 1000, 1)} s`);
+  return dynamo;
 }
 
 async function runLocal(): Promise<LocalResult> {
@@ -117,6 +129,14 @@ async function runLocal(): Promise<LocalResult> {
   );
   out(`section 3 took ${fmt((performance.now() - mark) / 1000, 1)} s (moto starts included)`);
   return local;
+}
+
+async function runBundles(): Promise<BundlesResult> {
+  heading("4. Lambda bundles and init time, built as cdk deploy builds them");
+  const mark = performance.now();
+  const bundles = await runBundlesSection(out);
+  out(`section 4 took ${fmt((performance.now() - mark) / 1000, 1)} s`);
+  return bundles;
 }
 
 function localSummary(local: LocalResult): string {

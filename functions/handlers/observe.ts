@@ -1,10 +1,11 @@
 import { Logger } from "@aws-lambda-powertools/logger";
 import { Metrics } from "@aws-lambda-powertools/metrics";
-import { Tracer } from "@aws-lambda-powertools/tracer";
+import { type Tracer, xrayTracer } from "./xray";
 
 /**
- * Powertools logger, metrics and tracer for one function, built once per container. The tracer
- * switches itself off outside Lambda (local runtime, tests).
+ * Powertools logger and metrics, and the tracer of SDK calls (./xray.ts: X-Ray subsegments
+ * without the X-Ray SDK), for one function, built once per container. The tracer switches
+ * itself off outside Lambda (local runtime, tests).
  */
 export function observability(service: string, group?: string) {
   const logger = new Logger({
@@ -17,7 +18,7 @@ export function observability(service: string, group?: string) {
     defaultDimensions: group ? { consumer_group: group } : {},
     logger,
   });
-  const tracer = new Tracer({ serviceName: service });
+  const tracer: Tracer = xrayTracer();
   return { logger, metrics, tracer };
 }
 

@@ -4,9 +4,12 @@ import { fileURLToPath } from "node:url";
 import { Duration, RemovalPolicy, Validations } from "aws-cdk-lib";
 import { Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
 import { Architecture, type CfnFunction, Runtime, Tracing } from "aws-cdk-lib/aws-lambda";
-import { NodejsFunction, OutputFormat } from "aws-cdk-lib/aws-lambda-nodejs";
+import { NodejsFunction } from "aws-cdk-lib/aws-lambda-nodejs";
 import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
 import type { Construct } from "constructs";
+import { FUNCTION_BUNDLING, FUNCTION_RUNTIME } from "./bundling";
+
+export { FUNCTION_RUNTIME } from "./bundling";
 
 /** The repository root: handler entries and `agentbus:entry` metadata are relative to it. */
 export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -29,16 +32,6 @@ export const METADATA = {
  * for them (https://docs.aws.amazon.com/xray/latest/devguide/security_iam_service-with-iam.html).
  */
 export const XRAY_ACTIONS = ["xray:PutTraceSegments", "xray:PutTelemetryRecords"] as const;
-
-/** The Lambda runtime every AgentBus function runs on (the project requires Node.js 22). */
-export const FUNCTION_RUNTIME = Runtime.NODEJS_22_X;
-
-/**
- * The ESM bundle has no `require`; esbuild's shim for CommonJS dependencies that call
- * `require("node:...")` needs a real one in module scope.
- */
-const ESM_REQUIRE_BANNER =
-  'import { createRequire as __agentbusCreateRequire } from "node:module"; const require = __agentbusCreateRequire(import.meta.url);';
 
 export interface AgentBusFunctionProps {
   /**
@@ -102,9 +95,10 @@ export interface AgentBusFunctionProps {
 
 /**
  * A Lambda function of AgentBus: Node.js 22 on arm64, bundled by esbuild as minified ESM with
- * source maps and the AWS SDK v3 inside (its version is pinned by the lock file, not by the
- * runtime), X-Ray tracing, a log group with retention, and the `agentbus:*` metadata the local
- * runtime uses to run the handler in-process.
+ * source maps and the AWS SDK v3 inside (`FUNCTION_BUNDLING` in ./bundling.ts says why the SDK
+ * is bundled rather than taken from the runtime, and what is trimmed), X-Ray active tracing, a log
+ * group with retention, and the `agentbus:*` metadata the local runtime uses to run the handler
+ * in-process (from its TypeScript source: the local runtime never loads a bundle).
  *
  * Its execution role (`<id>ServiceRole`, next to the function) starts with no AWS managed policy:
  * it may write to the function's own log group (`logs:CreateLogStream`, `logs:PutLogEvents` on
@@ -147,16 +141,7 @@ export class AgentBusFunction extends NodejsFunction {
         NODE_OPTIONS: "--enable-source-maps",
         ...props.environment,
       },
-      bundling: {
-        format: OutputFormat.ESM,
-        target: "node22",
-        mainFields: ["module", "main"],
-        minify: true,
-        sourceMap: true,
-        sourcesContent: false,
-        banner: ESM_REQUIRE_BANNER,
-        externalModules: [],
-      },
+      bundling: FUNCTION_BUNDLING,
     });
     this.entryPath = props.entry;
     this.kind = props.kind;

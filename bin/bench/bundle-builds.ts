@@ -1,0 +1,125 @@
+import { mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { basename, join } from "node:path";
+import { build } from "esbuild";
+import {
+  esbuildOptions,
+  FUNCTION_BUNDLING,
+  type FunctionBundling,
+} from "../../lib/constructs/bundling";
+import { METADATA, REPO_ROOT } from "../../lib/constructs/function";
+import { synthesize } from "../../lib/local/synth";
+
+/**
+ * The bundles of every function of the stack, built as the CDK construct builds them (the same
+ * `FUNCTION_BUNDLING` through the same `esbuildOptions`), and next to them the alternatives the
+ * construct's comment weighs, built from the same handler in the same run.
+ */
+
+/** One handler entry and the functions of the stack built from it. */
+export interface EntryFunctions {
+  readonly entry: string;
+  readonly name: string;
+  readonly functions: readonly string[];
+  /** The first function's environment: literal values kept, the rest dummies. */
+  readonly environment: Readonly<Record<string, string>>;
+}
+
+export const VARIANTS = ["agentbus", "runtimeSdk", "baseline"] as const;
+export type Variant = (typeof VARIANTS)[number];
+
+export const VARIANT_LABELS: Readonly<Record<Variant, string>> = {
+  agentbus: "AgentBus",
+  runtimeSdk: "runtime SDK",
+  baseline: "baseline",
+};
+
+/**
+ * - `agentbus`: what `cdk deploy` uploads.
+ * - `runtimeSdk`: the same, with the SDK left to the Node.js 22 runtime (CDK's default
+ *   externals); importing it here loads the SDK from node_modules, as Lambda loads its own copy.
+ * - `baseline`: the bundling before the SDK was trimmed and the X-Ray SDK dropped: the whole SDK
+ *   inside, the Powertools Tracer with aws-xray-sdk-core, and zod's whole namespace (every
+ *   locale), as `import { z } from "zod"` kept it.
+ */
+const BUNDLINGS: Readonly<Record<Variant, FunctionBundling>> = {
+  agentbus: FUNCTION_BUNDLING,
+  runtimeSdk: { ...FUNCTION_BUNDLING, externalModules: ["@aws-sdk/*", "@smithy/*"] },
+  baseline: { ...FUNCTION_BUNDLING, externalModules: [] },
+};
+
+/** Under node_modules, so a bundle's external SDK imports resolve to the project's packages. */
+export const BUNDLE_DIR = join(REPO_ROOT, "node_modules", ".cache", "agentbus-bench", "bundles");
+
+/** Every handler entry of the synthesized stack, with the functions built from it. */
+export function stackEntries(): EntryFunctions[] {
+  const { template } = synthesize("bench");
+  const byEntry = new Map<string, EntryFunctions>();
+  for (const [id, resource] of Object.entries(template.Resources)) {
+    const entry = resource.Metadata?.[METADATA.entry];
+    if (resource.Type !== "AWS::Lambda::Function" || typeof entry !== "string") continue;
+    const known = byEntry.get(entry);
+    if (known) {
+      byEntry.set(entry, { ...known, functions: [...known.functions, id] });
+      continue;
+    }
+    const variables = (resource.Properties?.Environment as { Variables?: object } | undefined)
+      ?.Variables;
+    byEntry.set(entry, {
+      entry,
+      name: basename(entry).replace(/\.[mc]?[jt]s$/, ""),
+      functions: [id],
+      environment: dummyEnvironment((variables ?? {}) as Record<string, unknown>),
+    });
+  }
+  return [...byEntry.values()].sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/** Literal values as they are; a CloudFormation reference becomes a value of the right shape. */
+function dummyEnvironment(variables: Record<string, unknown>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(variables).map(([name, value]) => [
+      name,
+      typeof value === "string"
+        ? value
+        : name.endsWith("_URLS")
+          ? "{}"
+          : name.endsWith("_URL")
+            ? "https://sqs.us-east-1.amazonaws.com/123456789012/bench"
+            : "bench",
+    ]),
+  );
+}
+
+/** Builds one variant of an entry; returns the bundle's path and size in bytes. */
+export async function buildVariant(
+  entry: EntryFunctions,
+  variant: Variant,
+): Promise<{ path: string; bytes: number }> {
+  const dir = join(BUNDLE_DIR, variant, entry.name);
+  rmSync(dir, { recursive: true, force: true });
+  const outfile = join(dir, "index.mjs");
+  const options = esbuildOptions(join(REPO_ROOT, entry.entry), outfile, BUNDLINGS[variant]);
+  if (variant === "baseline") {
+    delete options.entryPoints;
+    options.stdin = {
+      contents: [
+        `export * from ${JSON.stringify(`./${entry.entry}`)};`,
+        'export { Tracer as __baselineTracer } from "@aws-lambda-powertools/tracer";',
+        'export { z as __baselineZod } from "zod";',
+      ].join("\n"),
+      resolveDir: REPO_ROOT,
+      sourcefile: `baseline-${entry.name}.ts`,
+      loader: "ts",
+    };
+  }
+  await build({ ...options, logLevel: "error" });
+  return { path: outfile, bytes: statSync(outfile).size };
+}
+
+/** An empty ES module: what importing any module costs here, the floor under every figure. */
+export function emptyModule(): string {
+  mkdirSync(BUNDLE_DIR, { recursive: true });
+  const path = join(BUNDLE_DIR, "empty.mjs");
+  writeFileSync(path, "export {};\n");
+  return path;
+}

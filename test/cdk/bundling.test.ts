@@ -1,0 +1,139 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { App, Stack } from "aws-cdk-lib";
+import { OutputFormat } from "aws-cdk-lib/aws-lambda-nodejs";
+import { build, type Metafile } from "esbuild";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  esbuildOptions,
+  FUNCTION_BUNDLING,
+  FUNCTION_RUNTIME,
+  LAZY_CREDENTIAL_PROVIDERS,
+} from "../../lib/constructs/bundling";
+import { AgentBusFunction, METADATA, REPO_ROOT } from "../../lib/constructs/function";
+import { cdkJsonContext, resources, synthesizeStack } from "./support";
+
+/**
+ * How every function is bundled, as invariants: what is external, minified ESM for the runtime's
+ * Node.js, and what must never be inside. Sizes and init times are the bench's business
+ * (`npm run bench -- bundles`), not a test's.
+ */
+describe("function bundling", () => {
+  it("is minified ESM for the runtime's Node.js version, with linked source maps", () => {
+    expect(FUNCTION_BUNDLING.format).toBe(OutputFormat.ESM);
+    expect(FUNCTION_RUNTIME.name).toMatch(/^nodejs\d+\.x$/);
+    expect(FUNCTION_BUNDLING.target).toBe(
+      FUNCTION_RUNTIME.name.replace(/^nodejs(\d+)\.x$/, "node$1"),
+    );
+    expect(FUNCTION_BUNDLING.minify).toBe(true);
+    expect(FUNCTION_BUNDLING.sourceMap).toBe(true);
+    expect(FUNCTION_BUNDLING.sourcesContent).toBe(false);
+    expect(FUNCTION_BUNDLING.mainFields).toEqual(["module", "main"]);
+  });
+
+  it("bundles the SDK: only the lazily loaded credential providers are left to the runtime", () => {
+    expect([...FUNCTION_BUNDLING.externalModules].sort()).toEqual(
+      [...LAZY_CREDENTIAL_PROVIDERS].sort(),
+    );
+    for (const external of FUNCTION_BUNDLING.externalModules) {
+      expect(external, "no wildcard: a package is external by name").not.toContain("*");
+      expect(external).toMatch(/^@(aws-sdk|smithy)\/credential-provider-/);
+    }
+  });
+
+  it("gives esbuildOptions the same settings NodejsFunction gets", () => {
+    const options = esbuildOptions("entry.ts", "out/index.mjs");
+    expect(options).toMatchObject({
+      bundle: true,
+      platform: "node",
+      format: "esm",
+      target: FUNCTION_BUNDLING.target,
+      minify: true,
+      sourcemap: true,
+      sourcesContent: false,
+      external: [...FUNCTION_BUNDLING.externalModules],
+      banner: { js: FUNCTION_BUNDLING.banner },
+    });
+  });
+});
+
+describe("function bundles", () => {
+  let metafile: Metafile;
+  /** Every source file that put code into a bundle (the metafile's inputs include shaken ones). */
+  const bundled = () =>
+    Object.values(metafile.outputs).flatMap((output) =>
+      Object.entries(output.inputs)
+        .filter(([, input]) => input.bytesInOutput > 0)
+        .map(([path]) => path),
+    );
+  const entries = () =>
+    resources(synthesizeStack().template, "AWS::Lambda::Function")
+      .map((fn) => fn.Metadata[METADATA.entry])
+      .filter((entry): entry is string => typeof entry === "string");
+
+  beforeAll(async () => {
+    const unique = [...new Set(entries())];
+    expect(unique.length).toBeGreaterThan(1);
+    const { entryPoints: _, outfile: __, ...options } = esbuildOptions("", "");
+    const result = await build({
+      ...options,
+      entryPoints: unique.map((entry) => join(REPO_ROOT, entry)),
+      outdir: join(tmpdir(), "agentbus-bundling-test"),
+      write: false,
+      metafile: true,
+      logLevel: "error",
+    });
+    metafile = result.metafile;
+  }, 120_000);
+
+  it("hold neither the X-Ray SDK nor the Powertools Tracer", () => {
+    expect(bundled().filter((path) => /aws-xray-sdk|powertools\/tracer/.test(path))).toEqual([]);
+  });
+
+  it("hold zod's English messages only, not its other locales", () => {
+    const locales = new Set(
+      bundled()
+        .filter((path) => path.includes("zod/v4/locales/"))
+        .map((path) => path.replace(/.*\/locales\//, "")),
+    );
+    expect([...locales]).toEqual(["en.js"]);
+  });
+
+  it("import what they leave to the runtime only dynamically, never at init", () => {
+    const externals = Object.values(metafile.outputs).flatMap((output) =>
+      output.imports.filter((i) => i.external && !i.path.startsWith("node:")),
+    );
+    expect(externals.length).toBeGreaterThan(0);
+    for (const external of externals) {
+      expect(FUNCTION_BUNDLING.externalModules, external.path).toContain(external.path);
+      expect(external.kind, external.path).toBe("dynamic-import");
+    }
+  });
+});
+
+describe("NodejsFunction's own bundling", () => {
+  let outdir: string;
+  beforeAll(() => {
+    outdir = mkdtempSync(join(tmpdir(), "agentbus-cdk-bundle-"));
+  });
+  afterAll(() => rmSync(outdir, { recursive: true, force: true }));
+
+  it("gives the file the bench builds with esbuildOptions", async () => {
+    const entry = "functions/handlers/relay.ts";
+    const app = new App({ outdir, context: cdkJsonContext() });
+    new AgentBusFunction(new Stack(app, "Bundled"), "Relay", { kind: "relay", entry });
+    app.synth();
+    const [asset] = readdirSync(outdir).filter((name) => name.startsWith("asset."));
+    expect(asset).toBeDefined();
+    const byCdk = readFileSync(join(outdir, asset ?? "", "index.mjs"), "utf8");
+
+    const result = await build({
+      ...esbuildOptions(join(REPO_ROOT, entry), join(outdir, "bench", "index.mjs")),
+      write: false,
+      logLevel: "error",
+    });
+    const byBench = result.outputFiles.find((file) => file.path.endsWith("index.mjs"));
+    expect(byBench?.text).toBe(byCdk);
+  }, 120_000);
+});
