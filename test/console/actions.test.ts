@@ -234,9 +234,7 @@ describe("answerPost", () => {
     const location = "location" in answer ? answer.location : "";
     expect(location).toMatch(new RegExp(`^/runs/${RUN_ID}\\?flash=[\\w-]+$`));
     expect(flashOf(flashes, location)).toEqual({ kind: "sent", message: "run sent (event id E1)" });
-    expect(calls).toEqual([
-      ["run", RUN_ID, { kind: "reset", nodeId: "writing", reason: "r" }],
-    ]);
+    expect(calls).toEqual([["run", RUN_ID, { kind: "reset", nodeId: "writing", reason: "r" }]]);
   });
 
   it("shows bad input as refused without asking the stack; a failing stack as failed", async () => {
