@@ -94,6 +94,17 @@ export function sampledTrace(header: string | undefined) {
   return { root, parent };
 }
 
+/**
+ * The invocation's trace header with `Parent` set to `parent`, every other field kept: `Lineage`
+ * in particular, which Lambda's recursive loop detection follows through SQS.
+ */
+export function withParent(header: string, parent: string): string {
+  return header
+    .split(";")
+    .map((field) => (field.trim().startsWith("Parent=") ? `Parent=${parent}` : field))
+    .join(";");
+}
+
 /** `AWS_XRAY_DAEMON_ADDRESS`: `host:port`, or `udp:host:port tcp:host:port`. */
 export function daemonAddress(value: string | undefined) {
   const udp = (value ?? "").split(/\s+/).find((part) => !part.startsWith("tcp:")) ?? "";
@@ -103,11 +114,12 @@ export function daemonAddress(value: string | undefined) {
 
 function subsegmentMiddleware(env: TraceEnv, emit: (document: object) => void): Middleware {
   return (next, context) => async (args) => {
-    const trace = sampledTrace(env._X_AMZN_TRACE_ID);
-    if (!trace) return next(args);
+    const header = env._X_AMZN_TRACE_ID;
+    const trace = sampledTrace(header);
+    if (!header || !trace) return next(args);
     const id = randomBytes(8).toString("hex");
     const headers = args.request?.headers;
-    if (headers) headers["X-Amzn-Trace-Id"] = `Root=${trace.root};Parent=${id};Sampled=1`;
+    if (headers) headers["X-Amzn-Trace-Id"] = withParent(header, id);
     const start = Date.now() / 1000;
     const record = (metadata: Metadata | undefined, error?: unknown) =>
       emit({

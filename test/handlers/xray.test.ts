@@ -87,7 +87,7 @@ describe("X-Ray subsegments of SDK calls", () => {
     expect(document.id).toMatch(/^[0-9a-f]{16}$/);
     expect(document.end_time as number).toBeGreaterThanOrEqual(document.start_time as number);
     expect(document).not.toHaveProperty("fault");
-    expect(traceHeaders).toEqual([`Root=${ROOT};Parent=${document.id};Sampled=1`]);
+    expect(traceHeaders).toEqual([`Root=${ROOT};Parent=${document.id};Sampled=1;Lineage=a:1`]);
   });
 
   it("marks a throttled call as a throttled client error with its cause", async () => {
