@@ -107,3 +107,14 @@ export function agentOf(dagRole: string): ContentAgent {
 export function agentOutputSchema(dagRole: string): z.ZodType<Record<string, unknown>> {
   return CONTENT_ROLE_EVENTS[agentOf(dagRole).agent].output;
 }
+
+/** `output` checked against the output schema of a DAG role: the parsed value, or each issue. */
+export function checkOutput(
+  dagRole: string,
+  output: unknown,
+): { ok: true; value: Record<string, unknown> } | { ok: false; issues: string[] } {
+  const checked = agentOutputSchema(dagRole).safeParse(output);
+  if (checked.success) return { ok: true, value: checked.data };
+  const issues = checked.error.issues.map((i) => `${i.path.join(".") || "(output)"}: ${i.message}`);
+  return { ok: false, issues };
+}

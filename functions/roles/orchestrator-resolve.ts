@@ -2,7 +2,7 @@ import type { z } from "zod";
 import type { WorkflowResetRequestedPayload } from "../../schemas/events/workflow";
 import type { WorkflowResolveRequested } from "../../schemas/events/workflow-resolve";
 import { resetNode, resolveNode } from "../core/dag/resolve";
-import { agentOutputSchema } from "./content-workflows";
+import { checkOutput } from "./content-workflows";
 import { applyTransition } from "./orchestrator-apply";
 import {
   existing,
@@ -47,20 +47,18 @@ export async function resolve(
   const current = failedNode(context.state, run_id, node_id, "resolve");
   const def = definitionOf(current);
   const role = def.nodes.find((n) => n.id === node_id)?.role ?? "";
-  const checked = agentOutputSchema(role).safeParse(output);
-  if (!checked.success)
+  const checked = checkOutput(role, output);
+  if (!checked.ok)
     throw rejection(
       "resolve",
       run_id,
       node_id,
       "workflow.invalid_output",
-      `the output supplied for node ${node_id} (role ${role}) does not fit its schema: ${checked.error.issues
-        .map((i) => `${i.path.join(".") || "(output)"}: ${i.message}`)
-        .join("; ")}`,
+      `the output supplied for node ${node_id} (role ${role}) does not fit its schema: ${checked.issues.join("; ")}`,
     );
   const capacity = await context.capacityFor(def);
   const transition = refusing("resolve", run_id, node_id, () =>
-    resolveNode(current.run, def, node_id, checked.data, capacity),
+    resolveNode(current.run, def, node_id, checked.value, capacity),
   );
   return applyTransition(current, transition, context.event, context.leasing);
 }

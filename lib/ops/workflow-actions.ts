@@ -1,4 +1,4 @@
-import { agentOutputSchema } from "../../functions/roles/content-workflows";
+import { checkOutput } from "../../functions/roles/content-workflows";
 import { definitionOf, type OrchestratorState } from "../../functions/roles/orchestrator-state";
 import { MAX_RESOLVED_OUTPUT_BYTES } from "../../schemas/events/workflow-resolve";
 import type { OperatorCommand } from "./operator-command";
@@ -65,10 +65,9 @@ export function outputProblem(
     return `the output is ${size} bytes of JSON; at most ${MAX_RESOLVED_OUTPUT_BYTES} fit in a command`;
   const role = definitionOf(state).nodes.find((n) => n.id === nodeId)?.role;
   if (role === undefined) return `node ${nodeId} has no role in workflow ${state.workflow}`;
-  const checked = agentOutputSchema(role).safeParse(output);
-  if (checked.success) return undefined;
-  const issues = checked.error.issues.map((i) => `${i.path.join(".") || "(output)"}: ${i.message}`);
-  return `the output does not fit node ${nodeId} (role ${role}): ${issues.join("; ")}`;
+  const checked = checkOutput(role, output);
+  if (checked.ok) return undefined;
+  return `the output does not fit node ${nodeId} (role ${role}): ${checked.issues.join("; ")}`;
 }
 
 /**
