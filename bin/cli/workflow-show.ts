@@ -30,16 +30,9 @@ export function printRun(stored: StoredState<OrchestratorState>): void {
   out(`  revision    ${stored.revision} (stream version ${stored.version})`);
   out();
   const rows = nodeOrder(stored.data).map((id) => [id, run.nodes[id] as NodeRun] as const);
-  const leases = stored.data.leases ?? {};
-  const stateText = (id: string, node: NodeRun) => {
-    const lease = node.state === "RUNNING" ? leases[id] : undefined;
-    if (!lease) return node.state;
-    const again = lease.redeliveries ? `, sent ${lease.redeliveries + 1}x` : "";
-    return `RUNNING (${lease.started ? "started" : "queued"}${again})`;
-  };
   const cells = rows.map(([id, node]) => [
     id,
-    stateText(id, node),
+    node.state,
     String(node.attempt),
     node.assigned_generation === undefined ? "-" : String(node.assigned_generation),
     node.error ? `${node.error.code}: ${node.error.message.split("\n")[0]}` : "",
@@ -54,6 +47,15 @@ export function printRun(stored: StoredState<OrchestratorState>): void {
   out("nodes");
   out(line(header));
   for (const row of cells) out(line(row));
+  const leases = Object.entries(stored.data.leases ?? {});
+  if (leases.length) {
+    out();
+    out("leases (RUNNING nodes)");
+    for (const [id, lease] of leases) {
+      const again = lease.redeliveries ? `, sent again ${lease.redeliveries}x` : "";
+      out(`  ${id}  ${lease.started ? "started" : "queued"}${again}, until ${lease.expires_at}`);
+    }
+  }
   if (held.length) {
     out();
     out("held back");
