@@ -66,6 +66,13 @@ export type Envelope<P = unknown> = Omit<z.output<typeof EnvelopeBase>, "payload
   payload: P;
 };
 
+const encoder = new TextEncoder();
+
+/** The UTF-8 size of a text. */
+export function utf8Bytes(text: string): number {
+  return encoder.encode(text).length;
+}
+
 export function envelopeBytes(value: unknown): number {
-  return new TextEncoder().encode(JSON.stringify(value)).length;
+  return utf8Bytes(JSON.stringify(value));
 }

@@ -3,8 +3,8 @@ import {
   type Envelope,
   EnvelopeBase,
   type EnvelopeInput,
-  envelopeBytes,
   MAX_ENVELOPE_BYTES,
+  utf8Bytes,
 } from "./envelope";
 
 /** The topics (one EventBridge bus each). Commands ask for work; events record facts. */
@@ -33,7 +33,10 @@ export type ParseResult =
 /** Event types, their payload schemas and schema versions, in one place. */
 export class EventRegistry {
   private readonly byKey = new Map<string, EventTypeDefinition>();
+  /** Full envelope schemas, built on first use: building all of them would slow every cold start. */
   private readonly schemas = new Map<string, z.ZodType>();
+  /** Each type's definitions, newest schema version first. */
+  private readonly byType = new Map<string, EventTypeDefinition[]>();
 
   define<P extends z.ZodType>(definition: EventTypeDefinition<P>): EventTypeDefinition<P> {
     const key = `${definition.type}@${definition.schemaVersion}`;
@@ -44,13 +47,10 @@ export class EventRegistry {
         `event type name ${JSON.stringify(definition.type)} ${typeCheck.error.issues[0]?.message}`,
       );
     this.byKey.set(key, definition);
-    this.schemas.set(
-      key,
-      EnvelopeBase.extend({
-        event_type: z.literal(definition.type),
-        schema_version: z.literal(definition.schemaVersion),
-        payload: definition.payload,
-      }),
+    const versions = [...(this.byType.get(definition.type) ?? []), definition];
+    this.byType.set(
+      definition.type,
+      versions.sort((a, b) => b.schemaVersion - a.schemaVersion),
     );
     return definition;
   }
@@ -60,7 +60,15 @@ export class EventRegistry {
   }
 
   has(type: string): boolean {
-    return this.definitions().some((d) => d.type === type);
+    return this.byType.has(type);
+  }
+
+  /** The definition of `type` at `schemaVersion`, or its newest one when no version is named. */
+  find(type: string, schemaVersion?: number): EventTypeDefinition | undefined {
+    const versions = this.byType.get(type);
+    return schemaVersion === undefined
+      ? versions?.[0]
+      : versions?.find((d) => d.schemaVersion === schemaVersion);
   }
 
   definitions(): EventTypeDefinition[] {
@@ -69,63 +77,38 @@ export class EventRegistry {
 
   /** The full envelope schema of one type and version (for JSON Schema export). */
   envelopeSchema(type: string, schemaVersion: number): z.ZodType | undefined {
-    return this.schemas.get(`${type}@${schemaVersion}`);
+    return this.schemaOf(`${type}@${schemaVersion}`);
   }
 
-  /** Validate an untrusted message: size, envelope, known type and version, payload. */
+  private schemaOf(key: string): z.ZodType | undefined {
+    const built = this.schemas.get(key);
+    if (built) return built;
+    const definition = this.byKey.get(key);
+    if (!definition) return undefined;
+    const schema = EnvelopeBase.extend({
+      event_type: z.literal(definition.type),
+      schema_version: z.literal(definition.schemaVersion),
+      payload: definition.payload,
+    });
+    this.schemas.set(key, schema);
+    return schema;
+  }
+
+  /**
+   * Validate an untrusted message: size, envelope, known type and version, payload. A valid
+   * message is validated once, by its type's full schema; the envelope alone is checked again
+   * only to word the error of an invalid one.
+   */
   parse(raw: unknown): ParseResult {
     const eventId = pickEventId(raw);
-    let size: number;
-    try {
-      size = envelopeBytes(raw);
-    } catch (error) {
-      // JSON.stringify gives up on a value nested thousands of levels deep (or with a cycle).
-      return {
-        ok: false,
-        code: "envelope.invalid",
-        message: `envelope cannot be serialized: ${error instanceof Error ? error.message : String(error)}`,
-        eventId,
-      };
-    }
-    if (size > MAX_ENVELOPE_BYTES) {
-      return {
-        ok: false,
-        code: "envelope.too_large",
-        message: `envelope is ${size} bytes, limit ${MAX_ENVELOPE_BYTES}`,
-        eventId,
-      };
-    }
-    const base = EnvelopeBase.safeParse(raw);
-    if (!base.success) {
-      return { ok: false, code: "envelope.invalid", message: describeIssues(base.error), eventId };
-    }
-    const definition = this.get(base.data.event_type, base.data.schema_version);
-    if (!definition) {
-      const known = this.definitions().filter((d) => d.type === base.data.event_type);
-      return known.length === 0
-        ? {
-            ok: false,
-            code: "envelope.unknown_type",
-            message: `unknown event type ${base.data.event_type}`,
-            eventId,
-          }
-        : {
-            ok: false,
-            code: "envelope.unsupported_version",
-            message: `${base.data.event_type} schema_version ${base.data.schema_version} is not supported (known: ${known.map((d) => d.schemaVersion).join(", ")})`,
-            eventId,
-          };
-    }
-    const full = this.schemas.get(`${definition.type}@${definition.schemaVersion}`)?.safeParse(raw);
-    if (!full?.success) {
-      return {
-        ok: false,
-        code: "envelope.invalid_payload",
-        message: full ? describeIssues(full.error) : "no schema",
-        eventId,
-      };
-    }
+    const sizeProblem = sizeProblemOf(raw);
+    if (sizeProblem) return { ok: false, ...sizeProblem, eventId };
+    const schema = this.schemaOf(typeKeyOf(raw));
+    const full = schema?.safeParse(raw);
+    if (!full?.success) return { ok: false, ...this.problemOf(raw, full?.error), eventId };
     const data = full.data as z.output<typeof EnvelopeBase>;
+    const definition = this.byKey.get(`${data.event_type}@${data.schema_version}`);
+    if (!definition) throw new Error(`no definition beside the schema of ${data.event_type}`);
     if (definition.sequenced !== data.aggregate.version > 0) {
       return {
         ok: false,
@@ -136,9 +119,65 @@ export class EventRegistry {
         eventId,
       };
     }
-    const envelope: Envelope = { ...data, order_key: data.order_key ?? data.aggregate.id };
+    const envelope: Envelope =
+      data.order_key === undefined ? { ...data, order_key: data.aggregate.id } : (data as Envelope);
     return { ok: true, envelope, definition };
   }
+
+  /** Why a message that its type's schema rejected (or whose type is unknown) is invalid. */
+  private problemOf(raw: unknown, payloadError: z.ZodError | undefined): Problem {
+    const base = EnvelopeBase.safeParse(raw);
+    if (!base.success) return { code: "envelope.invalid", message: describeIssues(base.error) };
+    if (payloadError)
+      return { code: "envelope.invalid_payload", message: describeIssues(payloadError) };
+    const { event_type: type, schema_version: version } = base.data;
+    const known = this.byType.get(type) ?? [];
+    return known.length === 0
+      ? { code: "envelope.unknown_type", message: `unknown event type ${type}` }
+      : {
+          code: "envelope.unsupported_version",
+          message: `${type} schema_version ${version} is not supported (known: ${known
+            .map((d) => d.schemaVersion)
+            .reverse()
+            .join(", ")})`,
+        };
+  }
+}
+
+interface Problem {
+  readonly code: string;
+  readonly message: string;
+}
+
+/** The registry key a raw message names (`type@version`), or "" when it names none. */
+function typeKeyOf(raw: unknown): string {
+  if (!raw || typeof raw !== "object") return "";
+  const { event_type: type, schema_version: version } = raw as Record<string, unknown>;
+  return typeof type === "string" && typeof version === "number" ? `${type}@${version}` : "";
+}
+
+/**
+ * A message too large or that cannot be serialized. UTF-8 takes at most 3 bytes per UTF-16 code
+ * unit, so the bytes are counted only when the JSON text is long enough to possibly exceed the limit.
+ */
+function sizeProblemOf(raw: unknown): Problem | undefined {
+  let size: number;
+  try {
+    const text = JSON.stringify(raw) ?? "";
+    size = text.length * 3 <= MAX_ENVELOPE_BYTES ? text.length : utf8Bytes(text);
+  } catch (error) {
+    // JSON.stringify gives up on a value nested thousands of levels deep (or with a cycle).
+    return {
+      code: "envelope.invalid",
+      message: `envelope cannot be serialized: ${error instanceof Error ? error.message : String(error)}`,
+    };
+  }
+  return size > MAX_ENVELOPE_BYTES
+    ? {
+        code: "envelope.too_large",
+        message: `envelope is ${size} bytes, limit ${MAX_ENVELOPE_BYTES}`,
+      }
+    : undefined;
 }
 
 function pickEventId(raw: unknown): string | undefined {

@@ -36,7 +36,7 @@ export function buildEmitted(
 ): Envelope[] {
   return specs.map((spec, index) => {
     const definition = pickDefinition(spec, deps);
-    const candidate = {
+    const candidate: Record<string, unknown> = {
       event_id: deps.ids.next(),
       event_type: definition.type,
       schema_version: definition.schemaVersion,
@@ -44,16 +44,18 @@ export function buildEmitted(
       correlation_id: cause?.correlation_id ?? root?.correlationId,
       causation_id: cause?.event_id ?? null,
       task_id: spec.taskId ?? cause?.task_id ?? root?.taskId,
-      conversation_id: spec.conversationId ?? cause?.conversation_id ?? root?.conversationId,
-      aggregate: { ...stream, version: headVersion + index + 1 },
+      aggregate: { type: stream.type, id: stream.id, version: headVersion + index + 1 },
       order_key: spec.orderKey ?? stream.id,
       producer,
       attempt: 1,
-      expires_at: spec.expiresAt,
-      input_version: spec.inputVersion,
       payload: spec.payload,
     };
-    const parsed = deps.registry.parse(JSON.parse(JSON.stringify(candidate)));
+    // Optional fields are left out rather than set to undefined, as a JSON round trip would.
+    const conversationId = spec.conversationId ?? cause?.conversation_id ?? root?.conversationId;
+    if (conversationId !== undefined) candidate.conversation_id = conversationId;
+    if (spec.expiresAt !== undefined) candidate.expires_at = spec.expiresAt;
+    if (spec.inputVersion !== undefined) candidate.input_version = spec.inputVersion;
+    const parsed = deps.registry.parse(candidate);
     if (!parsed.ok) {
       throw new PermanentError(
         "emit.invalid",
@@ -106,10 +108,7 @@ function newestOrNamed(
   spec: EmitSpec,
   deps: Pick<ConsumerDeps, "registry">,
 ): EventTypeDefinition | undefined {
-  const candidates = deps.registry.definitions().filter((d) => d.type === spec.type);
-  return spec.schemaVersion === undefined
-    ? candidates.sort((a, b) => b.schemaVersion - a.schemaVersion)[0]
-    : candidates.find((d) => d.schemaVersion === spec.schemaVersion);
+  return deps.registry.find(spec.type, spec.schemaVersion);
 }
 
 function pickDefinition(spec: EmitSpec, deps: Pick<ConsumerDeps, "registry">): EventTypeDefinition {

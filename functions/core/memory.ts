@@ -21,6 +21,18 @@ import type {
 import { systemClock } from "./runtime";
 
 const key = (ref: AggregateRef) => `${ref.type}#${ref.id}`;
+
+/**
+ * Freezes a value and everything it holds, in place, and returns it. What the store keeps is
+ * immutable, so reads hand out the stored values themselves instead of copies: a caller that
+ * tried to change one would fail loudly, as it would have changed nothing stored in DynamoDB.
+ */
+export function deepFreeze<T>(value: T): T {
+  if (value === null || typeof value !== "object" || Object.isFrozen(value)) return value;
+  Object.freeze(value);
+  for (const child of Object.values(value)) deepFreeze(child);
+  return value;
+}
 const MAX_TRANSACTION_ACTIONS = 100;
 
 /**
@@ -57,7 +69,7 @@ export class InMemoryEventStore
     return {
       inboxHit: live,
       checkpoint,
-      state: structuredClone(this.states.get(key(request.state))),
+      state: this.states.get(key(request.state)),
     };
   }
 
@@ -66,8 +78,7 @@ export class InMemoryEventStore
     const events = [...(this.streams.get(key(stream))?.values() ?? [])];
     return events
       .filter((e) => e.aggregate.version >= from && e.aggregate.version <= to)
-      .sort((x, y) => x.aggregate.version - y.aggregate.version)
-      .map((e) => structuredClone(e));
+      .sort((x, y) => x.aggregate.version - y.aggregate.version);
   }
 
   async commit(request: CommitRequest): Promise<void> {
@@ -139,10 +150,7 @@ export class InMemoryEventStore
 
   private apply(request: CommitRequest): void {
     if (request.inbox)
-      this.inbox.set(
-        `${request.inbox.group}#${request.inbox.eventId}`,
-        structuredClone(request.inbox),
-      );
+      this.inbox.set(`${request.inbox.group}#${request.inbox.eventId}`, deepFreeze(request.inbox));
     if (request.checkpoint) {
       const { group, stream, to } = request.checkpoint;
       this.checkpoints.set(`${group}#${key(stream)}`, to);
@@ -151,26 +159,30 @@ export class InMemoryEventStore
     for (const event of request.append ?? []) {
       const k = key(event.aggregate);
       if (!this.streams.has(k)) this.streams.set(k, new Map());
-      this.streams.get(k)?.set(event.aggregate.version, structuredClone(event));
-      this.log.push(structuredClone(event));
+      const stored = deepFreeze(event);
+      this.streams.get(k)?.set(event.aggregate.version, stored);
+      this.log.push(stored);
     }
   }
 
   private applyState(state: NonNullable<CommitRequest["state"]>): void {
     const previous = this.states.get(key(state.aggregate));
-    this.states.set(key(state.aggregate), {
-      aggregate: state.aggregate,
-      revision: (previous?.revision ?? 0) + 1,
-      version: state.version,
-      data: structuredClone(state.next),
-    });
+    this.states.set(
+      key(state.aggregate),
+      deepFreeze({
+        aggregate: state.aggregate,
+        revision: (previous?.revision ?? 0) + 1,
+        version: state.version,
+        data: state.next,
+      }),
+    );
     if (typeof state.dueAt === "string")
       this.dueIndex.set(key(state.aggregate), {
         aggregate: { ...state.aggregate },
         dueAt: state.dueAt,
       });
     else this.dueIndex.delete(key(state.aggregate));
-    if (state.summary) this.summaries.set(key(state.aggregate), structuredClone(state.summary));
+    if (state.summary) this.summaries.set(key(state.aggregate), deepFreeze(state.summary));
     else this.summaries.delete(key(state.aggregate));
   }
 
@@ -188,7 +200,7 @@ export class InMemoryEventStore
       const state = this.states.get(key(ref));
       if (!state) return [];
       const dueAt = this.dueIndex.get(key(ref))?.dueAt;
-      return [{ ...structuredClone(state), ...(dueAt ? { dueAt } : {}) }];
+      return [{ ...state, ...(dueAt ? { dueAt } : {}) }];
     });
   }
 
