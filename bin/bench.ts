@@ -4,6 +4,7 @@ import { silenceNodeVersionWarning } from "../lib/local/warnings";
 import { type BundlesResult, bundlesSummary, runBundlesSection } from "./bench/bundles";
 import { type DynamoResult, type Measured, runDynamoSection } from "./bench/dynamo";
 import { type LocalResult, runLocalSection, stopLocalSection } from "./bench/local";
+import { type RolesResult, rolesSummary, runRolesSection, stopRolesSection } from "./bench/roles";
 import { fmt, fmtInt } from "./bench/stats";
 import { runThroughputSection, type ThroughputResult } from "./bench/throughput";
 
@@ -16,7 +17,10 @@ import { runThroughputSection, type ThroughputResult } from "./bench/throughput"
  *    conversation, vs the emulator's own latency for each hop; calls/s and CPU, idle and loaded.
  * 4. Every Lambda bundle as `cdk deploy` builds it: size and init time, vs the bundling before
  *    and vs leaving the SDK to the runtime.
- * `npm run bench -- local` runs section 3 alone, `npm run bench -- bundles` section 4.
+ * 5. DynamoDB calls and capacity units per delivery of every consumer group while the local stack
+ *    plays the reference scenario, beside the commit minimum and the Powertools baseline.
+ * `npm run bench -- local` runs section 3 alone, `npm run bench -- bundles` section 4,
+ * `npm run bench -- roles` sections 2 and 5.
  * No figure is hard-coded and nothing asserts speed; the run fails only when something breaks.
  */
 
@@ -39,6 +43,7 @@ async function stopMoto(): Promise<void> {
   moto = undefined;
   if (server) await server.stop();
   await stopLocalSection();
+  await stopRolesSection();
 }
 
 for (const [signal, code] of [
@@ -56,7 +61,9 @@ async function main(): Promise<void> {
   out(
     `AgentBus benchmark — Node ${process.version}, ${process.platform}/${process.arch}, ${availableParallelism()} CPUs, load average ${fmt(load, 1)} at start${load > availableParallelism() ? " (a busy machine: expect wide spreads)" : ""}`,
   );
-  const only = (["local", "bundles"] as const).find((s) => process.argv.slice(2).includes(s));
+  const only = (["local", "bundles", "roles"] as const).find((s) =>
+    process.argv.slice(2).includes(s),
+  );
   // Fail before the long in-memory section when sections 2 and 3 cannot run.
   if (only !== "bundles" && !motoAvailable()) {
     throw new SetupError(
@@ -65,7 +72,11 @@ async function main(): Promise<void> {
   }
   if (only) {
     const line =
-      only === "local" ? localSummary(await runLocal()) : bundlesSummary(await runBundles());
+      only === "local"
+        ? localSummary(await runLocal())
+        : only === "roles"
+          ? rolesSummary(await runRoles(await runDynamo()))
+          : bundlesSummary(await runBundles());
     heading("Summary");
     out(line);
     out();
@@ -81,11 +92,13 @@ async function main(): Promise<void> {
   const dynamo = await runDynamo();
   const local = await runLocal();
   const bundles = await runBundles();
+  const roles = await runRoles(dynamo);
 
   heading("Summary");
   for (const line of summary(throughput, dynamo)) out(line);
   out(localSummary(local));
   out(bundlesSummary(bundles));
+  out(rolesSummary(roles));
   out();
   out(`done in ${fmt((performance.now() - started) / 1000, 1)} s`);
 }
@@ -137,6 +150,14 @@ async function runBundles(): Promise<BundlesResult> {
   const bundles = await runBundlesSection(out);
   out(`section 4 took ${fmt((performance.now() - mark) / 1000, 1)} s`);
   return bundles;
+}
+
+async function runRoles(dynamo: DynamoResult): Promise<RolesResult> {
+  heading("5. DynamoDB cost per delivery of each consumer group, in the reference scenario");
+  const mark = performance.now();
+  const roles = await runRolesSection(out, dynamo);
+  out(`section 5 took ${fmt((performance.now() - mark) / 1000, 1)} s (moto start included)`);
+  return roles;
 }
 
 function localSummary(local: LocalResult): string {

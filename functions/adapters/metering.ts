@@ -36,6 +36,8 @@ export interface MeterSnapshot {
 
 export interface Meter {
   snapshot(): MeterSnapshot;
+  /** What was counted inside each scope (inMeterScope), by scope. */
+  byScope(): Record<string, MeterSnapshot>;
   reset(): void;
 }
 
@@ -62,34 +64,69 @@ const meters = new WeakMap<object, Meter>();
 export function meter(client: MeterableClient): Meter {
   const existing = meters.get(client.middlewareStack);
   if (existing) return existing;
-  let calls: Record<string, number> = {};
-  let writeUnits = 0;
-  let readUnits = 0;
+  let total = new Tally();
+  let scopes = new Map<string, Tally>();
+  const tallies = (): Tally[] => {
+    const scope = meterScopes.getStore();
+    if (scope === undefined) return [total];
+    const tally = scopes.get(scope) ?? new Tally();
+    scopes.set(scope, tally);
+    return [total, tally];
+  };
   const middleware: MeterMiddleware = (next, context) => async (args) => {
     const operation = (context.commandName ?? "Unknown").replace(/Command$/, "");
-    calls[operation] = (calls[operation] ?? 0) + 1;
+    const counted = tallies();
+    for (const t of counted) t.calls[operation] = (t.calls[operation] ?? 0) + 1;
     try {
       const result = await next(args);
       const usage = capacity(operation, args.input, result.output);
-      writeUnits += usage.write;
-      readUnits += usage.read;
+      for (const t of counted) t.add(usage.write, usage.read);
       return result;
     } catch (error) {
-      if (failedCondition(error)) writeUnits += estimateWrites(operation, args.input, undefined);
+      if (failedCondition(error)) {
+        const write = estimateWrites(operation, args.input, undefined);
+        for (const t of counted) t.add(write, 0);
+      }
       throw error;
     }
   };
   client.middlewareStack.add(middleware, { step: "build", name: MIDDLEWARE_NAME, override: true });
   const created: Meter = {
-    snapshot: () => ({ calls: { ...calls }, writeUnits, readUnits }),
+    snapshot: () => total.snapshot(),
+    byScope: () =>
+      Object.fromEntries([...scopes].map(([scope, tally]) => [scope, tally.snapshot()])),
     reset: () => {
-      calls = {};
-      writeUnits = 0;
-      readUnits = 0;
+      total = new Tally();
+      scopes = new Map();
     },
   };
   meters.set(client.middlewareStack, created);
   return created;
+}
+
+/** What one meter (or one scope of it) has counted. */
+class Tally {
+  readonly calls: Record<string, number> = {};
+  writeUnits = 0;
+  readUnits = 0;
+  add(write: number, read: number): void {
+    this.writeUnits += write;
+    this.readUnits += read;
+  }
+  snapshot(): MeterSnapshot {
+    return { calls: { ...this.calls }, writeUnits: this.writeUnits, readUnits: this.readUnits };
+  }
+}
+
+const meterScopes = new AsyncLocalStorage<string>();
+
+/**
+ * Runs `work` with every metered call made inside it (and in what it awaits) counted under
+ * `scope` as well as in the meter's total: the local runtime runs each invocation in the scope of
+ * its consumer group, so one meter on shared clients tells the groups' calls apart.
+ */
+export function inMeterScope<T>(scope: string, work: () => T): T {
+  return meterScopes.run(scope, work);
 }
 
 const WRITES = new Set([

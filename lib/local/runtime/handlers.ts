@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { inMeterScope } from "../../../functions/adapters/metering";
 import type { ConsumeResult } from "../../../functions/core/pipeline";
 import type { ConsumerFailure, ConsumerObserver } from "../../../functions/handlers/consumer";
 import type { AwsClients, LocalFunction } from "../deploy";
@@ -27,7 +28,7 @@ export async function loadHandler(fn: LocalFunction, options: HandlerOptions): P
     throw new Error(`${fn.entry} does not export create(options)`);
   const group = fn.group ?? fn.name;
   const report = options.onEvent ?? (() => {});
-  return module.create({
+  const invoke = module.create({
     ...options.services,
     env: { ...fn.environment, ...options.envOverrides },
     dynamodb: options.clients.dynamodb,
@@ -39,6 +40,8 @@ export async function loadHandler(fn: LocalFunction, options: HandlerOptions): P
     } satisfies ConsumerObserver,
     onReport: (r: unknown) => report(handlerReport(fn, group, r)),
   });
+  // A meter on the shared clients (functions/adapters/metering) counts each call under its group.
+  return (event: unknown) => inMeterScope(group, () => invoke(event));
 }
 
 /** What a handler's report is, by the function's kind. */

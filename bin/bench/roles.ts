@@ -1,0 +1,236 @@
+import { type MeterSnapshot, meter } from "../../functions/adapters/metering";
+import type { Step } from "../../functions/core/pipeline";
+import { hasConversation, runConversationScenario } from "../../lib/local/conversation";
+import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
+import type { RuntimeEvent } from "../../lib/local/runtime";
+import { runScenario } from "../../lib/local/scenario";
+import type { DynamoResult, Measured } from "./dynamo";
+import { fmt, fmtInt, renderTable } from "./stats";
+
+/**
+ * `npm run bench` section 5: DynamoDB calls and capacity units per consumed event of every
+ * consumer group, metered while the local stack plays the reference scenario as `npm start`
+ * plays it (tasks, content-production workflows, customer-support conversations, with their
+ * duplicates, gap repairs and poison message). Beside each group: the least its commits could
+ * cost (one write of one item when nothing is emitted, one transaction of 1 + N items when N
+ * events are, one read per delivery) and the Powertools baseline of section 2 applied to the same
+ * steps.
+ */
+
+export interface RoleCost {
+  readonly group: string;
+  /** Deliveries the group handled (consumed or failed). */
+  readonly deliveries: number;
+  /** Events applied, discarded, rejected or found duplicate, gap repairs included. */
+  readonly steps: number;
+  readonly emitted: number;
+  readonly metered: MeterSnapshot;
+  readonly minimum: { readonly writeUnits: number; readonly readUnits: number };
+  readonly baseline: {
+    readonly calls: number;
+    readonly writeUnits: number;
+    readonly readUnits: number;
+  };
+}
+
+export interface RolesResult {
+  readonly roles: readonly RoleCost[];
+  readonly seconds: number;
+}
+
+interface GroupTally {
+  deliveries: number;
+  steps: Step[];
+}
+
+type Out = (line?: string) => void;
+
+let running: LocalEnvironment | undefined;
+
+/** Stops the stack this section started (on Ctrl-C or a failure). */
+export async function stopRolesSection(): Promise<void> {
+  const env = running;
+  running = undefined;
+  await env?.stop();
+}
+
+export async function runRolesSection(out: Out, dynamo: DynamoResult): Promise<RolesResult> {
+  const tallies = new Map<string, GroupTally>();
+  const tally = (group: string) => {
+    const known = tallies.get(group);
+    if (known) return known;
+    const fresh: GroupTally = { deliveries: 0, steps: [] };
+    tallies.set(group, fresh);
+    return fresh;
+  };
+  const onEvent = (event: RuntimeEvent) => {
+    if (event.kind === "consumed") {
+      const t = tally(event.group);
+      t.deliveries++;
+      t.steps.push(...event.result.steps);
+    } else if (event.kind === "consume-failed") tally(event.group).deliveries++;
+  };
+  const started = performance.now();
+  running = await startLocal({ onEvent });
+  const env = running;
+  try {
+    const dynamoMeter = meter(env.clients.dynamodb);
+    dynamoMeter.reset();
+    out(`local stack on ${env.endpoint}: playing the reference scenario, metered per group`);
+    await runScenario(env);
+    if (hasConversation(env)) await runConversationScenario(env);
+    await env.runtime.idle();
+    const byScope = dynamoMeter.byScope();
+    const baseline = perStepBaseline(dynamo);
+    const roles = [...tallies]
+      .filter(([group]) => byScope[group])
+      .map(([group, t]) => roleCost(group, t, byScope[group] as MeterSnapshot, baseline))
+      .sort((a, b) => a.group.localeCompare(b.group));
+    printRoles(out, roles);
+    return { roles, seconds: (performance.now() - started) / 1000 };
+  } finally {
+    await stopRolesSection();
+  }
+}
+
+interface StepCost {
+  readonly calls: number;
+  readonly writeUnits: number;
+  readonly readUnits: number;
+}
+
+/** Section 2's baseline per event: sequenced, unsequenced, and the cost of one emitted event. */
+interface BaselineModel {
+  readonly sequenced: StepCost;
+  readonly unsequenced: StepCost;
+  readonly perEmitted: StepCost;
+  readonly duplicate: StepCost;
+}
+
+function perEvent(m: Measured): StepCost {
+  const calls = Object.values(m.calls).reduce((a, b) => a + b, 0);
+  return {
+    calls: calls / m.events,
+    writeUnits: m.writeUnits / m.events,
+    readUnits: m.readUnits / m.events,
+  };
+}
+
+function perStepBaseline(dynamo: DynamoResult): BaselineModel {
+  const find = (prefix: string) => {
+    const found = dynamo.cases.find((c) => c.name.startsWith(prefix));
+    if (!found) throw new Error(`section 2 has no case "${prefix}"`);
+    return perEvent(found.baseline);
+  };
+  const sequenced = find("sequenced lifecycle event");
+  const emitting = find("event emitting 1 follow-up");
+  return {
+    sequenced,
+    unsequenced: find("unsequenced feedback event"),
+    duplicate: find("redelivered feedback, duplicate"),
+    perEmitted: {
+      calls: emitting.calls - sequenced.calls,
+      writeUnits: emitting.writeUnits - sequenced.writeUnits,
+      readUnits: emitting.readUnits - sequenced.readUnits,
+    },
+  };
+}
+
+function roleCost(
+  group: string,
+  t: GroupTally,
+  metered: MeterSnapshot,
+  model: BaselineModel,
+): RoleCost {
+  let minWrites = 0;
+  let minReads = t.deliveries;
+  let calls = 0;
+  let writeUnits = 0;
+  let readUnits = 0;
+  let emitted = 0;
+  for (const step of t.steps) {
+    const n = step.emitted.length;
+    emitted += n;
+    // A gap repair reads the stream once more; the delivered event's read is counted per delivery.
+    if (step.repaired) minReads++;
+    if (step.status !== "duplicate") minWrites += n === 0 ? 1 : 2 * (1 + n);
+    const base =
+      step.status === "duplicate"
+        ? model.duplicate
+        : step.version > 0
+          ? model.sequenced
+          : model.unsequenced;
+    calls += base.calls + n * model.perEmitted.calls;
+    writeUnits += base.writeUnits + n * model.perEmitted.writeUnits;
+    readUnits += base.readUnits + n * model.perEmitted.readUnits;
+  }
+  return {
+    group,
+    deliveries: t.deliveries,
+    steps: t.steps.length,
+    emitted,
+    metered,
+    minimum: { writeUnits: minWrites, readUnits: minReads },
+    baseline: { calls, writeUnits, readUnits },
+  };
+}
+
+function printRoles(out: Out, roles: readonly RoleCost[]): void {
+  const per = (value: number, r: RoleCost) => fmt(value / Math.max(1, r.deliveries), 2);
+  const callsOf = (m: MeterSnapshot) => Object.values(m.calls).reduce((a, b) => a + b, 0);
+  const lines = renderTable(
+    [
+      "group",
+      "deliveries",
+      "steps",
+      "emitted",
+      "calls/ev",
+      "base calls/ev",
+      "WU/ev",
+      "min WU/ev",
+      "base WU/ev",
+      "RU/ev",
+      "min RU/ev",
+      "base RU/ev",
+      "calls by operation",
+    ],
+    roles.map((r) => [
+      r.group,
+      fmtInt(r.deliveries),
+      fmtInt(r.steps),
+      fmtInt(r.emitted),
+      per(callsOf(r.metered), r),
+      per(r.baseline.calls, r),
+      per(r.metered.writeUnits, r),
+      per(r.minimum.writeUnits, r),
+      per(r.baseline.writeUnits, r),
+      per(r.metered.readUnits, r),
+      per(r.minimum.readUnits, r),
+      per(r.baseline.readUnits, r),
+      Object.entries(r.metered.calls)
+        .sort((a, b) => b[1] - a[1])
+        .map(([op, n]) => `${op} ${n}`)
+        .join(", "),
+    ]),
+    ["l", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "l"],
+  );
+  for (const line of lines) out(line);
+  out();
+  out(
+    "Per delivery (a message the group's queue handed out, failures included). steps: events the deliveries applied, discarded, rejected or found duplicate, gap repairs included. min: the least a commit can cost for the same steps with items up to 1 KB: one write of one item (1 WU) when a step emits nothing, one transaction of 1 + N items (2 WU each) when it emits N, one strongly consistent read per delivery and per gap repair, a duplicate no write. base: section 2's Powertools baseline per event (sequenced, unsequenced, duplicate, plus its measured cost per emitted event) applied to the same steps. Calls and units the groups make besides their commits (the sender's side-effect keys, an agent's lookups) are in the metered figures, not in min or base.",
+  );
+}
+
+export function rolesSummary(result: RolesResult): string {
+  const worst = [...result.roles].sort(
+    (a, b) =>
+      b.metered.writeUnits / Math.max(1, b.minimum.writeUnits) -
+      a.metered.writeUnits / Math.max(1, a.minimum.writeUnits),
+  )[0];
+  const total = (f: (r: RoleCost) => number) => result.roles.reduce((n, r) => n + f(r), 0);
+  const deliveries = total((r) => r.deliveries);
+  const wu = total((r) => r.metered.writeUnits);
+  const min = total((r) => r.minimum.writeUnits);
+  const base = total((r) => r.baseline.writeUnits);
+  return `5. Over the reference scenario's ${fmtInt(deliveries)} deliveries to ${result.roles.length} groups: ${fmt(wu / deliveries, 2)} WU per delivery metered, ${fmt(min / deliveries, 2)} the commit minimum, ${fmt(base / deliveries, 2)} the Powertools baseline; furthest above its minimum: ${worst?.group ?? "-"} (${fmt((worst?.metered.writeUnits ?? 0) / Math.max(1, worst?.minimum.writeUnits ?? 1), 1)}×).`;
+}
