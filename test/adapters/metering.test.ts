@@ -13,7 +13,7 @@ import {
 } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TableNames } from "../../functions/adapters/dynamodb/tables";
-import { itemSize, meter } from "../../functions/adapters/metering";
+import { inMeterScope, itemSize, meter } from "../../functions/adapters/metering";
 import { emulator } from "../support/aws";
 import { newUlid } from "../support/factories";
 import { createTables, deleteTables } from "../support/tables";
@@ -153,6 +153,31 @@ describe("meter", () => {
       writeUnits: 0,
       readUnits: 0,
     });
+    sqs.destroy();
+  });
+
+  it("counts the calls made inside a scope apart, and every call in the total", async () => {
+    const sqs = new SQSClient(emulator());
+    const m = meter(sqs);
+    const { QueueUrl } = await sqs.send(
+      new CreateQueueCommand({ QueueName: `meter-${newUlid().toLowerCase()}` }),
+    );
+    const send = (body: string) =>
+      sqs.send(new SendMessageCommand({ QueueUrl, MessageBody: body }));
+    await Promise.all([
+      inMeterScope("router", async () => {
+        await send("a");
+        await send("b");
+      }),
+      inMeterScope("sender", () => send("c")),
+    ]);
+    expect(m.byScope()).toEqual({
+      router: { calls: { SendMessage: 2 }, writeUnits: 0, readUnits: 0 },
+      sender: { calls: { SendMessage: 1 }, writeUnits: 0, readUnits: 0 },
+    });
+    expect(m.snapshot().calls).toEqual({ CreateQueue: 1, SendMessage: 3 });
+    m.reset();
+    expect(m.byScope()).toEqual({});
     sqs.destroy();
   });
 });
