@@ -79,8 +79,12 @@ export async function runLocalSection(out: Out): Promise<LocalResult> {
   const probe = new WireProbe();
   const delivered = new Map<string, number>();
   const steps = new Map<string, number>();
+  const fill = new BatchFill();
   const env = await startLocal({
-    onEvent: (event) => observe(probe, steps, event),
+    onEvent: (event) => {
+      fill.observe(event);
+      observe(probe, steps, event);
+    },
     onDelivery: (d: LocalDelivery) => {
       if (!delivered.has(d.conversationId)) delivered.set(d.conversationId, performance.now());
     },
@@ -106,7 +110,7 @@ export async function runLocalSection(out: Out): Promise<LocalResult> {
     const hops = hopTable(samples);
     printHops(out, hops, bare, stackBounds);
     out();
-    const b = await measureBurst(env, probe, out);
+    const b = await measureBurst(env, probe, fill, out);
     await env.runtime.idle();
     const conversation = await conversations(env, delivered, steps, out);
     return {
@@ -129,8 +133,10 @@ export async function runLocalSection(out: Out): Promise<LocalResult> {
 async function measureBurst(
   env: LocalEnvironment,
   probe: WireProbe,
+  fill: BatchFill,
   out: Out,
 ): Promise<BurstResult> {
+  fill.reset();
   const load = await window(env, probe, 0, () => burst(env, probe, 50, 4));
   const b = load.result;
   out(
@@ -140,8 +146,38 @@ async function measureBurst(
   out(
     `  its hops, median / p95 ms: ${HOPS.map(([key, label]) => `${label.trim()} ${fmtInt(hops[key].p50)} / ${fmtInt(hops[key].p95)}`).join("; ")}`,
   );
+  out(`  ${fill.describe()}`);
   printWindow(out, "under the burst", load);
   return b;
+}
+
+/** How full the relay's PutEvents and the dispatchers' SendMessageBatch calls are. */
+class BatchFill {
+  private relayed = { entries: 0, calls: 0 };
+  private dispatched = { entries: 0, calls: 0 };
+
+  reset(): void {
+    this.relayed = { entries: 0, calls: 0 };
+    this.dispatched = { entries: 0, calls: 0 };
+  }
+
+  observe(event: RuntimeEvent): void {
+    if (event.kind === "relayed") {
+      const r = event.report as { published?: number; calls?: number };
+      this.relayed.entries += r.published ?? 0;
+      this.relayed.calls += r.calls ?? 0;
+    } else if (event.kind === "dispatched") {
+      const r = event.report as { sent?: number; calls?: number };
+      this.dispatched.entries += r.sent ?? 0;
+      this.dispatched.calls += r.calls ?? 0;
+    }
+  }
+
+  describe(): string {
+    const per = (t: { entries: number; calls: number }) =>
+      `${fmtInt(t.entries)} in ${fmtInt(t.calls)} calls (${fmt(t.entries / Math.max(1, t.calls), 1)} per call, at most 10)`;
+    return `batches: relay PutEvents ${per(this.relayed)}; dispatch SendMessageBatch ${per(this.dispatched)}`;
+  }
 }
 
 async function bareBounds(): Promise<Bounds> {

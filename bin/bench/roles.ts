@@ -45,6 +45,16 @@ interface GroupTally {
 
 type Out = (line?: string) => void;
 
+/**
+ * DynamoDB on-demand prices in us-east-1, US$ per million request units (since November 2024):
+ * what a delivery's units cost, the same at any load because on-demand bills per request.
+ */
+const PRICE_PER_MILLION = { write: 0.625, read: 0.125 } as const;
+
+/** US$ per million deliveries for these write and read units per delivery. */
+const dollarsPerMillion = (writeUnits: number, readUnits: number) =>
+  writeUnits * PRICE_PER_MILLION.write + readUnits * PRICE_PER_MILLION.read;
+
 let running: LocalEnvironment | undefined;
 
 /** Stops the stack this section started (on Ctrl-C or a failure). */
@@ -192,6 +202,9 @@ function printRoles(out: Out, roles: readonly RoleCost[]): void {
       "RU/ev",
       "min RU/ev",
       "base RU/ev",
+      "$/M ev",
+      "min $/M",
+      "base $/M",
       "calls by operation",
     ],
     roles.map((r) => [
@@ -207,17 +220,20 @@ function printRoles(out: Out, roles: readonly RoleCost[]): void {
       per(r.metered.readUnits, r),
       per(r.minimum.readUnits, r),
       per(r.baseline.readUnits, r),
+      ...[r.metered, r.minimum, r.baseline].map((u) =>
+        fmt(dollarsPerMillion(u.writeUnits, u.readUnits) / Math.max(1, r.deliveries), 2),
+      ),
       Object.entries(r.metered.calls)
         .sort((a, b) => b[1] - a[1])
         .map(([op, n]) => `${op} ${n}`)
         .join(", "),
     ]),
-    ["l", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "l"],
+    ["l", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "l"],
   );
   for (const line of lines) out(line);
   out();
   out(
-    "Per delivery (a message the group's queue handed out, failures included). steps: events the deliveries applied, discarded, rejected or found duplicate, gap repairs included. min: the least a commit can cost for the same steps with items up to 1 KB: one write of one item (1 WU) when a step emits nothing, one transaction of 1 + N items (2 WU each) when it emits N, one strongly consistent read per delivery and per gap repair, a duplicate no write. base: section 2's Powertools baseline per event (sequenced, unsequenced, duplicate, plus its measured cost per emitted event) applied to the same steps. Calls and units the groups make besides their commits (the sender's side-effect keys, an agent's lookups) are in the metered figures, not in min or base.",
+    `Per delivery (a message the group's queue handed out, failures included). steps: events the deliveries applied, discarded, rejected or found duplicate, gap repairs included. min: the least a commit can cost for the same steps with items up to 1 KB: one write of one item (1 WU) when a step emits nothing, one transaction of 1 + N items (2 WU each) when it emits N, one strongly consistent read per delivery and per gap repair, a duplicate no write. base: section 2's Powertools baseline per event (sequenced, unsequenced, duplicate, plus its measured cost per emitted event) applied to the same steps. Calls and units the groups make besides their commits (the sender's side-effect keys, an agent's lookups) are in the metered figures, not in min or base. $/M ev: US$ per million deliveries for these DynamoDB units at on-demand prices in us-east-1 ($${PRICE_PER_MILLION.write} per million write units, $${PRICE_PER_MILLION.read} per million read units); on-demand bills per request, so the cost per delivery is the same at 10×, 100× and 1,000× this load, up to the ceilings in the README's Scale and limits.`,
   );
 }
 
