@@ -191,6 +191,7 @@ export class AgentBusStack extends Stack {
       maxReceiveCount: group.maxReceiveCount,
       functionTimeout: group.functionTimeout,
       visibilityTimeout: group.visibilityTimeout,
+      deliveryBatchingWindow: group.deliveryBatchingWindow,
     });
     if (pipeFallback) {
       Annotations.of(consumerGroup).addWarningV2(

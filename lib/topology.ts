@@ -94,6 +94,13 @@ export interface GroupDeclaration {
    * @default "dispatch-function"
    */
   readonly delivery?: Delivery;
+
+  /**
+   * How long a FIFO group's delivery hop waits to gather full batches of 10 (whole seconds,
+   * 0..300): fuller SendMessageBatch calls, up to this much latency per message under light load.
+   * @default - none
+   */
+  readonly deliveryBatchingWindow?: Duration;
 }
 
 export interface TopologyDeclaration {

@@ -120,7 +120,7 @@ export function addConsumerEventSource(
  */
 function createDispatcher(
   scope: Construct,
-  { groupName, inboxTtlDays }: ConsumerGroupSettings,
+  { groupName, inboxTtlDays, deliveryBatchingWindow }: ConsumerGroupSettings,
   buffer: Queue,
   bufferDlq: Queue,
   target: Queue,
@@ -145,6 +145,7 @@ function createDispatcher(
   dispatcher.addEventSource(
     new SqsEventSource(buffer, {
       batchSize: DISPATCH_BATCH_SIZE,
+      maxBatchingWindow: deliveryBatchingWindow,
       reportBatchItemFailures: true,
       maxConcurrency: DISPATCH_MAX_CONCURRENCY,
     }),
@@ -168,7 +169,7 @@ function createDispatcher(
  */
 function createPipe(
   scope: Construct,
-  { prefix: name, groupName, orderKey }: ConsumerGroupSettings,
+  { prefix: name, groupName, orderKey, deliveryBatchingWindow }: ConsumerGroupSettings,
   buffer: Queue,
   target: Queue,
 ): DeliveryHop {
@@ -190,7 +191,12 @@ function createPipe(
     desiredState: "RUNNING",
     roleArn: role.roleArn,
     source: buffer.queueArn,
-    sourceParameters: { sqsQueueParameters: { batchSize: PIPE_BATCH_SIZE } },
+    sourceParameters: {
+      sqsQueueParameters: {
+        batchSize: PIPE_BATCH_SIZE,
+        maximumBatchingWindowInSeconds: deliveryBatchingWindow?.toSeconds(),
+      },
+    },
     target: target.queueArn,
     targetParameters: {
       inputTemplate: "<$.body>",

@@ -80,6 +80,16 @@ export interface ConsumerGroupProps {
   readonly maxBatchingWindow?: Duration;
 
   /**
+   * How long the delivery hop of a FIFO group (the dispatcher's event source, or the pipe) waits
+   * to gather 10 messages from the buffer queue before moving them (whole seconds, 0..300). Under
+   * a light load each message then waits up to this long; in exchange every SendMessageBatch call
+   * is full, so fewer SQS requests are billed. Without it a batch holds what the buffer had
+   * (`npm run bench -- local` prints how full they are under a burst).
+   * @default - none: messages move as soon as they arrive
+   */
+  readonly deliveryBatchingWindow?: Duration;
+
+  /**
    * Most concurrent consumer invocations (event source `MaximumConcurrency`, 2..1000). On a FIFO
    * queue concurrency is also bounded by the number of active message groups.
    * @default 2

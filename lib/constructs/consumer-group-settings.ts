@@ -31,6 +31,7 @@ export interface ConsumerGroupSettings extends GroupSettings {
   readonly prefix: string;
   readonly queueNames: QueueNames;
   readonly maxBatchingWindow: Duration | undefined;
+  readonly deliveryBatchingWindow: Duration | undefined;
   readonly retryBaseSeconds: number;
   readonly retryMaxSeconds: number;
   readonly inboxTtlDays: number;
@@ -103,6 +104,7 @@ export function consumerGroupSettings(props: ConsumerGroupProps): ConsumerGroupS
     ...placementProblems(props, group, prefix, names),
   ];
   const batching = batchingWindowOf(props.maxBatchingWindow, group, problems);
+  const deliveryBatching = deliveryBatchingWindowOf(props.deliveryBatchingWindow, group, problems);
   const consumer = consumerSettings(props, problems);
   const monitoring = monitoringSettings(props, problems);
   const attention = attentionSettings(props, problems);
@@ -118,6 +120,7 @@ export function consumerGroupSettings(props: ConsumerGroupProps): ConsumerGroupS
     queueNames: names,
     ...group,
     maxBatchingWindow: batching,
+    deliveryBatchingWindow: deliveryBatching,
     ...consumer,
     ...monitoring,
     ...attention,
@@ -186,6 +189,23 @@ function batchingWindowOf(
     return given;
   }
   return group.ordering === "none" && group.batchSize > 10 ? Duration.seconds(1) : undefined;
+}
+
+/** The delivery hop's batching window: FIFO groups only (the others have no delivery hop). */
+function deliveryBatchingWindowOf(
+  given: Duration | undefined,
+  group: GroupSettings,
+  problems: Problems,
+): Duration | undefined {
+  if (given === undefined) return undefined;
+  if (group.ordering !== "fifo") {
+    problems.push(
+      `deliveryBatchingWindow ${given.toHumanString()} needs a FIFO group (an unordered group has no delivery hop)`,
+    );
+    return given;
+  }
+  problems.push(integerProblem("deliveryBatchingWindow (seconds)", given.toSeconds(), 0, 300));
+  return given;
 }
 
 /** What the consumer's environment carries: retry backoff and inbox retention. */

@@ -76,6 +76,34 @@ describe("ConsumerGroup validation", () => {
     ).toThrow(/delivery "carrier-pigeon" is not supported/);
   });
 
+  it("gathers the delivery hop's batches for the window asked, dispatcher or pipe", () => {
+    const window = Duration.seconds(2);
+    const dispatched = Template.fromStack(build(() => ({ deliveryBatchingWindow: window })).stack);
+    const [dispatcher] = functionsOfKind(dispatched, "dispatch");
+    const mapping = single(dispatched, "AWS::Lambda::EventSourceMapping", (m) =>
+      JSON.stringify(m.Properties.FunctionName).includes(dispatcher?.id ?? "?"),
+    );
+    expect(mapping.Properties).toMatchObject({ BatchSize: 10, MaximumBatchingWindowInSeconds: 2 });
+    const piped = Template.fromStack(
+      build(() => ({ delivery: "pipe", deliveryBatchingWindow: window })).stack,
+    );
+    expect(single(piped, "AWS::Pipes::Pipe", () => true).Properties.SourceParameters).toEqual({
+      SqsQueueParameters: { BatchSize: 10, MaximumBatchingWindowInSeconds: 2 },
+    });
+    const plain = Template.fromStack(build(() => ({})).stack);
+    for (const m of resources(plain, "AWS::Lambda::EventSourceMapping"))
+      expect(m.Properties.MaximumBatchingWindowInSeconds, m.id).toBeUndefined();
+  });
+
+  it("rejects a delivery batching window on an unordered group or past 300 s, naming it", () => {
+    expect(() =>
+      build(() => ({ ordering: "none", deliveryBatchingWindow: Duration.seconds(1) })),
+    ).toThrow(/deliveryBatchingWindow 1 second needs a FIFO group/);
+    expect(() => build(() => ({ deliveryBatchingWindow: Duration.seconds(301) }))).toThrow(
+      /deliveryBatchingWindow \(seconds\) .*301/,
+    );
+  });
+
   it("rejects a pipe delivery without ordering", () => {
     expect(() => build(() => ({ ordering: "none", delivery: "pipe" }))).toThrow(
       /delivery "pipe" needs ordering "fifo"/,
