@@ -161,18 +161,12 @@ export function onNodeCompleted(
   generation: number,
   capacity: Capacity = {},
 ): Transition {
-  const graph = graphOf(def);
-  checkRun(run, graph);
-  const skip = gate(run, graph, nodeId, generation, "completed");
-  if (skip) return ignored(run, skip);
-  const draft = new Draft(graph, run);
-  const { error: _error, ...node } = draft.node(nodeId);
-  draft.put(nodeId, { ...node, state: "COMPLETED", output });
-  draft.events.push({ type: "node.completed", node_id: nodeId, generation });
-  propagate(draft, nodeId);
-  releasePass(draft, capacity);
-  finish(draft);
-  return draft.done();
+  return whenRunning(run, def, nodeId, generation, "completed", (draft) => {
+    const { error: _error, ...node } = draft.node(nodeId);
+    draft.put(nodeId, { ...node, state: "COMPLETED", output });
+    draft.events.push({ type: "node.completed", node_id: nodeId, generation });
+    return settled(draft, nodeId, capacity);
+  });
 }
 
 /**
@@ -189,25 +183,19 @@ export function onNodeFailed(
   generation: number,
   capacity: Capacity = {},
 ): Transition {
-  const graph = graphOf(def);
-  checkRun(run, graph);
-  const skip = gate(run, graph, nodeId, generation, "failed");
-  if (skip) return ignored(run, skip);
-  const draft = new Draft(graph, run);
-  const failure = toNodeError(error);
-  const node = draft.node(nodeId);
-  if (requireNode(graph, nodeId).degrade === "empty") {
-    draft.put(nodeId, { ...node, state: "DEGRADED", output: {}, error: failure });
-    draft.events.push({ type: "node.degraded", node_id: nodeId, generation, error: failure });
-  } else {
-    const { output: _output, ...rest } = node;
-    draft.put(nodeId, { ...rest, state: "FAILED", error: failure });
-    draft.events.push({ type: "node.failed", node_id: nodeId, generation, error: failure });
-  }
-  propagate(draft, nodeId);
-  releasePass(draft, capacity);
-  finish(draft);
-  return draft.done();
+  return whenRunning(run, def, nodeId, generation, "failed", (draft, graph) => {
+    const failure = toNodeError(error);
+    const node = draft.node(nodeId);
+    if (requireNode(graph, nodeId).degrade === "empty") {
+      draft.put(nodeId, { ...node, state: "DEGRADED", output: {}, error: failure });
+      draft.events.push({ type: "node.degraded", node_id: nodeId, generation, error: failure });
+    } else {
+      const { output: _output, ...rest } = node;
+      draft.put(nodeId, { ...rest, state: "FAILED", error: failure });
+      draft.events.push({ type: "node.failed", node_id: nodeId, generation, error: failure });
+    }
+    return settled(draft, nodeId, capacity);
+  });
 }
 
 /**
@@ -224,21 +212,45 @@ export function redeliver(
   nodeId: string,
   generation: number,
 ): Transition {
+  return whenRunning(run, def, nodeId, generation, "failed", (draft, graph) => {
+    const node = draft.node(nodeId);
+    const role = requireNode(graph, nodeId).role;
+    draft.commands.push(assignment(draft, nodeId, role, node.attempt, generation));
+    draft.events.push({
+      type: "node.redelivered",
+      node_id: nodeId,
+      role,
+      attempt: node.attempt,
+      generation,
+    });
+    return draft.done();
+  });
+}
+
+/**
+ * A report about one node: `apply` changes a draft of the run when the node is RUNNING under
+ * `generation`; any other report is ignored (and reported) without a change.
+ */
+function whenRunning(
+  run: DagRun,
+  def: WorkflowDefinition,
+  nodeId: string,
+  generation: number,
+  outcome: "completed" | "failed",
+  apply: (draft: Draft, graph: Graph) => Transition,
+): Transition {
   const graph = graphOf(def);
   checkRun(run, graph);
-  const skip = gate(run, graph, nodeId, generation, "failed");
+  const skip = gate(run, graph, nodeId, generation, outcome);
   if (skip) return ignored(run, skip);
-  const draft = new Draft(graph, run);
-  const node = draft.node(nodeId);
-  const role = requireNode(graph, nodeId).role;
-  draft.commands.push(assignment(draft, nodeId, role, node.attempt, generation));
-  draft.events.push({
-    type: "node.redelivered",
-    node_id: nodeId,
-    role,
-    attempt: node.attempt,
-    generation,
-  });
+  return apply(new Draft(graph, run), graph);
+}
+
+/** After a node ended: its downstream nodes decided, READY ones released, the run ended if done. */
+function settled(draft: Draft, nodeId: string, capacity: Capacity): Transition {
+  propagate(draft, nodeId);
+  releasePass(draft, capacity);
+  finish(draft);
   return draft.done();
 }
 
