@@ -11,7 +11,7 @@ import type { Construct } from "constructs";
 import { DEFAULT_QUEUE_DEPTH_THRESHOLD, ORCHESTRATOR_GROUP } from "../functions/roles/orchestrator";
 import { CONTENT_ROLES } from "../schemas/events/workflow";
 import { ConsumerGroup } from "./constructs/consumer-group";
-import { stageProblem } from "./constructs/consumer-group-rules";
+import { pickGroupSettings, stageProblem } from "./constructs/consumer-group-rules";
 import { Dashboard } from "./constructs/dashboard";
 import {
   capabilitiesOf,
@@ -183,14 +183,8 @@ export class AgentBusStack extends Stack {
       })),
       entry: group.handler,
       tables: this.tables,
-      ordering: group.ordering,
+      ...pickGroupSettings(group),
       delivery: pipeFallback ? "dispatch-function" : group.delivery,
-      orderKey: group.orderKey,
-      batchSize: group.batchSize,
-      maxConcurrency: group.maxConcurrency,
-      maxReceiveCount: group.maxReceiveCount,
-      functionTimeout: group.functionTimeout,
-      visibilityTimeout: group.visibilityTimeout,
       deliveryBatchingWindow: group.deliveryBatchingWindow,
     });
     if (pipeFallback) {

@@ -17,6 +17,7 @@ import {
   kebabCaseProblem,
   type Ordering,
   type OrderKey,
+  pickGroupSettings,
   withGroupDefaults,
 } from "./constructs/consumer-group-rules";
 import { handlerEntryProblem } from "./constructs/function";
@@ -243,16 +244,7 @@ export function defineTopology(
 }
 
 function settingsOf(group: GroupDeclaration): GroupSettings {
-  return withGroupDefaults({
-    ordering: group.ordering,
-    delivery: group.delivery,
-    orderKey: group.orderKey,
-    batchSize: group.batchSize,
-    maxConcurrency: group.maxConcurrency,
-    maxReceiveCount: group.maxReceiveCount,
-    functionTimeout: group.functionTimeout,
-    visibilityTimeout: group.visibilityTimeout,
-  });
+  return withGroupDefaults(pickGroupSettings(group));
 }
 
 /** The subscribed types per declared topic, in the topics' declared order. */

@@ -61,6 +61,20 @@ export interface GroupSettings {
   readonly visibilityTimeout: Duration;
 }
 
+/** The group settings that `source` (a group declaration, say) sets, and nothing else of it. */
+export function pickGroupSettings(source: Partial<GroupSettings>): Partial<GroupSettings> {
+  return {
+    ordering: source.ordering,
+    delivery: source.delivery,
+    orderKey: source.orderKey,
+    batchSize: source.batchSize,
+    maxConcurrency: source.maxConcurrency,
+    maxReceiveCount: source.maxReceiveCount,
+    functionTimeout: source.functionTimeout,
+    visibilityTimeout: source.visibilityTimeout,
+  };
+}
+
 /** Defaults of every group setting; `visibilityTimeout` follows `functionTimeout`. */
 export function groupDefaults(functionTimeout = Duration.seconds(30)): GroupSettings {
   return {
