@@ -151,31 +151,42 @@ export class AgentBusFunction extends NodejsFunction {
     cfn.addMetadata(METADATA.entry, props.entry);
     cfn.addMetadata(METADATA.kind, props.kind);
     if (props.group !== undefined) cfn.addMetadata(METADATA.group, props.group);
-
-    Validations.of(cfn).acknowledge({
-      id: "AwsSolutions-L1",
-      reason: `${FUNCTION_RUNTIME.name} on purpose: the project requires Node.js 22 for its functions (esbuild bundles for node22; the handlers and their Powertools and SDK versions are tested on it). cdk-nag asks for the newest runtime aws-cdk-lib knows (${newestNodeRuntime()}); moving to it is a deliberate upgrade of the runtime and the bundling target together, not a per-function setting`,
-    });
-    // Active tracing put the X-Ray statement into the role's default policy (created with it).
-    const unscoped = {
-      ...Object.fromEntries(
-        XRAY_ACTIONS.map((action) => [
-          action,
-          "X-Ray has no resource-level permissions; active tracing needs it",
-        ]),
-      ),
-      ...props.unscopedActions,
-    };
-    const defaultPolicy = role.node.findChild("DefaultPolicy");
-    Validations.of(defaultPolicy).acknowledge({
-      id: "AwsSolutions-IAM5[Resource::*]",
-      reason: `Resource "*" is granted only for actions that cannot be scoped to a resource: ${Object.entries(
-        unscoped,
-      )
-        .map(([action, why]) => `${action} (${why})`)
-        .join("; ")}. Every other statement names its table, queue, stream, bus or log group`,
-    });
+    acknowledgeNagFindings(cfn, role, props.unscopedActions);
   }
+}
+
+/**
+ * The cdk-nag findings every AgentBus function has on purpose: its runtime (L1), and the X-Ray
+ * actions (and the caller's `unscoped` ones) that cannot be scoped to a resource (IAM5).
+ */
+function acknowledgeNagFindings(
+  cfn: CfnFunction,
+  role: Role,
+  unscopedActions: AgentBusFunctionProps["unscopedActions"],
+): void {
+  Validations.of(cfn).acknowledge({
+    id: "AwsSolutions-L1",
+    reason: `${FUNCTION_RUNTIME.name} on purpose: the project requires Node.js 22 for its functions (esbuild bundles for node22; the handlers and their Powertools and SDK versions are tested on it). cdk-nag asks for the newest runtime aws-cdk-lib knows (${newestNodeRuntime()}); moving to it is a deliberate upgrade of the runtime and the bundling target together, not a per-function setting`,
+  });
+  // Active tracing put the X-Ray statement into the role's default policy (created with it).
+  const unscoped = {
+    ...Object.fromEntries(
+      XRAY_ACTIONS.map((action) => [
+        action,
+        "X-Ray has no resource-level permissions; active tracing needs it",
+      ]),
+    ),
+    ...unscopedActions,
+  };
+  const defaultPolicy = role.node.findChild("DefaultPolicy");
+  Validations.of(defaultPolicy).acknowledge({
+    id: "AwsSolutions-IAM5[Resource::*]",
+    reason: `Resource "*" is granted only for actions that cannot be scoped to a resource: ${Object.entries(
+      unscoped,
+    )
+      .map(([action, why]) => `${action} (${why})`)
+      .join("; ")}. Every other statement names its table, queue, stream, bus or log group`,
+  });
 }
 
 /** The newest Node.js Lambda runtime this aws-cdk-lib knows (what cdk-nag's L1 asks for). */

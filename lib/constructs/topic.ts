@@ -99,21 +99,7 @@ export class Topic extends Construct {
 
   constructor(scope: Construct, id: string, props: TopicProps) {
     super(scope, id);
-    if (!(TOPICS as readonly string[]).includes(props.topicName)) {
-      throw new Error(
-        `topic ${JSON.stringify(props.topicName)} is not one of ${TOPICS.map((t) => JSON.stringify(t)).join(", ")}`,
-      );
-    }
-    const stage = props.stage ?? "dev";
-    const problem = stageProblem(stage);
-    if (problem) throw new Error(`topic ${props.topicName}: ${problem}`);
-    const archiveRetention = props.archiveRetention ?? Duration.days(30);
-    const retentionDays = archiveRetention.toHours() / 24;
-    if (!Number.isInteger(retentionDays) || retentionDays < 1) {
-      throw new Error(
-        `topic ${props.topicName}: archiveRetention ${archiveRetention.toHumanString()} must be a whole number of days, at least 1`,
-      );
-    }
+    const { stage, archiveRetention } = topicSettings(props);
     this.topicName = props.topicName;
     const name = `agentbus-${stage}-${props.topicName}`;
 
@@ -134,20 +120,7 @@ export class Topic extends Construct {
       }),
     );
 
-    if (props.archive ?? true) {
-      this.archive = new Archive(this, "Archive", {
-        sourceEventBus: bus,
-        archiveName: name,
-        description: `Every agentbus* event of the ${props.topicName} topic (${stage}), for replay`,
-        eventPattern: { source: Match.prefix(SOURCE_PREFIX) },
-        retention: archiveRetention,
-      });
-      // aws-cdk-lib renders `KmsKeyIdentifier: ""` without a key, which some regions refuse
-      // (aws/aws-cdk#37847): omit it, so the archive uses the AWS-owned key.
-      (this.archive.node.findChild("Archive") as CfnArchive).addPropertyDeletionOverride(
-        "KmsKeyIdentifier",
-      );
-    }
+    if (props.archive ?? true) this.archive = this.createArchive(name, stage, archiveRetention);
 
     if (props.schemaRegistry ?? true) {
       const schemaRegistry = new CfnRegistry(this, "SchemaRegistry", {
@@ -163,6 +136,23 @@ export class Topic extends Construct {
     for (const child of this.node.findAll()) {
       if (child instanceof CfnResource) child.addMetadata(TOPIC_METADATA, props.topicName);
     }
+  }
+
+  /** The bus's archive of every AgentBus event, kept `retention` for replays. */
+  private createArchive(name: string, stage: string, retention: Duration): Archive {
+    const archive = new Archive(this, "Archive", {
+      sourceEventBus: this.bus,
+      archiveName: name,
+      description: `Every agentbus* event of the ${this.topicName} topic (${stage}), for replay`,
+      eventPattern: { source: Match.prefix(SOURCE_PREFIX) },
+      retention,
+    });
+    // aws-cdk-lib renders `KmsKeyIdentifier: ""` without a key, which some regions refuse
+    // (aws/aws-cdk#37847): omit it, so the archive uses the AWS-owned key.
+    (archive.node.findChild("Archive") as CfnArchive).addPropertyDeletionOverride(
+      "KmsKeyIdentifier",
+    );
+    return archive;
   }
 
   /** Allow `grantee` to publish to this topic (`events:PutEvents` on this bus only). */
@@ -207,4 +197,24 @@ function pascal(name: string): string {
     .split(/[^A-Za-z0-9]+/)
     .map((part) => part.charAt(0).toUpperCase() + part.slice(1))
     .join("");
+}
+
+/** A topic's props checked, with their defaults: its stage and how long its archive keeps events. */
+function topicSettings(props: TopicProps): { stage: string; archiveRetention: Duration } {
+  if (!(TOPICS as readonly string[]).includes(props.topicName)) {
+    throw new Error(
+      `topic ${JSON.stringify(props.topicName)} is not one of ${TOPICS.map((t) => JSON.stringify(t)).join(", ")}`,
+    );
+  }
+  const stage = props.stage ?? "dev";
+  const problem = stageProblem(stage);
+  if (problem) throw new Error(`topic ${props.topicName}: ${problem}`);
+  const archiveRetention = props.archiveRetention ?? Duration.days(30);
+  const retentionDays = archiveRetention.toHours() / 24;
+  if (!Number.isInteger(retentionDays) || retentionDays < 1) {
+    throw new Error(
+      `topic ${props.topicName}: archiveRetention ${archiveRetention.toHumanString()} must be a whole number of days, at least 1`,
+    );
+  }
+  return { stage, archiveRetention };
 }
