@@ -19,8 +19,8 @@ import { runThroughputSection, type ThroughputResult } from "./bench/throughput"
  *    and vs leaving the SDK to the runtime.
  * 5. DynamoDB calls and capacity units per delivery of every consumer group while the local stack
  *    plays the reference scenario, beside the commit minimum and the Powertools baseline.
- * `npm run bench -- local` runs section 3 alone, `npm run bench -- bundles` section 4,
- * `npm run bench -- roles` sections 2 and 5.
+ * `npm run bench -- memory` runs section 1 alone, `npm run bench -- local` section 3,
+ * `npm run bench -- bundles` section 4, `npm run bench -- roles` sections 2 and 5.
  * No figure is hard-coded and nothing asserts speed; the run fails only when something breaks.
  */
 
@@ -61,22 +61,24 @@ async function main(): Promise<void> {
   out(
     `AgentBus benchmark — Node ${process.version}, ${process.platform}/${process.arch}, ${availableParallelism()} CPUs, load average ${fmt(load, 1)} at start${load > availableParallelism() ? " (a busy machine: expect wide spreads)" : ""}`,
   );
-  const only = (["local", "bundles", "roles"] as const).find((s) =>
+  const only = (["memory", "local", "bundles", "roles"] as const).find((s) =>
     process.argv.slice(2).includes(s),
   );
   // Fail before the long in-memory section when sections 2 and 3 cannot run.
-  if (only !== "bundles" && !motoAvailable()) {
+  if (only !== "bundles" && only !== "memory" && !motoAvailable()) {
     throw new SetupError(
       "moto_server is not on PATH, and sections 2 and 3 need it: install moto 5.2 with its server extra (pip install 'moto[server]~=5.2')",
     );
   }
   if (only) {
     const line =
-      only === "local"
-        ? localSummary(await runLocal())
-        : only === "roles"
-          ? rolesSummary(await runRoles(await runDynamo()))
-          : bundlesSummary(await runBundles());
+      only === "memory"
+        ? memorySummary(await runMemory())
+        : only === "local"
+          ? localSummary(await runLocal())
+          : only === "roles"
+            ? rolesSummary(await runRoles(await runDynamo()))
+            : bundlesSummary(await runBundles());
     heading("Summary");
     out(line);
     out();
@@ -84,23 +86,29 @@ async function main(): Promise<void> {
     return;
   }
 
-  heading("1. Consumer pipeline throughput, in-memory adapters (role: task-projection)");
-  const mark = performance.now();
-  const throughput = await runThroughputSection(out);
-  out(`section 1 took ${fmt((performance.now() - mark) / 1000, 1)} s`);
-
+  const throughput = await runMemory();
   const dynamo = await runDynamo();
   const local = await runLocal();
   const bundles = await runBundles();
   const roles = await runRoles(dynamo);
 
   heading("Summary");
-  for (const line of summary(throughput, dynamo)) out(line);
+  out(memorySummary(throughput));
+  out(dynamoSummary(dynamo));
   out(localSummary(local));
   out(bundlesSummary(bundles));
   out(rolesSummary(roles));
   out();
   out(`done in ${fmt((performance.now() - started) / 1000, 1)} s`);
+}
+
+/** Section 1: the consumer pipeline on the in-memory adapters, against bare consumers. */
+async function runMemory(): Promise<ThroughputResult> {
+  heading("1. Consumer pipeline throughput, in-memory adapters (role: task-projection)");
+  const mark = performance.now();
+  const throughput = await runThroughputSection(out);
+  out(`section 1 took ${fmt((performance.now() - mark) / 1000, 1)} s`);
+  return throughput;
 }
 
 /** Section 2: DynamoDB calls and capacity units per consumed event, against a moto of its own. */
@@ -166,8 +174,7 @@ function localSummary(local: LocalResult): string {
   return `3. On the local stack one event takes ${fmtInt(whole.p50)} ms (median; p95 ${fmtInt(whole.p95)} ms) from its commit to a FIFO consumer's commit, ${fmt(whole.p50 / local.wholeBound, 1)}× what moto itself needs for the same hops (${fmtInt(local.wholeBound)} ms); the most time above its bound goes in ${w.label.trim()}: ${fmtInt(w.median)} ms vs ${fmt(w.bound, 1)} ms (${fmt(w.median / w.bound, 1)}×). A burst of ${local.burst.events} events over ${local.burst.keys} order keys goes through at ${fmt(local.burst.events / local.burst.seconds, 1)} events/s; a conversation message reaches its reply in ${fmtInt(local.conversation.p50)} ms (median); idle, the stack makes ${fmtInt(local.idleRequestsPerSecond)} calls/s to moto, and runtime.idle() takes ${fmtInt(local.settleMs)} ms on a settled stack.`;
 }
 
-function summary(throughput: ThroughputResult, dynamo: DynamoResult): string[] {
-  const lines: string[] = [];
+function memorySummary(throughput: ThroughputResult): string {
   const row = (delivery: string, name: string) =>
     throughput.rows.find((r) => r.delivery === delivery && r.name === name)?.summary.median ?? 0;
   const correct = (delivery: string, name: string) =>
@@ -176,9 +183,10 @@ function summary(throughput: ThroughputResult, dynamo: DynamoResult): string[] {
   const bare = row("in order", "bare: decide + Map.set");
   const validated = row("in order", "bare + envelope validation");
   const messyBus = row("shuffled, 20% dup", "AgentBus consume");
-  lines.push(
-    `1. In memory, AgentBus consume handles ${fmtInt(bus)} events/s in order, ${fmt(bare / bus, 1)}× slower than a bare decide + Map.set (${fmtInt(bare)}/s): ≈ ${fmt(1e6 / bus - 1e6 / bare, 1)} µs more per event, of which envelope validation ≈ ${fmt(1e6 / validated - 1e6 / bare, 1)} µs and dedup, gate and atomic commit on the in-memory store the rest; with 20% duplicates shuffled it does ${fmtInt(messyBus)}/s and leaves ${fmtInt(correct("shuffled, 20% dup", "AgentBus consume"))}/${fmtInt(throughput.tasks)} task views right, the bare consumer ${fmtInt(correct("shuffled, 20% dup", "bare: decide + Map.set"))}/${fmtInt(throughput.tasks)}.`,
-  );
+  return `1. In memory, AgentBus consume handles ${fmtInt(bus)} events/s in order, ${fmt(bare / bus, 1)}× slower than a bare decide + Map.set (${fmtInt(bare)}/s): ≈ ${fmt(1e6 / bus - 1e6 / bare, 1)} µs more per event, of which envelope validation ≈ ${fmt(1e6 / validated - 1e6 / bare, 1)} µs and dedup, gate and atomic commit on the in-memory store the rest; with 20% duplicates shuffled it does ${fmtInt(messyBus)}/s and leaves ${fmtInt(correct("shuffled, 20% dup", "AgentBus consume"))}/${fmtInt(throughput.tasks)} task views right, the bare consumer ${fmtInt(correct("shuffled, 20% dup", "bare: decide + Map.set"))}/${fmtInt(throughput.tasks)}.`;
+}
+
+function dynamoSummary(dynamo: DynamoResult): string {
   const callsOf = (m: Measured) => Object.values(m.calls).reduce((a, b) => a + b, 0) / m.events;
   const writesOf = (m: Measured) => m.writeUnits / m.events;
   const readsOf = (m: Measured) => m.readUnits / m.events;
@@ -195,10 +203,7 @@ function summary(throughput: ThroughputResult, dynamo: DynamoResult): string[] {
   const fewerCalls = range(applied.map((c) => callsOf(c.baseline) / callsOf(c.agentBus)));
   const moreWrites = range(applied.map((c) => writesOf(c.agentBus) / writesOf(c.baseline)));
   const moreReads = range(applied.map((c) => readsOf(c.agentBus) / readsOf(c.baseline)));
-  lines.push(
-    `2. On DynamoDB, AgentBus/baseline per event: ${parts.join("; ")}. For an applied event AgentBus makes ${fewerCalls} fewer calls and commits state, inbox, checkpoint and outbox atomically, at ${moreWrites} the write units (transaction items bill 2×) and ${moreReads} the read units (it reads the inbox or checkpoint row besides the state).`,
-  );
-  return lines;
+  return `2. On DynamoDB, AgentBus/baseline per event: ${parts.join("; ")}. For an applied event AgentBus makes ${fewerCalls} fewer calls and commits state, inbox, checkpoint and outbox atomically, at ${moreWrites} the write units (transaction items bill 2×) and ${moreReads} the read units (it reads the inbox or checkpoint row besides the state).`;
 }
 
 main().then(
