@@ -1,5 +1,6 @@
-import { BatchGetItemCommand, QueryCommand } from "@aws-sdk/client-dynamodb";
+import { QueryCommand } from "@aws-sdk/client-dynamodb";
 import { unmarshall } from "@aws-sdk/util-dynamodb";
+import { batchGetItems } from "../../functions/adapters/dynamodb/reads";
 import {
   SideEffectAttr,
   SideEffectIndex,
@@ -99,19 +100,10 @@ export async function sideEffectsByKey(
   stack: OpsStack,
   keys: readonly string[],
 ): Promise<SideEffectView[]> {
-  const table = stack.names.tables.sideEffects;
-  const found: SideEffectView[] = [];
-  for (let i = 0; i < keys.length; i += 100) {
-    let pending: Record<string, { S: string }>[] | undefined = keys
-      .slice(i, i + 100)
-      .map((k) => ({ [SideEffectAttr.effectKey]: { S: k } }));
-    for (let round = 0; pending?.length && round < 5; round++) {
-      const out = await stack.dynamodb.send(
-        new BatchGetItemCommand({ RequestItems: { [table]: { Keys: pending } } }),
-      );
-      for (const item of out.Responses?.[table] ?? []) found.push(sideEffectOf(unmarshall(item)));
-      pending = out.UnprocessedKeys?.[table]?.Keys as typeof pending;
-    }
-  }
-  return found;
+  const items = await batchGetItems(
+    stack.dynamodb,
+    stack.names.tables.sideEffects,
+    keys.map((k) => ({ [SideEffectAttr.effectKey]: { S: k } })),
+  );
+  return items.map(sideEffectOf);
 }

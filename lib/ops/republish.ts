@@ -1,8 +1,9 @@
-import { BatchGetItemCommand, QueryCommand } from "@aws-sdk/client-dynamodb";
+import { QueryCommand } from "@aws-sdk/client-dynamodb";
 import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { DeleteMessageCommand, type Message, ReceiveMessageCommand } from "@aws-sdk/client-sqs";
 import { unmarshall } from "@aws-sdk/util-dynamodb";
 import { hourOf } from "../../functions/adapters/dynamodb/items";
+import { batchGetItems } from "../../functions/adapters/dynamodb/reads";
 import { EventAttr, EventIndex } from "../../functions/adapters/dynamodb/tables";
 import {
   EventBridgePublisher,
@@ -80,23 +81,14 @@ async function envelopesOf(
   stack: OpsStack,
   keys: readonly { pk: string; version: number }[],
 ): Promise<Envelope[]> {
-  const table = stack.names.tables.events;
+  const items = await batchGetItems(
+    stack.dynamodb,
+    stack.names.tables.events,
+    keys.map((k) => ({ pk: { S: k.pk }, version: { N: String(k.version) } })),
+  );
   const byKey = new Map<string, Envelope>();
-  for (let i = 0; i < keys.length; i += 100) {
-    let pending: Record<string, { S: string } | { N: string }>[] | undefined = keys
-      .slice(i, i + 100)
-      .map((k) => ({ pk: { S: k.pk }, version: { N: String(k.version) } }));
-    for (let round = 0; pending?.length && round < 6; round++) {
-      const out = await stack.dynamodb.send(
-        new BatchGetItemCommand({ RequestItems: { [table]: { Keys: pending } } }),
-      );
-      for (const item of out.Responses?.[table] ?? []) {
-        const row = unmarshall(item);
-        byKey.set(`${row.pk}#${row.version}`, JSON.parse(String(row.envelope)) as Envelope);
-      }
-      pending = out.UnprocessedKeys?.[table]?.Keys as typeof pending;
-    }
-  }
+  for (const row of items)
+    byKey.set(`${row.pk}#${row.version}`, JSON.parse(String(row.envelope)) as Envelope);
   return keys.flatMap((k) => byKey.get(`${k.pk}#${k.version}`) ?? []);
 }
 

@@ -1,4 +1,5 @@
 import {
+  type AttributeValue,
   BatchGetItemCommand,
   type BatchGetItemCommandOutput,
   type DynamoDBClient,
@@ -47,14 +48,47 @@ export async function batchGetByPk(
   consistent: boolean,
   options: BatchGetOptions = {},
 ): Promise<Map<string, Record<string, unknown>[]>> {
-  const maxAttempts = options.maxAttempts ?? 6;
-  const found = new Map<string, Record<string, unknown>[]>();
-  let pending: Record<string, KeysAndAttributes> = {};
+  const pending: Record<string, KeysAndAttributes> = {};
   for (const { table, pk } of keys) {
     const entry = pending[table] ?? { Keys: [], ConsistentRead: consistent };
     entry.Keys?.push({ pk: { S: pk } });
     pending[table] = entry;
   }
+  return batchGetRounds(client, pending, consistent, options);
+}
+
+/**
+ * The items of one table under any number of keys (whole primary keys, marshalled), unmarshalled,
+ * in calls of at most 100 keys, each retried for its UnprocessedKeys like `batchGetByPk`. Keys
+ * that find nothing are left out.
+ */
+export async function batchGetItems(
+  client: DynamoDBClient,
+  table: string,
+  keys: readonly Record<string, AttributeValue>[],
+  options: BatchGetOptions & { readonly consistent?: boolean } = {},
+): Promise<Record<string, unknown>[]> {
+  const consistent = options.consistent ?? false;
+  const items: Record<string, unknown>[] = [];
+  for (let i = 0; i < keys.length; i += MAX_BATCH_GET_KEYS) {
+    const chunk = keys.slice(i, i + MAX_BATCH_GET_KEYS);
+    const request = { [table]: { Keys: [...chunk], ConsistentRead: consistent } };
+    const found = await batchGetRounds(client, request, consistent, options);
+    items.push(...(found.get(table) ?? []));
+  }
+  return items;
+}
+
+/** BatchGetItem rounds until no key is left unprocessed (TransientError after `maxAttempts`). */
+async function batchGetRounds(
+  client: DynamoDBClient,
+  request: Record<string, KeysAndAttributes>,
+  consistent: boolean,
+  options: BatchGetOptions,
+): Promise<Map<string, Record<string, unknown>[]>> {
+  const maxAttempts = options.maxAttempts ?? 6;
+  const found = new Map<string, Record<string, unknown>[]>();
+  let pending = request;
   for (let attempt = 1; Object.keys(pending).length > 0; attempt++) {
     let output: BatchGetItemCommandOutput;
     try {

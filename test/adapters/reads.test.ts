@@ -1,0 +1,92 @@
+import {
+  BatchWriteItemCommand,
+  DynamoDBClient,
+  type KeysAndAttributes,
+} from "@aws-sdk/client-dynamodb";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { batchGetItems } from "../../functions/adapters/dynamodb/reads";
+import { SideEffectAttr, type TableNames } from "../../functions/adapters/dynamodb/tables";
+import { meter } from "../../functions/adapters/metering";
+import { TransientError } from "../../functions/core/errors";
+import { emulator } from "../support/aws";
+import { newUlid } from "../support/factories";
+import { createTables, deleteTables } from "../support/tables";
+
+let admin: DynamoDBClient;
+let tables: TableNames;
+const KEYS = Array.from({ length: 230 }, (_, i) => `effect-${String(i).padStart(3, "0")}`);
+
+beforeAll(async () => {
+  admin = new DynamoDBClient(emulator());
+  tables = await createTables(admin, `reads-${newUlid().toLowerCase()}`);
+  for (let i = 0; i < KEYS.length; i += 25) {
+    await admin.send(
+      new BatchWriteItemCommand({
+        RequestItems: {
+          [tables.sideEffects]: KEYS.slice(i, i + 25).map((key) => ({
+            PutRequest: { Item: { [SideEffectAttr.effectKey]: { S: key } } },
+          })),
+        },
+      }),
+    );
+  }
+});
+
+afterAll(async () => {
+  await deleteTables(admin, tables);
+  admin.destroy();
+});
+
+const keyOf = (key: string) => ({ [SideEffectAttr.effectKey]: { S: key } });
+
+/** A client whose BatchGetItem answers with `respond` (above the SDK's retries). */
+function clientWith(
+  respond: (input: Record<string, KeysAndAttributes>, pass: () => Promise<unknown>) => unknown,
+): DynamoDBClient {
+  const client = new DynamoDBClient({ ...emulator(), maxAttempts: 1 });
+  client.middlewareStack.add(
+    (next, context) => async (args) => {
+      if (context.commandName !== "BatchGetItemCommand") return next(args);
+      const items = (args.input as { RequestItems: Record<string, KeysAndAttributes> })
+        .RequestItems;
+      const output = await respond(items, async () => (await next(args)).output);
+      return { output, response: {} } as Awaited<ReturnType<typeof next>>;
+    },
+    { step: "initialize", name: "respond", override: true },
+  );
+  return client;
+}
+
+describe("batchGetItems", () => {
+  it("reads any number of keys 100 at a time, retries what comes back unprocessed, leaves out what is missing", async () => {
+    let held = true;
+    const client = clientWith(async (items, pass) => {
+      const keys = items[tables.sideEffects]?.Keys ?? [];
+      if (!held || keys.length < 100) return pass();
+      // Once, like DynamoDB under load: the last 40 keys of a full call come back unprocessed.
+      held = false;
+      const kept = { ...items[tables.sideEffects], Keys: keys.slice(0, 60) };
+      items[tables.sideEffects] = kept;
+      const output = (await pass()) as Record<string, unknown>;
+      return { ...output, UnprocessedKeys: { [tables.sideEffects]: { Keys: keys.slice(60) } } };
+    });
+    const metered = meter(client);
+    const asked = [...KEYS, "effect-missing"].map(keyOf);
+    const items = await batchGetItems(client, tables.sideEffects, asked, { wait: async () => {} });
+    expect(items.map((i) => i[SideEffectAttr.effectKey]).sort()).toEqual(KEYS);
+    // 231 keys: calls of 100, 100 and 31, and one more round for the 40 held back.
+    expect(metered.snapshot().calls.BatchGetItem).toBe(4);
+    client.destroy();
+  });
+
+  it("gives up on keys that stay unprocessed with a TransientError, instead of dropping them", async () => {
+    const client = clientWith(async (items) => ({ Responses: {}, UnprocessedKeys: items }));
+    const reading = batchGetItems(client, tables.sideEffects, KEYS.slice(0, 3).map(keyOf), {
+      maxAttempts: 3,
+      wait: async () => {},
+    });
+    await expect(reading).rejects.toBeInstanceOf(TransientError);
+    await expect(reading).rejects.toMatchObject({ code: "dynamodb.unprocessed_keys" });
+    client.destroy();
+  });
+});
