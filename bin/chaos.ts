@@ -3,10 +3,11 @@ import { playSchedule, type ScheduleResult } from "../lib/sim/schedule";
 
 /**
  * `npm run chaos -- [--schedules N] [--seed S]`: plays N simulated schedules (seeds S, S+1, ...)
- * of the task projection, the audit group, the orchestrator and the content agents over the
- * in-memory adapters, each under a fault plan drawn from its seed (throttled loads and commits,
- * commits whose answer is lost, relay batches published twice, crashes after a commit, consumers
- * that stall past their visibility timeout, a poison message, one redrive), and checks the
+ * of the task projection, the audit group, the content workflow and the support conversation over
+ * the in-memory adapters, each under a fault plan drawn from its seed (throttled loads and
+ * commits, commits whose answer is lost, relay batches published twice, crashes after a commit,
+ * consumers that stall past their visibility timeout, a failing reply channel, a poison message,
+ * one redrive), and checks the
  * invariants after each (lib/sim/invariants.ts). Prints what was injected and done, then
  * `N schedules, M violations`; a schedule that breaks an invariant prints its seed (play it alone
  * with `--seed S --schedules 1`) and the run exits 1.

@@ -21,7 +21,43 @@ export function checkInvariants(world: World): Violation[] {
     ...onlyPoisonDeadLettered(world),
     ...runsEnded(world),
     ...projectionsFold(world),
+    ...sentOnce(world),
+    ...conversationsAnswered(world),
   ];
+}
+
+/** No customer message gets two replies: at most one delivery per task, whatever its key. */
+function sentOnce(world: World): Violation[] {
+  const byTask = new Map<string, string[]>();
+  for (const d of world.channel.inner.deliveries()) {
+    const task = d.key.split(":")[0] ?? d.key;
+    byTask.set(task, [...(byTask.get(task) ?? []), d.key]);
+  }
+  return [...byTask]
+    .filter(([, keys]) => keys.length > 1)
+    .map(([task, keys]) => ({
+      invariant: "sent once",
+      detail: `${task} got ${keys.length} replies (${keys.join(", ")})`,
+    }));
+}
+
+/** The newest message the conversation accepted has its reply delivered. */
+function conversationsAnswered(world: World): Violation[] {
+  const delivered = new Set(world.channel.inner.deliveries().map((d) => d.key.split(":")[0]));
+  const violations: Violation[] = [];
+  for (const [key, stream] of world.memory.streams) {
+    if (!key.startsWith("conversation#")) continue;
+    const accepted = [...stream.values()]
+      .filter((e) => e.event_type === "conversation.message.accepted")
+      .sort((a, b) => a.aggregate.version - b.aggregate.version);
+    const newest = accepted.at(-1);
+    if (newest && !delivered.has(newest.task_id))
+      violations.push({
+        invariant: "conversations answered",
+        detail: `${key}: no reply to its newest message (${newest.task_id})`,
+      });
+  }
+  return violations;
 }
 
 /** Each event changes each group's state at most once. */

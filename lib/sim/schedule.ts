@@ -1,5 +1,6 @@
 import { type Envelope, registry } from "../../schemas";
 import { LIFECYCLE } from "../local/scenario";
+import type { PlantedChannelBug } from "./faulty-channel";
 import type { PlantedStoreBug } from "./faulty-store";
 import { checkInvariants, type Violation } from "./invariants";
 import { Random } from "./random";
@@ -28,12 +29,13 @@ export function faultPlanOf(random: Random): FaultPlan {
     republish: random.pick([0, 0.2, 0.5]),
     crashAfterCommit: rate(),
     stall: rate(),
+    channel: random.pick([0, 0.05, 0.15]),
   };
 }
 
 export async function playSchedule(
   seed: number,
-  options: { readonly bug?: PlantedStoreBug; readonly faults?: FaultPlan } = {},
+  options: { readonly bug?: PlantedStoreBug | PlantedChannelBug; readonly faults?: FaultPlan } = {},
 ): Promise<ScheduleResult> {
   const faults = options.faults ?? faultPlanOf(new Random(seed ^ 0x5eed));
   const world = new World({ seed, faults, bug: options.bug });
@@ -69,12 +71,38 @@ export async function playSchedule(
       ),
     );
   }
+  const conversations = 1 + world.random.below(2);
+  for (let i = 0; i < conversations; i++) {
+    const conversationId = `conv_${world.deps.ids.next()}`;
+    const messages = 1 + world.random.below(2);
+    for (let m = 0; m < messages; m++) {
+      const text = world.random.pick(CUSTOMER_TEXTS);
+      world.publishExternal(
+        external(
+          world,
+          "conversation.message.received",
+          { type: "conversation", id: conversationId },
+          { text, customer_id: "cust_alice" },
+          conversationId,
+        ),
+      );
+    }
+  }
   world.publishExternal(JSON.stringify({ event_id: "555-0100", payload: "not an envelope" }));
   await world.run();
   const counts: Record<string, number> = { ...world.counts };
-  for (const [kind, n] of Object.entries(world.store.injected)) counts[kind] = n;
+  for (const [kind, n] of Object.entries({ ...world.store.injected, ...world.channel.injected }))
+    counts[kind] = n;
   return { seed, faults, violations: checkInvariants(world), counts };
 }
+
+/** What the simulated customers ask (orders of the local sample, and a question with no order). */
+const CUSTOMER_TEXTS = [
+  "Has the refund for order 123 gone through?",
+  "Was order 456 delivered?",
+  "Where is my order A-1001?",
+  "Is the shop open today?",
+];
 
 /** An unsequenced message from outside the store (a client, the CLI), with the world's ids. */
 function external(
@@ -82,6 +110,7 @@ function external(
   type: string,
   aggregate: { type: string; id: string },
   payload: Record<string, unknown>,
+  conversationId?: string,
 ): Envelope {
   const parsed = registry.parse({
     event_id: world.deps.ids.next(),
@@ -91,6 +120,7 @@ function external(
     correlation_id: `corr_${world.deps.ids.next()}`,
     causation_id: null,
     task_id: aggregate.type === "task" ? aggregate.id : `task_${world.deps.ids.next()}`,
+    ...(conversationId ? { conversation_id: conversationId } : {}),
     aggregate: { ...aggregate, version: 0 },
     producer: "sim-client",
     payload,

@@ -1,3 +1,4 @@
+import { LocalChannel } from "../../functions/adapters/channel/local-channel";
 import { DeterministicLocalModel } from "../../functions/adapters/local-model";
 import { classify } from "../../functions/core/errors";
 import { InMemoryEventStore } from "../../functions/core/memory";
@@ -5,19 +6,29 @@ import { consume, type Role } from "../../functions/core/pipeline";
 import type { ConsumerDeps } from "../../functions/core/ports";
 import { appendToStream } from "../../functions/core/producer";
 import { ManualClock } from "../../functions/core/runtime";
+import { InMemorySideEffects } from "../../functions/core/side-effects";
 import { audit } from "../../functions/roles/audit";
 import { createContentAgent } from "../../functions/roles/content-agents";
+import { conversationVersionReader, createConversation } from "../../functions/roles/conversation";
+import { conversationProjection } from "../../functions/roles/conversation-projection";
 import { orchestrator } from "../../functions/roles/orchestrator";
+import { createOrderLookup, ordersFrom } from "../../functions/roles/order-lookup";
+import { createReplyGeneration } from "../../functions/roles/reply-generation";
+import { router } from "../../functions/roles/router";
+import { createSender } from "../../functions/roles/sender";
 import { taskProjection } from "../../functions/roles/task-projection";
 import { type Envelope, registry } from "../../schemas";
 import { CONTENT_ROLES } from "../../schemas/events/workflow";
+import { SAMPLE_ORDERS } from "../local/orders";
+import { FaultyChannel, type PlantedChannelBug } from "./faulty-channel";
 import { FaultyStore, type PlantedStoreBug, type StoreFaults } from "./faulty-store";
 import { bodyOf, FifoQueue, type Message, nextMessage } from "./queues";
 import { Random, seededIds } from "./random";
 
 /**
  * One simulated world: the task projection, the audit group, the orchestrator and the content
- * agents, each with a FIFO queue, over one in-memory event store (the stack's tables), fed by a
+ * agents, and the support conversation's groups (its sender behind a faulty reply channel), each
+ * with a FIFO queue, over one in-memory event store (the stack's tables), fed by a
  * relay that reads the store's log (its stream) and a bus that fans every event out to the groups
  * subscribed to its type. A seeded scheduler decides everything that AWS leaves open: which message
  * goes next, when the relay runs and how much it takes, what it publishes twice, which calls fail
@@ -31,12 +42,14 @@ export interface FaultPlan extends StoreFaults {
   readonly crashAfterCommit: number;
   /** A consumer stalls before its commit until its message was received again. */
   readonly stall: number;
+  /** Each of the channel's faults (unavailable, timeout before, timeout after the send). */
+  readonly channel: number;
 }
 
 export interface WorldOptions {
   readonly seed: number;
   readonly faults: FaultPlan;
-  readonly bug?: PlantedStoreBug;
+  readonly bug?: PlantedStoreBug | PlantedChannelBug;
   /** Receives before a message is dead-lettered. */
   readonly maxReceiveCount?: number;
 }
@@ -50,6 +63,7 @@ export class World {
   readonly clock = new ManualClock("2026-09-01T10:00:00.000Z");
   readonly memory: InMemoryEventStore;
   readonly store: FaultyStore;
+  readonly channel: FaultyChannel;
   readonly deps: ConsumerDeps;
   readonly roles: Role<unknown>[];
   readonly queues = new Map<string, FifoQueue>();
@@ -70,7 +84,12 @@ export class World {
   constructor(private readonly options: WorldOptions) {
     this.random = new Random(options.seed);
     this.memory = new InMemoryEventStore(this.clock);
-    this.store = new FaultyStore(this.memory, this.random, options.faults, options.bug);
+    const { bug } = options;
+    const storeBug = bug === "new-key-per-retry" ? undefined : bug;
+    this.store = new FaultyStore(this.memory, this.random, options.faults, storeBug);
+    const channelBug = bug === "new-key-per-retry" ? bug : undefined;
+    const local = new LocalChannel({ clock: this.clock });
+    this.channel = new FaultyChannel(local, this.random, options.faults.channel, channelBug);
     this.deps = {
       store: this.store,
       registry,
@@ -78,6 +97,7 @@ export class World {
       ids: seededIds(this.clock, this.random),
     };
     const model = new DeterministicLocalModel();
+    const conversationVersion = conversationVersionReader(this.memory);
     this.roles = [
       taskProjection,
       audit,
@@ -85,6 +105,17 @@ export class World {
       ...CONTENT_ROLES.map((role) =>
         createContentAgent({ role, model, commandStream: this.memory }),
       ),
+      // Replies stay worth sending for a day: a schedule's clock moves a second a step.
+      createConversation({ replyTtlSeconds: 86_400 }),
+      router,
+      createOrderLookup({ orders: ordersFrom(SAMPLE_ORDERS) }),
+      createReplyGeneration({ model, conversationVersion }),
+      createSender({
+        channel: this.channel,
+        sideEffects: new InMemorySideEffects(),
+        conversationVersion,
+      }),
+      conversationProjection,
     ] as Role<unknown>[];
     for (const role of this.roles) {
       this.queues.set(role.group, new FifoQueue(role.group, options.maxReceiveCount ?? 5));

@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
+import type { PlantedChannelBug } from "../../lib/sim/faulty-channel";
 import type { PlantedStoreBug } from "../../lib/sim/faulty-store";
 import { FifoQueue } from "../../lib/sim/queues";
 import { Random } from "../../lib/sim/random";
-import { playSchedule } from "../../lib/sim/schedule";
+import { faultPlanOf, playSchedule } from "../../lib/sim/schedule";
 
 /**
  * The deterministic simulation (lib/sim): a few hundred seeded schedules of the whole workflow
@@ -27,19 +28,23 @@ describe("simulated schedules", () => {
       "stalled",
       "gap-repaired",
       "redriven",
+      "channelTimeoutAfter",
     ])
       expect(injected[kind], kind).toBeGreaterThan(0);
   }, 120_000);
 
-  it.each<[PlantedStoreBug, string]>([
+  it.each<[PlantedStoreBug | PlantedChannelBug, string]>([
     ["forgetful-inbox", "applied once"],
     ["wrong-stream-repair", "nothing lost"],
+    ["new-key-per-retry", "sent once"],
   ])(
     "catch a planted %s (%s)",
     async (bug, invariant) => {
       const broken: string[] = [];
       for (let seed = 1; seed <= 60; seed++) {
-        const result = await playSchedule(seed, { bug });
+        // The channel fails often enough for the sender to retry in most schedules.
+        const faults = { ...faultPlanOf(new Random(seed)), channel: 0.2 };
+        const result = await playSchedule(seed, { bug, faults });
         broken.push(...result.violations.map((v) => v.invariant));
       }
       expect(broken).toContain(invariant);
