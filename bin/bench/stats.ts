@@ -1,5 +1,6 @@
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
+import { Random } from "../../lib/sim/random";
 
 /** Median, minimum and maximum of a non-empty list of samples. */
 export interface Summary {
@@ -70,16 +71,10 @@ export async function sampleThroughput<T>(pass: Pass<T>, minMs: number): Promise
   return events / (elapsed / 1000);
 }
 
-/** A deterministic pseudo-random generator (mulberry32) so every run shuffles the same way. */
+/** A deterministic pseudo-random generator (lib/sim's) so every run shuffles the same way. */
 export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const random = new Random(seed);
+  return () => random.next();
 }
 
 /** Fisher-Yates shuffle in place. */

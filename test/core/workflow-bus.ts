@@ -7,6 +7,7 @@ import type { ConsumerDeps } from "../../functions/core/ports";
 import { agentRunId, createContentAgent } from "../../functions/roles/content-agents";
 import { orchestrator } from "../../functions/roles/orchestrator";
 import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
+import { Random } from "../../lib/sim/random";
 import { type Envelope, registry } from "../../schemas";
 import { CONTENT_ROLES, type WorkflowEnded } from "../../schemas/events/workflow";
 import { makeDeps } from "./fixtures";
@@ -31,17 +32,6 @@ export interface BusOptions {
   readonly orchestrator?: Role<OrchestratorState>;
 }
 
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 export class Bus {
   readonly model = new DeterministicLocalModel();
   readonly roles: Role<unknown>[];
@@ -58,7 +48,8 @@ export class Bus {
     this.deps = deps;
     this.store = store;
     this.clock = clock;
-    this.random = options.seed === undefined ? undefined : mulberry32(options.seed);
+    const seeded = options.seed === undefined ? undefined : new Random(options.seed);
+    this.random = seeded && (() => seeded.next());
     this.roles = [
       (options.orchestrator ?? orchestrator) as Role<unknown>,
       ...CONTENT_ROLES.map(
