@@ -7,11 +7,12 @@ import type { ConsumerDeps } from "../../functions/core/ports";
 import { appendToStream } from "../../functions/core/producer";
 import { ManualClock } from "../../functions/core/runtime";
 import { InMemorySideEffects } from "../../functions/core/side-effects";
+import { planSweep } from "../../functions/core/sweeper";
 import { audit } from "../../functions/roles/audit";
 import { createContentAgent } from "../../functions/roles/content-agents";
 import { conversationVersionReader, createConversation } from "../../functions/roles/conversation";
 import { conversationProjection } from "../../functions/roles/conversation-projection";
-import { orchestrator } from "../../functions/roles/orchestrator";
+import { createOrchestrator } from "../../functions/roles/orchestrator";
 import { createOrderLookup, ordersFrom } from "../../functions/roles/order-lookup";
 import { createReplyGeneration } from "../../functions/roles/reply-generation";
 import { router } from "../../functions/roles/router";
@@ -54,6 +55,8 @@ export interface WorldOptions {
   readonly maxReceiveCount?: number;
 }
 
+/** A node's lease in the simulation, in seconds (the clock moves a second a step). */
+const LEASE_SECONDS = 60;
 /** Steps a message stays invisible after a receive. */
 const VISIBILITY = 3;
 const MAX_STEPS = 20_000;
@@ -101,7 +104,9 @@ export class World {
     this.roles = [
       taskProjection,
       audit,
-      orchestrator,
+      // Short leases, so that requests waiting in a busy schedule outlive theirs: the sweeper then
+      // reports them, the orchestrator sends them again, and late answers meet a new assignment.
+      createOrchestrator({ leaseSeconds: LEASE_SECONDS, queuedLeaseSeconds: LEASE_SECONDS }),
       ...CONTENT_ROLES.map((role) =>
         createContentAgent({ role, model, commandStream: this.memory }),
       ),
@@ -189,6 +194,22 @@ export class World {
     return true;
   }
 
+  /**
+   * The lease sweeper (a schedule, every minute in the stack): what the due index lists, as the
+   * sweeper plans it, onto the bus. Its ids are deterministic, so a repeated sweep repeats them.
+   */
+  private async sweep(): Promise<number> {
+    const due = await this.memory.due(this.clock.now(), 100);
+    const states = due.length > 0 ? await this.memory.loadStates(due) : [];
+    const plan = planSweep(states, this.clock.now(), registry);
+    for (const { envelope } of plan.messages) {
+      this.external.push(envelope);
+      this.fanOut(envelope);
+    }
+    this.count("swept", plan.messages.length);
+    return plan.messages.length;
+  }
+
   /** The dispatcher: one buffered message, of any group, picked at random, into its FIFO queue. */
   private dispatch(): boolean {
     const groups = [...this.buffers].filter(([, buffered]) => buffered.length > 0);
@@ -213,6 +234,7 @@ export class World {
     for (; this.step < MAX_STEPS; this.step++) {
       this.clock.advance(1000);
       await this.releaseStalled();
+      if (this.random.chance(0.05)) await this.sweep();
       const roll = this.random.next();
       if (roll < 0.2 && this.relay()) continue;
       if (roll < 0.5 && this.dispatch()) continue;
@@ -223,7 +245,10 @@ export class World {
       }
       if (this.relay() || this.dispatch()) continue;
       if (this.stalled.length > 0) continue;
-      if ([...this.queues.values()].every((q) => q.empty)) return;
+      if (![...this.queues.values()].every((q) => q.empty)) continue;
+      // Quiet: what only time can move on (a lease running out) is the sweeper's, a lease later.
+      this.clock.advance(LEASE_SECONDS * 1000);
+      if ((await this.sweep()) === 0) return;
     }
     throw new Error(`the world did not settle within ${MAX_STEPS} steps`);
   }
