@@ -15,7 +15,7 @@ export interface Message {
 }
 
 /**
- * A consumer group's FIFO queue as SQS runs one: a message group hands out its oldest message
+ * A consumer group's queue as SQS runs one. FIFO: a message group hands out its oldest message
  * only while none of its messages is in flight; a received message that is not deleted comes back
  * when its visibility ends; past `maxReceiveCount` receives it moves to the dead-letter queue.
  */
@@ -26,6 +26,8 @@ export class FifoQueue {
   constructor(
     readonly group: string,
     private readonly maxReceiveCount: number,
+    /** False for a standard queue: any visible message may be received, in any order. */
+    readonly ordered = true,
   ) {}
 
   send(message: Message): void {
@@ -37,6 +39,10 @@ export class FifoQueue {
     const busy = new Set<string>();
     const heads: Message[] = [];
     for (const m of this.messages) {
+      if (!this.ordered) {
+        if (m.invisibleUntil <= step) heads.push(m);
+        continue;
+      }
       if (busy.has(m.messageGroup)) continue;
       busy.add(m.messageGroup);
       if (m.invisibleUntil <= step) heads.push(m);

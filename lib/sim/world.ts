@@ -21,6 +21,7 @@ import { taskProjection } from "../../functions/roles/task-projection";
 import { type Envelope, registry } from "../../schemas";
 import { CONTENT_ROLES } from "../../schemas/events/workflow";
 import { SAMPLE_ORDERS } from "../local/orders";
+import { topology } from "../topology";
 import { FaultyChannel, type PlantedChannelBug } from "./faulty-channel";
 import { FaultyStore, type PlantedStoreBug, type StoreFaults } from "./faulty-store";
 import { bodyOf, FifoQueue, type Message, nextMessage } from "./queues";
@@ -123,7 +124,8 @@ export class World {
       conversationProjection,
     ] as Role<unknown>[];
     for (const role of this.roles) {
-      this.queues.set(role.group, new FifoQueue(role.group, options.maxReceiveCount ?? 5));
+      const ordered = topology.groups.find((g) => g.name === role.group)?.ordering !== "none";
+      this.queues.set(role.group, new FifoQueue(role.group, options.maxReceiveCount ?? 5, ordered));
       this.buffers.set(role.group, []);
     }
   }
@@ -167,14 +169,18 @@ export class World {
     for (const role of this.roles) {
       // A poison body reaches the groups that subscribe to everything (like audit).
       if (event ? !role.subscriptions.includes(event.event_type) : role !== audit) continue;
-      this.buffers.get(role.group)?.push({
+      const message = {
         id: this.nextId++,
         group: role.group,
         messageGroup: event ? event.order_key : "poison",
         body: typeof envelope === "string" ? envelope : bodyOf(envelope),
         receiveCount: 0,
         invisibleUntil: 0,
-      });
+      };
+      // An unordered group's rule targets its standard queue; the others' their buffer queue.
+      const queue = this.queues.get(role.group);
+      if (queue && !queue.ordered) queue.send(message);
+      else this.buffers.get(role.group)?.push(message);
     }
   }
 
@@ -281,6 +287,11 @@ export class World {
       return;
     }
     queue.delete(message);
+    // A standard queue is at least once: now and then a deleted message is handed out again.
+    if (!queue.ordered && this.random.chance(0.1)) {
+      queue.send({ ...message, id: this.nextId++, receiveCount: 0, invisibleUntil: 0 });
+      this.count("standard queue duplicate");
+    }
   }
 
   /**
