@@ -19,7 +19,7 @@ export interface Message {
  * only while none of its messages is in flight; a received message that is not deleted comes back
  * when its visibility ends; past `maxReceiveCount` receives it moves to the dead-letter queue.
  */
-export class FifoQueue {
+export class GroupQueue {
   readonly messages: Message[] = [];
   readonly deadLetters: Message[] = [];
 
@@ -84,7 +84,7 @@ export class FifoQueue {
 }
 
 /** Picks which receivable message goes next: at random, as concurrent pollers would. */
-export function nextMessage(queues: readonly FifoQueue[], step: number, random: Random) {
+export function nextMessage(queues: readonly GroupQueue[], step: number, random: Random) {
   const ready = queues.flatMap((queue) =>
     queue.receivable(step).map((message) => ({ queue, message })),
   );

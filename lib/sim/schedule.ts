@@ -39,6 +39,16 @@ export async function playSchedule(
 ): Promise<ScheduleResult> {
   const faults = options.faults ?? faultPlanOf(new Random(seed ^ 0x5eed));
   const world = new World({ seed, faults, bug: options.bug });
+  await seedWorkload(world);
+  await world.run();
+  const counts: Record<string, number> = { ...world.counts };
+  for (const [kind, n] of Object.entries({ ...world.store.injected, ...world.channel.injected }))
+    counts[kind] = n;
+  return { seed, faults, violations: checkInvariants(world), counts };
+}
+
+/** Tasks with client feedback, content workflow runs, conversations and one poison message. */
+async function seedWorkload(world: World): Promise<void> {
   const tasks = 1 + world.random.below(3);
   for (let i = 0; i < tasks; i++) {
     const taskId = `task_${world.deps.ids.next()}`;
@@ -89,11 +99,6 @@ export async function playSchedule(
     }
   }
   world.publishExternal(JSON.stringify({ event_id: "555-0100", payload: "not an envelope" }));
-  await world.run();
-  const counts: Record<string, number> = { ...world.counts };
-  for (const [kind, n] of Object.entries({ ...world.store.injected, ...world.channel.injected }))
-    counts[kind] = n;
-  return { seed, faults, violations: checkInvariants(world), counts };
 }
 
 /** What the simulated customers ask (orders of the local sample, and a question with no order). */

@@ -24,13 +24,14 @@ import { SAMPLE_ORDERS } from "../local/orders";
 import { topology } from "../topology";
 import { FaultyChannel, type PlantedChannelBug } from "./faulty-channel";
 import { FaultyStore, type PlantedStoreBug, type StoreFaults } from "./faulty-store";
-import { bodyOf, FifoQueue, type Message, nextMessage } from "./queues";
+import { bodyOf, GroupQueue, type Message, nextMessage } from "./queues";
 import { Random, seededIds } from "./random";
 
 /**
  * One simulated world: the task projection, the audit group, the orchestrator and the content
  * agents, and the support conversation's groups (its sender behind a faulty reply channel), each
- * with a FIFO queue, over one in-memory event store (the stack's tables), fed by a
+ * with its queue (FIFO behind a buffer, or standard as the topology says), over one in-memory
+ * event store (the stack's tables), fed by a
  * relay that reads the store's log (its stream) and a bus that fans every event out to the groups
  * subscribed to its type. A seeded scheduler decides everything that AWS leaves open: which message
  * goes next, when the relay runs and how much it takes, what it publishes twice, which calls fail
@@ -70,7 +71,7 @@ export class World {
   readonly channel: FaultyChannel;
   readonly deps: ConsumerDeps;
   readonly roles: Role<unknown>[];
-  readonly queues = new Map<string, FifoQueue>();
+  readonly queues = new Map<string, GroupQueue>();
   /**
    * Each group's buffer queue: a standard queue the rules deliver to, unordered; the dispatcher
    * moves its messages into the FIFO queue in whatever order it receives them.
@@ -125,7 +126,10 @@ export class World {
     ] as Role<unknown>[];
     for (const role of this.roles) {
       const ordered = topology.groups.find((g) => g.name === role.group)?.ordering !== "none";
-      this.queues.set(role.group, new FifoQueue(role.group, options.maxReceiveCount ?? 5, ordered));
+      this.queues.set(
+        role.group,
+        new GroupQueue(role.group, options.maxReceiveCount ?? 5, ordered),
+      );
       this.buffers.set(role.group, []);
     }
   }
@@ -259,7 +263,7 @@ export class World {
     throw new Error(`the world did not settle within ${MAX_STEPS} steps`);
   }
 
-  private async deliver(queue: FifoQueue, message: Message): Promise<void> {
+  private async deliver(queue: GroupQueue, message: Message): Promise<void> {
     queue.receive(message, this.step, VISIBILITY);
     const role = this.roles.find((r) => r.group === queue.group);
     if (!role) throw new Error(`no role for ${queue.group}`);
@@ -268,7 +272,7 @@ export class World {
     await this.handle(queue, message, role);
   }
 
-  private async handle(queue: FifoQueue, message: Message, role: Role<unknown>): Promise<void> {
+  private async handle(queue: GroupQueue, message: Message, role: Role<unknown>): Promise<void> {
     try {
       const result = await consume(JSON.parse(message.body), role, this.deps, {
         receiveCount: message.receiveCount,
@@ -299,7 +303,7 @@ export class World {
    * message becomes visible again, may be received by another consumer, and the stalled one
    * commits later.
    */
-  private async stall(queue: FifoQueue, message: Message, role: Role<unknown>): Promise<void> {
+  private async stall(queue: GroupQueue, message: Message, role: Role<unknown>): Promise<void> {
     this.count("stalled");
     let release = () => {};
     this.store.holdNextCommit = new Promise<void>((r) => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { PlantedChannelBug } from "../../lib/sim/faulty-channel";
 import type { PlantedStoreBug } from "../../lib/sim/faulty-store";
-import { FifoQueue } from "../../lib/sim/queues";
+import { GroupQueue } from "../../lib/sim/queues";
 import { Random } from "../../lib/sim/random";
 import { faultPlanOf, playSchedule } from "../../lib/sim/schedule";
 
@@ -61,7 +61,7 @@ describe("simulated schedules", () => {
   });
 });
 
-describe("the simulated FIFO queue", () => {
+describe("the simulated group queue", () => {
   const message = (id: number, messageGroup: string) => ({
     id,
     group: "g",
@@ -72,7 +72,7 @@ describe("the simulated FIFO queue", () => {
   });
 
   it("hands out one message per message group at a time, in order, and dead-letters after the receive limit", () => {
-    const queue = new FifoQueue("g", 2);
+    const queue = new GroupQueue("g", 2);
     const [a1, a2, b1] = [message(1, "a"), message(2, "a"), message(3, "b")];
     for (const m of [a1, a2, b1]) queue.send(m);
     expect(queue.receivable(0)).toEqual([a1, b1]);
