@@ -8,8 +8,7 @@ import {
 } from "aws-cdk-lib";
 import type { CfnQueue } from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
-import { DEFAULT_QUEUE_DEPTH_THRESHOLD, ORCHESTRATOR_GROUP } from "../functions/roles/orchestrator";
-import { CONTENT_ROLES } from "../schemas/events/workflow";
+import { DEFAULT_QUEUE_DEPTH_THRESHOLD } from "../functions/roles/orchestrator";
 import { ConsumerGroup } from "./constructs/consumer-group";
 import { pickGroupSettings, stageProblem } from "./constructs/consumer-group-rules";
 import { Dashboard } from "./constructs/dashboard";
@@ -29,7 +28,7 @@ import { Topic, type TopicName } from "./constructs/topic";
 import { outputId } from "./output-ids";
 import { replayNamePrefix } from "./replay-names";
 import { addStackOutputs } from "./stack-outputs";
-import { topology as projectTopology, type Topology } from "./topology";
+import { type GroupNeeds, topology as projectTopology, type Topology } from "./topology";
 
 export interface AgentBusStackProps extends StackProps {
   /**
@@ -137,10 +136,12 @@ export class AgentBusStack extends Stack {
     });
 
     this.groups = topology.groups.map((group) => this.consumerGroup(group, stage));
-    this.wireWorkflow(props);
-    this.support = this.wireSupport(stage, props);
+    const needs = (group: ConsumerGroup): GroupNeeds =>
+      topology.groups.find((g) => g.name === group.groupName)?.needs ?? {};
+    this.wireWorkflow(props, needs);
+    this.support = this.wireSupport(stage, props, needs);
     // The sweeper serves the orchestrator's runs: leases and held-back work live in dag_run state.
-    const orchestrates = this.groups.some((g) => g.groupName === ORCHESTRATOR_GROUP);
+    const orchestrates = this.groups.some((g) => needs(g).orchestrates);
     if (orchestrates && this.topics.has("commands") && this.topics.has("events")) {
       this.sweeper = new LeaseSweeper(this, "LeaseSweeper", {
         tables: this.tables,
@@ -197,17 +198,18 @@ export class AgentBusStack extends Stack {
   }
 
   /**
-   * The orchestration settings the topology does not carry: content agents heartbeat (their
-   * queue's visibility timeout, the events bus and PutEvents on it); the orchestrator reads the
-   * agents' queue depths (their URLs, GetQueueAttributes on exactly those queues).
+   * The orchestration needs the groups declare: a group with `heartbeat: "events"` heartbeats
+   * (its queue's visibility timeout, the events bus and PutEvents on it); the group that
+   * `orchestrates` reads the DAG agents' queue depths (their URLs, GetQueueAttributes on exactly
+   * those queues).
    */
-  private wireWorkflow(props: AgentBusStackProps): void {
-    const agents = this.groups.filter((g) =>
-      (CONTENT_ROLES as readonly string[]).includes(g.groupName),
-    );
+  private wireWorkflow(props: AgentBusStackProps, needs: (g: ConsumerGroup) => GroupNeeds): void {
+    const agents = this.groups.filter((g) => needs(g).dagAgent);
     const events = this.topics.get("events");
-    if (events) for (const agent of agents) this.heartbeat(agent, props, events);
-    const orchestrator = this.groups.find((g) => g.groupName === ORCHESTRATOR_GROUP);
+    if (events)
+      for (const group of this.groups)
+        if (needs(group).heartbeat === "events") this.heartbeat(group, props, events);
+    const orchestrator = this.groups.find((g) => needs(g).orchestrates);
     if (orchestrator && agents.length > 0) {
       const urls = Object.fromEntries(agents.map((a) => [a.groupName, a.queue.queueUrl]));
       orchestrator.consumer.addEnvironment("AGENT_QUEUE_URLS", this.toJsonString(urls));
@@ -236,27 +238,30 @@ export class AgentBusStack extends Stack {
   }
 
   /**
-   * What the customer-support groups need besides the bus: order lookup reads the orders table
-   * (`ORDERS_TABLE`, GetItem only); the sender publishes replies to the SNS FIFO reply topic
-   * (`CHANNEL_PROVIDER=sns`, `CHANNEL_TOPIC_ARN`, Publish on that topic only); reply generation
-   * extends its message's visibility during a long model call.
+   * The customer-support needs the groups declare: `orders` reads the orders table
+   * (`ORDERS_TABLE`, GetItem only); `replyChannel` publishes replies to the SNS FIFO reply topic
+   * (`CHANNEL_PROVIDER=sns`, `CHANNEL_TOPIC_ARN`, Publish on that topic only); `heartbeat:
+   * "visibility"` extends its message's visibility during a long model call.
    */
-  private wireSupport(stage: string, props: AgentBusStackProps): SupportResources | undefined {
-    const group = (name: string) => this.groups.find((g) => g.groupName === name);
-    const lookup = group("order-lookup");
-    const sender = group("sender");
-    const generation = group("reply-generation");
-    if (generation) this.heartbeat(generation, props);
-    if (!lookup && !sender) return undefined;
+  private wireSupport(
+    stage: string,
+    props: AgentBusStackProps,
+    needs: (g: ConsumerGroup) => GroupNeeds,
+  ): SupportResources | undefined {
+    for (const group of this.groups)
+      if (needs(group).heartbeat === "visibility") this.heartbeat(group, props);
+    const readers = this.groups.filter((g) => needs(g).orders);
+    const senders = this.groups.filter((g) => needs(g).replyChannel);
+    if (readers.length === 0 && senders.length === 0) return undefined;
     const support = new SupportResources(this, "Support", {
       stage,
       removalPolicy: props.tablesRemovalPolicy,
     });
-    if (lookup) {
-      lookup.consumer.addEnvironment("ORDERS_TABLE", support.orders.tableName);
-      support.grantOrderLookup(lookup.consumer);
+    for (const reader of readers) {
+      reader.consumer.addEnvironment("ORDERS_TABLE", support.orders.tableName);
+      support.grantOrderLookup(reader.consumer);
     }
-    if (sender) {
+    for (const sender of senders) {
       sender.consumer.addEnvironment("CHANNEL_PROVIDER", "sns");
       sender.consumer.addEnvironment("CHANNEL_TOPIC_ARN", support.replies.topicArn);
       support.grantSend(sender.consumer);

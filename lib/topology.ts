@@ -34,6 +34,31 @@ export type { Delivery, Ordering, OrderKey, TopicName };
 export type TopologyRole = Pick<Role<unknown>, "group" | "subscriptions">;
 
 /** One consumer group: an agent role, its handler, and how its queue and consumer behave. */
+/**
+ * What a group needs besides its queues, its function and the tables; the stack wires and grants
+ * each need it finds declared, whatever the group's name.
+ */
+export interface GroupNeeds {
+  /**
+   * Its consumer extends a message's visibility during a long model call (`HEARTBEAT_SECONDS`,
+   * `VISIBILITY_TIMEOUT_SECONDS`); `"events"`: it also publishes its role's heartbeats on the
+   * events bus (`EVENTS_BUS_NAME`, PutEvents on that bus).
+   */
+  readonly heartbeat?: "visibility" | "events";
+  /** A DAG agent: the orchestrator reads its queue's depth (backpressure). */
+  readonly dagAgent?: boolean;
+  /**
+   * It orchestrates DAG runs: it reads the DAG agents' queue depths (`AGENT_QUEUE_URLS`,
+   * `QUEUE_DEPTH_THRESHOLD`, GetQueueAttributes on those queues), and the lease sweeper serves
+   * its runs.
+   */
+  readonly orchestrates?: boolean;
+  /** It reads the orders table (`ORDERS_TABLE`, GetItem). */
+  readonly orders?: boolean;
+  /** It sends replies through the reply channel (SNS FIFO topic: `CHANNEL_*`, Publish). */
+  readonly replyChannel?: boolean;
+}
+
 export interface GroupDeclaration {
   /** Kebab-case, at most 40 characters; must equal the role's `group`. */
   readonly name: string;
@@ -95,6 +120,9 @@ export interface GroupDeclaration {
    * @default "dispatch-function"
    */
   readonly delivery?: Delivery;
+
+  /** What the stack wires for it besides its queues (model calls' heartbeats, orders, ...). */
+  readonly needs?: GroupNeeds;
 
   /**
    * How long a FIFO group's delivery hop waits to gather full batches of 10 (whole seconds,
@@ -277,6 +305,7 @@ export const contentAgentGroups: readonly GroupDeclaration[] = CONTENT_ROLES.map
   // One model call per invocation: a batch of them could outlast the function timeout.
   batchSize: 1,
   functionTimeout: Duration.minutes(2),
+  needs: { heartbeat: "events", dagAgent: true },
 }));
 
 /**
@@ -293,6 +322,7 @@ export const supportGroups: readonly GroupDeclaration[] = [
     name: "order-lookup",
     role: { group: "order-lookup", subscriptions: ["order.lookup.requested"] },
     handler: "functions/handlers/order-lookup.ts",
+    needs: { orders: true },
   },
   {
     name: "reply-generation",
@@ -308,6 +338,7 @@ export const supportGroups: readonly GroupDeclaration[] = [
     // One model call per invocation, as for the content agents.
     batchSize: 1,
     functionTimeout: Duration.minutes(2),
+    needs: { heartbeat: "visibility" },
   },
   {
     name: "sender",
@@ -320,6 +351,7 @@ export const supportGroups: readonly GroupDeclaration[] = [
     // The sender escalates an outcome it cannot learn after 5 attempts (MAX_UNKNOWN_ATTEMPTS);
     // the queue must hand the message out at least that often before dead-lettering it.
     maxReceiveCount: 8,
+    needs: { replyChannel: true },
   },
   {
     name: "conversation-projection",
@@ -351,6 +383,7 @@ export const topology = defineTopology({
       name: "orchestrator",
       role: orchestrator,
       handler: "functions/handlers/orchestrator.ts",
+      needs: { orchestrates: true },
     },
     ...contentAgentGroups,
     ...supportGroups,

@@ -6,8 +6,15 @@ import { createOrderLookup, ordersFrom } from "../../functions/roles/order-looku
 import { createReplyGeneration } from "../../functions/roles/reply-generation";
 import { createSender, DEFAULT_MAX_UNKNOWN_ATTEMPTS } from "../../functions/roles/sender";
 import { SUPPORT_GROUPS } from "../../lib/local/conversation";
-import { supportGroups, topology } from "../../lib/topology";
-import { agentBusStack, refersTo, resources, single, statementsOf } from "./support";
+import { defineTopology, supportGroups, topology } from "../../lib/topology";
+import {
+  agentBusStack,
+  refersTo,
+  resources,
+  single,
+  statementsOf,
+  synthesizeStack,
+} from "./support";
 
 /**
  * The support roles that need a port (orders, model, channel) are declared in the topology by
@@ -90,5 +97,50 @@ describe("support groups in the topology", () => {
       expect(Number(env("reply-generation").VISIBILITY_TIMEOUT_SECONDS)).toBeGreaterThan(0);
       expect(env("reply-generation").EVENTS_BUS_NAME).toBeUndefined();
     });
+  });
+
+  it("wires what a group declares in needs, whatever its name, and nothing by name alone", () => {
+    const { template } = synthesizeStack(
+      {
+        topology: defineTopology({
+          topics: ["commands", "events", "audit"],
+          groups: [
+            {
+              // Another name, the order lookup's needs: it gets the orders table.
+              name: "stock-check",
+              role: { group: "stock-check", subscriptions: ["order.lookup.requested"] },
+              handler: "functions/handlers/order-lookup.ts",
+              needs: { orders: true, heartbeat: "visibility" },
+            },
+            {
+              // The sender's name, no needs: no reply channel, no topic.
+              name: "sender",
+              role: { group: "sender", subscriptions: ["notification.send.requested"] },
+              handler: "functions/handlers/sender.ts",
+            },
+          ],
+        }),
+      },
+      "AgentBus-needs",
+    );
+    const env = (group: string) =>
+      (
+        single(
+          template,
+          "AWS::Lambda::Function",
+          (fn) =>
+            fn.Metadata["agentbus:kind"] === "consumer" && fn.Metadata["agentbus:group"] === group,
+        ).Properties.Environment as { Variables: Record<string, unknown> }
+      ).Variables;
+    const orders = single(template, "AWS::DynamoDB::Table", (t) =>
+      t.id.startsWith("SupportOrders"),
+    );
+    expect(refersTo(env("stock-check").ORDERS_TABLE)).toBe(orders.id);
+    expect(env("stock-check")).toMatchObject({ HEARTBEAT_SECONDS: "20" });
+    expect(env("sender").CHANNEL_TOPIC_ARN).toBeUndefined();
+    const publishers = resources(template, "AWS::Lambda::Function").filter((fn) =>
+      statementsOf(template, fn).some((s) => s.Action.includes("sns:Publish")),
+    );
+    expect(publishers).toEqual([]);
   });
 });
