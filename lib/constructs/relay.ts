@@ -115,16 +115,7 @@ export class Relay extends Construct {
     super(scope, id);
     const settings = relaySettings(props);
 
-    this.failureQueue = new Queue(this, "FailureQueue", {
-      encryption: QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-      retentionPeriod: Duration.days(14),
-    });
-    Validations.of(this.failureQueue.node.defaultChild as CfnQueue).acknowledge({
-      id: "AwsSolutions-SQS3",
-      reason:
-        "The failure queue is itself a dead-letter destination: the stream event source's OnFailure target, where the positions of batches the relay gave up on are recorded. Nothing consumes it (an operator replays from it), it alarms when not empty, and a DLQ behind it would have nothing to catch",
-    });
+    this.failureQueue = this.createFailureQueue();
 
     this.function = new AgentBusFunction(this, "Resource", {
       kind: "relay",
@@ -171,6 +162,21 @@ export class Relay extends Construct {
       `relay: more than ${maxAge.toHumanString()} behind the events table stream (events reach their buses late; the stream keeps records 24 hours). Run \`agentbus status\` for the relay's iterator age and failures`,
     );
     this.alarms = [this.failureAlarm, this.iteratorAgeAlarm];
+  }
+
+  /** Where the stream event source records the positions of the batches the relay gave up on. */
+  private createFailureQueue(): Queue {
+    const queue = new Queue(this, "FailureQueue", {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+    });
+    Validations.of(queue.node.defaultChild as CfnQueue).acknowledge({
+      id: "AwsSolutions-SQS3",
+      reason:
+        "The failure queue is itself a dead-letter destination: the stream event source's OnFailure target, where the positions of batches the relay gave up on are recorded. Nothing consumes it (an operator replays from it), it alarms when not empty, and a DLQ behind it would have nothing to catch",
+    });
+    return queue;
   }
 
   /** How far behind the events table stream the relay is (`IteratorAge`, Maximum, 1 minute). */
