@@ -149,7 +149,21 @@ export class AgentBusStack extends Stack {
       });
     }
 
-    this.operatorAccess = new OperatorReadAccess(this, "OperatorRead", {
+    this.operatorAccess = this.createOperatorAccess(stage);
+
+    if (this.capabilities.dashboard) {
+      this.dashboard = new Dashboard(this, "Dashboard", {
+        stage,
+        groups: this.groups,
+        relay: this.relay,
+      });
+    }
+    addStackOutputs(this);
+  }
+
+  /** The managed policy of the operator's tools: what they read, and the repairs they start. */
+  private createOperatorAccess(stage: string): OperatorReadAccess {
+    return new OperatorReadAccess(this, "OperatorRead", {
       tables: this.tables,
       groups: this.groups,
       relay: this.relay,
@@ -161,15 +175,6 @@ export class AgentBusStack extends Stack {
       ),
       replayNamePrefix: replayNamePrefix(stage),
     });
-
-    if (this.capabilities.dashboard) {
-      this.dashboard = new Dashboard(this, "Dashboard", {
-        stage,
-        groups: this.groups,
-        relay: this.relay,
-      });
-    }
-    addStackOutputs(this);
   }
 
   /** One consumer group of the topology (a pipe group falls back to the dispatcher where pipes cannot run). */

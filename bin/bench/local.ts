@@ -81,10 +81,7 @@ export async function runLocalSection(out: Out): Promise<LocalResult> {
   const steps = new Map<string, number>();
   const fill = new BatchFill();
   const env = await startLocal({
-    onEvent: (event) => {
-      fill.observe(event);
-      observe(probe, steps, event);
-    },
+    onEvent: (event) => observe(probe, steps, fill, event),
     onDelivery: (d: LocalDelivery) => {
       if (!delivered.has(d.conversationId)) delivered.set(d.conversationId, performance.now());
     },
@@ -191,7 +188,13 @@ async function bareBounds(): Promise<Bounds> {
   }
 }
 
-function observe(probe: WireProbe, steps: Map<string, number>, event: RuntimeEvent): void {
+function observe(
+  probe: WireProbe,
+  steps: Map<string, number>,
+  fill: BatchFill,
+  event: RuntimeEvent,
+): void {
+  fill.observe(event);
   if (event.kind !== "consumed") return;
   const result = event.result as ConsumeResult | { error: unknown };
   if ("error" in result) return;
