@@ -26,6 +26,8 @@ const key = (ref: AggregateRef) => `${ref.type}#${ref.id}`;
  * Freezes a value and everything it holds, in place, and returns it. What the store keeps is
  * immutable, so reads hand out the stored values themselves instead of copies: a caller that
  * tried to change one would fail loudly, as it would have changed nothing stored in DynamoDB.
+ * A value found frozen already is taken as frozen throughout and not walked again: a new state
+ * shares its unchanged parts with the state before it, which this store froze then.
  */
 export function deepFreeze<T>(value: T): T {
   if (value === null || typeof value !== "object" || Object.isFrozen(value)) return value;
