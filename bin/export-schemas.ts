@@ -1,13 +1,34 @@
-import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { registry } from "../schemas";
+import { schemaProblems } from "../schemas/compat";
 import { jsonSchemas } from "../schemas/json-schema";
 
-/** Writes schemas/json/<type>.v<version>.json for every registered event type. */
+/**
+ * Writes schemas/json/<type>.v<version>.json for every registered event type. A file already
+ * there is a published version: it is overwritten only when the new schema is backward compatible
+ * with it, and never deleted (events stored under it must stay readable). Otherwise nothing is
+ * written and the problems are printed: register the next version with an upcaster instead.
+ */
 const dir = join(import.meta.dirname, "..", "schemas", "json");
 mkdirSync(dir, { recursive: true });
-for (const old of readdirSync(dir)) if (old.endsWith(".json")) rmSync(join(dir, old));
 const files = jsonSchemas(registry);
-for (const [name, schema] of Object.entries(files))
-  writeFileSync(join(dir, name), `${JSON.stringify(schema, null, 2)}\n`);
-console.log(`wrote ${Object.keys(files).length} JSON Schemas to ${dir}`);
+const published = Object.fromEntries(
+  readdirSync(dir)
+    .filter((name) => name.endsWith(".json"))
+    .map((name) => [name, JSON.parse(readFileSync(join(dir, name), "utf8")) as unknown]),
+);
+const problems = schemaProblems(published, files);
+if (problems.length > 0) {
+  console.error(`not written: ${problems.length} incompatible change(s)\n${problems.join("\n")}`);
+  process.exit(1);
+}
+let changed = 0;
+for (const [name, schema] of Object.entries(files)) {
+  const text = `${JSON.stringify(schema, null, 2)}\n`;
+  const path = join(dir, name);
+  if (existsSync(path) && readFileSync(path, "utf8") === text) continue;
+  writeFileSync(path, text);
+  changed++;
+}
+console.log(`${Object.keys(files).length} JSON Schemas in ${dir}, ${changed} written`);

@@ -5,7 +5,7 @@ import { contentAgentSubscriptions } from "../functions/roles/content-agents";
 import { conversation } from "../functions/roles/conversation";
 import { conversationProjection } from "../functions/roles/conversation-projection";
 import { orchestrator } from "../functions/roles/orchestrator";
-import { router } from "../functions/roles/router";
+import { ROUTER } from "../functions/roles/router";
 import { taskProjection } from "../functions/roles/task-projection";
 import { registry, TOPICS, type Topic as TopicName } from "../schemas";
 import { CONTENT_ROLES } from "../schemas/events/workflow";
@@ -317,7 +317,7 @@ export const contentAgentGroups: readonly GroupDeclaration[] = CONTENT_ROLES.map
  */
 export const supportGroups: readonly GroupDeclaration[] = [
   { name: "conversation", role: conversation, handler: "functions/handlers/conversation.ts" },
-  { name: "router", role: router, handler: "functions/handlers/router.ts" },
+  { name: "router", role: ROUTER, handler: "functions/handlers/router.ts" },
   {
     name: "order-lookup",
     role: { group: "order-lookup", subscriptions: ["order.lookup.requested"] },
@@ -344,14 +344,19 @@ export const supportGroups: readonly GroupDeclaration[] = [
     name: "sender",
     role: {
       group: "sender",
-      subscriptions: ["notification.send.requested", "notification.resolve.requested"],
+      subscriptions: [
+        "notification.send.requested",
+        "notification.resolve.requested",
+        "support.cancel.requested",
+      ],
     },
     handler: "functions/handlers/sender.ts",
     batchSize: 1,
     // The sender escalates an outcome it cannot learn after 5 attempts (MAX_UNKNOWN_ATTEMPTS);
     // the queue must hand the message out at least that often before dead-lettering it.
     maxReceiveCount: 8,
-    needs: { replyChannel: true },
+    // It reads the order a reply rests on again before sending it.
+    needs: { replyChannel: true, orders: true },
   },
   {
     name: "conversation-projection",

@@ -1,5 +1,8 @@
+import { defineAgentRunEvents } from "./events/agent-run";
 import { defineConversationEvents } from "./events/conversation";
 import { defineOperatorEvents } from "./events/operator";
+import { defineSupportCommands } from "./events/support-commands";
+import { defineSupportFailureEvents } from "./events/support-failure";
 import { defineTaskEvents } from "./events/task";
 import { defineWorkflowEvents } from "./events/workflow";
 import { defineWorkflowCancelEvents } from "./events/workflow-cancel";
@@ -16,5 +19,8 @@ defineTaskEvents(registry);
 defineWorkflowEvents(registry);
 defineWorkflowCancelEvents(registry);
 defineWorkflowResolveEvents(registry);
+defineAgentRunEvents(registry);
 defineConversationEvents(registry);
+defineSupportCommands(registry);
+defineSupportFailureEvents(registry);
 defineOperatorEvents(registry);

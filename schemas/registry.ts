@@ -24,10 +24,23 @@ export interface EventTypeDefinition<P extends z.ZodType = z.ZodType> {
   readonly sequenced: boolean;
   readonly description: string;
   readonly payload: P;
+  /**
+   * From the previous schema version's payload to this one's (required on every version after
+   * the first, absent on version 1). It gets the previous payload as validated and the envelope
+   * around it (for fields the old payload implied, such as `occurred_at`); it must be pure.
+   */
+  readonly upcast?: (previous: unknown, envelope: Envelope) => z.input<P>;
 }
 
 export type ParseResult =
-  | { ok: true; envelope: Envelope; definition: EventTypeDefinition }
+  | {
+      ok: true;
+      /** At its type's newest schema version, whatever version the message was written in. */
+      envelope: Envelope;
+      definition: EventTypeDefinition;
+      /** The schema version the message was written in, when it was upcast from an older one. */
+      upcastFrom?: number;
+    }
   | { ok: false; code: string; message: string; eventId?: string };
 
 /** Event types, their payload schemas and schema versions, in one place. */
@@ -46,6 +59,7 @@ export class EventRegistry {
       throw new Error(
         `event type name ${JSON.stringify(definition.type)} ${typeCheck.error.issues[0]?.message}`,
       );
+    checkChain(definition, this.byType.get(definition.type) ?? []);
     this.byKey.set(key, definition);
     const versions = [...(this.byType.get(definition.type) ?? []), definition];
     this.byType.set(
@@ -95,11 +109,62 @@ export class EventRegistry {
   }
 
   /**
-   * Validate an untrusted message: size, envelope, known type and version, payload. A valid
+   * The envelope at its type's newest schema version: each registered upcaster from its own
+   * version on, in order (`upcast` of v2, then of v3, ...). An envelope already at the newest
+   * version, or of an unknown type, is returned as it is. Used on envelopes that were valid when
+   * stored (gap repair, trace); `parse` upcasts untrusted messages and validates the result.
+   */
+  upcast(envelope: Envelope): Envelope {
+    const versions = this.byType.get(envelope.event_type);
+    const newest = versions?.[0];
+    if (!versions || !newest || newest.schemaVersion <= envelope.schema_version) return envelope;
+    let payload: unknown = envelope.payload;
+    for (let i = versions.length - 1; i >= 0; i--) {
+      const next = versions[i] as EventTypeDefinition;
+      if (next.schemaVersion <= envelope.schema_version || !next.upcast) continue;
+      payload = next.upcast(payload, envelope);
+    }
+    return { ...envelope, schema_version: newest.schemaVersion, payload } as Envelope;
+  }
+
+  /**
+   * Validate an untrusted message: size, envelope, known type and version, payload; then upcast it
+   * to its type's newest version (validated again, so a faulty upcaster is caught here). A valid
    * message is validated once, by its type's full schema; the envelope alone is checked again
    * only to word the error of an invalid one.
    */
   parse(raw: unknown): ParseResult {
+    const parsed = this.parseAsWritten(raw);
+    if (!parsed.ok) return parsed;
+    const newest = this.byType.get(parsed.definition.type)?.[0];
+    if (!newest || newest === parsed.definition) return parsed;
+    return this.upcastParsed(parsed.envelope, newest);
+  }
+
+  /** An envelope valid at an older version, upcast and validated at `newest`. */
+  private upcastParsed(envelope: Envelope, newest: EventTypeDefinition): ParseResult {
+    let upcast: Envelope;
+    try {
+      upcast = this.upcast(envelope);
+    } catch (error) {
+      return upcastFailure(
+        envelope,
+        newest,
+        error instanceof Error ? error.message : String(error),
+      );
+    }
+    const payload = newest.payload.safeParse(upcast.payload);
+    if (!payload.success) return upcastFailure(envelope, newest, describeIssues(payload.error));
+    return {
+      ok: true,
+      envelope: { ...upcast, payload: payload.data } as Envelope,
+      definition: newest,
+      upcastFrom: envelope.schema_version,
+    };
+  }
+
+  /** `parse` without the upcast: the message validated at the version it names. */
+  private parseAsWritten(raw: unknown): ParseResult {
     const eventId = pickEventId(raw);
     const sizeProblem = sizeProblemOf(raw);
     if (sizeProblem) return { ok: false, ...sizeProblem, eventId };
@@ -147,6 +212,32 @@ export class EventRegistry {
 interface Problem {
   readonly code: string;
   readonly message: string;
+}
+
+function upcastFailure(envelope: Envelope, newest: EventTypeDefinition, why: string): ParseResult {
+  return {
+    ok: false,
+    code: "envelope.upcast_failed",
+    message: `${envelope.event_type} v${envelope.schema_version} could not be upcast to v${newest.schemaVersion}: ${why}`,
+    eventId: envelope.event_id,
+  };
+}
+
+/**
+ * Versions of a type are defined in order, without holes, and every version after the first says
+ * how to upcast from the one before it: a chain from any stored version to the newest.
+ */
+function checkChain(definition: EventTypeDefinition, known: readonly EventTypeDefinition[]): void {
+  const { type, schemaVersion } = definition;
+  const newest = known[0]?.schemaVersion ?? 0;
+  if (!Number.isInteger(schemaVersion) || schemaVersion !== newest + 1)
+    throw new Error(
+      `event type ${type} v${schemaVersion}: define versions in order from 1 (next is v${newest + 1})`,
+    );
+  if (schemaVersion > 1 && !definition.upcast)
+    throw new Error(`event type ${type} v${schemaVersion} needs an upcast from v${newest}`);
+  if (schemaVersion === 1 && definition.upcast)
+    throw new Error(`event type ${type} v1 has nothing to upcast from`);
 }
 
 /** The registry key a raw message names (`type@version`), or "" when it names none. */

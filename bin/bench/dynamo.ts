@@ -60,7 +60,12 @@ export const planner: Role<PlannerState> = {
   stateOf: (event) => ({ type: "plan", id: event.aggregate.id }),
   decide: (state, event) => ({
     state: { plans: (state?.plans ?? 0) + 1, last_task: event.task_id },
-    emit: [{ type: "plan.created", payload: { steps: ["look up order", "draft reply"] } }],
+    emit: [
+      {
+        type: "plan.created",
+        payload: { steps: [{ title: "look up order" }, { title: "draft reply" }] },
+      },
+    ],
   }),
 };
 

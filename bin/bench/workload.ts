@@ -9,7 +9,12 @@ import { seededRandom, shuffle } from "./stats";
 /** The task lifecycle in stream order, with payloads the task-projection role folds. */
 export const LIFECYCLE = [
   { type: "task.accepted", payload: { title: "Why is my refund late?" } },
-  { type: "plan.created", payload: { steps: ["look up order", "check refund", "draft reply"] } },
+  {
+    type: "plan.created",
+    payload: {
+      steps: [{ title: "look up order" }, { title: "check refund" }, { title: "draft reply" }],
+    },
+  },
   { type: "answer.generated", payload: { answer_ref: "answers/refund-status-1" } },
   { type: "notification.sent", payload: { channel: "email" } },
 ] as const;

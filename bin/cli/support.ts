@@ -16,18 +16,20 @@ import {
   sendResolveCommand,
   taskIdProblem,
 } from "../../lib/ops/support-actions";
+import { cancelCheck, cancelCommand } from "../../lib/ops/support-cancel";
 import { SEND_RESOLUTIONS, type SendResolution } from "../../schemas/events/conversation";
 import { withStack } from "./ops";
 import { out, type Target, UsageError } from "./target";
 
 /**
- * `agentbus reply list | approve | reject` and `agentbus send list | resolve`: what waits for a
- * person in the support conversation (seed 000 §14). Each decision is a command on the stage's
- * commands bus (`reply.approve.requested`, `reply.reject.requested`,
- * `notification.resolve.requested`) carrying who asked (`$AGENTBUS_OPERATOR` or the OS user) and
- * why (`--reason`); the audit group keeps it. Before sending, the stored state is checked (the
- * checks live in lib/ops/support-actions, shared with the console): a decision already taken is
- * reported and nothing is sent (exit 0); one that cannot apply (no such reply, not held, a key
+ * `agentbus reply list | approve | reject | cancel` and `agentbus send list | resolve`: what waits
+ * for a person in the support conversation (seed 000 §14). Each decision is a command on the
+ * stage's commands bus (`reply.approve.requested`, `reply.reject.requested`,
+ * `support.cancel.requested`, `notification.resolve.requested`) carrying who asked
+ * (`$AGENTBUS_OPERATOR` or the OS user) and why (`--reason`); the audit group keeps it. Before
+ * sending, the stored state is checked (the checks live in lib/ops/support-actions, shared with
+ * the console, and lib/ops/support-cancel): a decision already taken is reported and nothing is
+ * sent (exit 0); one that cannot apply (no such reply, not held, a reply already delivered, a key
  * whose outcome is not unknown) is a usage error (exit 2), nothing sent.
  */
 
@@ -110,6 +112,17 @@ export function replyCommand(targetOf: TargetOf): Command {
     .option("--reason <text>", "why (kept on the command, at most 1000 characters)")
     .action(async function (this: Command, id: string, options: { reason?: string }) {
       await review(targetOf(this), id, "rejected", { reason: options.reason });
+    });
+  reply
+    .command("cancel")
+    .description(
+      "cancel a support turn: a reply not sent yet is not sent (puts support.cancel.requested)",
+    )
+    .argument("<task-id>", "the task id of the customer's message (task_...)")
+    .option("--reason <text>", "why (kept on the command, at most 1000 characters)")
+    .action(async function (this: Command, id: string, options: { reason?: string }) {
+      const command = cancelCommand(taskIdOf(id), options.reason, operatorName());
+      await decideAndSend(targetOf(this), command, (s) => cancelCheck(s, command));
     });
   return reply;
 }

@@ -53,7 +53,12 @@ export function printRun(stored: StoredState<OrchestratorState>): void {
     out("leases (RUNNING nodes)");
     for (const [id, lease] of leases) {
       const again = lease.redeliveries ? `, sent again ${lease.redeliveries}x` : "";
-      out(`  ${id}  ${lease.started ? "started" : "queued"}${again}, until ${lease.expires_at}`);
+      const since = lease.started_at ? ` at ${lease.started_at}` : "";
+      out(
+        `  ${id}  ${lease.started ? `started${since}` : "queued"}${again}, until ${lease.expires_at}`,
+      );
+      if (lease.blocked && !lease.blocked.outcome)
+        out(`    BLOCKED until ${lease.blocked.confirm_by}: ${lease.blocked.question}`);
     }
   }
   if (held.length) {

@@ -32,7 +32,7 @@ import { printRun } from "./workflow-show";
 
 /**
  * `agentbus workflow`: start a run, show it, re-run from a node, reset or resolve a FAILED node,
- * cancel a run. Commands go on the stage's `commands` bus as unsequenced envelopes (aggregate
+ * cancel a run, confirm (or refuse) what a BLOCKED node waits for. Commands go on the stage's `commands` bus as unsequenced envelopes (aggregate
  * `dag_run/<run_id>` at version 0, order key = run id, a correlation id of their own), validated
  * against the registry and checked against the run's stored state before they are sent (a
  * request the orchestrator would refuse is refused here: exit 2, nothing sent); `show` reads the
@@ -109,6 +109,8 @@ function printSent(runId: string, { envelope, bus }: Sent): void {
   const payload = envelope.payload as Record<string, unknown>;
   if (payload.requested_by !== undefined) out(`  requested_by    ${String(payload.requested_by)}`);
   if (payload.reason !== undefined) out(`  reason          ${JSON.stringify(payload.reason)}`);
+  if (payload.answer !== undefined) out(`  answer          ${String(payload.answer)}`);
+  if (payload.note !== undefined) out(`  note            ${JSON.stringify(payload.note)}`);
 }
 
 /** Who asks: $AGENTBUS_OPERATOR as given (an empty one is refused with the envelope), else the OS user. */
@@ -176,6 +178,7 @@ export function workflowCommand(targetOf: Globals): Command {
   for (const make of [startCommand, showCommand, rerunCommand, resetCommand, resolveCommand])
     workflow.addCommand(make(targetOf));
   workflow.addCommand(cancelCommand(targetOf));
+  workflow.addCommand(confirmCommand(targetOf));
   return workflow;
 }
 
@@ -198,7 +201,11 @@ function startCommand(globals: Globals): Command {
       const sent = await send(globals(this), {
         type: "workflow.start.requested",
         aggregate: { type: "dag_run", id: runId },
-        payload: { run_id: runId, workflow: options.kind, request: { topic_hint: options.topic } },
+        payload: {
+          run_id: runId,
+          workflow_name: options.kind,
+          request: { topic_hint: options.topic },
+        },
       });
       printSent(runId, sent);
     });
@@ -301,5 +308,31 @@ function cancelCommand(globals: Globals): Command {
     .action(async function (this: Command, runIdArg: string, options: { reason?: string }) {
       const runId = runIdOf(runIdArg, "run id");
       await request(globals(this), runId, { kind: "cancel", reason: options.reason });
+    });
+}
+
+/** `workflow confirm` */
+function confirmCommand(globals: Globals): Command {
+  return new Command("confirm")
+    .description(
+      "answer a BLOCKED node (its agent waits for an external confirmation): it resumes, or fails with --refuse; puts workflow.confirm.requested, requested by $AGENTBUS_OPERATOR or else the OS user name",
+    )
+    .argument("<run-id>", "run id run_<token>")
+    .requiredOption("--node <node-id>", "the BLOCKED node")
+    .option("--refuse", "refuse instead of confirming (the node fails)")
+    .option("--note <text>", "what you confirm, or why you refuse (handed to the agent)")
+    .action(async function (
+      this: Command,
+      runIdArg: string,
+      options: { node: string; refuse?: boolean; note?: string },
+    ) {
+      const runId = runIdOf(runIdArg, "run id");
+      const nodeId = nodeIdOf(options.node, "--node");
+      await request(globals(this), runId, {
+        kind: "confirm",
+        nodeId,
+        answer: options.refuse ? "refused" : "confirmed",
+        ...(options.note === undefined ? {} : { note: options.note }),
+      });
     });
 }

@@ -20,9 +20,13 @@ import type { ModelPort, ModelRequest, ModelResponse } from "../core/model";
  * `topic-selector`, `fact-checker`, `writer`, `reviewer`) and the support workflow's
  * `reply-generation`. Put `[fail-fact-check]` anywhere in a fact-check request to get verdict
  * "fail" and drive the failure path, and `[unusable-draft]` in a writing request to get text that
- * is not the JSON asked for (every time, so the agent run ends NEEDS_HUMAN). The reply-generation script quotes the customer's message
+ * is not the JSON asked for (every time, so the agent run ends NEEDS_HUMAN), and
+ * `[needs-confirmation]` in a review request to get a request for an external confirmation (the
+ * agent run goes BLOCKED until one is given). The reply-generation script quotes the customer's message
  * and the order facts of the prompt, cites only the allowed source refs the prompt lists, and
- * asks for a human review when the request contains `[human-review]`.
+ * asks for a human review when the request contains `[human-review]`, and refuses the call
+ * (PermanentError `model.access_denied`, as Bedrock without model access) when it contains
+ * `[model-access-denied]`.
  */
 export class DeterministicLocalModel implements ModelPort {
   readonly name = LOCAL_MODEL_NAME;
@@ -215,7 +219,20 @@ function writing(_request: ModelRequest, facts: RequestFacts) {
 
 const TITLE_IN_TEXT = /"title"\s*:\s*"((?:[^"\\]|\\.){1,200})"/;
 
+/**
+ * In a review request: the reviewer asks for an external confirmation
+ * (`{"needs_confirmation": ...}`, the agent run goes BLOCKED) until the request carries one.
+ */
+export const NEEDS_CONFIRMATION_MARKER = "[needs-confirmation]";
+const CONFIRMATION_GIVEN = "Confirmation received";
+
 function review(_request: ModelRequest, facts: RequestFacts) {
+  if (facts.text.includes(NEEDS_CONFIRMATION_MARKER) && !facts.text.includes(CONFIRMATION_GIVEN))
+    return {
+      needs_confirmation: {
+        question: `Does the source behind the lead quote stand by it (ref ${facts.digest.slice(0, 8)})?`,
+      },
+    };
   const quoted = TITLE_IN_TEXT.exec(facts.text)?.[1];
   let title: string | undefined;
   if (quoted !== undefined) {
@@ -235,6 +252,8 @@ function review(_request: ModelRequest, facts: RequestFacts) {
 }
 
 export const HUMAN_REVIEW_MARKER = "[human-review]";
+/** In a reply-generation request: the model refuses the call as Bedrock does without access. */
+export const MODEL_ACCESS_DENIED_MARKER = "[model-access-denied]";
 
 const REPLY_QUOTE_CHARS = 60;
 const ALLOWED_REFS_HEADER = "Allowed source_refs:";
@@ -287,6 +306,11 @@ function money(cents: number, currency: string | undefined): string {
 }
 
 function replyGeneration(request: ModelRequest, facts: RequestFacts) {
+  if (facts.text.includes(MODEL_ACCESS_DENIED_MARKER))
+    throw new PermanentError(
+      "model.access_denied",
+      `AccessDeniedException: ${LOCAL_MODEL_NAME} may not be invoked for this request (${MODEL_ACCESS_DENIED_MARKER})`,
+    );
   const { facts: given, refs, text } = replyFactsOf(request);
   const message = (given.customer_message ?? text).replace(/\s+/g, " ").trim();
   const quote =

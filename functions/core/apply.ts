@@ -188,7 +188,14 @@ async function handleOne<S>(
     repaired,
     ...(discard ? { resolving: discard } : {}),
   };
-  const { decision, status, reason } = await decideOrReject(role, state, event, context);
+  const lastAttempt = !repaired && options.lastAttempt === true;
+  const { decision, status, reason } = await decideOrReject(
+    role,
+    state,
+    event,
+    context,
+    lastAttempt,
+  );
   const emitted = buildEmitted(
     decision.emit ?? [],
     event,
@@ -242,12 +249,17 @@ function discarded<S>(
   };
 }
 
-/** The role's decision; a BusinessRejection becomes its failure event, status `rejected`. */
+/**
+ * The role's decision. A BusinessRejection becomes its failure event, status `rejected`; an error
+ * the role cannot recover from (permanent, or any on the last attempt) becomes the role's failure
+ * facts (`Role.failed`), status `rejected` with the error's code, when the role has any.
+ */
 async function decideOrReject<S>(
   role: Role<S>,
   state: StoredState<S> | undefined,
   event: Envelope,
   context: DecideContext<S>,
+  lastAttempt: boolean,
 ): Promise<{ decision: Decision<S>; status: RecordedOutcome; reason?: string }> {
   try {
     const decision = await role.decide(state?.data, event, context);
@@ -255,12 +267,17 @@ async function decideOrReject<S>(
       ? { decision, status: "discarded", reason: decision.discarded }
       : { decision, status: "applied" };
   } catch (error) {
-    if (!(error instanceof BusinessRejection)) throw error;
-    return {
-      decision: { emit: [{ type: error.failure.type, payload: error.failure.payload }] },
-      status: "rejected",
-      reason: error.code,
-    };
+    if (error instanceof BusinessRejection)
+      return {
+        decision: { emit: [{ type: error.failure.type, payload: error.failure.payload }] },
+        status: "rejected",
+        reason: error.code,
+      };
+    const failure = describe(error);
+    const forGood = failure.errorClass === "permanent" || lastAttempt;
+    const decision = forGood ? role.failed?.(state?.data, event, failure, context) : undefined;
+    if (decision === undefined) throw error;
+    return { decision, status: "rejected", reason: failure.code };
   }
 }
 

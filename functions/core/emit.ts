@@ -21,6 +21,11 @@ export interface EmitSpec {
  */
 export interface HeartbeatSpec extends EmitSpec {
   readonly aggregate: AggregateRef;
+  /**
+   * What the first beat publishes instead, when the work on the event starts: the acknowledgement
+   * (e.g. `node.started`). Later beats publish this spec.
+   */
+  readonly first?: Omit<HeartbeatSpec, "first">;
 }
 
 /** Turn emit specs into validated envelopes at the next versions of `stream`. */

@@ -12,7 +12,8 @@ const LARGE_GAP = 1000;
  * - unsequenced (`stream` undefined): a duplicate when the inbox already has the event id;
  * - v <= checkpoint: a duplicate or an old version;
  * - v = checkpoint + 1: apply;
- * - v > checkpoint + 1: the missing versions are read from the event store and applied first.
+ * - v > checkpoint + 1: the missing versions are read from the event store and applied first,
+ *   each upcast to its type's newest schema version (as delivery does when it parses).
  * Its cost follows the events stored in the gap, never the size of the version number: a gap the
  * store cannot fill is reported by ranges and a count.
  */
@@ -20,7 +21,7 @@ export async function eventsToApply(
   event: Envelope,
   stream: AggregateRef | undefined,
   loaded: Loaded,
-  deps: Pick<ConsumerDeps, "store">,
+  deps: Pick<ConsumerDeps, "store" | "registry">,
 ): Promise<Envelope[]> {
   if (!stream) return loaded.inboxHit ? [] : [event];
   const version = event.aggregate.version;
@@ -40,7 +41,8 @@ export async function eventsToApply(
       { details: { stream, last, version, missingCount: missing.count, missing: missing.ranges } },
     );
   }
-  return [...gap, event];
+  // Stored events may be of an older schema version: the role sees each at its newest.
+  return [...gap.map((stored) => deps.registry.upcast(stored)), event];
 }
 
 /**

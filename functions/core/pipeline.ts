@@ -3,6 +3,7 @@ import { applyInOrder, duplicateStep, refOf, stateRefOf } from "./apply";
 import type { EmitSpec, HeartbeatSpec } from "./emit";
 import {
   DuplicateCommitError,
+  type ErrorInfo,
   PermanentError,
   TransientError,
   VersionConflictError,
@@ -75,6 +76,19 @@ export interface Role<S> {
     context: DecideContext<S>,
   ): Decision<S> | Promise<Decision<S>>;
   /**
+   * The failure facts for an event this role failed on for good: `decide` threw a permanent error,
+   * or any error on the delivery's last attempt (`ConsumeOptions.lastAttempt`). The returned
+   * decision commits instead of the event going to the dead-letter queue, recorded as `rejected`
+   * with the error's code, so projections and people see an outcome; undefined = no failure fact
+   * (the error goes on to the queue: retry or dead letter). It must not call what failed again.
+   */
+  failed?(
+    state: S | undefined,
+    event: Envelope,
+    failure: ErrorInfo,
+    context: DecideContext<S>,
+  ): Decision<S> | undefined;
+  /**
    * What to publish periodically while `decide` works on `event` (the consumer handler sends it
    * when its heartbeat is on); undefined = nothing.
    */
@@ -123,6 +137,12 @@ export interface ConsumeOptions {
   readonly inboxTtlSeconds?: number;
   /** Set when the message comes from an archive replay (its body carried `replay-name`). */
   readonly replay?: ReplayMark;
+  /**
+   * True when the queue will not hand this message out again after this attempt (its receive
+   * count reached the queue's maxReceiveCount): a role's `failed` then turns any error of
+   * `decide` into failure facts.
+   */
+  readonly lastAttempt?: boolean;
   /** Reload-and-decide-again rounds after a version conflict before giving up (transiently). */
   readonly maxConflictRetries?: number;
 }

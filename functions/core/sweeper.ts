@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { encodeTime } from "ulid";
 import type { Envelope, EventRegistry, Topic } from "../../schemas";
-import type { NodeLeaseExpired, WorkflowReleaseRequested } from "../../schemas/events/workflow";
+import type { WorkflowReleaseRequested } from "../../schemas/events/workflow";
 import { PermanentError } from "./errors";
 import type { StoredState } from "./ports";
 
@@ -12,6 +12,11 @@ import type { StoredState } from "./ports";
  * - A node RUNNING under a lease (same generation as its assignment) that has run out
  *   (`expires_at <= now`) -> `node.lease.expired` {run_id, node_id, generation, expired_at =
  *   the lease's expires_at}. The orchestrator fails the node (transient, agent_run.lease_expired).
+ * - A RUNNING node whose agent run is BLOCKED (its lease's `blocked`, no outcome sent yet) past
+ *   its `confirm_by` -> `node.confirm.expired` {run_id, node_id, generation, confirm_by}: the
+ *   orchestrator tells the agent its confirmation timed out (ExternalConfirmTimeout).
+ * - A PENDING or READY node past its dependency deadline (the state's `waits`) ->
+ *   `node.dependency.expired` {run_id, node_id, generation, due_at}: the node ends FAILED.
  * - A RUNNING run with no RUNNING node but nodes held back by backpressure ->
  *   `workflow.release.requested` {run_id}.
  * Anything else (the index is eventually consistent, so a listed run may be done or extended) is
@@ -33,7 +38,11 @@ export const DAG_RUN_AGGREGATE = "dag_run";
 
 export interface SweepItem {
   readonly run_id: string;
-  readonly event_type: "node.lease.expired" | "workflow.release.requested";
+  readonly event_type:
+    | "node.lease.expired"
+    | "workflow.release.requested"
+    | "node.confirm.expired"
+    | "node.dependency.expired";
   readonly node_id?: string;
 }
 
@@ -58,7 +67,17 @@ export interface SweptRunState {
   };
   readonly held: readonly unknown[];
   readonly leases?: Readonly<
-    Record<string, { readonly generation: number; readonly expires_at: string }>
+    Record<
+      string,
+      {
+        readonly generation: number;
+        readonly expires_at: string;
+        readonly blocked?: { readonly confirm_by: string; readonly outcome?: string };
+      }
+    >
+  >;
+  readonly waits?: Readonly<
+    Record<string, { readonly generation: number; readonly due_at: string }>
   >;
   readonly origin?: { readonly correlation_id: string; readonly task_id: string };
 }
@@ -95,35 +114,21 @@ export function planSweep(
   return { messages, skipped };
 }
 
+type Planned = { topic: Topic; envelope: Envelope };
+
 function planRun(
   stored: StoredState<SweptRunState>,
   now: Date,
   registry: EventRegistry,
-): { topic: Topic; envelope: Envelope }[] {
+): Planned[] {
   const state = stored.data;
   const run = state.run;
   if (run.status !== "RUNNING") return [];
-  const out: { topic: Topic; envelope: Envelope }[] = [];
-  const leases = state.leases ?? {};
+  const out: Planned[] = [];
   let running = 0;
   for (const [nodeId, node] of Object.entries(run.nodes).sort(([a], [b]) => (a < b ? -1 : 1))) {
-    if (node.state !== "RUNNING") continue;
-    running++;
-    const lease = leases[nodeId];
-    if (!lease || lease.generation !== node.assigned_generation) continue;
-    const expiresMs = Date.parse(lease.expires_at);
-    if (!(expiresMs <= now.getTime())) continue;
-    const payload: NodeLeaseExpired = {
-      run_id: run.run_id,
-      node_id: nodeId,
-      generation: lease.generation,
-      expired_at: lease.expires_at,
-    };
-    const id = deterministicUlid(
-      `node.lease.expired\u0000${run.run_id}\u0000${nodeId}\u0000${lease.generation}\u0000${lease.expires_at}`,
-      expiresMs,
-    );
-    out.push(build("node.lease.expired", id, payload, state, stored, now, registry));
+    if (node.state === "RUNNING") running++;
+    out.push(...planNode(stored, nodeId, node, now, registry));
   }
   if (running === 0 && state.held.length > 0) {
     const payload: WorkflowReleaseRequested = { run_id: run.run_id };
@@ -133,6 +138,42 @@ function planRun(
     );
     out.push(build("workflow.release.requested", id, payload, state, stored, now, registry));
   }
+  return out;
+}
+
+/** What one node of a RUNNING run needs: a dependency, confirmation or lease report, or nothing. */
+function planNode(
+  stored: StoredState<SweptRunState>,
+  nodeId: string,
+  node: SweptRunState["run"]["nodes"][string],
+  now: Date,
+  registry: EventRegistry,
+): Planned[] {
+  const state = stored.data;
+  const due = (iso: string) => Date.parse(iso) <= now.getTime();
+  const report = (type: string, generation: number, field: string, at: string) => {
+    const payload = { run_id: state.run.run_id, node_id: nodeId, generation, [field]: at };
+    const id = deterministicUlid(
+      `${type}\u0000${state.run.run_id}\u0000${nodeId}\u0000${generation}\u0000${at}`,
+      Date.parse(at),
+    );
+    return build(type, id, payload, state, stored, now, registry);
+  };
+  if (node.state === "PENDING" || node.state === "READY") {
+    const wait = state.waits?.[nodeId];
+    return wait && due(wait.due_at)
+      ? [report("node.dependency.expired", wait.generation, "due_at", wait.due_at)]
+      : [];
+  }
+  const lease = state.leases?.[nodeId];
+  if (node.state !== "RUNNING" || !lease || lease.generation !== node.assigned_generation)
+    return [];
+  const out: Planned[] = [];
+  const blocked = lease.blocked;
+  if (blocked && !blocked.outcome && due(blocked.confirm_by))
+    out.push(report("node.confirm.expired", lease.generation, "confirm_by", blocked.confirm_by));
+  if (due(lease.expires_at))
+    out.push(report("node.lease.expired", lease.generation, "expired_at", lease.expires_at));
   return out;
 }
 

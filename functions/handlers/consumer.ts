@@ -57,7 +57,7 @@ export function createConsumerHandler<S>(
   role: Role<S>,
   options: ConsumerOptions = {},
 ): SqsBatchHandler {
-  const { env, obs, sqs, deps, withHeartbeat, settle } = wire(role, options);
+  const { env, obs, sqs, deps, withHeartbeat, settle, receiveLimit } = wire(role, options);
   const inboxTtlSeconds = Math.round(env.INBOX_TTL_DAYS * 24 * 3600);
   const observer = options.observer ?? {};
   const modelCalls = modelCallMetrics(obs.metrics);
@@ -69,8 +69,9 @@ export function createConsumerHandler<S>(
       const { envelope: raw, replay } = decodeDelivery(record);
       appendLogKeys(obs.logger, raw);
       recordLag(obs.metrics, raw, startedAt);
+      const lastAttempt = await isLastAttempt(role, receiveLimit, receiveCount);
       const result = await withHeartbeat(record, raw, () =>
-        consume(raw, role, deps, { receiveCount, inboxTtlSeconds, replay }),
+        consume(raw, role, deps, { receiveCount, inboxTtlSeconds, replay, lastAttempt }),
       );
       if (result.steps.at(-1)?.pastHorizon) logPastHorizon(obs, replay, env.INBOX_TTL_DAYS);
       recordConsumed(result, deps.clock.now().getTime() - startedAt.getTime(), obs);
@@ -93,6 +94,20 @@ export function createConsumerHandler<S>(
       obs.metrics.publishStoredMetrics();
     }
   };
+}
+
+/**
+ * True when the queue will not hand the record out again: asked only of a role with failure facts
+ * (`Role.failed`), so other groups never read the queue's redrive policy for it.
+ */
+async function isLastAttempt<S>(
+  role: Role<S>,
+  receiveLimit: () => Promise<number | undefined>,
+  receiveCount: number,
+): Promise<boolean> {
+  if (!role.failed) return false;
+  const limit = await receiveLimit().catch(() => undefined);
+  return limit !== undefined && receiveCount >= limit;
 }
 
 /** Why a replayed message was discarded unapplied, in words an operator searches the logs for. */
@@ -120,16 +135,18 @@ function wire<S>(role: Role<S>, options: ConsumerOptions) {
   const registry = options.registry ?? defaultRegistry;
   const deps: ConsumerDeps = { store, registry, clock, ids: ulidSource(clock) };
   const heartbeatWiring = { env, sqs, eventbridge: options.eventbridge, deps, observability: obs };
+  const receiveLimit = queueReceiveLimit(sqs, env.QUEUE_URL);
   const settle = failureSettler({
     env,
     sqs,
     deadLetters: new SqsDeadLetterSink({ client: sqs, queueUrl: env.DEAD_LETTER_QUEUE_URL }),
-    receiveLimit: queueReceiveLimit(sqs, env.QUEUE_URL),
+    receiveLimit,
     observability: obs,
     failures: new DynamoFailureLog(dynamodb, env.INBOX_TABLE),
     clock,
   });
-  return { env, obs, sqs, deps, withHeartbeat: heartbeatFor(role, heartbeatWiring), settle };
+  const withHeartbeat = heartbeatFor(role, heartbeatWiring);
+  return { env, obs, sqs, deps, withHeartbeat, settle, receiveLimit };
 }
 
 /** `create` and the Lambda `handler` of a role that needs nothing but the consumer. */

@@ -22,6 +22,9 @@ import { lambdaEntry } from "./lambda-entry";
  *
  * Tests and the local runtime may inject `model` instead, which wins over the environment.
  *
+ * `AGENT_CONFIRM_SECONDS` sets how long a BLOCKED agent run waits for its confirmation (15 minutes
+ * by default).
+ *
  * The agent reads the run's stream from the events table (`EVENTS_TABLE`, the consumer's) to find
  * a cancel committed behind a request it is about to work on.
  */
@@ -31,6 +34,11 @@ export const ModelEnv = z.discriminatedUnion("MODEL_PROVIDER", [
   z.object({ MODEL_PROVIDER: z.literal("local"), MODEL_ID: z.string().optional() }),
 ]);
 export type ModelEnv = z.output<typeof ModelEnv>;
+
+/** `AGENT_CONFIRM_SECONDS`: how long a BLOCKED agent run waits for its confirmation. */
+export const AgentEnv = z.object({
+  AGENT_CONFIRM_SECONDS: z.coerce.number().int().positive().optional(),
+});
 
 export interface AgentOptions extends ConsumerOptions {
   /** The model to use instead of the one the environment names. */
@@ -68,7 +76,8 @@ export function createAgentHandler(role: ContentRole, options: AgentOptions = {}
     client: dynamodb,
     tables: { state: tables.STATE_TABLE, events: tables.EVENTS_TABLE, inbox: tables.INBOX_TABLE },
   });
-  return createConsumerHandler(createContentAgent({ role, model, commandStream }), {
+  const { AGENT_CONFIRM_SECONDS: confirmSeconds } = parseEnv(AgentEnv, env, `agent ${role}`);
+  return createConsumerHandler(createContentAgent({ role, model, commandStream, confirmSeconds }), {
     ...options,
     dynamodb,
   });

@@ -86,6 +86,8 @@ export const OrchestratorEnv = z.object({
   ORCHESTRATOR_QUEUED_LEASE_SECONDS: z.coerce.number().positive().optional(),
   /** How many times an assignment whose lease ran out is sent again before its node fails. */
   ORCHESTRATOR_LEASE_REDELIVERIES: z.coerce.number().int().min(0).optional(),
+  /** How long a node may wait for its inputs when its workflow does not say, in seconds. */
+  ORCHESTRATOR_DEPENDENCY_TIMEOUT_SECONDS: z.coerce.number().int().positive().optional(),
 });
 export type OrchestratorEnv = z.output<typeof OrchestratorEnv>;
 

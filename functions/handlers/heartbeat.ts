@@ -28,9 +28,10 @@ export type WithHeartbeat = <T>(
 
 /**
  * Heartbeat (`HEARTBEAT_SECONDS` > 0): when a record enters the pipeline, the role's
- * `heartbeat(event)` message, if it has one, is published to `EVENTS_BUS_NAME` at once: the
- * acknowledgement that the work has started (seed 001 §2: the orchestrator's lease of the node
- * runs from here, not from when the request was queued). Then every that many seconds the
+ * `heartbeat(event)` message (its `first` message when it has one), if it has one, is published
+ * to `EVENTS_BUS_NAME` at once: the acknowledgement that the work has started (seed 001 §2: the
+ * orchestrator's lease of the node runs from here, not from when the request was queued; a
+ * content agent acknowledges with `node.started`). Then every that many seconds the
  * message visibility is set to `VISIBILITY_TIMEOUT_SECONDS` again and the heartbeat is published
  * again. A heartbeat that fails is logged and never fails the record; the timer stops when the
  * record is settled.
@@ -89,7 +90,8 @@ function beater<S>(role: Role<S>, wiring: HeartbeatWiring) {
     if (!publisher || !role.heartbeat) return;
     try {
       const parsed = deps.registry.parse(raw);
-      const spec = parsed.ok ? role.heartbeat(parsed.envelope) : undefined;
+      const beat = parsed.ok ? role.heartbeat(parsed.envelope) : undefined;
+      const spec = extend ? beat : (beat?.first ?? beat);
       if (!parsed.ok || !spec) return;
       const envelope = buildHeartbeat(spec, parsed.envelope, role.group, deps);
       const topic = deps.registry.get(envelope.event_type, envelope.schema_version)?.topic;

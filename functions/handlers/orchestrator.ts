@@ -12,7 +12,8 @@ import { observability } from "./observe";
  * the environment. `AGENT_QUEUE_URLS` (JSON, agent group -> queue URL) turns on the queue-depth
  * gate (SQS GetQueueAttributes, cached a few seconds) at `QUEUE_DEPTH_THRESHOLD`;
  * `ORCHESTRATOR_LEASE_SECONDS`, `ORCHESTRATOR_QUEUED_LEASE_SECONDS` and
- * `ORCHESTRATOR_LEASE_REDELIVERIES` set the node leases. Without them it behaves like
+ * `ORCHESTRATOR_LEASE_REDELIVERIES` set the node leases, `ORCHESTRATOR_DEPENDENCY_TIMEOUT_SECONDS`
+ * the default dependency timeout of a node. Without them it behaves like
  * `orchestrator`.
  */
 export function createOrchestratorHandler(options: ConsumerOptions = {}): SqsBatchHandler {
@@ -35,6 +36,7 @@ export function createOrchestratorHandler(options: ConsumerOptions = {}): SqsBat
     leaseSeconds: env.ORCHESTRATOR_LEASE_SECONDS,
     queuedLeaseSeconds: env.ORCHESTRATOR_QUEUED_LEASE_SECONDS,
     maxLeaseRedeliveries: env.ORCHESTRATOR_LEASE_REDELIVERIES,
+    dependencyTimeoutSeconds: env.ORCHESTRATOR_DEPENDENCY_TIMEOUT_SECONDS,
   });
   return createConsumerHandler(role, { ...options, observability: obs });
 }

@@ -1,4 +1,4 @@
-import { router } from "../roles/router";
-import { consumerEntry } from "./consumer";
+import { lambdaEntry } from "./lambda-entry";
+import { createRouterHandler } from "./support";
 
-export const { create, handler } = consumerEntry(router);
+export const { create, handler } = lambdaEntry(createRouterHandler);

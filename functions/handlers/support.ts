@@ -8,9 +8,14 @@ import { DynamoOrders } from "../adapters/dynamodb/orders";
 import { DynamoSideEffects } from "../adapters/dynamodb/side-effects";
 import type { ModelPort } from "../core/model";
 import type { ChannelPort } from "../core/side-effects";
-import { conversationVersionReader, createConversation } from "../roles/conversation";
+import {
+  conversationContextReader,
+  conversationVersionReader,
+  createConversation,
+} from "../roles/conversation";
 import { createOrderLookup, type OrdersPort } from "../roles/order-lookup";
 import { createReplyGeneration } from "../roles/reply-generation";
+import { createRouter } from "../roles/router";
 import { createSender } from "../roles/sender";
 import { type ConsumerOptions, createConsumerHandler, type SqsBatchHandler } from "./consumer";
 import { modelFromEnv } from "./content-agents";
@@ -21,12 +26,14 @@ import { ConsumerEnv, parseEnv } from "./env";
  * each role's decision and the ports it needs, built from the function's environment:
  *
  * - conversation: `REPLY_TTL_SECONDS` (default 300), how long a reply stays worth sending.
+ * - router: the state table, for the turn's context (the conversation's recent messages).
  * - order-lookup: `ORDERS_TABLE`, the orders table (GetItem only).
  * - reply-generation: `MODEL_PROVIDER` / `MODEL_ID` (see ./content-agents), and the state table
- *   for the conversation's current version.
+ *   for the conversation's current version and the turn's context.
  * - sender: `CHANNEL_PROVIDER` = `sns` (default: `CHANNEL_TOPIC_ARN`, an SNS FIFO topic) or
  *   `local` (the LocalChannel stand-in, which only records deliveries in memory),
- *   `SIDE_EFFECTS_TABLE` for the idempotency records, `MAX_UNKNOWN_ATTEMPTS` (default 5).
+ *   `SIDE_EFFECTS_TABLE` for the idempotency records, `MAX_UNKNOWN_ATTEMPTS` (default 5),
+ *   `ORDERS_TABLE` where the order a reply rests on is read again before it is sent.
  *
  * Tests and the local runtime may inject `model`, `channel` or `orders`, which win over the
  * environment.
@@ -45,19 +52,23 @@ export const ConversationEnv = z.object({
 
 export const OrderLookupEnv = z.object({ ORDERS_TABLE: z.string().min(1) });
 
+const SenderTables = {
+  SIDE_EFFECTS_TABLE: z.string().min(1),
+  MAX_UNKNOWN_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(5),
+  ...OrderLookupEnv.shape,
+};
+
 export const SenderEnv = z.discriminatedUnion("CHANNEL_PROVIDER", [
   z.object({
     CHANNEL_PROVIDER: z.literal("sns"),
     CHANNEL_TOPIC_ARN: z.string().regex(/^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:.+\.fifo$/, {
       message: "must be the ARN of an SNS FIFO topic",
     }),
-    SIDE_EFFECTS_TABLE: z.string().min(1),
-    MAX_UNKNOWN_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(5),
+    ...SenderTables,
   }),
   z.object({
     CHANNEL_PROVIDER: z.literal("local"),
-    SIDE_EFFECTS_TABLE: z.string().min(1),
-    MAX_UNKNOWN_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(5),
+    ...SenderTables,
   }),
 ]);
 
@@ -70,14 +81,28 @@ function withClient(options: SupportOptions): SupportOptions & { dynamodb: Dynam
   return { ...options, dynamodb: options.dynamodb ?? new DynamoDBClient({}) };
 }
 
-/** The conversation's current version, read from the state table the consumer writes. */
-function versions(options: SupportOptions & { dynamodb: DynamoDBClient }, what: string) {
+/** The store of the state table the consumer writes: where the conversation's state is read. */
+function conversationStore(options: SupportOptions & { dynamodb: DynamoDBClient }, what: string) {
   const env = parseEnv(ConsumerEnv, envOf(options), what);
-  const store = new DynamoEventStore({
+  return new DynamoEventStore({
     client: options.dynamodb,
     tables: { state: env.STATE_TABLE, events: env.EVENTS_TABLE, inbox: env.INBOX_TABLE },
   });
-  return conversationVersionReader(store);
+}
+
+/** The conversation's current version, read from the state table the consumer writes. */
+function versions(options: SupportOptions & { dynamodb: DynamoDBClient }, what: string) {
+  return conversationVersionReader(conversationStore(options, what));
+}
+
+/** A turn's context (the conversation's recent messages), read from the state table. */
+function contexts(options: SupportOptions & { dynamodb: DynamoDBClient }, what: string) {
+  return conversationContextReader(conversationStore(options, what));
+}
+
+export function createRouterHandler(options: SupportOptions = {}): SqsBatchHandler {
+  const base = withClient(options);
+  return createConsumerHandler(createRouter({ context: contexts(base, "router") }), base);
 }
 
 export function createConversationHandler(options: SupportOptions = {}): SqsBatchHandler {
@@ -103,7 +128,11 @@ export function createReplyGenerationHandler(options: SupportOptions = {}): SqsB
   const base = withClient(options);
   const model = options.model ?? modelFromEnv(envOf(options), "reply-generation");
   return createConsumerHandler(
-    createReplyGeneration({ model, conversationVersion: versions(base, "reply-generation") }),
+    createReplyGeneration({
+      model,
+      conversationVersion: versions(base, "reply-generation"),
+      context: contexts(base, "reply-generation"),
+    }),
     base,
   );
 }
@@ -132,6 +161,7 @@ export function createSenderHandler(options: SupportOptions = {}): SqsBatchHandl
         tableName: env.SIDE_EFFECTS_TABLE,
       }),
       conversationVersion: versions(base, "sender"),
+      orders: options.orders ?? new DynamoOrders(base.dynamodb, env.ORDERS_TABLE),
       maxUnknownAttempts: env.MAX_UNKNOWN_ATTEMPTS,
     }),
     base,

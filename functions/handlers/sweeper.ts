@@ -25,6 +25,8 @@ export interface SweepReport {
   readonly loaded: number;
   readonly leaseExpired: number;
   readonly releaseRequested: number;
+  readonly confirmExpired: number;
+  readonly dependencyExpired: number;
   readonly published: number;
   readonly failed: number;
 }
@@ -48,7 +50,8 @@ export type SweeperHandler = (event?: unknown, context?: Context) => Promise<Swe
 /**
  * The scheduled lease sweeper (an EventBridge schedule invokes it every minute): reads the state
  * table's by-due index, loads the due DAG runs, plans with functions/core/sweeper.ts and puts
- * `node.lease.expired` (events bus) and `workflow.release.requested` (commands bus) on the bus
+ * `node.lease.expired`, `node.confirm.expired`, `node.dependency.expired` (events bus) and
+ * `workflow.release.requested` (commands bus) on the bus
  * the registry puts each type on. The ids are deterministic, so a retried or overlapping sweep
  * is de-duplicated by the orchestrator's inbox. Entries that could not be published fail the
  * invocation (after the rest went out), so the schedule's retry tries again.
@@ -86,11 +89,15 @@ export function createSweeperHandler(options: SweeperOptions = {}): SweeperHandl
         loaded: states.length,
         leaseExpired: count("node.lease.expired"),
         releaseRequested: count("workflow.release.requested"),
+        confirmExpired: count("node.confirm.expired"),
+        dependencyExpired: count("node.dependency.expired"),
         published,
         failed: failures.length,
       };
       metrics.addMetric("LeaseExpired", MetricUnit.Count, report.leaseExpired);
       metrics.addMetric("ReleaseRequested", MetricUnit.Count, report.releaseRequested);
+      metrics.addMetric("ConfirmExpired", MetricUnit.Count, report.confirmExpired);
+      metrics.addMetric("DependencyExpired", MetricUnit.Count, report.dependencyExpired);
       if (report.published || report.failed) logger.info("swept", { ...report });
       options.onReport?.(report);
       if (failures.length > 0)

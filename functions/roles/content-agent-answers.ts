@@ -91,7 +91,7 @@ export function failureOf(
   return failedDecision(agent, request, transition(run, trigger, { now, error }));
 }
 
-function nodeRefOf(request: NodeRequested): NodeRef {
+function nodeRefOf(request: NodeRef): NodeRef {
   return { run_id: request.run_id, node_id: request.node_id, generation: request.generation };
 }
 
@@ -108,9 +108,9 @@ function completedDecision(
   };
 }
 
-function failedDecision(
+export function failedDecision(
   agent: ContentAgent,
-  request: NodeRequested,
+  request: Pick<NodeRequested, "run_id" | "node_id" | "generation">,
   run: AgentRun,
 ): Decision<AgentRun> {
   const error = run.error ?? {

@@ -67,7 +67,8 @@ export async function discardCancelled(
 
 /**
  * A received cancel: a new agent run (`fresh`, IDLE) stored CANCELLED when the assignment was
- * never worked on; an agent run waiting for a person (NEEDS_HUMAN) whose node an operator
+ * never worked on; a BLOCKED agent run ends CANCELLED (it no longer waits for its confirmation);
+ * an agent run waiting for a person (NEEDS_HUMAN) whose node an operator
  * resolved ends COMPLETED (HumanResolved), one whose node was reset ends CANCELLED (the retry is
  * a new agent run under the next generation); nothing for an agent run that ended otherwise.
  */
@@ -80,6 +81,8 @@ export function decideCancel(
   const cancel = NodeCancelRequestedPayload.parse(event.payload);
   const reason = `${cancel.reason}: ${event.event_type} ${event.event_id} for run ${cancel.run_id} node ${cancel.node_id} generation ${cancel.generation}`;
   if (!existing) return { state: transition(fresh(), "TaskCancelled", { now, reason }) };
+  if (existing.state === "BLOCKED")
+    return { state: transition(existing, "TaskCancelled", { now, reason }) };
   if (existing.state !== "NEEDS_HUMAN") return {};
   if (cancel.reason === "resolved")
     return { state: transition(existing, "HumanResolved", { now, reason }) };

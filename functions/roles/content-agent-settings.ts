@@ -5,7 +5,11 @@ import {
   contentEventTypes,
   MAX_HEARTBEAT_LEASE_SECONDS,
 } from "../../schemas/events/workflow";
-import { DEFAULT_LEASE_SECONDS, DEFAULT_MAX_ATTEMPTS } from "../core/agent-run";
+import {
+  DEFAULT_CONFIRM_SECONDS,
+  DEFAULT_LEASE_SECONDS,
+  DEFAULT_MAX_ATTEMPTS,
+} from "../core/agent-run";
 import { PermanentError } from "../core/errors";
 import type { ModelPort } from "../core/model";
 import type { CommandStream } from "./content-agent-cancel";
@@ -23,6 +27,9 @@ export interface ContentAgentOptions {
   readonly maxTokens?: number;
   /** The event store, to find a request's cancel behind it on the run's stream. @default none */
   readonly commandStream?: CommandStream;
+  /** How long a BLOCKED agent run waits for its confirmation, in seconds.
+   * @default DEFAULT_CONFIRM_SECONDS */
+  readonly confirmSeconds?: number;
 }
 
 /** One content agent's settings, checked and resolved once when the agent is created. */
@@ -36,6 +43,7 @@ export interface ContentAgent {
   readonly outputSchema: z.ZodType<unknown>;
   readonly types: ReturnType<typeof contentEventTypes>;
   readonly commandStream: CommandStream | undefined;
+  readonly confirmSeconds: number;
 }
 
 export function resolveAgent(options: ContentAgentOptions): ContentAgent {
@@ -59,5 +67,12 @@ export function resolveAgent(options: ContentAgentOptions): ContentAgent {
     outputSchema: entry.output,
     types: contentEventTypes(role),
     commandStream: options.commandStream,
+    confirmSeconds: positive(options.confirmSeconds ?? DEFAULT_CONFIRM_SECONDS, "confirmSeconds"),
   };
+}
+
+function positive(value: number, name: string): number {
+  if (!Number.isFinite(value) || value <= 0)
+    throw new PermanentError("agent.invalid_option", `${name} must be positive, got ${value}`);
+  return value;
 }

@@ -1,6 +1,13 @@
 import { createHash } from "node:crypto";
+import * as z from "zod";
 import type { AggregateRef, Envelope } from "../../schemas";
 import {
+  confirmEventType,
+  type NodeConfirmRequested,
+  type NodeStarted,
+} from "../../schemas/events/agent-run";
+import {
+  CONTENT_ROLE_EVENTS,
   type ContentRole,
   contentEventTypes,
   type NodeHeartbeat,
@@ -26,11 +33,20 @@ import {
   discardCancelled,
 } from "./content-agent-cancel";
 import {
+  block,
+  blockedDecision,
+  ConfirmationNeeded,
+  confirmationText,
+  decideConfirm,
+  questionOf,
+  requestOf,
+} from "./content-agent-confirm";
+import {
   type ContentAgent,
   type ContentAgentOptions,
   resolveAgent,
 } from "./content-agent-settings";
-import { INSTRUCTIONS, promptOf } from "./content-prompts";
+import { CONFIRMATION_INSTRUCTION, INSTRUCTIONS, promptOf } from "./content-prompts";
 
 /**
  * The four content agents of seed 001 §6 (topic selection, fact check, writing, review), one
@@ -55,9 +71,14 @@ import { INSTRUCTIONS, promptOf } from "./content-prompts";
  * - permanent (no access, bad model id, ...) -> FAILED at once and `<role>.failed`;
  * - fact check with verdict "fail" is a business refusal -> FAILED and `fact_check.failed` with
  *   code `fact_check.rejected` (class business), the checker's notes as the message.
- * The agent run is stored only when it has ended, so a request for an assignment already answered
- * (the orchestrator sends it again when the node's lease ran out with the outcome unknown) finds
- * it COMPLETED / FAILED / NEEDS_HUMAN and sends the same answer again, without a model call.
+ * The agent run is stored only when it has ended (or is BLOCKED, below), so a request for an
+ * assignment already answered (the orchestrator sends it again when the node's lease ran out with
+ * the outcome unknown) finds it COMPLETED / FAILED / NEEDS_HUMAN and sends the same answer again,
+ * without a model call.
+ *
+ * When the model asks for an external confirmation instead, the agent run goes BLOCKED and
+ * answers `node.blocked`; `<role>.confirm.requested` resumes it or ends it (./content-agent-confirm).
+ * The agent acknowledges each request when it starts on it with `node.started` (see `heartbeatOf`).
  *
  * It also takes `<role>.cancel.requested`: a cancelled assignment's request is discarded
  * `cancelled` before any model call, or ends CANCELLED unanswered (./content-agent-cancel).
@@ -83,15 +104,21 @@ export function agentRunId(runId: string, nodeId: string, generation: number): s
   return `arun_${letters}`;
 }
 
-/** What a content agent subscribes to: its requests and their cancels. */
+/** What a content agent subscribes to: its requests, their cancels and their confirmations. */
 export function contentAgentSubscriptions(role: ContentRole): string[] {
   const { requested, cancel } = contentEventTypes(role);
-  return [requested, cancel];
+  return [requested, cancel, confirmTypeOf(role)];
+}
+
+/** The confirmation command of a content role: `<stem>.confirm.requested`. */
+export function confirmTypeOf(role: ContentRole): string {
+  return confirmEventType(CONTENT_ROLE_EVENTS[role].stem);
 }
 
 export function createContentAgent(options: ContentAgentOptions): Role<AgentRun> {
   const agent = resolveAgent(options);
   const isCancel = (event: Envelope) => event.event_type === agent.types.cancel;
+  const isConfirm = (event: Envelope) => event.event_type === confirmTypeOf(agent.role);
   return {
     group: agent.role,
     subscriptions: contentAgentSubscriptions(agent.role),
@@ -103,10 +130,15 @@ export function createContentAgent(options: ContentAgentOptions): Role<AgentRun>
         : discardCancelled(existing, () =>
             cancelIssued(agent.commandStream, agent.types.cancel, event),
           ),
-    decide: (existing, event, { now, receiveCount }) =>
-      isCancel(event)
-        ? decideCancel(existing, event, () => freshRun(agent, event, now), now)
-        : decideRequest(agent, existing, event, now, receiveCount),
+    decide: (existing, event, { now, receiveCount }) => {
+      if (isCancel(event))
+        return decideCancel(existing, event, () => freshRun(agent, event, now), now);
+      if (isConfirm(event))
+        return decideConfirm(agent, existing, event, now, (running, confirm) =>
+          finish(agent, event, requestOf(confirm), running, now, confirmationText(confirm)),
+        );
+      return decideRequest(agent, existing, event, now, receiveCount);
+    },
     summarize: summarizeAgentRun,
   };
 }
@@ -127,21 +159,43 @@ function agentRunRef(event: Envelope): AggregateRef {
   return { type: AGENT_RUN_AGGREGATE, id: agentRunId(run_id, node_id, generation) };
 }
 
-/** The `node.heartbeat` that extends the node's lease while a request is being worked on. */
+/**
+ * The acknowledgement and the heartbeats of a request being worked on (and of a confirmation the
+ * agent resumes on): first `node.started`, then `node.heartbeat`, each extending the node's lease.
+ *
+ * The acknowledgement is published straight to the bus when the request enters the consumer,
+ * before the model call, not committed with the agent's answer: that commit comes only after
+ * `decide`, which is the model call, so it could not say "started" while the work runs. A
+ * separate first commit would cost every request a second transaction and split one delivery into
+ * two commits the pipeline would have to reconcile on redelivery. The acknowledgement changes no
+ * decision, only what the orchestrator shows and how long the node's lease is, so losing one costs
+ * a longer (queued) lease and nothing else; it is still a recorded fact on the bus (audit keeps
+ * it, the trace shows it).
+ */
 function heartbeatOf(agent: ContentAgent, event: Envelope): HeartbeatSpec | undefined {
-  if (event.event_type !== agent.types.requested) return undefined;
-  const { run_id, node_id, generation } = event.payload as NodeRequested;
-  const payload: NodeHeartbeat = {
+  const resumed = event.event_type === confirmTypeOf(agent.role);
+  if (event.event_type !== agent.types.requested && !resumed) return undefined;
+  const payload = event.payload as NodeRequested | NodeConfirmRequested;
+  if ("outcome" in payload && payload.outcome !== "confirmed") return undefined;
+  const { run_id, node_id, generation, attempt } = payload;
+  const lease_seconds = agent.heartbeatLease;
+  const beat: NodeHeartbeat = { run_id, node_id, generation, lease_seconds };
+  const ack: NodeStarted = {
     run_id,
     node_id,
     generation,
-    lease_seconds: agent.heartbeatLease,
+    attempt,
+    agent: agent.role,
+    lease_seconds,
+    ...(resumed ? { resumed } : {}),
   };
+  const aggregate = { type: "dag_run", id: run_id };
   return {
     type: "node.heartbeat",
-    payload,
-    aggregate: { type: "dag_run", id: run_id },
+    payload: beat,
+    aggregate,
     orderKey: run_id,
+    first: { type: "node.started", payload: ack, aggregate, orderKey: run_id },
   };
 }
 
@@ -153,12 +207,28 @@ async function decideRequest(
   receiveCount: number,
 ): Promise<Decision<AgentRun>> {
   const request = event.payload as NodeRequested;
-  // Stored only once ended: this assignment was already answered (the orchestrator sends it again
-  // when the answer may have been lost), so the same answer goes again.
+  // Stored only once BLOCKED or ended. A BLOCKED assignment waits for its confirmation: the
+  // orchestrator is told so again. An ended one was already answered (the orchestrator sends it
+  // again when the answer may have been lost), so the same answer goes again.
+  if (existing?.state === "BLOCKED") return blockedDecision(agent, request, existing);
   if (existing) return answerAgain(agent, request, existing);
   const started = startRun(agent, event, request, now, receiveCount);
-  const decision = await work(agent, event, request, started, now);
-  // A cancel committed while the model call ran wins over its answer.
+  return finish(agent, event, request, started, now);
+}
+
+/**
+ * The work of a RUNNING agent run and its answer; a cancel committed while the model call ran
+ * wins over the answer.
+ */
+async function finish(
+  agent: ContentAgent,
+  event: Envelope,
+  request: NodeRequested,
+  started: AgentRun,
+  now: Date,
+  confirmation?: string,
+): Promise<Decision<AgentRun>> {
+  const decision = await work(agent, event, request, started, now, confirmation);
   if (await cancelIssued(agent.commandStream, agent.types.cancel, event))
     return cancelledWhileRunning(started, now);
   return decision;
@@ -171,11 +241,14 @@ async function work(
   request: NodeRequested,
   started: AgentRun,
   now: Date,
+  confirmation?: string,
 ): Promise<Decision<AgentRun>> {
   let run = started;
   try {
-    const result = await callModel(agent, event, request, run);
+    const result = await callModel(agent, event, request, run, confirmation);
     run = retried(run, result.attempts - 1, now, correctedReply());
+    const question = questionOf(result.value);
+    if (question !== undefined) return block(agent, request, run, question, now);
     return answerOf(agent, request, run, result.value, now);
   } catch (error) {
     return failureOf(agent, request, run, error, now);
@@ -220,22 +293,28 @@ function startRun(
   });
 }
 
-/** The model call, correcting invalid replies with the attempts the run has left. */
+/**
+ * The model call, correcting invalid replies with the attempts the run has left. The model
+ * answers the role's output, or asks for a confirmation (ConfirmationNeeded); a resumed run gets
+ * its confirmation after the request.
+ */
 function callModel(
   agent: ContentAgent,
   event: Envelope,
   request: NodeRequested,
   run: AgentRun,
+  confirmation?: string,
 ): Promise<StructuredResult<unknown>> {
+  const prompt = promptOf(request);
   return invokeStructured(
     agent.model,
     {
-      system: INSTRUCTIONS[agent.role],
-      messages: [{ role: "user", text: promptOf(request) }],
+      system: `${INSTRUCTIONS[agent.role]} ${CONFIRMATION_INSTRUCTION}`,
+      messages: [{ role: "user", text: confirmation ? `${prompt}\n\n${confirmation}` : prompt }],
       maxTokens: agent.maxTokens,
       metadata: { role: agent.role, task_id: event.task_id, correlation_id: event.correlation_id },
     },
-    agent.outputSchema,
+    z.union([agent.outputSchema, ConfirmationNeeded]),
     { maxAttempts: run.max_attempts - run.attempt + 1 },
   );
 }

@@ -20,6 +20,12 @@ export const INSTRUCTIONS: Readonly<Record<ContentRole, string>> = {
     "(integer) and final_title (string).",
 };
 
+/** What every content role may answer instead of its output (./content-agent-confirm). */
+export const CONFIRMATION_INSTRUCTION =
+  "If the work cannot be finished without a confirmation from outside the newsroom (a source, " +
+  'an editor), answer instead with one JSON object {"needs_confirmation": {"question": string}}; ' +
+  "once a confirmation is given below the request, finish the work.";
+
 /** The user message: the run's request and the upstream results, as canonical JSON. */
 export function promptOf(request: NodeRequested): string {
   const upstream = Object.keys(request.input).length

@@ -52,6 +52,26 @@ export const WorkflowKindSchema = z.enum(WORKFLOW_KINDS);
 export const ContentWorkflowRequestSchema = z.object({ kind: WorkflowKindSchema });
 export type ContentWorkflowRequest = z.output<typeof ContentWorkflowRequestSchema>;
 
+/**
+ * Every version of every content workflow that runs may still be on. A run keeps the name and
+ * version of the definition it started with and is carried on by exactly that one
+ * (`contentWorkflowAt`): to change a workflow, add its next version here (the newest of a name
+ * starts new runs) and remove an old one only once no run of it is in flight.
+ */
+export const CONTENT_WORKFLOWS: readonly WorkflowDefinition[] = [quickNews, longForm];
+
+/** The definition a run started with; workflow.unknown_definition (permanent) when it is gone. */
+export function contentWorkflowAt(name: string, version: number): WorkflowDefinition {
+  const found = CONTENT_WORKFLOWS.find((d) => d.name === name && d.version === version);
+  if (found) return found;
+  const known = CONTENT_WORKFLOWS.map((d) => `${d.name} v${d.version}`).join(", ");
+  throw new PermanentError(
+    "workflow.unknown_definition",
+    `the run's workflow ${name} v${version} is no longer defined (defined: ${known})`,
+    { details: { name, version } },
+  );
+}
+
 /** The workflow for a content request: quick news runs fact check || writing, long form serially. */
 export function contentWorkflowFor(request: ContentWorkflowRequest): WorkflowDefinition {
   const parsed = ContentWorkflowRequestSchema.safeParse(request);
@@ -63,7 +83,9 @@ export function contentWorkflowFor(request: ContentWorkflowRequest): WorkflowDef
       { details: { kind } },
     );
   }
-  return parsed.data.kind === "quick-news" ? quickNews : longForm;
+  const name = parsed.data.kind === "quick-news" ? quickNews.name : longForm.name;
+  const versions = CONTENT_WORKFLOWS.filter((d) => d.name === name);
+  return versions.reduce((newest, d) => (d.version > newest.version ? d : newest));
 }
 
 /** An agent role and the event types it is asked (and told to stop) and answers with. */

@@ -10,6 +10,8 @@ import type {
   ReplyRejected,
   Routed,
 } from "../../schemas/events/conversation";
+import type { SupportCancelled } from "../../schemas/events/support-cancel";
+import type { StepFailed } from "../../schemas/events/support-failure";
 import { newestWithin } from "../core/budget";
 import { PermanentError } from "../core/errors";
 import type { Role } from "../core/pipeline";
@@ -24,9 +26,12 @@ import { summarizeConversation } from "./summaries";
  * The facts of one turn come from different streams (conversation, support_route, order_lookup,
  * reply, delivery), so the fold does not assume their order: each fact fills in its fields, and
  * the turn's status only moves forward (received < routed < looked_up < generated <
- * held_for_review < rejected < approved < failed < delivered; a late `notification.failed` does
- * not undo a delivery). A held reply a person rejected ends `rejected` (nothing is sent); one a
- * person approved is `approved` until its delivery's outcome.
+ * held_for_review < rejected < approved < cancelled < failed < delivered; a late
+ * `notification.failed` does not undo a delivery, and a cancelled turn whose reply was delivered
+ * before the cancel stays delivered). A held reply a person rejected ends `rejected` (nothing is sent); one a
+ * person approved is `approved` until its delivery's outcome. A step that failed for good
+ * (`support.step.failed`) makes the turn `failed` with `step_failure`, until the hand-off message
+ * it asked for is delivered.
  * A fact for a turn not seen yet opens it. The view keeps the last TURN_LIMIT turns by first
  * appearance; a fact of an older turn that was already dropped is ignored.
  */
@@ -44,6 +49,7 @@ export const TURN_STATUSES = [
   "held_for_review",
   "rejected",
   "approved",
+  "cancelled",
   "failed",
   "delivered",
 ] as const;
@@ -66,13 +72,19 @@ export interface ConversationTurn {
   readonly intent?: string;
   readonly order_id?: string;
   readonly order_found?: boolean;
+  /** When order lookup read the order (the reply's facts date from then). */
+  readonly looked_up_at?: string;
   readonly reply_text?: string;
   /** Why the reply was held, when it was. */
   readonly held_reason?: string;
   /** Who approved or rejected the held reply. */
   readonly reviewed_by?: string;
+  /** Who cancelled the turn (`support.cancelled`). */
+  readonly cancelled_by?: string;
   readonly status: TurnStatus;
   readonly delivery?: TurnDelivery;
+  /** The step that failed for good, when one did; the delivery is then the hand-off message. */
+  readonly step_failure?: { readonly step: string; readonly code: string };
 }
 
 export interface ConversationView {
@@ -96,6 +108,8 @@ export const CONVERSATION_PROJECTION_SUBSCRIPTIONS = [
   "reply.rejected",
   "notification.delivered",
   "notification.failed",
+  "support.step.failed",
+  "support.cancelled",
 ] as const;
 
 export const conversationProjection: Role<ConversationView> = {
@@ -195,7 +209,12 @@ function changesOf(event: Envelope): TurnChanges {
     }
     case "order.lookup.completed": {
       const p = event.payload as OrderLookupCompleted;
-      return { status: "looked_up", order_id: p.order_id, order_found: p.found };
+      return {
+        status: "looked_up",
+        order_id: p.order_id,
+        order_found: p.found,
+        looked_up_at: p.looked_up_at,
+      };
     }
     case "reply.generated": {
       const p = event.payload as ReplyGenerated;
@@ -223,6 +242,14 @@ function changesOf(event: Envelope): TurnChanges {
           confirmed_by: p.confirmed_by,
         },
       };
+    }
+    case "support.cancelled": {
+      const p = event.payload as SupportCancelled;
+      return { status: "cancelled", cancelled_by: p.requested_by };
+    }
+    case "support.step.failed": {
+      const p = event.payload as StepFailed;
+      return { status: "failed", step_failure: { step: p.step, code: p.code } };
     }
     case "notification.failed": {
       const p = event.payload as DeliveryFailed;

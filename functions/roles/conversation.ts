@@ -1,9 +1,6 @@
 import type { Envelope } from "../../schemas";
-import type {
-  MessageAccepted,
-  MessageReceived,
-  RouteRequested,
-} from "../../schemas/events/conversation";
+import type { MessageAccepted, MessageReceived } from "../../schemas/events/conversation";
+import type { RouteRequested } from "../../schemas/events/support-commands";
 import { newestWithin } from "../core/budget";
 import { PermanentError } from "../core/errors";
 import type { Decision, Role } from "../core/pipeline";
@@ -18,7 +15,10 @@ import type { EventStore } from "../core/ports";
  * stream:
  * - `conversation.message.accepted` (the fact; payload `version` = the new version);
  * - `support.route.requested` (the command for the router), carrying `input_version` = the new
- *   version and `expires_at` = now + `replyTtlSeconds` (the reply deadline).
+ *   version and `expires_at` = now + `replyTtlSeconds` (the reply deadline). It carries no
+ *   customer text: its `context_version` names the conversation's messages through the new
+ *   version, which the router and reply generation read from this state
+ *   (`conversationContextReader`).
  * Both carry the message's `task_id`, the conversation id and `order_key` = conversation id, so
  * every group handles one conversation's work in order.
  *
@@ -116,10 +116,11 @@ function acceptMessage(
     conversation_id: conversationId,
     customer_id: message.customer_id,
     channel: message.channel,
-    text: message.text,
     message_event_id: event.event_id,
+    context_version: version,
   };
-  const accepted: MessageAccepted = { ...turn, version };
+  const { context_version: _context, ...who } = turn;
+  const accepted: MessageAccepted = { ...who, text: message.text, version };
   const common = {
     inputVersion: version,
     taskId: event.task_id,
@@ -193,4 +194,76 @@ function keptMessages(
 ): ConversationState["messages"] {
   const all = [...(state?.messages ?? []), added].slice(-CONVERSATION_MESSAGE_LIMIT);
   return newestWithin(all, MESSAGES_MAX_BYTES);
+}
+
+/** One message of a conversation's context window, as a step reads it. */
+export interface ContextMessage {
+  readonly version: number;
+  readonly message_event_id: string;
+  readonly text: string;
+  readonly received_at: string;
+}
+
+/** The messages a step works on: the conversation's context through `throughVersion`. */
+export type ConversationContextReader = (
+  conversationId: string,
+  throughVersion: number,
+) => Promise<readonly ContextMessage[]>;
+
+/** At most this many messages make up a turn's context (the turn's own message included). */
+export const CONTEXT_MESSAGES = 5;
+/**
+ * Earlier messages count only when received within this many seconds before the turn's own: a
+ * message sent in quick succession continues the one before it (whose reply it supersedes); a
+ * later one starts afresh.
+ */
+export const CONTEXT_WINDOW_SECONDS = 120;
+/** The most the context's texts may take (JSON bytes); the oldest are left out first. */
+export const CONTEXT_MAX_BYTES = 8 * 1024;
+
+/**
+ * A turn's context (seed 000 §11.2): the turn's own message (version `throughVersion`) and the
+ * ones just before it, oldest first: at most CONTEXT_MESSAGES, received within
+ * CONTEXT_WINDOW_SECONDS before it, within CONTEXT_MAX_BYTES. A customer who writes "I want to
+ * check my order" and then "the order number is A-1002" is answered about A-1002 from both. The
+ * turn's own message missing from the state is a PermanentError (`conversation.context_missing`).
+ */
+export function contextWindow(
+  state: ConversationState | undefined,
+  conversationId: string,
+  throughVersion: number,
+): ContextMessage[] {
+  const upTo = (state?.messages ?? []).filter((m) => m.version <= throughVersion);
+  const own = upTo.at(-1);
+  if (!own || own.version !== throughVersion)
+    throw new PermanentError(
+      "conversation.context_missing",
+      `conversation ${conversationId} has no message at version ${throughVersion} in its state`,
+      { details: { conversation_id: conversationId, version: throughVersion } },
+    );
+  const since = Date.parse(own.received_at) - CONTEXT_WINDOW_SECONDS * 1000;
+  const recent = upTo
+    .slice(-CONTEXT_MESSAGES)
+    .filter((m) => m === own || Date.parse(m.received_at) >= since)
+    .map(({ version, message_event_id, text, received_at }) => ({
+      version,
+      message_event_id,
+      text,
+      received_at,
+    }));
+  return newestWithin(recent, CONTEXT_MAX_BYTES);
+}
+
+/** Reads a turn's context from the conversation's state (see `contextWindow`). */
+export function conversationContextReader(store: EventStore): ConversationContextReader {
+  return async (conversationId, throughVersion) => {
+    const loaded = await store.load({
+      state: { type: CONVERSATION_AGGREGATE, id: conversationId },
+    });
+    return contextWindow(
+      loaded.state?.data as ConversationState | undefined,
+      conversationId,
+      throughVersion,
+    );
+  };
 }

@@ -5,6 +5,7 @@ import type { DagCommand, DagEvent, Transition } from "../core/dag/run";
 import type { EmitSpec } from "../core/emit";
 import type { Decision } from "../core/pipeline";
 import { agentOf } from "./content-workflows";
+import { waitsAfter } from "./orchestrator-deadlines";
 import { dueAtOf, type Leasing, leasesAfter } from "./orchestrator-leases";
 import {
   type OrchestratorState,
@@ -24,7 +25,8 @@ const RUN_END_EVENTS: Readonly<Record<string, string>> = {
  * Turn a DAG transition into the next state and the envelopes to emit: a `<role>.requested` per
  * node the transition assigned, a `<role>.cancel.requested` per assignment it cancelled (the
  * agent's command channel, seed 001 §4), `workflow.completed|partial|failed|cancelled` when the
- * run ended (with `endDetails` added to its payload), the timeline, the leases and the due time.
+ * run ended (with `endDetails` added to its payload), the timeline, the leases, the dependency
+ * deadlines of the nodes still waiting (./orchestrator-waits) and the due time.
  * A transition that only reports ignored deliveries changes nothing and emits nothing.
  */
 export function applyTransition(
@@ -49,6 +51,7 @@ export function applyTransition(
     held: transition.held,
     timeline: [...state.timeline, ...entries].slice(-TIMELINE_LIMIT),
     leases: leasesAfter(state, transition, leasing),
+    waits: waitsAfter(state, transition, leasing),
   };
   return { state: next, emit, dueAt: dueAtOf(next, leasing) };
 }

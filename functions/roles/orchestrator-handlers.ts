@@ -1,5 +1,12 @@
 import * as z from "zod";
 import {
+  NodeBlockedPayload,
+  NodeConfirmExpiredPayload,
+  NodeDependencyExpiredPayload,
+  NodeStartedPayload,
+  WorkflowConfirmRequestedPayload,
+} from "../../schemas/events/agent-run";
+import {
   type NodeFailed,
   NodeFailedPayload,
   NodeHeartbeatPayload,
@@ -21,6 +28,7 @@ import { cancelRun, rerunFrom } from "../core/dag/rerun";
 import type { Capacity, DagRun, NodeError, Transition } from "../core/dag/run";
 import { PermanentError } from "../core/errors";
 import { contentWorkflowFor, ROLE_TABLE, WorkflowKindSchema } from "./content-workflows";
+import { confirmExpired, confirmNode, nodeBlocked, nodeStarted } from "./orchestrator-agent";
 import { applyTransition } from "./orchestrator-apply";
 import {
   type EventHandler,
@@ -36,6 +44,7 @@ import {
 import { dueAtOf, extendLease, leaseOutlivesReport, mayRedeliver } from "./orchestrator-leases";
 import { reset, resolve } from "./orchestrator-resolve";
 import { definitionOf, type OrchestratorState } from "./orchestrator-state";
+import { dependencyExpired } from "./orchestrator-waits";
 
 /**
  * What the orchestrator does with each event type it subscribes to: one handler per type, each
@@ -57,6 +66,11 @@ export const HANDLERS: Readonly<Record<string, EventHandler>> = {
   "workflow.release.requested": toRun(WorkflowReleaseRequestedPayload, releaseHeld),
   "workflow.cancel.requested": toRun(WorkflowCancelRequestedPayload, cancel),
   "node.lease.expired": toRun(NodeLeaseExpiredPayload, leaseExpired),
+  "node.started": toRun(NodeStartedPayload, nodeStarted),
+  "node.blocked": fromAgent(NodeBlockedPayload, nodeBlocked),
+  "workflow.confirm.requested": toRun(WorkflowConfirmRequestedPayload, confirmNode),
+  "node.confirm.expired": toRun(NodeConfirmExpiredPayload, confirmExpired),
+  "node.dependency.expired": toRun(NodeDependencyExpiredPayload, dependencyExpired),
   "node.heartbeat": toRun(NodeHeartbeatPayload, ({ state, leasing }, payload) => {
     const next = extendLease(state, state && definitionOf(state), payload, leasing);
     return next ? { state: next, dueAt: dueAtOf(next, leasing) } : {};
@@ -72,7 +86,7 @@ export const HANDLERS: Readonly<Record<string, EventHandler>> = {
 /** A new run of the requested workflow; a start for a run that exists changes nothing. */
 async function start(
   { state, event, leasing, capacityFor }: RunContext,
-  { run_id, workflow, request }: z.output<typeof WorkflowStartRequestedPayload>,
+  { run_id, workflow_name: workflow, request }: z.output<typeof WorkflowStartRequestedPayload>,
 ): Promise<OrchestratorDecision> {
   if (state) return {};
   const kind = WorkflowKindSchema.safeParse(workflow);

@@ -19,8 +19,13 @@ import type { NodeLease, OrchestratorState } from "./orchestrator-state";
  *   (`agent_run.lease_expired`). The agent answers a request it already answered from its record,
  *   and the DAG counts one answer per assignment.
  *
+ * - Blocked: while the node's agent run is BLOCKED on a confirmation (./orchestrator-agent), the
+ *   lease runs to the confirmation deadline plus the role's lease, a backstop behind the deadline.
+ *
  * The run's due time (the state table's by-due index, read by the lease sweeper) is the earliest
- * lease expiry of a RUNNING node; with nothing RUNNING but nodes held back, now + the nudge delay.
+ * of: the lease expiry of a RUNNING node, the confirmation deadline of a BLOCKED one, the
+ * dependency timeout of a waiting one (./orchestrator-waits), and, with nothing RUNNING but
+ * nodes held back, now + the nudge delay.
  */
 
 /** How long leases last and how soon a run with held nodes is nudged. */
@@ -33,6 +38,8 @@ export interface LeasePolicy {
   readonly maxRedeliveries: number;
   /** With nothing RUNNING and nodes held, seconds until the sweeper nudges the run. */
   readonly nudgeSeconds: number;
+  /** How long a node may wait for its inputs when its workflow does not say. */
+  readonly dependencySeconds: number;
 }
 
 /** The policy at the time of one decision. */
@@ -83,6 +90,28 @@ export function leasesAfter(
   return leases;
 }
 
+/** The lease of a node RUNNING in `generation` (its current assignment), if it has one. */
+export function currentLease(
+  state: OrchestratorState,
+  nodeId: string,
+  generation: number,
+): NodeLease | undefined {
+  if (state.run.status !== "RUNNING") return undefined;
+  const node = state.run.nodes[nodeId];
+  if (node?.state !== "RUNNING" || node.assigned_generation !== generation) return undefined;
+  const lease = leasesOf(state)[nodeId];
+  return lease?.generation === generation ? lease : undefined;
+}
+
+/** The state with `lease` as the lease of `nodeId`. */
+export function withLease(
+  state: OrchestratorState,
+  nodeId: string,
+  lease: NodeLease,
+): OrchestratorState {
+  return { ...state, leases: { ...leasesOf(state), [nodeId]: lease } };
+}
+
 /**
  * The state with the lease of a node RUNNING in the heartbeat's generation started (the agent's
  * first heartbeat: now + the larger of lease_seconds and the role's lease) or extended to at
@@ -107,10 +136,10 @@ export function extendLease(
     wanted = Math.max(wanted, now.getTime() + policy.leaseSeconds(role) * 1000);
   } else if (Date.parse(mine.expires_at) >= wanted) return undefined;
   const lease: NodeLease = {
+    ...mine,
     generation: heartbeat.generation,
     expires_at: new Date(wanted).toISOString(),
     started: true,
-    ...(mine?.redeliveries ? { redeliveries: mine.redeliveries } : {}),
   };
   return { ...state, leases: { ...leasesOf(state), [heartbeat.node_id]: lease } };
 }
@@ -153,13 +182,21 @@ export function dueAtOf(state: OrchestratorState, { now, policy }: Leasing): str
   if (state.run.status !== "RUNNING") return null;
   const leases = leasesOf(state);
   let earliest: number | undefined;
+  const consider = (iso: string) => {
+    const t = Date.parse(iso);
+    if (earliest === undefined || t < earliest) earliest = t;
+  };
+  let running = false;
   for (const [nodeId, node] of Object.entries(state.run.nodes)) {
     const held = leases[nodeId];
-    if (node.state !== "RUNNING" || !held) continue;
-    const t = Date.parse(held.expires_at);
-    if (earliest === undefined || t < earliest) earliest = t;
+    if (node.state === "RUNNING") running = true;
+    if (node.state === "RUNNING" && held) {
+      consider(held.expires_at);
+      if (held.blocked && !held.blocked.outcome) consider(held.blocked.confirm_by);
+    }
+    const wait = state.waits?.[nodeId];
+    if (wait && (node.state === "PENDING" || node.state === "READY")) consider(wait.due_at);
   }
-  if (earliest !== undefined) return new Date(earliest).toISOString();
-  if (state.held.length > 0) return plusSeconds(now, policy.nudgeSeconds);
-  return null;
+  if (!running && state.held.length > 0) consider(plusSeconds(now, policy.nudgeSeconds));
+  return earliest === undefined ? null : new Date(earliest).toISOString();
 }

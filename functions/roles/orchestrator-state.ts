@@ -2,7 +2,7 @@ import * as z from "zod";
 import type { WorkflowDefinition } from "../core/dag/definition";
 import { DagEventTypeSchema, DagRunSchema, HeldNodeSchema } from "../core/dag/run";
 import { PermanentError } from "../core/errors";
-import { contentWorkflowFor, WorkflowKindSchema } from "./content-workflows";
+import { contentWorkflowAt, WorkflowKindSchema } from "./content-workflows";
 
 /**
  * What the orchestrator stores per run (aggregate `dag_run/<run_id>`), as a schema: the stored
@@ -11,10 +11,28 @@ import { contentWorkflowFor, WorkflowKindSchema } from "./content-workflows";
 
 export const TIMELINE_LIMIT = 200;
 
+/**
+ * Steps of a node's agent that the orchestrator records beside the DAG's: the agent started (or
+ * resumed) it, it is BLOCKED on a confirmation, the confirmation's outcome went to the agent.
+ */
+export const AGENT_STEP_TYPES = ["node.started", "node.blocked", "node.unblocked"] as const;
+export const AgentStepTypeSchema = z.enum(AGENT_STEP_TYPES);
+export type AgentStepType = z.output<typeof AgentStepTypeSchema>;
+
+/** A BLOCKED node: what its agent asked, until when, and the outcome once one was sent. */
+export const NodeBlockSchema = z.object({
+  since: z.string(),
+  confirm_by: z.string(),
+  question: z.string(),
+  /** The outcome handed to the agent (it resumes or fails from here). */
+  outcome: z.enum(["confirmed", "refused", "timed_out"]).optional(),
+});
+export type NodeBlock = z.output<typeof NodeBlockSchema>;
+
 /** One step of a run as the DAG reported it, with the event that caused it. */
 export const TimelineEntrySchema = z.object({
   at: z.string(),
-  event: DagEventTypeSchema,
+  event: z.union([DagEventTypeSchema, AgentStepTypeSchema]),
   node_id: z.string().optional(),
   generation: z.int().nonnegative().optional(),
   /** The event type that led to this step. */
@@ -31,8 +49,22 @@ export const NodeLeaseSchema = z.object({
   started: z.boolean().optional(),
   /** How many times the assignment was sent again after its lease ran out. */
   redeliveries: z.int().nonnegative().optional(),
+  /** When the agent acknowledged the assignment (its `node.started`), ISO 8601. */
+  started_at: z.string().optional(),
+  /** Set while the node's agent run is BLOCKED on an external confirmation. */
+  blocked: NodeBlockSchema.optional(),
 });
 export type NodeLease = z.output<typeof NodeLeaseSchema>;
+
+/** The dependency timeout of a waiting node, for the generation its wait began in. */
+export const NodeWaitSchema = z.object({
+  generation: z.int().nonnegative(),
+  /** When the wait began (ISO 8601). */
+  since: z.string(),
+  /** ISO 8601. */
+  due_at: z.string(),
+});
+export type NodeWait = z.output<typeof NodeWaitSchema>;
 
 export const OrchestratorStateSchema = z.object({
   /** The workflow kind the run was started with (selects the definition). */
@@ -44,6 +76,8 @@ export const OrchestratorStateSchema = z.object({
   timeline: z.array(TimelineEntrySchema).readonly(),
   /** The lease of each RUNNING node (absent in states stored before leases: read as {}). */
   leases: z.record(z.string(), NodeLeaseSchema).optional(),
+  /** When each node still waiting for its inputs (PENDING, or READY and held) gives up. */
+  waits: z.record(z.string(), NodeWaitSchema).optional(),
   /** Correlation and task of the start request: what the sweeper's reports about the run carry. */
   origin: z.object({ correlation_id: z.string(), task_id: z.string() }).optional(),
 });
@@ -60,9 +94,9 @@ export function parseRunState(stored: unknown): OrchestratorState | undefined {
   );
 }
 
-/** The definition a run was started with. */
+/** The definition a run was started with (its name and version are in the run). */
 export function definitionOf(state: OrchestratorState): WorkflowDefinition {
-  return contentWorkflowFor({ kind: state.workflow });
+  return contentWorkflowAt(state.run.workflow.name, state.run.workflow.version);
 }
 
 /** `value` parsed by `schema`, or a PermanentError with `code` naming what was wrong. */

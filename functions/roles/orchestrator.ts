@@ -3,6 +3,7 @@ import type { Envelope } from "../../schemas";
 import { OpaqueId } from "../../schemas/ids";
 import type { WorkflowDefinition } from "../core/dag/definition";
 import type { Capacity } from "../core/dag/run";
+import { DEFAULT_DEPENDENCY_TIMEOUT_SECONDS } from "../core/dag/timeout";
 import { PermanentError } from "../core/errors";
 import type { Role } from "../core/pipeline";
 import { agentOf } from "./content-workflows";
@@ -61,6 +62,11 @@ import { summarizeRun } from "./summaries";
  *   lease (now + the larger of lease_seconds and the role's lease), later ones extend it to at
  *   least now + lease_seconds (state only, nothing emitted). Stale or unknown heartbeats are
  *   ignored.
+ * - node.started, node.blocked, workflow.confirm.requested, node.confirm.expired: the agent of a
+ *   node acknowledged it (RUNNING), is BLOCKED on an external confirmation, and how that ended
+ *   (./orchestrator-agent).
+ * - node.dependency.expired: a node waited for its inputs past its dependency timeout and ends
+ *   FAILED (./orchestrator-waits).
  *
  * Where it lives: the handler of each event type in ./orchestrator-handlers (payloads parsed with
  * the registry's schemas; reset and resolve in ./orchestrator-resolve, what handlers share in
@@ -122,6 +128,9 @@ export interface OrchestratorOptions {
   readonly leaseSecondsByRole?: Readonly<Record<string, number>>;
   /** With nothing RUNNING and nodes held, how soon the sweeper nudges the run. @default 30 */
   readonly releaseNudgeSeconds?: number;
+  /** How long a node may wait for its inputs when neither it nor its workflow says.
+   * @default 86400 (a day) */
+  readonly dependencyTimeoutSeconds?: number;
 }
 
 export const ORCHESTRATOR_GROUP = "orchestrator";
@@ -181,6 +190,11 @@ function leasePolicyOf(options: OrchestratorOptions): LeasePolicy {
       options.releaseNudgeSeconds,
       "releaseNudgeSeconds",
       DEFAULT_RELEASE_NUDGE_SECONDS,
+    ),
+    dependencySeconds: seconds(
+      options.dependencyTimeoutSeconds,
+      "dependencyTimeoutSeconds",
+      DEFAULT_DEPENDENCY_TIMEOUT_SECONDS,
     ),
   };
 }

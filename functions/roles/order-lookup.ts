@@ -1,11 +1,11 @@
-import {
-  type OrderLookupCompleted,
-  type OrderLookupRequested,
-  OrderRecord,
-  type ReplyGenerationRequested,
-} from "../../schemas/events/conversation";
+import { type OrderLookupCompleted, OrderRecord } from "../../schemas/events/conversation";
+import type {
+  OrderLookupRequested,
+  ReplyGenerationRequested,
+} from "../../schemas/events/support-commands";
 import type { Role } from "../core/pipeline";
-import { factFields } from "./router";
+import { stepFailedDecision } from "./support-failure";
+import { factFields } from "./support-fields";
 
 /**
  * The order lookup group: reads the order the customer asked about and hands the facts on to
@@ -15,7 +15,9 @@ import { factFields } from "./router";
  * `order.lookup.completed` (found or not, with the order when found), then
  * `reply.generation.requested` (with the order when found). An order that belongs to another
  * customer counts as not found, and nothing of it is emitted. Errors of the orders port propagate
- * with their class (a TransientError is retried by the queue). A redelivered request, once the
+ * with their class (a TransientError is retried by the queue); one that is permanent, or still
+ * there on the queue's last attempt, ends the step with `support.step.failed` and the hand-off
+ * message (./support-failure). A redelivered request, once the
  * lookup is stored, emits nothing.
  *
  * Every emitted event keeps the request's `input_version`, the conversation id and
@@ -48,6 +50,8 @@ export function createOrderLookup(options: OrderLookupOptions): Role<OrderLookup
     group: "order-lookup",
     subscriptions: ["order.lookup.requested"],
     stateOf: (event) => ({ type: ORDER_LOOKUP_AGGREGATE, id: event.task_id }),
+    failed: (_state, event, failure, { now }) =>
+      stepFailedDecision("order_lookup", event, failure, now),
     async decide(existing, event, { now }) {
       if (existing) return {};
       const request = event.payload as OrderLookupRequested;
@@ -60,6 +64,7 @@ export function createOrderLookup(options: OrderLookupOptions): Role<OrderLookup
         order_id: request.order_id,
         found: order !== undefined,
         ...(order === undefined ? {} : { order }),
+        looked_up_at: now.toISOString(),
       };
       const next: ReplyGenerationRequested = {
         ...request,

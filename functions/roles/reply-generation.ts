@@ -3,10 +3,10 @@ import type { Envelope } from "../../schemas";
 import {
   ReplyDraft,
   type ReplyGenerated,
-  type ReplyGenerationRequested,
   type ReplyHeldForReview,
   type SendRequested,
 } from "../../schemas/events/conversation";
+import type { ReplyGenerationRequested } from "../../schemas/events/support-commands";
 import type { EmitSpec } from "../core/emit";
 import { PermanentError } from "../core/errors";
 import {
@@ -18,8 +18,11 @@ import {
   type StructuredResult,
 } from "../core/model";
 import type { Decision, Role } from "../core/pipeline";
+import type { ContextMessage, ConversationContextReader } from "./conversation";
 import { decideReview, REVIEW_COMMANDS, type ReplyReview } from "./reply-review";
-import { factFields } from "./router";
+import { restsOn } from "./sender-facts";
+import { stepFailedDecision } from "./support-failure";
+import { factFields } from "./support-fields";
 
 /**
  * The reply generation group (the generation worker of seed 000 §11.3): turns the gathered facts
@@ -29,9 +32,11 @@ import { factFields } from "./router";
  * One `reply.generation.requested` per task, on the stream `reply/<task_id>`:
  * - discarded before any model call when expired (the pipeline) or `superseded`: its
  *   `input_version` is lower than the conversation's current version (a newer message arrived);
- * - the model gets the customer's message, the intent and the order facts as canonical JSON (no
- *   internal ids except the order's), plus the list of allowed source refs: `order:<order_id>` and
- *   `refund:<order_id>` when an order was found, `message:<message_event_id>` always. Its answer
+ * - the model gets the turn's context (read from the conversation's state: the customer's message
+ *   and the ones sent just before it, see contextWindow in ./conversation), the intent and the
+ *   order facts as canonical JSON (no internal ids except the order's), plus the list of allowed
+ *   source refs: `order:<order_id>` and `refund:<order_id>` when an order was found, and
+ *   `message:<message_event_id>` for each message of the context. Its answer
  *   must be a ReplyDraft whose every source ref is an allowed one; `invokeStructured` asks again
  *   with the issues, up to `maxModelAttempts` calls;
  * - valid draft -> `reply.generated`, then `notification.send.requested` (logical attempt 1), or,
@@ -39,7 +44,9 @@ import { factFields } from "./router";
  * - no valid draft within the budget -> `reply.held_for_review` with reason
  *   `model.invalid_output` (the last raw answer as the text), so a person sees it;
  * - any other model error (throttling, outage, no access) is rethrown: nothing is committed and
- *   the queue retries a transient one or dead-letters a permanent one.
+ *   the queue retries a transient one; a permanent one (bad model id, no access), or a transient
+ *   one still there on the queue's last attempt, ends the step with `support.step.failed` and the
+ *   hand-off message to the customer (./support-failure).
  * A redelivered request, once the reply is stored, emits nothing. A person approves or rejects a
  * held reply with `reply.approve.requested` / `reply.reject.requested` (./reply-review).
  *
@@ -57,6 +64,8 @@ export interface ReplyGenerationOptions {
   readonly model: ModelPort;
   /** The conversation's current version (see conversationVersionReader in ./conversation). */
   readonly conversationVersion: (conversationId: string) => Promise<number>;
+  /** The turn's context: its message and the ones just before (conversationContextReader). */
+  readonly context: ConversationContextReader;
   /** Model calls per request, corrections included. @default 3 */
   readonly maxModelAttempts?: number;
   /** Deadline of the send when the request carries none, in seconds from now. @default 300 */
@@ -99,6 +108,10 @@ export function createReplyGeneration(options: ReplyGenerationOptions): Role<Rep
     group: "reply-generation",
     subscriptions: ["reply.generation.requested", ...REVIEW_COMMANDS],
     stateOf: (event) => ({ type: REPLY_AGGREGATE, id: event.task_id }),
+    failed: (_state, event, failure, { now }) =>
+      event.event_type === "reply.generation.requested"
+        ? stepFailedDecision("reply_generation", event, failure, now)
+        : undefined,
     async discard(existing, event) {
       if (existing || event.input_version === undefined) return undefined;
       if (event.event_type !== "reply.generation.requested") return undefined;
@@ -118,6 +131,7 @@ export function createReplyGeneration(options: ReplyGenerationOptions): Role<Rep
 /** The validated options the reply decision needs. */
 interface ReplySettings {
   readonly model: ModelPort;
+  readonly context: ConversationContextReader;
   readonly maxAttempts: number;
   readonly sendTtl: number;
   readonly maxTokens: number;
@@ -127,6 +141,8 @@ interface ReplySettings {
 interface ReplyContext {
   readonly event: Envelope;
   readonly request: ReplyGenerationRequested;
+  /** The turn's messages, oldest first (its own message last). */
+  readonly messages: readonly ContextMessage[];
   readonly now: Date;
   readonly fact: ReturnType<typeof factFields>;
   readonly base: Pick<
@@ -149,7 +165,13 @@ function replySettings(options: ReplyGenerationOptions): ReplySettings {
       "reply.invalid_option",
       `sendTtlSeconds must be a positive number, got ${sendTtl}`,
     );
-  return { model: options.model, maxAttempts, sendTtl, maxTokens: options.maxTokens ?? 1024 };
+  return {
+    model: options.model,
+    context: options.context,
+    maxAttempts,
+    sendTtl,
+    maxTokens: options.maxTokens ?? 1024,
+  };
 }
 
 /** One new request: ask the model for a draft, then send it or hold it for review. */
@@ -158,8 +180,10 @@ async function decideReply(
   event: Envelope,
   now: Date,
 ): Promise<Decision<ReplyState>> {
-  const context = replyContext(event, now);
-  const allowed = allowedSourceRefs(context.request);
+  const request = event.payload as ReplyGenerationRequested;
+  const messages = await settings.context(request.conversation_id, request.context_version);
+  const context = replyContext(event, messages, now);
+  const allowed = allowedSourceRefs(request, messages);
   let result: StructuredResult<ReplyDraft>;
   try {
     result = await generateDraft(settings, context, allowed);
@@ -170,11 +194,16 @@ async function decideReply(
   return draftDecision(settings, context, result.value, result.attempts);
 }
 
-function replyContext(event: Envelope, now: Date): ReplyContext {
+function replyContext(
+  event: Envelope,
+  messages: readonly ContextMessage[],
+  now: Date,
+): ReplyContext {
   const request = event.payload as ReplyGenerationRequested;
   return {
     event,
     request,
+    messages,
     now,
     fact: factFields(event, request.conversation_id),
     base: {
@@ -191,14 +220,14 @@ function replyContext(event: Envelope, now: Date): ReplyContext {
 /** Asks the model for a valid draft, with corrections, up to `maxAttempts` calls. */
 function generateDraft(
   settings: ReplySettings,
-  { event, request }: ReplyContext,
+  { event, request, messages }: ReplyContext,
   allowed: readonly string[],
 ): Promise<StructuredResult<ReplyDraft>> {
   return invokeStructured(
     settings.model,
     {
       system: REPLY_SYSTEM_PROMPT,
-      messages: [{ role: "user", text: replyPrompt(request, allowed) }],
+      messages: [{ role: "user", text: replyPrompt(request, messages, allowed) }],
       maxTokens: settings.maxTokens,
       metadata: {
         role: "reply-generation",
@@ -279,18 +308,22 @@ function sendEvent(settings: ReplySettings, context: ReplyContext, text: string)
       channel: request.channel,
       text,
       logical_attempt: 1,
+      ...(request.order === undefined ? {} : { rests_on: restsOn(request.order) }),
     } satisfies SendRequested,
     ...fact,
     expiresAt: event.expires_at ?? new Date(now.getTime() + settings.sendTtl * 1000).toISOString(),
   };
 }
 
-/** The source refs a reply to this request may cite. */
-export function allowedSourceRefs(request: ReplyGenerationRequested): string[] {
+/** The source refs a reply to this request may cite: its order, and each message of its context. */
+export function allowedSourceRefs(
+  request: ReplyGenerationRequested,
+  messages: readonly Pick<ContextMessage, "message_event_id">[],
+): string[] {
   const refs: string[] = [];
   if (request.order !== undefined)
     refs.push(`order:${request.order.order_id}`, `refund:${request.order.order_id}`);
-  refs.push(`message:${request.message_event_id}`);
+  for (const m of messages) refs.push(`message:${m.message_event_id}`);
   return refs;
 }
 
@@ -309,11 +342,28 @@ export function replyDraftSchema(allowed: readonly string[]): z.ZodType<ReplyDra
   });
 }
 
-/** The user message: the facts as canonical JSON, then the allowed source refs, one a line. */
-export function replyPrompt(request: ReplyGenerationRequested, allowed: readonly string[]): string {
+/**
+ * The user message: the facts as canonical JSON, then the allowed source refs, one a line. The
+ * facts hold the turn's own message (`customer_message`) and, when the customer wrote more just
+ * before it, those messages too (`earlier_messages`, oldest first, each with its source ref).
+ */
+export function replyPrompt(
+  request: ReplyGenerationRequested,
+  messages: readonly Pick<ContextMessage, "message_event_id" | "text">[],
+  allowed: readonly string[],
+): string {
+  const earlier = messages.slice(0, -1);
   const facts: Record<string, unknown> = {
-    customer_message: request.text,
+    customer_message: messages.at(-1)?.text ?? "",
     intent: request.intent,
+    ...(earlier.length > 0
+      ? {
+          earlier_messages: earlier.map((m) => ({
+            ref: `message:${m.message_event_id}`,
+            text: m.text,
+          })),
+        }
+      : {}),
   };
   if (request.order !== undefined) {
     const { customer_id: _customer, ...order } = request.order;

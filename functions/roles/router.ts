@@ -1,14 +1,14 @@
 import type { Envelope } from "../../schemas";
-import {
-  type Intent,
-  OrderId,
-  type OrderLookupRequested,
-  type ReplyGenerationRequested,
-  type Routed,
-  type RouteRequested,
-} from "../../schemas/events/conversation";
+import { type Intent, OrderId, type Routed } from "../../schemas/events/conversation";
+import type {
+  OrderLookupRequested,
+  ReplyGenerationRequested,
+  RouteRequested,
+} from "../../schemas/events/support-commands";
 import type { EmitSpec } from "../core/emit";
 import type { Role } from "../core/pipeline";
+import type { ConversationContextReader } from "./conversation";
+import { factFields } from "./support-fields";
 
 /**
  * The router group: decides what a customer's message is about, with fixed rules (no model).
@@ -72,62 +72,79 @@ export function findOrderId(text: string): string | undefined {
 
 /** Applies the routing rules to a message's text. */
 export function routeMessage(text: string): Route {
-  const orderId = findOrderId(text);
+  return routeTexts([text]);
+}
+
+/**
+ * Applies the routing rules to a turn's context (oldest first, the turn's own message last): the
+ * merged intent. The order number is the newest one named; refund words in any of the messages
+ * count. So "I want a refund" then "the order number is A-1002" routes to a refund of A-1002.
+ */
+export function routeTexts(texts: readonly string[]): Route {
+  const orderId = texts.reduceRight<string | undefined>(
+    (found, t) => found ?? findOrderId(t),
+    undefined,
+  );
   if (orderId === undefined) return { intent: "general", rule: ROUTER_RULES.general };
-  if (REFUND_WORDS.test(text))
+  if (texts.some((t) => REFUND_WORDS.test(t)))
     return { intent: "refund", order_id: orderId, rule: ROUTER_RULES.refund };
   return { intent: "order_status", order_id: orderId, rule: ROUTER_RULES.orderStatus };
 }
 
-export const router: Role<RouteState> = {
-  group: "router",
-  subscriptions: ["support.route.requested"],
-  stateOf: (event) => ({ type: SUPPORT_ROUTE_AGGREGATE, id: event.task_id }),
-  decide(existing, event, { now }) {
-    if (existing) return {};
-    const request = event.payload as RouteRequested;
-    const route = routeMessage(request.text);
-    const fact = factFields(event, request.conversation_id);
-    const command = { ...fact, expiresAt: event.expires_at };
-    const routed: Routed = {
-      conversation_id: request.conversation_id,
-      intent: route.intent,
-      ...(route.order_id === undefined ? {} : { order_id: route.order_id }),
-      rule: route.rule,
-    };
-    const next: EmitSpec =
-      route.order_id === undefined
-        ? {
-            type: "reply.generation.requested",
-            payload: { ...request, intent: route.intent } satisfies ReplyGenerationRequested,
-            ...command,
-          }
-        : {
-            type: "order.lookup.requested",
-            payload: {
-              ...request,
-              intent: route.intent,
-              order_id: route.order_id,
-            } satisfies OrderLookupRequested,
-            ...command,
-          };
-    return {
-      state: {
-        ...route,
-        task_id: event.task_id,
-        conversation_id: request.conversation_id,
-        routed_at: now.toISOString(),
-      },
-      emit: [{ type: "support.routed", payload: routed, ...fact }, next],
-    };
-  },
-};
+/** The router's group and what it takes (the topology declares it from this). */
+export const ROUTER = { group: "router", subscriptions: ["support.route.requested"] } as const;
 
-/** The envelope fields every event of the support chain keeps from the event that caused it. */
-export function factFields(event: Envelope, conversationId: string) {
+export interface RouterOptions {
+  /** The turn's context (see conversationContextReader in ./conversation). */
+  readonly context: ConversationContextReader;
+}
+
+export function createRouter(options: RouterOptions): Role<RouteState> {
   return {
-    inputVersion: event.input_version,
-    conversationId,
-    orderKey: conversationId,
-  } as const;
+    ...ROUTER,
+    stateOf: (event) => ({ type: SUPPORT_ROUTE_AGGREGATE, id: event.task_id }),
+    async decide(existing, event, { now }) {
+      if (existing) return {};
+      const request = event.payload as RouteRequested;
+      const messages = await options.context(request.conversation_id, request.context_version);
+      return routed(event, request, routeTexts(messages.map((m) => m.text)), now);
+    },
+  };
+}
+
+/** `support.routed`, then the order lookup (an order number was found) or the reply request. */
+function routed(event: Envelope, request: RouteRequested, route: Route, now: Date) {
+  const fact = factFields(event, request.conversation_id);
+  const command = { ...fact, expiresAt: event.expires_at };
+  const routedFact: Routed = {
+    conversation_id: request.conversation_id,
+    intent: route.intent,
+    ...(route.order_id === undefined ? {} : { order_id: route.order_id }),
+    rule: route.rule,
+  };
+  const next: EmitSpec =
+    route.order_id === undefined
+      ? {
+          type: "reply.generation.requested",
+          payload: { ...request, intent: route.intent } satisfies ReplyGenerationRequested,
+          ...command,
+        }
+      : {
+          type: "order.lookup.requested",
+          payload: {
+            ...request,
+            intent: route.intent,
+            order_id: route.order_id,
+          } satisfies OrderLookupRequested,
+          ...command,
+        };
+  return {
+    state: {
+      ...route,
+      task_id: event.task_id,
+      conversation_id: request.conversation_id,
+      routed_at: now.toISOString(),
+    },
+    emit: [{ type: "support.routed", payload: routedFact, ...fact }, next],
+  };
 }

@@ -39,8 +39,9 @@ export class ChannelCalls {
   }
 
   /**
-   * An earlier attempt may have sent: query first. While `resolving` (the command is expired or
-   * superseded) nothing is sent again: a key the channel never saw is `not_sent`.
+   * An earlier attempt may have sent: query first. While `resolving` (the command is discarded:
+   * expired, superseded, cancelled, invalidated) nothing is sent again: a key the channel never
+   * saw is `not_sent`.
    */
   async resolveEarlier(
     request: ChannelSendRequest,

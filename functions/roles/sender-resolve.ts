@@ -137,7 +137,7 @@ class Resolution {
     const keys = { ...(this.state?.keys ?? {}), [this.key]: resolved };
     const conversationId = this.request.conversation_id;
     const emit: EmitSpec = { type, payload, orderKey: conversationId, conversationId };
-    return { state: { keys }, emit: [emit] };
+    return { state: { ...this.state, keys }, emit: [emit] };
   }
 
   private base() {

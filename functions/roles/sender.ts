@@ -5,12 +5,16 @@ import type {
   SendRequested,
   SendResolution,
 } from "../../schemas/events/conversation";
+import { SUPPORT_CANCEL_REQUESTED } from "../../schemas/events/support-cancel";
 import type { EmitSpec } from "../core/emit";
 import { AgentBusError, PermanentError, TransientError } from "../core/errors";
 import type { DecideContext, Decision, Role } from "../core/pipeline";
 import type { DiscardReason } from "../core/ports";
 import { type ChannelPort, type SideEffectStore, sideEffectKey } from "../core/side-effects";
+import type { OrdersPort } from "./order-lookup";
+import { decideCancel, type TurnCancel } from "./sender-cancel";
 import { ChannelCalls, type Outcome } from "./sender-channel";
+import { staleReason } from "./sender-facts";
 import { decideResolve, RESOLVE_REQUESTED } from "./sender-resolve";
 
 /**
@@ -20,14 +24,18 @@ import { decideResolve, RESOLVE_REQUESTED } from "./sender-resolve";
  * after a timeout) uses that key; a new key is never minted.
  *
  * State: aggregate `delivery/<task_id>` holds, per key, the fact already emitted for it
- * (`delivered`, `failed` or `escalated`). The side-effect record (SideEffectStore) holds what is
- * known at the channel. The record is written before the pipeline commits, so after a crash the
- * record may know an outcome whose fact was never committed: the fact is then emitted from it.
+ * (`delivered`, `failed` or `escalated`), and the turn's cancel once one was asked for
+ * (`support.cancel.requested`, ./sender-cancel). The side-effect record (SideEffectStore) holds
+ * what is known at the channel. The record is written before the pipeline commits, so after a
+ * crash the record may know an outcome whose fact was never committed: the fact is then emitted
+ * from it.
  *
  * Before `decide`:
  * - past `expires_at` -> discarded `expired` by the pipeline (no channel call);
- * - `input_version` < the conversation's current version -> discarded `superseded` (a newer
- *   customer message arrived; the reply answers an old question; no channel call);
+ * - the turn was cancelled -> discarded `cancelled`; `input_version` < the conversation's current
+ *   version -> discarded `superseded` (a newer customer message arrived; the reply answers an old
+ *   question); the order the reply rests on changed since it was looked up (read again through the
+ *   `orders` port) -> discarded `invalidated_by_state_change` (./sender-facts); no channel call;
  * - but a send already claimed for the command whose fact is not recorded (`unfinished`: a send
  *   that timed out, a crash between send and commit) is resolved, never dropped: `decide` runs
  *   with `resolving` set, finds the outcome from the record or by query, and starts no new send
@@ -82,14 +90,14 @@ export const SEND_REQUESTED = "notification.send.requested";
 export const DELIVERED = "notification.delivered";
 export const DELIVERY_FAILED = "notification.failed";
 export const OUTCOME_UNKNOWN = "channel.outcome_unknown";
-/** The code of a claimed send closed unsent because its command expired or was superseded. */
+/** The code of a claimed send closed unsent because its command was discarded meanwhile. */
 export const NOT_SENT = "sender.not_sent";
 /** The side-effect kind (the `reply` in `<task_id>:reply:<n>`). */
 export const REPLY_KIND = "reply";
 export const DEFAULT_MAX_UNKNOWN_ATTEMPTS = 5;
 
 export interface DeliveryFact {
-  /** `discarded`: expired or superseded after a claim, and the channel never received it. */
+  /** `discarded`: discarded (expired, superseded, ...) after a claim, never received. */
   readonly outcome: "delivered" | "failed" | "escalated" | "discarded";
   readonly at: string;
   readonly delivery_id?: string;
@@ -112,6 +120,8 @@ export interface EscalatedSend {
 /** The state of `delivery/<task_id>`: the fact emitted per idempotency key. */
 export interface DeliveryState {
   readonly keys: Readonly<Record<string, DeliveryFact>>;
+  /** Set once the turn was cancelled: sends not made yet are discarded as `cancelled`. */
+  readonly cancelled?: TurnCancel;
 }
 
 export interface SenderOptions {
@@ -119,6 +129,8 @@ export interface SenderOptions {
   readonly sideEffects: SideEffectStore;
   /** The conversation's current version (0 when it has none). */
   readonly conversationVersion: (conversationId: string) => Promise<number>;
+  /** Where the order a reply rests on is read again before sending; without it, not re-checked. */
+  readonly orders?: OrdersPort;
   /** Attempts with an unknown outcome before escalating. @default 5 */
   readonly maxUnknownAttempts?: number;
 }
@@ -139,13 +151,11 @@ export function createSender(options: SenderOptions): Role<DeliveryState> {
   const sender = new Sender(options, maxUnknown);
   return {
     group: SENDER_GROUP,
-    subscriptions: [SEND_REQUESTED, RESOLVE_REQUESTED],
+    subscriptions: [SEND_REQUESTED, RESOLVE_REQUESTED, SUPPORT_CANCEL_REQUESTED],
     stateOf: (event: Envelope): AggregateRef => ({ type: DELIVERY_AGGREGATE, id: event.task_id }),
-    async discard(_state, event): Promise<DiscardReason | undefined> {
-      if (event.input_version === undefined) return undefined;
-      const { conversation_id } = event.payload as SendRequested;
-      const current = await options.conversationVersion(conversation_id);
-      return event.input_version < current ? "superseded" : undefined;
+    async discard(state, event): Promise<DiscardReason | undefined> {
+      if (event.event_type !== SEND_REQUESTED) return undefined;
+      return staleReason(state?.cancelled !== undefined, event, options);
     },
     /** A send was claimed for this command and its fact is not recorded yet. */
     async unfinished(state, event): Promise<boolean> {
@@ -154,10 +164,13 @@ export function createSender(options: SenderOptions): Role<DeliveryState> {
       if (state?.keys[key]) return false;
       return (await options.sideEffects.get(key)) !== undefined;
     },
-    decide: (state, event, context) =>
-      event.event_type === RESOLVE_REQUESTED
-        ? decideResolve(state, event, context.now, sender.resolveDeps)
-        : sender.decide(state, event, context),
+    decide(state, event, context) {
+      if (event.event_type === RESOLVE_REQUESTED)
+        return decideResolve(state, event, context.now, sender.resolveDeps);
+      if (event.event_type === SUPPORT_CANCEL_REQUESTED)
+        return decideCancel(state, event, context.now);
+      return sender.decide(state, event, context);
+    },
   };
 }
 
@@ -203,7 +216,7 @@ class Sender {
       ? await this.calls.resolveEarlier(request, record, now, resolving)
       : await this.calls.firstSend(request, record, now);
     if (outcome === "not_sent") {
-      // Expired or superseded before the channel ever saw it: close the record, send nothing.
+      // Discarded before the channel ever saw it: close the record, send nothing.
       const message = `not sent: the command was ${resolving} before the channel received it`;
       await this.sideEffects.markFailed(key, { code: NOT_SENT, message }, now);
       return { ...facts.record({ outcome: "discarded", code: NOT_SENT }), discarded: resolving };
@@ -267,7 +280,7 @@ class Facts {
       ...(this.state?.keys ?? {}),
       [this.key]: { ...fact, at: this.now.toISOString() },
     };
-    return { state: { keys }, emit };
+    return { state: { ...this.state, keys }, emit };
   }
 
   delivered(deliveryId: string, by: Delivered["confirmed_by"]): Decision<DeliveryState> {

@@ -21,20 +21,24 @@ export function summarizeRun(state: OrchestratorState): StateSummary {
   };
 }
 
-/** A conversation, by its newest turn's status; a held reply waits for a person. */
+/**
+ * A conversation, by its newest turn's status; a held reply waits for a person. Turns handed off
+ * after a step failed for good are counted (`handed_off`).
+ */
 export function summarizeConversation(view: ConversationView): StateSummary {
   const turns = view.turn_order.flatMap((id) => {
     const turn = view.turns[id];
     return turn ? [turn] : [];
   });
   const held = turns.filter((t) => t.status === "held_for_review").length;
+  const handedOff = turns.filter((t) => t.step_failure !== undefined).length;
   const newest = turns.at(-1);
   return {
     kind: "conversation",
     status: newest?.status ?? "empty",
     ...(newest?.intent ? { label: newest.intent } : {}),
     ...(held > 0 ? { waiting: "held_reply" } : {}),
-    counts: { turns: turns.length, held },
+    counts: { turns: turns.length, held, ...(handedOff > 0 ? { handed_off: handedOff } : {}) },
   };
 }
 

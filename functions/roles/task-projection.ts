@@ -17,6 +17,8 @@ export interface TaskView {
   readonly status: TaskStatus;
   readonly title?: string;
   readonly plan_steps?: number;
+  /** The plan's step titles, in order. */
+  readonly plan?: readonly string[];
   readonly answer_ref?: string;
   readonly channel?: string;
   /** Last applied version of the task's stream. */
@@ -110,8 +112,10 @@ function fieldsOf(type: string, payload: unknown): Partial<TaskView> {
   switch (type) {
     case "task.accepted":
       return { title: (payload as TaskAccepted).title };
-    case "plan.created":
-      return { plan_steps: (payload as PlanCreated).steps.length };
+    case "plan.created": {
+      const { steps } = payload as PlanCreated;
+      return { plan_steps: steps.length, plan: steps.map((step) => step.title) };
+    }
     case "answer.generated":
       return { answer_ref: (payload as AnswerGenerated).answer_ref };
     case "notification.sent":

@@ -33,7 +33,7 @@ export type ParsedPost = { readonly back: string } & (
   | { readonly problem: string }
 );
 
-const RUN_PATH = /^\/runs\/([^/]+)\/(cancel|reset|resolve|rerun)$/;
+const RUN_PATH = /^\/runs\/([^/]+)\/(cancel|reset|resolve|rerun|confirm)$/;
 const REPLY_PATH = /^\/replies\/([^/]+)\/review$/;
 const REDRIVE_PATH = /^\/dead-letters\/([^/]+)\/redrive$/;
 
@@ -53,6 +53,12 @@ function runRequestOf(verb: string, form: URLSearchParams, reason: string): RunR
   if (!nodeId) return "no node was given; nothing sent";
   if (verb === "rerun") return { kind: "rerun", nodeId, reason };
   if (verb === "reset") return { kind: "reset", nodeId, reason };
+  if (verb === "confirm") {
+    const answer = form.get("answer");
+    if (answer !== "confirmed" && answer !== "refused")
+      return `${JSON.stringify(answer)} is not an answer (confirmed or refused); nothing sent`;
+    return { kind: "confirm", nodeId, answer, note: reason };
+  }
   const output = parseOutput(textOf(form, "output") ?? "", "the output");
   return typeof output === "string" ? output : { kind: "resolve", nodeId, output, reason };
 }

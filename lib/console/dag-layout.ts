@@ -40,7 +40,13 @@ export const MAX_LINE_CHARS = 36;
 /** The lines a node shows, in order: id, role, state, attempt and duration. */
 export function nodeLines(node: RunNodeView, duration: string): readonly string[] {
   const cut = (s: string) => (s.length > MAX_LINE_CHARS ? `${s.slice(0, MAX_LINE_CHARS - 1)}…` : s);
-  return [cut(node.id), cut(node.role), cut(node.state), `attempt ${node.attempt} · ${duration}`];
+  const state =
+    node.agent?.state === "BLOCKED"
+      ? "BLOCKED"
+      : node.agent?.state === "QUEUED"
+        ? `${node.state} · queued`
+        : node.state;
+  return [cut(node.id), cut(node.role), cut(state), `attempt ${node.attempt} · ${duration}`];
 }
 
 function nodeWidth(lines: readonly string[]): number {

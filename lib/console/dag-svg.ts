@@ -19,6 +19,7 @@ export const STATE_PAINT: Readonly<Record<string, Paint>> = {
   PENDING: { fill: "#ffffff", stroke: "#8a8a8a" },
   READY: { fill: "#ffffff", stroke: "#8a8a8a" },
   NEEDS_HUMAN: { fill: "#e8dcf5", stroke: "#6a3d9a" },
+  BLOCKED: { fill: "#fff3c4", stroke: "#b08800" },
 };
 const OTHER_PAINT: Paint = { fill: "#ffffff", stroke: "#333333" };
 
@@ -62,7 +63,7 @@ function nodeTooltip(node: RunNodeView, duration: string): string {
 
 function renderNode(placed: PlacedNode, duration: string): string {
   const { node, x, y, width, height } = placed;
-  const paint = paintOf(node.state);
+  const paint = paintOf(node.agent?.state === "BLOCKED" ? "BLOCKED" : node.state);
   const left = x - width / 2;
   const top = y - height / 2;
   const dashed = paint === OTHER_PAINT ? ' stroke-dasharray="5 3"' : "";
@@ -71,7 +72,7 @@ function renderNode(placed: PlacedNode, duration: string): string {
     const cls = ["node-id", "node-role", "node-state", "node-attempt"][i];
     return `<text class="${cls}" x="${n1(left + 12)}" y="${n1(top + 22 + i * 17)}" font-size="${i === 0 ? 13 : 12}"${weight}>${escapeHtml(line)}</text>`;
   });
-  return `<g class="node"${attr("data-node-id", node.id)}${attr("data-state", node.state)}><title>${escapeHtml(nodeTooltip(node, duration))}</title><rect x="${n1(left)}" y="${n1(top)}" width="${n1(width)}" height="${n1(height)}" rx="8" fill="${paint.fill}" stroke="${paint.stroke}" stroke-width="2"${dashed}/>${lines.join("")}</g>`;
+  return `<g class="node"${attr("data-node-id", node.id)}${attr("data-state", node.state)}${attr("data-agent-state", node.agent?.state)}><title>${escapeHtml(nodeTooltip(node, duration))}</title><rect x="${n1(left)}" y="${n1(top)}" width="${n1(width)}" height="${n1(height)}" rx="8" fill="${paint.fill}" stroke="${paint.stroke}" stroke-width="2"${dashed}/>${lines.join("")}</g>`;
 }
 
 /** The DAG as an inline SVG: one `<g data-node-id data-state>` per node, edges with arrowheads. */
@@ -98,6 +99,7 @@ export function renderLegend(): string {
     ["DEGRADED", "DEGRADED"],
     ["PENDING", "PENDING / READY"],
     ["NEEDS_HUMAN", "NEEDS_HUMAN"],
+    ["BLOCKED", "BLOCKED"],
   ];
   const items = groups.map(([state, text]) => {
     const p = paintOf(state);

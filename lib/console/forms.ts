@@ -56,6 +56,16 @@ ${actionForm(ctx, runActionPath(runId, "resolve"), data("resolve"), `${nodeField
 </div>`;
 }
 
+/** Confirm or refuse what the agent of a BLOCKED node waits for (the reason goes to the agent). */
+function blockedNodeForm(runId: string, node: RunNodeView, ctx: FormContext): string {
+  const nodeField = `<input type="hidden" name="node"${attr("value", node.id)}>\n`;
+  const question = `<p class="muted">${escapeHtml(node.agent?.question ?? "")}</p>\n`;
+  const data = `${attr("data-action", "confirm")}${attr("data-node", node.id)}`;
+  const buttons = `${button("Confirm: the agent resumes", { name: "answer", value: "confirmed" })} ${button("Refuse: the node fails", { name: "answer", value: "refused" })}`;
+  return `<h3>Node <code>${escapeHtml(node.id)}</code> (${escapeHtml(node.role)}) BLOCKED</h3>
+${actionForm(ctx, runActionPath(runId, "confirm"), data, `${nodeField}${question}`, buttons)}`;
+}
+
 function rerunForm(run: RunView, ctx: FormContext): string {
   const options = run.nodes
     .map((n) => `<option${attr("value", n.id)}>${escapeHtml(`${n.id} (${n.state})`)}</option>`)
@@ -65,7 +75,10 @@ function rerunForm(run: RunView, ctx: FormContext): string {
 ${actionForm(ctx, runActionPath(run.runId, "rerun"), attr("data-action", "rerun"), select, button("Re-run from this node"))}`;
 }
 
-/** The run page's actions: cancel a running run, reset or resolve a FAILED node, re-run an ended one. */
+/**
+ * The run page's actions: cancel a running run, reset or resolve a FAILED node, confirm or refuse
+ * a BLOCKED one, re-run an ended one.
+ */
 export function renderRunForms(run: RunView, ctx: FormContext): string {
   const parts: string[] = [];
   if (run.status === "RUNNING")
@@ -80,6 +93,7 @@ export function renderRunForms(run: RunView, ctx: FormContext): string {
     );
   for (const node of run.nodes)
     if (node.state === "FAILED") parts.push(failedNodeForms(run.runId, node, ctx));
+    else if (node.agent?.state === "BLOCKED") parts.push(blockedNodeForm(run.runId, node, ctx));
   if (run.status !== "RUNNING" && run.nodes.length > 0) parts.push(rerunForm(run, ctx));
   return parts.length > 0
     ? parts.join("\n")

@@ -40,11 +40,26 @@ function renderDag(run: RunView): string {
   return `<div class="dag">${renderDagSvg(dag, nodeDuration)}</div>\n${renderLegend()}\n${note}`;
 }
 
+/**
+ * A node's state: the DAG's, and for a RUNNING node what its agent reported (queued, started,
+ * BLOCKED on a confirmation with its question and deadline).
+ */
+export function nodeState(n: RunNodeView): string {
+  const agent = n.agent;
+  if (!agent) return badge(n.state);
+  const tag = `<span class="agent-state"${attr("data-agent-state", agent.state)}>`;
+  if (agent.state === "BLOCKED")
+    return `${badge("BLOCKED")} ${tag}waits for a confirmation until ${escapeHtml(formatTime(agent.confirmBy))}: ${escapeHtml(agent.question ?? "")}</span>`;
+  if (agent.state === "RUNNING")
+    return `${badge("RUNNING")} ${tag}started ${escapeHtml(formatTime(agent.since))}</span>`;
+  return `${badge(n.state)} ${tag}queued: the agent has not started</span>`;
+}
+
 function renderNodeTable(run: RunView): string {
   const rows = run.nodes.map((n) => [
     `<code>${escapeHtml(n.id)}</code>`,
     escapeHtml(n.role),
-    badge(n.state),
+    nodeState(n),
     escapeHtml(n.attempt),
     escapeHtml(formatTime(n.startedAt)),
     escapeHtml(formatTime(n.endedAt)),

@@ -52,7 +52,11 @@ function renderEventHead(node: TraceNode): string {
   return `<div class="event-head">
 <span class="event-type">${escapeHtml(e.eventType)}</span>
 <span class="aggregate">${escapeHtml(e.aggregate.type)}/<code>${escapeHtml(e.aggregate.id)}</code></span>
-<span class="version">${escapeHtml(version)}</span>
+<span class="version">${escapeHtml(version)}</span>${
+    e.storedSchemaVersion
+      ? `\n<span class="muted">stored as schema v${escapeHtml(String(e.storedSchemaVersion))}</span>`
+      : ""
+  }
 <span class="producer">by ${escapeHtml(e.producer)}</span>
 <span class="muted">${escapeHtml(formatTime(e.occurredAt))}</span>
 <span class="muted mono">${link(traceHref(e.eventId), e.eventId)}</span>

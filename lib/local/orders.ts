@@ -24,6 +24,14 @@ export const SAMPLE_ORDERS: OrderRecord[] = [
     currency: "USD",
   },
   {
+    order_id: "A-1002",
+    customer_id: "cust_alice",
+    status: "placed",
+    item: "Rain jacket, size M",
+    total_cents: 12900,
+    currency: "USD",
+  },
+  {
     order_id: "456",
     customer_id: "cust_bob",
     status: "delivered",

@@ -32,7 +32,13 @@ export const LIFECYCLE = [
   { type: "task.accepted", payload: { title: "Why has my refund not arrived?" } },
   {
     type: "plan.created",
-    payload: { steps: ["look up the order", "check the refund", "draft a reply"] },
+    payload: {
+      steps: [
+        { title: "look up the order", tool: "orders.get" },
+        { title: "check the refund", tool: "refunds.status" },
+        { title: "draft a reply" },
+      ],
+    },
   },
   { type: "answer.generated", payload: { answer_ref: "ans_refund-eta" } },
   { type: "notification.sent", payload: { channel: "email" } },

@@ -30,7 +30,8 @@ export function operatorEnvelope(command: OperatorCommand): Record<string, unkno
   const envelope = {
     event_id: id,
     event_type: command.type,
-    schema_version: 1,
+    // The newest version of the type: producers write what consumers read.
+    schema_version: registry.find(command.type)?.schemaVersion ?? 1,
     occurred_at: new Date().toISOString(),
     correlation_id: `corr_${id}`,
     causation_id: null,

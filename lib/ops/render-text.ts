@@ -25,7 +25,8 @@ function eventLine(n: TraceNode): string {
   const e = n.event;
   const where =
     e.version > 0 ? `${e.aggregate.type}/${e.aggregate.id} v${e.version}` : "unsequenced";
-  return `${e.eventType} [${where}] ${e.eventId} by ${e.producer || "?"} at ${e.occurredAt}`;
+  const stored = e.storedSchemaVersion ? ` (stored as schema v${e.storedSchemaVersion})` : "";
+  return `${e.eventType}${stored} [${where}] ${e.eventId} by ${e.producer || "?"} at ${e.occurredAt}`;
 }
 
 function nodeLines(n: TraceNode, prefix: string, branch: string): string[] {

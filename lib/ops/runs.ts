@@ -27,6 +27,28 @@ function leaseOf(state: OrchestratorState, id: string): Pick<RunNodeView, "lease
   return { lease: { started: lease.started ?? false, redeliveries: lease.redeliveries ?? 0 } };
 }
 
+/** What the agent of a RUNNING node reported: queued, started, or BLOCKED on a confirmation. */
+function agentOf(state: OrchestratorState, id: string): Pick<RunNodeView, "agent"> {
+  const node = state.run.nodes[id];
+  const lease = node?.state === "RUNNING" ? state.leases?.[id] : undefined;
+  if (!lease) return {};
+  const { blocked } = lease;
+  if (blocked && !blocked.outcome)
+    return {
+      agent: {
+        state: "BLOCKED",
+        since: blocked.since,
+        confirmBy: blocked.confirm_by,
+        question: blocked.question,
+      },
+    };
+  if (lease.started)
+    return {
+      agent: { state: "RUNNING", ...(lease.started_at ? { since: lease.started_at } : {}) },
+    };
+  return { agent: { state: "QUEUED" } };
+}
+
 /**
  * A workflow run as the operator sees it: its definition's nodes and edges (by the run's workflow
  * kind), each node's state from the run, and its start and end from the run's timeline.
@@ -65,6 +87,7 @@ export function runView(state: OrchestratorState): RunView {
       ...(duration !== undefined ? { durationMs: duration } : {}),
       ...(node?.error ? { error: { code: node.error.code, message: node.error.message } } : {}),
       ...leaseOf(state, id),
+      ...agentOf(state, id),
     };
   });
   const edges: RunEdgeView[] = (definition?.edges ?? []).map((e) => {

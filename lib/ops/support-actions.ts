@@ -100,7 +100,7 @@ export function sendResolveCommand(
   };
 }
 
-function inConversation(command: SupportCommand, conversationId: string): Decided {
+export function inConversation(command: SupportCommand, conversationId: string): Decided {
   return {
     command: {
       ...command,

@@ -22,7 +22,11 @@ function storeOf(stack: OpsStack): DynamoEventStore {
   return new DynamoEventStore({ client: stack.dynamodb, tables: stack.names.tables });
 }
 
-async function stateData<S>(stack: OpsStack, type: string, id: string): Promise<S | undefined> {
+export async function stateData<S>(
+  stack: OpsStack,
+  type: string,
+  id: string,
+): Promise<S | undefined> {
   const loaded = await storeOf(stack).load({ state: { type, id } });
   return (loaded.state?.data ?? undefined) as S | undefined;
 }

@@ -1,5 +1,5 @@
 import type { FailureRecord, OutcomeRecord, TraceReader } from "../../functions/core/ports";
-import type { Envelope } from "../../schemas";
+import { type Envelope, registry } from "../../schemas";
 import { ULID_PATTERN } from "../../schemas/ids";
 import type { GroupOutcome, SideEffectView, TraceEvent, TraceNode, TraceView } from "./views";
 
@@ -94,8 +94,13 @@ async function collect(sources: TraceSources, id: string): Promise<Found | undef
   if (stored.length === 0 && outcomes.length === 0) return undefined;
   const events = new Map<string, TraceEvent>();
   const envelopes = new Map<string, Envelope>();
-  for (const e of stored) {
-    events.set(e.event_id, eventOfEnvelope(e));
+  for (const written of stored) {
+    // Read like every other path reads them: at the type's newest schema version.
+    const e = registry.upcast(written);
+    events.set(e.event_id, {
+      ...eventOfEnvelope(e),
+      ...(e === written ? {} : { storedSchemaVersion: written.schema_version }),
+    });
     envelopes.set(e.event_id, e);
   }
   for (const o of outcomes) if (!events.has(o.eventId)) events.set(o.eventId, eventOfRecord(o));

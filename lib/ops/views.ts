@@ -48,6 +48,8 @@ export interface TraceEvent {
   readonly correlationId: string;
   readonly taskId: string;
   readonly causationId?: string;
+  /** The schema version the stored event was written in, when older than its type's newest. */
+  readonly storedSchemaVersion?: number;
 }
 
 export interface TraceNode {
@@ -87,6 +89,17 @@ export interface RunNodeView {
   /** A RUNNING node: whether its agent has started on it (acknowledged), or it still waits in
    * the agent's queue; and how many times its assignment was sent again after its lease ran out. */
   readonly lease?: { readonly started: boolean; readonly redeliveries: number };
+  /**
+   * A RUNNING node as its agent reported it (seed 001 §2): QUEUED until the agent acknowledges
+   * the assignment, RUNNING from its `node.started` (`since`), BLOCKED while it waits for an
+   * external confirmation (`question`, until `confirmBy`).
+   */
+  readonly agent?: {
+    readonly state: "QUEUED" | "RUNNING" | "BLOCKED";
+    readonly since?: string;
+    readonly confirmBy?: string;
+    readonly question?: string;
+  };
 }
 
 export interface RunEdgeView {

@@ -4,7 +4,8 @@ import { MAX_RESOLVED_OUTPUT_BYTES } from "../../schemas/events/workflow-resolve
 import type { OperatorCommand } from "./operator-command";
 
 /**
- * What an operator may ask of a run, checked against its stored state before anything is sent:
+ * What an operator may ask of a run (re-run, reset, resolve, cancel, and confirm or refuse what a
+ * BLOCKED node waits for), checked against its stored state before anything is sent:
  * the orchestrator would refuse the same requests (with `workflow.rejected`, after the fact) or
  * ignore them. It checks again when the command arrives (the run may change in between). Shared
  * by the CLI and the console.
@@ -19,7 +20,13 @@ export type RunRequest =
       readonly output: Record<string, unknown>;
       readonly reason?: string;
     }
-  | { readonly kind: "cancel"; readonly reason?: string };
+  | { readonly kind: "cancel"; readonly reason?: string }
+  | {
+      readonly kind: "confirm";
+      readonly nodeId: string;
+      readonly answer: "confirmed" | "refused";
+      readonly note?: string;
+    };
 
 /** The event type of each request. */
 export const RUN_REQUEST_TYPES = {
@@ -27,6 +34,7 @@ export const RUN_REQUEST_TYPES = {
   reset: "workflow.reset.requested",
   resolve: "workflow.resolve.requested",
   cancel: "workflow.cancel.requested",
+  confirm: "workflow.confirm.requested",
 } as const satisfies Record<RunRequest["kind"], string>;
 
 /** Why the request cannot apply to the run as stored (undefined: it can). */
@@ -45,6 +53,7 @@ export function runRequestProblem(
   if (!node)
     return `run ${runId} has no node ${request.nodeId} (its nodes: ${Object.keys(run.nodes).join(", ")})`;
   if (request.kind === "rerun") return undefined;
+  if (request.kind === "confirm") return confirmProblem(state, runId, request.nodeId);
   if (node.state !== "FAILED")
     return request.kind === "reset"
       ? `node ${request.nodeId} of run ${runId} is ${node.state}; only a FAILED node can be reset (use \`workflow rerun --from ${request.nodeId}\` to run it again)`
@@ -52,6 +61,25 @@ export function runRequestProblem(
   return request.kind === "resolve"
     ? outputProblem(state, request.nodeId, request.output)
     : undefined;
+}
+
+/** Why a node cannot take a confirmation: it is not BLOCKED on one (undefined: it is). */
+function confirmProblem(
+  state: OrchestratorState,
+  runId: string,
+  nodeId: string,
+): string | undefined {
+  const node = state.run.nodes[nodeId];
+  const lease = state.leases?.[nodeId];
+  const blocked =
+    node?.state === "RUNNING" && lease?.generation === node.assigned_generation
+      ? lease?.blocked
+      : undefined;
+  if (blocked && !blocked.outcome) return undefined;
+  const now = blocked?.outcome
+    ? `its confirmation was already ${blocked.outcome}`
+    : `it is ${node?.state}`;
+  return `node ${nodeId} of run ${runId} is not BLOCKED on a confirmation (${now})`;
 }
 
 /** Why an output does not fit the role of the node (undefined: it fits). */
@@ -94,6 +122,18 @@ export function runRequestCommand(
 ): OperatorCommand {
   const reason =
     "reason" in request && request.reason !== undefined ? { reason: request.reason } : {};
+  if (request.kind === "confirm")
+    return {
+      type: RUN_REQUEST_TYPES.confirm,
+      aggregate: { type: "dag_run", id: runId },
+      payload: {
+        run_id: runId,
+        node_id: request.nodeId,
+        answer: request.answer,
+        requested_by: requestedBy,
+        ...(request.note === undefined ? {} : { note: request.note }),
+      },
+    };
   const payload: Record<string, unknown> =
     request.kind === "rerun" || request.kind === "reset"
       ? { run_id: runId, node_id: request.nodeId, requested_by: requestedBy, ...reason }

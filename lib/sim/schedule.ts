@@ -75,7 +75,7 @@ async function seedWorkload(world: World): Promise<void> {
         { type: "dag_run", id: runId },
         {
           run_id: runId,
-          workflow: world.random.pick(["quick-news", "long-form"]),
+          workflow_name: world.random.pick(["quick-news", "long-form"]),
           request: { topic_hint: hint },
         },
       ),
@@ -120,7 +120,8 @@ function external(
   const parsed = registry.parse({
     event_id: world.deps.ids.next(),
     event_type: type,
-    schema_version: 1,
+    // The newest version of the type: producers write what consumers read.
+    schema_version: registry.find(type)?.schemaVersion ?? 1,
     occurred_at: world.clock.now().toISOString(),
     correlation_id: `corr_${world.deps.ids.next()}`,
     causation_id: null,

@@ -10,12 +10,16 @@ import { InMemorySideEffects } from "../../functions/core/side-effects";
 import { planSweep } from "../../functions/core/sweeper";
 import { audit } from "../../functions/roles/audit";
 import { createContentAgent } from "../../functions/roles/content-agents";
-import { conversationVersionReader, createConversation } from "../../functions/roles/conversation";
+import {
+  conversationContextReader,
+  conversationVersionReader,
+  createConversation,
+} from "../../functions/roles/conversation";
 import { conversationProjection } from "../../functions/roles/conversation-projection";
 import { createOrchestrator } from "../../functions/roles/orchestrator";
 import { createOrderLookup, ordersFrom } from "../../functions/roles/order-lookup";
 import { createReplyGeneration } from "../../functions/roles/reply-generation";
-import { router } from "../../functions/roles/router";
+import { createRouter } from "../../functions/roles/router";
 import { createSender } from "../../functions/roles/sender";
 import { taskProjection } from "../../functions/roles/task-projection";
 import { type Envelope, registry } from "../../schemas";
@@ -103,6 +107,7 @@ export class World {
     };
     const model = new DeterministicLocalModel();
     const conversationVersion = conversationVersionReader(this.memory);
+    const context = conversationContextReader(this.memory);
     this.roles = [
       taskProjection,
       audit,
@@ -114,13 +119,14 @@ export class World {
       ),
       // Replies stay worth sending for a day: a schedule's clock moves a second a step.
       createConversation({ replyTtlSeconds: 86_400 }),
-      router,
+      createRouter({ context }),
       createOrderLookup({ orders: ordersFrom(SAMPLE_ORDERS) }),
-      createReplyGeneration({ model, conversationVersion }),
+      createReplyGeneration({ model, conversationVersion, context }),
       createSender({
         channel: this.channel,
         sideEffects: new InMemorySideEffects(),
         conversationVersion,
+        orders: ordersFrom(SAMPLE_ORDERS),
       }),
       conversationProjection,
     ] as Role<unknown>[];

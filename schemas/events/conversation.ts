@@ -2,6 +2,7 @@ import * as z from "zod";
 import { IsoTime } from "../envelope";
 import { OpaqueId, Ulid } from "../ids";
 import type { EventRegistry } from "../registry";
+import { defineSupportCancelEvents } from "./support-cancel";
 
 /**
  * The customer-support conversation (seed 000 §10, §11) on the bus.
@@ -47,7 +48,7 @@ export const OrderRecord = z.object({
 });
 export type OrderRecord = z.infer<typeof OrderRecord>;
 
-const MessageText = z.string().trim().min(1).max(4000);
+export const MessageText = z.string().trim().min(1).max(4000);
 
 export const MessageReceivedPayload = z.object({
   text: MessageText,
@@ -60,7 +61,8 @@ export const MessageReceivedPayload = z.object({
 });
 export type MessageReceived = z.output<typeof MessageReceivedPayload>;
 
-const ConversationTurn = z.object({
+/** A customer's message as the conversation took it in (the accepted fact's payload). */
+export const ConversationTurn = z.object({
   conversation_id: OpaqueId,
   customer_id: OpaqueId,
   channel: z.string().regex(/^[a-z][a-z0-9-]{0,31}$/),
@@ -75,9 +77,6 @@ export const MessageAcceptedPayload = ConversationTurn.extend({
 });
 export type MessageAccepted = z.output<typeof MessageAcceptedPayload>;
 
-export const RouteRequestedPayload = ConversationTurn;
-export type RouteRequested = z.output<typeof RouteRequestedPayload>;
-
 export const RoutedPayload = z.object({
   conversation_id: OpaqueId,
   intent: Intent,
@@ -87,28 +86,21 @@ export const RoutedPayload = z.object({
 });
 export type Routed = z.output<typeof RoutedPayload>;
 
-export const OrderLookupRequestedPayload = ConversationTurn.extend({
-  intent: Intent,
-  order_id: OrderId,
-});
-export type OrderLookupRequested = z.output<typeof OrderLookupRequestedPayload>;
-
-export const OrderLookupCompletedPayload = z.object({
+/** order.lookup.completed v1 (stored v1 events are read as v2: `looked_up_at` = occurred_at). */
+export const OrderLookupCompletedV1Payload = z.object({
   conversation_id: OpaqueId,
   order_id: OrderId,
   /** False when there is no such order or it belongs to another customer. */
   found: z.boolean(),
   order: OrderRecord.optional(),
 });
-export type OrderLookupCompleted = z.output<typeof OrderLookupCompletedPayload>;
+export type OrderLookupCompletedV1 = z.output<typeof OrderLookupCompletedV1Payload>;
 
-export const ReplyGenerationRequestedPayload = ConversationTurn.extend({
-  intent: Intent,
-  order_id: OrderId.optional(),
-  /** The looked-up order; absent when none was asked for or none was found. */
-  order: OrderRecord.optional(),
+/** order.lookup.completed v2: when the orders table was read, which the reply's facts date from. */
+export const OrderLookupCompletedPayload = OrderLookupCompletedV1Payload.extend({
+  looked_up_at: IsoTime,
 });
-export type ReplyGenerationRequested = z.output<typeof ReplyGenerationRequestedPayload>;
+export type OrderLookupCompleted = z.output<typeof OrderLookupCompletedPayload>;
 
 /** What the model must answer for a reply (seed 000 §11.3). */
 export const ReplyDraft = z.object({
@@ -139,6 +131,19 @@ export const SendRequestedPayload = z.object({
    * is `<task_id>:reply:<logical_attempt>`: every retry of the same send reuses it.
    */
   logical_attempt: z.number().int().min(1),
+  /**
+   * The order facts the reply was written from, as order lookup read them (absent: the reply
+   * rests on no order). The sender reads the order again before sending and discards the reply as
+   * `invalidated_by_state_change` when any of them changed.
+   */
+  rests_on: z
+    .object({
+      order_id: OrderId,
+      status: z.enum(ORDER_STATUSES),
+      refund_status: z.enum(REFUND_STATUSES).optional(),
+      refund_updated_at: IsoTime.optional(),
+    })
+    .optional(),
 });
 export type SendRequested = z.output<typeof SendRequestedPayload>;
 
@@ -250,34 +255,27 @@ export function defineConversationEvents(registry: EventRegistry): void {
     payload: MessageAcceptedPayload,
   });
   registry.define({
-    ...command,
-    type: "support.route.requested",
-    description: "Decide what the customer's message is about.",
-    payload: RouteRequestedPayload,
-  });
-  registry.define({
     ...fact,
     type: "support.routed",
     description: "The router chose an intent for the message.",
     payload: RoutedPayload,
   });
   registry.define({
-    ...command,
-    type: "order.lookup.requested",
-    description: "Look up the order the customer asks about.",
-    payload: OrderLookupRequestedPayload,
-  });
-  registry.define({
     ...fact,
     type: "order.lookup.completed",
     description: "The order lookup's result (found or not).",
-    payload: OrderLookupCompletedPayload,
+    payload: OrderLookupCompletedV1Payload,
   });
   registry.define({
-    ...command,
-    type: "reply.generation.requested",
-    description: "Generate a reply to the customer's message from the facts gathered.",
-    payload: ReplyGenerationRequestedPayload,
+    ...fact,
+    schemaVersion: 2,
+    type: "order.lookup.completed",
+    description: "The order lookup's result (found or not) and when the order was read.",
+    payload: OrderLookupCompletedPayload,
+    upcast: (previous, envelope) => ({
+      ...(previous as OrderLookupCompletedV1),
+      looked_up_at: envelope.occurred_at,
+    }),
   });
   registry.define({
     ...fact,
@@ -304,6 +302,7 @@ export function defineConversationEvents(registry: EventRegistry): void {
     payload: DeliveredPayload,
   });
   defineReviewEvents(registry);
+  defineSupportCancelEvents(registry);
   registry.define({
     ...fact,
     type: "notification.failed",

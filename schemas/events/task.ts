@@ -7,8 +7,21 @@ import type { EventRegistry } from "../registry";
  * the event store (unsequenced).
  */
 export const TaskAcceptedPayload = z.object({ title: z.string().min(1).max(200) });
-export const PlanCreatedPayload = z.object({
+/** plan.created v1: the steps as bare titles. Stored v1 events are read as v2 (upcast). */
+export const PlanCreatedV1Payload = z.object({
   steps: z.array(z.string().min(1).max(200)).min(1).max(20),
+});
+const PlanStep = z.object({
+  title: z.string().min(1).max(200),
+  /** The tool the step calls, when it calls one. */
+  tool: z
+    .string()
+    .regex(/^[a-z][a-z0-9_.-]{0,63}$/)
+    .optional(),
+});
+/** plan.created v2: each step is an object (its title, and the tool it calls if any). */
+export const PlanCreatedPayload = z.object({
+  steps: z.array(PlanStep).min(1).max(20),
 });
 export const AnswerGeneratedPayload = z.object({ answer_ref: z.string().min(1).max(128) });
 export const NotificationSentPayload = z.object({ channel: z.string().min(1).max(64) });
@@ -19,6 +32,7 @@ export const FeedbackReceivedPayload = z.object({
 
 export type TaskAccepted = z.infer<typeof TaskAcceptedPayload>;
 export type PlanCreated = z.infer<typeof PlanCreatedPayload>;
+export type PlanCreatedV1 = z.infer<typeof PlanCreatedV1Payload>;
 export type AnswerGenerated = z.infer<typeof AnswerGeneratedPayload>;
 export type NotificationSent = z.infer<typeof NotificationSentPayload>;
 export type FeedbackReceived = z.infer<typeof FeedbackReceivedPayload>;
@@ -35,7 +49,17 @@ export function defineTaskEvents(registry: EventRegistry): void {
     ...stream,
     type: "plan.created",
     description: "A plan for the task was made.",
+    payload: PlanCreatedV1Payload,
+  });
+  registry.define({
+    ...stream,
+    schemaVersion: 2,
+    type: "plan.created",
+    description: "A plan for the task was made (each step an object: title, tool).",
     payload: PlanCreatedPayload,
+    upcast: (previous) => ({
+      steps: (previous as PlanCreatedV1).steps.map((title) => ({ title })),
+    }),
   });
   registry.define({
     ...stream,

@@ -58,17 +58,28 @@ function jsonDepth(value: unknown, depth = 0): number {
 }
 export type ContentRequest = z.infer<typeof ContentRequest>;
 
+/**
+ * `quick-news` (fact check || writing) or `long-form` (serial). Any other kebab-case name is
+ * accepted by the envelope and refused by the orchestrator with `workflow.rejected`, so an
+ * operator sees the refusal on the bus instead of a dead-lettered message.
+ */
+const WorkflowName = z
+  .string()
+  .regex(/^[a-z][a-z0-9-]{0,63}$/, { message: "must be kebab-case, max 64" })
+  .describe(`one of ${WORKFLOW_KINDS.join(", ")}`);
+
+/** workflow.start.requested v1 (still accepted from clients: read as v2). */
+export const WorkflowStartRequestedV1Payload = z.object({
+  run_id: OpaqueId,
+  workflow: WorkflowName,
+  request: ContentRequest,
+});
+export type WorkflowStartRequestedV1 = z.infer<typeof WorkflowStartRequestedV1Payload>;
+
+/** workflow.start.requested v2: `workflow` renamed `workflow_name` (it names a definition). */
 export const WorkflowStartRequestedPayload = z.object({
   run_id: OpaqueId,
-  /**
-   * `quick-news` (fact check || writing) or `long-form` (serial). Any other kebab-case name is
-   * accepted by the envelope and refused by the orchestrator with `workflow.rejected`, so an
-   * operator sees the refusal on the bus instead of a dead-lettered message.
-   */
-  workflow: z
-    .string()
-    .regex(/^[a-z][a-z0-9-]{0,63}$/, { message: "must be kebab-case, max 64" })
-    .describe(`one of ${WORKFLOW_KINDS.join(", ")}`),
+  workflow_name: WorkflowName,
   request: ContentRequest,
 });
 /** Who asked for an operator command: an operator's name as the CLI gives it (AGENTBUS_OPERATOR
@@ -230,6 +241,7 @@ export const WORKFLOW_REQUESTS = [
   "release",
   "cancel",
   "resolve",
+  "confirm",
 ] as const;
 export const WorkflowRejectedPayload = z.object({
   run_id: OpaqueId,
@@ -259,7 +271,19 @@ export function defineWorkflowEvents(registry: EventRegistry): void {
     type: "workflow.start.requested",
     description:
       "Start a content-production run (sent by an operator; aggregate dag_run/<run_id>, version 0).",
+    payload: WorkflowStartRequestedV1Payload,
+  });
+  registry.define({
+    ...operator,
+    schemaVersion: 2,
+    type: "workflow.start.requested",
+    description:
+      "Start a content-production run of the named workflow (sent by an operator; aggregate dag_run/<run_id>, version 0).",
     payload: WorkflowStartRequestedPayload,
+    upcast: (previous) => {
+      const { workflow, ...rest } = previous as WorkflowStartRequestedV1;
+      return { ...rest, workflow_name: workflow };
+    },
   });
   registry.define({
     ...operator,

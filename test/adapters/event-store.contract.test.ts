@@ -457,7 +457,7 @@ describe.each(subjects)("%s honours the event store contract", (_name, make) => 
       ...common,
       decide: (current) => ({
         state: { status: `${current?.data.status}->planned` },
-        emit: [{ type: "plan.created", payload: { steps: ["a"] } }],
+        emit: [{ type: "plan.created", payload: { steps: [{ title: "a" }] } }],
       }),
     });
     expect(await store.readStream(aggregate, 1, 10)).toEqual([accepted, planned]);

@@ -140,7 +140,7 @@ describe("DynamoEventStore on DynamoDB", () => {
       version: 2,
       event_id: e2.event_id,
       event_type: e2.event_type,
-      schema_version: 1,
+      schema_version: e2.schema_version,
       correlation_id: e2.correlation_id,
       task_id: e2.task_id,
       occurred_at: e2.occurred_at,

@@ -18,7 +18,7 @@ import {
   replyDraftSchema,
   replyPrompt,
 } from "../../functions/roles/reply-generation";
-import type { ReplyGenerationRequested } from "../../schemas/events/conversation";
+import type { ReplyGenerationRequested } from "../../schemas/events/support-commands";
 
 const TopicSelection = z.strictObject({
   topic: z.string().min(1),
@@ -213,8 +213,11 @@ describe("DeterministicLocalModel", () => {
       customer_id: "cust_alice",
       channel: "chat",
       message_event_id: "01JAAAAAAAAAAAAAAAAAAAAAAA",
+      context_version: 1,
     };
-    const withOrder: ReplyGenerationRequested = {
+    /** A request and the text of its message (which reply generation reads from its context). */
+    type Asked = ReplyGenerationRequested & { readonly text: string };
+    const withOrder: Asked = {
       ...turn,
       text: "When do I get my refund for order 123? I returned the earbuds two weeks ago already.",
       intent: "refund",
@@ -230,11 +233,12 @@ describe("DeterministicLocalModel", () => {
       },
     };
 
-    async function reply(request: ReplyGenerationRequested) {
-      const allowed = allowedSourceRefs(request);
+    async function reply({ text, ...request }: Asked) {
+      const messages = [{ message_event_id: request.message_event_id, text }];
+      const allowed = allowedSourceRefs(request, messages);
       const result = await invokeStructured(
         new DeterministicLocalModel(),
-        ask("reply-generation", replyPrompt(request, allowed)),
+        ask("reply-generation", replyPrompt(request, messages, allowed)),
         replyDraftSchema(allowed),
       );
       expect(result.attempts).toBe(1);

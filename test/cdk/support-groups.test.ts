@@ -25,7 +25,11 @@ describe("support groups in the topology", () => {
   const version = async () => 0;
   const built = [
     createOrderLookup({ orders: ordersFrom([]) }),
-    createReplyGeneration({ model: new DeterministicLocalModel(), conversationVersion: version }),
+    createReplyGeneration({
+      model: new DeterministicLocalModel(),
+      conversationVersion: version,
+      context: async () => [],
+    }),
     createSender({
       channel: new LocalChannel(),
       sideEffects: new InMemorySideEffects(),
@@ -77,6 +81,14 @@ describe("support groups in the topology", () => {
     it("order lookup reads the orders table, with GetItem only", () => {
       expect(refersTo(env("order-lookup").ORDERS_TABLE)).toBe(orders.id);
       const onOrders = statementsOf(template, consumer("order-lookup")).filter((s) =>
+        JSON.stringify(s.Resource).includes(orders.id),
+      );
+      expect(onOrders.flatMap((s) => s.Action)).toEqual(["dynamodb:GetItem"]);
+    });
+
+    it("the sender reads the orders table again before sending, with GetItem only", () => {
+      expect(refersTo(env("sender").ORDERS_TABLE)).toBe(orders.id);
+      const onOrders = statementsOf(template, consumer("sender")).filter((s) =>
         JSON.stringify(s.Resource).includes(orders.id),
       );
       expect(onOrders.flatMap((s) => s.Action)).toEqual(["dynamodb:GetItem"]);

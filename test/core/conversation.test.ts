@@ -9,6 +9,7 @@ import { appendToStream } from "../../functions/core/producer";
 import {
   type ConversationState,
   conversation,
+  conversationContextReader,
   conversationVersionReader,
   createConversation,
 } from "../../functions/roles/conversation";
@@ -23,7 +24,12 @@ import {
   HELD_REQUIRES_REVIEW,
   type ReplyState,
 } from "../../functions/roles/reply-generation";
-import { ROUTER_RULES, type RouteState, routeMessage, router } from "../../functions/roles/router";
+import {
+  createRouter,
+  ROUTER_RULES,
+  type RouteState,
+  routeMessage,
+} from "../../functions/roles/router";
 import { SAMPLE_ORDERS } from "../../lib/local/orders";
 import type { Envelope } from "../../schemas";
 import type { OrderRecord, ReplyDraft } from "../../schemas/events/conversation";
@@ -101,9 +107,13 @@ function harness(
   const model = new CountingModel(options.model ?? new DeterministicLocalModel());
   const roles = [
     createConversation({ replyTtlSeconds: options.replyTtlSeconds }),
-    router,
+    createRouter({ context: conversationContextReader(store) }),
     createOrderLookup({ orders: ordersFrom(options.orders ?? SAMPLE_ORDERS) }),
-    createReplyGeneration({ model, conversationVersion: conversationVersionReader(store) }),
+    createReplyGeneration({
+      model,
+      conversationVersion: conversationVersionReader(store),
+      context: conversationContextReader(store),
+    }),
     conversationProjection,
   ] as Role<unknown>[];
   return { deps, clock, store, roles, model, emitted: [], log: [] };
@@ -194,9 +204,11 @@ describe("conversation (ingress)", () => {
       conversation_id: conv,
       customer_id: "cust_alice",
       channel: "chat",
-      text: "Also, can I get a refund?",
       message_event_id: second.event_id,
+      context_version: 2,
     });
+    // The command names its context; the text is kept once, in the conversation's state.
+    expect(JSON.stringify(route2?.payload)).not.toContain("refund");
 
     const state = (await store.load({ state: { type: "conversation", id: conv } })).state
       ?.data as ConversationState;
@@ -282,6 +294,7 @@ describe("conversation (ingress)", () => {
 });
 
 describe("router", () => {
+  const routerOf = (h: Harness) => createRouter({ context: conversationContextReader(h.store) });
   it.each([
     ["Where is my order 123?", "order_status", "123", ROUTER_RULES.orderStatus],
     ["I want a refund for order #A-1001", "refund", "A-1001", ROUTER_RULES.refund],
@@ -304,6 +317,7 @@ describe("router", () => {
 
   it("emits routed + order lookup (order found in text) keeping the envelope fields", async () => {
     const h = harness();
+    const router = routerOf(h);
     const conv = newConversationId();
     const message = clientMessage(conv, "Refund for order 123 please");
     const accepted = await consume(message, h.roles[0] as Role<unknown>, h.deps);
@@ -322,8 +336,9 @@ describe("router", () => {
     expect(lookup?.payload).toMatchObject({
       intent: "refund",
       order_id: "123",
-      text: "Refund for order 123 please",
+      context_version: 1,
     });
+    expect(lookup?.payload).not.toHaveProperty("text");
     for (const e of [routed, lookup]) {
       expect(e?.aggregate.type).toBe("support_route");
       expect(e?.aggregate.id).toBe(message.task_id);
@@ -351,6 +366,7 @@ describe("router", () => {
 
   it("asks for a reply directly when there is no order number", async () => {
     const h = harness();
+    const router = routerOf(h);
     const conv = newConversationId();
     const accepted = await consume(
       clientMessage(conv, "Do you ship to Canada?"),
@@ -384,14 +400,16 @@ describe("order lookup", () => {
   }
 
   it("passes the customer's own order on", async () => {
-    const { completed, next, conv } = await lookup("Where is order 123?");
+    const { completed, next, conv, h } = await lookup("Where is order 123?");
     const order = SAMPLE_ORDERS.find((o) => o.order_id === "123");
     expect(completed.payload).toEqual({
       conversation_id: conv,
       order_id: "123",
       found: true,
       order,
+      looked_up_at: h.clock.now().toISOString(),
     });
+    expect(completed.schema_version).toBe(2);
     expect(completed.aggregate.type).toBe("order_lookup");
     expect(completed.expires_at).toBeUndefined();
     expect(next.payload).toMatchObject({ intent: "order_status", order_id: "123", order });
@@ -457,6 +475,7 @@ describe("reply generation", () => {
     return createReplyGeneration({
       model,
       conversationVersion: conversationVersionReader(h.store),
+      context: conversationContextReader(h.store),
       maxModelAttempts,
     });
   }
@@ -484,6 +503,13 @@ describe("reply generation", () => {
       channel: "chat",
       text: reply.reply_text,
       logical_attempt: 1,
+      // What the sender checks again before sending (the order as looked up).
+      rests_on: {
+        order_id: "123",
+        status: "returned",
+        refund_status: "submitted",
+        refund_updated_at: "2026-08-31T09:30:00Z",
+      },
     });
     expect(send?.expires_at).toBe(request.expires_at);
     expect(send?.input_version).toBe(1);
@@ -728,6 +754,7 @@ describe("the whole chain and the conversation projection", () => {
       intent: "order_status",
       order_id: "123",
       order_found: true,
+      looked_up_at: h.clock.now().toISOString(),
       status: "looked_up",
     });
     expect(view.turns[second.task_id]).toMatchObject({

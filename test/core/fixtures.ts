@@ -7,7 +7,10 @@ import { type Envelope, registry } from "../../schemas";
 
 export const LIFECYCLE = [
   { type: "task.accepted", payload: { title: "Why is my refund late?" } },
-  { type: "plan.created", payload: { steps: ["look up order", "draft reply"] } },
+  {
+    type: "plan.created",
+    payload: { steps: [{ title: "look up order" }, { title: "draft reply" }] },
+  },
   { type: "answer.generated", payload: { answer_ref: "ans_1" } },
   { type: "notification.sent", payload: { channel: "email" } },
 ] as const;

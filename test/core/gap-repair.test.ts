@@ -4,8 +4,8 @@ import { PermanentError } from "../../functions/core/errors";
 import { missingRanges } from "../../functions/core/gate";
 import { consume, type Role } from "../../functions/core/pipeline";
 import { type AuditRecord, audit } from "../../functions/roles/audit";
-import { conversation } from "../../functions/roles/conversation";
-import { type RouteState, router } from "../../functions/roles/router";
+import { conversation, conversationContextReader } from "../../functions/roles/conversation";
+import { createRouter, type RouteState } from "../../functions/roles/router";
 import { type Envelope, MAX_STREAM_VERSION, registry } from "../../schemas";
 import { clientMessage, makeDeps, seedTask } from "./fixtures";
 
@@ -29,6 +29,7 @@ describe("gap repair: each repaired event goes to its own state", () => {
 
   it("router: route requests of two messages arriving out of order are both routed", async () => {
     const { deps, store } = makeDeps();
+    const router = createRouter({ context: conversationContextReader(store) });
     const conv = `conv_${ulid()}`;
     const first = await consume(
       clientMessage(conv, "I want to check my order"),

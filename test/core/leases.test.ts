@@ -286,7 +286,7 @@ describe("release nudges", () => {
 });
 
 describe("content agents' heartbeat", () => {
-  it("is a node.heartbeat for the request's run, node and generation, with the agent's lease", () => {
+  it("is a node.heartbeat for the request's run, node and generation, with the agent's lease, acknowledged first with node.started", () => {
     const agent = createContentAgent({
       role: "writing",
       model: new DeterministicLocalModel(),
@@ -309,6 +309,19 @@ describe("content agents' heartbeat", () => {
       payload: { run_id: t.runId, node_id: "writing", generation: 3, lease_seconds: 240 },
       aggregate: { type: "dag_run", id: t.runId },
       orderKey: t.runId,
+      first: {
+        type: "node.started",
+        payload: {
+          run_id: t.runId,
+          node_id: "writing",
+          generation: 3,
+          attempt: 1,
+          agent: "writing",
+          lease_seconds: 240,
+        },
+        aggregate: { type: "dag_run", id: t.runId },
+        orderKey: t.runId,
+      },
     });
     expect(agent.heartbeat?.({ ...request, event_type: "review.requested" })).toBeUndefined();
     // Capped at what node.heartbeat accepts.

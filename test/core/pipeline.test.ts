@@ -205,7 +205,7 @@ describe("consume: decisions, emits and conflicts", () => {
         state: { n: (s?.n ?? 0) + 1 },
         emit: [
           { type: "task.accepted", payload: { title: "from feedback" } },
-          { type: "plan.created", payload: { steps: ["a"] } },
+          { type: "plan.created", payload: { steps: [{ title: "a" }] } },
         ],
       }),
     };

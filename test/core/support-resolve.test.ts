@@ -4,14 +4,18 @@ import { LocalChannel } from "../../functions/adapters/channel/local-channel";
 import { DeterministicLocalModel, HUMAN_REVIEW_MARKER } from "../../functions/adapters/local-model";
 import { consume, type Role } from "../../functions/core/pipeline";
 import { InMemorySideEffects } from "../../functions/core/side-effects";
-import { conversationVersionReader, createConversation } from "../../functions/roles/conversation";
+import {
+  conversationContextReader,
+  conversationVersionReader,
+  createConversation,
+} from "../../functions/roles/conversation";
 import {
   type ConversationView,
   conversationProjection,
 } from "../../functions/roles/conversation-projection";
 import { createOrderLookup, ordersFrom } from "../../functions/roles/order-lookup";
 import { createReplyGeneration, type ReplyState } from "../../functions/roles/reply-generation";
-import { router } from "../../functions/roles/router";
+import { createRouter } from "../../functions/roles/router";
 import { createSender, type DeliveryState } from "../../functions/roles/sender";
 import { OPERATOR_ABANDONED } from "../../functions/roles/sender-resolve";
 import { summarizeConversation } from "../../functions/roles/summaries";
@@ -33,9 +37,13 @@ function harness() {
   const versions = conversationVersionReader(store);
   const roles = [
     createConversation({}),
-    router,
+    createRouter({ context: conversationContextReader(store) }),
     createOrderLookup({ orders: ordersFrom(SAMPLE_ORDERS) }),
-    createReplyGeneration({ model: new DeterministicLocalModel(), conversationVersion: versions }),
+    createReplyGeneration({
+      model: new DeterministicLocalModel(),
+      conversationVersion: versions,
+      context: conversationContextReader(store),
+    }),
     createSender({ channel, sideEffects, conversationVersion: versions, maxUnknownAttempts: 1 }),
     conversationProjection,
   ] as Role<unknown>[];

@@ -1,9 +1,11 @@
 import { ulid } from "ulid";
 import { DeterministicLocalModel } from "../../functions/adapters/local-model";
 import type { AgentRun } from "../../functions/core/agent-run";
+import { buildHeartbeat } from "../../functions/core/emit";
 import { classify } from "../../functions/core/errors";
 import { consume, type Role, type StepStatus } from "../../functions/core/pipeline";
 import type { ConsumerDeps } from "../../functions/core/ports";
+import { planSweep } from "../../functions/core/sweeper";
 import { agentRunId, createContentAgent } from "../../functions/roles/content-agents";
 import { orchestrator } from "../../functions/roles/orchestrator";
 import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
@@ -30,6 +32,11 @@ export interface BusOptions {
   readonly seed?: number;
   readonly maxModelAttempts?: number;
   readonly orchestrator?: Role<OrchestratorState>;
+  /** Publish each role's acknowledgement (its first heartbeat, e.g. `node.started`) when a
+   * delivery starts, as the consumer handler does. */
+  readonly acknowledge?: boolean;
+  /** How long a BLOCKED agent run waits for its confirmation. */
+  readonly confirmSeconds?: number;
 }
 
 export class Bus {
@@ -58,6 +65,7 @@ export class Bus {
             role,
             model: this.model,
             maxModelAttempts: options.maxModelAttempts,
+            confirmSeconds: options.confirmSeconds,
           }) as Role<unknown>,
       ),
     ];
@@ -85,6 +93,7 @@ export class Bus {
       const role = this.roles.find((r) => r.group === delivery.group);
       if (!role) throw new Error(`no role ${delivery.group}`);
       this.clock.advance(1000);
+      if (this.options.acknowledge) this.acknowledge(role, delivery.event);
       try {
         const result = await consume(delivery.event, role, this.deps, {
           receiveCount: delivery.receiveCount,
@@ -102,6 +111,20 @@ export class Bus {
         else this.deadLettered.push({ group: role.group, type: delivery.event.event_type, code });
       }
     }
+  }
+
+  /** The role's acknowledgement of starting on `event`, put on the bus (none when it has none). */
+  private acknowledge(role: Role<unknown>, event: Envelope): void {
+    const spec = role.heartbeat?.(event)?.first;
+    if (spec) this.send(buildHeartbeat(spec, event, role.group, this.deps));
+  }
+
+  /** Put what the lease sweeper would send now for the stored runs on the bus; returns them. */
+  sweep(): Envelope[] {
+    const plan = planSweep([...this.store.states.values()], this.clock.now(), registry);
+    const sent = plan.messages.map((m) => m.envelope);
+    for (const envelope of sent) this.send(envelope);
+    return sent;
   }
 
   /** An operator's command (unsequenced, on the run's aggregate at version 0). */

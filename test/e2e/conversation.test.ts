@@ -1,6 +1,8 @@
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MODEL_ACCESS_DENIED_MARKER } from "../../functions/adapters/local-model";
 import type { ConversationState } from "../../functions/roles/conversation";
+import { HANDOFF_TEXT } from "../../functions/roles/support-failure";
 import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
 import { readDeadLetters } from "../../lib/local/scenario/dead-letters";
 import {
@@ -102,6 +104,69 @@ describe("customer-support conversation on the local runtime", () => {
       });
       // The superseded send never reached the channel, nor claimed an idempotency key.
       expect(await sideEffectOf(env, `${first.task_id}:reply:1`)).toBeUndefined();
+    },
+    TIMEOUT * 2,
+  );
+
+  it(
+    "'check my order' then 'the order number is A-1002': one reply about A-1002, built from both, no text in commands",
+    async () => {
+      const id = conv();
+      const first = customerMessage(id, "cust_alice", "I want to check my order");
+      const second = customerMessage(id, "cust_alice", "the order number is A-1002");
+      const requestOf = async (type: string, taskId: string) =>
+        (await streamOf(env, { type, id: taskId })).find(
+          (e) => e.event_type === "reply.generation.requested",
+        );
+      env.runtime.pauseGroup("reply-generation");
+      try {
+        await send(first);
+        await waitUntil(
+          "the first reply request",
+          () => requestOf("support_route", first.task_id),
+          TIMEOUT,
+        );
+        await send(second);
+        await waitUntil(
+          "the second reply request",
+          () => requestOf("order_lookup", second.task_id),
+          TIMEOUT,
+        );
+      } finally {
+        env.runtime.resumeGroup("reply-generation");
+      }
+      await delivered(id, second.task_id);
+      await env.runtime.idle();
+
+      const deliveries = deliveriesTo(id);
+      expect(deliveries.map((d) => d.key)).toEqual([`${second.task_id}:reply:1`]);
+      expect(deliveries[0]?.text).toContain("Order A-1002 (Rain jacket, size M) is placed.");
+      const generated = (await streamOf(env, { type: "reply", id: second.task_id })).find(
+        (e) => e.event_type === "reply.generated",
+      );
+      expect((generated?.payload as { source_refs?: string[] } | undefined)?.source_refs).toEqual(
+        expect.arrayContaining([
+          "order:A-1002",
+          `message:${first.event_id}`,
+          `message:${second.event_id}`,
+        ]),
+      );
+      // The commands of both turns name their context; none carries what the customer wrote.
+      const streams = [
+        { type: "conversation", id },
+        ...[first, second].flatMap((m) => [
+          { type: "support_route", id: m.task_id },
+          { type: "order_lookup", id: m.task_id },
+        ]),
+      ];
+      const commands = (await Promise.all(streams.map((ref) => streamOf(env, ref))))
+        .flat()
+        .filter((e) => e.event_type.endsWith(".requested"));
+      expect(commands.length).toBeGreaterThanOrEqual(5);
+      for (const command of commands) {
+        expect(command.payload, command.event_type).not.toHaveProperty("text");
+        expect(JSON.stringify(command.payload)).not.toContain("check my order");
+      }
     },
     TIMEOUT * 2,
   );
@@ -317,6 +382,45 @@ describe("customer-support conversation on the local runtime", () => {
       expect(env.model.calls({ taskId: message.task_id })).toEqual([]);
       expect(await streamOf(env, { type: "reply", id: message.task_id })).toEqual([]);
       expect(deliveriesTo(id)).toEqual([]);
+    },
+    TIMEOUT * 2,
+  );
+
+  it(
+    "a model that refuses for good: a failure fact, one hand-off delivered, nothing dead-lettered",
+    async () => {
+      const id = conv();
+      const message = customerMessage(
+        id,
+        "cust_alice",
+        `Where is order 123? ${MODEL_ACCESS_DENIED_MARKER}`,
+      );
+      await send(message);
+      const view = await delivered(id, message.task_id);
+      await env.runtime.idle();
+
+      expect(view.turns[message.task_id]).toMatchObject({
+        status: "delivered",
+        step_failure: { step: "reply_generation", code: "model.access_denied" },
+      });
+      const reply = await streamOf(env, { type: "reply", id: message.task_id });
+      expect(reply.map((e) => e.event_type)).toEqual([
+        "support.step.failed",
+        "notification.send.requested",
+      ]);
+      const request = (await streamOf(env, { type: "order_lookup", id: message.task_id })).find(
+        (e) => e.event_type === "reply.generation.requested",
+      );
+      expect(await inboxRow("reply-generation", request?.event_id ?? "")).toMatchObject({
+        outcome: "rejected",
+        reason: "model.access_denied",
+      });
+      const handoffs = deliveriesTo(id);
+      expect(handoffs.map((d) => [d.key, d.text])).toEqual([
+        [`${message.task_id}:reply:1`, HANDOFF_TEXT],
+      ]);
+      const letters = await readDeadLetters(env);
+      expect(letters.filter((d) => d.eventId === request?.event_id)).toEqual([]);
     },
     TIMEOUT * 2,
   );

@@ -54,7 +54,7 @@ describe("agentbus dlq redrive", () => {
         type === "task.accepted"
           ? { title: "Refund status" }
           : type === "plan.created"
-            ? { steps: ["look up"] }
+            ? { steps: [{ title: "look up" }] }
             : { answer_ref: "ans_1" };
       stream.push(
         ...(await appendToStream(deps, {

@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { streamKey, type TableNames } from "../../functions/adapters/dynamodb/tables";
 import { DynamoTraceReader } from "../../functions/adapters/dynamodb/trace-reader";
 import { DEAD_LETTER_ATTRIBUTES } from "../../functions/adapters/sqs/dead-letter-sink";
+import { TransientError } from "../../functions/core/errors";
 import type { Role } from "../../functions/core/pipeline";
 import { type ConsumerOptions, createConsumerHandler } from "../../functions/handlers/consumer";
 import { type TaskView, taskProjection } from "../../functions/roles/task-projection";
@@ -298,6 +299,47 @@ describe("createConsumerHandler (task projection, SQS FIFO)", () => {
       MessageGroupId: orphan.order_key,
       MessageDeduplicationId: orphan.event_id,
     });
+  });
+
+  it("commits a role's failure facts on the queue's last receive instead of dead-lettering", async () => {
+    const dlq = await fifoQueue("hc-failed-dlq");
+    const limited = await fifoQueue("hc-failed");
+    await sqs.send(
+      new SetQueueAttributesCommand({
+        QueueUrl: limited,
+        Attributes: {
+          RedrivePolicy: JSON.stringify({
+            deadLetterTargetArn: queueArnOf(dlq),
+            maxReceiveCount: 3,
+          }),
+        },
+      }),
+    );
+    const failing = {
+      ...taskProjection,
+      decide: () => Promise.reject(new TransientError("model.throttled", "slow down")),
+      failed: (_state: unknown, _event: Envelope, failure: { code: string }) => ({
+        state: { failed_with: failure.code },
+      }),
+    } as unknown as Role<TaskView>;
+    const handler = createConsumerHandler(failing, {
+      dynamodb,
+      sqs,
+      env: consumerEnv({ QUEUE_URL: limited, DEAD_LETTER_QUEUE_URL: dlq }),
+    });
+    const [created] = taskStream(1, 1) as [Envelope];
+
+    const second = recordOf(created, { receiveCount: 2 });
+    expect((await handler(sqsEvent([second]))).batchItemFailures).toEqual(ids([second]));
+    expect(await viewOf(created.task_id)).toBeUndefined();
+
+    const last = recordOf(created, { receiveCount: 3 });
+    expect((await handler(sqsEvent([last]))).batchItemFailures).toEqual([]);
+    expect(await viewOf(created.task_id)).toEqual({ failed_with: "model.throttled" });
+    expect(await trace.inboxRecords(taskProjection.group, [created.event_id])).toEqual([
+      expect.objectContaining({ outcome: "rejected", reason: "model.throttled" }),
+    ]);
+    expect(await drain(dlq)).toHaveLength(0);
   });
 
   it("applies an envelope delivered twice in one batch once (sequenced and unsequenced)", async () => {

@@ -49,6 +49,9 @@ export const NodeDefinitionSchema = z.strictObject({
   /** How the node treats failed upstream branches: "all" (default) cancels it as soon as one
    * fails; "any-success" runs it with the branches that succeeded once all have ended. */
   join: z.enum(["all", "any-success"]).default("all"),
+  /** How long the node may wait for its inputs (and a release) before it ends with a dependency
+   * timeout; overrides the workflow's `dependencyTimeoutSeconds`. */
+  dependencyTimeoutSeconds: z.int().positive().optional(),
 });
 
 export const ConcurrencySchema = z.strictObject({
@@ -64,6 +67,9 @@ export const WorkflowDefinitionSchema = z.strictObject({
   nodes: z.array(NodeDefinitionSchema).max(1000),
   edges: z.array(EdgeDefinitionSchema).max(10_000).default([]),
   concurrency: ConcurrencySchema.optional(),
+  /** How long any node may wait for its inputs (and a release) before it ends with a dependency
+   * timeout; the orchestrator's default when absent. */
+  dependencyTimeoutSeconds: z.int().positive().optional(),
 });
 
 export type EdgeCondition = z.output<typeof EdgeConditionSchema>;

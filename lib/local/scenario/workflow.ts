@@ -1,7 +1,7 @@
 import { PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { ulid } from "ulid";
 import type { OrchestratorState } from "../../../functions/roles/orchestrator-state";
-import type { Envelope } from "../../../schemas";
+import { type Envelope, registry } from "../../../schemas";
 import { CONTENT_ROLES } from "../../../schemas/events/workflow";
 import type { LocalEnvironment } from "../environment";
 import { type Check, check } from "./check";
@@ -30,7 +30,8 @@ export function runCommand(
   return {
     event_id: ulid(),
     event_type: type,
-    schema_version: 1,
+    // The newest version of the type: producers write what consumers read.
+    schema_version: registry.find(type)?.schemaVersion ?? 1,
     occurred_at: new Date().toISOString(),
     correlation_id: correlationId,
     causation_id: null,
@@ -76,7 +77,7 @@ export async function startWorkflow(
   const correlationId = `corr_${ulid()}`;
   await putOnBus(env, "commands", [
     runCommand("workflow.start.requested", runId, correlationId, {
-      workflow,
+      workflow_name: workflow,
       request: { topic_hint: topicHint },
     }),
   ]);

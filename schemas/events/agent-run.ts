@@ -1,0 +1,172 @@
+import * as z from "zod";
+import { IsoTime } from "../envelope";
+import { OpaqueId } from "../ids";
+import type { EventRegistry } from "../registry";
+import {
+  CONTENT_ROLES,
+  ContentRequest,
+  contentEventTypes,
+  Generation,
+  MAX_HEARTBEAT_LEASE_SECONDS,
+  NodeId,
+  OperatorReason,
+  Requester,
+} from "./workflow";
+
+/**
+ * Agent runs as the orchestrator and the operator see them (seed 001 §2):
+ *
+ * - `node.started`: a content agent acknowledges an assignment when it starts on it (or resumes
+ *   it after a confirmation). Published straight to the events bus when the request enters the
+ *   agent's consumer, before the model call (unsequenced, aggregate dag_run/<run_id>, version 0):
+ *   the node is RUNNING from then in the run's state and on the console.
+ * - `node.blocked`: the agent cannot finish without an external confirmation; its agent run is
+ *   BLOCKED until `confirm_by` (on the agent run's stream).
+ * - `workflow.confirm.requested`: an operator answers a BLOCKED node (confirmed or refused).
+ * - `<stem>.confirm.requested`: the orchestrator hands the answer, or the timeout, to the node's
+ *   agent on the run's stream (the agent's command channel), with the assignment's context again.
+ * - `node.confirm.expired` / `node.dependency.expired`: the sweeper found a BLOCKED node past its
+ *   confirmation deadline, or a node still waiting for its inputs past its dependency timeout.
+ */
+
+export const NodeStartedPayload = z.object({
+  run_id: OpaqueId,
+  node_id: NodeId,
+  generation: Generation,
+  /** The assignment's attempt (how many times the node was assigned, over all generations). */
+  attempt: z.number().int().min(1),
+  /** The agent role that started. */
+  agent: z.string().min(1).max(64),
+  /** The node's lease runs at least this long from the orchestrator's receipt. */
+  lease_seconds: z.number().int().min(1).max(MAX_HEARTBEAT_LEASE_SECONDS),
+  /** True when the agent resumes a BLOCKED assignment after its confirmation. */
+  resumed: z.boolean().optional(),
+});
+export type NodeStarted = z.infer<typeof NodeStartedPayload>;
+
+/** What the agent asks to have confirmed, in its words. */
+export const ConfirmationQuestion = z.string().min(1).max(2000);
+
+export const NodeBlockedPayload = z.object({
+  run_id: OpaqueId,
+  node_id: NodeId,
+  generation: Generation,
+  agent: z.string().min(1).max(64),
+  question: ConfirmationQuestion,
+  /** When the wait ends without a confirmation (ExternalConfirmTimeout). */
+  confirm_by: IsoTime,
+});
+export type NodeBlocked = z.infer<typeof NodeBlockedPayload>;
+
+export const CONFIRM_ANSWERS = ["confirmed", "refused"] as const;
+
+export const WorkflowConfirmRequestedPayload = z.object({
+  run_id: OpaqueId,
+  node_id: NodeId,
+  answer: z.enum(CONFIRM_ANSWERS),
+  /** What the operator confirms or why they refuse; handed to the agent with the answer. */
+  note: OperatorReason.optional(),
+  requested_by: Requester,
+});
+export type WorkflowConfirmRequested = z.infer<typeof WorkflowConfirmRequestedPayload>;
+
+/** What the agent of a BLOCKED node is told: an operator's answer, or that the wait ran out. */
+export const CONFIRM_OUTCOMES = ["confirmed", "refused", "timed_out"] as const;
+export type ConfirmOutcome = (typeof CONFIRM_OUTCOMES)[number];
+
+export const NodeConfirmRequestedPayload = z.object({
+  run_id: OpaqueId,
+  node_id: NodeId,
+  generation: Generation,
+  attempt: z.number().int().min(1),
+  outcome: z.enum(CONFIRM_OUTCOMES),
+  question: ConfirmationQuestion,
+  note: OperatorReason.optional(),
+  requested_by: Requester.optional(),
+  /** The assignment's context, handed to the agent again to resume with. */
+  input: z.record(z.string(), z.unknown()),
+  run_input: ContentRequest,
+});
+export type NodeConfirmRequested = z.infer<typeof NodeConfirmRequestedPayload>;
+
+export const NodeConfirmExpiredPayload = z.object({
+  run_id: OpaqueId,
+  node_id: NodeId,
+  generation: Generation,
+  confirm_by: IsoTime,
+});
+export type NodeConfirmExpired = z.infer<typeof NodeConfirmExpiredPayload>;
+
+export const NodeDependencyExpiredPayload = z.object({
+  run_id: OpaqueId,
+  node_id: NodeId,
+  generation: Generation,
+  /** When the node's wait for its inputs ran out. */
+  due_at: IsoTime,
+});
+export type NodeDependencyExpired = z.infer<typeof NodeDependencyExpiredPayload>;
+
+/** The confirmation command of a content role's agent. */
+export function confirmEventType(stem: string): string {
+  return `${stem}.confirm.requested`;
+}
+
+export function defineAgentRunEvents(registry: EventRegistry): void {
+  const unsequencedEvent = {
+    schemaVersion: 1,
+    kind: "event",
+    topic: "events",
+    sequenced: false,
+  } as const;
+  registry.define({
+    ...unsequencedEvent,
+    type: "node.started",
+    description:
+      "A content agent started (or resumed) work on a node's assignment: the node is RUNNING (aggregate dag_run/<run_id>, version 0).",
+    payload: NodeStartedPayload,
+  });
+  registry.define({
+    ...unsequencedEvent,
+    sequenced: true,
+    type: "node.blocked",
+    description:
+      "A content agent needs an external confirmation to finish a node; its agent run is BLOCKED until confirm_by (on its agent_run stream).",
+    payload: NodeBlockedPayload,
+  });
+  registry.define({
+    ...unsequencedEvent,
+    kind: "command",
+    topic: "commands",
+    type: "workflow.confirm.requested",
+    description:
+      "An operator confirms (or refuses) what the agent of a BLOCKED node asked (aggregate dag_run/<run_id>, version 0).",
+    payload: WorkflowConfirmRequestedPayload,
+  });
+  registry.define({
+    ...unsequencedEvent,
+    type: "node.confirm.expired",
+    description:
+      "The sweeper found a BLOCKED node past its confirmation deadline (ExternalConfirmTimeout of seed 001).",
+    payload: NodeConfirmExpiredPayload,
+  });
+  registry.define({
+    ...unsequencedEvent,
+    type: "node.dependency.expired",
+    description:
+      "The sweeper found a node still waiting for its inputs past its dependency timeout (DependencyTimeout of seed 001).",
+    payload: NodeDependencyExpiredPayload,
+  });
+  for (const role of CONTENT_ROLES) {
+    const { requested } = contentEventTypes(role);
+    const stem = requested.slice(0, -".requested".length);
+    registry.define({
+      type: confirmEventType(stem),
+      schemaVersion: 1,
+      kind: "command",
+      topic: "commands",
+      sequenced: true,
+      description: `The orchestrator tells the ${role} agent how the confirmation its BLOCKED node waits for ended: confirmed, refused or timed out (on the dag_run stream), with the assignment's context.`,
+      payload: NodeConfirmRequestedPayload,
+    });
+  }
+}

@@ -1,0 +1,84 @@
+import * as z from "zod";
+import type { Envelope } from "../envelope";
+import type { EventRegistry } from "../registry";
+import { ConversationTurn, Intent, OrderId, OrderRecord } from "./conversation";
+
+/**
+ * The commands of the support chain (seed 000 §11): route, order lookup, reply generation.
+ *
+ * Version 2 carries no customer text (seed 000 §4.3): the customer's messages are kept once, in
+ * the conversation's state, and a command names the context it works on instead
+ * (`context_version`: the conversation's messages through that version). The router and reply
+ * generation read that context from the conversation's state. Version 1 copied the message's
+ * text into every command; a stored or in-flight v1 command is read as v2 (the text dropped, the
+ * context named by its `input_version`).
+ */
+
+/** What every support command carries: who, where the reply goes, and which context. */
+const SupportTurn = ConversationTurn.omit({ text: true }).extend({
+  /** The conversation version of this turn: its context is the messages through it. */
+  context_version: z.number().int().min(1),
+});
+
+export const RouteRequestedPayload = SupportTurn;
+export type RouteRequested = z.output<typeof RouteRequestedPayload>;
+
+export const OrderLookupRequestedPayload = SupportTurn.extend({
+  intent: Intent,
+  order_id: OrderId,
+});
+export type OrderLookupRequested = z.output<typeof OrderLookupRequestedPayload>;
+
+export const ReplyGenerationRequestedPayload = SupportTurn.extend({
+  intent: Intent,
+  order_id: OrderId.optional(),
+  /** The looked-up order; absent when none was asked for or none was found. */
+  order: OrderRecord.optional(),
+});
+export type ReplyGenerationRequested = z.output<typeof ReplyGenerationRequestedPayload>;
+
+/** A v1 command's payload as v2: the copied text dropped, the context its input version. */
+function withoutText(previous: unknown, envelope: Envelope) {
+  const { text: _text, ...rest } = previous as { text?: string } & Record<string, unknown>;
+  return { ...rest, context_version: envelope.input_version ?? 1 };
+}
+
+const COMMANDS = [
+  {
+    type: "support.route.requested",
+    description: "Decide what the customer's message is about.",
+    v1: ConversationTurn,
+    v2: RouteRequestedPayload,
+  },
+  {
+    type: "order.lookup.requested",
+    description: "Look up the order the customer asks about.",
+    v1: ConversationTurn.extend({ intent: Intent, order_id: OrderId }),
+    v2: OrderLookupRequestedPayload,
+  },
+  {
+    type: "reply.generation.requested",
+    description: "Generate a reply to the customer's message from the facts gathered.",
+    v1: ConversationTurn.extend({
+      intent: Intent,
+      order_id: OrderId.optional(),
+      order: OrderRecord.optional(),
+    }),
+    v2: ReplyGenerationRequestedPayload,
+  },
+] as const;
+
+export function defineSupportCommands(registry: EventRegistry): void {
+  const command = { kind: "command", topic: "commands", sequenced: true } as const;
+  for (const { type, description, v1, v2 } of COMMANDS) {
+    registry.define({ ...command, type, schemaVersion: 1, description, payload: v1 });
+    registry.define({
+      ...command,
+      type,
+      schemaVersion: 2,
+      description: `${description} Carries no customer text: the context is the conversation's messages through context_version.`,
+      payload: v2,
+      upcast: withoutText as (previous: unknown, envelope: Envelope) => z.input<typeof v2>,
+    });
+  }
+}

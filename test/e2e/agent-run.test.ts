@@ -1,0 +1,162 @@
+import { ulid } from "ulid";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { NEEDS_CONFIRMATION_MARKER } from "../../functions/adapters/local-model";
+import type { AgentRun } from "../../functions/core/agent-run";
+import { agentRunId } from "../../functions/roles/content-agents";
+import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
+import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
+import { startWorkflow, waitForRunEnd } from "../../lib/local/scenario/workflow";
+import { runView } from "../../lib/ops/runs";
+import { emulator } from "../support/aws";
+import { localCli } from "../support/cli";
+
+/**
+ * Agent runs as seed 001 §2 describes them, end to end on the local stack: every content agent
+ * acknowledges its request when it starts (`node.started`, published by its consumer before the
+ * model call), which the orchestrator records (the node RUNNING, started_at); a review that needs
+ * an external confirmation goes BLOCKED until an operator confirms it with `agentbus workflow
+ * confirm`, or until its deadline (AGENT_CONFIRM_SECONDS) passes and the sweeper times it out.
+ */
+
+const STAGE = `arn${ulid().slice(-6).toLowerCase()}`;
+const RUN_TIMEOUT = 120_000;
+const CONFIRM_SECONDS = 20;
+
+const reviewOf = (state: OrchestratorState) => runView(state).nodes.find((n) => n.id === "review");
+
+describe("agent runs on the local stack", () => {
+  let env: LocalEnvironment;
+  const cli = (...args: string[]) =>
+    localCli(() => env, STAGE, { AGENTBUS_OPERATOR: "alice" })(...args);
+  const reviewRun = async (runId: string) =>
+    (
+      await env.store.load({
+        state: { type: "agent_run", id: agentRunId(runId, "review", 0) },
+      })
+    ).state?.data as AgentRun | undefined;
+
+  beforeAll(async () => {
+    env = await startLocal({
+      endpoint: emulator().endpoint,
+      stage: STAGE,
+      envOverrides: { AGENT_CONFIRM_SECONDS: String(CONFIRM_SECONDS) },
+    });
+  }, 240_000);
+
+  afterAll(async () => {
+    await env?.stop();
+  });
+
+  it(
+    "every agent acknowledges its request when it starts: node.started, the node RUNNING before its answer",
+    async () => {
+      const run = await startWorkflow(env, "ack", "long-form", "tidal power permits");
+      const ended = await waitForRunEnd(env, run.runId, RUN_TIMEOUT);
+      expect(ended.run.status).toBe("COMPLETED");
+      for (const node of ["topic-selection", "fact-check", "writing", "review"]) {
+        const steps = ended.timeline.filter((t) => t.node_id === node).map((t) => t.event);
+        expect(steps).toEqual(["node.ready", "node.released", "node.started", "node.completed"]);
+      }
+      const acks = [...env.observations.envelopes.values()].filter(
+        (e) => e.event_type === "node.started" && e.correlation_id === run.correlationId,
+      );
+      expect(acks.map((e) => e.producer).sort()).toEqual([
+        "fact-check",
+        "review",
+        "topic-selection",
+        "writing",
+      ]);
+    },
+    RUN_TIMEOUT + 30_000,
+  );
+
+  it(
+    "a review BLOCKED on a confirmation resumes when an operator confirms it, and the run completes",
+    async () => {
+      const run = await startWorkflow(
+        env,
+        "blocked",
+        "long-form",
+        `${NEEDS_CONFIRMATION_MARKER} a quote on grid fees`,
+      );
+      const blocked = await waitForRunEnd(
+        env,
+        run.runId,
+        RUN_TIMEOUT,
+        (s) => s.leases?.review?.blocked !== undefined || s.run.status !== "RUNNING",
+      );
+      expect(blocked.run.status).toBe("RUNNING");
+      expect(reviewOf(blocked)?.agent).toMatchObject({ state: "BLOCKED" });
+      expect(blocked.leases?.review?.started_at).toEqual(expect.any(String));
+      expect((await reviewRun(run.runId))?.state).toBe("BLOCKED");
+
+      const confirmed = await cli(
+        "workflow",
+        "confirm",
+        run.runId,
+        "--node",
+        "review",
+        "--note",
+        "the source confirmed the quote",
+      );
+      expect(confirmed.code, confirmed.stderr).toBe(0);
+      const ended = await waitForRunEnd(env, run.runId, RUN_TIMEOUT);
+      expect(ended.run.status).toBe("COMPLETED");
+      const agentRun = await reviewRun(run.runId);
+      expect(agentRun?.state).toBe("COMPLETED");
+      expect(agentRun?.history.map((h) => h.trigger)).toEqual(
+        expect.arrayContaining(["TaskBlocked", "ExternalUnblocked", "TaskCompleted"]),
+      );
+      const steps = ended.timeline.filter((t) => t.node_id === "review").map((t) => t.event);
+      expect(steps).toEqual([
+        "node.ready",
+        "node.released",
+        "node.started",
+        "node.blocked",
+        "node.unblocked",
+        "node.started",
+        "node.completed",
+      ]);
+
+      // Nothing is BLOCKED any more: a second confirmation is refused before it is sent.
+      const again = await cli("workflow", "confirm", run.runId, "--node", "review");
+      expect(again.code).toBe(2);
+      expect(again.stderr).toContain("not BLOCKED");
+    },
+    2 * RUN_TIMEOUT + 30_000,
+  );
+
+  it(
+    "a BLOCKED review whose deadline passes fails with agent_run.confirm_timeout, and the run ends",
+    async () => {
+      const run = await startWorkflow(
+        env,
+        "timeout",
+        "long-form",
+        `${NEEDS_CONFIRMATION_MARKER} a quote on water prices`,
+      );
+      const blocked = await waitForRunEnd(
+        env,
+        run.runId,
+        RUN_TIMEOUT,
+        (s) => s.leases?.review?.blocked !== undefined || s.run.status !== "RUNNING",
+      );
+      const confirmBy = Date.parse(blocked.leases?.review?.blocked?.confirm_by ?? "");
+      const ended = await waitForRunEnd(env, run.runId, RUN_TIMEOUT);
+      expect(Date.now()).toBeGreaterThanOrEqual(confirmBy);
+      expect(ended.run.status).toBe("PARTIAL");
+      expect(ended.run.nodes.review).toMatchObject({
+        state: "FAILED",
+        error: { code: "agent_run.confirm_timeout", error_class: "unknown_outcome" },
+      });
+      const agentRun = await reviewRun(run.runId);
+      expect(agentRun?.state).toBe("FAILED");
+      expect(agentRun?.history.at(-1)?.trigger).toBe("ExternalConfirmTimeout");
+      const reports = [...env.observations.envelopes.values()].filter(
+        (e) => e.event_type === "node.confirm.expired" && e.correlation_id === run.correlationId,
+      );
+      expect(reports.length).toBeGreaterThanOrEqual(1);
+    },
+    2 * RUN_TIMEOUT + CONFIRM_SECONDS * 1000,
+  );
+});

@@ -1,0 +1,79 @@
+import { ulid } from "ulid";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEPENDENCY_TIMEOUT } from "../../functions/roles/orchestrator-waits";
+import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
+import { startWorkflow, waitForRunEnd } from "../../lib/local/scenario/workflow";
+import { emulator } from "../support/aws";
+
+/**
+ * The dependency timeout end to end on the local stack: with the topic-selection agent taking no
+ * work, the nodes that wait for its output give up when their dependency timeout
+ * (ORCHESTRATOR_DEPENDENCY_TIMEOUT_SECONDS here) runs out: the scheduled sweeper reports
+ * `node.dependency.expired`, the first waiting node ends FAILED with `agent_run.dependency_timeout`
+ * and the nodes below it are CANCELLED; none of them is ever sent to an agent. The run ends once
+ * the late upstream does.
+ */
+
+const STAGE = `dep${ulid().slice(-6).toLowerCase()}`;
+const RUN_TIMEOUT = 120_000;
+const DEPENDENCY_SECONDS = 6;
+
+describe("dependency timeout on the local stack", () => {
+  let env: LocalEnvironment;
+
+  beforeAll(async () => {
+    env = await startLocal({
+      endpoint: emulator().endpoint,
+      stage: STAGE,
+      envOverrides: { ORCHESTRATOR_DEPENDENCY_TIMEOUT_SECONDS: String(DEPENDENCY_SECONDS) },
+    });
+  }, 240_000);
+
+  afterAll(async () => {
+    await env?.stop();
+  });
+
+  it(
+    "nodes whose input never comes end FAILED with agent_run.dependency_timeout, and the run ends",
+    async () => {
+      env.runtime.pauseGroup("topic-selection");
+      let resumed = false;
+      try {
+        const started = Date.now();
+        const run = await startWorkflow(env, "stalled", "long-form", "ferry electrification");
+        const timedOut = await waitForRunEnd(
+          env,
+          run.runId,
+          RUN_TIMEOUT,
+          (s) => s.run.nodes["fact-check"]?.state !== "PENDING",
+        );
+        expect(Date.now() - started).toBeGreaterThanOrEqual(DEPENDENCY_SECONDS * 1000);
+        expect(timedOut.run.nodes["fact-check"]).toMatchObject({
+          state: "FAILED",
+          error: { code: DEPENDENCY_TIMEOUT },
+        });
+        expect(timedOut.run.nodes["fact-check"]?.error?.message).toContain("topic-selection");
+        expect(timedOut.run.nodes.writing?.state).toBe("CANCELLED");
+        expect(timedOut.run.nodes.review?.state).toBe("CANCELLED");
+        expect(timedOut.run.nodes["topic-selection"]?.state).toBe("RUNNING");
+        expect(timedOut.run.status).toBe("RUNNING");
+
+        env.runtime.resumeGroup("topic-selection");
+        resumed = true;
+        const ended = await waitForRunEnd(env, run.runId, RUN_TIMEOUT);
+        expect(ended.run.status).toBe("PARTIAL");
+        expect(ended.run.nodes["topic-selection"]?.state).toBe("COMPLETED");
+        const mine = (type: string) =>
+          [...env.observations.envelopes.values()].filter(
+            (e) => e.event_type === type && e.correlation_id === run.correlationId,
+          );
+        expect(mine("node.dependency.expired").length).toBeGreaterThanOrEqual(1);
+        expect(mine("fact_check.requested")).toEqual([]);
+        expect(mine("workflow.partial")).toHaveLength(1);
+      } finally {
+        if (!resumed) env.runtime.resumeGroup("topic-selection");
+      }
+    },
+    2 * RUN_TIMEOUT + 30_000,
+  );
+});
