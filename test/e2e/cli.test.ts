@@ -186,9 +186,10 @@ describe("agentbus CLI against the local stack", () => {
       producer: "agentbus-cli",
       payload: {
         run_id: runId,
-        workflow: "quick-news",
+        workflow_name: "quick-news",
         request: { topic_hint: "energy storage in cities" },
       },
+      schema_version: 2,
     });
 
     // The stack's own wiring delivered it too: the audit group recorded it.
