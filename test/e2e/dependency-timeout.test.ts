@@ -2,6 +2,7 @@ import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEPENDENCY_TIMEOUT } from "../../functions/roles/orchestrator-waits";
 import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
+import { waitUntil } from "../../lib/local/scenario/support";
 import { startWorkflow, waitForRunEnd } from "../../lib/local/scenario/workflow";
 import { emulator } from "../support/aws";
 
@@ -74,7 +75,10 @@ describe("dependency timeout on the local stack", () => {
           );
         expect(mine("node.dependency.expired").length).toBeGreaterThanOrEqual(1);
         expect(mine("fact_check.requested")).toEqual([]);
-        expect(mine(`workflow.${ended.run.status.toLowerCase()}`)).toHaveLength(1);
+        // The run's end is committed with its state; the relay publishes it a moment later.
+        const endType = `workflow.${ended.run.status.toLowerCase()}`;
+        await waitUntil(endType, async () => (mine(endType).length > 0 ? true : undefined), 60_000);
+        expect(mine(endType)).toHaveLength(1);
       } finally {
         if (!resumed) env.runtime.resumeGroup("topic-selection");
       }
