@@ -83,6 +83,11 @@ export const DEFAULT_AGENT_HEARTBEAT = Duration.seconds(20);
 
 /** Warning id of a group whose pipe the emulator cannot run (acknowledgeable). */
 export const PIPE_FALLBACK_WARNING = "agentbus:emulator:pipe-fallback";
+/**
+ * Context key: `true` while a stack deployed before checkpoints moved onto the state items
+ * upgrades; its consumers read the old checkpoint and inbox rows too (see the README).
+ */
+export const LEGACY_CHECKPOINTS_KEY = "agentbus:legacyCheckpoints";
 
 /**
  * AgentBus: the tables (stateful, in their own construct), and from the topology one topic per
@@ -192,6 +197,7 @@ export class AgentBusStack extends Stack {
       ...pickGroupSettings(group),
       delivery: pipeFallback ? "dispatch-function" : group.delivery,
       deliveryBatchingWindow: group.deliveryBatchingWindow,
+      legacyCheckpoints: [true, "true"].includes(this.node.tryGetContext(LEGACY_CHECKPOINTS_KEY)),
     });
     if (pipeFallback) {
       Annotations.of(consumerGroup).addWarningV2(

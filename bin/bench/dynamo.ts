@@ -468,15 +468,16 @@ function printCases(out: (line?: string) => void, cases: readonly CaseResult[]):
   out();
   for (const c of cases) {
     const a = c.agentBus;
-    const writes = (a.calls.TransactWriteItems ?? 0) + (a.calls.PutItem ?? 0);
-    const loads = a.calls.BatchGetItem ?? 0;
+    const writes =
+      (a.calls.TransactWriteItems ?? 0) + (a.calls.PutItem ?? 0) + (a.calls.UpdateItem ?? 0);
+    const loads = a.calls.GetItem ?? 0;
     const other = Object.keys(a.calls).filter(
-      (k) => !["BatchGetItem", "TransactWriteItems", "PutItem"].includes(k),
+      (k) => !["GetItem", "TransactWriteItems", "PutItem", "UpdateItem"].includes(k),
     );
     const expectedWrites = c.name.startsWith("redelivered") ? 0 : a.events;
     const ok = loads === a.events && writes === expectedWrites && other.length === 0;
     out(
-      `  ${ok ? "as designed" : "UNEXPECTED "}: AgentBus ${c.name}: ${loads} BatchGetItem + ${writes} writes for ${a.events} events (expected ${a.events} + ${expectedWrites})`,
+      `  ${ok ? "as designed" : "UNEXPECTED "}: AgentBus ${c.name}: ${loads} GetItem + ${writes} writes for ${a.events} events (expected ${a.events} + ${expectedWrites})`,
     );
   }
 }

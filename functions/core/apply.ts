@@ -7,11 +7,14 @@ import {
   describe,
   VersionConflictError,
 } from "./errors";
+import { recordsAfter } from "./gate-records";
 import type { ConsumeOptions, DecideContext, Decision, Role, Step } from "./pipeline";
 import type {
   CommitRequest,
   ConsumerDeps,
   DiscardReason,
+  GateRecords,
+  InboxRecord,
   Loaded,
   RecordedOutcome,
   StoredState,
@@ -67,10 +70,17 @@ function refKey(ref: AggregateRef): string {
   return `${ref.type}#${ref.id}`;
 }
 
+/** True when the role's events of this stream go to several of its states (Role.sharedStreams). */
+export function sharedStream(role: Pick<Role<unknown>, "sharedStreams">, stream?: AggregateRef) {
+  return stream !== undefined && (role.sharedStreams?.includes(stream.type) ?? false);
+}
+
 /**
- * Apply the gate's events in order, each to its own state aggregate (`role.stateOf(event)`: an
- * event read from the store to fill a gap may belong to another aggregate than the delivered
- * one), committing each on its own.
+ * Apply the gate's events in order, committing each on its own. A stream's checkpoint is kept
+ * on the state its events go to (./gate-records): an event of the gap that belongs to another
+ * aggregate is left to that aggregate, whose own delivery or gap repair applies it in its order.
+ * A shared stream (Role.sharedStreams) keeps the group's checkpoint row instead, and each event
+ * of its gap is applied to its own state (`role.stateOf`), as the row says where the group is.
  */
 export async function applyInOrder<S>(
   queue: readonly Envelope[],
@@ -82,23 +92,27 @@ export async function applyInOrder<S>(
   options: ConsumeOptions,
   steps: Step[],
 ): Promise<void> {
-  const states = new StateCache<S>(stateRefOf(role, delivered), loaded.state, deps);
+  const home = stateRefOf(role, delivered);
+  const shared = sharedStream(role, stream);
+  const states = new StateCache<S>(home, loaded.state, deps);
   let checkpoint = loaded.checkpoint;
   for (const event of queue) {
     const repaired = event.event_id !== delivered.event_id;
     // A gap may hold event types this group does not subscribe to: they only move the checkpoint.
     if (repaired && !role.subscriptions.includes(event.event_type)) continue;
     const stateRef = stateRefOf(role, event);
+    if (!shared && refKey(stateRef) !== refKey(home)) continue;
     const state = await states.get(stateRef);
     const now = deps.clock.now();
+    const version = event.aggregate.version;
     const base: CommitBase = {
       group: role.group,
       event,
       now,
       ttl: options.inboxTtlSeconds ?? DEFAULT_INBOX_TTL_SECONDS,
-      checkpoint: stream
-        ? { group: role.group, stream, from: checkpoint, to: event.aggregate.version }
-        : undefined,
+      stream: shared ? undefined : stream,
+      row:
+        shared && stream ? { group: role.group, stream, from: checkpoint, to: version } : undefined,
     };
     const handled = await atEvent(event, repaired, async () => {
       const step = await handleOne(base, state, stateRef, repaired, role, deps, options);
@@ -106,7 +120,7 @@ export async function applyInOrder<S>(
       return step;
     });
     states.set(stateRef, handled.state);
-    if (stream) checkpoint = event.aggregate.version;
+    if (shared) checkpoint = version;
     steps.push(handled.step);
   }
 }
@@ -144,7 +158,10 @@ interface CommitBase {
   readonly event: Envelope;
   readonly now: Date;
   readonly ttl: number;
-  readonly checkpoint: CommitRequest["checkpoint"];
+  /** The stream whose checkpoint on the state the event moves; undefined otherwise. */
+  readonly stream: AggregateRef | undefined;
+  /** The group's checkpoint row of a shared stream, moved by the event. */
+  readonly row: CommitRequest["checkpoint"];
 }
 
 interface Handled<S> {
@@ -176,10 +193,10 @@ async function handleOne<S>(
   const { event, now } = base;
   // Checked before the role is asked anything: past the horizon, nothing may start or resume.
   if (pastDedupHorizon(event, repaired ? undefined : options.replay, now, base.ttl))
-    return discarded(base, state, "expired", repaired, true);
+    return discarded(base, state, stateRef, "expired", repaired, true);
   const discard = isExpired(event, now) ? "expired" : await role.discard?.(state?.data, event, now);
   if (discard && !(await role.unfinished?.(state?.data, event)))
-    return discarded(base, state, discard, repaired);
+    return discarded(base, state, stateRef, discard, repaired);
   const context = {
     now,
     // The queue's count belongs to the delivered message; an event read from the store is new here.
@@ -205,48 +222,102 @@ async function handleOne<S>(
     deps,
     now,
   );
-  const write = stateWrite(decision, state, stateRef, emitted.length, role);
+  const step = { ...duplicateStep(event), status, reason, repaired, emitted };
+  return decided(base, state, stateRef, role, decision, step);
+}
+
+/** The commit of a decision: the state with its gate records and the events it emits. */
+function decided<S>(
+  base: CommitBase,
+  state: StoredState<S> | undefined,
+  stateRef: AggregateRef,
+  role: Role<S>,
+  decision: Decision<S>,
+  step: Step & { readonly status: RecordedOutcome },
+): Handled<S> {
+  const { emitted, status, reason, repaired } = step;
+  const gate = gateAfter(base, state) ?? state?.gate;
+  const write = stateWrite(decision, state, stateRef, emitted.length, role, gate);
+  if (!write)
+    return gateOnly(base, state, stateRef, inboxRow(base, status, reason, repaired), step);
   return {
     commit: {
       inbox: inboxRow(base, status, reason, repaired),
-      checkpoint: base.checkpoint,
+      checkpoint: base.row,
       state: write,
       append: emitted.length > 0 ? emitted : undefined,
     },
-    step: { ...duplicateStep(event), status, reason, repaired, emitted },
-    state: write
-      ? {
-          aggregate: stateRef,
-          revision: (state?.revision ?? 0) + 1,
-          version: write.version,
-          data: write.next as S,
-        }
-      : state,
+    step,
+    state: {
+      aggregate: stateRef,
+      revision: (state?.revision ?? 0) + 1,
+      version: write.version,
+      data: write.next as S,
+      ...(gate ? { gate } : {}),
+    },
   };
 }
 
-/** The event recorded as discarded with its reason; nothing else is written. */
+/**
+ * A commit that leaves the state as it is: the inbox row, the checkpoint row of a shared stream,
+ * and the stream's checkpoint on the state with the revision that guards it.
+ */
+function gateOnly<S>(
+  base: CommitBase,
+  state: StoredState<S> | undefined,
+  stateRef: AggregateRef,
+  inbox: InboxRecord,
+  step: Step,
+): Handled<S> {
+  // An unsequenced event's id joins the recent ones only with a state write: a duplicate of one
+  // that changed nothing is found by its inbox row at commit (the pipeline then reads the row).
+  const gate = base.stream ? gateAfter(base, state) : undefined;
+  const commit: CommitRequest = { inbox, checkpoint: base.row };
+  if (!gate) return { commit, step, state };
+  return {
+    commit: {
+      ...commit,
+      gate: { aggregate: stateRef, expectedRevision: state?.revision ?? 0, records: gate },
+    },
+    step,
+    state: state
+      ? { ...state, revision: state.revision + 1, gate }
+      : { aggregate: stateRef, revision: 1, version: 0, data: undefined as S, gate },
+  };
+}
+
+/** The state's gate records once the event is handled; undefined when unchanged. */
+function gateAfter(base: CommitBase, state: StoredState | undefined): GateRecords | undefined {
+  return recordsAfter(state?.gate, {
+    event: base.event,
+    stream: base.stream,
+    byId: base.stream === undefined && base.row === undefined,
+    now: base.now.getTime() / 1000,
+    expiresAt: expiresAtOf(base),
+  });
+}
+
+function expiresAtOf(base: CommitBase): number {
+  return Math.floor(base.now.getTime() / 1000) + base.ttl;
+}
+
+/** The event recorded as discarded with its reason; the state is left as it is. */
 function discarded<S>(
   base: CommitBase,
   state: StoredState<S> | undefined,
+  stateRef: AggregateRef,
   reason: DiscardReason,
   repaired: boolean,
   pastHorizon?: true,
 ): Handled<S> {
-  return {
-    commit: {
-      inbox: inboxRow(base, "discarded", reason, repaired),
-      checkpoint: base.checkpoint,
-    },
-    step: {
-      ...duplicateStep(base.event),
-      status: "discarded",
-      reason,
-      repaired,
-      ...(pastHorizon ? { pastHorizon } : {}),
-    },
-    state,
+  const step: Step = {
+    ...duplicateStep(base.event),
+    status: "discarded",
+    reason,
+    repaired,
+    ...(pastHorizon ? { pastHorizon } : {}),
   };
+  return gateOnly(base, state, stateRef, inboxRow(base, "discarded", reason, repaired), step);
 }
 
 /**
@@ -287,6 +358,7 @@ function stateWrite<S>(
   stateRef: AggregateRef,
   emitted: number,
   role: Pick<Role<S>, "summarize">,
+  gate: GateRecords | undefined,
 ): CommitRequest["state"] {
   if (decision.state === undefined && emitted === 0) return undefined;
   const next = decision.state !== undefined ? decision.state : (state?.data ?? null);
@@ -298,6 +370,7 @@ function stateWrite<S>(
     version: (state?.version ?? 0) + emitted,
     dueAt: decision.dueAt ?? null,
     ...(summary ? { summary } : {}),
+    ...(gate ? { gate } : {}),
   };
 }
 
@@ -310,7 +383,7 @@ function inboxRow(
   outcome: "applied" | "discarded" | "rejected",
   reason: string | undefined,
   repaired: boolean,
-) {
+): InboxRecord {
   return {
     group: base.group,
     eventId: base.event.event_id,
@@ -326,6 +399,6 @@ function inboxRow(
     occurredAt: base.event.occurred_at,
     ...(repaired ? { repaired: true as const } : {}),
     recordedAt: base.now.toISOString(),
-    expiresAt: Math.floor(base.now.getTime() / 1000) + base.ttl,
+    expiresAt: expiresAtOf(base),
   };
 }

@@ -51,9 +51,10 @@ export class InMemoryEventStore
   readonly summaries = new Map<string, StateSummary>();
   readonly streams = new Map<string, Map<number, Envelope>>();
   readonly inbox = new Map<string, InboxRecord>();
+  /** The groups' checkpoint rows of shared streams, by `${group}#${stream}`. */
+  readonly checkpoints = new Map<string, number>();
   /** Failure records by `${group}#${eventId}`, as the inbox table's failure rows. */
   readonly failures = new Map<string, FailureRecord>();
-  readonly checkpoints = new Map<string, number>();
   /** Every appended event in commit order (what a DynamoDB stream would carry). */
   readonly log: Envelope[] = [];
   commits = 0;
@@ -61,18 +62,28 @@ export class InMemoryEventStore
   constructor(private readonly clock: Clock = systemClock) {}
 
   async load(request: LoadRequest): Promise<Loaded> {
-    const row = request.inbox
-      ? this.inbox.get(`${request.inbox.group}#${request.inbox.eventId}`)
-      : undefined;
-    const live = row !== undefined && row.expiresAt * 1000 > this.clock.now().getTime();
-    const checkpoint = request.checkpoint
-      ? (this.checkpoints.get(`${request.checkpoint.group}#${key(request.checkpoint.stream)}`) ?? 0)
-      : 0;
-    return {
-      inboxHit: live,
-      checkpoint,
-      state: this.states.get(key(request.state)),
-    };
+    const state = this.states.get(key(request.state));
+    const now = this.clock.now().getTime();
+    const recent = request.inbox ? state?.gate?.recent[request.inbox.eventId] : undefined;
+    const row =
+      request.inbox?.row === true
+        ? this.inbox.get(`${request.inbox.group}#${request.inbox.eventId}`)
+        : undefined;
+    const live =
+      (recent !== undefined && recent * 1000 > now) ||
+      (row !== undefined && row.expiresAt * 1000 > now);
+    const { checkpoint: asked } = request;
+    const checkpoint = !asked
+      ? 0
+      : asked.row
+        ? (this.checkpoints.get(`${asked.group}#${key(asked.stream)}`) ?? 0)
+        : (state?.gate?.checkpoints[key(asked.stream)] ?? 0);
+    return { inboxHit: live, checkpoint, state };
+  }
+
+  /** The version of `stream` last applied to the aggregate `holder` (0 when none). */
+  checkpointOf(holder: AggregateRef, stream: AggregateRef): number {
+    return this.states.get(key(holder))?.gate?.checkpoints[key(stream)] ?? 0;
   }
 
   async readStream(stream: AggregateRef, from: number, to: number): Promise<Envelope[]> {
@@ -96,6 +107,7 @@ export class InMemoryEventStore
     const actions =
       (request.inbox ? 1 : 0) +
       (request.checkpoint ? 1 : 0) +
+      (request.gate ? 1 : 0) +
       (request.state ? 1 : 0) +
       (request.append?.length ?? 0);
     if (actions > MAX_TRANSACTION_ACTIONS) {
@@ -131,12 +143,13 @@ export class InMemoryEventStore
         );
       }
     }
-    if (request.state) {
-      const current = this.states.get(key(request.state.aggregate))?.revision ?? 0;
-      if (current !== request.state.expectedRevision) {
+    for (const part of [request.state, request.gate]) {
+      if (!part) continue;
+      const current = this.states.get(key(part.aggregate))?.revision ?? 0;
+      if (current !== part.expectedRevision) {
         throw new VersionConflictError(
           "state",
-          `${key(request.state.aggregate)} is at revision ${current}, expected ${request.state.expectedRevision}`,
+          `${key(part.aggregate)} is at revision ${current}, expected ${part.expectedRevision}`,
         );
       }
     }
@@ -157,6 +170,7 @@ export class InMemoryEventStore
       const { group, stream, to } = request.checkpoint;
       this.checkpoints.set(`${group}#${key(stream)}`, to);
     }
+    if (request.gate) this.applyGate(request.gate);
     if (request.state) this.applyState(request.state);
     for (const event of request.append ?? []) {
       const k = key(event.aggregate);
@@ -176,6 +190,7 @@ export class InMemoryEventStore
         revision: (previous?.revision ?? 0) + 1,
         version: state.version,
         data: state.next,
+        ...(state.gate ? { gate: state.gate } : {}),
       }),
     );
     if (typeof state.dueAt === "string")
@@ -186,6 +201,21 @@ export class InMemoryEventStore
     else this.dueIndex.delete(key(state.aggregate));
     if (state.summary) this.summaries.set(key(state.aggregate), deepFreeze(state.summary));
     else this.summaries.delete(key(state.aggregate));
+  }
+
+  /** Only the gate records and the revision change: data, due time and summary are kept. */
+  private applyGate({ aggregate, records }: NonNullable<CommitRequest["gate"]>): void {
+    const previous = this.states.get(key(aggregate));
+    this.states.set(
+      key(aggregate),
+      deepFreeze({
+        aggregate: previous?.aggregate ?? { type: aggregate.type, id: aggregate.id },
+        revision: (previous?.revision ?? 0) + 1,
+        version: previous?.version ?? 0,
+        data: previous?.data,
+        gate: records,
+      }),
+    );
   }
 
   async due(now: Date, limit: number): Promise<AggregateRef[]> {

@@ -1,5 +1,5 @@
 import type { AggregateRef, Envelope } from "../../schemas";
-import { applyInOrder, duplicateStep, refOf, stateRefOf } from "./apply";
+import { applyInOrder, duplicateStep, refOf, sharedStream, stateRefOf } from "./apply";
 import type { EmitSpec, HeartbeatSpec } from "./emit";
 import {
   DuplicateCommitError,
@@ -55,6 +55,17 @@ export interface Role<S> {
   readonly subscriptions: readonly string[];
   /** The aggregate this role reads and writes for an event; defaults to the event's aggregate. */
   stateOf?(event: Envelope): AggregateRef;
+  /**
+   * True when the role needs no per-stream order (each event has its own state, as an audit
+   * record does): every event is de-duplicated by its id, and version gaps are not repaired.
+   */
+  readonly unordered?: true;
+  /**
+   * Aggregate types whose streams this role's events go to several of its states (by `stateOf`):
+   * their checkpoints are the group's own rows, read and moved with each commit, and each event
+   * of a gap is applied to its own state. Other streams keep their checkpoint on the state.
+   */
+  readonly sharedStreams?: readonly string[];
   /**
    * A reason to drop the event unprocessed (superseded, cancelled, ...); checked after expiry and
    * before `decide`. It may read (for example another aggregate's version) but must not write.
@@ -152,12 +163,13 @@ const DEFAULT_MAX_CONFLICT_RETRIES = 3;
 /**
  * The consumer pipeline every role uses:
  * 1. validate the envelope (permanent error if invalid, unknown or not subscribed);
- * 2. dedup (inbox for unsequenced messages) and version gate (checkpoint for sequenced ones):
- *    older or equal versions are duplicates; a gap is filled from the event store, in order;
+ * 2. dedup (recent ids for unsequenced messages) and version gate (checkpoint for sequenced
+ *    ones), both kept on the state item: older or equal versions are duplicates; a gap is filled
+ *    from the event store, in order;
  * 3. for each event to apply: discard when expired or when the role says so (recorded with the
  *    reason); else run the role's decision;
- * 4. commit inbox row, checkpoint, state and appended events in one atomic write; on a version
- *    conflict reload and decide again (bounded); on an inbox conflict it is a duplicate.
+ * 4. commit inbox row, state with its gate records, and appended events in one atomic write; on
+ *    a version conflict reload and decide again (bounded); on an inbox conflict it is a duplicate.
  * Throws AgentBusError subclasses; the caller maps their class to retry / DLQ.
  */
 export async function consume<S>(
@@ -178,14 +190,21 @@ export async function consume<S>(
     );
   }
   const stateRef = stateRefOf(role, event);
-  const stream = definition.sequenced ? refOf(event) : undefined;
+  const stream = definition.sequenced && !role.unordered ? refOf(event) : undefined;
   const maxRounds = (options.maxConflictRetries ?? DEFAULT_MAX_CONFLICT_RETRIES) + 1;
   const steps: Step[] = [];
+  // The state's recent ids answer the dedup check; after a commit found the inbox row (the id
+  // had left the recent ones), the row is read as well.
+  let readRow = false;
 
   for (let round = 0; round < maxRounds; round++) {
     const loaded = await deps.store.load({
-      inbox: stream ? undefined : { group: role.group, eventId: event.event_id },
-      checkpoint: stream ? { group: role.group, stream } : undefined,
+      inbox: stream
+        ? undefined
+        : { group: role.group, eventId: event.event_id, ...(readRow ? { row: true } : {}) },
+      checkpoint: stream
+        ? { group: role.group, stream, ...(sharedStream(role, stream) ? { row: true } : {}) }
+        : undefined,
       state: stateRef,
     });
     const queue = await eventsToApply(event, stream, loaded, deps);
@@ -200,6 +219,7 @@ export async function consume<S>(
         throw new Error("pipeline did not reach the delivered event");
       return { event, status: last.status, reason: last.reason, steps };
     } catch (error) {
+      if (error instanceof DuplicateCommitError) readRow = true;
       if (error instanceof VersionConflictError || error instanceof DuplicateCommitError) continue;
       throw error;
     }

@@ -23,6 +23,23 @@ export interface StoredState<S = unknown> {
   readonly data: S;
   /** The due time in the due index (set by StateReader.loadStates only). */
   readonly dueAt?: string;
+  /** The consumer group's dedup and version-gate records, kept on the item they guard. */
+  readonly gate?: GateRecords;
+}
+
+/**
+ * What a consumer group knows about the events it applied to one of its aggregates, stored with
+ * that aggregate's state so one read and one conditional write serve the state, the version gate
+ * and the dedup check. A state aggregate belongs to one group.
+ */
+export interface GateRecords {
+  /** Last version of each stream (`<type>#<id>`) whose events were applied to this aggregate. */
+  readonly checkpoints: Readonly<Record<string, number>>;
+  /**
+   * Unsequenced event ids recently applied here -> epoch seconds until which the inbox keeps them
+   * (bounded, see ./apply): a duplicate is found by the state read; the inbox row stays the record.
+   */
+  readonly recent: Readonly<Record<string, number>>;
 }
 
 /** A state's place in the operator's lists (see Role.summarize in ./pipeline). */
@@ -78,12 +95,26 @@ export interface FailureLog {
   record(failure: FailureRecord): Promise<void>;
 }
 
-/** What to read before deciding; the DynamoDB adapter reads it all in one BatchGetItem. */
+/**
+ * What to read before deciding: the state item, which holds the group's gate records. The
+ * DynamoDB adapter reads it with one strongly consistent GetItem.
+ */
 export interface LoadRequest {
-  /** Is this (group, event id) already in the inbox? */
-  readonly inbox?: { readonly group: string; readonly eventId: string };
-  /** Which version of this stream has the group applied last? */
-  readonly checkpoint?: { readonly group: string; readonly stream: AggregateRef };
+  /**
+   * Has the group applied this unsequenced event id? Answered from the state's recent ids; with
+   * `row`, the inbox row is read as well (after a commit found it there).
+   */
+  readonly inbox?: { readonly group: string; readonly eventId: string; readonly row?: boolean };
+  /**
+   * Which version of this stream has the group applied last to `state`? With `row`, the stream is
+   * shared by several of the group's aggregates (Role.sharedStreams): its checkpoint is the
+   * group's own row, read with the state item.
+   */
+  readonly checkpoint?: {
+    readonly group: string;
+    readonly stream: AggregateRef;
+    readonly row?: boolean;
+  };
   /** The aggregate the caller reads and writes. */
   readonly state: AggregateRef;
 }
@@ -99,9 +130,12 @@ export interface Loaded {
 /**
  * One atomic commit. All parts succeed or none does:
  * - `inbox`: put if absent (else DuplicateCommitError);
- * - `checkpoint`: move from `from` to `to` (else VersionConflictError "checkpoint");
- * - `state`: write `next` if the stored revision equals `expectedRevision` (0 = must not exist)
- *   (else VersionConflictError "state");
+ * - `checkpoint`: the group's row of a shared stream, moved from `from` to `to` (else
+ *   VersionConflictError "checkpoint");
+ * - `state`: write `next` and its gate records if the stored revision equals `expectedRevision`
+ *   (0 = must not exist) (else VersionConflictError "state");
+ * - `gate`: instead of `state`, only the gate records and the revision change (same condition);
+ *   the stored data, version, due time and summary are kept;
  * - `append`: put each event at its version if absent (else VersionConflictError "stream").
  */
 export interface CommitRequest {
@@ -111,6 +145,11 @@ export interface CommitRequest {
     readonly stream: AggregateRef;
     readonly from: number;
     readonly to: number;
+  };
+  readonly gate?: {
+    readonly aggregate: AggregateRef;
+    readonly expectedRevision: number;
+    readonly records: GateRecords;
   };
   readonly state?: {
     readonly aggregate: AggregateRef;
@@ -122,6 +161,8 @@ export interface CommitRequest {
     readonly dueAt?: string | null;
     /** Where the operator's lists find this state (Role.summarize); absent = not listed. */
     readonly summary?: StateSummary;
+    /** The group's gate records after this commit; absent = none kept. */
+    readonly gate?: GateRecords;
   };
   readonly append?: readonly Envelope[];
 }

@@ -54,6 +54,8 @@ export async function appendToStream<S>(
           expectedRevision: current?.revision ?? 0,
           next: decision.state !== undefined ? decision.state : (current?.data ?? null),
           version: (current?.version ?? 0) + emitted.length,
+          // The aggregate may be a consumer group's state too: its gate records are kept.
+          ...(current?.gate ? { gate: current.gate } : {}),
         },
         append: emitted,
       });

@@ -131,6 +131,7 @@ function wire<S>(role: Role<S>, options: ConsumerOptions) {
     client: dynamodb,
     tables: { state: env.STATE_TABLE, events: env.EVENTS_TABLE, inbox: env.INBOX_TABLE },
     clock,
+    legacyCheckpoints: env.LEGACY_CHECKPOINTS,
   });
   const registry = options.registry ?? defaultRegistry;
   const deps: ConsumerDeps = { store, registry, clock, ids: ulidSource(clock) };

@@ -33,6 +33,14 @@ export const ConsumerEnv = z.object({
   VISIBILITY_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(43_200).default(300),
   /** The events topic's bus, where heartbeats are published. */
   EVENTS_BUS_NAME: z.string().min(1).optional(),
+  /**
+   * "true" while a stack that kept checkpoints in rows of the inbox table upgrades: the event
+   * store reads those rows too (DynamoEventStoreOptions.legacyCheckpoints).
+   */
+  LEGACY_CHECKPOINTS: z
+    .enum(["true", "false"])
+    .default("false")
+    .transform((v) => v === "true"),
 });
 export type ConsumerEnv = z.output<typeof ConsumerEnv>;
 

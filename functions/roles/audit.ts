@@ -30,6 +30,7 @@ export const audit: Role<AuditRecord> = {
   group: "audit",
   subscriptions: [...new Set(registry.definitions().map((d) => d.type))],
   stateOf: (event) => ({ type: "audit_record", id: `evt_${event.event_id}` }),
+  unordered: true,
   decide(existing, event, { now }) {
     if (existing) return {};
     return {

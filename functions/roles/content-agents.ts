@@ -18,6 +18,7 @@ import type { HeartbeatSpec } from "../core/emit";
 import { invokeStructured, type StructuredResult } from "../core/model";
 import type { Decision, Role } from "../core/pipeline";
 import type { StateSummary } from "../core/ports";
+import { DAG_RUN_AGGREGATE } from "../core/sweeper";
 import {
   answerAgain,
   answerOf,
@@ -123,6 +124,8 @@ export function createContentAgent(options: ContentAgentOptions): Role<AgentRun>
     group: agent.role,
     subscriptions: contentAgentSubscriptions(agent.role),
     stateOf: agentRunRef,
+    // A run's stream carries the requests of all its nodes, one agent run each.
+    sharedStreams: [DAG_RUN_AGGREGATE],
     heartbeat: (event) => heartbeatOf(agent, event),
     discard: (existing, event) =>
       isCancel(event)

@@ -7,7 +7,7 @@ import type {
 } from "../../schemas/events/support-commands";
 import type { EmitSpec } from "../core/emit";
 import type { Role } from "../core/pipeline";
-import type { ConversationContextReader } from "./conversation";
+import { CONVERSATION_AGGREGATE, type ConversationContextReader } from "./conversation";
 import { factFields } from "./support-fields";
 
 /**
@@ -103,6 +103,8 @@ export function createRouter(options: RouterOptions): Role<RouteState> {
   return {
     ...ROUTER,
     stateOf: (event) => ({ type: SUPPORT_ROUTE_AGGREGATE, id: event.task_id }),
+    // A conversation's stream carries the route requests of all its turns, one state each.
+    sharedStreams: [CONVERSATION_AGGREGATE],
     async decide(existing, event, { now }) {
       if (existing) return {};
       const request = event.payload as RouteRequested;

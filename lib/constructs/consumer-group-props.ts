@@ -137,6 +137,12 @@ export interface ConsumerGroupProps {
    * @default Duration.days(7)
    */
   readonly inboxTtl?: Duration;
+  /**
+   * Read the checkpoint and inbox rows a stack kept before checkpoints moved onto the state
+   * items, while it upgrades (one BatchGetItem per event instead of one GetItem).
+   * @default false
+   */
+  readonly legacyCheckpoints?: boolean;
 
   /**
    * Alarm when the oldest message of the group's queue (or of its buffer) is older than this.

@@ -264,6 +264,7 @@ export class ConsumerGroup extends Construct {
         INBOX_TTL_DAYS: String(settings.inboxTtlDays),
         RETRY_BASE_SECONDS: String(settings.retryBaseSeconds),
         RETRY_MAX_SECONDS: String(settings.retryMaxSeconds),
+        ...(props.legacyCheckpoints ? { LEGACY_CHECKPOINTS: "true" } : {}),
       },
     });
     addConsumerEventSource(consumer, this.queue, settings);

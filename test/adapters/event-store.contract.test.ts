@@ -99,7 +99,7 @@ async function failureOf(promise: Promise<unknown>): Promise<AgentBusError> {
 /** Everything a commit could have touched for one group and stream. */
 async function observe(store: Store, group: string, stream: AggregateRef, eventIds: string[]) {
   return {
-    loaded: await store.load({ checkpoint: { group, stream }, state: stream }),
+    loaded: await store.load({ checkpoint: { group, stream, row: true }, state: stream }),
     events: await store.readStream(stream, 0, 1000),
     inbox: await store.inboxRecords(group, eventIds),
   };
@@ -136,8 +136,8 @@ describe.each(subjects)("%s honours the event store contract", (_name, make) => 
       append: [e1, e2],
     });
     const loaded = await store.load({
-      inbox: { group, eventId: e1.event_id },
-      checkpoint: { group, stream },
+      inbox: { group, eventId: e1.event_id, row: true },
+      checkpoint: { group, stream, row: true },
       state: stream,
     });
     expect(loaded).toEqual({
@@ -216,6 +216,68 @@ describe.each(subjects)("%s honours the event store contract", (_name, make) => 
     await store.commit({ inbox: inboxRecord(newGroup(), e1, clock) });
   });
 
+  it("keeps a group's gate records on the state item: checkpoints and live recent ids", async () => {
+    const [e1] = taskStream(1, 1) as [Envelope];
+    const stream = refOf(e1);
+    const view = { type: "task_view", id: stream.id };
+    const group = newGroup();
+    const command = newUlid();
+    const expiresAt = clock.now().getTime() / 1000 + 60;
+    const gate = { checkpoints: { [`task#${stream.id}`]: 1 }, recent: { [command]: expiresAt } };
+    await store.commit({
+      inbox: inboxRecord(group, e1, clock),
+      state: { aggregate: view, expectedRevision: 0, next: { n: 1 }, version: 0, gate },
+    });
+    const ask = {
+      inbox: { group, eventId: command },
+      checkpoint: { group, stream },
+      state: view,
+    };
+    expect(await store.load(ask)).toEqual({
+      inboxHit: true,
+      checkpoint: 1,
+      state: { aggregate: view, revision: 1, version: 0, data: { n: 1 }, gate },
+    });
+    // Another stream, another id: not applied here. A recent id no longer counts once expired.
+    const other = { inbox: { group, eventId: newUlid() }, checkpoint: { group, stream: view } };
+    expect(await store.load({ ...ask, ...other })).toMatchObject({
+      inboxHit: false,
+      checkpoint: 0,
+    });
+    clock.advance(60_000);
+    expect((await store.load(ask)).inboxHit).toBe(false);
+  });
+
+  it("moves only the gate records with a gate commit, at the expected revision", async () => {
+    const view = { type: "task_view", id: newTaskId() };
+    const records = (v: number) => ({ checkpoints: { "task#t": v }, recent: {} });
+    // Absent: created bare, with the records alone.
+    await store.commit({ gate: { aggregate: view, expectedRevision: 0, records: records(1) } });
+    expect((await store.load({ state: view })).state).toEqual({
+      aggregate: view,
+      revision: 1,
+      version: 0,
+      data: undefined,
+      gate: records(1),
+    });
+    await store.commit({
+      state: { aggregate: view, expectedRevision: 1, next: { n: 2 }, version: 3, gate: records(2) },
+    });
+    await store.commit({ gate: { aggregate: view, expectedRevision: 2, records: records(3) } });
+    expect((await store.load({ state: view })).state).toEqual({
+      aggregate: view,
+      revision: 3,
+      version: 3,
+      data: { n: 2 },
+      gate: records(3),
+    });
+    const stale = await failureOf(
+      store.commit({ gate: { aggregate: view, expectedRevision: 2, records: records(4) } }),
+    );
+    expect(stale).toMatchObject({ conflict: "state", code: "commit.state_conflict" });
+    expect(stale.message).toBe(`task_view#${view.id} is at revision 3, expected 2`);
+  });
+
   it("moves a checkpoint only from the stored version", async () => {
     const stream = { type: "task", id: newTaskId() };
     const group = newGroup();
@@ -234,7 +296,8 @@ describe.each(subjects)("%s honours the event store contract", (_name, make) => 
       `checkpoint of ${group} on task#${absent.id} is 0, expected 5`,
     );
     await move(3, 4);
-    expect((await store.load({ checkpoint: { group, stream }, state: stream })).checkpoint).toBe(4);
+    const asked = { checkpoint: { group, stream, row: true }, state: stream };
+    expect((await store.load(asked)).checkpoint).toBe(4);
   });
 
   it("writes state only at the expected revision", async () => {
@@ -341,7 +404,7 @@ describe.each(subjects)("%s honours the event store contract", (_name, make) => 
   it("ignores expired inbox rows on load and lets a commit overwrite them", async () => {
     const event = taskEvent(1);
     const group = newGroup();
-    const ask = { inbox: { group, eventId: event.event_id }, state: refOf(event) };
+    const ask = { inbox: { group, eventId: event.event_id, row: true }, state: refOf(event) };
     await store.commit({ inbox: inboxRecord(group, event, clock, { ttlSeconds: 60 }) });
     clock.advance(59_999);
     expect((await store.load(ask)).inboxHit).toBe(true);

@@ -6,6 +6,7 @@ import {
   InternalServerError,
   type KeysAndAttributes,
   ProvisionedThroughputExceededException,
+  PutItemCommand,
   TransactionCanceledException,
 } from "@aws-sdk/client-dynamodb";
 import {
@@ -15,10 +16,11 @@ import {
   GetRecordsCommand,
   GetShardIteratorCommand,
 } from "@aws-sdk/client-dynamodb-streams";
-import { unmarshall } from "@aws-sdk/util-dynamodb";
+import { marshall, unmarshall } from "@aws-sdk/util-dynamodb";
 import type { DynamoDBRecord } from "aws-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
+import { checkpointItem } from "../../functions/adapters/dynamodb/items";
 import { envelopesFromStreamRecords } from "../../functions/adapters/dynamodb/stream";
 import {
   checkpointKey,
@@ -117,7 +119,13 @@ describe("DynamoEventStore on DynamoDB", () => {
     await store.commit({
       inbox: inboxRecord("layout", e1, 1_900_000_000),
       checkpoint: { group: "layout", stream, from: 0, to: 1 },
-      state: { aggregate: stream, expectedRevision: 0, next: { status: "accepted" }, version: 2 },
+      state: {
+        aggregate: stream,
+        expectedRevision: 0,
+        next: { status: "accepted" },
+        version: 2,
+        gate: { checkpoints: { "conversation#c_1": 3 }, recent: { [e1.event_id]: 1_900_000_000 } },
+      },
       append: [e1, e2],
     });
     const state = await rawItem(tables.state, { pk: { S: streamKey(stream) } });
@@ -128,6 +136,8 @@ describe("DynamoEventStore on DynamoDB", () => {
       data: { M: { status: { S: "accepted" } } },
       agg_type: { S: "task" },
       agg_id: { S: stream.id },
+      gate_checkpoints: { M: { "conversation#c_1": { N: "3" } } },
+      gate_recent: { M: { [e1.event_id]: { N: "1900000000" } } },
     });
     expect(Number.isNaN(Date.parse(state?.updated_at?.S ?? ""))).toBe(false);
 
@@ -176,26 +186,68 @@ describe("DynamoEventStore on DynamoDB", () => {
     });
   });
 
-  it("loads inbox row, checkpoint and state with one BatchGetItem and commits with one transaction", async () => {
+  it("loads the state item with one GetItem; commits one item without a transaction", async () => {
     const own = ownClient();
     const metered = meter(own);
     const store = new DynamoEventStore({ client: own, tables });
+    const [e1, e2] = taskStream(1, 2) as [Envelope, Envelope];
+    const stream = refOf(e1);
+    const view = { type: "task_view", id: stream.id };
+    const at = (v: number) => ({ checkpoints: { [streamKey(stream)]: v }, recent: {} });
+    const request = { checkpoint: { group: "meter", stream }, state: view };
+    expect((await store.load(request)).checkpoint).toBe(0);
+    // Applied, nothing emitted: the state with its records, one conditional PutItem.
+    await store.commit({
+      state: { aggregate: view, expectedRevision: 0, next: { n: 1 }, version: 0, gate: at(1) },
+    });
+    expect((await store.load(request)).checkpoint).toBe(1);
+    // Nothing to change but the checkpoint: one UpdateItem that keeps the data.
+    await store.commit({ gate: { aggregate: view, expectedRevision: 1, records: at(2) } });
+    expect(await store.load(request)).toMatchObject({ checkpoint: 2, state: { data: { n: 1 } } });
+    // Emitting: one transaction of the state and the events.
+    await store.commit({
+      state: { aggregate: view, expectedRevision: 2, next: { n: 2 }, version: 2, gate: at(2) },
+      append: [
+        { ...e1, aggregate: { ...e1.aggregate, type: "task_view", id: view.id } },
+        { ...e2, aggregate: { ...e2.aggregate, type: "task_view", id: view.id } },
+      ],
+    });
+    expect(metered.snapshot().calls).toEqual({
+      GetItem: 3,
+      PutItem: 1,
+      UpdateItem: 1,
+      TransactWriteItems: 1,
+    });
+    own.destroy();
+  });
+
+  it("reads the inbox row and the legacy checkpoint row only when asked, in one BatchGetItem", async () => {
+    const own = ownClient();
+    const metered = meter(own);
     const [e1] = taskStream(1, 1) as [Envelope];
     const stream = refOf(e1);
-    const request = {
-      inbox: { group: "meter", eventId: e1.event_id },
-      checkpoint: { group: "meter", stream },
+    // Rows as a stack kept them before checkpoints moved onto the state items.
+    await client.send(
+      new PutItemCommand({
+        TableName: tables.inbox,
+        Item: marshall(checkpointItem("legacy", stream, 5)),
+      }),
+    );
+    await new DynamoEventStore({ client, tables }).commit({
+      inbox: inboxRecord("legacy", e1, 1_900_000_000),
+    });
+    const ask = {
+      inbox: { group: "legacy", eventId: e1.event_id },
+      checkpoint: { group: "legacy", stream },
       state: stream,
     };
-    await store.load(request);
-    await store.commit({
-      inbox: inboxRecord("meter", e1, 1_900_000_000),
-      checkpoint: { group: "meter", stream, from: 0, to: 1 },
-      state: { aggregate: stream, expectedRevision: 0, next: {}, version: 1 },
-      append: [e1],
+    expect(await new DynamoEventStore({ client: own, tables }).load(ask)).toMatchObject({
+      inboxHit: false,
+      checkpoint: 0,
     });
-    expect((await store.load(request)).inboxHit).toBe(true);
-    expect(metered.snapshot().calls).toEqual({ BatchGetItem: 2, TransactWriteItems: 1 });
+    const upgrading = new DynamoEventStore({ client: own, tables, legacyCheckpoints: true });
+    expect(await upgrading.load(ask)).toMatchObject({ inboxHit: true, checkpoint: 5 });
+    expect(metered.snapshot().calls).toEqual({ GetItem: 1, BatchGetItem: 1 });
     own.destroy();
   });
 
@@ -245,8 +297,8 @@ describe("DynamoEventStore on DynamoDB", () => {
       append: [e1],
     });
     const loaded = await store.load({
-      inbox: { group: "unprocessed", eventId: e1.event_id },
-      checkpoint: { group: "unprocessed", stream },
+      inbox: { group: "unprocessed", eventId: e1.event_id, row: true },
+      checkpoint: { group: "unprocessed", stream, row: true },
       state: stream,
     });
     expect(loaded).toMatchObject({ inboxHit: true, checkpoint: 1, state: { data: { ok: true } } });
@@ -266,7 +318,12 @@ describe("DynamoEventStore on DynamoDB", () => {
       maxBatchGetAttempts: 3,
       wait: async () => {},
     });
-    const error = await failureOf(store.load({ state: { type: "task", id: "task_x" } }));
+    const error = await failureOf(
+      store.load({
+        inbox: { group: "g", eventId: newUlid(), row: true },
+        state: { type: "task", id: "task_x" },
+      }),
+    );
     expect(error).toBeInstanceOf(TransientError);
     expect(error.code).toBe("dynamodb.unprocessed_keys");
     own.destroy();
@@ -386,14 +443,18 @@ describe("DynamoEventStore on DynamoDB", () => {
       await rawItem(tables.inbox, { pk: { S: inboxKey("ttl", event.event_id) } }),
     ).toBeDefined();
     const loaded = await store.load({
-      inbox: { group: "ttl", eventId: event.event_id },
+      inbox: { group: "ttl", eventId: event.event_id, row: true },
       state: refOf(event),
     });
     expect(loaded.inboxHit).toBe(false);
     await store.commit({ inbox: inboxRecord("ttl", event, expiresAt + 7200) });
     expect(
-      (await store.load({ inbox: { group: "ttl", eventId: event.event_id }, state: refOf(event) }))
-        .inboxHit,
+      (
+        await store.load({
+          inbox: { group: "ttl", eventId: event.event_id, row: true },
+          state: refOf(event),
+        })
+      ).inboxHit,
     ).toBe(true);
   });
 

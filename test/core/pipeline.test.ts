@@ -19,7 +19,9 @@ describe("consume: order and dedup", () => {
     const view = viewOf(store, taskId);
     expect(view?.status).toBe("delivered");
     expect(view?.history.map((h) => h.version)).toEqual([1, 2, 3, 4]);
-    expect(store.checkpoints.get(`task-projection#task#${taskId}`)).toBe(4);
+    expect(
+      store.checkpointOf({ type: "task_view", id: taskId }, { type: "task", id: taskId }),
+    ).toBe(4);
     expect(store.inbox.get(`task-projection#${events[2]?.event_id}`)?.outcome).toBe("applied");
   });
 
@@ -74,7 +76,8 @@ describe("consume: order and dedup", () => {
     expect(store.states.get(`task#${taskId}`)?.data).toMatchObject({
       seen: ["task.accepted", "notification.sent"],
     });
-    expect(store.checkpoints.get(`late-only#task#${taskId}`)).toBe(4);
+    const stream = { type: "task", id: taskId };
+    expect(store.checkpointOf(stream, stream)).toBe(4);
   });
 
   it("de-duplicates unsequenced messages by event id through the inbox", async () => {
@@ -111,7 +114,10 @@ describe("consume: discards", () => {
       outcome: "discarded",
       reason: "expired",
     });
-    expect(store.checkpoints.get(`task-projection#task#${v1?.aggregate.id}`)).toBe(1);
+    const taskId = v1?.aggregate.id ?? "";
+    expect(
+      store.checkpointOf({ type: "task_view", id: taskId }, { type: "task", id: taskId }),
+    ).toBe(1);
   });
 
   it("discards what the role calls superseded, with the reason", async () => {

@@ -3,7 +3,12 @@ import { ListReplaysCommand, PutEventsCommand } from "@aws-sdk/client-eventbridg
 import { SendMessageCommand } from "@aws-sdk/client-sqs";
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { InboxAttr, inboxKey } from "../../functions/adapters/dynamodb/tables";
+import {
+  InboxAttr,
+  inboxKey,
+  StateAttr,
+  streamKey,
+} from "../../functions/adapters/dynamodb/tables";
 import type { TaskView } from "../../functions/roles/task-projection";
 import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
 import { runScenario, type ScenarioResult } from "../../lib/local/scenario";
@@ -200,6 +205,16 @@ describe("agentbus replay", () => {
         Key: { [InboxAttr.pk]: { S: inboxKey(GROUP, sent.event_id) } },
         UpdateExpression: "SET #ttl = :past",
         ExpressionAttributeNames: { "#ttl": InboxAttr.ttl },
+        ExpressionAttributeValues: { ":past": { N: String(Math.floor(Date.now() / 1000) - 60) } },
+      }),
+    );
+    // The view's state item keeps the id among its recent ones until the same time: gone too.
+    await env.clients.dynamodb.send(
+      new UpdateItemCommand({
+        TableName: env.names.tables.state,
+        Key: { [StateAttr.pk]: { S: streamKey({ type: "task_view", id: taskC() }) } },
+        UpdateExpression: "SET #recent.#id = :past",
+        ExpressionAttributeNames: { "#recent": StateAttr.recent, "#id": sent.event_id },
         ExpressionAttributeValues: { ":past": { N: String(Math.floor(Date.now() / 1000) - 60) } },
       }),
     );

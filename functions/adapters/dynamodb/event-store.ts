@@ -1,21 +1,16 @@
 import {
-  type AttributeValue,
   type CancellationReason,
   type DynamoDBClient,
-  type Put,
+  GetItemCommand,
   PutItemCommand,
   TransactWriteItemsCommand,
+  type Update,
+  UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
-import { marshall, type marshallOptions, unmarshall } from "@aws-sdk/util-dynamodb";
+import { marshall, unmarshall } from "@aws-sdk/util-dynamodb";
 import type { AggregateRef, Envelope } from "../../../schemas";
 import { sleep } from "../../core/batching";
-import {
-  type AgentBusError,
-  DuplicateCommitError,
-  PermanentError,
-  TransientError,
-  VersionConflictError,
-} from "../../core/errors";
+import { PermanentError } from "../../core/errors";
 import type {
   Clock,
   CommitRequest,
@@ -27,35 +22,22 @@ import type {
   TraceReader,
 } from "../../core/ports";
 import { systemClock } from "../../core/runtime";
+import { type Action, cancellationError, commitActions, type Item } from "./commit-actions";
 import { dynamoFailure } from "./failure";
 import {
   type CheckpointItem,
-  checkpointItem,
   type EventItem,
-  eventItem,
   type InboxItem,
-  inboxItem,
   inboxRowLive,
   type StateItem,
-  stateItem,
   storedStateOf,
 } from "./items";
 import { type BatchGetOptions, batchGetByPk, queryAll } from "./reads";
-import {
-  CheckpointAttr,
-  checkpointKey,
-  EventAttr,
-  InboxAttr,
-  inboxKey,
-  StateAttr,
-  streamKey,
-} from "./tables";
+import { checkpointKey, EventAttr, inboxKey, streamKey } from "./tables";
 import { DynamoTraceReader } from "./trace-reader";
 
 /** TransactWriteItems takes at most 100 actions. */
 export const MAX_TRANSACTION_ACTIONS = 100;
-
-const MARSHALL: marshallOptions = { removeUndefinedValues: true };
 
 export interface DynamoEventStoreOptions {
   /**
@@ -71,20 +53,12 @@ export interface DynamoEventStoreOptions {
   /** Rounds of BatchGetItem for UnprocessedKeys before giving up with a TransientError. */
   readonly maxBatchGetAttempts?: number;
   readonly wait?: (ms: number) => Promise<void>;
+  /**
+   * While a stack that kept checkpoints and inbox dedup in rows of the inbox table upgrades:
+   * `load` reads those rows too (one BatchGetItem, as before) and takes the later checkpoint.
+   */
+  readonly legacyCheckpoints?: boolean;
 }
-
-type Part = "inbox" | "checkpoint" | "state" | "stream";
-/** When several conditions fail at once, the first part in this order is reported. */
-const PRECEDENCE: readonly Part[] = ["inbox", "checkpoint", "state", "stream"];
-
-interface Action {
-  readonly part: Part;
-  readonly put: Put;
-  /** The error to raise when this action's condition fails, given the stored item (ALL_OLD). */
-  readonly conflict: (stored: Record<string, unknown> | undefined) => AgentBusError;
-}
-
-type Item = Record<string, AttributeValue>;
 
 /**
  * The event store on DynamoDB: state, events (event store + outbox) and inbox tables.
@@ -102,6 +76,7 @@ export class DynamoEventStore implements EventStore, TraceReader {
   private readonly batchOptions: BatchGetOptions;
   /** The trace reads (TraceReader), shared with DynamoTraceReader. */
   private readonly trace: DynamoTraceReader;
+  private readonly legacy: boolean;
 
   constructor(options: DynamoEventStoreOptions) {
     this.client = options.client;
@@ -111,6 +86,7 @@ export class DynamoEventStore implements EventStore, TraceReader {
       maxAttempts: options.maxBatchGetAttempts ?? 6,
       wait: options.wait ?? sleep,
     };
+    this.legacy = options.legacyCheckpoints === true;
     this.trace = new DynamoTraceReader({
       client: this.client,
       tables: this.tables,
@@ -118,35 +94,73 @@ export class DynamoEventStore implements EventStore, TraceReader {
     });
   }
 
-  /** One consistent BatchGetItem for the inbox row, checkpoint row and state item asked for. */
+  /**
+   * One strongly consistent GetItem of the state item, which holds the group's checkpoints and
+   * recent unsequenced ids. The inbox row is read too only when asked (`inbox.row`), and the rows
+   * of the earlier layout while a stack upgrades (`legacyCheckpoints`), all in one BatchGetItem.
+   */
   async load(request: LoadRequest): Promise<Loaded> {
-    const wanted: { table: string; pk: string }[] = [
-      { table: this.tables.state, pk: streamKey(request.state) },
-    ];
-    const inboxPk = request.inbox
-      ? inboxKey(request.inbox.group, request.inbox.eventId)
-      : undefined;
-    const checkpointPk = request.checkpoint
-      ? checkpointKey(request.checkpoint.group, request.checkpoint.stream)
-      : undefined;
-    if (inboxPk) wanted.push({ table: this.tables.inbox, pk: inboxPk });
-    if (checkpointPk) wanted.push({ table: this.tables.inbox, pk: checkpointPk });
-
-    const found = await batchGetByPk(this.client, wanted, true, this.batchOptions);
-    const byKey = (table: string, pk: string) => found.get(table)?.find((item) => item.pk === pk);
-
-    const inboxRow = inboxPk
-      ? (byKey(this.tables.inbox, inboxPk) as InboxItem | undefined)
-      : undefined;
-    const checkpointRow = checkpointPk
-      ? (byKey(this.tables.inbox, checkpointPk) as CheckpointItem | undefined)
-      : undefined;
-    const stateRow = byKey(this.tables.state, streamKey(request.state)) as StateItem | undefined;
+    const statePk = streamKey(request.state);
+    const inboxPk =
+      request.inbox && (request.inbox.row || this.legacy)
+        ? inboxKey(request.inbox.group, request.inbox.eventId)
+        : undefined;
+    const checkpointPk =
+      request.checkpoint && (request.checkpoint.row || this.legacy)
+        ? checkpointKey(request.checkpoint.group, request.checkpoint.stream)
+        : undefined;
+    const rows = await this.read(statePk, [inboxPk, checkpointPk]);
+    const stateRow = rows.get(`${this.tables.state}/${statePk}`) as StateItem | undefined;
+    const state = stateRow ? storedStateOf(stateRow) : undefined;
+    const now = this.clock.now();
+    const recent = request.inbox ? state?.gate?.recent[request.inbox.eventId] : undefined;
+    const inboxRow = rows.get(`${this.tables.inbox}/${inboxPk}`) as InboxItem | undefined;
+    const legacyCheckpoint = rows.get(`${this.tables.inbox}/${checkpointPk}`) as
+      | CheckpointItem
+      | undefined;
+    const onState =
+      request.checkpoint && !request.checkpoint.row
+        ? (state?.gate?.checkpoints[streamKey(request.checkpoint.stream)] ?? 0)
+        : 0;
     return {
-      inboxHit: inboxRow !== undefined && inboxRowLive(inboxRow, this.clock.now()),
-      checkpoint: checkpointRow?.version ?? 0,
-      state: stateRow ? storedStateOf(stateRow) : undefined,
+      inboxHit:
+        (recent !== undefined && recent * 1000 > now.getTime()) ||
+        (inboxRow !== undefined && inboxRowLive(inboxRow, now)),
+      checkpoint: Math.max(onState, legacyCheckpoint?.version ?? 0),
+      state,
     };
+  }
+
+  /** The state item alone with GetItem; with inbox-table rows, one BatchGetItem. */
+  private async read(
+    statePk: string,
+    inboxPks: readonly (string | undefined)[],
+  ): Promise<Map<string, Record<string, unknown>>> {
+    const rows = new Map<string, Record<string, unknown>>();
+    const extra = inboxPks.filter((pk): pk is string => pk !== undefined);
+    if (extra.length === 0) {
+      const got = await this.client
+        .send(
+          new GetItemCommand({
+            TableName: this.tables.state,
+            Key: { pk: { S: statePk } },
+            ConsistentRead: true,
+          }),
+        )
+        .catch((error: unknown) => {
+          throw dynamoFailure(error, "GetItem");
+        });
+      if (got.Item) rows.set(`${this.tables.state}/${statePk}`, unmarshall(got.Item));
+      return rows;
+    }
+    const wanted = [
+      { table: this.tables.state, pk: statePk },
+      ...extra.map((pk) => ({ table: this.tables.inbox, pk })),
+    ];
+    const found = await batchGetByPk(this.client, wanted, true, this.batchOptions);
+    for (const [table, items] of found)
+      for (const item of items) rows.set(`${table}/${item.pk}`, item);
+    return rows;
   }
 
   async readStream(stream: AggregateRef, from: number, to: number): Promise<Envelope[]> {
@@ -163,7 +177,7 @@ export class DynamoEventStore implements EventStore, TraceReader {
   }
 
   async commit(request: CommitRequest): Promise<void> {
-    const actions = this.actions(request);
+    const actions = commitActions(this.tables, request, this.clock.now());
     if (actions.length === 0) return;
     if (actions.length > MAX_TRANSACTION_ACTIONS) {
       throw new PermanentError(
@@ -173,22 +187,15 @@ export class DynamoEventStore implements EventStore, TraceReader {
     }
     try {
       if (actions.length === 1) {
-        // One action needs no transaction: PutItem has the same condition and ALL_OLD semantics
-        // at half the write cost. Its failure is mapped through the same code as a transaction's.
-        const [only] = actions as [Action];
-        try {
-          await this.client.send(new PutItemCommand(only.put));
-        } catch (error) {
-          if (isNamed(error, "ConditionalCheckFailedException")) {
-            const item = (error as { Item?: Item }).Item;
-            throw cancellationError(actions, [{ Code: "ConditionalCheckFailed", Item: item }]);
-          }
-          throw error;
-        }
+        // One action needs no transaction: PutItem and UpdateItem have the same condition and
+        // ALL_OLD semantics at half the write cost. A failure maps as a transaction's would.
+        await this.writeOne(actions[0] as Action, actions);
         return;
       }
       await this.client.send(
-        new TransactWriteItemsCommand({ TransactItems: actions.map((a) => ({ Put: a.put })) }),
+        new TransactWriteItemsCommand({
+          TransactItems: actions.map((a) => (a.put ? { Put: a.put } : { Update: a.update })),
+        }),
       );
     } catch (error) {
       if (isNamed(error, "TransactionCanceledException")) {
@@ -197,6 +204,19 @@ export class DynamoEventStore implements EventStore, TraceReader {
         throw cancellationError(actions, reasons ?? [], error);
       }
       throw dynamoFailure(error, actions.length === 1 ? "PutItem" : "TransactWriteItems");
+    }
+  }
+
+  private async writeOne(only: Action, actions: readonly Action[]): Promise<void> {
+    try {
+      if (only.put) await this.client.send(new PutItemCommand(only.put));
+      else await this.client.send(new UpdateItemCommand(only.update as Update));
+    } catch (error) {
+      if (isNamed(error, "ConditionalCheckFailedException")) {
+        const item = (error as { Item?: Item }).Item;
+        throw cancellationError(actions, [{ Code: "ConditionalCheckFailed", Item: item }]);
+      }
+      throw error;
     }
   }
 
@@ -223,131 +243,6 @@ export class DynamoEventStore implements EventStore, TraceReader {
   outcomesOfEvent(groups: readonly string[], eventId: string): Promise<OutcomeRecord[]> {
     return this.trace.outcomesOfEvent(groups, eventId);
   }
-
-  private actions(request: CommitRequest): Action[] {
-    const now = this.clock.now();
-    const { tables } = this;
-    return [
-      ...(request.inbox ? [inboxAction(tables.inbox, request.inbox, now)] : []),
-      ...(request.checkpoint ? [checkpointAction(tables.inbox, request.checkpoint)] : []),
-      ...(request.state ? [stateAction(tables.state, request.state, now)] : []),
-      ...(request.append ?? []).map((event) => streamAction(tables.events, event)),
-    ];
-  }
-}
-
-// One conditional Put per part of a commit, with the error its failed condition means. These
-// conditions are hand-written because the inbox, checkpoint, state and stream writes must share
-// one transaction (no library writes them together).
-
-function inboxAction(table: string, inbox: NonNullable<CommitRequest["inbox"]>, now: Date): Action {
-  return {
-    part: "inbox",
-    put: {
-      TableName: table,
-      Item: toItem(inboxItem(inbox)),
-      // An expired row (TTL deletes lazily) no longer counts and may be overwritten. `<=` with
-      // fractional seconds matches the in-memory twin: live while expiresAt * 1000 > now (ms).
-      ConditionExpression: "attribute_not_exists(#pk) OR #ttl <= :now",
-      ExpressionAttributeNames: { "#pk": InboxAttr.pk, "#ttl": InboxAttr.ttl },
-      ExpressionAttributeValues: { ":now": { N: String(now.getTime() / 1000) } },
-      ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-    },
-    conflict: () => new DuplicateCommitError(),
-  };
-}
-
-function checkpointAction(
-  table: string,
-  { group, stream, from, to }: NonNullable<CommitRequest["checkpoint"]>,
-): Action {
-  return {
-    part: "checkpoint",
-    put: {
-      TableName: table,
-      Item: toItem(checkpointItem(group, stream, to)),
-      ...expectVersion(CheckpointAttr.version, from),
-      ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-    },
-    conflict: (stored) =>
-      new VersionConflictError(
-        "checkpoint",
-        `checkpoint of ${group} on ${streamKey(stream)} is ${stored?.[CheckpointAttr.version] ?? 0}, expected ${from}`,
-      ),
-  };
-}
-
-function stateAction(
-  table: string,
-  {
-    aggregate,
-    expectedRevision,
-    next,
-    version,
-    dueAt,
-    summary,
-  }: NonNullable<CommitRequest["state"]>,
-  now: Date,
-): Action {
-  return {
-    part: "state",
-    put: {
-      TableName: table,
-      // A Put replaces the item: without a due time, due_shard and due_at are gone with it.
-      Item: toItem(stateItem(aggregate, expectedRevision + 1, version, next, now, dueAt, summary)),
-      ...expectVersion(StateAttr.revision, expectedRevision),
-      ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-    },
-    conflict: (stored) =>
-      new VersionConflictError(
-        "state",
-        `${streamKey(aggregate)} is at revision ${stored?.[StateAttr.revision] ?? 0}, expected ${expectedRevision}`,
-      ),
-  };
-}
-
-function streamAction(table: string, event: NonNullable<CommitRequest["append"]>[number]): Action {
-  return {
-    part: "stream",
-    put: {
-      TableName: table,
-      Item: toItem(eventItem(event)),
-      ConditionExpression: "attribute_not_exists(#pk)",
-      ExpressionAttributeNames: { "#pk": EventAttr.pk },
-      ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-    },
-    conflict: () =>
-      new VersionConflictError(
-        "stream",
-        `${streamKey(event.aggregate)} already has version ${event.aggregate.version}`,
-      ),
-  };
-}
-
-function toItem(value: object): Item {
-  try {
-    return marshall(value, MARSHALL);
-  } catch (error) {
-    throw new PermanentError(
-      "dynamodb.invalid_item",
-      `cannot store this value in DynamoDB: ${error instanceof Error ? error.message : String(error)}`,
-      { cause: error },
-    );
-  }
-}
-
-/** `attribute_not_exists(pk)` when nothing may be stored yet, else `<attribute> = :expected`. */
-function expectVersion(attribute: string, expected: number): Partial<Put> {
-  return expected === 0
-    ? {
-        ConditionExpression: "attribute_not_exists(#pk)",
-        ExpressionAttributeNames: { "#pk": "pk" },
-      }
-    : {
-        ConditionExpression: "#v = :expected",
-        ExpressionAttributeNames: { "#v": attribute },
-        ExpressionAttributeValues: { ":expected": { N: String(expected) } },
-      };
 }
 
 function parseEnvelope(item: EventItem): Envelope {
@@ -356,39 +251,4 @@ function parseEnvelope(item: EventItem): Envelope {
 
 function isNamed(error: unknown, name: string): boolean {
   return error instanceof Error && error.name === name;
-}
-
-/**
- * Map the reasons of a cancelled commit (by item index) to the port's errors. Failed conditions
- * win over everything else, in the order duplicate, checkpoint, state, stream.
- */
-function cancellationError(
-  actions: readonly Action[],
-  reasons: readonly CancellationReason[],
-  cause?: unknown,
-): AgentBusError {
-  for (const part of PRECEDENCE) {
-    const index = actions.findIndex(
-      (action, i) => action.part === part && reasons[i]?.Code === "ConditionalCheckFailed",
-    );
-    const action = actions[index];
-    if (action) {
-      const stored = reasons[index]?.Item;
-      return action.conflict(stored ? unmarshall(stored) : undefined);
-    }
-  }
-  const codes = new Set(reasons.map((r) => r.Code ?? "None"));
-  const summary = reasons.map((r) => r.Code ?? "None").join(", ");
-  const message = `commit cancelled: [${summary}]`;
-  if (codes.has("ValidationError")) {
-    const detail = reasons.find((r) => r.Code === "ValidationError")?.Message ?? "";
-    return new PermanentError("dynamodb.validation", `${message} ${detail}`.trim(), { cause });
-  }
-  if (codes.has("ItemCollectionSizeLimitExceeded"))
-    return new PermanentError("dynamodb.item_collection_too_large", message, { cause });
-  if (codes.has("TransactionConflict"))
-    return new TransientError("dynamodb.transaction_conflict", message, { cause });
-  if (codes.has("ThrottlingError") || codes.has("ProvisionedThroughputExceeded"))
-    return new TransientError("dynamodb.throttled", message, { cause });
-  return new TransientError("dynamodb.transaction_cancelled", message, { cause });
 }

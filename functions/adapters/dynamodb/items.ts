@@ -1,6 +1,7 @@
 import type { AggregateRef, Envelope } from "../../../schemas";
 import type {
   FailureRecord,
+  GateRecords,
   InboxRecord,
   OutcomeRecord,
   RecordedOutcome,
@@ -31,6 +32,8 @@ export interface StateItem {
   readonly label?: string;
   readonly waiting?: string;
   readonly counts?: Readonly<Record<string, number>>;
+  readonly gate_checkpoints?: Readonly<Record<string, number>>;
+  readonly gate_recent?: Readonly<Record<string, number>>;
 }
 
 export interface EventItem {
@@ -94,6 +97,7 @@ export function stateItem(
   updatedAt: Date,
   dueAt?: string | null,
   summary?: StateSummary,
+  gate?: GateRecords,
 ): StateItem {
   return {
     pk: streamKey(aggregate),
@@ -105,6 +109,7 @@ export function stateItem(
     updated_at: updatedAt.toISOString(),
     ...(typeof dueAt === "string" ? { due_shard: DUE_SHARD, due_at: dueAt } : {}),
     ...(summary ? summaryAttributes(summary) : {}),
+    ...(gate ? { gate_checkpoints: gate.checkpoints, gate_recent: gate.recent } : {}),
   };
 }
 
@@ -131,6 +136,9 @@ export function storedStateOf(item: StateItem): StoredState {
     revision: item.revision,
     version: item.version,
     data: item.data,
+    ...(item.gate_checkpoints || item.gate_recent
+      ? { gate: { checkpoints: item.gate_checkpoints ?? {}, recent: item.gate_recent ?? {} } }
+      : {}),
   };
 }
 

@@ -75,6 +75,9 @@ export const StateAttr = {
   label: "label",
   waiting: "waiting",
   counts: "counts",
+  /** The consumer group's gate records (GateRecords): stream checkpoints and recent ids. */
+  checkpoints: "gate_checkpoints",
+  recent: "gate_recent",
 } as const;
 
 /** Global secondary indexes of the state table. */
@@ -164,7 +167,10 @@ export const InboxIndex = {
   byTask: "by-task",
 } as const;
 
-/** Attribute names of checkpoint rows (they live in the inbox table, without a TTL). */
+/**
+ * Attribute names of checkpoint rows (in the inbox table, without a TTL). Checkpoints now live on
+ * the state items; these rows are read only while a stack upgrades (`legacyCheckpoints`).
+ */
 export const CheckpointAttr = {
   pk: "pk",
   version: "version",

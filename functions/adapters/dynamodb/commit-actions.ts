@@ -1,0 +1,252 @@
+import type { AttributeValue, CancellationReason, Put, Update } from "@aws-sdk/client-dynamodb";
+import { marshall, type marshallOptions, unmarshall } from "@aws-sdk/util-dynamodb";
+import type { AggregateRef } from "../../../schemas";
+import {
+  type AgentBusError,
+  DuplicateCommitError,
+  PermanentError,
+  TransientError,
+  VersionConflictError,
+} from "../../core/errors";
+import type { CommitRequest } from "../../core/ports";
+import { checkpointItem, eventItem, inboxItem, stateItem } from "./items";
+import { CheckpointAttr, EventAttr, InboxAttr, StateAttr, streamKey } from "./tables";
+
+/**
+ * The writes of a commit (./event-store), one conditional action per part, each with the error
+ * its failed condition means, and the mapping of a cancelled commit's reasons back to those
+ * errors. Hand-written because the inbox row, the checkpoint row, the state item and the stream
+ * events must share one transaction (no library writes them together).
+ */
+
+const MARSHALL: marshallOptions = { removeUndefinedValues: true };
+
+type Part = "inbox" | "checkpoint" | "state" | "stream";
+/** When several conditions fail at once, the first part in this order is reported. */
+const PRECEDENCE: readonly Part[] = ["inbox", "checkpoint", "state", "stream"];
+
+export interface Action {
+  readonly part: Part;
+  /** One of the two: the conditional write of this part. */
+  readonly put?: Put;
+  readonly update?: Update;
+  /** The error to raise when this action's condition fails, given the stored item (ALL_OLD). */
+  readonly conflict: (stored: Record<string, unknown> | undefined) => AgentBusError;
+}
+
+export type Item = Record<string, AttributeValue>;
+
+/** The actions of a commit, in the order of its parts. */
+export function commitActions(
+  tables: { readonly state: string; readonly events: string; readonly inbox: string },
+  request: CommitRequest,
+  now: Date,
+): Action[] {
+  return [
+    ...(request.inbox ? [inboxAction(tables.inbox, request.inbox, now)] : []),
+    ...(request.checkpoint ? [checkpointAction(tables.inbox, request.checkpoint)] : []),
+    ...(request.state ? [stateAction(tables.state, request.state, now)] : []),
+    ...(request.gate ? [gateAction(tables.state, request.gate, now)] : []),
+    ...(request.append ?? []).map((event) => streamAction(tables.events, event)),
+  ];
+}
+
+function inboxAction(table: string, inbox: NonNullable<CommitRequest["inbox"]>, now: Date): Action {
+  return {
+    part: "inbox",
+    put: {
+      TableName: table,
+      Item: toItem(inboxItem(inbox)),
+      // An expired row (TTL deletes lazily) no longer counts and may be overwritten. `<=` with
+      // fractional seconds matches the in-memory twin: live while expiresAt * 1000 > now (ms).
+      ConditionExpression: "attribute_not_exists(#pk) OR #ttl <= :now",
+      ExpressionAttributeNames: { "#pk": InboxAttr.pk, "#ttl": InboxAttr.ttl },
+      ExpressionAttributeValues: { ":now": { N: String(now.getTime() / 1000) } },
+      ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+    },
+    conflict: () => new DuplicateCommitError(),
+  };
+}
+
+function checkpointAction(
+  table: string,
+  { group, stream, from, to }: NonNullable<CommitRequest["checkpoint"]>,
+): Action {
+  return {
+    part: "checkpoint",
+    put: {
+      TableName: table,
+      Item: toItem(checkpointItem(group, stream, to)),
+      ...expectVersion(CheckpointAttr.version, from),
+      ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+    },
+    conflict: (stored) =>
+      new VersionConflictError(
+        "checkpoint",
+        `checkpoint of ${group} on ${streamKey(stream)} is ${stored?.[CheckpointAttr.version] ?? 0}, expected ${from}`,
+      ),
+  };
+}
+
+function stateAction(
+  table: string,
+  {
+    aggregate,
+    expectedRevision,
+    next,
+    version,
+    dueAt,
+    summary,
+    gate,
+  }: NonNullable<CommitRequest["state"]>,
+  now: Date,
+): Action {
+  const item = stateItem(aggregate, expectedRevision + 1, version, next, now, dueAt, summary, gate);
+  return {
+    part: "state",
+    put: {
+      TableName: table,
+      // A Put replaces the item: without a due time, due_shard and due_at are gone with it.
+      Item: toItem(item),
+      ...expectVersion(StateAttr.revision, expectedRevision),
+      ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+    },
+    conflict: stateConflict(aggregate, expectedRevision),
+  };
+}
+
+/**
+ * The gate records and the revision, the rest of the item kept (created bare when absent):
+ * an event that changes no state still costs one conditional write of one item.
+ */
+function gateAction(
+  table: string,
+  { aggregate, expectedRevision, records }: NonNullable<CommitRequest["gate"]>,
+  now: Date,
+): Action {
+  const condition = expectVersion(StateAttr.revision, expectedRevision);
+  return {
+    part: "state",
+    update: {
+      TableName: table,
+      Key: { [StateAttr.pk]: { S: streamKey(aggregate) } },
+      UpdateExpression:
+        "SET #rev = :rev, #ver = if_not_exists(#ver, :zero), #at = :at, #ai = :ai, #up = :up, #cp = :cp, #rc = :rc",
+      ConditionExpression: condition.ConditionExpression,
+      ExpressionAttributeNames: {
+        ...condition.ExpressionAttributeNames,
+        "#rev": StateAttr.revision,
+        "#ver": StateAttr.version,
+        "#at": StateAttr.aggType,
+        "#ai": StateAttr.aggId,
+        "#up": StateAttr.updatedAt,
+        "#cp": StateAttr.checkpoints,
+        "#rc": StateAttr.recent,
+      },
+      ExpressionAttributeValues: {
+        ...condition.ExpressionAttributeValues,
+        ...toItem({
+          ":rev": expectedRevision + 1,
+          ":zero": 0,
+          ":at": aggregate.type,
+          ":ai": aggregate.id,
+          ":up": now.toISOString(),
+          ":cp": records.checkpoints,
+          ":rc": records.recent,
+        }),
+      },
+      ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+    },
+    conflict: stateConflict(aggregate, expectedRevision),
+  };
+}
+
+function stateConflict(aggregate: AggregateRef, expectedRevision: number): Action["conflict"] {
+  return (stored) =>
+    new VersionConflictError(
+      "state",
+      `${streamKey(aggregate)} is at revision ${stored?.[StateAttr.revision] ?? 0}, expected ${expectedRevision}`,
+    );
+}
+
+function streamAction(table: string, event: NonNullable<CommitRequest["append"]>[number]): Action {
+  return {
+    part: "stream",
+    put: {
+      TableName: table,
+      Item: toItem(eventItem(event)),
+      ConditionExpression: "attribute_not_exists(#pk)",
+      ExpressionAttributeNames: { "#pk": EventAttr.pk },
+      ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+    },
+    conflict: () =>
+      new VersionConflictError(
+        "stream",
+        `${streamKey(event.aggregate)} already has version ${event.aggregate.version}`,
+      ),
+  };
+}
+
+function toItem(value: object): Item {
+  try {
+    return marshall(value, MARSHALL);
+  } catch (error) {
+    throw new PermanentError(
+      "dynamodb.invalid_item",
+      `cannot store this value in DynamoDB: ${error instanceof Error ? error.message : String(error)}`,
+      { cause: error },
+    );
+  }
+}
+
+/** `attribute_not_exists(pk)` when nothing may be stored yet, else `<attribute> = :expected`. */
+function expectVersion(
+  attribute: string,
+  expected: number,
+): Pick<Put, "ConditionExpression" | "ExpressionAttributeNames" | "ExpressionAttributeValues"> {
+  return expected === 0
+    ? {
+        ConditionExpression: "attribute_not_exists(#pk)",
+        ExpressionAttributeNames: { "#pk": "pk" },
+      }
+    : {
+        ConditionExpression: "#v = :expected",
+        ExpressionAttributeNames: { "#v": attribute },
+        ExpressionAttributeValues: { ":expected": { N: String(expected) } },
+      };
+}
+
+/**
+ * Map the reasons of a cancelled commit (by item index) to the port's errors. Failed conditions
+ * win over everything else, in the order duplicate, checkpoint, state, stream.
+ */
+export function cancellationError(
+  actions: readonly Action[],
+  reasons: readonly CancellationReason[],
+  cause?: unknown,
+): AgentBusError {
+  for (const part of PRECEDENCE) {
+    const index = actions.findIndex(
+      (action, i) => action.part === part && reasons[i]?.Code === "ConditionalCheckFailed",
+    );
+    const action = actions[index];
+    if (action) {
+      const stored = reasons[index]?.Item;
+      return action.conflict(stored ? unmarshall(stored) : undefined);
+    }
+  }
+  const codes = new Set(reasons.map((r) => r.Code ?? "None"));
+  const summary = reasons.map((r) => r.Code ?? "None").join(", ");
+  const message = `commit cancelled: [${summary}]`;
+  if (codes.has("ValidationError")) {
+    const detail = reasons.find((r) => r.Code === "ValidationError")?.Message ?? "";
+    return new PermanentError("dynamodb.validation", `${message} ${detail}`.trim(), { cause });
+  }
+  if (codes.has("ItemCollectionSizeLimitExceeded"))
+    return new PermanentError("dynamodb.item_collection_too_large", message, { cause });
+  if (codes.has("TransactionConflict"))
+    return new TransientError("dynamodb.transaction_conflict", message, { cause });
+  if (codes.has("ThrottlingError") || codes.has("ProvisionedThroughputExceeded"))
+    return new TransientError("dynamodb.throttled", message, { cause });
+  return new TransientError("dynamodb.transaction_cancelled", message, { cause });
+}

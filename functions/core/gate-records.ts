@@ -1,0 +1,55 @@
+import type { AggregateRef, Envelope } from "../../schemas";
+import type { GateRecords } from "./ports";
+
+/**
+ * The gate records a state item keeps for its consumer group (./ports GateRecords): the
+ * checkpoint of each stream whose events go to this aggregate alone, and the unsequenced ids
+ * applied recently. Hand-written because they commit in the same conditional write as the state.
+ */
+
+/** Unsequenced ids a state keeps for its read-side dedup (the inbox rows stay the record). */
+export const RECENT_IDS_KEPT = 32;
+
+const EMPTY: GateRecords = { checkpoints: {}, recent: {} };
+
+/** How one handled event moves the records. */
+export interface GateMove {
+  readonly event: Envelope;
+  /** The event's stream when its checkpoint is kept on the state; undefined otherwise. */
+  readonly stream: AggregateRef | undefined;
+  /** True when the event is unsequenced for the group (de-duplicated by id). */
+  readonly byId: boolean;
+  /** Epoch seconds: now, and until when the inbox keeps the event's row. */
+  readonly now: number;
+  readonly expiresAt: number;
+}
+
+/** The records once the event is handled; undefined when they do not change. */
+export function recordsAfter(
+  before: GateRecords | undefined,
+  move: GateMove,
+): GateRecords | undefined {
+  const current = before ?? EMPTY;
+  if (move.stream)
+    return {
+      checkpoints: {
+        ...current.checkpoints,
+        [streamOf(move.stream)]: move.event.aggregate.version,
+      },
+      recent: current.recent,
+    };
+  if (!move.byId) return undefined;
+  return { checkpoints: current.checkpoints, recent: withRecent(current.recent, move) };
+}
+
+/** The live recent ids with this event's added: at most RECENT_IDS_KEPT, the latest to expire. */
+function withRecent(recent: GateRecords["recent"], move: GateMove): GateRecords["recent"] {
+  const kept = Object.entries(recent).filter(([, expiresAt]) => expiresAt > move.now);
+  kept.push([move.event.event_id, move.expiresAt]);
+  if (kept.length > RECENT_IDS_KEPT) kept.sort((a, b) => b[1] - a[1]).length = RECENT_IDS_KEPT;
+  return Object.fromEntries(kept);
+}
+
+function streamOf(ref: AggregateRef): string {
+  return `${ref.type}#${ref.id}`;
+}
