@@ -10,6 +10,7 @@ import type { ModelPort } from "../core/model";
 import type { ChannelPort } from "../core/side-effects";
 import {
   conversationContextReader,
+  conversationReader,
   conversationVersionReader,
   createConversation,
 } from "../roles/conversation";
@@ -81,7 +82,10 @@ function withClient(options: SupportOptions): SupportOptions & { dynamodb: Dynam
   return { ...options, dynamodb: options.dynamodb ?? new DynamoDBClient({}) };
 }
 
-/** The store of the state table the consumer writes: where the conversation's state is read. */
+/**
+ * The store of the state table the consumer writes, where a role reads the conversation's state:
+ * one per handler, which lambdaEntry builds once per container.
+ */
 function conversationStore(options: SupportOptions & { dynamodb: DynamoDBClient }, what: string) {
   const env = parseEnv(ConsumerEnv, envOf(options), what);
   return new DynamoEventStore({
@@ -90,19 +94,10 @@ function conversationStore(options: SupportOptions & { dynamodb: DynamoDBClient 
   });
 }
 
-/** The conversation's current version, read from the state table the consumer writes. */
-function versions(options: SupportOptions & { dynamodb: DynamoDBClient }, what: string) {
-  return conversationVersionReader(conversationStore(options, what));
-}
-
-/** A turn's context (the conversation's recent messages), read from the state table. */
-function contexts(options: SupportOptions & { dynamodb: DynamoDBClient }, what: string) {
-  return conversationContextReader(conversationStore(options, what));
-}
-
 export function createRouterHandler(options: SupportOptions = {}): SqsBatchHandler {
   const base = withClient(options);
-  return createConsumerHandler(createRouter({ context: contexts(base, "router") }), base);
+  const context = conversationContextReader(conversationStore(base, "router"));
+  return createConsumerHandler(createRouter({ context }), base);
 }
 
 export function createConversationHandler(options: SupportOptions = {}): SqsBatchHandler {
@@ -130,8 +125,7 @@ export function createReplyGenerationHandler(options: SupportOptions = {}): SqsB
   return createConsumerHandler(
     createReplyGeneration({
       model,
-      conversationVersion: versions(base, "reply-generation"),
-      context: contexts(base, "reply-generation"),
+      conversation: conversationReader(conversationStore(base, "reply-generation")),
     }),
     base,
   );
@@ -160,7 +154,7 @@ export function createSenderHandler(options: SupportOptions = {}): SqsBatchHandl
         client: base.dynamodb,
         tableName: env.SIDE_EFFECTS_TABLE,
       }),
-      conversationVersion: versions(base, "sender"),
+      conversationVersion: conversationVersionReader(conversationStore(base, "sender")),
       orders: options.orders ?? new DynamoOrders(base.dynamodb, env.ORDERS_TABLE),
       maxUnknownAttempts: env.MAX_UNKNOWN_ATTEMPTS,
     }),

@@ -98,19 +98,78 @@ export interface ConversationView {
   readonly dropped_through?: number;
 }
 
-export const CONVERSATION_PROJECTION_SUBSCRIPTIONS = [
-  "conversation.message.accepted",
-  "support.routed",
-  "order.lookup.completed",
-  "reply.generated",
-  "reply.held_for_review",
-  "reply.approved",
-  "reply.rejected",
-  "notification.delivered",
-  "notification.failed",
-  "support.step.failed",
-  "support.cancelled",
-] as const;
+/** The payload of each event type the view folds, as the registry defines it (newest version). */
+interface FoldedPayloads {
+  "conversation.message.accepted": MessageAccepted;
+  "support.routed": Routed;
+  "order.lookup.completed": OrderLookupCompleted;
+  "reply.generated": ReplyGenerated;
+  "reply.held_for_review": ReplyHeldForReview;
+  "reply.approved": ReplyApproved;
+  "reply.rejected": ReplyRejected;
+  "notification.delivered": Delivered;
+  "notification.failed": DeliveryFailed;
+  "support.step.failed": StepFailed;
+  "support.cancelled": SupportCancelled;
+}
+
+/** The fields a fact sets in its turn, and the status it moves the turn to. */
+type TurnChanges = Partial<Omit<ConversationTurn, "task_id">>;
+type Fold<P> = (payload: P) => TurnChanges;
+
+/**
+ * What each fact changes in its turn, in subscription order. A payload reaches the view at its
+ * type's newest schema version (the pipeline upcasts older ones), so each fold takes that type.
+ */
+const TURN_FOLDS: { readonly [T in keyof FoldedPayloads]: Fold<FoldedPayloads[T]> } = {
+  "conversation.message.accepted": (p) => ({
+    status: "received",
+    input_version: p.version,
+    text: p.text,
+  }),
+  "support.routed": (p) => ({
+    status: "routed",
+    intent: p.intent,
+    ...(p.order_id === undefined ? {} : { order_id: p.order_id }),
+  }),
+  "order.lookup.completed": (p) => ({
+    status: "looked_up",
+    order_id: p.order_id,
+    order_found: p.found,
+    looked_up_at: p.looked_up_at,
+  }),
+  "reply.generated": (p) => ({ status: "generated", reply_text: p.reply_text }),
+  "reply.held_for_review": (p) => ({
+    status: "held_for_review",
+    reply_text: p.reply_text,
+    held_reason: p.reason,
+  }),
+  "reply.approved": (p) => ({
+    status: "approved",
+    reply_text: p.reply_text,
+    reviewed_by: p.requested_by,
+  }),
+  "reply.rejected": (p) => ({ status: "rejected", reviewed_by: p.requested_by }),
+  "notification.delivered": (p) => ({
+    status: "delivered",
+    delivery: {
+      idempotency_key: p.idempotency_key,
+      delivery_id: p.delivery_id,
+      confirmed_by: p.confirmed_by,
+    },
+  }),
+  "notification.failed": (p) => ({
+    status: "failed",
+    delivery: { idempotency_key: p.idempotency_key, code: p.code },
+  }),
+  "support.step.failed": (p) => ({
+    status: "failed",
+    step_failure: { step: p.step, code: p.code },
+  }),
+  "support.cancelled": (p) => ({ status: "cancelled", cancelled_by: p.requested_by }),
+};
+
+export const CONVERSATION_PROJECTION_SUBSCRIPTIONS: readonly string[] = Object.keys(TURN_FOLDS);
 
 export const conversationProjection: Role<ConversationView> = {
   group: "conversation-projection",
@@ -191,77 +250,13 @@ function isDroppedTurn(view: ConversationView, event: Envelope): boolean {
   return kept.length > 0 && event.input_version < Math.min(...kept);
 }
 
-type TurnChanges = Partial<Omit<ConversationTurn, "task_id">>;
-
+/** What `event` changes in its turn (TURN_FOLDS); a type the view does not fold is refused. */
 function changesOf(event: Envelope): TurnChanges {
-  switch (event.event_type) {
-    case "conversation.message.accepted": {
-      const p = event.payload as MessageAccepted;
-      return { status: "received", input_version: p.version, text: p.text };
-    }
-    case "support.routed": {
-      const p = event.payload as Routed;
-      return {
-        status: "routed",
-        intent: p.intent,
-        ...(p.order_id === undefined ? {} : { order_id: p.order_id }),
-      };
-    }
-    case "order.lookup.completed": {
-      const p = event.payload as OrderLookupCompleted;
-      return {
-        status: "looked_up",
-        order_id: p.order_id,
-        order_found: p.found,
-        looked_up_at: p.looked_up_at,
-      };
-    }
-    case "reply.generated": {
-      const p = event.payload as ReplyGenerated;
-      return { status: "generated", reply_text: p.reply_text };
-    }
-    case "reply.held_for_review": {
-      const p = event.payload as ReplyHeldForReview;
-      return { status: "held_for_review", reply_text: p.reply_text, held_reason: p.reason };
-    }
-    case "reply.approved": {
-      const p = event.payload as ReplyApproved;
-      return { status: "approved", reply_text: p.reply_text, reviewed_by: p.requested_by };
-    }
-    case "reply.rejected": {
-      const p = event.payload as ReplyRejected;
-      return { status: "rejected", reviewed_by: p.requested_by };
-    }
-    case "notification.delivered": {
-      const p = event.payload as Delivered;
-      return {
-        status: "delivered",
-        delivery: {
-          idempotency_key: p.idempotency_key,
-          delivery_id: p.delivery_id,
-          confirmed_by: p.confirmed_by,
-        },
-      };
-    }
-    case "support.cancelled": {
-      const p = event.payload as SupportCancelled;
-      return { status: "cancelled", cancelled_by: p.requested_by };
-    }
-    case "support.step.failed": {
-      const p = event.payload as StepFailed;
-      return { status: "failed", step_failure: { step: p.step, code: p.code } };
-    }
-    case "notification.failed": {
-      const p = event.payload as DeliveryFailed;
-      return {
-        status: "failed",
-        delivery: { idempotency_key: p.idempotency_key, code: p.code },
-      };
-    }
-    default:
-      throw new PermanentError(
-        "projection.unhandled",
-        `conversation-projection cannot fold ${event.event_type}`,
-      );
-  }
+  if (!Object.hasOwn(TURN_FOLDS, event.event_type))
+    throw new PermanentError(
+      "projection.unhandled",
+      `conversation-projection cannot fold ${event.event_type}`,
+    );
+  const fold = TURN_FOLDS[event.event_type as keyof FoldedPayloads] as Fold<unknown>;
+  return fold(event.payload);
 }

@@ -161,13 +161,8 @@ export const conversation = createConversation();
 export function conversationVersionReader(
   store: EventStore,
 ): (conversationId: string) => Promise<number> {
-  return async (conversationId) => {
-    const loaded = await store.load({
-      state: { type: CONVERSATION_AGGREGATE, id: conversationId },
-    });
-    const data = loaded.state?.data as Partial<ConversationState> | null | undefined;
-    return typeof data?.version === "number" ? data.version : 0;
-  };
+  const read = conversationReader(store);
+  return async (conversationId) => (await read(conversationId)).version;
 }
 
 function checkedConversationId(event: Envelope): string {
@@ -256,14 +251,62 @@ export function contextWindow(
 
 /** Reads a turn's context from the conversation's state (see `contextWindow`). */
 export function conversationContextReader(store: EventStore): ConversationContextReader {
-  return async (conversationId, throughVersion) => {
+  const read = conversationReader(store);
+  return async (conversationId, throughVersion) =>
+    (await read(conversationId)).context(throughVersion);
+}
+
+/** One read of a conversation's state: its current version and the context of any of its turns. */
+export interface ConversationSnapshot {
+  /** The conversation version (0 when it has none yet). */
+  readonly version: number;
+  /** The context of the turn at `throughVersion` (see `contextWindow`). */
+  context(throughVersion: number): readonly ContextMessage[];
+}
+
+export type ConversationReader = (conversationId: string) => Promise<ConversationSnapshot>;
+
+/**
+ * Reads a conversation's state once, for a step that needs both its version and a turn's context
+ * (reply generation's superseded check, then its prompt).
+ */
+export function conversationReader(store: EventStore): ConversationReader {
+  return async (conversationId) => {
     const loaded = await store.load({
       state: { type: CONVERSATION_AGGREGATE, id: conversationId },
     });
-    return contextWindow(
-      loaded.state?.data as ConversationState | undefined,
-      conversationId,
-      throughVersion,
-    );
+    const data = loaded.state?.data as ConversationState | null | undefined;
+    return {
+      version: typeof data?.version === "number" ? data.version : 0,
+      context: (throughVersion) => contextWindow(data ?? undefined, conversationId, throughVersion),
+    };
   };
+}
+
+/**
+ * A conversation read once per event by a role that needs it in both `discard` (the version, for
+ * its superseded check) and `decide` (a turn's context): `discard` reads and leaves the snapshot
+ * for `decide`, which takes it. Kept by envelope object, so a new delivery (a new envelope) reads
+ * again; taken out by `decide`, so a round the pipeline retries after a commit conflict (the same
+ * envelope, `discard` first again) reads again too.
+ */
+export class ConversationReads {
+  private readonly pending = new WeakMap<Envelope, Promise<ConversationSnapshot>>();
+  constructor(
+    private readonly read: ConversationReader,
+    private readonly conversationOf: (event: Envelope) => string,
+  ) {}
+
+  forDiscard(event: Envelope): Promise<ConversationSnapshot> {
+    const snapshot = this.read(this.conversationOf(event));
+    this.pending.set(event, snapshot);
+    return snapshot;
+  }
+
+  /** What `discard` read for this event, or a new read when it read nothing. */
+  forDecide(event: Envelope): Promise<ConversationSnapshot> {
+    const snapshot = this.pending.get(event) ?? this.read(this.conversationOf(event));
+    this.pending.delete(event);
+    return snapshot;
+  }
 }

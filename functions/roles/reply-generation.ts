@@ -18,7 +18,12 @@ import {
   type StructuredResult,
 } from "../core/model";
 import type { Decision, Role } from "../core/pipeline";
-import type { ContextMessage, ConversationContextReader } from "./conversation";
+import {
+  type ContextMessage,
+  type ConversationReader,
+  ConversationReads,
+  type ConversationSnapshot,
+} from "./conversation";
 import { decideReview, REVIEW_COMMANDS, type ReplyReview } from "./reply-review";
 import { restsOn } from "./sender-facts";
 import { stepFailedDecision } from "./support-failure";
@@ -32,13 +37,13 @@ import { factFields } from "./support-fields";
  * One `reply.generation.requested` per task, on the stream `reply/<task_id>`:
  * - discarded before any model call when expired (the pipeline) or `superseded`: its
  *   `input_version` is lower than the conversation's current version (a newer message arrived);
- * - the model gets the turn's context (read from the conversation's state: the customer's message
- *   and the ones sent just before it, see contextWindow in ./conversation), the intent and the
- *   order facts as canonical JSON (no internal ids except the order's), plus the list of allowed
- *   source refs: `order:<order_id>` and `refund:<order_id>` when an order was found, and
- *   `message:<message_event_id>` for each message of the context. Its answer
- *   must be a ReplyDraft whose every source ref is an allowed one; `invokeStructured` asks again
- *   with the issues, up to `maxModelAttempts` calls;
+ * - the model gets the turn's context (from the same read of the conversation's state as the
+ *   superseded check: the customer's message and the ones sent just before it, see contextWindow
+ *   in ./conversation), the intent and the order facts as canonical JSON (no internal ids except
+ *   the order's), plus the list of allowed source refs: `order:<order_id>` and
+ *   `refund:<order_id>` when an order was found, and `message:<message_event_id>` for each
+ *   message of the context. Its answer must be a ReplyDraft whose every source ref is an allowed
+ *   one; `invokeStructured` asks again with the issues, up to `maxModelAttempts` calls;
  * - valid draft -> `reply.generated`, then `notification.send.requested` (logical attempt 1), or,
  *   when the draft asks for a human review, `reply.held_for_review` instead of the send;
  * - no valid draft within the budget -> `reply.held_for_review` with reason
@@ -62,10 +67,11 @@ export const HELD_INVALID_OUTPUT = "model.invalid_output";
 
 export interface ReplyGenerationOptions {
   readonly model: ModelPort;
-  /** The conversation's current version (see conversationVersionReader in ./conversation). */
-  readonly conversationVersion: (conversationId: string) => Promise<number>;
-  /** The turn's context: its message and the ones just before (conversationContextReader). */
-  readonly context: ConversationContextReader;
+  /**
+   * The conversation's state (conversationReader in ./conversation): its current version, for
+   * the superseded check, and the turn's context (its message and the ones just before it).
+   */
+  readonly conversation: ConversationReader;
   /** Model calls per request, corrections included. @default 3 */
   readonly maxModelAttempts?: number;
   /** Deadline of the send when the request carries none, in seconds from now. @default 300 */
@@ -103,7 +109,7 @@ export const REPLY_SYSTEM_PROMPT =
 
 export function createReplyGeneration(options: ReplyGenerationOptions): Role<ReplyState> {
   const settings = replySettings(options);
-  const { conversationVersion } = options;
+  const reads = new ConversationReads(options.conversation, conversationIdOf);
   return {
     group: "reply-generation",
     subscriptions: ["reply.generation.requested", ...REVIEW_COMMANDS],
@@ -115,23 +121,25 @@ export function createReplyGeneration(options: ReplyGenerationOptions): Role<Rep
     async discard(existing, event) {
       if (existing || event.input_version === undefined) return undefined;
       if (event.event_type !== "reply.generation.requested") return undefined;
-      const request = event.payload as ReplyGenerationRequested;
-      const current = await conversationVersion(request.conversation_id);
-      return event.input_version < current ? "superseded" : undefined;
+      const { version } = await reads.forDiscard(event);
+      return event.input_version < version ? "superseded" : undefined;
     },
     async decide(existing, event, { now }) {
       if (event.event_type !== "reply.generation.requested")
         return decideReview(existing, event, now, settings.sendTtl);
       if (existing) return {};
-      return decideReply(settings, event, now);
+      return decideReply(settings, event, await reads.forDecide(event), now);
     },
   };
+}
+
+function conversationIdOf(event: Envelope): string {
+  return (event.payload as ReplyGenerationRequested).conversation_id;
 }
 
 /** The validated options the reply decision needs. */
 interface ReplySettings {
   readonly model: ModelPort;
-  readonly context: ConversationContextReader;
   readonly maxAttempts: number;
   readonly sendTtl: number;
   readonly maxTokens: number;
@@ -167,7 +175,6 @@ function replySettings(options: ReplyGenerationOptions): ReplySettings {
     );
   return {
     model: options.model,
-    context: options.context,
     maxAttempts,
     sendTtl,
     maxTokens: options.maxTokens ?? 1024,
@@ -178,10 +185,11 @@ function replySettings(options: ReplyGenerationOptions): ReplySettings {
 async function decideReply(
   settings: ReplySettings,
   event: Envelope,
+  conversation: ConversationSnapshot,
   now: Date,
 ): Promise<Decision<ReplyState>> {
   const request = event.payload as ReplyGenerationRequested;
-  const messages = await settings.context(request.conversation_id, request.context_version);
+  const messages = conversation.context(request.context_version);
   const context = replyContext(event, messages, now);
   const allowed = allowedSourceRefs(request, messages);
   let result: StructuredResult<ReplyDraft>;

@@ -12,6 +12,7 @@ import { audit } from "../../functions/roles/audit";
 import { createContentAgent } from "../../functions/roles/content-agents";
 import {
   conversationContextReader,
+  conversationReader,
   conversationVersionReader,
   createConversation,
 } from "../../functions/roles/conversation";
@@ -121,7 +122,7 @@ export class World {
       createConversation({ replyTtlSeconds: 86_400 }),
       createRouter({ context }),
       createOrderLookup({ orders: ordersFrom(SAMPLE_ORDERS) }),
-      createReplyGeneration({ model, conversationVersion, context }),
+      createReplyGeneration({ model, conversation: conversationReader(this.memory) }),
       createSender({
         channel: this.channel,
         sideEffects: new InMemorySideEffects(),

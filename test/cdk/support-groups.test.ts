@@ -27,8 +27,7 @@ describe("support groups in the topology", () => {
     createOrderLookup({ orders: ordersFrom([]) }),
     createReplyGeneration({
       model: new DeterministicLocalModel(),
-      conversationVersion: version,
-      context: async () => [],
+      conversation: async () => ({ version: 0, context: () => [] }),
     }),
     createSender({
       channel: new LocalChannel(),

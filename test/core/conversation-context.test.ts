@@ -1,23 +1,19 @@
 import { ulid } from "ulid";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { DeterministicLocalModel } from "../../functions/adapters/local-model";
-import type { ModelRequest } from "../../functions/core/model";
+import { TransientError, VersionConflictError } from "../../functions/core/errors";
+import type { ModelPort, ModelRequest } from "../../functions/core/model";
 import { consume, type Role } from "../../functions/core/pipeline";
 import {
   CONTEXT_MESSAGES,
   CONTEXT_WINDOW_SECONDS,
   type ConversationState,
   contextWindow,
-  conversation,
-  conversationContextReader,
-  conversationVersionReader,
 } from "../../functions/roles/conversation";
-import { createOrderLookup, ordersFrom } from "../../functions/roles/order-lookup";
-import { createReplyGeneration } from "../../functions/roles/reply-generation";
-import { createRouter, routeTexts } from "../../functions/roles/router";
-import { SAMPLE_ORDERS } from "../../lib/local/orders";
+import { routeTexts } from "../../functions/roles/router";
 import type { Envelope } from "../../schemas";
-import { clientMessage, makeDeps } from "./fixtures";
+import { clientMessage } from "./fixtures";
+import { newConversationId, only, type SupportHarness, supportHarness } from "./support-fixture";
 
 const COMMANDS = [
   "support.route.requested",
@@ -27,7 +23,6 @@ const COMMANDS = [
 
 describe("conversation context", () => {
   it("answers two messages in quick succession once, about the order the second names, from both", async () => {
-    const { deps, store, clock } = makeDeps();
     const prompts: ModelRequest[] = [];
     const local = new DeterministicLocalModel();
     const model = {
@@ -37,39 +32,19 @@ describe("conversation context", () => {
         return local.converse(request);
       },
     };
-    const context = conversationContextReader(store);
-    const roles = [
-      conversation,
-      createRouter({ context }),
-      createOrderLookup({ orders: ordersFrom(SAMPLE_ORDERS) }),
-      createReplyGeneration({
-        model,
-        conversationVersion: conversationVersionReader(store),
-        context,
-      }),
-    ] as Role<unknown>[];
-    const conv = `conv_${ulid()}`;
+    const h = supportHarness({ model, without: ["sender", "conversation-projection"] });
+    const conv = newConversationId();
     const first = clientMessage(conv, "I want to check my order");
     const second = clientMessage(conv, "the order number is A-1002");
-    const emitted: Envelope[] = [];
     // Both messages are taken in before any command is handled (they came in quick succession).
-    const queue: Envelope[] = [];
+    const accepted: Envelope[] = [];
     for (const message of [first, second]) {
-      const accepted = await consume(message, conversation as Role<unknown>, deps);
-      queue.push(...(accepted.steps[0]?.emitted ?? []));
-      emitted.push(...(accepted.steps[0]?.emitted ?? []));
-      clock.advance(20_000);
+      const result = await consume(message, h.conversation as Role<unknown>, h.deps);
+      accepted.push(...(result.steps[0]?.emitted ?? []));
+      h.clock.advance(20_000);
     }
-    for (let event = queue.shift(); event; event = queue.shift()) {
-      for (const role of roles.slice(1)) {
-        if (!role.subscriptions.includes(event.event_type)) continue;
-        const result = await consume(event, role, deps);
-        for (const step of result.steps) {
-          emitted.push(...step.emitted);
-          queue.push(...step.emitted);
-        }
-      }
-    }
+    await h.drain(accepted);
+    const emitted = [...accepted, ...h.emitted];
 
     const routed = emitted.filter((e) => e.event_type === "support.routed");
     expect(routed.map((e) => [e.task_id, e.payload])).toEqual([
@@ -137,5 +112,59 @@ describe("conversation context", () => {
     expect(() => contextWindow(state, "conv_1", 9)).toThrow(
       expect.objectContaining({ code: "conversation.context_missing" }),
     );
+  });
+});
+
+describe("reply generation's reads of the conversation", () => {
+  /** The loads of conversation state the store serves from now on. */
+  function conversationReads(h: SupportHarness): () => number {
+    const load = vi.spyOn(h.store, "load");
+    return () =>
+      load.mock.calls.filter(([request]) => request.state?.type === "conversation").length;
+  }
+
+  async function requestOf(h: SupportHarness, conv: string, text: string): Promise<Envelope> {
+    const before = h.emitted.length;
+    await h.drain([clientMessage(conv, text)], ["reply-generation"]);
+    return only(h.emitted.slice(before), "reply.generation.requested");
+  }
+
+  it("reads it once per request: the superseded check and the context share one read", async () => {
+    const h = supportHarness({ without: ["sender"] });
+    const conv = newConversationId();
+    const stale = await requestOf(h, conv, "Where is order 123?");
+    const current = await requestOf(h, conv, "Sorry, I meant order 456");
+    const reads = conversationReads(h);
+
+    expect(await consume(stale, h.replyGeneration, h.deps)).toMatchObject({
+      status: "discarded",
+      reason: "superseded",
+    });
+    expect(reads()).toBe(1);
+    expect((await consume(current, h.replyGeneration, h.deps)).status).toBe("applied");
+    expect(reads()).toBe(2);
+  });
+
+  it("reads it again on each new delivery and on each round retried after a commit conflict", async () => {
+    const throttled = new TransientError("model.throttled", "slow down");
+    const local = new DeterministicLocalModel();
+    let failures = 1;
+    const model: ModelPort = {
+      name: local.name,
+      converse: (request) => (failures-- > 0 ? Promise.reject(throttled) : local.converse(request)),
+    };
+    const h = supportHarness({ model, without: ["sender"] });
+    const request = await requestOf(h, newConversationId(), "Where is order 123?");
+    const reads = conversationReads(h);
+
+    await expect(consume(request, h.replyGeneration, h.deps)).rejects.toBe(throttled);
+    expect(reads()).toBe(1);
+    // The redelivery loses its first commit to a concurrent writer: the pipeline decides again.
+    vi.spyOn(h.store, "commit").mockRejectedValueOnce(
+      new VersionConflictError("state", "another commit came first"),
+    );
+    const again = await consume(request, h.replyGeneration, h.deps, { receiveCount: 2 });
+    expect(again.status).toBe("applied");
+    expect(reads()).toBe(3);
   });
 });

@@ -1,37 +1,19 @@
-import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
-import { LocalChannel } from "../../functions/adapters/channel/local-channel";
-import { DeterministicLocalModel, HUMAN_REVIEW_MARKER } from "../../functions/adapters/local-model";
+import { HUMAN_REVIEW_MARKER } from "../../functions/adapters/local-model";
 import { TransientError } from "../../functions/core/errors";
 import { type ConsumeResult, consume, type Role } from "../../functions/core/pipeline";
-import { InMemorySideEffects } from "../../functions/core/side-effects";
 import { recordConsumed } from "../../functions/handlers/consumer-metrics";
 import type { Observability } from "../../functions/handlers/observe";
-import {
-  conversationContextReader,
-  conversationVersionReader,
-  createConversation,
-} from "../../functions/roles/conversation";
-import {
-  type ConversationView,
-  conversationProjection,
-} from "../../functions/roles/conversation-projection";
-import { createOrderLookup, type OrdersPort } from "../../functions/roles/order-lookup";
-import { createReplyGeneration } from "../../functions/roles/reply-generation";
-import { createRouter } from "../../functions/roles/router";
-import {
-  createSender,
-  DELIVERED,
-  type DeliveryState,
-  NOT_SENT,
-  replyKey,
-} from "../../functions/roles/sender";
+import type { ConversationView } from "../../functions/roles/conversation-projection";
+import type { OrdersPort } from "../../functions/roles/order-lookup";
+import { DELIVERED, type DeliveryState, NOT_SENT, replyKey } from "../../functions/roles/sender";
 import { restsOn, stillHolds } from "../../functions/roles/sender-facts";
 import { SAMPLE_ORDERS } from "../../lib/local/orders";
-import { type Envelope, registry } from "../../schemas";
+import type { Envelope } from "../../schemas";
 import type { OrderRecord, SendRequested } from "../../schemas/events/conversation";
 import type { SupportCancelled } from "../../schemas/events/support-cancel";
-import { clientMessage, makeDeps } from "./fixtures";
+import { clientMessage } from "./fixtures";
+import { newConversationId, operatorCommand, supportHarness } from "./support-fixture";
 
 /**
  * The sender discards a reply that no longer holds (seed 000 §11.5): `invalidated_by_state_change`
@@ -44,10 +26,11 @@ import { clientMessage, makeDeps } from "./fixtures";
 const SEND = "notification.send.requested";
 const ORDER_123 = SAMPLE_ORDERS.find((o) => o.order_id === "123") as OrderRecord;
 
+/**
+ * The support roles with a mutable orders table (that can also be down); send commands are held
+ * back from the drain and handed to the sender by the test (`toSender`).
+ */
 function harness() {
-  const { deps, store, clock } = makeDeps();
-  const channel = new LocalChannel({ clock });
-  const sideEffects = new InMemorySideEffects();
   const table = new Map(SAMPLE_ORDERS.map((o) => [o.order_id, o]));
   let ordersDown = false;
   const orders: OrdersPort = {
@@ -56,89 +39,47 @@ function harness() {
       return table.get(id);
     },
   };
-  const versions = conversationVersionReader(store);
-  const sender = createSender({ channel, sideEffects, conversationVersion: versions, orders });
-  const roles = [
-    createConversation({}),
-    createRouter({ context: conversationContextReader(store) }),
-    createOrderLookup({ orders }),
-    createReplyGeneration({
-      model: new DeterministicLocalModel(),
-      conversationVersion: versions,
-      context: conversationContextReader(store),
-    }),
-    sender,
-    conversationProjection,
-  ] as Role<unknown>[];
-  const held: Envelope[] = [];
-  const results: ConsumeResult[] = [];
-  /** Delivers to every subscribed role but the sender, breadth first; sends are held back. */
-  async function drain(...events: Envelope[]) {
-    const queue = [...events];
-    while (queue.length > 0) {
-      const event = queue.shift() as Envelope;
-      if (event.event_type === SEND) held.push(event);
-      for (const role of roles.filter((r) => r.subscriptions.includes(event.event_type))) {
-        if (role === sender) continue;
-        const result = await consume(event, role, deps);
-        for (const step of result.steps) queue.push(...step.emitted);
-      }
-    }
-  }
+  const h = supportHarness({ orders, without: ["sender"] });
   /** Hands an event to the sender, then its facts to the others. */
   async function toSender(event: Envelope, receiveCount = 1): Promise<ConsumeResult> {
-    const result = await consume(event, sender as Role<unknown>, deps, { receiveCount });
-    results.push(result);
-    await drain(...result.steps.flatMap((s) => s.emitted));
+    const result = await consume(event, h.sender as Role<unknown>, h.deps, { receiveCount });
+    const facts = result.steps.flatMap((s) => s.emitted);
+    h.emitted.push(...facts);
+    await h.drain(facts);
     return result;
   }
-  const state = async <S>(type: string, id: string) =>
-    (await store.load({ state: { type, id } })).state?.data as S | undefined;
-  const facts = (type: string) => store.log.filter((e) => e.event_type === type);
+  /** The send commands emitted so far, in order (the drain holds them back). */
+  const held = () => h.emitted.filter((e) => e.event_type === SEND);
+  const facts = (type: string) => h.store.log.filter((e) => e.event_type === type);
   const setOrder = (order: OrderRecord) => table.set(order.order_id, order);
   const setOrdersDown = (down: boolean) => {
     ordersDown = down;
   };
-  return {
-    ...{ store, channel, sideEffects, drain, toSender, held },
-    ...{ state, facts, setOrder, setOrdersDown },
-  };
+  return { ...h, toSender, held, facts, setOrder, setOrdersDown };
 }
 
 type Harness = ReturnType<typeof harness>;
 
 /** A customer's message whose send command is held back before the sender. */
 async function pendingSend(h: Harness, text: string, customer = "cust_alice") {
-  const message = clientMessage(`conv_${ulid()}`, text, { customer });
-  await h.drain(message);
-  const send = h.held.find((e) => e.task_id === message.task_id);
+  const message = clientMessage(newConversationId(), text, { customer });
+  await h.drain([message]);
+  const send = h.held().find((e) => e.task_id === message.task_id);
   if (!send) throw new Error(`no send command for ${message.task_id}`);
   return { message, send };
 }
 
-function operatorCommand(type: string, message: Envelope, aggregate: string, extra = {}) {
-  const id = ulid();
-  const conversationId = message.conversation_id as string;
-  const parsed = registry.parse({
-    event_id: id,
-    event_type: type,
-    schema_version: 1,
-    occurred_at: new Date().toISOString(),
-    correlation_id: `corr_${id}`,
-    causation_id: null,
-    task_id: message.task_id,
-    conversation_id: conversationId,
-    aggregate: { type: aggregate, id: message.task_id, version: 0 },
-    order_key: conversationId,
-    producer: "agentbus-cli",
-    payload: { conversation_id: conversationId, requested_by: "ops_anna", ...extra },
-  });
-  if (!parsed.ok) throw new Error(parsed.message);
-  return parsed.envelope;
-}
+/** An operator's command about `message`'s turn, on `<aggregate>/<task_id>`. */
+const commandOn = (type: string, message: Envelope, aggregate: string, extra = {}) =>
+  operatorCommand(
+    type,
+    { type: aggregate, id: message.task_id },
+    message.conversation_id as string,
+    extra,
+  );
 
 const cancelRequested = (message: Envelope, reason = "customer called in") =>
-  operatorCommand("support.cancel.requested", message, "delivery", { reason });
+  commandOn("support.cancel.requested", message, "delivery", { reason });
 
 /** The DiscardedByReason counts the consumer publishes for `result`, by reason. */
 function discardCounts(result: ConsumeResult): Record<string, number> {
@@ -306,15 +247,15 @@ describe("a cancelled support turn", () => {
   it("a held reply approved after the cancel is not sent", async () => {
     const h = harness();
     const message = clientMessage(
-      `conv_${ulid()}`,
+      newConversationId(),
       `Refund order 123 twice? ${HUMAN_REVIEW_MARKER}`,
     );
-    await h.drain(message);
-    expect(h.held).toEqual([]);
+    await h.drain([message]);
+    expect(h.held()).toEqual([]);
     await h.toSender(cancelRequested(message));
-    await h.drain(operatorCommand("reply.approve.requested", message, "reply"));
-    expect(h.held).toHaveLength(1);
-    const approved = h.held[0] as Envelope;
+    await h.drain([commandOn("reply.approve.requested", message, "reply")]);
+    expect(h.held()).toHaveLength(1);
+    const approved = h.held()[0] as Envelope;
     expect((approved.payload as SendRequested).logical_attempt).toBe(2);
     expect(await h.toSender(approved)).toMatchObject({
       status: "discarded",
@@ -342,7 +283,7 @@ describe("a cancelled support turn", () => {
     const h = harness();
     const { message, send } = await pendingSend(h, "Where is order A-1001?");
     const conversationId = message.conversation_id as string;
-    await h.drain(clientMessage(conversationId, "Never mind, found it."));
+    await h.drain([clientMessage(conversationId, "Never mind, found it.")]);
     await h.toSender(cancelRequested(message));
     expect(await h.toSender(send)).toMatchObject({ status: "discarded", reason: "cancelled" });
   });

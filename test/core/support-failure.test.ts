@@ -1,29 +1,19 @@
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
-import {
-  DeterministicLocalModel,
-  MODEL_ACCESS_DENIED_MARKER,
-} from "../../functions/adapters/local-model";
+import { MODEL_ACCESS_DENIED_MARKER } from "../../functions/adapters/local-model";
 import { PermanentError, TransientError } from "../../functions/core/errors";
 import type { ModelPort } from "../../functions/core/model";
 import { consume, type Role } from "../../functions/core/pipeline";
 import {
-  conversation,
-  conversationContextReader,
-  conversationVersionReader,
-} from "../../functions/roles/conversation";
-import {
   type ConversationView,
   conversationProjection,
 } from "../../functions/roles/conversation-projection";
-import { createOrderLookup, type OrdersPort, ordersFrom } from "../../functions/roles/order-lookup";
-import { createReplyGeneration } from "../../functions/roles/reply-generation";
-import { createRouter } from "../../functions/roles/router";
+import type { OrdersPort } from "../../functions/roles/order-lookup";
 import { summarizeConversation } from "../../functions/roles/summaries";
 import { HANDOFF_TEXT, HANDOFF_TTL_SECONDS } from "../../functions/roles/support-failure";
-import { SAMPLE_ORDERS } from "../../lib/local/orders";
 import type { Envelope } from "../../schemas";
-import { clientMessage, makeDeps } from "./fixtures";
+import { clientMessage } from "./fixtures";
+import { newConversationId, ofType, only, supportHarness } from "./support-fixture";
 
 /** A model whose every call fails with `error`. */
 const failingModel = (error: Error): ModelPort => ({
@@ -31,48 +21,9 @@ const failingModel = (error: Error): ModelPort => ({
   converse: () => Promise.reject(error),
 });
 
-function harness(options: { model?: ModelPort; orders?: OrdersPort } = {}) {
-  const { deps, clock, store } = makeDeps();
-  const replyGeneration = createReplyGeneration({
-    model: options.model ?? new DeterministicLocalModel(),
-    conversationVersion: conversationVersionReader(store),
-    context: conversationContextReader(store),
-  });
-  const orderLookup = createOrderLookup({ orders: options.orders ?? ordersFrom(SAMPLE_ORDERS) });
-  const router = createRouter({ context: conversationContextReader(store) });
-  const roles = [conversation, router, orderLookup, replyGeneration, conversationProjection];
-  const emitted: Envelope[] = [];
-  /** Delivers to every subscribed role, then what they emit, breadth first; `stop` is left out. */
-  const drain = async (events: Envelope[], stop: readonly string[] = []) => {
-    const queue = [...events];
-    for (let event = queue.shift(); event; event = queue.shift()) {
-      for (const role of roles as Role<unknown>[]) {
-        if (!role.subscriptions.includes(event.event_type) || stop.includes(role.group)) continue;
-        const result = await consume(event, role, deps);
-        for (const step of result.steps) {
-          emitted.push(...step.emitted);
-          queue.push(...step.emitted);
-        }
-      }
-    }
-  };
-  const view = async (conversationId: string) =>
-    (await store.load({ state: { type: "conversation_view", id: conversationId } })).state?.data as
-      | ConversationView
-      | undefined;
-  return { deps, clock, store, replyGeneration, orderLookup, emitted, drain, view };
-}
-
-const ofType = (events: readonly Envelope[], type: string) =>
-  events.filter((e) => e.event_type === type);
-
-function only(events: readonly Envelope[], type: string): Envelope {
-  const found = ofType(events, type);
-  expect(found, `exactly one ${type}`).toHaveLength(1);
-  return found[0] as Envelope;
-}
-
-const newConversationId = () => `conv_${ulid()}`;
+/** The support roles without the sender: what a failed step emits stays unsent. */
+const harness = (options: { model?: ModelPort; orders?: OrdersPort } = {}) =>
+  supportHarness({ ...options, without: ["sender"] });
 
 describe("failure facts of the support workflow", () => {
   it("ends a generation the model refuses for good with a failure fact and one hand-off send", async () => {

@@ -1,13 +1,11 @@
 import { ulid } from "ulid";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { MODEL_ACCESS_DENIED_MARKER } from "../../functions/adapters/local-model";
 import type { ConversationState } from "../../functions/roles/conversation";
 import { HANDOFF_TEXT } from "../../functions/roles/support-failure";
-import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
 import { readDeadLetters } from "../../lib/local/scenario/dead-letters";
 import {
   customerMessage,
-  loadConversation,
   sendCommandOf,
   sideEffectOf,
   streamOf,
@@ -16,7 +14,7 @@ import {
 import { putOnBus } from "../../lib/local/scenario/workflow";
 import { topology } from "../../lib/topology";
 import type { Envelope } from "../../schemas";
-import { emulator } from "../support/aws";
+import { localSupportStack, TIMEOUT } from "./support-stack";
 
 /**
  * The customer-support conversation end to end on the local runtime: the stack synthesized and
@@ -24,40 +22,14 @@ import { emulator } from "../support/aws";
  * events bus as a client would, replies delivered through the local channel (which records every
  * delivery). Each test asserts on stored state and on the channel's record of deliveries.
  */
-const TIMEOUT = 120_000;
-
 describe("customer-support conversation on the local runtime", () => {
-  let env: LocalEnvironment;
+  const local = localSupportStack("cv");
+  const { deliveriesTo, delivered, inboxRow, putMessages: send, sendOf } = local;
   const conv = () => `conv_${ulid()}`;
-  const send = (...messages: Envelope[]) => putOnBus(env, "events", messages);
-  const deliveriesTo = (conversationId: string) =>
-    env.channel.deliveries().filter((d) => d.conversationId === conversationId);
-  const delivered = (conversationId: string, taskId: string) =>
-    waitUntil(
-      `the delivery of ${taskId}`,
-      async () => {
-        const view = await loadConversation(env, conversationId);
-        return view?.turns[taskId]?.status === "delivered" ? view : undefined;
-      },
-      TIMEOUT,
-    );
   const routes = async (conversationId: string) =>
-    (await streamOf(env, { type: "conversation", id: conversationId })).filter(
+    (await streamOf(local.env, { type: "conversation", id: conversationId })).filter(
       (e) => e.event_type === "support.route.requested",
     );
-  const inboxRow = async (group: string, eventId: string) =>
-    (await env.store.inboxRecords(group, [eventId]))[0];
-
-  beforeAll(async () => {
-    env = await startLocal({
-      endpoint: emulator().endpoint,
-      stage: `cv${ulid().slice(-6).toLowerCase()}`,
-    });
-  }, 240_000);
-
-  afterAll(async () => {
-    await env?.stop();
-  });
 
   it(
     "two messages in quick succession: one reply, built from the second; the first one superseded",
@@ -65,23 +37,15 @@ describe("customer-support conversation on the local runtime", () => {
       const id = conv();
       const first = customerMessage(id, "cust_alice", "Has the refund for order 123 gone through?");
       const second = customerMessage(id, "cust_alice", "Sorry, I meant order A-1001: where is it?");
-      env.runtime.pauseGroup("sender");
+      local.env.runtime.pauseGroup("sender");
       try {
         await send(first);
-        const firstSend = await waitUntil(
-          "the first send command",
-          () => sendCommandOf(env, first.task_id),
-          TIMEOUT,
-        );
+        const firstSend = await sendOf(first);
         expect(firstSend.input_version).toBe(1);
         await send(second);
-        await waitUntil(
-          "the second send command",
-          () => sendCommandOf(env, second.task_id),
-          TIMEOUT,
-        );
+        await sendOf(second);
       } finally {
-        env.runtime.resumeGroup("sender");
+        local.env.runtime.resumeGroup("sender");
       }
       const view = await delivered(id, second.task_id);
 
@@ -91,19 +55,19 @@ describe("customer-support conversation on the local runtime", () => {
       expect(deliveries[0]?.text).toContain("A-1001");
       expect(deliveries[0]?.recipient).toBe("cust_alice");
 
-      const conversation = await env.store.load({ state: { type: "conversation", id } });
+      const conversation = await local.env.store.load({ state: { type: "conversation", id } });
       expect((conversation.state?.data as ConversationState | undefined)?.version).toBe(2);
       expect(view.turns[second.task_id]).toMatchObject({ input_version: 2, status: "delivered" });
       expect(view.turns[first.task_id]?.status).not.toBe("delivered");
 
-      await env.runtime.idle();
-      const firstSend = (await sendCommandOf(env, first.task_id)) as Envelope;
+      await local.env.runtime.idle();
+      const firstSend = (await sendCommandOf(local.env, first.task_id)) as Envelope;
       expect(await inboxRow("sender", firstSend.event_id)).toMatchObject({
         outcome: "discarded",
         reason: "superseded",
       });
       // The superseded send never reached the channel, nor claimed an idempotency key.
-      expect(await sideEffectOf(env, `${first.task_id}:reply:1`)).toBeUndefined();
+      expect(await sideEffectOf(local.env, `${first.task_id}:reply:1`)).toBeUndefined();
     },
     TIMEOUT * 2,
   );
@@ -115,10 +79,10 @@ describe("customer-support conversation on the local runtime", () => {
       const first = customerMessage(id, "cust_alice", "I want to check my order");
       const second = customerMessage(id, "cust_alice", "the order number is A-1002");
       const requestOf = async (type: string, taskId: string) =>
-        (await streamOf(env, { type, id: taskId })).find(
+        (await streamOf(local.env, { type, id: taskId })).find(
           (e) => e.event_type === "reply.generation.requested",
         );
-      env.runtime.pauseGroup("reply-generation");
+      local.env.runtime.pauseGroup("reply-generation");
       try {
         await send(first);
         await waitUntil(
@@ -133,15 +97,15 @@ describe("customer-support conversation on the local runtime", () => {
           TIMEOUT,
         );
       } finally {
-        env.runtime.resumeGroup("reply-generation");
+        local.env.runtime.resumeGroup("reply-generation");
       }
       await delivered(id, second.task_id);
-      await env.runtime.idle();
+      await local.env.runtime.idle();
 
       const deliveries = deliveriesTo(id);
       expect(deliveries.map((d) => d.key)).toEqual([`${second.task_id}:reply:1`]);
       expect(deliveries[0]?.text).toContain("Order A-1002 (Rain jacket, size M) is placed.");
-      const generated = (await streamOf(env, { type: "reply", id: second.task_id })).find(
+      const generated = (await streamOf(local.env, { type: "reply", id: second.task_id })).find(
         (e) => e.event_type === "reply.generated",
       );
       expect((generated?.payload as { source_refs?: string[] } | undefined)?.source_refs).toEqual(
@@ -159,7 +123,7 @@ describe("customer-support conversation on the local runtime", () => {
           { type: "order_lookup", id: m.task_id },
         ]),
       ];
-      const commands = (await Promise.all(streams.map((ref) => streamOf(env, ref))))
+      const commands = (await Promise.all(streams.map((ref) => streamOf(local.env, ref))))
         .flat()
         .filter((e) => e.event_type.endsWith(".requested"));
       expect(commands.length).toBeGreaterThanOrEqual(5);
@@ -177,7 +141,7 @@ describe("customer-support conversation on the local runtime", () => {
       const id = conv();
       const first = customerMessage(id, "cust_erin", "I want to check my order");
       const second = customerMessage(id, "cust_erin", "The order number is A-1002");
-      env.runtime.pauseStream();
+      local.env.runtime.pauseStream();
       let routeRequests: Envelope[] = [];
       try {
         await send(first);
@@ -196,17 +160,17 @@ describe("customer-support conversation on the local runtime", () => {
           TIMEOUT,
         );
         // The second message's route request reaches the bus first (as a replay would bring it).
-        await putOnBus(env, "commands", [routeRequests[1] as Envelope]);
+        await putOnBus(local.env, "commands", [routeRequests[1] as Envelope]);
         await waitUntil(
           "the router's gap repair",
           async () => (await inboxRow("router", routeRequests[0]?.event_id ?? "")) ?? undefined,
           TIMEOUT,
         );
       } finally {
-        env.runtime.resumeStream();
+        local.env.runtime.resumeStream();
       }
       const view = await delivered(id, second.task_id);
-      await env.runtime.idle();
+      await local.env.runtime.idle();
 
       expect(routeRequests.map((e) => e.aggregate.version)).toEqual([2, 4]);
       const deliveries = deliveriesTo(id);
@@ -215,12 +179,12 @@ describe("customer-support conversation on the local runtime", () => {
       expect(view.turns[second.task_id]).toMatchObject({ input_version: 2, status: "delivered" });
       // Each message was routed under its own task.
       for (const message of [first, second]) {
-        const routed = await streamOf(env, { type: "support_route", id: message.task_id });
+        const routed = await streamOf(local.env, { type: "support_route", id: message.task_id });
         expect(routed.map((e) => e.event_type)).toContain("support.routed");
         expect(routed.every((e) => e.task_id === message.task_id)).toBe(true);
       }
       const repaired = (
-        env.observations.deliveries.get(routeRequests[0]?.event_id ?? "") ?? []
+        local.env.observations.deliveries.get(routeRequests[0]?.event_id ?? "") ?? []
       ).filter((d) => d.group === "router" && d.status === "applied");
       expect(repaired).toEqual([expect.objectContaining({ repaired: true })]);
     },
@@ -234,35 +198,31 @@ describe("customer-support conversation on the local runtime", () => {
       const message = customerMessage(id, "cust_frank", "Where is order 456?", {
         expires_at: new Date(Date.now() + 30_000).toISOString(),
       });
-      env.runtime.pauseGroup("sender");
+      local.env.runtime.pauseGroup("sender");
       let command: Envelope;
       try {
         await send(message);
-        command = await waitUntil(
-          "the send command",
-          () => sendCommandOf(env, message.task_id),
-          TIMEOUT,
-        );
-        env.channel.inject({ kind: "timeout-after-apply", recipient: "cust_frank" });
-        env.channel.inject({ kind: "query-unknown", recipient: "cust_frank" });
+        command = await sendOf(message);
+        local.env.channel.inject({ kind: "timeout-after-apply", recipient: "cust_frank" });
+        local.env.channel.inject({ kind: "query-unknown", recipient: "cust_frank" });
       } finally {
-        env.runtime.resumeGroup("sender");
+        local.env.runtime.resumeGroup("sender");
       }
       const unknownOutcome = () =>
-        env.observations.errors.some(
+        local.env.observations.errors.some(
           (e) => e.group === "sender" && e.code === "channel.outcome_unknown",
         ) || undefined;
       await waitUntil("the first attempt's unknown outcome", async () => unknownOutcome(), TIMEOUT);
-      env.runtime.pauseGroup("sender");
+      local.env.runtime.pauseGroup("sender");
       try {
         const deadline = Date.parse(command.expires_at ?? "");
         expect(Number.isFinite(deadline)).toBe(true);
         await new Promise((r) => setTimeout(r, Math.max(0, deadline - Date.now()) + 500));
       } finally {
-        env.runtime.resumeGroup("sender");
+        local.env.runtime.resumeGroup("sender");
       }
       const view = await delivered(id, message.task_id);
-      await env.runtime.idle();
+      await local.env.runtime.idle();
 
       const key = `${message.task_id}:reply:1`;
       expect(deliveriesTo(id).map((d) => d.key)).toEqual([key]);
@@ -270,8 +230,8 @@ describe("customer-support conversation on the local runtime", () => {
         idempotency_key: key,
         confirmed_by: "query",
       });
-      expect(await sideEffectOf(env, key)).toMatchObject({ state: "succeeded" });
-      const facts = await streamOf(env, { type: "delivery", id: message.task_id });
+      expect(await sideEffectOf(local.env, key)).toMatchObject({ state: "succeeded" });
+      const facts = await streamOf(local.env, { type: "delivery", id: message.task_id });
       expect(facts.map((e) => e.event_type)).toEqual(["notification.delivered"]);
       expect(await inboxRow("sender", command.event_id)).toMatchObject({ outcome: "applied" });
     },
@@ -283,32 +243,28 @@ describe("customer-support conversation on the local runtime", () => {
     async () => {
       const id = conv();
       const message = customerMessage(id, "cust_bob", "Was order 456 delivered?");
-      const sendsBefore = env.channel.sends();
-      env.runtime.pauseGroup("sender");
+      const sendsBefore = local.env.channel.sends();
+      local.env.runtime.pauseGroup("sender");
       let command: Envelope;
       try {
         await send(message);
-        command = await waitUntil(
-          "the send command",
-          () => sendCommandOf(env, message.task_id),
-          TIMEOUT,
-        );
+        command = await sendOf(message);
         // Two more copies of the same command (the same event id), as a replay would deliver them.
-        await putOnBus(env, "commands", [command, command]);
+        await putOnBus(local.env, "commands", [command, command]);
       } finally {
-        env.runtime.resumeGroup("sender");
+        local.env.runtime.resumeGroup("sender");
       }
       await delivered(id, message.task_id);
-      await env.runtime.idle();
+      await local.env.runtime.idle();
 
       const key = `${message.task_id}:reply:1`;
       expect(deliveriesTo(id).map((d) => d.key)).toEqual([key]);
-      expect(env.channel.sends() - sendsBefore).toBe(1);
-      const record = await sideEffectOf(env, key);
+      expect(local.env.channel.sends() - sendsBefore).toBe(1);
+      const record = await sideEffectOf(local.env, key);
       expect(record).toMatchObject({ state: "succeeded", attempts: 1 });
-      const facts = await streamOf(env, { type: "delivery", id: message.task_id });
+      const facts = await streamOf(local.env, { type: "delivery", id: message.task_id });
       expect(facts.map((e) => e.event_type)).toEqual(["notification.delivered"]);
-      const seen = (env.observations.deliveries.get(command.event_id) ?? []).filter(
+      const seen = (local.env.observations.deliveries.get(command.event_id) ?? []).filter(
         (d) => d.group === "sender",
       );
       expect(seen.filter((d) => d.status === "applied")).toHaveLength(1);
@@ -320,26 +276,26 @@ describe("customer-support conversation on the local runtime", () => {
     "the channel times out after applying the send: resolved by query, one delivery, no new key",
     async () => {
       const id = conv();
-      env.channel.inject({ kind: "timeout-after-apply", recipient: "cust_carol" });
+      local.env.channel.inject({ kind: "timeout-after-apply", recipient: "cust_carol" });
       const message = customerMessage(
         id,
         "cust_carol",
         "When will the refund for order 789 arrive?",
       );
-      const queriesBefore = env.channel.queries();
+      const queriesBefore = local.env.channel.queries();
       await send(message);
       const view = await delivered(id, message.task_id);
 
       const key = `${message.task_id}:reply:1`;
       expect(deliveriesTo(id).map((d) => d.key)).toEqual([key]);
-      expect(env.channel.queries() - queriesBefore).toBeGreaterThanOrEqual(1);
+      expect(local.env.channel.queries() - queriesBefore).toBeGreaterThanOrEqual(1);
       expect(view.turns[message.task_id]?.delivery).toMatchObject({
         idempotency_key: key,
         confirmed_by: "query",
       });
-      expect(await sideEffectOf(env, key)).toMatchObject({ state: "succeeded", attempts: 1 });
-      expect(await sideEffectOf(env, `${message.task_id}:reply:2`)).toBeUndefined();
-      const facts = await streamOf(env, { type: "delivery", id: message.task_id });
+      expect(await sideEffectOf(local.env, key)).toMatchObject({ state: "succeeded", attempts: 1 });
+      expect(await sideEffectOf(local.env, `${message.task_id}:reply:2`)).toBeUndefined();
+      const facts = await streamOf(local.env, { type: "delivery", id: message.task_id });
       expect(facts).toHaveLength(1);
       expect(facts[0]?.payload).toMatchObject({ idempotency_key: key, confirmed_by: "query" });
     },
@@ -353,14 +309,14 @@ describe("customer-support conversation on the local runtime", () => {
       const message = customerMessage(id, "cust_alice", "Is the shop open today?", {
         expires_at: new Date(Date.now() + 10_000).toISOString(),
       });
-      env.runtime.pauseGroup("reply-generation");
+      local.env.runtime.pauseGroup("reply-generation");
       let request: Envelope;
       try {
         await send(message);
         request = await waitUntil(
           "the generation request",
           async () =>
-            (await streamOf(env, { type: "support_route", id: message.task_id })).find(
+            (await streamOf(local.env, { type: "support_route", id: message.task_id })).find(
               (e) => e.event_type === "reply.generation.requested",
             ),
           TIMEOUT,
@@ -370,17 +326,17 @@ describe("customer-support conversation on the local runtime", () => {
           setTimeout(r, Date.parse(request.expires_at ?? "") - Date.now() + 500),
         );
       } finally {
-        env.runtime.resumeGroup("reply-generation");
+        local.env.runtime.resumeGroup("reply-generation");
       }
       await waitUntil("the discard", () => inboxRow("reply-generation", request.event_id), TIMEOUT);
-      await env.runtime.idle();
+      await local.env.runtime.idle();
 
       expect(await inboxRow("reply-generation", request.event_id)).toMatchObject({
         outcome: "discarded",
         reason: "expired",
       });
-      expect(env.model.calls({ taskId: message.task_id })).toEqual([]);
-      expect(await streamOf(env, { type: "reply", id: message.task_id })).toEqual([]);
+      expect(local.env.model.calls({ taskId: message.task_id })).toEqual([]);
+      expect(await streamOf(local.env, { type: "reply", id: message.task_id })).toEqual([]);
       expect(deliveriesTo(id)).toEqual([]);
     },
     TIMEOUT * 2,
@@ -397,20 +353,20 @@ describe("customer-support conversation on the local runtime", () => {
       );
       await send(message);
       const view = await delivered(id, message.task_id);
-      await env.runtime.idle();
+      await local.env.runtime.idle();
 
       expect(view.turns[message.task_id]).toMatchObject({
         status: "delivered",
         step_failure: { step: "reply_generation", code: "model.access_denied" },
       });
-      const reply = await streamOf(env, { type: "reply", id: message.task_id });
+      const reply = await streamOf(local.env, { type: "reply", id: message.task_id });
       expect(reply.map((e) => e.event_type)).toEqual([
         "support.step.failed",
         "notification.send.requested",
       ]);
-      const request = (await streamOf(env, { type: "order_lookup", id: message.task_id })).find(
-        (e) => e.event_type === "reply.generation.requested",
-      );
+      const request = (
+        await streamOf(local.env, { type: "order_lookup", id: message.task_id })
+      ).find((e) => e.event_type === "reply.generation.requested");
       expect(await inboxRow("reply-generation", request?.event_id ?? "")).toMatchObject({
         outcome: "rejected",
         reason: "model.access_denied",
@@ -419,7 +375,7 @@ describe("customer-support conversation on the local runtime", () => {
       expect(handoffs.map((d) => [d.key, d.text])).toEqual([
         [`${message.task_id}:reply:1`, HANDOFF_TEXT],
       ]);
-      const letters = await readDeadLetters(env);
+      const letters = await readDeadLetters(local.env);
       expect(letters.filter((d) => d.eventId === request?.event_id)).toEqual([]);
     },
     TIMEOUT * 2,
@@ -434,22 +390,24 @@ describe("customer-support conversation on the local runtime", () => {
       const fine = customerMessage(id, "cust_dave", "hello again, any news?");
       await send(poison, fine);
       await delivered(id, fine.task_id);
-      await env.runtime.idle();
+      await local.env.runtime.idle();
 
-      const letters = (await readDeadLetters(env)).filter((d) => d.eventId === poison.event_id);
+      const letters = (await readDeadLetters(local.env)).filter(
+        (d) => d.eventId === poison.event_id,
+      );
       expect(letters.length).toBeGreaterThanOrEqual(1);
       for (const letter of letters) {
         expect(letter.code).toBe("envelope.invalid_payload");
         expect(letter.reason).toMatch(/customer_id/);
       }
       const conversationGroup = topology.groups.find((g) => g.name === "conversation");
-      const attempts = env.observations.errors.filter(
+      const attempts = local.env.observations.errors.filter(
         (e) => e.group === "conversation" && e.message.includes("customer_id"),
       ).length;
       expect(attempts).toBeLessThanOrEqual(conversationGroup?.maxReceiveCount ?? 0);
       // Nothing of the poison was applied anywhere; the good message was.
-      expect(env.observations.deliveries.get(poison.event_id)).toBeUndefined();
-      const conversation = await env.store.load({ state: { type: "conversation", id } });
+      expect(local.env.observations.deliveries.get(poison.event_id)).toBeUndefined();
+      const conversation = await local.env.store.load({ state: { type: "conversation", id } });
       expect((conversation.state?.data as ConversationState | undefined)?.version).toBe(1);
       expect(deliveriesTo(id)).toHaveLength(1);
     },

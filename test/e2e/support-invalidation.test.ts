@@ -1,23 +1,20 @@
 import { ulid } from "ulid";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { putOrders } from "../../functions/adapters/dynamodb/orders";
 import type { DeliveryState } from "../../functions/roles/sender";
-import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
 import { SAMPLE_ORDERS } from "../../lib/local/orders";
 import {
   customerMessage,
   loadConversation,
-  sendCommandOf,
   sideEffectOf,
   streamOf,
   waitUntil,
 } from "../../lib/local/scenario/support";
-import { putOnBus } from "../../lib/local/scenario/workflow";
 import { renderSummary } from "../../lib/local/trace";
 import type { Envelope } from "../../schemas";
 import type { OrderRecord, SendRequested } from "../../schemas/events/conversation";
-import { emulator } from "../support/aws";
 import { localCli } from "../support/cli";
+import { localSupportStack, TIMEOUT } from "./support-stack";
 
 /**
  * Replies that no longer hold, on the local stack (seed 000 §11.5): a reply whose order changed in
@@ -26,35 +23,17 @@ import { localCli } from "../support/cli";
  * discarded as `cancelled`. Neither reaches the channel; both are recorded with their reason and
  * counted per group.
  */
-const TIMEOUT = 120_000;
-const STAGE = `si${ulid().slice(-6).toLowerCase()}`;
-
 describe("replies discarded because they no longer hold, on the local stack", () => {
-  let env: LocalEnvironment;
-  const cli = localCli(() => env, STAGE, { AGENTBUS_OPERATOR: "ops_anna" });
-  const deliveriesTo = (conversationId: string) =>
-    env.channel.deliveries().filter((d) => d.conversationId === conversationId);
+  const local = localSupportStack("si");
+  const { deliveriesTo, putMessages, sendOf } = local;
+  const cli = localCli(() => local.env, local.stage, { AGENTBUS_OPERATOR: "ops_anna" });
   const senderRow = (eventId: string) =>
     waitUntil(
       `the sender's record of ${eventId}`,
-      async () => (await env.store.inboxRecords("sender", [eventId]))[0],
+      () => local.inboxRow("sender", eventId),
       TIMEOUT,
     );
-  const sendOf = (message: Envelope) =>
-    waitUntil(
-      `the send command of ${message.task_id}`,
-      () => sendCommandOf(env, message.task_id),
-      TIMEOUT,
-    );
-  const senderSummary = () => renderSummary(["sender"], env.observations);
-
-  beforeAll(async () => {
-    env = await startLocal({ endpoint: emulator().endpoint, stage: STAGE });
-  }, 240_000);
-
-  afterAll(async () => {
-    await env?.stop();
-  });
+  const senderSummary = () => renderSummary(["sender"], local.env.observations);
 
   it(
     "the refund went through after the lookup: the reply is discarded invalidated_by_state_change",
@@ -66,10 +45,10 @@ describe("replies discarded because they no longer hold, on the local stack", ()
         "Has the refund for order 123 gone through?",
       );
       const order = SAMPLE_ORDERS.find((o) => o.order_id === "123") as OrderRecord;
-      env.runtime.pauseGroup("sender");
+      local.env.runtime.pauseGroup("sender");
       let send: Envelope;
       try {
-        await putOnBus(env, "events", [message]);
+        await putMessages(message);
         send = await sendOf(message);
         expect((send.payload as SendRequested).rests_on).toMatchObject({
           order_id: "123",
@@ -79,19 +58,21 @@ describe("replies discarded because they no longer hold, on the local stack", ()
           ...order,
           refund: { status: "refunded", amount_cents: 4999, updated_at: new Date().toISOString() },
         };
-        await putOrders(env.clients.dynamodb, env.names.tables.orders as string, [refunded]);
+        await putOrders(local.env.clients.dynamodb, local.env.names.tables.orders as string, [
+          refunded,
+        ]);
       } finally {
-        env.runtime.resumeGroup("sender");
+        local.env.runtime.resumeGroup("sender");
       }
       expect(await senderRow(send.event_id)).toMatchObject({
         outcome: "discarded",
         reason: "invalidated_by_state_change",
       });
-      await env.runtime.idle();
+      await local.env.runtime.idle();
       expect(deliveriesTo(conversationId)).toEqual([]);
-      expect(await sideEffectOf(env, `${message.task_id}:reply:1`)).toBeUndefined();
+      expect(await sideEffectOf(local.env, `${message.task_id}:reply:1`)).toBeUndefined();
       expect(senderSummary()).toContain("1 invalidated_by_state_change");
-      const view = await loadConversation(env, conversationId);
+      const view = await loadConversation(local.env, conversationId);
       expect(view?.turns[message.task_id]?.status).not.toBe("delivered");
     },
     TIMEOUT * 2,
@@ -102,13 +83,13 @@ describe("replies discarded because they no longer hold, on the local stack", ()
     async () => {
       const conversationId = `conv_${ulid()}`;
       const message = customerMessage(conversationId, "cust_bob", "Where is order 456?");
-      env.runtime.pauseGroup("reply-generation");
+      local.env.runtime.pauseGroup("reply-generation");
       try {
-        await putOnBus(env, "events", [message]);
+        await putMessages(message);
         await waitUntil(
           "the order lookup",
           async () =>
-            (await streamOf(env, { type: "order_lookup", id: message.task_id })).length > 0,
+            (await streamOf(local.env, { type: "order_lookup", id: message.task_id })).length > 0,
           TIMEOUT,
         );
         const cancelled = await cli("reply", "cancel", message.task_id, "--reason", "duplicate");
@@ -117,23 +98,23 @@ describe("replies discarded because they no longer hold, on the local stack", ()
         const delivery = await waitUntil(
           "the recorded cancel",
           async () =>
-            (await env.store.load({ state: { type: "delivery", id: message.task_id } })).state
+            (await local.env.store.load({ state: { type: "delivery", id: message.task_id } })).state
               ?.data as DeliveryState | undefined,
           TIMEOUT,
         );
         expect(delivery.cancelled).toMatchObject({ requested_by: "ops_anna", reason: "duplicate" });
       } finally {
-        env.runtime.resumeGroup("reply-generation");
+        local.env.runtime.resumeGroup("reply-generation");
       }
       const send = await sendOf(message);
       expect(await senderRow(send.event_id)).toMatchObject({
         outcome: "discarded",
         reason: "cancelled",
       });
-      await env.runtime.idle();
+      await local.env.runtime.idle();
       expect(deliveriesTo(conversationId)).toEqual([]);
-      expect(await sideEffectOf(env, `${message.task_id}:reply:1`)).toBeUndefined();
-      const facts = await streamOf(env, { type: "delivery", id: message.task_id });
+      expect(await sideEffectOf(local.env, `${message.task_id}:reply:1`)).toBeUndefined();
+      const facts = await streamOf(local.env, { type: "delivery", id: message.task_id });
       expect(facts.map((e) => e.event_type)).toEqual(["support.cancelled"]);
       expect(senderSummary()).toContain("1 cancelled");
 
@@ -149,19 +130,13 @@ describe("replies discarded because they no longer hold, on the local stack", ()
     async () => {
       const conversationId = `conv_${ulid()}`;
       const message = customerMessage(conversationId, "cust_carol", "Where is order C-3003?");
-      await putOnBus(env, "events", [message]);
-      await waitUntil(
-        "the delivery",
-        async () =>
-          (await loadConversation(env, conversationId))?.turns[message.task_id]?.status ===
-          "delivered",
-        TIMEOUT,
-      );
+      await putMessages(message);
+      await local.delivered(conversationId, message.task_id);
       const refused = await cli("reply", "cancel", message.task_id);
       expect(refused.code).toBe(2);
       expect(refused.stderr).toContain("already delivered");
       expect((await cli("reply", "cancel", `task_${ulid()}`)).code).toBe(2);
-      await env.runtime.idle();
+      await local.env.runtime.idle();
       expect(deliveriesTo(conversationId)).toHaveLength(1);
     },
     TIMEOUT * 2,

@@ -1,9 +1,11 @@
 import { ulid } from "ulid";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { HUMAN_REVIEW_MARKER } from "../../functions/adapters/local-model";
-import type { ConversationView } from "../../functions/roles/conversation-projection";
+import type {
+  ConversationTurn,
+  ConversationView,
+} from "../../functions/roles/conversation-projection";
 import type { ReplyState } from "../../functions/roles/reply-generation";
-import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
 import { readDeadLetters } from "../../lib/local/scenario/dead-letters";
 import {
   customerMessage,
@@ -11,10 +13,9 @@ import {
   sideEffectOf,
   waitUntil,
 } from "../../lib/local/scenario/support";
-import { putOnBus } from "../../lib/local/scenario/workflow";
 import type { Envelope } from "../../schemas";
-import { emulator } from "../support/aws";
 import { localCli } from "../support/cli";
+import { localSupportStack, TIMEOUT } from "./support-stack";
 
 /**
  * What waits for a person in the support conversation, resolved with `agentbus reply` and
@@ -23,34 +24,29 @@ import { localCli } from "../support/cli";
  * deliveries and the dead-letter queues before and after, a repeated action and a refused one.
  * The sender escalates an unknown outcome at once here (MAX_UNKNOWN_ATTEMPTS=1).
  */
-const TIMEOUT = 120_000;
-const STAGE = `sr${ulid().slice(-6).toLowerCase()}`;
-
 describe("resolving what waits for a person, on the local stack", () => {
-  let env: LocalEnvironment;
-
-  const cli = localCli(() => env, STAGE, { AGENTBUS_OPERATOR: "ops_anna" });
-  const deliveriesTo = (conversationId: string) =>
-    env.channel.deliveries().filter((d) => d.conversationId === conversationId);
+  const local = localSupportStack("sr", { envOverrides: { MAX_UNKNOWN_ATTEMPTS: "1" } });
+  const { deliveriesTo, putMessages } = local;
+  const cli = localCli(() => local.env, local.stage, { AGENTBUS_OPERATOR: "ops_anna" });
   const turnOf = async (message: Envelope) =>
-    (await loadConversation(env, message.conversation_id as string))?.turns[message.task_id];
-  const turnReaches = (message: Envelope, status: string) =>
-    waitUntil(
-      `turn ${message.task_id} ${status}`,
-      async () => {
-        const turn = await turnOf(message);
-        return turn?.status === status ? turn : undefined;
-      },
-      TIMEOUT,
+    (await loadConversation(local.env, message.conversation_id as string))?.turns[message.task_id];
+  /** Waits until the message's turn reaches `status`; the turn then. */
+  const turnReaches = async (message: Envelope, status: string) => {
+    const view = await local.turnReaches(
+      message.conversation_id as string,
+      message.task_id,
+      status,
     );
+    return view.turns[message.task_id] as ConversationTurn;
+  };
   const reply = async (taskId: string) =>
-    (await env.store.load({ state: { type: "reply", id: taskId } })).state?.data as
+    (await local.env.store.load({ state: { type: "reply", id: taskId } })).state?.data as
       | ReplyState
       | undefined;
-  const deadLetters = async () => (await readDeadLetters(env)).map((d) => d.eventId).sort();
+  const deadLetters = async () => (await readDeadLetters(local.env)).map((d) => d.eventId).sort();
   const sentEventId = (stdout: string) => /event_id\s+(\S+)/.exec(stdout)?.[1] ?? "";
   const audited = async (eventId: string) =>
-    (await env.store.inboxRecords("audit", [eventId]))[0]?.outcome;
+    (await local.env.store.inboxRecords("audit", [eventId]))[0]?.outcome;
 
   async function heldMessage(): Promise<Envelope> {
     const message = customerMessage(
@@ -58,7 +54,7 @@ describe("resolving what waits for a person, on the local stack", () => {
       "cust_alice",
       `Can I get a refund for order 123 twice? ${HUMAN_REVIEW_MARKER}`,
     );
-    await putOnBus(env, "events", [message]);
+    await putMessages(message);
     await turnReaches(message, "held_for_review");
     return message;
   }
@@ -66,25 +62,13 @@ describe("resolving what waits for a person, on the local stack", () => {
   async function unknownMessage(customer: string): Promise<{ message: Envelope; key: string }> {
     const message = customerMessage(`conv_${ulid()}`, customer, "Where is order 123?");
     const key = `${message.task_id}:reply:1`;
-    env.channel.inject({ kind: "timeout-before-apply", key });
-    env.channel.inject({ kind: "query-unknown", key });
-    await putOnBus(env, "events", [message]);
+    local.env.channel.inject({ kind: "timeout-before-apply", key });
+    local.env.channel.inject({ kind: "query-unknown", key });
+    await putMessages(message);
     await turnReaches(message, "failed");
-    expect(await sideEffectOf(env, key)).toMatchObject({ state: "unknown" });
+    expect(await sideEffectOf(local.env, key)).toMatchObject({ state: "unknown" });
     return { message, key };
   }
-
-  beforeAll(async () => {
-    env = await startLocal({
-      endpoint: emulator().endpoint,
-      stage: STAGE,
-      envOverrides: { MAX_UNKNOWN_ATTEMPTS: "1" },
-    });
-  }, 240_000);
-
-  afterAll(async () => {
-    await env?.stop();
-  });
 
   it(
     "a held reply approved with an edited text goes out once, under a key of its own",
@@ -114,7 +98,7 @@ describe("resolving what waits for a person, on the local stack", () => {
       );
       expect(approved.code, approved.stderr).toBe(0);
       const turn = await turnReaches(message, "delivered");
-      await env.runtime.idle();
+      await local.env.runtime.idle();
       const key = `${message.task_id}:reply:2`;
       expect(deliveriesTo(conversationId).map((d) => [d.key, d.text])).toEqual([[key, text]]);
       expect(turn).toMatchObject({ reviewed_by: "ops_anna", delivery: { idempotency_key: key } });
@@ -129,7 +113,7 @@ describe("resolving what waits for a person, on the local stack", () => {
       expect(again.code).toBe(0);
       expect(again.stdout).toContain("already approved");
       expect((await cli("reply", "reject", message.task_id)).code).toBe(2);
-      await env.runtime.idle();
+      await local.env.runtime.idle();
       expect(deliveriesTo(conversationId)).toHaveLength(1);
       expect(await deadLetters()).toEqual(lettersBefore);
     },
@@ -146,9 +130,9 @@ describe("resolving what waits for a person, on the local stack", () => {
       await turnReaches(message, "rejected");
       expect((await cli("reply", "reject", message.task_id)).code).toBe(0);
       expect((await cli("reply", "approve", message.task_id)).code).toBe(2);
-      await env.runtime.idle();
+      await local.env.runtime.idle();
       expect(deliveriesTo(message.conversation_id as string)).toEqual([]);
-      const view = await loadConversation(env, message.conversation_id as string);
+      const view = await loadConversation(local.env, message.conversation_id as string);
       expect((view as ConversationView).turns[message.task_id]?.status).toBe("rejected");
       expect(await deadLetters()).toEqual(lettersBefore);
     },
@@ -166,7 +150,7 @@ describe("resolving what waits for a person, on the local stack", () => {
       expect((await cli("send", "resolve", `task_${ulid()}:reply:1`, "--as", "resend")).code).toBe(
         2,
       );
-      expect(await sideEffectOf(env, key)).toMatchObject({ state: "unknown" });
+      expect(await sideEffectOf(local.env, key)).toMatchObject({ state: "unknown" });
 
       const resent = await cli(
         "send",
@@ -179,9 +163,9 @@ describe("resolving what waits for a person, on the local stack", () => {
       );
       expect(resent.code, resent.stderr).toBe(0);
       await turnReaches(message, "delivered");
-      await env.runtime.idle();
+      await local.env.runtime.idle();
       expect(deliveriesTo(message.conversation_id as string).map((d) => d.key)).toEqual([key]);
-      expect(await sideEffectOf(env, key)).toMatchObject({ state: "succeeded" });
+      expect(await sideEffectOf(local.env, key)).toMatchObject({ state: "succeeded" });
       expect(await audited(sentEventId(resent.stdout))).toBe("applied");
       expect((await cli("send", "list")).stdout).not.toContain(key);
 
@@ -189,7 +173,7 @@ describe("resolving what waits for a person, on the local stack", () => {
       expect(again.code).toBe(0);
       expect(again.stdout).toContain("already resolved");
       expect((await cli("send", "resolve", key, "--as", "abandon")).code).toBe(2);
-      await env.runtime.idle();
+      await local.env.runtime.idle();
       expect(deliveriesTo(message.conversation_id as string)).toHaveLength(1);
       expect(await deadLetters()).toEqual(lettersBefore);
     },
@@ -202,23 +186,23 @@ describe("resolving what waits for a person, on the local stack", () => {
       const delivered = await unknownMessage("cust_erin");
       const abandoned = await unknownMessage("cust_fay");
       const lettersBefore = await deadLetters();
-      const sends = env.channel.sends();
+      const sends = local.env.channel.sends();
       expect((await cli("send", "resolve", delivered.key, "--as", "delivered")).code).toBe(0);
       expect((await cli("send", "resolve", abandoned.key, "--as", "abandon")).code).toBe(0);
       const turn = await turnReaches(delivered.message, "delivered");
       expect(turn.delivery).toMatchObject({ confirmed_by: "operator" });
       await waitUntil(
         "the abandoned record",
-        async () => (await sideEffectOf(env, abandoned.key))?.state === "failed",
+        async () => (await sideEffectOf(local.env, abandoned.key))?.state === "failed",
         TIMEOUT,
       );
-      await env.runtime.idle();
-      expect(await sideEffectOf(env, delivered.key)).toMatchObject({ state: "succeeded" });
+      await local.env.runtime.idle();
+      expect(await sideEffectOf(local.env, delivered.key)).toMatchObject({ state: "succeeded" });
       expect((await turnOf(abandoned.message))?.delivery?.code).toBe("operator.abandoned");
       expect((await cli("send", "resolve", delivered.key, "--as", "delivered")).code).toBe(0);
       expect((await cli("send", "resolve", abandoned.key, "--as", "resend")).code).toBe(2);
-      await env.runtime.idle();
-      expect(env.channel.sends()).toBe(sends);
+      await local.env.runtime.idle();
+      expect(local.env.channel.sends()).toBe(sends);
       expect(await deadLetters()).toEqual(lettersBefore);
     },
     TIMEOUT * 3,
