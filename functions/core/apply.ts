@@ -240,9 +240,12 @@ function decided<S>(
   const write = stateWrite(decision, state, stateRef, emitted.length, role, gate);
   if (!write)
     return gateOnly(base, state, stateRef, inboxRow(base, status, reason, repaired), step);
+  // A record of its own, created by this commit, is the outcome's record: no inbox row besides.
+  const recordedByState = role.selfRecorded && status === "applied" && write.expectedRevision === 0;
   return {
     commit: {
       inbox: inboxRow(base, status, reason, repaired),
+      ...(recordedByState ? { recordedByState } : {}),
       checkpoint: base.row,
       state: write,
       append: emitted.length > 0 ? emitted : undefined,

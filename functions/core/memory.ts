@@ -105,7 +105,7 @@ export class InMemoryEventStore
   /** The same limits DynamoDB enforces on one transaction. */
   private checkShape(request: CommitRequest): void {
     const actions =
-      (request.inbox ? 1 : 0) +
+      (request.inbox && !request.recordedByState ? 1 : 0) +
       (request.checkpoint ? 1 : 0) +
       (request.gate ? 1 : 0) +
       (request.state ? 1 : 0) +
@@ -128,7 +128,7 @@ export class InMemoryEventStore
   }
 
   private checkConditions(request: CommitRequest): void {
-    if (request.inbox) {
+    if (request.inbox && !request.recordedByState) {
       const row = this.inbox.get(`${request.inbox.group}#${request.inbox.eventId}`);
       if (row && row.expiresAt * 1000 > this.clock.now().getTime())
         throw new DuplicateCommitError();
@@ -164,7 +164,7 @@ export class InMemoryEventStore
   }
 
   private apply(request: CommitRequest): void {
-    if (request.inbox)
+    if (request.inbox && !request.recordedByState)
       this.inbox.set(`${request.inbox.group}#${request.inbox.eventId}`, deepFreeze(request.inbox));
     if (request.checkpoint) {
       const { group, stream, to } = request.checkpoint;

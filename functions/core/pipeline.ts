@@ -61,6 +61,12 @@ export interface Role<S> {
    */
   readonly unordered?: true;
   /**
+   * With `unordered`: the state item each event gets (by `stateOf`) is written once and records
+   * the event's outcome itself, so an applied event writes no inbox row (one PutItem in all);
+   * operator tools read these items as the group's outcomes.
+   */
+  readonly selfRecorded?: true;
+  /**
    * Aggregate types whose streams this role's events go to several of its states (by `stateOf`):
    * their checkpoints are the group's own rows, read and moved with each commit, and each event
    * of a gap is applied to its own state. Other streams keep their checkpoint on the state.

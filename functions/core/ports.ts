@@ -140,6 +140,11 @@ export interface Loaded {
  */
 export interface CommitRequest {
   readonly inbox?: InboxRecord;
+  /**
+   * The state item this commit creates records the event's outcome itself (Role.selfRecorded):
+   * `inbox` says what the commit is for but is neither written as a row nor checked.
+   */
+  readonly recordedByState?: true;
   readonly checkpoint?: {
     readonly group: string;
     readonly stream: AggregateRef;

@@ -1,5 +1,6 @@
-import { registry } from "../../schemas";
+import { type AggregateRef, registry } from "../../schemas";
 import type { Role } from "../core/pipeline";
+import type { InboxRecord } from "../core/ports";
 
 /** One audit record per event: who produced it, what caused it, where it sits in its stream. */
 export interface AuditRecord {
@@ -22,15 +23,46 @@ export interface AuditRecord {
 
 /**
  * The audit consumer: an append-only causal record of every event type in the registry. Each
- * event gets its own item, written once; the record keeps the causation edge and the stream
- * position, so a task's history can be rebuilt without the payloads. It needs no ordering, so
- * its group uses a standard queue.
+ * event gets its own item, written once with one PutItem; the record keeps the causation edge
+ * and the stream position, so a task's history can be rebuilt without the payloads. It needs no
+ * ordering, so its group uses a standard queue.
  */
+export const AUDIT_GROUP = "audit";
+
+/** Where the audit record of an event id is kept (a state item of its own). */
+export function auditRecordRef(eventId: string): AggregateRef {
+  return { type: "audit_record", id: `evt_${eventId}` };
+}
+
+/**
+ * The audit group's outcome of the event an audit record records: applied when the record was
+ * written. The record is the group's dedup and trace record (`selfRecorded`: no inbox row).
+ */
+export function outcomeOfAuditRecord(record: AuditRecord): InboxRecord {
+  return {
+    group: AUDIT_GROUP,
+    eventId: record.event_id,
+    eventType: record.event_type,
+    outcome: "applied",
+    aggregate: { type: record.aggregate.type, id: record.aggregate.id },
+    version: record.aggregate.version,
+    correlationId: record.correlation_id,
+    taskId: record.task_id,
+    ...(record.causation_id ? { causationId: record.causation_id } : {}),
+    producer: record.producer,
+    occurredAt: record.occurred_at,
+    recordedAt: record.recorded_at,
+    // Kept as long as the record is: never expires.
+    expiresAt: Number.MAX_SAFE_INTEGER,
+  };
+}
+
 export const audit: Role<AuditRecord> = {
-  group: "audit",
+  group: AUDIT_GROUP,
   subscriptions: [...new Set(registry.definitions().map((d) => d.type))],
-  stateOf: (event) => ({ type: "audit_record", id: `evt_${event.event_id}` }),
+  stateOf: (event) => auditRecordRef(event.event_id),
   unordered: true,
+  selfRecorded: true,
   decide(existing, event, { now }) {
     if (existing) return {};
     return {

@@ -1,10 +1,12 @@
 import { QueryCommand } from "@aws-sdk/client-dynamodb";
 import { unmarshall } from "@aws-sdk/util-dynamodb";
+import { DynamoDueIndex } from "../../functions/adapters/dynamodb/due";
 import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
 import { EventAttr, streamKey } from "../../functions/adapters/dynamodb/tables";
 import { DynamoTraceReader } from "../../functions/adapters/dynamodb/trace-reader";
 import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
 import type { Envelope } from "../../schemas";
+import { auditOutcomes } from "./audit-records";
 import { listDeadLetters } from "./dead-letters";
 import { sideEffectsByKey, summaries } from "./lists";
 import { runView } from "./runs";
@@ -39,11 +41,17 @@ async function newestOfStream(
 
 /** What a trace of this stack reads. */
 export function traceSources(stack: OpsStack): TraceSources {
+  const states = new DynamoDueIndex({
+    client: stack.dynamodb,
+    stateTable: stack.names.tables.state,
+  });
+  const selfRecorded = auditOutcomes(stack.groups, states);
   return {
     reader: new DynamoTraceReader({ client: stack.dynamodb, tables: stack.names.tables }),
     groups: stack.groups,
     sideEffects: (keys) => sideEffectsByKey(stack, keys),
     stream: (aggregate) => newestOfStream(stack, aggregate),
+    ...(selfRecorded ? { selfRecorded } : {}),
   };
 }
 

@@ -12,6 +12,11 @@ export interface TraceSources {
   readonly sideEffects: (keys: readonly string[]) => Promise<SideEffectView[]>;
   /** Events of one stream (to find what a shared aggregate's newer message superseded). */
   readonly stream?: (aggregate: { type: string; id: string }) => Promise<Envelope[]>;
+  /**
+   * The outcomes recorded by state items instead of inbox rows (Role.selfRecorded: the audit
+   * records) of these event ids; unknown ids left out.
+   */
+  readonly selfRecorded?: (eventIds: readonly string[]) => Promise<OutcomeRecord[]>;
 }
 
 /**
@@ -66,7 +71,8 @@ async function collect(sources: TraceSources, id: string): Promise<Found | undef
   let outcomes: OutcomeRecord[];
   if (ULID_PATTERN.test(id)) {
     const ofEvent = await reader.outcomesOfEvent(sources.groups, id);
-    const correlation = ofEvent[0]?.correlationId;
+    const recorded = ofEvent.length > 0 ? [] : ((await sources.selfRecorded?.([id])) ?? []);
+    const correlation = [...ofEvent, ...recorded][0]?.correlationId;
     if (!correlation) return undefined;
     [stored, outcomes] = await Promise.all([
       reader.eventsByCorrelation(correlation),
@@ -92,6 +98,10 @@ async function collect(sources: TraceSources, id: string): Promise<Found | undef
     ]);
   }
   if (stored.length === 0 && outcomes.length === 0) return undefined;
+  if (sources.selfRecorded) {
+    const ids = [...new Set([...stored.map((e) => e.event_id), ...outcomes.map((o) => o.eventId)])];
+    outcomes = [...outcomes, ...(await sources.selfRecorded(ids))];
+  }
   const events = new Map<string, TraceEvent>();
   const envelopes = new Map<string, Envelope>();
   for (const written of stored) {

@@ -15,7 +15,11 @@ export interface StoreFaults {
 }
 
 /** A defect planted in the store, to prove the invariant checker sees what it causes. */
-export type PlantedStoreBug = "forgetful-inbox" | "wrong-stream-repair";
+export type PlantedStoreBug =
+  | "forgetful-inbox"
+  | "wrong-stream-repair"
+  /** Every state write passes its revision condition (it expects whatever is stored). */
+  | "skipped-version-condition";
 
 /** Every commit that applied: what it recorded for which group, for the invariant checker. */
 export interface AppliedCommit {
@@ -101,6 +105,12 @@ export class FaultyStore implements EventStore {
 
   /** The request as the planted defect would send it. */
   private withBug(request: CommitRequest): CommitRequest {
+    if (this.bug === "skipped-version-condition" && request.state) {
+      const stored = this.inner.states.get(
+        `${request.state.aggregate.type}#${request.state.aggregate.id}`,
+      );
+      return { ...request, state: { ...request.state, expectedRevision: stored?.revision ?? 0 } };
+    }
     if (this.bug === "forgetful-inbox" && request.inbox) {
       // The dedup row is written under a key of its own each time, so it never conflicts.
       const { inbox } = request;

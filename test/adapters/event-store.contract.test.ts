@@ -278,6 +278,24 @@ describe.each(subjects)("%s honours the event store contract", (_name, make) => 
     expect(stale.message).toBe(`task_view#${view.id} is at revision 3, expected 2`);
   });
 
+  it("writes no inbox row, and checks none, for a commit its state records (recordedByState)", async () => {
+    const [e1] = taskStream(1, 1) as [Envelope];
+    const group = newGroup();
+    const record = { type: "audit_record", id: `evt_${e1.event_id}` };
+    const commit = (expectedRevision: number) =>
+      store.commit({
+        inbox: inboxRecord(group, e1, clock),
+        recordedByState: true,
+        state: { aggregate: record, expectedRevision, next: { id: e1.event_id }, version: 0 },
+      });
+    await commit(0);
+    expect(await store.inboxRecords(group, [e1.event_id])).toEqual([]);
+    expect((await store.load({ state: record })).state?.data).toEqual({ id: e1.event_id });
+    // A second record of the same event: refused by the state's condition, not by an inbox row.
+    expect(await failureOf(commit(0))).toMatchObject({ conflict: "state" });
+    await commit(1);
+  });
+
   it("moves a checkpoint only from the stored version", async () => {
     const stream = { type: "task", id: newTaskId() };
     const group = newGroup();

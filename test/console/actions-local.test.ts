@@ -20,6 +20,7 @@ import { opsActions } from "../../lib/ops/actions";
 import { listDeadLetters } from "../../lib/ops/dead-letters";
 import { opsSource } from "../../lib/ops/source";
 import type { Envelope } from "../../schemas";
+import { auditedOutcomes } from "../support/audit";
 import { emulator } from "../support/aws";
 
 /**
@@ -262,7 +263,7 @@ describe.skipIf(!haveChromium)("the console's actions on the local stack (Chromi
       const auditId = recorded?.[1] ?? "";
       await waitUntil(
         "the audit record applied",
-        async () => (await env.store.inboxRecords("audit", [auditId]))[0]?.outcome === "applied",
+        async () => (await auditedOutcomes(env.store, [auditId]))[0]?.outcome === "applied",
         TIMEOUT,
       );
       const record = env.observations.envelopes.get(auditId);

@@ -8,9 +8,15 @@ import { waitUntil } from "../../lib/local/scenario/support";
 import { listDeadLetters } from "../../lib/ops/dead-letters";
 import { defineTopology } from "../../lib/topology";
 import { type Envelope, registry } from "../../schemas";
+import { auditedOutcomes } from "../support/audit";
 import { emulator } from "../support/aws";
 import { localCli } from "../support/cli";
-import { BUGGY_GROUP, bug, buggyProjection } from "../support/handlers/buggy-projection";
+import {
+  BUGGY_GROUP,
+  BUGGY_VIEW,
+  bug,
+  buggyProjection,
+} from "../support/handlers/buggy-projection";
 
 const STAGE = `rd-${Date.now().toString(36)}`;
 
@@ -26,7 +32,7 @@ describe("agentbus dlq redrive", () => {
   const cli = localCli(() => env, STAGE, { AGENTBUS_OPERATOR: "ops-oncall" });
 
   const applied = async (): Promise<readonly number[] | undefined> => {
-    const ref = { type: "task", id: stream[0]?.aggregate.id ?? "" };
+    const ref = { type: BUGGY_VIEW, id: stream[0]?.aggregate.id ?? "" };
     const { state } = await env.store.load({ state: ref });
     return (state?.data as { applied?: number[] } | undefined)?.applied;
   };
@@ -127,7 +133,7 @@ describe("agentbus dlq redrive", () => {
     const recorded = /operator\.action\.recorded ([0-9A-Z]{26})/.exec(result.stdout)?.[1] ?? "";
     await waitUntil("the audit record", async () => {
       const [row] = (await env.ops.groups.includes("audit"))
-        ? await env.store.inboxRecords("audit", [recorded])
+        ? await auditedOutcomes(env.store, [recorded])
         : [];
       return row;
     });

@@ -15,6 +15,7 @@ import { runScenario, type ScenarioResult } from "../../lib/local/scenario";
 import { waitUntil } from "../../lib/local/scenario/support";
 import { listDeadLetters } from "../../lib/ops/dead-letters";
 import type { DeadLetterView } from "../../lib/ops/views";
+import { auditedOutcomes } from "../support/audit";
 import { emulator } from "../support/aws";
 import { localCli } from "../support/cli";
 
@@ -129,7 +130,7 @@ describe("agentbus replay", () => {
     const recorded = /operator\.action\.recorded ([0-9A-Z]{26})/.exec(result.stdout)?.[1] ?? "";
     await waitUntil(
       "the audit record",
-      async () => (await env.store.inboxRecords("audit", [recorded]))[0],
+      async () => (await auditedOutcomes(env.store, [recorded]))[0],
     );
     // The replayed task events come back to the group as duplicates.
     const taskEvents = scenario.views.A?.history.length ?? 0;

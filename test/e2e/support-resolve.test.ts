@@ -14,6 +14,7 @@ import {
   waitUntil,
 } from "../../lib/local/scenario/support";
 import type { Envelope } from "../../schemas";
+import { auditedOutcomes } from "../support/audit";
 import { localCli } from "../support/cli";
 import { localSupportStack, TIMEOUT } from "./support-stack";
 
@@ -46,7 +47,7 @@ describe("resolving what waits for a person, on the local stack", () => {
   const deadLetters = async () => (await readDeadLetters(local.env)).map((d) => d.eventId).sort();
   const sentEventId = (stdout: string) => /event_id\s+(\S+)/.exec(stdout)?.[1] ?? "";
   const audited = async (eventId: string) =>
-    (await local.env.store.inboxRecords("audit", [eventId]))[0]?.outcome;
+    (await auditedOutcomes(local.env.store, [eventId]))[0]?.outcome;
 
   async function heldMessage(): Promise<Envelope> {
     const message = customerMessage(

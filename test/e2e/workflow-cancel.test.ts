@@ -13,6 +13,7 @@ import {
 } from "../../lib/local/scenario/workflow";
 import type { Envelope } from "../../schemas";
 import { CONTENT_ROLES } from "../../schemas/events/workflow";
+import { auditedOutcomes } from "../support/audit";
 import { emulator } from "../support/aws";
 import { type CliResult, localCli } from "../support/cli";
 
@@ -128,7 +129,7 @@ describe("workflow cancel on the local stack", () => {
       expect((agentRun.state?.data as AgentRun | undefined)?.state).toBe("CANCELLED");
 
       // The audit trail: the operator's command (when, from where) and the end it caused (who, why).
-      const audited = await env.store.inboxRecords("audit", [commandId, cancelled.event_id]);
+      const audited = await auditedOutcomes(env.store, [commandId, cancelled.event_id]);
       expect(audited.map((r) => [r.eventType, r.outcome]).sort()).toEqual([
         ["workflow.cancel.requested", "applied"],
         ["workflow.cancelled", "applied"],

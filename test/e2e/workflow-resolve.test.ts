@@ -16,6 +16,7 @@ import {
   waitForRunEnd,
 } from "../../lib/local/scenario/workflow";
 import type { Envelope } from "../../schemas";
+import { auditedOutcomes } from "../support/audit";
 import { emulator } from "../support/aws";
 import { localCli } from "../support/cli";
 
@@ -137,7 +138,7 @@ describe("workflow resolve on the local stack", () => {
       const agentRun = await writingRun(run.runId);
       expect(agentRun?.state).toBe("COMPLETED");
       expect(agentRun?.history.at(-1)?.trigger).toBe("HumanResolved");
-      const audited = await env.store.inboxRecords("audit", [commandId]);
+      const audited = await auditedOutcomes(env.store, [commandId]);
       expect(audited.map((r) => [r.eventType, r.outcome])).toEqual([
         ["workflow.resolve.requested", "applied"],
       ]);

@@ -36,6 +36,7 @@ describe("simulated schedules", () => {
   it.each<[PlantedStoreBug | PlantedChannelBug, string]>([
     ["forgetful-inbox", "applied once"],
     ["wrong-stream-repair", "nothing lost"],
+    ["skipped-version-condition", "applied once"],
     ["new-key-per-retry", "sent once"],
   ])(
     "catch a planted %s (%s)",

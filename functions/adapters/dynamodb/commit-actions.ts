@@ -43,7 +43,9 @@ export function commitActions(
   now: Date,
 ): Action[] {
   return [
-    ...(request.inbox ? [inboxAction(tables.inbox, request.inbox, now)] : []),
+    ...(request.inbox && !request.recordedByState
+      ? [inboxAction(tables.inbox, request.inbox, now)]
+      : []),
     ...(request.checkpoint ? [checkpointAction(tables.inbox, request.checkpoint)] : []),
     ...(request.state ? [stateAction(tables.state, request.state, now)] : []),
     ...(request.gate ? [gateAction(tables.state, request.gate, now)] : []),

@@ -3,6 +3,7 @@ import type { Role } from "../../../functions/core/pipeline";
 import { consumerEntry } from "../../../functions/handlers/consumer";
 
 export const BUGGY_GROUP = "buggy-projection";
+export const BUGGY_VIEW = "buggy_view";
 
 /** The versions the projection fails on for good (a bug), set by the test; none by default. */
 export const bug: { failOn: Set<number> } = ((globalThis as Record<string, unknown>)
@@ -16,6 +17,8 @@ export const bug: { failOn: Set<number> } = ((globalThis as Record<string, unkno
 export const buggyProjection: Role<{ readonly applied: readonly number[] }> = {
   group: BUGGY_GROUP,
   subscriptions: ["task.accepted", "plan.created", "answer.generated", "notification.sent"],
+  // Its own view of the task: the task's stream state belongs to the producer that appends to it.
+  stateOf: (event) => ({ type: BUGGY_VIEW, id: event.aggregate.id }),
   decide(state, event) {
     const version = event.aggregate.version;
     if (bug.failOn.has(version))
