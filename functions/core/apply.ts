@@ -1,4 +1,6 @@
 import type { AggregateRef, Envelope } from "../../schemas";
+import { type CommitBase, decided, discarded, duplicateStep, type Handled, refOf } from "./commit";
+
 import { buildEmitted } from "./emit";
 import {
   AgentBusError,
@@ -7,41 +9,16 @@ import {
   describe,
   VersionConflictError,
 } from "./errors";
-import { recordsAfter } from "./gate-records";
 import type { ConsumeOptions, DecideContext, Decision, Role, Step } from "./pipeline";
-import type {
-  CommitRequest,
-  ConsumerDeps,
-  DiscardReason,
-  GateRecords,
-  InboxRecord,
-  Loaded,
-  RecordedOutcome,
-  StoredState,
-} from "./ports";
+import type { ConsumerDeps, Loaded, RecordedOutcome, StoredState } from "./ports";
 import { pastDedupHorizon } from "./replay";
 
 /**
- * How the pipeline applies the events the gate let through: each to its own state aggregate,
- * discarded or decided, and committed atomically with its inbox row and checkpoint.
+ * How the pipeline applies the events the gate let through: each discarded or decided, and
+ * committed atomically (what a commit holds: ./commit).
  */
 
 const DEFAULT_INBOX_TTL_SECONDS = 7 * 24 * 3600;
-
-export function refOf(event: Envelope): AggregateRef {
-  return { type: event.aggregate.type, id: event.aggregate.id };
-}
-
-export function duplicateStep(event: Envelope): Step {
-  return {
-    eventId: event.event_id,
-    eventType: event.event_type,
-    version: event.aggregate.version,
-    status: "duplicate",
-    repaired: false,
-    emitted: [],
-  };
-}
 
 /** The states a delivery reads and writes, by aggregate: loaded once each, then kept current. */
 class StateCache<S> {
@@ -153,24 +130,6 @@ async function atEvent<T>(event: Envelope, repaired: boolean, step: () => Promis
   }
 }
 
-interface CommitBase {
-  readonly group: string;
-  readonly event: Envelope;
-  readonly now: Date;
-  readonly ttl: number;
-  /** The stream whose checkpoint on the state the event moves; undefined otherwise. */
-  readonly stream: AggregateRef | undefined;
-  /** The group's checkpoint row of a shared stream, moved by the event. */
-  readonly row: CommitRequest["checkpoint"];
-}
-
-interface Handled<S> {
-  readonly commit: CommitRequest;
-  readonly step: Step;
-  /** The aggregate's state once the commit succeeds. */
-  readonly state: StoredState<S> | undefined;
-}
-
 export function stateRefOf<S>(role: Role<S>, event: Envelope): AggregateRef {
   return role.stateOf?.(event) ?? refOf(event);
 }
@@ -226,103 +185,6 @@ async function handleOne<S>(
   return decided(base, state, stateRef, role, decision, step);
 }
 
-/** The commit of a decision: the state with its gate records and the events it emits. */
-function decided<S>(
-  base: CommitBase,
-  state: StoredState<S> | undefined,
-  stateRef: AggregateRef,
-  role: Role<S>,
-  decision: Decision<S>,
-  step: Step & { readonly status: RecordedOutcome },
-): Handled<S> {
-  const { emitted, status, reason, repaired } = step;
-  const gate = gateAfter(base, state) ?? state?.gate;
-  const write = stateWrite(decision, state, stateRef, emitted.length, role, gate);
-  if (!write)
-    return gateOnly(base, state, stateRef, inboxRow(base, status, reason, repaired), step);
-  // A record of its own, created by this commit, is the outcome's record: no inbox row besides.
-  const recordedByState = role.selfRecorded && status === "applied" && write.expectedRevision === 0;
-  return {
-    commit: {
-      inbox: inboxRow(base, status, reason, repaired),
-      ...(recordedByState ? { recordedByState } : {}),
-      checkpoint: base.row,
-      state: write,
-      append: emitted.length > 0 ? emitted : undefined,
-    },
-    step,
-    state: {
-      aggregate: stateRef,
-      revision: (state?.revision ?? 0) + 1,
-      version: write.version,
-      data: write.next as S,
-      ...(gate ? { gate } : {}),
-    },
-  };
-}
-
-/**
- * A commit that leaves the state as it is: the inbox row, the checkpoint row of a shared stream,
- * and the stream's checkpoint on the state with the revision that guards it.
- */
-function gateOnly<S>(
-  base: CommitBase,
-  state: StoredState<S> | undefined,
-  stateRef: AggregateRef,
-  inbox: InboxRecord,
-  step: Step,
-): Handled<S> {
-  // An unsequenced event's id joins the recent ones only with a state write: a duplicate of one
-  // that changed nothing is found by its inbox row at commit (the pipeline then reads the row).
-  const gate = base.stream ? gateAfter(base, state) : undefined;
-  const commit: CommitRequest = { inbox, checkpoint: base.row };
-  if (!gate) return { commit, step, state };
-  return {
-    commit: {
-      ...commit,
-      gate: { aggregate: stateRef, expectedRevision: state?.revision ?? 0, records: gate },
-    },
-    step,
-    state: state
-      ? { ...state, revision: state.revision + 1, gate }
-      : { aggregate: stateRef, revision: 1, version: 0, data: undefined as S, gate },
-  };
-}
-
-/** The state's gate records once the event is handled; undefined when unchanged. */
-function gateAfter(base: CommitBase, state: StoredState | undefined): GateRecords | undefined {
-  return recordsAfter(state?.gate, {
-    event: base.event,
-    stream: base.stream,
-    byId: base.stream === undefined && base.row === undefined,
-    now: base.now.getTime() / 1000,
-    expiresAt: expiresAtOf(base),
-  });
-}
-
-function expiresAtOf(base: CommitBase): number {
-  return Math.floor(base.now.getTime() / 1000) + base.ttl;
-}
-
-/** The event recorded as discarded with its reason; the state is left as it is. */
-function discarded<S>(
-  base: CommitBase,
-  state: StoredState<S> | undefined,
-  stateRef: AggregateRef,
-  reason: DiscardReason,
-  repaired: boolean,
-  pastHorizon?: true,
-): Handled<S> {
-  const step: Step = {
-    ...duplicateStep(base.event),
-    status: "discarded",
-    reason,
-    repaired,
-    ...(pastHorizon ? { pastHorizon } : {}),
-  };
-  return gateOnly(base, state, stateRef, inboxRow(base, "discarded", reason, repaired), step);
-}
-
 /**
  * The role's decision. A BusinessRejection becomes its failure event, status `rejected`; an error
  * the role cannot recover from (permanent, or any on the last attempt) becomes the role's failure
@@ -355,53 +217,6 @@ async function decideOrReject<S>(
   }
 }
 
-function stateWrite<S>(
-  decision: Decision<S>,
-  state: StoredState<S> | undefined,
-  stateRef: AggregateRef,
-  emitted: number,
-  role: Pick<Role<S>, "summarize">,
-  gate: GateRecords | undefined,
-): CommitRequest["state"] {
-  if (decision.state === undefined && emitted === 0) return undefined;
-  const next = decision.state !== undefined ? decision.state : (state?.data ?? null);
-  const summary = next === null || !role.summarize ? undefined : role.summarize(next as S);
-  return {
-    aggregate: stateRef,
-    expectedRevision: state?.revision ?? 0,
-    next,
-    version: (state?.version ?? 0) + emitted,
-    dueAt: decision.dueAt ?? null,
-    ...(summary ? { summary } : {}),
-    ...(gate ? { gate } : {}),
-  };
-}
-
 function isExpired(event: Envelope, now: Date): boolean {
   return event.expires_at !== undefined && now.getTime() > Date.parse(event.expires_at);
-}
-
-function inboxRow(
-  base: CommitBase,
-  outcome: "applied" | "discarded" | "rejected",
-  reason: string | undefined,
-  repaired: boolean,
-): InboxRecord {
-  return {
-    group: base.group,
-    eventId: base.event.event_id,
-    eventType: base.event.event_type,
-    outcome,
-    ...(reason ? { reason } : {}),
-    aggregate: refOf(base.event),
-    version: base.event.aggregate.version,
-    correlationId: base.event.correlation_id,
-    taskId: base.event.task_id,
-    ...(base.event.causation_id ? { causationId: base.event.causation_id } : {}),
-    producer: base.event.producer,
-    occurredAt: base.event.occurred_at,
-    ...(repaired ? { repaired: true as const } : {}),
-    recordedAt: base.now.toISOString(),
-    expiresAt: expiresAtOf(base),
-  };
 }

@@ -1,5 +1,6 @@
 import type { AggregateRef, Envelope } from "../../schemas";
-import { applyInOrder, duplicateStep, refOf, sharedStream, stateRefOf } from "./apply";
+import { applyInOrder, sharedStream, stateRefOf } from "./apply";
+import { duplicateStep, refOf } from "./commit";
 import type { EmitSpec, HeartbeatSpec } from "./emit";
 import {
   DuplicateCommitError,
