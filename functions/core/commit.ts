@@ -61,14 +61,14 @@ export function decided<S>(
   const { emitted, status, reason, repaired } = step;
   const gate = gateAfter(base, state) ?? state?.gate;
   const write = stateWrite(decision, state, stateRef, emitted.length, role, gate);
+  const inbox = inboxRow(base, status, reason, repaired);
   if (!write)
-    return gateOnly(base, state, stateRef, inboxRow(base, status, reason, repaired), step);
-  // A record of its own, created by this commit, is the outcome's record: no inbox row besides.
-  const recordedByState = role.selfRecorded && status === "applied" && write.expectedRevision === 0;
+    return gateOnly(base, state, stateRef, inbox, step, recordsItself(role, base, step, false));
+  const recorded = recordsItself(role, base, step, write.expectedRevision === 0);
   return {
     commit: {
-      inbox: inboxRow(base, status, reason, repaired),
-      ...(recordedByState ? { recordedByState } : {}),
+      inbox,
+      ...(recorded ? { recordedByState: true as const } : {}),
       checkpoint: base.row,
       state: write,
       append: emitted.length > 0 ? emitted : undefined,
@@ -94,6 +94,7 @@ function gateOnly<S>(
   stateRef: AggregateRef,
   inbox: InboxRecord,
   step: Step,
+  recorded = false,
 ): Handled<S> {
   // An unsequenced event's id joins the recent ones only with a state write: a duplicate of one
   // that changed nothing is found by its inbox row at commit (the pipeline then reads the row).
@@ -103,6 +104,7 @@ function gateOnly<S>(
   return {
     commit: {
       ...commit,
+      ...(recorded ? { recordedByState: true as const } : {}),
       gate: { aggregate: stateRef, expectedRevision: state?.revision ?? 0, records: gate },
     },
     step,
@@ -110,6 +112,22 @@ function gateOnly<S>(
       ? { ...state, revision: state.revision + 1, gate }
       : { aggregate: stateRef, revision: 1, version: 0, data: undefined as S, gate },
   };
+}
+
+/**
+ * True when the state the commit writes records the event's outcome itself (Role.selfRecorded),
+ * so no inbox row is written: an unordered role's record of its own, created by this commit, or
+ * the checkpoint of the event's stream on an ordered role's state. Repairs, discards and
+ * rejections keep their rows: the trace shows what they were.
+ */
+function recordsItself(
+  role: Pick<Role<unknown>, "selfRecorded" | "unordered">,
+  base: CommitBase,
+  step: Pick<Step, "status" | "repaired">,
+  created: boolean,
+): boolean {
+  if (!role.selfRecorded || step.status !== "applied" || step.repaired) return false;
+  return role.unordered ? created : base.stream !== undefined;
 }
 
 /** The state's gate records once the event is handled; undefined when unchanged. */

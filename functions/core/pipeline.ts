@@ -62,9 +62,12 @@ export interface Role<S> {
    */
   readonly unordered?: true;
   /**
-   * With `unordered`: the state item each event gets (by `stateOf`) is written once and records
-   * the event's outcome itself, so an applied event writes no inbox row (one PutItem in all);
-   * operator tools read these items as the group's outcomes.
+   * The role's states record the events applied to them, so an applied event writes no inbox
+   * row (one write in all when it emits nothing): with `unordered`, the state item each event
+   * gets is written once and is its record; otherwise the checkpoint a state keeps of the event's
+   * stream says it was applied (not for `sharedStreams`). Repairs, discards and rejections keep
+   * their rows. Operator tools read these states as the group's outcomes (lib/ops), so a role
+   * that sets it must be listed there with its `stateOf`.
    */
   readonly selfRecorded?: true;
   /**

@@ -6,10 +6,10 @@ import { EventAttr, streamKey } from "../../functions/adapters/dynamodb/tables";
 import { DynamoTraceReader } from "../../functions/adapters/dynamodb/trace-reader";
 import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
 import type { Envelope } from "../../schemas";
-import { auditOutcomes } from "./audit-records";
 import { listDeadLetters } from "./dead-letters";
 import { sideEffectsByKey, summaries } from "./lists";
 import { runView } from "./runs";
+import { selfRecordedOutcomes } from "./self-recorded";
 import type { OpsStack } from "./stack";
 import { status, waiting } from "./status";
 import { heldReplies } from "./support";
@@ -45,7 +45,7 @@ export function traceSources(stack: OpsStack): TraceSources {
     client: stack.dynamodb,
     stateTable: stack.names.tables.state,
   });
-  const selfRecorded = auditOutcomes(stack.groups, states);
+  const selfRecorded = selfRecordedOutcomes(stack.groups, states);
   return {
     reader: new DynamoTraceReader({ client: stack.dynamodb, tables: stack.names.tables }),
     groups: stack.groups,

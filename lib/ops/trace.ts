@@ -13,10 +13,13 @@ export interface TraceSources {
   /** Events of one stream (to find what a shared aggregate's newer message superseded). */
   readonly stream?: (aggregate: { type: string; id: string }) => Promise<Envelope[]>;
   /**
-   * The outcomes recorded by state items instead of inbox rows (Role.selfRecorded: the audit
-   * records) of these event ids; unknown ids left out.
+   * The outcomes recorded by states instead of inbox rows (Role.selfRecorded: audit records,
+   * projections' checkpoints) of these event ids and stored events; unknown ones left out.
    */
-  readonly selfRecorded?: (eventIds: readonly string[]) => Promise<OutcomeRecord[]>;
+  readonly selfRecorded?: (
+    eventIds: readonly string[],
+    envelopes: readonly Envelope[],
+  ) => Promise<OutcomeRecord[]>;
 }
 
 /**
@@ -71,7 +74,7 @@ async function collect(sources: TraceSources, id: string): Promise<Found | undef
   let outcomes: OutcomeRecord[];
   if (ULID_PATTERN.test(id)) {
     const ofEvent = await reader.outcomesOfEvent(sources.groups, id);
-    const recorded = ofEvent.length > 0 ? [] : ((await sources.selfRecorded?.([id])) ?? []);
+    const recorded = ofEvent.length > 0 ? [] : ((await sources.selfRecorded?.([id], [])) ?? []);
     const correlation = [...ofEvent, ...recorded][0]?.correlationId;
     if (!correlation) return undefined;
     [stored, outcomes] = await Promise.all([
@@ -100,7 +103,10 @@ async function collect(sources: TraceSources, id: string): Promise<Found | undef
   if (stored.length === 0 && outcomes.length === 0) return undefined;
   if (sources.selfRecorded) {
     const ids = [...new Set([...stored.map((e) => e.event_id), ...outcomes.map((o) => o.eventId)])];
-    outcomes = [...outcomes, ...(await sources.selfRecorded(ids))];
+    // A row, when there is one (a repair, a discard), says more than the state: it wins.
+    const rows = new Set(outcomes.map((o) => `${o.group} ${o.eventId}`));
+    const derived = await sources.selfRecorded(ids, stored);
+    outcomes = [...outcomes, ...derived.filter((o) => !rows.has(`${o.group} ${o.eventId}`))];
   }
   const events = new Map<string, TraceEvent>();
   const envelopes = new Map<string, Envelope>();
