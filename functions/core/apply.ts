@@ -1,6 +1,5 @@
 import type { AggregateRef, Envelope } from "../../schemas";
 import { type CommitBase, decided, discarded, duplicateStep, type Handled, refOf } from "./commit";
-
 import { buildEmitted } from "./emit";
 import {
   AgentBusError,

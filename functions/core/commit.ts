@@ -192,21 +192,51 @@ function inboxRow(
   reason: string | undefined,
   repaired: boolean,
 ): InboxRecord {
-  return {
-    group: base.group,
-    eventId: base.event.event_id,
-    eventType: base.event.event_type,
-    outcome,
-    ...(reason ? { reason } : {}),
-    aggregate: refOf(base.event),
-    version: base.event.aggregate.version,
-    correlationId: base.event.correlation_id,
-    taskId: base.event.task_id,
-    ...(base.event.causation_id ? { causationId: base.event.causation_id } : {}),
-    producer: base.event.producer,
-    occurredAt: base.event.occurred_at,
-    ...(repaired ? { repaired: true as const } : {}),
+  return outcomeRecord(base.group, base.event, outcome, {
     recordedAt: base.now.toISOString(),
     expiresAt: expiresAtOf(base),
+    ...(reason ? { reason } : {}),
+    ...(repaired ? { repaired: true as const } : {}),
+  });
+}
+
+/** The facts of an event an outcome record carries: its envelope's, or a record made of them. */
+export type RecordedEvent = Pick<
+  Envelope,
+  | "event_id"
+  | "event_type"
+  | "correlation_id"
+  | "task_id"
+  | "causation_id"
+  | "producer"
+  | "occurred_at"
+> & {
+  readonly aggregate: { readonly type: string; readonly id: string; readonly version: number };
+};
+
+/** A group's outcome of an event, as its inbox row records it. */
+export function outcomeRecord(
+  group: string,
+  event: RecordedEvent,
+  outcome: InboxRecord["outcome"],
+  recorded: Pick<InboxRecord, "recordedAt" | "expiresAt" | "reason" | "repaired">,
+): InboxRecord {
+  const { reason, repaired, recordedAt, expiresAt } = recorded;
+  return {
+    group,
+    eventId: event.event_id,
+    eventType: event.event_type,
+    outcome,
+    ...(reason ? { reason } : {}),
+    aggregate: { type: event.aggregate.type, id: event.aggregate.id },
+    version: event.aggregate.version,
+    correlationId: event.correlation_id,
+    taskId: event.task_id,
+    ...(event.causation_id ? { causationId: event.causation_id } : {}),
+    producer: event.producer,
+    occurredAt: event.occurred_at,
+    ...(repaired ? { repaired } : {}),
+    recordedAt,
+    expiresAt,
   };
 }

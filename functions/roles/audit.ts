@@ -1,4 +1,5 @@
 import { type AggregateRef, registry } from "../../schemas";
+import { outcomeRecord } from "../core/commit";
 import type { Role } from "../core/pipeline";
 import type { InboxRecord } from "../core/ports";
 
@@ -39,22 +40,11 @@ export function auditRecordRef(eventId: string): AggregateRef {
  * written. The record is the group's dedup and trace record (`selfRecorded`: no inbox row).
  */
 export function outcomeOfAuditRecord(record: AuditRecord): InboxRecord {
-  return {
-    group: AUDIT_GROUP,
-    eventId: record.event_id,
-    eventType: record.event_type,
-    outcome: "applied",
-    aggregate: { type: record.aggregate.type, id: record.aggregate.id },
-    version: record.aggregate.version,
-    correlationId: record.correlation_id,
-    taskId: record.task_id,
-    ...(record.causation_id ? { causationId: record.causation_id } : {}),
-    producer: record.producer,
-    occurredAt: record.occurred_at,
+  // Kept as long as the record is: it never expires.
+  return outcomeRecord(AUDIT_GROUP, record, "applied", {
     recordedAt: record.recorded_at,
-    // Kept as long as the record is: never expires.
     expiresAt: Number.MAX_SAFE_INTEGER,
-  };
+  });
 }
 
 export const audit: Role<AuditRecord> = {

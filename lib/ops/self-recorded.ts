@@ -1,4 +1,5 @@
 import { stateRefOf } from "../../functions/core/apply";
+import { outcomeRecord } from "../../functions/core/commit";
 import type { Role } from "../../functions/core/pipeline";
 import type {
   InboxRecord,
@@ -92,22 +93,12 @@ function appliedTo(state: StoredState | undefined, event: Envelope): boolean {
   return checkpoint >= event.aggregate.version;
 }
 
-function appliedRecord(group: string, e: Envelope): InboxRecord {
-  return {
-    group,
-    eventId: e.event_id,
-    eventType: e.event_type,
-    outcome: "applied",
-    aggregate: { type: e.aggregate.type, id: e.aggregate.id },
-    version: e.aggregate.version,
-    correlationId: e.correlation_id,
-    taskId: e.task_id,
-    ...(e.causation_id ? { causationId: e.causation_id } : {}),
-    producer: e.producer,
-    occurredAt: e.occurred_at,
+/** Applied, as far as the state says: when it was is not kept. */
+function appliedRecord(group: string, event: Envelope): InboxRecord {
+  return outcomeRecord(group, event, "applied", {
     recordedAt: "",
     expiresAt: Number.MAX_SAFE_INTEGER,
-  };
+  });
 }
 
 function keyOf(ref: AggregateRef): string {
