@@ -466,18 +466,19 @@ function printCases(out: (line?: string) => void, cases: readonly CaseResult[]):
   );
   for (const line of table) out(line);
   out();
-  for (const c of cases) {
-    const a = c.agentBus;
-    const writes =
-      (a.calls.TransactWriteItems ?? 0) + (a.calls.PutItem ?? 0) + (a.calls.UpdateItem ?? 0);
-    const loads = a.calls.GetItem ?? 0;
-    const other = Object.keys(a.calls).filter(
-      (k) => !["GetItem", "TransactWriteItems", "PutItem", "UpdateItem"].includes(k),
-    );
-    const expectedWrites = c.name.startsWith("redelivered") ? 0 : a.events;
-    const ok = loads === a.events && writes === expectedWrites && other.length === 0;
-    out(
-      `  ${ok ? "as designed" : "UNEXPECTED "}: AgentBus ${c.name}: ${loads} GetItem + ${writes} writes for ${a.events} events (expected ${a.events} + ${expectedWrites})`,
-    );
-  }
+  for (const c of cases) out(designCheck(c));
+}
+
+/** Whether AgentBus made the calls its design says for a case: one read, one write per event. */
+function designCheck(c: CaseResult): string {
+  const a = c.agentBus;
+  const writes =
+    (a.calls.TransactWriteItems ?? 0) + (a.calls.PutItem ?? 0) + (a.calls.UpdateItem ?? 0);
+  const loads = a.calls.GetItem ?? 0;
+  const other = Object.keys(a.calls).filter(
+    (k) => !["GetItem", "TransactWriteItems", "PutItem", "UpdateItem"].includes(k),
+  );
+  const expectedWrites = c.name.startsWith("redelivered") ? 0 : a.events;
+  const ok = loads === a.events && writes === expectedWrites && other.length === 0;
+  return `  ${ok ? "as designed" : "UNEXPECTED "}: AgentBus ${c.name}: ${loads} GetItem + ${writes} writes for ${a.events} events (expected ${a.events} + ${expectedWrites})`;
 }

@@ -203,7 +203,7 @@ export class DynamoEventStore implements EventStore, TraceReader {
           .CancellationReasons;
         throw cancellationError(actions, reasons ?? [], error);
       }
-      throw dynamoFailure(error, actions.length === 1 ? "PutItem" : "TransactWriteItems");
+      throw dynamoFailure(error, operationOf(actions));
     }
   }
 
@@ -251,4 +251,10 @@ function parseEnvelope(item: EventItem): Envelope {
 
 function isNamed(error: unknown, name: string): boolean {
   return error instanceof Error && error.name === name;
+}
+
+/** The DynamoDB operation a commit of these actions makes (for error messages). */
+function operationOf(actions: readonly Action[]): string {
+  if (actions.length > 1) return "TransactWriteItems";
+  return actions[0]?.update ? "UpdateItem" : "PutItem";
 }
