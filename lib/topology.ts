@@ -1,11 +1,14 @@
 import { Duration } from "aws-cdk-lib";
-import type { Role } from "../functions/core/pipeline";
+import type { RoleDescriptor } from "../functions/core/pipeline";
 import { audit } from "../functions/roles/audit";
-import { contentAgentSubscriptions } from "../functions/roles/content-agents";
+import { contentAgentDescriptor } from "../functions/roles/content-agents";
 import { conversation } from "../functions/roles/conversation";
 import { conversationProjection } from "../functions/roles/conversation-projection";
-import { orchestrator } from "../functions/roles/orchestrator";
+import { ORCHESTRATOR } from "../functions/roles/orchestrator";
+import { ORDER_LOOKUP } from "../functions/roles/order-lookup";
+import { REPLY_GENERATION } from "../functions/roles/reply-generation";
 import { ROUTER } from "../functions/roles/router";
+import { SENDER } from "../functions/roles/sender";
 import { taskProjection } from "../functions/roles/task-projection";
 import { registry, TOPICS, type Topic as TopicName } from "../schemas";
 import { CONTENT_ROLES } from "../schemas/events/workflow";
@@ -30,8 +33,8 @@ import { handlerEntryProblem } from "./constructs/function";
 
 export type { Delivery, Ordering, OrderKey, TopicName };
 
-/** What the topology needs of a role: its group name and the event types it subscribes to. */
-export type TopologyRole = Pick<Role<unknown>, "group" | "subscriptions">;
+/** What the topology needs of a role: its descriptor (functions/core/pipeline RoleDescriptor). */
+export type TopologyRole = RoleDescriptor;
 
 /** One consumer group: an agent role, its handler, and how its queue and consumer behave. */
 /**
@@ -300,7 +303,7 @@ function subscriptionsByTopic(
  */
 export const contentAgentGroups: readonly GroupDeclaration[] = CONTENT_ROLES.map((role) => ({
   name: role,
-  role: { group: role, subscriptions: contentAgentSubscriptions(role) },
+  role: contentAgentDescriptor(role),
   handler: `functions/handlers/${role}.ts`,
   // One model call per invocation: a batch of them could outlast the function timeout.
   batchSize: 1,
@@ -312,28 +315,21 @@ export const contentAgentGroups: readonly GroupDeclaration[] = CONTENT_ROLES.map
  * The customer-support conversation (seed 000 §10): ingress, router, order lookup, reply
  * generation, sender and the conversation read model. Every command and fact of a conversation
  * carries `order_key = conversation_id`, so each group handles one conversation's work in order.
- * Roles whose decision needs a port (orders, model, channel) are declared by name and
- * subscriptions here; their handlers build the decision with the port at run time.
+ * Roles whose decision needs a port (orders, model, channel) are declared by their descriptors
+ * here; their handlers build the decision, which spreads the same descriptor, with the port.
  */
 export const supportGroups: readonly GroupDeclaration[] = [
   { name: "conversation", role: conversation, handler: "functions/handlers/conversation.ts" },
   { name: "router", role: ROUTER, handler: "functions/handlers/router.ts" },
   {
     name: "order-lookup",
-    role: { group: "order-lookup", subscriptions: ["order.lookup.requested"] },
+    role: ORDER_LOOKUP,
     handler: "functions/handlers/order-lookup.ts",
     needs: { orders: true },
   },
   {
     name: "reply-generation",
-    role: {
-      group: "reply-generation",
-      subscriptions: [
-        "reply.generation.requested",
-        "reply.approve.requested",
-        "reply.reject.requested",
-      ],
-    },
+    role: REPLY_GENERATION,
     handler: "functions/handlers/reply-generation.ts",
     // One model call per invocation, as for the content agents.
     batchSize: 1,
@@ -342,14 +338,7 @@ export const supportGroups: readonly GroupDeclaration[] = [
   },
   {
     name: "sender",
-    role: {
-      group: "sender",
-      subscriptions: [
-        "notification.send.requested",
-        "notification.resolve.requested",
-        "support.cancel.requested",
-      ],
-    },
+    role: SENDER,
     handler: "functions/handlers/sender.ts",
     batchSize: 1,
     // The sender escalates an outcome it cannot learn after 5 attempts (MAX_UNKNOWN_ATTEMPTS);
@@ -386,7 +375,7 @@ export const topology = defineTopology({
     {
       // Every event of a run carries order_key = run_id: one run's events are handled in order.
       name: "orchestrator",
-      role: orchestrator,
+      role: ORCHESTRATOR,
       handler: "functions/handlers/orchestrator.ts",
       needs: { orchestrates: true },
     },

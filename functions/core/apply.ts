@@ -129,7 +129,7 @@ async function atEvent<T>(event: Envelope, repaired: boolean, step: () => Promis
   }
 }
 
-export function stateRefOf<S>(role: Role<S>, event: Envelope): AggregateRef {
+export function stateRefOf(role: Pick<Role<unknown>, "stateOf">, event: Envelope): AggregateRef {
   return role.stateOf?.(event) ?? refOf(event);
 }
 

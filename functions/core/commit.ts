@@ -99,12 +99,15 @@ function gateOnly<S>(
   // An unsequenced event's id joins the recent ones only with a state write: a duplicate of one
   // that changed nothing is found by its inbox row at commit (the pipeline then reads the row).
   const gate = base.stream ? gateAfter(base, state) : undefined;
-  const commit: CommitRequest = { inbox, checkpoint: base.row };
+  const commit: CommitRequest = {
+    inbox,
+    ...(recorded ? { recordedByState: true as const } : {}),
+    checkpoint: base.row,
+  };
   if (!gate) return { commit, step, state };
   return {
     commit: {
       ...commit,
-      ...(recorded ? { recordedByState: true as const } : {}),
       gate: { aggregate: stateRef, expectedRevision: state?.revision ?? 0, records: gate },
     },
     step,
@@ -115,19 +118,21 @@ function gateOnly<S>(
 }
 
 /**
- * True when the state the commit writes records the event's outcome itself (Role.selfRecorded),
- * so no inbox row is written: an unordered role's record of its own, created by this commit, or
- * the checkpoint of the event's stream on an ordered role's state. Repairs, discards and
- * rejections keep their rows: the trace shows what they were.
+ * True when what the commit writes records the event's outcome itself, so no inbox row is
+ * written: an unordered role's record of its own, created by this commit; the checkpoint of the
+ * event's stream on the state, or the group's checkpoint row of a shared stream. The operator
+ * tools read those as the group's outcomes (lib/ops/recorded-outcomes.ts). Repairs, discards and
+ * rejections keep their rows (a trace shows what they were), and so do unsequenced messages: no
+ * stream holds them, and their rows are where a trace finds them.
  */
 function recordsItself(
-  role: Pick<Role<unknown>, "selfRecorded" | "unordered">,
+  role: Pick<Role<unknown>, "unordered">,
   base: CommitBase,
   step: Pick<Step, "status" | "repaired">,
   created: boolean,
 ): boolean {
-  if (!role.selfRecorded || step.status !== "applied" || step.repaired) return false;
-  return role.unordered ? created : base.stream !== undefined;
+  if (step.status !== "applied" || step.repaired) return false;
+  return role.unordered ? created : base.stream !== undefined || base.row !== undefined;
 }
 
 /** The state's gate records once the event is handled; undefined when unchanged. */

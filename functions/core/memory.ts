@@ -7,6 +7,7 @@ import type {
   EventStore,
   FailureLog,
   FailureRecord,
+  GroupStream,
   InboxRecord,
   Loaded,
   LoadRequest,
@@ -281,6 +282,10 @@ export class InMemoryEventStore
 
   async outcomesOfEvent(groups: readonly string[], eventId: string): Promise<OutcomeRecord[]> {
     return this.outcomes((r) => r.eventId === eventId && groups.includes(r.group));
+  }
+
+  async groupCheckpoints(keys: readonly GroupStream[]): Promise<number[]> {
+    return keys.map((k) => this.checkpoints.get(`${k.group}#${key(k.stream)}`) ?? 0);
   }
 
   private outcomes(match: (r: OutcomeRecord) => boolean): OutcomeRecord[] {

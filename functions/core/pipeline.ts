@@ -47,6 +47,18 @@ export interface DecideContext<S> {
 }
 
 /**
+ * What a role is outside its handler: its group, the event types it subscribes to, and where it
+ * keeps what it applied (its states, by `stateOf`, and the checkpoints of its shared streams).
+ * The topology subscribes the group with it, and the operator tools read the group's outcomes
+ * from those states with it (lib/ops/recorded-outcomes.ts); the role spreads the same object, so
+ * all of them see the role's own `stateOf`.
+ */
+export type RoleDescriptor = Pick<
+  Role<unknown>,
+  "group" | "subscriptions" | "stateOf" | "unordered" | "sharedStreams"
+>;
+
+/**
  * A consumer group's behaviour. `decide` is the only place with business logic: it gets the
  * current state and one event and returns a decision. It may call models or tools (never inside a
  * transaction: the commit happens after it returns), and must not write anything itself.
@@ -61,15 +73,6 @@ export interface Role<S> {
    * record does): every event is de-duplicated by its id, and version gaps are not repaired.
    */
   readonly unordered?: true;
-  /**
-   * The role's states record the events applied to them, so an applied event writes no inbox
-   * row (one write in all when it emits nothing): with `unordered`, the state item each event
-   * gets is written once and is its record; otherwise the checkpoint a state keeps of the event's
-   * stream says it was applied (not for `sharedStreams`). Repairs, discards and rejections keep
-   * their rows. Operator tools read these states as the group's outcomes (lib/ops), so a role
-   * that sets it must be listed there with its `stateOf`.
-   */
-  readonly selfRecorded?: true;
   /**
    * Aggregate types whose streams this role's events go to several of its states (by `stateOf`):
    * their checkpoints are the group's own rows, read and moved with each commit, and each event

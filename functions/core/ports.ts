@@ -141,8 +141,9 @@ export interface Loaded {
 export interface CommitRequest {
   readonly inbox?: InboxRecord;
   /**
-   * The state item this commit creates records the event's outcome itself (Role.selfRecorded):
-   * `inbox` says what the commit is for but is neither written as a row nor checked.
+   * What this commit writes records the event's outcome itself (a stream checkpoint, on the
+   * state or in a shared stream's row, or an unordered role's record it creates): `inbox` says
+   * what the commit is for but is neither written as a row nor checked.
    */
   readonly recordedByState?: true;
   readonly checkpoint?: {
@@ -213,6 +214,14 @@ export interface TraceReader {
   outcomesByTask(taskId: string): Promise<OutcomeRecord[]>;
   /** What the given groups recorded of one event id (to find the trace an event belongs to). */
   outcomesOfEvent(groups: readonly string[], eventId: string): Promise<OutcomeRecord[]>;
+  /** Each group's checkpoint row of a shared stream (Role.sharedStreams), 0 where it has none. */
+  groupCheckpoints(keys: readonly GroupStream[]): Promise<number[]>;
+}
+
+/** A consumer group and one stream it reads. */
+export interface GroupStream {
+  readonly group: string;
+  readonly stream: AggregateRef;
 }
 
 export interface PublishFailure {

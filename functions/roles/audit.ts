@@ -37,7 +37,7 @@ export function auditRecordRef(eventId: string): AggregateRef {
 
 /**
  * The audit group's outcome of the event an audit record records: applied when the record was
- * written. The record is the group's dedup and trace record (`selfRecorded`: no inbox row).
+ * written. The record is the group's dedup and trace record: no inbox row is written.
  */
 export function outcomeOfAuditRecord(record: AuditRecord): InboxRecord {
   // Kept as long as the record is: it never expires.
@@ -52,7 +52,6 @@ export const audit: Role<AuditRecord> = {
   subscriptions: [...new Set(registry.definitions().map((d) => d.type))],
   stateOf: (event) => auditRecordRef(event.event_id),
   unordered: true,
-  selfRecorded: true,
   decide(existing, event, { now }) {
     if (existing) return {};
     return {

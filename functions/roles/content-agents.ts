@@ -16,7 +16,7 @@ import {
 import { type AgentRun, newRun, transition } from "../core/agent-run";
 import type { HeartbeatSpec } from "../core/emit";
 import { invokeStructured, type StructuredResult } from "../core/model";
-import type { Decision, Role } from "../core/pipeline";
+import type { Decision, Role, RoleDescriptor } from "../core/pipeline";
 import type { StateSummary } from "../core/ports";
 import { DAG_RUN_AGGREGATE } from "../core/sweeper";
 import {
@@ -116,16 +116,23 @@ export function confirmTypeOf(role: ContentRole): string {
   return confirmEventType(CONTENT_ROLE_EVENTS[role].stem);
 }
 
+/** A content agent outside its handler: group = role, its subscriptions, one state per run. */
+export function contentAgentDescriptor(role: ContentRole): RoleDescriptor {
+  return {
+    group: role,
+    subscriptions: contentAgentSubscriptions(role),
+    stateOf: agentRunRef,
+    // A run's stream carries the requests of all its nodes, one agent run each.
+    sharedStreams: [DAG_RUN_AGGREGATE],
+  };
+}
+
 export function createContentAgent(options: ContentAgentOptions): Role<AgentRun> {
   const agent = resolveAgent(options);
   const isCancel = (event: Envelope) => event.event_type === agent.types.cancel;
   const isConfirm = (event: Envelope) => event.event_type === confirmTypeOf(agent.role);
   return {
-    group: agent.role,
-    subscriptions: contentAgentSubscriptions(agent.role),
-    stateOf: agentRunRef,
-    // A run's stream carries the requests of all its nodes, one agent run each.
-    sharedStreams: [DAG_RUN_AGGREGATE],
+    ...contentAgentDescriptor(agent.role),
     heartbeat: (event) => heartbeatOf(agent, event),
     discard: (existing, event) =>
       isCancel(event)

@@ -180,7 +180,6 @@ export const conversationProjection: Role<ConversationView> = {
     id: (event.payload as { conversation_id: string }).conversation_id,
   }),
   // The view's checkpoints of its streams record what it applied (lib/ops/self-recorded).
-  selfRecorded: true,
   decide(view, event) {
     const conversationId = (event.payload as { conversation_id: string }).conversation_id;
     const base: ConversationView = view ?? {

@@ -5,7 +5,7 @@ import type { WorkflowDefinition } from "../core/dag/definition";
 import type { Capacity } from "../core/dag/run";
 import { DEFAULT_DEPENDENCY_TIMEOUT_SECONDS } from "../core/dag/timeout";
 import { PermanentError } from "../core/errors";
-import type { Role } from "../core/pipeline";
+import type { Role, RoleDescriptor } from "../core/pipeline";
 import { agentOf } from "./content-workflows";
 import { type EventHandler, payloadOf } from "./orchestrator-context";
 import { HANDLERS } from "./orchestrator-handlers";
@@ -141,13 +141,17 @@ export const ORCHESTRATOR_SUBSCRIPTIONS: readonly string[] = Object.keys(HANDLER
 /** Every event the orchestrator reads names its run (the aggregate it reads and writes). */
 const RunRef = z.object({ run_id: OpaqueId });
 
+export const ORCHESTRATOR: RoleDescriptor = {
+  group: ORCHESTRATOR_GROUP,
+  subscriptions: ORCHESTRATOR_SUBSCRIPTIONS,
+  stateOf: (event) => ({ type: "dag_run", id: payloadOf(RunRef, event).run_id }),
+};
+
 export function createOrchestrator(options: OrchestratorOptions = {}): Role<OrchestratorState> {
   const policy = leasePolicyOf(options);
   const capacityFor = capacitySource(options);
   return {
-    group: ORCHESTRATOR_GROUP,
-    subscriptions: ORCHESTRATOR_SUBSCRIPTIONS,
-    stateOf: (event) => ({ type: "dag_run", id: payloadOf(RunRef, event).run_id }),
+    ...ORCHESTRATOR,
     summarize: summarizeRun,
     decide: (stored, event, { now }) =>
       handlerOf(event)({

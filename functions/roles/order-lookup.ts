@@ -3,7 +3,7 @@ import type {
   OrderLookupRequested,
   ReplyGenerationRequested,
 } from "../../schemas/events/support-commands";
-import type { Role } from "../core/pipeline";
+import type { Role, RoleDescriptor } from "../core/pipeline";
 import { stepFailedDecision } from "./support-failure";
 import { factFields } from "./support-fields";
 
@@ -44,12 +44,16 @@ export interface OrderLookupOptions {
   readonly orders: OrdersPort;
 }
 
+export const ORDER_LOOKUP: RoleDescriptor = {
+  group: "order-lookup",
+  subscriptions: ["order.lookup.requested"],
+  stateOf: (event) => ({ type: ORDER_LOOKUP_AGGREGATE, id: event.task_id }),
+};
+
 export function createOrderLookup(options: OrderLookupOptions): Role<OrderLookupState> {
   const { orders } = options;
   return {
-    group: "order-lookup",
-    subscriptions: ["order.lookup.requested"],
-    stateOf: (event) => ({ type: ORDER_LOOKUP_AGGREGATE, id: event.task_id }),
+    ...ORDER_LOOKUP,
     failed: (_state, event, failure, { now }) =>
       stepFailedDecision("order_lookup", event, failure, now),
     async decide(existing, event, { now }) {

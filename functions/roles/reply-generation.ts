@@ -17,7 +17,7 @@ import {
   type ModelPort,
   type StructuredResult,
 } from "../core/model";
-import type { Decision, Role } from "../core/pipeline";
+import type { Decision, Role, RoleDescriptor } from "../core/pipeline";
 import {
   type ContextMessage,
   type ConversationReader,
@@ -107,13 +107,17 @@ export const REPLY_SYSTEM_PROMPT =
   "sent) and source_refs (array of strings: the facts the reply relies on, each one of the " +
   "allowed source refs listed in the request).";
 
+export const REPLY_GENERATION: RoleDescriptor = {
+  group: "reply-generation",
+  subscriptions: ["reply.generation.requested", ...REVIEW_COMMANDS],
+  stateOf: (event) => ({ type: REPLY_AGGREGATE, id: event.task_id }),
+};
+
 export function createReplyGeneration(options: ReplyGenerationOptions): Role<ReplyState> {
   const settings = replySettings(options);
   const reads = new ConversationReads(options.conversation, conversationIdOf);
   return {
-    group: "reply-generation",
-    subscriptions: ["reply.generation.requested", ...REVIEW_COMMANDS],
-    stateOf: (event) => ({ type: REPLY_AGGREGATE, id: event.task_id }),
+    ...REPLY_GENERATION,
     failed: (_state, event, failure, { now }) =>
       event.event_type === "reply.generation.requested"
         ? stepFailedDecision("reply_generation", event, failure, now)

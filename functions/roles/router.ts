@@ -6,7 +6,7 @@ import type {
   RouteRequested,
 } from "../../schemas/events/support-commands";
 import type { EmitSpec } from "../core/emit";
-import type { Role } from "../core/pipeline";
+import type { Role, RoleDescriptor } from "../core/pipeline";
 import { CONVERSATION_AGGREGATE, type ConversationContextReader } from "./conversation";
 import { factFields } from "./support-fields";
 
@@ -92,7 +92,13 @@ export function routeTexts(texts: readonly string[]): Route {
 }
 
 /** The router's group and what it takes (the topology declares it from this). */
-export const ROUTER = { group: "router", subscriptions: ["support.route.requested"] } as const;
+export const ROUTER: RoleDescriptor = {
+  group: "router",
+  subscriptions: ["support.route.requested"],
+  stateOf: (event) => ({ type: SUPPORT_ROUTE_AGGREGATE, id: event.task_id }),
+  // A conversation's stream carries the route requests of all its turns, one state each.
+  sharedStreams: [CONVERSATION_AGGREGATE],
+};
 
 export interface RouterOptions {
   /** The turn's context (see conversationContextReader in ./conversation). */
@@ -102,9 +108,6 @@ export interface RouterOptions {
 export function createRouter(options: RouterOptions): Role<RouteState> {
   return {
     ...ROUTER,
-    stateOf: (event) => ({ type: SUPPORT_ROUTE_AGGREGATE, id: event.task_id }),
-    // A conversation's stream carries the route requests of all its turns, one state each.
-    sharedStreams: [CONVERSATION_AGGREGATE],
     async decide(existing, event, { now }) {
       if (existing) return {};
       const request = event.payload as RouteRequested;

@@ -8,7 +8,7 @@ import type {
 import { SUPPORT_CANCEL_REQUESTED } from "../../schemas/events/support-cancel";
 import type { EmitSpec } from "../core/emit";
 import { AgentBusError, PermanentError, TransientError } from "../core/errors";
-import type { DecideContext, Decision, Role } from "../core/pipeline";
+import type { DecideContext, Decision, Role, RoleDescriptor } from "../core/pipeline";
 import type { DiscardReason } from "../core/ports";
 import { type ChannelPort, type SideEffectStore, sideEffectKey } from "../core/side-effects";
 import type { OrdersPort } from "./order-lookup";
@@ -141,6 +141,12 @@ export function replyKey(event: Envelope): string {
   return sideEffectKey(event.task_id, REPLY_KIND, payload.logical_attempt);
 }
 
+export const SENDER: RoleDescriptor = {
+  group: SENDER_GROUP,
+  subscriptions: [SEND_REQUESTED, RESOLVE_REQUESTED, SUPPORT_CANCEL_REQUESTED],
+  stateOf: (event: Envelope): AggregateRef => ({ type: DELIVERY_AGGREGATE, id: event.task_id }),
+};
+
 export function createSender(options: SenderOptions): Role<DeliveryState> {
   const maxUnknown = options.maxUnknownAttempts ?? DEFAULT_MAX_UNKNOWN_ATTEMPTS;
   if (!Number.isInteger(maxUnknown) || maxUnknown < 1)
@@ -150,9 +156,7 @@ export function createSender(options: SenderOptions): Role<DeliveryState> {
     );
   const sender = new Sender(options, maxUnknown);
   return {
-    group: SENDER_GROUP,
-    subscriptions: [SEND_REQUESTED, RESOLVE_REQUESTED, SUPPORT_CANCEL_REQUESTED],
-    stateOf: (event: Envelope): AggregateRef => ({ type: DELIVERY_AGGREGATE, id: event.task_id }),
+    ...SENDER,
     async discard(state, event): Promise<DiscardReason | undefined> {
       if (event.event_type !== SEND_REQUESTED) return undefined;
       return staleReason(state?.cancelled !== undefined, event, options);

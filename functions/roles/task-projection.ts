@@ -50,7 +50,6 @@ export const taskProjection: Role<TaskView> = {
   subscriptions: [...Object.keys(LIFECYCLE), "task.feedback.received"],
   stateOf: (event) => ({ type: "task_view", id: event.aggregate.id }),
   // The view's checkpoint of its task stream records what it applied (lib/ops/self-recorded).
-  selfRecorded: true,
   decide(view, event) {
     if (event.event_type === "task.feedback.received") {
       const { rating } = event.payload as FeedbackReceived;

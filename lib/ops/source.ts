@@ -6,10 +6,11 @@ import { EventAttr, streamKey } from "../../functions/adapters/dynamodb/tables";
 import { DynamoTraceReader } from "../../functions/adapters/dynamodb/trace-reader";
 import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
 import type { Envelope } from "../../schemas";
+import { topology } from "../topology";
 import { listDeadLetters } from "./dead-letters";
 import { sideEffectsByKey, summaries } from "./lists";
+import { recordedOutcomes } from "./recorded-outcomes";
 import { runView } from "./runs";
-import { selfRecordedOutcomes } from "./self-recorded";
 import type { OpsStack } from "./stack";
 import { status, waiting } from "./status";
 import { heldReplies } from "./support";
@@ -45,13 +46,15 @@ export function traceSources(stack: OpsStack): TraceSources {
     client: stack.dynamodb,
     stateTable: stack.names.tables.state,
   });
-  const selfRecorded = selfRecordedOutcomes(stack.groups, states);
+  const reader = new DynamoTraceReader({ client: stack.dynamodb, tables: stack.names.tables });
+  const roles = topology.groups.filter((g) => stack.groups.includes(g.name)).map((g) => g.role);
+  const recorded = recordedOutcomes(roles, { states, checkpoints: reader });
   return {
-    reader: new DynamoTraceReader({ client: stack.dynamodb, tables: stack.names.tables }),
+    reader,
     groups: stack.groups,
     sideEffects: (keys) => sideEffectsByKey(stack, keys),
     stream: (aggregate) => newestOfStream(stack, aggregate),
-    ...(selfRecorded ? { selfRecorded } : {}),
+    ...(recorded ? { recorded } : {}),
   };
 }
 

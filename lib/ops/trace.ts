@@ -1,6 +1,7 @@
 import type { FailureRecord, OutcomeRecord, TraceReader } from "../../functions/core/ports";
 import { type Envelope, registry } from "../../schemas";
 import { ULID_PATTERN } from "../../schemas/ids";
+import type { RecordedOutcomes } from "./recorded-outcomes";
 import type { GroupOutcome, SideEffectView, TraceEvent, TraceNode, TraceView } from "./views";
 
 /** What building a trace reads. */
@@ -13,13 +14,11 @@ export interface TraceSources {
   /** Events of one stream (to find what a shared aggregate's newer message superseded). */
   readonly stream?: (aggregate: { type: string; id: string }) => Promise<Envelope[]>;
   /**
-   * The outcomes recorded by states instead of inbox rows (Role.selfRecorded: audit records,
-   * projections' checkpoints) of these event ids and stored events; unknown ones left out.
+   * The outcomes recorded by the groups' own writes instead of inbox rows (stream checkpoints,
+   * audit records: ./recorded-outcomes) of these event ids and stored events; unknown ones left
+   * out.
    */
-  readonly selfRecorded?: (
-    eventIds: readonly string[],
-    envelopes: readonly Envelope[],
-  ) => Promise<OutcomeRecord[]>;
+  readonly recorded?: RecordedOutcomes;
 }
 
 /**
@@ -74,7 +73,7 @@ async function collect(sources: TraceSources, id: string): Promise<Found | undef
   let outcomes: OutcomeRecord[];
   if (ULID_PATTERN.test(id)) {
     const ofEvent = await reader.outcomesOfEvent(sources.groups, id);
-    const recorded = ofEvent.length > 0 ? [] : ((await sources.selfRecorded?.([id], [])) ?? []);
+    const recorded = ofEvent.length > 0 ? [] : ((await sources.recorded?.([id], [])) ?? []);
     const correlation = [...ofEvent, ...recorded][0]?.correlationId;
     if (!correlation) return undefined;
     [stored, outcomes] = await Promise.all([
@@ -101,11 +100,11 @@ async function collect(sources: TraceSources, id: string): Promise<Found | undef
     ]);
   }
   if (stored.length === 0 && outcomes.length === 0) return undefined;
-  if (sources.selfRecorded) {
+  if (sources.recorded) {
     const ids = [...new Set([...stored.map((e) => e.event_id), ...outcomes.map((o) => o.eventId)])];
     // A row, when there is one (a repair, a discard), says more than the state: it wins.
     const rows = new Set(outcomes.map((o) => `${o.group} ${o.eventId}`));
-    const derived = await sources.selfRecorded(ids, stored);
+    const derived = await sources.recorded(ids, stored);
     outcomes = [...outcomes, ...derived.filter((o) => !rows.has(`${o.group} ${o.eventId}`))];
   }
   const events = new Map<string, TraceEvent>();

@@ -22,7 +22,7 @@ describe("consume: order and dedup", () => {
     expect(
       store.checkpointOf({ type: "task_view", id: taskId }, { type: "task", id: taskId }),
     ).toBe(4);
-    // The view's checkpoint records what it applied: no inbox row besides (Role.selfRecorded).
+    // The view's checkpoint records what it applied: no inbox row besides.
     expect(store.inbox.get(`task-projection#${events[2]?.event_id}`)).toBeUndefined();
   });
 

@@ -24,7 +24,7 @@ import { localSupportStack, TIMEOUT } from "./support-stack";
  */
 describe("customer-support conversation on the local runtime", () => {
   const local = localSupportStack("cv");
-  const { deliveriesTo, delivered, inboxRow, putMessages: send, sendOf } = local;
+  const { deliveriesTo, delivered, inboxRow, outcomeOf, putMessages: send, sendOf } = local;
   const conv = () => `conv_${ulid()}`;
   const routes = async (conversationId: string) =>
     (await streamOf(local.env, { type: "conversation", id: conversationId })).filter(
@@ -233,7 +233,7 @@ describe("customer-support conversation on the local runtime", () => {
       expect(await sideEffectOf(local.env, key)).toMatchObject({ state: "succeeded" });
       const facts = await streamOf(local.env, { type: "delivery", id: message.task_id });
       expect(facts.map((e) => e.event_type)).toEqual(["notification.delivered"]);
-      expect(await inboxRow("sender", command.event_id)).toMatchObject({ outcome: "applied" });
+      expect(await outcomeOf("sender", command)).toMatchObject({ outcome: "applied" });
     },
     TIMEOUT * 3,
   );

@@ -5,6 +5,7 @@ import { loadConversation, sendCommandOf, waitUntil } from "../../lib/local/scen
 import { putOnBus } from "../../lib/local/scenario/workflow";
 import type { Envelope } from "../../schemas";
 import { emulator } from "../support/aws";
+import { groupOutcome } from "../support/outcomes";
 
 /** How long a support e2e test waits for one thing on the local stack. */
 export const TIMEOUT = 120_000;
@@ -57,6 +58,8 @@ export function localSupportStack(
     /** The group's inbox row for the event; undefined until the group has handled it. */
     inboxRow: async (group: string, eventId: string) =>
       (await env().store.inboxRecords(group, [eventId]))[0],
+    /** The group's outcome of the event, from its row or its records (test/support/outcomes). */
+    outcomeOf: (group: string, event: Envelope) => groupOutcome(env().store, group, event),
     /** Waits for the send command of the message's turn. */
     sendOf: (message: Envelope): Promise<Envelope> =>
       waitUntil(

@@ -16,6 +16,7 @@ import { CONTENT_ROLES } from "../../schemas/events/workflow";
 import { auditedOutcomes } from "../support/audit";
 import { emulator } from "../support/aws";
 import { type CliResult, localCli } from "../support/cli";
+import { groupOutcome } from "../support/outcomes";
 
 /**
  * `agentbus workflow cancel` end to end on the local stack (issue 12 item 5): a long-form run whose
@@ -120,7 +121,7 @@ describe("workflow cancel on the local stack", () => {
       // The agent dropped the queued request (no model call) and recorded the cancel.
       const [dropped] = await env.store.inboxRecords("topic-selection", [request.event_id]);
       expect(dropped).toMatchObject({ outcome: "discarded", reason: "cancelled" });
-      const [told] = await env.store.inboxRecords("topic-selection", [cancel.event_id]);
+      const told = await groupOutcome(env.store, "topic-selection", cancel);
       expect(told?.outcome).toBe("applied");
       expect(env.model.calls({ taskId: request.task_id })).toEqual([]);
       const agentRun = await env.store.load({

@@ -7,7 +7,7 @@ import {
 
 /**
  * The audit group's outcomes of these event ids, in the order asked, unknown ids left out: read
- * from its records, which stand in for its inbox rows (Role.selfRecorded).
+ * from its records, which stand in for its inbox rows.
  */
 export async function auditedOutcomes(
   store: Pick<EventStore, "load">,

@@ -15,6 +15,7 @@ import type {
   Clock,
   CommitRequest,
   EventStore,
+  GroupStream,
   InboxRecord,
   Loaded,
   LoadRequest,
@@ -242,6 +243,10 @@ export class DynamoEventStore implements EventStore, TraceReader {
 
   outcomesOfEvent(groups: readonly string[], eventId: string): Promise<OutcomeRecord[]> {
     return this.trace.outcomesOfEvent(groups, eventId);
+  }
+
+  groupCheckpoints(keys: readonly GroupStream[]): Promise<number[]> {
+    return this.trace.groupCheckpoints(keys);
   }
 }
 

@@ -1,8 +1,9 @@
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { Envelope } from "../../../schemas";
 import { chunk } from "../../core/batching";
-import type { InboxRecord, OutcomeRecord, TraceReader } from "../../core/ports";
+import type { GroupStream, InboxRecord, OutcomeRecord, TraceReader } from "../../core/ports";
 import {
+  type CheckpointItem,
   type EventItem,
   type FailureItem,
   type InboxItem,
@@ -10,7 +11,15 @@ import {
   outcomeRecordOf,
 } from "./items";
 import { type BatchGetOptions, batchGetByPk, MAX_BATCH_GET_KEYS, queryAll } from "./reads";
-import { EventAttr, EventIndex, failureKey, InboxAttr, InboxIndex, inboxKey } from "./tables";
+import {
+  checkpointKey,
+  EventAttr,
+  EventIndex,
+  failureKey,
+  InboxAttr,
+  InboxIndex,
+  inboxKey,
+} from "./tables";
 
 export interface DynamoTraceReaderOptions {
   readonly client: DynamoDBClient;
@@ -62,6 +71,14 @@ export class DynamoTraceReader implements TraceReader {
     const keys = groups.flatMap((g) => [inboxKey(g, eventId), failureKey(g, eventId)]);
     const found = await this.byKeys(keys);
     return found.map((item) => outcomeRecordOf(item as unknown as InboxItem | FailureItem));
+  }
+
+  async groupCheckpoints(keys: readonly GroupStream[]): Promise<number[]> {
+    const found = await this.byKeys(keys.map((k) => checkpointKey(k.group, k.stream)));
+    const versions = new Map(
+      found.map((item) => [(item as unknown as CheckpointItem).pk, Number(item.version)]),
+    );
+    return keys.map((k) => versions.get(checkpointKey(k.group, k.stream)) ?? 0);
   }
 
   private async events(index: string, attribute: string, value: string): Promise<Envelope[]> {

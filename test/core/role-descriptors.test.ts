@@ -1,0 +1,50 @@
+import { describe, expect, it } from "vitest";
+import { DeterministicLocalModel } from "../../functions/adapters/local-model";
+import type { Role, RoleDescriptor } from "../../functions/core/pipeline";
+import { createContentAgent } from "../../functions/roles/content-agents";
+import { createOrchestrator } from "../../functions/roles/orchestrator";
+import { topology } from "../../lib/topology";
+import { CONTENT_ROLES } from "../../schemas/events/workflow";
+import { supportHarness } from "./support-fixture";
+
+/**
+ * The topology declares each group with its role's descriptor, and the trace finds what a group
+ * applied through it (lib/ops/recorded-outcomes): the role its handler builds at run time must be
+ * the same descriptor, down to the `stateOf` function.
+ */
+describe("each group's descriptor in the topology is the one its role is built from", () => {
+  const support = supportHarness();
+  const built: readonly Role<unknown>[] = [
+    createOrchestrator() as Role<unknown>,
+    ...CONTENT_ROLES.map(
+      (role) => createContentAgent({ role, model: new DeterministicLocalModel() }) as Role<unknown>,
+    ),
+    ...([
+      support.conversation,
+      support.router,
+      support.orderLookup,
+      support.replyGeneration,
+      support.sender,
+      support.projection,
+    ] as Role<unknown>[]),
+  ];
+
+  it.each(built.map((role) => [role.group, role] as const))("%s", (group, role) => {
+    const declared = topology.groups.find((g) => g.name === group)?.role as RoleDescriptor;
+    expect(declared, `group ${group} is declared`).toBeDefined();
+    expect(role.subscriptions).toEqual(declared.subscriptions);
+    expect(role.stateOf).toBe(declared.stateOf);
+    expect(role.sharedStreams).toEqual(declared.sharedStreams);
+    expect(role.unordered).toBe(declared.unordered);
+  });
+
+  it("covers every group of the topology that is built at run time", () => {
+    const constants = ["task-projection", "audit"];
+    expect(
+      topology.groups
+        .map((g) => g.name)
+        .filter((name) => !constants.includes(name))
+        .sort(),
+    ).toEqual(built.map((r) => r.group).sort());
+  });
+});
