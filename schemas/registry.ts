@@ -6,6 +6,7 @@ import {
   MAX_ENVELOPE_BYTES,
   utf8Bytes,
 } from "./envelope";
+import { jsonBytesAtMost } from "./json-size";
 
 /** The topics (one EventBridge bus each). Commands ask for work; events record facts. */
 export const TOPICS = ["commands", "events", "audit"] as const;
@@ -248,10 +249,13 @@ function typeKeyOf(raw: unknown): string {
 }
 
 /**
- * A message too large or that cannot be serialized. UTF-8 takes at most 3 bytes per UTF-16 code
- * unit, so the bytes are counted only when the JSON text is long enough to possibly exceed the limit.
+ * A message too large or that cannot be serialized. A bound from a walk clears most messages
+ * (./json-size); the rest are serialized, and as UTF-8 takes at most 3 bytes per UTF-16 code unit,
+ * their bytes are counted only when the JSON text is long enough to possibly exceed the limit.
  */
 function sizeProblemOf(raw: unknown): Problem | undefined {
+  const bound = jsonBytesAtMost(raw, MAX_ENVELOPE_BYTES);
+  if (bound !== undefined && bound <= MAX_ENVELOPE_BYTES) return undefined;
   let size: number;
   try {
     const text = JSON.stringify(raw) ?? "";

@@ -33,7 +33,9 @@ const key = (ref: AggregateRef) => `${ref.type}#${ref.id}`;
 export function deepFreeze<T>(value: T): T {
   if (value === null || typeof value !== "object" || Object.isFrozen(value)) return value;
   Object.freeze(value);
-  for (const child of Object.values(value)) deepFreeze(child);
+  // Walked in place: this runs on every commit, and Object.values would copy each level first.
+  if (Array.isArray(value)) for (let i = 0; i < value.length; i++) deepFreeze(value[i]);
+  else for (const key in value) deepFreeze(value[key]);
   return value;
 }
 const MAX_TRANSACTION_ACTIONS = 100;
