@@ -43,11 +43,17 @@ export async function dispatch(
 ): Promise<DispatchReport> {
   const messages: (FifoMessage & { recordId: string })[] = [];
   let deadLettered = 0;
+  // An invalid envelope whose dead-letter send failed goes back to the buffer with its backoff.
+  const notDeadLettered: string[] = [];
   for (const [index, item] of items.entries()) {
     const parsed = registry.parse(item.envelope);
     if (!parsed.ok) {
-      await deadLetters.send({ body: item.rawBody, code: parsed.code, reason: parsed.message });
-      deadLettered++;
+      try {
+        await deadLetters.send({ body: item.rawBody, code: parsed.code, reason: parsed.message });
+        deadLettered++;
+      } catch {
+        notDeadLettered.push(item.recordId);
+      }
       continue;
     }
     const { envelope } = parsed;
@@ -82,5 +88,10 @@ export async function dispatch(
     }
     for (const m of batch) if (failed.has(m.id)) failedRecordIds.push(m.recordId);
   }
-  return { sent: messages.length - failedRecordIds.length, deadLettered, calls, failedRecordIds };
+  return {
+    sent: messages.length - failedRecordIds.length,
+    deadLettered,
+    calls,
+    failedRecordIds: [...failedRecordIds, ...notDeadLettered],
+  };
 }

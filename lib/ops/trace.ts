@@ -103,7 +103,9 @@ async function collect(sources: TraceSources, id: string): Promise<Found | undef
   if (sources.recorded) {
     const ids = [...new Set([...stored.map((e) => e.event_id), ...outcomes.map((o) => o.eventId)])];
     // A row, when there is one (a repair, a discard), says more than the state: it wins.
-    const rows = new Set(outcomes.map((o) => `${o.group} ${o.eventId}`));
+    const rows = new Set(
+      outcomes.filter((o) => !isFailure(o)).map((o) => `${o.group} ${o.eventId}`),
+    );
     const derived = await sources.recorded(ids, stored);
     outcomes = [...outcomes, ...derived.filter((o) => !rows.has(`${o.group} ${o.eventId}`))];
   }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { consume, type Role } from "../../functions/core/pipeline";
 import type { CommitRequest, EventStore } from "../../functions/core/ports";
+import { failureRecordOf } from "../../functions/handlers/failure-record";
 import { audit, auditRecordRef, outcomeOfAuditRecord } from "../../functions/roles/audit";
 import { taskProjection } from "../../functions/roles/task-projection";
 import { recordedOutcomes } from "../../lib/ops/recorded-outcomes";
@@ -74,6 +75,34 @@ describe("states that record what their group applied stand in for inbox rows", 
     expect(without?.roots[0]?.outcomes).toEqual([]);
     expect(recordedOutcomes([], { states: store, checkpoints: store })).toBeUndefined();
     expect(auditRecordRef(id)).toEqual({ type: "audit_record", id: `evt_${id}` });
+  });
+
+  it("a retry before the apply does not hide the outcome the group's records show", async () => {
+    const { deps, store } = makeDeps();
+    const [v1] = await seedTask(deps, 1);
+    if (!v1) throw new Error("no event");
+    const failed = failureRecordOf(JSON.stringify(v1), {
+      group: "audit",
+      error: { code: "dynamodb.throttled", message: "Rate exceeded", errorClass: "transient" },
+      attempts: 1,
+      outcome: "retrying",
+      now: new Date(),
+      ttlSeconds: 3600,
+    });
+    if (failed) await store.record(failed);
+    await consume(v1, audit, deps);
+    const trace = await buildTrace(
+      {
+        reader: store,
+        groups: ["audit"],
+        sideEffects: async () => [],
+        recorded: recordedOutcomes([audit], { states: store, checkpoints: store }),
+      },
+      v1.task_id,
+    );
+    expect(trace?.roots[0]?.outcomes).toMatchObject([
+      { group: "audit", outcome: "applied", attempts: 1, error: { code: "dynamodb.throttled" } },
+    ]);
   });
 
   it("a projection's checkpoint records what it applied: no inbox row, the trace derives it", async () => {

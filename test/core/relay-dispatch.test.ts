@@ -171,6 +171,24 @@ describe("dispatch", () => {
     expect(dlq.items).toEqual([{ code: "envelope.invalid", body: '{"hello":"world"}' }]);
   });
 
+  it("hands back an invalid envelope whose dead-letter send failed, and sends the rest", async () => {
+    const { deps } = makeDeps();
+    const [good] = await seedTask(deps, 1);
+    const sender = new RecordingSender();
+    const unreachable: DeadLetterSink = { send: () => Promise.reject(new Error("socket hang up")) };
+    const report = await dispatch(
+      [
+        { recordId: "bad", envelope: { hello: "world" }, rawBody: '{"hello":"world"}' },
+        { recordId: "good", envelope: good, rawBody: JSON.stringify(good) },
+      ],
+      registry,
+      sender,
+      unreachable,
+    );
+    expect(report).toMatchObject({ sent: 1, deadLettered: 0, failedRecordIds: ["bad"] });
+    expect(sender.sent.map((m) => m.deduplicationId)).toEqual([good?.event_id]);
+  });
+
   it("hands back exactly the records whose send failed", async () => {
     const { deps } = makeDeps();
     const events: Envelope[] = [];
