@@ -1,4 +1,5 @@
 import { Command, InvalidArgumentError } from "commander";
+import { runStackChaos } from "../lib/chaos/run";
 import { playSchedule, type ScheduleResult } from "../lib/sim/schedule";
 
 /**
@@ -11,6 +12,12 @@ import { playSchedule, type ScheduleResult } from "../lib/sim/schedule";
  * invariants after each (lib/sim/invariants.ts). Prints what was injected and done, then
  * `N schedules, M violations`; a schedule that breaks an invariant prints its seed (play it alone
  * with `--seed S --schedules 1`) and the run exits 1.
+ *
+ * `--stack` plays full-stack schedules instead (lib/chaos): the stack deployed once to moto_server
+ * with its handlers on the local runtime, each schedule a reference task, a content run, a support
+ * conversation and a poison message under a fault plan injected at the AWS boundary (SDK
+ * middleware) and in the runtime (crashes, lost acks, stalled model calls); 20 schedules by
+ * default. Same summary line, same exit code.
  */
 
 const positive = (name: string) => (value: string) => {
@@ -23,12 +30,30 @@ const positive = (name: string) => (value: string) => {
 const program = new Command()
   .name("npm run chaos --")
   .description("Simulated schedules under random faults, checked against the invariants.")
-  .option("--schedules <n>", "how many schedules to play", positive("--schedules"), 10_000)
+  .option(
+    "--schedules <n>",
+    "how many schedules to play (default: 10000 simulated, 20 on the stack)",
+    positive("--schedules"),
+  )
   .option("--seed <s>", "the first schedule's seed", positive("--seed"), 1)
+  .option("--stack", "play full-stack schedules on moto and the local runtime")
+  .option("--endpoint <url>", "with --stack: deploy to this running emulator (it is reset)")
   .parse();
 
-const { schedules, seed } = program.opts<{ schedules: number; seed: number }>();
+const options = program.opts<{
+  schedules?: number;
+  seed: number;
+  stack?: boolean;
+  endpoint?: string;
+}>();
+const { seed } = options;
+const schedules = options.schedules ?? (options.stack ? 20 : 10_000);
 const out = (line = "") => process.stdout.write(`${line}\n`);
+
+async function stack(): Promise<number> {
+  const results = await runStackChaos({ schedules, seed, endpoint: options.endpoint, out });
+  return results.some((r) => r.violations.length > 0) ? 1 : 0;
+}
 
 async function main(): Promise<number> {
   const started = performance.now();
@@ -69,7 +94,7 @@ async function main(): Promise<number> {
   return failing.length > 0 ? 1 : 0;
 }
 
-main().then(
+(options.stack ? stack() : main()).then(
   (code) => process.exit(code),
   (error: unknown) => {
     process.stderr.write(

@@ -16,6 +16,7 @@ import { type MotoServer, resetMoto, startMoto } from "./moto";
 import { type StackNames, stackNames } from "./names";
 import { SAMPLE_ORDERS } from "./orders";
 import { LocalRuntime, type RuntimeEvent } from "./runtime";
+import type { FaultInjection } from "./runtime/faults";
 import { ROOT, synthesize } from "./synth";
 import { Observations } from "./trace";
 
@@ -72,6 +73,11 @@ export interface LocalOptions {
   readonly scheduleIntervalMs?: number;
   /** Called for every reply the local channel delivers. */
   readonly onDelivery?: (delivery: LocalDelivery) => void;
+  /**
+   * Faults to inject (lib/chaos): SDK middleware on the clients the functions get, wrapped model
+   * and channel, lost acknowledgements and crashed invocations in the runtime.
+   */
+  readonly faultInjection?: FaultInjection;
 }
 
 /**
@@ -90,7 +96,11 @@ export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvir
   try {
     if (options.endpoint && options.reset) await resetMoto(endpoint);
     const clients = emulatorClients(endpoint, region);
-    const { stackName, template } = synthesize(options.stage ?? "local", options.topology);
+    options.faultInjection?.attach?.(clients);
+    const synthesized = synthesize(options.stage ?? "local", options.topology);
+    const { stackName } = synthesized;
+    const template =
+      options.faultInjection?.template?.(synthesized.template) ?? synthesized.template;
     const synthMs = lap();
     const deployment = await deployTemplate(template, clients, { stackName, region });
     const deployMs = lap();
@@ -167,14 +177,16 @@ async function startRuntime(
   const observations = new Observations();
   const channel = new LocalChannel({ onDelivery: options.onDelivery });
   const model = new RecordingModel(new DeterministicLocalModel());
+  const services = options.faultInjection?.services?.({ model, channel }) ?? { model, channel };
   const runtime = new LocalRuntime({
     deployment,
     clients,
     endpoint,
     root: ROOT,
     envOverrides: { ...LOCAL_ENV_OVERRIDES, ...options.envOverrides },
-    services: { model, channel },
+    services: { ...services },
     scheduleIntervalMs: options.scheduleIntervalMs,
+    faultInjection: options.faultInjection,
     onEvent: (event) => {
       observations.listener(event);
       options.onEvent?.(event);

@@ -8,7 +8,7 @@ import type {
 } from "./deploy";
 import { Activity, sleep } from "./runtime/activity";
 import type { Invoke, RuntimeEvent } from "./runtime/events";
-import { Faults } from "./runtime/faults";
+import { type FaultInjection, Faults } from "./runtime/faults";
 import { loadHandler } from "./runtime/handlers";
 import { runPipe } from "./runtime/pipes";
 import { mappedQueueUrls, queuesEmpty, queueUrlOf } from "./runtime/queues";
@@ -39,6 +39,8 @@ export interface RuntimeOptions {
    * it can observe them.
    */
   readonly services?: Readonly<Record<string, unknown>>;
+  /** Faults injected from outside (lib/chaos): lost acknowledgements, crashed invocations. */
+  readonly faultInjection?: FaultInjection;
 }
 
 /** SQS pollers per mapping: its MaximumConcurrency (2 if unset), at most 4. */
@@ -58,7 +60,8 @@ const DEFAULT_QUIET_MS = 300;
  *   on-failure destination;
  * - EventBridge Pipes from SQS to SQS (`pipes.ts`);
  * - EventBridge schedule rules (`schedules.ts`): each target function every `scheduleIntervalMs`;
- * - fault injection (`faults.ts`): a held-back stream, paused consumer groups, lost acks.
+ * - fault injection (`faults.ts`): a held-back stream, paused consumer groups, lost acks, and
+ *   every invocation run in a scope that injected faults can crash.
  * Every loop reports a failed call as `invocation-failed` and carries on.
  */
 export class LocalRuntime {
@@ -71,7 +74,7 @@ export class LocalRuntime {
   constructor(private readonly options: RuntimeOptions) {
     const report = (event: RuntimeEvent) => options.onEvent?.(event);
     this.activity = new Activity(report);
-    this.faults = new Faults(report);
+    this.faults = new Faults(report, options.faultInjection);
     this.streams = new DynamoDBStreamsClient({
       endpoint: options.endpoint,
       region: options.deployment.region,
@@ -102,7 +105,15 @@ export class LocalRuntime {
   private async runScheduleTarget(schedule: LocalSchedule, logicalId: string): Promise<void> {
     const { fn, invoke } = this.handler(logicalId, `schedule ${schedule.logicalId} targets`);
     const { deployment } = this.options;
-    await runSchedule(this.activity, schedule, fn, invoke, {
+    const invocation = {
+      function: fn.name,
+      kind: fn.kind,
+      group: fn.name,
+      attempt: 1,
+      messageIds: [],
+    };
+    const scoped = (event: unknown) => this.faults.invoke(invocation, () => invoke(event));
+    await runSchedule(this.activity, schedule, fn, scoped, {
       intervalMs: this.options.scheduleIntervalMs ?? DEFAULT_SCHEDULE_INTERVAL_MS,
       accountId: deployment.accountId,
       region: deployment.region,

@@ -8,7 +8,7 @@ import type { SQSEvent } from "aws-lambda";
 import type { LocalFunction, LocalMapping } from "../deploy";
 import type { Activity } from "./activity";
 import type { Invoke } from "./events";
-import type { Faults } from "./faults";
+import { type Faults, InvocationCrash } from "./faults";
 import { receiveLoop } from "./receive";
 import { eventIdOf, toSqsRecord } from "./records";
 
@@ -38,7 +38,8 @@ export function runSqsMapping(
   const paused = () => fn.kind === "consumer" && ctx.faults.groupPaused(fn.group ?? fn.name);
   const options = { url, batchSize: mapping.batchSize, name: fn.name, paused };
   return receiveLoop(ctx.activity, ctx.sqs, options, async (messages) => {
-    const failed = await invokeBatch(ctx, mapping, fn, invoke, messages);
+    ctx.faults.received(messages.map((m) => m.MessageId ?? ""));
+    const failed = await invokeBatch(ctx, { mapping, fn, invoke, url }, messages);
     const done = messages.filter((m) => !failed.has(m.MessageId ?? ""));
     const acked = await loseAcks(ctx, url, fn, done);
     if (acked.length > 0) await deleteAcked(ctx, url, fn.name, acked);
@@ -70,23 +71,69 @@ export function failedItems(
   return failed;
 }
 
-/** Invoke with the batch; the ids that failed (all of them if the handler threw). */
+/** What one batch is handed to. */
+interface BatchTarget {
+  readonly mapping: LocalMapping;
+  readonly fn: LocalFunction;
+  readonly invoke: Invoke;
+  readonly url: string;
+}
+
+/**
+ * Invoke with the batch in its invocation scope; the ids that failed (all of them if the handler
+ * threw). A crashed invocation's messages (under fault injection, any failed invocation's) are
+ * made visible again at once: on AWS they would come back after the visibility timeout, which
+ * only costs time here.
+ */
 async function invokeBatch(
   ctx: SqsMappingContext,
-  mapping: LocalMapping,
-  fn: LocalFunction,
-  invoke: Invoke,
+  { mapping, fn, invoke, url }: BatchTarget,
   messages: readonly Message[],
 ): Promise<Set<string>> {
   const event = sqsEvent(messages, mapping.eventSourceArn, ctx.region);
   const ids = new Set(messages.map((m) => m.MessageId ?? ""));
+  const invocation = {
+    function: fn.name,
+    kind: fn.kind,
+    group: fn.group ?? fn.name,
+    attempt: Math.max(...messages.map((m) => Number(m.Attributes?.ApproximateReceiveCount ?? 1))),
+    messageIds: [...ids],
+    release: () => releaseMessages(ctx, url, fn.name, messages),
+  };
   try {
-    const response = await invoke(event);
+    const response = await ctx.faults.invoke(invocation, () => invoke(event));
     return failedItems(response, ids, mapping.reportBatchItemFailures);
   } catch (error) {
     ctx.activity.report({ kind: "invocation-failed", function: fn.name, error: String(error) });
+    if (error instanceof InvocationCrash || ctx.faults.releasesFailedBatches)
+      await releaseMessages(ctx, url, fn.name, messages);
     return new Set(ids);
   }
+}
+
+/** Make messages visible again at once; should that fail, they come back after their timeout. */
+async function releaseMessages(
+  ctx: SqsMappingContext,
+  url: string,
+  name: string,
+  messages: readonly Message[],
+): Promise<void> {
+  for (const m of messages)
+    await ctx.sqs
+      .send(
+        new ChangeMessageVisibilityCommand({
+          QueueUrl: url,
+          ReceiptHandle: m.ReceiptHandle,
+          VisibilityTimeout: 0,
+        }),
+      )
+      .catch((error: unknown) =>
+        ctx.activity.report({
+          kind: "invocation-failed",
+          function: name,
+          error: `ChangeMessageVisibility: ${String(error)}`,
+        }),
+      );
 }
 
 /**
@@ -107,22 +154,7 @@ async function loseAcks(
         kind: "fault",
         description: `lost the acknowledgement of ${eventId} (${fn.name}): it will be delivered again`,
       });
-      await ctx.sqs
-        .send(
-          new ChangeMessageVisibilityCommand({
-            QueueUrl: url,
-            ReceiptHandle: m.ReceiptHandle,
-            VisibilityTimeout: 0,
-          }),
-        )
-        .catch((error: unknown) =>
-          // Delivered again all the same, after its visibility timeout.
-          ctx.activity.report({
-            kind: "invocation-failed",
-            function: fn.name,
-            error: `ChangeMessageVisibility: ${String(error)}`,
-          }),
-        );
+      await releaseMessages(ctx, url, fn.name, [m]);
     } else acked.push(m);
   }
   return acked;

@@ -164,12 +164,11 @@ export class StreamMapping {
 
   private async handle(records: DynamoDBRecord[], shardId: string): Promise<void> {
     const batch = selected(records, this.mapping.filters);
-    if (batch.length > 0)
-      await this.invokeBatch(
-        batch,
-        this.mapping.maximumRetryAttempts ?? DEFAULT_STREAM_RETRIES,
-        shardId,
-      );
+    if (batch.length > 0) await this.invokeBatch(batch, this.retries(), shardId);
+  }
+
+  private retries(): number {
+    return this.mapping.maximumRetryAttempts ?? DEFAULT_STREAM_RETRIES;
   }
 
   /** Invoke; on error retry (bisecting if the mapping says so) until the retries run out. */
@@ -178,8 +177,15 @@ export class StreamMapping {
     retriesLeft: number,
     shardId: string,
   ): Promise<void> {
+    const invocation = {
+      function: this.fn.name,
+      kind: this.fn.kind,
+      group: this.fn.group ?? this.fn.name,
+      attempt: this.retries() - retriesLeft + 1,
+      messageIds: [],
+    };
     try {
-      await this.invoke({ Records: records });
+      await this.ctx.faults.invoke(invocation, () => this.invoke({ Records: records }));
       return;
     } catch (error) {
       this.ctx.activity.report({

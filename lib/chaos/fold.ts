@@ -1,0 +1,68 @@
+import { InMemoryEventStore } from "../../functions/core/memory";
+import { consume } from "../../functions/core/pipeline";
+import type { ConsumerDeps, EventStore } from "../../functions/core/ports";
+import { systemClock, ulidSource } from "../../functions/core/runtime";
+import { conversationProjection } from "../../functions/roles/conversation-projection";
+import { taskProjection } from "../../functions/roles/task-projection";
+import { type AggregateRef, type Envelope, MAX_STREAM_VERSION, registry } from "../../schemas";
+import { checkFold } from "../ops/rebuild";
+import type { Violation } from "../sim/invariants";
+
+/**
+ * projection = fold: a view equals what the projection makes of its events fed in order on an
+ * empty store. The conversation view folds its streams (lib/ops checkFold, as `agentbus rebuild
+ * --check` does); the task view also folds the client feedback no stream holds, so it is folded
+ * here with the same pipeline.
+ */
+export async function conversationFolds(
+  store: EventStore,
+  streams: readonly AggregateRef[],
+): Promise<Violation[]> {
+  const { drift } = await checkFold(store, conversationProjection as never, streams);
+  return drift.map((d) => ({
+    invariant: "projection = fold",
+    detail: `${d.state.type}#${d.state.id}: stored ${short(d.stored)} vs folded ${short(d.folded)}`,
+  }));
+}
+
+export async function taskViewFolds(
+  store: EventStore,
+  taskId: string,
+  feedback: readonly Envelope[],
+): Promise<Violation[]> {
+  const stream = await store.readStream({ type: "task", id: taskId }, 1, MAX_STREAM_VERSION);
+  const scratch = new InMemoryEventStore();
+  await scratch.commit({ append: stream });
+  for (const event of [...stream, ...feedback])
+    await consume(event, taskProjection, deps(scratch, event));
+  const ref = { type: "task_view", id: taskId };
+  const folded = (await scratch.load({ state: ref })).state?.data;
+  const stored = (await store.load({ state: ref })).state?.data;
+  if (canonical(folded) === canonical(stored)) return [];
+  return [
+    {
+      invariant: "projection = fold",
+      detail: `task_view#${taskId}: stored ${short(stored)} vs folded ${short(folded)}`,
+    },
+  ];
+}
+
+/** The pipeline's dependencies for one event: its clock at the event's own time. */
+function deps(store: EventStore, event: Envelope): ConsumerDeps {
+  const at = new Date(event.occurred_at);
+  const clock = { now: () => (Number.isNaN(at.getTime()) ? systemClock.now() : at) };
+  return { store, registry, clock, ids: ulidSource() };
+}
+
+/** JSON with object keys sorted: DynamoDB returns a map's keys in any order. */
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) =>
+    v && typeof v === "object" && !Array.isArray(v)
+      ? Object.fromEntries(
+          Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1)),
+        )
+      : v,
+  );
+}
+
+const short = (value: unknown) => canonical(value).slice(0, 300);
