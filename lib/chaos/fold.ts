@@ -1,11 +1,10 @@
 import { InMemoryEventStore } from "../../functions/core/memory";
 import { consume } from "../../functions/core/pipeline";
-import type { ConsumerDeps, EventStore } from "../../functions/core/ports";
-import { systemClock, ulidSource } from "../../functions/core/runtime";
+import type { EventStore } from "../../functions/core/ports";
 import { conversationProjection } from "../../functions/roles/conversation-projection";
 import { taskProjection } from "../../functions/roles/task-projection";
-import { type AggregateRef, type Envelope, MAX_STREAM_VERSION, registry } from "../../schemas";
-import { checkFold } from "../ops/rebuild";
+import { type AggregateRef, type Envelope, MAX_STREAM_VERSION } from "../../schemas";
+import { canonical, checkFold, foldDeps } from "../ops/rebuild";
 import type { Violation } from "../sim/invariants";
 
 /**
@@ -34,7 +33,7 @@ export async function taskViewFolds(
   const scratch = new InMemoryEventStore();
   await scratch.commit({ append: stream });
   for (const event of [...stream, ...feedback])
-    await consume(event, taskProjection, deps(scratch, event));
+    await consume(event, taskProjection, foldDeps(scratch, event));
   const ref = { type: "task_view", id: taskId };
   const folded = (await scratch.load({ state: ref })).state?.data;
   const stored = (await store.load({ state: ref })).state?.data;
@@ -45,24 +44,6 @@ export async function taskViewFolds(
       detail: `task_view#${taskId}: stored ${short(stored)} vs folded ${short(folded)}`,
     },
   ];
-}
-
-/** The pipeline's dependencies for one event: its clock at the event's own time. */
-function deps(store: EventStore, event: Envelope): ConsumerDeps {
-  const at = new Date(event.occurred_at);
-  const clock = { now: () => (Number.isNaN(at.getTime()) ? systemClock.now() : at) };
-  return { store, registry, clock, ids: ulidSource() };
-}
-
-/** JSON with object keys sorted: DynamoDB returns a map's keys in any order. */
-function canonical(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) =>
-    v && typeof v === "object" && !Array.isArray(v)
-      ? Object.fromEntries(
-          Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1)),
-        )
-      : v,
-  );
 }
 
 const short = (value: unknown) => canonical(value).slice(0, 300);

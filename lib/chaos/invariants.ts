@@ -3,7 +3,7 @@ import { loadConversation } from "../local/scenario/support";
 import { loadRun } from "../local/scenario/workflow";
 import { traceOf } from "../ops/source";
 import type { TraceNode } from "../ops/views";
-import type { Violation } from "../sim/invariants";
+import { repliedTwice, type Violation } from "../sim/invariants";
 import { topology } from "../topology";
 import type { DrainedLetter } from "./dead-letters";
 import { conversationFolds, taskViewFolds } from "./fold";
@@ -132,18 +132,10 @@ function relayKeptEverything(env: LocalEnvironment): Violation[] {
 
 /** No customer message got two replies: at most one delivery per task, whatever its key. */
 function sentOnce(env: LocalEnvironment, workload: Workload): Violation[] {
-  const byTask = new Map<string, string[]>();
-  for (const d of env.channel.deliveries()) {
-    if (d.conversationId !== workload.conversation.id) continue;
-    const task = d.key.split(":")[0] ?? d.key;
-    byTask.set(task, [...(byTask.get(task) ?? []), d.key]);
-  }
-  return [...byTask]
-    .filter(([, keys]) => keys.length > 1)
-    .map(([task, keys]) => ({
-      invariant: "sent once",
-      detail: `${task} got ${keys.length} replies (${keys.join(", ")})`,
-    }));
+  const ours = env.channel
+    .deliveries()
+    .filter((d) => d.conversationId === workload.conversation.id);
+  return repliedTwice(ours);
 }
 
 /**

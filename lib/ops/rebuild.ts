@@ -31,14 +31,14 @@ export interface RebuildOptions {
  * time, so an expiring event is judged as a fold judges it (when it happened), not by how old it
  * is now.
  */
-const deps = (store: EventStore, event: Envelope): ConsumerDeps => {
+export const foldDeps = (store: EventStore, event: Envelope): ConsumerDeps => {
   const at = new Date(event.occurred_at);
   const clock = { now: () => (Number.isNaN(at.getTime()) ? systemClock.now() : at) };
   return { store, registry, clock, ids: ulidSource() };
 };
 
 /** JSON with object keys sorted: DynamoDB returns a map's keys in any order. */
-function canonical(value: unknown): string {
+export function canonical(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) =>
     v && typeof v === "object" && !Array.isArray(v)
       ? Object.fromEntries(
@@ -93,7 +93,7 @@ async function feedStream(
   const results: ConsumeResult[] = [];
   for (const event of events) {
     if (!role.subscriptions.includes(event.event_type)) continue;
-    results.push(await consume(event, role, deps(store, event)));
+    results.push(await consume(event, role, foldDeps(store, event)));
   }
   return results;
 }
@@ -135,7 +135,7 @@ export async function checkFold(
   await scratch.commit({ append: all });
   for (const event of all) {
     if (!role.subscriptions.includes(event.event_type)) continue;
-    await consume(event, role, deps(scratch, event));
+    await consume(event, role, foldDeps(scratch, event));
     const ref = stateRefOf(role, event);
     touched.set(`${ref.type}#${ref.id}`, ref);
   }

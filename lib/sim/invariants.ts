@@ -28,8 +28,13 @@ export function checkInvariants(world: World): Violation[] {
 
 /** No customer message gets two replies: at most one delivery per task, whatever its key. */
 function sentOnce(world: World): Violation[] {
+  return repliedTwice(world.channel.inner.deliveries());
+}
+
+/** The tasks of these deliveries that got more than one reply, whatever the keys. */
+export function repliedTwice(deliveries: readonly { readonly key: string }[]): Violation[] {
   const byTask = new Map<string, string[]>();
-  for (const d of world.channel.inner.deliveries()) {
+  for (const d of deliveries) {
     const task = d.key.split(":")[0] ?? d.key;
     byTask.set(task, [...(byTask.get(task) ?? []), d.key]);
   }
