@@ -129,7 +129,8 @@ export function inMeterScope<T>(scope: string, work: () => T): T {
   return meterScopes.run(scope, work);
 }
 
-const WRITES = new Set([
+/** The DynamoDB operations that write (billed in write units). */
+export const DYNAMODB_WRITES: ReadonlySet<string> = new Set([
   "PutItem",
   "UpdateItem",
   "DeleteItem",
@@ -142,7 +143,7 @@ type Input = Record<string, unknown>;
 type Item = Record<string, AttributeValue>;
 
 function capacity(operation: string, input: unknown, output: unknown) {
-  const isWrite = WRITES.has(operation);
+  const isWrite = DYNAMODB_WRITES.has(operation);
   if (!isWrite && !READS.has(operation)) return { write: 0, read: 0 };
   // A figure the caller did not ask for is not trusted: emulators volunteer size-blind numbers.
   const asked = (input as { ReturnConsumedCapacity?: string } | undefined)?.ReturnConsumedCapacity;

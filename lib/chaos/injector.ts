@@ -1,3 +1,4 @@
+import { DYNAMODB_WRITES } from "../../functions/adapters/metering";
 import type { AwsClients } from "../local/deploy";
 import type { FaultInjection, Invocation, Services } from "../local/runtime/faults";
 import type { Template } from "../local/template";
@@ -17,11 +18,7 @@ export const FAULTED_ATTEMPTS = 2;
 
 /** Writes after which a process may die (the write applied, what follows it lost). */
 const WRITES = new Set([
-  "PutItem",
-  "UpdateItem",
-  "DeleteItem",
-  "BatchWriteItem",
-  "TransactWriteItems",
+  ...DYNAMODB_WRITES,
   "SendMessage",
   "SendMessageBatch",
   "PutEvents",
