@@ -5,7 +5,7 @@ import { appendToStream } from "../../functions/core/producer";
 import { systemClock, ulidSource } from "../../functions/core/runtime";
 import { type Envelope, registry } from "../../schemas";
 import type { LocalEnvironment } from "../local/environment";
-import { LIFECYCLE } from "../local/scenario";
+import { clientFeedback, LIFECYCLE } from "../local/scenario";
 import { customerMessage } from "../local/scenario/support";
 import { putOnBus, startWorkflow } from "../local/scenario/workflow";
 import type { Random } from "../sim/random";
@@ -41,8 +41,8 @@ const CUSTOMER_TEXTS = [
 /** Plays the workload onto the stack (the producers' and clients' calls meet no faults). */
 export async function playWorkload(env: LocalEnvironment, random: Random): Promise<Workload> {
   const task = await commitTask(env, 1 + random.below(LIFECYCLE.length));
-  const feedback = [feedbackOf(task, 1 + random.below(5))];
-  const poison = feedbackOf(task, 3, { correlation_id: "user_138_phone_13800138000" });
+  const feedback = [clientFeedback(task, 1 + random.below(5))];
+  const poison = clientFeedback(task, 3, { correlation_id: "user_138_phone_13800138000" });
   await putOnBus(env, "events", [...feedback, poison as unknown as Envelope]);
   const failing = random.chance(0.3);
   const workflow = random.pick(["quick-news", "long-form"]);
@@ -82,26 +82,4 @@ async function commitTask(env: LocalEnvironment, steps: number) {
     cause = emitted.at(-1);
   }
   return task;
-}
-
-/** A client's feedback on the task (unsequenced). */
-function feedbackOf(
-  task: { readonly id: string; readonly correlationId: string },
-  rating: number,
-  extra: Record<string, unknown> = {},
-): Envelope {
-  return {
-    event_id: ulid(),
-    event_type: "task.feedback.received",
-    schema_version: 1,
-    occurred_at: new Date().toISOString(),
-    correlation_id: task.correlationId,
-    causation_id: null,
-    task_id: task.id,
-    aggregate: { type: "task", id: task.id, version: 0 },
-    order_key: task.id,
-    producer: "web-client",
-    payload: { rating },
-    ...extra,
-  } as Envelope;
 }

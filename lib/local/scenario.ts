@@ -162,20 +162,32 @@ async function putEvents(
 
 /** A client's feedback on task C (unsequenced). */
 function feedback(ctx: TaskContext, rating: number, extra: Record<string, unknown> = {}) {
+  return clientFeedback({ id: ctx.tasks.C, correlationId: ctx.correlations.C }, rating, extra);
+}
+
+/**
+ * A client's feedback on a task (unsequenced), as the client puts it on the bus; `extra`
+ * overrides any field (an expired or a poison message is made this way, so it is not validated).
+ */
+export function clientFeedback(
+  task: { readonly id: string; readonly correlationId: string },
+  rating: number,
+  extra: Record<string, unknown> = {},
+): Envelope {
   return {
     event_id: ulid(),
     event_type: "task.feedback.received",
     schema_version: 1,
     occurred_at: new Date().toISOString(),
-    correlation_id: ctx.correlations.C,
+    correlation_id: task.correlationId,
     causation_id: null,
-    task_id: ctx.tasks.C,
-    aggregate: { type: "task", id: ctx.tasks.C, version: 0 },
-    order_key: ctx.tasks.C,
+    task_id: task.id,
+    aggregate: { type: "task", id: task.id, version: 0 },
+    order_key: task.id,
     producer: "web-client",
     payload: { rating },
     ...extra,
-  };
+  } as Envelope;
 }
 
 /** Task A: full lifecycle, the consumer's ack of v2 is lost once. Returns v2. */
