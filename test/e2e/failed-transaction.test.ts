@@ -9,6 +9,9 @@ import {
   waitUntil,
 } from "../../lib/local/scenario/support";
 import { putOnBus } from "../../lib/local/scenario/workflow";
+import { renderTraceText } from "../../lib/ops/render-text";
+import { traceOf } from "../../lib/ops/source";
+import type { Envelope } from "../../schemas";
 import { emulator } from "../support/aws";
 
 /**
@@ -34,6 +37,7 @@ describe("the local stack after a cancelled transaction on the events table", ()
     await env?.stop();
   });
 
+  const sent: Envelope[] = [];
   const delivered = (conversationId: string, taskId: string) =>
     waitUntil(
       `the delivery of ${taskId}`,
@@ -42,7 +46,17 @@ describe("the local stack after a cancelled transaction on the events table", ()
         return view?.turns[taskId]?.status === "delivered" ? view : undefined;
       },
       TIMEOUT,
-    );
+    ).catch(async (error) => {
+      // What a timeout needs to be understood: the view, and the trace of every message sent.
+      const view = await loadConversation(env, conversationId);
+      const lines = [`view of ${conversationId}: ${JSON.stringify(view, null, 1)}`];
+      for (const message of sent) {
+        const trace = await traceOf(env.ops, message.correlation_id);
+        lines.push(`trace of ${message.task_id}:`, trace ? renderTraceText(trace) : "  none");
+      }
+      console.error(lines.join("\n"));
+      throw error;
+    });
   const deliveriesTo = (conversationId: string) =>
     env.channel.deliveries().filter((d) => d.conversationId === conversationId);
 
@@ -61,6 +75,7 @@ describe("the local stack after a cancelled transaction on the events table", ()
         "cust_alice",
         "Sorry, I meant order A-1001: where is it?",
       );
+      sent.push(first, second);
       await putOnBus(env, "events", [first, second]);
 
       // A commit that appends at a version already taken: cancelled as a version conflict, as a
@@ -95,6 +110,7 @@ describe("the local stack after a cancelled transaction on the events table", ()
       await delivered(alice, second.task_id);
       const bob = `conv_${ulid()}`;
       const third = customerMessage(bob, "cust_bob", "Was order 456 delivered?");
+      sent.push(third);
       await putOnBus(env, "events", [third]);
       await delivered(bob, third.task_id);
       await env.runtime.idle({ timeoutMs: TIMEOUT });
