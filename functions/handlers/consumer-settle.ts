@@ -39,7 +39,7 @@ export interface SettleWiring {
  * (retries cannot help). Transient -> back on the queue after a backoff; but on the queue's last
  * receive (maxReceiveCount) it goes to the dead-letter queue here, with its last error, instead of
  * being moved there by SQS without a word. A failed dead-letter send leaves the record on its
- * queue. The caller acknowledges a `dead-lettered` record and fails a `retrying` one.
+ * queue, visible again after the backoff. The caller acknowledges a `dead-lettered` record and fails a `retrying` one.
  */
 export function failureSettler(wiring: SettleWiring) {
   const settle = settler(wiring);
@@ -76,11 +76,9 @@ function failureRecorder({ env, failures, clock, observability }: SettleWiring) 
   };
 }
 
-function settler(wiring: SettleWiring) {
-  const { env, sqs, deadLetters } = wiring;
-  const { logger, metrics } = wiring.observability;
-  /** True when the record is in the dead-letter queue now; false leaves it to SQS. */
-  const deadLetter = async (record: SQSRecord, info: ErrorInfo, receiveCount: number) => {
+/** Sends a record to the dead-letter queue: true when it is there now, false leaves it to SQS. */
+function deadLetterer({ deadLetters, observability: { logger, metrics } }: SettleWiring) {
+  return async (record: SQSRecord, info: ErrorInfo, receiveCount: number) => {
     try {
       await deadLetters.send({
         body: record.body,
@@ -99,6 +97,17 @@ function settler(wiring: SettleWiring) {
     metrics.addMetric("DeadLettered", MetricUnit.Count, 1);
     return true;
   };
+}
+
+function settler(wiring: SettleWiring) {
+  const { env, sqs } = wiring;
+  const { logger, metrics } = wiring.observability;
+  const deadLetter = deadLetterer(wiring);
+  /** The queue's maxReceiveCount when this receive is its last, else undefined. */
+  const lastReceive = async (receiveCount: number) => {
+    const limit = await wiring.receiveLimit().catch(() => undefined);
+    return limit !== undefined && receiveCount >= limit ? limit : undefined;
+  };
   return async (record: SQSRecord, error: unknown, receiveCount: number) => {
     const info = describe(error);
     const failure = { error: info, body: record.body, receiveCount };
@@ -109,17 +118,18 @@ function settler(wiring: SettleWiring) {
       });
       if (await deadLetter(record, info, receiveCount))
         return { ...failure, outcome: "dead-lettered" } as const;
-      return { ...failure, outcome: "retrying" } as const;
-    }
-    const limit = await wiring.receiveLimit().catch(() => undefined);
-    if (limit !== undefined && receiveCount >= limit) {
-      logger.error("dead-lettering a message whose retries are exhausted", {
-        error: info,
-        receive_count: receiveCount,
-        max_receive_count: limit,
-      });
-      if (await deadLetter(record, info, receiveCount))
-        return { ...failure, outcome: "dead-lettered" } as const;
+      // Not in the dead-letter queue: it comes back after the backoff, as a transient failure.
+    } else {
+      const limit = await lastReceive(receiveCount);
+      if (limit !== undefined) {
+        logger.error("dead-lettering a message whose retries are exhausted", {
+          error: info,
+          receive_count: receiveCount,
+          max_receive_count: limit,
+        });
+        if (await deadLetter(record, info, receiveCount))
+          return { ...failure, outcome: "dead-lettered" } as const;
+      }
     }
     const delay = retryDelaySeconds(receiveCount, env.RETRY_BASE_SECONDS, env.RETRY_MAX_SECONDS);
     logger.warn("will retry", {

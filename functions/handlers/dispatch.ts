@@ -75,8 +75,12 @@ export function createDispatchHandler(options: DispatchOptions = {}): DispatchHa
   };
 
   return async (event) => {
-    const items = await itemsOf(event, deadLetters, metrics);
-    const report = await dispatch(items, registry, sender, deadLetters);
+    const { items, notDeadLettered } = await itemsOf(event, deadLetters, metrics);
+    const dispatched = await dispatch(items, registry, sender, deadLetters);
+    const report = {
+      ...dispatched,
+      failedRecordIds: [...dispatched.failedRecordIds, ...notDeadLettered],
+    };
     metrics.addMetric("Dispatched", MetricUnit.Count, report.sent);
     if (report.deadLettered)
       metrics.addMetric("DeadLettered", MetricUnit.Count, report.deadLettered);
@@ -125,12 +129,18 @@ function deadLetterSink(
  * The envelopes a buffer batch carries, one per record; a record that is not an EventBridge event
  * goes straight to the dead-letter queue.
  */
+/**
+ * The buffer records as dispatch items. A record that is not an EventBridge event is
+ * dead-lettered at once; when that send fails, the record goes back to the buffer alone
+ * (`notDeadLettered`), so the rest of the batch is not held back with it.
+ */
 async function itemsOf(
   event: SQSEvent,
   deadLetters: DeadLetterSink,
   metrics: Observability["metrics"],
-): Promise<DispatchItem[]> {
+): Promise<{ items: DispatchItem[]; notDeadLettered: string[] }> {
   const items: DispatchItem[] = [];
+  const notDeadLettered: string[] = [];
   for (const record of event.Records) {
     let body: unknown;
     try {
@@ -140,12 +150,16 @@ async function itemsOf(
     }
     const wrapper = EventBridgeEvent.safeParse(body);
     if (!wrapper.success) {
-      await deadLetters.send({
-        body: record.body,
-        code: "dispatch.not_an_event",
-        reason: "buffer message is not an EventBridge event",
-      });
-      metrics.addMetric("DeadLettered", MetricUnit.Count, 1);
+      try {
+        await deadLetters.send({
+          body: record.body,
+          code: "dispatch.not_an_event",
+          reason: "buffer message is not an EventBridge event",
+        });
+        metrics.addMetric("DeadLettered", MetricUnit.Count, 1);
+      } catch {
+        notDeadLettered.push(record.messageId);
+      }
       continue;
     }
     const { detail, source, time, "replay-name": replay } = wrapper.data;
@@ -157,5 +171,5 @@ async function itemsOf(
       ...(replay ? { replay: { name: replay, ...(time ? { time } : {}) } } : {}),
     });
   }
-  return items;
+  return { items, notDeadLettered };
 }

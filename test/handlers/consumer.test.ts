@@ -242,6 +242,25 @@ describe("createConsumerHandler (task projection, SQS FIFO)", () => {
     });
   });
 
+  it("leaves a permanent failure whose dead-letter send failed on its queue, back after the backoff", async () => {
+    const dlq = deadLetterUrl.replace("hc-group-dlq", "hc-never-created-dlq");
+    const notJson = sqsRecord({ body: "{ this is not json", groupId: "client-43" });
+    const good = recordOf(taskEvent(1));
+    const { client, visibility } = spiedSqs();
+    const handler = consumer({
+      sqs: client,
+      env: { DEAD_LETTER_QUEUE_URL: dlq, RETRY_BASE_SECONDS: "1" },
+    });
+
+    const response = await handler(sqsEvent([notJson, good]));
+
+    expect(response.batchItemFailures).toEqual(ids([notJson]));
+    expect(visibility.at(-1)).toMatchObject({
+      ReceiptHandle: notJson.receiptHandle,
+      VisibilityTimeout: 1,
+    });
+  });
+
   it("dead-letters a transient failure on the queue's last receive, with its last error", async () => {
     const dlq = await fifoQueue("hc-exhausted-dlq");
     const limited = await fifoQueue("hc-limited");

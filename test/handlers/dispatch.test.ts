@@ -206,6 +206,21 @@ describe("createDispatchHandler (buffer queue -> FIFO queue)", () => {
     expect(dead.map((m) => m.Body)).toEqual([invalid.body]);
   });
 
+  it("hands back only the record whose dead-letter send failed; the rest of the batch goes on", async () => {
+    const good = taskEvent(1);
+    const notAnEvent = bufferRecord(JSON.stringify({ hello: "world" }));
+    const invalid = delivered({ ...good, event_type: "task.renamed", event_id: newUlid() });
+    const handler = dispatcher({
+      env: { DEAD_LETTER_QUEUE_URL: deadLetterUrl.replace("hd-buffer-dlq", "hd-missing-dlq") },
+    });
+
+    const response = await handler(sqsEvent([notAnEvent, invalid, delivered(good)]));
+
+    expect(response.batchItemFailures).toEqual(ids([invalid, notAnEvent]));
+    const sent = await drain(targetUrl);
+    expect(sent.map((m) => JSON.parse(m.Body ?? "{}").event_id)).toEqual([good.event_id]);
+  });
+
   it("brings records it could not send back after a short backoff, not the visibility timeout", async () => {
     const source = await queue("hd-source");
     const [v1] = taskStream(1, 1) as [Envelope];
