@@ -10,7 +10,8 @@ import type { Service } from "./sdk-errors";
 import { StallingModel } from "./stalling-model";
 
 /**
- * Faults strike a message's first deliveries only (and a stream batch's first attempts): they
+ * Faults strike a message's first deliveries only (and a stream batch's first attempts, and a
+ * message's first acknowledgements by a group): they
  * stand for trouble that passes, so a message that met them twice gets through on its next
  * delivery instead of exhausting its receives into a dead-letter queue by bad luck.
  */
@@ -50,6 +51,7 @@ export class FaultInjector implements FaultInjection {
   private plan: FaultPlan = quietPlan(0);
   private random = new Random(0);
   private counts = new Map<string, number>();
+  private acksLost = new Map<string, number>();
   private log: string[] = [];
   private started = 0;
   private readonly waiting = new Map<string, () => void>();
@@ -59,6 +61,7 @@ export class FaultInjector implements FaultInjection {
     this.plan = plan;
     this.random = new Random(plan.seed ^ 0xfa17);
     this.counts = new Map();
+    this.acksLost = new Map();
     this.log = [];
     this.started = Date.now();
   }
@@ -127,9 +130,13 @@ export class FaultInjector implements FaultInjection {
     return this.strikes("crash-after-write", invocation, invocation?.group ?? where, operation);
   }
 
+  /** A message's acknowledgement is lost at most FAULTED_ATTEMPTS times per group, as above. */
   loseAck(group: string, eventId: string): boolean {
-    if (this.plan.rates["lost-ack"] === 0 || !this.random.chance(this.plan.rates["lost-ack"]))
-      return false;
+    const key = `${group}#${eventId}`;
+    const lost = this.acksLost.get(key) ?? 0;
+    if (lost >= FAULTED_ATTEMPTS || this.plan.rates["lost-ack"] === 0) return false;
+    if (!this.random.chance(this.plan.rates["lost-ack"])) return false;
+    this.acksLost.set(key, lost + 1);
     this.count("lost-ack", group, eventId);
     return true;
   }

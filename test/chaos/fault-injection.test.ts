@@ -211,6 +211,21 @@ describe("fault middleware on an SDK client", () => {
   });
 });
 
+describe("lost acknowledgements", () => {
+  it(`lose a message's acknowledgement by a group at most ${FAULTED_ATTEMPTS} times, so SQS never dead-letters it for that`, () => {
+    const injector = new FaultInjector();
+    injector.begin(only("lost-ack"));
+    const lost = (group: string, eventId: string) =>
+      Array.from({ length: 5 }, () => injector.loseAck(group, eventId)).filter(Boolean).length;
+    expect(lost("audit", "e1")).toBe(FAULTED_ATTEMPTS);
+    expect(lost("router", "e1")).toBe(FAULTED_ATTEMPTS);
+    expect(lost("audit", "e2")).toBe(FAULTED_ATTEMPTS);
+    expect(injector.end()).toEqual({ "lost-ack audit": 4, "lost-ack router": 2 });
+    injector.begin(only("lost-ack"));
+    expect(lost("audit", "e1")).toBe(FAULTED_ATTEMPTS);
+  });
+});
+
 describe("reply channel under faults", () => {
   const injector = new FaultInjector();
   const local = new LocalChannel();
