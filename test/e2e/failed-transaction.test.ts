@@ -9,6 +9,7 @@ import {
   waitUntil,
 } from "../../lib/local/scenario/support";
 import { putOnBus } from "../../lib/local/scenario/workflow";
+import { withObservedDuplicates } from "../../lib/local/trace";
 import { renderTraceText } from "../../lib/ops/render-text";
 import { traceOf } from "../../lib/ops/source";
 import type { Envelope } from "../../schemas";
@@ -52,8 +53,15 @@ describe("the local stack after a cancelled transaction on the events table", ()
       const lines = [`view of ${conversationId}: ${JSON.stringify(view, null, 1)}`];
       for (const message of sent) {
         const trace = await traceOf(env.ops, message.correlation_id);
-        lines.push(`trace of ${message.task_id}:`, trace ? renderTraceText(trace) : "  none");
+        lines.push(
+          `trace of ${message.task_id}:`,
+          trace ? renderTraceText(withObservedDuplicates(trace, env.observations)) : "  none",
+        );
       }
+      lines.push(
+        `runtime failures: ${JSON.stringify(env.observations.failures, null, 1)}`,
+        `consumer errors: ${JSON.stringify(env.observations.errors, null, 1)}`,
+      );
       console.error(lines.join("\n"));
       throw error;
     });
