@@ -164,7 +164,7 @@ export class Topic extends Construct {
     schemaRegistry: CfnRegistry,
     registry: EventRegistry,
   ): Map<string, CfnSchema> {
-    const documents = jsonSchemas(registry);
+    const documents = jsonSchemas(registry, "draft-04");
     const schemas = new Map<string, CfnSchema>();
     for (const definition of registry.definitions()) {
       if (definition.topic !== this.topicName) continue;

@@ -1,9 +1,12 @@
 import { Duration } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
-import { DRAFT4_URI, toDraft4 } from "../../lib/constructs/event-schemas";
+import * as z from "zod";
+import { DRAFT4_URI, eventBridgeSchema } from "../../lib/constructs/event-schemas";
 import { Topic } from "../../lib/constructs/topic";
 import { registry, TOPICS } from "../../schemas";
+import { jsonSchemas } from "../../schemas/json-schema";
+import { EventRegistry } from "../../schemas/registry";
 import { refersTo, resources, single, synthesizeStack, testStack } from "./support";
 
 const { template } = synthesizeStack();
@@ -133,40 +136,58 @@ describe("Topic: schema registry", () => {
   });
 });
 
-describe("toDraft4", () => {
-  it("names draft 4 and renames $id to id", () => {
-    expect(
-      toDraft4({
-        $schema: "https://json-schema.org/draft/2020-12/schema",
-        $id: "x",
-        type: "object",
-      }),
-    ).toEqual({ $schema: DRAFT4_URI, id: "x", type: "object" });
+describe("draft 4 registry documents (zod's draft-04 target)", () => {
+  const registry = new EventRegistry();
+  const Step = z.object({ name: z.string() }).meta({ id: "step" });
+  registry.define({
+    type: "demo.shaped",
+    kind: "event",
+    topic: "events",
+    sequenced: true,
+    description: "every shape draft 4 writes differently",
+    schemaVersion: 1,
+    payload: z.object({
+      mode: z.literal("fast"),
+      weight: z.number().positive().lt(10),
+      pair: z.tuple([z.string(), z.number()]),
+      first: Step,
+      rest: z.array(Step),
+      const: z.string().default("const"),
+      closed: z.strictObject({ n: z.number() }),
+      open: z.record(z.string(), z.unknown()),
+    }),
+  });
+  const envelope = jsonSchemas(registry, "draft-04")["demo.shaped.v1.json"] as Record<
+    string,
+    unknown
+  >;
+  const document = eventBridgeSchema({
+    type: "demo.shaped",
+    description: "demo",
+    envelopeSchema: envelope,
+    sourcePrefix: "agentbus",
+  }) as { definitions?: Record<string, unknown>; properties: Record<string, unknown> };
+  const payload = (
+    document.properties.detail as {
+      properties: { payload: { properties: Record<string, unknown> } };
+    }
+  ).properties.payload.properties;
+
+  it("names draft 4 and the schema's id as `id`", () => {
+    expect(envelope.$schema).toBe(DRAFT4_URI);
+    expect(envelope.id).toBe("agentbus/demo.shaped/v1");
+    expect(envelope).not.toHaveProperty("$id");
+    expect(document).toMatchObject({ $schema: DRAFT4_URI, id: "agentbus/demo.shaped/v1" });
   });
 
-  it("turns const into a one-value enum, in nested subschemas too", () => {
-    expect(
-      toDraft4({
-        properties: { a: { const: 1 }, b: { anyOf: [{ const: "x" }, { type: "null" }] } },
-      }),
-    ).toMatchObject({
-      properties: { a: { enum: [1] }, b: { anyOf: [{ enum: ["x"] }, { type: "null" }] } },
-    });
+  it("writes const as a one-value enum, and leaves data alone (a property named const, defaults)", () => {
+    expect(payload.mode).toMatchObject({ enum: ["fast"] });
+    expect(payload.mode).not.toHaveProperty("const");
+    expect(payload.const).toMatchObject({ type: "string", default: "const" });
   });
 
-  it("leaves data alone: a property named const, enum values, defaults", () => {
-    const out = toDraft4({
-      properties: { const: { type: "string", default: { const: 1 } } },
-      required: ["const"],
-    });
-    expect(out).toMatchObject({
-      properties: { const: { type: "string", default: { const: 1 } } },
-      required: ["const"],
-    });
-  });
-
-  it("turns numeric exclusive bounds into draft 4's boolean form", () => {
-    expect(toDraft4({ type: "number", exclusiveMinimum: 0, exclusiveMaximum: 10 })).toMatchObject({
+  it("writes exclusive bounds in draft 4's boolean form", () => {
+    expect(payload.weight).toMatchObject({
       minimum: 0,
       exclusiveMinimum: true,
       maximum: 10,
@@ -174,22 +195,19 @@ describe("toDraft4", () => {
     });
   });
 
-  it("moves $defs to definitions and rewrites the references", () => {
-    expect(toDraft4({ $defs: { id: { type: "string" } }, items: { $ref: "#/$defs/id" } })).toEqual({
-      $schema: DRAFT4_URI,
-      definitions: { id: { type: "string" } },
-      items: { $ref: "#/definitions/id" },
-    });
+  it("keeps shared subschemas in definitions at the document's root, references resolved there", () => {
+    expect(document.definitions).toHaveProperty("step");
+    expect(payload.first).toEqual({ $ref: "#/definitions/step" });
+    expect(payload.rest).toMatchObject({ items: { $ref: "#/definitions/step" } });
   });
 
-  it("turns tuples and boolean subschemas into draft 4 forms", () => {
-    expect(
-      toDraft4({ prefixItems: [{ type: "string" }], items: false, additionalProperties: true }),
-    ).toEqual({
-      $schema: DRAFT4_URI,
-      items: [{ type: "string" }],
-      additionalItems: { not: {} },
-      additionalProperties: {},
-    });
+  it("writes closed and open objects with draft 4's additionalProperties", () => {
+    expect(payload.closed).toMatchObject({ type: "object", additionalProperties: false });
+    expect(payload.open).toMatchObject({ type: "object", additionalProperties: {} });
+  });
+
+  it("writes tuples as an items array", () => {
+    expect(payload.pair).toMatchObject({ items: [{ type: "string" }, { type: "number" }] });
+    expect(JSON.stringify(document)).not.toContain("prefixItems");
   });
 });
