@@ -118,15 +118,19 @@ function relayWidgets(relay: Relay, counted: Counted): IWidget[] {
   ];
 }
 
-function groupWidgets(group: ConsumerGroup, counted: Counted): IWidget[] {
-  const name = group.groupName;
-  const graph = (title: string, left: IMetric[]) =>
+/** A graph of one group's row, its title prefixed with the group's name. */
+function groupGraph(name: string) {
+  return (title: string, left: IMetric[]) =>
     new GraphWidget({
       title: `${name}: ${title}`,
       left,
       width: GROUP_WIDGET_WIDTH,
       height: WIDGET_HEIGHT,
     });
+}
+
+function groupWidgets(group: ConsumerGroup, counted: Counted): IWidget[] {
+  const graph = groupGraph(group.groupName);
   const bufferDepth = group.metricBufferDeadLetterDepth({ label: "buffer DLQ" });
   const bufferAge = group.metricBufferApproximateAgeOfOldestMessage({ label: "buffer" });
   return [
@@ -161,14 +165,7 @@ const PERCENTILES = ["p50", "p99", "Maximum"] as const;
  * what the consumer emitted that a person must act on, and the model's latency and tokens.
  */
 function groupTimingWidgets(group: ConsumerGroup, counted: Counted): IWidget[] {
-  const name = group.groupName;
-  const graph = (title: string, left: IMetric[]) =>
-    new GraphWidget({
-      title: `${name}: ${title}`,
-      left,
-      width: GROUP_WIDGET_WIDTH,
-      height: WIDGET_HEIGHT,
-    });
+  const graph = groupGraph(group.groupName);
   const timing = (metric: (options: MetricOptions) => Metric) =>
     PERCENTILES.map((statistic) => metric({ statistic, label: statistic }));
   const bufferDepth = group.metricBufferQueueDepth({ label: "buffer" });
