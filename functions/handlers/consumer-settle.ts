@@ -39,7 +39,8 @@ export interface SettleWiring {
  * (retries cannot help). Transient -> back on the queue after a backoff; but on the queue's last
  * receive (maxReceiveCount) it goes to the dead-letter queue here, with its last error, instead of
  * being moved there by SQS without a word. A failed dead-letter send leaves the record on its
- * queue, visible again after the backoff. The caller acknowledges a `dead-lettered` record and fails a `retrying` one.
+ * queue, visible again after the backoff. The caller acknowledges a `dead-lettered` record and
+ * fails a `retrying` one.
  */
 export function failureSettler(wiring: SettleWiring) {
   const settle = settler(wiring);

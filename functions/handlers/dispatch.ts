@@ -126,10 +126,6 @@ function deadLetterSink(
 }
 
 /**
- * The envelopes a buffer batch carries, one per record; a record that is not an EventBridge event
- * goes straight to the dead-letter queue.
- */
-/**
  * The buffer records as dispatch items. A record that is not an EventBridge event is
  * dead-lettered at once; when that send fails, the record goes back to the buffer alone
  * (`notDeadLettered`), so the rest of the batch is not held back with it.

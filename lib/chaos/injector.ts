@@ -11,9 +11,9 @@ import { StallingModel } from "./stalling-model";
 
 /**
  * Faults strike a message's first deliveries only (and a stream batch's first attempts, and a
- * message's first acknowledgements by a group): they
- * stand for trouble that passes, so a message that met them twice gets through on its next
- * delivery instead of exhausting its receives into a dead-letter queue by bad luck.
+ * message's first acknowledgements by a group): they stand for trouble that passes, so a message
+ * that met them twice gets through on its next delivery instead of exhausting its receives into a
+ * dead-letter queue by bad luck.
  */
 export const FAULTED_ATTEMPTS = 2;
 
