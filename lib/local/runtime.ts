@@ -208,7 +208,14 @@ export class LocalRuntime {
     const queues = mappedQueueUrls(this.options.deployment);
     for (;;) {
       if (Date.now() > deadline) throw new Error("the local runtime did not settle in time");
-      if (this.activity.quiet(quietMs) && (await queuesEmpty(this.options.clients.sqs, queues)))
+      // Quiet before and after the queues were looked at, with nothing in between.
+      const since = this.activity.lastActive;
+      if (
+        this.activity.quiet(quietMs) &&
+        (await queuesEmpty(this.options.clients.sqs, queues)) &&
+        this.activity.lastActive === since &&
+        this.activity.quiet(quietMs)
+      )
         return;
       await sleep(IDLE_POLL_MS);
     }

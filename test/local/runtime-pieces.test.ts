@@ -275,6 +275,26 @@ describe("activity", () => {
     expect(activity.quiet(-1)).toBe(false);
   });
 
+  it("is quiet only once every shard was read up by a read begun after the last activity", async () => {
+    const activity = new Activity(() => {});
+    activity.shardOpened("stream#shard-1");
+    await activity.track(async () => {});
+    expect(activity.quiet(-1)).toBe(false);
+    // A read begun before the last activity may have missed what it wrote to the stream.
+    activity.shardReadUp("stream#shard-1", activity.lastActive - 1);
+    expect(activity.quiet(-1)).toBe(false);
+    activity.shardReadUp("stream#shard-1", activity.lastActive + 1);
+    expect(activity.quiet(-1)).toBe(true);
+    activity.shardOpened("stream#shard-2");
+    expect(activity.quiet(-1)).toBe(false);
+    activity.shardReadUp("stream#shard-2", Infinity);
+    expect(activity.quiet(-1)).toBe(true);
+    // Something happens after shard 1's read began: it must be read up again.
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    activity.touch();
+    expect(activity.quiet(-1)).toBe(false);
+  });
+
   it("reports a loop that ended with an error, and aborts long polls on stop", async () => {
     const events: RuntimeEvent[] = [];
     const activity = new Activity((e) => events.push(e));

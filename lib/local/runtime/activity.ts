@@ -22,6 +22,8 @@ export class Activity {
   private lastActivity = Date.now();
   /** Stream shards whose last read returned records. */
   readonly streamBehind = new Set<string>();
+  /** When each stream shard's latest read that found nothing new began (ms since the epoch). */
+  private readonly readUp = new Map<string, number>();
 
   constructor(readonly report: Report) {
     setMaxListeners(0, this.controller.signal);
@@ -58,13 +60,34 @@ export class Activity {
     this.lastActivity = Date.now();
   }
 
-  /** Nothing in flight, every shard read up, and nothing happened for `quietMs`. */
+  /** When anything last happened (to tell whether something did meanwhile). */
+  get lastActive(): number {
+    return this.lastActivity;
+  }
+
+  /** A stream shard that must be read up after the last activity before the runtime is quiet. */
+  shardOpened(shard: string): void {
+    if (!this.readUp.has(shard)) this.readUp.set(shard, 0);
+  }
+
+  /**
+   * A read of the shard, begun at `startedAt`, found nothing new (or the shard is held back or
+   * closed: `Infinity`, nothing to wait for).
+   */
+  shardReadUp(shard: string, startedAt: number): void {
+    this.readUp.set(shard, startedAt);
+  }
+
+  /**
+   * Nothing in flight, every shard read up by a read begun after the last activity (so the stream
+   * record of a commit that ended just before cannot still be on its way), and nothing happened
+   * for `quietMs`.
+   */
   quiet(quietMs: number): boolean {
-    return (
-      this.inflight === 0 &&
-      this.streamBehind.size === 0 &&
-      Date.now() - this.lastActivity > quietMs
-    );
+    if (this.inflight !== 0 || this.streamBehind.size !== 0) return false;
+    if (Date.now() - this.lastActivity <= quietMs) return false;
+    for (const startedAt of this.readUp.values()) if (startedAt <= this.lastActivity) return false;
+    return true;
   }
 
   /** Report a failed call (`call: error`) of a loop, then pause before it tries again. */

@@ -74,6 +74,8 @@ export class StreamMapping {
       await this.open(shardId, position).catch(() => undefined);
     while (!activity.stopped) {
       if (faults.streamPaused) {
+        // A stream held back is not waited for: idle() only counts what is let through.
+        for (const shardId of this.shards.keys()) activity.shardReadUp(this.key(shardId), Infinity);
         await sleep(STREAM_PAUSED_MS);
         continue;
       }
@@ -88,6 +90,11 @@ export class StreamMapping {
     }
   }
 
+  /** A shard as the runtime's activity knows it (shard ids repeat across streams). */
+  private key(shardId: string): string {
+    return `${this.mapping.eventSourceArn}#${shardId}`;
+  }
+
   /** The stream's shards, asked for until the emulator answers; false if stopped meanwhile. */
   private async discoverShards(): Promise<boolean> {
     const { activity, streams } = this.ctx;
@@ -97,7 +104,10 @@ export class StreamMapping {
           new DescribeStreamCommand({ StreamArn: this.mapping.eventSourceArn }),
         );
         for (const shard of description.StreamDescription?.Shards ?? [])
-          if (shard.ShardId && !this.shards.has(shard.ShardId)) this.shards.set(shard.ShardId, {});
+          if (shard.ShardId && !this.shards.has(shard.ShardId)) {
+            this.shards.set(shard.ShardId, {});
+            activity.shardOpened(this.key(shard.ShardId));
+          }
         return true;
       } catch (error) {
         if (activity.stopped) return false;
@@ -126,12 +136,15 @@ export class StreamMapping {
     const { activity } = this.ctx;
     let call = "GetShardIterator";
     let read: ShardRead = "empty";
+    const startedAt = Date.now();
     try {
       if (!position.iterator) await this.open(shardId, position);
       call = "GetRecords";
       const records = await this.nextPage(position);
+      if (position.closed) activity.shardReadUp(this.key(shardId), Infinity);
       if (records.length === 0) {
         activity.streamBehind.delete(shardId);
+        if (!position.closed) activity.shardReadUp(this.key(shardId), startedAt);
         return read;
       }
       read = "records";
