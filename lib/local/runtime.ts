@@ -173,8 +173,10 @@ export class LocalRuntime {
     this.faults.pauseStream();
   }
 
+  /** Let the relay read on; idle() then waits for a read of every shard begun after this. */
   resumeStream(): void {
     this.faults.resumeStream();
+    this.activity.touch();
   }
 
   /**

@@ -74,8 +74,10 @@ export class StreamMapping {
       await this.open(shardId, position).catch(() => undefined);
     while (!activity.stopped) {
       if (faults.streamPaused) {
-        // A stream held back is not waited for: idle() only counts what is let through.
-        for (const shardId of this.shards.keys()) activity.shardReadUp(this.key(shardId), Infinity);
+        // A stream held back is not waited for: idle() only counts what is let through, and a
+        // resume (an activity) makes it wait for a read begun after it.
+        const now = Date.now();
+        for (const shardId of this.shards.keys()) activity.shardReadUp(this.key(shardId), now);
         await sleep(STREAM_PAUSED_MS);
         continue;
       }
