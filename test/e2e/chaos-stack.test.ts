@@ -13,9 +13,12 @@ import { emulator } from "../support/aws";
  * stalled model calls) and must break none of the invariants.
  * Seed 12 is heavy on DynamoDB faults (throttles, 5xx and timeouts after apply at 4% each) and
  * crashes after writes; 2 stalls model calls past their visibility timeout and loses acks; 4 has
- * 5xx errors, connection resets, crashes and lost acks.
+ * 5xx errors, connection resets, crashes and lost acks; 27 loses acks at 10%, which once lost one
+ * message's acknowledgement five times running (the plan now loses a message's ack at most
+ * twice). Played after 4 on one deployment, seed 12 found idle() reporting a stream shard read
+ * up too early.
  */
-const SEEDS = [2, 4, 12];
+const SEEDS = [2, 4, 12, 27];
 
 describe("full-stack chaos schedules", () => {
   let env: LocalEnvironment;
