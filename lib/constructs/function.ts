@@ -138,7 +138,6 @@ export class AgentBusFunction extends NodejsFunction {
       environment: {
         POWERTOOLS_SERVICE_NAME: props.serviceName ?? props.group ?? `agentbus-${props.kind}`,
         POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
-        NODE_OPTIONS: "--enable-source-maps",
         ...props.environment,
       },
       bundling: FUNCTION_BUNDLING,

@@ -1,4 +1,5 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { App, Stack } from "aws-cdk-lib";
@@ -136,4 +137,49 @@ describe("NodejsFunction's own bundling", () => {
     const byBench = result.outputFiles.find((file) => file.path.endsWith("index.mjs"));
     expect(byBench?.text).toBe(byCdk);
   }, 120_000);
+});
+
+describe("stack traces of a bundle", () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), "agentbus-source-maps-"));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  /** Builds a bundle that throws from line 3 of its source and prints the stack. */
+  async function stackOf(install: boolean): Promise<string> {
+    const entry = join(dir, `thrower-${install}.ts`);
+    writeFileSync(
+      entry,
+      [
+        `import { installLazySourceMaps } from ${JSON.stringify(join(REPO_ROOT, "functions/handlers/source-maps"))};`,
+        "export function failingStep(reason: string): never {",
+        "  throw new Error('step failed: ' + reason);",
+        "}",
+        install ? "installLazySourceMaps();" : "",
+        "try { failingStep('bad input'); } catch (error) { console.log((error as Error).stack); }",
+      ].join("\n"),
+    );
+    const outfile = join(dir, `out-${install}`, "index.mjs");
+    await build({ ...esbuildOptions(entry, outfile), logLevel: "error" });
+    const run = spawnSync(process.execPath, [outfile], {
+      encoding: "utf8",
+      env: { PATH: process.env.PATH ?? "" },
+    });
+    expect(run.status, run.stderr).toBe(0);
+    return run.stdout;
+  }
+
+  it("name the TypeScript source, line and function once mapped lazily, without --enable-source-maps", async () => {
+    const stack = await stackOf(true);
+    expect(stack).toContain("Error: step failed: bad input");
+    expect(stack).toMatch(/at failingStep \(.*thrower-true\.ts:3:\d+\)/);
+    expect(stack).not.toMatch(/index\.mjs:\d+/);
+  });
+
+  it("name only the minified bundle without it", async () => {
+    const stack = await stackOf(false);
+    expect(stack).toMatch(/index\.mjs:\d+:\d+/);
+    expect(stack).not.toContain("thrower-false.ts");
+  });
 });
