@@ -1,38 +1,22 @@
-import { IdempotencyConfig, makeIdempotent } from "@aws-lambda-powertools/idempotency";
-import { DynamoDBPersistenceLayer } from "@aws-lambda-powertools/idempotency/dynamodb";
-import {
-  CreateTableCommand,
-  DynamoDBClient,
-  type DynamoDBClientConfig,
-  GetItemCommand,
-  PutItemCommand,
-  UpdateTimeToLiveCommand,
-  waitUntilTableExists,
-} from "@aws-sdk/client-dynamodb";
-import { marshall, unmarshall } from "@aws-sdk/util-dynamodb";
-import type { Context } from "aws-lambda";
+import { DynamoDBClient, type DynamoDBClientConfig } from "@aws-sdk/client-dynamodb";
 import { ulid } from "ulid";
 import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
-import {
-  eventItem,
-  type StateItem,
-  stateItem,
-  storedStateOf,
-} from "../../functions/adapters/dynamodb/items";
-import { streamKey, type TableNames } from "../../functions/adapters/dynamodb/tables";
+import type { TableNames } from "../../functions/adapters/dynamodb/tables";
 import { type Meter, meter } from "../../functions/adapters/metering";
-import { buildEmitted } from "../../functions/core/emit";
 import { consume, type Role, type StepStatus } from "../../functions/core/pipeline";
-import type { ConsumerDeps, StoredState } from "../../functions/core/ports";
+import type { ConsumerDeps } from "../../functions/core/ports";
 import { systemClock, ulidSource } from "../../functions/core/runtime";
 import { type TaskView, taskProjection } from "../../functions/roles/task-projection";
-import { type AggregateRef, type Envelope, registry } from "../../schemas";
+import { type Envelope, registry } from "../../schemas";
 import { createTables } from "../../test/support/tables";
+import {
+  type BaselineConsumer,
+  createIdempotencyTable,
+  powertoolsConsumer,
+  readState,
+} from "./dynamo-baseline";
 import { fmt, renderTable } from "./stats";
 import { feedbackEnvelope, memoryDeps, newTaskId, produceLifecycles } from "./workload";
-
-/** Inbox rows and idempotency records are kept equally long in both designs. */
-const RETENTION_SECONDS = 7 * 24 * 3600;
 
 export interface DynamoOptions {
   /** Tasks whose 4 lifecycle events are consumed in order (the sequenced case). */
@@ -74,7 +58,7 @@ export interface Measured {
   readonly calls: Record<string, number>;
   readonly writeUnits: number;
   readonly readUnits: number;
-  /** readUnits plus the minimum read DynamoDB bills for each BatchGetItem key that was not found. */
+  /** Milliseconds the whole case took against moto (timed, unlike the counted figures). */
   readonly ms: number;
 }
 
@@ -103,130 +87,147 @@ async function measure(
   const start = performance.now();
   for (const event of events) await handle(event);
   const ms = performance.now() - start;
-  const snapshot = target.meter.snapshot();
-  return {
-    events: events.length,
-    calls: snapshot.calls,
-    writeUnits: snapshot.writeUnits,
-    readUnits: snapshot.readUnits,
-    ms,
-  };
-}
-
-/** The Powertools idempotency table: partition key `id` (S), TTL attribute `expiration`. */
-async function createIdempotencyTable(client: DynamoDBClient, name: string): Promise<void> {
-  await client.send(
-    new CreateTableCommand({
-      TableName: name,
-      BillingMode: "PAY_PER_REQUEST",
-      KeySchema: [{ AttributeName: "id", KeyType: "HASH" }],
-      AttributeDefinitions: [{ AttributeName: "id", AttributeType: "S" }],
-    }),
-  );
-  await waitUntilTableExists({ client, maxWaitTime: 30, minDelay: 1 }, { TableName: name });
-  await client.send(
-    new UpdateTimeToLiveCommand({
-      TableName: name,
-      TimeToLiveSpecification: { AttributeName: "expiration", Enabled: true },
-    }),
-  );
-}
-
-/**
- * The baseline design: Powertools idempotency (keyed by event id) around a function that reads
- * the state (GetItem), decides with the same role, writes the state with a revision condition
- * (PutItem) and writes each emitted event to the events table (a separate PutItem: the outbox
- * row is not atomic with the state write). No order gate.
- */
-function powertoolsConsumer<S>(
-  role: Role<S>,
-  client: DynamoDBClient,
-  tables: TableNames,
-  idempotencyTable: string,
-  deps: ConsumerDeps,
-) {
-  const config = new IdempotencyConfig({
-    eventKeyJmesPath: "event_id",
-    expiresAfterSeconds: RETENTION_SECONDS,
-  });
-  // What a Lambda handler does once per invocation; it also bounds the in-progress lock.
-  config.registerLambdaContext({ getRemainingTimeInMillis: () => 60_000 } as unknown as Context);
-  const persistenceStore = new DynamoDBPersistenceLayer({
-    tableName: idempotencyTable,
-    awsSdkV3Client: client,
-  });
-  let invocations = 0;
-  const apply = async (event: Envelope): Promise<{ status: StepStatus; emitted: number }> => {
-    invocations++;
-    const ref: AggregateRef = role.stateOf?.(event) ?? {
-      type: event.aggregate.type,
-      id: event.aggregate.id,
-    };
-    const got = await client.send(
-      new GetItemCommand({
-        TableName: tables.state,
-        Key: { pk: { S: streamKey(ref) } },
-        ConsistentRead: true,
-      }),
-    );
-    const stored = got.Item ? storedStateOf(unmarshall(got.Item) as StateItem) : undefined;
-    const now = deps.clock.now();
-    const decision = await role.decide(stored?.data as S | undefined, event, {
-      now,
-      receiveCount: 1,
-      stored: stored as StoredState<S> | undefined,
-      repaired: false,
-    });
-    const head = stored?.version ?? 0;
-    const emitted = buildEmitted(decision.emit ?? [], event, ref, head, role.group, deps, now);
-    const revision = stored?.revision ?? 0;
-    const next = decision.state !== undefined ? decision.state : (stored?.data ?? null);
-    await client.send(
-      new PutItemCommand({
-        TableName: tables.state,
-        Item: marshall(stateItem(ref, revision + 1, head + emitted.length, next, now), {
-          removeUndefinedValues: true,
-        }),
-        ...(revision === 0
-          ? {
-              ConditionExpression: "attribute_not_exists(#pk)",
-              ExpressionAttributeNames: { "#pk": "pk" },
-            }
-          : {
-              ConditionExpression: "#r = :r",
-              ExpressionAttributeNames: { "#r": "revision" },
-              ExpressionAttributeValues: { ":r": { N: String(revision) } },
-            }),
-      }),
-    );
-    for (const e of emitted) {
-      await client.send(
-        new PutItemCommand({
-          TableName: tables.events,
-          Item: marshall(eventItem(e), { removeUndefinedValues: true }),
-          ConditionExpression: "attribute_not_exists(#pk)",
-          ExpressionAttributeNames: { "#pk": "pk" },
-        }),
-      );
-    }
-    return { status: "applied", emitted: emitted.length };
-  };
-  const idempotent = makeIdempotent(apply, { persistenceStore, config, keyPrefix: role.group });
-  return {
-    /** Validates like the pipeline does, then runs the idempotent function. */
-    handle: async (raw: unknown) => {
-      const parsed = registry.parse(raw);
-      if (!parsed.ok) throw new Error(`baseline got an invalid envelope: ${parsed.message}`);
-      return idempotent(parsed.envelope);
-    },
-    invocations: () => invocations,
-  };
+  const { calls, writeUnits, readUnits } = target.meter.snapshot();
+  return { events: events.length, calls, writeUnits, readUnits, ms };
 }
 
 const delivered = (e: Envelope): unknown => JSON.parse(JSON.stringify(e));
 
 export interface DynamoResult {
   readonly cases: readonly CaseResult[];
+}
+
+/** One value for each design: AgentBus's, then the baseline's. */
+interface Designs<T> {
+  readonly agentBus: T;
+  readonly baseline: T;
+}
+
+type Design = keyof Designs<unknown>;
+
+/** Each design's value, made in the order AgentBus, baseline (as the ids are drawn). */
+async function perDesign<T>(make: (design: Design) => T | Promise<T>): Promise<Designs<T>> {
+  const agentBus = await make("agentBus");
+  const baseline = await make("baseline");
+  return { agentBus, baseline };
+}
+
+/** The events each case consumes, separate per design so each starts from the same empty state. */
+interface Inputs {
+  readonly tasks: Designs<string[]>;
+  readonly lifecycle: Designs<Envelope[]>;
+  readonly feedback: Designs<Envelope[]>;
+  readonly accepted: Designs<Envelope[]>;
+  /** One task.accepted per design for the warm-up, not measured. */
+  readonly warm: Designs<Envelope>;
+}
+
+/**
+ * The events to consume come from the producer API (appendToStream) on the in-memory twin: the
+ * same envelopes a producer commits, without spending moto round trips on them. Nothing reads
+ * them back from the events table (deliveries are in order: no gap repair).
+ */
+async function produceInputs(options: DynamoOptions): Promise<Inputs> {
+  const producer = memoryDeps().deps;
+  const tasks = await perDesign(() => Array.from({ length: options.tasks }, newTaskId));
+  const lifecycle = await perDesign((d) => produceLifecycles(producer, tasks[d]));
+  const feedback = await perDesign((d) =>
+    tasks[d].flatMap((id) =>
+      Array.from({ length: options.feedbackPerTask }, (_, i) => feedbackEnvelope(id, 1 + (i % 5))),
+    ),
+  );
+  const accepted = await perDesign(() =>
+    produceLifecycles(producer, Array.from({ length: options.emitting }, newTaskId), 1),
+  );
+  const [warmBus, warmBase] = await produceLifecycles(producer, [newTaskId(), newTaskId()], 1);
+  if (!warmBus || !warmBase) throw new Error("the producer gave no warm-up events");
+  return { tasks, lifecycle, feedback, accepted, warm: { agentBus: warmBus, baseline: warmBase } };
+}
+
+/** The two designs' consumers, each on its own metered client. */
+interface Consumers {
+  readonly bus: Metered;
+  readonly base: Metered;
+  readonly busDeps: ConsumerDeps;
+  readonly projection: BaselineConsumer;
+  readonly planner: BaselineConsumer;
+}
+
+function consumersOf(
+  bus: Metered,
+  base: Metered,
+  tables: TableNames,
+  idempotencyTable: string,
+): Consumers {
+  const depsOf = (client: DynamoDBClient): ConsumerDeps => ({
+    store: new DynamoEventStore({ client, tables, clock: systemClock }),
+    registry,
+    clock: systemClock,
+    ids: ulidSource(),
+  });
+  const busDeps = depsOf(bus.client);
+  const target = { client: base.client, tables, idempotencyTable, deps: depsOf(base.client) };
+  return {
+    bus,
+    base,
+    busDeps,
+    projection: powertoolsConsumer(taskProjection, target),
+    planner: powertoolsConsumer(planner, target),
+  };
+}
+
+/** AgentBus's consume() of each event, which must end as `expect`. */
+function agentBusHandler(deps: ConsumerDeps, role: Role<unknown>, expect: StepStatus) {
+  return async (e: Envelope): Promise<void> => {
+    const result = await consume(delivered(e), role, deps);
+    if (result.status !== expect) {
+      throw new Error(
+        `AgentBus ${role.group}: ${e.event_type} v${e.aggregate.version} was ${result.status}, expected ${expect}`,
+      );
+    }
+  };
+}
+
+const baselineHandler =
+  (consumer: BaselineConsumer) =>
+  async (e: Envelope): Promise<void> => {
+    await consumer.handle(delivered(e));
+  };
+
+/** The four cases, each measured on AgentBus first, then on the baseline. */
+async function measureCases(c: Consumers, inputs: Inputs): Promise<CaseResult[]> {
+  const measureCase = async (
+    name: string,
+    events: Designs<readonly Envelope[]>,
+    role: Role<unknown>,
+    expect: StepStatus,
+    baseline: BaselineConsumer,
+  ): Promise<CaseResult> => ({
+    name,
+    agentBus: await measure(c.bus, events.agentBus, agentBusHandler(c.busDeps, role, expect)),
+    baseline: await measure(c.base, events.baseline, baselineHandler(baseline)),
+  });
+  const projection = taskProjection as Role<unknown>;
+  const emitting = planner as Role<unknown>;
+  // Warm-up (connections, SDK and Powertools initialisation): one task per design, not measured.
+  await agentBusHandler(c.busDeps, emitting, "applied")(inputs.warm.agentBus);
+  await baselineHandler(c.planner)(inputs.warm.baseline);
+
+  const { lifecycle, feedback, accepted } = inputs;
+  const cases: CaseResult[] = [];
+  const sequenced = `sequenced lifecycle event (${lifecycle.agentBus.length}, in order)`;
+  cases.push(await measureCase(sequenced, lifecycle, projection, "applied", c.projection));
+  const unsequenced = `unsequenced feedback event (${feedback.agentBus.length})`;
+  cases.push(await measureCase(unsequenced, feedback, projection, "applied", c.projection));
+  const followUp = `event emitting 1 follow-up (${accepted.agentBus.length})`;
+  cases.push(await measureCase(followUp, accepted, emitting, "applied", c.planner));
+  const invocationsBefore = c.projection.invocations();
+  const redelivered = `redelivered feedback, duplicate (${feedback.agentBus.length})`;
+  cases.push(await measureCase(redelivered, feedback, projection, "duplicate", c.projection));
+  if (c.projection.invocations() !== invocationsBefore) {
+    throw new Error("Powertools idempotency ran the function again for a redelivered event");
+  }
+  return cases;
 }
 
 export async function runDynamoSection(
@@ -247,119 +248,10 @@ export async function runDynamoSection(
     const tables = await createTables(admin, prefix);
     const idempotencyTable = `${prefix}-idempotency`;
     await createIdempotencyTable(admin, idempotencyTable);
-
-    const storeOf = (client: DynamoDBClient) =>
-      new DynamoEventStore({ client, tables, clock: systemClock });
-    const depsOf = (client: DynamoDBClient): ConsumerDeps => ({
-      store: storeOf(client),
-      registry,
-      clock: systemClock,
-      ids: ulidSource(),
-    });
-    // The events to consume come from the producer API (appendToStream) on the in-memory twin:
-    // the same envelopes a producer commits, without spending moto round trips on them. Nothing
-    // below reads them back from the events table (deliveries are in order: no gap repair).
-    const producer = memoryDeps().deps;
-    const busDeps = depsOf(bus.client);
-    const baseDeps = depsOf(base.client);
-
-    const agentBus = (role: Role<unknown>, expect: StepStatus) => async (e: Envelope) => {
-      const result = await consume(delivered(e), role, busDeps);
-      if (result.status !== expect) {
-        throw new Error(
-          `AgentBus ${role.group}: ${e.event_type} v${e.aggregate.version} was ${result.status}, expected ${expect}`,
-        );
-      }
-    };
-    const projectionBaseline = powertoolsConsumer(
-      taskProjection,
-      base.client,
-      tables,
-      idempotencyTable,
-      baseDeps,
-    );
-    const plannerBaseline = powertoolsConsumer(
-      planner,
-      base.client,
-      tables,
-      idempotencyTable,
-      baseDeps,
-    );
-    const baseline = (consumer: ReturnType<typeof powertoolsConsumer>) => async (e: Envelope) => {
-      await consumer.handle(delivered(e));
-    };
-
-    // Separate tasks per design, so each design starts from the same empty state.
-    const sides = {
-      agentBus: Array.from({ length: options.tasks }, newTaskId),
-      baseline: Array.from({ length: options.tasks }, newTaskId),
-    };
-    const lifecycle = {
-      agentBus: await produceLifecycles(producer, sides.agentBus),
-      baseline: await produceLifecycles(producer, sides.baseline),
-    };
-    const feedback = {
-      agentBus: sides.agentBus.flatMap((id) =>
-        Array.from({ length: options.feedbackPerTask }, (_, i) =>
-          feedbackEnvelope(id, 1 + (i % 5)),
-        ),
-      ),
-      baseline: sides.baseline.flatMap((id) =>
-        Array.from({ length: options.feedbackPerTask }, (_, i) =>
-          feedbackEnvelope(id, 1 + (i % 5)),
-        ),
-      ),
-    };
-    const accepted = {
-      agentBus: await produceLifecycles(
-        producer,
-        Array.from({ length: options.emitting }, newTaskId),
-        1,
-      ),
-      baseline: await produceLifecycles(
-        producer,
-        Array.from({ length: options.emitting }, newTaskId),
-        1,
-      ),
-    };
-
-    // Warm-up (connections, SDK and Powertools initialisation): one task per design, not measured.
-    const warm = await produceLifecycles(producer, [newTaskId(), newTaskId()], 1);
-    await agentBus(planner as Role<unknown>, "applied")(warm[0] as Envelope);
-    await baseline(plannerBaseline)(warm[1] as Envelope);
-
-    const cases: CaseResult[] = [];
-    const projection = taskProjection as Role<unknown>;
-    cases.push({
-      name: `sequenced lifecycle event (${lifecycle.agentBus.length}, in order)`,
-      agentBus: await measure(bus, lifecycle.agentBus, agentBus(projection, "applied")),
-      baseline: await measure(base, lifecycle.baseline, baseline(projectionBaseline)),
-    });
-    cases.push({
-      name: `unsequenced feedback event (${feedback.agentBus.length})`,
-      agentBus: await measure(bus, feedback.agentBus, agentBus(projection, "applied")),
-      baseline: await measure(base, feedback.baseline, baseline(projectionBaseline)),
-    });
-    cases.push({
-      name: `event emitting 1 follow-up (${accepted.agentBus.length})`,
-      agentBus: await measure(
-        bus,
-        accepted.agentBus,
-        agentBus(planner as Role<unknown>, "applied"),
-      ),
-      baseline: await measure(base, accepted.baseline, baseline(plannerBaseline)),
-    });
-    const invocationsBefore = projectionBaseline.invocations();
-    cases.push({
-      name: `redelivered feedback, duplicate (${feedback.agentBus.length})`,
-      agentBus: await measure(bus, feedback.agentBus, agentBus(projection, "duplicate")),
-      baseline: await measure(base, feedback.baseline, baseline(projectionBaseline)),
-    });
-    if (projectionBaseline.invocations() !== invocationsBefore) {
-      throw new Error("Powertools idempotency ran the function again for a redelivered event");
-    }
-    await verifyViews(busDeps, base.client, tables, sides, options);
-
+    const consumers = consumersOf(bus, base, tables, idempotencyTable);
+    const inputs = await produceInputs(options);
+    const cases = await measureCases(consumers, inputs);
+    await verifyViews(consumers.busDeps, base.client, tables, inputs.tasks, options);
     printCases(out, cases);
     return { cases };
   } finally {
@@ -374,7 +266,7 @@ async function verifyViews(
   busDeps: ConsumerDeps,
   client: DynamoDBClient,
   tables: TableNames,
-  sides: { agentBus: string[]; baseline: string[] },
+  tasks: Designs<readonly string[]>,
   options: DynamoOptions,
 ): Promise<void> {
   const check = (design: string, taskId: string, view: TaskView | undefined) => {
@@ -384,22 +276,14 @@ async function verifyViews(
       );
     }
   };
-  for (const taskId of sides.agentBus) {
-    const { state } = await busDeps.store.load({ state: { type: "task_view", id: taskId } });
+  const viewRef = (taskId: string) => ({ type: "task_view", id: taskId });
+  for (const taskId of tasks.agentBus) {
+    const { state } = await busDeps.store.load({ state: viewRef(taskId) });
     check("AgentBus", taskId, state?.data as TaskView | undefined);
   }
-  for (const taskId of sides.baseline) {
-    const got = await client.send(
-      new GetItemCommand({
-        TableName: tables.state,
-        Key: { pk: { S: `task_view#${taskId}` } },
-        ConsistentRead: true,
-      }),
-    );
-    const view = got.Item
-      ? (storedStateOf(unmarshall(got.Item) as StateItem).data as TaskView)
-      : undefined;
-    check("baseline", taskId, view);
+  for (const taskId of tasks.baseline) {
+    const stored = await readState(client, tables.state, viewRef(taskId));
+    check("baseline", taskId, stored?.data as TaskView | undefined);
   }
 }
 
@@ -414,6 +298,16 @@ const byCommand = (m: Measured) =>
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([name, n]) => `${name} ${fmt(perEvent(m, n))}`)
     .join(", ");
+/** A design's figures per event, as a row of the table. */
+const designRow = (name: string, design: string, m: Measured): string[] => [
+  name,
+  design,
+  fmt(callsPerEvent(m)),
+  byCommand(m),
+  fmt(perEvent(m, m.writeUnits)),
+  fmt(perEvent(m, m.readUnits)),
+  fmt(m.ms / m.events, 1),
+];
 const ratio = (a: number, b: number) => (b > 0 ? `${fmt(a / b)}×` : a > 0 ? "∞ (base 0)" : "–");
 
 function printCases(out: (line?: string) => void, cases: readonly CaseResult[]): void {
@@ -421,35 +315,15 @@ function printCases(out: (line?: string) => void, cases: readonly CaseResult[]):
   for (const c of cases) {
     const a = c.agentBus;
     const b = c.baseline;
-    rows.push(
-      [
-        c.name,
-        "AgentBus consume",
-        fmt(callsPerEvent(a)),
-        byCommand(a),
-        fmt(perEvent(a, a.writeUnits)),
-        fmt(perEvent(a, a.readUnits)),
-        fmt(a.ms / a.events, 1),
-      ],
-      [
-        "",
-        "Powertools + writes",
-        fmt(callsPerEvent(b)),
-        byCommand(b),
-        fmt(perEvent(b, b.writeUnits)),
-        fmt(perEvent(b, b.readUnits)),
-        fmt(b.ms / b.events, 1),
-      ],
-      [
-        "",
-        "AgentBus ÷ baseline",
-        ratio(callsPerEvent(a), callsPerEvent(b)),
-        "",
-        ratio(a.writeUnits / a.events, b.writeUnits / b.events),
-        ratio(a.readUnits / a.events, b.readUnits / b.events),
-        ratio(a.ms / a.events, b.ms / b.events),
-      ],
-    );
+    rows.push(designRow(c.name, "AgentBus consume", a), designRow("", "Powertools + writes", b), [
+      "",
+      "AgentBus ÷ baseline",
+      ratio(callsPerEvent(a), callsPerEvent(b)),
+      "",
+      ratio(a.writeUnits / a.events, b.writeUnits / b.events),
+      ratio(a.readUnits / a.events, b.readUnits / b.events),
+      ratio(a.ms / a.events, b.ms / b.events),
+    ]);
   }
   const table = renderTable(
     [

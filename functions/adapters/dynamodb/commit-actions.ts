@@ -54,40 +54,32 @@ export function commitActions(
 }
 
 function inboxAction(table: string, inbox: NonNullable<CommitRequest["inbox"]>, now: Date): Action {
-  return {
-    part: "inbox",
-    put: {
-      TableName: table,
-      Item: toItem(inboxItem(inbox)),
-      // An expired row (TTL deletes lazily) no longer counts and may be overwritten. `<=` with
-      // fractional seconds matches the in-memory twin: live while expiresAt * 1000 > now (ms).
-      ConditionExpression: "attribute_not_exists(#pk) OR #ttl <= :now",
-      ExpressionAttributeNames: { "#pk": InboxAttr.pk, "#ttl": InboxAttr.ttl },
-      ExpressionAttributeValues: { ":now": { N: String(now.getTime() / 1000) } },
-      ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-    },
-    conflict: () => new DuplicateCommitError(),
+  // An expired row (TTL deletes lazily) no longer counts and may be overwritten. `<=` with
+  // fractional seconds matches the in-memory twin: live while expiresAt * 1000 > now (ms).
+  const condition: Condition = {
+    ConditionExpression: "attribute_not_exists(#pk) OR #ttl <= :now",
+    ExpressionAttributeNames: { "#pk": InboxAttr.pk, "#ttl": InboxAttr.ttl },
+    ExpressionAttributeValues: { ":now": { N: String(now.getTime() / 1000) } },
   };
+  return putAction("inbox", table, inboxItem(inbox), condition, () => new DuplicateCommitError());
 }
 
 function checkpointAction(
   table: string,
   { group, stream, from, to }: NonNullable<CommitRequest["checkpoint"]>,
 ): Action {
-  return {
-    part: "checkpoint",
-    put: {
-      TableName: table,
-      Item: toItem(checkpointItem(group, stream, to)),
-      ...expectVersion(CheckpointAttr.version, from),
-      ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-    },
-    conflict: (stored) =>
+  const item = checkpointItem(group, stream, to);
+  return putAction(
+    "checkpoint",
+    table,
+    item,
+    expectVersion(CheckpointAttr.version, from),
+    (stored) =>
       new VersionConflictError(
         "checkpoint",
         `checkpoint of ${group} on ${streamKey(stream)} is ${stored?.[CheckpointAttr.version] ?? 0}, expected ${from}`,
       ),
-  };
+  );
 }
 
 function stateAction(
@@ -103,18 +95,15 @@ function stateAction(
   }: NonNullable<CommitRequest["state"]>,
   now: Date,
 ): Action {
+  // A Put replaces the item: without a due time, due_shard and due_at are gone with it.
   const item = stateItem(aggregate, expectedRevision + 1, version, next, now, dueAt, summary, gate);
-  return {
-    part: "state",
-    put: {
-      TableName: table,
-      // A Put replaces the item: without a due time, due_shard and due_at are gone with it.
-      Item: toItem(item),
-      ...expectVersion(StateAttr.revision, expectedRevision),
-      ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-    },
-    conflict: stateConflict(aggregate, expectedRevision),
-  };
+  return putAction(
+    "state",
+    table,
+    item,
+    expectVersion(StateAttr.revision, expectedRevision),
+    stateConflict(aggregate, expectedRevision),
+  );
 }
 
 /**
@@ -172,20 +161,39 @@ function stateConflict(aggregate: AggregateRef, expectedRevision: number): Actio
 }
 
 function streamAction(table: string, event: NonNullable<CommitRequest["append"]>[number]): Action {
-  return {
-    part: "stream",
-    put: {
-      TableName: table,
-      Item: toItem(eventItem(event)),
-      ConditionExpression: "attribute_not_exists(#pk)",
-      ExpressionAttributeNames: { "#pk": EventAttr.pk },
-      ReturnValuesOnConditionCheckFailure: "ALL_OLD",
-    },
-    conflict: () =>
+  return putAction(
+    "stream",
+    table,
+    eventItem(event),
+    absent(EventAttr.pk),
+    () =>
       new VersionConflictError(
         "stream",
         `${streamKey(event.aggregate)} already has version ${event.aggregate.version}`,
       ),
+  );
+}
+
+/**
+ * A conditional Put of one part. ALL_OLD returns the stored item with a failed condition, for
+ * `conflict` to say what was there.
+ */
+function putAction(
+  part: Part,
+  table: string,
+  item: object,
+  condition: Condition,
+  conflict: Action["conflict"],
+): Action {
+  return {
+    part,
+    put: {
+      TableName: table,
+      Item: toItem(item),
+      ...condition,
+      ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+    },
+    conflict,
   };
 }
 
@@ -201,16 +209,23 @@ function toItem(value: object): Item {
   }
 }
 
+type Condition = Pick<
+  Put,
+  "ConditionExpression" | "ExpressionAttributeNames" | "ExpressionAttributeValues"
+>;
+
+/** No item with this key is stored yet. */
+function absent(partitionKey: string): Condition {
+  return {
+    ConditionExpression: "attribute_not_exists(#pk)",
+    ExpressionAttributeNames: { "#pk": partitionKey },
+  };
+}
+
 /** `attribute_not_exists(pk)` when nothing may be stored yet, else `<attribute> = :expected`. */
-function expectVersion(
-  attribute: string,
-  expected: number,
-): Pick<Put, "ConditionExpression" | "ExpressionAttributeNames" | "ExpressionAttributeValues"> {
+function expectVersion(attribute: string, expected: number): Condition {
   return expected === 0
-    ? {
-        ConditionExpression: "attribute_not_exists(#pk)",
-        ExpressionAttributeNames: { "#pk": "pk" },
-      }
+    ? absent("pk")
     : {
         ConditionExpression: "#v = :expected",
         ExpressionAttributeNames: { "#v": attribute },

@@ -15,6 +15,9 @@ export const MAX_REASON_CHARS = 1000;
 /** MessageGroupId of dead letters sent without one to a FIFO dead-letter queue. */
 export const DEFAULT_DEAD_LETTER_GROUP = "dead-letters";
 
+/** A dead letter as the port (DeadLetterSink) describes it. */
+type DeadLetter = Parameters<DeadLetterSink["send"]>[0];
+
 export interface SqsDeadLetterSinkOptions {
   /** Created once per container by the caller. */
   readonly client: SQSClient;
@@ -38,14 +41,7 @@ export class SqsDeadLetterSink implements DeadLetterSink {
     this.fifo = options.queueUrl.endsWith(".fifo");
   }
 
-  async send(message: {
-    body: string;
-    code: string;
-    reason: string;
-    groupId?: string;
-    deduplicationId?: string;
-    receiveCount?: number;
-  }): Promise<void> {
+  async send(message: DeadLetter): Promise<void> {
     try {
       await this.client.send(
         new SendMessageCommand({
