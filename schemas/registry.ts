@@ -12,9 +12,18 @@ import { jsonBytesAtMost } from "./json-size";
 export const TOPICS = ["commands", "events", "audit"] as const;
 export type Topic = (typeof TOPICS)[number];
 
-export interface EventTypeDefinition<P extends z.ZodType = z.ZodType> {
-  readonly type: string;
-  readonly schemaVersion: number;
+/**
+ * One version of an event type. `T` and `V` keep the literal type name and version a definition
+ * is written with, so the payload types of every registered type can be read off the definitions
+ * themselves (`PayloadTypes`) instead of being declared a second time.
+ */
+export interface EventTypeDefinition<
+  P extends z.ZodType = z.ZodType,
+  T extends string = string,
+  V extends number = number,
+> {
+  readonly type: T;
+  readonly schemaVersion: V;
   /** `command`: a request to one role; `event`: a fact any group may observe. */
   readonly kind: "command" | "event";
   readonly topic: Topic;
@@ -32,6 +41,37 @@ export interface EventTypeDefinition<P extends z.ZodType = z.ZodType> {
    */
   readonly upcast?: (previous: unknown, envelope: Envelope) => z.input<P>;
 }
+
+/**
+ * The payload type of each event type among the definitions `D` (a union): the output of its
+ * newest version's schema, since the pipeline upcasts older versions before a role sees them.
+ */
+export type PayloadTypes<D extends EventTypeDefinition> = {
+  readonly [K in D["type"]]: z.output<NewestPayload<D, K>>;
+};
+
+/** The definitions among `D` of the type `K` (a definition made in a loop may name several). */
+type VersionsOf<D, K> =
+  D extends EventTypeDefinition<z.ZodType, infer T> ? (K extends T ? D : never) : never;
+
+/** The payload schema of the newest version of `K` among `D`. */
+type NewestPayload<D, K> = NewestOf<VersionsOf<D, K>>;
+
+/**
+ * The payload schema of the newest of `All` (the versions of one type). `define` admits versions
+ * only in order from 1, so the newest is the one whose next version is not among them.
+ */
+type NewestOf<All, E = All> =
+  E extends EventTypeDefinition<infer P, string, infer V>
+    ? [Extract<All, { readonly schemaVersion: Next<V> }>] extends [never]
+      ? P
+      : never
+    : never;
+
+/** `V + 1` for a small non-negative integer literal (a schema version). */
+type Next<V extends number, Count extends unknown[] = []> = Count["length"] extends V
+  ? [...Count, unknown]["length"]
+  : Next<V, [...Count, unknown]>;
 
 export type ParseResult =
   | {
@@ -52,7 +92,9 @@ export class EventRegistry {
   /** Each type's definitions, newest schema version first. */
   private readonly byType = new Map<string, EventTypeDefinition[]>();
 
-  define<P extends z.ZodType>(definition: EventTypeDefinition<P>): EventTypeDefinition<P> {
+  define<P extends z.ZodType, T extends string, V extends number>(
+    definition: EventTypeDefinition<P, T, V>,
+  ): EventTypeDefinition<P, T, V> {
     const key = `${definition.type}@${definition.schemaVersion}`;
     if (this.byKey.has(key)) throw new Error(`event type ${key} is defined twice`);
     const typeCheck = EnvelopeBase.shape.event_type.safeParse(definition.type);

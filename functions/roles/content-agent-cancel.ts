@@ -1,6 +1,8 @@
 import type { Envelope } from "../../schemas";
+import type { ContentEventTypes } from "../../schemas/events/workflow";
 import { NodeCancelRequestedPayload } from "../../schemas/events/workflow-cancel";
 import { type AgentRun, transition } from "../core/agent-run";
+import { payloadOf } from "../core/payload";
 import type { Decision } from "../core/pipeline";
 import type { DiscardReason, EventStore } from "../core/ports";
 
@@ -34,19 +36,24 @@ interface Assignment {
   readonly generation: number;
 }
 
-/** Is a `cancelType` of the request's assignment on the request's stream, after the request? */
+/**
+ * Is a `cancelType` of `assignment` (the one `request` names) on the request's stream, after the
+ * request?
+ */
 export async function cancelIssued(
   stream: CommandStream | undefined,
-  cancelType: string,
+  cancelType: ContentEventTypes["cancel"],
   request: Envelope,
+  assignment: Assignment,
 ): Promise<boolean> {
   if (!stream) return false;
-  const { node_id, generation } = request.payload as Assignment;
+  const { node_id, generation } = assignment;
   const { type, id, version } = request.aggregate;
   const later = await stream.readStream({ type, id }, version + 1, Number.MAX_SAFE_INTEGER);
   return later.some((event) => {
     if (event.event_type !== cancelType) return false;
-    const cancel = event.payload as Assignment;
+    // Read back from the stream as written: the cancel commands have one schema version.
+    const cancel = payloadOf(event, cancelType);
     return cancel.node_id === node_id && cancel.generation === generation;
   });
 }

@@ -1,11 +1,7 @@
 import { createHash } from "node:crypto";
 import * as z from "zod";
 import type { AggregateRef, Envelope } from "../../schemas";
-import {
-  confirmEventType,
-  type NodeConfirmRequested,
-  type NodeStarted,
-} from "../../schemas/events/agent-run";
+import { confirmEventType, type NodeStarted } from "../../schemas/events/agent-run";
 import {
   CONTENT_ROLE_EVENTS,
   type ContentRole,
@@ -16,6 +12,7 @@ import {
 import { type AgentRun, newRun, transition } from "../core/agent-run";
 import type { HeartbeatSpec } from "../core/emit";
 import { invokeStructured, type StructuredResult } from "../core/model";
+import { payloadOf } from "../core/payload";
 import type { Decision, Role, RoleDescriptor } from "../core/pipeline";
 import type { StateSummary } from "../core/ports";
 import { DAG_RUN_AGGREGATE } from "../core/sweeper";
@@ -106,13 +103,13 @@ export function agentRunId(runId: string, nodeId: string, generation: number): s
 }
 
 /** What a content agent subscribes to: its requests, their cancels and their confirmations. */
-export function contentAgentSubscriptions(role: ContentRole): string[] {
+export function contentAgentSubscriptions(role: ContentRole) {
   const { requested, cancel } = contentEventTypes(role);
   return [requested, cancel, confirmTypeOf(role)];
 }
 
 /** The confirmation command of a content role: `<stem>.confirm.requested`. */
-export function confirmTypeOf(role: ContentRole): string {
+export function confirmTypeOf(role: ContentRole) {
   return confirmEventType(CONTENT_ROLE_EVENTS[role].stem);
 }
 
@@ -121,7 +118,7 @@ export function contentAgentDescriptor(role: ContentRole): RoleDescriptor {
   return {
     group: role,
     subscriptions: contentAgentSubscriptions(role),
-    stateOf: agentRunRef,
+    stateOf: agentRunRefOf(role),
     // A run's stream carries the requests of all its nodes, one agent run each.
     sharedStreams: [DAG_RUN_AGGREGATE],
   };
@@ -138,14 +135,26 @@ export function createContentAgent(options: ContentAgentOptions): Role<AgentRun>
       isCancel(event)
         ? undefined
         : discardCancelled(existing, () =>
-            cancelIssued(agent.commandStream, agent.types.cancel, event),
+            cancelIssued(
+              agent.commandStream,
+              agent.types.cancel,
+              event,
+              assignmentOf(agent.role, event),
+            ),
           ),
     decide: (existing, event, { now, receiveCount }) => {
       if (isCancel(event))
         return decideCancel(existing, event, () => freshRun(agent, event, now), now);
       if (isConfirm(event))
-        return decideConfirm(agent, existing, event, now, (running, confirm) =>
-          finish(agent, event, requestOf(confirm), running, now, confirmationText(confirm)),
+        return decideConfirm(agent, existing, event, now, (started, confirm) =>
+          finish({
+            agent,
+            event,
+            request: requestOf(confirm),
+            started,
+            now,
+            confirmation: confirmationText(confirm),
+          }),
         );
       return decideRequest(agent, existing, event, now, receiveCount);
     },
@@ -163,9 +172,26 @@ function summarizeAgentRun(run: AgentRun): StateSummary {
   };
 }
 
-/** The agent run a request (or its cancel) belongs to: one per (run, node, generation). */
-function agentRunRef(event: Envelope): AggregateRef {
-  const { run_id, node_id, generation } = event.payload as NodeRef;
+/** The assignment a content agent's command names: a request, its cancel or its confirmation. */
+function assignmentOf(role: ContentRole, event: Envelope): NodeRef {
+  const { requested, cancel } = contentEventTypes(role);
+  return payloadOf(event, requested, cancel, confirmTypeOf(role));
+}
+
+/** Each role's `stateOf`, made once: the topology's descriptor and the built role share it. */
+const agentRunRefs = new Map<ContentRole, (event: Envelope) => AggregateRef>();
+
+function agentRunRefOf(role: ContentRole): (event: Envelope) => AggregateRef {
+  const known = agentRunRefs.get(role);
+  if (known) return known;
+  const stateOf = (event: Envelope) => agentRunRef(role, event);
+  agentRunRefs.set(role, stateOf);
+  return stateOf;
+}
+
+/** The agent run a command belongs to: one per (run, node, generation). */
+function agentRunRef(role: ContentRole, event: Envelope): AggregateRef {
+  const { run_id, node_id, generation } = assignmentOf(role, event);
   return { type: AGENT_RUN_AGGREGATE, id: agentRunId(run_id, node_id, generation) };
 }
 
@@ -183,9 +209,10 @@ function agentRunRef(event: Envelope): AggregateRef {
  * it, the trace shows it).
  */
 function heartbeatOf(agent: ContentAgent, event: Envelope): HeartbeatSpec | undefined {
-  const resumed = event.event_type === confirmTypeOf(agent.role);
+  const confirmType = confirmTypeOf(agent.role);
+  const resumed = event.event_type === confirmType;
   if (event.event_type !== agent.types.requested && !resumed) return undefined;
-  const payload = event.payload as NodeRequested | NodeConfirmRequested;
+  const payload = payloadOf(event, agent.types.requested, confirmType);
   if ("outcome" in payload && payload.outcome !== "confirmed") return undefined;
   const { run_id, node_id, generation, attempt } = payload;
   const lease_seconds = agent.heartbeatLease;
@@ -216,46 +243,46 @@ async function decideRequest(
   now: Date,
   receiveCount: number,
 ): Promise<Decision<AgentRun>> {
-  const request = event.payload as NodeRequested;
+  const request = payloadOf(event, agent.types.requested);
   // Stored only once BLOCKED or ended. A BLOCKED assignment waits for its confirmation: the
   // orchestrator is told so again. An ended one was already answered (the orchestrator sends it
   // again when the answer may have been lost), so the same answer goes again.
   if (existing?.state === "BLOCKED") return blockedDecision(agent, request, existing);
   if (existing) return answerAgain(agent, request, existing);
   const started = startRun(agent, event, request, now, receiveCount);
-  return finish(agent, event, request, started, now);
+  return finish({ agent, event, request, started, now });
+}
+
+/** An assignment a RUNNING agent run works on (a new request, or a resumed BLOCKED one). */
+interface Work {
+  readonly agent: ContentAgent;
+  /** The request, or the confirmation that resumes it. */
+  readonly event: Envelope;
+  readonly request: NodeRequested;
+  readonly started: AgentRun;
+  readonly now: Date;
+  /** What the model is told on resuming: its question and the confirmation. */
+  readonly confirmation?: string;
 }
 
 /**
  * The work of a RUNNING agent run and its answer; a cancel committed while the model call ran
  * wins over the answer.
  */
-async function finish(
-  agent: ContentAgent,
-  event: Envelope,
-  request: NodeRequested,
-  started: AgentRun,
-  now: Date,
-  confirmation?: string,
-): Promise<Decision<AgentRun>> {
-  const decision = await work(agent, event, request, started, now, confirmation);
-  if (await cancelIssued(agent.commandStream, agent.types.cancel, event))
+async function finish(work: Work): Promise<Decision<AgentRun>> {
+  const { agent, event, request, started, now } = work;
+  const decision = await outcomeOf(work);
+  if (await cancelIssued(agent.commandStream, agent.types.cancel, event, request))
     return cancelledWhileRunning(started, now);
   return decision;
 }
 
 /** The model call and what its outcome decides (a retry is rethrown). */
-async function work(
-  agent: ContentAgent,
-  event: Envelope,
-  request: NodeRequested,
-  started: AgentRun,
-  now: Date,
-  confirmation?: string,
-): Promise<Decision<AgentRun>> {
-  let run = started;
+async function outcomeOf(work: Work): Promise<Decision<AgentRun>> {
+  const { agent, request, now } = work;
+  let run = work.started;
   try {
-    const result = await callModel(agent, event, request, run, confirmation);
+    const result = await callModel(work);
     run = retried(run, result.attempts - 1, now, correctedReply());
     const question = questionOf(result.value);
     if (question !== undefined) return block(agent, request, run, question, now);
@@ -268,10 +295,10 @@ async function work(
 /** A new agent run (IDLE) for the assignment a request or a cancel names. */
 function freshRun(agent: ContentAgent, event: Envelope, now: Date): AgentRun {
   return newRun({
-    run_id: agentRunRef(event).id,
+    run_id: agentRunRef(agent.role, event).id,
     task_id: event.task_id,
     role: agent.role,
-    node_id: (event.payload as NodeRef).node_id,
+    node_id: assignmentOf(agent.role, event).node_id,
     max_attempts: agent.maxAttempts,
     lease_seconds: agent.leaseSeconds,
     now,
@@ -308,13 +335,8 @@ function startRun(
  * answers the role's output, or asks for a confirmation (ConfirmationNeeded); a resumed run gets
  * its confirmation after the request.
  */
-function callModel(
-  agent: ContentAgent,
-  event: Envelope,
-  request: NodeRequested,
-  run: AgentRun,
-  confirmation?: string,
-): Promise<StructuredResult<unknown>> {
+function callModel(work: Work): Promise<StructuredResult<unknown>> {
+  const { agent, event, request, started: run, confirmation } = work;
   const prompt = promptOf(request);
   return invokeStructured(
     agent.model,

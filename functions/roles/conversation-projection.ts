@@ -1,19 +1,7 @@
-import type { Envelope } from "../../schemas";
-import type {
-  Delivered,
-  DeliveryFailed,
-  MessageAccepted,
-  OrderLookupCompleted,
-  ReplyApproved,
-  ReplyGenerated,
-  ReplyHeldForReview,
-  ReplyRejected,
-  Routed,
-} from "../../schemas/events/conversation";
-import type { SupportCancelled } from "../../schemas/events/support-cancel";
-import type { StepFailed } from "../../schemas/events/support-failure";
+import type { Envelope, EventPayloads, EventType } from "../../schemas";
 import { newestWithin } from "../core/budget";
 import { PermanentError } from "../core/errors";
+import { payloadOf } from "../core/payload";
 import type { Role } from "../core/pipeline";
 import { summarizeConversation } from "./summaries";
 
@@ -98,30 +86,17 @@ export interface ConversationView {
   readonly dropped_through?: number;
 }
 
-/** The payload of each event type the view folds, as the registry defines it (newest version). */
-interface FoldedPayloads {
-  "conversation.message.accepted": MessageAccepted;
-  "support.routed": Routed;
-  "order.lookup.completed": OrderLookupCompleted;
-  "reply.generated": ReplyGenerated;
-  "reply.held_for_review": ReplyHeldForReview;
-  "reply.approved": ReplyApproved;
-  "reply.rejected": ReplyRejected;
-  "notification.delivered": Delivered;
-  "notification.failed": DeliveryFailed;
-  "support.step.failed": StepFailed;
-  "support.cancelled": SupportCancelled;
-}
-
 /** The fields a fact sets in its turn, and the status it moves the turn to. */
 type TurnChanges = Partial<Omit<ConversationTurn, "task_id">>;
 type Fold<P> = (payload: P) => TurnChanges;
+/** A fold per event type, each taking the payload the registry defines for its type. */
+type Folds<K extends EventType> = { readonly [T in K]: Fold<EventPayloads[T]> };
 
 /**
  * What each fact changes in its turn, in subscription order. A payload reaches the view at its
  * type's newest schema version (the pipeline upcasts older ones), so each fold takes that type.
  */
-const TURN_FOLDS: { readonly [T in keyof FoldedPayloads]: Fold<FoldedPayloads[T]> } = {
+const FOLDS = {
   "conversation.message.accepted": (p) => ({
     status: "received",
     input_version: p.version,
@@ -167,7 +142,12 @@ const TURN_FOLDS: { readonly [T in keyof FoldedPayloads]: Fold<FoldedPayloads[T]
     step_failure: { step: p.step, code: p.code },
   }),
   "support.cancelled": (p) => ({ status: "cancelled", cancelled_by: p.requested_by }),
-};
+} satisfies Partial<Folds<EventType>>;
+
+/** The event types the view folds. */
+type FoldedType = keyof typeof FOLDS;
+/** FOLDS as a mapped type, so that a fold picked by a type variable takes that type's payload. */
+const TURN_FOLDS: Folds<FoldedType> = FOLDS;
 
 export const CONVERSATION_PROJECTION_SUBSCRIPTIONS: readonly string[] = Object.keys(TURN_FOLDS);
 
@@ -177,11 +157,11 @@ export const conversationProjection: Role<ConversationView> = {
   subscriptions: CONVERSATION_PROJECTION_SUBSCRIPTIONS,
   stateOf: (event) => ({
     type: CONVERSATION_VIEW_AGGREGATE,
-    id: (event.payload as { conversation_id: string }).conversation_id,
+    id: foldedPayload(event).conversation_id,
   }),
   // The view's checkpoints of its streams record what it applied (lib/ops/self-recorded).
   decide(view, event) {
-    const conversationId = (event.payload as { conversation_id: string }).conversation_id;
+    const conversationId = foldedPayload(event).conversation_id;
     const base: ConversationView = view ?? {
       conversation_id: conversationId,
       version: 0,
@@ -251,13 +231,29 @@ function isDroppedTurn(view: ConversationView, event: Envelope): boolean {
   return kept.length > 0 && event.input_version < Math.min(...kept);
 }
 
-/** What `event` changes in its turn (TURN_FOLDS); a type the view does not fold is refused. */
+/** The type of a fact the view folds; a type it does not fold is refused. */
+function foldedType(event: Envelope): FoldedType {
+  const type = event.event_type;
+  if (!isFolded(type))
+    throw new PermanentError("projection.unhandled", `conversation-projection cannot fold ${type}`);
+  return type;
+}
+
+function isFolded(type: string): type is FoldedType {
+  return Object.hasOwn(TURN_FOLDS, type);
+}
+
+/** The payload of a fact the view folds (each of them names its conversation). */
+function foldedPayload(event: Envelope): EventPayloads[FoldedType] {
+  return payloadOf(event, foldedType(event));
+}
+
+/** What `event` changes in its turn (TURN_FOLDS). */
 function changesOf(event: Envelope): TurnChanges {
-  if (!Object.hasOwn(TURN_FOLDS, event.event_type))
-    throw new PermanentError(
-      "projection.unhandled",
-      `conversation-projection cannot fold ${event.event_type}`,
-    );
-  const fold = TURN_FOLDS[event.event_type as keyof FoldedPayloads] as Fold<unknown>;
-  return fold(event.payload);
+  return applyFold(foldedType(event), event);
+}
+
+function applyFold<K extends FoldedType>(type: K, event: Envelope): TurnChanges {
+  const fold: Fold<EventPayloads[K]> = TURN_FOLDS[type];
+  return fold(payloadOf(event, type));
 }

@@ -1,8 +1,9 @@
 import type { Envelope } from "../../schemas";
-import type { MessageAccepted, MessageReceived } from "../../schemas/events/conversation";
+import type { MessageAccepted } from "../../schemas/events/conversation";
 import type { RouteRequested } from "../../schemas/events/support-commands";
 import { newestWithin } from "../core/budget";
 import { PermanentError } from "../core/errors";
+import { payloadOf } from "../core/payload";
 import type { Decision, Role } from "../core/pipeline";
 import type { EventStore } from "../core/ports";
 
@@ -92,7 +93,7 @@ function acceptMessage(
   ttl: number,
 ): Decision<ConversationState> {
   const conversationId = checkedConversationId(event);
-  const message = event.payload as MessageReceived;
+  const message = payloadOf(event, "conversation.message.received");
   if (state && state.customer_id !== message.customer_id)
     throw new PermanentError(
       "conversation.customer_mismatch",

@@ -31,7 +31,7 @@ export type Handle<P> = (
 ) => OrchestratorDecision | Promise<OrchestratorDecision>;
 
 /** The payload of an event, parsed with its schema (invalid: orchestrator.invalid_payload). */
-export function payloadOf<S extends z.ZodType>(schema: S, event: Envelope): z.output<S> {
+export function parsePayload<S extends z.ZodType>(schema: S, event: Envelope): z.output<S> {
   const what = `the payload of ${event.event_type} ${event.event_id}`;
   return parseWith(schema, event.payload, "orchestrator.invalid_payload", what);
 }
@@ -45,7 +45,7 @@ export function toRun<P extends { run_id: string }>(
   handle: Handle<P>,
 ): EventHandler {
   return async (context) => {
-    const payload = payloadOf(schema, context.event);
+    const payload = parsePayload(schema, context.event);
     const { event } = context;
     if (event.aggregate.id !== payload.run_id)
       throw new PermanentError(
@@ -58,7 +58,7 @@ export function toRun<P extends { run_id: string }>(
 
 /** A handler for an agent's outcome (on the stream of its agent run). */
 export function fromAgent<P>(schema: z.ZodType<P>, handle: Handle<P>): EventHandler {
-  return async (context) => handle(context, payloadOf(schema, context.event));
+  return async (context) => handle(context, parsePayload(schema, context.event));
 }
 
 export function existing(

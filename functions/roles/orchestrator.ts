@@ -7,7 +7,7 @@ import { DEFAULT_DEPENDENCY_TIMEOUT_SECONDS } from "../core/dag/timeout";
 import { PermanentError } from "../core/errors";
 import type { Role, RoleDescriptor } from "../core/pipeline";
 import { agentOf } from "./content-workflows";
-import { type EventHandler, payloadOf } from "./orchestrator-context";
+import { type EventHandler, parsePayload } from "./orchestrator-context";
 import { HANDLERS } from "./orchestrator-handlers";
 import type { LeasePolicy } from "./orchestrator-leases";
 import { type OrchestratorState, parseRunState } from "./orchestrator-state";
@@ -144,7 +144,7 @@ const RunRef = z.object({ run_id: OpaqueId });
 export const ORCHESTRATOR: RoleDescriptor = {
   group: ORCHESTRATOR_GROUP,
   subscriptions: ORCHESTRATOR_SUBSCRIPTIONS,
-  stateOf: (event) => ({ type: "dag_run", id: payloadOf(RunRef, event).run_id }),
+  stateOf: (event) => ({ type: "dag_run", id: parsePayload(RunRef, event).run_id }),
 };
 
 export function createOrchestrator(options: OrchestratorOptions = {}): Role<OrchestratorState> {

@@ -1,8 +1,6 @@
 import { type OrderLookupCompleted, OrderRecord } from "../../schemas/events/conversation";
-import type {
-  OrderLookupRequested,
-  ReplyGenerationRequested,
-} from "../../schemas/events/support-commands";
+import type { ReplyGenerationRequested } from "../../schemas/events/support-commands";
+import { payloadOf } from "../core/payload";
 import type { Role, RoleDescriptor } from "../core/pipeline";
 import { stepFailedDecision } from "./support-failure";
 import { factFields } from "./support-fields";
@@ -58,7 +56,7 @@ export function createOrderLookup(options: OrderLookupOptions): Role<OrderLookup
       stepFailedDecision("order_lookup", event, failure, now),
     async decide(existing, event, { now }) {
       if (existing) return {};
-      const request = event.payload as OrderLookupRequested;
+      const request = payloadOf(event, "order.lookup.requested");
       const record = await orders.get(request.order_id);
       const order =
         record !== undefined && record.customer_id === request.customer_id ? record : undefined;

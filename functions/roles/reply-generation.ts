@@ -17,6 +17,7 @@ import {
   type ModelPort,
   type StructuredResult,
 } from "../core/model";
+import { payloadOf } from "../core/payload";
 import type { Decision, Role, RoleDescriptor } from "../core/pipeline";
 import {
   type ContextMessage,
@@ -138,7 +139,7 @@ export function createReplyGeneration(options: ReplyGenerationOptions): Role<Rep
 }
 
 function conversationIdOf(event: Envelope): string {
-  return (event.payload as ReplyGenerationRequested).conversation_id;
+  return payloadOf(event, "reply.generation.requested").conversation_id;
 }
 
 /** The validated options the reply decision needs. */
@@ -192,9 +193,9 @@ async function decideReply(
   conversation: ConversationSnapshot,
   now: Date,
 ): Promise<Decision<ReplyState>> {
-  const request = event.payload as ReplyGenerationRequested;
+  const request = payloadOf(event, "reply.generation.requested");
   const messages = conversation.context(request.context_version);
-  const context = replyContext(event, messages, now);
+  const context = replyContext(event, request, messages, now);
   const allowed = allowedSourceRefs(request, messages);
   let result: StructuredResult<ReplyDraft>;
   try {
@@ -208,10 +209,10 @@ async function decideReply(
 
 function replyContext(
   event: Envelope,
+  request: ReplyGenerationRequested,
   messages: readonly ContextMessage[],
   now: Date,
 ): ReplyContext {
-  const request = event.payload as ReplyGenerationRequested;
   return {
     event,
     request,

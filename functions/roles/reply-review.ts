@@ -1,13 +1,12 @@
 import type { Envelope } from "../../schemas";
 import type {
   ReplyApproved,
-  ReplyApproveRequested,
   ReplyRejected,
-  ReplyRejectRequested,
   SendRequested,
 } from "../../schemas/events/conversation";
 import type { EmitSpec } from "../core/emit";
 import { PermanentError } from "../core/errors";
+import { payloadOf } from "../core/payload";
 import type { Decision } from "../core/pipeline";
 import type { ReplyState } from "./reply-generation";
 
@@ -62,7 +61,7 @@ function approve(
   now: Date,
   sendTtlSeconds: number,
 ): Decision<ReplyState> {
-  const request = event.payload as ReplyApproveRequested;
+  const request = payloadOf(event, APPROVE_REQUESTED);
   if (state.customer_id === undefined || state.channel === undefined)
     throw new PermanentError(
       "reply.no_recipient",
@@ -112,7 +111,7 @@ function approve(
 }
 
 function reject(state: ReplyState, event: Envelope, now: Date): Decision<ReplyState> {
-  const who = operatorFields(event.payload as ReplyRejectRequested);
+  const who = operatorFields(payloadOf(event, REJECT_REQUESTED));
   const rejected: ReplyRejected = { conversation_id: state.conversation_id, ...who };
   return {
     state: {

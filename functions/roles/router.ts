@@ -6,6 +6,7 @@ import type {
   RouteRequested,
 } from "../../schemas/events/support-commands";
 import type { EmitSpec } from "../core/emit";
+import { payloadOf } from "../core/payload";
 import type { Role, RoleDescriptor } from "../core/pipeline";
 import { CONVERSATION_AGGREGATE, type ConversationContextReader } from "./conversation";
 import { factFields } from "./support-fields";
@@ -110,7 +111,7 @@ export function createRouter(options: RouterOptions): Role<RouteState> {
     ...ROUTER,
     async decide(existing, event, { now }) {
       if (existing) return {};
-      const request = event.payload as RouteRequested;
+      const request = payloadOf(event, "support.route.requested");
       const messages = await options.context(request.conversation_id, request.context_version);
       return routed(event, request, routeTexts(messages.map((m) => m.text)), now);
     },

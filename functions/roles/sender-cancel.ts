@@ -1,9 +1,10 @@
 import type { Envelope } from "../../schemas";
 import {
+  SUPPORT_CANCEL_REQUESTED,
   SUPPORT_CANCELLED,
   type SupportCancelled,
-  type SupportCancelRequested,
 } from "../../schemas/events/support-cancel";
+import { payloadOf } from "../core/payload";
 import type { Decision } from "../core/pipeline";
 import type { DeliveryState } from "./sender";
 
@@ -29,7 +30,7 @@ export function decideCancel(
   now: Date,
 ): Decision<DeliveryState> {
   if (state?.cancelled) return {};
-  const request = event.payload as SupportCancelRequested;
+  const request = payloadOf(event, SUPPORT_CANCEL_REQUESTED);
   const keys = state?.keys ?? {};
   const cancelled: TurnCancel = {
     at: now.toISOString(),

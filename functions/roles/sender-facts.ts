@@ -1,5 +1,6 @@
 import type { Envelope } from "../../schemas";
 import type { OrderRecord, SendRequested } from "../../schemas/events/conversation";
+import { payloadOf } from "../core/payload";
 import type { DiscardReason } from "../core/ports";
 import type { OrdersPort } from "./order-lookup";
 
@@ -62,7 +63,7 @@ export async function staleReason(
   checks: SendChecks,
 ): Promise<DiscardReason | undefined> {
   if (cancelled) return "cancelled";
-  const request = event.payload as SendRequested;
+  const request = payloadOf(event, "notification.send.requested");
   if (event.input_version !== undefined) {
     const current = await checks.conversationVersion(request.conversation_id);
     if (event.input_version < current) return "superseded";

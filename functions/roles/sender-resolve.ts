@@ -5,6 +5,7 @@ import type {
   SendResolveRequested,
 } from "../../schemas/events/conversation";
 import type { EmitSpec } from "../core/emit";
+import { payloadOf } from "../core/payload";
 import type { Decision } from "../core/pipeline";
 import type { SideEffectStore } from "../core/side-effects";
 import type { DeliveryFact, DeliveryState, EscalatedSend } from "./sender";
@@ -41,7 +42,7 @@ export async function decideResolve(
   now: Date,
   deps: ResolveDeps,
 ): Promise<Decision<DeliveryState>> {
-  const request = event.payload as SendResolveRequested;
+  const request = payloadOf(event, RESOLVE_REQUESTED);
   const key = request.idempotency_key;
   const fact = state?.keys[key];
   const record = key.startsWith(`${event.task_id}:`) ? await deps.sideEffects.get(key) : undefined;

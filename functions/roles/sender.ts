@@ -8,6 +8,7 @@ import type {
 import { SUPPORT_CANCEL_REQUESTED } from "../../schemas/events/support-cancel";
 import type { EmitSpec } from "../core/emit";
 import { AgentBusError, PermanentError, TransientError } from "../core/errors";
+import { payloadOf } from "../core/payload";
 import type { DecideContext, Decision, Role, RoleDescriptor } from "../core/pipeline";
 import type { DiscardReason } from "../core/ports";
 import { type ChannelPort, type SideEffectStore, sideEffectKey } from "../core/side-effects";
@@ -137,7 +138,7 @@ export interface SenderOptions {
 
 /** The idempotency key of a send command: `<task_id>:reply:<logical_attempt>`. */
 export function replyKey(event: Envelope): string {
-  const payload = event.payload as SendRequested;
+  const payload = payloadOf(event, SEND_REQUESTED);
   return sideEffectKey(event.task_id, REPLY_KIND, payload.logical_attempt);
 }
 
@@ -267,7 +268,7 @@ class Facts {
     private readonly key: string,
     private readonly now: Date,
   ) {
-    this.payload = event.payload as SendRequested;
+    this.payload = payloadOf(event, SEND_REQUESTED);
   }
 
   request(): Parameters<ChannelPort["send"]>[0] {

@@ -2,6 +2,7 @@ import type { Envelope } from "../../schemas";
 import type { SendRequested } from "../../schemas/events/conversation";
 import type { StepFailed, SupportStep } from "../../schemas/events/support-failure";
 import type { ErrorInfo } from "../core/errors";
+import { payloadOf } from "../core/payload";
 import type { Decision } from "../core/pipeline";
 import { factFields } from "./support-fields";
 
@@ -24,13 +25,6 @@ export const HANDOFF_TEXT =
 export const HANDOFF_TTL_SECONDS = 300;
 const MESSAGE_LIMIT = 1000;
 
-/** The fields of a support command the hand-off is addressed with. */
-interface Addressed {
-  readonly conversation_id: string;
-  readonly customer_id: string;
-  readonly channel: string;
-}
-
 /** The failure fact and the hand-off send for a support command that failed for good. */
 export function stepFailedDecision<S>(
   step: SupportStep,
@@ -38,7 +32,8 @@ export function stepFailedDecision<S>(
   failure: ErrorInfo,
   now: Date,
 ): Decision<S> {
-  const request = event.payload as Addressed;
+  // The commands of the steps that can fail; the hand-off is addressed with their fields.
+  const request = payloadOf(event, "order.lookup.requested", "reply.generation.requested");
   const fact = factFields(event, request.conversation_id);
   const failed: StepFailed = {
     conversation_id: request.conversation_id,

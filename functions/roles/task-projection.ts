@@ -1,11 +1,6 @@
-import type {
-  AnswerGenerated,
-  FeedbackReceived,
-  NotificationSent,
-  PlanCreated,
-  TaskAccepted,
-} from "../../schemas/events/task";
+import type { Envelope } from "../../schemas";
 import { PermanentError } from "../core/errors";
+import { payloadOf } from "../core/payload";
 import type { Role } from "../core/pipeline";
 import { summarizeTask } from "./summaries";
 
@@ -52,7 +47,7 @@ export const taskProjection: Role<TaskView> = {
   // The view's checkpoint of its task stream records what it applied (lib/ops/self-recorded).
   decide(view, event) {
     if (event.event_type === "task.feedback.received") {
-      const { rating } = event.payload as FeedbackReceived;
+      const { rating } = payloadOf(event, "task.feedback.received");
       const base = view ?? emptyView(event.aggregate.id);
       return {
         state: {
@@ -93,7 +88,7 @@ export const taskProjection: Role<TaskView> = {
           version: event.aggregate.version,
         },
       ],
-      ...fieldsOf(event.event_type, event.payload),
+      ...fieldsOf(event),
     };
     return { state: next };
   },
@@ -109,18 +104,18 @@ function emptyView(taskId: string): TaskView {
   };
 }
 
-function fieldsOf(type: string, payload: unknown): Partial<TaskView> {
-  switch (type) {
+function fieldsOf(event: Envelope): Partial<TaskView> {
+  switch (event.event_type) {
     case "task.accepted":
-      return { title: (payload as TaskAccepted).title };
+      return { title: payloadOf(event, "task.accepted").title };
     case "plan.created": {
-      const { steps } = payload as PlanCreated;
+      const { steps } = payloadOf(event, "plan.created");
       return { plan_steps: steps.length, plan: steps.map((step) => step.title) };
     }
     case "answer.generated":
-      return { answer_ref: (payload as AnswerGenerated).answer_ref };
+      return { answer_ref: payloadOf(event, "answer.generated").answer_ref };
     case "notification.sent":
-      return { channel: (payload as NotificationSent).channel };
+      return { channel: payloadOf(event, "notification.sent").channel };
     default:
       return {};
   }

@@ -3,9 +3,9 @@ import { IsoTime } from "../envelope";
 import { OpaqueId } from "../ids";
 import type { EventRegistry } from "../registry";
 import {
+  CONTENT_ROLE_EVENTS,
   CONTENT_ROLES,
   ContentRequest,
-  contentEventTypes,
   Generation,
   MAX_HEARTBEAT_LEASE_SECONDS,
   NodeId,
@@ -107,66 +107,66 @@ export const NodeDependencyExpiredPayload = z.object({
 export type NodeDependencyExpired = z.infer<typeof NodeDependencyExpiredPayload>;
 
 /** The confirmation command of a content role's agent. */
-export function confirmEventType(stem: string): string {
+export function confirmEventType<S extends string>(stem: S): `${S}.confirm.requested` {
   return `${stem}.confirm.requested`;
 }
 
-export function defineAgentRunEvents(registry: EventRegistry): void {
+export function defineAgentRunEvents(registry: EventRegistry) {
   const unsequencedEvent = {
     schemaVersion: 1,
     kind: "event",
     topic: "events",
     sequenced: false,
   } as const;
-  registry.define({
-    ...unsequencedEvent,
-    type: "node.started",
-    description:
-      "A content agent started (or resumed) work on a node's assignment: the node is RUNNING (aggregate dag_run/<run_id>, version 0).",
-    payload: NodeStartedPayload,
-  });
-  registry.define({
-    ...unsequencedEvent,
-    sequenced: true,
-    type: "node.blocked",
-    description:
-      "A content agent needs an external confirmation to finish a node; its agent run is BLOCKED until confirm_by (on its agent_run stream).",
-    payload: NodeBlockedPayload,
-  });
-  registry.define({
-    ...unsequencedEvent,
-    kind: "command",
-    topic: "commands",
-    type: "workflow.confirm.requested",
-    description:
-      "An operator confirms (or refuses) what the agent of a BLOCKED node asked (aggregate dag_run/<run_id>, version 0).",
-    payload: WorkflowConfirmRequestedPayload,
-  });
-  registry.define({
-    ...unsequencedEvent,
-    type: "node.confirm.expired",
-    description:
-      "The sweeper found a BLOCKED node past its confirmation deadline (ExternalConfirmTimeout of seed 001).",
-    payload: NodeConfirmExpiredPayload,
-  });
-  registry.define({
-    ...unsequencedEvent,
-    type: "node.dependency.expired",
-    description:
-      "The sweeper found a node still waiting for its inputs past its dependency timeout (DependencyTimeout of seed 001).",
-    payload: NodeDependencyExpiredPayload,
-  });
-  for (const role of CONTENT_ROLES) {
-    const { requested } = contentEventTypes(role);
-    const stem = requested.slice(0, -".requested".length);
+  return [
     registry.define({
-      type: confirmEventType(stem),
-      schemaVersion: 1,
+      ...unsequencedEvent,
+      type: "node.started",
+      description:
+        "A content agent started (or resumed) work on a node's assignment: the node is RUNNING (aggregate dag_run/<run_id>, version 0).",
+      payload: NodeStartedPayload,
+    }),
+    registry.define({
+      ...unsequencedEvent,
+      sequenced: true,
+      type: "node.blocked",
+      description:
+        "A content agent needs an external confirmation to finish a node; its agent run is BLOCKED until confirm_by (on its agent_run stream).",
+      payload: NodeBlockedPayload,
+    }),
+    registry.define({
+      ...unsequencedEvent,
       kind: "command",
       topic: "commands",
-      sequenced: true,
-      description: `The orchestrator tells the ${role} agent how the confirmation its BLOCKED node waits for ended: confirmed, refused or timed out (on the dag_run stream), with the assignment's context.`,
-      payload: NodeConfirmRequestedPayload,
-    });
-  }
+      type: "workflow.confirm.requested",
+      description:
+        "An operator confirms (or refuses) what the agent of a BLOCKED node asked (aggregate dag_run/<run_id>, version 0).",
+      payload: WorkflowConfirmRequestedPayload,
+    }),
+    registry.define({
+      ...unsequencedEvent,
+      type: "node.confirm.expired",
+      description:
+        "The sweeper found a BLOCKED node past its confirmation deadline (ExternalConfirmTimeout of seed 001).",
+      payload: NodeConfirmExpiredPayload,
+    }),
+    registry.define({
+      ...unsequencedEvent,
+      type: "node.dependency.expired",
+      description:
+        "The sweeper found a node still waiting for its inputs past its dependency timeout (DependencyTimeout of seed 001).",
+      payload: NodeDependencyExpiredPayload,
+    }),
+    ...CONTENT_ROLES.map((role) =>
+      registry.define({
+        type: confirmEventType(CONTENT_ROLE_EVENTS[role].stem),
+        schemaVersion: 1,
+        kind: "command",
+        topic: "commands",
+        sequenced: true,
+        description: `The orchestrator tells the ${role} agent how the confirmation its BLOCKED node waits for ended: confirmed, refused or timed out (on the dag_run stream), with the assignment's context.`,
+        payload: NodeConfirmRequestedPayload,
+      }),
+    ),
+  ] as const;
 }

@@ -230,7 +230,7 @@ export const SendResolveRequestedPayload = z.object({
 });
 export type SendResolveRequested = z.output<typeof SendResolveRequestedPayload>;
 
-export function defineConversationEvents(registry: EventRegistry): void {
+export function defineConversationEvents(registry: EventRegistry) {
   const fact = { schemaVersion: 1, kind: "event", topic: "events", sequenced: true } as const;
   const command = {
     schemaVersion: 1,
@@ -238,81 +238,91 @@ export function defineConversationEvents(registry: EventRegistry): void {
     topic: "commands",
     sequenced: true,
   } as const;
-  registry.define({
-    type: "conversation.message.received",
-    schemaVersion: 1,
-    kind: "event",
-    topic: "events",
-    sequenced: false,
-    description:
-      "A customer sent a message (sent by a client: aggregate conversation/<conversation_id>, version 0).",
-    payload: MessageReceivedPayload,
-  });
-  registry.define({
-    ...fact,
-    type: "conversation.message.accepted",
-    description: "The conversation took the message in; its version went up by one.",
-    payload: MessageAcceptedPayload,
-  });
-  registry.define({
-    ...fact,
-    type: "support.routed",
-    description: "The router chose an intent for the message.",
-    payload: RoutedPayload,
-  });
-  registry.define({
-    ...fact,
-    type: "order.lookup.completed",
-    description: "The order lookup's result (found or not).",
-    payload: OrderLookupCompletedV1Payload,
-  });
-  registry.define({
-    ...fact,
-    schemaVersion: 2,
-    type: "order.lookup.completed",
-    description: "The order lookup's result (found or not) and when the order was read.",
-    payload: OrderLookupCompletedPayload,
-    upcast: (previous, envelope) => ({
-      ...(previous as OrderLookupCompletedV1),
-      looked_up_at: envelope.occurred_at,
+  return [
+    ...defineTurnEvents(registry),
+    registry.define({
+      ...command,
+      type: "notification.send.requested",
+      description: "Send the reply to the customer (a side effect, done once per idempotency key).",
+      payload: SendRequestedPayload,
     }),
-  });
-  registry.define({
-    ...fact,
-    type: "reply.generated",
-    description: "A reply draft was generated and validated.",
-    payload: ReplyGeneratedPayload,
-  });
-  registry.define({
-    ...fact,
-    type: "reply.held_for_review",
-    description: "The reply needs a person's review before it may be sent.",
-    payload: ReplyHeldForReviewPayload,
-  });
-  registry.define({
-    ...command,
-    type: "notification.send.requested",
-    description: "Send the reply to the customer (a side effect, done once per idempotency key).",
-    payload: SendRequestedPayload,
-  });
-  registry.define({
-    ...fact,
-    type: "notification.delivered",
-    description: "The channel delivered the reply.",
-    payload: DeliveredPayload,
-  });
-  defineReviewEvents(registry);
-  defineSupportCancelEvents(registry);
-  registry.define({
-    ...fact,
-    type: "notification.failed",
-    description: "The reply was not delivered, or its outcome stayed unknown past the bound.",
-    payload: DeliveryFailedPayload,
-  });
+    registry.define({
+      ...fact,
+      type: "notification.delivered",
+      description: "The channel delivered the reply.",
+      payload: DeliveredPayload,
+    }),
+    ...defineReviewEvents(registry),
+    ...defineSupportCancelEvents(registry),
+    registry.define({
+      ...fact,
+      type: "notification.failed",
+      description: "The reply was not delivered, or its outcome stayed unknown past the bound.",
+      payload: DeliveryFailedPayload,
+    }),
+  ] as const;
+}
+
+/** A customer's turn: the message, its acceptance, the route, the lookup and the reply. */
+function defineTurnEvents(registry: EventRegistry) {
+  const fact = { schemaVersion: 1, kind: "event", topic: "events", sequenced: true } as const;
+  return [
+    registry.define({
+      type: "conversation.message.received",
+      schemaVersion: 1,
+      kind: "event",
+      topic: "events",
+      sequenced: false,
+      description:
+        "A customer sent a message (sent by a client: aggregate conversation/<conversation_id>, version 0).",
+      payload: MessageReceivedPayload,
+    }),
+    registry.define({
+      ...fact,
+      type: "conversation.message.accepted",
+      description: "The conversation took the message in; its version went up by one.",
+      payload: MessageAcceptedPayload,
+    }),
+    registry.define({
+      ...fact,
+      type: "support.routed",
+      description: "The router chose an intent for the message.",
+      payload: RoutedPayload,
+    }),
+    registry.define({
+      ...fact,
+      type: "order.lookup.completed",
+      description: "The order lookup's result (found or not).",
+      payload: OrderLookupCompletedV1Payload,
+    }),
+    registry.define({
+      ...fact,
+      schemaVersion: 2,
+      type: "order.lookup.completed",
+      description: "The order lookup's result (found or not) and when the order was read.",
+      payload: OrderLookupCompletedPayload,
+      upcast: (previous, envelope) => ({
+        ...(previous as OrderLookupCompletedV1),
+        looked_up_at: envelope.occurred_at,
+      }),
+    }),
+    registry.define({
+      ...fact,
+      type: "reply.generated",
+      description: "A reply draft was generated and validated.",
+      payload: ReplyGeneratedPayload,
+    }),
+    registry.define({
+      ...fact,
+      type: "reply.held_for_review",
+      description: "The reply needs a person's review before it may be sent.",
+      payload: ReplyHeldForReviewPayload,
+    }),
+  ] as const;
 }
 
 /** What a person decides about held replies and unknown send outcomes (seed 000 §14). */
-function defineReviewEvents(registry: EventRegistry): void {
+function defineReviewEvents(registry: EventRegistry) {
   const fact = { schemaVersion: 1, kind: "event", topic: "events", sequenced: true } as const;
   const operatorCommand = {
     schemaVersion: 1,
@@ -320,37 +330,40 @@ function defineReviewEvents(registry: EventRegistry): void {
     topic: "commands",
     sequenced: false,
   } as const;
-  registry.define({
-    ...operatorCommand,
-    type: "reply.approve.requested",
-    description:
-      "Send a held reply, optionally with an edited text (sent by an operator; aggregate reply/<task_id>, version 0).",
-    payload: ReplyApproveRequestedPayload,
-  });
-  registry.define({
-    ...operatorCommand,
-    type: "reply.reject.requested",
-    description:
-      "Drop a held reply: nothing is sent (sent by an operator; aggregate reply/<task_id>, version 0).",
-    payload: ReplyRejectRequestedPayload,
-  });
-  registry.define({
-    ...fact,
-    type: "reply.approved",
-    description: "A person approved the held reply; its send was asked for under a key of its own.",
-    payload: ReplyApprovedPayload,
-  });
-  registry.define({
-    ...fact,
-    type: "reply.rejected",
-    description: "A person rejected the held reply; nothing is sent for it.",
-    payload: ReplyRejectedPayload,
-  });
-  registry.define({
-    ...operatorCommand,
-    type: "notification.resolve.requested",
-    description:
-      "Resolve a send whose outcome is unknown as delivered, resend (same key) or abandon (sent by an operator; aggregate delivery/<task_id>, version 0).",
-    payload: SendResolveRequestedPayload,
-  });
+  return [
+    registry.define({
+      ...operatorCommand,
+      type: "reply.approve.requested",
+      description:
+        "Send a held reply, optionally with an edited text (sent by an operator; aggregate reply/<task_id>, version 0).",
+      payload: ReplyApproveRequestedPayload,
+    }),
+    registry.define({
+      ...operatorCommand,
+      type: "reply.reject.requested",
+      description:
+        "Drop a held reply: nothing is sent (sent by an operator; aggregate reply/<task_id>, version 0).",
+      payload: ReplyRejectRequestedPayload,
+    }),
+    registry.define({
+      ...fact,
+      type: "reply.approved",
+      description:
+        "A person approved the held reply; its send was asked for under a key of its own.",
+      payload: ReplyApprovedPayload,
+    }),
+    registry.define({
+      ...fact,
+      type: "reply.rejected",
+      description: "A person rejected the held reply; nothing is sent for it.",
+      payload: ReplyRejectedPayload,
+    }),
+    registry.define({
+      ...operatorCommand,
+      type: "notification.resolve.requested",
+      description:
+        "Resolve a send whose outcome is unknown as delivered, resend (same key) or abandon (sent by an operator; aggregate delivery/<task_id>, version 0).",
+      payload: SendResolveRequestedPayload,
+    }),
+  ] as const;
 }

@@ -25,15 +25,17 @@ export const OperatorActionPayload = z.object({
 export type OperatorAction = z.output<typeof OperatorActionPayload>;
 
 /** The audit trail of what operators did by hand (redrive, replay, republish, ...). */
-export function defineOperatorEvents(registry: EventRegistry): void {
-  registry.define({
-    type: "operator.action.recorded",
-    schemaVersion: 1,
-    kind: "event",
-    topic: "events",
-    sequenced: false,
-    description:
-      "An operator's repair action and what it changed (who, when, why): the audit trail of manual work (aggregate operator_action/<id>, version 0).",
-    payload: OperatorActionPayload,
-  });
+export function defineOperatorEvents(registry: EventRegistry) {
+  return [
+    registry.define({
+      type: "operator.action.recorded",
+      schemaVersion: 1,
+      kind: "event",
+      topic: "events",
+      sequenced: false,
+      description:
+        "An operator's repair action and what it changed (who, when, why): the audit trail of manual work (aggregate operator_action/<id>, version 0).",
+      payload: OperatorActionPayload,
+    }),
+  ] as const;
 }

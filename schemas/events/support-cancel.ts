@@ -32,25 +32,27 @@ export const SupportCancelledPayload = SupportCancelRequestedPayload.extend({
 });
 export type SupportCancelled = z.output<typeof SupportCancelledPayload>;
 
-export function defineSupportCancelEvents(registry: EventRegistry): void {
-  registry.define({
-    type: SUPPORT_CANCEL_REQUESTED,
-    schemaVersion: 1,
-    kind: "command",
-    topic: "commands",
-    sequenced: false,
-    description:
-      "Cancel one support turn: its reply is not sent if it has not been yet (sent by an operator or a client; aggregate delivery/<task_id>, version 0).",
-    payload: SupportCancelRequestedPayload,
-  });
-  registry.define({
-    type: SUPPORT_CANCELLED,
-    schemaVersion: 1,
-    kind: "event",
-    topic: "events",
-    sequenced: true,
-    description:
-      "The sender recorded the cancel of a support turn: sends of it not made yet are discarded as cancelled.",
-    payload: SupportCancelledPayload,
-  });
+export function defineSupportCancelEvents(registry: EventRegistry) {
+  return [
+    registry.define({
+      type: SUPPORT_CANCEL_REQUESTED,
+      schemaVersion: 1,
+      kind: "command",
+      topic: "commands",
+      sequenced: false,
+      description:
+        "Cancel one support turn: its reply is not sent if it has not been yet (sent by an operator or a client; aggregate delivery/<task_id>, version 0).",
+      payload: SupportCancelRequestedPayload,
+    }),
+    registry.define({
+      type: SUPPORT_CANCELLED,
+      schemaVersion: 1,
+      kind: "event",
+      topic: "events",
+      sequenced: true,
+      description:
+        "The sender recorded the cancel of a support turn: sends of it not made yet are discarded as cancelled.",
+      payload: SupportCancelledPayload,
+    }),
+  ] as const;
 }

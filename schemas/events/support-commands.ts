@@ -43,42 +43,48 @@ function withoutText(previous: unknown, envelope: Envelope) {
   return { ...rest, context_version: envelope.input_version ?? 1 };
 }
 
-const COMMANDS = [
-  {
-    type: "support.route.requested",
-    description: "Decide what the customer's message is about.",
-    v1: ConversationTurn,
-    v2: RouteRequestedPayload,
-  },
-  {
-    type: "order.lookup.requested",
-    description: "Look up the order the customer asks about.",
-    v1: ConversationTurn.extend({ intent: Intent, order_id: OrderId }),
-    v2: OrderLookupRequestedPayload,
-  },
-  {
-    type: "reply.generation.requested",
-    description: "Generate a reply to the customer's message from the facts gathered.",
-    v1: ConversationTurn.extend({
-      intent: Intent,
-      order_id: OrderId.optional(),
-      order: OrderRecord.optional(),
+export function defineSupportCommands(registry: EventRegistry) {
+  return [
+    ...defineCommand(registry, {
+      type: "support.route.requested",
+      description: "Decide what the customer's message is about.",
+      v1: ConversationTurn,
+      v2: RouteRequestedPayload,
     }),
-    v2: ReplyGenerationRequestedPayload,
-  },
-] as const;
+    ...defineCommand(registry, {
+      type: "order.lookup.requested",
+      description: "Look up the order the customer asks about.",
+      v1: ConversationTurn.extend({ intent: Intent, order_id: OrderId }),
+      v2: OrderLookupRequestedPayload,
+    }),
+    ...defineCommand(registry, {
+      type: "reply.generation.requested",
+      description: "Generate a reply to the customer's message from the facts gathered.",
+      v1: ConversationTurn.extend({
+        intent: Intent,
+        order_id: OrderId.optional(),
+        order: OrderRecord.optional(),
+      }),
+      v2: ReplyGenerationRequestedPayload,
+    }),
+  ] as const;
+}
 
-export function defineSupportCommands(registry: EventRegistry): void {
+/** Both versions of one command (generic, so each command keeps its own name and payloads). */
+function defineCommand<T extends string, V1 extends z.ZodType, V2 extends z.ZodType>(
+  registry: EventRegistry,
+  { type, description, v1, v2 }: { type: T; description: string; v1: V1; v2: V2 },
+) {
   const command = { kind: "command", topic: "commands", sequenced: true } as const;
-  for (const { type, description, v1, v2 } of COMMANDS) {
-    registry.define({ ...command, type, schemaVersion: 1, description, payload: v1 });
+  return [
+    registry.define({ ...command, type, schemaVersion: 1, description, payload: v1 }),
     registry.define({
       ...command,
       type,
       schemaVersion: 2,
       description: `${description} Carries no customer text: the context is the conversation's messages through context_version.`,
       payload: v2,
-      upcast: withoutText as (previous: unknown, envelope: Envelope) => z.input<typeof v2>,
-    });
-  }
+      upcast: withoutText as (previous: unknown, envelope: Envelope) => z.input<V2>,
+    }),
+  ] as const;
 }

@@ -26,15 +26,17 @@ export const StepFailedPayload = z.object({
 });
 export type StepFailed = z.output<typeof StepFailedPayload>;
 
-export function defineSupportFailureEvents(registry: EventRegistry): void {
-  registry.define({
-    type: "support.step.failed",
-    schemaVersion: 1,
-    kind: "event",
-    topic: "events",
-    sequenced: true,
-    description:
-      "A step of the support workflow failed for good; the customer is handed off to a person.",
-    payload: StepFailedPayload,
-  });
+export function defineSupportFailureEvents(registry: EventRegistry) {
+  return [
+    registry.define({
+      type: "support.step.failed",
+      schemaVersion: 1,
+      kind: "event",
+      topic: "events",
+      sequenced: true,
+      description:
+        "A step of the support workflow failed for good; the customer is handed off to a person.",
+      payload: StepFailedPayload,
+    }),
+  ] as const;
 }

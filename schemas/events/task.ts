@@ -37,49 +37,52 @@ export type AnswerGenerated = z.infer<typeof AnswerGeneratedPayload>;
 export type NotificationSent = z.infer<typeof NotificationSentPayload>;
 export type FeedbackReceived = z.infer<typeof FeedbackReceivedPayload>;
 
-export function defineTaskEvents(registry: EventRegistry): void {
+/** The task events; each definition is returned, so its payload type can be read from it. */
+export function defineTaskEvents(registry: EventRegistry) {
   const stream = { schemaVersion: 1, kind: "event", topic: "events", sequenced: true } as const;
-  registry.define({
-    ...stream,
-    type: "task.accepted",
-    description: "A task was accepted for work.",
-    payload: TaskAcceptedPayload,
-  });
-  registry.define({
-    ...stream,
-    type: "plan.created",
-    description: "A plan for the task was made.",
-    payload: PlanCreatedV1Payload,
-  });
-  registry.define({
-    ...stream,
-    schemaVersion: 2,
-    type: "plan.created",
-    description: "A plan for the task was made (each step an object: title, tool).",
-    payload: PlanCreatedPayload,
-    upcast: (previous) => ({
-      steps: (previous as PlanCreatedV1).steps.map((title) => ({ title })),
+  return [
+    registry.define({
+      ...stream,
+      type: "task.accepted",
+      description: "A task was accepted for work.",
+      payload: TaskAcceptedPayload,
     }),
-  });
-  registry.define({
-    ...stream,
-    type: "answer.generated",
-    description: "An answer for the task was generated.",
-    payload: AnswerGeneratedPayload,
-  });
-  registry.define({
-    ...stream,
-    type: "notification.sent",
-    description: "The answer was delivered to the user.",
-    payload: NotificationSentPayload,
-  });
-  registry.define({
-    type: "task.feedback.received",
-    schemaVersion: 1,
-    kind: "event",
-    topic: "events",
-    sequenced: false,
-    description: "A user rated a task (sent by a client; not from an event stream).",
-    payload: FeedbackReceivedPayload,
-  });
+    registry.define({
+      ...stream,
+      type: "plan.created",
+      description: "A plan for the task was made.",
+      payload: PlanCreatedV1Payload,
+    }),
+    registry.define({
+      ...stream,
+      schemaVersion: 2,
+      type: "plan.created",
+      description: "A plan for the task was made (each step an object: title, tool).",
+      payload: PlanCreatedPayload,
+      upcast: (previous) => ({
+        steps: (previous as PlanCreatedV1).steps.map((title) => ({ title })),
+      }),
+    }),
+    registry.define({
+      ...stream,
+      type: "answer.generated",
+      description: "An answer for the task was generated.",
+      payload: AnswerGeneratedPayload,
+    }),
+    registry.define({
+      ...stream,
+      type: "notification.sent",
+      description: "The answer was delivered to the user.",
+      payload: NotificationSentPayload,
+    }),
+    registry.define({
+      type: "task.feedback.received",
+      schemaVersion: 1,
+      kind: "event",
+      topic: "events",
+      sequenced: false,
+      description: "A user rated a task (sent by a client; not from an event stream).",
+      payload: FeedbackReceivedPayload,
+    }),
+  ] as const;
 }

@@ -57,35 +57,38 @@ export const NodeCancelRequestedPayload = z.object({
 });
 export type NodeCancelRequested = z.infer<typeof NodeCancelRequestedPayload>;
 
-export function defineWorkflowCancelEvents(registry: EventRegistry): void {
-  registry.define({
-    type: "workflow.cancel.requested",
-    schemaVersion: 1,
-    kind: "command",
-    topic: "commands",
-    sequenced: false,
-    description:
-      "Cancel a run (sent by an operator; aggregate dag_run/<run_id>, version 0): it ends CANCELLED and the agents of its running nodes are told to drop their work.",
-    payload: WorkflowCancelRequestedPayload,
-  });
-  for (const role of CONTENT_ROLES)
+export function defineWorkflowCancelEvents(registry: EventRegistry) {
+  return [
     registry.define({
-      type: contentEventTypes(role).cancel,
+      type: "workflow.cancel.requested",
       schemaVersion: 1,
       kind: "command",
       topic: "commands",
+      sequenced: false,
+      description:
+        "Cancel a run (sent by an operator; aggregate dag_run/<run_id>, version 0): it ends CANCELLED and the agents of its running nodes are told to drop their work.",
+      payload: WorkflowCancelRequestedPayload,
+    }),
+    ...CONTENT_ROLES.map((role) =>
+      registry.define({
+        type: contentEventTypes(role).cancel,
+        schemaVersion: 1,
+        kind: "command",
+        topic: "commands",
+        sequenced: true,
+        description: `The orchestrator tells the ${role} agent that its assignment of a node no longer counts (run cancelled or node re-run; on the dag_run stream): a request for it still queued is discarded, a run in progress ends CANCELLED.`,
+        payload: NodeCancelRequestedPayload,
+      }),
+    ),
+    registry.define({
+      type: "workflow.cancelled",
+      schemaVersion: 1,
+      kind: "event",
+      topic: "events",
       sequenced: true,
-      description: `The orchestrator tells the ${role} agent that its assignment of a node no longer counts (run cancelled or node re-run; on the dag_run stream): a request for it still queued is discarded, a run in progress ends CANCELLED.`,
-      payload: NodeCancelRequestedPayload,
-    });
-  registry.define({
-    type: "workflow.cancelled",
-    schemaVersion: 1,
-    kind: "event",
-    topic: "events",
-    sequenced: true,
-    description:
-      "The run was cancelled by an operator: every node that had not ended is CANCELLED; the result holds what it produced so far, with who asked and why.",
-    payload: WorkflowCancelledPayload,
-  });
+      description:
+        "The run was cancelled by an operator: every node that had not ended is CANCELLED; the result holds what it produced so far, with who asked and why.",
+      payload: WorkflowCancelledPayload,
+    }),
+  ] as const;
 }

@@ -24,15 +24,17 @@ export const WorkflowResolveRequestedPayload = z.object({
 });
 export type WorkflowResolveRequested = z.infer<typeof WorkflowResolveRequestedPayload>;
 
-export function defineWorkflowResolveEvents(registry: EventRegistry): void {
-  registry.define({
-    type: "workflow.resolve.requested",
-    schemaVersion: 1,
-    kind: "command",
-    topic: "commands",
-    sequenced: false,
-    description:
-      "Resolve a FAILED node with an output an operator supplies (aggregate dag_run/<run_id>, version 0): the node counts as COMPLETED with it and the nodes below it run again.",
-    payload: WorkflowResolveRequestedPayload,
-  });
+export function defineWorkflowResolveEvents(registry: EventRegistry) {
+  return [
+    registry.define({
+      type: "workflow.resolve.requested",
+      schemaVersion: 1,
+      kind: "command",
+      topic: "commands",
+      sequenced: false,
+      description:
+        "Resolve a FAILED node with an output an operator supplies (aggregate dag_run/<run_id>, version 0): the node counts as COMPLETED with it and the nodes below it run again.",
+      payload: WorkflowResolveRequestedPayload,
+    }),
+  ] as const;
 }

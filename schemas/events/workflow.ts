@@ -2,6 +2,7 @@ import * as z from "zod";
 import { IsoTime } from "../envelope";
 import { OpaqueId } from "../ids";
 import type { EventRegistry } from "../registry";
+import { ContentRequest, WORKFLOW_KINDS } from "./content-request";
 
 /**
  * The content-production workflow (seed 001 §6) on the bus.
@@ -25,38 +26,13 @@ export const NodeId = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, {
 });
 export const Generation = z.number().int().min(0);
 
-export const WORKFLOW_KINDS = ["quick-news", "long-form"] as const;
-export type WorkflowKind = (typeof WORKFLOW_KINDS)[number];
-
-/** The most a content request may weigh (JSON bytes) and nest: it is copied into the run's state
- * and into every agent's request, which must stay well inside 256 KB and DynamoDB's 32 levels. */
-export const CONTENT_REQUEST_MAX_BYTES = 16 * 1024;
-export const CONTENT_REQUEST_MAX_DEPTH = 8;
-
-/** What the operator asks for; extra fields travel to the agents as the run's input. */
-export const ContentRequest = z
-  .looseObject({
-    topic_hint: z.string().min(1).max(2000),
-  })
-  .refine((request) => jsonDepth(request) <= CONTENT_REQUEST_MAX_DEPTH, {
-    message: `must nest at most ${CONTENT_REQUEST_MAX_DEPTH} levels deep`,
-  })
-  .refine(
-    (request) =>
-      new TextEncoder().encode(JSON.stringify(request)).length <= CONTENT_REQUEST_MAX_BYTES,
-    { message: `must be at most ${CONTENT_REQUEST_MAX_BYTES} bytes of JSON` },
-  );
-
-/** How deep a JSON value nests (a scalar is 0); stops counting past the limit. */
-function jsonDepth(value: unknown, depth = 0): number {
-  if (depth > CONTENT_REQUEST_MAX_DEPTH || value === null || typeof value !== "object")
-    return depth;
-  let deepest = depth + 1;
-  for (const child of Object.values(value))
-    deepest = Math.max(deepest, jsonDepth(child, depth + 1));
-  return deepest;
-}
-export type ContentRequest = z.infer<typeof ContentRequest>;
+export {
+  CONTENT_REQUEST_MAX_BYTES,
+  CONTENT_REQUEST_MAX_DEPTH,
+  ContentRequest,
+  WORKFLOW_KINDS,
+  type WorkflowKind,
+} from "./content-request";
 
 /**
  * `quick-news` (fact check || writing) or `long-form` (serial). Any other kebab-case name is
@@ -193,16 +169,25 @@ export const CONTENT_ROLE_EVENTS = {
 export type ContentRole = keyof typeof CONTENT_ROLE_EVENTS;
 export const CONTENT_ROLES = Object.keys(CONTENT_ROLE_EVENTS) as ContentRole[];
 
+/** The event-name stem of each content role (`fact_check` for `fact-check`, ...). */
+export type ContentStem<R extends ContentRole = ContentRole> =
+  (typeof CONTENT_ROLE_EVENTS)[R]["stem"];
+
 /**
  * The event types of a content role: the orchestrator's commands to its agent (`requested`, and
  * `cancel` when an assignment no longer counts; see ./workflow-cancel) and the agent's outcomes.
+ * Typed by the role's stem, so the types defined from them keep their names in the type system.
  */
-export function contentEventTypes(role: ContentRole): {
-  requested: string;
-  cancel: string;
-  completed: string;
-  failed: string;
-} {
+export interface ContentEventTypes<S extends string = ContentStem> {
+  readonly requested: `${S}.requested`;
+  readonly cancel: `${S}.cancel.requested`;
+  readonly completed: `${S}.completed`;
+  readonly failed: `${S}.failed`;
+}
+
+export function contentEventTypes<R extends ContentRole>(
+  role: R,
+): ContentEventTypes<ContentStem<R>> {
   const { stem } = CONTENT_ROLE_EVENTS[role];
   return {
     requested: `${stem}.requested`,
@@ -259,76 +244,100 @@ export type WorkflowReleaseRequested = z.infer<typeof WorkflowReleaseRequestedPa
 export type NodeLeaseExpired = z.infer<typeof NodeLeaseExpiredPayload>;
 export type NodeHeartbeat = z.infer<typeof NodeHeartbeatPayload>;
 
-export function defineWorkflowEvents(registry: EventRegistry): void {
+export function defineWorkflowEvents(registry: EventRegistry) {
+  return [
+    ...defineRunCommands(registry),
+    ...defineLeaseEvents(registry),
+    ...CONTENT_ROLES.flatMap((role) => defineContentRoleEvents(registry, role)),
+    ...defineRunEndEvents(registry),
+  ] as const;
+}
+
+/** What an operator (or a scheduler) asks of a run. */
+function defineRunCommands(registry: EventRegistry) {
   const operator = {
     schemaVersion: 1,
     kind: "command",
     topic: "commands",
     sequenced: false,
   } as const;
-  registry.define({
-    ...operator,
-    type: "workflow.start.requested",
-    description:
-      "Start a content-production run (sent by an operator; aggregate dag_run/<run_id>, version 0).",
-    payload: WorkflowStartRequestedV1Payload,
-  });
-  registry.define({
-    ...operator,
-    schemaVersion: 2,
-    type: "workflow.start.requested",
-    description:
-      "Start a content-production run of the named workflow (sent by an operator; aggregate dag_run/<run_id>, version 0).",
-    payload: WorkflowStartRequestedPayload,
-    upcast: (previous) => {
-      const { workflow, ...rest } = previous as WorkflowStartRequestedV1;
-      return { ...rest, workflow_name: workflow };
-    },
-  });
-  registry.define({
-    ...operator,
-    type: "workflow.rerun.requested",
-    description: "Re-run a node of a run and everything below it, under a new generation.",
-    payload: WorkflowRerunRequestedPayload,
-  });
-  registry.define({
-    ...operator,
-    type: "workflow.reset.requested",
-    description:
-      "Manual reset of a FAILED node (seed 001 ManualReset): run it and its descendants again under a new generation.",
-    payload: WorkflowResetRequestedPayload,
-  });
-  registry.define({
-    ...operator,
-    type: "workflow.release.requested",
-    description:
-      "Release the READY nodes of a run that backpressure held back (sent by a scheduler or an operator).",
-    payload: WorkflowReleaseRequestedPayload,
-  });
-  registry.define({
-    schemaVersion: 1,
-    kind: "event",
-    topic: "events",
-    sequenced: false,
-    type: "node.lease.expired",
-    description:
-      "The sweeper found a node of a run RUNNING past its lease (the TaskHung entry of seed 001).",
-    payload: NodeLeaseExpiredPayload,
-  });
-  registry.define({
-    schemaVersion: 1,
-    kind: "event",
-    topic: "events",
-    sequenced: false,
-    type: "node.heartbeat",
-    description:
-      "A content agent is still working on a node (a long model call): the orchestrator extends the node's lease (aggregate dag_run/<run_id>, version 0).",
-    payload: NodeHeartbeatPayload,
-  });
+  return [
+    registry.define({
+      ...operator,
+      type: "workflow.start.requested",
+      description:
+        "Start a content-production run (sent by an operator; aggregate dag_run/<run_id>, version 0).",
+      payload: WorkflowStartRequestedV1Payload,
+    }),
+    registry.define({
+      ...operator,
+      schemaVersion: 2,
+      type: "workflow.start.requested",
+      description:
+        "Start a content-production run of the named workflow (sent by an operator; aggregate dag_run/<run_id>, version 0).",
+      payload: WorkflowStartRequestedPayload,
+      upcast: (previous) => {
+        const { workflow, ...rest } = previous as WorkflowStartRequestedV1;
+        return { ...rest, workflow_name: workflow };
+      },
+    }),
+    registry.define({
+      ...operator,
+      type: "workflow.rerun.requested",
+      description: "Re-run a node of a run and everything below it, under a new generation.",
+      payload: WorkflowRerunRequestedPayload,
+    }),
+    registry.define({
+      ...operator,
+      type: "workflow.reset.requested",
+      description:
+        "Manual reset of a FAILED node (seed 001 ManualReset): run it and its descendants again under a new generation.",
+      payload: WorkflowResetRequestedPayload,
+    }),
+    registry.define({
+      ...operator,
+      type: "workflow.release.requested",
+      description:
+        "Release the READY nodes of a run that backpressure held back (sent by a scheduler or an operator).",
+      payload: WorkflowReleaseRequestedPayload,
+    }),
+  ] as const;
+}
 
-  for (const role of CONTENT_ROLES) {
-    const { output } = CONTENT_ROLE_EVENTS[role];
-    const types = contentEventTypes(role);
+/** A node's lease: the sweeper reports it expired, a busy agent extends it. */
+function defineLeaseEvents(registry: EventRegistry) {
+  const unsequenced = {
+    schemaVersion: 1,
+    kind: "event",
+    topic: "events",
+    sequenced: false,
+  } as const;
+  return [
+    registry.define({
+      ...unsequenced,
+      type: "node.lease.expired",
+      description:
+        "The sweeper found a node of a run RUNNING past its lease (the TaskHung entry of seed 001).",
+      payload: NodeLeaseExpiredPayload,
+    }),
+    registry.define({
+      ...unsequenced,
+      type: "node.heartbeat",
+      description:
+        "A content agent is still working on a node (a long model call): the orchestrator extends the node's lease (aggregate dag_run/<run_id>, version 0).",
+      payload: NodeHeartbeatPayload,
+    }),
+  ] as const;
+}
+
+/**
+ * A content role's command and outcomes. Defined in a loop over the roles, its types share one
+ * payload type each in the type system: `<stem>.completed` carries any role's output there.
+ */
+function defineContentRoleEvents(registry: EventRegistry, role: ContentRole) {
+  const { output } = CONTENT_ROLE_EVENTS[role];
+  const types = contentEventTypes(role);
+  return [
     registry.define({
       type: types.requested,
       schemaVersion: 1,
@@ -337,7 +346,7 @@ export function defineWorkflowEvents(registry: EventRegistry): void {
       sequenced: true,
       description: `The orchestrator assigns a ${role} node to the ${role} agent (on the dag_run stream).`,
       payload: NodeRequestedPayload,
-    });
+    }),
     registry.define({
       type: types.completed,
       schemaVersion: 1,
@@ -346,7 +355,7 @@ export function defineWorkflowEvents(registry: EventRegistry): void {
       sequenced: true,
       description: `The ${role} agent completed a node (on its agent_run stream).`,
       payload: completedPayload(output),
-    });
+    }),
     registry.define({
       type: types.failed,
       schemaVersion: 1,
@@ -355,33 +364,37 @@ export function defineWorkflowEvents(registry: EventRegistry): void {
       sequenced: true,
       description: `The ${role} agent gave up on a node: retries exhausted, a permanent error, a business refusal or a model output that needs a human (on its agent_run stream).`,
       payload: NodeFailedPayload,
-    });
-  }
+    }),
+  ] as const;
+}
 
+function defineRunEndEvents(registry: EventRegistry) {
   const runStream = { schemaVersion: 1, kind: "event", topic: "events", sequenced: true } as const;
-  registry.define({
-    ...runStream,
-    type: "workflow.completed",
-    description: "Every node of the run completed (or was degraded or skipped).",
-    payload: WorkflowEndedPayload,
-  });
-  registry.define({
-    ...runStream,
-    type: "workflow.partial",
-    description: "The run ended with some nodes completed and others failed or cancelled.",
-    payload: WorkflowEndedPayload,
-  });
-  registry.define({
-    ...runStream,
-    type: "workflow.failed",
-    description: "The run ended without any node completed.",
-    payload: WorkflowEndedPayload,
-  });
-  registry.define({
-    ...runStream,
-    type: "workflow.rejected",
-    description:
-      "The orchestrator refused an operator request (unknown workflow, unknown run or node, re-run or reset not possible).",
-    payload: WorkflowRejectedPayload,
-  });
+  return [
+    registry.define({
+      ...runStream,
+      type: "workflow.completed",
+      description: "Every node of the run completed (or was degraded or skipped).",
+      payload: WorkflowEndedPayload,
+    }),
+    registry.define({
+      ...runStream,
+      type: "workflow.partial",
+      description: "The run ended with some nodes completed and others failed or cancelled.",
+      payload: WorkflowEndedPayload,
+    }),
+    registry.define({
+      ...runStream,
+      type: "workflow.failed",
+      description: "The run ended without any node completed.",
+      payload: WorkflowEndedPayload,
+    }),
+    registry.define({
+      ...runStream,
+      type: "workflow.rejected",
+      description:
+        "The orchestrator refused an operator request (unknown workflow, unknown run or node, re-run or reset not possible).",
+      payload: WorkflowRejectedPayload,
+    }),
+  ] as const;
 }

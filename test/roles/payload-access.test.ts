@@ -1,0 +1,64 @@
+import { describe, expect, it } from "vitest";
+import { contentAgentDescriptor } from "../../functions/roles/content-agents";
+import { conversationProjection } from "../../functions/roles/conversation-projection";
+import { decideCancel } from "../../functions/roles/sender-cancel";
+import type { Envelope } from "../../schemas";
+
+/**
+ * A role reads a payload only as the type its event is: one of another type (a wrong
+ * subscription, a branch on the wrong type) fails permanently, where a cast read undefined fields.
+ */
+
+function envelope(event_type: string, payload: unknown): Envelope {
+  return {
+    event_id: "01JBZ6Y3KQ4G8Z6W9X2V5T7R1M",
+    event_type,
+    schema_version: 1,
+    occurred_at: "2026-09-01T10:00:00.000Z",
+    correlation_id: "corr_1",
+    causation_id: null,
+    task_id: "task_1",
+    aggregate: { type: "dag_run", id: "run_1", version: 1 },
+    order_key: "run_1",
+    producer: "test",
+    attempt: 1,
+    payload,
+  };
+}
+
+const assignment = { run_id: "run_1", node_id: "n1", generation: 0 };
+
+describe("payload access in the roles", () => {
+  it("the sender's cancel refuses an event that is not a cancel", () => {
+    const send = envelope("notification.send.requested", { conversation_id: "conv_1" });
+    expect(() => decideCancel(undefined, send, new Date())).toThrow(
+      expect.objectContaining({
+        code: "payload.unexpected_type",
+        message: expect.stringContaining(
+          "support.cancel.requested, got notification.send.requested",
+        ),
+      }),
+    );
+  });
+
+  it("a content agent takes the state of its own commands only", () => {
+    const writing = contentAgentDescriptor("writing");
+    const own = writing.stateOf?.(envelope("writing.cancel.requested", assignment));
+    expect(own?.type).toBe("agent_run");
+    expect(() => writing.stateOf?.(envelope("fact_check.requested", assignment))).toThrow(
+      /expected the payload of writing\.requested or writing\.cancel\.requested or writing\.confirm\.requested, got fact_check\.requested/,
+    );
+  });
+
+  it("the conversation view refuses a fact it does not fold before reading its payload", () => {
+    const other = envelope("reply.approve.requested", { conversation_id: "conv_1" });
+    expect(() => conversationProjection.stateOf?.(other)).toThrow(
+      expect.objectContaining({ code: "projection.unhandled" }),
+    );
+    const routed = envelope("support.routed", { conversation_id: "conv_1" });
+    expect(conversationProjection.stateOf?.(routed)).toEqual({
+      type: "conversation_view",
+      id: "conv_1",
+    });
+  });
+});
