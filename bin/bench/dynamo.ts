@@ -2,6 +2,7 @@ import { DynamoDBClient, type DynamoDBClientConfig } from "@aws-sdk/client-dynam
 import { ulid } from "ulid";
 import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
 import type { TableNames } from "../../functions/adapters/dynamodb/tables";
+import { indexCatalog } from "../../functions/adapters/index-writes";
 import { type Meter, meter } from "../../functions/adapters/metering";
 import { consume, type Role, type StepStatus } from "../../functions/core/pipeline";
 import type { ConsumerDeps } from "../../functions/core/ports";
@@ -246,6 +247,8 @@ export async function runDynamoSection(
   try {
     const prefix = `bench-${ulid().toLowerCase()}`;
     const tables = await createTables(admin, prefix);
+    // Both designs are metered with the tables' indexes: every write pays for its index entries.
+    for (const design of [bus, base]) meter(design.client, { indexes: indexCatalog(tables) });
     const idempotencyTable = `${prefix}-idempotency`;
     await createIdempotencyTable(admin, idempotencyTable);
     const consumers = consumersOf(bus, base, tables, idempotencyTable);

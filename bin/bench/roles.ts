@@ -1,3 +1,4 @@
+import { indexCatalog } from "../../functions/adapters/index-writes";
 import { type MeterSnapshot, meter } from "../../functions/adapters/metering";
 import type { Step } from "../../functions/core/pipeline";
 import { hasConversation, runConversationScenario } from "../../lib/local/conversation";
@@ -84,7 +85,8 @@ export async function runRolesSection(out: Out, dynamo: DynamoResult): Promise<R
   running = await startLocal({ onEvent });
   const env = running;
   try {
-    const dynamoMeter = meter(env.clients.dynamodb);
+    // With the tables' layouts, so the units include what each write costs in the indexes.
+    const dynamoMeter = meter(env.clients.dynamodb, { indexes: indexCatalog(env.names.tables) });
     dynamoMeter.reset();
     out(`local stack on ${env.endpoint}: playing the reference scenario, metered per group`);
     await runScenario(env);
@@ -197,6 +199,7 @@ function printRoles(out: Out, roles: readonly RoleCost[]): void {
       "calls/ev",
       "base calls/ev",
       "WU/ev",
+      "idx WU/ev",
       "min WU/ev",
       "base WU/ev",
       "RU/ev",
@@ -215,6 +218,7 @@ function printRoles(out: Out, roles: readonly RoleCost[]): void {
       per(callsOf(r.metered), r),
       per(r.baseline.calls, r),
       per(r.metered.writeUnits, r),
+      per(r.metered.indexWriteUnits, r),
       per(r.minimum.writeUnits, r),
       per(r.baseline.writeUnits, r),
       per(r.metered.readUnits, r),
@@ -228,12 +232,12 @@ function printRoles(out: Out, roles: readonly RoleCost[]): void {
         .map(([op, n]) => `${op} ${n}`)
         .join(", "),
     ]),
-    ["l", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "l"],
+    ["l", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "l"],
   );
   for (const line of lines) out(line);
   out();
   out(
-    `Per delivery (a message the group's queue handed out, failures included). steps: events the deliveries applied, discarded, rejected or found duplicate, gap repairs included. min: the least a commit can cost for the same steps with items up to 1 KB: one write of one item (1 WU) when a step emits nothing, one transaction of 1 + N items (2 WU each) when it emits N, one strongly consistent read per delivery and per gap repair, a duplicate no write. base: section 2's Powertools baseline per event (sequenced, unsequenced, duplicate, plus its measured cost per emitted event) applied to the same steps. Calls and units the groups make besides their commits (the sender's side-effect keys, an agent's lookups) are in the metered figures, not in min or base. $/M ev: US$ per million deliveries for these DynamoDB units at on-demand prices in us-east-1 ($${PRICE_PER_MILLION.write} per million write units, $${PRICE_PER_MILLION.read} per million read units); on-demand bills per request, so the cost per delivery is the same at 10×, 100× and 1,000× this load, up to the ceilings in the README's Scale and limits.`,
+    `Per delivery (a message the group's queue handed out, failures included). steps: events the deliveries applied, discarded, rejected or found duplicate, gap repairs included. WU: the tables' write units and their indexes' (idx: the part of WU that is index entries: each stored event enters the events table's by-correlation, by-task and by-hour indexes, each inbox row the inbox table's by-correlation and by-task, each summarized state the operator's lists; 1 WU per KB of an entry, not doubled in a transaction). min: the least a commit can cost for the same steps with items up to 1 KB: one write of one item (1 WU) when a step emits nothing, one transaction of 1 + N items (2 WU each) when it emits N, no index entries, one strongly consistent read per delivery and per gap repair, a duplicate no write. base: section 2's Powertools baseline per event (sequenced, unsequenced, duplicate, plus its measured cost per emitted event) applied to the same steps. Calls and units the groups make besides their commits (the sender's side-effect keys, an agent's lookups) are in the metered figures, not in min or base. $/M ev: US$ per million deliveries for these DynamoDB units at on-demand prices in us-east-1 ($${PRICE_PER_MILLION.write} per million write units, $${PRICE_PER_MILLION.read} per million read units); on-demand bills per request, so the cost per delivery is the same at 10×, 100× and 1,000× this load, up to the ceilings in the README's Scale and limits.`,
   );
 }
 

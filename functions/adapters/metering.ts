@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { AttributeValue, ConsumedCapacity } from "@aws-sdk/client-dynamodb";
 import { marshall } from "@aws-sdk/util-dynamodb";
+import { type IndexCatalog, indexWriteUnits } from "./index-writes";
 
 /**
  * Per-client metering of AWS SDK v3 calls: how many calls of each operation, and for DynamoDB the
@@ -23,6 +24,9 @@ import { marshall } from "@aws-sdk/util-dynamodb";
  * - failed conditional writes (ConditionalCheckFailedException, or a transaction cancelled by a
  *   failed condition) are counted as well: DynamoDB bills the write capacity of a failed
  *   condition.
+ * - global secondary indexes: a meter given the tables' layouts (`meter(client, { indexes })`)
+ *   adds what each write costs in the indexes its item enters (./index-writes); without them
+ *   only the tables' own units are counted.
  * The meter never changes requests: it does not add ReturnConsumedCapacity, because moto reports
  * constant, size-blind numbers (PutItem 1, UpdateItem 0.5, TransactWriteItems an empty list) that
  * would be worse than the estimate.
@@ -32,6 +36,8 @@ export interface MeterSnapshot {
   readonly calls: Record<string, number>;
   readonly writeUnits: number;
   readonly readUnits: number;
+  /** Of the write units, those of index entries (0 without the tables' layouts). */
+  readonly indexWriteUnits: number;
 }
 
 export interface Meter {
@@ -54,6 +60,12 @@ export interface MeterableClient {
 
 const MIDDLEWARE_NAME = "agentbusMeter";
 const meters = new WeakMap<object, Meter>();
+const catalogs = new WeakMap<object, IndexCatalog>();
+
+export interface MeterOptions {
+  /** The layouts of the tables by physical name, to count their index writes (./index-writes). */
+  readonly indexes?: IndexCatalog;
+}
 
 /**
  * Attach a meter to a client (once: a second call returns the same meter). The middleware sits in
@@ -61,9 +73,11 @@ const meters = new WeakMap<object, Meter>();
  * are sized like a low-level client's) and before the retry middleware (`finalizeRequest`), so a
  * call retried by the SDK counts once.
  */
-export function meter(client: MeterableClient): Meter {
+export function meter(client: MeterableClient, options: MeterOptions = {}): Meter {
+  if (options.indexes) catalogs.set(client.middlewareStack, options.indexes);
   const existing = meters.get(client.middlewareStack);
   if (existing) return existing;
+  const catalog = () => catalogs.get(client.middlewareStack) ?? {};
   let total = new Tally();
   let scopes = new Map<string, Tally>();
   const tallies = (): Tally[] => {
@@ -79,13 +93,13 @@ export function meter(client: MeterableClient): Meter {
     for (const t of counted) t.calls[operation] = (t.calls[operation] ?? 0) + 1;
     try {
       const result = await next(args);
-      const usage = capacity(operation, args.input, result.output);
-      for (const t of counted) t.add(usage.write, usage.read);
+      const usage = capacity(operation, args.input, result.output, catalog());
+      for (const t of counted) t.add(usage.write, usage.read, usage.index);
       return result;
     } catch (error) {
       if (failedCondition(error)) {
         const write = estimateWrites(operation, args.input, undefined);
-        for (const t of counted) t.add(write, 0);
+        for (const t of counted) t.add(write, 0, 0);
       }
       throw error;
     }
@@ -109,12 +123,19 @@ class Tally {
   readonly calls: Record<string, number> = {};
   writeUnits = 0;
   readUnits = 0;
-  add(write: number, read: number): void {
+  indexWriteUnits = 0;
+  add(write: number, read: number, index: number): void {
     this.writeUnits += write;
     this.readUnits += read;
+    this.indexWriteUnits += index;
   }
   snapshot(): MeterSnapshot {
-    return { calls: { ...this.calls }, writeUnits: this.writeUnits, readUnits: this.readUnits };
+    return {
+      calls: { ...this.calls },
+      writeUnits: this.writeUnits,
+      readUnits: this.readUnits,
+      indexWriteUnits: this.indexWriteUnits,
+    };
   }
 }
 
@@ -142,14 +163,19 @@ const READS = new Set(["GetItem", "BatchGetItem", "Query", "Scan", "TransactGetI
 type Input = Record<string, unknown>;
 type Item = Record<string, AttributeValue>;
 
-function capacity(operation: string, input: unknown, output: unknown) {
+function capacity(operation: string, input: unknown, output: unknown, catalog: IndexCatalog) {
   const isWrite = DYNAMODB_WRITES.has(operation);
-  if (!isWrite && !READS.has(operation)) return { write: 0, read: 0 };
+  if (!isWrite && !READS.has(operation)) return { write: 0, read: 0, index: 0 };
   // A figure the caller did not ask for is not trusted: emulators volunteer size-blind numbers.
   const asked = (input as { ReturnConsumedCapacity?: string } | undefined)?.ReturnConsumedCapacity;
   const reported = asked && asked !== "NONE" ? reportedCapacity(output, isWrite) : undefined;
-  if (isWrite) return { write: reported ?? estimateWrites(operation, input, output), read: 0 };
-  return { write: 0, read: reported ?? estimateReads(operation, input, output) };
+  if (isWrite) {
+    // A reported figure includes the indexes' units (ReturnConsumedCapacity TOTAL).
+    if (reported !== undefined) return { write: reported, read: 0, index: 0 };
+    const index = indexWriteUnits(catalog, operation, input, itemSize);
+    return { write: estimateWrites(operation, input, output) + index, read: 0, index };
+  }
+  return { write: 0, read: reported ?? estimateReads(operation, input, output), index: 0 };
 }
 
 function reportedCapacity(output: unknown, isWrite: boolean): number | undefined {

@@ -13,6 +13,7 @@ import {
 } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TableNames } from "../../functions/adapters/dynamodb/tables";
+import { indexCatalog } from "../../functions/adapters/index-writes";
 import { inMeterScope, itemSize, meter } from "../../functions/adapters/metering";
 import { emulator } from "../support/aws";
 import { newUlid } from "../support/factories";
@@ -57,7 +58,12 @@ describe("meter", () => {
         Item: { pk: { S: "big-item#1" }, blob: { S: "x".repeat(3000) } },
       }),
     );
-    expect(m.snapshot()).toEqual({ calls: { PutItem: 1 }, writeUnits: 3, readUnits: 0 });
+    expect(m.snapshot()).toEqual({
+      calls: { PutItem: 1 },
+      writeUnits: 3,
+      readUnits: 0,
+      indexWriteUnits: 0,
+    });
 
     // A transaction counts twice per item: 2 small puts = 4.
     await client.send(
@@ -90,7 +96,7 @@ describe("meter", () => {
 
     expect(m.snapshot().calls).toEqual({ PutItem: 2, TransactWriteItems: 1, GetItem: 2 });
     m.reset();
-    expect(m.snapshot()).toEqual({ calls: {}, writeUnits: 0, readUnits: 0 });
+    expect(m.snapshot()).toEqual({ calls: {}, writeUnits: 0, readUnits: 0, indexWriteUnits: 0 });
     client.destroy();
   });
 
@@ -102,7 +108,12 @@ describe("meter", () => {
     await documents.send(
       new PutCommand({ TableName: tables.state, Item: { pk: "doc#1", blob: "y".repeat(2500) } }),
     );
-    expect(m.snapshot()).toEqual({ calls: { PutItem: 1 }, writeUnits: 3, readUnits: 0 });
+    expect(m.snapshot()).toEqual({
+      calls: { PutItem: 1 },
+      writeUnits: 3,
+      readUnits: 0,
+      indexWriteUnits: 0,
+    });
     await documents.send(
       new DocumentQueryCommand({
         TableName: tables.state,
@@ -112,6 +123,35 @@ describe("meter", () => {
       }),
     );
     expect(m.snapshot().readUnits).toBe(1);
+    client.destroy();
+  });
+
+  it("adds the index writes of the tables it is given the layouts of", async () => {
+    const client = new DynamoDBClient(emulator());
+    const m = meter(client, { indexes: indexCatalog(tables) });
+    const row = {
+      pk: { S: "inbox#audit#01J0000000000000000000001" },
+      correlation_id: { S: "corr_1" },
+      task_id: { S: "task_1" },
+    };
+    // One small row in a transaction: 2 for the table, 1 for each of the two indexes.
+    await client.send(
+      new TransactWriteItemsCommand({
+        TransactItems: [{ Put: { TableName: tables.inbox, Item: row } }],
+      }),
+    );
+    expect(m.snapshot()).toMatchObject({ writeUnits: 4, indexWriteUnits: 2 });
+    // A failed condition writes no index entry: the table's unit alone.
+    await expect(
+      client.send(
+        new PutItemCommand({
+          TableName: tables.inbox,
+          Item: row,
+          ConditionExpression: "attribute_not_exists(pk)",
+        }),
+      ),
+    ).rejects.toThrow();
+    expect(m.snapshot()).toMatchObject({ writeUnits: 5, indexWriteUnits: 2 });
     client.destroy();
   });
 
@@ -152,6 +192,7 @@ describe("meter", () => {
       calls: { CreateQueue: 1, SendMessage: 2 },
       writeUnits: 0,
       readUnits: 0,
+      indexWriteUnits: 0,
     });
     sqs.destroy();
   });
@@ -172,8 +213,8 @@ describe("meter", () => {
       inMeterScope("sender", () => send("c")),
     ]);
     expect(m.byScope()).toEqual({
-      router: { calls: { SendMessage: 2 }, writeUnits: 0, readUnits: 0 },
-      sender: { calls: { SendMessage: 1 }, writeUnits: 0, readUnits: 0 },
+      router: { calls: { SendMessage: 2 }, writeUnits: 0, readUnits: 0, indexWriteUnits: 0 },
+      sender: { calls: { SendMessage: 1 }, writeUnits: 0, readUnits: 0, indexWriteUnits: 0 },
     });
     expect(m.snapshot().calls).toEqual({ CreateQueue: 1, SendMessage: 3 });
     m.reset();

@@ -1,0 +1,95 @@
+import { describe, expect, it } from "vitest";
+import type { TableNames } from "../../functions/adapters/dynamodb/tables";
+import { indexCatalog, indexWriteUnits } from "../../functions/adapters/index-writes";
+import { itemSize } from "../../functions/adapters/metering";
+
+const names: TableNames = {
+  state: "t-state",
+  events: "t-events",
+  inbox: "t-inbox",
+  sideEffects: "t-effects",
+};
+const catalog = indexCatalog(names);
+const units = (operation: string, input: unknown) =>
+  indexWriteUnits(catalog, operation, input, itemSize);
+
+const inboxRow = {
+  pk: { S: "inbox#audit#01J0000000000000000000000" },
+  correlation_id: { S: "corr_1" },
+  task_id: { S: "task_1" },
+  outcome: { S: "applied" },
+};
+
+describe("index write units", () => {
+  it("counts one entry per index whose keys the put item carries", () => {
+    // The inbox table's by-correlation and by-task indexes project ALL: two small entries.
+    expect(units("PutItem", { TableName: names.inbox, Item: inboxRow })).toBe(2);
+    // A checkpoint row carries neither index key: no entry.
+    expect(
+      units("PutItem", {
+        TableName: names.inbox,
+        Item: { pk: { S: "checkpoint#g#task#1" }, version: { N: "3" } },
+      }),
+    ).toBe(0);
+    // An unknown table has no indexes here.
+    expect(units("PutItem", { TableName: "other", Item: inboxRow })).toBe(0);
+  });
+
+  it("sizes an ALL entry by the whole item and a KEYS_ONLY entry by the keys", () => {
+    const envelope = { S: "x".repeat(2800) };
+    const event = {
+      pk: { S: "task#1" },
+      version: { N: "1" },
+      event_id: { S: "01J0000000000000000000000" },
+      correlation_id: { S: "corr_1" },
+      task_id: { S: "task_1" },
+      occurred_hour: { S: "2026-12-01T10" },
+      occurred_utc: { S: "2026-12-01T10:00:00.000Z" },
+      envelope,
+    };
+    // An item of 2,954 bytes: by-correlation and by-task project it all, 3 units each; by-hour
+    // its keys, 1; without stream_type it is in no by-stream-type entry.
+    expect(units("PutItem", { TableName: names.events, Item: event })).toBe(3 + 3 + 1);
+  });
+
+  it("counts a transaction's items once each, and an update that sets an index key", () => {
+    expect(
+      units("TransactWriteItems", {
+        TransactItems: [
+          { Put: { TableName: names.inbox, Item: inboxRow } },
+          {
+            Update: {
+              TableName: names.state,
+              Key: { pk: { S: "task#1" } },
+              UpdateExpression: "SET #k = :k, #u = :u",
+              ExpressionAttributeNames: { "#k": "kind", "#u": "updated_at" },
+              ExpressionAttributeValues: { ":k": { S: "task" }, ":u": { S: "2026-12-01" } },
+            },
+          },
+          { ConditionCheck: { TableName: names.state, Key: { pk: { S: "task#2" } } } },
+        ],
+      }),
+    ).toBe(2 + 1);
+    // An update that sets no index key changes no entry's key.
+    expect(
+      units("UpdateItem", {
+        TableName: names.state,
+        Key: { pk: { S: "task#1" } },
+        UpdateExpression: "SET #r = :r",
+        ExpressionAttributeNames: { "#r": "revision" },
+        ExpressionAttributeValues: { ":r": { N: "2" } },
+      }),
+    ).toBe(0);
+  });
+
+  it("counts the puts of a batch, and nothing for reads", () => {
+    expect(
+      units("BatchWriteItem", {
+        RequestItems: {
+          [names.inbox]: [{ PutRequest: { Item: inboxRow } }, { DeleteRequest: { Key: {} } }],
+        },
+      }),
+    ).toBe(2);
+    expect(units("GetItem", { TableName: names.inbox, Key: { pk: inboxRow.pk } })).toBe(0);
+  });
+});
