@@ -3,28 +3,15 @@ import { contentAgentDescriptor } from "../../functions/roles/content-agents";
 import { conversationProjection } from "../../functions/roles/conversation-projection";
 import { decideCancel } from "../../functions/roles/sender-cancel";
 import type { Envelope } from "../../schemas";
+import { unvalidatedEnvelope } from "../support/factories";
 
 /**
  * A role reads a payload only as the type its event is: one of another type (a wrong
  * subscription, a branch on the wrong type) fails permanently, where a cast read undefined fields.
  */
 
-function envelope(event_type: string, payload: unknown): Envelope {
-  return {
-    event_id: "01JBZ6Y3KQ4G8Z6W9X2V5T7R1M",
-    event_type,
-    schema_version: 1,
-    occurred_at: "2026-09-01T10:00:00.000Z",
-    correlation_id: "corr_1",
-    causation_id: null,
-    task_id: "task_1",
-    aggregate: { type: "dag_run", id: "run_1", version: 1 },
-    order_key: "run_1",
-    producer: "test",
-    attempt: 1,
-    payload,
-  };
-}
+const envelope = (event_type: string, payload: unknown): Envelope =>
+  unvalidatedEnvelope(event_type, payload, { type: "dag_run", id: "run_1", version: 1 });
 
 const assignment = { run_id: "run_1", node_id: "n1", generation: 0 };
 

@@ -23,23 +23,10 @@ import type {
 import type { PlanCreated } from "../../schemas/events/task";
 import type { NodeRequested, WorkflowStartRequested } from "../../schemas/events/workflow";
 import type { NodeCancelRequested } from "../../schemas/events/workflow-cancel";
+import { unvalidatedEnvelope } from "../support/factories";
 
-function envelope(event_type: string, payload: unknown): Envelope {
-  return {
-    event_id: "01JBZ6Y3KQ4G8Z6W9X2V5T7R1M",
-    event_type,
-    schema_version: 1,
-    occurred_at: "2026-09-01T10:00:00.000Z",
-    correlation_id: "corr_1",
-    causation_id: null,
-    task_id: "task_1",
-    aggregate: { type: "delivery", id: "task_1", version: 0 },
-    order_key: "conv_1",
-    producer: "test",
-    attempt: 1,
-    payload,
-  };
-}
+const envelope = (event_type: string, payload: unknown): Envelope =>
+  unvalidatedEnvelope(event_type, payload);
 
 describe("the payload types read from the definitions", () => {
   it("come from exactly the definitions the registry holds, in the order defined", () => {

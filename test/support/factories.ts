@@ -108,3 +108,28 @@ export function feedbackEvent(options: EnvelopeOptions & { readonly rating?: num
         : PAYLOADS["task.feedback.received"]),
   });
 }
+
+/**
+ * An envelope as a role would get it, built without the registry: for tests of what a role does
+ * with a payload the registry never let through (a wrong type, fields it would refuse).
+ */
+export function unvalidatedEnvelope(
+  event_type: string,
+  payload: unknown,
+  aggregate: Envelope["aggregate"] = { type: "delivery", id: "task_1", version: 0 },
+): Envelope {
+  return {
+    event_id: "01JBZ6Y3KQ4G8Z6W9X2V5T7R1M",
+    event_type,
+    schema_version: 1,
+    occurred_at: "2026-09-01T10:00:00.000Z",
+    correlation_id: "corr_1",
+    causation_id: null,
+    task_id: "task_1",
+    aggregate,
+    order_key: aggregate.id,
+    producer: "test",
+    attempt: 1,
+    payload,
+  };
+}
