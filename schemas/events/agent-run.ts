@@ -2,16 +2,9 @@ import * as z from "zod";
 import { IsoTime } from "../envelope";
 import { OpaqueId } from "../ids";
 import type { EventRegistry } from "../registry";
-import {
-  CONTENT_ROLE_EVENTS,
-  CONTENT_ROLES,
-  ContentRequest,
-  Generation,
-  MAX_HEARTBEAT_LEASE_SECONDS,
-  NodeId,
-  OperatorReason,
-  Requester,
-} from "./workflow";
+import { Attempt, NodeId, NodeRefShape, OperatorReason, Requester } from "./fields";
+import { outsideCommand, outsideFact, streamCommand, streamFact } from "./kinds";
+import { CONTENT_ROLE_EVENTS, CONTENT_ROLES, ContentRequest, LeaseSeconds } from "./workflow";
 
 /**
  * Agent runs as the orchestrator and the operator see them (seed 001 §2):
@@ -29,16 +22,15 @@ import {
  *   confirmation deadline, or a node still waiting for its inputs past its dependency timeout.
  */
 
+/** The agent role of a content agent. */
+const AgentRole = z.string().min(1).max(64);
+
 export const NodeStartedPayload = z.object({
-  run_id: OpaqueId,
-  node_id: NodeId,
-  generation: Generation,
-  /** The assignment's attempt (how many times the node was assigned, over all generations). */
-  attempt: z.number().int().min(1),
+  ...NodeRefShape,
+  attempt: Attempt,
   /** The agent role that started. */
-  agent: z.string().min(1).max(64),
-  /** The node's lease runs at least this long from the orchestrator's receipt. */
-  lease_seconds: z.number().int().min(1).max(MAX_HEARTBEAT_LEASE_SECONDS),
+  agent: AgentRole,
+  lease_seconds: LeaseSeconds,
   /** True when the agent resumes a BLOCKED assignment after its confirmation. */
   resumed: z.boolean().optional(),
 });
@@ -48,10 +40,8 @@ export type NodeStarted = z.infer<typeof NodeStartedPayload>;
 export const ConfirmationQuestion = z.string().min(1).max(2000);
 
 export const NodeBlockedPayload = z.object({
-  run_id: OpaqueId,
-  node_id: NodeId,
-  generation: Generation,
-  agent: z.string().min(1).max(64),
+  ...NodeRefShape,
+  agent: AgentRole,
   question: ConfirmationQuestion,
   /** When the wait ends without a confirmation (ExternalConfirmTimeout). */
   confirm_by: IsoTime,
@@ -75,10 +65,8 @@ export const CONFIRM_OUTCOMES = ["confirmed", "refused", "timed_out"] as const;
 export type ConfirmOutcome = (typeof CONFIRM_OUTCOMES)[number];
 
 export const NodeConfirmRequestedPayload = z.object({
-  run_id: OpaqueId,
-  node_id: NodeId,
-  generation: Generation,
-  attempt: z.number().int().min(1),
+  ...NodeRefShape,
+  attempt: Attempt,
   outcome: z.enum(CONFIRM_OUTCOMES),
   question: ConfirmationQuestion,
   note: OperatorReason.optional(),
@@ -89,18 +77,11 @@ export const NodeConfirmRequestedPayload = z.object({
 });
 export type NodeConfirmRequested = z.infer<typeof NodeConfirmRequestedPayload>;
 
-export const NodeConfirmExpiredPayload = z.object({
-  run_id: OpaqueId,
-  node_id: NodeId,
-  generation: Generation,
-  confirm_by: IsoTime,
-});
+export const NodeConfirmExpiredPayload = z.object({ ...NodeRefShape, confirm_by: IsoTime });
 export type NodeConfirmExpired = z.infer<typeof NodeConfirmExpiredPayload>;
 
 export const NodeDependencyExpiredPayload = z.object({
-  run_id: OpaqueId,
-  node_id: NodeId,
-  generation: Generation,
+  ...NodeRefShape,
   /** When the node's wait for its inputs ran out. */
   due_at: IsoTime,
 });
@@ -112,46 +93,37 @@ export function confirmEventType<S extends string>(stem: S): `${S}.confirm.reque
 }
 
 export function defineAgentRunEvents(registry: EventRegistry) {
-  const unsequencedEvent = {
-    schemaVersion: 1,
-    kind: "event",
-    topic: "events",
-    sequenced: false,
-  } as const;
   return [
     registry.define({
-      ...unsequencedEvent,
+      ...outsideFact,
       type: "node.started",
       description:
         "A content agent started (or resumed) work on a node's assignment: the node is RUNNING (aggregate dag_run/<run_id>, version 0).",
       payload: NodeStartedPayload,
     }),
     registry.define({
-      ...unsequencedEvent,
-      sequenced: true,
+      ...streamFact,
       type: "node.blocked",
       description:
         "A content agent needs an external confirmation to finish a node; its agent run is BLOCKED until confirm_by (on its agent_run stream).",
       payload: NodeBlockedPayload,
     }),
     registry.define({
-      ...unsequencedEvent,
-      kind: "command",
-      topic: "commands",
+      ...outsideCommand,
       type: "workflow.confirm.requested",
       description:
         "An operator confirms (or refuses) what the agent of a BLOCKED node asked (aggregate dag_run/<run_id>, version 0).",
       payload: WorkflowConfirmRequestedPayload,
     }),
     registry.define({
-      ...unsequencedEvent,
+      ...outsideFact,
       type: "node.confirm.expired",
       description:
         "The sweeper found a BLOCKED node past its confirmation deadline (ExternalConfirmTimeout of seed 001).",
       payload: NodeConfirmExpiredPayload,
     }),
     registry.define({
-      ...unsequencedEvent,
+      ...outsideFact,
       type: "node.dependency.expired",
       description:
         "The sweeper found a node still waiting for its inputs past its dependency timeout (DependencyTimeout of seed 001).",
@@ -159,11 +131,8 @@ export function defineAgentRunEvents(registry: EventRegistry) {
     }),
     ...CONTENT_ROLES.map((role) =>
       registry.define({
+        ...streamCommand,
         type: confirmEventType(CONTENT_ROLE_EVENTS[role].stem),
-        schemaVersion: 1,
-        kind: "command",
-        topic: "commands",
-        sequenced: true,
         description: `The orchestrator tells the ${role} agent how the confirmation its BLOCKED node waits for ended: confirmed, refused or timed out (on the dag_run stream), with the assignment's context.`,
         payload: NodeConfirmRequestedPayload,
       }),

@@ -2,6 +2,8 @@ import * as z from "zod";
 import { IsoTime } from "../envelope";
 import { OpaqueId, Ulid } from "../ids";
 import type { EventRegistry } from "../registry";
+import { ReplyKey, RequestedByShape } from "./fields";
+import { outsideCommand, outsideFact, streamCommand, streamFact } from "./kinds";
 import { defineSupportCancelEvents } from "./support-cancel";
 
 /**
@@ -50,14 +52,16 @@ export type OrderRecord = z.infer<typeof OrderRecord>;
 
 export const MessageText = z.string().trim().min(1).max(4000);
 
+/** The channel a reply goes back to the customer on. */
+const Channel = z.string().regex(/^[a-z][a-z0-9-]{0,31}$/);
+/** A reply's text as it is held for review or sent. */
+const ReplyText = z.string().min(1).max(4000);
+
 export const MessageReceivedPayload = z.object({
   text: MessageText,
   customer_id: OpaqueId,
   /** Where the reply goes back to. @default "chat" */
-  channel: z
-    .string()
-    .regex(/^[a-z][a-z0-9-]{0,31}$/)
-    .default("chat"),
+  channel: Channel.default("chat"),
 });
 export type MessageReceived = z.output<typeof MessageReceivedPayload>;
 
@@ -65,7 +69,7 @@ export type MessageReceived = z.output<typeof MessageReceivedPayload>;
 export const ConversationTurn = z.object({
   conversation_id: OpaqueId,
   customer_id: OpaqueId,
-  channel: z.string().regex(/^[a-z][a-z0-9-]{0,31}$/),
+  channel: Channel,
   text: MessageText,
   /** The client's `conversation.message.received` event id. */
   message_event_id: Ulid,
@@ -116,7 +120,7 @@ export type ReplyGenerated = z.output<typeof ReplyGeneratedPayload>;
 
 export const ReplyHeldForReviewPayload = z.object({
   conversation_id: OpaqueId,
-  reply_text: z.string().min(1).max(4000),
+  reply_text: ReplyText,
   reason: z.string().min(1).max(1000),
 });
 export type ReplyHeldForReview = z.output<typeof ReplyHeldForReviewPayload>;
@@ -124,8 +128,8 @@ export type ReplyHeldForReview = z.output<typeof ReplyHeldForReviewPayload>;
 export const SendRequestedPayload = z.object({
   conversation_id: OpaqueId,
   customer_id: OpaqueId,
-  channel: z.string().regex(/^[a-z][a-z0-9-]{0,31}$/),
-  text: z.string().min(1).max(4000),
+  channel: Channel,
+  text: ReplyText,
   /**
    * Which logical send of the task's reply this is (1 for the first reply). The side-effect key
    * is `<task_id>:reply:<logical_attempt>`: every retry of the same send reuses it.
@@ -149,9 +153,9 @@ export type SendRequested = z.output<typeof SendRequestedPayload>;
 
 const Delivery = z.object({
   conversation_id: OpaqueId,
-  channel: z.string().regex(/^[a-z][a-z0-9-]{0,31}$/),
-  /** `<task_id>:reply:<logical_attempt>`: the side-effect key the channel saw. */
-  idempotency_key: z.string().min(1).max(256),
+  channel: Channel,
+  /** The side-effect key the channel saw. */
+  idempotency_key: ReplyKey,
 });
 
 export const DeliveredPayload = Delivery.extend({
@@ -173,11 +177,6 @@ export const DeliveryFailedPayload = Delivery.extend({
 });
 export type DeliveryFailed = z.output<typeof DeliveryFailedPayload>;
 
-/** Who asked: an operator's name as the CLI gives it (AGENTBUS_OPERATOR or the OS user). */
-const OperatorName = z.string().min(1).max(128);
-/** Why, in the operator's words. */
-const OperatorReason = z.string().max(1000);
-
 /**
  * A person's decision on a held reply (unsequenced, aggregate `reply/<task_id>` at version 0,
  * order key = conversation id): approve it, optionally with an edited text, or reject it.
@@ -186,27 +185,24 @@ export const ReplyApproveRequestedPayload = z.object({
   conversation_id: OpaqueId,
   /** The text to send instead of the held draft. */
   text: z.string().trim().min(1).max(4000).optional(),
-  reason: OperatorReason.optional(),
-  requested_by: OperatorName,
+  ...RequestedByShape,
 });
 export type ReplyApproveRequested = z.output<typeof ReplyApproveRequestedPayload>;
 
 export const ReplyRejectRequestedPayload = z.object({
   conversation_id: OpaqueId,
-  reason: OperatorReason.optional(),
-  requested_by: OperatorName,
+  ...RequestedByShape,
 });
 export type ReplyRejectRequested = z.output<typeof ReplyRejectRequestedPayload>;
 
 export const ReplyApprovedPayload = z.object({
   conversation_id: OpaqueId,
-  reply_text: z.string().min(1).max(4000),
+  reply_text: ReplyText,
   /** True when the person changed the held draft's text. */
   edited: z.boolean(),
   /** The logical attempt of the send it asked for (its key `<task_id>:reply:<n>`). */
   logical_attempt: z.number().int().min(1),
-  reason: OperatorReason.optional(),
-  requested_by: OperatorName,
+  ...RequestedByShape,
 });
 export type ReplyApproved = z.output<typeof ReplyApprovedPayload>;
 
@@ -223,31 +219,23 @@ export type SendResolution = (typeof SEND_RESOLUTIONS)[number];
  */
 export const SendResolveRequestedPayload = z.object({
   conversation_id: OpaqueId,
-  idempotency_key: z.string().min(1).max(256),
+  idempotency_key: ReplyKey,
   resolution: z.enum(SEND_RESOLUTIONS),
-  reason: OperatorReason.optional(),
-  requested_by: OperatorName,
+  ...RequestedByShape,
 });
 export type SendResolveRequested = z.output<typeof SendResolveRequestedPayload>;
 
 export function defineConversationEvents(registry: EventRegistry) {
-  const fact = { schemaVersion: 1, kind: "event", topic: "events", sequenced: true } as const;
-  const command = {
-    schemaVersion: 1,
-    kind: "command",
-    topic: "commands",
-    sequenced: true,
-  } as const;
   return [
     ...defineTurnEvents(registry),
     registry.define({
-      ...command,
+      ...streamCommand,
       type: "notification.send.requested",
       description: "Send the reply to the customer (a side effect, done once per idempotency key).",
       payload: SendRequestedPayload,
     }),
     registry.define({
-      ...fact,
+      ...streamFact,
       type: "notification.delivered",
       description: "The channel delivered the reply.",
       payload: DeliveredPayload,
@@ -255,7 +243,7 @@ export function defineConversationEvents(registry: EventRegistry) {
     ...defineReviewEvents(registry),
     ...defineSupportCancelEvents(registry),
     registry.define({
-      ...fact,
+      ...streamFact,
       type: "notification.failed",
       description: "The reply was not delivered, or its outcome stayed unknown past the bound.",
       payload: DeliveryFailedPayload,
@@ -265,38 +253,34 @@ export function defineConversationEvents(registry: EventRegistry) {
 
 /** A customer's turn: the message, its acceptance, the route, the lookup and the reply. */
 function defineTurnEvents(registry: EventRegistry) {
-  const fact = { schemaVersion: 1, kind: "event", topic: "events", sequenced: true } as const;
   return [
     registry.define({
+      ...outsideFact,
       type: "conversation.message.received",
-      schemaVersion: 1,
-      kind: "event",
-      topic: "events",
-      sequenced: false,
       description:
         "A customer sent a message (sent by a client: aggregate conversation/<conversation_id>, version 0).",
       payload: MessageReceivedPayload,
     }),
     registry.define({
-      ...fact,
+      ...streamFact,
       type: "conversation.message.accepted",
       description: "The conversation took the message in; its version went up by one.",
       payload: MessageAcceptedPayload,
     }),
     registry.define({
-      ...fact,
+      ...streamFact,
       type: "support.routed",
       description: "The router chose an intent for the message.",
       payload: RoutedPayload,
     }),
     registry.define({
-      ...fact,
+      ...streamFact,
       type: "order.lookup.completed",
       description: "The order lookup's result (found or not).",
       payload: OrderLookupCompletedV1Payload,
     }),
     registry.define({
-      ...fact,
+      ...streamFact,
       schemaVersion: 2,
       type: "order.lookup.completed",
       description: "The order lookup's result (found or not) and when the order was read.",
@@ -307,13 +291,13 @@ function defineTurnEvents(registry: EventRegistry) {
       }),
     }),
     registry.define({
-      ...fact,
+      ...streamFact,
       type: "reply.generated",
       description: "A reply draft was generated and validated.",
       payload: ReplyGeneratedPayload,
     }),
     registry.define({
-      ...fact,
+      ...streamFact,
       type: "reply.held_for_review",
       description: "The reply needs a person's review before it may be sent.",
       payload: ReplyHeldForReviewPayload,
@@ -323,43 +307,36 @@ function defineTurnEvents(registry: EventRegistry) {
 
 /** What a person decides about held replies and unknown send outcomes (seed 000 §14). */
 function defineReviewEvents(registry: EventRegistry) {
-  const fact = { schemaVersion: 1, kind: "event", topic: "events", sequenced: true } as const;
-  const operatorCommand = {
-    schemaVersion: 1,
-    kind: "command",
-    topic: "commands",
-    sequenced: false,
-  } as const;
   return [
     registry.define({
-      ...operatorCommand,
+      ...outsideCommand,
       type: "reply.approve.requested",
       description:
         "Send a held reply, optionally with an edited text (sent by an operator; aggregate reply/<task_id>, version 0).",
       payload: ReplyApproveRequestedPayload,
     }),
     registry.define({
-      ...operatorCommand,
+      ...outsideCommand,
       type: "reply.reject.requested",
       description:
         "Drop a held reply: nothing is sent (sent by an operator; aggregate reply/<task_id>, version 0).",
       payload: ReplyRejectRequestedPayload,
     }),
     registry.define({
-      ...fact,
+      ...streamFact,
       type: "reply.approved",
       description:
         "A person approved the held reply; its send was asked for under a key of its own.",
       payload: ReplyApprovedPayload,
     }),
     registry.define({
-      ...fact,
+      ...streamFact,
       type: "reply.rejected",
       description: "A person rejected the held reply; nothing is sent for it.",
       payload: ReplyRejectedPayload,
     }),
     registry.define({
-      ...operatorCommand,
+      ...outsideCommand,
       type: "notification.resolve.requested",
       description:
         "Resolve a send whose outcome is unknown as delivered, resend (same key) or abandon (sent by an operator; aggregate delivery/<task_id>, version 0).",

@@ -1,5 +1,6 @@
 import * as z from "zod";
 import type { EventRegistry } from "../registry";
+import { outsideFact } from "./kinds";
 
 /** Who asked: an operator's name or role (from AGENTBUS_OPERATOR or the user running the CLI). */
 export const OperatorName = z
@@ -28,11 +29,8 @@ export type OperatorAction = z.output<typeof OperatorActionPayload>;
 export function defineOperatorEvents(registry: EventRegistry) {
   return [
     registry.define({
+      ...outsideFact,
       type: "operator.action.recorded",
-      schemaVersion: 1,
-      kind: "event",
-      topic: "events",
-      sequenced: false,
       description:
         "An operator's repair action and what it changed (who, when, why): the audit trail of manual work (aggregate operator_action/<id>, version 0).",
       payload: OperatorActionPayload,

@@ -1,6 +1,8 @@
 import * as z from "zod";
 import { OpaqueId } from "../ids";
 import type { EventRegistry } from "../registry";
+import { ReplyKey, RequestedByShape } from "./fields";
+import { outsideCommand, streamFact } from "./kinds";
 
 /**
  * Cancelling one support turn (seed 000 §11.5): an operator or a client asks that the reply to
@@ -13,43 +15,31 @@ import type { EventRegistry } from "../registry";
 export const SUPPORT_CANCEL_REQUESTED = "support.cancel.requested";
 export const SUPPORT_CANCELLED = "support.cancelled";
 
-/** Who asked: an operator's name as the CLI gives it, or the client's name for itself. */
-const RequestedBy = z.string().min(1).max(128);
-const Reason = z.string().max(1000);
-const IdempotencyKey = z.string().min(1).max(256);
-
 /** Unsequenced: aggregate `delivery/<task_id>` at version 0, order key = conversation id. */
 export const SupportCancelRequestedPayload = z.object({
   conversation_id: OpaqueId,
-  reason: Reason.optional(),
-  requested_by: RequestedBy,
+  ...RequestedByShape,
 });
 export type SupportCancelRequested = z.output<typeof SupportCancelRequestedPayload>;
 
 export const SupportCancelledPayload = SupportCancelRequestedPayload.extend({
   /** The turn's reply keys delivered before the cancel: they stay delivered. */
-  delivered_keys: z.array(IdempotencyKey).max(20),
+  delivered_keys: z.array(ReplyKey).max(20),
 });
 export type SupportCancelled = z.output<typeof SupportCancelledPayload>;
 
 export function defineSupportCancelEvents(registry: EventRegistry) {
   return [
     registry.define({
+      ...outsideCommand,
       type: SUPPORT_CANCEL_REQUESTED,
-      schemaVersion: 1,
-      kind: "command",
-      topic: "commands",
-      sequenced: false,
       description:
         "Cancel one support turn: its reply is not sent if it has not been yet (sent by an operator or a client; aggregate delivery/<task_id>, version 0).",
       payload: SupportCancelRequestedPayload,
     }),
     registry.define({
+      ...streamFact,
       type: SUPPORT_CANCELLED,
-      schemaVersion: 1,
-      kind: "event",
-      topic: "events",
-      sequenced: true,
       description:
         "The sender recorded the cancel of a support turn: sends of it not made yet are discarded as cancelled.",
       payload: SupportCancelledPayload,

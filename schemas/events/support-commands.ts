@@ -2,6 +2,7 @@ import * as z from "zod";
 import type { Envelope } from "../envelope";
 import type { EventRegistry } from "../registry";
 import { ConversationTurn, Intent, OrderId, OrderRecord } from "./conversation";
+import { streamCommand } from "./kinds";
 
 /**
  * The commands of the support chain (seed 000 §11): route, order lookup, reply generation.
@@ -75,11 +76,10 @@ function defineCommand<T extends string, V1 extends z.ZodType, V2 extends z.ZodT
   registry: EventRegistry,
   { type, description, v1, v2 }: { type: T; description: string; v1: V1; v2: V2 },
 ) {
-  const command = { kind: "command", topic: "commands", sequenced: true } as const;
   return [
-    registry.define({ ...command, type, schemaVersion: 1, description, payload: v1 }),
+    registry.define({ ...streamCommand, type, description, payload: v1 }),
     registry.define({
-      ...command,
+      ...streamCommand,
       type,
       schemaVersion: 2,
       description: `${description} Carries no customer text: the context is the conversation's messages through context_version.`,

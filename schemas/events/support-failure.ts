@@ -1,6 +1,7 @@
 import * as z from "zod";
 import { OpaqueId } from "../ids";
 import type { EventRegistry } from "../registry";
+import { streamFact } from "./kinds";
 
 /**
  * A step of the customer-support workflow that failed for good (seed 000 §11.3): the
@@ -29,11 +30,8 @@ export type StepFailed = z.output<typeof StepFailedPayload>;
 export function defineSupportFailureEvents(registry: EventRegistry) {
   return [
     registry.define({
+      ...streamFact,
       type: "support.step.failed",
-      schemaVersion: 1,
-      kind: "event",
-      topic: "events",
-      sequenced: true,
       description:
         "A step of the support workflow failed for good; the customer is handed off to a person.",
       payload: StepFailedPayload,

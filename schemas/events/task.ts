@@ -1,5 +1,6 @@
 import * as z from "zod";
 import type { EventRegistry } from "../registry";
+import { outsideFact, streamFact } from "./kinds";
 
 /**
  * The task lifecycle of the reference workflow: one task aggregate whose stream records
@@ -39,22 +40,21 @@ export type FeedbackReceived = z.infer<typeof FeedbackReceivedPayload>;
 
 /** The task events; each definition is returned, so its payload type can be read from it. */
 export function defineTaskEvents(registry: EventRegistry) {
-  const stream = { schemaVersion: 1, kind: "event", topic: "events", sequenced: true } as const;
   return [
     registry.define({
-      ...stream,
+      ...streamFact,
       type: "task.accepted",
       description: "A task was accepted for work.",
       payload: TaskAcceptedPayload,
     }),
     registry.define({
-      ...stream,
+      ...streamFact,
       type: "plan.created",
       description: "A plan for the task was made.",
       payload: PlanCreatedV1Payload,
     }),
     registry.define({
-      ...stream,
+      ...streamFact,
       schemaVersion: 2,
       type: "plan.created",
       description: "A plan for the task was made (each step an object: title, tool).",
@@ -64,23 +64,20 @@ export function defineTaskEvents(registry: EventRegistry) {
       }),
     }),
     registry.define({
-      ...stream,
+      ...streamFact,
       type: "answer.generated",
       description: "An answer for the task was generated.",
       payload: AnswerGeneratedPayload,
     }),
     registry.define({
-      ...stream,
+      ...streamFact,
       type: "notification.sent",
       description: "The answer was delivered to the user.",
       payload: NotificationSentPayload,
     }),
     registry.define({
+      ...outsideFact,
       type: "task.feedback.received",
-      schemaVersion: 1,
-      kind: "event",
-      topic: "events",
-      sequenced: false,
       description: "A user rated a task (sent by a client; not from an event stream).",
       payload: FeedbackReceivedPayload,
     }),

@@ -1,15 +1,9 @@
 import * as z from "zod";
 import { OpaqueId } from "../ids";
 import type { EventRegistry } from "../registry";
-import {
-  CONTENT_ROLES,
-  contentEventTypes,
-  Generation,
-  NodeId,
-  OperatorReason,
-  Requester,
-  WorkflowEndedPayload,
-} from "./workflow";
+import { NodeRefShape, RequestedByShape } from "./fields";
+import { outsideCommand, streamCommand, streamFact } from "./kinds";
+import { CONTENT_ROLES, contentEventTypes, WorkflowEndedPayload } from "./workflow";
 
 /**
  * Cancelling a content-production run (issue 12 item 5; seed 001 §4, TaskCancel on the command
@@ -24,22 +18,10 @@ import {
  *   reaches the agent's group on the same channel and in the same order as `<stem>.requested`.
  */
 
-export { Requester } from "./workflow";
-
-/** Why, in the operator's words. */
-export const CancelReason = OperatorReason;
-
-export const WorkflowCancelRequestedPayload = z.object({
-  run_id: OpaqueId,
-  reason: CancelReason.optional(),
-  requested_by: Requester,
-});
+export const WorkflowCancelRequestedPayload = z.object({ run_id: OpaqueId, ...RequestedByShape });
 export type WorkflowCancelRequested = z.infer<typeof WorkflowCancelRequestedPayload>;
 
-export const WorkflowCancelledPayload = WorkflowEndedPayload.extend({
-  reason: CancelReason.optional(),
-  requested_by: Requester,
-});
+export const WorkflowCancelledPayload = WorkflowEndedPayload.extend(RequestedByShape);
 export type WorkflowCancelled = z.infer<typeof WorkflowCancelledPayload>;
 
 /**
@@ -50,9 +32,7 @@ export type WorkflowCancelled = z.infer<typeof WorkflowCancelledPayload>;
  */
 export const NODE_CANCEL_REASONS = ["run_cancelled", "rerun", "reset", "resolved"] as const;
 export const NodeCancelRequestedPayload = z.object({
-  run_id: OpaqueId,
-  node_id: NodeId,
-  generation: Generation,
+  ...NodeRefShape,
   reason: z.enum(NODE_CANCEL_REASONS),
 });
 export type NodeCancelRequested = z.infer<typeof NodeCancelRequestedPayload>;
@@ -60,32 +40,23 @@ export type NodeCancelRequested = z.infer<typeof NodeCancelRequestedPayload>;
 export function defineWorkflowCancelEvents(registry: EventRegistry) {
   return [
     registry.define({
+      ...outsideCommand,
       type: "workflow.cancel.requested",
-      schemaVersion: 1,
-      kind: "command",
-      topic: "commands",
-      sequenced: false,
       description:
         "Cancel a run (sent by an operator; aggregate dag_run/<run_id>, version 0): it ends CANCELLED and the agents of its running nodes are told to drop their work.",
       payload: WorkflowCancelRequestedPayload,
     }),
     ...CONTENT_ROLES.map((role) =>
       registry.define({
+        ...streamCommand,
         type: contentEventTypes(role).cancel,
-        schemaVersion: 1,
-        kind: "command",
-        topic: "commands",
-        sequenced: true,
         description: `The orchestrator tells the ${role} agent that its assignment of a node no longer counts (run cancelled or node re-run; on the dag_run stream): a request for it still queued is discarded, a run in progress ends CANCELLED.`,
         payload: NodeCancelRequestedPayload,
       }),
     ),
     registry.define({
+      ...streamFact,
       type: "workflow.cancelled",
-      schemaVersion: 1,
-      kind: "event",
-      topic: "events",
-      sequenced: true,
       description:
         "The run was cancelled by an operator: every node that had not ended is CANCELLED; the result holds what it produced so far, with who asked and why.",
       payload: WorkflowCancelledPayload,

@@ -1,8 +1,8 @@
 import * as z from "zod";
 import { OpaqueId } from "../ids";
 import type { EventRegistry } from "../registry";
-import { NodeId } from "./workflow";
-import { CancelReason, Requester } from "./workflow-cancel";
+import { NodeId, RequestedByShape } from "./fields";
+import { outsideCommand } from "./kinds";
 
 /**
  * Resolving a FAILED node by hand (issue 12 item 6; seed 001 §2.3, HumanResolved of an agent run
@@ -19,19 +19,15 @@ export const WorkflowResolveRequestedPayload = z.object({
   node_id: NodeId,
   /** The node's output, in the shape its role's agent would have answered with. */
   output: z.record(z.string(), z.unknown()),
-  reason: CancelReason.optional(),
-  requested_by: Requester,
+  ...RequestedByShape,
 });
 export type WorkflowResolveRequested = z.infer<typeof WorkflowResolveRequestedPayload>;
 
 export function defineWorkflowResolveEvents(registry: EventRegistry) {
   return [
     registry.define({
+      ...outsideCommand,
       type: "workflow.resolve.requested",
-      schemaVersion: 1,
-      kind: "command",
-      topic: "commands",
-      sequenced: false,
       description:
         "Resolve a FAILED node with an output an operator supplies (aggregate dag_run/<run_id>, version 0): the node counts as COMPLETED with it and the nodes below it run again.",
       payload: WorkflowResolveRequestedPayload,

@@ -3,6 +3,8 @@ import { IsoTime } from "../envelope";
 import { OpaqueId } from "../ids";
 import type { EventRegistry } from "../registry";
 import { ContentRequest, WORKFLOW_KINDS } from "./content-request";
+import { Attempt, NodeId, type NodeRef, NodeRefShape, OperatorReason, Requester } from "./fields";
+import { outsideCommand, outsideFact, streamCommand, streamFact } from "./kinds";
 
 /**
  * The content-production workflow (seed 001 §6) on the bus.
@@ -20,12 +22,6 @@ import { ContentRequest, WORKFLOW_KINDS } from "./content-request";
  * serialized within each consumer group.
  */
 
-/** A node id of a workflow definition (the DAG's identifier rule). */
-export const NodeId = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, {
-  message: "must be 1-64 characters of A-Z a-z 0-9 _ . - starting with a letter or digit",
-});
-export const Generation = z.number().int().min(0);
-
 export {
   CONTENT_REQUEST_MAX_BYTES,
   CONTENT_REQUEST_MAX_DEPTH,
@@ -33,6 +29,7 @@ export {
   WORKFLOW_KINDS,
   type WorkflowKind,
 } from "./content-request";
+export { NodeId } from "./fields";
 
 /**
  * `quick-news` (fact check || writing) or `long-form` (serial). Any other kebab-case name is
@@ -58,12 +55,7 @@ export const WorkflowStartRequestedPayload = z.object({
   workflow_name: WorkflowName,
   request: ContentRequest,
 });
-/** Who asked for an operator command: an operator's name as the CLI gives it (AGENTBUS_OPERATOR
- * or the OS user). */
-export const Requester = z.string().min(1).max(128);
-/** Why, in the operator's words. */
-export const OperatorReason = z.string().max(1000);
-
+/** An operator's request about one node of a run: re-run it, or reset it when FAILED. */
 export const WorkflowRerunRequestedPayload = z.object({
   run_id: OpaqueId,
   node_id: NodeId,
@@ -71,30 +63,19 @@ export const WorkflowRerunRequestedPayload = z.object({
   /** Absent in commands from clients that do not say (the audit trail keeps the producer). */
   requested_by: Requester.optional(),
 });
-export const WorkflowResetRequestedPayload = z.object({
-  run_id: OpaqueId,
-  node_id: NodeId,
-  reason: OperatorReason.optional(),
-  requested_by: Requester.optional(),
-});
+export const WorkflowResetRequestedPayload = WorkflowRerunRequestedPayload;
 export const WorkflowReleaseRequestedPayload = z.object({ run_id: OpaqueId });
 export const NodeLeaseExpiredPayload = z.object({
-  run_id: OpaqueId,
-  node_id: NodeId,
-  generation: Generation,
+  ...NodeRefShape,
   /** When the lease ran out (the sweeper's view). */
   expired_at: IsoTime.optional(),
 });
 
 /** The most a heartbeat may extend a node's lease by, in seconds. */
 export const MAX_HEARTBEAT_LEASE_SECONDS = 3600;
-export const NodeHeartbeatPayload = z.object({
-  run_id: OpaqueId,
-  node_id: NodeId,
-  generation: Generation,
-  /** The node's lease runs at least this long from the orchestrator's receipt of the heartbeat. */
-  lease_seconds: z.number().int().min(1).max(MAX_HEARTBEAT_LEASE_SECONDS),
-});
+/** The node's lease runs at least this long from the orchestrator's receipt of the message. */
+export const LeaseSeconds = z.number().int().min(1).max(MAX_HEARTBEAT_LEASE_SECONDS);
+export const NodeHeartbeatPayload = z.object({ ...NodeRefShape, lease_seconds: LeaseSeconds });
 
 export const ErrorClassSchema = z.enum(["transient", "permanent", "business", "unknown_outcome"]);
 export const NodeFailure = z.object({
@@ -131,11 +112,8 @@ export type WritingOutput = z.infer<typeof WritingOutput>;
 export type ReviewOutput = z.infer<typeof ReviewOutput>;
 
 export const NodeRequestedPayload = z.object({
-  run_id: OpaqueId,
-  node_id: NodeId,
-  generation: Generation,
-  /** How many times the node was assigned over all generations (1 on the first assignment). */
-  attempt: z.number().int().min(1),
+  ...NodeRefShape,
+  attempt: Attempt,
   /** Outputs of the upstream nodes whose edge into this node was taken, by node id. */
   input: z.record(z.string(), z.unknown()),
   /** The run's input (the operator's request). */
@@ -143,20 +121,9 @@ export const NodeRequestedPayload = z.object({
 });
 export type NodeRequested = z.infer<typeof NodeRequestedPayload>;
 
-const completedPayload = <O extends z.ZodType>(output: O) =>
-  z.object({ run_id: OpaqueId, node_id: NodeId, generation: Generation, output });
-export const NodeFailedPayload = z.object({
-  run_id: OpaqueId,
-  node_id: NodeId,
-  generation: Generation,
-  error: NodeFailure,
-});
-export type NodeCompleted<O = unknown> = {
-  run_id: string;
-  node_id: string;
-  generation: number;
-  output: O;
-};
+const completedPayload = <O extends z.ZodType>(output: O) => z.object({ ...NodeRefShape, output });
+export const NodeFailedPayload = z.object({ ...NodeRefShape, error: NodeFailure });
+export type NodeCompleted<O = unknown> = NodeRef & { output: O };
 export type NodeFailed = z.infer<typeof NodeFailedPayload>;
 
 /** The content roles: agent role (consumer group) -> event-name stem and output schema. */
@@ -255,22 +222,16 @@ export function defineWorkflowEvents(registry: EventRegistry) {
 
 /** What an operator (or a scheduler) asks of a run. */
 function defineRunCommands(registry: EventRegistry) {
-  const operator = {
-    schemaVersion: 1,
-    kind: "command",
-    topic: "commands",
-    sequenced: false,
-  } as const;
   return [
     registry.define({
-      ...operator,
+      ...outsideCommand,
       type: "workflow.start.requested",
       description:
         "Start a content-production run (sent by an operator; aggregate dag_run/<run_id>, version 0).",
       payload: WorkflowStartRequestedV1Payload,
     }),
     registry.define({
-      ...operator,
+      ...outsideCommand,
       schemaVersion: 2,
       type: "workflow.start.requested",
       description:
@@ -282,20 +243,20 @@ function defineRunCommands(registry: EventRegistry) {
       },
     }),
     registry.define({
-      ...operator,
+      ...outsideCommand,
       type: "workflow.rerun.requested",
       description: "Re-run a node of a run and everything below it, under a new generation.",
       payload: WorkflowRerunRequestedPayload,
     }),
     registry.define({
-      ...operator,
+      ...outsideCommand,
       type: "workflow.reset.requested",
       description:
         "Manual reset of a FAILED node (seed 001 ManualReset): run it and its descendants again under a new generation.",
       payload: WorkflowResetRequestedPayload,
     }),
     registry.define({
-      ...operator,
+      ...outsideCommand,
       type: "workflow.release.requested",
       description:
         "Release the READY nodes of a run that backpressure held back (sent by a scheduler or an operator).",
@@ -306,22 +267,16 @@ function defineRunCommands(registry: EventRegistry) {
 
 /** A node's lease: the sweeper reports it expired, a busy agent extends it. */
 function defineLeaseEvents(registry: EventRegistry) {
-  const unsequenced = {
-    schemaVersion: 1,
-    kind: "event",
-    topic: "events",
-    sequenced: false,
-  } as const;
   return [
     registry.define({
-      ...unsequenced,
+      ...outsideFact,
       type: "node.lease.expired",
       description:
         "The sweeper found a node of a run RUNNING past its lease (the TaskHung entry of seed 001).",
       payload: NodeLeaseExpiredPayload,
     }),
     registry.define({
-      ...unsequenced,
+      ...outsideFact,
       type: "node.heartbeat",
       description:
         "A content agent is still working on a node (a long model call): the orchestrator extends the node's lease (aggregate dag_run/<run_id>, version 0).",
@@ -339,29 +294,20 @@ function defineContentRoleEvents(registry: EventRegistry, role: ContentRole) {
   const types = contentEventTypes(role);
   return [
     registry.define({
+      ...streamCommand,
       type: types.requested,
-      schemaVersion: 1,
-      kind: "command",
-      topic: "commands",
-      sequenced: true,
       description: `The orchestrator assigns a ${role} node to the ${role} agent (on the dag_run stream).`,
       payload: NodeRequestedPayload,
     }),
     registry.define({
+      ...streamFact,
       type: types.completed,
-      schemaVersion: 1,
-      kind: "event",
-      topic: "events",
-      sequenced: true,
       description: `The ${role} agent completed a node (on its agent_run stream).`,
       payload: completedPayload(output),
     }),
     registry.define({
+      ...streamFact,
       type: types.failed,
-      schemaVersion: 1,
-      kind: "event",
-      topic: "events",
-      sequenced: true,
       description: `The ${role} agent gave up on a node: retries exhausted, a permanent error, a business refusal or a model output that needs a human (on its agent_run stream).`,
       payload: NodeFailedPayload,
     }),
@@ -369,28 +315,27 @@ function defineContentRoleEvents(registry: EventRegistry, role: ContentRole) {
 }
 
 function defineRunEndEvents(registry: EventRegistry) {
-  const runStream = { schemaVersion: 1, kind: "event", topic: "events", sequenced: true } as const;
   return [
     registry.define({
-      ...runStream,
+      ...streamFact,
       type: "workflow.completed",
       description: "Every node of the run completed (or was degraded or skipped).",
       payload: WorkflowEndedPayload,
     }),
     registry.define({
-      ...runStream,
+      ...streamFact,
       type: "workflow.partial",
       description: "The run ended with some nodes completed and others failed or cancelled.",
       payload: WorkflowEndedPayload,
     }),
     registry.define({
-      ...runStream,
+      ...streamFact,
       type: "workflow.failed",
       description: "The run ended without any node completed.",
       payload: WorkflowEndedPayload,
     }),
     registry.define({
-      ...runStream,
+      ...streamFact,
       type: "workflow.rejected",
       description:
         "The orchestrator refused an operator request (unknown workflow, unknown run or node, re-run or reset not possible).",
