@@ -2,6 +2,7 @@ import { QueryCommand } from "@aws-sdk/client-dynamodb";
 import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { DeleteMessageCommand, type Message, ReceiveMessageCommand } from "@aws-sdk/client-sqs";
 import { unmarshall } from "@aws-sdk/util-dynamodb";
+import { envelopeOfItem } from "../../functions/adapters/dynamodb/deflated-json";
 import { hourOf } from "../../functions/adapters/dynamodb/items";
 import { batchGetItems } from "../../functions/adapters/dynamodb/reads";
 import { EventAttr, EventIndex } from "../../functions/adapters/dynamodb/tables";
@@ -87,8 +88,7 @@ async function envelopesOf(
     keys.map((k) => ({ pk: { S: k.pk }, version: { N: String(k.version) } })),
   );
   const byKey = new Map<string, Envelope>();
-  for (const row of items)
-    byKey.set(`${row.pk}#${row.version}`, JSON.parse(String(row.envelope)) as Envelope);
+  for (const row of items) byKey.set(`${row.pk}#${row.version}`, envelopeOfItem(row));
   return keys.flatMap((k) => byKey.get(`${k.pk}#${k.version}`) ?? []);
 }
 

@@ -1,5 +1,6 @@
 import { QueryCommand } from "@aws-sdk/client-dynamodb";
 import { unmarshall } from "@aws-sdk/util-dynamodb";
+import { envelopeOfItem } from "../../functions/adapters/dynamodb/deflated-json";
 import { DynamoDueIndex } from "../../functions/adapters/dynamodb/due";
 import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
 import { EventAttr, streamKey } from "../../functions/adapters/dynamodb/tables";
@@ -35,9 +36,7 @@ async function newestOfStream(
       Limit: RELATED_WINDOW,
     }),
   );
-  return (out.Items ?? []).map(
-    (item) => JSON.parse(String(unmarshall(item)[EventAttr.envelope])) as Envelope,
-  );
+  return (out.Items ?? []).map((item) => envelopeOfItem(unmarshall(item)));
 }
 
 /** What a trace of this stack reads. */

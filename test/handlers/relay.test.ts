@@ -104,6 +104,23 @@ describe("createRelayHandler (events stream -> EventBridge)", () => {
     }
   });
 
+  it("publishes a large envelope stored deflated as the JSON the producer wrote", async () => {
+    const large = feedbackEvent({
+      payload: { rating: 2, comment: "the reply missed the refund date. ".repeat(40) },
+    });
+    const item = eventItem(large);
+    expect(item.envelope_z).toBeDefined();
+    const reports: RelayReport[] = [];
+
+    await relayHandler({ onReport: (r) => reports.push(r) })(
+      dynamoStreamEvent([dynamoStreamRecord({ ...item })]),
+    );
+
+    expect(reports).toEqual([{ published: 1, calls: 1, retriedEntries: 0 }]);
+    const [published] = await drain();
+    expect(published?.detail).toEqual(JSON.parse(JSON.stringify(large)));
+  });
+
   it("skips an INSERT without an envelope attribute instead of failing the batch", async () => {
     const envelope = taskEvent(1);
     const { envelope: _, ...withoutEnvelope } = eventItem(envelope);

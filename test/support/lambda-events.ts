@@ -189,8 +189,10 @@ export function dynamoStreamRecord(
   const region = options.awsRegion ?? REGION;
   const tableName = options.tableName ?? "agentbus-test-events";
   const createdAt = options.createdAt ?? new Date();
-  // aws-lambda's AttributeValue and the SDK's are the same wire shape under different types.
-  const newImage = eventName === "REMOVE" ? undefined : (image as Record<string, AttributeValue>);
+  // aws-lambda's AttributeValue and the SDK's are the same wire shape under different types;
+  // Lambda's JSON carries a binary value as base64 text.
+  const newImage =
+    eventName === "REMOVE" ? undefined : (base64Binaries(image) as Record<string, AttributeValue>);
   return {
     eventID: options.eventId ?? randomBytes(16).toString("hex"),
     eventName,
@@ -207,6 +209,18 @@ export function dynamoStreamRecord(
     },
     eventSourceARN: `arn:aws:dynamodb:${region}:${ACCOUNT_ID}:table/${tableName}/stream/2026-01-01T00:00:00.000`,
   };
+}
+
+function base64Binaries(image: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(image).map(([name, value]) => {
+      const binary = (value as { B?: unknown }).B;
+      return [
+        name,
+        binary instanceof Uint8Array ? { B: Buffer.from(binary).toString("base64") } : value,
+      ];
+    }),
+  );
 }
 
 export function dynamoStreamEvent(records: readonly DynamoDBRecord[]): DynamoDBStreamEvent {

@@ -24,6 +24,7 @@ import type {
 } from "../../core/ports";
 import { systemClock } from "../../core/runtime";
 import { type Action, cancellationError, commitActions, type Item } from "./commit-actions";
+import { envelopeOfItem } from "./deflated-json";
 import { dynamoFailure } from "./failure";
 import {
   type CheckpointItem,
@@ -251,7 +252,7 @@ export class DynamoEventStore implements EventStore, TraceReader {
 }
 
 function parseEnvelope(item: EventItem): Envelope {
-  return JSON.parse(item.envelope) as Envelope;
+  return envelopeOfItem(item as unknown as Record<string, unknown>);
 }
 
 function isNamed(error: unknown, name: string): boolean {

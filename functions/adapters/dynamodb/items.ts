@@ -8,6 +8,7 @@ import type {
   StateSummary,
   StoredState,
 } from "../../core/ports";
+import { deflatedJson, inflatedJson, storedEnvelope } from "./deflated-json";
 import { checkpointKey, DUE_SHARD, failureKey, inboxKey, streamKey } from "./tables";
 
 /**
@@ -22,6 +23,8 @@ export interface StateItem {
   readonly revision: number;
   readonly version: number;
   readonly data?: unknown;
+  /** Instead of `data`, when its JSON is large: that JSON deflated (./deflated-json). */
+  readonly data_z?: Uint8Array;
   readonly agg_type: string;
   readonly agg_id: string;
   readonly updated_at: string;
@@ -45,8 +48,9 @@ export interface EventItem {
   readonly correlation_id: string;
   readonly task_id: string;
   readonly occurred_at: string;
-  /** The full envelope as JSON: what the relay publishes, byte for byte. */
-  readonly envelope: string;
+  /** The full envelope as JSON: what the relay publishes, byte for byte (or deflated: ./deflated-json). */
+  readonly envelope?: string;
+  readonly envelope_z?: Uint8Array;
   /** The aggregate type, on a stream's first event only (the by-stream-type index). */
   readonly stream_type?: string;
   /** occurred_at's UTC hour and UTC time (the by-hour index). */
@@ -103,7 +107,7 @@ export function stateItem(
     pk: streamKey(aggregate),
     revision,
     version,
-    data,
+    ...storedData(data),
     agg_type: aggregate.type,
     agg_id: aggregate.id,
     updated_at: updatedAt.toISOString(),
@@ -111,6 +115,18 @@ export function stateItem(
     ...(summary ? summaryAttributes(summary) : {}),
     ...(gate ? { gate_checkpoints: gate.checkpoints, gate_recent: gate.recent } : {}),
   };
+}
+
+/** The state's data as a map, or as its JSON deflated when that is large (./deflated-json). */
+function storedData(data: unknown): Pick<StateItem, "data" | "data_z"> {
+  if (data === undefined) return {};
+  const deflated = deflatedJson(JSON.stringify(data));
+  return deflated ? { data_z: deflated } : { data };
+}
+
+function dataOf(item: StateItem): unknown {
+  const json = inflatedJson(item.data_z);
+  return json === undefined ? item.data : JSON.parse(json);
 }
 
 function summaryAttributes(summary: StateSummary) {
@@ -135,7 +151,7 @@ export function storedStateOf(item: StateItem): StoredState {
     aggregate: { type: item.agg_type, id: item.agg_id },
     revision: item.revision,
     version: item.version,
-    data: item.data,
+    data: dataOf(item),
     ...(item.gate_checkpoints || item.gate_recent
       ? { gate: { checkpoints: item.gate_checkpoints ?? {}, recent: item.gate_recent ?? {} } }
       : {}),
@@ -152,7 +168,7 @@ export function eventItem(envelope: Envelope): EventItem {
     correlation_id: envelope.correlation_id,
     task_id: envelope.task_id,
     occurred_at: envelope.occurred_at,
-    envelope: JSON.stringify(envelope),
+    ...storedEnvelope(envelope),
     ...(envelope.aggregate.version === 1 ? { stream_type: envelope.aggregate.type } : {}),
     ...hourOf(envelope.occurred_at),
   };

@@ -2,6 +2,7 @@ import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import { unmarshall } from "@aws-sdk/util-dynamodb";
 import type { DynamoDBRecord } from "aws-lambda";
 import type { Envelope } from "../../../schemas";
+import { envelopeJson } from "./deflated-json";
 import { EventAttr } from "./tables";
 
 export interface SkippedStreamRecord {
@@ -24,7 +25,7 @@ export interface StreamEnvelopes {
 /**
  * Turn the events table's stream records (NEW_IMAGE, as Lambda delivers them) into the envelopes
  * the relay publishes. Only INSERT records are events; the envelope is the `envelope` attribute,
- * stored as the JSON the producer validated. The envelope is not re-validated here: the relay
+ * stored as the JSON the producer validated (or `envelope_z`, that JSON deflated). The envelope is not re-validated here: the relay
  * publishes exactly what the event store holds, and consumers validate on receipt.
  */
 export function envelopesFromStreamRecords(records: readonly DynamoDBRecord[]): StreamEnvelopes {
@@ -51,9 +52,21 @@ export function envelopesFromStreamRecords(records: readonly DynamoDBRecord[]): 
     // aws-lambda's AttributeValue and the SDK's are the same wire shape under different types.
     // wrapNumbers: a number attribute beyond 2^53 must not make the whole batch throw.
     const item = unmarshall(image as Record<string, AttributeValue>, { wrapNumbers: true });
-    const raw = item[EventAttr.envelope];
-    if (typeof raw !== "string") {
-      skip("no_envelope", `the item has no string attribute "${EventAttr.envelope}"`);
+    let raw: string | undefined;
+    try {
+      raw = envelopeJson(item);
+    } catch (error) {
+      skip(
+        "invalid_envelope_json",
+        `${EventAttr.envelopeDeflated} does not inflate: ${String(error)}`,
+      );
+      continue;
+    }
+    if (raw === undefined) {
+      skip(
+        "no_envelope",
+        `the item has no string attribute "${EventAttr.envelope}" nor a binary "${EventAttr.envelopeDeflated}"`,
+      );
       continue;
     }
     try {

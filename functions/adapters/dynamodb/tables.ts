@@ -12,7 +12,8 @@ import type { AggregateRef } from "../../../schemas";
  *                 sparse GSIs by-kind (kind, updated_at) and by-waiting (waiting, updated_at),
  *                 projecting the summary only (the operator's lists, without the state data).
  * - events:       pk = `${type}#${id}`, sk version (N); event_id, event_type, schema_version,
- *                 correlation_id, task_id, occurred_at, envelope (the full envelope JSON), and on
+ *                 correlation_id, task_id, occurred_at, envelope (the full envelope JSON; or
+ *                 envelope_z, that JSON deflated, when it is large: ./deflated-json), and on
  *                 a stream's first event stream_type (sparse GSI by-stream-type: stream_type, pk;
  *                 keys only: one entry per stream, to list the streams of a type).
  *                 GSIs by-correlation (correlation_id, event_id) and by-task (task_id, event_id),
@@ -62,6 +63,8 @@ export const StateAttr = {
   revision: "revision",
   version: "version",
   data: "data",
+  /** Instead of `data`, when its JSON is large: that JSON deflated (./deflated-json). */
+  dataDeflated: "data_z",
   aggType: "agg_type",
   aggId: "agg_id",
   updatedAt: "updated_at",
@@ -117,6 +120,8 @@ export const EventAttr = {
   taskId: "task_id",
   occurredAt: "occurred_at",
   envelope: "envelope",
+  /** Instead of `envelope`, when its JSON is large: that JSON deflated (./deflated-json). */
+  envelopeDeflated: "envelope_z",
   /** Only on a stream's first event (version 1): the aggregate type, for the by-stream-type index. */
   streamType: "stream_type",
   /** The hour of occurred_at in UTC (`2026-11-30T17`): the by-hour index's partition. */

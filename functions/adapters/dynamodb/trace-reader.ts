@@ -2,9 +2,9 @@ import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { Envelope } from "../../../schemas";
 import { chunk } from "../../core/batching";
 import type { GroupStream, InboxRecord, OutcomeRecord, TraceReader } from "../../core/ports";
+import { envelopeOfItem } from "./deflated-json";
 import {
   type CheckpointItem,
-  type EventItem,
   type FailureItem,
   type InboxItem,
   inboxRecordOf,
@@ -90,7 +90,7 @@ export class DynamoTraceReader implements TraceReader {
       ExpressionAttributeValues: { ":k": { S: value } },
     });
     return items
-      .map((item) => JSON.parse((item as unknown as EventItem).envelope) as Envelope)
+      .map((item) => envelopeOfItem(item))
       .sort((a, b) => (a.event_id < b.event_id ? -1 : a.event_id > b.event_id ? 1 : 0));
   }
 

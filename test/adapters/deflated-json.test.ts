@@ -1,0 +1,87 @@
+import { describe, expect, it } from "vitest";
+import {
+  DEFLATE_OVER_BYTES,
+  envelopeJson,
+  envelopeOfItem,
+  storedEnvelope,
+} from "../../functions/adapters/dynamodb/deflated-json";
+import { eventItem, stateItem, storedStateOf } from "../../functions/adapters/dynamodb/items";
+import { itemSize } from "../../functions/adapters/metering";
+import { feedbackEvent, taskEvent } from "../support/factories";
+
+/** A feedback message whose comment makes its JSON about `bytes` long. */
+const withComment = (length: number) =>
+  feedbackEvent({
+    payload: { rating: 4, comment: "the answer was useful, thanks. ".repeat(length / 31) },
+  });
+
+describe("the envelope of an event item", () => {
+  it("stays JSON text while small", () => {
+    const small = taskEvent(1);
+    expect(Buffer.byteLength(JSON.stringify(small))).toBeLessThanOrEqual(DEFLATE_OVER_BYTES);
+    expect(storedEnvelope(small)).toEqual({ envelope: JSON.stringify(small) });
+  });
+
+  it("is deflated when large, and comes back as the same JSON, byte for byte", () => {
+    const large = withComment(1200);
+    const json = JSON.stringify(large);
+    const stored = storedEnvelope(large);
+    expect(stored.envelope).toBeUndefined();
+    expect(stored.envelope_z?.byteLength).toBeLessThan(Buffer.byteLength(json) / 2);
+    expect(envelopeJson(stored)).toBe(json);
+    // As a stream record delivers it to Lambda: base64 text.
+    const base64 = Buffer.from(stored.envelope_z as Uint8Array).toString("base64");
+    expect(envelopeJson({ envelope_z: base64 })).toBe(json);
+    expect(envelopeOfItem(eventItem(large) as unknown as Record<string, unknown>)).toEqual(
+      JSON.parse(json),
+    );
+  });
+
+  it("makes an event item of 1.3 KB of JSON fit the 1 KB a write unit bills", () => {
+    const large = withComment(1000);
+    const json = JSON.stringify(large);
+    expect(Buffer.byteLength(json)).toBeGreaterThan(1100);
+    const asText = { ...eventItem(large), envelope: json, envelope_z: undefined };
+    expect(itemSize(asText)).toBeGreaterThan(1024);
+    expect(itemSize(eventItem(large))).toBeLessThanOrEqual(1024);
+  });
+
+  it("reads items written before as text, and names an item that has neither", () => {
+    const event = taskEvent(2);
+    expect(envelopeOfItem({ envelope: JSON.stringify(event) })).toEqual(
+      JSON.parse(JSON.stringify(event)),
+    );
+    expect(envelopeJson({ pk: "task#x" })).toBeUndefined();
+    expect(() => envelopeOfItem({ pk: "task#x", version: 3 })).toThrow(
+      "event item task#x v3 has no envelope",
+    );
+  });
+});
+
+describe("the data of a state item", () => {
+  const ref = { type: "dag_run", id: "run_1" };
+  const at = new Date("2026-09-01T10:00:00.000Z");
+
+  it("stays a map while small, and is deflated when large, read back equal either way", () => {
+    const small = { status: "RUNNING", nodes: { a: "DONE" } };
+    const smallItem = stateItem(ref, 1, 1, small, at);
+    expect(smallItem.data).toEqual(small);
+    expect(smallItem.data_z).toBeUndefined();
+
+    const nodes = Object.fromEntries(
+      Array.from({ length: 40 }, (_, i) => [`node-${i}`, { status: "PENDING", attempts: 0 }]),
+    );
+    const large = { status: "RUNNING", nodes, note: null, empty: "" };
+    const largeItem = stateItem(ref, 2, 2, large, at);
+    expect(largeItem.data).toBeUndefined();
+    expect(largeItem.data_z?.byteLength).toBeLessThan(JSON.stringify(large).length / 4);
+    expect(storedStateOf(largeItem).data).toEqual(large);
+    expect(storedStateOf(smallItem).data).toEqual(small);
+  });
+
+  it("leaves a state without data without either attribute", () => {
+    const item = stateItem(ref, 1, 0, undefined, at);
+    expect("data" in item || "data_z" in item).toBe(false);
+    expect(storedStateOf(item).data).toBeUndefined();
+  });
+});
