@@ -1,6 +1,9 @@
 import type { Envelope } from "../../schemas";
-import type { ContentEventTypes } from "../../schemas/events/workflow";
-import { NodeCancelRequestedPayload } from "../../schemas/events/workflow-cancel";
+import {
+  CONTENT_ROLES,
+  type ContentEventTypes,
+  contentEventTypes,
+} from "../../schemas/events/workflow";
 import { type AgentRun, transition } from "../core/agent-run";
 import { payloadOf } from "../core/payload";
 import type { Decision } from "../core/pipeline";
@@ -72,6 +75,9 @@ export async function discardCancelled(
   return (await lookAhead()) ? "cancelled" : undefined;
 }
 
+/** The cancel command of every content role (`decideCancel` is not told which agent it serves). */
+const CANCEL_TYPES = atLeastOne(CONTENT_ROLES.map((role) => contentEventTypes(role).cancel));
+
 /**
  * A received cancel: a new agent run (`fresh`, IDLE) stored CANCELLED when the assignment was
  * never worked on; a BLOCKED agent run ends CANCELLED (it no longer waits for its confirmation);
@@ -85,7 +91,7 @@ export function decideCancel(
   fresh: () => AgentRun,
   now: Date,
 ): Decision<AgentRun> {
-  const cancel = NodeCancelRequestedPayload.parse(event.payload);
+  const cancel = payloadOf(event, ...CANCEL_TYPES);
   const reason = `${cancel.reason}: ${event.event_type} ${event.event_id} for run ${cancel.run_id} node ${cancel.node_id} generation ${cancel.generation}`;
   if (!existing) return { state: transition(fresh(), "TaskCancelled", { now, reason }) };
   if (existing.state === "BLOCKED")
@@ -105,4 +111,10 @@ export function cancelledWhileRunning(run: AgentRun, now: Date): Decision<AgentR
     state: transition(run, "TaskCancelled", { now, reason }),
     discarded: "cancelled",
   };
+}
+
+function atLeastOne<T>(values: readonly T[]): readonly [T, ...T[]] {
+  const [first, ...rest] = values;
+  if (first === undefined) throw new Error("expected at least one value");
+  return [first, ...rest];
 }

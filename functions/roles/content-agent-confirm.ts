@@ -2,12 +2,13 @@ import * as z from "zod";
 import type { Envelope } from "../../schemas";
 import {
   ConfirmationQuestion,
+  confirmEventType,
   type NodeBlocked,
   type NodeConfirmRequested,
-  NodeConfirmRequestedPayload,
 } from "../../schemas/events/agent-run";
-import type { NodeRequested } from "../../schemas/events/workflow";
+import { CONTENT_ROLE_EVENTS, type NodeRequested } from "../../schemas/events/workflow";
 import { type AgentRun, transition } from "../core/agent-run";
+import { payloadOf } from "../core/payload";
 import type { Decision } from "../core/pipeline";
 import { failedDecision } from "./content-agent-answers";
 import type { ContentAgent } from "./content-agent-settings";
@@ -103,7 +104,7 @@ export async function decideConfirm(
   now: Date,
   resume: (run: AgentRun, confirm: NodeConfirmRequested) => Promise<Decision<AgentRun>>,
 ): Promise<Decision<AgentRun>> {
-  const confirm = NodeConfirmRequestedPayload.parse(event.payload);
+  const confirm = payloadOf(event, confirmEventType(CONTENT_ROLE_EVENTS[agent.role].stem));
   if (existing?.state !== "BLOCKED") return {};
   const request = requestOf(confirm);
   if (confirm.outcome === "timed_out")

@@ -1,17 +1,20 @@
-import type { z } from "zod";
-import type { Envelope } from "../../schemas";
+import type { Envelope, EventPayloads, EventType } from "../../schemas";
 import type { WorkflowRejected } from "../../schemas/events/workflow";
 import type { WorkflowDefinition } from "../core/dag/definition";
 import { DagRequestError } from "../core/dag/errors";
 import type { Capacity, Transition } from "../core/dag/run";
 import { BusinessRejection, PermanentError } from "../core/errors";
+import { payloadOf } from "../core/payload";
 import type { Decision } from "../core/pipeline";
 import type { Leasing } from "./orchestrator-leases";
-import { type OrchestratorState, parseWith } from "./orchestrator-state";
+import type { OrchestratorState } from "./orchestrator-state";
 
 /**
- * What every orchestrator handler shares: its context, how payloads are parsed, and how a request
- * the run cannot satisfy becomes `workflow.rejected`.
+ * What every orchestrator handler shares: its context, how it reads its event's payload, and how
+ * a request the run cannot satisfy becomes `workflow.rejected`.
+ *
+ * Payloads are read with `payloadOf`, typed by the registry: the pipeline validated each event
+ * (upcast to its type's newest version) before `decide`, so a handler does not parse it again.
  */
 
 /** What a handler works with: the run's stored state (parsed), the event, leases, capacity. */
@@ -24,41 +27,60 @@ export interface RunContext {
 }
 
 export type OrchestratorDecision = Decision<OrchestratorState>;
-export type EventHandler = (context: RunContext) => Promise<OrchestratorDecision>;
 export type Handle<P> = (
   context: RunContext,
   payload: P,
 ) => OrchestratorDecision | Promise<OrchestratorDecision>;
 
-/** The payload of an event, parsed with its schema (invalid: orchestrator.invalid_payload). */
-export function parsePayload<S extends z.ZodType>(schema: S, event: Envelope): z.output<S> {
-  const what = `the payload of ${event.event_type} ${event.event_id}`;
-  return parseWith(schema, event.payload, "orchestrator.invalid_payload", what);
+/** How the orchestrator takes one event type: the run the event is about, and its decision. */
+export interface EventHandler {
+  /** The run (`dag_run/<run_id>`) the event is about: its payload's run_id. */
+  readonly runOf: (event: Envelope) => string;
+  readonly decide: (context: RunContext) => Promise<OrchestratorDecision>;
 }
+
+/** The event types whose payload names a run: the only ones the orchestrator can take. */
+export type RunEventType = {
+  [K in EventType]: EventPayloads[K] extends { readonly run_id: string } ? K : never;
+}[EventType];
 
 /**
  * A handler for a message addressed to a run from outside (aggregate dag_run/<run_id>, version 0):
  * its aggregate must be the run its payload names.
  */
-export function toRun<P extends { run_id: string }>(
-  schema: z.ZodType<P>,
-  handle: Handle<P>,
+export function toRun<K extends RunEventType>(
+  type: K,
+  handle: Handle<EventPayloads[K]>,
 ): EventHandler {
-  return async (context) => {
-    const payload = parsePayload(schema, context.event);
-    const { event } = context;
-    if (event.aggregate.id !== payload.run_id)
-      throw new PermanentError(
-        "workflow.aggregate_mismatch",
-        `${event.event_type} names run ${payload.run_id} in its payload but aggregate ${event.aggregate.type}/${event.aggregate.id}`,
-      );
-    return handle(context, payload);
+  return {
+    runOf: (event) => runIdOf(event, type),
+    decide: async (context) => {
+      const { event } = context;
+      const runId = runIdOf(event, type);
+      if (event.aggregate.id !== runId)
+        throw new PermanentError(
+          "workflow.aggregate_mismatch",
+          `${event.event_type} names run ${runId} in its payload but aggregate ${event.aggregate.type}/${event.aggregate.id}`,
+        );
+      return handle(context, payloadOf(event, type));
+    },
   };
 }
 
 /** A handler for an agent's outcome (on the stream of its agent run). */
-export function fromAgent<P>(schema: z.ZodType<P>, handle: Handle<P>): EventHandler {
-  return async (context) => handle(context, parsePayload(schema, context.event));
+export function fromAgent<K extends RunEventType>(
+  type: K,
+  handle: Handle<EventPayloads[K]>,
+): EventHandler {
+  return {
+    runOf: (event) => runIdOf(event, type),
+    decide: async (context) => handle(context, payloadOf(context.event, type)),
+  };
+}
+
+/** The run an event of `type` names (typed as any run event's: a generic K hides run_id). */
+function runIdOf(event: Envelope, type: RunEventType): string {
+  return payloadOf(event, type).run_id;
 }
 
 export function existing(

@@ -1,27 +1,14 @@
-import * as z from "zod";
 import {
-  NodeBlockedPayload,
-  NodeConfirmExpiredPayload,
-  NodeDependencyExpiredPayload,
-  NodeStartedPayload,
-  WorkflowConfirmRequestedPayload,
-} from "../../schemas/events/agent-run";
-import {
+  contentEventTypes,
+  type NodeCompleted,
   type NodeFailed,
-  NodeFailedPayload,
-  NodeHeartbeatPayload,
-  NodeLeaseExpiredPayload,
+  type NodeLeaseExpired,
   WORKFLOW_KINDS,
-  WorkflowReleaseRequestedPayload,
-  WorkflowRerunRequestedPayload,
-  WorkflowResetRequestedPayload,
-  WorkflowStartRequestedPayload,
+  type WorkflowReleaseRequested,
+  type WorkflowRerunRequested,
+  type WorkflowStartRequested,
 } from "../../schemas/events/workflow";
-import {
-  type WorkflowCancelRequested,
-  WorkflowCancelRequestedPayload,
-} from "../../schemas/events/workflow-cancel";
-import { WorkflowResolveRequestedPayload } from "../../schemas/events/workflow-resolve";
+import type { WorkflowCancelRequested } from "../../schemas/events/workflow-cancel";
 import type { WorkflowDefinition } from "../core/dag/definition";
 import { onNodeCompleted, onNodeFailed, redeliver, release, startRun } from "../core/dag/engine";
 import { cancelRun, rerunFrom } from "../core/dag/rerun";
@@ -47,46 +34,43 @@ import { definitionOf, type OrchestratorState } from "./orchestrator-state";
 import { dependencyExpired } from "./orchestrator-waits";
 
 /**
- * What the orchestrator does with each event type it subscribes to: one handler per type, each
- * with the registry's payload schema of its type (the payload is parsed, never cast).
+ * What the orchestrator does with each event type it subscribes to: one handler per type, which
+ * gets the payload as the registry typed (and the pipeline validated) it for that type.
  */
-
-/** A completion as the orchestrator reads it: the agent's output is the DAG's node output. */
-const NodeCompletedPayload = NodeFailedPayload.omit({ error: true }).extend({
-  output: z.unknown(),
-});
-type NodeCompleted = z.output<typeof NodeCompletedPayload>;
 
 /** Every event type the orchestrator handles, in its subscription order. */
 export const HANDLERS: Readonly<Record<string, EventHandler>> = {
-  "workflow.start.requested": toRun(WorkflowStartRequestedPayload, start),
-  "workflow.rerun.requested": toRun(WorkflowRerunRequestedPayload, rerun),
-  "workflow.reset.requested": toRun(WorkflowResetRequestedPayload, reset),
-  "workflow.resolve.requested": toRun(WorkflowResolveRequestedPayload, resolve),
-  "workflow.release.requested": toRun(WorkflowReleaseRequestedPayload, releaseHeld),
-  "workflow.cancel.requested": toRun(WorkflowCancelRequestedPayload, cancel),
-  "node.lease.expired": toRun(NodeLeaseExpiredPayload, leaseExpired),
-  "node.started": toRun(NodeStartedPayload, nodeStarted),
-  "node.blocked": fromAgent(NodeBlockedPayload, nodeBlocked),
-  "workflow.confirm.requested": toRun(WorkflowConfirmRequestedPayload, confirmNode),
-  "node.confirm.expired": toRun(NodeConfirmExpiredPayload, confirmExpired),
-  "node.dependency.expired": toRun(NodeDependencyExpiredPayload, dependencyExpired),
-  "node.heartbeat": toRun(NodeHeartbeatPayload, ({ state, leasing }, payload) => {
+  "workflow.start.requested": toRun("workflow.start.requested", start),
+  "workflow.rerun.requested": toRun("workflow.rerun.requested", rerun),
+  "workflow.reset.requested": toRun("workflow.reset.requested", reset),
+  "workflow.resolve.requested": toRun("workflow.resolve.requested", resolve),
+  "workflow.release.requested": toRun("workflow.release.requested", releaseHeld),
+  "workflow.cancel.requested": toRun("workflow.cancel.requested", cancel),
+  "node.lease.expired": toRun("node.lease.expired", leaseExpired),
+  "node.started": toRun("node.started", nodeStarted),
+  "node.blocked": fromAgent("node.blocked", nodeBlocked),
+  "workflow.confirm.requested": toRun("workflow.confirm.requested", confirmNode),
+  "node.confirm.expired": toRun("node.confirm.expired", confirmExpired),
+  "node.dependency.expired": toRun("node.dependency.expired", dependencyExpired),
+  "node.heartbeat": toRun("node.heartbeat", ({ state, leasing }, payload) => {
     const next = extendLease(state, state && definitionOf(state), payload, leasing);
     return next ? { state: next, dueAt: dueAtOf(next, leasing) } : {};
   }),
   ...Object.fromEntries(
-    Object.entries(ROLE_TABLE).flatMap(([dagRole, { agent, completed, failed }]) => [
-      [completed, fromAgent(NodeCompletedPayload, completedBy(dagRole, agent))],
-      [failed, fromAgent(NodeFailedPayload, failedBy(dagRole, agent))],
-    ]),
+    Object.entries(ROLE_TABLE).flatMap(([dagRole, { agent }]) => {
+      const { completed, failed } = contentEventTypes(agent);
+      return [
+        [completed, fromAgent(completed, completedBy(dagRole, agent))],
+        [failed, fromAgent(failed, failedBy(dagRole, agent))],
+      ];
+    }),
   ),
 };
 
 /** A new run of the requested workflow; a start for a run that exists changes nothing. */
 async function start(
   { state, event, leasing, capacityFor }: RunContext,
-  { run_id, workflow_name: workflow, request }: z.output<typeof WorkflowStartRequestedPayload>,
+  { run_id, workflow_name: workflow, request }: WorkflowStartRequested,
 ): Promise<OrchestratorDecision> {
   if (state) return {};
   const kind = WorkflowKindSchema.safeParse(workflow);
@@ -117,7 +101,7 @@ async function start(
  */
 async function rerun(
   { state, event, leasing, capacityFor }: RunContext,
-  { run_id, node_id }: z.output<typeof WorkflowRerunRequestedPayload>,
+  { run_id, node_id }: WorkflowRerunRequested,
 ): Promise<OrchestratorDecision> {
   const current = existing(state, run_id, "rerun", node_id);
   const def = definitionOf(current);
@@ -134,7 +118,7 @@ async function rerun(
  */
 async function releaseHeld(
   { state, event, leasing, capacityFor }: RunContext,
-  { run_id }: z.output<typeof WorkflowReleaseRequestedPayload>,
+  { run_id }: WorkflowReleaseRequested,
 ): Promise<OrchestratorDecision> {
   const current = existing(state, run_id, "release");
   if (current.run.status !== "RUNNING") return {};
@@ -183,7 +167,7 @@ function cancel(
  */
 async function leaseExpired(
   { state, event, leasing, capacityFor }: RunContext,
-  report: z.output<typeof NodeLeaseExpiredPayload>,
+  report: NodeLeaseExpired,
 ): Promise<OrchestratorDecision> {
   if (!state || leaseOutlivesReport(state, report, leasing.now)) return {};
   const { node_id, generation, expired_at } = report;
@@ -207,7 +191,11 @@ async function leaseExpired(
   return applyTransition(state, transition, event, leasing);
 }
 
-/** An agent's `<role>.completed`: onNodeCompleted with the payload's output and generation. */
+/**
+ * An agent's `<role>.completed`: onNodeCompleted with the payload's output and generation. The
+ * output is the DAG's node output whatever its role's schema (the registry checked it against
+ * that), so the completion is read as any role's.
+ */
 function completedBy(dagRole: string, agent: string): Handle<NodeCompleted> {
   return (context, { run_id, node_id, generation, output }) =>
     settleReported(context, dagRole, agent, run_id, node_id, (run, def, capacity) =>

@@ -1,5 +1,4 @@
-import type { z } from "zod";
-import type { WorkflowResetRequestedPayload } from "../../schemas/events/workflow";
+import type { WorkflowResetRequested } from "../../schemas/events/workflow";
 import type { WorkflowResolveRequested } from "../../schemas/events/workflow-resolve";
 import { resetNode, resolveNode } from "../core/dag/resolve";
 import { checkOutput } from "./content-workflows";
@@ -28,7 +27,7 @@ import { definitionOf, type OrchestratorState } from "./orchestrator-state";
 /** The ManualReset of a FAILED node: it and its descendants run again under a new generation. */
 export async function reset(
   context: RunContext,
-  { run_id, node_id }: z.output<typeof WorkflowResetRequestedPayload>,
+  { run_id, node_id }: WorkflowResetRequested,
 ): Promise<OrchestratorDecision> {
   const current = failedNode(context.state, run_id, node_id, "reset");
   const def = definitionOf(current);

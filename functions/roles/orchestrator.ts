@@ -1,13 +1,11 @@
-import * as z from "zod";
 import type { Envelope } from "../../schemas";
-import { OpaqueId } from "../../schemas/ids";
 import type { WorkflowDefinition } from "../core/dag/definition";
 import type { Capacity } from "../core/dag/run";
 import { DEFAULT_DEPENDENCY_TIMEOUT_SECONDS } from "../core/dag/timeout";
 import { PermanentError } from "../core/errors";
 import type { Role, RoleDescriptor } from "../core/pipeline";
 import { agentOf } from "./content-workflows";
-import { type EventHandler, parsePayload } from "./orchestrator-context";
+import type { EventHandler } from "./orchestrator-context";
 import { HANDLERS } from "./orchestrator-handlers";
 import type { LeasePolicy } from "./orchestrator-leases";
 import { type OrchestratorState, parseRunState } from "./orchestrator-state";
@@ -68,11 +66,12 @@ import { summarizeRun } from "./summaries";
  * - node.dependency.expired: a node waited for its inputs past its dependency timeout and ends
  *   FAILED (./orchestrator-waits).
  *
- * Where it lives: the handler of each event type in ./orchestrator-handlers (payloads parsed with
- * the registry's schemas; reset and resolve in ./orchestrator-resolve, what handlers share in
- * ./orchestrator-context), the stored state's schema in ./orchestrator-state, leases and the due
- * time in ./orchestrator-leases, a DAG transition turned into a decision in ./orchestrator-apply,
- * the content workflows and their agents in ./content-workflows.
+ * Where it lives: the handler of each event type in ./orchestrator-handlers (payloads as the
+ * pipeline validated them, typed by the registry; reset and resolve in ./orchestrator-resolve,
+ * what handlers share in ./orchestrator-context), the stored state's schema in
+ * ./orchestrator-state, leases and the due time in ./orchestrator-leases, a DAG transition turned
+ * into a decision in ./orchestrator-apply, the content workflows and their agents in
+ * ./content-workflows.
  *
  *
  * Leases and the due index (./orchestrator-leases): every node released to an agent gets a lease
@@ -139,12 +138,10 @@ export const ORCHESTRATOR_GROUP = "orchestrator";
 export const ORCHESTRATOR_SUBSCRIPTIONS: readonly string[] = Object.keys(HANDLERS);
 
 /** Every event the orchestrator reads names its run (the aggregate it reads and writes). */
-const RunRef = z.object({ run_id: OpaqueId });
-
 export const ORCHESTRATOR: RoleDescriptor = {
   group: ORCHESTRATOR_GROUP,
   subscriptions: ORCHESTRATOR_SUBSCRIPTIONS,
-  stateOf: (event) => ({ type: "dag_run", id: parsePayload(RunRef, event).run_id }),
+  stateOf: (event) => ({ type: "dag_run", id: handlerOf(event).runOf(event) }),
 };
 
 export function createOrchestrator(options: OrchestratorOptions = {}): Role<OrchestratorState> {
@@ -154,7 +151,7 @@ export function createOrchestrator(options: OrchestratorOptions = {}): Role<Orch
     ...ORCHESTRATOR,
     summarize: summarizeRun,
     decide: (stored, event, { now }) =>
-      handlerOf(event)({
+      handlerOf(event).decide({
         state: parseRunState(stored),
         event,
         leasing: { now, policy },
