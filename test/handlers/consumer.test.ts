@@ -14,6 +14,7 @@ import {
 import { unmarshall } from "@aws-sdk/util-dynamodb";
 import type { SQSRecord } from "aws-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type StateItem, storedStateOf } from "../../functions/adapters/dynamodb/items";
 import { streamKey, type TableNames } from "../../functions/adapters/dynamodb/tables";
 import { DynamoTraceReader } from "../../functions/adapters/dynamodb/trace-reader";
 import { DEAD_LETTER_ATTRIBUTES } from "../../functions/adapters/sqs/dead-letter-sink";
@@ -107,7 +108,7 @@ async function viewOf(taskId: string): Promise<TaskView | undefined> {
       ConsistentRead: true,
     }),
   );
-  return Item ? (unmarshall(Item).data as TaskView) : undefined;
+  return Item ? (storedStateOf(unmarshall(Item) as StateItem).data as TaskView) : undefined;
 }
 
 /** An SQS client whose ChangeMessageVisibility calls are recorded (they still go to moto). */
