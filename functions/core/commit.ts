@@ -174,7 +174,7 @@ function stateWrite<S>(
   state: StoredState<S> | undefined,
   stateRef: AggregateRef,
   emitted: number,
-  role: Pick<Role<S>, "summarize">,
+  role: Pick<Role<S>, "summarize" | "compactState">,
   gate: GateRecords | undefined,
 ): CommitRequest["state"] {
   if (decision.state === undefined && emitted === 0) return undefined;
@@ -188,6 +188,7 @@ function stateWrite<S>(
     dueAt: decision.dueAt ?? null,
     ...(summary ? { summary } : {}),
     ...(gate ? { gate } : {}),
+    ...(role.compactState ? { compact: true as const } : {}),
   };
 }
 

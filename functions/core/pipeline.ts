@@ -122,6 +122,12 @@ export interface Role<S> {
    * person, if anything. Asked for each state written; undefined = not listed.
    */
   summarize?(state: S): StateSummary | undefined;
+  /**
+   * True when nothing but AgentBus reads this role's states (the role itself, the operator tools
+   * and console): a large one may then be stored compactly (the DynamoDB adapter deflates its
+   * JSON). Leave it unset for a view that other systems read straight from the state table.
+   */
+  readonly compactState?: true;
 }
 
 export type StepStatus = "applied" | "duplicate" | "discarded" | "rejected";

@@ -169,6 +169,8 @@ export interface CommitRequest {
     readonly summary?: StateSummary;
     /** The group's gate records after this commit; absent = none kept. */
     readonly gate?: GateRecords;
+    /** The state may be stored compactly: only AgentBus reads it (Role.compactState). */
+    readonly compact?: true;
   };
   readonly append?: readonly Envelope[];
 }

@@ -159,6 +159,8 @@ export function createContentAgent(options: ContentAgentOptions): Role<AgentRun>
       return decideRequest(agent, existing, event, now, receiveCount);
     },
     summarize: summarizeAgentRun,
+    // An agent run is read only through AgentBus (the agent, the operator tools, the console).
+    compactState: true,
   };
 }
 

@@ -150,6 +150,9 @@ export function createOrchestrator(options: OrchestratorOptions = {}): Role<Orch
   return {
     ...ORCHESTRATOR,
     summarize: summarizeRun,
+    // A run's state (3-4 KB of JSON, written on every event of the run) is read only through
+    // AgentBus: the operator tools and the console.
+    compactState: true,
     decide: (stored, event, { now }) =>
       handlerOf(event).decide({
         state: parseRunState(stored),

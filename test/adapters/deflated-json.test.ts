@@ -62,9 +62,20 @@ describe("the data of a state item", () => {
   const ref = { type: "dag_run", id: "run_1" };
   const at = new Date("2026-09-01T10:00:00.000Z");
 
-  it("stays a map while small, and is deflated when large, read back equal either way", () => {
+  it("stays a map, however large, unless only AgentBus reads the role's states", () => {
+    const nodes = Object.fromEntries(
+      Array.from({ length: 40 }, (_, i) => [`node-${i}`, { status: "PENDING", attempts: 0 }]),
+    );
+    const view = stateItem({ type: "conversation_view", id: "conv_1" }, 1, 1, { nodes }, at);
+    expect(view.data).toEqual({ nodes });
+    expect(view.data_z).toBeUndefined();
+  });
+
+  it("of a compact role stays a map while small, and is deflated when large, read back equal", () => {
     const small = { status: "RUNNING", nodes: { a: "DONE" } };
-    const smallItem = stateItem(ref, 1, 1, small, at);
+    const smallItem = stateItem(ref, 1, 1, small, at, null, undefined, undefined, {
+      compact: true,
+    });
     expect(smallItem.data).toEqual(small);
     expect(smallItem.data_z).toBeUndefined();
 
@@ -72,7 +83,9 @@ describe("the data of a state item", () => {
       Array.from({ length: 40 }, (_, i) => [`node-${i}`, { status: "PENDING", attempts: 0 }]),
     );
     const large = { status: "RUNNING", nodes, note: null, empty: "" };
-    const largeItem = stateItem(ref, 2, 2, large, at);
+    const largeItem = stateItem(ref, 2, 2, large, at, null, undefined, undefined, {
+      compact: true,
+    });
     expect(largeItem.data).toBeUndefined();
     expect(largeItem.data_z?.byteLength).toBeLessThan(JSON.stringify(large).length / 4);
     expect(storedStateOf(largeItem).data).toEqual(large);
@@ -80,7 +93,9 @@ describe("the data of a state item", () => {
   });
 
   it("leaves a state without data without either attribute", () => {
-    const item = stateItem(ref, 1, 0, undefined, at);
+    const item = stateItem(ref, 1, 0, undefined, at, null, undefined, undefined, {
+      compact: true,
+    });
     expect("data" in item || "data_z" in item).toBe(false);
     expect(storedStateOf(item).data).toBeUndefined();
   });

@@ -92,11 +92,24 @@ function stateAction(
     dueAt,
     summary,
     gate,
+    compact,
   }: NonNullable<CommitRequest["state"]>,
   now: Date,
 ): Action {
   // A Put replaces the item: without a due time, due_shard and due_at are gone with it.
-  const item = stateItem(aggregate, expectedRevision + 1, version, next, now, dueAt, summary, gate);
+  const item = stateItem(
+    aggregate,
+    expectedRevision + 1,
+    version,
+    next,
+    now,
+    dueAt,
+    summary,
+    gate,
+    {
+      compact,
+    },
+  );
   return putAction(
     "state",
     table,

@@ -102,12 +102,13 @@ export function stateItem(
   dueAt?: string | null,
   summary?: StateSummary,
   gate?: GateRecords,
+  storage: { readonly compact?: boolean } = {},
 ): StateItem {
   return {
     pk: streamKey(aggregate),
     revision,
     version,
-    ...storedData(data),
+    ...storedData(data, storage.compact === true),
     agg_type: aggregate.type,
     agg_id: aggregate.id,
     updated_at: updatedAt.toISOString(),
@@ -117,9 +118,13 @@ export function stateItem(
   };
 }
 
-/** The state's data as a map, or as its JSON deflated when that is large (./deflated-json). */
-function storedData(data: unknown): Pick<StateItem, "data" | "data_z"> {
+/**
+ * The state's data as a map, readable from the table by anyone; or, for a role whose states only
+ * AgentBus reads (Role.compactState), as its JSON deflated when that is large (./deflated-json).
+ */
+function storedData(data: unknown, compact: boolean): Pick<StateItem, "data" | "data_z"> {
   if (data === undefined) return {};
+  if (!compact) return { data };
   const deflated = deflatedJson(JSON.stringify(data));
   return deflated ? { data_z: deflated } : { data };
 }

@@ -1,0 +1,43 @@
+import { describe, expect, it } from "vitest";
+import { DeterministicLocalModel } from "../../functions/adapters/local-model";
+import { consume, type Role } from "../../functions/core/pipeline";
+import type { CommitRequest, EventStore } from "../../functions/core/ports";
+import { createContentAgent } from "../../functions/roles/content-agents";
+import { conversationProjection } from "../../functions/roles/conversation-projection";
+import { createOrchestrator } from "../../functions/roles/orchestrator";
+import { taskProjection } from "../../functions/roles/task-projection";
+import { feedback, makeDeps, newTaskId, seedTask } from "./fixtures";
+
+/**
+ * A role whose states only AgentBus reads says so (Role.compactState), and its commits carry it to
+ * the store, which may keep a large state deflated; views that other systems read from the table
+ * do not, so theirs stay readable maps.
+ */
+describe("compact states", () => {
+  it("are the orchestrator's and the content agents', not the views'", () => {
+    expect(createOrchestrator().compactState).toBe(true);
+    const writing = createContentAgent({ role: "writing", model: new DeterministicLocalModel() });
+    expect(writing.compactState).toBe(true);
+    expect(taskProjection.compactState).toBeUndefined();
+    expect(conversationProjection.compactState).toBeUndefined();
+  });
+
+  it("reach the store with each state the role writes", async () => {
+    const { deps, store } = makeDeps();
+    const commits: CommitRequest[] = [];
+    const counting: EventStore = {
+      load: (r) => store.load(r),
+      readStream: (...a) => store.readStream(...a),
+      commit: (r) => {
+        commits.push(r);
+        return store.commit(r);
+      },
+    };
+    const taskId = newTaskId();
+    const [v1] = await seedTask(deps, 1, taskId);
+    const compactView: Role<unknown> = { ...(taskProjection as Role<unknown>), compactState: true };
+    await consume(v1, taskProjection, { ...deps, store: counting });
+    await consume(feedback(taskId, 4), compactView, { ...deps, store: counting });
+    expect(commits.map((c) => c.state?.compact)).toEqual([undefined, true]);
+  });
+});
