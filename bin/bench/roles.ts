@@ -5,6 +5,7 @@ import { hasConversation, runConversationScenario } from "../../lib/local/conver
 import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
 import type { RuntimeEvent } from "../../lib/local/runtime";
 import { runScenario } from "../../lib/local/scenario";
+import { printCeilings, type ScenarioCounts } from "./ceilings";
 import type { DynamoResult, Measured } from "./dynamo";
 import { fmt, fmtInt, renderTable } from "./stats";
 
@@ -89,9 +90,11 @@ export async function runRolesSection(out: Out, dynamo: DynamoResult): Promise<R
     const dynamoMeter = meter(env.clients.dynamodb, { indexes: indexCatalog(env.names.tables) });
     dynamoMeter.reset();
     out(`local stack on ${env.endpoint}: playing the reference scenario, metered per group`);
+    const playStarted = performance.now();
     await runScenario(env);
     if (hasConversation(env)) await runConversationScenario(env);
     await env.runtime.idle();
+    const played = (performance.now() - playStarted) / 1000;
     const byScope = dynamoMeter.byScope();
     const baseline = perStepBaseline(dynamo);
     const roles = [...tallies]
@@ -99,6 +102,8 @@ export async function runRolesSection(out: Out, dynamo: DynamoResult): Promise<R
       .map(([group, t]) => roleCost(group, t, byScope[group] as MeterSnapshot, baseline))
       .sort((a, b) => a.group.localeCompare(b.group));
     printRoles(out, roles);
+    out();
+    printCeilings(out, scenarioCounts(roles, played));
     return { roles, seconds: (performance.now() - started) / 1000 };
   } finally {
     await stopRolesSection();
@@ -145,6 +150,31 @@ function perStepBaseline(dynamo: DynamoResult): BaselineModel {
       writeUnits: emitting.writeUnits - sequenced.writeUnits,
       readUnits: emitting.readUnits - sequenced.readUnits,
     },
+  };
+}
+
+/** What the whole scenario took, for the ceilings of each hop (./ceilings). */
+function scenarioCounts(roles: readonly RoleCost[], seconds: number): ScenarioCounts {
+  const total = (f: (r: RoleCost) => number) => roles.reduce((n, r) => n + f(r), 0);
+  const deliveries = total((r) => r.deliveries);
+  const writeUnits = total((r) => r.metered.writeUnits);
+  const readUnits = total((r) => r.metered.readUnits);
+  const perDelivery = (r: RoleCost) => r.metered.writeUnits / Math.max(1, r.deliveries);
+  const hottest = [...roles].sort((a, b) => perDelivery(b) - perDelivery(a))[0];
+  return {
+    published: total((r) => r.emitted),
+    deliveries,
+    writeUnits,
+    readUnits,
+    hottestWritesPerDelivery: {
+      group: hottest?.group ?? "-",
+      writeUnits: hottest ? perDelivery(hottest) : 0,
+    },
+    seconds,
+    dollarsPerMillion: dollarsPerMillion(
+      writeUnits / Math.max(1, deliveries),
+      readUnits / Math.max(1, deliveries),
+    ),
   };
 }
 
