@@ -7,12 +7,15 @@ import { type IndexLayout, TABLES, type TableLayout, type TableNames } from "./d
  * (1 write unit per KB of what the index projects: the whole item, the keys, or the keys and the
  * included attributes). Index entries are kept up to date after the table's write, outside a
  * transaction's two phases, so a transaction's item is counted once here, not twice. Estimated
- * from the request alone:
- * - a Put item with an index's key attributes makes one entry of that index;
- * - an UpdateItem that sets an index's key attribute makes one entry, sized from its key and
- *   values (the stored item is not in the request);
- * - a Put that overwrites an item and drops it from an index, or a Delete, is not counted (one
- *   entry deleted each: the estimate stays on the low side).
+ * from the requests, and from the entries the same meter saw written before (`IndexEntries`):
+ * - a Put item with an index's key attributes makes or refreshes one entry of that index; one
+ *   whose index key differs from the entry the item had costs two (delete and put); one that
+ *   drops out of an index, one (the delete);
+ * - an UpdateItem that sets an index key attribute (`SET #k = :v`) moves the entry likewise,
+ *   sized from its key and values (the stored item is not in the request), and one that sets
+ *   other attributes of an item in an index refreshes its entry (keys-only entries excepted);
+ * - a Delete, and an entry whose earlier write this meter did not see, are not counted: the
+ *   estimate stays on the low side.
  */
 
 /** Physical table name -> the layout of that table (its key and its indexes). */
@@ -28,39 +31,44 @@ export function indexCatalog(names: TableNames): IndexCatalog {
 type Item = Record<string, AttributeValue>;
 type Input = Record<string, unknown>;
 
+/**
+ * The index entries a meter has seen written, by table, index and item: an entry whose key changes
+ * costs two writes (the old entry deleted, the new one put), one that leaves the index one, a
+ * keys-only entry whose key stays the same none. Without it every write is taken as new.
+ */
+export type IndexEntries = Map<string, string>;
+
 /** The index write units of one write request (its failed conditions write no index). */
 export function indexWriteUnits(
   catalog: IndexCatalog,
   operation: string,
   input: unknown,
   size: (item: Item) => number,
+  entries: IndexEntries = new Map(),
 ): number {
   const request = (input ?? {}) as Input;
+  const put = (p: Input) => putUnits(catalog, p, size, entries);
+  const update = (u: Input) => updateUnits(catalog, u, size, entries);
   switch (operation) {
     case "PutItem":
-      return putUnits(catalog, request, size);
+      return put(request);
     case "UpdateItem":
-      return updateUnits(catalog, request, size);
+      return update(request);
     case "BatchWriteItem": {
       let units = 0;
       for (const [table, requests] of Object.entries(
         (request.RequestItems ?? {}) as Record<string, Input[]>,
       ))
         for (const r of requests) {
-          const put = r.PutRequest as Input | undefined;
-          if (put) units += putUnits(catalog, { ...put, TableName: table }, size);
+          const item = r.PutRequest as Input | undefined;
+          if (item) units += put({ ...item, TableName: table });
         }
       return units;
     }
     case "TransactWriteItems":
       return ((request.TransactItems ?? []) as Record<string, Input | undefined>[]).reduce(
         (sum, action) =>
-          sum +
-          (action.Put
-            ? putUnits(catalog, action.Put, size)
-            : action.Update
-              ? updateUnits(catalog, action.Update, size)
-              : 0),
+          sum + (action.Put ? put(action.Put) : action.Update ? update(action.Update) : 0),
         0,
       );
     default:
@@ -70,27 +78,95 @@ export function indexWriteUnits(
 
 const unitsOf = (bytes: number) => Math.max(1, Math.ceil(bytes / 1024));
 
-function putUnits(catalog: IndexCatalog, put: Input, size: (item: Item) => number): number {
+/** The index key of an item (its values of the index's key attributes); undefined: not in it. */
+function keyOf(index: IndexLayout, values: (name: string) => AttributeValue | undefined) {
+  const partition = values(index.partitionKey.name);
+  const sort = index.sortKey ? values(index.sortKey.name) : undefined;
+  if (partition === undefined || (index.sortKey && sort === undefined)) return undefined;
+  return JSON.stringify([partition, sort ?? null]);
+}
+
+/** Writes an entry's move from `before` to `after` costs (keys only: no attribute to refresh). */
+function entryWrites(index: IndexLayout, before?: string, after?: string): number {
+  if (before === undefined) return after === undefined ? 0 : 1;
+  if (after === undefined) return 1;
+  if (before !== after) return 2;
+  return index.projection === "KEYS_ONLY" ? 0 : 1;
+}
+
+function itemKeyOf(table: TableLayout, item: Item): string {
+  return JSON.stringify([
+    item[table.partitionKey.name],
+    table.sortKey ? item[table.sortKey.name] : null,
+  ]);
+}
+
+function putUnits(
+  catalog: IndexCatalog,
+  put: Input,
+  size: (item: Item) => number,
+  entries: IndexEntries,
+): number {
   const item = (put.Item ?? {}) as Item;
   const table = catalog[String(put.TableName)];
+  if (!table) return 0;
+  const at = `${String(put.TableName)}|${itemKeyOf(table, item)}`;
   let units = 0;
-  for (const index of table?.indexes ?? []) {
-    if (!(index.partitionKey.name in item)) continue;
-    if (index.sortKey && !(index.sortKey.name in item)) continue;
-    units += unitsOf(size(projected(table as TableLayout, index, item)));
+  for (const index of table.indexes ?? []) {
+    const slot = `${at}|${index.name}`;
+    const after = keyOf(index, (name) => item[name]);
+    units +=
+      entryWrites(index, entries.get(slot), after) * unitsOf(size(projected(table, index, item)));
+    if (after === undefined) entries.delete(slot);
+    else entries.set(slot, after);
   }
   return units;
 }
 
-function updateUnits(catalog: IndexCatalog, update: Input, size: (item: Item) => number): number {
-  const set = new Set(Object.values((update.ExpressionAttributeNames ?? {}) as object));
-  const expression = String(update.UpdateExpression ?? "");
+/** `#name = :value` assignments of an update's SET clause, by attribute name. */
+function assignments(update: Input): Map<string, AttributeValue> {
+  const names = (update.ExpressionAttributeNames ?? {}) as Record<string, string>;
+  const values = (update.ExpressionAttributeValues ?? {}) as Record<string, AttributeValue>;
+  const set = new Map<string, AttributeValue>();
+  const clause = /\bSET\b(.*?)(\bREMOVE\b|\bADD\b|\bDELETE\b|$)/is.exec(
+    String(update.UpdateExpression ?? ""),
+  )?.[1];
+  for (const [, name, value] of (clause ?? "").matchAll(/(#\w+)\s*=\s*(:\w+)/g)) {
+    const attribute = name ? (names[name] ?? name) : undefined;
+    const assigned = value ? values[value] : undefined;
+    if (attribute && assigned) set.set(attribute, assigned);
+  }
+  return set;
+}
+
+function updateUnits(
+  catalog: IndexCatalog,
+  update: Input,
+  size: (item: Item) => number,
+  entries: IndexEntries,
+): number {
+  const table = catalog[String(update.TableName)];
+  if (!table) return 0;
+  const set = assignments(update);
+  const at = `${String(update.TableName)}|${itemKeyOf(table, (update.Key ?? {}) as Item)}`;
+  const entrySize = unitsOf(
+    size((update.Key ?? {}) as Item) + size((update.ExpressionAttributeValues ?? {}) as Item),
+  );
   let units = 0;
-  for (const index of catalog[String(update.TableName)]?.indexes ?? []) {
-    if (!set.has(index.partitionKey.name) || !/\bSET\b/i.test(expression)) continue;
-    units += unitsOf(
-      size((update.Key ?? {}) as Item) + size((update.ExpressionAttributeValues ?? {}) as Item),
+  for (const index of table.indexes ?? []) {
+    const slot = `${at}|${index.name}`;
+    const before = entries.get(slot);
+    const [partition, sort] = before ? (JSON.parse(before) as (AttributeValue | null)[]) : [];
+    const after = keyOf(
+      index,
+      (name) =>
+        set.get(name) ??
+        ((name === index.partitionKey.name ? partition : sort) as AttributeValue | undefined) ??
+        undefined,
     );
+    if (before === undefined && after === undefined) continue;
+    units += entryWrites(index, before, after) * entrySize;
+    if (after !== undefined) entries.set(slot, after);
   }
   return units;
 }

@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { AttributeValue, ConsumedCapacity } from "@aws-sdk/client-dynamodb";
 import { marshall } from "@aws-sdk/util-dynamodb";
-import { type IndexCatalog, indexWriteUnits } from "./index-writes";
+import { type IndexCatalog, type IndexEntries, indexWriteUnits } from "./index-writes";
 
 /**
  * Per-client metering of AWS SDK v3 calls: how many calls of each operation, and for DynamoDB the
@@ -60,7 +60,8 @@ export interface MeterableClient {
 
 const MIDDLEWARE_NAME = "agentbusMeter";
 const meters = new WeakMap<object, Meter>();
-const catalogs = new WeakMap<object, IndexCatalog>();
+/** Per client: the tables' layouts, and the index entries its writes made (./index-writes). */
+const catalogs = new WeakMap<object, { catalog: IndexCatalog; entries: IndexEntries }>();
 
 export interface MeterOptions {
   /** The layouts of the tables by physical name, to count their index writes (./index-writes). */
@@ -74,10 +75,11 @@ export interface MeterOptions {
  * call retried by the SDK counts once.
  */
 export function meter(client: MeterableClient, options: MeterOptions = {}): Meter {
-  if (options.indexes) catalogs.set(client.middlewareStack, options.indexes);
+  if (options.indexes)
+    catalogs.set(client.middlewareStack, { catalog: options.indexes, entries: new Map() });
   const existing = meters.get(client.middlewareStack);
   if (existing) return existing;
-  const catalog = () => catalogs.get(client.middlewareStack) ?? {};
+  const indexes = () => catalogs.get(client.middlewareStack) ?? { catalog: {}, entries: new Map() };
   let total = new Tally();
   let scopes = new Map<string, Tally>();
   const tallies = (): Tally[] => {
@@ -93,7 +95,7 @@ export function meter(client: MeterableClient, options: MeterOptions = {}): Mete
     for (const t of counted) t.calls[operation] = (t.calls[operation] ?? 0) + 1;
     try {
       const result = await next(args);
-      const usage = capacity(operation, args.input, result.output, catalog());
+      const usage = capacity(operation, args.input, result.output, indexes());
       for (const t of counted) t.add(usage.write, usage.read, usage.index);
       return result;
     } catch (error) {
@@ -163,7 +165,12 @@ const READS = new Set(["GetItem", "BatchGetItem", "Query", "Scan", "TransactGetI
 type Input = Record<string, unknown>;
 type Item = Record<string, AttributeValue>;
 
-function capacity(operation: string, input: unknown, output: unknown, catalog: IndexCatalog) {
+function capacity(
+  operation: string,
+  input: unknown,
+  output: unknown,
+  { catalog, entries }: { catalog: IndexCatalog; entries: IndexEntries },
+) {
   const isWrite = DYNAMODB_WRITES.has(operation);
   if (!isWrite && !READS.has(operation)) return { write: 0, read: 0, index: 0 };
   // A figure the caller did not ask for is not trusted: emulators volunteer size-blind numbers.
@@ -172,7 +179,7 @@ function capacity(operation: string, input: unknown, output: unknown, catalog: I
   if (isWrite) {
     // A reported figure includes the indexes' units (ReturnConsumedCapacity TOTAL).
     if (reported !== undefined) return { write: reported, read: 0, index: 0 };
-    const index = indexWriteUnits(catalog, operation, input, itemSize);
+    const index = indexWriteUnits(catalog, operation, input, itemSize, entries);
     return { write: estimateWrites(operation, input, output) + index, read: 0, index };
   }
   return { write: 0, read: reported ?? estimateReads(operation, input, output), index: 0 };

@@ -1,6 +1,10 @@
 import { describe, expect, it } from "vitest";
 import type { TableNames } from "../../functions/adapters/dynamodb/tables";
-import { indexCatalog, indexWriteUnits } from "../../functions/adapters/index-writes";
+import {
+  type IndexEntries,
+  indexCatalog,
+  indexWriteUnits,
+} from "../../functions/adapters/index-writes";
 import { itemSize } from "../../functions/adapters/metering";
 
 const names: TableNames = {
@@ -91,5 +95,52 @@ describe("index write units", () => {
       }),
     ).toBe(2);
     expect(units("GetItem", { TableName: names.inbox, Key: { pk: inboxRow.pk } })).toBe(0);
+  });
+});
+
+describe("index entries written before", () => {
+  const summarized = (updatedAt: string, waiting?: string) => ({
+    TableName: names.state,
+    Item: {
+      pk: { S: "task_view#task_1" },
+      revision: { N: "1" },
+      kind: { S: "task" },
+      status: { S: "planned" },
+      updated_at: { S: updatedAt },
+      ...(waiting ? { waiting: { S: waiting } } : {}),
+    },
+  });
+
+  it("cost two writes when their key moves, one when the item leaves the index", () => {
+    const entries: IndexEntries = new Map();
+    const put = (input: unknown) => indexWriteUnits(catalog, "PutItem", input, itemSize, entries);
+    // New: one entry in by-kind and one in by-waiting.
+    expect(put(summarized("2026-12-01T10:00:00Z", "review"))).toBe(2);
+    // updated_at is both indexes' sort key: each entry is deleted and put again.
+    expect(put(summarized("2026-12-01T10:00:05Z", "review"))).toBe(4);
+    // No longer waiting: by-kind moves (2), by-waiting loses its entry (1).
+    expect(put(summarized("2026-12-01T10:00:09Z"))).toBe(3);
+    // The same key again: the entry is refreshed in place (it projects the summary).
+    expect(put(summarized("2026-12-01T10:00:09Z"))).toBe(1);
+  });
+
+  it("follow an update that sets an index's sort key of an item the meter saw", () => {
+    const entries: IndexEntries = new Map();
+    indexWriteUnits(catalog, "PutItem", summarized("2026-12-01T10:00:00Z"), itemSize, entries);
+    const touch = {
+      TableName: names.state,
+      Key: { pk: { S: "task_view#task_1" } },
+      UpdateExpression: "SET #rev = :rev, #up = :up",
+      ExpressionAttributeNames: { "#rev": "revision", "#up": "updated_at" },
+      ExpressionAttributeValues: { ":rev": { N: "2" }, ":up": { S: "2026-12-01T10:01:00Z" } },
+    };
+    expect(indexWriteUnits(catalog, "UpdateItem", touch, itemSize, entries)).toBe(2);
+    // A keys-only index whose key stays: nothing to write.
+    const due = {
+      TableName: names.state,
+      Item: { pk: { S: "dag_run#r1" }, due_shard: { S: "due" }, due_at: { S: "2026-12-01" } },
+    };
+    expect(indexWriteUnits(catalog, "PutItem", due, itemSize, entries)).toBe(1);
+    expect(indexWriteUnits(catalog, "PutItem", due, itemSize, entries)).toBe(0);
   });
 });
