@@ -3,16 +3,18 @@ import type { Envelope } from "../../../schemas";
 import { EventAttr } from "./tables";
 
 /**
- * How an event item holds its envelope, and a state item its data. DynamoDB bills a write 1 unit per KB of the whole item,
- * twice in a transaction, and again in each index that projects the item (the events table's
- * by-correlation and by-task indexes project all of it): an envelope of 700-1,500 bytes of JSON
- * next to the item's other attributes makes an item of 1-2 KB, so every emitted event cost 2 units
- * where 1 would do. Such JSON deflates to about half, so an envelope over DEFLATE_OVER_BYTES is
- * stored deflated (raw DEFLATE, node:zlib) in `envelope_z` instead of as text in `envelope`; the
- * JSON that comes out is the JSON that went in, byte for byte, so the relay still publishes
- * exactly what the producer validated. A state's data over the same size is kept the same way, in
- * `data_z` instead of the `data` map (./items): the orchestrator's run state is 3-4 KB of JSON,
- * written on every event of its run. Items written either way are read alike.
+ * How an event item holds its envelope, and a compact role's state item its data. DynamoDB bills a
+ * write 1 unit per KB of the whole item, twice in a transaction, and again in each index that
+ * projects the item (the events table's by-correlation and by-task indexes project all of it):
+ * an envelope of 700-1,500 bytes of JSON next to the item's other attributes makes an item of
+ * 1-2 KB, so every emitted event cost 2 units where 1 would do. Such JSON deflates to about half,
+ * so an envelope over DEFLATE_OVER_BYTES is stored deflated (raw DEFLATE, node:zlib) in
+ * `envelope_z` instead of as text in `envelope`; the JSON that comes out is the JSON that went
+ * in, byte for byte, so the relay still publishes exactly what the producer validated. The state
+ * of a role whose states only AgentBus reads (Role.compactState: the orchestrator's run, 3-4 KB
+ * of JSON written on every event of its run) is kept the same way, in `data_z` instead of the
+ * `data` map (./items); a view others read from the table stays a map. Items written either way
+ * are read alike.
  */
 
 /** JSON up to this many bytes stays readable: deflating it would not change the bill. */
