@@ -153,9 +153,12 @@ function perStepBaseline(dynamo: DynamoResult): BaselineModel {
   };
 }
 
+const sumOf = (roles: readonly RoleCost[], f: (r: RoleCost) => number) =>
+  roles.reduce((n, r) => n + f(r), 0);
+
 /** What the whole scenario took, for the ceilings of each hop (./ceilings). */
 function scenarioCounts(roles: readonly RoleCost[], seconds: number): ScenarioCounts {
-  const total = (f: (r: RoleCost) => number) => roles.reduce((n, r) => n + f(r), 0);
+  const total = (f: (r: RoleCost) => number) => sumOf(roles, f);
   const deliveries = total((r) => r.deliveries);
   const writeUnits = total((r) => r.metered.writeUnits);
   const readUnits = total((r) => r.metered.readUnits);
@@ -277,7 +280,7 @@ export function rolesSummary(result: RolesResult): string {
       b.metered.writeUnits / Math.max(1, b.minimum.writeUnits) -
       a.metered.writeUnits / Math.max(1, a.minimum.writeUnits),
   )[0];
-  const total = (f: (r: RoleCost) => number) => result.roles.reduce((n, r) => n + f(r), 0);
+  const total = (f: (r: RoleCost) => number) => sumOf(result.roles, f);
   const deliveries = total((r) => r.deliveries);
   const wu = total((r) => r.metered.writeUnits);
   const min = total((r) => r.minimum.writeUnits);

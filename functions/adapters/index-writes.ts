@@ -76,7 +76,8 @@ export function indexWriteUnits(
   }
 }
 
-const unitsOf = (bytes: number) => Math.max(1, Math.ceil(bytes / 1024));
+/** Write units of an item (or an index entry) of this many bytes: 1 per KB, at least 1. */
+export const writeUnitsOf = (bytes: number) => Math.max(1, Math.ceil(bytes / 1024));
 
 /** The index key of an item (its values of the index's key attributes); undefined: not in it. */
 function keyOf(index: IndexLayout, values: (name: string) => AttributeValue | undefined) {
@@ -116,7 +117,8 @@ function putUnits(
     const slot = `${at}|${index.name}`;
     const after = keyOf(index, (name) => item[name]);
     units +=
-      entryWrites(index, entries.get(slot), after) * unitsOf(size(projected(table, index, item)));
+      entryWrites(index, entries.get(slot), after) *
+      writeUnitsOf(size(projected(table, index, item)));
     if (after === undefined) entries.delete(slot);
     else entries.set(slot, after);
   }
@@ -149,7 +151,7 @@ function updateUnits(
   if (!table) return 0;
   const set = assignments(update);
   const at = `${String(update.TableName)}|${itemKeyOf(table, (update.Key ?? {}) as Item)}`;
-  const entrySize = unitsOf(
+  const entrySize = writeUnitsOf(
     size((update.Key ?? {}) as Item) + size((update.ExpressionAttributeValues ?? {}) as Item),
   );
   let units = 0;

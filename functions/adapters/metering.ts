@@ -1,7 +1,12 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { AttributeValue, ConsumedCapacity } from "@aws-sdk/client-dynamodb";
 import { marshall } from "@aws-sdk/util-dynamodb";
-import { type IndexCatalog, type IndexEntries, indexWriteUnits } from "./index-writes";
+import {
+  type IndexCatalog,
+  type IndexEntries,
+  indexWriteUnits,
+  writeUnitsOf,
+} from "./index-writes";
 
 /**
  * Per-client metering of AWS SDK v3 calls: how many calls of each operation, and for DynamoDB the
@@ -205,7 +210,6 @@ function failedCondition(error: unknown): boolean {
   return (reasons ?? []).some((r) => r.Code === "ConditionalCheckFailed");
 }
 
-const writeUnitsOf = (bytes: number) => Math.max(1, Math.ceil(bytes / 1024));
 const readUnitsOf = (bytes: number) => Math.max(1, Math.ceil(bytes / 4096));
 
 function estimateWrites(operation: string, input: unknown, output: unknown): number {
