@@ -1,12 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { DeterministicLocalModel } from "../../functions/adapters/local-model";
 import { consume, type Role } from "../../functions/core/pipeline";
-import type { CommitRequest, EventStore } from "../../functions/core/ports";
 import { createContentAgent } from "../../functions/roles/content-agents";
 import { conversationProjection } from "../../functions/roles/conversation-projection";
 import { createOrchestrator } from "../../functions/roles/orchestrator";
 import { taskProjection } from "../../functions/roles/task-projection";
-import { feedback, makeDeps, newTaskId, seedTask } from "./fixtures";
+import { countingStore, feedback, makeDeps, newTaskId, seedTask } from "./fixtures";
 
 /**
  * A role whose states only AgentBus reads says so (Role.compactState), and its commits carry it to
@@ -24,15 +23,7 @@ describe("compact states", () => {
 
   it("reach the store with each state the role writes", async () => {
     const { deps, store } = makeDeps();
-    const commits: CommitRequest[] = [];
-    const counting: EventStore = {
-      load: (r) => store.load(r),
-      readStream: (...a) => store.readStream(...a),
-      commit: (r) => {
-        commits.push(r);
-        return store.commit(r);
-      },
-    };
+    const { store: counting, commits } = countingStore(store);
     const taskId = newTaskId();
     const [v1] = await seedTask(deps, 1, taskId);
     const compactView: Role<unknown> = { ...(taskProjection as Role<unknown>), compactState: true };

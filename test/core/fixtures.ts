@@ -1,6 +1,6 @@
 import { ulid } from "ulid";
 import { InMemoryEventStore } from "../../functions/core/memory";
-import type { ConsumerDeps } from "../../functions/core/ports";
+import type { CommitRequest, ConsumerDeps, EventStore } from "../../functions/core/ports";
 import { appendToStream } from "../../functions/core/producer";
 import { ManualClock, ulidSource } from "../../functions/core/runtime";
 import { type Envelope, registry } from "../../schemas";
@@ -97,4 +97,20 @@ export function clientMessage(
     payload: { text, customer_id: options.customer ?? "cust_alice" },
     ...options.overrides,
   } as Envelope;
+}
+
+/** The store, with every commit request it was given kept in order. */
+export function countingStore(store: EventStore): { store: EventStore; commits: CommitRequest[] } {
+  const commits: CommitRequest[] = [];
+  return {
+    commits,
+    store: {
+      load: (r) => store.load(r),
+      readStream: (...a) => store.readStream(...a),
+      commit: (r) => {
+        commits.push(r);
+        return store.commit(r);
+      },
+    },
+  };
 }

@@ -1,13 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { consume, type Role } from "../../functions/core/pipeline";
-import type { CommitRequest, EventStore } from "../../functions/core/ports";
 import { failureRecordOf } from "../../functions/handlers/failure-record";
 import { audit, auditRecordRef, outcomeOfAuditRecord } from "../../functions/roles/audit";
 import { taskProjection } from "../../functions/roles/task-projection";
 import { recordedOutcomes } from "../../lib/ops/recorded-outcomes";
 import { buildTrace } from "../../lib/ops/trace";
 import type { Envelope } from "../../schemas";
-import { feedback, makeDeps, newTaskId, seedTask } from "./fixtures";
+import { countingStore, feedback, makeDeps, newTaskId, seedTask } from "./fixtures";
 
 /**
  * The audit group writes one item per event and nothing else: its record is its dedup and its
@@ -17,15 +16,7 @@ describe("states that record what their group applied stand in for inbox rows", 
   it("commits each event with its record alone; a copy is a duplicate found by the read", async () => {
     const { deps, store } = makeDeps();
     const [v1, v2] = await seedTask(deps, 2);
-    const commits: CommitRequest[] = [];
-    const counting: EventStore = {
-      load: (r) => store.load(r),
-      readStream: (...a) => store.readStream(...a),
-      commit: (r) => {
-        commits.push(r);
-        return store.commit(r);
-      },
-    };
+    const { store: counting, commits } = countingStore(store);
     const withCount = { ...deps, store: counting };
     for (const e of [v2, v1, v2, v1]) await consume(e, audit, withCount);
     expect(commits).toHaveLength(2);
@@ -216,17 +207,3 @@ describe("states that record what their group applied stand in for inbox rows", 
 });
 
 /** The store, and every commit made through it. */
-function countingStore(store: EventStore): { store: EventStore; commits: CommitRequest[] } {
-  const commits: CommitRequest[] = [];
-  return {
-    commits,
-    store: {
-      load: (r) => store.load(r),
-      readStream: (...a) => store.readStream(...a),
-      commit: (r) => {
-        commits.push(r);
-        return store.commit(r);
-      },
-    },
-  };
-}
