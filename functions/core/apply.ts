@@ -1,5 +1,13 @@
 import type { AggregateRef, Envelope } from "../../schemas";
-import { type CommitBase, decided, discarded, duplicateStep, type Handled, refOf } from "./commit";
+import {
+  type CommitBase,
+  decided,
+  discarded,
+  duplicateStep,
+  type Handled,
+  kept,
+  refOf,
+} from "./commit";
 import { buildEmitted } from "./emit";
 import {
   AgentBusError,
@@ -46,6 +54,14 @@ function refKey(ref: AggregateRef): string {
   return `${ref.type}#${ref.id}`;
 }
 
+/**
+ * True when the group keeps this message whole in its inbox row (Role.keepsMessages): an
+ * unsequenced one (version 0, as the registry requires of unsequenced types).
+ */
+export function keepsWhole(role: Pick<Role<unknown>, "keepsMessages">, event: Envelope): boolean {
+  return role.keepsMessages === true && event.aggregate.version === 0;
+}
+
 /** True when the role's events of this stream go to several of its states (Role.sharedStreams). */
 export function sharedStream(role: Pick<Role<unknown>, "sharedStreams">, stream?: AggregateRef) {
   return stream !== undefined && (role.sharedStreams?.includes(stream.type) ?? false);
@@ -89,6 +105,7 @@ export async function applyInOrder<S>(
       stream: shared ? undefined : stream,
       row:
         shared && stream ? { group: role.group, stream, from: checkpoint, to: version } : undefined,
+      ...(keepsWhole(role, event) ? { keep: true as const } : {}),
     };
     const handled = await atEvent(event, repaired, async () => {
       const step = await handleOne(base, state, stateRef, repaired, role, deps, options);
@@ -155,6 +172,7 @@ async function handleOne<S>(
   const discard = isExpired(event, now) ? "expired" : await role.discard?.(state?.data, event, now);
   if (discard && !(await role.unfinished?.(state?.data, event)))
     return discarded(base, state, stateRef, discard, repaired);
+  if (base.keep) return kept(base);
   const context = {
     now,
     // The queue's count belongs to the delivered message; an event read from the store is new here.

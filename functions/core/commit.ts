@@ -1,5 +1,5 @@
 import type { AggregateRef, Envelope } from "../../schemas";
-import { recordsAfter } from "./gate-records";
+import { recordsAfter, spilledFrom } from "./gate-records";
 import type { Decision, Role, Step } from "./pipeline";
 import type {
   CommitRequest,
@@ -11,9 +11,12 @@ import type {
 } from "./ports";
 
 /**
- * What handling one event writes (./apply decides what happens to it): the inbox row, the state
- * with its gate records (./gate-records) or the gate records alone, the checkpoint row of a
- * shared stream, and the emitted events, as one CommitRequest, with the state once it commits.
+ * What handling one event writes (./apply decides what happens to it): the state with its gate
+ * records (./gate-records) or the gate records alone, the checkpoint row of a shared stream, the
+ * emitted events, and an inbox row where nothing else records the outcome, as one CommitRequest,
+ * with the state once it commits. An applied event is recorded by the gate records (its stream's
+ * checkpoint, or its id among the recent ones) or the checkpoint row, so it needs no row: a
+ * commit that emits nothing is one conditional write of one item.
  */
 
 export function refOf(event: Envelope): AggregateRef {
@@ -40,6 +43,11 @@ export interface CommitBase {
   readonly stream: AggregateRef | undefined;
   /** The group's checkpoint row of a shared stream, moved by the event. */
   readonly row: CommitRequest["checkpoint"];
+  /**
+   * The group keeps this unsequenced message whole in its inbox row (Role.keepsMessages): no
+   * state or gate record is written for it.
+   */
+  readonly keep?: true;
 }
 
 export interface Handled<S> {
@@ -62,16 +70,15 @@ export function decided<S>(
   const gate = gateAfter(base, state) ?? state?.gate;
   const write = stateWrite(decision, state, stateRef, emitted.length, role, gate);
   const inbox = inboxRow(base, status, reason, repaired);
-  if (!write)
-    return gateOnly(base, state, stateRef, inbox, step, recordsItself(role, base, step, false));
-  const recorded = recordsItself(role, base, step, write.expectedRevision === 0);
+  if (!write) return gateOnly(base, state, stateRef, inbox, step, recordsItself(base, step));
   return {
     commit: {
       inbox,
-      ...(recorded ? { recordedByState: true as const } : {}),
+      ...(recordsItself(base, step) ? { recordedByState: true as const } : {}),
       checkpoint: base.row,
       state: write,
       append: emitted.length > 0 ? emitted : undefined,
+      ...spillOf(base, state?.gate, gate),
     },
     step,
     state: {
@@ -96,9 +103,9 @@ function gateOnly<S>(
   step: Step,
   recorded = false,
 ): Handled<S> {
-  // An unsequenced event's id joins the recent ones only with a state write: a duplicate of one
-  // that changed nothing is found by its inbox row at commit (the pipeline then reads the row).
-  const gate = base.stream ? gateAfter(base, state) : undefined;
+  // An unsequenced event's id joins the recent ones even when nothing else changes: they are the
+  // group's one record of it, which a later commit that applies it must see.
+  const gate = gateAfter(base, state);
   const commit: CommitRequest = {
     inbox,
     ...(recorded ? { recordedByState: true as const } : {}),
@@ -109,6 +116,7 @@ function gateOnly<S>(
     commit: {
       ...commit,
       gate: { aggregate: stateRef, expectedRevision: state?.revision ?? 0, records: gate },
+      ...spillOf(base, state?.gate, gate),
     },
     step,
     state: state
@@ -119,20 +127,25 @@ function gateOnly<S>(
 
 /**
  * True when what the commit writes records the event's outcome itself, so no inbox row is
- * written: an unordered role's record of its own, created by this commit; the checkpoint of the
- * event's stream on the state, or the group's checkpoint row of a shared stream. The operator
- * tools read those as the group's outcomes (lib/ops/recorded-outcomes.ts). Repairs, discards and
- * rejections keep their rows (a trace shows what they were), and so do unsequenced messages: no
- * stream holds them, and their rows are where a trace finds them.
+ * written: the checkpoint of the event's stream on the state, the group's checkpoint row of a
+ * shared stream, or the event's id among the state's recent unsequenced ones. The operator tools
+ * read those as the group's outcomes (lib/ops/recorded-outcomes.ts); the group that keeps
+ * messages (Role.keepsMessages) is where a trace finds an unsequenced one. Repairs, discards and
+ * rejections keep their rows (a trace shows what they were).
  */
-function recordsItself(
-  role: Pick<Role<unknown>, "unordered">,
+function recordsItself(base: CommitBase, step: Pick<Step, "status" | "repaired">): boolean {
+  return step.status === "applied" && !step.repaired && base.keep !== true;
+}
+
+/** The ids the commit's gate records spill (./gate-records), as the commit's `spill` part. */
+function spillOf(
   base: CommitBase,
-  step: Pick<Step, "status" | "repaired">,
-  created: boolean,
-): boolean {
-  if (step.status !== "applied" || step.repaired) return false;
-  return role.unordered ? created : base.stream !== undefined || base.row !== undefined;
+  before: GateRecords | undefined,
+  after: GateRecords | undefined,
+): Pick<CommitRequest, "spill"> {
+  if (!after || !before) return {};
+  const ids = spilledFrom(before.recent, after.recent, base.now.getTime() / 1000);
+  return ids.length > 0 ? { spill: { group: base.group, ids } } : {};
 }
 
 /** The state's gate records once the event is handled; undefined when unchanged. */
@@ -140,7 +153,7 @@ function gateAfter(base: CommitBase, state: StoredState | undefined): GateRecord
   return recordsAfter(state?.gate, {
     event: base.event,
     stream: base.stream,
-    byId: base.stream === undefined && base.row === undefined,
+    byId: base.stream === undefined && base.row === undefined && base.keep !== true,
     now: base.now.getTime() / 1000,
     expiresAt: expiresAtOf(base),
   });
@@ -148,6 +161,22 @@ function gateAfter(base: CommitBase, state: StoredState | undefined): GateRecord
 
 function expiresAtOf(base: CommitBase): number {
   return Math.floor(base.now.getTime() / 1000) + base.ttl;
+}
+
+/**
+ * The message kept whole by the group that keeps messages (Role.keepsMessages): its inbox row,
+ * with the envelope and no expiry, put if absent. No state is read or written for it.
+ */
+export function kept<S>(base: CommitBase): Handled<S> {
+  const inbox = outcomeRecord(base.group, base.event, "applied", {
+    recordedAt: base.now.toISOString(),
+    expiresAt: Number.MAX_SAFE_INTEGER,
+  });
+  return {
+    commit: { inbox: { ...inbox, envelope: base.event } },
+    step: { ...duplicateStep(base.event), status: "applied", emitted: [] },
+    state: undefined,
+  };
 }
 
 /** The event recorded as discarded with its reason; the state is left as it is. */

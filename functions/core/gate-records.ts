@@ -7,7 +7,10 @@ import type { GateRecords } from "./ports";
  * applied recently. Hand-written because they commit in the same conditional write as the state.
  */
 
-/** Unsequenced ids a state keeps for its read-side dedup (the inbox rows stay the record). */
+/**
+ * Unsequenced ids a state keeps: its record of the messages it handled. One more live id spills
+ * the one that expires first into an inbox row (./commit), so a commit spills at most one.
+ */
 export const RECENT_IDS_KEPT = 32;
 
 const EMPTY: GateRecords = { checkpoints: {}, recent: {} };
@@ -32,14 +35,38 @@ export function recordsAfter(
   const current = before ?? EMPTY;
   if (move.stream)
     return {
+      ...current,
       checkpoints: {
         ...current.checkpoints,
         [streamOf(move.stream)]: move.event.aggregate.version,
       },
-      recent: current.recent,
     };
   if (!move.byId) return undefined;
-  return { checkpoints: current.checkpoints, recent: withRecent(current.recent, move) };
+  const recent = withRecent(current.recent, move);
+  const spilled = spilledFrom(current.recent, recent, move.now);
+  const until = Math.max(current.spilledUntil ?? 0, ...spilled.map((s) => s.expiresAt));
+  return {
+    checkpoints: current.checkpoints,
+    recent,
+    // Kept only while a spilled id may still count.
+    ...(until > move.now ? { spilledUntil: until } : {}),
+  };
+}
+
+/** The ids `after` left out of `before` while they still count: each needs an inbox row. */
+export function spilledFrom(
+  before: GateRecords["recent"] | undefined,
+  after: GateRecords["recent"],
+  now: number,
+): { eventId: string; expiresAt: number }[] {
+  return Object.entries(before ?? {})
+    .filter(([id, expiresAt]) => expiresAt > now && !(id in after))
+    .map(([eventId, expiresAt]) => ({ eventId, expiresAt }));
+}
+
+/** True when the records say an id not in `recent` may still have a live inbox row. */
+export function mayHaveSpilled(records: GateRecords | undefined, now: number): boolean {
+  return (records?.spilledUntil ?? 0) > now;
 }
 
 /** The live recent ids with this event's added: at most RECENT_IDS_KEPT, the latest to expire. */

@@ -1,5 +1,6 @@
 import type { AggregateRef, Envelope } from "../../schemas";
 import { DuplicateCommitError, PermanentError, VersionConflictError } from "./errors";
+import { mayHaveSpilled } from "./gate-records";
 import type {
   Clock,
   CommitRequest,
@@ -54,6 +55,11 @@ export class InMemoryEventStore
   readonly summaries = new Map<string, StateSummary>();
   readonly streams = new Map<string, Map<number, Envelope>>();
   readonly inbox = new Map<string, InboxRecord>();
+  /**
+   * Ids spilled from a state's recent ones (CommitRequest.spill), by `${group}#${eventId}`: epoch
+   * seconds until which each counts, as the inbox table's spilled rows.
+   */
+  readonly spilled = new Map<string, number>();
   /** The groups' checkpoint rows of shared streams, by `${group}#${stream}`. */
   readonly checkpoints = new Map<string, number>();
   /** Failure records by `${group}#${eventId}`, as the inbox table's failure rows. */
@@ -65,16 +71,22 @@ export class InMemoryEventStore
   constructor(private readonly clock: Clock = systemClock) {}
 
   async load(request: LoadRequest): Promise<Loaded> {
-    const state = this.states.get(key(request.state));
+    const { inbox } = request;
+    const state = inbox?.rowOnly ? undefined : this.states.get(key(request.state));
     const now = this.clock.now().getTime();
-    const recent = request.inbox ? state?.gate?.recent[request.inbox.eventId] : undefined;
-    const row =
-      request.inbox?.row === true
-        ? this.inbox.get(`${request.inbox.group}#${request.inbox.eventId}`)
-        : undefined;
+    const recent = inbox ? state?.gate?.recent[inbox.eventId] : undefined;
+    const recentLive = recent !== undefined && recent * 1000 > now;
+    // The row is read when asked, or when the id may have been spilled from the recent ones.
+    const readRow =
+      inbox !== undefined &&
+      (inbox.row === true || (!recentLive && mayHaveSpilled(state?.gate, now / 1000)));
+    const rowKey = inbox ? `${inbox.group}#${inbox.eventId}` : "";
+    const row = readRow ? this.inbox.get(rowKey) : undefined;
+    const spilled = readRow ? this.spilled.get(rowKey) : undefined;
     const live =
-      (recent !== undefined && recent * 1000 > now) ||
-      (row !== undefined && row.expiresAt * 1000 > now);
+      recentLive ||
+      (row !== undefined && row.expiresAt * 1000 > now) ||
+      (spilled !== undefined && spilled * 1000 > now);
     const { checkpoint: asked } = request;
     const checkpoint = !asked
       ? 0
@@ -112,7 +124,8 @@ export class InMemoryEventStore
       (request.checkpoint ? 1 : 0) +
       (request.gate ? 1 : 0) +
       (request.state ? 1 : 0) +
-      (request.append?.length ?? 0);
+      (request.append?.length ?? 0) +
+      (request.spill?.ids.length ?? 0);
     if (actions > MAX_TRANSACTION_ACTIONS) {
       throw new PermanentError(
         "dynamodb.transaction_too_large",
@@ -175,6 +188,8 @@ export class InMemoryEventStore
     }
     if (request.gate) this.applyGate(request.gate);
     if (request.state) this.applyState(request.state);
+    for (const { eventId, expiresAt } of request.spill?.ids ?? [])
+      this.spilled.set(`${request.spill?.group}#${eventId}`, expiresAt);
     for (const event of request.append ?? []) {
       const k = key(event.aggregate);
       if (!this.streams.has(k)) this.streams.set(k, new Map());

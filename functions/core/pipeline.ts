@@ -1,5 +1,5 @@
 import type { AggregateRef, Envelope } from "../../schemas";
-import { applyInOrder, sharedStream, stateRefOf } from "./apply";
+import { applyInOrder, keepsWhole, sharedStream, stateRefOf } from "./apply";
 import { duplicateStep, refOf } from "./commit";
 import type { EmitSpec, HeartbeatSpec } from "./emit";
 import {
@@ -10,7 +10,7 @@ import {
   VersionConflictError,
 } from "./errors";
 import { eventsToApply } from "./gate";
-import type { ConsumerDeps, DiscardReason, StateSummary, StoredState } from "./ports";
+import type { ConsumerDeps, DiscardReason, LoadRequest, StateSummary, StoredState } from "./ports";
 import type { ReplayMark } from "./replay";
 
 /** A role's answer to one event: the next state of its aggregate and what to emit. */
@@ -55,7 +55,7 @@ export interface DecideContext<S> {
  */
 export type RoleDescriptor = Pick<
   Role<unknown>,
-  "group" | "subscriptions" | "stateOf" | "unordered" | "sharedStreams"
+  "group" | "subscriptions" | "stateOf" | "unordered" | "sharedStreams" | "keepsMessages"
 >;
 
 /**
@@ -128,6 +128,13 @@ export interface Role<S> {
    * JSON). Leave it unset for a view that other systems read straight from the state table.
    */
   readonly compactState?: true;
+  /**
+   * True for the group that keeps every unsequenced message whole (the audit group): its record of
+   * one is its inbox row, with the envelope and no expiry, written by one conditional put instead
+   * of a state, and `decide` is not asked. The trace finds those messages by correlation and task
+   * there, and reads their payloads to find the states of the other groups that recorded them.
+   */
+  readonly keepsMessages?: true;
 }
 
 export type StepStatus = "applied" | "duplicate" | "discarded" | "rejected";
@@ -180,6 +187,34 @@ export interface ConsumeOptions {
 const DEFAULT_MAX_CONFLICT_RETRIES = 3;
 
 /**
+ * What the pipeline reads for the event: the state, with the stream's checkpoint (a sequenced
+ * event) or the dedup record (an unsequenced one: the state's recent ids, the row as well once a
+ * commit found one, or the row alone for a group that keeps messages whole).
+ */
+function loadRequestOf(
+  role: Role<unknown>,
+  event: Envelope,
+  stream: AggregateRef | undefined,
+  stateRef: AggregateRef,
+  readRow: boolean,
+): LoadRequest {
+  return {
+    inbox: stream
+      ? undefined
+      : {
+          group: role.group,
+          eventId: event.event_id,
+          ...(readRow ? { row: true } : {}),
+          ...(keepsWhole(role, event) ? { row: true, rowOnly: true } : {}),
+        },
+    checkpoint: stream
+      ? { group: role.group, stream, ...(sharedStream(role, stream) ? { row: true } : {}) }
+      : undefined,
+    state: stateRef,
+  };
+}
+
+/**
  * The consumer pipeline every role uses:
  * 1. validate the envelope (permanent error if invalid, unknown or not subscribed);
  * 2. dedup (recent ids for unsequenced messages) and version gate (checkpoint for sequenced
@@ -187,8 +222,9 @@ const DEFAULT_MAX_CONFLICT_RETRIES = 3;
  *    from the event store, in order;
  * 3. for each event to apply: discard when expired or when the role says so (recorded with the
  *    reason); else run the role's decision;
- * 4. commit inbox row, state with its gate records, and appended events in one atomic write; on
- *    a version conflict reload and decide again (bounded); on an inbox conflict it is a duplicate.
+ * 4. commit the state with its gate records (which record the event), the appended events, and
+ *    an inbox row only for a discard, a rejection or a repair, in one atomic write; on a version
+ *    conflict reload and decide again (bounded); on an inbox conflict it is a duplicate.
  * Throws AgentBusError subclasses; the caller maps their class to retry / DLQ.
  */
 export async function consume<S>(
@@ -217,15 +253,7 @@ export async function consume<S>(
   let readRow = false;
 
   for (let round = 0; round < maxRounds; round++) {
-    const loaded = await deps.store.load({
-      inbox: stream
-        ? undefined
-        : { group: role.group, eventId: event.event_id, ...(readRow ? { row: true } : {}) },
-      checkpoint: stream
-        ? { group: role.group, stream, ...(sharedStream(role, stream) ? { row: true } : {}) }
-        : undefined,
-      state: stateRef,
-    });
+    const loaded = await deps.store.load(loadRequestOf(role, event, stream, stateRef, readRow));
     const queue = await eventsToApply(event, stream, loaded, deps);
     if (queue.length === 0) {
       const step = duplicateStep(event);

@@ -36,10 +36,17 @@ export interface GateRecords {
   /** Last version of each stream (`<type>#<id>`) whose events were applied to this aggregate. */
   readonly checkpoints: Readonly<Record<string, number>>;
   /**
-   * Unsequenced event ids recently applied here -> epoch seconds until which the inbox keeps them
-   * (bounded, see ./apply): a duplicate is found by the state read; the inbox row stays the record.
+   * Unsequenced event ids handled here -> epoch seconds until which they count (the inbox's time
+   * to live). They are the group's record of those messages: a duplicate is found by the state
+   * read, and a commit that applies one writes no inbox row. Bounded (./gate-records): an id that
+   * must leave while it still counts is spilled into an inbox row of its own in the same commit.
    */
   readonly recent: Readonly<Record<string, number>>;
+  /**
+   * Epoch seconds until which an id spilled from `recent` may still count: until then an id not
+   * in `recent` is also looked up in the inbox. Absent when none was spilled.
+   */
+  readonly spilledUntil?: number;
 }
 
 /** A state's place in the operator's lists (see Role.summarize in ./pipeline). */
@@ -72,8 +79,16 @@ export interface InboxRecord {
   /** True when the group read the event from the event store to fill a gap. */
   readonly repaired?: true;
   readonly recordedAt: string;
-  /** Epoch seconds after which the row may be deleted by TTL and must be ignored on read. */
+  /**
+   * Epoch seconds after which the row may be deleted by TTL and must be ignored on read;
+   * `Number.MAX_SAFE_INTEGER` for a row that never expires (a message kept whole).
+   */
   readonly expiresAt: number;
+  /**
+   * The message itself, kept by a group that keeps the messages no stream holds
+   * (Role.keepsMessages): the trace reads their payloads to find the states that applied them.
+   */
+  readonly envelope?: Envelope;
 }
 
 /**
@@ -104,7 +119,16 @@ export interface LoadRequest {
    * Has the group applied this unsequenced event id? Answered from the state's recent ids; with
    * `row`, the inbox row is read as well (after a commit found it there).
    */
-  readonly inbox?: { readonly group: string; readonly eventId: string; readonly row?: boolean };
+  readonly inbox?: {
+    readonly group: string;
+    readonly eventId: string;
+    readonly row?: boolean;
+    /**
+     * The group keeps this message in its inbox row alone (Role.keepsMessages): the row is read
+     * instead of the state, which is not read at all.
+     */
+    readonly rowOnly?: boolean;
+  };
   /**
    * Which version of this stream has the group applied last to `state`? With `row`, the stream is
    * shared by several of the group's aggregates (Role.sharedStreams): its checkpoint is the
@@ -173,6 +197,15 @@ export interface CommitRequest {
     readonly compact?: true;
   };
   readonly append?: readonly Envelope[];
+  /**
+   * Unsequenced ids that left the state's recent ones while they still count (GateRecords): each
+   * is written as an inbox row of `group` that expires when the id would have (without a
+   * condition, keeping what a row of the id already says).
+   */
+  readonly spill?: {
+    readonly group: string;
+    readonly ids: readonly { readonly eventId: string; readonly expiresAt: number }[];
+  };
 }
 
 export interface EventStore {

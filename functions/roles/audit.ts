@@ -1,4 +1,4 @@
-import { type AggregateRef, registry } from "../../schemas";
+import { type AggregateRef, type Envelope, registry } from "../../schemas";
 import { outcomeRecord } from "../core/commit";
 import type { Role } from "../core/pipeline";
 import type { InboxRecord } from "../core/ports";
@@ -24,9 +24,12 @@ export interface AuditRecord {
 
 /**
  * The audit consumer: an append-only causal record of every event type in the registry. Each
- * event gets its own item, written once with one PutItem; the record keeps the causation edge
- * and the stream position, so a task's history can be rebuilt without the payloads. It needs no
- * ordering, so its group uses a standard queue.
+ * event on a stream gets its own item, written once with one PutItem; the record keeps the
+ * causation edge and the stream position, so a task's history can be rebuilt without the
+ * payloads, which the event store keeps. A message from outside any stream (unsequenced) has no
+ * other copy: the group keeps it whole (`keepsMessages`), envelope and payload, in its inbox row,
+ * also written once with one PutItem, where the trace finds it by correlation and task. It needs
+ * no ordering, so its group uses a standard queue.
  */
 export const AUDIT_GROUP = "audit";
 
@@ -52,25 +55,36 @@ export const audit: Role<AuditRecord> = {
   subscriptions: [...new Set(registry.definitions().map((d) => d.type))],
   stateOf: (event) => auditRecordRef(event.event_id),
   unordered: true,
+  keepsMessages: true,
   decide(existing, event, { now }) {
     if (existing) return {};
-    return {
-      state: {
-        event_id: event.event_id,
-        event_type: event.event_type,
-        schema_version: event.schema_version,
-        occurred_at: event.occurred_at,
-        recorded_at: now.toISOString(),
-        producer: event.producer,
-        correlation_id: event.correlation_id,
-        causation_id: event.causation_id,
-        task_id: event.task_id,
-        ...(event.conversation_id ? { conversation_id: event.conversation_id } : {}),
-        aggregate: event.aggregate,
-        order_key: event.order_key,
-        ...(event.expires_at ? { expires_at: event.expires_at } : {}),
-        payload_bytes: new TextEncoder().encode(JSON.stringify(event.payload ?? null)).length,
-      },
-    };
+    return { state: auditRecordOf(event, now.toISOString()) };
   },
 };
+
+/** The audit record of an event, recorded at `recordedAt`. */
+export function auditRecordOf(event: Envelope, recordedAt: string): AuditRecord {
+  return {
+    event_id: event.event_id,
+    event_type: event.event_type,
+    schema_version: event.schema_version,
+    occurred_at: event.occurred_at,
+    recorded_at: recordedAt,
+    producer: event.producer,
+    correlation_id: event.correlation_id,
+    causation_id: event.causation_id,
+    task_id: event.task_id,
+    ...(event.conversation_id ? { conversation_id: event.conversation_id } : {}),
+    aggregate: event.aggregate,
+    order_key: event.order_key,
+    ...(event.expires_at ? { expires_at: event.expires_at } : {}),
+    payload_bytes: new TextEncoder().encode(JSON.stringify(event.payload ?? null)).length,
+  };
+}
+
+/** The audit record of an unsequenced message the group kept whole in its row (`keepsMessages`). */
+export function auditRecordOfRow(row: InboxRecord): AuditRecord | undefined {
+  return row.group === AUDIT_GROUP && row.envelope
+    ? auditRecordOf(row.envelope, row.recordedAt)
+    : undefined;
+}

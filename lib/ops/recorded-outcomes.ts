@@ -20,8 +20,10 @@ import type { AggregateRef, Envelope } from "../../schemas";
  * The outcomes a group's writes record instead of inbox rows (functions/core/commit.ts
  * `recordsItself`): an applied stream event is recorded by the checkpoint of its stream, on the
  * state the role keeps for it (`stateOf`) or, for a shared stream, in the group's checkpoint row;
- * the audit group's record is its own. A trace reads them beside the inbox rows, which still
- * record repairs, discards, rejections and unsequenced messages.
+ * an unsequenced message by its id among the recent ones of that state, which the message's
+ * payload names (the audit group keeps the message whole for this); the audit group's record is
+ * its own. A trace reads them beside the inbox rows, which still record repairs, discards and
+ * rejections.
  */
 
 export type RecordedOutcomes = (
@@ -82,8 +84,10 @@ function askedOf(
   const inRow: Asked[] = [];
   for (const role of roles)
     for (const event of envelopes) {
-      if (event.aggregate.version === 0 || !role.subscriptions.includes(event.event_type)) continue;
-      if (role.sharedStreams?.includes(event.aggregate.type)) inRow.push({ role, event });
+      if (!role.subscriptions.includes(event.event_type)) continue;
+      const sequenced = event.aggregate.version > 0;
+      if (sequenced && role.sharedStreams?.includes(event.aggregate.type))
+        inRow.push({ role, event });
       else {
         const ref = stateOf(role, event);
         if (ref) onState.push({ role, event, ref });
@@ -124,7 +128,12 @@ async function rowCheckpointOutcomes(
   return asked.filter((a, i) => (versions[i] ?? 0) >= a.event.aggregate.version);
 }
 
+/**
+ * True when the state records the event: a stream event by its stream's checkpoint, an
+ * unsequenced message by its id among the recent ones (while they keep it).
+ */
 function passed(state: StoredState | undefined, event: Envelope): boolean {
+  if (event.aggregate.version === 0) return state?.gate?.recent[event.event_id] !== undefined;
   const checkpoint = state?.gate?.checkpoints[keyOf(event.aggregate)] ?? 0;
   return checkpoint >= event.aggregate.version;
 }

@@ -100,6 +100,7 @@ async function collect(sources: TraceSources, id: string): Promise<Found | undef
     ]);
   }
   if (stored.length === 0 && outcomes.length === 0) return undefined;
+  stored = withKeptMessages(stored, outcomes);
   if (sources.recorded) {
     const ids = [...new Set([...stored.map((e) => e.event_id), ...outcomes.map((o) => o.eventId)])];
     // A row, when there is one (a repair, a discard), says more than the state: it wins.
@@ -122,6 +123,23 @@ async function collect(sources: TraceSources, id: string): Promise<Found | undef
   }
   for (const o of outcomes) if (!events.has(o.eventId)) events.set(o.eventId, eventOfRecord(o));
   return { events, envelopes, outcomes };
+}
+
+/**
+ * The stored events and the unsequenced messages the group that keeps messages has kept whole
+ * (Role.keepsMessages: its rows carry their envelopes), each once, in event id order.
+ */
+function withKeptMessages(stored: Envelope[], outcomes: readonly OutcomeRecord[]): Envelope[] {
+  const ids = new Set(stored.map((e) => e.event_id));
+  const kept: Envelope[] = [];
+  for (const o of outcomes) {
+    const envelope = isFailure(o) ? undefined : o.envelope;
+    if (!envelope || ids.has(envelope.event_id)) continue;
+    ids.add(envelope.event_id);
+    kept.push(envelope);
+  }
+  if (kept.length === 0) return stored;
+  return [...stored, ...kept].sort((a, b) => a.event_id.localeCompare(b.event_id));
 }
 
 function eventOfEnvelope(e: Envelope): TraceEvent {

@@ -96,6 +96,25 @@ async function failureOf(promise: Promise<unknown>): Promise<AgentBusError> {
   throw new Error("expected the call to fail");
 }
 
+/** A client's rating: unsequenced (version 0), its comment long enough to be stored deflated. */
+function feedback(taskId: string, rating: number, comment: string): Envelope {
+  const parsed = registry.parse({
+    event_id: newUlid(),
+    event_type: "task.feedback.received",
+    schema_version: 1,
+    occurred_at: "2026-03-01T11:59:00.000Z",
+    correlation_id: newCorrelationId(),
+    causation_id: null,
+    task_id: taskId,
+    aggregate: { type: "task", id: taskId, version: 0 },
+    order_key: taskId,
+    producer: "web-client",
+    payload: { rating, comment },
+  });
+  if (!parsed.ok) throw new Error(parsed.message);
+  return parsed.envelope;
+}
+
 /** Everything a commit could have touched for one group and stream. */
 async function observe(store: Store, group: string, stream: AggregateRef, eventIds: string[]) {
   return {
@@ -294,6 +313,67 @@ describe.each(subjects)("%s honours the event store contract", (_name, make) => 
     // A second record of the same event: refused by the state's condition, not by an inbox row.
     expect(await failureOf(commit(0))).toMatchObject({ conflict: "state" });
     await commit(1);
+  });
+
+  it("finds an id spilled from the recent ones in its row while the state says one may be there", async () => {
+    const [e1] = taskStream(1, 1) as [Envelope];
+    const group = newGroup();
+    const view = { type: "task_view", id: newTaskId() };
+    const [spilled, kept] = [newUlid(), newUlid()];
+    const now = clock.now().getTime() / 1000;
+    const gate = { checkpoints: {}, recent: { [kept]: now + 120 }, spilledUntil: now + 60 };
+    // A discard row of the spilled id keeps what it says; the spill makes a row for it too.
+    const discard = newUlid();
+    await store.commit({
+      inbox: { ...inboxRecord(group, e1, clock, { outcome: "discarded", reason: "expired" }) },
+    });
+    await store.commit({
+      inbox: inboxRecord(group, e1, clock),
+      recordedByState: true,
+      state: { aggregate: view, expectedRevision: 0, next: { n: 1 }, version: 0, gate },
+      spill: {
+        group,
+        ids: [
+          { eventId: spilled, expiresAt: now + 60 },
+          { eventId: e1.event_id, expiresAt: now + 60 },
+        ],
+      },
+    });
+    const ask = (eventId: string) => store.load({ inbox: { group, eventId }, state: view });
+    expect((await ask(spilled)).inboxHit).toBe(true);
+    expect((await ask(kept)).inboxHit).toBe(true);
+    expect((await ask(discard)).inboxHit).toBe(false);
+    expect((await ask(spilled)).state?.gate).toEqual(gate);
+    // A spilled row records nothing for a trace; a row it joined still says what it said.
+    expect(await store.inboxRecords(group, [spilled, e1.event_id])).toMatchObject([
+      { eventId: e1.event_id, outcome: "discarded", reason: "expired" },
+    ]);
+    expect(await store.outcomesOfEvent([group], spilled)).toEqual([]);
+    clock.advance(61_000);
+    expect((await ask(spilled)).inboxHit).toBe(false);
+    expect((await ask(kept)).inboxHit).toBe(true);
+  });
+
+  it("keeps a message whole in a row that never expires, read alone by a row-only load", async () => {
+    const message = feedback(newTaskId(), 5, "x".repeat(800));
+    const group = newGroup();
+    const row = { ...inboxRecord(group, message, clock), expiresAt: Number.MAX_SAFE_INTEGER };
+    await store.commit({ inbox: { ...row, envelope: message } });
+    const load = () =>
+      store.load({
+        inbox: { group, eventId: message.event_id, row: true, rowOnly: true },
+        state: refOf(message),
+      });
+    clock.advance(400 * 24 * 3600_000);
+    expect(await load()).toEqual({ inboxHit: true, checkpoint: 0, state: undefined });
+    expect(await store.inboxRecords(group, [message.event_id])).toEqual([
+      { ...row, envelope: message },
+    ]);
+    expect(await store.outcomesByCorrelation(message.correlation_id)).toEqual([
+      { ...row, envelope: message },
+    ]);
+    const again = await failureOf(store.commit({ inbox: { ...row, envelope: message } }));
+    expect(again).toBeInstanceOf(DuplicateCommitError);
   });
 
   it("moves a checkpoint only from the stored version", async () => {

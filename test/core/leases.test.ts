@@ -171,29 +171,34 @@ describe("node.heartbeat", () => {
     expect(t.state().leases?.["topic-selection"]?.expires_at).toBe(plus(T0, 450));
   });
 
-  it("never shortens a started lease: a shorter heartbeat writes nothing", async () => {
+  it("never shortens a started lease: a shorter heartbeat changes nothing", async () => {
     const t = setup(createOrchestrator({ leaseSeconds: 600 }));
     await t.start();
     await t.heartbeat("topic-selection", 0, 10);
     expect(t.state().leases?.["topic-selection"]?.expires_at).toBe(plus(T0, 600));
-    const before = t.stored()?.revision;
+    const before = t.stored();
     t.clock.advance(1000);
     await t.heartbeat("topic-selection", 0, 10);
-    expect(t.stored()?.revision).toBe(before);
+    expect(t.stored()?.data).toBe(before?.data);
     expect(t.state().leases?.["topic-selection"]?.expires_at).toBe(plus(T0, 600));
   });
 
   it("a stale generation, a node not RUNNING or an unknown run is ignored", async () => {
     const t = setup(createOrchestrator({ leaseSeconds: 60 }));
     await t.start();
-    const before = t.stored()?.revision;
+    const before = t.stored();
     await t.heartbeat("topic-selection", 1, 900);
     await t.heartbeat("review", 0, 900);
-    expect(t.stored()?.revision).toBe(before);
+    // The run is the same object: only its record of the two messages changed.
+    expect(t.stored()?.data).toBe(before?.data);
+    expect(t.stored()?.version).toBe(before?.version);
     const other = setup();
     const result = await other.heartbeat("topic-selection", 0, 900);
     expect(result.status).toBe("applied");
-    expect(other.stored()).toBeUndefined();
+    // No run: what is stored is the record of the message alone.
+    expect(other.stored()?.data).toBeUndefined();
+    expect(other.stored()?.version).toBe(0);
+    expect(Object.keys(other.stored()?.gate?.recent ?? {})).toEqual([result.event.event_id]);
   });
 });
 

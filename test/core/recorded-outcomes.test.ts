@@ -189,7 +189,7 @@ describe("states that record what their group applied stand in for inbox rows", 
     ]);
   });
 
-  it("an unsequenced message keeps its row: no stream holds it, the row places it in a trace", async () => {
+  it("an unsequenced message is recorded by its id on the state, and kept whole by the audit group", async () => {
     const { deps, store } = makeDeps();
     const fb = feedback(newTaskId(), 4);
     const rater: Role<{ rating: number }> = {
@@ -199,10 +199,17 @@ describe("states that record what their group applied stand in for inbox rows", 
     };
     const { store: counting, commits } = countingStore(store);
     await consume(fb, rater, { ...deps, store: counting });
-    expect(commits[0]?.recordedByState).toBeUndefined();
-    expect(await store.inboxRecords("rater", [fb.event_id])).toMatchObject([
-      { eventId: fb.event_id, outcome: "applied" },
+    await consume(fb, audit, { ...deps, store: counting });
+    // The rater: one write of its state, which records the id; no row.
+    expect(commits[0]?.recordedByState).toBe(true);
+    expect(commits[0]?.state?.gate?.recent[fb.event_id]).toBeGreaterThan(0);
+    expect(await store.inboxRecords("rater", [fb.event_id])).toEqual([]);
+    // The audit group: its row alone, with the message, never expiring; no state.
+    expect(commits[1]).toEqual({ inbox: expect.objectContaining({ envelope: fb }) });
+    expect(await store.inboxRecords("audit", [fb.event_id])).toMatchObject([
+      { eventId: fb.event_id, outcome: "applied", expiresAt: Number.MAX_SAFE_INTEGER },
     ]);
+    expect(store.states.get(`audit_record#evt_${fb.event_id}`)).toBeUndefined();
   });
 });
 

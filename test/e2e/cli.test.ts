@@ -22,6 +22,7 @@ import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
 import { readDeadLetters } from "../../lib/local/scenario/dead-letters";
 import { topology } from "../../lib/topology";
 import { type Envelope, registry } from "../../schemas";
+import { auditRecord } from "../support/audit";
 import { emulator } from "../support/aws";
 import { localCli } from "../support/cli";
 
@@ -194,10 +195,8 @@ describe("agentbus CLI against the local stack", () => {
 
     // The stack's own wiring delivered it too: the audit group recorded it.
     await env.runtime.idle({ quietMs: 500 });
-    const audited = await env.store.load({
-      state: { type: "audit_record", id: `evt_${eventId}` },
-    });
-    expect(audited.state?.data).toMatchObject({
+    const audited = await auditRecord(env.store, eventId ?? "");
+    expect(audited).toMatchObject({
       event_type: "workflow.start.requested",
       producer: "agentbus-cli",
       order_key: runId,

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
 import { emulator } from "../support/aws";
+import { messageOutcome } from "../support/outcomes";
 
 const README = readFileSync(join(import.meta.dirname, "..", "..", "README.md"), "utf8");
 const block = /<!-- cli-example:start -->\n```sh\n([\s\S]*?)```\n<!-- cli-example:end -->/.exec(
@@ -63,8 +64,8 @@ describe.skipIf(!awsCli)("README: send an event with the AWS CLI", () => {
         .map((d) => d.status) ?? [];
     expect(statuses[0]).toBe("applied");
     expect(statuses.slice(1).every((s) => s === "duplicate")).toBe(true);
-    const [row] = await env.store.inboxRecords("task-projection", [eventId]);
-    expect(row?.outcome).toBe("applied");
+    const outcome = await messageOutcome(env.store, "task-projection", eventId);
+    expect(outcome?.outcome).toBe("applied");
   });
 
   it("drives a conversation: the customer's message gets one reply, which the view shows", async () => {

@@ -13,10 +13,10 @@ import {
 } from "../../lib/local/scenario/workflow";
 import type { Envelope } from "../../schemas";
 import { CONTENT_ROLES } from "../../schemas/events/workflow";
-import { auditedOutcomes } from "../support/audit";
+import { auditedOutcomes, auditRecord } from "../support/audit";
 import { emulator } from "../support/aws";
 import { type CliResult, localCli } from "../support/cli";
-import { groupOutcome } from "../support/outcomes";
+import { groupOutcome, messageOutcome } from "../support/outcomes";
 
 /**
  * `agentbus workflow cancel` end to end on the local stack (issue 12 item 5): a long-form run whose
@@ -135,15 +135,13 @@ describe("workflow cancel on the local stack", () => {
         ["workflow.cancel.requested", "applied"],
         ["workflow.cancelled", "applied"],
       ]);
-      const record = await env.store.load({
-        state: { type: "audit_record", id: `evt_${commandId}` },
-      });
-      expect(record.state?.data).toMatchObject({
+      const record = await auditRecord(env.store, commandId);
+      expect(record).toMatchObject({
         event_type: "workflow.cancel.requested",
         producer: "agentbus-cli",
         aggregate: { type: "dag_run", id: run.runId, version: 0 },
       });
-      const [accepted] = await env.store.inboxRecords("orchestrator", [commandId]);
+      const accepted = await messageOutcome(env.store, "orchestrator", commandId);
       expect(accepted?.outcome).toBe("applied");
       expect(await readDeadLetters(env)).toEqual([]);
 
@@ -159,10 +157,12 @@ describe("workflow cancel on the local stack", () => {
       });
       await putOnBus(env, "commands", [direct]);
       await env.runtime.idle({ timeoutMs: RUN_TIMEOUT });
-      const [noop] = await env.store.inboxRecords("orchestrator", [direct.event_id]);
+      const noop = await groupOutcome(env.store, "orchestrator", direct);
       expect(noop?.outcome).toBe("applied");
+      // The run is as it was; only its record of the messages it handled has the new one.
       const after = await env.store.load({ state: { type: "dag_run", id: run.runId } });
-      expect(after.state?.revision).toBe(before.state?.revision);
+      expect(after.state?.version).toBe(before.state?.version);
+      expect(after.state?.gate?.recent[direct.event_id]).toBeGreaterThan(0);
       expect(await loadRun(env, run.runId)).toEqual(before.state?.data);
       expect(await runStream(run.runId)).toHaveLength(stream.length);
       expect(

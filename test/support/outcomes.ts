@@ -1,4 +1,5 @@
 import type { EventStore, InboxRecord, TraceReader } from "../../functions/core/ports";
+import { AUDIT_GROUP } from "../../functions/roles/audit";
 import { recordedOutcomes } from "../../lib/ops/recorded-outcomes";
 import { topology } from "../../lib/topology";
 import type { Envelope } from "../../schemas";
@@ -29,4 +30,18 @@ export async function groupOutcome(
   const derive = recordedOutcomes([role], { states, checkpoints: store });
   const [recorded] = (await derive?.([event.event_id], [event])) ?? [];
   return recorded as InboxRecord | undefined;
+}
+
+/**
+ * A group's outcome of an unsequenced message known by its id alone: the message as the audit
+ * group keeps it whole (Role.keepsMessages), then its outcome as a trace sees it.
+ */
+export async function messageOutcome(
+  store: OutcomeStore,
+  group: string,
+  eventId: string,
+): Promise<InboxRecord | undefined> {
+  const [kept] = await store.inboxRecords(AUDIT_GROUP, [eventId]);
+  if (!kept?.envelope) throw new Error(`the audit group keeps no message ${eventId}`);
+  return groupOutcome(store, group, kept.envelope);
 }

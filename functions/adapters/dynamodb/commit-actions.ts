@@ -10,7 +10,7 @@ import {
 } from "../../core/errors";
 import type { CommitRequest } from "../../core/ports";
 import { checkpointItem, eventItem, inboxItem, stateItem } from "./items";
-import { CheckpointAttr, EventAttr, InboxAttr, StateAttr, streamKey } from "./tables";
+import { CheckpointAttr, EventAttr, InboxAttr, inboxKey, StateAttr, streamKey } from "./tables";
 
 /**
  * The writes of a commit (./event-store), one conditional action per part, each with the error
@@ -21,7 +21,7 @@ import { CheckpointAttr, EventAttr, InboxAttr, StateAttr, streamKey } from "./ta
 
 const MARSHALL: marshallOptions = { removeUndefinedValues: true };
 
-type Part = "inbox" | "checkpoint" | "state" | "stream";
+type Part = "inbox" | "checkpoint" | "state" | "stream" | "spill";
 /** When several conditions fail at once, the first part in this order is reported. */
 const PRECEDENCE: readonly Part[] = ["inbox", "checkpoint", "state", "stream"];
 
@@ -50,7 +50,42 @@ export function commitActions(
     ...(request.state ? [stateAction(tables.state, request.state, now)] : []),
     ...(request.gate ? [gateAction(tables.state, request.gate, now)] : []),
     ...(request.append ?? []).map((event) => streamAction(tables.events, event)),
+    ...(request.spill?.ids ?? []).map((id) =>
+      spillAction(tables.inbox, request.spill?.group ?? "", id),
+    ),
   ];
+}
+
+/**
+ * The row of an id spilled from a state's recent ones: without a condition (the state's own
+ * condition guards the commit), keeping the outcome a row of the id already records.
+ */
+function spillAction(
+  table: string,
+  group: string,
+  { eventId, expiresAt }: NonNullable<CommitRequest["spill"]>["ids"][number],
+): Action {
+  return {
+    part: "spill",
+    update: {
+      TableName: table,
+      Key: { [InboxAttr.pk]: { S: inboxKey(group, eventId) } },
+      UpdateExpression: "SET #g = :g, #e = :e, #s = :s, #ttl = :ttl",
+      ExpressionAttributeNames: {
+        "#g": InboxAttr.group,
+        "#e": InboxAttr.eventId,
+        "#s": InboxAttr.spilled,
+        "#ttl": InboxAttr.ttl,
+      },
+      ExpressionAttributeValues: toItem({
+        ":g": group,
+        ":e": eventId,
+        ":s": true,
+        ":ttl": expiresAt,
+      }),
+    },
+    conflict: () => new TransientError("dynamodb.spill", `the spilled row of ${eventId} failed`),
+  };
 }
 
 function inboxAction(table: string, inbox: NonNullable<CommitRequest["inbox"]>, now: Date): Action {
@@ -121,7 +156,8 @@ function stateAction(
 
 /**
  * The gate records and the revision, the rest of the item kept (created bare when absent):
- * an event that changes no state still costs one conditional write of one item.
+ * an event that changes no state still costs one conditional write of one item. `updated_at`
+ * stays when the state changed last: the operator lists' index, sorted by it, is not moved.
  */
 function gateAction(
   table: string,
@@ -134,8 +170,7 @@ function gateAction(
     update: {
       TableName: table,
       Key: { [StateAttr.pk]: { S: streamKey(aggregate) } },
-      UpdateExpression:
-        "SET #rev = :rev, #ver = if_not_exists(#ver, :zero), #at = :at, #ai = :ai, #up = :up, #cp = :cp, #rc = :rc",
+      UpdateExpression: `SET #rev = :rev, #ver = if_not_exists(#ver, :zero), #at = :at, #ai = :ai, #up = if_not_exists(#up, :up), #cp = :cp, #rc = :rc${records.spilledUntil !== undefined ? ", #su = :su" : ""}`,
       ConditionExpression: condition.ConditionExpression,
       ExpressionAttributeNames: {
         ...condition.ExpressionAttributeNames,
@@ -146,6 +181,7 @@ function gateAction(
         "#up": StateAttr.updatedAt,
         "#cp": StateAttr.checkpoints,
         "#rc": StateAttr.recent,
+        ...(records.spilledUntil !== undefined ? { "#su": StateAttr.spilledUntil } : {}),
       },
       ExpressionAttributeValues: {
         ...condition.ExpressionAttributeValues,
@@ -157,6 +193,7 @@ function gateAction(
           ":up": now.toISOString(),
           ":cp": records.checkpoints,
           ":rc": records.recent,
+          ...(records.spilledUntil !== undefined ? { ":su": records.spilledUntil } : {}),
         }),
       },
       ReturnValuesOnConditionCheckFailure: "ALL_OLD",

@@ -11,6 +11,7 @@ import { marshall, unmarshall } from "@aws-sdk/util-dynamodb";
 import type { AggregateRef, Envelope } from "../../../schemas";
 import { sleep } from "../../core/batching";
 import { PermanentError } from "../../core/errors";
+import { mayHaveSpilled } from "../../core/gate-records";
 import type {
   Clock,
   CommitRequest,
@@ -99,9 +100,24 @@ export class DynamoEventStore implements EventStore, TraceReader {
   /**
    * One strongly consistent GetItem of the state item, which holds the group's checkpoints and
    * recent unsequenced ids. The inbox row is read too only when asked (`inbox.row`), and the rows
-   * of the earlier layout while a stack upgrades (`legacyCheckpoints`), all in one BatchGetItem.
+   * of the earlier layout while a stack upgrades (`legacyCheckpoints`), all in one BatchGetItem;
+   * or after the state, with a second GetItem, while an id not among the recent ones may have been
+   * spilled into a row (GateRecords.spilledUntil). A group that keeps the message in its row alone
+   * (`inbox.rowOnly`) reads only the row.
    */
   async load(request: LoadRequest): Promise<Loaded> {
+    if (request.inbox?.rowOnly) {
+      const { group, eventId } = request.inbox;
+      const row = (await this.getItem(this.tables.inbox, inboxKey(group, eventId))) as
+        | InboxItem
+        | undefined;
+      const now = this.clock.now();
+      return {
+        inboxHit: row !== undefined && inboxRowLive(row, now),
+        checkpoint: 0,
+        state: undefined,
+      };
+    }
     const statePk = streamKey(request.state);
     const inboxPk =
       request.inbox && (request.inbox.row || this.legacy)
@@ -116,7 +132,19 @@ export class DynamoEventStore implements EventStore, TraceReader {
     const state = stateRow ? storedStateOf(stateRow) : undefined;
     const now = this.clock.now();
     const recent = request.inbox ? state?.gate?.recent[request.inbox.eventId] : undefined;
-    const inboxRow = rows.get(`${this.tables.inbox}/${inboxPk}`) as InboxItem | undefined;
+    const recentLive = recent !== undefined && recent * 1000 > now.getTime();
+    let inboxRow = rows.get(`${this.tables.inbox}/${inboxPk}`) as InboxItem | undefined;
+    if (
+      request.inbox &&
+      inboxPk === undefined &&
+      !recentLive &&
+      mayHaveSpilled(state?.gate, now.getTime() / 1000)
+    ) {
+      const { group, eventId } = request.inbox;
+      inboxRow = (await this.getItem(this.tables.inbox, inboxKey(group, eventId))) as
+        | InboxItem
+        | undefined;
+    }
     const legacyCheckpoint = rows.get(`${this.tables.inbox}/${checkpointPk}`) as
       | CheckpointItem
       | undefined;
@@ -125,9 +153,7 @@ export class DynamoEventStore implements EventStore, TraceReader {
         ? (state?.gate?.checkpoints[streamKey(request.checkpoint.stream)] ?? 0)
         : 0;
     return {
-      inboxHit:
-        (recent !== undefined && recent * 1000 > now.getTime()) ||
-        (inboxRow !== undefined && inboxRowLive(inboxRow, now)),
+      inboxHit: recentLive || (inboxRow !== undefined && inboxRowLive(inboxRow, now)),
       checkpoint: Math.max(onState, legacyCheckpoint?.version ?? 0),
       state,
     };
@@ -141,18 +167,8 @@ export class DynamoEventStore implements EventStore, TraceReader {
     const rows = new Map<string, Record<string, unknown>>();
     const extra = inboxPks.filter((pk): pk is string => pk !== undefined);
     if (extra.length === 0) {
-      const got = await this.client
-        .send(
-          new GetItemCommand({
-            TableName: this.tables.state,
-            Key: { pk: { S: statePk } },
-            ConsistentRead: true,
-          }),
-        )
-        .catch((error: unknown) => {
-          throw dynamoFailure(error, "GetItem");
-        });
-      if (got.Item) rows.set(`${this.tables.state}/${statePk}`, unmarshall(got.Item));
+      const item = await this.getItem(this.tables.state, statePk);
+      if (item) rows.set(`${this.tables.state}/${statePk}`, item);
       return rows;
     }
     const wanted = [
@@ -163,6 +179,16 @@ export class DynamoEventStore implements EventStore, TraceReader {
     for (const [table, items] of found)
       for (const item of items) rows.set(`${table}/${item.pk}`, item);
     return rows;
+  }
+
+  /** One item by its key, strongly consistent; undefined when absent. */
+  private async getItem(table: string, pk: string): Promise<Record<string, unknown> | undefined> {
+    const got = await this.client
+      .send(new GetItemCommand({ TableName: table, Key: { pk: { S: pk } }, ConsistentRead: true }))
+      .catch((error: unknown) => {
+        throw dynamoFailure(error, "GetItem");
+      });
+    return got.Item ? unmarshall(got.Item) : undefined;
   }
 
   async readStream(stream: AggregateRef, from: number, to: number): Promise<Envelope[]> {

@@ -8,7 +8,7 @@ import type {
   StateSummary,
   StoredState,
 } from "../../core/ports";
-import { deflatedJson, inflatedJson, storedEnvelope } from "./deflated-json";
+import { deflatedJson, envelopeOfItem, inflatedJson, storedEnvelope } from "./deflated-json";
 import { checkpointKey, DUE_SHARD, failureKey, inboxKey, streamKey } from "./tables";
 
 /**
@@ -37,6 +37,7 @@ export interface StateItem {
   readonly counts?: Readonly<Record<string, number>>;
   readonly gate_checkpoints?: Readonly<Record<string, number>>;
   readonly gate_recent?: Readonly<Record<string, number>>;
+  readonly gate_spilled_until?: number;
 }
 
 export interface EventItem {
@@ -76,7 +77,25 @@ export interface InboxItem {
   readonly occurred_at?: string;
   readonly repaired?: boolean;
   readonly recorded_at: string;
-  /** Epoch seconds (InboxRecord.expiresAt): the table's TTL attribute. */
+  /**
+   * Epoch seconds (InboxRecord.expiresAt): the table's TTL attribute; absent on a row that never
+   * expires.
+   */
+  readonly ttl?: number;
+  /** A message kept whole (InboxRecord.envelope), as an event item holds its envelope. */
+  readonly envelope?: string;
+  readonly envelope_z?: Uint8Array;
+}
+
+/**
+ * The row of an id spilled from a state's recent ones (CommitRequest.spill): a dedup record only,
+ * in no index (it has no correlation or task), read by its key.
+ */
+export interface SpilledItem {
+  readonly pk: string;
+  readonly group: string;
+  readonly event_id: string;
+  readonly spilled: true;
   readonly ttl: number;
 }
 
@@ -114,7 +133,16 @@ export function stateItem(
     updated_at: updatedAt.toISOString(),
     ...(typeof dueAt === "string" ? { due_shard: DUE_SHARD, due_at: dueAt } : {}),
     ...(summary ? summaryAttributes(summary) : {}),
-    ...(gate ? { gate_checkpoints: gate.checkpoints, gate_recent: gate.recent } : {}),
+    ...(gate ? gateAttributes(gate) : {}),
+  };
+}
+
+/** The gate records' attributes on a state item. */
+export function gateAttributes(gate: GateRecords) {
+  return {
+    gate_checkpoints: gate.checkpoints,
+    gate_recent: gate.recent,
+    ...(gate.spilledUntil !== undefined ? { gate_spilled_until: gate.spilledUntil } : {}),
   };
 }
 
@@ -158,7 +186,15 @@ export function storedStateOf(item: StateItem): StoredState {
     version: item.version,
     data: dataOf(item),
     ...(item.gate_checkpoints || item.gate_recent
-      ? { gate: { checkpoints: item.gate_checkpoints ?? {}, recent: item.gate_recent ?? {} } }
+      ? {
+          gate: {
+            checkpoints: item.gate_checkpoints ?? {},
+            recent: item.gate_recent ?? {},
+            ...(item.gate_spilled_until !== undefined
+              ? { spilledUntil: item.gate_spilled_until }
+              : {}),
+          },
+        }
       : {}),
   };
 }
@@ -199,8 +235,13 @@ export function inboxItem(record: InboxRecord): InboxItem {
     version: record.version,
     ...(record.repaired ? { repaired: true } : {}),
     ...traceAttributes(record),
+    ...(record.expiresAt === NEVER ? { ttl: undefined } : {}),
+    ...(record.envelope ? storedEnvelope(record.envelope) : {}),
   };
 }
+
+/** InboxRecord.expiresAt of a row that never expires: stored without a TTL attribute. */
+const NEVER = Number.MAX_SAFE_INTEGER;
 
 /** The attributes inbox rows and failure records share, in snake_case. */
 function traceAttributes(record: InboxRecord | FailureRecord) {
@@ -246,7 +287,7 @@ function traceFields(item: InboxItem | FailureItem) {
     producer: item.producer ?? "",
     occurredAt: item.occurred_at ?? item.recorded_at,
     recordedAt: item.recorded_at,
-    expiresAt: item.ttl,
+    expiresAt: item.ttl ?? NEVER,
   };
 }
 
@@ -272,6 +313,9 @@ export function inboxRecordOf(item: InboxItem): InboxRecord {
     outcome: item.outcome,
     ...(item.reason !== undefined ? { reason: item.reason } : {}),
     ...(item.repaired ? { repaired: true as const } : {}),
+    ...(item.envelope !== undefined || item.envelope_z !== undefined
+      ? { envelope: envelopeOfItem(item as unknown as Record<string, unknown>) }
+      : {}),
   };
 }
 
@@ -281,5 +325,5 @@ export function checkpointItem(group: string, stream: AggregateRef, version: num
 
 /** True while an inbox row counts: TTL deletes lazily, so an expired row is ignored on read. */
 export function inboxRowLive(item: Pick<InboxItem, "ttl">, now: Date): boolean {
-  return item.ttl * 1000 > now.getTime();
+  return item.ttl === undefined || item.ttl * 1000 > now.getTime();
 }

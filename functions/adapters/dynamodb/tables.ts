@@ -81,6 +81,8 @@ export const StateAttr = {
   /** The consumer group's gate records (GateRecords): stream checkpoints and recent ids. */
   checkpoints: "gate_checkpoints",
   recent: "gate_recent",
+  /** GateRecords.spilledUntil: until when an id not in `gate_recent` may have a spilled row. */
+  spilledUntil: "gate_spilled_until",
 } as const;
 
 /** Global secondary indexes of the state table. */
@@ -159,7 +161,16 @@ export const InboxAttr = {
   /** Inbox rows only: true when the event was read from the event store to fill a gap. */
   repaired: "repaired",
   recordedAt: "recorded_at",
+  /** Absent on a row that never expires (a message kept whole: Role.keepsMessages). */
   ttl: "ttl",
+  /**
+   * A message kept whole (Role.keepsMessages): its envelope, as an event item holds one
+   * (`envelope`, or `envelope_z` deflated: ./deflated-json).
+   */
+  envelope: "envelope",
+  envelopeDeflated: "envelope_z",
+  /** True on a row of an id spilled from a state's recent ones (CommitRequest.spill). */
+  spilled: "spilled",
   /** Failure records only: the last error and how many times the queue handed the message out. */
   errorCode: "error_code",
   errorMessage: "error_message",

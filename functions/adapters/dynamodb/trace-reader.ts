@@ -48,7 +48,7 @@ export class DynamoTraceReader implements TraceReader {
   async inboxRecords(group: string, eventIds: readonly string[]): Promise<InboxRecord[]> {
     const found = await this.byKeys(eventIds.map((id) => inboxKey(group, id)));
     const rows = new Map(
-      found.map((item) => {
+      found.filter(recordsAnOutcome).map((item) => {
         const record = inboxRecordOf(item as unknown as InboxItem);
         return [record.eventId, record];
       }),
@@ -70,7 +70,9 @@ export class DynamoTraceReader implements TraceReader {
   async outcomesOfEvent(groups: readonly string[], eventId: string): Promise<OutcomeRecord[]> {
     const keys = groups.flatMap((g) => [inboxKey(g, eventId), failureKey(g, eventId)]);
     const found = await this.byKeys(keys);
-    return found.map((item) => outcomeRecordOf(item as unknown as InboxItem | FailureItem));
+    return found
+      .filter(recordsAnOutcome)
+      .map((item) => outcomeRecordOf(item as unknown as InboxItem | FailureItem));
   }
 
   async groupCheckpoints(keys: readonly GroupStream[]): Promise<number[]> {
@@ -120,4 +122,12 @@ export class DynamoTraceReader implements TraceReader {
     }
     return found;
   }
+}
+
+/**
+ * False for the row of an id spilled from a state's recent ones (CommitRequest.spill): a dedup
+ * record that says nothing else about the event. The state's own record is gone with the id.
+ */
+function recordsAnOutcome(item: Record<string, unknown>): boolean {
+  return item[InboxAttr.eventType] !== undefined;
 }
