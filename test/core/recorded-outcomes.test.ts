@@ -211,6 +211,42 @@ describe("states that record what their group applied stand in for inbox rows", 
     ]);
     expect(store.states.get(`audit_record#evt_${fb.event_id}`)).toBeUndefined();
   });
+
+  it("a trace finds an unsequenced message by the audit group's row, and each group's outcome on its state", async () => {
+    const { deps, store } = makeDeps();
+    const fb = feedback(newTaskId(), 4);
+    const rater: Role<{ rating: number }> = {
+      group: "rater",
+      subscriptions: ["task.feedback.received"],
+      // Named by the payload: the trace needs the message whole to find this state.
+      stateOf: (event) => ({
+        type: "rating",
+        id: `${event.task_id}_${(event.payload as { rating: number }).rating}`,
+      }),
+      decide: () => ({ state: { rating: 4 } }),
+    };
+    const ignorer: Role<unknown> = {
+      group: "ignorer",
+      subscriptions: ["task.feedback.received"],
+      decide: () => ({}),
+    };
+    for (const role of [rater, audit, ignorer] as Role<unknown>[]) await consume(fb, role, deps);
+    const sources = {
+      reader: store,
+      groups: ["audit", "rater", "ignorer"],
+      sideEffects: async () => [],
+      recorded: recordedOutcomes([audit, rater, ignorer], { states: store, checkpoints: store }),
+    };
+    for (const id of [fb.event_id, fb.correlation_id, fb.task_id]) {
+      const trace = await buildTrace(sources, id);
+      expect(trace?.roots.map((r) => r.event.eventId)).toEqual([fb.event_id]);
+      expect(trace?.roots[0]?.outcomes.map((o) => [o.group, o.outcome])).toEqual([
+        ["audit", "applied"],
+        ["ignorer", "applied"],
+        ["rater", "applied"],
+      ]);
+    }
+  });
 });
 
 /** The store, and every commit made through it. */
