@@ -115,7 +115,7 @@ async function runMemory(): Promise<ThroughputResult> {
 async function runDynamo(): Promise<DynamoResult> {
   heading("2. DynamoDB cost per consumed event, against moto");
   out(
-    "AgentBus: consume() with DynamoEventStore (one GetItem of the state item, which holds the group's checkpoints and recent ids; state + emitted events, and the inbox row of an unsequenced message, in one TransactWriteItems, or one PutItem or UpdateItem when there is a single write).",
+    "AgentBus: consume() with DynamoEventStore (one GetItem of the state item, which holds the group's checkpoints and recent ids; state + emitted events in one TransactWriteItems, or one PutItem or UpdateItem when there is a single write: an unsequenced message is recorded by its id on the state, with no inbox row).",
   );
   out(
     'Baseline: Powertools makeIdempotent + DynamoDBPersistenceLayer (key "event_id", record TTL 7 days like the inbox) around GetItem state, PutItem state (revision condition) and a separate PutItem per emitted event.',

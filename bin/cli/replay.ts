@@ -26,7 +26,7 @@ import { clientConfig, out, type Target, UsageError } from "./target";
  * `agentbus replay --from T1 --to T2 [--group G]... [--dry-run] [--no-wait] [--reason R]`: replay
  * a window of each topic's EventBridge archive to the chosen consumer groups only (every group
  * when none is chosen). Consumers de-duplicate what they already applied (the version gate for
- * stream events, the inbox for unsequenced messages); a replayed unsequenced message older than
+ * stream events, the recorded ids for unsequenced messages); a replayed unsequenced message older than
  * the group's inbox time to live is discarded as expired, never applied twice.
  */
 

@@ -9,7 +9,8 @@ const LARGE_GAP = 1000;
 
 /**
  * Dedup and version gate: the events to apply, in order, ending with `event`; [] = duplicate.
- * - unsequenced (`stream` undefined): a duplicate when the inbox already has the event id;
+ * - unsequenced (`stream` undefined): a duplicate when the group recorded the event id (the
+ *   state's recent ids, or the inbox row it was spilled into or kept in: `loaded.inboxHit`);
  * - v <= checkpoint: a duplicate or an old version;
  * - v = checkpoint + 1: apply;
  * - v > checkpoint + 1: the missing versions are read from the event store and applied first,

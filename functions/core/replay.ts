@@ -9,9 +9,10 @@ import type { Envelope } from "../../schemas";
  * message from a live one, and from a dead letter redriven by an operator (which is not a replay;
  * a replayed message that was dead-lettered keeps its mark in its body, and stays one).
  *
- * Why it matters: an unsequenced message (version 0) is de-duplicated by its inbox row alone, and
- * that row lives as long as the group's inbox time to live (the dedup horizon, 7 days by default),
- * while the archive keeps events 30 days. Past the horizon the row may be gone, and the group can
+ * Why it matters: an unsequenced message (version 0) is de-duplicated by its id alone, which the
+ * group's state (or the inbox row it was spilled into) keeps as long as the group's inbox time to
+ * live (the dedup horizon, 7 days by default), while the archive keeps events 30 days. Past the
+ * horizon the record may be gone, and the group can
  * no longer tell whether it applied the message: a replayed unsequenced message that old is
  * discarded as `expired` rather than risk applying it twice. Sequenced events need none of this:
  * the group's checkpoint of their stream never expires.

@@ -113,7 +113,7 @@ async function isLastAttempt<S>(
 /** Why a replayed message was discarded unapplied, in words an operator searches the logs for. */
 function logPastHorizon(obs: Observability, replay: ReplayMark | undefined, days: number): void {
   obs.logger.warn(
-    `replayed unsequenced message older than the dedup horizon (${days} days) discarded as expired: its inbox row may be gone, so the group cannot tell whether it already applied it`,
+    `replayed unsequenced message older than the dedup horizon (${days} days) discarded as expired: its record of the id may be gone, so the group cannot tell whether it already applied it`,
     { replay_name: replay?.name, replay_event_time: replay?.time },
   );
 }
