@@ -8,6 +8,7 @@ import type {
   EventStore,
   FailureLog,
   FailureRecord,
+  GroupEvent,
   GroupStream,
   InboxRecord,
   Loaded,
@@ -59,7 +60,7 @@ export class InMemoryEventStore
    * Ids spilled from a state's recent ones (CommitRequest.spill), by `${group}#${eventId}`: epoch
    * seconds until which each counts, as the inbox table's spilled rows.
    */
-  readonly spilled = new Map<string, number>();
+  readonly spilledRows = new Map<string, number>();
   /** The groups' checkpoint rows of shared streams, by `${group}#${stream}`. */
   readonly checkpoints = new Map<string, number>();
   /** Failure records by `${group}#${eventId}`, as the inbox table's failure rows. */
@@ -82,7 +83,7 @@ export class InMemoryEventStore
       (inbox.row === true || (!recentLive && mayHaveSpilled(state?.gate, now / 1000)));
     const rowKey = inbox ? `${inbox.group}#${inbox.eventId}` : "";
     const row = readRow ? this.inbox.get(rowKey) : undefined;
-    const spilled = readRow ? this.spilled.get(rowKey) : undefined;
+    const spilled = readRow ? this.spilledRows.get(rowKey) : undefined;
     const live =
       recentLive ||
       (row !== undefined && row.expiresAt * 1000 > now) ||
@@ -189,7 +190,7 @@ export class InMemoryEventStore
     if (request.gate) this.applyGate(request.gate);
     if (request.state) this.applyState(request.state);
     for (const { eventId, expiresAt } of request.spill?.ids ?? [])
-      this.spilled.set(`${request.spill?.group}#${eventId}`, expiresAt);
+      this.spilledRows.set(`${request.spill?.group}#${eventId}`, expiresAt);
     for (const event of request.append ?? []) {
       const k = key(event.aggregate);
       if (!this.streams.has(k)) this.streams.set(k, new Map());
@@ -303,6 +304,11 @@ export class InMemoryEventStore
 
   async groupCheckpoints(keys: readonly GroupStream[]): Promise<number[]> {
     return keys.map((k) => this.checkpoints.get(`${k.group}#${key(k.stream)}`) ?? 0);
+  }
+
+  async spilled(keys: readonly GroupEvent[]): Promise<boolean[]> {
+    const now = this.clock.now().getTime();
+    return keys.map((k) => (this.spilledRows.get(`${k.group}#${k.eventId}`) ?? 0) * 1000 > now);
   }
 
   private outcomes(match: (r: OutcomeRecord) => boolean): OutcomeRecord[] {

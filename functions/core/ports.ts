@@ -251,6 +251,17 @@ export interface TraceReader {
   outcomesOfEvent(groups: readonly string[], eventId: string): Promise<OutcomeRecord[]>;
   /** Each group's checkpoint row of a shared stream (Role.sharedStreams), 0 where it has none. */
   groupCheckpoints(keys: readonly GroupStream[]): Promise<number[]>;
+  /**
+   * Whether each group keeps a live row of the unsequenced id spilled from a state's recent ones
+   * (CommitRequest.spill): the group's record of the message once its state no longer holds it.
+   */
+  spilled(keys: readonly GroupEvent[]): Promise<boolean[]>;
+}
+
+/** A consumer group and one event id. */
+export interface GroupEvent {
+  readonly group: string;
+  readonly eventId: string;
 }
 
 /** A consumer group and one stream it reads. */

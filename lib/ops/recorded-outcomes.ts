@@ -34,7 +34,7 @@ export type RecordedOutcomes = (
 /** Where the records are read: the state items, and the groups' checkpoint rows. */
 export interface RecordReads {
   readonly states: StateReader;
-  readonly checkpoints: Pick<TraceReader, "groupCheckpoints">;
+  readonly checkpoints: Pick<TraceReader, "groupCheckpoints" | "spilled">;
 }
 
 /** What these roles applied of the events, as their records say; undefined for no roles. */
@@ -49,7 +49,7 @@ export function recordedOutcomes(
     const asked = askedOf(ordered, envelopes);
     const [audit, onStates, inRows] = await Promise.all([
       audited ? auditOutcomes(reads.states, eventIds) : [],
-      stateCheckpointOutcomes(reads.states, asked.onState),
+      stateCheckpointOutcomes(reads, asked.onState),
       rowCheckpointOutcomes(reads.checkpoints, asked.inRow),
     ]);
     return [...audit, ...[...onStates, ...inRows].map((a) => appliedRecord(a, envelopes))];
@@ -105,15 +105,30 @@ function stateOf(role: RoleDescriptor, event: Envelope): AggregateRef | undefine
   }
 }
 
-/** The events the checkpoint their state keeps of their stream has passed. */
+/**
+ * The events their state records: stream events its checkpoint of their stream has passed,
+ * unsequenced messages among its recent ids, or spilled from them into a row of the group.
+ */
 async function stateCheckpointOutcomes(
-  states: StateReader,
+  reads: RecordReads,
   asked: readonly Asked[],
 ): Promise<Asked[]> {
   if (asked.length === 0) return [];
-  const loaded = await states.loadStates(uniqueRefs(asked.flatMap((a) => a.ref ?? [])));
+  const loaded = await reads.states.loadStates(uniqueRefs(asked.flatMap((a) => a.ref ?? [])));
   const byKey = new Map(loaded.map((s) => [keyOf(s.aggregate), s]));
-  return asked.filter((a) => a.ref && passed(byKey.get(keyOf(a.ref)), a.event));
+  const stateOfAsked = (a: Asked) => (a.ref ? byKey.get(keyOf(a.ref)) : undefined);
+  const recorded = asked.filter((a) => passed(stateOfAsked(a), a.event));
+  const spillable = asked.filter(
+    (a) =>
+      a.event.aggregate.version === 0 &&
+      !recorded.includes(a) &&
+      stateOfAsked(a)?.gate?.spilledUntil !== undefined,
+  );
+  if (spillable.length === 0) return recorded;
+  const spilled = await reads.checkpoints.spilled(
+    spillable.map((a) => ({ group: a.role.group, eventId: a.event.event_id })),
+  );
+  return [...recorded, ...spillable.filter((_, i) => spilled[i])];
 }
 
 /** The events of shared streams the group's checkpoint row has passed. */

@@ -349,6 +349,8 @@ describe.each(subjects)("%s honours the event store contract", (_name, make) => 
       { eventId: e1.event_id, outcome: "discarded", reason: "expired" },
     ]);
     expect(await store.outcomesOfEvent([group], spilled)).toEqual([]);
+    const asked = [spilled, kept, e1.event_id].map((eventId) => ({ group, eventId }));
+    expect(await store.spilled(asked)).toEqual([true, false, true]);
     clock.advance(61_000);
     expect((await ask(spilled)).inboxHit).toBe(false);
     expect((await ask(kept)).inboxHit).toBe(true);

@@ -3,6 +3,7 @@ import { RECENT_IDS_KEPT, recordsAfter, spilledFrom } from "../../functions/core
 import { consume, type Role } from "../../functions/core/pipeline";
 import type { GateRecords } from "../../functions/core/ports";
 import { audit } from "../../functions/roles/audit";
+import { recordedOutcomes } from "../../lib/ops/recorded-outcomes";
 import type { Envelope } from "../../schemas";
 import { countingStore, feedback, makeDeps, newTaskId } from "./fixtures";
 
@@ -98,13 +99,24 @@ describe("the commit of an unsequenced message", () => {
     expect(commits.slice(RECENT_IDS_KEPT).map((c) => c.spill?.ids.map((s) => s.eventId))).toEqual(
       messages.slice(0, 3).map((m) => [m.event_id]),
     );
-    expect(store.spilled.size).toBe(3);
+    expect(store.spilledRows.size).toBe(3);
+    expect(
+      await store.spilled(
+        messages.slice(0, 4).map((m) => ({ group: "rater", eventId: m.event_id })),
+      ),
+    ).toEqual([true, true, true, false]);
     // Every message, spilled or recent, is a duplicate; none is applied twice.
     for (const message of messages)
       expect((await consume(message, rater, deps)).status).toBe("duplicate");
     expect(store.states.get(`ratings#${taskId}`)?.data).toEqual({
       total: 2 * messages.length,
     });
+    // A trace still finds the group's outcome of a spilled message, in its row.
+    const derive = recordedOutcomes([rater], { states: store, checkpoints: store });
+    const outcomes = await derive?.([], messages.slice(0, 2));
+    expect(outcomes?.map((o) => [o.eventId, o.outcome])).toEqual(
+      messages.slice(0, 2).map((m) => [m.event_id, "applied"]),
+    );
     // Once the spilled ids have expired, the state stops asking for their rows.
     clock.advance(TTL * 1000);
     const next = feedback(taskId, 2);

@@ -5,7 +5,7 @@ import { topology } from "../../lib/topology";
 import type { Envelope } from "../../schemas";
 
 type OutcomeStore = Pick<EventStore, "load"> &
-  Pick<TraceReader, "inboxRecords" | "groupCheckpoints">;
+  Pick<TraceReader, "inboxRecords" | "groupCheckpoints" | "spilled">;
 
 /**
  * A group's outcome of an event as a trace sees it: its inbox row, or else what the group's own

@@ -16,6 +16,7 @@ import type {
   Clock,
   CommitRequest,
   EventStore,
+  GroupEvent,
   GroupStream,
   InboxRecord,
   Loaded,
@@ -94,6 +95,7 @@ export class DynamoEventStore implements EventStore, TraceReader {
       client: this.client,
       tables: this.tables,
       batchGet: this.batchOptions,
+      clock: this.clock,
     });
   }
 
@@ -274,6 +276,10 @@ export class DynamoEventStore implements EventStore, TraceReader {
 
   groupCheckpoints(keys: readonly GroupStream[]): Promise<number[]> {
     return this.trace.groupCheckpoints(keys);
+  }
+
+  spilled(keys: readonly GroupEvent[]): Promise<boolean[]> {
+    return this.trace.spilled(keys);
   }
 }
 

@@ -1,7 +1,15 @@
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { Envelope } from "../../../schemas";
 import { chunk } from "../../core/batching";
-import type { GroupStream, InboxRecord, OutcomeRecord, TraceReader } from "../../core/ports";
+import type {
+  Clock,
+  GroupEvent,
+  GroupStream,
+  InboxRecord,
+  OutcomeRecord,
+  TraceReader,
+} from "../../core/ports";
+import { systemClock } from "../../core/runtime";
 import { envelopeOfItem } from "./deflated-json";
 import {
   type CheckpointItem,
@@ -25,6 +33,8 @@ export interface DynamoTraceReaderOptions {
   readonly client: DynamoDBClient;
   readonly tables: { readonly events: string; readonly inbox: string };
   readonly batchGet?: BatchGetOptions;
+  /** What "now" is when a row's time to live is read (the system clock by default). */
+  readonly clock?: Clock;
 }
 
 /**
@@ -81,6 +91,17 @@ export class DynamoTraceReader implements TraceReader {
       found.map((item) => [(item as unknown as CheckpointItem).pk, Number(item.version)]),
     );
     return keys.map((k) => versions.get(checkpointKey(k.group, k.stream)) ?? 0);
+  }
+
+  async spilled(keys: readonly GroupEvent[]): Promise<boolean[]> {
+    const found = await this.byKeys(keys.map((k) => inboxKey(k.group, k.eventId)));
+    const now = (this.options.clock ?? systemClock).now().getTime() / 1000;
+    const live = new Set(
+      found
+        .filter((item) => item[InboxAttr.spilled] === true && Number(item[InboxAttr.ttl]) > now)
+        .map((item) => String(item[InboxAttr.pk])),
+    );
+    return keys.map((k) => live.has(inboxKey(k.group, k.eventId)));
   }
 
   private async events(index: string, attribute: string, value: string): Promise<Envelope[]> {
