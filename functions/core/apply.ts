@@ -37,13 +37,15 @@ class StateCache<S> {
   ) {
     this.states.set(refKey(first), loaded as StoredState<S> | undefined);
   }
-  async get(ref: AggregateRef): Promise<StoredState<S> | undefined> {
+  /** The state, without waiting when it is known already (the common case: the home state). */
+  get(ref: AggregateRef): StoredState<S> | undefined | Promise<StoredState<S> | undefined> {
     const k = refKey(ref);
-    if (!this.states.has(k)) {
-      const loaded = await this.deps.store.load({ state: ref });
-      this.states.set(k, loaded.state as StoredState<S> | undefined);
-    }
-    return this.states.get(k);
+    return this.states.has(k) ? this.states.get(k) : this.load(ref, k);
+  }
+  private async load(ref: AggregateRef, k: string): Promise<StoredState<S> | undefined> {
+    const loaded = await this.deps.store.load({ state: ref });
+    this.states.set(k, loaded.state as StoredState<S> | undefined);
+    return loaded.state as StoredState<S> | undefined;
   }
   set(ref: AggregateRef, state: StoredState<S> | undefined): void {
     this.states.set(refKey(ref), state);
@@ -85,6 +87,7 @@ export async function applyInOrder<S>(
   steps: Step[],
 ): Promise<void> {
   const home = stateRefOf(role, delivered);
+  const homeKey = refKey(home);
   const shared = sharedStream(role, stream);
   const states = new StateCache<S>(home, loaded.state, deps);
   let checkpoint = loaded.checkpoint;
@@ -92,9 +95,10 @@ export async function applyInOrder<S>(
     const repaired = event.event_id !== delivered.event_id;
     // A gap may hold event types this group does not subscribe to: they only move the checkpoint.
     if (repaired && !role.subscriptions.includes(event.event_type)) continue;
-    const stateRef = stateRefOf(role, event);
-    if (!shared && refKey(stateRef) !== refKey(home)) continue;
-    const state = await states.get(stateRef);
+    const stateRef = repaired ? stateRefOf(role, event) : home;
+    if (!shared && refKey(stateRef) !== homeKey) continue;
+    const cached = states.get(stateRef);
+    const state = isPromiseLike(cached) ? await cached : cached;
     const now = deps.clock.now();
     const version = event.aggregate.version;
     const base: CommitBase = {
@@ -107,11 +111,12 @@ export async function applyInOrder<S>(
         shared && stream ? { group: role.group, stream, from: checkpoint, to: version } : undefined,
       ...(keepsWhole(role, event) ? { keep: true as const } : {}),
     };
-    const handled = await atEvent(event, repaired, async () => {
+    const handleAndCommit = async () => {
       const step = await handleOne(base, state, stateRef, repaired, role, deps, options);
       await deps.store.commit(step.commit);
       return step;
-    });
+    };
+    const handled = repaired ? await atEvent(event, handleAndCommit) : await handleAndCommit();
     states.set(stateRef, handled.state);
     if (shared) checkpoint = version;
     steps.push(handled.step);
@@ -123,12 +128,11 @@ export async function applyInOrder<S>(
  * that event (the failure is settled on the delivered message, whose dead letter would otherwise
  * not say which event failed). Commit conflicts pass through as they are: consume() retries them.
  */
-async function atEvent<T>(event: Envelope, repaired: boolean, step: () => Promise<T>): Promise<T> {
+async function atEvent<T>(event: Envelope, step: () => Promise<T>): Promise<T> {
   try {
     return await step();
   } catch (error) {
-    if (!repaired || error instanceof VersionConflictError || error instanceof DuplicateCommitError)
-      throw error;
+    if (error instanceof VersionConflictError || error instanceof DuplicateCommitError) throw error;
     const info = describe(error);
     const at = `${event.event_type} v${event.aggregate.version} (${event.event_id})`;
     throw new AgentBusError(
@@ -169,7 +173,8 @@ async function handleOne<S>(
   // Checked before the role is asked anything: past the horizon, nothing may start or resume.
   if (pastDedupHorizon(event, repaired ? undefined : options.replay, now, base.ttl))
     return discarded(base, state, stateRef, "expired", repaired, true);
-  const discard = isExpired(event, now) ? "expired" : await role.discard?.(state?.data, event, now);
+  const asked = isExpired(event, now) ? "expired" : role.discard?.(state?.data, event, now);
+  const discard = isPromiseLike(asked) ? await asked : asked;
   if (discard && !(await role.unfinished?.(state?.data, event)))
     return discarded(base, state, stateRef, discard, repaired);
   if (base.keep) return kept(base);
@@ -182,13 +187,8 @@ async function handleOne<S>(
     ...(discard ? { resolving: discard } : {}),
   };
   const lastAttempt = !repaired && options.lastAttempt === true;
-  const { decision, status, reason } = await decideOrReject(
-    role,
-    state,
-    event,
-    context,
-    lastAttempt,
-  );
+  const outcome = decideOrReject(role, state, event, context, lastAttempt);
+  const { decision, status, reason } = isPromiseLike(outcome) ? await outcome : outcome;
   const emitted = buildEmitted(
     decision.emit ?? [],
     event,
@@ -202,36 +202,67 @@ async function handleOne<S>(
   return decided(base, state, stateRef, role, decision, step);
 }
 
+interface Decided<S> {
+  readonly decision: Decision<S>;
+  readonly status: RecordedOutcome;
+  readonly reason?: string;
+}
+
 /**
- * The role's decision. A BusinessRejection becomes its failure event, status `rejected`; an error
- * the role cannot recover from (permanent, or any on the last attempt) becomes the role's failure
- * facts (`Role.failed`), status `rejected` with the error's code, when the role has any.
+ * The role's decision, without waiting when `decide` answers at once (most roles do). A
+ * BusinessRejection becomes its failure event, status `rejected`; an error the role cannot
+ * recover from (permanent, or any on the last attempt) becomes the role's failure facts
+ * (`Role.failed`), status `rejected` with the error's code, when the role has any.
  */
-async function decideOrReject<S>(
+function decideOrReject<S>(
   role: Role<S>,
   state: StoredState<S> | undefined,
   event: Envelope,
   context: DecideContext<S>,
   lastAttempt: boolean,
-): Promise<{ decision: Decision<S>; status: RecordedOutcome; reason?: string }> {
+): Decided<S> | Promise<Decided<S>> {
+  const rejected = (error: unknown) =>
+    rejectedOrThrow(role, state, event, context, lastAttempt, error);
+  let answer: Decision<S> | Promise<Decision<S>>;
   try {
-    const decision = await role.decide(state?.data, event, context);
-    return decision.discarded
-      ? { decision, status: "discarded", reason: decision.discarded }
-      : { decision, status: "applied" };
+    answer = role.decide(state?.data, event, context);
   } catch (error) {
-    if (error instanceof BusinessRejection)
-      return {
-        decision: { emit: [{ type: error.failure.type, payload: error.failure.payload }] },
-        status: "rejected",
-        reason: error.code,
-      };
-    const failure = describe(error);
-    const forGood = failure.errorClass === "permanent" || lastAttempt;
-    const decision = forGood ? role.failed?.(state?.data, event, failure, context) : undefined;
-    if (decision === undefined) throw error;
-    return { decision, status: "rejected", reason: failure.code };
+    return rejected(error);
   }
+  return isPromiseLike(answer)
+    ? Promise.resolve(answer).then(outcomeOf, rejected)
+    : outcomeOf(answer);
+}
+
+function outcomeOf<S>(decision: Decision<S>): Decided<S> {
+  return decision.discarded
+    ? { decision, status: "discarded", reason: decision.discarded }
+    : { decision, status: "applied" };
+}
+
+function rejectedOrThrow<S>(
+  role: Role<S>,
+  state: StoredState<S> | undefined,
+  event: Envelope,
+  context: DecideContext<S>,
+  lastAttempt: boolean,
+  error: unknown,
+): Decided<S> {
+  if (error instanceof BusinessRejection)
+    return {
+      decision: { emit: [{ type: error.failure.type, payload: error.failure.payload }] },
+      status: "rejected",
+      reason: error.code,
+    };
+  const failure = describe(error);
+  const forGood = failure.errorClass === "permanent" || lastAttempt;
+  const decision = forGood ? role.failed?.(state?.data, event, failure, context) : undefined;
+  if (decision === undefined) throw error;
+  return { decision, status: "rejected", reason: failure.code };
+}
+
+function isPromiseLike<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
+  return typeof (value as { then?: unknown } | null | undefined)?.then === "function";
 }
 
 function isExpired(event: Envelope, now: Date): boolean {

@@ -71,14 +71,15 @@ export function decided<S>(
   const write = stateWrite(decision, state, stateRef, emitted.length, role, gate);
   const inbox = inboxRow(base, status, reason, repaired);
   if (!write) return gateOnly(base, state, stateRef, inbox, step, recordsItself(base, step));
+  // Optional fields are set to undefined rather than spread in: this runs on every commit.
   return {
     commit: {
       inbox,
-      ...(recordsItself(base, step) ? { recordedByState: true as const } : {}),
+      recordedByState: recordsItself(base, step) ? true : undefined,
       checkpoint: base.row,
       state: write,
       append: emitted.length > 0 ? emitted : undefined,
-      ...spillOf(base, state?.gate, gate),
+      spill: spillOf(base, state?.gate, gate),
     },
     step,
     state: {
@@ -86,7 +87,7 @@ export function decided<S>(
       revision: (state?.revision ?? 0) + 1,
       version: write.version,
       data: write.next as S,
-      ...(gate ? { gate } : {}),
+      gate,
     },
   };
 }
@@ -108,7 +109,7 @@ function gateOnly<S>(
   const gate = gateAfter(base, state);
   const commit: CommitRequest = {
     inbox,
-    ...(recorded ? { recordedByState: true as const } : {}),
+    recordedByState: recorded ? true : undefined,
     checkpoint: base.row,
   };
   if (!gate) return { commit, step, state };
@@ -116,7 +117,7 @@ function gateOnly<S>(
     commit: {
       ...commit,
       gate: { aggregate: stateRef, expectedRevision: state?.revision ?? 0, records: gate },
-      ...spillOf(base, state?.gate, gate),
+      spill: spillOf(base, state?.gate, gate),
     },
     step,
     state: state
@@ -142,10 +143,11 @@ function spillOf(
   base: CommitBase,
   before: GateRecords | undefined,
   after: GateRecords | undefined,
-): Pick<CommitRequest, "spill"> {
-  if (!after || !before) return {};
+): CommitRequest["spill"] {
+  // Only an unsequenced id can spill: a stream's checkpoint leaves `recent` as it was.
+  if (!after || !before || after.recent === before.recent) return undefined;
   const ids = spilledFrom(before.recent, after.recent, base.now.getTime() / 1000);
-  return ids.length > 0 ? { spill: { group: base.group, ids } } : {};
+  return ids.length > 0 ? { group: base.group, ids } : undefined;
 }
 
 /** The state's gate records once the event is handled; undefined when unchanged. */
@@ -215,9 +217,9 @@ function stateWrite<S>(
     next,
     version: (state?.version ?? 0) + emitted,
     dueAt: decision.dueAt ?? null,
-    ...(summary ? { summary } : {}),
-    ...(gate ? { gate } : {}),
-    ...(role.compactState ? { compact: true as const } : {}),
+    summary,
+    gate,
+    compact: role.compactState,
   };
 }
 
@@ -230,8 +232,8 @@ function inboxRow(
   return outcomeRecord(base.group, base.event, outcome, {
     recordedAt: base.now.toISOString(),
     expiresAt: expiresAtOf(base),
-    ...(reason ? { reason } : {}),
-    ...(repaired ? { repaired: true as const } : {}),
+    reason,
+    repaired: repaired ? true : undefined,
   });
 }
 
@@ -257,21 +259,25 @@ export function outcomeRecord(
   recorded: Pick<InboxRecord, "recordedAt" | "expiresAt" | "reason" | "repaired">,
 ): InboxRecord {
   const { reason, repaired, recordedAt, expiresAt } = recorded;
-  return {
+  // Built field by field: every commit makes one, and optional spreads allocate an object each.
+  const record: Mutable<InboxRecord> = {
     group,
     eventId: event.event_id,
     eventType: event.event_type,
     outcome,
-    ...(reason ? { reason } : {}),
     aggregate: { type: event.aggregate.type, id: event.aggregate.id },
     version: event.aggregate.version,
     correlationId: event.correlation_id,
     taskId: event.task_id,
-    ...(event.causation_id ? { causationId: event.causation_id } : {}),
     producer: event.producer,
     occurredAt: event.occurred_at,
-    ...(repaired ? { repaired } : {}),
     recordedAt,
     expiresAt,
   };
+  if (reason) record.reason = reason;
+  if (event.causation_id) record.causationId = event.causation_id;
+  if (repaired) record.repaired = repaired;
+  return record;
 }
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };

@@ -25,6 +25,8 @@ import { systemClock } from "./runtime";
 
 const key = (ref: AggregateRef) => `${ref.type}#${ref.id}`;
 
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
 /**
  * Freezes a value and everything it holds, in place, and returns it. What the store keeps is
  * immutable, so reads hand out the stored values themselves instead of copies: a caller that
@@ -81,7 +83,7 @@ export class InMemoryEventStore
     const readRow =
       inbox !== undefined &&
       (inbox.row === true || (!recentLive && mayHaveSpilled(state?.gate, now / 1000)));
-    const rowKey = inbox ? `${inbox.group}#${inbox.eventId}` : "";
+    const rowKey = readRow ? `${inbox.group}#${inbox.eventId}` : "";
     const row = readRow ? this.inbox.get(rowKey) : undefined;
     const spilled = readRow ? this.spilledRows.get(rowKey) : undefined;
     const live =
@@ -201,25 +203,21 @@ export class InMemoryEventStore
   }
 
   private applyState(state: NonNullable<CommitRequest["state"]>): void {
-    const previous = this.states.get(key(state.aggregate));
-    this.states.set(
-      key(state.aggregate),
-      deepFreeze({
-        aggregate: state.aggregate,
-        revision: (previous?.revision ?? 0) + 1,
-        version: state.version,
-        data: state.next,
-        ...(state.gate ? { gate: state.gate } : {}),
-      }),
-    );
+    const k = key(state.aggregate);
+    const previous = this.states.get(k);
+    const stored: Mutable<StoredState> = {
+      aggregate: state.aggregate,
+      revision: (previous?.revision ?? 0) + 1,
+      version: state.version,
+      data: state.next,
+    };
+    if (state.gate) stored.gate = state.gate;
+    this.states.set(k, deepFreeze(stored));
     if (typeof state.dueAt === "string")
-      this.dueIndex.set(key(state.aggregate), {
-        aggregate: { ...state.aggregate },
-        dueAt: state.dueAt,
-      });
-    else this.dueIndex.delete(key(state.aggregate));
-    if (state.summary) this.summaries.set(key(state.aggregate), deepFreeze(state.summary));
-    else this.summaries.delete(key(state.aggregate));
+      this.dueIndex.set(k, { aggregate: { ...state.aggregate }, dueAt: state.dueAt });
+    else this.dueIndex.delete(k);
+    if (state.summary) this.summaries.set(k, deepFreeze(state.summary));
+    else this.summaries.delete(k);
   }
 
   /** Only the gate records and the revision change: data, due time and summary are kept. */
