@@ -39,9 +39,18 @@ export const OpaqueId = z
     message:
       "must be an opaque id: <prefix>_<token>, prefix a-z0-9 (max 16), token A-Za-z0-9- (max 64)",
   })
-  .refine((value) => !OPAQUE_PATTERN.test(value) || opaqueIdProblem(value) === undefined, {
-    message: "looks like it carries personal data (7 or more digits in a row); use a ULID-based id",
-  });
+  // Runs after the pattern whatever its result: only an id with a long digit run anywhere, which
+  // is rare, is looked at again (the pattern alone words the error of a malformed one).
+  .refine(
+    (value) =>
+      !LONG_DIGIT_RUN.test(value) ||
+      !OPAQUE_PATTERN.test(value) ||
+      opaqueIdProblem(value) === undefined,
+    {
+      message:
+        "looks like it carries personal data (7 or more digits in a row); use a ULID-based id",
+    },
+  );
 
 export const EventTypeName = z
   .string()
