@@ -8,8 +8,12 @@
 const MAX_DEPTH = 64;
 /** `\u00XX`: the longest form one UTF-16 code unit takes in JSON text, in bytes of UTF-8. */
 const BYTES_PER_CODE_UNIT = 6;
-/** The longest number JSON.stringify writes (e.g. `-1.2345678901234567e-308`). */
-const NUMBER_BYTES = 24;
+/**
+ * The longest number JSON.stringify writes: 17 significant digits in fixed notation below 1e-5
+ * (`-0.0000012345678901234567`, 25 characters; from 1e-7 down it switches to exponent notation,
+ * at most `-1.2345678901234567e-308`, 24).
+ */
+const NUMBER_BYTES = 25;
 
 /**
  * An upper bound of the UTF-8 bytes of `JSON.stringify(value)`, or a number past `limit` once the

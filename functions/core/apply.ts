@@ -17,7 +17,7 @@ import {
   VersionConflictError,
 } from "./errors";
 import type { ConsumeOptions, DecideContext, Decision, Role, Step } from "./pipeline";
-import type { ConsumerDeps, Loaded, RecordedOutcome, StoredState } from "./ports";
+import type { ConsumerDeps, DiscardReason, Loaded, RecordedOutcome, StoredState } from "./ports";
 import { pastDedupHorizon } from "./replay";
 
 /**
@@ -111,8 +111,10 @@ export async function applyInOrder<S>(
         shared && stream ? { group: role.group, stream, from: checkpoint, to: version } : undefined,
       ...(keepsWhole(role, event) ? { keep: true as const } : {}),
     };
+    const one: One<S> = { base, state, stateRef, repaired, role, deps, options };
     const handleAndCommit = async () => {
-      const step = await handleOne(base, state, stateRef, repaired, role, deps, options);
+      const handledOne = handleOne(one);
+      const step = isPromiseLike(handledOne) ? await handledOne : handledOne;
       await deps.store.commit(step.commit);
       return step;
     };
@@ -160,45 +162,75 @@ export function stateRefOf(role: Pick<Role<unknown>, "stateOf">, event: Envelope
  * A replayed unsequenced message older than the inbox's time to live is discarded as expired in
  * any case (./replay.ts): the group cannot know whether it applied it.
  */
-async function handleOne<S>(
-  base: CommitBase,
-  state: StoredState<S> | undefined,
-  stateRef: AggregateRef,
-  repaired: boolean,
-  role: Role<S>,
-  deps: ConsumerDeps,
-  options: ConsumeOptions,
-): Promise<Handled<S>> {
+function handleOne<S>(one: One<S>): Handled<S> | Promise<Handled<S>> {
+  const { base, state, stateRef, repaired, role, options } = one;
   const { event, now } = base;
   // Checked before the role is asked anything: past the horizon, nothing may start or resume.
   if (pastDedupHorizon(event, repaired ? undefined : options.replay, now, base.ttl))
     return discarded(base, state, stateRef, "expired", repaired, true);
   const asked = isExpired(event, now) ? "expired" : role.discard?.(state?.data, event, now);
-  const discard = isPromiseLike(asked) ? await asked : asked;
-  if (discard && !(await role.unfinished?.(state?.data, event)))
-    return discarded(base, state, stateRef, discard, repaired);
+  return isPromiseLike(asked)
+    ? Promise.resolve(asked).then((discard) => unlessDiscarded(one, discard))
+    : unlessDiscarded(one, asked);
+}
+
+/** One event and what handling it needs. */
+interface One<S> {
+  readonly base: CommitBase;
+  readonly state: StoredState<S> | undefined;
+  readonly stateRef: AggregateRef;
+  readonly repaired: boolean;
+  readonly role: Role<S>;
+  readonly deps: ConsumerDeps;
+  readonly options: ConsumeOptions;
+}
+
+/** The event discarded for `discard`, unless the role has unfinished work for it. */
+function unlessDiscarded<S>(
+  one: One<S>,
+  discard: DiscardReason | undefined,
+): Handled<S> | Promise<Handled<S>> {
+  if (!discard) return decideOne(one, undefined);
+  const { base, state, stateRef, repaired, role } = one;
+  return Promise.resolve(role.unfinished?.(state?.data, base.event)).then((unfinished) =>
+    unfinished ? decideOne(one, discard) : discarded(base, state, stateRef, discard, repaired),
+  );
+}
+
+/** The role's decision on the event (resolving `discard` when set), as a commit. */
+function decideOne<S>(
+  one: One<S>,
+  discard: DiscardReason | undefined,
+): Handled<S> | Promise<Handled<S>> {
+  const { base, state, repaired, role, options } = one;
   if (base.keep) return kept(base);
-  const context = {
-    now,
+  const context: DecideContext<S> = {
+    now: base.now,
     // The queue's count belongs to the delivered message; an event read from the store is new here.
     receiveCount: repaired ? 1 : (options.receiveCount ?? 1),
     stored: state,
     repaired,
-    ...(discard ? { resolving: discard } : {}),
+    resolving: discard,
   };
   const lastAttempt = !repaired && options.lastAttempt === true;
-  const outcome = decideOrReject(role, state, event, context, lastAttempt);
-  const { decision, status, reason } = isPromiseLike(outcome) ? await outcome : outcome;
+  const outcome = decideOrReject(role, state, base.event, context, lastAttempt);
+  return isPromiseLike(outcome)
+    ? Promise.resolve(outcome).then((o) => stepOf(one, o))
+    : stepOf(one, outcome);
+}
+
+function stepOf<S>(one: One<S>, { decision, status, reason }: Decided<S>): Handled<S> {
+  const { base, state, stateRef, repaired, role, deps } = one;
   const emitted = buildEmitted(
     decision.emit ?? [],
-    event,
+    base.event,
     stateRef,
     state?.version ?? 0,
     role.group,
     deps,
-    now,
+    base.now,
   );
-  const step = { ...duplicateStep(event), status, reason, repaired, emitted };
+  const step = { ...duplicateStep(base.event), status, reason, repaired, emitted };
   return decided(base, state, stateRef, role, decision, step);
 }
 

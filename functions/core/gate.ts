@@ -18,17 +18,29 @@ const LARGE_GAP = 1000;
  * Its cost follows the events stored in the gap, never the size of the version number: a gap the
  * store cannot fill is reported by ranges and a count.
  */
-export async function eventsToApply(
+export function eventsToApply(
   event: Envelope,
   stream: AggregateRef | undefined,
   loaded: Loaded,
   deps: Pick<ConsumerDeps, "store" | "registry">,
-): Promise<Envelope[]> {
+): Envelope[] | Promise<Envelope[]> {
+  // Answered at once but for a gap, which is read from the store.
   if (!stream) return loaded.inboxHit ? [] : [event];
   const version = event.aggregate.version;
   const last = loaded.checkpoint;
   if (version <= last) return [];
   if (version === last + 1) return [event];
+  return withGap(event, stream, last, deps);
+}
+
+/** The missing versions between the checkpoint `last` and the event, read from the store. */
+async function withGap(
+  event: Envelope,
+  stream: AggregateRef,
+  last: number,
+  deps: Pick<ConsumerDeps, "store" | "registry">,
+): Promise<Envelope[]> {
+  const version = event.aggregate.version;
   const expected = version - 1 - last;
   if (expected > LARGE_GAP) await precedingStored(stream, last, version, deps);
   const gap = await deps.store.readStream(stream, last + 1, version - 1);

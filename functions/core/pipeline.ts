@@ -254,7 +254,8 @@ export async function consume<S>(
 
   for (let round = 0; round < maxRounds; round++) {
     const loaded = await deps.store.load(loadRequestOf(role, event, stream, stateRef, readRow));
-    const queue = await eventsToApply(event, stream, loaded, deps);
+    const gated = eventsToApply(event, stream, loaded, deps);
+    const queue = Array.isArray(gated) ? gated : await gated;
     if (queue.length === 0) {
       const step = duplicateStep(event);
       return { event, status: "duplicate", steps: [...steps, step] };

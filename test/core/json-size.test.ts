@@ -22,10 +22,22 @@ describe("jsonBytesAtMost: a bound of a message's size without serializing it", 
       emoji: "😀😀",
       cjk: "订单已发货",
       gone: undefined,
-      list: [undefined, null, -1.2345678901234567e-308, Number.MAX_VALUE, true],
+      list: [
+        undefined,
+        null,
+        -1.2345678901234567e-308,
+        -0.0000010090086662345441,
+        Number.MAX_VALUE,
+        true,
+      ],
     };
     const exact = utf8Bytes(JSON.stringify(value));
     expect(jsonBytesAtMost(value, Number.MAX_SAFE_INTEGER)).toBeGreaterThanOrEqual(exact);
+    // The longest numbers alone: fixed notation with 17 digits below 1e-5 is 25 characters.
+    for (const n of [-0.0000010090086662345441, -1.2345678901234567e-308, -Number.MAX_VALUE])
+      expect(jsonBytesAtMost(n, Number.MAX_SAFE_INTEGER)).toBeGreaterThanOrEqual(
+        JSON.stringify(n).length,
+      );
   });
 
   it("gives up on what only serializing tells: class instances, bigints, functions, cycles, deep nesting", () => {
