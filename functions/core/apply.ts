@@ -79,6 +79,8 @@ export function sharedStream(role: Pick<Role<unknown>, "sharedStreams">, stream?
 export async function applyInOrder<S>(
   queue: readonly Envelope[],
   delivered: Envelope,
+  /** The delivered event's state (`stateRefOf(role, delivered)`), which `loaded` holds. */
+  home: AggregateRef,
   loaded: Loaded,
   stream: AggregateRef | undefined,
   role: Role<S>,
@@ -86,7 +88,6 @@ export async function applyInOrder<S>(
   options: ConsumeOptions,
   steps: Step[],
 ): Promise<void> {
-  const home = stateRefOf(role, delivered);
   const homeKey = refKey(home);
   const shared = sharedStream(role, stream);
   const states = new StateCache<S>(home, loaded.state, deps);

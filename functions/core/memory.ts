@@ -91,11 +91,9 @@ export class InMemoryEventStore
       (row !== undefined && row.expiresAt * 1000 > now) ||
       (spilled !== undefined && spilled * 1000 > now);
     const { checkpoint: asked } = request;
-    const checkpoint = !asked
-      ? 0
-      : asked.row
-        ? (this.checkpoints.get(`${asked.group}#${key(asked.stream)}`) ?? 0)
-        : (state?.gate?.checkpoints[key(asked.stream)] ?? 0);
+    let checkpoint = 0;
+    if (asked?.row) checkpoint = this.checkpoints.get(`${asked.group}#${key(asked.stream)}`) ?? 0;
+    else if (asked && state?.gate) checkpoint = state.gate.checkpoints[key(asked.stream)] ?? 0;
     return { inboxHit: live, checkpoint, state };
   }
 

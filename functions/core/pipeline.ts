@@ -261,7 +261,7 @@ export async function consume<S>(
       return { event, status: "duplicate", steps: [...steps, step] };
     }
     try {
-      await applyInOrder(queue, event, loaded, stream, role, deps, options, steps);
+      await applyInOrder(queue, event, stateRef, loaded, stream, role, deps, options, steps);
       const last = steps.at(-1);
       if (!last || last.eventId !== event.event_id)
         throw new Error("pipeline did not reach the delivered event");
