@@ -1,13 +1,5 @@
 import type { AggregateRef, Envelope } from "../../schemas";
-import {
-  type CommitBase,
-  decided,
-  discarded,
-  duplicateStep,
-  type Handled,
-  kept,
-  refOf,
-} from "./commit";
+import { type CommitBase, decided, discarded, type Handled, kept, refOf } from "./commit";
 import { buildEmitted } from "./emit";
 import {
   AgentBusError,
@@ -220,18 +212,33 @@ function decideOne<S>(
     : stepOf(one, outcome);
 }
 
+/** Nothing emitted: one frozen array shared by every step that emits nothing. */
+const NOTHING: readonly Envelope[] = Object.freeze([]);
+
 function stepOf<S>(one: One<S>, { decision, status, reason }: Decided<S>): Handled<S> {
   const { base, state, stateRef, repaired, role, deps } = one;
-  const emitted = buildEmitted(
-    decision.emit ?? [],
-    base.event,
-    stateRef,
-    state?.version ?? 0,
-    role.group,
-    deps,
-    base.now,
-  );
-  const step = { ...duplicateStep(base.event), status, reason, repaired, emitted };
+  const { event } = base;
+  const emitted =
+    decision.emit && decision.emit.length > 0
+      ? buildEmitted(
+          decision.emit,
+          event,
+          stateRef,
+          state?.version ?? 0,
+          role.group,
+          deps,
+          base.now,
+        )
+      : NOTHING;
+  const step = {
+    eventId: event.event_id,
+    eventType: event.event_type,
+    version: event.aggregate.version,
+    status,
+    reason,
+    repaired,
+    emitted,
+  };
   return decided(base, state, stateRef, role, decision, step);
 }
 
