@@ -102,7 +102,7 @@ export async function applyInOrder<S>(
       stream: shared ? undefined : stream,
       row:
         shared && stream ? { group: role.group, stream, from: checkpoint, to: version } : undefined,
-      ...(keepsWhole(role, event) ? { keep: true as const } : {}),
+      keep: keepsWhole(role, event) ? true : undefined,
     };
     const one: One<S> = { base, state, stateRef, repaired, role, deps, options };
     const handleAndCommit = async () => {

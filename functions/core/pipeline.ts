@@ -198,18 +198,14 @@ function loadRequestOf(
   stateRef: AggregateRef,
   readRow: boolean,
 ): LoadRequest {
+  if (stream)
+    return {
+      checkpoint: { group: role.group, stream, row: sharedStream(role, stream) },
+      state: stateRef,
+    };
+  const rowOnly = keepsWhole(role, event);
   return {
-    inbox: stream
-      ? undefined
-      : {
-          group: role.group,
-          eventId: event.event_id,
-          ...(readRow ? { row: true } : {}),
-          ...(keepsWhole(role, event) ? { row: true, rowOnly: true } : {}),
-        },
-    checkpoint: stream
-      ? { group: role.group, stream, ...(sharedStream(role, stream) ? { row: true } : {}) }
-      : undefined,
+    inbox: { group: role.group, eventId: event.event_id, row: readRow || rowOnly, rowOnly },
     state: stateRef,
   };
 }
