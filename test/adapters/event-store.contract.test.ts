@@ -25,7 +25,14 @@ import { appendToStream } from "../../functions/core/producer";
 import { ManualClock, ulidSource } from "../../functions/core/runtime";
 import { type AggregateRef, type Envelope, registry } from "../../schemas";
 import { emulator } from "../support/aws";
-import { newCorrelationId, newTaskId, newUlid, taskEvent, taskStream } from "../support/factories";
+import {
+  feedbackEvent,
+  newCorrelationId,
+  newTaskId,
+  newUlid,
+  taskEvent,
+  taskStream,
+} from "../support/factories";
 import { createTables, deleteTables } from "../support/tables";
 
 /**
@@ -94,25 +101,6 @@ async function failureOf(promise: Promise<unknown>): Promise<AgentBusError> {
     return error as AgentBusError;
   }
   throw new Error("expected the call to fail");
-}
-
-/** A client's rating: unsequenced (version 0), its comment long enough to be stored deflated. */
-function feedback(taskId: string, rating: number, comment: string): Envelope {
-  const parsed = registry.parse({
-    event_id: newUlid(),
-    event_type: "task.feedback.received",
-    schema_version: 1,
-    occurred_at: "2026-03-01T11:59:00.000Z",
-    correlation_id: newCorrelationId(),
-    causation_id: null,
-    task_id: taskId,
-    aggregate: { type: "task", id: taskId, version: 0 },
-    order_key: taskId,
-    producer: "web-client",
-    payload: { rating, comment },
-  });
-  if (!parsed.ok) throw new Error(parsed.message);
-  return parsed.envelope;
 }
 
 /** Everything a commit could have touched for one group and stream. */
@@ -357,7 +345,8 @@ describe.each(subjects)("%s honours the event store contract", (_name, make) => 
   });
 
   it("keeps a message whole in a row that never expires, read alone by a row-only load", async () => {
-    const message = feedback(newTaskId(), 5, "x".repeat(800));
+    // Its comment is long enough for the row to store the message deflated.
+    const message = feedbackEvent({ payload: { rating: 5, comment: "x".repeat(800) } });
     const group = newGroup();
     const row = { ...inboxRecord(group, message, clock), expiresAt: Number.MAX_SAFE_INTEGER };
     await store.commit({ inbox: { ...row, envelope: message } });
