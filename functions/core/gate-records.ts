@@ -69,11 +69,16 @@ export function mayHaveSpilled(records: GateRecords | undefined, now: number): b
   return (records?.spilledUntil ?? 0) > now;
 }
 
-/** The live recent ids with this event's added: at most RECENT_IDS_KEPT, the latest to expire. */
+/**
+ * The live recent ids with this event's added: at most RECENT_IDS_KEPT, the event's own and the
+ * others latest to expire. The event's id always stays (even among ids of the same second): a
+ * commit never spills the id it records, which its own inbox row (a discard's) would also write.
+ */
 function withRecent(recent: GateRecords["recent"], move: GateMove): GateRecords["recent"] {
-  const kept = Object.entries(recent).filter(([, expiresAt]) => expiresAt > move.now);
-  kept.push([move.event.event_id, move.expiresAt]);
-  if (kept.length > RECENT_IDS_KEPT) kept.sort((a, b) => b[1] - a[1]).length = RECENT_IDS_KEPT;
+  const id = move.event.event_id;
+  const kept = Object.entries(recent).filter(([other, at]) => at > move.now && other !== id);
+  if (kept.length >= RECENT_IDS_KEPT) kept.sort((a, b) => b[1] - a[1]).length = RECENT_IDS_KEPT - 1;
+  kept.push([id, move.expiresAt]);
   return Object.fromEntries(kept);
 }
 

@@ -142,6 +142,16 @@ export class InMemoryEventStore
         "a commit cannot write two events at the same stream version",
       );
     }
+    const row = request.inbox && !request.recordedByState ? request.inbox : undefined;
+    if (
+      row &&
+      request.spill?.group === row.group &&
+      request.spill.ids.some((s) => s.eventId === row.eventId)
+    )
+      throw new PermanentError(
+        "dynamodb.validation",
+        "a commit cannot write an inbox row and spill the same id",
+      );
   }
 
   private checkConditions(request: CommitRequest): void {

@@ -53,6 +53,23 @@ describe("gate records of unsequenced ids", () => {
     expect(records?.spilledUntil).toBe(1000 + TTL);
   });
 
+  it("never spill the id they record, even among ids that all expire in the same second", () => {
+    const taskId = newTaskId();
+    let records: GateRecords | undefined;
+    const ids: string[] = [];
+    for (let i = 0; i <= RECENT_IDS_KEPT + 1; i++) {
+      const event = feedback(taskId, 5);
+      ids.push(event.event_id);
+      const before = records;
+      records = recordsAfter(before, move(event, 1000));
+      const spilled = spilledFrom(before?.recent, records?.recent ?? {}, 1000);
+      expect(records?.recent[event.event_id]).toBe(1000 + TTL);
+      expect(spilled.map((s) => s.eventId)).not.toContain(event.event_id);
+      expect(spilled).toHaveLength(i < RECENT_IDS_KEPT ? 0 : 1);
+    }
+    expect(Object.keys(records?.recent ?? {})).toHaveLength(RECENT_IDS_KEPT);
+  });
+
   it("drop expired ids without spilling them, and forget the spill once it has expired", () => {
     const first = recordsAfter(undefined, move(feedback(newTaskId(), 5), 0));
     const spilledBefore = { ...first, spilledUntil: 50 } as GateRecords;
