@@ -87,18 +87,6 @@ export interface InboxItem {
   readonly envelope_z?: Uint8Array;
 }
 
-/**
- * The row of an id spilled from a state's recent ones (CommitRequest.spill): a dedup record only,
- * in no index (it has no correlation or task), read by its key.
- */
-export interface SpilledItem {
-  readonly pk: string;
-  readonly group: string;
-  readonly event_id: string;
-  readonly spilled: true;
-  readonly ttl: number;
-}
-
 /** A failure record: the inbox row's fields with a failure outcome, the last error and attempts. */
 export interface FailureItem extends Omit<InboxItem, "outcome" | "reason"> {
   readonly outcome: FailureRecord["outcome"];
@@ -138,7 +126,7 @@ export function stateItem(
 }
 
 /** The gate records' attributes on a state item. */
-export function gateAttributes(gate: GateRecords) {
+function gateAttributes(gate: GateRecords) {
   return {
     gate_checkpoints: gate.checkpoints,
     gate_recent: gate.recent,

@@ -169,7 +169,11 @@ export const InboxAttr = {
    */
   envelope: "envelope",
   envelopeDeflated: "envelope_z",
-  /** True on a row of an id spilled from a state's recent ones (CommitRequest.spill). */
+  /**
+   * True on the row of an id spilled from a state's recent ones (CommitRequest.spill): a dedup
+   * record of `group`, `event_id` and `ttl` alone, in no index (it has no correlation or task),
+   * read by its key.
+   */
   spilled: "spilled",
   /** Failure records only: the last error and how many times the queue handed the message out. */
   errorCode: "error_code",
