@@ -116,7 +116,12 @@ function gateOnly<S>(
   return {
     commit: {
       ...commit,
-      gate: { aggregate: stateRef, expectedRevision: state?.revision ?? 0, records: gate },
+      gate: {
+        aggregate: stateRef,
+        expectedRevision: state?.revision ?? 0,
+        records: gate,
+        expiresAt: bareUntil(state, gate),
+      },
       spill: spillOf(base, state?.gate, gate),
     },
     step,
@@ -136,6 +141,19 @@ function gateOnly<S>(
  */
 function recordsItself(base: CommitBase, step: Pick<Step, "status" | "repaired">): boolean {
   return step.status === "applied" && !step.repaired && base.keep !== true;
+}
+
+/**
+ * When an item that would hold nothing but these records may go: the last expiry of its recent
+ * ids, when it has no data and no checkpoint (a message to an aggregate that has no state, which
+ * would otherwise stay in the table for good); undefined for any other item.
+ */
+function bareUntil(state: StoredState | undefined, gate: GateRecords): number | undefined {
+  if (state && (state.data !== undefined || state.version !== 0)) return undefined;
+  for (const _ in gate.checkpoints) return undefined;
+  let until: number | undefined;
+  for (const id in gate.recent) until = Math.max(until ?? 0, gate.recent[id] ?? 0);
+  return until;
 }
 
 /** The ids the commit's gate records spill (./gate-records), as the commit's `spill` part. */

@@ -180,6 +180,12 @@ export interface CommitRequest {
     readonly aggregate: AggregateRef;
     readonly expectedRevision: number;
     readonly records: GateRecords;
+    /**
+     * Set when the item holds nothing but unsequenced ids (no data, no checkpoint: messages to an
+     * aggregate that has no state): epoch seconds when the last of them expires, after which the
+     * item may be deleted. Absent, the item is kept.
+     */
+    readonly expiresAt?: number;
   };
   readonly state?: {
     readonly aggregate: AggregateRef;

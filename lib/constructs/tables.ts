@@ -80,7 +80,8 @@ const CONSUMER_ACTIONS = {
  * AWS-managed encryption.
  *
  * - `state`: one item per aggregate (`pk`), written conditionally on its version; sparse index
- *   `by-due` (due_shard, due_at; keys only) of the aggregates a sweeper must look at.
+ *   `by-due` (due_shard, due_at; keys only) of the aggregates a sweeper must look at; `ttl` only
+ *   on an item that holds nothing but unsequenced ids, which expires with them.
  * - `events`: the event store and outbox (`pk` aggregate, `version`), stream NEW_IMAGE to the
  *   relay, indexes by correlation and by task for tracing.
  * - `inbox`: per-group dedup records (each group's outcome of each event), failure records and

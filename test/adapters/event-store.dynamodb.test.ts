@@ -186,6 +186,33 @@ describe("DynamoEventStore on DynamoDB", () => {
     });
   });
 
+  it("gives an item of unsequenced ids alone the time to live of the last, and takes it off again", async () => {
+    const store = new DynamoEventStore({ client, tables });
+    const view = { type: "task_view", id: `task_${newUlid()}` };
+    const key = { pk: { S: streamKey(view) } };
+    const recent = { [newUlid()]: 1_900_000_000 };
+    await store.commit({
+      gate: {
+        aggregate: view,
+        expectedRevision: 0,
+        records: { checkpoints: {}, recent },
+        expiresAt: 1_900_000_000,
+      },
+    });
+    expect((await rawItem(tables.state, key))?.ttl).toEqual({ N: "1900000000" });
+    // A checkpoint makes the item one to keep: the next gate write takes the time to live off.
+    await store.commit({
+      gate: {
+        aggregate: view,
+        expectedRevision: 1,
+        records: { checkpoints: { [`task#${view.id}`]: 1 }, recent },
+      },
+    });
+    const kept = await rawItem(tables.state, key);
+    expect(kept?.ttl).toBeUndefined();
+    expect(kept?.revision).toEqual({ N: "2" });
+  });
+
   it("loads the state item with one GetItem; commits one item without a transaction", async () => {
     const own = ownClient();
     const metered = meter(own);

@@ -262,11 +262,12 @@ describe("AgentBus stack: tables", () => {
     );
   });
 
-  it("the inbox expires items on the ttl attribute", () => {
-    expect(table("INBOX_TABLE").Properties.TimeToLiveSpecification).toEqual({
-      AttributeName: "ttl",
-      Enabled: true,
-    });
+  it("the inbox expires items on the ttl attribute, and so does the state table", () => {
+    for (const variable of ["INBOX_TABLE", "STATE_TABLE"])
+      expect(table(variable).Properties.TimeToLiveSpecification).toEqual({
+        AttributeName: "ttl",
+        Enabled: true,
+      });
   });
 
   it("state, inbox and side-effects are keyed as designed", () => {

@@ -141,6 +141,29 @@ describe("the commit of an unsequenced message", () => {
     expect(store.states.get(`ratings#${taskId}`)?.gate?.spilledUntil).toBeUndefined();
   });
 
+  it("leaves an item that expires with its ids when the aggregate has no state, and only then", async () => {
+    const { deps, store } = makeDeps();
+    const { store: counting, commits } = countingStore(store);
+    const taskId = newTaskId();
+    // A rating of 1 changes nothing: the item holds the two ids alone.
+    const first = feedback(taskId, 1);
+    const second = feedback(taskId, 1);
+    await consume(first, rater, { ...deps, store: counting });
+    await consume(second, rater, { ...deps, store: counting });
+    const recent = store.states.get(`ratings#${taskId}`)?.gate?.recent ?? {};
+    expect(commits.map((c) => c.gate?.expiresAt)).toEqual([
+      recent[first.event_id],
+      Math.max(...Object.values(recent)),
+    ]);
+    // Once there is a state, no expiry: its gate writes keep it.
+    await consume(feedback(taskId, 3), rater, { ...deps, store: counting });
+    await consume(feedback(taskId, 1), rater, { ...deps, store: counting });
+    expect(commits.slice(2).map((c) => [!!c.state, c.gate?.expiresAt])).toEqual([
+      [true, undefined],
+      [false, undefined],
+    ]);
+  });
+
   it("by the audit group is its row alone, which keeps the message and is read alone", async () => {
     const { deps, store } = makeDeps();
     const { store: counting, commits } = countingStore(store);

@@ -161,16 +161,43 @@ function stateAction(
  */
 function gateAction(
   table: string,
-  { aggregate, expectedRevision, records }: NonNullable<CommitRequest["gate"]>,
+  { aggregate, expectedRevision, records, expiresAt }: NonNullable<CommitRequest["gate"]>,
   now: Date,
 ): Action {
   const condition = expectVersion(StateAttr.revision, expectedRevision);
+  const sets = [
+    "#rev = :rev",
+    "#ver = if_not_exists(#ver, :zero)",
+    "#at = :at",
+    "#ai = :ai",
+    "#up = if_not_exists(#up, :up)",
+    "#cp = :cp",
+    "#rc = :rc",
+  ];
+  const values: Record<string, unknown> = {
+    ":rev": expectedRevision + 1,
+    ":zero": 0,
+    ":at": aggregate.type,
+    ":ai": aggregate.id,
+    ":up": now.toISOString(),
+    ":cp": records.checkpoints,
+    ":rc": records.recent,
+  };
+  if (records.spilledUntil !== undefined) {
+    sets.push("#su = :su");
+    values[":su"] = records.spilledUntil;
+  }
+  // An item of unsequenced ids alone expires with them; one that holds more never does.
+  if (expiresAt !== undefined) {
+    sets.push("#ttl = :ttl");
+    values[":ttl"] = expiresAt;
+  }
   return {
     part: "state",
     update: {
       TableName: table,
       Key: { [StateAttr.pk]: { S: streamKey(aggregate) } },
-      UpdateExpression: `SET #rev = :rev, #ver = if_not_exists(#ver, :zero), #at = :at, #ai = :ai, #up = if_not_exists(#up, :up), #cp = :cp, #rc = :rc${records.spilledUntil !== undefined ? ", #su = :su" : ""}`,
+      UpdateExpression: `SET ${sets.join(", ")}${expiresAt === undefined ? " REMOVE #ttl" : ""}`,
       ConditionExpression: condition.ConditionExpression,
       ExpressionAttributeNames: {
         ...condition.ExpressionAttributeNames,
@@ -181,21 +208,10 @@ function gateAction(
         "#up": StateAttr.updatedAt,
         "#cp": StateAttr.checkpoints,
         "#rc": StateAttr.recent,
+        "#ttl": StateAttr.ttl,
         ...(records.spilledUntil !== undefined ? { "#su": StateAttr.spilledUntil } : {}),
       },
-      ExpressionAttributeValues: {
-        ...condition.ExpressionAttributeValues,
-        ...toItem({
-          ":rev": expectedRevision + 1,
-          ":zero": 0,
-          ":at": aggregate.type,
-          ":ai": aggregate.id,
-          ":up": now.toISOString(),
-          ":cp": records.checkpoints,
-          ":rc": records.recent,
-          ...(records.spilledUntil !== undefined ? { ":su": records.spilledUntil } : {}),
-        }),
-      },
+      ExpressionAttributeValues: { ...condition.ExpressionAttributeValues, ...toItem(values) },
       ReturnValuesOnConditionCheckFailure: "ALL_OLD",
     },
     conflict: stateConflict(aggregate, expectedRevision),

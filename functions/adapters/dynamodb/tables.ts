@@ -83,6 +83,11 @@ export const StateAttr = {
   recent: "gate_recent",
   /** GateRecords.spilledUntil: until when an id not in `gate_recent` may have a spilled row. */
   spilledUntil: "gate_spilled_until",
+  /**
+   * Only on an item that holds nothing but unsequenced ids (no data, no checkpoint: a message to
+   * an aggregate that has no state): when the last of them expires, the table's TTL attribute.
+   */
+  ttl: "ttl",
 } as const;
 
 /** Global secondary indexes of the state table. */
@@ -214,6 +219,7 @@ export const SideEffectIndex = {
 export const TABLES = {
   state: {
     partitionKey: { name: StateAttr.pk, type: "S" },
+    ttlAttribute: StateAttr.ttl,
     indexes: [
       {
         name: StateIndex.byDue,
