@@ -298,4 +298,5 @@ export function outcomeRecord(
   return record;
 }
 
-type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+/** A record's fields writable, to fill its optional ones one by one on a hot path. */
+export type Mutable<T> = { -readonly [K in keyof T]: T[K] };

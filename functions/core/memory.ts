@@ -1,4 +1,5 @@
 import type { AggregateRef, Envelope } from "../../schemas";
+import type { Mutable } from "./commit";
 import { DuplicateCommitError, PermanentError, VersionConflictError } from "./errors";
 import { mayHaveSpilled } from "./gate-records";
 import type {
@@ -24,8 +25,6 @@ import type {
 import { systemClock } from "./runtime";
 
 const key = (ref: AggregateRef) => `${ref.type}#${ref.id}`;
-
-type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
 /**
  * Freezes a value and everything it holds, in place, and returns it. What the store keeps is
