@@ -24,28 +24,59 @@ export interface EntryFunctions {
   readonly environment: Readonly<Record<string, string>>;
 }
 
-export const VARIANTS = ["agentbus", "runtimeSdk", "baseline"] as const;
+export const VARIANTS = ["agentbus", "sdkClients", "baseline"] as const;
 export type Variant = (typeof VARIANTS)[number];
 
 export const VARIANT_LABELS: Readonly<Record<Variant, string>> = {
   agentbus: "AgentBus",
-  runtimeSdk: "runtime SDK",
+  sdkClients: "SDK clients",
   baseline: "baseline",
 };
 
 /**
- * - `agentbus`: what `cdk deploy` uploads.
- * - `runtimeSdk`: the same, with the SDK left to the Node.js 22 runtime (CDK's default
- *   externals); importing it here loads the SDK from node_modules, as Lambda loads its own copy.
- * - `baseline`: the bundling before the SDK was trimmed and the X-Ray SDK dropped: the whole SDK
- *   inside, the Powertools Tracer with aws-xray-sdk-core, and zod's whole namespace (every
- *   locale), as `import { z } from "zod"` kept it.
+ * The credential providers the SDK's default chain loads with a dynamic `import()`, only when the
+ * environment holds no credentials (never on Lambda): the SDK-client bundling left them out.
+ */
+const LAZY_CREDENTIAL_PROVIDERS = [
+  "@aws-sdk/credential-provider-http",
+  "@aws-sdk/credential-provider-ini",
+  "@aws-sdk/credential-provider-process",
+  "@aws-sdk/credential-provider-sso",
+  "@aws-sdk/credential-provider-web-identity",
+  "@smithy/credential-provider-imds",
+];
+
+/**
+ * - `agentbus`: what `cdk deploy` uploads (AWS called through the lean client).
+ * - `sdkClients`: the same handler with an AWS SDK v3 client made at init for each service its
+ *   code calls, the SDK's lazily loaded credential providers left out: the bundling before the
+ *   lean client.
+ * - `baseline`: the bundling before the SDK was trimmed and the X-Ray SDK dropped: those clients
+ *   and every credential provider inside, the Powertools Tracer with aws-xray-sdk-core, and zod's
+ *   whole namespace (every locale), as `import { z } from "zod"` kept it.
  */
 const BUNDLINGS: Readonly<Record<Variant, FunctionBundling>> = {
   agentbus: FUNCTION_BUNDLING,
-  runtimeSdk: { ...FUNCTION_BUNDLING, externalModules: ["@aws-sdk/*", "@smithy/*"] },
-  baseline: { ...FUNCTION_BUNDLING, externalModules: [] },
+  sdkClients: { ...FUNCTION_BUNDLING, externalModules: LAZY_CREDENTIAL_PROVIDERS },
+  baseline: FUNCTION_BUNDLING,
 };
+
+/** The SDK client of each service, by the adapter directory whose code calls it. */
+const SDK_CLIENTS: readonly { adapter: string; module: string; client: string }[] = [
+  { adapter: "adapters/dynamodb/", module: "@aws-sdk/client-dynamodb", client: "DynamoDBClient" },
+  { adapter: "adapters/sqs/", module: "@aws-sdk/client-sqs", client: "SQSClient" },
+  {
+    adapter: "adapters/eventbridge/",
+    module: "@aws-sdk/client-eventbridge",
+    client: "EventBridgeClient",
+  },
+  {
+    adapter: "adapters/bedrock/",
+    module: "@aws-sdk/client-bedrock-runtime",
+    client: "BedrockRuntimeClient",
+  },
+  { adapter: "adapters/channel/sns-channel", module: "@aws-sdk/client-sns", client: "SNSClient" },
+];
 
 /** Under node_modules, so a bundle's external SDK imports resolve to the project's packages. */
 export const BUNDLE_DIR = join(REPO_ROOT, "node_modules", ".cache", "agentbus-bench", "bundles");
@@ -99,21 +130,46 @@ export async function buildVariant(
   rmSync(dir, { recursive: true, force: true });
   const outfile = join(dir, "index.mjs");
   const options = esbuildOptions(join(REPO_ROOT, entry.entry), outfile, BUNDLINGS[variant]);
-  if (variant === "baseline") {
+  if (variant !== "agentbus") {
+    const clients = await sdkClientsOf(entry);
     delete options.entryPoints;
     options.stdin = {
       contents: [
         `export * from ${JSON.stringify(`./${entry.entry}`)};`,
-        'export { Tracer as __baselineTracer } from "@aws-lambda-powertools/tracer";',
-        'export { z as __baselineZod } from "zod";',
+        ...clients.map(
+          ({ module, client }) =>
+            `import { ${client} } from ${JSON.stringify(module)}; export const __sdk${client} = new ${client}({});`,
+        ),
+        ...(variant === "baseline"
+          ? [
+              'export { Tracer as __baselineTracer } from "@aws-lambda-powertools/tracer";',
+              'export { z as __baselineZod } from "zod";',
+            ]
+          : []),
       ].join("\n"),
       resolveDir: REPO_ROOT,
-      sourcefile: `baseline-${entry.name}.ts`,
+      sourcefile: `${variant}-${entry.name}.ts`,
       loader: "ts",
     };
   }
   await build({ ...options, logLevel: "error" });
   return { path: outfile, bytes: statSync(outfile).size };
+}
+
+/** The SDK clients of the services an entry's code calls (by the adapter code in its bundle). */
+async function sdkClientsOf(entry: EntryFunctions) {
+  const { metafile } = await build({
+    ...esbuildOptions(join(REPO_ROOT, entry.entry), join(BUNDLE_DIR, "probe.mjs")),
+    write: false,
+    metafile: true,
+    logLevel: "error",
+  });
+  const used = Object.values(metafile.outputs).flatMap((output) =>
+    Object.entries(output.inputs)
+      .filter(([, input]) => input.bytesInOutput > 0)
+      .map(([path]) => path),
+  );
+  return SDK_CLIENTS.filter(({ adapter }) => used.some((path) => path.includes(adapter)));
 }
 
 /** An empty ES module: what importing any module costs here, the floor under every figure. */

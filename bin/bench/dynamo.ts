@@ -8,6 +8,7 @@ import { consume, type Role, type StepStatus } from "../../functions/core/pipeli
 import type { ConsumerDeps } from "../../functions/core/ports";
 import { systemClock, ulidSource } from "../../functions/core/runtime";
 import { type TaskView, taskProjection } from "../../functions/roles/task-projection";
+import { fromSdk } from "../../lib/aws/from-sdk";
 import { type Envelope, registry } from "../../schemas";
 import { createTables } from "../../test/support/tables";
 import {
@@ -161,7 +162,7 @@ function consumersOf(
   idempotencyTable: string,
 ): Consumers {
   const depsOf = (client: DynamoDBClient): ConsumerDeps => ({
-    store: new DynamoEventStore({ client, tables, clock: systemClock }),
+    store: new DynamoEventStore({ client: fromSdk(client), tables, clock: systemClock }),
     registry,
     clock: systemClock,
     ids: ulidSource(),

@@ -83,7 +83,7 @@ export async function runRolesSection(out: Out, dynamo: DynamoResult): Promise<R
     } else if (event.kind === "consume-failed") tally(event.group).deliveries++;
   };
   const started = performance.now();
-  running = await startLocal({ onEvent });
+  running = await startLocal({ onEvent, functionClient: "sdk" });
   const env = running;
   try {
     // With the tables' layouts, so the units include what each write costs in the indexes.

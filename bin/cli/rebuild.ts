@@ -3,6 +3,7 @@ import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store"
 import { DynamoStreamLister } from "../../functions/adapters/dynamodb/stream-lister";
 import type { Role } from "../../functions/core/pipeline";
 import type { EventStore } from "../../functions/core/ports";
+import { fromSdk } from "../../lib/aws/from-sdk";
 import { checkFold, type RebuildProgress, rebuild } from "../../lib/ops/rebuild";
 import type { OpsStack } from "../../lib/ops/stack";
 import { topology } from "../../lib/topology";
@@ -34,7 +35,7 @@ function typeOf(value: string): string {
 }
 
 function storeOf(stack: OpsStack): DynamoEventStore {
-  return new DynamoEventStore({ client: stack.dynamodb, tables: stack.names.tables });
+  return new DynamoEventStore({ client: fromSdk(stack.dynamodb), tables: stack.names.tables });
 }
 
 /** Where a rebuild's progress is kept: a state item `rebuild#<group>.<type>`. */
@@ -89,7 +90,7 @@ export function rebuildCommand(targetOf: (command: Command) => Target): Command 
         const last = saved?.data as RebuildProgress | undefined;
         const after = last && !last.done ? last.after : undefined;
         if (after) out(`resuming after ${after}`);
-        const lister = new DynamoStreamLister(stack.dynamodb, stack.names.tables.events);
+        const lister = new DynamoStreamLister(fromSdk(stack.dynamodb), stack.names.tables.events);
         await rebuild(lister, store, role, type, {
           ...(after ? { after } : {}),
           onProgress: async (p) => {
@@ -123,7 +124,7 @@ export function checkCommand(targetOf: (command: Command) => Target): Command {
       if (!Number.isInteger(limit) || limit < 1 || limit > 100_000)
         throw new UsageError(`--limit ${JSON.stringify(options.limit)}: 1 to 100000`);
       await withStack(targetOf(this), async (stack) => {
-        const lister = new DynamoStreamLister(stack.dynamodb, stack.names.tables.events);
+        const lister = new DynamoStreamLister(fromSdk(stack.dynamodb), stack.names.tables.events);
         const streams = [];
         for (let after: string | undefined; streams.length < limit; ) {
           const page = await lister.streamsOfType(

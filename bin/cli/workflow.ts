@@ -5,6 +5,7 @@ import { ulid } from "ulid";
 import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
 import type { StoredState } from "../../functions/core/ports";
 import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
+import { fromSdk } from "../../lib/aws/from-sdk";
 import { operatorName } from "../../lib/ops/audit";
 import {
   type OperatorCommand,
@@ -148,7 +149,7 @@ async function findRun(
     const table = await stateTable(t, dynamodb);
     // Only the state table is read (no inbox or checkpoint is asked for).
     const store = new DynamoEventStore({
-      client: dynamodb,
+      client: fromSdk(dynamodb),
       tables: { state: table, events: "", inbox: "" },
     });
     const loaded = await store.load({ state: { type: "dag_run", id: runId } });

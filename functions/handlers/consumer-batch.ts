@@ -5,8 +5,8 @@ import {
   SqsFifoPartialProcessorAsync,
 } from "@aws-lambda-powertools/batch";
 import type { Logger } from "@aws-lambda-powertools/logger";
-import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
+import type { AwsClient } from "../adapters/aws/client";
 import { releaseMessages } from "../adapters/sqs/visibility";
 import { describe } from "../core/errors";
 
@@ -22,7 +22,7 @@ export async function processBatch(
   event: SQSEvent,
   context: Context | undefined,
   handleRecord: (record: SQSRecord) => Promise<void>,
-  queue: { readonly sqs: SQSClient; readonly url: string; readonly logger: Logger },
+  queue: { readonly sqs: AwsClient; readonly url: string; readonly logger: Logger },
 ): Promise<SQSBatchResponse> {
   const fifo = event.Records.some((r) => r.attributes.MessageGroupId !== undefined);
   if (!fifo)

@@ -1,6 +1,6 @@
 import { MetricUnit } from "@aws-lambda-powertools/metrics";
-import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { SQSRecord } from "aws-lambda";
+import type { AwsClient } from "../adapters/aws/client";
 import { extendVisibility } from "../adapters/sqs/visibility";
 import { describe, type ErrorInfo } from "../core/errors";
 import type { Clock, DeadLetterSink, FailureLog } from "../core/ports";
@@ -24,7 +24,7 @@ export interface ConsumerFailure {
 
 export interface SettleWiring {
   readonly env: ConsumerEnv;
-  readonly sqs: SQSClient;
+  readonly sqs: AwsClient;
   readonly deadLetters: DeadLetterSink;
   /** The queue's maxReceiveCount (undefined: no redrive policy, or not known). */
   readonly receiveLimit: () => Promise<number | undefined>;

@@ -1,8 +1,6 @@
-import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import type { EventBridgeClient } from "@aws-sdk/client-eventbridge";
-import { SQSClient } from "@aws-sdk/client-sqs";
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
 import { registry as defaultRegistry, type EventRegistry } from "../../schemas";
+import type { AwsClient } from "../adapters/aws/client";
 import { DynamoEventStore } from "../adapters/dynamodb/event-store";
 import { DynamoFailureLog } from "../adapters/dynamodb/failure-log";
 import { meterModelCalls } from "../adapters/metering";
@@ -12,6 +10,7 @@ import { type ConsumeResult, consume, type Role } from "../core/pipeline";
 import type { Clock, ConsumerDeps } from "../core/ports";
 import type { ReplayMark } from "../core/replay";
 import { systemClock, ulidSource } from "../core/runtime";
+import { containerAwsClient } from "./aws";
 import { processBatch } from "./consumer-batch";
 import { modelCallMetrics, recordConsumed, recordLag } from "./consumer-metrics";
 import { appendLogKeys, decodeDelivery } from "./consumer-record";
@@ -34,10 +33,10 @@ export interface ConsumerObserver {
 
 export interface ConsumerOptions {
   readonly env?: Record<string, string | undefined>;
-  readonly dynamodb?: DynamoDBClient;
-  readonly sqs?: SQSClient;
+  readonly dynamodb?: AwsClient;
+  readonly sqs?: AwsClient;
   /** Publishes the role's heartbeats (with `HEARTBEAT_SECONDS` and `EVENTS_BUS_NAME`). */
-  readonly eventbridge?: EventBridgeClient;
+  readonly eventbridge?: AwsClient;
   readonly clock?: Clock;
   readonly registry?: EventRegistry;
   readonly observability?: Observability;
@@ -125,8 +124,8 @@ function wire<S>(role: Role<S>, options: ConsumerOptions) {
     throw new Error(`GROUP_NAME is ${env.GROUP_NAME} but the handler's role is ${role.group}`);
   const clock = options.clock ?? systemClock;
   const obs = options.observability ?? observability(role.group, role.group);
-  const dynamodb = obs.tracer.captureAWSv3Client(options.dynamodb ?? new DynamoDBClient({}));
-  const sqs = obs.tracer.captureAWSv3Client(options.sqs ?? new SQSClient({}));
+  const dynamodb = obs.tracer.capture(options.dynamodb ?? containerAwsClient());
+  const sqs = obs.tracer.capture(options.sqs ?? containerAwsClient());
   const store = new DynamoEventStore({
     client: dynamodb,
     tables: { state: env.STATE_TABLE, events: env.EVENTS_TABLE, inbox: env.INBOX_TABLE },

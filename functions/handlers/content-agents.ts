@@ -1,12 +1,12 @@
-import { BedrockRuntimeClient } from "@aws-sdk/client-bedrock-runtime";
-import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import * as z from "zod";
 import type { ContentRole } from "../../schemas/events/workflow";
+import type { AwsClient } from "../adapters/aws/client";
 import { BedrockModel } from "../adapters/bedrock/model";
 import { DynamoEventStore } from "../adapters/dynamodb/event-store";
 import { DeterministicLocalModel } from "../adapters/local-model";
 import type { ModelPort } from "../core/model";
 import { createContentAgent } from "../roles/content-agents";
+import { containerAwsClient } from "./aws";
 import { type ConsumerOptions, createConsumerHandler, type SqsBatchHandler } from "./consumer";
 import { ConsumerEnv, parseEnv } from "./env";
 import { lambdaEntry } from "./lambda-entry";
@@ -16,7 +16,7 @@ import { lambdaEntry } from "./lambda-entry";
  * consumer with `createContentAgent({ role, model })`. The model comes from the environment:
  *
  * - `MODEL_PROVIDER=bedrock` (the default; what deployed stacks set): Bedrock Converse with
- *   `MODEL_ID` (required), through one `BedrockRuntimeClient` per container.
+ *   `MODEL_ID` (required), through the container's AWS client.
  * - `MODEL_PROVIDER=local`: the DeterministicLocalModel, a scripted stand-in that is NOT a model
  *   (the local runtime sets it; no AWS, no network, same answers for the same request).
  *
@@ -44,16 +44,14 @@ export interface AgentOptions extends ConsumerOptions {
   /** The model to use instead of the one the environment names. */
   readonly model?: ModelPort;
   /** Client for `MODEL_PROVIDER=bedrock` (default: one created for the container). */
-  readonly bedrock?: BedrockRuntimeClient;
+  readonly bedrock?: AwsClient;
 }
-
-let sharedBedrock: BedrockRuntimeClient | undefined;
 
 /** The model `MODEL_PROVIDER` / `MODEL_ID` name; errors name the bad variable. */
 export function modelFromEnv(
   env: Record<string, string | undefined>,
   what: string,
-  bedrock?: BedrockRuntimeClient,
+  bedrock?: AwsClient,
 ): ModelPort {
   const parsed = parseEnv(
     ModelEnv,
@@ -62,15 +60,14 @@ export function modelFromEnv(
   );
   if (parsed.MODEL_PROVIDER === "local") return new DeterministicLocalModel();
   if (bedrock) return new BedrockModel({ client: bedrock, modelId: parsed.MODEL_ID });
-  sharedBedrock ??= new BedrockRuntimeClient({});
-  return new BedrockModel({ client: sharedBedrock, modelId: parsed.MODEL_ID });
+  return new BedrockModel({ client: containerAwsClient(), modelId: parsed.MODEL_ID });
 }
 
 /** The consumer handler of one content agent, its model from `options.model` or the environment. */
 export function createAgentHandler(role: ContentRole, options: AgentOptions = {}): SqsBatchHandler {
   const env = options.env ?? process.env;
   const model = options.model ?? modelFromEnv(env, `agent ${role}`, options.bedrock);
-  const dynamodb = options.dynamodb ?? new DynamoDBClient({});
+  const dynamodb = options.dynamodb ?? containerAwsClient();
   const tables = parseEnv(ConsumerEnv, env, `agent ${role}`);
   const commandStream = new DynamoEventStore({
     client: dynamodb,

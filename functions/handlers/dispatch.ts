@@ -1,9 +1,8 @@
 import { MetricUnit } from "@aws-lambda-powertools/metrics";
-import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { SQSClient } from "@aws-sdk/client-sqs";
 import type { Context, SQSBatchResponse, SQSEvent } from "aws-lambda";
 import * as z from "zod";
 import { registry as defaultRegistry, type EventRegistry } from "../../schemas";
+import type { AwsClient } from "../adapters/aws/client";
 import { DynamoFailureLog } from "../adapters/dynamodb/failure-log";
 import { SqsDeadLetterSink } from "../adapters/sqs/dead-letter-sink";
 import { SqsFifoSender } from "../adapters/sqs/fifo-sender";
@@ -12,6 +11,7 @@ import { type DispatchItem, type DispatchReport, dispatch } from "../core/dispat
 import { describe } from "../core/errors";
 import type { Clock, DeadLetterSink } from "../core/ports";
 import { systemClock } from "../core/runtime";
+import { containerAwsClient } from "./aws";
 import { DispatchEnv, parseEnv } from "./env";
 import { recordingDeadLetters } from "./failure-record";
 import { lambdaEntry } from "./lambda-entry";
@@ -30,8 +30,8 @@ const EventBridgeEvent = z.object({
 
 export interface DispatchOptions {
   readonly env?: Record<string, string | undefined>;
-  readonly sqs?: SQSClient;
-  readonly dynamodb?: DynamoDBClient;
+  readonly sqs?: AwsClient;
+  readonly dynamodb?: AwsClient;
   readonly clock?: Clock;
   readonly registry?: EventRegistry;
   readonly observability?: Observability;
@@ -48,7 +48,7 @@ export function createDispatchHandler(options: DispatchOptions = {}): DispatchHa
   const env = parseEnv(DispatchEnv, options.env ?? process.env, "dispatch");
   const { logger, metrics, tracer } =
     options.observability ?? observability(`${env.GROUP_NAME}-dispatch`, env.GROUP_NAME);
-  const sqs = tracer.captureAWSv3Client(options.sqs ?? new SQSClient({}));
+  const sqs = tracer.capture(options.sqs ?? containerAwsClient());
   const sender = new SqsFifoSender({ client: sqs, queueUrl: env.TARGET_QUEUE_URL });
   const deadLetters = deadLetterSink(env, options, sqs, { logger, tracer });
   const registry = options.registry ?? defaultRegistry;
@@ -104,11 +104,11 @@ export const { create, handler } = lambdaEntry(createDispatchHandler);
 function deadLetterSink(
   env: DispatchEnv,
   options: DispatchOptions,
-  sqs: SQSClient,
+  sqs: AwsClient,
   { logger, tracer }: Pick<Observability, "logger" | "tracer">,
 ): DeadLetterSink {
   const dynamodb = env.INBOX_TABLE
-    ? tracer.captureAWSv3Client(options.dynamodb ?? new DynamoDBClient({}))
+    ? tracer.capture(options.dynamodb ?? containerAwsClient())
     : undefined;
   return recordingDeadLetters(
     new SqsDeadLetterSink({ client: sqs, queueUrl: env.DEAD_LETTER_QUEUE_URL }),

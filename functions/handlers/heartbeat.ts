@@ -1,20 +1,20 @@
 import { MetricUnit } from "@aws-lambda-powertools/metrics";
-import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
-import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { SQSRecord } from "aws-lambda";
+import type { AwsClient } from "../adapters/aws/client";
 import { EventBridgePublisher } from "../adapters/eventbridge/publisher";
 import { extendVisibility } from "../adapters/sqs/visibility";
 import { buildHeartbeat } from "../core/emit";
 import { describe } from "../core/errors";
 import type { Role } from "../core/pipeline";
 import type { ConsumerDeps } from "../core/ports";
+import { containerAwsClient } from "./aws";
 import type { ConsumerEnv } from "./env";
 import type { Observability } from "./observe";
 
 export interface HeartbeatWiring {
   readonly env: ConsumerEnv;
-  readonly sqs: SQSClient;
-  readonly eventbridge?: EventBridgeClient;
+  readonly sqs: AwsClient;
+  readonly eventbridge?: AwsClient;
   readonly deps: Pick<ConsumerDeps, "registry" | "ids" | "clock">;
   readonly observability: Observability;
 }
@@ -73,7 +73,7 @@ function beater<S>(role: Role<S>, wiring: HeartbeatWiring) {
   const publisher =
     role.heartbeat && env.EVENTS_BUS_NAME
       ? new EventBridgePublisher({
-          client: tracer.captureAWSv3Client(wiring.eventbridge ?? new EventBridgeClient({})),
+          client: tracer.capture(wiring.eventbridge ?? containerAwsClient()),
           buses: { events: env.EVENTS_BUS_NAME },
         })
       : undefined;

@@ -1,7 +1,8 @@
-import { SQSClient } from "@aws-sdk/client-sqs";
+import type { AwsClient } from "../adapters/aws/client";
 import { sqsQueueDepth } from "../adapters/sqs/queue-depth";
 import { describe } from "../core/errors";
 import { createOrchestrator } from "../roles/orchestrator";
+import { containerAwsClient } from "./aws";
 import { type ConsumerOptions, createConsumerHandler, type SqsBatchHandler } from "./consumer";
 import { OrchestratorEnv, parseEnv } from "./env";
 import { lambdaEntry } from "./lambda-entry";
@@ -21,7 +22,7 @@ export function createOrchestratorHandler(options: ConsumerOptions = {}): SqsBat
   const obs = options.observability ?? observability("orchestrator", "orchestrator");
   const queueDepth = env.AGENT_QUEUE_URLS
     ? sqsQueueDepth({
-        client: options.sqs ?? new SQSClient({}),
+        client: options.sqs ?? containerAwsClient(),
         queueUrls: env.AGENT_QUEUE_URLS,
         onError: (group, error) =>
           obs.logger.warn("could not read a queue depth; counting it as 0", {

@@ -1,17 +1,18 @@
 import { MetricUnit } from "@aws-lambda-powertools/metrics";
-import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import type { Context, DynamoDBStreamEvent } from "aws-lambda";
 import { registry as defaultRegistry, type EventRegistry, type Topic } from "../../schemas";
+import type { AwsClient } from "../adapters/aws/client";
 import { envelopesFromStreamRecords } from "../adapters/dynamodb/stream";
 import { EventBridgePublisher } from "../adapters/eventbridge/publisher";
 import { type RelayReport, relay } from "../core/relay";
+import { containerAwsClient } from "./aws";
 import { parseEnv, RelayEnv } from "./env";
 import { lambdaEntry } from "./lambda-entry";
 import { type Observability, observability } from "./observe";
 
 export interface RelayHandlerOptions {
   readonly env?: Record<string, string | undefined>;
-  readonly eventbridge?: EventBridgeClient;
+  readonly eventbridge?: AwsClient;
   readonly registry?: EventRegistry;
   readonly observability?: Observability;
   readonly onReport?: (report: RelayReport) => void;
@@ -33,7 +34,7 @@ export function createRelayHandler(options: RelayHandlerOptions = {}): RelayHand
     audit: env.BUS_AUDIT,
   };
   const publisher = new EventBridgePublisher({
-    client: tracer.captureAWSv3Client(options.eventbridge ?? new EventBridgeClient({})),
+    client: tracer.capture(options.eventbridge ?? containerAwsClient()),
     buses,
   });
   const registry = options.registry ?? defaultRegistry;

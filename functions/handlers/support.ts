@@ -1,6 +1,5 @@
-import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { SNSClient } from "@aws-sdk/client-sns";
 import * as z from "zod";
+import type { AwsClient } from "../adapters/aws/client";
 import { LocalChannel } from "../adapters/channel/local-channel";
 import { SnsChannel } from "../adapters/channel/sns-channel";
 import { DynamoEventStore } from "../adapters/dynamodb/event-store";
@@ -18,6 +17,7 @@ import { createOrderLookup, type OrdersPort } from "../roles/order-lookup";
 import { createReplyGeneration } from "../roles/reply-generation";
 import { createRouter } from "../roles/router";
 import { createSender } from "../roles/sender";
+import { containerAwsClient } from "./aws";
 import { type ConsumerOptions, createConsumerHandler, type SqsBatchHandler } from "./consumer";
 import { modelFromEnv } from "./content-agents";
 import { ConsumerEnv, parseEnv } from "./env";
@@ -44,7 +44,7 @@ export interface SupportOptions extends ConsumerOptions {
   readonly model?: ModelPort;
   readonly channel?: ChannelPort;
   readonly orders?: OrdersPort;
-  readonly sns?: SNSClient;
+  readonly sns?: AwsClient;
 }
 
 export const ConversationEnv = z.object({
@@ -78,15 +78,15 @@ type Env = Record<string, string | undefined>;
 const envOf = (options: SupportOptions): Env => options.env ?? process.env;
 
 /** The client shared by the consumer and the role's own reads. */
-function withClient(options: SupportOptions): SupportOptions & { dynamodb: DynamoDBClient } {
-  return { ...options, dynamodb: options.dynamodb ?? new DynamoDBClient({}) };
+function withClient(options: SupportOptions): SupportOptions & { dynamodb: AwsClient } {
+  return { ...options, dynamodb: options.dynamodb ?? containerAwsClient() };
 }
 
 /**
  * The store of the state table the consumer writes, where a role reads the conversation's state:
  * one per handler, which lambdaEntry builds once per container.
  */
-function conversationStore(options: SupportOptions & { dynamodb: DynamoDBClient }, what: string) {
+function conversationStore(options: SupportOptions & { dynamodb: AwsClient }, what: string) {
   const env = parseEnv(ConsumerEnv, envOf(options), what);
   return new DynamoEventStore({
     client: options.dynamodb,
@@ -144,7 +144,7 @@ export function createSenderHandler(options: SupportOptions = {}): SqsBatchHandl
     (env.CHANNEL_PROVIDER === "local"
       ? new LocalChannel()
       : new SnsChannel({
-          client: options.sns ?? new SNSClient({}),
+          client: options.sns ?? containerAwsClient(),
           topicArn: env.CHANNEL_TOPIC_ARN,
         }));
   return createConsumerHandler(

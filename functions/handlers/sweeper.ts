@@ -1,6 +1,4 @@
 import { MetricUnit } from "@aws-lambda-powertools/metrics";
-import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import type { Context } from "aws-lambda";
 import {
   registry as defaultRegistry,
@@ -8,12 +6,14 @@ import {
   type EventRegistry,
   type Topic,
 } from "../../schemas";
+import type { AwsClient } from "../adapters/aws/client";
 import { DynamoDueIndex } from "../adapters/dynamodb/due";
 import { EventBridgePublisher, MAX_PUT_EVENTS_ENTRIES } from "../adapters/eventbridge/publisher";
 import { TransientError } from "../core/errors";
 import type { Clock, DueReader, EventPublisher, StateReader } from "../core/ports";
 import { systemClock } from "../core/runtime";
 import { DAG_RUN_AGGREGATE, planSweep } from "../core/sweeper";
+import { containerAwsClient } from "./aws";
 import { parseEnv, SweeperEnv } from "./env";
 import { lambdaEntry } from "./lambda-entry";
 import { type Observability, observability } from "./observe";
@@ -33,8 +33,8 @@ export interface SweepReport {
 
 export interface SweeperOptions {
   readonly env?: Record<string, string | undefined>;
-  readonly dynamodb?: DynamoDBClient;
-  readonly eventbridge?: EventBridgeClient;
+  readonly dynamodb?: AwsClient;
+  readonly eventbridge?: AwsClient;
   readonly clock?: Clock;
   readonly registry?: EventRegistry;
   readonly observability?: Observability;
@@ -64,13 +64,13 @@ export function createSweeperHandler(options: SweeperOptions = {}): SweeperHandl
   const index =
     options.index ??
     new DynamoDueIndex({
-      client: tracer.captureAWSv3Client(options.dynamodb ?? new DynamoDBClient({})),
+      client: tracer.capture(options.dynamodb ?? containerAwsClient()),
       stateTable: env.STATE_TABLE,
     });
   const publisher =
     options.publisher ??
     new EventBridgePublisher({
-      client: tracer.captureAWSv3Client(options.eventbridge ?? new EventBridgeClient({})),
+      client: tracer.capture(options.eventbridge ?? containerAwsClient()),
       buses: { commands: env.BUS_COMMANDS, events: env.BUS_EVENTS },
     });
 

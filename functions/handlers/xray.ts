@@ -1,20 +1,22 @@
 import { randomBytes } from "node:crypto";
 import { createSocket, type Socket } from "node:dgram";
+import type { AwsClient, AwsCommand, ResponseMetadata } from "../adapters/aws/client";
+import { SERVICES } from "../adapters/aws/lean/services";
 
 /**
- * X-Ray subsegments for AWS SDK v3 calls, without the X-Ray SDK. With active tracing, Lambda
- * records the invocation's segment; every SDK call of a client given to `captureAWSv3Client`
- * becomes a subsegment of it (service, operation, request id, retries, status, table or queue),
- * sent to the X-Ray daemon over UDP as the X-Ray SDK does, and the call carries a trace header
- * whose parent is that subsegment, so SQS and EventBridge continue the trace from it. The
- * Powertools Tracer did the same through aws-xray-sdk-core, which was 120 KB of every bundle and
- * a quarter of its init time (`npm run bench -- bundles` measures the difference).
+ * X-Ray subsegments for AWS calls, without the X-Ray SDK. With active tracing, Lambda records the
+ * invocation's segment; every call of a client given to `capture` becomes a subsegment of it
+ * (service, operation, request id, retries, status, table or queue), sent to the X-Ray daemon
+ * over UDP as the X-Ray SDK does, and the call carries a trace header whose parent is that
+ * subsegment, so SQS and EventBridge continue the trace from it. The Powertools Tracer did the
+ * same through aws-xray-sdk-core, which was 120 KB of every bundle and a quarter of its init time
+ * (`npm run bench -- bundles` measures the difference).
  */
 
-/** What the handlers use of a tracer (the Powertools Tracer's method of the same name). */
+/** What the handlers use of a tracer. */
 export interface Tracer {
-  /** The same client, its calls traced when X-Ray traces this invocation. */
-  captureAWSv3Client<T>(client: T): T;
+  /** The client, its calls traced when X-Ray traces this invocation (the same client if not). */
+  capture(client: AwsClient): AwsClient;
 }
 
 /** Where tracing reads its switches: the process environment, unless a test gives its own. */
@@ -26,31 +28,8 @@ export interface XRayTracerOptions {
   readonly send?: (datagram: string, port: number, host: string) => void;
 }
 
-/** The part of an SDK v3 client and its calls the middleware uses. */
-interface Traceable {
-  readonly middlewareStack: {
-    add(middleware: Middleware, options: { step: "build"; name: string; priority: "high" }): void;
-    identify(): string[];
-  };
-}
-interface CallContext {
-  readonly clientName?: string;
-  readonly commandName?: string;
-}
-interface CallArgs {
-  readonly input?: Record<string, unknown>;
-  readonly request?: { headers?: Record<string, string> };
-}
-interface Metadata {
-  readonly httpStatusCode?: number;
-  readonly requestId?: string;
-  readonly attempts?: number;
-}
-type Next = (args: CallArgs) => Promise<{ output?: { $metadata?: Metadata } }>;
-type Middleware = (next: Next, context: CallContext) => Next;
-
-const MIDDLEWARE_NAME = "agentbusXRaySubsegment";
 const DAEMON_HEADER = '{"format":"json","version":1}\n';
+const traced = new WeakSet<AwsClient>();
 
 /**
  * A tracer that is on in a Lambda execution environment (`AWS_EXECUTION_ENV`) with an X-Ray
@@ -64,18 +43,16 @@ export function xrayTracer(options: XRayTracerOptions = {}): Tracer {
     daemon !== undefined &&
     Boolean(env.AWS_EXECUTION_ENV) &&
     env.POWERTOOLS_TRACE_ENABLED?.toLowerCase() !== "false";
-  if (!enabled) return { captureAWSv3Client: (client) => client };
+  if (!enabled) return { capture: (client) => client };
   const send = options.send ?? udpSender();
   const emit = (document: object) =>
     send(DAEMON_HEADER + JSON.stringify(document), daemon.port, daemon.host);
-  const middleware = subsegmentMiddleware(env, emit);
   return {
-    captureAWSv3Client<T>(client: T): T {
-      const stack = (client as unknown as Traceable).middlewareStack;
-      if (stack && !stack.identify().some((name) => name.startsWith(MIDDLEWARE_NAME))) {
-        stack.add(middleware, { step: "build", name: MIDDLEWARE_NAME, priority: "high" });
-      }
-      return client;
+    capture(client) {
+      if (traced.has(client)) return client;
+      const wrapped: AwsClient = { send: (command) => sendTraced(client, command, env, emit) };
+      traced.add(wrapped);
+      return wrapped;
     },
   };
 }
@@ -112,53 +89,56 @@ export function daemonAddress(value: string | undefined) {
   return match?.[1] && match[2] ? { host: match[1], port: Number(match[2]) } : undefined;
 }
 
-function subsegmentMiddleware(env: TraceEnv, emit: (document: object) => void): Middleware {
-  return (next, context) => async (args) => {
-    const header = env._X_AMZN_TRACE_ID;
-    const trace = sampledTrace(header);
-    if (!header || !trace) return next(args);
-    const id = randomBytes(8).toString("hex");
-    const headers = args.request?.headers;
-    if (headers) headers["X-Amzn-Trace-Id"] = withParent(header, id);
-    const start = Date.now() / 1000;
-    const record = (metadata: Metadata | undefined, error?: unknown) =>
-      emit({
-        ...callDocument(context, args.input ?? {}, metadata, error, env.AWS_REGION),
-        id,
-        trace_id: trace.root,
-        parent_id: trace.parent,
-        start_time: start,
-        end_time: Date.now() / 1000,
-      });
-    try {
-      const result = await next(args);
-      record(result.output?.$metadata);
-      return result;
-    } catch (error) {
-      record((error as { $metadata?: Metadata }).$metadata, error);
-      throw error;
-    }
-  };
+/** One call as a subsegment of the sampled invocation, its trace header naming it as parent. */
+async function sendTraced<I extends object, O extends object>(
+  client: AwsClient,
+  command: AwsCommand<I, O>,
+  env: TraceEnv,
+  emit: (document: object) => void,
+) {
+  const header = env._X_AMZN_TRACE_ID;
+  const trace = sampledTrace(header);
+  if (!header || !trace) return client.send(command);
+  const id = randomBytes(8).toString("hex");
+  const start = Date.now() / 1000;
+  const record = (metadata: ResponseMetadata | undefined, error?: unknown) =>
+    emit({
+      ...callDocument(command, metadata, error, env.AWS_REGION),
+      id,
+      trace_id: trace.root,
+      parent_id: trace.parent,
+      start_time: start,
+      end_time: Date.now() / 1000,
+    });
+  const headers = { ...command.headers, "X-Amzn-Trace-Id": withParent(header, id) };
+  try {
+    const output = await client.send({ ...command, headers });
+    record(output.$metadata);
+    return output;
+  } catch (error) {
+    record((error as { $metadata?: ResponseMetadata }).$metadata, error);
+    throw error;
+  }
 }
 
 /** The subsegment of one call, as the X-Ray SDK writes it for an AWS SDK v3 call. */
 function callDocument(
-  context: CallContext,
-  input: Record<string, unknown>,
-  metadata: Metadata | undefined,
+  command: AwsCommand,
+  metadata: ResponseMetadata | undefined,
   error: unknown,
   region: string | undefined,
 ) {
+  const input = command.input as Record<string, unknown>;
   const status = metadata?.httpStatusCode;
   const name = error instanceof Error ? error.name : undefined;
   const throttle = status === 429 || (name !== undefined && /Throttl|TooManyRequests/.test(name));
   const failed = error !== undefined;
   return {
     type: "subsegment",
-    name: (context.clientName ?? "AWS").replace(/Client$/, ""),
+    name: SERVICES[command.service].traceName,
     namespace: "aws",
     aws: {
-      operation: (context.commandName ?? "").replace(/Command$/, ""),
+      operation: command.operation,
       region,
       request_id: metadata?.requestId,
       retries: Math.max((metadata?.attempts ?? 1) - 1, 0),

@@ -12,25 +12,6 @@ export const FUNCTION_RUNTIME = Runtime.NODEJS_22_X;
 const ESM_REQUIRE_BANNER =
   'import { createRequire as __agentbusCreateRequire } from "node:module"; const require = __agentbusCreateRequire(import.meta.url);';
 
-/**
- * The credential providers that the SDK's default chain (`@aws-sdk/credential-provider-node`)
- * loads with a dynamic `import()`, and only when the environment holds no credentials: profiles
- * and SSO, `credential_process`, web identity token files, container and instance metadata. With
- * what they pull in (the STS and SSO clients of `@aws-sdk/nested-clients`, token providers) they
- * are ~105 KB of every bundle that never runs on Lambda, where the execution role's credentials
- * are always in the environment and the chain stops at `fromEnv`. Left external, a function that
- * did need one would load it from the runtime's own SDK. test/cdk/bundling.test.ts checks that no
- * bundle imports any of them other than dynamically.
- */
-export const LAZY_CREDENTIAL_PROVIDERS = [
-  "@aws-sdk/credential-provider-http",
-  "@aws-sdk/credential-provider-ini",
-  "@aws-sdk/credential-provider-process",
-  "@aws-sdk/credential-provider-sso",
-  "@aws-sdk/credential-provider-web-identity",
-  "@smithy/credential-provider-imds",
-] as const;
-
 /** The bundling settings of an AgentBus function: every field `esbuildOptions` translates. */
 export type FunctionBundling = Required<
   Pick<
@@ -51,19 +32,16 @@ export type FunctionBundling = Required<
  * `NodejsFunction`, and `npm run bench` and the bundling tests build with `esbuildOptions(...)`
  * of it.
  *
- * The AWS SDK v3 is bundled, not taken from the Node.js 22 runtime (CDK's default,
- * `externalModules: ["@aws-sdk/*", "@smithy/*"]`), for two reasons, both measured by
- * `npm run bench -- bundles` in the same run:
- * - version pinning: the handlers run with the SDK versions of package-lock.json, the ones every
- *   test ran against, not whatever version the runtime ships that month;
- * - init time: loading the runtime's SDK means resolving and compiling about a hundred unminified
- *   CommonJS files from node_modules. Measured, a bundle that leaves the SDK to the runtime is
- *   150-230 KB instead of 340-560 KB, but takes 1.6-2.2 times as long to import: the size of one
- *   minified file costs less than the loading of many.
- * What is trimmed: the lazily loaded credential providers (`LAZY_CREDENTIAL_PROVIDERS`), the X-Ray
- * SDK (functions/handlers/observe.ts traces SDK calls with a small middleware instead), and
- * zod's locales (every module imports zod as a namespace, `import * as z`, which esbuild can
- * tree-shake; `import { z }` keeps all of zod).
+ * Nothing is left to the runtime (`externalModules: []`, where CDK's default leaves
+ * `@aws-sdk/*` to the Node.js 22 runtime's copy): the functions call AWS through
+ * functions/adapters/aws/lean-client, which bundles the SDK's signer, HTTP handler and retry
+ * strategy and none of its clients, so every function runs with the versions of package-lock.json
+ * that every test ran against. `npm run bench -- bundles` measures, in the same run, the same
+ * handler with the SDK v3 clients of the services it calls inside, and the bundling before that
+ * (the whole SDK, the Powertools Tracer with the X-Ray SDK, all of zod). Also left out: the X-Ray
+ * SDK (functions/handlers/xray.ts writes the subsegments itself) and zod's locales (every module
+ * imports zod as a namespace, `import * as z`, which esbuild can tree-shake; `import { z }` keeps
+ * all of zod).
  */
 export const FUNCTION_BUNDLING: FunctionBundling = {
   format: OutputFormat.ESM,
@@ -73,7 +51,7 @@ export const FUNCTION_BUNDLING: FunctionBundling = {
   sourceMap: true,
   sourcesContent: false,
   banner: ESM_REQUIRE_BANNER,
-  externalModules: [...LAZY_CREDENTIAL_PROVIDERS],
+  externalModules: [],
 };
 
 /**

@@ -1,7 +1,9 @@
+import { LeanAwsClient, type LeanClientOptions } from "../../functions/adapters/aws/lean-client";
 import { LocalChannel, type LocalDelivery } from "../../functions/adapters/channel/local-channel";
 import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
 import { putOrders } from "../../functions/adapters/dynamodb/orders";
 import { DeterministicLocalModel } from "../../functions/adapters/local-model";
+import { fromSdk } from "../aws/from-sdk";
 import { connect, type OpsStack, publishOutputs } from "../ops/stack";
 import { topology as projectTopology, type Topology } from "../topology";
 import {
@@ -17,6 +19,7 @@ import { type StackNames, stackNames } from "./names";
 import { SAMPLE_ORDERS } from "./orders";
 import { LocalRuntime, type RuntimeEvent } from "./runtime";
 import type { FaultInjection } from "./runtime/faults";
+import { type FunctionClients, sdkFunctionClients } from "./runtime/handlers";
 import { ROOT, synthesize } from "./synth";
 import { Observations } from "./trace";
 
@@ -78,6 +81,13 @@ export interface LocalOptions {
    * and channel, lost acknowledgements and crashed invocations in the runtime.
    */
   readonly faultInjection?: FaultInjection;
+  /**
+   * The AWS client the functions get: `lean`, the one they run with when deployed
+   * (functions/adapters/aws/lean-client), or `sdk`, the emulator's SDK clients (`clients`), for
+   * runs that put middleware on them (fault injection, the bench's meter). @default "lean", "sdk"
+   * with `faultInjection`
+   */
+  readonly functionClient?: "lean" | "sdk";
 }
 
 /**
@@ -108,7 +118,8 @@ export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvir
     const names = stackNames(deployment.outputs, topology);
     // Operator tools pointed at the endpoint (agentbus trace --endpoint ...) find the names here.
     await publishOutputs(emulatorConfig(endpoint, region), stackName, deployment.outputs);
-    if (names.tables.orders) await putOrders(clients.dynamodb, names.tables.orders, SAMPLE_ORDERS);
+    if (names.tables.orders)
+      await putOrders(fromSdk(clients.dynamodb), names.tables.orders, SAMPLE_ORDERS);
     const running = await startRuntime(deployment, clients, endpoint, options);
     const ops = connect(emulatorConfig(endpoint, region), stackName, deployment.outputs, topology);
     return {
@@ -121,7 +132,7 @@ export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvir
       names,
       ops,
       store: new DynamoEventStore({
-        client: clients.dynamodb,
+        client: fromSdk(clients.dynamodb),
         tables: {
           state: names.tables.state,
           events: names.tables.events,
@@ -178,9 +189,13 @@ async function startRuntime(
   const channel = new LocalChannel({ onDelivery: options.onDelivery });
   const model = new RecordingModel(new DeterministicLocalModel());
   const services = options.faultInjection?.services?.({ model, channel }) ?? { model, channel };
+  const lean = (options.functionClient ?? (options.faultInjection ? "sdk" : "lean")) === "lean";
   const runtime = new LocalRuntime({
     deployment,
     clients,
+    functionClients: lean
+      ? leanClients(emulatorConfig(endpoint, options.region ?? "us-east-1"))
+      : sdkFunctionClients(clients),
     endpoint,
     root: ROOT,
     envOverrides: { ...LOCAL_ENV_OVERRIDES, ...options.envOverrides },
@@ -207,4 +222,10 @@ async function stopLocal(
   clients.eventbridge.destroy();
   clients.sns?.destroy();
   await moto?.stop();
+}
+
+/** One lean client for every service, as a deployed function has. */
+function leanClients(config: LeanClientOptions): FunctionClients {
+  const client = new LeanAwsClient(config);
+  return { dynamodb: client, sqs: client, eventbridge: client };
 }

@@ -9,7 +9,7 @@ import type {
 import { Activity, sleep } from "./runtime/activity";
 import type { Invoke, RuntimeEvent } from "./runtime/events";
 import { type FaultInjection, Faults } from "./runtime/faults";
-import { loadHandler } from "./runtime/handlers";
+import { type FunctionClients, loadHandler } from "./runtime/handlers";
 import { runPipe } from "./runtime/pipes";
 import { mappedQueueUrls, queuesEmpty, queueUrlOf } from "./runtime/queues";
 import { DEFAULT_SCHEDULE_INTERVAL_MS, runSchedule } from "./runtime/schedules";
@@ -22,6 +22,8 @@ export { DEFAULT_SCHEDULE_INTERVAL_MS } from "./runtime/schedules";
 export interface RuntimeOptions {
   readonly deployment: LocalDeployment;
   readonly clients: AwsClients;
+  /** The clients the functions get (`clients` are the runtime's own, for its pollers). */
+  readonly functionClients: FunctionClients;
   readonly endpoint: string;
   /** Repository root that `agentbus:entry` paths are relative to. */
   readonly root: string;

@@ -7,6 +7,7 @@ import {
   StateAttr,
   StateIndex,
 } from "../../functions/adapters/dynamodb/tables";
+import { fromSdk } from "../aws/from-sdk";
 import type { OpsStack } from "./stack";
 import type { ItemSummary, SideEffectView } from "./views";
 
@@ -101,7 +102,7 @@ export async function sideEffectsByKey(
   keys: readonly string[],
 ): Promise<SideEffectView[]> {
   const items = await batchGetItems(
-    stack.dynamodb,
+    fromSdk(stack.dynamodb),
     stack.names.tables.sideEffects,
     keys.map((k) => ({ [SideEffectAttr.effectKey]: { S: k } })),
   );

@@ -11,6 +11,7 @@ import {
   MAX_PUT_EVENTS_ENTRIES,
 } from "../../functions/adapters/eventbridge/publisher";
 import { type Envelope, registry, type Topic } from "../../schemas";
+import { fromSdk } from "../aws/from-sdk";
 import type { ClientConfig, OpsStack } from "./stack";
 
 /** The longest window one republish reads (hours). */
@@ -83,7 +84,7 @@ async function envelopesOf(
   keys: readonly { pk: string; version: number }[],
 ): Promise<Envelope[]> {
   const items = await batchGetItems(
-    stack.dynamodb,
+    fromSdk(stack.dynamodb),
     stack.names.tables.events,
     keys.map((k) => ({ pk: { S: k.pk }, version: { N: String(k.version) } })),
   );
@@ -96,7 +97,7 @@ async function envelopesOf(
 async function publishAll(stack: OpsStack, config: ClientConfig, envelopes: readonly Envelope[]) {
   const client = new EventBridgeClient(config);
   const publisher = new EventBridgePublisher({
-    client,
+    client: fromSdk(client),
     buses: stack.names.buses as Partial<Record<Topic, string>>,
   });
   const failed: { eventId: string; error: string }[] = [];

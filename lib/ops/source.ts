@@ -7,6 +7,7 @@ import { EventAttr, streamKey } from "../../functions/adapters/dynamodb/tables";
 import { DynamoTraceReader } from "../../functions/adapters/dynamodb/trace-reader";
 import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
 import type { Envelope } from "../../schemas";
+import { fromSdk } from "../aws/from-sdk";
 import { topology } from "../topology";
 import { listDeadLetters } from "./dead-letters";
 import { sideEffectsByKey, summaries } from "./lists";
@@ -42,10 +43,13 @@ async function newestOfStream(
 /** What a trace of this stack reads. */
 export function traceSources(stack: OpsStack): TraceSources {
   const states = new DynamoDueIndex({
-    client: stack.dynamodb,
+    client: fromSdk(stack.dynamodb),
     stateTable: stack.names.tables.state,
   });
-  const reader = new DynamoTraceReader({ client: stack.dynamodb, tables: stack.names.tables });
+  const reader = new DynamoTraceReader({
+    client: fromSdk(stack.dynamodb),
+    tables: stack.names.tables,
+  });
   const roles = topology.groups.filter((g) => stack.groups.includes(g.name)).map((g) => g.role);
   const recorded = recordedOutcomes(roles, { states, checkpoints: reader });
   return {
@@ -67,7 +71,7 @@ export async function loadRunState(
   runId: string,
 ): Promise<OrchestratorState | undefined> {
   const store = new DynamoEventStore({
-    client: stack.dynamodb,
+    client: fromSdk(stack.dynamodb),
     tables: { state: stack.names.tables.state, events: "", inbox: "" },
   });
   const { state } = await store.load({ state: { type: "dag_run", id: runId } });

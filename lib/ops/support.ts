@@ -9,6 +9,7 @@ import {
 } from "../../functions/roles/conversation-projection";
 import { REPLY_AGGREGATE, type ReplyState } from "../../functions/roles/reply-generation";
 import { DELIVERY_AGGREGATE, type DeliveryState } from "../../functions/roles/sender";
+import { fromSdk } from "../aws/from-sdk";
 import { summaries } from "./lists";
 import type { OpsStack } from "./stack";
 
@@ -19,7 +20,7 @@ import type { OpsStack } from "./stack";
  */
 
 function storeOf(stack: OpsStack): DynamoEventStore {
-  return new DynamoEventStore({ client: stack.dynamodb, tables: stack.names.tables });
+  return new DynamoEventStore({ client: fromSdk(stack.dynamodb), tables: stack.names.tables });
 }
 
 export async function stateData<S>(
@@ -52,7 +53,7 @@ export function loadSideEffect(
   key: string,
 ): Promise<SideEffectRecord | undefined> {
   const store = new DynamoSideEffects({
-    client: stack.dynamodb,
+    client: fromSdk(stack.dynamodb),
     tableName: stack.names.tables.sideEffects,
   });
   return store.get(key);

@@ -6,6 +6,7 @@ import { z } from "zod";
 import { BedrockModel, modelFailure } from "../../functions/adapters/bedrock/model";
 import { AgentBusError } from "../../functions/core/errors";
 import { invokeStructured, type ModelRequest } from "../../functions/core/model";
+import { fromSdk } from "../../lib/aws/from-sdk";
 
 const MODEL_ID = "anthropic.claude-3-haiku-20240307-v1:0";
 
@@ -92,7 +93,7 @@ const request: ModelRequest = {
 
 async function failure(reply: Reply | Error): Promise<AgentBusError> {
   const { client } = fakeBedrock([reply]);
-  const error = await new BedrockModel({ client, modelId: MODEL_ID })
+  const error = await new BedrockModel({ client: fromSdk(client), modelId: MODEL_ID })
     .converse(request)
     .catch((e: unknown) => e);
   expect(error).toBeInstanceOf(AgentBusError);
@@ -103,7 +104,7 @@ describe("BedrockModel (Converse through a fake HTTP handler)", () => {
   it("sends a Converse request for the model with the system prompt, messages and settings", async () => {
     const { client, seen } = fakeBedrock([ok("hello")]);
     const model = new BedrockModel({
-      client,
+      client: fromSdk(client),
       modelId: MODEL_ID,
       defaults: { maxTokens: 1024, temperature: 0.2 },
     });
@@ -129,7 +130,7 @@ describe("BedrockModel (Converse through a fake HTTP handler)", () => {
 
   it("leaves out what the request does not set and metadata Bedrock would reject", async () => {
     const { client, seen } = fakeBedrock([ok("hi")]);
-    await new BedrockModel({ client, modelId: MODEL_ID }).converse({
+    await new BedrockModel({ client: fromSdk(client), modelId: MODEL_ID }).converse({
       messages: [{ role: "user", text: "hi" }],
       metadata: { role: "writing", task_id: "bad\u0000id<>" },
     });
@@ -151,7 +152,10 @@ describe("BedrockModel (Converse through a fake HTTP handler)", () => {
         stopReason: "max_tokens",
       }),
     ]);
-    const response = await new BedrockModel({ client, modelId: MODEL_ID }).converse(request);
+    const response = await new BedrockModel({
+      client: fromSdk(client),
+      modelId: MODEL_ID,
+    }).converse(request);
     expect(response).toEqual({
       text: '{"title":"Grid"}',
       stopReason: "max_tokens",
@@ -166,7 +170,7 @@ describe("BedrockModel (Converse through a fake HTTP handler)", () => {
       ok('{"title": "Grid', { stopReason: "max_tokens" }),
       ok('```json\n{"title": "Grid storage", "body": "..."}\n```'),
     ]);
-    const model = new BedrockModel({ client, modelId: MODEL_ID });
+    const model = new BedrockModel({ client: fromSdk(client), modelId: MODEL_ID });
     const result = await invokeStructured(
       model,
       request,
@@ -255,6 +259,6 @@ describe("BedrockModel (Converse through a fake HTTP handler)", () => {
 
   it("refuses an empty model id", () => {
     const { client } = fakeBedrock([]);
-    expect(() => new BedrockModel({ client, modelId: " " })).toThrow(/modelId/);
+    expect(() => new BedrockModel({ client: fromSdk(client), modelId: " " })).toThrow(/modelId/);
   });
 });

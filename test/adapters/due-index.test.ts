@@ -7,6 +7,7 @@ import { streamKey, type TableNames } from "../../functions/adapters/dynamodb/ta
 import { InMemoryEventStore } from "../../functions/core/memory";
 import type { DueReader, EventStore, StateReader } from "../../functions/core/ports";
 import { ManualClock } from "../../functions/core/runtime";
+import { fromSdk } from "../../lib/aws/from-sdk";
 import type { AggregateRef } from "../../schemas";
 import { emulator } from "../support/aws";
 import { newUlid } from "../support/factories";
@@ -47,10 +48,10 @@ const subjects: [string, () => Subject][] = [
     "DynamoDB",
     () => ({
       store: new DynamoEventStore({
-        client,
+        client: fromSdk(client),
         tables: { state: tables.state, events: tables.events, inbox: tables.inbox },
       }),
-      index: new DynamoDueIndex({ client, stateTable: tables.state }),
+      index: new DynamoDueIndex({ client: fromSdk(client), stateTable: tables.state }),
     }),
   ],
 ];
@@ -125,7 +126,7 @@ describe.each(subjects)("due index: %s", (_name, make) => {
 describe("the state item on DynamoDB", () => {
   it("carries due_shard and due_at while due, and neither after", async () => {
     const store = new DynamoEventStore({
-      client,
+      client: fromSdk(client),
       tables: { state: tables.state, events: tables.events, inbox: tables.inbox },
     });
     const ref = run();

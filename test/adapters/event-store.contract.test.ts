@@ -23,6 +23,7 @@ import type {
 } from "../../functions/core/ports";
 import { appendToStream } from "../../functions/core/producer";
 import { ManualClock, ulidSource } from "../../functions/core/runtime";
+import { fromSdk } from "../../lib/aws/from-sdk";
 import { type AggregateRef, type Envelope, registry } from "../../schemas";
 import { emulator } from "../support/aws";
 import {
@@ -57,16 +58,18 @@ afterAll(async () => {
 
 const subjects: [string, (clock: ManualClock) => Store][] = [
   ["InMemoryEventStore", (clock) => new InMemoryEventStore(clock)],
-  ["DynamoEventStore", (clock) => new DynamoEventStore({ client, tables, clock })],
+  ["DynamoEventStore", (clock) => new DynamoEventStore({ client: fromSdk(client), tables, clock })],
 ];
 
 /** The in-memory twin lists streams itself; on DynamoDB the lister is its own adapter. */
 const listerOf = (store: Store): StreamLister =>
-  store instanceof InMemoryEventStore ? store : new DynamoStreamLister(client, tables.events);
+  store instanceof InMemoryEventStore
+    ? store
+    : new DynamoStreamLister(fromSdk(client), tables.events);
 
 /** The in-memory twin records failures itself; on DynamoDB the failure log is its own adapter. */
 const failureLogOf = (store: Store): FailureLog =>
-  store instanceof InMemoryEventStore ? store : new DynamoFailureLog(client, tables.inbox);
+  store instanceof InMemoryEventStore ? store : new DynamoFailureLog(fromSdk(client), tables.inbox);
 
 const refOf = (e: Envelope): AggregateRef => ({ type: e.aggregate.type, id: e.aggregate.id });
 const newGroup = () => `group-${newUlid().toLowerCase()}`;

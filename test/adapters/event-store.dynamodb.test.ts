@@ -37,6 +37,7 @@ import {
 } from "../../functions/core/errors";
 import type { InboxRecord } from "../../functions/core/ports";
 import { ManualClock } from "../../functions/core/runtime";
+import { fromSdk } from "../../lib/aws/from-sdk";
 import type { AggregateRef, Envelope } from "../../schemas";
 import { emulator } from "../support/aws";
 import { newCorrelationId, newUlid, taskEvent, taskStream } from "../support/factories";
@@ -113,7 +114,7 @@ async function rawItem(table: string, key: Record<string, AttributeValue>) {
 
 describe("DynamoEventStore on DynamoDB", () => {
   it("stores the documented table layout", async () => {
-    const store = new DynamoEventStore({ client, tables });
+    const store = new DynamoEventStore({ client: fromSdk(client), tables });
     const [e1, e2] = taskStream(1, 2) as [Envelope, Envelope];
     const stream = refOf(e1);
     await store.commit({
@@ -187,7 +188,7 @@ describe("DynamoEventStore on DynamoDB", () => {
   });
 
   it("gives an item of unsequenced ids alone the time to live of the last, and takes it off again", async () => {
-    const store = new DynamoEventStore({ client, tables });
+    const store = new DynamoEventStore({ client: fromSdk(client), tables });
     const view = { type: "task_view", id: `task_${newUlid()}` };
     const key = { pk: { S: streamKey(view) } };
     const recent = { [newUlid()]: 1_900_000_000 };
@@ -216,7 +217,7 @@ describe("DynamoEventStore on DynamoDB", () => {
   it("loads the state item with one GetItem; commits one item without a transaction", async () => {
     const own = ownClient();
     const metered = meter(own);
-    const store = new DynamoEventStore({ client: own, tables });
+    const store = new DynamoEventStore({ client: fromSdk(own), tables });
     const [e1, e2] = taskStream(1, 2) as [Envelope, Envelope];
     const stream = refOf(e1);
     const view = { type: "task_view", id: stream.id };
@@ -260,7 +261,7 @@ describe("DynamoEventStore on DynamoDB", () => {
         Item: marshall(checkpointItem("legacy", stream, 5)),
       }),
     );
-    await new DynamoEventStore({ client, tables }).commit({
+    await new DynamoEventStore({ client: fromSdk(client), tables }).commit({
       inbox: inboxRecord("legacy", e1, 1_900_000_000),
     });
     const ask = {
@@ -268,11 +269,15 @@ describe("DynamoEventStore on DynamoDB", () => {
       checkpoint: { group: "legacy", stream },
       state: stream,
     };
-    expect(await new DynamoEventStore({ client: own, tables }).load(ask)).toMatchObject({
+    expect(await new DynamoEventStore({ client: fromSdk(own), tables }).load(ask)).toMatchObject({
       inboxHit: false,
       checkpoint: 0,
     });
-    const upgrading = new DynamoEventStore({ client: own, tables, legacyCheckpoints: true });
+    const upgrading = new DynamoEventStore({
+      client: fromSdk(own),
+      tables,
+      legacyCheckpoints: true,
+    });
     expect(await upgrading.load(ask)).toMatchObject({ inboxHit: true, checkpoint: 5 });
     expect(metered.snapshot().calls).toEqual({ GetItem: 1, BatchGetItem: 1 });
     own.destroy();
@@ -281,7 +286,7 @@ describe("DynamoEventStore on DynamoDB", () => {
   it("writes a one-action commit with PutItem and maps its failed condition", async () => {
     const own = ownClient();
     const metered = meter(own);
-    const store = new DynamoEventStore({ client: own, tables });
+    const store = new DynamoEventStore({ client: fromSdk(own), tables });
     const event = taskEvent(1);
     const row = inboxRecord("single", event, 1_900_000_000);
     await store.commit({ inbox: row });
@@ -314,7 +319,7 @@ describe("DynamoEventStore on DynamoDB", () => {
       const output = (await pass()) as Record<string, unknown>;
       return { ...output, UnprocessedKeys: held ? { [tables.inbox]: held } : {} };
     });
-    const store = new DynamoEventStore({ client: own, tables, wait: async () => {} });
+    const store = new DynamoEventStore({ client: fromSdk(own), tables, wait: async () => {} });
     const [e1] = taskStream(1, 1) as [Envelope];
     const stream = refOf(e1);
     await store.commit({
@@ -340,7 +345,7 @@ describe("DynamoEventStore on DynamoDB", () => {
       UnprocessedKeys: input.RequestItems,
     }));
     const store = new DynamoEventStore({
-      client: own,
+      client: fromSdk(own),
       tables,
       maxBatchGetAttempts: 3,
       wait: async () => {},
@@ -363,7 +368,7 @@ describe("DynamoEventStore on DynamoDB", () => {
       input.Limit = 2;
       return pass();
     });
-    const store = new DynamoEventStore({ client: own, tables });
+    const store = new DynamoEventStore({ client: fromSdk(own), tables });
     const correlationId = newCorrelationId();
     const events = taskStream(1, 5, { correlationId });
     await store.commit({ append: events });
@@ -378,7 +383,7 @@ describe("DynamoEventStore on DynamoDB", () => {
   it("refuses a commit of more than 100 actions without calling DynamoDB", async () => {
     const own = ownClient();
     const metered = meter(own);
-    const store = new DynamoEventStore({ client: own, tables });
+    const store = new DynamoEventStore({ client: fromSdk(own), tables });
     const error = await failureOf(store.commit({ append: taskStream(1, 101) }));
     expect(error).toBeInstanceOf(PermanentError);
     expect(error.code).toBe("dynamodb.transaction_too_large");
@@ -387,7 +392,7 @@ describe("DynamoEventStore on DynamoDB", () => {
   });
 
   it("maps a transaction DynamoDB rejects as invalid to a PermanentError", async () => {
-    const store = new DynamoEventStore({ client, tables });
+    const store = new DynamoEventStore({ client: fromSdk(client), tables });
     const taskId = `task_${newUlid()}`;
     // Two actions on one item: DynamoDB answers ValidationException.
     const error = await failureOf(
@@ -414,7 +419,7 @@ describe("DynamoEventStore on DynamoDB", () => {
         CancellationReasons: codes.map((Code) => ({ Code })),
       });
     });
-    const store = new DynamoEventStore({ client: own, tables });
+    const store = new DynamoEventStore({ client: fromSdk(own), tables });
     const event = taskEvent(1);
     const error = await failureOf(
       store.commit({ inbox: inboxRecord("reasons", event, 1_900_000_000), append: [event] }),
@@ -432,7 +437,7 @@ describe("DynamoEventStore on DynamoDB", () => {
     intercept(own, "TransactWriteItems", async () => {
       throw fault;
     });
-    const store = new DynamoEventStore({ client: own, tables });
+    const store = new DynamoEventStore({ client: fromSdk(own), tables });
     const commit = () => store.commit({ append: taskStream(1, 2) });
     expect(await failureOf(commit())).toMatchObject({
       code: "dynamodb.throttled",
@@ -446,7 +451,7 @@ describe("DynamoEventStore on DynamoDB", () => {
     own.destroy();
 
     const missing = new DynamoEventStore({
-      client,
+      client: fromSdk(client),
       tables: { state: "no-such-state", events: "no-such-events", inbox: "no-such-inbox" },
     });
     expect(await failureOf(missing.load({ state: { type: "task", id: "task_x" } }))).toMatchObject({
@@ -457,12 +462,12 @@ describe("DynamoEventStore on DynamoDB", () => {
 
   it("ignores an expired inbox row that TTL has not deleted yet", async () => {
     const clock = new ManualClock("2026-03-01T12:00:00.000Z");
-    const store = new DynamoEventStore({ client, tables, clock });
+    const store = new DynamoEventStore({ client: fromSdk(client), tables, clock });
     const event = taskEvent(1);
     const expiresAt = Date.parse("2026-03-01T11:00:00.000Z") / 1000;
     // Written by an earlier clock: already expired for this store.
     await new DynamoEventStore({
-      client,
+      client: fromSdk(client),
       tables,
       clock: new ManualClock("2026-03-01T10:00:00.000Z"),
     }).commit({ inbox: inboxRecord("ttl", event, expiresAt) });
@@ -486,7 +491,7 @@ describe("DynamoEventStore on DynamoDB", () => {
   });
 
   it("feeds the events table's stream through envelopesFromStreamRecords in commit order", async () => {
-    const store = new DynamoEventStore({ client, tables });
+    const store = new DynamoEventStore({ client: fromSdk(client), tables });
     const correlationId = newCorrelationId();
     const first = taskStream(1, 3, { correlationId });
     const second = taskStream(1, 2, { correlationId });

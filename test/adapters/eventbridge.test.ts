@@ -10,6 +10,7 @@ import { EventBridgePublisher } from "../../functions/adapters/eventbridge/publi
 import { meter } from "../../functions/adapters/metering";
 import type { AgentBusError } from "../../functions/core/errors";
 import { relay } from "../../functions/core/relay";
+import { fromSdk } from "../../lib/aws/from-sdk";
 import { type Envelope, registry } from "../../schemas";
 import { emulator } from "../support/aws";
 import { feedbackEvent, newUlid, taskStream } from "../support/factories";
@@ -78,7 +79,10 @@ describe("EventBridgePublisher", () => {
   it("puts each envelope as the detail of one event, in one call, and a rule delivers it", async () => {
     const own = new EventBridgeClient(emulator());
     const metered = meter(own);
-    const publisher = new EventBridgePublisher({ client: own, buses: { events: busName } });
+    const publisher = new EventBridgePublisher({
+      client: fromSdk(own),
+      buses: { events: busName },
+    });
     const envelopes = [...taskStream(1, 2), feedbackEvent()];
     expect(await publisher.publish("events", envelopes)).toEqual([]);
     expect(metered.snapshot().calls).toEqual({ PutEvents: 1 });
@@ -99,7 +103,10 @@ describe("EventBridgePublisher", () => {
   });
 
   it("returns per-entry failures by index and delivers the rest", async () => {
-    const publisher = new EventBridgePublisher({ client: eventbridge, buses: { events: busName } });
+    const publisher = new EventBridgePublisher({
+      client: fromSdk(eventbridge),
+      buses: { events: busName },
+    });
     const [good, other] = taskStream(1, 2) as [Envelope, Envelope];
     // An empty detail-type is refused per entry (InvalidArgument).
     const bad = { ...other, event_type: "" } as Envelope;
@@ -113,7 +120,7 @@ describe("EventBridgePublisher", () => {
 
   it("refuses a topic without a bus, and a missing bus, permanently", async () => {
     const publisher = new EventBridgePublisher({
-      client: eventbridge,
+      client: fromSdk(eventbridge),
       buses: { events: `missing-${suffix}` },
     });
     const envelopes = taskStream(1, 1);
@@ -141,7 +148,10 @@ describe("EventBridgePublisher", () => {
       },
       { step: "initialize", name: "fault" },
     );
-    const publisher = new EventBridgePublisher({ client: own, buses: { events: busName } });
+    const publisher = new EventBridgePublisher({
+      client: fromSdk(own),
+      buses: { events: busName },
+    });
     expect(await failureOf(publisher.publish("events", taskStream(1, 1)))).toMatchObject({
       code: "eventbridge.throttled",
       errorClass: "transient",
@@ -161,7 +171,7 @@ describe("EventBridgePublisher", () => {
     await eventbridge.send(new CreateEventBusCommand({ Name: quiet }));
     const own = new EventBridgeClient(emulator());
     const metered = meter(own);
-    const publisher = new EventBridgePublisher({ client: own, buses: { events: quiet } });
+    const publisher = new EventBridgePublisher({ client: fromSdk(own), buses: { events: quiet } });
     const report = await relay(taskStream(1, 12), registry, publisher);
     expect(report).toMatchObject({ published: 12, calls: 2, retriedEntries: 0 });
     expect(metered.snapshot().calls).toEqual({ PutEvents: 2 });

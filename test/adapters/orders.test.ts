@@ -9,6 +9,7 @@ import { marshall } from "@aws-sdk/util-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DynamoOrders, putOrders } from "../../functions/adapters/dynamodb/orders";
 import { PermanentError, TransientError } from "../../functions/core/errors";
+import { fromSdk } from "../../lib/aws/from-sdk";
 import { SAMPLE_ORDERS } from "../../lib/local/orders";
 import { OrderRecord } from "../../schemas/events/conversation";
 import { opaqueIdProblem } from "../../schemas/ids";
@@ -30,7 +31,7 @@ beforeAll(async () => {
     }),
   );
   await waitUntilTableExists({ client, maxWaitTime: 30, minDelay: 1 }, { TableName: table });
-  await putOrders(client, table, SAMPLE_ORDERS);
+  await putOrders(fromSdk(client), table, SAMPLE_ORDERS);
 });
 
 afterAll(async () => {
@@ -60,12 +61,12 @@ describe("SAMPLE_ORDERS", () => {
 
 describe("DynamoOrders", () => {
   it("reads back every seeded order as written", async () => {
-    const orders = new DynamoOrders(client, table, { consistentRead: true });
+    const orders = new DynamoOrders(fromSdk(client), table, { consistentRead: true });
     for (const order of SAMPLE_ORDERS) expect(await orders.get(order.order_id)).toEqual(order);
   });
 
   it("answers undefined for a missing order or a string that is no order number", async () => {
-    const orders = new DynamoOrders(client, table);
+    const orders = new DynamoOrders(fromSdk(client), table);
     expect(await orders.get("999")).toBeUndefined();
     expect(await orders.get("")).toBeUndefined();
     expect(await orders.get("not an id!")).toBeUndefined();
@@ -78,7 +79,9 @@ describe("DynamoOrders", () => {
         Item: marshall({ order_id: "BAD-1", customer_id: "cust_alice", status: "lost" }),
       }),
     );
-    const error = await new DynamoOrders(client, table).get("BAD-1").catch((e: unknown) => e);
+    const error = await new DynamoOrders(fromSdk(client), table)
+      .get("BAD-1")
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(PermanentError);
     expect(error).toMatchObject({ code: "orders.invalid_row" });
     expect(JSON.stringify((error as PermanentError).details)).toContain("status");
@@ -86,7 +89,7 @@ describe("DynamoOrders", () => {
 
   it("refuses to seed an invalid order", async () => {
     const invalid = { ...SAMPLE_ORDERS[0], currency: "dollars" } as OrderRecord;
-    await expect(putOrders(client, table, [invalid])).rejects.toThrow();
+    await expect(putOrders(fromSdk(client), table, [invalid])).rejects.toThrow();
   });
 
   it("maps an unreachable table service to a TransientError", async () => {
@@ -96,7 +99,9 @@ describe("DynamoOrders", () => {
       maxAttempts: 1,
     });
     try {
-      const error = await new DynamoOrders(down, table).get("123").catch((e: unknown) => e);
+      const error = await new DynamoOrders(fromSdk(down), table)
+        .get("123")
+        .catch((e: unknown) => e);
       expect(error).toBeInstanceOf(TransientError);
       expect(error).toMatchObject({ code: "dynamodb.unavailable" });
     } finally {
@@ -105,7 +110,7 @@ describe("DynamoOrders", () => {
   });
 
   it("maps a missing table to a PermanentError", async () => {
-    const error = await new DynamoOrders(client, `${table}-missing`)
+    const error = await new DynamoOrders(fromSdk(client), `${table}-missing`)
       .get("123")
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(PermanentError);

@@ -7,6 +7,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sqsQueueDepth } from "../../functions/adapters/sqs/queue-depth";
 import { ManualClock } from "../../functions/core/runtime";
+import { fromSdk } from "../../lib/aws/from-sdk";
 import { emulator } from "../support/aws";
 import { newUlid } from "../support/factories";
 import { createQueue } from "../support/queues";
@@ -43,7 +44,7 @@ describe("sqsQueueDepth", () => {
     await sqs.send(new ReceiveMessageCommand({ QueueUrl: writing, MaxNumberOfMessages: 1 }));
     const clock = new ManualClock();
     const depth = sqsQueueDepth({
-      client: sqs,
+      client: fromSdk(sqs),
       queueUrls: { writing, review },
       clock,
       cacheMs: 5000,
@@ -60,7 +61,7 @@ describe("sqsQueueDepth", () => {
   it("a queue that cannot be read counts as 0 and is reported", async () => {
     const errors: string[] = [];
     const depth = sqsQueueDepth({
-      client: sqs,
+      client: fromSdk(sqs),
       queueUrls: { gone: `${writing}-does-not-exist` },
       onError: (group) => errors.push(group),
     });

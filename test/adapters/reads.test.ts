@@ -8,6 +8,7 @@ import { batchGetItems } from "../../functions/adapters/dynamodb/reads";
 import { SideEffectAttr, type TableNames } from "../../functions/adapters/dynamodb/tables";
 import { meter } from "../../functions/adapters/metering";
 import { TransientError } from "../../functions/core/errors";
+import { fromSdk } from "../../lib/aws/from-sdk";
 import { emulator } from "../support/aws";
 import { newUlid } from "../support/factories";
 import { createTables, deleteTables } from "../support/tables";
@@ -72,7 +73,9 @@ describe("batchGetItems", () => {
     });
     const metered = meter(client);
     const asked = [...KEYS, "effect-missing"].map(keyOf);
-    const items = await batchGetItems(client, tables.sideEffects, asked, { wait: async () => {} });
+    const items = await batchGetItems(fromSdk(client), tables.sideEffects, asked, {
+      wait: async () => {},
+    });
     expect(items.map((i) => i[SideEffectAttr.effectKey]).sort()).toEqual(KEYS);
     // 231 keys: calls of 100, 100 and 31, and one more round for the 40 held back.
     expect(metered.snapshot().calls.BatchGetItem).toBe(4);
@@ -81,10 +84,15 @@ describe("batchGetItems", () => {
 
   it("gives up on keys that stay unprocessed with a TransientError, instead of dropping them", async () => {
     const client = clientWith(async (items) => ({ Responses: {}, UnprocessedKeys: items }));
-    const reading = batchGetItems(client, tables.sideEffects, KEYS.slice(0, 3).map(keyOf), {
-      maxAttempts: 3,
-      wait: async () => {},
-    });
+    const reading = batchGetItems(
+      fromSdk(client),
+      tables.sideEffects,
+      KEYS.slice(0, 3).map(keyOf),
+      {
+        maxAttempts: 3,
+        wait: async () => {},
+      },
+    );
     await expect(reading).rejects.toBeInstanceOf(TransientError);
     await expect(reading).rejects.toMatchObject({ code: "dynamodb.unprocessed_keys" });
     client.destroy();

@@ -7,10 +7,12 @@ import {
   waitUntilTableExists,
 } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { AwsClient } from "../../functions/adapters/aws/client";
 import { DynamoSideEffects } from "../../functions/adapters/dynamodb/side-effects";
 import { TABLES } from "../../functions/adapters/dynamodb/tables";
 import { PermanentError, TransientError } from "../../functions/core/errors";
 import { SideEffectTransitionError } from "../../functions/core/side-effects";
+import { fromSdk } from "../../lib/aws/from-sdk";
 import { emulator } from "../support/aws";
 import { newTaskId, newUlid } from "../support/factories";
 
@@ -44,7 +46,7 @@ beforeAll(async () => {
     }),
   );
   await waitUntilTableExists({ client, maxWaitTime: 30, minDelay: 1 }, { TableName: tableName });
-  store = new DynamoSideEffects({ client, tableName });
+  store = new DynamoSideEffects({ client: fromSdk(client), tableName });
 });
 
 afterAll(async () => {
@@ -222,11 +224,14 @@ describe("DynamoSideEffects", () => {
             $metadata: {},
           });
         },
-      } as unknown as DynamoDBClient,
+      } as unknown as AwsClient,
     });
     const { key, meta } = newKey();
     await expect(throttled.claim(key, meta, T0)).rejects.toBeInstanceOf(TransientError);
-    const missing = new DynamoSideEffects({ client, tableName: `${tableName}-absent` });
+    const missing = new DynamoSideEffects({
+      client: fromSdk(client),
+      tableName: `${tableName}-absent`,
+    });
     await expect(missing.claim(key, meta, T0)).rejects.toBeInstanceOf(PermanentError);
   });
 });

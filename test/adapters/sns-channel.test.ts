@@ -11,6 +11,7 @@ import {
 } from "@aws-sdk/client-sns";
 import { GetQueueAttributesCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { AwsClient } from "../../functions/adapters/aws/client";
 import {
   deduplicationId,
   SNS_DEDUP_WINDOW_SECONDS,
@@ -22,6 +23,7 @@ import {
   type ChannelSendRequest,
   ChannelTimeoutError,
 } from "../../functions/core/side-effects";
+import { fromSdk } from "../../lib/aws/from-sdk";
 import { emulator } from "../support/aws";
 import { newTaskId, newUlid } from "../support/factories";
 import { createQueue, drainQueue } from "../support/queues";
@@ -90,7 +92,7 @@ function failing(error: unknown) {
       send: async () => {
         throw error;
       },
-    } as unknown as SNSClient,
+    } as unknown as AwsClient,
   });
 }
 
@@ -98,7 +100,7 @@ const meta = { $metadata: {} };
 
 describe("SnsChannel", () => {
   it("publishes with the key's hash as deduplication id and the conversation as group", async () => {
-    const channel = new SnsChannel({ client: sns, topicArn });
+    const channel = new SnsChannel({ client: fromSdk(sns), topicArn });
     const sent = request();
     const { deliveryId } = await channel.send(sent);
     expect(deliveryId).toMatch(/\S+/);
@@ -119,7 +121,7 @@ describe("SnsChannel", () => {
   });
 
   it("sends a resend of the same key with the same deduplication id, so it is dropped", async () => {
-    const channel = new SnsChannel({ client: sns, topicArn });
+    const channel = new SnsChannel({ client: fromSdk(sns), topicArn });
     const sent = request();
     await channel.send(sent);
     await channel.send(sent);
@@ -138,7 +140,7 @@ describe("SnsChannel", () => {
   });
 
   it("cannot look a message up, and says how long a resend is deduplicated", async () => {
-    const channel = new SnsChannel({ client: sns, topicArn });
+    const channel = new SnsChannel({ client: fromSdk(sns), topicArn });
     expect(await channel.query("task_a:reply:1")).toEqual({ status: "unknown" });
     expect(channel.dedupWindowSeconds).toBe(SNS_DEDUP_WINDOW_SECONDS);
     expect(channel.resendSafeWithinSeconds).toBeLessThan(SNS_DEDUP_WINDOW_SECONDS);
@@ -147,7 +149,7 @@ describe("SnsChannel", () => {
 
   it("maps publishing to a topic that does not exist to ChannelRejectedError", async () => {
     const channel = new SnsChannel({
-      client: sns,
+      client: fromSdk(sns),
       topicArn: topicArn.replace(suffix, `${suffix}-absent`),
     });
     const error = await failureOf(channel.send(request()));

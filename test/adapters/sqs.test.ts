@@ -11,6 +11,7 @@ import { SqsFifoSender } from "../../functions/adapters/sqs/fifo-sender";
 import { extendVisibility } from "../../functions/adapters/sqs/visibility";
 import { dispatch } from "../../functions/core/dispatch";
 import type { AgentBusError } from "../../functions/core/errors";
+import { fromSdk } from "../../lib/aws/from-sdk";
 import { registry } from "../../schemas";
 import { emulator } from "../support/aws";
 import { newUlid, taskStream } from "../support/factories";
@@ -51,7 +52,7 @@ describe("SqsFifoSender", () => {
     const url = await queue("fifo-order", true);
     const own = new SQSClient(emulator());
     const metered = meter(own);
-    const sender = new SqsFifoSender({ client: own, queueUrl: url });
+    const sender = new SqsFifoSender({ client: fromSdk(own), queueUrl: url });
     const m = (id: string, groupId: string, deduplicationId = `dedup-${id}`) => ({
       id,
       groupId,
@@ -87,7 +88,7 @@ describe("SqsFifoSender", () => {
       }),
       { step: "initialize", name: "fake-batch" },
     );
-    const sender = new SqsFifoSender({ client: own, queueUrl: "https://example/q.fifo" });
+    const sender = new SqsFifoSender({ client: fromSdk(own), queueUrl: "https://example/q.fifo" });
     const messages = ["0", "1"].map((id) => ({ id, groupId: "g", deduplicationId: id, body: id }));
     expect(await sender.send(messages)).toEqual([
       { id: "1", code: "InternalError", message: "try again" },
@@ -97,7 +98,7 @@ describe("SqsFifoSender", () => {
 
   it("throws TransientError when the whole call fails", async () => {
     const sender = new SqsFifoSender({
-      client: sqs,
+      client: fromSdk(sqs),
       queueUrl: `${(await queue("fifo-gone", true)).replace("fifo-gone", "fifo-never")}`,
     });
     const error = await failureOf(
@@ -121,8 +122,8 @@ describe("SqsFifoSender", () => {
     const report = await dispatch(
       items,
       registry,
-      new SqsFifoSender({ client: sqs, queueUrl: target }),
-      new SqsDeadLetterSink({ client: sqs, queueUrl: dlq }),
+      new SqsFifoSender({ client: fromSdk(sqs), queueUrl: target }),
+      new SqsDeadLetterSink({ client: fromSdk(sqs), queueUrl: dlq }),
     );
     expect(report).toMatchObject({ sent: 3, deadLettered: 1, calls: 1, failedRecordIds: [] });
     const delivered = await drain(target);
@@ -143,7 +144,7 @@ describe("SqsFifoSender", () => {
 describe("SqsDeadLetterSink", () => {
   it("sends the body with the error code and a reason cut to 1000 characters", async () => {
     const url = await queue("dlq-standard");
-    const sink = new SqsDeadLetterSink({ client: sqs, queueUrl: url });
+    const sink = new SqsDeadLetterSink({ client: fromSdk(sqs), queueUrl: url });
     await sink.send({ body: '{"a":1}', code: "envelope.invalid", reason: "é".repeat(1500) });
     const [message, ...rest] = await drain(url);
     expect(rest).toEqual([]);
@@ -159,7 +160,7 @@ describe("SqsDeadLetterSink", () => {
 
   it("keys a FIFO dead-letter queue by group and a hash of the body unless told", async () => {
     const url = await queue("dlq", true);
-    const sink = new SqsDeadLetterSink({ client: sqs, queueUrl: url });
+    const sink = new SqsDeadLetterSink({ client: fromSdk(sqs), queueUrl: url });
     await sink.send({ body: "same", code: "c", reason: "first" });
     await sink.send({ body: "same", code: "c", reason: "second" }); // deduplicated
     await sink.send({
@@ -185,7 +186,7 @@ describe("SqsDeadLetterSink", () => {
 
   it("throws TransientError when the queue cannot be reached", async () => {
     const sink = new SqsDeadLetterSink({
-      client: sqs,
+      client: fromSdk(sqs),
       queueUrl: `${emulator().endpoint}/123456789012/never-${suffix}`,
     });
     expect(await failureOf(sink.send({ body: "x", code: "c", reason: "r" }))).toMatchObject({
@@ -205,16 +206,16 @@ describe("extendVisibility", () => {
     const first = (await receive()).Messages?.[0];
     expect(first?.ReceiptHandle).toBeDefined();
     expect((await receive()).Messages ?? []).toEqual([]);
-    await extendVisibility(sqs, url, first?.ReceiptHandle ?? "", 0);
+    await extendVisibility(fromSdk(sqs), url, first?.ReceiptHandle ?? "", 0);
     const second = (await receive()).Messages?.[0];
     expect(second?.Body).toBe("work");
-    await extendVisibility(sqs, url, second?.ReceiptHandle ?? "", 120); // heartbeat
+    await extendVisibility(fromSdk(sqs), url, second?.ReceiptHandle ?? "", 120); // heartbeat
     expect((await receive()).Messages ?? []).toEqual([]);
   });
 
   it("maps a refused receipt handle to an AgentBusError", async () => {
     const url = await queue("visibility-bad");
-    const error = await failureOf(extendVisibility(sqs, url, "not-a-receipt-handle", 30));
+    const error = await failureOf(extendVisibility(fromSdk(sqs), url, "not-a-receipt-handle", 30));
     expect(error.code).toMatch(/^sqs\./);
     expect(error.errorClass).toBe("permanent");
   });

@@ -2,6 +2,7 @@ import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
 import { putOrders } from "../../functions/adapters/dynamodb/orders";
 import type { DeliveryState } from "../../functions/roles/sender";
+import { fromSdk } from "../../lib/aws/from-sdk";
 import { SAMPLE_ORDERS } from "../../lib/local/orders";
 import {
   customerMessage,
@@ -58,9 +59,11 @@ describe("replies discarded because they no longer hold, on the local stack", ()
           ...order,
           refund: { status: "refunded", amount_cents: 4999, updated_at: new Date().toISOString() },
         };
-        await putOrders(local.env.clients.dynamodb, local.env.names.tables.orders as string, [
-          refunded,
-        ]);
+        await putOrders(
+          fromSdk(local.env.clients.dynamodb),
+          local.env.names.tables.orders as string,
+          [refunded],
+        );
       } finally {
         local.env.runtime.resumeGroup("sender");
       }

@@ -12,6 +12,7 @@ import { createConsumerHandler } from "../../functions/handlers/consumer";
 import { attentionCounts, lagMs } from "../../functions/handlers/consumer-metrics";
 import { createAgentHandler } from "../../functions/handlers/content-agents";
 import { observability } from "../../functions/handlers/observe";
+import { fromSdk } from "../../lib/aws/from-sdk";
 import { type Envelope, registry } from "../../schemas";
 import { emulator } from "../support/aws";
 import { newCorrelationId, newTaskId, newUlid, taskEvent } from "../support/factories";
@@ -150,8 +151,8 @@ describe("consumer metrics: what the handler publishes per record", () => {
     };
     const metrics = capturedMetrics(group);
     const handler = createConsumerHandler(role, {
-      dynamodb,
-      sqs,
+      dynamodb: fromSdk(dynamodb),
+      sqs: fromSdk(sqs),
       clock,
       env: consumerEnv(group),
       observability: metrics.observability,
@@ -175,8 +176,8 @@ describe("consumer metrics: what the handler publishes per record", () => {
     const role: Role<unknown> = { group, subscriptions: ["task.accepted"], decide: () => ({}) };
     const metrics = capturedMetrics(group);
     const handler = createConsumerHandler(role, {
-      dynamodb,
-      sqs,
+      dynamodb: fromSdk(dynamodb),
+      sqs: fromSdk(sqs),
       clock,
       env: consumerEnv(group),
       observability: metrics.observability,
@@ -198,7 +199,7 @@ describe("consumer metrics: what the handler publishes per record", () => {
 /** A BedrockRuntimeClient whose HTTP layer answers every Converse call with `text`. */
 function fakeBedrock(text: string, usage: { inputTokens: number; outputTokens: number }[]) {
   let calls = 0;
-  return new BedrockRuntimeClient({
+  const client = new BedrockRuntimeClient({
     region: "us-east-1",
     credentials: { accessKeyId: "AKIDEXAMPLE", secretAccessKey: "secret" },
     maxAttempts: 1,
@@ -222,6 +223,7 @@ function fakeBedrock(text: string, usage: { inputTokens: number; outputTokens: n
       },
     },
   });
+  return fromSdk(client);
 }
 
 /** The orchestrator's `writing.requested` for a new run (first on the run's stream). */
@@ -260,8 +262,8 @@ describe("consumer metrics: model calls", () => {
       { inputTokens: 240, outputTokens: 32 },
     ];
     const handler = createAgentHandler("writing", {
-      dynamodb,
-      sqs,
+      dynamodb: fromSdk(dynamodb),
+      sqs: fromSdk(sqs),
       bedrock: fakeBedrock("no JSON here", usage),
       env: { ...consumerEnv("writing"), MODEL_PROVIDER: "bedrock", MODEL_ID: "test.model-v1" },
       observability: metrics.observability,

@@ -22,6 +22,7 @@ import { TransientError } from "../../functions/core/errors";
 import type { Role } from "../../functions/core/pipeline";
 import { type ConsumerOptions, createConsumerHandler } from "../../functions/handlers/consumer";
 import { type TaskView, taskProjection } from "../../functions/roles/task-projection";
+import { fromSdk } from "../../lib/aws/from-sdk";
 import type { Envelope } from "../../schemas";
 import { emulator } from "../support/aws";
 import { feedbackEvent, newUlid, taskEvent, taskStream } from "../support/factories";
@@ -51,7 +52,7 @@ beforeAll(async () => {
   dynamodb = new DynamoDBClient(emulator());
   sqs = new SQSClient(emulator());
   tables = await createTables(dynamodb, `hc-${suffix}`);
-  trace = new DynamoTraceReader({ client: dynamodb, tables });
+  trace = new DynamoTraceReader({ client: fromSdk(dynamodb), tables });
   queueUrl = await fifoQueue("hc-group");
   deadLetterUrl = await fifoQueue("hc-group-dlq");
 });
@@ -82,8 +83,8 @@ function consumerEnv(overrides: Record<string, string | undefined> = {}) {
 
 function consumer(options: ConsumerOptions = {}) {
   return createConsumerHandler(taskProjection, {
-    dynamodb,
-    sqs,
+    dynamodb: fromSdk(dynamodb),
+    sqs: fromSdk(sqs),
     ...options,
     env: consumerEnv(options.env),
   });
@@ -175,7 +176,7 @@ describe("createConsumerHandler (task projection, SQS FIFO)", () => {
     const { client, visibility, released } = spiedSqs();
     const outcomes: string[] = [];
     const handler = consumer({
-      sqs: client,
+      sqs: fromSdk(client),
       observer: {
         consumed: (r) => outcomes.push(`${r.status} v${r.event.aggregate.version}`),
         failed: (f) => outcomes.push(f.error.code),
@@ -249,7 +250,7 @@ describe("createConsumerHandler (task projection, SQS FIFO)", () => {
     const good = recordOf(taskEvent(1));
     const { client, visibility } = spiedSqs();
     const handler = consumer({
-      sqs: client,
+      sqs: fromSdk(client),
       env: { DEAD_LETTER_QUEUE_URL: dlq, RETRY_BASE_SECONDS: "1" },
     });
 
@@ -343,8 +344,8 @@ describe("createConsumerHandler (task projection, SQS FIFO)", () => {
       }),
     } as unknown as Role<TaskView>;
     const handler = createConsumerHandler(failing, {
-      dynamodb,
-      sqs,
+      dynamodb: fromSdk(dynamodb),
+      sqs: fromSdk(sqs),
       env: consumerEnv({ QUEUE_URL: limited, DEAD_LETTER_QUEUE_URL: dlq }),
     });
     const [created] = taskStream(1, 1) as [Envelope];
@@ -397,7 +398,11 @@ describe("createConsumerHandler (task projection, SQS FIFO)", () => {
 
   it("names every missing or malformed environment variable", () => {
     const build = (overrides: Record<string, string | undefined>) => () =>
-      createConsumerHandler(taskProjection, { dynamodb, sqs, env: consumerEnv(overrides) });
+      createConsumerHandler(taskProjection, {
+        dynamodb: fromSdk(dynamodb),
+        sqs: fromSdk(sqs),
+        env: consumerEnv(overrides),
+      });
     expect(build({ STATE_TABLE: undefined })).toThrow(/consumer task-projection[\s\S]*STATE_TABLE/);
     let message = "";
     try {
@@ -424,7 +429,7 @@ describe("createConsumerHandler (task projection, SQS FIFO)", () => {
     );
     const { client, visibility } = spiedSqs();
     const handler = consumer({
-      sqs: client,
+      sqs: fromSdk(client),
       env: { QUEUE_URL: url, RETRY_BASE_SECONDS: "1", RETRY_MAX_SECONDS: "3" },
     });
 
@@ -531,9 +536,9 @@ describe("heartbeat", () => {
     const bus = fakeEventBridge();
     const role = slowRole(1_100);
     const handler = createConsumerHandler(role, {
-      dynamodb,
-      sqs: client,
-      eventbridge: bus.client,
+      dynamodb: fromSdk(dynamodb),
+      sqs: fromSdk(client),
+      eventbridge: fromSdk(bus.client),
       env: consumerEnv({
         QUEUE_URL: url,
         HEARTBEAT_SECONDS: "0.3",
@@ -583,9 +588,9 @@ describe("heartbeat", () => {
     const { client, visibility } = spiedSqs();
     const bus = fakeEventBridge(true);
     const handler = createConsumerHandler(slowRole(800), {
-      dynamodb,
-      sqs: client,
-      eventbridge: bus.client,
+      dynamodb: fromSdk(dynamodb),
+      sqs: fromSdk(client),
+      eventbridge: fromSdk(bus.client),
       env: consumerEnv({
         QUEUE_URL: failing.url,
         HEARTBEAT_SECONDS: "0.2",
@@ -599,9 +604,9 @@ describe("heartbeat", () => {
     const quiet = await received("hc-beat-off");
     const before = visibility.length;
     const off = createConsumerHandler(slowRole(600), {
-      dynamodb,
-      sqs: client,
-      eventbridge: bus.client,
+      dynamodb: fromSdk(dynamodb),
+      sqs: fromSdk(client),
+      eventbridge: fromSdk(bus.client),
       env: consumerEnv({ QUEUE_URL: quiet.url, EVENTS_BUS_NAME: "agentbus-test-events" }),
     });
     const puts = bus.puts.length;

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DynamoTraceReader } from "../../functions/adapters/dynamodb/trace-reader";
 import { DEAD_LETTER_ATTRIBUTES } from "../../functions/adapters/sqs/dead-letter-sink";
 import { createDispatchHandler, type DispatchOptions } from "../../functions/handlers/dispatch";
+import { fromSdk } from "../../lib/aws/from-sdk";
 import type { Envelope } from "../../schemas";
 import { emulator } from "../support/aws";
 import { feedbackEvent, newUlid, taskEvent, taskStream } from "../support/factories";
@@ -55,7 +56,7 @@ afterAll(async () => {
 
 function dispatcher(options: DispatchOptions & { env?: Record<string, string | undefined> } = {}) {
   return createDispatchHandler({
-    sqs,
+    sqs: fromSdk(sqs),
     ...options,
     env: {
       GROUP_NAME: "task-projection",
@@ -171,12 +172,12 @@ describe("createDispatchHandler (buffer queue -> FIFO queue)", () => {
       const unknown = delivered({ ...good, event_type: "task.renamed", event_id: newUlid() });
       const invalidId = { ...good, event_id: newUlid(), payload: { title: 7 } };
       const response = await dispatcher({
-        dynamodb,
+        dynamodb: fromSdk(dynamodb),
         env: { INBOX_TABLE: tables.inbox },
       })(sqsEvent([bufferRecord("<not json>"), unknown, delivered(invalidId)]));
       expect(response.batchItemFailures).toEqual([]);
       await drain(deadLetterUrl);
-      const trace = new DynamoTraceReader({ client: dynamodb, tables });
+      const trace = new DynamoTraceReader({ client: fromSdk(dynamodb), tables });
       const recorded = await trace.outcomesByTask(good.task_id);
       expect(recorded.map((r) => [r.eventId, r.outcome, "error" in r ? r.error.code : ""])).toEqual(
         expect.arrayContaining([
@@ -259,7 +260,7 @@ describe("createDispatchHandler (buffer queue -> FIFO queue)", () => {
   });
 
   it("names a missing environment variable", () => {
-    expect(() => createDispatchHandler({ sqs, env: { GROUP_NAME: "g" } })).toThrow(
+    expect(() => createDispatchHandler({ sqs: fromSdk(sqs), env: { GROUP_NAME: "g" } })).toThrow(
       /dispatch: invalid environment[\s\S]*TARGET_QUEUE_URL[\s\S]*DEAD_LETTER_QUEUE_URL/,
     );
   });

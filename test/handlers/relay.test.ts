@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventItem } from "../../functions/adapters/dynamodb/items";
 import type { RelayReport } from "../../functions/core/relay";
 import { createRelayHandler, type RelayHandlerOptions } from "../../functions/handlers/relay";
+import { fromSdk } from "../../lib/aws/from-sdk";
 import type { Envelope } from "../../schemas";
 import { emulator } from "../support/aws";
 import { feedbackEvent, newUlid, taskEvent, taskStream } from "../support/factories";
@@ -43,7 +44,7 @@ afterAll(async () => {
 
 function relayHandler(options: RelayHandlerOptions = {}) {
   return createRelayHandler({
-    eventbridge,
+    eventbridge: fromSdk(eventbridge),
     ...options,
     env: options.env ?? { BUS_EVENTS: busName },
   });
@@ -146,7 +147,7 @@ describe("createRelayHandler (events stream -> EventBridge)", () => {
   });
 
   it("refuses an environment without any BUS_<TOPIC>", () => {
-    expect(() => createRelayHandler({ eventbridge, env: {} })).toThrow(
+    expect(() => createRelayHandler({ eventbridge: fromSdk(eventbridge), env: {} })).toThrow(
       /relay: invalid environment[\s\S]*at least one BUS_<TOPIC> must be set/,
     );
   });

@@ -10,6 +10,7 @@ import { ManualClock, ulidSource } from "../../functions/core/runtime";
 import { createSweeperHandler } from "../../functions/handlers/sweeper";
 import { createOrchestrator } from "../../functions/roles/orchestrator";
 import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
+import { fromSdk } from "../../lib/aws/from-sdk";
 import { type Envelope, registry } from "../../schemas";
 import { emulator } from "../support/aws";
 import { newUlid } from "../support/factories";
@@ -65,7 +66,7 @@ function fakeEventBridge(failCode?: string) {
 
 const store = () =>
   new DynamoEventStore({
-    client: dynamodb,
+    client: fromSdk(dynamodb),
     tables: { state: tables.state, events: tables.events, inbox: tables.inbox },
     clock,
   });
@@ -107,8 +108,8 @@ describe("sweeper handler", () => {
     const bus = fakeEventBridge();
     const sweep = createSweeperHandler({
       env: { ...env, STATE_TABLE: tables.state },
-      dynamodb,
-      eventbridge: bus.client,
+      dynamodb: fromSdk(dynamodb),
+      eventbridge: fromSdk(bus.client),
       clock,
     });
     expect(await sweep()).toMatchObject({ due: 0, published: 0 });
@@ -147,8 +148,8 @@ describe("sweeper handler", () => {
     const quiet = fakeEventBridge();
     const after = createSweeperHandler({
       env: { ...env, STATE_TABLE: tables.state },
-      dynamodb,
-      eventbridge: quiet.client,
+      dynamodb: fromSdk(dynamodb),
+      eventbridge: fromSdk(quiet.client),
       clock,
     });
     expect(await after()).toMatchObject({ due: 0, published: 0 });
@@ -161,8 +162,8 @@ describe("sweeper handler", () => {
     const bus = fakeEventBridge("ThrottlingException");
     const sweep = createSweeperHandler({
       env: { ...env, STATE_TABLE: tables.state },
-      dynamodb,
-      eventbridge: bus.client,
+      dynamodb: fromSdk(dynamodb),
+      eventbridge: fromSdk(bus.client),
       clock,
     });
     await expect(sweep()).rejects.toBeInstanceOf(TransientError);

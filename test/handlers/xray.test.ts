@@ -1,7 +1,7 @@
 import { Readable } from "node:stream";
-import { DynamoDBClient, GetItemCommand } from "@aws-sdk/client-dynamodb";
-import { HttpResponse } from "@smithy/core/transport";
 import { describe, expect, it } from "vitest";
+import { LeanAwsClient } from "../../functions/adapters/aws/lean-client";
+import { GetItem } from "../../functions/adapters/aws/operations";
 import { daemonAddress, sampledTrace, xrayTracer } from "../../functions/handlers/xray";
 
 const ROOT = "1-5759e988-bd862e3fe1be46a994272793";
@@ -23,22 +23,22 @@ interface Reply {
   readonly headers?: Record<string, string>;
 }
 
-/** A DynamoDB client whose HTTP layer is a fake; it records the trace header of each request. */
+/** An AWS client whose HTTP layer is a fake; it records the trace header of each request. */
 function fakeDynamo(reply: Reply) {
   const traceHeaders: string[] = [];
-  const client = new DynamoDBClient({
+  const client = new LeanAwsClient({
     region: "us-east-1",
     credentials: { accessKeyId: "AKIDEXAMPLE", secretAccessKey: "secret" },
     maxAttempts: 1,
-    requestHandler: {
-      async handle(request: { headers: Record<string, string> }) {
+    http: {
+      async handle(request) {
         traceHeaders.push(request.headers["X-Amzn-Trace-Id"] ?? "");
         return {
-          response: new HttpResponse({
+          response: {
             statusCode: reply.status,
             headers: { "content-type": "application/x-amz-json-1.0", ...reply.headers },
             body: Readable.from([Buffer.from(JSON.stringify(reply.body))]),
-          }),
+          },
         };
       },
     },
@@ -60,9 +60,9 @@ function capturingTracer(env: Record<string, string>) {
   return { tracer, sent };
 }
 
-const getItem = () => new GetItemCommand({ TableName: "state", Key: { pk: { S: "task_1" } } });
+const getItem = () => GetItem({ TableName: "state", Key: { pk: { S: "task_1" } } });
 
-describe("X-Ray subsegments of SDK calls", () => {
+describe("X-Ray subsegments of AWS calls", () => {
   it("records a call as a subsegment of the invocation, and passes it on as the trace's parent", async () => {
     const { tracer, sent } = capturingTracer(lambdaEnv());
     const { client, traceHeaders } = fakeDynamo({
@@ -70,7 +70,7 @@ describe("X-Ray subsegments of SDK calls", () => {
       body: { Item: {} },
       headers: { "x-amzn-requestid": "REQ1" },
     });
-    await tracer.captureAWSv3Client(client).send(getItem());
+    await tracer.capture(client).send(getItem());
 
     expect(sent).toHaveLength(1);
     const [{ document, port, host }] = sent as [(typeof sent)[number]];
@@ -99,7 +99,7 @@ describe("X-Ray subsegments of SDK calls", () => {
         message: "slow down",
       },
     });
-    await expect(tracer.captureAWSv3Client(client).send(getItem())).rejects.toThrow();
+    await expect(tracer.capture(client).send(getItem())).rejects.toThrow();
     expect(sent[0]?.document).toMatchObject({
       throttle: true,
       error: true,
@@ -112,17 +112,19 @@ describe("X-Ray subsegments of SDK calls", () => {
   it("sends nothing for an invocation X-Ray does not sample", async () => {
     const { tracer, sent } = capturingTracer(lambdaEnv("0"));
     const { client, traceHeaders } = fakeDynamo({ status: 200, body: {} });
-    await tracer.captureAWSv3Client(client).send(getItem());
+    await tracer.capture(client).send(getItem());
     expect(sent).toEqual([]);
     expect(traceHeaders).toEqual([""]);
   });
 
-  it("instruments a client once however often it is captured", () => {
-    const { tracer } = capturingTracer(lambdaEnv());
-    const { client } = fakeDynamo({ status: 200, body: {} });
-    const before = client.middlewareStack.identify().length;
-    tracer.captureAWSv3Client(tracer.captureAWSv3Client(client));
-    expect(client.middlewareStack.identify()).toHaveLength(before + 1);
+  it("traces a call once however often its client is captured", async () => {
+    const { tracer, sent } = capturingTracer(lambdaEnv());
+    const { client, traceHeaders } = fakeDynamo({ status: 200, body: {} });
+    const once = tracer.capture(client);
+    expect(tracer.capture(once)).toBe(once);
+    await tracer.capture(once).send(getItem());
+    expect(sent).toHaveLength(1);
+    expect(traceHeaders).toHaveLength(1);
   });
 
   it.each([
@@ -132,9 +134,7 @@ describe("X-Ray subsegments of SDK calls", () => {
   ])("leaves clients untouched %s", (_, env) => {
     const { tracer } = capturingTracer(env);
     const { client } = fakeDynamo({ status: 200, body: {} });
-    const before = client.middlewareStack.identify();
-    expect(tracer.captureAWSv3Client(client)).toBe(client);
-    expect(client.middlewareStack.identify()).toEqual(before);
+    expect(tracer.capture(client)).toBe(client);
   });
 });
 

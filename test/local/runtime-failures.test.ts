@@ -20,8 +20,14 @@ import {
 import type { DynamoDBRecord, SQSEvent } from "aws-lambda";
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { LocalDeployment, LocalFunction, LocalMapping } from "../../lib/local/deploy";
+import type {
+  AwsClients,
+  LocalDeployment,
+  LocalFunction,
+  LocalMapping,
+} from "../../lib/local/deploy";
 import { LocalRuntime, type RuntimeEvent } from "../../lib/local/runtime";
+import { sdkFunctionClients } from "../../lib/local/runtime/handlers";
 import { emulator } from "../support/aws";
 
 /**
@@ -153,7 +159,11 @@ describe("the local runtime after a failed call", () => {
         startingPosition: "TRIM_HORIZON",
         filters: [],
       }),
-      clients: { dynamodb, sqs: new SQSClient(aws), eventbridge: new EventBridgeClient(aws) },
+      ...withFunctionClients({
+        dynamodb,
+        sqs: new SQSClient(aws),
+        eventbridge: new EventBridgeClient(aws),
+      }),
       endpoint: proxyEndpoint,
       root,
       services: {
@@ -233,7 +243,7 @@ describe("the local runtime after a failed call", () => {
         },
         { url, arn },
       ),
-      clients: { dynamodb, sqs, eventbridge: new EventBridgeClient(aws) },
+      ...withFunctionClients({ dynamodb, sqs, eventbridge: new EventBridgeClient(aws) }),
       endpoint: aws.endpoint,
       root,
       services: {
@@ -264,3 +274,8 @@ describe("the local runtime after a failed call", () => {
     }
   });
 });
+
+/** The runtime's clients, and the same as the functions' clients. */
+function withFunctionClients(clients: AwsClients) {
+  return { clients, functionClients: sdkFunctionClients(clients) };
+}

@@ -10,6 +10,7 @@ import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store"
 import { inboxKey } from "../../functions/adapters/dynamodb/tables";
 import { DEAD_LETTER_ATTRIBUTES } from "../../functions/adapters/sqs/dead-letter-sink";
 import { type TaskView, taskProjection } from "../../functions/roles/task-projection";
+import { fromSdk } from "../../lib/aws/from-sdk";
 import {
   awsClients,
   type DeployedStack,
@@ -78,7 +79,7 @@ describe.skipIf(!docker.ok)("AgentBus deployed to LocalStack (Lambda inside Loca
 
     clients = awsClients(localstack.endpoint);
     store = new DynamoEventStore({
-      client: clients.dynamodb,
+      client: fromSdk(clients.dynamodb),
       tables: {
         state: stack.outputs.get("StateTableName"),
         events: stack.outputs.get("EventsTableName"),

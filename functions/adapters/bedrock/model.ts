@@ -1,12 +1,9 @@
-import {
-  type BedrockRuntimeClient,
-  ConverseCommand,
-  type ConverseCommandInput,
-  type ConverseCommandOutput,
-} from "@aws-sdk/client-bedrock-runtime";
+import type { ConverseCommandInput, ConverseCommandOutput } from "@aws-sdk/client-bedrock-runtime";
 import { isServerError, isThrottlingError, isTransientError } from "@smithy/core/retry";
 import { type AgentBusError, PermanentError, TransientError } from "../../core/errors";
 import type { ModelPort, ModelRequest, ModelResponse } from "../../core/model";
+import type { AwsClient } from "../aws/client";
+import { Converse } from "../aws/operations";
 import { reportModelCall } from "../metering";
 import { snakeCase } from "../sdk-errors";
 
@@ -16,7 +13,7 @@ export interface BedrockModelProps {
    * by default) run before an error reaches us; what is left becomes a TransientError and is
    * retried by the queue's visibility backoff.
    */
-  readonly client: BedrockRuntimeClient;
+  readonly client: AwsClient;
   /** Model id, inference profile id or ARN, from configuration (e.g. the `MODEL_ID` env var). */
   readonly modelId: string;
   /** Inference settings used when a request leaves them out. */
@@ -42,7 +39,7 @@ export interface BedrockModelProps {
  */
 export class BedrockModel implements ModelPort {
   readonly name: string;
-  private readonly client: BedrockRuntimeClient;
+  private readonly client: AwsClient;
   private readonly modelId: string;
   private readonly defaults: { readonly maxTokens?: number; readonly temperature?: number };
 
@@ -60,7 +57,7 @@ export class BedrockModel implements ModelPort {
     const started = performance.now();
     let output: ConverseCommandOutput;
     try {
-      output = await this.client.send(new ConverseCommand(input));
+      output = await this.client.send(Converse(input));
     } catch (error) {
       throw modelFailure(error, this.modelId);
     }

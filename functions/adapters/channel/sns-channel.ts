@@ -1,5 +1,4 @@
 import { createHash } from "node:crypto";
-import { PublishCommand, type SNSClient } from "@aws-sdk/client-sns";
 import { isServerError, isThrottlingError, isTransientError } from "@smithy/core/retry";
 import { type AgentBusError, TransientError } from "../../core/errors";
 import {
@@ -9,6 +8,8 @@ import {
   type ChannelSendRequest,
   ChannelTimeoutError,
 } from "../../core/side-effects";
+import type { AwsClient } from "../aws/client";
+import { Publish } from "../aws/operations";
 import { snakeCase } from "../sdk-errors";
 
 /**
@@ -34,7 +35,7 @@ import { snakeCase } from "../sdk-errors";
  */
 
 export interface SnsChannelOptions {
-  readonly client: Pick<SNSClient, "send">;
+  readonly client: AwsClient;
   readonly topicArn: string;
   readonly name?: string;
   /** Margin taken off the deduplication window for `resendSafeWithinSeconds`. @default 60 */
@@ -77,7 +78,7 @@ export class SnsChannel implements ChannelPort {
   readonly name: string;
   readonly dedupWindowSeconds = SNS_DEDUP_WINDOW_SECONDS;
   readonly resendSafeWithinSeconds: number;
-  private readonly client: Pick<SNSClient, "send">;
+  private readonly client: AwsClient;
   private readonly topicArn: string;
 
   constructor(options: SnsChannelOptions) {
@@ -94,7 +95,7 @@ export class SnsChannel implements ChannelPort {
     const attribute = (value: string) => ({ DataType: "String", StringValue: value });
     try {
       const output = await this.client.send(
-        new PublishCommand({
+        Publish({
           TopicArn: this.topicArn,
           Message: JSON.stringify({
             idempotency_key: request.key,

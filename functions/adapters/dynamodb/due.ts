@@ -1,23 +1,22 @@
-import {
-  BatchGetItemCommand,
-  type BatchGetItemCommandOutput,
-  type DynamoDBClient,
-  type KeysAndAttributes,
-  QueryCommand,
-  type QueryCommandOutput,
+import type {
+  BatchGetItemCommandOutput,
+  KeysAndAttributes,
+  QueryCommandOutput,
 } from "@aws-sdk/client-dynamodb";
 import { unmarshall } from "@aws-sdk/util-dynamodb";
 import type { AggregateRef } from "../../../schemas";
 import { backoff, sleep } from "../../core/batching";
 import { TransientError } from "../../core/errors";
 import type { DueReader, StateReader, StoredState } from "../../core/ports";
+import type { AwsClient } from "../aws/client";
+import { BatchGetItem, Query } from "../aws/operations";
 import { dynamoFailure } from "./failure";
 import { aggregateOfKey, type StateItem, storedStateOf } from "./items";
 import { MAX_BATCH_GET_KEYS } from "./reads";
 import { DUE_SHARD, StateAttr, StateIndex, streamKey } from "./tables";
 
 export interface DynamoDueIndexOptions {
-  readonly client: DynamoDBClient;
+  readonly client: AwsClient;
   /** The state table (its by-due index is queried). */
   readonly stateTable: string;
   /** Rounds of BatchGetItem for UnprocessedKeys before giving up with a TransientError. */
@@ -33,7 +32,7 @@ export interface DynamoDueIndexOptions {
  * plans from the loaded states, not from the index).
  */
 export class DynamoDueIndex implements DueReader, StateReader {
-  private readonly client: DynamoDBClient;
+  private readonly client: AwsClient;
   private readonly table: string;
   private readonly maxBatchGetAttempts: number;
   private readonly wait: (ms: number) => Promise<void>;
@@ -52,7 +51,7 @@ export class DynamoDueIndex implements DueReader, StateReader {
       let page: QueryCommandOutput;
       try {
         page = await this.client.send(
-          new QueryCommand({
+          Query({
             TableName: this.table,
             IndexName: StateIndex.byDue,
             KeyConditionExpression: "#shard = :shard AND #due <= :now",
@@ -90,7 +89,7 @@ export class DynamoDueIndex implements DueReader, StateReader {
         let output: BatchGetItemCommandOutput;
         try {
           output = await this.client.send(
-            new BatchGetItemCommand({ RequestItems: { [this.table]: pending } }),
+            BatchGetItem({ RequestItems: { [this.table]: pending } }),
           );
         } catch (error) {
           throw dynamoFailure(error, "BatchGetItem");

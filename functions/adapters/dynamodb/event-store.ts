@@ -1,12 +1,4 @@
-import {
-  type CancellationReason,
-  type DynamoDBClient,
-  GetItemCommand,
-  PutItemCommand,
-  TransactWriteItemsCommand,
-  type Update,
-  UpdateItemCommand,
-} from "@aws-sdk/client-dynamodb";
+import type { CancellationReason, Update } from "@aws-sdk/client-dynamodb";
 import { marshall, unmarshall } from "@aws-sdk/util-dynamodb";
 import type { AggregateRef, Envelope } from "../../../schemas";
 import { sleep } from "../../core/batching";
@@ -25,6 +17,8 @@ import type {
   TraceReader,
 } from "../../core/ports";
 import { systemClock } from "../../core/runtime";
+import type { AwsClient } from "../aws/client";
+import { GetItem, PutItem, TransactWriteItems, UpdateItem } from "../aws/operations";
 import { type Action, cancellationError, commitActions, type Item } from "./commit-actions";
 import { envelopeOfItem } from "./deflated-json";
 import { dynamoFailure } from "./failure";
@@ -50,7 +44,7 @@ export interface DynamoEventStoreOptions {
    * how a caller configured a DocumentClient, and so that CancellationReasons (which a
    * DocumentClient does not unmarshal) are handled in one representation.
    */
-  readonly client: DynamoDBClient;
+  readonly client: AwsClient;
   readonly tables: { readonly state: string; readonly events: string; readonly inbox: string };
   /** Decides whether inbox rows have expired (TTL deletes lazily). */
   readonly clock?: Clock;
@@ -74,7 +68,7 @@ export interface DynamoEventStoreOptions {
  * CancellationReasons must be mapped back to the port's errors by item index).
  */
 export class DynamoEventStore implements EventStore, TraceReader {
-  private readonly client: DynamoDBClient;
+  private readonly client: AwsClient;
   private readonly tables: DynamoEventStoreOptions["tables"];
   private readonly clock: Clock;
   private readonly batchOptions: BatchGetOptions;
@@ -186,7 +180,7 @@ export class DynamoEventStore implements EventStore, TraceReader {
   /** One item by its key, strongly consistent; undefined when absent. */
   private async getItem(table: string, pk: string): Promise<Record<string, unknown> | undefined> {
     const got = await this.client
-      .send(new GetItemCommand({ TableName: table, Key: { pk: { S: pk } }, ConsistentRead: true }))
+      .send(GetItem({ TableName: table, Key: { pk: { S: pk } }, ConsistentRead: true }))
       .catch((error: unknown) => {
         throw dynamoFailure(error, "GetItem");
       });
@@ -223,7 +217,7 @@ export class DynamoEventStore implements EventStore, TraceReader {
         return;
       }
       await this.client.send(
-        new TransactWriteItemsCommand({
+        TransactWriteItems({
           TransactItems: actions.map((a) => (a.put ? { Put: a.put } : { Update: a.update })),
         }),
       );
@@ -239,8 +233,8 @@ export class DynamoEventStore implements EventStore, TraceReader {
 
   private async writeOne(only: Action, actions: readonly Action[]): Promise<void> {
     try {
-      if (only.put) await this.client.send(new PutItemCommand(only.put));
-      else await this.client.send(new UpdateItemCommand(only.update as Update));
+      if (only.put) await this.client.send(PutItem(only.put));
+      else await this.client.send(UpdateItem(only.update as Update));
     } catch (error) {
       if (isNamed(error, "ConditionalCheckFailedException")) {
         const item = (error as { Item?: Item }).Item;

@@ -1,6 +1,7 @@
-import { type DynamoDBClient, PutItemCommand } from "@aws-sdk/client-dynamodb";
 import { marshall } from "@aws-sdk/util-dynamodb";
 import type { FailureLog, FailureRecord } from "../../core/ports";
+import type { AwsClient } from "../aws/client";
+import { PutItem } from "../aws/operations";
 import { dynamoFailure } from "./failure";
 import { failureItem } from "./items";
 
@@ -10,14 +11,14 @@ import { failureItem } from "./items";
  */
 export class DynamoFailureLog implements FailureLog {
   constructor(
-    private readonly client: DynamoDBClient,
+    private readonly client: AwsClient,
     private readonly table: string,
   ) {}
 
   async record(failure: FailureRecord): Promise<void> {
     try {
       await this.client.send(
-        new PutItemCommand({
+        PutItem({
           TableName: this.table,
           Item: marshall(failureItem(failure), { removeUndefinedValues: true }),
         }),

@@ -1,13 +1,10 @@
-import {
-  type DynamoDBClient,
-  GetItemCommand,
-  PutItemCommand,
-  type PutItemCommandInput,
-} from "@aws-sdk/client-dynamodb";
+import type { PutItemCommandInput } from "@aws-sdk/client-dynamodb";
 import { marshall, unmarshall } from "@aws-sdk/util-dynamodb";
 import { OrderId, OrderRecord } from "../../../schemas/events/conversation";
 import { PermanentError } from "../../core/errors";
 import type { OrdersPort } from "../../roles/order-lookup";
+import type { AwsClient } from "../aws/client";
+import { GetItem, PutItem } from "../aws/operations";
 import { dynamoFailure } from "./failure";
 
 /**
@@ -25,7 +22,7 @@ export interface DynamoOrdersOptions {
 
 export class DynamoOrders implements OrdersPort {
   constructor(
-    private readonly client: DynamoDBClient,
+    private readonly client: AwsClient,
     private readonly tableName: string,
     private readonly options: DynamoOrdersOptions = {},
   ) {}
@@ -36,7 +33,7 @@ export class DynamoOrders implements OrdersPort {
     let item: Record<string, unknown> | undefined;
     try {
       const out = await this.client.send(
-        new GetItemCommand({
+        GetItem({
           TableName: this.tableName,
           Key: { [ORDERS_PARTITION_KEY]: { S: orderId } },
           ConsistentRead: this.options.consistentRead ?? false,
@@ -69,7 +66,7 @@ export class DynamoOrders implements OrdersPort {
 
 /** Writes orders to the orders table (seeding the local runtime and tests); validates each. */
 export async function putOrders(
-  client: DynamoDBClient,
+  client: AwsClient,
   tableName: string,
   orders: readonly OrderRecord[],
 ): Promise<void> {
@@ -79,7 +76,7 @@ export async function putOrders(
       Item: marshall(OrderRecord.parse(order), { removeUndefinedValues: true }),
     };
     try {
-      await client.send(new PutItemCommand(input));
+      await client.send(PutItem(input));
     } catch (error) {
       throw dynamoFailure(error, "PutItem");
     }

@@ -1,15 +1,14 @@
-import {
-  type AttributeValue,
-  BatchGetItemCommand,
-  type BatchGetItemCommandOutput,
-  type DynamoDBClient,
-  type KeysAndAttributes,
-  paginateQuery,
-  type QueryCommandInput,
+import type {
+  AttributeValue,
+  BatchGetItemCommandOutput,
+  KeysAndAttributes,
+  QueryCommandInput,
 } from "@aws-sdk/client-dynamodb";
 import { unmarshall } from "@aws-sdk/util-dynamodb";
 import { backoff, sleep } from "../../core/batching";
 import { TransientError } from "../../core/errors";
+import type { AwsClient } from "../aws/client";
+import { BatchGetItem, Query } from "../aws/operations";
 import { dynamoFailure } from "./failure";
 
 /** BatchGetItem takes at most 100 keys. */
@@ -21,16 +20,19 @@ export interface BatchGetOptions {
   readonly wait?: (ms: number) => Promise<void>;
 }
 
-/** Every page of a Query (the SDK paginator follows LastEvaluatedKey), unmarshalled. */
+/** Every page of a Query (following LastEvaluatedKey), unmarshalled. */
 export async function queryAll(
-  client: DynamoDBClient,
+  client: AwsClient,
   input: QueryCommandInput,
 ): Promise<Record<string, unknown>[]> {
   const items: Record<string, unknown>[] = [];
   try {
-    for await (const page of paginateQuery({ client }, input)) {
+    let start: QueryCommandInput["ExclusiveStartKey"];
+    do {
+      const page = await client.send(Query({ ...input, ExclusiveStartKey: start }));
       for (const item of page.Items ?? []) items.push(unmarshall(item));
-    }
+      start = page.LastEvaluatedKey;
+    } while (start);
   } catch (error) {
     throw dynamoFailure(error, "Query");
   }
@@ -43,7 +45,7 @@ export async function queryAll(
  * under load. Items come back by table name, unmarshalled.
  */
 export async function batchGetByPk(
-  client: DynamoDBClient,
+  client: AwsClient,
   keys: readonly { table: string; pk: string }[],
   consistent: boolean,
   options: BatchGetOptions = {},
@@ -63,7 +65,7 @@ export async function batchGetByPk(
  * that find nothing are left out.
  */
 export async function batchGetItems(
-  client: DynamoDBClient,
+  client: AwsClient,
   table: string,
   keys: readonly Record<string, AttributeValue>[],
   options: BatchGetOptions & { readonly consistent?: boolean } = {},
@@ -81,7 +83,7 @@ export async function batchGetItems(
 
 /** BatchGetItem rounds until no key is left unprocessed (TransientError after `maxAttempts`). */
 async function batchGetRounds(
-  client: DynamoDBClient,
+  client: AwsClient,
   request: Record<string, KeysAndAttributes>,
   consistent: boolean,
   options: BatchGetOptions,
@@ -92,7 +94,7 @@ async function batchGetRounds(
   for (let attempt = 1; Object.keys(pending).length > 0; attempt++) {
     let output: BatchGetItemCommandOutput;
     try {
-      output = await client.send(new BatchGetItemCommand({ RequestItems: pending }));
+      output = await client.send(BatchGetItem({ RequestItems: pending }));
     } catch (error) {
       throw dynamoFailure(error, "BatchGetItem");
     }

@@ -1,9 +1,4 @@
-import {
-  type AttributeValue,
-  type DynamoDBClient,
-  GetItemCommand,
-  UpdateItemCommand,
-} from "@aws-sdk/client-dynamodb";
+import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import { marshall, unmarshall } from "@aws-sdk/util-dynamodb";
 import type { AgentBusError } from "../../core/errors";
 import {
@@ -16,6 +11,8 @@ import {
   SideEffectTransitionError,
   TRANSITIONS_FROM,
 } from "../../core/side-effects";
+import type { AwsClient } from "../aws/client";
+import { GetItem, UpdateItem } from "../aws/operations";
 import { dynamoFailure } from "./failure";
 import { SideEffectAttr } from "./tables";
 
@@ -36,7 +33,7 @@ import { SideEffectAttr } from "./tables";
  */
 
 export interface DynamoSideEffectsOptions {
-  readonly client: DynamoDBClient;
+  readonly client: AwsClient;
   readonly tableName: string;
 }
 
@@ -45,7 +42,7 @@ const KEY = SideEffectAttr.effectKey;
 type Item = Record<string, AttributeValue>;
 
 export class DynamoSideEffects implements SideEffectStore {
-  private readonly client: DynamoDBClient;
+  private readonly client: AwsClient;
   private readonly tableName: string;
 
   constructor(options: DynamoSideEffectsOptions) {
@@ -57,7 +54,7 @@ export class DynamoSideEffects implements SideEffectStore {
     const at = now.toISOString();
     try {
       const output = await this.client.send(
-        new UpdateItemCommand({
+        UpdateItem({
           TableName: this.tableName,
           Key: { [KEY]: { S: key } },
           UpdateExpression:
@@ -104,7 +101,7 @@ export class DynamoSideEffects implements SideEffectStore {
   async get(key: string): Promise<SideEffectRecord | undefined> {
     try {
       const output = await this.client.send(
-        new GetItemCommand({
+        GetItem({
           TableName: this.tableName,
           Key: { [KEY]: { S: key } },
           ConsistentRead: true,
@@ -151,7 +148,7 @@ export class DynamoSideEffects implements SideEffectStore {
     } else removes.push("#open");
     try {
       const output = await this.client.send(
-        new UpdateItemCommand({
+        UpdateItem({
           TableName: this.tableName,
           Key: { [KEY]: { S: key } },
           UpdateExpression: `SET ${sets.join(", ")}${removes.length ? ` REMOVE ${removes.join(", ")}` : ""}`,

@@ -1,5 +1,6 @@
-import { type DynamoDBClient, QueryCommand } from "@aws-sdk/client-dynamodb";
 import type { StreamLister, StreamPage } from "../../core/ports";
+import type { AwsClient } from "../aws/client";
+import { Query } from "../aws/operations";
 import { dynamoFailure } from "./failure";
 import { aggregateOfKey } from "./items";
 import { EventAttr, EventIndex } from "./tables";
@@ -11,14 +12,14 @@ import { EventAttr, EventIndex } from "./tables";
  */
 export class DynamoStreamLister implements StreamLister {
   constructor(
-    private readonly client: DynamoDBClient,
+    private readonly client: AwsClient,
     private readonly table: string,
   ) {}
 
   async streamsOfType(type: string, after?: string, limit = 100): Promise<StreamPage> {
     try {
       const out = await this.client.send(
-        new QueryCommand({
+        Query({
           TableName: this.table,
           IndexName: EventIndex.byStreamType,
           KeyConditionExpression: after === undefined ? "#t = :t" : "#t = :t AND #pk > :after",

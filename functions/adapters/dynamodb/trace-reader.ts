@@ -1,4 +1,3 @@
-import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { Envelope } from "../../../schemas";
 import { chunk } from "../../core/batching";
 import type {
@@ -10,6 +9,7 @@ import type {
   TraceReader,
 } from "../../core/ports";
 import { systemClock } from "../../core/runtime";
+import type { AwsClient } from "../aws/client";
 import { envelopeOfItem } from "./deflated-json";
 import {
   type CheckpointItem,
@@ -30,7 +30,7 @@ import {
 } from "./tables";
 
 export interface DynamoTraceReaderOptions {
-  readonly client: DynamoDBClient;
+  readonly client: AwsClient;
   readonly tables: { readonly events: string; readonly inbox: string };
   readonly batchGet?: BatchGetOptions;
   /** What "now" is when a row's time to live is read (the system clock by default). */

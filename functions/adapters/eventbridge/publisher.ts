@@ -1,12 +1,10 @@
-import {
-  type EventBridgeClient,
-  PutEventsCommand,
-  type PutEventsResultEntry,
-} from "@aws-sdk/client-eventbridge";
+import type { PutEventsResultEntry } from "@aws-sdk/client-eventbridge";
 import { isServerError, isThrottlingError, isTransientError } from "@smithy/core/retry";
 import type { Envelope, Topic } from "../../../schemas";
 import { AgentBusError, PermanentError, TransientError } from "../../core/errors";
 import type { EventPublisher, PublishFailure } from "../../core/ports";
+import type { AwsClient } from "../aws/client";
+import { PutEvents } from "../aws/operations";
 import { snakeCase } from "../sdk-errors";
 
 /** The `source` of every event AgentBus puts on its buses (rules match on it). */
@@ -16,7 +14,7 @@ export const MAX_PUT_EVENTS_ENTRIES = 10;
 
 export interface EventBridgePublisherOptions {
   /** Created once per container by the caller. */
-  readonly client: EventBridgeClient;
+  readonly client: AwsClient;
   /** Bus name (or ARN) of each topic. A topic without a bus cannot be published. */
   readonly buses: Partial<Record<Topic, string>>;
 }
@@ -28,7 +26,7 @@ export interface EventBridgePublisherOptions {
  * configuration or request error throws PermanentError.
  */
 export class EventBridgePublisher implements EventPublisher {
-  private readonly client: EventBridgeClient;
+  private readonly client: AwsClient;
   private readonly buses: Partial<Record<Topic, string>>;
 
   constructor(options: EventBridgePublisherOptions) {
@@ -55,7 +53,7 @@ export class EventBridgePublisher implements EventPublisher {
     let failedCount: number;
     try {
       const output = await this.client.send(
-        new PutEventsCommand({
+        PutEvents({
           Entries: envelopes.map((envelope) => ({
             EventBusName: bus,
             Source: EVENT_SOURCE,

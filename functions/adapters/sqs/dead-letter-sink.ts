@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
-import { SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { DeadLetterSink } from "../../core/ports";
+import type { AwsClient } from "../aws/client";
+import { SendMessage } from "../aws/operations";
 import { sendFailure } from "./send-failure";
 
 /** Message attributes a dead letter carries (an operator reads them before a redrive). */
@@ -20,7 +21,7 @@ type DeadLetter = Parameters<DeadLetterSink["send"]>[0];
 
 export interface SqsDeadLetterSinkOptions {
   /** Created once per container by the caller. */
-  readonly client: SQSClient;
+  readonly client: AwsClient;
   /** Standard or FIFO queue URL; FIFO (`.fifo`) gets a group and a deduplication id. */
   readonly queueUrl: string;
 }
@@ -31,7 +32,7 @@ export interface SqsDeadLetterSinkOptions {
  * call throws TransientError: the source message then stays on its queue and is retried.
  */
 export class SqsDeadLetterSink implements DeadLetterSink {
-  private readonly client: SQSClient;
+  private readonly client: AwsClient;
   private readonly queueUrl: string;
   private readonly fifo: boolean;
 
@@ -44,7 +45,7 @@ export class SqsDeadLetterSink implements DeadLetterSink {
   async send(message: DeadLetter): Promise<void> {
     try {
       await this.client.send(
-        new SendMessageCommand({
+        SendMessage({
           QueueUrl: this.queueUrl,
           MessageBody: message.body,
           MessageAttributes: {

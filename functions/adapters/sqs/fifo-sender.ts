@@ -1,6 +1,7 @@
-import { SendMessageBatchCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { PermanentError } from "../../core/errors";
 import type { FifoMessage, FifoSender } from "../../core/ports";
+import type { AwsClient } from "../aws/client";
+import { SendMessageBatch } from "../aws/operations";
 import { sendFailure } from "./send-failure";
 
 /** SendMessageBatch takes at most 10 entries. */
@@ -8,7 +9,7 @@ export const MAX_SEND_BATCH_ENTRIES = 10;
 
 export interface SqsFifoSenderOptions {
   /** Created once per container by the caller. */
-  readonly client: SQSClient;
+  readonly client: AwsClient;
   /** URL of the FIFO queue (its name ends with `.fifo`). */
   readonly queueUrl: string;
 }
@@ -20,7 +21,7 @@ export interface SqsFifoSenderOptions {
  * (the caller hands the batch back to its queue).
  */
 export class SqsFifoSender implements FifoSender {
-  private readonly client: SQSClient;
+  private readonly client: AwsClient;
   private readonly queueUrl: string;
 
   constructor(options: SqsFifoSenderOptions) {
@@ -40,7 +41,7 @@ export class SqsFifoSender implements FifoSender {
     }
     try {
       const output = await this.client.send(
-        new SendMessageBatchCommand({
+        SendMessageBatch({
           QueueUrl: this.queueUrl,
           Entries: messages.map((m) => ({
             Id: m.id,

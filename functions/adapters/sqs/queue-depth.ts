@@ -1,10 +1,11 @@
-import { GetQueueAttributesCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { Clock } from "../../core/ports";
 import { systemClock } from "../../core/runtime";
 import type { QueueDepthSource } from "../../roles/orchestrator";
+import type { AwsClient } from "../aws/client";
+import { GetQueueAttributes } from "../aws/operations";
 
 export interface SqsQueueDepthOptions {
-  readonly client: SQSClient;
+  readonly client: AwsClient;
   /** Queue URL of each agent group, by group name. */
   readonly queueUrls: Readonly<Record<string, string>>;
   /** How long a read depth is reused. @default 5000 */
@@ -32,7 +33,7 @@ export function sqsQueueDepth(options: SqsQueueDepthOptions): QueueDepthSource {
     if (hit && now - hit.at < cacheMs) return hit.depth;
     try {
       const { Attributes = {} } = await options.client.send(
-        new GetQueueAttributesCommand({
+        GetQueueAttributes({
           QueueUrl: url,
           AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
         }),

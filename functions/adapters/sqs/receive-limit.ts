@@ -1,4 +1,5 @@
-import { GetQueueAttributesCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import type { AwsClient } from "../aws/client";
+import { GetQueueAttributes } from "../aws/operations";
 
 /**
  * The `maxReceiveCount` of a queue's redrive policy: after that many receives SQS moves a
@@ -7,7 +8,7 @@ import { GetQueueAttributesCommand, type SQSClient } from "@aws-sdk/client-sqs";
  * Undefined when the queue has no redrive policy.
  */
 export function queueReceiveLimit(
-  client: SQSClient,
+  client: AwsClient,
   queueUrl: string,
 ): () => Promise<number | undefined> {
   let known: Promise<number | undefined> | undefined;
@@ -20,9 +21,9 @@ export function queueReceiveLimit(
   };
 }
 
-async function read(client: SQSClient, queueUrl: string): Promise<number | undefined> {
+async function read(client: AwsClient, queueUrl: string): Promise<number | undefined> {
   const { Attributes = {} } = await client.send(
-    new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ["RedrivePolicy"] }),
+    GetQueueAttributes({ QueueUrl: queueUrl, AttributeNames: ["RedrivePolicy"] }),
   );
   if (!Attributes.RedrivePolicy) return undefined;
   const policy = JSON.parse(Attributes.RedrivePolicy) as { maxReceiveCount?: number | string };

@@ -1,10 +1,7 @@
-import {
-  ChangeMessageVisibilityBatchCommand,
-  ChangeMessageVisibilityCommand,
-  type SQSClient,
-} from "@aws-sdk/client-sqs";
 import { isServerError, isThrottlingError, isTransientError } from "@smithy/core/retry";
 import { type AgentBusError, PermanentError, TransientError } from "../../core/errors";
+import type { AwsClient } from "../aws/client";
+import { ChangeMessageVisibility, ChangeMessageVisibilityBatch } from "../aws/operations";
 import { snakeCase } from "../sdk-errors";
 
 /** SQS caps a message's visibility timeout at 12 hours. */
@@ -18,7 +15,7 @@ export const MAX_VISIBILITY_SECONDS = 12 * 3600;
  * (for example the message was deleted or is no longer in flight): heartbeating it cannot help.
  */
 export async function extendVisibility(
-  client: SQSClient,
+  client: AwsClient,
   queueUrl: string,
   receiptHandle: string,
   seconds: number,
@@ -26,7 +23,7 @@ export async function extendVisibility(
   const timeout = Math.min(MAX_VISIBILITY_SECONDS, Math.max(0, Math.round(seconds)));
   try {
     await client.send(
-      new ChangeMessageVisibilityCommand({
+      ChangeMessageVisibility({
         QueueUrl: queueUrl,
         ReceiptHandle: receiptHandle,
         VisibilityTimeout: timeout,
@@ -44,7 +41,7 @@ export async function extendVisibility(
  * Returns the receipt handles SQS refused (already deleted, or no longer in flight).
  */
 export async function releaseMessages(
-  client: SQSClient,
+  client: AwsClient,
   queueUrl: string,
   receiptHandles: readonly string[],
 ): Promise<string[]> {
@@ -53,7 +50,7 @@ export async function releaseMessages(
     const chunk = receiptHandles.slice(i, i + 10);
     try {
       const response = await client.send(
-        new ChangeMessageVisibilityBatchCommand({
+        ChangeMessageVisibilityBatch({
           QueueUrl: queueUrl,
           Entries: chunk.map((handle, index) => ({
             Id: String(index),

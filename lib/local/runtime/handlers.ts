@@ -1,13 +1,31 @@
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import type { AwsClient } from "../../../functions/adapters/aws/client";
 import { inMeterScope } from "../../../functions/adapters/metering";
 import type { ConsumeResult } from "../../../functions/core/pipeline";
 import type { ConsumerFailure, ConsumerObserver } from "../../../functions/handlers/consumer";
+import { fromSdk } from "../../aws/from-sdk";
 import type { AwsClients, LocalFunction } from "../deploy";
 import type { Invoke, Report, RuntimeEvent } from "./events";
 
+/** The AWS clients a function's `create(options)` gets. */
+export interface FunctionClients {
+  readonly dynamodb: AwsClient;
+  readonly sqs: AwsClient;
+  readonly eventbridge: AwsClient;
+}
+
+/** The emulator's SDK clients as the functions' clients (their middleware applies). */
+export function sdkFunctionClients(clients: AwsClients): FunctionClients {
+  return {
+    dynamodb: fromSdk(clients.dynamodb),
+    sqs: fromSdk(clients.sqs),
+    eventbridge: fromSdk(clients.eventbridge),
+  };
+}
+
 export interface HandlerOptions {
-  readonly clients: AwsClients;
+  readonly functionClients: FunctionClients;
   /** Repository root that `agentbus:entry` paths are relative to. */
   readonly root: string;
   readonly envOverrides?: Record<string, string>;
@@ -31,9 +49,7 @@ export async function loadHandler(fn: LocalFunction, options: HandlerOptions): P
   const invoke = module.create({
     ...options.services,
     env: { ...fn.environment, ...options.envOverrides },
-    dynamodb: options.clients.dynamodb,
-    sqs: options.clients.sqs,
-    eventbridge: options.clients.eventbridge,
+    ...options.functionClients,
     observer: {
       consumed: (result: ConsumeResult) => report({ kind: "consumed", group, result }),
       failed: (failure: ConsumerFailure) => report({ kind: "consume-failed", group, failure }),

@@ -3,6 +3,7 @@ import { DynamoSideEffects } from "../../../functions/adapters/dynamodb/side-eff
 import type { SideEffectRecord } from "../../../functions/core/side-effects";
 import type { ConversationView } from "../../../functions/roles/conversation-projection";
 import type { AggregateRef, Envelope } from "../../../schemas";
+import { fromSdk } from "../../aws/from-sdk";
 import type { LocalEnvironment } from "../environment";
 
 /* The customer-support conversation's building blocks: customers' messages and what to read back. */
@@ -68,7 +69,7 @@ export async function sideEffectOf(
   key: string,
 ): Promise<SideEffectRecord | undefined> {
   const tableName = env.names.tables.sideEffects;
-  return new DynamoSideEffects({ client: env.clients.dynamodb, tableName }).get(key);
+  return new DynamoSideEffects({ client: fromSdk(env.clients.dynamodb), tableName }).get(key);
 }
 
 /** Poll until `probe` returns something truthy; the error says what was waited for. */

@@ -1,0 +1,225 @@
+import { createHash, createHmac, type Hash, type Hmac } from "node:crypto";
+import {
+  isServerError,
+  isThrottlingError,
+  isTransientError,
+  StandardRetryStrategy,
+} from "@smithy/core/retry";
+import { NodeHttpHandler } from "@smithy/node-http-handler";
+import { SignatureV4 } from "@smithy/signature-v4";
+import type { AwsClient, AwsCommand, AwsService, ResponseMetadata } from "./client";
+import { endpointOf, SERVICES } from "./lean/services";
+import { decodeResponse, encodeRequest, type WireResponse } from "./lean/wire";
+
+/**
+ * The AWS client of every Lambda function: the AWS SDK v3's own SigV4 signer
+ * (`@smithy/signature-v4`), HTTP handler (`@smithy/node-http-handler`, keep-alive) and standard
+ * retry strategy (`@smithy/core/retry`: 3 attempts, backoff with jitter, a retry quota), with the
+ * protocol of each service written out in ./lean/wire for the operations AgentBus calls. The SDK's
+ * clients carry every operation's model and every credential source: three of them were 244 KB
+ * of each bundle and most of its init time (`npm run bench -- bundles`). Credentials come from
+ * the environment, where Lambda puts the execution role's; the operator's tools, which need
+ * profiles and SSO, use the SDK clients (lib/aws/from-sdk).
+ */
+
+export interface Credentials {
+  readonly accessKeyId: string;
+  readonly secretAccessKey: string;
+  readonly sessionToken?: string;
+}
+
+/** What sends one signed request (tests give a recorder). */
+export interface HttpSender {
+  handle(request: HttpRequestLike): Promise<{ response: HttpResponseLike }>;
+}
+export interface HttpRequestLike {
+  readonly method: string;
+  readonly protocol: string;
+  readonly hostname: string;
+  readonly port?: number;
+  readonly path: string;
+  readonly query: Record<string, string>;
+  readonly headers: Record<string, string>;
+  readonly body: string;
+}
+interface HttpResponseLike {
+  readonly statusCode: number;
+  readonly headers: Record<string, string | undefined>;
+  readonly body?: AsyncIterable<Uint8Array | string>;
+}
+
+export interface LeanClientOptions {
+  /** Default: `AWS_REGION`, else `AWS_DEFAULT_REGION`. */
+  readonly region?: string;
+  /** Default: `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, read per call. */
+  readonly credentials?: Credentials;
+  /** One endpoint for every service (an emulator), or one per service. */
+  readonly endpoint?: string | Partial<Record<AwsService, string>>;
+  /** Attempts per call, retries included. Default: `AWS_MAX_ATTEMPTS`, else 3 (the SDK's). */
+  readonly maxAttempts?: number;
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  readonly http?: HttpSender;
+}
+
+type Data = string | ArrayBuffer | ArrayBufferView;
+
+function bytes(data: Data): string | Uint8Array {
+  if (typeof data === "string") return data;
+  if (data instanceof ArrayBuffer) return new Uint8Array(data);
+  return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+}
+
+/** Node's hashes in the shape the signer takes (the SDK's `@smithy/hash-node`, inlined). */
+class Sha256 {
+  private readonly hash: Hash | Hmac;
+  constructor(secret?: Data) {
+    this.hash = secret === undefined ? createHash("sha256") : createHmac("sha256", bytes(secret));
+  }
+  update(data: Data): void {
+    this.hash.update(bytes(data));
+  }
+  async digest(): Promise<Uint8Array> {
+    return this.hash.digest();
+  }
+}
+
+export class LeanAwsClient implements AwsClient {
+  private readonly env: Readonly<Record<string, string | undefined>>;
+  private readonly http: HttpSender;
+  private readonly retry: StandardRetryStrategy;
+  private readonly signers = new Map<AwsService, SignatureV4>();
+
+  constructor(private readonly options: LeanClientOptions = {}) {
+    this.env = options.env ?? process.env;
+    this.http = options.http ?? (new NodeHttpHandler() as unknown as HttpSender);
+    const maxAttempts = options.maxAttempts ?? Number(this.env.AWS_MAX_ATTEMPTS ?? 3);
+    this.retry = new StandardRetryStrategy(Math.max(1, maxAttempts || 3));
+  }
+
+  async send<I extends object, O extends object>(
+    command: AwsCommand<I, O>,
+  ): Promise<O & { readonly $metadata: ResponseMetadata }> {
+    let token = await this.retry.acquireInitialRetryToken(command.service);
+    let attempts = 0;
+    const started = Date.now();
+    for (;;) {
+      attempts += 1;
+      try {
+        const { output, metadata } = await this.attempt(command);
+        this.retry.recordSuccess(token);
+        const $metadata = { ...metadata, attempts, totalRetryDelay: Date.now() - started };
+        return Object.assign(output, { $metadata }) as O & { $metadata: ResponseMetadata };
+      } catch (error) {
+        noteAttempts(error, attempts);
+        try {
+          token = await this.retry.refreshRetryTokenForRetry(token, {
+            errorType: retryErrorType(error),
+          });
+        } catch {
+          throw error;
+        }
+      }
+    }
+  }
+
+  /** The client's region, read when a call needs it (as the SDK does). */
+  get region(): string {
+    const region = this.options.region ?? this.env.AWS_REGION ?? this.env.AWS_DEFAULT_REGION;
+    if (!region)
+      throw new Error("no AWS region: set AWS_REGION (Lambda sets it) or give the client a region");
+    return region;
+  }
+
+  private async attempt(command: AwsCommand) {
+    const wire = encodeRequest(command.service, command.operation, command.input);
+    const url = endpointOf(command.service, this.region, this.env, this.endpointFor(command));
+    const port = url.port ? Number(url.port) : undefined;
+    const request: HttpRequestLike = {
+      method: wire.method,
+      protocol: url.protocol,
+      hostname: url.hostname,
+      ...(port === undefined ? {} : { port }),
+      path: `${url.pathname.replace(/\/$/, "")}${wire.path}`,
+      query: {},
+      headers: {
+        host: url.host,
+        "user-agent": "agentbus",
+        ...wire.headers,
+        ...command.headers,
+      },
+      body: wire.body,
+    };
+    const signed = (await this.signer(command.service).sign(
+      request as never,
+    )) as unknown as HttpRequestLike;
+    const { response } = await this.http.handle(signed);
+    const answer: WireResponse = {
+      status: response.statusCode,
+      headers: response.headers,
+      body: await text(response.body),
+    };
+    const output = decodeResponse(command.service, command.operation, answer);
+    const requestId = answer.headers["x-amzn-requestid"] ?? answer.headers["x-amz-request-id"];
+    return { output, metadata: { httpStatusCode: answer.status, requestId } };
+  }
+
+  private endpointFor(command: AwsCommand): string | undefined {
+    const endpoint = this.options.endpoint;
+    return typeof endpoint === "string" ? endpoint : endpoint?.[command.service];
+  }
+
+  private signer(service: AwsService): SignatureV4 {
+    let signer = this.signers.get(service);
+    if (!signer) {
+      signer = new SignatureV4({
+        service: SERVICES[service].signingName,
+        region: this.region,
+        sha256: Sha256,
+        credentials: async () => this.credentials(),
+      });
+      this.signers.set(service, signer);
+    }
+    return signer;
+  }
+
+  private credentials(): Credentials {
+    if (this.options.credentials) return this.options.credentials;
+    const accessKeyId = this.env.AWS_ACCESS_KEY_ID;
+    const secretAccessKey = this.env.AWS_SECRET_ACCESS_KEY;
+    if (!accessKeyId || !secretAccessKey)
+      throw new Error(
+        "no AWS credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are unset (Lambda sets them from the execution role)",
+      );
+    const sessionToken = this.env.AWS_SESSION_TOKEN;
+    return sessionToken
+      ? { accessKeyId, secretAccessKey, sessionToken }
+      : { accessKeyId, secretAccessKey };
+  }
+}
+
+async function text(body: AsyncIterable<Uint8Array | string> | undefined): Promise<string> {
+  if (!body) return "";
+  const chunks: Buffer[] = [];
+  for await (const chunk of body)
+    chunks.push(typeof chunk === "string" ? Buffer.from(chunk) : Buffer.from(chunk));
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+/** The SDK's classification of an error for its retry strategy. */
+function retryErrorType(error: unknown) {
+  const e = error as Parameters<typeof isThrottlingError>[0];
+  if (isThrottlingError(e)) return "THROTTLING" as const;
+  if (isTransientError(e)) return "TRANSIENT" as const;
+  if (isServerError(e)) return "SERVER_ERROR" as const;
+  return "CLIENT_ERROR" as const;
+}
+
+function noteAttempts(error: unknown, attempts: number): void {
+  if (!error || typeof error !== "object") return;
+  const e = error as { $metadata?: ResponseMetadata };
+  try {
+    e.$metadata = { ...e.$metadata, attempts };
+  } catch {
+    // a frozen error keeps what it has
+  }
+}

@@ -1,0 +1,160 @@
+import type { AwsService } from "../client";
+import { queryBody, queryResult, snsErrorName, xmlText } from "./query";
+import { SERVICES } from "./services";
+
+/**
+ * What goes on the wire for a call, and what comes back, per protocol: JSON 1.0/1.1 (DynamoDB,
+ * SQS, EventBridge), REST-JSON (Bedrock Runtime's Converse) and query (SNS). Blobs travel as
+ * base64 and timestamps as epoch seconds, as the protocols define; DynamoDB's binary attributes
+ * come back as `Uint8Array`, as the SDK returns them.
+ */
+
+export interface WireRequest {
+  readonly method: "POST";
+  readonly path: string;
+  readonly headers: Record<string, string>;
+  readonly body: string;
+}
+
+/** A refused call, shaped as the SDK's service errors are. */
+export class AwsServiceError extends Error {
+  readonly $fault: "client" | "server";
+  $metadata: { httpStatusCode?: number; requestId?: string; attempts?: number };
+  constructor(
+    name: string,
+    message: string,
+    status: number,
+    requestId: string | undefined,
+    fields: Record<string, unknown>,
+  ) {
+    super(message);
+    Object.assign(this, fields);
+    this.name = name;
+    this.$fault = status >= 500 ? "server" : "client";
+    this.$metadata = { httpStatusCode: status, requestId };
+  }
+}
+
+/** JSON with blobs as base64 and dates as epoch seconds (`Date.toJSON` would give ISO text). */
+function jsonText(input: object): string {
+  return JSON.stringify(input, function (this: Record<string, unknown>, key, value) {
+    const raw = this[key];
+    if (raw instanceof Uint8Array)
+      return Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString("base64");
+    if (raw instanceof Date) return raw.getTime() / 1000;
+    return value;
+  });
+}
+
+function binary(text: string): Uint8Array {
+  const bytes = Buffer.from(text, "base64");
+  return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+/** DynamoDB's `B` and `BS` attribute values back to bytes. */
+function dynamoReviver(key: string, value: unknown): unknown {
+  if (key === "B" && typeof value === "string") return binary(value);
+  if (key === "BS" && Array.isArray(value) && value.every((v) => typeof v === "string"))
+    return value.map(binary);
+  return value;
+}
+
+export function encodeRequest(service: AwsService, operation: string, input: object): WireRequest {
+  const protocol = SERVICES[service].protocol;
+  if (protocol.kind === "json") {
+    return {
+      method: "POST",
+      path: "/",
+      headers: {
+        "content-type": `application/x-amz-json-${protocol.version}`,
+        "x-amz-target": `${protocol.targetPrefix}.${operation}`,
+      },
+      body: jsonText(input),
+    };
+  }
+  if (protocol.kind === "query") {
+    return {
+      method: "POST",
+      path: "/",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: queryBody(operation, protocol.version, input),
+    };
+  }
+  return restJsonRequest(operation, input);
+}
+
+/** Bedrock Runtime's `Converse`: the model id in the path, the rest of the input as the body. */
+function restJsonRequest(operation: string, input: object): WireRequest {
+  if (operation !== "Converse")
+    throw new Error(`the lean AWS client speaks Bedrock Runtime's Converse only, not ${operation}`);
+  const { modelId, ...body } = input as { modelId?: string };
+  if (!modelId) throw new Error("Converse needs a modelId");
+  return {
+    method: "POST",
+    path: `/model/${encodeURIComponent(modelId)}/converse`,
+    headers: { "content-type": "application/json" },
+    body: jsonText(body),
+  };
+}
+
+export interface WireResponse {
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string | undefined>>;
+  readonly body: string;
+}
+
+/** The output of a successful call, or the error of a refused one (thrown). */
+export function decodeResponse(
+  service: AwsService,
+  operation: string,
+  response: WireResponse,
+): Record<string, unknown> {
+  const protocol = SERVICES[service].protocol;
+  const requestId =
+    response.headers["x-amzn-requestid"] ??
+    response.headers["x-amz-request-id"] ??
+    (protocol.kind === "query" ? xmlText(response.body, "RequestId") : undefined);
+  const ok = response.status >= 200 && response.status < 300;
+  if (protocol.kind === "query") {
+    if (ok) return queryResult(operation, response.body);
+    const code = xmlText(response.body, "Code") ?? `Http${response.status}`;
+    throw new AwsServiceError(
+      snsErrorName(code),
+      xmlText(response.body, "Message") ?? code,
+      response.status,
+      requestId,
+      {},
+    );
+  }
+  const parsed = parseJson(response.body, service === "dynamodb" ? dynamoReviver : undefined);
+  if (ok) return parsed;
+  const { __type, message, Message, code, ...fields } = parsed;
+  const type = response.headers["x-amzn-errortype"] ?? (code as string) ?? (__type as string);
+  throw new AwsServiceError(
+    errorName(type, response.status),
+    String(message ?? Message ?? type ?? `HTTP ${response.status}`),
+    response.status,
+    requestId,
+    fields,
+  );
+}
+
+function parseJson(
+  body: string,
+  reviver: ((key: string, value: unknown) => unknown) | undefined,
+): Record<string, unknown> {
+  if (body.trim() === "") return {};
+  try {
+    const value = JSON.parse(body, reviver);
+    return value && typeof value === "object" ? value : {};
+  } catch {
+    return { message: body.slice(0, 500) };
+  }
+}
+
+/** `com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException` -> the name after `#`. */
+function errorName(type: string | undefined, status: number): string {
+  if (!type) return status >= 500 ? "InternalServerError" : `Http${status}Error`;
+  const bare = type.split(":")[0] ?? type;
+  return bare.slice(bare.lastIndexOf("#") + 1);
+}

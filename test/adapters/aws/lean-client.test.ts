@@ -1,0 +1,282 @@
+import { createHash, createHmac } from "node:crypto";
+import { Readable } from "node:stream";
+import { describe, expect, it } from "vitest";
+import { queryBody, snsErrorName } from "../../../functions/adapters/aws/lean/query";
+import { endpointOf } from "../../../functions/adapters/aws/lean/services";
+import {
+  type HttpRequestLike,
+  LeanAwsClient,
+  type LeanClientOptions,
+} from "../../../functions/adapters/aws/lean-client";
+import { Converse, GetItem, Publish, PutEvents } from "../../../functions/adapters/aws/operations";
+
+const CREDENTIALS = { accessKeyId: "AKIDEXAMPLE", secretAccessKey: "wJalrXUtnFEMI/K7MDENG" };
+
+interface Reply {
+  readonly status: number;
+  readonly body: string;
+  readonly headers?: Record<string, string>;
+}
+
+/** A client whose HTTP layer records each request and answers from `replies` in turn. */
+function recording(replies: (Reply | Error)[], options: LeanClientOptions = {}) {
+  const requests: HttpRequestLike[] = [];
+  const client = new LeanAwsClient({
+    region: "eu-west-1",
+    credentials: CREDENTIALS,
+    env: {},
+    ...options,
+    http: {
+      async handle(request) {
+        requests.push(request);
+        const reply = replies[Math.min(requests.length, replies.length) - 1];
+        if (!reply) throw new Error("no reply");
+        if (reply instanceof Error) throw reply;
+        return {
+          response: {
+            statusCode: reply.status,
+            headers: { "x-amzn-requestid": `req-${requests.length}`, ...reply.headers },
+            body: Readable.from([Buffer.from(reply.body)]),
+          },
+        };
+      },
+    },
+  });
+  return { client, requests };
+}
+
+const hex = (data: string | Buffer) => createHash("sha256").update(data).digest("hex");
+const hmac = (key: string | Buffer, data: string) =>
+  createHmac("sha256", key).update(data).digest();
+
+/**
+ * The SigV4 signature of a request, computed here from the specification (canonical request,
+ * string to sign, derived key), independently of the signer the client uses.
+ */
+function expectedSignature(request: HttpRequestLike, secret: string, scope: string): string {
+  const auth = request.headers.authorization ?? "";
+  const signed = /SignedHeaders=([^,]+)/.exec(auth)?.[1]?.split(";") ?? [];
+  const header = (name: string) =>
+    Object.entries(request.headers)
+      .find(([k]) => k.toLowerCase() === name)?.[1]
+      ?.trim() ?? "";
+  const path = request.path
+    .split("/")
+    .map((segment) =>
+      encodeURIComponent(segment).replace(
+        /[!'()*]/g,
+        (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+      ),
+    )
+    .join("/");
+  const canonical = [
+    request.method,
+    path,
+    "",
+    ...signed.map((name) => `${name}:${header(name)}`),
+    "",
+    signed.join(";"),
+    hex(request.body),
+  ].join("\n");
+  const date = header("x-amz-date");
+  const toSign = ["AWS4-HMAC-SHA256", date, scope, hex(canonical)].join("\n");
+  const [day, region, service] = scope.split("/") as [string, string, string];
+  const key = hmac(hmac(hmac(hmac(`AWS4${secret}`, day), region), service), "aws4_request");
+  return createHmac("sha256", key).update(toSign).digest("hex");
+}
+
+describe("LeanAwsClient requests", () => {
+  it("sends a JSON 1.0 call signed by SigV4 for the service's endpoint", async () => {
+    const { client, requests } = recording([{ status: 200, body: '{"Item":{"pk":{"S":"a"}}}' }]);
+    const output = await client.send(GetItem({ TableName: "t", Key: { pk: { S: "a" } } }));
+    expect(output).toMatchObject({ Item: { pk: { S: "a" } } });
+    expect(output.$metadata).toMatchObject({
+      httpStatusCode: 200,
+      requestId: "req-1",
+      attempts: 1,
+    });
+    const [request] = requests as [HttpRequestLike];
+    expect(request).toMatchObject({
+      method: "POST",
+      protocol: "https:",
+      hostname: "dynamodb.eu-west-1.amazonaws.com",
+      path: "/",
+    });
+    expect(request.headers).toMatchObject({
+      host: "dynamodb.eu-west-1.amazonaws.com",
+      "content-type": "application/x-amz-json-1.0",
+      "x-amz-target": "DynamoDB_20120810.GetItem",
+    });
+    expect(JSON.parse(request.body)).toEqual({ TableName: "t", Key: { pk: { S: "a" } } });
+    const auth = request.headers.authorization ?? "";
+    const scope = /Credential=AKIDEXAMPLE\/([^,]+),/.exec(auth)?.[1] ?? "";
+    expect(scope).toMatch(/^\d{8}\/eu-west-1\/dynamodb\/aws4_request$/);
+    expect(auth).toMatch(/SignedHeaders=[^,]*content-type;host;[^,]*x-amz-date;x-amz-target/);
+    expect(/Signature=([0-9a-f]{64})/.exec(auth)?.[1]).toBe(
+      expectedSignature(request, CREDENTIALS.secretAccessKey, scope),
+    );
+  });
+
+  it("signs with the session token and each service's signing name", async () => {
+    const { client, requests } = recording(
+      [
+        { status: 200, body: '{"FailedEntryCount":0,"Entries":[]}' },
+        { status: 200, body: '{"output":{"message":{"role":"assistant","content":[]}}}' },
+      ],
+      { credentials: { ...CREDENTIALS, sessionToken: "TOKEN" } },
+    );
+    await client.send(PutEvents({ Entries: [{ Time: new Date(1_700_000_000_500) }] }));
+    await client.send(Converse({ modelId: "anthropic.claude-v2:1", messages: [] }));
+    const [events, bedrock] = requests as [HttpRequestLike, HttpRequestLike];
+    expect(events.headers["x-amz-target"]).toBe("AWSEvents.PutEvents");
+    expect(events.headers["content-type"]).toBe("application/x-amz-json-1.1");
+    expect(JSON.parse(events.body)).toEqual({ Entries: [{ Time: 1_700_000_000.5 }] });
+    expect(events.headers["x-amz-security-token"]).toBe("TOKEN");
+    expect(events.headers.authorization).toMatch(/\/eu-west-1\/events\/aws4_request/);
+    expect(bedrock.hostname).toBe("bedrock-runtime.eu-west-1.amazonaws.com");
+    expect(bedrock.path).toBe("/model/anthropic.claude-v2%3A1/converse");
+    expect(JSON.parse(bedrock.body)).toEqual({ messages: [] });
+    expect(bedrock.headers.authorization).toMatch(/\/eu-west-1\/bedrock\/aws4_request/);
+    const scope = /Credential=AKIDEXAMPLE\/([^,]+),/.exec(bedrock.headers.authorization ?? "")?.[1];
+    expect(/Signature=([0-9a-f]{64})/.exec(bedrock.headers.authorization ?? "")?.[1]).toBe(
+      expectedSignature(bedrock, CREDENTIALS.secretAccessKey, scope ?? ""),
+    );
+  });
+
+  it("takes credentials and region from the environment, and says which are missing", async () => {
+    const env = { AWS_REGION: "us-east-2", AWS_ACCESS_KEY_ID: "AK", AWS_SECRET_ACCESS_KEY: "S" };
+    const { client, requests } = recording([{ status: 200, body: "{}" }], {
+      region: undefined,
+      credentials: undefined,
+      env,
+    });
+    await client.send(GetItem({ TableName: "t", Key: {} }));
+    expect(requests[0]?.headers.authorization).toMatch(/Credential=AK\/\d{8}\/us-east-2\//);
+    const bare = recording([{ status: 200, body: "{}" }], {
+      region: undefined,
+      credentials: undefined,
+    });
+    await expect(bare.client.send(GetItem({ TableName: "t", Key: {} }))).rejects.toThrow(
+      /no AWS region: set AWS_REGION/,
+    );
+    const keyless = recording([{ status: 200, body: "{}" }], { credentials: undefined });
+    await expect(keyless.client.send(GetItem({ TableName: "t", Key: {} }))).rejects.toThrow(
+      /AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are unset/,
+    );
+  });
+});
+
+describe("LeanAwsClient retries and errors", () => {
+  const throttled = {
+    status: 400,
+    body: '{"__type":"com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException","message":"slow down"}',
+  };
+
+  it("retries throttling and transient failures as the SDK does, and reports the attempts", async () => {
+    const reset = Object.assign(new Error("socket hang up"), { code: "ECONNRESET" });
+    const { client, requests } = recording([throttled, reset, { status: 200, body: "{}" }]);
+    const output = await client.send(GetItem({ TableName: "t", Key: {} }));
+    expect(requests).toHaveLength(3);
+    expect(output.$metadata.attempts).toBe(3);
+  });
+
+  it("gives up after the attempts allowed, with the service's error", async () => {
+    const { client, requests } = recording([throttled], { maxAttempts: 2 });
+    const error = await client.send(GetItem({ TableName: "t", Key: {} })).catch((e) => e);
+    expect(requests).toHaveLength(2);
+    expect(error).toBeInstanceOf(Error);
+    expect(error).toMatchObject({
+      name: "ProvisionedThroughputExceededException",
+      message: "slow down",
+      $fault: "client",
+      $metadata: { httpStatusCode: 400, requestId: "req-2", attempts: 2 },
+    });
+  });
+
+  it("does not retry a client error, and keeps the error's fields", async () => {
+    const { client, requests } = recording([
+      {
+        status: 400,
+        body: '{"__type":"com.amazonaws.dynamodb.v20120810#TransactionCanceledException","Message":"cancelled","CancellationReasons":[{"Code":"None"},{"Code":"ConditionalCheckFailed","Item":{"b":{"B":"AAE="}}}]}',
+      },
+    ]);
+    const error = await client.send(GetItem({ TableName: "t", Key: {} })).catch((e) => e);
+    expect(requests).toHaveLength(1);
+    expect(error.name).toBe("TransactionCanceledException");
+    expect(error.message).toBe("cancelled");
+    expect(error.CancellationReasons[1].Item.b.B).toEqual(new Uint8Array([0, 1]));
+  });
+
+  it("names a server fault and an error given only by its header", async () => {
+    const { client } = recording(
+      [
+        {
+          status: 503,
+          body: "",
+          headers: { "x-amzn-errortype": "ServiceUnavailableException:http://internal/" },
+        },
+      ],
+      { maxAttempts: 1 },
+    );
+    const error = await client.send(Converse({ modelId: "m", messages: [] })).catch((e) => e);
+    expect(error).toMatchObject({ name: "ServiceUnavailableException", $fault: "server" });
+  });
+
+  it("reads an SNS query error", async () => {
+    const xml =
+      "<ErrorResponse><Error><Type>Sender</Type><Code>NotFound</Code><Message>Topic does not exist</Message></Error><RequestId>r-9</RequestId></ErrorResponse>";
+    const { client } = recording([{ status: 404, body: xml, headers: { "x-amzn-requestid": "" } }]);
+    const error = await client
+      .send(Publish({ TopicArn: "arn:aws:sns:eu-west-1:1:t", Message: "m" }))
+      .catch((e) => e);
+    expect(error).toMatchObject({ name: "NotFoundException", message: "Topic does not exist" });
+  });
+});
+
+describe("query protocol and endpoints", () => {
+  it("flattens a Publish as the query protocol does", () => {
+    const form = new URLSearchParams(
+      queryBody("Publish", "2010-03-31", {
+        TopicArn: "arn:t",
+        Message: "a&b",
+        MessageAttributes: {
+          k: { DataType: "String", StringValue: "v" },
+          bin: { DataType: "Binary", BinaryValue: new Uint8Array([1, 2]) },
+        },
+      }),
+    );
+    expect(Object.fromEntries(form)).toEqual({
+      Action: "Publish",
+      Version: "2010-03-31",
+      TopicArn: "arn:t",
+      Message: "a&b",
+      "MessageAttributes.entry.1.Name": "k",
+      "MessageAttributes.entry.1.Value.DataType": "String",
+      "MessageAttributes.entry.1.Value.StringValue": "v",
+      "MessageAttributes.entry.2.Name": "bin",
+      "MessageAttributes.entry.2.Value.DataType": "Binary",
+      "MessageAttributes.entry.2.Value.BinaryValue": "AQI=",
+    });
+  });
+
+  it("names SNS errors as the SDK does", () => {
+    expect(snsErrorName("NotFound")).toBe("NotFoundException");
+    expect(snsErrorName("ParameterValueInvalid")).toBe("InvalidParameterValueException");
+    expect(snsErrorName("Throttling")).toBe("Throttling");
+  });
+
+  it("resolves endpoints as the SDK does: given, per service, global, FIPS, partition", () => {
+    expect(endpointOf("sqs", "eu-west-1", {}).href).toBe("https://sqs.eu-west-1.amazonaws.com/");
+    expect(endpointOf("events", "cn-north-1", {}).host).toBe("events.cn-north-1.amazonaws.com.cn");
+    expect(endpointOf("sns", "us-east-1", { AWS_USE_FIPS_ENDPOINT: "true" }).host).toBe(
+      "sns-fips.us-east-1.amazonaws.com",
+    );
+    const env = {
+      AWS_ENDPOINT_URL: "http://127.0.0.1:5000",
+      AWS_ENDPOINT_URL_DYNAMODB: "http://127.0.0.1:8000",
+    };
+    expect(endpointOf("dynamodb", "us-east-1", env).href).toBe("http://127.0.0.1:8000/");
+    expect(endpointOf("sqs", "us-east-1", env).href).toBe("http://127.0.0.1:5000/");
+    expect(endpointOf("sqs", "us-east-1", env, "http://127.0.0.1:1/").port).toBe("1");
+  });
+});
