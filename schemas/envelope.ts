@@ -1,5 +1,5 @@
-import * as z from "zod";
 import { EventTypeName, OpaqueId, Ulid } from "./ids";
+import * as z from "./zod";
 
 /** Largest serialized envelope accepted anywhere (EventBridge's per-entry limit). */
 export const MAX_ENVELOPE_BYTES = 256 * 1024;
@@ -11,7 +11,9 @@ export const MAX_ENVELOPE_BYTES = 256 * 1024;
 export const MAX_STREAM_VERSION = 2 ** 31 - 1;
 
 export const AggregateRef = z.object({
-  type: z.string().regex(/^[a-z][a-z0-9_]{0,47}$/, { message: "must be snake_case, max 48" }),
+  type: z
+    .string()
+    .check(z.regex(/^[a-z][a-z0-9_]{0,47}$/, { message: "must be snake_case, max 48" })),
   id: OpaqueId,
 });
 export type AggregateRef = z.infer<typeof AggregateRef>;
@@ -22,39 +24,42 @@ export type AggregateRef = z.infer<typeof AggregateRef>;
  * not come from an event stream (for example a client's message sent with `aws events put-events`):
  * consumers de-duplicate it by event id only and do not gate it on order.
  */
-export const AggregatePosition = AggregateRef.extend({
-  version: z.number().int().min(0).max(MAX_STREAM_VERSION),
+export const AggregatePosition = z.extend(AggregateRef, {
+  version: z.int().check(z.minimum(0), z.maximum(MAX_STREAM_VERSION)),
 });
 export type AggregatePosition = z.infer<typeof AggregatePosition>;
 
 /** An ISO 8601 instant; at most 40 characters (nanoseconds and an offset fit). */
-export const IsoTime = z.iso.datetime({ offset: true }).max(40);
+export const IsoTime = z.iso.datetime({ offset: true }).check(z.maxLength(40));
 
 /** The envelope fields every message carries; `payload` is typed per event type by the registry. */
 export const EnvelopeBase = z.object({
   event_id: Ulid,
   event_type: EventTypeName,
-  schema_version: z.number().int().min(1),
+  schema_version: z.int().check(z.minimum(1)),
   occurred_at: IsoTime,
   correlation_id: OpaqueId,
   /** The event that directly caused this one; null for the first event of a chain. */
-  causation_id: Ulid.nullable(),
+  causation_id: z.nullable(Ulid),
   task_id: OpaqueId,
-  conversation_id: OpaqueId.optional(),
+  conversation_id: z.optional(OpaqueId),
   aggregate: AggregatePosition,
   /** FIFO message group: what must be processed in order. Defaults to the aggregate id. */
-  order_key: z
+  order_key: z.optional(
+    z.string().check(
+      z.regex(/^[\x21-\x7e]{1,128}$/, {
+        message: "must be 1-128 printable ASCII characters (an SQS message group id)",
+      }),
+    ),
+  ),
+  producer: z
     .string()
-    .regex(/^[\x21-\x7e]{1,128}$/, {
-      message: "must be 1-128 printable ASCII characters (an SQS message group id)",
-    })
-    .optional(),
-  producer: z.string().regex(/^[a-z][a-z0-9-]{0,63}$/, { message: "must be kebab-case, max 64" }),
-  attempt: z.number().int().min(1).default(1),
+    .check(z.regex(/^[a-z][a-z0-9-]{0,63}$/, { message: "must be kebab-case, max 64" })),
+  attempt: z._default(z.int().check(z.minimum(1)), 1),
   /** After this instant the message has no value: consumers discard it as `expired`. */
-  expires_at: IsoTime.optional(),
+  expires_at: z.optional(IsoTime),
   /** The conversation/input version the message was produced from (superseded checks). */
-  input_version: z.number().int().min(0).max(MAX_STREAM_VERSION).optional(),
+  input_version: z.optional(z.int().check(z.minimum(0), z.maximum(MAX_STREAM_VERSION))),
   payload: z.unknown(),
 });
 

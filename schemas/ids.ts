@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "./zod";
 
 /**
  * Identifier rules.
@@ -20,7 +20,7 @@ const LONG_DIGIT_RUN = /[0-9]{7,}/;
 
 export const Ulid = z
   .string()
-  .regex(ULID_PATTERN, { message: "must be a ULID (26 Crockford base32 characters)" });
+  .check(z.regex(ULID_PATTERN, { message: "must be a ULID (26 Crockford base32 characters)" }));
 
 export function opaqueIdProblem(value: string): string | undefined {
   if (!OPAQUE_PATTERN.test(value)) {
@@ -33,15 +33,12 @@ export function opaqueIdProblem(value: string): string | undefined {
   return undefined;
 }
 
-export const OpaqueId = z
-  .string()
-  .regex(OPAQUE_PATTERN, {
+export const OpaqueId = z.string().check(
+  z.regex(OPAQUE_PATTERN, {
     message:
       "must be an opaque id: <prefix>_<token>, prefix a-z0-9 (max 16), token A-Za-z0-9- (max 64)",
-  })
-  // Runs after the pattern whatever its result: only an id with a long digit run anywhere, which
-  // is rare, is looked at again (the pattern alone words the error of a malformed one).
-  .refine(
+  }),
+  z.refine(
     (value) =>
       !LONG_DIGIT_RUN.test(value) ||
       !OPAQUE_PATTERN.test(value) ||
@@ -50,11 +47,12 @@ export const OpaqueId = z
       message:
         "looks like it carries personal data (7 or more digits in a row); use a ULID-based id",
     },
-  );
+  ),
+);
 
-export const EventTypeName = z
-  .string()
-  .regex(/^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/, {
+export const EventTypeName = z.string().check(
+  z.regex(/^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/, {
     message: "must be dotted lower-case words, e.g. reply.generation.requested",
-  })
-  .max(128);
+  }),
+  z.maxLength(128),
+);

@@ -1,4 +1,3 @@
-import * as z from "zod";
 import {
   type Envelope,
   EnvelopeBase,
@@ -7,6 +6,7 @@ import {
   utf8Bytes,
 } from "./envelope";
 import { jsonBytesAtMost } from "./json-size";
+import * as z from "./zod";
 
 /** The topics (one EventBridge bus each). Commands ask for work; events record facts. */
 export const TOPICS = ["commands", "events", "audit"] as const;
@@ -18,7 +18,7 @@ export type Topic = (typeof TOPICS)[number];
  * themselves (`PayloadTypes`) instead of being declared a second time.
  */
 export interface EventTypeDefinition<
-  P extends z.ZodType = z.ZodType,
+  P extends z.ZodMiniType = z.ZodMiniType,
   T extends string = string,
   V extends number = number,
 > {
@@ -52,7 +52,7 @@ export type PayloadTypes<D extends EventTypeDefinition> = {
 
 /** The definitions among `D` of the type `K` (a definition made in a loop may name several). */
 type VersionsOf<D, K> =
-  D extends EventTypeDefinition<z.ZodType, infer T> ? (K extends T ? D : never) : never;
+  D extends EventTypeDefinition<z.ZodMiniType, infer T> ? (K extends T ? D : never) : never;
 
 /** The payload schema of the newest version of `K` among `D`. */
 type NewestPayload<D, K> = NewestOf<VersionsOf<D, K>>;
@@ -88,11 +88,11 @@ export type ParseResult =
 export class EventRegistry {
   private readonly byKey = new Map<string, EventTypeDefinition>();
   /** Full envelope schemas, built on first use: building all of them would slow every cold start. */
-  private readonly schemas = new Map<string, z.ZodType>();
+  private readonly schemas = new Map<string, z.ZodMiniType>();
   /** Each type's definitions, newest schema version first. */
   private readonly byType = new Map<string, EventTypeDefinition[]>();
 
-  define<P extends z.ZodType, T extends string, V extends number>(
+  define<P extends z.ZodMiniType, T extends string, V extends number>(
     definition: EventTypeDefinition<P, T, V>,
   ): EventTypeDefinition<P, T, V> {
     const key = `${definition.type}@${definition.schemaVersion}`;
@@ -133,16 +133,16 @@ export class EventRegistry {
   }
 
   /** The full envelope schema of one type and version (for JSON Schema export). */
-  envelopeSchema(type: string, schemaVersion: number): z.ZodType | undefined {
+  envelopeSchema(type: string, schemaVersion: number): z.ZodMiniType | undefined {
     return this.schemaOf(`${type}@${schemaVersion}`);
   }
 
-  private schemaOf(key: string): z.ZodType | undefined {
+  private schemaOf(key: string): z.ZodMiniType | undefined {
     const built = this.schemas.get(key);
     if (built) return built;
     const definition = this.byKey.get(key);
     if (!definition) return undefined;
-    const schema = EnvelopeBase.extend({
+    const schema = z.extend(EnvelopeBase, {
       event_type: z.literal(definition.type),
       schema_version: z.literal(definition.schemaVersion),
       payload: definition.payload,
@@ -233,7 +233,7 @@ export class EventRegistry {
   }
 
   /** Why a message that its type's schema rejected (or whose type is unknown) is invalid. */
-  private problemOf(raw: unknown, payloadError: z.ZodError | undefined): Problem {
+  private problemOf(raw: unknown, payloadError: z.core.$ZodError | undefined): Problem {
     const base = EnvelopeBase.safeParse(raw);
     if (!base.success) return { code: "envelope.invalid", message: describeIssues(base.error) };
     if (payloadError)
@@ -330,9 +330,9 @@ export type { Envelope, EnvelopeInput };
 /** How many validation issues a message names; the rest are counted (a payload may hold many). */
 const MAX_ISSUES_NAMED = 20;
 
-function describeIssues(error: z.ZodError): string {
+function describeIssues(error: z.core.$ZodError): string {
   const { issues } = error;
   if (issues.length <= MAX_ISSUES_NAMED) return z.prettifyError(error);
-  const named = z.prettifyError(new z.ZodError(issues.slice(0, MAX_ISSUES_NAMED)));
+  const named = z.prettifyError(new z.$ZodError(issues.slice(0, MAX_ISSUES_NAMED)));
   return `${named}\n... and ${issues.length - MAX_ISSUES_NAMED} more issues`;
 }

@@ -1,6 +1,6 @@
-import * as z from "zod";
 import { IsoTime } from "../../schemas/envelope";
 import { OpaqueId } from "../../schemas/ids";
+import * as z from "../../schemas/zod";
 import { AgentBusError, type ErrorClass, PermanentError } from "./errors";
 
 /**
@@ -108,12 +108,12 @@ const ERROR_CLASSES = [
   "unknown_outcome",
 ] as const satisfies readonly ErrorClass[];
 
-const Name = z.string().min(1).max(128);
+const Name = z.string().check(z.minLength(1), z.maxLength(128));
 
 export const RunError = z.object({
-  code: z.string().min(1).max(256),
+  code: z.string().check(z.minLength(1), z.maxLength(256)),
   errorClass: z.enum(ERROR_CLASSES),
-  message: z.string().max(4096),
+  message: z.string().check(z.maxLength(4096)),
 });
 export type RunError = z.infer<typeof RunError>;
 
@@ -122,7 +122,7 @@ export const HistoryEntry = z.object({
   to: RunState,
   trigger: RunTrigger,
   at: IsoTime,
-  reason: z.string().max(1024).optional(),
+  reason: z.optional(z.string().check(z.maxLength(1024))),
 });
 export type HistoryEntry = z.infer<typeof HistoryEntry>;
 
@@ -131,50 +131,56 @@ export const AgentRunSchema = z
     run_id: OpaqueId,
     task_id: OpaqueId,
     role: Name,
-    node_id: Name.optional(),
+    node_id: z.optional(Name),
     state: RunState,
-    attempt: z.number().int().min(1),
-    max_attempts: z.number().int().min(1),
+    attempt: z.int().check(z.minimum(1)),
+    max_attempts: z.int().check(z.minimum(1)),
     /** Seconds a lease lasts when none is given to the transition. */
-    lease_seconds: z.number().int().positive(),
+    lease_seconds: z.int().check(z.positive()),
     /** Set while RUNNING only. */
-    lease_expires_at: IsoTime.optional(),
-    last_heartbeat_at: IsoTime.optional(),
+    lease_expires_at: z.optional(IsoTime),
+    last_heartbeat_at: z.optional(IsoTime),
     /** Set while BLOCKED only: when ExternalConfirmTimeout becomes due. */
-    confirm_by: IsoTime.optional(),
-    history: z.array(HistoryEntry).max(HISTORY_LIMIT),
+    confirm_by: z.optional(IsoTime),
+    history: z.array(HistoryEntry).check(z.maxLength(HISTORY_LIMIT)),
     /** State changes ever recorded (history keeps the last HISTORY_LIMIT). */
-    transition_count: z.number().int().min(0),
-    output: z.unknown().optional(),
-    error: RunError.optional(),
+    transition_count: z.int().check(z.minimum(0)),
+    output: z.optional(z.unknown()),
+    error: z.optional(RunError),
     created_at: IsoTime,
     updated_at: IsoTime,
   })
-  .superRefine((run, ctx) => {
-    if (run.attempt > run.max_attempts)
-      ctx.addIssue({ code: "custom", path: ["attempt"], message: "attempt exceeds max_attempts" });
-    if ((run.state === "RUNNING") !== (run.lease_expires_at !== undefined))
-      ctx.addIssue({
-        code: "custom",
-        path: ["lease_expires_at"],
-        message: "a lease is held exactly while RUNNING",
-      });
-    if (run.confirm_by !== undefined && run.state !== "BLOCKED")
-      ctx.addIssue({ code: "custom", path: ["confirm_by"], message: "set only while BLOCKED" });
-    if (run.transition_count < run.history.length)
-      ctx.addIssue({
-        code: "custom",
-        path: ["transition_count"],
-        message: "fewer transitions than history entries",
-      });
-    const last = run.history.at(-1);
-    if (last && last.to !== run.state)
-      ctx.addIssue({
-        code: "custom",
-        path: ["history"],
-        message: `last history entry ends in ${last.to}, run is ${run.state}`,
-      });
-  });
+  .check(
+    z.superRefine((run, ctx) => {
+      if (run.attempt > run.max_attempts)
+        ctx.addIssue({
+          code: "custom",
+          path: ["attempt"],
+          message: "attempt exceeds max_attempts",
+        });
+      if ((run.state === "RUNNING") !== (run.lease_expires_at !== undefined))
+        ctx.addIssue({
+          code: "custom",
+          path: ["lease_expires_at"],
+          message: "a lease is held exactly while RUNNING",
+        });
+      if (run.confirm_by !== undefined && run.state !== "BLOCKED")
+        ctx.addIssue({ code: "custom", path: ["confirm_by"], message: "set only while BLOCKED" });
+      if (run.transition_count < run.history.length)
+        ctx.addIssue({
+          code: "custom",
+          path: ["transition_count"],
+          message: "fewer transitions than history entries",
+        });
+      const last = run.history.at(-1);
+      if (last && last.to !== run.state)
+        ctx.addIssue({
+          code: "custom",
+          path: ["history"],
+          message: `last history entry ends in ${last.to}, run is ${run.state}`,
+        });
+    }),
+  );
 export type AgentRun = z.infer<typeof AgentRunSchema>;
 
 export type GuardName = "retry_budget_exhausted" | "lease_not_expired";

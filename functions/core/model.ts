@@ -1,4 +1,4 @@
-import type { z } from "zod";
+import * as z from "../../schemas/zod";
 import { MODEL_INVALID_OUTPUT } from "./agent-run";
 import { AgentBusError } from "./errors";
 
@@ -122,7 +122,7 @@ export class ModelOutputInvalidError extends AgentBusError {
 export async function invokeStructured<T>(
   model: ModelPort,
   request: ModelRequest,
-  schema: z.ZodType<T>,
+  schema: z.core.$ZodType<T>,
   options: InvokeStructuredOptions = {},
 ): Promise<StructuredResult<T>> {
   const maxAttempts = options.maxAttempts ?? DEFAULT_STRUCTURED_ATTEMPTS;
@@ -151,10 +151,10 @@ export type ParseResult<T> =
   | { readonly ok: false; readonly issues: readonly string[] };
 
 /** Extracts the JSON of a reply (see invokeStructured) and validates it. Never throws. */
-export function parseStructured<T>(text: string, schema: z.ZodType<T>): ParseResult<T> {
+export function parseStructured<T>(text: string, schema: z.core.$ZodType<T>): ParseResult<T> {
   const json = extractJson(text);
   if (!json.ok) return json;
-  const result = schema.safeParse(json.value);
+  const result = z.safeParse(schema, json.value);
   if (result.success) return { ok: true, value: result.data };
   return {
     ok: false,

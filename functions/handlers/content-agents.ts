@@ -1,5 +1,5 @@
-import * as z from "zod";
 import type { ContentRole } from "../../schemas/events/workflow";
+import * as z from "../../schemas/zod";
 import type { AwsClient } from "../adapters/aws/client";
 import { BedrockModel } from "../adapters/bedrock/model";
 import { DynamoEventStore } from "../adapters/dynamodb/event-store";
@@ -30,14 +30,17 @@ import { lambdaEntry } from "./lambda-entry";
  */
 
 export const ModelEnv = z.discriminatedUnion("MODEL_PROVIDER", [
-  z.object({ MODEL_PROVIDER: z.literal("bedrock"), MODEL_ID: z.string().trim().min(1) }),
-  z.object({ MODEL_PROVIDER: z.literal("local"), MODEL_ID: z.string().optional() }),
+  z.object({
+    MODEL_PROVIDER: z.literal("bedrock"),
+    MODEL_ID: z.string().check(z.trim(), z.minLength(1)),
+  }),
+  z.object({ MODEL_PROVIDER: z.literal("local"), MODEL_ID: z.optional(z.string()) }),
 ]);
 export type ModelEnv = z.output<typeof ModelEnv>;
 
 /** `AGENT_CONFIRM_SECONDS`: how long a BLOCKED agent run waits for its confirmation. */
 export const AgentEnv = z.object({
-  AGENT_CONFIRM_SECONDS: z.coerce.number().int().positive().optional(),
+  AGENT_CONFIRM_SECONDS: z.optional(z.coerce.number().check(z.int(), z.positive())),
 });
 
 export interface AgentOptions extends ConsumerOptions {

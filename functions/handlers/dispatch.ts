@@ -1,7 +1,7 @@
 import { MetricUnit } from "@aws-lambda-powertools/metrics";
 import type { Context, SQSBatchResponse, SQSEvent } from "aws-lambda";
-import * as z from "zod";
 import { registry as defaultRegistry, type EventRegistry } from "../../schemas";
+import * as z from "../../schemas/zod";
 import type { AwsClient } from "../adapters/aws/client";
 import { DynamoFailureLog } from "../adapters/dynamodb/failure-log";
 import { SqsDeadLetterSink } from "../adapters/sqs/dead-letter-sink";
@@ -22,9 +22,9 @@ import { receiveCountOf, retryDelaySeconds } from "./retry";
 const EventBridgeEvent = z.object({
   "detail-type": z.string(),
   source: z.string(),
-  time: z.string().optional(),
+  time: z.optional(z.string()),
   /** Set by EventBridge on the events of an archive replay. */
-  "replay-name": z.string().min(1).optional(),
+  "replay-name": z.optional(z.string().check(z.minLength(1))),
   detail: z.unknown(),
 });
 

@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "../../schemas/zod";
 import type { ErrorInfo } from "../core/errors";
 import type { Clock, DeadLetterSink, FailureLog, FailureRecord } from "../core/ports";
 import { decodeRecord } from "./consumer-record";
@@ -6,7 +6,7 @@ import { decodeRecord } from "./consumer-record";
 /** Longest error message kept on a failure record (characters). */
 const MAX_MESSAGE_CHARS = 1000;
 
-const Text = z.string().min(1).max(256);
+const Text = z.string().check(z.minLength(1), z.maxLength(256));
 
 /**
  * The ids a failure record needs, read leniently: a message that failed may be invalid, so only
@@ -16,12 +16,16 @@ const Text = z.string().min(1).max(256);
 const TraceFields = z.object({
   event_id: Text,
   event_type: Text,
-  aggregate: z.object({ type: Text, id: Text, version: z.int().nonnegative().optional() }),
+  aggregate: z.object({
+    type: Text,
+    id: Text,
+    version: z.optional(z.int().check(z.nonnegative())),
+  }),
   correlation_id: Text,
   task_id: Text,
-  causation_id: Text.nullish(),
-  producer: Text.optional(),
-  occurred_at: Text.optional(),
+  causation_id: z.nullish(Text),
+  producer: z.optional(Text),
+  occurred_at: z.optional(Text),
 });
 
 export interface FailureContext {

@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "../../schemas/zod";
 import type { AwsClient } from "../adapters/aws/client";
 import { LocalChannel } from "../adapters/channel/local-channel";
 import { SnsChannel } from "../adapters/channel/sns-channel";
@@ -48,23 +48,31 @@ export interface SupportOptions extends ConsumerOptions {
 }
 
 export const ConversationEnv = z.object({
-  REPLY_TTL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
+  REPLY_TTL_SECONDS: z._default(
+    z.coerce.number().check(z.int(), z.minimum(1), z.maximum(86_400)),
+    300,
+  ),
 });
 
-export const OrderLookupEnv = z.object({ ORDERS_TABLE: z.string().min(1) });
+export const OrderLookupEnv = z.object({ ORDERS_TABLE: z.string().check(z.minLength(1)) });
 
 const SenderTables = {
-  SIDE_EFFECTS_TABLE: z.string().min(1),
-  MAX_UNKNOWN_ATTEMPTS: z.coerce.number().int().min(1).max(100).default(5),
+  SIDE_EFFECTS_TABLE: z.string().check(z.minLength(1)),
+  MAX_UNKNOWN_ATTEMPTS: z._default(
+    z.coerce.number().check(z.int(), z.minimum(1), z.maximum(100)),
+    5,
+  ),
   ...OrderLookupEnv.shape,
 };
 
 export const SenderEnv = z.discriminatedUnion("CHANNEL_PROVIDER", [
   z.object({
     CHANNEL_PROVIDER: z.literal("sns"),
-    CHANNEL_TOPIC_ARN: z.string().regex(/^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:.+\.fifo$/, {
-      message: "must be the ARN of an SNS FIFO topic",
-    }),
+    CHANNEL_TOPIC_ARN: z.string().check(
+      z.regex(/^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:.+\.fifo$/, {
+        message: "must be the ARN of an SNS FIFO topic",
+      }),
+    ),
     ...SenderTables,
   }),
   z.object({

@@ -1,4 +1,3 @@
-import * as z from "zod";
 import type { Envelope } from "../../schemas";
 import {
   ConfirmationQuestion,
@@ -7,6 +6,7 @@ import {
   type NodeConfirmRequested,
 } from "../../schemas/events/agent-run";
 import { CONTENT_ROLE_EVENTS, type NodeRequested } from "../../schemas/events/workflow";
+import * as z from "../../schemas/zod";
 import { type AgentRun, transition } from "../core/agent-run";
 import { payloadOf } from "../core/payload";
 import type { Decision } from "../core/pipeline";

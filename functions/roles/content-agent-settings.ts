@@ -1,10 +1,10 @@
-import type { z } from "zod";
 import {
   CONTENT_ROLE_EVENTS,
   type ContentRole,
   contentEventTypes,
   MAX_HEARTBEAT_LEASE_SECONDS,
 } from "../../schemas/events/workflow";
+import type * as z from "../../schemas/zod";
 import {
   DEFAULT_CONFIRM_SECONDS,
   DEFAULT_LEASE_SECONDS,
@@ -40,7 +40,7 @@ export interface ContentAgent {
   readonly leaseSeconds: number;
   readonly heartbeatLease: number;
   readonly maxTokens: number;
-  readonly outputSchema: z.ZodType<unknown>;
+  readonly outputSchema: z.ZodMiniType<unknown>;
   readonly types: ReturnType<typeof contentEventTypes>;
   readonly commandStream: CommandStream | undefined;
   readonly confirmSeconds: number;

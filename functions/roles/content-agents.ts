@@ -1,5 +1,4 @@
 import { createHash } from "node:crypto";
-import * as z from "zod";
 import type { AggregateRef, Envelope } from "../../schemas";
 import { confirmEventType, type NodeStarted } from "../../schemas/events/agent-run";
 import {
@@ -9,6 +8,7 @@ import {
   type NodeHeartbeat,
   type NodeRequested,
 } from "../../schemas/events/workflow";
+import * as z from "../../schemas/zod";
 import { type AgentRun, newRun, transition } from "../core/agent-run";
 import type { HeartbeatSpec } from "../core/emit";
 import { invokeStructured, type StructuredResult } from "../core/model";

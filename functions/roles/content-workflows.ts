@@ -1,10 +1,10 @@
-import * as z from "zod";
 import {
   CONTENT_ROLE_EVENTS,
   type ContentRole,
   contentEventTypes,
   WORKFLOW_KINDS,
 } from "../../schemas/events/workflow";
+import * as z from "../../schemas/zod";
 import type { WorkflowDefinition } from "../core/dag/definition";
 import { DagRequestError } from "../core/dag/errors";
 import { defineWorkflow } from "../core/dag/graph";
@@ -126,7 +126,7 @@ export function agentOf(dagRole: string): ContentAgent {
 }
 
 /** The output schema of a DAG role: what its agent answers with (and an operator must supply). */
-export function agentOutputSchema(dagRole: string): z.ZodType<Record<string, unknown>> {
+export function agentOutputSchema(dagRole: string): z.ZodMiniType<Record<string, unknown>> {
   return CONTENT_ROLE_EVENTS[agentOf(dagRole).agent].output;
 }
 

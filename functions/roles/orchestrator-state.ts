@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "../../schemas/zod";
 import type { WorkflowDefinition } from "../core/dag/definition";
 import { DagEventTypeSchema, DagRunSchema, HeldNodeSchema } from "../core/dag/run";
 import { PermanentError } from "../core/errors";
@@ -25,7 +25,7 @@ export const NodeBlockSchema = z.object({
   confirm_by: z.string(),
   question: z.string(),
   /** The outcome handed to the agent (it resumes or fails from here). */
-  outcome: z.enum(["confirmed", "refused", "timed_out"]).optional(),
+  outcome: z.optional(z.enum(["confirmed", "refused", "timed_out"])),
 });
 export type NodeBlock = z.output<typeof NodeBlockSchema>;
 
@@ -33,8 +33,8 @@ export type NodeBlock = z.output<typeof NodeBlockSchema>;
 export const TimelineEntrySchema = z.object({
   at: z.string(),
   event: z.union([DagEventTypeSchema, AgentStepTypeSchema]),
-  node_id: z.string().optional(),
-  generation: z.int().nonnegative().optional(),
+  node_id: z.optional(z.string()),
+  generation: z.optional(z.int().check(z.nonnegative())),
   /** The event type that led to this step. */
   cause: z.string(),
 });
@@ -42,23 +42,23 @@ export type TimelineEntry = z.output<typeof TimelineEntrySchema>;
 
 /** How long a RUNNING node's current assignment may go without an outcome or a heartbeat. */
 export const NodeLeaseSchema = z.object({
-  generation: z.int().nonnegative(),
+  generation: z.int().check(z.nonnegative()),
   /** ISO 8601. */
   expires_at: z.string(),
   /** The agent has acknowledged the assignment (its first heartbeat): the lease runs from then. */
-  started: z.boolean().optional(),
+  started: z.optional(z.boolean()),
   /** How many times the assignment was sent again after its lease ran out. */
-  redeliveries: z.int().nonnegative().optional(),
+  redeliveries: z.optional(z.int().check(z.nonnegative())),
   /** When the agent acknowledged the assignment (its `node.started`), ISO 8601. */
-  started_at: z.string().optional(),
+  started_at: z.optional(z.string()),
   /** Set while the node's agent run is BLOCKED on an external confirmation. */
-  blocked: NodeBlockSchema.optional(),
+  blocked: z.optional(NodeBlockSchema),
 });
 export type NodeLease = z.output<typeof NodeLeaseSchema>;
 
 /** The dependency timeout of a waiting node, for the generation its wait began in. */
 export const NodeWaitSchema = z.object({
-  generation: z.int().nonnegative(),
+  generation: z.int().check(z.nonnegative()),
   /** When the wait began (ISO 8601). */
   since: z.string(),
   /** ISO 8601. */
@@ -71,15 +71,15 @@ export const OrchestratorStateSchema = z.object({
   workflow: WorkflowKindSchema,
   run: DagRunSchema,
   /** READY nodes a cap or the queue-depth gate held back on the last pass. */
-  held: z.array(HeldNodeSchema).readonly(),
+  held: z.readonly(z.array(HeldNodeSchema)),
   /** The last TIMELINE_LIMIT steps of the run. */
-  timeline: z.array(TimelineEntrySchema).readonly(),
+  timeline: z.readonly(z.array(TimelineEntrySchema)),
   /** The lease of each RUNNING node (absent in states stored before leases: read as {}). */
-  leases: z.record(z.string(), NodeLeaseSchema).optional(),
+  leases: z.optional(z.record(z.string(), NodeLeaseSchema)),
   /** When each node still waiting for its inputs (PENDING, or READY and held) gives up. */
-  waits: z.record(z.string(), NodeWaitSchema).optional(),
+  waits: z.optional(z.record(z.string(), NodeWaitSchema)),
   /** Correlation and task of the start request: what the sweeper's reports about the run carry. */
-  origin: z.object({ correlation_id: z.string(), task_id: z.string() }).optional(),
+  origin: z.optional(z.object({ correlation_id: z.string(), task_id: z.string() })),
 });
 export type OrchestratorState = z.output<typeof OrchestratorStateSchema>;
 
@@ -100,7 +100,7 @@ export function definitionOf(state: OrchestratorState): WorkflowDefinition {
 }
 
 /** `value` parsed by `schema`, or a PermanentError with `code` naming what was wrong. */
-export function parseWith<S extends z.ZodType>(
+export function parseWith<S extends z.ZodMiniType>(
   schema: S,
   value: unknown,
   code: string,

@@ -1,4 +1,3 @@
-import type { z } from "zod";
 import type { Envelope } from "../../schemas";
 import {
   ReplyDraft,
@@ -7,6 +6,7 @@ import {
   type SendRequested,
 } from "../../schemas/events/conversation";
 import type { ReplyGenerationRequested } from "../../schemas/events/support-commands";
+import * as z from "../../schemas/zod";
 import type { EmitSpec } from "../core/emit";
 import { PermanentError } from "../core/errors";
 import {
@@ -341,18 +341,20 @@ export function allowedSourceRefs(
 }
 
 /** ReplyDraft, refined so that every source ref is one of `allowed`. */
-export function replyDraftSchema(allowed: readonly string[]): z.ZodType<ReplyDraft> {
+export function replyDraftSchema(allowed: readonly string[]): z.ZodMiniType<ReplyDraft> {
   const set = new Set(allowed);
-  return ReplyDraft.superRefine((draft, ctx) => {
-    draft.source_refs.forEach((ref, index) => {
-      if (!set.has(ref))
-        ctx.addIssue({
-          code: "custom",
-          path: ["source_refs", index],
-          message: `"${ref}" is not an allowed source ref; use only: ${allowed.join(", ")}`,
-        });
-    });
-  });
+  return ReplyDraft.check(
+    z.superRefine((draft, ctx) => {
+      draft.source_refs.forEach((ref, index) => {
+        if (!set.has(ref))
+          ctx.addIssue({
+            code: "custom",
+            path: ["source_refs", index],
+            message: `"${ref}" is not an allowed source ref; use only: ${allowed.join(", ")}`,
+          });
+      });
+    }),
+  );
 }
 
 /**

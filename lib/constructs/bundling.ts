@@ -39,9 +39,9 @@ export type FunctionBundling = Required<
  * that every test ran against. `npm run bench -- bundles` measures, in the same run, the same
  * handler with the SDK v3 clients of the services it calls inside, and the bundling before that
  * (the whole SDK, the Powertools Tracer with the X-Ray SDK, all of zod). Also left out: the X-Ray
- * SDK (functions/handlers/xray.ts writes the subsegments itself) and zod's locales (every module
- * imports zod as a namespace, `import * as z`, which esbuild can tree-shake; `import { z }` keeps
- * all of zod).
+ * SDK (functions/handlers/xray.ts writes the subsegments itself), zod's classic API (the schemas
+ * the functions carry are zod/mini, through schemas/zod.ts) and zod's locales but English (every
+ * module imports zod as a namespace, `import * as z`, which esbuild can tree-shake).
  */
 export const FUNCTION_BUNDLING: FunctionBundling = {
   format: OutputFormat.ESM,

@@ -47,7 +47,7 @@ function exampleOf(schema: JsonSchema, name: string): unknown {
 
 /** An output that fits `dagRole`'s schema, or undefined when no agent carries out that role. */
 export function outputExample(dagRole: string): Record<string, unknown> | undefined {
-  let schema: z.ZodType;
+  let schema: z.core.$ZodType;
   try {
     schema = agentOutputSchema(dagRole);
   } catch {

@@ -1,7 +1,7 @@
-import * as z from "zod";
 import { IsoTime } from "../envelope";
 import { OpaqueId } from "../ids";
 import type { EventRegistry } from "../registry";
+import * as z from "../zod";
 import { Attempt, NodeId, NodeRefShape, OperatorReason, Requester } from "./fields";
 import { outsideCommand, outsideFact, streamCommand, streamFact } from "./kinds";
 import { CONTENT_ROLE_EVENTS, CONTENT_ROLES, ContentRequest, LeaseSeconds } from "./workflow";
@@ -23,7 +23,7 @@ import { CONTENT_ROLE_EVENTS, CONTENT_ROLES, ContentRequest, LeaseSeconds } from
  */
 
 /** The agent role of a content agent. */
-const AgentRole = z.string().min(1).max(64);
+const AgentRole = z.string().check(z.minLength(1), z.maxLength(64));
 
 export const NodeStartedPayload = z.object({
   ...NodeRefShape,
@@ -32,12 +32,12 @@ export const NodeStartedPayload = z.object({
   agent: AgentRole,
   lease_seconds: LeaseSeconds,
   /** True when the agent resumes a BLOCKED assignment after its confirmation. */
-  resumed: z.boolean().optional(),
+  resumed: z.optional(z.boolean()),
 });
 export type NodeStarted = z.infer<typeof NodeStartedPayload>;
 
 /** What the agent asks to have confirmed, in its words. */
-export const ConfirmationQuestion = z.string().min(1).max(2000);
+export const ConfirmationQuestion = z.string().check(z.minLength(1), z.maxLength(2000));
 
 export const NodeBlockedPayload = z.object({
   ...NodeRefShape,
@@ -55,7 +55,7 @@ export const WorkflowConfirmRequestedPayload = z.object({
   node_id: NodeId,
   answer: z.enum(CONFIRM_ANSWERS),
   /** What the operator confirms or why they refuse; handed to the agent with the answer. */
-  note: OperatorReason.optional(),
+  note: z.optional(OperatorReason),
   requested_by: Requester,
 });
 export type WorkflowConfirmRequested = z.infer<typeof WorkflowConfirmRequestedPayload>;
@@ -69,8 +69,8 @@ export const NodeConfirmRequestedPayload = z.object({
   attempt: Attempt,
   outcome: z.enum(CONFIRM_OUTCOMES),
   question: ConfirmationQuestion,
-  note: OperatorReason.optional(),
-  requested_by: Requester.optional(),
+  note: z.optional(OperatorReason),
+  requested_by: z.optional(Requester),
   /** The assignment's context, handed to the agent again to resume with. */
   input: z.record(z.string(), z.unknown()),
   run_input: ContentRequest,

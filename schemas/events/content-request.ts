@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "../zod";
 
 /** The request a content-production run starts from (workflow.start.requested), and its bounds. */
 
@@ -13,15 +13,17 @@ export const CONTENT_REQUEST_MAX_DEPTH = 8;
 /** What the operator asks for; extra fields travel to the agents as the run's input. */
 export const ContentRequest = z
   .looseObject({
-    topic_hint: z.string().min(1).max(2000),
+    topic_hint: z.string().check(z.minLength(1), z.maxLength(2000)),
   })
-  .refine((request) => jsonDepth(request) <= CONTENT_REQUEST_MAX_DEPTH, {
-    message: `must nest at most ${CONTENT_REQUEST_MAX_DEPTH} levels deep`,
-  })
-  .refine(
-    (request) =>
-      new TextEncoder().encode(JSON.stringify(request)).length <= CONTENT_REQUEST_MAX_BYTES,
-    { message: `must be at most ${CONTENT_REQUEST_MAX_BYTES} bytes of JSON` },
+  .check(
+    z.refine((request) => jsonDepth(request) <= CONTENT_REQUEST_MAX_DEPTH, {
+      message: `must nest at most ${CONTENT_REQUEST_MAX_DEPTH} levels deep`,
+    }),
+    z.refine(
+      (request) =>
+        new TextEncoder().encode(JSON.stringify(request)).length <= CONTENT_REQUEST_MAX_BYTES,
+      { message: `must be at most ${CONTENT_REQUEST_MAX_BYTES} bytes of JSON` },
+    ),
   );
 
 /** How deep a JSON value nests (a scalar is 0); stops counting past the limit. */

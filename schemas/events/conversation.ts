@@ -1,7 +1,7 @@
-import * as z from "zod";
 import { IsoTime } from "../envelope";
 import { OpaqueId, Ulid } from "../ids";
 import type { EventRegistry } from "../registry";
+import * as z from "../zod";
 import { ReplyKey, RequestedByShape } from "./fields";
 import { outsideCommand, outsideFact, streamCommand, streamFact } from "./kinds";
 import { defineSupportCancelEvents } from "./support-cancel";
@@ -21,9 +21,11 @@ import { defineSupportCancelEvents } from "./support-cancel";
  */
 
 /** A shop's order number as a customer types it ("123", "A-1001"); not an AgentBus id. */
-export const OrderId = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/, {
-  message: "must be 1-64 characters of A-Z a-z 0-9 _ - starting with a letter or digit",
-});
+export const OrderId = z.string().check(
+  z.regex(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/, {
+    message: "must be 1-64 characters of A-Z a-z 0-9 _ - starting with a letter or digit",
+  }),
+);
 
 export const INTENTS = ["order_status", "refund", "general"] as const;
 export const Intent = z.enum(INTENTS);
@@ -37,31 +39,31 @@ export const OrderRecord = z.object({
   order_id: OrderId,
   customer_id: OpaqueId,
   status: z.enum(ORDER_STATUSES),
-  item: z.string().min(1).max(200),
-  total_cents: z.number().int().min(0),
-  currency: z.string().regex(/^[A-Z]{3}$/),
-  refund: z
-    .object({
+  item: z.string().check(z.minLength(1), z.maxLength(200)),
+  total_cents: z.int().check(z.minimum(0)),
+  currency: z.string().check(z.regex(/^[A-Z]{3}$/)),
+  refund: z.optional(
+    z.object({
       status: z.enum(REFUND_STATUSES),
-      amount_cents: z.number().int().min(0).optional(),
-      updated_at: IsoTime.optional(),
-    })
-    .optional(),
+      amount_cents: z.optional(z.int().check(z.minimum(0))),
+      updated_at: z.optional(IsoTime),
+    }),
+  ),
 });
 export type OrderRecord = z.infer<typeof OrderRecord>;
 
-export const MessageText = z.string().trim().min(1).max(4000);
+export const MessageText = z.string().check(z.trim(), z.minLength(1), z.maxLength(4000));
 
 /** The channel a reply goes back to the customer on. */
-const Channel = z.string().regex(/^[a-z][a-z0-9-]{0,31}$/);
+const Channel = z.string().check(z.regex(/^[a-z][a-z0-9-]{0,31}$/));
 /** A reply's text as it is held for review or sent. */
-const ReplyText = z.string().min(1).max(4000);
+const ReplyText = z.string().check(z.minLength(1), z.maxLength(4000));
 
 export const MessageReceivedPayload = z.object({
   text: MessageText,
   customer_id: OpaqueId,
   /** Where the reply goes back to. @default "chat" */
-  channel: Channel.default("chat"),
+  channel: z._default(Channel, "chat"),
 });
 export type MessageReceived = z.output<typeof MessageReceivedPayload>;
 
@@ -75,18 +77,18 @@ export const ConversationTurn = z.object({
   message_event_id: Ulid,
 });
 
-export const MessageAcceptedPayload = ConversationTurn.extend({
+export const MessageAcceptedPayload = z.extend(ConversationTurn, {
   /** The conversation version this message made current. */
-  version: z.number().int().min(1),
+  version: z.int().check(z.minimum(1)),
 });
 export type MessageAccepted = z.output<typeof MessageAcceptedPayload>;
 
 export const RoutedPayload = z.object({
   conversation_id: OpaqueId,
   intent: Intent,
-  order_id: OrderId.optional(),
+  order_id: z.optional(OrderId),
   /** Why the router chose this intent (the rule that matched). */
-  rule: z.string().min(1).max(200),
+  rule: z.string().check(z.minLength(1), z.maxLength(200)),
 });
 export type Routed = z.output<typeof RoutedPayload>;
 
@@ -96,32 +98,32 @@ export const OrderLookupCompletedV1Payload = z.object({
   order_id: OrderId,
   /** False when there is no such order or it belongs to another customer. */
   found: z.boolean(),
-  order: OrderRecord.optional(),
+  order: z.optional(OrderRecord),
 });
 export type OrderLookupCompletedV1 = z.output<typeof OrderLookupCompletedV1Payload>;
 
 /** order.lookup.completed v2: when the orders table was read, which the reply's facts date from. */
-export const OrderLookupCompletedPayload = OrderLookupCompletedV1Payload.extend({
+export const OrderLookupCompletedPayload = z.extend(OrderLookupCompletedV1Payload, {
   looked_up_at: IsoTime,
 });
 export type OrderLookupCompleted = z.output<typeof OrderLookupCompletedPayload>;
 
 /** What the model must answer for a reply (seed 000 §11.3). */
 export const ReplyDraft = z.object({
-  reply_text: z.string().trim().min(1).max(4000),
-  confidence: z.number().min(0).max(1),
+  reply_text: z.string().check(z.trim(), z.minLength(1), z.maxLength(4000)),
+  confidence: z.number().check(z.minimum(0), z.maximum(1)),
   requires_human_review: z.boolean(),
-  source_refs: z.array(z.string().min(1).max(200)).max(20),
+  source_refs: z.array(z.string().check(z.minLength(1), z.maxLength(200))).check(z.maxLength(20)),
 });
 export type ReplyDraft = z.output<typeof ReplyDraft>;
 
-export const ReplyGeneratedPayload = ReplyDraft.extend({ conversation_id: OpaqueId });
+export const ReplyGeneratedPayload = z.extend(ReplyDraft, { conversation_id: OpaqueId });
 export type ReplyGenerated = z.output<typeof ReplyGeneratedPayload>;
 
 export const ReplyHeldForReviewPayload = z.object({
   conversation_id: OpaqueId,
   reply_text: ReplyText,
-  reason: z.string().min(1).max(1000),
+  reason: z.string().check(z.minLength(1), z.maxLength(1000)),
 });
 export type ReplyHeldForReview = z.output<typeof ReplyHeldForReviewPayload>;
 
@@ -134,20 +136,20 @@ export const SendRequestedPayload = z.object({
    * Which logical send of the task's reply this is (1 for the first reply). The side-effect key
    * is `<task_id>:reply:<logical_attempt>`: every retry of the same send reuses it.
    */
-  logical_attempt: z.number().int().min(1),
+  logical_attempt: z.int().check(z.minimum(1)),
   /**
    * The order facts the reply was written from, as order lookup read them (absent: the reply
    * rests on no order). The sender reads the order again before sending and discards the reply as
    * `invalidated_by_state_change` when any of them changed.
    */
-  rests_on: z
-    .object({
+  rests_on: z.optional(
+    z.object({
       order_id: OrderId,
       status: z.enum(ORDER_STATUSES),
-      refund_status: z.enum(REFUND_STATUSES).optional(),
-      refund_updated_at: IsoTime.optional(),
-    })
-    .optional(),
+      refund_status: z.optional(z.enum(REFUND_STATUSES)),
+      refund_updated_at: z.optional(IsoTime),
+    }),
+  ),
 });
 export type SendRequested = z.output<typeof SendRequestedPayload>;
 
@@ -158,9 +160,9 @@ const Delivery = z.object({
   idempotency_key: ReplyKey,
 });
 
-export const DeliveredPayload = Delivery.extend({
+export const DeliveredPayload = z.extend(Delivery, {
   /** The channel's id for the delivery. */
-  delivery_id: z.string().min(1).max(256),
+  delivery_id: z.string().check(z.minLength(1), z.maxLength(256)),
   /**
    * How the outcome was learnt: from the send call, by querying the channel after a timeout, from
    * the side-effect record, or from an operator who checked an unknown outcome.
@@ -169,9 +171,9 @@ export const DeliveredPayload = Delivery.extend({
 });
 export type Delivered = z.output<typeof DeliveredPayload>;
 
-export const DeliveryFailedPayload = Delivery.extend({
-  code: z.string().min(1).max(128),
-  message: z.string().max(4096),
+export const DeliveryFailedPayload = z.extend(Delivery, {
+  code: z.string().check(z.minLength(1), z.maxLength(128)),
+  message: z.string().check(z.maxLength(4096)),
   /** `failed`: the channel refused; `unknown`: the outcome could not be learnt within the bound. */
   outcome: z.enum(["failed", "unknown"]),
 });
@@ -184,7 +186,7 @@ export type DeliveryFailed = z.output<typeof DeliveryFailedPayload>;
 export const ReplyApproveRequestedPayload = z.object({
   conversation_id: OpaqueId,
   /** The text to send instead of the held draft. */
-  text: z.string().trim().min(1).max(4000).optional(),
+  text: z.optional(z.string().check(z.trim(), z.minLength(1), z.maxLength(4000))),
   ...RequestedByShape,
 });
 export type ReplyApproveRequested = z.output<typeof ReplyApproveRequestedPayload>;
@@ -201,7 +203,7 @@ export const ReplyApprovedPayload = z.object({
   /** True when the person changed the held draft's text. */
   edited: z.boolean(),
   /** The logical attempt of the send it asked for (its key `<task_id>:reply:<n>`). */
-  logical_attempt: z.number().int().min(1),
+  logical_attempt: z.int().check(z.minimum(1)),
   ...RequestedByShape,
 });
 export type ReplyApproved = z.output<typeof ReplyApprovedPayload>;

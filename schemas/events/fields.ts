@@ -1,13 +1,15 @@
-import * as z from "zod";
 import { OpaqueId } from "../ids";
+import * as z from "../zod";
 
 /** Fields that the payloads of several event types carry, each declared here once. */
 
 /** A node id of a workflow definition (the DAG's identifier rule). */
-export const NodeId = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, {
-  message: "must be 1-64 characters of A-Z a-z 0-9 _ . - starting with a letter or digit",
-});
-export const Generation = z.number().int().min(0);
+export const NodeId = z.string().check(
+  z.regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, {
+    message: "must be 1-64 characters of A-Z a-z 0-9 _ . - starting with a letter or digit",
+  }),
+);
+export const Generation = z.int().check(z.minimum(0));
 
 /**
  * Which assignment of a node an event is about: the run, the node, and the generation the node
@@ -18,17 +20,17 @@ export const NodeRef = z.object(NodeRefShape);
 export type NodeRef = z.infer<typeof NodeRef>;
 
 /** How many times a node was assigned over all generations (1 on the first assignment). */
-export const Attempt = z.number().int().min(1);
+export const Attempt = z.int().check(z.minimum(1));
 
 /**
  * Who asked for a command sent from outside: an operator's name as the CLI gives it
  * (AGENTBUS_OPERATOR or the OS user), or a client's name for itself.
  */
-export const Requester = z.string().min(1).max(128);
+export const Requester = z.string().check(z.minLength(1), z.maxLength(128));
 /** Why, in the operator's words. */
-export const OperatorReason = z.string().max(1000);
+export const OperatorReason = z.string().check(z.maxLength(1000));
 /** Who asked for a command and why, spread last into its payload's fields. */
-export const RequestedByShape = { reason: OperatorReason.optional(), requested_by: Requester };
+export const RequestedByShape = { reason: z.optional(OperatorReason), requested_by: Requester };
 
 /** `<task_id>:reply:<logical_attempt>`: the side-effect key of one send of a support reply. */
-export const ReplyKey = z.string().min(1).max(256);
+export const ReplyKey = z.string().check(z.minLength(1), z.maxLength(256));

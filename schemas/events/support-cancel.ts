@@ -1,6 +1,6 @@
-import * as z from "zod";
 import { OpaqueId } from "../ids";
 import type { EventRegistry } from "../registry";
+import * as z from "../zod";
 import { ReplyKey, RequestedByShape } from "./fields";
 import { outsideCommand, streamFact } from "./kinds";
 
@@ -22,9 +22,9 @@ export const SupportCancelRequestedPayload = z.object({
 });
 export type SupportCancelRequested = z.output<typeof SupportCancelRequestedPayload>;
 
-export const SupportCancelledPayload = SupportCancelRequestedPayload.extend({
+export const SupportCancelledPayload = z.extend(SupportCancelRequestedPayload, {
   /** The turn's reply keys delivered before the cancel: they stay delivered. */
-  delivered_keys: z.array(ReplyKey).max(20),
+  delivered_keys: z.array(ReplyKey).check(z.maxLength(20)),
 });
 export type SupportCancelled = z.output<typeof SupportCancelledPayload>;
 

@@ -1,6 +1,6 @@
-import * as z from "zod";
 import type { Envelope } from "../envelope";
 import type { EventRegistry } from "../registry";
+import * as z from "../zod";
 import { ConversationTurn, Intent, OrderId, OrderRecord } from "./conversation";
 import { streamCommand } from "./kinds";
 
@@ -16,25 +16,25 @@ import { streamCommand } from "./kinds";
  */
 
 /** What every support command carries: who, where the reply goes, and which context. */
-const SupportTurn = ConversationTurn.omit({ text: true }).extend({
+const SupportTurn = z.extend(z.omit(ConversationTurn, { text: true }), {
   /** The conversation version of this turn: its context is the messages through it. */
-  context_version: z.number().int().min(1),
+  context_version: z.int().check(z.minimum(1)),
 });
 
 export const RouteRequestedPayload = SupportTurn;
 export type RouteRequested = z.output<typeof RouteRequestedPayload>;
 
-export const OrderLookupRequestedPayload = SupportTurn.extend({
+export const OrderLookupRequestedPayload = z.extend(SupportTurn, {
   intent: Intent,
   order_id: OrderId,
 });
 export type OrderLookupRequested = z.output<typeof OrderLookupRequestedPayload>;
 
-export const ReplyGenerationRequestedPayload = SupportTurn.extend({
+export const ReplyGenerationRequestedPayload = z.extend(SupportTurn, {
   intent: Intent,
-  order_id: OrderId.optional(),
+  order_id: z.optional(OrderId),
   /** The looked-up order; absent when none was asked for or none was found. */
-  order: OrderRecord.optional(),
+  order: z.optional(OrderRecord),
 });
 export type ReplyGenerationRequested = z.output<typeof ReplyGenerationRequestedPayload>;
 
@@ -55,16 +55,16 @@ export function defineSupportCommands(registry: EventRegistry) {
     ...defineCommand(registry, {
       type: "order.lookup.requested",
       description: "Look up the order the customer asks about.",
-      v1: ConversationTurn.extend({ intent: Intent, order_id: OrderId }),
+      v1: z.extend(ConversationTurn, { intent: Intent, order_id: OrderId }),
       v2: OrderLookupRequestedPayload,
     }),
     ...defineCommand(registry, {
       type: "reply.generation.requested",
       description: "Generate a reply to the customer's message from the facts gathered.",
-      v1: ConversationTurn.extend({
+      v1: z.extend(ConversationTurn, {
         intent: Intent,
-        order_id: OrderId.optional(),
-        order: OrderRecord.optional(),
+        order_id: z.optional(OrderId),
+        order: z.optional(OrderRecord),
       }),
       v2: ReplyGenerationRequestedPayload,
     }),
@@ -72,7 +72,7 @@ export function defineSupportCommands(registry: EventRegistry) {
 }
 
 /** Both versions of one command (generic, so each command keeps its own name and payloads). */
-function defineCommand<T extends string, V1 extends z.ZodType, V2 extends z.ZodType>(
+function defineCommand<T extends string, V1 extends z.ZodMiniType, V2 extends z.ZodMiniType>(
   registry: EventRegistry,
   { type, description, v1, v2 }: { type: T; description: string; v1: V1; v2: V2 },
 ) {

@@ -1,6 +1,6 @@
-import * as z from "zod";
 import { OpaqueId } from "../ids";
 import type { EventRegistry } from "../registry";
+import * as z from "../zod";
 import { streamFact } from "./kinds";
 
 /**
@@ -19,9 +19,9 @@ export const StepFailedPayload = z.object({
   conversation_id: OpaqueId,
   step: z.enum(SUPPORT_STEPS),
   /** The error's dotted code (`model.access_denied`, `dynamodb.access_denied`, ...). */
-  code: z.string().min(1).max(128),
+  code: z.string().check(z.minLength(1), z.maxLength(128)),
   /** The error's message, cut to 1,000 characters; never the customer's text. */
-  message: z.string().max(1000),
+  message: z.string().check(z.maxLength(1000)),
   /** True when the customer was sent the hand-off message for this turn. */
   handed_off: z.boolean(),
 });

@@ -1,5 +1,5 @@
-import * as z from "zod";
 import type { EventRegistry } from "../registry";
+import * as z from "../zod";
 import { outsideFact, streamFact } from "./kinds";
 
 /**
@@ -7,28 +7,33 @@ import { outsideFact, streamFact } from "./kinds";
  * accepted -> planned -> generated -> delivered, plus client feedback that enters from outside
  * the event store (unsequenced).
  */
-export const TaskAcceptedPayload = z.object({ title: z.string().min(1).max(200) });
+export const TaskAcceptedPayload = z.object({
+  title: z.string().check(z.minLength(1), z.maxLength(200)),
+});
 /** plan.created v1: the steps as bare titles. Stored v1 events are read as v2 (upcast). */
 export const PlanCreatedV1Payload = z.object({
-  steps: z.array(z.string().min(1).max(200)).min(1).max(20),
+  steps: z
+    .array(z.string().check(z.minLength(1), z.maxLength(200)))
+    .check(z.minLength(1), z.maxLength(20)),
 });
 const PlanStep = z.object({
-  title: z.string().min(1).max(200),
+  title: z.string().check(z.minLength(1), z.maxLength(200)),
   /** The tool the step calls, when it calls one. */
-  tool: z
-    .string()
-    .regex(/^[a-z][a-z0-9_.-]{0,63}$/)
-    .optional(),
+  tool: z.optional(z.string().check(z.regex(/^[a-z][a-z0-9_.-]{0,63}$/))),
 });
 /** plan.created v2: each step is an object (its title, and the tool it calls if any). */
 export const PlanCreatedPayload = z.object({
-  steps: z.array(PlanStep).min(1).max(20),
+  steps: z.array(PlanStep).check(z.minLength(1), z.maxLength(20)),
 });
-export const AnswerGeneratedPayload = z.object({ answer_ref: z.string().min(1).max(128) });
-export const NotificationSentPayload = z.object({ channel: z.string().min(1).max(64) });
+export const AnswerGeneratedPayload = z.object({
+  answer_ref: z.string().check(z.minLength(1), z.maxLength(128)),
+});
+export const NotificationSentPayload = z.object({
+  channel: z.string().check(z.minLength(1), z.maxLength(64)),
+});
 export const FeedbackReceivedPayload = z.object({
-  rating: z.number().int().min(1).max(5),
-  comment: z.string().max(2000).optional(),
+  rating: z.int().check(z.minimum(1), z.maximum(5)),
+  comment: z.optional(z.string().check(z.maxLength(2000))),
 });
 
 export type TaskAccepted = z.infer<typeof TaskAcceptedPayload>;

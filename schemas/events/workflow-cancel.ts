@@ -1,6 +1,6 @@
-import * as z from "zod";
 import { OpaqueId } from "../ids";
 import type { EventRegistry } from "../registry";
+import * as z from "../zod";
 import { NodeRefShape, RequestedByShape } from "./fields";
 import { outsideCommand, streamCommand, streamFact } from "./kinds";
 import { CONTENT_ROLES, contentEventTypes, WorkflowEndedPayload } from "./workflow";
@@ -21,7 +21,7 @@ import { CONTENT_ROLES, contentEventTypes, WorkflowEndedPayload } from "./workfl
 export const WorkflowCancelRequestedPayload = z.object({ run_id: OpaqueId, ...RequestedByShape });
 export type WorkflowCancelRequested = z.infer<typeof WorkflowCancelRequestedPayload>;
 
-export const WorkflowCancelledPayload = WorkflowEndedPayload.extend(RequestedByShape);
+export const WorkflowCancelledPayload = z.extend(WorkflowEndedPayload, RequestedByShape);
 export type WorkflowCancelled = z.infer<typeof WorkflowCancelledPayload>;
 
 /**

@@ -1,6 +1,6 @@
-import * as z from "zod";
 import { OpaqueId } from "../ids";
 import type { EventRegistry } from "../registry";
+import * as z from "../zod";
 import { NodeId, RequestedByShape } from "./fields";
 import { outsideCommand } from "./kinds";
 

@@ -1,7 +1,7 @@
-import * as z from "zod";
 import { IsoTime } from "../envelope";
 import { OpaqueId } from "../ids";
 import type { EventRegistry } from "../registry";
+import * as z from "../zod";
 import { ContentRequest, WORKFLOW_KINDS } from "./content-request";
 import { Attempt, NodeId, type NodeRef, NodeRefShape, OperatorReason, Requester } from "./fields";
 import { outsideCommand, outsideFact, streamCommand, streamFact } from "./kinds";
@@ -38,8 +38,10 @@ export { NodeId } from "./fields";
  */
 const WorkflowName = z
   .string()
-  .regex(/^[a-z][a-z0-9-]{0,63}$/, { message: "must be kebab-case, max 64" })
-  .describe(`one of ${WORKFLOW_KINDS.join(", ")}`);
+  .check(
+    z.regex(/^[a-z][a-z0-9-]{0,63}$/, { message: "must be kebab-case, max 64" }),
+    z.describe(`one of ${WORKFLOW_KINDS.join(", ")}`),
+  );
 
 /** workflow.start.requested v1 (still accepted from clients: read as v2). */
 export const WorkflowStartRequestedV1Payload = z.object({
@@ -59,52 +61,54 @@ export const WorkflowStartRequestedPayload = z.object({
 export const WorkflowRerunRequestedPayload = z.object({
   run_id: OpaqueId,
   node_id: NodeId,
-  reason: OperatorReason.optional(),
+  reason: z.optional(OperatorReason),
   /** Absent in commands from clients that do not say (the audit trail keeps the producer). */
-  requested_by: Requester.optional(),
+  requested_by: z.optional(Requester),
 });
 export const WorkflowResetRequestedPayload = WorkflowRerunRequestedPayload;
 export const WorkflowReleaseRequestedPayload = z.object({ run_id: OpaqueId });
 export const NodeLeaseExpiredPayload = z.object({
   ...NodeRefShape,
   /** When the lease ran out (the sweeper's view). */
-  expired_at: IsoTime.optional(),
+  expired_at: z.optional(IsoTime),
 });
 
 /** The most a heartbeat may extend a node's lease by, in seconds. */
 export const MAX_HEARTBEAT_LEASE_SECONDS = 3600;
 /** The node's lease runs at least this long from the orchestrator's receipt of the message. */
-export const LeaseSeconds = z.number().int().min(1).max(MAX_HEARTBEAT_LEASE_SECONDS);
+export const LeaseSeconds = z.int().check(z.minimum(1), z.maximum(MAX_HEARTBEAT_LEASE_SECONDS));
 export const NodeHeartbeatPayload = z.object({ ...NodeRefShape, lease_seconds: LeaseSeconds });
 
 export const ErrorClassSchema = z.enum(["transient", "permanent", "business", "unknown_outcome"]);
 export const NodeFailure = z.object({
-  code: z.string().min(1).max(256),
+  code: z.string().check(z.minLength(1), z.maxLength(256)),
   errorClass: ErrorClassSchema,
-  message: z.string().max(4096),
+  message: z.string().check(z.maxLength(4096)),
 });
 export type NodeFailure = z.infer<typeof NodeFailure>;
 
 // Outputs of the content roles (what each agent's model must answer, and what its completion
 // carries).
 export const TopicSelectionOutput = z.object({
-  topic: z.string().min(1).max(500),
-  angle: z.string().min(1).max(500),
-  sources: z.array(z.string().min(1).max(500)).min(1).max(20),
+  topic: z.string().check(z.minLength(1), z.maxLength(500)),
+  angle: z.string().check(z.minLength(1), z.maxLength(500)),
+  sources: z
+    .array(z.string().check(z.minLength(1), z.maxLength(500)))
+    .check(z.minLength(1), z.maxLength(20)),
 });
 export const FactCheckOutput = z.object({
   verdict: z.enum(["pass", "fail"]),
-  checked_claims: z.number().int().nonnegative(),
-  notes: z.string().min(1).max(4000),
+  checked_claims: z.int().check(z.nonnegative()),
+  notes: z.string().check(z.minLength(1), z.maxLength(4000)),
 });
 export const WritingOutput = z.object({
-  title: z.string().min(1).max(300),
-  body: z.string().min(1).max(50_000),
+  title: z.string().check(z.minLength(1), z.maxLength(300)),
+  body: z.string().check(z.minLength(1), z.maxLength(50_000)),
 });
 export const ReviewOutput = z.object({
   approved: z.boolean(),
-  edits: z.number().int().nonnegative(),
-  final_title: z.string().min(1).max(300),
+  edits: z.int().check(z.nonnegative()),
+  final_title: z.string().check(z.minLength(1), z.maxLength(300)),
 });
 export type TopicSelectionOutput = z.infer<typeof TopicSelectionOutput>;
 export type FactCheckOutput = z.infer<typeof FactCheckOutput>;
@@ -121,7 +125,8 @@ export const NodeRequestedPayload = z.object({
 });
 export type NodeRequested = z.infer<typeof NodeRequestedPayload>;
 
-const completedPayload = <O extends z.ZodType>(output: O) => z.object({ ...NodeRefShape, output });
+const completedPayload = <O extends z.ZodMiniType>(output: O) =>
+  z.object({ ...NodeRefShape, output });
 export const NodeFailedPayload = z.object({ ...NodeRefShape, error: NodeFailure });
 export type NodeCompleted<O = unknown> = NodeRef & { output: O };
 export type NodeFailed = z.infer<typeof NodeFailedPayload>;
@@ -165,12 +170,12 @@ export function contentEventTypes<R extends ContentRole>(
 }
 
 const NodeErrorResult = z.object({
-  code: z.string().min(1).max(128),
-  message: z.string().max(4096),
-  error_class: ErrorClassSchema.optional(),
+  code: z.string().check(z.minLength(1), z.maxLength(128)),
+  message: z.string().check(z.maxLength(4096)),
+  error_class: z.optional(ErrorClassSchema),
 });
 /** At most one entry per node of a run (a workflow definition has at most 1,000 nodes). */
-const NodeIds = z.array(z.string().max(128)).max(1000);
+const NodeIds = z.array(z.string().check(z.maxLength(128))).check(z.maxLength(1000));
 /** The DAG executor's run result (`runResult`). */
 export const RunResultSchema = z.object({
   status: z.enum(["RUNNING", "COMPLETED", "FAILED", "PARTIAL", "CANCELLED"]),
@@ -178,8 +183,10 @@ export const RunResultSchema = z.object({
   completed: NodeIds,
   degraded: NodeIds,
   failed: z
-    .array(z.object({ node_id: z.string().max(128), error: NodeErrorResult.optional() }))
-    .max(1000),
+    .array(
+      z.object({ node_id: z.string().check(z.maxLength(128)), error: z.optional(NodeErrorResult) }),
+    )
+    .check(z.maxLength(1000)),
   cancelled: NodeIds,
   skipped: NodeIds,
 });
@@ -198,9 +205,9 @@ export const WORKFLOW_REQUESTS = [
 export const WorkflowRejectedPayload = z.object({
   run_id: OpaqueId,
   request: z.enum(WORKFLOW_REQUESTS),
-  node_id: NodeId.optional(),
-  code: z.string().min(1).max(256),
-  message: z.string().max(4096),
+  node_id: z.optional(NodeId),
+  code: z.string().check(z.minLength(1), z.maxLength(256)),
+  message: z.string().check(z.maxLength(4096)),
 });
 export type WorkflowRejected = z.infer<typeof WorkflowRejectedPayload>;
 

@@ -133,6 +133,37 @@ describe("NodejsFunction's own bundling", () => {
   }, 120_000);
 });
 
+describe("validation in a bundle", () => {
+  it("explains a refused message in English with zod/mini alone, as the tests see it with classic zod loaded", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "agentbus-zod-mini-"));
+    try {
+      const entry = join(dir, "validate.ts");
+      writeFileSync(
+        entry,
+        [
+          `import { registry } from ${JSON.stringify(join(REPO_ROOT, "schemas"))};`,
+          "const result = registry.parse({ event_type: 42 });",
+          "console.log(JSON.stringify(result));",
+        ].join("\n"),
+      );
+      const outfile = join(dir, "out", "index.mjs");
+      const { metafile } = await build({
+        ...esbuildOptions(entry, outfile),
+        metafile: true,
+        logLevel: "error",
+      });
+      const inputs = Object.keys(metafile.inputs);
+      expect(inputs.some((path) => path.includes("zod/v4/mini/"))).toBe(true);
+      expect(inputs.filter((path) => path.includes("zod/v4/classic/"))).toEqual([]);
+      const run = spawnSync(process.execPath, [outfile], { encoding: "utf8" });
+      expect(run.status, run.stderr).toBe(0);
+      expect(run.stdout).toMatch(/Invalid input: expected string, received number/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("stack traces of a bundle", () => {
   let dir: string;
   beforeAll(() => {

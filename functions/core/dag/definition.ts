@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "../../../schemas/zod";
 import { WorkflowDefinitionError } from "./errors";
 import { deepEqual, isRecord, show, valueAtPath } from "./values";
 
@@ -10,9 +10,11 @@ import { deepEqual, isRecord, show, valueAtPath } from "./values";
  */
 
 const IDENTIFIER = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
-export const Identifier = z.string().regex(IDENTIFIER, {
-  message: "must be 1-64 characters of A-Z a-z 0-9 _ . - starting with a letter or digit",
-});
+export const Identifier = z.string().check(
+  z.regex(IDENTIFIER, {
+    message: "must be 1-64 characters of A-Z a-z 0-9 _ . - starting with a letter or digit",
+  }),
+);
 const DOT_PATH = /^[^.]+(\.[^.]+)*$/;
 
 /** Default cap on RUNNING nodes of one run (the seed's min(cpu*2, 16) with the CPU term unknown). */
@@ -21,22 +23,26 @@ export const DEFAULT_GLOBAL_CONCURRENCY = 16;
 export const EdgeConditionSchema = z
   .strictObject({
     /** Dot path into the upstream node's output, e.g. "verdict" or "checks.0.status". */
-    path: z.string().regex(DOT_PATH, { message: "must be a dot path like verdict or a.b.0" }),
+    path: z
+      .string()
+      .check(z.regex(DOT_PATH, { message: "must be a dot path like verdict or a.b.0" })),
     /** The edge is taken when the value at `path` deep-equals this. */
-    equals: z.unknown().optional(),
+    equals: z.optional(z.unknown()),
     /** The edge is taken when the value at `path` deep-equals one of these. */
-    in: z.array(z.unknown()).min(1).optional(),
+    in: z.optional(z.array(z.unknown()).check(z.minLength(1))),
   })
-  .refine((c) => c.equals === undefined || c.in === undefined, {
-    message: "give either equals or in, not both",
-  });
+  .check(
+    z.refine((c) => c.equals === undefined || c.in === undefined, {
+      message: "give either equals or in, not both",
+    }),
+  );
 
 export const EdgeDefinitionSchema = z.strictObject({
   from: Identifier,
   to: Identifier,
   /** Conditional branch: taken only when this holds on `from`'s output (truthy when neither
    * `equals` nor `in` is given). Without `when` the edge is always taken. */
-  when: EdgeConditionSchema.optional(),
+  when: z.optional(EdgeConditionSchema),
 });
 
 export const NodeDefinitionSchema = z.strictObject({
@@ -45,31 +51,31 @@ export const NodeDefinitionSchema = z.strictObject({
   role: Identifier,
   /** On failure: "fail" (default) -> FAILED and downstream CANCELLED; "empty" -> DEGRADED with
    * output {} and downstream continues. */
-  degrade: z.enum(["fail", "empty"]).default("fail"),
+  degrade: z._default(z.enum(["fail", "empty"]), "fail"),
   /** How the node treats failed upstream branches: "all" (default) cancels it as soon as one
    * fails; "any-success" runs it with the branches that succeeded once all have ended. */
-  join: z.enum(["all", "any-success"]).default("all"),
+  join: z._default(z.enum(["all", "any-success"]), "all"),
   /** How long the node may wait for its inputs (and a release) before it ends with a dependency
    * timeout; overrides the workflow's `dependencyTimeoutSeconds`. */
-  dependencyTimeoutSeconds: z.int().positive().optional(),
+  dependencyTimeoutSeconds: z.optional(z.int().check(z.positive())),
 });
 
 export const ConcurrencySchema = z.strictObject({
   /** Cap on RUNNING nodes of one run; default DEFAULT_GLOBAL_CONCURRENCY. */
-  global: z.int().positive().optional(),
+  global: z.optional(z.int().check(z.positive())),
   /** Cap on RUNNING nodes of one run per role; roles not listed are capped only globally. */
-  perRole: z.record(Identifier, z.int().positive()).optional(),
+  perRole: z.optional(z.record(Identifier, z.int().check(z.positive()))),
 });
 
 export const WorkflowDefinitionSchema = z.strictObject({
   name: Identifier,
-  version: z.int().positive(),
-  nodes: z.array(NodeDefinitionSchema).max(1000),
-  edges: z.array(EdgeDefinitionSchema).max(10_000).default([]),
-  concurrency: ConcurrencySchema.optional(),
+  version: z.int().check(z.positive()),
+  nodes: z.array(NodeDefinitionSchema).check(z.maxLength(1000)),
+  edges: z._default(z.array(EdgeDefinitionSchema).check(z.maxLength(10_000)), []),
+  concurrency: z.optional(ConcurrencySchema),
   /** How long any node may wait for its inputs (and a release) before it ends with a dependency
    * timeout; the orchestrator's default when absent. */
-  dependencyTimeoutSeconds: z.int().positive().optional(),
+  dependencyTimeoutSeconds: z.optional(z.int().check(z.positive())),
 });
 
 export type EdgeCondition = z.output<typeof EdgeConditionSchema>;

@@ -1,4 +1,4 @@
-import * as z from "zod";
+import * as z from "../../../schemas/zod";
 import { Identifier } from "./definition";
 
 /**
@@ -23,29 +23,29 @@ export const NodeStateSchema = z.enum(NODE_STATES);
 export const RunStatusSchema = z.enum(RUN_STATUSES);
 
 export const NodeErrorSchema = z.object({
-  code: z.string().min(1),
+  code: z.string().check(z.minLength(1)),
   message: z.string(),
-  error_class: z.enum(["transient", "permanent", "business", "unknown_outcome"]).optional(),
+  error_class: z.optional(z.enum(["transient", "permanent", "business", "unknown_outcome"])),
 });
 
 export const NodeRunSchema = z.object({
   state: NodeStateSchema,
   /** Incoming edges whose upstream has not ended yet (the in-degree counter). */
-  remaining_upstreams: z.int().nonnegative(),
+  remaining_upstreams: z.int().check(z.nonnegative()),
   /** How many times the node was assigned, over all generations (1 on the first assignment). */
-  attempt: z.int().nonnegative(),
+  attempt: z.int().check(z.nonnegative()),
   /** The run generation of the node's current assignment; absent until assigned (again). */
-  assigned_generation: z.int().nonnegative().optional(),
-  output: z.unknown().optional(),
-  error: NodeErrorSchema.optional(),
+  assigned_generation: z.optional(z.int().check(z.nonnegative())),
+  output: z.optional(z.unknown()),
+  error: z.optional(NodeErrorSchema),
 });
 
 export const DagRunSchema = z.object({
-  run_id: z.string().min(1).max(256),
-  workflow: z.object({ name: Identifier, version: z.int().positive() }),
+  run_id: z.string().check(z.minLength(1), z.maxLength(256)),
+  workflow: z.object({ name: Identifier, version: z.int().check(z.positive()) }),
   status: RunStatusSchema,
   /** Incremented by each partial re-run: deliveries for an older assignment are stale. */
-  generation: z.int().nonnegative(),
+  generation: z.int().check(z.nonnegative()),
   /** The run's input, handed to the root nodes. */
   input: z.unknown(),
   nodes: z.record(Identifier, NodeRunSchema),
