@@ -1,5 +1,5 @@
 /**
- * The dotted-code part of an AWS SDK error's name, shared by every adapter:
+ * The dotted-code part of an AWS error's name, shared by every adapter:
  * `ConditionalCheckFailedException` -> `conditional_check_failed`.
  */
 export function snakeCase(name: string): string {

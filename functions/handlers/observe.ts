@@ -3,7 +3,7 @@ import { Metrics } from "@aws-lambda-powertools/metrics";
 import { type Tracer, xrayTracer } from "./xray";
 
 /**
- * Powertools logger and metrics, and the tracer of SDK calls (./xray.ts: X-Ray subsegments
+ * Powertools logger and metrics, and the tracer of AWS calls (./xray.ts: X-Ray subsegments
  * without the X-Ray SDK), for one function, built once per container. The tracer switches
  * itself off outside Lambda (local runtime, tests).
  */

@@ -136,7 +136,7 @@ const UNAVAILABLE = new Set([
   "ModelErrorException",
 ]);
 
-/** Maps an SDK or network error of a Converse call to our error classes (exported for tests). */
+/** Maps an AWS or network error of a Converse call to our error classes (exported for tests). */
 export function modelFailure(error: unknown, modelId: string): AgentBusError {
   const e = (typeof error === "object" && error !== null ? error : {}) as Parameters<
     typeof isThrottlingError

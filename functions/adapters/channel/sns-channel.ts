@@ -28,7 +28,7 @@ import { snakeCase } from "../sdk-errors";
  * `resendSafeWithinSeconds` tells the sender so, with a margin for clock skew and for the time a
  * publish takes (the side-effect record is created before the first publish).
  *
- * Errors: SDK timeouts, aborts and dropped connections (the publish may have happened) ->
+ * Errors: timeouts, aborts and dropped connections (the publish may have happened) ->
  * ChannelTimeoutError; InvalidParameter, InvalidParameterValue, NotFound, AuthorizationError and
  * other client errors -> ChannelRejectedError; throttling, server errors and refused connections
  * -> TransientError `channel.throttled` / `channel.unavailable`.

@@ -30,7 +30,7 @@ export function deflatedJson(json: string): Uint8Array | undefined {
     : undefined;
 }
 
-/** The JSON of a deflated attribute: bytes from the SDK, or base64 text from a Lambda event. */
+/** The JSON of a deflated attribute: bytes from an AWS client, or base64 text from a Lambda event. */
 export function inflatedJson(value: unknown): string | undefined {
   if (value instanceof Uint8Array) return inflateRawSync(value).toString("utf8");
   if (typeof value === "string")
@@ -51,7 +51,7 @@ export function storedEnvelope(envelope: Envelope): StoredEnvelope {
 
 /**
  * The envelope JSON of an unmarshalled event item; undefined when it has neither attribute. A
- * binary value is bytes from the SDK, or base64 text in a stream record as Lambda delivers it.
+ * binary value is bytes from an AWS client, or base64 text in a stream record as Lambda delivers it.
  */
 export function envelopeJson(item: Readonly<Record<string, unknown>>): string | undefined {
   const text = item[EventAttr.envelope];

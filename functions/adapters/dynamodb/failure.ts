@@ -4,7 +4,7 @@ import { snakeCase } from "../sdk-errors";
 
 type SdkErrorLike = Parameters<typeof isThrottlingError>[0];
 
-/** Map an SDK error from a whole call to the error classes the pipeline acts on. */
+/** Map an AWS error from a whole call to the error classes the pipeline acts on. */
 export function dynamoFailure(error: unknown, operation: string): AgentBusError {
   if (error instanceof AgentBusError) return error;
   const e = error as SdkErrorLike & { $fault?: string };

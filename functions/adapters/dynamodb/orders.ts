@@ -10,7 +10,7 @@ import { dynamoFailure } from "./failure";
 /**
  * OrdersPort on a DynamoDB orders table: partition key `order_id` (S), one item per order holding
  * the OrderRecord fields (`refund` as a map). Reads are GetItem; a row that is not a valid
- * OrderRecord is a PermanentError `orders.invalid_row` (retrying cannot fix it). SDK errors are
+ * OrderRecord is a PermanentError `orders.invalid_row` (retrying cannot fix it). AWS errors are
  * mapped like the event store's (throttling and outages -> TransientError).
  */
 export const ORDERS_PARTITION_KEY = "order_id";

@@ -2,7 +2,7 @@ import { isThrottlingError } from "@smithy/core/retry";
 import { TransientError } from "../../core/errors";
 import { snakeCase } from "../sdk-errors";
 
-/** A failed SendMessage(Batch) call: transient (the caller retries), coded by the SDK error. */
+/** A failed SendMessage(Batch) call: transient (the caller retries), coded by the AWS error. */
 export function sendFailure(error: unknown, what: string): TransientError {
   const name = error instanceof Error ? error.name : "Error";
   const code = isThrottlingError(error as Parameters<typeof isThrottlingError>[0])
