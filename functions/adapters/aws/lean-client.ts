@@ -9,7 +9,7 @@ import { NodeHttpHandler } from "@smithy/node-http-handler";
 import { SignatureV4 } from "@smithy/signature-v4";
 import type { AwsClient, AwsCommand, AwsService, ResponseMetadata } from "./client";
 import { endpointOf, SERVICES } from "./lean/services";
-import { decodeResponse, encodeRequest, type WireResponse } from "./lean/wire";
+import { decodeResponse, encodeRequest, requestIdOf, type WireResponse } from "./lean/wire";
 
 /**
  * The AWS client of every Lambda function: the AWS SDK v3's own SigV4 signer
@@ -88,6 +88,7 @@ export class LeanAwsClient implements AwsClient {
   private readonly http: HttpSender;
   private readonly retry: StandardRetryStrategy;
   private readonly signers = new Map<AwsService, SignatureV4>();
+  private readonly endpoints = new Map<AwsService, URL>();
 
   constructor(private readonly options: LeanClientOptions = {}) {
     this.env = options.env ?? process.env;
@@ -101,23 +102,26 @@ export class LeanAwsClient implements AwsClient {
   ): Promise<O & { readonly $metadata: ResponseMetadata }> {
     let token = await this.retry.acquireInitialRetryToken(command.service);
     let attempts = 0;
-    const started = Date.now();
+    let totalRetryDelay = 0;
     for (;;) {
       attempts += 1;
       try {
         const { output, metadata } = await this.attempt(command);
         this.retry.recordSuccess(token);
-        const $metadata = { ...metadata, attempts, totalRetryDelay: Date.now() - started };
+        const $metadata = { ...metadata, attempts, totalRetryDelay };
         return Object.assign(output, { $metadata }) as O & { $metadata: ResponseMetadata };
       } catch (error) {
         noteAttempts(error, attempts);
+        const waiting = Date.now();
         try {
+          // Waits out the backoff, or refuses: not retryable, attempts or retry quota spent.
           token = await this.retry.refreshRetryTokenForRetry(token, {
             errorType: retryErrorType(error),
           });
         } catch {
           throw error;
         }
+        totalRetryDelay += Date.now() - waiting;
       }
     }
   }
@@ -132,7 +136,7 @@ export class LeanAwsClient implements AwsClient {
 
   private async attempt(command: AwsCommand) {
     const wire = encodeRequest(command.service, command.operation, command.input);
-    const url = endpointOf(command.service, this.region, this.env, this.endpointFor(command));
+    const url = this.endpoint(command.service);
     const port = url.port ? Number(url.port) : undefined;
     const request: HttpRequestLike = {
       method: wire.method,
@@ -159,13 +163,20 @@ export class LeanAwsClient implements AwsClient {
       body: await text(response.body),
     };
     const output = decodeResponse(command.service, command.operation, answer);
-    const requestId = answer.headers["x-amzn-requestid"] ?? answer.headers["x-amz-request-id"];
+    const requestId = requestIdOf(command.service, answer);
     return { output, metadata: { httpStatusCode: answer.status, requestId } };
   }
 
-  private endpointFor(command: AwsCommand): string | undefined {
-    const endpoint = this.options.endpoint;
-    return typeof endpoint === "string" ? endpoint : endpoint?.[command.service];
+  /** A service's endpoint, resolved on its first call. */
+  private endpoint(service: AwsService): URL {
+    let url = this.endpoints.get(service);
+    if (!url) {
+      const given = this.options.endpoint;
+      const configured = typeof given === "string" ? given : given?.[service];
+      url = endpointOf(service, this.region, this.env, configured);
+      this.endpoints.set(service, url);
+    }
+    return url;
   }
 
   private signer(service: AwsService): SignatureV4 {

@@ -178,6 +178,7 @@ describe("LeanAwsClient retries and errors", () => {
     const output = await client.send(GetItem({ TableName: "t", Key: {} }));
     expect(requests).toHaveLength(3);
     expect(output.$metadata.attempts).toBe(3);
+    expect(output.$metadata.totalRetryDelay).toBeGreaterThan(0);
   });
 
   it("gives up after the attempts allowed, with the service's error", async () => {

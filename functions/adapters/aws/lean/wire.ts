@@ -103,6 +103,15 @@ export interface WireResponse {
   readonly body: string;
 }
 
+/** The request id AWS gave a response: its header, or the query protocol's XML. */
+export function requestIdOf(service: AwsService, response: WireResponse): string | undefined {
+  return (
+    response.headers["x-amzn-requestid"] ??
+    response.headers["x-amz-request-id"] ??
+    (SERVICES[service].protocol.kind === "query" ? xmlText(response.body, "RequestId") : undefined)
+  );
+}
+
 /** The output of a successful call, or the error of a refused one (thrown). */
 export function decodeResponse(
   service: AwsService,
@@ -110,10 +119,7 @@ export function decodeResponse(
   response: WireResponse,
 ): Record<string, unknown> {
   const protocol = SERVICES[service].protocol;
-  const requestId =
-    response.headers["x-amzn-requestid"] ??
-    response.headers["x-amz-request-id"] ??
-    (protocol.kind === "query" ? xmlText(response.body, "RequestId") : undefined);
+  const requestId = requestIdOf(service, response);
   const ok = response.status >= 200 && response.status < 300;
   if (protocol.kind === "query") {
     if (ok) return queryResult(operation, response.body);
