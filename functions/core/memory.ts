@@ -1,6 +1,7 @@
 import type { AggregateRef, Envelope } from "../../schemas";
 import type { Mutable } from "./commit";
 import { DuplicateCommitError, PermanentError, VersionConflictError } from "./errors";
+import { deepFreeze } from "./freeze";
 import { mayHaveSpilled } from "./gate-records";
 import type {
   Clock,
@@ -26,21 +27,6 @@ import { systemClock } from "./runtime";
 
 const key = (ref: AggregateRef) => `${ref.type}#${ref.id}`;
 
-/**
- * Freezes a value and everything it holds, in place, and returns it. What the store keeps is
- * immutable, so reads hand out the stored values themselves instead of copies: a caller that
- * tried to change one would fail loudly, as it would have changed nothing stored in DynamoDB.
- * A value found frozen already is taken as frozen throughout and not walked again: a new state
- * shares its unchanged parts with the state before it, which this store froze then.
- */
-export function deepFreeze<T>(value: T): T {
-  if (value === null || typeof value !== "object" || Object.isFrozen(value)) return value;
-  Object.freeze(value);
-  // Walked in place: this runs on every commit, and Object.values would copy each level first.
-  if (Array.isArray(value)) for (let i = 0; i < value.length; i++) deepFreeze(value[i]);
-  else for (const key in value) deepFreeze(value[key]);
-  return value;
-}
 const MAX_TRANSACTION_ACTIONS = 100;
 
 /**

@@ -15,6 +15,7 @@ import type {
   NodeState,
   Transition,
 } from "../../functions/core/dag/run";
+import { deepFreeze } from "../../functions/core/freeze";
 
 /**
  * For random DAGs (1..12 nodes, random forward edges, plain or conditional, random roles, joins
@@ -114,14 +115,6 @@ class Choices {
     const v = this.values[this.i++] ?? 0;
     return mod <= 0 ? 0 : v % mod;
   }
-}
-
-function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const child of Object.values(value)) deepFreeze(child);
-  }
-  return value;
 }
 
 const ENDED: ReadonlySet<NodeState> = new Set([

@@ -1,3 +1,4 @@
+import { deepFreeze } from "../freeze";
 import {
   type EdgeDefinition,
   type NodeDefinition,
@@ -6,7 +7,7 @@ import {
   type WorkflowDefinitionInput,
 } from "./definition";
 import { DagRequestError, WorkflowDefinitionError } from "./errors";
-import { byString, deepFreeze } from "./values";
+import { byString } from "./values";
 
 /**
  * A workflow definition compiled into the graph the engine walks: nodes by id, edges in both

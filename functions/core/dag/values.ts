@@ -15,14 +15,6 @@ export function show(value: unknown): string {
   }
 }
 
-export function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const child of Object.values(value)) deepFreeze(child);
-  }
-  return value;
-}
-
 /** The order of every pass over node ids: plain code-unit order, independent of locale. */
 export const byString = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
