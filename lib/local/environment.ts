@@ -120,7 +120,8 @@ export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvir
     await publishOutputs(emulatorConfig(endpoint, region), stackName, deployment.outputs);
     if (names.tables.orders)
       await putOrders(fromSdk(clients.dynamodb), names.tables.orders, SAMPLE_ORDERS);
-    const running = await startRuntime(deployment, clients, endpoint, options);
+    const functionClients = functionClientsOf(options, clients, emulatorConfig(endpoint, region));
+    const running = await startRuntime(deployment, clients, functionClients, endpoint, options);
     const ops = connect(emulatorConfig(endpoint, region), stackName, deployment.outputs, topology);
     return {
       ...running,
@@ -182,6 +183,7 @@ const LOCAL_ENV_OVERRIDES: Readonly<Record<string, string>> = {
 async function startRuntime(
   deployment: LocalDeployment,
   clients: AwsClients,
+  functionClients: FunctionClients,
   endpoint: string,
   options: LocalOptions,
 ): Promise<Pick<LocalEnvironment, "runtime" | "observations" | "channel" | "model">> {
@@ -189,13 +191,10 @@ async function startRuntime(
   const channel = new LocalChannel({ onDelivery: options.onDelivery });
   const model = new RecordingModel(new DeterministicLocalModel());
   const services = options.faultInjection?.services?.({ model, channel }) ?? { model, channel };
-  const lean = (options.functionClient ?? (options.faultInjection ? "sdk" : "lean")) === "lean";
   const runtime = new LocalRuntime({
     deployment,
     clients,
-    functionClients: lean
-      ? leanClients(emulatorConfig(endpoint, options.region ?? "us-east-1"))
-      : sdkFunctionClients(clients),
+    functionClients,
     endpoint,
     root: ROOT,
     envOverrides: { ...LOCAL_ENV_OVERRIDES, ...options.envOverrides },
@@ -224,8 +223,17 @@ async function stopLocal(
   await moto?.stop();
 }
 
-/** One lean client for every service, as a deployed function has. */
-function leanClients(config: LeanClientOptions): FunctionClients {
+/**
+ * The clients the functions get (`LocalOptions.functionClient`): one lean client for every
+ * service, as a deployed function has, or the emulator's SDK clients.
+ */
+function functionClientsOf(
+  options: LocalOptions,
+  clients: AwsClients,
+  config: LeanClientOptions,
+): FunctionClients {
+  if ((options.functionClient ?? (options.faultInjection ? "sdk" : "lean")) === "sdk")
+    return sdkFunctionClients(clients);
   const client = new LeanAwsClient(config);
   return { dynamodb: client, sqs: client, eventbridge: client };
 }
