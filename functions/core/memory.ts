@@ -27,7 +27,40 @@ import { systemClock } from "./runtime";
 
 const key = (ref: AggregateRef) => `${ref.type}#${ref.id}`;
 
+/**
+ * The `<type>#<id>` key of each aggregate, made once: a key built anew for every lookup is hashed
+ * anew too, which cost more than the rest of a load. Grows with the aggregates the store holds.
+ */
+class RefKeys {
+  private readonly byType = new Map<string, Map<string, string>>();
+  of(ref: AggregateRef): string {
+    let ids = this.byType.get(ref.type);
+    if (!ids) {
+      ids = new Map();
+      this.byType.set(ref.type, ids);
+    }
+    let k = ids.get(ref.id);
+    if (k === undefined) {
+      k = key(ref);
+      ids.set(ref.id, k);
+    }
+    return k;
+  }
+}
+
 const MAX_TRANSACTION_ACTIONS = 100;
+
+const DONE = Promise.resolve();
+
+/** What `run` returns or throws, as a settled promise: what an async function would give. */
+function settled<T>(run: () => T): Promise<T> {
+  try {
+    const value = run();
+    return value === undefined ? (DONE as Promise<T>) : Promise.resolve(value);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
 
 /**
  * In-memory twin of the DynamoDB event store: same atomicity (all parts of a commit or none),
@@ -55,12 +88,19 @@ export class InMemoryEventStore
   /** Every appended event in commit order (what a DynamoDB stream would carry). */
   readonly log: Envelope[] = [];
   commits = 0;
+  private readonly keys = new RefKeys();
 
   constructor(private readonly clock: Clock = systemClock) {}
 
-  async load(request: LoadRequest): Promise<Loaded> {
+  // load and commit answer with settled promises rather than as async functions: they run for
+  // every consumed event, and an async function's frame costs more than the work itself here.
+  load(request: LoadRequest): Promise<Loaded> {
+    return settled(() => this.loadNow(request));
+  }
+
+  private loadNow(request: LoadRequest): Loaded {
     const { inbox } = request;
-    const state = inbox?.rowOnly ? undefined : this.states.get(key(request.state));
+    const state = inbox?.rowOnly ? undefined : this.states.get(this.keys.of(request.state));
     const now = this.clock.now().getTime();
     const recent = inbox ? state?.gate?.recent[inbox.eventId] : undefined;
     const recentLive = recent !== undefined && recent * 1000 > now;
@@ -78,7 +118,8 @@ export class InMemoryEventStore
     const { checkpoint: asked } = request;
     let checkpoint = 0;
     if (asked?.row) checkpoint = this.checkpoints.get(`${asked.group}#${key(asked.stream)}`) ?? 0;
-    else if (asked && state?.gate) checkpoint = state.gate.checkpoints[key(asked.stream)] ?? 0;
+    else if (asked && state?.gate)
+      checkpoint = state.gate.checkpoints[this.keys.of(asked.stream)] ?? 0;
     return { inboxHit: live, checkpoint, state };
   }
 
@@ -95,12 +136,14 @@ export class InMemoryEventStore
       .sort((x, y) => x.aggregate.version - y.aggregate.version);
   }
 
-  async commit(request: CommitRequest): Promise<void> {
-    // Check every condition first, then apply: nothing is written when one fails.
-    this.checkShape(request);
-    this.checkConditions(request);
-    this.commits++;
-    this.apply(request);
+  commit(request: CommitRequest): Promise<void> {
+    return settled(() => {
+      // Check every condition first, then apply: nothing is written when one fails.
+      this.checkShape(request);
+      this.checkConditions(request);
+      this.commits++;
+      this.apply(request);
+    });
   }
 
   /** The same limits DynamoDB enforces on one transaction. */
@@ -118,10 +161,9 @@ export class InMemoryEventStore
         `a commit of ${actions} actions exceeds ${MAX_TRANSACTION_ACTIONS}`,
       );
     }
-    const appended = new Set(
-      (request.append ?? []).map((e) => `${key(e.aggregate)}@${e.aggregate.version}`),
-    );
-    if (appended.size !== (request.append?.length ?? 0)) {
+    const append = request.append ?? [];
+    const appended = new Set(append.map((e) => `${key(e.aggregate)}@${e.aggregate.version}`));
+    if (appended.size !== append.length) {
       throw new PermanentError(
         "dynamodb.validation",
         "a commit cannot write two events at the same stream version",
@@ -157,7 +199,7 @@ export class InMemoryEventStore
     }
     for (const part of [request.state, request.gate]) {
       if (!part) continue;
-      const current = this.states.get(key(part.aggregate))?.revision ?? 0;
+      const current = this.states.get(this.keys.of(part.aggregate))?.revision ?? 0;
       if (current !== part.expectedRevision) {
         throw new VersionConflictError(
           "state",
@@ -196,16 +238,18 @@ export class InMemoryEventStore
   }
 
   private applyState(state: NonNullable<CommitRequest["state"]>): void {
-    const k = key(state.aggregate);
+    const k = this.keys.of(state.aggregate);
     const previous = this.states.get(k);
     const stored: Mutable<StoredState> = {
-      aggregate: state.aggregate,
+      aggregate: Object.freeze(state.aggregate),
       revision: (previous?.revision ?? 0) + 1,
       version: state.version,
-      data: state.next,
+      data: deepFreeze(state.next),
     };
+    // The gate records are the pipeline's own, made anew for each commit and never changed:
+    // frozen or not, nothing writes to them, and freezing their keyed records costs a commit more.
     if (state.gate) stored.gate = state.gate;
-    this.states.set(k, deepFreeze(stored));
+    this.states.set(k, Object.freeze(stored));
     if (typeof state.dueAt === "string")
       this.dueIndex.set(k, { aggregate: { ...state.aggregate }, dueAt: state.dueAt });
     else this.dueIndex.delete(k);
@@ -215,11 +259,12 @@ export class InMemoryEventStore
 
   /** Only the gate records and the revision change: data, due time and summary are kept. */
   private applyGate({ aggregate, records }: NonNullable<CommitRequest["gate"]>): void {
-    const previous = this.states.get(key(aggregate));
+    const k = this.keys.of(aggregate);
+    const previous = this.states.get(k);
     this.states.set(
-      key(aggregate),
-      deepFreeze({
-        aggregate: previous?.aggregate ?? { type: aggregate.type, id: aggregate.id },
+      k,
+      Object.freeze({
+        aggregate: previous?.aggregate ?? Object.freeze({ type: aggregate.type, id: aggregate.id }),
         revision: (previous?.revision ?? 0) + 1,
         version: previous?.version ?? 0,
         data: previous?.data,
