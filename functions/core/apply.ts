@@ -19,33 +19,46 @@ import { pastDedupHorizon } from "./replay";
 
 const DEFAULT_INBOX_TTL_SECONDS = 7 * 24 * 3600;
 
-/** The states a delivery reads and writes, by aggregate: loaded once each, then kept current. */
+/**
+ * The states a delivery reads and writes, by aggregate: loaded once each, then kept current. The
+ * home state (the delivered event's) is held apart: it is nearly always the only one, and a key
+ * made for it on every event would cost more than the rest of this class.
+ */
 class StateCache<S> {
-  private readonly states = new Map<string, StoredState<S> | undefined>();
+  private others?: Map<string, StoredState<S> | undefined>;
   constructor(
-    first: AggregateRef,
-    loaded: StoredState | undefined,
+    private readonly home: AggregateRef,
+    private homeState: StoredState<S> | undefined,
     private readonly deps: Pick<ConsumerDeps, "store">,
-  ) {
-    this.states.set(refKey(first), loaded as StoredState<S> | undefined);
-  }
+  ) {}
   /** The state, without waiting when it is known already (the common case: the home state). */
   get(ref: AggregateRef): StoredState<S> | undefined | Promise<StoredState<S> | undefined> {
+    if (sameRef(ref, this.home)) return this.homeState;
     const k = refKey(ref);
-    return this.states.has(k) ? this.states.get(k) : this.load(ref, k);
+    return this.others?.has(k) ? this.others.get(k) : this.load(ref, k);
   }
   private async load(ref: AggregateRef, k: string): Promise<StoredState<S> | undefined> {
     const loaded = await this.deps.store.load({ state: ref });
-    this.states.set(k, loaded.state as StoredState<S> | undefined);
+    this.others ??= new Map();
+    this.others.set(k, loaded.state as StoredState<S> | undefined);
     return loaded.state as StoredState<S> | undefined;
   }
   set(ref: AggregateRef, state: StoredState<S> | undefined): void {
-    this.states.set(refKey(ref), state);
+    if (sameRef(ref, this.home)) {
+      this.homeState = state;
+      return;
+    }
+    this.others ??= new Map();
+    this.others.set(refKey(ref), state);
   }
 }
 
 function refKey(ref: AggregateRef): string {
   return `${ref.type}#${ref.id}`;
+}
+
+function sameRef(a: AggregateRef, b: AggregateRef): boolean {
+  return a.type === b.type && a.id === b.id;
 }
 
 /**
@@ -80,42 +93,80 @@ export async function applyInOrder<S>(
   options: ConsumeOptions,
   steps: Step[],
 ): Promise<void> {
-  const homeKey = refKey(home);
   const shared = sharedStream(role, stream);
-  const states = new StateCache<S>(home, loaded.state, deps);
+  const states = new StateCache<S>(home, loaded.state as StoredState<S> | undefined, deps);
   let checkpoint = loaded.checkpoint;
   for (const event of queue) {
     const repaired = event.event_id !== delivered.event_id;
     // A gap may hold event types this group does not subscribe to: they only move the checkpoint.
     if (repaired && !role.subscriptions.includes(event.event_type)) continue;
     const stateRef = repaired ? stateRefOf(role, event) : home;
-    if (!shared && refKey(stateRef) !== homeKey) continue;
+    if (!shared && !sameRef(stateRef, home)) continue;
     const cached = states.get(stateRef);
     const state = isPromiseLike(cached) ? await cached : cached;
-    const now = deps.clock.now();
-    const version = event.aggregate.version;
-    const base: CommitBase = {
-      group: role.group,
-      event,
-      now,
-      ttl: options.inboxTtlSeconds ?? DEFAULT_INBOX_TTL_SECONDS,
-      stream: shared ? undefined : stream,
-      row:
-        shared && stream ? { group: role.group, stream, from: checkpoint, to: version } : undefined,
-      keep: keepsWhole(role, event) ? true : undefined,
-    };
-    const one: One<S> = { base, state, stateRef, repaired, role, deps, options };
-    const handleAndCommit = async () => {
-      const handledOne = handleOne(one);
-      const step = isPromiseLike(handledOne) ? await handledOne : handledOne;
-      await deps.store.commit(step.commit);
-      return step;
-    };
-    const handled = repaired ? await atEvent(event, handleAndCommit) : await handleAndCommit();
+    const one = oneOf(event, stateRef, state, checkpoint, repaired, role, deps, options, stream);
+    const handled = repaired
+      ? await atEvent(event, () => handleAndCommit(one))
+      : await handleAndCommit(one);
     states.set(stateRef, handled.state);
-    if (shared) checkpoint = version;
+    if (shared) checkpoint = event.aggregate.version;
     steps.push(handled.step);
   }
+}
+
+/**
+ * applyInOrder of the delivered event alone, on its own state, as the gate lets through nearly
+ * every event (no gap): its step, once committed. Without the loop and the state cache, whose
+ * frames and allocations cost as much as the rest of an in-memory commit.
+ */
+export function applyDelivered<S>(
+  delivered: Envelope,
+  home: AggregateRef,
+  loaded: Loaded,
+  stream: AggregateRef | undefined,
+  role: Role<S>,
+  deps: ConsumerDeps,
+  options: ConsumeOptions,
+): Promise<Step> {
+  const state = loaded.state as StoredState<S> | undefined;
+  const one = oneOf(delivered, home, state, loaded.checkpoint, false, role, deps, options, stream);
+  return handleAndCommit(one).then((handled) => handled.step);
+}
+
+/** One event and what handling it needs; `checkpoint` is the shared stream's, when it is one. */
+function oneOf<S>(
+  event: Envelope,
+  stateRef: AggregateRef,
+  state: StoredState<S> | undefined,
+  checkpoint: number,
+  repaired: boolean,
+  role: Role<S>,
+  deps: ConsumerDeps,
+  options: ConsumeOptions,
+  stream: AggregateRef | undefined,
+): One<S> {
+  const shared = sharedStream(role, stream);
+  const base: CommitBase = {
+    group: role.group,
+    event,
+    now: deps.clock.now(),
+    ttl: options.inboxTtlSeconds ?? DEFAULT_INBOX_TTL_SECONDS,
+    stream: shared ? undefined : stream,
+    row:
+      shared && stream
+        ? { group: role.group, stream, from: checkpoint, to: event.aggregate.version }
+        : undefined,
+    keep: keepsWhole(role, event) ? true : undefined,
+  };
+  return { base, state, stateRef, repaired, role, deps, options };
+}
+
+/** The event handled, then its commit written. */
+async function handleAndCommit<S>(one: One<S>): Promise<Handled<S>> {
+  const handledOne = handleOne(one);
+  const handled = isPromiseLike(handledOne) ? await handledOne : handledOne;
+  await one.deps.store.commit(handled.commit);
+  return handled;
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { AggregateRef, Envelope } from "../../schemas";
 import { recordsAfter, spilledFrom } from "./gate-records";
+import { isoTime } from "./iso-time";
 import type { Decision, Role, Step } from "./pipeline";
 import type {
   CommitRequest,
@@ -189,7 +190,7 @@ function expiresAtOf(base: CommitBase): number {
  */
 export function kept<S>(base: CommitBase): Handled<S> {
   const inbox = outcomeRecord(base.group, base.event, "applied", {
-    recordedAt: base.now.toISOString(),
+    recordedAt: isoTime(base.now),
     expiresAt: Number.MAX_SAFE_INTEGER,
   });
   return {
@@ -248,7 +249,7 @@ function inboxRow(
   repaired: boolean,
 ): InboxRecord {
   return outcomeRecord(base.group, base.event, outcome, {
-    recordedAt: base.now.toISOString(),
+    recordedAt: isoTime(base.now),
     expiresAt: expiresAtOf(base),
     reason,
     repaired: repaired ? true : undefined,

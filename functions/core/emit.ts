@@ -1,5 +1,6 @@
 import type { AggregateRef, Envelope, EventTypeDefinition } from "../../schemas";
 import { PermanentError } from "./errors";
+import { isoTime } from "./iso-time";
 import type { ConsumerDeps } from "./ports";
 
 /** An event or command a role asks to append to its aggregate's stream. */
@@ -45,7 +46,7 @@ export function buildEmitted(
       event_id: deps.ids.next(),
       event_type: definition.type,
       schema_version: definition.schemaVersion,
-      occurred_at: now.toISOString(),
+      occurred_at: isoTime(now),
       correlation_id: cause?.correlation_id ?? root?.correlationId,
       causation_id: cause?.event_id ?? null,
       task_id: spec.taskId ?? cause?.task_id ?? root?.taskId,
@@ -91,7 +92,7 @@ export function buildHeartbeat(
     event_id: deps.ids.next(),
     event_type: definition.type,
     schema_version: definition.schemaVersion,
-    occurred_at: deps.clock.now().toISOString(),
+    occurred_at: isoTime(deps.clock.now()),
     correlation_id: cause.correlation_id,
     causation_id: cause.event_id,
     task_id: spec.taskId ?? cause.task_id,

@@ -1,5 +1,5 @@
 import type { AggregateRef, Envelope } from "../../schemas";
-import { applyInOrder, keepsWhole, sharedStream, stateRefOf } from "./apply";
+import { applyDelivered, applyInOrder, keepsWhole, sharedStream, stateRefOf } from "./apply";
 import { duplicateStep, refOf } from "./commit";
 import type { EmitSpec, HeartbeatSpec } from "./emit";
 import {
@@ -257,7 +257,9 @@ export async function consume<S>(
       return { event, status: "duplicate", steps: [...steps, step] };
     }
     try {
-      await applyInOrder(queue, event, stateRef, loaded, stream, role, deps, options, steps);
+      if (queue.length === 1 && queue[0] === event)
+        steps.push(await applyDelivered(event, stateRef, loaded, stream, role, deps, options));
+      else await applyInOrder(queue, event, stateRef, loaded, stream, role, deps, options, steps);
       const last = steps.at(-1);
       if (!last || last.eventId !== event.event_id)
         throw new Error("pipeline did not reach the delivered event");
