@@ -88,7 +88,7 @@ export type ParseResult =
 export class EventRegistry {
   private readonly byKey = new Map<string, EventTypeDefinition>();
   /** Full envelope schemas, built on first use: building all of them would slow every cold start. */
-  private readonly schemas = new Map<string, z.ZodMiniType>();
+  private readonly schemas = new Map<EventTypeDefinition, z.ZodMiniType>();
   /** Each type's definitions, newest schema version first. */
   private readonly byType = new Map<string, EventTypeDefinition[]>();
 
@@ -123,9 +123,11 @@ export class EventRegistry {
   /** The definition of `type` at `schemaVersion`, or its newest one when no version is named. */
   find(type: string, schemaVersion?: number): EventTypeDefinition | undefined {
     const versions = this.byType.get(type);
-    return schemaVersion === undefined
-      ? versions?.[0]
-      : versions?.find((d) => d.schemaVersion === schemaVersion);
+    if (!versions || schemaVersion === undefined) return versions?.[0];
+    // A loop, not `find`: every message is looked up here, and a callback is one more object.
+    for (const definition of versions)
+      if (definition.schemaVersion === schemaVersion) return definition;
+    return undefined;
   }
 
   definitions(): EventTypeDefinition[] {
@@ -134,20 +136,19 @@ export class EventRegistry {
 
   /** The full envelope schema of one type and version (for JSON Schema export). */
   envelopeSchema(type: string, schemaVersion: number): z.ZodMiniType | undefined {
-    return this.schemaOf(`${type}@${schemaVersion}`);
+    const definition = this.find(type, schemaVersion);
+    return definition && this.schemaOf(definition);
   }
 
-  private schemaOf(key: string): z.ZodMiniType | undefined {
-    const built = this.schemas.get(key);
+  private schemaOf(definition: EventTypeDefinition): z.ZodMiniType {
+    const built = this.schemas.get(definition);
     if (built) return built;
-    const definition = this.byKey.get(key);
-    if (!definition) return undefined;
     const schema = z.extend(EnvelopeBase, {
       event_type: z.literal(definition.type),
       schema_version: z.literal(definition.schemaVersion),
       payload: definition.payload,
     });
-    this.schemas.set(key, schema);
+    this.schemas.set(definition, schema);
     return schema;
   }
 
@@ -208,15 +209,14 @@ export class EventRegistry {
 
   /** `parse` without the upcast: the message validated at the version it names. */
   private parseAsWritten(raw: unknown): ParseResult {
-    const eventId = pickEventId(raw);
     const sizeProblem = sizeProblemOf(raw);
-    if (sizeProblem) return { ok: false, ...sizeProblem, eventId };
-    const schema = this.schemaOf(typeKeyOf(raw));
-    const full = schema?.safeParse(raw);
-    if (!full?.success) return { ok: false, ...this.problemOf(raw, full?.error), eventId };
+    if (sizeProblem) return { ok: false, ...sizeProblem, eventId: pickEventId(raw) };
+    const definition = this.definitionNamed(raw);
+    // The schema pins event_type and schema_version: valid data is of `definition`.
+    const full = definition && z.safeParse(this.schemaOf(definition), raw);
+    if (!definition || !full?.success)
+      return { ok: false, ...this.problemOf(raw, full?.error), eventId: pickEventId(raw) };
     const data = full.data as z.output<typeof EnvelopeBase>;
-    const definition = this.byKey.get(`${data.event_type}@${data.schema_version}`);
-    if (!definition) throw new Error(`no definition beside the schema of ${data.event_type}`);
     if (definition.sequenced !== data.aggregate.version > 0) {
       return {
         ok: false,
@@ -224,12 +224,21 @@ export class EventRegistry {
         message: definition.sequenced
           ? `${definition.type} is sequenced: aggregate.version must be >= 1`
           : `${definition.type} is unsequenced: aggregate.version must be 0`,
-        eventId,
+        eventId: pickEventId(raw),
       };
     }
-    const envelope: Envelope =
-      data.order_key === undefined ? { ...data, order_key: data.aggregate.id } : (data as Envelope);
-    return { ok: true, envelope, definition };
+    // The object's parser built `data` for this call: the default is filled in place, not copied.
+    if (data.order_key === undefined) data.order_key = data.aggregate.id;
+    return { ok: true, envelope: data as Envelope, definition };
+  }
+
+  /** The definition of the type and version a raw message names, if it names a known one. */
+  private definitionNamed(raw: unknown): EventTypeDefinition | undefined {
+    if (!raw || typeof raw !== "object") return undefined;
+    const { event_type: type, schema_version: version } = raw as Record<string, unknown>;
+    return typeof type === "string" && typeof version === "number"
+      ? this.find(type, version)
+      : undefined;
   }
 
   /** Why a message that its type's schema rejected (or whose type is unknown) is invalid. */
@@ -281,13 +290,6 @@ function checkChain(definition: EventTypeDefinition, known: readonly EventTypeDe
     throw new Error(`event type ${type} v${schemaVersion} needs an upcast from v${newest}`);
   if (schemaVersion === 1 && definition.upcast)
     throw new Error(`event type ${type} v1 has nothing to upcast from`);
-}
-
-/** The registry key a raw message names (`type@version`), or "" when it names none. */
-function typeKeyOf(raw: unknown): string {
-  if (!raw || typeof raw !== "object") return "";
-  const { event_type: type, schema_version: version } = raw as Record<string, unknown>;
-  return typeof type === "string" && typeof version === "number" ? `${type}@${version}` : "";
 }
 
 /**
