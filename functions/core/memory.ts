@@ -101,7 +101,8 @@ export class InMemoryEventStore
   private loadNow(request: LoadRequest): Loaded {
     const { inbox } = request;
     const state = inbox?.rowOnly ? undefined : this.states.get(this.keys.of(request.state));
-    const now = this.clock.now().getTime();
+    // Only the dedup check of an unsequenced event asks what time it is.
+    const now = inbox ? this.clock.now().getTime() : 0;
     const recent = inbox ? state?.gate?.recent[inbox.eventId] : undefined;
     const recentLive = recent !== undefined && recent * 1000 > now;
     // The row is read when asked, or when the id may have been spilled from the recent ones.
@@ -161,9 +162,13 @@ export class InMemoryEventStore
         `a commit of ${actions} actions exceeds ${MAX_TRANSACTION_ACTIONS}`,
       );
     }
-    const append = request.append ?? [];
-    const appended = new Set(append.map((e) => `${key(e.aggregate)}@${e.aggregate.version}`));
-    if (appended.size !== append.length) {
+    const append = request.append;
+    if (
+      append &&
+      append.length > 1 &&
+      new Set(append.map((e) => `${key(e.aggregate)}@${e.aggregate.version}`)).size !==
+        append.length
+    ) {
       throw new PermanentError(
         "dynamodb.validation",
         "a commit cannot write two events at the same stream version",

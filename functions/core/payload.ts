@@ -16,7 +16,7 @@ export function payloadOf<K extends EventType>(
   event: Envelope,
   ...types: readonly [K, ...K[]]
 ): EventPayloads[K] {
-  if (!types.some((type) => type === event.event_type))
+  if (!types.includes(event.event_type as K))
     throw new PermanentError(
       "payload.unexpected_type",
       `expected the payload of ${types.join(" or ")}, got ${event.event_type} (event ${event.event_id})`,
