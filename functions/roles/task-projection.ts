@@ -1,4 +1,5 @@
 import type { Envelope } from "../../schemas";
+import type { Mutable } from "../core/commit";
 import { PermanentError } from "../core/errors";
 import { payloadOf } from "../core/payload";
 import type { Role } from "../core/pipeline";
@@ -76,7 +77,7 @@ export const taskProjection: Role<TaskView> = {
       );
     }
     const base = view ?? emptyView(event.aggregate.id);
-    const next: TaskView = {
+    const next: Mutable<TaskView> = {
       ...base,
       status: step.to,
       version: event.aggregate.version,
@@ -88,8 +89,8 @@ export const taskProjection: Role<TaskView> = {
           version: event.aggregate.version,
         },
       ],
-      ...fieldsOf(event),
     };
+    setFields(next, event);
     return { state: next };
   },
 };
@@ -104,19 +105,23 @@ function emptyView(taskId: string): TaskView {
   };
 }
 
-function fieldsOf(event: Envelope): Partial<TaskView> {
+/** What the event tells of the task, set on the next view (made for this event: not shared). */
+function setFields(next: Mutable<TaskView>, event: Envelope): void {
   switch (event.event_type) {
     case "task.accepted":
-      return { title: payloadOf(event, "task.accepted").title };
+      next.title = payloadOf(event, "task.accepted").title;
+      return;
     case "plan.created": {
       const { steps } = payloadOf(event, "plan.created");
-      return { plan_steps: steps.length, plan: steps.map((step) => step.title) };
+      next.plan_steps = steps.length;
+      next.plan = steps.map((step) => step.title);
+      return;
     }
     case "answer.generated":
-      return { answer_ref: payloadOf(event, "answer.generated").answer_ref };
+      next.answer_ref = payloadOf(event, "answer.generated").answer_ref;
+      return;
     case "notification.sent":
-      return { channel: payloadOf(event, "notification.sent").channel };
-    default:
-      return {};
+      next.channel = payloadOf(event, "notification.sent").channel;
+      return;
   }
 }
