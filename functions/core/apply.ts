@@ -115,11 +115,11 @@ export async function applyInOrder<S>(
 }
 
 /**
- * applyInOrder of the delivered event alone, on its own state, as the gate lets through nearly
- * every event (no gap): its step, once committed. Without the loop and the state cache, whose
- * frames and allocations cost as much as the rest of an in-memory commit.
+ * The delivered event handled alone, on its own state, as the gate lets through nearly every
+ * event (no gap): its step and commit, for the caller to write. Without applyInOrder's loop,
+ * state cache and frames, which cost as much as the rest of an in-memory commit.
  */
-export function applyDelivered<S>(
+export function handleDelivered<S>(
   delivered: Envelope,
   home: AggregateRef,
   loaded: Loaded,
@@ -127,10 +127,11 @@ export function applyDelivered<S>(
   role: Role<S>,
   deps: ConsumerDeps,
   options: ConsumeOptions,
-): Promise<Step> {
+): Handled<S> | Promise<Handled<S>> {
   const state = loaded.state as StoredState<S> | undefined;
-  const one = oneOf(delivered, home, state, loaded.checkpoint, false, role, deps, options, stream);
-  return handleAndCommit(one).then((handled) => handled.step);
+  return handleOne(
+    oneOf(delivered, home, state, loaded.checkpoint, false, role, deps, options, stream),
+  );
 }
 
 /** One event and what handling it needs; `checkpoint` is the shared stream's, when it is one. */
@@ -352,7 +353,7 @@ function rejectedOrThrow<S>(
   return { decision, status: "rejected", reason: failure.code };
 }
 
-function isPromiseLike<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
+export function isPromiseLike<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
   return typeof (value as { then?: unknown } | null | undefined)?.then === "function";
 }
 
