@@ -33,7 +33,15 @@ const key = (ref: AggregateRef) => `${ref.type}#${ref.id}`;
  */
 class RefKeys {
   private readonly byType = new Map<string, Map<string, string>>();
+  // The last ref asked for: a commit asks for its state's key again after the load did.
+  // (Its fields are compared too: a caller may have changed the object since.)
+  private lastRef?: AggregateRef;
+  private lastType = "";
+  private lastId = "";
+  private lastKey = "";
   of(ref: AggregateRef): string {
+    if (ref === this.lastRef && ref.type === this.lastType && ref.id === this.lastId)
+      return this.lastKey;
     let ids = this.byType.get(ref.type);
     if (!ids) {
       ids = new Map();
@@ -44,23 +52,18 @@ class RefKeys {
       k = key(ref);
       ids.set(ref.id, k);
     }
+    this.lastRef = ref;
+    this.lastType = ref.type;
+    this.lastId = ref.id;
+    this.lastKey = k;
     return k;
   }
 }
 
 const MAX_TRANSACTION_ACTIONS = 100;
 
+/** What a commit answers: one settled promise, shared. */
 const DONE = Promise.resolve();
-
-/** What `run` returns or throws, as a settled promise: what an async function would give. */
-function settled<T>(run: () => T): Promise<T> {
-  try {
-    const value = run();
-    return value === undefined ? (DONE as Promise<T>) : Promise.resolve(value);
-  } catch (error) {
-    return Promise.reject(error);
-  }
-}
 
 /**
  * In-memory twin of the DynamoDB event store: same atomicity (all parts of a commit or none),
@@ -95,7 +98,11 @@ export class InMemoryEventStore
   // load and commit answer with settled promises rather than as async functions: they run for
   // every consumed event, and an async function's frame costs more than the work itself here.
   load(request: LoadRequest): Promise<Loaded> {
-    return settled(() => this.loadNow(request));
+    try {
+      return Promise.resolve(this.loadNow(request));
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   private loadNow(request: LoadRequest): Loaded {
@@ -138,13 +145,16 @@ export class InMemoryEventStore
   }
 
   commit(request: CommitRequest): Promise<void> {
-    return settled(() => {
+    try {
       // Check every condition first, then apply: nothing is written when one fails.
       this.checkShape(request);
       this.checkConditions(request);
       this.commits++;
       this.apply(request);
-    });
+      return DONE;
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   /** The same limits DynamoDB enforces on one transaction. */
