@@ -269,8 +269,11 @@ export async function consume<S>(
         const handling = handleDelivered(event, stateRef, loaded, stream, role, deps, options);
         const handled = isPromiseLike(handling) ? await handling : handling;
         await deps.store.commit(handled.commit);
-        steps.push(handled.step);
-      } else await applyInOrder(queue, event, stateRef, loaded, stream, role, deps, options, steps);
+        const { step } = handled;
+        const all = steps.length === 0 ? [step] : [...steps, step];
+        return { event, status: step.status, reason: step.reason, steps: all };
+      }
+      await applyInOrder(queue, event, stateRef, loaded, stream, role, deps, options, steps);
       const last = steps.at(-1);
       if (!last || last.eventId !== event.event_id)
         throw new Error("pipeline did not reach the delivered event");
