@@ -256,7 +256,10 @@ export class InMemoryEventStore
     const k = this.keys.of(state.aggregate);
     const previous = this.states.get(k);
     const stored: Mutable<StoredState> = {
-      aggregate: Object.freeze(state.aggregate),
+      // The key says the aggregate is the same: the one stored before is kept.
+      aggregate:
+        previous?.aggregate ??
+        Object.freeze({ type: state.aggregate.type, id: state.aggregate.id }),
       revision: (previous?.revision ?? 0) + 1,
       version: state.version,
       data: deepFreeze(state.next),
