@@ -313,16 +313,17 @@ function decideOrReject<S>(
   context: DecideContext<S>,
   lastAttempt: boolean,
 ): Decided<S> | Promise<Decided<S>> {
-  const rejected = (error: unknown) =>
-    rejectedOrThrow(role, state, event, context, lastAttempt, error);
   let answer: Decision<S> | Promise<Decision<S>>;
   try {
     answer = role.decide(state?.data, event, context);
   } catch (error) {
-    return rejected(error);
+    return rejectedOrThrow(role, state, event, context, lastAttempt, error);
   }
+  // The callback is made only for an answer that needs it: this runs for every event.
   return isPromiseLike(answer)
-    ? Promise.resolve(answer).then(outcomeOf, rejected)
+    ? Promise.resolve(answer).then(outcomeOf, (error: unknown) =>
+        rejectedOrThrow(role, state, event, context, lastAttempt, error),
+      )
     : outcomeOf(answer);
 }
 
