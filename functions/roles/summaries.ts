@@ -44,9 +44,8 @@ export function summarizeConversation(view: ConversationView): StateSummary {
 
 /** A task, by its status. */
 export function summarizeTask(view: TaskView): StateSummary {
-  return {
-    kind: "task",
-    status: view.status,
-    ...(view.title ? { label: view.title.slice(0, 80) } : {}),
-  };
+  // Two literals rather than a spread of a conditional one: this runs on every write of a view.
+  return view.title
+    ? { kind: "task", status: view.status, label: view.title.slice(0, 80) }
+    : { kind: "task", status: view.status };
 }
