@@ -74,6 +74,19 @@ export function sharedStream(role: Pick<Role<unknown>, "sharedStreams">, stream?
   return stream !== undefined && (role.sharedStreams?.includes(stream.type) ?? false);
 }
 
+/** A delivery as the pipeline handles it, whatever the loads and rounds of its commit. */
+export interface Delivery<S> {
+  /** The delivered event, validated. */
+  readonly event: Envelope;
+  /** The delivered event's state (`stateRefOf(role, event)`), which each load reads. */
+  readonly home: AggregateRef;
+  /** The stream whose version gate the event passes; undefined for an unsequenced one. */
+  readonly stream: AggregateRef | undefined;
+  readonly role: Role<S>;
+  readonly deps: ConsumerDeps;
+  readonly options: ConsumeOptions;
+}
+
 /**
  * Apply the gate's events in order, committing each on its own. A stream's checkpoint is kept
  * on the state its events go to (./gate-records): an event of the gap that belongs to another
@@ -83,16 +96,11 @@ export function sharedStream(role: Pick<Role<unknown>, "sharedStreams">, stream?
  */
 export async function applyInOrder<S>(
   queue: readonly Envelope[],
-  delivered: Envelope,
-  /** The delivered event's state (`stateRefOf(role, delivered)`), which `loaded` holds. */
-  home: AggregateRef,
+  delivery: Delivery<S>,
   loaded: Loaded,
-  stream: AggregateRef | undefined,
-  role: Role<S>,
-  deps: ConsumerDeps,
-  options: ConsumeOptions,
   steps: Step[],
 ): Promise<void> {
+  const { event: delivered, home, stream, role, deps } = delivery;
   const shared = sharedStream(role, stream);
   const states = new StateCache<S>(home, loaded.state as StoredState<S> | undefined, deps);
   let checkpoint = loaded.checkpoint;
@@ -104,7 +112,7 @@ export async function applyInOrder<S>(
     if (!shared && !sameRef(stateRef, home)) continue;
     const cached = states.get(stateRef);
     const state = isPromiseLike(cached) ? await cached : cached;
-    const one = oneOf(event, stateRef, state, checkpoint, repaired, role, deps, options, stream);
+    const one = oneOf(delivery, event, stateRef, state, checkpoint, repaired);
     const handled = repaired
       ? await atEvent(event, () => handleAndCommit(one))
       : await handleAndCommit(one);
@@ -120,32 +128,24 @@ export async function applyInOrder<S>(
  * state cache and frames, which cost as much as the rest of an in-memory commit.
  */
 export function handleDelivered<S>(
-  delivered: Envelope,
-  home: AggregateRef,
+  delivery: Delivery<S>,
   loaded: Loaded,
-  stream: AggregateRef | undefined,
-  role: Role<S>,
-  deps: ConsumerDeps,
-  options: ConsumeOptions,
 ): Handled<S> | Promise<Handled<S>> {
+  const { event, home } = delivery;
   const state = loaded.state as StoredState<S> | undefined;
-  return handleOne(
-    oneOf(delivered, home, state, loaded.checkpoint, false, role, deps, options, stream),
-  );
+  return handleOne(oneOf(delivery, event, home, state, loaded.checkpoint, false));
 }
 
 /** One event and what handling it needs; `checkpoint` is the shared stream's, when it is one. */
 function oneOf<S>(
+  delivery: Delivery<S>,
   event: Envelope,
   stateRef: AggregateRef,
   state: StoredState<S> | undefined,
   checkpoint: number,
   repaired: boolean,
-  role: Role<S>,
-  deps: ConsumerDeps,
-  options: ConsumeOptions,
-  stream: AggregateRef | undefined,
 ): One<S> {
+  const { stream, role, deps, options } = delivery;
   const shared = sharedStream(role, stream);
   const base: CommitBase = {
     group: role.group,

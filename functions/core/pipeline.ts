@@ -1,6 +1,7 @@
 import type { AggregateRef, Envelope } from "../../schemas";
 import {
   applyInOrder,
+  type Delivery,
   handleDelivered,
   isPromiseLike,
   keepsWhole,
@@ -249,6 +250,7 @@ export async function consume<S>(
   }
   const stateRef = stateRefOf(role, event);
   const stream = definition.sequenced && !role.unordered ? refOf(event) : undefined;
+  const delivery: Delivery<S> = { event, home: stateRef, stream, role, deps, options };
   const maxRounds = (options.maxConflictRetries ?? DEFAULT_MAX_CONFLICT_RETRIES) + 1;
   const steps: Step[] = [];
   // The state's recent ids answer the dedup check; after a commit found the inbox row (the id
@@ -266,14 +268,14 @@ export async function consume<S>(
     try {
       if (queue.length === 1 && queue[0] === event) {
         // The common case, written here rather than in a function of its own: one frame less.
-        const handling = handleDelivered(event, stateRef, loaded, stream, role, deps, options);
+        const handling = handleDelivered(delivery, loaded);
         const handled = isPromiseLike(handling) ? await handling : handling;
         await deps.store.commit(handled.commit);
         const { step } = handled;
         const all = steps.length === 0 ? [step] : [...steps, step];
         return { event, status: step.status, reason: step.reason, steps: all };
       }
-      await applyInOrder(queue, event, stateRef, loaded, stream, role, deps, options, steps);
+      await applyInOrder(queue, delivery, loaded, steps);
       const last = steps.at(-1);
       if (!last || last.eventId !== event.event_id)
         throw new Error("pipeline did not reach the delivered event");
