@@ -89,6 +89,12 @@ export class LeanAwsClient implements AwsClient {
   private readonly retry: StandardRetryStrategy;
   private readonly signers = new Map<AwsService, SignatureV4>();
   private readonly endpoints = new Map<AwsService, URL>();
+  /**
+   * Milliseconds to add to this machine's clock to sign as the services' clocks read: learnt from
+   * each response's `Date` header, as the SDK keeps its `systemClockOffset`. A signature more than
+   * five minutes off is refused; the refusal, once the offset is corrected, is retried.
+   */
+  private clockOffset = 0;
 
   constructor(private readonly options: LeanClientOptions = {}) {
     this.env = options.env ?? process.env;
@@ -153,18 +159,39 @@ export class LeanAwsClient implements AwsClient {
       },
       body: wire.body,
     };
-    const signed = (await this.signer(command.service).sign(
-      request as never,
-    )) as unknown as HttpRequestLike;
+    const offset = this.clockOffset;
+    const sentAt = Date.now();
+    const signed = (await this.signer(command.service).sign(request as never, {
+      signingDate: new Date(sentAt + offset),
+    })) as unknown as HttpRequestLike;
     const { response } = await this.http.handle(signed);
     const answer: WireResponse = {
       status: response.statusCode,
       headers: response.headers,
       body: await text(response.body),
     };
-    const output = decodeResponse(command.service, command.operation, answer);
+    this.sampleClock(answer.headers, sentAt);
+    let output: object;
+    try {
+      output = decodeResponse(command.service, command.operation, answer);
+    } catch (error) {
+      // Refused as signed at the wrong time: retried once the offset is right (as the SDK does).
+      if (Math.abs(this.clockOffset) >= SKEW_CORRECTED_MS && this.clockOffset !== offset)
+        markSkewCorrected(error);
+      throw error;
+    }
     const requestId = requestIdOf(command.service, answer);
     return { output, metadata: { httpStatusCode: answer.status, requestId } };
+  }
+
+  /** The clock offset a response's `Date` header tells (the SDK's getUpdatedSystemClockOffset). */
+  private sampleClock(headers: WireResponse["headers"], sentAt: number): void {
+    // A cached answer's date is not the server's now; nor is one that took a quarter of an hour.
+    if (headers.age !== undefined || !headers.date) return;
+    const serverTime = Date.parse(headers.date);
+    const receivedAt = Date.now();
+    if (Number.isNaN(serverTime) || receivedAt - sentAt > 900_000) return;
+    this.clockOffset = serverTime - receivedAt;
   }
 
   /** A service's endpoint, resolved on its first call. */
@@ -223,6 +250,16 @@ function retryErrorType(error: unknown) {
   if (isTransientError(e)) return "TRANSIENT" as const;
   if (isServerError(e)) return "SERVER_ERROR" as const;
   return "CLIENT_ERROR" as const;
+}
+
+/** An offset from this size on, a refused call is retried with it (the SDK's threshold). */
+const SKEW_CORRECTED_MS = 240_000;
+
+/** Tells the retry strategy the call may succeed now (`isClockSkewCorrectedError`). */
+function markSkewCorrected(error: unknown): void {
+  if (!error || typeof error !== "object") return;
+  const e = error as { $metadata?: ResponseMetadata & { clockSkewCorrected?: boolean } };
+  e.$metadata = { ...e.$metadata, clockSkewCorrected: true };
 }
 
 function noteAttempts(error: unknown, attempts: number): void {

@@ -223,6 +223,50 @@ describe("LeanAwsClient retries and errors", () => {
     expect(error).toMatchObject({ name: "ServiceUnavailableException", $fault: "server" });
   });
 
+  it("corrects its clock from the service's Date header and retries a call refused as skewed", async () => {
+    const ahead = 3_600_000;
+    const serverDate = () => new Date(Date.now() + ahead).toUTCString();
+    const skewed = {
+      status: 400,
+      body: '{"__type":"com.amazon.coral.service#InvalidSignatureException","message":"Signature expired"}',
+    };
+    const { client, requests } = recording([
+      { ...skewed, headers: { date: serverDate() } },
+      { status: 200, body: "{}", headers: { date: serverDate() } },
+      { status: 200, body: "{}" },
+    ]);
+    const output = await client.send(GetItem({ TableName: "t", Key: {} }));
+    expect(requests).toHaveLength(2);
+    expect(output.$metadata.attempts).toBe(2);
+    const signedAt = (r: HttpRequestLike | undefined) => {
+      const stamp = r?.headers["x-amz-date"] ?? "";
+      return Date.parse(
+        stamp.replace(/^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/, "$1-$2-$3T$4:$5:$6Z"),
+      );
+    };
+    // The first request was signed by this machine's clock, the retry by the service's.
+    expect(Math.abs(signedAt(requests[0]) - Date.now())).toBeLessThan(60_000);
+    expect(Math.abs(signedAt(requests[1]) - (Date.now() + ahead))).toBeLessThan(60_000);
+    // Later calls keep the offset.
+    await client.send(GetItem({ TableName: "t", Key: {} }));
+    expect(Math.abs(signedAt(requests[2]) - (Date.now() + ahead))).toBeLessThan(60_000);
+  });
+
+  it("does not retry a refused signature when the clocks agree, nor trust a cached answer's date", async () => {
+    const refused = {
+      status: 403,
+      body: '{"__type":"com.amazon.coral.service#InvalidSignatureException","message":"bad signature"}',
+    };
+    const agreeing = recording([{ ...refused, headers: { date: new Date().toUTCString() } }]);
+    const error = await agreeing.client.send(GetItem({ TableName: "t", Key: {} })).catch((e) => e);
+    expect(agreeing.requests).toHaveLength(1);
+    expect(error).toMatchObject({ name: "InvalidSignatureException", $metadata: { attempts: 1 } });
+    const far = new Date(Date.now() + 3_600_000).toUTCString();
+    const cached = recording([{ ...refused, headers: { date: far, age: "10" } }]);
+    await cached.client.send(GetItem({ TableName: "t", Key: {} })).catch((e) => e);
+    expect(cached.requests).toHaveLength(1);
+  });
+
   it("reads an SNS query error", async () => {
     const xml =
       "<ErrorResponse><Error><Type>Sender</Type><Code>NotFound</Code><Message>Topic does not exist</Message></Error><RequestId>r-9</RequestId></ErrorResponse>";
