@@ -204,6 +204,21 @@ describe.each(subjects)("%s honours the event store contract", (_name, make) => 
     expect(state?.data).toEqual({ ...rich, dropped: undefined });
   });
 
+  it("reads and writes the aggregate a ref names when called, though the caller reuses the object", async () => {
+    const ref = { type: "task", id: newTaskId() };
+    const first = { ...ref };
+    await store.commit({
+      state: { aggregate: ref, expectedRevision: 0, next: { n: 1 }, version: 0 },
+    });
+    ref.id = newTaskId();
+    expect((await store.load({ state: ref })).state).toBeUndefined();
+    await store.commit({
+      state: { aggregate: ref, expectedRevision: 0, next: { n: 2 }, version: 0 },
+    });
+    expect((await store.load({ state: first })).state?.data).toEqual({ n: 1 });
+    expect((await store.load({ state: { ...ref } })).state?.data).toEqual({ n: 2 });
+  });
+
   it("refuses a second inbox row for the same (group, event) and writes nothing", async () => {
     const [e1, e2] = taskStream(1, 2) as [Envelope, Envelope];
     const stream = refOf(e1);

@@ -39,6 +39,9 @@ describe("registry", () => {
       bare.aggregate.id,
       1,
     ]);
+    // Filled in the validated copy: the message as received is left as it was.
+    expect(bare).not.toHaveProperty("order_key");
+    expect(bare).not.toHaveProperty("attempt");
   });
   it("refuses to define a type twice or with a bad name", () => {
     const r = new EventRegistry();
