@@ -176,11 +176,37 @@ function runners(workload: ThroughputWorkload): Runner[] {
   return list;
 }
 
+type Out = (line?: string) => void;
+type Correctness = ThroughputResult["correctness"][number];
+type Row = ThroughputResult["rows"][number];
+
 export async function runThroughputSection(
-  out: (line?: string) => void,
+  out: Out,
   options: ThroughputOptions = DEFAULT_THROUGHPUT,
 ): Promise<ThroughputResult> {
   const workload = await buildThroughputWorkload(options);
+  describeWorkload(out, workload, options);
+  const list = runners(workload);
+  const heapBefore = heapUsed();
+  const checked = await checkedPasses(list, workload, options, heapBefore);
+  const samples = await sampled(list, checked.warm, options);
+  const heapAfter = heapUsed();
+  const rows: Row[] = list.map((runner) => ({
+    delivery: runner.delivery,
+    name: runner.name,
+    summary: summarize(samples.get(runner) ?? []),
+  }));
+  for (const line of throughputTable(rows)) out(line);
+  out();
+  describeCorrectness(out, list, checked, options.tasks);
+  const perEvent = (checked.heapWithStore - heapBefore) / workload.inOrder.length;
+  out(
+    `heap used (after forced GC): ${fmtMiB(heapBefore)} before the runs; ${fmtMiB(checked.heapWithStore)} while one in-order AgentBus store is alive (≈ ${fmtInt(perEvent)} B per consumed event: inbox rows, checkpoints, views); ${fmtMiB(heapAfter)} after all samples`,
+  );
+  return { rows, correctness: checked.correctness, tasks: options.tasks };
+}
+
+function describeWorkload(out: Out, workload: ThroughputWorkload, options: ThroughputOptions) {
   const lifecycleEvents = options.tasks * LIFECYCLE.length;
   out(
     `workload: ${fmtInt(options.tasks)} tasks × ${LIFECYCLE.length} lifecycle events + ${fmtInt(options.tasks)} feedback messages = ${fmtInt(workload.inOrder.length)} events (${fmtInt(lifecycleEvents)} sequenced, ${fmtInt(options.tasks)} unsequenced)`,
@@ -192,12 +218,28 @@ export async function runThroughputSection(
     `method:   per runner 1 untimed pass (correctness check, and warm-up; runners faster than one sample get a warm-up sample too), then ${options.samples} samples, runners interleaved; a sample repeats whole passes until ≥ ${options.minSampleMs} ms of timed work (fresh state per pass, forced GC before each sample)`,
   );
   out();
+}
 
-  const list = runners(workload);
-  const heapBefore = heapUsed();
+interface Checked {
+  readonly correctness: Correctness[];
+  readonly notes: Map<Runner, Record<string, number>>;
+  /** Heap used while the in-order AgentBus store of the untimed pass is alive. */
+  readonly heapWithStore: number;
+  /** Runners whose untimed pass was long enough to count as their warm-up. */
+  readonly warm: Set<Runner>;
+}
 
-  // Correctness first (one untimed pass each): the benchmark measures runners that do the job.
-  const correctness: ThroughputResult["correctness"][number][] = [];
+/**
+ * One untimed pass of each runner, checked: the benchmark measures runners that do the job, and
+ * refuses to time AgentBus when its task views come out wrong.
+ */
+async function checkedPasses(
+  list: readonly Runner[],
+  workload: ThroughputWorkload,
+  options: ThroughputOptions,
+  heapBefore: number,
+): Promise<Checked> {
+  const correctness: Correctness[] = [];
   const notes = new Map<Runner, Record<string, number>>();
   let heapWithStore = heapBefore;
   const warm = new Set<Runner>();
@@ -226,7 +268,15 @@ export async function runThroughputSection(
       `AgentBus produced wrong task views (${wrong.map((w) => `${w.delivery}: ${w.correct}/${options.tasks} correct`).join("; ")}): the benchmark refuses to time a broken pipeline`,
     );
   }
+  return { correctness, notes, heapWithStore, warm };
+}
 
+/** Each runner's samples, the runners interleaved, after a warm-up sample for those that need one. */
+async function sampled(
+  list: readonly Runner[],
+  warm: ReadonlySet<Runner>,
+  options: ThroughputOptions,
+): Promise<Map<Runner, number[]>> {
   for (const runner of list) {
     if (!warm.has(runner)) await sampleThroughput(runner.pass, options.minSampleMs);
   }
@@ -236,16 +286,13 @@ export async function runThroughputSection(
       samples.get(runner)?.push(await sampleThroughput(runner.pass, options.minSampleMs));
     }
   }
-  const heapAfter = heapUsed();
+  return samples;
+}
 
-  const rows: ThroughputResult["rows"][number][] = list.map((runner) => ({
-    delivery: runner.delivery,
-    name: runner.name,
-    summary: summarize(samples.get(runner) ?? []),
-  }));
+function throughputTable(rows: readonly Row[]): string[] {
   const bareOf = (delivery: Delivery) =>
     rows.find((r) => r.delivery === delivery && r.name === "bare: decide + Map.set")?.summary;
-  const table = renderTable(
+  return renderTable(
     ["delivery", "runner", "median ev/s", "min – max ev/s", "spread", "µs/event", "vs bare"],
     rows.map((row) => {
       const bare = bareOf(row.delivery);
@@ -265,27 +312,29 @@ export async function runThroughputSection(
     }),
     ["l", "l", "r", "r", "r", "r", "l"],
   );
-  for (const line of table) out(line);
-  out();
+}
 
+function describeCorrectness(
+  out: Out,
+  list: readonly Runner[],
+  checked: Checked,
+  tasks: number,
+): void {
   out("correct task views after one pass (status delivered, versions 1-4 once, feedback once):");
   for (const runner of list) {
-    const c = correctness.find((x) => x.delivery === runner.delivery && x.name === runner.name);
-    const detail = Object.entries(notes.get(runner) ?? {})
+    const c = checked.correctness.find(
+      (x) => x.delivery === runner.delivery && x.name === runner.name,
+    );
+    const detail = Object.entries(checked.notes.get(runner) ?? {})
       .filter(([, n]) => n > 0)
       .map(([k, n]) => `${k} ${fmtInt(n)}`)
       .join(", ");
     out(
-      `  ${runner.delivery.padEnd(17)}  ${runner.name.padEnd(26)}  ${fmtInt(c?.correct ?? 0).padStart(5)}/${fmtInt(options.tasks)}${detail ? `  (${detail})` : ""}`,
+      `  ${runner.delivery.padEnd(17)}  ${runner.name.padEnd(26)}  ${fmtInt(c?.correct ?? 0).padStart(5)}/${fmtInt(tasks)}${detail ? `  (${detail})` : ""}`,
     );
   }
   out(
     "  (on shuffled delivery the bare runners spend much of their time throwing and catching out-of-order decisions, and still end wrong: their speed there is no target, only a reference)",
   );
   out();
-  const perEvent = (heapWithStore - heapBefore) / workload.inOrder.length;
-  out(
-    `heap used (after forced GC): ${fmtMiB(heapBefore)} before the runs; ${fmtMiB(heapWithStore)} while one in-order AgentBus store is alive (≈ ${fmtInt(perEvent)} B per consumed event: inbox rows, checkpoints, views); ${fmtMiB(heapAfter)} after all samples`,
-  );
-  return { rows, correctness, tasks: options.tasks };
 }
