@@ -47,12 +47,10 @@ export function recordsAfter(
   if (move.stream) {
     const checkpoints = keyed(current.checkpoints);
     checkpoints[streamOf(move.stream)] = move.event.aggregate.version;
-    const records: { -readonly [K in keyof GateRecords]: GateRecords[K] } = {
-      checkpoints,
-      recent: current.recent,
-    };
-    if (current.spilledUntil !== undefined) records.spilledUntil = current.spilledUntil;
-    return records;
+    const { recent, spilledUntil } = current;
+    return spilledUntil === undefined
+      ? { checkpoints, recent }
+      : { checkpoints, recent, spilledUntil };
   }
   if (!move.byId) return undefined;
   const recent = withRecent(current.recent, move);
