@@ -117,7 +117,7 @@ export class LeanAwsClient implements AwsClient {
         const $metadata = { ...metadata, attempts, totalRetryDelay };
         return Object.assign(output, { $metadata }) as O & { $metadata: ResponseMetadata };
       } catch (error) {
-        noteAttempts(error, attempts);
+        noteMetadata(error, { attempts });
         const waiting = Date.now();
         try {
           // Waits out the backoff, or refuses: not retryable, attempts or retry quota spent.
@@ -177,7 +177,7 @@ export class LeanAwsClient implements AwsClient {
     } catch (error) {
       // Refused as signed at the wrong time: retried once the offset is right (as the SDK does).
       if (Math.abs(this.clockOffset) >= SKEW_CORRECTED_MS && this.clockOffset !== offset)
-        markSkewCorrected(error);
+        noteMetadata(error, { clockSkewCorrected: true });
       throw error;
     }
     const requestId = requestIdOf(command.service, answer);
@@ -255,18 +255,18 @@ function retryErrorType(error: unknown) {
 /** An offset from this size on, a refused call is retried with it (the SDK's threshold). */
 const SKEW_CORRECTED_MS = 240_000;
 
-/** Tells the retry strategy the call may succeed now (`isClockSkewCorrectedError`). */
-function markSkewCorrected(error: unknown): void {
-  if (!error || typeof error !== "object") return;
-  const e = error as { $metadata?: ResponseMetadata & { clockSkewCorrected?: boolean } };
-  e.$metadata = { ...e.$metadata, clockSkewCorrected: true };
-}
-
-function noteAttempts(error: unknown, attempts: number): void {
+/**
+ * Adds `fields` to an error's `$metadata`: the attempts made, or `clockSkewCorrected`, which tells
+ * the retry strategy the call may succeed now (`isClockSkewCorrectedError`).
+ */
+function noteMetadata(
+  error: unknown,
+  fields: Partial<ResponseMetadata> & { clockSkewCorrected?: boolean },
+): void {
   if (!error || typeof error !== "object") return;
   const e = error as { $metadata?: ResponseMetadata };
   try {
-    e.$metadata = { ...e.$metadata, attempts };
+    e.$metadata = { ...e.$metadata, ...fields };
   } catch {
     // a frozen error keeps what it has
   }
