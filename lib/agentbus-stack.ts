@@ -23,7 +23,11 @@ import { OperatorReadAccess } from "./constructs/operator-access";
 import { Relay } from "./constructs/relay";
 import { SupportResources } from "./constructs/support";
 import { LeaseSweeper } from "./constructs/sweeper";
-import { AgentBusTables } from "./constructs/tables";
+import {
+  AgentBusTables,
+  LIST_INDEX_UPGRADE_STAGES,
+  type ListIndexUpgrade,
+} from "./constructs/tables";
 import { Topic, type TopicName } from "./constructs/topic";
 import { outputId } from "./output-ids";
 import { replayNamePrefix } from "./replay-names";
@@ -88,6 +92,26 @@ export const PIPE_FALLBACK_WARNING = "agentbus:emulator:pipe-fallback";
  * upgrades; its consumers read the old checkpoint and inbox rows too (see the README).
  */
 export const LEGACY_CHECKPOINTS_KEY = "agentbus:legacyCheckpoints";
+/**
+ * Context key: the stage (`1`, `2`, `3`) of a stack deployed with the legacy list indexes
+ * (`by-kind`, `by-waiting`) that upgrades to the current ones, one index per deploy
+ * (stateIndexLayouts; see the README). Without it, the current indexes only.
+ */
+export const LIST_INDEX_UPGRADE_KEY = "agentbus:listIndexUpgrade";
+
+/**
+ * The list-index upgrade stage a context value names: `1`, `2` or `3`, as a string (`-c`) or a
+ * number (cdk.json); `undefined` when absent. Throws on any other value.
+ */
+export function parseListIndexUpgrade(value: unknown): ListIndexUpgrade | undefined {
+  if (value === undefined) return undefined;
+  const stage = LIST_INDEX_UPGRADE_STAGES.find((s) => value === s || value === String(s));
+  if (stage === undefined)
+    throw new Error(
+      `context ${LIST_INDEX_UPGRADE_KEY}=${JSON.stringify(value)} is not an upgrade stage: use ${LIST_INDEX_UPGRADE_STAGES.join(", ")}, or leave ${LIST_INDEX_UPGRADE_KEY} out once the upgrade is done`,
+    );
+  return stage;
+}
 
 /**
  * AgentBus: the tables (stateful, in their own construct), and from the topology one topic per
@@ -121,7 +145,10 @@ export class AgentBusStack extends Stack {
     this.emulator = parseEmulator(props.emulator ?? this.node.tryGetContext(EMULATOR_CONTEXT_KEY));
     this.capabilities = capabilitiesOf(this.emulator);
 
-    this.tables = new AgentBusTables(this, "Tables", { removalPolicy: props.tablesRemovalPolicy });
+    this.tables = new AgentBusTables(this, "Tables", {
+      removalPolicy: props.tablesRemovalPolicy,
+      listIndexUpgrade: parseListIndexUpgrade(this.node.tryGetContext(LIST_INDEX_UPGRADE_KEY)),
+    });
 
     this.topics = new Map(
       topology.topics.map((topicName) => [

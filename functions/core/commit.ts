@@ -1,6 +1,7 @@
 import type { AggregateRef, Envelope } from "../../schemas";
 import { recordsAfter, spilledFrom } from "./gate-records";
 import { isoTime } from "./iso-time";
+import { listingAfter } from "./listing";
 import type { Decision, Role, Step } from "./pipeline";
 import type {
   CommitRequest,
@@ -69,7 +70,7 @@ export function decided<S>(
 ): Handled<S> {
   const { emitted, status, reason, repaired } = step;
   const gate = gateAfter(base, state) ?? state?.gate;
-  const write = stateWrite(decision, state, stateRef, emitted.length, role, gate);
+  const write = stateWrite(base, decision, state, stateRef, emitted.length, role, gate);
   const inbox = inboxRow(base, status, reason, repaired);
   if (!write) return gateOnly(base, state, stateRef, inbox, step, recordsItself(base, step));
   // Optional fields are set to undefined rather than spread in: this runs on every commit.
@@ -89,6 +90,7 @@ export function decided<S>(
       version: write.version,
       data: write.next as S,
       gate,
+      listing: write.listing,
     },
   };
 }
@@ -220,6 +222,7 @@ export function discarded<S>(
 }
 
 function stateWrite<S>(
+  base: CommitBase,
   decision: Decision<S>,
   state: StoredState<S> | undefined,
   stateRef: AggregateRef,
@@ -237,6 +240,7 @@ function stateWrite<S>(
     version: (state?.version ?? 0) + emitted,
     dueAt: decision.dueAt ?? null,
     summary,
+    listing: summary && listingAfter(state?.listing, summary, base.now),
     gate,
     compact: role.compactState,
   };

@@ -3,6 +3,7 @@ import type { Mutable } from "./commit";
 import { DuplicateCommitError, PermanentError, VersionConflictError } from "./errors";
 import { deepFreeze } from "./freeze";
 import { mayHaveSpilled } from "./gate-records";
+import { listingAfter } from "./listing";
 import type {
   Clock,
   CommitRequest,
@@ -16,6 +17,7 @@ import type {
   Loaded,
   LoadRequest,
   OutcomeRecord,
+  StateListing,
   StateReader,
   StateSummary,
   StoredState,
@@ -75,7 +77,7 @@ export class InMemoryEventStore
   readonly states = new Map<string, StoredState>();
   /** The due index: state key -> due time (ISO 8601), as the state table's by-due index. */
   readonly dueIndex = new Map<string, { aggregate: AggregateRef; dueAt: string }>();
-  /** Summaries of summarized states (Role.summarize), as the state table's by-kind index. */
+  /** Summaries of summarized states (Role.summarize), as the state items' summary attributes. */
   readonly summaries = new Map<string, StateSummary>();
   readonly streams = new Map<string, Map<number, Envelope>>();
   readonly inbox = new Map<string, InboxRecord>();
@@ -267,6 +269,7 @@ export class InMemoryEventStore
     // The gate records are the pipeline's own, made anew for each commit and never changed:
     // frozen or not, nothing writes to them, and freezing their keyed records costs a commit more.
     if (state.gate) stored.gate = state.gate;
+    if (state.summary) stored.listing = this.listingOf(state, previous);
     this.states.set(k, Object.freeze(stored));
     if (typeof state.dueAt === "string")
       this.dueIndex.set(k, { aggregate: { ...state.aggregate }, dueAt: state.dueAt });
@@ -275,20 +278,33 @@ export class InMemoryEventStore
     else this.summaries.delete(k);
   }
 
-  /** Only the gate records and the revision change: data, due time and summary are kept. */
+  /**
+   * The list keys stored with a summary, as the DynamoDB adapter writes them: the request's when
+   * they match its summary, else as of now (functions/core/listing.ts).
+   */
+  private listingOf(
+    { summary, listing }: NonNullable<CommitRequest["state"]>,
+    previous: StoredState | undefined,
+  ): StateListing | undefined {
+    if (listing !== undefined && listing.waiting === summary?.waiting)
+      return listing === previous?.listing ? listing : Object.freeze({ ...listing });
+    const keys = listingAfter(listing, summary, this.clock.now());
+    return keys && Object.freeze(keys);
+  }
+
+  /** Only the gate records and the revision change: data, due time, summary and listing are kept. */
   private applyGate({ aggregate, records }: NonNullable<CommitRequest["gate"]>): void {
     const k = this.keys.of(aggregate);
     const previous = this.states.get(k);
-    this.states.set(
-      k,
-      Object.freeze({
-        aggregate: previous?.aggregate ?? Object.freeze({ type: aggregate.type, id: aggregate.id }),
-        revision: (previous?.revision ?? 0) + 1,
-        version: previous?.version ?? 0,
-        data: previous?.data,
-        gate: records,
-      }),
-    );
+    const stored: Mutable<StoredState> = {
+      aggregate: previous?.aggregate ?? Object.freeze({ type: aggregate.type, id: aggregate.id }),
+      revision: (previous?.revision ?? 0) + 1,
+      version: previous?.version ?? 0,
+      data: previous?.data,
+      gate: records,
+    };
+    if (previous?.listing) stored.listing = previous.listing;
+    this.states.set(k, Object.freeze(stored));
   }
 
   async due(now: Date, limit: number): Promise<AggregateRef[]> {

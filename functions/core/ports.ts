@@ -25,6 +25,22 @@ export interface StoredState<S = unknown> {
   readonly dueAt?: string;
   /** The consumer group's dedup and version-gate records, kept on the item they guard. */
   readonly gate?: GateRecords;
+  /** Where the operator's lists have the state (./listing); absent when it is not listed. */
+  readonly listing?: StateListing;
+}
+
+/**
+ * The keys of a summarized state's entries in the operator's lists: when it was first summarized
+ * and, while it waits for a person, what for and since when. They change only when the state
+ * enters a list or moves to another, so the lists' indexes are written that rarely.
+ */
+export interface StateListing {
+  /** When the state was first summarized (ISO 8601). */
+  readonly listedAt: string;
+  /** StateSummary.waiting, as of `waitingSince`. */
+  readonly waiting?: string;
+  /** Since when the state has waited for `waiting` (ISO 8601); set with it. */
+  readonly waitingSince?: string;
 }
 
 /**
@@ -197,6 +213,8 @@ export interface CommitRequest {
     readonly dueAt?: string | null;
     /** Where the operator's lists find this state (Role.summarize); absent = not listed. */
     readonly summary?: StateSummary;
+    /** The summary's list keys (./listing); set with `summary`. */
+    readonly listing?: StateListing;
     /** The group's gate records after this commit; absent = none kept. */
     readonly gate?: GateRecords;
     /** The state may be stored compactly: only AgentBus reads it (Role.compactState). */

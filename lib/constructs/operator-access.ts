@@ -5,13 +5,7 @@ import type { IQueue } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
 import type { ConsumerGroup } from "./consumer-group";
 import type { Relay } from "./relay";
-import {
-  type AgentBusTables,
-  EVENTS_INDEXES,
-  INBOX_INDEXES,
-  SIDE_EFFECT_INDEXES,
-  STATE_INDEXES,
-} from "./tables";
+import { type AgentBusTables, EVENTS_INDEXES, INBOX_INDEXES, SIDE_EFFECT_INDEXES } from "./tables";
 
 export interface OperatorReadAccessProps {
   readonly tables: AgentBusTables;
@@ -41,10 +35,11 @@ export interface OperatorReadAccessProps {
 
 /**
  * What `agentbus trace | status | dlq` and the console page read, as one managed policy to attach
- * to an operator's role: Query on the named indexes (and on the events table, for one stream's
- * newest events), GetItem / BatchGetItem on the tables, peeking at the dead-letter queues
- * (receive, then make visible again), queue depths, and CloudWatch metric data. No Scan, no
- * writes, no deletes.
+ * to an operator's role: Query on the named indexes (the state table's list indexes as the
+ * tables construct has them: during a list-index upgrade also the legacy ones its stage keeps,
+ * which the tools fall back to) and on the events table (one stream's newest events), GetItem /
+ * BatchGetItem on the tables, peeking at the dead-letter queues (receive, then make visible
+ * again), queue depths, and CloudWatch metric data. No Scan, no writes, no deletes.
  */
 export class OperatorReadAccess extends Construct {
   readonly policy: ManagedPolicy;
@@ -70,8 +65,7 @@ export class OperatorReadAccess extends Construct {
             tables.events.tableArn,
             ...tables.eventsIndexArns(),
             ...Object.values(INBOX_INDEXES).map((n) => index(tables.inbox.tableArn, n)),
-            index(tables.state.tableArn, STATE_INDEXES.byKind),
-            index(tables.state.tableArn, STATE_INDEXES.byWaiting),
+            ...tables.stateListIndexArns(),
             index(tables.sideEffects.tableArn, SIDE_EFFECT_INDEXES.byOpenState),
           ],
         }),

@@ -13,7 +13,10 @@ import { Construct } from "constructs";
 import {
   EventIndex,
   InboxIndex,
+  type IndexLayout,
   type KeyAttribute,
+  LEGACY_STATE_INDEXES,
+  LegacyStateIndex,
   SideEffectIndex,
   StateIndex,
   TABLES,
@@ -26,6 +29,61 @@ export interface AgentBusTablesProps {
    * @default RemovalPolicy.RETAIN
    */
   readonly removalPolicy?: RemovalPolicy;
+  /**
+   * The stage of a stack deployed with the legacy list indexes (`by-kind`, `by-waiting`) that
+   * upgrades to `by-kind-listed` and `by-waiting-since` (see stateIndexLayouts).
+   * @default - no upgrade: the state table has the current indexes only
+   */
+  readonly listIndexUpgrade?: ListIndexUpgrade;
+}
+
+/** A stage of the list-index upgrade (stateIndexLayouts). */
+export type ListIndexUpgrade = 1 | 2 | 3;
+
+/** The upgrade stages, in the order they are deployed. */
+export const LIST_INDEX_UPGRADE_STAGES: readonly ListIndexUpgrade[] = [1, 2, 3];
+
+/** The list indexes each upgrade stage keeps, legacy and current (by-due is always there). */
+const LIST_INDEXES_AT: Readonly<Record<ListIndexUpgrade, readonly string[]>> = {
+  1: [LegacyStateIndex.byKind, LegacyStateIndex.byWaiting, StateIndex.byKind],
+  2: [LegacyStateIndex.byKind, LegacyStateIndex.byWaiting, StateIndex.byKind, StateIndex.byWaiting],
+  3: [LegacyStateIndex.byWaiting, StateIndex.byKind, StateIndex.byWaiting],
+};
+
+/**
+ * The state table's indexes at a stage of the list-index upgrade; without a stage, the current
+ * layout (TABLES.state).
+ *
+ * The operator's lists moved from `by-kind` and `by-waiting` (sorted by `updated_at`, projecting
+ * the summary) to `by-kind-listed` and `by-waiting-since` (sorted by `listed_at` and
+ * `waiting_since`, keys only). A GSI's key schema cannot change in place, and CloudFormation
+ * creates or deletes at most one GSI per stack update, so a stack deployed with the legacy
+ * indexes gets there in four deploys, each one create or one delete:
+ *
+ * 1. by-due, by-kind, by-waiting, + by-kind-listed (then `agentbus lists backfill` sets
+ *    `listed_at` and `waiting_since` on the states that lack them);
+ * 2. + by-waiting-since (built from the backfilled `waiting_since`);
+ * 3. − by-kind;
+ * 4. (no stage) − by-waiting: the current layout.
+ *
+ * Order: by-due, then the legacy indexes the stage keeps, then the current ones.
+ */
+export function stateIndexLayouts(stage?: ListIndexUpgrade): readonly IndexLayout[] {
+  const current: readonly IndexLayout[] = TABLES.state.indexes;
+  if (stage === undefined) return current;
+  const kept = (index: IndexLayout) => LIST_INDEXES_AT[stage].includes(index.name);
+  return [
+    ...current.filter((index) => index.name === StateIndex.byDue),
+    ...LEGACY_STATE_INDEXES.filter(kept),
+    ...current.filter(kept),
+  ];
+}
+
+/** The names of the state table's list indexes at a stage (stateIndexLayouts without by-due). */
+export function stateListIndexNames(stage?: ListIndexUpgrade): string[] {
+  return stateIndexLayouts(stage)
+    .map((index) => index.name)
+    .filter((name) => name !== StateIndex.byDue);
 }
 
 /** Index names of the events table (declared with the table layout). */
@@ -80,8 +138,10 @@ const CONSUMER_ACTIONS = {
  * AWS-managed encryption.
  *
  * - `state`: one item per aggregate (`pk`), written conditionally on its version; sparse index
- *   `by-due` (due_shard, due_at; keys only) of the aggregates a sweeper must look at; `ttl` only
- *   on an item that holds nothing but unsequenced ids, which expires with them.
+ *   `by-due` (due_shard, due_at; keys only) of the aggregates a sweeper must look at; the
+ *   operator's sparse list indexes `by-kind-listed` and `by-waiting-since` (keys only; while a
+ *   stack upgrades, also the legacy ones its stage keeps: stateIndexLayouts); `ttl` only on an
+ *   item that holds nothing but unsequenced ids, which expires with them.
  * - `events`: the event store and outbox (`pk` aggregate, `version`), stream NEW_IMAGE to the
  *   relay, indexes by correlation and by task for tracing.
  * - `inbox`: per-group dedup records (each group's outcome of each event), failure records and
@@ -93,6 +153,8 @@ export class AgentBusTables extends Construct {
   readonly events: Table;
   readonly inbox: Table;
   readonly sideEffects: Table;
+  /** The state table's list indexes: the current ones, and during an upgrade the legacy ones left. */
+  readonly stateListIndexes: readonly string[];
 
   constructor(scope: Construct, id: string, props: AgentBusTablesProps = {}) {
     super(scope, id);
@@ -103,7 +165,9 @@ export class AgentBusTables extends Construct {
       removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
     };
     // Keys, indexes, stream and TTL come from the adapters' layout: one declaration of each.
-    this.state = tableOf(this, "State", TABLES.state, common);
+    const stateIndexes = stateIndexLayouts(props.listIndexUpgrade);
+    this.state = tableOf(this, "State", { ...TABLES.state, indexes: stateIndexes }, common);
+    this.stateListIndexes = stateListIndexNames(props.listIndexUpgrade);
     this.events = tableOf(this, "Events", TABLES.events, common);
     this.inbox = tableOf(this, "Inbox", TABLES.inbox, common);
     this.sideEffects = tableOf(this, "SideEffects", TABLES.sideEffects, common);
@@ -154,6 +218,11 @@ export class AgentBusTables extends Construct {
   /** The ARN of the state table's by-due index. */
   stateDueIndexArn(): string {
     return `${this.state.tableArn}/index/${STATE_INDEXES.byDue}`;
+  }
+
+  /** The ARN of each of the state table's list indexes (stateListIndexes), for the operator. */
+  stateListIndexArns(): string[] {
+    return this.stateListIndexes.map((name) => `${this.state.tableArn}/index/${name}`);
   }
 
   /** The ARN of each index of the events table (`<table arn>/index/<name>`). */

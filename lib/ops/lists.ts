@@ -2,6 +2,7 @@ import { QueryCommand } from "@aws-sdk/client-dynamodb";
 import { unmarshall } from "@aws-sdk/util-dynamodb";
 import { batchGetItems } from "../../functions/adapters/dynamodb/reads";
 import {
+  LegacyStateIndex,
   SideEffectAttr,
   SideEffectIndex,
   StateAttr,
@@ -11,10 +12,14 @@ import { fromSdk } from "../aws/from-sdk";
 import type { OpsStack } from "./stack";
 import type { ItemSummary, SideEffectView } from "./views";
 
-/** A summarized state as the by-kind / by-waiting indexes project it. */
+/** A summarized state in the operator's lists: its summary and list keys. */
 export interface SummaryRow extends ItemSummary {
   readonly waiting?: string;
   readonly counts: Readonly<Record<string, number>>;
+  /** When the state was first summarized; absent on a list read from a legacy index. */
+  readonly listedAt?: string;
+  /** Since when it has waited for `waiting`. */
+  readonly waitingSince?: string;
 }
 
 const KINDS: Readonly<Record<string, ItemSummary["kind"]>> = {
@@ -23,34 +28,83 @@ const KINDS: Readonly<Record<string, ItemSummary["kind"]>> = {
   task: "task",
 };
 
+/** What a list reads of each state item: its summary and list keys, not its data. */
+const SUMMARY_ATTRIBUTES = [
+  StateAttr.pk,
+  StateAttr.aggId,
+  StateAttr.kind,
+  StateAttr.status,
+  StateAttr.label,
+  StateAttr.waiting,
+  StateAttr.counts,
+  StateAttr.updatedAt,
+  StateAttr.listedAt,
+  StateAttr.waitingSince,
+];
+
+const text = (value: unknown) => (typeof value === "string" ? value : undefined);
+
 function rowOf(item: Record<string, unknown>): SummaryRow {
   const kind = String(item[StateAttr.kind]);
+  const optional = {
+    label: text(item[StateAttr.label]),
+    waiting: text(item[StateAttr.waiting]),
+    listedAt: text(item[StateAttr.listedAt]),
+    waitingSince: text(item[StateAttr.waitingSince]),
+  };
   return {
     kind: KINDS[kind] ?? "task",
     id: String(item[StateAttr.aggId]),
     status: String(item[StateAttr.status]),
     updatedAt: String(item[StateAttr.updatedAt]),
-    ...(typeof item[StateAttr.label] === "string"
-      ? { label: item[StateAttr.label] as string }
-      : {}),
-    ...(typeof item[StateAttr.waiting] === "string"
-      ? { waiting: item[StateAttr.waiting] as string }
-      : {}),
+    ...Object.fromEntries(Object.entries(optional).filter(([, v]) => v !== undefined)),
     counts: (item[StateAttr.counts] as Record<string, number> | undefined) ?? {},
   };
 }
 
-/** The newest summarized states of one kind or waiting for one thing (an index Query). */
-export async function summaries(
+type ListedBy = { readonly kind: string } | { readonly waiting: string };
+
+/**
+ * The newest summarized states of one kind (by when they were first summarized) or waiting for
+ * one thing (by since when), at most `limit`. The list indexes keep keys only, so that a state's
+ * writes leave them alone: the summaries are read from the items (BatchGetItem), and a state that
+ * has left the list since the index saw it is left out. A stack still upgrading
+ * (`agentbus:listIndexUpgrade`) may not have the new index yet: the legacy one is read instead.
+ */
+export async function summaries(stack: OpsStack, by: ListedBy, limit = 50): Promise<SummaryRow[]> {
+  const [attribute, value] =
+    "kind" in by ? [StateAttr.kind, by.kind] : [StateAttr.waiting, by.waiting];
+  const index = "kind" in by ? StateIndex.byKind : StateIndex.byWaiting;
+  let keys: Record<string, unknown>[];
+  try {
+    keys = await newestOf(stack, index, attribute, value, limit);
+  } catch (error) {
+    if (!missingIndex(error)) throw error;
+    const legacy = "kind" in by ? LegacyStateIndex.byKind : LegacyStateIndex.byWaiting;
+    return (await newestOf(stack, legacy, attribute, value, limit)).map(rowOf);
+  }
+  const items = await batchGetItems(
+    fromSdk(stack.dynamodb),
+    stack.names.tables.state,
+    keys.map((k) => ({ [StateAttr.pk]: { S: String(k[StateAttr.pk]) } })),
+    { attributes: SUMMARY_ATTRIBUTES },
+  );
+  const byPk = new Map(items.map((item) => [String(item[StateAttr.pk]), item]));
+  return keys.flatMap((k) => {
+    const item = byPk.get(String(k[StateAttr.pk]));
+    return item && item[attribute] === value ? [rowOf(item)] : [];
+  });
+}
+
+/** The first `limit` entries of an index's partition, newest first (Query pages). */
+async function newestOf(
   stack: OpsStack,
-  by: { readonly kind: string } | { readonly waiting: string },
-  limit = 50,
-): Promise<SummaryRow[]> {
-  const [index, attribute, value] =
-    "kind" in by
-      ? [StateIndex.byKind, StateAttr.kind, by.kind]
-      : [StateIndex.byWaiting, StateAttr.waiting, by.waiting];
-  const rows: SummaryRow[] = [];
+  index: string,
+  attribute: string,
+  value: string,
+  limit: number,
+): Promise<Record<string, unknown>[]> {
+  const rows: Record<string, unknown>[] = [];
   let start: Record<string, never> | undefined;
   do {
     const page = await stack.dynamodb.send(
@@ -65,10 +119,22 @@ export async function summaries(
         ExclusiveStartKey: start,
       }),
     );
-    for (const item of page.Items ?? []) rows.push(rowOf(unmarshall(item)));
+    for (const item of page.Items ?? []) rows.push(unmarshall(item));
     start = page.LastEvaluatedKey as typeof start;
   } while (start && rows.length < limit);
   return rows;
+}
+
+/**
+ * The answer to a Query of an index the table does not have: DynamoDB's ValidationException "The
+ * table does not have the specified index", or moto's "Invalid index" (a ResourceNotFound there).
+ */
+function missingIndex(error: unknown): boolean {
+  const { name, message } = (error ?? {}) as { name?: unknown; message?: unknown };
+  return (
+    (name === "ValidationException" || name === "ResourceNotFoundException") &&
+    /specified index|invalid index/i.test(String(message))
+  );
 }
 
 function sideEffectOf(item: Record<string, unknown>): SideEffectView {

@@ -303,6 +303,42 @@ describe.each(subjects)("%s honours the event store contract", (_name, make) => 
     expect(stale.message).toBe(`task_view#${view.id} is at revision 3, expected 2`);
   });
 
+  it("keeps a summarized state's list keys through state and gate commits, and drops them with the summary", async () => {
+    const view = { type: "conversation_view", id: newTaskId() };
+    const summary = { kind: "conversation", status: "open", waiting: "held_reply" };
+    const listing = {
+      listedAt: "2026-03-01T11:00:00.000Z",
+      waiting: "held_reply",
+      waitingSince: "2026-03-01T11:30:00.000Z",
+    };
+    const state = (expectedRevision: number, extra: object) => ({
+      aggregate: view,
+      expectedRevision,
+      next: { n: expectedRevision },
+      version: 0,
+      ...extra,
+    });
+    await store.commit({ state: state(0, { summary, listing }) });
+    expect((await store.load({ state: view })).state?.listing).toEqual(listing);
+    const records = { checkpoints: { "conversation#c": 1 }, recent: {} };
+    await store.commit({ gate: { aggregate: view, expectedRevision: 1, records } });
+    expect((await store.load({ state: view })).state?.listing).toEqual(listing);
+    // A summary that waits for something else, without keys to match: that wait starts now.
+    const other = { ...summary, waiting: "needs_human" };
+    await store.commit({ state: state(2, { summary: other, listing }) });
+    expect((await store.load({ state: view })).state?.listing).toEqual({
+      listedAt: listing.listedAt,
+      waiting: "needs_human",
+      waitingSince: "2026-03-01T12:00:00.000Z",
+    });
+    await store.commit({ state: state(3, {}) });
+    expect((await store.load({ state: view })).state?.listing).toBeUndefined();
+    await store.commit({ state: state(4, { summary: { kind: "conversation", status: "open" } }) });
+    expect((await store.load({ state: view })).state?.listing).toEqual({
+      listedAt: "2026-03-01T12:00:00.000Z",
+    });
+  });
+
   it("writes no inbox row, and checks none, for a commit its state records (recordedByState)", async () => {
     const [e1] = taskStream(1, 1) as [Envelope];
     const group = newGroup();

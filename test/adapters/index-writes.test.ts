@@ -1,5 +1,9 @@
 import { describe, expect, it } from "vitest";
-import type { TableNames } from "../../functions/adapters/dynamodb/tables";
+import {
+  LEGACY_STATE_INDEXES,
+  TABLES,
+  type TableNames,
+} from "../../functions/adapters/dynamodb/tables";
 import {
   type IndexEntries,
   indexCatalog,
@@ -16,6 +20,11 @@ const names: TableNames = {
 const catalog = indexCatalog(names);
 const units = (operation: string, input: unknown) =>
   indexWriteUnits(catalog, operation, input, itemSize);
+
+interface Listing {
+  readonly listedAt: string;
+  readonly waitingSince?: string;
+}
 
 const inboxRow = {
   pk: { S: "inbox#audit#01J0000000000000000000000" },
@@ -66,7 +75,7 @@ describe("index write units", () => {
               TableName: names.state,
               Key: { pk: { S: "task#1" } },
               UpdateExpression: "SET #k = :k, #u = :u",
-              ExpressionAttributeNames: { "#k": "kind", "#u": "updated_at" },
+              ExpressionAttributeNames: { "#k": "kind", "#u": "listed_at" },
               ExpressionAttributeValues: { ":k": { S: "task" }, ":u": { S: "2026-12-01" } },
             },
           },
@@ -99,7 +108,7 @@ describe("index write units", () => {
 });
 
 describe("index entries written before", () => {
-  const summarized = (updatedAt: string, waiting?: string) => ({
+  const summarized = (updatedAt: string, waiting?: string, listing?: Listing) => ({
     TableName: names.state,
     Item: {
       pk: { S: "task_view#task_1" },
@@ -108,12 +117,19 @@ describe("index entries written before", () => {
       status: { S: "planned" },
       updated_at: { S: updatedAt },
       ...(waiting ? { waiting: { S: waiting } } : {}),
+      ...(listing ? { listed_at: { S: listing.listedAt } } : {}),
+      ...(listing?.waitingSince ? { waiting_since: { S: listing.waitingSince } } : {}),
     },
   });
+  // The lists of a stack deployed before listed_at: sorted by updated_at, projecting the summary.
+  const legacy = {
+    ...catalog,
+    [names.state]: { ...TABLES.state, indexes: [...LEGACY_STATE_INDEXES] },
+  };
 
   it("cost two writes when their key moves, one when the item leaves the index", () => {
     const entries: IndexEntries = new Map();
-    const put = (input: unknown) => indexWriteUnits(catalog, "PutItem", input, itemSize, entries);
+    const put = (input: unknown) => indexWriteUnits(legacy, "PutItem", input, itemSize, entries);
     // New: one entry in by-kind and one in by-waiting.
     expect(put(summarized("2026-12-01T10:00:00Z", "review"))).toBe(2);
     // updated_at is both indexes' sort key: each entry is deleted and put again.
@@ -124,9 +140,24 @@ describe("index entries written before", () => {
     expect(put(summarized("2026-12-01T10:00:09Z"))).toBe(1);
   });
 
+  it("stay where they are while a summarized state keeps its kind and what it waits for", () => {
+    const entries: IndexEntries = new Map();
+    const put = (input: unknown) => indexWriteUnits(catalog, "PutItem", input, itemSize, entries);
+    const listed = "2026-12-01T10:00:00Z";
+    // New: one keys-only entry in by-kind-listed and one in by-waiting-since.
+    const waiting = { listedAt: listed, waitingSince: listed };
+    expect(put(summarized("2026-12-01T10:00:00Z", "review", waiting))).toBe(2);
+    // Later writes with the same list keys: no index entry is written.
+    expect(put(summarized("2026-12-01T10:00:05Z", "review", waiting))).toBe(0);
+    expect(put(summarized("2026-12-01T10:00:07Z", "review", waiting))).toBe(0);
+    // No longer waiting: by-waiting-since loses its entry (1), by-kind-listed stays.
+    expect(put(summarized("2026-12-01T10:00:09Z", undefined, { listedAt: listed }))).toBe(1);
+    expect(put(summarized("2026-12-01T10:00:11Z", undefined, { listedAt: listed }))).toBe(0);
+  });
+
   it("follow an update that sets an index's sort key of an item the meter saw", () => {
     const entries: IndexEntries = new Map();
-    indexWriteUnits(catalog, "PutItem", summarized("2026-12-01T10:00:00Z"), itemSize, entries);
+    indexWriteUnits(legacy, "PutItem", summarized("2026-12-01T10:00:00Z"), itemSize, entries);
     const touch = {
       TableName: names.state,
       Key: { pk: { S: "task_view#task_1" } },
@@ -134,7 +165,7 @@ describe("index entries written before", () => {
       ExpressionAttributeNames: { "#rev": "revision", "#up": "updated_at" },
       ExpressionAttributeValues: { ":rev": { N: "2" }, ":up": { S: "2026-12-01T10:01:00Z" } },
     };
-    expect(indexWriteUnits(catalog, "UpdateItem", touch, itemSize, entries)).toBe(2);
+    expect(indexWriteUnits(legacy, "UpdateItem", touch, itemSize, entries)).toBe(2);
     // A keys-only index whose key stays: nothing to write.
     const due = {
       TableName: names.state,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { TABLES } from "../../functions/adapters/dynamodb/tables";
+import { type IndexLayout, TABLES } from "../../functions/adapters/dynamodb/tables";
 import { resources, synthesizeStack } from "./support";
 
 const { template } = synthesizeStack();
@@ -37,7 +37,7 @@ const keys = (i: Index | undefined) => i?.KeySchema.map((k) => `${k.KeyType} ${k
 
 describe("what the operator tools read", () => {
   it("the stack's tables have the trace and list indexes the adapters' layout declares", () => {
-    const layouts = {
+    const layouts: Record<string, { readonly indexes: readonly IndexLayout[] }> = {
       TablesState: TABLES.state,
       TablesInbox: TABLES.inbox,
       TablesSideEffects: TABLES.sideEffects,
@@ -61,6 +61,26 @@ describe("what the operator tools read", () => {
           });
       }
     }
+  });
+
+  it("the state table's lists are by-kind-listed and by-waiting-since, keys only, beside by-due", () => {
+    const deployed = indexesOf("TablesState");
+    expect([...deployed.keys()]).toEqual(["by-due", "by-kind-listed", "by-waiting-since"]);
+    expect(keys(deployed.get("by-kind-listed"))).toEqual(["HASH kind", "RANGE listed_at"]);
+    expect(keys(deployed.get("by-waiting-since"))).toEqual(["HASH waiting", "RANGE waiting_since"]);
+    for (const index of deployed.values())
+      expect(index.Projection, index.IndexName).toEqual({ ProjectionType: "KEYS_ONLY" });
+  });
+
+  it("the read policy queries the state table's current list indexes, no legacy one", () => {
+    const query = operatorStatements().filter((s) =>
+      ([] as string[]).concat(s.Action).includes("dynamodb:Query"),
+    );
+    const stateIndexes = query
+      .flatMap((s) => ([] as unknown[]).concat(s.Resource))
+      .map((r) => JSON.stringify(r).match(/"TablesState[0-9A-F]{8}","Arn"\]\},"\/index\/([^"]+)"/))
+      .flatMap((match) => (match ? [match[1]] : []));
+    expect(stateIndexes.sort()).toEqual(["by-kind-listed", "by-waiting-since"]);
   });
 
   it("one managed policy grants exactly the reads: no scan, no write, no delete", () => {

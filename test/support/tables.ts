@@ -49,7 +49,8 @@ export async function deleteTables(client: DynamoDBClient, names: TableNames): P
   }
 }
 
-function createTableInput(name: string, layout: TableLayout) {
+/** The CreateTable input of a table with this layout (on-demand billing). */
+export function createTableInput(name: string, layout: TableLayout) {
   const attributes = new Map<string, AttributeDefinition>();
   const keySchema = (partition: KeyAttribute, sort?: KeyAttribute): KeySchemaElement[] => {
     const keys: KeySchemaElement[] = [{ AttributeName: partition.name, KeyType: "HASH" }];

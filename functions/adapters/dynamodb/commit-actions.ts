@@ -8,7 +8,8 @@ import {
   TransientError,
   VersionConflictError,
 } from "../../core/errors";
-import type { CommitRequest } from "../../core/ports";
+import { listingAfter } from "../../core/listing";
+import type { CommitRequest, StateListing } from "../../core/ports";
 import { checkpointItem, eventItem, inboxItem, stateItem } from "./items";
 import { CheckpointAttr, EventAttr, InboxAttr, inboxKey, StateAttr, streamKey } from "./tables";
 
@@ -126,25 +127,22 @@ function stateAction(
     version,
     dueAt,
     summary,
+    listing,
     gate,
     compact,
   }: NonNullable<CommitRequest["state"]>,
   now: Date,
 ): Action {
-  // A Put replaces the item: without a due time, due_shard and due_at are gone with it.
-  const item = stateItem(
-    aggregate,
-    expectedRevision + 1,
-    version,
-    next,
-    now,
-    dueAt,
+  // A Put replaces the item: without a due time, due_shard and due_at are gone with it. A summary
+  // comes with its list keys (../../core/commit); a request without them, or with keys that do
+  // not match its summary, is listed as of now.
+  const listed = summary && {
     summary,
-    gate,
-    {
-      compact,
-    },
-  );
+    listing: listingAfter(listing, summary, now) as StateListing,
+  };
+  const item = stateItem(aggregate, expectedRevision + 1, version, next, now, dueAt, listed, gate, {
+    compact,
+  });
   return putAction(
     "state",
     table,

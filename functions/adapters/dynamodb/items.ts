@@ -5,6 +5,7 @@ import type {
   InboxRecord,
   OutcomeRecord,
   RecordedOutcome,
+  StateListing,
   StateSummary,
   StoredState,
 } from "../../core/ports";
@@ -35,6 +36,8 @@ export interface StateItem {
   readonly label?: string;
   readonly waiting?: string;
   readonly counts?: Readonly<Record<string, number>>;
+  readonly listed_at?: string;
+  readonly waiting_since?: string;
   readonly gate_checkpoints?: Readonly<Record<string, number>>;
   readonly gate_recent?: Readonly<Record<string, number>>;
   readonly gate_spilled_until?: number;
@@ -107,7 +110,7 @@ export function stateItem(
   data: unknown,
   updatedAt: Date,
   dueAt?: string | null,
-  summary?: StateSummary,
+  listed?: ListedSummary,
   gate?: GateRecords,
   storage: { readonly compact?: boolean } = {},
 ): StateItem {
@@ -120,7 +123,7 @@ export function stateItem(
     agg_id: aggregate.id,
     updated_at: updatedAt.toISOString(),
     ...(typeof dueAt === "string" ? { due_shard: DUE_SHARD, due_at: dueAt } : {}),
-    ...(summary ? summaryAttributes(summary) : {}),
+    ...(listed ? listedAttributes(listed) : {}),
     ...(gate ? gateAttributes(gate) : {}),
   };
 }
@@ -150,13 +153,26 @@ function dataOf(item: StateItem): unknown {
   return json === undefined ? item.data : JSON.parse(json);
 }
 
-function summaryAttributes(summary: StateSummary) {
+/** A summarized state's summary and the keys of its entries in the operator's lists. */
+export interface ListedSummary {
+  readonly summary: StateSummary;
+  readonly listing: StateListing;
+}
+
+/**
+ * The summary's attributes and the lists' sort keys. `waiting` and `waiting_since` go together:
+ * the listing's, which the summary's `waiting` set (functions/core/listing.ts).
+ */
+function listedAttributes({ summary, listing }: ListedSummary) {
   return {
     kind: summary.kind,
     status: summary.status,
     ...(summary.label !== undefined ? { label: summary.label } : {}),
-    ...(summary.waiting !== undefined ? { waiting: summary.waiting } : {}),
     ...(summary.counts !== undefined ? { counts: summary.counts } : {}),
+    listed_at: listing.listedAt,
+    ...(listing.waiting !== undefined && listing.waitingSince !== undefined
+      ? { waiting: listing.waiting, waiting_since: listing.waitingSince }
+      : {}),
   };
 }
 
@@ -167,12 +183,23 @@ export function aggregateOfKey(pk: string): AggregateRef {
   return { type: pk.slice(0, at), id: pk.slice(at + 1) };
 }
 
+/** The item's list keys; an item summarized before they were written has none (listed anew). */
+function listingOf(item: StateItem): { listing?: StateListing } {
+  if (item.kind === undefined || item.listed_at === undefined) return {};
+  const waiting =
+    item.waiting !== undefined && item.waiting_since !== undefined
+      ? { waiting: item.waiting, waitingSince: item.waiting_since }
+      : {};
+  return { listing: { listedAt: item.listed_at, ...waiting } };
+}
+
 export function storedStateOf(item: StateItem): StoredState {
   return {
     aggregate: { type: item.agg_type, id: item.agg_id },
     revision: item.revision,
     version: item.version,
     data: dataOf(item),
+    ...listingOf(item),
     ...(item.gate_checkpoints || item.gate_recent
       ? {
           gate: {

@@ -68,13 +68,21 @@ export async function batchGetItems(
   client: AwsClient,
   table: string,
   keys: readonly Record<string, AttributeValue>[],
-  options: BatchGetOptions & { readonly consistent?: boolean } = {},
+  options: BatchGetOptions & {
+    readonly consistent?: boolean;
+    /** Only these attributes of each item (names, not expressions). */
+    readonly attributes?: readonly string[];
+  } = {},
 ): Promise<Record<string, unknown>[]> {
   const consistent = options.consistent ?? false;
+  const projection = options.attributes && {
+    ProjectionExpression: options.attributes.map((_, i) => `#a${i}`).join(", "),
+    ExpressionAttributeNames: Object.fromEntries(options.attributes.map((a, i) => [`#a${i}`, a])),
+  };
   const items: Record<string, unknown>[] = [];
   for (let i = 0; i < keys.length; i += MAX_BATCH_GET_KEYS) {
     const chunk = keys.slice(i, i + MAX_BATCH_GET_KEYS);
-    const request = { [table]: { Keys: [...chunk], ConsistentRead: consistent } };
+    const request = { [table]: { Keys: [...chunk], ConsistentRead: consistent, ...projection } };
     const found = await batchGetRounds(client, request, consistent, options);
     items.push(...(found.get(table) ?? []));
   }

@@ -8,9 +8,12 @@ import type { AggregateRef } from "../../../schemas";
  * - state:        pk = `${type}#${id}`; revision, version, data, agg_type, agg_id, updated_at, and
  *                 while the aggregate is due for a sweeper due_shard ("due") and due_at (ISO);
  *                 sparse GSI by-due (due_shard, due_at), projection KEYS_ONLY. States a role
- *                 summarizes (Role.summarize) also carry kind, status, label, waiting, counts:
- *                 sparse GSIs by-kind (kind, updated_at) and by-waiting (waiting, updated_at),
- *                 projecting the summary only (the operator's lists, without the state data).
+ *                 summarizes (Role.summarize) also carry kind, status, label, waiting, counts,
+ *                 listed_at (when first summarized) and, while waiting, waiting_since: sparse
+ *                 GSIs by-kind-listed (kind, listed_at) and by-waiting-since (waiting,
+ *                 waiting_since), KEYS_ONLY, the operator's lists. Their keys stay put while a
+ *                 state changes, so a write that keeps the kind and what it waits for writes no
+ *                 index entry; the lists read the summaries from the items.
  * - events:       pk = `${type}#${id}`, sk version (N); event_id, event_type, schema_version,
  *                 correlation_id, task_id, occurred_at, envelope (the full envelope JSON; or
  *                 envelope_z, that JSON deflated, when it is large: ./deflated-json), and on
@@ -78,6 +81,10 @@ export const StateAttr = {
   label: "label",
   waiting: "waiting",
   counts: "counts",
+  /** When the state was first summarized (ISO 8601): the by-kind-listed index's sort key. */
+  listedAt: "listed_at",
+  /** While `waiting` is set, since when it has had that value: by-waiting-since's sort key. */
+  waitingSince: "waiting_since",
   /** The consumer group's gate records (GateRecords): stream checkpoints and recent ids. */
   checkpoints: "gate_checkpoints",
   recent: "gate_recent",
@@ -94,13 +101,24 @@ export const StateAttr = {
 export const StateIndex = {
   /** Sparse: only state items with a due time (KEYS_ONLY: pk, due_shard, due_at). */
   byDue: "by-due",
-  /** Sparse: summarized states by kind, newest first by updated_at. */
+  /** Sparse: summarized states by kind, by when they were first summarized (KEYS_ONLY). */
+  byKind: "by-kind-listed",
+  /** Sparse: states that wait for a person, by what they wait for and since when (KEYS_ONLY). */
+  byWaiting: "by-waiting-since",
+} as const;
+
+/**
+ * The operator's lists as stacks deployed before `listed_at` had them: sorted by `updated_at` and
+ * projecting the summary, so every write of a summarized state moved its entries (a delete and a
+ * put each). Kept only while such a stack upgrades (lib/constructs/tables.ts), and read by the
+ * operator's tools when the new indexes are not there yet.
+ */
+export const LegacyStateIndex = {
   byKind: "by-kind",
-  /** Sparse: states that wait for a person, by what they wait for. */
   byWaiting: "by-waiting",
 } as const;
 
-/** What the summary indexes project besides their keys. */
+/** What the legacy summary indexes project besides their keys. */
 const SUMMARY_PROJECTION = {
   include: [
     StateAttr.aggType,
@@ -215,6 +233,22 @@ export const SideEffectIndex = {
   byOpenState: "by-open-state",
 } as const;
 
+/** The legacy list indexes' layouts (LegacyStateIndex), while a stack upgrades. */
+export const LEGACY_STATE_INDEXES: readonly IndexLayout[] = [
+  {
+    name: LegacyStateIndex.byKind,
+    partitionKey: { name: StateAttr.kind, type: "S" },
+    sortKey: { name: StateAttr.updatedAt, type: "S" },
+    projection: SUMMARY_PROJECTION,
+  },
+  {
+    name: LegacyStateIndex.byWaiting,
+    partitionKey: { name: StateAttr.waiting, type: "S" },
+    sortKey: { name: StateAttr.updatedAt, type: "S" },
+    projection: SUMMARY_PROJECTION,
+  },
+];
+
 /** Key schemas, indexes, stream and TTL of the four tables. */
 export const TABLES = {
   state: {
@@ -230,14 +264,14 @@ export const TABLES = {
       {
         name: StateIndex.byKind,
         partitionKey: { name: StateAttr.kind, type: "S" },
-        sortKey: { name: StateAttr.updatedAt, type: "S" },
-        projection: SUMMARY_PROJECTION,
+        sortKey: { name: StateAttr.listedAt, type: "S" },
+        projection: "KEYS_ONLY",
       },
       {
         name: StateIndex.byWaiting,
         partitionKey: { name: StateAttr.waiting, type: "S" },
-        sortKey: { name: StateAttr.updatedAt, type: "S" },
-        projection: SUMMARY_PROJECTION,
+        sortKey: { name: StateAttr.waitingSince, type: "S" },
+        projection: "KEYS_ONLY",
       },
     ],
   },

@@ -1,0 +1,140 @@
+import { CreateTableCommand, DynamoDBClient, PutItemCommand } from "@aws-sdk/client-dynamodb";
+import { marshall } from "@aws-sdk/util-dynamodb";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
+import {
+  LEGACY_STATE_INDEXES,
+  StateIndex,
+  TABLES,
+  type TableNames,
+} from "../../functions/adapters/dynamodb/tables";
+import { listingAfter } from "../../functions/core/listing";
+import type { StateSummary, StoredState } from "../../functions/core/ports";
+import { ManualClock } from "../../functions/core/runtime";
+import { fromSdk } from "../../lib/aws/from-sdk";
+import { summaries } from "../../lib/ops/lists";
+import type { OpsStack } from "../../lib/ops/stack";
+import { emulator } from "../support/aws";
+import { newUlid } from "../support/factories";
+import { createTableInput, createTables, deleteTables } from "../support/tables";
+
+/**
+ * The operator's lists on moto: keys from the keys-only list indexes, summaries from the items;
+ * and, on a table that has only the legacy indexes, the legacy ones.
+ */
+
+let client: DynamoDBClient;
+let tables: TableNames;
+let legacyTable: string;
+
+const stackOf = (state: string) =>
+  ({ dynamodb: client, names: { tables: { ...tables, state } } }) as unknown as OpsStack;
+
+beforeAll(async () => {
+  client = new DynamoDBClient(emulator());
+  const prefix = `lists-${newUlid().toLowerCase()}`;
+  tables = await createTables(client, prefix);
+  legacyTable = `${prefix}-legacy-state`;
+  const byDue = TABLES.state.indexes.filter((i) => i.name === StateIndex.byDue);
+  await client.send(
+    new CreateTableCommand(
+      createTableInput(legacyTable, {
+        ...TABLES.state,
+        indexes: [...byDue, ...LEGACY_STATE_INDEXES],
+      }),
+    ),
+  );
+});
+
+afterAll(async () => {
+  await deleteTables(client, { ...tables, state: legacyTable });
+  await deleteTables(client, tables);
+  client.destroy();
+});
+
+describe("summaries", () => {
+  it("lists states newest listed first, with their current summaries, and waits by since when", async () => {
+    const clock = new ManualClock("2026-12-01T10:00:00.000Z");
+    const store = new DynamoEventStore({ client: fromSdk(client), tables, clock });
+    const kind = "conversation";
+    const states = new Map<string, StoredState | undefined>();
+    const write = async (id: string, summary: StateSummary) => {
+      const before = states.get(id);
+      const listing = listingAfter(before?.listing, summary, clock.now());
+      const aggregate = { type: "conversation_view", id };
+      await store.commit({
+        state: {
+          aggregate,
+          expectedRevision: before?.revision ?? 0,
+          next: { id },
+          version: 0,
+          summary,
+          listing,
+        },
+      });
+      states.set(id, (await store.load({ state: aggregate })).state);
+      clock.advance(1_000);
+    };
+    const waitFor = "held_reply";
+    await write("a", { kind, status: "open" });
+    await write("b", { kind, status: "open", waiting: waitFor });
+    await write("c", { kind, status: "open", waiting: waitFor });
+    // a changes last: it stays where it was listed, with its new summary.
+    await write("a", { kind, status: "closed", label: "done", counts: { turns: 2 } });
+    // b stops waiting, then waits again: its wait starts anew.
+    await write("b", { kind, status: "open" });
+    await write("b", { kind, status: "open", waiting: waitFor });
+
+    const listed = await summaries(stackOf(tables.state), { kind });
+    expect(listed.map((r) => r.id)).toEqual(["c", "b", "a"]);
+    expect(listed[2]).toEqual({
+      kind: "conversation",
+      id: "a",
+      status: "closed",
+      label: "done",
+      counts: { turns: 2 },
+      listedAt: "2026-12-01T10:00:00.000Z",
+      updatedAt: "2026-12-01T10:00:03.000Z",
+    });
+    expect(listed[1]?.waitingSince).toBe("2026-12-01T10:00:05.000Z");
+    expect(listed.map((r) => r.listedAt)).toEqual([
+      "2026-12-01T10:00:02.000Z",
+      "2026-12-01T10:00:01.000Z",
+      "2026-12-01T10:00:00.000Z",
+    ]);
+
+    const waiting = await summaries(stackOf(tables.state), { waiting: waitFor });
+    expect(waiting.map((r) => [r.id, r.waitingSince])).toEqual([
+      ["b", "2026-12-01T10:00:05.000Z"],
+      ["c", "2026-12-01T10:00:02.000Z"],
+    ]);
+    expect(await summaries(stackOf(tables.state), { kind }, 2)).toHaveLength(2);
+  });
+
+  it("reads the legacy index, summaries and all, where the new one is not there yet", async () => {
+    const kind = "task";
+    const item = (id: string, updatedAt: string, waiting?: string) => ({
+      pk: `task_view#${id}`,
+      revision: 1,
+      version: 1,
+      agg_type: "task_view",
+      agg_id: id,
+      updated_at: updatedAt,
+      kind,
+      status: "planned",
+      ...(waiting ? { waiting } : {}),
+    });
+    for (const i of [
+      item("x", "2026-12-01T09:00:00.000Z", "needs_human"),
+      item("y", "2026-12-01T09:05:00.000Z"),
+    ])
+      await client.send(new PutItemCommand({ TableName: legacyTable, Item: marshall(i) }));
+    const listed = await summaries(stackOf(legacyTable), { kind });
+    expect(listed.map((r) => [r.id, r.updatedAt, r.listedAt])).toEqual([
+      ["y", "2026-12-01T09:05:00.000Z", undefined],
+      ["x", "2026-12-01T09:00:00.000Z", undefined],
+    ]);
+    const waiting = await summaries(stackOf(legacyTable), { waiting: "needs_human" });
+    expect(waiting.map((r) => r.id)).toContain("x");
+  });
+});
