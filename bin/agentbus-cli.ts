@@ -1,5 +1,6 @@
 import { Command, CommanderError } from "commander";
 import { silenceNodeVersionWarning } from "../lib/local/warnings";
+import { listsCommand } from "./cli/lists";
 import { consoleCommand, dlqCommand, statusCommand, traceCommand } from "./cli/ops";
 import { checkCommand, rebuildCommand } from "./cli/rebuild";
 import { replayCommand } from "./cli/replay";
@@ -58,6 +59,7 @@ program.addCommand(rebuildCommand(globals));
 program.addCommand(checkCommand(globals));
 program.addCommand(republishCommand(globals));
 program.addCommand(replayCommand(globals));
+program.addCommand(listsCommand(globals));
 inheritSettings(program);
 
 /** Subcommands built apart (addCommand) take the program's exit override and error output. */

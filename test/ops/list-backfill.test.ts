@@ -1,0 +1,265 @@
+import {
+  DeleteItemCommand,
+  DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+  QueryCommand,
+  UpdateItemCommand,
+} from "@aws-sdk/client-dynamodb";
+import { marshall, unmarshall } from "@aws-sdk/util-dynamodb";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { StateAttr, StateIndex, type TableNames } from "../../functions/adapters/dynamodb/tables";
+import {
+  type BackfillItem,
+  backfillItem,
+  backfillItemOf,
+  backfillListKeys,
+  type ListBackfillCounts,
+} from "../../lib/ops/list-backfill";
+import { emulator } from "../support/aws";
+import { runCli } from "../support/cli";
+import { newUlid } from "../support/factories";
+import { createTables, deleteTables } from "../support/tables";
+
+/**
+ * `agentbus lists backfill` against moto: summarized state items an older version wrote (kind,
+ * maybe waiting, updated_at, no listed_at / waiting_since) get their list keys from updated_at.
+ */
+
+let client: DynamoDBClient;
+let tables: TableNames;
+
+beforeAll(() => {
+  client = new DynamoDBClient(emulator());
+});
+
+afterAll(() => {
+  client.destroy();
+});
+
+beforeEach(async () => {
+  tables = await createTables(client, `lists-${newUlid().toLowerCase()}`);
+});
+
+afterEach(async () => {
+  await deleteTables(client, tables);
+});
+
+const T1 = "2025-03-01T10:00:00.000Z";
+const T2 = "2025-03-02T11:00:00.000Z";
+const T3 = "2025-03-03T12:00:00.000Z";
+const LISTED = "2025-01-01T00:00:00.000Z";
+
+/** A state item as the table holds it; `summary` adds what a summarized state carries. */
+function stateItem(id: string, over: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    [StateAttr.pk]: `task_view#${id}`,
+    [StateAttr.revision]: 3,
+    [StateAttr.version]: 7,
+    [StateAttr.data]: '{"status":"open"}',
+    [StateAttr.aggType]: "task_view",
+    [StateAttr.aggId]: id,
+    [StateAttr.updatedAt]: T1,
+    ...over,
+  };
+}
+
+const summary = (over: Record<string, unknown> = {}) => ({
+  [StateAttr.kind]: "task",
+  [StateAttr.status]: "open",
+  [StateAttr.counts]: { events: 2 },
+  ...over,
+});
+
+async function put(item: Record<string, unknown>): Promise<void> {
+  await client.send(new PutItemCommand({ TableName: tables.state, Item: marshall(item) }));
+}
+
+async function get(pk: string): Promise<Record<string, unknown> | undefined> {
+  const { Item } = await client.send(
+    new GetItemCommand({ TableName: tables.state, Key: { [StateAttr.pk]: { S: pk } } }),
+  );
+  return Item ? unmarshall(Item) : undefined;
+}
+
+async function indexKeys(index: string, attribute: string, value: string): Promise<string[]> {
+  const { Items } = await client.send(
+    new QueryCommand({
+      TableName: tables.state,
+      IndexName: index,
+      KeyConditionExpression: "#k = :k",
+      ExpressionAttributeNames: { "#k": attribute },
+      ExpressionAttributeValues: { ":k": { S: value } },
+    }),
+  );
+  return (Items ?? []).map((i) => String(unmarshall(i)[StateAttr.pk])).sort();
+}
+
+/** The item as a Scan of the backfill sees it. */
+async function scanned(pk: string): Promise<BackfillItem> {
+  const { Item } = await client.send(
+    new GetItemCommand({ TableName: tables.state, Key: { [StateAttr.pk]: { S: pk } } }),
+  );
+  if (!Item) throw new Error(`no item ${pk}`);
+  return backfillItemOf(Item);
+}
+
+describe("lists backfill: the list keys of summarized states written before they existed", () => {
+  it("sets listed_at (and waiting_since where the state waits) from updated_at; a second run updates nothing", async () => {
+    const plain = stateItem("plain", { ...summary(), [StateAttr.updatedAt]: T1 });
+    const waits = stateItem("waits", {
+      ...summary({ [StateAttr.waiting]: "held_reply" }),
+      [StateAttr.updatedAt]: T2,
+    });
+    const listedWaits = stateItem("listed-waits", {
+      ...summary({ [StateAttr.waiting]: "needs_human", [StateAttr.listedAt]: LISTED }),
+      [StateAttr.updatedAt]: T3,
+    });
+    const listed = stateItem("listed", { ...summary({ [StateAttr.listedAt]: LISTED }) });
+    const unsummarized = stateItem("unsummarized");
+    for (const item of [plain, waits, listedWaits, listed, unsummarized]) await put(item);
+
+    const first = await backfillListKeys(client, tables.state);
+    expect(first).toEqual({ scanned: 3, updated: 3, skipped: 0 });
+
+    expect(await get("task_view#plain")).toEqual({ ...plain, [StateAttr.listedAt]: T1 });
+    expect(await get("task_view#waits")).toEqual({
+      ...waits,
+      [StateAttr.listedAt]: T2,
+      [StateAttr.waitingSince]: T2,
+    });
+    // Already listed: listed_at is kept, only waiting_since is added.
+    expect(await get("task_view#listed-waits")).toEqual({
+      ...listedWaits,
+      [StateAttr.waitingSince]: T3,
+    });
+    expect(await get("task_view#listed")).toEqual(listed);
+    expect(await get("task_view#unsummarized")).toEqual(unsummarized);
+
+    expect(await indexKeys(StateIndex.byKind, StateAttr.kind, "task")).toEqual([
+      "task_view#listed",
+      "task_view#listed-waits",
+      "task_view#plain",
+      "task_view#waits",
+    ]);
+    expect(await indexKeys(StateIndex.byWaiting, StateAttr.waiting, "held_reply")).toEqual([
+      "task_view#waits",
+    ]);
+
+    const second = await backfillListKeys(client, tables.state);
+    expect(second).toEqual({ scanned: 0, updated: 0, skipped: 0 });
+  });
+
+  it("reports progress after each Scan page of at most pageLimit items", async () => {
+    for (let i = 0; i < 5; i++) await put(stateItem(`s${i}`, summary()));
+    const seen: ListBackfillCounts[] = [];
+    const counts = await backfillListKeys(client, tables.state, {
+      pageLimit: 2,
+      onProgress: (c) => {
+        seen.push(c);
+      },
+    });
+    expect(counts).toEqual({ scanned: 5, updated: 5, skipped: 0 });
+    expect(seen.length).toBeGreaterThanOrEqual(3);
+    for (const [i, c] of seen.entries())
+      expect(c.scanned).toBeGreaterThanOrEqual(seen[i - 1]?.scanned ?? 0);
+    expect(seen.at(-1)).toEqual(counts);
+  });
+
+  it("lists an item without updated_at at the time the backfill started", async () => {
+    const item = stateItem("no-time", summary());
+    delete item[StateAttr.updatedAt];
+    await put(item);
+    const now = () => new Date(T2);
+    expect(await backfillListKeys(client, tables.state, { now })).toMatchObject({ updated: 1 });
+    expect((await get("task_view#no-time"))?.[StateAttr.listedAt]).toBe(T2);
+  });
+});
+
+describe("lists backfill: an item that changed between the Scan and its update", () => {
+  it("skips an item that lost its kind (no longer summarized), writing nothing", async () => {
+    await put(stateItem("lost", summary({ [StateAttr.waiting]: "held_reply" })));
+    const seen = await scanned("task_view#lost");
+    await client.send(
+      new UpdateItemCommand({
+        TableName: tables.state,
+        Key: { [StateAttr.pk]: { S: "task_view#lost" } },
+        UpdateExpression: "REMOVE #kind",
+        ExpressionAttributeNames: { "#kind": StateAttr.kind },
+      }),
+    );
+    expect(await backfillItem(client, tables.state, seen, T1)).toBe("skipped");
+    const after = await get("task_view#lost");
+    expect(after?.[StateAttr.listedAt]).toBeUndefined();
+    expect(after?.[StateAttr.waitingSince]).toBeUndefined();
+  });
+
+  it("skips a deleted item and does not create it again", async () => {
+    await put(stateItem("gone", summary()));
+    const seen = await scanned("task_view#gone");
+    await client.send(
+      new DeleteItemCommand({
+        TableName: tables.state,
+        Key: { [StateAttr.pk]: { S: "task_view#gone" } },
+      }),
+    );
+    expect(await backfillItem(client, tables.state, seen, T1)).toBe("skipped");
+    expect(await get("task_view#gone")).toBeUndefined();
+  });
+
+  it("skips an item that waits for something else now, so no waiting_since of another wait", async () => {
+    await put(stateItem("moved", summary({ [StateAttr.waiting]: "held_reply" })));
+    const seen = await scanned("task_view#moved");
+    await put(stateItem("moved", summary({ [StateAttr.waiting]: "needs_human" })));
+    expect(await backfillItem(client, tables.state, seen, T1)).toBe("skipped");
+    expect((await get("task_view#moved"))?.[StateAttr.waitingSince]).toBeUndefined();
+  });
+
+  it("keeps the listed_at a consumer wrote meanwhile, and its revision", async () => {
+    await put(stateItem("raced", summary()));
+    const seen = await scanned("task_view#raced");
+    const consumed = stateItem("raced", {
+      ...summary({ [StateAttr.listedAt]: LISTED }),
+      [StateAttr.revision]: 4,
+      [StateAttr.updatedAt]: T3,
+    });
+    await put(consumed);
+    expect(await backfillItem(client, tables.state, seen, T1)).toBe("updated");
+    expect(await get("task_view#raced")).toEqual(consumed);
+  });
+});
+
+describe("agentbus lists backfill", () => {
+  const cli = (...args: string[]) =>
+    runCli(["--endpoint", emulator().endpoint, "--state-table", tables.state, ...args], {
+      AWS_REGION: emulator().region,
+    });
+
+  it("backfills the table and prints the counts, as text and with --json", async () => {
+    await put(stateItem("cli", summary({ [StateAttr.waiting]: "held_reply" })));
+    const text = await cli("lists", "backfill");
+    expect(text.stderr).toBe("");
+    expect(text.code).toBe(0);
+    expect(text.stdout).toContain(`scanning ${tables.state}`);
+    expect(text.stdout).toContain("1 item(s) without list keys found, 1 updated, 0 skipped — done");
+    expect(await get("task_view#cli")).toMatchObject({
+      [StateAttr.listedAt]: T1,
+      [StateAttr.waitingSince]: T1,
+    });
+    const json = await cli("lists", "backfill", "--json", "--page-size", "10");
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual({
+      table: tables.state,
+      scanned: 0,
+      updated: 0,
+      skipped: 0,
+    });
+  });
+
+  it("refuses a bad --page-size with exit code 2 before any call", async () => {
+    const result = await cli("lists", "backfill", "--page-size", "0");
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain("--page-size");
+    expect(result.stdout).toBe("");
+  });
+});
