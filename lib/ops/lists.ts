@@ -5,6 +5,7 @@ import {
   LegacyStateIndex,
   SideEffectAttr,
   SideEffectIndex,
+  STATE_SUMMARY_ATTRIBUTES,
   StateAttr,
   StateIndex,
 } from "../../functions/adapters/dynamodb/tables";
@@ -31,12 +32,7 @@ const KINDS: Readonly<Record<string, ItemSummary["kind"]>> = {
 /** What a list reads of each state item: its summary and list keys, not its data. */
 const SUMMARY_ATTRIBUTES = [
   StateAttr.pk,
-  StateAttr.aggId,
-  StateAttr.kind,
-  StateAttr.status,
-  StateAttr.label,
-  StateAttr.waiting,
-  StateAttr.counts,
+  ...STATE_SUMMARY_ATTRIBUTES,
   StateAttr.updatedAt,
   StateAttr.listedAt,
   StateAttr.waitingSince,

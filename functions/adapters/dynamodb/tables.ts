@@ -118,18 +118,19 @@ export const LegacyStateIndex = {
   byWaiting: "by-waiting",
 } as const;
 
+/** A summarized state's aggregate and summary (StateSummary): what the operator's lists show. */
+export const STATE_SUMMARY_ATTRIBUTES = [
+  StateAttr.aggType,
+  StateAttr.aggId,
+  StateAttr.kind,
+  StateAttr.status,
+  StateAttr.label,
+  StateAttr.waiting,
+  StateAttr.counts,
+] as const;
+
 /** What the legacy summary indexes project besides their keys. */
-const SUMMARY_PROJECTION = {
-  include: [
-    StateAttr.aggType,
-    StateAttr.aggId,
-    StateAttr.kind,
-    StateAttr.status,
-    StateAttr.label,
-    StateAttr.waiting,
-    StateAttr.counts,
-  ],
-} as const;
+const SUMMARY_PROJECTION = { include: STATE_SUMMARY_ATTRIBUTES } as const;
 
 /** The one partition of the by-due index. */
 export const DUE_SHARD = "due";
