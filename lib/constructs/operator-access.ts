@@ -35,9 +35,8 @@ export interface OperatorReadAccessProps {
 
 /**
  * What `agentbus trace | status | dlq` and the console page read, as one managed policy to attach
- * to an operator's role: Query on the named indexes (the state table's list indexes as the
- * tables construct has them: during a list-index upgrade also the legacy ones its stage keeps,
- * which the tools fall back to) and on the events table (one stream's newest events), GetItem /
+ * to an operator's role: Query on the named indexes (the state table's list indexes, and during
+ * a list-index upgrade the legacy ones too, which the tools fall back to: stateListIndexNames) and on the events table (one stream's newest events), GetItem /
  * BatchGetItem on the tables, peeking at the dead-letter queues (receive, then make visible
  * again), queue depths, and CloudWatch metric data. No Scan, no writes, no deletes.
  */

@@ -79,11 +79,17 @@ export function stateIndexLayouts(stage?: ListIndexUpgrade): readonly IndexLayou
   ];
 }
 
-/** The names of the state table's list indexes at a stage (stateIndexLayouts without by-due). */
+/**
+ * The list indexes the operator's tools may query at a stage: the current ones, and during an
+ * upgrade the legacy ones as well, whichever the stage has. The tools query a current index first
+ * and read the legacy one when the table does not have it yet, so the current names must be
+ * allowed before they exist (a Query IAM refuses never says the index is missing).
+ */
 export function stateListIndexNames(stage?: ListIndexUpgrade): string[] {
-  return stateIndexLayouts(stage)
-    .map((index) => index.name)
-    .filter((name) => name !== StateIndex.byDue);
+  const current = [StateIndex.byKind, StateIndex.byWaiting];
+  return stage === undefined
+    ? current
+    : [LegacyStateIndex.byKind, LegacyStateIndex.byWaiting, ...current];
 }
 
 /** Index names of the events table (declared with the table layout). */
@@ -153,7 +159,7 @@ export class AgentBusTables extends Construct {
   readonly events: Table;
   readonly inbox: Table;
   readonly sideEffects: Table;
-  /** The state table's list indexes: the current ones, and during an upgrade the legacy ones left. */
+  /** The list indexes the operator may query: the current ones, during an upgrade the legacy too. */
   readonly stateListIndexes: readonly string[];
 
   constructor(scope: Construct, id: string, props: AgentBusTablesProps = {}) {

@@ -12,6 +12,7 @@ import {
   LIST_INDEX_UPGRADE_STAGES,
   type ListIndexUpgrade,
   stateIndexLayouts,
+  stateListIndexNames,
 } from "../../lib/constructs/tables";
 import { resources, single, synthesizeStack, testStack } from "./support";
 
@@ -186,6 +187,21 @@ describe("the state table's list indexes while a stack upgrades", () => {
     expect(() => synthesizeStack({}, "AgentBus-lists", { [LIST_INDEX_UPGRADE_KEY]: "4" })).toThrow(
       'context agentbus:listIndexUpgrade="4" is not an upgrade stage: use 1, 2, 3, or leave agentbus:listIndexUpgrade out once the upgrade is done',
     );
+  });
+});
+
+describe("the operator's list indexes", () => {
+  it("are the current ones, and at every upgrade stage the legacy ones too, present or not yet", () => {
+    expect(stateListIndexNames()).toEqual(["by-kind-listed", "by-waiting-since"]);
+    // At stage 1 by-waiting-since does not exist yet: the tools ask for it first, and a Query
+    // IAM refused would never tell them to read by-waiting instead.
+    for (const stage of LIST_INDEX_UPGRADE_STAGES)
+      expect(stateListIndexNames(stage).sort(), `stage ${stage}`).toEqual([
+        "by-kind",
+        "by-kind-listed",
+        "by-waiting",
+        "by-waiting-since",
+      ]);
   });
 });
 
