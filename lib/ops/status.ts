@@ -4,7 +4,7 @@ import { summaries, unknownSideEffects } from "./lists";
 import type { OpsStack } from "./stack";
 import type { GroupStatusView, StatusView, WaitingView } from "./views";
 
-/** How far back `status` counts runs by status (by their last change). */
+/** How many runs `status` counts by status: the newest started (the by-kind-listed index). */
 const RUN_WINDOW = 200;
 
 async function depthOf(
@@ -103,7 +103,7 @@ async function groupStatus(stack: OpsStack): Promise<GroupStatusView[]> {
   );
 }
 
-/** What waits for a person, newest first. */
+/** What waits for a person, the newest waits first. */
 export async function waiting(stack: OpsStack, limit = 50): Promise<WaitingView> {
   const [heldReplies, unknown, needsHuman, failedRuns] = await Promise.all([
     summaries(stack, { waiting: "held_reply" }, limit),

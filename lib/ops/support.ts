@@ -63,7 +63,7 @@ export interface HeldReply extends ConversationTurn {
   readonly conversation_id: string;
 }
 
-/** The held turns of the conversations waiting `held_reply` (the by-waiting index), newest first. */
+/** The held turns of the conversations waiting `held_reply` (by-waiting-since), newest waits first. */
 export async function heldReplies(stack: OpsStack, limit = 50): Promise<HeldReply[]> {
   const rows = await summaries(stack, { waiting: "held_reply" }, limit);
   const held: HeldReply[] = [];
