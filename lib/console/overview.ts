@@ -17,23 +17,30 @@ function itemLink(item: ItemSummary): string {
   return link(item.kind === "run" ? runHref(item.id) : traceHref(item.id), item.id);
 }
 
+/** Runs, conversations or tasks, newest started first (the order the lists keep). */
 function itemTable(items: readonly ItemSummary[], kind: string, empty: string): string {
   const rows = items.map((item) => [
     itemLink(item),
     badge(item.status),
     escapeHtml(item.label ?? ""),
+    escapeHtml(formatTime(item.listedAt)),
     escapeHtml(formatTime(item.updatedAt)),
   ]);
   const attrs = (i: number) =>
     `${attr("data-item-kind", kind)}${attr("data-item-id", items[i]?.id)}${attr("data-status", items[i]?.status)}`;
-  return renderTable(["id", "status", "what", "updated"], rows, empty, attrs);
+  return renderTable(["id", "status", "what", "started", "updated"], rows, empty, attrs);
 }
 
+/** What waits for a person, each with since when it waits (its last change where unknown). */
 function itemList(items: readonly ItemSummary[]): string {
   if (items.length === 0) return `<p class="none">none</p>`;
+  const when = (item: ItemSummary) =>
+    item.waitingSince === undefined
+      ? formatTime(item.updatedAt)
+      : `waiting since ${formatTime(item.waitingSince)}`;
   const lis = items.map(
     (item) =>
-      `<li${attr("data-item-id", item.id)}>${itemLink(item)} ${badge(item.status)} <span class="muted">${escapeHtml(item.label ?? "")} · ${escapeHtml(formatTime(item.updatedAt))}</span></li>`,
+      `<li${attr("data-item-id", item.id)}>${itemLink(item)} ${badge(item.status)} <span class="muted">${escapeHtml(item.label ?? "")} · ${escapeHtml(when(item))}</span></li>`,
   );
   return `<ul>${lis.join("")}</ul>`;
 }

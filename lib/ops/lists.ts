@@ -17,10 +17,6 @@ import type { ItemSummary, SideEffectView } from "./views";
 export interface SummaryRow extends ItemSummary {
   readonly waiting?: string;
   readonly counts: Readonly<Record<string, number>>;
-  /** When the state was first summarized; absent on a list read from a legacy index. */
-  readonly listedAt?: string;
-  /** Since when it has waited for `waiting`. */
-  readonly waitingSince?: string;
 }
 
 const KINDS: Readonly<Record<string, ItemSummary["kind"]>> = {

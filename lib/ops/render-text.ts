@@ -2,6 +2,7 @@ import type { RedriveReport } from "./redrive";
 import type {
   DeadLetterView,
   GroupOutcome,
+  ItemSummary,
   StatusView,
   TraceNode,
   TraceView,
@@ -90,14 +91,18 @@ export function renderStatusText(view: StatusView, waiting?: WaitingView): strin
   return lines.join("\n");
 }
 
+/** Since when an item waits (`since ...`), or when it last changed where that is not known. */
+const since = (c: ItemSummary) =>
+  c.waitingSince === undefined ? c.updatedAt : `since ${c.waitingSince}`;
+
 function waitingLines(w: WaitingView): string[] {
   const lines: string[] = [];
-  for (const c of w.heldReplies) lines.push(`  held reply     ${c.kind} ${c.id} (${c.updatedAt})`);
+  for (const c of w.heldReplies) lines.push(`  held reply     ${c.kind} ${c.id} (${since(c)})`);
   for (const s of w.unknownSideEffects)
     lines.push(`  unknown        side effect ${s.key} (${s.attempts} attempt(s), ${s.updatedAt})`);
-  for (const c of w.needsHuman) lines.push(`  NEEDS_HUMAN    ${c.label ?? c.id} (${c.updatedAt})`);
+  for (const c of w.needsHuman) lines.push(`  NEEDS_HUMAN    ${c.label ?? c.id} (${since(c)})`);
   for (const c of w.failedRuns)
-    lines.push(`  ${c.status.padEnd(14)} run ${c.id} ${c.label ?? ""} (${c.updatedAt})`);
+    lines.push(`  ${c.status.padEnd(14)} run ${c.id} ${c.label ?? ""} (${since(c)})`);
   return lines;
 }
 

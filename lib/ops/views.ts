@@ -165,6 +165,10 @@ export interface ItemSummary {
   readonly updatedAt: string;
   /** Short text for lists: a run's workflow, a conversation's last reply status, ... */
   readonly label?: string;
+  /** When the state was first summarized: the lists' order (absent from a legacy index). */
+  readonly listedAt?: string;
+  /** In a list of what waits for a person: since when it has waited for that. */
+  readonly waitingSince?: string;
 }
 
 /** What waits for a person. */

@@ -226,6 +226,8 @@ const item = (
   kind,
   id,
   status,
+  // Listed (first summarized) a second before its last change.
+  listedAt: at(ms - 1_000),
   updatedAt: at(ms),
   label,
 });
@@ -241,7 +243,10 @@ export function overview(): OverviewView {
     tasks: [item("task", TASK_ID, "DONE", 2_750)],
     waiting: {
       heldReplies: [
-        item("conversation", "conv_01J9Z3HELD", "HELD", 5_000, "reply held for review"),
+        {
+          ...item("conversation", "conv_01J9Z3HELD", "HELD", 5_000, "reply held for review"),
+          waitingSince: at(4_500),
+        },
       ],
       unknownSideEffects: [
         { key: "send#conv_01J9Z3XY#2", state: "unknown", attempts: 2, updatedAt: at(7_000) },

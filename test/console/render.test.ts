@@ -1,11 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { layoutDag } from "../../lib/console/dag-layout";
 import { edgePath, STATE_PAINT } from "../../lib/console/dag-svg";
+import { formatTime } from "../../lib/console/format";
 import { escapeHtml } from "../../lib/console/html";
 import { refreshSeconds, routeRequest } from "../../lib/console/routes";
 import { describeOutcome } from "../../lib/console/trace";
 import type { RunView, TraceView } from "../../lib/ops/views";
 import {
+  at,
   CORRELATION_ID,
   contentRun,
   deadLetters,
@@ -341,6 +343,11 @@ describe("the overview and dead-letters pages", () => {
     );
     expect(run.attrs["data-status"]).toBe("FAILED");
     expect(find(run, (e) => e.tag === "a").attrs.href).toBe(`/runs/${RUN_ID}`);
+    // id, status, what, started (the lists' order), updated.
+    const cells = run.children.map(textOf);
+    expect(cells.slice(3)).toEqual([formatTime(at(47_010)), formatTime(at(48_010))]);
+    const held = find(doc, withAttr("data-item-id", "conv_01J9Z3HELD"));
+    expect(textOf(held)).toContain(`waiting since ${formatTime(at(4_500))}`);
     const task = find(doc, withAttr("data-item-kind", "task"));
     expect(find(task, (e) => e.tag === "a").attrs.href).toBe(`/trace?id=${TASK_ID}`);
     const waiting = (name: string) => find(doc, withAttr("data-waiting", name)).attrs["data-count"];
