@@ -1,4 +1,3 @@
-import type { AwsClient } from "../adapters/aws/client";
 import { sqsQueueDepth } from "../adapters/sqs/queue-depth";
 import { describe } from "../core/errors";
 import { createOrchestrator } from "../roles/orchestrator";
