@@ -9,8 +9,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
 import {
   type IndexLayout,
-  LEGACY_STATE_INDEXES,
-  StateIndex,
   TABLES,
   type TableNames,
 } from "../../functions/adapters/dynamodb/tables";
@@ -24,7 +22,7 @@ import { summaries } from "../../lib/ops/lists";
 import type { OpsStack } from "../../lib/ops/stack";
 import { emulator } from "../support/aws";
 import { newUlid } from "../support/factories";
-import { createTableInput, deleteTables } from "../support/tables";
+import { createTableInput, deleteTables, LEGACY_STATE_LAYOUT } from "../support/tables";
 
 /**
  * The README's list-index upgrade, step by step on moto: a state table with the legacy lists and
@@ -62,10 +60,7 @@ async function deploy(from: readonly IndexLayout[], to: readonly IndexLayout[]):
 }
 
 /** The state table's indexes as deployed before the upgrade: by-due and the legacy lists. */
-const BEFORE: readonly IndexLayout[] = [
-  ...TABLES.state.indexes.filter((i) => i.name === StateIndex.byDue),
-  ...LEGACY_STATE_INDEXES,
-];
+const BEFORE = LEGACY_STATE_LAYOUT.indexes ?? [];
 
 beforeAll(async () => {
   client = new DynamoDBClient(emulator());
@@ -77,9 +72,7 @@ beforeAll(async () => {
     inbox: `${prefix}-inbox`,
     sideEffects: `${prefix}-side-effects`,
   };
-  await client.send(
-    new CreateTableCommand(createTableInput(tables.state, { ...TABLES.state, indexes: BEFORE })),
-  );
+  await client.send(new CreateTableCommand(createTableInput(tables.state, LEGACY_STATE_LAYOUT)));
 });
 
 afterAll(async () => {

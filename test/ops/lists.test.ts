@@ -2,12 +2,7 @@ import { CreateTableCommand, DynamoDBClient, PutItemCommand } from "@aws-sdk/cli
 import { marshall } from "@aws-sdk/util-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
-import {
-  LEGACY_STATE_INDEXES,
-  StateIndex,
-  TABLES,
-  type TableNames,
-} from "../../functions/adapters/dynamodb/tables";
+import type { TableNames } from "../../functions/adapters/dynamodb/tables";
 import { listingAfter } from "../../functions/core/listing";
 import type { StateSummary, StoredState } from "../../functions/core/ports";
 import { ManualClock } from "../../functions/core/runtime";
@@ -16,7 +11,12 @@ import { summaries } from "../../lib/ops/lists";
 import type { OpsStack } from "../../lib/ops/stack";
 import { emulator } from "../support/aws";
 import { newUlid } from "../support/factories";
-import { createTableInput, createTables, deleteTables } from "../support/tables";
+import {
+  createTableInput,
+  createTables,
+  deleteTables,
+  LEGACY_STATE_LAYOUT,
+} from "../support/tables";
 
 /**
  * The operator's lists on moto: keys from the keys-only list indexes, summaries from the items;
@@ -35,15 +35,7 @@ beforeAll(async () => {
   const prefix = `lists-${newUlid().toLowerCase()}`;
   tables = await createTables(client, prefix);
   legacyTable = `${prefix}-legacy-state`;
-  const byDue = TABLES.state.indexes.filter((i) => i.name === StateIndex.byDue);
-  await client.send(
-    new CreateTableCommand(
-      createTableInput(legacyTable, {
-        ...TABLES.state,
-        indexes: [...byDue, ...LEGACY_STATE_INDEXES],
-      }),
-    ),
-  );
+  await client.send(new CreateTableCommand(createTableInput(legacyTable, LEGACY_STATE_LAYOUT)));
 });
 
 afterAll(async () => {

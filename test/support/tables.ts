@@ -10,6 +10,8 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import {
   type KeyAttribute,
+  LEGACY_STATE_INDEXES,
+  StateIndex,
   TABLES,
   type TableLayout,
   type TableNames,
@@ -48,6 +50,18 @@ export async function deleteTables(client: DynamoDBClient, names: TableNames): P
     await client.send(new DeleteTableCommand({ TableName: name })).catch(() => undefined);
   }
 }
+
+/**
+ * The state table as stacks deployed it before the operator's lists were keyed by listing time:
+ * by-due and the legacy list indexes (LEGACY_STATE_INDEXES).
+ */
+export const LEGACY_STATE_LAYOUT: TableLayout = {
+  ...TABLES.state,
+  indexes: [
+    ...TABLES.state.indexes.filter((i) => i.name === StateIndex.byDue),
+    ...LEGACY_STATE_INDEXES,
+  ],
+};
 
 /** The CreateTable input of a table with this layout (on-demand billing). */
 export function createTableInput(name: string, layout: TableLayout) {
