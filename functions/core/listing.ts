@@ -12,6 +12,16 @@ import type { StateListing, StateSummary } from "./ports";
  */
 export function listingAfter(
   previous: StateListing | undefined,
+  summary: StateSummary,
+  now: Date,
+): StateListing;
+export function listingAfter(
+  previous: StateListing | undefined,
+  summary: StateSummary | undefined,
+  now: Date,
+): StateListing | undefined;
+export function listingAfter(
+  previous: StateListing | undefined,
   summary: StateSummary | undefined,
   now: Date,
 ): StateListing | undefined {

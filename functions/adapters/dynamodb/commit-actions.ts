@@ -9,7 +9,7 @@ import {
   VersionConflictError,
 } from "../../core/errors";
 import { listingAfter } from "../../core/listing";
-import type { CommitRequest, StateListing } from "../../core/ports";
+import type { CommitRequest } from "../../core/ports";
 import { checkpointItem, eventItem, inboxItem, stateItem } from "./items";
 import { CheckpointAttr, EventAttr, InboxAttr, inboxKey, StateAttr, streamKey } from "./tables";
 
@@ -136,10 +136,7 @@ function stateAction(
   // A Put replaces the item: without a due time, due_shard and due_at are gone with it. A summary
   // comes with its list keys (../../core/commit); a request without them, or with keys that do
   // not match its summary, is listed as of now.
-  const listed = summary && {
-    summary,
-    listing: listingAfter(listing, summary, now) as StateListing,
-  };
+  const listed = summary && { summary, listing: listingAfter(listing, summary, now) };
   const item = stateItem(aggregate, expectedRevision + 1, version, next, now, dueAt, listed, gate, {
     compact,
   });
