@@ -1,11 +1,7 @@
 import { isDeepStrictEqual } from "node:util";
 import { Template } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
-import {
-  type IndexLayout,
-  LEGACY_STATE_INDEXES,
-  TABLES,
-} from "../../functions/adapters/dynamodb/tables";
+import type { IndexLayout } from "../../functions/adapters/dynamodb/tables";
 import { LIST_INDEX_UPGRADE_KEY, parseListIndexUpgrade } from "../../lib/agentbus-stack";
 import {
   AgentBusTables,
@@ -14,6 +10,7 @@ import {
   stateIndexLayouts,
   stateListIndexNames,
 } from "../../lib/constructs/tables";
+import { LEGACY_STATE_LAYOUT } from "../support/tables";
 import { resources, single, synthesizeStack, testStack } from "./support";
 
 /**
@@ -74,10 +71,7 @@ function changes(before: readonly Gsi[], after: readonly Gsi[]) {
 }
 
 /** The state table's indexes before the upgrade: by-due, by-kind and by-waiting. */
-const LEGACY_LAYOUT = [
-  ...TABLES.state.indexes.filter((i) => i.name === "by-due"),
-  ...LEGACY_STATE_INDEXES,
-].map(asGsi);
+const LEGACY_LAYOUT = (LEGACY_STATE_LAYOUT.indexes ?? []).map(asGsi);
 
 describe("the state table's list indexes while a stack upgrades", () => {
   it("a fresh stack has by-due, by-kind-listed and by-waiting-since, keys only", () => {
