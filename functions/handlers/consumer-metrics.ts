@@ -1,7 +1,7 @@
 import { type Metrics, MetricUnit } from "@aws-lambda-powertools/metrics";
 import type { Envelope } from "../../schemas";
 import { CONTENT_ROLES, contentEventTypes } from "../../schemas/events/workflow";
-import type { ModelCallSink } from "../adapters/metering";
+import type { ModelCallSink } from "../adapters/model-calls";
 import { MODEL_INVALID_OUTPUT } from "../core/agent-run";
 import type { ConsumeResult } from "../core/pipeline";
 import type { Observability } from "./observe";

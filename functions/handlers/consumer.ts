@@ -3,7 +3,7 @@ import { registry as defaultRegistry, type EventRegistry } from "../../schemas";
 import type { AwsClient } from "../adapters/aws/client";
 import { DynamoEventStore } from "../adapters/dynamodb/event-store";
 import { DynamoFailureLog } from "../adapters/dynamodb/failure-log";
-import { meterModelCalls } from "../adapters/metering";
+import { meterModelCalls } from "../adapters/model-calls";
 import { SqsDeadLetterSink } from "../adapters/sqs/dead-letter-sink";
 import { queueReceiveLimit } from "../adapters/sqs/receive-limit";
 import { type ConsumeResult, consume, type Role } from "../core/pipeline";

@@ -11,16 +11,18 @@ import {
 import { Grant, type IGrantable } from "aws-cdk-lib/aws-iam";
 import { Construct } from "constructs";
 import {
-  EventIndex,
-  InboxIndex,
   type IndexLayout,
   type KeyAttribute,
   LEGACY_STATE_INDEXES,
+  TABLES,
+  type TableLayout,
+} from "../../functions/adapters/dynamodb/layouts";
+import {
+  EventIndex,
+  InboxIndex,
   LegacyStateIndex,
   SideEffectIndex,
   StateIndex,
-  TABLES,
-  type TableLayout,
 } from "../../functions/adapters/dynamodb/tables";
 
 export interface AgentBusTablesProps {

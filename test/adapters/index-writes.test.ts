@@ -1,9 +1,6 @@
 import { describe, expect, it } from "vitest";
-import {
-  LEGACY_STATE_INDEXES,
-  TABLES,
-  type TableNames,
-} from "../../functions/adapters/dynamodb/tables";
+import { LEGACY_STATE_INDEXES, TABLES } from "../../functions/adapters/dynamodb/layouts";
+import type { TableNames } from "../../functions/adapters/dynamodb/tables";
 import {
   type IndexEntries,
   indexCatalog,

@@ -8,8 +8,8 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AwsClient } from "../../functions/adapters/aws/client";
+import { TABLES } from "../../functions/adapters/dynamodb/layouts";
 import { DynamoSideEffects } from "../../functions/adapters/dynamodb/side-effects";
-import { TABLES } from "../../functions/adapters/dynamodb/tables";
 import { PermanentError, TransientError } from "../../functions/core/errors";
 import { SideEffectTransitionError } from "../../functions/core/side-effects";
 import { fromSdk } from "../../lib/aws/from-sdk";

@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from "node:util";
 import { Template } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
-import type { IndexLayout } from "../../functions/adapters/dynamodb/tables";
+import type { IndexLayout } from "../../functions/adapters/dynamodb/layouts";
 import { LIST_INDEX_UPGRADE_KEY, parseListIndexUpgrade } from "../../lib/agentbus-stack";
 import {
   AgentBusTables,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type IndexLayout, TABLES } from "../../functions/adapters/dynamodb/tables";
+import { type IndexLayout, TABLES } from "../../functions/adapters/dynamodb/layouts";
 import { resources, synthesizeStack } from "./support";
 
 const { template } = synthesizeStack();

@@ -7,11 +7,8 @@ import {
 import { marshall } from "@aws-sdk/util-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
-import {
-  type IndexLayout,
-  TABLES,
-  type TableNames,
-} from "../../functions/adapters/dynamodb/tables";
+import { type IndexLayout, TABLES } from "../../functions/adapters/dynamodb/layouts";
+import type { TableNames } from "../../functions/adapters/dynamodb/tables";
 import { listingAfter } from "../../functions/core/listing";
 import type { StateSummary } from "../../functions/core/ports";
 import { ManualClock } from "../../functions/core/runtime";

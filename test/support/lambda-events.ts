@@ -10,7 +10,7 @@ import type {
   SQSMessageAttributes,
   SQSRecord,
 } from "aws-lambda";
-import { TABLES } from "../../functions/adapters/dynamodb/tables";
+import { TABLES } from "../../functions/adapters/dynamodb/layouts";
 import { EVENT_SOURCE } from "../../functions/adapters/eventbridge/publisher";
 
 /**

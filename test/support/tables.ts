@@ -11,11 +11,10 @@ import {
 import {
   type KeyAttribute,
   LEGACY_STATE_INDEXES,
-  StateIndex,
   TABLES,
   type TableLayout,
-  type TableNames,
-} from "../../functions/adapters/dynamodb/tables";
+} from "../../functions/adapters/dynamodb/layouts";
+import { StateIndex, type TableNames } from "../../functions/adapters/dynamodb/tables";
 
 /**
  * Create the four AgentBus tables from the layout in functions/adapters/dynamodb/tables.ts, named

@@ -4,7 +4,7 @@ import { type AgentBusError, PermanentError, TransientError } from "../../core/e
 import type { ModelPort, ModelRequest, ModelResponse } from "../../core/model";
 import type { AwsClient } from "../aws/client";
 import { Converse } from "../aws/operations";
-import { reportModelCall } from "../metering";
+import { reportModelCall } from "../model-calls";
 import { snakeCase } from "../sdk-errors";
 
 export interface BedrockModelProps {
@@ -27,7 +27,7 @@ export interface BedrockModelProps {
  * are ignored), `stopReason` as reported (a `max_tokens` reply is returned as text like any other:
  * invokeStructured judges it), `usage.inputTokens/outputTokens`, and `metrics.latencyMs` (the
  * service's measure; the wall time of the call when absent). Each answered call is reported to
- * the model call meter (`reportModelCall`, ../metering.ts): the consumer publishes its latency and
+ * the model call meter (`reportModelCall`, ../model-calls.ts): the consumer publishes its latency and
  * tokens as metrics.
  *
  * Errors (see `modelFailure`): throttling -> TransientError `model.throttled`; outages, timeouts,

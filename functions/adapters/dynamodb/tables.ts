@@ -29,29 +29,6 @@ import type { AggregateRef } from "../../../schemas";
  * - side-effects: pk effect_key.
  */
 
-export type KeyType = "S" | "N" | "B";
-
-export interface KeyAttribute {
-  readonly name: string;
-  readonly type: KeyType;
-}
-
-export interface IndexLayout {
-  readonly name: string;
-  readonly partitionKey: KeyAttribute;
-  readonly sortKey?: KeyAttribute;
-  /** ALL, KEYS_ONLY, or the keys plus the named attributes (INCLUDE). */
-  readonly projection: "ALL" | "KEYS_ONLY" | { readonly include: readonly string[] };
-}
-
-export interface TableLayout {
-  readonly partitionKey: KeyAttribute;
-  readonly sortKey?: KeyAttribute;
-  readonly indexes?: readonly IndexLayout[];
-  readonly stream?: "NEW_IMAGE";
-  readonly ttlAttribute?: string;
-}
-
 /** Physical table names, injected from the environment / stack outputs. */
 export interface TableNames {
   readonly state: string;
@@ -130,7 +107,6 @@ export const STATE_SUMMARY_ATTRIBUTES = [
 ] as const;
 
 /** What the legacy summary indexes project besides their keys. */
-const SUMMARY_PROJECTION = { include: STATE_SUMMARY_ATTRIBUTES } as const;
 
 /** The one partition of the by-due index. */
 export const DUE_SHARD = "due";
@@ -233,110 +209,6 @@ export const SideEffectIndex = {
   /** Sparse: records whose outcome is unknown, by updated_at. */
   byOpenState: "by-open-state",
 } as const;
-
-/** The legacy list indexes' layouts (LegacyStateIndex), while a stack upgrades. */
-export const LEGACY_STATE_INDEXES: readonly IndexLayout[] = [
-  {
-    name: LegacyStateIndex.byKind,
-    partitionKey: { name: StateAttr.kind, type: "S" },
-    sortKey: { name: StateAttr.updatedAt, type: "S" },
-    projection: SUMMARY_PROJECTION,
-  },
-  {
-    name: LegacyStateIndex.byWaiting,
-    partitionKey: { name: StateAttr.waiting, type: "S" },
-    sortKey: { name: StateAttr.updatedAt, type: "S" },
-    projection: SUMMARY_PROJECTION,
-  },
-];
-
-/** Key schemas, indexes, stream and TTL of the four tables. */
-export const TABLES = {
-  state: {
-    partitionKey: { name: StateAttr.pk, type: "S" },
-    ttlAttribute: StateAttr.ttl,
-    indexes: [
-      {
-        name: StateIndex.byDue,
-        partitionKey: { name: StateAttr.dueShard, type: "S" },
-        sortKey: { name: StateAttr.dueAt, type: "S" },
-        projection: "KEYS_ONLY",
-      },
-      {
-        name: StateIndex.byKind,
-        partitionKey: { name: StateAttr.kind, type: "S" },
-        sortKey: { name: StateAttr.listedAt, type: "S" },
-        projection: "KEYS_ONLY",
-      },
-      {
-        name: StateIndex.byWaiting,
-        partitionKey: { name: StateAttr.waiting, type: "S" },
-        sortKey: { name: StateAttr.waitingSince, type: "S" },
-        projection: "KEYS_ONLY",
-      },
-    ],
-  },
-  events: {
-    partitionKey: { name: EventAttr.pk, type: "S" },
-    sortKey: { name: EventAttr.version, type: "N" },
-    indexes: [
-      {
-        name: EventIndex.byCorrelation,
-        partitionKey: { name: EventAttr.correlationId, type: "S" },
-        sortKey: { name: EventAttr.eventId, type: "S" },
-        projection: "ALL",
-      },
-      {
-        name: EventIndex.byTask,
-        partitionKey: { name: EventAttr.taskId, type: "S" },
-        sortKey: { name: EventAttr.eventId, type: "S" },
-        projection: "ALL",
-      },
-      {
-        name: EventIndex.byStreamType,
-        partitionKey: { name: EventAttr.streamType, type: "S" },
-        sortKey: { name: EventAttr.pk, type: "S" },
-        projection: "KEYS_ONLY",
-      },
-      {
-        name: EventIndex.byHour,
-        partitionKey: { name: EventAttr.occurredHour, type: "S" },
-        sortKey: { name: EventAttr.occurredUtc, type: "S" },
-        projection: "KEYS_ONLY",
-      },
-    ],
-    stream: "NEW_IMAGE",
-  },
-  inbox: {
-    partitionKey: { name: InboxAttr.pk, type: "S" },
-    ttlAttribute: InboxAttr.ttl,
-    indexes: [
-      {
-        name: InboxIndex.byCorrelation,
-        partitionKey: { name: InboxAttr.correlationId, type: "S" },
-        sortKey: { name: InboxAttr.pk, type: "S" },
-        projection: "ALL",
-      },
-      {
-        name: InboxIndex.byTask,
-        partitionKey: { name: InboxAttr.taskId, type: "S" },
-        sortKey: { name: InboxAttr.pk, type: "S" },
-        projection: "ALL",
-      },
-    ],
-  },
-  sideEffects: {
-    partitionKey: { name: SideEffectAttr.effectKey, type: "S" },
-    indexes: [
-      {
-        name: SideEffectIndex.byOpenState,
-        partitionKey: { name: SideEffectAttr.openState, type: "S" },
-        sortKey: { name: SideEffectAttr.updatedAt, type: "S" },
-        projection: "ALL",
-      },
-    ],
-  },
-} as const satisfies Record<keyof TableNames, TableLayout>;
 
 /** Partition key of an aggregate's state item and of its stream in the events table. */
 export function streamKey(ref: AggregateRef): string {
