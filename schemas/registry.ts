@@ -5,6 +5,7 @@ import {
   MAX_ENVELOPE_BYTES,
   utf8Bytes,
 } from "./envelope";
+import { fastParserOf, INVALID, type Parser } from "./fast-parse";
 import { jsonBytesAtMost } from "./json-size";
 import * as z from "./zod";
 
@@ -89,6 +90,8 @@ export class EventRegistry {
   private readonly byKey = new Map<string, EventTypeDefinition>();
   /** Full envelope schemas, built on first use: building all of them would slow every cold start. */
   private readonly schemas = new Map<EventTypeDefinition, z.ZodMiniType>();
+  /** The fast parser of each full schema, made with it (./fast-parse); null where none applies. */
+  private readonly parsers = new Map<EventTypeDefinition, Parser | null>();
   /** Each type's definitions, newest schema version first. */
   private readonly byType = new Map<string, EventTypeDefinition[]>();
 
@@ -153,6 +156,22 @@ export class EventRegistry {
   }
 
   /**
+   * A message of `definition`'s type and version, parsed: by its fast parser when that accepts
+   * it, else by zod's runtime, which also words the error of an invalid one.
+   */
+  private parseFull(definition: EventTypeDefinition, raw: unknown) {
+    let parse = this.parsers.get(definition);
+    if (parse === undefined) {
+      parse = fastParserOf(this.schemaOf(definition)).parse ?? null;
+      this.parsers.set(definition, parse);
+    }
+    const fast = parse === null ? INVALID : parse(raw);
+    return fast === INVALID
+      ? z.safeParse(this.schemaOf(definition), raw)
+      : { success: true as const, data: fast, error: undefined };
+  }
+
+  /**
    * The envelope at its type's newest schema version: each registered upcaster from its own
    * version on, in order (`upcast` of v2, then of v3, ...). An envelope already at the newest
    * version, or of an unknown type, is returned as it is. Used on envelopes that were valid when
@@ -213,7 +232,7 @@ export class EventRegistry {
     if (sizeProblem) return { ok: false, ...sizeProblem, eventId: pickEventId(raw) };
     const definition = this.definitionNamed(raw);
     // The schema pins event_type and schema_version: valid data is of `definition`.
-    const full = definition && z.safeParse(this.schemaOf(definition), raw);
+    const full = definition && this.parseFull(definition, raw);
     if (!definition || !full?.success)
       return { ok: false, ...this.problemOf(raw, full?.error), eventId: pickEventId(raw) };
     const data = full.data as z.output<typeof EnvelopeBase>;
