@@ -1,37 +1,19 @@
-import type { InMemoryEventStore } from "../../functions/core/memory";
-import { consume, type DecideContext } from "../../functions/core/pipeline";
-import type { ConsumerDeps } from "../../functions/core/ports";
-import { type TaskView, taskProjection } from "../../functions/roles/task-projection";
-import { type Envelope, registry } from "../../schemas";
+import { type ChildProcess, fork } from "node:child_process";
+import { fmt, fmtInt, fmtMiB, fmtPct, renderTable, type Summary, summarize } from "./stats";
+import type { ChildOptions, FromChild, ToChild } from "./throughput-child";
 import {
-  fmt,
-  fmtInt,
-  fmtMiB,
-  fmtPct,
-  heapUsed,
-  type Pass,
-  renderTable,
-  type Summary,
-  sampleThroughput,
-  summarize,
-} from "./stats";
-import {
-  BENCH_START,
-  buildThroughputWorkload,
-  correctViews,
-  LIFECYCLE,
-  memoryDeps,
-  storeWithStreams,
-  type ThroughputWorkload,
-} from "./workload";
+  DELIVERIES,
+  type Delivery,
+  RUNNER_NAMES,
+  type RunnerName,
+  type RunnerSpec,
+} from "./throughput-runners";
+import { LIFECYCLE } from "./workload";
 
-export interface ThroughputOptions {
-  readonly tasks: number;
-  readonly duplicateFraction: number;
+export interface ThroughputOptions extends ChildOptions {
   readonly samples: number;
   /** Minimum timed work per sample. */
   readonly minSampleMs: number;
-  readonly seed: number;
 }
 
 export const DEFAULT_THROUGHPUT: ThroughputOptions = {
@@ -41,23 +23,6 @@ export const DEFAULT_THROUGHPUT: ThroughputOptions = {
   minSampleMs: 250,
   seed: 20_260_901,
 };
-
-type Delivery = "in order" | "shuffled, 20% dup";
-type RunnerName = "bare: decide + Map.set" | "bare + envelope validation" | "AgentBus consume";
-
-interface Outcome {
-  /** Task view of each task id after the pass. */
-  readonly viewOf: (taskId: string) => TaskView | undefined;
-  /** Deliveries the runner threw on (bare runners) or counted per status (AgentBus). */
-  readonly notes: Record<string, number>;
-}
-
-interface Runner {
-  readonly delivery: Delivery;
-  readonly name: RunnerName;
-  readonly events: readonly unknown[];
-  readonly pass: Pass<{ run: () => Promise<void>; outcome: () => Outcome }>;
-}
 
 export interface ThroughputResult {
   readonly rows: readonly {
@@ -69,221 +34,153 @@ export interface ThroughputResult {
   readonly tasks: number;
 }
 
-const viewKey = (taskId: string) => `task_view#${taskId}`;
+type Out = (line?: string) => void;
+type Row = ThroughputResult["rows"][number];
+type Checked = Extract<FromChild, { type: "checked" }>;
+type Ready = Extract<FromChild, { type: "ready" }>;
 
 /**
- * The baseline: the same decision and a plain state write, with no dedup, no version gate and no
- * atomic commit. A decision that throws (out-of-order input) is counted and skipped, which is what
- * such a consumer does at best (in production it would retry the message, then dead-letter it).
+ * One runner's process (./throughput-child.ts), forked with this process's flags (tsx's loader)
+ * and asked one thing at a time.
  */
-function bareRunner(
-  delivery: Delivery,
-  events: readonly unknown[],
-  validate: boolean,
-): Runner["pass"] {
-  return {
-    prepare: () => {
-      const states = new Map<string, TaskView>();
-      const notes: Record<string, number> = { "decision threw": 0 };
-      const context: DecideContext<TaskView> = {
-        now: new Date(BENCH_START),
-        receiveCount: 1,
-        stored: undefined,
-        repaired: false,
-      };
-      const run = async () => {
-        for (const raw of events) {
-          let event: Envelope;
-          if (validate) {
-            const parsed = registry.parse(raw);
-            if (!parsed.ok) throw new Error(`${delivery}: invalid envelope ${parsed.message}`);
-            event = parsed.envelope;
-          } else {
-            event = raw as Envelope;
-          }
-          const key = viewKey(event.aggregate.id);
-          try {
-            const decision = await taskProjection.decide(states.get(key), event, context);
-            if (decision.state !== undefined) states.set(key, decision.state);
-          } catch {
-            notes["decision threw"] = (notes["decision threw"] ?? 0) + 1;
-          }
-        }
-      };
-      return { run, outcome: () => ({ viewOf: (id) => states.get(viewKey(id)), notes }) };
-    },
-    run: async (prepared) => {
-      await prepared.run();
-      return events.length;
-    },
-  };
-}
+class RunnerProcess {
+  private readonly child: ChildProcess;
+  private waiting?: { resolve: (m: FromChild) => void; reject: (e: Error) => void };
+  private ended?: Error;
 
-/** AgentBus: validation, dedup/gate/gap repair, decision and atomic commit on the in-memory store. */
-function agentBusRunner(source: InMemoryEventStore, events: readonly unknown[]): Runner["pass"] {
-  return {
-    prepare: () => {
-      const store = storeWithStreams(source);
-      const { deps } = memoryDeps(store);
-      const notes: Record<string, number> = {};
-      const run = async () => {
-        for (const raw of events) {
-          const result = await consume(raw, taskProjection, deps as ConsumerDeps);
-          notes[result.status] = (notes[result.status] ?? 0) + 1;
-          // Counted in a loop: this bookkeeping is timed with the pipeline, and should cost nothing.
-          let repaired = 0;
-          for (const step of result.steps) if (step.repaired) repaired++;
-          if (repaired > 0) notes["gap-repaired"] = (notes["gap-repaired"] ?? 0) + repaired;
-        }
-      };
-      const viewOf = (id: string) => store.states.get(viewKey(id))?.data as TaskView | undefined;
-      return { run, outcome: () => ({ viewOf, notes }) };
-    },
-    run: async (prepared) => {
-      await prepared.run();
-      return events.length;
-    },
-  };
-}
-
-function runners(workload: ThroughputWorkload): Runner[] {
-  const list: Runner[] = [];
-  for (const [delivery, events] of [
-    ["in order", workload.inOrder],
-    ["shuffled, 20% dup", workload.messy],
-  ] as const) {
-    list.push(
-      {
-        delivery,
-        name: "bare: decide + Map.set",
-        events,
-        pass: bareRunner(delivery, events, false),
-      },
-      {
-        delivery,
-        name: "bare + envelope validation",
-        events,
-        pass: bareRunner(delivery, events, true),
-      },
-      {
-        delivery,
-        name: "AgentBus consume",
-        events,
-        pass: agentBusRunner(workload.source, events),
-      },
-    );
+  constructor(readonly spec: RunnerSpec) {
+    this.child = fork(new URL("./throughput-child.ts", import.meta.url), [], {
+      execArgv: process.execArgv,
+    });
+    this.child.on("message", (message: FromChild) => {
+      const waiting = this.waiting;
+      this.waiting = undefined;
+      if (message.type === "error")
+        waiting?.reject(new Error(`${this.label()}: ${message.message}`));
+      else waiting?.resolve(message);
+    });
+    this.child.on("exit", (code, signal) => {
+      this.ended = new Error(`${this.label()}: its process ended (${signal ?? `exit ${code}`})`);
+      this.waiting?.reject(this.ended);
+      this.waiting = undefined;
+    });
   }
-  return list;
-}
 
-type Out = (line?: string) => void;
-type Correctness = ThroughputResult["correctness"][number];
-type Row = ThroughputResult["rows"][number];
+  label(): string {
+    return `${this.spec.delivery} / ${this.spec.name}`;
+  }
+
+  ask<T extends FromChild["type"]>(
+    message: ToChild,
+    expected: T,
+  ): Promise<Extract<FromChild, { type: T }>> {
+    if (this.ended) return Promise.reject(this.ended);
+    return new Promise<FromChild>((resolve, reject) => {
+      this.waiting = { resolve, reject };
+      this.child.send(message);
+    }).then((reply) => {
+      if (reply.type !== expected)
+        throw new Error(`${this.label()}: answered ${reply.type} to ${message.type}`);
+      return reply as Extract<FromChild, { type: T }>;
+    });
+  }
+
+  /** Ends the process if it is still running (after an error elsewhere). */
+  kill(): void {
+    if (!this.ended) this.child.kill();
+  }
+}
 
 export async function runThroughputSection(
   out: Out,
   options: ThroughputOptions = DEFAULT_THROUGHPUT,
 ): Promise<ThroughputResult> {
-  const workload = await buildThroughputWorkload(options);
-  describeWorkload(out, workload, options);
-  const list = runners(workload);
-  const heapBefore = heapUsed();
-  const checked = await checkedPasses(list, workload, options, heapBefore);
-  const samples = await sampled(list, checked.warm, options);
-  const heapAfter = heapUsed();
-  const rows: Row[] = list.map((runner) => ({
-    delivery: runner.delivery,
-    name: runner.name,
-    summary: summarize(samples.get(runner) ?? []),
-  }));
-  for (const line of throughputTable(rows)) out(line);
-  out();
-  describeCorrectness(out, list, checked, options.tasks);
-  const perEvent = (checked.heapWithStore - heapBefore) / workload.inOrder.length;
-  out(
-    `heap used (after forced GC): ${fmtMiB(heapBefore)} before the runs; ${fmtMiB(checked.heapWithStore)} while one in-order AgentBus store is alive (≈ ${fmtInt(perEvent)} B per consumed event: inbox rows, checkpoints, views); ${fmtMiB(heapAfter)} after all samples`,
+  const runners = DELIVERIES.flatMap((delivery) =>
+    RUNNER_NAMES.map((name) => new RunnerProcess({ delivery, name })),
   );
-  return { rows, correctness: checked.correctness, tasks: options.tasks };
+  try {
+    const { tasks, duplicateFraction, seed } = options;
+    const ready = await Promise.all(
+      runners.map((r) =>
+        r.ask(
+          { type: "start", spec: r.spec, options: { tasks, duplicateFraction, seed } },
+          "ready",
+        ),
+      ),
+    );
+    describeWorkload(out, ready[0] as Ready, options);
+    const checked = await checkedPasses(runners, options);
+    const samples = await sampled(runners, checked, options);
+    const stopped = await Promise.all(runners.map((r) => r.ask({ type: "stop" }, "stopped")));
+    const rows: Row[] = runners.map((runner) => ({
+      ...runner.spec,
+      summary: summarize(samples.get(runner) ?? []),
+    }));
+    for (const line of throughputTable(rows)) out(line);
+    out();
+    describeCorrectness(out, runners, checked, options.tasks);
+    describeHeap(out, runners, checked, stopped, ready[0] as Ready);
+    const correctness = runners.map((r) => ({ ...r.spec, correct: checked.get(r)?.correct ?? 0 }));
+    return { rows, correctness, tasks: options.tasks };
+  } finally {
+    for (const runner of runners) runner.kill();
+  }
 }
 
-function describeWorkload(out: Out, workload: ThroughputWorkload, options: ThroughputOptions) {
+function describeWorkload(out: Out, ready: Ready, options: ThroughputOptions) {
   const lifecycleEvents = options.tasks * LIFECYCLE.length;
   out(
-    `workload: ${fmtInt(options.tasks)} tasks × ${LIFECYCLE.length} lifecycle events + ${fmtInt(options.tasks)} feedback messages = ${fmtInt(workload.inOrder.length)} events (${fmtInt(lifecycleEvents)} sequenced, ${fmtInt(options.tasks)} unsequenced)`,
+    `workload: ${fmtInt(options.tasks)} tasks × ${LIFECYCLE.length} lifecycle events + ${fmtInt(options.tasks)} feedback messages = ${fmtInt(ready.events)} events (${fmtInt(lifecycleEvents)} sequenced, ${fmtInt(options.tasks)} unsequenced)`,
   );
   out(
-    `          "shuffled, 20% dup": the same events plus ${fmtInt(workload.duplicates)} redelivered copies, globally shuffled = ${fmtInt(workload.messy.length)} deliveries`,
+    `          "shuffled, 20% dup": the same events plus ${fmtInt(ready.duplicates)} redelivered copies, globally shuffled = ${fmtInt(ready.deliveries)} deliveries`,
   );
   out(
-    `method:   per runner 1 untimed pass (correctness check, and warm-up; runners faster than one sample get a warm-up sample too), then ${options.samples} samples, runners interleaved; a sample repeats whole passes until ≥ ${options.minSampleMs} ms of timed work (fresh state per pass, forced GC before each sample)`,
+    `method:   each runner in a process of its own, so that no runner's code is optimized for another's values (the same workload, built from the same seed in each); per runner 1 untimed pass (correctness check, and warm-up; runners faster than one sample get a warm-up sample too), then ${options.samples} samples, runners interleaved, one process working at a time; a sample repeats whole passes until ≥ ${options.minSampleMs} ms of timed work (fresh state per pass, forced GC before each sample)`,
   );
   out();
-}
-
-interface Checked {
-  readonly correctness: Correctness[];
-  readonly notes: Map<Runner, Record<string, number>>;
-  /** Heap used while the in-order AgentBus store of the untimed pass is alive. */
-  readonly heapWithStore: number;
-  /** Runners whose untimed pass was long enough to count as their warm-up. */
-  readonly warm: Set<Runner>;
 }
 
 /**
- * One untimed pass of each runner, checked: the benchmark measures runners that do the job, and
- * refuses to time AgentBus when its task views come out wrong.
+ * One untimed pass of each runner, one process at a time, checked: the benchmark measures runners
+ * that do the job, and refuses to time AgentBus when its task views come out wrong.
  */
 async function checkedPasses(
-  list: readonly Runner[],
-  workload: ThroughputWorkload,
+  runners: readonly RunnerProcess[],
   options: ThroughputOptions,
-  heapBefore: number,
-): Promise<Checked> {
-  const correctness: Correctness[] = [];
-  const notes = new Map<Runner, Record<string, number>>();
-  let heapWithStore = heapBefore;
-  const warm = new Set<Runner>();
-  for (const runner of list) {
-    const prepared = runner.pass.prepare();
-    const start = performance.now();
-    await prepared.run();
-    // A pass at least as long as a sample is warm-up enough; faster runners get a warm-up sample.
-    if (performance.now() - start >= options.minSampleMs) warm.add(runner);
-    const outcome = prepared.outcome();
-    if (runner.name === "AgentBus consume" && runner.delivery === "in order") {
-      heapWithStore = heapUsed();
-    }
-    correctness.push({
-      delivery: runner.delivery,
-      name: runner.name,
-      correct: correctViews(workload, outcome.viewOf),
-    });
-    notes.set(runner, outcome.notes);
+): Promise<Map<RunnerProcess, Checked>> {
+  const checked = new Map<RunnerProcess, Checked>();
+  for (const runner of runners) {
+    checked.set(
+      runner,
+      await runner.ask({ type: "check", minSampleMs: options.minSampleMs }, "checked"),
+    );
   }
-  const wrong = correctness.filter(
-    (c) => c.name === "AgentBus consume" && c.correct !== options.tasks,
+  const wrong = runners.filter(
+    (r) => r.spec.name === "AgentBus consume" && checked.get(r)?.correct !== options.tasks,
   );
   if (wrong.length > 0) {
     throw new Error(
-      `AgentBus produced wrong task views (${wrong.map((w) => `${w.delivery}: ${w.correct}/${options.tasks} correct`).join("; ")}): the benchmark refuses to time a broken pipeline`,
+      `AgentBus produced wrong task views (${wrong.map((r) => `${r.spec.delivery}: ${checked.get(r)?.correct}/${options.tasks} correct`).join("; ")}): the benchmark refuses to time a broken pipeline`,
     );
   }
-  return { correctness, notes, heapWithStore, warm };
+  return checked;
 }
 
 /** Each runner's samples, the runners interleaved, after a warm-up sample for those that need one. */
 async function sampled(
-  list: readonly Runner[],
-  warm: ReadonlySet<Runner>,
+  runners: readonly RunnerProcess[],
+  checked: ReadonlyMap<RunnerProcess, Checked>,
   options: ThroughputOptions,
-): Promise<Map<Runner, number[]>> {
-  for (const runner of list) {
-    if (!warm.has(runner)) await sampleThroughput(runner.pass, options.minSampleMs);
+): Promise<Map<RunnerProcess, number[]>> {
+  const sample = { type: "sample", minSampleMs: options.minSampleMs } as const;
+  for (const runner of runners) {
+    if (!checked.get(runner)?.warm) await runner.ask(sample, "sample");
   }
-  const samples = new Map<Runner, number[]>(list.map((r) => [r, []]));
+  const samples = new Map<RunnerProcess, number[]>(runners.map((r) => [r, []]));
   for (let i = 0; i < options.samples; i++) {
-    for (const runner of list) {
-      samples.get(runner)?.push(await sampleThroughput(runner.pass, options.minSampleMs));
+    for (const runner of runners) {
+      samples.get(runner)?.push((await runner.ask(sample, "sample")).eventsPerSecond);
     }
   }
   return samples;
@@ -316,25 +213,43 @@ function throughputTable(rows: readonly Row[]): string[] {
 
 function describeCorrectness(
   out: Out,
-  list: readonly Runner[],
-  checked: Checked,
+  runners: readonly RunnerProcess[],
+  checked: ReadonlyMap<RunnerProcess, Checked>,
   tasks: number,
 ): void {
   out("correct task views after one pass (status delivered, versions 1-4 once, feedback once):");
-  for (const runner of list) {
-    const c = checked.correctness.find(
-      (x) => x.delivery === runner.delivery && x.name === runner.name,
-    );
-    const detail = Object.entries(checked.notes.get(runner) ?? {})
+  for (const runner of runners) {
+    const c = checked.get(runner);
+    const detail = Object.entries(c?.notes ?? {})
       .filter(([, n]) => n > 0)
       .map(([k, n]) => `${k} ${fmtInt(n)}`)
       .join(", ");
     out(
-      `  ${runner.delivery.padEnd(17)}  ${runner.name.padEnd(26)}  ${fmtInt(c?.correct ?? 0).padStart(5)}/${fmtInt(tasks)}${detail ? `  (${detail})` : ""}`,
+      `  ${runner.spec.delivery.padEnd(17)}  ${runner.spec.name.padEnd(26)}  ${fmtInt(c?.correct ?? 0).padStart(5)}/${fmtInt(tasks)}${detail ? `  (${detail})` : ""}`,
     );
   }
   out(
     "  (on shuffled delivery the bare runners spend much of their time throwing and catching out-of-order decisions, and still end wrong: their speed there is no target, only a reference)",
   );
   out();
+}
+
+/** The heap of the in-order AgentBus runner's process: its store per consumed event. */
+function describeHeap(
+  out: Out,
+  runners: readonly RunnerProcess[],
+  checked: ReadonlyMap<RunnerProcess, Checked>,
+  stopped: readonly Extract<FromChild, { type: "stopped" }>[],
+  ready: Ready,
+): void {
+  const index = runners.findIndex(
+    (r) => r.spec.name === "AgentBus consume" && r.spec.delivery === "in order",
+  );
+  const heap = checked.get(runners[index] as RunnerProcess);
+  const after = stopped[index]?.heapAfter;
+  if (!heap || after === undefined) return;
+  const perEvent = (heap.heapWithState - heap.heapBefore) / ready.events;
+  out(
+    `heap used in the in-order AgentBus process (after forced GC): ${fmtMiB(heap.heapBefore)} before its first pass; ${fmtMiB(heap.heapWithState)} while that pass's store is alive (≈ ${fmtInt(perEvent)} B per consumed event: inbox rows, checkpoints, views); ${fmtMiB(after)} after all samples`,
+  );
 }
