@@ -12,11 +12,29 @@ import { describe } from "../core/errors";
 import type { Clock, DeadLetterSink } from "../core/ports";
 import { systemClock } from "../core/runtime";
 import { containerAwsClient } from "./aws";
-import { DispatchEnv, parseEnv } from "./env";
+import { parseEnv } from "./env";
 import { recordingDeadLetters } from "./failure-record";
 import { lambdaEntry } from "./lambda-entry";
 import { type Observability, observability } from "./observe";
 import { receiveCountOf, retryDelaySeconds } from "./retry";
+
+/** The dispatcher's settings. */
+export const DispatchEnv = z.object({
+  GROUP_NAME: z.string().check(z.minLength(1)),
+  TARGET_QUEUE_URL: z.url(),
+  DEAD_LETTER_QUEUE_URL: z.url(),
+  /** The buffer queue: records that could not be sent come back after a backoff set on it. */
+  SOURCE_QUEUE_URL: z.optional(z.url()),
+  RETRY_BASE_SECONDS: z._default(z.coerce.number().check(z.int(), z.minimum(0)), 2),
+  RETRY_MAX_SECONDS: z._default(
+    z.coerce.number().check(z.int(), z.minimum(0), z.maximum(43_199)),
+    300,
+  ),
+  /** Where a dead letter's failure record goes (for tracing); none recorded when absent. */
+  INBOX_TABLE: z.optional(z.string().check(z.minLength(1))),
+  INBOX_TTL_DAYS: z._default(z.coerce.number().check(z.positive()), 7),
+});
+export type DispatchEnv = z.output<typeof DispatchEnv>;
 
 /** The part of an EventBridge event the dispatcher needs (the envelope is the `detail`). */
 const EventBridgeEvent = z.object({

@@ -1,14 +1,29 @@
 import { MetricUnit } from "@aws-lambda-powertools/metrics";
 import type { Context, DynamoDBStreamEvent } from "aws-lambda";
 import { registry as defaultRegistry, type EventRegistry, type Topic } from "../../schemas";
+import * as z from "../../schemas/zod";
 import type { AwsClient } from "../adapters/aws/client";
 import { envelopesFromStreamRecords } from "../adapters/dynamodb/stream";
 import { EventBridgePublisher } from "../adapters/eventbridge/publisher";
 import { type RelayReport, relay } from "../core/relay";
 import { containerAwsClient } from "./aws";
-import { parseEnv, RelayEnv } from "./env";
+import { parseEnv } from "./env";
 import { lambdaEntry } from "./lambda-entry";
 import { type Observability, observability } from "./observe";
+
+/** The relay reads one `BUS_<TOPIC>` variable per topic present in the stack. */
+export const RelayEnv = z
+  .object({
+    BUS_COMMANDS: z.optional(z.string().check(z.minLength(1))),
+    BUS_EVENTS: z.optional(z.string().check(z.minLength(1))),
+    BUS_AUDIT: z.optional(z.string().check(z.minLength(1))),
+  })
+  .check(
+    z.refine((e) => e.BUS_COMMANDS || e.BUS_EVENTS || e.BUS_AUDIT, {
+      message: "at least one BUS_<TOPIC> must be set",
+    }),
+  );
+export type RelayEnv = z.output<typeof RelayEnv>;
 
 export interface RelayHandlerOptions {
   readonly env?: Record<string, string | undefined>;

@@ -6,6 +6,7 @@ import {
   type EventRegistry,
   type Topic,
 } from "../../schemas";
+import * as z from "../../schemas/zod";
 import type { AwsClient } from "../adapters/aws/client";
 import { DynamoDueIndex } from "../adapters/dynamodb/due";
 import { EventBridgePublisher, MAX_PUT_EVENTS_ENTRIES } from "../adapters/eventbridge/publisher";
@@ -14,9 +15,25 @@ import type { Clock, DueReader, EventPublisher, StateReader } from "../core/port
 import { systemClock } from "../core/runtime";
 import { DAG_RUN_AGGREGATE, planSweep } from "../core/sweeper";
 import { containerAwsClient } from "./aws";
-import { parseEnv, SweeperEnv } from "./env";
+import { parseEnv } from "./env";
 import { lambdaEntry } from "./lambda-entry";
 import { type Observability, observability } from "./observe";
+
+/** The lease sweeper: the state table (and its by-due index) and the buses it reports on. */
+export const SweeperEnv = z
+  .object({
+    STATE_TABLE: z.string().check(z.minLength(1)),
+    BUS_COMMANDS: z.optional(z.string().check(z.minLength(1))),
+    BUS_EVENTS: z.optional(z.string().check(z.minLength(1))),
+    /** Most due aggregates handled per invocation. */
+    SWEEP_LIMIT: z._default(z.coerce.number().check(z.int(), z.minimum(1), z.maximum(1000)), 100),
+  })
+  .check(
+    z.refine((e) => e.BUS_COMMANDS || e.BUS_EVENTS, {
+      message: "at least one BUS_<TOPIC> must be set",
+    }),
+  );
+export type SweeperEnv = z.output<typeof SweeperEnv>;
 
 export interface SweepReport {
   /** Aggregates the due index listed. */
