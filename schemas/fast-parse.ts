@@ -88,6 +88,8 @@ class Generator {
   private readonly refs: unknown[] = [];
   private count = 0;
   private usesPayload = false;
+  /** The nodes being generated, outermost first. */
+  private readonly open = new Set<Node>();
 
   compile(out: string): Parser {
     const bind = this.refs.map((_, i) => `const r${i} = refs[${i}];`).join("\n");
@@ -98,7 +100,11 @@ class Generator {
 
   /** Emits the parse of `node` applied to the variable `x`; returns the output's variable. */
   node(node: Node, x: string, path: string): string {
+    // A schema that contains itself (a getter in a shape) is parsed by zod's runtime from there.
+    if (this.open.has(node)) return this.island(node, x, path);
+    this.open.add(node);
     const out = this.own(node, x, path);
+    this.open.delete(node);
     if (out === undefined) return this.island(node, x, path);
     return this.checks(node, out);
   }

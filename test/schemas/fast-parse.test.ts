@@ -2,6 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { registry } from "../../schemas";
 import { fastParserOf, INVALID } from "../../schemas/fast-parse";
+import * as zm from "zod/mini";
 import * as z from "../../schemas/zod";
 import { arbitraryOf, mutated, ordered } from "../support/zod-arbitrary";
 
@@ -109,6 +110,22 @@ describe("the fast parser's reading of zod's semantics", () => {
       { tags: ["c"], kind: "k", extra: {}, either: 1 },
       { tags: [], kind: "k", extra: { x: "1" }, either: 1 },
       { tags: [], kind: "k", extra: {}, either: null },
+    ]);
+  });
+
+  it("leaves a schema that contains itself to zod's runtime where it recurs", () => {
+    // zod/mini's own object: schemas/zod.ts builds its objects' parsers eagerly.
+    const Category: zm.ZodMiniObject = zm.object({
+      name: z.string(),
+      get children() {
+        return z.array(Category);
+      },
+    });
+    expect(fastParserOf(Category).islands).toEqual(["children[]"]);
+    answers(Category, [
+      { name: "a", children: [] },
+      { name: "a", children: [{ name: "b", children: [{ name: "c", children: [] }] }] },
+      { name: "a", children: [{ name: 1, children: [] }] },
     ]);
   });
 
