@@ -103,6 +103,9 @@ function send(message: FromChild): Promise<void> {
   );
 }
 
+// The bench ended (or was stopped) without a stop message: nothing is left to answer.
+process.on("disconnect", () => process.exit(0));
+
 process.on("message", (message: ToChild) => {
   answer(message)
     .then(async (reply) => {
