@@ -14,9 +14,9 @@ import {
 
 /**
  * The key schemas, indexes, stream and TTL of the four tables (the layout ./tables names), for the
- * CDK stack, the local runtime and the tests. Apart from ./tables because no function needs it:
- * a bundler keeps an object literal that reads other constants' properties even when nothing
- * uses it, so in ./tables these layouts went into every function bundle.
+ * CDK stack, the write meter (../index-writes) and the tests. Apart from ./tables because no
+ * function needs it: a bundler keeps an object literal that reads other constants' properties
+ * even when nothing uses it, so in ./tables these layouts went into every function bundle.
  */
 
 export type KeyType = "S" | "N" | "B";

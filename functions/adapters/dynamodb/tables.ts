@@ -3,7 +3,9 @@ import type { AggregateRef } from "../../../schemas";
 /**
  * The DynamoDB table layout of AgentBus, in one place: key and attribute names, key builders,
  * index names and the item shapes (in plain JavaScript form, before marshalling). The event store
- * adapter, the CDK stack, the local runtime and the tests all build on these constants.
+ * adapter, the CDK stack, the local runtime and the tests all build on these constants; the
+ * tables' key schemas and indexes, which only the stack, the write meter and the tests need, are
+ * in ./layouts.
  *
  * - state:        pk = `${type}#${id}`; revision, version, data, agg_type, agg_id, updated_at, and
  *                 while the aggregate is due for a sweeper due_shard ("due") and due_at (ISO);
@@ -105,8 +107,6 @@ export const STATE_SUMMARY_ATTRIBUTES = [
   StateAttr.waiting,
   StateAttr.counts,
 ] as const;
-
-/** What the legacy summary indexes project besides their keys. */
 
 /** The one partition of the by-due index. */
 export const DUE_SHARD = "due";
