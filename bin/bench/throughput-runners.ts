@@ -41,7 +41,7 @@ export type RunnerPass = Pass<{ run: () => Promise<void>; outcome: () => Outcome
 
 const viewKey = (taskId: string) => `task_view#${taskId}`;
 
-export function eventsOf(workload: ThroughputWorkload, delivery: Delivery): readonly unknown[] {
+function eventsOf(workload: ThroughputWorkload, delivery: Delivery): readonly unknown[] {
   return delivery === "in order" ? workload.inOrder : workload.messy;
 }
 
