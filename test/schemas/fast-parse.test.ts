@@ -1,8 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import * as zm from "zod/mini";
 import { registry } from "../../schemas";
 import { fastParserOf, INVALID } from "../../schemas/fast-parse";
-import * as zm from "zod/mini";
 import * as z from "../../schemas/zod";
 import { arbitraryOf, mutated, ordered } from "../support/zod-arbitrary";
 
