@@ -1,7 +1,7 @@
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
 import { registry as defaultRegistry, type EventRegistry } from "../../schemas";
 import type { AwsClient } from "../adapters/aws/client";
-import { DynamoEventStore } from "../adapters/dynamodb/event-store";
+import { DynamoConsumerStore } from "../adapters/dynamodb/event-store";
 import { DynamoFailureLog } from "../adapters/dynamodb/failure-log";
 import { meterModelCalls } from "../adapters/model-calls";
 import { SqsDeadLetterSink } from "../adapters/sqs/dead-letter-sink";
@@ -126,7 +126,7 @@ function wire<S>(role: Role<S>, options: ConsumerOptions) {
   const obs = options.observability ?? observability(role.group, role.group);
   const dynamodb = obs.tracer.capture(options.dynamodb ?? containerAwsClient());
   const sqs = obs.tracer.capture(options.sqs ?? containerAwsClient());
-  const store = new DynamoEventStore({
+  const store = new DynamoConsumerStore({
     client: dynamodb,
     tables: { state: env.STATE_TABLE, events: env.EVENTS_TABLE, inbox: env.INBOX_TABLE },
     clock,

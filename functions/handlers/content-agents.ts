@@ -2,7 +2,7 @@ import type { ContentRole } from "../../schemas/events/workflow";
 import * as z from "../../schemas/zod";
 import type { AwsClient } from "../adapters/aws/client";
 import { BedrockModel } from "../adapters/bedrock/model";
-import { DynamoEventStore } from "../adapters/dynamodb/event-store";
+import { DynamoConsumerStore } from "../adapters/dynamodb/event-store";
 import { DeterministicLocalModel } from "../adapters/local-model";
 import type { ModelPort } from "../core/model";
 import { createContentAgent } from "../roles/content-agents";
@@ -72,7 +72,7 @@ export function createAgentHandler(role: ContentRole, options: AgentOptions = {}
   const model = options.model ?? modelFromEnv(env, `agent ${role}`, options.bedrock);
   const dynamodb = options.dynamodb ?? containerAwsClient();
   const tables = parseEnv(ConsumerEnv, env, `agent ${role}`);
-  const commandStream = new DynamoEventStore({
+  const commandStream = new DynamoConsumerStore({
     client: dynamodb,
     tables: { state: tables.STATE_TABLE, events: tables.EVENTS_TABLE, inbox: tables.INBOX_TABLE },
   });

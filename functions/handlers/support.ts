@@ -2,7 +2,7 @@ import * as z from "../../schemas/zod";
 import type { AwsClient } from "../adapters/aws/client";
 import { LocalChannel } from "../adapters/channel/local-channel";
 import { SnsChannel } from "../adapters/channel/sns-channel";
-import { DynamoEventStore } from "../adapters/dynamodb/event-store";
+import { DynamoConsumerStore } from "../adapters/dynamodb/event-store";
 import { DynamoOrders } from "../adapters/dynamodb/orders";
 import { DynamoSideEffects } from "../adapters/dynamodb/side-effects";
 import type { ModelPort } from "../core/model";
@@ -96,7 +96,7 @@ function withClient(options: SupportOptions): SupportOptions & { dynamodb: AwsCl
  */
 function conversationStore(options: SupportOptions & { dynamodb: AwsClient }, what: string) {
   const env = parseEnv(ConsumerEnv, envOf(options), what);
-  return new DynamoEventStore({
+  return new DynamoConsumerStore({
     client: options.dynamodb,
     tables: { state: env.STATE_TABLE, events: env.EVENTS_TABLE, inbox: env.INBOX_TABLE },
   });

@@ -59,21 +59,21 @@ export interface DynamoEventStoreOptions {
 }
 
 /**
- * The event store on DynamoDB: state, events (event store + outbox) and inbox tables.
- * Behaves exactly like InMemoryEventStore (functions/core/memory.ts); the shared contract test in
- * test/adapters runs the same cases against both.
+ * The event store on DynamoDB, as a consumer uses it: state, events (event store + outbox) and
+ * inbox tables. Behaves exactly like InMemoryEventStore (functions/core/memory.ts); the shared
+ * contract test in test/adapters runs the same cases against both. The functions construct this
+ * one; DynamoEventStore adds the trace reads, which no function makes, and so stays out of their
+ * bundles.
  *
  * `commit` is hand-written rather than delegated to a mapper library because the inbox row, the
  * checkpoint, the state item and the appended events must share ONE TransactWriteItems (and its
  * CancellationReasons must be mapped back to the port's errors by item index).
  */
-export class DynamoEventStore implements EventStore, TraceReader {
-  private readonly client: AwsClient;
-  private readonly tables: DynamoEventStoreOptions["tables"];
-  private readonly clock: Clock;
-  private readonly batchOptions: BatchGetOptions;
-  /** The trace reads (TraceReader), shared with DynamoTraceReader. */
-  private readonly trace: DynamoTraceReader;
+export class DynamoConsumerStore implements EventStore {
+  protected readonly client: AwsClient;
+  protected readonly tables: DynamoEventStoreOptions["tables"];
+  protected readonly clock: Clock;
+  protected readonly batchOptions: BatchGetOptions;
   private readonly legacy: boolean;
 
   constructor(options: DynamoEventStoreOptions) {
@@ -85,12 +85,6 @@ export class DynamoEventStore implements EventStore, TraceReader {
       wait: options.wait ?? sleep,
     };
     this.legacy = options.legacyCheckpoints === true;
-    this.trace = new DynamoTraceReader({
-      client: this.client,
-      tables: this.tables,
-      batchGet: this.batchOptions,
-      clock: this.clock,
-    });
   }
 
   /**
@@ -242,6 +236,24 @@ export class DynamoEventStore implements EventStore, TraceReader {
       }
       throw error;
     }
+  }
+}
+
+/**
+ * The DynamoDB event store with the trace reads (TraceReader) of the operator's tools, the local
+ * runtime and the tests, made by the same reader as DynamoTraceReader's.
+ */
+export class DynamoEventStore extends DynamoConsumerStore implements TraceReader {
+  private readonly trace: DynamoTraceReader;
+
+  constructor(options: DynamoEventStoreOptions) {
+    super(options);
+    this.trace = new DynamoTraceReader({
+      client: this.client,
+      tables: this.tables,
+      batchGet: this.batchOptions,
+      clock: this.clock,
+    });
   }
 
   eventsByCorrelation(correlationId: string): Promise<Envelope[]> {
