@@ -10,6 +10,7 @@ import { describe, expect, it } from "vitest";
 import { AgentBusStack, type AgentBusStackProps } from "../../lib/agentbus-stack";
 import { EMULATOR_CONTEXT_KEY } from "../../lib/constructs/emulator";
 import { XRAY_ACTIONS } from "../../lib/constructs/function";
+import { MODEL_ID_CONTEXT_KEY } from "../../lib/constructs/model-access";
 import { testApp, topologyWithPipe } from "./support";
 
 /**
@@ -101,6 +102,14 @@ describe("cdk-nag AwsSolutions", () => {
 
   it("with a pipe-delivered group: no error and no warning left", () => {
     expect(printed(nagFindings(agentBus({ topology: topologyWithPipe() })).findings)).toEqual([]);
+  });
+
+  it.each([
+    "eu.anthropic.claude-haiku-4-5-20251001-v1:0",
+    "anthropic.claude-haiku-4-5-20251001-v1:0",
+  ])("with the model %s: no error and no warning left", (modelId) => {
+    const synthesized = nagFindings(agentBus(), { [MODEL_ID_CONTEXT_KEY]: modelId });
+    expect(printed(synthesized.findings)).toEqual([]);
   });
 
   it.each(["localstack-free", "localstack"])(
