@@ -7,6 +7,7 @@ import { replayCommand } from "./cli/replay";
 import { republishCommand } from "./cli/republish";
 import { replyCommand, sendCommand } from "./cli/support";
 import {
+  chooseRegion,
   EXIT_AWS,
   EXIT_USAGE,
   type GlobalOptions,
@@ -34,7 +35,10 @@ const program = new Command()
   .exitOverride()
   .showHelpAfterError("(add --help for usage)")
   .option("--endpoint <url>", "AWS endpoint, e.g. an emulator (default: $AWS_ENDPOINT_URL)")
-  .option("--region <region>", "AWS region (default: $AWS_REGION, $AWS_DEFAULT_REGION, us-east-1)")
+  .option(
+    "--region <region>",
+    "AWS region (default: the outputs file's, else $AWS_REGION, $AWS_DEFAULT_REGION, else the AWS profile's)",
+  )
   .option(
     "--stage <stage>",
     "stack stage (default: $AGENTBUS_STAGE, else local with an endpoint, else dev)",
@@ -47,6 +51,14 @@ const program = new Command()
   );
 
 const globals = (command: Command) => target(command.optsWithGlobals<GlobalOptions>());
+
+// Before any command acts: the region it acts in, and (unless --region gave it) where it came from.
+program.hook("preAction", async (_program, command) => {
+  const choice = await chooseRegion(command.optsWithGlobals<GlobalOptions>());
+  program.setOptionValue("region", choice.region);
+  if (choice.source !== "--region")
+    process.stderr.write(`agentbus: region ${choice.region} (from ${choice.source})\n`);
+});
 
 program.addCommand(workflowCommand(globals));
 program.addCommand(traceCommand(globals));

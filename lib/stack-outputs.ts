@@ -1,4 +1,4 @@
-import { CfnOutput } from "aws-cdk-lib";
+import { Aws, CfnOutput } from "aws-cdk-lib";
 import type { AgentBusStack } from "./agentbus-stack";
 import type { ConsumerGroup } from "./constructs/consumer-group";
 import type { Topic } from "./constructs/topic";
@@ -8,8 +8,8 @@ type OutputFn = (id: string, value: string, description: string) => CfnOutput;
 
 /**
  * What a deployment needs to be used and operated: every bus name and ARN and archive ARN, every
- * queue and dead-letter queue URL and rule ARN of every group, the relay's failure queue and the
- * table names. No exports: nothing may come to depend on this stack through CloudFormation
+ * queue and dead-letter queue URL and rule ARN of every group, the relay's failure queue, the
+ * table names and the Region. No exports: nothing may come to depend on this stack through CloudFormation
  * imports.
  */
 export function addStackOutputs(stack: AgentBusStack): void {
@@ -66,6 +66,11 @@ function groupOutputs(group: ConsumerGroup, output: OutputFn): void {
 
 /** The relay, the tables, the operator policies and the support resources. */
 function otherOutputs(stack: AgentBusStack, output: OutputFn): void {
+  output(
+    "Region",
+    Aws.REGION,
+    "the Region the stack is deployed in (agentbus --outputs acts there unless --region says otherwise)",
+  );
   output(
     "RelayFailureQueueUrl",
     stack.relay.failureQueue.queueUrl,

@@ -54,9 +54,6 @@ export function localCli(
 ): (...args: string[]) => Promise<CliResult> {
   return (...args) => {
     const { endpoint, region } = target();
-    return runCli(["--endpoint", endpoint, "--stage", stage, ...args], {
-      AWS_REGION: region,
-      ...env,
-    });
+    return runCli(["--endpoint", endpoint, "--region", region, "--stage", stage, ...args], env);
   };
 }
