@@ -37,7 +37,11 @@ const program = new Command()
   )
   .option("--seed <s>", "the first schedule's seed", positive("--seed"), 1)
   .option("--stack", "play full-stack schedules on moto and the local runtime")
-  .option("--endpoint <url>", "with --stack: deploy to this running emulator (it is reset)")
+  .option(
+    "--endpoint <url>",
+    "with --stack: deploy stage chaos to this running emulator (refused if it is there already)",
+  )
+  .option("--reset", "with --endpoint: wipe that emulator (moto_server) first")
   .parse();
 
 const options = program.opts<{
@@ -45,13 +49,20 @@ const options = program.opts<{
   seed: number;
   stack?: boolean;
   endpoint?: string;
+  reset?: boolean;
 }>();
 const { seed } = options;
 const schedules = options.schedules ?? (options.stack ? 20 : 10_000);
 const out = (line = "") => process.stdout.write(`${line}\n`);
 
 async function stack(): Promise<number> {
-  const results = await runStackChaos({ schedules, seed, endpoint: options.endpoint, out });
+  const results = await runStackChaos({
+    schedules,
+    seed,
+    endpoint: options.endpoint,
+    reset: options.reset,
+    out,
+  });
   return results.some((r) => r.violations.length > 0) ? 1 : 0;
 }
 

@@ -12,6 +12,7 @@ import { Progress } from "../lib/local/progress";
 import type { RuntimeEvent } from "../lib/local/runtime";
 import { runScenario, type ScenarioResult } from "../lib/local/scenario";
 import { readDeadLetters } from "../lib/local/scenario/dead-letters";
+import { StackPresentError } from "../lib/local/stack-present";
 import { renderSummary, renderTimeline, withObservedDuplicates } from "../lib/local/trace";
 import { silenceNodeVersionWarning } from "../lib/local/warnings";
 import { opsActions } from "../lib/ops/actions";
@@ -35,7 +36,12 @@ const program = new Command()
   )
   .option(
     "--endpoint <url>",
-    "use an emulator that is already running (default: $AWS_ENDPOINT_URL)",
+    "deploy to an emulator that is already running (default: $AWS_ENDPOINT_URL); what is there is kept, and a stage already deployed there is refused",
+  )
+  .option("--stage <name>", "the stage to deploy (stack AgentBus-<name>)", "local")
+  .option(
+    "--reset",
+    "with --endpoint (moto_server): wipe everything in that emulator before deploying",
   )
   .option(
     "--no-scenario",
@@ -53,6 +59,8 @@ const opts = program.opts<{
   keep?: boolean;
   port?: string;
   endpoint?: string;
+  stage: string;
+  reset?: boolean;
   verbose?: boolean;
   scenario: boolean;
   consolePort: string;
@@ -94,6 +102,13 @@ async function main(): Promise<void> {
     process.stderr.write(`--console-port ${JSON.stringify(opts.consolePort)} is not a port\n`);
     process.exit(2);
   }
+  const endpoint = opts.endpoint ?? process.env.AWS_ENDPOINT_URL;
+  if (opts.reset && !endpoint) {
+    process.stderr.write(
+      "--reset wipes an emulator given with --endpoint; without one, a new moto_server is started empty\n",
+    );
+    process.exit(2);
+  }
   const progress = new Progress(out);
   out("AgentBus local run");
   progress.part("starting: emulator, synth, deploy");
@@ -121,8 +136,9 @@ function startStack(): Promise<LocalEnvironment> {
   return startLocal({
     endpoint,
     port,
+    stage: opts.stage,
     verbose: opts.verbose,
-    reset: Boolean(endpoint),
+    reset: Boolean(opts.reset),
     onEvent: liveLine,
     onDelivery: (d) => {
       if (live) out(`  channel: delivered ${d.key} to ${d.recipient}: ${d.text}`);
@@ -264,12 +280,17 @@ function keepUp(env: LocalEnvironment, consoleUrl: string): void {
     `  AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_DEFAULT_REGION=${env.region} aws events put-events --endpoint-url ${env.endpoint} --entries '${entries.replaceAll("'", "'\\''")}'`,
   );
   out("  see what happened (in another terminal):");
+  const stage = opts.stage === "local" ? "" : ` --stage ${opts.stage}`;
   for (const command of ["status", "dlq list", "trace <event, task or correlation id>"])
-    out(`  npm run agentbus -- --endpoint ${env.endpoint} ${command}`);
+    out(`  npm run agentbus -- --endpoint ${env.endpoint}${stage} ${command}`);
   out("deliveries:");
 }
 
 main().catch(async (error: unknown) => {
+  if (error instanceof StackPresentError) {
+    process.stderr.write(`npm start: ${error.message}\n`);
+    return shutdown(2);
+  }
   process.stderr.write(
     `npm start failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
   );

@@ -11,6 +11,8 @@ export interface StackChaosOptions {
   readonly seed: number;
   /** A running emulator to deploy to (default: start moto_server on 127.0.0.1). */
   readonly endpoint?: string;
+  /** Wipe `endpoint` first; without it, an emulator that has stage chaos already is refused. */
+  readonly reset?: boolean;
   readonly out?: (line: string) => void;
 }
 
@@ -28,7 +30,7 @@ export async function runStackChaos(options: StackChaosOptions): Promise<StackSc
   const env = await startLocal({
     stage: "chaos",
     faultInjection: injector,
-    ...(options.endpoint ? { endpoint: options.endpoint, reset: true } : {}),
+    ...(options.endpoint ? { endpoint: options.endpoint, reset: Boolean(options.reset) } : {}),
   });
   out(`stack deployed in ${((performance.now() - started) / 1000).toFixed(1)} s`);
   const results: StackScheduleResult[] = [];

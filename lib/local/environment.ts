@@ -20,6 +20,7 @@ import { SAMPLE_ORDERS } from "./orders";
 import { LocalRuntime, type RuntimeEvent } from "./runtime";
 import type { FaultInjection } from "./runtime/faults";
 import { type FunctionClients, sdkFunctionClients } from "./runtime/handlers";
+import { refuseIfPresent } from "./stack-present";
 import { ROOT, synthesize } from "./synth";
 import { Observations } from "./trace";
 
@@ -63,7 +64,11 @@ export interface LocalOptions {
   /** Forward handler logs and metrics (Powertools) to stdout. */
   readonly verbose?: boolean;
   readonly onEvent?: (event: RuntimeEvent) => void;
-  /** Reset the emulator before deploying (for a reused endpoint). */
+  /**
+   * With `endpoint`: wipe the emulator (moto's reset) before deploying. Without it, an emulator
+   * that already has this stage's stack is left as it is and the start is refused
+   * (StackPresentError); other stages and anything else there are never touched.
+   */
   readonly reset?: boolean;
   /** Deploy another topology than the project's (tests of delivery options). */
   readonly topology?: Topology;
@@ -104,11 +109,12 @@ export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvir
   const emulatorMs = lap();
   const endpoint = options.endpoint ?? moto?.endpoint ?? "";
   try {
-    if (options.endpoint && options.reset) await resetMoto(endpoint);
     const clients = emulatorClients(endpoint, region);
     options.faultInjection?.attach?.(clients);
     const synthesized = synthesize(options.stage ?? "local", options.topology);
     const { stackName } = synthesized;
+    if (options.endpoint && options.reset) await resetMoto(endpoint);
+    else if (options.endpoint) await refuseIfPresent(endpoint, region, stackName);
     const template =
       options.faultInjection?.template?.(synthesized.template) ?? synthesized.template;
     const synthMs = lap();
