@@ -48,6 +48,12 @@ export interface GroupNeeds {
    * events bus (`EVENTS_BUS_NAME`, PutEvents on that bus).
    */
   readonly heartbeat?: "visibility" | "events";
+  /**
+   * Its decision calls a language model (the stack gives its consumer the model setting:
+   * `MODEL_CONSUMER_ENTRIES` in lib/constructs/model-access.ts), so its state is not a fold of its
+   * streams: the operator's rebuild and check refuse it.
+   */
+  readonly model?: true;
   /** A DAG agent: the orchestrator reads its queue's depth (backpressure). */
   readonly dagAgent?: boolean;
   /**
@@ -308,7 +314,7 @@ export const contentAgentGroups: readonly GroupDeclaration[] = CONTENT_ROLES.map
   // One model call per invocation: a batch of them could outlast the function timeout.
   batchSize: 1,
   functionTimeout: Duration.minutes(2),
-  needs: { heartbeat: "events", dagAgent: true },
+  needs: { model: true, heartbeat: "events", dagAgent: true },
 }));
 
 /**
@@ -334,7 +340,7 @@ export const supportGroups: readonly GroupDeclaration[] = [
     // One model call per invocation, as for the content agents.
     batchSize: 1,
     functionTimeout: Duration.minutes(2),
-    needs: { heartbeat: "visibility" },
+    needs: { model: true, heartbeat: "visibility" },
   },
   {
     name: "sender",

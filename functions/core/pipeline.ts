@@ -18,7 +18,14 @@ import {
   VersionConflictError,
 } from "./errors";
 import { eventsToApply } from "./gate";
-import type { ConsumerDeps, DiscardReason, LoadRequest, StateSummary, StoredState } from "./ports";
+import type {
+  ConsumerDeps,
+  DiscardReason,
+  LoadRequest,
+  RecordedDecision,
+  StateSummary,
+  StoredState,
+} from "./ports";
 import type { ReplayMark } from "./replay";
 
 /** A role's answer to one event: the next state of its aggregate and what to emit. */
@@ -63,7 +70,13 @@ export interface DecideContext<S> {
  */
 export type RoleDescriptor = Pick<
   Role<unknown>,
-  "group" | "subscriptions" | "stateOf" | "unordered" | "sharedStreams" | "keepsMessages"
+  | "group"
+  | "subscriptions"
+  | "stateOf"
+  | "unordered"
+  | "sharedStreams"
+  | "keepsMessages"
+  | "foldWith"
 >;
 
 /**
@@ -143,6 +156,13 @@ export interface Role<S> {
    * there, and reads their payloads to find the states of the other groups that recorded them.
    */
   readonly keepsMessages?: true;
+  /**
+   * The role as a fold of its streams decides with it (the operator's rebuild and check), for a
+   * role whose decision reads through a port: built with ports that answer what the group's
+   * decision on the event recorded, never the outside world as it is now. Absent on a role whose
+   * decision needs no port (it is its own fold) and on one whose decision calls the outside world.
+   */
+  foldWith?(recorded: RecordedDecision): Role<unknown>;
 }
 
 export type StepStatus = "applied" | "duplicate" | "discarded" | "rejected";

@@ -239,6 +239,17 @@ export interface EventStore {
   commit(request: CommitRequest): Promise<void>;
 }
 
+/**
+ * What a consumer group's decision on one event left in the event store, for folding its streams
+ * again (the operator's rebuild and check) without asking the outside world a second time.
+ */
+export interface RecordedDecision {
+  /** The events the decision appended to the group's own stream (caused by the event), in order. */
+  readonly emitted: readonly Envelope[];
+  /** Reads a stream of the event store (read only). */
+  readStream(stream: AggregateRef, from: number, to: number): Promise<Envelope[]>;
+}
+
 /** The due index: aggregates whose state asked for a sweeper's attention (Decision.dueAt). */
 export interface DueReader {
   /** Aggregates due at or before `now`, earliest first, at most `limit`. */

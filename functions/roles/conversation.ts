@@ -1,4 +1,4 @@
-import type { Envelope } from "../../schemas";
+import { type Envelope, MAX_STREAM_VERSION } from "../../schemas";
 import type { MessageAccepted } from "../../schemas/events/conversation";
 import type { RouteRequested } from "../../schemas/events/support-commands";
 import { newestWithin } from "../core/budget";
@@ -255,6 +255,40 @@ export function conversationContextReader(store: EventStore): ConversationContex
   const read = conversationReader(store);
   return async (conversationId, throughVersion) =>
     (await read(conversationId)).context(throughVersion);
+}
+
+/**
+ * A turn's context as the conversation's stream recorded it, for folding a step again (the
+ * operator's rebuild and check) without the state as it is now, which may have let the turn's
+ * messages go: the messages of its `conversation.message.accepted` facts through `throughVersion`,
+ * each received when its fact occurred (the conversation's decision time), kept as the state kept
+ * them (`keptMessages`), then `contextWindow`.
+ */
+export function streamContextReader(
+  readStream: EventStore["readStream"],
+): ConversationContextReader {
+  return async (conversationId, throughVersion) => {
+    const stream = { type: CONVERSATION_AGGREGATE, id: conversationId };
+    let state: ConversationState | undefined;
+    for (const event of await readStream(stream, 1, MAX_STREAM_VERSION)) {
+      if (event.event_type !== "conversation.message.accepted") continue;
+      const accepted = payloadOf(event, "conversation.message.accepted");
+      if (accepted.version > throughVersion) break;
+      state = {
+        conversation_id: conversationId,
+        customer_id: accepted.customer_id,
+        version: accepted.version,
+        messages: keptMessages(state, {
+          version: accepted.version,
+          task_id: event.task_id,
+          text: accepted.text,
+          message_event_id: accepted.message_event_id,
+          received_at: event.occurred_at,
+        }),
+      };
+    }
+    return contextWindow(state, conversationId, throughVersion);
+  };
 }
 
 /** One read of a conversation's state: its current version and the context of any of its turns. */

@@ -1,7 +1,9 @@
 import { type OrderLookupCompleted, OrderRecord } from "../../schemas/events/conversation";
 import type { ReplyGenerationRequested } from "../../schemas/events/support-commands";
+import { PermanentError, TransientError } from "../core/errors";
 import { payloadOf } from "../core/payload";
 import type { Role, RoleDescriptor } from "../core/pipeline";
+import type { RecordedDecision } from "../core/ports";
 import { stepFailedDecision } from "./support-failure";
 import { factFields } from "./support-fields";
 
@@ -46,6 +48,9 @@ export const ORDER_LOOKUP: RoleDescriptor = {
   group: "order-lookup",
   subscriptions: ["order.lookup.requested"],
   stateOf: (event) => ({ type: ORDER_LOOKUP_AGGREGATE, id: event.task_id }),
+  // Folded with the answer the lookup recorded, not the orders table as it is now: an order
+  // changed or deleted since would otherwise make every old lookup differ from its fold.
+  foldWith: (recorded) => createOrderLookup({ orders: recordedOrders(recorded) }) as Role<unknown>,
 };
 
 export function createOrderLookup(options: OrderLookupOptions): Role<OrderLookupState> {
@@ -90,6 +95,32 @@ export function createOrderLookup(options: OrderLookupOptions): Role<OrderLookup
           },
         ],
       };
+    },
+  };
+}
+
+/**
+ * The orders port as the lookup's decision on one event found it, from the facts it emitted:
+ * `order.lookup.completed` gives the order (or none), `support.step.failed` the permanent error it
+ * met. A request the group has not decided on has no recorded answer: a TransientError says so.
+ */
+export function recordedOrders(recorded: RecordedDecision): OrdersPort {
+  return {
+    get: async (orderId) => {
+      for (const event of recorded.emitted) {
+        if (event.event_type === "order.lookup.completed") {
+          const completed = payloadOf(event, "order.lookup.completed");
+          return completed.order_id === orderId ? completed.order : undefined;
+        }
+        if (event.event_type === "support.step.failed") {
+          const failed = payloadOf(event, "support.step.failed");
+          throw new PermanentError(failed.code, failed.message);
+        }
+      }
+      throw new TransientError(
+        "fold.not_recorded",
+        `order-lookup has recorded no answer for order ${orderId} (it has not handled the request yet)`,
+      );
     },
   };
 }

@@ -8,7 +8,11 @@ import type {
 import type { EmitSpec } from "../core/emit";
 import { payloadOf } from "../core/payload";
 import type { Role, RoleDescriptor } from "../core/pipeline";
-import { CONVERSATION_AGGREGATE, type ConversationContextReader } from "./conversation";
+import {
+  CONVERSATION_AGGREGATE,
+  type ConversationContextReader,
+  streamContextReader,
+} from "./conversation";
 import { factFields } from "./support-fields";
 
 /**
@@ -99,6 +103,10 @@ export const ROUTER: RoleDescriptor = {
   stateOf: (event) => ({ type: SUPPORT_ROUTE_AGGREGATE, id: event.task_id }),
   // A conversation's stream carries the route requests of all its turns, one state each.
   sharedStreams: [CONVERSATION_AGGREGATE],
+  // Folded with each turn's context as the conversation's stream recorded it: the conversation's
+  // state keeps only its last messages, and a fold must not depend on when it runs.
+  foldWith: (recorded) =>
+    createRouter({ context: streamContextReader(recorded.readStream) }) as Role<unknown>,
 };
 
 export interface RouterOptions {

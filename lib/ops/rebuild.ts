@@ -27,15 +27,50 @@ export interface RebuildOptions {
 }
 
 /**
- * The pipeline's dependencies for feeding one stored event: its clock stands at the event's own
- * time, so an expiring event is judged as a fold judges it (when it happened), not by how old it
- * is now.
+ * The pipeline's dependencies for feeding one stored event: its clock stands at the time the
+ * group decided on it when its decision recorded that (`at`), else at the event's own time, so an
+ * expiring event is judged as a fold judges it (when it happened), not by how old it is now.
  */
-export const foldDeps = (store: EventStore, event: Envelope): ConsumerDeps => {
-  const at = new Date(event.occurred_at);
-  const clock = { now: () => (Number.isNaN(at.getTime()) ? systemClock.now() : at) };
+export const foldDeps = (store: EventStore, event: Envelope, at?: Date): ConsumerDeps => {
+  const time = at ?? new Date(event.occurred_at);
+  const clock = { now: () => (Number.isNaN(time.getTime()) ? systemClock.now() : time) };
   return { store, registry, clock, ids: ulidSource() };
 };
+
+/**
+ * The role that decides one event in a fold, and when: a role whose decision needs ports is built
+ * by its `foldWith` with what its decision on the event recorded (the events it appended to the
+ * group's own stream, caused by the event; `reader` is the event store they are read from), and
+ * decides at the time those events record; any other role is its own fold.
+ */
+export async function foldStep(
+  role: Role<unknown>,
+  event: Envelope,
+  reader: EventStore,
+): Promise<{ readonly role: Role<unknown>; readonly at?: Date }> {
+  if (!role.foldWith) return { role };
+  const home = stateRefOf(role, event);
+  const emitted = (await reader.readStream(home, 1, MAX_STREAM_VERSION)).filter(
+    (e) => e.causation_id === event.event_id,
+  );
+  const recorded = { emitted, readStream: reader.readStream.bind(reader) };
+  const first = emitted[0];
+  return {
+    role: role.foldWith(recorded),
+    ...(first ? { at: new Date(first.occurred_at) } : {}),
+  };
+}
+
+/** One event fed to the role through the pipeline, as a fold decides it. */
+export async function foldOne(
+  store: EventStore,
+  reader: EventStore,
+  role: Role<unknown>,
+  event: Envelope,
+): Promise<ConsumeResult> {
+  const step = await foldStep(role, event, reader);
+  return consume(event, step.role, foldDeps(store, event, step.at));
+}
 
 /** JSON with object keys sorted: DynamoDB returns a map's keys in any order. */
 export function canonical(value: unknown): string {
@@ -93,7 +128,7 @@ async function feedStream(
   const results: ConsumeResult[] = [];
   for (const event of events) {
     if (!role.subscriptions.includes(event.event_type)) continue;
-    results.push(await consume(event, role, foldDeps(store, event)));
+    results.push(await foldOne(store, store, role, event));
   }
   return results;
 }
@@ -119,31 +154,59 @@ export interface Drift {
 }
 
 /**
+ * A scratch store holding the given streams' events: what a fold writes stays in it, and the
+ * events a decision appends are left out (the event store already has what the group emitted).
+ */
+export async function scratchOf(events: readonly Envelope[]): Promise<InMemoryEventStore> {
+  const scratch = new InMemoryEventStore();
+  await scratch.commit({ append: events });
+  const commit = scratch.commit.bind(scratch);
+  scratch.commit = ({ append: _append, ...rest }) => commit(rest);
+  return scratch;
+}
+
+/** The given streams folded through the role on a scratch store, and the states it wrote. */
+export async function foldStreams(
+  store: EventStore,
+  role: Role<unknown>,
+  streams: readonly AggregateRef[],
+): Promise<{ readonly scratch: InMemoryEventStore; readonly touched: AggregateRef[] }> {
+  const all: Envelope[] = [];
+  for (const stream of streams)
+    all.push(...(await store.readStream(stream, 1, MAX_STREAM_VERSION)));
+  // A state fed by several streams gets their events as they were committed (by time, then id);
+  // an event ahead of its stream's order is a gap the pipeline fills from the scratch store.
+  all.sort((a, b) =>
+    a.occurred_at === b.occurred_at
+      ? a.event_id.localeCompare(b.event_id)
+      : a.occurred_at.localeCompare(b.occurred_at),
+  );
+  const scratch = await scratchOf(all);
+  const touched = new Map<string, AggregateRef>();
+  for (const event of all) {
+    if (!role.subscriptions.includes(event.event_type)) continue;
+    await foldOne(scratch, store, role, event);
+    const ref = stateRefOf(role, event);
+    touched.set(`${ref.type}#${ref.id}`, ref);
+  }
+  return { scratch, touched: [...touched.values()] };
+}
+
+/**
  * state = fold(events) (seed 000 §8): fold the given streams' events in version order through
- * the role on an in-memory store, and compare every state the fold wrote with the stored one.
+ * the role on a scratch store, and compare every state the fold wrote with the stored one.
  */
 export async function checkFold(
   store: EventStore,
   role: Role<unknown>,
   streams: readonly AggregateRef[],
 ): Promise<{ readonly states: number; readonly drift: readonly Drift[] }> {
-  const scratch = new InMemoryEventStore();
-  const touched = new Map<string, AggregateRef>();
-  const all: Envelope[] = [];
-  for (const stream of streams)
-    all.push(...(await store.readStream(stream, 1, MAX_STREAM_VERSION)));
-  await scratch.commit({ append: all });
-  for (const event of all) {
-    if (!role.subscriptions.includes(event.event_type)) continue;
-    await consume(event, role, foldDeps(scratch, event));
-    const ref = stateRefOf(role, event);
-    touched.set(`${ref.type}#${ref.id}`, ref);
-  }
+  const { scratch, touched } = await foldStreams(store, role, streams);
   const drift: Drift[] = [];
-  for (const ref of touched.values()) {
+  for (const ref of touched) {
     const folded = (await scratch.load({ state: ref })).state?.data;
     const stored = (await store.load({ state: ref })).state?.data;
     if (canonical(folded) !== canonical(stored)) drift.push({ state: ref, stored, folded });
   }
-  return { states: touched.size, drift };
+  return { states: touched.length, drift };
 }
