@@ -220,6 +220,7 @@ export class AgentBusStack extends Stack {
         eventTypes,
       })),
       entry: group.handler,
+      callsModel: Boolean(group.needs?.model),
       tables: this.tables,
       ...pickGroupSettings(group),
       delivery: pipeFallback ? "dispatch-function" : group.delivery,

@@ -49,9 +49,9 @@ export interface GroupNeeds {
    */
   readonly heartbeat?: "visibility" | "events";
   /**
-   * Its decision calls a language model (the stack gives its consumer the model setting:
-   * `MODEL_CONSUMER_ENTRIES` in lib/constructs/model-access.ts), so its state is not a fold of its
-   * streams: the operator's rebuild and check refuse it.
+   * Its decision calls a language model: the stack gives its consumer the model setting and the
+   * grant (lib/constructs/model-access.ts), and, its state not being a fold of its streams, the
+   * operator's rebuild and check refuse it.
    */
   readonly model?: true;
   /** A DAG agent: the orchestrator reads its queue's depth (backpressure). */

@@ -185,10 +185,17 @@ export interface ConsumerGroupProps {
   readonly heldReplyWindow?: Duration;
 
   /**
+   * The consumer's decision calls a language model (the group declares `needs.model`): it gets
+   * the model setting of the CDK context when `model` is not given.
+   * @default false
+   */
+  readonly callsModel?: boolean;
+
+  /**
    * The language model the consumer calls: `MODEL_PROVIDER` / `MODEL_ID` in its environment and,
-   * for Bedrock, `bedrock:InvokeModel` on that foundation model only (see `model-access.ts`).
-   * @default - for the content agents' handlers (MODEL_CONSUMER_ENTRIES) the CDK context
-   * `agentbus:modelId` on Bedrock (else DEFAULT_MODEL_ID); no model for any other handler
+   * for Bedrock, `bedrock:InvokeModel` on that model only (see `model-access.ts`).
+   * @default - with `callsModel`, the CDK context `agentbus:modelId` on Bedrock (else
+   * DEFAULT_MODEL_ID); no model otherwise
    */
   readonly model?: ModelSetting;
 }

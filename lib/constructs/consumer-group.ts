@@ -26,12 +26,7 @@ import { createGroupQueues, deadLetterQueuesOf } from "./consumer-group-queues";
 import type { Delivery, Ordering } from "./consumer-group-rules";
 import { type ConsumerGroupSettings, consumerGroupSettings } from "./consumer-group-settings";
 import { AgentBusFunction, METADATA } from "./function";
-import {
-  grantModelAccess,
-  MODEL_CONSUMER_ENTRIES,
-  type ModelSetting,
-  resolveModelSetting,
-} from "./model-access";
+import { grantModelAccess, type ModelSetting, resolveModelSetting } from "./model-access";
 
 /**
  * A consumer group: every event of its subscribed types, delivered once per group, to one
@@ -107,7 +102,7 @@ export class ConsumerGroup extends Construct {
     this.pipeRole = hop.pipeRole;
 
     this.consumer = this.createConsumer(props, settings);
-    if (props.model !== undefined || MODEL_CONSUMER_ENTRIES.has(props.entry)) {
+    if (props.model !== undefined || props.callsModel) {
       this.model = resolveModelSetting(this, props.model);
       grantModelAccess(this.consumer, this.model);
     }

@@ -40,18 +40,6 @@ export const MODEL_PROVIDER_CONTEXT_KEY = "agentbus:modelProvider";
  */
 export const DEFAULT_MODEL_ID = "global.anthropic.claude-haiku-4-5-20251001-v1:0";
 
-/**
- * The consumer handlers that call a model (the content agents and reply generation). Their groups get the model
- * setting even when the stack passes none (`ConsumerGroupProps.model`).
- */
-export const MODEL_CONSUMER_ENTRIES: ReadonlySet<string> = new Set([
-  "functions/handlers/topic-selection.ts",
-  "functions/handlers/fact-check.ts",
-  "functions/handlers/writing.ts",
-  "functions/handlers/review.ts",
-  "functions/handlers/reply-generation.ts",
-]);
-
 /** The prefixes of Bedrock's system-defined cross-Region inference profiles. */
 export const INFERENCE_PROFILE_PREFIXES = [
   "global",

@@ -3,7 +3,6 @@ import { consume, type Role } from "../../functions/core/pipeline";
 import { ORDER_LOOKUP, ordersFrom } from "../../functions/roles/order-lookup";
 import { ROUTER } from "../../functions/roles/router";
 import { taskProjection } from "../../functions/roles/task-projection";
-import { MODEL_CONSUMER_ENTRIES } from "../../lib/constructs/model-access";
 import { customerMessage } from "../../lib/local/scenario/support";
 import { foldVerdict } from "../../lib/ops/fold-groups";
 import { checkFold, rebuild } from "../../lib/ops/rebuild";
@@ -40,11 +39,6 @@ describe("which groups rebuild and check run: decided from what each group decla
     expect(all.get("router")?.resetRefused).toMatch(/rows that several of its states share/);
     expect(all.get("order-lookup")?.resetRefused).toBeUndefined();
     expect(all.get("conversation-projection")?.resetRefused).toBeUndefined();
-  });
-
-  it("the groups declared to call a model are the ones the stack gives a model", () => {
-    const declared = topology.groups.filter((g) => g.needs?.model).map((g) => g.handler);
-    expect(new Set(declared)).toEqual(new Set(MODEL_CONSUMER_ENTRIES));
   });
 });
 
