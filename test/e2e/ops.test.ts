@@ -47,7 +47,7 @@ describe("operator views of the local stack", () => {
   let run: Omit<WorkflowRun, "state"> & { state: OrchestratorState };
 
   const cli = (args: string[], extraEnv: Record<string, string> = {}) =>
-    runCli(args, { AWS_REGION: env.region, ...extraEnv });
+    runCli(["--region", env.region, ...args], extraEnv);
   const local = (...args: string[]) => cli(["--endpoint", env.endpoint, "--stage", STAGE, ...args]);
 
   beforeAll(async () => {

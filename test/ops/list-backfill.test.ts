@@ -231,9 +231,15 @@ describe("lists backfill: an item that changed between the Scan and its update",
 
 describe("agentbus lists backfill", () => {
   const cli = (...args: string[]) =>
-    runCli(["--endpoint", emulator().endpoint, "--state-table", tables.state, ...args], {
-      AWS_REGION: emulator().region,
-    });
+    runCli([
+      "--endpoint",
+      emulator().endpoint,
+      "--region",
+      emulator().region,
+      "--state-table",
+      tables.state,
+      ...args,
+    ]);
 
   it("backfills the table and prints the counts, as text and with --json", async () => {
     await put(stateItem("cli", summary({ [StateAttr.waiting]: "held_reply" })));

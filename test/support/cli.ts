@@ -12,7 +12,7 @@ export interface CliResult {
 /**
  * Run the operator CLI (`bin/agentbus-cli.ts`) as a child process, asynchronously: the local
  * stack's handlers run in the test's process and must go on while the CLI waits. Emulator
- * credentials; `env` adds or overrides variables (AWS_REGION, AGENTBUS_OPERATOR, ...).
+ * credentials; `env` adds or overrides variables (AGENTBUS_OPERATOR, ...).
  */
 export function runCli(
   args: readonly string[],
