@@ -309,7 +309,7 @@ describe("content agents' heartbeat", () => {
         run_input: { topic_hint: "tides" },
       },
     } as Envelope;
-    expect(agent.heartbeat?.(request)).toEqual({
+    expect(agent.heartbeat?.(request, 1)).toEqual({
       type: "node.heartbeat",
       payload: { run_id: t.runId, node_id: "writing", generation: 3, lease_seconds: 240 },
       aggregate: { type: "dag_run", id: t.runId },
@@ -328,13 +328,13 @@ describe("content agents' heartbeat", () => {
         orderKey: t.runId,
       },
     });
-    expect(agent.heartbeat?.({ ...request, event_type: "review.requested" })).toBeUndefined();
+    expect(agent.heartbeat?.({ ...request, event_type: "review.requested" }, 1)).toBeUndefined();
     // Capped at what node.heartbeat accepts.
     const long = createContentAgent({
       role: "writing",
       model: new DeterministicLocalModel(),
       leaseSeconds: 10_000,
     });
-    expect(long.heartbeat?.(request)?.payload).toMatchObject({ lease_seconds: 3600 });
+    expect(long.heartbeat?.(request, 1)?.payload).toMatchObject({ lease_seconds: 3600 });
   });
 });

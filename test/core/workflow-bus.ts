@@ -93,7 +93,7 @@ export class Bus {
       const role = this.roles.find((r) => r.group === delivery.group);
       if (!role) throw new Error(`no role ${delivery.group}`);
       this.clock.advance(1000);
-      if (this.options.acknowledge) this.acknowledge(role, delivery.event);
+      if (this.options.acknowledge) this.acknowledge(role, delivery.event, delivery.receiveCount);
       try {
         const result = await consume(delivery.event, role, this.deps, {
           receiveCount: delivery.receiveCount,
@@ -114,9 +114,9 @@ export class Bus {
   }
 
   /** The role's acknowledgement of starting on `event`, put on the bus (none when it has none). */
-  private acknowledge(role: Role<unknown>, event: Envelope): void {
-    const spec = role.heartbeat?.(event)?.first;
-    if (spec) this.send(buildHeartbeat(spec, event, role.group, this.deps));
+  private acknowledge(role: Role<unknown>, event: Envelope, receiveCount: number): void {
+    const spec = role.heartbeat?.(event, receiveCount)?.first;
+    if (spec) this.send(buildHeartbeat(spec, event, role.group, this.deps, receiveCount));
   }
 
   /** Put what the lease sweeper would send now for the stored runs on the bus; returns them. */
