@@ -55,7 +55,21 @@ export const EnvelopeBase = z.object({
   producer: z
     .string()
     .check(z.regex(/^[a-z][a-z0-9-]{0,63}$/, { message: "must be kebab-case, max 64" })),
+  /**
+   * The processing attempt that produced this message (seed 000 §4.1 `attempt`): for what a
+   * consumer emits, the receive count of the message it was processing (a redelivery's is 2, 3,
+   * ...); 1 for a first send. Absent on old messages, which read as 1.
+   */
   attempt: z._default(z.int().check(z.minimum(1)), 1),
+  /**
+   * The agent run that produced this message (seed 000 §4.1 `run_id`): new for each run of an
+   * agent and each resumed run, so a retry, a redelivery that runs the agent again and a resume
+   * after BLOCKED each have their own. It is neither the DAG run a workflow payload's `run_id`
+   * names nor the stable agent run key (the `agent_run` aggregate id, which is the same for every
+   * run of one node at one generation). Absent on what no agent run produced, and on messages
+   * stored before it was carried.
+   */
+  run_id: z.optional(OpaqueId),
   /** After this instant the message has no value: consumers discard it as `expired`. */
   expires_at: z.optional(IsoTime),
   /** The conversation/input version the message was produced from (superseded checks). */

@@ -134,7 +134,9 @@ async function applyOnce<S>(
     repaired: false,
   });
   const head = stored?.version ?? 0;
-  const emitted = buildEmitted(decision.emit ?? [], event, ref, head, role.group, deps, now);
+  // Each benchmark event is delivered once: its first processing attempt.
+  const origin = { producer: role.group, now, attempt: 1 };
+  const emitted = buildEmitted(decision.emit ?? [], event, ref, head, origin, deps);
   const revision = stored?.revision ?? 0;
   const next = decision.state !== undefined ? decision.state : (stored?.data ?? null);
   const item = stateItem(ref, revision + 1, head + emitted.length, next, now);

@@ -123,12 +123,24 @@ export const HistoryEntry = z.object({
   trigger: RunTrigger,
   at: IsoTime,
   reason: z.optional(z.string().check(z.maxLength(1024))),
+  /** The run (`AgentRun.run_id`) the change happened in; absent before the run had one. */
+  run_id: z.optional(OpaqueId),
 });
 export type HistoryEntry = z.infer<typeof HistoryEntry>;
 
 export const AgentRunSchema = z
   .object({
-    run_id: OpaqueId,
+    /**
+     * The stable key of the agent run: the same for every run of one assignment (in the content
+     * workflow one DAG node at one generation), through retries, redeliveries and resumes; the
+     * `agent_run` aggregate id, which the DAG and the dedup of the agent's group rely on.
+     */
+    agent_run_key: OpaqueId,
+    /**
+     * The current run (seed 000 §4.1 `run_id`): new for each run and each resume, and carried by
+     * what the run emits; absent while the agent never ran it (an assignment cancelled first).
+     */
+    run_id: z.optional(OpaqueId),
     task_id: OpaqueId,
     role: Name,
     node_id: z.optional(Name),
@@ -182,6 +194,18 @@ export const AgentRunSchema = z
     }),
   );
 export type AgentRun = z.infer<typeof AgentRunSchema>;
+
+/**
+ * An agent run as stored, in today's shape. Runs stored before `agent_run_key` existed have their
+ * key in `run_id` (it was reused by every run then): the key is taken from there, and `run_id`
+ * stays, as the id those runs were recorded under.
+ */
+export function upcastRun(stored: AgentRun): AgentRun;
+export function upcastRun(stored: AgentRun | undefined): AgentRun | undefined;
+export function upcastRun(stored: AgentRun | undefined): AgentRun | undefined {
+  if (!stored || stored.agent_run_key !== undefined || stored.run_id === undefined) return stored;
+  return { ...stored, agent_run_key: stored.run_id };
+}
 
 export type GuardName = "retry_budget_exhausted" | "lease_not_expired";
 

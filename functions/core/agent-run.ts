@@ -52,10 +52,15 @@ export * from "./agent-run-model";
  *   the lease sweeper reports it (`node.confirm.expired`); the agent applies the trigger.
  * - `attempt` is 1-based: the number of the current execution within the current assignment.
  *   TaskAssigned and HumanRetry set it to 1, RetryScheduled adds 1.
+ * - Two ids (seed 000 §4.1): `agent_run_key` names the agent run for good (the aggregate), and
+ *   `run_id` the current run, which the worker sets (`withRunId`) each time it runs or resumes the
+ *   agent run; each history entry records the run it happened in.
  */
 
 export interface NewRunInput {
-  readonly run_id: string;
+  readonly agent_run_key: string;
+  /** The run that starts it, when the worker runs it at once. */
+  readonly run_id?: string;
   readonly task_id: string;
   readonly role: string;
   readonly node_id?: string;
@@ -69,6 +74,7 @@ export function newRun(input: NewRunInput): AgentRun {
   const at = input.now.toISOString();
   return parseRun(
     compact({
+      agent_run_key: input.agent_run_key,
       run_id: input.run_id,
       task_id: input.task_id,
       role: input.role,
@@ -97,6 +103,11 @@ export interface TransitionOptions {
   readonly leaseSeconds?: number;
   /** Confirmation deadline on entering BLOCKED (defaults to DEFAULT_CONFIRM_SECONDS). */
   readonly confirmSeconds?: number;
+}
+
+/** The run as the worker runs (or resumes) it under `runId`: a new run of the same agent run. */
+export function withRunId(run: AgentRun, runId: string): AgentRun {
+  return run.run_id === runId ? run : { ...run, run_id: runId };
 }
 
 /** Triggers accepted in a state (guards aside). */
@@ -205,12 +216,12 @@ export function transition(
 ): AgentRun {
   const from = run.state;
   const to = TRANSITIONS[from][trigger];
-  if (to === undefined) throw new IllegalTransitionError(from, trigger, run.run_id);
+  if (to === undefined) throw new IllegalTransitionError(from, trigger, run.agent_run_key);
   const { now } = options;
   if (trigger === "RetryScheduled" && run.attempt >= run.max_attempts)
-    throw new IllegalTransitionError(from, trigger, run.run_id, "retry_budget_exhausted");
+    throw new IllegalTransitionError(from, trigger, run.agent_run_key, "retry_budget_exhausted");
   if (trigger === "TaskHung" && !isHung(run, now))
-    throw new IllegalTransitionError(from, trigger, run.run_id, "lease_not_expired");
+    throw new IllegalTransitionError(from, trigger, run.agent_run_key, "lease_not_expired");
 
   const at = now.toISOString();
   const leaseMs = () => seconds(options.leaseSeconds ?? run.lease_seconds, "leaseSeconds") * 1000;
@@ -251,12 +262,24 @@ export function transition(
   if (to === "COMPLETED" && options.output !== undefined) next.output = options.output;
   else if (to === "IDLE" || to === "DEGRADED") delete next.output;
 
-  const reason = options.reason ?? error?.code;
-  const entry: HistoryEntry =
-    reason === undefined ? { from, to, trigger, at } : { from, to, trigger, at, reason };
+  const entry = historyEntry(run, to, trigger, at, options.reason ?? error?.code);
   next.history = [...run.history, entry].slice(-HISTORY_LIMIT);
   next.transition_count = run.transition_count + 1;
   return next;
+}
+
+/** The history entry of a change of `run`, under the run it happened in. */
+function historyEntry(
+  run: AgentRun,
+  to: RunState,
+  trigger: RunTrigger,
+  at: string,
+  reason: string | undefined,
+): HistoryEntry {
+  const entry: HistoryEntry = { from: run.state, to, trigger, at };
+  if (reason !== undefined) entry.reason = reason;
+  if (run.run_id !== undefined) entry.run_id = run.run_id;
+  return entry;
 }
 
 function errorFor(

@@ -251,8 +251,7 @@ function decideOne<S>(
   if (base.keep) return kept(base);
   const context: DecideContext<S> = {
     now: base.now,
-    // The queue's count belongs to the delivered message; an event read from the store is new here.
-    receiveCount: repaired ? 1 : (options.receiveCount ?? 1),
+    receiveCount: attemptOf(one),
     stored: state,
     repaired,
     resolving: discard,
@@ -264,23 +263,27 @@ function decideOne<S>(
     : stepOf(one, outcome);
 }
 
+/**
+ * The processing attempt of an event: the queue's receive count of the delivered message (1 when
+ * the caller gave none). The count belongs to the delivered message; an event read from the store
+ * to fill a gap is processed here for the first time.
+ */
+function attemptOf(one: Pick<One<unknown>, "repaired" | "options">): number {
+  return one.repaired ? 1 : (one.options.receiveCount ?? 1);
+}
+
 /** Nothing emitted: one frozen array shared by every step that emits nothing. */
 const NOTHING: readonly Envelope[] = Object.freeze([]);
 
 function stepOf<S>(one: One<S>, { decision, status, reason }: Decided<S>): Handled<S> {
   const { base, state, stateRef, repaired, role, deps } = one;
   const { event } = base;
+  // What a decision emits is stamped with the processing attempt it was decided on (the same
+  // count `decide` was given).
+  const origin = { producer: role.group, now: base.now, attempt: attemptOf(one) };
   const emitted =
     decision.emit && decision.emit.length > 0
-      ? buildEmitted(
-          decision.emit,
-          event,
-          stateRef,
-          state?.version ?? 0,
-          role.group,
-          deps,
-          base.now,
-        )
+      ? buildEmitted(decision.emit, event, stateRef, state?.version ?? 0, origin, deps)
       : NOTHING;
   const step = {
     eventId: event.event_id,

@@ -14,6 +14,21 @@ export interface EmitSpec {
   readonly inputVersion?: number;
   readonly conversationId?: string;
   readonly taskId?: string;
+  /** The agent run that produces the message (the envelope's `run_id`); none by default. */
+  readonly runId?: string;
+}
+
+/** Who emits, when, and on which processing attempt. */
+export interface EmitOrigin {
+  readonly producer: string;
+  readonly now: Date;
+  /**
+   * The processing attempt that emits (the envelope's `attempt`): a consumer's is the receive
+   * count of the message it processes; a producer that sends for the first time passes 1.
+   */
+  readonly attempt: number;
+  /** The chain a message without a cause starts. */
+  readonly root?: { correlationId: string; taskId: string; conversationId?: string };
 }
 
 /**
@@ -35,11 +50,10 @@ export function buildEmitted(
   cause: Pick<Envelope, "event_id" | "correlation_id" | "task_id" | "conversation_id"> | null,
   stream: AggregateRef,
   headVersion: number,
-  producer: string,
+  origin: EmitOrigin,
   deps: Pick<ConsumerDeps, "registry" | "ids">,
-  now: Date,
-  root?: { correlationId: string; taskId: string; conversationId?: string },
 ): Envelope[] {
+  const { producer, now, attempt, root } = origin;
   return specs.map((spec, index) => {
     const definition = pickDefinition(spec, deps);
     const candidate: Record<string, unknown> = {
@@ -53,10 +67,11 @@ export function buildEmitted(
       aggregate: { type: stream.type, id: stream.id, version: headVersion + index + 1 },
       order_key: spec.orderKey ?? stream.id,
       producer,
-      attempt: 1,
+      attempt,
       payload: spec.payload,
     };
     // Optional fields are left out rather than set to undefined, as a JSON round trip would.
+    if (spec.runId !== undefined) candidate.run_id = spec.runId;
     const conversationId = spec.conversationId ?? cause?.conversation_id ?? root?.conversationId;
     if (conversationId !== undefined) candidate.conversation_id = conversationId;
     if (spec.expiresAt !== undefined) candidate.expires_at = spec.expiresAt;
@@ -74,13 +89,15 @@ export function buildEmitted(
 
 /**
  * The unsequenced envelope of a heartbeat spec (not appended to any stream: version 0), caused by
- * the event being worked on. Its type must be registered and unsequenced.
+ * the event being worked on, on `attempt`: that event's receive count (a beat belongs to the
+ * processing attempt it reports on). Its type must be registered and unsequenced.
  */
 export function buildHeartbeat(
   spec: HeartbeatSpec,
   cause: Envelope,
   producer: string,
   deps: Pick<ConsumerDeps, "registry" | "ids" | "clock">,
+  attempt: number,
 ): Envelope {
   const definition = newestOrNamed(spec, deps);
   if (!definition || definition.sequenced)
@@ -100,7 +117,8 @@ export function buildHeartbeat(
     aggregate: { ...spec.aggregate, version: 0 },
     order_key: spec.orderKey ?? spec.aggregate.id,
     producer,
-    attempt: 1,
+    attempt,
+    run_id: spec.runId,
     expires_at: spec.expiresAt,
     payload: spec.payload,
   });

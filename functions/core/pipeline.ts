@@ -48,7 +48,10 @@ export interface Decision<S> {
 
 export interface DecideContext<S> {
   readonly now: Date;
-  /** How many times the queue has handed this message out (1 on first delivery). */
+  /**
+   * How many times the queue has handed this message out (1 on first delivery): the processing
+   * attempt, which every event the decision emits carries as its `attempt`.
+   */
   readonly receiveCount: number;
   readonly stored: StoredState<S> | undefined;
   /** True when the event was read from the event store to fill a version gap. */
@@ -134,10 +137,11 @@ export interface Role<S> {
     context: DecideContext<S>,
   ): Decision<S> | undefined;
   /**
-   * What to publish periodically while `decide` works on `event` (the consumer handler sends it
-   * when its heartbeat is on); undefined = nothing.
+   * What to publish periodically while `decide` works on `event`, delivered for the
+   * `receiveCount`th time (the consumer handler sends it when its heartbeat is on); undefined =
+   * nothing. Given the same event and count, it must name the same run as `decide` does.
    */
-  heartbeat?(event: Envelope): HeartbeatSpec | undefined;
+  heartbeat?(event: Envelope, receiveCount: number): HeartbeatSpec | undefined;
   /**
    * How an operator finds this state: its kind and status for lists, and what it waits for from a
    * person, if anything. Asked for each state written; undefined = not listed.

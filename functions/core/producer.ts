@@ -13,6 +13,12 @@ export interface AppendRequest<S> {
   readonly conversationId?: string;
   /** The event that caused this write, when there is one. */
   readonly cause?: Envelope;
+  /**
+   * The processing attempt that writes (the envelope's `attempt`). Default 1: a producer that
+   * writes once per request is on its first attempt; one that retries a request it already tried
+   * (a handler on a redelivered message) passes that message's receive count.
+   */
+  readonly attempt?: number;
   /** Decide from the current state (reloaded after a conflict): next state and events. */
   readonly decide: (state: StoredState<S> | undefined) => Decision<S>;
   readonly maxConflictRetries?: number;
@@ -38,14 +44,17 @@ export async function appendToStream<S>(
       request.cause ?? null,
       request.aggregate,
       current?.version ?? 0,
-      request.producer,
-      deps,
-      deps.clock.now(),
       {
-        correlationId: request.correlationId,
-        taskId: request.taskId,
-        conversationId: request.conversationId,
+        producer: request.producer,
+        now: deps.clock.now(),
+        attempt: request.attempt ?? 1,
+        root: {
+          correlationId: request.correlationId,
+          taskId: request.taskId,
+          conversationId: request.conversationId,
+        },
       },
+      deps,
     );
     try {
       await deps.store.commit({

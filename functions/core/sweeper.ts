@@ -31,9 +31,17 @@ import type { StoredState } from "./ports";
  * 0 when the reader did not give it) and
  * its 80 "random" bits are the first 80 bits of a SHA-256 of the key. It is unique as long as
  * the keys are, and it sorts by that time rather than by creation.
+ *
+ * A report's `attempt` is the sweep that sends it: 1 for the first sweep at or after its due time,
+ * then one more for each period of the schedule (`rateSeconds`) since, as a report the
+ * orchestrator has not acted on yet goes out again (same id) on every sweep. The sweeper keeps no
+ * count of its own, so the schedule's period stands in for one: a retried invocation in the same
+ * period sends the same attempt again.
  */
 
 export const SWEEPER_PRODUCER = "lease-sweeper";
+/** How often the schedule runs the sweeper unless told otherwise (the construct's default). */
+export const DEFAULT_SWEEP_RATE_SECONDS = 60;
 export const DAG_RUN_AGGREGATE = "dag_run";
 
 export interface SweepItem {
@@ -102,13 +110,15 @@ export function planSweep(
   states: readonly StoredState<unknown>[],
   now: Date,
   registry: EventRegistry,
+  rateSeconds = DEFAULT_SWEEP_RATE_SECONDS,
 ): SweepPlan {
   const messages: { topic: Topic; envelope: Envelope }[] = [];
+  const sweep: Sweep = { now, registry, rateSeconds };
   let skipped = 0;
   for (const stored of states) {
     const before = messages.length;
     if (stored.aggregate.type === DAG_RUN_AGGREGATE && isRunState(stored.data))
-      messages.push(...planRun(stored as StoredState<SweptRunState>, now, registry));
+      messages.push(...planRun(stored as StoredState<SweptRunState>, sweep));
     if (messages.length === before) skipped++;
   }
   return { messages, skipped };
@@ -116,11 +126,21 @@ export function planSweep(
 
 type Planned = { topic: Topic; envelope: Envelope };
 
-function planRun(
-  stored: StoredState<SweptRunState>,
-  now: Date,
-  registry: EventRegistry,
-): Planned[] {
+/** One sweep: its time, the registry it builds with and the schedule's period. */
+interface Sweep {
+  readonly now: Date;
+  readonly registry: EventRegistry;
+  readonly rateSeconds: number;
+}
+
+/** The sweep's attempt at a report due at `dueMs` (see the module comment). */
+export function sweepAttempt(dueMs: number, now: Date, rateSeconds: number): number {
+  const late = now.getTime() - dueMs;
+  if (!Number.isFinite(late) || late <= 0 || !(rateSeconds > 0)) return 1;
+  return Math.floor(late / (rateSeconds * 1000)) + 1;
+}
+
+function planRun(stored: StoredState<SweptRunState>, sweep: Sweep): Planned[] {
   const state = stored.data;
   const run = state.run;
   if (run.status !== "RUNNING") return [];
@@ -128,15 +148,18 @@ function planRun(
   let running = 0;
   for (const [nodeId, node] of Object.entries(run.nodes).sort(([a], [b]) => (a < b ? -1 : 1))) {
     if (node.state === "RUNNING") running++;
-    out.push(...planNode(stored, nodeId, node, now, registry));
+    out.push(...planNode(stored, nodeId, node, sweep));
   }
   if (running === 0 && state.held.length > 0) {
     const payload: WorkflowReleaseRequested = { run_id: run.run_id };
+    const dueMs = stored.dueAt ? Date.parse(stored.dueAt) : 0;
     const id = deterministicUlid(
       `workflow.release.requested\u0000${run.run_id}\u0000${stored.revision}`,
-      stored.dueAt ? Date.parse(stored.dueAt) : 0,
+      dueMs,
     );
-    out.push(build("workflow.release.requested", id, payload, state, stored, now, registry));
+    // Without a due time there is nothing to count sweeps from: the first attempt.
+    const attempt = stored.dueAt ? sweepAttempt(dueMs, sweep.now, sweep.rateSeconds) : 1;
+    out.push(build("workflow.release.requested", id, payload, { stored, sweep, attempt }));
   }
   return out;
 }
@@ -146,18 +169,18 @@ function planNode(
   stored: StoredState<SweptRunState>,
   nodeId: string,
   node: SweptRunState["run"]["nodes"][string],
-  now: Date,
-  registry: EventRegistry,
+  sweep: Sweep,
 ): Planned[] {
   const state = stored.data;
-  const due = (iso: string) => Date.parse(iso) <= now.getTime();
+  const due = (iso: string) => Date.parse(iso) <= sweep.now.getTime();
   const report = (type: string, generation: number, field: string, at: string) => {
     const payload = { run_id: state.run.run_id, node_id: nodeId, generation, [field]: at };
     const id = deterministicUlid(
       `${type}\u0000${state.run.run_id}\u0000${nodeId}\u0000${generation}\u0000${at}`,
       Date.parse(at),
     );
-    return build(type, id, payload, state, stored, now, registry);
+    const attempt = sweepAttempt(Date.parse(at), sweep.now, sweep.rateSeconds);
+    return build(type, id, payload, { stored, sweep, attempt });
   };
   if (node.state === "PENDING" || node.state === "READY") {
     const wait = state.waits?.[nodeId];
@@ -181,11 +204,11 @@ function build(
   type: string,
   eventId: string,
   payload: unknown,
-  state: SweptRunState,
-  stored: StoredState<SweptRunState>,
-  now: Date,
-  registry: EventRegistry,
+  at: { stored: StoredState<SweptRunState>; sweep: Sweep; attempt: number },
 ): { topic: Topic; envelope: Envelope } {
+  const { stored, attempt } = at;
+  const { now, registry } = at.sweep;
+  const state = stored.data;
   const runId = state.run.run_id;
   const token = runId.slice(runId.indexOf("_") + 1);
   const candidate = {
@@ -199,7 +222,7 @@ function build(
     aggregate: { type: stored.aggregate.type, id: runId, version: 0 },
     order_key: runId,
     producer: SWEEPER_PRODUCER,
-    attempt: 1,
+    attempt,
     payload,
   };
   const parsed = registry.parse(candidate);

@@ -10,6 +10,7 @@ import type { ConsumerDeps } from "../core/ports";
 import { containerAwsClient } from "./aws";
 import type { ConsumerEnv } from "./env";
 import type { Observability } from "./observe";
+import { receiveCountOf } from "./retry";
 
 export interface HeartbeatWiring {
   readonly env: ConsumerEnv;
@@ -28,7 +29,7 @@ export type WithHeartbeat = <T>(
 
 /**
  * Heartbeat (`HEARTBEAT_SECONDS` > 0): when a record enters the pipeline, the role's
- * `heartbeat(event)` message (its `first` message when it has one), if it has one, is published
+ * `heartbeat(event, receiveCount)` message (its `first` message when it has one), if it has one, is published
  * to `EVENTS_BUS_NAME` at once: the acknowledgement that the work has started (seed 001 §2: the
  * orchestrator's lease of the node runs from here, not from when the request was queued; a
  * content agent acknowledges with `node.started`). Then every that many seconds the
@@ -90,10 +91,12 @@ function beater<S>(role: Role<S>, wiring: HeartbeatWiring) {
     if (!publisher || !role.heartbeat) return;
     try {
       const parsed = deps.registry.parse(raw);
-      const beat = parsed.ok ? role.heartbeat(parsed.envelope) : undefined;
+      // The beats report on this processing attempt of the record: its receive count.
+      const attempt = receiveCountOf(record);
+      const beat = parsed.ok ? role.heartbeat(parsed.envelope, attempt) : undefined;
       const spec = extend ? beat : (beat?.first ?? beat);
       if (!parsed.ok || !spec) return;
-      const envelope = buildHeartbeat(spec, parsed.envelope, role.group, deps);
+      const envelope = buildHeartbeat(spec, parsed.envelope, role.group, deps, attempt);
       const topic = deps.registry.get(envelope.event_type, envelope.schema_version)?.topic;
       if (topic !== "events") {
         logger.warn("heartbeat: not on the events topic", { event_type: envelope.event_type });

@@ -13,7 +13,7 @@ import { EventBridgePublisher, MAX_PUT_EVENTS_ENTRIES } from "../adapters/eventb
 import { TransientError } from "../core/errors";
 import type { Clock, DueReader, EventPublisher, StateReader } from "../core/ports";
 import { systemClock } from "../core/runtime";
-import { DAG_RUN_AGGREGATE, planSweep } from "../core/sweeper";
+import { DAG_RUN_AGGREGATE, DEFAULT_SWEEP_RATE_SECONDS, planSweep } from "../core/sweeper";
 import { containerAwsClient } from "./aws";
 import { parseEnv } from "./env";
 import { lambdaEntry } from "./lambda-entry";
@@ -27,6 +27,11 @@ export const SweeperEnv = z
     BUS_EVENTS: z.optional(z.string().check(z.minLength(1))),
     /** Most due aggregates handled per invocation. */
     SWEEP_LIMIT: z._default(z.coerce.number().check(z.int(), z.minimum(1), z.maximum(1000)), 100),
+    /** Seconds between two scheduled sweeps: what a report's `attempt` is counted in. */
+    SWEEP_RATE_SECONDS: z._default(
+      z.coerce.number().check(z.int(), z.minimum(1)),
+      DEFAULT_SWEEP_RATE_SECONDS,
+    ),
   })
   .check(
     z.refine((e) => e.BUS_COMMANDS || e.BUS_EVENTS, {
@@ -97,7 +102,7 @@ export function createSweeperHandler(options: SweeperOptions = {}): SweeperHandl
       const due = await index.due(now, env.SWEEP_LIMIT);
       const runs = due.filter((ref) => ref.type === DAG_RUN_AGGREGATE);
       const states = runs.length > 0 ? await index.loadStates(runs) : [];
-      const plan = planSweep(states, now, registry);
+      const plan = planSweep(states, now, registry, env.SWEEP_RATE_SECONDS);
       const { published, failures } = await publishPlan(publisher, plan);
       const count = (type: string) =>
         plan.messages.filter((m) => m.envelope.event_type === type).length;

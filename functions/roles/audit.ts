@@ -18,6 +18,10 @@ export interface AuditRecord {
   readonly aggregate: { readonly type: string; readonly id: string; readonly version: number };
   readonly order_key: string;
   readonly expires_at?: string;
+  /** The processing attempt that produced the event (1 on records written before it was kept). */
+  readonly attempt?: number;
+  /** The agent run that produced the event, when one did. */
+  readonly run_id?: string;
   /** The payload is not copied: it may hold private text, governed apart from the causal record. */
   readonly payload_bytes: number;
 }
@@ -78,6 +82,8 @@ export function auditRecordOf(event: Envelope, recordedAt: string): AuditRecord 
     aggregate: event.aggregate,
     order_key: event.order_key,
     ...(event.expires_at ? { expires_at: event.expires_at } : {}),
+    attempt: event.attempt,
+    ...(event.run_id ? { run_id: event.run_id } : {}),
     payload_bytes: new TextEncoder().encode(JSON.stringify(event.payload ?? null)).length,
   };
 }

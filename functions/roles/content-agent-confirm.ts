@@ -7,7 +7,7 @@ import {
 } from "../../schemas/events/agent-run";
 import { CONTENT_ROLE_EVENTS, type NodeRequested } from "../../schemas/events/workflow";
 import * as z from "../../schemas/zod";
-import { type AgentRun, transition } from "../core/agent-run";
+import { type AgentRun, transition, withRunId } from "../core/agent-run";
 import { payloadOf } from "../core/payload";
 import type { Decision } from "../core/pipeline";
 import { failedDecision } from "./content-agent-answers";
@@ -32,6 +32,10 @@ import type { ContentAgent } from "./content-agent-settings";
  *   `agent_run.confirm_timeout`, answered `<stem>.failed`.
  * A confirmation for an agent run that is not BLOCKED (already answered, cancelled, unknown)
  * changes nothing. A repeated request for a BLOCKED assignment answers `node.blocked` again.
+ *
+ * Confirmed and refused resume the agent run (ExternalUnblocked -> RUNNING): a new run, under the
+ * run id the confirmation's processing has, which what it answers carries. A timeout resumes
+ * nothing: the agent run ends FAILED as the run that blocked it left it.
  */
 
 export const CONFIRMATION_REQUIRED = "agent_run.confirmation_required";
@@ -96,12 +100,13 @@ export function confirmationText(confirm: NodeConfirmRequested): string {
 /**
  * A confirmation command for the agent run: timed out and refused end it FAILED here; confirmed
  * resumes it (`resume` runs the model again with the confirmation). Nothing when not BLOCKED.
+ * `runId` is the run a resume is (confirmed or refused).
  */
 export async function decideConfirm(
   agent: ContentAgent,
   existing: AgentRun | undefined,
   event: Envelope,
-  now: Date,
+  { now, runId }: { readonly now: Date; readonly runId: string },
   resume: (run: AgentRun, confirm: NodeConfirmRequested) => Promise<Decision<AgentRun>>,
 ): Promise<Decision<AgentRun>> {
   const confirm = payloadOf(event, confirmEventType(CONTENT_ROLE_EVENTS[agent.role].stem));
@@ -117,7 +122,7 @@ export async function decideConfirm(
       }),
     );
   const by = confirm.requested_by ? ` by ${confirm.requested_by}` : "";
-  const running = transition(existing, "ExternalUnblocked", {
+  const running = transition(withRunId(existing, runId), "ExternalUnblocked", {
     now,
     reason: `${confirm.outcome}${by}`.slice(0, 1024),
   });

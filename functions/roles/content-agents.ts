@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import type { AggregateRef, Envelope } from "../../schemas";
 import { confirmEventType, type NodeStarted } from "../../schemas/events/agent-run";
 import {
@@ -9,11 +8,11 @@ import {
   type NodeRequested,
 } from "../../schemas/events/workflow";
 import * as z from "../../schemas/zod";
-import { type AgentRun, newRun, transition } from "../core/agent-run";
+import { type AgentRun, newRun, transition, upcastRun, withRunId } from "../core/agent-run";
 import type { HeartbeatSpec } from "../core/emit";
 import { invokeStructured, type StructuredResult } from "../core/model";
 import { payloadOf } from "../core/payload";
-import type { Decision, Role, RoleDescriptor } from "../core/pipeline";
+import type { DecideContext, Decision, Role, RoleDescriptor } from "../core/pipeline";
 import type { StateSummary } from "../core/ports";
 import { DAG_RUN_AGGREGATE } from "../core/sweeper";
 import {
@@ -39,6 +38,7 @@ import {
   questionOf,
   requestOf,
 } from "./content-agent-confirm";
+import { agentRunIdOf, agentRunKey } from "./content-agent-ids";
 import {
   type ContentAgent,
   type ContentAgentOptions,
@@ -50,8 +50,10 @@ import { CONFIRMATION_INSTRUCTION, INSTRUCTIONS, promptOf } from "./content-prom
  * The four content agents of seed 001 §6 (topic selection, fact check, writing, review), one
  * factory. Each is a consumer group named after its role that takes `<role>.requested` commands
  * from the orchestrator and answers `<role>.completed` or `<role>.failed` on the stream of its
- * agent run: aggregate `agent_run/<agentRunId(run_id, node_id, generation)>`, so a re-run (new
+ * agent run: aggregate `agent_run/<agentRunKey(run_id, node_id, generation)>`, so a re-run (new
  * generation) is a new agent run and a redelivered request finds the one it already finished.
+ * Each run of it (a request's delivery that runs the model, a resume) has a run id of its own,
+ * which the agent run records and everything the run emits carries (./content-agent-ids).
  *
  * One request, inside `decide` (the pipeline commits after it returns, so the model call is never
  * inside a transaction):
@@ -90,17 +92,8 @@ import { CONFIRMATION_INSTRUCTION, INSTRUCTIONS, promptOf } from "./content-prom
 
 export const AGENT_RUN_AGGREGATE = "agent_run";
 export { FACT_CHECK_REJECTED } from "./content-agent-answers";
+export { agentRunIdOf, agentRunKey } from "./content-agent-ids";
 export type { ContentAgentOptions } from "./content-agent-settings";
-
-/** The agent run id of one assignment: `arun_` + 32 letters of a SHA-256 (no digit runs). */
-export function agentRunId(runId: string, nodeId: string, generation: number): string {
-  const hex = createHash("sha256")
-    .update(`${runId}\u0000${nodeId}\u0000${generation}`)
-    .digest("hex")
-    .slice(0, 32);
-  const letters = [...hex].map((c) => String.fromCharCode(97 + Number.parseInt(c, 16))).join("");
-  return `arun_${letters}`;
-}
 
 /** What a content agent subscribes to: its requests, their cancels and their confirmations. */
 export function contentAgentSubscriptions(role: ContentRole) {
@@ -127,10 +120,9 @@ export function contentAgentDescriptor(role: ContentRole): RoleDescriptor {
 export function createContentAgent(options: ContentAgentOptions): Role<AgentRun> {
   const agent = resolveAgent(options);
   const isCancel = (event: Envelope) => event.event_type === agent.types.cancel;
-  const isConfirm = (event: Envelope) => event.event_type === confirmTypeOf(agent.role);
   return {
     ...contentAgentDescriptor(agent.role),
-    heartbeat: (event) => heartbeatOf(agent, event),
+    heartbeat: (event, receiveCount) => heartbeatOf(agent, event, receiveCount),
     discard: (existing, event) =>
       isCancel(event)
         ? undefined
@@ -142,21 +134,11 @@ export function createContentAgent(options: ContentAgentOptions): Role<AgentRun>
               assignmentOf(agent.role, event),
             ),
           ),
-    decide: (existing, event, { now, receiveCount }) => {
-      if (isCancel(event))
-        return decideCancel(existing, event, () => freshRun(agent, event, now), now);
-      if (isConfirm(event))
-        return decideConfirm(agent, existing, event, now, (started, confirm) =>
-          finish({
-            agent,
-            event,
-            request: requestOf(confirm),
-            started,
-            now,
-            confirmation: confirmationText(confirm),
-          }),
-        );
-      return decideRequest(agent, existing, event, now, receiveCount);
+    decide: (stored, event, context) => {
+      const existing = upcastRun(stored);
+      return Promise.resolve(decideOn(agent, existing, event, context)).then((decision) =>
+        stamped(decision, existing),
+      );
     },
     summarize: summarizeAgentRun,
     // An agent run is read only through AgentBus (the agent, the operator tools, the console).
@@ -164,12 +146,47 @@ export function createContentAgent(options: ContentAgentOptions): Role<AgentRun>
   };
 }
 
+/** What a content agent decides on a command: a cancel, a confirmation, or a request. */
+function decideOn(
+  agent: ContentAgent,
+  existing: AgentRun | undefined,
+  event: Envelope,
+  { now, receiveCount }: DecideContext<AgentRun>,
+): Decision<AgentRun> | Promise<Decision<AgentRun>> {
+  if (event.event_type === agent.types.cancel)
+    return decideCancel(existing, event, () => freshRun(agent, event, now), now);
+  const runId = agentRunIdOf(agent.role, event, receiveCount);
+  if (event.event_type === confirmTypeOf(agent.role))
+    return decideConfirm(agent, existing, event, { now, runId }, (started, confirm) =>
+      finish({
+        agent,
+        event,
+        request: requestOf(confirm),
+        started,
+        now,
+        confirmation: confirmationText(confirm),
+      }),
+    );
+  return decideRequest(agent, existing, event, now, receiveCount);
+}
+
+/**
+ * The decision with the run that emits stamped on what it emits: the agent run's current run (a
+ * repeated answer carries the run that made it), none when the agent never ran it.
+ */
+function stamped(decision: Decision<AgentRun>, existing: AgentRun | undefined) {
+  const runId = (decision.state ?? existing)?.run_id;
+  if (!decision.emit || runId === undefined) return decision;
+  return { ...decision, emit: decision.emit.map((spec) => ({ ...spec, runId })) };
+}
+
 /** An agent run is listed by its state; NEEDS_HUMAN waits for a person. */
-function summarizeAgentRun(run: AgentRun): StateSummary {
+function summarizeAgentRun(stored: AgentRun): StateSummary {
+  const run = upcastRun(stored);
   return {
     kind: "agent_run",
     status: run.state,
-    label: `${run.role}${run.node_id ? ` ${run.node_id}` : ""} of ${run.run_id}`,
+    label: `${run.role}${run.node_id ? ` ${run.node_id}` : ""} of ${run.agent_run_key}`,
     ...(run.state === "NEEDS_HUMAN" ? { waiting: "needs_human" } : {}),
   };
 }
@@ -194,7 +211,7 @@ function agentRunRefOf(role: ContentRole): (event: Envelope) => AggregateRef {
 /** The agent run a command belongs to: one per (run, node, generation). */
 function agentRunRef(role: ContentRole, event: Envelope): AggregateRef {
   const { run_id, node_id, generation } = assignmentOf(role, event);
-  return { type: AGENT_RUN_AGGREGATE, id: agentRunId(run_id, node_id, generation) };
+  return { type: AGENT_RUN_AGGREGATE, id: agentRunKey(run_id, node_id, generation) };
 }
 
 /**
@@ -210,7 +227,11 @@ function agentRunRef(role: ContentRole, event: Envelope): AggregateRef {
  * a longer (queued) lease and nothing else; it is still a recorded fact on the bus (audit keeps
  * it, the trace shows it).
  */
-function heartbeatOf(agent: ContentAgent, event: Envelope): HeartbeatSpec | undefined {
+function heartbeatOf(
+  agent: ContentAgent,
+  event: Envelope,
+  receiveCount: number,
+): HeartbeatSpec | undefined {
   const confirmType = confirmTypeOf(agent.role);
   const resumed = event.event_type === confirmType;
   if (event.event_type !== agent.types.requested && !resumed) return undefined;
@@ -229,12 +250,15 @@ function heartbeatOf(agent: ContentAgent, event: Envelope): HeartbeatSpec | unde
     ...(resumed ? { resumed } : {}),
   };
   const aggregate = { type: "dag_run", id: run_id };
+  // The run this processing is, as `decide` names it: the beats and the answer carry one run id.
+  const runId = agentRunIdOf(agent.role, event, receiveCount);
   return {
     type: "node.heartbeat",
     payload: beat,
     aggregate,
     orderKey: run_id,
-    first: { type: "node.started", payload: ack, aggregate, orderKey: run_id },
+    runId,
+    first: { type: "node.started", payload: ack, aggregate, orderKey: run_id, runId },
   };
 }
 
@@ -294,10 +318,10 @@ async function outcomeOf(work: Work): Promise<Decision<AgentRun>> {
   }
 }
 
-/** A new agent run (IDLE) for the assignment a request or a cancel names. */
+/** A new agent run (IDLE, never run yet) for the assignment a request or a cancel names. */
 function freshRun(agent: ContentAgent, event: Envelope, now: Date): AgentRun {
   return newRun({
-    run_id: agentRunRef(agent.role, event).id,
+    agent_run_key: agentRunRef(agent.role, event).id,
     task_id: event.task_id,
     role: agent.role,
     node_id: assignmentOf(agent.role, event).node_id,
@@ -309,7 +333,8 @@ function freshRun(agent: ContentAgent, event: Envelope, now: Date): AgentRun {
 
 /**
  * A new agent run for the request, taken to RUNNING: IDLE -TaskAssigned-> READY
- * -DependenciesSatisfied-> RUNNING, with the attempts of earlier deliveries recorded.
+ * -DependenciesSatisfied-> RUNNING, with the attempts of earlier deliveries recorded, each under
+ * the run id it had; the run that goes on is this delivery's.
  */
 function startRun(
   agent: ContentAgent,
@@ -318,19 +343,27 @@ function startRun(
   now: Date,
   receiveCount: number,
 ): AgentRun {
-  let run = transition(freshRun(agent, event, now), "TaskAssigned", {
+  // Delivery n is attempt n: the earlier ones did not commit (transient failure or a lost
+  // worker), and each of them spent an attempt of the budget.
+  const attempts = Math.min(receiveCount, agent.maxAttempts);
+  const runOf = (n: number) => agentRunIdOf(agent.role, event, n === attempts ? receiveCount : n);
+  let run = transition(withRunId(freshRun(agent, event, now), runOf(1)), "TaskAssigned", {
     now,
     reason: `run ${request.run_id} node ${request.node_id} generation ${request.generation} assignment ${request.attempt}`,
   });
   run = transition(run, "DependenciesSatisfied", { now });
-  // Delivery n is attempt n: the earlier ones did not commit (transient failure or a lost
-  // worker), and each of them spent an attempt of the budget.
-  return retried(run, Math.min(receiveCount, agent.maxAttempts) - 1, now, {
-    code: "agent_run.redelivered",
-    errorClass: "transient",
-    message: "an earlier delivery of the request did not complete",
-  });
+  for (let n = 2; n <= attempts; n++) {
+    run = transition(run, "RetryScheduled", { now, error: REDELIVERED });
+    run = transition(withRunId(run, runOf(n)), "DependenciesSatisfied", { now });
+  }
+  return run;
 }
+
+const REDELIVERED = {
+  code: "agent_run.redelivered",
+  errorClass: "transient",
+  message: "an earlier delivery of the request did not complete",
+} as const;
 
 /**
  * The model call, correcting invalid replies with the attempts the run has left. The model

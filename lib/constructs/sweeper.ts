@@ -34,7 +34,12 @@ export class LeaseSweeper extends Construct {
   constructor(scope: Construct, id: string, props: LeaseSweeperProps) {
     super(scope, id);
     if (props.topics.length === 0) throw new Error("sweeper: topics must not be empty");
-    const environment: Record<string, string> = { STATE_TABLE: props.tables.state.tableName };
+    const rate = props.rate ?? Duration.minutes(1);
+    // The handler counts a report's attempt in sweeps: it needs the schedule's period.
+    const environment: Record<string, string> = {
+      STATE_TABLE: props.tables.state.tableName,
+      SWEEP_RATE_SECONDS: String(rate.toSeconds()),
+    };
     for (const topic of props.topics)
       environment[`BUS_${topic.topicName.toUpperCase()}`] = topic.busName;
     this.function = new AgentBusFunction(this, "Resource", {
@@ -51,7 +56,7 @@ export class LeaseSweeper extends Construct {
     const target: IRuleTarget = new LambdaFunction(this.function, { retryAttempts: 2 });
     this.schedule = new Rule(this, "Schedule", {
       description: "AgentBus: run the lease sweeper",
-      schedule: Schedule.rate(props.rate ?? Duration.minutes(1)),
+      schedule: Schedule.rate(rate),
       targets: [target],
     });
   }

@@ -40,6 +40,8 @@ export function operatorEnvelope(command: OperatorCommand): Record<string, unkno
     aggregate: { ...command.aggregate, version: 0 },
     order_key: command.orderKey ?? command.conversationId ?? command.aggregate.id,
     producer: PRODUCER,
+    // Truly the first attempt: every command is a new message (a new event id), put once; an
+    // operator who runs the command again sends another message, not this one again.
     attempt: 1,
     payload: command.payload,
   };

@@ -53,6 +53,8 @@ describe("lease sweeper", () => {
     expect(variables.STATE_TABLE).toEqual({ Ref: stateTable.id });
     expect(variables.BUS_EVENTS).toEqual(getAtt(busNamed("events").id, "Name"));
     expect(variables.BUS_COMMANDS).toEqual(getAtt(busNamed("commands").id, "Name"));
+    // The schedule's period, which a report's attempt is counted in.
+    expect(variables.SWEEP_RATE_SECONDS).toBe("60");
   });
 
   it("an EventBridge schedule rule runs it every minute", () => {

@@ -78,7 +78,8 @@ const LEASE = 60;
 
 function freshRun(clock: ManualClock, maxAttempts = 3): AgentRun {
   return newRun({
-    run_id: `run_${ulid()}`,
+    agent_run_key: `arun_${ulid()}`,
+    run_id: `agrun_${ulid()}`,
     task_id: `task_${ulid()}`,
     role: "writer",
     node_id: "writing",

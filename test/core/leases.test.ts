@@ -2,7 +2,11 @@ import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
 import { DeterministicLocalModel } from "../../functions/adapters/local-model";
 import { consume, type Role } from "../../functions/core/pipeline";
-import { agentRunId, createContentAgent } from "../../functions/roles/content-agents";
+import {
+  agentRunIdOf,
+  agentRunKey,
+  createContentAgent,
+} from "../../functions/roles/content-agents";
 import {
   createOrchestrator,
   DEFAULT_LEASE_SECONDS,
@@ -44,7 +48,7 @@ function setup(role: Role<OrchestratorState> = createOrchestrator()) {
   const completed = (type: string, nodeId: string, generation: number, output: unknown) =>
     ({
       ...command(type, {}),
-      aggregate: { type: "agent_run", id: agentRunId(runId, nodeId, generation), version: 1 },
+      aggregate: { type: "agent_run", id: agentRunKey(runId, nodeId, generation), version: 1 },
       payload: { run_id: runId, node_id: nodeId, generation, output },
     }) as Envelope;
   const send = (event: Envelope) => consume(event, role, deps);
@@ -309,11 +313,14 @@ describe("content agents' heartbeat", () => {
         run_input: { topic_hint: "tides" },
       },
     } as Envelope;
-    expect(agent.heartbeat?.(request)).toEqual({
+    // The run the processing is: the run id `decide` gives the same delivery.
+    const runId = agentRunIdOf("writing", request, 2);
+    expect(agent.heartbeat?.(request, 2)).toEqual({
       type: "node.heartbeat",
       payload: { run_id: t.runId, node_id: "writing", generation: 3, lease_seconds: 240 },
       aggregate: { type: "dag_run", id: t.runId },
       orderKey: t.runId,
+      runId,
       first: {
         type: "node.started",
         payload: {
@@ -326,15 +333,17 @@ describe("content agents' heartbeat", () => {
         },
         aggregate: { type: "dag_run", id: t.runId },
         orderKey: t.runId,
+        runId,
       },
     });
-    expect(agent.heartbeat?.({ ...request, event_type: "review.requested" })).toBeUndefined();
+    expect(agent.heartbeat?.(request, 3)?.runId).not.toBe(runId);
+    expect(agent.heartbeat?.({ ...request, event_type: "review.requested" }, 1)).toBeUndefined();
     // Capped at what node.heartbeat accepts.
     const long = createContentAgent({
       role: "writing",
       model: new DeterministicLocalModel(),
       leaseSeconds: 10_000,
     });
-    expect(long.heartbeat?.(request)?.payload).toMatchObject({ lease_seconds: 3600 });
+    expect(long.heartbeat?.(request, 1)?.payload).toMatchObject({ lease_seconds: 3600 });
   });
 });

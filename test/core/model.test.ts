@@ -128,7 +128,7 @@ describe("invokeStructured", () => {
     const { model } = fakeModel(["a", "b", "c"]);
     const error = await invokeStructured(model, request, Topic).catch((e: unknown) => e);
     const run = newRun({
-      run_id: "run_1",
+      agent_run_key: "arun_1",
       task_id: "task_1",
       role: "topic-selection",
       now: new Date("2026-01-01T00:00:00Z"),

@@ -43,6 +43,18 @@ describe("registry", () => {
     expect(bare).not.toHaveProperty("order_key");
     expect(bare).not.toHaveProperty("attempt");
   });
+  it("reads a stored message without run_id, and carries one an agent run set", () => {
+    const { run_id: _r, ...old } = feedback(newTaskId(), 2) as Record<string, unknown>;
+    const parsedOld = registry.parse(old);
+    expect(parsedOld.ok && parsedOld.envelope.run_id).toBeUndefined();
+    const withRun = registry.parse({ ...old, run_id: "agrun_abcdefghijklmnop", attempt: 3 });
+    expect(withRun.ok && [withRun.envelope.run_id, withRun.envelope.attempt]).toEqual([
+      "agrun_abcdefghijklmnop",
+      3,
+    ]);
+    // A run id is an opaque id like the others: it must not carry personal data.
+    expect(registry.parse({ ...old, run_id: "run_13800138000" }).ok).toBe(false);
+  });
   it("refuses to define a type twice or with a bad name", () => {
     const r = new EventRegistry();
     defineTaskEvents(r);

@@ -6,7 +6,7 @@ import { classify } from "../../functions/core/errors";
 import { consume, type Role, type StepStatus } from "../../functions/core/pipeline";
 import type { ConsumerDeps } from "../../functions/core/ports";
 import { planSweep } from "../../functions/core/sweeper";
-import { agentRunId, createContentAgent } from "../../functions/roles/content-agents";
+import { agentRunKey, createContentAgent } from "../../functions/roles/content-agents";
 import { orchestrator } from "../../functions/roles/orchestrator";
 import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
 import { Random } from "../../lib/sim/random";
@@ -45,6 +45,8 @@ export class Bus {
   readonly pending: Delivery[] = [];
   readonly handled: { group: string; type: string; status: StepStatus }[] = [];
   readonly deadLettered: { group: string; type: string; code: string }[] = [];
+  /** The acknowledgements put on the bus (published, not appended to any stream). */
+  readonly acknowledged: Envelope[] = [];
   readonly deps: ConsumerDeps;
   readonly store: ReturnType<typeof makeDeps>["store"];
   readonly clock: ReturnType<typeof makeDeps>["clock"];
@@ -93,7 +95,7 @@ export class Bus {
       const role = this.roles.find((r) => r.group === delivery.group);
       if (!role) throw new Error(`no role ${delivery.group}`);
       this.clock.advance(1000);
-      if (this.options.acknowledge) this.acknowledge(role, delivery.event);
+      if (this.options.acknowledge) this.acknowledge(role, delivery.event, delivery.receiveCount);
       try {
         const result = await consume(delivery.event, role, this.deps, {
           receiveCount: delivery.receiveCount,
@@ -114,9 +116,12 @@ export class Bus {
   }
 
   /** The role's acknowledgement of starting on `event`, put on the bus (none when it has none). */
-  private acknowledge(role: Role<unknown>, event: Envelope): void {
-    const spec = role.heartbeat?.(event)?.first;
-    if (spec) this.send(buildHeartbeat(spec, event, role.group, this.deps));
+  private acknowledge(role: Role<unknown>, event: Envelope, receiveCount: number): void {
+    const spec = role.heartbeat?.(event, receiveCount)?.first;
+    if (!spec) return;
+    const ack = buildHeartbeat(spec, event, role.group, this.deps, receiveCount);
+    this.acknowledged.push(ack);
+    this.send(ack);
   }
 
   /** Put what the lease sweeper would send now for the stored runs on the bus; returns them. */
@@ -178,7 +183,7 @@ export class Bus {
   }
 
   agentRun(runId: string, nodeId: string, generation = 0): AgentRun | undefined {
-    return this.store.states.get(`agent_run#${agentRunId(runId, nodeId, generation)}`)?.data as
+    return this.store.states.get(`agent_run#${agentRunKey(runId, nodeId, generation)}`)?.data as
       | AgentRun
       | undefined;
   }

@@ -4,7 +4,7 @@ import { DeterministicLocalModel } from "../../functions/adapters/local-model";
 import type { AgentRun } from "../../functions/core/agent-run";
 import type { ModelPort } from "../../functions/core/model";
 import { type ConsumeResult, consume, type Role } from "../../functions/core/pipeline";
-import { agentRunId, createContentAgent } from "../../functions/roles/content-agents";
+import { agentRunKey, createContentAgent } from "../../functions/roles/content-agents";
 import { orchestrator } from "../../functions/roles/orchestrator";
 import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
 import { type Envelope, registry } from "../../schemas";
@@ -126,7 +126,7 @@ class Desk {
   }
 
   agentRun(runId: string, nodeId: string, generation = 0): AgentRun | undefined {
-    return this.store.states.get(`agent_run#${agentRunId(runId, nodeId, generation)}`)?.data as
+    return this.store.states.get(`agent_run#${agentRunKey(runId, nodeId, generation)}`)?.data as
       | AgentRun
       | undefined;
   }

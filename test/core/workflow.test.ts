@@ -5,7 +5,7 @@ import {
   FAIL_FACT_CHECK_MARKER,
 } from "../../functions/adapters/local-model";
 import { TransientError } from "../../functions/core/errors";
-import { agentRunId, createContentAgent } from "../../functions/roles/content-agents";
+import { agentRunKey, createContentAgent } from "../../functions/roles/content-agents";
 import { createOrchestrator, ORCHESTRATOR_SUBSCRIPTIONS } from "../../functions/roles/orchestrator";
 import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
 import { registry } from "../../schemas";
@@ -425,6 +425,6 @@ describe("content workflow: orchestrator and content agents on one in-memory bus
     }
     for (const type of ORCHESTRATOR_SUBSCRIPTIONS) expect(registry.has(type)).toBe(true);
     expect(ORCHESTRATOR_SUBSCRIPTIONS).toContain("review.failed");
-    expect(agentRunId("run_01J8ZK4Q0R3V9W6X2Y5Z7A8B9C", "writing", 0)).toMatch(/^arun_[a-p]{32}$/);
+    expect(agentRunKey("run_01J8ZK4Q0R3V9W6X2Y5Z7A8B9C", "writing", 0)).toMatch(/^arun_[a-p]{32}$/);
   });
 });

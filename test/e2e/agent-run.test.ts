@@ -2,7 +2,7 @@ import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NEEDS_CONFIRMATION_MARKER } from "../../functions/adapters/local-model";
 import type { AgentRun } from "../../functions/core/agent-run";
-import { agentRunId } from "../../functions/roles/content-agents";
+import { agentRunKey } from "../../functions/roles/content-agents";
 import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
 import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
 import { startWorkflow, waitForRunEnd } from "../../lib/local/scenario/workflow";
@@ -31,7 +31,7 @@ describe("agent runs on the local stack", () => {
   const reviewRun = async (runId: string) =>
     (
       await env.store.load({
-        state: { type: "agent_run", id: agentRunId(runId, "review", 0) },
+        state: { type: "agent_run", id: agentRunKey(runId, "review", 0) },
       })
     ).state?.data as AgentRun | undefined;
 

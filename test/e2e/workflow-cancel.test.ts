@@ -1,7 +1,7 @@
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentRun } from "../../functions/core/agent-run";
-import { agentRunId } from "../../functions/roles/content-agents";
+import { agentRunKey } from "../../functions/roles/content-agents";
 import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
 import { readDeadLetters } from "../../lib/local/scenario/dead-letters";
 import {
@@ -125,7 +125,7 @@ describe("workflow cancel on the local stack", () => {
       expect(told?.outcome).toBe("applied");
       expect(env.model.calls({ taskId: request.task_id })).toEqual([]);
       const agentRun = await env.store.load({
-        state: { type: "agent_run", id: agentRunId(run.runId, "topic-selection", 0) },
+        state: { type: "agent_run", id: agentRunKey(run.runId, "topic-selection", 0) },
       });
       expect((agentRun.state?.data as AgentRun | undefined)?.state).toBe("CANCELLED");
 

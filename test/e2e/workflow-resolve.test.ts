@@ -5,7 +5,7 @@ import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { UNUSABLE_DRAFT_MARKER } from "../../functions/adapters/local-model";
 import type { AgentRun } from "../../functions/core/agent-run";
-import { agentRunId } from "../../functions/roles/content-agents";
+import { agentRunKey } from "../../functions/roles/content-agents";
 import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
 import { readDeadLetters } from "../../lib/local/scenario/dead-letters";
 import {
@@ -47,7 +47,7 @@ describe("workflow resolve on the local stack", () => {
   const writingRun = async (runId: string, generation = 0) =>
     (
       await env.store.load({
-        state: { type: "agent_run", id: agentRunId(runId, "writing", generation) },
+        state: { type: "agent_run", id: agentRunKey(runId, "writing", generation) },
       })
     ).state?.data as AgentRun | undefined;
 

@@ -14,6 +14,7 @@ import {
 import { unmarshall } from "@aws-sdk/util-dynamodb";
 import type { SQSRecord } from "aws-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
 import { type StateItem, storedStateOf } from "../../functions/adapters/dynamodb/items";
 import { streamKey, type TableNames } from "../../functions/adapters/dynamodb/tables";
 import { DynamoTraceReader } from "../../functions/adapters/dynamodb/trace-reader";
@@ -580,6 +581,56 @@ describe("heartbeat", () => {
     expect(visibility.length).toBe(after);
     expect(bus.puts.length).toBe(after + 1);
     client.destroy();
+    bus.client.destroy();
+  });
+
+  it("a record handed out for the third time (ApproximateReceiveCount 3) emits and beats with attempt 3", async () => {
+    const url = await fifoQueue("hc-attempt");
+    const envelope = taskEvent(1);
+    await sqs.send(
+      new SendMessageCommand({
+        QueueUrl: url,
+        MessageBody: JSON.stringify(envelope),
+        MessageGroupId: envelope.order_key,
+        MessageDeduplicationId: envelope.event_id,
+      }),
+    );
+    // Two receives that let the message go again at once; the queue's own count reaches 3.
+    await receive(url, 0);
+    await receive(url, 0);
+    const [third] = await receive(url, 30);
+    if (!third) throw new Error("the message was not received a third time");
+    const record = sqsRecordFromMessage(third, url);
+    expect(record.attributes.ApproximateReceiveCount).toBe("3");
+    const bus = fakeEventBridge();
+    const planView = { type: "plan_view", id: envelope.aggregate.id };
+    const role: Role<unknown> = {
+      ...slowRole(50),
+      stateOf: () => planView,
+      decide: () => ({
+        state: { planned: true },
+        emit: [{ type: "answer.generated", payload: { answer_ref: "ans_3" } }],
+      }),
+    };
+    const handler = createConsumerHandler(role, {
+      dynamodb: fromSdk(dynamodb),
+      eventbridge: fromSdk(bus.client),
+      env: consumerEnv({
+        QUEUE_URL: url,
+        HEARTBEAT_SECONDS: "5",
+        EVENTS_BUS_NAME: "agentbus-test-events",
+      }),
+    });
+    expect((await handler(sqsEvent([record]))).batchItemFailures).toEqual([]);
+    const beat = JSON.parse(bus.puts[0]?.Entries?.[0]?.Detail ?? "{}") as Envelope;
+    expect(beat.attempt).toBe(3);
+    const store = new DynamoEventStore({ client: fromSdk(dynamodb), tables });
+    const [emitted] = await store.readStream(planView, 1, 1);
+    expect([emitted?.event_type, emitted?.attempt, emitted?.causation_id]).toEqual([
+      "answer.generated",
+      3,
+      envelope.event_id,
+    ]);
     bus.client.destroy();
   });
 

@@ -101,7 +101,7 @@ describe("content agent commands", () => {
   const command = (type: string, payload: Record<string, unknown>) =>
     parsed(type, { type: "dag_run", id: runId, version: 3 }, { run_id: runId, ...payload });
   const fresh = () =>
-    newRun({ run_id: `ar_${ulid()}`, task_id: "task_1", role: "writing", now: NOW });
+    newRun({ agent_run_key: `arun_${ulid()}`, task_id: "task_1", role: "writing", now: NOW });
 
   it("a cancel is read as the cancel command it is", () => {
     const cancel = command("writing.cancel.requested", { ...assignment, reason: "rerun" });
@@ -130,7 +130,9 @@ describe("content agent commands", () => {
       run_input: { topic_hint: "tides" },
     });
     await expect(
-      decideConfirm(writing, undefined, otherRole, NOW, () => Promise.resolve({})),
+      decideConfirm(writing, undefined, otherRole, { now: NOW, runId: "agrun_a" }, () =>
+        Promise.resolve({}),
+      ),
     ).rejects.toMatchObject({
       code: "payload.unexpected_type",
       message: expect.stringContaining("writing.confirm.requested, got review.confirm.requested"),

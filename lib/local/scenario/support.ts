@@ -32,6 +32,7 @@ export function customerMessage(
     aggregate: { type: "conversation", id: conversationId, version: 0 },
     order_key: conversationId,
     producer: "chat-widget",
+    // A client's first send of a new message (a new event id): its first attempt.
     attempt: 1,
     payload: { text, customer_id: customerId, channel: "chat" },
     ...extra,

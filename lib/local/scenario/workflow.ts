@@ -39,6 +39,7 @@ export function runCommand(
     aggregate: { type: "dag_run", id: runId, version: 0 },
     order_key: runId,
     producer: "content-desk",
+    // A client's first send of a new message (a new event id): its first attempt.
     attempt: 1,
     payload: { run_id: runId, ...payload },
   };
