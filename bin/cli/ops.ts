@@ -56,7 +56,10 @@ const ID = /^[A-Za-z0-9_-]{1,100}$/;
 export function traceCommand(targetOf: (command: Command) => Target): Command {
   return new Command("trace")
     .description("the causal tree of an event, task or correlation id, with every group's outcome")
-    .argument("<id>", "an event id (ULID), a task id (task_...) or a correlation id")
+    .argument(
+      "<id>",
+      "an event id (ULID), a task id (task_...), a conversation id (conv_...) or a correlation id",
+    )
     .option("--json", "print the trace as JSON")
     .action(async function (this: Command, id: string, options: { json?: boolean }) {
       if (!ID.test(id))

@@ -22,7 +22,11 @@ export interface AuditRecord {
   readonly attempt?: number;
   /** The agent run that produced the event, when one did. */
   readonly run_id?: string;
-  /** The payload is not copied: it may hold private text, governed apart from the causal record. */
+  /**
+   * The record itself copies no payload (it may hold private text). A message from outside a
+   * stream is still kept whole, payload included, in the group's inbox row (`keepsMessages`),
+   * which does not expire.
+   */
   readonly payload_bytes: number;
 }
 
