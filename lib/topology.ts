@@ -1,5 +1,5 @@
 import { Duration } from "aws-cdk-lib";
-import type { RoleDescriptor } from "../functions/core/pipeline";
+import type { RoleDescriptor } from "../functions/core/role";
 import { audit } from "../functions/roles/audit";
 import { contentAgentDescriptor } from "../functions/roles/content-agents";
 import { conversation } from "../functions/roles/conversation";
