@@ -221,6 +221,7 @@ export class AgentBusStack extends Stack {
       })),
       entry: group.handler,
       callsModel: Boolean(group.needs?.model),
+      attention: group.attention,
       tables: this.tables,
       ...pickGroupSettings(group),
       delivery: pipeFallback ? "dispatch-function" : group.delivery,

@@ -1,8 +1,22 @@
 import { Aws, CfnOutput } from "aws-cdk-lib";
-import type { AgentBusStack } from "./agentbus-stack";
+import type { Construct } from "constructs";
 import type { ConsumerGroup } from "./constructs/consumer-group";
+import type { OperatorReadAccess } from "./constructs/operator-access";
+import type { Relay } from "./constructs/relay";
+import type { SupportResources } from "./constructs/support";
+import type { AgentBusTables } from "./constructs/tables";
 import type { Topic } from "./constructs/topic";
 import { outputId } from "./output-ids";
+
+/** The parts of an AgentBus stack (lib/agentbus-stack) whose names and ARNs are output. */
+export interface OutputSources extends Construct {
+  readonly topics: ReadonlyMap<string, Topic>;
+  readonly groups: readonly ConsumerGroup[];
+  readonly relay: Relay;
+  readonly operatorAccess: OperatorReadAccess;
+  readonly tables: AgentBusTables;
+  readonly support?: SupportResources;
+}
 
 type OutputFn = (id: string, value: string, description: string) => CfnOutput;
 
@@ -12,7 +26,7 @@ type OutputFn = (id: string, value: string, description: string) => CfnOutput;
  * table names and the Region. No exports: nothing may come to depend on this stack through CloudFormation
  * imports.
  */
-export function addStackOutputs(stack: AgentBusStack): void {
+export function addStackOutputs(stack: OutputSources): void {
   const output = (id: string, value: string, description: string) =>
     new CfnOutput(stack, id, { value, description });
   for (const topic of stack.topics.values()) topicOutputs(topic, output);
@@ -65,7 +79,7 @@ function groupOutputs(group: ConsumerGroup, output: OutputFn): void {
 }
 
 /** The relay, the tables, the operator policies and the support resources. */
-function otherOutputs(stack: AgentBusStack, output: OutputFn): void {
+function otherOutputs(stack: OutputSources, output: OutputFn): void {
   output(
     "Region",
     Aws.REGION,

@@ -1,5 +1,6 @@
 import { Duration } from "aws-cdk-lib";
-import type { RoleDescriptor } from "../functions/core/pipeline";
+import type { RoleDescriptor } from "../functions/core/role";
+import type { AttentionSignal } from "../functions/handlers/consumer-metrics";
 import { audit } from "../functions/roles/audit";
 import { contentAgentDescriptor } from "../functions/roles/content-agents";
 import { conversation } from "../functions/roles/conversation";
@@ -80,6 +81,14 @@ export interface GroupDeclaration {
 
   /** Handler file relative to the repository root, e.g. `functions/handlers/audit.ts`. */
   readonly handler: string;
+
+  /**
+   * What the group's consumer can emit that a person must act on: each signal is watched by an
+   * alarm whose description names the command to run (ATTENTION_METRICS in
+   * functions/handlers/consumer-metrics.ts).
+   * @default none
+   */
+  readonly attention?: readonly AttentionSignal[];
 
   /**
    * `fifo`: in order per order key (FIFO queue, buffer and delivery hop). `none`: no order needed
@@ -315,6 +324,8 @@ export const contentAgentGroups: readonly GroupDeclaration[] = CONTENT_ROLES.map
   batchSize: 1,
   functionTimeout: Duration.minutes(2),
   needs: { model: true, heartbeat: "events", dagAgent: true },
+  // An agent run that gave up waits for a person (reset or resolve the node).
+  attention: ["needs-human"],
 }));
 
 /**
@@ -341,6 +352,7 @@ export const supportGroups: readonly GroupDeclaration[] = [
     batchSize: 1,
     functionTimeout: Duration.minutes(2),
     needs: { model: true, heartbeat: "visibility" },
+    attention: ["held-replies"],
   },
   {
     name: "sender",
@@ -352,6 +364,7 @@ export const supportGroups: readonly GroupDeclaration[] = [
     maxReceiveCount: 8,
     // It reads the order a reply rests on again before sending it.
     needs: { replyChannel: true, orders: true },
+    attention: ["unknown-side-effects"],
   },
   {
     name: "conversation-projection",
@@ -384,6 +397,7 @@ export const topology = defineTopology({
       role: ORCHESTRATOR,
       handler: "functions/handlers/orchestrator.ts",
       needs: { orchestrates: true },
+      attention: ["failed-runs"],
     },
     ...contentAgentGroups,
     ...supportGroups,

@@ -18,8 +18,8 @@ import {
 } from "../../functions/adapters/dynamodb/items";
 import { streamKey, type TableNames } from "../../functions/adapters/dynamodb/tables";
 import { buildEmitted } from "../../functions/core/emit";
-import type { Role, StepStatus } from "../../functions/core/pipeline";
 import type { ConsumerDeps, StoredState } from "../../functions/core/ports";
+import type { Role, StepStatus } from "../../functions/core/role";
 import { type AggregateRef, type Envelope, registry } from "../../schemas";
 
 /**

@@ -4,8 +4,9 @@ import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store"
 import type { TableNames } from "../../functions/adapters/dynamodb/tables";
 import { indexCatalog } from "../../functions/adapters/index-writes";
 import { type Meter, meter } from "../../functions/adapters/metering";
-import { consume, type Role, type StepStatus } from "../../functions/core/pipeline";
+import { consume } from "../../functions/core/pipeline";
 import type { ConsumerDeps } from "../../functions/core/ports";
+import type { Role, StepStatus } from "../../functions/core/role";
 import { systemClock, ulidSource } from "../../functions/core/runtime";
 import { type TaskView, taskProjection } from "../../functions/roles/task-projection";
 import { fromSdk } from "../../lib/aws/from-sdk";

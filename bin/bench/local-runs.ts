@@ -1,6 +1,6 @@
 import { ulid } from "ulid";
-import type { Decision } from "../../functions/core/pipeline";
 import { appendToStream } from "../../functions/core/producer";
+import type { Decision } from "../../functions/core/role";
 import { systemClock, ulidSource } from "../../functions/core/runtime";
 import type { LocalEnvironment } from "../../lib/local/environment";
 import { LIFECYCLE } from "../../lib/local/scenario";

@@ -1,5 +1,5 @@
 import type { LocalDelivery } from "../../functions/adapters/channel/local-channel";
-import type { ConsumeResult } from "../../functions/core/pipeline";
+import type { ConsumeResult } from "../../functions/core/role";
 import { hasConversation } from "../../lib/local/conversation";
 import { emulatorClients } from "../../lib/local/deploy";
 import { type LocalEnvironment, startLocal } from "../../lib/local/environment";

@@ -1,6 +1,6 @@
 import { indexCatalog } from "../../functions/adapters/index-writes";
 import { type MeterSnapshot, meter } from "../../functions/adapters/metering";
-import type { Step } from "../../functions/core/pipeline";
+import type { Step } from "../../functions/core/role";
 import { hasConversation, runConversationScenario } from "../../lib/local/conversation";
 import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
 import type { RuntimeEvent } from "../../lib/local/runtime";

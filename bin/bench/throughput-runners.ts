@@ -1,6 +1,7 @@
 import type { InMemoryEventStore } from "../../functions/core/memory";
-import { consume, type DecideContext } from "../../functions/core/pipeline";
+import { consume } from "../../functions/core/pipeline";
 import type { ConsumerDeps } from "../../functions/core/ports";
+import type { DecideContext } from "../../functions/core/role";
 import { type TaskView, taskProjection } from "../../functions/roles/task-projection";
 import { type Envelope, registry } from "../../schemas";
 import type { Pass } from "./stats";

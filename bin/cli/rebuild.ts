@@ -1,8 +1,8 @@
 import { Command } from "commander";
 import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
 import { DynamoStreamLister } from "../../functions/adapters/dynamodb/stream-lister";
-import type { Role } from "../../functions/core/pipeline";
 import type { EventStore } from "../../functions/core/ports";
+import type { Role } from "../../functions/core/role";
 import { fromSdk } from "../../lib/aws/from-sdk";
 import { type FoldVerdict, foldVerdict } from "../../lib/ops/fold-groups";
 import { checkFold, type RebuildProgress, rebuild } from "../../lib/ops/rebuild";

@@ -8,9 +8,9 @@ import {
   describe,
   VersionConflictError,
 } from "./errors";
-import type { ConsumeOptions, DecideContext, Decision, Role, Step } from "./pipeline";
 import type { ConsumerDeps, DiscardReason, Loaded, RecordedOutcome, StoredState } from "./ports";
 import { pastDedupHorizon } from "./replay";
+import type { ConsumeOptions, DecideContext, Decision, Role, Step } from "./role";
 
 /**
  * How the pipeline applies the events the gate let through: each discarded or decided, and

@@ -2,7 +2,6 @@ import type { AggregateRef, Envelope } from "../../schemas";
 import { recordsAfter, spilledFrom } from "./gate-records";
 import { isoTime } from "./iso-time";
 import { listingAfter } from "./listing";
-import type { Decision, Role, Step } from "./pipeline";
 import type {
   CommitRequest,
   DiscardReason,
@@ -11,6 +10,7 @@ import type {
   RecordedOutcome,
   StoredState,
 } from "./ports";
+import type { Decision, Role, Step } from "./role";
 
 /**
  * What handling one event writes (./apply decides what happens to it): the state with its gate

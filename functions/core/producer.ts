@@ -1,8 +1,8 @@
 import type { AggregateRef, Envelope } from "../../schemas";
 import { buildEmitted } from "./emit";
 import { TransientError, VersionConflictError } from "./errors";
-import type { Decision } from "./pipeline";
 import type { ConsumerDeps, StoredState } from "./ports";
+import type { Decision } from "./role";
 
 export interface AppendRequest<S> {
   /** The aggregate whose stream receives the events. */

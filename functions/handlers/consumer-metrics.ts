@@ -3,7 +3,7 @@ import type { Envelope } from "../../schemas";
 import { CONTENT_ROLES, contentEventTypes } from "../../schemas/events/workflow";
 import type { ModelCallSink } from "../adapters/model-calls";
 import { MODEL_INVALID_OUTPUT } from "../core/agent-run";
-import type { ConsumeResult } from "../core/pipeline";
+import type { ConsumeResult } from "../core/role";
 import type { Observability } from "./observe";
 
 /**

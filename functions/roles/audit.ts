@@ -1,7 +1,7 @@
 import { type AggregateRef, type Envelope, registry } from "../../schemas";
 import { outcomeRecord } from "../core/commit";
-import type { Role } from "../core/pipeline";
 import type { InboxRecord } from "../core/ports";
+import type { Role } from "../core/role";
 
 /** One audit record per event: who produced it, what caused it, where it sits in its stream. */
 export interface AuditRecord {

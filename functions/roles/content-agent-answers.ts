@@ -12,7 +12,7 @@ import {
   transition,
 } from "../core/agent-run";
 import { ModelOutputInvalidError } from "../core/model";
-import type { Decision } from "../core/pipeline";
+import type { Decision } from "../core/role";
 import type { ContentAgent } from "./content-agent-settings";
 
 /**

@@ -6,8 +6,8 @@ import {
 } from "../../schemas/events/workflow";
 import { type AgentRun, transition } from "../core/agent-run";
 import { payloadOf } from "../core/payload";
-import type { Decision } from "../core/pipeline";
 import type { DiscardReason, EventStore } from "../core/ports";
+import type { Decision } from "../core/role";
 
 /**
  * How a content agent honours a cancel (seed 001 §4, TaskCancel on the command channel). The

@@ -9,7 +9,7 @@ import { CONTENT_ROLE_EVENTS, type NodeRequested } from "../../schemas/events/wo
 import * as z from "../../schemas/zod";
 import { type AgentRun, transition, withRunId } from "../core/agent-run";
 import { payloadOf } from "../core/payload";
-import type { Decision } from "../core/pipeline";
+import type { Decision } from "../core/role";
 import { failedDecision } from "./content-agent-answers";
 import type { ContentAgent } from "./content-agent-settings";
 

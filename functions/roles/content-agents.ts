@@ -12,8 +12,8 @@ import { type AgentRun, newRun, transition, upcastRun, withRunId } from "../core
 import type { HeartbeatSpec } from "../core/emit";
 import { invokeStructured, type StructuredResult } from "../core/model";
 import { payloadOf } from "../core/payload";
-import type { DecideContext, Decision, Role, RoleDescriptor } from "../core/pipeline";
 import type { StateSummary } from "../core/ports";
+import type { DecideContext, Decision, Role, RoleDescriptor } from "../core/role";
 import { DAG_RUN_AGGREGATE } from "../core/sweeper";
 import {
   answerAgain,

@@ -2,8 +2,8 @@ import type { Envelope, EventPayloads, EventType } from "../../schemas";
 import { newestWithin } from "../core/budget";
 import { PermanentError } from "../core/errors";
 import { payloadOf } from "../core/payload";
-import type { Role } from "../core/pipeline";
-import { summarizeConversation } from "./summaries";
+import type { StateSummary } from "../core/ports";
+import type { Role } from "../core/role";
 
 /**
  * The conversation read model: one view per conversation (aggregate
@@ -256,4 +256,25 @@ function changesOf(event: Envelope): TurnChanges {
 function applyFold<K extends FoldedType>(type: K, event: Envelope): TurnChanges {
   const fold: Fold<EventPayloads[K]> = TURN_FOLDS[type];
   return fold(payloadOf(event, type));
+}
+
+/**
+ * A conversation, by its newest turn's status; a held reply waits for a person. Turns handed off
+ * after a step failed for good are counted (`handed_off`).
+ */
+export function summarizeConversation(view: ConversationView): StateSummary {
+  const turns = view.turn_order.flatMap((id) => {
+    const turn = view.turns[id];
+    return turn ? [turn] : [];
+  });
+  const held = turns.filter((t) => t.status === "held_for_review").length;
+  const handedOff = turns.filter((t) => t.step_failure !== undefined).length;
+  const newest = turns.at(-1);
+  return {
+    kind: "conversation",
+    status: newest?.status ?? "empty",
+    ...(newest?.intent ? { label: newest.intent } : {}),
+    ...(held > 0 ? { waiting: "held_reply" } : {}),
+    counts: { turns: turns.length, held, ...(handedOff > 0 ? { handed_off: handedOff } : {}) },
+  };
 }

@@ -4,8 +4,8 @@ import type { RouteRequested } from "../../schemas/events/support-commands";
 import { newestWithin } from "../core/budget";
 import { PermanentError } from "../core/errors";
 import { payloadOf } from "../core/payload";
-import type { Decision, Role } from "../core/pipeline";
 import type { EventStore } from "../core/ports";
+import type { Decision, Role } from "../core/role";
 
 /**
  * The conversation group: the ingress of the customer-support workflow (seed 000 §10, §11.2).

@@ -3,7 +3,7 @@ import { type NodeRequested, NodeRequestedPayload } from "../../schemas/events/w
 import type { NodeCancelRequested } from "../../schemas/events/workflow-cancel";
 import type { DagCommand, DagEvent, Transition } from "../core/dag/run";
 import type { EmitSpec } from "../core/emit";
-import type { Decision } from "../core/pipeline";
+import type { Decision } from "../core/role";
 import { agentOf } from "./content-workflows";
 import { waitsAfter } from "./orchestrator-deadlines";
 import { dueAtOf, type Leasing, leasesAfter } from "./orchestrator-leases";

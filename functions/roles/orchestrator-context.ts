@@ -5,7 +5,7 @@ import { DagRequestError } from "../core/dag/errors";
 import type { Capacity, Transition } from "../core/dag/run";
 import { BusinessRejection, PermanentError } from "../core/errors";
 import { payloadOf } from "../core/payload";
-import type { Decision } from "../core/pipeline";
+import type { Decision } from "../core/role";
 import type { Leasing } from "./orchestrator-leases";
 import type { OrchestratorState } from "./orchestrator-state";
 

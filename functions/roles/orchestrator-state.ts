@@ -2,6 +2,7 @@ import * as z from "../../schemas/zod";
 import type { WorkflowDefinition } from "../core/dag/definition";
 import { DagEventTypeSchema, DagRunSchema, HeldNodeSchema } from "../core/dag/run";
 import { PermanentError } from "../core/errors";
+import type { StateSummary } from "../core/ports";
 import { contentWorkflowAt, WorkflowKindSchema } from "./content-workflows";
 
 /**
@@ -109,4 +110,17 @@ export function parseWith<S extends z.ZodMiniType>(
   const parsed = schema.safeParse(value);
   if (parsed.success) return parsed.data;
   throw new PermanentError(code, `${what} is invalid: ${z.prettifyError(parsed.error)}`);
+}
+
+/** A workflow run; FAILED and PARTIAL runs wait for a person (re-run, reset or accept). */
+export function summarizeRun(state: OrchestratorState): StateSummary {
+  const { run } = state;
+  const failed = Object.values(run.nodes).filter((n) => n.state === "FAILED").length;
+  return {
+    kind: "run",
+    status: run.status,
+    label: `${run.workflow.name} v${run.workflow.version}`,
+    ...(run.status === "FAILED" || run.status === "PARTIAL" ? { waiting: "failed_run" } : {}),
+    counts: { failed_nodes: failed, nodes: Object.keys(run.nodes).length },
+  };
 }

@@ -3,13 +3,12 @@ import type { WorkflowDefinition } from "../core/dag/definition";
 import type { Capacity } from "../core/dag/run";
 import { DEFAULT_DEPENDENCY_TIMEOUT_SECONDS } from "../core/dag/timeout";
 import { PermanentError } from "../core/errors";
-import type { Role, RoleDescriptor } from "../core/pipeline";
+import type { Role, RoleDescriptor } from "../core/role";
 import { agentOf } from "./content-workflows";
 import type { EventHandler } from "./orchestrator-context";
 import { HANDLERS } from "./orchestrator-handlers";
 import type { LeasePolicy } from "./orchestrator-leases";
-import { type OrchestratorState, parseRunState } from "./orchestrator-state";
-import { summarizeRun } from "./summaries";
+import { type OrchestratorState, parseRunState, summarizeRun } from "./orchestrator-state";
 
 /**
  * The orchestrator (seed 001 §3, §6; DESIGN "Orchestration"): one consumer group that owns every

@@ -2,8 +2,8 @@ import { type OrderLookupCompleted, OrderRecord } from "../../schemas/events/con
 import type { ReplyGenerationRequested } from "../../schemas/events/support-commands";
 import { PermanentError, TransientError } from "../core/errors";
 import { payloadOf } from "../core/payload";
-import type { Role, RoleDescriptor } from "../core/pipeline";
 import type { RecordedDecision } from "../core/ports";
+import type { Role, RoleDescriptor } from "../core/role";
 import { stepFailedDecision } from "./support-failure";
 import { factFields } from "./support-fields";
 

@@ -18,14 +18,15 @@ import {
   type StructuredResult,
 } from "../core/model";
 import { payloadOf } from "../core/payload";
-import type { Decision, Role, RoleDescriptor } from "../core/pipeline";
+import type { Decision, Role, RoleDescriptor } from "../core/role";
 import {
   type ContextMessage,
   type ConversationReader,
   ConversationReads,
   type ConversationSnapshot,
 } from "./conversation";
-import { decideReview, REVIEW_COMMANDS, type ReplyReview } from "./reply-review";
+import { decideReview, REVIEW_COMMANDS } from "./reply-review";
+import type { ReplyState } from "./reply-state";
 import { restsOn } from "./sender-facts";
 import { stepFailedDecision } from "./support-failure";
 import { factFields } from "./support-fields";
@@ -79,25 +80,6 @@ export interface ReplyGenerationOptions {
   readonly sendTtlSeconds?: number;
   /** Cap on the model's answer. @default 1024 */
   readonly maxTokens?: number;
-}
-
-export interface ReplyState {
-  readonly task_id: string;
-  readonly conversation_id: string;
-  /** Where the reply goes (kept for a send after a person's approval). */
-  readonly customer_id?: string;
-  readonly channel?: string;
-  readonly input_version?: number;
-  readonly status: "sent_for_delivery" | "held_for_review" | "approved" | "rejected";
-  readonly reply_text: string;
-  readonly confidence?: number;
-  readonly source_refs?: readonly string[];
-  /** Why it was held, when it was. */
-  readonly reason?: string;
-  readonly model_attempts: number;
-  readonly generated_at: string;
-  /** A person's decision on the held reply (./reply-review). */
-  readonly review?: ReplyReview;
 }
 
 export const REPLY_SYSTEM_PROMPT =

@@ -7,8 +7,8 @@ import type {
 import type { EmitSpec } from "../core/emit";
 import { PermanentError } from "../core/errors";
 import { payloadOf } from "../core/payload";
-import type { Decision } from "../core/pipeline";
-import type { ReplyState } from "./reply-generation";
+import type { Decision } from "../core/role";
+import type { ReplyState } from "./reply-state";
 
 /**
  * A person's decision on a held reply (seed 000 §11.3, §14), taken by the reply generation group,
@@ -31,15 +31,6 @@ export const REJECT_REQUESTED = "reply.reject.requested";
 export const REVIEW_COMMANDS = [APPROVE_REQUESTED, REJECT_REQUESTED] as const;
 /** The logical attempt of the send an approval asks for (the held draft was attempt 1). */
 export const APPROVED_ATTEMPT = 2;
-
-export interface ReplyReview {
-  readonly decision: "approved" | "rejected";
-  readonly requested_by: string;
-  readonly reason?: string;
-  readonly at: string;
-  readonly edited?: boolean;
-  readonly logical_attempt?: number;
-}
 
 export function decideReview(
   state: ReplyState | undefined,

@@ -7,7 +7,7 @@ import type {
 } from "../../schemas/events/support-commands";
 import type { EmitSpec } from "../core/emit";
 import { payloadOf } from "../core/payload";
-import type { Role, RoleDescriptor } from "../core/pipeline";
+import type { Role, RoleDescriptor } from "../core/role";
 import {
   CONVERSATION_AGGREGATE,
   type ConversationContextReader,

@@ -5,8 +5,8 @@ import {
   type SupportCancelled,
 } from "../../schemas/events/support-cancel";
 import { payloadOf } from "../core/payload";
-import type { Decision } from "../core/pipeline";
-import type { DeliveryState } from "./sender";
+import type { Decision } from "../core/role";
+import type { DeliveryState, TurnCancel } from "./sender-state";
 
 /**
  * The cancel of a support turn (`support.cancel.requested`), taken by the sender on
@@ -16,13 +16,6 @@ import type { DeliveryState } from "./sender";
  * (./sender-facts); a send already claimed is still resolved, never dropped. A later cancel of the
  * same turn changes nothing and emits nothing.
  */
-
-/** Who cancelled the turn, why and when. */
-export interface TurnCancel {
-  readonly at: string;
-  readonly requested_by: string;
-  readonly reason?: string;
-}
 
 export function decideCancel(
   state: DeliveryState | undefined,

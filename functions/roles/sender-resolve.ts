@@ -6,10 +6,10 @@ import type {
 } from "../../schemas/events/conversation";
 import type { EmitSpec } from "../core/emit";
 import { payloadOf } from "../core/payload";
-import type { Decision } from "../core/pipeline";
+import type { Decision } from "../core/role";
 import type { SideEffectStore } from "../core/side-effects";
-import type { DeliveryFact, DeliveryState, EscalatedSend } from "./sender";
 import type { ChannelCalls, Outcome } from "./sender-channel";
+import type { DeliveryFact, DeliveryState, EscalatedSend } from "./sender-state";
 
 /**
  * A person's resolution of a send whose outcome stayed unknown (seed 000 §11.4, §14), taken by the

@@ -1,22 +1,18 @@
 import type { AggregateRef, Envelope } from "../../schemas";
-import type {
-  Delivered,
-  DeliveryFailed,
-  SendRequested,
-  SendResolution,
-} from "../../schemas/events/conversation";
+import type { Delivered, DeliveryFailed, SendRequested } from "../../schemas/events/conversation";
 import { SUPPORT_CANCEL_REQUESTED } from "../../schemas/events/support-cancel";
 import type { EmitSpec } from "../core/emit";
 import { AgentBusError, PermanentError, TransientError } from "../core/errors";
 import { payloadOf } from "../core/payload";
-import type { DecideContext, Decision, Role, RoleDescriptor } from "../core/pipeline";
 import type { DiscardReason } from "../core/ports";
+import type { DecideContext, Decision, Role, RoleDescriptor } from "../core/role";
 import { type ChannelPort, type SideEffectStore, sideEffectKey } from "../core/side-effects";
 import type { OrdersPort } from "./order-lookup";
-import { decideCancel, type TurnCancel } from "./sender-cancel";
+import { decideCancel } from "./sender-cancel";
 import { ChannelCalls, type Outcome } from "./sender-channel";
 import { staleReason } from "./sender-facts";
 import { decideResolve, RESOLVE_REQUESTED } from "./sender-resolve";
+import type { DeliveryFact, DeliveryState, EscalatedSend } from "./sender-state";
 
 /**
  * The sender (seed 000 §11.4): consumer group `sender`, takes `notification.send.requested` and
@@ -96,34 +92,6 @@ export const NOT_SENT = "sender.not_sent";
 /** The side-effect kind (the `reply` in `<task_id>:reply:<n>`). */
 export const REPLY_KIND = "reply";
 export const DEFAULT_MAX_UNKNOWN_ATTEMPTS = 5;
-
-export interface DeliveryFact {
-  /** `discarded`: discarded (expired, superseded, ...) after a claim, never received. */
-  readonly outcome: "delivered" | "failed" | "escalated" | "discarded";
-  readonly at: string;
-  readonly delivery_id?: string;
-  readonly code?: string;
-  /** What was to be sent, kept while the outcome is unknown (for a resend a person asks for). */
-  readonly send?: EscalatedSend;
-  /** A person's resolution of an unknown outcome (./sender-resolve), and who gave it. */
-  readonly resolution?: SendResolution;
-  readonly resolved_by?: string;
-}
-
-/** The send of an escalated key, as the command asked for it. */
-export interface EscalatedSend {
-  readonly conversation_id: string;
-  readonly customer_id: string;
-  readonly channel: string;
-  readonly text: string;
-}
-
-/** The state of `delivery/<task_id>`: the fact emitted per idempotency key. */
-export interface DeliveryState {
-  readonly keys: Readonly<Record<string, DeliveryFact>>;
-  /** Set once the turn was cancelled: sends not made yet are discarded as `cancelled`. */
-  readonly cancelled?: TurnCancel;
-}
 
 export interface SenderOptions {
   readonly channel: ChannelPort;

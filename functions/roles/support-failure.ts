@@ -3,7 +3,7 @@ import type { SendRequested } from "../../schemas/events/conversation";
 import type { StepFailed, SupportStep } from "../../schemas/events/support-failure";
 import type { ErrorInfo } from "../core/errors";
 import { payloadOf } from "../core/payload";
-import type { Decision } from "../core/pipeline";
+import type { Decision } from "../core/role";
 import { factFields } from "./support-fields";
 
 /**

@@ -8,8 +8,7 @@ import type {
   ChannelSendRequest,
 } from "../../functions/core/side-effects";
 import { crash, currentInvocation, InvocationCrash } from "../local/runtime/faults";
-import type { FaultInjector } from "./injector";
-import type { CallFault } from "./plan";
+import type { CallFault, FaultDraws } from "./plan";
 
 /** What each call fault is on the reply channel, in the LocalChannel's own fault kinds. */
 const CHANNEL_FAULT: Readonly<
@@ -32,13 +31,13 @@ export class FaultyChannel implements ChannelPort {
 
   private constructor(
     private readonly inner: LocalChannel,
-    private readonly injector: FaultInjector,
+    private readonly injector: FaultDraws,
   ) {
     this.name = inner.name;
   }
 
   /** The channel with faults, when it is the local stand-in (any other is left as it is). */
-  static around(channel: ChannelPort, injector: FaultInjector): ChannelPort {
+  static around(channel: ChannelPort, injector: FaultDraws): ChannelPort {
     return channel instanceof LocalChannel ? new FaultyChannel(channel, injector) : channel;
   }
 

@@ -5,7 +5,14 @@ import type { Template } from "../local/template";
 import { Random } from "../sim/random";
 import { FaultyChannel } from "./faulty-channel";
 import { injectFaults } from "./middleware";
-import { CALL_FAULTS, type CallFault, type FaultKind, type FaultPlan, quietPlan } from "./plan";
+import {
+  CALL_FAULTS,
+  type CallFault,
+  type FaultDraws,
+  type FaultKind,
+  type FaultPlan,
+  quietPlan,
+} from "./plan";
 import type { Service } from "./sdk-errors";
 import { StallingModel } from "./stalling-model";
 
@@ -46,7 +53,7 @@ const STALL_MAX_MS = 3000;
  * it to a schedule's plan. The draws follow the order of the calls, and the runtime's pollers run
  * concurrently: replaying a seed replays its plan and workload, not each call's fate.
  */
-export class FaultInjector implements FaultInjection {
+export class FaultInjector implements FaultInjection, FaultDraws {
   readonly releaseFailedBatches = true;
   private plan: FaultPlan = quietPlan(0);
   private random = new Random(0);

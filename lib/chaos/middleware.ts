@@ -1,5 +1,5 @@
 import { crash, currentInvocation, InvocationCrash } from "../local/runtime/faults";
-import type { FaultInjector } from "./injector";
+import type { FaultDraws } from "./plan";
 import { connectionReset, type Service, serverFault, throttled, timedOut } from "./sdk-errors";
 
 type Next = (args: { input: unknown }) => Promise<{ output: unknown }>;
@@ -30,7 +30,7 @@ export const FAULT_MIDDLEWARE = "agentbusChaos";
 export function injectFaults(
   client: FaultableClient,
   service: Service,
-  injector: FaultInjector,
+  injector: FaultDraws,
 ): void {
   const middleware: FaultMiddleware = (next, context) => async (args) => {
     const invocation = currentInvocation();

@@ -1,4 +1,6 @@
+import type { Invocation } from "../local/runtime/faults";
 import { Random } from "../sim/random";
+import type { Service } from "./sdk-errors";
 
 /**
  * A fault plan for one full-stack schedule, drawn from its seed: how often each fault strikes.
@@ -62,4 +64,27 @@ export function quietPlan(seed: number): FaultPlan {
 export function describePlan(plan: FaultPlan): string {
   const on = FAULT_KINDS.filter((k) => plan.rates[k] > 0).map((k) => `${k} ${plan.rates[k]}`);
   return `seed ${plan.seed}: ${on.join(", ") || "no faults"}`;
+}
+
+/**
+ * What a faulty part (the SDK middleware, the channel, the model) asks the schedule's injector
+ * (./injector) about one call of one invocation.
+ */
+export interface FaultDraws {
+  /** The fault this call meets, if any. */
+  callFault(
+    where: Service | "channel",
+    operation: string,
+    invocation: Invocation | undefined,
+  ): CallFault | undefined;
+  /** Whether the process dies right after this applied call. */
+  crashAfter(
+    where: Service | "channel",
+    operation: string,
+    invocation: Invocation | undefined,
+  ): boolean;
+  /** Whether this model call outlasts its message's visibility timeout. */
+  stalls(invocation: Invocation | undefined): boolean;
+  /** Resolves once one of these messages was received again. */
+  receivedAgain(messageIds: readonly string[]): Promise<void>;
 }

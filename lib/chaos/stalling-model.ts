@@ -1,6 +1,6 @@
 import type { ModelPort, ModelRequest, ModelResponse } from "../../functions/core/model";
 import { currentInvocation, InvocationCrash } from "../local/runtime/faults";
-import type { FaultInjector } from "./injector";
+import type { FaultDraws } from "./plan";
 
 /**
  * The model port with one fault: a call that takes longer than its message's visibility timeout.
@@ -13,7 +13,7 @@ export class StallingModel implements ModelPort {
 
   constructor(
     private readonly inner: ModelPort,
-    private readonly injector: FaultInjector,
+    private readonly injector: FaultDraws,
   ) {
     this.name = inner.name;
   }

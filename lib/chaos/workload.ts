@@ -1,7 +1,7 @@
 import { ulid } from "ulid";
 import { FAIL_FACT_CHECK_MARKER } from "../../functions/adapters/local-model";
-import type { Decision } from "../../functions/core/pipeline";
 import { appendToStream } from "../../functions/core/producer";
+import type { Decision } from "../../functions/core/role";
 import { systemClock, ulidSource } from "../../functions/core/runtime";
 import { type Envelope, registry } from "../../schemas";
 import type { LocalEnvironment } from "../local/environment";

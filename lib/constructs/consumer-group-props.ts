@@ -166,9 +166,7 @@ export interface ConsumerGroupProps {
    * What the group's consumer can emit that a person must act on, each watched by an alarm whose
    * description names the command to run (see ATTENTION_METRICS in
    * functions/handlers/consumer-metrics.ts).
-   * @default - from the handler (`entry`): `unknown-side-effects` for the sender,
-   * `held-replies` for reply generation, `failed-runs` for the orchestrator, `needs-human` for
-   * the content agents (topic selection, fact check, writing, review); none for any other
+   * @default none (the stack passes what the topology's group declares)
    */
   readonly attention?: readonly AttentionSignal[];
 

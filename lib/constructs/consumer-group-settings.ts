@@ -1,7 +1,6 @@
 import { Duration } from "aws-cdk-lib";
 import { ATTENTION_SIGNALS, type AttentionSignal } from "../../functions/handlers/consumer-metrics";
 import { registry } from "../../schemas";
-import { CONTENT_ROLES } from "../../schemas/events/workflow";
 import type { ConsumerGroupProps, ConsumerGroupSubscription } from "./consumer-group-props";
 import {
   GROUP_NAME_MAX_LENGTH,
@@ -245,28 +244,9 @@ function monitoringSettings(props: ConsumerGroupProps, problems: Problems) {
   return { maxMessageAge, ruleRetryAttempts, ruleMaxEventAge };
 }
 
-/**
- * The handlers that emit what a person must act on, and what they emit: their groups are watched
- * for it unless their props say otherwise. (The content agents' handlers are named after their
- * roles, as in lib/topology.ts.)
- */
-const ATTENTION_BY_ENTRY: ReadonlyMap<string, readonly AttentionSignal[]> = new Map([
-  ["functions/handlers/sender.ts", ["unknown-side-effects"]],
-  ["functions/handlers/reply-generation.ts", ["held-replies"]],
-  ["functions/handlers/orchestrator.ts", ["failed-runs"]],
-  ...CONTENT_ROLES.map(
-    (role) => [`functions/handlers/${role}.ts`, ["needs-human"]] as [string, AttentionSignal[]],
-  ),
-]);
-
-/** What a group whose consumer runs this handler is watched for by default. */
-export function defaultAttention(entry: string): readonly AttentionSignal[] {
-  return ATTENTION_BY_ENTRY.get(entry) ?? [];
-}
-
 /** What the group is watched for, and the held-reply alarm's threshold and window. */
 function attentionSettings(props: ConsumerGroupProps, problems: Problems) {
-  const attention = [...new Set(props.attention ?? defaultAttention(props.entry))];
+  const attention = [...new Set(props.attention ?? [])];
   for (const signal of attention)
     problems.push(oneOfProblem("attention", signal, ATTENTION_SIGNALS));
   const maxHeldReplies = props.maxHeldReplies ?? 0;

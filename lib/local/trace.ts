@@ -1,4 +1,4 @@
-import type { StepStatus } from "../../functions/core/pipeline";
+import type { StepStatus } from "../../functions/core/role";
 import type { Envelope } from "../../schemas";
 import type { TraceNode, TraceView } from "../ops/views";
 import type { RuntimeEvent } from "./runtime";

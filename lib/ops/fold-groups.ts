@@ -1,4 +1,4 @@
-import type { Role } from "../../functions/core/pipeline";
+import type { Role } from "../../functions/core/role";
 import { type EventRegistry, registry } from "../../schemas";
 import type { GroupDeclaration, GroupNeeds } from "../topology";
 

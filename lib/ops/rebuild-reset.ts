@@ -1,8 +1,8 @@
 import { TransientError, VersionConflictError } from "../../functions/core/errors";
 import { listingAfter } from "../../functions/core/listing";
 import type { InMemoryEventStore } from "../../functions/core/memory";
-import type { Role } from "../../functions/core/pipeline";
 import type { EventStore, StoredState } from "../../functions/core/ports";
+import type { Role } from "../../functions/core/role";
 import { systemClock } from "../../functions/core/runtime";
 import type { AggregateRef } from "../../schemas";
 import { canonical, foldStreams } from "./rebuild";

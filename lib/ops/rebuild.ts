@@ -1,7 +1,8 @@
 import { stateRefOf } from "../../functions/core/apply";
 import { InMemoryEventStore } from "../../functions/core/memory";
-import { type ConsumeResult, consume, type Role } from "../../functions/core/pipeline";
+import { consume } from "../../functions/core/pipeline";
 import type { ConsumerDeps, EventStore, StreamLister } from "../../functions/core/ports";
+import type { ConsumeResult, Role } from "../../functions/core/role";
 import { systemClock, ulidSource } from "../../functions/core/runtime";
 import { type AggregateRef, type Envelope, MAX_STREAM_VERSION, registry } from "../../schemas";
 

@@ -1,6 +1,5 @@
 import { stateRefOf } from "../../functions/core/apply";
 import { outcomeRecord } from "../../functions/core/commit";
-import type { RoleDescriptor } from "../../functions/core/pipeline";
 import type {
   InboxRecord,
   OutcomeRecord,
@@ -8,6 +7,7 @@ import type {
   StoredState,
   TraceReader,
 } from "../../functions/core/ports";
+import type { RoleDescriptor } from "../../functions/core/role";
 import {
   AUDIT_GROUP,
   type AuditRecord,

@@ -1,5 +1,5 @@
 import { type RouteState, SUPPORT_ROUTE_AGGREGATE } from "../../functions/roles/router";
-import type { DeliveryState } from "../../functions/roles/sender";
+import type { DeliveryState } from "../../functions/roles/sender-state";
 import { SUPPORT_CANCEL_REQUESTED } from "../../schemas/events/support-cancel";
 import type { OpsStack } from "./stack";
 import { loadDelivery, loadReply, stateData } from "./support";

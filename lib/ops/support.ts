@@ -7,8 +7,10 @@ import {
   type ConversationTurn,
   type ConversationView,
 } from "../../functions/roles/conversation-projection";
-import { REPLY_AGGREGATE, type ReplyState } from "../../functions/roles/reply-generation";
-import { DELIVERY_AGGREGATE, type DeliveryState } from "../../functions/roles/sender";
+import { REPLY_AGGREGATE } from "../../functions/roles/reply-generation";
+import type { ReplyState } from "../../functions/roles/reply-state";
+import { DELIVERY_AGGREGATE } from "../../functions/roles/sender";
+import type { DeliveryState } from "../../functions/roles/sender-state";
 import { fromSdk } from "../aws/from-sdk";
 import { summaries } from "./lists";
 import type { OpsStack } from "./stack";

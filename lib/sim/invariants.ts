@@ -1,4 +1,4 @@
-import type { DecideContext } from "../../functions/core/pipeline";
+import type { DecideContext } from "../../functions/core/role";
 import { type TaskView, taskProjection } from "../../functions/roles/task-projection";
 import { registry } from "../../schemas";
 import type { World } from "./world";

@@ -10,7 +10,7 @@ import {
   VersionConflictError,
 } from "../../functions/core/errors";
 import { InMemoryEventStore } from "../../functions/core/memory";
-import { consume, type Role } from "../../functions/core/pipeline";
+import { consume } from "../../functions/core/pipeline";
 import type {
   CommitRequest,
   EventStore,
@@ -22,6 +22,7 @@ import type {
   TraceReader,
 } from "../../functions/core/ports";
 import { appendToStream } from "../../functions/core/producer";
+import type { Role } from "../../functions/core/role";
 import { ManualClock, ulidSource } from "../../functions/core/runtime";
 import { fromSdk } from "../../lib/aws/from-sdk";
 import { type AggregateRef, type Envelope, registry } from "../../schemas";

@@ -233,6 +233,7 @@ function replyGeneration(overrides: Partial<ConsumerGroupProps> = {}) {
 describe("attention alarms: props", () => {
   it("the held-reply threshold and window are props", () => {
     const { group, template } = replyGeneration({
+      attention: ["held-replies"],
       maxHeldReplies: 3,
       heldReplyWindow: Duration.hours(1),
     });
@@ -246,8 +247,8 @@ describe("attention alarms: props", () => {
     expect(group.alarms).toContain(group.attentionAlarms["held-replies"]);
   });
 
-  it("attention replaces what the handler is watched for by default", () => {
-    const none = replyGeneration({ attention: [] });
+  it("a group is watched for what its props name, never for what its handler's file is called", () => {
+    const none = replyGeneration();
     expect(none.template.findResources(ALARM, { Properties: { Namespace: "AgentBus" } })).toEqual(
       {},
     );

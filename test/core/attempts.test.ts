@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { buildHeartbeat } from "../../functions/core/emit";
 import { TransientError } from "../../functions/core/errors";
-import { consume, type Role } from "../../functions/core/pipeline";
+import { consume } from "../../functions/core/pipeline";
 import { appendToStream } from "../../functions/core/producer";
+import type { Role } from "../../functions/core/role";
 import { planSweep, sweepAttempt } from "../../functions/core/sweeper";
 import { registry } from "../../schemas";
 import { makeDeps, newCorrelationId, newTaskId, seedTask } from "./fixtures";

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { DeterministicLocalModel } from "../../functions/adapters/local-model";
-import { consume, type Role } from "../../functions/core/pipeline";
+import { consume } from "../../functions/core/pipeline";
+import type { Role } from "../../functions/core/role";
 import { createContentAgent } from "../../functions/roles/content-agents";
 import { conversationProjection } from "../../functions/roles/conversation-projection";
 import { createOrchestrator } from "../../functions/roles/orchestrator";

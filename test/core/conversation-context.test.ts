@@ -3,7 +3,8 @@ import { describe, expect, it, vi } from "vitest";
 import { DeterministicLocalModel } from "../../functions/adapters/local-model";
 import { TransientError, VersionConflictError } from "../../functions/core/errors";
 import type { ModelPort, ModelRequest } from "../../functions/core/model";
-import { consume, type Role } from "../../functions/core/pipeline";
+import { consume } from "../../functions/core/pipeline";
+import type { Role } from "../../functions/core/role";
 import {
   CONTEXT_MESSAGES,
   CONTEXT_WINDOW_SECONDS,

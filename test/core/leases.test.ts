@@ -1,7 +1,8 @@
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
 import { DeterministicLocalModel } from "../../functions/adapters/local-model";
-import { consume, type Role } from "../../functions/core/pipeline";
+import { consume } from "../../functions/core/pipeline";
+import type { Role } from "../../functions/core/role";
 import {
   agentRunIdOf,
   agentRunKey,

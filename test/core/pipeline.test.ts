@@ -1,7 +1,8 @@
 import { describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { BusinessRejection, PermanentError, TransientError } from "../../functions/core/errors";
-import { consume, type Role } from "../../functions/core/pipeline";
+import { consume } from "../../functions/core/pipeline";
+import type { Role } from "../../functions/core/role";
 import { type TaskView, taskProjection } from "../../functions/roles/task-projection";
 import { EventRegistry } from "../../schemas";
 import { defineTaskEvents } from "../../schemas/events/task";

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { consume, type Role } from "../../functions/core/pipeline";
+import { consume } from "../../functions/core/pipeline";
+import type { Role } from "../../functions/core/role";
 import { failureRecordOf } from "../../functions/handlers/failure-record";
 import { audit, auditRecordRef, outcomeOfAuditRecord } from "../../functions/roles/audit";
 import { taskProjection } from "../../functions/roles/task-projection";

@@ -8,8 +8,8 @@ import {
   createReplyGeneration,
   HELD_INVALID_OUTPUT,
   HELD_REQUIRES_REVIEW,
-  type ReplyState,
 } from "../../functions/roles/reply-generation";
+import type { ReplyState } from "../../functions/roles/reply-state";
 import type { ReplyDraft } from "../../schemas/events/conversation";
 import { clientMessage } from "./fixtures";
 import {

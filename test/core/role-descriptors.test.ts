@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { DeterministicLocalModel } from "../../functions/adapters/local-model";
-import type { Role, RoleDescriptor } from "../../functions/core/pipeline";
+import type { Role, RoleDescriptor } from "../../functions/core/role";
 import { createContentAgent } from "../../functions/roles/content-agents";
 import { createOrchestrator } from "../../functions/roles/orchestrator";
 import { topology } from "../../lib/topology";

@@ -3,7 +3,8 @@ import { describe, expect, it } from "vitest";
 import { type AgentRun, upcastRun } from "../../functions/core/agent-run";
 import { TransientError } from "../../functions/core/errors";
 import type { ModelRequest } from "../../functions/core/model";
-import { consume, type Role } from "../../functions/core/pipeline";
+import { consume } from "../../functions/core/pipeline";
+import type { Role } from "../../functions/core/role";
 import {
   AGENT_RUN_AGGREGATE,
   agentRunIdOf,

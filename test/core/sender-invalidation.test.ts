@@ -1,13 +1,15 @@
 import { describe, expect, it } from "vitest";
 import { HUMAN_REVIEW_MARKER } from "../../functions/adapters/local-model";
 import { TransientError } from "../../functions/core/errors";
-import { type ConsumeResult, consume, type Role } from "../../functions/core/pipeline";
+import { consume } from "../../functions/core/pipeline";
+import type { ConsumeResult, Role } from "../../functions/core/role";
 import { recordConsumed } from "../../functions/handlers/consumer-metrics";
 import type { Observability } from "../../functions/handlers/observe";
 import type { ConversationView } from "../../functions/roles/conversation-projection";
 import type { OrdersPort } from "../../functions/roles/order-lookup";
-import { DELIVERED, type DeliveryState, NOT_SENT, replyKey } from "../../functions/roles/sender";
+import { DELIVERED, NOT_SENT, replyKey } from "../../functions/roles/sender";
 import { restsOn, stillHolds } from "../../functions/roles/sender-facts";
+import type { DeliveryState } from "../../functions/roles/sender-state";
 import { SAMPLE_ORDERS } from "../../lib/local/orders";
 import type { Envelope } from "../../schemas";
 import type { OrderRecord, SendRequested } from "../../schemas/events/conversation";

@@ -3,13 +3,14 @@ import { describe, expect, it } from "vitest";
 import { MODEL_ACCESS_DENIED_MARKER } from "../../functions/adapters/local-model";
 import { PermanentError, TransientError } from "../../functions/core/errors";
 import type { ModelPort } from "../../functions/core/model";
-import { consume, type Role } from "../../functions/core/pipeline";
+import { consume } from "../../functions/core/pipeline";
+import type { Role } from "../../functions/core/role";
 import {
   type ConversationView,
   conversationProjection,
+  summarizeConversation,
 } from "../../functions/roles/conversation-projection";
 import type { OrdersPort } from "../../functions/roles/order-lookup";
-import { summarizeConversation } from "../../functions/roles/summaries";
 import { HANDOFF_TEXT, HANDOFF_TTL_SECONDS } from "../../functions/roles/support-failure";
 import type { Envelope } from "../../schemas";
 import { clientMessage } from "./fixtures";

@@ -3,7 +3,8 @@ import { expect } from "vitest";
 import { LocalChannel } from "../../functions/adapters/channel/local-channel";
 import { DeterministicLocalModel } from "../../functions/adapters/local-model";
 import type { ModelPort, ModelRequest, ModelResponse } from "../../functions/core/model";
-import { consume, type Role } from "../../functions/core/pipeline";
+import { consume } from "../../functions/core/pipeline";
+import type { Role } from "../../functions/core/role";
 import { InMemorySideEffects } from "../../functions/core/side-effects";
 import {
   conversationContextReader,

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { HUMAN_REVIEW_MARKER } from "../../functions/adapters/local-model";
 import type { ConversationView } from "../../functions/roles/conversation-projection";
-import type { ReplyState } from "../../functions/roles/reply-generation";
-import type { DeliveryState } from "../../functions/roles/sender";
+import { summarizeConversation } from "../../functions/roles/conversation-projection";
+import type { ReplyState } from "../../functions/roles/reply-state";
 import { OPERATOR_ABANDONED } from "../../functions/roles/sender-resolve";
-import { summarizeConversation } from "../../functions/roles/summaries";
+import type { DeliveryState } from "../../functions/roles/sender-state";
 import type { Envelope } from "../../schemas";
 import { clientMessage } from "./fixtures";
 import {

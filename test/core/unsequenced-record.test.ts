@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { RECENT_IDS_KEPT, recordsAfter, spilledFrom } from "../../functions/core/gate-records";
-import { consume, type Role } from "../../functions/core/pipeline";
+import { consume } from "../../functions/core/pipeline";
 import type { GateRecords } from "../../functions/core/ports";
+import type { Role } from "../../functions/core/role";
 import { audit } from "../../functions/roles/audit";
 import { recordedOutcomes } from "../../lib/ops/recorded-outcomes";
 import type { Envelope } from "../../schemas";

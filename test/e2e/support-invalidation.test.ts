@@ -1,7 +1,7 @@
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
 import { putOrders } from "../../functions/adapters/dynamodb/orders";
-import type { DeliveryState } from "../../functions/roles/sender";
+import type { DeliveryState } from "../../functions/roles/sender-state";
 import { fromSdk } from "../../lib/aws/from-sdk";
 import { SAMPLE_ORDERS } from "../../lib/local/orders";
 import {

@@ -5,7 +5,7 @@ import type {
   ConversationTurn,
   ConversationView,
 } from "../../functions/roles/conversation-projection";
-import type { ReplyState } from "../../functions/roles/reply-generation";
+import type { ReplyState } from "../../functions/roles/reply-state";
 import { readDeadLetters } from "../../lib/local/scenario/dead-letters";
 import {
   customerMessage,

@@ -6,7 +6,7 @@ import { HttpResponse } from "@smithy/core/transport";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TableNames } from "../../functions/adapters/dynamodb/tables";
 import type { EmitSpec } from "../../functions/core/emit";
-import type { ConsumeResult, Role } from "../../functions/core/pipeline";
+import type { ConsumeResult, Role } from "../../functions/core/role";
 import { ManualClock } from "../../functions/core/runtime";
 import { createConsumerHandler } from "../../functions/handlers/consumer";
 import { attentionCounts, lagMs } from "../../functions/handlers/consumer-metrics";

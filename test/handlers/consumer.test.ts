@@ -20,7 +20,7 @@ import { streamKey, type TableNames } from "../../functions/adapters/dynamodb/ta
 import { DynamoTraceReader } from "../../functions/adapters/dynamodb/trace-reader";
 import { DEAD_LETTER_ATTRIBUTES } from "../../functions/adapters/sqs/dead-letter-sink";
 import { TransientError } from "../../functions/core/errors";
-import type { Role } from "../../functions/core/pipeline";
+import type { Role } from "../../functions/core/role";
 import { type ConsumerOptions, createConsumerHandler } from "../../functions/handlers/consumer";
 import { type TaskView, taskProjection } from "../../functions/roles/task-projection";
 import { fromSdk } from "../../lib/aws/from-sdk";

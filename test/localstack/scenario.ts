@@ -1,8 +1,8 @@
 import { type EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { ulid } from "ulid";
 import type { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
-import type { Decision } from "../../functions/core/pipeline";
 import { appendToStream } from "../../functions/core/producer";
+import type { Decision } from "../../functions/core/role";
 import { systemClock, ulidSource } from "../../functions/core/runtime";
 import { LIFECYCLE } from "../../lib/local/scenario";
 import { type Envelope, registry } from "../../schemas";

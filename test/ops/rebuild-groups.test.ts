@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { consume, type Role } from "../../functions/core/pipeline";
+import { consume } from "../../functions/core/pipeline";
+import type { Role } from "../../functions/core/role";
 import { ORDER_LOOKUP, ordersFrom } from "../../functions/roles/order-lookup";
 import { ROUTER } from "../../functions/roles/router";
 import { taskProjection } from "../../functions/roles/task-projection";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { InMemoryEventStore } from "../../functions/core/memory";
-import type { Role } from "../../functions/core/pipeline";
+import type { Role } from "../../functions/core/role";
 import { taskProjection } from "../../functions/roles/task-projection";
 import { checkFold, type RebuildProgress, rebuild } from "../../lib/ops/rebuild";
 import { taskStream } from "../support/factories";

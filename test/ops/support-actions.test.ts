@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { SideEffectRecord } from "../../functions/core/side-effects";
 import { agentOutputSchema } from "../../functions/roles/content-workflows";
-import type { ReplyState } from "../../functions/roles/reply-generation";
-import type { DeliveryState } from "../../functions/roles/sender";
+import type { ReplyState } from "../../functions/roles/reply-state";
+import type { DeliveryState } from "../../functions/roles/sender-state";
 import { operatorEnvelope } from "../../lib/ops/operator-command";
 import { outputExample } from "../../lib/ops/output-example";
 import {

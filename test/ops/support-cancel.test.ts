@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { DeliveryState } from "../../functions/roles/sender";
+import type { DeliveryState } from "../../functions/roles/sender-state";
 import { operatorEnvelope } from "../../lib/ops/operator-command";
 import { cancelCommand, cancelDecision } from "../../lib/ops/support-cancel";
 

@@ -1,4 +1,4 @@
-import type { ConsumeResult } from "../../../functions/core/pipeline";
+import type { ConsumeResult } from "../../../functions/core/role";
 import type { ConsumerFailure } from "../../../functions/handlers/consumer";
 
 /** What the runtime reports while it runs (the local trace is built from these). */

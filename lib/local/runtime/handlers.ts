@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { AwsClient } from "../../../functions/adapters/aws/client";
 import { inMeterScope } from "../../../functions/adapters/metering";
-import type { ConsumeResult } from "../../../functions/core/pipeline";
+import type { ConsumeResult } from "../../../functions/core/role";
 import type { ConsumerFailure, ConsumerObserver } from "../../../functions/handlers/consumer";
 import { fromSdk } from "../../aws/from-sdk";
 import type { AwsClients, LocalFunction } from "../deploy";

@@ -1,5 +1,5 @@
 import { PermanentError } from "../../../functions/core/errors";
-import type { Role } from "../../../functions/core/pipeline";
+import type { Role } from "../../../functions/core/role";
 import { consumerEntry } from "../../../functions/handlers/consumer";
 
 export const BUGGY_GROUP = "buggy-projection";

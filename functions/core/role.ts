@@ -1,0 +1,199 @@
+import type { AggregateRef, Envelope } from "../../schemas";
+import type { EmitSpec, HeartbeatSpec } from "./emit";
+import type { ErrorInfo } from "./errors";
+import type { DiscardReason, RecordedDecision, StateSummary, StoredState } from "./ports";
+import type { ReplayMark } from "./replay";
+
+/**
+ * The role contract: what a consumer group's role is to the pipeline (./pipeline consumes an event
+ * through it; ./apply and ./commit decide and record with it), and what one consumed event comes
+ * to. Types only, imported by every ring that builds or runs a role.
+ */
+
+/** A role's answer to one event: the next state of its aggregate and what to emit. */
+export interface Decision<S> {
+  /** The next state; leave out to keep the current one. */
+  readonly state?: S;
+  readonly emit?: readonly EmitSpec[];
+  /**
+   * When the aggregate next needs a sweeper's attention (ISO 8601), written with the state; null
+   * or left out = not due (any earlier due time is cleared). Only used when the state is written.
+   */
+  readonly dueAt?: string | null;
+  /**
+   * Record the event as discarded with this reason instead of applied; the state and events of
+   * the decision still commit. For a role that, while resolving work it had started
+   * (`DecideContext.resolving`), finds there is nothing left to finish.
+   */
+  readonly discarded?: DiscardReason;
+}
+
+export interface DecideContext<S> {
+  readonly now: Date;
+  /**
+   * How many times the queue has handed this message out (1 on first delivery): the processing
+   * attempt, which every event the decision emits carries as its `attempt`.
+   */
+  readonly receiveCount: number;
+  readonly stored: StoredState<S> | undefined;
+  /** True when the event was read from the event store to fill a version gap. */
+  readonly repaired: boolean;
+  /**
+   * Set when the event is expired or the role's `discard` gave a reason, but the role has
+   * unfinished work for it (`Role.unfinished`): `decide` must finish that work and start nothing
+   * new; the reason it would have been discarded for.
+   */
+  readonly resolving?: DiscardReason;
+}
+
+/**
+ * What a role is outside its handler: its group, the event types it subscribes to, and where it
+ * keeps what it applied (its states, by `stateOf`, and the checkpoints of its shared streams).
+ * The topology subscribes the group with it, and the operator tools read the group's outcomes
+ * from those states with it (lib/ops/recorded-outcomes.ts); the role spreads the same object, so
+ * all of them see the role's own `stateOf`.
+ */
+export type RoleDescriptor = Pick<
+  Role<unknown>,
+  | "group"
+  | "subscriptions"
+  | "stateOf"
+  | "unordered"
+  | "sharedStreams"
+  | "keepsMessages"
+  | "foldWith"
+>;
+
+/**
+ * A consumer group's behaviour. `decide` is the only place with business logic: it gets the
+ * current state and one event and returns a decision. It may call models or tools (never inside a
+ * transaction: the commit happens after it returns), and must not write anything itself.
+ */
+export interface Role<S> {
+  readonly group: string;
+  readonly subscriptions: readonly string[];
+  /** The aggregate this role reads and writes for an event; defaults to the event's aggregate. */
+  stateOf?(event: Envelope): AggregateRef;
+  /**
+   * True when the role needs no per-stream order (each event has its own state, as an audit
+   * record does): every event is de-duplicated by its id, and version gaps are not repaired.
+   */
+  readonly unordered?: true;
+  /**
+   * Aggregate types whose streams this role's events go to several of its states (by `stateOf`):
+   * their checkpoints are the group's own rows, read and moved with each commit, and each event
+   * of a gap is applied to its own state. Other streams keep their checkpoint on the state.
+   */
+  readonly sharedStreams?: readonly string[];
+  /**
+   * A reason to drop the event unprocessed (superseded, cancelled, ...); checked after expiry and
+   * before `decide`. It may read (for example another aggregate's version) but must not write.
+   */
+  discard?(
+    state: S | undefined,
+    event: Envelope,
+    now: Date,
+  ): DiscardReason | undefined | Promise<DiscardReason | undefined>;
+  /**
+   * True when this event already started work that must be finished even though the event is
+   * expired or discarded (a side effect whose outcome is not yet known): `decide` then runs with
+   * `context.resolving`. Asked only for an event that would be discarded.
+   */
+  unfinished?(state: S | undefined, event: Envelope): boolean | Promise<boolean>;
+  decide(
+    state: S | undefined,
+    event: Envelope,
+    context: DecideContext<S>,
+  ): Decision<S> | Promise<Decision<S>>;
+  /**
+   * The failure facts for an event this role failed on for good: `decide` threw a permanent error,
+   * or any error on the delivery's last attempt (`ConsumeOptions.lastAttempt`). The returned
+   * decision commits instead of the event going to the dead-letter queue, recorded as `rejected`
+   * with the error's code, so projections and people see an outcome; undefined = no failure fact
+   * (the error goes on to the queue: retry or dead letter). It must not call what failed again.
+   */
+  failed?(
+    state: S | undefined,
+    event: Envelope,
+    failure: ErrorInfo,
+    context: DecideContext<S>,
+  ): Decision<S> | undefined;
+  /**
+   * What to publish periodically while `decide` works on `event`, delivered for the
+   * `receiveCount`th time (the consumer handler sends it when its heartbeat is on); undefined =
+   * nothing. Given the same event and count, it must name the same run as `decide` does.
+   */
+  heartbeat?(event: Envelope, receiveCount: number): HeartbeatSpec | undefined;
+  /**
+   * How an operator finds this state: its kind and status for lists, and what it waits for from a
+   * person, if anything. Asked for each state written; undefined = not listed.
+   */
+  summarize?(state: S): StateSummary | undefined;
+  /**
+   * True when nothing but AgentBus reads this role's states (the role itself, the operator tools
+   * and console): a large one may then be stored compactly (the DynamoDB adapter deflates its
+   * JSON). Leave it unset for a view that other systems read straight from the state table.
+   */
+  readonly compactState?: true;
+  /**
+   * True for the group that keeps every unsequenced message whole (the audit group): its record of
+   * one is its inbox row, with the envelope and no expiry, written by one conditional put instead
+   * of a state, and `decide` is not asked. The trace finds those messages by correlation and task
+   * there, and reads their payloads to find the states of the other groups that recorded them.
+   */
+  readonly keepsMessages?: true;
+  /**
+   * The role as a fold of its streams decides with it (the operator's rebuild and check), for a
+   * role whose decision reads through a port: built with ports that answer what the group's
+   * decision on the event recorded, never the outside world as it is now. Absent on a role whose
+   * decision needs no port (it is its own fold) and on one whose decision calls the outside world.
+   */
+  foldWith?(recorded: RecordedDecision): Role<unknown>;
+}
+
+export type StepStatus = "applied" | "duplicate" | "discarded" | "rejected";
+
+export interface Step {
+  readonly eventId: string;
+  readonly eventType: string;
+  readonly version: number;
+  readonly status: StepStatus;
+  readonly reason?: string;
+  /** True when the event came from the event store to repair a version gap. */
+  readonly repaired: boolean;
+  readonly emitted: readonly Envelope[];
+  /**
+   * Set when a replayed unsequenced message was discarded as `expired` because it is older than
+   * the group's dedup horizon (./replay.ts).
+   */
+  readonly pastHorizon?: true;
+}
+
+export interface ConsumeResult {
+  /** The delivered event. */
+  readonly event: Envelope;
+  /** What happened to the delivered event. */
+  readonly status: StepStatus;
+  readonly reason?: string;
+  /** Every event handled for this delivery, gap repairs first, in order. */
+  readonly steps: readonly Step[];
+}
+
+export interface ConsumeOptions {
+  readonly receiveCount?: number;
+  /**
+   * How long inbox rows are kept; at least twice the longest redelivery window. It is also the
+   * group's dedup horizon for replayed unsequenced messages (./replay.ts).
+   */
+  readonly inboxTtlSeconds?: number;
+  /** Set when the message comes from an archive replay (its body carried `replay-name`). */
+  readonly replay?: ReplayMark;
+  /**
+   * True when the queue will not hand this message out again after this attempt (its receive
+   * count reached the queue's maxReceiveCount): a role's `failed` then turns any error of
+   * `decide` into failure facts.
+   */
+  readonly lastAttempt?: boolean;
+  /** Reload-and-decide-again rounds after a version conflict before giving up (transiently). */
+  readonly maxConflictRetries?: number;
+}
