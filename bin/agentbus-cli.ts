@@ -1,5 +1,5 @@
 import { Command, CommanderError } from "commander";
-import { silenceNodeVersionWarning } from "../lib/local/warnings";
+import { silenceNodeVersionWarning } from "../lib/operator/warnings";
 import { listsCommand } from "./cli/lists";
 import { consoleCommand, dlqCommand, statusCommand, traceCommand } from "./cli/ops";
 import { checkCommand, rebuildCommand } from "./cli/rebuild";

@@ -1,12 +1,12 @@
 #!/usr/bin/env node
 import { App, Validations } from "aws-cdk-lib";
 import { AwsSolutionsChecks } from "cdk-nag";
-import { AgentBusStack, deploymentSettings } from "../lib/agentbus-stack";
+import { AgentBusStack, deploymentSettings } from "../lib/infra/agentbus-stack";
 
 /**
  * The CDK app: `npx cdk synth|deploy -c stage=<stage> [-c region=<region>] [-c account=<id>]`
  * (region and account default to the CLI's CDK_DEFAULT_REGION / CDK_DEFAULT_ACCOUNT), and
- * `-c agentbus:emulator=localstack-free|localstack` for an emulator (see lib/constructs/emulator.ts).
+ * `-c agentbus:emulator=localstack-free|localstack` for an emulator (see lib/infra/constructs/emulator.ts).
  *
  * cdk-nag's AWS Solutions checks run on every synth as a validation plugin (cdk-nag 3 replaced
  * the v2 aspect with `Validations.of(app).addPlugins`): findings are printed with the synth

@@ -1,6 +1,6 @@
 import { availableParallelism, loadavg } from "node:os";
-import { type MotoServer, motoAvailable, startMoto } from "../lib/local/moto";
-import { silenceNodeVersionWarning } from "../lib/local/warnings";
+import { type MotoServer, motoAvailable, startMoto } from "../lib/dev/local/moto";
+import { silenceNodeVersionWarning } from "../lib/operator/warnings";
 import { type BundlesResult, bundlesSummary, runBundlesSection } from "./bench/bundles";
 import { type DynamoResult, type Measured, runDynamoSection } from "./bench/dynamo";
 import { type LocalResult, runLocalSection, stopLocalSection } from "./bench/local";

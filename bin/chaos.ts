@@ -1,6 +1,6 @@
 import { Command, InvalidArgumentError } from "commander";
-import { runStackChaos } from "../lib/chaos/run";
-import { playSchedule, type ScheduleResult } from "../lib/sim/schedule";
+import { runStackChaos } from "../lib/dev/chaos/run";
+import { playSchedule, type ScheduleResult } from "../lib/dev/sim/schedule";
 
 /**
  * `npm run chaos -- [--schedules N] [--seed S]`: plays N simulated schedules (seeds S, S+1, ...)
@@ -9,11 +9,11 @@ import { playSchedule, type ScheduleResult } from "../lib/sim/schedule";
  * commits, commits whose answer is lost, relay batches published twice, crashes after a commit,
  * consumers that stall past their visibility timeout, a failing reply channel, a poison message,
  * one redrive), and checks the
- * invariants after each (lib/sim/invariants.ts). Prints what was injected and done, then
+ * invariants after each (lib/dev/sim/invariants.ts). Prints what was injected and done, then
  * `N schedules, M violations`; a schedule that breaks an invariant prints its seed (play it alone
  * with `--seed S --schedules 1`) and the run exits 1.
  *
- * `--stack` plays full-stack schedules instead (lib/chaos): the stack deployed once to moto_server
+ * `--stack` plays full-stack schedules instead (lib/dev/chaos): the stack deployed once to moto_server
  * with its handlers on the local runtime, each schedule a reference task, a content run, a support
  * conversation and a poison message under a fault plan injected at the AWS boundary (SDK
  * middleware) and in the runtime (crashes, lost acks, stalled model calls); 20 schedules by

@@ -1,23 +1,23 @@
 import { Command } from "commander";
 import { ulid } from "ulid";
-import { type RunningConsole, startConsole } from "../lib/console/server";
 import {
   type ConversationScenarioResult,
   hasConversation,
   renderConversation,
   runConversationScenario,
-} from "../lib/local/conversation";
-import { type LocalEnvironment, startLocal } from "../lib/local/environment";
-import { Progress } from "../lib/local/progress";
-import type { RuntimeEvent } from "../lib/local/runtime";
-import { runScenario, type ScenarioResult } from "../lib/local/scenario";
-import { readDeadLetters } from "../lib/local/scenario/dead-letters";
-import { StackPresentError } from "../lib/local/stack-present";
-import { renderSummary, renderTimeline, withObservedDuplicates } from "../lib/local/trace";
-import { silenceNodeVersionWarning } from "../lib/local/warnings";
-import { opsActions } from "../lib/ops/actions";
-import { renderTraceText } from "../lib/ops/render-text";
-import { opsSource, traceOf } from "../lib/ops/source";
+} from "../lib/dev/local/conversation";
+import { type LocalEnvironment, startLocal } from "../lib/dev/local/environment";
+import { Progress } from "../lib/dev/local/progress";
+import type { RuntimeEvent } from "../lib/dev/local/runtime";
+import { runScenario, type ScenarioResult } from "../lib/dev/local/scenario";
+import { readDeadLetters } from "../lib/dev/local/scenario/dead-letters";
+import { StackPresentError } from "../lib/dev/local/stack-present";
+import { renderSummary, renderTimeline, withObservedDuplicates } from "../lib/dev/local/trace";
+import { opsActions } from "../lib/operator/actions";
+import { type RunningConsole, startConsole } from "../lib/operator/console/server";
+import { renderTraceText } from "../lib/operator/render-text";
+import { opsSource, traceOf } from "../lib/operator/source";
+import { silenceNodeVersionWarning } from "../lib/operator/warnings";
 
 silenceNodeVersionWarning();
 

@@ -1,5 +1,5 @@
 import type { TestProject } from "vitest/node";
-import { type MotoServer, startMoto } from "../lib/local/moto";
+import { type MotoServer, startMoto } from "../lib/dev/local/moto";
 import { TEST_WORKERS } from "./workers";
 
 const motos: MotoServer[] = [];

@@ -1,3 +1,3 @@
-import { silenceNodeVersionWarning } from "../lib/local/warnings";
+import { silenceNodeVersionWarning } from "../lib/operator/warnings";
 
 silenceNodeVersionWarning();

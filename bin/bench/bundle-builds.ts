@@ -1,13 +1,13 @@
 import { mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { build } from "esbuild";
+import { synthesize } from "../../lib/dev/local/synth";
 import {
   esbuildOptions,
   FUNCTION_BUNDLING,
   type FunctionBundling,
-} from "../../lib/constructs/bundling";
-import { METADATA, REPO_ROOT } from "../../lib/constructs/function";
-import { synthesize } from "../../lib/local/synth";
+} from "../../lib/infra/constructs/bundling";
+import { METADATA, REPO_ROOT } from "../../lib/infra/constructs/function";
 
 /**
  * The bundles of every function of the stack, built as the CDK construct builds them (the same

@@ -130,7 +130,7 @@ export function bundlesTable({ rows, emptyInitMs, runs }: BundlesResult): string
     ...renderTable(header, cells, ["l", ...header.slice(1).map(() => "r" as const)]),
     "",
     `KB: minified bundle as uploaded (source map apart); ms: median import time of ${runs} fresh node ${process.version} processes with the function's environment (NODE_OPTIONS included); ✓/✗ against the targets ${TARGET_KB} KB and ${TARGET_INIT_MS} ms; cpu ms: the import's median CPU time. An empty module takes ${fmt(emptyInitMs, 1)} ms to import on this machine now.`,
-    `AgentBus: as deployed, AWS called through the lean client (lib/constructs/bundling.ts); SDK clients: the same handler with an AWS SDK v3 client of each service it calls made at init, as before the lean client; baseline: the bundling before that (whole SDK, Powertools Tracer with the X-Ray SDK, all of zod).`,
+    `AgentBus: as deployed, AWS called through the lean client (lib/infra/constructs/bundling.ts); SDK clients: the same handler with an AWS SDK v3 client of each service it calls made at init, as before the lean client; baseline: the bundling before that (whole SDK, Powertools Tracer with the X-Ray SDK, all of zod).`,
   ];
 }
 

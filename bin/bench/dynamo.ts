@@ -9,7 +9,7 @@ import type { ConsumerDeps } from "../../functions/core/ports";
 import type { Role, StepStatus } from "../../functions/core/role";
 import { systemClock, ulidSource } from "../../functions/core/runtime";
 import { type TaskView, taskProjection } from "../../functions/roles/task-projection";
-import { fromSdk } from "../../lib/aws/from-sdk";
+import { fromSdk } from "../../lib/operator/from-sdk";
 import { type Envelope, registry } from "../../schemas";
 import { createTables } from "../../test/support/tables";
 import {

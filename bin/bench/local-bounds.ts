@@ -25,7 +25,7 @@ import {
   type SQSClient,
 } from "@aws-sdk/client-sqs";
 import { ulid } from "ulid";
-import { type AwsClients, emulatorClients } from "../../lib/local/deploy";
+import { type AwsClients, emulatorClients } from "../../lib/dev/local/deploy";
 import { percentiles } from "./local-probe";
 
 /**

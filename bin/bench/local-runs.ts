@@ -2,10 +2,10 @@ import { ulid } from "ulid";
 import { appendToStream } from "../../functions/core/producer";
 import type { Decision } from "../../functions/core/role";
 import { systemClock, ulidSource } from "../../functions/core/runtime";
-import type { LocalEnvironment } from "../../lib/local/environment";
-import { LIFECYCLE } from "../../lib/local/scenario";
-import { customerMessage } from "../../lib/local/scenario/support";
-import { putOnBus } from "../../lib/local/scenario/workflow";
+import type { LocalEnvironment } from "../../lib/dev/local/environment";
+import { LIFECYCLE } from "../../lib/dev/local/scenario";
+import { customerMessage } from "../../lib/dev/local/scenario/support";
+import { putOnBus } from "../../lib/dev/local/scenario/workflow";
 import { registry } from "../../schemas";
 import { percentiles, type WireProbe } from "./local-probe";
 

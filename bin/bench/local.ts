@@ -1,11 +1,11 @@
 import type { LocalDelivery } from "../../functions/adapters/channel/local-channel";
 import type { ConsumeResult } from "../../functions/core/role";
-import { hasConversation } from "../../lib/local/conversation";
-import { emulatorClients } from "../../lib/local/deploy";
-import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
-import { startMoto } from "../../lib/local/moto";
-import type { RuntimeEvent } from "../../lib/local/runtime";
-import { mappedQueueUrls } from "../../lib/local/runtime/queues";
+import { hasConversation } from "../../lib/dev/local/conversation";
+import { emulatorClients } from "../../lib/dev/local/deploy";
+import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
+import { startMoto } from "../../lib/dev/local/moto";
+import type { RuntimeEvent } from "../../lib/dev/local/runtime";
+import { mappedQueueUrls } from "../../lib/dev/local/runtime/queues";
 import { type Bounds, type Latency, measureBounds, pingQueue } from "./local-bounds";
 import { cpuNow, type Probed, percentiles, ratesBetween, WireProbe } from "./local-probe";
 import {

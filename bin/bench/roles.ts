@@ -1,10 +1,10 @@
 import { indexCatalog } from "../../functions/adapters/index-writes";
 import { type MeterSnapshot, meter } from "../../functions/adapters/metering";
 import type { Step } from "../../functions/core/role";
-import { hasConversation, runConversationScenario } from "../../lib/local/conversation";
-import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
-import type { RuntimeEvent } from "../../lib/local/runtime";
-import { runScenario } from "../../lib/local/scenario";
+import { hasConversation, runConversationScenario } from "../../lib/dev/local/conversation";
+import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
+import type { RuntimeEvent } from "../../lib/dev/local/runtime";
+import { runScenario } from "../../lib/dev/local/scenario";
 import { printCeilings, type ScenarioCounts } from "./ceilings";
 import type { DynamoResult, Measured } from "./dynamo";
 import { fmt, fmtInt, renderTable } from "./stats";

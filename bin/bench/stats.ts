@@ -1,6 +1,6 @@
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
-import { Random } from "../../lib/sim/random";
+import { Random } from "../../lib/dev/sim/random";
 
 /** Median, minimum and maximum of a non-empty list of samples. */
 export interface Summary {
@@ -71,7 +71,7 @@ export async function sampleThroughput<T>(pass: Pass<T>, minMs: number): Promise
   return events / (elapsed / 1000);
 }
 
-/** A deterministic pseudo-random generator (lib/sim's) so every run shuffles the same way. */
+/** A deterministic pseudo-random generator (lib/dev/sim's) so every run shuffles the same way. */
 export function seededRandom(seed: number): () => number {
   const random = new Random(seed);
   return () => random.next();

@@ -1,12 +1,12 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { Command } from "commander";
-import { backfillListKeys, type ListBackfillCounts } from "../../lib/ops/list-backfill";
+import { backfillListKeys, type ListBackfillCounts } from "../../lib/operator/list-backfill";
 import { clientConfig, out, stateTable, type Target, UsageError } from "./target";
 
 /**
  * `agentbus lists backfill`: give the summarized states an older version wrote the keys of the
  * operator's lists (`listed_at`, `waiting_since`), so the by-kind-listed and by-waiting-since
- * indexes have them (lib/ops/list-backfill.ts). Only the state table is used: --state-table, the
+ * indexes have them (lib/operator/list-backfill.ts). Only the state table is used: --state-table, the
  * outputs file, or with --endpoint the stage's table found by ListTables.
  */
 

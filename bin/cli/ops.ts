@@ -1,18 +1,18 @@
 import { Command } from "commander";
-import { startConsole } from "../../lib/console/server";
-import { opsActions } from "../../lib/ops/actions";
-import { recordAction } from "../../lib/ops/audit";
-import { listDeadLetters } from "../../lib/ops/dead-letters";
-import { redrive, redriveAuditAction, redriveTargetProblem } from "../../lib/ops/redrive";
+import { opsActions } from "../../lib/operator/actions";
+import { recordAction } from "../../lib/operator/audit";
+import { startConsole } from "../../lib/operator/console/server";
+import { listDeadLetters } from "../../lib/operator/dead-letters";
+import { redrive, redriveAuditAction, redriveTargetProblem } from "../../lib/operator/redrive";
 import {
   renderDeadLettersText,
   renderRedriveText,
   renderStatusText,
   renderTraceText,
-} from "../../lib/ops/render-text";
-import { opsSource, traceOf } from "../../lib/ops/source";
-import { connect, type OpsStack, readPublishedOutputs } from "../../lib/ops/stack";
-import { status, waiting } from "../../lib/ops/status";
+} from "../../lib/operator/render-text";
+import { opsSource, traceOf } from "../../lib/operator/source";
+import { connect, type OpsStack, readPublishedOutputs } from "../../lib/operator/stack";
+import { status, waiting } from "../../lib/operator/status";
 import { clientConfig, NotFoundError, out, type Target, UsageError } from "./target";
 
 /**

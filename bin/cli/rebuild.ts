@@ -3,12 +3,12 @@ import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store"
 import { DynamoStreamLister } from "../../functions/adapters/dynamodb/stream-lister";
 import type { EventStore } from "../../functions/core/ports";
 import type { Role } from "../../functions/core/role";
-import { fromSdk } from "../../lib/aws/from-sdk";
-import { type FoldVerdict, foldVerdict } from "../../lib/ops/fold-groups";
-import { checkFold, type RebuildProgress, rebuild } from "../../lib/ops/rebuild";
-import { IncompleteFoldError, resetStates } from "../../lib/ops/rebuild-reset";
-import type { OpsStack } from "../../lib/ops/stack";
-import { topology } from "../../lib/topology";
+import { topology } from "../../lib/infra/topology";
+import { type FoldVerdict, foldVerdict } from "../../lib/operator/fold-groups";
+import { fromSdk } from "../../lib/operator/from-sdk";
+import { checkFold, type RebuildProgress, rebuild } from "../../lib/operator/rebuild";
+import { IncompleteFoldError, resetStates } from "../../lib/operator/rebuild-reset";
+import type { OpsStack } from "../../lib/operator/stack";
 import type { AggregateRef } from "../../schemas";
 import { withStack } from "./ops";
 import { NotFoundError, out, type Target, UsageError } from "./target";
@@ -17,8 +17,8 @@ import { NotFoundError, out, type Target, UsageError } from "./target";
  * `agentbus rebuild <group>` and `agentbus check <group>`: feed a group every stream of an
  * aggregate type from the event store (resumable, while live traffic goes on), compare stored
  * states with the fold of their streams, and (`rebuild --reset`) rewrite the states from that
- * fold. They run the project's role (lib/topology.ts) in this process, against the stack's
- * tables, for every group whose state is a fold of its streams (lib/ops/fold-groups.ts).
+ * fold. They run the project's role (lib/infra/topology.ts) in this process, against the stack's
+ * tables, for every group whose state is a fold of its streams (lib/operator/fold-groups.ts).
  */
 
 const TYPE = /^[a-z][a-z0-9_]{0,63}$/;
@@ -28,7 +28,7 @@ const RESET_LIMIT = 10_000;
 type Use = "rebuild" | "check" | "rebuild --reset";
 
 /**
- * The role the tools fold the group's streams with (lib/ops/fold-groups.ts decides from what the
+ * The role the tools fold the group's streams with (lib/operator/fold-groups.ts decides from what the
  * group declares); a group they cannot run for `use` is refused, naming why.
  */
 function roleOf(group: string, use: Use): { role: Role<unknown>; verdict: FoldVerdict } {

@@ -1,6 +1,6 @@
 import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { Command } from "commander";
-import { recordAction } from "../../lib/ops/audit";
+import { recordAction } from "../../lib/operator/audit";
 import {
   checkRetention,
   estimate,
@@ -8,7 +8,7 @@ import {
   type ReplayStart,
   startOnce,
   waitForReplays,
-} from "../../lib/ops/replay";
+} from "../../lib/operator/replay";
 import {
   chosenGroups,
   planReplays,
@@ -17,8 +17,8 @@ import {
   type ReplayWindow,
   replayTargets,
   replayWindow,
-} from "../../lib/ops/replay-plan";
-import type { OpsStack } from "../../lib/ops/stack";
+} from "../../lib/operator/replay-plan";
+import type { OpsStack } from "../../lib/operator/stack";
 import { withStack } from "./ops";
 import { clientConfig, out, type Target, UsageError } from "./target";
 

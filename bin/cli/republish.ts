@@ -1,11 +1,11 @@
 import { Command } from "commander";
-import { recordAction } from "../../lib/ops/audit";
+import { recordAction } from "../../lib/operator/audit";
 import {
   MAX_WINDOW_HOURS,
   type RepublishReport,
   republishFailures,
   republishWindow,
-} from "../../lib/ops/republish";
+} from "../../lib/operator/republish";
 import { withStack } from "./ops";
 import { clientConfig, out, type Target, UsageError } from "./target";
 

@@ -1,9 +1,9 @@
 import { Command, Option } from "commander";
-import { operatorName } from "../../lib/ops/audit";
-import { unknownSideEffects } from "../../lib/ops/lists";
-import { operatorEnvelope } from "../../lib/ops/operator-command";
-import type { OpsStack } from "../../lib/ops/stack";
-import { heldReplies } from "../../lib/ops/support";
+import { operatorName } from "../../lib/operator/audit";
+import { unknownSideEffects } from "../../lib/operator/lists";
+import { operatorEnvelope } from "../../lib/operator/operator-command";
+import type { OpsStack } from "../../lib/operator/stack";
+import { heldReplies } from "../../lib/operator/support";
 import {
   type Decided,
   type ReviewDecision,
@@ -15,8 +15,8 @@ import {
   sendResolveCheck,
   sendResolveCommand,
   taskIdProblem,
-} from "../../lib/ops/support-actions";
-import { cancelCheck, cancelCommand } from "../../lib/ops/support-cancel";
+} from "../../lib/operator/support-actions";
+import { cancelCheck, cancelCommand } from "../../lib/operator/support-cancel";
 import { SEND_RESOLUTIONS, type SendResolution } from "../../schemas/events/conversation";
 import { withStack } from "./ops";
 import { out, type Target, UsageError } from "./target";
@@ -27,8 +27,8 @@ import { out, type Target, UsageError } from "./target";
  * stage's commands bus (`reply.approve.requested`, `reply.reject.requested`,
  * `support.cancel.requested`, `notification.resolve.requested`) carrying who asked
  * (`$AGENTBUS_OPERATOR` or the OS user) and why (`--reason`); the audit group keeps it. Before
- * sending, the stored state is checked (the checks live in lib/ops/support-actions, shared with
- * the console, and lib/ops/support-cancel): a decision already taken is reported and nothing is
+ * sending, the stored state is checked (the checks live in lib/operator/support-actions, shared with
+ * the console, and lib/operator/support-cancel): a decision already taken is reported and nothing is
  * sent (exit 0); one that cannot apply (no such reply, not held, a reply already delivered, a key
  * whose outcome is not unknown) is a usage error (exit 2), nothing sent.
  */

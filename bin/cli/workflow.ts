@@ -5,19 +5,19 @@ import { ulid } from "ulid";
 import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
 import type { StoredState } from "../../functions/core/ports";
 import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
-import { fromSdk } from "../../lib/aws/from-sdk";
-import { operatorName } from "../../lib/ops/audit";
+import { operatorName } from "../../lib/operator/audit";
+import { fromSdk } from "../../lib/operator/from-sdk";
 import {
   type OperatorCommand,
   operatorEnvelope,
   putCommandOn,
-} from "../../lib/ops/operator-command";
+} from "../../lib/operator/operator-command";
 import {
   parseOutput,
   type RunRequest,
   runRequestCommand,
   runRequestProblem,
-} from "../../lib/ops/workflow-actions";
+} from "../../lib/operator/workflow-actions";
 import { opaqueIdProblem } from "../../schemas";
 import { NodeId, WORKFLOW_KINDS } from "../../schemas/events/workflow";
 import {

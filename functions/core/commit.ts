@@ -138,7 +138,7 @@ function gateOnly<S>(
  * True when what the commit writes records the event's outcome itself, so no inbox row is
  * written: the checkpoint of the event's stream on the state, the group's checkpoint row of a
  * shared stream, or the event's id among the state's recent unsequenced ones. The operator tools
- * read those as the group's outcomes (lib/ops/recorded-outcomes.ts); the group that keeps
+ * read those as the group's outcomes (lib/operator/recorded-outcomes.ts); the group that keeps
  * messages (Role.keepsMessages) is where a trace finds an unsequenced one. Repairs, discards and
  * rejections keep their rows (a trace shows what they were).
  */

@@ -50,7 +50,7 @@ export interface DecideContext<S> {
  * What a role is outside its handler: its group, the event types it subscribes to, and where it
  * keeps what it applied (its states, by `stateOf`, and the checkpoints of its shared streams).
  * The topology subscribes the group with it, and the operator tools read the group's outcomes
- * from those states with it (lib/ops/recorded-outcomes.ts); the role spreads the same object, so
+ * from those states with it (lib/operator/recorded-outcomes.ts); the role spreads the same object, so
  * all of them see the role's own `stateOf`.
  */
 export type RoleDescriptor = Pick<

@@ -159,7 +159,7 @@ export const conversationProjection: Role<ConversationView> = {
     type: CONVERSATION_VIEW_AGGREGATE,
     id: foldedPayload(event).conversation_id,
   }),
-  // The view's checkpoints of its streams record what it applied (lib/ops/self-recorded).
+  // The view's checkpoints of its streams record what it applied (lib/operator/self-recorded).
   decide(view, event) {
     const conversationId = foldedPayload(event).conversation_id;
     const base: ConversationView = view ?? {

@@ -45,7 +45,7 @@ export const taskProjection: Role<TaskView> = {
   summarize: summarizeTask,
   subscriptions: [...Object.keys(LIFECYCLE), "task.feedback.received"],
   stateOf: (event) => ({ type: "task_view", id: event.aggregate.id }),
-  // The view's checkpoint of its task stream records what it applied (lib/ops/self-recorded).
+  // The view's checkpoint of its task stream records what it applied (lib/operator/self-recorded).
   decide(view, event) {
     if (event.event_type === "task.feedback.received") {
       const { rating } = payloadOf(event, "task.feedback.received");

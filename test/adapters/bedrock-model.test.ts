@@ -6,7 +6,7 @@ import { z } from "zod";
 import { BedrockModel, modelFailure } from "../../functions/adapters/bedrock/model";
 import { AgentBusError } from "../../functions/core/errors";
 import { invokeStructured, type ModelRequest } from "../../functions/core/model";
-import { fromSdk } from "../../lib/aws/from-sdk";
+import { fromSdk } from "../../lib/operator/from-sdk";
 
 const MODEL_ID = "anthropic.claude-3-haiku-20240307-v1:0";
 

@@ -7,7 +7,7 @@ import { streamKey, type TableNames } from "../../functions/adapters/dynamodb/ta
 import { InMemoryEventStore } from "../../functions/core/memory";
 import type { DueReader, EventStore, StateReader } from "../../functions/core/ports";
 import { ManualClock } from "../../functions/core/runtime";
-import { fromSdk } from "../../lib/aws/from-sdk";
+import { fromSdk } from "../../lib/operator/from-sdk";
 import type { AggregateRef } from "../../schemas";
 import { emulator } from "../support/aws";
 import { newUlid } from "../support/factories";

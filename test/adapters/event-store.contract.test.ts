@@ -24,7 +24,7 @@ import type {
 import { appendToStream } from "../../functions/core/producer";
 import type { Role } from "../../functions/core/role";
 import { ManualClock, ulidSource } from "../../functions/core/runtime";
-import { fromSdk } from "../../lib/aws/from-sdk";
+import { fromSdk } from "../../lib/operator/from-sdk";
 import { type AggregateRef, type Envelope, registry } from "../../schemas";
 import { emulator } from "../support/aws";
 import {

@@ -37,7 +37,7 @@ import {
 } from "../../functions/core/errors";
 import type { InboxRecord } from "../../functions/core/ports";
 import { ManualClock } from "../../functions/core/runtime";
-import { fromSdk } from "../../lib/aws/from-sdk";
+import { fromSdk } from "../../lib/operator/from-sdk";
 import type { AggregateRef, Envelope } from "../../schemas";
 import { emulator } from "../support/aws";
 import { newCorrelationId, newUlid, taskEvent, taskStream } from "../support/factories";

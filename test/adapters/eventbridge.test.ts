@@ -10,7 +10,7 @@ import { EventBridgePublisher } from "../../functions/adapters/eventbridge/publi
 import { meter } from "../../functions/adapters/metering";
 import type { AgentBusError } from "../../functions/core/errors";
 import { relay } from "../../functions/core/relay";
-import { fromSdk } from "../../lib/aws/from-sdk";
+import { fromSdk } from "../../lib/operator/from-sdk";
 import { type Envelope, registry } from "../../schemas";
 import { emulator } from "../support/aws";
 import { feedbackEvent, newUlid, taskStream } from "../support/factories";

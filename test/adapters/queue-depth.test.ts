@@ -7,7 +7,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sqsQueueDepth } from "../../functions/adapters/sqs/queue-depth";
 import { ManualClock } from "../../functions/core/runtime";
-import { fromSdk } from "../../lib/aws/from-sdk";
+import { fromSdk } from "../../lib/operator/from-sdk";
 import { emulator } from "../support/aws";
 import { newUlid } from "../support/factories";
 import { createQueue } from "../support/queues";

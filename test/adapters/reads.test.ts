@@ -8,7 +8,7 @@ import { batchGetItems } from "../../functions/adapters/dynamodb/reads";
 import { SideEffectAttr, type TableNames } from "../../functions/adapters/dynamodb/tables";
 import { meter } from "../../functions/adapters/metering";
 import { TransientError } from "../../functions/core/errors";
-import { fromSdk } from "../../lib/aws/from-sdk";
+import { fromSdk } from "../../lib/operator/from-sdk";
 import { emulator } from "../support/aws";
 import { newUlid } from "../support/factories";
 import { createTables, deleteTables } from "../support/tables";

@@ -12,7 +12,7 @@ import { TABLES } from "../../functions/adapters/dynamodb/layouts";
 import { DynamoSideEffects } from "../../functions/adapters/dynamodb/side-effects";
 import { PermanentError, TransientError } from "../../functions/core/errors";
 import { SideEffectTransitionError } from "../../functions/core/side-effects";
-import { fromSdk } from "../../lib/aws/from-sdk";
+import { fromSdk } from "../../lib/operator/from-sdk";
 import { emulator } from "../support/aws";
 import { newTaskId, newUlid } from "../support/factories";
 

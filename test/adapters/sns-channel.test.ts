@@ -23,7 +23,7 @@ import {
   type ChannelSendRequest,
   ChannelTimeoutError,
 } from "../../functions/core/side-effects";
-import { fromSdk } from "../../lib/aws/from-sdk";
+import { fromSdk } from "../../lib/operator/from-sdk";
 import { emulator } from "../support/aws";
 import { newTaskId, newUlid } from "../support/factories";
 import { createQueue, drainQueue } from "../support/queues";

@@ -11,7 +11,7 @@ import { SqsFifoSender } from "../../functions/adapters/sqs/fifo-sender";
 import { extendVisibility } from "../../functions/adapters/sqs/visibility";
 import { dispatch } from "../../functions/core/dispatch";
 import type { AgentBusError } from "../../functions/core/errors";
-import { fromSdk } from "../../lib/aws/from-sdk";
+import { fromSdk } from "../../lib/operator/from-sdk";
 import { registry } from "../../schemas";
 import { emulator } from "../support/aws";
 import { newUlid, taskStream } from "../support/factories";

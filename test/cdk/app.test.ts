@@ -3,8 +3,8 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { deploymentSettings } from "../../lib/agentbus-stack";
-import { REPO_ROOT } from "../../lib/constructs/function";
+import { deploymentSettings } from "../../lib/infra/agentbus-stack";
+import { REPO_ROOT } from "../../lib/infra/constructs/function";
 import { cdkJsonContext } from "./support";
 
 /** The deployment settings bin/agentbus.ts reads: `-c stage/region/account`, then the CLI's. */

@@ -6,8 +6,12 @@ import { App, Stack } from "aws-cdk-lib";
 import { OutputFormat } from "aws-cdk-lib/aws-lambda-nodejs";
 import { build, type Metafile } from "esbuild";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { esbuildOptions, FUNCTION_BUNDLING, FUNCTION_RUNTIME } from "../../lib/constructs/bundling";
-import { AgentBusFunction, METADATA, REPO_ROOT } from "../../lib/constructs/function";
+import {
+  esbuildOptions,
+  FUNCTION_BUNDLING,
+  FUNCTION_RUNTIME,
+} from "../../lib/infra/constructs/bundling";
+import { AgentBusFunction, METADATA, REPO_ROOT } from "../../lib/infra/constructs/function";
 import { cdkJsonContext, resources, synthesizeStack } from "./support";
 
 /**

@@ -2,10 +2,10 @@ import { Duration, type Stack } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
 import { Queue } from "aws-cdk-lib/aws-sqs";
 import { describe, expect, it } from "vitest";
-import { ConsumerGroup } from "../../lib/constructs/consumer-group";
-import type { ConsumerGroupProps } from "../../lib/constructs/consumer-group-props";
-import { AgentBusTables } from "../../lib/constructs/tables";
-import { Topic } from "../../lib/constructs/topic";
+import { ConsumerGroup } from "../../lib/infra/constructs/consumer-group";
+import type { ConsumerGroupProps } from "../../lib/infra/constructs/consumer-group-props";
+import { AgentBusTables } from "../../lib/infra/constructs/tables";
+import { Topic } from "../../lib/infra/constructs/topic";
 import { functionsOfKind, resources, single, testStack } from "./support";
 
 const ENTRY = "functions/handlers/task-projection.ts";

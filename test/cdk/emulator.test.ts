@@ -1,8 +1,12 @@
 import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
-import { PIPE_FALLBACK_WARNING } from "../../lib/agentbus-stack";
-import { EMULATOR_CONTEXT_KEY, EMULATORS, emulatorProblem } from "../../lib/constructs/emulator";
-import { Topic } from "../../lib/constructs/topic";
+import { PIPE_FALLBACK_WARNING } from "../../lib/infra/agentbus-stack";
+import {
+  EMULATOR_CONTEXT_KEY,
+  EMULATORS,
+  emulatorProblem,
+} from "../../lib/infra/constructs/emulator";
+import { Topic } from "../../lib/infra/constructs/topic";
 import {
   type CfnTemplate,
   checkTemplate,

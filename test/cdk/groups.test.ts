@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { audit } from "../../functions/roles/audit";
 import { taskProjection } from "../../functions/roles/task-projection";
-import { DISCARD_REASONS } from "../../lib/constructs/consumer-group-monitoring";
-import { defineTopology } from "../../lib/topology";
+import { DISCARD_REASONS } from "../../lib/infra/constructs/consumer-group-monitoring";
+import { defineTopology } from "../../lib/infra/topology";
 import {
   allowedOn,
   dashboardBody,

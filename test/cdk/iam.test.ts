@@ -1,6 +1,6 @@
 import type { Template } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
-import { EMULATOR_CONTEXT_KEY } from "../../lib/constructs/emulator";
+import { EMULATOR_CONTEXT_KEY } from "../../lib/infra/constructs/emulator";
 import {
   functionsOfKind,
   getAtt,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { LEGACY_CHECKPOINTS_KEY } from "../../lib/agentbus-stack";
+import { LEGACY_CHECKPOINTS_KEY } from "../../lib/infra/agentbus-stack";
 import { resources, synthesizeStack } from "./support";
 
 /**

@@ -2,14 +2,14 @@ import { isDeepStrictEqual } from "node:util";
 import { Template } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
 import type { IndexLayout } from "../../functions/adapters/dynamodb/layouts";
-import { LIST_INDEX_UPGRADE_KEY, parseListIndexUpgrade } from "../../lib/agentbus-stack";
+import { LIST_INDEX_UPGRADE_KEY, parseListIndexUpgrade } from "../../lib/infra/agentbus-stack";
 import {
   AgentBusTables,
   LIST_INDEX_UPGRADE_STAGES,
   type ListIndexUpgrade,
   stateIndexLayouts,
   stateListIndexNames,
-} from "../../lib/constructs/tables";
+} from "../../lib/infra/constructs/tables";
 import { LEGACY_STATE_LAYOUT } from "../support/tables";
 import { resources, single, synthesizeStack, testStack } from "./support";
 

@@ -8,9 +8,9 @@ import {
   modelAccessStatements,
   parseModelId,
   resolveModelSetting,
-} from "../../lib/constructs/model-access";
-import { RETIRING_MODELS } from "../../lib/constructs/model-lifecycle";
-import { topology } from "../../lib/topology";
+} from "../../lib/infra/constructs/model-access";
+import { RETIRING_MODELS } from "../../lib/infra/constructs/model-lifecycle";
+import { topology } from "../../lib/infra/topology";
 import { CONTENT_ROLES } from "../../schemas/events/workflow";
 import { functionsOfKind, type Resource, statementsOf, synthesizeStack } from "./support";
 

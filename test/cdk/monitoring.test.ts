@@ -1,11 +1,11 @@
 import { Duration, type Stack } from "aws-cdk-lib";
 import { Match, Template } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
-import { ConsumerGroup } from "../../lib/constructs/consumer-group";
-import type { ConsumerGroupProps } from "../../lib/constructs/consumer-group-props";
-import { Relay } from "../../lib/constructs/relay";
-import { AgentBusTables } from "../../lib/constructs/tables";
-import { Topic } from "../../lib/constructs/topic";
+import { ConsumerGroup } from "../../lib/infra/constructs/consumer-group";
+import type { ConsumerGroupProps } from "../../lib/infra/constructs/consumer-group-props";
+import { Relay } from "../../lib/infra/constructs/relay";
+import { AgentBusTables } from "../../lib/infra/constructs/tables";
+import { Topic } from "../../lib/infra/constructs/topic";
 import { CONTENT_ROLES } from "../../schemas/events/workflow";
 import {
   dashboardBody,

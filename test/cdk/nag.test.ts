@@ -7,10 +7,10 @@ import { CfnQueue, Queue } from "aws-cdk-lib/aws-sqs";
 import { AwsSolutionsChecks } from "cdk-nag";
 import type { IConstruct } from "constructs";
 import { describe, expect, it } from "vitest";
-import { AgentBusStack, type AgentBusStackProps } from "../../lib/agentbus-stack";
-import { EMULATOR_CONTEXT_KEY } from "../../lib/constructs/emulator";
-import { XRAY_ACTIONS } from "../../lib/constructs/function";
-import { MODEL_ID_CONTEXT_KEY } from "../../lib/constructs/model-access";
+import { AgentBusStack, type AgentBusStackProps } from "../../lib/infra/agentbus-stack";
+import { EMULATOR_CONTEXT_KEY } from "../../lib/infra/constructs/emulator";
+import { XRAY_ACTIONS } from "../../lib/infra/constructs/function";
+import { MODEL_ID_CONTEXT_KEY } from "../../lib/infra/constructs/model-access";
 import { testApp, topologyWithPipe } from "./support";
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { EMULATOR_CONTEXT_KEY } from "../../lib/constructs/emulator";
-import { REPLAY_NAME_PATTERN, replayName } from "../../lib/replay-names";
+import { EMULATOR_CONTEXT_KEY } from "../../lib/infra/constructs/emulator";
+import { REPLAY_NAME_PATTERN, replayName } from "../../lib/infra/replay-names";
 import {
   getAtt,
   PIPED_GROUP,

@@ -1,10 +1,10 @@
 import { Duration } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
-import { DISPATCH_MAX_CONCURRENCY } from "../../lib/constructs/consumer-group-settings";
-import { Relay } from "../../lib/constructs/relay";
-import { AgentBusTables } from "../../lib/constructs/tables";
-import { Topic } from "../../lib/constructs/topic";
+import { DISPATCH_MAX_CONCURRENCY } from "../../lib/infra/constructs/consumer-group-settings";
+import { Relay } from "../../lib/infra/constructs/relay";
+import { AgentBusTables } from "../../lib/infra/constructs/tables";
+import { Topic } from "../../lib/infra/constructs/topic";
 import {
   functionsOfKind,
   refersTo,

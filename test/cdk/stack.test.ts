@@ -3,9 +3,9 @@ import { join } from "node:path";
 import { Match } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
 import { taskProjection } from "../../functions/roles/task-projection";
-import { REPO_ROOT } from "../../lib/constructs/function";
-import { EVENTS_INDEXES } from "../../lib/constructs/tables";
-import { topology } from "../../lib/topology";
+import { REPO_ROOT } from "../../lib/infra/constructs/function";
+import { EVENTS_INDEXES } from "../../lib/infra/constructs/tables";
+import { topology } from "../../lib/infra/topology";
 import { registry } from "../../schemas";
 import {
   agentBusStack,

@@ -5,8 +5,8 @@ import { InMemorySideEffects } from "../../functions/core/side-effects";
 import { createOrderLookup, ordersFrom } from "../../functions/roles/order-lookup";
 import { createReplyGeneration } from "../../functions/roles/reply-generation";
 import { createSender, DEFAULT_MAX_UNKNOWN_ATTEMPTS } from "../../functions/roles/sender";
-import { SUPPORT_GROUPS } from "../../lib/local/conversation";
-import { defineTopology, supportGroups, topology } from "../../lib/topology";
+import { SUPPORT_GROUPS } from "../../lib/dev/local/conversation";
+import { defineTopology, supportGroups, topology } from "../../lib/infra/topology";
 import {
   agentBusStack,
   refersTo,

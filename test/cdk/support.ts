@@ -4,9 +4,9 @@ import { App, Stack } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
 import { audit } from "../../functions/roles/audit";
 import { taskProjection } from "../../functions/roles/task-projection";
-import { AgentBusStack, type AgentBusStackProps } from "../../lib/agentbus-stack";
-import { REPO_ROOT } from "../../lib/constructs/function";
-import { defineTopology, type Topology } from "../../lib/topology";
+import { AgentBusStack, type AgentBusStackProps } from "../../lib/infra/agentbus-stack";
+import { REPO_ROOT } from "../../lib/infra/constructs/function";
+import { defineTopology, type Topology } from "../../lib/infra/topology";
 
 type Json = Record<string, unknown>;
 

@@ -9,7 +9,7 @@ import {
   type TopologyDeclaration,
   topology,
   topologyProblems,
-} from "../../lib/topology";
+} from "../../lib/infra/topology";
 import { registry } from "../../schemas";
 
 /**

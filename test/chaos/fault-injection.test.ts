@@ -21,16 +21,16 @@ import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LocalChannel } from "../../functions/adapters/channel/local-channel";
 import { ChannelTimeoutError } from "../../functions/core/side-effects";
-import { FAULTED_ATTEMPTS, FaultInjector } from "../../lib/chaos/injector";
-import { injectFaults } from "../../lib/chaos/middleware";
+import { FAULTED_ATTEMPTS, FaultInjector } from "../../lib/dev/chaos/injector";
+import { injectFaults } from "../../lib/dev/chaos/middleware";
 import {
   describePlan,
   FAULT_KINDS,
   type FaultKind,
   type FaultPlan,
   planOf,
-} from "../../lib/chaos/plan";
-import { Faults, type Invocation, InvocationCrash } from "../../lib/local/runtime/faults";
+} from "../../lib/dev/chaos/plan";
+import { Faults, type Invocation, InvocationCrash } from "../../lib/dev/local/runtime/faults";
 import { emulator } from "../support/aws";
 
 /** A plan where only `kind` is on, at `rate`. */

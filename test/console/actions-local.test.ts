@@ -6,19 +6,19 @@ import { type Browser, chromium, type Locator, type Page } from "playwright-core
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HUMAN_REVIEW_MARKER, UNUSABLE_DRAFT_MARKER } from "../../functions/adapters/local-model";
-import { type RunningConsole, startConsole } from "../../lib/console/server";
-import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
-import { customerMessage, loadConversation, waitUntil } from "../../lib/local/scenario/support";
+import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
+import { customerMessage, loadConversation, waitUntil } from "../../lib/dev/local/scenario/support";
 import {
   hasContentWorkflow,
   loadRun,
   putOnBus,
   startWorkflow,
   waitForRunEnd,
-} from "../../lib/local/scenario/workflow";
-import { opsActions } from "../../lib/ops/actions";
-import { listDeadLetters } from "../../lib/ops/dead-letters";
-import { opsSource } from "../../lib/ops/source";
+} from "../../lib/dev/local/scenario/workflow";
+import { opsActions } from "../../lib/operator/actions";
+import { type RunningConsole, startConsole } from "../../lib/operator/console/server";
+import { listDeadLetters } from "../../lib/operator/dead-letters";
+import { opsSource } from "../../lib/operator/source";
 import type { Envelope } from "../../schemas";
 import { auditedOutcomes } from "../support/audit";
 import { emulator } from "../support/aws";

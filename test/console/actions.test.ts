@@ -1,9 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { answerPost, parseAction } from "../../lib/console/actions";
-import { FlashMessages } from "../../lib/console/flash";
-import { formOf, MAX_REASON, reasonOf, textOf } from "../../lib/console/form-data";
-import { newFormToken, postAddressProblem, tokenMatches } from "../../lib/console/post-guard";
-import type { ActionOutcome, OpsActions } from "../../lib/ops/actions";
+import type { ActionOutcome, OpsActions } from "../../lib/operator/actions";
+import { answerPost, parseAction } from "../../lib/operator/console/actions";
+import { FlashMessages } from "../../lib/operator/console/flash";
+import { formOf, MAX_REASON, reasonOf, textOf } from "../../lib/operator/console/form-data";
+import {
+  newFormToken,
+  postAddressProblem,
+  tokenMatches,
+} from "../../lib/operator/console/post-guard";
 import { RUN_ID } from "./fixtures";
 
 /** The console's POSTs without a browser or a stack: the guard, the form reading, the answer. */

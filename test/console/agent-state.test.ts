@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
-import { parseAction } from "../../lib/console/actions";
-import { renderRun } from "../../lib/console/run";
-import { runView } from "../../lib/ops/runs";
-import { runRequestCommand, runRequestProblem } from "../../lib/ops/workflow-actions";
+import { parseAction } from "../../lib/operator/console/actions";
+import { renderRun } from "../../lib/operator/console/run";
+import { runView } from "../../lib/operator/runs";
+import { runRequestCommand, runRequestProblem } from "../../lib/operator/workflow-actions";
 
 /**
  * The run page shows what the agent of each RUNNING node reported (seed 001 §2): queued until it

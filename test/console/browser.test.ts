@@ -3,7 +3,7 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { type Browser, chromium, type Locator, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type RunningConsole, startConsole } from "../../lib/console/server";
+import { type RunningConsole, startConsole } from "../../lib/operator/console/server";
 import { CORRELATION_ID, EVENT_IDS, fakeSource, RUN_ID, TASK_ID } from "./fixtures";
 
 const CHROMIUM = "/usr/bin/chromium";

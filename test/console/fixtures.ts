@@ -7,7 +7,7 @@ import type {
   TraceEvent,
   TraceNode,
   TraceView,
-} from "../../lib/ops/views";
+} from "../../lib/operator/views";
 
 // A realistic console state: one content-production run that failed in `writing`, and the trace of
 // a customer-support conversation with a superseded reply, a retrying audit and a poison message.

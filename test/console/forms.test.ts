@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { FlashMessages } from "../../lib/console/flash";
-import { type PageContext, routeRequest } from "../../lib/console/routes";
-import type { RunView } from "../../lib/ops/views";
+import { FlashMessages } from "../../lib/operator/console/flash";
+import { type PageContext, routeRequest } from "../../lib/operator/console/routes";
+import type { RunView } from "../../lib/operator/views";
 import { contentRun, deadLetters, fakeSource, overview, RUN_ID } from "./fixtures";
 import { type El, find, findAll, parseHtml, textOf, withAttr } from "./html-tree";
 

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { layoutDag } from "../../lib/console/dag-layout";
-import { edgePath, STATE_PAINT } from "../../lib/console/dag-svg";
-import { formatTime } from "../../lib/console/format";
-import { escapeHtml } from "../../lib/console/html";
-import { refreshSeconds, routeRequest } from "../../lib/console/routes";
-import { describeOutcome } from "../../lib/console/trace";
-import type { RunView, TraceView } from "../../lib/ops/views";
+import { layoutDag } from "../../lib/operator/console/dag-layout";
+import { edgePath, STATE_PAINT } from "../../lib/operator/console/dag-svg";
+import { formatTime } from "../../lib/operator/console/format";
+import { escapeHtml } from "../../lib/operator/console/html";
+import { refreshSeconds, routeRequest } from "../../lib/operator/console/routes";
+import { describeOutcome } from "../../lib/operator/console/trace";
+import type { RunView, TraceView } from "../../lib/operator/views";
 import {
   at,
   CORRELATION_ID,

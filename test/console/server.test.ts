@@ -1,7 +1,7 @@
 import { request } from "node:http";
 import { describe, expect, it } from "vitest";
-import { hostAllowed, startConsole } from "../../lib/console/server";
-import type { OpsActions } from "../../lib/ops/actions";
+import type { OpsActions } from "../../lib/operator/actions";
+import { hostAllowed, startConsole } from "../../lib/operator/console/server";
 import { failingSource, fakeSource, RUN_ID } from "./fixtures";
 
 function rawPost(url: string, path: string, body: string, headers: Record<string, string> = {}) {

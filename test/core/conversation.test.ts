@@ -15,7 +15,7 @@ import {
   type RouteState,
   routeMessage,
 } from "../../functions/roles/router";
-import { SAMPLE_ORDERS } from "../../lib/local/orders";
+import { SAMPLE_ORDERS } from "../../lib/dev/local/orders";
 import type { Envelope } from "../../schemas";
 import { clientMessage, makeDeps } from "./fixtures";
 import { newConversationId, only, type SupportHarness, supportHarness } from "./support-fixture";

@@ -4,8 +4,8 @@ import type { Role } from "../../functions/core/role";
 import { failureRecordOf } from "../../functions/handlers/failure-record";
 import { audit, auditRecordRef, outcomeOfAuditRecord } from "../../functions/roles/audit";
 import { taskProjection } from "../../functions/roles/task-projection";
-import { recordedOutcomes } from "../../lib/ops/recorded-outcomes";
-import { buildTrace } from "../../lib/ops/trace";
+import { recordedOutcomes } from "../../lib/operator/recorded-outcomes";
+import { buildTrace } from "../../lib/operator/trace";
 import type { Envelope } from "../../schemas";
 import { countingStore, feedback, makeDeps, newTaskId, seedTask } from "./fixtures";
 

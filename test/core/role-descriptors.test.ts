@@ -3,13 +3,13 @@ import { DeterministicLocalModel } from "../../functions/adapters/local-model";
 import type { Role, RoleDescriptor } from "../../functions/core/role";
 import { createContentAgent } from "../../functions/roles/content-agents";
 import { createOrchestrator } from "../../functions/roles/orchestrator";
-import { topology } from "../../lib/topology";
+import { topology } from "../../lib/infra/topology";
 import { CONTENT_ROLES } from "../../schemas/events/workflow";
 import { supportHarness } from "./support-fixture";
 
 /**
  * The topology declares each group with its role's descriptor, and the trace finds what a group
- * applied through it (lib/ops/recorded-outcomes): the role its handler builds at run time must be
+ * applied through it (lib/operator/recorded-outcomes): the role its handler builds at run time must be
  * the same descriptor, down to the `stateOf` function.
  */
 describe("each group's descriptor in the topology is the one its role is built from", () => {

@@ -10,7 +10,7 @@ import type { OrdersPort } from "../../functions/roles/order-lookup";
 import { DELIVERED, NOT_SENT, replyKey } from "../../functions/roles/sender";
 import { restsOn, stillHolds } from "../../functions/roles/sender-facts";
 import type { DeliveryState } from "../../functions/roles/sender-state";
-import { SAMPLE_ORDERS } from "../../lib/local/orders";
+import { SAMPLE_ORDERS } from "../../lib/dev/local/orders";
 import type { Envelope } from "../../schemas";
 import type { OrderRecord, SendRequested } from "../../schemas/events/conversation";
 import type { SupportCancelled } from "../../schemas/events/support-cancel";

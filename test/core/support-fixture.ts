@@ -20,7 +20,7 @@ import { createOrderLookup, type OrdersPort, ordersFrom } from "../../functions/
 import { createReplyGeneration } from "../../functions/roles/reply-generation";
 import { createRouter } from "../../functions/roles/router";
 import { createSender } from "../../functions/roles/sender";
-import { SAMPLE_ORDERS } from "../../lib/local/orders";
+import { SAMPLE_ORDERS } from "../../lib/dev/local/orders";
 import { type Envelope, registry } from "../../schemas";
 import { makeDeps } from "./fixtures";
 

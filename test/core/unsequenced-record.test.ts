@@ -4,7 +4,7 @@ import { consume } from "../../functions/core/pipeline";
 import type { GateRecords } from "../../functions/core/ports";
 import type { Role } from "../../functions/core/role";
 import { audit } from "../../functions/roles/audit";
-import { recordedOutcomes } from "../../lib/ops/recorded-outcomes";
+import { recordedOutcomes } from "../../lib/operator/recorded-outcomes";
 import type { Envelope } from "../../schemas";
 import { countingStore, feedback, makeDeps, newTaskId } from "./fixtures";
 

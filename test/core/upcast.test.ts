@@ -5,8 +5,8 @@ import { consume } from "../../functions/core/pipeline";
 import type { Role } from "../../functions/core/role";
 import { ManualClock, ulidSource } from "../../functions/core/runtime";
 import { type TaskView, taskProjection } from "../../functions/roles/task-projection";
-import { rebuild } from "../../lib/ops/rebuild";
-import { buildTrace } from "../../lib/ops/trace";
+import { rebuild } from "../../lib/operator/rebuild";
+import { buildTrace } from "../../lib/operator/trace";
 import { type Envelope, EventRegistry, registry } from "../../schemas";
 import { newTaskId, taskEvent, taskStream } from "../support/factories";
 

@@ -10,7 +10,7 @@ import { planSweep } from "../../functions/core/sweeper";
 import { agentRunKey, createContentAgent } from "../../functions/roles/content-agents";
 import { orchestrator } from "../../functions/roles/orchestrator";
 import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
-import { Random } from "../../lib/sim/random";
+import { Random } from "../../lib/dev/sim/random";
 import { type Envelope, registry } from "../../schemas";
 import { CONTENT_ROLES, type WorkflowEnded } from "../../schemas/events/workflow";
 import { makeDeps } from "./fixtures";

@@ -4,9 +4,9 @@ import { NEEDS_CONFIRMATION_MARKER } from "../../functions/adapters/local-model"
 import type { AgentRun } from "../../functions/core/agent-run";
 import { agentRunKey } from "../../functions/roles/content-agents";
 import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
-import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
-import { startWorkflow, waitForRunEnd } from "../../lib/local/scenario/workflow";
-import { runView } from "../../lib/ops/runs";
+import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
+import { startWorkflow, waitForRunEnd } from "../../lib/dev/local/scenario/workflow";
+import { runView } from "../../lib/operator/runs";
 import { emulator } from "../support/aws";
 import { localCli } from "../support/cli";
 

@@ -1,9 +1,9 @@
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { FaultInjector } from "../../lib/chaos/injector";
-import { TRACE_SHOWS_OUTCOME } from "../../lib/chaos/invariants";
-import { playStackSchedule, type StackScheduleResult } from "../../lib/chaos/schedule";
-import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
+import { FaultInjector } from "../../lib/dev/chaos/injector";
+import { TRACE_SHOWS_OUTCOME } from "../../lib/dev/chaos/invariants";
+import { playStackSchedule, type StackScheduleResult } from "../../lib/dev/chaos/schedule";
+import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import { emulator } from "../support/aws";
 
 /**

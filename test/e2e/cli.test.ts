@@ -18,9 +18,9 @@ import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { orchestrator } from "../../functions/roles/orchestrator";
 import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
-import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
-import { readDeadLetters } from "../../lib/local/scenario/dead-letters";
-import { topology } from "../../lib/topology";
+import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
+import { readDeadLetters } from "../../lib/dev/local/scenario/dead-letters";
+import { topology } from "../../lib/infra/topology";
 import { type Envelope, registry } from "../../schemas";
 import { auditRecord } from "../support/audit";
 import { emulator } from "../support/aws";
@@ -32,7 +32,7 @@ const WORKFLOW_GROUPS = ["orchestrator", "topic-selection", "fact-check", "writi
 const workflowWired = WORKFLOW_GROUPS.every((name) => topology.groups.some((g) => g.name === name));
 if (!workflowWired)
   console.warn(
-    "agentbus CLI: the orchestrator and content agents are not in lib/topology.ts yet; start -> show COMPLETED is skipped",
+    "agentbus CLI: the orchestrator and content agents are not in lib/infra/topology.ts yet; start -> show COMPLETED is skipped",
   );
 
 describe("agentbus CLI against the local stack", () => {

@@ -3,16 +3,16 @@ import { describe, expect, it } from "vitest";
 import { MODEL_ACCESS_DENIED_MARKER } from "../../functions/adapters/local-model";
 import type { ConversationState } from "../../functions/roles/conversation";
 import { HANDOFF_TEXT } from "../../functions/roles/support-failure";
-import { readDeadLetters } from "../../lib/local/scenario/dead-letters";
+import { readDeadLetters } from "../../lib/dev/local/scenario/dead-letters";
 import {
   customerMessage,
   sendCommandOf,
   sideEffectOf,
   streamOf,
   waitUntil,
-} from "../../lib/local/scenario/support";
-import { putOnBus } from "../../lib/local/scenario/workflow";
-import { topology } from "../../lib/topology";
+} from "../../lib/dev/local/scenario/support";
+import { putOnBus } from "../../lib/dev/local/scenario/workflow";
+import { topology } from "../../lib/infra/topology";
 import type { Envelope } from "../../schemas";
 import { localSupportStack, TIMEOUT } from "./support-stack";
 

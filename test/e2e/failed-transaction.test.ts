@@ -1,17 +1,17 @@
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { VersionConflictError } from "../../functions/core/errors";
-import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
+import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import {
   customerMessage,
   loadConversation,
   streamOf,
   waitUntil,
-} from "../../lib/local/scenario/support";
-import { putOnBus } from "../../lib/local/scenario/workflow";
-import { withObservedDuplicates } from "../../lib/local/trace";
-import { renderTraceText } from "../../lib/ops/render-text";
-import { traceOf } from "../../lib/ops/source";
+} from "../../lib/dev/local/scenario/support";
+import { putOnBus } from "../../lib/dev/local/scenario/workflow";
+import { withObservedDuplicates } from "../../lib/dev/local/trace";
+import { renderTraceText } from "../../lib/operator/render-text";
+import { traceOf } from "../../lib/operator/source";
 import type { Envelope } from "../../schemas";
 import { emulator } from "../support/aws";
 

@@ -1,10 +1,10 @@
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
-import { runScenario, type ScenarioResult } from "../../lib/local/scenario";
-import { renderSummary, withObservedDuplicates } from "../../lib/local/trace";
-import { renderTraceText } from "../../lib/ops/render-text";
-import { traceOf } from "../../lib/ops/source";
+import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
+import { runScenario, type ScenarioResult } from "../../lib/dev/local/scenario";
+import { renderSummary, withObservedDuplicates } from "../../lib/dev/local/trace";
+import { renderTraceText } from "../../lib/operator/render-text";
+import { traceOf } from "../../lib/operator/source";
 import { emulator } from "../support/aws";
 
 /**

@@ -6,20 +6,20 @@ import { join } from "node:path";
 import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
-import { startConsole } from "../../lib/console/server";
-import { hasConversation, runConversationScenario } from "../../lib/local/conversation";
-import { emulatorConfig } from "../../lib/local/deploy";
-import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
-import { readDeadLetters } from "../../lib/local/scenario/dead-letters";
+import { hasConversation, runConversationScenario } from "../../lib/dev/local/conversation";
+import { emulatorConfig } from "../../lib/dev/local/deploy";
+import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
+import { readDeadLetters } from "../../lib/dev/local/scenario/dead-letters";
 import {
   hasContentWorkflow,
   startWorkflow,
   type WorkflowRun,
   waitForRunEnd,
-} from "../../lib/local/scenario/workflow";
-import { opsSource } from "../../lib/ops/source";
-import { connect } from "../../lib/ops/stack";
-import type { TraceNode, TraceView } from "../../lib/ops/views";
+} from "../../lib/dev/local/scenario/workflow";
+import { startConsole } from "../../lib/operator/console/server";
+import { opsSource } from "../../lib/operator/source";
+import { connect } from "../../lib/operator/stack";
+import type { TraceNode, TraceView } from "../../lib/operator/views";
 import type { Envelope } from "../../schemas";
 import { emulator } from "../support/aws";
 import { runCli } from "../support/cli";

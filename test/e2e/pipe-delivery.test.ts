@@ -1,9 +1,9 @@
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { taskProjection } from "../../functions/roles/task-projection";
-import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
-import { runScenario, type ScenarioResult } from "../../lib/local/scenario";
-import { defineTopology } from "../../lib/topology";
+import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
+import { runScenario, type ScenarioResult } from "../../lib/dev/local/scenario";
+import { defineTopology } from "../../lib/infra/topology";
 import { emulator } from "../support/aws";
 
 /**

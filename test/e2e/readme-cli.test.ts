@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
+import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import { emulator } from "../support/aws";
 import { messageOutcome } from "../support/outcomes";
 

@@ -10,11 +10,11 @@ import {
   streamKey,
 } from "../../functions/adapters/dynamodb/tables";
 import type { TaskView } from "../../functions/roles/task-projection";
-import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
-import { runScenario, type ScenarioResult } from "../../lib/local/scenario";
-import { waitUntil } from "../../lib/local/scenario/support";
-import { listDeadLetters } from "../../lib/ops/dead-letters";
-import type { DeadLetterView } from "../../lib/ops/views";
+import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
+import { runScenario, type ScenarioResult } from "../../lib/dev/local/scenario";
+import { waitUntil } from "../../lib/dev/local/scenario/support";
+import { listDeadLetters } from "../../lib/operator/dead-letters";
+import type { DeadLetterView } from "../../lib/operator/views";
 import { auditedOutcomes } from "../support/audit";
 import { emulator } from "../support/aws";
 import { localCli } from "../support/cli";

@@ -8,8 +8,8 @@ import {
   PutItemCommand,
 } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { emulatorConfig } from "../../lib/local/deploy";
-import { type MotoServer, startMoto } from "../../lib/local/moto";
+import { emulatorConfig } from "../../lib/dev/local/deploy";
+import { type MotoServer, startMoto } from "../../lib/dev/local/moto";
 
 /**
  * `npm start -- --endpoint URL` deploys to an emulator someone else runs: what is there stays. A

@@ -2,16 +2,16 @@ import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
 import { putOrders } from "../../functions/adapters/dynamodb/orders";
 import type { DeliveryState } from "../../functions/roles/sender-state";
-import { fromSdk } from "../../lib/aws/from-sdk";
-import { SAMPLE_ORDERS } from "../../lib/local/orders";
+import { SAMPLE_ORDERS } from "../../lib/dev/local/orders";
 import {
   customerMessage,
   loadConversation,
   sideEffectOf,
   streamOf,
   waitUntil,
-} from "../../lib/local/scenario/support";
-import { renderSummary } from "../../lib/local/trace";
+} from "../../lib/dev/local/scenario/support";
+import { renderSummary } from "../../lib/dev/local/trace";
+import { fromSdk } from "../../lib/operator/from-sdk";
 import type { Envelope } from "../../schemas";
 import type { OrderRecord, SendRequested } from "../../schemas/events/conversation";
 import { localCli } from "../support/cli";

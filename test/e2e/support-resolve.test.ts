@@ -6,13 +6,13 @@ import type {
   ConversationView,
 } from "../../functions/roles/conversation-projection";
 import type { ReplyState } from "../../functions/roles/reply-state";
-import { readDeadLetters } from "../../lib/local/scenario/dead-letters";
+import { readDeadLetters } from "../../lib/dev/local/scenario/dead-letters";
 import {
   customerMessage,
   loadConversation,
   sideEffectOf,
   waitUntil,
-} from "../../lib/local/scenario/support";
+} from "../../lib/dev/local/scenario/support";
 import type { Envelope } from "../../schemas";
 import { auditedOutcomes } from "../support/audit";
 import { localCli } from "../support/cli";

@@ -1,8 +1,12 @@
 import { ulid } from "ulid";
 import { afterAll, beforeAll } from "vitest";
-import { type LocalEnvironment, type LocalOptions, startLocal } from "../../lib/local/environment";
-import { loadConversation, sendCommandOf, waitUntil } from "../../lib/local/scenario/support";
-import { putOnBus } from "../../lib/local/scenario/workflow";
+import {
+  type LocalEnvironment,
+  type LocalOptions,
+  startLocal,
+} from "../../lib/dev/local/environment";
+import { loadConversation, sendCommandOf, waitUntil } from "../../lib/dev/local/scenario/support";
+import { putOnBus } from "../../lib/dev/local/scenario/workflow";
 import type { Envelope } from "../../schemas";
 import { emulator } from "../support/aws";
 import { groupOutcome } from "../support/outcomes";

@@ -14,9 +14,9 @@ import {
   deployTemplate,
   emulatorClients,
   type LocalDeployment,
-} from "../../lib/local/deploy";
-import { ROOT, synthesize } from "../../lib/local/synth";
-import { resolve, type Template } from "../../lib/local/template";
+} from "../../lib/dev/local/deploy";
+import { ROOT, synthesize } from "../../lib/dev/local/synth";
+import { resolve, type Template } from "../../lib/dev/local/template";
 import { emulator } from "../support/aws";
 
 /**

@@ -2,15 +2,15 @@ import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentRun } from "../../functions/core/agent-run";
 import { agentRunKey } from "../../functions/roles/content-agents";
-import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
-import { readDeadLetters } from "../../lib/local/scenario/dead-letters";
+import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
+import { readDeadLetters } from "../../lib/dev/local/scenario/dead-letters";
 import {
   loadRun,
   putOnBus,
   runCommand,
   startWorkflow,
   waitForRunEnd,
-} from "../../lib/local/scenario/workflow";
+} from "../../lib/dev/local/scenario/workflow";
 import type { Envelope } from "../../schemas";
 import { CONTENT_ROLES } from "../../schemas/events/workflow";
 import { auditedOutcomes, auditRecord } from "../support/audit";

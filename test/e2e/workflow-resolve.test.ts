@@ -6,15 +6,15 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { UNUSABLE_DRAFT_MARKER } from "../../functions/adapters/local-model";
 import type { AgentRun } from "../../functions/core/agent-run";
 import { agentRunKey } from "../../functions/roles/content-agents";
-import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
-import { readDeadLetters } from "../../lib/local/scenario/dead-letters";
+import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
+import { readDeadLetters } from "../../lib/dev/local/scenario/dead-letters";
 import {
   loadRun,
   putOnBus,
   runCommand,
   startWorkflow,
   waitForRunEnd,
-} from "../../lib/local/scenario/workflow";
+} from "../../lib/dev/local/scenario/workflow";
 import type { Envelope } from "../../schemas";
 import { auditedOutcomes } from "../support/audit";
 import { emulator } from "../support/aws";

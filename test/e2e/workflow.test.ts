@@ -1,14 +1,14 @@
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
-import { type LocalEnvironment, startLocal } from "../../lib/local/environment";
+import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import {
   loadRun,
   putOnBus,
   runCommand,
   startWorkflow,
   waitForRunEnd,
-} from "../../lib/local/scenario/workflow";
+} from "../../lib/dev/local/scenario/workflow";
 import { emulator } from "../support/aws";
 
 /**

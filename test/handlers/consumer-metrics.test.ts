@@ -12,7 +12,7 @@ import { createConsumerHandler } from "../../functions/handlers/consumer";
 import { attentionCounts, lagMs } from "../../functions/handlers/consumer-metrics";
 import { createAgentHandler } from "../../functions/handlers/content-agents";
 import { observability } from "../../functions/handlers/observe";
-import { fromSdk } from "../../lib/aws/from-sdk";
+import { fromSdk } from "../../lib/operator/from-sdk";
 import { type Envelope, registry } from "../../schemas";
 import { emulator } from "../support/aws";
 import { newCorrelationId, newTaskId, newUlid, taskEvent } from "../support/factories";

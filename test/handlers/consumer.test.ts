@@ -23,7 +23,7 @@ import { TransientError } from "../../functions/core/errors";
 import type { Role } from "../../functions/core/role";
 import { type ConsumerOptions, createConsumerHandler } from "../../functions/handlers/consumer";
 import { type TaskView, taskProjection } from "../../functions/roles/task-projection";
-import { fromSdk } from "../../lib/aws/from-sdk";
+import { fromSdk } from "../../lib/operator/from-sdk";
 import type { Envelope } from "../../schemas";
 import { emulator } from "../support/aws";
 import { feedbackEvent, newUlid, taskEvent, taskStream } from "../support/factories";

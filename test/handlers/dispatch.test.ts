@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DynamoTraceReader } from "../../functions/adapters/dynamodb/trace-reader";
 import { DEAD_LETTER_ATTRIBUTES } from "../../functions/adapters/sqs/dead-letter-sink";
 import { createDispatchHandler, type DispatchOptions } from "../../functions/handlers/dispatch";
-import { fromSdk } from "../../lib/aws/from-sdk";
+import { fromSdk } from "../../lib/operator/from-sdk";
 import type { Envelope } from "../../schemas";
 import { emulator } from "../support/aws";
 import { feedbackEvent, newUlid, taskEvent, taskStream } from "../support/factories";

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventItem } from "../../functions/adapters/dynamodb/items";
 import type { RelayReport } from "../../functions/core/relay";
 import { createRelayHandler, type RelayHandlerOptions } from "../../functions/handlers/relay";
-import { fromSdk } from "../../lib/aws/from-sdk";
+import { fromSdk } from "../../lib/operator/from-sdk";
 import type { Envelope } from "../../schemas";
 import { emulator } from "../support/aws";
 import { feedbackEvent, newUlid, taskEvent, taskStream } from "../support/factories";

@@ -10,7 +10,7 @@ import { ManualClock, ulidSource } from "../../functions/core/runtime";
 import { createSweeperHandler } from "../../functions/handlers/sweeper";
 import { createOrchestrator } from "../../functions/roles/orchestrator";
 import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
-import { fromSdk } from "../../lib/aws/from-sdk";
+import { fromSdk } from "../../lib/operator/from-sdk";
 import { type Envelope, registry } from "../../schemas";
 import { emulator } from "../support/aws";
 import { newUlid } from "../support/factories";

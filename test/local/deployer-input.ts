@@ -1,4 +1,4 @@
-import type { Placement, ResourceInput } from "../../lib/local/deploy/model";
+import type { Placement, ResourceInput } from "../../lib/dev/local/deploy/model";
 
 /** Where the deployer tests' stack is deployed. */
 export const placement: Placement = {

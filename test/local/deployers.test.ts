@@ -1,14 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { archivePhysical, createArchiveRequest } from "../../lib/local/deploy/archives";
-import { createEventBusRequest, eventBusPhysical } from "../../lib/local/deploy/buses";
-import { createQueueRequest, queuePhysical } from "../../lib/local/deploy/queues";
-import { ruleRequests } from "../../lib/local/deploy/rules";
+import { archivePhysical, createArchiveRequest } from "../../lib/dev/local/deploy/archives";
+import { createEventBusRequest, eventBusPhysical } from "../../lib/dev/local/deploy/buses";
+import { createQueueRequest, queuePhysical } from "../../lib/dev/local/deploy/queues";
+import { ruleRequests } from "../../lib/dev/local/deploy/rules";
 import {
   createTableRequest,
   tablePhysical,
   timeToLiveRequest,
-} from "../../lib/local/deploy/tables";
-import { createTopicRequest, topicPhysical } from "../../lib/local/deploy/topics";
+} from "../../lib/dev/local/deploy/tables";
+import { createTopicRequest, topicPhysical } from "../../lib/dev/local/deploy/topics";
 import { input, placement } from "./deployer-input";
 
 /**

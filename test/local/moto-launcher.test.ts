@@ -30,7 +30,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { emulator } from "../support/aws";
 
 /**
- * The emulator the local stack runs on (lib/local/moto_launcher.py) keeps DynamoDB transactions
+ * The emulator the local stack runs on (lib/dev/local/moto_launcher.py) keeps DynamoDB transactions
  * atomic the way DynamoDB does: a cancelled TransactWriteItems leaves every item it touched as it
  * was and adds no stream record, and stream iterators opened before it keep hearing later writes
  * (moto alone restores whole-table copies, and the relay's open iterator never sees a record

@@ -20,7 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { emulator } from "../support/aws";
 
 /**
- * The local emulator's archive replays (lib/local/moto_launcher.py) behave as AWS's: only the
+ * The local emulator's archive replays (lib/dev/local/moto_launcher.py) behave as AWS's: only the
  * archived events whose time falls in the window, only to the rules the replay names (all of the
  * bus's when it names none), each through the rule's pattern and with `replay-name` set. moto
  * alone sends every archived event to every rule.

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { stackNames } from "../../lib/local/names";
-import { synthesize } from "../../lib/local/synth";
-import { outputId } from "../../lib/output-ids";
-import { topology } from "../../lib/topology";
+import { synthesize } from "../../lib/dev/local/synth";
+import { outputId } from "../../lib/infra/output-ids";
+import { topology } from "../../lib/infra/topology";
+import { stackNames } from "../../lib/operator/names";
 
 /** The local tools read the stack's names from its outputs, as the CLI does. */
 describe("stack names from the outputs", () => {

@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { resourceInput, skippedTypes } from "../../lib/local/deploy";
-import { functionOf } from "../../lib/local/deploy/functions";
-import { mappingOf } from "../../lib/local/deploy/mappings";
-import { stackOutputs } from "../../lib/local/deploy/outputs";
-import { pipeOf } from "../../lib/local/deploy/pipes";
-import { DEPLOYED_TYPES, deployerOf } from "../../lib/local/deploy/registry";
-import { isScheduleRule, rateSeconds, scheduleOf } from "../../lib/local/deploy/schedules";
-import type { Physical, Template, TemplateResource } from "../../lib/local/template";
+import { resourceInput, skippedTypes } from "../../lib/dev/local/deploy";
+import { functionOf } from "../../lib/dev/local/deploy/functions";
+import { mappingOf } from "../../lib/dev/local/deploy/mappings";
+import { stackOutputs } from "../../lib/dev/local/deploy/outputs";
+import { pipeOf } from "../../lib/dev/local/deploy/pipes";
+import { DEPLOYED_TYPES, deployerOf } from "../../lib/dev/local/deploy/registry";
+import { isScheduleRule, rateSeconds, scheduleOf } from "../../lib/dev/local/deploy/schedules";
+import type { Physical, Template, TemplateResource } from "../../lib/dev/local/template";
 import { input, placement } from "./deployer-input";
 
 /**

@@ -25,9 +25,9 @@ import type {
   LocalDeployment,
   LocalFunction,
   LocalMapping,
-} from "../../lib/local/deploy";
-import { LocalRuntime, type RuntimeEvent } from "../../lib/local/runtime";
-import { sdkFunctionClients } from "../../lib/local/runtime/handlers";
+} from "../../lib/dev/local/deploy";
+import { LocalRuntime, type RuntimeEvent } from "../../lib/dev/local/runtime";
+import { sdkFunctionClients } from "../../lib/dev/local/runtime/handlers";
 import { emulator } from "../support/aws";
 
 /**

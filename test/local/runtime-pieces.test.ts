@@ -1,17 +1,17 @@
 import type { Message } from "@aws-sdk/client-sqs";
 import type { DynamoDBRecord } from "aws-lambda";
 import { describe, expect, it } from "vitest";
-import type { LocalFunction, LocalMapping, LocalPipe } from "../../lib/local/deploy";
-import { Activity } from "../../lib/local/runtime/activity";
-import type { RuntimeEvent } from "../../lib/local/runtime/events";
-import { Faults } from "../../lib/local/runtime/faults";
-import { selected } from "../../lib/local/runtime/filters";
-import { handlerReport } from "../../lib/local/runtime/handlers";
-import { pipeEvent, pipeTargetMessage } from "../../lib/local/runtime/pipe-input";
-import { eventIdOf, toStreamRecord } from "../../lib/local/runtime/records";
-import { scheduledEvent } from "../../lib/local/runtime/schedules";
-import { failedItems, sqsEvent } from "../../lib/local/runtime/sqs-mapping";
-import { onFailureRecord } from "../../lib/local/runtime/stream-mapping";
+import type { LocalFunction, LocalMapping, LocalPipe } from "../../lib/dev/local/deploy";
+import { Activity } from "../../lib/dev/local/runtime/activity";
+import type { RuntimeEvent } from "../../lib/dev/local/runtime/events";
+import { Faults } from "../../lib/dev/local/runtime/faults";
+import { selected } from "../../lib/dev/local/runtime/filters";
+import { handlerReport } from "../../lib/dev/local/runtime/handlers";
+import { pipeEvent, pipeTargetMessage } from "../../lib/dev/local/runtime/pipe-input";
+import { eventIdOf, toStreamRecord } from "../../lib/dev/local/runtime/records";
+import { scheduledEvent } from "../../lib/dev/local/runtime/schedules";
+import { failedItems, sqsEvent } from "../../lib/dev/local/runtime/sqs-mapping";
+import { onFailureRecord } from "../../lib/dev/local/runtime/stream-mapping";
 
 /** The local runtime's pieces that decide without AWS, as data. */
 const fn: LocalFunction = {

@@ -1,13 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { matches } from "../../lib/local/runtime/filters";
-import { renderTemplate, valueAt } from "../../lib/local/runtime/pipe-input";
+import { matches } from "../../lib/dev/local/runtime/filters";
+import { renderTemplate, valueAt } from "../../lib/dev/local/runtime/pipe-input";
 import {
   deploymentOrder,
   type Physical,
   references,
   resolve,
   type Template,
-} from "../../lib/local/template";
+} from "../../lib/dev/local/template";
 
 const physical = new Map<string, Physical>([
   [

@@ -4,7 +4,7 @@ import type { DynamoEventStore } from "../../functions/adapters/dynamodb/event-s
 import { appendToStream } from "../../functions/core/producer";
 import type { Decision } from "../../functions/core/role";
 import { systemClock, ulidSource } from "../../functions/core/runtime";
-import { LIFECYCLE } from "../../lib/local/scenario";
+import { LIFECYCLE } from "../../lib/dev/local/scenario";
 import { type Envelope, registry } from "../../schemas";
 
 /**

@@ -10,7 +10,7 @@ import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store"
 import { inboxKey } from "../../functions/adapters/dynamodb/tables";
 import { DEAD_LETTER_ATTRIBUTES } from "../../functions/adapters/sqs/dead-letter-sink";
 import { type TaskView, taskProjection } from "../../functions/roles/task-projection";
-import { fromSdk } from "../../lib/aws/from-sdk";
+import { fromSdk } from "../../lib/operator/from-sdk";
 import {
   awsClients,
   type DeployedStack,

@@ -15,7 +15,7 @@ import {
   backfillItemOf,
   backfillListKeys,
   type ListBackfillCounts,
-} from "../../lib/ops/list-backfill";
+} from "../../lib/operator/list-backfill";
 import { emulator } from "../support/aws";
 import { runCli } from "../support/cli";
 import { newUlid } from "../support/factories";

@@ -6,9 +6,9 @@ import type { TableNames } from "../../functions/adapters/dynamodb/tables";
 import { listingAfter } from "../../functions/core/listing";
 import type { StateSummary, StoredState } from "../../functions/core/ports";
 import { ManualClock } from "../../functions/core/runtime";
-import { fromSdk } from "../../lib/aws/from-sdk";
-import { summaries } from "../../lib/ops/lists";
-import type { OpsStack } from "../../lib/ops/stack";
+import { fromSdk } from "../../lib/operator/from-sdk";
+import { summaries } from "../../lib/operator/lists";
+import type { OpsStack } from "../../lib/operator/stack";
 import { emulator } from "../support/aws";
 import { newUlid } from "../support/factories";
 import {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { renderStatusText } from "../../lib/ops/render-text";
+import { renderStatusText } from "../../lib/operator/render-text";
 import { at, overview } from "../console/fixtures";
 
 /** `agentbus status` as text: what waits for a person says since when, where that is known. */

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { REPLAY_NAME_PATTERN, replayName, replayNamePrefix } from "../../lib/infra/replay-names";
 import {
   archiveNameOf,
   chosenGroups,
@@ -9,8 +10,7 @@ import {
   replayWindow,
   retentionProblem,
   ruleOfArn,
-} from "../../lib/ops/replay-plan";
-import { REPLAY_NAME_PATTERN, replayName, replayNamePrefix } from "../../lib/replay-names";
+} from "../../lib/operator/replay-plan";
 
 const NOW = new Date("2026-11-30T12:00:00.000Z");
 const arn = (rest: string) => `arn:aws:events:us-east-1:123456789012:${rest}`;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { hoursBetween, windowOfFailure } from "../../lib/ops/republish";
+import { hoursBetween, windowOfFailure } from "../../lib/operator/republish";
 
 describe("republish windows", () => {
   it("walks every UTC hour of a window, both ends included", () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
-import { runView } from "../../lib/ops/runs";
+import { runView } from "../../lib/operator/runs";
 
 const state = {
   workflow: "quick-news",

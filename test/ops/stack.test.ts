@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { topologyOfOutputs } from "../../lib/ops/stack";
-import { topology } from "../../lib/topology";
+import { topology } from "../../lib/infra/topology";
+import { topologyOfOutputs } from "../../lib/operator/stack";
 import { synthesizeStack } from "../cdk/support";
 
 describe("topologyOfOutputs", () => {

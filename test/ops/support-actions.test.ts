@@ -3,8 +3,8 @@ import type { SideEffectRecord } from "../../functions/core/side-effects";
 import { agentOutputSchema } from "../../functions/roles/content-workflows";
 import type { ReplyState } from "../../functions/roles/reply-state";
 import type { DeliveryState } from "../../functions/roles/sender-state";
-import { operatorEnvelope } from "../../lib/ops/operator-command";
-import { outputExample } from "../../lib/ops/output-example";
+import { operatorEnvelope } from "../../lib/operator/operator-command";
+import { outputExample } from "../../lib/operator/output-example";
 import {
   replyKeyTask,
   reviewCommand,
@@ -12,8 +12,8 @@ import {
   sendResolveCommand,
   sendResolveDecision,
   taskIdProblem,
-} from "../../lib/ops/support-actions";
-import { parseOutput } from "../../lib/ops/workflow-actions";
+} from "../../lib/operator/support-actions";
+import { parseOutput } from "../../lib/operator/workflow-actions";
 
 /** The decisions on what the support conversation parks (CLI and console), as data. */
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { DeliveryState } from "../../functions/roles/sender-state";
-import { operatorEnvelope } from "../../lib/ops/operator-command";
-import { cancelCommand, cancelDecision } from "../../lib/ops/support-cancel";
+import { operatorEnvelope } from "../../lib/operator/operator-command";
+import { cancelCommand, cancelDecision } from "../../lib/operator/support-cancel";
 
 /** The cancel of a support turn, as the CLI checks it before sending (data only). */
 

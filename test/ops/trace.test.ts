@@ -1,9 +1,9 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { InMemoryEventStore } from "../../functions/core/memory";
 import type { FailureRecord, InboxRecord, RecordedOutcome } from "../../functions/core/ports";
-import { renderTraceText } from "../../lib/ops/render-text";
-import { buildTrace, groupOutcomes, type TraceSources } from "../../lib/ops/trace";
-import type { SideEffectView, TraceNode } from "../../lib/ops/views";
+import { renderTraceText } from "../../lib/operator/render-text";
+import { buildTrace, groupOutcomes, type TraceSources } from "../../lib/operator/trace";
+import type { SideEffectView, TraceNode } from "../../lib/operator/views";
 import type { Envelope } from "../../schemas";
 import {
   feedbackEvent,

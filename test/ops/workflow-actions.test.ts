@@ -2,8 +2,8 @@ import { describe, expect, it } from "vitest";
 import { onNodeCompleted, onNodeFailed, startRun } from "../../functions/core/dag/engine";
 import { contentWorkflowFor } from "../../functions/roles/content-workflows";
 import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
-import { operatorEnvelope } from "../../lib/ops/operator-command";
-import { runRequestCommand, runRequestProblem } from "../../lib/ops/workflow-actions";
+import { operatorEnvelope } from "../../lib/operator/operator-command";
+import { runRequestCommand, runRequestProblem } from "../../lib/operator/workflow-actions";
 
 /** The checks an operator's run request passes before anything is sent (CLI and console). */
 

@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
-import type { PlantedChannelBug } from "../../lib/sim/faulty-channel";
-import type { PlantedStoreBug } from "../../lib/sim/faulty-store";
-import { GroupQueue } from "../../lib/sim/queues";
-import { Random } from "../../lib/sim/random";
-import { faultPlanOf, playSchedule } from "../../lib/sim/schedule";
+import type { PlantedChannelBug } from "../../lib/dev/sim/faulty-channel";
+import type { PlantedStoreBug } from "../../lib/dev/sim/faulty-store";
+import { GroupQueue } from "../../lib/dev/sim/queues";
+import { Random } from "../../lib/dev/sim/random";
+import { faultPlanOf, playSchedule } from "../../lib/dev/sim/schedule";
 
 /**
- * The deterministic simulation (lib/sim): a few hundred seeded schedules of the whole workflow
+ * The deterministic simulation (lib/dev/sim): a few hundred seeded schedules of the whole workflow
  * topology under faults must keep every invariant; planted defects must break one; a seed must
  * replay the same schedule. `npm run chaos` plays thousands more.
  */

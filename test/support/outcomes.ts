@@ -1,7 +1,7 @@
 import type { EventStore, InboxRecord, TraceReader } from "../../functions/core/ports";
 import { AUDIT_GROUP } from "../../functions/roles/audit";
-import { recordedOutcomes } from "../../lib/ops/recorded-outcomes";
-import { topology } from "../../lib/topology";
+import { topology } from "../../lib/infra/topology";
+import { recordedOutcomes } from "../../lib/operator/recorded-outcomes";
 import type { Envelope } from "../../schemas";
 
 type OutcomeStore = Pick<EventStore, "load"> &
@@ -9,7 +9,7 @@ type OutcomeStore = Pick<EventStore, "load"> &
 
 /**
  * A group's outcome of an event as a trace sees it: its inbox row, or else what the group's own
- * writes record (the stream's checkpoint on its state or in its row: lib/ops/recorded-outcomes);
+ * writes record (the stream's checkpoint on its state or in its row: lib/operator/recorded-outcomes);
  * undefined until the group has handled the event.
  */
 export async function groupOutcome(

@@ -19,7 +19,7 @@ import { decodeResponse, encodeRequest, requestIdOf, type WireResponse } from ".
  * clients carry every operation's model and every credential source: three of them were 244 KB
  * of each bundle and most of its init time (`npm run bench -- bundles`). Credentials come from
  * the environment, where Lambda puts the execution role's; the operator's tools, which need
- * profiles and SSO, use the SDK clients (lib/aws/from-sdk).
+ * profiles and SSO, use the SDK clients (lib/operator/from-sdk).
  */
 
 export interface Credentials {

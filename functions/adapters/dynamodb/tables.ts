@@ -89,7 +89,7 @@ export const StateIndex = {
 /**
  * The operator's lists as stacks deployed before `listed_at` had them: sorted by `updated_at` and
  * projecting the summary, so every write of a summarized state moved its entries (a delete and a
- * put each). Kept only while such a stack upgrades (lib/constructs/tables.ts), and read by the
+ * put each). Kept only while such a stack upgrades (lib/infra/constructs/tables.ts), and read by the
  * operator's tools when the new indexes are not there yet.
  */
 export const LegacyStateIndex = {

@@ -1,0 +1,248 @@
+import { LeanAwsClient, type LeanClientOptions } from "../../../functions/adapters/aws/lean-client";
+import {
+  LocalChannel,
+  type LocalDelivery,
+} from "../../../functions/adapters/channel/local-channel";
+import { DynamoEventStore } from "../../../functions/adapters/dynamodb/event-store";
+import { putOrders } from "../../../functions/adapters/dynamodb/orders";
+import { DeterministicLocalModel } from "../../../functions/adapters/local-model";
+import { topology as projectTopology, type Topology } from "../../infra/topology";
+import { fromSdk } from "../../operator/from-sdk";
+import { type StackNames, stackNames } from "../../operator/names";
+import { connect, type OpsStack, publishOutputs } from "../../operator/stack";
+import {
+  type AwsClients,
+  deployTemplate,
+  emulatorClients,
+  emulatorConfig,
+  type LocalDeployment,
+} from "./deploy";
+import { RecordingModel } from "./model";
+import { type MotoServer, resetMoto, startMoto } from "./moto";
+import { SAMPLE_ORDERS } from "./orders";
+import { LocalRuntime, type RuntimeEvent } from "./runtime";
+import type { FaultInjection } from "./runtime/faults";
+import { type FunctionClients, sdkFunctionClients } from "./runtime/handlers";
+import { refuseIfPresent } from "./stack-present";
+import { ROOT, synthesize } from "./synth";
+import { Observations } from "./trace";
+
+export interface LocalEnvironment {
+  readonly endpoint: string;
+  /** The emulator this process started, if it started one. */
+  readonly moto?: MotoServer;
+  readonly region: string;
+  readonly clients: AwsClients;
+  readonly deployment: LocalDeployment;
+  readonly runtime: LocalRuntime;
+  readonly observations: Observations;
+  readonly store: DynamoEventStore;
+  /** The stack as the operator tools see it (trace, status, dead letters, the console). */
+  readonly ops: OpsStack;
+  /** The stack's tables, buses, queue URLs and topics, read from its outputs. */
+  readonly names: StackNames;
+  /** Bus name of each topic in the stack (`names.buses`). */
+  readonly buses: Record<string, string>;
+  /** Consumer groups in the stack. */
+  readonly groups: string[];
+  /**
+   * The reply channel of the sender: the LocalChannel, a stand-in that records deliveries in
+   * memory (deployed stacks publish to SNS).
+   */
+  readonly channel: LocalChannel;
+  /** The model every agent calls: the DeterministicLocalModel, every call recorded. */
+  readonly model: RecordingModel;
+  /** How long each start-up step took, in milliseconds. */
+  readonly timings: { emulator: number; synth: number; deploy: number };
+  stop(): Promise<void>;
+}
+
+export interface LocalOptions {
+  /** Use a running emulator instead of starting moto_server. */
+  readonly endpoint?: string;
+  /** Port for the moto_server this starts (default: a free one). */
+  readonly port?: number;
+  readonly stage?: string;
+  readonly region?: string;
+  /** Forward handler logs and metrics (Powertools) to stdout. */
+  readonly verbose?: boolean;
+  readonly onEvent?: (event: RuntimeEvent) => void;
+  /**
+   * With `endpoint`: wipe the emulator (moto's reset) before deploying. Without it, an emulator
+   * that already has this stage's stack is left as it is and the start is refused
+   * (StackPresentError); other stages and anything else there are never touched.
+   */
+  readonly reset?: boolean;
+  /** Deploy another topology than the project's (tests of delivery options). */
+  readonly topology?: Topology;
+  /**
+   * More environment values for every handler, over the local defaults (e.g. a short
+   * `ORCHESTRATOR_LEASE_SECONDS` so the sweeper finds hung nodes within seconds).
+   */
+  readonly envOverrides?: Record<string, string>;
+  /** How often scheduled functions (the lease sweeper) run, in milliseconds. @default 2000 */
+  readonly scheduleIntervalMs?: number;
+  /** Called for every reply the local channel delivers. */
+  readonly onDelivery?: (delivery: LocalDelivery) => void;
+  /**
+   * Faults to inject (lib/dev/chaos): SDK middleware on the clients the functions get, wrapped model
+   * and channel, lost acknowledgements and crashed invocations in the runtime.
+   */
+  readonly faultInjection?: FaultInjection;
+  /**
+   * The AWS client the functions get: `lean`, the one they run with when deployed
+   * (functions/adapters/aws/lean-client), or `sdk`, the emulator's SDK clients (`clients`), for
+   * runs that put middleware on them (fault injection, the bench's meter). @default "lean", "sdk"
+   * with `faultInjection`
+   */
+  readonly functionClient?: "lean" | "sdk";
+}
+
+/**
+ * Bring up AgentBus locally: an emulator (moto_server on 127.0.0.1 unless an endpoint is given),
+ * the synthesized stack deployed to it, and the stack's handlers running in-process. Names
+ * (tables, buses, queues) come from the stack's outputs, as for a deployed stack.
+ */
+export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvironment> {
+  const region = options.region ?? "us-east-1";
+  process.env.POWERTOOLS_LOG_LEVEL ??= options.verbose ? "INFO" : "SILENT";
+  process.env.POWERTOOLS_METRICS_DISABLED ??= options.verbose ? "false" : "true";
+  const lap = lapTimer();
+  const moto = options.endpoint ? undefined : await startMoto({ port: options.port });
+  const emulatorMs = lap();
+  const endpoint = options.endpoint ?? moto?.endpoint ?? "";
+  try {
+    const clients = emulatorClients(endpoint, region);
+    options.faultInjection?.attach?.(clients);
+    const synthesized = synthesize(options.stage ?? "local", options.topology);
+    const { stackName } = synthesized;
+    if (options.endpoint && options.reset) await resetMoto(endpoint);
+    else if (options.endpoint) await refuseIfPresent(endpoint, region, stackName);
+    const template =
+      options.faultInjection?.template?.(synthesized.template) ?? synthesized.template;
+    const synthMs = lap();
+    const deployment = await deployTemplate(template, clients, { stackName, region });
+    const deployMs = lap();
+    const topology = options.topology ?? projectTopology;
+    const names = stackNames(deployment.outputs, topology);
+    // Operator tools pointed at the endpoint (agentbus trace --endpoint ...) find the names here.
+    await publishOutputs(emulatorConfig(endpoint, region), stackName, deployment.outputs);
+    if (names.tables.orders)
+      await putOrders(fromSdk(clients.dynamodb), names.tables.orders, SAMPLE_ORDERS);
+    const functionClients = functionClientsOf(options, clients, emulatorConfig(endpoint, region));
+    const running = await startRuntime(deployment, clients, functionClients, endpoint, options);
+    const ops = connect(emulatorConfig(endpoint, region), stackName, deployment.outputs, topology);
+    return {
+      ...running,
+      endpoint,
+      moto,
+      region,
+      clients,
+      deployment,
+      names,
+      ops,
+      store: new DynamoEventStore({
+        client: fromSdk(clients.dynamodb),
+        tables: {
+          state: names.tables.state,
+          events: names.tables.events,
+          inbox: names.tables.inbox,
+        },
+      }),
+      buses: { ...names.buses },
+      groups: deployment.functions
+        .filter((f) => f.kind === "consumer")
+        .map((f) => f.group ?? f.name),
+      timings: { emulator: emulatorMs, synth: synthMs, deploy: deployMs },
+      stop: () => {
+        ops.close();
+        return stopLocal(running.runtime, clients, moto);
+      },
+    };
+  } catch (error) {
+    await moto?.stop();
+    throw error;
+  }
+}
+
+/** Milliseconds since the previous call (or since the timer was made). */
+function lapTimer(): () => number {
+  let mark = Date.now();
+  return () => {
+    const ms = Date.now() - mark;
+    mark = Date.now();
+    return ms;
+  };
+}
+
+/**
+ * Environment values that differ locally: a failed message comes back after 1 s, 2 s, 4 s...
+ * instead of the deployed backoff, the agents answer with the DeterministicLocalModel (a scripted
+ * stand-in, not a model: no Bedrock, no credentials) and the sender delivers to the LocalChannel
+ * (no SNS), whatever the template says.
+ */
+const LOCAL_ENV_OVERRIDES: Readonly<Record<string, string>> = {
+  RETRY_BASE_SECONDS: "1",
+  RETRY_MAX_SECONDS: "8",
+  MODEL_PROVIDER: "local",
+  CHANNEL_PROVIDER: "local",
+};
+
+/** The runtime with its local stand-ins (model, channel) and observations, started. */
+async function startRuntime(
+  deployment: LocalDeployment,
+  clients: AwsClients,
+  functionClients: FunctionClients,
+  endpoint: string,
+  options: LocalOptions,
+): Promise<Pick<LocalEnvironment, "runtime" | "observations" | "channel" | "model">> {
+  const observations = new Observations();
+  const channel = new LocalChannel({ onDelivery: options.onDelivery });
+  const model = new RecordingModel(new DeterministicLocalModel());
+  const services = options.faultInjection?.services?.({ model, channel }) ?? { model, channel };
+  const runtime = new LocalRuntime({
+    deployment,
+    clients,
+    functionClients,
+    endpoint,
+    root: ROOT,
+    envOverrides: { ...LOCAL_ENV_OVERRIDES, ...options.envOverrides },
+    services: { ...services },
+    scheduleIntervalMs: options.scheduleIntervalMs,
+    faultInjection: options.faultInjection,
+    onEvent: (event) => {
+      observations.listener(event);
+      options.onEvent?.(event);
+    },
+  });
+  await runtime.start();
+  return { runtime, observations, channel, model };
+}
+
+async function stopLocal(
+  runtime: LocalRuntime,
+  clients: AwsClients,
+  moto: MotoServer | undefined,
+): Promise<void> {
+  await runtime.stop();
+  clients.dynamodb.destroy();
+  clients.sqs.destroy();
+  clients.eventbridge.destroy();
+  clients.sns?.destroy();
+  await moto?.stop();
+}
+
+/**
+ * The clients the functions get (`LocalOptions.functionClient`): one lean client for every
+ * service, as a deployed function has, or the emulator's SDK clients.
+ */
+function functionClientsOf(
+  options: LocalOptions,
+  clients: AwsClients,
+  config: LeanClientOptions,
+): FunctionClients {
+  if ((options.functionClient ?? (options.faultInjection ? "sdk" : "lean")) === "sdk")
+    return sdkFunctionClients(clients);
+  const client = new LeanAwsClient(config);
+  return { dynamodb: client, sqs: client, eventbridge: client };
+}

@@ -1,0 +1,68 @@
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import type { AwsClient } from "../../../../functions/adapters/aws/client";
+import { inMeterScope } from "../../../../functions/adapters/metering";
+import type { ConsumeResult } from "../../../../functions/core/role";
+import type { ConsumerFailure, ConsumerObserver } from "../../../../functions/handlers/consumer";
+import { fromSdk } from "../../../operator/from-sdk";
+import type { AwsClients, LocalFunction } from "../deploy";
+import type { Invoke, Report, RuntimeEvent } from "./events";
+
+/** The AWS clients a function's `create(options)` gets. */
+export interface FunctionClients {
+  readonly dynamodb: AwsClient;
+  readonly sqs: AwsClient;
+  readonly eventbridge: AwsClient;
+}
+
+/** The emulator's SDK clients as the functions' clients (their middleware applies). */
+export function sdkFunctionClients(clients: AwsClients): FunctionClients {
+  return {
+    dynamodb: fromSdk(clients.dynamodb),
+    sqs: fromSdk(clients.sqs),
+    eventbridge: fromSdk(clients.eventbridge),
+  };
+}
+
+export interface HandlerOptions {
+  readonly functionClients: FunctionClients;
+  /** Repository root that `agentbus:entry` paths are relative to. */
+  readonly root: string;
+  readonly envOverrides?: Record<string, string>;
+  readonly services?: Readonly<Record<string, unknown>>;
+  readonly onEvent?: Report;
+}
+
+/**
+ * Load a function's handler module and build its handler with `create(options)`: the function's
+ * environment (with the local overrides), the emulator's clients, the shared services, and an
+ * observer and report callback that become runtime events.
+ */
+export async function loadHandler(fn: LocalFunction, options: HandlerOptions): Promise<Invoke> {
+  const module = (await import(pathToFileURL(join(options.root, fn.entry)).href)) as {
+    create?: (options: Record<string, unknown>) => Invoke;
+  };
+  if (typeof module.create !== "function")
+    throw new Error(`${fn.entry} does not export create(options)`);
+  const group = fn.group ?? fn.name;
+  const report = options.onEvent ?? (() => {});
+  const invoke = module.create({
+    ...options.services,
+    env: { ...fn.environment, ...options.envOverrides },
+    ...options.functionClients,
+    observer: {
+      consumed: (result: ConsumeResult) => report({ kind: "consumed", group, result }),
+      failed: (failure: ConsumerFailure) => report({ kind: "consume-failed", group, failure }),
+    } satisfies ConsumerObserver,
+    onReport: (r: unknown) => report(handlerReport(fn, group, r)),
+  });
+  // A meter on the shared clients (functions/adapters/metering) counts each call under its group.
+  return (event: unknown) => inMeterScope(group, () => invoke(event));
+}
+
+/** What a handler's report is, by the function's kind. */
+export function handlerReport(fn: LocalFunction, group: string, report: unknown): RuntimeEvent {
+  if (fn.kind === "relay") return { kind: "relayed", report };
+  if (fn.kind === "sweeper") return { kind: "swept", function: fn.name, report };
+  return { kind: "dispatched", group, report };
+}

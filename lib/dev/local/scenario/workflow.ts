@@ -1,0 +1,189 @@
+import { PutEventsCommand } from "@aws-sdk/client-eventbridge";
+import { ulid } from "ulid";
+import type { OrchestratorState } from "../../../../functions/roles/orchestrator-state";
+import { type Envelope, registry } from "../../../../schemas";
+import { CONTENT_ROLES } from "../../../../schemas/events/workflow";
+import type { LocalEnvironment } from "../environment";
+import { type Check, check } from "./check";
+import { readDeadLetters } from "./dead-letters";
+
+/** One content-production run of the scenario. */
+export interface WorkflowRun {
+  readonly label: string;
+  readonly runId: string;
+  readonly correlationId: string;
+  readonly state: OrchestratorState | undefined;
+}
+
+/** Whether the stack runs the orchestrator and every content agent. */
+export function hasContentWorkflow(env: LocalEnvironment): boolean {
+  return ["orchestrator", ...CONTENT_ROLES].every((group) => env.groups.includes(group));
+}
+
+/** A client's command about a run (unsequenced, aggregate dag_run/<run_id>, order key = run id). */
+export function runCommand(
+  type: string,
+  runId: string,
+  correlationId: string,
+  payload: Record<string, unknown>,
+): Envelope {
+  return {
+    event_id: ulid(),
+    event_type: type,
+    // The newest version of the type: producers write what consumers read.
+    schema_version: registry.find(type)?.schemaVersion ?? 1,
+    occurred_at: new Date().toISOString(),
+    correlation_id: correlationId,
+    causation_id: null,
+    task_id: `task_${runId.slice(4)}`,
+    aggregate: { type: "dag_run", id: runId, version: 0 },
+    order_key: runId,
+    producer: "content-desk",
+    // A client's first send of a new message (a new event id): its first attempt.
+    attempt: 1,
+    payload: { run_id: runId, ...payload },
+  };
+}
+
+/** Put envelopes on a topic's bus as a client would (`put-events`). */
+export async function putOnBus(
+  env: LocalEnvironment,
+  topic: string,
+  envelopes: readonly Envelope[],
+): Promise<void> {
+  const bus = env.buses[topic];
+  if (!bus) throw new Error(`the stack has no ${topic} bus`);
+  const response = await env.clients.eventbridge.send(
+    new PutEventsCommand({
+      Entries: envelopes.map((e) => ({
+        EventBusName: bus,
+        Source: "agentbus.client",
+        DetailType: e.event_type,
+        Detail: JSON.stringify(e),
+      })),
+    }),
+  );
+  if (response.FailedEntryCount)
+    throw new Error(`put-events failed: ${JSON.stringify(response.Entries)}`);
+}
+
+/** Start a content-production run: `workflow.start.requested` on the commands bus. */
+export async function startWorkflow(
+  env: LocalEnvironment,
+  label: string,
+  workflow: string,
+  topicHint: string,
+): Promise<Omit<WorkflowRun, "state">> {
+  const runId = `run_${ulid()}`;
+  const correlationId = `corr_${ulid()}`;
+  await putOnBus(env, "commands", [
+    runCommand("workflow.start.requested", runId, correlationId, {
+      workflow_name: workflow,
+      request: { topic_hint: topicHint },
+    }),
+  ]);
+  return { label, runId, correlationId };
+}
+
+/** The orchestrator's state of a run (the dag_run item of the state table). */
+export async function loadRun(
+  env: LocalEnvironment,
+  runId: string,
+): Promise<OrchestratorState | undefined> {
+  const { state } = await env.store.load({ state: { type: "dag_run", id: runId } });
+  return state?.data as OrchestratorState | undefined;
+}
+
+/** Poll the run's state until `done` holds for it (by default: the run has ended). */
+export async function waitForRunEnd(
+  env: LocalEnvironment,
+  runId: string,
+  timeoutMs: number,
+  done: (state: OrchestratorState) => boolean = (s) => s.run.status !== "RUNNING",
+): Promise<OrchestratorState> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const state = await loadRun(env, runId);
+    if (state && done(state)) return state;
+    if (Date.now() > deadline) {
+      // Say where it stopped: each node's state, what is in the dead-letter queues, what failed.
+      const nodes = Object.entries(state?.run.nodes ?? {})
+        .map(([id, n]) => `${id}=${n.state}`)
+        .join(", ");
+      const letters = (await readDeadLetters(env)).map((d) => `${d.queue}: ${d.code}`).join("; ");
+      const errors = env.observations.errors
+        .map((e) => `${e.group}: ${e.code}`)
+        .slice(-5)
+        .join("; ");
+      throw new Error(
+        `run ${runId} did not get there in ${timeoutMs} ms (status ${state?.run.status ?? "not started"}; nodes ${nodes || "none"}; dead letters ${letters || "none"}; last errors ${errors || "none"}; failures ${env.observations.failures.slice(-3).join(" | ") || "none"})`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/** The step of the run's timeline that released `node` (its first release). */
+function releaseOf(state: OrchestratorState | undefined, node: string) {
+  return state?.timeline.find((t) => t.event === "node.released" && t.node_id === node);
+}
+
+/** The checks of the scenario's three content-production runs: quick news, long form, failure path. */
+export function workflowChecks(
+  env: LocalEnvironment,
+  [quick, long, failing]: [WorkflowRun, WorkflowRun, WorkflowRun],
+): Check[] {
+  const status = (run: WorkflowRun) => run.state?.run.status ?? "not started";
+  const nodeStates = (run: WorkflowRun) =>
+    Object.entries(run.state?.run.nodes ?? {})
+      .map(([id, n]) => `${id} ${n.state}`)
+      .join(", ");
+  const quickFact = releaseOf(quick.state, "fact-check");
+  const quickWriting = releaseOf(quick.state, "writing");
+  const cause = (state: OrchestratorState | undefined, node: string) =>
+    releaseOf(state, node)?.cause ?? "never released";
+  const ended = (run: WorkflowRun, type: string) =>
+    [...env.observations.envelopes.values()].some(
+      (e) => e.event_type === type && e.correlation_id === run.correlationId,
+    );
+  const failedNode = failing.state?.run.nodes["fact-check"];
+  return [
+    check(
+      "quick news: COMPLETED, every node completed",
+      status(quick) === "COMPLETED" &&
+        Object.values(quick.state?.run.nodes ?? {}).every((n) => n.state === "COMPLETED"),
+      `${status(quick)}: ${nodeStates(quick)}`,
+    ),
+    check(
+      "quick news: fact check and writing released together after topic selection",
+      quickFact?.cause === "topic_selection.completed" &&
+        quickWriting?.cause === "topic_selection.completed" &&
+        quickFact.at === quickWriting.at &&
+        cause(quick.state, "review") !== "topic_selection.completed",
+      `fact-check by ${cause(quick.state, "fact-check")}, writing by ${cause(quick.state, "writing")}`,
+    ),
+    check(
+      "long form: COMPLETED, serial (each node released by its predecessor's completion)",
+      status(long) === "COMPLETED" &&
+        cause(long.state, "fact-check") === "topic_selection.completed" &&
+        cause(long.state, "writing") === "fact_check.completed" &&
+        cause(long.state, "review") === "writing.completed",
+      `${status(long)}: fact-check by ${cause(long.state, "fact-check")}, writing by ${cause(long.state, "writing")}, review by ${cause(long.state, "review")}`,
+    ),
+    check(
+      "failure path: PARTIAL, fact check FAILED (fact_check.rejected), review CANCELLED",
+      status(failing) === "PARTIAL" &&
+        failedNode?.state === "FAILED" &&
+        failedNode.error?.code === "fact_check.rejected" &&
+        failing.state?.run.nodes.review?.state === "CANCELLED",
+      `${status(failing)}: ${nodeStates(failing)}`,
+    ),
+    check(
+      "run ends announced: workflow.completed x2, workflow.partial x1",
+      ended(quick, "workflow.completed") &&
+        ended(long, "workflow.completed") &&
+        ended(failing, "workflow.partial"),
+      "see trace",
+    ),
+  ];
+}

@@ -1,0 +1,43 @@
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { App } from "aws-cdk-lib";
+import { AgentBusStack } from "../../infra/agentbus-stack";
+import type { Topology } from "../../infra/topology";
+import type { Template } from "./template";
+
+export const ROOT = join(import.meta.dirname, "..", "..", "..");
+
+/**
+ * Synthesize the same stack `cdk synth` does (same app code, same cdk.json context), for a
+ * stage, without bundling the functions (the local runtime runs their sources in-process).
+ */
+export function synthesize(
+  stage: string,
+  topology?: Topology,
+): { stackName: string; template: Template } {
+  const cdkJson = JSON.parse(readFileSync(join(ROOT, "cdk.json"), "utf8")) as {
+    context?: Record<string, unknown>;
+  };
+  const outdir = mkdtempSync(join(tmpdir(), "agentbus-synth-"));
+  try {
+    const app = new App({
+      outdir,
+      // Template validation and bundling do not change the template; `cdk synth` does both. The
+      // built-in CloudFormation validation alone costs seconds (a WebAssembly rule engine).
+      builtinCloudFormationValidation: false,
+      context: {
+        ...cdkJson.context,
+        stage,
+        "aws:cdk:bundling-stacks": [],
+        "@aws-cdk/core:validateAgainstDefaultRules": false,
+      },
+    });
+    const stackName = `AgentBus-${stage}`;
+    new AgentBusStack(app, stackName, { stage, topology });
+    const template = app.synth().getStackByName(stackName).template as Template;
+    return { stackName, template };
+  } finally {
+    rmSync(outdir, { recursive: true, force: true });
+  }
+}

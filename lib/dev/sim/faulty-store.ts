@@ -1,0 +1,124 @@
+import { TransientError } from "../../../functions/core/errors";
+import type { InMemoryEventStore } from "../../../functions/core/memory";
+import type { CommitRequest, EventStore, Loaded, LoadRequest } from "../../../functions/core/ports";
+import type { AggregateRef, Envelope } from "../../../schemas";
+import type { Random } from "./random";
+
+/** How often each fault of the store happens, per call. */
+export interface StoreFaults {
+  /** A load throttled or timed out (nothing read). */
+  readonly loadFails: number;
+  /** A commit throttled before it applied (nothing written). */
+  readonly commitFailsBefore: number;
+  /** A commit that applied, whose response was lost: the caller sees a timeout. */
+  readonly commitFailsAfter: number;
+}
+
+/** A defect planted in the store, to prove the invariant checker sees what it causes. */
+export type PlantedStoreBug =
+  | "forgetful-inbox"
+  | "wrong-stream-repair"
+  /** Every state write passes its revision condition (it expects whatever is stored). */
+  | "skipped-version-condition";
+
+/** Every commit that applied: what it recorded for which group, for the invariant checker. */
+export interface AppliedCommit {
+  readonly group: string;
+  readonly eventId: string;
+  readonly outcome: string;
+  readonly aggregate: AggregateRef;
+  readonly version: number;
+  readonly appended: readonly Envelope[];
+}
+
+/**
+ * The in-memory event store behind faults as DynamoDB produces them (throttling, a timeout after
+ * the write applied), and optionally with a planted defect. Counts what it injected.
+ */
+export class FaultyStore implements EventStore {
+  readonly applied: AppliedCommit[] = [];
+  readonly injected = { loadFails: 0, commitFailsBefore: 0, commitFailsAfter: 0 };
+  /** Set by the scheduler: the next commit waits for this before it applies. */
+  holdNextCommit: Promise<void> | undefined;
+
+  constructor(
+    readonly inner: InMemoryEventStore,
+    private readonly random: Random,
+    private readonly faults: StoreFaults,
+    private readonly bug?: PlantedStoreBug,
+  ) {}
+
+  async load(request: LoadRequest): Promise<Loaded> {
+    if (this.random.chance(this.faults.loadFails)) {
+      this.injected.loadFails++;
+      throw new TransientError("sim.load_throttled", "injected: the load was throttled");
+    }
+    const loaded = await this.inner.load(request);
+    if (this.bug === "forgetful-inbox") return { ...loaded, inboxHit: false };
+    return loaded;
+  }
+
+  readStream(stream: AggregateRef, from: number, to: number): Promise<Envelope[]> {
+    if (this.bug === "wrong-stream-repair") {
+      // Gap repair reads another stream of the same type (a key built from the wrong aggregate).
+      const own = `${stream.type}#${stream.id}`;
+      const other = [...this.inner.streams.keys()].find(
+        (k) => k !== own && k.startsWith(`${stream.type}#`),
+      );
+      if (other)
+        return this.inner.readStream(
+          { type: stream.type, id: other.slice(stream.type.length + 1) },
+          from,
+          to,
+        );
+    }
+    return this.inner.readStream(stream, from, to);
+  }
+
+  async commit(request: CommitRequest): Promise<void> {
+    const hold = this.holdNextCommit;
+    this.holdNextCommit = undefined;
+    if (hold) await hold;
+    if (this.random.chance(this.faults.commitFailsBefore)) {
+      this.injected.commitFailsBefore++;
+      throw new TransientError("sim.commit_throttled", "injected: the commit was throttled");
+    }
+    await this.inner.commit(this.withBug(request));
+    if (request.inbox) {
+      this.applied.push({
+        group: request.inbox.group,
+        eventId: request.inbox.eventId,
+        outcome: request.inbox.outcome,
+        aggregate: request.inbox.aggregate,
+        version: request.inbox.version,
+        appended: request.append ?? [],
+      });
+    }
+    if (this.random.chance(this.faults.commitFailsAfter)) {
+      this.injected.commitFailsAfter++;
+      throw new TransientError(
+        "sim.commit_timeout",
+        "injected: the commit applied, its answer was lost",
+      );
+    }
+  }
+
+  /** The request as the planted defect would send it. */
+  private withBug(request: CommitRequest): CommitRequest {
+    if (this.bug === "skipped-version-condition" && request.state) {
+      const stored = this.inner.states.get(
+        `${request.state.aggregate.type}#${request.state.aggregate.id}`,
+      );
+      return { ...request, state: { ...request.state, expectedRevision: stored?.revision ?? 0 } };
+    }
+    if (this.bug === "forgetful-inbox" && request.inbox) {
+      // The dedup row is written under a key of its own each time, so it never conflicts.
+      const { inbox } = request;
+      return {
+        ...request,
+        inbox: { ...inbox, eventId: `${inbox.eventId}-${this.applied.length}` },
+      };
+    }
+    return request;
+  }
+}

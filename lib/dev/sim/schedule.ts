@@ -1,0 +1,136 @@
+import { type Envelope, registry } from "../../../schemas";
+import { LIFECYCLE } from "../local/scenario";
+import type { PlantedChannelBug } from "./faulty-channel";
+import type { PlantedStoreBug } from "./faulty-store";
+import { checkInvariants, type Violation } from "./invariants";
+import { Random } from "./random";
+import { type FaultPlan, World } from "./world";
+
+/**
+ * One simulated schedule: a seed gives the workload (tasks with client feedback, content
+ * workflows, one poison message), the fault plan and every choice of the scheduler; playing the
+ * same seed again plays the same schedule.
+ */
+export interface ScheduleResult {
+  readonly seed: number;
+  readonly faults: FaultPlan;
+  readonly violations: readonly Violation[];
+  /** What the scheduler did and the store injected, by kind. */
+  readonly counts: Readonly<Record<string, number>>;
+}
+
+/** A fault plan drawn from the seed: each fault is off, light or heavy. */
+export function faultPlanOf(random: Random): FaultPlan {
+  const rate = () => random.pick([0, 0.02, 0.1]);
+  return {
+    loadFails: rate(),
+    commitFailsBefore: rate(),
+    commitFailsAfter: rate(),
+    republish: random.pick([0, 0.2, 0.5]),
+    crashAfterCommit: rate(),
+    stall: rate(),
+    channel: random.pick([0, 0.05, 0.15]),
+  };
+}
+
+export async function playSchedule(
+  seed: number,
+  options: { readonly bug?: PlantedStoreBug | PlantedChannelBug; readonly faults?: FaultPlan } = {},
+): Promise<ScheduleResult> {
+  const faults = options.faults ?? faultPlanOf(new Random(seed ^ 0x5eed));
+  const world = new World({ seed, faults, bug: options.bug });
+  await seedWorkload(world);
+  await world.run();
+  const counts: Record<string, number> = { ...world.counts };
+  for (const [kind, n] of Object.entries({ ...world.store.injected, ...world.channel.injected }))
+    counts[kind] = n;
+  return { seed, faults, violations: checkInvariants(world), counts };
+}
+
+/** Tasks with client feedback, content workflow runs, conversations and one poison message. */
+async function seedWorkload(world: World): Promise<void> {
+  const tasks = 1 + world.random.below(3);
+  for (let i = 0; i < tasks; i++) {
+    const taskId = `task_${world.deps.ids.next()}`;
+    await world.produceTask(taskId, LIFECYCLE.slice(0, 1 + world.random.below(LIFECYCLE.length)));
+    world.publishExternal(
+      external(
+        world,
+        "task.feedback.received",
+        { type: "task", id: taskId },
+        {
+          rating: 1 + world.random.below(5),
+        },
+      ),
+    );
+  }
+  const runs = 1 + world.random.below(2);
+  for (let i = 0; i < runs; i++) {
+    const runId = `run_${world.deps.ids.next()}`;
+    const hint = world.random.chance(0.3) ? "[fail-fact-check] energy storage" : "energy storage";
+    world.publishExternal(
+      external(
+        world,
+        "workflow.start.requested",
+        { type: "dag_run", id: runId },
+        {
+          run_id: runId,
+          workflow_name: world.random.pick(["quick-news", "long-form"]),
+          request: { topic_hint: hint },
+        },
+      ),
+    );
+  }
+  const conversations = 1 + world.random.below(2);
+  for (let i = 0; i < conversations; i++) {
+    const conversationId = `conv_${world.deps.ids.next()}`;
+    const messages = 1 + world.random.below(2);
+    for (let m = 0; m < messages; m++) {
+      const text = world.random.pick(CUSTOMER_TEXTS);
+      world.publishExternal(
+        external(
+          world,
+          "conversation.message.received",
+          { type: "conversation", id: conversationId },
+          { text, customer_id: "cust_alice" },
+          conversationId,
+        ),
+      );
+    }
+  }
+  world.publishExternal(JSON.stringify({ event_id: "555-0100", payload: "not an envelope" }));
+}
+
+/** What the simulated customers ask (orders of the local sample, and a question with no order). */
+const CUSTOMER_TEXTS = [
+  "Has the refund for order 123 gone through?",
+  "Was order 456 delivered?",
+  "Where is my order A-1001?",
+  "Is the shop open today?",
+];
+
+/** An unsequenced message from outside the store (a client, the CLI), with the world's ids. */
+function external(
+  world: World,
+  type: string,
+  aggregate: { type: string; id: string },
+  payload: Record<string, unknown>,
+  conversationId?: string,
+): Envelope {
+  const parsed = registry.parse({
+    event_id: world.deps.ids.next(),
+    event_type: type,
+    // The newest version of the type: producers write what consumers read.
+    schema_version: registry.find(type)?.schemaVersion ?? 1,
+    occurred_at: world.clock.now().toISOString(),
+    correlation_id: `corr_${world.deps.ids.next()}`,
+    causation_id: null,
+    task_id: aggregate.type === "task" ? aggregate.id : `task_${world.deps.ids.next()}`,
+    ...(conversationId ? { conversation_id: conversationId } : {}),
+    aggregate: { ...aggregate, version: 0 },
+    producer: "sim-client",
+    payload,
+  });
+  if (!parsed.ok) throw new Error(`the simulation built an invalid ${type}: ${parsed.message}`);
+  return parsed.envelope;
+}

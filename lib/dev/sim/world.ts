@@ -1,0 +1,338 @@
+import { LocalChannel } from "../../../functions/adapters/channel/local-channel";
+import { DeterministicLocalModel } from "../../../functions/adapters/local-model";
+import { classify } from "../../../functions/core/errors";
+import { InMemoryEventStore } from "../../../functions/core/memory";
+import { consume } from "../../../functions/core/pipeline";
+import type { ConsumerDeps } from "../../../functions/core/ports";
+import { appendToStream } from "../../../functions/core/producer";
+import type { Role } from "../../../functions/core/role";
+import { ManualClock } from "../../../functions/core/runtime";
+import { InMemorySideEffects } from "../../../functions/core/side-effects";
+import { planSweep } from "../../../functions/core/sweeper";
+import { audit } from "../../../functions/roles/audit";
+import { createContentAgent } from "../../../functions/roles/content-agents";
+import {
+  conversationContextReader,
+  conversationReader,
+  conversationVersionReader,
+  createConversation,
+} from "../../../functions/roles/conversation";
+import { conversationProjection } from "../../../functions/roles/conversation-projection";
+import { createOrchestrator } from "../../../functions/roles/orchestrator";
+import { createOrderLookup, ordersFrom } from "../../../functions/roles/order-lookup";
+import { createReplyGeneration } from "../../../functions/roles/reply-generation";
+import { createRouter } from "../../../functions/roles/router";
+import { createSender } from "../../../functions/roles/sender";
+import { taskProjection } from "../../../functions/roles/task-projection";
+import { type Envelope, registry } from "../../../schemas";
+import { CONTENT_ROLES } from "../../../schemas/events/workflow";
+import { topology } from "../../infra/topology";
+import { SAMPLE_ORDERS } from "../local/orders";
+import { FaultyChannel, type PlantedChannelBug } from "./faulty-channel";
+import { FaultyStore, type PlantedStoreBug, type StoreFaults } from "./faulty-store";
+import { bodyOf, GroupQueue, type Message, nextMessage } from "./queues";
+import { Random, seededIds } from "./random";
+
+/**
+ * One simulated world: the task projection, the audit group, the orchestrator and the content
+ * agents, and the support conversation's groups (its sender behind a faulty reply channel), each
+ * with its queue (FIFO behind a buffer, or standard as the topology says), over one in-memory
+ * event store (the stack's tables), fed by a
+ * relay that reads the store's log (its stream) and a bus that fans every event out to the groups
+ * subscribed to its type. A seeded scheduler decides everything that AWS leaves open: which message
+ * goes next, when the relay runs and how much it takes, what it publishes twice, which calls fail
+ * and when, which consumer stalls past its visibility timeout, when dead letters are redriven.
+ */
+
+export interface FaultPlan extends StoreFaults {
+  /** The relay publishes a batch twice (its checkpoint was lost after PutEvents). */
+  readonly republish: number;
+  /** A consumer crashes after its commit, before the message is deleted. */
+  readonly crashAfterCommit: number;
+  /** A consumer stalls before its commit until its message was received again. */
+  readonly stall: number;
+  /** Each of the channel's faults (unavailable, timeout before, timeout after the send). */
+  readonly channel: number;
+}
+
+export interface WorldOptions {
+  readonly seed: number;
+  readonly faults: FaultPlan;
+  readonly bug?: PlantedStoreBug | PlantedChannelBug;
+  /** Receives before a message is dead-lettered. */
+  readonly maxReceiveCount?: number;
+}
+
+/** A node's lease in the simulation, in seconds (the clock moves a second a step). */
+const LEASE_SECONDS = 60;
+/** Steps a message stays invisible after a receive. */
+const VISIBILITY = 3;
+const MAX_STEPS = 20_000;
+
+export class World {
+  readonly random: Random;
+  readonly clock = new ManualClock("2026-09-01T10:00:00.000Z");
+  readonly memory: InMemoryEventStore;
+  readonly store: FaultyStore;
+  readonly channel: FaultyChannel;
+  readonly deps: ConsumerDeps;
+  readonly roles: Role<unknown>[];
+  readonly queues = new Map<string, GroupQueue>();
+  /**
+   * Each group's buffer queue: a standard queue the rules deliver to, unordered; the dispatcher
+   * moves its messages into the FIFO queue in whatever order it receives them.
+   */
+  readonly buffers = new Map<string, Message[]>();
+  /** Messages put on the bus from outside (commands, client messages), in order. */
+  readonly external: Envelope[] = [];
+  /** What the scheduler did, by kind. */
+  readonly counts: Record<string, number> = {};
+  private relayed = 0;
+  private step = 0;
+  private nextId = 0;
+  private readonly stalled: { message: Message; release: () => void; done: Promise<void> }[] = [];
+
+  constructor(private readonly options: WorldOptions) {
+    this.random = new Random(options.seed);
+    this.memory = new InMemoryEventStore(this.clock);
+    const { bug } = options;
+    const storeBug = bug === "new-key-per-retry" ? undefined : bug;
+    this.store = new FaultyStore(this.memory, this.random, options.faults, storeBug);
+    const channelBug = bug === "new-key-per-retry" ? bug : undefined;
+    const local = new LocalChannel({ clock: this.clock });
+    this.channel = new FaultyChannel(local, this.random, options.faults.channel, channelBug);
+    this.deps = {
+      store: this.store,
+      registry,
+      clock: this.clock,
+      ids: seededIds(this.clock, this.random),
+    };
+    const model = new DeterministicLocalModel();
+    const conversationVersion = conversationVersionReader(this.memory);
+    const context = conversationContextReader(this.memory);
+    this.roles = [
+      taskProjection,
+      audit,
+      // Short leases, so that requests waiting in a busy schedule outlive theirs: the sweeper then
+      // reports them, the orchestrator sends them again, and late answers meet a new assignment.
+      createOrchestrator({ leaseSeconds: LEASE_SECONDS, queuedLeaseSeconds: LEASE_SECONDS }),
+      ...CONTENT_ROLES.map((role) =>
+        createContentAgent({ role, model, commandStream: this.memory }),
+      ),
+      // Replies stay worth sending for a day: a schedule's clock moves a second a step.
+      createConversation({ replyTtlSeconds: 86_400 }),
+      createRouter({ context }),
+      createOrderLookup({ orders: ordersFrom(SAMPLE_ORDERS) }),
+      createReplyGeneration({ model, conversation: conversationReader(this.memory) }),
+      createSender({
+        channel: this.channel,
+        sideEffects: new InMemorySideEffects(),
+        conversationVersion,
+        orders: ordersFrom(SAMPLE_ORDERS),
+      }),
+      conversationProjection,
+    ] as Role<unknown>[];
+    for (const role of this.roles) {
+      const ordered = topology.groups.find((g) => g.name === role.group)?.ordering !== "none";
+      this.queues.set(
+        role.group,
+        new GroupQueue(role.group, options.maxReceiveCount ?? 5, ordered),
+      );
+      this.buffers.set(role.group, []);
+    }
+  }
+
+  private count(kind: string, n = 1): void {
+    this.counts[kind] = (this.counts[kind] ?? 0) + n;
+  }
+
+  /** Commit a task's lifecycle events through the producer API (its stream is the outbox). */
+  async produceTask(taskId: string, steps: readonly { type: string; payload: unknown }[]) {
+    let cause: Envelope | undefined;
+    for (const step of steps) {
+      // The producer API is outside the faults: it retries until its commit applies.
+      const [event] = await appendToStream(
+        { ...this.deps, store: this.memory },
+        {
+          aggregate: { type: "task", id: taskId },
+          producer: "task-api",
+          correlationId: `corr_${taskId.slice(5)}`,
+          taskId,
+          cause,
+          decide: (state) => ({
+            state: { steps: ((state?.data as { steps?: number })?.steps ?? 0) + 1 },
+            emit: [step],
+          }),
+        },
+      );
+      cause = event;
+    }
+  }
+
+  /** Put a message on the bus from outside the event store (a client, the CLI). */
+  publishExternal(envelope: Envelope | string): void {
+    if (typeof envelope !== "string") this.external.push(envelope);
+    this.fanOut(envelope);
+  }
+
+  /** Deliver to every subscribed group's queue (EventBridge rules, one delivery per rule). */
+  private fanOut(envelope: Envelope | string): void {
+    const event = typeof envelope === "string" ? undefined : envelope;
+    for (const role of this.roles) {
+      // A poison body reaches the groups that subscribe to everything (like audit).
+      if (event ? !role.subscriptions.includes(event.event_type) : role !== audit) continue;
+      const message = {
+        id: this.nextId++,
+        group: role.group,
+        messageGroup: event ? event.order_key : "poison",
+        body: typeof envelope === "string" ? envelope : bodyOf(envelope),
+        receiveCount: 0,
+        invisibleUntil: 0,
+      };
+      // An unordered group's rule targets its standard queue; the others' their buffer queue.
+      const queue = this.queues.get(role.group);
+      if (queue && !queue.ordered) queue.send(message);
+      else this.buffers.get(role.group)?.push(message);
+    }
+  }
+
+  /** The relay: the next part of the store's log to the bus, in order, maybe twice. */
+  private relay(): boolean {
+    const log = this.memory.log;
+    if (this.relayed >= log.length) return false;
+    const take = 1 + this.random.below(Math.min(10, log.length - this.relayed));
+    const batch = log.slice(this.relayed, this.relayed + take);
+    for (const e of batch) this.fanOut(e);
+    this.count("relayed", batch.length);
+    if (this.random.chance(this.options.faults.republish)) {
+      for (const e of batch) this.fanOut(e);
+      this.count("republished", batch.length);
+    }
+    this.relayed += take;
+    return true;
+  }
+
+  /**
+   * The lease sweeper (a schedule, every minute in the stack): what the due index lists, as the
+   * sweeper plans it, onto the bus. Its ids are deterministic, so a repeated sweep repeats them.
+   */
+  private async sweep(): Promise<number> {
+    const due = await this.memory.due(this.clock.now(), 100);
+    const states = due.length > 0 ? await this.memory.loadStates(due) : [];
+    const plan = planSweep(states, this.clock.now(), registry);
+    for (const { envelope } of plan.messages) {
+      this.external.push(envelope);
+      this.fanOut(envelope);
+    }
+    this.count("swept", plan.messages.length);
+    return plan.messages.length;
+  }
+
+  /** The dispatcher: one buffered message, of any group, picked at random, into its FIFO queue. */
+  private dispatch(): boolean {
+    const groups = [...this.buffers].filter(([, buffered]) => buffered.length > 0);
+    if (groups.length === 0) return false;
+    const [group, buffered] = this.random.pick(groups);
+    const [message] = buffered.splice(this.random.below(buffered.length), 1);
+    if (message) this.queues.get(group)?.send(message);
+    this.count("dispatched");
+    return true;
+  }
+
+  /** Runs the world until nothing is left to do; dead letters are redriven once at the end. */
+  async run(): Promise<void> {
+    await this.settle();
+    let redriven = 0;
+    for (const queue of this.queues.values()) redriven += queue.redrive();
+    this.count("redriven", redriven);
+    if (redriven > 0) await this.settle();
+  }
+
+  private async settle(): Promise<void> {
+    for (; this.step < MAX_STEPS; this.step++) {
+      this.clock.advance(1000);
+      await this.releaseStalled();
+      if (this.random.chance(0.05)) await this.sweep();
+      const roll = this.random.next();
+      if (roll < 0.2 && this.relay()) continue;
+      if (roll < 0.5 && this.dispatch()) continue;
+      const next = nextMessage([...this.queues.values()], this.step, this.random);
+      if (next) {
+        await this.deliver(next.queue, next.message);
+        continue;
+      }
+      if (this.relay() || this.dispatch()) continue;
+      if (this.stalled.length > 0) continue;
+      if (![...this.queues.values()].every((q) => q.empty)) continue;
+      // Quiet: what only time can move on (a lease running out) is the sweeper's, a lease later.
+      this.clock.advance(LEASE_SECONDS * 1000);
+      if ((await this.sweep()) === 0) return;
+    }
+    throw new Error(`the world did not settle within ${MAX_STEPS} steps`);
+  }
+
+  private async deliver(queue: GroupQueue, message: Message): Promise<void> {
+    queue.receive(message, this.step, VISIBILITY);
+    const role = this.roles.find((r) => r.group === queue.group);
+    if (!role) throw new Error(`no role for ${queue.group}`);
+    this.count("deliveries");
+    if (this.random.chance(this.options.faults.stall)) return this.stall(queue, message, role);
+    await this.handle(queue, message, role);
+  }
+
+  private async handle(queue: GroupQueue, message: Message, role: Role<unknown>): Promise<void> {
+    try {
+      const result = await consume(JSON.parse(message.body), role, this.deps, {
+        receiveCount: message.receiveCount,
+      });
+      const repaired = result.steps.filter((step) => step.repaired).length;
+      if (repaired > 0) this.count("gap-repaired", repaired);
+    } catch (error) {
+      this.count(`failed ${classify(error)}`);
+      // A permanent failure goes to the dead-letter queue at once, as the consumer sends it there.
+      if (classify(error) !== "transient") message.receiveCount = Number.MAX_SAFE_INTEGER;
+      queue.fail(message);
+      return;
+    }
+    if (this.random.chance(this.options.faults.crashAfterCommit)) {
+      this.count("crashed after commit");
+      return;
+    }
+    queue.delete(message);
+    // A standard queue is at least once: now and then a deleted message is handed out again.
+    if (!queue.ordered && this.random.chance(0.1)) {
+      queue.send({ ...message, id: this.nextId++, receiveCount: 0, invisibleUntil: 0 });
+      this.count("standard queue duplicate");
+    }
+  }
+
+  /**
+   * A consumer that stalls before its commit (a model call past the visibility timeout): its
+   * message becomes visible again, may be received by another consumer, and the stalled one
+   * commits later.
+   */
+  private async stall(queue: GroupQueue, message: Message, role: Role<unknown>): Promise<void> {
+    this.count("stalled");
+    let release = () => {};
+    this.store.holdNextCommit = new Promise<void>((r) => {
+      release = r;
+    });
+    const done = this.handle(queue, message, role);
+    message.invisibleUntil = this.step + 1;
+    this.stalled.push({ message, release, done });
+    await new Promise((r) => setImmediate(r));
+    // A delivery that never reached a commit (nothing to write) must not hold the next one's.
+    if (this.store.holdNextCommit) {
+      this.store.holdNextCommit = undefined;
+      release();
+    }
+  }
+
+  private async releaseStalled(): Promise<void> {
+    if (this.stalled.length === 0 || !this.random.chance(0.3)) return;
+    const stalled = this.stalled.splice(this.random.below(this.stalled.length), 1)[0];
+    if (!stalled) return;
+    stalled.release();
+    await stalled.done;
+  }
+}

@@ -1,0 +1,364 @@
+import {
+  Annotations,
+  Duration,
+  type Environment,
+  type RemovalPolicy,
+  Stack,
+  type StackProps,
+} from "aws-cdk-lib";
+import type { CfnQueue } from "aws-cdk-lib/aws-sqs";
+import type { Construct } from "constructs";
+import { DEFAULT_QUEUE_DEPTH_THRESHOLD } from "../../functions/roles/orchestrator";
+import { ConsumerGroup } from "./constructs/consumer-group";
+import { pickGroupSettings, stageProblem } from "./constructs/consumer-group-rules";
+import { Dashboard } from "./constructs/dashboard";
+import {
+  capabilitiesOf,
+  EMULATOR_CONTEXT_KEY,
+  type Emulator,
+  parseEmulator,
+  type TargetCapabilities,
+} from "./constructs/emulator";
+import { OperatorReadAccess } from "./constructs/operator-access";
+import { Relay } from "./constructs/relay";
+import { SupportResources } from "./constructs/support";
+import { LeaseSweeper } from "./constructs/sweeper";
+import {
+  AgentBusTables,
+  LIST_INDEX_UPGRADE_STAGES,
+  type ListIndexUpgrade,
+} from "./constructs/tables";
+import { Topic, type TopicName } from "./constructs/topic";
+import { outputId } from "./output-ids";
+import { replayNamePrefix } from "./replay-names";
+import { addStackOutputs } from "./stack-outputs";
+import { type GroupNeeds, topology as projectTopology, type Topology } from "./topology";
+
+export interface AgentBusStackProps extends StackProps {
+  /**
+   * Deployment stage, part of the bus and queue names (`agentbus-<stage>-...`).
+   * @default "dev"
+   */
+  readonly stage?: string;
+
+  /**
+   * Topics and consumer groups to deploy.
+   * @default - the project's topology (`lib/infra/topology.ts`)
+   */
+  readonly topology?: Topology;
+
+  /**
+   * What happens to the tables (the only stateful resources) when they leave the stack.
+   * @default RemovalPolicy.RETAIN
+   */
+  readonly tablesRemovalPolicy?: RemovalPolicy;
+
+  /**
+   * How long each topic's archive keeps events for replay.
+   * @default Duration.days(30)
+   */
+  readonly archiveRetention?: Duration;
+
+  /**
+   * The AWS emulator the template is for; `localstack-free` leaves out what LocalStack's free
+   * image cannot run (Pipes, archives, schema registries, the dashboard) and delivers groups
+   * declared with `delivery: "pipe"` through the dispatch function, with a warning.
+   * @default - the CDK context `agentbus:emulator`; without it, real AWS (everything)
+   */
+  readonly emulator?: Emulator;
+
+  /**
+   * How often the content agents' consumers heartbeat during a record (visibility extension and
+   * `node.heartbeat`); `Duration.seconds(0)` turns it off.
+   * @default Duration.seconds(20)
+   */
+  readonly agentHeartbeat?: Duration;
+
+  /**
+   * Queue depth (waiting + in flight) of an agent group at which the orchestrator holds new work
+   * for it.
+   * @default 100
+   */
+  readonly queueDepthThreshold?: number;
+}
+
+/** Default heartbeat interval of the content agents' consumers. */
+export const DEFAULT_AGENT_HEARTBEAT = Duration.seconds(20);
+
+/** Warning id of a group whose pipe the emulator cannot run (acknowledgeable). */
+export const PIPE_FALLBACK_WARNING = "agentbus:emulator:pipe-fallback";
+/**
+ * Context key: `true` while a stack deployed before checkpoints moved onto the state items
+ * upgrades; its consumers read the old checkpoint and inbox rows too (see the README).
+ */
+export const LEGACY_CHECKPOINTS_KEY = "agentbus:legacyCheckpoints";
+/**
+ * Context key: the stage (`1`, `2`, `3`) of a stack deployed with the legacy list indexes
+ * (`by-kind`, `by-waiting`) that upgrades to the current ones, one index per deploy
+ * (stateIndexLayouts; see the README). Without it, the current indexes only.
+ */
+export const LIST_INDEX_UPGRADE_KEY = "agentbus:listIndexUpgrade";
+
+/**
+ * The list-index upgrade stage a context value names: `1`, `2` or `3`, as a string (`-c`) or a
+ * number (cdk.json); `undefined` when absent. Throws on any other value.
+ */
+export function parseListIndexUpgrade(value: unknown): ListIndexUpgrade | undefined {
+  if (value === undefined) return undefined;
+  const stage = LIST_INDEX_UPGRADE_STAGES.find((s) => value === s || value === String(s));
+  if (stage === undefined)
+    throw new Error(
+      `context ${LIST_INDEX_UPGRADE_KEY}=${JSON.stringify(value)} is not an upgrade stage: use ${LIST_INDEX_UPGRADE_STAGES.join(", ")}, or leave ${LIST_INDEX_UPGRADE_KEY} out once the upgrade is done`,
+    );
+  return stage;
+}
+
+/**
+ * AgentBus: the tables (stateful, in their own construct), and from the topology one topic per
+ * declared topic, the outbox relay, one consumer group per declared group, and a dashboard.
+ */
+export class AgentBusStack extends Stack {
+  readonly tables: AgentBusTables;
+  readonly topics: ReadonlyMap<TopicName, Topic>;
+  readonly relay: Relay;
+  readonly groups: readonly ConsumerGroup[];
+  /** The orders table and reply channel (present when the topology has the support groups). */
+  readonly support?: SupportResources;
+  /**
+   * The scheduled lease sweeper (present when the topology has the orchestrator and the commands
+   * and events topics).
+   */
+  readonly sweeper?: LeaseSweeper;
+  /** The dashboard (absent for an emulator without dashboards). */
+  readonly dashboard?: Dashboard;
+  /** The managed policy an operator's role needs for trace, status, dlq and the console. */
+  readonly operatorAccess: OperatorReadAccess;
+  /** The emulator the template is for; `undefined` for AWS. */
+  readonly emulator: Emulator | undefined;
+  /** What the target runs, and so what the stack deploys. */
+  readonly capabilities: TargetCapabilities;
+
+  constructor(scope: Construct, id: string, props: AgentBusStackProps = {}) {
+    super(scope, id, props);
+    const stage = props.stage ?? "dev";
+    const topology = props.topology ?? projectTopology;
+    this.emulator = parseEmulator(props.emulator ?? this.node.tryGetContext(EMULATOR_CONTEXT_KEY));
+    this.capabilities = capabilitiesOf(this.emulator);
+
+    this.tables = new AgentBusTables(this, "Tables", {
+      removalPolicy: props.tablesRemovalPolicy,
+      listIndexUpgrade: parseListIndexUpgrade(this.node.tryGetContext(LIST_INDEX_UPGRADE_KEY)),
+    });
+
+    this.topics = new Map(
+      topology.topics.map((topicName) => [
+        topicName,
+        new Topic(this, `${outputId(topicName)}Topic`, {
+          topicName,
+          stage,
+          archiveRetention: props.archiveRetention,
+          archive: this.capabilities.archives,
+          schemaRegistry: this.capabilities.schemaRegistry,
+        }),
+      ]),
+    );
+    this.relay = new Relay(this, "Relay", {
+      topics: [...this.topics.values()],
+      tables: this.tables,
+    });
+
+    this.groups = topology.groups.map((group) => this.consumerGroup(group, stage));
+    const needs = (group: ConsumerGroup): GroupNeeds =>
+      topology.groups.find((g) => g.name === group.groupName)?.needs ?? {};
+    this.wireWorkflow(props, needs);
+    this.support = this.wireSupport(stage, props, needs);
+    // The sweeper serves the orchestrator's runs: leases and held-back work live in dag_run state.
+    const orchestrates = this.groups.some((g) => needs(g).orchestrates);
+    if (orchestrates && this.topics.has("commands") && this.topics.has("events")) {
+      this.sweeper = new LeaseSweeper(this, "LeaseSweeper", {
+        tables: this.tables,
+        topics: [this.topic("commands"), this.topic("events")],
+      });
+    }
+
+    this.operatorAccess = this.createOperatorAccess(stage);
+
+    if (this.capabilities.dashboard) {
+      this.dashboard = new Dashboard(this, "Dashboard", {
+        stage,
+        groups: this.groups,
+        relay: this.relay,
+      });
+    }
+    addStackOutputs(this);
+  }
+
+  /** The managed policy of the operator's tools: what they read, and the repairs they start. */
+  private createOperatorAccess(stage: string): OperatorReadAccess {
+    return new OperatorReadAccess(this, "OperatorRead", {
+      tables: this.tables,
+      groups: this.groups,
+      relay: this.relay,
+      auditBus: this.topics.get("events")?.bus,
+      buses: [...this.topics.values()].map((topic) => topic.bus),
+      commandBus: this.topics.get("commands")?.bus,
+      archives: [...this.topics.values()].flatMap((topic) =>
+        topic.archive ? [topic.archive] : [],
+      ),
+      replayNamePrefix: replayNamePrefix(stage),
+    });
+  }
+
+  /** One consumer group of the topology (a pipe group falls back to the dispatcher where pipes cannot run). */
+  private consumerGroup(group: Topology["groups"][number], stage: string): ConsumerGroup {
+    const pipeFallback = group.delivery === "pipe" && !this.capabilities.pipes;
+    const consumerGroup = new ConsumerGroup(this, outputId(group.name), {
+      groupName: group.name,
+      stage,
+      subscriptions: group.subscriptions.map(({ topic, eventTypes }) => ({
+        topic: this.topic(topic),
+        eventTypes,
+      })),
+      entry: group.handler,
+      callsModel: Boolean(group.needs?.model),
+      attention: group.attention,
+      tables: this.tables,
+      ...pickGroupSettings(group),
+      delivery: pipeFallback ? "dispatch-function" : group.delivery,
+      deliveryBatchingWindow: group.deliveryBatchingWindow,
+      legacyCheckpoints: [true, "true"].includes(this.node.tryGetContext(LEGACY_CHECKPOINTS_KEY)),
+    });
+    if (pipeFallback) {
+      Annotations.of(consumerGroup).addWarningV2(
+        PIPE_FALLBACK_WARNING,
+        `consumer group ${JSON.stringify(group.name)} declares delivery "pipe", but ${EMULATOR_CONTEXT_KEY}=${this.emulator} cannot run EventBridge Pipes: its buffer queue is delivered to its FIFO queue by the dispatch function instead (synthesize without ${EMULATOR_CONTEXT_KEY}, or with "localstack" and an auth token, to deploy the pipe)`,
+      );
+    }
+    return consumerGroup;
+  }
+
+  /**
+   * The orchestration needs the groups declare: a group with `heartbeat: "events"` heartbeats
+   * (its queue's visibility timeout, the events bus and PutEvents on it); the group that
+   * `orchestrates` reads the DAG agents' queue depths (their URLs, GetQueueAttributes on exactly
+   * those queues).
+   */
+  private wireWorkflow(props: AgentBusStackProps, needs: (g: ConsumerGroup) => GroupNeeds): void {
+    const agents = this.groups.filter((g) => needs(g).dagAgent);
+    const events = this.topics.get("events");
+    if (events)
+      for (const group of this.groups)
+        if (needs(group).heartbeat === "events") this.heartbeat(group, props, events);
+    const orchestrator = this.groups.find((g) => needs(g).orchestrates);
+    if (orchestrator && agents.length > 0) {
+      const urls = Object.fromEntries(agents.map((a) => [a.groupName, a.queue.queueUrl]));
+      orchestrator.consumer.addEnvironment("AGENT_QUEUE_URLS", this.toJsonString(urls));
+      orchestrator.consumer.addEnvironment(
+        "QUEUE_DEPTH_THRESHOLD",
+        String(props.queueDepthThreshold ?? DEFAULT_QUEUE_DEPTH_THRESHOLD),
+      );
+      for (const agent of agents)
+        agent.queue.grant(orchestrator.consumer, "sqs:GetQueueAttributes");
+    }
+  }
+
+  /**
+   * Turn on a model-calling group's heartbeat: `HEARTBEAT_SECONDS` and its queue's visibility
+   * timeout; with `events`, also the bus its role's heartbeat messages go to and PutEvents on it.
+   */
+  private heartbeat(group: ConsumerGroup, props: AgentBusStackProps, events?: Topic): void {
+    const seconds = (props.agentHeartbeat ?? DEFAULT_AGENT_HEARTBEAT).toSeconds();
+    const visibility = (group.queue.node.defaultChild as CfnQueue).visibilityTimeout;
+    if (seconds <= 0 || visibility === undefined) return;
+    group.consumer.addEnvironment("HEARTBEAT_SECONDS", String(seconds));
+    group.consumer.addEnvironment("VISIBILITY_TIMEOUT_SECONDS", String(visibility));
+    if (!events) return;
+    group.consumer.addEnvironment("EVENTS_BUS_NAME", events.busName);
+    events.grantPutEvents(group.consumer);
+  }
+
+  /**
+   * The customer-support needs the groups declare: `orders` reads the orders table
+   * (`ORDERS_TABLE`, GetItem only); `replyChannel` publishes replies to the SNS FIFO reply topic
+   * (`CHANNEL_PROVIDER=sns`, `CHANNEL_TOPIC_ARN`, Publish on that topic only); `heartbeat:
+   * "visibility"` extends its message's visibility during a long model call.
+   */
+  private wireSupport(
+    stage: string,
+    props: AgentBusStackProps,
+    needs: (g: ConsumerGroup) => GroupNeeds,
+  ): SupportResources | undefined {
+    for (const group of this.groups)
+      if (needs(group).heartbeat === "visibility") this.heartbeat(group, props);
+    const readers = this.groups.filter((g) => needs(g).orders);
+    const senders = this.groups.filter((g) => needs(g).replyChannel);
+    if (readers.length === 0 && senders.length === 0) return undefined;
+    const support = new SupportResources(this, "Support", {
+      stage,
+      removalPolicy: props.tablesRemovalPolicy,
+    });
+    for (const reader of readers) {
+      reader.consumer.addEnvironment("ORDERS_TABLE", support.orders.tableName);
+      support.grantOrderLookup(reader.consumer);
+    }
+    for (const sender of senders) {
+      sender.consumer.addEnvironment("CHANNEL_PROVIDER", "sns");
+      sender.consumer.addEnvironment("CHANNEL_TOPIC_ARN", support.replies.topicArn);
+      support.grantSend(sender.consumer);
+    }
+    return support;
+  }
+
+  /** The deployed topic of that name. */
+  topic(name: TopicName): Topic {
+    const topic = this.topics.get(name);
+    if (!topic) throw new Error(`topic ${JSON.stringify(name)} is not declared in the topology`);
+    return topic;
+  }
+}
+
+/** Where `bin/agentbus.ts` deploys: the stage and the stack's environment. */
+export interface DeploymentSettings {
+  readonly stage: string;
+  /** Account and region; `undefined` for an environment-agnostic stack. */
+  readonly env: Environment | undefined;
+}
+
+const REGION = /^[a-z]{2,}(-[a-z]+)+-\d+$/;
+const ACCOUNT = /^\d{12}$/;
+
+/**
+ * The stage and environment to deploy to, from the CDK context (`-c stage=...`, `-c region=...`,
+ * `-c account=...`), falling back to `defaults` (the CLI's `CDK_DEFAULT_REGION` and
+ * `CDK_DEFAULT_ACCOUNT`) for region and account and to `dev` for the stage. Throws naming every
+ * bad value.
+ */
+export function deploymentSettings(
+  context: (key: string) => unknown,
+  defaults: { readonly region?: string; readonly account?: string } = {},
+): DeploymentSettings {
+  const problems: string[] = [];
+  const setting = (key: "region" | "account", fallback: string | undefined, pattern: RegExp) => {
+    const given = context(key);
+    const value = given ?? (fallback || undefined);
+    if (value === undefined) return undefined;
+    if (typeof value !== "string" || !pattern.test(value)) {
+      const source = given === undefined ? `CDK_DEFAULT_${key.toUpperCase()}` : `context "${key}"`;
+      const what = key === "region" ? "an AWS region such as eu-west-1" : "a 12-digit account id";
+      problems.push(`${source} ${JSON.stringify(value)} must be ${what}`);
+      return undefined;
+    }
+    return value;
+  };
+  const stage = context("stage") ?? "dev";
+  const stageIssue = stageProblem(stage, 'context "stage"');
+  if (stageIssue) problems.push(stageIssue);
+  const region = setting("region", defaults.region, REGION);
+  const account = setting("account", defaults.account, ACCOUNT);
+  if (problems.length > 0)
+    throw new Error(`invalid deployment settings:\n  - ${problems.join("\n  - ")}`);
+  return {
+    stage: stage as string,
+    env: region || account ? { account, region } : undefined,
+  };
+}

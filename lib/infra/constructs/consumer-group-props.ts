@@ -1,0 +1,199 @@
+import type { Duration } from "aws-cdk-lib";
+import type { IQueue } from "aws-cdk-lib/aws-sqs";
+import type { AttentionSignal } from "../../../functions/handlers/consumer-metrics";
+import type { Delivery, Ordering, OrderKey } from "./consumer-group-rules";
+import type { ModelSetting } from "./model-access";
+import type { AgentBusTables } from "./tables";
+import type { Topic } from "./topic";
+
+/**
+ * The props of a consumer group (`ConsumerGroup`). `consumer-group-settings.ts` applies their
+ * defaults and checks them.
+ */
+
+/** The event types a group receives from one topic; one rule per topic. */
+export interface ConsumerGroupSubscription {
+  readonly topic: Topic;
+  /** Registered event types of that topic (`detail-type` of the rule's pattern). */
+  readonly eventTypes: readonly string[];
+}
+
+export interface ConsumerGroupProps {
+  /** Name of the group: kebab-case, at most 40 characters; part of its queue names. */
+  readonly groupName: string;
+
+  /**
+   * Deployment stage; part of the queue names.
+   * @default "dev"
+   */
+  readonly stage?: string;
+
+  /** What the group receives, per topic. Every type must be registered on that topic. */
+  readonly subscriptions: readonly ConsumerGroupSubscription[];
+
+  /**
+   * Consumer handler file relative to the repository root, e.g.
+   * `functions/handlers/task-projection.ts`.
+   */
+  readonly entry: string;
+
+  /** The tables the consumer reads and writes. */
+  readonly tables: AgentBusTables;
+
+  /**
+   * `fifo`: in order per order key, through a buffer queue and a FIFO queue. `none`: a standard
+   * queue fed by the rules directly, for groups that need no order (audit).
+   * @default "fifo"
+   */
+  readonly ordering?: Ordering;
+
+  /**
+   * How events get from the buffer queue into the FIFO queue (FIFO groups only): a dispatch
+   * function, or an EventBridge Pipe with a dynamic message group.
+   * @default "dispatch-function"
+   */
+  readonly delivery?: Delivery;
+
+  /**
+   * Envelope field that becomes the FIFO message group. Only `order_key` is supported.
+   * @default "order_key"
+   */
+  readonly orderKey?: OrderKey;
+
+  /**
+   * Dead-letter queue of the group's queue; must be FIFO for a FIFO group and standard for a
+   * standard group. The consumer also sends permanent failures here.
+   * @default - a new queue `agentbus-<stage>-<group>-dlq[.fifo]`, kept 14 days
+   */
+  readonly deadLetterQueue?: IQueue;
+
+  /**
+   * Messages per consumer invocation (1..10 on a FIFO queue, 1..10000 on a standard queue).
+   * @default 10
+   */
+  readonly batchSize?: number;
+
+  /**
+   * How long the consumer's event source gathers a batch (standard queues only, 0..300 s).
+   * @default - none, or 1 second when `batchSize` is over 10 (Lambda requires one then)
+   */
+  readonly maxBatchingWindow?: Duration;
+
+  /**
+   * How long the delivery hop of a FIFO group (the dispatcher's event source, or the pipe) waits
+   * to gather 10 messages from the buffer queue before moving them (whole seconds, 0..300). Under
+   * a light load each message then waits up to this long; in exchange every SendMessageBatch call
+   * is full, so fewer SQS requests are billed. Without it a batch holds what the buffer had
+   * (`npm run bench -- local` prints how full they are under a burst).
+   * @default - none: messages move as soon as they arrive
+   */
+  readonly deliveryBatchingWindow?: Duration;
+
+  /**
+   * Most concurrent consumer invocations (event source `MaximumConcurrency`, 2..1000). On a FIFO
+   * queue concurrency is also bounded by the number of active message groups.
+   * @default 2
+   */
+  readonly maxConcurrency?: number;
+
+  /**
+   * Receives before a message moves to the dead-letter queue (group queue and buffer queue).
+   * @default 5
+   */
+  readonly maxReceiveCount?: number;
+
+  /**
+   * Consumer function timeout.
+   * @default Duration.seconds(30)
+   */
+  readonly functionTimeout?: Duration;
+
+  /**
+   * Visibility timeout of the group's queue; at least 6x `functionTimeout`.
+   * @default - 6x `functionTimeout`
+   */
+  readonly visibilityTimeout?: Duration;
+
+  /**
+   * Consumer function memory in MB.
+   * @default 256
+   */
+  readonly memorySize?: number;
+
+  /**
+   * First retry delay of a transient failure (the consumer backs off via message visibility).
+   * @default 2
+   */
+  readonly retryBaseSeconds?: number;
+
+  /**
+   * Longest retry delay; at most 43199 (12 h - 1 s, the limit of a message's visibility).
+   * @default 300
+   */
+  readonly retryMaxSeconds?: number;
+
+  /**
+   * How long inbox (dedup) records are kept; whole days, at least one.
+   * @default Duration.days(7)
+   */
+  readonly inboxTtl?: Duration;
+  /**
+   * Read the checkpoint and inbox rows a stack kept before checkpoints moved onto the state
+   * items, while it upgrades (one BatchGetItem per event instead of one GetItem).
+   * @default false
+   */
+  readonly legacyCheckpoints?: boolean;
+
+  /**
+   * Alarm when the oldest message of the group's queue (or of its buffer) is older than this.
+   * @default Duration.minutes(5)
+   */
+  readonly maxMessageAge?: Duration;
+
+  /**
+   * EventBridge retries of the rule target before the event goes to the target's DLQ (0..185).
+   * @default 185
+   */
+  readonly ruleRetryAttempts?: number;
+
+  /**
+   * Longest time EventBridge keeps retrying the rule target (1 min..24 h).
+   * @default Duration.hours(24)
+   */
+  readonly ruleMaxEventAge?: Duration;
+
+  /**
+   * What the group's consumer can emit that a person must act on, each watched by an alarm whose
+   * description names the command to run (see ATTENTION_METRICS in
+   * functions/handlers/consumer-metrics.ts).
+   * @default none (the stack passes what the topology's group declares)
+   */
+  readonly attention?: readonly AttentionSignal[];
+
+  /**
+   * Held replies tolerated within `heldReplyWindow` before the `held-replies` alarm fires.
+   * @default 0 (any held reply)
+   */
+  readonly maxHeldReplies?: number;
+
+  /**
+   * The window held replies are counted over (the alarm's period); whole minutes, 1 min..1 day.
+   * @default Duration.minutes(15)
+   */
+  readonly heldReplyWindow?: Duration;
+
+  /**
+   * The consumer's decision calls a language model (the group declares `needs.model`): it gets
+   * the model setting of the CDK context when `model` is not given.
+   * @default false
+   */
+  readonly callsModel?: boolean;
+
+  /**
+   * The language model the consumer calls: `MODEL_PROVIDER` / `MODEL_ID` in its environment and,
+   * for Bedrock, `bedrock:InvokeModel` on that model only (see `model-access.ts`).
+   * @default - with `callsModel`, the CDK context `agentbus:modelId` on Bedrock (else
+   * DEFAULT_MODEL_ID); no model otherwise
+   */
+  readonly model?: ModelSetting;
+}

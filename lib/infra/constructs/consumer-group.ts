@@ -1,0 +1,270 @@
+import { CfnResource } from "aws-cdk-lib";
+import type { IAlarm, Metric, MetricOptions } from "aws-cdk-lib/aws-cloudwatch";
+import type { Rule } from "aws-cdk-lib/aws-events";
+import type { Role } from "aws-cdk-lib/aws-iam";
+import type { CfnPipe } from "aws-cdk-lib/aws-pipes";
+import type { IQueue, Queue } from "aws-cdk-lib/aws-sqs";
+import { Construct } from "constructs";
+import type { DiscardReason } from "../../../functions/core/ports";
+import {
+  ATTENTION_METRICS,
+  type AttentionSignal,
+  MODEL_METRICS,
+  TIMING_METRICS,
+} from "../../../functions/handlers/consumer-metrics";
+import { addConsumerEventSource, createDeliveryHop, createRules } from "./consumer-group-delivery";
+import {
+  alarmsOf,
+  type ConsumerMetric,
+  consumerMetric,
+  createGroupAlarms,
+  oldestMessageAge,
+  queueDepth,
+} from "./consumer-group-monitoring";
+import type { ConsumerGroupProps } from "./consumer-group-props";
+import { createGroupQueues, deadLetterQueuesOf } from "./consumer-group-queues";
+import type { Delivery, Ordering } from "./consumer-group-rules";
+import { type ConsumerGroupSettings, consumerGroupSettings } from "./consumer-group-settings";
+import { AgentBusFunction, METADATA } from "./function";
+import { grantModelAccess, type ModelSetting, resolveModelSetting } from "./model-access";
+
+/**
+ * A consumer group: every event of its subscribed types, delivered once per group, to one
+ * consumer function, with partial batch responses and bounded concurrency.
+ *
+ * - `ordering: "fifo"` (in order per order key): rule per topic -> buffer queue (+DLQ) ->
+ *   dispatch function or EventBridge Pipe -> FIFO queue `<...>.fifo` (+FIFO DLQ) -> consumer.
+ * - `ordering: "none"`: rule per topic -> standard queue (+standard DLQ, also the rule target's
+ *   DLQ) -> consumer. The rule hands the queue the whole event (the envelope is its `detail`).
+ *
+ * Alarms fire on any message in any dead-letter queue, on a backlog older than `maxMessageAge`
+ * in the group's queue and its buffer, and on what the consumer emits that a person must act on
+ * (`attention`: unknown side-effect outcomes, held replies, failed runs, NEEDS_HUMAN agent runs).
+ * Every CloudFormation resource of the group carries `agentbus:group` metadata.
+ *
+ * The parts live beside it: props, defaults and validation in `consumer-group-settings.ts`, the
+ * queues in `consumer-group-queues.ts`, rules, delivery hop and event source in
+ * `consumer-group-delivery.ts`, metrics and alarms in `consumer-group-monitoring.ts`.
+ */
+export class ConsumerGroup extends Construct {
+  readonly groupName: string;
+  readonly ordering: Ordering;
+  readonly delivery: Delivery;
+  /** The group's queue: FIFO (keyed by order key, de-duplicated by event id) or standard. */
+  readonly queue: Queue;
+  /** Dead-letter queue of `queue` (FIFO for a FIFO group); the consumer also sends permanent failures here. */
+  readonly deadLetterQueue: IQueue;
+  /** Standard queue the rules deliver to (FIFO groups only). */
+  readonly bufferQueue?: Queue;
+  /** Dead letters of the rules' targets, of the buffer queue, and invalid envelopes (FIFO groups only). */
+  readonly bufferDeadLetterQueue?: Queue;
+  /** Every dead-letter queue of the group. */
+  readonly deadLetterQueues: readonly IQueue[];
+  readonly rules: readonly Rule[];
+  /** Moves the buffer into the FIFO queue (`delivery: "dispatch-function"`). */
+  readonly dispatcher?: AgentBusFunction;
+  /** Moves the buffer into the FIFO queue (`delivery: "pipe"`). */
+  readonly pipe?: CfnPipe;
+  /** The pipe's role: receive and delete on the buffer, send on the FIFO queue. */
+  readonly pipeRole?: Role;
+  readonly consumer: AgentBusFunction;
+  /** The model the consumer calls, if it calls one. */
+  readonly model?: ModelSetting;
+  readonly deadLetterAlarm: IAlarm;
+  readonly bufferDeadLetterAlarm?: IAlarm;
+  readonly messageAgeAlarm: IAlarm;
+  readonly bufferMessageAgeAlarm?: IAlarm;
+  /** What the consumer can emit that a person must act on; each has an alarm. */
+  readonly attention: readonly AttentionSignal[];
+  /** The alarm of each signal in `attention`. */
+  readonly attentionAlarms: Readonly<Partial<Record<AttentionSignal, IAlarm>>>;
+  /** Every alarm of the group. */
+  readonly alarms: readonly IAlarm[];
+
+  constructor(scope: Construct, id: string, props: ConsumerGroupProps) {
+    super(scope, id);
+    const settings = consumerGroupSettings(props);
+    this.groupName = settings.groupName;
+    this.ordering = settings.ordering;
+    this.delivery = settings.delivery;
+
+    const queues = createGroupQueues(this, settings, props.deadLetterQueue);
+    this.queue = queues.queue;
+    this.deadLetterQueue = queues.deadLetterQueue;
+    this.bufferQueue = queues.bufferQueue;
+    this.bufferDeadLetterQueue = queues.bufferDeadLetterQueue;
+    this.deadLetterQueues = deadLetterQueuesOf(queues);
+
+    this.rules = createRules(this, props.subscriptions, settings, queues);
+    const hop = createDeliveryHop(this, settings, queues, props.tables.inbox);
+    this.dispatcher = hop.dispatcher;
+    this.pipe = hop.pipe;
+    this.pipeRole = hop.pipeRole;
+
+    this.consumer = this.createConsumer(props, settings);
+    if (props.model !== undefined || props.callsModel) {
+      this.model = resolveModelSetting(this, props.model);
+      grantModelAccess(this.consumer, this.model);
+    }
+
+    const alarms = createGroupAlarms(this, settings, queues);
+    this.deadLetterAlarm = alarms.deadLetterAlarm;
+    this.messageAgeAlarm = alarms.messageAgeAlarm;
+    this.bufferDeadLetterAlarm = alarms.bufferDeadLetterAlarm;
+    this.bufferMessageAgeAlarm = alarms.bufferMessageAgeAlarm;
+    this.attention = settings.attention;
+    this.attentionAlarms = alarms.attentionAlarms;
+    this.alarms = alarmsOf(alarms);
+
+    // The local runtime and operators find everything of a group by this metadata.
+    for (const child of this.node.findAll()) {
+      if (child instanceof CfnResource) child.addMetadata(METADATA.group, this.groupName);
+    }
+  }
+
+  /** Age of the oldest message waiting in the group's queue (Maximum, 1 minute). */
+  metricApproximateAgeOfOldestMessage(options?: MetricOptions): Metric {
+    return oldestMessageAge(this.queue, options);
+  }
+
+  /** Age of the oldest message waiting in the buffer queue (FIFO groups; Maximum, 1 minute). */
+  metricBufferApproximateAgeOfOldestMessage(options?: MetricOptions): Metric | undefined {
+    return this.bufferQueue && oldestMessageAge(this.bufferQueue, options);
+  }
+
+  /** Messages waiting in the group's queue (Maximum, 1 minute). */
+  metricQueueDepth(options?: MetricOptions): Metric {
+    return queueDepth(this.queue, options);
+  }
+
+  /** Messages waiting in the buffer queue (FIFO groups; Maximum, 1 minute). */
+  metricBufferQueueDepth(options?: MetricOptions): Metric | undefined {
+    return this.bufferQueue && queueDepth(this.bufferQueue, options);
+  }
+
+  /** Messages in the group's dead-letter queue (Maximum, 1 minute). */
+  metricDeadLetterDepth(options?: MetricOptions): Metric {
+    return queueDepth(this.deadLetterQueue, options);
+  }
+
+  /** Messages in the buffer dead-letter queue (FIFO groups; Maximum, 1 minute). */
+  metricBufferDeadLetterDepth(options?: MetricOptions): Metric | undefined {
+    return this.bufferDeadLetterQueue && queueDepth(this.bufferDeadLetterQueue, options);
+  }
+
+  /**
+   * A metric the group's consumer publishes (namespace `AgentBus`, dimensions `service` and
+   * `consumer_group`; Sum over 5 minutes).
+   */
+  metricConsumer(metricName: ConsumerMetric, options?: MetricOptions): Metric {
+    return consumerMetric(this.groupName, metricName, options);
+  }
+
+  /** Events applied (including those applied to repair a version gap). */
+  metricApplied(options?: MetricOptions): Metric {
+    return this.metricConsumer("Applied", options);
+  }
+
+  /** Deliveries recognized as duplicates (inbox or version gate). */
+  metricDuplicates(options?: MetricOptions): Metric {
+    return this.metricConsumer("Duplicate", options);
+  }
+
+  /** Events discarded unprocessed; with a reason, only those discarded for it. */
+  metricDiscarded(reason?: DiscardReason, options?: MetricOptions): Metric {
+    if (reason === undefined) return this.metricConsumer("Discarded", options);
+    return consumerMetric(this.groupName, "DiscardedByReason", {
+      dimensions: { reason },
+      label: reason,
+      ...options,
+    });
+  }
+
+  /** Events read from the event store to fill a version gap. */
+  metricGapsRepaired(options?: MetricOptions): Metric {
+    return this.metricConsumer("GapRepaired", options);
+  }
+
+  /** Business rejections (a failure event committed instead of a retry). */
+  metricRejected(options?: MetricOptions): Metric {
+    return this.metricConsumer("Rejected", options);
+  }
+
+  /** Messages the consumer sent straight to the dead-letter queue (permanent failures). */
+  metricDeadLettered(options?: MetricOptions): Metric {
+    return this.metricConsumer("DeadLettered", options);
+  }
+
+  /** Transient failures left for a retry. */
+  metricRetried(options?: MetricOptions): Metric {
+    return this.metricConsumer("Retried", options);
+  }
+
+  /**
+   * Milliseconds from an event's `occurred_at` to the start of its processing, per attempt
+   * (p99 over 5 minutes).
+   */
+  metricConsumerLag(options?: MetricOptions): Metric {
+    return consumerMetric(this.groupName, TIMING_METRICS.lag, { statistic: "p99", ...options });
+  }
+
+  /** Milliseconds from the start of a record's processing to its end (p99 over 5 minutes). */
+  metricProcessingTime(options?: MetricOptions): Metric {
+    return consumerMetric(this.groupName, TIMING_METRICS.processingTime, {
+      statistic: "p99",
+      ...options,
+    });
+  }
+
+  /** Emitted events a person must act on, of one signal (Sum over 5 minutes). */
+  metricAttention(signal: AttentionSignal, options?: MetricOptions): Metric {
+    return consumerMetric(this.groupName, ATTENTION_METRICS[signal], options);
+  }
+
+  /** Latency of the consumer's model calls, in milliseconds (p99 over 5 minutes). */
+  metricModelLatency(options?: MetricOptions): Metric {
+    return consumerMetric(this.groupName, MODEL_METRICS.latency, { statistic: "p99", ...options });
+  }
+
+  /** Tokens the consumer's model calls read or wrote (Sum over 5 minutes). */
+  metricModelTokens(direction: "input" | "output", options?: MetricOptions): Metric {
+    const name = direction === "input" ? MODEL_METRICS.inputTokens : MODEL_METRICS.outputTokens;
+    return consumerMetric(this.groupName, name, options);
+  }
+
+  /**
+   * The consumer function: the handler of `props.entry` with the group's tables, queues and
+   * retry settings in its environment, reading the group's queue, allowed to send to its DLQ.
+   */
+  private createConsumer(
+    props: ConsumerGroupProps,
+    settings: ConsumerGroupSettings,
+  ): AgentBusFunction {
+    const { groupName } = settings;
+    const consumer = new AgentBusFunction(this, "Consumer", {
+      kind: "consumer",
+      entry: props.entry,
+      group: groupName,
+      description: `AgentBus ${groupName} consumer`,
+      timeout: settings.functionTimeout,
+      memorySize: props.memorySize,
+      environment: {
+        GROUP_NAME: groupName,
+        STATE_TABLE: props.tables.state.tableName,
+        EVENTS_TABLE: props.tables.events.tableName,
+        INBOX_TABLE: props.tables.inbox.tableName,
+        SIDE_EFFECTS_TABLE: props.tables.sideEffects.tableName,
+        QUEUE_URL: this.queue.queueUrl,
+        DEAD_LETTER_QUEUE_URL: this.deadLetterQueue.queueUrl,
+        INBOX_TTL_DAYS: String(settings.inboxTtlDays),
+        RETRY_BASE_SECONDS: String(settings.retryBaseSeconds),
+        RETRY_MAX_SECONDS: String(settings.retryMaxSeconds),
+        ...(props.legacyCheckpoints ? { LEGACY_CHECKPOINTS: "true" } : {}),
+      },
+    });
+    addConsumerEventSource(consumer, this.queue, settings);
+    this.deadLetterQueue.grantSendMessages(consumer);
+    props.tables.grantConsumer(consumer);
+    return consumer;
+  }
+}

@@ -1,0 +1,233 @@
+import { existsSync } from "node:fs";
+import { isAbsolute, join, normalize, sep } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Duration, RemovalPolicy, Validations } from "aws-cdk-lib";
+import { Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
+import { Architecture, type CfnFunction, Runtime, Tracing } from "aws-cdk-lib/aws-lambda";
+import { NodejsFunction } from "aws-cdk-lib/aws-lambda-nodejs";
+import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
+import type { Construct } from "constructs";
+import { FUNCTION_BUNDLING, FUNCTION_RUNTIME } from "./bundling";
+
+export { FUNCTION_RUNTIME } from "./bundling";
+
+/** The repository root: handler entries and `agentbus:entry` metadata are relative to it. */
+export const REPO_ROOT = fileURLToPath(new URL("../../..", import.meta.url));
+
+/** What a function does in the path of an event; the local runtime emulates each kind. */
+export type FunctionKind = "relay" | "dispatch" | "consumer" | "sweeper";
+
+/** CloudWatch namespace of the metrics every handler publishes (`POWERTOOLS_METRICS_NAMESPACE`). */
+export const METRICS_NAMESPACE = "AgentBus";
+
+/** CloudFormation metadata keys on every AgentBus function (read by the local runtime). */
+export const METADATA = {
+  entry: "agentbus:entry",
+  kind: "agentbus:kind",
+  group: "agentbus:group",
+} as const;
+
+/**
+ * The actions active tracing grants on `Resource: "*"`: X-Ray has no resource-level permissions
+ * for them (https://docs.aws.amazon.com/xray/latest/devguide/security_iam_service-with-iam.html).
+ */
+export const XRAY_ACTIONS = ["xray:PutTraceSegments", "xray:PutTelemetryRecords"] as const;
+
+export interface AgentBusFunctionProps {
+  /**
+   * Path of the handler file relative to the repository root, with `/` separators
+   * (e.g. `functions/handlers/relay.ts`); the file must exist and export `handler`.
+   * Recorded as `agentbus:entry` metadata so the local runtime can run the same handler.
+   */
+  readonly entry: string;
+
+  /** The function's role in the path of an event, recorded as `agentbus:kind` metadata. */
+  readonly kind: FunctionKind;
+
+  /**
+   * The consumer group the function serves, recorded as `agentbus:group` metadata.
+   * @default - none (the relay serves every group)
+   */
+  readonly group?: string;
+
+  /**
+   * `POWERTOOLS_SERVICE_NAME` of the function's logs, metrics and traces.
+   * @default - the group name, or `agentbus-<kind>` without a group
+   */
+  readonly serviceName?: string;
+
+  /**
+   * Environment of the handler, added to the Powertools and Node.js settings every function gets.
+   * @default - none
+   */
+  readonly environment?: Record<string, string>;
+
+  /**
+   * @default Duration.seconds(30)
+   */
+  readonly timeout?: Duration;
+
+  /**
+   * @default 256
+   */
+  readonly memorySize?: number;
+
+  /**
+   * Retention of the function's log group.
+   * @default RetentionDays.ONE_MONTH
+   */
+  readonly logRetention?: RetentionDays;
+
+  /**
+   * @default - none
+   */
+  readonly description?: string;
+
+  /**
+   * Actions the function is granted on `Resource: "*"` besides X-Ray's, each with the reason it
+   * cannot be scoped to a resource. They are acknowledged, with these reasons, as the cdk-nag
+   * finding `AwsSolutions-IAM5[Resource::*]` on the function's role policy; the stack's IAM
+   * tests fail on any other action on `*`.
+   * @default - none
+   */
+  readonly unscopedActions?: Readonly<Record<string, string>>;
+}
+
+/**
+ * A Lambda function of AgentBus: Node.js 22 on arm64, bundled by esbuild as minified ESM with
+ * source maps and the AWS SDK v3 inside (`FUNCTION_BUNDLING` in ./bundling.ts says why the SDK
+ * is bundled rather than taken from the runtime, and what is trimmed), X-Ray active tracing, a log
+ * group with retention, and the `agentbus:*` metadata the local runtime uses to run the handler
+ * in-process (from its TypeScript source: the local runtime never loads a bundle).
+ *
+ * Its execution role (`<id>ServiceRole`, next to the function) starts with no AWS managed policy:
+ * it may write to the function's own log group (`logs:CreateLogStream`, `logs:PutLogEvents` on
+ * that group only, where `AWSLambdaBasicExecutionRole` would allow every log group of the
+ * account) and send traces to X-Ray; every other permission comes from a grant.
+ */
+export class AgentBusFunction extends NodejsFunction {
+  /** The repository-relative handler path. */
+  readonly entryPath: string;
+  readonly kind: FunctionKind;
+  readonly group: string | undefined;
+
+  constructor(scope: Construct, id: string, props: AgentBusFunctionProps) {
+    const entry = resolveEntry(props.entry);
+    const logGroup = new LogGroup(scope, `${id}LogGroup`, {
+      retention: props.logRetention ?? RetentionDays.ONE_MONTH,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    const role = new Role(scope, `${id}ServiceRole`, {
+      assumedBy: new ServicePrincipal("lambda.amazonaws.com"),
+      description: props.description && `Execution role: ${props.description}`.slice(0, 1000),
+    });
+    logGroup.grantWrite(role);
+    super(scope, id, {
+      role,
+      entry,
+      handler: "handler",
+      projectRoot: REPO_ROOT,
+      depsLockFilePath: join(REPO_ROOT, "package-lock.json"),
+      runtime: FUNCTION_RUNTIME,
+      architecture: Architecture.ARM_64,
+      timeout: props.timeout ?? Duration.seconds(30),
+      memorySize: props.memorySize ?? 256,
+      tracing: Tracing.ACTIVE,
+      logGroup,
+      description: props.description,
+      environment: {
+        POWERTOOLS_SERVICE_NAME: props.serviceName ?? props.group ?? `agentbus-${props.kind}`,
+        POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+        ...props.environment,
+      },
+      bundling: FUNCTION_BUNDLING,
+    });
+    this.entryPath = props.entry;
+    this.kind = props.kind;
+    this.group = props.group;
+
+    const cfn = this.node.defaultChild as CfnFunction;
+    cfn.addMetadata(METADATA.entry, props.entry);
+    cfn.addMetadata(METADATA.kind, props.kind);
+    if (props.group !== undefined) cfn.addMetadata(METADATA.group, props.group);
+    acknowledgeNagFindings(cfn, role, props.unscopedActions);
+  }
+}
+
+/**
+ * The cdk-nag findings every AgentBus function has on purpose: its runtime (L1), and the X-Ray
+ * actions (and the caller's `unscoped` ones) that cannot be scoped to a resource (IAM5).
+ */
+function acknowledgeNagFindings(
+  cfn: CfnFunction,
+  role: Role,
+  unscopedActions: AgentBusFunctionProps["unscopedActions"],
+): void {
+  Validations.of(cfn).acknowledge({
+    id: "AwsSolutions-L1",
+    reason: `${FUNCTION_RUNTIME.name} on purpose: the project requires Node.js 22 for its functions (esbuild bundles for node22; the handlers and their Powertools and SDK versions are tested on it). cdk-nag asks for the newest runtime aws-cdk-lib knows (${newestNodeRuntime()}); moving to it is a deliberate upgrade of the runtime and the bundling target together, not a per-function setting`,
+  });
+  // Active tracing put the X-Ray statement into the role's default policy (created with it).
+  const unscoped = {
+    ...Object.fromEntries(
+      XRAY_ACTIONS.map((action) => [
+        action,
+        "X-Ray has no resource-level permissions; active tracing needs it",
+      ]),
+    ),
+    ...unscopedActions,
+  };
+  const defaultPolicy = role.node.findChild("DefaultPolicy");
+  Validations.of(defaultPolicy).acknowledge({
+    id: "AwsSolutions-IAM5[Resource::*]",
+    reason: `Resource "*" is granted only for actions that cannot be scoped to a resource: ${Object.entries(
+      unscoped,
+    )
+      .map(([action, why]) => `${action} (${why})`)
+      .join("; ")}. Every other statement names its table, queue, stream, bus or log group`,
+  });
+}
+
+/** The newest Node.js Lambda runtime this aws-cdk-lib knows (what cdk-nag's L1 asks for). */
+function newestNodeRuntime(): string {
+  const version = (name: string) => Number(/^nodejs(\d+)/.exec(name)?.[1] ?? 0);
+  return Runtime.ALL.map((runtime) => runtime.name)
+    .filter((name) => name.startsWith("nodejs"))
+    .reduce(
+      (newest, name) => (version(name) > version(newest) ? name : newest),
+      FUNCTION_RUNTIME.name,
+    );
+}
+
+/**
+ * Why `entry` is not a usable handler entry, if it is not: a `.ts`/`.js` path relative to the
+ * repository root, with `/` separators, naming a file that exists (`exists` is given the
+ * absolute path).
+ */
+export function handlerEntryProblem(
+  entry: string,
+  exists: (absolutePath: string) => boolean = existsSync,
+): string | undefined {
+  const normalized = typeof entry === "string" ? normalize(entry) : "";
+  if (
+    typeof entry !== "string" ||
+    isAbsolute(entry) ||
+    entry.includes("\\") ||
+    normalized.startsWith(`..${sep}`) ||
+    !/\.(ts|mts|js|mjs)$/.test(entry)
+  ) {
+    return `handler entry ${JSON.stringify(entry)} must be a .ts/.js file path relative to the repository root, with / separators`;
+  }
+  const absolute = join(REPO_ROOT, normalized);
+  if (!exists(absolute)) {
+    return `handler entry ${JSON.stringify(entry)} does not exist (looked at ${absolute})`;
+  }
+  return undefined;
+}
+
+/** The absolute path of a repository-relative handler entry, checked to exist. */
+function resolveEntry(entry: string): string {
+  const problem = handlerEntryProblem(entry);
+  if (problem) throw new Error(problem);
+  return join(REPO_ROOT, normalize(entry));
+}

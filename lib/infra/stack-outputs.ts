@@ -1,0 +1,125 @@
+import { Aws, CfnOutput } from "aws-cdk-lib";
+import type { Construct } from "constructs";
+import type { ConsumerGroup } from "./constructs/consumer-group";
+import type { OperatorReadAccess } from "./constructs/operator-access";
+import type { Relay } from "./constructs/relay";
+import type { SupportResources } from "./constructs/support";
+import type { AgentBusTables } from "./constructs/tables";
+import type { Topic } from "./constructs/topic";
+import { outputId } from "./output-ids";
+
+/** The parts of an AgentBus stack (lib/infra/agentbus-stack) whose names and ARNs are output. */
+export interface OutputSources extends Construct {
+  readonly topics: ReadonlyMap<string, Topic>;
+  readonly groups: readonly ConsumerGroup[];
+  readonly relay: Relay;
+  readonly operatorAccess: OperatorReadAccess;
+  readonly tables: AgentBusTables;
+  readonly support?: SupportResources;
+}
+
+type OutputFn = (id: string, value: string, description: string) => CfnOutput;
+
+/**
+ * What a deployment needs to be used and operated: every bus name and ARN and archive ARN, every
+ * queue and dead-letter queue URL and rule ARN of every group, the relay's failure queue, the
+ * table names and the Region. No exports: nothing may come to depend on this stack through CloudFormation
+ * imports.
+ */
+export function addStackOutputs(stack: OutputSources): void {
+  const output = (id: string, value: string, description: string) =>
+    new CfnOutput(stack, id, { value, description });
+  for (const topic of stack.topics.values()) topicOutputs(topic, output);
+  for (const group of stack.groups) groupOutputs(group, output);
+  otherOutputs(stack, output);
+}
+
+/** A topic's bus name and ARN, and its archive's ARN (what agentbus replay replays from). */
+function topicOutputs(topic: Topic, output: OutputFn): void {
+  const id = outputId(topic.topicName);
+  output(`${id}BusName`, topic.busName, `EventBridge bus of the ${topic.topicName} topic`);
+  output(`${id}BusArn`, topic.busArn, `${topic.topicName}: the bus's ARN (replay destination)`);
+  if (topic.archive)
+    output(
+      `${id}ArchiveArn`,
+      topic.archive.archiveArn,
+      `${topic.topicName}: the bus's archive (agentbus replay replays from it)`,
+    );
+}
+
+/**
+ * A group's queue, dead-letter queue and (FIFO groups) buffer queue URLs, and the ARN of its rule
+ * on each topic it subscribes to (`<Group><Topic>RuleArn`: a replay's filter names the rules).
+ */
+function groupOutputs(group: ConsumerGroup, output: OutputFn): void {
+  const id = group.node.id;
+  const name = group.groupName;
+  for (const rule of group.rules)
+    output(`${id}${rule.node.id}Arn`, rule.ruleArn, `${name}: its rule on a topic's bus`);
+  output(`${id}QueueUrl`, group.queue.queueUrl, `${name}: the consumer's queue`);
+  output(
+    `${id}DeadLetterQueueUrl`,
+    group.deadLetterQueue.queueUrl,
+    `${name}: dead-letter queue of the consumer's queue`,
+  );
+  if (group.bufferQueue) {
+    output(
+      `${id}BufferQueueUrl`,
+      group.bufferQueue.queueUrl,
+      `${name}: buffer queue the rules deliver to`,
+    );
+  }
+  if (group.bufferDeadLetterQueue) {
+    output(
+      `${id}BufferDeadLetterQueueUrl`,
+      group.bufferDeadLetterQueue.queueUrl,
+      `${name}: dead letters of the rules and the buffer (undeliverable or invalid events)`,
+    );
+  }
+}
+
+/** The relay, the tables, the operator policies and the support resources. */
+function otherOutputs(stack: OutputSources, output: OutputFn): void {
+  output(
+    "Region",
+    Aws.REGION,
+    "the Region the stack is deployed in (agentbus --outputs acts there unless --region says otherwise)",
+  );
+  output(
+    "RelayFailureQueueUrl",
+    stack.relay.failureQueue.queueUrl,
+    "relay: stream batches given up on",
+  );
+  output(
+    "RelayFunctionName",
+    stack.relay.function.functionName,
+    "relay: its function (agentbus status reads its IteratorAge)",
+  );
+  output(
+    "OperatorReadPolicyArn",
+    stack.operatorAccess.policy.managedPolicyArn,
+    "attach to an operator's role: what agentbus trace, status, dlq and console read",
+  );
+  output(
+    "OperatorRepairPolicyArn",
+    stack.operatorAccess.repairPolicy.managedPolicyArn,
+    "attach (with the read policy) to operators who repair: agentbus dlq redrive, republish, replay, reply approve | reject, send resolve",
+  );
+  const tables = {
+    State: stack.tables.state,
+    Events: stack.tables.events,
+    Inbox: stack.tables.inbox,
+    SideEffects: stack.tables.sideEffects,
+  };
+  for (const [name, table] of Object.entries(tables)) {
+    output(`${name}TableName`, table.tableName, `DynamoDB table ${name}`);
+  }
+  if (stack.support) {
+    output("OrdersTableName", stack.support.orders.tableName, "DynamoDB table Orders");
+    output(
+      "RepliesTopicArn",
+      stack.support.replies.topicArn,
+      "SNS FIFO topic the sender delivers replies to",
+    );
+  }
+}

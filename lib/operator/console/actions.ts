@@ -1,0 +1,193 @@
+import { SEND_RESOLUTIONS, type SendResolution } from "../../../schemas/events/conversation";
+import type { ActionOutcome, OpsActions } from "../actions";
+import type { ReviewDecision } from "../support-actions";
+import { parseOutput, type RunRequest } from "../workflow-actions";
+import type { FlashMessages } from "./flash";
+import { formOf, reasonOf, textOf } from "./form-data";
+import { SEND_RESOLVE_PATH } from "./forms";
+import { runHref } from "./html";
+import { type ConsolePage, requestErrorPage } from "./page";
+import { postAddressProblem, tokenMatches } from "./post-guard";
+
+/**
+ * The console's POSTs (the forms of ./forms): the request must be addressed to the console and
+ * carry its form token, else 403 and nothing is done; a form it can read becomes an action on the
+ * stack (./ops/actions, the CLI's checks and commands), and the browser is sent back (303) to the
+ * page the form was on, which shows what was sent or why nothing was. Bad input sends nothing.
+ */
+
+export type ConsoleAction =
+  | { readonly kind: "run"; readonly runId: string; readonly request: RunRequest }
+  | {
+      readonly kind: "review";
+      readonly taskId: string;
+      readonly decision: ReviewDecision;
+      readonly text?: string;
+    }
+  | { readonly kind: "send"; readonly key: string; readonly resolution: SendResolution }
+  | { readonly kind: "redrive"; readonly group: string; readonly from: "queue" | "buffer" };
+
+/** A form read: where to go back to, and the action with its reason or why there is none. */
+export type ParsedPost = { readonly back: string } & (
+  | { readonly action: ConsoleAction; readonly reason: string }
+  | { readonly problem: string }
+);
+
+const RUN_PATH = /^\/runs\/([^/]+)\/(cancel|reset|resolve|rerun|confirm)$/;
+const REPLY_PATH = /^\/replies\/([^/]+)\/review$/;
+const REDRIVE_PATH = /^\/dead-letters\/([^/]+)\/redrive$/;
+
+function decoded(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
+}
+
+type Read = ConsoleAction | { readonly problem: string };
+
+function runRequestOf(verb: string, form: URLSearchParams, reason: string): RunRequest | string {
+  if (verb === "cancel") return { kind: "cancel", reason };
+  const nodeId = form.get("node")?.trim();
+  if (!nodeId) return "no node was given; nothing sent";
+  if (verb === "rerun") return { kind: "rerun", nodeId, reason };
+  if (verb === "reset") return { kind: "reset", nodeId, reason };
+  if (verb === "confirm") {
+    const answer = form.get("answer");
+    if (answer !== "confirmed" && answer !== "refused")
+      return `${JSON.stringify(answer)} is not an answer (confirmed or refused); nothing sent`;
+    return { kind: "confirm", nodeId, answer, note: reason };
+  }
+  const output = parseOutput(textOf(form, "output") ?? "", "the output");
+  return typeof output === "string" ? output : { kind: "resolve", nodeId, output, reason };
+}
+
+function reviewOf(taskId: string, form: URLSearchParams): Read {
+  const decision = form.get("decision");
+  if (decision !== "approve" && decision !== "reject")
+    return {
+      problem: `${JSON.stringify(decision)} is not a decision (approve or reject); nothing sent`,
+    };
+  if (decision === "reject") return { kind: "review", taskId, decision: "rejected" };
+  const text = textOf(form, "text");
+  if (text !== undefined && !text.trim())
+    return { problem: "the reply's text is empty (approve sends the text shown); nothing sent" };
+  // The draft as it was: only a changed text is sent as an edit.
+  const edited = text !== undefined && text !== textOf(form, "draft") ? { text } : {};
+  return { kind: "review", taskId, decision: "approved", ...edited };
+}
+
+function sendOf(form: URLSearchParams): Read {
+  const key = form.get("key") ?? "";
+  const as = form.get("as");
+  if (!(SEND_RESOLUTIONS as readonly (string | null)[]).includes(as))
+    return {
+      problem: `${JSON.stringify(as)} is not a resolution (delivered, resend or abandon); nothing sent`,
+    };
+  return { kind: "send", key, resolution: as as SendResolution };
+}
+
+function readAction(path: string, form: URLSearchParams, reason: string): Read | undefined {
+  const run = RUN_PATH.exec(path);
+  if (run) {
+    const runId = decoded(run[1] ?? "");
+    if (runId === undefined) return { problem: "the run id could not be read; nothing sent" };
+    const request = runRequestOf(run[2] ?? "", form, reason);
+    return typeof request === "string" ? { problem: request } : { kind: "run", runId, request };
+  }
+  const reply = REPLY_PATH.exec(path);
+  if (reply) {
+    const taskId = decoded(reply[1] ?? "");
+    return taskId === undefined
+      ? { problem: "the task id could not be read; nothing sent" }
+      : reviewOf(taskId, form);
+  }
+  if (path === SEND_RESOLVE_PATH) return sendOf(form);
+  const redrive = REDRIVE_PATH.exec(path);
+  if (!redrive) return undefined;
+  const group = decoded(redrive[1] ?? "");
+  if (group === undefined) return { problem: "the group could not be read; nothing moved" };
+  return { kind: "redrive", group, from: form.get("queue") === "buffer" ? "buffer" : "queue" };
+}
+
+/** Where a form's answer is shown: the page the form is on. */
+function backOf(path: string): string | undefined {
+  const run = RUN_PATH.exec(path);
+  if (run) return runHref(decoded(run[1] ?? "") ?? "");
+  if (REPLY_PATH.test(path) || path === SEND_RESOLVE_PATH) return "/";
+  return REDRIVE_PATH.test(path) ? "/dead-letters" : undefined;
+}
+
+/** The action a form posted to `path` asks for; undefined when no form posts there. */
+export function parseAction(path: string, form: URLSearchParams): ParsedPost | undefined {
+  const back = backOf(path);
+  if (back === undefined) return undefined;
+  const reason = reasonOf(form);
+  if ("problem" in reason) return { back, problem: reason.problem };
+  const read = readAction(path, form, reason.reason);
+  if (!read) return undefined;
+  return "problem" in read ? { back, problem: read.problem } : { back, action: read, ...reason };
+}
+
+/** Carry out an action; an error of the stack is reported, not thrown. */
+export async function performAction(
+  actions: OpsActions,
+  action: ConsoleAction,
+  reason: string,
+): Promise<ActionOutcome> {
+  try {
+    switch (action.kind) {
+      case "run":
+        return await actions.run(action.runId, action.request);
+      case "review":
+        return await actions.review(action.taskId, action.decision, { text: action.text, reason });
+      case "send":
+        return await actions.resolveSend(action.key, action.resolution, reason);
+      case "redrive":
+        return await actions.redrive(action.group, action.from, reason);
+    }
+  } catch (error) {
+    const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+    return { kind: "failed", message: `the action failed: ${message}` };
+  }
+}
+
+/** A POST as the console received it. */
+export interface PostRequest {
+  readonly path: string;
+  readonly host?: string;
+  readonly origin?: string;
+  readonly contentType?: string;
+  readonly body: string;
+}
+
+export interface ActionContext {
+  readonly actions: OpsActions;
+  readonly flashes: FlashMessages;
+  /** The console's own address, `127.0.0.1:<port>`. */
+  readonly own: string;
+  readonly token: string;
+}
+
+/** A redirect to the page with the action's answer, or a page refusing the request itself. */
+export type PostAnswer = { readonly status: 303; readonly location: string } | ConsolePage;
+
+const TOKEN_REFUSED =
+  "The form's token is missing or is not this console's (it changes each time the console starts): reload the page and send the form again. Nothing was sent.";
+
+/** Answer a POST: refuse it (403, 404, 415), or act and send the browser back to the page. */
+export async function answerPost(context: ActionContext, post: PostRequest): Promise<PostAnswer> {
+  const address = postAddressProblem(context.own, post);
+  if (address) return requestErrorPage(403, `${address}. Nothing was sent.`);
+  const form = formOf(post.contentType, post.body);
+  if (!form) return requestErrorPage(415, "The console reads only URL-encoded forms.");
+  if (!tokenMatches(context.token, form.get("csrf"))) return requestErrorPage(403, TOKEN_REFUSED);
+  const parsed = parseAction(post.path, form);
+  if (!parsed) return requestErrorPage(404, `No form posts to ${post.path}.`);
+  const outcome =
+    "problem" in parsed
+      ? { kind: "refused" as const, message: parsed.problem }
+      : await performAction(context.actions, parsed.action, parsed.reason);
+  return { status: 303, location: `${parsed.back}?flash=${context.flashes.put(outcome)}` };
+}

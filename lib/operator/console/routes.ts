@@ -1,0 +1,125 @@
+import type { OpsSource } from "../views";
+import { renderDeadLetters } from "./dead-letters";
+import type { Flash, FlashMessages } from "./flash";
+import type { FormContext } from "./forms";
+import { renderOverview } from "./overview";
+import {
+  type ConsolePage,
+  notFoundPage,
+  renderPage,
+  requestErrorPage,
+  serverErrorPage,
+} from "./page";
+import { renderRun } from "./run";
+import { renderTrace } from "./trace";
+
+/** `?refresh=N` (1 to 3600 seconds) asks the page to reload itself; anything else is ignored. */
+export function refreshSeconds(params: URLSearchParams): number | undefined {
+  const raw = params.get("refresh");
+  if (!raw || !/^\d{1,4}$/.test(raw)) return undefined;
+  const seconds = Number(raw);
+  return seconds >= 1 && seconds <= 3600 ? seconds : undefined;
+}
+
+/** What the pages of a console that acts need: its form token and the actions' messages. */
+export interface PageContext {
+  readonly forms?: FormContext;
+  readonly flashes?: FlashMessages;
+}
+
+const ok = (html: string): ConsolePage => ({ status: 200, html });
+
+async function tracePage(source: OpsSource, params: URLSearchParams): Promise<ConsolePage> {
+  const refresh = refreshSeconds(params);
+  const id = (params.get("id") ?? "").trim();
+  if (!id) {
+    const body = `<h1>Trace</h1>\n<p>Type an event, task or correlation id in the box above.</p>`;
+    return ok(renderPage({ title: "Trace", body, refresh }));
+  }
+  const view = await source.trace(id);
+  if (!view)
+    return notFoundPage(
+      `Nothing is known of id "${id}": no event, task or correlation has it.`,
+      id,
+    );
+  return ok(renderPage({ title: `Trace ${id}`, body: renderTrace(view), search: id, refresh }));
+}
+
+interface Shown {
+  readonly refresh?: number;
+  readonly flash?: Flash;
+  readonly forms?: FormContext;
+}
+
+async function runPage(source: OpsSource, runId: string, shown: Shown): Promise<ConsolePage> {
+  if (!runId) return notFoundPage("No run id was given: the address is /runs/<runId>.");
+  const view = await source.run(runId);
+  if (!view) return notFoundPage(`Nothing is known of run "${runId}": no run has that id.`);
+  const body = renderRun(view, shown.forms);
+  return ok(renderPage({ title: `Run ${runId}`, body, ...shown }));
+}
+
+/** `/runs/<id>` decoded; undefined for other paths, null when the id's %-escapes are malformed. */
+function runIdOf(path: string): string | null | undefined {
+  const match = /^\/runs\/([^/]*)\/?$/.exec(path);
+  if (!match) return undefined;
+  try {
+    return decodeURIComponent(match[1] ?? "");
+  } catch {
+    return null;
+  }
+}
+
+async function dispatch(source: OpsSource, url: URL, context: PageContext): Promise<ConsolePage> {
+  const shown: Shown = {
+    refresh: refreshSeconds(url.searchParams),
+    flash: context.flashes?.of(url.searchParams),
+    forms: context.forms,
+  };
+  const path = url.pathname;
+  if (path === "/") {
+    const body = renderOverview(await source.overview(), shown.forms);
+    return ok(renderPage({ title: "Overview", body, ...shown }));
+  }
+  if (path === "/trace") return tracePage(source, url.searchParams);
+  if (path === "/dead-letters") {
+    const body = renderDeadLetters(await source.deadLetters(), shown.forms);
+    return ok(renderPage({ title: "Dead letters", body, ...shown }));
+  }
+  const runId = runIdOf(path);
+  if (runId === null)
+    return requestErrorPage(400, "The run id could not be read (a malformed %-escape).");
+  if (runId !== undefined) return runPage(source, runId, shown);
+  return notFoundPage(`There is no page at ${path}.`);
+}
+
+/**
+ * The console's pages by method and request target (`/path?query`), with forms when `context`
+ * has a form token (POSTs are ./actions'): 200 with the page, 404 when
+ * nothing is known of the id or the path, 400/405 for a request it cannot read, 500 with the
+ * source's error message when reading the stack fails.
+ */
+export async function routeRequest(
+  source: OpsSource,
+  method: string,
+  target: string,
+  context: PageContext = {},
+): Promise<ConsolePage> {
+  if (method !== "GET" && method !== "HEAD") {
+    return requestErrorPage(
+      405,
+      `The console's pages answer GET (its forms POST to their own addresses): ${method} is not allowed.`,
+    );
+  }
+  let url: URL;
+  try {
+    url = new URL(target, "http://console.invalid");
+  } catch {
+    return requestErrorPage(400, `The address ${target} could not be read.`);
+  }
+  try {
+    return await dispatch(source, url, context);
+  } catch (error) {
+    return serverErrorPage(error);
+  }
+}

@@ -1,0 +1,98 @@
+import type { Role } from "../../functions/core/role";
+import { type EventRegistry, registry } from "../../schemas";
+import type { GroupDeclaration, GroupNeeds } from "../infra/topology";
+
+/**
+ * Which consumer groups the operator's rebuild and check can run, decided from what each group
+ * declares (its `needs` in lib/infra/topology.ts, its role's flags, and which of its event types the
+ * event store holds), never from a list of names: a group whose decision calls the outside world
+ * is not a fold of its streams, and is refused with the reason.
+ */
+
+/**
+ * What each need does while the group decides. A need that calls the outside world makes the
+ * group's state something other than a fold of its streams; one that only reads (the orders table)
+ * is answered from what the group recorded (Role.foldWith). Keyed by every need, so a new need must
+ * say which it is.
+ */
+const CALLS_OUT: Readonly<Record<keyof GroupNeeds, string | undefined>> = {
+  model: "calls a model while deciding",
+  replyChannel: "sends through the reply channel while deciding",
+  orchestrates: "reads its agents' queue depths while deciding",
+  // Only groups that call a model beat while they wait for it; the model is the reason.
+  heartbeat: undefined,
+  dagAgent: undefined,
+  orders: undefined,
+};
+
+/** How the operator's tools may run one group: the role they fold with, or why not. */
+export interface FoldVerdict {
+  readonly group: string;
+  /** The role to fold the group's streams with; absent when refused. */
+  readonly role?: Role<unknown>;
+  /** Why neither rebuild nor check can run the group. */
+  readonly refused?: string;
+  /** Why check (and so `rebuild --reset`) cannot: the state is not the fold alone. */
+  readonly checkRefused?: string;
+  /** Why `rebuild --reset` cannot rewrite the group's states from the fold. */
+  readonly resetRefused?: string;
+  /** Event types the group applies that no stream holds: the fold leaves them out. */
+  readonly outsideStreams: readonly string[];
+}
+
+/** The verdict on one group of a topology. */
+export function foldVerdict(
+  group: Pick<GroupDeclaration, "name" | "role" | "needs">,
+  types: EventRegistry = registry,
+): FoldVerdict {
+  const { name, role } = group;
+  const outsideStreams = role.subscriptions.filter(
+    (type) => types.definitions().find((d) => d.type === type)?.sequenced !== true,
+  );
+  const calls = Object.entries(group.needs ?? {})
+    .filter(([, value]) => value !== undefined && value !== false)
+    .map(([need]) => CALLS_OUT[need as keyof GroupNeeds])
+    .filter((reason): reason is string => reason !== undefined);
+  const notFold = `its state is not a fold of its streams`;
+  if (calls.length > 0)
+    return { group: name, refused: `${name} ${calls.join(" and ")}: ${notFold}`, outsideStreams };
+  if (outsideStreams.length === role.subscriptions.length)
+    return {
+      group: name,
+      refused: `${name} applies only messages that enter from outside any stream (${outsideStreams.join(", ")}): ${notFold}`,
+      outsideStreams,
+    };
+  const full = role as Role<unknown>;
+  const built = typeof full.decide === "function" ? full : undefined;
+  if (!built && !role.foldWith)
+    return {
+      group: name,
+      refused: `${name}'s decision needs ports its role cannot answer from what it recorded (no foldWith)`,
+      outsideStreams,
+    };
+  return {
+    group: name,
+    role: built ?? (role as Role<unknown>),
+    outsideStreams,
+    ...refusalsOf(full, outsideStreams),
+  };
+}
+
+/** What check and `--reset` cannot do for a group that rebuild can run. */
+function refusalsOf(role: Role<unknown>, outsideStreams: readonly string[]) {
+  const name = role.group;
+  const checkRefused = role.unordered
+    ? `${name} keeps one record per event, stamped when it arrived, not a fold of a stream: rebuild adds the records it lacks; check and --reset do not apply`
+    : undefined;
+  const resetRefused =
+    checkRefused ??
+    (outsideStreams.length > 0
+      ? `${name} also applies ${outsideStreams.join(", ")}, which no stream holds: a state rewritten from the fold would lose them`
+      : role.sharedStreams && role.sharedStreams.length > 0
+        ? `${name} keeps its checkpoints of ${role.sharedStreams.join(", ")} streams in rows that several of its states share: --reset cannot rewrite one state's`
+        : undefined);
+  return {
+    ...(checkRefused ? { checkRefused } : {}),
+    ...(resetRefused ? { resetRefused } : {}),
+  };
+}

@@ -1,0 +1,111 @@
+import { QueryCommand } from "@aws-sdk/client-dynamodb";
+import { unmarshall } from "@aws-sdk/util-dynamodb";
+import { envelopeOfItem } from "../../functions/adapters/dynamodb/deflated-json";
+import { DynamoDueIndex } from "../../functions/adapters/dynamodb/due";
+import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
+import { EventAttr, streamKey } from "../../functions/adapters/dynamodb/tables";
+import { DynamoTraceReader } from "../../functions/adapters/dynamodb/trace-reader";
+import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
+import type { Envelope } from "../../schemas";
+import { topology } from "../infra/topology";
+import { listDeadLetters } from "./dead-letters";
+import { fromSdk } from "./from-sdk";
+import { sideEffectsByKey, summaries } from "./lists";
+import { recordedOutcomes } from "./recorded-outcomes";
+import { runView } from "./runs";
+import type { OpsStack } from "./stack";
+import { status, waiting } from "./status";
+import { heldReplies } from "./support";
+import { buildTrace, type TraceSources } from "./trace";
+import type { OpsSource, RunView, TraceView } from "./views";
+
+/** How many of a shared stream's newest events a trace looks at for what it made moot. */
+const RELATED_WINDOW = 50;
+
+/** The newest events of one stream (a Query in descending version order). */
+async function newestOfStream(
+  stack: OpsStack,
+  aggregate: { type: string; id: string },
+): Promise<Envelope[]> {
+  const out = await stack.dynamodb.send(
+    new QueryCommand({
+      TableName: stack.names.tables.events,
+      KeyConditionExpression: "#pk = :pk",
+      ExpressionAttributeNames: { "#pk": EventAttr.pk },
+      ExpressionAttributeValues: { ":pk": { S: streamKey(aggregate) } },
+      ScanIndexForward: false,
+      Limit: RELATED_WINDOW,
+    }),
+  );
+  return (out.Items ?? []).map((item) => envelopeOfItem(unmarshall(item)));
+}
+
+/** What a trace of this stack reads. */
+export function traceSources(stack: OpsStack): TraceSources {
+  const states = new DynamoDueIndex({
+    client: fromSdk(stack.dynamodb),
+    stateTable: stack.names.tables.state,
+  });
+  const reader = new DynamoTraceReader({
+    client: fromSdk(stack.dynamodb),
+    tables: stack.names.tables,
+  });
+  const roles = topology.groups.filter((g) => stack.groups.includes(g.name)).map((g) => g.role);
+  const recorded = recordedOutcomes(roles, { states, checkpoints: reader });
+  return {
+    reader,
+    groups: stack.groups,
+    sideEffects: (keys) => sideEffectsByKey(stack, keys),
+    stream: (aggregate) => newestOfStream(stack, aggregate),
+    ...(recorded ? { recorded } : {}),
+  };
+}
+
+export function traceOf(stack: OpsStack, id: string): Promise<TraceView | undefined> {
+  return buildTrace(traceSources(stack), id);
+}
+
+/** The orchestrator's state of a run (its `dag_run` state item), or undefined when there is none. */
+export async function loadRunState(
+  stack: OpsStack,
+  runId: string,
+): Promise<OrchestratorState | undefined> {
+  const store = new DynamoEventStore({
+    client: fromSdk(stack.dynamodb),
+    tables: { state: stack.names.tables.state, events: "", inbox: "" },
+  });
+  const { state } = await store.load({ state: { type: "dag_run", id: runId } });
+  const data = state?.data as OrchestratorState | null | undefined;
+  return data?.run ? data : undefined;
+}
+
+/** A workflow run from the orchestrator's state item, or undefined when there is none. */
+export async function runOf(stack: OpsStack, runId: string): Promise<RunView | undefined> {
+  const data = await loadRunState(stack, runId);
+  return data ? runView(data) : undefined;
+}
+
+/** The operator views of a stack, as the console page reads them. */
+export function opsSource(stack: OpsStack): OpsSource {
+  return {
+    async overview() {
+      const [runs, conversations, tasks, w, held] = await Promise.all([
+        summaries(stack, { kind: "run" }, 20),
+        summaries(stack, { kind: "conversation" }, 20),
+        summaries(stack, { kind: "task" }, 20),
+        waiting(stack),
+        heldReplies(stack, 20),
+      ]);
+      const heldDrafts = held.map((h) => ({
+        taskId: h.task_id,
+        conversationId: h.conversation_id,
+        ...(h.held_reason === undefined ? {} : { reason: h.held_reason }),
+        ...(h.reply_text === undefined ? {} : { draft: h.reply_text }),
+      }));
+      return { runs, conversations, tasks, waiting: w, status: await status(stack, w), heldDrafts };
+    },
+    trace: (id) => traceOf(stack, id),
+    run: (runId) => runOf(stack, runId),
+    deadLetters: () => listDeadLetters(stack),
+  };
+}
