@@ -310,11 +310,8 @@ function subscriptionsByTopic(
 }
 
 /**
- * The content agents as the topology sees them: group = role, subscribed to `<role>.requested`
- * and `<role>.cancel.requested` (contentAgentSubscriptions).
- * Their decision (`createContentAgent`) needs a model, which the handler builds at run time; each
- * agent's consumer gets the model setting (`MODEL_PROVIDER` / `MODEL_ID` and, on Bedrock, an
- * InvokeModel grant on that model only) from `lib/infra/constructs/model-access.ts`.
+ * The content agents: group = role, subscribed to `<role>.requested` and `<role>.cancel.requested`.
+ * Their decision calls a model (`needs.model`), built by the handler at run time.
  */
 export const contentAgentGroups: readonly GroupDeclaration[] = CONTENT_ROLES.map((role) => ({
   name: role,

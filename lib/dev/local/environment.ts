@@ -116,8 +116,7 @@ export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvir
     options.faultInjection?.attach?.(clients);
     const synthesized = synthesize(options.stage ?? "local", options.topology);
     const { stackName } = synthesized;
-    if (options.endpoint && options.reset) await resetMoto(endpoint);
-    else if (options.endpoint) await refuseIfPresent(endpoint, region, stackName);
+    if (options.endpoint) await makeRoom(options.endpoint, region, stackName, options.reset);
     const template =
       options.faultInjection?.template?.(synthesized.template) ?? synthesized.template;
     const synthMs = lap();
@@ -163,6 +162,20 @@ export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvir
     await moto?.stop();
     throw error;
   }
+}
+
+/**
+ * Before deploying to an emulator this process did not start: wipe it when asked to (`reset`),
+ * else refuse if the stack is there already (StackPresentError), touching nothing.
+ */
+async function makeRoom(
+  endpoint: string,
+  region: string,
+  stackName: string,
+  reset: boolean | undefined,
+): Promise<void> {
+  if (reset) await resetMoto(endpoint);
+  else await refuseIfPresent(endpoint, region, stackName);
 }
 
 /** Milliseconds since the previous call (or since the timer was made). */
