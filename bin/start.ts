@@ -112,7 +112,7 @@ async function main(): Promise<void> {
   const progress = new Progress(out);
   out("AgentBus local run");
   progress.part("starting: emulator, synth, deploy");
-  env = await startStack();
+  env = await startStack(endpoint);
   describeStack(env, progress);
   if (opts.scenario) {
     const failed = await runAndReport(env, progress);
@@ -130,8 +130,8 @@ async function main(): Promise<void> {
   await new Promise(() => {});
 }
 
-function startStack(): Promise<LocalEnvironment> {
-  const endpoint = opts.endpoint ?? process.env.AWS_ENDPOINT_URL;
+/** The local stack, on the emulator at `endpoint` if one is given, else on a new moto_server. */
+function startStack(endpoint: string | undefined): Promise<LocalEnvironment> {
   const port = opts.port ? Number(opts.port) : keep && !endpoint ? 4566 : undefined;
   return startLocal({
     endpoint,
