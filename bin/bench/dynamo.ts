@@ -8,7 +8,10 @@ import { consume } from "../../functions/core/pipeline";
 import type { ConsumerDeps } from "../../functions/core/ports";
 import type { Role, StepStatus } from "../../functions/core/role";
 import { systemClock, ulidSource } from "../../functions/core/runtime";
-import { type TaskView, taskProjection } from "../../functions/roles/task-projection";
+import {
+  type TaskView,
+  taskProjection,
+} from "../../functions/roles/task-projection/task-projection";
 import { fromSdk } from "../../lib/operator/from-sdk";
 import { type Envelope, registry } from "../../schemas";
 import { createTables } from "../../test/support/tables";

@@ -2,7 +2,10 @@ import type { InMemoryEventStore } from "../../functions/core/memory";
 import { consume } from "../../functions/core/pipeline";
 import type { ConsumerDeps } from "../../functions/core/ports";
 import type { DecideContext } from "../../functions/core/role";
-import { type TaskView, taskProjection } from "../../functions/roles/task-projection";
+import {
+  type TaskView,
+  taskProjection,
+} from "../../functions/roles/task-projection/task-projection";
 import { type Envelope, registry } from "../../schemas";
 import type { Pass } from "./stats";
 import { BENCH_START, memoryDeps, storeWithStreams, type ThroughputWorkload } from "./workload";

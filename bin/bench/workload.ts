@@ -2,7 +2,7 @@ import { InMemoryEventStore } from "../../functions/core/memory";
 import type { ConsumerDeps } from "../../functions/core/ports";
 import { appendToStream } from "../../functions/core/producer";
 import { ManualClock, ulidSource } from "../../functions/core/runtime";
-import type { TaskView } from "../../functions/roles/task-projection";
+import type { TaskView } from "../../functions/roles/task-projection/task-projection";
 import { type Envelope, registry } from "../../schemas";
 import { seededRandom, shuffle } from "./stats";
 

@@ -1,7 +1,7 @@
 import type { NodeRun } from "../../functions/core/dag/run";
 import type { StoredState } from "../../functions/core/ports";
-import { contentWorkflowFor } from "../../functions/roles/content-workflows";
-import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
+import { contentWorkflowFor } from "../../functions/roles/content-agents/workflows";
+import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { out } from "./target";
 
 /** `agentbus workflow show`: a run's status, nodes and timeline as text. */

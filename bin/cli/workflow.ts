@@ -4,7 +4,7 @@ import { Command } from "commander";
 import { ulid } from "ulid";
 import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
 import type { StoredState } from "../../functions/core/ports";
-import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
+import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { operatorName } from "../../lib/operator/audit";
 import { fromSdk } from "../../lib/operator/from-sdk";
 import {

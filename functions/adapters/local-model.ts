@@ -273,7 +273,7 @@ interface ReplyFacts {
 
 /**
  * The facts and allowed source refs of a reply-generation prompt (see
- * functions/roles/reply-generation.ts `replyPrompt`): the first line of the first user message
+ * functions/roles/customer-support/reply-generation/reply-generation.ts `replyPrompt`): the first line of the first user message
  * that is a JSON object, and the `- <ref>` lines after "Allowed source_refs:". Plain text
  * requests give no facts and no refs.
  */

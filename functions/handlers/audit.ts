@@ -1,4 +1,4 @@
-import { audit } from "../roles/audit";
+import { audit } from "../roles/audit/audit";
 import { consumerEntry } from "./consumer";
 
 export const { create, handler } = consumerEntry(audit);

@@ -5,7 +5,7 @@ import { BedrockModel } from "../adapters/bedrock/model";
 import { DynamoConsumerStore } from "../adapters/dynamodb/event-store";
 import { DeterministicLocalModel } from "../adapters/local-model";
 import type { ModelPort } from "../core/model";
-import { createContentAgent } from "../roles/content-agents";
+import { createContentAgent } from "../roles/content-agents/content-agent";
 import { containerAwsClient } from "./aws";
 import { type ConsumerOptions, createConsumerHandler, type SqsBatchHandler } from "./consumer";
 import { ConsumerEnv, parseEnv } from "./env";

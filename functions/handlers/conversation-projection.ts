@@ -1,4 +1,4 @@
-import { conversationProjection } from "../roles/conversation-projection";
+import { conversationProjection } from "../roles/customer-support/conversation-projection/conversation-projection";
 import { consumerEntry } from "./consumer";
 
 export const { create, handler } = consumerEntry(conversationProjection);

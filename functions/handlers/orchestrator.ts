@@ -1,7 +1,7 @@
 import * as z from "../../schemas/zod";
 import { sqsQueueDepth } from "../adapters/sqs/queue-depth";
 import { describe } from "../core/errors";
-import { createOrchestrator } from "../roles/orchestrator";
+import { createOrchestrator } from "../roles/orchestrator/orchestrator";
 import { containerAwsClient } from "./aws";
 import { type ConsumerOptions, createConsumerHandler, type SqsBatchHandler } from "./consumer";
 import { parseEnv } from "./env";

@@ -12,11 +12,14 @@ import {
   conversationReader,
   conversationVersionReader,
   createConversation,
-} from "../roles/conversation";
-import { createOrderLookup, type OrdersPort } from "../roles/order-lookup";
-import { createReplyGeneration } from "../roles/reply-generation";
-import { createRouter } from "../roles/router";
-import { createSender } from "../roles/sender";
+} from "../roles/customer-support/conversation/conversation";
+import {
+  createOrderLookup,
+  type OrdersPort,
+} from "../roles/customer-support/order-lookup/order-lookup";
+import { createReplyGeneration } from "../roles/customer-support/reply-generation/reply-generation";
+import { createRouter } from "../roles/customer-support/router/router";
+import { createSender } from "../roles/customer-support/sender/sender";
 import { containerAwsClient } from "./aws";
 import { type ConsumerOptions, createConsumerHandler, type SqsBatchHandler } from "./consumer";
 import { modelFromEnv } from "./content-agents";

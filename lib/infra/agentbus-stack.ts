@@ -8,7 +8,7 @@ import {
 } from "aws-cdk-lib";
 import type { CfnQueue } from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
-import { DEFAULT_QUEUE_DEPTH_THRESHOLD } from "../../functions/roles/orchestrator";
+import { DEFAULT_QUEUE_DEPTH_THRESHOLD } from "../../functions/roles/orchestrator/orchestrator";
 import { ConsumerGroup } from "./constructs/consumer-group";
 import { pickGroupSettings, stageProblem } from "./constructs/consumer-group-rules";
 import { Dashboard } from "./constructs/dashboard";

@@ -1,16 +1,16 @@
 import { Duration } from "aws-cdk-lib";
 import type { RoleDescriptor } from "../../functions/core/role";
 import type { AttentionSignal } from "../../functions/handlers/consumer-metrics";
-import { audit } from "../../functions/roles/audit";
-import { contentAgentDescriptor } from "../../functions/roles/content-agents";
-import { conversation } from "../../functions/roles/conversation";
-import { conversationProjection } from "../../functions/roles/conversation-projection";
-import { ORCHESTRATOR } from "../../functions/roles/orchestrator";
-import { ORDER_LOOKUP } from "../../functions/roles/order-lookup";
-import { REPLY_GENERATION } from "../../functions/roles/reply-generation";
-import { ROUTER } from "../../functions/roles/router";
-import { SENDER } from "../../functions/roles/sender";
-import { taskProjection } from "../../functions/roles/task-projection";
+import { audit } from "../../functions/roles/audit/audit";
+import { contentAgentDescriptor } from "../../functions/roles/content-agents/content-agent";
+import { conversation } from "../../functions/roles/customer-support/conversation/conversation";
+import { conversationProjection } from "../../functions/roles/customer-support/conversation-projection/conversation-projection";
+import { ORDER_LOOKUP } from "../../functions/roles/customer-support/order-lookup/order-lookup";
+import { REPLY_GENERATION } from "../../functions/roles/customer-support/reply-generation/reply-generation";
+import { ROUTER } from "../../functions/roles/customer-support/router/router";
+import { SENDER } from "../../functions/roles/customer-support/sender/sender";
+import { ORCHESTRATOR } from "../../functions/roles/orchestrator/orchestrator";
+import { taskProjection } from "../../functions/roles/task-projection/task-projection";
 import { registry, TOPICS, type Topic as TopicName } from "../../schemas";
 import { CONTENT_ROLES } from "../../schemas/events/workflow";
 import {

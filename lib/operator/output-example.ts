@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { agentOutputSchema } from "../../functions/roles/content-workflows";
+import { agentOutputSchema } from "../../functions/roles/content-agents/workflows";
 
 /**
  * An example of what a DAG role's agent answers, built from the role's output schema (JSON Schema

@@ -13,7 +13,7 @@ import {
   type AuditRecord,
   auditRecordRef,
   outcomeOfAuditRecord,
-} from "../../functions/roles/audit";
+} from "../../functions/roles/audit/audit";
 import type { AggregateRef, Envelope } from "../../schemas";
 
 /**

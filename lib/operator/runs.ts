@@ -1,6 +1,6 @@
 import type { EdgeCondition } from "../../functions/core/dag/definition";
-import { contentWorkflowFor } from "../../functions/roles/content-workflows";
-import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
+import { contentWorkflowFor } from "../../functions/roles/content-agents/workflows";
+import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import type { RunEdgeView, RunNodeView, RunView } from "./views";
 
 /** What ends a node's assignment on the run's timeline. */

@@ -5,7 +5,7 @@ import { DynamoDueIndex } from "../../functions/adapters/dynamodb/due";
 import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
 import { EventAttr, streamKey } from "../../functions/adapters/dynamodb/tables";
 import { DynamoTraceReader } from "../../functions/adapters/dynamodb/trace-reader";
-import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
+import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import type { Envelope } from "../../schemas";
 import { topology } from "../infra/topology";
 import { listDeadLetters } from "./dead-letters";

@@ -1,6 +1,6 @@
 import type { SideEffectRecord } from "../../functions/core/side-effects";
-import type { ReplyState } from "../../functions/roles/reply-state";
-import type { DeliveryState } from "../../functions/roles/sender-state";
+import type { ReplyState } from "../../functions/roles/customer-support/reply-generation/state";
+import type { DeliveryState } from "../../functions/roles/customer-support/sender/state";
 import { opaqueIdProblem } from "../../schemas";
 import type { SendResolution } from "../../schemas/events/conversation";
 import { type OperatorCommand, operatorEnvelope, putCommand } from "./operator-command";

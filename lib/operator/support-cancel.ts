@@ -1,5 +1,8 @@
-import { type RouteState, SUPPORT_ROUTE_AGGREGATE } from "../../functions/roles/router";
-import type { DeliveryState } from "../../functions/roles/sender-state";
+import {
+  type RouteState,
+  SUPPORT_ROUTE_AGGREGATE,
+} from "../../functions/roles/customer-support/router/router";
+import type { DeliveryState } from "../../functions/roles/customer-support/sender/state";
 import { SUPPORT_CANCEL_REQUESTED } from "../../schemas/events/support-cancel";
 import type { OpsStack } from "./stack";
 import { loadDelivery, loadReply, stateData } from "./support";

@@ -1,16 +1,16 @@
 import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
 import { DynamoSideEffects } from "../../functions/adapters/dynamodb/side-effects";
 import type { SideEffectRecord } from "../../functions/core/side-effects";
-import { conversationVersionReader } from "../../functions/roles/conversation";
+import { conversationVersionReader } from "../../functions/roles/customer-support/conversation/conversation";
 import {
   CONVERSATION_VIEW_AGGREGATE,
   type ConversationTurn,
   type ConversationView,
-} from "../../functions/roles/conversation-projection";
-import { REPLY_AGGREGATE } from "../../functions/roles/reply-generation";
-import type { ReplyState } from "../../functions/roles/reply-state";
-import { DELIVERY_AGGREGATE } from "../../functions/roles/sender";
-import type { DeliveryState } from "../../functions/roles/sender-state";
+} from "../../functions/roles/customer-support/conversation-projection/conversation-projection";
+import { REPLY_AGGREGATE } from "../../functions/roles/customer-support/reply-generation/reply-generation";
+import type { ReplyState } from "../../functions/roles/customer-support/reply-generation/state";
+import { DELIVERY_AGGREGATE } from "../../functions/roles/customer-support/sender/sender";
+import type { DeliveryState } from "../../functions/roles/customer-support/sender/state";
 import { fromSdk } from "./from-sdk";
 import { summaries } from "./lists";
 import type { OpsStack } from "./stack";

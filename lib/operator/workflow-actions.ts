@@ -1,5 +1,5 @@
-import { checkOutput } from "../../functions/roles/content-workflows";
-import { definitionOf, type OrchestratorState } from "../../functions/roles/orchestrator-state";
+import { checkOutput } from "../../functions/roles/content-agents/workflows";
+import { definitionOf, type OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { MAX_RESOLVED_OUTPUT_BYTES } from "../../schemas/events/workflow-resolve";
 import type { OperatorCommand } from "./operator-command";
 

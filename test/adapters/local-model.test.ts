@@ -17,7 +17,7 @@ import {
   allowedSourceRefs,
   replyDraftSchema,
   replyPrompt,
-} from "../../functions/roles/reply-generation";
+} from "../../functions/roles/customer-support/reply-generation/reply-generation";
 import type { ReplyGenerationRequested } from "../../schemas/events/support-commands";
 
 const TopicSelection = z.strictObject({

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { audit } from "../../functions/roles/audit";
-import { taskProjection } from "../../functions/roles/task-projection";
+import { audit } from "../../functions/roles/audit/audit";
+import { taskProjection } from "../../functions/roles/task-projection/task-projection";
 import { DISCARD_REASONS } from "../../lib/infra/constructs/consumer-group-monitoring";
 import { defineTopology } from "../../lib/infra/topology";
 import {

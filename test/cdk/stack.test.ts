@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { Match } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
-import { taskProjection } from "../../functions/roles/task-projection";
+import { taskProjection } from "../../functions/roles/task-projection/task-projection";
 import { REPO_ROOT } from "../../lib/infra/constructs/function";
 import { EVENTS_INDEXES } from "../../lib/infra/constructs/tables";
 import { topology } from "../../lib/infra/topology";

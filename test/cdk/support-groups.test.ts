@@ -2,9 +2,15 @@ import { describe, expect, it } from "vitest";
 import { LocalChannel } from "../../functions/adapters/channel/local-channel";
 import { DeterministicLocalModel } from "../../functions/adapters/local-model";
 import { InMemorySideEffects } from "../../functions/core/side-effects";
-import { createOrderLookup, ordersFrom } from "../../functions/roles/order-lookup";
-import { createReplyGeneration } from "../../functions/roles/reply-generation";
-import { createSender, DEFAULT_MAX_UNKNOWN_ATTEMPTS } from "../../functions/roles/sender";
+import {
+  createOrderLookup,
+  ordersFrom,
+} from "../../functions/roles/customer-support/order-lookup/order-lookup";
+import { createReplyGeneration } from "../../functions/roles/customer-support/reply-generation/reply-generation";
+import {
+  createSender,
+  DEFAULT_MAX_UNKNOWN_ATTEMPTS,
+} from "../../functions/roles/customer-support/sender/sender";
 import { SUPPORT_GROUPS } from "../../lib/dev/local/conversation";
 import { defineTopology, supportGroups, topology } from "../../lib/infra/topology";
 import {

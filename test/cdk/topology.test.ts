@@ -1,7 +1,7 @@
 import { Duration } from "aws-cdk-lib";
 import { describe, expect, it } from "vitest";
-import { audit } from "../../functions/roles/audit";
-import { taskProjection } from "../../functions/roles/task-projection";
+import { audit } from "../../functions/roles/audit/audit";
+import { taskProjection } from "../../functions/roles/task-projection/task-projection";
 import {
   defineTopology,
   type GroupDeclaration,

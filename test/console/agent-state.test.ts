@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
+import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { parseAction } from "../../lib/operator/console/actions";
 import { renderRun } from "../../lib/operator/console/run";
 import { runView } from "../../lib/operator/runs";

@@ -4,7 +4,7 @@ import { NEEDS_CONFIRMATION_MARKER } from "../../functions/adapters/local-model"
 import {
   CONFIRMATION_REFUSED,
   CONFIRMATION_REQUIRED,
-} from "../../functions/roles/content-agent-confirm";
+} from "../../functions/roles/content-agents/confirm";
 import type { NodeBlocked } from "../../schemas/events/agent-run";
 import type { NodeFailed } from "../../schemas/events/workflow";
 import { Bus } from "./workflow-bus";

@@ -7,12 +7,12 @@ import {
   type ConversationState,
   conversation,
   MESSAGES_MAX_BYTES,
-} from "../../functions/roles/conversation";
+} from "../../functions/roles/customer-support/conversation/conversation";
 import {
   type ConversationView,
   conversationProjection,
   TURNS_MAX_BYTES,
-} from "../../functions/roles/conversation-projection";
+} from "../../functions/roles/customer-support/conversation-projection/conversation-projection";
 import { type Envelope, registry } from "../../schemas";
 import { ContentRequest } from "../../schemas/events/workflow";
 import { clientMessage, makeDeps, seedTask } from "./fixtures";

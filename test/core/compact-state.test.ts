@@ -2,10 +2,10 @@ import { describe, expect, it } from "vitest";
 import { DeterministicLocalModel } from "../../functions/adapters/local-model";
 import { consume } from "../../functions/core/pipeline";
 import type { Role } from "../../functions/core/role";
-import { createContentAgent } from "../../functions/roles/content-agents";
-import { conversationProjection } from "../../functions/roles/conversation-projection";
-import { createOrchestrator } from "../../functions/roles/orchestrator";
-import { taskProjection } from "../../functions/roles/task-projection";
+import { createContentAgent } from "../../functions/roles/content-agents/content-agent";
+import { conversationProjection } from "../../functions/roles/customer-support/conversation-projection/conversation-projection";
+import { createOrchestrator } from "../../functions/roles/orchestrator/orchestrator";
+import { taskProjection } from "../../functions/roles/task-projection/task-projection";
 import { countingStore, feedback, makeDeps, newTaskId, seedTask } from "./fixtures";
 
 /**

@@ -10,8 +10,8 @@ import {
   CONTEXT_WINDOW_SECONDS,
   type ConversationState,
   contextWindow,
-} from "../../functions/roles/conversation";
-import { routeTexts } from "../../functions/roles/router";
+} from "../../functions/roles/customer-support/conversation/conversation";
+import { routeTexts } from "../../functions/roles/customer-support/router/router";
 import type { Envelope } from "../../schemas";
 import { clientMessage } from "./fixtures";
 import { newConversationId, only, type SupportHarness, supportHarness } from "./support-fixture";

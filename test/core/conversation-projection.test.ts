@@ -5,8 +5,8 @@ import { appendToStream } from "../../functions/core/producer";
 import {
   type ConversationView,
   conversationProjection,
-} from "../../functions/roles/conversation-projection";
-import { HELD_REQUIRES_REVIEW } from "../../functions/roles/reply-generation";
+} from "../../functions/roles/customer-support/conversation-projection/conversation-projection";
+import { HELD_REQUIRES_REVIEW } from "../../functions/roles/customer-support/reply-generation/reply-generation";
 import type { Envelope } from "../../schemas";
 import { clientMessage } from "./fixtures";
 import {

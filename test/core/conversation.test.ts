@@ -7,14 +7,14 @@ import {
   conversationContextReader,
   conversationVersionReader,
   createConversation,
-} from "../../functions/roles/conversation";
-import { createOrderLookup } from "../../functions/roles/order-lookup";
+} from "../../functions/roles/customer-support/conversation/conversation";
+import { createOrderLookup } from "../../functions/roles/customer-support/order-lookup/order-lookup";
 import {
   createRouter,
   ROUTER_RULES,
   type RouteState,
   routeMessage,
-} from "../../functions/roles/router";
+} from "../../functions/roles/customer-support/router/router";
 import { SAMPLE_ORDERS } from "../../lib/dev/local/orders";
 import type { Envelope } from "../../schemas";
 import { clientMessage, makeDeps } from "./fixtures";

@@ -20,7 +20,11 @@ import {
   type Transition,
 } from "../../functions/core/dag/run";
 import { PermanentError, TransientError } from "../../functions/core/errors";
-import { contentWorkflowFor, longForm, quickNews } from "../../functions/roles/content-workflows";
+import {
+  contentWorkflowFor,
+  longForm,
+  quickNews,
+} from "../../functions/roles/content-agents/workflows";
 
 // ---------------------------------------------------------------------------------------------
 // helpers

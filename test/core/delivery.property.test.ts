@@ -11,7 +11,10 @@ import type {
   LoadRequest,
 } from "../../functions/core/ports";
 import { ManualClock, ulidSource } from "../../functions/core/runtime";
-import { type TaskView, taskProjection } from "../../functions/roles/task-projection";
+import {
+  type TaskView,
+  taskProjection,
+} from "../../functions/roles/task-projection/task-projection";
 import { type Envelope, registry } from "../../schemas";
 import { feedback, newTaskId, seedTask } from "./fixtures";
 

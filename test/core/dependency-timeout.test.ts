@@ -3,8 +3,8 @@ import { describe, expect, it } from "vitest";
 import { startRun } from "../../functions/core/dag/engine";
 import { defineWorkflow } from "../../functions/core/dag/graph";
 import { dependencyTimeoutOf, onDependencyTimeout } from "../../functions/core/dag/timeout";
-import { createOrchestrator } from "../../functions/roles/orchestrator";
-import { DEPENDENCY_TIMEOUT } from "../../functions/roles/orchestrator-waits";
+import { createOrchestrator } from "../../functions/roles/orchestrator/orchestrator";
+import { DEPENDENCY_TIMEOUT } from "../../functions/roles/orchestrator/waits";
 import { Bus } from "./workflow-bus";
 
 /**

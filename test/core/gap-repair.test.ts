@@ -4,10 +4,16 @@ import { PermanentError } from "../../functions/core/errors";
 import { missingRanges } from "../../functions/core/gate";
 import { consume } from "../../functions/core/pipeline";
 import type { Role } from "../../functions/core/role";
-import { type AuditRecord, audit } from "../../functions/roles/audit";
-import { conversation, conversationContextReader } from "../../functions/roles/conversation";
-import { createRouter, type RouteState } from "../../functions/roles/router";
-import { taskProjection } from "../../functions/roles/task-projection";
+import { type AuditRecord, audit } from "../../functions/roles/audit/audit";
+import {
+  conversation,
+  conversationContextReader,
+} from "../../functions/roles/customer-support/conversation/conversation";
+import {
+  createRouter,
+  type RouteState,
+} from "../../functions/roles/customer-support/router/router";
+import { taskProjection } from "../../functions/roles/task-projection/task-projection";
 import { type Envelope, MAX_STREAM_VERSION, registry } from "../../schemas";
 import { clientMessage, makeDeps, seedTask } from "./fixtures";
 

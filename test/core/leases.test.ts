@@ -7,13 +7,13 @@ import {
   agentRunIdOf,
   agentRunKey,
   createContentAgent,
-} from "../../functions/roles/content-agents";
+} from "../../functions/roles/content-agents/content-agent";
 import {
   createOrchestrator,
   DEFAULT_LEASE_SECONDS,
   DEFAULT_QUEUED_LEASE_SECONDS,
-} from "../../functions/roles/orchestrator";
-import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
+} from "../../functions/roles/orchestrator/orchestrator";
+import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import type { Envelope } from "../../schemas";
 import { makeDeps } from "./fixtures";
 

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { listingAfter } from "../../functions/core/listing";
 import { consume } from "../../functions/core/pipeline";
 import type { StateListing, StateSummary } from "../../functions/core/ports";
-import { taskProjection } from "../../functions/roles/task-projection";
+import { taskProjection } from "../../functions/roles/task-projection/task-projection";
 import { makeDeps, seedTask } from "./fixtures";
 
 const at = (s: number) => new Date(Date.UTC(2026, 11, 1, 10, 0, s));

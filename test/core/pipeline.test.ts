@@ -3,7 +3,10 @@ import { z } from "zod";
 import { BusinessRejection, PermanentError, TransientError } from "../../functions/core/errors";
 import { consume } from "../../functions/core/pipeline";
 import type { Role } from "../../functions/core/role";
-import { type TaskView, taskProjection } from "../../functions/roles/task-projection";
+import {
+  type TaskView,
+  taskProjection,
+} from "../../functions/roles/task-projection/task-projection";
 import { EventRegistry } from "../../schemas";
 import { defineTaskEvents } from "../../schemas/events/task";
 import { feedback, makeDeps, newTaskId, seedTask } from "./fixtures";

@@ -8,7 +8,10 @@ import {
   replayDeduplicationId,
   replayedBody,
 } from "../../functions/core/replay";
-import { type TaskView, taskProjection } from "../../functions/roles/task-projection";
+import {
+  type TaskView,
+  taskProjection,
+} from "../../functions/roles/task-projection/task-projection";
 import { registry } from "../../schemas";
 import { feedback, makeDeps, newTaskId, seedTask } from "./fixtures";
 

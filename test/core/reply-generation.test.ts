@@ -3,13 +3,13 @@ import { HUMAN_REVIEW_MARKER } from "../../functions/adapters/local-model";
 import { TransientError } from "../../functions/core/errors";
 import type { ModelPort, ModelRequest, ModelResponse } from "../../functions/core/model";
 import { consume } from "../../functions/core/pipeline";
-import { conversationReader } from "../../functions/roles/conversation";
+import { conversationReader } from "../../functions/roles/customer-support/conversation/conversation";
 import {
   createReplyGeneration,
   HELD_INVALID_OUTPUT,
   HELD_REQUIRES_REVIEW,
-} from "../../functions/roles/reply-generation";
-import type { ReplyState } from "../../functions/roles/reply-state";
+} from "../../functions/roles/customer-support/reply-generation/reply-generation";
+import type { ReplyState } from "../../functions/roles/customer-support/reply-generation/state";
 import type { ReplyDraft } from "../../schemas/events/conversation";
 import { clientMessage } from "./fixtures";
 import {

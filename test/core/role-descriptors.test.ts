@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { DeterministicLocalModel } from "../../functions/adapters/local-model";
 import type { Role, RoleDescriptor } from "../../functions/core/role";
-import { createContentAgent } from "../../functions/roles/content-agents";
-import { createOrchestrator } from "../../functions/roles/orchestrator";
+import { createContentAgent } from "../../functions/roles/content-agents/content-agent";
+import { createOrchestrator } from "../../functions/roles/orchestrator/orchestrator";
 import { topology } from "../../lib/infra/topology";
 import { CONTENT_ROLES } from "../../schemas/events/workflow";
 import { supportHarness } from "./support-fixture";

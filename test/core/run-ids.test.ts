@@ -10,7 +10,7 @@ import {
   agentRunIdOf,
   agentRunKey,
   createContentAgent,
-} from "../../functions/roles/content-agents";
+} from "../../functions/roles/content-agents/content-agent";
 import type { Envelope } from "../../schemas";
 import { Bus } from "./workflow-bus";
 

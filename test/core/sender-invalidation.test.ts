@@ -5,11 +5,15 @@ import { consume } from "../../functions/core/pipeline";
 import type { ConsumeResult, Role } from "../../functions/core/role";
 import { recordConsumed } from "../../functions/handlers/consumer-metrics";
 import type { Observability } from "../../functions/handlers/observe";
-import type { ConversationView } from "../../functions/roles/conversation-projection";
-import type { OrdersPort } from "../../functions/roles/order-lookup";
-import { DELIVERED, NOT_SENT, replyKey } from "../../functions/roles/sender";
-import { restsOn, stillHolds } from "../../functions/roles/sender-facts";
-import type { DeliveryState } from "../../functions/roles/sender-state";
+import type { ConversationView } from "../../functions/roles/customer-support/conversation-projection/conversation-projection";
+import type { OrdersPort } from "../../functions/roles/customer-support/order-lookup/order-lookup";
+import { restsOn, stillHolds } from "../../functions/roles/customer-support/sender/facts";
+import {
+  DELIVERED,
+  NOT_SENT,
+  replyKey,
+} from "../../functions/roles/customer-support/sender/sender";
+import type { DeliveryState } from "../../functions/roles/customer-support/sender/state";
 import { SAMPLE_ORDERS } from "../../lib/dev/local/orders";
 import type { Envelope } from "../../schemas";
 import type { OrderRecord, SendRequested } from "../../schemas/events/conversation";

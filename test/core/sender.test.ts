@@ -20,7 +20,7 @@ import {
   NOT_SENT,
   OUTCOME_UNKNOWN,
   replyKey,
-} from "../../functions/roles/sender";
+} from "../../functions/roles/customer-support/sender/sender";
 import { type Envelope, registry } from "../../schemas";
 import type { Delivered, DeliveryFailed } from "../../schemas/events/conversation";
 import { makeDeps, newCorrelationId, newTaskId } from "./fixtures";

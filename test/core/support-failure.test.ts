@@ -9,9 +9,12 @@ import {
   type ConversationView,
   conversationProjection,
   summarizeConversation,
-} from "../../functions/roles/conversation-projection";
-import type { OrdersPort } from "../../functions/roles/order-lookup";
-import { HANDOFF_TEXT, HANDOFF_TTL_SECONDS } from "../../functions/roles/support-failure";
+} from "../../functions/roles/customer-support/conversation-projection/conversation-projection";
+import type { OrdersPort } from "../../functions/roles/customer-support/order-lookup/order-lookup";
+import {
+  HANDOFF_TEXT,
+  HANDOFF_TTL_SECONDS,
+} from "../../functions/roles/customer-support/step-failure";
 import type { Envelope } from "../../schemas";
 import { clientMessage } from "./fixtures";
 import { newConversationId, ofType, only, supportHarness } from "./support-fixture";

@@ -11,15 +11,19 @@ import {
   conversationReader,
   conversationVersionReader,
   createConversation,
-} from "../../functions/roles/conversation";
+} from "../../functions/roles/customer-support/conversation/conversation";
 import {
   type ConversationView,
   conversationProjection,
-} from "../../functions/roles/conversation-projection";
-import { createOrderLookup, type OrdersPort, ordersFrom } from "../../functions/roles/order-lookup";
-import { createReplyGeneration } from "../../functions/roles/reply-generation";
-import { createRouter } from "../../functions/roles/router";
-import { createSender } from "../../functions/roles/sender";
+} from "../../functions/roles/customer-support/conversation-projection/conversation-projection";
+import {
+  createOrderLookup,
+  type OrdersPort,
+  ordersFrom,
+} from "../../functions/roles/customer-support/order-lookup/order-lookup";
+import { createReplyGeneration } from "../../functions/roles/customer-support/reply-generation/reply-generation";
+import { createRouter } from "../../functions/roles/customer-support/router/router";
+import { createSender } from "../../functions/roles/customer-support/sender/sender";
 import { SAMPLE_ORDERS } from "../../lib/dev/local/orders";
 import { type Envelope, registry } from "../../schemas";
 import { makeDeps } from "./fixtures";

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { HUMAN_REVIEW_MARKER } from "../../functions/adapters/local-model";
-import type { ConversationView } from "../../functions/roles/conversation-projection";
-import { summarizeConversation } from "../../functions/roles/conversation-projection";
-import type { ReplyState } from "../../functions/roles/reply-state";
-import { OPERATOR_ABANDONED } from "../../functions/roles/sender-resolve";
-import type { DeliveryState } from "../../functions/roles/sender-state";
+import type { ConversationView } from "../../functions/roles/customer-support/conversation-projection/conversation-projection";
+import { summarizeConversation } from "../../functions/roles/customer-support/conversation-projection/conversation-projection";
+import type { ReplyState } from "../../functions/roles/customer-support/reply-generation/state";
+import { OPERATOR_ABANDONED } from "../../functions/roles/customer-support/sender/resolve";
+import type { DeliveryState } from "../../functions/roles/customer-support/sender/state";
 import type { Envelope } from "../../schemas";
 import { clientMessage } from "./fixtures";
 import {

@@ -8,8 +8,8 @@ import {
   SWEEPER_PRODUCER,
   type SweptRunState,
 } from "../../functions/core/sweeper";
-import { createOrchestrator } from "../../functions/roles/orchestrator";
-import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
+import { createOrchestrator } from "../../functions/roles/orchestrator/orchestrator";
+import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { type Envelope, registry } from "../../schemas";
 import { ULID_PATTERN } from "../../schemas/ids";
 import { makeDeps } from "./fixtures";

@@ -3,7 +3,7 @@ import { RECENT_IDS_KEPT, recordsAfter, spilledFrom } from "../../functions/core
 import { consume } from "../../functions/core/pipeline";
 import type { GateRecords } from "../../functions/core/ports";
 import type { Role } from "../../functions/core/role";
-import { audit } from "../../functions/roles/audit";
+import { audit } from "../../functions/roles/audit/audit";
 import { recordedOutcomes } from "../../lib/operator/recorded-outcomes";
 import type { Envelope } from "../../schemas";
 import { countingStore, feedback, makeDeps, newTaskId } from "./fixtures";

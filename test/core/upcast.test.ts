@@ -4,7 +4,10 @@ import { InMemoryEventStore } from "../../functions/core/memory";
 import { consume } from "../../functions/core/pipeline";
 import type { Role } from "../../functions/core/role";
 import { ManualClock, ulidSource } from "../../functions/core/runtime";
-import { type TaskView, taskProjection } from "../../functions/roles/task-projection";
+import {
+  type TaskView,
+  taskProjection,
+} from "../../functions/roles/task-projection/task-projection";
 import { rebuild } from "../../lib/operator/rebuild";
 import { buildTrace } from "../../lib/operator/trace";
 import { type Envelope, EventRegistry, registry } from "../../schemas";

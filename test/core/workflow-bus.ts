@@ -7,9 +7,12 @@ import { consume } from "../../functions/core/pipeline";
 import type { ConsumerDeps } from "../../functions/core/ports";
 import type { Role, StepStatus } from "../../functions/core/role";
 import { planSweep } from "../../functions/core/sweeper";
-import { agentRunKey, createContentAgent } from "../../functions/roles/content-agents";
-import { orchestrator } from "../../functions/roles/orchestrator";
-import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
+import {
+  agentRunKey,
+  createContentAgent,
+} from "../../functions/roles/content-agents/content-agent";
+import { orchestrator } from "../../functions/roles/orchestrator/orchestrator";
+import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { Random } from "../../lib/dev/sim/random";
 import { type Envelope, registry } from "../../schemas";
 import { CONTENT_ROLES, type WorkflowEnded } from "../../schemas/events/workflow";

@@ -5,9 +5,12 @@ import type { AgentRun } from "../../functions/core/agent-run";
 import type { ModelPort } from "../../functions/core/model";
 import { consume } from "../../functions/core/pipeline";
 import type { ConsumeResult, Role } from "../../functions/core/role";
-import { agentRunKey, createContentAgent } from "../../functions/roles/content-agents";
-import { orchestrator } from "../../functions/roles/orchestrator";
-import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
+import {
+  agentRunKey,
+  createContentAgent,
+} from "../../functions/roles/content-agents/content-agent";
+import { orchestrator } from "../../functions/roles/orchestrator/orchestrator";
+import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { type Envelope, registry } from "../../schemas";
 import { CONTENT_ROLES, type ContentRole } from "../../schemas/events/workflow";
 import type { NodeCancelRequested, WorkflowCancelled } from "../../schemas/events/workflow-cancel";

@@ -5,8 +5,8 @@ import {
   contentWorkflowAt,
   contentWorkflowFor,
   quickNews,
-} from "../../functions/roles/content-workflows";
-import { definitionOf, type OrchestratorState } from "../../functions/roles/orchestrator-state";
+} from "../../functions/roles/content-agents/workflows";
+import { definitionOf, type OrchestratorState } from "../../functions/roles/orchestrator/state";
 
 /** A run's state as the orchestrator stores it, reduced to what picks the definition. */
 const runOf = (name: string, version: number) =>

@@ -5,9 +5,15 @@ import {
   FAIL_FACT_CHECK_MARKER,
 } from "../../functions/adapters/local-model";
 import { TransientError } from "../../functions/core/errors";
-import { agentRunKey, createContentAgent } from "../../functions/roles/content-agents";
-import { createOrchestrator, ORCHESTRATOR_SUBSCRIPTIONS } from "../../functions/roles/orchestrator";
-import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
+import {
+  agentRunKey,
+  createContentAgent,
+} from "../../functions/roles/content-agents/content-agent";
+import {
+  createOrchestrator,
+  ORCHESTRATOR_SUBSCRIPTIONS,
+} from "../../functions/roles/orchestrator/orchestrator";
+import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { registry } from "../../schemas";
 import { CONTENT_ROLES } from "../../schemas/events/workflow";
 import { Bus } from "./workflow-bus";

@@ -16,8 +16,8 @@ import {
 } from "@aws-sdk/client-sqs";
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
-import { orchestrator } from "../../functions/roles/orchestrator";
-import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
+import { orchestrator } from "../../functions/roles/orchestrator/orchestrator";
+import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import { readDeadLetters } from "../../lib/dev/local/scenario/dead-letters";
 import { topology } from "../../lib/infra/topology";

@@ -1,8 +1,8 @@
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
 import { MODEL_ACCESS_DENIED_MARKER } from "../../functions/adapters/local-model";
-import type { ConversationState } from "../../functions/roles/conversation";
-import { HANDOFF_TEXT } from "../../functions/roles/support-failure";
+import type { ConversationState } from "../../functions/roles/customer-support/conversation/conversation";
+import { HANDOFF_TEXT } from "../../functions/roles/customer-support/step-failure";
 import { readDeadLetters } from "../../lib/dev/local/scenario/dead-letters";
 import {
   customerMessage,

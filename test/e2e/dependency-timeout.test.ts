@@ -1,6 +1,6 @@
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEPENDENCY_TIMEOUT } from "../../functions/roles/orchestrator-waits";
+import { DEPENDENCY_TIMEOUT } from "../../functions/roles/orchestrator/waits";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import { waitUntil } from "../../lib/dev/local/scenario/support";
 import { startWorkflow, waitForRunEnd } from "../../lib/dev/local/scenario/workflow";

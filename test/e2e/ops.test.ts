@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
+import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { hasConversation, runConversationScenario } from "../../lib/dev/local/conversation";
 import { emulatorConfig } from "../../lib/dev/local/deploy";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";

@@ -1,6 +1,6 @@
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { taskProjection } from "../../functions/roles/task-projection";
+import { taskProjection } from "../../functions/roles/task-projection/task-projection";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import { runScenario, type ScenarioResult } from "../../lib/dev/local/scenario";
 import { defineTopology } from "../../lib/infra/topology";

@@ -2,7 +2,7 @@ import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appendToStream } from "../../functions/core/producer";
 import { systemClock, ulidSource } from "../../functions/core/runtime";
-import { audit } from "../../functions/roles/audit";
+import { audit } from "../../functions/roles/audit/audit";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import { waitUntil } from "../../lib/dev/local/scenario/support";
 import { defineTopology } from "../../lib/infra/topology";

@@ -9,7 +9,7 @@ import {
   StateAttr,
   streamKey,
 } from "../../functions/adapters/dynamodb/tables";
-import type { TaskView } from "../../functions/roles/task-projection";
+import type { TaskView } from "../../functions/roles/task-projection/task-projection";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import { runScenario, type ScenarioResult } from "../../lib/dev/local/scenario";
 import { waitUntil } from "../../lib/dev/local/scenario/support";

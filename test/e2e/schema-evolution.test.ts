@@ -2,7 +2,7 @@ import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appendToStream } from "../../functions/core/producer";
 import { systemClock, ulidSource } from "../../functions/core/runtime";
-import type { TaskView } from "../../functions/roles/task-projection";
+import type { TaskView } from "../../functions/roles/task-projection/task-projection";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import { waitUntil } from "../../lib/dev/local/scenario/support";
 import { putOnBus, runCommand, waitForRunEnd } from "../../lib/dev/local/scenario/workflow";

@@ -1,7 +1,7 @@
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
 import { putOrders } from "../../functions/adapters/dynamodb/orders";
-import type { DeliveryState } from "../../functions/roles/sender-state";
+import type { DeliveryState } from "../../functions/roles/customer-support/sender/state";
 import { SAMPLE_ORDERS } from "../../lib/dev/local/orders";
 import {
   customerMessage,

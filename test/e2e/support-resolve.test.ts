@@ -4,8 +4,8 @@ import { HUMAN_REVIEW_MARKER } from "../../functions/adapters/local-model";
 import type {
   ConversationTurn,
   ConversationView,
-} from "../../functions/roles/conversation-projection";
-import type { ReplyState } from "../../functions/roles/reply-state";
+} from "../../functions/roles/customer-support/conversation-projection/conversation-projection";
+import type { ReplyState } from "../../functions/roles/customer-support/reply-generation/state";
 import { readDeadLetters } from "../../lib/dev/local/scenario/dead-letters";
 import {
   customerMessage,

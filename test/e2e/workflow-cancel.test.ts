@@ -1,7 +1,7 @@
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentRun } from "../../functions/core/agent-run";
-import { agentRunKey } from "../../functions/roles/content-agents";
+import { agentRunKey } from "../../functions/roles/content-agents/content-agent";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import { readDeadLetters } from "../../lib/dev/local/scenario/dead-letters";
 import {

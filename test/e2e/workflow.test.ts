@@ -1,6 +1,6 @@
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
+import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import {
   loadRun,

@@ -22,7 +22,10 @@ import { DEAD_LETTER_ATTRIBUTES } from "../../functions/adapters/sqs/dead-letter
 import { TransientError } from "../../functions/core/errors";
 import type { Role } from "../../functions/core/role";
 import { type ConsumerOptions, createConsumerHandler } from "../../functions/handlers/consumer";
-import { type TaskView, taskProjection } from "../../functions/roles/task-projection";
+import {
+  type TaskView,
+  taskProjection,
+} from "../../functions/roles/task-projection/task-projection";
 import { fromSdk } from "../../lib/operator/from-sdk";
 import type { Envelope } from "../../schemas";
 import { emulator } from "../support/aws";

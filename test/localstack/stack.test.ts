@@ -9,7 +9,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
 import { inboxKey } from "../../functions/adapters/dynamodb/tables";
 import { DEAD_LETTER_ATTRIBUTES } from "../../functions/adapters/sqs/dead-letter-sink";
-import { type TaskView, taskProjection } from "../../functions/roles/task-projection";
+import {
+  type TaskView,
+  taskProjection,
+} from "../../functions/roles/task-projection/task-projection";
 import { fromSdk } from "../../lib/operator/from-sdk";
 import {
   awsClients,

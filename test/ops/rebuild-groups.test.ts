@@ -1,9 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { consume } from "../../functions/core/pipeline";
 import type { Role } from "../../functions/core/role";
-import { ORDER_LOOKUP, ordersFrom } from "../../functions/roles/order-lookup";
-import { ROUTER } from "../../functions/roles/router";
-import { taskProjection } from "../../functions/roles/task-projection";
+import {
+  ORDER_LOOKUP,
+  ordersFrom,
+} from "../../functions/roles/customer-support/order-lookup/order-lookup";
+import { ROUTER } from "../../functions/roles/customer-support/router/router";
+import { taskProjection } from "../../functions/roles/task-projection/task-projection";
 import { customerMessage } from "../../lib/dev/local/scenario/support";
 import { topology } from "../../lib/infra/topology";
 import { foldVerdict } from "../../lib/operator/fold-groups";

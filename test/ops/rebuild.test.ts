@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { InMemoryEventStore } from "../../functions/core/memory";
 import type { Role } from "../../functions/core/role";
-import { taskProjection } from "../../functions/roles/task-projection";
+import { taskProjection } from "../../functions/roles/task-projection/task-projection";
 import { checkFold, type RebuildProgress, rebuild } from "../../lib/operator/rebuild";
 import { taskStream } from "../support/factories";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
+import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { runView } from "../../lib/operator/runs";
 
 const state = {

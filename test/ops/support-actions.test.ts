@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { SideEffectRecord } from "../../functions/core/side-effects";
-import { agentOutputSchema } from "../../functions/roles/content-workflows";
-import type { ReplyState } from "../../functions/roles/reply-state";
-import type { DeliveryState } from "../../functions/roles/sender-state";
+import { agentOutputSchema } from "../../functions/roles/content-agents/workflows";
+import type { ReplyState } from "../../functions/roles/customer-support/reply-generation/state";
+import type { DeliveryState } from "../../functions/roles/customer-support/sender/state";
 import { operatorEnvelope } from "../../lib/operator/operator-command";
 import { outputExample } from "../../lib/operator/output-example";
 import {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { DeliveryState } from "../../functions/roles/sender-state";
+import type { DeliveryState } from "../../functions/roles/customer-support/sender/state";
 import { operatorEnvelope } from "../../lib/operator/operator-command";
 import { cancelCommand, cancelDecision } from "../../lib/operator/support-cancel";
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { onNodeCompleted, onNodeFailed, startRun } from "../../functions/core/dag/engine";
-import { contentWorkflowFor } from "../../functions/roles/content-workflows";
-import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
+import { contentWorkflowFor } from "../../functions/roles/content-agents/workflows";
+import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { operatorEnvelope } from "../../lib/operator/operator-command";
 import { runRequestCommand, runRequestProblem } from "../../lib/operator/workflow-actions";
 

@@ -2,11 +2,11 @@ import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
 import { DeterministicLocalModel } from "../../functions/adapters/local-model";
 import { newRun } from "../../functions/core/agent-run";
-import { decideCancel } from "../../functions/roles/content-agent-cancel";
-import { decideConfirm } from "../../functions/roles/content-agent-confirm";
-import { resolveAgent } from "../../functions/roles/content-agent-settings";
-import { ORCHESTRATOR, orchestrator } from "../../functions/roles/orchestrator";
-import type { OrchestratorState } from "../../functions/roles/orchestrator-state";
+import { decideCancel } from "../../functions/roles/content-agents/cancel";
+import { decideConfirm } from "../../functions/roles/content-agents/confirm";
+import { resolveAgent } from "../../functions/roles/content-agents/settings";
+import { ORCHESTRATOR, orchestrator } from "../../functions/roles/orchestrator/orchestrator";
+import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { type Envelope, registry } from "../../schemas";
 
 /**

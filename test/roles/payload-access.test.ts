@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { contentAgentDescriptor } from "../../functions/roles/content-agents";
-import { conversationProjection } from "../../functions/roles/conversation-projection";
-import { decideCancel } from "../../functions/roles/sender-cancel";
+import { contentAgentDescriptor } from "../../functions/roles/content-agents/content-agent";
+import { conversationProjection } from "../../functions/roles/customer-support/conversation-projection/conversation-projection";
+import { decideCancel } from "../../functions/roles/customer-support/sender/cancel";
 import type { Envelope } from "../../schemas";
 import { unvalidatedEnvelope } from "../support/factories";
 

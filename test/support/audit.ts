@@ -5,7 +5,7 @@ import {
   auditRecordOfRow,
   auditRecordRef,
   outcomeOfAuditRecord,
-} from "../../functions/roles/audit";
+} from "../../functions/roles/audit/audit";
 
 type AuditStore = Pick<EventStore, "load"> & Pick<TraceReader, "inboxRecords">;
 

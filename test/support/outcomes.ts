@@ -1,5 +1,5 @@
 import type { EventStore, InboxRecord, TraceReader } from "../../functions/core/ports";
-import { AUDIT_GROUP } from "../../functions/roles/audit";
+import { AUDIT_GROUP } from "../../functions/roles/audit/audit";
 import { topology } from "../../lib/infra/topology";
 import { recordedOutcomes } from "../../lib/operator/recorded-outcomes";
 import type { Envelope } from "../../schemas";

@@ -1,8 +1,8 @@
 import { InMemoryEventStore } from "../../../functions/core/memory";
 import { consume } from "../../../functions/core/pipeline";
 import type { EventStore } from "../../../functions/core/ports";
-import { conversationProjection } from "../../../functions/roles/conversation-projection";
-import { taskProjection } from "../../../functions/roles/task-projection";
+import { conversationProjection } from "../../../functions/roles/customer-support/conversation-projection/conversation-projection";
+import { taskProjection } from "../../../functions/roles/task-projection/task-projection";
 import { type AggregateRef, type Envelope, MAX_STREAM_VERSION } from "../../../schemas";
 import { canonical, checkFold, foldDeps } from "../../operator/rebuild";
 import type { Violation } from "../sim/invariants";

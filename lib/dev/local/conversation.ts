@@ -1,6 +1,6 @@
 import { ulid } from "ulid";
 import type { LocalDelivery } from "../../../functions/adapters/channel/local-channel";
-import type { ConversationView } from "../../../functions/roles/conversation-projection";
+import type { ConversationView } from "../../../functions/roles/customer-support/conversation-projection/conversation-projection";
 import type { Envelope } from "../../../schemas";
 import type { LocalEnvironment } from "./environment";
 import { type Check, check } from "./scenario/check";

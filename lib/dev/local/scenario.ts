@@ -4,7 +4,7 @@ import { FAIL_FACT_CHECK_MARKER } from "../../../functions/adapters/local-model"
 import { appendToStream } from "../../../functions/core/producer";
 import type { Decision } from "../../../functions/core/role";
 import { systemClock, ulidSource } from "../../../functions/core/runtime";
-import type { TaskView } from "../../../functions/roles/task-projection";
+import type { TaskView } from "../../../functions/roles/task-projection/task-projection";
 import { type Envelope, registry } from "../../../schemas";
 import type { LocalEnvironment } from "./environment";
 import { type Check, check } from "./scenario/check";

@@ -1,5 +1,8 @@
 import type { DecideContext } from "../../../functions/core/role";
-import { type TaskView, taskProjection } from "../../../functions/roles/task-projection";
+import {
+  type TaskView,
+  taskProjection,
+} from "../../../functions/roles/task-projection/task-projection";
 import { registry } from "../../../schemas";
 import type { World } from "./world";
 

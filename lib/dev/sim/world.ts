@@ -9,21 +9,24 @@ import type { Role } from "../../../functions/core/role";
 import { ManualClock } from "../../../functions/core/runtime";
 import { InMemorySideEffects } from "../../../functions/core/side-effects";
 import { planSweep } from "../../../functions/core/sweeper";
-import { audit } from "../../../functions/roles/audit";
-import { createContentAgent } from "../../../functions/roles/content-agents";
+import { audit } from "../../../functions/roles/audit/audit";
+import { createContentAgent } from "../../../functions/roles/content-agents/content-agent";
 import {
   conversationContextReader,
   conversationReader,
   conversationVersionReader,
   createConversation,
-} from "../../../functions/roles/conversation";
-import { conversationProjection } from "../../../functions/roles/conversation-projection";
-import { createOrchestrator } from "../../../functions/roles/orchestrator";
-import { createOrderLookup, ordersFrom } from "../../../functions/roles/order-lookup";
-import { createReplyGeneration } from "../../../functions/roles/reply-generation";
-import { createRouter } from "../../../functions/roles/router";
-import { createSender } from "../../../functions/roles/sender";
-import { taskProjection } from "../../../functions/roles/task-projection";
+} from "../../../functions/roles/customer-support/conversation/conversation";
+import { conversationProjection } from "../../../functions/roles/customer-support/conversation-projection/conversation-projection";
+import {
+  createOrderLookup,
+  ordersFrom,
+} from "../../../functions/roles/customer-support/order-lookup/order-lookup";
+import { createReplyGeneration } from "../../../functions/roles/customer-support/reply-generation/reply-generation";
+import { createRouter } from "../../../functions/roles/customer-support/router/router";
+import { createSender } from "../../../functions/roles/customer-support/sender/sender";
+import { createOrchestrator } from "../../../functions/roles/orchestrator/orchestrator";
+import { taskProjection } from "../../../functions/roles/task-projection/task-projection";
 import { type Envelope, registry } from "../../../schemas";
 import { CONTENT_ROLES } from "../../../schemas/events/workflow";
 import { topology } from "../../infra/topology";

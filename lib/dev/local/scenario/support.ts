@@ -1,7 +1,7 @@
 import { ulid } from "ulid";
 import { DynamoSideEffects } from "../../../../functions/adapters/dynamodb/side-effects";
 import type { SideEffectRecord } from "../../../../functions/core/side-effects";
-import type { ConversationView } from "../../../../functions/roles/conversation-projection";
+import type { ConversationView } from "../../../../functions/roles/customer-support/conversation-projection/conversation-projection";
 import type { AggregateRef, Envelope } from "../../../../schemas";
 import { fromSdk } from "../../../operator/from-sdk";
 import type { LocalEnvironment } from "../environment";

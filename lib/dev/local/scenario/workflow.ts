@@ -1,6 +1,6 @@
 import { PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { ulid } from "ulid";
-import type { OrchestratorState } from "../../../../functions/roles/orchestrator-state";
+import type { OrchestratorState } from "../../../../functions/roles/orchestrator/state";
 import { type Envelope, registry } from "../../../../schemas";
 import { CONTENT_ROLES } from "../../../../schemas/events/workflow";
 import type { LocalEnvironment } from "../environment";

@@ -1,0 +1,100 @@
+import { type AggregateRef, type Envelope, registry } from "../../../schemas";
+import { outcomeRecord } from "../../core/commit";
+import type { InboxRecord } from "../../core/ports";
+import type { Role } from "../../core/role";
+
+/** One audit record per event: who produced it, what caused it, where it sits in its stream. */
+export interface AuditRecord {
+  readonly event_id: string;
+  readonly event_type: string;
+  readonly schema_version: number;
+  readonly occurred_at: string;
+  readonly recorded_at: string;
+  readonly producer: string;
+  readonly correlation_id: string;
+  readonly causation_id: string | null;
+  readonly task_id: string;
+  readonly conversation_id?: string;
+  readonly aggregate: { readonly type: string; readonly id: string; readonly version: number };
+  readonly order_key: string;
+  readonly expires_at?: string;
+  /** The processing attempt that produced the event (1 on records written before it was kept). */
+  readonly attempt?: number;
+  /** The agent run that produced the event, when one did. */
+  readonly run_id?: string;
+  /**
+   * The record itself copies no payload (it may hold private text). A message from outside a
+   * stream is still kept whole, payload included, in the group's inbox row (`keepsMessages`),
+   * which does not expire.
+   */
+  readonly payload_bytes: number;
+}
+
+/**
+ * The audit consumer: an append-only causal record of every event type in the registry. Each
+ * event on a stream gets its own item, written once with one PutItem; the record keeps the
+ * causation edge and the stream position, so a task's history can be rebuilt without the
+ * payloads, which the event store keeps. A message from outside any stream (unsequenced) has no
+ * other copy: the group keeps it whole (`keepsMessages`), envelope and payload, in its inbox row,
+ * also written once with one PutItem, where the trace finds it by correlation and task. It needs
+ * no ordering, so its group uses a standard queue.
+ */
+export const AUDIT_GROUP = "audit";
+
+/** Where the audit record of an event id is kept (a state item of its own). */
+export function auditRecordRef(eventId: string): AggregateRef {
+  return { type: "audit_record", id: `evt_${eventId}` };
+}
+
+/**
+ * The audit group's outcome of the event an audit record records: applied when the record was
+ * written. The record is the group's dedup and trace record: no inbox row is written.
+ */
+export function outcomeOfAuditRecord(record: AuditRecord): InboxRecord {
+  // Kept as long as the record is: it never expires.
+  return outcomeRecord(AUDIT_GROUP, record, "applied", {
+    recordedAt: record.recorded_at,
+    expiresAt: Number.MAX_SAFE_INTEGER,
+  });
+}
+
+export const audit: Role<AuditRecord> = {
+  group: AUDIT_GROUP,
+  subscriptions: [...new Set(registry.definitions().map((d) => d.type))],
+  stateOf: (event) => auditRecordRef(event.event_id),
+  unordered: true,
+  keepsMessages: true,
+  decide(existing, event, { now }) {
+    if (existing) return {};
+    return { state: auditRecordOf(event, now.toISOString()) };
+  },
+};
+
+/** The audit record of an event, recorded at `recordedAt`. */
+export function auditRecordOf(event: Envelope, recordedAt: string): AuditRecord {
+  return {
+    event_id: event.event_id,
+    event_type: event.event_type,
+    schema_version: event.schema_version,
+    occurred_at: event.occurred_at,
+    recorded_at: recordedAt,
+    producer: event.producer,
+    correlation_id: event.correlation_id,
+    causation_id: event.causation_id,
+    task_id: event.task_id,
+    ...(event.conversation_id ? { conversation_id: event.conversation_id } : {}),
+    aggregate: event.aggregate,
+    order_key: event.order_key,
+    ...(event.expires_at ? { expires_at: event.expires_at } : {}),
+    attempt: event.attempt,
+    ...(event.run_id ? { run_id: event.run_id } : {}),
+    payload_bytes: new TextEncoder().encode(JSON.stringify(event.payload ?? null)).length,
+  };
+}
+
+/** The audit record of an unsequenced message the group kept whole in its row (`keepsMessages`). */
+export function auditRecordOfRow(row: InboxRecord): AuditRecord | undefined {
+  return row.group === AUDIT_GROUP && row.envelope
+    ? auditRecordOf(row.envelope, row.recordedAt)
+    : undefined;
+}

@@ -1,0 +1,120 @@
+import type { Envelope } from "../../../schemas";
+import {
+  CONTENT_ROLES,
+  type ContentEventTypes,
+  contentEventTypes,
+} from "../../../schemas/events/workflow";
+import { type AgentRun, transition } from "../../core/agent-run";
+import { payloadOf } from "../../core/payload";
+import type { DiscardReason, EventStore } from "../../core/ports";
+import type { Decision } from "../../core/role";
+
+/**
+ * How a content agent honours a cancel (seed 001 §4, TaskCancel on the command channel). The
+ * orchestrator sends `<stem>.cancel.requested` for one assignment (run, node, generation) on the
+ * run's stream: the stream, and the FIFO group, of the `<stem>.requested` it cancels, so the
+ * agent's group always gets it after that request. Hence:
+ *
+ * - Before any model call, a request looks ahead on its own stream: a cancel of its assignment
+ *   already committed behind it -> the request is discarded `cancelled` (no model call).
+ * - Once its model call is over, it looks again (the call may have been long): a cancel committed
+ *   meanwhile -> the agent run ends CANCELLED (RUNNING -TaskCancelled-> CANCELLED), nothing is
+ *   answered, and the request is recorded discarded `cancelled`.
+ * - The cancel itself, when it arrives: an assignment the agent never worked on is stored as a
+ *   CANCELLED agent run (IDLE -TaskCancelled-> CANCELLED), so a request for it that comes later
+ *   (redriven from a dead-letter queue, say) is discarded; an agent run that already ended
+ *   (answered, or cancelled) stays as it is, and the DAG ignores an answer it sent.
+ *
+ * The look-ahead needs the stream reader (`CommandStream`); without one only cancels the agent
+ * has already received are honoured. It costs one Query of the run's stream before and one after
+ * each model call; a run's stream holds a few events per node.
+ */
+
+/** Reads the run's stream (where the orchestrator appends the agents' commands). */
+export type CommandStream = Pick<EventStore, "readStream">;
+
+/** The assignment a request or cancel is about. */
+interface Assignment {
+  readonly node_id: string;
+  readonly generation: number;
+}
+
+/**
+ * Is a `cancelType` of `assignment` (the one `request` names) on the request's stream, after the
+ * request?
+ */
+export async function cancelIssued(
+  stream: CommandStream | undefined,
+  cancelType: ContentEventTypes["cancel"],
+  request: Envelope,
+  assignment: Assignment,
+): Promise<boolean> {
+  if (!stream) return false;
+  const { node_id, generation } = assignment;
+  const { type, id, version } = request.aggregate;
+  const later = await stream.readStream({ type, id }, version + 1, Number.MAX_SAFE_INTEGER);
+  return later.some((event) => {
+    if (event.event_type !== cancelType) return false;
+    // Read back from the stream as written: the cancel commands have one schema version.
+    const cancel = payloadOf(event, cancelType);
+    return cancel.node_id === node_id && cancel.generation === generation;
+  });
+}
+
+/**
+ * Why a request is dropped unworked: its agent run was cancelled (a cancel received), or a cancel
+ * of it is already on the stream (`lookAhead`). An agent run that ended otherwise is left to
+ * `decide` (which answers nothing again).
+ */
+export async function discardCancelled(
+  existing: AgentRun | undefined,
+  lookAhead: () => Promise<boolean>,
+): Promise<DiscardReason | undefined> {
+  if (existing?.state === "CANCELLED") return "cancelled";
+  if (existing) return undefined;
+  return (await lookAhead()) ? "cancelled" : undefined;
+}
+
+/** The cancel command of every content role (`decideCancel` is not told which agent it serves). */
+const CANCEL_TYPES = atLeastOne(CONTENT_ROLES.map((role) => contentEventTypes(role).cancel));
+
+/**
+ * A received cancel: a new agent run (`fresh`, IDLE) stored CANCELLED when the assignment was
+ * never worked on; a BLOCKED agent run ends CANCELLED (it no longer waits for its confirmation);
+ * an agent run waiting for a person (NEEDS_HUMAN) whose node an operator
+ * resolved ends COMPLETED (HumanResolved), one whose node was reset ends CANCELLED (the retry is
+ * a new agent run under the next generation); nothing for an agent run that ended otherwise.
+ */
+export function decideCancel(
+  existing: AgentRun | undefined,
+  event: Envelope,
+  fresh: () => AgentRun,
+  now: Date,
+): Decision<AgentRun> {
+  const cancel = payloadOf(event, ...CANCEL_TYPES);
+  const reason = `${cancel.reason}: ${event.event_type} ${event.event_id} for run ${cancel.run_id} node ${cancel.node_id} generation ${cancel.generation}`;
+  if (!existing) return { state: transition(fresh(), "TaskCancelled", { now, reason }) };
+  if (existing.state === "BLOCKED")
+    return { state: transition(existing, "TaskCancelled", { now, reason }) };
+  if (existing.state !== "NEEDS_HUMAN") return {};
+  if (cancel.reason === "resolved")
+    return { state: transition(existing, "HumanResolved", { now, reason }) };
+  if (cancel.reason === "reset")
+    return { state: transition(existing, "TaskCancelled", { now, reason }) };
+  return {};
+}
+
+/** A run in progress whose cancel was committed while its model call ran: CANCELLED, no answer. */
+export function cancelledWhileRunning(run: AgentRun, now: Date): Decision<AgentRun> {
+  const reason = "cancelled while its model call ran; the answer is dropped";
+  return {
+    state: transition(run, "TaskCancelled", { now, reason }),
+    discarded: "cancelled",
+  };
+}
+
+function atLeastOne<T>(values: readonly T[]): readonly [T, ...T[]] {
+  const [first, ...rest] = values;
+  if (first === undefined) throw new Error("expected at least one value");
+  return [first, ...rest];
+}

@@ -1,0 +1,347 @@
+import { type Envelope, MAX_STREAM_VERSION } from "../../../../schemas";
+import type { MessageAccepted } from "../../../../schemas/events/conversation";
+import type { RouteRequested } from "../../../../schemas/events/support-commands";
+import { newestWithin } from "../../../core/budget";
+import { PermanentError } from "../../../core/errors";
+import { payloadOf } from "../../../core/payload";
+import type { EventStore } from "../../../core/ports";
+import type { Decision, Role } from "../../../core/role";
+
+/**
+ * The conversation group: the ingress of the customer-support workflow (seed 000 §10, §11.2).
+ *
+ * A client sends `conversation.message.received` (unsequenced, aggregate
+ * `conversation/<conversation_id>` at version 0, a new `task_id` per message). For each message
+ * the conversation's version goes up by one, and two events are appended to the conversation's
+ * stream:
+ * - `conversation.message.accepted` (the fact; payload `version` = the new version);
+ * - `support.route.requested` (the command for the router), carrying `input_version` = the new
+ *   version and `expires_at` = now + `replyTtlSeconds` (the reply deadline). It carries no
+ *   customer text: its `context_version` names the conversation's messages through the new
+ *   version, which the router and reply generation read from this state
+ *   (`conversationContextReader`).
+ * Both carry the message's `task_id`, the conversation id and `order_key` = conversation id, so
+ * every group handles one conversation's work in order.
+ *
+ * The conversation version is what later steps compare against to drop a reply that a newer
+ * message made stale (`superseded`): see `conversationVersionReader`.
+ *
+ * Refused (PermanentError, the message goes to the DLQ):
+ * - `conversation.aggregate_mismatch`: the aggregate is not `conversation/<id>`, or the envelope's
+ *   `conversation_id` differs from the aggregate id;
+ * - `conversation.customer_mismatch`: the conversation belongs to another customer.
+ */
+
+export const CONVERSATION_AGGREGATE = "conversation";
+/** How many recent messages the conversation state keeps. */
+export const CONVERSATION_MESSAGE_LIMIT = 50;
+/**
+ * The most the kept messages may take in the conversation's state item (JSON bytes): long
+ * messages are dropped oldest first before the count limit is reached, so the item stays well
+ * inside DynamoDB's 400 KB.
+ */
+export const MESSAGES_MAX_BYTES = 192 * 1024;
+export const DEFAULT_REPLY_TTL_SECONDS = 300;
+
+export interface ConversationMessage {
+  /** The conversation version this message made current. */
+  readonly version: number;
+  readonly task_id: string;
+  readonly text: string;
+  readonly message_event_id: string;
+  readonly received_at: string;
+}
+
+export interface ConversationState {
+  readonly conversation_id: string;
+  readonly customer_id: string;
+  /** Number of messages accepted so far (the conversation version). */
+  readonly version: number;
+  /** The last CONVERSATION_MESSAGE_LIMIT messages (at most MESSAGES_MAX_BYTES), oldest first. */
+  readonly messages: readonly ConversationMessage[];
+}
+
+export interface ConversationOptions {
+  /** Seconds from acceptance until the reply is no longer worth sending. @default 300 */
+  readonly replyTtlSeconds?: number;
+}
+
+export function createConversation(options: ConversationOptions = {}): Role<ConversationState> {
+  const ttl = options.replyTtlSeconds ?? DEFAULT_REPLY_TTL_SECONDS;
+  if (!Number.isFinite(ttl) || ttl <= 0)
+    throw new PermanentError(
+      "conversation.invalid_option",
+      `replyTtlSeconds must be a positive number, got ${ttl}`,
+    );
+
+  return {
+    group: "conversation",
+    subscriptions: ["conversation.message.received"],
+    decide: (state, event, { now }) => acceptMessage(state, event, now, ttl),
+  };
+}
+
+/**
+ * A customer message accepted: the next version of the conversation with the message kept, and
+ * `conversation.message.accepted` plus `support.route.requested` (which expires at the reply's
+ * deadline) for its turn.
+ */
+function acceptMessage(
+  state: ConversationState | undefined,
+  event: Envelope,
+  now: Date,
+  ttl: number,
+): Decision<ConversationState> {
+  const conversationId = checkedConversationId(event);
+  const message = payloadOf(event, "conversation.message.received");
+  if (state && state.customer_id !== message.customer_id)
+    throw new PermanentError(
+      "conversation.customer_mismatch",
+      `conversation ${conversationId} belongs to another customer`,
+      { details: { conversation_id: conversationId, event_id: event.event_id } },
+    );
+  const version = (state?.version ?? 0) + 1;
+  const next: ConversationState = {
+    conversation_id: conversationId,
+    customer_id: message.customer_id,
+    version,
+    messages: keptMessages(state, {
+      version,
+      task_id: event.task_id,
+      text: message.text,
+      message_event_id: event.event_id,
+      received_at: now.toISOString(),
+    }),
+  };
+  const turn: RouteRequested = {
+    conversation_id: conversationId,
+    customer_id: message.customer_id,
+    channel: message.channel,
+    message_event_id: event.event_id,
+    context_version: version,
+  };
+  const { context_version: _context, ...who } = turn;
+  const accepted: MessageAccepted = { ...who, text: message.text, version };
+  const common = {
+    inputVersion: version,
+    taskId: event.task_id,
+    conversationId,
+    orderKey: conversationId,
+  };
+  return {
+    state: next,
+    emit: [
+      { type: "conversation.message.accepted", payload: accepted, ...common },
+      {
+        type: "support.route.requested",
+        payload: turn,
+        ...common,
+        expiresAt: replyDeadline(event, now, ttl),
+      },
+    ],
+  };
+}
+
+/**
+ * When a reply to the message stops being worth sending: `replyTtlSeconds` after acceptance, or
+ * earlier when the client's message says so with its own `expires_at`.
+ */
+export function replyDeadline(event: Envelope, now: Date, ttlSeconds: number): string {
+  const own = now.getTime() + ttlSeconds * 1000;
+  const client = event.expires_at === undefined ? own : Date.parse(event.expires_at);
+  return new Date(Math.min(own, client)).toISOString();
+}
+
+/** The conversation group with the default reply deadline. */
+export const conversation = createConversation();
+
+/**
+ * Reads a conversation's current version (0 when it has none yet): what reply generation and the
+ * sender compare an event's `input_version` against for their superseded checks.
+ */
+export function conversationVersionReader(
+  store: EventStore,
+): (conversationId: string) => Promise<number> {
+  const read = conversationReader(store);
+  return async (conversationId) => (await read(conversationId)).version;
+}
+
+function checkedConversationId(event: Envelope): string {
+  const { type, id } = event.aggregate;
+  if (type !== CONVERSATION_AGGREGATE)
+    throw new PermanentError(
+      "conversation.aggregate_mismatch",
+      `a message must be sent on aggregate ${CONVERSATION_AGGREGATE}/<conversation_id>, not ${type}/${id}`,
+      { details: { event_id: event.event_id, aggregate: event.aggregate } },
+    );
+  if (event.conversation_id !== undefined && event.conversation_id !== id)
+    throw new PermanentError(
+      "conversation.aggregate_mismatch",
+      `the envelope's conversation_id ${event.conversation_id} differs from its aggregate id ${id}`,
+      { details: { event_id: event.event_id, aggregate: event.aggregate } },
+    );
+  return id;
+}
+
+/** The state's messages with `added`: the last CONVERSATION_MESSAGE_LIMIT within MESSAGES_MAX_BYTES. */
+function keptMessages(
+  state: ConversationState | undefined,
+  added: ConversationState["messages"][number],
+): ConversationState["messages"] {
+  const all = [...(state?.messages ?? []), added].slice(-CONVERSATION_MESSAGE_LIMIT);
+  return newestWithin(all, MESSAGES_MAX_BYTES);
+}
+
+/** One message of a conversation's context window, as a step reads it. */
+export interface ContextMessage {
+  readonly version: number;
+  readonly message_event_id: string;
+  readonly text: string;
+  readonly received_at: string;
+}
+
+/** The messages a step works on: the conversation's context through `throughVersion`. */
+export type ConversationContextReader = (
+  conversationId: string,
+  throughVersion: number,
+) => Promise<readonly ContextMessage[]>;
+
+/** At most this many messages make up a turn's context (the turn's own message included). */
+export const CONTEXT_MESSAGES = 5;
+/**
+ * Earlier messages count only when received within this many seconds before the turn's own: a
+ * message sent in quick succession continues the one before it (whose reply it supersedes); a
+ * later one starts afresh.
+ */
+export const CONTEXT_WINDOW_SECONDS = 120;
+/** The most the context's texts may take (JSON bytes); the oldest are left out first. */
+export const CONTEXT_MAX_BYTES = 8 * 1024;
+
+/**
+ * A turn's context (seed 000 §11.2): the turn's own message (version `throughVersion`) and the
+ * ones just before it, oldest first: at most CONTEXT_MESSAGES, received within
+ * CONTEXT_WINDOW_SECONDS before it, within CONTEXT_MAX_BYTES. A customer who writes "I want to
+ * check my order" and then "the order number is A-1002" is answered about A-1002 from both. The
+ * turn's own message missing from the state is a PermanentError (`conversation.context_missing`).
+ */
+export function contextWindow(
+  state: ConversationState | undefined,
+  conversationId: string,
+  throughVersion: number,
+): ContextMessage[] {
+  const upTo = (state?.messages ?? []).filter((m) => m.version <= throughVersion);
+  const own = upTo.at(-1);
+  if (!own || own.version !== throughVersion)
+    throw new PermanentError(
+      "conversation.context_missing",
+      `conversation ${conversationId} has no message at version ${throughVersion} in its state`,
+      { details: { conversation_id: conversationId, version: throughVersion } },
+    );
+  const since = Date.parse(own.received_at) - CONTEXT_WINDOW_SECONDS * 1000;
+  const recent = upTo
+    .slice(-CONTEXT_MESSAGES)
+    .filter((m) => m === own || Date.parse(m.received_at) >= since)
+    .map(({ version, message_event_id, text, received_at }) => ({
+      version,
+      message_event_id,
+      text,
+      received_at,
+    }));
+  return newestWithin(recent, CONTEXT_MAX_BYTES);
+}
+
+/** Reads a turn's context from the conversation's state (see `contextWindow`). */
+export function conversationContextReader(store: EventStore): ConversationContextReader {
+  const read = conversationReader(store);
+  return async (conversationId, throughVersion) =>
+    (await read(conversationId)).context(throughVersion);
+}
+
+/**
+ * A turn's context as the conversation's stream recorded it, for folding a step again (the
+ * operator's rebuild and check) without the state as it is now, which may have let the turn's
+ * messages go: the messages of its `conversation.message.accepted` facts through `throughVersion`,
+ * each received when its fact occurred (the conversation's decision time), kept as the state kept
+ * them (`keptMessages`), then `contextWindow`.
+ */
+export function streamContextReader(
+  readStream: EventStore["readStream"],
+): ConversationContextReader {
+  return async (conversationId, throughVersion) => {
+    const stream = { type: CONVERSATION_AGGREGATE, id: conversationId };
+    let state: ConversationState | undefined;
+    for (const event of await readStream(stream, 1, MAX_STREAM_VERSION)) {
+      if (event.event_type !== "conversation.message.accepted") continue;
+      const accepted = payloadOf(event, "conversation.message.accepted");
+      if (accepted.version > throughVersion) break;
+      state = {
+        conversation_id: conversationId,
+        customer_id: accepted.customer_id,
+        version: accepted.version,
+        messages: keptMessages(state, {
+          version: accepted.version,
+          task_id: event.task_id,
+          text: accepted.text,
+          message_event_id: accepted.message_event_id,
+          received_at: event.occurred_at,
+        }),
+      };
+    }
+    return contextWindow(state, conversationId, throughVersion);
+  };
+}
+
+/** One read of a conversation's state: its current version and the context of any of its turns. */
+export interface ConversationSnapshot {
+  /** The conversation version (0 when it has none yet). */
+  readonly version: number;
+  /** The context of the turn at `throughVersion` (see `contextWindow`). */
+  context(throughVersion: number): readonly ContextMessage[];
+}
+
+export type ConversationReader = (conversationId: string) => Promise<ConversationSnapshot>;
+
+/**
+ * Reads a conversation's state once, for a step that needs both its version and a turn's context
+ * (reply generation's superseded check, then its prompt).
+ */
+export function conversationReader(store: EventStore): ConversationReader {
+  return async (conversationId) => {
+    const loaded = await store.load({
+      state: { type: CONVERSATION_AGGREGATE, id: conversationId },
+    });
+    const data = loaded.state?.data as ConversationState | null | undefined;
+    return {
+      version: typeof data?.version === "number" ? data.version : 0,
+      context: (throughVersion) => contextWindow(data ?? undefined, conversationId, throughVersion),
+    };
+  };
+}
+
+/**
+ * A conversation read once per event by a role that needs it in both `discard` (the version, for
+ * its superseded check) and `decide` (a turn's context): `discard` reads and leaves the snapshot
+ * for `decide`, which takes it. Kept by envelope object, so a new delivery (a new envelope) reads
+ * again; taken out by `decide`, so a round the pipeline retries after a commit conflict (the same
+ * envelope, `discard` first again) reads again too.
+ */
+export class ConversationReads {
+  private readonly pending = new WeakMap<Envelope, Promise<ConversationSnapshot>>();
+  constructor(
+    private readonly read: ConversationReader,
+    private readonly conversationOf: (event: Envelope) => string,
+  ) {}
+
+  forDiscard(event: Envelope): Promise<ConversationSnapshot> {
+    const snapshot = this.read(this.conversationOf(event));
+    this.pending.set(event, snapshot);
+    return snapshot;
+  }
+
+  /** What `discard` read for this event, or a new read when it read nothing. */
+  forDecide(event: Envelope): Promise<ConversationSnapshot> {
+    const snapshot = this.pending.get(event) ?? this.read(this.conversationOf(event));
+    this.pending.delete(event);
+    return snapshot;
+  }
+}

@@ -1,0 +1,132 @@
+import { type OrderLookupCompleted, OrderRecord } from "../../../../schemas/events/conversation";
+import type { ReplyGenerationRequested } from "../../../../schemas/events/support-commands";
+import { PermanentError, TransientError } from "../../../core/errors";
+import { payloadOf } from "../../../core/payload";
+import type { RecordedDecision } from "../../../core/ports";
+import type { Role, RoleDescriptor } from "../../../core/role";
+import { factFields } from "../fact-fields";
+import { stepFailedDecision } from "../step-failure";
+
+/**
+ * The order lookup group: reads the order the customer asked about and hands the facts on to
+ * reply generation.
+ *
+ * One `order.lookup.requested` per task, on the stream `order_lookup/<task_id>`:
+ * `order.lookup.completed` (found or not, with the order when found), then
+ * `reply.generation.requested` (with the order when found). An order that belongs to another
+ * customer counts as not found, and nothing of it is emitted. Errors of the orders port propagate
+ * with their class (a TransientError is retried by the queue); one that is permanent, or still
+ * there on the queue's last attempt, ends the step with `support.step.failed` and the hand-off
+ * message (../step-failure.ts). A redelivered request, once the
+ * lookup is stored, emits nothing.
+ *
+ * Every emitted event keeps the request's `input_version`, the conversation id and
+ * `order_key` = conversation id; the command also keeps its `expires_at`.
+ */
+
+/** Where the orders live (the DynamoDB adapter: functions/adapters/dynamodb/orders.ts). */
+export interface OrdersPort {
+  /** The order with this id, whoever's it is; undefined when there is none. */
+  get(orderId: string): Promise<OrderRecord | undefined>;
+}
+
+export const ORDER_LOOKUP_AGGREGATE = "order_lookup";
+
+export interface OrderLookupState {
+  readonly task_id: string;
+  readonly conversation_id: string;
+  readonly order_id: string;
+  readonly found: boolean;
+  readonly looked_up_at: string;
+}
+
+export interface OrderLookupOptions {
+  readonly orders: OrdersPort;
+}
+
+export const ORDER_LOOKUP: RoleDescriptor = {
+  group: "order-lookup",
+  subscriptions: ["order.lookup.requested"],
+  stateOf: (event) => ({ type: ORDER_LOOKUP_AGGREGATE, id: event.task_id }),
+  // Folded with the answer the lookup recorded, not the orders table as it is now: an order
+  // changed or deleted since would otherwise make every old lookup differ from its fold.
+  foldWith: (recorded) => createOrderLookup({ orders: recordedOrders(recorded) }) as Role<unknown>,
+};
+
+export function createOrderLookup(options: OrderLookupOptions): Role<OrderLookupState> {
+  const { orders } = options;
+  return {
+    ...ORDER_LOOKUP,
+    failed: (_state, event, failure, { now }) =>
+      stepFailedDecision("order_lookup", event, failure, now),
+    async decide(existing, event, { now }) {
+      if (existing) return {};
+      const request = payloadOf(event, "order.lookup.requested");
+      const record = await orders.get(request.order_id);
+      const order =
+        record !== undefined && record.customer_id === request.customer_id ? record : undefined;
+      const fact = factFields(event, request.conversation_id);
+      const completed: OrderLookupCompleted = {
+        conversation_id: request.conversation_id,
+        order_id: request.order_id,
+        found: order !== undefined,
+        ...(order === undefined ? {} : { order }),
+        looked_up_at: now.toISOString(),
+      };
+      const next: ReplyGenerationRequested = {
+        ...request,
+        ...(order === undefined ? {} : { order }),
+      };
+      return {
+        state: {
+          task_id: event.task_id,
+          conversation_id: request.conversation_id,
+          order_id: request.order_id,
+          found: order !== undefined,
+          looked_up_at: now.toISOString(),
+        },
+        emit: [
+          { type: "order.lookup.completed", payload: completed, ...fact },
+          {
+            type: "reply.generation.requested",
+            payload: next,
+            ...fact,
+            expiresAt: event.expires_at,
+          },
+        ],
+      };
+    },
+  };
+}
+
+/**
+ * The orders port as the lookup's decision on one event found it, from the facts it emitted:
+ * `order.lookup.completed` gives the order (or none), `support.step.failed` the permanent error it
+ * met. A request the group has not decided on has no recorded answer: a TransientError says so.
+ */
+export function recordedOrders(recorded: RecordedDecision): OrdersPort {
+  return {
+    get: async (orderId) => {
+      for (const event of recorded.emitted) {
+        if (event.event_type === "order.lookup.completed") {
+          const completed = payloadOf(event, "order.lookup.completed");
+          return completed.order_id === orderId ? completed.order : undefined;
+        }
+        if (event.event_type === "support.step.failed") {
+          const failed = payloadOf(event, "support.step.failed");
+          throw new PermanentError(failed.code, failed.message);
+        }
+      }
+      throw new TransientError(
+        "fold.not_recorded",
+        `order-lookup has recorded no answer for order ${orderId} (it has not handled the request yet)`,
+      );
+    },
+  };
+}
+
+/** An OrdersPort over a fixed list (tests and the local runtime). */
+export function ordersFrom(records: readonly OrderRecord[]): OrdersPort {
+  const byId = new Map(records.map((r) => [r.order_id, OrderRecord.parse(r)]));
+  return { get: async (orderId) => byId.get(orderId) };
+}

@@ -1,0 +1,131 @@
+import type { Envelope } from "../../../../schemas";
+import type {
+  ReplyApproved,
+  ReplyRejected,
+  SendRequested,
+} from "../../../../schemas/events/conversation";
+import type { EmitSpec } from "../../../core/emit";
+import { PermanentError } from "../../../core/errors";
+import { payloadOf } from "../../../core/payload";
+import type { Decision } from "../../../core/role";
+import type { ReplyState } from "./state";
+
+/**
+ * A person's decision on a held reply (seed 000 §11.3, §14), taken by the reply generation group,
+ * which holds the draft in `reply/<task_id>`:
+ *
+ * - `reply.approve.requested` on a held reply -> the state becomes `approved` (with the edited text
+ *   when one was given), `reply.approved`, then `notification.send.requested` with logical attempt
+ *   APPROVED_ATTEMPT: the sender's key `<task_id>:reply:2` is one no send of the held draft could
+ *   have used (the draft was attempt 1, never sent). The send keeps the reply's `input_version`
+ *   (a newer customer message supersedes it at the sender) and is due within the send TTL from
+ *   the approval.
+ * - `reply.reject.requested` on a held reply -> `rejected`, `reply.rejected`; nothing is sent.
+ * - the same decision again -> nothing (idempotent); the other decision on a decided reply, or
+ *   any decision on a reply that is not held (none, or sent without review) -> discarded as
+ *   `invalidated_by_state_change`, nothing changes.
+ */
+
+export const APPROVE_REQUESTED = "reply.approve.requested";
+export const REJECT_REQUESTED = "reply.reject.requested";
+export const REVIEW_COMMANDS = [APPROVE_REQUESTED, REJECT_REQUESTED] as const;
+/** The logical attempt of the send an approval asks for (the held draft was attempt 1). */
+export const APPROVED_ATTEMPT = 2;
+
+export function decideReview(
+  state: ReplyState | undefined,
+  event: Envelope,
+  now: Date,
+  sendTtlSeconds: number,
+): Decision<ReplyState> {
+  const decision = event.event_type === APPROVE_REQUESTED ? "approved" : "rejected";
+  if (state?.status === decision) return {};
+  if (state?.status !== "held_for_review") return { discarded: "invalidated_by_state_change" };
+  return decision === "approved"
+    ? approve(state, event, now, sendTtlSeconds)
+    : reject(state, event, now);
+}
+
+function approve(
+  state: ReplyState,
+  event: Envelope,
+  now: Date,
+  sendTtlSeconds: number,
+): Decision<ReplyState> {
+  const request = payloadOf(event, APPROVE_REQUESTED);
+  if (state.customer_id === undefined || state.channel === undefined)
+    throw new PermanentError(
+      "reply.no_recipient",
+      `reply ${state.task_id} was held before replies kept their recipient; it cannot be sent from here`,
+    );
+  const text = request.text ?? state.reply_text;
+  const edited = text !== state.reply_text;
+  const who = operatorFields(request);
+  const approved: ReplyApproved = {
+    conversation_id: state.conversation_id,
+    reply_text: text,
+    edited,
+    logical_attempt: APPROVED_ATTEMPT,
+    ...who,
+  };
+  const send: SendRequested = {
+    conversation_id: state.conversation_id,
+    customer_id: state.customer_id,
+    channel: state.channel,
+    text,
+    logical_attempt: APPROVED_ATTEMPT,
+  };
+  const fields = factFieldsOf(state);
+  return {
+    state: {
+      ...state,
+      status: "approved",
+      reply_text: text,
+      review: {
+        decision: "approved",
+        at: now.toISOString(),
+        edited,
+        ...who,
+        logical_attempt: APPROVED_ATTEMPT,
+      },
+    },
+    emit: [
+      { type: "reply.approved", payload: approved, ...fields },
+      {
+        type: "notification.send.requested",
+        payload: send,
+        ...fields,
+        expiresAt: new Date(now.getTime() + sendTtlSeconds * 1000).toISOString(),
+      },
+    ],
+  };
+}
+
+function reject(state: ReplyState, event: Envelope, now: Date): Decision<ReplyState> {
+  const who = operatorFields(payloadOf(event, REJECT_REQUESTED));
+  const rejected: ReplyRejected = { conversation_id: state.conversation_id, ...who };
+  return {
+    state: {
+      ...state,
+      status: "rejected",
+      review: { decision: "rejected", at: now.toISOString(), ...who },
+    },
+    emit: [{ type: "reply.rejected", payload: rejected, ...factFieldsOf(state) }],
+  };
+}
+
+function operatorFields(request: { requested_by: string; reason?: string }) {
+  return {
+    requested_by: request.requested_by,
+    ...(request.reason === undefined ? {} : { reason: request.reason }),
+  };
+}
+
+/** The reply's facts keep the version the reply was made from and the conversation's order key. */
+function factFieldsOf(state: ReplyState) {
+  return {
+    inputVersion: state.input_version,
+    conversationId: state.conversation_id,
+    orderKey: state.conversation_id,
+  } satisfies Partial<EmitSpec>;
+}

@@ -1,0 +1,154 @@
+import type { Envelope } from "../../../../schemas";
+import type {
+  Delivered,
+  DeliveryFailed,
+  SendResolveRequested,
+} from "../../../../schemas/events/conversation";
+import type { EmitSpec } from "../../../core/emit";
+import { payloadOf } from "../../../core/payload";
+import type { Decision } from "../../../core/role";
+import type { SideEffectStore } from "../../../core/side-effects";
+import type { ChannelCalls, Outcome } from "./channel";
+import type { DeliveryFact, DeliveryState, EscalatedSend } from "./state";
+
+/**
+ * A person's resolution of a send whose outcome stayed unknown (seed 000 §11.4, §14), taken by the
+ * sender on `delivery/<task_id>` with `notification.resolve.requested`. Only a key whose
+ * side-effect record is `unknown` is resolved:
+ *
+ * - `delivered` (checked outside AgentBus): the record becomes `succeeded` (delivery id
+ *   `operator:<who>`), `notification.delivered` confirmed_by "operator";
+ * - `resend`: the same key is claimed again and sent again (a channel with idempotency keys does
+ *   not deliver a key twice), after a timeout queried: its answer is recorded and emitted as the
+ *   sender does (delivered / failed), and an outcome still unknown is reported again as
+ *   `notification.failed` outcome "unknown", the record left `unknown` for another resolution;
+ * - `abandon`: the record becomes `failed` (code OPERATOR_ABANDONED), `notification.failed`
+ *   outcome "failed"; nothing is sent.
+ * The same resolution again once the record is final -> nothing (idempotent); a key that is not
+ * unknown otherwise, or not of this task -> discarded as `invalidated_by_state_change`.
+ */
+
+export const RESOLVE_REQUESTED = "notification.resolve.requested";
+export const OPERATOR_ABANDONED = "operator.abandoned";
+
+export interface ResolveDeps {
+  readonly calls: ChannelCalls;
+  readonly sideEffects: SideEffectStore;
+}
+
+export async function decideResolve(
+  state: DeliveryState | undefined,
+  event: Envelope,
+  now: Date,
+  deps: ResolveDeps,
+): Promise<Decision<DeliveryState>> {
+  const request = payloadOf(event, RESOLVE_REQUESTED);
+  const key = request.idempotency_key;
+  const fact = state?.keys[key];
+  const record = key.startsWith(`${event.task_id}:`) ? await deps.sideEffects.get(key) : undefined;
+  if (record?.state !== "unknown") {
+    const repeated = fact?.resolution === request.resolution && record !== undefined;
+    return repeated ? {} : { discarded: "invalidated_by_state_change" };
+  }
+  const result = new Resolution(state, event.task_id, request, fact?.send, now);
+  switch (request.resolution) {
+    case "delivered": {
+      const deliveryId = `operator:${request.requested_by}`;
+      await deps.sideEffects.markSucceeded(key, { delivery_id: deliveryId }, now);
+      return result.delivered(deliveryId, "operator");
+    }
+    case "abandon": {
+      const message = `abandoned by ${request.requested_by}${request.reason ? `: ${request.reason}` : ""}`;
+      await deps.sideEffects.markFailed(key, { code: OPERATOR_ABANDONED, message }, now);
+      return result.failed("failed", OPERATOR_ABANDONED, message);
+    }
+    case "resend":
+      return resend(result, fact?.send, deps, now);
+  }
+}
+
+async function resend(
+  result: Resolution,
+  send: EscalatedSend | undefined,
+  deps: ResolveDeps,
+  now: Date,
+): Promise<Decision<DeliveryState>> {
+  const key = result.key;
+  if (send === undefined) return { discarded: "invalidated_by_state_change" };
+  await deps.sideEffects.claim(key, { task_id: result.taskId, kind: "reply" }, now);
+  const outcome: Outcome = await deps.calls.resend({
+    key,
+    recipient: send.customer_id,
+    conversationId: send.conversation_id,
+    text: send.text,
+  });
+  switch (outcome.kind) {
+    case "delivered":
+      await deps.sideEffects.markSucceeded(key, { delivery_id: outcome.deliveryId }, now);
+      return result.delivered(outcome.deliveryId, outcome.by);
+    case "rejected": {
+      const message = `${outcome.error.reason}: ${outcome.error.message}`;
+      await deps.sideEffects.markFailed(key, { code: outcome.error.code, message }, now);
+      return result.failed("failed", outcome.error.code, message);
+    }
+    case "unresolved": {
+      const message = `resend: ${outcome.cause} (key ${key})`;
+      await deps.sideEffects.markUnknown(key, { code: "channel.outcome_unknown", message }, now);
+      return result.failed("unknown", "channel.outcome_unknown", message);
+    }
+  }
+}
+
+/** The fact a resolution emits and the state that records it for the key. */
+class Resolution {
+  readonly key: string;
+  constructor(
+    private readonly state: DeliveryState | undefined,
+    readonly taskId: string,
+    private readonly request: SendResolveRequested,
+    private readonly send: EscalatedSend | undefined,
+    private readonly now: Date,
+  ) {
+    this.key = request.idempotency_key;
+  }
+
+  delivered(deliveryId: string, by: Delivered["confirmed_by"]): Decision<DeliveryState> {
+    const payload: Delivered = { ...this.base(), delivery_id: deliveryId, confirmed_by: by };
+    return this.record({ outcome: "delivered", delivery_id: deliveryId }, DELIVERED_TYPE, payload);
+  }
+
+  failed(outcome: DeliveryFailed["outcome"], code: string, message: string) {
+    const payload: DeliveryFailed = { ...this.base(), code, message, outcome };
+    const kind = outcome === "failed" ? "failed" : "escalated";
+    const send = outcome === "unknown" && this.send ? { send: this.send } : {};
+    return this.record({ outcome: kind, code, ...send }, FAILED_TYPE, payload);
+  }
+
+  private record(
+    fact: Omit<DeliveryFact, "at" | "resolution" | "resolved_by">,
+    type: string,
+    payload: Delivered | DeliveryFailed,
+  ): Decision<DeliveryState> {
+    const resolved: DeliveryFact = {
+      ...fact,
+      at: this.now.toISOString(),
+      resolution: this.request.resolution,
+      resolved_by: this.request.requested_by,
+    };
+    const keys = { ...(this.state?.keys ?? {}), [this.key]: resolved };
+    const conversationId = this.request.conversation_id;
+    const emit: EmitSpec = { type, payload, orderKey: conversationId, conversationId };
+    return { state: { ...this.state, keys }, emit: [emit] };
+  }
+
+  private base() {
+    return {
+      conversation_id: this.request.conversation_id,
+      channel: this.send?.channel ?? "chat",
+      idempotency_key: this.key,
+    };
+  }
+}
+
+const DELIVERED_TYPE = "notification.delivered";
+const FAILED_TYPE = "notification.failed";

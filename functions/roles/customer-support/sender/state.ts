@@ -1,0 +1,41 @@
+import type { SendResolution } from "../../../../schemas/events/conversation";
+
+/**
+ * The sender's state (`delivery/<task_id>`) and what it records, shared by the sender
+ * (./sender.ts) and its commands (./cancel, ./resolve).
+ */
+
+/** The state of `delivery/<task_id>`: the fact emitted per idempotency key. */
+export interface DeliveryState {
+  readonly keys: Readonly<Record<string, DeliveryFact>>;
+  /** Set once the turn was cancelled: sends not made yet are discarded as `cancelled`. */
+  readonly cancelled?: TurnCancel;
+}
+
+export interface DeliveryFact {
+  /** `discarded`: discarded (expired, superseded, ...) after a claim, never received. */
+  readonly outcome: "delivered" | "failed" | "escalated" | "discarded";
+  readonly at: string;
+  readonly delivery_id?: string;
+  readonly code?: string;
+  /** What was to be sent, kept while the outcome is unknown (for a resend a person asks for). */
+  readonly send?: EscalatedSend;
+  /** A person's resolution of an unknown outcome (./resolve), and who gave it. */
+  readonly resolution?: SendResolution;
+  readonly resolved_by?: string;
+}
+
+/** The send of an escalated key, as the command asked for it. */
+export interface EscalatedSend {
+  readonly conversation_id: string;
+  readonly customer_id: string;
+  readonly channel: string;
+  readonly text: string;
+}
+
+/** Who cancelled the turn, why and when. */
+export interface TurnCancel {
+  readonly at: string;
+  readonly requested_by: string;
+  readonly reason?: string;
+}

@@ -1,0 +1,235 @@
+import {
+  type ConfirmOutcome,
+  confirmEventType,
+  type NodeBlocked,
+  type NodeConfirmExpired,
+  type NodeConfirmRequested,
+  NodeConfirmRequestedPayload,
+  type NodeStarted,
+  type WorkflowConfirmRequested,
+} from "../../../schemas/events/agent-run";
+import { Draft } from "../../core/dag/draft";
+import { graphOf } from "../../core/dag/graph";
+import { assignment } from "../../core/dag/release-pass";
+import { PermanentError } from "../../core/errors";
+import { agentOf } from "../content-agents/workflows";
+import { existing, type OrchestratorDecision, type RunContext, rejection } from "./context";
+import { currentLease, dueAtOf, type Leasing, withLease } from "./leases";
+import {
+  type AgentStepType,
+  definitionOf,
+  type NodeLease,
+  type OrchestratorState,
+  parseWith,
+  TIMELINE_LIMIT,
+} from "./state";
+
+/**
+ * What the agent of a RUNNING node reports about its work, beside its outcome (seed 001 §2):
+ *
+ * - `node.started`: the agent acknowledged the assignment (or resumed it after a confirmation).
+ *   The node's lease starts (now + the larger of the agent's lease_seconds and the role's lease),
+ *   `started_at` is recorded and the run's timeline gets `node.started`: the node is RUNNING for
+ *   the operator, where before it waited in the agent's queue. A repeated acknowledgement, one
+ *   for another assignment, or one for an assignment still BLOCKED (a redelivered request the
+ *   agent answers BLOCKED again) changes nothing.
+ * - `node.blocked`: the agent needs an external confirmation; the node is BLOCKED until
+ *   `confirm_by` (its lease runs to confirm_by + the role's lease, a backstop), which joins the
+ *   run's due time so the sweeper reports `node.confirm.expired` when it passes.
+ * - `workflow.confirm.requested` (an operator) or `node.confirm.expired` (the sweeper): the
+ *   outcome (confirmed, refused, timed_out) goes to the node's agent as
+ *   `<stem>.confirm.requested` on the run's stream, with the assignment's input again, and the
+ *   node waits for the agent to resume (a queued lease). The agent applies ExternalUnblocked or
+ *   ExternalConfirmTimeout to its agent run and answers `<stem>.completed` / `<stem>.failed` as
+ *   for any assignment. A confirmation for a node that is not BLOCKED is refused
+ *   (`workflow.rejected`, code workflow.confirm_not_blocked); a late or repeated expiry report
+ *   changes nothing.
+ */
+
+/** The state with one agent step appended to the run's timeline. */
+function withStep(
+  state: OrchestratorState,
+  step: AgentStepType,
+  nodeId: string,
+  generation: number,
+  cause: string,
+  now: Date,
+): OrchestratorState {
+  const entry = { at: now.toISOString(), event: step, node_id: nodeId, generation, cause };
+  return { ...state, timeline: [...state.timeline, entry].slice(-TIMELINE_LIMIT) };
+}
+
+function decided(state: OrchestratorState, leasing: Leasing): OrchestratorDecision {
+  return { state, dueAt: dueAtOf(state, leasing) };
+}
+
+const plus = (at: number, seconds: number) => new Date(at + seconds * 1000).toISOString();
+
+function roleOf(state: OrchestratorState, nodeId: string): string | undefined {
+  return definitionOf(state).nodes.find((n) => n.id === nodeId)?.role;
+}
+
+/** The agent acknowledged an assignment: the node's lease starts, the timeline says so. */
+export function nodeStarted(
+  { state, event, leasing }: RunContext,
+  report: NodeStarted,
+): OrchestratorDecision {
+  const lease = state && currentLease(state, report.node_id, report.generation);
+  if (!state || !lease) return {};
+  if (lease.blocked ? !lease.blocked.outcome : lease.started) return {};
+  const { now, policy } = leasing;
+  const seconds = Math.max(
+    report.lease_seconds,
+    policy.leaseSeconds(roleOf(state, report.node_id)),
+  );
+  const { blocked: _blocked, ...rest } = lease;
+  const next: NodeLease = {
+    ...rest,
+    started: true,
+    started_at: now.toISOString(),
+    expires_at: plus(now.getTime(), seconds),
+  };
+  const stepped = withStep(
+    withLease(state, report.node_id, next),
+    "node.started",
+    report.node_id,
+    report.generation,
+    event.event_type,
+    now,
+  );
+  return decided(stepped, leasing);
+}
+
+/** The agent's run is BLOCKED on a confirmation: the node waits until `confirm_by`. */
+export function nodeBlocked(
+  { state, event, leasing }: RunContext,
+  report: NodeBlocked,
+): OrchestratorDecision {
+  const lease = state && currentLease(state, report.node_id, report.generation);
+  if (!state || !lease || lease.blocked?.confirm_by === report.confirm_by) return {};
+  const role = roleOf(state, report.node_id);
+  if (role === undefined || agentOf(role).agent !== report.agent)
+    throw new PermanentError(
+      "workflow.role_mismatch",
+      `node.blocked from ${report.agent} for node ${report.node_id} of run ${report.run_id}, which the ${role ?? "(unknown)"} role executes`,
+    );
+  const { now, policy } = leasing;
+  const next: NodeLease = {
+    ...lease,
+    started: true,
+    started_at: lease.started_at ?? now.toISOString(),
+    expires_at: plus(Date.parse(report.confirm_by), policy.leaseSeconds(role)),
+    blocked: { since: now.toISOString(), confirm_by: report.confirm_by, question: report.question },
+  };
+  const stepped = withStep(
+    withLease(state, report.node_id, next),
+    "node.blocked",
+    report.node_id,
+    report.generation,
+    event.event_type,
+    now,
+  );
+  return decided(stepped, leasing);
+}
+
+/** An operator's answer to a BLOCKED node, handed to its agent; refused when it is not BLOCKED. */
+export function confirmNode(
+  context: RunContext,
+  { run_id, node_id, answer, note, requested_by }: WorkflowConfirmRequested,
+): OrchestratorDecision {
+  const current = existing(context.state, run_id, "confirm", node_id);
+  const node = current.run.nodes[node_id];
+  const generation = node?.assigned_generation;
+  const lease = generation === undefined ? undefined : currentLease(current, node_id, generation);
+  if (!node || !lease?.blocked || lease.blocked.outcome)
+    throw rejection(
+      "confirm",
+      run_id,
+      node_id,
+      node ? "workflow.confirm_not_blocked" : "dag.unknown_node",
+      node
+        ? `node ${node_id} of run ${run_id} is not BLOCKED on a confirmation${lease?.blocked?.outcome ? ` (it was ${lease.blocked.outcome})` : ` (it is ${node.state})`}`
+        : `run ${run_id} has no node ${node_id}`,
+    );
+  return sendOutcome(context, current, node_id, lease, answer, {
+    requested_by,
+    ...(note === undefined ? {} : { note }),
+  });
+}
+
+/** The sweeper found a BLOCKED node past its deadline: the agent is told it timed out. */
+export function confirmExpired(
+  context: RunContext,
+  report: NodeConfirmExpired,
+): OrchestratorDecision {
+  const { state, leasing } = context;
+  const lease = state && currentLease(state, report.node_id, report.generation);
+  const blocked = lease?.blocked;
+  if (!state || !lease || !blocked || blocked.outcome) return {};
+  if (blocked.confirm_by !== report.confirm_by) return {};
+  if (Date.parse(blocked.confirm_by) > leasing.now.getTime()) return {};
+  return sendOutcome(context, state, report.node_id, lease, "timed_out", {});
+}
+
+/**
+ * `<stem>.confirm.requested` for the node's current assignment, with its input again; the node's
+ * lease becomes a queued one until the agent resumes (its `node.started`).
+ */
+function sendOutcome(
+  { event, leasing }: RunContext,
+  state: OrchestratorState,
+  nodeId: string,
+  lease: NodeLease,
+  outcome: ConfirmOutcome,
+  by: Pick<NodeConfirmRequested, "note" | "requested_by">,
+): OrchestratorDecision {
+  const blocked = lease.blocked;
+  const role = roleOf(state, nodeId);
+  if (!blocked || role === undefined) return {};
+  const def = definitionOf(state);
+  const node = state.run.nodes[nodeId];
+  const assigned = assignment(
+    new Draft(graphOf(def), state.run),
+    nodeId,
+    role,
+    node?.attempt ?? 1,
+    lease.generation,
+  );
+  if (assigned.type !== "node.assign") return {};
+  const payload: NodeConfirmRequested = parseWith(
+    NodeConfirmRequestedPayload,
+    {
+      run_id: state.run.run_id,
+      node_id: nodeId,
+      generation: lease.generation,
+      attempt: assigned.attempt,
+      outcome,
+      question: blocked.question,
+      ...by,
+      input: { ...assigned.input },
+      run_input: assigned.run_input,
+    },
+    "workflow.invalid_run_input",
+    `the confirmation of node ${nodeId} of run ${state.run.run_id}`,
+  );
+  const { now, policy } = leasing;
+  const next: NodeLease = {
+    ...lease,
+    started: false,
+    expires_at: plus(now.getTime(), policy.queuedSeconds),
+    blocked: { ...blocked, outcome },
+  };
+  const stem = agentOf(role).requested.slice(0, -".requested".length);
+  const stepped = withStep(
+    withLease(state, nodeId, next),
+    "node.unblocked",
+    nodeId,
+    lease.generation,
+    event.event_type,
+    now,
+  );
+  return {
+    ...decided(stepped, leasing),
+    emit: [{ type: confirmEventType(stem), payload, orderKey: state.run.run_id }],
+  };
+}

@@ -1,0 +1,104 @@
+import type { Envelope } from "../../../schemas";
+import { type NodeRequested, NodeRequestedPayload } from "../../../schemas/events/workflow";
+import type { NodeCancelRequested } from "../../../schemas/events/workflow-cancel";
+import type { DagCommand, DagEvent, Transition } from "../../core/dag/run";
+import type { EmitSpec } from "../../core/emit";
+import type { Decision } from "../../core/role";
+import { agentOf } from "../content-agents/workflows";
+import { waitsAfter } from "./deadlines";
+import { dueAtOf, type Leasing, leasesAfter } from "./leases";
+import { type OrchestratorState, parseWith, TIMELINE_LIMIT, type TimelineEntry } from "./state";
+
+const RUN_END_EVENTS: Readonly<Record<string, string>> = {
+  "run.completed": "workflow.completed",
+  "run.partial": "workflow.partial",
+  "run.failed": "workflow.failed",
+  "run.cancelled": "workflow.cancelled",
+};
+
+/**
+ * Turn a DAG transition into the next state and the envelopes to emit: a `<role>.requested` per
+ * node the transition assigned, a `<role>.cancel.requested` per assignment it cancelled (the
+ * agent's command channel, seed 001 §4), `workflow.completed|partial|failed|cancelled` when the
+ * run ended (with `endDetails` added to its payload), the timeline, the leases, the dependency
+ * deadlines of the nodes still waiting (./waits) and the due time.
+ * A transition that only reports ignored deliveries changes nothing and emits nothing.
+ */
+export function applyTransition(
+  state: OrchestratorState,
+  transition: Transition,
+  cause: Envelope,
+  leasing: Leasing,
+  endDetails: Readonly<Record<string, unknown>> = {},
+): Decision<OrchestratorState> {
+  const steps = transition.events.filter((e) => e.type !== "delivery.ignored");
+  if (steps.length === 0 && transition.commands.length === 0 && sameHeld(state, transition))
+    return {};
+  const runId = transition.run.run_id;
+  const emit: EmitSpec[] = [
+    ...transition.commands.flatMap((command) => nodeCommand(command, runId)),
+    ...steps.flatMap((step) => runEnd(step, runId, endDetails)),
+  ];
+  const entries = steps.map((step) => timelineEntry(step, cause, leasing.now));
+  const next: OrchestratorState = {
+    ...state,
+    run: transition.run,
+    held: transition.held,
+    timeline: [...state.timeline, ...entries].slice(-TIMELINE_LIMIT),
+    leases: leasesAfter(state, transition, leasing),
+    waits: waitsAfter(state, transition, leasing),
+  };
+  return { state: next, emit, dueAt: dueAtOf(next, leasing) };
+}
+
+/** The agent's command for a DAG command: `<role>.requested` or `<role>.cancel.requested`. */
+function nodeCommand(command: DagCommand, runId: string): EmitSpec[] {
+  if (command.type === "node.cancel") {
+    const cancel: NodeCancelRequested = {
+      run_id: command.run_id,
+      node_id: command.node_id,
+      generation: command.generation,
+      reason: command.reason,
+    };
+    return [{ type: agentOf(command.role).cancel, payload: cancel, orderKey: runId }];
+  }
+  const payload: NodeRequested = {
+    run_id: command.run_id,
+    node_id: command.node_id,
+    generation: command.generation,
+    attempt: command.attempt,
+    input: { ...command.input },
+    run_input: parseWith(
+      NodeRequestedPayload.shape.run_input,
+      command.run_input,
+      "workflow.invalid_run_input",
+      `the input of run ${command.run_id}`,
+    ),
+  };
+  return [{ type: agentOf(command.role).requested, payload, orderKey: runId }];
+}
+
+/** `workflow.completed|partial|failed|cancelled` for the step that ended the run (else none). */
+function runEnd(
+  step: DagEvent,
+  runId: string,
+  details: Readonly<Record<string, unknown>>,
+): EmitSpec[] {
+  const type = RUN_END_EVENTS[step.type];
+  if (!type || !("result" in step)) return [];
+  return [{ type, payload: { ...details, run_id: runId, result: step.result }, orderKey: runId }];
+}
+
+function timelineEntry(step: DagEvent, cause: Envelope, now: Date): TimelineEntry {
+  return {
+    at: now.toISOString(),
+    event: step.type,
+    ...("node_id" in step ? { node_id: step.node_id } : {}),
+    ...("generation" in step ? { generation: step.generation } : {}),
+    cause: cause.event_type,
+  };
+}
+
+function sameHeld(state: OrchestratorState, transition: Transition): boolean {
+  return JSON.stringify(state.held) === JSON.stringify(transition.held);
+}

@@ -1,0 +1,238 @@
+import type { Envelope } from "../../../schemas";
+import type { WorkflowDefinition } from "../../core/dag/definition";
+import type { Capacity } from "../../core/dag/run";
+import { DEFAULT_DEPENDENCY_TIMEOUT_SECONDS } from "../../core/dag/timeout";
+import { PermanentError } from "../../core/errors";
+import type { Role, RoleDescriptor } from "../../core/role";
+import { agentOf } from "../content-agents/workflows";
+import type { EventHandler } from "./context";
+import { HANDLERS } from "./handlers";
+import type { LeasePolicy } from "./leases";
+import { type OrchestratorState, parseRunState, summarizeRun } from "./state";
+
+/**
+ * The orchestrator (seed 001 §3, §6; DESIGN "Orchestration"): one consumer group that owns every
+ * DAG run. A run is the aggregate `dag_run/<run_id>`; every event about it (the operator's
+ * commands, the agents' outcomes, the sweeper's lease reports) carries `order_key = run_id`, so
+ * the group's FIFO queue hands one run's events to one worker at a time and its updates are
+ * serialized (the state revision condition catches anything that slips through).
+ *
+ * Decisions (pure apart from the optional queue-depth read; nothing here calls AWS):
+ * - workflow.start.requested: a new run of `contentWorkflowFor(kind)`; one `<role>.requested`
+ *   per node the DAG releases. A start for a run that exists is a no-op (idempotent). An unknown
+ *   workflow kind is refused with `workflow.rejected` (business, no retry).
+ * - `<role>.completed` / `<role>.failed`: onNodeCompleted / onNodeFailed with the payload's
+ *   generation. Duplicate, stale (older generation) or not-running deliveries are ignored by the
+ *   DAG: nothing is emitted and the state is not written. Released downstream nodes become
+ *   `<role>.requested`; when the run ends, `workflow.completed|partial|failed` with runResult.
+ * - node.lease.expired: the outcome of the node's assignment is unknown (the request may still
+ *   wait in the agent's queue, or its answer was lost): the same assignment is sent again
+ *   (`redeliver`, same generation, `maxLeaseRedeliveries` times at most); after that, a failure
+ *   of the node (code `agent_run.lease_expired`, transient) through onNodeFailed, gated on the
+ *   generation like any other delivery, and the lost worker's late result is then ignored.
+ * - workflow.rerun.requested: rerunFrom(node) (any node; a new generation). A blocked re-run or
+ *   an unknown run or node -> `workflow.rejected`.
+ * - workflow.reset.requested: the ManualReset of seed 001 §2.3 at the run level. Accepted only
+ *   for a node that is FAILED (otherwise `workflow.rejected`, code workflow.reset_not_failed); the
+ *   node and its descendants run again under a new generation (rerunFrom). Agent runs are keyed
+ *   by generation, so the new assignment starts a fresh agent run at IDLE; the FAILED (or
+ *   NEEDS_HUMAN) agent run of the old generation stays as the record of the failure and is never
+ *   reassigned; its agent is told the assignment is closed (`<role>.cancel.requested`, reason
+ *   reset), so a NEEDS_HUMAN agent run ends CANCELLED and no longer waits for a person.
+ * - workflow.resolve.requested: HumanResolved at the run level. Accepted only for a FAILED node
+ *   and an output that fits the node role's output schema (otherwise `workflow.rejected`:
+ *   workflow.resolve_not_failed, workflow.invalid_output); the node counts as COMPLETED with that
+ *   output under a new generation, without an agent, and the nodes below it run again; its agent
+ *   is told the assignment is resolved (a NEEDS_HUMAN agent run ends COMPLETED).
+ * - workflow.cancel.requested: cancelRun -> the run ends CANCELLED (every node not yet ended is
+ *   CANCELLED), `workflow.cancelled` with the result so far, the request's reason and requester,
+ *   and one `<role>.cancel.requested` per RUNNING node (READY or PENDING nodes were never sent to
+ *   an agent). A cancel of a run already CANCELLED changes nothing (idempotent); of a run that
+ *   ended otherwise, or of an unknown run, `workflow.rejected` (workflow.run_ended,
+ *   workflow.unknown_run). The agents' late answers for the cancelled assignments are ignored by
+ *   the DAG's delivery gate (not_running).
+ * - workflow.release.requested: a release pass (for nodes that backpressure held back). When
+ *   it releases nothing while nodes stay held, the state is still written with a new due time,
+ *   so the sweeper nudges the run again later.
+ * - node.heartbeat: the agent of a node has started on it (the first one) or is still working
+ *   (a long model call); for the node's current generation while RUNNING, the first starts its
+ *   lease (now + the larger of lease_seconds and the role's lease), later ones extend it to at
+ *   least now + lease_seconds (state only, nothing emitted). Stale or unknown heartbeats are
+ *   ignored.
+ * - node.started, node.blocked, workflow.confirm.requested, node.confirm.expired: the agent of a
+ *   node acknowledged it (RUNNING), is BLOCKED on an external confirmation, and how that ended
+ *   (./agent).
+ * - node.dependency.expired: a node waited for its inputs past its dependency timeout and ends
+ *   FAILED (./waits).
+ *
+ * Where it lives: the handler of each event type in ./handlers (payloads as the
+ * pipeline validated them, typed by the registry; reset and resolve in ./resolve,
+ * what handlers share in ./context), the stored state's schema in
+ * ./state, leases and the due time in ./leases, a DAG transition turned
+ * into a decision in ./apply, the content workflows and their agents in
+ * ./content-workflows.
+ *
+ *
+ * Leases and the due index (./leases): every node released to an agent gets a lease
+ * in `leases`: `queuedLeaseSeconds` while its request waits in the agent's queue, then, from the
+ * agent's first heartbeat, `leaseSeconds` (per DAG role in `leaseSecondsByRole`); it goes when
+ * the node leaves RUNNING.
+ * Each state write carries `dueAt` (the state table's by-due index): the earliest lease expiry
+ * of a RUNNING node; with nothing RUNNING but nodes held, now + `releaseNudgeSeconds`; else none.
+ * The lease sweeper (functions/core/sweeper.ts) reads that index and sends `node.lease.expired`
+ * or `workflow.release.requested`. A lease report is ignored when the node's lease was extended
+ * past the reported expiry and has not run out yet (a heartbeat crossed the report).
+ *
+ * Backpressure: per-role caps come from the workflow definition (`concurrency.perRole`, applied
+ * by the DAG on every release pass). A pure role cannot see queue depths, so queue-depth gating
+ * needs an injected depth source: `createOrchestrator({ queueDepth })` asks it for the depth of
+ * each agent group's queue before a decision and the DAG holds new work for a group whose depth
+ * (plus what the pass released) reaches `queueDepthThreshold`. Held nodes stay READY and go out
+ * on the run's next event; when nothing of the run is RUNNING any more, a scheduler must send
+ * `workflow.release.requested` for runs with held nodes (listed in the state's `held`).
+ *
+ * Every `node.cancel` command of the DAG (a cancelled run, or a re-run or reset while nodes of the
+ * old generation are RUNNING) becomes `<role>.cancel.requested` on the run's stream: the agent's
+ * command channel (seed 001 §4). The agent drops a request for that assignment it has not started
+ * and ends one in progress CANCELLED; whatever it still answers for it is ignored by the DAG
+ * (not_running or stale_generation).
+ */
+
+export const DEFAULT_QUEUE_DEPTH_THRESHOLD = 100;
+export const DEFAULT_LEASE_SECONDS = 900;
+export const DEFAULT_QUEUED_LEASE_SECONDS = 4 * 3600;
+export const DEFAULT_LEASE_REDELIVERIES = 2;
+export const DEFAULT_RELEASE_NUDGE_SECONDS = 30;
+
+/** Messages waiting in each agent group's queue, by group name (missing groups count as 0). */
+export type QueueDepthSource = (
+  groups: readonly string[],
+) => Readonly<Record<string, number>> | Promise<Readonly<Record<string, number>>>;
+
+export interface OrchestratorOptions {
+  /** Where queue depths come from (e.g. SQS ApproximateNumberOfMessages); none = no gate. */
+  readonly queueDepth?: QueueDepthSource;
+  /** Depth at which release of new work for a group stops. @default 100 */
+  readonly queueDepthThreshold?: number;
+  /** Lease of a node whose agent has started on it, in seconds, from the start. @default 900 */
+  readonly leaseSeconds?: number;
+  /** How long a request may wait in its agent's queue before its outcome counts as unknown.
+   * @default 14400 (4 hours) */
+  readonly queuedLeaseSeconds?: number;
+  /** How many times an assignment whose lease ran out is sent again before its node fails.
+   * @default 2 */
+  readonly maxLeaseRedeliveries?: number;
+  /** Lease per DAG role (e.g. `writer`), overriding `leaseSeconds`. */
+  readonly leaseSecondsByRole?: Readonly<Record<string, number>>;
+  /** With nothing RUNNING and nodes held, how soon the sweeper nudges the run. @default 30 */
+  readonly releaseNudgeSeconds?: number;
+  /** How long a node may wait for its inputs when neither it nor its workflow says.
+   * @default 86400 (a day) */
+  readonly dependencyTimeoutSeconds?: number;
+}
+
+export const ORCHESTRATOR_GROUP = "orchestrator";
+
+/** Every event type with a handler, in the table's order. */
+export const ORCHESTRATOR_SUBSCRIPTIONS: readonly string[] = Object.keys(HANDLERS);
+
+/** Every event the orchestrator reads names its run (the aggregate it reads and writes). */
+export const ORCHESTRATOR: RoleDescriptor = {
+  group: ORCHESTRATOR_GROUP,
+  subscriptions: ORCHESTRATOR_SUBSCRIPTIONS,
+  stateOf: (event) => ({ type: "dag_run", id: handlerOf(event).runOf(event) }),
+};
+
+export function createOrchestrator(options: OrchestratorOptions = {}): Role<OrchestratorState> {
+  const policy = leasePolicyOf(options);
+  const capacityFor = capacitySource(options);
+  return {
+    ...ORCHESTRATOR,
+    summarize: summarizeRun,
+    // A run's state (3-4 KB of JSON, written on every event of the run) is read only through
+    // AgentBus: the operator tools and the console.
+    compactState: true,
+    decide: (stored, event, { now }) =>
+      handlerOf(event).decide({
+        state: parseRunState(stored),
+        event,
+        leasing: { now, policy },
+        capacityFor,
+      }),
+  };
+}
+
+/** The orchestrator with per-role caps from the definitions and no queue-depth gate. */
+export const orchestrator: Role<OrchestratorState> = createOrchestrator();
+
+function handlerOf(event: Envelope): EventHandler {
+  const handler = HANDLERS[event.event_type];
+  if (!handler)
+    throw new PermanentError(
+      "orchestrator.unhandled",
+      `the orchestrator cannot handle ${event.event_type}`,
+    );
+  return handler;
+}
+
+/** The lease options, checked (each a positive number of seconds) and with their defaults. */
+function leasePolicyOf(options: OrchestratorOptions): LeasePolicy {
+  const defaultLease = seconds(options.leaseSeconds, "leaseSeconds", DEFAULT_LEASE_SECONDS);
+  const byRole: Record<string, number> = {};
+  for (const [role, value] of Object.entries(options.leaseSecondsByRole ?? {}))
+    byRole[role] = seconds(value, `leaseSecondsByRole.${role}`, DEFAULT_LEASE_SECONDS);
+  return {
+    leaseSeconds: (role) => (role !== undefined ? byRole[role] : undefined) ?? defaultLease,
+    queuedSeconds: seconds(
+      options.queuedLeaseSeconds,
+      "queuedLeaseSeconds",
+      DEFAULT_QUEUED_LEASE_SECONDS,
+    ),
+    maxRedeliveries: redeliveriesOf(options.maxLeaseRedeliveries),
+    nudgeSeconds: seconds(
+      options.releaseNudgeSeconds,
+      "releaseNudgeSeconds",
+      DEFAULT_RELEASE_NUDGE_SECONDS,
+    ),
+    dependencySeconds: seconds(
+      options.dependencyTimeoutSeconds,
+      "dependencyTimeoutSeconds",
+      DEFAULT_DEPENDENCY_TIMEOUT_SECONDS,
+    ),
+  };
+}
+
+function redeliveriesOf(value: number | undefined): number {
+  const v = value ?? DEFAULT_LEASE_REDELIVERIES;
+  if (!Number.isInteger(v) || v < 0)
+    throw new PermanentError(
+      "orchestrator.invalid_option",
+      `maxLeaseRedeliveries must be a whole number, at least 0, got ${v}`,
+    );
+  return v;
+}
+
+function seconds(value: number | undefined, what: string, fallback: number): number {
+  const v = value ?? fallback;
+  if (!Number.isFinite(v) || v <= 0)
+    throw new PermanentError(
+      "orchestrator.invalid_option",
+      `${what} must be a positive number of seconds, got ${v}`,
+    );
+  return v;
+}
+
+/** The capacity of a release pass: each DAG role's agent queue depth, when a source is given. */
+function capacitySource(
+  options: OrchestratorOptions,
+): (def: WorkflowDefinition) => Promise<Capacity> {
+  return async (def) => {
+    if (!options.queueDepth) return {};
+    const dagRoles = [...new Set(def.nodes.map((node) => node.role))].sort();
+    const groups = dagRoles.map((role) => agentOf(role).agent);
+    const depth = await options.queueDepth(groups);
+    const queueDepth: Record<string, number> = {};
+    for (const role of dagRoles) queueDepth[role] = depth[agentOf(role).agent] ?? 0;
+    return { queueDepth, threshold: options.queueDepthThreshold ?? DEFAULT_QUEUE_DEPTH_THRESHOLD };
+  };
+}

@@ -1,0 +1,126 @@
+import * as z from "../../../schemas/zod";
+import type { WorkflowDefinition } from "../../core/dag/definition";
+import { DagEventTypeSchema, DagRunSchema, HeldNodeSchema } from "../../core/dag/run";
+import { PermanentError } from "../../core/errors";
+import type { StateSummary } from "../../core/ports";
+import { contentWorkflowAt, WorkflowKindSchema } from "../content-agents/workflows";
+
+/**
+ * What the orchestrator stores per run (aggregate `dag_run/<run_id>`), as a schema: the stored
+ * state is parsed on every decision, never cast.
+ */
+
+export const TIMELINE_LIMIT = 200;
+
+/**
+ * Steps of a node's agent that the orchestrator records beside the DAG's: the agent started (or
+ * resumed) it, it is BLOCKED on a confirmation, the confirmation's outcome went to the agent.
+ */
+export const AGENT_STEP_TYPES = ["node.started", "node.blocked", "node.unblocked"] as const;
+export const AgentStepTypeSchema = z.enum(AGENT_STEP_TYPES);
+export type AgentStepType = z.output<typeof AgentStepTypeSchema>;
+
+/** A BLOCKED node: what its agent asked, until when, and the outcome once one was sent. */
+export const NodeBlockSchema = z.object({
+  since: z.string(),
+  confirm_by: z.string(),
+  question: z.string(),
+  /** The outcome handed to the agent (it resumes or fails from here). */
+  outcome: z.optional(z.enum(["confirmed", "refused", "timed_out"])),
+});
+export type NodeBlock = z.output<typeof NodeBlockSchema>;
+
+/** One step of a run as the DAG reported it, with the event that caused it. */
+export const TimelineEntrySchema = z.object({
+  at: z.string(),
+  event: z.union([DagEventTypeSchema, AgentStepTypeSchema]),
+  node_id: z.optional(z.string()),
+  generation: z.optional(z.int().check(z.nonnegative())),
+  /** The event type that led to this step. */
+  cause: z.string(),
+});
+export type TimelineEntry = z.output<typeof TimelineEntrySchema>;
+
+/** How long a RUNNING node's current assignment may go without an outcome or a heartbeat. */
+export const NodeLeaseSchema = z.object({
+  generation: z.int().check(z.nonnegative()),
+  /** ISO 8601. */
+  expires_at: z.string(),
+  /** The agent has acknowledged the assignment (its first heartbeat): the lease runs from then. */
+  started: z.optional(z.boolean()),
+  /** How many times the assignment was sent again after its lease ran out. */
+  redeliveries: z.optional(z.int().check(z.nonnegative())),
+  /** When the agent acknowledged the assignment (its `node.started`), ISO 8601. */
+  started_at: z.optional(z.string()),
+  /** Set while the node's agent run is BLOCKED on an external confirmation. */
+  blocked: z.optional(NodeBlockSchema),
+});
+export type NodeLease = z.output<typeof NodeLeaseSchema>;
+
+/** The dependency timeout of a waiting node, for the generation its wait began in. */
+export const NodeWaitSchema = z.object({
+  generation: z.int().check(z.nonnegative()),
+  /** When the wait began (ISO 8601). */
+  since: z.string(),
+  /** ISO 8601. */
+  due_at: z.string(),
+});
+export type NodeWait = z.output<typeof NodeWaitSchema>;
+
+export const OrchestratorStateSchema = z.object({
+  /** The workflow kind the run was started with (selects the definition). */
+  workflow: WorkflowKindSchema,
+  run: DagRunSchema,
+  /** READY nodes a cap or the queue-depth gate held back on the last pass. */
+  held: z.readonly(z.array(HeldNodeSchema)),
+  /** The last TIMELINE_LIMIT steps of the run. */
+  timeline: z.readonly(z.array(TimelineEntrySchema)),
+  /** The lease of each RUNNING node (absent in states stored before leases: read as {}). */
+  leases: z.optional(z.record(z.string(), NodeLeaseSchema)),
+  /** When each node still waiting for its inputs (PENDING, or READY and held) gives up. */
+  waits: z.optional(z.record(z.string(), NodeWaitSchema)),
+  /** Correlation and task of the start request: what the sweeper's reports about the run carry. */
+  origin: z.optional(z.object({ correlation_id: z.string(), task_id: z.string() })),
+});
+export type OrchestratorState = z.output<typeof OrchestratorStateSchema>;
+
+/** The stored state of a run; null (a refused start leaves no run) and undefined read as none. */
+export function parseRunState(stored: unknown): OrchestratorState | undefined {
+  if (stored === null || stored === undefined) return undefined;
+  return parseWith(
+    OrchestratorStateSchema,
+    stored,
+    "orchestrator.invalid_state",
+    "stored run state",
+  );
+}
+
+/** The definition a run was started with (its name and version are in the run). */
+export function definitionOf(state: OrchestratorState): WorkflowDefinition {
+  return contentWorkflowAt(state.run.workflow.name, state.run.workflow.version);
+}
+
+/** `value` parsed by `schema`, or a PermanentError with `code` naming what was wrong. */
+export function parseWith<S extends z.ZodMiniType>(
+  schema: S,
+  value: unknown,
+  code: string,
+  what: string,
+): z.output<S> {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  throw new PermanentError(code, `${what} is invalid: ${z.prettifyError(parsed.error)}`);
+}
+
+/** A workflow run; FAILED and PARTIAL runs wait for a person (re-run, reset or accept). */
+export function summarizeRun(state: OrchestratorState): StateSummary {
+  const { run } = state;
+  const failed = Object.values(run.nodes).filter((n) => n.state === "FAILED").length;
+  return {
+    kind: "run",
+    status: run.status,
+    label: `${run.workflow.name} v${run.workflow.version}`,
+    ...(run.status === "FAILED" || run.status === "PARTIAL" ? { waiting: "failed_run" } : {}),
+    counts: { failed_nodes: failed, nodes: Object.keys(run.nodes).length },
+  };
+}

@@ -1,0 +1,135 @@
+import type { Envelope } from "../../../schemas";
+import type { Mutable } from "../../core/commit";
+import { PermanentError } from "../../core/errors";
+import { payloadOf } from "../../core/payload";
+import type { StateSummary } from "../../core/ports";
+import type { Role } from "../../core/role";
+
+export type TaskStatus = "accepted" | "planned" | "generated" | "delivered";
+
+/** The read model of one task: where it stands and every event that shaped it, in order. */
+export interface TaskView {
+  readonly task_id: string;
+  readonly status: TaskStatus;
+  readonly title?: string;
+  readonly plan_steps?: number;
+  /** The plan's step titles, in order. */
+  readonly plan?: readonly string[];
+  readonly answer_ref?: string;
+  readonly channel?: string;
+  /** Last applied version of the task's stream. */
+  readonly version: number;
+  readonly history: readonly {
+    readonly event_id: string;
+    readonly event_type: string;
+    readonly version: number;
+  }[];
+  readonly feedback: { readonly count: number; readonly rating_total: number };
+}
+
+/** The status each sequenced event moves the task to, and the status it requires before. */
+const LIFECYCLE: Record<string, { from: TaskStatus | undefined; to: TaskStatus }> = {
+  "task.accepted": { from: undefined, to: "accepted" },
+  "plan.created": { from: "accepted", to: "planned" },
+  "answer.generated": { from: "planned", to: "generated" },
+  "notification.sent": { from: "generated", to: "delivered" },
+};
+
+/**
+ * The task projection of seed 000 §6.3: folds a task's stream into a view, in version order.
+ * The pipeline guarantees order and exactly-once effect; the check below turns a broken
+ * guarantee into a loud error instead of a silently wrong view.
+ */
+export const taskProjection: Role<TaskView> = {
+  group: "task-projection",
+  summarize: summarizeTask,
+  subscriptions: [...Object.keys(LIFECYCLE), "task.feedback.received"],
+  stateOf: (event) => ({ type: "task_view", id: event.aggregate.id }),
+  // The view's checkpoint of its task stream records what it applied (lib/operator/self-recorded).
+  decide(view, event) {
+    if (event.event_type === "task.feedback.received") {
+      const { rating } = payloadOf(event, "task.feedback.received");
+      const base = view ?? emptyView(event.aggregate.id);
+      return {
+        state: {
+          ...base,
+          feedback: {
+            count: base.feedback.count + 1,
+            rating_total: base.feedback.rating_total + rating,
+          },
+        },
+      };
+    }
+    const step = LIFECYCLE[event.event_type];
+    if (!step)
+      throw new PermanentError(
+        "projection.unhandled",
+        `task-projection cannot fold ${event.event_type}`,
+      );
+    const version = view?.version ?? 0;
+    if (
+      event.aggregate.version !== version + 1 ||
+      (view?.history.length ? view.status : undefined) !== step.from
+    ) {
+      throw new PermanentError(
+        "projection.out_of_order",
+        `${event.event_type} v${event.aggregate.version} cannot follow ${view?.status ?? "nothing"} v${version}`,
+      );
+    }
+    const base = view ?? emptyView(event.aggregate.id);
+    const next: Mutable<TaskView> = {
+      ...base,
+      status: step.to,
+      version: event.aggregate.version,
+      history: [
+        ...base.history,
+        {
+          event_id: event.event_id,
+          event_type: event.event_type,
+          version: event.aggregate.version,
+        },
+      ],
+    };
+    setFields(next, event);
+    return { state: next };
+  },
+};
+
+function emptyView(taskId: string): TaskView {
+  return {
+    task_id: taskId,
+    status: "accepted",
+    version: 0,
+    history: [],
+    feedback: { count: 0, rating_total: 0 },
+  };
+}
+
+/** What the event tells of the task, set on the next view (made for this event: not shared). */
+function setFields(next: Mutable<TaskView>, event: Envelope): void {
+  switch (event.event_type) {
+    case "task.accepted":
+      next.title = payloadOf(event, "task.accepted").title;
+      return;
+    case "plan.created": {
+      const { steps } = payloadOf(event, "plan.created");
+      next.plan_steps = steps.length;
+      next.plan = steps.map((step) => step.title);
+      return;
+    }
+    case "answer.generated":
+      next.answer_ref = payloadOf(event, "answer.generated").answer_ref;
+      return;
+    case "notification.sent":
+      next.channel = payloadOf(event, "notification.sent").channel;
+      return;
+  }
+}
+
+/** A task, by its status. */
+export function summarizeTask(view: TaskView): StateSummary {
+  // Two literals rather than a spread of a conditional one: this runs on every write of a view.
+  return view.title
+    ? { kind: "task", status: view.status, label: view.title.slice(0, 80) }
+    : { kind: "task", status: view.status };
+}
