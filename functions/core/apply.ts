@@ -21,35 +21,27 @@ const DEFAULT_INBOX_TTL_SECONDS = 7 * 24 * 3600;
 
 /**
  * The states a delivery reads and writes, by aggregate: loaded once each, then kept current. The
- * home state (the delivered event's) is held apart: it is nearly always the only one, and a key
- * made for it on every event would cost more than the rest of this class.
+ * home state (the delivered event's) comes with the delivery's load.
  */
 class StateCache<S> {
-  private others?: Map<string, StoredState<S> | undefined>;
+  private readonly states = new Map<string, StoredState<S> | undefined>();
   constructor(
-    private readonly home: AggregateRef,
-    private homeState: StoredState<S> | undefined,
+    home: AggregateRef,
+    homeState: StoredState<S> | undefined,
     private readonly deps: Pick<ConsumerDeps, "store">,
-  ) {}
-  /** The state, without waiting when it is known already (the common case: the home state). */
-  get(ref: AggregateRef): StoredState<S> | undefined | Promise<StoredState<S> | undefined> {
-    if (sameRef(ref, this.home)) return this.homeState;
-    const k = refKey(ref);
-    return this.others?.has(k) ? this.others.get(k) : this.load(ref, k);
+  ) {
+    this.states.set(refKey(home), homeState);
   }
-  private async load(ref: AggregateRef, k: string): Promise<StoredState<S> | undefined> {
-    const loaded = await this.deps.store.load({ state: ref });
-    this.others ??= new Map();
-    this.others.set(k, loaded.state as StoredState<S> | undefined);
-    return loaded.state as StoredState<S> | undefined;
+  async get(ref: AggregateRef): Promise<StoredState<S> | undefined> {
+    const k = refKey(ref);
+    if (!this.states.has(k)) {
+      const loaded = await this.deps.store.load({ state: ref });
+      this.states.set(k, loaded.state as StoredState<S> | undefined);
+    }
+    return this.states.get(k);
   }
   set(ref: AggregateRef, state: StoredState<S> | undefined): void {
-    if (sameRef(ref, this.home)) {
-      this.homeState = state;
-      return;
-    }
-    this.others ??= new Map();
-    this.others.set(refKey(ref), state);
+    this.states.set(refKey(ref), state);
   }
 }
 
@@ -110,8 +102,7 @@ export async function applyInOrder<S>(
     if (repaired && !role.subscriptions.includes(event.event_type)) continue;
     const stateRef = repaired ? stateRefOf(role, event) : home;
     if (!shared && !sameRef(stateRef, home)) continue;
-    const cached = states.get(stateRef);
-    const state = isPromiseLike(cached) ? await cached : cached;
+    const state = await states.get(stateRef);
     const one = oneOf(delivery, event, stateRef, state, checkpoint, repaired);
     const handled = repaired
       ? await atEvent(event, () => handleAndCommit(one))
@@ -120,20 +111,6 @@ export async function applyInOrder<S>(
     if (shared) checkpoint = event.aggregate.version;
     steps.push(handled.step);
   }
-}
-
-/**
- * The delivered event handled alone, on its own state, as the gate lets through nearly every
- * event (no gap): its step and commit, for the caller to write. Without applyInOrder's loop,
- * state cache and frames, which cost as much as the rest of an in-memory commit.
- */
-export function handleDelivered<S>(
-  delivery: Delivery<S>,
-  loaded: Loaded,
-): Handled<S> | Promise<Handled<S>> {
-  const { event, home } = delivery;
-  const state = loaded.state as StoredState<S> | undefined;
-  return handleOne(oneOf(delivery, event, home, state, loaded.checkpoint, false));
 }
 
 /** One event and what handling it needs; `checkpoint` is the shared stream's, when it is one. */
@@ -164,8 +141,7 @@ function oneOf<S>(
 
 /** The event handled, then its commit written. */
 async function handleAndCommit<S>(one: One<S>): Promise<Handled<S>> {
-  const handledOne = handleOne(one);
-  const handled = isPromiseLike(handledOne) ? await handledOne : handledOne;
+  const handled = await handleOne(one);
   await one.deps.store.commit(handled.commit);
   return handled;
 }
@@ -207,16 +183,17 @@ export function stateRefOf(role: Pick<Role<unknown>, "stateOf">, event: Envelope
  * A replayed unsequenced message older than the inbox's time to live is discarded as expired in
  * any case (./replay.ts): the group cannot know whether it applied it.
  */
-function handleOne<S>(one: One<S>): Handled<S> | Promise<Handled<S>> {
+async function handleOne<S>(one: One<S>): Promise<Handled<S>> {
   const { base, state, stateRef, repaired, role, options } = one;
   const { event, now } = base;
   // Checked before the role is asked anything: past the horizon, nothing may start or resume.
   if (pastDedupHorizon(event, repaired ? undefined : options.replay, now, base.ttl))
     return discarded(base, state, stateRef, "expired", repaired, true);
-  const asked = isExpired(event, now) ? "expired" : role.discard?.(state?.data, event, now);
-  return isPromiseLike(asked)
-    ? Promise.resolve(asked).then((discard) => unlessDiscarded(one, discard))
-    : unlessDiscarded(one, asked);
+  const discard = isExpired(event, now) ? "expired" : await role.discard?.(state?.data, event, now);
+  if (!discard) return decideOne(one, undefined);
+  // A discarded event is still decided when the role has unfinished work for it.
+  const unfinished = await role.unfinished?.(state?.data, event);
+  return unfinished ? decideOne(one, discard) : discarded(base, state, stateRef, discard, repaired);
 }
 
 /** One event and what handling it needs. */
@@ -230,23 +207,8 @@ interface One<S> {
   readonly options: ConsumeOptions;
 }
 
-/** The event discarded for `discard`, unless the role has unfinished work for it. */
-function unlessDiscarded<S>(
-  one: One<S>,
-  discard: DiscardReason | undefined,
-): Handled<S> | Promise<Handled<S>> {
-  if (!discard) return decideOne(one, undefined);
-  const { base, state, stateRef, repaired, role } = one;
-  return Promise.resolve(role.unfinished?.(state?.data, base.event)).then((unfinished) =>
-    unfinished ? decideOne(one, discard) : discarded(base, state, stateRef, discard, repaired),
-  );
-}
-
 /** The role's decision on the event (resolving `discard` when set), as a commit. */
-function decideOne<S>(
-  one: One<S>,
-  discard: DiscardReason | undefined,
-): Handled<S> | Promise<Handled<S>> {
+async function decideOne<S>(one: One<S>, discard: DiscardReason | undefined): Promise<Handled<S>> {
   const { base, state, repaired, role, options } = one;
   if (base.keep) return kept(base);
   const context: DecideContext<S> = {
@@ -257,10 +219,7 @@ function decideOne<S>(
     resolving: discard,
   };
   const lastAttempt = !repaired && options.lastAttempt === true;
-  const outcome = decideOrReject(role, state, base.event, context, lastAttempt);
-  return isPromiseLike(outcome)
-    ? Promise.resolve(outcome).then((o) => stepOf(one, o))
-    : stepOf(one, outcome);
+  return stepOf(one, await decideOrReject(role, state, base.event, context, lastAttempt));
 }
 
 /**
@@ -272,19 +231,14 @@ function attemptOf(one: Pick<One<unknown>, "repaired" | "options">): number {
   return one.repaired ? 1 : (one.options.receiveCount ?? 1);
 }
 
-/** Nothing emitted: one frozen array shared by every step that emits nothing. */
-const NOTHING: readonly Envelope[] = Object.freeze([]);
-
 function stepOf<S>(one: One<S>, { decision, status, reason }: Decided<S>): Handled<S> {
   const { base, state, stateRef, repaired, role, deps } = one;
   const { event } = base;
   // What a decision emits is stamped with the processing attempt it was decided on (the same
   // count `decide` was given).
   const origin = { producer: role.group, now: base.now, attempt: attemptOf(one) };
-  const emitted =
-    decision.emit && decision.emit.length > 0
-      ? buildEmitted(decision.emit, event, stateRef, state?.version ?? 0, origin, deps)
-      : NOTHING;
+  const specs = decision.emit ?? [];
+  const emitted = buildEmitted(specs, event, stateRef, state?.version ?? 0, origin, deps);
   const step = {
     eventId: event.event_id,
     eventType: event.event_type,
@@ -304,30 +258,24 @@ interface Decided<S> {
 }
 
 /**
- * The role's decision, without waiting when `decide` answers at once (most roles do). A
- * BusinessRejection becomes its failure event, status `rejected`; an error the role cannot
- * recover from (permanent, or any on the last attempt) becomes the role's failure facts
- * (`Role.failed`), status `rejected` with the error's code, when the role has any.
+ * The role's decision. A BusinessRejection becomes its failure event, status `rejected`; an error
+ * the role cannot recover from (permanent, or any on the last attempt) becomes the role's failure
+ * facts (`Role.failed`), status `rejected` with the error's code, when the role has any.
  */
-function decideOrReject<S>(
+async function decideOrReject<S>(
   role: Role<S>,
   state: StoredState<S> | undefined,
   event: Envelope,
   context: DecideContext<S>,
   lastAttempt: boolean,
-): Decided<S> | Promise<Decided<S>> {
-  let answer: Decision<S> | Promise<Decision<S>>;
+): Promise<Decided<S>> {
+  let decision: Decision<S>;
   try {
-    answer = role.decide(state?.data, event, context);
+    decision = await role.decide(state?.data, event, context);
   } catch (error) {
     return rejectedOrThrow(role, state, event, context, lastAttempt, error);
   }
-  // The callback is made only for an answer that needs it: this runs for every event.
-  return isPromiseLike(answer)
-    ? Promise.resolve(answer).then(outcomeOf, (error: unknown) =>
-        rejectedOrThrow(role, state, event, context, lastAttempt, error),
-      )
-    : outcomeOf(answer);
+  return outcomeOf(decision);
 }
 
 function outcomeOf<S>(decision: Decision<S>): Decided<S> {
@@ -355,10 +303,6 @@ function rejectedOrThrow<S>(
   const decision = forGood ? role.failed?.(state?.data, event, failure, context) : undefined;
   if (decision === undefined) throw error;
   return { decision, status: "rejected", reason: failure.code };
-}
-
-export function isPromiseLike<T>(value: T | PromiseLike<T>): value is PromiseLike<T> {
-  return typeof (value as { then?: unknown } | null | undefined)?.then === "function";
 }
 
 function isExpired(event: Envelope, now: Date): boolean {

@@ -73,7 +73,6 @@ export function decided<S>(
   const write = stateWrite(base, decision, state, stateRef, emitted.length, role, gate);
   const inbox = inboxRow(base, status, reason, repaired);
   if (!write) return gateOnly(base, state, stateRef, inbox, step, recordsItself(base, step));
-  // Optional fields are set to undefined rather than spread in: this runs on every commit.
   return {
     commit: {
       inbox,
@@ -282,8 +281,7 @@ export function outcomeRecord(
   recorded: Pick<InboxRecord, "recordedAt" | "expiresAt" | "reason" | "repaired">,
 ): InboxRecord {
   const { reason, repaired, recordedAt, expiresAt } = recorded;
-  // Built field by field: every commit makes one, and optional spreads allocate an object each.
-  const record: Mutable<InboxRecord> = {
+  return {
     group,
     eventId: event.event_id,
     eventType: event.event_type,
@@ -296,12 +294,11 @@ export function outcomeRecord(
     occurredAt: event.occurred_at,
     recordedAt,
     expiresAt,
+    ...(reason ? { reason } : {}),
+    ...(event.causation_id ? { causationId: event.causation_id } : {}),
+    ...(repaired ? { repaired } : {}),
   };
-  if (reason) record.reason = reason;
-  if (event.causation_id) record.causationId = event.causation_id;
-  if (repaired) record.repaired = repaired;
-  return record;
 }
 
-/** A record's fields writable, to fill its optional ones one by one on a hot path. */
+/** A record's fields writable, to fill its optional ones one by one. */
 export type Mutable<T> = { -readonly [K in keyof T]: T[K] };

@@ -18,13 +18,12 @@ const LARGE_GAP = 1000;
  * Its cost follows the events stored in the gap, never the size of the version number: a gap the
  * store cannot fill is reported by ranges and a count.
  */
-export function eventsToApply(
+export async function eventsToApply(
   event: Envelope,
   stream: AggregateRef | undefined,
   loaded: Loaded,
   deps: Pick<ConsumerDeps, "store" | "registry">,
-): Envelope[] | Promise<Envelope[]> {
-  // Answered at once but for a gap, which is read from the store.
+): Promise<Envelope[]> {
   if (!stream) return loaded.inboxHit ? [] : [event];
   const version = event.aggregate.version;
   const last = loaded.checkpoint;

@@ -1,13 +1,5 @@
 import type { AggregateRef, Envelope } from "../../schemas";
-import {
-  applyInOrder,
-  type Delivery,
-  handleDelivered,
-  isPromiseLike,
-  keepsWhole,
-  sharedStream,
-  stateRefOf,
-} from "./apply";
+import { applyInOrder, type Delivery, keepsWhole, sharedStream, stateRefOf } from "./apply";
 import { duplicateStep, refOf } from "./commit";
 import {
   DuplicateCommitError,
@@ -86,22 +78,12 @@ export async function consume<S>(
 
   for (let round = 0; round < maxRounds; round++) {
     const loaded = await deps.store.load(loadRequestOf(role, event, stream, stateRef, readRow));
-    const gated = eventsToApply(event, stream, loaded, deps);
-    const queue = Array.isArray(gated) ? gated : await gated;
+    const queue = await eventsToApply(event, stream, loaded, deps);
     if (queue.length === 0) {
       const step = duplicateStep(event);
       return { event, status: "duplicate", steps: [...steps, step] };
     }
     try {
-      if (queue.length === 1 && queue[0] === event) {
-        // The common case, written here rather than in a function of its own: one frame less.
-        const handling = handleDelivered(delivery, loaded);
-        const handled = isPromiseLike(handling) ? await handling : handling;
-        await deps.store.commit(handled.commit);
-        const { step } = handled;
-        const all = steps.length === 0 ? [step] : [...steps, step];
-        return { event, status: step.status, reason: step.reason, steps: all };
-      }
       await applyInOrder(queue, delivery, loaded, steps);
       const last = steps.at(-1);
       if (!last || last.eventId !== event.event_id)
