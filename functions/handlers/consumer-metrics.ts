@@ -4,6 +4,7 @@ import { CONTENT_ROLES, contentEventTypes } from "../../schemas/events/workflow"
 import type { ModelCallSink } from "../adapters/model-calls";
 import { MODEL_INVALID_OUTPUT } from "../core/agent-run";
 import type { ConsumeResult } from "../core/role";
+import type { AttentionSignal } from "../core/role-module";
 import type { Observability } from "./observe";
 
 /**
@@ -44,8 +45,8 @@ export const ATTENTION_METRICS = {
   "held-replies": "ReplyHeldForReview",
   "failed-runs": "WorkflowFailed",
   "needs-human": "AgentRunNeedsHuman",
-} as const;
-export type AttentionSignal = keyof typeof ATTENTION_METRICS;
+} as const satisfies Record<AttentionSignal, string>;
+export type { AttentionSignal };
 export type AttentionMetric = (typeof ATTENTION_METRICS)[AttentionSignal];
 export const ATTENTION_SIGNALS = Object.keys(ATTENTION_METRICS) as AttentionSignal[];
 

@@ -1,18 +1,8 @@
 import { Duration } from "aws-cdk-lib";
 import type { RoleDescriptor } from "../../functions/core/role";
-import type { AttentionSignal } from "../../functions/handlers/consumer-metrics";
-import { audit } from "../../functions/roles/audit/audit";
-import { contentAgentDescriptor } from "../../functions/roles/content-agents/content-agent";
-import { conversation } from "../../functions/roles/customer-support/conversation/conversation";
-import { conversationProjection } from "../../functions/roles/customer-support/conversation-projection/conversation-projection";
-import { ORDER_LOOKUP } from "../../functions/roles/customer-support/order-lookup/order-lookup";
-import { REPLY_GENERATION } from "../../functions/roles/customer-support/reply-generation/reply-generation";
-import { ROUTER } from "../../functions/roles/customer-support/router/router";
-import { SENDER } from "../../functions/roles/customer-support/sender/sender";
-import { ORCHESTRATOR } from "../../functions/roles/orchestrator/orchestrator";
-import { taskProjection } from "../../functions/roles/task-projection/task-projection";
+import type { AttentionSignal, GroupNeeds, RoleModule } from "../../functions/core/role-module";
+import { ROLE_MODULES } from "../../functions/roles/modules";
 import { registry, TOPICS, type Topic as TopicName } from "../../schemas";
-import { CONTENT_ROLES } from "../../schemas/events/workflow";
 import {
   type Delivery,
   GROUP_NAME_MAX_LENGTH,
@@ -37,38 +27,9 @@ export type { Delivery, Ordering, OrderKey, TopicName };
 /** What the topology needs of a role: its descriptor (functions/core/pipeline RoleDescriptor). */
 export type TopologyRole = RoleDescriptor;
 
-/** One consumer group: an agent role, its handler, and how its queue and consumer behave. */
-/**
- * What a group needs besides its queues, its function and the tables; the stack wires and grants
- * each need it finds declared, whatever the group's name.
- */
-export interface GroupNeeds {
-  /**
-   * Its consumer extends a message's visibility during a long model call (`HEARTBEAT_SECONDS`,
-   * `VISIBILITY_TIMEOUT_SECONDS`); `"events"`: it also publishes its role's heartbeats on the
-   * events bus (`EVENTS_BUS_NAME`, PutEvents on that bus).
-   */
-  readonly heartbeat?: "visibility" | "events";
-  /**
-   * Its decision calls a language model: the stack gives its consumer the model setting and the
-   * grant (lib/infra/constructs/model-access.ts), and, its state not being a fold of its streams, the
-   * operator's rebuild and check refuse it.
-   */
-  readonly model?: true;
-  /** A DAG agent: the orchestrator reads its queue's depth (backpressure). */
-  readonly dagAgent?: boolean;
-  /**
-   * It orchestrates DAG runs: it reads the DAG agents' queue depths (`AGENT_QUEUE_URLS`,
-   * `QUEUE_DEPTH_THRESHOLD`, GetQueueAttributes on those queues), and the lease sweeper serves
-   * its runs.
-   */
-  readonly orchestrates?: boolean;
-  /** It reads the orders table (`ORDERS_TABLE`, GetItem). */
-  readonly orders?: boolean;
-  /** It sends replies through the reply channel (SNS FIFO topic: `CHANNEL_*`, Publish). */
-  readonly replyChannel?: boolean;
-}
+export type { AttentionSignal, GroupNeeds };
 
+/** One consumer group: an agent role, its handler, and how its queue and consumer behave. */
 export interface GroupDeclaration {
   /** Kebab-case, at most 40 characters; must equal the role's `group`. */
   readonly name: string;
@@ -79,7 +40,7 @@ export interface GroupDeclaration {
    */
   readonly role: TopologyRole;
 
-  /** Handler file relative to the repository root, e.g. `functions/handlers/audit.ts`. */
+  /** Handler file relative to the repository root, e.g. `functions/roles/audit/handler.ts`. */
   readonly handler: string;
 
   /**
@@ -310,93 +271,28 @@ function subscriptionsByTopic(
 }
 
 /**
- * The content agents: group = role, subscribed to `<role>.requested` and `<role>.cancel.requested`.
- * Their decision calls a model (`needs.model`), built by the handler at run time.
+ * A role module as a group declaration: its descriptor, entry and deployment settings (seconds
+ * become durations). Grants, alarms and wiring come from what the module declares, never from its
+ * file's name.
  */
-export const contentAgentGroups: readonly GroupDeclaration[] = CONTENT_ROLES.map((role) => ({
-  name: role,
-  role: contentAgentDescriptor(role),
-  handler: `functions/handlers/${role}.ts`,
-  // One model call per invocation: a batch of them could outlast the function timeout.
-  batchSize: 1,
-  functionTimeout: Duration.minutes(2),
-  needs: { model: true, heartbeat: "events", dagAgent: true },
-  // An agent run that gave up waits for a person (reset or resolve the node).
-  attention: ["needs-human"],
-}));
+export function groupOf(module: RoleModule): GroupDeclaration {
+  const { functionTimeoutSeconds, ...deployment } = module.deployment;
+  return {
+    name: module.descriptor.group,
+    role: module.descriptor,
+    handler: module.entry,
+    ...deployment,
+    ...(functionTimeoutSeconds === undefined
+      ? {}
+      : { functionTimeout: Duration.seconds(functionTimeoutSeconds) }),
+  };
+}
 
 /**
- * The customer-support conversation (seed 000 §10): ingress, router, order lookup, reply
- * generation, sender and the conversation read model. Every command and fact of a conversation
- * carries `order_key = conversation_id`, so each group handles one conversation's work in order.
- * Roles whose decision needs a port (orders, model, channel) are declared by their descriptors
- * here; their handlers build the decision, which spreads the same descriptor, with the port.
- */
-export const supportGroups: readonly GroupDeclaration[] = [
-  { name: "conversation", role: conversation, handler: "functions/handlers/conversation.ts" },
-  { name: "router", role: ROUTER, handler: "functions/handlers/router.ts" },
-  {
-    name: "order-lookup",
-    role: ORDER_LOOKUP,
-    handler: "functions/handlers/order-lookup.ts",
-    needs: { orders: true },
-  },
-  {
-    name: "reply-generation",
-    role: REPLY_GENERATION,
-    handler: "functions/handlers/reply-generation.ts",
-    // One model call per invocation, as for the content agents.
-    batchSize: 1,
-    functionTimeout: Duration.minutes(2),
-    needs: { model: true, heartbeat: "visibility" },
-    attention: ["held-replies"],
-  },
-  {
-    name: "sender",
-    role: SENDER,
-    handler: "functions/handlers/sender.ts",
-    batchSize: 1,
-    // The sender escalates an outcome it cannot learn after 5 attempts (MAX_UNKNOWN_ATTEMPTS);
-    // the queue must hand the message out at least that often before dead-lettering it.
-    maxReceiveCount: 8,
-    // It reads the order a reply rests on again before sending it.
-    needs: { replyChannel: true, orders: true },
-    attention: ["unknown-side-effects"],
-  },
-  {
-    name: "conversation-projection",
-    role: conversationProjection,
-    handler: "functions/handlers/conversation-projection.ts",
-  },
-];
-
-/**
- * AgentBus's own topology. To add an agent role: write its decision in `functions/roles/`, its
- * handler (wiring only) in `functions/handlers/`, and declare the group here.
+ * AgentBus's own topology: its three topics, and one group per role module
+ * (functions/roles/modules.ts). To add an agent role, add its module there.
  */
 export const topology = defineTopology({
   topics: ["commands", "events", "audit"],
-  groups: [
-    {
-      name: "task-projection",
-      role: taskProjection,
-      handler: "functions/handlers/task-projection.ts",
-    },
-    {
-      name: "audit",
-      role: audit,
-      handler: "functions/handlers/audit.ts",
-      ordering: "none",
-    },
-    {
-      // Every event of a run carries order_key = run_id: one run's events are handled in order.
-      name: "orchestrator",
-      role: ORCHESTRATOR,
-      handler: "functions/handlers/orchestrator.ts",
-      needs: { orchestrates: true },
-      attention: ["failed-runs"],
-    },
-    ...contentAgentGroups,
-    ...supportGroups,
-  ],
+  groups: ROLE_MODULES.map(groupOf),
 });

@@ -8,7 +8,7 @@ import { AgentBusTables } from "../../lib/infra/constructs/tables";
 import { Topic } from "../../lib/infra/constructs/topic";
 import { functionsOfKind, resources, single, testStack } from "./support";
 
-const ENTRY = "functions/handlers/task-projection.ts";
+const ENTRY = "functions/roles/task-projection/handler.ts";
 
 /** A stack with tables and an events and a commands topic, and a group built from `overrides`. */
 function build(

@@ -29,15 +29,15 @@ const { template } = synthesizeStack({
       {
         name: "task-projection",
         role: taskProjection,
-        handler: "functions/handlers/task-projection.ts",
+        handler: "functions/roles/task-projection/handler.ts",
       },
       {
         name: PIPED,
         role: { group: PIPED, subscriptions: ["task.accepted", "plan.created"] },
-        handler: "functions/handlers/task-projection.ts",
+        handler: "functions/roles/task-projection/handler.ts",
         delivery: "pipe",
       },
-      { name: "audit", role: audit, handler: "functions/handlers/audit.ts", ordering: "none" },
+      { name: "audit", role: audit, handler: "functions/roles/audit/handler.ts", ordering: "none" },
     ],
   }),
 });

@@ -223,7 +223,7 @@ function replyGeneration(overrides: Partial<ConsumerGroupProps> = {}) {
         eventTypes: ["reply.generation.requested"],
       },
     ],
-    entry: "functions/handlers/reply-generation.ts",
+    entry: "functions/roles/customer-support/reply-generation/handler.ts",
     tables: new AgentBusTables(stack, "Tables"),
     ...overrides,
   });

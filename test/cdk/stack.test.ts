@@ -371,7 +371,7 @@ describe("AgentBus stack: functions", () => {
 
   it("group functions carry their group in agentbus:group metadata", () => {
     expect(consumer.Metadata).toMatchObject({
-      "agentbus:entry": "functions/handlers/task-projection.ts",
+      "agentbus:entry": "functions/roles/task-projection/handler.ts",
       "agentbus:group": "task-projection",
     });
     expect(dispatcher.Metadata).toMatchObject({

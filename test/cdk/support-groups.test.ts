@@ -1,18 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { LocalChannel } from "../../functions/adapters/channel/local-channel";
-import { DeterministicLocalModel } from "../../functions/adapters/local-model";
-import { InMemorySideEffects } from "../../functions/core/side-effects";
-import {
-  createOrderLookup,
-  ordersFrom,
-} from "../../functions/roles/customer-support/order-lookup/order-lookup";
-import { createReplyGeneration } from "../../functions/roles/customer-support/reply-generation/reply-generation";
-import {
-  createSender,
-  DEFAULT_MAX_UNKNOWN_ATTEMPTS,
-} from "../../functions/roles/customer-support/sender/sender";
+import { InMemoryEventStore } from "../../functions/core/memory";
+import { buildRole } from "../../functions/core/role-module";
+import { DEFAULT_MAX_UNKNOWN_ATTEMPTS } from "../../functions/roles/customer-support/sender/sender";
+import { ROLE_MODULES } from "../../functions/roles/modules";
 import { SUPPORT_GROUPS } from "../../lib/dev/local/conversation";
-import { defineTopology, supportGroups, topology } from "../../lib/infra/topology";
+import { memoryRolePorts } from "../../lib/dev/role-kit/memory-ports";
+import { defineTopology, groupOf, topology } from "../../lib/infra/topology";
 import {
   agentBusStack,
   refersTo,
@@ -23,43 +16,32 @@ import {
 } from "./support";
 
 /**
- * The support roles that need a port (orders, model, channel) are declared in the topology by
- * name and subscriptions, and built with their ports by their handlers: the two must agree, or the
- * rules would route events the consumer refuses (or miss ones it needs).
+ * Each role module declares its group by its descriptor and builds its decision with its ports:
+ * the two must agree, or the rules would route events the consumer refuses (or miss ones it
+ * needs).
  */
-describe("support groups in the topology", () => {
-  const version = async () => 0;
-  const built = [
-    createOrderLookup({ orders: ordersFrom([]) }),
-    createReplyGeneration({
-      model: new DeterministicLocalModel(),
-      conversation: async () => ({ version: 0, context: () => [] }),
-    }),
-    createSender({
-      channel: new LocalChannel(),
-      sideEffects: new InMemorySideEffects(),
-      conversationVersion: version,
-    }),
-  ];
+describe("role modules in the topology", () => {
+  const ports = memoryRolePorts(new InMemoryEventStore());
 
-  it.each(built.map((role) => [role.group, role] as const))(
-    "%s: the declared group subscribes to exactly what the built role handles",
-    (group, role) => {
-      const declared = supportGroups.find((g) => g.name === group);
-      expect(declared, `${group} is declared`).toBeDefined();
-      expect([...(declared?.role.subscriptions ?? [])].sort()).toEqual(
-        [...role.subscriptions].sort(),
-      );
+  it.each(ROLE_MODULES.map((module) => [module.descriptor.group, module] as const))(
+    "%s: the built role is the declared group and subscribes to exactly what it declares",
+    (group, module) => {
+      const role = buildRole(module, ports);
+      expect(role.group).toBe(group);
+      expect([...role.subscriptions].sort()).toEqual([...module.descriptor.subscriptions].sort());
+      expect(role.stateOf).toBe(module.descriptor.stateOf);
     },
   );
 
-  it("every support group is in the project's topology, with its handler", () => {
-    for (const group of supportGroups) {
-      const spec = topology.groups.find((g) => g.name === group.name);
-      expect(spec?.handler).toBe(group.handler);
+  it("every module is a group of the project's topology, with its entry", () => {
+    expect(topology.groups.map((g) => g.name)).toEqual(ROLE_MODULES.map((m) => m.descriptor.group));
+    for (const module of ROLE_MODULES) {
+      const spec = topology.groups.find((g) => g.name === module.descriptor.group);
+      expect(spec?.handler).toBe(groupOf(module).handler);
     }
-    // The local conversation run waits for exactly these groups.
-    expect(supportGroups.map((g) => g.name)).toEqual([...SUPPORT_GROUPS]);
+    // The local conversation run waits for exactly the customer-support groups.
+    const support = ROLE_MODULES.filter((m) => m.entry.includes("/customer-support/"));
+    expect(support.map((m) => m.descriptor.group)).toEqual([...SUPPORT_GROUPS]);
   });
 
   it("the sender is handed out more often than it retries an unknown outcome", () => {
@@ -126,14 +108,14 @@ describe("support groups in the topology", () => {
               // Another name, the order lookup's needs: it gets the orders table.
               name: "stock-check",
               role: { group: "stock-check", subscriptions: ["order.lookup.requested"] },
-              handler: "functions/handlers/order-lookup.ts",
+              handler: "functions/roles/customer-support/order-lookup/handler.ts",
               needs: { orders: true, heartbeat: "visibility" },
             },
             {
               // The sender's name, no needs: no reply channel, no topic.
               name: "sender",
               role: { group: "sender", subscriptions: ["notification.send.requested"] },
-              handler: "functions/handlers/sender.ts",
+              handler: "functions/roles/customer-support/sender/handler.ts",
             },
           ],
         }),

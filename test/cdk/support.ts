@@ -49,15 +49,15 @@ export function topologyWithPipe(): Topology {
       {
         name: "task-projection",
         role: taskProjection,
-        handler: "functions/handlers/task-projection.ts",
+        handler: "functions/roles/task-projection/handler.ts",
       },
       {
         name: PIPED_GROUP,
         role: { group: PIPED_GROUP, subscriptions: ["task.accepted", "plan.created"] },
-        handler: "functions/handlers/task-projection.ts",
+        handler: "functions/roles/task-projection/handler.ts",
         delivery: "pipe",
       },
-      { name: "audit", role: audit, handler: "functions/handlers/audit.ts", ordering: "none" },
+      { name: "audit", role: audit, handler: "functions/roles/audit/handler.ts", ordering: "none" },
     ],
   });
 }

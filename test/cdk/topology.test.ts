@@ -220,7 +220,7 @@ describe("the project's topology", () => {
     const projection = topology.groups.find((g) => g.name === "task-projection");
     expect(projection).toMatchObject({
       role: taskProjection,
-      handler: "functions/handlers/task-projection.ts",
+      handler: "functions/roles/task-projection/handler.ts",
       ordering: "fifo",
     });
   });
@@ -229,7 +229,7 @@ describe("the project's topology", () => {
     const group = topology.groups.find((g) => g.name === "audit");
     expect(group).toMatchObject({
       role: audit,
-      handler: "functions/handlers/audit.ts",
+      handler: "functions/roles/audit/handler.ts",
       ordering: "none",
     });
     const subscribed = group?.subscriptions.flatMap((s) => s.eventTypes) ?? [];

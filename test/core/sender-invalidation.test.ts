@@ -3,10 +3,10 @@ import { HUMAN_REVIEW_MARKER } from "../../functions/adapters/local-model";
 import { TransientError } from "../../functions/core/errors";
 import { consume } from "../../functions/core/pipeline";
 import type { ConsumeResult, Role } from "../../functions/core/role";
+import type { OrdersPort } from "../../functions/core/role-module";
 import { recordConsumed } from "../../functions/handlers/consumer-metrics";
 import type { Observability } from "../../functions/handlers/observe";
 import type { ConversationView } from "../../functions/roles/customer-support/conversation-projection/conversation-projection";
-import type { OrdersPort } from "../../functions/roles/customer-support/order-lookup/order-lookup";
 import { restsOn, stillHolds } from "../../functions/roles/customer-support/sender/facts";
 import {
   DELIVERED,

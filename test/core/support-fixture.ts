@@ -5,6 +5,7 @@ import { DeterministicLocalModel } from "../../functions/adapters/local-model";
 import type { ModelPort, ModelRequest, ModelResponse } from "../../functions/core/model";
 import { consume } from "../../functions/core/pipeline";
 import type { Role } from "../../functions/core/role";
+import type { OrdersPort } from "../../functions/core/role-module";
 import { InMemorySideEffects } from "../../functions/core/side-effects";
 import {
   conversationContextReader,
@@ -18,7 +19,6 @@ import {
 } from "../../functions/roles/customer-support/conversation-projection/conversation-projection";
 import {
   createOrderLookup,
-  type OrdersPort,
   ordersFrom,
 } from "../../functions/roles/customer-support/order-lookup/order-lookup";
 import { createReplyGeneration } from "../../functions/roles/customer-support/reply-generation/reply-generation";

@@ -22,7 +22,7 @@ describe("pipe delivery, end to end", () => {
         {
           name: "task-projection",
           role: taskProjection,
-          handler: "functions/handlers/task-projection.ts",
+          handler: "functions/roles/task-projection/handler.ts",
           delivery: "pipe",
         },
       ],

@@ -10,8 +10,9 @@ import type { ConsumeResult, Role } from "../../functions/core/role";
 import { ManualClock } from "../../functions/core/runtime";
 import { createConsumerHandler } from "../../functions/handlers/consumer";
 import { attentionCounts, lagMs } from "../../functions/handlers/consumer-metrics";
-import { createAgentHandler } from "../../functions/handlers/content-agents";
+import { createModuleHandler } from "../../functions/handlers/module-entry";
 import { observability } from "../../functions/handlers/observe";
+import { contentAgentModule } from "../../functions/roles/content-agents/module";
 import { fromSdk } from "../../lib/operator/from-sdk";
 import { type Envelope, registry } from "../../schemas";
 import { emulator } from "../support/aws";
@@ -261,7 +262,7 @@ describe("consumer metrics: model calls", () => {
       { inputTokens: 180, outputTokens: 31 },
       { inputTokens: 240, outputTokens: 32 },
     ];
-    const handler = createAgentHandler("writing", {
+    const handler = createModuleHandler(contentAgentModule("writing"), {
       dynamodb: fromSdk(dynamodb),
       sqs: fromSdk(sqs),
       bedrock: fakeBedrock("no JSON here", usage),

@@ -1,5 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { createOrchestratorHandler } from "../../functions/handlers/orchestrator";
+import { createModuleHandler } from "../../functions/handlers/module-entry";
+import { orchestratorModule } from "../../functions/roles/orchestrator/module";
+
+const createOrchestratorHandler = (options: { env: Record<string, string> }) =>
+  createModuleHandler(orchestratorModule, options);
 
 process.env.POWERTOOLS_LOG_LEVEL = "SILENT";
 process.env.POWERTOOLS_METRICS_DISABLED = "true";

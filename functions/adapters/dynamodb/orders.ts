@@ -2,7 +2,7 @@ import type { PutItemCommandInput } from "@aws-sdk/client-dynamodb";
 import { marshall, unmarshall } from "@aws-sdk/util-dynamodb";
 import { OrderId, OrderRecord } from "../../../schemas/events/conversation";
 import { PermanentError } from "../../core/errors";
-import type { OrdersPort } from "../../roles/customer-support/order-lookup/order-lookup";
+import type { OrdersPort } from "../../core/role-module";
 import type { AwsClient } from "../aws/client";
 import { GetItem, PutItem } from "../aws/operations";
 import { dynamoFailure } from "./failure";

@@ -4,6 +4,7 @@ import type { Capacity } from "../../core/dag/run";
 import { DEFAULT_DEPENDENCY_TIMEOUT_SECONDS } from "../../core/dag/timeout";
 import { PermanentError } from "../../core/errors";
 import type { Role, RoleDescriptor } from "../../core/role";
+import type { QueueDepthSource } from "../../core/role-module";
 import { agentOf } from "../content-agents/workflows";
 import type { EventHandler } from "./context";
 import { HANDLERS } from "./handlers";
@@ -103,11 +104,6 @@ export const DEFAULT_LEASE_SECONDS = 900;
 export const DEFAULT_QUEUED_LEASE_SECONDS = 4 * 3600;
 export const DEFAULT_LEASE_REDELIVERIES = 2;
 export const DEFAULT_RELEASE_NUDGE_SECONDS = 30;
-
-/** Messages waiting in each agent group's queue, by group name (missing groups count as 0). */
-export type QueueDepthSource = (
-  groups: readonly string[],
-) => Readonly<Record<string, number>> | Promise<Readonly<Record<string, number>>>;
 
 export interface OrchestratorOptions {
   /** Where queue depths come from (e.g. SQS ApproximateNumberOfMessages); none = no gate. */

@@ -1,36 +1,19 @@
 import { LocalChannel } from "../../../functions/adapters/channel/local-channel";
-import { DeterministicLocalModel } from "../../../functions/adapters/local-model";
 import { classify } from "../../../functions/core/errors";
 import { InMemoryEventStore } from "../../../functions/core/memory";
 import { consume } from "../../../functions/core/pipeline";
 import type { ConsumerDeps } from "../../../functions/core/ports";
 import { appendToStream } from "../../../functions/core/producer";
 import type { Role } from "../../../functions/core/role";
+import { buildRole } from "../../../functions/core/role-module";
 import { ManualClock } from "../../../functions/core/runtime";
 import { InMemorySideEffects } from "../../../functions/core/side-effects";
 import { planSweep } from "../../../functions/core/sweeper";
 import { audit } from "../../../functions/roles/audit/audit";
-import { createContentAgent } from "../../../functions/roles/content-agents/content-agent";
-import {
-  conversationContextReader,
-  conversationReader,
-  conversationVersionReader,
-  createConversation,
-} from "../../../functions/roles/customer-support/conversation/conversation";
-import { conversationProjection } from "../../../functions/roles/customer-support/conversation-projection/conversation-projection";
-import {
-  createOrderLookup,
-  ordersFrom,
-} from "../../../functions/roles/customer-support/order-lookup/order-lookup";
-import { createReplyGeneration } from "../../../functions/roles/customer-support/reply-generation/reply-generation";
-import { createRouter } from "../../../functions/roles/customer-support/router/router";
-import { createSender } from "../../../functions/roles/customer-support/sender/sender";
-import { createOrchestrator } from "../../../functions/roles/orchestrator/orchestrator";
-import { taskProjection } from "../../../functions/roles/task-projection/task-projection";
+import { ROLE_MODULES } from "../../../functions/roles/modules";
 import { type Envelope, registry } from "../../../schemas";
-import { CONTENT_ROLES } from "../../../schemas/events/workflow";
 import { topology } from "../../infra/topology";
-import { SAMPLE_ORDERS } from "../local/orders";
+import { memoryRolePorts } from "../role-kit/memory-ports";
 import { FaultyChannel, type PlantedChannelBug } from "./faulty-channel";
 import { FaultyStore, type PlantedStoreBug, type StoreFaults } from "./faulty-store";
 import { bodyOf, GroupQueue, type Message, nextMessage } from "./queues";
@@ -66,8 +49,17 @@ export interface WorldOptions {
   readonly maxReceiveCount?: number;
 }
 
-/** A node's lease in the simulation, in seconds (the clock moves a second a step). */
-const LEASE_SECONDS = 60;
+/**
+ * The roles' settings in a simulated world, where the clock moves a second a step: short leases,
+ * so that requests waiting in a busy schedule outlive theirs (the sweeper then reports them, the
+ * orchestrator sends them again, and late answers meet a new assignment); replies that stay worth
+ * sending for a day.
+ */
+const SIMULATED_SETTINGS = {
+  ORCHESTRATOR_LEASE_SECONDS: "60",
+  ORCHESTRATOR_QUEUED_LEASE_SECONDS: "60",
+  REPLY_TTL_SECONDS: "86400",
+};
 /** Steps a message stays invisible after a receive. */
 const VISIBILITY = 3;
 const MAX_STEPS = 20_000;
@@ -110,31 +102,11 @@ export class World {
       clock: this.clock,
       ids: seededIds(this.clock, this.random),
     };
-    const model = new DeterministicLocalModel();
-    const conversationVersion = conversationVersionReader(this.memory);
-    const context = conversationContextReader(this.memory);
-    this.roles = [
-      taskProjection,
-      audit,
-      // Short leases, so that requests waiting in a busy schedule outlive theirs: the sweeper then
-      // reports them, the orchestrator sends them again, and late answers meet a new assignment.
-      createOrchestrator({ leaseSeconds: LEASE_SECONDS, queuedLeaseSeconds: LEASE_SECONDS }),
-      ...CONTENT_ROLES.map((role) =>
-        createContentAgent({ role, model, commandStream: this.memory }),
-      ),
-      // Replies stay worth sending for a day: a schedule's clock moves a second a step.
-      createConversation({ replyTtlSeconds: 86_400 }),
-      createRouter({ context }),
-      createOrderLookup({ orders: ordersFrom(SAMPLE_ORDERS) }),
-      createReplyGeneration({ model, conversation: conversationReader(this.memory) }),
-      createSender({
-        channel: this.channel,
-        sideEffects: new InMemorySideEffects(),
-        conversationVersion,
-        orders: ordersFrom(SAMPLE_ORDERS),
-      }),
-      conversationProjection,
-    ] as Role<unknown>[];
+    const ports = memoryRolePorts(this.memory, {
+      channel: this.channel,
+      sideEffects: new InMemorySideEffects(),
+    });
+    this.roles = ROLE_MODULES.map((module) => buildRole(module, ports, SIMULATED_SETTINGS));
     for (const role of this.roles) {
       const ordered = topology.groups.find((g) => g.name === role.group)?.ordering !== "none";
       this.queues.set(
@@ -268,7 +240,7 @@ export class World {
       if (this.stalled.length > 0) continue;
       if (![...this.queues.values()].every((q) => q.empty)) continue;
       // Quiet: what only time can move on (a lease running out) is the sweeper's, a lease later.
-      this.clock.advance(LEASE_SECONDS * 1000);
+      this.clock.advance(Number(SIMULATED_SETTINGS.ORCHESTRATOR_LEASE_SECONDS) * 1000);
       if ((await this.sweep()) === 0) return;
     }
     throw new Error(`the world did not settle within ${MAX_STEPS} steps`);

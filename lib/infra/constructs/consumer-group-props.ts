@@ -33,7 +33,7 @@ export interface ConsumerGroupProps {
 
   /**
    * Consumer handler file relative to the repository root, e.g.
-   * `functions/handlers/task-projection.ts`.
+   * `functions/roles/task-projection/handler.ts`.
    */
   readonly entry: string;
 

@@ -4,6 +4,7 @@ import { PermanentError, TransientError } from "../../../core/errors";
 import { payloadOf } from "../../../core/payload";
 import type { RecordedDecision } from "../../../core/ports";
 import type { Role, RoleDescriptor } from "../../../core/role";
+import type { OrdersPort } from "../../../core/role-module";
 import { factFields } from "../fact-fields";
 import { stepFailedDecision } from "../step-failure";
 
@@ -23,12 +24,6 @@ import { stepFailedDecision } from "../step-failure";
  * Every emitted event keeps the request's `input_version`, the conversation id and
  * `order_key` = conversation id; the command also keeps its `expires_at`.
  */
-
-/** Where the orders live (the DynamoDB adapter: functions/adapters/dynamodb/orders.ts). */
-export interface OrdersPort {
-  /** The order with this id, whoever's it is; undefined when there is none. */
-  get(orderId: string): Promise<OrderRecord | undefined>;
-}
 
 export const ORDER_LOOKUP_AGGREGATE = "order_lookup";
 

@@ -10,8 +10,8 @@ import { AgentBusError, PermanentError, TransientError } from "../../../core/err
 import { payloadOf } from "../../../core/payload";
 import type { DiscardReason } from "../../../core/ports";
 import type { DecideContext, Decision, Role, RoleDescriptor } from "../../../core/role";
+import type { OrdersPort } from "../../../core/role-module";
 import { type ChannelPort, type SideEffectStore, sideEffectKey } from "../../../core/side-effects";
-import type { OrdersPort } from "../order-lookup/order-lookup";
 import { decideCancel } from "./cancel";
 import { ChannelCalls, type Outcome } from "./channel";
 import { staleReason } from "./facts";

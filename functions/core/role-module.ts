@@ -1,0 +1,174 @@
+import type { OrderRecord } from "../../schemas/events/conversation";
+import * as z from "../../schemas/zod";
+import type { ModelPort } from "./model";
+import type { EventStore } from "./ports";
+import type { Role, RoleDescriptor } from "./role";
+import type { ChannelPort, SideEffectStore } from "./side-effects";
+
+/**
+ * A role module: everything about one consumer group in one value — what the role is (its
+ * descriptor), how it is deployed (queue and function settings, what it needs, what needs a
+ * person), its settings from the function's environment, and how to build its decision from the
+ * ports it is given. The module list (functions/roles/modules.ts) is what the topology, the stack's
+ * grants and alarms, the Lambda entries, the simulation and the local runtime all build from.
+ */
+
+/**
+ * What a group's consumer can emit that a person must act on; each signal the group declares
+ * becomes an alarm (ATTENTION_METRICS in functions/handlers/consumer-metrics.ts):
+ * - `unknown-side-effects`: a send whose outcome could not be learnt;
+ * - `held-replies`: a reply waiting for a person's review;
+ * - `failed-runs`: a workflow run that ended without any node completed;
+ * - `needs-human`: an agent run that gave up and waits for a person.
+ */
+export type AttentionSignal =
+  | "unknown-side-effects"
+  | "held-replies"
+  | "failed-runs"
+  | "needs-human";
+
+/**
+ * What a group needs besides its queues, its function and the tables; the stack wires and grants
+ * each need it finds declared, and the Lambda entry builds the matching port.
+ */
+export interface GroupNeeds {
+  /**
+   * Its consumer extends a message's visibility during a long model call (`HEARTBEAT_SECONDS`,
+   * `VISIBILITY_TIMEOUT_SECONDS`); `"events"`: it also publishes its role's heartbeats on the
+   * events bus (`EVENTS_BUS_NAME`, PutEvents on that bus).
+   */
+  readonly heartbeat?: "visibility" | "events";
+  /**
+   * Its decision calls a language model (port `model`): the stack gives its consumer the model
+   * setting and the grant, and, its state not being a fold of its streams, the operator's rebuild
+   * and check refuse it.
+   */
+  readonly model?: true;
+  /** A DAG agent: the orchestrator reads its queue's depth (backpressure). */
+  readonly dagAgent?: boolean;
+  /**
+   * It orchestrates DAG runs: it reads the DAG agents' queue depths (port `queueDepth`:
+   * `AGENT_QUEUE_URLS`, `QUEUE_DEPTH_THRESHOLD`), and the lease sweeper serves its runs.
+   */
+  readonly orchestrates?: boolean;
+  /** It reads the orders table (port `orders`: `ORDERS_TABLE`, GetItem). */
+  readonly orders?: boolean;
+  /**
+   * It sends replies through the reply channel (ports `channel` and `sideEffects`: an SNS FIFO
+   * topic, `CHANNEL_*`, Publish; the side-effects table for its idempotency records).
+   */
+  readonly replyChannel?: boolean;
+}
+
+/** How a group is deployed; every setting has the topology's default when left out. */
+export interface Deployment {
+  /**
+   * `fifo`: in order per order key (FIFO queue, buffer and delivery hop). `none`: no order needed
+   * (standard queue; the rule targets it directly). @default "fifo"
+   */
+  readonly ordering?: "fifo" | "none";
+  /** Messages per consumer invocation: 1..10 for FIFO, 1..10000 for standard queues. @default 10 */
+  readonly batchSize?: number;
+  /** Most concurrent consumer invocations (2..1000). @default 2 */
+  readonly maxConcurrency?: number;
+  /** Receives before a message moves to its dead-letter queue. @default 5 */
+  readonly maxReceiveCount?: number;
+  /** Consumer function timeout, in seconds. @default 30 */
+  readonly functionTimeoutSeconds?: number;
+  /** What the stack wires for it besides its queues. */
+  readonly needs?: GroupNeeds;
+  /** What it can emit that a person must act on; each becomes an alarm. @default none */
+  readonly attention?: readonly AttentionSignal[];
+}
+
+/** Where the orders live (the DynamoDB adapter: functions/adapters/dynamodb/orders.ts). */
+export interface OrdersPort {
+  /** The order with this id, whoever's it is; undefined when there is none. */
+  get(orderId: string): Promise<OrderRecord | undefined>;
+}
+
+/** Messages waiting in each agent group's queue, by group name (missing groups count as 0). */
+export type QueueDepthSource = (
+  groups: readonly string[],
+) => Readonly<Record<string, number>> | Promise<Readonly<Record<string, number>>>;
+
+/**
+ * What a role is built with. `store` is always there (the group's tables, for reads of other
+ * states and streams); the others are there when the module's deployment declares the need.
+ */
+export interface RolePorts {
+  readonly store: EventStore;
+  readonly model?: ModelPort;
+  readonly orders?: OrdersPort;
+  readonly channel?: ChannelPort;
+  readonly sideEffects?: SideEffectStore;
+  readonly queueDepth?: QueueDepthSource;
+}
+
+export interface RoleModule<Settings = unknown> {
+  /** The role outside its handler: group, subscriptions, where it keeps its states. */
+  readonly descriptor: RoleDescriptor;
+  /**
+   * The Lambda entry file, relative to the repository root: a file that exports
+   * `moduleEntry(module)` (functions/handlers/module-entry.ts), usually `handler.ts` in the
+   * module's folder.
+   */
+  readonly entry: string;
+  readonly deployment: Deployment;
+  /**
+   * The role's own settings, parsed from the function's environment (the stack sets them; the
+   * error names each bad variable). Left out: the role has none.
+   */
+  readonly settings?: z.ZodMiniType<Settings>;
+  /** The role's decision, on these ports and settings. */
+  build(ports: RolePorts, settings: Settings): Role<unknown>;
+}
+
+/** A module with its types checked: settings schema and build agree. */
+export function defineModule<Settings = undefined>(
+  module: RoleModule<Settings>,
+): RoleModule<Settings> {
+  return module;
+}
+
+/** The port a module's build needs, or an error that names the missing need. */
+export function requirePort<K extends keyof RolePorts>(
+  ports: RolePorts,
+  port: K,
+  group: string,
+): NonNullable<RolePorts[K]> {
+  const value = ports[port];
+  if (value === undefined || value === null) {
+    throw new Error(
+      `role ${group} is built without its ${port} port: declare the need in its module's deployment.needs (or pass the port)`,
+    );
+  }
+  return value as NonNullable<RolePorts[K]>;
+}
+
+/**
+ * A module's settings from an environment (the function's, or one a test or the simulation
+ * gives); the error names the group and every bad variable. A module without settings has none.
+ */
+export function moduleSettings<Settings>(
+  module: RoleModule<Settings>,
+  env: Readonly<Record<string, string | undefined>>,
+): Settings {
+  if (!module.settings) return undefined as Settings;
+  const result = module.settings.safeParse(env);
+  if (!result.success) {
+    throw new Error(
+      `${module.descriptor.group}: invalid settings\n${z.prettifyError(result.error)}`,
+    );
+  }
+  return result.data;
+}
+
+/** A module's role on these ports, its settings read from `env`. */
+export function buildRole<Settings>(
+  module: RoleModule<Settings>,
+  ports: RolePorts,
+  env: Readonly<Record<string, string | undefined>> = {},
+): Role<unknown> {
+  return module.build(ports, moduleSettings(module, env));
+}

@@ -1,4 +1,0 @@
-import { audit } from "../roles/audit/audit";
-import { consumerEntry } from "./consumer";
-
-export const { create, handler } = consumerEntry(audit);

@@ -1,4 +1,0 @@
-import { lambdaEntry } from "./lambda-entry";
-import { createReplyGenerationHandler } from "./support";
-
-export const { create, handler } = lambdaEntry(createReplyGenerationHandler);

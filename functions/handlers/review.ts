@@ -1,3 +1,0 @@
-import { agentEntry } from "./content-agents";
-
-export const { create, handler } = agentEntry("review");

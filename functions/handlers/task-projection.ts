@@ -1,4 +1,0 @@
-import { taskProjection } from "../roles/task-projection/task-projection";
-import { consumerEntry } from "./consumer";
-
-export const { create, handler } = consumerEntry(taskProjection);

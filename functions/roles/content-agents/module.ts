@@ -1,0 +1,40 @@
+import { CONTENT_ROLES, type ContentRole } from "../../../schemas/events/workflow";
+import * as z from "../../../schemas/zod";
+import { defineModule, requirePort } from "../../core/role-module";
+import { contentAgentDescriptor, createContentAgent } from "./content-agent";
+
+/** `AGENT_CONFIRM_SECONDS`: how long a BLOCKED agent run waits for its confirmation. */
+export const ContentAgentSettings = z.object({
+  AGENT_CONFIRM_SECONDS: z.optional(z.coerce.number().check(z.int(), z.positive())),
+});
+
+/**
+ * One content agent (topic selection, fact check, writing, review): group = role, subscribed to
+ * `<role>.requested` and `<role>.cancel.requested`. Its decision calls a model, one call per
+ * invocation (a batch of them could outlast the function timeout); an agent run that gave up
+ * waits for a person. It reads the run's stream (the `store` port) to find a cancel committed
+ * behind a request it is about to work on.
+ */
+export function contentAgentModule(role: ContentRole) {
+  return defineModule({
+    descriptor: contentAgentDescriptor(role),
+    entry: "functions/roles/content-agents/handler.ts",
+    deployment: {
+      batchSize: 1,
+      functionTimeoutSeconds: 120,
+      needs: { model: true, heartbeat: "events", dagAgent: true },
+      attention: ["needs-human"],
+    },
+    settings: ContentAgentSettings,
+    build: (ports, settings) =>
+      createContentAgent({
+        role,
+        model: requirePort(ports, "model", role),
+        commandStream: ports.store,
+        confirmSeconds: settings.AGENT_CONFIRM_SECONDS,
+      }),
+  });
+}
+
+/** The four content agents, one module each. */
+export const contentAgentModules = CONTENT_ROLES.map(contentAgentModule);

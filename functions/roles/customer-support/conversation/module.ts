@@ -1,0 +1,24 @@
+import * as z from "../../../../schemas/zod";
+import { defineModule } from "../../../core/role-module";
+import { conversation, createConversation } from "./conversation";
+
+/** `REPLY_TTL_SECONDS` (default 300): how long a reply stays worth sending. */
+export const ConversationSettings = z.object({
+  REPLY_TTL_SECONDS: z._default(
+    z.coerce.number().check(z.int(), z.minimum(1), z.maximum(86_400)),
+    300,
+  ),
+});
+
+/**
+ * The conversation (seed 000 §10): the customer's messages, in order, and each turn's commands.
+ * Every command and fact of a conversation carries `order_key = conversation_id`, so each group of
+ * the customer-support family handles one conversation's work in order.
+ */
+export const conversationModule = defineModule({
+  descriptor: conversation,
+  entry: "functions/roles/customer-support/conversation/handler.ts",
+  deployment: {},
+  settings: ConversationSettings,
+  build: (_ports, settings) => createConversation({ replyTtlSeconds: settings.REPLY_TTL_SECONDS }),
+});

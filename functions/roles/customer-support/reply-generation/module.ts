@@ -1,0 +1,23 @@
+import { defineModule, requirePort } from "../../../core/role-module";
+import { conversationReader } from "../conversation/conversation";
+import { createReplyGeneration, REPLY_GENERATION } from "./reply-generation";
+
+/**
+ * Reply generation: drafts a turn's reply with a model, one call per invocation (as for the
+ * content agents), and holds a risky one for a person's review.
+ */
+export const replyGenerationModule = defineModule({
+  descriptor: REPLY_GENERATION,
+  entry: "functions/roles/customer-support/reply-generation/handler.ts",
+  deployment: {
+    batchSize: 1,
+    functionTimeoutSeconds: 120,
+    needs: { model: true, heartbeat: "visibility" },
+    attention: ["held-replies"],
+  },
+  build: (ports) =>
+    createReplyGeneration({
+      model: requirePort(ports, "model", "reply-generation"),
+      conversation: conversationReader(ports.store),
+    }),
+});

@@ -1,0 +1,40 @@
+import * as z from "../../../schemas/zod";
+import { defineModule } from "../../core/role-module";
+import { createOrchestrator, ORCHESTRATOR } from "./orchestrator";
+
+/** The orchestrator's settings, from the function's environment (each optional). */
+export const OrchestratorSettings = z.object({
+  /** Depth of an agent's queue at which release of new work for it stops. */
+  QUEUE_DEPTH_THRESHOLD: z.optional(z.coerce.number().check(z.int(), z.minimum(1))),
+  /** Lease of a node whose agent has started on it, in seconds. */
+  ORCHESTRATOR_LEASE_SECONDS: z.optional(z.coerce.number().check(z.positive())),
+  /** How long a request may wait in its agent's queue before its outcome counts as unknown. */
+  ORCHESTRATOR_QUEUED_LEASE_SECONDS: z.optional(z.coerce.number().check(z.positive())),
+  /** How many times an assignment whose lease ran out is sent again before its node fails. */
+  ORCHESTRATOR_LEASE_REDELIVERIES: z.optional(z.coerce.number().check(z.int(), z.minimum(0))),
+  /** How long a node may wait for its inputs when its workflow does not say, in seconds. */
+  ORCHESTRATOR_DEPENDENCY_TIMEOUT_SECONDS: z.optional(
+    z.coerce.number().check(z.int(), z.positive()),
+  ),
+});
+
+/**
+ * The orchestrator: runs each workflow's DAG, one run's events in order (order_key = run_id). It
+ * reads the DAG agents' queue depths (backpressure) when given them, and a run that fails needs a
+ * person.
+ */
+export const orchestratorModule = defineModule({
+  descriptor: ORCHESTRATOR,
+  entry: "functions/roles/orchestrator/handler.ts",
+  deployment: { needs: { orchestrates: true }, attention: ["failed-runs"] },
+  settings: OrchestratorSettings,
+  build: (ports, settings) =>
+    createOrchestrator({
+      queueDepth: ports.queueDepth,
+      queueDepthThreshold: settings.QUEUE_DEPTH_THRESHOLD,
+      leaseSeconds: settings.ORCHESTRATOR_LEASE_SECONDS,
+      queuedLeaseSeconds: settings.ORCHESTRATOR_QUEUED_LEASE_SECONDS,
+      maxLeaseRedeliveries: settings.ORCHESTRATOR_LEASE_REDELIVERIES,
+      dependencyTimeoutSeconds: settings.ORCHESTRATOR_DEPENDENCY_TIMEOUT_SECONDS,
+    }),
+});
