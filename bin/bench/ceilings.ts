@@ -4,7 +4,7 @@ import { fmt, fmtInt, renderTable } from "./stats";
  * How far the reference scenario scales before one of AWS's per-account (or per-partition)
  * ceilings stops it, from what the local stack counted while playing it: the events the relay
  * published, the deliveries the groups' queues handed out, the DynamoDB units the commits took.
- * The ceilings are AWS's published defaults in us-east-1 (the README's Scale and limits says
+ * The ceilings are AWS's published defaults in us-east-1 (lib/infra/README.md's Scale and limits says
  * what to change past each); "today's load" is the rate the local stack played the scenario at.
  */
 
@@ -33,7 +33,7 @@ interface Hop {
   readonly ceiling: number;
 }
 
-/** AWS defaults in us-east-1 (adjustable ones marked so in the README). */
+/** AWS defaults in us-east-1 (adjustable ones marked so in lib/infra/README.md). */
 const QUOTAS = {
   putEventsRequests: 10_000,
   entriesPerPutEvents: 10,

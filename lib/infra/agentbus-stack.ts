@@ -89,13 +89,13 @@ export const DEFAULT_AGENT_HEARTBEAT = Duration.seconds(20);
 export const PIPE_FALLBACK_WARNING = "agentbus:emulator:pipe-fallback";
 /**
  * Context key: `true` while a stack deployed before checkpoints moved onto the state items
- * upgrades; its consumers read the old checkpoint and inbox rows too (see the README).
+ * upgrades; its consumers read the old checkpoint and inbox rows too (see lib/infra/README.md).
  */
 export const LEGACY_CHECKPOINTS_KEY = "agentbus:legacyCheckpoints";
 /**
  * Context key: the stage (`1`, `2`, `3`) of a stack deployed with the legacy list indexes
  * (`by-kind`, `by-waiting`) that upgrades to the current ones, one index per deploy
- * (stateIndexLayouts; see the README). Without it, the current indexes only.
+ * (stateIndexLayouts; see lib/infra/README.md). Without it, the current indexes only.
  */
 export const LIST_INDEX_UPGRADE_KEY = "agentbus:listIndexUpgrade";
 

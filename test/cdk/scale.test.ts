@@ -18,7 +18,7 @@ import {
 /**
  * What lets the stack grow past one queue's limits: FIFO queues in high-throughput mode, the
  * relay reading each stream shard in order, the dispatchers' concurrency capped. The ceilings
- * themselves are in the README ("Scale and limits").
+ * themselves are in lib/infra/README.md ("Scale and limits").
  */
 const stacks = {
   default: synthesizeStack().template,

@@ -7,23 +7,30 @@ import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environme
 import { emulator } from "../support/aws";
 import { messageOutcome } from "../support/outcomes";
 
-const README = readFileSync(join(import.meta.dirname, "..", "..", "README.md"), "utf8");
+const ROOT = join(import.meta.dirname, "..", "..");
+const README = readFileSync(join(ROOT, "README.md"), "utf8");
+/** The support conversation's example lives beside the roles it drives. */
+const ROLES_README = readFileSync(join(ROOT, "functions", "roles", "README.md"), "utf8");
 const block = /<!-- cli-example:start -->\n```sh\n([\s\S]*?)```\n<!-- cli-example:end -->/.exec(
   README,
 )?.[1];
 const conversationBlock =
   /<!-- cli-conversation:start -->\n```sh\n([\s\S]*?)```\n<!-- cli-conversation:end -->/.exec(
-    README,
+    ROLES_README,
   )?.[1];
 const viewBlock =
   /<!-- cli-conversation-view:start -->\n```sh\n([\s\S]*?)```\n<!-- cli-conversation-view:end -->/.exec(
-    README,
+    ROLES_README,
   )?.[1];
 const awsCli = spawnSync("aws", ["--version"], { stdio: "ignore" }).status === 0;
 if (!awsCli)
   console.warn("README AWS CLI example skipped: the `aws` command (AWS CLI) is not installed here");
 
-/** The README's AWS CLI example, run as written against the local stack (only the port differs). */
+/**
+ * The READMEs' AWS CLI examples (the top-level README's feedback, functions/roles/README.md's
+ * customer message and conversation view), run as written against the local stack (only the
+ * port differs).
+ */
 describe.skipIf(!awsCli)("README: send an event with the AWS CLI", () => {
   let env: LocalEnvironment;
   let dir: string;

@@ -22,7 +22,7 @@ import { newUlid } from "../support/factories";
 import { createTableInput, deleteTables, LEGACY_STATE_LAYOUT } from "../support/tables";
 
 /**
- * The README's list-index upgrade, step by step on moto: a state table with the legacy lists and
+ * The list-index upgrade of lib/infra/README.md, step by step on moto: a state table with the legacy lists and
  * items an older version wrote, then each deploy's one index change (as stateIndexLayouts has
  * it), the backfill, and consumers writing all along; the operator's lists after each step.
  */
