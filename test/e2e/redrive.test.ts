@@ -47,7 +47,12 @@ describe("agentbus dlq redrive", () => {
           role: buggyProjection,
           handler: "test/support/handlers/buggy-projection.ts",
         },
-        { name: "audit", role: audit, handler: "functions/roles/audit/handler.ts", ordering: "none" },
+        {
+          name: "audit",
+          role: audit,
+          handler: "functions/roles/audit/handler.ts",
+          ordering: "none",
+        },
       ],
     });
     env = await startLocal({ endpoint: emulator().endpoint, stage: STAGE, topology });

@@ -1,0 +1,92 @@
+import type { Envelope, EventPayloads, EventType } from "../../schemas";
+import type { EmitSpec } from "./emit";
+import type { ErrorInfo } from "./errors";
+import type { DiscardReason } from "./ports";
+import type { DecideContext, Decision, Role } from "./role";
+
+/**
+ * The authoring kit's typed face of the role contract (./role): a role written with `defineRole`
+ * gets each event with its payload typed by the registry (`switch (event.event_type)` narrows
+ * it), and may emit only registered types, each with its payload's type. What it returns is the
+ * plain `Role` the pipeline runs; nothing changes at run time but one check: an emit of a type the
+ * role did not declare in `emits` is a programming error and throws before anything commits.
+ */
+
+/** A delivered event of one of the types `T`, its payload typed (at its newest schema version). */
+export type EventOf<T extends EventType> = {
+  [K in T]: Omit<Envelope, "event_type" | "payload"> & {
+    readonly event_type: K;
+    readonly payload: EventPayloads[K];
+  };
+}[T];
+
+/** An event or command to emit, of one of the types `T`, with its payload's type. */
+export type EmitOf<T extends EventType> = {
+  [K in T]: Omit<EmitSpec, "type" | "payload"> & {
+    readonly type: K;
+    readonly payload: EventPayloads[K];
+  };
+}[T];
+
+/** A decision whose emits are of the types `Out`. */
+export type TypedDecision<S, Out extends EventType> = Omit<Decision<S>, "emit"> & {
+  readonly emit?: readonly EmitOf<Out>[];
+};
+
+type Awaitable<T> = T | Promise<T>;
+
+/** A role as its author writes it: `Role`, with its events and emits typed. */
+export interface RoleDefinition<S, In extends EventType, Out extends EventType>
+  extends Omit<Role<S>, "subscriptions" | "decide" | "discard" | "unfinished" | "failed"> {
+  /** The event types the role receives. */
+  readonly subscriptions: readonly In[];
+  /** The event types the role may emit; left out: none. */
+  readonly emits?: readonly Out[];
+  decide(
+    state: S | undefined,
+    event: EventOf<In>,
+    context: DecideContext<S>,
+  ): Awaitable<TypedDecision<S, Out>>;
+  discard?(
+    state: S | undefined,
+    event: EventOf<In>,
+    now: Date,
+  ): Awaitable<DiscardReason | undefined>;
+  unfinished?(state: S | undefined, event: EventOf<In>): Awaitable<boolean>;
+  failed?(
+    state: S | undefined,
+    event: EventOf<In>,
+    failure: ErrorInfo,
+    context: DecideContext<S>,
+  ): TypedDecision<S, Out> | undefined;
+}
+
+/** A role from its typed definition (see the module comment). */
+export function defineRole<S, In extends EventType, Out extends EventType = never>(
+  definition: RoleDefinition<S, In, Out>,
+): Role<S> {
+  const { emits = [], decide, discard, unfinished, failed, ...rest } = definition;
+  const declared: ReadonlySet<string> = new Set(emits);
+  const checked = <D extends TypedDecision<S, Out> | undefined>(decision: D): D => {
+    for (const spec of decision?.emit ?? []) {
+      if (!declared.has(spec.type)) {
+        throw new Error(
+          `role ${definition.group} emitted ${spec.type}, which is not among its emits (${[...declared].join(", ") || "none"})`,
+        );
+      }
+    }
+    return decision;
+  };
+  const typed = (event: Envelope) => event as EventOf<In>;
+  return {
+    ...rest,
+    subscriptions: definition.subscriptions,
+    decide: async (state, event, context) => checked(await decide(state, typed(event), context)),
+    ...(discard && { discard: (state, event, now) => discard(state, typed(event), now) }),
+    ...(unfinished && { unfinished: (state, event) => unfinished(state, typed(event)) }),
+    ...(failed && {
+      failed: (state, event, failure, context) =>
+        checked(failed(state, typed(event), failure, context)),
+    }),
+  };
+}

@@ -1,0 +1,77 @@
+import { describe, expect, it } from "vitest";
+import { defineRole } from "../../functions/core/define-role";
+import { defineModule, requirePort } from "../../functions/core/role-module";
+import { senderModule } from "../../functions/roles/customer-support/sender/module";
+import { taskProjectionModule } from "../../functions/roles/task-projection/module";
+import { testRole } from "../../lib/dev/role-kit/test-role";
+
+const TASK = "task_01KB0Q3V9X7T2M4N6P8R0S1W3Y";
+const task = { taskId: TASK, aggregate: { type: "task", id: TASK } };
+
+describe("testRole", () => {
+  it("delivers a stream out of order: the gate repairs the gap from the store, once", async () => {
+    const t = testRole(taskProjectionModule);
+    const events = [
+      ...(await t.append(task, { type: "task.accepted", payload: { title: "Refund" } })),
+      ...(await t.append(task, { type: "plan.created", payload: { steps: [{ title: "look" }] } })),
+      ...(await t.append(task, { type: "answer.generated", payload: { answer_ref: "a1" } })),
+    ];
+    const last = await t.deliver(events[2] as (typeof events)[number]);
+    expect(last.steps.map((s) => [s.version, s.status, s.repaired])).toEqual([
+      [1, "applied", true],
+      [2, "applied", true],
+      [3, "applied", false],
+    ]);
+    // The earlier versions, delivered late, are duplicates now.
+    expect((await t.deliver(events[0] as (typeof events)[number])).status).toBe("duplicate");
+    const view = await t.state<{ status: string }>({ type: "task_view", id: TASK });
+    expect(view?.status).toBe("generated");
+  });
+
+  it("refuses a message the registry refuses, naming the type", () => {
+    const t = testRole(taskProjectionModule);
+    expect(() => t.message("task.feedback.received", { rating: 9 }, task)).toThrow(
+      /not a valid task\.feedback\.received/,
+    );
+  });
+
+  it("builds a module's settings from the given environment, and names a bad one", () => {
+    expect(() => testRole(senderModule, { env: { MAX_UNKNOWN_ATTEMPTS: "0" } })).toThrow(
+      /sender: invalid settings[\s\S]*MAX_UNKNOWN_ATTEMPTS/,
+    );
+  });
+});
+
+describe("defineRole", () => {
+  const careless = defineRole<{ n: number }, "task.feedback.received">({
+    group: "careless",
+    subscriptions: ["task.feedback.received"],
+    stateOf: (event) => ({ type: "careless", id: event.task_id }),
+    decide: (state, event) => ({
+      state: { n: (state?.n ?? 0) + event.payload.rating },
+      // An emit the role did not declare: a cast gets it past the types, not past the check.
+      emit: [{ type: "task.accepted", payload: { title: "x" } }] as never,
+    }),
+  });
+  const module = defineModule({
+    descriptor: careless,
+    entry: "none",
+    deployment: {},
+    build: () => careless,
+  });
+
+  it("throws on an emit the role did not declare, before anything commits", async () => {
+    const t = testRole(module);
+    const feedback = t.message("task.feedback.received", { rating: 4 }, task);
+    await expect(t.deliver(feedback)).rejects.toThrow(
+      /careless emitted task\.accepted, which is not among its emits \(none\)/,
+    );
+    expect(await t.state({ type: "careless", id: TASK })).toBeUndefined();
+  });
+
+  it("requirePort names the port and where to declare it", () => {
+    expect(() => requirePort({ store: testRole(module).store }, "model", "writer")).toThrow(
+      /role writer is built without its model port: declare the need in its module's deployment\.needs/,
+    );
+  });
+});
