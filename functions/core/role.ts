@@ -46,32 +46,17 @@ export interface DecideContext<S> {
   readonly resolving?: DiscardReason;
 }
 
-/**
- * What a role is outside its handler: its group, the event types it subscribes to, and where it
- * keeps what it applied (its states, by `stateOf`, and the checkpoints of its shared streams).
- * The topology subscribes the group with it, and the operator tools read the group's outcomes
- * from those states with it (lib/operator/recorded-outcomes.ts); the role spreads the same object, so
- * all of them see the role's own `stateOf`.
- */
-export type RoleDescriptor = Pick<
-  Role<unknown>,
-  | "group"
-  | "subscriptions"
-  | "stateOf"
-  | "unordered"
-  | "sharedStreams"
-  | "keepsMessages"
-  | "foldWith"
->;
-
-/**
- * A consumer group's behaviour. `decide` is the only place with business logic: it gets the
- * current state and one event and returns a decision. It may call models or tools (never inside a
- * transaction: the commit happens after it returns), and must not write anything itself.
- */
-export interface Role<S> {
+/** What a role is to its queue: its group and the event types the group receives. */
+export interface RoleIdentity {
   readonly group: string;
   readonly subscriptions: readonly string[];
+}
+
+/**
+ * The storage part of a role: where it keeps what it applied (its states, by `stateOf`, and the
+ * checkpoints of its shared streams), how it is stored and listed, and how it is rebuilt.
+ */
+export interface RoleStorage<S> {
   /** The aggregate this role reads and writes for an event; defaults to the event's aggregate. */
   stateOf?(event: Envelope): AggregateRef;
   /**
@@ -85,6 +70,39 @@ export interface Role<S> {
    * of a gap is applied to its own state. Other streams keep their checkpoint on the state.
    */
   readonly sharedStreams?: readonly string[];
+  /**
+   * How an operator finds this state: its kind and status for lists, and what it waits for from a
+   * person, if anything. Asked for each state written; undefined = not listed.
+   */
+  summarize?(state: S): StateSummary | undefined;
+  /**
+   * True when nothing but AgentBus reads this role's states (the role itself, the operator tools
+   * and console): a large one may then be stored compactly (the DynamoDB adapter deflates its
+   * JSON). Leave it unset for a view that other systems read straight from the state table.
+   */
+  readonly compactState?: true;
+  /**
+   * True for the group that keeps every unsequenced message whole (the audit group): its record of
+   * one is its inbox row, with the envelope and no expiry, written by one conditional put instead
+   * of a state, and `decide` is not asked. The trace finds those messages by correlation and task
+   * there, and reads their payloads to find the states of the other groups that recorded them.
+   */
+  readonly keepsMessages?: true;
+  /**
+   * The role as a fold of its streams decides with it (the operator's rebuild and check), for a
+   * role whose decision reads through a port: built with ports that answer what the group's
+   * decision on the event recorded, never the outside world as it is now. Absent on a role whose
+   * decision needs no port (it is its own fold) and on one whose decision calls the outside world.
+   */
+  foldWith?(recorded: RecordedDecision): Role<unknown>;
+}
+
+/**
+ * The decision part of a role: `decide` is the only place with business logic: it gets the
+ * current state and one event and returns a decision. It may call models or tools (never inside a
+ * transaction: the commit happens after it returns), and must not write anything itself.
+ */
+export interface RoleDecision<S> {
   /**
    * A reason to drop the event unprocessed (superseded, cancelled, ...); checked after expiry and
    * before `decide`. It may read (for example another aggregate's version) but must not write.
@@ -124,32 +142,22 @@ export interface Role<S> {
    * nothing. Given the same event and count, it must name the same run as `decide` does.
    */
   heartbeat?(event: Envelope, receiveCount: number): HeartbeatSpec | undefined;
-  /**
-   * How an operator finds this state: its kind and status for lists, and what it waits for from a
-   * person, if anything. Asked for each state written; undefined = not listed.
-   */
-  summarize?(state: S): StateSummary | undefined;
-  /**
-   * True when nothing but AgentBus reads this role's states (the role itself, the operator tools
-   * and console): a large one may then be stored compactly (the DynamoDB adapter deflates its
-   * JSON). Leave it unset for a view that other systems read straight from the state table.
-   */
-  readonly compactState?: true;
-  /**
-   * True for the group that keeps every unsequenced message whole (the audit group): its record of
-   * one is its inbox row, with the envelope and no expiry, written by one conditional put instead
-   * of a state, and `decide` is not asked. The trace finds those messages by correlation and task
-   * there, and reads their payloads to find the states of the other groups that recorded them.
-   */
-  readonly keepsMessages?: true;
-  /**
-   * The role as a fold of its streams decides with it (the operator's rebuild and check), for a
-   * role whose decision reads through a port: built with ports that answer what the group's
-   * decision on the event recorded, never the outside world as it is now. Absent on a role whose
-   * decision needs no port (it is its own fold) and on one whose decision calls the outside world.
-   */
-  foldWith?(recorded: RecordedDecision): Role<unknown>;
 }
+
+/** A consumer group's behaviour: who it is, how it stores, how it decides. */
+export interface Role<S> extends RoleIdentity, RoleStorage<S>, RoleDecision<S> {}
+
+/**
+ * What a role is outside its handler: its identity and the storage facts the rest of AgentBus
+ * reads of it. The topology subscribes the group with it, and the operator tools read the group's
+ * outcomes from its states with it (lib/operator/recorded-outcomes.ts); the role spreads the same
+ * object, so all of them see the role's own `stateOf`.
+ */
+export type RoleDescriptor = RoleIdentity &
+  Pick<
+    RoleStorage<unknown>,
+    "stateOf" | "unordered" | "sharedStreams" | "keepsMessages" | "foldWith"
+  >;
 
 export type StepStatus = "applied" | "duplicate" | "discarded" | "rejected";
 
