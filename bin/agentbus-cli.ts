@@ -1,11 +1,11 @@
 import { Command, CommanderError } from "commander";
 import { silenceNodeVersionWarning } from "../lib/operator/warnings";
+import { replyCommand, sendCommand } from "./cli/customer-support";
 import { listsCommand } from "./cli/lists";
 import { consoleCommand, dlqCommand, statusCommand, traceCommand } from "./cli/ops";
 import { checkCommand, rebuildCommand } from "./cli/rebuild";
 import { replayCommand } from "./cli/replay";
 import { republishCommand } from "./cli/republish";
-import { replyCommand, sendCommand } from "./cli/support";
 import {
   chooseRegion,
   EXIT_AWS,
@@ -21,7 +21,7 @@ silenceNodeVersionWarning();
 
 /**
  * Operator commands for AgentBus (./cli): workflow runs (./cli/workflow); trace, status, dead
- * letters and the console page (./cli/ops); held replies and unknown send outcomes (./cli/support).
+ * letters and the console page (./cli/ops); held replies and unknown send outcomes (./cli/customer-support).
  *
  * Exit codes: 0 ok, 1 AWS error (or the AWS side lacks what was asked for, e.g. no such run),
  * 2 usage error (nothing was sent).

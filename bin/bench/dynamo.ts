@@ -2,8 +2,6 @@ import { DynamoDBClient, type DynamoDBClientConfig } from "@aws-sdk/client-dynam
 import { ulid } from "ulid";
 import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
 import type { TableNames } from "../../functions/adapters/dynamodb/tables";
-import { indexCatalog } from "../../functions/adapters/index-writes";
-import { type Meter, meter } from "../../functions/adapters/metering";
 import { consume } from "../../functions/core/pipeline";
 import type { ConsumerDeps } from "../../functions/core/ports";
 import type { Role, StepStatus } from "../../functions/core/role";
@@ -12,6 +10,8 @@ import {
   type TaskView,
   taskProjection,
 } from "../../functions/roles/task-projection/task-projection";
+import { indexCatalog } from "../../lib/dev/metering/index-writes";
+import { type Meter, meter } from "../../lib/dev/metering/metering";
 import { fromSdk } from "../../lib/operator/from-sdk";
 import { type Envelope, registry } from "../../schemas";
 import { createTables } from "../../test/support/tables";

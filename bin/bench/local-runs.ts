@@ -4,7 +4,7 @@ import type { Decision } from "../../functions/core/role";
 import { systemClock, ulidSource } from "../../functions/core/runtime";
 import type { LocalEnvironment } from "../../lib/dev/local/environment";
 import { LIFECYCLE } from "../../lib/dev/local/scenario";
-import { customerMessage } from "../../lib/dev/local/scenario/support";
+import { customerMessage } from "../../lib/dev/local/scenario/customer-support";
 import { putOnBus } from "../../lib/dev/local/scenario/workflow";
 import { registry } from "../../schemas";
 import { percentiles, type WireProbe } from "./local-probe";

@@ -1,10 +1,10 @@
-import { indexCatalog } from "../../functions/adapters/index-writes";
-import { type MeterSnapshot, meter } from "../../functions/adapters/metering";
 import type { Step } from "../../functions/core/role";
 import { hasConversation, runConversationScenario } from "../../lib/dev/local/conversation";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import type { RuntimeEvent } from "../../lib/dev/local/runtime";
 import { runScenario } from "../../lib/dev/local/scenario";
+import { indexCatalog } from "../../lib/dev/metering/index-writes";
+import { type MeterSnapshot, meter } from "../../lib/dev/metering/metering";
 import { printCeilings, type ScenarioCounts } from "./ceilings";
 import type { DynamoResult, Measured } from "./dynamo";
 import { fmt, fmtInt, renderTable } from "./stats";

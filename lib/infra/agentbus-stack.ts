@@ -11,6 +11,7 @@ import type { Construct } from "constructs";
 import { DEFAULT_QUEUE_DEPTH_THRESHOLD } from "../../functions/roles/orchestrator/orchestrator";
 import { ConsumerGroup } from "./constructs/consumer-group";
 import { pickGroupSettings, stageProblem } from "./constructs/consumer-group-rules";
+import { SupportResources } from "./constructs/customer-support";
 import { Dashboard } from "./constructs/dashboard";
 import {
   capabilitiesOf,
@@ -21,7 +22,6 @@ import {
 } from "./constructs/emulator";
 import { OperatorReadAccess } from "./constructs/operator-access";
 import { Relay } from "./constructs/relay";
-import { SupportResources } from "./constructs/support";
 import { LeaseSweeper } from "./constructs/sweeper";
 import {
   AgentBusTables,

@@ -1,9 +1,9 @@
 import { Aws, CfnOutput } from "aws-cdk-lib";
 import type { Construct } from "constructs";
 import type { ConsumerGroup } from "./constructs/consumer-group";
+import type { SupportResources } from "./constructs/customer-support";
 import type { OperatorReadAccess } from "./constructs/operator-access";
 import type { Relay } from "./constructs/relay";
-import type { SupportResources } from "./constructs/support";
 import type { AgentBusTables } from "./constructs/tables";
 import type { Topic } from "./constructs/topic";
 import { outputId } from "./output-ids";

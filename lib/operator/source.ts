@@ -8,6 +8,7 @@ import { DynamoTraceReader } from "../../functions/adapters/dynamodb/trace-reade
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import type { Envelope } from "../../schemas";
 import { topology } from "../infra/topology";
+import { heldReplies } from "./customer-support";
 import { listDeadLetters } from "./dead-letters";
 import { fromSdk } from "./from-sdk";
 import { sideEffectsByKey, summaries } from "./lists";
@@ -15,7 +16,6 @@ import { recordedOutcomes } from "./recorded-outcomes";
 import { runView } from "./runs";
 import type { OpsStack } from "./stack";
 import { status, waiting } from "./status";
-import { heldReplies } from "./support";
 import { buildTrace, type TraceSources } from "./trace";
 import type { OpsSource, RunView, TraceView } from "./views";
 

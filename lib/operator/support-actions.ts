@@ -3,9 +3,9 @@ import type { ReplyState } from "../../functions/roles/customer-support/reply-ge
 import type { DeliveryState } from "../../functions/roles/customer-support/sender/state";
 import { opaqueIdProblem } from "../../schemas";
 import type { SendResolution } from "../../schemas/events/conversation";
+import { conversationVersion, loadDelivery, loadReply, loadSideEffect } from "./customer-support";
 import { type OperatorCommand, operatorEnvelope, putCommand } from "./operator-command";
 import type { OpsStack } from "./stack";
-import { conversationVersion, loadDelivery, loadReply, loadSideEffect } from "./support";
 
 /**
  * The decisions a person takes on what the support conversation parks (seed 000 §14): approve or

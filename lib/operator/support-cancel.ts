@@ -4,8 +4,8 @@ import {
 } from "../../functions/roles/customer-support/router/router";
 import type { DeliveryState } from "../../functions/roles/customer-support/sender/state";
 import { SUPPORT_CANCEL_REQUESTED } from "../../schemas/events/support-cancel";
+import { loadDelivery, loadReply, stateData } from "./customer-support";
 import type { OpsStack } from "./stack";
-import { loadDelivery, loadReply, stateData } from "./support";
 import { type Decided, inConversation, type SupportCommand } from "./support-actions";
 
 /**

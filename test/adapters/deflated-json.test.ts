@@ -6,7 +6,7 @@ import {
   storedEnvelope,
 } from "../../functions/adapters/dynamodb/deflated-json";
 import { eventItem, stateItem, storedStateOf } from "../../functions/adapters/dynamodb/items";
-import { itemSize } from "../../functions/adapters/metering";
+import { itemSize } from "../../lib/dev/metering/metering";
 import { feedbackEvent, taskEvent } from "../support/factories";
 
 /** A feedback message whose comment makes its JSON about `bytes` long. */

@@ -28,7 +28,6 @@ import {
   streamKey,
   type TableNames,
 } from "../../functions/adapters/dynamodb/tables";
-import { meter } from "../../functions/adapters/metering";
 import {
   type AgentBusError,
   DuplicateCommitError,
@@ -37,6 +36,7 @@ import {
 } from "../../functions/core/errors";
 import type { InboxRecord } from "../../functions/core/ports";
 import { ManualClock } from "../../functions/core/runtime";
+import { meter } from "../../lib/dev/metering/metering";
 import { fromSdk } from "../../lib/operator/from-sdk";
 import type { AggregateRef, Envelope } from "../../schemas";
 import { emulator } from "../support/aws";

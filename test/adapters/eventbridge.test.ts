@@ -7,9 +7,9 @@ import {
 import { ReceiveMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventBridgePublisher } from "../../functions/adapters/eventbridge/publisher";
-import { meter } from "../../functions/adapters/metering";
 import type { AgentBusError } from "../../functions/core/errors";
 import { relay } from "../../functions/core/relay";
+import { meter } from "../../lib/dev/metering/metering";
 import { fromSdk } from "../../lib/operator/from-sdk";
 import { type Envelope, registry } from "../../schemas";
 import { emulator } from "../support/aws";

@@ -5,8 +5,8 @@ import {
   type IndexEntries,
   indexCatalog,
   indexWriteUnits,
-} from "../../functions/adapters/index-writes";
-import { itemSize } from "../../functions/adapters/metering";
+} from "../../lib/dev/metering/index-writes";
+import { itemSize } from "../../lib/dev/metering/metering";
 
 const names: TableNames = {
   state: "t-state",

@@ -13,8 +13,8 @@ import {
 } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TableNames } from "../../functions/adapters/dynamodb/tables";
-import { indexCatalog } from "../../functions/adapters/index-writes";
-import { inMeterScope, itemSize, meter } from "../../functions/adapters/metering";
+import { indexCatalog } from "../../lib/dev/metering/index-writes";
+import { inMeterScope, itemSize, meter } from "../../lib/dev/metering/metering";
 import { emulator } from "../support/aws";
 import { newUlid } from "../support/factories";
 import { createTables, deleteTables } from "../support/tables";

@@ -6,8 +6,8 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { batchGetItems } from "../../functions/adapters/dynamodb/reads";
 import { SideEffectAttr, type TableNames } from "../../functions/adapters/dynamodb/tables";
-import { meter } from "../../functions/adapters/metering";
 import { TransientError } from "../../functions/core/errors";
+import { meter } from "../../lib/dev/metering/metering";
 import { fromSdk } from "../../lib/operator/from-sdk";
 import { emulator } from "../support/aws";
 import { newUlid } from "../support/factories";

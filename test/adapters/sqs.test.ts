@@ -5,12 +5,12 @@ import {
   SQSClient,
 } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { meter } from "../../functions/adapters/metering";
 import { SqsDeadLetterSink } from "../../functions/adapters/sqs/dead-letter-sink";
 import { SqsFifoSender } from "../../functions/adapters/sqs/fifo-sender";
 import { extendVisibility } from "../../functions/adapters/sqs/visibility";
 import { dispatch } from "../../functions/core/dispatch";
 import type { AgentBusError } from "../../functions/core/errors";
+import { meter } from "../../lib/dev/metering/metering";
 import { fromSdk } from "../../lib/operator/from-sdk";
 import { registry } from "../../schemas";
 import { emulator } from "../support/aws";

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { deploymentSettings } from "../../lib/infra/agentbus-stack";
 import { REPO_ROOT } from "../../lib/infra/constructs/function";
-import { cdkJsonContext } from "./support";
+import { cdkJsonContext } from "./synth";
 
 /** The deployment settings bin/agentbus.ts reads: `-c stage/region/account`, then the CLI's. */
 describe("deployment settings", () => {

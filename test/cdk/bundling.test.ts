@@ -12,7 +12,7 @@ import {
   FUNCTION_RUNTIME,
 } from "../../lib/infra/constructs/bundling";
 import { AgentBusFunction, METADATA, REPO_ROOT } from "../../lib/infra/constructs/function";
-import { cdkJsonContext, resources, synthesizeStack } from "./support";
+import { cdkJsonContext, resources, synthesizeStack } from "./synth";
 
 /**
  * How every function is bundled, as invariants: what is external, minified ESM for the runtime's

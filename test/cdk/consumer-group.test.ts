@@ -6,7 +6,7 @@ import { ConsumerGroup } from "../../lib/infra/constructs/consumer-group";
 import type { ConsumerGroupProps } from "../../lib/infra/constructs/consumer-group-props";
 import { AgentBusTables } from "../../lib/infra/constructs/tables";
 import { Topic } from "../../lib/infra/constructs/topic";
-import { functionsOfKind, resources, single, testStack } from "./support";
+import { functionsOfKind, resources, single, testStack } from "./synth";
 
 const ENTRY = "functions/roles/task-projection/handler.ts";
 

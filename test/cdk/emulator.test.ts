@@ -21,7 +21,7 @@ import {
   synthesizeStack,
   testStack,
   topologyWithPipe,
-} from "./support";
+} from "./synth";
 
 /**
  * The `agentbus:emulator` context: absent (AWS) and `localstack` deploy everything;

@@ -15,7 +15,7 @@ import {
   single,
   statementsOf,
   synthesizeStack,
-} from "./support";
+} from "./synth";
 
 /**
  * Every kind of consumer group in one stack: FIFO through the dispatch function (the task

@@ -9,7 +9,7 @@ import {
   resources,
   synthesizeStack,
   topologyWithPipe,
-} from "./support";
+} from "./synth";
 
 /**
  * Least privilege over every policy document of the synthesized template: identity policies

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { LEGACY_CHECKPOINTS_KEY } from "../../lib/infra/agentbus-stack";
-import { resources, synthesizeStack } from "./support";
+import { resources, synthesizeStack } from "./synth";
 
 /**
  * `agentbus:legacyCheckpoints`: while a stack deployed before checkpoints moved onto the state

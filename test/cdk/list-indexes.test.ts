@@ -11,7 +11,7 @@ import {
   stateListIndexNames,
 } from "../../lib/infra/constructs/tables";
 import { LEGACY_STATE_LAYOUT } from "../support/tables";
-import { resources, single, synthesizeStack, testStack } from "./support";
+import { resources, single, synthesizeStack, testStack } from "./synth";
 
 /**
  * `agentbus:listIndexUpgrade`: a stack deployed with the legacy list indexes (by-kind,

@@ -12,7 +12,7 @@ import {
 import { RETIRING_MODELS } from "../../lib/infra/constructs/model-lifecycle";
 import { topology } from "../../lib/infra/topology";
 import { CONTENT_ROLES } from "../../schemas/events/workflow";
-import { functionsOfKind, type Resource, statementsOf, synthesizeStack } from "./support";
+import { functionsOfKind, type Resource, statementsOf, synthesizeStack } from "./synth";
 
 /**
  * The model callers' access (the content agents and reply generation): each one's consumer gets

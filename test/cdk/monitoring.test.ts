@@ -16,7 +16,7 @@ import {
   single,
   synthesizeStack,
   testStack,
-} from "./support";
+} from "./synth";
 
 /**
  * What an operator is told (seed 000 §15): consumer lag, processing time, queue depth, model

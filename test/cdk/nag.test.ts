@@ -11,7 +11,7 @@ import { AgentBusStack, type AgentBusStackProps } from "../../lib/infra/agentbus
 import { EMULATOR_CONTEXT_KEY } from "../../lib/infra/constructs/emulator";
 import { XRAY_ACTIONS } from "../../lib/infra/constructs/function";
 import { MODEL_ID_CONTEXT_KEY } from "../../lib/infra/constructs/model-access";
-import { testApp, topologyWithPipe } from "./support";
+import { testApp, topologyWithPipe } from "./synth";
 
 /**
  * cdk-nag's AWS Solutions checks, run the way `cdk synth` runs them for bin/agentbus.ts: as a

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { type IndexLayout, TABLES } from "../../functions/adapters/dynamodb/layouts";
-import { resources, synthesizeStack } from "./support";
+import { resources, synthesizeStack } from "./synth";
 
 const { template } = synthesizeStack();
 

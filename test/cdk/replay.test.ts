@@ -10,7 +10,7 @@ import {
   single,
   synthesizeStack,
   topologyWithPipe,
-} from "./support";
+} from "./synth";
 
 /**
  * What `agentbus replay` needs of a deployed stack: the archive and bus of each topic and every

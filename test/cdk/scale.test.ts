@@ -13,7 +13,7 @@ import {
   synthesizeStack,
   testStack,
   topologyWithPipe,
-} from "./support";
+} from "./synth";
 
 /**
  * What lets the stack grow past one queue's limits: FIFO queues in high-throughput mode, the

@@ -19,7 +19,7 @@ import {
   resources,
   single,
   statementsOf,
-} from "./support";
+} from "./synth";
 
 const { template, violations } = agentBusStack();
 

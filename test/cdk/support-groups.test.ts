@@ -6,14 +6,7 @@ import { ROLE_MODULES } from "../../functions/roles/modules";
 import { SUPPORT_GROUPS } from "../../lib/dev/local/conversation";
 import { memoryRolePorts } from "../../lib/dev/role-kit/memory-ports";
 import { defineTopology, groupOf, topology } from "../../lib/infra/topology";
-import {
-  agentBusStack,
-  refersTo,
-  resources,
-  single,
-  statementsOf,
-  synthesizeStack,
-} from "./support";
+import { agentBusStack, refersTo, resources, single, statementsOf, synthesizeStack } from "./synth";
 
 /**
  * Each role module declares its group by its descriptor and builds its decision with its ports:

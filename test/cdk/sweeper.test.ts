@@ -11,7 +11,7 @@ import {
   single,
   statementsOf,
   synthesizeStack,
-} from "./support";
+} from "./synth";
 
 /**
  * The orchestration wiring of the stack: the scheduled lease sweeper (function, schedule rule,

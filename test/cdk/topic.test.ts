@@ -7,7 +7,7 @@ import { Topic } from "../../lib/infra/constructs/topic";
 import { registry, TOPICS } from "../../schemas";
 import { jsonSchemas } from "../../schemas/json-schema";
 import { EventRegistry } from "../../schemas/registry";
-import { refersTo, resources, single, synthesizeStack, testStack } from "./support";
+import { refersTo, resources, single, synthesizeStack, testStack } from "./synth";
 
 const { template } = synthesizeStack();
 

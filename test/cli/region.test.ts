@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { DynamoDBClient, ListTablesCommand } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chooseRegion, clientConfig, target } from "../../bin/cli/target";
-import { synthesizeStack } from "../cdk/support";
+import { synthesizeStack } from "../cdk/synth";
 import { runCli } from "../support/cli";
 
 /**

@@ -7,7 +7,11 @@ import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HUMAN_REVIEW_MARKER, UNUSABLE_DRAFT_MARKER } from "../../functions/adapters/local-model";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
-import { customerMessage, loadConversation, waitUntil } from "../../lib/dev/local/scenario/support";
+import {
+  customerMessage,
+  loadConversation,
+  waitUntil,
+} from "../../lib/dev/local/scenario/customer-support";
 import {
   hasContentWorkflow,
   loadRun,

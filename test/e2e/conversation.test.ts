@@ -3,14 +3,14 @@ import { describe, expect, it } from "vitest";
 import { MODEL_ACCESS_DENIED_MARKER } from "../../functions/adapters/local-model";
 import type { ConversationState } from "../../functions/roles/customer-support/conversation/conversation";
 import { HANDOFF_TEXT } from "../../functions/roles/customer-support/step-failure";
-import { readDeadLetters } from "../../lib/dev/local/scenario/dead-letters";
 import {
   customerMessage,
   sendCommandOf,
   sideEffectOf,
   streamOf,
   waitUntil,
-} from "../../lib/dev/local/scenario/support";
+} from "../../lib/dev/local/scenario/customer-support";
+import { readDeadLetters } from "../../lib/dev/local/scenario/dead-letters";
 import { putOnBus } from "../../lib/dev/local/scenario/workflow";
 import { topology } from "../../lib/infra/topology";
 import type { Envelope } from "../../schemas";

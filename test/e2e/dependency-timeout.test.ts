@@ -2,7 +2,7 @@ import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEPENDENCY_TIMEOUT } from "../../functions/roles/orchestrator/waits";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
-import { waitUntil } from "../../lib/dev/local/scenario/support";
+import { waitUntil } from "../../lib/dev/local/scenario/customer-support";
 import { startWorkflow, waitForRunEnd } from "../../lib/dev/local/scenario/workflow";
 import { emulator } from "../support/aws";
 

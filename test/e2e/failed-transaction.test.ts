@@ -7,7 +7,7 @@ import {
   loadConversation,
   streamOf,
   waitUntil,
-} from "../../lib/dev/local/scenario/support";
+} from "../../lib/dev/local/scenario/customer-support";
 import { putOnBus } from "../../lib/dev/local/scenario/workflow";
 import { withObservedDuplicates } from "../../lib/dev/local/trace";
 import { renderTraceText } from "../../lib/operator/render-text";

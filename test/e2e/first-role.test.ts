@@ -9,11 +9,11 @@ import type { RoleModule } from "../../functions/core/role-module";
 import { auditModule } from "../../functions/roles/audit/module";
 import { ROLE_MODULES } from "../../functions/roles/modules";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
-import { waitUntil } from "../../lib/dev/local/scenario/support";
+import { waitUntil } from "../../lib/dev/local/scenario/customer-support";
 import { AgentBusStack } from "../../lib/infra/agentbus-stack";
 import { defineTopology, groupOf } from "../../lib/infra/topology";
 import { type EventRegistry, registry } from "../../schemas";
-import { testApp } from "../cdk/support";
+import { testApp } from "../cdk/synth";
 import { emulator } from "../support/aws";
 
 /**

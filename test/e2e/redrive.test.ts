@@ -4,7 +4,7 @@ import { appendToStream } from "../../functions/core/producer";
 import { systemClock, ulidSource } from "../../functions/core/runtime";
 import { audit } from "../../functions/roles/audit/audit";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
-import { waitUntil } from "../../lib/dev/local/scenario/support";
+import { waitUntil } from "../../lib/dev/local/scenario/customer-support";
 import { defineTopology } from "../../lib/infra/topology";
 import { listDeadLetters } from "../../lib/operator/dead-letters";
 import { type Envelope, registry } from "../../schemas";

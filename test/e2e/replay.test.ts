@@ -12,7 +12,7 @@ import {
 import type { TaskView } from "../../functions/roles/task-projection/task-projection";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import { runScenario, type ScenarioResult } from "../../lib/dev/local/scenario";
-import { waitUntil } from "../../lib/dev/local/scenario/support";
+import { waitUntil } from "../../lib/dev/local/scenario/customer-support";
 import { listDeadLetters } from "../../lib/operator/dead-letters";
 import type { DeadLetterView } from "../../lib/operator/views";
 import { auditedOutcomes } from "../support/audit";

@@ -1,7 +1,7 @@
 import { GetQueueAttributesCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
-import { waitUntil } from "../../lib/dev/local/scenario/support";
+import { waitUntil } from "../../lib/dev/local/scenario/customer-support";
 import type { Envelope } from "../../schemas";
 import { emulator } from "../support/aws";
 import { localCli } from "../support/cli";

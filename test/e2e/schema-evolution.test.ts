@@ -4,7 +4,7 @@ import { appendToStream } from "../../functions/core/producer";
 import { systemClock, ulidSource } from "../../functions/core/runtime";
 import type { TaskView } from "../../functions/roles/task-projection/task-projection";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
-import { waitUntil } from "../../lib/dev/local/scenario/support";
+import { waitUntil } from "../../lib/dev/local/scenario/customer-support";
 import { putOnBus, runCommand, waitForRunEnd } from "../../lib/dev/local/scenario/workflow";
 import { traceOf } from "../../lib/operator/source";
 import type { TraceNode } from "../../lib/operator/views";

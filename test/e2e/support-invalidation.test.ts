@@ -9,7 +9,7 @@ import {
   sideEffectOf,
   streamOf,
   waitUntil,
-} from "../../lib/dev/local/scenario/support";
+} from "../../lib/dev/local/scenario/customer-support";
 import { renderSummary } from "../../lib/dev/local/trace";
 import { fromSdk } from "../../lib/operator/from-sdk";
 import type { Envelope } from "../../schemas";

@@ -6,13 +6,13 @@ import type {
   ConversationView,
 } from "../../functions/roles/customer-support/conversation-projection/conversation-projection";
 import type { ReplyState } from "../../functions/roles/customer-support/reply-generation/state";
-import { readDeadLetters } from "../../lib/dev/local/scenario/dead-letters";
 import {
   customerMessage,
   loadConversation,
   sideEffectOf,
   waitUntil,
-} from "../../lib/dev/local/scenario/support";
+} from "../../lib/dev/local/scenario/customer-support";
+import { readDeadLetters } from "../../lib/dev/local/scenario/dead-letters";
 import type { Envelope } from "../../schemas";
 import { auditedOutcomes } from "../support/audit";
 import { localCli } from "../support/cli";

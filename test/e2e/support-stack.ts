@@ -5,7 +5,11 @@ import {
   type LocalOptions,
   startLocal,
 } from "../../lib/dev/local/environment";
-import { loadConversation, sendCommandOf, waitUntil } from "../../lib/dev/local/scenario/support";
+import {
+  loadConversation,
+  sendCommandOf,
+  waitUntil,
+} from "../../lib/dev/local/scenario/customer-support";
 import { putOnBus } from "../../lib/dev/local/scenario/workflow";
 import type { Envelope } from "../../schemas";
 import { emulator } from "../support/aws";

@@ -7,7 +7,7 @@ import {
 } from "../../functions/roles/customer-support/order-lookup/order-lookup";
 import { ROUTER } from "../../functions/roles/customer-support/router/router";
 import { taskProjection } from "../../functions/roles/task-projection/task-projection";
-import { customerMessage } from "../../lib/dev/local/scenario/support";
+import { customerMessage } from "../../lib/dev/local/scenario/customer-support";
 import { topology } from "../../lib/infra/topology";
 import { foldVerdict } from "../../lib/operator/fold-groups";
 import { checkFold, rebuild } from "../../lib/operator/rebuild";

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { topology } from "../../lib/infra/topology";
 import { topologyOfOutputs } from "../../lib/operator/stack";
-import { synthesizeStack } from "../cdk/support";
+import { synthesizeStack } from "../cdk/synth";
 
 describe("topologyOfOutputs", () => {
   it("finds every topic and consumer group of the stack from its output names", () => {

@@ -1,7 +1,7 @@
-import { DYNAMODB_WRITES } from "../../../functions/adapters/metering";
 import type { AwsClients } from "../local/deploy";
 import type { FaultInjection, Invocation, Services } from "../local/runtime/faults";
 import type { Template } from "../local/template";
+import { DYNAMODB_WRITES } from "../metering/metering";
 import { Random } from "../sim/random";
 import { FaultyChannel } from "./faulty-channel";
 import { injectFaults } from "./middleware";

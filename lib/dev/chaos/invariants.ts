@@ -2,7 +2,7 @@ import { topology } from "../../infra/topology";
 import { traceOf } from "../../operator/source";
 import type { TraceNode } from "../../operator/views";
 import type { LocalEnvironment } from "../local/environment";
-import { loadConversation } from "../local/scenario/support";
+import { loadConversation } from "../local/scenario/customer-support";
 import { loadRun } from "../local/scenario/workflow";
 import { repliedTwice, type Violation } from "../sim/invariants";
 import type { DrainedLetter } from "./dead-letters";

@@ -1,5 +1,5 @@
 import type { LocalEnvironment } from "../local/environment";
-import { streamOf } from "../local/scenario/support";
+import { streamOf } from "../local/scenario/customer-support";
 import type { Workload } from "./workload";
 
 /**

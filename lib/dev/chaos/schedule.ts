@@ -1,6 +1,6 @@
 import { GetQueueAttributesCommand } from "@aws-sdk/client-sqs";
 import type { LocalEnvironment } from "../local/environment";
-import { loadConversation, waitUntil } from "../local/scenario/support";
+import { loadConversation, waitUntil } from "../local/scenario/customer-support";
 import { loadRun } from "../local/scenario/workflow";
 import type { Violation } from "../sim/invariants";
 import { Random } from "../sim/random";

@@ -6,7 +6,7 @@ import { systemClock, ulidSource } from "../../../functions/core/runtime";
 import { type Envelope, registry } from "../../../schemas";
 import type { LocalEnvironment } from "../local/environment";
 import { clientFeedback, LIFECYCLE } from "../local/scenario";
-import { customerMessage } from "../local/scenario/support";
+import { customerMessage } from "../local/scenario/customer-support";
 import { putOnBus, startWorkflow } from "../local/scenario/workflow";
 import type { Random } from "../sim/random";
 

@@ -4,7 +4,6 @@ import type { ConversationView } from "../../../functions/roles/customer-support
 import type { Envelope } from "../../../schemas";
 import type { LocalEnvironment } from "./environment";
 import { type Check, check } from "./scenario/check";
-import { readDeadLetters } from "./scenario/dead-letters";
 import {
   customerMessage,
   loadConversation,
@@ -12,7 +11,8 @@ import {
   sideEffectOf,
   streamOf,
   waitUntil,
-} from "./scenario/support";
+} from "./scenario/customer-support";
+import { readDeadLetters } from "./scenario/dead-letters";
 import { putOnBus } from "./scenario/workflow";
 
 /**

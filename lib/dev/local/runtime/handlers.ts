@@ -1,10 +1,10 @@
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { AwsClient } from "../../../../functions/adapters/aws/client";
-import { inMeterScope } from "../../../../functions/adapters/metering";
 import type { ConsumeResult } from "../../../../functions/core/role";
 import type { ConsumerFailure, ConsumerObserver } from "../../../../functions/handlers/consumer";
 import { fromSdk } from "../../../operator/from-sdk";
+import { inMeterScope } from "../../metering/metering";
 import type { AwsClients, LocalFunction } from "../deploy";
 import type { Invoke, Report, RuntimeEvent } from "./events";
 
@@ -56,7 +56,7 @@ export async function loadHandler(fn: LocalFunction, options: HandlerOptions): P
     } satisfies ConsumerObserver,
     onReport: (r: unknown) => report(handlerReport(fn, group, r)),
   });
-  // A meter on the shared clients (functions/adapters/metering) counts each call under its group.
+  // A meter on the shared clients (lib/dev/metering/metering.ts) counts each call under its group.
   return (event: unknown) => inMeterScope(group, () => invoke(event));
 }
 

@@ -1,9 +1,9 @@
 import { Command, Option } from "commander";
 import { operatorName } from "../../lib/operator/audit";
+import { heldReplies } from "../../lib/operator/customer-support";
 import { unknownSideEffects } from "../../lib/operator/lists";
 import { operatorEnvelope } from "../../lib/operator/operator-command";
 import type { OpsStack } from "../../lib/operator/stack";
-import { heldReplies } from "../../lib/operator/support";
 import {
   type Decided,
   type ReviewDecision,

@@ -1,6 +1,10 @@
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
-import { type IndexLayout, TABLES, type TableLayout } from "./dynamodb/layouts";
-import type { TableNames } from "./dynamodb/tables";
+import {
+  type IndexLayout,
+  TABLES,
+  type TableLayout,
+} from "../../../functions/adapters/dynamodb/layouts";
+import type { TableNames } from "../../../functions/adapters/dynamodb/tables";
 
 /**
  * The write units a DynamoDB write costs in the table's global secondary indexes, on top of the
