@@ -57,7 +57,7 @@ function sameRef(a: AggregateRef, b: AggregateRef): boolean {
  * True when the group keeps this message whole in its inbox row (Role.keepsMessages): an
  * unsequenced one (version 0, as the registry requires of unsequenced types).
  */
-export function keepsWhole(role: Pick<Role<unknown>, "keepsMessages">, event: Envelope): boolean {
+export function keepsMessage(role: Pick<Role<unknown>, "keepsMessages">, event: Envelope): boolean {
   return role.keepsMessages === true && event.aggregate.version === 0;
 }
 
@@ -134,7 +134,7 @@ function oneOf<S>(
       shared && stream
         ? { group: role.group, stream, from: checkpoint, to: event.aggregate.version }
         : undefined,
-    keep: keepsWhole(role, event) ? true : undefined,
+    keepsMessage: keepsMessage(role, event) ? true : undefined,
   };
   return { base, state, stateRef, repaired, role, deps, options };
 }
@@ -210,7 +210,7 @@ interface One<S> {
 /** The role's decision on the event (resolving `discard` when set), as a commit. */
 async function decideOne<S>(one: One<S>, discard: DiscardReason | undefined): Promise<Handled<S>> {
   const { base, state, repaired, role, options } = one;
-  if (base.keep) return kept(base);
+  if (base.keepsMessage) return kept(base);
   const context: DecideContext<S> = {
     now: base.now,
     receiveCount: attemptOf(one),

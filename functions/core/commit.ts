@@ -49,7 +49,7 @@ export interface CommitBase {
    * The group keeps this unsequenced message whole in its inbox row (Role.keepsMessages): no
    * state or gate record is written for it.
    */
-  readonly keep?: true;
+  readonly keepsMessage?: true;
 }
 
 export interface Handled<S> {
@@ -142,7 +142,7 @@ function gateOnly<S>(
  * rejections keep their rows (a trace shows what they were).
  */
 function recordsItself(base: CommitBase, step: Pick<Step, "status" | "repaired">): boolean {
-  return step.status === "applied" && !step.repaired && base.keep !== true;
+  return step.status === "applied" && !step.repaired && base.keepsMessage !== true;
 }
 
 /**
@@ -175,7 +175,7 @@ function gateAfter(base: CommitBase, state: StoredState | undefined): GateRecord
   return recordsAfter(state?.gate, {
     event: base.event,
     stream: base.stream,
-    byId: base.stream === undefined && base.row === undefined && base.keep !== true,
+    byId: base.stream === undefined && base.row === undefined && base.keepsMessage !== true,
     now: base.now.getTime() / 1000,
     expiresAt: expiresAtOf(base),
   });

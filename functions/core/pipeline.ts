@@ -1,5 +1,5 @@
 import type { AggregateRef, Envelope } from "../../schemas";
-import { applyInOrder, type Delivery, keepsWhole, sharedStream, stateRefOf } from "./apply";
+import { applyInOrder, type Delivery, keepsMessage, sharedStream, stateRefOf } from "./apply";
 import { duplicateStep, refOf } from "./commit";
 import {
   DuplicateCommitError,
@@ -30,7 +30,7 @@ function loadRequestOf(
       checkpoint: { group: role.group, stream, row: sharedStream(role, stream) },
       state: stateRef,
     };
-  const rowOnly = keepsWhole(role, event);
+  const rowOnly = keepsMessage(role, event);
   return {
     inbox: { group: role.group, eventId: event.event_id, row: readRow || rowOnly, rowOnly },
     state: stateRef,
