@@ -1,5 +1,5 @@
 import { mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { basename, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { build } from "esbuild";
 import { synthesize } from "../../lib/dev/local/synth";
 import {
@@ -97,12 +97,21 @@ export function stackEntries(): EntryFunctions[] {
       ?.Variables;
     byEntry.set(entry, {
       entry,
-      name: basename(entry).replace(/\.[mc]?[jt]s$/, ""),
+      name: entryName(entry),
       functions: [id],
       environment: dummyEnvironment((variables ?? {}) as Record<string, unknown>),
     });
   }
   return [...byEntry.values()].sort((a, b) => a.name.localeCompare(b.name));
+}
+
+/**
+ * What a bundle is called: its file's name, or, for a role module's `handler.ts`, its folder's
+ * (the role or the family: `audit`, `content-agents`, `sender`).
+ */
+function entryName(entry: string): string {
+  const name = basename(entry).replace(/\.[mc]?[jt]s$/, "");
+  return name === "handler" ? basename(dirname(entry)) : name;
 }
 
 /** Literal values as they are; a CloudFormation reference becomes a value of the right shape. */
