@@ -2,7 +2,7 @@ import type { Envelope, EventPayloads, EventType } from "../../schemas";
 import type { EmitSpec } from "./emit";
 import type { ErrorInfo } from "./errors";
 import type { DiscardReason } from "./ports";
-import type { DecideContext, Decision, Role } from "./role";
+import type { DecideContext, Decision, Role, RoleDescriptor } from "./role";
 
 /**
  * The authoring kit's typed face of the role contract (./role): a role written with `defineRole`
@@ -27,6 +27,14 @@ export type EmitOf<T extends EventType> = {
     readonly payload: EventPayloads[K];
   };
 }[T];
+
+/**
+ * A role's descriptor with its subscriptions typed: what a module declares and its `defineRole`
+ * spreads, so that the topology and the built role see the same `stateOf`.
+ */
+export type DescriptorOf<In extends EventType> = Omit<RoleDescriptor, "subscriptions"> & {
+  readonly subscriptions: readonly In[];
+};
 
 /** A decision whose emits are of the types `Out`. */
 export type TypedDecision<S, Out extends EventType> = Omit<Decision<S>, "emit"> & {
@@ -81,7 +89,11 @@ export function defineRole<S, In extends EventType, Out extends EventType = neve
   return {
     ...rest,
     subscriptions: definition.subscriptions,
-    decide: async (state, event, context) => checked(await decide(state, typed(event), context)),
+    // A role that decides synchronously still does (a fold run outside the pipeline reads it so).
+    decide: (state, event, context) => {
+      const decision = decide(state, typed(event), context);
+      return decision instanceof Promise ? decision.then(checked) : checked(decision);
+    },
     ...(discard && { discard: (state, event, now) => discard(state, typed(event), now) }),
     ...(unfinished && { unfinished: (state, event) => unfinished(state, typed(event)) }),
     ...(failed && {

@@ -1,7 +1,7 @@
-import { type AggregateRef, type Envelope, registry } from "../../../schemas";
+import { type AggregateRef, type Envelope, type EventType, registry } from "../../../schemas";
 import { outcomeRecord } from "../../core/commit";
+import { defineRole } from "../../core/define-role";
 import type { InboxRecord } from "../../core/ports";
-import type { Role } from "../../core/role";
 
 /** One audit record per event: who produced it, what caused it, where it sits in its stream. */
 export interface AuditRecord {
@@ -58,9 +58,11 @@ export function outcomeOfAuditRecord(record: AuditRecord): InboxRecord {
   });
 }
 
-export const audit: Role<AuditRecord> = {
+/** The audit role: `decide` records events on a stream; unsequenced ones are kept by their row. */
+export const audit = defineRole<AuditRecord, EventType>({
   group: AUDIT_GROUP,
-  subscriptions: [...new Set(registry.definitions().map((d) => d.type))],
+  // Every type the registry holds, read from it at run time: typed as any registered type.
+  subscriptions: [...new Set(registry.definitions().map((d) => d.type as EventType))],
   stateOf: (event) => auditRecordRef(event.event_id),
   unordered: true,
   keepsMessages: true,
@@ -68,7 +70,7 @@ export const audit: Role<AuditRecord> = {
     if (existing) return {};
     return { state: auditRecordOf(event, now.toISOString()) };
   },
-};
+});
 
 /** The audit record of an event, recorded at `recordedAt`. */
 export function auditRecordOf(event: Envelope, recordedAt: string): AuditRecord {

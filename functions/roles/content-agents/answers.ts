@@ -1,6 +1,7 @@
+import type { EventPayloads } from "../../../schemas";
 import type {
+  ContentEventTypes,
   FactCheckOutput,
-  NodeCompleted,
   NodeFailed,
   NodeRequested,
 } from "../../../schemas/events/workflow";
@@ -12,8 +13,7 @@ import {
   transition,
 } from "../../core/agent-run";
 import { ModelOutputInvalidError } from "../../core/model";
-import type { Decision } from "../../core/role";
-import type { ContentAgent } from "./settings";
+import type { ContentAgent, ContentDecision } from "./settings";
 
 /**
  * What a content agent answers: `<role>.completed` with the model's output, `<role>.failed` with
@@ -39,7 +39,7 @@ export function answerAgain(
   agent: ContentAgent,
   request: NodeRequested,
   run: AgentRun,
-): Decision<AgentRun> {
+): ContentDecision {
   if (run.state === "COMPLETED") return completedDecision(agent, request, run, run.output);
   if (run.state === "FAILED" || run.state === "NEEDS_HUMAN")
     return failedDecision(agent, request, run);
@@ -53,7 +53,7 @@ export function answerOf(
   run: AgentRun,
   output: unknown,
   now: Date,
-): Decision<AgentRun> {
+): ContentDecision {
   if (agent.role === "fact-check" && (output as FactCheckOutput).verdict === "fail") {
     const notes = (output as FactCheckOutput).notes;
     const error: RunError = {
@@ -77,7 +77,7 @@ export function failureOf(
   started: AgentRun,
   error: unknown,
   now: Date,
-): Decision<AgentRun> {
+): ContentDecision {
   const run =
     error instanceof ModelOutputInvalidError
       ? retried(started, error.attempts - 1, now, correctedReply())
@@ -95,13 +95,18 @@ function nodeRefOf(request: NodeRef): NodeRef {
   return { run_id: request.run_id, node_id: request.node_id, generation: request.generation };
 }
 
+/** A content agent's output, as `<role>.completed` carries it. */
+type CompletedOutput = EventPayloads[ContentEventTypes["completed"]]["output"];
+
 function completedDecision(
   agent: ContentAgent,
   request: NodeRequested,
   run: AgentRun,
   output: unknown,
-): Decision<AgentRun> {
-  const payload: NodeCompleted = { ...nodeRefOf(request), output };
+): ContentDecision {
+  // The model's answer, checked against the role's output schema when it was made (and by the
+  // registry again when it is emitted).
+  const payload = { ...nodeRefOf(request), output: output as CompletedOutput };
   return {
     state: run,
     emit: [{ type: agent.types.completed, payload, orderKey: request.run_id }],
@@ -112,7 +117,7 @@ export function failedDecision(
   agent: ContentAgent,
   request: Pick<NodeRequested, "run_id" | "node_id" | "generation">,
   run: AgentRun,
-): Decision<AgentRun> {
+): ContentDecision {
   const error = run.error ?? {
     code: "agent_run.failed",
     errorClass: "permanent" as const,

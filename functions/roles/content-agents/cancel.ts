@@ -5,9 +5,9 @@ import {
   contentEventTypes,
 } from "../../../schemas/events/workflow";
 import { type AgentRun, transition } from "../../core/agent-run";
+import type { TypedDecision } from "../../core/define-role";
 import { payloadOf } from "../../core/payload";
 import type { DiscardReason, EventStore } from "../../core/ports";
-import type { Decision } from "../../core/role";
 
 /**
  * How a content agent honours a cancel (seed 001 §4, TaskCancel on the command channel). The
@@ -90,7 +90,7 @@ export function decideCancel(
   event: Envelope,
   fresh: () => AgentRun,
   now: Date,
-): Decision<AgentRun> {
+): TypedDecision<AgentRun, never> {
   const cancel = payloadOf(event, ...CANCEL_TYPES);
   const reason = `${cancel.reason}: ${event.event_type} ${event.event_id} for run ${cancel.run_id} node ${cancel.node_id} generation ${cancel.generation}`;
   if (!existing) return { state: transition(fresh(), "TaskCancelled", { now, reason }) };
@@ -105,7 +105,7 @@ export function decideCancel(
 }
 
 /** A run in progress whose cancel was committed while its model call ran: CANCELLED, no answer. */
-export function cancelledWhileRunning(run: AgentRun, now: Date): Decision<AgentRun> {
+export function cancelledWhileRunning(run: AgentRun, now: Date): TypedDecision<AgentRun, never> {
   const reason = "cancelled while its model call ran; the answer is dropped";
   return {
     state: transition(run, "TaskCancelled", { now, reason }),

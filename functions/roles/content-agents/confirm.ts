@@ -9,9 +9,8 @@ import { CONTENT_ROLE_EVENTS, type NodeRequested } from "../../../schemas/events
 import * as z from "../../../schemas/zod";
 import { type AgentRun, transition, withRunId } from "../../core/agent-run";
 import { payloadOf } from "../../core/payload";
-import type { Decision } from "../../core/role";
 import { failedDecision } from "./answers";
-import type { ContentAgent } from "./settings";
+import type { ContentAgent, ContentDecision } from "./settings";
 
 /**
  * BLOCKED agent runs (seed 001 §2: RUNNING --TaskBlocked--> BLOCKED, then ExternalUnblocked ->
@@ -65,7 +64,7 @@ export function block(
   run: AgentRun,
   question: string,
   now: Date,
-): Decision<AgentRun> {
+): ContentDecision {
   const blocked = transition(run, "TaskBlocked", {
     now,
     confirmSeconds: agent.confirmSeconds,
@@ -79,7 +78,7 @@ export function blockedDecision(
   agent: ContentAgent,
   request: Pick<NodeRequested, "run_id" | "node_id" | "generation">,
   run: AgentRun,
-): Decision<AgentRun> {
+): ContentDecision {
   const payload: NodeBlocked = {
     run_id: request.run_id,
     node_id: request.node_id,
@@ -107,8 +106,8 @@ export async function decideConfirm(
   existing: AgentRun | undefined,
   event: Envelope,
   { now, runId }: { readonly now: Date; readonly runId: string },
-  resume: (run: AgentRun, confirm: NodeConfirmRequested) => Promise<Decision<AgentRun>>,
-): Promise<Decision<AgentRun>> {
+  resume: (run: AgentRun, confirm: NodeConfirmRequested) => Promise<ContentDecision>,
+): Promise<ContentDecision> {
   const confirm = payloadOf(event, confirmEventType(CONTENT_ROLE_EVENTS[agent.role].stem));
   if (existing?.state !== "BLOCKED") return {};
   const request = requestOf(confirm);

@@ -9,11 +9,12 @@ import {
 } from "../../../schemas/events/workflow";
 import * as z from "../../../schemas/zod";
 import { type AgentRun, newRun, transition, upcastRun, withRunId } from "../../core/agent-run";
+import { type DescriptorOf, defineRole } from "../../core/define-role";
 import type { HeartbeatSpec } from "../../core/emit";
 import { invokeStructured, type StructuredResult } from "../../core/model";
 import { payloadOf } from "../../core/payload";
 import type { StateSummary } from "../../core/ports";
-import type { DecideContext, Decision, Role, RoleDescriptor } from "../../core/role";
+import type { DecideContext, Role } from "../../core/role";
 import { DAG_RUN_AGGREGATE } from "../../core/sweeper";
 import { answerAgain, answerOf, correctedReply, failureOf, type NodeRef, retried } from "./answers";
 import { cancelIssued, cancelledWhileRunning, decideCancel, discardCancelled } from "./cancel";
@@ -28,7 +29,14 @@ import {
 } from "./confirm";
 import { agentRunIdOf, agentRunKey } from "./ids";
 import { CONFIRMATION_INSTRUCTION, INSTRUCTIONS, promptOf } from "./prompts";
-import { type ContentAgent, type ContentAgentOptions, resolveAgent } from "./settings";
+import {
+  type ContentAgent,
+  type ContentAgentOptions,
+  type ContentAnswer,
+  type ContentCommand,
+  type ContentDecision,
+  resolveAgent,
+} from "./settings";
 
 /**
  * The four content agents of seed 001 §6 (topic selection, fact check, writing, review), one
@@ -91,7 +99,7 @@ export function confirmTypeOf(role: ContentRole) {
 }
 
 /** A content agent outside its handler: group = role, its subscriptions, one state per run. */
-export function contentAgentDescriptor(role: ContentRole): RoleDescriptor {
+export function contentAgentDescriptor(role: ContentRole): DescriptorOf<ContentCommand> {
   return {
     group: role,
     subscriptions: contentAgentSubscriptions(role),
@@ -104,8 +112,10 @@ export function contentAgentDescriptor(role: ContentRole): RoleDescriptor {
 export function createContentAgent(options: ContentAgentOptions): Role<AgentRun> {
   const agent = resolveAgent(options);
   const isCancel = (event: Envelope) => event.event_type === agent.types.cancel;
-  return {
+  // Typed as any content agent's commands and answers (./settings); the check holds it to its own.
+  return defineRole<AgentRun, ContentCommand, ContentAnswer>({
     ...contentAgentDescriptor(agent.role),
+    emits: [agent.types.completed, agent.types.failed, "node.blocked"],
     heartbeat: (event, receiveCount) => heartbeatOf(agent, event, receiveCount),
     discard: (existing, event) =>
       isCancel(event)
@@ -127,7 +137,7 @@ export function createContentAgent(options: ContentAgentOptions): Role<AgentRun>
     summarize: summarizeAgentRun,
     // An agent run is read only through AgentBus (the agent, the operator tools, the console).
     compactState: true,
-  };
+  });
 }
 
 /** What a content agent decides on a command: a cancel, a confirmation, or a request. */
@@ -136,7 +146,7 @@ function decideOn(
   existing: AgentRun | undefined,
   event: Envelope,
   { now, receiveCount }: DecideContext<AgentRun>,
-): Decision<AgentRun> | Promise<Decision<AgentRun>> {
+): ContentDecision | Promise<ContentDecision> {
   if (event.event_type === agent.types.cancel)
     return decideCancel(existing, event, () => freshRun(agent, event, now), now);
   const runId = agentRunIdOf(agent.role, event, receiveCount);
@@ -158,7 +168,7 @@ function decideOn(
  * The decision with the run that emits stamped on what it emits: the agent run's current run (a
  * repeated answer carries the run that made it), none when the agent never ran it.
  */
-function stamped(decision: Decision<AgentRun>, existing: AgentRun | undefined) {
+function stamped(decision: ContentDecision, existing: AgentRun | undefined): ContentDecision {
   const runId = (decision.state ?? existing)?.run_id;
   if (!decision.emit || runId === undefined) return decision;
   return { ...decision, emit: decision.emit.map((spec) => ({ ...spec, runId })) };
@@ -252,7 +262,7 @@ async function decideRequest(
   event: Envelope,
   now: Date,
   receiveCount: number,
-): Promise<Decision<AgentRun>> {
+): Promise<ContentDecision> {
   const request = payloadOf(event, agent.types.requested);
   // Stored only once BLOCKED or ended. A BLOCKED assignment waits for its confirmation: the
   // orchestrator is told so again. An ended one was already answered (the orchestrator sends it
@@ -279,7 +289,7 @@ interface Work {
  * The work of a RUNNING agent run and its answer; a cancel committed while the model call ran
  * wins over the answer.
  */
-async function finish(work: Work): Promise<Decision<AgentRun>> {
+async function finish(work: Work): Promise<ContentDecision> {
   const { agent, event, request, started, now } = work;
   const decision = await outcomeOf(work);
   if (await cancelIssued(agent.commandStream, agent.types.cancel, event, request))
@@ -288,7 +298,7 @@ async function finish(work: Work): Promise<Decision<AgentRun>> {
 }
 
 /** The model call and what its outcome decides (a retry is rethrown). */
-async function outcomeOf(work: Work): Promise<Decision<AgentRun>> {
+async function outcomeOf(work: Work): Promise<ContentDecision> {
   const { agent, request, now } = work;
   let run = work.started;
   try {

@@ -1,20 +1,34 @@
 import {
   CONTENT_ROLE_EVENTS,
+  type ContentEventTypes,
   type ContentRole,
+  type ContentStem,
   contentEventTypes,
   MAX_HEARTBEAT_LEASE_SECONDS,
 } from "../../../schemas/events/workflow";
 import type * as z from "../../../schemas/zod";
 import {
+  type AgentRun,
   DEFAULT_CONFIRM_SECONDS,
   DEFAULT_LEASE_SECONDS,
   DEFAULT_MAX_ATTEMPTS,
 } from "../../core/agent-run";
+import type { TypedDecision } from "../../core/define-role";
 import { PermanentError } from "../../core/errors";
 import type { ModelPort } from "../../core/model";
 import type { CommandStream } from "./cancel";
 
 /** A content agent's options, and its settings checked and resolved once when it is created. */
+
+/**
+ * The commands a content agent takes and what it emits, as the types of the four agents together:
+ * which agent is known at run time only (its subscriptions and `types` are its own).
+ */
+export type ContentCommand =
+  | ContentEventTypes["requested" | "cancel"]
+  | `${ContentStem}.confirm.requested`;
+export type ContentAnswer = ContentEventTypes["completed" | "failed"] | "node.blocked";
+export type ContentDecision = TypedDecision<AgentRun, ContentAnswer>;
 
 export interface ContentAgentOptions {
   readonly role: ContentRole;

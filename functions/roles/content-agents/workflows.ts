@@ -1,5 +1,6 @@
 import {
   CONTENT_ROLE_EVENTS,
+  type ContentEventTypes,
   type ContentRole,
   contentEventTypes,
   WORKFLOW_KINDS,
@@ -89,12 +90,8 @@ export function contentWorkflowFor(request: ContentWorkflowRequest): WorkflowDef
 }
 
 /** An agent role and the event types it is asked (and told to stop) and answers with. */
-export interface ContentAgent {
+export interface ContentAgent extends ContentEventTypes {
   readonly agent: ContentRole;
-  readonly requested: string;
-  readonly cancel: string;
-  readonly completed: string;
-  readonly failed: string;
 }
 
 /** DAG role (a node's `role` in the content workflows) -> the agent role that executes it. */

@@ -1,9 +1,7 @@
-import type { Envelope } from "../../../schemas";
 import type { SendRequested } from "../../../schemas/events/conversation";
 import type { StepFailed, SupportStep } from "../../../schemas/events/support-failure";
+import type { EventOf, TypedDecision } from "../../core/define-role";
 import type { ErrorInfo } from "../../core/errors";
-import { payloadOf } from "../../core/payload";
-import type { Decision } from "../../core/role";
 import { factFields } from "./fact-fields";
 
 /**
@@ -25,15 +23,19 @@ export const HANDOFF_TEXT =
 export const HANDOFF_TTL_SECONDS = 300;
 const MESSAGE_LIMIT = 1000;
 
+/** What a step that failed for good emits: its failure fact and the hand-off send. */
+export const STEP_FAILED_EMITS = ["support.step.failed", "notification.send.requested"] as const;
+export type StepFailedEmit = (typeof STEP_FAILED_EMITS)[number];
+
 /** The failure fact and the hand-off send for a support command that failed for good. */
 export function stepFailedDecision<S>(
   step: SupportStep,
-  event: Envelope,
+  // The commands of the steps that can fail; the hand-off is addressed with their fields.
+  event: EventOf<"order.lookup.requested" | "reply.generation.requested">,
   failure: ErrorInfo,
   now: Date,
-): Decision<S> {
-  // The commands of the steps that can fail; the hand-off is addressed with their fields.
-  const request = payloadOf(event, "order.lookup.requested", "reply.generation.requested");
+): TypedDecision<S, StepFailedEmit> {
+  const request = event.payload;
   const fact = factFields(event, request.conversation_id);
   const failed: StepFailed = {
     conversation_id: request.conversation_id,

@@ -8,6 +8,7 @@ import {
   type NodeStarted,
   type WorkflowConfirmRequested,
 } from "../../../schemas/events/agent-run";
+import { CONTENT_ROLE_EVENTS } from "../../../schemas/events/workflow";
 import { Draft } from "../../core/dag/draft";
 import { graphOf } from "../../core/dag/graph";
 import { assignment } from "../../core/dag/release-pass";
@@ -219,7 +220,7 @@ function sendOutcome(
     expires_at: plus(now.getTime(), policy.queuedSeconds),
     blocked: { ...blocked, outcome },
   };
-  const stem = agentOf(role).requested.slice(0, -".requested".length);
+  const { stem } = CONTENT_ROLE_EVENTS[agentOf(role).agent];
   const stepped = withStep(
     withLease(state, nodeId, next),
     "node.unblocked",

@@ -2,19 +2,22 @@ import type { Envelope } from "../../../schemas";
 import { type NodeRequested, NodeRequestedPayload } from "../../../schemas/events/workflow";
 import type { NodeCancelRequested } from "../../../schemas/events/workflow-cancel";
 import type { DagCommand, DagEvent, Transition } from "../../core/dag/run";
-import type { EmitSpec } from "../../core/emit";
-import type { Decision } from "../../core/role";
+import type { EmitOf } from "../../core/define-role";
+import type { ContentCommand } from "../content-agents/settings";
 import { agentOf } from "../content-agents/workflows";
+import type { OrchestratorDecision, RunEnd } from "./context";
 import { waitsAfter } from "./deadlines";
 import { dueAtOf, type Leasing, leasesAfter } from "./leases";
 import { type OrchestratorState, parseWith, TIMELINE_LIMIT, type TimelineEntry } from "./state";
 
-const RUN_END_EVENTS: Readonly<Record<string, string>> = {
+const RUN_END_EVENTS: Readonly<Record<string, RunEnd>> = {
   "run.completed": "workflow.completed",
   "run.partial": "workflow.partial",
   "run.failed": "workflow.failed",
   "run.cancelled": "workflow.cancelled",
 };
+/** The facts a run ends with. */
+export const RUN_ENDS: readonly RunEnd[] = Object.values(RUN_END_EVENTS);
 
 /**
  * Turn a DAG transition into the next state and the envelopes to emit: a `<role>.requested` per
@@ -30,12 +33,12 @@ export function applyTransition(
   cause: Envelope,
   leasing: Leasing,
   endDetails: Readonly<Record<string, unknown>> = {},
-): Decision<OrchestratorState> {
+): OrchestratorDecision {
   const steps = transition.events.filter((e) => e.type !== "delivery.ignored");
   if (steps.length === 0 && transition.commands.length === 0 && sameHeld(state, transition))
     return {};
   const runId = transition.run.run_id;
-  const emit: EmitSpec[] = [
+  const emit = [
     ...transition.commands.flatMap((command) => nodeCommand(command, runId)),
     ...steps.flatMap((step) => runEnd(step, runId, endDetails)),
   ];
@@ -52,7 +55,7 @@ export function applyTransition(
 }
 
 /** The agent's command for a DAG command: `<role>.requested` or `<role>.cancel.requested`. */
-function nodeCommand(command: DagCommand, runId: string): EmitSpec[] {
+function nodeCommand(command: DagCommand, runId: string): EmitOf<ContentCommand>[] {
   if (command.type === "node.cancel") {
     const cancel: NodeCancelRequested = {
       run_id: command.run_id,
@@ -83,10 +86,13 @@ function runEnd(
   step: DagEvent,
   runId: string,
   details: Readonly<Record<string, unknown>>,
-): EmitSpec[] {
+): EmitOf<RunEnd>[] {
   const type = RUN_END_EVENTS[step.type];
   if (!type || !("result" in step)) return [];
-  return [{ type, payload: { ...details, run_id: runId, result: step.result }, orderKey: runId }];
+  const payload = { ...details, run_id: runId, result: step.result };
+  // A cast the registry checks on emit: which end `type` is, and so what `details` must hold (a
+  // cancel's requester), is known at run time only; the DAG's result is read-only.
+  return [{ type, payload, orderKey: runId } as EmitOf<RunEnd>];
 }
 
 function timelineEntry(step: DagEvent, cause: Envelope, now: Date): TimelineEntry {

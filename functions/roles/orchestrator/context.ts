@@ -3,9 +3,10 @@ import type { WorkflowRejected } from "../../../schemas/events/workflow";
 import type { WorkflowDefinition } from "../../core/dag/definition";
 import { DagRequestError } from "../../core/dag/errors";
 import type { Capacity, Transition } from "../../core/dag/run";
+import type { TypedDecision } from "../../core/define-role";
 import { BusinessRejection, PermanentError } from "../../core/errors";
 import { payloadOf } from "../../core/payload";
-import type { Decision } from "../../core/role";
+import type { ContentCommand } from "../content-agents/settings";
 import type { Leasing } from "./leases";
 import type { OrchestratorState } from "./state";
 
@@ -26,7 +27,15 @@ export interface RunContext {
   readonly capacityFor: (def: WorkflowDefinition) => Promise<Capacity>;
 }
 
-export type OrchestratorDecision = Decision<OrchestratorState>;
+/** How a run ended (./apply). */
+export type RunEnd =
+  | "workflow.completed"
+  | "workflow.partial"
+  | "workflow.failed"
+  | "workflow.cancelled";
+/** What a decision emits: the agents' commands, and how the run ended. */
+export type OrchestratorEmit = ContentCommand | RunEnd;
+export type OrchestratorDecision = TypedDecision<OrchestratorState, OrchestratorEmit>;
 export type Handle<P> = (
   context: RunContext,
   payload: P,

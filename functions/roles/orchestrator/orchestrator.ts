@@ -1,12 +1,16 @@
-import type { Envelope } from "../../../schemas";
+import type { Envelope, EventType } from "../../../schemas";
+import { confirmEventType } from "../../../schemas/events/agent-run";
+import { CONTENT_ROLE_EVENTS } from "../../../schemas/events/workflow";
 import type { WorkflowDefinition } from "../../core/dag/definition";
 import type { Capacity } from "../../core/dag/run";
 import { DEFAULT_DEPENDENCY_TIMEOUT_SECONDS } from "../../core/dag/timeout";
+import { type DescriptorOf, defineRole } from "../../core/define-role";
 import { PermanentError } from "../../core/errors";
-import type { Role, RoleDescriptor } from "../../core/role";
+import type { Role } from "../../core/role";
 import type { QueueDepthSource } from "../../core/role-module";
-import { agentOf } from "../content-agents/workflows";
-import type { EventHandler } from "./context";
+import { agentOf, ROLE_TABLE } from "../content-agents/workflows";
+import { RUN_ENDS } from "./apply";
+import type { EventHandler, OrchestratorEmit } from "./context";
 import { HANDLERS } from "./handlers";
 import type { LeasePolicy } from "./leases";
 import { type OrchestratorState, parseRunState, summarizeRun } from "./state";
@@ -130,10 +134,25 @@ export interface OrchestratorOptions {
 export const ORCHESTRATOR_GROUP = "orchestrator";
 
 /** Every event type with a handler, in the table's order. */
-export const ORCHESTRATOR_SUBSCRIPTIONS: readonly string[] = Object.keys(HANDLERS);
+// The table's keys, some made from the content roles: typed as any registered type.
+export const ORCHESTRATOR_SUBSCRIPTIONS = Object.keys(HANDLERS) as EventType[];
+
+/**
+ * What the orchestrator emits: each agent's commands, how a run ended, and a refusal of a request
+ * (`workflow.rejected`, thrown as a BusinessRejection and committed by the pipeline).
+ */
+const ORCHESTRATOR_EMITS: readonly (OrchestratorEmit | "workflow.rejected")[] = [
+  ...Object.values(ROLE_TABLE).flatMap(({ agent, requested, cancel }) => [
+    requested,
+    cancel,
+    confirmEventType(CONTENT_ROLE_EVENTS[agent].stem),
+  ]),
+  ...RUN_ENDS,
+  "workflow.rejected",
+];
 
 /** Every event the orchestrator reads names its run (the aggregate it reads and writes). */
-export const ORCHESTRATOR: RoleDescriptor = {
+export const ORCHESTRATOR: DescriptorOf<EventType> = {
   group: ORCHESTRATOR_GROUP,
   subscriptions: ORCHESTRATOR_SUBSCRIPTIONS,
   stateOf: (event) => ({ type: "dag_run", id: handlerOf(event).runOf(event) }),
@@ -142,8 +161,9 @@ export const ORCHESTRATOR: RoleDescriptor = {
 export function createOrchestrator(options: OrchestratorOptions = {}): Role<OrchestratorState> {
   const policy = leasePolicyOf(options);
   const capacityFor = capacitySource(options);
-  return {
+  return defineRole<OrchestratorState, EventType, OrchestratorEmit | "workflow.rejected">({
     ...ORCHESTRATOR,
+    emits: ORCHESTRATOR_EMITS,
     summarize: summarizeRun,
     // A run's state (3-4 KB of JSON, written on every event of the run) is read only through
     // AgentBus: the operator tools and the console.
@@ -155,7 +175,7 @@ export function createOrchestrator(options: OrchestratorOptions = {}): Role<Orch
         leasing: { now, policy },
         capacityFor,
       }),
-  };
+  });
 }
 
 /** The orchestrator with per-role caps from the definitions and no queue-depth gate. */

@@ -1,9 +1,7 @@
-import type { Envelope } from "../../../schemas";
 import type { Mutable } from "../../core/commit";
+import { defineRole, type EventOf } from "../../core/define-role";
 import { PermanentError } from "../../core/errors";
-import { payloadOf } from "../../core/payload";
 import type { StateSummary } from "../../core/ports";
-import type { Role } from "../../core/role";
 
 export type TaskStatus = "accepted" | "planned" | "generated" | "delivered";
 
@@ -28,27 +26,30 @@ export interface TaskView {
 }
 
 /** The status each sequenced event moves the task to, and the status it requires before. */
-const LIFECYCLE: Record<string, { from: TaskStatus | undefined; to: TaskStatus }> = {
+const LIFECYCLE = {
   "task.accepted": { from: undefined, to: "accepted" },
   "plan.created": { from: "accepted", to: "planned" },
   "answer.generated": { from: "planned", to: "generated" },
   "notification.sent": { from: "generated", to: "delivered" },
-};
+} as const satisfies Record<string, { from: TaskStatus | undefined; to: TaskStatus }>;
+
+/** The task's stream events the view folds, in version order. */
+type LifecycleType = keyof typeof LIFECYCLE;
 
 /**
  * The task projection of seed 000 §6.3: folds a task's stream into a view, in version order.
  * The pipeline guarantees order and exactly-once effect; the check below turns a broken
  * guarantee into a loud error instead of a silently wrong view.
  */
-export const taskProjection: Role<TaskView> = {
+export const taskProjection = defineRole<TaskView, LifecycleType | "task.feedback.received">({
   group: "task-projection",
   summarize: summarizeTask,
-  subscriptions: [...Object.keys(LIFECYCLE), "task.feedback.received"],
+  subscriptions: [...(Object.keys(LIFECYCLE) as LifecycleType[]), "task.feedback.received"],
   stateOf: (event) => ({ type: "task_view", id: event.aggregate.id }),
   // The view's checkpoint of its task stream records what it applied (lib/operator/self-recorded).
   decide(view, event) {
     if (event.event_type === "task.feedback.received") {
-      const { rating } = payloadOf(event, "task.feedback.received");
+      const { rating } = event.payload;
       const base = view ?? emptyView(event.aggregate.id);
       return {
         state: {
@@ -93,7 +94,7 @@ export const taskProjection: Role<TaskView> = {
     setFields(next, event);
     return { state: next };
   },
-};
+});
 
 function emptyView(taskId: string): TaskView {
   return {
@@ -106,22 +107,22 @@ function emptyView(taskId: string): TaskView {
 }
 
 /** What the event tells of the task, set on the next view (made for this event: not shared). */
-function setFields(next: Mutable<TaskView>, event: Envelope): void {
+function setFields(next: Mutable<TaskView>, event: EventOf<LifecycleType>): void {
   switch (event.event_type) {
     case "task.accepted":
-      next.title = payloadOf(event, "task.accepted").title;
+      next.title = event.payload.title;
       return;
     case "plan.created": {
-      const { steps } = payloadOf(event, "plan.created");
+      const { steps } = event.payload;
       next.plan_steps = steps.length;
       next.plan = steps.map((step) => step.title);
       return;
     }
     case "answer.generated":
-      next.answer_ref = payloadOf(event, "answer.generated").answer_ref;
+      next.answer_ref = event.payload.answer_ref;
       return;
     case "notification.sent":
-      next.channel = payloadOf(event, "notification.sent").channel;
+      next.channel = event.payload.channel;
       return;
   }
 }

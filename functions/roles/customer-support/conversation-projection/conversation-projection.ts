@@ -1,9 +1,9 @@
 import type { Envelope, EventPayloads, EventType } from "../../../../schemas";
 import { newestWithin } from "../../../core/budget";
+import { defineRole } from "../../../core/define-role";
 import { PermanentError } from "../../../core/errors";
 import { payloadOf } from "../../../core/payload";
 import type { StateSummary } from "../../../core/ports";
-import type { Role } from "../../../core/role";
 
 /**
  * The conversation read model: one view per conversation (aggregate
@@ -149,9 +149,10 @@ type FoldedType = keyof typeof FOLDS;
 /** FOLDS as a mapped type, so that a fold picked by a type variable takes that type's payload. */
 const TURN_FOLDS: Folds<FoldedType> = FOLDS;
 
-export const CONVERSATION_PROJECTION_SUBSCRIPTIONS: readonly string[] = Object.keys(TURN_FOLDS);
+/** The keys of TURN_FOLDS (which `Object.keys` types as strings). */
+export const CONVERSATION_PROJECTION_SUBSCRIPTIONS = Object.keys(TURN_FOLDS) as FoldedType[];
 
-export const conversationProjection: Role<ConversationView> = {
+export const conversationProjection = defineRole<ConversationView, FoldedType>({
   group: "conversation-projection",
   summarize: summarizeConversation,
   subscriptions: CONVERSATION_PROJECTION_SUBSCRIPTIONS,
@@ -161,7 +162,7 @@ export const conversationProjection: Role<ConversationView> = {
   }),
   // The view's checkpoints of its streams record what it applied (lib/operator/self-recorded).
   decide(view, event) {
-    const conversationId = foldedPayload(event).conversation_id;
+    const conversationId = event.payload.conversation_id;
     const base: ConversationView = view ?? {
       conversation_id: conversationId,
       version: 0,
@@ -204,7 +205,7 @@ export const conversationProjection: Role<ConversationView> = {
       },
     };
   },
-};
+});
 
 /** The newest turns whose JSON fits TURNS_MAX_BYTES (texts and replies can be long). */
 function keptTurns(order: readonly string[], turns: Record<string, ConversationTurn>): string[] {

@@ -2,10 +2,11 @@ import { type Envelope, MAX_STREAM_VERSION } from "../../../../schemas";
 import type { MessageAccepted } from "../../../../schemas/events/conversation";
 import type { RouteRequested } from "../../../../schemas/events/support-commands";
 import { newestWithin } from "../../../core/budget";
+import { defineRole, type EventOf, type TypedDecision } from "../../../core/define-role";
 import { PermanentError } from "../../../core/errors";
 import { payloadOf } from "../../../core/payload";
 import type { EventStore } from "../../../core/ports";
-import type { Decision, Role } from "../../../core/role";
+import type { Role } from "../../../core/role";
 
 /**
  * The conversation group: the ingress of the customer-support workflow (seed 000 §10, §11.2).
@@ -74,12 +75,16 @@ export function createConversation(options: ConversationOptions = {}): Role<Conv
       `replyTtlSeconds must be a positive number, got ${ttl}`,
     );
 
-  return {
+  return defineRole<ConversationState, "conversation.message.received", ConversationEmit>({
     group: "conversation",
     subscriptions: ["conversation.message.received"],
+    emits: ["conversation.message.accepted", "support.route.requested"],
     decide: (state, event, { now }) => acceptMessage(state, event, now, ttl),
-  };
+  });
 }
+
+/** What the conversation emits for each message: the fact and the router's command. */
+type ConversationEmit = "conversation.message.accepted" | "support.route.requested";
 
 /**
  * A customer message accepted: the next version of the conversation with the message kept, and
@@ -88,12 +93,12 @@ export function createConversation(options: ConversationOptions = {}): Role<Conv
  */
 function acceptMessage(
   state: ConversationState | undefined,
-  event: Envelope,
+  event: EventOf<"conversation.message.received">,
   now: Date,
   ttl: number,
-): Decision<ConversationState> {
+): TypedDecision<ConversationState, ConversationEmit> {
   const conversationId = checkedConversationId(event);
-  const message = payloadOf(event, "conversation.message.received");
+  const message = event.payload;
   if (state && state.customer_id !== message.customer_id)
     throw new PermanentError(
       "conversation.customer_mismatch",

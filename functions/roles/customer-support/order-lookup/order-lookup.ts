@@ -1,12 +1,13 @@
 import { type OrderLookupCompleted, OrderRecord } from "../../../../schemas/events/conversation";
 import type { ReplyGenerationRequested } from "../../../../schemas/events/support-commands";
+import { type DescriptorOf, defineRole } from "../../../core/define-role";
 import { PermanentError, TransientError } from "../../../core/errors";
 import { payloadOf } from "../../../core/payload";
 import type { RecordedDecision } from "../../../core/ports";
-import type { Role, RoleDescriptor } from "../../../core/role";
+import type { Role } from "../../../core/role";
 import type { OrdersPort } from "../../../core/role-module";
 import { factFields } from "../fact-fields";
-import { stepFailedDecision } from "../step-failure";
+import { STEP_FAILED_EMITS, type StepFailedEmit, stepFailedDecision } from "../step-failure";
 
 /**
  * The order lookup group: reads the order the customer asked about and hands the facts on to
@@ -39,7 +40,7 @@ export interface OrderLookupOptions {
   readonly orders: OrdersPort;
 }
 
-export const ORDER_LOOKUP: RoleDescriptor = {
+export const ORDER_LOOKUP: DescriptorOf<"order.lookup.requested"> = {
   group: "order-lookup",
   subscriptions: ["order.lookup.requested"],
   stateOf: (event) => ({ type: ORDER_LOOKUP_AGGREGATE, id: event.task_id }),
@@ -50,13 +51,14 @@ export const ORDER_LOOKUP: RoleDescriptor = {
 
 export function createOrderLookup(options: OrderLookupOptions): Role<OrderLookupState> {
   const { orders } = options;
-  return {
+  return defineRole<OrderLookupState, "order.lookup.requested", OrderLookupEmit>({
     ...ORDER_LOOKUP,
+    emits: ["order.lookup.completed", "reply.generation.requested", ...STEP_FAILED_EMITS],
     failed: (_state, event, failure, { now }) =>
       stepFailedDecision("order_lookup", event, failure, now),
     async decide(existing, event, { now }) {
       if (existing) return {};
-      const request = payloadOf(event, "order.lookup.requested");
+      const request = event.payload;
       const record = await orders.get(request.order_id);
       const order =
         record !== undefined && record.customer_id === request.customer_id ? record : undefined;
@@ -91,8 +93,11 @@ export function createOrderLookup(options: OrderLookupOptions): Role<OrderLookup
         ],
       };
     },
-  };
+  });
 }
+
+/** The lookup's fact and the reply request; on a failure for good, the step's failure facts. */
+type OrderLookupEmit = "order.lookup.completed" | "reply.generation.requested" | StepFailedEmit;
 
 /**
  * The orders port as the lookup's decision on one event found it, from the facts it emitted:

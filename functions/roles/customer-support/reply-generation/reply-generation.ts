@@ -1,13 +1,14 @@
 import type { Envelope } from "../../../../schemas";
-import {
-  ReplyDraft,
-  type ReplyGenerated,
-  type ReplyHeldForReview,
-  type SendRequested,
-} from "../../../../schemas/events/conversation";
+import { ReplyDraft, type ReplyGenerated } from "../../../../schemas/events/conversation";
 import type { ReplyGenerationRequested } from "../../../../schemas/events/support-commands";
 import * as z from "../../../../schemas/zod";
-import type { EmitSpec } from "../../../core/emit";
+import {
+  type DescriptorOf,
+  defineRole,
+  type EmitOf,
+  type EventOf,
+  type TypedDecision,
+} from "../../../core/define-role";
 import { PermanentError } from "../../../core/errors";
 import {
   canonicalJson,
@@ -18,7 +19,7 @@ import {
   type StructuredResult,
 } from "../../../core/model";
 import { payloadOf } from "../../../core/payload";
-import type { Decision, Role, RoleDescriptor } from "../../../core/role";
+import type { Role } from "../../../core/role";
 import {
   type ContextMessage,
   type ConversationReader,
@@ -27,8 +28,8 @@ import {
 } from "../conversation/conversation";
 import { factFields } from "../fact-fields";
 import { restsOn } from "../sender/facts";
-import { stepFailedDecision } from "../step-failure";
-import { decideReview, REVIEW_COMMANDS } from "./review";
+import { type StepFailedEmit, stepFailedDecision } from "../step-failure";
+import { decideReview, REVIEW_COMMANDS, type ReviewCommand, type ReviewEmit } from "./review";
 import type { ReplyState } from "./state";
 
 /**
@@ -90,17 +91,31 @@ export const REPLY_SYSTEM_PROMPT =
   "sent) and source_refs (array of strings: the facts the reply relies on, each one of the " +
   "allowed source refs listed in the request).";
 
-export const REPLY_GENERATION: RoleDescriptor = {
+type ReplyCommand = "reply.generation.requested" | ReviewCommand;
+
+export const REPLY_GENERATION: DescriptorOf<ReplyCommand> = {
   group: "reply-generation",
   subscriptions: ["reply.generation.requested", ...REVIEW_COMMANDS],
   stateOf: (event) => ({ type: REPLY_AGGREGATE, id: event.task_id }),
 };
 
+/** What a new request emits: the draft, then its send or its hold for a person's review. */
+type DraftEmit = "reply.generated" | "reply.held_for_review" | "notification.send.requested";
+type ReplyEmit = DraftEmit | ReviewEmit | StepFailedEmit;
+
 export function createReplyGeneration(options: ReplyGenerationOptions): Role<ReplyState> {
   const settings = replySettings(options);
   const reads = new ConversationReads(options.conversation, conversationIdOf);
-  return {
+  return defineRole<ReplyState, ReplyCommand, ReplyEmit>({
     ...REPLY_GENERATION,
+    emits: [
+      "reply.generated",
+      "reply.held_for_review",
+      "notification.send.requested",
+      "reply.approved",
+      "reply.rejected",
+      "support.step.failed",
+    ],
     failed: (_state, event, failure, { now }) =>
       event.event_type === "reply.generation.requested"
         ? stepFailedDecision("reply_generation", event, failure, now)
@@ -117,7 +132,7 @@ export function createReplyGeneration(options: ReplyGenerationOptions): Role<Rep
       if (existing) return {};
       return decideReply(settings, event, await reads.forDecide(event), now);
     },
-  };
+  });
 }
 
 function conversationIdOf(event: Envelope): string {
@@ -171,11 +186,11 @@ function replySettings(options: ReplyGenerationOptions): ReplySettings {
 /** One new request: ask the model for a draft, then send it or hold it for review. */
 async function decideReply(
   settings: ReplySettings,
-  event: Envelope,
+  event: EventOf<"reply.generation.requested">,
   conversation: ConversationSnapshot,
   now: Date,
-): Promise<Decision<ReplyState>> {
-  const request = payloadOf(event, "reply.generation.requested");
+): Promise<TypedDecision<ReplyState, DraftEmit>> {
+  const request = event.payload;
   const messages = conversation.context(request.context_version);
   const context = replyContext(event, request, messages, now);
   const allowed = allowedSourceRefs(request, messages);
@@ -239,7 +254,7 @@ function generateDraft(
 function invalidOutputDecision(
   context: ReplyContext,
   error: ModelOutputInvalidError,
-): Decision<ReplyState> {
+): TypedDecision<ReplyState, DraftEmit> {
   const text = error.rawText.trim().slice(0, 4000) || "(the model gave no usable reply)";
   return {
     state: {
@@ -259,7 +274,7 @@ function draftDecision(
   context: ReplyContext,
   draft: ReplyDraft,
   attempts: number,
-): Decision<ReplyState> {
+): TypedDecision<ReplyState, DraftEmit> {
   const review = draft.requires_human_review;
   const generated: ReplyGenerated = { ...draft, conversation_id: context.request.conversation_id };
   const state: ReplyState = {
@@ -280,20 +295,24 @@ function draftDecision(
   };
 }
 
-function heldEvent({ request, fact }: ReplyContext, replyText: string, reason: string): EmitSpec {
+function heldEvent(
+  { request, fact }: ReplyContext,
+  replyText: string,
+  reason: string,
+): EmitOf<"reply.held_for_review"> {
   return {
     type: "reply.held_for_review",
-    payload: {
-      conversation_id: request.conversation_id,
-      reply_text: replyText,
-      reason,
-    } satisfies ReplyHeldForReview,
+    payload: { conversation_id: request.conversation_id, reply_text: replyText, reason },
     ...fact,
   };
 }
 
 /** The send command, logical attempt 1, due by the request's deadline or now + `sendTtl`. */
-function sendEvent(settings: ReplySettings, context: ReplyContext, text: string): EmitSpec {
+function sendEvent(
+  settings: ReplySettings,
+  context: ReplyContext,
+  text: string,
+): EmitOf<"notification.send.requested"> {
   const { event, request, now, fact } = context;
   return {
     type: "notification.send.requested",
@@ -304,7 +323,7 @@ function sendEvent(settings: ReplySettings, context: ReplyContext, text: string)
       text,
       logical_attempt: 1,
       ...(request.order === undefined ? {} : { rests_on: restsOn(request.order) }),
-    } satisfies SendRequested,
+    },
     ...fact,
     expiresAt: event.expires_at ?? new Date(now.getTime() + settings.sendTtl * 1000).toISOString(),
   };

@@ -1,13 +1,11 @@
-import type { Envelope } from "../../../../schemas";
 import type {
   ReplyApproved,
   ReplyRejected,
   SendRequested,
 } from "../../../../schemas/events/conversation";
+import type { EventOf, TypedDecision } from "../../../core/define-role";
 import type { EmitSpec } from "../../../core/emit";
 import { PermanentError } from "../../../core/errors";
-import { payloadOf } from "../../../core/payload";
-import type { Decision } from "../../../core/role";
 import type { ReplyState } from "./state";
 
 /**
@@ -29,30 +27,33 @@ import type { ReplyState } from "./state";
 export const APPROVE_REQUESTED = "reply.approve.requested";
 export const REJECT_REQUESTED = "reply.reject.requested";
 export const REVIEW_COMMANDS = [APPROVE_REQUESTED, REJECT_REQUESTED] as const;
+export type ReviewCommand = (typeof REVIEW_COMMANDS)[number];
+/** What a review emits: the person's decision, and the send an approval asks for. */
+export type ReviewEmit = "reply.approved" | "reply.rejected" | "notification.send.requested";
 /** The logical attempt of the send an approval asks for (the held draft was attempt 1). */
 export const APPROVED_ATTEMPT = 2;
 
 export function decideReview(
   state: ReplyState | undefined,
-  event: Envelope,
+  event: EventOf<ReviewCommand>,
   now: Date,
   sendTtlSeconds: number,
-): Decision<ReplyState> {
+): TypedDecision<ReplyState, ReviewEmit> {
   const decision = event.event_type === APPROVE_REQUESTED ? "approved" : "rejected";
   if (state?.status === decision) return {};
   if (state?.status !== "held_for_review") return { discarded: "invalidated_by_state_change" };
-  return decision === "approved"
+  return event.event_type === APPROVE_REQUESTED
     ? approve(state, event, now, sendTtlSeconds)
     : reject(state, event, now);
 }
 
 function approve(
   state: ReplyState,
-  event: Envelope,
+  event: EventOf<typeof APPROVE_REQUESTED>,
   now: Date,
   sendTtlSeconds: number,
-): Decision<ReplyState> {
-  const request = payloadOf(event, APPROVE_REQUESTED);
+): TypedDecision<ReplyState, ReviewEmit> {
+  const request = event.payload;
   if (state.customer_id === undefined || state.channel === undefined)
     throw new PermanentError(
       "reply.no_recipient",
@@ -101,8 +102,12 @@ function approve(
   };
 }
 
-function reject(state: ReplyState, event: Envelope, now: Date): Decision<ReplyState> {
-  const who = operatorFields(payloadOf(event, REJECT_REQUESTED));
+function reject(
+  state: ReplyState,
+  event: EventOf<typeof REJECT_REQUESTED>,
+  now: Date,
+): TypedDecision<ReplyState, ReviewEmit> {
+  const who = operatorFields(event.payload);
   const rejected: ReplyRejected = { conversation_id: state.conversation_id, ...who };
   return {
     state: {

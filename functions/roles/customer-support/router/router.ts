@@ -1,13 +1,13 @@
-import type { Envelope } from "../../../../schemas";
 import { type Intent, OrderId, type Routed } from "../../../../schemas/events/conversation";
-import type {
-  OrderLookupRequested,
-  ReplyGenerationRequested,
-  RouteRequested,
-} from "../../../../schemas/events/support-commands";
-import type { EmitSpec } from "../../../core/emit";
-import { payloadOf } from "../../../core/payload";
-import type { Role, RoleDescriptor } from "../../../core/role";
+import type { RouteRequested } from "../../../../schemas/events/support-commands";
+import {
+  type DescriptorOf,
+  defineRole,
+  type EmitOf,
+  type EventOf,
+  type TypedDecision,
+} from "../../../core/define-role";
+import type { Role } from "../../../core/role";
 import {
   CONVERSATION_AGGREGATE,
   type ConversationContextReader,
@@ -97,7 +97,7 @@ export function routeTexts(texts: readonly string[]): Route {
 }
 
 /** The router's group and what it takes (the topology declares it from this). */
-export const ROUTER: RoleDescriptor = {
+export const ROUTER: DescriptorOf<"support.route.requested"> = {
   group: "router",
   subscriptions: ["support.route.requested"],
   stateOf: (event) => ({ type: SUPPORT_ROUTE_AGGREGATE, id: event.task_id }),
@@ -114,20 +114,30 @@ export interface RouterOptions {
   readonly context: ConversationContextReader;
 }
 
+/** The route's fact, then the command for the turn's next step. */
+type RouterEmit = "support.routed" | RouterCommand;
+type RouterCommand = "order.lookup.requested" | "reply.generation.requested";
+
 export function createRouter(options: RouterOptions): Role<RouteState> {
-  return {
+  return defineRole<RouteState, "support.route.requested", RouterEmit>({
     ...ROUTER,
+    emits: ["support.routed", "order.lookup.requested", "reply.generation.requested"],
     async decide(existing, event, { now }) {
       if (existing) return {};
-      const request = payloadOf(event, "support.route.requested");
+      const request = event.payload;
       const messages = await options.context(request.conversation_id, request.context_version);
       return routed(event, request, routeTexts(messages.map((m) => m.text)), now);
     },
-  };
+  });
 }
 
 /** `support.routed`, then the order lookup (an order number was found) or the reply request. */
-function routed(event: Envelope, request: RouteRequested, route: Route, now: Date) {
+function routed(
+  event: EventOf<"support.route.requested">,
+  request: RouteRequested,
+  route: Route,
+  now: Date,
+): TypedDecision<RouteState, RouterEmit> {
   const fact = factFields(event, request.conversation_id);
   const command = { ...fact, expiresAt: event.expires_at };
   const routedFact: Routed = {
@@ -136,20 +146,16 @@ function routed(event: Envelope, request: RouteRequested, route: Route, now: Dat
     ...(route.order_id === undefined ? {} : { order_id: route.order_id }),
     rule: route.rule,
   };
-  const next: EmitSpec =
+  const next: EmitOf<RouterCommand> =
     route.order_id === undefined
       ? {
           type: "reply.generation.requested",
-          payload: { ...request, intent: route.intent } satisfies ReplyGenerationRequested,
+          payload: { ...request, intent: route.intent },
           ...command,
         }
       : {
           type: "order.lookup.requested",
-          payload: {
-            ...request,
-            intent: route.intent,
-            order_id: route.order_id,
-          } satisfies OrderLookupRequested,
+          payload: { ...request, intent: route.intent, order_id: route.order_id },
           ...command,
         };
   return {

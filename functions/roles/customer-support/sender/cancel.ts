@@ -4,8 +4,8 @@ import {
   SUPPORT_CANCELLED,
   type SupportCancelled,
 } from "../../../../schemas/events/support-cancel";
+import type { TypedDecision } from "../../../core/define-role";
 import { payloadOf } from "../../../core/payload";
-import type { Decision } from "../../../core/role";
 import type { DeliveryState, TurnCancel } from "./state";
 
 /**
@@ -21,7 +21,7 @@ export function decideCancel(
   state: DeliveryState | undefined,
   event: Envelope,
   now: Date,
-): Decision<DeliveryState> {
+): TypedDecision<DeliveryState, typeof SUPPORT_CANCELLED> {
   if (state?.cancelled) return {};
   const request = payloadOf(event, SUPPORT_CANCEL_REQUESTED);
   const keys = state?.keys ?? {};

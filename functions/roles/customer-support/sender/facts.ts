@@ -1,6 +1,5 @@
-import type { Envelope } from "../../../../schemas";
 import type { OrderRecord, SendRequested } from "../../../../schemas/events/conversation";
-import { payloadOf } from "../../../core/payload";
+import type { EventOf } from "../../../core/define-role";
 import type { DiscardReason } from "../../../core/ports";
 import type { OrdersPort } from "../../../core/role-module";
 
@@ -59,11 +58,11 @@ export interface SendChecks {
 /** Why a send command is no longer worth sending, in the order above; undefined: send it. */
 export async function staleReason(
   cancelled: boolean,
-  event: Envelope,
+  event: EventOf<"notification.send.requested">,
   checks: SendChecks,
 ): Promise<DiscardReason | undefined> {
   if (cancelled) return "cancelled";
-  const request = payloadOf(event, "notification.send.requested");
+  const request = event.payload;
   if (event.input_version !== undefined) {
     const current = await checks.conversationVersion(request.conversation_id);
     if (event.input_version < current) return "superseded";

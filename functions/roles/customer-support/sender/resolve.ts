@@ -1,12 +1,9 @@
-import type { Envelope } from "../../../../schemas";
 import type {
   Delivered,
   DeliveryFailed,
   SendResolveRequested,
 } from "../../../../schemas/events/conversation";
-import type { EmitSpec } from "../../../core/emit";
-import { payloadOf } from "../../../core/payload";
-import type { Decision } from "../../../core/role";
+import type { EmitOf, EventOf, TypedDecision } from "../../../core/define-role";
 import type { SideEffectStore } from "../../../core/side-effects";
 import type { ChannelCalls, Outcome } from "./channel";
 import type { DeliveryFact, DeliveryState, EscalatedSend } from "./state";
@@ -31,6 +28,10 @@ import type { DeliveryFact, DeliveryState, EscalatedSend } from "./state";
 export const RESOLVE_REQUESTED = "notification.resolve.requested";
 export const OPERATOR_ABANDONED = "operator.abandoned";
 
+/** What a resolution emits: the key's outcome, as the sender reports it. */
+type ResolvedFact = "notification.delivered" | "notification.failed";
+type Resolved = TypedDecision<DeliveryState, ResolvedFact>;
+
 export interface ResolveDeps {
   readonly calls: ChannelCalls;
   readonly sideEffects: SideEffectStore;
@@ -38,11 +39,11 @@ export interface ResolveDeps {
 
 export async function decideResolve(
   state: DeliveryState | undefined,
-  event: Envelope,
+  event: EventOf<typeof RESOLVE_REQUESTED>,
   now: Date,
   deps: ResolveDeps,
-): Promise<Decision<DeliveryState>> {
-  const request = payloadOf(event, RESOLVE_REQUESTED);
+): Promise<Resolved> {
+  const request = event.payload;
   const key = request.idempotency_key;
   const fact = state?.keys[key];
   const record = key.startsWith(`${event.task_id}:`) ? await deps.sideEffects.get(key) : undefined;
@@ -72,7 +73,7 @@ async function resend(
   send: EscalatedSend | undefined,
   deps: ResolveDeps,
   now: Date,
-): Promise<Decision<DeliveryState>> {
+): Promise<Resolved> {
   const key = result.key;
   if (send === undefined) return { discarded: "invalidated_by_state_change" };
   await deps.sideEffects.claim(key, { task_id: result.taskId, kind: "reply" }, now);
@@ -112,23 +113,25 @@ class Resolution {
     this.key = request.idempotency_key;
   }
 
-  delivered(deliveryId: string, by: Delivered["confirmed_by"]): Decision<DeliveryState> {
+  delivered(deliveryId: string, by: Delivered["confirmed_by"]): Resolved {
     const payload: Delivered = { ...this.base(), delivery_id: deliveryId, confirmed_by: by };
-    return this.record({ outcome: "delivered", delivery_id: deliveryId }, DELIVERED_TYPE, payload);
+    return this.record(
+      { outcome: "delivered", delivery_id: deliveryId },
+      { type: "notification.delivered", payload },
+    );
   }
 
   failed(outcome: DeliveryFailed["outcome"], code: string, message: string) {
     const payload: DeliveryFailed = { ...this.base(), code, message, outcome };
     const kind = outcome === "failed" ? "failed" : "escalated";
     const send = outcome === "unknown" && this.send ? { send: this.send } : {};
-    return this.record({ outcome: kind, code, ...send }, FAILED_TYPE, payload);
+    return this.record({ outcome: kind, code, ...send }, { type: "notification.failed", payload });
   }
 
   private record(
     fact: Omit<DeliveryFact, "at" | "resolution" | "resolved_by">,
-    type: string,
-    payload: Delivered | DeliveryFailed,
-  ): Decision<DeliveryState> {
+    reported: EmitOf<ResolvedFact>,
+  ): Resolved {
     const resolved: DeliveryFact = {
       ...fact,
       at: this.now.toISOString(),
@@ -137,7 +140,7 @@ class Resolution {
     };
     const keys = { ...(this.state?.keys ?? {}), [this.key]: resolved };
     const conversationId = this.request.conversation_id;
-    const emit: EmitSpec = { type, payload, orderKey: conversationId, conversationId };
+    const emit = { ...reported, orderKey: conversationId, conversationId };
     return { state: { ...this.state, keys }, emit: [emit] };
   }
 
@@ -149,6 +152,3 @@ class Resolution {
     };
   }
 }
-
-const DELIVERED_TYPE = "notification.delivered";
-const FAILED_TYPE = "notification.failed";

@@ -4,12 +4,22 @@ import type {
   DeliveryFailed,
   SendRequested,
 } from "../../../../schemas/events/conversation";
-import { SUPPORT_CANCEL_REQUESTED } from "../../../../schemas/events/support-cancel";
+import {
+  SUPPORT_CANCEL_REQUESTED,
+  SUPPORT_CANCELLED,
+} from "../../../../schemas/events/support-cancel";
+import {
+  type DescriptorOf,
+  defineRole,
+  type EmitOf,
+  type EventOf,
+  type TypedDecision,
+} from "../../../core/define-role";
 import type { EmitSpec } from "../../../core/emit";
 import { AgentBusError, PermanentError, TransientError } from "../../../core/errors";
 import { payloadOf } from "../../../core/payload";
 import type { DiscardReason } from "../../../core/ports";
-import type { DecideContext, Decision, Role, RoleDescriptor } from "../../../core/role";
+import type { DecideContext, Role } from "../../../core/role";
 import type { OrdersPort } from "../../../core/role-module";
 import { type ChannelPort, type SideEffectStore, sideEffectKey } from "../../../core/side-effects";
 import { decideCancel } from "./cancel";
@@ -114,7 +124,15 @@ export function replyKey(event: Envelope): string {
   return sideEffectKey(event.task_id, REPLY_KIND, payload.logical_attempt);
 }
 
-export const SENDER: RoleDescriptor = {
+type SenderCommand =
+  | typeof SEND_REQUESTED
+  | typeof RESOLVE_REQUESTED
+  | typeof SUPPORT_CANCEL_REQUESTED;
+/** A send's outcome: what the sender reports for its key. */
+type SendFact = typeof DELIVERED | typeof DELIVERY_FAILED;
+type Sent = TypedDecision<DeliveryState, SendFact>;
+
+export const SENDER: DescriptorOf<SenderCommand> = {
   group: SENDER_GROUP,
   subscriptions: [SEND_REQUESTED, RESOLVE_REQUESTED, SUPPORT_CANCEL_REQUESTED],
   stateOf: (event: Envelope): AggregateRef => ({ type: DELIVERY_AGGREGATE, id: event.task_id }),
@@ -128,8 +146,9 @@ export function createSender(options: SenderOptions): Role<DeliveryState> {
       `maxUnknownAttempts must be a positive integer, got ${maxUnknown}`,
     );
   const sender = new Sender(options, maxUnknown);
-  return {
+  return defineRole<DeliveryState, SenderCommand, SendFact | typeof SUPPORT_CANCELLED>({
     ...SENDER,
+    emits: [DELIVERED, DELIVERY_FAILED, SUPPORT_CANCELLED],
     async discard(state, event): Promise<DiscardReason | undefined> {
       if (event.event_type !== SEND_REQUESTED) return undefined;
       return staleReason(state?.cancelled !== undefined, event, options);
@@ -148,7 +167,7 @@ export function createSender(options: SenderOptions): Role<DeliveryState> {
         return decideCancel(state, event, context.now);
       return sender.decide(state, event, context);
     },
-  };
+  });
 }
 
 class Sender {
@@ -168,9 +187,9 @@ class Sender {
 
   async decide(
     state: DeliveryState | undefined,
-    event: Envelope,
+    event: EventOf<typeof SEND_REQUESTED>,
     { now, receiveCount, resolving }: DecideContext<DeliveryState>,
-  ): Promise<Decision<DeliveryState>> {
+  ): Promise<Sent> {
     const key = replyKey(event);
     if (state?.keys[key]) return resolving ? { discarded: resolving } : {};
     const facts = new Facts(state, event, key, now);
@@ -208,7 +227,7 @@ class Sender {
     attempts: number,
     facts: Facts,
     now: Date,
-  ): Promise<Decision<DeliveryState>> {
+  ): Promise<Sent> {
     switch (outcome.kind) {
       case "delivered":
         await this.sideEffects.markSucceeded(key, { delivery_id: outcome.deliveryId }, now);
@@ -236,11 +255,11 @@ class Facts {
   private readonly payload: SendRequested;
   constructor(
     private readonly state: DeliveryState | undefined,
-    private readonly event: Envelope,
+    private readonly event: EventOf<typeof SEND_REQUESTED>,
     private readonly key: string,
     private readonly now: Date,
   ) {
-    this.payload = payloadOf(event, SEND_REQUESTED);
+    this.payload = event.payload;
   }
 
   request(): Parameters<ChannelPort["send"]>[0] {
@@ -252,7 +271,7 @@ class Facts {
     };
   }
 
-  record(fact: Omit<DeliveryFact, "at">, emit: EmitSpec[] = []): Decision<DeliveryState> {
+  record(fact: Omit<DeliveryFact, "at">, emit: EmitOf<SendFact>[] = []): Sent {
     const keys = {
       ...(this.state?.keys ?? {}),
       [this.key]: { ...fact, at: this.now.toISOString() },
@@ -260,10 +279,10 @@ class Facts {
     return { state: { ...this.state, keys }, emit };
   }
 
-  delivered(deliveryId: string, by: Delivered["confirmed_by"]): Decision<DeliveryState> {
+  delivered(deliveryId: string, by: Delivered["confirmed_by"]): Sent {
     const payload = { ...this.base(), delivery_id: deliveryId, confirmed_by: by };
     return this.record({ outcome: "delivered", delivery_id: deliveryId }, [
-      { type: DELIVERED, payload: payload satisfies Delivered, ...this.envelope() },
+      { type: DELIVERED, payload, ...this.envelope() },
     ]);
   }
 
@@ -271,7 +290,7 @@ class Facts {
     const payload = { ...this.base(), code, message: message.slice(0, 4096), outcome };
     const send = outcome === "unknown" ? { send: this.escalatedSend() } : {};
     return this.record({ outcome: outcome === "failed" ? "failed" : "escalated", code, ...send }, [
-      { type: DELIVERY_FAILED, payload: payload satisfies DeliveryFailed, ...this.envelope() },
+      { type: DELIVERY_FAILED, payload, ...this.envelope() },
     ]);
   }
 
