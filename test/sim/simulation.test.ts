@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
+import { Random } from "../../lib/dev/faults/random";
 import type { PlantedChannelBug } from "../../lib/dev/sim/faulty-channel";
 import type { PlantedStoreBug } from "../../lib/dev/sim/faulty-store";
 import { GroupQueue } from "../../lib/dev/sim/queues";
-import { Random } from "../../lib/dev/sim/random";
 import { faultPlanOf, playSchedule } from "../../lib/dev/sim/schedule";
 
 /**

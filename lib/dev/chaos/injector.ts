@@ -1,8 +1,8 @@
 import { DYNAMODB_WRITES } from "../../../functions/adapters/metering";
+import { Random } from "../faults/random";
 import type { AwsClients } from "../local/deploy";
 import type { FaultInjection, Invocation, Services } from "../local/runtime/faults";
 import type { Template } from "../local/template";
-import { Random } from "../sim/random";
 import { FaultyChannel } from "./faulty-channel";
 import { injectFaults } from "./middleware";
 import {

@@ -1,5 +1,5 @@
+import { Random } from "../faults/random";
 import type { Invocation } from "../local/runtime/faults";
-import { Random } from "../sim/random";
 import type { Service } from "./sdk-errors";
 
 /**

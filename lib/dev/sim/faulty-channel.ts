@@ -6,7 +6,7 @@ import {
   type ChannelSendRequest,
   ChannelTimeoutError,
 } from "../../../functions/core/side-effects";
-import type { Random } from "./random";
+import type { Random } from "../faults/random";
 
 /** A defect planted in the send path: every attempt goes out under a key of its own. */
 export type PlantedChannelBug = "new-key-per-retry";

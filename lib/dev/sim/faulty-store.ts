@@ -2,7 +2,7 @@ import { TransientError } from "../../../functions/core/errors";
 import type { InMemoryEventStore } from "../../../functions/core/memory";
 import type { CommitRequest, EventStore, Loaded, LoadRequest } from "../../../functions/core/ports";
 import type { AggregateRef, Envelope } from "../../../schemas";
-import type { Random } from "./random";
+import type { Random } from "../faults/random";
 
 /** How often each fault of the store happens, per call. */
 export interface StoreFaults {

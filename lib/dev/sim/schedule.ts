@@ -1,9 +1,9 @@
 import { type Envelope, registry } from "../../../schemas";
+import { Random } from "../faults/random";
 import { LIFECYCLE } from "../local/scenario";
 import type { PlantedChannelBug } from "./faulty-channel";
 import type { PlantedStoreBug } from "./faulty-store";
 import { checkInvariants, type Violation } from "./invariants";
-import { Random } from "./random";
 import { type FaultPlan, World } from "./world";
 
 /**

@@ -13,11 +13,11 @@ import { audit } from "../../../functions/roles/audit/audit";
 import { ROLE_MODULES } from "../../../functions/roles/modules";
 import { type Envelope, registry } from "../../../schemas";
 import { topology } from "../../infra/topology";
+import { Random, seededIds } from "../faults/random";
 import { memoryRolePorts } from "../role-kit/memory-ports";
 import { FaultyChannel, type PlantedChannelBug } from "./faulty-channel";
 import { FaultyStore, type PlantedStoreBug, type StoreFaults } from "./faulty-store";
 import { bodyOf, GroupQueue, type Message, nextMessage } from "./queues";
-import { Random, seededIds } from "./random";
 
 /**
  * One simulated world: the task projection, the audit group, the orchestrator and the content
