@@ -7,8 +7,9 @@ import type {
   ChannelQueryResult,
   ChannelSendRequest,
 } from "../../../functions/core/side-effects";
+import type { CallFault } from "../faults/kinds";
 import { crash, currentInvocation, InvocationCrash } from "../local/runtime/faults";
-import type { CallFault, FaultDraws } from "./plan";
+import type { FaultDraws } from "./plan";
 
 /** What each call fault is on the reply channel, in the LocalChannel's own fault kinds. */
 const CHANNEL_FAULT: Readonly<

@@ -1,18 +1,12 @@
 import { DYNAMODB_WRITES } from "../../../functions/adapters/metering";
+import { CALL_FAULTS, callFaultOf, type FaultKind } from "../faults/kinds";
 import { Random } from "../faults/random";
 import type { AwsClients } from "../local/deploy";
 import type { FaultInjection, Invocation, Services } from "../local/runtime/faults";
 import type { Template } from "../local/template";
 import { FaultyChannel } from "./faulty-channel";
 import { injectFaults } from "./middleware";
-import {
-  CALL_FAULTS,
-  type CallFault,
-  type FaultDraws,
-  type FaultKind,
-  type FaultPlan,
-  quietPlan,
-} from "./plan";
+import { type FaultDraws, type FaultPlan, quietPlan } from "./plan";
 import type { Service } from "./sdk-errors";
 import { StallingModel } from "./stalling-model";
 
@@ -120,15 +114,12 @@ export class FaultInjector implements FaultInjection, FaultDraws {
   /** The fault to throw at this call (before or after sending it), if any. */
   callFault(where: Service | "channel", operation: string, invocation: Invocation | undefined) {
     if (!this.eligible(invocation)) return undefined;
-    let u = this.random.next();
-    for (const kind of CALL_FAULTS) {
-      u -= this.plan.rates[kind];
-      if (u >= 0) continue;
-      if (kind !== "timeout-after-apply" && SPARED_BEFORE_SENDING.has(operation)) return undefined;
-      this.count(kind, where, `${invocation.function} ${operation}`);
-      return kind as CallFault;
-    }
-    return undefined;
+    const chances = CALL_FAULTS.map((kind) => [kind, this.plan.rates[kind]] as const);
+    const kind = callFaultOf(this.random.next(), chances);
+    if (!kind) return undefined;
+    if (kind !== "timeout-after-apply" && SPARED_BEFORE_SENDING.has(operation)) return undefined;
+    this.count(kind, where, `${invocation.function} ${operation}`);
+    return kind;
   }
 
   /** Whether the process dies right after this applied call. */
@@ -151,7 +142,7 @@ export class FaultInjector implements FaultInjection, FaultDraws {
   /** Whether this model call outlasts its message's visibility timeout. */
   stalls(invocation: Invocation | undefined): boolean {
     if (!invocation?.release) return false;
-    return this.strikes("stalled-model-call", invocation, invocation.group);
+    return this.strikes("stall", invocation, invocation.group);
   }
 
   received(messageIds: readonly string[]): void {

@@ -6,6 +6,7 @@ import {
   type ChannelSendRequest,
   ChannelTimeoutError,
 } from "../../../functions/core/side-effects";
+import type { FaultKind } from "../faults/kinds";
 import type { Random } from "../faults/random";
 
 /** A defect planted in the send path: every attempt goes out under a key of its own. */
@@ -18,13 +19,13 @@ export type PlantedChannelBug = "new-key-per-retry";
  */
 export class FaultyChannel implements ChannelPort {
   readonly name = "sim-channel";
-  readonly injected = { channelUnavailable: 0, channelTimeoutBefore: 0, channelTimeoutAfter: 0 };
   private attempts = 0;
 
   constructor(
     readonly inner: LocalChannel,
     private readonly random: Random,
     private readonly rate: number,
+    private readonly injected: (kind: FaultKind, where: "channel") => void,
     private readonly bug?: PlantedChannelBug,
   ) {}
 
@@ -35,16 +36,16 @@ export class FaultyChannel implements ChannelPort {
         : request;
     const roll = this.random.next();
     if (roll < this.rate) {
-      this.injected.channelUnavailable++;
+      this.injected("throttle", "channel");
       throw new TransientError("channel.unavailable", "injected: the channel is unavailable");
     }
     if (roll < 2 * this.rate) {
-      this.injected.channelTimeoutBefore++;
+      this.injected("connection-reset", "channel");
       throw new ChannelTimeoutError("injected: the send timed out before it applied");
     }
     const delivered = await this.inner.send(sent);
     if (roll < 3 * this.rate) {
-      this.injected.channelTimeoutAfter++;
+      this.injected("timeout-after-apply", "channel");
       throw new ChannelTimeoutError("injected: the send applied, its answer was lost");
     }
     return delivered;
