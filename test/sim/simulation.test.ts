@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { Random } from "../../lib/dev/faults/random";
-import type { PlantedChannelBug } from "../../lib/dev/sim/faulty-channel";
 import type { PlantedStoreBug } from "../../lib/dev/sim/faulty-store";
 import { simulatedPlan } from "../../lib/dev/sim/plan";
+import type { PlantedChannelBug } from "../../lib/dev/sim/planted-channel-bug";
 import { GroupQueue } from "../../lib/dev/sim/queues";
 import { playSchedule } from "../../lib/dev/sim/schedule";
 

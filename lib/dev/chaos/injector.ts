@@ -1,11 +1,12 @@
+import { LocalChannel } from "../../../functions/adapters/channel/local-channel";
 import { DYNAMODB_WRITES } from "../../../functions/adapters/metering";
+import { FaultyChannel } from "../faults/channel";
 import { CALL_FAULTS, callFaultOf, type FaultKind } from "../faults/kinds";
 import { Random } from "../faults/random";
 import type { AwsClients } from "../local/deploy";
 import type { FaultInjection, Invocation, Services } from "../local/runtime/faults";
 import type { Template } from "../local/template";
-import { FaultyChannel } from "./faulty-channel";
-import { injectFaults } from "./middleware";
+import { channelFaults, injectFaults } from "./middleware";
 import { type FaultDraws, type FaultPlan, quietPlan } from "./plan";
 import type { Service } from "./sdk-errors";
 import { StallingModel } from "./stalling-model";
@@ -107,7 +108,11 @@ export class FaultInjector implements FaultInjection, FaultDraws {
   services(services: Services): Services {
     return {
       model: new StallingModel(services.model, this),
-      channel: FaultyChannel.around(services.channel, this),
+      // Only the local stand-in has faults to arm; any other channel is left as it is.
+      channel:
+        services.channel instanceof LocalChannel
+          ? new FaultyChannel(services.channel, channelFaults(this))
+          : services.channel,
     };
   }
 

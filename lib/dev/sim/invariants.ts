@@ -31,7 +31,7 @@ export function checkInvariants(world: World): Violation[] {
 
 /** No customer message gets two replies: at most one delivery per task, whatever its key. */
 function sentOnce(world: World): Violation[] {
-  return repliedTwice(world.channel.inner.deliveries());
+  return repliedTwice(world.replies.deliveries());
 }
 
 /** The tasks of these deliveries that got more than one reply, whatever the keys. */
@@ -51,7 +51,7 @@ export function repliedTwice(deliveries: readonly { readonly key: string }[]): V
 
 /** The newest message the conversation accepted has its reply delivered. */
 function conversationsAnswered(world: World): Violation[] {
-  const delivered = new Set(world.channel.inner.deliveries().map((d) => d.key.split(":")[0]));
+  const delivered = new Set(world.replies.deliveries().map((d) => d.key.split(":")[0]));
   const violations: Violation[] = [];
   for (const [key, stream] of world.memory.streams) {
     if (!key.startsWith("conversation#")) continue;

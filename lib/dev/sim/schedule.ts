@@ -1,9 +1,9 @@
 import { type Envelope, registry } from "../../../schemas";
 import { LIFECYCLE } from "../local/scenario";
-import type { PlantedChannelBug } from "./faulty-channel";
 import type { PlantedStoreBug } from "./faulty-store";
 import { checkInvariants, type Violation } from "./invariants";
 import { type SimPlan, simulatedPlan } from "./plan";
+import type { PlantedChannelBug } from "./planted-channel-bug";
 import { World } from "./world";
 
 /**

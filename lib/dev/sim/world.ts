@@ -7,18 +7,19 @@ import { appendToStream } from "../../../functions/core/producer";
 import type { Role } from "../../../functions/core/role";
 import { buildRole } from "../../../functions/core/role-module";
 import { ManualClock } from "../../../functions/core/runtime";
-import { InMemorySideEffects } from "../../../functions/core/side-effects";
+import { type ChannelPort, InMemorySideEffects } from "../../../functions/core/side-effects";
 import { planSweep } from "../../../functions/core/sweeper";
 import { audit } from "../../../functions/roles/audit/audit";
 import { ROLE_MODULES } from "../../../functions/roles/modules";
 import { type Envelope, registry } from "../../../schemas";
 import { topology } from "../../infra/topology";
-import type { FaultKind } from "../faults/kinds";
+import { FaultyChannel } from "../faults/channel";
+import { type CallFault, callFaultOf, type FaultKind } from "../faults/kinds";
 import { Random, seededIds } from "../faults/random";
 import { memoryRolePorts } from "../role-kit/memory-ports";
-import { FaultyChannel, type PlantedChannelBug } from "./faulty-channel";
 import { FaultyStore, type PlantedStoreBug } from "./faulty-store";
-import type { SimPlan } from "./plan";
+import { CHANNEL_FAULTS, type SimPlan } from "./plan";
+import { type PlantedChannelBug, withNewKeyPerRetry } from "./planted-channel-bug";
 import { bodyOf, GroupQueue, type Message, nextMessage } from "./queues";
 
 /**
@@ -60,7 +61,10 @@ export class World {
   readonly clock = new ManualClock("2026-09-01T10:00:00.000Z");
   readonly memory: InMemoryEventStore;
   readonly store: FaultyStore;
-  readonly channel: FaultyChannel;
+  /** The reply channel the sender is given (faulty, and with the planted defect if any). */
+  readonly channel: ChannelPort;
+  /** What the reply channel delivered, by key. */
+  readonly replies: LocalChannel;
   readonly deps: ConsumerDeps;
   readonly roles: Role<unknown>[];
   readonly queues = new Map<string, GroupQueue>();
@@ -88,9 +92,9 @@ export class World {
     const injected = (kind: FaultKind, where: string) => this.inject(kind, where);
     const { rates } = options.plan;
     this.store = new FaultyStore(this.memory, this.random, rates, injected, storeBug);
-    const channelBug = bug === "new-key-per-retry" ? bug : undefined;
-    const local = new LocalChannel({ clock: this.clock });
-    this.channel = new FaultyChannel(local, this.random, rates.channel, injected, channelBug);
+    this.replies = new LocalChannel({ name: "sim-channel", clock: this.clock });
+    const channel = new FaultyChannel(this.replies, { sendFault: () => this.channelFault() });
+    this.channel = bug === "new-key-per-retry" ? withNewKeyPerRetry(channel) : channel;
     this.deps = {
       store: this.store,
       registry,
@@ -114,6 +118,17 @@ export class World {
 
   private count(kind: string, n = 1): void {
     this.counts[kind] = (this.counts[kind] ?? 0) + n;
+  }
+
+  /** One draw per send: each of the channel's faults at the plan's rate. */
+  private channelFault(): CallFault | undefined {
+    const rate = this.options.plan.rates.channel;
+    const fault = callFaultOf(
+      this.random.next(),
+      CHANNEL_FAULTS.map((kind) => [kind, rate] as const),
+    );
+    if (fault) this.inject(fault, "channel");
+    return fault;
   }
 
   private inject(kind: FaultKind, where: string): void {
