@@ -10,7 +10,7 @@ import { playSchedule, type ScheduleResult } from "../lib/dev/sim/schedule";
  * commits, commits whose answer is lost, relay batches published twice, crashes after a commit,
  * consumers that stall past their visibility timeout, a failing reply channel, a poison message,
  * one redrive), and checks the
- * invariants after each (lib/dev/sim/invariants.ts). Prints what was injected and done, then
+ * invariants after each (lib/dev/faults/invariants.ts). Prints what was injected and done, then
  * `N schedules, M violations`; a schedule that breaks an invariant prints its plan, what it broke
  * and the command that plays it alone (`--seed S --schedules 1`), and the run exits 1.
  *

@@ -1,7 +1,8 @@
 import { type Envelope, registry } from "../../../schemas";
+import { checkInvariants, type Violation } from "../faults/invariants";
 import { LIFECYCLE } from "../local/scenario";
+import { simulatedFacts } from "./facts";
 import type { PlantedStoreBug } from "./faulty-store";
-import { checkInvariants, type Violation } from "./invariants";
 import { type SimPlan, simulatedPlan } from "./plan";
 import type { PlantedChannelBug } from "./planted-channel-bug";
 import { World } from "./world";
@@ -30,7 +31,8 @@ export async function playSchedule(
   await seedWorkload(world);
   await world.run();
   const { counts, injected } = world;
-  return { seed, plan, violations: checkInvariants(world), counts, injected };
+  const violations = await checkInvariants(await simulatedFacts(world));
+  return { seed, plan, violations, counts, injected };
 }
 
 /** Tasks with client feedback, content workflow runs, conversations and one poison message. */
