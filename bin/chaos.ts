@@ -1,5 +1,6 @@
 import { Command, InvalidArgumentError } from "commander";
 import { runStackChaos } from "../lib/dev/chaos/run";
+import { describePlan, replayCommand } from "../lib/dev/faults/schedule";
 import { playSchedule, type ScheduleResult } from "../lib/dev/sim/schedule";
 
 /**
@@ -9,9 +10,9 @@ import { playSchedule, type ScheduleResult } from "../lib/dev/sim/schedule";
  * commits, commits whose answer is lost, relay batches published twice, crashes after a commit,
  * consumers that stall past their visibility timeout, a failing reply channel, a poison message,
  * one redrive), and checks the
- * invariants after each (lib/dev/sim/invariants.ts). Prints what was injected and done, then
- * `N schedules, M violations`; a schedule that breaks an invariant prints its seed (play it alone
- * with `--seed S --schedules 1`) and the run exits 1.
+ * invariants after each (lib/dev/faults/invariants.ts). Prints what was injected and done, then
+ * `N schedules, M violations`; a schedule that breaks an invariant prints its plan, what it broke
+ * and the command that plays it alone (`--seed S --schedules 1`), and the run exits 1.
  *
  * `--stack` plays full-stack schedules instead (lib/dev/chaos): the stack deployed once to moto_server
  * with its handlers on the local runtime, each schedule a reference task, a content run, a support
@@ -68,20 +69,23 @@ async function stack(): Promise<number> {
 
 async function main(): Promise<number> {
   const started = performance.now();
-  const totals: Record<string, number> = {};
-  const withFault: Record<string, number> = {};
+  const injected: Record<string, number> = {};
+  const counts: Record<string, number> = {};
+  const plans: Record<string, number> = {};
   const failing: ScheduleResult[] = [];
   let violations = 0;
   for (let s = seed; s < seed + schedules; s++) {
     const result = await playSchedule(s);
-    for (const [kind, n] of Object.entries(result.counts)) totals[kind] = (totals[kind] ?? 0) + n;
-    for (const [fault, rate] of Object.entries(result.faults))
-      if (rate > 0) withFault[fault] = (withFault[fault] ?? 0) + 1;
+    add(injected, result.injected);
+    add(counts, result.counts);
+    for (const [name, rate] of Object.entries<number>(result.plan.rates))
+      if (rate > 0) add(plans, { [name]: 1 });
     if (result.violations.length > 0) {
       violations += result.violations.length;
       failing.push(result);
-      out(`seed ${s}: ${result.violations.length} violation(s)`);
+      out(`${describePlan(result.plan)} | ${result.violations.length} violations`);
       for (const v of result.violations.slice(0, 5)) out(`  ${v.invariant}: ${v.detail}`);
+      out(`  replay: ${replayCommand(s, "memory")}`);
     }
     if ((s - seed + 1) % 1000 === 0)
       out(
@@ -90,19 +94,28 @@ async function main(): Promise<number> {
   }
   const seconds = (performance.now() - started) / 1000;
   out();
-  out("what the schedules did (totals):");
-  const width = Math.max(...Object.keys(totals).map((k) => k.length));
-  for (const [kind, n] of Object.entries(totals).sort((a, b) => b[1] - a[1]))
-    out(`  ${kind.padEnd(width)}  ${String(n).padStart(9)}`);
-  out("schedules whose plan had each fault on:");
-  for (const [fault, n] of Object.entries(withFault))
-    out(`  ${fault.padEnd(width)}  ${String(n).padStart(9)}`);
+  table("faults injected (totals, by kind and where):", injected);
+  table("what the schedules did (totals):", counts);
+  table("schedules whose plan had each fault on:", plans, false);
   out(
     `${schedules} schedules in ${seconds.toFixed(1)} s (${((seconds * 1000) / schedules).toFixed(1)} ms each), seeds ${seed}-${seed + schedules - 1}`,
   );
   if (failing.length > 0) out(`failing seeds: ${failing.map((f) => f.seed).join(", ")}`);
   out(`${schedules} schedules, ${violations} violations`);
   return failing.length > 0 ? 1 : 0;
+}
+
+function add(into: Record<string, number>, counts: Readonly<Record<string, number>>): void {
+  for (const [kind, n] of Object.entries(counts)) into[kind] = (into[kind] ?? 0) + n;
+}
+
+/** A titled list of counts, the largest first unless the order is kept. */
+function table(title: string, counts: Record<string, number>, sorted = true): void {
+  out(title);
+  const rows = Object.entries(counts);
+  if (sorted) rows.sort((a, b) => b[1] - a[1]);
+  const width = Math.max(26, ...rows.map(([kind]) => kind.length));
+  for (const [kind, n] of rows) out(`  ${kind.padEnd(width)}  ${String(n).padStart(9)}`);
 }
 
 (options.stack ? stack() : main()).then(

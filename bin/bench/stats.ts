@@ -1,6 +1,6 @@
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
-import { Random } from "../../lib/dev/sim/random";
+import { Random } from "../../lib/dev/faults/random";
 
 /** Median, minimum and maximum of a non-empty list of samples. */
 export interface Summary {

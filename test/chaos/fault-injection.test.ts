@@ -23,13 +23,9 @@ import { LocalChannel } from "../../functions/adapters/channel/local-channel";
 import { ChannelTimeoutError } from "../../functions/core/side-effects";
 import { FAULTED_ATTEMPTS, FaultInjector } from "../../lib/dev/chaos/injector";
 import { injectFaults } from "../../lib/dev/chaos/middleware";
-import {
-  describePlan,
-  FAULT_KINDS,
-  type FaultKind,
-  type FaultPlan,
-  planOf,
-} from "../../lib/dev/chaos/plan";
+import { type FaultPlan, planOf } from "../../lib/dev/chaos/plan";
+import { FAULT_KINDS, type FaultKind } from "../../lib/dev/faults/kinds";
+import { describePlan } from "../../lib/dev/faults/schedule";
 import { Faults, type Invocation, InvocationCrash } from "../../lib/dev/local/runtime/faults";
 import { emulator } from "../support/aws";
 
@@ -256,7 +252,7 @@ describe("reply channel under faults", () => {
 describe("model call past its visibility timeout", () => {
   it("hands the batch back, and answers once another worker has received it again", async () => {
     const injector = new FaultInjector();
-    injector.begin(only("stalled-model-call"));
+    injector.begin(only("stall"));
     const answers = { name: "scripted", converse: async () => ({ text: "ok" }) as never };
     const { model } = injector.services({ model: answers, channel: new LocalChannel() });
     const events: string[] = [];
@@ -278,6 +274,6 @@ describe("model call past its visibility timeout", () => {
     injector.received(["m-1"]);
     await stalled;
     expect(events).toEqual(["released", "answered"]);
-    expect(injector.end()).toEqual({ "stalled-model-call test-group": 1 });
+    expect(injector.end()).toEqual({ "stall test-group": 1 });
   });
 });

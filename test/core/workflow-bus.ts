@@ -13,7 +13,7 @@ import {
 } from "../../functions/roles/content-agents/content-agent";
 import { orchestrator } from "../../functions/roles/orchestrator/orchestrator";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
-import { Random } from "../../lib/dev/sim/random";
+import { Random } from "../../lib/dev/faults/random";
 import { type Envelope, registry } from "../../schemas";
 import { CONTENT_ROLES, type WorkflowEnded } from "../../schemas/events/workflow";
 import { makeDeps } from "./fixtures";

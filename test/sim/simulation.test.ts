@@ -1,9 +1,10 @@
 import { describe, expect, it } from "vitest";
-import type { PlantedChannelBug } from "../../lib/dev/sim/faulty-channel";
+import { Random } from "../../lib/dev/faults/random";
 import type { PlantedStoreBug } from "../../lib/dev/sim/faulty-store";
+import { simulatedPlan } from "../../lib/dev/sim/plan";
+import type { PlantedChannelBug } from "../../lib/dev/sim/planted-channel-bug";
 import { GroupQueue } from "../../lib/dev/sim/queues";
-import { Random } from "../../lib/dev/sim/random";
-import { faultPlanOf, playSchedule } from "../../lib/dev/sim/schedule";
+import { playSchedule } from "../../lib/dev/sim/schedule";
 
 /**
  * The deterministic simulation (lib/dev/sim): a few hundred seeded schedules of the whole workflow
@@ -16,19 +17,19 @@ describe("simulated schedules", () => {
     for (let seed = 1; seed <= 200; seed++) {
       const result = await playSchedule(seed);
       expect(result.violations, `seed ${seed}`).toEqual([]);
-      for (const [kind, n] of Object.entries(result.counts))
+      for (const [kind, n] of Object.entries({ ...result.counts, ...result.injected }))
         injected[kind] = (injected[kind] ?? 0) + n;
     }
     for (const kind of [
-      "loadFails",
-      "commitFailsBefore",
-      "commitFailsAfter",
-      "republished",
-      "crashed after commit",
-      "stalled",
+      "throttle load",
+      "throttle commit",
+      "timeout-after-apply commit",
+      "crash-after-write relay",
+      "crash-after-write consumer",
+      "stall consumer",
       "gap-repaired",
       "redriven",
-      "channelTimeoutAfter",
+      "timeout-after-apply channel",
     ])
       expect(injected[kind], kind).toBeGreaterThan(0);
   }, 120_000);
@@ -44,8 +45,9 @@ describe("simulated schedules", () => {
       const broken: string[] = [];
       for (let seed = 1; seed <= 60; seed++) {
         // The channel fails often enough for the sender to retry in most schedules.
-        const faults = { ...faultPlanOf(new Random(seed)), channel: 0.2 };
-        const result = await playSchedule(seed, { bug, faults });
+        const drawn = simulatedPlan(seed, new Random(seed));
+        const plan = { seed, rates: { ...drawn.rates, channel: 0.2 } };
+        const result = await playSchedule(seed, { bug, plan });
         broken.push(...result.violations.map((v) => v.invariant));
       }
       expect(broken).toContain(invariant);
@@ -57,7 +59,8 @@ describe("simulated schedules", () => {
     const first = await playSchedule(4242);
     const again = await playSchedule(4242);
     expect(again.counts).toEqual(first.counts);
-    expect(again.faults).toEqual(first.faults);
+    expect(again.injected).toEqual(first.injected);
+    expect(again.plan).toEqual(first.plan);
     expect(first.counts.deliveries).toBeGreaterThan(0);
   });
 });

@@ -1,18 +1,13 @@
+import { LocalChannel } from "../../../functions/adapters/channel/local-channel";
+import { FaultyChannel } from "../faults/channel";
+import { CALL_FAULTS, callFaultOf, type FaultKind } from "../faults/kinds";
+import { Random } from "../faults/random";
 import type { AwsClients } from "../local/deploy";
 import type { FaultInjection, Invocation, Services } from "../local/runtime/faults";
 import type { Template } from "../local/template";
 import { DYNAMODB_WRITES } from "../metering/metering";
-import { Random } from "../sim/random";
-import { FaultyChannel } from "./faulty-channel";
-import { injectFaults } from "./middleware";
-import {
-  CALL_FAULTS,
-  type CallFault,
-  type FaultDraws,
-  type FaultKind,
-  type FaultPlan,
-  quietPlan,
-} from "./plan";
+import { channelFaults, injectFaults } from "./middleware";
+import { type FaultDraws, type FaultPlan, quietPlan } from "./plan";
 import type { Service } from "./sdk-errors";
 import { StallingModel } from "./stalling-model";
 
@@ -113,22 +108,23 @@ export class FaultInjector implements FaultInjection, FaultDraws {
   services(services: Services): Services {
     return {
       model: new StallingModel(services.model, this),
-      channel: FaultyChannel.around(services.channel, this),
+      // Only the local stand-in has faults to arm; any other channel is left as it is.
+      channel:
+        services.channel instanceof LocalChannel
+          ? new FaultyChannel(services.channel, channelFaults(this))
+          : services.channel,
     };
   }
 
   /** The fault to throw at this call (before or after sending it), if any. */
   callFault(where: Service | "channel", operation: string, invocation: Invocation | undefined) {
     if (!this.eligible(invocation)) return undefined;
-    let u = this.random.next();
-    for (const kind of CALL_FAULTS) {
-      u -= this.plan.rates[kind];
-      if (u >= 0) continue;
-      if (kind !== "timeout-after-apply" && SPARED_BEFORE_SENDING.has(operation)) return undefined;
-      this.count(kind, where, `${invocation.function} ${operation}`);
-      return kind as CallFault;
-    }
-    return undefined;
+    const chances = CALL_FAULTS.map((kind) => [kind, this.plan.rates[kind]] as const);
+    const kind = callFaultOf(this.random.next(), chances);
+    if (!kind) return undefined;
+    if (kind !== "timeout-after-apply" && SPARED_BEFORE_SENDING.has(operation)) return undefined;
+    this.count(kind, where, `${invocation.function} ${operation}`);
+    return kind;
   }
 
   /** Whether the process dies right after this applied call. */
@@ -151,7 +147,7 @@ export class FaultInjector implements FaultInjection, FaultDraws {
   /** Whether this model call outlasts its message's visibility timeout. */
   stalls(invocation: Invocation | undefined): boolean {
     if (!invocation?.release) return false;
-    return this.strikes("stalled-model-call", invocation, invocation.group);
+    return this.strikes("stall", invocation, invocation.group);
   }
 
   received(messageIds: readonly string[]): void {

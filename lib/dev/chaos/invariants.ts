@@ -1,20 +1,22 @@
 import { topology } from "../../infra/topology";
 import { traceOf } from "../../operator/source";
 import type { TraceNode } from "../../operator/views";
+import {
+  acceptedMessages,
+  checkInvariants,
+  type RunFacts,
+  type Violation,
+} from "../faults/invariants";
 import type { LocalEnvironment } from "../local/environment";
-import { loadConversation } from "../local/scenario/customer-support";
+import { streamOf } from "../local/scenario/customer-support";
 import { loadRun } from "../local/scenario/workflow";
-import { repliedTwice, type Violation } from "../sim/invariants";
 import type { DrainedLetter } from "./dead-letters";
-import { conversationFolds, taskViewFolds } from "./fold";
-import { newestMessage } from "./newest";
 import type { Workload } from "./workload";
 
 /**
- * What must hold after a full-stack schedule, whatever its faults, read from the outside: the
- * stack's traces (lib/operator), its stored state, the dead-letter queues, what the local channel
- * delivered and what the runtime saw each group report. The same invariants as the simulation's
- * (lib/dev/sim/invariants.ts), on the real handlers, tables and queues.
+ * What must hold after a full-stack schedule, whatever its faults: the invariants the simulation
+ * is held to (lib/dev/faults/invariants.ts) on the schedule's facts, and what only the stack can
+ * break: the operator's trace showing every outcome, and the relay giving up on no stream batch.
  */
 export async function checkSchedule(
   env: LocalEnvironment,
@@ -23,15 +25,52 @@ export async function checkSchedule(
 ): Promise<Violation[]> {
   const nodes = await tracedNodes(env, workload);
   return [
-    ...appliedOnce(env, nodes),
-    ...nothingLost(env, nodes),
-    ...onlyPoisonDeadLettered(deadLetters, workload.poisonId),
+    ...(await checkInvariants(await stackFacts(env, workload, deadLetters, nodes))),
+    ...traceShowsOutcomes(env, nodes),
     ...relayKeptEverything(env),
-    ...sentOnce(env, workload),
-    ...(await ended(env, workload)),
-    ...(await taskViewFolds(env.store, workload.task.id, workload.feedback)),
-    ...(await conversationFolds(env.store, streamsOf(nodes))),
   ];
+}
+
+/**
+ * What a schedule did, read from the outside: the stack's traces as lib/operator reads them, its
+ * stored state, the dead-letter queues, what the local channel delivered and what the runtime
+ * saw each group report. Its applied-once facts are the runtime's `applied` reports (each a commit
+ * that changed the group's state); a group settled an event if its trace or its reports say so.
+ */
+async function stackFacts(
+  env: LocalEnvironment,
+  workload: Workload,
+  deadLetters: readonly DrainedLetter[],
+  nodes: readonly TraceNode[],
+): Promise<RunFacts> {
+  const run = await loadRun(env, workload.run.runId);
+  const status = run?.run.status ?? "not started";
+  const conversation = { type: "conversation", id: workload.conversation.id };
+  return {
+    store: env.store,
+    groups: topology.groups
+      .filter((group) => env.groups.includes(group.name))
+      .map((group) => ({ name: group.name, subscriptions: group.role.subscriptions })),
+    events: nodes.map(({ event }) => ({ eventId: event.eventId, eventType: event.eventType })),
+    applied: reported(env, nodes, APPLIED),
+    settled: [...traced(nodes), ...reported(env, nodes, SEEN_SETTLED)],
+    deadLetters: deadLetters.map((letter) => ({
+      group: letter.group,
+      what: `${letter.eventType ?? "?"} ${letter.eventId ?? "?"} in its ${letter.queue} dead-letter queue (${letter.code ?? "moved by SQS"})`,
+      poison: letter.eventId === workload.poisonId,
+    })),
+    runs: [{ id: workload.run.runId, ended: run !== undefined && status !== "RUNNING", status }],
+    replies: env.channel.deliveries().filter((d) => d.conversationId === conversation.id),
+    conversations: [
+      {
+        id: conversation.id,
+        sent: workload.conversation.messages.length,
+        accepted: acceptedMessages(await streamOf(env, conversation)),
+      },
+    ],
+    tasks: [{ id: workload.task.id, feedback: workload.feedback }],
+    conversationStreams: streamsOf(nodes),
+  };
 }
 
 /** Every event of the schedule's traces (the task's, the run's and each message's correlation). */
@@ -50,53 +89,55 @@ async function tracedNodes(env: LocalEnvironment, workload: Workload): Promise<T
   return [...nodes.values()];
 }
 
-/** No group applied one event twice (what the runtime saw each group report). */
-function appliedOnce(env: LocalEnvironment, nodes: readonly TraceNode[]): Violation[] {
-  const violations: Violation[] = [];
-  for (const node of nodes) {
-    const applied = new Map<string, number>();
-    for (const d of env.observations.deliveries.get(node.event.eventId) ?? [])
-      if (d.status === "applied") applied.set(d.group, (applied.get(d.group) ?? 0) + 1);
-    for (const [group, n] of applied)
-      if (n > 1)
-        violations.push({
-          invariant: "applied once",
-          detail: `${group} applied ${node.event.eventType} ${node.event.eventId} ${n} times`,
-        });
-  }
-  return violations;
-}
-
+const APPLIED = new Set(["applied"]);
+/** What settles an event, as the group's records (the trace) show it. */
 const SETTLED = new Set(["applied", "discarded", "rejected"]);
+/** What settles an event, as the runtime saw the group report it. */
 const SEEN_SETTLED = new Set(["applied", "duplicate", "discarded", "rejected"]);
 
+/** Each report of these statuses the runtime saw a group make for a traced event. */
+function reported(env: LocalEnvironment, nodes: readonly TraceNode[], statuses: Set<string>) {
+  return nodes.flatMap(({ event }) =>
+    (env.observations.deliveries.get(event.eventId) ?? [])
+      .filter((d) => statuses.has(d.status))
+      .map((d) => ({ group: d.group, eventId: event.eventId, eventType: event.eventType })),
+  );
+}
+
+/** Each settled outcome the operator's trace shows. */
+function traced(nodes: readonly TraceNode[]) {
+  return nodes.flatMap(({ event, outcomes }) =>
+    outcomes
+      .filter((o) => SETTLED.has(o.outcome))
+      .map((o) => ({ group: o.group, eventId: event.eventId })),
+  );
+}
+
+/** The invariant an operator's trace breaks when it misses an outcome the group did record. */
+export const TRACE_SHOWS_OUTCOME = "trace shows the outcome";
+
 /**
- * Every event reached every group subscribed to its type, which settled it (applied, discarded
- * or rejected it, or found it a duplicate of what it had applied), as the runtime saw the group
- * report or the group's records show; and the operator's trace shows that outcome.
+ * Every subscribed group the runtime saw settle a traced event has that outcome in the operator's
+ * trace (were it in neither, the shared check reports the event lost).
  */
-function nothingLost(env: LocalEnvironment, nodes: readonly TraceNode[]): Violation[] {
+function traceShowsOutcomes(env: LocalEnvironment, nodes: readonly TraceNode[]): Violation[] {
   const violations: Violation[] = [];
   for (const node of nodes) {
     const { eventType, eventId } = node.event;
-    const seen = env.observations.deliveries.get(eventId) ?? [];
+    const shown = new Set(traced([node]).map((t) => t.group));
+    const seen = new Set(reported(env, [node], SEEN_SETTLED).map((r) => r.group));
     for (const group of topology.groups) {
       if (!env.groups.includes(group.name) || !group.role.subscriptions.includes(eventType))
         continue;
-      const traced = node.outcomes.some((o) => o.group === group.name && SETTLED.has(o.outcome));
-      const settled = seen.some((d) => d.group === group.name && SEEN_SETTLED.has(d.status));
-      if (traced) continue;
+      if (shown.has(group.name) || !seen.has(group.name)) continue;
       violations.push({
-        invariant: settled ? TRACE_SHOWS_OUTCOME : "nothing lost",
+        invariant: TRACE_SHOWS_OUTCOME,
         detail: `${group.name}, ${eventType} ${eventId}: ${outcomesOf(env, node, group.name)}`,
       });
     }
   }
   return violations;
 }
-
-/** The invariant an operator's trace breaks when it misses an outcome the group did record. */
-export const TRACE_SHOWS_OUTCOME = "trace shows the outcome";
 
 function outcomesOf(env: LocalEnvironment, node: TraceNode, group: string): string {
   const recorded = node.outcomes.filter((o) => o.group === group).map((o) => o.outcome);
@@ -106,61 +147,11 @@ function outcomesOf(env: LocalEnvironment, node: TraceNode, group: string): stri
   return `trace ${recorded.join("/") || "none"}, runtime saw ${seen.join("/") || "nothing"}`;
 }
 
-/** The dead-letter queues held the planted poison and nothing else. */
-function onlyPoisonDeadLettered(letters: readonly DrainedLetter[], poisonId: string): Violation[] {
-  const others = letters
-    .filter((l) => l.eventId !== poisonId)
-    .map((l) => ({
-      invariant: "only poison dead-lettered",
-      detail: `${l.group} ${l.queue}: ${l.eventType ?? "?"} ${l.eventId ?? "?"} (${l.code ?? "moved by SQS"})`,
-    }));
-  const poisoned = letters.some((l) => l.eventId === poisonId);
-  return poisoned
-    ? others
-    : [
-        ...others,
-        { invariant: "poison dead-lettered", detail: `${poisonId} is in no dead-letter queue` },
-      ];
-}
-
 /** The relay gave up on no stream batch (what it gives up on never reaches a bus). */
 function relayKeptEverything(env: LocalEnvironment): Violation[] {
   return env.observations.failures
     .filter((f) => f.includes("gave up on a stream batch"))
     .map((detail) => ({ invariant: "nothing lost", detail }));
-}
-
-/** No customer message got two replies: at most one delivery per task, whatever its key. */
-function sentOnce(env: LocalEnvironment, workload: Workload): Violation[] {
-  const ours = env.channel
-    .deliveries()
-    .filter((d) => d.conversationId === workload.conversation.id);
-  return repliedTwice(ours);
-}
-
-/**
- * The run ended, and the newest message of the conversation (the one it accepted last) has its
- * reply delivered.
- */
-async function ended(env: LocalEnvironment, workload: Workload): Promise<Violation[]> {
-  const violations: Violation[] = [];
-  const run = await loadRun(env, workload.run.runId);
-  if (!run || run.run.status === "RUNNING")
-    violations.push({
-      invariant: "runs end",
-      detail: `run ${workload.run.runId} is ${run?.run.status ?? "not started"}`,
-    });
-  const newest = await newestMessage(env, workload);
-  const view = await loadConversation(env, workload.conversation.id);
-  const status = newest ? view?.turns[newest]?.status : undefined;
-  if (status !== "delivered")
-    violations.push({
-      invariant: "conversations answered",
-      detail: newest
-        ? `${workload.conversation.id}: newest message ${newest} is ${status ?? "not in the view"}`
-        : `${workload.conversation.id}: not every message was accepted`,
-    });
-  return violations;
 }
 
 /** The streams the conversation's view folds from: every support stream the traces wrote to. */

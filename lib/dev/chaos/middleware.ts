@@ -1,3 +1,4 @@
+import type { ChannelFaults } from "../faults/channel";
 import { crash, currentInvocation, InvocationCrash } from "../local/runtime/faults";
 import type { FaultDraws } from "./plan";
 import { connectionReset, type Service, serverFault, throttled, timedOut } from "./sdk-errors";
@@ -53,4 +54,30 @@ export function injectFaults(
     priority: "high",
     override: true,
   });
+}
+
+/**
+ * The same decisions for the reply channel (lib/dev/faults/channel.ts), which stands for the SNS
+ * Publish the deployed sender makes: a dead invocation sends and asks nothing, a send meets the
+ * plan's call faults, and a send that applied may be the last thing a process does before it dies.
+ */
+export function channelFaults(injector: FaultDraws): ChannelFaults {
+  return {
+    sendFault: () => {
+      const invocation = currentInvocation();
+      if (invocation?.crashed)
+        throw new InvocationCrash(`${invocation.function} is dead: not sent`);
+      return injector.callFault("channel", "Publish", invocation);
+    },
+    delivered: () => {
+      const invocation = currentInvocation();
+      if (invocation && injector.crashAfter("channel", "Publish", invocation))
+        throw crash(invocation, "Publish");
+    },
+    querying: () => {
+      const invocation = currentInvocation();
+      if (invocation?.crashed)
+        throw new InvocationCrash(`${invocation.function} is dead: no query`);
+    },
+  };
 }

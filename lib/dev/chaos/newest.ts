@@ -1,3 +1,4 @@
+import { acceptedMessages } from "../faults/invariants";
 import type { LocalEnvironment } from "../local/environment";
 import { streamOf } from "../local/scenario/customer-support";
 import type { Workload } from "./workload";
@@ -13,9 +14,7 @@ export async function newestMessage(
   workload: Workload,
 ): Promise<string | undefined> {
   const stream = await streamOf(env, { type: "conversation", id: workload.conversation.id });
-  const accepted = stream
-    .filter((e) => e.event_type === "conversation.message.accepted")
-    .sort((a, b) => a.aggregate.version - b.aggregate.version);
+  const accepted = acceptedMessages(stream);
   if (accepted.length < workload.conversation.messages.length) return undefined;
-  return accepted.at(-1)?.task_id;
+  return accepted.at(-1);
 }

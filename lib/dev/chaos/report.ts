@@ -1,4 +1,5 @@
-import { FAULT_KINDS } from "./plan";
+import { FAULT_KINDS } from "../faults/kinds";
+import { replayCommand } from "../faults/schedule";
 import type { StackScheduleResult } from "./schedule";
 
 const WHERE = ["dynamodb", "sqs", "eventbridge", "sns", "channel"] as const;
@@ -22,8 +23,7 @@ export function renderSummary(results: readonly StackScheduleResult[], seconds: 
   if (failing.length > 0) {
     lines.push(`violations by invariant: ${byInvariant(results)}`);
     lines.push(`failing seeds: ${failing.map((r) => r.seed).join(", ")}`);
-    for (const r of failing)
-      lines.push(`  replay: npm run chaos -- --stack --seed ${r.seed} --schedules 1`);
+    for (const r of failing) lines.push(`  replay: ${replayCommand(r.seed, "stack")}`);
   }
   const violations = results.reduce((n, r) => n + r.violations.length, 0);
   lines.push(`${results.length} schedules, ${violations} violations`);

@@ -1,8 +1,8 @@
+import { describePlan, replayCommand } from "../faults/schedule";
 import { type LocalEnvironment, startLocal } from "../local/environment";
 import { writeDiagnosis } from "./diagnose";
 import { FaultInjector } from "./injector";
 import { TRACE_SHOWS_OUTCOME } from "./invariants";
-import { describePlan } from "./plan";
 import { renderSummary } from "./report";
 import { playStackSchedule, type StackScheduleResult } from "./schedule";
 
@@ -65,7 +65,6 @@ async function playOne(
     out(`  failed invocation: ${f.slice(0, 300)}`);
   if (result.violations.some((v) => v.invariant !== TRACE_SHOWS_OUTCOME))
     out(`  faults and traces: ${await writeDiagnosis(env, result)}`);
-  if (result.violations.length > 0)
-    out(`  replay: npm run chaos -- --stack --seed ${seed} --schedules 1`);
+  if (result.violations.length > 0) out(`  replay: ${replayCommand(seed, "stack")}`);
   return result;
 }

@@ -1,9 +1,9 @@
 import { GetQueueAttributesCommand } from "@aws-sdk/client-sqs";
+import type { Violation } from "../faults/invariants";
+import { Random } from "../faults/random";
 import type { LocalEnvironment } from "../local/environment";
 import { loadConversation, waitUntil } from "../local/scenario/customer-support";
 import { loadRun } from "../local/scenario/workflow";
-import type { Violation } from "../sim/invariants";
-import { Random } from "../sim/random";
 import { drainDeadLetters } from "./dead-letters";
 import type { FaultInjector } from "./injector";
 import { checkSchedule } from "./invariants";

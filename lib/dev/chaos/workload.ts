@@ -4,11 +4,11 @@ import { appendToStream } from "../../../functions/core/producer";
 import type { Decision } from "../../../functions/core/role";
 import { systemClock, ulidSource } from "../../../functions/core/runtime";
 import { type Envelope, registry } from "../../../schemas";
+import type { Random } from "../faults/random";
 import type { LocalEnvironment } from "../local/environment";
 import { clientFeedback, LIFECYCLE } from "../local/scenario";
 import { customerMessage } from "../local/scenario/customer-support";
 import { putOnBus, startWorkflow } from "../local/scenario/workflow";
-import type { Random } from "../sim/random";
 
 /**
  * What one full-stack schedule plays, drawn from its seed, under fresh ids (so schedules on one

@@ -2,17 +2,9 @@ import { TransientError } from "../../../functions/core/errors";
 import type { InMemoryEventStore } from "../../../functions/core/memory";
 import type { CommitRequest, EventStore, Loaded, LoadRequest } from "../../../functions/core/ports";
 import type { AggregateRef, Envelope } from "../../../schemas";
-import type { Random } from "./random";
-
-/** How often each fault of the store happens, per call. */
-export interface StoreFaults {
-  /** A load throttled or timed out (nothing read). */
-  readonly loadFails: number;
-  /** A commit throttled before it applied (nothing written). */
-  readonly commitFailsBefore: number;
-  /** A commit that applied, whose response was lost: the caller sees a timeout. */
-  readonly commitFailsAfter: number;
-}
+import type { FaultKind } from "../faults/kinds";
+import type { Random } from "../faults/random";
+import type { SimPlan } from "./plan";
 
 /** A defect planted in the store, to prove the invariant checker sees what it causes. */
 export type PlantedStoreBug =
@@ -33,24 +25,25 @@ export interface AppliedCommit {
 
 /**
  * The in-memory event store behind faults as DynamoDB produces them (throttling, a timeout after
- * the write applied), and optionally with a planted defect. Counts what it injected.
+ * the write applied), at the plan's rates, and optionally with a planted defect. Reports each
+ * fault it injected by kind and call (`injected`).
  */
 export class FaultyStore implements EventStore {
   readonly applied: AppliedCommit[] = [];
-  readonly injected = { loadFails: 0, commitFailsBefore: 0, commitFailsAfter: 0 };
   /** Set by the scheduler: the next commit waits for this before it applies. */
   holdNextCommit: Promise<void> | undefined;
 
   constructor(
     readonly inner: InMemoryEventStore,
     private readonly random: Random,
-    private readonly faults: StoreFaults,
+    private readonly rates: SimPlan["rates"],
+    private readonly injected: (kind: FaultKind, where: "load" | "commit") => void,
     private readonly bug?: PlantedStoreBug,
   ) {}
 
   async load(request: LoadRequest): Promise<Loaded> {
-    if (this.random.chance(this.faults.loadFails)) {
-      this.injected.loadFails++;
+    if (this.random.chance(this.rates["throttle load"])) {
+      this.injected("throttle", "load");
       throw new TransientError("sim.load_throttled", "injected: the load was throttled");
     }
     const loaded = await this.inner.load(request);
@@ -79,8 +72,8 @@ export class FaultyStore implements EventStore {
     const hold = this.holdNextCommit;
     this.holdNextCommit = undefined;
     if (hold) await hold;
-    if (this.random.chance(this.faults.commitFailsBefore)) {
-      this.injected.commitFailsBefore++;
+    if (this.random.chance(this.rates["throttle commit"])) {
+      this.injected("throttle", "commit");
       throw new TransientError("sim.commit_throttled", "injected: the commit was throttled");
     }
     await this.inner.commit(this.withBug(request));
@@ -94,8 +87,8 @@ export class FaultyStore implements EventStore {
         appended: request.append ?? [],
       });
     }
-    if (this.random.chance(this.faults.commitFailsAfter)) {
-      this.injected.commitFailsAfter++;
+    if (this.random.chance(this.rates["timeout-after-apply commit"])) {
+      this.injected("timeout-after-apply", "commit");
       throw new TransientError(
         "sim.commit_timeout",
         "injected: the commit applied, its answer was lost",

@@ -1,5 +1,5 @@
 import type { Envelope } from "../../../schemas";
-import type { Random } from "./random";
+import type { Random } from "../faults/random";
 
 /** One message in a group's queue: a copy of the envelope as the bus delivered it. */
 export interface Message {

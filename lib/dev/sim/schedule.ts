@@ -1,10 +1,11 @@
 import { type Envelope, registry } from "../../../schemas";
+import { checkInvariants, type Violation } from "../faults/invariants";
 import { LIFECYCLE } from "../local/scenario";
-import type { PlantedChannelBug } from "./faulty-channel";
+import { simulatedFacts } from "./facts";
 import type { PlantedStoreBug } from "./faulty-store";
-import { checkInvariants, type Violation } from "./invariants";
-import { Random } from "./random";
-import { type FaultPlan, World } from "./world";
+import { type SimPlan, simulatedPlan } from "./plan";
+import type { PlantedChannelBug } from "./planted-channel-bug";
+import { World } from "./world";
 
 /**
  * One simulated schedule: a seed gives the workload (tasks with client feedback, content
@@ -13,38 +14,25 @@ import { type FaultPlan, World } from "./world";
  */
 export interface ScheduleResult {
   readonly seed: number;
-  readonly faults: FaultPlan;
+  readonly plan: SimPlan;
   readonly violations: readonly Violation[];
-  /** What the scheduler did and the store injected, by kind. */
+  /** What the scheduler did, by kind. */
   readonly counts: Readonly<Record<string, number>>;
-}
-
-/** A fault plan drawn from the seed: each fault is off, light or heavy. */
-export function faultPlanOf(random: Random): FaultPlan {
-  const rate = () => random.pick([0, 0.02, 0.1]);
-  return {
-    loadFails: rate(),
-    commitFailsBefore: rate(),
-    commitFailsAfter: rate(),
-    republish: random.pick([0, 0.2, 0.5]),
-    crashAfterCommit: rate(),
-    stall: rate(),
-    channel: random.pick([0, 0.05, 0.15]),
-  };
+  /** The faults injected, by `kind where`. */
+  readonly injected: Readonly<Record<string, number>>;
 }
 
 export async function playSchedule(
   seed: number,
-  options: { readonly bug?: PlantedStoreBug | PlantedChannelBug; readonly faults?: FaultPlan } = {},
+  options: { readonly bug?: PlantedStoreBug | PlantedChannelBug; readonly plan?: SimPlan } = {},
 ): Promise<ScheduleResult> {
-  const faults = options.faults ?? faultPlanOf(new Random(seed ^ 0x5eed));
-  const world = new World({ seed, faults, bug: options.bug });
+  const plan = options.plan ?? simulatedPlan(seed);
+  const world = new World({ seed, plan, bug: options.bug });
   await seedWorkload(world);
   await world.run();
-  const counts: Record<string, number> = { ...world.counts };
-  for (const [kind, n] of Object.entries({ ...world.store.injected, ...world.channel.injected }))
-    counts[kind] = n;
-  return { seed, faults, violations: checkInvariants(world), counts };
+  const { counts, injected } = world;
+  const violations = await checkInvariants(await simulatedFacts(world));
+  return { seed, plan, violations, counts, injected };
 }
 
 /** Tasks with client feedback, content workflow runs, conversations and one poison message. */

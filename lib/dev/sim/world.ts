@@ -7,17 +7,20 @@ import { appendToStream } from "../../../functions/core/producer";
 import type { Role } from "../../../functions/core/role";
 import { buildRole } from "../../../functions/core/role-module";
 import { ManualClock } from "../../../functions/core/runtime";
-import { InMemorySideEffects } from "../../../functions/core/side-effects";
+import { type ChannelPort, InMemorySideEffects } from "../../../functions/core/side-effects";
 import { planSweep } from "../../../functions/core/sweeper";
 import { audit } from "../../../functions/roles/audit/audit";
 import { ROLE_MODULES } from "../../../functions/roles/modules";
 import { type Envelope, registry } from "../../../schemas";
 import { topology } from "../../infra/topology";
+import { FaultyChannel } from "../faults/channel";
+import { type CallFault, callFaultOf, type FaultKind } from "../faults/kinds";
+import { Random, seededIds } from "../faults/random";
 import { memoryRolePorts } from "../role-kit/memory-ports";
-import { FaultyChannel, type PlantedChannelBug } from "./faulty-channel";
-import { FaultyStore, type PlantedStoreBug, type StoreFaults } from "./faulty-store";
+import { FaultyStore, type PlantedStoreBug } from "./faulty-store";
+import { CHANNEL_FAULTS, type SimPlan } from "./plan";
+import { type PlantedChannelBug, withNewKeyPerRetry } from "./planted-channel-bug";
 import { bodyOf, GroupQueue, type Message, nextMessage } from "./queues";
-import { Random, seededIds } from "./random";
 
 /**
  * One simulated world: the task projection, the audit group, the orchestrator and the content
@@ -30,20 +33,9 @@ import { Random, seededIds } from "./random";
  * and when, which consumer stalls past its visibility timeout, when dead letters are redriven.
  */
 
-export interface FaultPlan extends StoreFaults {
-  /** The relay publishes a batch twice (its checkpoint was lost after PutEvents). */
-  readonly republish: number;
-  /** A consumer crashes after its commit, before the message is deleted. */
-  readonly crashAfterCommit: number;
-  /** A consumer stalls before its commit until its message was received again. */
-  readonly stall: number;
-  /** Each of the channel's faults (unavailable, timeout before, timeout after the send). */
-  readonly channel: number;
-}
-
 export interface WorldOptions {
   readonly seed: number;
-  readonly faults: FaultPlan;
+  readonly plan: SimPlan;
   readonly bug?: PlantedStoreBug | PlantedChannelBug;
   /** Receives before a message is dead-lettered. */
   readonly maxReceiveCount?: number;
@@ -69,7 +61,10 @@ export class World {
   readonly clock = new ManualClock("2026-09-01T10:00:00.000Z");
   readonly memory: InMemoryEventStore;
   readonly store: FaultyStore;
-  readonly channel: FaultyChannel;
+  /** The reply channel the sender is given (faulty, and with the planted defect if any). */
+  readonly channel: ChannelPort;
+  /** What the reply channel delivered, by key. */
+  readonly replies: LocalChannel;
   readonly deps: ConsumerDeps;
   readonly roles: Role<unknown>[];
   readonly queues = new Map<string, GroupQueue>();
@@ -82,6 +77,8 @@ export class World {
   readonly external: Envelope[] = [];
   /** What the scheduler did, by kind. */
   readonly counts: Record<string, number> = {};
+  /** The faults injected, by `kind where` (as the full-stack runs count them). */
+  readonly injected: Record<string, number> = {};
   private relayed = 0;
   private step = 0;
   private nextId = 0;
@@ -92,10 +89,12 @@ export class World {
     this.memory = new InMemoryEventStore(this.clock);
     const { bug } = options;
     const storeBug = bug === "new-key-per-retry" ? undefined : bug;
-    this.store = new FaultyStore(this.memory, this.random, options.faults, storeBug);
-    const channelBug = bug === "new-key-per-retry" ? bug : undefined;
-    const local = new LocalChannel({ clock: this.clock });
-    this.channel = new FaultyChannel(local, this.random, options.faults.channel, channelBug);
+    const injected = (kind: FaultKind, where: string) => this.inject(kind, where);
+    const { rates } = options.plan;
+    this.store = new FaultyStore(this.memory, this.random, rates, injected, storeBug);
+    this.replies = new LocalChannel({ name: "sim-channel", clock: this.clock });
+    const channel = new FaultyChannel(this.replies, { sendFault: () => this.channelFault() });
+    this.channel = bug === "new-key-per-retry" ? withNewKeyPerRetry(channel) : channel;
     this.deps = {
       store: this.store,
       registry,
@@ -119,6 +118,22 @@ export class World {
 
   private count(kind: string, n = 1): void {
     this.counts[kind] = (this.counts[kind] ?? 0) + n;
+  }
+
+  /** One draw per send: each of the channel's faults at the plan's rate. */
+  private channelFault(): CallFault | undefined {
+    const rate = this.options.plan.rates.channel;
+    const fault = callFaultOf(
+      this.random.next(),
+      CHANNEL_FAULTS.map((kind) => [kind, rate] as const),
+    );
+    if (fault) this.inject(fault, "channel");
+    return fault;
+  }
+
+  private inject(kind: FaultKind, where: string): void {
+    const key = `${kind} ${where}`;
+    this.injected[key] = (this.injected[key] ?? 0) + 1;
   }
 
   /** Commit a task's lifecycle events through the producer API (its stream is the outbox). */
@@ -179,9 +194,9 @@ export class World {
     const batch = log.slice(this.relayed, this.relayed + take);
     for (const e of batch) this.fanOut(e);
     this.count("relayed", batch.length);
-    if (this.random.chance(this.options.faults.republish)) {
+    if (this.random.chance(this.options.plan.rates["crash-after-write relay"])) {
       for (const e of batch) this.fanOut(e);
-      this.count("republished", batch.length);
+      this.inject("crash-after-write", "relay");
     }
     this.relayed += take;
     return true;
@@ -251,7 +266,7 @@ export class World {
     const role = this.roles.find((r) => r.group === queue.group);
     if (!role) throw new Error(`no role for ${queue.group}`);
     this.count("deliveries");
-    if (this.random.chance(this.options.faults.stall)) return this.stall(queue, message, role);
+    if (this.random.chance(this.options.plan.rates.stall)) return this.stall(queue, message, role);
     await this.handle(queue, message, role);
   }
 
@@ -269,8 +284,8 @@ export class World {
       queue.fail(message);
       return;
     }
-    if (this.random.chance(this.options.faults.crashAfterCommit)) {
-      this.count("crashed after commit");
+    if (this.random.chance(this.options.plan.rates["crash-after-write consumer"])) {
+      this.inject("crash-after-write", "consumer");
       return;
     }
     queue.delete(message);
@@ -287,7 +302,7 @@ export class World {
    * commits later.
    */
   private async stall(queue: GroupQueue, message: Message, role: Role<unknown>): Promise<void> {
-    this.count("stalled");
+    this.inject("stall", "consumer");
     let release = () => {};
     this.store.holdNextCommit = new Promise<void>((r) => {
       release = r;

@@ -5,7 +5,13 @@ import { conversationProjection } from "../../../functions/roles/customer-suppor
 import { taskProjection } from "../../../functions/roles/task-projection/task-projection";
 import { type AggregateRef, type Envelope, MAX_STREAM_VERSION } from "../../../schemas";
 import { canonical, checkFold, foldDeps } from "../../operator/rebuild";
-import type { Violation } from "../sim/invariants";
+
+/** A stored view that differs from the fold of its events. */
+export interface ViewDrift {
+  readonly view: string;
+  readonly stored: unknown;
+  readonly folded: unknown;
+}
 
 /**
  * projection = fold: a view equals what the projection makes of its events fed in order on an
@@ -13,22 +19,23 @@ import type { Violation } from "../sim/invariants";
  * --check` does); the task view also folds the client feedback no stream holds, so it is folded
  * here with the same pipeline.
  */
-export async function conversationFolds(
+export async function conversationDrift(
   store: EventStore,
   streams: readonly AggregateRef[],
-): Promise<Violation[]> {
+): Promise<ViewDrift[]> {
   const { drift } = await checkFold(store, conversationProjection as never, streams);
   return drift.map((d) => ({
-    invariant: "projection = fold",
-    detail: `${d.state.type}#${d.state.id}: stored ${short(d.stored)} vs folded ${short(d.folded)}`,
+    view: `${d.state.type}#${d.state.id}`,
+    stored: d.stored,
+    folded: d.folded,
   }));
 }
 
-export async function taskViewFolds(
+export async function taskViewDrift(
   store: EventStore,
   taskId: string,
   feedback: readonly Envelope[],
-): Promise<Violation[]> {
+): Promise<ViewDrift[]> {
   const stream = await store.readStream({ type: "task", id: taskId }, 1, MAX_STREAM_VERSION);
   const scratch = new InMemoryEventStore();
   await scratch.commit({ append: stream });
@@ -38,12 +45,5 @@ export async function taskViewFolds(
   const folded = (await scratch.load({ state: ref })).state?.data;
   const stored = (await store.load({ state: ref })).state?.data;
   if (canonical(folded) === canonical(stored)) return [];
-  return [
-    {
-      invariant: "projection = fold",
-      detail: `task_view#${taskId}: stored ${short(stored)} vs folded ${short(folded)}`,
-    },
-  ];
+  return [{ view: `task_view#${taskId}`, stored, folded }];
 }
-
-const short = (value: unknown) => canonical(value).slice(0, 300);

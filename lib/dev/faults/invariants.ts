@@ -1,0 +1,186 @@
+import type { EventStore } from "../../../functions/core/ports";
+import type { AggregateRef, Envelope } from "../../../schemas";
+import { canonical } from "../../operator/rebuild";
+import { conversationDrift, taskViewDrift, type ViewDrift } from "./fold";
+
+/**
+ * What "correct" means after a chaos schedule, whatever its faults, for the simulation and the
+ * full-stack runs alike: each run gathers what it saw into RunFacts (the simulation from its
+ * in-memory store and queues, the stack from its traces, tables, dead-letter queues and runtime
+ * reports), and these checks read only those facts, never how the code works.
+ */
+export interface Violation {
+  readonly invariant: string;
+  readonly detail: string;
+}
+
+/** One consumer group and one event. */
+export interface GroupEvent {
+  readonly group: string;
+  readonly eventId: string;
+  readonly eventType?: string;
+}
+
+/** What a run saw, in the one shape the invariants read. */
+export interface RunFacts {
+  /** The store the views and streams are read from. */
+  readonly store: EventStore;
+  /** The consumer groups that ran, with the event types each subscribes to. */
+  readonly groups: readonly { readonly name: string; readonly subscriptions: readonly string[] }[];
+  /** Every event of the schedule, stored or put on the bus, that its subscribers must settle. */
+  readonly events: readonly { readonly eventId: string; readonly eventType: string }[];
+  /** One entry each time a group's commit recorded an outcome for an event (applied it). */
+  readonly applied: readonly GroupEvent[];
+  /** The events each group settled: applied, discarded, rejected, or found a duplicate of. */
+  readonly settled: readonly GroupEvent[];
+  /** What the dead-letter queues held at the end; `poison` marks the planted poison message. */
+  readonly deadLetters: readonly {
+    readonly group: string;
+    readonly what: string;
+    readonly poison: boolean;
+  }[];
+  /** The workflow runs asked for: whether each ended, and how it stands. */
+  readonly runs: readonly {
+    readonly id: string;
+    readonly ended: boolean;
+    readonly status: string;
+  }[];
+  /** Every reply the channel delivered; a key starts with the task id of the message it answers. */
+  readonly replies: readonly { readonly key: string }[];
+  /**
+   * Each conversation: how many customer messages were sent to it, and the task ids of those it
+   * accepted in the order it accepted them (acceptedMessages).
+   */
+  readonly conversations: readonly {
+    readonly id: string;
+    readonly sent: number;
+    readonly accepted: readonly string[];
+  }[];
+  /** The tasks whose view must fold from their stream and their client feedback. */
+  readonly tasks: readonly { readonly id: string; readonly feedback: readonly Envelope[] }[];
+  /** The streams the conversation views fold from. */
+  readonly conversationStreams: readonly AggregateRef[];
+}
+
+export async function checkInvariants(facts: RunFacts): Promise<Violation[]> {
+  return [
+    ...appliedOnce(facts),
+    ...nothingLost(facts),
+    ...onlyPoisonDeadLettered(facts),
+    ...runsEnded(facts),
+    ...(await viewsFold(facts)),
+    ...repliedTwice(facts.replies),
+    ...conversationsAnswered(facts),
+  ];
+}
+
+/** The task ids of a conversation stream's accepted messages, in the order it accepted them. */
+export function acceptedMessages(stream: readonly Envelope[]): string[] {
+  return stream
+    .filter((e) => e.event_type === "conversation.message.accepted")
+    .sort((a, b) => a.aggregate.version - b.aggregate.version)
+    .map((e) => e.task_id);
+}
+
+const keyOf = (e: GroupEvent) => `${e.group} ${e.eventId}`;
+const short = (value: unknown) => canonical(value).slice(0, 300);
+
+/** Each event changes each group's state at most once. */
+function appliedOnce(facts: RunFacts): Violation[] {
+  const seen = new Map<string, { entry: GroupEvent; times: number }>();
+  for (const entry of facts.applied) {
+    const key = keyOf(entry);
+    seen.set(key, { entry, times: (seen.get(key)?.times ?? 0) + 1 });
+  }
+  return [...seen.values()]
+    .filter(({ times }) => times > 1)
+    .map(({ entry, times }) => ({
+      invariant: "applied once",
+      detail: `${entry.group} applied ${entry.eventType ? `${entry.eventType} ` : ""}${entry.eventId} ${times} times`,
+    }));
+}
+
+/** Every event reached every group subscribed to its type, which settled it. */
+function nothingLost(facts: RunFacts): Violation[] {
+  const settled = new Set(facts.settled.map(keyOf));
+  const violations: Violation[] = [];
+  for (const event of facts.events)
+    for (const group of facts.groups) {
+      if (!group.subscriptions.includes(event.eventType)) continue;
+      if (!settled.has(keyOf({ group: group.name, eventId: event.eventId })))
+        violations.push({
+          invariant: "nothing lost",
+          detail: `${group.name} never settled ${event.eventType} ${event.eventId}`,
+        });
+    }
+  return violations;
+}
+
+/** The dead-letter queues hold the planted poison message and nothing else. */
+function onlyPoisonDeadLettered(facts: RunFacts): Violation[] {
+  const others = facts.deadLetters
+    .filter((letter) => !letter.poison)
+    .map((letter) => ({
+      invariant: "only poison dead-lettered",
+      detail: `${letter.group}: ${letter.what}`,
+    }));
+  if (facts.deadLetters.some((letter) => letter.poison)) return others;
+  const missing = {
+    invariant: "poison dead-lettered",
+    detail: "the poison is in no dead-letter queue",
+  };
+  return [...others, missing];
+}
+
+/** Every workflow run that was asked for has ended (completed, partial or failed). */
+function runsEnded(facts: RunFacts): Violation[] {
+  return facts.runs
+    .filter((run) => !run.ended)
+    .map((run) => ({ invariant: "runs end", detail: `run ${run.id} is ${run.status}` }));
+}
+
+/** Every task view and conversation view equals the fold of its events (./fold). */
+async function viewsFold(facts: RunFacts): Promise<Violation[]> {
+  const drift: ViewDrift[] = [];
+  for (const task of facts.tasks)
+    drift.push(...(await taskViewDrift(facts.store, task.id, task.feedback)));
+  drift.push(...(await conversationDrift(facts.store, facts.conversationStreams)));
+  return drift.map(({ view, stored, folded }) => ({
+    invariant: "projection = fold",
+    detail: `${view}: stored ${short(stored)} vs folded ${short(folded)}`,
+  }));
+}
+
+/** No customer message gets two replies: at most one delivery per task, whatever its key. */
+function repliedTwice(replies: RunFacts["replies"]): Violation[] {
+  const byTask = new Map<string, string[]>();
+  for (const { key } of replies) {
+    const task = taskOf(key);
+    byTask.set(task, [...(byTask.get(task) ?? []), key]);
+  }
+  return [...byTask]
+    .filter(([, keys]) => keys.length > 1)
+    .map(([task, keys]) => ({
+      invariant: "sent once",
+      detail: `${task} got ${keys.length} replies (${keys.join(", ")})`,
+    }));
+}
+
+const taskOf = (key: string) => key.split(":")[0] ?? key;
+
+/** Every message reached its conversation, and the newest it accepted has its reply delivered. */
+function conversationsAnswered(facts: RunFacts): Violation[] {
+  const answered = new Set(facts.replies.map(({ key }) => taskOf(key)));
+  const violations: Violation[] = [];
+  for (const { id, sent, accepted } of facts.conversations) {
+    const newest = accepted.at(-1);
+    const detail =
+      accepted.length < sent
+        ? `${id}: ${accepted.length} of its ${sent} messages accepted`
+        : newest && !answered.has(newest)
+          ? `${id}: no reply to its newest message (${newest})`
+          : undefined;
+    if (detail) violations.push({ invariant: "conversations answered", detail });
+  }
+  return violations;
+}

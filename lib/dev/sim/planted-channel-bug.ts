@@ -1,0 +1,14 @@
+import type { ChannelPort } from "../../../functions/core/side-effects";
+
+/** A defect planted in the send path: every attempt goes out under a key of its own. */
+export type PlantedChannelBug = "new-key-per-retry";
+
+/** The channel as a sender with the planted defect uses it: no two sends share a key. */
+export function withNewKeyPerRetry(channel: ChannelPort): ChannelPort {
+  let attempts = 0;
+  return {
+    name: channel.name,
+    send: (request) => channel.send({ ...request, key: `${request.key}#${attempts++}` }),
+    query: (key) => channel.query(key),
+  };
+}
