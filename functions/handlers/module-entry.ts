@@ -3,7 +3,7 @@ import { containerAwsClient } from "./aws";
 import { type ConsumerOptions, createConsumerHandler, type SqsBatchHandler } from "./consumer";
 import { lambdaEntry } from "./lambda-entry";
 import { observability } from "./observe";
-import { awsRolePorts, type PortOverrides } from "./role-ports";
+import { awsRolePorts, type PortBuilders, type PortOverrides } from "./role-ports";
 
 export interface ModuleHandlerOptions extends ConsumerOptions, PortOverrides {}
 
@@ -15,34 +15,33 @@ export interface ModuleHandlerOptions extends ConsumerOptions, PortOverrides {}
 export function createModuleHandler(
   module: RoleModule,
   options: ModuleHandlerOptions = {},
+  builders: PortBuilders = {},
 ): SqsBatchHandler {
   const group = module.descriptor.group;
   const env = options.env ?? process.env;
   const obs = options.observability ?? observability(group, group);
   const dynamodb = options.dynamodb ?? containerAwsClient();
-  const ports = awsRolePorts({
-    group,
-    needs: module.deployment.needs ?? {},
-    env,
-    dynamodb,
-    sqs: options.sqs,
-    observability: obs,
-    overrides: options,
-  });
+  const wiring = { group, env, dynamodb, sqs: options.sqs, observability: obs, overrides: options };
+  const ports = awsRolePorts(wiring, module.deployment.needs ?? {}, builders);
   const role = module.build(ports, moduleSettings(module, env));
   return createConsumerHandler(role, { ...options, dynamodb, observability: obs });
 }
 
-/** `create` and the Lambda `handler` of a role module (what its `handler.ts` exports). */
-export function moduleEntry(module: RoleModule) {
-  return lambdaEntry((options?: ModuleHandlerOptions) => createModuleHandler(module, options));
+/**
+ * `create` and the Lambda `handler` of a role module (what its `handler.ts` exports), with the
+ * port builder of each need its module declares (./ports: `{ model: modelPort }`, ...).
+ */
+export function moduleEntry(module: RoleModule, builders: PortBuilders = {}) {
+  return lambdaEntry((options?: ModuleHandlerOptions) =>
+    createModuleHandler(module, options, builders),
+  );
 }
 
 /**
  * `create` and the Lambda `handler` of a family of modules that share one entry file (the content
  * agents): the function's `GROUP_NAME` picks the module.
  */
-export function familyEntry(modules: readonly RoleModule[]) {
+export function familyEntry(modules: readonly RoleModule[], builders: PortBuilders = {}) {
   return lambdaEntry((options?: ModuleHandlerOptions) => {
     const group = (options?.env ?? process.env).GROUP_NAME;
     const module = modules.find((m) => m.descriptor.group === group);
@@ -50,6 +49,6 @@ export function familyEntry(modules: readonly RoleModule[]) {
       const known = modules.map((m) => m.descriptor.group).join(", ");
       throw new Error(`GROUP_NAME is ${group ?? "unset"}; this entry serves ${known}`);
     }
-    return createModuleHandler(module, options);
+    return createModuleHandler(module, options, builders);
   });
 }

@@ -12,6 +12,7 @@ import { createConsumerHandler } from "../../functions/handlers/consumer";
 import { attentionCounts, lagMs } from "../../functions/handlers/consumer-metrics";
 import { createModuleHandler } from "../../functions/handlers/module-entry";
 import { observability } from "../../functions/handlers/observe";
+import { modelPort } from "../../functions/handlers/ports/model";
 import { contentAgentModule } from "../../functions/roles/content-agents/module";
 import { fromSdk } from "../../lib/operator/from-sdk";
 import { type Envelope, registry } from "../../schemas";
@@ -262,13 +263,17 @@ describe("consumer metrics: model calls", () => {
       { inputTokens: 180, outputTokens: 31 },
       { inputTokens: 240, outputTokens: 32 },
     ];
-    const handler = createModuleHandler(contentAgentModule("writing"), {
-      dynamodb: fromSdk(dynamodb),
-      sqs: fromSdk(sqs),
-      bedrock: fakeBedrock("no JSON here", usage),
-      env: { ...consumerEnv("writing"), MODEL_PROVIDER: "bedrock", MODEL_ID: "test.model-v1" },
-      observability: metrics.observability,
-    });
+    const handler = createModuleHandler(
+      contentAgentModule("writing"),
+      {
+        dynamodb: fromSdk(dynamodb),
+        sqs: fromSdk(sqs),
+        bedrock: fakeBedrock("no JSON here", usage),
+        env: { ...consumerEnv("writing"), MODEL_PROVIDER: "bedrock", MODEL_ID: "test.model-v1" },
+        observability: metrics.observability,
+      },
+      { model: modelPort },
+    );
     const response = await handler(sqsEvent([recordOf(writingRequested())]));
 
     expect(response.batchItemFailures).toEqual([]);

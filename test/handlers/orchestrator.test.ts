@@ -1,9 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { createModuleHandler } from "../../functions/handlers/module-entry";
+import { queueDepthPort } from "../../functions/handlers/ports/queue-depth";
 import { orchestratorModule } from "../../functions/roles/orchestrator/module";
 
 const createOrchestratorHandler = (options: { env: Record<string, string> }) =>
-  createModuleHandler(orchestratorModule, options);
+  createModuleHandler(orchestratorModule, options, { orchestrates: queueDepthPort });
 
 process.env.POWERTOOLS_LOG_LEVEL = "SILENT";
 process.env.POWERTOOLS_METRICS_DISABLED = "true";

@@ -1,5 +1,6 @@
 import { familyEntry } from "../../handlers/module-entry";
+import { modelPort } from "../../handlers/ports/model";
 import { contentAgentModules } from "./module";
 
 /** One entry for the four content agents: the function's `GROUP_NAME` picks the agent. */
-export const { create, handler } = familyEntry(contentAgentModules);
+export const { create, handler } = familyEntry(contentAgentModules, { model: modelPort });

@@ -1,4 +1,5 @@
 import { moduleEntry } from "../../../handlers/module-entry";
+import { ordersPort } from "../../../handlers/ports/orders";
 import { orderLookupModule } from "./module";
 
-export const { create, handler } = moduleEntry(orderLookupModule);
+export const { create, handler } = moduleEntry(orderLookupModule, { orders: ordersPort });

@@ -1,0 +1,32 @@
+import * as z from "../../../schemas/zod";
+import { BedrockModel } from "../../adapters/bedrock/model";
+import { DeterministicLocalModel } from "../../adapters/local-model";
+import type { ModelPort } from "../../core/model";
+import { containerAwsClient } from "../aws";
+import { parseEnv } from "../env";
+import type { PortWiring } from "../role-ports";
+
+/**
+ * `needs.model`: `MODEL_PROVIDER=bedrock` (the default; what deployed stacks set): Bedrock Converse
+ * with `MODEL_ID` (required); `MODEL_PROVIDER=local`: the DeterministicLocalModel, a scripted
+ * stand-in that is NOT a model (no AWS, no network, same answers for the same request).
+ */
+export const ModelEnv = z.discriminatedUnion("MODEL_PROVIDER", [
+  z.object({
+    MODEL_PROVIDER: z.literal("bedrock"),
+    MODEL_ID: z.string().check(z.trim(), z.minLength(1)),
+  }),
+  z.object({ MODEL_PROVIDER: z.literal("local"), MODEL_ID: z.optional(z.string()) }),
+]);
+
+export function modelPort({ env, group, overrides }: PortWiring): ModelPort {
+  if (overrides.model) return overrides.model;
+  const parsed = parseEnv(
+    ModelEnv,
+    { ...env, MODEL_PROVIDER: env.MODEL_PROVIDER ?? "bedrock" },
+    group,
+  );
+  if (parsed.MODEL_PROVIDER === "local") return new DeterministicLocalModel();
+  const client = overrides.bedrock ?? containerAwsClient();
+  return new BedrockModel({ client, modelId: parsed.MODEL_ID });
+}
