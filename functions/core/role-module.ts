@@ -1,6 +1,7 @@
 import type { OrderRecord } from "../../schemas/events/conversation";
-import * as z from "../../schemas/zod";
+import type * as z from "../../schemas/zod";
 import type { ModelPort } from "./model";
+import { parseEnv } from "./parse-env";
 import type { EventStore } from "./ports";
 import type { Role, RoleDescriptor } from "./role";
 import type { ChannelPort, SideEffectStore } from "./side-effects";
@@ -155,13 +156,7 @@ export function moduleSettings<Settings>(
   env: Readonly<Record<string, string | undefined>>,
 ): Settings {
   if (!module.settings) return undefined as Settings;
-  const result = module.settings.safeParse(env);
-  if (!result.success) {
-    throw new Error(
-      `${module.descriptor.group}: invalid settings\n${z.prettifyError(result.error)}`,
-    );
-  }
-  return result.data;
+  return parseEnv(module.settings, env, module.descriptor.group);
 }
 
 /** A module's role on these ports, its settings read from `env`. */

@@ -1,18 +1,5 @@
 import * as z from "../../schemas/zod";
 
-/** Parse a handler's environment once, with a message that names every bad or missing variable. */
-export function parseEnv<T extends z.ZodMiniType>(
-  schema: T,
-  env: Record<string, string | undefined>,
-  what: string,
-): z.output<T> {
-  const result = schema.safeParse(env);
-  if (!result.success) {
-    throw new Error(`${what}: invalid environment\n${z.prettifyError(result.error)}`);
-  }
-  return result.data;
-}
-
 export const ConsumerEnv = z.object({
   GROUP_NAME: z.string().check(z.minLength(1)),
   STATE_TABLE: z.string().check(z.minLength(1)),

@@ -1,4 +1,4 @@
-import { moduleSettings, type RoleModule } from "../core/role-module";
+import { buildRole, type RoleModule } from "../core/role-module";
 import { containerAwsClient } from "./aws";
 import { type ConsumerOptions, createConsumerHandler, type SqsBatchHandler } from "./consumer";
 import { lambdaEntry } from "./lambda-entry";
@@ -23,7 +23,7 @@ export function createModuleHandler(
   const dynamodb = options.dynamodb ?? containerAwsClient();
   const wiring = { group, env, dynamodb, sqs: options.sqs, observability: obs, overrides: options };
   const ports = awsRolePorts(wiring, module.deployment.needs ?? {}, builders);
-  const role = module.build(ports, moduleSettings(module, env));
+  const role = buildRole(module, ports, env);
   return createConsumerHandler(role, { ...options, dynamodb, observability: obs });
 }
 

@@ -5,9 +5,9 @@ import * as z from "../../schemas/zod";
 import type { AwsClient } from "../adapters/aws/client";
 import { envelopesFromStreamRecords } from "../adapters/dynamodb/stream";
 import { EventBridgePublisher } from "../adapters/eventbridge/publisher";
+import { parseEnv } from "../core/parse-env";
 import { type RelayReport, relay } from "../core/relay";
 import { containerAwsClient } from "./aws";
-import { parseEnv } from "./env";
 import { lambdaEntry } from "./lambda-entry";
 import { type Observability, observability } from "./observe";
 

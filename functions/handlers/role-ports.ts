@@ -1,9 +1,10 @@
 import type { AwsClient } from "../adapters/aws/client";
 import { DynamoConsumerStore } from "../adapters/dynamodb/event-store";
 import type { ModelPort } from "../core/model";
+import { parseEnv } from "../core/parse-env";
 import type { GroupNeeds, OrdersPort, RolePorts } from "../core/role-module";
 import type { ChannelPort } from "../core/side-effects";
-import { ConsumerEnv, parseEnv } from "./env";
+import { ConsumerEnv } from "./env";
 import type { Observability } from "./observe";
 
 /**

@@ -11,11 +11,11 @@ import type { AwsClient } from "../adapters/aws/client";
 import { DynamoDueIndex } from "../adapters/dynamodb/due";
 import { EventBridgePublisher, MAX_PUT_EVENTS_ENTRIES } from "../adapters/eventbridge/publisher";
 import { TransientError } from "../core/errors";
+import { parseEnv } from "../core/parse-env";
 import type { Clock, DueReader, EventPublisher, StateReader } from "../core/ports";
 import { systemClock } from "../core/runtime";
 import { DAG_RUN_AGGREGATE, DEFAULT_SWEEP_RATE_SECONDS, planSweep } from "../core/sweeper";
 import { containerAwsClient } from "./aws";
-import { parseEnv } from "./env";
 import { lambdaEntry } from "./lambda-entry";
 import { type Observability, observability } from "./observe";
 

@@ -37,7 +37,7 @@ describe("testRole", () => {
 
   it("builds a module's settings from the given environment, and names a bad one", () => {
     expect(() => testRole(senderModule, { env: { MAX_UNKNOWN_ATTEMPTS: "0" } })).toThrow(
-      /sender: invalid settings[\s\S]*MAX_UNKNOWN_ATTEMPTS/,
+      /sender: invalid environment[\s\S]*MAX_UNKNOWN_ATTEMPTS/,
     );
   });
 });

@@ -2,8 +2,8 @@ import * as z from "../../../schemas/zod";
 import { BedrockModel } from "../../adapters/bedrock/model";
 import { DeterministicLocalModel } from "../../adapters/local-model";
 import type { ModelPort } from "../../core/model";
+import { parseEnv } from "../../core/parse-env";
 import { containerAwsClient } from "../aws";
-import { parseEnv } from "../env";
 import type { PortWiring } from "../role-ports";
 
 /**
@@ -11,7 +11,7 @@ import type { PortWiring } from "../role-ports";
  * with `MODEL_ID` (required); `MODEL_PROVIDER=local`: the DeterministicLocalModel, a scripted
  * stand-in that is NOT a model (no AWS, no network, same answers for the same request).
  */
-export const ModelEnv = z.discriminatedUnion("MODEL_PROVIDER", [
+const ModelEnv = z.discriminatedUnion("MODEL_PROVIDER", [
   z.object({
     MODEL_PROVIDER: z.literal("bedrock"),
     MODEL_ID: z.string().check(z.trim(), z.minLength(1)),

@@ -1,7 +1,7 @@
 import * as z from "../../../schemas/zod";
 import { DynamoOrders } from "../../adapters/dynamodb/orders";
+import { parseEnv } from "../../core/parse-env";
 import type { OrdersPort } from "../../core/role-module";
-import { parseEnv } from "../env";
 import type { PortWiring } from "../role-ports";
 
 /** `needs.orders`: the orders table, `ORDERS_TABLE` (GetItem only). */

@@ -1,9 +1,9 @@
 import * as z from "../../../schemas/zod";
 import { sqsQueueDepth } from "../../adapters/sqs/queue-depth";
 import { describe } from "../../core/errors";
+import { parseEnv } from "../../core/parse-env";
 import type { RolePorts } from "../../core/role-module";
 import { containerAwsClient } from "../aws";
-import { parseEnv } from "../env";
 import type { PortWiring } from "../role-ports";
 
 /** Agent group -> queue URL, as a JSON object (the orchestrator's queue-depth gate). */

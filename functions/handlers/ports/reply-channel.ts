@@ -2,9 +2,9 @@ import * as z from "../../../schemas/zod";
 import { LocalChannel } from "../../adapters/channel/local-channel";
 import { SnsChannel } from "../../adapters/channel/sns-channel";
 import { DynamoSideEffects } from "../../adapters/dynamodb/side-effects";
+import { parseEnv } from "../../core/parse-env";
 import type { RolePorts } from "../../core/role-module";
 import { containerAwsClient } from "../aws";
-import { parseEnv } from "../env";
 import type { PortWiring } from "../role-ports";
 
 const TableName = z.string().check(z.minLength(1));
@@ -14,7 +14,7 @@ const TableName = z.string().check(z.minLength(1));
  * topic) or `local` (the LocalChannel stand-in, which only records deliveries in memory), and
  * `SIDE_EFFECTS_TABLE` for the idempotency records.
  */
-export const ChannelEnv = z.discriminatedUnion("CHANNEL_PROVIDER", [
+const ChannelEnv = z.discriminatedUnion("CHANNEL_PROVIDER", [
   z.object({
     CHANNEL_PROVIDER: z.literal("sns"),
     CHANNEL_TOPIC_ARN: z.string().check(
