@@ -166,24 +166,27 @@ describe("README: your first role", () => {
           payload: { rating },
         }),
       });
-      await env.clients.eventbridge.send(
-        new PutEventsCommand({
-          Entries: [
-            feedback("01KB0Q3V9X7T2M4N6P8R0S1W40", 1),
-            feedback("01KB0Q3V9X7T2M4N6P8R0S1W41", 2),
-          ],
-        }),
-      );
       const ref = { type: "feedback_triage", id: taskId };
-      const state = await waitUntil(
-        "both ratings counted",
-        async () => {
-          const { state } = await env.store.load({ state: ref });
-          const data = state?.data as { ratings?: number } | undefined;
-          return data?.ratings === 2 ? data : undefined;
-        },
-        60_000,
-      );
+      // Messages from outside a stream have no order between them: the second is sent once the
+      // first is counted, so which rating is escalated is known.
+      const counted = (ratings: number) =>
+        waitUntil(
+          `${ratings} rating(s) counted`,
+          async () => {
+            const { state } = await env.store.load({ state: ref });
+            const data = state?.data as { ratings?: number } | undefined;
+            return data?.ratings === ratings ? data : undefined;
+          },
+          60_000,
+        );
+      const put = (eventId: string, rating: number) =>
+        env.clients.eventbridge.send(
+          new PutEventsCommand({ Entries: [feedback(eventId, rating)] }),
+        );
+      await put("01KB0Q3V9X7T2M4N6P8R0S1W40", 1);
+      await counted(1);
+      await put("01KB0Q3V9X7T2M4N6P8R0S1W41", 2);
+      const state = await counted(2);
       expect(state).toEqual({ ratings: 2, escalated: true });
       const stream = await env.store.readStream(ref, 1, 10);
       expect(stream.map((e) => [e.event_type, e.aggregate.version, e.payload])).toEqual([
