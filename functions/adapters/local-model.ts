@@ -16,8 +16,7 @@ import type { ModelPort, ModelRequest, ModelResponse } from "../core/model";
  * - A role without a script -> PermanentError `model.no_script`.
  *
  * The default scripts (`DEFAULT_SCRIPTS`) cover the content-production workflow of seed 001 §6
- * (`topic-selection`, `fact-check`, `writing`, `review`, also under the DAG's role names
- * `topic-selector`, `fact-checker`, `writer`, `reviewer`) and the support workflow's
+ * (`topic-selection`, `fact-check`, `writing`, `review`) and the support workflow's
  * `reply-generation`. Put `[fail-fact-check]` anywhere in a fact-check request to get verdict
  * "fail" and drive the failure path, and `[unusable-draft]` in a writing request to get text that
  * is not the JSON asked for (every time, so the agent run ends NEEDS_HUMAN), and
@@ -354,13 +353,9 @@ function replyGeneration(request: ModelRequest, facts: RequestFacts) {
 /** Scripts for the content-production workflow (seed 001 §6) and the support workflow. */
 export const DEFAULT_SCRIPTS: Readonly<Record<string, Script>> = {
   "topic-selection": topicSelection,
-  "topic-selector": topicSelection,
   "fact-check": factCheck,
-  "fact-checker": factCheck,
   writing,
-  writer: writing,
   review,
-  reviewer: review,
   "reply-generation": replyGeneration,
 };
 

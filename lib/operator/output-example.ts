@@ -2,7 +2,7 @@ import { z } from "zod";
 import { agentOutputSchema } from "../../functions/roles/content-agents/workflows";
 
 /**
- * An example of what a DAG role's agent answers, built from the role's output schema (JSON Schema
+ * An example of what a content agent answers, built from the role's output schema (JSON Schema
  * of it): a starting point for a person who supplies a FAILED node's output by hand. Strings are
  * placeholders named after their field (`"<title>"`), numbers their minimum, enums their first
  * value; the example fits the schema.
@@ -45,11 +45,11 @@ function exampleOf(schema: JsonSchema, name: string): unknown {
   }
 }
 
-/** An output that fits `dagRole`'s schema, or undefined when no agent carries out that role. */
-export function outputExample(dagRole: string): Record<string, unknown> | undefined {
+/** An output that fits `role`'s schema, or undefined when no agent carries out that role. */
+export function outputExample(role: string): Record<string, unknown> | undefined {
   let schema: z.core.$ZodType;
   try {
-    schema = agentOutputSchema(dagRole);
+    schema = agentOutputSchema(role);
   } catch {
     return undefined;
   }

@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import {
-  DEFAULT_SCRIPTS,
   DeterministicLocalModel,
   FAIL_FACT_CHECK_MARKER,
   HUMAN_REVIEW_MARKER,
@@ -109,19 +108,15 @@ describe("DeterministicLocalModel", () => {
     expect(result.attempts).toBe(1);
   });
 
-  it("also answers under the DAG's role names", async () => {
+  it("answers each content agent under its own name only", async () => {
     const model = new DeterministicLocalModel();
-    const pairs = [
-      ["topic-selection", "topic-selector"],
-      ["fact-check", "fact-checker"],
-      ["writing", "writer"],
-      ["review", "reviewer"],
-    ] as const;
-    for (const [role, alias] of pairs) {
-      expect(DEFAULT_SCRIPTS[alias]).toBe(DEFAULT_SCRIPTS[role]);
-      const { text } = await model.converse(ask(alias, "x"));
+    for (const role of ["topic-selection", "fact-check", "writing", "review"] as const) {
+      const { text } = await model.converse(ask(role, "x"));
       expect(SCHEMAS[role].safeParse(JSON.parse(text)).success).toBe(true);
     }
+    await expect(model.converse(ask("writer", "x"))).rejects.toMatchObject({
+      code: "model.no_script",
+    });
   });
 
   it("fails the fact check when the request carries the marker", async () => {

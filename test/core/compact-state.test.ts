@@ -2,9 +2,9 @@ import { describe, expect, it } from "vitest";
 import { DeterministicLocalModel } from "../../functions/adapters/local-model";
 import { consume } from "../../functions/core/pipeline";
 import type { Role } from "../../functions/core/role";
-import { createContentAgent } from "../../functions/roles/content-agents/content-agent";
+import { contentAgentRole } from "../../functions/roles/content-agents/content-agent";
 import { conversationProjection } from "../../functions/roles/customer-support/conversation-projection/conversation-projection";
-import { createOrchestrator } from "../../functions/roles/orchestrator/orchestrator";
+import { orchestratorRole } from "../../functions/roles/orchestrator/orchestrator";
 import { taskProjection } from "../../functions/roles/task-projection/task-projection";
 import { countingStore, feedback, makeDeps, newTaskId, seedTask } from "./fixtures";
 
@@ -15,8 +15,8 @@ import { countingStore, feedback, makeDeps, newTaskId, seedTask } from "./fixtur
  */
 describe("compact states", () => {
   it("are the orchestrator's and the content agents', not the views'", () => {
-    expect(createOrchestrator().compactState).toBe(true);
-    const writing = createContentAgent({ role: "writing", model: new DeterministicLocalModel() });
+    expect(orchestratorRole().compactState).toBe(true);
+    const writing = contentAgentRole({ role: "writing", model: new DeterministicLocalModel() });
     expect(writing.compactState).toBe(true);
     expect(taskProjection.compactState).toBeUndefined();
     expect(conversationProjection.compactState).toBeUndefined();

@@ -5,15 +5,15 @@ import {
   type ConversationState,
   conversation,
   conversationContextReader,
+  conversationRole,
   conversationVersionReader,
-  createConversation,
 } from "../../functions/roles/customer-support/conversation/conversation";
-import { createOrderLookup } from "../../functions/roles/customer-support/order-lookup/order-lookup";
+import { orderLookupRole } from "../../functions/roles/customer-support/order-lookup/order-lookup";
 import {
-  createRouter,
   ROUTER_RULES,
   type RouteState,
   routeMessage,
+  routerRole,
 } from "../../functions/roles/customer-support/router/router";
 import { SAMPLE_ORDERS } from "../../lib/dev/local/orders";
 import type { Envelope } from "../../schemas";
@@ -31,7 +31,7 @@ const harness = () => supportHarness({ without: ["sender"] });
 describe("conversation (ingress)", () => {
   it("bumps the version per message and emits accepted + route requested on its stream", async () => {
     const { deps, store, clock } = makeDeps();
-    const role = createConversation({ replyTtlSeconds: 60 });
+    const role = conversationRole({ replyTtlSeconds: 60 });
     const conv = newConversationId();
     const first = clientMessage(conv, "Where is my order 123?");
     const second = clientMessage(conv, "  Also, can I get a refund?  ");
@@ -161,7 +161,7 @@ describe("conversation (ingress)", () => {
 
 describe("router", () => {
   const routerOf = (h: SupportHarness) =>
-    createRouter({ context: conversationContextReader(h.store) });
+    routerRole({ context: conversationContextReader(h.store) });
   it.each([
     ["Where is my order 123?", "order_status", "123", ROUTER_RULES.orderStatus],
     ["I want a refund for order #A-1001", "refund", "A-1001", ROUTER_RULES.refund],
@@ -306,7 +306,7 @@ describe("order lookup", () => {
   });
 
   it("lets an orders port error through with its class, committing nothing", async () => {
-    const role = createOrderLookup({
+    const role = orderLookupRole({
       orders: {
         get: async () => Promise.reject(new TransientError("orders.throttled", "slow down")),
       },

@@ -869,17 +869,17 @@ describe("content production (seed §6)", () => {
   it("quick news: fact check and writing in parallel, review after both", () => {
     let t = startRun(quickNews, "run_q", { brief: "AI news" });
     expect(assignOf(t, "topic-selection")).toMatchObject({
-      role: "topic-selector",
+      role: "topic-selection",
       run_input: { brief: "AI news" },
     });
     t = complete(t, quickNews, "topic-selection", { topic: "T" });
     expect(assigned(t)).toEqual(["fact-check", "writing"]);
-    expect(assignOf(t, "writing")?.role).toBe("writer");
+    expect(assignOf(t, "writing")?.role).toBe("writing");
     t = complete(t, quickNews, "writing", { draft: "D" });
     expect(assigned(t)).toEqual([]);
     t = complete(t, quickNews, "fact-check", { verified: true });
     expect(assignOf(t, "review")).toMatchObject({
-      role: "reviewer",
+      role: "review",
       input: { "fact-check": { verified: true }, writing: { draft: "D" } },
     });
     t = complete(t, quickNews, "review", { final: "F" });

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { startRun } from "../../functions/core/dag/engine";
 import { defineWorkflow } from "../../functions/core/dag/graph";
 import { dependencyTimeoutOf, onDependencyTimeout } from "../../functions/core/dag/timeout";
-import { createOrchestrator } from "../../functions/roles/orchestrator/orchestrator";
+import { orchestratorRole } from "../../functions/roles/orchestrator/orchestrator";
 import { DEPENDENCY_TIMEOUT } from "../../functions/roles/orchestrator/waits";
 import { Bus } from "./workflow-bus";
 
@@ -67,7 +67,7 @@ describe("onDependencyTimeout (DAG)", () => {
 describe("dependency timeout in the orchestrator", () => {
   it("fails the nodes whose inputs never came, and the run ends when the late input does", async () => {
     const bus = new Bus({
-      orchestrator: createOrchestrator({ dependencyTimeoutSeconds: TIMEOUT_SECONDS }),
+      orchestrator: orchestratorRole({ dependencyTimeoutSeconds: TIMEOUT_SECONDS }),
     });
     const runId = `run_${ulid()}`;
     bus.start(runId, "long-form");
@@ -109,7 +109,7 @@ describe("dependency timeout in the orchestrator", () => {
 
   it("a report for a node released meanwhile changes nothing", async () => {
     const bus = new Bus({
-      orchestrator: createOrchestrator({ dependencyTimeoutSeconds: TIMEOUT_SECONDS }),
+      orchestrator: orchestratorRole({ dependencyTimeoutSeconds: TIMEOUT_SECONDS }),
     });
     const runId = `run_${ulid()}`;
     bus.start(runId, "long-form");

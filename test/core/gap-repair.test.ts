@@ -9,10 +9,7 @@ import {
   conversation,
   conversationContextReader,
 } from "../../functions/roles/customer-support/conversation/conversation";
-import {
-  createRouter,
-  type RouteState,
-} from "../../functions/roles/customer-support/router/router";
+import { type RouteState, routerRole } from "../../functions/roles/customer-support/router/router";
 import { taskProjection } from "../../functions/roles/task-projection/task-projection";
 import { type Envelope, MAX_STREAM_VERSION, registry } from "../../schemas";
 import { clientMessage, makeDeps, seedTask } from "./fixtures";
@@ -39,7 +36,7 @@ describe("gap repair: each repaired event goes to its own state", () => {
 
   it("router: route requests of two messages arriving out of order are both routed", async () => {
     const { deps, store } = makeDeps();
-    const router = createRouter({ context: conversationContextReader(store) });
+    const router = routerRole({ context: conversationContextReader(store) });
     const conv = `conv_${ulid()}`;
     const first = await consume(
       clientMessage(conv, "I want to check my order"),

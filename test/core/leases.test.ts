@@ -6,12 +6,12 @@ import type { Role } from "../../functions/core/role";
 import {
   agentRunIdOf,
   agentRunKey,
-  createContentAgent,
+  contentAgentRole,
 } from "../../functions/roles/content-agents/content-agent";
 import {
-  createOrchestrator,
   DEFAULT_LEASE_SECONDS,
   DEFAULT_QUEUED_LEASE_SECONDS,
+  orchestratorRole,
 } from "../../functions/roles/orchestrator/orchestrator";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import type { Envelope } from "../../schemas";
@@ -27,7 +27,7 @@ const T0 = "2026-09-01T10:00:00.000Z";
 const plus = (iso: string, seconds: number) =>
   new Date(Date.parse(iso) + seconds * 1000).toISOString();
 
-function setup(role: Role<OrchestratorState> = createOrchestrator()) {
+function setup(role: Role<OrchestratorState> = orchestratorRole()) {
   const { clock, store, deps } = makeDeps(T0);
   const runId = `run_${ulid()}`;
   const correlationId = `corr_${ulid()}`;
@@ -97,10 +97,10 @@ describe("orchestrator leases", () => {
 
   it("the agent's first heartbeat starts the lease: leaseSeconds (default 900 s, per role) from then", async () => {
     const t = setup(
-      createOrchestrator({
+      orchestratorRole({
         queuedLeaseSeconds: 3600,
         leaseSeconds: 60,
-        leaseSecondsByRole: { writer: 600 },
+        leaseSecondsByRole: { writing: 600 },
       }),
     );
     await t.start("quick-news");
@@ -124,7 +124,7 @@ describe("orchestrator leases", () => {
   });
 
   it("a node that leaves RUNNING loses its lease; a run with nothing RUNNING or held is not due", async () => {
-    const t = setup(createOrchestrator({ leaseSeconds: 60 }));
+    const t = setup(orchestratorRole({ leaseSeconds: 60 }));
     await t.start();
     const outputs: [string, string, unknown][] = [
       ["topic_selection.completed", "topic-selection", TOPIC],
@@ -143,7 +143,7 @@ describe("orchestrator leases", () => {
   });
 
   it("a state stored before leases is read as having none, and gains them on its next write", async () => {
-    const t = setup(createOrchestrator({ leaseSeconds: 60 }));
+    const t = setup(orchestratorRole({ leaseSeconds: 60 }));
     await t.start("quick-news");
     const key = `dag_run#${t.runId}`;
     const old = t.store.states.get(key);
@@ -158,7 +158,7 @@ describe("orchestrator leases", () => {
 
 describe("node.heartbeat", () => {
   it("the first one starts the lease, even a shorter one; later ones extend it to now + lease_seconds; nothing is emitted", async () => {
-    const t = setup(createOrchestrator({ leaseSeconds: 60 }));
+    const t = setup(orchestratorRole({ leaseSeconds: 60 }));
     await t.start();
     t.clock.advance(50_000);
     const result = await t.heartbeat("topic-selection", 0, 300);
@@ -177,7 +177,7 @@ describe("node.heartbeat", () => {
   });
 
   it("never shortens a started lease: a shorter heartbeat changes nothing", async () => {
-    const t = setup(createOrchestrator({ leaseSeconds: 600 }));
+    const t = setup(orchestratorRole({ leaseSeconds: 600 }));
     await t.start();
     await t.heartbeat("topic-selection", 0, 10);
     expect(t.state().leases?.["topic-selection"]?.expires_at).toBe(plus(T0, 600));
@@ -189,7 +189,7 @@ describe("node.heartbeat", () => {
   });
 
   it("a stale generation, a node not RUNNING or an unknown run is ignored", async () => {
-    const t = setup(createOrchestrator({ leaseSeconds: 60 }));
+    const t = setup(orchestratorRole({ leaseSeconds: 60 }));
     await t.start();
     const before = t.stored();
     await t.heartbeat("topic-selection", 1, 900);
@@ -218,7 +218,7 @@ describe("node.lease.expired and the lease", () => {
     );
 
   it("a report of an expiry that a heartbeat has since pushed back is ignored", async () => {
-    const t = setup(createOrchestrator({ queuedLeaseSeconds: 60 }));
+    const t = setup(orchestratorRole({ queuedLeaseSeconds: 60 }));
     await t.start();
     t.clock.advance(61_000);
     await t.heartbeat("topic-selection", 0, 300);
@@ -228,7 +228,7 @@ describe("node.lease.expired and the lease", () => {
   });
 
   it("a lease that ran out makes the outcome unknown: the same assignment is sent again, then the node fails", async () => {
-    const t = setup(createOrchestrator({ queuedLeaseSeconds: 60, maxLeaseRedeliveries: 2 }));
+    const t = setup(orchestratorRole({ queuedLeaseSeconds: 60, maxLeaseRedeliveries: 2 }));
     const started = await t.start();
     const [request] = started.steps.at(-1)?.emitted ?? [];
     for (const n of [1, 2]) {
@@ -257,7 +257,7 @@ describe("node.lease.expired and the lease", () => {
   });
 
   it("with no redeliveries allowed, the first expiry fails the node", async () => {
-    const t = setup(createOrchestrator({ queuedLeaseSeconds: 60, maxLeaseRedeliveries: 0 }));
+    const t = setup(orchestratorRole({ queuedLeaseSeconds: 60, maxLeaseRedeliveries: 0 }));
     await t.start();
     t.clock.advance(61_000);
     await expired(t, plus(T0, 60));
@@ -269,7 +269,7 @@ describe("release nudges", () => {
   it("nothing RUNNING but nodes held: due in 30 s, and each fruitless release re-arms it", async () => {
     let depth = 500;
     const t = setup(
-      createOrchestrator({
+      orchestratorRole({
         queueDepth: (groups) => Object.fromEntries(groups.map((g) => [g, depth])),
       }),
     );
@@ -297,7 +297,7 @@ describe("release nudges", () => {
 
 describe("content agents' heartbeat", () => {
   it("is a node.heartbeat for the request's run, node and generation, with the agent's lease, acknowledged first with node.started", () => {
-    const agent = createContentAgent({
+    const agent = contentAgentRole({
       role: "writing",
       model: new DeterministicLocalModel(),
       leaseSeconds: 240,
@@ -340,7 +340,7 @@ describe("content agents' heartbeat", () => {
     expect(agent.heartbeat?.(request, 3)?.runId).not.toBe(runId);
     expect(agent.heartbeat?.({ ...request, event_type: "review.requested" }, 1)).toBeUndefined();
     // Capped at what node.heartbeat accepts.
-    const long = createContentAgent({
+    const long = contentAgentRole({
       role: "writing",
       model: new DeterministicLocalModel(),
       leaseSeconds: 10_000,

@@ -5,9 +5,9 @@ import type { ModelPort, ModelRequest, ModelResponse } from "../../functions/cor
 import { consume } from "../../functions/core/pipeline";
 import { conversationReader } from "../../functions/roles/customer-support/conversation/conversation";
 import {
-  createReplyGeneration,
   HELD_INVALID_OUTPUT,
   HELD_REQUIRES_REVIEW,
+  replyGenerationRole,
 } from "../../functions/roles/customer-support/reply-generation/reply-generation";
 import type { ReplyState } from "../../functions/roles/customer-support/reply-generation/state";
 import type { ReplyDraft } from "../../schemas/events/conversation";
@@ -75,7 +75,7 @@ describe("reply generation", () => {
   }
 
   function replyRole(h: SupportHarness, model: ModelPort, maxModelAttempts?: number) {
-    return createReplyGeneration({
+    return replyGenerationRole({
       model,
       conversation: conversationReader(h.store),
       maxModelAttempts,

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { DeterministicLocalModel } from "../../functions/adapters/local-model";
 import type { Role, RoleDescriptor } from "../../functions/core/role";
-import { createContentAgent } from "../../functions/roles/content-agents/content-agent";
-import { createOrchestrator } from "../../functions/roles/orchestrator/orchestrator";
+import { contentAgentRole } from "../../functions/roles/content-agents/content-agent";
+import { orchestratorRole } from "../../functions/roles/orchestrator/orchestrator";
 import { topology } from "../../lib/infra/topology";
 import { CONTENT_ROLES } from "../../schemas/events/workflow";
 import { supportHarness } from "./support-fixture";
@@ -15,9 +15,9 @@ import { supportHarness } from "./support-fixture";
 describe("each group's descriptor in the topology is the one its role is built from", () => {
   const support = supportHarness();
   const built: readonly Role<unknown>[] = [
-    createOrchestrator() as Role<unknown>,
+    orchestratorRole() as Role<unknown>,
     ...CONTENT_ROLES.map(
-      (role) => createContentAgent({ role, model: new DeterministicLocalModel() }) as Role<unknown>,
+      (role) => contentAgentRole({ role, model: new DeterministicLocalModel() }) as Role<unknown>,
     ),
     ...([
       support.conversation,

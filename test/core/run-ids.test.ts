@@ -9,7 +9,7 @@ import {
   AGENT_RUN_AGGREGATE,
   agentRunIdOf,
   agentRunKey,
-  createContentAgent,
+  contentAgentRole,
 } from "../../functions/roles/content-agents/content-agent";
 import type { Envelope } from "../../schemas";
 import { Bus } from "./workflow-bus";
@@ -149,7 +149,7 @@ describe("run_id of a content agent", () => {
     await bus.drain((d) => d.event.event_type !== "writing.requested");
     const request = bus.pending.find((d) => d.event.event_type === "writing.requested")?.event;
     if (!request) throw new Error("no writing request");
-    const writer = createContentAgent({ role: "writing", model: bus.model });
+    const writer = contentAgentRole({ role: "writing", model: bus.model });
     const context = { now: bus.clock.now(), receiveCount: 2, stored: undefined, repaired: false };
     const first = await writer.decide(undefined, request, context);
     const second = await writer.decide(undefined, request, context);

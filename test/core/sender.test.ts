@@ -14,12 +14,12 @@ import {
   SideEffectTransitionError,
 } from "../../functions/core/side-effects";
 import {
-  createSender,
   DELIVERED,
   DELIVERY_FAILED,
   NOT_SENT,
   OUTCOME_UNKNOWN,
   replyKey,
+  senderRole,
 } from "../../functions/roles/customer-support/sender/sender";
 import { type Envelope, registry } from "../../schemas";
 import type { Delivered, DeliveryFailed } from "../../schemas/events/conversation";
@@ -77,7 +77,7 @@ function setup(
   const channel = new LocalChannel({ clock });
   const sideEffects = new InMemorySideEffects();
   const versions = options.versions ?? new Map<string, number>();
-  const role = createSender({
+  const role = senderRole({
     channel: options.channel ?? channel,
     sideEffects,
     conversationVersion: async (id) => versions.get(id) ?? 1,
@@ -416,7 +416,7 @@ describe("sender", () => {
     const { deps, store, clock } = makeDeps(START);
     const channel = new Dedup({ clock });
     const sideEffects = new InMemorySideEffects();
-    const role = createSender({
+    const role = senderRole({
       channel,
       sideEffects,
       conversationVersion: async () => 1,

@@ -10,20 +10,20 @@ import { InMemorySideEffects } from "../../functions/core/side-effects";
 import {
   conversationContextReader,
   conversationReader,
+  conversationRole,
   conversationVersionReader,
-  createConversation,
 } from "../../functions/roles/customer-support/conversation/conversation";
 import {
   type ConversationView,
   conversationProjection,
 } from "../../functions/roles/customer-support/conversation-projection/conversation-projection";
 import {
-  createOrderLookup,
+  orderLookupRole,
   ordersFrom,
 } from "../../functions/roles/customer-support/order-lookup/order-lookup";
-import { createReplyGeneration } from "../../functions/roles/customer-support/reply-generation/reply-generation";
-import { createRouter } from "../../functions/roles/customer-support/router/router";
-import { createSender } from "../../functions/roles/customer-support/sender/sender";
+import { replyGenerationRole } from "../../functions/roles/customer-support/reply-generation/reply-generation";
+import { routerRole } from "../../functions/roles/customer-support/router/router";
+import { senderRole } from "../../functions/roles/customer-support/sender/sender";
 import { SAMPLE_ORDERS } from "../../lib/dev/local/orders";
 import { type Envelope, registry } from "../../schemas";
 import { makeDeps } from "./fixtures";
@@ -123,14 +123,14 @@ function supportRoles(
   const { channel, sideEffects, model } = ports;
   const context = conversationContextReader(store);
   return {
-    conversation: createConversation({ replyTtlSeconds: options.replyTtlSeconds }),
-    router: createRouter({ context }),
-    orderLookup: createOrderLookup({ orders: options.orders ?? ordersFrom(SAMPLE_ORDERS) }),
-    replyGeneration: createReplyGeneration({
+    conversation: conversationRole({ replyTtlSeconds: options.replyTtlSeconds }),
+    router: routerRole({ context }),
+    orderLookup: orderLookupRole({ orders: options.orders ?? ordersFrom(SAMPLE_ORDERS) }),
+    replyGeneration: replyGenerationRole({
       model,
       conversation: conversationReader(store),
     }),
-    sender: createSender({
+    sender: senderRole({
       channel,
       sideEffects,
       conversationVersion: conversationVersionReader(store),

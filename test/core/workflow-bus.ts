@@ -7,10 +7,7 @@ import { consume } from "../../functions/core/pipeline";
 import type { ConsumerDeps } from "../../functions/core/ports";
 import type { Role, StepStatus } from "../../functions/core/role";
 import { planSweep } from "../../functions/core/sweeper";
-import {
-  agentRunKey,
-  createContentAgent,
-} from "../../functions/roles/content-agents/content-agent";
+import { agentRunKey, contentAgentRole } from "../../functions/roles/content-agents/content-agent";
 import { orchestrator } from "../../functions/roles/orchestrator/orchestrator";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { Random } from "../../lib/dev/faults/random";
@@ -67,7 +64,7 @@ export class Bus {
       (options.orchestrator ?? orchestrator) as Role<unknown>,
       ...CONTENT_ROLES.map(
         (role) =>
-          createContentAgent({
+          contentAgentRole({
             role,
             model: this.model,
             maxModelAttempts: options.maxModelAttempts,

@@ -5,10 +5,7 @@ import type { AgentRun } from "../../functions/core/agent-run";
 import type { ModelPort } from "../../functions/core/model";
 import { consume } from "../../functions/core/pipeline";
 import type { ConsumeResult, Role } from "../../functions/core/role";
-import {
-  agentRunKey,
-  createContentAgent,
-} from "../../functions/roles/content-agents/content-agent";
+import { agentRunKey, contentAgentRole } from "../../functions/roles/content-agents/content-agent";
 import { orchestrator } from "../../functions/roles/orchestrator/orchestrator";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { type Envelope, registry } from "../../schemas";
@@ -38,7 +35,7 @@ class Desk {
     this.agents = Object.fromEntries(
       CONTENT_ROLES.map((role) => [
         role,
-        createContentAgent({ role, model: used, commandStream: store }),
+        contentAgentRole({ role, model: used, commandStream: store }),
       ]),
     ) as Record<ContentRole, Role<AgentRun>>;
   }
@@ -322,7 +319,7 @@ describe("a content agent told to cancel", () => {
     expect(await agent.discard?.(cancelled, request as Envelope, now)).toBe("cancelled");
     expect(await agent.discard?.(undefined, request as Envelope, now)).toBe("cancelled");
     // Without the stream reader, only a cancel already received counts.
-    const blind = createContentAgent({ role: "topic-selection", model: desk.model });
+    const blind = contentAgentRole({ role: "topic-selection", model: desk.model });
     expect(await blind.discard?.(cancelled, request as Envelope, now)).toBe("cancelled");
     expect(await blind.discard?.(undefined, request as Envelope, now)).toBeUndefined();
   });

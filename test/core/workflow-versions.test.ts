@@ -4,6 +4,7 @@ import {
   CONTENT_WORKFLOWS,
   contentWorkflowAt,
   contentWorkflowFor,
+  longForm,
   quickNews,
 } from "../../functions/roles/content-agents/workflows";
 import { definitionOf, type OrchestratorState } from "../../functions/roles/orchestrator/state";
@@ -19,11 +20,11 @@ describe("workflow definition versions", () => {
   it("starts new runs on the newest version and carries each run on the version it began with", () => {
     const next = defineWorkflow({
       name: quickNews.name,
-      version: 2,
+      version: 3,
       nodes: [
-        { id: "topic-selection", role: "topic-selector" },
-        { id: "writing", role: "writer" },
-        { id: "review", role: "reviewer" },
+        { id: "topic-selection", role: "topic-selection" },
+        { id: "writing", role: "writing" },
+        { id: "review", role: "review" },
       ],
       edges: [
         { from: "topic-selection", to: "writing" },
@@ -34,12 +35,29 @@ describe("workflow definition versions", () => {
     all.push(next);
     try {
       expect(contentWorkflowFor({ kind: "quick-news" })).toBe(next);
-      expect(definitionOf(runOf(quickNews.name, 1))).toBe(quickNews);
-      expect(definitionOf(runOf(quickNews.name, 2))).toBe(next);
+      expect(definitionOf(runOf(quickNews.name, 2))).toBe(quickNews);
+      expect(definitionOf(runOf(quickNews.name, 3))).toBe(next);
     } finally {
       all.splice(all.indexOf(next), 1);
     }
     expect(contentWorkflowFor({ kind: "quick-news" })).toBe(quickNews);
+  });
+
+  it("carries a run that began on version 1 on with the agents' own names", () => {
+    for (const current of [quickNews, longForm]) {
+      const first = definitionOf(runOf(current.name, 1));
+      expect(first.version).toBe(1);
+      expect(first.nodes).toEqual(current.nodes);
+      expect(first.edges).toEqual(current.edges);
+    }
+    expect(CONTENT_WORKFLOWS.map((d) => `${d.name} v${d.version}`).sort()).toEqual([
+      "content.long-form v1",
+      "content.long-form v2",
+      "content.quick-news v1",
+      "content.quick-news v2",
+    ]);
+    for (const def of CONTENT_WORKFLOWS)
+      for (const node of def.nodes) expect(node.role, `${def.name} v${def.version}`).toBe(node.id);
   });
 
   it("refuses a run whose definition version is no longer defined, naming the ones that are", () => {
@@ -47,7 +65,7 @@ describe("workflow definition versions", () => {
       expect.objectContaining({
         code: "workflow.unknown_definition",
         message: expect.stringMatching(
-          /content\.quick-news v7 is no longer defined .*content\.quick-news v1/,
+          /content\.quick-news v7 is no longer defined .*content\.quick-news v2/,
         ),
       }),
     );

@@ -5,13 +5,10 @@ import {
   FAIL_FACT_CHECK_MARKER,
 } from "../../functions/adapters/local-model";
 import { TransientError } from "../../functions/core/errors";
+import { agentRunKey, contentAgentRole } from "../../functions/roles/content-agents/content-agent";
 import {
-  agentRunKey,
-  createContentAgent,
-} from "../../functions/roles/content-agents/content-agent";
-import {
-  createOrchestrator,
   ORCHESTRATOR_SUBSCRIPTIONS,
+  orchestratorRole,
 } from "../../functions/roles/orchestrator/orchestrator";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { registry } from "../../schemas";
@@ -301,7 +298,7 @@ describe("content workflow: orchestrator and content agents on one in-memory bus
   });
 
   it("an expired lease with no redelivery left fails a running node, and the lost worker's late result is ignored", async () => {
-    const bus = new Bus({ orchestrator: createOrchestrator({ maxLeaseRedeliveries: 0 }) });
+    const bus = new Bus({ orchestrator: orchestratorRole({ maxLeaseRedeliveries: 0 }) });
     const runId = newRunId();
     bus.start(runId, "quick-news");
     await bus.drain((d) => d.group === "orchestrator");
@@ -401,7 +398,7 @@ describe("content workflow: orchestrator and content agents on one in-memory bus
 
   it("holds new work while an agent's queue is deep, and releases it on request", async () => {
     let writingDepth = 500;
-    const gated = createOrchestrator({
+    const gated = orchestratorRole({
       queueDepth: (groups) =>
         Object.fromEntries(groups.map((g) => [g, g === "writing" ? writingDepth : 0])),
       queueDepthThreshold: 100,
@@ -413,7 +410,7 @@ describe("content workflow: orchestrator and content agents on one in-memory bus
     let state = bus.state(runId);
     expect(state.run.status).toBe("RUNNING");
     expect(state.run.nodes.writing?.state).toBe("READY");
-    expect(state.held).toEqual([{ node_id: "writing", role: "writer", reason: "queue_depth" }]);
+    expect(state.held).toEqual([{ node_id: "writing", role: "writing", reason: "queue_depth" }]);
 
     writingDepth = 0;
     bus.send(bus.command("workflow.release.requested", runId, {}));
@@ -425,7 +422,7 @@ describe("content workflow: orchestrator and content agents on one in-memory bus
 
   it("subscribes the orchestrator to every outcome of every content role", () => {
     for (const role of CONTENT_ROLES) {
-      const agent = createContentAgent({ role, model: new DeterministicLocalModel() });
+      const agent = contentAgentRole({ role, model: new DeterministicLocalModel() });
       expect(agent.group).toBe(role);
       for (const type of agent.subscriptions) expect(registry.has(type)).toBe(true);
     }

@@ -54,7 +54,7 @@ describe("schema evolution on the local runtime", () => {
       await putOnBus(env, "commands", [v1]);
       const ended = await waitForRunEnd(env, runId, TIMEOUT);
       expect(ended.run.status).toBe("COMPLETED");
-      expect(ended.run.workflow).toEqual({ name: "content.long-form", version: 1 });
+      expect(ended.run.workflow).toEqual({ name: "content.long-form", version: 2 });
       const outcome = await groupOutcome(env.store, "orchestrator", v1);
       expect(outcome).toMatchObject({ outcome: "applied" });
     },

@@ -8,7 +8,7 @@ import { TransientError } from "../../functions/core/errors";
 import { consume } from "../../functions/core/pipeline";
 import { ManualClock, ulidSource } from "../../functions/core/runtime";
 import { createSweeperHandler } from "../../functions/handlers/sweeper";
-import { createOrchestrator } from "../../functions/roles/orchestrator/orchestrator";
+import { orchestratorRole } from "../../functions/roles/orchestrator/orchestrator";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { fromSdk } from "../../lib/operator/from-sdk";
 import { type Envelope, registry } from "../../schemas";
@@ -87,7 +87,7 @@ async function startRun(leaseSeconds: number): Promise<{ runId: string; start: E
     attempt: 1,
     payload: { run_id: runId, workflow: "long-form", request: { topic_hint: "tides" } },
   } as Envelope;
-  await consume(start, createOrchestrator({ queuedLeaseSeconds: leaseSeconds }), {
+  await consume(start, orchestratorRole({ queuedLeaseSeconds: leaseSeconds }), {
     store: store(),
     registry,
     clock,
@@ -139,7 +139,7 @@ describe("sweeper handler", () => {
     bus.client.destroy();
 
     // The orchestrator fails the node; the run is no longer due.
-    const orchestrator = createOrchestrator({ queuedLeaseSeconds: 60, maxLeaseRedeliveries: 0 });
+    const orchestrator = orchestratorRole({ queuedLeaseSeconds: 60, maxLeaseRedeliveries: 0 });
     const deps = { store: store(), registry, clock, ids: ulidSource(clock) };
     await consume(envelope, orchestrator, deps);
     const loaded = await store().load({ state: { type: "dag_run", id: runId } });

@@ -53,7 +53,7 @@ describe("runRequestProblem", () => {
       /is CANCELLED; only a FAILED node can be reset/,
     );
     expect(problem({ kind: "resolve", nodeId: "writing", output: { title: "" } })).toMatch(
-      /does not fit node writing \(role writer\): title: .*; body: /,
+      /does not fit node writing \(role writing\): title: .*; body: /,
     );
     expect(
       problem({

@@ -109,7 +109,7 @@ export function contentAgentDescriptor(role: ContentRole): DescriptorOf<ContentC
   };
 }
 
-export function createContentAgent(options: ContentAgentOptions): Role<AgentRun> {
+export function contentAgentRole(options: ContentAgentOptions): Role<AgentRun> {
   const agent = resolveAgent(options);
   const isCancel = (event: Envelope) => event.event_type === agent.types.cancel;
   // Typed as any content agent's commands and answers (./settings); the check holds it to its own.

@@ -1,7 +1,7 @@
 import { CONTENT_ROLES, type ContentRole } from "../../../schemas/events/workflow";
 import * as z from "../../../schemas/zod";
 import { defineModule, requirePort } from "../../core/role-module";
-import { contentAgentDescriptor, createContentAgent } from "./content-agent";
+import { contentAgentDescriptor, contentAgentRole } from "./content-agent";
 
 /** `AGENT_CONFIRM_SECONDS`: how long a BLOCKED agent run waits for its confirmation. */
 export const ContentAgentSettings = z.object({
@@ -27,7 +27,7 @@ export function contentAgentModule(role: ContentRole) {
     },
     settings: ContentAgentSettings,
     build: (ports, settings) =>
-      createContentAgent({
+      contentAgentRole({
         role,
         model: requirePort(ports, "model", role),
         commandStream: ports.store,

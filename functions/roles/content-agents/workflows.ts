@@ -1,5 +1,6 @@
 import {
   CONTENT_ROLE_EVENTS,
+  CONTENT_ROLES,
   type ContentEventTypes,
   type ContentRole,
   contentEventTypes,
@@ -13,41 +14,49 @@ import { isRecord, show } from "../../core/dag/values";
 import { PermanentError } from "../../core/errors";
 
 /**
- * The content-production workflows (seed 001 §6): product data run by the DAG executor, and which
- * agent role (consumer group) carries out each role of their nodes.
+ * The content-production workflows (seed 001 §6): product data run by the DAG executor. A node's
+ * `role` is the content agent (consumer group) that carries it out: one name per agent.
  */
 
-const CONTENT_NODES = [
-  { id: "topic-selection", role: "topic-selector" },
-  { id: "fact-check", role: "fact-checker" },
-  { id: "writing", role: "writer" },
-  { id: "review", role: "reviewer" },
-] as const;
+/** Each node is carried out by the content agent of the same name. */
+const CONTENT_NODES = CONTENT_ROLES.map((role) => ({ id: role, role }));
+
+const QUICK_NEWS_EDGES = [
+  { from: "topic-selection", to: "fact-check" },
+  { from: "topic-selection", to: "writing" },
+  { from: "fact-check", to: "review" },
+  { from: "writing", to: "review" },
+];
+const LONG_FORM_EDGES = [
+  { from: "topic-selection", to: "fact-check" },
+  { from: "fact-check", to: "writing" },
+  { from: "writing", to: "review" },
+];
 
 /** Quick news: topic selection, then fact check and writing in parallel, then review. */
 export const quickNews: WorkflowDefinition = defineWorkflow({
   name: "content.quick-news",
-  version: 1,
-  nodes: [...CONTENT_NODES],
-  edges: [
-    { from: "topic-selection", to: "fact-check" },
-    { from: "topic-selection", to: "writing" },
-    { from: "fact-check", to: "review" },
-    { from: "writing", to: "review" },
-  ],
+  version: 2,
+  nodes: CONTENT_NODES,
+  edges: QUICK_NEWS_EDGES,
 });
 
 /** Long form: topic selection, fact check, writing, review, one after the other. */
 export const longForm: WorkflowDefinition = defineWorkflow({
   name: "content.long-form",
-  version: 1,
-  nodes: [...CONTENT_NODES],
-  edges: [
-    { from: "topic-selection", to: "fact-check" },
-    { from: "fact-check", to: "writing" },
-    { from: "writing", to: "review" },
-  ],
+  version: 2,
+  nodes: CONTENT_NODES,
+  edges: LONG_FORM_EDGES,
 });
+
+/**
+ * Version 1 of a workflow, kept for the runs that started on it. It had the same graph; only its
+ * nodes' roles named the agents otherwise (`topic-selector`, `fact-checker`, `writer`,
+ * `reviewer`). A run stores its definition's name and version, never a node's role, so a run of
+ * version 1 reads on with the agents' own names. Remove once no run of version 1 is in flight.
+ */
+const version1Of = (def: WorkflowDefinition): WorkflowDefinition =>
+  defineWorkflow({ ...def, version: 1 });
 
 export const WorkflowKindSchema = z.enum(WORKFLOW_KINDS);
 export const ContentWorkflowRequestSchema = z.object({ kind: WorkflowKindSchema });
@@ -59,7 +68,12 @@ export type ContentWorkflowRequest = z.output<typeof ContentWorkflowRequestSchem
  * (`contentWorkflowAt`): to change a workflow, add its next version here (the newest of a name
  * starts new runs) and remove an old one only once no run of it is in flight.
  */
-export const CONTENT_WORKFLOWS: readonly WorkflowDefinition[] = [quickNews, longForm];
+export const CONTENT_WORKFLOWS: readonly WorkflowDefinition[] = [
+  quickNews,
+  longForm,
+  version1Of(quickNews),
+  version1Of(longForm),
+];
 
 /** The definition a run started with; workflow.unknown_definition (permanent) when it is gone. */
 export function contentWorkflowAt(name: string, version: number): WorkflowDefinition {
@@ -89,50 +103,42 @@ export function contentWorkflowFor(request: ContentWorkflowRequest): WorkflowDef
   return versions.reduce((newest, d) => (d.version > newest.version ? d : newest));
 }
 
-/** An agent role and the event types it is asked (and told to stop) and answers with. */
+/** A content agent and the event types it is asked (and told to stop) and answers with. */
 export interface ContentAgent extends ContentEventTypes {
   readonly agent: ContentRole;
 }
 
-/** DAG role (a node's `role` in the content workflows) -> the agent role that executes it. */
-const AGENT_OF_DAG_ROLE = {
-  "topic-selector": "topic-selection",
-  "fact-checker": "fact-check",
-  writer: "writing",
-  reviewer: "review",
-} as const satisfies Readonly<Record<string, ContentRole>>;
+/** Each content agent and its event types, by name. */
+export const CONTENT_AGENTS: readonly ContentAgent[] = CONTENT_ROLES.map((agent) => ({
+  agent,
+  ...contentEventTypes(agent),
+}));
 
-/** DAG role -> agent role and its event types. */
-export const ROLE_TABLE: Readonly<Record<string, ContentAgent>> = Object.fromEntries(
-  Object.entries(AGENT_OF_DAG_ROLE).map(([dagRole, agent]) => [
-    dagRole,
-    { agent, ...contentEventTypes(agent) },
-  ]),
-);
+const isContentRole = (role: string): role is ContentRole =>
+  (CONTENT_ROLES as readonly string[]).includes(role);
 
-/** The agent that executes a DAG role; workflow.unmapped_role (permanent) if none does. */
-export function agentOf(dagRole: string): ContentAgent {
-  const entry = ROLE_TABLE[dagRole];
-  if (!entry)
+/** The agent that carries out a node's role; workflow.unmapped_role (permanent) if none does. */
+export function agentOf(role: string): ContentAgent {
+  if (!isContentRole(role))
     throw new PermanentError(
       "workflow.unmapped_role",
-      `no agent handles the DAG role ${dagRole} (add it to AGENT_OF_DAG_ROLE)`,
-      { details: { role: dagRole } },
+      `no content agent is named ${role} (agents: ${CONTENT_ROLES.join(", ")})`,
+      { details: { role } },
     );
-  return entry;
+  return { agent: role, ...contentEventTypes(role) };
 }
 
-/** The output schema of a DAG role: what its agent answers with (and an operator must supply). */
-export function agentOutputSchema(dagRole: string): z.ZodMiniType<Record<string, unknown>> {
-  return CONTENT_ROLE_EVENTS[agentOf(dagRole).agent].output;
+/** The output schema of a node's role: what its agent answers with (and an operator must supply). */
+export function agentOutputSchema(role: string): z.ZodMiniType<Record<string, unknown>> {
+  return CONTENT_ROLE_EVENTS[agentOf(role).agent].output;
 }
 
-/** `output` checked against the output schema of a DAG role: the parsed value, or each issue. */
+/** `output` checked against the output schema of a node's role: the parsed value, or each issue. */
 export function checkOutput(
-  dagRole: string,
+  role: string,
   output: unknown,
 ): { ok: true; value: Record<string, unknown> } | { ok: false; issues: string[] } {
-  const checked = agentOutputSchema(dagRole).safeParse(output);
+  const checked = agentOutputSchema(role).safeParse(output);
   if (checked.success) return { ok: true, value: checked.data };
   const issues = checked.error.issues.map((i) => `${i.path.join(".") || "(output)"}: ${i.message}`);
   return { ok: false, issues };

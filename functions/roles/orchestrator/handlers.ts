@@ -1,5 +1,4 @@
 import {
-  contentEventTypes,
   type NodeCompleted,
   type NodeFailed,
   type NodeLeaseExpired,
@@ -14,7 +13,11 @@ import { onNodeCompleted, onNodeFailed, redeliver, release, startRun } from "../
 import { cancelRun, rerunFrom } from "../../core/dag/rerun";
 import type { Capacity, DagRun, NodeError, Transition } from "../../core/dag/run";
 import { PermanentError } from "../../core/errors";
-import { contentWorkflowFor, ROLE_TABLE, WorkflowKindSchema } from "../content-agents/workflows";
+import {
+  CONTENT_AGENTS,
+  contentWorkflowFor,
+  WorkflowKindSchema,
+} from "../content-agents/workflows";
 import { confirmExpired, confirmNode, nodeBlocked, nodeStarted } from "./agent";
 import { applyTransition } from "./apply";
 import {
@@ -57,13 +60,10 @@ export const HANDLERS: Readonly<Record<string, EventHandler>> = {
     return next ? { state: next, dueAt: dueAtOf(next, leasing) } : {};
   }),
   ...Object.fromEntries(
-    Object.entries(ROLE_TABLE).flatMap(([dagRole, { agent }]) => {
-      const { completed, failed } = contentEventTypes(agent);
-      return [
-        [completed, fromAgent(completed, completedBy(dagRole, agent))],
-        [failed, fromAgent(failed, failedBy(dagRole, agent))],
-      ];
-    }),
+    CONTENT_AGENTS.flatMap(({ agent, completed, failed }) => [
+      [completed, fromAgent(completed, completedBy(agent))],
+      [failed, fromAgent(failed, failedBy(agent))],
+    ]),
   ),
 };
 
@@ -196,29 +196,28 @@ async function leaseExpired(
  * output is the DAG's node output whatever its role's schema (the registry checked it against
  * that), so the completion is read as any role's.
  */
-function completedBy(dagRole: string, agent: string): Handle<NodeCompleted> {
+function completedBy(agent: string): Handle<NodeCompleted> {
   return (context, { run_id, node_id, generation, output }) =>
-    settleReported(context, dagRole, agent, run_id, node_id, (run, def, capacity) =>
+    settleReported(context, agent, run_id, node_id, (run, def, capacity) =>
       onNodeCompleted(run, def, node_id, output, generation, capacity),
     );
 }
 
 /** An agent's `<role>.failed`: onNodeFailed with the payload's error and generation. */
-function failedBy(dagRole: string, agent: string): Handle<NodeFailed> {
+function failedBy(agent: string): Handle<NodeFailed> {
   return (context, { run_id, node_id, generation, error }) =>
-    settleReported(context, dagRole, agent, run_id, node_id, (run, def, capacity) =>
+    settleReported(context, agent, run_id, node_id, (run, def, capacity) =>
       onNodeFailed(run, def, node_id, nodeError(error), generation, capacity),
     );
 }
 
 /**
  * Apply an agent's outcome. The run must exist (else workflow.unknown_run) and the node must be
- * one the reporting role executes (else workflow.role_mismatch); duplicate, stale or
+ * one the reporting agent executes (else workflow.role_mismatch); duplicate, stale or
  * not-running deliveries are ignored by the DAG and change nothing.
  */
 async function settleReported(
   { state, event, leasing, capacityFor }: RunContext,
-  dagRole: string,
   agent: string,
   runId: string,
   nodeId: string,
@@ -232,10 +231,10 @@ async function settleReported(
     );
   const def = definitionOf(state);
   const node = def.nodes.find((n) => n.id === nodeId);
-  if (node && node.role !== dagRole)
+  if (node && node.role !== agent)
     throw new PermanentError(
       "workflow.role_mismatch",
-      `${event.event_type} reports node ${nodeId} of run ${runId}, which the ${node.role} role executes, not ${agent}`,
+      `${event.event_type} reports node ${nodeId} of run ${runId}, which the ${node.role} agent executes, not ${agent}`,
       { details: { run_id: runId, node_id: nodeId, role: node.role } },
     );
   const transition = step(state.run, def, await capacityFor(def));

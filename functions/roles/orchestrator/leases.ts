@@ -30,8 +30,8 @@ import type { NodeLease, OrchestratorState } from "./state";
 
 /** How long leases last and how soon a run with held nodes is nudged. */
 export interface LeasePolicy {
-  /** Seconds the lease of a started node of this DAG role lasts at least, from its start. */
-  leaseSeconds(dagRole: string | undefined): number;
+  /** Seconds the lease of a started node of this role lasts at least, from its start. */
+  leaseSeconds(role: string | undefined): number;
   /** Seconds a request may wait for its agent to start on it. */
   readonly queuedSeconds: number;
   /** How many times an assignment whose lease ran out is sent again before the node fails. */

@@ -1,6 +1,6 @@
 import * as z from "../../../schemas/zod";
 import { defineModule } from "../../core/role-module";
-import { createOrchestrator, ORCHESTRATOR } from "./orchestrator";
+import { ORCHESTRATOR, orchestratorRole } from "./orchestrator";
 
 /** The orchestrator's settings, from the function's environment (each optional). */
 export const OrchestratorSettings = z.object({
@@ -29,7 +29,7 @@ export const orchestratorModule = defineModule({
   deployment: { needs: { orchestrates: true }, attention: ["failed-runs"] },
   settings: OrchestratorSettings,
   build: (ports, settings) =>
-    createOrchestrator({
+    orchestratorRole({
       queueDepth: ports.queueDepth,
       queueDepthThreshold: settings.QUEUE_DEPTH_THRESHOLD,
       leaseSeconds: settings.ORCHESTRATOR_LEASE_SECONDS,

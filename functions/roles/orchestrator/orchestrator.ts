@@ -8,7 +8,7 @@ import { type DescriptorOf, defineRole } from "../../core/define-role";
 import { PermanentError } from "../../core/errors";
 import type { Role } from "../../core/role";
 import type { QueueDepthSource } from "../../core/role-module";
-import { agentOf, ROLE_TABLE } from "../content-agents/workflows";
+import { CONTENT_AGENTS } from "../content-agents/workflows";
 import { RUN_ENDS } from "./apply";
 import type { EventHandler, OrchestratorEmit } from "./context";
 import { HANDLERS } from "./handlers";
@@ -80,7 +80,7 @@ import { type OrchestratorState, parseRunState, summarizeRun } from "./state";
  *
  * Leases and the due index (./leases): every node released to an agent gets a lease
  * in `leases`: `queuedLeaseSeconds` while its request waits in the agent's queue, then, from the
- * agent's first heartbeat, `leaseSeconds` (per DAG role in `leaseSecondsByRole`); it goes when
+ * agent's first heartbeat, `leaseSeconds` (per node role, that is per agent, in `leaseSecondsByRole`); it goes when
  * the node leaves RUNNING.
  * Each state write carries `dueAt` (the state table's by-due index): the earliest lease expiry
  * of a RUNNING node; with nothing RUNNING but nodes held, now + `releaseNudgeSeconds`; else none.
@@ -90,7 +90,7 @@ import { type OrchestratorState, parseRunState, summarizeRun } from "./state";
  *
  * Backpressure: per-role caps come from the workflow definition (`concurrency.perRole`, applied
  * by the DAG on every release pass). A pure role cannot see queue depths, so queue-depth gating
- * needs an injected depth source: `createOrchestrator({ queueDepth })` asks it for the depth of
+ * needs an injected depth source: `orchestratorRole({ queueDepth })` asks it for the depth of
  * each agent group's queue before a decision and the DAG holds new work for a group whose depth
  * (plus what the pass released) reaches `queueDepthThreshold`. Held nodes stay READY and go out
  * on the run's next event; when nothing of the run is RUNNING any more, a scheduler must send
@@ -122,7 +122,7 @@ export interface OrchestratorOptions {
   /** How many times an assignment whose lease ran out is sent again before its node fails.
    * @default 2 */
   readonly maxLeaseRedeliveries?: number;
-  /** Lease per DAG role (e.g. `writer`), overriding `leaseSeconds`. */
+  /** Lease per node role (the agent, e.g. `writing`), overriding `leaseSeconds`. */
   readonly leaseSecondsByRole?: Readonly<Record<string, number>>;
   /** With nothing RUNNING and nodes held, how soon the sweeper nudges the run. @default 30 */
   readonly releaseNudgeSeconds?: number;
@@ -142,7 +142,7 @@ export const ORCHESTRATOR_SUBSCRIPTIONS = Object.keys(HANDLERS) as EventType[];
  * (`workflow.rejected`, thrown as a BusinessRejection and committed by the pipeline).
  */
 const ORCHESTRATOR_EMITS: readonly (OrchestratorEmit | "workflow.rejected")[] = [
-  ...Object.values(ROLE_TABLE).flatMap(({ agent, requested, cancel }) => [
+  ...CONTENT_AGENTS.flatMap(({ agent, requested, cancel }) => [
     requested,
     cancel,
     confirmEventType(CONTENT_ROLE_EVENTS[agent].stem),
@@ -158,7 +158,7 @@ export const ORCHESTRATOR: DescriptorOf<EventType> = {
   stateOf: (event) => ({ type: "dag_run", id: handlerOf(event).runOf(event) }),
 };
 
-export function createOrchestrator(options: OrchestratorOptions = {}): Role<OrchestratorState> {
+export function orchestratorRole(options: OrchestratorOptions = {}): Role<OrchestratorState> {
   const policy = leasePolicyOf(options);
   const capacityFor = capacitySource(options);
   return defineRole<OrchestratorState, EventType, OrchestratorEmit | "workflow.rejected">({
@@ -179,7 +179,7 @@ export function createOrchestrator(options: OrchestratorOptions = {}): Role<Orch
 }
 
 /** The orchestrator with per-role caps from the definitions and no queue-depth gate. */
-export const orchestrator: Role<OrchestratorState> = createOrchestrator();
+export const orchestrator: Role<OrchestratorState> = orchestratorRole();
 
 function handlerOf(event: Envelope): EventHandler {
   const handler = HANDLERS[event.event_type];
@@ -238,17 +238,15 @@ function seconds(value: number | undefined, what: string, fallback: number): num
   return v;
 }
 
-/** The capacity of a release pass: each DAG role's agent queue depth, when a source is given. */
+/** The capacity of a release pass: the queue depth of each agent the workflow uses, when known. */
 function capacitySource(
   options: OrchestratorOptions,
 ): (def: WorkflowDefinition) => Promise<Capacity> {
   return async (def) => {
     if (!options.queueDepth) return {};
-    const dagRoles = [...new Set(def.nodes.map((node) => node.role))].sort();
-    const groups = dagRoles.map((role) => agentOf(role).agent);
-    const depth = await options.queueDepth(groups);
-    const queueDepth: Record<string, number> = {};
-    for (const role of dagRoles) queueDepth[role] = depth[agentOf(role).agent] ?? 0;
+    const agents = [...new Set(def.nodes.map((node) => node.role))].sort();
+    const depth = await options.queueDepth(agents);
+    const queueDepth = Object.fromEntries(agents.map((agent) => [agent, depth[agent] ?? 0]));
     return { queueDepth, threshold: options.queueDepthThreshold ?? DEFAULT_QUEUE_DEPTH_THRESHOLD };
   };
 }

@@ -67,7 +67,7 @@ export interface ConversationOptions {
   readonly replyTtlSeconds?: number;
 }
 
-export function createConversation(options: ConversationOptions = {}): Role<ConversationState> {
+export function conversationRole(options: ConversationOptions = {}): Role<ConversationState> {
   const ttl = options.replyTtlSeconds ?? DEFAULT_REPLY_TTL_SECONDS;
   if (!Number.isFinite(ttl) || ttl <= 0)
     throw new PermanentError(
@@ -158,7 +158,7 @@ export function replyDeadline(event: Envelope, now: Date, ttlSeconds: number): s
 }
 
 /** The conversation group with the default reply deadline. */
-export const conversation = createConversation();
+export const conversation = conversationRole();
 
 /**
  * Reads a conversation's current version (0 when it has none yet): what reply generation and the

@@ -1,6 +1,6 @@
 import * as z from "../../../../schemas/zod";
 import { defineModule } from "../../../core/role-module";
-import { conversation, createConversation } from "./conversation";
+import { conversation, conversationRole } from "./conversation";
 
 /** `REPLY_TTL_SECONDS` (default 300): how long a reply stays worth sending. */
 export const ConversationSettings = z.object({
@@ -20,5 +20,5 @@ export const conversationModule = defineModule({
   entry: "functions/roles/customer-support/conversation/handler.ts",
   deployment: {},
   settings: ConversationSettings,
-  build: (_ports, settings) => createConversation({ replyTtlSeconds: settings.REPLY_TTL_SECONDS }),
+  build: (_ports, settings) => conversationRole({ replyTtlSeconds: settings.REPLY_TTL_SECONDS }),
 });

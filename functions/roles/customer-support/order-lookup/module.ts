@@ -1,10 +1,10 @@
 import { defineModule, requirePort } from "../../../core/role-module";
-import { createOrderLookup, ORDER_LOOKUP } from "./order-lookup";
+import { ORDER_LOOKUP, orderLookupRole } from "./order-lookup";
 
 /** The order lookup: reads the order a turn asks about from the orders table. */
 export const orderLookupModule = defineModule({
   descriptor: ORDER_LOOKUP,
   entry: "functions/roles/customer-support/order-lookup/handler.ts",
   deployment: { needs: { orders: true } },
-  build: (ports) => createOrderLookup({ orders: requirePort(ports, "orders", "order-lookup") }),
+  build: (ports) => orderLookupRole({ orders: requirePort(ports, "orders", "order-lookup") }),
 });

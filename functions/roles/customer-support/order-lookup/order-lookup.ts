@@ -46,10 +46,10 @@ export const ORDER_LOOKUP: DescriptorOf<"order.lookup.requested"> = {
   stateOf: (event) => ({ type: ORDER_LOOKUP_AGGREGATE, id: event.task_id }),
   // Folded with the answer the lookup recorded, not the orders table as it is now: an order
   // changed or deleted since would otherwise make every old lookup differ from its fold.
-  foldWith: (recorded) => createOrderLookup({ orders: recordedOrders(recorded) }) as Role<unknown>,
+  foldWith: (recorded) => orderLookupRole({ orders: recordedOrders(recorded) }) as Role<unknown>,
 };
 
-export function createOrderLookup(options: OrderLookupOptions): Role<OrderLookupState> {
+export function orderLookupRole(options: OrderLookupOptions): Role<OrderLookupState> {
   const { orders } = options;
   return defineRole<OrderLookupState, "order.lookup.requested", OrderLookupEmit>({
     ...ORDER_LOOKUP,

@@ -1,6 +1,6 @@
 import { defineModule, requirePort } from "../../../core/role-module";
 import { conversationReader } from "../conversation/conversation";
-import { createReplyGeneration, REPLY_GENERATION } from "./reply-generation";
+import { REPLY_GENERATION, replyGenerationRole } from "./reply-generation";
 
 /**
  * Reply generation: drafts a turn's reply with a model, one call per invocation (as for the
@@ -16,7 +16,7 @@ export const replyGenerationModule = defineModule({
     attention: ["held-replies"],
   },
   build: (ports) =>
-    createReplyGeneration({
+    replyGenerationRole({
       model: requirePort(ports, "model", "reply-generation"),
       conversation: conversationReader(ports.store),
     }),

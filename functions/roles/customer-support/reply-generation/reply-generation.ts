@@ -103,7 +103,7 @@ export const REPLY_GENERATION: DescriptorOf<ReplyCommand> = {
 type DraftEmit = "reply.generated" | "reply.held_for_review" | "notification.send.requested";
 type ReplyEmit = DraftEmit | ReviewEmit | StepFailedEmit;
 
-export function createReplyGeneration(options: ReplyGenerationOptions): Role<ReplyState> {
+export function replyGenerationRole(options: ReplyGenerationOptions): Role<ReplyState> {
   const settings = replySettings(options);
   const reads = new ConversationReads(options.conversation, conversationIdOf);
   return defineRole<ReplyState, ReplyCommand, ReplyEmit>({

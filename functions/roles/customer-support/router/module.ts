@@ -1,11 +1,11 @@
 import { defineModule } from "../../../core/role-module";
 import { conversationContextReader } from "../conversation/conversation";
-import { createRouter, ROUTER } from "./router";
+import { ROUTER, routerRole } from "./router";
 
 /** The router: picks a turn's route from the conversation's recent messages (the `store` port). */
 export const routerModule = defineModule({
   descriptor: ROUTER,
   entry: "functions/roles/customer-support/router/handler.ts",
   deployment: {},
-  build: (ports) => createRouter({ context: conversationContextReader(ports.store) }),
+  build: (ports) => routerRole({ context: conversationContextReader(ports.store) }),
 });

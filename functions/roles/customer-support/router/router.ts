@@ -106,7 +106,7 @@ export const ROUTER: DescriptorOf<"support.route.requested"> = {
   // Folded with each turn's context as the conversation's stream recorded it: the conversation's
   // state keeps only its last messages, and a fold must not depend on when it runs.
   foldWith: (recorded) =>
-    createRouter({ context: streamContextReader(recorded.readStream) }) as Role<unknown>,
+    routerRole({ context: streamContextReader(recorded.readStream) }) as Role<unknown>,
 };
 
 export interface RouterOptions {
@@ -118,7 +118,7 @@ export interface RouterOptions {
 type RouterEmit = "support.routed" | RouterCommand;
 type RouterCommand = "order.lookup.requested" | "reply.generation.requested";
 
-export function createRouter(options: RouterOptions): Role<RouteState> {
+export function routerRole(options: RouterOptions): Role<RouteState> {
   return defineRole<RouteState, "support.route.requested", RouterEmit>({
     ...ROUTER,
     emits: ["support.routed", "order.lookup.requested", "reply.generation.requested"],

@@ -1,7 +1,7 @@
 import * as z from "../../../../schemas/zod";
 import { defineModule, requirePort } from "../../../core/role-module";
 import { conversationVersionReader } from "../conversation/conversation";
-import { createSender, DEFAULT_MAX_UNKNOWN_ATTEMPTS, SENDER } from "./sender";
+import { DEFAULT_MAX_UNKNOWN_ATTEMPTS, SENDER, senderRole } from "./sender";
 
 /** `MAX_UNKNOWN_ATTEMPTS` (default 5): attempts at an unknown outcome before it escalates. */
 export const SenderSettings = z.object({
@@ -28,7 +28,7 @@ export const senderModule = defineModule({
   },
   settings: SenderSettings,
   build: (ports, settings) =>
-    createSender({
+    senderRole({
       channel: requirePort(ports, "channel", "sender"),
       sideEffects: requirePort(ports, "sideEffects", "sender"),
       conversationVersion: conversationVersionReader(ports.store),

@@ -138,7 +138,7 @@ export const SENDER: DescriptorOf<SenderCommand> = {
   stateOf: (event: Envelope): AggregateRef => ({ type: DELIVERY_AGGREGATE, id: event.task_id }),
 };
 
-export function createSender(options: SenderOptions): Role<DeliveryState> {
+export function senderRole(options: SenderOptions): Role<DeliveryState> {
   const maxUnknown = options.maxUnknownAttempts ?? DEFAULT_MAX_UNKNOWN_ATTEMPTS;
   if (!Number.isInteger(maxUnknown) || maxUnknown < 1)
     throw new PermanentError(
