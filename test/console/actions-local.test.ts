@@ -185,7 +185,7 @@ describe.skipIf(!haveChromium)("the console's actions on the local stack (Chromi
     await again.locator('textarea[name="output"]').fill('{"title": "x"}');
     await again.locator('input[name="reason"]').fill("trying the console");
     const unfit = await submit(again.getByRole("button", { name: "Resolve with this output" }));
-    expect(unfit).toMatch(/does not fit node writing \(role writer\): body: .*; nothing sent$/);
+    expect(unfit).toMatch(/does not fit node writing \(role writing\): body: .*; nothing sent$/);
     await page.screenshot({ path: join(OUTPUT, "local-run-refused.png"), fullPage: true });
     await env.runtime.idle({ timeoutMs: TIMEOUT });
     expect(commandsSeen("workflow.resolve.requested")).toEqual([]);

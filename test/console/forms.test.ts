@@ -39,10 +39,7 @@ const forms = (doc: El) => findAll(doc, (e) => e.tag === "form" && e.attrs.metho
 
 describe("the run page's actions", () => {
   it("offers reset and resolve for a FAILED node and re-run for an ended run", async () => {
-    const run: RunView = {
-      ...contentRun(),
-      nodes: contentRun().nodes.map((n) => (n.id === "writing" ? { ...n, role: "writer" } : n)),
-    };
+    const run: RunView = contentRun();
     const { doc } = await get(`/runs/${RUN_ID}`, fakeSource({ runs: [run] }), acting);
     expect(actionForm(doc, "reset", "writing").attrs.action).toBe(`/runs/${RUN_ID}/reset`);
     const resolve = actionForm(doc, "resolve", "writing");

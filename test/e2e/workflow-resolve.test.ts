@@ -85,7 +85,7 @@ describe("workflow resolve on the local stack", () => {
         cli("workflow", "resolve", run.runId, "--node", "illustration", "--output", "{}"),
       ]);
       const messages = [
-        /does not fit node writing \(role writer\): body/,
+        /does not fit node writing \(role writing\): body/,
         /--output is not JSON/,
         /node review of run .* is CANCELLED; only a FAILED node can be resolved/,
         /has no node illustration/,
