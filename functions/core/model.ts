@@ -23,6 +23,31 @@ export interface ModelPort {
 export interface ModelMessage {
   readonly role: "user" | "assistant";
   readonly text: string;
+  /** An assistant turn's requests for tools, in the order the model gave them. */
+  readonly toolCalls?: readonly ModelToolCall[];
+  /** A user turn's answers to the previous turn's tool calls, one per call. */
+  readonly toolResults?: readonly ModelToolResult[];
+}
+
+/** A tool the model may ask for: its name, what it does, and its input as JSON Schema. */
+export interface ModelToolSpec {
+  readonly name: string;
+  readonly description: string;
+  readonly inputSchema: Readonly<Record<string, unknown>>;
+}
+
+/** The model asks for a tool: the call's id (the model's own), the tool's name, its input. */
+export interface ModelToolCall {
+  readonly id: string;
+  readonly name: string;
+  readonly input: unknown;
+}
+
+/** What a tool call gave, sent back to the model: a JSON value, or an error it can read. */
+export interface ModelToolResult {
+  readonly toolCallId: string;
+  readonly content: unknown;
+  readonly isError?: boolean;
 }
 
 export interface ModelRequest {
@@ -31,6 +56,8 @@ export interface ModelRequest {
   readonly messages: readonly ModelMessage[];
   readonly maxTokens?: number;
   readonly temperature?: number;
+  /** The tools the model may ask for; none means a plain answer. */
+  readonly tools?: readonly ModelToolSpec[];
   /** Tracing fields: passed on to invocation logs; the local model picks its script by `role`. */
   readonly metadata?: {
     readonly role?: string;
@@ -41,6 +68,8 @@ export interface ModelRequest {
 
 export interface ModelResponse {
   readonly text: string;
+  /** The tools the model asks for (stop reason `tool_use`); none when it answered. */
+  readonly toolCalls?: readonly ModelToolCall[];
   /** Why the model stopped, as reported (`end_turn`, `max_tokens`, ...). */
   readonly stopReason: string;
   readonly usage: { readonly inputTokens: number; readonly outputTokens: number };
