@@ -3,7 +3,7 @@ import { BedrockRuntimeClient } from "@aws-sdk/client-bedrock-runtime";
 import { HttpResponse } from "@smithy/core/transport";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { BedrockModel, modelFailure } from "../../functions/adapters/bedrock/model";
+import { BedrockModel, converseInput, modelFailure } from "../../functions/adapters/bedrock/model";
 import { AgentBusError } from "../../functions/core/errors";
 import { invokeStructured, type ModelRequest } from "../../functions/core/model";
 import { fromSdk } from "../../lib/operator/from-sdk";
@@ -260,5 +260,210 @@ describe("BedrockModel (Converse through a fake HTTP handler)", () => {
   it("refuses an empty model id", () => {
     const { client } = fakeBedrock([]);
     expect(() => new BedrockModel({ client: fromSdk(client), modelId: " " })).toThrow(/modelId/);
+  });
+});
+
+const lookupTool = {
+  name: "lookup_order",
+  description: "Find an order by its id.",
+  inputSchema: {
+    type: "object",
+    properties: { order_id: { type: "string" } },
+    required: ["order_id"],
+  },
+};
+
+/** A conversation through two rounds of tool use, with every kind of result. */
+const toolRequest: ModelRequest = {
+  messages: [
+    { role: "user", text: "Where is order 42?" },
+    {
+      role: "assistant",
+      text: "Let me look.",
+      toolCalls: [{ id: "tooluse_1", name: "lookup_order", input: { order_id: "42" } }],
+    },
+    {
+      role: "user",
+      text: "",
+      toolResults: [{ toolCallId: "tooluse_1", content: { status: "shipped", items: [1, 2] } }],
+    },
+    {
+      role: "assistant",
+      text: "",
+      toolCalls: [
+        { id: "tooluse_2", name: "lookup_order", input: { order_id: "43" } },
+        { id: "tooluse_3", name: "lookup_order", input: { order_id: "44" } },
+        { id: "tooluse_4", name: "lookup_order", input: { order_id: "45" } },
+      ],
+    },
+    {
+      role: "user",
+      text: "Here they are.",
+      toolResults: [
+        { toolCallId: "tooluse_2", content: ["a", 1] },
+        { toolCallId: "tooluse_3", content: "no such order", isError: true },
+        { toolCallId: "tooluse_4", content: { reason: "timeout" }, isError: true },
+      ],
+    },
+  ],
+  tools: [lookupTool],
+};
+
+/** The Converse messages of toolRequest, as sent on the wire. */
+const toolMessages = [
+  { role: "user", content: [{ text: "Where is order 42?" }] },
+  {
+    role: "assistant",
+    content: [
+      { text: "Let me look." },
+      { toolUse: { toolUseId: "tooluse_1", name: "lookup_order", input: { order_id: "42" } } },
+    ],
+  },
+  {
+    // No text block: the text is empty.
+    role: "user",
+    content: [
+      {
+        toolResult: {
+          toolUseId: "tooluse_1",
+          content: [{ json: { status: "shipped", items: [1, 2] } }],
+          status: "success",
+        },
+      },
+    ],
+  },
+  {
+    role: "assistant",
+    content: [
+      { toolUse: { toolUseId: "tooluse_2", name: "lookup_order", input: { order_id: "43" } } },
+      { toolUse: { toolUseId: "tooluse_3", name: "lookup_order", input: { order_id: "44" } } },
+      { toolUse: { toolUseId: "tooluse_4", name: "lookup_order", input: { order_id: "45" } } },
+    ],
+  },
+  {
+    role: "user",
+    content: [
+      { text: "Here they are." },
+      // An array is no JSON object: it goes as text.
+      { toolResult: { toolUseId: "tooluse_2", content: [{ text: '["a",1]' }], status: "success" } },
+      {
+        toolResult: {
+          toolUseId: "tooluse_3",
+          content: [{ text: '"no such order"' }],
+          status: "error",
+        },
+      },
+      {
+        toolResult: {
+          toolUseId: "tooluse_4",
+          content: [{ json: { reason: "timeout" } }],
+          status: "error",
+        },
+      },
+    ],
+  },
+];
+
+const toolConfig = {
+  tools: [
+    {
+      toolSpec: {
+        name: "lookup_order",
+        description: "Find an order by its id.",
+        inputSchema: { json: lookupTool.inputSchema },
+      },
+    },
+  ],
+};
+
+describe("BedrockModel tool use", () => {
+  it("converseInput offers the request's tools as toolConfig toolSpecs", () => {
+    const input = converseInput(MODEL_ID, {
+      messages: [{ role: "user", text: "Where is order 42?" }],
+      tools: [lookupTool, { name: "noop", description: "Nothing.", inputSchema: {} }],
+    });
+    expect(input).toStrictEqual({
+      modelId: MODEL_ID,
+      messages: [{ role: "user", content: [{ text: "Where is order 42?" }] }],
+      toolConfig: {
+        tools: [
+          ...toolConfig.tools,
+          { toolSpec: { name: "noop", description: "Nothing.", inputSchema: { json: {} } } },
+        ],
+      },
+    });
+  });
+
+  it("converseInput sends no toolConfig for no tools, and an empty text block when nothing else is there", () => {
+    const input = converseInput(MODEL_ID, {
+      messages: [
+        { role: "user", text: "", toolResults: [] },
+        { role: "assistant", text: "", toolCalls: [] },
+      ],
+      tools: [],
+    });
+    expect(input).not.toHaveProperty("toolConfig");
+    expect(input.messages).toStrictEqual([
+      { role: "user", content: [{ text: "" }] },
+      { role: "assistant", content: [{ text: "" }] },
+    ]);
+  });
+
+  it("converseInput turns tool calls into toolUse blocks and tool results into toolResult blocks", () => {
+    const input = converseInput(MODEL_ID, toolRequest);
+    expect(input.messages).toStrictEqual(toolMessages);
+    expect(input.toolConfig).toStrictEqual(toolConfig);
+  });
+
+  it("sends the tool blocks through the SDK's serializer unchanged", async () => {
+    const { client, seen } = fakeBedrock([ok("done")]);
+    await new BedrockModel({ client: fromSdk(client), modelId: MODEL_ID }).converse(toolRequest);
+    expect(seen[0]?.body).toStrictEqual({ messages: toolMessages, toolConfig });
+  });
+
+  it("maps toolUse blocks of the reply to toolCalls, in order, next to the text", async () => {
+    const { client } = fakeBedrock([
+      ok("", {
+        output: {
+          message: {
+            role: "assistant",
+            content: [
+              { text: "Looking up " },
+              {
+                toolUse: { toolUseId: "tooluse_a", name: "lookup_order", input: { order_id: "7" } },
+              },
+              { text: "both." },
+              { toolUse: { toolUseId: "tooluse_b", name: "noop", input: {} } },
+            ],
+          },
+        },
+        stopReason: "tool_use",
+      }),
+    ]);
+    const response = await new BedrockModel({
+      client: fromSdk(client),
+      modelId: MODEL_ID,
+    }).converse({ ...toolRequest, messages: toolRequest.messages.slice(0, 1) });
+    expect(response).toStrictEqual({
+      text: "Looking up both.",
+      toolCalls: [
+        { id: "tooluse_a", name: "lookup_order", input: { order_id: "7" } },
+        { id: "tooluse_b", name: "noop", input: {} },
+      ],
+      stopReason: "tool_use",
+      usage: { inputTokens: 21, outputTokens: 7 },
+      modelId: MODEL_ID,
+      latencyMs: 345,
+    });
+  });
+
+  it("leaves toolCalls out of a reply without toolUse blocks", async () => {
+    const { client } = fakeBedrock([ok("plain")]);
+    const response = await new BedrockModel({
+      client: fromSdk(client),
+      modelId: MODEL_ID,
+    }).converse(request);
+    expect(response.text).toBe("plain");
+    expect(response).not.toHaveProperty("toolCalls");
   });
 });

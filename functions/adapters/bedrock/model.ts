@@ -1,7 +1,20 @@
-import type { ConverseCommandInput, ConverseCommandOutput } from "@aws-sdk/client-bedrock-runtime";
+import type {
+  ContentBlock,
+  ConverseCommandInput,
+  ConverseCommandOutput,
+  Message,
+  ToolResultContentBlock,
+} from "@aws-sdk/client-bedrock-runtime";
 import { isServerError, isThrottlingError, isTransientError } from "@smithy/core/retry";
 import { type AgentBusError, PermanentError, TransientError } from "../../core/errors";
-import type { ModelPort, ModelRequest, ModelResponse } from "../../core/model";
+import type {
+  ModelMessage,
+  ModelPort,
+  ModelRequest,
+  ModelResponse,
+  ModelToolCall,
+  ModelToolResult,
+} from "../../core/model";
 import type { AwsClient } from "../aws/client";
 import { Converse } from "../aws/operations";
 import { reportModelCall } from "../model-calls";
@@ -23,12 +36,19 @@ export interface BedrockModelProps {
 /**
  * ModelPort over the Bedrock Converse API (`POST /model/{modelId}/converse`).
  *
- * Reply: the text blocks of `output.message.content` concatenated (tool use and reasoning blocks
- * are ignored), `stopReason` as reported (a `max_tokens` reply is returned as text like any other:
- * invokeStructured judges it), `usage.inputTokens/outputTokens`, and `metrics.latencyMs` (the
- * service's measure; the wall time of the call when absent). Each answered call is reported to
- * the model call meter (`reportModelCall`, ../model-calls.ts): the consumer publishes its latency and
- * tokens as metrics.
+ * Request (see `converseInput`): the request's tools become `toolConfig.tools[].toolSpec`; each
+ * message is its text block (left out when the text is empty and other blocks follow), then a
+ * `toolUse` block per tool call (assistant turns) or a `toolResult` block per tool result (user
+ * turns: a JSON object as a `json` block, any other value as its JSON text, status `error` or
+ * `success`).
+ *
+ * Reply: the text blocks of `output.message.content` concatenated, `toolCalls` from its `toolUse`
+ * blocks (id = `toolUseId`; left out when there are none; reasoning blocks are ignored),
+ * `stopReason` as reported (`tool_use` when the model asks for tools; a `max_tokens` reply is
+ * returned as text like any other: invokeStructured judges it), `usage.inputTokens/outputTokens`,
+ * and `metrics.latencyMs` (the service's measure; the wall time of the call when absent). Each
+ * answered call is reported to the model call meter (`reportModelCall`, ../model-calls.ts): the
+ * consumer publishes its latency and tokens as metrics.
  *
  * Errors (see `modelFailure`): throttling -> TransientError `model.throttled`; outages, timeouts,
  * 5xx and network errors -> TransientError `model.unavailable`; ModelNotReadyException ->
@@ -62,8 +82,11 @@ export class BedrockModel implements ModelPort {
       throw modelFailure(error, this.modelId);
     }
     const elapsed = Math.round(performance.now() - started);
+    const content = output.output?.message?.content ?? [];
+    const toolCalls = toolCallsOf(content);
     const response: ModelResponse = {
-      text: (output.output?.message?.content ?? []).map((block) => block.text ?? "").join(""),
+      text: content.map((block) => block.text ?? "").join(""),
+      ...(toolCalls.length === 0 ? {} : { toolCalls }),
       stopReason: output.stopReason ?? "unknown",
       usage: {
         inputTokens: output.usage?.inputTokens ?? 0,
@@ -97,16 +120,78 @@ export function converseInput(
   const requestMetadata = metadataOf(request.metadata);
   return {
     modelId,
-    messages: request.messages.map((message) => ({
-      role: message.role,
-      content: [{ text: message.text }],
-    })),
+    messages: request.messages.map(messageOf),
     ...(request.system === undefined || request.system === ""
       ? {}
       : { system: [{ text: request.system }] }),
+    ...(request.tools === undefined || request.tools.length === 0
+      ? {}
+      : {
+          toolConfig: {
+            tools: request.tools.map((tool) => ({
+              toolSpec: {
+                name: tool.name,
+                description: tool.description,
+                inputSchema: { json: tool.inputSchema as JsonDocument },
+              },
+            })),
+          },
+        }),
     ...(Object.keys(inferenceConfig).length === 0 ? {} : { inferenceConfig }),
     ...(requestMetadata === undefined ? {} : { requestMetadata }),
   };
+}
+
+/** A JSON value as the SDK types it (its `DocumentType`). */
+type JsonDocument = NonNullable<ToolResultContentBlock.JsonMember["json"]>;
+
+/**
+ * One Converse message: the text block (Bedrock rejects an empty one, so it is left out when
+ * other blocks follow; a message keeps at least one block), then the tool calls (assistant) or
+ * tool results (user).
+ */
+function messageOf(message: ModelMessage): Message {
+  const blocks: ContentBlock[] = [
+    ...(message.toolCalls ?? []).map(toolUseBlock),
+    ...(message.toolResults ?? []).map(toolResultBlock),
+  ];
+  if (message.text !== "" || blocks.length === 0) blocks.unshift({ text: message.text });
+  return { role: message.role, content: blocks };
+}
+
+function toolUseBlock(call: ModelToolCall): ContentBlock {
+  return { toolUse: { toolUseId: call.id, name: call.name, input: call.input as JsonDocument } };
+}
+
+/** Converse's `json` result block takes an object only: any other value goes as its JSON text. */
+function toolResultBlock(result: ModelToolResult): ContentBlock {
+  const value = result.content;
+  const isObject = typeof value === "object" && value !== null && !Array.isArray(value);
+  return {
+    toolResult: {
+      toolUseId: result.toolCallId,
+      // JSON.stringify gives undefined for undefined (no JSON value): sent as null.
+      content: [
+        isObject ? { json: value as JsonDocument } : { text: JSON.stringify(value) ?? "null" },
+      ],
+      status: result.isError === true ? "error" : "success",
+    },
+  };
+}
+
+/** The `toolUse` blocks of a reply, in order, as the port's tool calls. */
+function toolCallsOf(content: readonly ContentBlock[]): ModelToolCall[] {
+  return content.flatMap((block) =>
+    block.toolUse === undefined
+      ? []
+      : [
+          {
+            id: block.toolUse.toolUseId ?? "",
+            name: block.toolUse.name ?? "",
+            input: block.toolUse.input,
+          },
+        ],
+  );
 }
 
 /** Converse's `requestMetadata` (filters invocation logs) accepts at most 16 pairs of this form. */
