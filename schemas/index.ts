@@ -1,6 +1,7 @@
 import { defineAgentRunEvents } from "./events/agent-run";
 import { defineConversationEvents } from "./events/conversation";
 import { defineOperatorEvents } from "./events/operator";
+import { defineRefundEvents } from "./events/refund";
 import { defineSupportCommands } from "./events/support-commands";
 import { defineSupportFailureEvents } from "./events/support-failure";
 import { defineTaskEvents } from "./events/task";
@@ -30,6 +31,7 @@ export const DEFINITIONS = [
   ...defineSupportCommands(registry),
   ...defineSupportFailureEvents(registry),
   ...defineOperatorEvents(registry),
+  ...defineRefundEvents(registry),
 ] as const;
 
 /** The payload of each registered event type, at its newest schema version. */

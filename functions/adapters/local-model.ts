@@ -1,6 +1,10 @@
 import { createHash } from "node:crypto";
 import { PermanentError } from "../core/errors";
-import type { ModelPort, ModelRequest, ModelResponse } from "../core/model";
+import type { ModelPort, ModelRequest, ModelResponse, ModelToolCall } from "../core/model";
+import { refundReview } from "./local-model-refund";
+import { ToolUse } from "./local-model-tool-use";
+
+export { ToolUse };
 
 /**
  * NOT a model. A deterministic stand-in for the ModelPort, for the local runtime and for tests:
@@ -86,16 +90,24 @@ export class DeterministicLocalModel implements ModelPort {
 
     const invalidLeft = this.invalid.get(role) ?? 0;
     let text: string;
+    let toolCalls: readonly ModelToolCall[] = [];
     if (invalidLeft > 0) {
       this.invalid.set(role, invalidLeft - 1);
       text = `I would rather describe the answer in prose than as JSON (scripted invalid output for ${role}).`;
     } else {
       const answer = script(request, factsOf(request));
-      text = typeof answer === "string" ? answer : JSON.stringify(answer);
+      if (answer instanceof ToolUse) toolCalls = answer.calls;
+      text =
+        answer instanceof ToolUse
+          ? ""
+          : typeof answer === "string"
+            ? answer
+            : JSON.stringify(answer);
     }
     return {
       text,
-      stopReason: "end_turn",
+      ...(toolCalls.length > 0 ? { toolCalls } : {}),
+      stopReason: toolCalls.length > 0 ? "tool_use" : "end_turn",
       usage: { inputTokens: tokens(requestText(request)), outputTokens: tokens(text) },
       modelId: LOCAL_MODEL_NAME,
       latencyMs: this.latencyMs,
@@ -105,8 +117,11 @@ export class DeterministicLocalModel implements ModelPort {
 
 export const LOCAL_MODEL_NAME = "deterministic-local-model";
 
-/** A role's canned behaviour: an object is answered as JSON text, a string as is. */
-export type Script = (request: ModelRequest, facts: RequestFacts) => string | object;
+/**
+ * A role's canned behaviour: an object is answered as JSON text, a string as is, a ToolUse asks
+ * for its tools.
+ */
+export type Script = (request: ModelRequest, facts: RequestFacts) => string | object | ToolUse;
 
 export interface DeterministicLocalModelProps {
   /** Scripts by role; they override the default scripts of the same role. */
@@ -357,10 +372,20 @@ export const DEFAULT_SCRIPTS: Readonly<Record<string, Script>> = {
   writing,
   review,
   "reply-generation": replyGeneration,
+  "refund-review": refundReview,
 };
 
 function requestText(request: ModelRequest): string {
-  return [request.system ?? "", ...request.messages.map((m) => `${m.role}: ${m.text}`)].join("\n");
+  const line = (m: ModelRequest["messages"][number]) =>
+    [
+      `${m.role}: ${m.text}`,
+      ...(m.toolCalls ?? []).map((c) => `tool call ${c.id} ${c.name} ${JSON.stringify(c.input)}`),
+      ...(m.toolResults ?? []).map(
+        (r) =>
+          `tool result ${r.toolCallId}${r.isError ? " (error)" : ""} ${JSON.stringify(r.content)}`,
+      ),
+    ].join("\n");
+  return [request.system ?? "", ...request.messages.map(line)].join("\n");
 }
 
 function factsOf(request: ModelRequest): RequestFacts {

@@ -86,6 +86,19 @@ export interface Deployment {
 export interface OrdersPort {
   /** The order with this id, whoever's it is; undefined when there is none. */
   get(orderId: string): Promise<OrderRecord | undefined>;
+  /**
+   * Cancel the order, on the condition that its stored status is one of `from` (one conditional
+   * write, so no other writer's change slips in between): the cancelled order, or the status that
+   * refused it (`missing` when there is no such order). Cancelling a cancelled order is allowed
+   * when `from` lists `cancelled`, and changes nothing. Roles that only read leave it out.
+   */
+  cancel?(
+    orderId: string,
+    from: readonly OrderRecord["status"][],
+  ): Promise<
+    | { readonly cancelled: true; readonly order: OrderRecord }
+    | { readonly cancelled: false; readonly status: OrderRecord["status"] | "missing" }
+  >;
 }
 
 /** Messages waiting in each agent group's queue, by group name (missing groups count as 0). */

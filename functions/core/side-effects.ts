@@ -30,8 +30,10 @@ export interface SideEffectError {
   readonly message: string;
 }
 
+/** What a succeeded action gave: a channel's delivery id, or a tool's output as JSON text. */
 export interface SideEffectResult {
-  readonly delivery_id: string;
+  readonly delivery_id?: string;
+  readonly output_json?: string;
 }
 
 export interface SideEffectRecord {

@@ -4,7 +4,7 @@ import { OrderId, OrderRecord } from "../../../schemas/events/conversation";
 import { PermanentError } from "../../core/errors";
 import type { OrdersPort } from "../../core/role-module";
 import type { AwsClient } from "../aws/client";
-import { GetItem, PutItem } from "../aws/operations";
+import { GetItem, PutItem, UpdateItem } from "../aws/operations";
 import { dynamoFailure } from "./failure";
 
 /**
@@ -61,6 +61,35 @@ export class DynamoOrders implements OrdersPort {
         },
       );
     return parsed.data;
+  }
+
+  /** One UpdateItem, conditional on the stored status; a refusal reads the order to say why. */
+  async cancel(orderId: string, from: readonly OrderRecord["status"][]) {
+    if (!OrderId.safeParse(orderId).success || from.length === 0)
+      return { cancelled: false as const, status: "missing" as const };
+    const allowed = Object.fromEntries(from.map((status, i) => [`:from${i}`, { S: status }]));
+    try {
+      const out = await this.client.send(
+        UpdateItem({
+          TableName: this.tableName,
+          Key: { [ORDERS_PARTITION_KEY]: { S: orderId } },
+          UpdateExpression: "SET #status = :cancelled",
+          ConditionExpression: `attribute_exists(#key) AND #status IN (${Object.keys(allowed).join(", ")})`,
+          ExpressionAttributeNames: { "#status": "status", "#key": ORDERS_PARTITION_KEY },
+          ExpressionAttributeValues: { ":cancelled": { S: "cancelled" }, ...allowed },
+          ReturnValues: "ALL_NEW",
+        }),
+      );
+      return {
+        cancelled: true as const,
+        order: OrderRecord.parse(unmarshall(out.Attributes ?? {})),
+      };
+    } catch (error) {
+      if ((error as { name?: string } | null)?.name !== "ConditionalCheckFailedException")
+        throw dynamoFailure(error, "UpdateItem");
+    }
+    const order = await this.get(orderId);
+    return { cancelled: false as const, status: order?.status ?? ("missing" as const) };
   }
 }
 

@@ -128,5 +128,15 @@ export function recordedOrders(recorded: RecordedDecision): OrdersPort {
 /** An OrdersPort over a fixed list (tests and the local runtime). */
 export function ordersFrom(records: readonly OrderRecord[]): OrdersPort {
   const byId = new Map(records.map((r) => [r.order_id, OrderRecord.parse(r)]));
-  return { get: async (orderId) => byId.get(orderId) };
+  return {
+    get: async (orderId) => byId.get(orderId),
+    async cancel(orderId, from) {
+      const order = byId.get(orderId);
+      if (!order) return { cancelled: false, status: "missing" };
+      if (!from.includes(order.status)) return { cancelled: false, status: order.status };
+      const cancelled = { ...order, status: "cancelled" as const };
+      byId.set(orderId, cancelled);
+      return { cancelled: true, order: cancelled };
+    },
+  };
 }

@@ -1,0 +1,103 @@
+import type { ModelMessage, ModelRequest } from "../core/model";
+import { ToolUse } from "./local-model-tool-use";
+
+/**
+ * The local model's script for the refund agent (`refund-review`): a deterministic reviewer that
+ * asks for the order and its refund (two calls in one turn), then issues the refund or refuses,
+ * then answers from what its tools said. Markers in the customer's question drive the cases:
+ * `[unknown-tool]` first asks for a tool that does not exist, `[bad-tool-input]` first calls
+ * get_order with input that does not fit, `[refund-cents:N]` asks for N cents instead of the total.
+ */
+
+export const UNKNOWN_TOOL_MARKER = "[unknown-tool]";
+export const BAD_TOOL_INPUT_MARKER = "[bad-tool-input]";
+
+interface Question {
+  readonly order_id: string;
+  readonly question: string;
+}
+
+/** Each tool's latest answer in the conversation, by tool name. */
+function toolAnswers(messages: readonly ModelMessage[]) {
+  const names = new Map<string, string>();
+  const answers = new Map<string, { content: unknown; isError: boolean }>();
+  for (const m of messages) {
+    for (const call of m.toolCalls ?? []) names.set(call.id, call.name);
+    for (const result of m.toolResults ?? []) {
+      const name = names.get(result.toolCallId);
+      if (name) answers.set(name, { content: result.content, isError: result.isError === true });
+    }
+  }
+  return answers;
+}
+
+export function refundReview(request: ModelRequest): string | object | ToolUse {
+  const first = request.messages[0]?.text ?? "{}";
+  const { refund_question: q } = JSON.parse(first) as { refund_question: Question };
+  const turn = request.messages.filter((m) => m.role === "assistant").length + 1;
+  const id = (n: number) => `call_${turn}_${n}`;
+  const answers = toolAnswers(request.messages);
+  const refused = request.messages.some((m) => m.toolResults?.some((r) => r.isError));
+  if (turn === 1 && q.question.includes(UNKNOWN_TOOL_MARKER))
+    return new ToolUse([{ id: id(1), name: "delete_order", input: { order_id: q.order_id } }]);
+  if (turn === 1 && q.question.includes(BAD_TOOL_INPUT_MARKER))
+    return new ToolUse([{ id: id(1), name: "get_order", input: { order: 7 } }]);
+  const order = answers.get("get_order");
+  const status = answers.get("get_refund_status");
+  if (!order || order.isError || !status)
+    return new ToolUse([
+      { id: id(1), name: "get_order", input: { order_id: q.order_id } },
+      { id: id(2), name: "get_refund_status", input: { order_id: q.order_id } },
+    ]);
+  return decideRefund(q, order.content, status.content, answers.get("issue_refund"), id, refused);
+}
+
+function decideRefund(
+  q: Question,
+  order: unknown,
+  status: unknown,
+  issued: { content: unknown; isError: boolean } | undefined,
+  id: (n: number) => string,
+  _refused: boolean,
+): object | ToolUse {
+  const found = order as { found: boolean; order?: { status: string; total_cents: number } };
+  if (!found.found || !found.order)
+    return { decision: "rejected", reason: `We could not find order ${q.order_id}.` };
+  const refund = (
+    status as { refunded: boolean; refund?: { refund_id: string; amount_cents: number } }
+  ).refund;
+  if (refund)
+    return {
+      decision: "approved",
+      reason: "Your order has been refunded.",
+      amount_cents: refund.amount_cents,
+      refund_id: refund.refund_id,
+    };
+  if (found.order.status === "shipped")
+    return {
+      decision: "rejected",
+      reason: "Your order is on its way; it can be refunded once it is delivered or returned.",
+    };
+  if (!issued) {
+    const asked = /\[refund-cents:(\d+)\]/.exec(q.question)?.[1];
+    const amount = asked === undefined ? found.order.total_cents : Number(asked);
+    return new ToolUse([
+      {
+        id: id(1),
+        name: "issue_refund",
+        input: { order_id: q.order_id, amount_cents: amount, reason: q.question.slice(0, 200) },
+      },
+    ]);
+  }
+  if (issued.isError) {
+    const message = (issued.content as { message?: string }).message ?? "the refund was refused";
+    return { decision: "rejected", reason: `We could not refund your order: ${message}` };
+  }
+  const receipt = issued.content as { refund_id: string; amount_cents: number };
+  return {
+    decision: "approved",
+    reason: "Your refund has been issued.",
+    amount_cents: receipt.amount_cents,
+    refund_id: receipt.refund_id,
+  };
+}

@@ -1,0 +1,207 @@
+import type * as z from "../../../schemas/zod";
+import { type RunState, type RunTrigger, TRANSITIONS } from "../agent-run-model";
+import { PermanentError } from "../errors";
+import type { ToolDefinition } from "./tool";
+
+/**
+ * An agent that loops (seed 000 §3.2, §11.4): a model turn, then the tools it asks for, then the
+ * next turn, until a final answer valid against `output`, the turn budget (NEEDS_HUMAN), or a wait
+ * for a person. Declared once with `defineAgent`; run one step per delivery by ./loop.ts, each step
+ * committed before the next begins, so a redelivery resumes from the last committed step.
+ */
+
+// biome-ignore lint/suspicious/noExplicitAny: a list of tools of any input and output types
+export type AnyTool = ToolDefinition<any, any>;
+
+// biome-ignore lint/suspicious/noExplicitAny: an agent of any output type
+export interface AgentDefinition<O = any> {
+  /** The agent's name (its consumer group's, by convention). */
+  readonly name: string;
+  /** The system prompt. */
+  readonly instructions: string;
+  readonly tools: readonly AnyTool[];
+  /** The final answer: JSON text the model gives instead of asking for a tool. */
+  readonly output: z.ZodMiniType<O>;
+  /** Model turns a run may take; when they are spent without an answer, NEEDS_HUMAN. */
+  readonly maxTurns: number;
+  /**
+   * Model turns in a row that may go wrong (an unknown tool, bad tool input, an answer that does
+   * not fit `output`) before the run is handed to a person. @default 3
+   */
+  readonly maxErrorTurns?: number;
+  /** Deliveries a write's outcome may stay unknown before a person is asked. @default 5 */
+  readonly maxUnknownAttempts?: number;
+  readonly model?: { readonly maxTokens?: number; readonly temperature?: number };
+  /**
+   * A last check of a final answer against the outside world (an answer that says a refund was
+   * made, when the payment system has none): a problem is sent back to the model as an error turn.
+   */
+  readonly accept?: (output: O, journal: AgentJournal) => Promise<string | undefined>;
+}
+
+export const DEFAULT_MAX_ERROR_TURNS = 3;
+export const DEFAULT_MAX_UNKNOWN_ATTEMPTS = 5;
+export const MAX_TURNS_LIMIT = 500;
+/** How many of the latest steps the run's item keeps in full (the rest are counted). */
+export const JOURNAL_WINDOW = 20;
+
+/** An agent, checked: tools with distinct names, a turn budget in range. */
+export function defineAgent<O>(definition: AgentDefinition<O>): AgentDefinition<O> {
+  const invalid = (message: string) =>
+    new PermanentError("agent.invalid_definition", `agent ${definition.name}: ${message}`);
+  const { maxTurns } = definition;
+  if (!Number.isInteger(maxTurns) || maxTurns < 1 || maxTurns > MAX_TURNS_LIMIT)
+    throw invalid(`maxTurns must be an integer from 1 to ${MAX_TURNS_LIMIT}, got ${maxTurns}`);
+  const names = definition.tools.map((tool) => tool.name);
+  const twice = names.find((name, i) => names.indexOf(name) !== i);
+  if (twice !== undefined) throw invalid(`two tools are named ${twice}`);
+  return definition;
+}
+
+/** A tool call of the run's latest model turn, and what became of it so far. */
+export interface PendingCall {
+  readonly id: string;
+  readonly name: string;
+  readonly input: unknown;
+  /** The answer sent back to the model (content reference), once the call is settled. */
+  readonly result?: { readonly ref: string; readonly is_error: boolean };
+  /** A person's decision on a call that needed approval. */
+  readonly decision?: PersonDecision;
+}
+
+export interface PersonDecision {
+  readonly decision: "approve" | "reject" | "applied" | "not_applied";
+  readonly by: string;
+  readonly reason?: string;
+  readonly at: string;
+}
+
+/** What a BLOCKED or NEEDS_HUMAN run waits for. */
+export interface Waiting {
+  /** `approval`: a call needs a person's yes or no; `outcome`: a write's outcome is unknown. */
+  readonly kind: "approval" | "outcome" | "answer";
+  readonly tool_call_id?: string;
+  readonly tool?: string;
+  readonly input?: unknown;
+  readonly key?: string;
+  readonly since: string;
+  /** When an approval's deadline passes (ISO 8601). */
+  readonly deadline?: string;
+  readonly reason: string;
+}
+
+/** One committed step, as the journal's window keeps it. */
+export interface JournalStep {
+  readonly step: number;
+  readonly at: string;
+  readonly kind: "start" | "model" | "tool" | "person";
+  /** Model turns: `<run>:turn:<n>`, the tools asked for, tokens and latency. */
+  readonly model_run_id?: string;
+  readonly asked?: readonly string[];
+  readonly tokens?: { readonly input: number; readonly output: number };
+  readonly latency_ms?: number;
+  /** Tool calls: the call, its tool and how it ended. */
+  readonly tool_call_id?: string;
+  readonly tool?: string;
+  readonly outcome?: string;
+  readonly key?: string;
+}
+
+export interface JournalTotals {
+  readonly model_turns: number;
+  readonly tool_calls: number;
+  readonly refused_calls: number;
+  readonly input_tokens: number;
+  readonly output_tokens: number;
+}
+
+/**
+ * The run's item: small and bounded whatever the run's length. The conversation with the model is
+ * kept as content references (./content.ts), oldest first; the latest steps in full in `window`.
+ */
+export interface AgentJournal {
+  readonly run_id: string;
+  readonly task_id: string;
+  readonly agent: string;
+  /** What the run is about (ids its facts carry: an order, a conversation). */
+  readonly subject: Readonly<Record<string, string>>;
+  readonly status: RunState;
+  /** Steps committed (the continue command of step n carries n). */
+  readonly step: number;
+  readonly error_turns: number;
+  readonly messages: readonly string[];
+  readonly pending: readonly PendingCall[];
+  readonly window: readonly JournalStep[];
+  readonly totals: JournalTotals;
+  readonly waiting?: Waiting;
+  /** The final answer. */
+  readonly output?: unknown;
+  readonly failure?: { readonly code: string; readonly message: string };
+  readonly started_at: string;
+  readonly updated_at: string;
+}
+
+const ZERO: JournalTotals = {
+  model_turns: 0,
+  tool_calls: 0,
+  refused_calls: 0,
+  input_tokens: 0,
+  output_tokens: 0,
+};
+
+/** A run at its start: RUNNING, the first user message stored, no step taken. */
+export function newJournal(fields: {
+  runId: string;
+  taskId: string;
+  agent: string;
+  subject: Readonly<Record<string, string>>;
+  firstMessage: string;
+  now: Date;
+}): AgentJournal {
+  const at = fields.now.toISOString();
+  return {
+    run_id: fields.runId,
+    task_id: fields.taskId,
+    agent: fields.agent,
+    subject: fields.subject,
+    status: "RUNNING",
+    step: 0,
+    error_turns: 0,
+    messages: [fields.firstMessage],
+    pending: [],
+    window: [],
+    totals: ZERO,
+    started_at: at,
+    updated_at: at,
+  };
+}
+
+/** The run's status after `trigger`, by the agent run's transition table (agent-run-model.ts). */
+export function moved(journal: AgentJournal, trigger: RunTrigger): RunState {
+  const next = TRANSITIONS[journal.status][trigger];
+  if (next === undefined)
+    throw new PermanentError(
+      "agent.illegal_transition",
+      `agent run ${journal.run_id} cannot take ${trigger} while ${journal.status}`,
+      { details: { run_id: journal.run_id, status: journal.status, trigger } },
+    );
+  return next;
+}
+
+/** The journal with one more step recorded (the window keeps the latest JOURNAL_WINDOW). */
+export function recorded(
+  journal: AgentJournal,
+  step: Omit<JournalStep, "step" | "at">,
+  now: Date,
+  change: Partial<AgentJournal> = {},
+): AgentJournal {
+  const number = journal.step + 1;
+  const entry: JournalStep = { step: number, at: now.toISOString(), ...step };
+  return {
+    ...journal,
+    ...change,
+    step: number,
+    window: [...journal.window, entry].slice(-JOURNAL_WINDOW),
+    updated_at: now.toISOString(),
+  };
+}

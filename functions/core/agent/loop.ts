@@ -1,0 +1,363 @@
+import type { ModelMessage, ModelPort, ModelResponse, ModelToolCall } from "../model";
+import type { SideEffectStore } from "../side-effects";
+import {
+  type AgentDefinition,
+  type AgentJournal,
+  type AnyTool,
+  DEFAULT_MAX_ERROR_TURNS,
+  DEFAULT_MAX_UNKNOWN_ATTEMPTS,
+  type JournalStep,
+  moved,
+  type PendingCall,
+  recorded,
+  type Waiting,
+} from "./agent";
+import type { ContentStore } from "./content";
+import { toolSpecOf } from "./tool";
+import { type CallOutcome, runReadTool, runWriteTool, toolCallKey } from "./tool-call";
+
+/**
+ * One step of an agent run (./agent.ts): the caller commits the journal it returns before the
+ * next step starts, so a redelivered step is a duplicate and a model turn or tool call that
+ * committed is never asked or run again.
+ *
+ * The step is the first that applies of:
+ * 1. a tool call of the latest turn is unsettled -> settle it: refused at once if the model named
+ *    no such tool or gave input that does not fit (nothing runs); BLOCKED if it needs a person's
+ *    approval not yet given; else run it (./tool-call.ts). Its answer is stored; once every call of
+ *    the turn is answered, the answers become the next user message.
+ * 2. else a model turn: the conversation so far (content references, ./content.ts) with the
+ *    tools. Tool calls -> kept as the turn's calls (1). A text answer -> parsed as JSON against
+ *    `output`: the run is COMPLETED with it, or told what is wrong (an error turn).
+ * The turn budget spent, or `maxErrorTurns` error turns in a row -> NEEDS_HUMAN.
+ */
+
+export interface AgentPorts {
+  readonly model: ModelPort;
+  readonly content: ContentStore;
+  readonly sideEffects: SideEffectStore;
+}
+
+export interface StepContext {
+  readonly now: Date;
+  readonly receiveCount: number;
+  /** Tracing fields for the model (the local model picks its script by `role`). */
+  readonly correlationId?: string;
+}
+
+/** What one step did: the journal to commit, and whether another step follows. */
+export interface StepResult {
+  readonly journal: AgentJournal;
+  /** `continue`: emit the next step's command; `wait`: a person or a deadline moves it on. */
+  readonly next: "continue" | "wait" | "end";
+  /** The step as recorded (for the trace events). */
+  readonly recorded: JournalStep;
+}
+
+export async function agentStep(
+  agent: AgentDefinition,
+  journal: AgentJournal,
+  ports: AgentPorts,
+  context: StepContext,
+): Promise<StepResult> {
+  const call = journal.pending.find((p) => p.result === undefined);
+  if (call) return callStep(agent, journal, call, ports, context);
+  return modelStep(agent, journal, ports, context);
+}
+
+async function modelStep(
+  agent: AgentDefinition,
+  journal: AgentJournal,
+  ports: AgentPorts,
+  context: StepContext,
+): Promise<StepResult> {
+  const { now } = context;
+  if (journal.totals.model_turns >= agent.maxTurns)
+    return handOver(journal, now, `the turn budget (${agent.maxTurns}) is spent without an answer`);
+  const texts = await ports.content.getMany(journal.messages);
+  const response = await ports.model.converse({
+    system: agent.instructions,
+    messages: texts.map((text) => JSON.parse(text) as ModelMessage),
+    tools: agent.tools.map((tool) => toolSpecOf(tool)),
+    ...agent.model,
+    metadata: { role: agent.name, task_id: journal.task_id, correlation_id: context.correlationId },
+  });
+  const assistant: ModelMessage = {
+    role: "assistant",
+    text: response.text,
+    ...(response.toolCalls?.length ? { toolCalls: response.toolCalls } : {}),
+  };
+  const turn = journal.totals.model_turns + 1;
+  const totals = {
+    ...journal.totals,
+    model_turns: turn,
+    input_tokens: journal.totals.input_tokens + response.usage.inputTokens,
+    output_tokens: journal.totals.output_tokens + response.usage.outputTokens,
+  };
+  const messages = [...journal.messages, await ports.content.put(JSON.stringify(assistant))];
+  const step = modelStepRecord(journal, turn, response);
+  if (response.toolCalls?.length) {
+    const pending = response.toolCalls.map((call) => ({
+      id: call.id,
+      name: call.name,
+      input: call.input,
+    }));
+    const next = recorded(journal, step, now, { totals, messages, pending });
+    return refuseInvalidCalls(agent, next, ports, now);
+  }
+  return answered(agent, recorded(journal, step, now, { totals, messages }), ports, now);
+}
+
+function modelStepRecord(journal: AgentJournal, turn: number, response: ModelResponse) {
+  return {
+    kind: "model" as const,
+    model_run_id: `${journal.run_id}:turn:${turn}`,
+    asked: (response.toolCalls ?? []).map((call: ModelToolCall) => call.name),
+    tokens: { input: response.usage.inputTokens, output: response.usage.outputTokens },
+    latency_ms: response.latencyMs,
+  };
+}
+
+/** A text answer: COMPLETED when it fits `output`, else an error turn (bounded). */
+async function answered(
+  agent: AgentDefinition,
+  journal: AgentJournal,
+  ports: AgentPorts,
+  now: Date,
+): Promise<StepResult> {
+  const [text] = await ports.content.getMany(journal.messages.slice(-1));
+  const answer = (JSON.parse(text ?? "{}") as ModelMessage).text;
+  const problem = answerProblem(agent, answer) ?? (await refusedByCheck(agent, answer, journal));
+  if (problem === undefined) {
+    const output = agent.output.parse(JSON.parse(answer));
+    const done = { ...journal, status: moved(journal, "TaskCompleted"), output, error_turns: 0 };
+    return { journal: done, next: "end", recorded: lastStep(done) };
+  }
+  return errorTurn(agent, journal, ports, now, `Your answer was not accepted: ${problem}`);
+}
+
+async function refusedByCheck(
+  agent: AgentDefinition,
+  answer: string,
+  journal: AgentJournal,
+): Promise<string | undefined> {
+  return agent.accept?.(agent.output.parse(JSON.parse(answer)), journal);
+}
+
+function answerProblem(agent: AgentDefinition, answer: string): string | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(answer);
+  } catch {
+    return "it is not JSON. Answer with one JSON object that fits the required output, or call a tool.";
+  }
+  const parsed = agent.output.safeParse(value);
+  if (parsed.success) return undefined;
+  return parsed.error.issues
+    .map((i) => `${i.path.join(".") || "(answer)"}: ${i.message}`)
+    .join("; ");
+}
+
+/** Tell the model what went wrong, as the next user message; too many in a row -> a person. */
+async function errorTurn(
+  agent: AgentDefinition,
+  journal: AgentJournal,
+  ports: AgentPorts,
+  now: Date,
+  text: string,
+): Promise<StepResult> {
+  const errorTurns = journal.error_turns + 1;
+  const limit = agent.maxErrorTurns ?? DEFAULT_MAX_ERROR_TURNS;
+  if (errorTurns >= limit)
+    return handOver(
+      journal,
+      now,
+      `${errorTurns} model turns in a row went wrong; the last: ${text}`,
+    );
+  const ref = await ports.content.put(JSON.stringify({ role: "user", text }));
+  const next = { ...journal, error_turns: errorTurns, messages: [...journal.messages, ref] };
+  return { journal: next, next: "continue", recorded: lastStep(next) };
+}
+
+/** Calls to tools that do not exist, or with input that does not fit, are answered at once. */
+async function refuseInvalidCalls(
+  agent: AgentDefinition,
+  journal: AgentJournal,
+  ports: AgentPorts,
+  now: Date,
+): Promise<StepResult> {
+  let refusedNow = 0;
+  const pending: PendingCall[] = [];
+  for (const call of journal.pending) {
+    const problem = callProblem(agent, call);
+    if (problem === undefined) {
+      pending.push(call);
+      continue;
+    }
+    refusedNow += 1;
+    const ref = await ports.content.put(JSON.stringify({ error: problem }));
+    pending.push({ ...call, result: { ref, is_error: true } });
+  }
+  const totals = { ...journal.totals, refused_calls: journal.totals.refused_calls + refusedNow };
+  const errorTurns = refusedNow > 0 ? journal.error_turns + 1 : 0;
+  const next = { ...journal, pending, totals, error_turns: errorTurns };
+  const limit = agent.maxErrorTurns ?? DEFAULT_MAX_ERROR_TURNS;
+  if (errorTurns >= limit)
+    return handOver(next, now, `${errorTurns} model turns in a row asked for tools wrongly`);
+  return { journal: await closeTurn(next, ports), next: "continue", recorded: lastStep(next) };
+}
+
+function callProblem(agent: AgentDefinition, call: PendingCall): string | undefined {
+  const tool = agent.tools.find((t) => t.name === call.name);
+  if (!tool)
+    return `there is no tool named ${call.name}; the tools are: ${agent.tools.map((t) => t.name).join(", ")}. Nothing was run.`;
+  const parsed = tool.input.safeParse(call.input);
+  if (parsed.success) return undefined;
+  const issues = parsed.error.issues.map((i) => `${i.path.join(".") || "(input)"}: ${i.message}`);
+  return `the input of ${call.name} does not fit its schema (${issues.join("; ")}). Nothing was run.`;
+}
+
+/** Settle one tool call of the latest turn. */
+async function callStep(
+  agent: AgentDefinition,
+  journal: AgentJournal,
+  call: PendingCall,
+  ports: AgentPorts,
+  context: StepContext,
+): Promise<StepResult> {
+  const { now } = context;
+  const tool = agent.tools.find((t) => t.name === call.name) as AnyTool;
+  const input = tool.input.parse(call.input);
+  const key = toolCallKey(journal.task_id, journal.run_id, call.id);
+  const approval = tool.approval;
+  if (approval?.required(input) && call.decision === undefined)
+    return block(journal, now, {
+      kind: "approval",
+      tool_call_id: call.id,
+      tool: tool.name,
+      input,
+      since: now.toISOString(),
+      deadline: new Date(now.getTime() + approval.deadlineSeconds * 1000).toISOString(),
+      reason: `${tool.name} needs a person's approval`,
+    });
+  const outcome = await settledBy(call, tool, input, key, ports, context, journal, agent);
+  if (outcome.kind === "unknown")
+    return handOver(journal, now, outcome.message, {
+      kind: "outcome",
+      tool_call_id: call.id,
+      tool: tool.name,
+      input,
+      key,
+      since: now.toISOString(),
+      reason: outcome.message,
+    });
+  const content =
+    outcome.kind === "succeeded"
+      ? outcome.output
+      : { error: outcome.code, message: outcome.message };
+  const ref = await ports.content.put(JSON.stringify(content));
+  const pending = journal.pending.map((p) =>
+    p.id === call.id ? { ...p, result: { ref, is_error: outcome.kind !== "succeeded" } } : p,
+  );
+  const totals = { ...journal.totals, tool_calls: journal.totals.tool_calls + 1 };
+  const step = {
+    kind: "tool" as const,
+    tool_call_id: call.id,
+    tool: tool.name,
+    outcome: outcome.kind === "succeeded" ? `succeeded (${outcome.by})` : `failed: ${outcome.code}`,
+    ...(tool.effect === "write" ? { key } : {}),
+  };
+  const next = recorded(journal, step, now, { pending, totals });
+  return { journal: await closeTurn(next, ports), next: "continue", recorded: lastStep(next) };
+}
+
+async function settledBy(
+  call: PendingCall,
+  tool: AnyTool,
+  input: unknown,
+  key: string,
+  ports: AgentPorts,
+  context: StepContext,
+  journal: AgentJournal,
+  agent: AgentDefinition,
+): Promise<CallOutcome> {
+  const decision = call.decision?.decision;
+  if (decision === "reject")
+    return { kind: "failed", code: "tool.rejected_by_person", message: personMessage(call) };
+  if (decision === "not_applied")
+    return { kind: "failed", code: "tool.not_applied", message: personMessage(call) };
+  const run = {
+    tool,
+    input,
+    context: {
+      taskId: journal.task_id,
+      runId: journal.run_id,
+      toolCallId: call.id,
+      key,
+      now: context.now,
+    },
+    receiveCount: context.receiveCount,
+    maxUnknownAttempts: agent.maxUnknownAttempts ?? DEFAULT_MAX_UNKNOWN_ATTEMPTS,
+  };
+  if (tool.effect === "read") return runReadTool(run);
+  return runWriteTool(run, ports.sideEffects);
+}
+
+function personMessage(call: PendingCall): string {
+  const d = call.decision;
+  return `${d?.decision} by ${d?.by}${d?.reason ? `: ${d.reason}` : ""}`;
+}
+
+/** Once every call of the turn has its answer, the answers are the next user message. */
+export async function closeTurn(journal: AgentJournal, ports: AgentPorts): Promise<AgentJournal> {
+  if (journal.pending.length === 0 || journal.pending.some((p) => p.result === undefined))
+    return journal;
+  const contents = await ports.content.getMany(journal.pending.map((p) => p.result?.ref ?? ""));
+  const message: ModelMessage = {
+    role: "user",
+    text: "",
+    toolResults: journal.pending.map((p, i) => ({
+      toolCallId: p.id,
+      content: JSON.parse(contents[i] ?? "null"),
+      ...(p.result?.is_error ? { isError: true } : {}),
+    })),
+  };
+  const ref = await ports.content.put(JSON.stringify(message));
+  return { ...journal, pending: [], messages: [...journal.messages, ref] };
+}
+
+function block(journal: AgentJournal, now: Date, waiting: Waiting): StepResult {
+  const next = recorded(
+    journal,
+    {
+      kind: "tool",
+      tool_call_id: waiting.tool_call_id,
+      tool: waiting.tool,
+      outcome: "awaiting approval",
+    },
+    now,
+    {
+      status: moved(journal, "TaskBlocked"),
+      waiting,
+    },
+  );
+  return { journal: next, next: "wait", recorded: lastStep(next) };
+}
+
+/** NEEDS_HUMAN: a person takes over (an unknown write outcome, a spent budget). */
+function handOver(journal: AgentJournal, now: Date, reason: string, waiting?: Waiting): StepResult {
+  const next: AgentJournal = {
+    ...journal,
+    status: moved(journal, "NeedsHuman"),
+    waiting: waiting ?? { kind: "answer", since: now.toISOString(), reason },
+    failure: { code: waiting ? "tool.outcome_unknown" : "agent.needs_human", message: reason },
+    updated_at: now.toISOString(),
+  };
+  return { journal: next, next: "wait", recorded: lastStep(next) };
+}
+
+function lastStep(journal: AgentJournal): JournalStep {
+  return (
+    journal.window[journal.window.length - 1] ?? { step: 0, at: journal.started_at, kind: "model" }
+  );
+}

@@ -1,0 +1,172 @@
+import { PermanentError } from "../errors";
+import {
+  type AgentDefinition,
+  type AgentJournal,
+  type AnyTool,
+  moved,
+  type PersonDecision,
+  recorded,
+} from "./agent";
+import { type AgentPorts, closeTurn, type StepResult } from "./loop";
+
+/**
+ * A person's answer to what a run waits for (human approval as a primitive, seed 000 §14.4):
+ * - BLOCKED on an `approval`: `approve` runs the call on the next step; `reject` tells the model
+ *   the call was refused, with who and why. A deadline that passes first decides as the tool says
+ *   (`onDeadline`: reject the call, or fail the run).
+ * - NEEDS_HUMAN on an `outcome` (a write whose outcome could not be learnt): `applied` with the
+ *   outside system's output, or `not_applied`; the side-effect record is closed with it and the
+ *   model is told. The key is never run again either way.
+ * Anything else is refused with a PermanentError that says what the run waits for.
+ */
+
+export interface PersonAnswer {
+  readonly tool_call_id: string;
+  readonly decision: PersonDecision["decision"];
+  readonly output?: unknown;
+  readonly by: string;
+  readonly reason?: string;
+}
+
+export async function personDecides(
+  agent: AgentDefinition,
+  journal: AgentJournal,
+  answer: PersonAnswer,
+  ports: AgentPorts,
+  now: Date,
+): Promise<StepResult> {
+  const { waiting } = journal;
+  const refuse = (why: string) =>
+    new PermanentError("agent.decision_refused", `run ${journal.run_id}: ${why}`, {
+      details: { run_id: journal.run_id, status: journal.status, waiting: waiting?.kind },
+    });
+  if (!waiting?.tool_call_id) throw refuse(`it waits for no decision (${journal.status})`);
+  if (waiting.tool_call_id !== answer.tool_call_id)
+    throw refuse(`it waits for a decision on ${waiting.tool_call_id}, not ${answer.tool_call_id}`);
+  const allowed = waiting.kind === "approval" ? ["approve", "reject"] : ["applied", "not_applied"];
+  if (!allowed.includes(answer.decision))
+    throw refuse(
+      `it waits for ${waiting.kind === "approval" ? "an approval: approve or reject" : "an outcome: applied or not_applied"}, not ${answer.decision}`,
+    );
+  const tool = agent.tools.find((t) => t.name === waiting.tool) as AnyTool;
+  const decision: PersonDecision = {
+    decision: answer.decision,
+    by: answer.by,
+    at: now.toISOString(),
+    ...(answer.reason ? { reason: answer.reason } : {}),
+  };
+  if (waiting.kind === "approval") return approvalDecided(journal, decision, now);
+  return outcomeDecided(journal, tool, decision, answer.output, ports, now, refuse);
+}
+
+/** An approval's deadline passed before a decision: reject the call, or fail the run. */
+export function approvalExpired(
+  agent: AgentDefinition,
+  journal: AgentJournal,
+  now: Date,
+): StepResult | undefined {
+  const { waiting } = journal;
+  if (journal.status !== "BLOCKED" || waiting?.deadline === undefined) return undefined;
+  if (now.getTime() < Date.parse(waiting.deadline)) return undefined;
+  const tool = agent.tools.find((t) => t.name === waiting.tool);
+  if (tool?.approval?.onDeadline === "fail") {
+    const reason = `no decision on ${waiting.tool} by ${waiting.deadline}`;
+    const failed = {
+      ...journal,
+      status: moved(journal, "ExternalConfirmTimeout"),
+      failure: { code: "agent.approval_expired", message: reason },
+      updated_at: now.toISOString(),
+    };
+    return {
+      journal: failed,
+      next: "end",
+      recorded: failed.window[failed.window.length - 1] ?? stepZero(failed),
+    };
+  }
+  const decision: PersonDecision = {
+    decision: "reject",
+    by: "deadline",
+    reason: `no decision by ${waiting.deadline}`,
+    at: now.toISOString(),
+  };
+  return approvalDecided(journal, decision, now);
+}
+
+function approvalDecided(journal: AgentJournal, decision: PersonDecision, now: Date): StepResult {
+  const id = journal.waiting?.tool_call_id;
+  const pending = journal.pending.map((p) => (p.id === id ? { ...p, decision } : p));
+  const next = recorded(
+    journal,
+    {
+      kind: "person",
+      tool_call_id: id,
+      tool: journal.waiting?.tool,
+      outcome: `${decision.decision} by ${decision.by}`,
+    },
+    now,
+    { pending, status: moved(journal, "ExternalUnblocked"), waiting: undefined },
+  );
+  return { journal: withoutWaiting(next), next: "continue", recorded: lastOf(next) };
+}
+
+async function outcomeDecided(
+  journal: AgentJournal,
+  tool: AnyTool,
+  decision: PersonDecision,
+  output: unknown,
+  ports: AgentPorts,
+  now: Date,
+  refuse: (why: string) => PermanentError,
+): Promise<StepResult> {
+  const waiting = journal.waiting;
+  const key = waiting?.key ?? "";
+  let content: unknown;
+  if (decision.decision === "applied") {
+    const parsed = tool.output.safeParse(output);
+    if (!parsed.success)
+      throw refuse(
+        `the output of an applied ${tool.name} must fit its schema: ${parsed.error.issues.map((i) => `${i.path.join(".") || "(output)"}: ${i.message}`).join("; ")}`,
+      );
+    content = parsed.data;
+    await ports.sideEffects.markSucceeded(key, { output_json: JSON.stringify(content) }, now);
+  } else {
+    const message = `not applied, by ${decision.by}${decision.reason ? `: ${decision.reason}` : ""}`;
+    content = { error: "tool.not_applied", message };
+    await ports.sideEffects.markFailed(key, { code: "tool.not_applied", message }, now);
+  }
+  const ref = await ports.content.put(JSON.stringify(content));
+  const isError = decision.decision !== "applied";
+  const pending = journal.pending.map((p) =>
+    p.id === waiting?.tool_call_id ? { ...p, decision, result: { ref, is_error: isError } } : p,
+  );
+  const ready = { ...journal, status: moved(journal, "HumanRetry") };
+  const running = moved(ready, "DependenciesSatisfied");
+  const next = recorded(
+    ready,
+    {
+      kind: "person",
+      tool_call_id: waiting?.tool_call_id,
+      tool: tool.name,
+      outcome: `${decision.decision} by ${decision.by}`,
+      key,
+    },
+    now,
+    { pending, status: running, failure: undefined },
+  );
+  const closed = await closeTurn(withoutWaiting(next), ports);
+  return { journal: closed, next: "continue", recorded: lastOf(next) };
+}
+
+/** The journal without its `waiting` and `failure` (left out, as a JSON round trip would). */
+function withoutWaiting(journal: AgentJournal): AgentJournal {
+  const { waiting: _w, failure: _f, ...rest } = journal;
+  return rest;
+}
+
+function lastOf(journal: AgentJournal) {
+  return journal.window[journal.window.length - 1] ?? stepZero(journal);
+}
+
+function stepZero(journal: AgentJournal) {
+  return { step: 0, at: journal.started_at, kind: "model" as const };
+}

@@ -1,0 +1,101 @@
+import * as z from "../../../schemas/zod";
+import { PermanentError, UnknownOutcomeError } from "../errors";
+import type { ModelToolSpec } from "../model";
+
+/**
+ * A tool an agent may ask for (seed 000 §3.2, §11.4): its name and description for the model, its
+ * input and output as zod schemas, and whether it only reads (`effect: "read"`: retried freely)
+ * or changes something outside AgentBus (`"write"`: run under an idempotency key recorded in the
+ * side-effects table before the call, see ./tool-call.ts).
+ *
+ * What `run` throws decides what happens:
+ * - `ToolTimeoutError` (or any UnknownOutcomeError): it may or may not have happened. A write
+ *   tool's outcome is then learnt by `query(key)`, or by running it again under the same key; a
+ *   read tool is simply run again on the next delivery.
+ * - `ToolRejectedError` (or any PermanentError): the outside system refused; the model is told.
+ * - `TransientError` (throttled, unavailable): nothing happened; the delivery is retried later
+ *   (with `details.retryAfterSeconds`, no sooner than that).
+ */
+
+export type ToolEffect = "read" | "write";
+
+/** What a tool's `run` and `query` are told about the call. */
+export interface ToolCallContext {
+  readonly taskId: string;
+  readonly runId: string;
+  readonly toolCallId: string;
+  /** The idempotency key of the call: `<task_id>:<agent run>:<tool call id>`. */
+  readonly key: string;
+  readonly now: Date;
+}
+
+/** What a query by key learnt of a write that may or may not have happened. */
+export type ToolQueryAnswer<O> =
+  | { readonly status: "applied"; readonly output: O }
+  | { readonly status: "not_applied" }
+  | { readonly status: "unknown" };
+
+/** A person must approve a call before it runs (the run waits BLOCKED until then). */
+export interface ToolApproval<I> {
+  /** True when this call needs a person's approval. */
+  readonly required: (input: I) => boolean;
+  /** How long the run waits for the decision, in seconds. */
+  readonly deadlineSeconds: number;
+  /** What a deadline that passes does: refuse the call (the model is told), or fail the run. */
+  readonly onDeadline: "reject" | "fail";
+}
+
+export interface ToolDefinition<I = unknown, O = unknown> {
+  readonly name: string;
+  readonly description: string;
+  readonly input: z.ZodMiniType<I>;
+  readonly output: z.ZodMiniType<O>;
+  readonly effect: ToolEffect;
+  run(input: I, context: ToolCallContext): Promise<O>;
+  /** For a write tool: what the outside system knows of the call with this key. */
+  query?(input: I, context: ToolCallContext): Promise<ToolQueryAnswer<O>>;
+  readonly approval?: ToolApproval<I>;
+}
+
+/** The tool may or may not have done what it was asked (its outcome must be learnt by key). */
+export class ToolTimeoutError extends UnknownOutcomeError {
+  constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
+    super("tool.timeout", message, options);
+  }
+}
+
+/** The outside system refused the call for good; the model is told why. */
+export class ToolRejectedError extends PermanentError {
+  constructor(code: string, message: string, options?: { details?: Record<string, unknown> }) {
+    super(code, message, options);
+  }
+}
+
+const TOOL_NAME = /^[a-zA-Z][a-zA-Z0-9_-]{0,63}$/;
+
+/** A tool, checked: a name the model APIs accept, and an approval deadline that can pass. */
+export function defineTool<I, O>(definition: ToolDefinition<I, O>): ToolDefinition<I, O> {
+  if (!TOOL_NAME.test(definition.name))
+    throw new PermanentError(
+      "tool.invalid_definition",
+      `tool name ${JSON.stringify(definition.name)} must match ${TOOL_NAME} (what model APIs accept)`,
+    );
+  const seconds = definition.approval?.deadlineSeconds;
+  if (seconds !== undefined && !(Number.isInteger(seconds) && seconds > 0))
+    throw new PermanentError(
+      "tool.invalid_definition",
+      `tool ${definition.name}: approval.deadlineSeconds must be a positive integer, got ${seconds}`,
+    );
+  return definition;
+}
+
+/** What the model is shown of a tool: name, description, input as JSON Schema. */
+export function toolSpecOf(
+  tool: Pick<ToolDefinition, "name" | "description"> & { readonly input: unknown },
+): ModelToolSpec {
+  const { $schema: _, ...inputSchema } = z.toJSONSchema(tool.input as z.ZodMiniType, {
+    io: "input",
+    unrepresentable: "any",
+  }) as Record<string, unknown>;
+  return { name: tool.name, description: tool.description, inputSchema };
+}

@@ -1,0 +1,112 @@
+import { OrderId, OrderRecord } from "../../../schemas/events/conversation";
+import * as z from "../../../schemas/zod";
+import { defineTool, ToolRejectedError } from "../../core/agent/tool";
+import type { OrdersPort } from "../../core/role-module";
+import type { PaymentsPort } from "./payments";
+
+/**
+ * The refund agent's tools: `get_order` and `get_refund_status` read; `issue_refund` writes, under
+ * its call's idempotency key, with a person's approval above an amount.
+ *
+ * refunded ⇒ cancelled (seed 000 §6.2) holds at every moment: `issue_refund` first cancels the
+ * order in the orders table with one conditional write (only from a status a refund may follow),
+ * and asks the payment system for the refund only once that write succeeded. A refund therefore
+ * never exists for an order that is not cancelled; a refund that then fails leaves a cancelled
+ * order without one, which the invariant allows (the model is told, and says so).
+ */
+
+/** Statuses an order may be refunded from (an order in transit is not). */
+export const REFUNDABLE_FROM = ["placed", "delivered", "returned", "cancelled"] as const;
+
+const OrderInput = z.object({ order_id: OrderId });
+
+export function getOrderTool(orders: OrdersPort) {
+  return defineTool({
+    name: "get_order",
+    description: "Look up an order by its id: its status, item, total and refund, if any.",
+    effect: "read",
+    input: OrderInput,
+    output: z.union([
+      z.object({ found: z.literal(true), order: OrderRecord }),
+      z.object({ found: z.literal(false) }),
+    ]),
+    async run({ order_id }) {
+      const order = await orders.get(order_id);
+      return order ? { found: true as const, order } : { found: false as const };
+    },
+  });
+}
+
+const Receipt = z.object({
+  refund_id: z.string(),
+  order_id: OrderId,
+  amount_cents: z.int().check(z.nonnegative()),
+});
+
+export function getRefundStatusTool(payments: PaymentsPort) {
+  return defineTool({
+    name: "get_refund_status",
+    description: "Whether the payment system has refunded an order, and how much.",
+    effect: "read",
+    input: OrderInput,
+    output: z.object({ refunded: z.boolean(), refund: z.optional(Receipt) }),
+    async run({ order_id }) {
+      const refund = await payments.refundOf(order_id);
+      return refund ? { refunded: true, refund } : { refunded: false };
+    },
+  });
+}
+
+const IssueRefundInput = z.object({
+  order_id: OrderId,
+  amount_cents: z.int().check(z.positive(), z.lte(100_000_000)),
+  reason: z.string().check(z.minLength(1), z.maxLength(500)),
+});
+
+export interface IssueRefundOptions {
+  /** Refunds above this many cents wait for a person's approval. */
+  readonly approvalAboveCents: number;
+  readonly approvalDeadlineSeconds: number;
+}
+
+export function issueRefundTool(
+  orders: OrdersPort,
+  payments: PaymentsPort,
+  options: IssueRefundOptions,
+) {
+  const cancel = orders.cancel?.bind(orders);
+  if (!cancel) throw new Error("issue_refund needs an orders port that can cancel an order");
+  return defineTool({
+    name: "issue_refund",
+    description:
+      "Refund an order at the payment system (cancelling the order first). Use once per order, only when the customer is owed the refund.",
+    effect: "write",
+    input: IssueRefundInput,
+    output: Receipt,
+    approval: {
+      required: ({ amount_cents }) => amount_cents > options.approvalAboveCents,
+      deadlineSeconds: options.approvalDeadlineSeconds,
+      onDeadline: "reject",
+    },
+    async run({ order_id, amount_cents }, { key }) {
+      const order = await orders.get(order_id);
+      if (!order) throw new ToolRejectedError("refund.no_order", `there is no order ${order_id}`);
+      if (amount_cents > order.total_cents)
+        throw new ToolRejectedError(
+          "refund.over_total",
+          `order ${order_id} totals ${order.total_cents} cents; ${amount_cents} cannot be refunded`,
+        );
+      const cancelled = await cancel(order_id, REFUNDABLE_FROM);
+      if (!cancelled.cancelled)
+        throw new ToolRejectedError(
+          "refund.not_cancellable",
+          `order ${order_id} is ${cancelled.status}: it cannot be cancelled, so it is not refunded`,
+        );
+      return payments.refund({ key, order_id, amount_cents });
+    },
+    async query(_input, { key }) {
+      const answer = await payments.query(key);
+      return answer.status === "applied" ? { status: "applied", output: answer.receipt } : answer;
+    },
+  });
+}

@@ -1,0 +1,166 @@
+import { OpaqueId } from "../ids";
+import type { EventRegistry } from "../registry";
+import * as z from "../zod";
+import { OrderId } from "./conversation";
+import { OperatorReason, Requester } from "./fields";
+import { outsideCommand, streamCommand, streamFact } from "./kinds";
+
+/**
+ * The refund review (seed 000 §2.2, §6.2, §10): a customer asks about a refund; the refund agent,
+ * an agent that loops over its tools (functions/core/agent), looks up the order and its refund,
+ * issues the refund when the order allows it (with a person's approval above an amount), and
+ * reports what it decided.
+ *
+ * - `refund.review.requested` (command): review one customer's refund question; the agent run is
+ *   `agent_run/refund-review:<task_id>`.
+ * - `refund_review.step.requested` (command, the run's own stream): take the run's next step;
+ *   it says what the step before it did (a model turn with its `model_run_id`, or a tool call with
+ *   its `tool_call_id`), so the trace shows every turn and call under the task.
+ * - `refund_review.decision.requested` (operator command): a person's answer to what the run waits
+ *   for: approve or reject a call that needs approval, or say whether a write whose outcome could
+ *   not be learnt was applied.
+ * - `refund.review.completed` and `refund.approved` | `refund.rejected` (facts): what the review
+ *   decided; `refund.review.needs_person`: the run waits for a person.
+ */
+
+export const REFUND_REVIEW_REQUESTED = "refund.review.requested";
+export const REFUND_REVIEW_STEP = "refund_review.step.requested";
+export const REFUND_REVIEW_DECISION = "refund_review.decision.requested";
+export const REFUND_REVIEW_COMPLETED = "refund.review.completed";
+export const REFUND_REVIEW_NEEDS_PERSON = "refund.review.needs_person";
+export const REFUND_APPROVED = "refund.approved";
+export const REFUND_REJECTED = "refund.rejected";
+
+const Question = z.string().check(z.minLength(1), z.maxLength(4000));
+/** An amount in cents (as the orders table keeps totals). */
+const AmountCents = z.int().check(z.nonnegative(), z.lte(100_000_000));
+const RefundId = z.string().check(z.minLength(1), z.maxLength(128));
+const Reason = z.string().check(z.minLength(1), z.maxLength(2000));
+
+export const RefundReviewRequestedPayload = z.object({
+  conversation_id: OpaqueId,
+  customer_id: OpaqueId,
+  order_id: OrderId,
+  question: Question,
+});
+export type RefundReviewRequested = z.output<typeof RefundReviewRequestedPayload>;
+
+/** What the step before did (a journal step of functions/core/agent/agent.ts). */
+export const AgentStepDone = z.object({
+  step: z.int().check(z.nonnegative()),
+  kind: z.enum(["start", "model", "tool", "person"]),
+  model_run_id: z.optional(z.string().check(z.maxLength(256))),
+  asked: z.optional(z.array(z.string().check(z.maxLength(64))).check(z.maxLength(32))),
+  tool_call_id: z.optional(z.string().check(z.maxLength(128))),
+  tool: z.optional(z.string().check(z.maxLength(64))),
+  outcome: z.optional(z.string().check(z.maxLength(512))),
+  key: z.optional(z.string().check(z.maxLength(512))),
+  input_tokens: z.optional(z.int().check(z.nonnegative())),
+  output_tokens: z.optional(z.int().check(z.nonnegative())),
+  latency_ms: z.optional(z.number().check(z.nonnegative())),
+});
+
+export const AgentStepRequestedPayload = z.object({
+  run_id: OpaqueId,
+  /** The step to take (the journal's step count + 1 when it was emitted). */
+  step: z.int().check(z.positive()),
+  done: AgentStepDone,
+});
+export type AgentStepRequested = z.output<typeof AgentStepRequestedPayload>;
+
+export const AgentDecisionRequestedPayload = z.object({
+  run_id: OpaqueId,
+  tool_call_id: z.string().check(z.minLength(1), z.maxLength(128)),
+  decision: z.enum(["approve", "reject", "applied", "not_applied"]),
+  /** For `applied`: what the outside system gave, as the tool's output. */
+  output: z.optional(z.unknown()),
+  reason: z.optional(OperatorReason),
+  requested_by: Requester,
+});
+export type AgentDecisionRequested = z.output<typeof AgentDecisionRequestedPayload>;
+
+export const RefundReviewCompletedPayload = z.object({
+  run_id: OpaqueId,
+  conversation_id: OpaqueId,
+  order_id: OrderId,
+  decision: z.enum(["approved", "rejected"]),
+  reason: Reason,
+  amount_cents: z.optional(AmountCents),
+  refund_id: z.optional(RefundId),
+  model_turns: z.int().check(z.nonnegative()),
+  tool_calls: z.int().check(z.nonnegative()),
+});
+export type RefundReviewCompleted = z.output<typeof RefundReviewCompletedPayload>;
+
+export const RefundApprovedPayload = z.object({
+  order_id: OrderId,
+  conversation_id: OpaqueId,
+  amount_cents: AmountCents,
+  refund_id: RefundId,
+});
+export const RefundRejectedPayload = z.object({
+  order_id: OrderId,
+  conversation_id: OpaqueId,
+  reason: Reason,
+});
+
+export const RefundReviewNeedsPersonPayload = z.object({
+  run_id: OpaqueId,
+  conversation_id: OpaqueId,
+  order_id: OrderId,
+  waiting: z.enum(["approval", "outcome", "answer"]),
+  tool_call_id: z.optional(z.string().check(z.maxLength(128))),
+  tool: z.optional(z.string().check(z.maxLength(64))),
+  reason: z.string().check(z.maxLength(4096)),
+});
+
+export function defineRefundEvents(registry: EventRegistry) {
+  return [
+    registry.define({
+      ...streamCommand,
+      type: REFUND_REVIEW_REQUESTED,
+      description:
+        "Review a customer's refund question (the refund agent; its run is agent_run/refund-review:<task_id>).",
+      payload: RefundReviewRequestedPayload,
+    }),
+    registry.define({
+      ...streamCommand,
+      type: REFUND_REVIEW_STEP,
+      description:
+        "The refund agent's run takes its next step (on the run's own stream); says what the step before did.",
+      payload: AgentStepRequestedPayload,
+    }),
+    registry.define({
+      ...outsideCommand,
+      type: REFUND_REVIEW_DECISION,
+      description:
+        "A person answers what a refund agent run waits for: approve or reject a call, or say whether a write was applied (aggregate agent_run/<run_id>, version 0).",
+      payload: AgentDecisionRequestedPayload,
+    }),
+    registry.define({
+      ...streamFact,
+      type: REFUND_REVIEW_COMPLETED,
+      description: "The refund agent decided a refund question: approved (refunded) or rejected.",
+      payload: RefundReviewCompletedPayload,
+    }),
+    registry.define({
+      ...streamFact,
+      type: REFUND_APPROVED,
+      description: "A refund was issued at the payment system (its order is cancelled).",
+      payload: RefundApprovedPayload,
+    }),
+    registry.define({
+      ...streamFact,
+      type: REFUND_REJECTED,
+      description: "A refund was refused; the reason is what the customer is told.",
+      payload: RefundRejectedPayload,
+    }),
+    registry.define({
+      ...streamFact,
+      type: REFUND_REVIEW_NEEDS_PERSON,
+      description:
+        "A refund agent run waits for a person: an approval, a write whose outcome is unknown, or a spent budget.",
+      payload: RefundReviewNeedsPersonPayload,
+    }),
+  ] as const;
+}

@@ -1,0 +1,331 @@
+import { describe, expect, it } from "vitest";
+import { DeterministicLocalModel } from "../../functions/adapters/local-model";
+import { LocalPayments } from "../../functions/adapters/local-payments";
+import type { AgentJournal } from "../../functions/core/agent/agent";
+import { AGENT_RUN_AGGREGATE } from "../../functions/core/agent/agent-role";
+import { InMemoryContentStore } from "../../functions/core/agent/content";
+import { defineModule } from "../../functions/core/role-module";
+import { InMemorySideEffects } from "../../functions/core/side-effects";
+import { ordersFrom } from "../../functions/roles/customer-support/order-lookup/order-lookup";
+import {
+  DEFAULT_REFUND_SETTINGS,
+  type RefundAgentSettings,
+  refundReviewRole,
+  refundRunId,
+} from "../../functions/roles/refund-review/refund-agent";
+import { SAMPLE_ORDERS } from "../../lib/dev/local/orders";
+import { testRole } from "../../lib/dev/role-kit/test-role";
+import type { Envelope } from "../../schemas";
+
+const TASK = "task_01KB0Q3V9X7T2M4N6P8R0S1W3Y";
+const RUN = refundRunId(TASK);
+const CONVERSATION = "conv_01KB0Q3V9X7T2M4N6P8R0S1W3Z";
+
+/** The refund agent on in-memory ports, a payment stand-in that can fail, and a way to drive it. */
+function refundDesk(settings: Partial<RefundAgentSettings> = {}) {
+  const payments = new LocalPayments();
+  const model = new DeterministicLocalModel();
+  const content = new InMemoryContentStore();
+  const sideEffects = new InMemorySideEffects();
+  const orders = ordersFrom(SAMPLE_ORDERS);
+  const ports = { model, content, sideEffects, orders, payments };
+  const role = refundReviewRole(ports, { ...DEFAULT_REFUND_SETTINGS, ...settings });
+  const module = defineModule({
+    descriptor: role,
+    entry: "none",
+    deployment: {},
+    build: () => role,
+  });
+  const t = testRole(module);
+  const delivered = new Set<string>();
+  const ask = async (orderId: string, question: string) => {
+    const [start] = await t.append(
+      { aggregate: { type: "support_route", id: TASK }, taskId: TASK, orderKey: CONVERSATION },
+      {
+        type: "refund.review.requested",
+        payload: {
+          conversation_id: CONVERSATION,
+          customer_id: "cust_alice",
+          order_id: orderId,
+          question,
+        },
+      },
+    );
+    return t.deliver(start as Envelope);
+  };
+  /** The step commands not delivered yet, oldest first. */
+  const nextSteps = () =>
+    t.emitted.filter(
+      (e) => e.event_type === "refund_review.step.requested" && !delivered.has(e.event_id),
+    );
+  /** Deliver step commands until none is left (or `limit`); each counts as delivered once. */
+  const drain = async (limit = 100) => {
+    for (let i = 0; i < limit; i++) {
+      const [next] = nextSteps();
+      if (!next) return;
+      await t.deliver(next);
+      delivered.add(next.event_id);
+    }
+  };
+  const journal = () => t.state<AgentJournal>({ type: AGENT_RUN_AGGREGATE, id: RUN });
+  const facts = (type: string) => t.emitted.filter((e) => e.event_type === type);
+  const decide = (payload: Record<string, unknown>) =>
+    t.deliver(
+      t.message(
+        "refund_review.decision.requested",
+        { run_id: RUN, requested_by: "ops@example.com", ...payload } as never,
+        { aggregate: { type: AGENT_RUN_AGGREGATE, id: RUN }, taskId: TASK },
+      ),
+    );
+  return {
+    t,
+    payments,
+    model,
+    content,
+    sideEffects,
+    orders,
+    ask,
+    drain,
+    nextSteps,
+    journal,
+    facts,
+    delivered,
+    decide,
+  };
+}
+
+describe("the refund agent (seed 000 §10)", () => {
+  it("answers a refund question: looks the order up, refunds it once, cancelled first", async () => {
+    const desk = refundDesk();
+    await desk.ask("456", "Where is my refund?");
+    await desk.drain();
+    const journal = await desk.journal();
+    expect(journal?.status).toBe("COMPLETED");
+    expect(journal?.totals).toMatchObject({ model_turns: 3, tool_calls: 3, refused_calls: 0 });
+    const [completed] = desk.facts("refund.review.completed");
+    expect(completed?.payload).toMatchObject({
+      decision: "approved",
+      order_id: "456",
+      amount_cents: 3450,
+    });
+    expect(desk.facts("refund.approved")).toHaveLength(1);
+    expect(desk.payments.refundsByOrder().get("456")).toBe(1);
+    expect((await desk.orders.get("456"))?.status).toBe("cancelled");
+    // Every fact of the review is ordered with the customer's conversation.
+    expect(completed?.order_key).toBe(CONVERSATION);
+  });
+
+  it("shows each model turn and tool call under the task, in the step commands", async () => {
+    const desk = refundDesk();
+    await desk.ask("456", "Where is my refund?");
+    await desk.drain();
+    const done = desk
+      .facts("refund_review.step.requested")
+      .map((e) => e.payload as { done: Record<string, unknown> });
+    expect(done.map((p) => p.done.kind)).toEqual([
+      "start",
+      "model",
+      "tool",
+      "tool",
+      "model",
+      "tool",
+    ]);
+    expect(done[1]?.done).toMatchObject({
+      model_run_id: `${RUN}:turn:1`,
+      asked: ["get_order", "get_refund_status"],
+    });
+    expect(done[5]?.done).toMatchObject({
+      tool: "issue_refund",
+      tool_call_id: "call_2_1",
+      key: `${TASK}:${RUN}:call_2_1`,
+      outcome: "succeeded (run)",
+    });
+    for (const e of desk.t.emitted) expect(e.task_id).toBe(TASK);
+  });
+
+  it("refuses an order in transit, and the customer is told why", async () => {
+    const desk = refundDesk();
+    await desk.ask("A-1001", "Please refund my shoes");
+    await desk.drain();
+    const [rejected] = desk.facts("refund.rejected");
+    expect(rejected?.payload).toMatchObject({
+      order_id: "A-1001",
+      reason: expect.stringMatching(/on its way/),
+    });
+    expect(desk.payments.calls).toBe(0);
+    expect((await desk.orders.get("A-1001"))?.status).toBe("shipped");
+  });
+
+  it("a crash after the refund applied and before the commit gives exactly one refund", async () => {
+    const desk = refundDesk();
+    await desk.ask("456", "Refund please");
+    await desk.drain(4); // up to the turn that asks for issue_refund
+    const [refundStep] = desk.nextSteps();
+    expect((await desk.journal())?.pending.map((p) => p.name)).toEqual(["issue_refund"]);
+    // The payment system applies the refund; the worker dies before it can record anything.
+    const refund = desk.payments.refund.bind(desk.payments);
+    desk.payments.refund = async (request) => {
+      await refund(request);
+      throw new Error("the worker died");
+    };
+    await expect(desk.t.deliver(refundStep as Envelope)).rejects.toThrow("the worker died");
+    desk.payments.refund = refund;
+    // The queue hands the step out again: the record is pending from an earlier attempt, so
+    // the key is asked about before anything is called.
+    await desk.t.deliver(refundStep as Envelope, { receiveCount: 2 });
+    desk.delivered.add(refundStep?.event_id ?? "");
+    await desk.drain();
+    expect(desk.payments.refunds.size).toBe(1);
+    expect(desk.payments.calls).toBe(1);
+    expect(desk.facts("refund.approved")).toHaveLength(1);
+    const record = await desk.sideEffects.get(`${TASK}:${RUN}:call_2_1`);
+    expect(record).toMatchObject({ state: "succeeded", attempts: 2 });
+  });
+
+  it("a timeout after the refund applied is resolved by a query: succeeded, one refund", async () => {
+    const desk = refundDesk();
+    desk.payments.failNext("timeout_after");
+    await desk.ask("456", "Refund please");
+    await desk.drain();
+    expect(desk.payments.refunds.size).toBe(1);
+    expect(desk.payments.calls).toBe(1);
+    const steps = desk
+      .facts("refund_review.step.requested")
+      .map((e) => (e.payload as { done: { outcome?: string } }).done);
+    expect(steps.some((d) => d.outcome === "succeeded (query after timeout)")).toBe(true);
+    expect(desk.facts("refund.approved")).toHaveLength(1);
+  });
+
+  it("a timeout before the refund applied is found not applied and the refund is made once, same key", async () => {
+    const desk = refundDesk();
+    desk.payments.failNext("timeout_before");
+    await desk.ask("456", "Refund please");
+    await desk.drain();
+    expect(desk.payments.calls).toBe(2);
+    expect([...desk.payments.refunds.keys()]).toEqual([`${TASK}:${RUN}:call_2_1`]);
+    expect(desk.facts("refund.approved")).toHaveLength(1);
+  });
+
+  it("an outcome that cannot be learnt is escalated, never retried under a new key, and a person resolves it", async () => {
+    const desk = refundDesk();
+    await desk.ask("456", "Refund please");
+    await desk.drain(4);
+    const [refundStep] = desk.nextSteps();
+    desk.payments.failNext("timeout_after", "query_unknown");
+    await expect(desk.t.deliver(refundStep as Envelope)).rejects.toMatchObject({
+      code: "tool.outcome_unknown",
+    });
+    for (let receive = 2; receive <= 5; receive++) {
+      desk.payments.failNext("query_unknown");
+      const delivery = desk.t.deliver(refundStep as Envelope, { receiveCount: receive });
+      if (receive < 5)
+        await expect(delivery).rejects.toMatchObject({ code: "tool.outcome_unknown" });
+      else await delivery;
+    }
+    desk.delivered.add(refundStep?.event_id ?? "");
+    const waiting = await desk.journal();
+    expect(waiting?.status).toBe("NEEDS_HUMAN");
+    expect(waiting?.waiting).toMatchObject({
+      kind: "outcome",
+      tool: "issue_refund",
+      key: `${TASK}:${RUN}:call_2_1`,
+    });
+    expect(desk.facts("refund.review.needs_person")[0]?.payload).toMatchObject({
+      waiting: "outcome",
+      tool: "issue_refund",
+    });
+    expect(desk.payments.calls).toBe(1);
+    expect((await desk.sideEffects.get(`${TASK}:${RUN}:call_2_1`))?.state).toBe("unknown");
+    // The operator checks the payment system and says it was applied, with its receipt.
+    const receipt = [...desk.payments.refunds.values()][0];
+    await desk.decide({
+      tool_call_id: "call_2_1",
+      decision: "applied",
+      output: receipt,
+      reason: "seen in the PSP",
+    });
+    await desk.drain();
+    expect((await desk.journal())?.status).toBe("COMPLETED");
+    expect(desk.facts("refund.approved")).toHaveLength(1);
+    expect(desk.payments.calls).toBe(1);
+    expect((await desk.sideEffects.get(`${TASK}:${RUN}:call_2_1`))?.state).toBe("succeeded");
+  });
+
+  it("a refund over the threshold waits for a person; approved, it is made", async () => {
+    const desk = refundDesk();
+    await desk.ask("A-1002", "I cancelled this jacket, refund it");
+    await desk.drain();
+    const blocked = await desk.journal();
+    expect(blocked?.status).toBe("BLOCKED");
+    expect(blocked?.waiting).toMatchObject({
+      kind: "approval",
+      tool: "issue_refund",
+      input: { order_id: "A-1002", amount_cents: 12900 },
+    });
+    expect(desk.payments.calls).toBe(0);
+    expect(desk.facts("refund.review.needs_person")[0]?.payload).toMatchObject({
+      waiting: "approval",
+    });
+    await desk.decide({ tool_call_id: "call_2_1", decision: "approve", reason: "checked" });
+    await desk.drain();
+    expect(desk.payments.refundsByOrder().get("A-1002")).toBe(1);
+    expect(desk.facts("refund.approved")).toHaveLength(1);
+    expect(
+      (await desk.journal())?.window.some((s) => s.outcome === "approve by ops@example.com"),
+    ).toBe(true);
+  });
+
+  it("a rejected refund is not made, and the customer gets the rejection", async () => {
+    const desk = refundDesk();
+    await desk.ask("A-1002", "Refund it");
+    await desk.drain();
+    await desk.decide({ tool_call_id: "call_2_1", decision: "reject", reason: "outside policy" });
+    await desk.drain();
+    expect(desk.payments.calls).toBe(0);
+    expect(desk.facts("refund.rejected")[0]?.payload).toMatchObject({
+      reason: expect.stringMatching(/reject by ops@example.com: outside policy/),
+    });
+    expect((await desk.orders.get("A-1002"))?.status).toBe("placed");
+  });
+
+  it("refuses a decision the run does not wait for, and says what it waits for", async () => {
+    const desk = refundDesk();
+    await desk.ask("A-1002", "Refund it");
+    await desk.drain();
+    await expect(desk.decide({ tool_call_id: "call_9_9", decision: "approve" })).rejects.toThrow(
+      /waits for a decision on call_2_1, not call_9_9/,
+    );
+    await expect(desk.decide({ tool_call_id: "call_2_1", decision: "applied" })).rejects.toThrow(
+      /waits for an approval: approve or reject, not applied/,
+    );
+    expect((await desk.journal())?.status).toBe("BLOCKED");
+  });
+
+  it("an unknown tool or bad input gets an error turn and nothing runs", async () => {
+    for (const marker of ["[unknown-tool]", "[bad-tool-input]"]) {
+      const desk = refundDesk();
+      await desk.ask("456", `Refund please ${marker}`);
+      await desk.drain(1);
+      const journal = await desk.journal();
+      expect(journal?.totals.refused_calls, marker).toBe(1);
+      expect(journal?.totals.tool_calls, marker).toBe(0);
+      const [lastMessage] = await desk.content.getMany((journal?.messages ?? []).slice(-1));
+      const results = JSON.parse(lastMessage ?? "{}").toolResults;
+      expect(results[0].isError, marker).toBe(true);
+      expect(results[0].content.error, marker).toMatch(/Nothing was run/);
+      await desk.drain();
+      expect(desk.facts("refund.approved"), marker).toHaveLength(1);
+    }
+  });
+
+  it("a redelivered step never calls the model again", async () => {
+    const desk = refundDesk();
+    await desk.ask("456", "Refund please");
+    const [first] = desk.nextSteps();
+    await desk.t.deliver(first as Envelope);
+    expect(desk.model.callCount("refund-review")).toBe(1);
+    const again = await desk.t.deliver(first as Envelope, { receiveCount: 2 });
+    expect(again.status).toBe("duplicate");
+    expect(desk.model.callCount("refund-review")).toBe(1);
+  });
+});
