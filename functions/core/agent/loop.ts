@@ -170,7 +170,7 @@ async function errorTurn(
   const limit = agent.maxErrorTurns ?? DEFAULT_MAX_ERROR_TURNS;
   if (errorTurns >= limit)
     return handOver(
-      journal,
+      { ...journal, error_turns: errorTurns },
       now,
       `${errorTurns} model turns in a row went wrong; the last: ${text}`,
     );

@@ -1,0 +1,679 @@
+import { describe, expect, it } from "vitest";
+import {
+  type AgentDefinition,
+  type AgentJournal,
+  type AnyTool,
+  defineAgent,
+  JOURNAL_WINDOW,
+  MAX_TURNS_LIMIT,
+  newJournal,
+} from "../../functions/core/agent/agent";
+import { contentRef, InMemoryContentStore } from "../../functions/core/agent/content";
+import { type AgentPorts, agentStep, type StepResult } from "../../functions/core/agent/loop";
+import { approvalExpired, personDecides } from "../../functions/core/agent/person";
+import {
+  defineTool,
+  type ToolCallContext,
+  ToolRejectedError,
+  ToolTimeoutError,
+} from "../../functions/core/agent/tool";
+import { PermanentError, TransientError } from "../../functions/core/errors";
+import type {
+  ModelMessage,
+  ModelPort,
+  ModelRequest,
+  ModelResponse,
+  ModelToolResult,
+} from "../../functions/core/model";
+import { InMemorySideEffects } from "../../functions/core/side-effects";
+import * as z from "../../schemas/zod";
+
+/**
+ * The generic agent loop (functions/core/agent), driven step by step without the pipeline: a tiny
+ * agent, a scripted model whose answers the test chooses and whose calls it counts, in-memory
+ * content and side-effect stores. Each step's journal is committed as the run's item would be (a
+ * JSON round trip) before the next step reads it.
+ */
+
+const TASK = "task_01KB0Q3V9X7T2M4N6P8R0S1W3Y";
+const RUN = "run_tiny_1";
+const T0 = new Date("2025-03-01T09:00:00.000Z");
+const GOOD_ANSWER = JSON.stringify({ verdict: "yes", note: "the order was checked" });
+
+/** What the scripted model says on one turn: a text answer, or calls to tools. */
+type Turn = { readonly text: string } | { readonly call: ReadonlyArray<[string, unknown]> };
+
+/** A ModelPort whose answers the test scripts (by turn, 1-based) and whose calls it counts. */
+class ScriptedModel implements ModelPort {
+  readonly name = "scripted";
+  calls = 0;
+  /** The latest request (the conversation the model was shown). */
+  last?: ModelRequest;
+
+  constructor(private readonly script: (turn: number, request: ModelRequest) => Turn) {}
+
+  async converse(request: ModelRequest): Promise<ModelResponse> {
+    this.calls += 1;
+    this.last = request;
+    // The conversation starts with the user and alternates, as every model API requires.
+    request.messages.forEach((m, i) => {
+      if (m.role !== (i % 2 === 0 ? "user" : "assistant"))
+        throw new Error(`message ${i} is from the ${m.role}: the conversation does not alternate`);
+    });
+    const turn = this.script(this.calls, request);
+    const toolCalls =
+      "call" in turn
+        ? turn.call.map(([name, input], i) => ({ id: `call_${this.calls}_${i + 1}`, name, input }))
+        : undefined;
+    return {
+      text: "text" in turn ? turn.text : "",
+      ...(toolCalls ? { toolCalls } : {}),
+      stopReason: toolCalls ? "tool_use" : "end_turn",
+      usage: { inputTokens: 100, outputTokens: 10 },
+      modelId: "scripted",
+      latencyMs: 5,
+    };
+  }
+
+  /** The latest message the model was shown. */
+  lastMessage(): ModelMessage | undefined {
+    return this.last?.messages.at(-1);
+  }
+
+  /** The tool results of the latest message the model was shown. */
+  lastResults(): readonly ModelToolResult[] {
+    return this.lastMessage()?.toolResults ?? [];
+  }
+}
+
+const Verdict = z.object({
+  verdict: z.enum(["yes", "no"]),
+  note: z.string().check(z.minLength(1)),
+});
+type Verdict = z.output<typeof Verdict>;
+
+/** A read tool: looks `n` up and gives ~3 KB back, or does what `behave` says. */
+function lookupTool(behave?: (n: number, context: ToolCallContext) => Promise<void> | void) {
+  return defineTool({
+    name: "lookup",
+    description: "Look a number up.",
+    effect: "read",
+    input: z.object({ n: z.int() }),
+    output: z.object({ n: z.int(), blob: z.string() }),
+    async run({ n }, context) {
+      await behave?.(n, context);
+      return { n, blob: `${n}:`.padEnd(3000, "x") };
+    },
+  });
+}
+
+/** A write tool without `query`: it pays under the call's key (the keys it saw, in order). */
+function payTool(
+  options: {
+    behave?: (attempt: number) => void;
+    approval?: { deadlineSeconds: number; onDeadline: "reject" | "fail" };
+  } = {},
+) {
+  const keys: string[] = [];
+  const tool = defineTool({
+    name: "pay",
+    description: "Pay an amount.",
+    effect: "write",
+    input: z.object({ cents: z.int().check(z.positive()) }),
+    output: z.object({ receipt: z.string() }),
+    ...(options.approval
+      ? {
+          approval: {
+            required: ({ cents }: { cents: number }) => cents > 100,
+            ...options.approval,
+          },
+        }
+      : {}),
+    async run({ cents }, { key }) {
+      keys.push(key);
+      options.behave?.(keys.length);
+      return { receipt: `r-${cents}` };
+    },
+  });
+  return { tool, keys };
+}
+
+function tinyAgent(
+  tools: readonly AnyTool[],
+  settings: Partial<Pick<AgentDefinition<Verdict>, "maxTurns" | "maxErrorTurns" | "accept">> = {},
+): AgentDefinition<Verdict> {
+  return defineAgent({
+    name: "tiny",
+    instructions: "Check the order, then answer with a verdict.",
+    tools,
+    output: Verdict,
+    maxTurns: 10,
+    ...settings,
+  });
+}
+
+function portsWith(model: ModelPort) {
+  return { model, content: new InMemoryContentStore(), sideEffects: new InMemorySideEffects() };
+}
+
+async function begin(ports: AgentPorts): Promise<AgentJournal> {
+  const first = await ports.content.put(JSON.stringify({ role: "user", text: "Check order 42." }));
+  return newJournal({
+    runId: RUN,
+    taskId: TASK,
+    agent: "tiny",
+    subject: { order_id: "42" },
+    firstMessage: first,
+    now: T0,
+  });
+}
+
+/** The journal as the run's item stores it. */
+function commit(journal: AgentJournal): AgentJournal {
+  return JSON.parse(JSON.stringify(journal)) as AgentJournal;
+}
+
+/** One delivered and committed step. */
+async function step(
+  agent: AgentDefinition,
+  journal: AgentJournal,
+  ports: AgentPorts,
+  options: { now?: Date; receiveCount?: number } = {},
+): Promise<StepResult> {
+  const result = await agentStep(agent, journal, ports, {
+    now: options.now ?? T0,
+    receiveCount: options.receiveCount ?? 1,
+  });
+  return { ...result, journal: commit(result.journal) };
+}
+
+/** Steps until the run waits or ends (a runaway loop fails the test). */
+async function drive(
+  agent: AgentDefinition,
+  journal: AgentJournal,
+  ports: AgentPorts,
+  now = T0,
+): Promise<StepResult> {
+  let current = journal;
+  for (let i = 0; i < 1000; i++) {
+    const result = await step(agent, current, ports, { now });
+    if (result.next !== "continue") return result;
+    current = result.journal;
+  }
+  throw new Error("the run did not stop within 1000 steps");
+}
+
+describe("the agent loop (functions/core/agent)", () => {
+  it("a 100-turn run completes and its journal stays small: references and a window, not the text", async () => {
+    const model = new ScriptedModel((turn) =>
+      turn < 100 ? { call: [["lookup", { n: turn }]] } : { text: GOOD_ANSWER },
+    );
+    const ports = portsWith(model);
+    const agent = tinyAgent([lookupTool()], { maxTurns: 100 });
+    const { journal, next } = await drive(agent, await begin(ports), ports);
+    expect(next).toBe("end");
+    expect(journal.status).toBe("COMPLETED");
+    expect(journal.output).toEqual(JSON.parse(GOOD_ANSWER));
+    expect(model.calls).toBe(100);
+    expect(journal.totals).toMatchObject({ model_turns: 100, tool_calls: 99, refused_calls: 0 });
+    expect(journal.totals.input_tokens).toBe(100 * 100);
+    // The model saw every result: the prompt, then a call and its results per turn.
+    expect(model.last?.messages).toHaveLength(1 + 2 * 99);
+    expect(model.lastResults()[0]?.content).toMatchObject({ n: 99 });
+    // The conversation is ~300 KB; the item holds its references and the latest steps only.
+    const stored = [...ports.content.texts.values()].reduce((sum, t) => sum + t.length, 0);
+    expect(stored).toBeGreaterThan(99 * 3000);
+    expect(Buffer.byteLength(JSON.stringify(journal), "utf8")).toBeLessThan(64 * 1024);
+    expect(journal.window.length).toBeLessThanOrEqual(JOURNAL_WINDOW);
+    expect(journal.window.at(-1)?.step).toBe(journal.step);
+    expect(journal.step).toBe(100 + 99);
+  });
+
+  it("the turn budget: a model that never answers is handed to a person after maxTurns turns", async () => {
+    const model = new ScriptedModel((turn) => ({ call: [["lookup", { n: turn }]] }));
+    const ports = portsWith(model);
+    const agent = tinyAgent([lookupTool()], { maxTurns: 5 });
+    const { journal, next } = await drive(agent, await begin(ports), ports);
+    expect(next).toBe("wait");
+    expect(journal.status).toBe("NEEDS_HUMAN");
+    expect(journal.waiting).toMatchObject({ kind: "answer" });
+    expect(journal.waiting?.reason).toMatch(/turn budget \(5\)/);
+    expect(journal.failure?.code).toBe("agent.needs_human");
+    expect(model.calls).toBe(5);
+    expect(journal.totals).toMatchObject({ model_turns: 5, tool_calls: 5 });
+    // Another delivery of a step never asks the model beyond the budget.
+    await agentStep(agent, journal, ports, { now: T0, receiveCount: 2 }).catch(() => undefined);
+    expect(model.calls).toBe(5);
+  });
+
+  describe("error turns are bounded", () => {
+    it("an answer that is not JSON gets an error turn; maxErrorTurns of them in a row -> NEEDS_HUMAN", async () => {
+      const model = new ScriptedModel(() => ({ text: "Sure, the order looks fine." }));
+      const ports = portsWith(model);
+      const agent = tinyAgent([lookupTool()], { maxErrorTurns: 3 });
+      let journal = await begin(ports);
+      const first = await step(agent, journal, ports);
+      expect(first.next).toBe("continue");
+      expect(first.journal.status).toBe("RUNNING");
+      expect(first.journal.error_turns).toBe(1);
+      journal = first.journal;
+      const [told] = await ports.content.getMany(journal.messages.slice(-1));
+      expect(JSON.parse(told ?? "{}")).toMatchObject({
+        role: "user",
+        text: expect.stringMatching(/^Your answer was not accepted: it is not JSON/),
+      });
+      const { journal: ended, next } = await drive(agent, journal, ports);
+      expect(next).toBe("wait");
+      expect(ended.status).toBe("NEEDS_HUMAN");
+      expect(ended.waiting).toMatchObject({ kind: "answer" });
+      expect(ended.waiting?.reason).toMatch(/^3 model turns in a row went wrong/);
+      expect(ended.error_turns).toBe(3);
+      expect(model.calls).toBe(3);
+    });
+
+    it("JSON that does not fit `output` gets an error turn that says what is wrong", async () => {
+      const model = new ScriptedModel((turn) =>
+        turn === 1 ? { text: JSON.stringify({ verdict: "maybe" }) } : { text: GOOD_ANSWER },
+      );
+      const ports = portsWith(model);
+      const agent = tinyAgent([lookupTool()]);
+      const { journal } = await drive(agent, await begin(ports), ports);
+      expect(journal.status).toBe("COMPLETED");
+      expect(model.calls).toBe(2);
+      const told = model.lastMessage();
+      expect(told?.role).toBe("user");
+      expect(told?.text).toMatch(/^Your answer was not accepted: /);
+      expect(told?.text).toMatch(/verdict: /);
+      expect(told?.text).toMatch(/note: /);
+      expect(journal.error_turns).toBe(0);
+    });
+
+    it("calls to an unknown tool count the same: maxErrorTurns of them in a row -> NEEDS_HUMAN", async () => {
+      const model = new ScriptedModel(() => ({ call: [["look_up", { n: 1 }]] }));
+      const ports = portsWith(model);
+      const agent = tinyAgent([lookupTool()], { maxErrorTurns: 2 });
+      const { journal } = await drive(agent, await begin(ports), ports);
+      expect(journal.status).toBe("NEEDS_HUMAN");
+      expect(journal.waiting?.reason).toBe("2 model turns in a row asked for tools wrongly");
+      expect(journal.error_turns).toBe(2);
+      expect(model.calls).toBe(2);
+      expect(model.lastResults()[0]).toMatchObject({
+        isError: true,
+        content: { error: expect.stringMatching(/no tool named look_up; the tools are: lookup/) },
+      });
+      expect(journal.totals).toMatchObject({ refused_calls: 2, tool_calls: 0 });
+    });
+
+    it("a good turn in between resets the count", async () => {
+      const bad = { text: "{not json" };
+      const script: Turn[] = [
+        bad,
+        bad,
+        { call: [["lookup", { n: 1 }]] },
+        bad,
+        bad,
+        { text: GOOD_ANSWER },
+      ];
+      const model = new ScriptedModel((turn) => script[turn - 1] ?? bad);
+      const ports = portsWith(model);
+      const agent = tinyAgent([lookupTool()], { maxErrorTurns: 3 });
+      let journal = await begin(ports);
+      const seen: number[] = [];
+      let result: StepResult;
+      do {
+        result = await step(agent, journal, ports);
+        journal = result.journal;
+        seen.push(journal.error_turns);
+      } while (result.next === "continue");
+      expect(journal.status).toBe("COMPLETED");
+      expect(model.calls).toBe(6);
+      // bad, bad, the call (its turn and its tool), bad, bad, the answer.
+      expect(seen).toEqual([1, 2, 0, 0, 1, 2, 0]);
+    });
+  });
+
+  it("`accept` refusing an answer gives an error turn with its text", async () => {
+    const checked: Verdict[] = [];
+    const model = new ScriptedModel((turn) =>
+      turn === 1
+        ? { text: JSON.stringify({ verdict: "yes", note: "fine" }) }
+        : { text: GOOD_ANSWER },
+    );
+    const ports = portsWith(model);
+    const agent = tinyAgent([lookupTool()], {
+      async accept(answer, journal) {
+        checked.push(answer);
+        expect(journal.subject.order_id).toBe("42");
+        return answer.note.includes("order") ? undefined : "the note must say what of the order";
+      },
+    });
+    const { journal } = await drive(agent, await begin(ports), ports);
+    expect(journal.status).toBe("COMPLETED");
+    expect(model.calls).toBe(2);
+    expect(model.lastMessage()).toMatchObject({
+      role: "user",
+      text: "Your answer was not accepted: the note must say what of the order",
+    });
+    expect(checked).toEqual([{ verdict: "yes", note: "fine" }, JSON.parse(GOOD_ANSWER)]);
+  });
+
+  describe("a read tool", () => {
+    const callThenAnswer = () =>
+      new ScriptedModel((turn) =>
+        turn === 1 ? { call: [["lookup", { n: 7 }]] } : { text: GOOD_ANSWER },
+      );
+
+    it("a PermanentError from run goes back to the model as an error result, and the run goes on", async () => {
+      for (const error of [
+        new ToolRejectedError("lookup.refused", "7 is not listed"),
+        new PermanentError("lookup.gone", "the directory is gone"),
+      ]) {
+        const model = callThenAnswer();
+        const ports = portsWith(model);
+        const agent = tinyAgent([
+          lookupTool(() => {
+            throw error;
+          }),
+        ]);
+        const { journal } = await drive(agent, await begin(ports), ports);
+        expect(journal.status, error.code).toBe("COMPLETED");
+        expect(model.calls, error.code).toBe(2);
+        expect(model.lastResults(), error.code).toEqual([
+          {
+            toolCallId: "call_1_1",
+            content: { error: error.code, message: error.message },
+            isError: true,
+          },
+        ]);
+        expect(journal.totals.tool_calls, error.code).toBe(1);
+        expect(journal.window.find((s) => s.kind === "tool")?.outcome, error.code).toBe(
+          `failed: ${error.code}`,
+        );
+      }
+    });
+
+    it("a TransientError is rethrown and nothing is recorded; the next delivery runs it again", async () => {
+      const model = callThenAnswer();
+      const ports = portsWith(model);
+      let runs = 0;
+      const throttled = new TransientError("lookup.throttled", "slow down");
+      const agent = tinyAgent([
+        lookupTool(() => {
+          runs += 1;
+          if (runs === 1) throw throttled;
+        }),
+      ]);
+      const asked = (await step(agent, await begin(ports), ports)).journal;
+      const before = JSON.stringify(asked);
+      const writes = ports.content.writes;
+      await expect(step(agent, asked, ports)).rejects.toBe(throttled);
+      expect(JSON.stringify(asked)).toBe(before);
+      expect(ports.content.writes).toBe(writes);
+      const ran = await step(agent, asked, ports, { receiveCount: 2 });
+      expect(ran.recorded).toMatchObject({
+        kind: "tool",
+        tool: "lookup",
+        outcome: "succeeded (run)",
+      });
+      expect(ran.journal.step).toBe(asked.step + 1);
+      expect(runs).toBe(2);
+    });
+
+    it("a ToolTimeoutError becomes a TransientError: a read is simply run again, no key recorded", async () => {
+      const model = callThenAnswer();
+      const ports = portsWith(model);
+      let runs = 0;
+      const agent = tinyAgent([
+        lookupTool(() => {
+          runs += 1;
+          if (runs === 1) throw new ToolTimeoutError("the directory did not answer");
+        }),
+      ]);
+      const asked = (await step(agent, await begin(ports), ports)).journal;
+      const timedOut = step(agent, asked, ports);
+      await expect(timedOut).rejects.toBeInstanceOf(TransientError);
+      await expect(timedOut).rejects.toMatchObject({
+        code: "tool.read_retry",
+        errorClass: "transient",
+        message: expect.stringMatching(/lookup: the directory did not answer/),
+      });
+      const { journal } = await drive(agent, asked, ports);
+      expect(journal.status).toBe("COMPLETED");
+      expect(runs).toBe(2);
+      expect(model.lastResults()[0]?.content).toMatchObject({ n: 7 });
+      expect(ports.sideEffects.records.size).toBe(0);
+    });
+  });
+
+  it("a write tool without `query`: a timeout is followed by a run again under the same key, never a new one", async () => {
+    const model = new ScriptedModel((turn) =>
+      turn === 1 ? { call: [["pay", { cents: 50 }]] } : { text: GOOD_ANSWER },
+    );
+    const ports = portsWith(model);
+    const pay = payTool({
+      behave: (attempt) => {
+        if (attempt === 1) throw new ToolTimeoutError("the bank did not answer");
+      },
+    });
+    const agent = tinyAgent([pay.tool]);
+    const asked = (await step(agent, await begin(ports), ports)).journal;
+    const key = `${TASK}:${RUN}:call_1_1`;
+    await expect(step(agent, asked, ports, { receiveCount: 1 })).rejects.toMatchObject({
+      code: "tool.outcome_unknown",
+      errorClass: "transient",
+    });
+    expect(await ports.sideEffects.get(key)).toMatchObject({ state: "unknown", attempts: 1 });
+    // The queue hands the same step out again.
+    const again = await step(agent, asked, ports, { receiveCount: 2 });
+    expect(pay.keys).toEqual([key, key]);
+    expect(again.recorded).toMatchObject({
+      kind: "tool",
+      tool: "pay",
+      key,
+      outcome: "succeeded (retry)",
+    });
+    expect(await ports.sideEffects.get(key)).toMatchObject({ state: "succeeded", attempts: 2 });
+    expect([...ports.sideEffects.records.keys()]).toEqual([key]);
+    const { journal } = await drive(agent, again.journal, ports);
+    expect(journal.status).toBe("COMPLETED");
+    expect(model.lastResults()[0]?.content).toEqual({ receipt: "r-50" });
+    expect(pay.keys).toEqual([key, key]);
+  });
+
+  describe("approval", () => {
+    const HOUR = 3600;
+    const payThenAnswer = () =>
+      new ScriptedModel((turn) =>
+        turn === 1 ? { call: [["pay", { cents: 500 }]] } : { text: GOOD_ANSWER },
+      );
+
+    /** A run asked to pay above the threshold: BLOCKED on the call at `at`. */
+    async function blockedRun(onDeadline: "reject" | "fail") {
+      const model = payThenAnswer();
+      const ports = portsWith(model);
+      const pay = payTool({ approval: { deadlineSeconds: HOUR, onDeadline } });
+      const agent = tinyAgent([pay.tool]);
+      const asked = (await step(agent, await begin(ports), ports)).journal;
+      const at = new Date(T0.getTime() + 60_000);
+      const blocked = await step(agent, asked, ports, { now: at });
+      const deadline = new Date(at.getTime() + HOUR * 1000);
+      return { model, ports, pay, agent, blocked, deadline };
+    }
+
+    it("a call that needs approval blocks the run until its deadline", async () => {
+      const { blocked, deadline, pay, agent, ports } = await blockedRun("reject");
+      expect(blocked.next).toBe("wait");
+      expect(blocked.journal.status).toBe("BLOCKED");
+      expect(blocked.journal.waiting).toEqual({
+        kind: "approval",
+        tool_call_id: "call_1_1",
+        tool: "pay",
+        input: { cents: 500 },
+        since: new Date(T0.getTime() + 60_000).toISOString(),
+        deadline: deadline.toISOString(),
+        reason: "pay needs a person's approval",
+      });
+      expect(pay.keys).toEqual([]);
+      expect(approvalExpired(agent, blocked.journal, new Date(deadline.getTime() - 1))).toBe(
+        undefined,
+      );
+      // A person approves in time: the call runs on the next step.
+      const approved = await personDecides(
+        agent,
+        blocked.journal,
+        { tool_call_id: "call_1_1", decision: "approve", by: "ops@example.com" },
+        ports,
+        deadline,
+      );
+      expect(approved.journal.status).toBe("RUNNING");
+      expect(approved.journal.waiting).toBeUndefined();
+      expect(approvalExpired(agent, approved.journal, deadline)).toBe(undefined);
+      const { journal } = await drive(agent, commit(approved.journal), ports);
+      expect(journal.status).toBe("COMPLETED");
+      expect(pay.keys).toEqual([`${TASK}:${RUN}:call_1_1`]);
+    });
+
+    it("refuses a decision on another call, or of the wrong kind", async () => {
+      const { blocked, agent, ports } = await blockedRun("reject");
+      const decide = (tool_call_id: string, decision: "approve" | "applied") =>
+        personDecides(agent, blocked.journal, { tool_call_id, decision, by: "ops" }, ports, T0);
+      await expect(decide("call_9_9", "approve")).rejects.toMatchObject({
+        code: "agent.decision_refused",
+        message: expect.stringMatching(/waits for a decision on call_1_1, not call_9_9/),
+      });
+      await expect(decide("call_1_1", "applied")).rejects.toThrow(
+        /waits for an approval: approve or reject, not applied/,
+      );
+    });
+
+    it('onDeadline "reject": the deadline rejects the call, the model is told, and the run goes on', async () => {
+      const { blocked, deadline, pay, agent, ports, model } = await blockedRun("reject");
+      const expired = approvalExpired(agent, blocked.journal, deadline);
+      expect(expired?.next).toBe("continue");
+      expect(expired?.journal.status).toBe("RUNNING");
+      expect(expired?.journal.waiting).toBeUndefined();
+      expect(expired?.journal.pending[0]?.decision).toMatchObject({
+        decision: "reject",
+        by: "deadline",
+      });
+      expect(expired?.recorded).toMatchObject({ kind: "person", outcome: "reject by deadline" });
+      const settled = await step(agent, commit(expired?.journal as AgentJournal), ports, {
+        now: deadline,
+      });
+      expect(settled.recorded).toMatchObject({
+        kind: "tool",
+        tool: "pay",
+        outcome: "failed: tool.rejected_by_person",
+      });
+      const { journal } = await drive(agent, settled.journal, ports, deadline);
+      expect(journal.status).toBe("COMPLETED");
+      expect(model.lastResults()).toEqual([
+        {
+          toolCallId: "call_1_1",
+          content: {
+            error: "tool.rejected_by_person",
+            message: `reject by deadline: no decision by ${deadline.toISOString()}`,
+          },
+          isError: true,
+        },
+      ]);
+      expect(pay.keys).toEqual([]);
+      expect(ports.sideEffects.records.size).toBe(0);
+    });
+
+    it('onDeadline "fail": the deadline fails the run with agent.approval_expired', async () => {
+      const { blocked, deadline, pay, agent, model } = await blockedRun("fail");
+      expect(approvalExpired(agent, blocked.journal, new Date(deadline.getTime() - 1))).toBe(
+        undefined,
+      );
+      const expired = approvalExpired(agent, blocked.journal, new Date(deadline.getTime() + 1));
+      expect(expired?.next).toBe("end");
+      expect(expired?.journal.status).toBe("FAILED");
+      expect(expired?.journal.failure).toEqual({
+        code: "agent.approval_expired",
+        message: `no decision on pay by ${deadline.toISOString()}`,
+      });
+      expect(pay.keys).toEqual([]);
+      expect(model.calls).toBe(1);
+    });
+  });
+
+  describe("definitions are checked", () => {
+    const base = {
+      description: "d",
+      effect: "read" as const,
+      input: z.object({}),
+      output: z.object({}),
+      run: async () => ({}),
+    };
+
+    it("defineTool refuses a name model APIs refuse, and a deadline that cannot pass", () => {
+      for (const name of ["get order", "1st", "", "a".repeat(65), "ask?"])
+        expect(() => defineTool({ ...base, name }), name).toThrow(
+          expect.objectContaining({
+            code: "tool.invalid_definition",
+            message: expect.stringMatching(/^tool name .* must match/),
+          }),
+        );
+      for (const deadlineSeconds of [0, -5, 1.5, Number.NaN])
+        expect(() =>
+          defineTool({
+            ...base,
+            name: "pay",
+            approval: { required: () => true, deadlineSeconds, onDeadline: "reject" },
+          }),
+        ).toThrow(
+          `tool pay: approval.deadlineSeconds must be a positive integer, got ${deadlineSeconds}`,
+        );
+      const fine = { ...base, name: "get_order-2" };
+      expect(defineTool(fine)).toBe(fine);
+    });
+
+    it("defineAgent refuses two tools of one name, and a turn budget out of range", () => {
+      expect(() => tinyAgent([lookupTool(), payTool().tool, lookupTool()])).toThrow(
+        expect.objectContaining({
+          code: "agent.invalid_definition",
+          message: "agent tiny: two tools are named lookup",
+        }),
+      );
+      for (const maxTurns of [0, -1, 2.5, MAX_TURNS_LIMIT + 1, Number.NaN])
+        expect(() => tinyAgent([lookupTool()], { maxTurns }), String(maxTurns)).toThrow(
+          `agent tiny: maxTurns must be an integer from 1 to ${MAX_TURNS_LIMIT}, got ${maxTurns}`,
+        );
+      expect(tinyAgent([lookupTool()], { maxTurns: 1 }).maxTurns).toBe(1);
+      expect(tinyAgent([lookupTool()], { maxTurns: MAX_TURNS_LIMIT }).maxTurns).toBe(
+        MAX_TURNS_LIMIT,
+      );
+    });
+  });
+
+  describe("InMemoryContentStore", () => {
+    it("stores a text once under its hash", async () => {
+      const store = new InMemoryContentStore();
+      const a = await store.put("the same text");
+      const b = await store.put("the same text");
+      const other = await store.put("another text");
+      expect(a).toBe(b);
+      expect(a).toBe(contentRef("the same text"));
+      expect(a).toMatch(/^[0-9a-f]{64}$/);
+      expect(other).not.toBe(a);
+      expect(store.texts.size).toBe(2);
+      expect(await store.getMany([other, a, a])).toEqual([
+        "another text",
+        "the same text",
+        "the same text",
+      ]);
+    });
+
+    it("getMany of an unknown reference throws content.missing", async () => {
+      const store = new InMemoryContentStore();
+      const known = await store.put("known");
+      const unknown = contentRef("never stored");
+      await expect(store.getMany([known, unknown])).rejects.toMatchObject({
+        code: "content.missing",
+        errorClass: "permanent",
+        details: { ref: unknown },
+      });
+    });
+  });
+});
