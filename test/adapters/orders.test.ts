@@ -109,6 +109,59 @@ describe("DynamoOrders", () => {
     }
   });
 
+  describe("cancel", () => {
+    /** An order of its own (the seeded ones are read back as written above). */
+    const seeded = async (status: OrderRecord["status"]) => {
+      const order: OrderRecord = {
+        ...(SAMPLE_ORDERS[2] as OrderRecord),
+        order_id: `X-${newUlid()}`,
+        status,
+      };
+      await putOrders(fromSdk(client), table, [order]);
+      return order;
+    };
+    const consistent = () => new DynamoOrders(fromSdk(client), table, { consistentRead: true });
+
+    it("cancels an order in a status it may be cancelled from, and answers the order", async () => {
+      const order = await seeded("delivered");
+      const orders = consistent();
+      const answer = await orders.cancel(order.order_id, ["placed", "delivered"]);
+      expect(answer).toEqual({ cancelled: true, order: { ...order, status: "cancelled" } });
+      expect(await orders.get(order.order_id)).toEqual({ ...order, status: "cancelled" });
+      // Cancelling it again is allowed when `from` lists cancelled, and changes nothing.
+      expect(await orders.cancel(order.order_id, ["delivered", "cancelled"])).toEqual(answer);
+    });
+
+    it("refuses an order in another status: answers that status and changes nothing", async () => {
+      const order = await seeded("shipped");
+      const orders = consistent();
+      expect(await orders.cancel(order.order_id, ["placed", "delivered"])).toEqual({
+        cancelled: false,
+        status: "shipped",
+      });
+      expect(await orders.get(order.order_id)).toEqual(order);
+      const cancelled = await seeded("cancelled");
+      expect(await orders.cancel(cancelled.order_id, ["placed"])).toEqual({
+        cancelled: false,
+        status: "cancelled",
+      });
+    });
+
+    it("answers missing for an order that does not exist, and writes none", async () => {
+      const orders = consistent();
+      const id = `X-${newUlid()}`;
+      expect(await orders.cancel(id, ["placed", "delivered"])).toEqual({
+        cancelled: false,
+        status: "missing",
+      });
+      expect(await orders.get(id)).toBeUndefined();
+      expect(await orders.cancel("not an id!", ["placed"])).toEqual({
+        cancelled: false,
+        status: "missing",
+      });
+    });
+  });
+
   it("maps a missing table to a PermanentError", async () => {
     const error = await new DynamoOrders(fromSdk(client), `${table}-missing`)
       .get("123")

@@ -28,8 +28,10 @@ export async function createTables(client: DynamoDBClient, prefix: string): Prom
     inbox: `${prefix}-inbox`,
     sideEffects: `${prefix}-side-effects`,
   };
-  for (const [kind, layout] of Object.entries(TABLES) as [keyof TableNames, TableLayout][]) {
+  // The four of TableNames: TABLES also has the payments stand-in's layout, which is no AgentBus table.
+  for (const kind of Object.keys(names) as (keyof TableNames)[]) {
     const name = names[kind];
+    const layout: TableLayout = TABLES[kind];
     await client.send(new CreateTableCommand(createTableInput(name, layout)));
     await waitUntilTableExists({ client, maxWaitTime: 30, minDelay: 1 }, { TableName: name });
     if (layout.ttlAttribute) {

@@ -61,7 +61,10 @@ export const LEGACY_STATE_INDEXES: readonly IndexLayout[] = [
   },
 ];
 
-/** Key schemas, indexes, stream and TTL of the four tables. */
+/**
+ * Key schemas, indexes, stream and TTL of the four tables, and of the payment provider stand-in's
+ * (iterate over a TableNames' keys, not over TABLES, for the four).
+ */
 export const TABLES = {
   state: {
     partitionKey: { name: StateAttr.pk, type: "S" },
@@ -147,4 +150,11 @@ export const TABLES = {
       },
     ],
   },
-} as const satisfies Record<keyof TableNames, TableLayout>;
+  /**
+   * Not an AgentBus table: the payment provider stand-in of the reference stack
+   * (./payments-stand-in.ts), in no TableNames; a stack with a real provider has none.
+   */
+  paymentsStandIn: {
+    partitionKey: { name: "pk", type: "S" },
+  },
+} as const satisfies Record<keyof TableNames, TableLayout> & Record<string, TableLayout>;

@@ -28,9 +28,11 @@ export type IndexCatalog = Readonly<Record<string, TableLayout>>;
 
 /** The catalog of AgentBus's four tables under their physical names. */
 export function indexCatalog(names: TableNames): IndexCatalog {
-  return Object.fromEntries(
-    (Object.keys(TABLES) as (keyof TableNames)[]).map((table) => [names[table], TABLES[table]]),
+  // The tables `names` names: TABLES also holds the payments stand-in's layout, in no TableNames.
+  const named = (Object.keys(TABLES) as (keyof typeof TABLES)[]).filter(
+    (table): table is keyof TableNames => table in names,
   );
+  return Object.fromEntries(named.map((table) => [names[table], TABLES[table]]));
 }
 
 type Item = Record<string, AttributeValue>;
