@@ -5,7 +5,7 @@ import type {
   RefundQueryAnswer,
   RefundReceipt,
   RefundRequest,
-} from "../roles/refund-review/payments";
+} from "../core/payments";
 
 /**
  * NOT a payment system. A stand-in for the PaymentsPort, for the local runtime, the simulation and

@@ -1,7 +1,9 @@
 import type { OrderRecord } from "../../schemas/events/conversation";
 import type * as z from "../../schemas/zod";
+import type { ContentStore } from "./agent/content";
 import type { ModelPort } from "./model";
 import { parseEnv } from "./parse-env";
+import type { PaymentsPort } from "./payments";
 import type { EventStore } from "./ports";
 import type { Role, RoleDescriptor } from "./role";
 import type { ChannelPort, SideEffectStore } from "./side-effects";
@@ -26,7 +28,8 @@ export type AttentionSignal =
   | "unknown-side-effects"
   | "held-replies"
   | "failed-runs"
-  | "needs-human";
+  | "needs-human"
+  | "awaiting-approval";
 
 /**
  * What a group needs besides its queues, its function and the tables; the stack wires and grants
@@ -52,8 +55,19 @@ export interface GroupNeeds {
    * `AGENT_QUEUE_URLS`, `QUEUE_DEPTH_THRESHOLD`), and the lease sweeper serves its runs.
    */
   readonly orchestrates?: boolean;
-  /** It reads the orders table (port `orders`: `ORDERS_TABLE`, GetItem). */
-  readonly orders?: boolean;
+  /**
+   * It reads the orders table (port `orders`: `ORDERS_TABLE`, GetItem); `"cancel"`: it also
+   * cancels orders (a conditional UpdateItem).
+   */
+  readonly orders?: boolean | "cancel";
+  /**
+   * It runs an agent loop over tools (functions/core/agent): ports `content` (its conversation,
+   * kept by content hash in the state table) and `sideEffects` (its write tools' idempotency
+   * records, `SIDE_EFFECTS_TABLE`).
+   */
+  readonly tools?: boolean;
+  /** It pays refunds (port `payments`: the payment stand-in's table, `PAYMENTS_TABLE`). */
+  readonly payments?: boolean;
   /**
    * It sends replies through the reply channel (ports `channel` and `sideEffects`: an SNS FIFO
    * topic, `CHANNEL_*`, Publish; the side-effects table for its idempotency records).
@@ -117,6 +131,8 @@ export interface RolePorts {
   readonly channel?: ChannelPort;
   readonly sideEffects?: SideEffectStore;
   readonly queueDepth?: QueueDepthSource;
+  readonly content?: ContentStore;
+  readonly payments?: PaymentsPort;
 }
 
 export interface RoleModule<Settings = unknown> {

@@ -38,13 +38,17 @@ export const TIMING_METRICS = {
  * - `held-replies`: `reply.held_for_review` (a reply waiting for a person's review);
  * - `failed-runs`: `workflow.failed` (a workflow run ended without any node completed);
  * - `needs-human`: a content agent's `<role>.failed` with code `model.invalid_output` (its run
- *   ended NEEDS_HUMAN).
+ *   ended NEEDS_HUMAN), or a refund review handed to a person (`refund.review.needs_person`
+ *   waiting for an answer); one waiting for an outcome that could not be learnt counts as an
+ *   `unknown-side-effects`;
+ * - `awaiting-approval`: a refund review waiting for a person's approval of a tool call.
  */
 export const ATTENTION_METRICS = {
   "unknown-side-effects": "UnknownSideEffectOutcome",
   "held-replies": "ReplyHeldForReview",
   "failed-runs": "WorkflowFailed",
   "needs-human": "AgentRunNeedsHuman",
+  "awaiting-approval": "ApprovalRequested",
 } as const satisfies Record<AttentionSignal, string>;
 export type { AttentionSignal };
 export type AttentionMetric = (typeof ATTENTION_METRICS)[AttentionSignal];
@@ -61,6 +65,13 @@ const AGENT_FAILED_TYPES: ReadonlySet<string> = new Set(
   CONTENT_ROLES.map((role) => contentEventTypes(role).failed),
 );
 
+/** What an agent run that waits for a person waits for, as the signal it raises. */
+const PERSON_WAITS: Readonly<Record<string, AttentionMetric>> = {
+  approval: ATTENTION_METRICS["awaiting-approval"],
+  outcome: ATTENTION_METRICS["unknown-side-effects"],
+  answer: ATTENTION_METRICS["needs-human"],
+};
+
 /** The attention metric an emitted event counts towards, if any. */
 export function attentionOf(event: Envelope): AttentionMetric | undefined {
   const payload = event.payload as Record<string, unknown>;
@@ -71,6 +82,8 @@ export function attentionOf(event: Envelope): AttentionMetric | undefined {
       return ATTENTION_METRICS["held-replies"];
     case "workflow.failed":
       return ATTENTION_METRICS["failed-runs"];
+    case "refund.review.needs_person":
+      return PERSON_WAITS[String(payload.waiting)];
   }
   if (!AGENT_FAILED_TYPES.has(event.event_type)) return undefined;
   const code = (payload.error as { code?: unknown } | undefined)?.code;

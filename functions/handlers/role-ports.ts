@@ -2,6 +2,7 @@ import type { AwsClient } from "../adapters/aws/client";
 import { DynamoConsumerStore } from "../adapters/dynamodb/event-store";
 import type { ModelPort } from "../core/model";
 import { parseEnv } from "../core/parse-env";
+import type { PaymentsPort } from "../core/payments";
 import type { GroupNeeds, OrdersPort, RolePorts } from "../core/role-module";
 import type { ChannelPort } from "../core/side-effects";
 import { ConsumerEnv } from "./env";
@@ -16,13 +17,14 @@ import type { Observability } from "./observe";
  * `npm run bench -- bundles`); `awsRolePorts` refuses an entry whose builders and needs differ,
  * naming the need.
  *
- * Tests and the local runtime may inject `model`, `channel` or `orders`, which win.
+ * Tests and the local runtime may inject `model`, `channel`, `orders` or `payments`, which win.
  */
 
 export interface PortOverrides {
   readonly model?: ModelPort;
   readonly channel?: ChannelPort;
   readonly orders?: OrdersPort;
+  readonly payments?: PaymentsPort;
   /** Client for the reply channel's SNS topic (default: the container's). */
   readonly sns?: AwsClient;
   /** Client for `MODEL_PROVIDER=bedrock` (default: the container's). */
@@ -44,9 +46,18 @@ export interface PortBuilders {
   readonly orders?: (wiring: PortWiring) => OrdersPort;
   readonly replyChannel?: (wiring: PortWiring) => Pick<RolePorts, "channel" | "sideEffects">;
   readonly orchestrates?: (wiring: PortWiring) => RolePorts["queueDepth"];
+  readonly tools?: (wiring: PortWiring) => Pick<RolePorts, "content" | "sideEffects">;
+  readonly payments?: (wiring: PortWiring) => PaymentsPort;
 }
 
-const PORT_NEEDS = ["model", "orders", "replyChannel", "orchestrates"] as const;
+const PORT_NEEDS = [
+  "model",
+  "orders",
+  "replyChannel",
+  "orchestrates",
+  "tools",
+  "payments",
+] as const;
 
 /** Every mismatch between a module's needs and the builders its entry passes, by need. */
 export function portBuilderProblems(needs: GroupNeeds, builders: PortBuilders): string[] {
@@ -71,7 +82,9 @@ export function awsRolePorts(
     model: builders.model?.(wiring),
     orders: builders.orders?.(wiring),
     ...builders.replyChannel?.(wiring),
+    ...builders.tools?.(wiring),
     queueDepth: builders.orchestrates?.(wiring),
+    payments: builders.payments?.(wiring),
   };
 }
 

@@ -8,6 +8,7 @@ import { replyGenerationModule } from "./customer-support/reply-generation/modul
 import { routerModule } from "./customer-support/router/module";
 import { senderModule } from "./customer-support/sender/module";
 import { orchestratorModule } from "./orchestrator/module";
+import { refundReviewModule } from "./refund-review/module";
 import { taskProjectionModule } from "./task-projection/module";
 
 /**
@@ -26,4 +27,5 @@ export const ROLE_MODULES: readonly RoleModule[] = [
   replyGenerationModule,
   senderModule,
   conversationProjectionModule,
+  refundReviewModule,
 ];

@@ -279,9 +279,12 @@ export class AgentBusStack extends Stack {
 
   /**
    * The customer-support needs the groups declare: `orders` reads the orders table
-   * (`ORDERS_TABLE`, GetItem only); `replyChannel` publishes replies to the SNS FIFO reply topic
-   * (`CHANNEL_PROVIDER=sns`, `CHANNEL_TOPIC_ARN`, Publish on that topic only); `heartbeat:
-   * "visibility"` extends its message's visibility during a long model call.
+   * (`ORDERS_TABLE`, GetItem only; `"cancel"` adds the conditional UpdateItem that cancels one);
+   * `replyChannel` publishes replies to the SNS FIFO reply topic (`CHANNEL_PROVIDER=sns`,
+   * `CHANNEL_TOPIC_ARN`, Publish on that topic only); `payments` pays refunds through the payment
+   * stand-in's table (`PAYMENTS_TABLE`); `heartbeat: "visibility"` extends its message's
+   * visibility during a long model call. (`tools` needs nothing more: the conversation's content
+   * and the tool calls' records live in the state and side-effects tables every consumer has.)
    */
   private wireSupport(
     stage: string,
@@ -292,20 +295,24 @@ export class AgentBusStack extends Stack {
       if (needs(group).heartbeat === "visibility") this.heartbeat(group, props);
     const readers = this.groups.filter((g) => needs(g).orders);
     const senders = this.groups.filter((g) => needs(g).replyChannel);
-    if (readers.length === 0 && senders.length === 0) return undefined;
+    const payers = this.groups.filter((g) => needs(g).payments);
+    if (readers.length === 0 && senders.length === 0 && payers.length === 0) return undefined;
     const support = new SupportResources(this, "Support", {
       stage,
       removalPolicy: props.tablesRemovalPolicy,
+      paymentsStandIn: payers.length > 0,
     });
     for (const reader of readers) {
       reader.consumer.addEnvironment("ORDERS_TABLE", support.orders.tableName);
       support.grantOrderLookup(reader.consumer);
+      if (needs(reader).orders === "cancel") support.grantOrderCancel(reader.consumer);
     }
     for (const sender of senders) {
       sender.consumer.addEnvironment("CHANNEL_PROVIDER", "sns");
       sender.consumer.addEnvironment("CHANNEL_TOPIC_ARN", support.replies.topicArn);
       support.grantSend(sender.consumer);
     }
+    for (const payer of payers) support.grantPayments(payer.consumer);
     return support;
   }
 

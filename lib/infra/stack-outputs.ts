@@ -116,6 +116,12 @@ function otherOutputs(stack: OutputSources, output: OutputFn): void {
   }
   if (stack.support) {
     output("OrdersTableName", stack.support.orders.tableName, "DynamoDB table Orders");
+    if (stack.support.payments)
+      output(
+        "PaymentsTableName",
+        stack.support.payments.tableName,
+        "DynamoDB table of the payment stand-in (refunds by idempotency key)",
+      );
     output(
       "RepliesTopicArn",
       stack.support.replies.topicArn,

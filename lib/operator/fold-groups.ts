@@ -19,6 +19,8 @@ const CALLS_OUT: Readonly<Record<keyof GroupNeeds, string | undefined>> = {
   model: "calls a model while deciding",
   replyChannel: "sends through the reply channel while deciding",
   orchestrates: "reads its agents' queue depths while deciding",
+  tools: "runs tools while deciding",
+  payments: "pays refunds while deciding",
   // Only groups that call a model beat while they wait for it; the model is the reason.
   heartbeat: undefined,
   dagAgent: undefined,

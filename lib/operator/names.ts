@@ -21,6 +21,8 @@ export interface StackNames {
     readonly sideEffects: string;
     /** Present when the topology has the support groups. */
     readonly orders?: string;
+    /** The payment stand-in's table, when a group pays refunds. */
+    readonly payments?: string;
   };
   /** Bus name of each topic of the topology. */
   readonly buses: Readonly<Record<string, string>>;
@@ -76,6 +78,7 @@ export function stackNames(
       inbox: required("InboxTableName"),
       sideEffects: required("SideEffectsTableName"),
       orders: outputs.OrdersTableName,
+      payments: outputs.PaymentsTableName,
     },
     buses,
     groups,

@@ -12,8 +12,8 @@ import { DynamoPaymentsStandIn } from "../../functions/adapters/dynamodb/payment
 import { LocalPayments } from "../../functions/adapters/local-payments";
 import { ToolRejectedError } from "../../functions/core/agent/tool";
 import { TransientError } from "../../functions/core/errors";
+import type { PaymentsPort } from "../../functions/core/payments";
 import { ManualClock } from "../../functions/core/runtime";
-import type { PaymentsPort } from "../../functions/roles/refund-review/payments";
 import { fromSdk } from "../../lib/operator/from-sdk";
 import { emulator } from "../support/aws";
 import { newTaskId, newUlid } from "../support/factories";

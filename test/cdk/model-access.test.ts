@@ -19,7 +19,7 @@ import { functionsOfKind, type Resource, statementsOf, synthesizeStack } from ".
  * MODEL_PROVIDER / MODEL_ID and, on Bedrock, `bedrock:InvokeModel` on exactly that foundation
  * model; nothing else calls a model.
  */
-const MODEL_GROUPS: string[] = [...CONTENT_ROLES, "reply-generation"];
+const MODEL_GROUPS: string[] = [...CONTENT_ROLES, "reply-generation", "refund-review"];
 const consumers = (context: Record<string, unknown> = {}) =>
   functionsOfKind(synthesizeStack({}, "AgentBus-test", context).template, "consumer");
 const groupOf = (fn: Resource) => fn.Metadata["agentbus:group"] as string;

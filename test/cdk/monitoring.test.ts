@@ -54,10 +54,17 @@ const ANY_WITHIN_5_MINUTES = {
 };
 
 describe("alarms where a person must act", () => {
-  it("any unknown side-effect outcome of the sender", () => {
+  it("any unknown side-effect outcome of the sender and of the refund agent's refunds", () => {
     const found = consumerAlarms("UnknownSideEffectOutcome");
-    expect([...found.keys()]).toEqual(["sender"]);
-    expect(found.get("sender")?.Properties).toMatchObject(ANY_WITHIN_5_MINUTES);
+    expect([...found.keys()]).toEqual(["sender", "refund-review"]);
+    for (const alarm of found.values())
+      expect(alarm.Properties).toMatchObject(ANY_WITHIN_5_MINUTES);
+  });
+
+  it("any tool call waiting for a person's approval", () => {
+    const found = consumerAlarms("ApprovalRequested");
+    expect([...found.keys()]).toEqual(["refund-review"]);
+    expect(found.get("refund-review")?.Properties).toMatchObject(ANY_WITHIN_5_MINUTES);
   });
 
   it("any held reply of reply generation within 15 minutes (the default window)", () => {
@@ -75,9 +82,9 @@ describe("alarms where a person must act", () => {
     expect(found.get("orchestrator")?.Properties).toMatchObject(ANY_WITHIN_5_MINUTES);
   });
 
-  it("any agent run ending NEEDS_HUMAN, for each content agent", () => {
+  it("any agent run ending NEEDS_HUMAN, for each content agent and the refund agent", () => {
     const found = consumerAlarms("AgentRunNeedsHuman");
-    expect([...found.keys()].sort()).toEqual([...CONTENT_ROLES].sort());
+    expect([...found.keys()].sort()).toEqual([...CONTENT_ROLES, "refund-review"].sort());
     for (const alarm of found.values())
       expect(alarm.Properties).toMatchObject(ANY_WITHIN_5_MINUTES);
   });
@@ -174,6 +181,7 @@ describe("dashboard", () => {
       "reply-generation": ["ReplyHeldForReview"],
       orchestrator: ["WorkflowFailed"],
       ...Object.fromEntries(CONTENT_ROLES.map((role) => [role, ["AgentRunNeedsHuman"]])),
+      "refund-review": ["ApprovalRequested", "UnknownSideEffectOutcome", "AgentRunNeedsHuman"],
     };
     for (const group of groups) {
       const title = `${group}: needs a person`;
@@ -191,7 +199,7 @@ describe("dashboard", () => {
   });
 
   it("shows model latency and input and output tokens for the groups that call a model", () => {
-    const withModel = ["reply-generation", ...CONTENT_ROLES];
+    const withModel = ["reply-generation", ...CONTENT_ROLES, "refund-review"];
     for (const group of groups) {
       const latency = widgets.find((w) => w.properties.title === `${group}: model latency (ms)`);
       expect(latency !== undefined, group).toBe(withModel.includes(group));

@@ -84,6 +84,42 @@ describe("role modules in the topology", () => {
       expect(publishers.map((fn) => fn.Metadata["agentbus:group"])).toEqual(["sender"]);
     });
 
+    it("the refund agent cancels orders (GetItem, UpdateItem) and alone pays through the payment stand-in", () => {
+      expect(refersTo(env("refund-review").ORDERS_TABLE)).toBe(orders.id);
+      const onOrders = statementsOf(template, consumer("refund-review")).filter((s) =>
+        JSON.stringify(s.Resource).includes(orders.id),
+      );
+      expect(onOrders.flatMap((s) => s.Action).sort()).toEqual([
+        "dynamodb:GetItem",
+        "dynamodb:UpdateItem",
+      ]);
+      const payments = single(template, "AWS::DynamoDB::Table", (t) =>
+        t.id.startsWith("SupportPaymentsStandIn"),
+      );
+      expect(refersTo(env("refund-review").PAYMENTS_TABLE)).toBe(payments.id);
+      const payers = resources(template, "AWS::Lambda::Function").filter((fn) =>
+        statementsOf(template, fn).some((s) => JSON.stringify(s.Resource).includes(payments.id)),
+      );
+      expect(payers.map((fn) => fn.Metadata["agentbus:group"])).toEqual(["refund-review"]);
+      const onPayments = statementsOf(template, consumer("refund-review")).filter((s) =>
+        JSON.stringify(s.Resource).includes(payments.id),
+      );
+      expect(onPayments.flatMap((s) => s.Action).sort()).toEqual([
+        "dynamodb:ConditionCheckItem",
+        "dynamodb:GetItem",
+        "dynamodb:PutItem",
+      ]);
+      // Only the refund agent may change an order.
+      const cancellers = resources(template, "AWS::Lambda::Function").filter((fn) =>
+        statementsOf(template, fn).some(
+          (s) =>
+            JSON.stringify(s.Resource).includes(orders.id) &&
+            s.Action.includes("dynamodb:UpdateItem"),
+        ),
+      );
+      expect(cancellers.map((fn) => fn.Metadata["agentbus:group"])).toEqual(["refund-review"]);
+    });
+
     it("reply generation heartbeats (visibility only: its role sends no heartbeat message)", () => {
       expect(env("reply-generation")).toMatchObject({ HEARTBEAT_SECONDS: "20" });
       expect(Number(env("reply-generation").VISIBILITY_TIMEOUT_SECONDS)).toBeGreaterThan(0);

@@ -17,6 +17,7 @@ const envOf = (group: string) => ({
   INBOX_TABLE: "i",
   SIDE_EFFECTS_TABLE: "x",
   ORDERS_TABLE: "o",
+  PAYMENTS_TABLE: "p",
   QUEUE_URL: `http://127.0.0.1:1/000000000000/${group}.fifo`,
   DEAD_LETTER_QUEUE_URL: `http://127.0.0.1:1/000000000000/${group}-dlq.fifo`,
   MODEL_PROVIDER: "local",

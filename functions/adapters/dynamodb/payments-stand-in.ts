@@ -1,14 +1,14 @@
 import type { AttributeValue, CancellationReason } from "@aws-sdk/client-dynamodb";
 import { ToolRejectedError } from "../../core/agent/tool";
 import { type AgentBusError, PermanentError, TransientError } from "../../core/errors";
-import type { Clock, IdSource } from "../../core/ports";
-import { systemClock, ulidSource } from "../../core/runtime";
 import type {
   PaymentsPort,
   RefundQueryAnswer,
   RefundReceipt,
   RefundRequest,
-} from "../../roles/refund-review/payments";
+} from "../../core/payments";
+import type { Clock, IdSource } from "../../core/ports";
+import { systemClock, ulidSource } from "../../core/runtime";
 import type { AwsClient } from "../aws/client";
 import { GetItem, TransactWriteItems } from "../aws/operations";
 import { dynamoFailure } from "./failure";

@@ -1,7 +1,7 @@
 import type { AggregateRef, Envelope } from "../../../schemas";
 import type { EmitSpec } from "../emit";
 import type { StateSummary } from "../ports";
-import type { DecideContext, Decision, Role } from "../role";
+import type { DecideContext, Decision, Role, RoleDescriptor } from "../role";
 import { type AgentDefinition, type AgentJournal, type JournalStep, newJournal } from "./agent";
 import { type AgentPorts, agentStep, type StepResult } from "./loop";
 import { approvalExpired, personDecides } from "./person";
@@ -16,14 +16,44 @@ import { approvalExpired, personDecides } from "./person";
 
 export const AGENT_RUN_AGGREGATE = "agent_run";
 
+/** The command that starts a run, the run's step command, and a person's decision. */
+export interface AgentCommandTypes {
+  readonly start: string;
+  readonly step: string;
+  readonly decision: string;
+}
+
+/** An agent's group outside its handler: its identity and one state per run. */
+export interface AgentDescriptor extends RoleDescriptor {
+  readonly types: AgentCommandTypes;
+}
+
+/** The descriptor of an agent's group: the run of a start command is `runOf(event)`. */
+export function agentDescriptor(fields: {
+  group: string;
+  types: AgentCommandTypes;
+  runOf: (start: Envelope) => string;
+}): AgentDescriptor {
+  const { group, types, runOf } = fields;
+  return {
+    group,
+    types,
+    subscriptions: [types.start, types.step, types.decision],
+    stateOf: (event): AggregateRef => ({
+      type: AGENT_RUN_AGGREGATE,
+      id:
+        event.event_type === types.start
+          ? runOf(event)
+          : (event.payload as { run_id: string }).run_id,
+    }),
+  };
+}
+
 export interface AgentRoleSpec {
-  readonly group: string;
+  readonly descriptor: AgentDescriptor;
   readonly agent: AgentDefinition;
-  /** The command that starts a run, the run's step command, and a person's decision. */
-  readonly types: { readonly start: string; readonly step: string; readonly decision: string };
-  /** The run a start command begins: its id and the first user message. */
+  /** The run a start command begins: the first user message and what the run is about. */
   begin(event: Envelope): {
-    readonly runId: string;
     readonly prompt: string;
     readonly subject: Readonly<Record<string, string>>;
   };
@@ -35,15 +65,9 @@ export interface AgentRoleSpec {
 }
 
 export function agentRole(spec: AgentRoleSpec): Role<AgentJournal> {
-  const { types } = spec;
-  const runOf = (event: Envelope): string =>
-    event.event_type === types.start
-      ? spec.begin(event).runId
-      : (event.payload as { run_id: string }).run_id;
+  const { types } = spec.descriptor;
   return {
-    group: spec.group,
-    subscriptions: [types.start, types.step, types.decision],
-    stateOf: (event): AggregateRef => ({ type: AGENT_RUN_AGGREGATE, id: runOf(event) }),
+    ...spec.descriptor,
     summarize: summarizeAgentRun,
     async decide(state, event, context) {
       if (event.event_type === types.start) return start(spec, state, event, context.now);
@@ -63,7 +87,8 @@ async function start(
   now: Date,
 ): Promise<Decision<AgentJournal>> {
   if (state) return {};
-  const { runId, prompt, subject } = spec.begin(event);
+  const { prompt, subject } = spec.begin(event);
+  const runId = spec.descriptor.stateOf?.(event).id ?? event.aggregate.id;
   const first = await spec.ports.content.put(JSON.stringify({ role: "user", text: prompt }));
   const journal = newJournal({
     runId,
@@ -136,7 +161,7 @@ function outcome(spec: AgentRoleSpec, result: StepResult): Decision<AgentJournal
 function stepCommand(spec: AgentRoleSpec, journal: AgentJournal, done: JournalStep): EmitSpec {
   const { at: _at, tokens, ...rest } = done;
   return {
-    type: spec.types.step,
+    type: spec.descriptor.types.step,
     runId: journal.run_id,
     payload: {
       run_id: journal.run_id,
@@ -149,16 +174,27 @@ function stepCommand(spec: AgentRoleSpec, journal: AgentJournal, done: JournalSt
   };
 }
 
-/** Where an agent run sits in the operator's lists. */
+/**
+ * Where an agent run sits in the operator's lists: waiting `approval` (a call a person must
+ * approve) or `needs_human` (an outcome or an answer only a person can give), labelled with the
+ * agent, the run and what it waits for.
+ */
 export function summarizeAgentRun(journal: AgentJournal): StateSummary {
   const waiting = journal.waiting;
+  const what = waiting
+    ? ` waits for ${waiting.kind}${waiting.tool ? ` of ${waiting.tool} ${waiting.tool_call_id}` : ""}`
+    : "";
+  const list =
+    journal.status === "BLOCKED"
+      ? "approval"
+      : journal.status === "NEEDS_HUMAN"
+        ? "needs_human"
+        : undefined;
   return {
     kind: AGENT_RUN_AGGREGATE,
     status: journal.status,
-    label: `${journal.agent} ${journal.run_id}`,
-    ...(waiting
-      ? { waiting: `${waiting.kind}${waiting.tool ? ` ${waiting.tool}` : ""}: ${waiting.reason}` }
-      : {}),
+    label: `${journal.agent} ${journal.run_id}${what}`,
+    ...(list ? { waiting: list } : {}),
     counts: {
       model_turns: journal.totals.model_turns,
       tool_calls: journal.totals.tool_calls,

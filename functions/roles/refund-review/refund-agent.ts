@@ -11,14 +11,14 @@ import {
 } from "../../../schemas/events/refund";
 import * as z from "../../../schemas/zod";
 import { type AgentJournal, defineAgent } from "../../core/agent/agent";
-import { agentRole } from "../../core/agent/agent-role";
+import { agentDescriptor, agentRole } from "../../core/agent/agent-role";
 import type { ContentStore } from "../../core/agent/content";
 import type { EmitSpec } from "../../core/emit";
 import type { ModelPort } from "../../core/model";
+import type { PaymentsPort } from "../../core/payments";
 import type { Role } from "../../core/role";
 import type { OrdersPort } from "../../core/role-module";
 import type { SideEffectStore } from "../../core/side-effects";
-import type { PaymentsPort } from "./payments";
 import {
   getOrderTool,
   getRefundStatusTool,
@@ -36,6 +36,17 @@ import {
  */
 
 export const REFUND_REVIEW_GROUP = "refund-review";
+
+/** The refund agent outside its handler: its group, what it takes, one state per run. */
+export const REFUND_REVIEW = agentDescriptor({
+  group: REFUND_REVIEW_GROUP,
+  types: {
+    start: REFUND_REVIEW_REQUESTED,
+    step: REFUND_REVIEW_STEP,
+    decision: REFUND_REVIEW_DECISION,
+  },
+  runOf: (event) => refundRunId(event.task_id),
+});
 
 export const RefundAnswer = z.object({
   decision: z.enum(["approved", "rejected"]),
@@ -105,17 +116,11 @@ export function refundReviewRole(
   settings: RefundAgentSettings = DEFAULT_REFUND_SETTINGS,
 ): Role<AgentJournal> {
   return agentRole({
-    group: REFUND_REVIEW_GROUP,
+    descriptor: REFUND_REVIEW,
     agent: refundAgent(ports, settings),
-    types: {
-      start: REFUND_REVIEW_REQUESTED,
-      step: REFUND_REVIEW_STEP,
-      decision: REFUND_REVIEW_DECISION,
-    },
     begin: (event: Envelope) => {
       const request = RefundReviewRequestedPayload.parse(event.payload);
       return {
-        runId: refundRunId(event.task_id),
         prompt: JSON.stringify({ refund_question: request }),
         subject: {
           order_id: request.order_id,

@@ -1,8 +1,8 @@
 import { OrderId, OrderRecord } from "../../../schemas/events/conversation";
 import * as z from "../../../schemas/zod";
 import { defineTool, ToolRejectedError } from "../../core/agent/tool";
+import type { PaymentsPort } from "../../core/payments";
 import type { OrdersPort } from "../../core/role-module";
-import type { PaymentsPort } from "./payments";
 
 /**
  * The refund agent's tools: `get_order` and `get_refund_status` read; `issue_refund` writes, under

@@ -6,6 +6,7 @@ import {
 import { DynamoEventStore } from "../../../functions/adapters/dynamodb/event-store";
 import { putOrders } from "../../../functions/adapters/dynamodb/orders";
 import { DeterministicLocalModel } from "../../../functions/adapters/local-model";
+import type { PaymentsPort } from "../../../functions/core/payments";
 import { topology as projectTopology, type Topology } from "../../infra/topology";
 import { fromSdk } from "../../operator/from-sdk";
 import { type StackNames, stackNames } from "../../operator/names";
@@ -84,6 +85,11 @@ export interface LocalOptions {
   readonly scheduleIntervalMs?: number;
   /** Called for every reply the local channel delivers. */
   readonly onDelivery?: (delivery: LocalDelivery) => void;
+  /**
+   * The payment system the refund agent pays through, instead of the stack's payment stand-in
+   * table (a test's LocalPayments, whose faults it controls).
+   */
+  readonly payments?: PaymentsPort;
   /**
    * Faults to inject (lib/dev/chaos): SDK middleware on the clients the functions get, wrapped model
    * and channel, lost acknowledgements and crashed invocations in the runtime.
@@ -212,7 +218,10 @@ async function startRuntime(
   const observations = new Observations();
   const channel = new LocalChannel({ onDelivery: options.onDelivery });
   const model = new RecordingModel(new DeterministicLocalModel());
-  const services = options.faultInjection?.services?.({ model, channel }) ?? { model, channel };
+  const services = {
+    ...(options.faultInjection?.services?.({ model, channel }) ?? { model, channel }),
+    ...(options.payments ? { payments: options.payments } : {}),
+  };
   const runtime = new LocalRuntime({
     deployment,
     clients,

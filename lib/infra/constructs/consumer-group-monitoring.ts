@@ -86,6 +86,12 @@ const ATTENTION_ALARMS: Readonly<
     why: "the model never answered in the required shape; the node waits for a person",
     act: "Run `agentbus status` to list what needs a person, then `agentbus workflow show <run id>` for the node's error",
   },
+  "awaiting-approval": {
+    id: "AwaitingApprovalAlarm",
+    what: "tool calls waiting for a person's approval",
+    why: "an agent run is BLOCKED until a person approves or rejects the call (or its deadline passes)",
+    act: "Run `agentbus status` to list the runs that wait, then `agentbus approve <run id> --step <call id>` or `agentbus reject <run id> --step <call id> --reason ...`",
+  },
 };
 
 const DEAD_LETTER_ACTION =

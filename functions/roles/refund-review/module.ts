@@ -1,0 +1,56 @@
+import * as z from "../../../schemas/zod";
+import { defineModule, requirePort } from "../../core/role-module";
+import { DEFAULT_REFUND_SETTINGS, REFUND_REVIEW, refundReviewRole } from "./refund-agent";
+
+const cents = z.coerce.number().check(z.int(), z.minimum(0), z.maximum(100_000_000));
+
+/**
+ * `REFUND_APPROVAL_ABOVE_CENTS` (default 10000): refunds above this wait for a person's approval;
+ * `REFUND_APPROVAL_DEADLINE_SECONDS` (default a day): how long they wait before the call is
+ * refused; `REFUND_MAX_TURNS` (default 12): the model turns a review may take.
+ */
+export const RefundReviewSettings = z.object({
+  REFUND_APPROVAL_ABOVE_CENTS: z._default(cents, DEFAULT_REFUND_SETTINGS.approvalAboveCents),
+  REFUND_APPROVAL_DEADLINE_SECONDS: z._default(
+    z.coerce.number().check(z.int(), z.minimum(60), z.maximum(30 * 24 * 3600)),
+    DEFAULT_REFUND_SETTINGS.approvalDeadlineSeconds,
+  ),
+  REFUND_MAX_TURNS: z._default(
+    z.coerce.number().check(z.int(), z.minimum(1), z.maximum(100)),
+    DEFAULT_REFUND_SETTINGS.maxTurns,
+  ),
+});
+
+/**
+ * The refund agent (seed 000 §10): an agent loop over the orders and the payment system, one step
+ * per delivery, its refunds under idempotency keys, a person's approval above an amount.
+ */
+export const refundReviewModule = defineModule({
+  descriptor: REFUND_REVIEW,
+  entry: "functions/roles/refund-review/handler.ts",
+  deployment: {
+    batchSize: 1,
+    functionTimeoutSeconds: 120,
+    // A write whose outcome stays unknown is handed to a person after 5 deliveries
+    // (DEFAULT_MAX_UNKNOWN_ATTEMPTS); the queue must hand the step out at least that often.
+    maxReceiveCount: 8,
+    needs: { model: true, heartbeat: "visibility", tools: true, orders: "cancel", payments: true },
+    attention: ["awaiting-approval", "unknown-side-effects", "needs-human"],
+  },
+  settings: RefundReviewSettings,
+  build: (ports, settings) =>
+    refundReviewRole(
+      {
+        model: requirePort(ports, "model", "refund-review"),
+        content: requirePort(ports, "content", "refund-review"),
+        sideEffects: requirePort(ports, "sideEffects", "refund-review"),
+        orders: requirePort(ports, "orders", "refund-review"),
+        payments: requirePort(ports, "payments", "refund-review"),
+      },
+      {
+        approvalAboveCents: settings.REFUND_APPROVAL_ABOVE_CENTS,
+        approvalDeadlineSeconds: settings.REFUND_APPROVAL_DEADLINE_SECONDS,
+        maxTurns: settings.REFUND_MAX_TURNS,
+      },
+    ),
+});
