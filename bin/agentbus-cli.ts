@@ -1,5 +1,6 @@
 import { Command, CommanderError } from "commander";
 import { silenceNodeVersionWarning } from "../lib/operator/warnings";
+import { approveCommand, rejectCommand, resolveCommand } from "./cli/agent";
 import { replyCommand, sendCommand } from "./cli/customer-support";
 import { listsCommand } from "./cli/lists";
 import { consoleCommand, dlqCommand, statusCommand, traceCommand } from "./cli/ops";
@@ -67,6 +68,9 @@ program.addCommand(dlqCommand(globals));
 program.addCommand(consoleCommand(globals));
 program.addCommand(replyCommand(globals));
 program.addCommand(sendCommand(globals));
+program.addCommand(approveCommand(globals));
+program.addCommand(rejectCommand(globals));
+program.addCommand(resolveCommand(globals));
 program.addCommand(rebuildCommand(globals));
 program.addCommand(checkCommand(globals));
 program.addCommand(republishCommand(globals));

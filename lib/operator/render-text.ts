@@ -84,6 +84,7 @@ export function renderStatusText(view: StatusView, waiting?: WaitingView): strin
     "waiting for a person:",
     `  held replies          ${view.counts.heldReplies}`,
     `  unknown side effects  ${view.counts.unknownSideEffects}`,
+    `  awaiting approval     ${view.counts.awaitingApproval}`,
     `  NEEDS_HUMAN nodes     ${view.counts.needsHumanNodes}`,
     `  FAILED nodes          ${view.counts.failedNodes}`,
   );
@@ -100,6 +101,8 @@ function waitingLines(w: WaitingView): string[] {
   for (const c of w.heldReplies) lines.push(`  held reply     ${c.kind} ${c.id} (${since(c)})`);
   for (const s of w.unknownSideEffects)
     lines.push(`  unknown        side effect ${s.key} (${s.attempts} attempt(s), ${s.updatedAt})`);
+  for (const c of w.awaitingApproval)
+    lines.push(`  approval       ${c.label ?? c.id} (${since(c)})`);
   for (const c of w.needsHuman) lines.push(`  NEEDS_HUMAN    ${c.label ?? c.id} (${since(c)})`);
   for (const c of w.failedRuns)
     lines.push(`  ${c.status.padEnd(14)} run ${c.id} ${c.label ?? ""} (${since(c)})`);

@@ -105,13 +105,14 @@ async function groupStatus(stack: OpsStack): Promise<GroupStatusView[]> {
 
 /** What waits for a person, the newest waits first. */
 export async function waiting(stack: OpsStack, limit = 50): Promise<WaitingView> {
-  const [heldReplies, unknown, needsHuman, failedRuns] = await Promise.all([
+  const [heldReplies, unknown, awaitingApproval, needsHuman, failedRuns] = await Promise.all([
     summaries(stack, { waiting: "held_reply" }, limit),
     unknownSideEffects(stack, limit),
+    summaries(stack, { waiting: "approval" }, limit),
     summaries(stack, { waiting: "needs_human" }, limit),
     summaries(stack, { waiting: "failed_run" }, limit),
   ]);
-  return { heldReplies, unknownSideEffects: unknown, needsHuman, failedRuns };
+  return { heldReplies, unknownSideEffects: unknown, awaitingApproval, needsHuman, failedRuns };
 }
 
 /** Queues, relay, runs by status and what waits for a person, read from the stack. */
@@ -152,6 +153,7 @@ export async function status(stack: OpsStack, waitingNow?: WaitingView): Promise
     counts: {
       heldReplies: heldCount,
       unknownSideEffects: w.unknownSideEffects.length,
+      awaitingApproval: w.awaitingApproval.length,
       needsHumanNodes: w.needsHuman.length,
       failedNodes,
     },

@@ -175,6 +175,8 @@ export interface ItemSummary {
 export interface WaitingView {
   readonly heldReplies: readonly ItemSummary[];
   readonly unknownSideEffects: readonly SideEffectView[];
+  /** Agent runs BLOCKED until a person approves or rejects a tool call. */
+  readonly awaitingApproval: readonly ItemSummary[];
   readonly needsHuman: readonly ItemSummary[];
   readonly failedRuns: readonly ItemSummary[];
 }
@@ -188,6 +190,7 @@ export interface StatusView {
   readonly counts: {
     readonly heldReplies: number;
     readonly unknownSideEffects: number;
+    readonly awaitingApproval: number;
     readonly needsHumanNodes: number;
     readonly failedNodes: number;
   };

@@ -251,6 +251,7 @@ export function overview(): OverviewView {
       unknownSideEffects: [
         { key: "send#conv_01J9Z3XY#2", state: "unknown", attempts: 2, updatedAt: at(7_000) },
       ],
+      awaitingApproval: [],
       needsHuman: [],
       failedRuns: [failedRun],
     },
@@ -270,7 +271,13 @@ export function overview(): OverviewView {
       relayIteratorAgeMs: 350,
       relayFailures: 0,
       runsByStatus: { FAILED: 1, COMPLETED: 1 },
-      counts: { heldReplies: 1, unknownSideEffects: 1, needsHumanNodes: 0, failedNodes: 1 },
+      counts: {
+        heldReplies: 1,
+        unknownSideEffects: 1,
+        awaitingApproval: 0,
+        needsHumanNodes: 0,
+        failedNodes: 1,
+      },
     },
   };
 }

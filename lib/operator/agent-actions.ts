@@ -1,0 +1,90 @@
+import type { AgentJournal, PersonDecision } from "../../functions/core/agent/agent";
+import { AGENT_RUN_AGGREGATE, type AgentDescriptor } from "../../functions/core/agent/agent-role";
+import { ROLE_MODULES } from "../../functions/roles/modules";
+import { opaqueIdProblem } from "../../schemas/ids";
+import { stateData } from "./customer-support";
+import type { OpsStack } from "./stack";
+import type { Decided, SupportCommand } from "./support-actions";
+
+/**
+ * A person's answer to what an agent run waits for (functions/core/agent/person.ts): approve or
+ * reject a tool call that needs approval, or say whether a write whose outcome could not be learnt
+ * was applied. Checked against the run's stored journal before anything is sent: a decision the
+ * run already took is reported (`already`), one it does not wait for is refused (`refused`, naming
+ * what it waits for). Shared by the CLI and the console.
+ */
+
+export type StepDecision = PersonDecision["decision"];
+
+/** The decision command type of each agent group (`<stem>.decision.requested`). */
+const DECISION_TYPES: ReadonlyMap<string, string> = new Map(
+  ROLE_MODULES.flatMap((m) => {
+    const types = (m.descriptor as Partial<AgentDescriptor>).types;
+    return types ? [[m.descriptor.group, types.decision] as const] : [];
+  }),
+);
+
+export function loadAgentRun(stack: OpsStack, runId: string): Promise<AgentJournal | undefined> {
+  return stateData<AgentJournal>(stack, AGENT_RUN_AGGREGATE, runId);
+}
+
+/** Whether `decision` on call `callId` of the run applies; the command to send if it does. */
+export function stepDecision(
+  journal: AgentJournal | undefined,
+  runId: string,
+  callId: string,
+  decision: StepDecision,
+  fields: { readonly reason?: string; readonly output?: unknown; readonly requestedBy: string },
+): Decided {
+  if (!journal) return { refused: `no agent run ${runId}` };
+  // A decision the run took is in its journal's window (as `<decision> by <who>`).
+  const taken = journal.window.find((s) => s.kind === "person" && s.tool_call_id === callId);
+  if (taken?.outcome?.startsWith(`${decision} by `))
+    return { already: `${callId} of ${runId} was already decided: ${taken.outcome}` };
+  const waiting = journal.waiting;
+  if (waiting?.tool_call_id !== callId)
+    return {
+      refused: waiting?.tool_call_id
+        ? `run ${runId} waits for a decision on ${waiting.tool_call_id}, not ${callId}`
+        : `run ${runId} waits for no decision (it is ${journal.status})`,
+    };
+  const allowed: readonly StepDecision[] =
+    waiting.kind === "approval" ? ["approve", "reject"] : ["applied", "not_applied"];
+  if (!allowed.includes(decision))
+    return {
+      refused: `run ${runId} waits for ${waiting.kind === "approval" ? "an approval (approve or reject)" : "an outcome (applied or not_applied)"} of ${callId}, not ${decision}`,
+    };
+  const type = DECISION_TYPES.get(journal.agent);
+  if (!type)
+    return { refused: `run ${runId} belongs to ${journal.agent}, which takes no decisions` };
+  const conversationId = journal.subject.conversation_id ?? "";
+  const command: SupportCommand = {
+    type,
+    aggregate: { type: AGENT_RUN_AGGREGATE, id: runId },
+    taskId: journal.task_id,
+    conversationId,
+    orderKey: runId,
+    payload: {
+      run_id: runId,
+      tool_call_id: callId,
+      decision,
+      requested_by: fields.requestedBy,
+      ...(fields.reason === undefined ? {} : { reason: fields.reason }),
+      ...(fields.output === undefined ? {} : { output: fields.output }),
+    },
+  };
+  return { command };
+}
+
+/** Read the run and decide (see stepDecision). */
+export async function stepDecisionCheck(
+  stack: OpsStack,
+  runId: string,
+  callId: string,
+  decision: StepDecision,
+  fields: { readonly reason?: string; readonly output?: unknown; readonly requestedBy: string },
+): Promise<Decided> {
+  const problem = opaqueIdProblem(runId);
+  if (problem) return { refused: `${JSON.stringify(runId)} is not a run id (${problem})` };
+  return stepDecision(await loadAgentRun(stack, runId), runId, callId, decision, fields);
+}

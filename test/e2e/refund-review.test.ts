@@ -1,0 +1,271 @@
+import { ulid } from "ulid";
+import { describe, expect, it } from "vitest";
+import { DynamoOrders, putOrders } from "../../functions/adapters/dynamodb/orders";
+import { BAD_TOOL_INPUT_MARKER } from "../../functions/adapters/local-model-refund";
+import { LocalPayments } from "../../functions/adapters/local-payments";
+import type { AgentJournal } from "../../functions/core/agent/agent";
+import { AGENT_RUN_AGGREGATE } from "../../functions/core/agent/agent-role";
+import { appendToStream } from "../../functions/core/producer";
+import { systemClock, ulidSource } from "../../functions/core/runtime";
+import { refundRunId } from "../../functions/roles/refund-review/refund-agent";
+import { sideEffectOf, streamOf, waitUntil } from "../../lib/dev/local/scenario/customer-support";
+import { fromSdk } from "../../lib/operator/from-sdk";
+import { type Envelope, registry } from "../../schemas";
+import { localCli } from "../support/cli";
+import { localSupportStack, TIMEOUT } from "./support-stack";
+
+/**
+ * The refund agent on the local stack (seed 000 §10): its runs go step by step through the
+ * deployed queues, its refunds through a payment stand-in the test controls (faults), its
+ * decisions from the operator CLI run as a child process. Refunds above 100.00 wait for approval.
+ */
+describe("the refund agent on the local stack", () => {
+  const payments = new LocalPayments();
+  const local = localSupportStack("rr", {
+    payments,
+    envOverrides: { REFUND_APPROVAL_ABOVE_CENTS: "10000", MAX_UNKNOWN_ATTEMPTS: "5" },
+  });
+  const cli = localCli(() => local.env, local.stage, { AGENTBUS_OPERATOR: "ops_anna" });
+
+  /** A delivered order of its own, so the tests do not share one. */
+  async function newOrder(totalCents: number): Promise<string> {
+    const orderId = `R-${ulid().slice(-10)}`;
+    const { clients, names } = local.env;
+    await putOrders(fromSdk(clients.dynamodb), names.tables.orders ?? "", [
+      {
+        order_id: orderId,
+        customer_id: "cust_alice",
+        status: "delivered",
+        item: "Desk lamp",
+        total_cents: totalCents,
+        currency: "USD",
+        refund: { status: "none" },
+      },
+    ]);
+    return orderId;
+  }
+
+  const orders = () =>
+    new DynamoOrders(fromSdk(local.env.clients.dynamodb), local.env.names.tables.orders ?? "", {
+      consistentRead: true,
+    });
+
+  /** `refund.review.requested` appended to a stream of the test's, as the router would. */
+  async function askForRefund(orderId: string, question = "Please refund my order") {
+    const taskId = `task_${ulid()}`;
+    const deps = { store: local.env.store, registry, clock: systemClock, ids: ulidSource() };
+    const conversationId = `conv_${ulid()}`;
+    await appendToStream(deps, {
+      aggregate: { type: "refund_request", id: taskId },
+      producer: "test-router",
+      correlationId: `corr_${ulid()}`,
+      taskId,
+      conversationId,
+      decide: () => ({
+        emit: [
+          {
+            type: "refund.review.requested",
+            orderKey: conversationId,
+            payload: {
+              conversation_id: conversationId,
+              customer_id: "cust_alice",
+              order_id: orderId,
+              question,
+            },
+          },
+        ],
+      }),
+    });
+    return refundRunId(taskId);
+  }
+
+  const journalOf = async (runId: string) =>
+    (await local.env.store.load({ state: { type: AGENT_RUN_AGGREGATE, id: runId } })).state?.data as
+      | AgentJournal
+      | undefined;
+  const reaches = (runId: string, status: string) =>
+    waitUntil(
+      `run ${runId} ${status}`,
+      async () => {
+        const journal = await journalOf(runId);
+        return journal?.status === status ? journal : undefined;
+      },
+      TIMEOUT,
+    );
+  const factsOf = async (runId: string, type: string): Promise<Envelope[]> =>
+    (await streamOf(local.env, { type: AGENT_RUN_AGGREGATE, id: runId })).filter(
+      (e) => e.event_type === type,
+    );
+  const refundsOf = (orderId: string) => payments.refundsByOrder().get(orderId) ?? 0;
+
+  it(
+    "answers a refund question: the order is cancelled, then refunded once",
+    async () => {
+      const orderId = await newOrder(3450);
+      const runId = await askForRefund(orderId);
+      const done = await reaches(runId, "COMPLETED");
+      expect(done.totals).toMatchObject({ model_turns: 3, tool_calls: 3 });
+      const [approved] = await factsOf(runId, "refund.approved");
+      expect(approved?.payload).toMatchObject({ order_id: orderId, amount_cents: 3450 });
+      expect(refundsOf(orderId)).toBe(1);
+      expect((await orders().get(orderId))?.status).toBe("cancelled");
+      const steps = await factsOf(runId, "refund_review.step.requested");
+      expect(steps.map((e) => (e.payload as { done: { kind: string } }).done.kind)).toEqual([
+        "start",
+        "model",
+        "tool",
+        "tool",
+        "model",
+        "tool",
+      ]);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    "a crash after the refund applied and before the commit gives exactly one refund",
+    async () => {
+      const orderId = await newOrder(2999);
+      const refund = payments.refund.bind(payments);
+      let crashed = 0;
+      payments.refund = async (request) => {
+        const receipt = await refund(request);
+        if (request.order_id === orderId && crashed++ === 0) throw new Error("the worker died");
+        return receipt;
+      };
+      try {
+        const runId = await askForRefund(orderId);
+        const done = await reaches(runId, "COMPLETED");
+        expect(crashed).toBe(1);
+        expect(refundsOf(orderId)).toBe(1);
+        expect(await factsOf(runId, "refund.approved")).toHaveLength(1);
+        const key = done.window.find((s) => s.tool === "issue_refund")?.key ?? "";
+        expect(key).toBe(`${done.task_id}:${runId}:call_2_1`);
+        // The second delivery found the record pending from the first and asked by the key.
+        expect(await sideEffectOf(local.env, key)).toMatchObject({
+          state: "succeeded",
+          attempts: 2,
+        });
+      } finally {
+        payments.refund = refund;
+      }
+    },
+    TIMEOUT,
+  );
+
+  it(
+    "a timeout after the refund applied is resolved by a query",
+    async () => {
+      const orderId = await newOrder(2599);
+      payments.failNext("timeout_after");
+      const runId = await askForRefund(orderId);
+      const done = await reaches(runId, "COMPLETED");
+      expect(done.window.some((s) => s.outcome === "succeeded (query after timeout)")).toBe(true);
+      expect(refundsOf(orderId)).toBe(1);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    "an outcome that cannot be learnt is escalated, listed by status, and resolved from the CLI",
+    async () => {
+      const orderId = await newOrder(4999);
+      payments.failNext("timeout_after", ...Array<"query_unknown">(5).fill("query_unknown"));
+      const runId = await askForRefund(orderId);
+      const waiting = await reaches(runId, "NEEDS_HUMAN");
+      expect(waiting.waiting).toMatchObject({ kind: "outcome", tool: "issue_refund" });
+      expect(refundsOf(orderId)).toBe(1);
+      const status = await cli("status");
+      expect(status.code, status.stderr).toBe(0);
+      expect(status.stdout).toContain(`${runId} waits for outcome of issue_refund call_2_1`);
+      expect(status.stdout).toContain(`${waiting.task_id}:${runId}:call_2_1`);
+
+      const [receipt] = [...payments.refunds.values()].filter((r) => r.order_id === orderId);
+      const resolved = await cli(
+        "resolve",
+        runId,
+        "--step",
+        "call_2_1",
+        "--as",
+        "applied",
+        "--output",
+        JSON.stringify(receipt),
+        "--reason",
+        "seen at the provider",
+      );
+      expect(resolved.code, resolved.stderr).toBe(0);
+      await reaches(runId, "COMPLETED");
+      expect(await factsOf(runId, "refund.approved")).toHaveLength(1);
+      expect(refundsOf(orderId)).toBe(1);
+      const again = await cli("resolve", runId, "--step", "call_2_1", "--as", "applied");
+      expect(again.code, again.stderr).toBe(0);
+      expect(again.stdout).toContain("already decided");
+    },
+    TIMEOUT,
+  );
+
+  it(
+    "a refund over the threshold waits, is approved from the CLI, and is made once",
+    async () => {
+      const orderId = await newOrder(20_000);
+      const runId = await askForRefund(orderId);
+      const blocked = await reaches(runId, "BLOCKED");
+      expect(blocked.waiting).toMatchObject({
+        kind: "approval",
+        tool: "issue_refund",
+        input: { order_id: orderId, amount_cents: 20_000 },
+      });
+      expect(refundsOf(orderId)).toBe(0);
+      const status = await cli("status");
+      expect(status.stdout).toContain(`${runId} waits for approval of issue_refund call_2_1`);
+      const wrong = await cli("approve", runId, "--step", "call_9_9");
+      expect(wrong.code).toBe(2);
+      expect(wrong.stderr).toContain("waits for a decision on call_2_1, not call_9_9");
+      const approved = await cli("approve", runId, "--step", "call_2_1", "--reason", "checked");
+      expect(approved.code, approved.stderr).toBe(0);
+      const done = await reaches(runId, "COMPLETED");
+      expect(done.window.some((s) => s.outcome === "approve by ops_anna")).toBe(true);
+      expect(refundsOf(orderId)).toBe(1);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    "rejected from the CLI, the refund is never made and the review says why",
+    async () => {
+      const orderId = await newOrder(20_000);
+      const runId = await askForRefund(orderId);
+      await reaches(runId, "BLOCKED");
+      const rejected = await cli(
+        "reject",
+        runId,
+        "--step",
+        "call_2_1",
+        "--reason",
+        "outside policy",
+      );
+      expect(rejected.code, rejected.stderr).toBe(0);
+      await reaches(runId, "COMPLETED");
+      const [fact] = await factsOf(runId, "refund.rejected");
+      expect(fact?.payload).toMatchObject({
+        order_id: orderId,
+        reason: expect.stringContaining("outside policy"),
+      });
+      expect(refundsOf(orderId)).toBe(0);
+      expect((await orders().get(orderId))?.status).toBe("delivered");
+    },
+    TIMEOUT,
+  );
+
+  it(
+    "a tool call with bad input gets an error turn and nothing runs",
+    async () => {
+      const orderId = await newOrder(1500);
+      const runId = await askForRefund(orderId, `Refund please ${BAD_TOOL_INPUT_MARKER}`);
+      const done = await reaches(runId, "COMPLETED");
+      expect(done.totals.refused_calls).toBe(1);
+      expect(refundsOf(orderId)).toBe(1);
+    },
+    TIMEOUT,
+  );
+});
