@@ -1,10 +1,11 @@
 import type { ModelMessage, ModelRequest } from "../core/model";
-import { ToolUse } from "./local-model-tool-use";
+import { ToolUse } from "./local-model-script";
 
 /**
  * The local model's script for the refund agent (`refund-review`): a deterministic reviewer that
- * asks for the order and its refund (two calls in one turn), then issues the refund or refuses,
- * then answers from what its tools said. Markers in the customer's question drive the cases:
+ * asks for the order and its refund (two calls in one turn), then answers about a refund that
+ * exists, refuses an order in transit, or issues the refund and answers from what its tools said.
+ * Markers in the customer's messages drive the cases:
  * `[unknown-tool]` first asks for a tool that does not exist, `[bad-tool-input]` first calls
  * get_order with input that does not fit, `[refund-cents:N]` asks for N cents instead of the total.
  */
@@ -14,7 +15,19 @@ export const BAD_TOOL_INPUT_MARKER = "[bad-tool-input]";
 
 interface Question {
   readonly order_id: string;
+  /** The customer's messages, joined. */
   readonly question: string;
+}
+
+/** The refund question of the agent's first message (refundPrompt in the refund agent). */
+function questionOf(request: ModelRequest): Question {
+  const first = JSON.parse(request.messages[0]?.text ?? "{}") as {
+    refund_question?: { order_id?: string; customer_messages?: string[] };
+  };
+  return {
+    order_id: first.refund_question?.order_id ?? "",
+    question: (first.refund_question?.customer_messages ?? []).join(" "),
+  };
 }
 
 /** Each tool's latest answer in the conversation, by tool name. */
@@ -32,12 +45,10 @@ function toolAnswers(messages: readonly ModelMessage[]) {
 }
 
 export function refundReview(request: ModelRequest): string | object | ToolUse {
-  const first = request.messages[0]?.text ?? "{}";
-  const { refund_question: q } = JSON.parse(first) as { refund_question: Question };
+  const q = questionOf(request);
   const turn = request.messages.filter((m) => m.role === "assistant").length + 1;
   const id = (n: number) => `call_${turn}_${n}`;
   const answers = toolAnswers(request.messages);
-  const refused = request.messages.some((m) => m.toolResults?.some((r) => r.isError));
   if (turn === 1 && q.question.includes(UNKNOWN_TOOL_MARKER))
     return new ToolUse([{ id: id(1), name: "delete_order", input: { order_id: q.order_id } }]);
   if (turn === 1 && q.question.includes(BAD_TOOL_INPUT_MARKER))
@@ -49,7 +60,27 @@ export function refundReview(request: ModelRequest): string | object | ToolUse {
       { id: id(1), name: "get_order", input: { order_id: q.order_id } },
       { id: id(2), name: "get_refund_status", input: { order_id: q.order_id } },
     ]);
-  return decideRefund(q, order.content, status.content, answers.get("issue_refund"), id, refused);
+  return decideRefund(q, order.content, status.content, answers.get("issue_refund"), id);
+}
+
+interface ShopOrder {
+  readonly status: string;
+  readonly total_cents: number;
+  readonly currency?: string;
+  readonly refund?: { status: string; amount_cents?: number; updated_at?: string };
+}
+
+/** What the customer is told about a refund the shop already has on the order. */
+function aboutExistingRefund(
+  refund: NonNullable<ShopOrder["refund"]>,
+  currency: string | undefined,
+): string {
+  const amount =
+    refund.amount_cents === undefined
+      ? ""
+      : ` of ${(refund.amount_cents / 100).toFixed(2)} ${currency ?? ""}`.trimEnd();
+  const when = refund.updated_at === undefined ? "" : ` on ${refund.updated_at.slice(0, 10)}`;
+  return `Your refund${amount} was ${refund.status}${when}.`;
 }
 
 function decideRefund(
@@ -58,9 +89,8 @@ function decideRefund(
   status: unknown,
   issued: { content: unknown; isError: boolean } | undefined,
   id: (n: number) => string,
-  _refused: boolean,
 ): object | ToolUse {
-  const found = order as { found: boolean; order?: { status: string; total_cents: number } };
+  const found = order as { found: boolean; order?: ShopOrder };
   if (!found.found || !found.order)
     return { decision: "rejected", reason: `We could not find order ${q.order_id}.` };
   const refund = (
@@ -68,11 +98,14 @@ function decideRefund(
   ).refund;
   if (refund)
     return {
-      decision: "approved",
-      reason: "Your order has been refunded.",
+      decision: "answered",
+      reason: `Your refund ${refund.refund_id} of ${refund.amount_cents} cents has been issued.`,
       amount_cents: refund.amount_cents,
       refund_id: refund.refund_id,
     };
+  const existing = found.order.refund;
+  if (existing && existing.status !== "none")
+    return { decision: "answered", reason: aboutExistingRefund(existing, found.order.currency) };
   if (found.order.status === "shipped")
     return {
       decision: "rejected",

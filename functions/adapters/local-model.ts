@@ -2,16 +2,29 @@ import { createHash } from "node:crypto";
 import { PermanentError } from "../core/errors";
 import type { ModelPort, ModelRequest, ModelResponse, ModelToolCall } from "../core/model";
 import { refundReview } from "./local-model-refund";
-import { ToolUse } from "./local-model-tool-use";
+import {
+  HUMAN_REVIEW_MARKER,
+  MODEL_ACCESS_DENIED_MARKER,
+  replyGeneration,
+} from "./local-model-reply";
+import { LOCAL_MODEL_NAME, type RequestFacts, type Script, ToolUse } from "./local-model-script";
 
-export { ToolUse };
+export {
+  HUMAN_REVIEW_MARKER,
+  LOCAL_MODEL_NAME,
+  MODEL_ACCESS_DENIED_MARKER,
+  type RequestFacts,
+  type Script,
+  ToolUse,
+};
 
 /**
  * NOT a model. A deterministic stand-in for the ModelPort, for the local runtime and for tests:
  * it answers from scripts registered per agent role (`request.metadata.role`), so a workflow runs
  * end to end without Bedrock, AWS credentials or network, and every run gives the same outputs.
  *
- * - A script returns a string (sent as is) or an object (sent as its JSON text).
+ * - A script returns a string (sent as is), an object (sent as its JSON text) or a ToolUse (the
+ *   tool calls it asks for, stop reason `tool_use`).
  * - Same request, same answer: scripts derive everything from the request text through a hash
  *   (`RequestFacts`); nothing reads the clock or a random source. `latencyMs` is the reported
  *   latency, not a wait.
@@ -20,16 +33,13 @@ export { ToolUse };
  * - A role without a script -> PermanentError `model.no_script`.
  *
  * The default scripts (`DEFAULT_SCRIPTS`) cover the content-production workflow of seed 001 §6
- * (`topic-selection`, `fact-check`, `writing`, `review`) and the support workflow's
- * `reply-generation`. Put `[fail-fact-check]` anywhere in a fact-check request to get verdict
+ * (`topic-selection`, `fact-check`, `writing`, `review`), the support workflow's
+ * `reply-generation` (./local-model-reply.ts) and the refund agent's `refund-review`, which calls
+ * tools (./local-model-refund.ts). Put `[fail-fact-check]` anywhere in a fact-check request to get verdict
  * "fail" and drive the failure path, and `[unusable-draft]` in a writing request to get text that
  * is not the JSON asked for (every time, so the agent run ends NEEDS_HUMAN), and
  * `[needs-confirmation]` in a review request to get a request for an external confirmation (the
- * agent run goes BLOCKED until one is given). The reply-generation script quotes the customer's message
- * and the order facts of the prompt, cites only the allowed source refs the prompt lists, and
- * asks for a human review when the request contains `[human-review]`, and refuses the call
- * (PermanentError `model.access_denied`, as Bedrock without model access) when it contains
- * `[model-access-denied]`.
+ * agent run goes BLOCKED until one is given); the reply and refund scripts say what drives them.
  */
 export class DeterministicLocalModel implements ModelPort {
   readonly name = LOCAL_MODEL_NAME;
@@ -115,14 +125,6 @@ export class DeterministicLocalModel implements ModelPort {
   }
 }
 
-export const LOCAL_MODEL_NAME = "deterministic-local-model";
-
-/**
- * A role's canned behaviour: an object is answered as JSON text, a string as is, a ToolUse asks
- * for its tools.
- */
-export type Script = (request: ModelRequest, facts: RequestFacts) => string | object | ToolUse;
-
 export interface DeterministicLocalModelProps {
   /** Scripts by role; they override the default scripts of the same role. */
   readonly scripts?: Readonly<Record<string, Script>>;
@@ -130,18 +132,6 @@ export interface DeterministicLocalModelProps {
   readonly withDefaults?: boolean;
   /** Latency reported in every response (no actual wait). @default 0 */
   readonly latencyMs?: number;
-}
-
-/** What scripts derive their answers from: a hash of the request text and helpers over it. */
-export interface RequestFacts {
-  /** The system prompt and every message, joined by newlines. */
-  readonly text: string;
-  /** Hex SHA-256 of the role and `text`. */
-  readonly digest: string;
-  /** A stable pick from `options`; `salt` gives independent picks from one request. */
-  pick<T>(options: readonly T[], salt: string): T;
-  /** A stable integer in [min, max]. */
-  int(min: number, max: number, salt: string): number;
 }
 
 export const FAIL_FACT_CHECK_MARKER = "[fail-fact-check]";
@@ -176,19 +166,6 @@ const ANGLES = [
 ] as const;
 const SOURCE_KINDS = ["report", "dataset", "interview", "filing", "study", "press-release"];
 const VERBS = ["reshapes", "tests", "rewards", "strains", "redefines", "quietly funds"] as const;
-const REPLY_OPENINGS = [
-  "Thanks for reaching out.",
-  "Thanks for the details.",
-  "Sorry for the trouble.",
-  "Good question.",
-] as const;
-const REPLY_ACTIONS = [
-  "I have checked your account and the change is now in place.",
-  "The steps in our help article should resolve this; reply if they do not.",
-  "Your request has been logged and the team will follow up by email.",
-  "A corrected invoice is on its way to the address on file.",
-] as const;
-
 function topicSelection(_request: ModelRequest, facts: RequestFacts) {
   const subject = facts.pick(SUBJECTS, "subject");
   const count = facts.int(2, 3, "sources");
@@ -262,106 +239,6 @@ function review(_request: ModelRequest, facts: RequestFacts) {
     final_title:
       title ??
       `The ${facts.pick(ADJECTIVES, "adjective")} case for ${facts.pick(SUBJECTS, "subject")}`,
-  };
-}
-
-export const HUMAN_REVIEW_MARKER = "[human-review]";
-/** In a reply-generation request: the model refuses the call as Bedrock does without access. */
-export const MODEL_ACCESS_DENIED_MARKER = "[model-access-denied]";
-
-const REPLY_QUOTE_CHARS = 60;
-const ALLOWED_REFS_HEADER = "Allowed source_refs:";
-
-interface ReplyFacts {
-  readonly customer_message?: string;
-  readonly intent?: string;
-  readonly order?: {
-    readonly order_id?: string;
-    readonly status?: string;
-    readonly item?: string;
-    readonly refund?: { readonly status?: string; readonly amount_cents?: number };
-    readonly currency?: string;
-  };
-  readonly order_lookup?: { readonly order_id?: string; readonly found?: boolean };
-}
-
-/**
- * The facts and allowed source refs of a reply-generation prompt (see
- * functions/roles/customer-support/reply-generation/reply-generation.ts `replyPrompt`): the first line of the first user message
- * that is a JSON object, and the `- <ref>` lines after "Allowed source_refs:". Plain text
- * requests give no facts and no refs.
- */
-function replyFactsOf(request: ModelRequest): { facts: ReplyFacts; refs: string[]; text: string } {
-  const text = request.messages[0]?.text ?? "";
-  const lines = text.split("\n");
-  let facts: ReplyFacts = {};
-  for (const line of lines) {
-    if (!line.startsWith("{")) continue;
-    try {
-      const value: unknown = JSON.parse(line);
-      if (value !== null && typeof value === "object") facts = value as ReplyFacts;
-    } catch {
-      // Not the facts line.
-    }
-    break;
-  }
-  const header = lines.indexOf(ALLOWED_REFS_HEADER);
-  const refs: string[] = [];
-  if (header >= 0)
-    for (const line of lines.slice(header + 1)) {
-      if (!line.startsWith("- ")) break;
-      refs.push(line.slice(2).trim());
-    }
-  return { facts, refs, text };
-}
-
-function money(cents: number, currency: string | undefined): string {
-  return `${(cents / 100).toFixed(2)}${currency ? ` ${currency}` : ""}`;
-}
-
-function replyGeneration(request: ModelRequest, facts: RequestFacts) {
-  if (facts.text.includes(MODEL_ACCESS_DENIED_MARKER))
-    throw new PermanentError(
-      "model.access_denied",
-      `AccessDeniedException: ${LOCAL_MODEL_NAME} may not be invoked for this request (${MODEL_ACCESS_DENIED_MARKER})`,
-    );
-  const { facts: given, refs, text } = replyFactsOf(request);
-  const message = (given.customer_message ?? text).replace(/\s+/g, " ").trim();
-  const quote =
-    message.length > REPLY_QUOTE_CHARS ? `${message.slice(0, REPLY_QUOTE_CHARS - 1)}…` : message;
-  const parts = [`Re: "${quote}".`, facts.pick(REPLY_OPENINGS, "opening")];
-  const order = given.order;
-  const cited: string[] = [];
-  if (order?.order_id !== undefined) {
-    parts.push(
-      `Order ${order.order_id}${order.item ? ` (${order.item})` : ""} is ${order.status ?? "on file"}.`,
-    );
-    cited.push(...refs.filter((ref) => ref === `order:${order.order_id}`));
-    const refund = order.refund;
-    if (refund?.status !== undefined && (refund.status !== "none" || given.intent === "refund")) {
-      parts.push(
-        `Refund status: ${refund.status}${
-          refund.amount_cents !== undefined
-            ? ` (${money(refund.amount_cents, order.currency)})`
-            : ""
-        }.`,
-      );
-      cited.push(...refs.filter((ref) => ref === `refund:${order.order_id}`));
-    } else if (given.intent === "refund") {
-      parts.push("No refund has been requested for it yet.");
-    }
-  } else if (given.order_lookup?.order_id !== undefined) {
-    parts.push(`I could not find order ${given.order_lookup.order_id} on your account.`);
-  } else {
-    parts.push(facts.pick(REPLY_ACTIONS, "action"));
-  }
-  cited.push(...refs.filter((ref) => ref.startsWith("message:")));
-  const review = facts.text.includes(HUMAN_REVIEW_MARKER);
-  return {
-    reply_text: parts.join(" "),
-    confidence: facts.int(review ? 30 : 60, review ? 55 : 95, "confidence") / 100,
-    requires_human_review: review,
-    source_refs: cited,
   };
 }
 

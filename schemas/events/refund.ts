@@ -4,6 +4,7 @@ import * as z from "../zod";
 import { OrderId } from "./conversation";
 import { OperatorReason, Requester } from "./fields";
 import { outsideCommand, streamCommand, streamFact } from "./kinds";
+import { RefundReviewOutcome, SupportTurn } from "./support-commands";
 
 /**
  * The refund review (seed 000 §2.2, §6.2, §10): a customer asks about a refund; the refund agent,
@@ -31,17 +32,18 @@ export const REFUND_REVIEW_NEEDS_PERSON = "refund.review.needs_person";
 export const REFUND_APPROVED = "refund.approved";
 export const REFUND_REJECTED = "refund.rejected";
 
-const Question = z.string().check(z.minLength(1), z.maxLength(4000));
 /** An amount in cents (as the orders table keeps totals). */
 const AmountCents = z.int().check(z.nonnegative(), z.lte(100_000_000));
 const RefundId = z.string().check(z.minLength(1), z.maxLength(128));
 const Reason = z.string().check(z.minLength(1), z.maxLength(2000));
 
-export const RefundReviewRequestedPayload = z.object({
-  conversation_id: OpaqueId,
-  customer_id: OpaqueId,
+/**
+ * A support turn the router found to be a refund question: the turn (who, where the reply goes,
+ * which context: the agent reads the customer's messages from the conversation) and the order.
+ */
+export const RefundReviewRequestedPayload = z.extend(SupportTurn, {
+  intent: z.literal("refund"),
   order_id: OrderId,
-  question: Question,
 });
 export type RefundReviewRequested = z.output<typeof RefundReviewRequestedPayload>;
 
@@ -83,10 +85,7 @@ export const RefundReviewCompletedPayload = z.object({
   run_id: OpaqueId,
   conversation_id: OpaqueId,
   order_id: OrderId,
-  decision: z.enum(["approved", "rejected"]),
-  reason: Reason,
-  amount_cents: z.optional(AmountCents),
-  refund_id: z.optional(RefundId),
+  ...RefundReviewOutcome.shape,
   model_turns: z.int().check(z.nonnegative()),
   tool_calls: z.int().check(z.nonnegative()),
 });

@@ -16,7 +16,7 @@ import { streamCommand } from "./kinds";
  */
 
 /** What every support command carries: who, where the reply goes, and which context. */
-const SupportTurn = z.extend(z.omit(ConversationTurn, { text: true }), {
+export const SupportTurn = z.extend(z.omit(ConversationTurn, { text: true }), {
   /** The conversation version of this turn: its context is the messages through it. */
   context_version: z.int().check(z.minimum(1)),
 });
@@ -30,11 +30,24 @@ export const OrderLookupRequestedPayload = z.extend(SupportTurn, {
 });
 export type OrderLookupRequested = z.output<typeof OrderLookupRequestedPayload>;
 
+/** What the refund agent decided on a refund question (functions/roles/refund-review). */
+export const RefundReviewOutcome = z.object({
+  /** `answered`: a question about a refund that exists; nothing was refunded or refused. */
+  decision: z.enum(["approved", "rejected", "answered"]),
+  /** What the customer is told, in a sentence or two. */
+  reason: z.string().check(z.minLength(1), z.maxLength(2000)),
+  amount_cents: z.optional(z.int().check(z.nonnegative())),
+  refund_id: z.optional(z.string().check(z.minLength(1), z.maxLength(128))),
+});
+export type RefundReviewOutcome = z.output<typeof RefundReviewOutcome>;
+
 export const ReplyGenerationRequestedPayload = z.extend(SupportTurn, {
   intent: Intent,
   order_id: z.optional(OrderId),
   /** The looked-up order; absent when none was asked for or none was found. */
   order: z.optional(OrderRecord),
+  /** For a refund question: what the refund agent decided (the reply tells the customer). */
+  refund_review: z.optional(RefundReviewOutcome),
 });
 export type ReplyGenerationRequested = z.output<typeof ReplyGenerationRequestedPayload>;
 

@@ -163,6 +163,7 @@ async function begin(ports: AgentPorts): Promise<AgentJournal> {
     taskId: TASK,
     agent: "tiny",
     subject: { order_id: "42" },
+    startedBy: { event_type: "tiny.requested", payload: { order_id: "42" } },
     firstMessage: first,
     now: T0,
   });

@@ -128,11 +128,11 @@ describe("the whole chain and the conversation projection", () => {
       },
     });
     expect(view.turns[second.task_id]?.reply_text).toContain("shipped");
-    // Order 456 is Bob's: not found for Alice; the reply was generated and sent for delivery.
+    // Order 456 is Bob's: the refund agent does not find it for Alice; the reply was generated
+    // and sent for delivery.
     expect(view.turns[third.task_id]).toMatchObject({
       input_version: 3,
       intent: "refund",
-      order_found: false,
       status: "generated",
     });
     expect(view.turns[third.task_id]?.reply_text).toContain("could not find order 456");

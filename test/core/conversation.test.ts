@@ -182,7 +182,7 @@ describe("router", () => {
     });
   });
 
-  it("emits routed + order lookup (order found in text) keeping the envelope fields", async () => {
+  it("emits routed + the refund review (a refund question about an order) keeping the envelope fields", async () => {
     const h = harness();
     const router = routerOf(h);
     const conv = newConversationId();
@@ -199,7 +199,7 @@ describe("router", () => {
       rule: ROUTER_RULES.refund,
     });
     expect(routed?.expires_at).toBeUndefined();
-    expect(lookup?.event_type).toBe("order.lookup.requested");
+    expect(lookup?.event_type).toBe("refund.review.requested");
     expect(lookup?.payload).toMatchObject({
       intent: "refund",
       order_id: "123",
@@ -285,10 +285,10 @@ describe("order lookup", () => {
   });
 
   it("reports an unknown order as not found", async () => {
-    const { completed, next } = await lookup("refund order 999 now");
+    const { completed, next } = await lookup("what about order 999 now");
     expect(completed.payload).toMatchObject({ order_id: "999", found: false });
     expect((completed.payload as { order?: unknown }).order).toBeUndefined();
-    expect(next.payload).toMatchObject({ intent: "refund", order_id: "999" });
+    expect(next.payload).toMatchObject({ intent: "order_status", order_id: "999" });
     expect((next.payload as { order?: unknown }).order).toBeUndefined();
   });
 

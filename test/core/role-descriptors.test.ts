@@ -23,6 +23,7 @@ describe("each group's descriptor in the topology is the one its role is built f
       support.conversation,
       support.router,
       support.orderLookup,
+      support.refundReview,
       support.replyGeneration,
       support.sender,
       support.projection,

@@ -2,6 +2,8 @@ import { ulid } from "ulid";
 import { expect } from "vitest";
 import { LocalChannel } from "../../functions/adapters/channel/local-channel";
 import { DeterministicLocalModel } from "../../functions/adapters/local-model";
+import { LocalPayments } from "../../functions/adapters/local-payments";
+import { InMemoryContentStore } from "../../functions/core/agent/content";
 import type { ModelPort, ModelRequest, ModelResponse } from "../../functions/core/model";
 import { consume } from "../../functions/core/pipeline";
 import type { Role } from "../../functions/core/role";
@@ -24,12 +26,13 @@ import {
 import { replyGenerationRole } from "../../functions/roles/customer-support/reply-generation/reply-generation";
 import { routerRole } from "../../functions/roles/customer-support/router/router";
 import { senderRole } from "../../functions/roles/customer-support/sender/sender";
+import { refundReviewRole } from "../../functions/roles/refund-review/refund-agent";
 import { SAMPLE_ORDERS } from "../../lib/dev/local/orders";
 import { type Envelope, registry } from "../../schemas";
 import { makeDeps } from "./fixtures";
 
 /**
- * The customer-support roles on in-memory adapters, each with its ports, and a drain that hands
+ * The customer-support roles (the refund agent among them) on in-memory adapters, each with its ports, and a drain that hands
  * events to them as the buses would: what the core support tests run their turns through.
  */
 
@@ -122,10 +125,19 @@ function supportRoles(
 ) {
   const { channel, sideEffects, model } = ports;
   const context = conversationContextReader(store);
+  const orders = options.orders ?? ordersFrom(SAMPLE_ORDERS);
   return {
     conversation: conversationRole({ replyTtlSeconds: options.replyTtlSeconds }),
     router: routerRole({ context }),
-    orderLookup: orderLookupRole({ orders: options.orders ?? ordersFrom(SAMPLE_ORDERS) }),
+    orderLookup: orderLookupRole({ orders }),
+    refundReview: refundReviewRole({
+      conversation: context,
+      model,
+      content: new InMemoryContentStore(),
+      sideEffects,
+      orders,
+      payments: new LocalPayments(),
+    }),
     replyGeneration: replyGenerationRole({
       model,
       conversation: conversationReader(store),

@@ -28,7 +28,17 @@ function refundDesk(settings: Partial<RefundAgentSettings> = {}) {
   const content = new InMemoryContentStore();
   const sideEffects = new InMemorySideEffects();
   const orders = ordersFrom(SAMPLE_ORDERS);
-  const ports = { model, content, sideEffects, orders, payments };
+  const questions = new Map<number, string>();
+  /** The customer's message of the turn at this context version (the conversation's state). */
+  const conversation = async (_conversationId: string, version: number) => [
+    {
+      version,
+      message_event_id: "01KB0Q3V9X7T2M4N6P8R0S1W40",
+      text: questions.get(version) ?? "",
+      received_at: "2026-01-01T00:00:00.000Z",
+    },
+  ];
+  const ports = { conversation, model, content, sideEffects, orders, payments };
   const role = refundReviewRole(ports, { ...DEFAULT_REFUND_SETTINGS, ...settings });
   const module = defineModule({
     descriptor: role,
@@ -38,16 +48,23 @@ function refundDesk(settings: Partial<RefundAgentSettings> = {}) {
   });
   const t = testRole(module);
   const delivered = new Set<string>();
-  const ask = async (orderId: string, question: string) => {
+  const ask = async (orderId: string, question: string, customer?: string) => {
+    questions.set(1, question);
     const [start] = await t.append(
       { aggregate: { type: "support_route", id: TASK }, taskId: TASK, orderKey: CONVERSATION },
       {
         type: "refund.review.requested",
         payload: {
           conversation_id: CONVERSATION,
-          customer_id: "cust_alice",
+          customer_id:
+            customer ??
+            SAMPLE_ORDERS.find((o) => o.order_id === orderId)?.customer_id ??
+            "cust_alice",
+          channel: "chat",
+          message_event_id: "01KB0Q3V9X7T2M4N6P8R0S1W40",
+          context_version: 1,
+          intent: "refund",
           order_id: orderId,
-          question,
         },
       },
     );
@@ -113,6 +130,31 @@ describe("the refund agent (seed 000 §10)", () => {
     expect((await desk.orders.get("456"))?.status).toBe("cancelled");
     // Every fact of the review is ordered with the customer's conversation.
     expect(completed?.order_key).toBe(CONVERSATION);
+    // Reply generation is asked to tell the customer, with the order as it is now.
+    const [reply] = desk.facts("reply.generation.requested");
+    expect(reply?.payload).toMatchObject({
+      intent: "refund",
+      order_id: "456",
+      order: { status: "cancelled" },
+      refund_review: { decision: "approved", amount_cents: 3450 },
+    });
+    expect(reply?.order_key).toBe(CONVERSATION);
+  });
+
+  it("answers a question about a refund the shop already has, and refunds nothing", async () => {
+    const desk = refundDesk();
+    await desk.ask("123", "Has the refund for order 123 gone through?");
+    await desk.drain();
+    const [completed] = desk.facts("refund.review.completed");
+    expect(completed?.payload).toMatchObject({
+      decision: "answered",
+      reason: "Your refund of 49.99 USD was submitted on 2026-08-31.",
+    });
+    expect(desk.facts("refund.approved")).toEqual([]);
+    expect(desk.facts("refund.rejected")).toEqual([]);
+    expect(desk.payments.calls).toBe(0);
+    expect((await desk.orders.get("123"))?.status).toBe("returned");
+    expect(desk.facts("reply.generation.requested")).toHaveLength(1);
   });
 
   it("shows each model turn and tool call under the task, in the step commands", async () => {
@@ -141,6 +183,18 @@ describe("the refund agent (seed 000 §10)", () => {
       outcome: "succeeded (run)",
     });
     for (const e of desk.t.emitted) expect(e.task_id).toBe(TASK);
+  });
+
+  it("sees only the customer's own orders: another's is not found, and nothing is refunded", async () => {
+    const desk = refundDesk();
+    await desk.ask("456", "Refund order 456 please", "cust_alice"); // 456 is Bob's
+    await desk.drain();
+    expect(desk.facts("refund.rejected")[0]?.payload).toMatchObject({
+      reason: "We could not find order 456.",
+    });
+    expect(desk.payments.calls).toBe(0);
+    expect((await desk.orders.get("456"))?.status).toBe("delivered");
+    expect(desk.facts("reply.generation.requested")[0]?.payload).not.toHaveProperty("order");
   });
 
   it("refuses an order in transit, and the customer is told why", async () => {

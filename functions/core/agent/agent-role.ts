@@ -53,14 +53,14 @@ export interface AgentRoleSpec {
   readonly descriptor: AgentDescriptor;
   readonly agent: AgentDefinition;
   /** The run a start command begins: the first user message and what the run is about. */
-  begin(event: Envelope): {
+  begin(event: Envelope): Promise<{
     readonly prompt: string;
     readonly subject: Readonly<Record<string, string>>;
-  };
+  }>;
   /** The facts of a run that ended (COMPLETED, or FAILED by a deadline). */
-  finish(journal: AgentJournal): EmitSpec[];
+  finish(journal: AgentJournal): Promise<EmitSpec[]>;
   /** The fact that a run waits for a person. */
-  needsPerson(journal: AgentJournal): EmitSpec[];
+  needsPerson(journal: AgentJournal): Promise<EmitSpec[]>;
   readonly ports: AgentPorts;
 }
 
@@ -87,7 +87,7 @@ async function start(
   now: Date,
 ): Promise<Decision<AgentJournal>> {
   if (state) return {};
-  const { prompt, subject } = spec.begin(event);
+  const { prompt, subject } = await spec.begin(event);
   const runId = spec.descriptor.stateOf?.(event).id ?? event.aggregate.id;
   const first = await spec.ports.content.put(JSON.stringify({ role: "user", text: prompt }));
   const journal = newJournal({
@@ -95,6 +95,11 @@ async function start(
     taskId: event.task_id,
     agent: spec.agent.name,
     subject,
+    startedBy: {
+      event_type: event.event_type,
+      payload: event.payload,
+      ...(event.input_version === undefined ? {} : { input_version: event.input_version }),
+    },
     firstMessage: first,
     now,
   });
@@ -145,14 +150,14 @@ async function decision(
 }
 
 /** What a step's result commits: the journal, and the next step, the end, or the wait. */
-function outcome(spec: AgentRoleSpec, result: StepResult): Decision<AgentJournal> {
+async function outcome(spec: AgentRoleSpec, result: StepResult): Promise<Decision<AgentJournal>> {
   const { journal } = result;
   if (result.next === "continue")
     return { state: journal, emit: [stepCommand(spec, journal, result.recorded)] };
-  if (result.next === "end") return { state: journal, emit: spec.finish(journal) };
+  if (result.next === "end") return { state: journal, emit: await spec.finish(journal) };
   return {
     state: journal,
-    emit: spec.needsPerson(journal),
+    emit: await spec.needsPerson(journal),
     dueAt: journal.waiting?.deadline ?? null,
   };
 }

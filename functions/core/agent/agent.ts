@@ -90,6 +90,12 @@ export interface Waiting {
   readonly reason: string;
 }
 
+export interface StartedBy {
+  readonly event_type: string;
+  readonly payload: unknown;
+  readonly input_version?: number;
+}
+
 /** One committed step, as the journal's window keeps it. */
 export interface JournalStep {
   readonly step: number;
@@ -125,6 +131,8 @@ export interface AgentJournal {
   readonly agent: string;
   /** What the run is about (ids its facts carry: an order, a conversation). */
   readonly subject: Readonly<Record<string, string>>;
+  /** The command that began the run: its payload, and the input version it was made from. */
+  readonly started_by: StartedBy;
   readonly status: RunState;
   /** Steps committed (the continue command of step n carries n). */
   readonly step: number;
@@ -155,6 +163,7 @@ export function newJournal(fields: {
   taskId: string;
   agent: string;
   subject: Readonly<Record<string, string>>;
+  startedBy: StartedBy;
   firstMessage: string;
   now: Date;
 }): AgentJournal {
@@ -164,6 +173,7 @@ export function newJournal(fields: {
     task_id: fields.taskId,
     agent: fields.agent,
     subject: fields.subject,
+    started_by: fields.startedBy,
     status: "RUNNING",
     step: 0,
     error_turns: 0,

@@ -294,6 +294,7 @@ async function settledBy(
       runId: journal.run_id,
       toolCallId: call.id,
       key,
+      subject: journal.subject,
       now: context.now,
     },
     receiveCount: context.receiveCount,

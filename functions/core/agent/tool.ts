@@ -26,6 +26,8 @@ export interface ToolCallContext {
   readonly toolCallId: string;
   /** The idempotency key of the call: `<task_id>:<agent run>:<tool call id>`. */
   readonly key: string;
+  /** What the run is about (its journal's subject: the customer, the order...). */
+  readonly subject: Readonly<Record<string, string>>;
   readonly now: Date;
 }
 

@@ -1,5 +1,6 @@
 import * as z from "../../../schemas/zod";
 import { defineModule, requirePort } from "../../core/role-module";
+import { conversationContextReader } from "../customer-support/conversation/conversation";
 import { DEFAULT_REFUND_SETTINGS, REFUND_REVIEW, refundReviewRole } from "./refund-agent";
 
 const cents = z.coerce.number().check(z.int(), z.minimum(0), z.maximum(100_000_000));
@@ -41,6 +42,7 @@ export const refundReviewModule = defineModule({
   build: (ports, settings) =>
     refundReviewRole(
       {
+        conversation: conversationContextReader(ports.store),
         model: requirePort(ports, "model", "refund-review"),
         content: requirePort(ports, "content", "refund-review"),
         sideEffects: requirePort(ports, "sideEffects", "refund-review"),

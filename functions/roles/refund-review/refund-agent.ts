@@ -1,24 +1,21 @@
 import type { Envelope } from "../../../schemas";
 import {
-  REFUND_APPROVED,
-  REFUND_REJECTED,
-  REFUND_REVIEW_COMPLETED,
   REFUND_REVIEW_DECISION,
-  REFUND_REVIEW_NEEDS_PERSON,
   REFUND_REVIEW_REQUESTED,
   REFUND_REVIEW_STEP,
   RefundReviewRequestedPayload,
 } from "../../../schemas/events/refund";
-import * as z from "../../../schemas/zod";
+import { RefundReviewOutcome } from "../../../schemas/events/support-commands";
 import { type AgentJournal, defineAgent } from "../../core/agent/agent";
 import { agentDescriptor, agentRole } from "../../core/agent/agent-role";
 import type { ContentStore } from "../../core/agent/content";
-import type { EmitSpec } from "../../core/emit";
 import type { ModelPort } from "../../core/model";
 import type { PaymentsPort } from "../../core/payments";
 import type { Role } from "../../core/role";
 import type { OrdersPort } from "../../core/role-module";
 import type { SideEffectStore } from "../../core/side-effects";
+import type { ConversationContextReader } from "../customer-support/conversation/conversation";
+import { reviewEnded, reviewWaits } from "./review-facts";
 import {
   getOrderTool,
   getRefundStatusTool,
@@ -28,8 +25,10 @@ import {
 
 /**
  * The refund agent (seed 000 §10): consumer group `refund-review`. It takes
- * `refund.review.requested`, runs an agent loop over its tools (functions/core/agent) and reports
- * `refund.review.completed` with `refund.approved` or `refund.rejected`, on the run's stream
+ * `refund.review.requested` from the router (a customer's refund question about an order), runs
+ * an agent loop over its tools (functions/core/agent) and reports `refund.review.completed` with
+ * `refund.approved` or `refund.rejected` (or neither, for a question about a refund that exists),
+ * and asks reply generation to tell the customer (./review-facts), on the run's stream
  * `agent_run/rrun_<task token>` with order key = the conversation id. An answer that says a
  * refund was made is accepted only when the payment system has one for the order (the model's
  * word is not the payment's confirmation, seed 000 §3.2).
@@ -48,24 +47,22 @@ export const REFUND_REVIEW = agentDescriptor({
   runOf: (event) => refundRunId(event.task_id),
 });
 
-export const RefundAnswer = z.object({
-  decision: z.enum(["approved", "rejected"]),
-  /** What the customer is told, in a sentence or two. */
-  reason: z.string().check(z.minLength(1), z.maxLength(2000)),
-  amount_cents: z.optional(z.int().check(z.nonnegative())),
-  refund_id: z.optional(z.string().check(z.maxLength(128))),
-});
-export type RefundAnswer = z.output<typeof RefundAnswer>;
+/** The agent's final answer: the review's outcome (`answered`: a question about a refund that exists). */
+export const RefundAnswer = RefundReviewOutcome;
+export type RefundAnswer = RefundReviewOutcome;
 
 export const REFUND_INSTRUCTIONS = [
   "You review a customer's refund question for one order.",
   "Look the order up with get_order and its refund with get_refund_status before you decide.",
   "Issue a refund with issue_refund only when the order is delivered, returned, placed or cancelled and has not been refunded; never for an order in transit (shipped).",
-  'Answer with one JSON object: {"decision": "approved" | "rejected", "reason": "...", "amount_cents"?: n, "refund_id"?: "..."}.',
-  "Say approved only when issue_refund succeeded (give its refund_id) or the order was already refunded.",
+  "When the order already has a refund (submitted, refunded or rejected by the shop), answer the question about it instead of refunding again.",
+  'Answer with one JSON object: {"decision": "approved" | "rejected" | "answered", "reason": "...", "amount_cents"?: n, "refund_id"?: "..."}; the reason is what the customer is told.',
+  "Say approved only when the payment system has the refund (give its refund_id and amount).",
 ].join(" ");
 
 export interface RefundAgentPorts {
+  /** The customer's messages of the turn (from the conversation's state). */
+  readonly conversation: ConversationContextReader;
   readonly model: ModelPort;
   readonly content: ContentStore;
   readonly sideEffects: SideEffectStore;
@@ -94,7 +91,7 @@ export function refundAgent(ports: RefundAgentPorts, settings: RefundAgentSettin
     instructions: REFUND_INSTRUCTIONS,
     tools: [
       getOrderTool(ports.orders),
-      getRefundStatusTool(ports.payments),
+      getRefundStatusTool(ports.orders, ports.payments),
       issueRefundTool(ports.orders, ports.payments, settings),
     ],
     output: RefundAnswer,
@@ -118,10 +115,14 @@ export function refundReviewRole(
   return agentRole({
     descriptor: REFUND_REVIEW,
     agent: refundAgent(ports, settings),
-    begin: (event: Envelope) => {
+    async begin(event: Envelope) {
       const request = RefundReviewRequestedPayload.parse(event.payload);
+      const messages = await ports.conversation(request.conversation_id, request.context_version);
       return {
-        prompt: JSON.stringify({ refund_question: request }),
+        prompt: refundPrompt(
+          request.order_id,
+          messages.map((m) => m.text),
+        ),
         subject: {
           order_id: request.order_id,
           conversation_id: request.conversation_id,
@@ -129,68 +130,15 @@ export function refundReviewRole(
         },
       };
     },
-    finish: (journal) => reviewFacts(journal, ports),
-    needsPerson: (journal) => [
-      {
-        type: REFUND_REVIEW_NEEDS_PERSON,
-        orderKey: journal.subject.conversation_id,
-        runId: journal.run_id,
-        payload: {
-          run_id: journal.run_id,
-          conversation_id: journal.subject.conversation_id,
-          order_id: journal.subject.order_id,
-          waiting: journal.waiting?.kind ?? "answer",
-          ...(journal.waiting?.tool_call_id ? { tool_call_id: journal.waiting.tool_call_id } : {}),
-          ...(journal.waiting?.tool ? { tool: journal.waiting.tool } : {}),
-          reason: (journal.waiting?.reason ?? journal.failure?.message ?? "").slice(0, 4096),
-        },
-      },
-    ],
+    finish: (journal) => reviewEnded(journal, ports.orders),
+    needsPerson: (journal) => reviewWaits(journal, ports.orders),
     ports,
   });
 }
 
-/** `refund.review.completed` and `refund.approved` | `refund.rejected` for an ended run. */
-function reviewFacts(journal: AgentJournal, _ports: RefundAgentPorts): EmitSpec[] {
-  const { order_id = "", conversation_id = "" } = journal.subject;
-  const answer: RefundAnswer =
-    journal.status === "COMPLETED"
-      ? RefundAnswer.parse(journal.output)
-      : { decision: "rejected", reason: journal.failure?.message ?? "the review did not finish" };
-  const common = { orderKey: conversation_id, runId: journal.run_id };
-  const approved = answer.decision === "approved" && answer.refund_id !== undefined;
-  const decision = approved ? ("approved" as const) : ("rejected" as const);
-  return [
-    {
-      type: REFUND_REVIEW_COMPLETED,
-      ...common,
-      payload: {
-        run_id: journal.run_id,
-        conversation_id,
-        order_id,
-        decision,
-        reason: answer.reason,
-        ...(answer.amount_cents !== undefined ? { amount_cents: answer.amount_cents } : {}),
-        ...(approved ? { refund_id: answer.refund_id } : {}),
-        model_turns: journal.totals.model_turns,
-        tool_calls: journal.totals.tool_calls,
-      },
-    },
-    approved
-      ? {
-          type: REFUND_APPROVED,
-          ...common,
-          payload: {
-            order_id,
-            conversation_id,
-            amount_cents: answer.amount_cents ?? 0,
-            refund_id: answer.refund_id,
-          },
-        }
-      : {
-          type: REFUND_REJECTED,
-          ...common,
-          payload: { order_id, conversation_id, reason: answer.reason },
-        },
-  ];
+/** The first user message: the order in question and what the customer wrote, as JSON. */
+export function refundPrompt(orderId: string, customerMessages: readonly string[]): string {
+  return JSON.stringify({
+    refund_question: { order_id: orderId, customer_messages: customerMessages },
+  });
 }

@@ -1,12 +1,15 @@
 import { OrderId, OrderRecord } from "../../../schemas/events/conversation";
 import * as z from "../../../schemas/zod";
 import { defineTool, ToolRejectedError } from "../../core/agent/tool";
+import { PermanentError } from "../../core/errors";
 import type { PaymentsPort } from "../../core/payments";
 import type { OrdersPort } from "../../core/role-module";
 
 /**
  * The refund agent's tools: `get_order` and `get_refund_status` read; `issue_refund` writes, under
- * its call's idempotency key, with a person's approval above an amount.
+ * its call's idempotency key, with a person's approval above an amount. Each sees only the orders
+ * of the run's customer (its subject's `customer_id`): another customer's order is not found, as
+ * for order lookup, whatever id the model asks for.
  *
  * refunded ⇒ cancelled (seed 000 §6.2) holds at every moment: `issue_refund` first cancels the
  * order in the orders table with one conditional write (only from a status a refund may follow),
@@ -20,6 +23,16 @@ export const REFUNDABLE_FROM = ["placed", "delivered", "returned", "cancelled"] 
 
 const OrderInput = z.object({ order_id: OrderId });
 
+/** The order, when it is the run's customer's; undefined otherwise (or when there is none). */
+async function customersOrder(
+  orders: OrdersPort,
+  orderId: string,
+  subject: Readonly<Record<string, string>>,
+): Promise<OrderRecord | undefined> {
+  const order = await orders.get(orderId);
+  return order !== undefined && order.customer_id === subject.customer_id ? order : undefined;
+}
+
 export function getOrderTool(orders: OrdersPort) {
   return defineTool({
     name: "get_order",
@@ -30,8 +43,8 @@ export function getOrderTool(orders: OrdersPort) {
       z.object({ found: z.literal(true), order: OrderRecord }),
       z.object({ found: z.literal(false) }),
     ]),
-    async run({ order_id }) {
-      const order = await orders.get(order_id);
+    async run({ order_id }, { subject }) {
+      const order = await customersOrder(orders, order_id, subject);
       return order ? { found: true as const, order } : { found: false as const };
     },
   });
@@ -43,14 +56,15 @@ const Receipt = z.object({
   amount_cents: z.int().check(z.nonnegative()),
 });
 
-export function getRefundStatusTool(payments: PaymentsPort) {
+export function getRefundStatusTool(orders: OrdersPort, payments: PaymentsPort) {
   return defineTool({
     name: "get_refund_status",
     description: "Whether the payment system has refunded an order, and how much.",
     effect: "read",
     input: OrderInput,
     output: z.object({ refunded: z.boolean(), refund: z.optional(Receipt) }),
-    async run({ order_id }) {
+    async run({ order_id }, { subject }) {
+      if (!(await customersOrder(orders, order_id, subject))) return { refunded: false };
       const refund = await payments.refundOf(order_id);
       return refund ? { refunded: true, refund } : { refunded: false };
     },
@@ -74,8 +88,6 @@ export function issueRefundTool(
   payments: PaymentsPort,
   options: IssueRefundOptions,
 ) {
-  const cancel = orders.cancel?.bind(orders);
-  if (!cancel) throw new Error("issue_refund needs an orders port that can cancel an order");
   return defineTool({
     name: "issue_refund",
     description:
@@ -88,15 +100,20 @@ export function issueRefundTool(
       deadlineSeconds: options.approvalDeadlineSeconds,
       onDeadline: "reject",
     },
-    async run({ order_id, amount_cents }, { key }) {
-      const order = await orders.get(order_id);
+    async run({ order_id, amount_cents }, { key, subject }) {
+      const order = await customersOrder(orders, order_id, subject);
       if (!order) throw new ToolRejectedError("refund.no_order", `there is no order ${order_id}`);
       if (amount_cents > order.total_cents)
         throw new ToolRejectedError(
           "refund.over_total",
           `order ${order_id} totals ${order.total_cents} cents; ${amount_cents} cannot be refunded`,
         );
-      const cancelled = await cancel(order_id, REFUNDABLE_FROM);
+      if (!orders.cancel)
+        throw new PermanentError(
+          "refund.orders_read_only",
+          'the orders port cannot cancel an order, so no refund is made (wire orders with needs.orders: "cancel")',
+        );
+      const cancelled = await orders.cancel(order_id, REFUNDABLE_FROM);
       if (!cancelled.cancelled)
         throw new ToolRejectedError(
           "refund.not_cancellable",

@@ -387,6 +387,7 @@ export function replyPrompt(
   } else if (request.order_id !== undefined) {
     facts.order_lookup = { order_id: request.order_id, found: false };
   }
+  if (request.refund_review !== undefined) facts.refund_review = request.refund_review;
   return [
     "Facts (JSON):",
     canonicalJson(facts),

@@ -7,6 +7,7 @@ import {
   type EventOf,
   type TypedDecision,
 } from "../../../core/define-role";
+import type { EmitSpec } from "../../../core/emit";
 import type { Role } from "../../../core/role";
 import {
   CONVERSATION_AGGREGATE,
@@ -35,8 +36,9 @@ import { factFields } from "../fact-fields";
  * 退款, 退钱.
  *
  * Each `support.route.requested` is routed once, on the stream `support_route/<task_id>`:
- * `support.routed` (the intent and the rule), then `order.lookup.requested` when an order number
- * was found, else `reply.generation.requested`. Every emitted event keeps the request's
+ * `support.routed` (the intent and the rule), then `refund.review.requested` for a refund question
+ * about an order (the refund agent), `order.lookup.requested` for another question about an order,
+ * else `reply.generation.requested`. Every emitted event keeps the request's
  * `input_version`, the conversation id and `order_key` = conversation id; the commands also keep
  * its `expires_at` (facts carry no deadline, so read models never drop them). A redelivered
  * request, once the route is stored, emits nothing.
@@ -116,12 +118,20 @@ export interface RouterOptions {
 
 /** The route's fact, then the command for the turn's next step. */
 type RouterEmit = "support.routed" | RouterCommand;
-type RouterCommand = "order.lookup.requested" | "reply.generation.requested";
+type RouterCommand =
+  | "order.lookup.requested"
+  | "refund.review.requested"
+  | "reply.generation.requested";
 
 export function routerRole(options: RouterOptions): Role<RouteState> {
   return defineRole<RouteState, "support.route.requested", RouterEmit>({
     ...ROUTER,
-    emits: ["support.routed", "order.lookup.requested", "reply.generation.requested"],
+    emits: [
+      "support.routed",
+      "order.lookup.requested",
+      "refund.review.requested",
+      "reply.generation.requested",
+    ],
     async decide(existing, event, { now }) {
       if (existing) return {};
       const request = event.payload;
@@ -131,7 +141,10 @@ export function routerRole(options: RouterOptions): Role<RouteState> {
   });
 }
 
-/** `support.routed`, then the order lookup (an order number was found) or the reply request. */
+/**
+ * `support.routed`, then the refund agent (a refund question about an order), the order lookup
+ * (another question about an order) or the reply request (no order named).
+ */
 function routed(
   event: EventOf<"support.route.requested">,
   request: RouteRequested,
@@ -146,18 +159,6 @@ function routed(
     ...(route.order_id === undefined ? {} : { order_id: route.order_id }),
     rule: route.rule,
   };
-  const next: EmitOf<RouterCommand> =
-    route.order_id === undefined
-      ? {
-          type: "reply.generation.requested",
-          payload: { ...request, intent: route.intent },
-          ...command,
-        }
-      : {
-          type: "order.lookup.requested",
-          payload: { ...request, intent: route.intent, order_id: route.order_id },
-          ...command,
-        };
   return {
     state: {
       ...route,
@@ -165,6 +166,33 @@ function routed(
       conversation_id: request.conversation_id,
       routed_at: now.toISOString(),
     },
-    emit: [{ type: "support.routed", payload: routedFact, ...fact }, next],
+    emit: [
+      { type: "support.routed", payload: routedFact, ...fact },
+      nextCommand(request, route, command),
+    ],
+  };
+}
+
+function nextCommand(
+  request: RouteRequested,
+  route: Route,
+  command: Pick<EmitSpec, "expiresAt" | "inputVersion" | "orderKey" | "conversationId">,
+): EmitOf<RouterCommand> {
+  if (route.order_id === undefined)
+    return {
+      type: "reply.generation.requested",
+      payload: { ...request, intent: route.intent },
+      ...command,
+    };
+  if (route.intent === "refund")
+    return {
+      type: "refund.review.requested",
+      payload: { ...request, intent: "refund", order_id: route.order_id },
+      ...command,
+    };
+  return {
+    type: "order.lookup.requested",
+    payload: { ...request, intent: route.intent, order_id: route.order_id },
+    ...command,
   };
 }
