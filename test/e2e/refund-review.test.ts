@@ -5,19 +5,24 @@ import { BAD_TOOL_INPUT_MARKER } from "../../functions/adapters/local-model-refu
 import { LocalPayments } from "../../functions/adapters/local-payments";
 import type { AgentJournal } from "../../functions/core/agent/agent";
 import { AGENT_RUN_AGGREGATE } from "../../functions/core/agent/agent-role";
-import { appendToStream } from "../../functions/core/producer";
-import { systemClock, ulidSource } from "../../functions/core/runtime";
 import { refundRunId } from "../../functions/roles/refund-review/refund-agent";
-import { sideEffectOf, streamOf, waitUntil } from "../../lib/dev/local/scenario/customer-support";
+import {
+  customerMessage,
+  sideEffectOf,
+  streamOf,
+  waitUntil,
+} from "../../lib/dev/local/scenario/customer-support";
 import { fromSdk } from "../../lib/operator/from-sdk";
-import { type Envelope, registry } from "../../schemas";
+import type { Envelope } from "../../schemas";
 import { localCli } from "../support/cli";
 import { localSupportStack, TIMEOUT } from "./support-stack";
 
 /**
- * The refund agent on the local stack (seed 000 §10): its runs go step by step through the
- * deployed queues, its refunds through a payment stand-in the test controls (faults), its
- * decisions from the operator CLI run as a child process. Refunds above 100.00 wait for approval.
+ * The refund agent on the local stack (seed 000 §10): a customer's refund question goes from the
+ * conversation through the router to the agent, whose run goes step by step through the deployed
+ * queues, its refunds through a payment stand-in the test controls (faults), its decisions from
+ * the operator CLI run as a child process, and its outcome back to the customer through reply
+ * generation and the sender. Refunds above 100.00 wait for approval.
  */
 describe("the refund agent on the local stack", () => {
   const payments = new LocalPayments();
@@ -50,33 +55,11 @@ describe("the refund agent on the local stack", () => {
       consistentRead: true,
     });
 
-  /** `refund.review.requested` appended to a stream of the test's, as the router would. */
-  async function askForRefund(orderId: string, question = "Please refund my order") {
-    const taskId = `task_${ulid()}`;
-    const deps = { store: local.env.store, registry, clock: systemClock, ids: ulidSource() };
-    const conversationId = `conv_${ulid()}`;
-    await appendToStream(deps, {
-      aggregate: { type: "refund_request", id: taskId },
-      producer: "test-router",
-      correlationId: `corr_${ulid()}`,
-      taskId,
-      conversationId,
-      decide: () => ({
-        emit: [
-          {
-            type: "refund.review.requested",
-            orderKey: conversationId,
-            payload: {
-              conversation_id: conversationId,
-              customer_id: "cust_alice",
-              order_id: orderId,
-              question,
-            },
-          },
-        ],
-      }),
-    });
-    return refundRunId(taskId);
+  /** A customer's refund question about the order, put on the bus as a client would. */
+  async function askForRefund(orderId: string, question = `Please refund order ${orderId}`) {
+    const message = customerMessage(`conv_${ulid()}`, "cust_alice", question);
+    await local.putMessages(message);
+    return refundRunId(message.task_id);
   }
 
   const journalOf = async (runId: string) =>
@@ -109,6 +92,14 @@ describe("the refund agent on the local stack", () => {
       expect(approved?.payload).toMatchObject({ order_id: orderId, amount_cents: 3450 });
       expect(refundsOf(orderId)).toBe(1);
       expect((await orders().get(orderId))?.status).toBe("cancelled");
+      // The customer is told, through reply generation and the sender.
+      const conversationId = done.subject.conversation_id ?? "";
+      const delivered = await waitUntil(
+        "the reply to the refund question",
+        () => local.deliveriesTo(conversationId)[0],
+        TIMEOUT,
+      );
+      expect(delivered.text).toContain("Your refund has been issued.");
       const steps = await factsOf(runId, "refund_review.step.requested");
       expect(steps.map((e) => (e.payload as { done: { kind: string } }).done.kind)).toEqual([
         "start",
@@ -231,7 +222,7 @@ describe("the refund agent on the local stack", () => {
   );
 
   it(
-    "rejected from the CLI, the refund is never made and the review says why",
+    "rejected from the CLI, the refund is never made and the customer gets the rejection",
     async () => {
       const orderId = await newOrder(20_000);
       const runId = await askForRefund(orderId);
@@ -253,6 +244,15 @@ describe("the refund agent on the local stack", () => {
       });
       expect(refundsOf(orderId)).toBe(0);
       expect((await orders().get(orderId))?.status).toBe("delivered");
+      const conversationId = String(
+        fact?.payload && (fact.payload as { conversation_id: string }).conversation_id,
+      );
+      const delivered = await waitUntil(
+        "the rejection sent to the customer",
+        () => local.deliveriesTo(conversationId)[0],
+        TIMEOUT,
+      );
+      expect(delivered.text).toContain("outside policy");
     },
     TIMEOUT,
   );
@@ -261,7 +261,10 @@ describe("the refund agent on the local stack", () => {
     "a tool call with bad input gets an error turn and nothing runs",
     async () => {
       const orderId = await newOrder(1500);
-      const runId = await askForRefund(orderId, `Refund please ${BAD_TOOL_INPUT_MARKER}`);
+      const runId = await askForRefund(
+        orderId,
+        `Refund order ${orderId} please ${BAD_TOOL_INPUT_MARKER}`,
+      );
       const done = await reaches(runId, "COMPLETED");
       expect(done.totals.refused_calls).toBe(1);
       expect(refundsOf(orderId)).toBe(1);
