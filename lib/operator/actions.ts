@@ -1,4 +1,5 @@
 import type { SendResolution } from "../../schemas/events/conversation";
+import { type StepDecision, stepDecisionCheck } from "./agent-actions";
 import { operatorName, recordAction } from "./audit";
 import { operatorEnvelope, putCommand } from "./operator-command";
 import { redrive, redriveAuditAction, redriveTargetProblem } from "./redrive";
@@ -12,6 +13,7 @@ import {
   reviewCheck,
   reviewCommand,
   type SupportCommand,
+  type SupportOutcome,
   sendDecided,
   sendResolveCheck,
   sendResolveCommand,
@@ -21,8 +23,9 @@ import { type RunRequest, runRequestCommand, runRequestProblem } from "./workflo
 
 /**
  * The operator's actions as the console offers them: the same checks and commands as the CLI
- * (./workflow-actions, ./support-actions, ./redrive, ./operator-command), each answering with what
- * was sent or why nothing was. Who asks is `operatorName()` (the user running the console).
+ * (./workflow-actions, ./support-actions, ./agent-actions, ./redrive, ./operator-command), each
+ * answering with what was sent or why nothing was. Who asks is `operatorName()` (the user
+ * running the console).
  */
 
 /** `sent`: a command went out (or a redrive moved messages); `unchanged`: already so, nothing sent. */
@@ -46,6 +49,13 @@ export interface OpsActions {
   ): Promise<ActionOutcome>;
   resolveSend(key: string, resolution: SendResolution, reason: string): Promise<ActionOutcome>;
   redrive(group: string, from: "queue" | "buffer", reason: string): Promise<ActionOutcome>;
+  /** A person's answer to what an agent run waits for (./agent-actions); the reason is optional. */
+  decideStep(
+    runId: string,
+    callId: string,
+    decision: StepDecision,
+    fields: { readonly reason?: string; readonly output?: unknown },
+  ): Promise<ActionOutcome>;
 }
 
 const refused = (message: string): ActionOutcome => ({ kind: "refused", message });
@@ -67,14 +77,8 @@ async function runAction(
   return { kind: "sent", message };
 }
 
-async function supportAction(
-  stack: OpsStack,
-  offline: SupportCommand,
-  check: () => Promise<Decided>,
-): Promise<ActionOutcome> {
-  const problem = operatorEnvelope(offline);
-  if (typeof problem === "string") return refused(`${problem}; nothing sent`);
-  const outcome = await sendDecided(stack, await check());
+/** A decided command's fate in the CLI's words: sent, already so, or refused. */
+function decidedOutcome(outcome: SupportOutcome): ActionOutcome {
   if ("refused" in outcome) return refused(`${outcome.refused}; nothing sent`);
   if ("already" in outcome)
     return { kind: "unchanged", message: `${outcome.already}; nothing sent` };
@@ -83,6 +87,16 @@ async function supportAction(
     kind: "sent",
     message: `${command.type} sent to ${bus} (event id ${String(envelope.event_id)})`,
   };
+}
+
+async function supportAction(
+  stack: OpsStack,
+  offline: SupportCommand,
+  check: () => Promise<Decided>,
+): Promise<ActionOutcome> {
+  const problem = operatorEnvelope(offline);
+  if (typeof problem === "string") return refused(`${problem}; nothing sent`);
+  return decidedOutcome(await sendDecided(stack, await check()));
 }
 
 async function redriveAction(
@@ -123,5 +137,13 @@ export function opsActions(stack: OpsStack): OpsActions {
       return supportAction(stack, command, () => sendResolveCheck(stack, command, resolution));
     },
     redrive: (group, from, reason) => redriveAction(stack, group, from, reason),
+    async decideStep(runId, callId, decision, fields) {
+      const requestedBy = operatorName();
+      const decided = await stepDecisionCheck(stack, runId, callId, decision, {
+        ...fields,
+        requestedBy,
+      });
+      return decidedOutcome(await sendDecided(stack, decided));
+    },
   };
 }

@@ -5,6 +5,7 @@ import { opaqueIdProblem } from "../../schemas/ids";
 import { stateData } from "./customer-support";
 import type { OpsStack } from "./stack";
 import type { Decided, SupportCommand } from "./support-actions";
+import type { AgentWaitView, ItemSummary, WaitingView } from "./views";
 
 /**
  * A person's answer to what an agent run waits for (functions/core/agent/person.ts): approve or
@@ -26,6 +27,57 @@ const DECISION_TYPES: ReadonlyMap<string, string> = new Map(
 
 export function loadAgentRun(stack: OpsStack, runId: string): Promise<AgentJournal | undefined> {
   return stateData<AgentJournal>(stack, AGENT_RUN_AGGREGATE, runId);
+}
+
+/** How many of each list's newest waiting runs the overview reads the journals of. */
+export const AGENT_WAITS_READ = 20;
+
+/** Whether a stored `agent_run` item is an agent loop's journal (a content agent's run is not). */
+function isJournal(data: unknown): data is AgentJournal {
+  const j = data as Partial<AgentJournal> | undefined;
+  return typeof j?.run_id === "string" && typeof j.agent === "string" && Array.isArray(j.window);
+}
+
+/** What a BLOCKED or NEEDS_HUMAN run waits for; undefined for a run that waits for nothing. */
+export function agentWaitOf(journal: AgentJournal): AgentWaitView | undefined {
+  const { waiting, status } = journal;
+  if (!waiting || (status !== "BLOCKED" && status !== "NEEDS_HUMAN")) return undefined;
+  const optional = {
+    toolCallId: waiting.tool_call_id,
+    tool: waiting.tool,
+    key: waiting.key,
+    deadline: waiting.deadline,
+  };
+  return {
+    runId: journal.run_id,
+    agent: journal.agent,
+    taskId: journal.task_id,
+    status,
+    kind: waiting.kind,
+    ...Object.fromEntries(Object.entries(optional).filter(([, v]) => v !== undefined)),
+    ...(waiting.input === undefined ? {} : { input: waiting.input }),
+    since: waiting.since,
+    reason: waiting.reason,
+  };
+}
+
+/**
+ * What the agent runs listed as awaiting approval or NEEDS_HUMAN wait for, from their journals:
+ * at most `limit` of each list (its newest waits), one GetItem each. Items that are not an agent
+ * loop's journal (a content agent's run) and runs that no longer wait are left out.
+ */
+export async function agentWaits(
+  stack: OpsStack,
+  waiting: Pick<WaitingView, "awaitingApproval" | "needsHuman">,
+  limit = AGENT_WAITS_READ,
+): Promise<AgentWaitView[]> {
+  const listed = (items: readonly ItemSummary[]) => items.slice(0, limit).map((i) => i.id);
+  const ids = [...new Set([...listed(waiting.awaitingApproval), ...listed(waiting.needsHuman)])];
+  const journals = await Promise.all(ids.map((id) => loadAgentRun(stack, id)));
+  return journals.flatMap((journal) => {
+    const wait = isJournal(journal) ? agentWaitOf(journal) : undefined;
+    return wait ? [wait] : [];
+  });
 }
 
 /** Whether `decision` on call `callId` of the run applies; the command to send if it does. */

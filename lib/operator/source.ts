@@ -8,6 +8,7 @@ import { DynamoTraceReader } from "../../functions/adapters/dynamodb/trace-reade
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import type { Envelope } from "../../schemas";
 import { topology } from "../infra/topology";
+import { agentWaits } from "./agent-actions";
 import { heldReplies } from "./customer-support";
 import { listDeadLetters } from "./dead-letters";
 import { fromSdk } from "./from-sdk";
@@ -102,7 +103,16 @@ export function opsSource(stack: OpsStack): OpsSource {
         ...(h.held_reason === undefined ? {} : { reason: h.held_reason }),
         ...(h.reply_text === undefined ? {} : { draft: h.reply_text }),
       }));
-      return { runs, conversations, tasks, waiting: w, status: await status(stack, w), heldDrafts };
+      const [counts, waits] = await Promise.all([status(stack, w), agentWaits(stack, w)]);
+      return {
+        runs,
+        conversations,
+        tasks,
+        waiting: w,
+        status: counts,
+        heldDrafts,
+        agentWaits: waits,
+      };
     },
     trace: (id) => traceOf(stack, id),
     run: (runId) => runOf(stack, runId),

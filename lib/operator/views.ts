@@ -205,6 +205,30 @@ export interface HeldReplyView {
   readonly draft?: string;
 }
 
+/**
+ * An agent run that waits for a person, as its journal says (functions/core/agent/agent.ts):
+ * BLOCKED on the approval of a tool call, or NEEDS_HUMAN on a write whose outcome could not be
+ * learnt (`outcome`) or on an answer it could not give (`answer`).
+ */
+export interface AgentWaitView {
+  readonly runId: string;
+  /** The agent's group, e.g. `refund-review`. */
+  readonly agent: string;
+  readonly taskId: string;
+  readonly status: string;
+  readonly kind: "approval" | "outcome" | "answer";
+  /** The tool call it waits on, its tool and the input the model gave it. */
+  readonly toolCallId?: string;
+  readonly tool?: string;
+  readonly input?: unknown;
+  /** A write's idempotency key (an unknown outcome). */
+  readonly key?: string;
+  readonly since: string;
+  /** When an approval's deadline passes. */
+  readonly deadline?: string;
+  readonly reason: string;
+}
+
 export interface OverviewView {
   readonly runs: readonly ItemSummary[];
   readonly conversations: readonly ItemSummary[];
@@ -213,6 +237,8 @@ export interface OverviewView {
   readonly status: StatusView;
   /** The held replies themselves (task, draft), where the console offers approve and reject. */
   readonly heldDrafts?: readonly HeldReplyView[];
+  /** What the listed agent runs wait for, read from their journals. */
+  readonly agentWaits?: readonly AgentWaitView[];
 }
 
 /** What the console page reads; implemented over the stack by the readers in this folder. */

@@ -31,6 +31,7 @@ function recordingActions(answer?: () => Promise<ActionOutcome>) {
     review: record("review"),
     resolveSend: record("resolveSend"),
     redrive: record("redrive"),
+    decideStep: record("decideStep"),
   };
   return { actions, calls };
 }

@@ -1,4 +1,5 @@
 import type {
+  AgentWaitView,
   DeadLetterView,
   GroupOutcome,
   OpsSource,
@@ -249,7 +250,7 @@ export function overview(): OverviewView {
         },
       ],
       unknownSideEffects: [
-        { key: "send#conv_01J9Z3XY#2", state: "unknown", attempts: 2, updatedAt: at(7_000) },
+        { key: `${TASK_ID}:reply:2`, state: "unknown", attempts: 2, updatedAt: at(7_000) },
       ],
       awaitingApproval: [],
       needsHuman: [],
@@ -279,6 +280,69 @@ export function overview(): OverviewView {
         failedNodes: 1,
       },
     },
+  };
+}
+
+export const APPROVAL_RUN = "rrun_01J9Z3S0000REFUND00000001";
+export const OUTCOME_RUN = "rrun_01J9Z3S0000REFUND00000002";
+export const REFUND_TASK = "task_01J9Z3S0000REFUND0000000A";
+export const REFUND_KEY = `${REFUND_TASK}:${OUTCOME_RUN}:call_2_1`;
+
+/** Two refund reviews waiting: one BLOCKED on approving a refund, one NEEDS_HUMAN on its outcome. */
+export function agentWaits(): AgentWaitView[] {
+  const refund = (runId: string, orderId: string, amount: number) => ({
+    runId,
+    agent: "refund-review",
+    taskId: REFUND_TASK,
+    toolCallId: "call_2_1",
+    tool: "issue_refund",
+    input: { order_id: orderId, amount_cents: amount, currency: "USD" },
+  });
+  return [
+    {
+      ...refund(APPROVAL_RUN, "R-1001", 20_000),
+      status: "BLOCKED",
+      kind: "approval",
+      since: at(60_000),
+      deadline: at(86_460_000),
+      reason: "issue_refund needs a person's approval: a refund above 100.00",
+    },
+    {
+      ...refund(OUTCOME_RUN, "R-1002", 4_999),
+      status: "NEEDS_HUMAN",
+      kind: "outcome",
+      key: REFUND_KEY,
+      since: at(70_000),
+      reason: "issue_refund: the query by key could not tell",
+    },
+  ];
+}
+
+/** The overview with the refund reviews listed as waiting, and what their journals say. */
+export function agentOverview(waits: readonly AgentWaitView[] = agentWaits()): OverviewView {
+  const base = overview();
+  const listed = (w: AgentWaitView) => ({
+    ...item("task", w.runId, w.status, Date.parse(w.since) - Date.parse(at(0)), ""),
+    label: `refund-review ${w.runId} waits for ${w.kind} of issue_refund call_2_1`,
+    waitingSince: w.since,
+  });
+  const [approval, outcome] = waits.map(listed);
+  const unknown = {
+    key: REFUND_KEY,
+    state: "unknown",
+    attempts: 6,
+    updatedAt: at(70_000),
+  } as const;
+  return {
+    ...base,
+    waiting: {
+      ...base.waiting,
+      awaitingApproval: approval ? [approval] : [],
+      needsHuman: outcome ? [outcome] : [],
+      unknownSideEffects: [...base.waiting.unknownSideEffects, unknown],
+    },
+    status: { ...base.status, counts: { ...base.status.counts, awaitingApproval: 1 } },
+    agentWaits: waits,
   };
 }
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { FlashMessages } from "../../lib/operator/console/flash";
 import { type PageContext, routeRequest } from "../../lib/operator/console/routes";
 import type { RunView } from "../../lib/operator/views";
-import { contentRun, deadLetters, fakeSource, overview, RUN_ID } from "./fixtures";
+import { contentRun, deadLetters, fakeSource, overview, RUN_ID, TASK_ID } from "./fixtures";
 import { type El, find, findAll, parseHtml, textOf, withAttr } from "./html-tree";
 
 /** The action forms the pages carry when the console acts (and only then). */
@@ -107,7 +107,7 @@ describe("the overview's and the dead-letters page's actions", () => {
     expect(decisions).toEqual(["approve", "reject"]);
     expect(html).not.toContain("<script>");
     const send = actionForm(doc, "send-resolve");
-    expect(find(send, withAttr("name", "key")).attrs.value).toBe("send#conv_01J9Z3XY#2");
+    expect(find(send, withAttr("name", "key")).attrs.value).toBe(`${TASK_ID}:reply:2`);
     const resolutions = findAll(send, (e) => e.tag === "button").map((b) => b.attrs.value);
     expect(resolutions).toEqual(["delivered", "resend", "abandon"]);
   });

@@ -101,6 +101,7 @@ describe("startConsole", () => {
       review: async () => ({ kind: "refused", message: "no" }),
       resolveSend: async () => ({ kind: "refused", message: "no" }),
       redrive: async () => ({ kind: "refused", message: "no" }),
+      decideStep: async () => ({ kind: "refused", message: "no" }),
     };
     const running = { ...(await fakeSource().run(RUN_ID)), status: "RUNNING" } as never;
     const console = await startConsole({ source: fakeSource({ runs: [running] }), actions });

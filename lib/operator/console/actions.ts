@@ -1,5 +1,6 @@
 import { SEND_RESOLUTIONS, type SendResolution } from "../../../schemas/events/conversation";
 import type { ActionOutcome, OpsActions } from "../actions";
+import type { StepDecision } from "../agent-actions";
 import type { ReviewDecision } from "../support-actions";
 import { parseOutput, type RunRequest } from "../workflow-actions";
 import type { FlashMessages } from "./flash";
@@ -25,9 +26,19 @@ export type ConsoleAction =
       readonly text?: string;
     }
   | { readonly kind: "send"; readonly key: string; readonly resolution: SendResolution }
+  | {
+      readonly kind: "step";
+      readonly runId: string;
+      readonly callId: string;
+      readonly decision: StepDecision;
+      readonly output?: unknown;
+    }
   | { readonly kind: "redrive"; readonly group: string; readonly from: "queue" | "buffer" };
 
-/** A form read: where to go back to, and the action with its reason or why there is none. */
+/**
+ * A form read: where to go back to, and the action with its reason (empty where the form's reason
+ * is optional and none was given) or why there is none.
+ */
 export type ParsedPost = { readonly back: string } & (
   | { readonly action: ConsoleAction; readonly reason: string }
   | { readonly problem: string }
@@ -36,6 +47,8 @@ export type ParsedPost = { readonly back: string } & (
 const RUN_PATH = /^\/runs\/([^/]+)\/(cancel|reset|resolve|rerun|confirm)$/;
 const REPLY_PATH = /^\/replies\/([^/]+)\/review$/;
 const REDRIVE_PATH = /^\/dead-letters\/([^/]+)\/redrive$/;
+const AGENT_PATH = /^\/agent-runs\/([^/]+)\/decide$/;
+const STEP_DECISIONS: readonly (string | null)[] = ["approve", "reject", "applied", "not_applied"];
 
 function decoded(segment: string): string | undefined {
   try {
@@ -88,6 +101,27 @@ function sendOf(form: URLSearchParams): Read {
   return { kind: "send", key, resolution: as as SendResolution };
 }
 
+/** A person's answer to an agent run: the call, the decision, and an applied write's output. */
+function stepOf(runId: string, form: URLSearchParams): Read {
+  const callId = form.get("step")?.trim();
+  if (!callId) return { problem: "no tool call was given; nothing sent" };
+  const decision = form.get("decision");
+  if (!STEP_DECISIONS.includes(decision))
+    return {
+      problem: `${JSON.stringify(decision)} is not a decision (approve, reject, applied or not_applied); nothing sent`,
+    };
+  const step = { kind: "step", runId, callId, decision: decision as StepDecision } as const;
+  if (decision !== "applied") return step;
+  const text = (textOf(form, "output") ?? "").trim();
+  if (!text)
+    return { problem: "applied needs the output the outside system gave (JSON); nothing sent" };
+  try {
+    return { ...step, output: JSON.parse(text) };
+  } catch (error) {
+    return { problem: `the output is not JSON (${(error as Error).message}); nothing sent` };
+  }
+}
+
 function readAction(path: string, form: URLSearchParams, reason: string): Read | undefined {
   const run = RUN_PATH.exec(path);
   if (run) {
@@ -104,6 +138,13 @@ function readAction(path: string, form: URLSearchParams, reason: string): Read |
       : reviewOf(taskId, form);
   }
   if (path === SEND_RESOLVE_PATH) return sendOf(form);
+  const agent = AGENT_PATH.exec(path);
+  if (agent) {
+    const runId = decoded(agent[1] ?? "");
+    return runId === undefined
+      ? { problem: "the run id could not be read; nothing sent" }
+      : stepOf(runId, form);
+  }
   const redrive = REDRIVE_PATH.exec(path);
   if (!redrive) return undefined;
   const group = decoded(redrive[1] ?? "");
@@ -115,7 +156,7 @@ function readAction(path: string, form: URLSearchParams, reason: string): Read |
 function backOf(path: string): string | undefined {
   const run = RUN_PATH.exec(path);
   if (run) return runHref(decoded(run[1] ?? "") ?? "");
-  if (REPLY_PATH.test(path) || path === SEND_RESOLVE_PATH) return "/";
+  if (REPLY_PATH.test(path) || path === SEND_RESOLVE_PATH || AGENT_PATH.test(path)) return "/";
   return REDRIVE_PATH.test(path) ? "/dead-letters" : undefined;
 }
 
@@ -123,7 +164,8 @@ function backOf(path: string): string | undefined {
 export function parseAction(path: string, form: URLSearchParams): ParsedPost | undefined {
   const back = backOf(path);
   if (back === undefined) return undefined;
-  const reason = reasonOf(form);
+  // An agent run's decision, as in the CLI, may go without a reason.
+  const reason = reasonOf(form, AGENT_PATH.test(path));
   if ("problem" in reason) return { back, problem: reason.problem };
   const read = readAction(path, form, reason.reason);
   if (!read) return undefined;
@@ -146,6 +188,11 @@ export async function performAction(
         return await actions.resolveSend(action.key, action.resolution, reason);
       case "redrive":
         return await actions.redrive(action.group, action.from, reason);
+      case "step":
+        return await actions.decideStep(action.runId, action.callId, action.decision, {
+          ...(reason ? { reason } : {}),
+          ...(action.output === undefined ? {} : { output: action.output }),
+        });
     }
   } catch (error) {
     const message = error instanceof Error ? `${error.name}: ${error.message}` : String(error);

@@ -1,6 +1,6 @@
 /**
  * Reading the console's forms: `application/x-www-form-urlencoded` bodies, the fields every form
- * has (the required reason) and text areas (a browser sends their line breaks as CRLF).
+ * has (the reason, required on most) and text areas (a browser sends their line breaks as CRLF).
  */
 
 /** The largest form body read (a node's output may be 64 KiB of JSON, larger once encoded). */
@@ -20,10 +20,16 @@ export function textOf(form: URLSearchParams, name: string): string | undefined 
   return value === null ? undefined : value.replace(/\r\n?/g, "\n");
 }
 
-/** The required reason, trimmed, or why it cannot be taken. */
-export function reasonOf(form: URLSearchParams): { reason: string } | { problem: string } {
+/**
+ * The reason, trimmed, or why it cannot be taken: required unless `optional` (then empty when
+ * none was given).
+ */
+export function reasonOf(
+  form: URLSearchParams,
+  optional = false,
+): { reason: string } | { problem: string } {
   const reason = (textOf(form, "reason") ?? "").trim();
-  if (!reason) return { problem: "a reason is required (say why); nothing sent" };
+  if (!reason && !optional) return { problem: "a reason is required (say why); nothing sent" };
   if (reason.length > MAX_REASON)
     return {
       problem: `the reason is ${reason.length} characters, at most ${MAX_REASON}; nothing sent`,

@@ -19,29 +19,35 @@ export const replyActionPath = (taskId: string): string =>
 export const SEND_RESOLVE_PATH = "/sends/resolve";
 export const redrivePath = (group: string): string =>
   `/dead-letters/${encodeURIComponent(group)}/redrive`;
+export const agentDecisionPath = (runId: string): string =>
+  `/agent-runs/${encodeURIComponent(runId)}/decide`;
 
 const REASON = `<label class="reason">Reason <input type="text" name="reason" required maxlength="1000" placeholder="why (kept in the audit trail)"></label>`;
+/** The reason field of a form whose reason may be left out (as the CLI's `--reason`). */
+export const OPTIONAL_REASON = `<label class="reason">Reason (optional) <input type="text" name="reason" maxlength="1000" placeholder="why (kept on the command)"></label>`;
 
-function button(label: string, value?: { name: string; value: string }): string {
+export function button(label: string, value?: { name: string; value: string }): string {
   const named = value ? `${attr("name", value.name)}${attr("value", value.value)}` : "";
   return `<button type="submit"${named}>${escapeHtml(label)}</button>`;
 }
 
-function actionForm(
+/** A form posting to `path` with the console's token, `fields`, a reason and `buttons`. */
+export function actionForm(
   ctx: FormContext,
   path: string,
   attrs: string,
   fields: string,
   buttons: string,
+  reason = REASON,
 ): string {
   return `<form method="post"${attr("action", path)} class="action"${attrs}>
 <input type="hidden" name="csrf"${attr("value", ctx.token)}>
-${fields}${REASON}
+${fields}${reason}
 <div class="buttons">${buttons}</div>
 </form>`;
 }
 
-function textArea(name: string, label: string, value: string, rows: number): string {
+export function textArea(name: string, label: string, value: string, rows: number): string {
   return `<label class="area">${escapeHtml(label)}<textarea${attr("name", name)} rows="${rows}" spellcheck="false">${escapeHtml(value)}</textarea></label>\n`;
 }
 

@@ -1,4 +1,6 @@
+import { replyKeyTask } from "../support-actions";
 import type {
+  AgentWaitView,
   GroupStatusView,
   HeldReplyView,
   ItemSummary,
@@ -7,6 +9,7 @@ import type {
   StatusView,
   WaitingView,
 } from "../views";
+import { renderAgentWait } from "./agent-waits";
 import { formatCount, formatDuration, formatTime } from "./format";
 import { type FormContext, renderHeldReplyForm, renderSendResolveForm } from "./forms";
 import { attr, escapeHtml, link, runHref, traceHref } from "./html";
@@ -31,8 +34,14 @@ function itemTable(items: readonly ItemSummary[], kind: string, empty: string): 
   return renderTable(["id", "status", "what", "started", "updated"], rows, empty, attrs);
 }
 
-/** What waits for a person, each with since when it waits (its last change where unknown). */
-function itemList(items: readonly ItemSummary[]): string {
+/**
+ * What waits for a person, each with since when it waits (its last change where unknown), and
+ * under it `details` of the item, if any.
+ */
+function itemList(
+  items: readonly ItemSummary[],
+  details: (item: ItemSummary) => string = () => "",
+): string {
   if (items.length === 0) return `<p class="none">none</p>`;
   const when = (item: ItemSummary) =>
     item.waitingSince === undefined
@@ -40,18 +49,48 @@ function itemList(items: readonly ItemSummary[]): string {
       : `waiting since ${formatTime(item.waitingSince)}`;
   const lis = items.map(
     (item) =>
-      `<li${attr("data-item-id", item.id)}>${itemLink(item)} ${badge(item.status)} <span class="muted">${escapeHtml(item.label ?? "")} · ${escapeHtml(when(item))}</span></li>`,
+      `<li${attr("data-item-id", item.id)}>${itemLink(item)} ${badge(item.status)} <span class="muted">${escapeHtml(item.label ?? "")} · ${escapeHtml(when(item))}</span>${details(item)}</li>`,
   );
   return `<ul>${lis.join("")}</ul>`;
 }
 
-function sideEffectList(effects: readonly SideEffectView[], forms?: FormContext): string {
+/**
+ * A reply's unknown send is resolved here; an agent run's write, on its run (NEEDS_HUMAN). Other
+ * keys have no form: their owner resolves them.
+ */
+function sideEffectResolve(
+  effect: SideEffectView,
+  waits: readonly AgentWaitView[],
+  forms?: FormContext,
+): string {
+  if (!forms || effect.state !== "unknown") return "";
+  if (!("problem" in replyKeyTask(effect.key))) return renderSendResolveForm(effect.key, forms);
+  const run = waits.find((w) => w.key === effect.key)?.runId;
+  return run
+    ? ` <span class="muted">· resolve it on agent run ${escapeHtml(run)} (NEEDS_HUMAN)</span>`
+    : "";
+}
+
+function sideEffectList(
+  effects: readonly SideEffectView[],
+  waits: readonly AgentWaitView[],
+  forms?: FormContext,
+): string {
   if (effects.length === 0) return `<p class="none">none</p>`;
   const lis = effects.map(
     (s) =>
-      `<li${attr("data-side-effect-key", s.key)}><code>${escapeHtml(s.key)}</code> ${escapeHtml(s.state)}, ${escapeHtml(s.attempts)} attempt(s) <span class="muted">· ${escapeHtml(formatTime(s.updatedAt))}</span>${forms && s.state === "unknown" ? renderSendResolveForm(s.key, forms) : ""}</li>`,
+      `<li${attr("data-side-effect-key", s.key)}><code>${escapeHtml(s.key)}</code> ${escapeHtml(s.state)}, ${escapeHtml(s.attempts)} attempt(s) <span class="muted">· ${escapeHtml(formatTime(s.updatedAt))}</span>${sideEffectResolve(s, waits, forms)}</li>`,
   );
   return `<ul>${lis.join("")}</ul>`;
+}
+
+/** What a listed agent run waits for (from its journal), if it was read. */
+function agentDetails(waits: readonly AgentWaitView[], forms?: FormContext) {
+  const byRun = new Map(waits.map((w) => [w.runId, w]));
+  return (item: ItemSummary): string => {
+    const wait = byRun.get(item.id);
+    return wait ? renderAgentWait(wait, forms) : "";
+  };
 }
 
 /** The held replies' drafts, each with approve and reject (only where the console acts). */
@@ -60,8 +99,9 @@ function heldDraftForms(drafts: readonly HeldReplyView[] | undefined, forms?: Fo
   return `<div class="held-drafts">${drafts.map((d) => renderHeldReplyForm(d, forms)).join("\n")}</div>`;
 }
 
-function card(name: string, title: string, count: number, content: string): string {
-  const cls = count > 0 ? "card attention" : "card";
+/** A card of what waits; `wide` (a row of its own) where it shows agent runs' calls and forms. */
+function card(name: string, title: string, count: number, content: string, wide = false): string {
+  const cls = `card${count > 0 ? " attention" : ""}${wide ? " wide" : ""}`;
   return `<div class="${cls}" data-waiting="${escapeHtml(name)}" data-count="${escapeHtml(count)}"><h3>${escapeHtml(title)} (${escapeHtml(count)})</h3>${content}</div>`;
 }
 
@@ -72,16 +112,25 @@ function card(name: string, title: string, count: number, content: string): stri
 export function renderWaiting(
   waiting: WaitingView,
   counts: StatusView["counts"],
-  actions: { readonly forms?: FormContext; readonly heldDrafts?: readonly HeldReplyView[] } = {},
+  actions: {
+    readonly forms?: FormContext;
+    readonly heldDrafts?: readonly HeldReplyView[];
+    readonly agentWaits?: readonly AgentWaitView[];
+  } = {},
 ): string {
   const held = Math.max(waiting.heldReplies.length, counts.heldReplies);
+  const approvals = Math.max(waiting.awaitingApproval.length, counts.awaitingApproval);
   const unknown = Math.max(waiting.unknownSideEffects.length, counts.unknownSideEffects);
-  const { forms, heldDrafts } = actions;
+  const { forms, heldDrafts, agentWaits = [] } = actions;
+  const details = agentDetails(agentWaits, forms);
+  const shown = (items: readonly ItemSummary[]) =>
+    items.some((i) => agentWaits.some((w) => w.runId === i.id));
   return `<h2>Waiting for a person</h2>
 <div class="cards">
 ${card("held-replies", "Held replies", held, itemList(waiting.heldReplies) + heldDraftForms(heldDrafts, forms))}
-${card("unknown-side-effects", "Side effects with unknown outcome", unknown, sideEffectList(waiting.unknownSideEffects, forms))}
-${card("needs-human", "NEEDS_HUMAN", waiting.needsHuman.length, itemList(waiting.needsHuman))}
+${card("awaiting-approval", "Awaiting approval", approvals, itemList(waiting.awaitingApproval, details), shown(waiting.awaitingApproval))}
+${card("unknown-side-effects", "Side effects with unknown outcome", unknown, sideEffectList(waiting.unknownSideEffects, agentWaits, forms))}
+${card("needs-human", "NEEDS_HUMAN", waiting.needsHuman.length, itemList(waiting.needsHuman, details), shown(waiting.needsHuman))}
 ${card("failed-runs", "Failed runs", waiting.failedRuns.length, itemList(waiting.failedRuns))}
 </div>`;
 }
@@ -138,7 +187,7 @@ ${fact("NEEDS_HUMAN nodes", escapeHtml(status.counts.needsHumanNodes))}
 export function renderOverview(view: OverviewView, forms?: FormContext): string {
   return `<h1>Overview</h1>
 ${renderStatusFacts(view.status)}
-${renderWaiting(view.waiting, view.status.counts, { forms, heldDrafts: view.heldDrafts })}
+${renderWaiting(view.waiting, view.status.counts, { forms, heldDrafts: view.heldDrafts, agentWaits: view.agentWaits })}
 <h2>Queues by consumer group</h2>
 ${renderGroups(view.status.groups)}
 <h2>Recent runs</h2>

@@ -25,7 +25,8 @@ tr.alert td{background:#fdecea}
 .none{color:#67717d;font-style:italic}
 .facts{display:flex;flex-wrap:wrap;gap:.4rem 1.4rem;margin:0 0 1rem;padding:0;list-style:none}
 .facts li span{color:#67717d}
-.cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(16rem,1fr));gap:.8rem}
+.cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(16rem,1fr));grid-auto-flow:row dense;gap:.8rem}
+.card.wide{grid-column:1/-1}
 .card{background:#fff;border:1px solid #d7dce2;border-radius:6px;padding:.5rem .8rem;overflow-wrap:anywhere}
 .card h3{margin-top:.2rem}
 .card.attention{border-color:#c62828}
@@ -35,6 +36,7 @@ tr.alert td{background:#fdecea}
 .status-FAILED{background:#f9d4d2;color:#8e1b1b}
 .status-PARTIAL,.status-DEGRADED{background:#fbe7bf;color:#7a4a00}
 .status-NEEDS_HUMAN{background:#e8dcf5;color:#4a2372}
+.status-BLOCKED{background:#ffe0b2;color:#8a3c00}
 ul.tree,ul.tree ul{list-style:none;margin:0;padding-left:1.4rem;border-left:1px dashed #b9c1ca}
 ul.tree{padding-left:0;border-left:0}
 ul.tree li{margin:.35rem 0}
@@ -66,5 +68,8 @@ form.action textarea{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,mono
 form.action .buttons{display:flex;flex-wrap:wrap;gap:.4rem}
 form.action button{padding:.3rem .8rem;border:0;border-radius:4px;background:#4a7bd0;color:#fff;cursor:pointer}
 details summary{cursor:pointer;color:#1f5fbf}
+.agent-wait{border-top:1px solid #e4e7eb;margin:.3rem 0 .6rem;padding-top:.2rem}
+.agent-wait p{margin:.25rem 0}
+pre.json{max-width:46rem;background:#f6f7f9;border:1px solid #d7dce2;border-radius:4px;padding:.35rem .5rem;margin:.25rem 0;max-height:18rem;overflow:auto;white-space:pre-wrap;font-size:.85em}
 .error-box{background:#fdecea;border:1px solid #c62828;border-radius:6px;padding:.6rem .8rem;white-space:pre-wrap}
 `;

@@ -1,0 +1,328 @@
+import { existsSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import { type Browser, chromium, type Locator, type Page } from "playwright-core";
+import { ulid } from "ulid";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { putOrders } from "../../functions/adapters/dynamodb/orders";
+import { LocalPayments } from "../../functions/adapters/local-payments";
+import type { AgentJournal } from "../../functions/core/agent/agent";
+import { AGENT_RUN_AGGREGATE } from "../../functions/core/agent/agent-role";
+import { appendToStream } from "../../functions/core/producer";
+import { systemClock, ulidSource } from "../../functions/core/runtime";
+import { refundRunId } from "../../functions/roles/refund-review/refund-agent";
+import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
+import { streamOf, waitUntil } from "../../lib/dev/local/scenario/customer-support";
+import { opsActions } from "../../lib/operator/actions";
+import { type RunningConsole, startConsole } from "../../lib/operator/console/server";
+import { fromSdk } from "../../lib/operator/from-sdk";
+import { opsSource } from "../../lib/operator/source";
+import { registry } from "../../schemas";
+import { REFUND_REVIEW_DECISION } from "../../schemas/events/refund";
+import { emulator } from "../support/aws";
+
+/**
+ * Refunds awaiting approval, decided from the console's overview in Chromium on the local stack
+ * (refunds above 100.00 wait; payments go to a stand-in the test counts): one is approved with
+ * the page's button and made exactly once, one is rejected with a reason and never made, and a
+ * decision sent from a page opened before those (the run no longer waits) is reported or refused
+ * and changes nothing. A refund whose outcome could not be learnt (NEEDS_HUMAN) is resolved as
+ * applied with the receipt typed in the page, and not made again.
+ */
+
+const CHROMIUM = "/usr/bin/chromium";
+const haveChromium = existsSync(CHROMIUM);
+const OUTPUT = join(process.env.AGENTBUS_TEST_OUTPUT ?? "test/output", "console");
+const STAGE = `cp${ulid().slice(-6).toLowerCase()}`;
+const TIMEOUT = 60_000;
+const OPERATOR = "console_olga";
+
+if (!haveChromium)
+  console.warn(
+    `approvals-local.test.ts skipped: Debian's chromium is not installed at ${CHROMIUM} (apt-get install -y chromium)`,
+  );
+
+/** The text a person sees in `locator`. */
+async function seen(locator: Locator): Promise<string> {
+  expect(await locator.isVisible()).toBe(true);
+  // biome-ignore lint/performance/useDomNodeTextContent: the rendered text is what the test is about
+  return locator.innerText();
+}
+
+describe.skipIf(!haveChromium)("refund approvals from the console (Chromium, local stack)", () => {
+  const payments = new LocalPayments();
+  let env: LocalEnvironment;
+  let server: RunningConsole;
+  let browser: Browser;
+  let page: Page;
+  /** Pages opened while both runs waited, to send a decision after they no longer do. */
+  const stale: Page[] = [];
+  const runs = { approved: "", rejected: "", unknown: "" };
+  const orders = { approved: "", rejected: "", unknown: "" };
+  const operatorBefore = process.env.AGENTBUS_OPERATOR;
+
+  /** A delivered order of its own. */
+  async function newOrder(totalCents: number): Promise<string> {
+    const orderId = `R-${ulid().slice(-10)}`;
+    await putOrders(fromSdk(env.clients.dynamodb), env.names.tables.orders ?? "", [
+      {
+        order_id: orderId,
+        customer_id: "cust_alice",
+        status: "delivered",
+        item: "Standing desk",
+        total_cents: totalCents,
+        currency: "USD",
+        refund: { status: "none" },
+      },
+    ]);
+    return orderId;
+  }
+
+  /** `refund.review.requested` appended to a stream of the test's, as the router would. */
+  async function askForRefund(orderId: string): Promise<string> {
+    const taskId = `task_${ulid()}`;
+    const conversationId = `conv_${ulid()}`;
+    const deps = { store: env.store, registry, clock: systemClock, ids: ulidSource() };
+    await appendToStream(deps, {
+      aggregate: { type: "refund_request", id: taskId },
+      producer: "test-router",
+      correlationId: `corr_${ulid()}`,
+      taskId,
+      conversationId,
+      decide: () => ({
+        emit: [
+          {
+            type: "refund.review.requested",
+            orderKey: conversationId,
+            payload: {
+              conversation_id: conversationId,
+              customer_id: "cust_alice",
+              order_id: orderId,
+              question: "Please refund my order",
+            },
+          },
+        ],
+      }),
+    });
+    return refundRunId(taskId);
+  }
+
+  const journalOf = async (runId: string) =>
+    (await env.store.load({ state: { type: AGENT_RUN_AGGREGATE, id: runId } })).state?.data as
+      | AgentJournal
+      | undefined;
+  const reaches = (runId: string, status: string) =>
+    waitUntil(
+      `run ${runId} ${status}`,
+      async () => {
+        const journal = await journalOf(runId);
+        return journal?.status === status ? journal : undefined;
+      },
+      TIMEOUT,
+    );
+  const refundsOf = (orderId: string) => payments.refundsByOrder().get(orderId) ?? 0;
+  const decisionsOf = (runId: string) =>
+    [...env.observations.envelopes.values()].filter(
+      (e) =>
+        e.event_type === REFUND_REVIEW_DECISION &&
+        (e.payload as { run_id?: string }).run_id === runId,
+    );
+  const open = async (on: Page, path: string) =>
+    (await on.goto(new URL(path, server.url).href))?.status() ?? 0;
+  /** The overview's details of what run `runId` waits for. */
+  const waitOf = (on: Page, runId: string) => on.locator(`div[data-agent-run="${runId}"]`);
+  /** Submit a form by one of its buttons and wait for the page the console sends back. */
+  const submit = async (on: Page, button: Locator) => {
+    await Promise.all([on.waitForURL(/[?&]flash=/), button.click()]);
+    return seen(on.locator("[data-flash]"));
+  };
+
+  beforeAll(async () => {
+    process.env.AGENTBUS_OPERATOR = OPERATOR;
+    await mkdir(OUTPUT, { recursive: true });
+    env = await startLocal({
+      endpoint: emulator().endpoint,
+      stage: STAGE,
+      payments,
+      envOverrides: { REFUND_APPROVAL_ABOVE_CENTS: "10000" },
+    });
+    orders.approved = await newOrder(20_000);
+    orders.rejected = await newOrder(35_000);
+    orders.unknown = await newOrder(4_999);
+    // The first refund made (the one under the threshold; the others wait) times out after it
+    // applied, and no query can tell: the run is handed to a person.
+    payments.failNext("timeout_after", ...Array<"query_unknown">(5).fill("query_unknown"));
+    runs.approved = await askForRefund(orders.approved);
+    runs.rejected = await askForRefund(orders.rejected);
+    runs.unknown = await askForRefund(orders.unknown);
+    await Promise.all([
+      reaches(runs.approved, "BLOCKED"),
+      reaches(runs.rejected, "BLOCKED"),
+      reaches(runs.unknown, "NEEDS_HUMAN"),
+    ]);
+    await env.runtime.idle({ timeoutMs: TIMEOUT });
+    server = await startConsole({ source: opsSource(env.ops), actions: opsActions(env.ops) });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+    });
+    page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  }, 240_000);
+
+  afterAll(async () => {
+    if (operatorBefore === undefined) delete process.env.AGENTBUS_OPERATOR;
+    else process.env.AGENTBUS_OPERATOR = operatorBefore;
+    await browser?.close();
+    await server?.close();
+    await env?.stop();
+  });
+
+  it("lists both refunds awaiting approval with the proposed call and its input", async () => {
+    expect(await open(page, "/")).toBe(200);
+    const card = page.locator('[data-waiting="awaiting-approval"]');
+    expect(await card.getAttribute("data-count")).toBe("2");
+    for (const which of ["approved", "rejected"] as const) {
+      const wait = waitOf(page, runs[which]);
+      expect(await seen(wait)).toMatch(/^Proposed: issue_refund \(call call_2_1\)/);
+      const input = JSON.parse(await seen(wait.locator("pre[data-tool-input]")));
+      expect(input).toMatchObject({
+        order_id: orders[which],
+        amount_cents: which === "approved" ? 20_000 : 35_000,
+      });
+    }
+    expect(refundsOf(orders.approved) + refundsOf(orders.rejected)).toBe(0);
+    await page.screenshot({ path: join(OUTPUT, "local-overview-approvals.png"), fullPage: true });
+    for (let i = 0; i < 2; i++) {
+      const opened = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+      expect(await open(opened, "/")).toBe(200);
+      stale.push(opened);
+    }
+  });
+
+  it(
+    "approves a refund with the page's button: the run completes with exactly one refund",
+    async () => {
+      const wait = waitOf(page, runs.approved);
+      await wait.locator('input[name="reason"]').fill("checked the order");
+      const flash = await submit(
+        page,
+        wait.getByRole("button", { name: "Approve: the call runs" }),
+      );
+      const sent =
+        /^Sent: refund_review\.decision\.requested sent to agentbus-\w+-commands \(event id (\w{26})\)$/.exec(
+          flash,
+        );
+      expect(sent, flash).not.toBeNull();
+      const done = await reaches(runs.approved, "COMPLETED");
+      expect(done.window.some((s) => s.outcome === `approve by ${OPERATOR}`)).toBe(true);
+      const [command] = decisionsOf(runs.approved);
+      expect(command?.event_id).toBe(sent?.[1]);
+      expect(command?.payload).toMatchObject({
+        tool_call_id: "call_2_1",
+        decision: "approve",
+        requested_by: OPERATOR,
+        reason: "checked the order",
+      });
+      await env.runtime.idle({ timeoutMs: TIMEOUT });
+      expect(refundsOf(orders.approved)).toBe(1);
+      await open(page, "/");
+      expect(await waitOf(page, runs.approved).count()).toBe(0);
+    },
+    TIMEOUT * 2,
+  );
+
+  it(
+    "rejects the other with a reason: no refund is made and the review says why",
+    async () => {
+      const wait = waitOf(page, runs.rejected);
+      await wait.locator('input[name="reason"]').fill("outside policy");
+      const flash = await submit(page, wait.getByRole("button", { name: /^Reject/ }));
+      expect(flash).toMatch(/^Sent: refund_review\.decision\.requested sent to /);
+      const done = await reaches(runs.rejected, "COMPLETED");
+      expect(done.window.some((s) => s.outcome === `reject by ${OPERATOR}`)).toBe(true);
+      const rejected = (
+        await streamOf(env, { type: AGENT_RUN_AGGREGATE, id: runs.rejected })
+      ).filter((e) => e.event_type === "refund.rejected");
+      expect(rejected.map((e) => e.payload)).toEqual([
+        expect.objectContaining({
+          order_id: orders.rejected,
+          reason: expect.stringContaining("outside policy"),
+        }),
+      ]);
+      await env.runtime.idle({ timeoutMs: TIMEOUT });
+      expect(refundsOf(orders.rejected)).toBe(0);
+      await open(page, "/");
+      const card = page.locator('[data-waiting="awaiting-approval"]');
+      expect(await card.getAttribute("data-count")).toBe("0");
+    },
+    TIMEOUT * 2,
+  );
+
+  it(
+    "a decision on a run that no longer waits is reported or refused, and changes nothing",
+    async () => {
+      const [againPage, latePage] = stale;
+      if (!againPage || !latePage) throw new Error("the first test opened the stale pages");
+      const journals = await Promise.all([journalOf(runs.approved), journalOf(runs.rejected)]);
+      const approve = (on: Page, runId: string) =>
+        submit(on, waitOf(on, runId).getByRole("button", { name: "Approve: the call runs" }));
+      expect(await approve(againPage, runs.approved)).toBe(
+        `Nothing to do: call_2_1 of ${runs.approved} was already decided: approve by ${OPERATOR}; nothing sent`,
+      );
+      expect(await approve(latePage, runs.rejected)).toBe(
+        `Refused: run ${runs.rejected} waits for no decision (it is COMPLETED); nothing sent`,
+      );
+      await latePage.screenshot({
+        path: join(OUTPUT, "local-overview-approval-refused.png"),
+        fullPage: true,
+      });
+      await env.runtime.idle({ timeoutMs: TIMEOUT });
+      expect(decisionsOf(runs.approved)).toHaveLength(1);
+      expect(decisionsOf(runs.rejected)).toHaveLength(1);
+      expect(await Promise.all([journalOf(runs.approved), journalOf(runs.rejected)])).toEqual(
+        journals,
+      );
+      expect([refundsOf(orders.approved), refundsOf(orders.rejected)]).toEqual([1, 0]);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    "resolves a refund whose outcome could not be learnt as applied, with the receipt typed in the page",
+    async () => {
+      expect(refundsOf(orders.unknown)).toBe(1);
+      expect(await open(page, "/")).toBe(200);
+      const wait = page.locator(
+        `[data-waiting="needs-human"] div[data-agent-run="${runs.unknown}"]`,
+      );
+      const key = `${(await journalOf(runs.unknown))?.task_id}:${runs.unknown}:call_2_1`;
+      expect(await seen(wait)).toContain(`key ${key}`);
+      const record = page.locator(`[data-side-effect-key="${key}"]`);
+      expect(await seen(record)).toContain(`resolve it on agent run ${runs.unknown} (NEEDS_HUMAN)`);
+      await wait.locator("summary").click();
+      const receipt = await payments.refundOf(orders.unknown);
+      await wait.locator('textarea[name="output"]').fill(JSON.stringify(receipt, null, 2));
+      await wait.locator('input[name="reason"]').fill("seen at the provider");
+      await page.screenshot({
+        path: join(OUTPUT, "local-overview-unknown-refund.png"),
+        fullPage: true,
+      });
+      const flash = await submit(
+        page,
+        wait.getByRole("button", { name: "Applied, with this output" }),
+      );
+      expect(flash).toMatch(/^Sent: refund_review\.decision\.requested sent to /);
+      const done = await reaches(runs.unknown, "COMPLETED");
+      expect(done.window.some((s) => s.outcome === `applied by ${OPERATOR}`)).toBe(true);
+      const approved = (
+        await streamOf(env, { type: AGENT_RUN_AGGREGATE, id: runs.unknown })
+      ).filter((e) => e.event_type === "refund.approved");
+      expect(approved.map((e) => e.payload)).toEqual([
+        expect.objectContaining({ order_id: orders.unknown, amount_cents: 4_999 }),
+      ]);
+      await env.runtime.idle({ timeoutMs: TIMEOUT });
+      expect(refundsOf(orders.unknown)).toBe(1);
+    },
+    TIMEOUT * 2,
+  );
+});
