@@ -8,16 +8,18 @@ import { putOrders } from "../../functions/adapters/dynamodb/orders";
 import { LocalPayments } from "../../functions/adapters/local-payments";
 import type { AgentJournal } from "../../functions/core/agent/agent";
 import { AGENT_RUN_AGGREGATE } from "../../functions/core/agent/agent-role";
-import { appendToStream } from "../../functions/core/producer";
-import { systemClock, ulidSource } from "../../functions/core/runtime";
 import { refundRunId } from "../../functions/roles/refund-review/refund-agent";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
-import { streamOf, waitUntil } from "../../lib/dev/local/scenario/customer-support";
+import {
+  customerMessage,
+  streamOf,
+  waitUntil,
+} from "../../lib/dev/local/scenario/customer-support";
+import { putOnBus } from "../../lib/dev/local/scenario/workflow";
 import { opsActions } from "../../lib/operator/actions";
 import { type RunningConsole, startConsole } from "../../lib/operator/console/server";
 import { fromSdk } from "../../lib/operator/from-sdk";
 import { opsSource } from "../../lib/operator/source";
-import { registry } from "../../schemas";
 import { REFUND_REVIEW_DECISION } from "../../schemas/events/refund";
 import { emulator } from "../support/aws";
 
@@ -78,33 +80,15 @@ describe.skipIf(!haveChromium)("refund approvals from the console (Chromium, loc
     return orderId;
   }
 
-  /** `refund.review.requested` appended to a stream of the test's, as the router would. */
+  /** A customer's refund question about the order, put on the bus as a client would. */
   async function askForRefund(orderId: string): Promise<string> {
-    const taskId = `task_${ulid()}`;
-    const conversationId = `conv_${ulid()}`;
-    const deps = { store: env.store, registry, clock: systemClock, ids: ulidSource() };
-    await appendToStream(deps, {
-      aggregate: { type: "refund_request", id: taskId },
-      producer: "test-router",
-      correlationId: `corr_${ulid()}`,
-      taskId,
-      conversationId,
-      decide: () => ({
-        emit: [
-          {
-            type: "refund.review.requested",
-            orderKey: conversationId,
-            payload: {
-              conversation_id: conversationId,
-              customer_id: "cust_alice",
-              order_id: orderId,
-              question: "Please refund my order",
-            },
-          },
-        ],
-      }),
-    });
-    return refundRunId(taskId);
+    const message = customerMessage(
+      `conv_${ulid()}`,
+      "cust_alice",
+      `Please refund order ${orderId}`,
+    );
+    await putOnBus(env, "events", [message]);
+    return refundRunId(message.task_id);
   }
 
   const journalOf = async (runId: string) =>
