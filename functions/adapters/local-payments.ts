@@ -10,10 +10,10 @@ import type {
 /**
  * NOT a payment system. A stand-in for the PaymentsPort, for the local runtime, the simulation and
  * tests: it applies each idempotency key at most once (a second refund under a key answers the
- * first's receipt), refunds an order at most once (a refund of an order refunded under another key
- * is refused, ToolRejectedError `payment.already_refunded`, nothing applied: the rules of the
- * DynamoDB stand-in, functions/adapters/dynamodb/payments-stand-in.ts), keeps every refund it made,
- * and fails on request, the ways a real one does:
+ * first's receipt) and, like a provider, refunds an order again under another key (one refund per
+ * order is the agent's part: `refundsByOrder` shows a defect), as the DynamoDB stand-in does
+ * (functions/adapters/dynamodb/payments-stand-in.ts). It keeps every refund it made, and fails on
+ * request, the ways a real one does:
  *
  * - `rejected`: refuses (ToolRejectedError `payment.declined`), nothing applied;
  * - `throttled`: TransientError `payment.throttled` with `retryAfterSeconds`, nothing applied;
@@ -68,11 +68,12 @@ export class LocalPayments implements PaymentsPort {
     return receipt ? { status: "applied", receipt } : { status: "not_applied" };
   }
 
+  /** The order's latest refund. */
   async refundOf(orderId: string): Promise<RefundReceipt | undefined> {
-    return [...this.refunds.values()].find((r) => r.order_id === orderId);
+    return [...this.refunds.values()].findLast((r) => r.order_id === orderId);
   }
 
-  /** Refunds per order (more than one would be a double refund, which `apply` refuses). */
+  /** Refunds per order (more than one is a double refund). */
   refundsByOrder(): Map<string, number> {
     const counts = new Map<string, number>();
     for (const r of this.refunds.values())
@@ -83,12 +84,6 @@ export class LocalPayments implements PaymentsPort {
   private apply(request: RefundRequest): RefundReceipt {
     const existing = this.refunds.get(request.key);
     if (existing) return existing;
-    if ([...this.refunds.values()].some((r) => r.order_id === request.order_id))
-      throw new ToolRejectedError(
-        "payment.already_refunded",
-        `order ${request.order_id} has been refunded already; it is not refunded twice`,
-        { details: { order_id: request.order_id } },
-      );
     this.sequence += 1;
     const receipt = {
       refund_id: `refund_${String(this.sequence).padStart(6, "0")}`,

@@ -65,7 +65,7 @@ describe("DynamoPaymentsStandIn", () => {
     expect(await payments.refund({ key, order_id: newOrder(), amount_cents: 1 })).toEqual(receipt);
     const stored = { ...receipt, key, refunded_at: "2026-09-01T10:00:00.000Z" };
     expect(await itemsOf(order, [key])).toEqual([
-      { pk: `order#${order}`, ...stored },
+      { pk: `order#${order}`, ...stored, refunds: 1 },
       { pk: `refund#${key}`, ...stored },
     ]);
   });
@@ -87,21 +87,23 @@ describe("DynamoPaymentsStandIn", () => {
     expect(await payments.refundOf(newOrder())).toBeUndefined();
   });
 
-  it("refuses a second key for an order already refunded, and applies nothing", async () => {
+  it("refunds an order again under another key, as a provider does, and counts its refunds", async () => {
     const order = newOrder();
     const first = newKey();
     const second = newKey();
-    const receipt = await payments.refund({ key: first, order_id: order, amount_cents: 500 });
-    const error = await payments
-      .refund({ key: second, order_id: order, amount_cents: 500 })
-      .catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(ToolRejectedError);
-    expect(error).toMatchObject({ code: "payment.already_refunded", details: { order_id: order } });
-    expect(await payments.query(second)).toEqual({ status: "not_applied" });
-    expect(await payments.refundOf(order)).toEqual(receipt);
-    expect((await itemsOf(order, [first, second])).map((i) => i.pk)).toEqual([
+    await payments.refund({ key: first, order_id: order, amount_cents: 500 });
+    expect(await payments.refundCount(order)).toBe(1);
+    const again = await payments.refund({ key: second, order_id: order, amount_cents: 500 });
+    expect(await payments.query(second)).toEqual({ status: "applied", receipt: again });
+    expect(await payments.refundOf(order)).toEqual(again);
+    expect(await payments.refundCount(order)).toBe(2);
+    // A retry under a key counts nothing.
+    await payments.refund({ key: second, order_id: order, amount_cents: 500 });
+    expect(await payments.refundCount(order)).toBe(2);
+    expect((await itemsOf(order, [first, second])).map((i) => i.pk).sort()).toEqual([
       `order#${order}`,
       `refund#${first}`,
+      `refund#${second}`,
     ]);
   });
 
@@ -130,7 +132,7 @@ describe("LocalPayments and DynamoPaymentsStandIn", () => {
    * which they first appear, as the two make them differently; a refusal by its class and code).
    */
   async function script(port: PaymentsPort, order: string, other: string) {
-    const [first, second, never] = [newKey(), newKey(), newKey()];
+    const [first, second, third, never] = [newKey(), newKey(), newKey(), newKey()];
     const ids = new Map<string, string>();
     const plain = (value: unknown): unknown => {
       if (value === undefined) return "undefined";
@@ -169,7 +171,7 @@ describe("LocalPayments and DynamoPaymentsStandIn", () => {
       await step("refundOf another order", () => port.refundOf(other)),
       await step("refund, another key for the order", () => refund(second, order, 100)),
       await step("query of that key", () => port.query(second)),
-      await step("refund of another order", () => refund(second, other, 2599)),
+      await step("refund of another order", () => refund(third, other, 2599)),
       await step("refundOf after", () => port.refundOf(order)),
       await step("refundOf the other after", () => port.refundOf(other)),
     ];
@@ -196,11 +198,21 @@ describe("LocalPayments and DynamoPaymentsStandIn", () => {
       ["query of a key never used", { status: "not_applied" }],
       ["refundOf", { refund_id: "refund-1", order_id: "O1", amount_cents: 3450 }],
       ["refundOf another order", "undefined"],
-      ["refund, another key for the order", "rejected payment.already_refunded"],
-      ["query of that key", { status: "not_applied" }],
-      ["refund of another order", { refund_id: "refund-2", order_id: "O2", amount_cents: 2599 }],
-      ["refundOf after", { refund_id: "refund-1", order_id: "O1", amount_cents: 3450 }],
-      ["refundOf the other after", { refund_id: "refund-2", order_id: "O2", amount_cents: 2599 }],
+      // A provider refunds an order again under another key; one per order is the agent's part.
+      [
+        "refund, another key for the order",
+        { refund_id: "refund-2", order_id: "O1", amount_cents: 100 },
+      ],
+      [
+        "query of that key",
+        {
+          status: "applied",
+          receipt: { refund_id: "refund-2", order_id: "O1", amount_cents: 100 },
+        },
+      ],
+      ["refund of another order", { refund_id: "refund-3", order_id: "O2", amount_cents: 2599 }],
+      ["refundOf after", { refund_id: "refund-2", order_id: "O1", amount_cents: 100 }],
+      ["refundOf the other after", { refund_id: "refund-3", order_id: "O2", amount_cents: 2599 }],
     ]);
   });
 });

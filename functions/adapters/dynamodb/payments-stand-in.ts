@@ -1,5 +1,4 @@
 import type { AttributeValue, CancellationReason } from "@aws-sdk/client-dynamodb";
-import { ToolRejectedError } from "../../core/agent/tool";
 import { type AgentBusError, PermanentError, TransientError } from "../../core/errors";
 import type {
   PaymentsPort,
@@ -43,16 +42,16 @@ const NOT_THERE = "attribute_not_exists(#pk)";
  * invocations. No money moves. A team that refunds for real replaces it with an adapter for its
  * provider's API (the PaymentsPort: refund by idempotency key, query by key, an order's refund).
  *
- * It keeps the rules a provider keeps, the ones the agent loop relies on:
+ * It keeps the one rule a provider keeps that the agent loop relies on: a key is applied at most
+ * once (a second refund under a key answers the first's receipt, even when it asks for another
+ * order or amount: a retry is answered from what was done). Like a provider, it refunds an order
+ * again under another key: keeping to one refund per order is the agent's part, so a defect there
+ * shows (each order's item counts its refunds, `refunds`, which the chaos runs check).
  *
- * - a key is applied at most once: a second refund under a key answers the first's receipt (even
- *   when the second asks for another order or amount: a retry is answered from what was done);
- * - an order is refunded at most once: a refund of an order already refunded under another key is
- *   refused (ToolRejectedError `payment.already_refunded`), nothing applied.
- *
- * Items: `refund#<key>` and `order#<order_id>`, each with the receipt (`refund_id`, `order_id`,
- * `amount_cents`), the `key` and `refunded_at`. A refund is one TransactWriteItems putting both,
- * each on condition that it is not there yet (two write units per item: four for a refund).
+ * Items: `refund#<key>` with the receipt (`refund_id`, `order_id`, `amount_cents`), the `key` and
+ * `refunded_at`; `order#<order_id>` with the order's latest receipt and its refund count. A refund
+ * is one TransactWriteItems: the key's item put on condition that it is not there yet, the
+ * order's item updated (two write units each: four for a refund).
  * Queries are strongly consistent GetItems. A refusal by DynamoDB (throttled, conflict, outage)
  * is a TransientError: nothing was applied, or the retry under the same key finds what was.
  */
@@ -84,39 +83,47 @@ export class DynamoPaymentsStandIn implements PaymentsPort {
       key: { S: request.key },
       refunded_at: { S: this.clock.now().toISOString() },
     });
-    const put = (pk: string) => ({
+    const byKey = {
       Put: {
         TableName: this.tableName,
-        Item: attributes(pk),
+        Item: attributes(refundItemKey(request.key)),
         ConditionExpression: NOT_THERE,
         ExpressionAttributeNames: { "#pk": PAYMENTS_STAND_IN_KEY },
         ReturnValuesOnConditionCheckFailure: "ALL_OLD" as const,
       },
-    });
+    };
+    const { [PAYMENTS_STAND_IN_KEY]: _pk, ...latest } = attributes("");
+    const byOrder = {
+      Update: {
+        TableName: this.tableName,
+        Key: { [PAYMENTS_STAND_IN_KEY]: { S: orderRefundKey(request.order_id) } },
+        UpdateExpression: `SET ${Object.keys(latest)
+          .map((name) => `#${name} = :${name}`)
+          .join(", ")} ADD #refunds :one`,
+        ExpressionAttributeNames: Object.fromEntries([
+          ...Object.keys(latest).map((name) => [`#${name}`, name]),
+          ["#refunds", "refunds"],
+        ]),
+        ExpressionAttributeValues: Object.fromEntries([
+          ...Object.entries(latest).map(([name, value]) => [`:${name}`, value]),
+          [":one", { N: "1" }],
+        ]),
+      },
+    };
     try {
-      await this.client.send(
-        TransactWriteItems({
-          TransactItems: [put(refundItemKey(request.key)), put(orderRefundKey(request.order_id))],
-        }),
-      );
+      await this.client.send(TransactWriteItems({ TransactItems: [byKey, byOrder] }));
       return receipt;
     } catch (error) {
       if (!isNamed(error, "TransactionCanceledException"))
         throw dynamoFailure(error, "TransactWriteItems (refund) on the payments stand-in table");
       const reasons = (error as { CancellationReasons?: CancellationReason[] }).CancellationReasons;
-      const [byKey, byOrder] = reasons ?? [];
-      if (byKey?.Code === "ConditionalCheckFailed") {
+      const [onKey] = reasons ?? [];
+      if (onKey?.Code === "ConditionalCheckFailed") {
         // A retry under the key: the first refund's receipt.
-        const stored = byKey.Item && Object.keys(byKey.Item).length > 0 ? byKey.Item : undefined;
+        const stored = onKey.Item && Object.keys(onKey.Item).length > 0 ? onKey.Item : undefined;
         const first = stored ? receiptOf(stored) : await this.receiptAt(refundItemKey(request.key));
         if (first) return first;
       }
-      if (byOrder?.Code === "ConditionalCheckFailed")
-        throw new ToolRejectedError(
-          "payment.already_refunded",
-          `order ${request.order_id} has been refunded already; it is not refunded twice`,
-          { details: { order_id: request.order_id } },
-        );
       throw cancelled(reasons ?? [], error);
     }
   }
@@ -128,6 +135,22 @@ export class DynamoPaymentsStandIn implements PaymentsPort {
 
   async refundOf(orderId: string): Promise<RefundReceipt | undefined> {
     return this.receiptAt(orderRefundKey(orderId));
+  }
+
+  /** How many refunds the order has had (more than one is a double refund). */
+  async refundCount(orderId: string): Promise<number> {
+    try {
+      const output = await this.client.send(
+        GetItem({
+          TableName: this.tableName,
+          Key: { [PAYMENTS_STAND_IN_KEY]: { S: orderRefundKey(orderId) } },
+          ConsistentRead: true,
+        }),
+      );
+      return Number(output.Item?.refunds?.N ?? 0);
+    } catch (error) {
+      throw dynamoFailure(error, "GetItem on the payments stand-in table");
+    }
   }
 
   private async receiptAt(pk: string): Promise<RefundReceipt | undefined> {
