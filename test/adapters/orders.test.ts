@@ -2,10 +2,11 @@ import {
   CreateTableCommand,
   DeleteTableCommand,
   DynamoDBClient,
+  GetItemCommand,
   PutItemCommand,
   waitUntilTableExists,
 } from "@aws-sdk/client-dynamodb";
-import { marshall } from "@aws-sdk/util-dynamodb";
+import { marshall, unmarshall } from "@aws-sdk/util-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DynamoOrders, putOrders } from "../../functions/adapters/dynamodb/orders";
 import { PermanentError, TransientError } from "../../functions/core/errors";
@@ -109,7 +110,7 @@ describe("DynamoOrders", () => {
     }
   });
 
-  describe("cancel", () => {
+  describe("cancelForRefund", () => {
     /** An order of its own (the seeded ones are read back as written above). */
     const seeded = async (status: OrderRecord["status"]) => {
       const order: OrderRecord = {
@@ -121,27 +122,53 @@ describe("DynamoOrders", () => {
       return order;
     };
     const consistent = () => new DynamoOrders(fromSdk(client), table, { consistentRead: true });
+    /** The order's item as stored, every attribute. */
+    const rawItems = async (orderId: string) => {
+      const out = await client.send(
+        new GetItemCommand({
+          TableName: table,
+          Key: { order_id: { S: orderId } },
+          ConsistentRead: true,
+        }),
+      );
+      return out.Item ? [unmarshall(out.Item)] : [];
+    };
 
     it("cancels an order in a status it may be cancelled from, and answers the order", async () => {
       const order = await seeded("delivered");
       const orders = consistent();
-      const answer = await orders.cancel(order.order_id, ["placed", "delivered"]);
+      const answer = await orders.cancelForRefund(order.order_id, "k1", ["placed", "delivered"]);
       expect(answer).toEqual({ cancelled: true, order: { ...order, status: "cancelled" } });
       expect(await orders.get(order.order_id)).toEqual({ ...order, status: "cancelled" });
-      // Cancelling it again is allowed when `from` lists cancelled, and changes nothing.
-      expect(await orders.cancel(order.order_id, ["delivered", "cancelled"])).toEqual(answer);
+      // The same key again (a retry) is allowed when `from` lists cancelled, and changes nothing.
+      expect(
+        await orders.cancelForRefund(order.order_id, "k1", ["delivered", "cancelled"]),
+      ).toEqual(answer);
+    });
+
+    it("refuses a second refund key for an order another key claimed", async () => {
+      const order = await seeded("cancelled");
+      const orders = consistent();
+      const first = await orders.cancelForRefund(order.order_id, "k1", ["cancelled"]);
+      expect(first.cancelled).toBe(true);
+      expect(await orders.cancelForRefund(order.order_id, "k2", ["cancelled"])).toEqual({
+        cancelled: false,
+        status: "claimed",
+      });
+      const [item] = await rawItems(order.order_id);
+      expect(item?.refund_key).toBe("k1");
     });
 
     it("refuses an order in another status: answers that status and changes nothing", async () => {
       const order = await seeded("shipped");
       const orders = consistent();
-      expect(await orders.cancel(order.order_id, ["placed", "delivered"])).toEqual({
+      expect(await orders.cancelForRefund(order.order_id, "k1", ["placed", "delivered"])).toEqual({
         cancelled: false,
         status: "shipped",
       });
       expect(await orders.get(order.order_id)).toEqual(order);
       const cancelled = await seeded("cancelled");
-      expect(await orders.cancel(cancelled.order_id, ["placed"])).toEqual({
+      expect(await orders.cancelForRefund(cancelled.order_id, "k1", ["placed"])).toEqual({
         cancelled: false,
         status: "cancelled",
       });
@@ -150,12 +177,12 @@ describe("DynamoOrders", () => {
     it("answers missing for an order that does not exist, and writes none", async () => {
       const orders = consistent();
       const id = `X-${newUlid()}`;
-      expect(await orders.cancel(id, ["placed", "delivered"])).toEqual({
+      expect(await orders.cancelForRefund(id, "k1", ["placed", "delivered"])).toEqual({
         cancelled: false,
         status: "missing",
       });
       expect(await orders.get(id)).toBeUndefined();
-      expect(await orders.cancel("not an id!", ["placed"])).toEqual({
+      expect(await orders.cancelForRefund("not an id!", "k1", ["placed"])).toEqual({
         cancelled: false,
         status: "missing",
       });

@@ -14,6 +14,8 @@ import { dynamoFailure } from "./failure";
  * mapped like the event store's (throttling and outages -> TransientError).
  */
 export const ORDERS_PARTITION_KEY = "order_id";
+/** The refund key that claimed an order (set by `cancelForRefund`; not part of OrderRecord). */
+export const REFUND_KEY_ATTRIBUTE = "refund_key";
 
 export interface DynamoOrdersOptions {
   /** Strongly consistent reads. @default false */
@@ -63,8 +65,15 @@ export class DynamoOrders implements OrdersPort {
     return parsed.data;
   }
 
-  /** One UpdateItem, conditional on the stored status; a refusal reads the order to say why. */
-  async cancel(orderId: string, from: readonly OrderRecord["status"][]) {
+  /**
+   * One UpdateItem, conditional on the stored status and on no other refund key (attribute
+   * `refund_key`, which it sets); a refusal reads the order to say why.
+   */
+  async cancelForRefund(
+    orderId: string,
+    refundKey: string,
+    from: readonly OrderRecord["status"][],
+  ) {
     if (!OrderId.safeParse(orderId).success || from.length === 0)
       return { cancelled: false as const, status: "missing" as const };
     const allowed = Object.fromEntries(from.map((status, i) => [`:from${i}`, { S: status }]));
@@ -73,10 +82,18 @@ export class DynamoOrders implements OrdersPort {
         UpdateItem({
           TableName: this.tableName,
           Key: { [ORDERS_PARTITION_KEY]: { S: orderId } },
-          UpdateExpression: "SET #status = :cancelled",
-          ConditionExpression: `attribute_exists(#key) AND #status IN (${Object.keys(allowed).join(", ")})`,
-          ExpressionAttributeNames: { "#status": "status", "#key": ORDERS_PARTITION_KEY },
-          ExpressionAttributeValues: { ":cancelled": { S: "cancelled" }, ...allowed },
+          UpdateExpression: "SET #status = :cancelled, #refund_key = :key",
+          ConditionExpression: `attribute_exists(#key) AND #status IN (${Object.keys(allowed).join(", ")}) AND (attribute_not_exists(#refund_key) OR #refund_key = :key)`,
+          ExpressionAttributeNames: {
+            "#status": "status",
+            "#key": ORDERS_PARTITION_KEY,
+            "#refund_key": REFUND_KEY_ATTRIBUTE,
+          },
+          ExpressionAttributeValues: {
+            ":cancelled": { S: "cancelled" },
+            ":key": { S: refundKey },
+            ...allowed,
+          },
           ReturnValues: "ALL_NEW",
         }),
       );
@@ -88,8 +105,17 @@ export class DynamoOrders implements OrdersPort {
       if ((error as { name?: string } | null)?.name !== "ConditionalCheckFailedException")
         throw dynamoFailure(error, "UpdateItem");
     }
+    return { cancelled: false as const, status: await this.refusal(orderId, from) };
+  }
+
+  /** Why a cancel for a refund was refused: no order, its status, or another key's claim. */
+  private async refusal(
+    orderId: string,
+    from: readonly OrderRecord["status"][],
+  ): Promise<OrderRecord["status"] | "missing" | "claimed"> {
     const order = await this.get(orderId);
-    return { cancelled: false as const, status: order?.status ?? ("missing" as const) };
+    if (!order) return "missing";
+    return from.includes(order.status) ? "claimed" : order.status;
   }
 }
 

@@ -12,10 +12,12 @@ import type { OrdersPort } from "../../core/role-module";
  * for order lookup, whatever id the model asks for.
  *
  * refunded ⇒ cancelled (seed 000 §6.2) holds at every moment: `issue_refund` first cancels the
- * order in the orders table with one conditional write (only from a status a refund may follow),
- * and asks the payment system for the refund only once that write succeeded. A refund therefore
- * never exists for an order that is not cancelled; a refund that then fails leaves a cancelled
- * order without one, which the invariant allows (the model is told, and says so).
+ * order in the orders table with one conditional write (only from a status a refund may follow,
+ * and only when no other refund key has claimed the order: the write records its key), and asks
+ * the payment system for the refund only once that write succeeded, under the same key. A refund
+ * therefore never exists for an order that is not cancelled, and two reviews of one order (two
+ * turns asking at once) cannot both refund it; a refund that then fails leaves a cancelled order
+ * without one, which the invariant allows (the model is told, and says so).
  */
 
 /** Statuses an order may be refunded from (an order in transit is not). */
@@ -108,12 +110,17 @@ export function issueRefundTool(
           "refund.over_total",
           `order ${order_id} totals ${order.total_cents} cents; ${amount_cents} cannot be refunded`,
         );
-      if (!orders.cancel)
+      if (!orders.cancelForRefund)
         throw new PermanentError(
           "refund.orders_read_only",
           'the orders port cannot cancel an order, so no refund is made (wire orders with needs.orders: "cancel")',
         );
-      const cancelled = await orders.cancel(order_id, REFUNDABLE_FROM);
+      const cancelled = await orders.cancelForRefund(order_id, key, REFUNDABLE_FROM);
+      if (!cancelled.cancelled && cancelled.status === "claimed")
+        throw new ToolRejectedError(
+          "refund.already_claimed",
+          `order ${order_id} is being refunded, or was, under another request: it is not refunded twice`,
+        );
       if (!cancelled.cancelled)
         throw new ToolRejectedError(
           "refund.not_cancellable",
