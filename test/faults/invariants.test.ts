@@ -34,6 +34,8 @@ const right: RunFacts = {
   conversations: [{ id: "conv_1", sent: 2, accepted: ["task_1", "task_2"] }],
   tasks: [],
   conversationStreams: [],
+  refunds: [{ orderId: "A-1002", count: 1, orderStatus: "cancelled" }],
+  awaitingPerson: [],
 };
 
 const broken = async (facts: Partial<RunFacts>) =>
@@ -67,5 +69,15 @@ describe("the invariants of a chaos schedule", () => {
     expect(
       await broken({ conversations: [{ id: "conv_1", sent: 2, accepted: ["task_2"] }] }),
     ).toEqual(["conversations answered"]);
+    // A turn waiting for a person's decision is not unanswered.
+    expect(
+      await broken({ replies: [{ key: "task_1:reply:1" }], awaitingPerson: ["task_2"] }),
+    ).toEqual([]);
+    expect(
+      await broken({ refunds: [{ orderId: "A-1002", count: 2, orderStatus: "cancelled" }] }),
+    ).toEqual(["refunded once"]);
+    expect(
+      await broken({ refunds: [{ orderId: "A-1002", count: 1, orderStatus: "placed" }] }),
+    ).toEqual(["refunded ⇒ cancelled"]);
   });
 });

@@ -30,6 +30,7 @@ describe("simulated schedules", () => {
       "gap-repaired",
       "redriven",
       "timeout-after-apply channel",
+      "timeout-after-apply payment",
     ])
       expect(injected[kind], kind).toBeGreaterThan(0);
   }, 120_000);
@@ -39,14 +40,15 @@ describe("simulated schedules", () => {
     ["wrong-stream-repair", "nothing lost"],
     ["skipped-version-condition", "applied once"],
     ["new-key-per-retry", "sent once"],
+    ["refund-new-key-per-retry", "refunded once"],
   ])(
     "catch a planted %s (%s)",
     async (bug, invariant) => {
       const broken: string[] = [];
       for (let seed = 1; seed <= 60; seed++) {
-        // The channel fails often enough for the sender to retry in most schedules.
+        // The channel and the payment stand-in fail often enough for a retry in most schedules.
         const drawn = simulatedPlan(seed, new Random(seed));
-        const plan = { seed, rates: { ...drawn.rates, channel: 0.2 } };
+        const plan = { seed, rates: { ...drawn.rates, channel: 0.2, payment: 0.2 } };
         const result = await playSchedule(seed, { bug, plan });
         broken.push(...result.violations.map((v) => v.invariant));
       }

@@ -1,4 +1,9 @@
+import { DynamoOrders } from "../../../functions/adapters/dynamodb/orders";
+import { DynamoPaymentsStandIn } from "../../../functions/adapters/dynamodb/payments-stand-in";
+import { AGENT_RUN_AGGREGATE } from "../../../functions/core/agent/agent-role";
+import { refundRunId } from "../../../functions/roles/refund-review/refund-agent";
 import { topology } from "../../infra/topology";
+import { fromSdk } from "../../operator/from-sdk";
 import { traceOf } from "../../operator/source";
 import type { TraceNode } from "../../operator/views";
 import {
@@ -70,7 +75,34 @@ async function stackFacts(
     ],
     tasks: [{ id: workload.task.id, feedback: workload.feedback }],
     conversationStreams: streamsOf(nodes),
+    refunds: await refundsOf(env, workload.refundOrder),
+    awaitingPerson: await waitingTurns(env, workload),
   };
+}
+
+/** The conversation's turns whose refund review waits for a person. */
+async function waitingTurns(env: LocalEnvironment, workload: Workload): Promise<string[]> {
+  const waiting: string[] = [];
+  for (const message of workload.conversation.messages) {
+    const { state } = await env.store.load({
+      state: { type: AGENT_RUN_AGGREGATE, id: refundRunId(message.task_id) },
+    });
+    const status = (state?.data as { status?: string } | undefined)?.status;
+    if (status === "BLOCKED" || status === "NEEDS_HUMAN") waiting.push(message.task_id);
+  }
+  return waiting;
+}
+
+/** The schedule's refundable order: its refunds at the payment stand-in, and its status now. */
+async function refundsOf(env: LocalEnvironment, orderId: string): Promise<RunFacts["refunds"]> {
+  const client = fromSdk(env.clients.dynamodb);
+  const { orders, payments } = env.names.tables;
+  if (!orders || !payments) return [];
+  const count = await new DynamoPaymentsStandIn({ client, tableName: payments }).refundCount(
+    orderId,
+  );
+  const order = await new DynamoOrders(client, orders, { consistentRead: true }).get(orderId);
+  return [{ orderId, count, orderStatus: order?.status ?? "missing" }];
 }
 
 /** Every event of the schedule's traces (the task's, the run's and each message's correlation). */

@@ -1,9 +1,11 @@
 import { ulid } from "ulid";
+import { putOrders } from "../../../functions/adapters/dynamodb/orders";
 import { FAIL_FACT_CHECK_MARKER } from "../../../functions/adapters/local-model";
 import { appendToStream } from "../../../functions/core/producer";
 import type { Decision } from "../../../functions/core/role";
 import { systemClock, ulidSource } from "../../../functions/core/runtime";
 import { type Envelope, registry } from "../../../schemas";
+import { fromSdk } from "../../operator/from-sdk";
 import type { Random } from "../faults/random";
 import type { LocalEnvironment } from "../local/environment";
 import { clientFeedback, LIFECYCLE } from "../local/scenario";
@@ -26,6 +28,8 @@ export interface Workload {
     readonly failing: boolean;
   };
   readonly conversation: { readonly id: string; readonly messages: readonly Envelope[] };
+  /** An order of the schedule's own that a message may ask to refund (at most once). */
+  readonly refundOrder: string;
   /** The planted poison message's event id: the only thing a dead-letter queue may hold. */
   readonly poisonId: string;
 }
@@ -49,8 +53,10 @@ export async function playWorkload(env: LocalEnvironment, random: Random): Promi
   const hint = `${failing ? `${FAIL_FACT_CHECK_MARKER} ` : ""}energy storage`;
   const run = await startWorkflow(env, "chaos", workflow, hint);
   const conversationId = `conv_${ulid()}`;
+  const refundOrder = await refundableOrder(env);
+  const texts = [...CUSTOMER_TEXTS, `Please refund order ${refundOrder}, I sent it back.`];
   const messages = Array.from({ length: 1 + random.below(2) }, () =>
-    customerMessage(conversationId, "cust_alice", random.pick(CUSTOMER_TEXTS)),
+    customerMessage(conversationId, "cust_alice", random.pick(texts)),
   );
   await putOnBus(env, "events", messages);
   return {
@@ -58,8 +64,26 @@ export async function playWorkload(env: LocalEnvironment, random: Random): Promi
     feedback,
     run: { runId: run.runId, correlationId: run.correlationId, workflow, failing },
     conversation: { id: conversationId, messages },
+    refundOrder,
     poisonId: poison.event_id,
   };
+}
+
+/** A returned order of Alice's with no refund, under a fresh id, in the stack's orders table. */
+async function refundableOrder(env: LocalEnvironment): Promise<string> {
+  const orderId = `C-${ulid().slice(-12)}`;
+  await putOrders(fromSdk(env.clients.dynamodb), env.names.tables.orders ?? "", [
+    {
+      order_id: orderId,
+      customer_id: "cust_alice",
+      status: "returned",
+      item: "Trail shoes",
+      total_cents: 7900,
+      currency: "USD",
+      refund: { status: "none" },
+    },
+  ]);
+  return orderId;
 }
 
 /** The task API commits the task's first `steps` lifecycle events, each caused by the previous. */

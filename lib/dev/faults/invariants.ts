@@ -60,6 +60,18 @@ export interface RunFacts {
   readonly tasks: readonly { readonly id: string; readonly feedback: readonly Envelope[] }[];
   /** The streams the conversation views fold from. */
   readonly conversationStreams: readonly AggregateRef[];
+  /**
+   * The tasks whose turn waits for a person (a refund review BLOCKED on an approval, or handed
+   * over with a refund whose outcome could not be learnt): no one acts in a chaos run, so their
+   * reply comes only once a person has decided.
+   */
+  readonly awaitingPerson: readonly string[];
+  /** Each order the payment stand-in refunded: how many times, and the order's status now. */
+  readonly refunds: readonly {
+    readonly orderId: string;
+    readonly count: number;
+    readonly orderStatus: string;
+  }[];
 }
 
 export async function checkInvariants(facts: RunFacts): Promise<Violation[]> {
@@ -71,7 +83,29 @@ export async function checkInvariants(facts: RunFacts): Promise<Violation[]> {
     ...(await viewsFold(facts)),
     ...repliedTwice(facts.replies),
     ...conversationsAnswered(facts),
+    ...refundedOnceAndCancelled(facts.refunds),
   ];
+}
+
+/**
+ * The tasks of `events` whose agent run waits for a person (BLOCKED or NEEDS_HUMAN): the runs
+ * their `<agent>.step.requested` commands name, read from the store.
+ */
+export async function awaitingPerson(
+  store: EventStore,
+  events: readonly Envelope[],
+): Promise<string[]> {
+  const runs = new Map<string, string>();
+  for (const e of events)
+    if (e.event_type.endsWith(".step.requested") && e.aggregate.type === "agent_run")
+      runs.set(e.aggregate.id, e.task_id);
+  const waiting: string[] = [];
+  for (const [runId, taskId] of runs) {
+    const { state } = await store.load({ state: { type: "agent_run", id: runId } });
+    const status = (state?.data as { status?: string } | undefined)?.status;
+    if (status === "BLOCKED" || status === "NEEDS_HUMAN") waiting.push(taskId);
+  }
+  return waiting;
 }
 
 /** The task ids of a conversation stream's accepted messages, in the order it accepted them. */
@@ -168,9 +202,32 @@ function repliedTwice(replies: RunFacts["replies"]): Violation[] {
 
 const taskOf = (key: string) => key.split(":")[0] ?? key;
 
-/** Every message reached its conversation, and the newest it accepted has its reply delivered. */
+/** No order is refunded twice, and a refunded order is cancelled (seed 000 §6.2). */
+function refundedOnceAndCancelled(refunds: RunFacts["refunds"]): Violation[] {
+  return refunds.flatMap(({ orderId, count, orderStatus }) => [
+    ...(count > 1
+      ? [{ invariant: "refunded once", detail: `order ${orderId} was refunded ${count} times` }]
+      : []),
+    ...(count > 0 && orderStatus !== "cancelled"
+      ? [
+          {
+            invariant: "refunded ⇒ cancelled",
+            detail: `order ${orderId} was refunded and is ${orderStatus}`,
+          },
+        ]
+      : []),
+  ]);
+}
+
+/**
+ * Every message reached its conversation, and the newest it accepted has its reply delivered, or
+ * waits for a person's decision.
+ */
 function conversationsAnswered(facts: RunFacts): Violation[] {
-  const answered = new Set(facts.replies.map(({ key }) => taskOf(key)));
+  const answered = new Set([
+    ...facts.replies.map(({ key }) => taskOf(key)),
+    ...facts.awaitingPerson,
+  ]);
   const violations: Violation[] = [];
   for (const { id, sent, accepted } of facts.conversations) {
     const newest = accepted.at(-1);

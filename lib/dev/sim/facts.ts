@@ -1,5 +1,5 @@
 import { MAX_STREAM_VERSION, registry } from "../../../schemas";
-import { acceptedMessages, type RunFacts } from "../faults/invariants";
+import { acceptedMessages, awaitingPerson, type RunFacts } from "../faults/invariants";
 import type { World } from "./world";
 
 const END_TYPES = new Set(["workflow.completed", "workflow.partial", "workflow.failed"]);
@@ -42,7 +42,20 @@ export async function simulatedFacts(world: World): Promise<RunFacts> {
     // so where a second message is routed before the first is accepted (seed 2683: 13 of the
     // first 10,000 seeds) it stores an order its fold does not make. The stack's runs check them.
     conversationStreams: [],
+    refunds: await refundsOf(world),
+    awaitingPerson: await awaitingPerson(world.memory, world.memory.log),
   };
+}
+
+/** Each order the payment stand-in refunded, with the order's status in the world's orders. */
+async function refundsOf(world: World): Promise<RunFacts["refunds"]> {
+  return Promise.all(
+    [...world.payments.refundsByOrder()].map(async ([orderId, count]) => ({
+      orderId,
+      count,
+      orderStatus: (await world.orders.get(orderId))?.status ?? "missing",
+    })),
+  );
 }
 
 /** The runs asked for, and the event that ended each. */

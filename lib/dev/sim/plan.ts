@@ -3,6 +3,8 @@ import { drawPlan, type FaultPlan, type FaultSwitches } from "../faults/schedule
 
 /** The reply channel's faults, in the order one draw per send picks them. */
 export const CHANNEL_FAULTS = ["throttle", "connection-reset", "timeout-after-apply"] as const;
+/** The payment stand-in's faults, in the order one draw per refund picks them. */
+export const PAYMENT_FAULTS = ["throttle", "connection-reset", "timeout-after-apply"] as const;
 
 /**
  * What a simulated schedule can turn on (fault kinds of lib/dev/faults/kinds.ts, by where they
@@ -23,6 +25,8 @@ const SWITCHES = {
   stall: { kinds: ["stall"], levels: [0, 0.02, 0.1] },
   /** Per send: each of the reply channel's faults at this rate. */
   channel: { kinds: CHANNEL_FAULTS, levels: [0, 0.05, 0.15] },
+  /** Per refund: each of the payment stand-in's faults at this rate. */
+  payment: { kinds: PAYMENT_FAULTS, levels: [0, 0.05, 0.15] },
 } as const satisfies FaultSwitches<string>;
 
 export type SimSwitch = keyof typeof SWITCHES;

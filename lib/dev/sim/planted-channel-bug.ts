@@ -1,7 +1,11 @@
 import type { ChannelPort } from "../../../functions/core/side-effects";
 
-/** A defect planted in the send path: every attempt goes out under a key of its own. */
-export type PlantedChannelBug = "new-key-per-retry";
+/**
+ * A defect planted in a side effect's path: every attempt of a reply's send (`new-key-per-retry`)
+ * or of a refund (`refund-new-key-per-retry`, lib/dev/faults/payments.ts) goes out under a key of
+ * its own.
+ */
+export type PlantedChannelBug = "new-key-per-retry" | "refund-new-key-per-retry";
 
 /** The channel as a sender with the planted defect uses it: no two sends share a key. */
 export function withNewKeyPerRetry(channel: ChannelPort): ChannelPort {

@@ -89,9 +89,14 @@ async function seedWorkload(world: World): Promise<void> {
   world.publishExternal(JSON.stringify({ event_id: "555-0100", payload: "not an envelope" }));
 }
 
-/** What the simulated customers ask (orders of the local sample, and a question with no order). */
+/**
+ * What the simulated customers ask (orders of the local sample, and a question with no order): a
+ * refund that exists, a refund to make (conversations that ask it at once race for it), an order's
+ * status, a question with no order.
+ */
 const CUSTOMER_TEXTS = [
   "Has the refund for order 123 gone through?",
+  "Please refund order A-1002, I cancelled it.",
   "Was order 456 delivered?",
   "Where is my order A-1001?",
   "Is the shop open today?",

@@ -1,4 +1,5 @@
 import { LocalChannel } from "../../../functions/adapters/channel/local-channel";
+import { LocalPayments } from "../../../functions/adapters/local-payments";
 import { classify } from "../../../functions/core/errors";
 import { InMemoryEventStore } from "../../../functions/core/memory";
 import { consume } from "../../../functions/core/pipeline";
@@ -10,21 +11,25 @@ import { ManualClock } from "../../../functions/core/runtime";
 import { type ChannelPort, InMemorySideEffects } from "../../../functions/core/side-effects";
 import { planSweep } from "../../../functions/core/sweeper";
 import { audit } from "../../../functions/roles/audit/audit";
+import { ordersFrom } from "../../../functions/roles/customer-support/order-lookup/order-lookup";
 import { ROLE_MODULES } from "../../../functions/roles/modules";
 import { type Envelope, registry } from "../../../schemas";
 import { topology } from "../../infra/topology";
 import { FaultyChannel } from "../faults/channel";
 import { type CallFault, callFaultOf, type FaultKind } from "../faults/kinds";
+import { FaultyPayments, withNewRefundKeyPerRetry } from "../faults/payments";
 import { Random, seededIds } from "../faults/random";
+import { SAMPLE_ORDERS } from "../local/orders";
 import { memoryRolePorts } from "../role-kit/memory-ports";
 import { FaultyStore, type PlantedStoreBug } from "./faulty-store";
-import { CHANNEL_FAULTS, type SimPlan } from "./plan";
+import { CHANNEL_FAULTS, PAYMENT_FAULTS, type SimPlan } from "./plan";
 import { type PlantedChannelBug, withNewKeyPerRetry } from "./planted-channel-bug";
 import { bodyOf, GroupQueue, type Message, nextMessage } from "./queues";
 
 /**
  * One simulated world: the task projection, the audit group, the orchestrator and the content
- * agents, and the support conversation's groups (its sender behind a faulty reply channel), each
+ * agents, and the support conversation's groups (its sender behind a faulty reply channel, its
+ * refund agent behind a faulty payment stand-in), each
  * with its queue (FIFO behind a buffer, or standard as the topology says), over one in-memory
  * event store (the stack's tables), fed by a
  * relay that reads the store's log (its stream) and a bus that fans every event out to the groups
@@ -51,6 +56,8 @@ const SIMULATED_SETTINGS = {
   ORCHESTRATOR_LEASE_SECONDS: "60",
   ORCHESTRATOR_QUEUED_LEASE_SECONDS: "60",
   REPLY_TTL_SECONDS: "86400",
+  // No person approves anything in a simulated world: every refund goes ahead.
+  REFUND_APPROVAL_ABOVE_CENTS: "100000000",
 };
 /** Steps a message stays invisible after a receive. */
 const VISIBILITY = 3;
@@ -65,6 +72,9 @@ export class World {
   readonly channel: ChannelPort;
   /** What the reply channel delivered, by key. */
   readonly replies: LocalChannel;
+  /** The orders the refund agent cancels, and the payment stand-in it refunds through. */
+  readonly orders = ordersFrom(SAMPLE_ORDERS);
+  readonly payments = new LocalPayments();
   readonly deps: ConsumerDeps;
   readonly roles: Role<unknown>[];
   readonly queues = new Map<string, GroupQueue>();
@@ -88,7 +98,8 @@ export class World {
     this.random = new Random(options.seed);
     this.memory = new InMemoryEventStore(this.clock);
     const { bug } = options;
-    const storeBug = bug === "new-key-per-retry" ? undefined : bug;
+    const storeBug =
+      bug === "new-key-per-retry" || bug === "refund-new-key-per-retry" ? undefined : bug;
     const injected = (kind: FaultKind, where: string) => this.inject(kind, where);
     const { rates } = options.plan;
     this.store = new FaultyStore(this.memory, this.random, rates, injected, storeBug);
@@ -101,9 +112,12 @@ export class World {
       clock: this.clock,
       ids: seededIds(this.clock, this.random),
     };
+    const payments = new FaultyPayments(this.payments, () => this.paymentFault());
     const ports = memoryRolePorts(this.memory, {
       channel: this.channel,
       sideEffects: new InMemorySideEffects(),
+      orders: this.orders,
+      payments: bug === "refund-new-key-per-retry" ? withNewRefundKeyPerRetry(payments) : payments,
     });
     this.roles = ROLE_MODULES.map((module) => buildRole(module, ports, SIMULATED_SETTINGS));
     for (const role of this.roles) {
@@ -128,6 +142,17 @@ export class World {
       CHANNEL_FAULTS.map((kind) => [kind, rate] as const),
     );
     if (fault) this.inject(fault, "channel");
+    return fault;
+  }
+
+  /** One draw per refund: each of the payment stand-in's faults at the plan's rate. */
+  private paymentFault(): CallFault | undefined {
+    const rate = this.options.plan.rates.payment;
+    const fault = callFaultOf(
+      this.random.next(),
+      PAYMENT_FAULTS.map((kind) => [kind, rate] as const),
+    );
+    if (fault) this.inject(fault, "payment");
     return fault;
   }
 
