@@ -27,7 +27,8 @@ function eventLine(n: TraceNode): string {
   const where =
     e.version > 0 ? `${e.aggregate.type}/${e.aggregate.id} v${e.version}` : "unsequenced";
   const stored = e.storedSchemaVersion ? ` (stored as schema v${e.storedSchemaVersion})` : "";
-  return `${e.eventType}${stored} [${where}] ${e.eventId} by ${e.producer || "?"} at ${e.occurredAt}`;
+  const step = e.agentStep ? ` after ${e.agentStep}` : "";
+  return `${e.eventType}${stored} [${where}] ${e.eventId} by ${e.producer || "?"} at ${e.occurredAt}${step}`;
 }
 
 function nodeLines(n: TraceNode, prefix: string, branch: string): string[] {

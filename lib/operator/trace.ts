@@ -153,7 +153,23 @@ function eventOfEnvelope(e: Envelope): TraceEvent {
     correlationId: e.correlation_id,
     taskId: e.task_id,
     ...(e.causation_id ? { causationId: e.causation_id } : {}),
+    ...agentStepOf(e),
   };
+}
+
+/** What the step before an agent's step command did, in a line (TraceEvent.agentStep). */
+function agentStepOf(e: Envelope): { agentStep?: string } {
+  if (e.aggregate.type !== "agent_run" || !e.event_type.endsWith(".step.requested")) return {};
+  const done = (e.payload as { done?: Record<string, unknown> }).done ?? {};
+  const asked =
+    Array.isArray(done.asked) && done.asked.length > 0 ? ` asked ${done.asked.join(", ")}` : "";
+  const text =
+    done.kind === "model"
+      ? `model turn ${String(done.model_run_id)}${asked || " answered"}`
+      : done.kind === "tool" || done.kind === "person"
+        ? `${done.kind === "person" ? "person on" : "tool call"} ${String(done.tool_call_id)} ${String(done.tool)}: ${String(done.outcome)}${done.key ? ` (key ${String(done.key)})` : ""}`
+        : "run started";
+  return { agentStep: text };
 }
 
 function eventOfRecord(o: OutcomeRecord): TraceEvent {

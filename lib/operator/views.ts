@@ -50,6 +50,12 @@ export interface TraceEvent {
   readonly causationId?: string;
   /** The schema version the stored event was written in, when older than its type's newest. */
   readonly storedSchemaVersion?: number;
+  /**
+   * For an agent's step command: what the step before it did (a model turn with its
+   * `model_run_id` and the tools it asked for, or a tool call with its `tool_call_id`, tool and
+   * outcome), seed 000 §15.
+   */
+  readonly agentStep?: string;
 }
 
 export interface TraceNode {

@@ -100,6 +100,15 @@ describe("the refund agent on the local stack", () => {
         TIMEOUT,
       );
       expect(delivered.text).toContain("Your refund has been issued.");
+      // The trace shows each model turn and tool call under the task.
+      const trace = await cli("trace", done.task_id);
+      expect(trace.code, trace.stderr).toBe(0);
+      expect(trace.stdout).toContain(
+        `after model turn ${runId}:turn:1 asked get_order, get_refund_status`,
+      );
+      expect(trace.stdout).toContain(
+        `after tool call call_2_1 issue_refund: succeeded (run) (key ${done.task_id}:${runId}:call_2_1)`,
+      );
       const steps = await factsOf(runId, "refund_review.step.requested");
       expect(steps.map((e) => (e.payload as { done: { kind: string } }).done.kind)).toEqual([
         "start",

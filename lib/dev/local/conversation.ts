@@ -3,6 +3,7 @@ import type { LocalDelivery } from "../../../functions/adapters/channel/local-ch
 import type { ConversationView } from "../../../functions/roles/customer-support/conversation-projection/conversation-projection";
 import type { Envelope } from "../../../schemas";
 import type { LocalEnvironment } from "./environment";
+import { refundCheck, runRefund } from "./refund-scenario";
 import { type Check, check } from "./scenario/check";
 import {
   customerMessage,
@@ -26,6 +27,7 @@ import { putOnBus } from "./scenario/workflow";
  *   channel with the same idempotency key, and the customer gets one message;
  * - a message whose client deadline passes while reply generation is held back: the generation
  *   request is discarded as expired before any model call, and nothing is delivered;
+ * - a refund question: the refund agent cancels the order and refunds it once (./refund-scenario);
  * - a poison message (a customer id that looks like a phone number): dead-lettered with its reason.
  */
 
@@ -100,18 +102,20 @@ export async function runConversationScenario(
   const triple = await runTripleSend(env, log);
   const timeout = await runTimeoutAfterApply(env, log);
   const late = await runExpired(env, log);
+  const refund = await runRefund(env, log);
   const poison = await sendPoison(env, log);
 
   await env.runtime.idle();
   late.conversation.view = await loadConversation(env, late.conversation.conversationId);
   const deadLetters = await readDeadLetters(env);
 
-  const cases = [quick, triple, timeout, late].map((c) => c.conversation);
+  const cases = [quick, triple, timeout, late, refund].map((c) => c.conversation);
   const checks: Check[] = [
     ...quickSuccessionChecks(env, quick),
     tripleSendCheck(env, triple),
     await timeoutAfterApplyCheck(env, timeout),
     expiredCheck(env, late),
+    await refundCheck(env, refund),
     check(
       "poison message: dead-lettered with its reason",
       deadLetters.some(

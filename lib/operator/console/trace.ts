@@ -57,7 +57,7 @@ function renderEventHead(node: TraceNode): string {
       ? `\n<span class="muted">stored as schema v${escapeHtml(String(e.storedSchemaVersion))}</span>`
       : ""
   }
-<span class="producer">by ${escapeHtml(e.producer)}</span>
+${e.agentStep ? `<span class="agent-step">after ${escapeHtml(e.agentStep)}</span>\n` : ""}<span class="producer">by ${escapeHtml(e.producer)}</span>
 <span class="muted">${escapeHtml(formatTime(e.occurredAt))}</span>
 <span class="muted mono">${link(traceHref(e.eventId), e.eventId)}</span>
 </div>`;
