@@ -6,6 +6,7 @@ import type { LocalEnvironment } from "./environment";
 import { refundCheck, runRefund } from "./refund-scenario";
 import { type Check, check } from "./scenario/check";
 import {
+  type ConversationCase,
   customerMessage,
   loadConversation,
   sendCommandOf,
@@ -30,15 +31,6 @@ import { putOnBus } from "./scenario/workflow";
  * - a refund question: the refund agent cancels the order and refunds it once (./refund-scenario);
  * - a poison message (a customer id that looks like a phone number): dead-lettered with its reason.
  */
-
-export interface ConversationCase {
-  readonly label: string;
-  readonly conversationId: string;
-  readonly customerId: string;
-  /** One per message sent, in order. */
-  readonly messages: readonly Envelope[];
-  view?: ConversationView;
-}
 
 export interface ConversationScenarioResult {
   readonly cases: readonly ConversationCase[];

@@ -3,10 +3,14 @@ import { DynamoOrders } from "../../../functions/adapters/dynamodb/orders";
 import { DynamoPaymentsStandIn } from "../../../functions/adapters/dynamodb/payments-stand-in";
 import type { Envelope } from "../../../schemas";
 import { fromSdk } from "../../operator/from-sdk";
-import type { ConversationCase } from "./conversation";
 import type { LocalEnvironment } from "./environment";
 import { type Check, check } from "./scenario/check";
-import { customerMessage, loadConversation, waitUntil } from "./scenario/customer-support";
+import {
+  type ConversationCase,
+  customerMessage,
+  loadConversation,
+  waitUntil,
+} from "./scenario/customer-support";
 import { putOnBus } from "./scenario/workflow";
 
 /**

@@ -88,3 +88,13 @@ export async function waitUntil<T>(
     await new Promise((r) => setTimeout(r, 200));
   }
 }
+
+/** One conversation the local run plays: its customer, its messages, and its view at the end. */
+export interface ConversationCase {
+  readonly label: string;
+  readonly conversationId: string;
+  readonly customerId: string;
+  /** One per message sent, in order. */
+  readonly messages: readonly Envelope[];
+  view?: ConversationView;
+}
