@@ -15,6 +15,12 @@ import {
   streamOf,
   waitUntil,
 } from "../../lib/dev/local/scenario/customer-support";
+import {
+  agentRunOf,
+  askForRefund,
+  refundableOrder,
+  runReaches,
+} from "../../lib/dev/local/scenario/refund";
 import { putOnBus } from "../../lib/dev/local/scenario/workflow";
 import { opsActions } from "../../lib/operator/actions";
 import { type RunningConsole, startConsole } from "../../lib/operator/console/server";
@@ -63,47 +69,11 @@ describe.skipIf(!haveChromium)("refund approvals from the console (Chromium, loc
   const orders = { approved: "", rejected: "", unknown: "" };
   const operatorBefore = process.env.AGENTBUS_OPERATOR;
 
-  /** A delivered order of its own. */
-  async function newOrder(totalCents: number): Promise<string> {
-    const orderId = `R-${ulid().slice(-10)}`;
-    await putOrders(fromSdk(env.clients.dynamodb), env.names.tables.orders ?? "", [
-      {
-        order_id: orderId,
-        customer_id: "cust_alice",
-        status: "delivered",
-        item: "Standing desk",
-        total_cents: totalCents,
-        currency: "USD",
-        refund: { status: "none" },
-      },
-    ]);
-    return orderId;
-  }
-
-  /** A customer's refund question about the order, put on the bus as a client would. */
-  async function askForRefund(orderId: string): Promise<string> {
-    const message = customerMessage(
-      `conv_${ulid()}`,
-      "cust_alice",
-      `Please refund order ${orderId}`,
-    );
-    await putOnBus(env, "events", [message]);
-    return refundRunId(message.task_id);
-  }
-
-  const journalOf = async (runId: string) =>
-    (await env.store.load({ state: { type: AGENT_RUN_AGGREGATE, id: runId } })).state?.data as
-      | AgentJournal
-      | undefined;
-  const reaches = (runId: string, status: string) =>
-    waitUntil(
-      `run ${runId} ${status}`,
-      async () => {
-        const journal = await journalOf(runId);
-        return journal?.status === status ? journal : undefined;
-      },
-      TIMEOUT,
-    );
+  const newOrder = (totalCents: number) =>
+    refundableOrder(env, totalCents, { item: "Standing desk" });
+  const askFor = (orderId: string) => askForRefund(env, orderId);
+  const journalOf = (runId: string) => agentRunOf(env, runId);
+  const reaches = (runId: string, status: string) => runReaches(env, runId, status, TIMEOUT);
   const refundsOf = (orderId: string) => payments.refundsByOrder().get(orderId) ?? 0;
   const decisionsOf = (runId: string) =>
     [...env.observations.envelopes.values()].filter(
@@ -136,9 +106,9 @@ describe.skipIf(!haveChromium)("refund approvals from the console (Chromium, loc
     // The first refund made (the one under the threshold; the others wait) times out after it
     // applied, and no query can tell: the run is handed to a person.
     payments.failNext("timeout_after", ...Array<"query_unknown">(5).fill("query_unknown"));
-    runs.approved = await askForRefund(orders.approved);
-    runs.rejected = await askForRefund(orders.rejected);
-    runs.unknown = await askForRefund(orders.unknown);
+    runs.approved = await askFor(orders.approved);
+    runs.rejected = await askFor(orders.rejected);
+    runs.unknown = await askFor(orders.unknown);
     await Promise.all([
       reaches(runs.approved, "BLOCKED"),
       reaches(runs.rejected, "BLOCKED"),

@@ -5,13 +5,18 @@ import { BAD_TOOL_INPUT_MARKER } from "../../functions/adapters/local-model-refu
 import { LocalPayments } from "../../functions/adapters/local-payments";
 import type { AgentJournal } from "../../functions/core/agent/agent";
 import { AGENT_RUN_AGGREGATE } from "../../functions/core/agent/agent-role";
-import { refundRunId } from "../../functions/roles/refund-review/refund-agent";
 import {
   customerMessage,
   sideEffectOf,
   streamOf,
   waitUntil,
 } from "../../lib/dev/local/scenario/customer-support";
+import {
+  agentRunOf,
+  askForRefund,
+  refundableOrder,
+  runReaches,
+} from "../../lib/dev/local/scenario/refund";
 import { fromSdk } from "../../lib/operator/from-sdk";
 import type { Envelope } from "../../schemas";
 import { localCli } from "../support/cli";
@@ -32,49 +37,16 @@ describe("the refund agent on the local stack", () => {
   });
   const cli = localCli(() => local.env, local.stage, { AGENTBUS_OPERATOR: "ops_anna" });
 
-  /** A delivered order of its own, so the tests do not share one. */
-  async function newOrder(totalCents: number): Promise<string> {
-    const orderId = `R-${ulid().slice(-10)}`;
-    const { clients, names } = local.env;
-    await putOrders(fromSdk(clients.dynamodb), names.tables.orders ?? "", [
-      {
-        order_id: orderId,
-        customer_id: "cust_alice",
-        status: "delivered",
-        item: "Desk lamp",
-        total_cents: totalCents,
-        currency: "USD",
-        refund: { status: "none" },
-      },
-    ]);
-    return orderId;
-  }
+  const newOrder = (totalCents: number) => refundableOrder(local.env, totalCents);
 
   const orders = () =>
     new DynamoOrders(fromSdk(local.env.clients.dynamodb), local.env.names.tables.orders ?? "", {
       consistentRead: true,
     });
 
-  /** A customer's refund question about the order, put on the bus as a client would. */
-  async function askForRefund(orderId: string, question = `Please refund order ${orderId}`) {
-    const message = customerMessage(`conv_${ulid()}`, "cust_alice", question);
-    await local.putMessages(message);
-    return refundRunId(message.task_id);
-  }
-
-  const journalOf = async (runId: string) =>
-    (await local.env.store.load({ state: { type: AGENT_RUN_AGGREGATE, id: runId } })).state?.data as
-      | AgentJournal
-      | undefined;
-  const reaches = (runId: string, status: string) =>
-    waitUntil(
-      `run ${runId} ${status}`,
-      async () => {
-        const journal = await journalOf(runId);
-        return journal?.status === status ? journal : undefined;
-      },
-      TIMEOUT,
-    );
+  const askFor = (orderId: string, question?: string) => askForRefund(local.env, orderId, question);
+  const journalOf = (runId: string) => agentRunOf(local.env, runId);
+  const reaches = (runId: string, status: string) => runReaches(local.env, runId, status, TIMEOUT);
   const factsOf = async (runId: string, type: string): Promise<Envelope[]> =>
     (await streamOf(local.env, { type: AGENT_RUN_AGGREGATE, id: runId })).filter(
       (e) => e.event_type === type,
@@ -85,7 +57,7 @@ describe("the refund agent on the local stack", () => {
     "answers a refund question: the order is cancelled, then refunded once",
     async () => {
       const orderId = await newOrder(3450);
-      const runId = await askForRefund(orderId);
+      const runId = await askFor(orderId);
       const done = await reaches(runId, "COMPLETED");
       expect(done.totals).toMatchObject({ model_turns: 3, tool_calls: 3 });
       const [approved] = await factsOf(runId, "refund.approved");
@@ -134,7 +106,7 @@ describe("the refund agent on the local stack", () => {
         return receipt;
       };
       try {
-        const runId = await askForRefund(orderId);
+        const runId = await askFor(orderId);
         const done = await reaches(runId, "COMPLETED");
         expect(crashed).toBe(1);
         expect(refundsOf(orderId)).toBe(1);
@@ -158,7 +130,7 @@ describe("the refund agent on the local stack", () => {
     async () => {
       const orderId = await newOrder(2599);
       payments.failNext("timeout_after");
-      const runId = await askForRefund(orderId);
+      const runId = await askFor(orderId);
       const done = await reaches(runId, "COMPLETED");
       expect(done.window.some((s) => s.outcome === "succeeded (query after timeout)")).toBe(true);
       expect(refundsOf(orderId)).toBe(1);
@@ -171,7 +143,7 @@ describe("the refund agent on the local stack", () => {
     async () => {
       const orderId = await newOrder(4999);
       payments.failNext("timeout_after", ...Array<"query_unknown">(5).fill("query_unknown"));
-      const runId = await askForRefund(orderId);
+      const runId = await askFor(orderId);
       const waiting = await reaches(runId, "NEEDS_HUMAN");
       expect(waiting.waiting).toMatchObject({ kind: "outcome", tool: "issue_refund" });
       expect(refundsOf(orderId)).toBe(1);
@@ -208,7 +180,7 @@ describe("the refund agent on the local stack", () => {
     "a refund over the threshold waits, is approved from the CLI, and is made once",
     async () => {
       const orderId = await newOrder(20_000);
-      const runId = await askForRefund(orderId);
+      const runId = await askFor(orderId);
       const blocked = await reaches(runId, "BLOCKED");
       expect(blocked.waiting).toMatchObject({
         kind: "approval",
@@ -234,7 +206,7 @@ describe("the refund agent on the local stack", () => {
     "rejected from the CLI, the refund is never made and the customer gets the rejection",
     async () => {
       const orderId = await newOrder(20_000);
-      const runId = await askForRefund(orderId);
+      const runId = await askFor(orderId);
       await reaches(runId, "BLOCKED");
       const rejected = await cli(
         "reject",
@@ -270,7 +242,7 @@ describe("the refund agent on the local stack", () => {
     "a tool call with bad input gets an error turn and nothing runs",
     async () => {
       const orderId = await newOrder(1500);
-      const runId = await askForRefund(
+      const runId = await askFor(
         orderId,
         `Refund order ${orderId} please ${BAD_TOOL_INPUT_MARKER}`,
       );

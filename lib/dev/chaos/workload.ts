@@ -1,15 +1,14 @@
 import { ulid } from "ulid";
-import { putOrders } from "../../../functions/adapters/dynamodb/orders";
 import { FAIL_FACT_CHECK_MARKER } from "../../../functions/adapters/local-model";
 import { appendToStream } from "../../../functions/core/producer";
 import type { Decision } from "../../../functions/core/role";
 import { systemClock, ulidSource } from "../../../functions/core/runtime";
 import { type Envelope, registry } from "../../../schemas";
-import { fromSdk } from "../../operator/from-sdk";
 import type { Random } from "../faults/random";
 import type { LocalEnvironment } from "../local/environment";
 import { clientFeedback, LIFECYCLE } from "../local/scenario";
 import { customerMessage } from "../local/scenario/customer-support";
+import { refundableOrder } from "../local/scenario/refund";
 import { putOnBus, startWorkflow } from "../local/scenario/workflow";
 
 /**
@@ -53,7 +52,7 @@ export async function playWorkload(env: LocalEnvironment, random: Random): Promi
   const hint = `${failing ? `${FAIL_FACT_CHECK_MARKER} ` : ""}energy storage`;
   const run = await startWorkflow(env, "chaos", workflow, hint);
   const conversationId = `conv_${ulid()}`;
-  const refundOrder = await refundableOrder(env);
+  const refundOrder = await refundableOrder(env, 7900, { status: "returned", item: "Trail shoes" });
   const texts = [...CUSTOMER_TEXTS, `Please refund order ${refundOrder}, I sent it back.`];
   const messages = Array.from({ length: 1 + random.below(2) }, () =>
     customerMessage(conversationId, "cust_alice", random.pick(texts)),
@@ -67,23 +66,6 @@ export async function playWorkload(env: LocalEnvironment, random: Random): Promi
     refundOrder,
     poisonId: poison.event_id,
   };
-}
-
-/** A returned order of Alice's with no refund, under a fresh id, in the stack's orders table. */
-async function refundableOrder(env: LocalEnvironment): Promise<string> {
-  const orderId = `C-${ulid().slice(-12)}`;
-  await putOrders(fromSdk(env.clients.dynamodb), env.names.tables.orders ?? "", [
-    {
-      order_id: orderId,
-      customer_id: "cust_alice",
-      status: "returned",
-      item: "Trail shoes",
-      total_cents: 7900,
-      currency: "USD",
-      refund: { status: "none" },
-    },
-  ]);
-  return orderId;
 }
 
 /** The task API commits the task's first `steps` lifecycle events, each caused by the previous. */

@@ -104,7 +104,9 @@ export class World {
     const { rates } = options.plan;
     this.store = new FaultyStore(this.memory, this.random, rates, injected, storeBug);
     this.replies = new LocalChannel({ name: "sim-channel", clock: this.clock });
-    const channel = new FaultyChannel(this.replies, { sendFault: () => this.channelFault() });
+    const channel = new FaultyChannel(this.replies, {
+      sendFault: () => this.callFault("channel", CHANNEL_FAULTS),
+    });
     this.channel = bug === "new-key-per-retry" ? withNewKeyPerRetry(channel) : channel;
     this.deps = {
       store: this.store,
@@ -112,7 +114,9 @@ export class World {
       clock: this.clock,
       ids: seededIds(this.clock, this.random),
     };
-    const payments = new FaultyPayments(this.payments, () => this.paymentFault());
+    const payments = new FaultyPayments(this.payments, () =>
+      this.callFault("payment", PAYMENT_FAULTS),
+    );
     const ports = memoryRolePorts(this.memory, {
       channel: this.channel,
       sideEffects: new InMemorySideEffects(),
@@ -134,25 +138,17 @@ export class World {
     this.counts[kind] = (this.counts[kind] ?? 0) + n;
   }
 
-  /** One draw per send: each of the channel's faults at the plan's rate. */
-  private channelFault(): CallFault | undefined {
-    const rate = this.options.plan.rates.channel;
+  /** One draw per send or refund: each of its faults at the plan's rate for `where`. */
+  private callFault(
+    where: "channel" | "payment",
+    kinds: readonly CallFault[],
+  ): CallFault | undefined {
+    const rate = this.options.plan.rates[where];
     const fault = callFaultOf(
       this.random.next(),
-      CHANNEL_FAULTS.map((kind) => [kind, rate] as const),
+      kinds.map((kind) => [kind, rate] as const),
     );
-    if (fault) this.inject(fault, "channel");
-    return fault;
-  }
-
-  /** One draw per refund: each of the payment stand-in's faults at the plan's rate. */
-  private paymentFault(): CallFault | undefined {
-    const rate = this.options.plan.rates.payment;
-    const fault = callFaultOf(
-      this.random.next(),
-      PAYMENT_FAULTS.map((kind) => [kind, rate] as const),
-    );
-    if (fault) this.inject(fault, "payment");
+    if (fault) this.inject(fault, where);
     return fault;
   }
 

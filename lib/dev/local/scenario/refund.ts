@@ -1,0 +1,73 @@
+import { ulid } from "ulid";
+import { putOrders } from "../../../../functions/adapters/dynamodb/orders";
+import type { AgentJournal } from "../../../../functions/core/agent/agent";
+import { AGENT_RUN_AGGREGATE } from "../../../../functions/core/agent/agent-role";
+import { refundRunId } from "../../../../functions/roles/refund-review/refund-agent";
+import type { OrderRecord } from "../../../../schemas/events/conversation";
+import { fromSdk } from "../../../operator/from-sdk";
+import type { LocalEnvironment } from "../environment";
+import { customerMessage, waitUntil } from "./customer-support";
+import { putOnBus } from "./workflow";
+
+/**
+ * Refund questions on the local stack: an order of its own to refund, a customer's question
+ * about it, and the refund agent's run (`agent_run/rrun_<task token>`) read back.
+ */
+
+/** An order of Alice's with no refund, under a fresh id, in the stack's orders table. */
+export async function refundableOrder(
+  env: LocalEnvironment,
+  totalCents: number,
+  fields: Partial<Pick<OrderRecord, "status" | "item">> = {},
+): Promise<string> {
+  const orderId = `R-${ulid().slice(-12)}`;
+  await putOrders(fromSdk(env.clients.dynamodb), env.names.tables.orders ?? "", [
+    {
+      order_id: orderId,
+      customer_id: "cust_alice",
+      status: fields.status ?? "delivered",
+      item: fields.item ?? "Desk lamp",
+      total_cents: totalCents,
+      currency: "USD",
+      refund: { status: "none" },
+    },
+  ]);
+  return orderId;
+}
+
+/** Alice asks for a refund of the order, as a client would; the run of its review. */
+export async function askForRefund(
+  env: LocalEnvironment,
+  orderId: string,
+  question = `Please refund order ${orderId}`,
+): Promise<string> {
+  const message = customerMessage(`conv_${ulid()}`, "cust_alice", question);
+  await putOnBus(env, "events", [message]);
+  return refundRunId(message.task_id);
+}
+
+/** The journal of an agent run, if it has one. */
+export async function agentRunOf(
+  env: LocalEnvironment,
+  runId: string,
+): Promise<AgentJournal | undefined> {
+  const { state } = await env.store.load({ state: { type: AGENT_RUN_AGGREGATE, id: runId } });
+  return state?.data as AgentJournal | undefined;
+}
+
+/** Waits until the run's status is `status`; its journal then. */
+export function runReaches(
+  env: LocalEnvironment,
+  runId: string,
+  status: string,
+  timeoutMs: number,
+): Promise<AgentJournal> {
+  return waitUntil(
+    `run ${runId} ${status}`,
+    async () => {
+      const journal = await agentRunOf(env, runId);
+      return journal?.status === status ? journal : undefined;
+    },
+    timeoutMs,
+  );
+}
