@@ -42,7 +42,8 @@ const CHROMIUM = "/usr/bin/chromium";
 const haveChromium = existsSync(CHROMIUM);
 const OUTPUT = join(process.env.AGENTBUS_TEST_OUTPUT ?? "test/output", "console");
 const STAGE = `cp${ulid().slice(-6).toLowerCase()}`;
-const TIMEOUT = 60_000;
+// As the support e2e files wait (test/e2e/support-stack.ts): the suite runs files side by side.
+const TIMEOUT = 120_000;
 const OPERATOR = "console_olga";
 
 if (!haveChromium)
@@ -121,7 +122,7 @@ describe.skipIf(!haveChromium)("refund approvals from the console (Chromium, loc
       args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
     });
     page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-  }, 240_000);
+  }, 480_000);
 
   afterAll(async () => {
     if (operatorBefore === undefined) delete process.env.AGENTBUS_OPERATOR;
