@@ -7,7 +7,7 @@ import type { Clock, DeadLetterSink, FailureLog } from "../core/ports";
 import type { ConsumerEnv } from "./env";
 import { failureRecordOf } from "./failure-record";
 import type { Observability } from "./observe";
-import { retryDelaySeconds } from "./retry";
+import { retryDelayFor } from "./retry";
 
 /** What became of a record that failed. */
 export interface ConsumerFailure {
@@ -132,7 +132,7 @@ function settler(wiring: SettleWiring) {
           return { ...failure, outcome: "dead-lettered" } as const;
       }
     }
-    const delay = retryDelaySeconds(receiveCount, env.RETRY_BASE_SECONDS, env.RETRY_MAX_SECONDS);
+    const delay = retryDelayFor(error, receiveCount, env.RETRY_BASE_SECONDS, env.RETRY_MAX_SECONDS);
     logger.warn("will retry", {
       error: info,
       receive_count: receiveCount,
