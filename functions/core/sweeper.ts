@@ -2,11 +2,12 @@ import { createHash } from "node:crypto";
 import { encodeTime } from "ulid";
 import type { Envelope, EventRegistry, Topic } from "../../schemas";
 import type { WorkflowReleaseRequested } from "../../schemas/events/workflow";
+import { AGENT_RUN_AGGREGATE } from "./agent/agent-role";
 import { PermanentError } from "./errors";
 import type { StoredState } from "./ports";
 
 /**
- * The lease sweeper's decisions, pure: from the states of the DAG runs the due index listed and
+ * The lease sweeper's decisions, pure: from the states of the DAG runs and agent runs the due index listed and
  * the time, the messages to put on the bus.
  *
  * - A node RUNNING under a lease (same generation as its assignment) that has run out
@@ -19,6 +20,9 @@ import type { StoredState } from "./ports";
  *   `node.dependency.expired` {run_id, node_id, generation, due_at}: the node ends FAILED.
  * - A RUNNING run with no RUNNING node but nodes held back by backpressure ->
  *   `workflow.release.requested` {run_id}.
+ * - An agent run (functions/core/agent) BLOCKED on an approval past its deadline -> its agent's
+ *   decision command with decision `deadline` {run_id, tool_call_id}: the call is refused or the
+ *   run fails, as the tool says.
  * Anything else (the index is eventually consistent, so a listed run may be done or extended) is
  * left alone.
  *
@@ -90,6 +94,20 @@ export interface SweptRunState {
   readonly origin?: { readonly correlation_id: string; readonly task_id: string };
 }
 
+/**
+ * What the sweeper reads of an agent run's journal (functions/core/agent/agent.ts), stated here
+ * structurally: a run BLOCKED on an approval whose deadline passed is sent its agent's decision
+ * command with decision `deadline`, which settles the call as the tool says (person.ts).
+ */
+export interface SweptAgentRun {
+  readonly run_id: string;
+  readonly task_id: string;
+  readonly status: string;
+  readonly decision_type?: string;
+  readonly correlation_id?: string;
+  readonly waiting?: { readonly tool_call_id?: string; readonly deadline?: string };
+}
+
 const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
 /**
@@ -119,6 +137,8 @@ export function planSweep(
     const before = messages.length;
     if (stored.aggregate.type === DAG_RUN_AGGREGATE && isRunState(stored.data))
       messages.push(...planRun(stored as StoredState<SweptRunState>, sweep));
+    if (stored.aggregate.type === AGENT_RUN_AGGREGATE && isAgentRun(stored.data))
+      messages.push(...planAgentRun(stored as StoredState<SweptAgentRun>, sweep));
     if (messages.length === before) skipped++;
   }
   return { messages, skipped };
@@ -159,7 +179,13 @@ function planRun(stored: StoredState<SweptRunState>, sweep: Sweep): Planned[] {
     );
     // Without a due time there is nothing to count sweeps from: the first attempt.
     const attempt = stored.dueAt ? sweepAttempt(dueMs, sweep.now, sweep.rateSeconds) : 1;
-    out.push(build("workflow.release.requested", id, payload, { stored, sweep, attempt }));
+    out.push(
+      build("workflow.release.requested", id, payload, {
+        to: runAddressee(stored),
+        sweep,
+        attempt,
+      }),
+    );
   }
   return out;
 }
@@ -180,7 +206,7 @@ function planNode(
       Date.parse(at),
     );
     const attempt = sweepAttempt(Date.parse(at), sweep.now, sweep.rateSeconds);
-    return build(type, id, payload, { stored, sweep, attempt });
+    return build(type, id, payload, { to: runAddressee(stored), sweep, attempt });
   };
   if (node.state === "PENDING" || node.state === "READY") {
     const wait = state.waits?.[nodeId];
@@ -200,27 +226,42 @@ function planNode(
   return out;
 }
 
+/** Where a sweep message goes and whose it is: the aggregate at version 0, its task and chain. */
+interface Addressee {
+  readonly aggregate: { readonly type: string; readonly id: string };
+  readonly correlationId: string;
+  readonly taskId: string;
+}
+
+/** The addressee of a DAG run's messages: the run, and the chain it began (its origin). */
+function runAddressee(stored: StoredState<SweptRunState>): Addressee {
+  const runId = stored.data.run.run_id;
+  const token = runId.slice(runId.indexOf("_") + 1);
+  return {
+    aggregate: { type: stored.aggregate.type, id: runId },
+    correlationId: stored.data.origin?.correlation_id ?? `corr_${token}`,
+    taskId: stored.data.origin?.task_id ?? `task_${token}`,
+  };
+}
+
 function build(
   type: string,
   eventId: string,
   payload: unknown,
-  at: { stored: StoredState<SweptRunState>; sweep: Sweep; attempt: number },
+  at: { to: Addressee; sweep: Sweep; attempt: number },
 ): { topic: Topic; envelope: Envelope } {
-  const { stored, attempt } = at;
+  const { to, attempt } = at;
   const { now, registry } = at.sweep;
-  const state = stored.data;
-  const runId = state.run.run_id;
-  const token = runId.slice(runId.indexOf("_") + 1);
   const candidate = {
     event_id: eventId,
     event_type: type,
     schema_version: latestVersion(registry, type),
     occurred_at: now.toISOString(),
-    correlation_id: state.origin?.correlation_id ?? `corr_${token}`,
+    correlation_id: to.correlationId,
     causation_id: null,
-    task_id: state.origin?.task_id ?? `task_${token}`,
-    aggregate: { type: stored.aggregate.type, id: runId, version: 0 },
-    order_key: runId,
+    task_id: to.taskId,
+    aggregate: { ...to.aggregate, version: 0 },
+    order_key: to.aggregate.id,
     producer: SWEEPER_PRODUCER,
     attempt,
     payload,
@@ -229,7 +270,7 @@ function build(
   if (!parsed.ok)
     throw new PermanentError(
       "sweeper.invalid_envelope",
-      `the sweeper built an invalid ${type} for run ${runId}: ${parsed.message}`,
+      `the sweeper built an invalid ${type} for ${to.aggregate.type} ${to.aggregate.id}: ${parsed.message}`,
     );
   return { topic: parsed.definition.topic, envelope: parsed.envelope };
 }
@@ -242,6 +283,43 @@ function latestVersion(registry: EventRegistry, type: string): number {
   if (versions.length === 0)
     throw new PermanentError("sweeper.unknown_type", `${type} is not registered`);
   return Math.max(...versions);
+}
+
+/** An agent run BLOCKED past its approval's deadline: its decision command, `deadline`. */
+function planAgentRun(stored: StoredState<SweptAgentRun>, sweep: Sweep): Planned[] {
+  const run = stored.data;
+  const deadline = run.waiting?.deadline;
+  const callId = run.waiting?.tool_call_id;
+  if (run.status !== "BLOCKED" || !deadline || !callId || !run.decision_type) return [];
+  const dueMs = Date.parse(deadline);
+  if (!(dueMs <= sweep.now.getTime())) return [];
+  const id = deterministicUlid(
+    `deadline\u0000${run.run_id}\u0000${callId}\u0000${deadline}`,
+    dueMs,
+  );
+  const payload = {
+    run_id: run.run_id,
+    tool_call_id: callId,
+    decision: "deadline",
+    requested_by: SWEEPER_PRODUCER,
+  };
+  const to: Addressee = {
+    aggregate: { type: AGENT_RUN_AGGREGATE, id: run.run_id },
+    correlationId: run.correlation_id ?? `corr_${run.task_id.slice(run.task_id.indexOf("_") + 1)}`,
+    taskId: run.task_id,
+  };
+  return [
+    build(run.decision_type, id, payload, {
+      to,
+      sweep,
+      attempt: sweepAttempt(dueMs, sweep.now, sweep.rateSeconds),
+    }),
+  ];
+}
+
+function isAgentRun(data: unknown): data is SweptAgentRun {
+  const d = data as Partial<SweptAgentRun> | null | undefined;
+  return !!d && typeof d.run_id === "string" && typeof d.task_id === "string";
 }
 
 function isRunState(data: unknown): data is SweptRunState {

@@ -10,6 +10,7 @@ import * as z from "../../schemas/zod";
 import type { AwsClient } from "../adapters/aws/client";
 import { DynamoDueIndex } from "../adapters/dynamodb/due";
 import { EventBridgePublisher, MAX_PUT_EVENTS_ENTRIES } from "../adapters/eventbridge/publisher";
+import { AGENT_RUN_AGGREGATE } from "../core/agent/agent-role";
 import { TransientError } from "../core/errors";
 import { parseEnv } from "../core/parse-env";
 import type { Clock, DueReader, EventPublisher, StateReader } from "../core/ports";
@@ -43,12 +44,14 @@ export type SweeperEnv = z.output<typeof SweeperEnv>;
 export interface SweepReport {
   /** Aggregates the due index listed. */
   readonly due: number;
-  /** DAG run states read. */
+  /** DAG run and agent run states read. */
   readonly loaded: number;
   readonly leaseExpired: number;
   readonly releaseRequested: number;
   readonly confirmExpired: number;
   readonly dependencyExpired: number;
+  /** Agent runs BLOCKED past an approval's deadline, sent their `deadline` decision. */
+  readonly approvalExpired: number;
   readonly published: number;
   readonly failed: number;
 }
@@ -100,7 +103,10 @@ export function createSweeperHandler(options: SweeperOptions = {}): SweeperHandl
     try {
       const now = clock.now();
       const due = await index.due(now, env.SWEEP_LIMIT);
-      const runs = due.filter((ref) => ref.type === DAG_RUN_AGGREGATE);
+      // DAG runs and agent runs: the only states the sweeper acts on.
+      const runs = due.filter(
+        (ref) => ref.type === DAG_RUN_AGGREGATE || ref.type === AGENT_RUN_AGGREGATE,
+      );
       const states = runs.length > 0 ? await index.loadStates(runs) : [];
       const plan = planSweep(states, now, registry, env.SWEEP_RATE_SECONDS);
       const { published, failures } = await publishPlan(publisher, plan);
@@ -113,6 +119,9 @@ export function createSweeperHandler(options: SweeperOptions = {}): SweeperHandl
         releaseRequested: count("workflow.release.requested"),
         confirmExpired: count("node.confirm.expired"),
         dependencyExpired: count("node.dependency.expired"),
+        approvalExpired: plan.messages.filter(
+          (m) => m.envelope.aggregate.type === AGENT_RUN_AGGREGATE,
+        ).length,
         published,
         failed: failures.length,
       };
@@ -120,6 +129,7 @@ export function createSweeperHandler(options: SweeperOptions = {}): SweeperHandl
       metrics.addMetric("ReleaseRequested", MetricUnit.Count, report.releaseRequested);
       metrics.addMetric("ConfirmExpired", MetricUnit.Count, report.confirmExpired);
       metrics.addMetric("DependencyExpired", MetricUnit.Count, report.dependencyExpired);
+      metrics.addMetric("ApprovalExpired", MetricUnit.Count, report.approvalExpired);
       if (report.published || report.failed) logger.info("swept", { ...report });
       options.onReport?.(report);
       if (failures.length > 0)

@@ -73,7 +73,8 @@ export type AgentStepRequested = z.output<typeof AgentStepRequestedPayload>;
 export const AgentDecisionRequestedPayload = z.object({
   run_id: OpaqueId,
   tool_call_id: z.string().check(z.minLength(1), z.maxLength(128)),
-  decision: z.enum(["approve", "reject", "applied", "not_applied"]),
+  /** `deadline`: the lease sweeper's, for a run still BLOCKED past its approval's deadline. */
+  decision: z.enum(["approve", "reject", "applied", "not_applied", "deadline"]),
   /** For `applied`: what the outside system gave, as the tool's output. */
   output: z.optional(z.unknown()),
   reason: z.optional(OperatorReason),

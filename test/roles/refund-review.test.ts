@@ -4,8 +4,10 @@ import { LocalPayments } from "../../functions/adapters/local-payments";
 import type { AgentJournal } from "../../functions/core/agent/agent";
 import { AGENT_RUN_AGGREGATE } from "../../functions/core/agent/agent-role";
 import { InMemoryContentStore } from "../../functions/core/agent/content";
+import type { StoredState } from "../../functions/core/ports";
 import { defineModule } from "../../functions/core/role-module";
 import { InMemorySideEffects } from "../../functions/core/side-effects";
+import { planSweep } from "../../functions/core/sweeper";
 import { ordersFrom } from "../../functions/roles/customer-support/order-lookup/order-lookup";
 import {
   DEFAULT_REFUND_SETTINGS,
@@ -15,7 +17,7 @@ import {
 } from "../../functions/roles/refund-review/refund-agent";
 import { SAMPLE_ORDERS } from "../../lib/dev/local/orders";
 import { testRole } from "../../lib/dev/role-kit/test-role";
-import type { Envelope } from "../../schemas";
+import { type Envelope, registry } from "../../schemas";
 
 const TASK = "task_01KB0Q3V9X7T2M4N6P8R0S1W3Y";
 const RUN = refundRunId(TASK);
@@ -340,6 +342,41 @@ describe("the refund agent (seed 000 §10)", () => {
       reason: expect.stringMatching(/reject by ops@example.com: outside policy/),
     });
     expect((await desk.orders.get("A-1002"))?.status).toBe("placed");
+  });
+
+  it("an approval nobody gives: past its deadline the sweeper's message refuses the call, and the customer is told", async () => {
+    const desk = refundDesk({ approvalDeadlineSeconds: 3600 });
+    await desk.ask("A-1002", "Refund it");
+    await desk.drain();
+    // What the sweeper reads: the states the due index lists by then, with their due time.
+    const swept = async () => {
+      const now = desk.t.clock.now();
+      const states = await desk.t.store.loadStates(await desk.t.store.due(now, 10));
+      return planSweep(states as StoredState<unknown>[], now, registry);
+    };
+    // Not due yet: the due index does not list the run, and the sweeper sends nothing.
+    expect((await swept()).messages).toEqual([]);
+    desk.t.clock.advance(3600 * 1000);
+    const due = await swept();
+    expect(due.messages.map((m) => m.envelope.event_type)).toEqual([
+      "refund_review.decision.requested",
+    ]);
+    const [deadline] = due.messages;
+    expect(deadline?.envelope.payload).toMatchObject({
+      decision: "deadline",
+      tool_call_id: "call_2_1",
+    });
+    await desk.t.deliver(deadline?.envelope as Envelope);
+    // The same message again (the next sweep) changes nothing.
+    await desk.t.deliver(deadline?.envelope as Envelope, { receiveCount: 2 });
+    await desk.drain();
+    expect(desk.payments.calls).toBe(0);
+    expect((await desk.journal())?.window.some((s) => s.outcome === "reject by deadline")).toBe(
+      true,
+    );
+    expect(desk.facts("refund.rejected")[0]?.payload).toMatchObject({
+      reason: expect.stringContaining("no decision by"),
+    });
   });
 
   it("refuses a decision the run does not wait for, and says what it waits for", async () => {

@@ -103,9 +103,14 @@ async function start(
     firstMessage: first,
     now,
   });
+  const started = {
+    ...journal,
+    correlation_id: event.correlation_id,
+    decision_type: spec.descriptor.types.decision,
+  };
   return {
-    state: journal,
-    emit: [stepCommand(spec, journal, { step: 0, at: journal.started_at, kind: "start" })],
+    state: started,
+    emit: [stepCommand(spec, started, { step: 0, at: started.started_at, kind: "start" })],
   };
 }
 
@@ -134,15 +139,18 @@ async function decision(
 ): Promise<Decision<AgentJournal>> {
   const answer = event.payload as {
     tool_call_id: string;
-    decision: "approve" | "reject" | "applied" | "not_applied";
+    decision: "approve" | "reject" | "applied" | "not_applied" | "deadline";
     output?: unknown;
     reason?: string;
     requested_by: string;
   };
+  // The sweeper's `deadline` for a run that no longer waits (or not yet past it) changes nothing:
+  // a deadline that passed was settled before this (approvalExpired in decide).
+  if (answer.decision === "deadline") return {};
   const result = await personDecides(
     spec.agent,
     state,
-    { ...answer, by: answer.requested_by },
+    { ...answer, decision: answer.decision, by: answer.requested_by },
     spec.ports,
     context.now,
   );

@@ -133,6 +133,13 @@ export interface AgentJournal {
   readonly subject: Readonly<Record<string, string>>;
   /** The command that began the run: its payload, and the input version it was made from. */
   readonly started_by: StartedBy;
+  /** The chain the run belongs to (its start command's correlation id). */
+  readonly correlation_id?: string;
+  /**
+   * The agent's decision command type: what the lease sweeper sends a run BLOCKED past its
+   * approval's deadline (functions/core/sweeper.ts).
+   */
+  readonly decision_type?: string;
   readonly status: RunState;
   /** Steps committed (the continue command of step n carries n). */
   readonly step: number;
