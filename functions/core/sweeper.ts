@@ -7,8 +7,8 @@ import { PermanentError } from "./errors";
 import type { StoredState } from "./ports";
 
 /**
- * The lease sweeper's decisions, pure: from the states of the DAG runs and agent runs the due index listed and
- * the time, the messages to put on the bus.
+ * The lease sweeper's decisions, pure: from the states of the DAG runs and agent runs the due
+ * index listed and the time, the messages to put on the bus.
  *
  * - A node RUNNING under a lease (same generation as its assignment) that has run out
  *   (`expires_at <= now`) -> `node.lease.expired` {run_id, node_id, generation, expired_at =
