@@ -15,7 +15,12 @@ import { TransientError } from "../core/errors";
 import { parseEnv } from "../core/parse-env";
 import type { Clock, DueReader, EventPublisher, StateReader } from "../core/ports";
 import { systemClock } from "../core/runtime";
-import { DAG_RUN_AGGREGATE, DEFAULT_SWEEP_RATE_SECONDS, planSweep } from "../core/sweeper";
+import {
+  DAG_RUN_AGGREGATE,
+  DEFAULT_SWEEP_RATE_SECONDS,
+  planSweep,
+  type SweepPlan,
+} from "../core/sweeper";
 import { containerAwsClient } from "./aws";
 import { lambdaEntry } from "./lambda-entry";
 import { type Observability, observability } from "./observe";
@@ -110,21 +115,7 @@ export function createSweeperHandler(options: SweeperOptions = {}): SweeperHandl
       const states = runs.length > 0 ? await index.loadStates(runs) : [];
       const plan = planSweep(states, now, registry, env.SWEEP_RATE_SECONDS);
       const { published, failures } = await publishPlan(publisher, plan);
-      const count = (type: string) =>
-        plan.messages.filter((m) => m.envelope.event_type === type).length;
-      const report: SweepReport = {
-        due: due.length,
-        loaded: states.length,
-        leaseExpired: count("node.lease.expired"),
-        releaseRequested: count("workflow.release.requested"),
-        confirmExpired: count("node.confirm.expired"),
-        dependencyExpired: count("node.dependency.expired"),
-        approvalExpired: plan.messages.filter(
-          (m) => m.envelope.aggregate.type === AGENT_RUN_AGGREGATE,
-        ).length,
-        published,
-        failed: failures.length,
-      };
+      const report = sweepReport(due.length, states.length, plan, published, failures.length);
       metrics.addMetric("LeaseExpired", MetricUnit.Count, report.leaseExpired);
       metrics.addMetric("ReleaseRequested", MetricUnit.Count, report.releaseRequested);
       metrics.addMetric("ConfirmExpired", MetricUnit.Count, report.confirmExpired);
@@ -143,6 +134,30 @@ export function createSweeperHandler(options: SweeperOptions = {}): SweeperHandl
     } finally {
       metrics.publishStoredMetrics();
     }
+  };
+}
+
+/** What one sweep found and sent, by kind. */
+function sweepReport(
+  due: number,
+  loaded: number,
+  plan: SweepPlan,
+  published: number,
+  failed: number,
+): SweepReport {
+  const count = (type: string) =>
+    plan.messages.filter((m) => m.envelope.event_type === type).length;
+  return {
+    due,
+    loaded,
+    leaseExpired: count("node.lease.expired"),
+    releaseRequested: count("workflow.release.requested"),
+    confirmExpired: count("node.confirm.expired"),
+    dependencyExpired: count("node.dependency.expired"),
+    approvalExpired: plan.messages.filter((m) => m.envelope.aggregate.type === AGENT_RUN_AGGREGATE)
+      .length,
+    published,
+    failed,
   };
 }
 
