@@ -16,6 +16,14 @@ export * from "zod/mini";
 /** The error class `parse` throws and `prettifyError` formats (zod/mini exports it under `core`). */
 export { $ZodError } from "zod/v4/core";
 
+/** Each issue of a failed parse as `path: message`, the path `root` where the value itself fails. */
+export function issueLines(
+  error: { readonly issues: readonly core.$ZodIssue[] },
+  root: string,
+): string[] {
+  return error.issues.map((i) => `${i.path.map(String).join(".") || root}: ${i.message}`);
+}
+
 /** A constructor's `init` (an assertion signature TypeScript will not call through a namespace). */
 function initAs(base: { init: unknown }, inst: unknown, def: unknown): void {
   (base.init as (inst: unknown, def: unknown) => void)(inst, def);

@@ -205,6 +205,13 @@ export function moved(journal: AgentJournal, trigger: RunTrigger): RunState {
   return next;
 }
 
+/** The latest step the journal's window keeps (step 0, the start, when it keeps none yet). */
+export function latestStep(journal: AgentJournal): JournalStep {
+  return (
+    journal.window[journal.window.length - 1] ?? { step: 0, at: journal.started_at, kind: "start" }
+  );
+}
+
 /** The journal with one more step recorded (the window keeps the latest JOURNAL_WINDOW). */
 export function recorded(
   journal: AgentJournal,

@@ -1,3 +1,4 @@
+import * as z from "../../../schemas/zod";
 import type { ModelMessage, ModelPort, ModelResponse, ModelToolCall } from "../model";
 import type { SideEffectStore } from "../side-effects";
 import {
@@ -7,6 +8,7 @@ import {
   DEFAULT_MAX_ERROR_TURNS,
   DEFAULT_MAX_UNKNOWN_ATTEMPTS,
   type JournalStep,
+  latestStep,
   moved,
   type PendingCall,
   recorded,
@@ -131,7 +133,7 @@ async function answered(
   if (problem === undefined) {
     const output = agent.output.parse(JSON.parse(answer));
     const done = { ...journal, status: moved(journal, "TaskCompleted"), output, error_turns: 0 };
-    return { journal: done, next: "end", recorded: lastStep(done) };
+    return { journal: done, next: "end", recorded: latestStep(done) };
   }
   return errorTurn(agent, journal, ports, now, `Your answer was not accepted: ${problem}`);
 }
@@ -153,9 +155,7 @@ function answerProblem(agent: AgentDefinition, answer: string): string | undefin
   }
   const parsed = agent.output.safeParse(value);
   if (parsed.success) return undefined;
-  return parsed.error.issues
-    .map((i) => `${i.path.join(".") || "(answer)"}: ${i.message}`)
-    .join("; ");
+  return z.issueLines(parsed.error, "(answer)").join("; ");
 }
 
 /** Tell the model what went wrong, as the next user message; too many in a row -> a person. */
@@ -176,7 +176,7 @@ async function errorTurn(
     );
   const ref = await ports.content.put(JSON.stringify({ role: "user", text }));
   const next = { ...journal, error_turns: errorTurns, messages: [...journal.messages, ref] };
-  return { journal: next, next: "continue", recorded: lastStep(next) };
+  return { journal: next, next: "continue", recorded: latestStep(next) };
 }
 
 /** Calls to tools that do not exist, or with input that does not fit, are answered at once. */
@@ -204,7 +204,7 @@ async function refuseInvalidCalls(
   const limit = agent.maxErrorTurns ?? DEFAULT_MAX_ERROR_TURNS;
   if (errorTurns >= limit)
     return handOver(next, now, `${errorTurns} model turns in a row asked for tools wrongly`);
-  return { journal: await closeTurn(next, ports), next: "continue", recorded: lastStep(next) };
+  return { journal: await closeTurn(next, ports), next: "continue", recorded: latestStep(next) };
 }
 
 function callProblem(agent: AgentDefinition, call: PendingCall): string | undefined {
@@ -213,8 +213,8 @@ function callProblem(agent: AgentDefinition, call: PendingCall): string | undefi
     return `there is no tool named ${call.name}; the tools are: ${agent.tools.map((t) => t.name).join(", ")}. Nothing was run.`;
   const parsed = tool.input.safeParse(call.input);
   if (parsed.success) return undefined;
-  const issues = parsed.error.issues.map((i) => `${i.path.join(".") || "(input)"}: ${i.message}`);
-  return `the input of ${call.name} does not fit its schema (${issues.join("; ")}). Nothing was run.`;
+  const issues = z.issueLines(parsed.error, "(input)").join("; ");
+  return `the input of ${call.name} does not fit its schema (${issues}). Nothing was run.`;
 }
 
 /** Settle one tool call of the latest turn. */
@@ -268,7 +268,7 @@ async function callStep(
     ...(tool.effect === "write" ? { key } : {}),
   };
   const next = recorded(journal, step, now, { pending, totals });
-  return { journal: await closeTurn(next, ports), next: "continue", recorded: lastStep(next) };
+  return { journal: await closeTurn(next, ports), next: "continue", recorded: latestStep(next) };
 }
 
 async function settledBy(
@@ -342,7 +342,7 @@ function block(journal: AgentJournal, now: Date, waiting: Waiting): StepResult {
       waiting,
     },
   );
-  return { journal: next, next: "wait", recorded: lastStep(next) };
+  return { journal: next, next: "wait", recorded: latestStep(next) };
 }
 
 /** NEEDS_HUMAN: a person takes over (an unknown write outcome, a spent budget). */
@@ -354,11 +354,5 @@ function handOver(journal: AgentJournal, now: Date, reason: string, waiting?: Wa
     failure: { code: waiting ? "tool.outcome_unknown" : "agent.needs_human", message: reason },
     updated_at: now.toISOString(),
   };
-  return { journal: next, next: "wait", recorded: lastStep(next) };
-}
-
-function lastStep(journal: AgentJournal): JournalStep {
-  return (
-    journal.window[journal.window.length - 1] ?? { step: 0, at: journal.started_at, kind: "model" }
-  );
+  return { journal: next, next: "wait", recorded: latestStep(next) };
 }

@@ -1,8 +1,10 @@
+import * as z from "../../../schemas/zod";
 import { PermanentError } from "../errors";
 import {
   type AgentDefinition,
   type AgentJournal,
   type AnyTool,
+  latestStep,
   moved,
   type PersonDecision,
   recorded,
@@ -80,7 +82,7 @@ export function approvalExpired(
     return {
       journal: failed,
       next: "end",
-      recorded: failed.window[failed.window.length - 1] ?? stepZero(failed),
+      recorded: latestStep(failed),
     };
   }
   const decision: PersonDecision = {
@@ -106,7 +108,7 @@ function approvalDecided(journal: AgentJournal, decision: PersonDecision, now: D
     now,
     { pending, status: moved(journal, "ExternalUnblocked"), waiting: undefined },
   );
-  return { journal: withoutWaiting(next), next: "continue", recorded: lastOf(next) };
+  return { journal: withoutWaiting(next), next: "continue", recorded: latestStep(next) };
 }
 
 async function outcomeDecided(
@@ -125,7 +127,7 @@ async function outcomeDecided(
     const parsed = tool.output.safeParse(output);
     if (!parsed.success)
       throw refuse(
-        `the output of an applied ${tool.name} must fit its schema: ${parsed.error.issues.map((i) => `${i.path.join(".") || "(output)"}: ${i.message}`).join("; ")}`,
+        `the output of an applied ${tool.name} must fit its schema: ${z.issueLines(parsed.error, "(output)").join("; ")}`,
       );
     content = parsed.data;
     await ports.sideEffects.markSucceeded(key, { output_json: JSON.stringify(content) }, now);
@@ -154,19 +156,11 @@ async function outcomeDecided(
     { pending, status: running, failure: undefined },
   );
   const closed = await closeTurn(withoutWaiting(next), ports);
-  return { journal: closed, next: "continue", recorded: lastOf(next) };
+  return { journal: closed, next: "continue", recorded: latestStep(next) };
 }
 
 /** The journal without its `waiting` and `failure` (left out, as a JSON round trip would). */
 function withoutWaiting(journal: AgentJournal): AgentJournal {
   const { waiting: _w, failure: _f, ...rest } = journal;
   return rest;
-}
-
-function lastOf(journal: AgentJournal) {
-  return journal.window[journal.window.length - 1] ?? stepZero(journal);
-}
-
-function stepZero(journal: AgentJournal) {
-  return { step: 0, at: journal.started_at, kind: "model" as const };
 }

@@ -1,3 +1,4 @@
+import * as z from "../../../schemas/zod";
 import { type AgentBusError, PermanentError, TransientError, UnknownOutcomeError } from "../errors";
 import type { SideEffectRecord, SideEffectStore } from "../side-effects";
 import type { AnyTool } from "./agent";
@@ -133,7 +134,7 @@ function fromRecord(call: ToolCallRun, record: SideEffectRecord): CallOutcome {
 function checkedOutput(call: ToolCallRun, output: unknown, by: string): CallOutcome {
   const parsed = call.tool.output.safeParse(output);
   if (parsed.success) return { kind: "succeeded", output: parsed.data, by };
-  const issues = parsed.error.issues.map((i) => `${i.path.join(".") || "(output)"}: ${i.message}`);
+  const issues = z.issueLines(parsed.error, "(output)");
   throw new PermanentError(
     "tool.invalid_output",
     `tool ${call.tool.name} answered outside its output schema: ${issues.join("; ")}`,

@@ -140,6 +140,6 @@ export function checkOutput(
 ): { ok: true; value: Record<string, unknown> } | { ok: false; issues: string[] } {
   const checked = agentOutputSchema(role).safeParse(output);
   if (checked.success) return { ok: true, value: checked.data };
-  const issues = checked.error.issues.map((i) => `${i.path.join(".") || "(output)"}: ${i.message}`);
+  const issues = z.issueLines(checked.error, "(output)");
   return { ok: false, issues };
 }
