@@ -107,7 +107,8 @@ async function modelStep(
     const next = recorded(journal, step, now, { totals, messages, pending });
     return refuseInvalidCalls(agent, next, ports, now);
   }
-  return answered(agent, recorded(journal, step, now, { totals, messages }), ports, now);
+  const next = recorded(journal, step, now, { totals, messages });
+  return answered(agent, next, response.text, ports, now);
 }
 
 function modelStepRecord(journal: AgentJournal, turn: number, response: ModelResponse) {
@@ -124,38 +125,41 @@ function modelStepRecord(journal: AgentJournal, turn: number, response: ModelRes
 async function answered(
   agent: AgentDefinition,
   journal: AgentJournal,
+  answer: string,
   ports: AgentPorts,
   now: Date,
 ): Promise<StepResult> {
-  const [text] = await ports.content.getMany(journal.messages.slice(-1));
-  const answer = (JSON.parse(text ?? "{}") as ModelMessage).text;
-  const problem = answerProblem(agent, answer) ?? (await refusedByCheck(agent, answer, journal));
-  if (problem === undefined) {
-    const output = agent.output.parse(JSON.parse(answer));
-    const done = { ...journal, status: moved(journal, "TaskCompleted"), output, error_turns: 0 };
+  const read = readAnswer(agent, answer);
+  const problem = "problem" in read ? read.problem : await agent.accept?.(read.output, journal);
+  if (problem === undefined && "output" in read) {
+    const done = {
+      ...journal,
+      status: moved(journal, "TaskCompleted"),
+      output: read.output,
+      error_turns: 0,
+    };
     return { journal: done, next: "end", recorded: latestStep(done) };
   }
   return errorTurn(agent, journal, ports, now, `Your answer was not accepted: ${problem}`);
 }
 
-async function refusedByCheck(
+/** The answer parsed as JSON and checked against `output`, or what is wrong with it. */
+function readAnswer(
   agent: AgentDefinition,
   answer: string,
-  journal: AgentJournal,
-): Promise<string | undefined> {
-  return agent.accept?.(agent.output.parse(JSON.parse(answer)), journal);
-}
-
-function answerProblem(agent: AgentDefinition, answer: string): string | undefined {
+): { readonly output: unknown } | { readonly problem: string } {
   let value: unknown;
   try {
     value = JSON.parse(answer);
   } catch {
-    return "it is not JSON. Answer with one JSON object that fits the required output, or call a tool.";
+    return {
+      problem:
+        "it is not JSON. Answer with one JSON object that fits the required output, or call a tool.",
+    };
   }
   const parsed = agent.output.safeParse(value);
-  if (parsed.success) return undefined;
-  return z.issueLines(parsed.error, "(answer)").join("; ");
+  if (parsed.success) return { output: parsed.data };
+  return { problem: z.issueLines(parsed.error, "(answer)").join("; ") };
 }
 
 /** Tell the model what went wrong, as the next user message; too many in a row -> a person. */
