@@ -103,8 +103,8 @@ export interface SweptAgentRun {
   readonly run_id: string;
   readonly task_id: string;
   readonly status: string;
-  readonly decision_type?: string;
-  readonly correlation_id?: string;
+  readonly decision_type: string;
+  readonly correlation_id: string;
   readonly waiting?: { readonly tool_call_id?: string; readonly deadline?: string };
 }
 
@@ -290,7 +290,7 @@ function planAgentRun(stored: StoredState<SweptAgentRun>, sweep: Sweep): Planned
   const run = stored.data;
   const deadline = run.waiting?.deadline;
   const callId = run.waiting?.tool_call_id;
-  if (run.status !== "BLOCKED" || !deadline || !callId || !run.decision_type) return [];
+  if (run.status !== "BLOCKED" || !deadline || !callId) return [];
   const dueMs = Date.parse(deadline);
   if (!(dueMs <= sweep.now.getTime())) return [];
   const id = deterministicUlid(
@@ -305,7 +305,7 @@ function planAgentRun(stored: StoredState<SweptAgentRun>, sweep: Sweep): Planned
   };
   const to: Addressee = {
     aggregate: { type: AGENT_RUN_AGGREGATE, id: run.run_id },
-    correlationId: run.correlation_id ?? `corr_${run.task_id.slice(run.task_id.indexOf("_") + 1)}`,
+    correlationId: run.correlation_id,
     taskId: run.task_id,
   };
   return [
@@ -319,7 +319,13 @@ function planAgentRun(stored: StoredState<SweptAgentRun>, sweep: Sweep): Planned
 
 function isAgentRun(data: unknown): data is SweptAgentRun {
   const d = data as Partial<SweptAgentRun> | null | undefined;
-  return !!d && typeof d.run_id === "string" && typeof d.task_id === "string";
+  return (
+    !!d &&
+    typeof d.run_id === "string" &&
+    typeof d.task_id === "string" &&
+    typeof d.decision_type === "string" &&
+    typeof d.correlation_id === "string"
+  );
 }
 
 function isRunState(data: unknown): data is SweptRunState {

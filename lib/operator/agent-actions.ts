@@ -1,6 +1,5 @@
 import type { AgentJournal, PersonDecision } from "../../functions/core/agent/agent";
-import { AGENT_RUN_AGGREGATE, type AgentDescriptor } from "../../functions/core/agent/agent-role";
-import { ROLE_MODULES } from "../../functions/roles/modules";
+import { AGENT_RUN_AGGREGATE } from "../../functions/core/agent/agent-role";
 import { opaqueIdProblem } from "../../schemas/ids";
 import { stateData } from "./customer-support";
 import type { OpsStack } from "./stack";
@@ -16,14 +15,6 @@ import type { AgentWaitView, ItemSummary, WaitingView } from "./views";
  */
 
 export type StepDecision = PersonDecision["decision"];
-
-/** The decision command type of each agent group (`<stem>.decision.requested`). */
-const DECISION_TYPES: ReadonlyMap<string, string> = new Map(
-  ROLE_MODULES.flatMap((m) => {
-    const types = (m.descriptor as Partial<AgentDescriptor>).types;
-    return types ? [[m.descriptor.group, types.decision] as const] : [];
-  }),
-);
 
 export function loadAgentRun(stack: OpsStack, runId: string): Promise<AgentJournal | undefined> {
   return stateData<AgentJournal>(stack, AGENT_RUN_AGGREGATE, runId);
@@ -106,12 +97,9 @@ export function stepDecision(
     return {
       refused: `run ${runId} waits for ${waiting.kind === "approval" ? "an approval (approve or reject)" : "an outcome (applied or not_applied)"} of ${callId}, not ${decision}`,
     };
-  const type = DECISION_TYPES.get(journal.agent);
-  if (!type)
-    return { refused: `run ${runId} belongs to ${journal.agent}, which takes no decisions` };
   const conversationId = journal.subject.conversation_id ?? "";
   const command: SupportCommand = {
-    type,
+    type: journal.decision_type,
     aggregate: { type: AGENT_RUN_AGGREGATE, id: runId },
     taskId: journal.task_id,
     conversationId,

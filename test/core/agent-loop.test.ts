@@ -164,6 +164,8 @@ async function begin(ports: AgentPorts): Promise<AgentJournal> {
     agent: "tiny",
     subject: { order_id: "42" },
     startedBy: { event_type: "tiny.requested", payload: { order_id: "42" } },
+    correlationId: "corr_tiny",
+    decisionType: "tiny.decision.requested",
     firstMessage: first,
     now: T0,
   });

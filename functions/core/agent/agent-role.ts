@@ -100,17 +100,14 @@ async function start(
       payload: event.payload,
       ...(event.input_version === undefined ? {} : { input_version: event.input_version }),
     },
+    correlationId: event.correlation_id,
+    decisionType: spec.descriptor.types.decision,
     firstMessage: first,
     now,
   });
-  const started = {
-    ...journal,
-    correlation_id: event.correlation_id,
-    decision_type: spec.descriptor.types.decision,
-  };
   return {
-    state: started,
-    emit: [stepCommand(spec, started, { step: 0, at: started.started_at, kind: "start" })],
+    state: journal,
+    emit: [stepCommand(spec, journal, { step: 0, at: journal.started_at, kind: "start" })],
   };
 }
 

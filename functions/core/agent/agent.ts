@@ -134,12 +134,13 @@ export interface AgentJournal {
   /** The command that began the run: its payload, and the input version it was made from. */
   readonly started_by: StartedBy;
   /** The chain the run belongs to (its start command's correlation id). */
-  readonly correlation_id?: string;
+  readonly correlation_id: string;
   /**
-   * The agent's decision command type: what the lease sweeper sends a run BLOCKED past its
-   * approval's deadline (functions/core/sweeper.ts).
+   * The agent's decision command type: what a person's answer is sent as (the CLI, the console)
+   * and what the lease sweeper sends a run BLOCKED past its approval's deadline
+   * (functions/core/sweeper.ts).
    */
-  readonly decision_type?: string;
+  readonly decision_type: string;
   readonly status: RunState;
   /** Steps committed (the continue command of step n carries n). */
   readonly step: number;
@@ -171,6 +172,8 @@ export function newJournal(fields: {
   agent: string;
   subject: Readonly<Record<string, string>>;
   startedBy: StartedBy;
+  correlationId: string;
+  decisionType: string;
   firstMessage: string;
   now: Date;
 }): AgentJournal {
@@ -181,6 +184,8 @@ export function newJournal(fields: {
     agent: fields.agent,
     subject: fields.subject,
     started_by: fields.startedBy,
+    correlation_id: fields.correlationId,
+    decision_type: fields.decisionType,
     status: "RUNNING",
     step: 0,
     error_turns: 0,
