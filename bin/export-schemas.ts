@@ -1,5 +1,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { ROLE_MODULES } from "../functions/roles/modules";
+import { modelSchemaFiles } from "../lib/dev/model-schema-files";
 import { registry } from "../schemas";
 import { schemaProblems } from "../schemas/compat";
 import { jsonSchemas } from "../schemas/json-schema";
@@ -9,6 +11,9 @@ import { jsonSchemas } from "../schemas/json-schema";
  * there is a published version: it is overwritten only when the new schema is backward compatible
  * with it, and never deleted (events stored under it must stay readable). Otherwise nothing is
  * written and the problems are printed: register the next version with an upcaster instead.
+ *
+ * Then writes each role folder's model-schemas.json: what the role shows its model
+ * (functions/core/model-schemas.ts).
  */
 const dir = join(import.meta.dirname, "..", "schemas", "json");
 mkdirSync(dir, { recursive: true });
@@ -32,3 +37,14 @@ for (const [name, schema] of Object.entries(files)) {
   changed++;
 }
 console.log(`${Object.keys(files).length} JSON Schemas in ${dir}, ${changed} written`);
+
+const root = join(import.meta.dirname, "..");
+const modelFiles = modelSchemaFiles(ROLE_MODULES);
+let modelChanged = 0;
+for (const [path, text] of Object.entries(modelFiles)) {
+  const full = join(root, path);
+  if (existsSync(full) && readFileSync(full, "utf8") === text) continue;
+  writeFileSync(full, text);
+  modelChanged++;
+}
+console.log(`${Object.keys(modelFiles).length} model-schemas.json files, ${modelChanged} written`);

@@ -36,6 +36,16 @@ export interface ModelToolSpec {
   readonly inputSchema: Readonly<Record<string, unknown>>;
 }
 
+/**
+ * The JSON Schema an answer's text must fit (structured output). A port whose model can constrain
+ * its output to a schema does so; any other ignores it. The caller validates the answer either way.
+ */
+export interface ModelOutputSpec {
+  /** A name for the schema (letters, digits, `_` and `-`). */
+  readonly name: string;
+  readonly schema: Readonly<Record<string, unknown>>;
+}
+
 /** The model asks for a tool: the call's id (the model's own), the tool's name, its input. */
 export interface ModelToolCall {
   readonly id: string;
@@ -58,6 +68,8 @@ export interface ModelRequest {
   readonly temperature?: number;
   /** The tools the model may ask for; none means a plain answer. */
   readonly tools?: readonly ModelToolSpec[];
+  /** The schema a text answer must fit, for a model that supports structured output. */
+  readonly output?: ModelOutputSpec;
   /** Tracing fields: passed on to invocation logs; the local model picks its script by `role`. */
   readonly metadata?: {
     readonly role?: string;
@@ -80,6 +92,11 @@ export interface ModelResponse {
 export interface InvokeStructuredOptions {
   /** Model calls in total, the first included (at least 1). @default 3 */
   readonly maxAttempts?: number;
+  /**
+   * The answer's schema as JSON Schema, sent as structured output (`request.output`): from the
+   * role's generated book (./model-schemas.ts). Left out, the model is not constrained.
+   */
+  readonly output?: ModelOutputSpec;
 }
 
 export interface StructuredResult<T> {
@@ -147,6 +164,10 @@ export class ModelOutputInvalidError extends AgentBusError {
  * conversation does not grow with the attempts: only the last answer is echoed), up to
  * `maxAttempts` calls, then throws ModelOutputInvalidError. Errors of the port itself (throttling,
  * outage, access) propagate unchanged and are not retried here: their class decides.
+ *
+ * `options.output` goes with the request (structured output): a model that supports it answers
+ * JSON of that shape, and the validation and corrections above stay the same, since the port may
+ * not support it and a schema's constraints may go beyond what a model can enforce.
  */
 export async function invokeStructured<T>(
   model: ModelPort,
@@ -158,7 +179,9 @@ export async function invokeStructured<T>(
   if (!Number.isInteger(maxAttempts) || maxAttempts < 1)
     throw new RangeError(`maxAttempts must be a positive integer, got ${maxAttempts}`);
 
-  let current = request;
+  const first: ModelRequest =
+    options.output === undefined ? request : { ...request, output: options.output };
+  let current = first;
   for (let attempt = 1; ; attempt++) {
     const response = await model.converse(current);
     const parsed = parseStructured(response.text, schema);
@@ -171,7 +194,7 @@ export async function invokeStructured<T>(
         modelId: response.modelId,
         stopReason: response.stopReason,
       });
-    current = correctionRequest(request, response.text, parsed.issues);
+    current = correctionRequest(first, response.text, parsed.issues);
   }
 }
 

@@ -155,6 +155,12 @@ export interface RoleModule<Settings = unknown> {
    * error names each bad variable). Left out: the role has none.
    */
   readonly settings?: z.ZodMiniType<Settings>;
+  /**
+   * What the role shows its model, by name (each tool's input as `tool:<name>`, the answers it
+   * asks for): `npm run schemas` writes them as JSON Schema to `model-schemas.json` in the entry's
+   * folder, which the role reads (./model-schemas.ts). Left out: the role calls no model.
+   */
+  readonly modelSchemas?: Readonly<Record<string, z.core.$ZodType>>;
   /** The role's decision, on these ports and settings. */
   build(ports: RolePorts, settings: Settings): Role<unknown>;
 }

@@ -467,3 +467,100 @@ describe("BedrockModel tool use", () => {
     expect(response).not.toHaveProperty("toolCalls");
   });
 });
+
+describe("BedrockModel structured output", () => {
+  const HAIKU_45 = "global.anthropic.claude-haiku-4-5-20251001-v1:0";
+  const answer = {
+    type: "object",
+    properties: {
+      decision: { type: "string", enum: ["approved", "rejected"] },
+      reason: { type: "string", minLength: 1, maxLength: 2000 },
+      tags: { type: "array", items: { type: "string", pattern: "^[a-z]+$" }, minItems: 2 },
+    },
+    required: ["decision", "reason"],
+  };
+  const asked: ModelRequest = {
+    messages: [{ role: "user", text: "Decide." }],
+    output: { name: "answer", schema: answer },
+  };
+
+  it("sends the output schema as outputConfig.textFormat for a model that supports it", () => {
+    const input = converseInput(HAIKU_45, asked, {}, true);
+    expect(input.outputConfig?.textFormat?.type).toBe("json_schema");
+    const structure = input.outputConfig?.textFormat?.structure;
+    const sent = structure && "jsonSchema" in structure ? structure.jsonSchema : undefined;
+    expect(sent?.name).toBe("answer");
+    // Closed objects, and the constraints Bedrock does not enforce named in the description.
+    expect(JSON.parse(sent?.schema ?? "{}")).toStrictEqual({
+      type: "object",
+      additionalProperties: false,
+      properties: {
+        decision: { type: "string", enum: ["approved", "rejected"] },
+        reason: { type: "string", description: "(minLength 1, maxLength 2000)" },
+        tags: {
+          type: "array",
+          items: { type: "string", description: '(pattern "^[a-z]+$")' },
+          minItems: 1,
+          description: "(minItems 2)",
+        },
+      },
+      required: ["decision", "reason"],
+    });
+  });
+
+  it("leaves outputConfig out for a model without it, or a schema it cannot enforce", () => {
+    expect(converseInput(MODEL_ID, asked, {}, false)).not.toHaveProperty("outputConfig");
+    const record: ModelRequest = {
+      ...asked,
+      output: {
+        name: "counts",
+        schema: { type: "object", additionalProperties: { type: "integer" } },
+      },
+    };
+    expect(converseInput(HAIKU_45, record, {}, true)).not.toHaveProperty("outputConfig");
+    expect(converseInput(HAIKU_45, { messages: asked.messages }, {}, true)).not.toHaveProperty(
+      "outputConfig",
+    );
+  });
+
+  it("goes through the SDK's serializer with the tools, and one of a union becomes anyOf", async () => {
+    const { client, seen } = fakeBedrock([ok('{"decision":"approved","reason":"ok"}')]);
+    const model = new BedrockModel({
+      client: fromSdk(client),
+      modelId: HAIKU_45,
+      structuredOutput: true,
+    });
+    await model.converse({
+      ...toolRequest,
+      output: { name: "either", schema: { oneOf: [answer, { type: "string" }] } },
+    });
+    const body = seen[0]?.body as {
+      outputConfig: { textFormat: { type: string; structure: { jsonSchema: { schema: string } } } };
+      toolConfig: unknown;
+    };
+    expect(body.toolConfig).toStrictEqual(toolConfig);
+    expect(body.outputConfig.textFormat.type).toBe("json_schema");
+    const schema = JSON.parse(body.outputConfig.textFormat.structure.jsonSchema.schema);
+    expect(schema).not.toHaveProperty("oneOf");
+    expect(schema.anyOf).toHaveLength(2);
+  });
+
+  it("invokeStructured sends the caller's output schema and still validates the answer", async () => {
+    const { client, seen } = fakeBedrock([
+      ok('{"decision":"maybe"}'),
+      ok('{"decision":"approved"}'),
+    ]);
+    const model = new BedrockModel({
+      client: fromSdk(client),
+      modelId: HAIKU_45,
+      structuredOutput: true,
+    });
+    const schema = z.object({ decision: z.enum(["approved", "rejected"]) });
+    const result = await invokeStructured(model, { messages: asked.messages }, schema, {
+      output: { name: "decision", schema: z.toJSONSchema(schema) as Record<string, unknown> },
+    });
+    expect(result).toMatchObject({ value: { decision: "approved" }, attempts: 2 });
+    // The correction keeps the schema.
+    expect(seen.map((s) => Object.keys(s.body).includes("outputConfig"))).toEqual([true, true]);
+  });
+});

@@ -101,6 +101,8 @@ describe("model access of the agents that call a model", () => {
       expect(envOf(fn), groupOf(fn)).toMatchObject({
         MODEL_PROVIDER: "bedrock",
         MODEL_ID: DEFAULT_MODEL_ID,
+        // Claude Haiku 4.5 enforces an answer's JSON schema (structured output).
+        MODEL_STRUCTURED_OUTPUT: "true",
       });
       expect(bedrockStatements(template, fn), groupOf(fn)).toEqual(
         globalProfileAccess(DEFAULT_MODEL_ID, HAIKU),
@@ -120,7 +122,12 @@ describe("model access of the agents that call a model", () => {
     const review = consumers({ [MODEL_ID_CONTEXT_KEY]: modelId }).find(
       (fn) => groupOf(fn) === "review",
     );
-    expect(review && envOf(review)).toMatchObject({ MODEL_PROVIDER: "bedrock", MODEL_ID: modelId });
+    // Claude 3 Haiku has no structured output: the consumer leaves outputConfig out.
+    expect(review && envOf(review)).toMatchObject({
+      MODEL_PROVIDER: "bedrock",
+      MODEL_ID: modelId,
+      MODEL_STRUCTURED_OUTPUT: "false",
+    });
   });
 
   it(`${MODEL_PROVIDER_CONTEXT_KEY}=local: the local stand-in and no grant`, () => {

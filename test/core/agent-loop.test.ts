@@ -3,6 +3,7 @@ import {
   type AgentDefinition,
   type AgentJournal,
   type AnyTool,
+  agentModelSchemas,
   defineAgent,
   JOURNAL_WINDOW,
   MAX_TURNS_LIMIT,
@@ -25,6 +26,7 @@ import type {
   ModelResponse,
   ModelToolResult,
 } from "../../functions/core/model";
+import { jsonSchemasOf } from "../../functions/core/model-schema-export";
 import { InMemorySideEffects } from "../../functions/core/side-effects";
 import * as z from "../../schemas/zod";
 
@@ -147,6 +149,9 @@ function tinyAgent(
     instructions: "Check the order, then answer with a verdict.",
     tools,
     output: Verdict,
+    schemas: jsonSchemasOf(
+      agentModelSchemas(Object.fromEntries(tools.map((t) => [t.name, t.input])), Verdict),
+    ),
     maxTurns: 10,
     ...settings,
   });
@@ -230,6 +235,22 @@ describe("the agent loop (functions/core/agent)", () => {
     expect(journal.window.length).toBeLessThanOrEqual(JOURNAL_WINDOW);
     expect(journal.window.at(-1)?.step).toBe(journal.step);
     expect(journal.step).toBe(100 + 99);
+  });
+
+  it("each model turn offers the tools and asks for the answer's shape, from the agent's schemas", async () => {
+    const model = new ScriptedModel(() => ({ text: GOOD_ANSWER }));
+    const ports = portsWith(model);
+    const agent = tinyAgent([lookupTool()]);
+    await drive(agent, await begin(ports), ports);
+    expect(model.last?.tools).toStrictEqual([
+      {
+        name: "lookup",
+        description: agent.tools[0]?.description,
+        inputSchema: agent.schemas["tool:lookup"],
+      },
+    ]);
+    expect(model.last?.output).toStrictEqual({ name: "answer", schema: agent.schemas.answer });
+    expect(model.last?.output?.schema).toMatchObject({ required: ["verdict", "note"] });
   });
 
   it("the turn budget: a model that never answers is handed to a person after maxTurns turns", async () => {

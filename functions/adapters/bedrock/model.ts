@@ -31,6 +31,12 @@ export interface BedrockModelProps {
   readonly modelId: string;
   /** Inference settings used when a request leaves them out. */
   readonly defaults?: { readonly maxTokens?: number; readonly temperature?: number };
+  /**
+   * Whether the model constrains its answer to a request's `output` schema (Converse
+   * `outputConfig.textFormat`); set at deploy from the model catalog (`MODEL_STRUCTURED_OUTPUT`).
+   * A model without it would refuse the field, so it is then left out. @default false
+   */
+  readonly structuredOutput?: boolean;
 }
 
 /**
@@ -41,6 +47,10 @@ export interface BedrockModelProps {
  * `toolUse` block per tool call (assistant turns) or a `toolResult` block per tool result (user
  * turns: a JSON object as a `json` block, any other value as its JSON text, status `error` or
  * `success`).
+ *
+ * Structured output: when the model supports it (`structuredOutput`), a request's `output` schema
+ * goes as `outputConfig.textFormat` (type `json_schema`, the schema as JSON text) in the subset
+ * Bedrock enforces (see `enforceableSchema`); the caller still validates the answer in full.
  *
  * Reply: the text blocks of `output.message.content` concatenated, `toolCalls` from its `toolUse`
  * blocks (id = `toolUseId`; left out when there are none; reasoning blocks are ignored),
@@ -62,6 +72,7 @@ export class BedrockModel implements ModelPort {
   private readonly client: AwsClient;
   private readonly modelId: string;
   private readonly defaults: { readonly maxTokens?: number; readonly temperature?: number };
+  private readonly structuredOutput: boolean;
 
   constructor(props: BedrockModelProps) {
     if (props.modelId.trim() === "")
@@ -70,10 +81,11 @@ export class BedrockModel implements ModelPort {
     this.modelId = props.modelId;
     this.name = props.modelId;
     this.defaults = props.defaults ?? {};
+    this.structuredOutput = props.structuredOutput ?? false;
   }
 
   async converse(request: ModelRequest): Promise<ModelResponse> {
-    const input = converseInput(this.modelId, request, this.defaults);
+    const input = converseInput(this.modelId, request, this.defaults, this.structuredOutput);
     const started = performance.now();
     let output: ConverseCommandOutput;
     try {
@@ -110,6 +122,7 @@ export function converseInput(
   modelId: string,
   request: ModelRequest,
   defaults: { readonly maxTokens?: number; readonly temperature?: number } = {},
+  structuredOutput = false,
 ): ConverseCommandInput {
   const maxTokens = request.maxTokens ?? defaults.maxTokens;
   const temperature = request.temperature ?? defaults.temperature;
@@ -118,6 +131,7 @@ export function converseInput(
     ...(temperature === undefined ? {} : { temperature }),
   };
   const requestMetadata = metadataOf(request.metadata);
+  const outputConfig = structuredOutput ? outputConfigOf(request.output) : undefined;
   return {
     modelId,
     messages: request.messages.map(messageOf),
@@ -139,7 +153,90 @@ export function converseInput(
         }),
     ...(Object.keys(inferenceConfig).length === 0 ? {} : { inferenceConfig }),
     ...(requestMetadata === undefined ? {} : { requestMetadata }),
+    ...(outputConfig === undefined ? {} : { outputConfig }),
   };
+}
+
+/** Converse's `outputConfig` for a request's output schema; none when it cannot be enforced. */
+function outputConfigOf(output: ModelRequest["output"]): ConverseCommandInput["outputConfig"] {
+  const schema = output && enforceableSchema(output.schema);
+  if (!output || !schema) return undefined;
+  const name = output.name.replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 64) || "answer";
+  return {
+    textFormat: {
+      type: "json_schema",
+      structure: { jsonSchema: { name, schema: JSON.stringify(schema) } },
+    },
+  };
+}
+
+/** Keywords Bedrock's structured output does not enforce: left out, named in the description. */
+const UNENFORCED = [
+  "minLength",
+  "maxLength",
+  "pattern",
+  "format",
+  "minimum",
+  "maximum",
+  "exclusiveMinimum",
+  "exclusiveMaximum",
+  "multipleOf",
+  "maxItems",
+  "uniqueItems",
+  "default",
+] as const;
+
+/**
+ * A JSON Schema in the subset Bedrock's structured output takes (types, properties, required,
+ * items, enum, const, anyOf, `$defs`/`$ref`, `minItems` 0 or 1, objects closed by
+ * `additionalProperties: false`): constraints beyond it are left out and named in the
+ * description, so the model still reads them and the caller's validation enforces them.
+ * Undefined when the schema needs what cannot be left out (an object with open or typed extra
+ * properties, such as a record): structured output is then not asked for.
+ */
+export function enforceableSchema(schema: unknown): Record<string, unknown> | undefined {
+  if (Array.isArray(schema)) {
+    const items = schema.map(enforceableSchema);
+    return items.every((i) => i !== undefined) ? (items as never) : undefined;
+  }
+  if (typeof schema !== "object" || schema === null) return schema as never;
+  const node = { ...(schema as Record<string, unknown>) };
+  const dropped: string[] = [];
+  for (const key of UNENFORCED)
+    if (key in node) {
+      dropped.push(`${key} ${JSON.stringify(node[key])}`);
+      delete node[key];
+    }
+  if (typeof node.minItems === "number" && node.minItems > 1) {
+    dropped.push(`minItems ${node.minItems}`);
+    node.minItems = 1;
+  }
+  if (node.type === "object" || node.properties !== undefined) {
+    if (node.additionalProperties !== undefined && node.additionalProperties !== false)
+      return undefined;
+    node.additionalProperties = false;
+  }
+  if (dropped.length > 0)
+    node.description = [node.description, `(${dropped.join(", ")})`].filter(Boolean).join(" ");
+  for (const key of ["properties", "$defs"] as const) {
+    const members = node[key] as Record<string, unknown> | undefined;
+    if (members === undefined) continue;
+    const entries = Object.entries(members).map(([k, v]) => [k, enforceableSchema(v)] as const);
+    if (entries.some(([, v]) => v === undefined)) return undefined;
+    node[key] = Object.fromEntries(entries);
+  }
+  if (node.oneOf !== undefined) {
+    // An answer that fits one member fits `anyOf` too; the caller's validation keeps "exactly one".
+    node.anyOf = node.oneOf;
+    delete node.oneOf;
+  }
+  for (const key of ["items", "anyOf", "allOf"] as const) {
+    if (node[key] === undefined) continue;
+    const converted = enforceableSchema(node[key]);
+    if (converted === undefined) return undefined;
+    node[key] = converted;
+  }
+  return node;
 }
 
 /** A JSON value as the SDK types it (its `DocumentType`). */

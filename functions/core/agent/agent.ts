@@ -1,6 +1,7 @@
 import type * as z from "../../../schemas/zod";
 import { type RunState, type RunTrigger, TRANSITIONS } from "../agent-run-model";
 import { PermanentError } from "../errors";
+import { type ModelSchemas, modelSchemaOf, toolSchemaName } from "../model-schemas";
 import type { ToolDefinition } from "./tool";
 
 /**
@@ -22,6 +23,12 @@ export interface AgentDefinition<O = any> {
   readonly tools: readonly AnyTool[];
   /** The final answer: JSON text the model gives instead of asking for a tool. */
   readonly output: z.ZodMiniType<O>;
+  /**
+   * What the model is shown of `output` (`answer`) and of each tool's input (`tool:<name>`), as
+   * JSON Schema: the role folder's generated model-schemas.json (../model-schemas.ts;
+   * `agentModelSchemas` lists them for the role module).
+   */
+  readonly schemas: ModelSchemas;
   /** Model turns a run may take; when they are spent without an answer, NEEDS_HUMAN. */
   readonly maxTurns: number;
   /**
@@ -45,6 +52,22 @@ export const MAX_TURNS_LIMIT = 500;
 /** How many of the latest steps the run's item keeps in full (the rest are counted). */
 export const JOURNAL_WINDOW = 20;
 
+/** The name the answer's schema is kept under in an agent's schemas. */
+export const ANSWER_SCHEMA = "answer";
+
+/** The zod schemas an agent shows its model, by the names its schemas book keeps them under. */
+export function agentModelSchemas(
+  tools: Readonly<Record<string, z.core.$ZodType>>,
+  output: z.core.$ZodType,
+): Record<string, z.core.$ZodType> {
+  return {
+    [ANSWER_SCHEMA]: output,
+    ...Object.fromEntries(
+      Object.entries(tools).map(([name, input]) => [toolSchemaName(name), input]),
+    ),
+  };
+}
+
 /** An agent, checked: tools with distinct names, a turn budget in range. */
 export function defineAgent<O>(definition: AgentDefinition<O>): AgentDefinition<O> {
   const invalid = (message: string) =>
@@ -55,6 +78,8 @@ export function defineAgent<O>(definition: AgentDefinition<O>): AgentDefinition<
   const names = definition.tools.map((tool) => tool.name);
   const twice = names.find((name, i) => names.indexOf(name) !== i);
   if (twice !== undefined) throw invalid(`two tools are named ${twice}`);
+  for (const name of [ANSWER_SCHEMA, ...names.map(toolSchemaName)])
+    modelSchemaOf(definition.schemas, name, `agent ${definition.name}`);
   return definition;
 }
 

@@ -1,9 +1,11 @@
 import * as z from "../../../schemas/zod";
 import type { ModelMessage, ModelPort, ModelResponse, ModelToolCall } from "../model";
+import { modelSchemaOf } from "../model-schemas";
 import type { SideEffectStore } from "../side-effects";
 import {
   type AgentDefinition,
   type AgentJournal,
+  ANSWER_SCHEMA,
   type AnyTool,
   DEFAULT_MAX_ERROR_TURNS,
   DEFAULT_MAX_UNKNOWN_ATTEMPTS,
@@ -80,7 +82,11 @@ async function modelStep(
   const response = await ports.model.converse({
     system: agent.instructions,
     messages: texts.map((text) => JSON.parse(text) as ModelMessage),
-    tools: agent.tools.map((tool) => toolSpecOf(tool)),
+    tools: agent.tools.map((tool) => toolSpecOf(tool, agent.schemas)),
+    output: {
+      name: ANSWER_SCHEMA,
+      schema: modelSchemaOf(agent.schemas, ANSWER_SCHEMA, agent.name),
+    },
     ...agent.model,
     metadata: { role: agent.name, task_id: journal.task_id, correlation_id: context.correlationId },
   });

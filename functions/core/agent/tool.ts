@@ -1,6 +1,7 @@
-import * as z from "../../../schemas/zod";
+import type * as z from "../../../schemas/zod";
 import { PermanentError, UnknownOutcomeError } from "../errors";
 import type { ModelToolSpec } from "../model";
+import { type ModelSchemas, modelSchemaOf, toolSchemaName } from "../model-schemas";
 
 /**
  * A tool an agent may ask for (seed 000 §3.2, §11.4): its name and description for the model, its
@@ -91,13 +92,11 @@ export function defineTool<I, O>(definition: ToolDefinition<I, O>): ToolDefiniti
   return definition;
 }
 
-/** What the model is shown of a tool: name, description, input as JSON Schema. */
+/** What the model is shown of a tool: name, description, input as JSON Schema (from `schemas`). */
 export function toolSpecOf(
-  tool: Pick<ToolDefinition, "name" | "description"> & { readonly input: unknown },
+  tool: Pick<ToolDefinition, "name" | "description">,
+  schemas: ModelSchemas,
 ): ModelToolSpec {
-  const { $schema: _, ...inputSchema } = z.toJSONSchema(tool.input as z.ZodMiniType, {
-    io: "input",
-    unrepresentable: "any",
-  }) as Record<string, unknown>;
+  const inputSchema = modelSchemaOf(schemas, toolSchemaName(tool.name), `tool ${tool.name}`);
   return { name: tool.name, description: tool.description, inputSchema };
 }

@@ -8,13 +8,15 @@ import type { PortWiring } from "../role-ports";
 
 /**
  * `needs.model`: `MODEL_PROVIDER=bedrock` (the default; what deployed stacks set): Bedrock Converse
- * with `MODEL_ID` (required); `MODEL_PROVIDER=local`: the DeterministicLocalModel, a scripted
+ * with `MODEL_ID` (required), and structured output when `MODEL_STRUCTURED_OUTPUT=true` (the stack
+ * sets it from the model catalog); `MODEL_PROVIDER=local`: the DeterministicLocalModel, a scripted
  * stand-in that is NOT a model (no AWS, no network, same answers for the same request).
  */
 const ModelEnv = z.discriminatedUnion("MODEL_PROVIDER", [
   z.object({
     MODEL_PROVIDER: z.literal("bedrock"),
     MODEL_ID: z.string().check(z.trim(), z.minLength(1)),
+    MODEL_STRUCTURED_OUTPUT: z._default(z.enum(["true", "false"]), "false"),
   }),
   z.object({ MODEL_PROVIDER: z.literal("local"), MODEL_ID: z.optional(z.string()) }),
 ]);
@@ -28,5 +30,9 @@ export function modelPort({ env, group, overrides }: PortWiring): ModelPort {
   );
   if (parsed.MODEL_PROVIDER === "local") return new DeterministicLocalModel();
   const client = overrides.bedrock ?? containerAwsClient();
-  return new BedrockModel({ client, modelId: parsed.MODEL_ID });
+  return new BedrockModel({
+    client,
+    modelId: parsed.MODEL_ID,
+    structuredOutput: parsed.MODEL_STRUCTURED_OUTPUT === "true",
+  });
 }

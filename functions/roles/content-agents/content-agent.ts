@@ -12,6 +12,7 @@ import { type AgentRun, newRun, transition, upcastRun, withRunId } from "../../c
 import { type DescriptorOf, defineRole } from "../../core/define-role";
 import type { HeartbeatSpec } from "../../core/emit";
 import { invokeStructured, type StructuredResult } from "../../core/model";
+import { modelSchemaOf } from "../../core/model-schemas";
 import { payloadOf } from "../../core/payload";
 import type { StateSummary } from "../../core/ports";
 import type { DecideContext, Role } from "../../core/role";
@@ -28,6 +29,7 @@ import {
   requestOf,
 } from "./confirm";
 import { agentRunIdOf, agentRunKey } from "./ids";
+import modelSchemas from "./model-schemas.json";
 import { CONFIRMATION_INSTRUCTION, INSTRUCTIONS, promptOf } from "./prompts";
 import {
   type ContentAgent,
@@ -359,6 +361,11 @@ const REDELIVERED = {
   message: "an earlier delivery of the request did not complete",
 } as const;
 
+/** What a content agent's model answers: the role's output, or a question (ConfirmationNeeded). */
+export function contentAnswer(output: z.ZodMiniType<unknown>): z.ZodMiniType<unknown> {
+  return z.union([output, ConfirmationNeeded]);
+}
+
 /**
  * The model call, correcting invalid replies with the attempts the run has left. The model
  * answers the role's output, or asks for a confirmation (ConfirmationNeeded); a resumed run gets
@@ -375,7 +382,13 @@ function callModel(work: Work): Promise<StructuredResult<unknown>> {
       maxTokens: agent.maxTokens,
       metadata: { role: agent.role, task_id: event.task_id, correlation_id: event.correlation_id },
     },
-    z.union([agent.outputSchema, ConfirmationNeeded]),
-    { maxAttempts: run.max_attempts - run.attempt + 1 },
+    contentAnswer(agent.outputSchema),
+    {
+      maxAttempts: run.max_attempts - run.attempt + 1,
+      output: {
+        name: agent.role,
+        schema: modelSchemaOf(modelSchemas, agent.role, `content agent ${agent.role}`),
+      },
+    },
   );
 }

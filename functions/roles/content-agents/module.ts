@@ -1,7 +1,11 @@
-import { CONTENT_ROLES, type ContentRole } from "../../../schemas/events/workflow";
+import {
+  CONTENT_ROLE_EVENTS,
+  CONTENT_ROLES,
+  type ContentRole,
+} from "../../../schemas/events/workflow";
 import * as z from "../../../schemas/zod";
 import { defineModule, requirePort } from "../../core/role-module";
-import { contentAgentDescriptor, contentAgentRole } from "./content-agent";
+import { contentAgentDescriptor, contentAgentRole, contentAnswer } from "./content-agent";
 
 /** `AGENT_CONFIRM_SECONDS`: how long a BLOCKED agent run waits for its confirmation. */
 export const ContentAgentSettings = z.object({
@@ -26,6 +30,7 @@ export function contentAgentModule(role: ContentRole) {
       attention: ["needs-human"],
     },
     settings: ContentAgentSettings,
+    modelSchemas: { [role]: contentAnswer(CONTENT_ROLE_EVENTS[role].output) },
     build: (ports, settings) =>
       contentAgentRole({
         role,

@@ -1,7 +1,12 @@
 import * as z from "../../../schemas/zod";
 import { defineModule, requirePort } from "../../core/role-module";
 import { conversationContextReader } from "../customer-support/conversation/conversation";
-import { DEFAULT_REFUND_SETTINGS, REFUND_REVIEW, refundReviewRole } from "./refund-agent";
+import {
+  DEFAULT_REFUND_SETTINGS,
+  REFUND_MODEL_SCHEMAS,
+  REFUND_REVIEW,
+  refundReviewRole,
+} from "./refund-agent";
 
 const cents = z.coerce.number().check(z.int(), z.minimum(0), z.maximum(100_000_000));
 
@@ -39,6 +44,7 @@ export const refundReviewModule = defineModule({
     attention: ["awaiting-approval", "unknown-side-effects", "needs-human"],
   },
   settings: RefundReviewSettings,
+  modelSchemas: REFUND_MODEL_SCHEMAS,
   build: (ports, settings) =>
     refundReviewRole(
       {

@@ -6,7 +6,7 @@ import {
   RefundReviewRequestedPayload,
 } from "../../../schemas/events/refund";
 import { RefundReviewOutcome } from "../../../schemas/events/support-commands";
-import { type AgentJournal, defineAgent } from "../../core/agent/agent";
+import { type AgentJournal, agentModelSchemas, defineAgent } from "../../core/agent/agent";
 import { agentDescriptor, agentRole } from "../../core/agent/agent-role";
 import type { ContentStore } from "../../core/agent/content";
 import type { ModelPort } from "../../core/model";
@@ -15,12 +15,14 @@ import type { Role } from "../../core/role";
 import type { OrdersPort } from "../../core/role-module";
 import type { SideEffectStore } from "../../core/side-effects";
 import type { ConversationContextReader } from "../customer-support/conversation/conversation";
+import modelSchemas from "./model-schemas.json";
 import { reviewEnded, reviewWaits } from "./review-facts";
 import {
   getOrderTool,
   getRefundStatusTool,
   type IssueRefundOptions,
   issueRefundTool,
+  REFUND_TOOL_INPUTS,
 } from "./tools";
 
 /**
@@ -50,6 +52,9 @@ export const REFUND_REVIEW = agentDescriptor({
 /** The agent's final answer: the review's outcome (`answered`: a question about a refund that exists). */
 export const RefundAnswer = RefundReviewOutcome;
 export type RefundAnswer = RefundReviewOutcome;
+
+/** What the refund agent shows its model: its tools' inputs and its answer. */
+export const REFUND_MODEL_SCHEMAS = agentModelSchemas(REFUND_TOOL_INPUTS, RefundAnswer);
 
 export const REFUND_INSTRUCTIONS = [
   "You review a customer's refund question for one order.",
@@ -95,6 +100,7 @@ export function refundAgent(ports: RefundAgentPorts, settings: RefundAgentSettin
       issueRefundTool(ports.orders, ports.payments, settings),
     ],
     output: RefundAnswer,
+    schemas: modelSchemas,
     maxTurns: settings.maxTurns,
     async accept(answer, journal) {
       if (answer.decision !== "approved") return undefined;

@@ -79,6 +79,13 @@ const IssueRefundInput = z.object({
   reason: z.string().check(z.minLength(1), z.maxLength(500)),
 });
 
+/** Each tool's input, by tool name: what the model is shown (the module's modelSchemas). */
+export const REFUND_TOOL_INPUTS = {
+  get_order: OrderInput,
+  get_refund_status: OrderInput,
+  issue_refund: IssueRefundInput,
+};
+
 export interface IssueRefundOptions {
   /** Refunds above this many cents wait for a person's approval. */
   readonly approvalAboveCents: number;

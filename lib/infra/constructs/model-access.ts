@@ -2,7 +2,7 @@ import { Annotations, Aws, Stack, Validations } from "aws-cdk-lib";
 import { PolicyStatement } from "aws-cdk-lib/aws-iam";
 import type { IFunction } from "aws-cdk-lib/aws-lambda";
 import type { Construct } from "constructs";
-import { retiringModelWarning } from "./model-lifecycle";
+import { retiringModelWarning, supportsStructuredOutput } from "./model-lifecycle";
 
 /**
  * Which language model a consumer group's agents call, and the access that needs.
@@ -109,11 +109,19 @@ function warnIfRetiring(scope: Construct, setting: ModelSetting): void {
   if (warning) Annotations.of(Stack.of(scope)).addWarningV2("agentbus:model-lifecycle", warning);
 }
 
-/** The consumer's environment for a model setting. */
+/**
+ * The consumer's environment for a model setting. `MODEL_STRUCTURED_OUTPUT` says whether the
+ * model enforces an answer's JSON schema (./model-lifecycle lists the families that do).
+ */
 export function modelEnvironment(setting: ModelSetting): Record<string, string> {
-  return setting.provider === "local"
-    ? { MODEL_PROVIDER: "local" }
-    : { MODEL_PROVIDER: "bedrock", MODEL_ID: setting.modelId };
+  if (setting.provider === "local") return { MODEL_PROVIDER: "local" };
+  const model = parseModelId(setting.modelId);
+  const structured = model !== undefined && supportsStructuredOutput(model.foundationModelId);
+  return {
+    MODEL_PROVIDER: "bedrock",
+    MODEL_ID: setting.modelId,
+    MODEL_STRUCTURED_OUTPUT: String(structured),
+  };
 }
 
 /** The ARN of one foundation model in the stack's partition and `region` (the stack's by default). */

@@ -52,3 +52,22 @@ export function retiringModelWarning(foundationModelId: string): string | undefi
       : `reached end of life on Amazon Bedrock${when}: every call to it fails`;
   return `model ${foundationModelId} ${what}. Choose an Active model, e.g. -c agentbus:modelId=global.${found.replacement}`;
 }
+
+/**
+ * Foundation model families that constrain an answer to a JSON schema on Converse
+ * (`outputConfig.textFormat`), as Amazon Bedrock's structured-output pages list them (read
+ * 2026-12-02). Matched on the foundation model id's start, so every dated version counts.
+ */
+export const STRUCTURED_OUTPUT_MODELS = [
+  "anthropic.claude-haiku-4-5",
+  "anthropic.claude-sonnet-4-5",
+  "anthropic.claude-opus-4-5",
+  "anthropic.claude-sonnet-4-6",
+  "anthropic.claude-opus-4-6",
+  "anthropic.claude-opus-4-7",
+] as const;
+
+/** Whether Bedrock enforces structured output for this foundation model. */
+export function supportsStructuredOutput(foundationModelId: string): boolean {
+  return STRUCTURED_OUTPUT_MODELS.some((family) => foundationModelId.startsWith(family));
+}

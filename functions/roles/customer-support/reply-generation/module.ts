@@ -1,6 +1,7 @@
+import { ReplyDraft } from "../../../../schemas/events/conversation";
 import { defineModule, requirePort } from "../../../core/role-module";
 import { conversationReader } from "../conversation/conversation";
-import { REPLY_GENERATION, replyGenerationRole } from "./reply-generation";
+import { REPLY_DRAFT_SCHEMA, REPLY_GENERATION, replyGenerationRole } from "./reply-generation";
 
 /**
  * Reply generation: drafts a turn's reply with a model, one call per invocation (as for the
@@ -15,6 +16,7 @@ export const replyGenerationModule = defineModule({
     needs: { model: true, heartbeat: "visibility" },
     attention: ["held-replies"],
   },
+  modelSchemas: { [REPLY_DRAFT_SCHEMA]: ReplyDraft },
   build: (ports) =>
     replyGenerationRole({
       model: requirePort(ports, "model", "reply-generation"),

@@ -18,6 +18,7 @@ import {
   type ModelPort,
   type StructuredResult,
 } from "../../../core/model";
+import { modelSchemaOf } from "../../../core/model-schemas";
 import { payloadOf } from "../../../core/payload";
 import type { Role } from "../../../core/role";
 import {
@@ -29,8 +30,12 @@ import {
 import { factFields } from "../fact-fields";
 import { restsOn } from "../sender/facts";
 import { type StepFailedEmit, stepFailedDecision } from "../step-failure";
+import modelSchemas from "./model-schemas.json";
 import { decideReview, REVIEW_COMMANDS, type ReviewCommand, type ReviewEmit } from "./review";
 import type { ReplyState } from "./state";
+
+/** The draft the model is asked for, as its model-schemas.json keeps it. */
+export const REPLY_DRAFT_SCHEMA = "reply_draft";
 
 /**
  * The reply generation group (the generation worker of seed 000 §11.3): turns the gathered facts
@@ -246,7 +251,13 @@ function generateDraft(
       },
     },
     replyDraftSchema(allowed),
-    { maxAttempts: settings.maxAttempts },
+    {
+      maxAttempts: settings.maxAttempts,
+      output: {
+        name: REPLY_DRAFT_SCHEMA,
+        schema: modelSchemaOf(modelSchemas, REPLY_DRAFT_SCHEMA, "reply-generation"),
+      },
+    },
   );
 }
 
