@@ -41,7 +41,8 @@ export const TIMING_METRICS = {
  *   ended NEEDS_HUMAN), or a refund review handed to a person (`refund.review.needs_person`
  *   waiting for an answer); one waiting for an outcome that could not be learnt counts as an
  *   `unknown-side-effects`;
- * - `awaiting-approval`: a refund review waiting for a person's approval of a tool call.
+ * - `awaiting-approval`: what waits for a person's approval (functions/core/approval.ts): a refund
+ *   review's tool call, a content agent's confirmation (`node.blocked`).
  */
 export const ATTENTION_METRICS = {
   "unknown-side-effects": "UnknownSideEffectOutcome",
@@ -82,6 +83,8 @@ export function attentionOf(event: Envelope): AttentionMetric | undefined {
       return ATTENTION_METRICS["held-replies"];
     case "workflow.failed":
       return ATTENTION_METRICS["failed-runs"];
+    case "node.blocked":
+      return ATTENTION_METRICS["awaiting-approval"];
     case "refund.review.needs_person":
       return PERSON_WAITS[String(payload.waiting)];
   }

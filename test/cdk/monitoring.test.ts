@@ -61,10 +61,11 @@ describe("alarms where a person must act", () => {
       expect(alarm.Properties).toMatchObject(ANY_WITHIN_5_MINUTES);
   });
 
-  it("any tool call waiting for a person's approval", () => {
+  it("anything waiting for a person's approval: a tool call, a content agent's confirmation", () => {
     const found = consumerAlarms("ApprovalRequested");
-    expect([...found.keys()]).toEqual(["refund-review"]);
-    expect(found.get("refund-review")?.Properties).toMatchObject(ANY_WITHIN_5_MINUTES);
+    expect([...found.keys()].sort()).toEqual([...CONTENT_ROLES, "refund-review"].sort());
+    for (const alarm of found.values())
+      expect(alarm.Properties).toMatchObject(ANY_WITHIN_5_MINUTES);
   });
 
   it("any held reply of reply generation within 15 minutes (the default window)", () => {
@@ -180,7 +181,9 @@ describe("dashboard", () => {
       sender: ["UnknownSideEffectOutcome"],
       "reply-generation": ["ReplyHeldForReview"],
       orchestrator: ["WorkflowFailed"],
-      ...Object.fromEntries(CONTENT_ROLES.map((role) => [role, ["AgentRunNeedsHuman"]])),
+      ...Object.fromEntries(
+        CONTENT_ROLES.map((role) => [role, ["AgentRunNeedsHuman", "ApprovalRequested"]]),
+      ),
       "refund-review": ["ApprovalRequested", "UnknownSideEffectOutcome", "AgentRunNeedsHuman"],
     };
     for (const group of groups) {

@@ -549,9 +549,19 @@ describe("the agent loop (functions/core/agent)", () => {
         ports,
         deadline,
       );
+      if (!approved) throw new Error("the approval changed nothing");
       expect(approved.journal.status).toBe("RUNNING");
       expect(approved.journal.waiting).toBeUndefined();
       expect(approvalExpired(agent, approved.journal, deadline)).toBe(undefined);
+      // The same decision again (a second person, a command sent twice) changes nothing; the
+      // other decision is refused, naming the one taken.
+      const again = { tool_call_id: "call_1_1", by: "other@example.com" } as const;
+      expect(
+        await personDecides(agent, approved.journal, { ...again, decision: "approve" }, ports, T0),
+      ).toBeUndefined();
+      await expect(
+        personDecides(agent, approved.journal, { ...again, decision: "reject" }, ports, T0),
+      ).rejects.toThrow(/call_1_1 was already decided: approve by ops@example.com/);
       const { journal } = await drive(agent, commit(approved.journal), ports);
       expect(journal.status).toBe("COMPLETED");
       expect(pay.keys).toEqual([`${TASK}:${RUN}:call_1_1`]);

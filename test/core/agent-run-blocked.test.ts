@@ -4,7 +4,9 @@ import { NEEDS_CONFIRMATION_MARKER } from "../../functions/adapters/local-model"
 import {
   CONFIRMATION_REFUSED,
   CONFIRMATION_REQUIRED,
+  confirmationApproval,
 } from "../../functions/roles/content-agents/confirm";
+import { summarizeRun } from "../../functions/roles/orchestrator/state";
 import type { NodeBlocked } from "../../schemas/events/agent-run";
 import type { NodeFailed } from "../../schemas/events/workflow";
 import { Bus } from "./workflow-bus";
@@ -103,6 +105,17 @@ describe("a BLOCKED agent run", () => {
     expect(state.leases?.review?.blocked?.outcome).toBeUndefined();
     expect(state.timeline.at(-1)).toMatchObject({ event: "node.blocked", node_id: "review" });
     expect(bus.ended(runId)).toEqual([]);
+    // Both wait for a person's approval (functions/core/approval.ts): the run is listed so, and
+    // the agent run says what it waits for, with the question and the deadline.
+    expect(summarizeRun(state).waiting).toBe("approval");
+    expect(agentRun && confirmationApproval(agentRun)).toEqual({
+      step: "review",
+      action: "resume review",
+      input: { question: blocked[0]?.question },
+      since: agentRun?.updated_at,
+      deadline: blocked[0]?.confirm_by,
+      onDeadline: "fail",
+    });
   });
 
   it("resumes on an operator's confirmation: the model sees it, the run completes", async () => {

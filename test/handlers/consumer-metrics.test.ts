@@ -316,4 +316,29 @@ describe("consumer metrics: pure parts", () => {
     } as unknown as ConsumeResult;
     expect([...attentionCounts(result)]).toEqual([["ReplyHeldForReview", 3]]);
   });
+
+  it("counts what waits for a person's approval: a refund's tool call, a content agent's confirmation", () => {
+    const event = (event_type: string, payload: Record<string, unknown>) =>
+      ({ event_type, payload }) as unknown as Envelope;
+    const result = {
+      steps: [
+        {
+          eventId: newUlid(),
+          eventType: "writer.requested",
+          version: 1,
+          status: "applied" as const,
+          repaired: false,
+          emitted: [
+            event("node.blocked", { run_id: "run_a", node_id: "write", question: "?" }),
+            event("refund.review.needs_person", { waiting: "approval" }),
+            event("refund.review.needs_person", { waiting: "outcome" }),
+          ],
+        },
+      ],
+    } as unknown as ConsumeResult;
+    expect([...attentionCounts(result)]).toEqual([
+      ["ApprovalRequested", 2],
+      ["UnknownSideEffectOutcome", 1],
+    ]);
+  });
 });

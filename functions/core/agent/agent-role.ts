@@ -151,7 +151,8 @@ async function decision(
     spec.ports,
     context.now,
   );
-  return outcome(spec, result);
+  // The same decision again (two people, or a command sent twice) changes nothing.
+  return result ? outcome(spec, result) : {};
 }
 
 /** What a step's result commits: the journal, and the next step, the end, or the wait. */

@@ -1,4 +1,5 @@
 import * as z from "../../../schemas/zod";
+import { type ApprovalRequest, approvalDue, deadlineDecision, ruleOnApproval } from "../approval";
 import { PermanentError } from "../errors";
 import {
   type AgentDefinition,
@@ -12,14 +13,16 @@ import {
 import { type AgentPorts, closeTurn, type StepResult } from "./loop";
 
 /**
- * A person's answer to what a run waits for (human approval as a primitive, seed 000 §14.4):
- * - BLOCKED on an `approval`: `approve` runs the call on the next step; `reject` tells the model
- *   the call was refused, with who and why. A deadline that passes first decides as the tool says
+ * A person's answer to what a run waits for:
+ * - BLOCKED on an `approval` (the approval primitive, ../approval.ts): `approve` runs the call on
+ *   the next step; `reject` tells the model the call was refused, with who and why; the same
+ *   decision again changes nothing. A deadline that passes first decides as the tool says
  *   (`onDeadline`: reject the call, or fail the run).
  * - NEEDS_HUMAN on an `outcome` (a write whose outcome could not be learnt): `applied` with the
  *   outside system's output, or `not_applied`; the side-effect record is closed with it and the
  *   model is told. The key is never run again either way.
  * Anything else is refused with a PermanentError that says what the run waits for.
+ * Undefined: nothing changes (the decision was already taken).
  */
 
 export interface PersonAnswer {
@@ -36,29 +39,66 @@ export async function personDecides(
   answer: PersonAnswer,
   ports: AgentPorts,
   now: Date,
-): Promise<StepResult> {
+): Promise<StepResult | undefined> {
   const { waiting } = journal;
   const refuse = (why: string) =>
     new PermanentError("agent.decision_refused", `run ${journal.run_id}: ${why}`, {
       details: { run_id: journal.run_id, status: journal.status, waiting: waiting?.kind },
     });
-  if (!waiting?.tool_call_id) throw refuse(`it waits for no decision (${journal.status})`);
-  if (waiting.tool_call_id !== answer.tool_call_id)
-    throw refuse(`it waits for a decision on ${waiting.tool_call_id}, not ${answer.tool_call_id}`);
-  const allowed = waiting.kind === "approval" ? ["approve", "reject"] : ["applied", "not_applied"];
-  if (!allowed.includes(answer.decision))
-    throw refuse(
-      `it waits for ${waiting.kind === "approval" ? "an approval: approve or reject" : "an outcome: applied or not_applied"}, not ${answer.decision}`,
-    );
-  const tool = agent.tools.find((t) => t.name === waiting.tool) as AnyTool;
   const decision: PersonDecision = {
     decision: answer.decision,
     by: answer.by,
     at: now.toISOString(),
     ...(answer.reason ? { reason: answer.reason } : {}),
   };
-  if (waiting.kind === "approval") return approvalDecided(journal, decision, now);
+  if (answer.decision === "approve" || answer.decision === "reject") {
+    const taken = journal.pending.find((p) => p.id === answer.tool_call_id)?.decision;
+    const ruling = ruleOnApproval(
+      approvalOf(agent, journal),
+      taken && { ...taken, verdict: taken.decision as "approve" | "reject" },
+      answer.decision,
+      answer.tool_call_id,
+    );
+    if (ruling.kind === "repeat") return undefined;
+    if (ruling.kind === "refuse")
+      throw refuse(taken ? ruling.why : (waitProblem(journal, answer) ?? ruling.why));
+    return approvalDecided(journal, decision, now);
+  }
+  const problem = waitProblem(journal, answer);
+  if (problem) throw refuse(problem);
+  const tool = agent.tools.find((t) => t.name === waiting?.tool) as AnyTool;
   return outcomeDecided(journal, tool, decision, answer.output, ports, now, refuse);
+}
+
+/** Why the run does not wait for this answer; undefined when it does. */
+function waitProblem(journal: AgentJournal, answer: PersonAnswer): string | undefined {
+  const { waiting } = journal;
+  if (!waiting?.tool_call_id) return `it waits for no decision (${journal.status})`;
+  if (waiting.tool_call_id !== answer.tool_call_id)
+    return `it waits for a decision on ${waiting.tool_call_id}, not ${answer.tool_call_id}`;
+  const allowed = waiting.kind === "approval" ? ["approve", "reject"] : ["applied", "not_applied"];
+  if (!allowed.includes(answer.decision))
+    return `it waits for ${waiting.kind === "approval" ? "an approval: approve or reject" : "an outcome: applied or not_applied"}, not ${answer.decision}`;
+  return undefined;
+}
+
+/** What a run BLOCKED on a tool call's approval waits for, as the approval primitive has it. */
+export function approvalOf(
+  agent: AgentDefinition,
+  journal: AgentJournal,
+): ApprovalRequest | undefined {
+  const { waiting } = journal;
+  if (journal.status !== "BLOCKED" || waiting?.kind !== "approval" || !waiting.tool_call_id)
+    return undefined;
+  const tool = agent.tools.find((t) => t.name === waiting.tool);
+  return {
+    step: waiting.tool_call_id,
+    action: waiting.tool ?? "",
+    input: waiting.input,
+    since: waiting.since,
+    ...(waiting.deadline === undefined ? {} : { deadline: waiting.deadline }),
+    onDeadline: tool?.approval?.onDeadline ?? "reject",
+  };
 }
 
 /** An approval's deadline passed before a decision: reject the call, or fail the run. */
@@ -67,12 +107,10 @@ export function approvalExpired(
   journal: AgentJournal,
   now: Date,
 ): StepResult | undefined {
-  const { waiting } = journal;
-  if (journal.status !== "BLOCKED" || waiting?.deadline === undefined) return undefined;
-  if (now.getTime() < Date.parse(waiting.deadline)) return undefined;
-  const tool = agent.tools.find((t) => t.name === waiting.tool);
-  if (tool?.approval?.onDeadline === "fail") {
-    const reason = `no decision on ${waiting.tool} by ${waiting.deadline}`;
+  const pending = approvalOf(agent, journal);
+  if (!pending || !approvalDue(pending, now)) return undefined;
+  if (pending.onDeadline === "fail") {
+    const reason = `no decision on ${pending.action} by ${pending.deadline}`;
     const failed = {
       ...journal,
       status: moved(journal, "ExternalConfirmTimeout"),
@@ -85,13 +123,8 @@ export function approvalExpired(
       recorded: latestStep(failed),
     };
   }
-  const decision: PersonDecision = {
-    decision: "reject",
-    by: "deadline",
-    reason: `no decision by ${waiting.deadline}`,
-    at: now.toISOString(),
-  };
-  return approvalDecided(journal, decision, now);
+  const { verdict, ...rest } = deadlineDecision(pending, now);
+  return approvalDecided(journal, { decision: verdict, ...rest }, now);
 }
 
 function approvalDecided(journal: AgentJournal, decision: PersonDecision, now: Date): StepResult {

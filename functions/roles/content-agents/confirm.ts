@@ -8,6 +8,7 @@ import {
 import { CONTENT_ROLE_EVENTS, type NodeRequested } from "../../../schemas/events/workflow";
 import * as z from "../../../schemas/zod";
 import { type AgentRun, transition, withRunId } from "../../core/agent-run";
+import type { ApprovalRequest } from "../../core/approval";
 import { payloadOf } from "../../core/payload";
 import { failedDecision } from "./answers";
 import type { ContentAgent, ContentDecision } from "./settings";
@@ -31,6 +32,9 @@ import type { ContentAgent, ContentDecision } from "./settings";
  *   `agent_run.confirm_timeout`, answered `<stem>.failed`.
  * A confirmation for an agent run that is not BLOCKED (already answered, cancelled, unknown)
  * changes nothing. A repeated request for a BLOCKED assignment answers `node.blocked` again.
+ *
+ * A confirmation is a use of the approval primitive (functions/core/approval.ts): the proposed
+ * action is the agent's resumption with the question answered, the deadline `confirm_by` fails it.
  *
  * Confirmed and refused resume the agent run (ExternalUnblocked -> RUNNING): a new run, under the
  * run id the confirmation's processing has, which what it answers carries. A timeout resumes
@@ -90,6 +94,19 @@ export function blockedDecision(
   return { state: run, emit: [{ type: "node.blocked", payload, orderKey: request.run_id }] };
 }
 
+/** What a BLOCKED agent run waits for, as the approval primitive has it; undefined otherwise. */
+export function confirmationApproval(run: AgentRun): ApprovalRequest | undefined {
+  if (run.state !== "BLOCKED") return undefined;
+  return {
+    step: run.node_id ?? run.agent_run_key,
+    action: `resume ${run.role}`,
+    input: { question: run.error?.message ?? "a confirmation" },
+    since: run.updated_at,
+    ...(run.confirm_by === undefined ? {} : { deadline: run.confirm_by }),
+    onDeadline: "fail",
+  };
+}
+
 /** What the model is told on resuming: its question and the confirmation. */
 export function confirmationText(confirm: NodeConfirmRequested): string {
   const who = confirm.requested_by ? ` by ${confirm.requested_by}` : "";
@@ -109,7 +126,8 @@ export async function decideConfirm(
   resume: (run: AgentRun, confirm: NodeConfirmRequested) => Promise<ContentDecision>,
 ): Promise<ContentDecision> {
   const confirm = payloadOf(event, confirmEventType(CONTENT_ROLE_EVENTS[agent.role].stem));
-  if (existing?.state !== "BLOCKED") return {};
+  // Only a run that waits for the confirmation takes it (a repeat, or one too late, does nothing).
+  if (!existing || !confirmationApproval(existing)) return {};
   const request = requestOf(confirm);
   if (confirm.outcome === "timed_out")
     return failedDecision(

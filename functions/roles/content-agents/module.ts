@@ -27,7 +27,7 @@ export function contentAgentModule(role: ContentRole) {
       batchSize: 1,
       functionTimeoutSeconds: 120,
       needs: { model: true, heartbeat: "events", dagAgent: true },
-      attention: ["needs-human"],
+      attention: ["needs-human", "awaiting-approval"],
     },
     settings: ContentAgentSettings,
     modelSchemas: { [role]: contentAnswer(CONTENT_ROLE_EVENTS[role].output) },

@@ -112,15 +112,31 @@ export function parseWith<S extends z.ZodMiniType>(
   throw new PermanentError(code, `${what} is invalid: ${z.prettifyError(parsed.error)}`);
 }
 
-/** A workflow run; FAILED and PARTIAL runs wait for a person (re-run, reset or accept). */
+/**
+ * A workflow run; FAILED and PARTIAL runs wait for a person (re-run, reset or accept), and so does
+ * a run with a node whose agent is BLOCKED on a confirmation (an approval: confirm or refuse).
+ */
 export function summarizeRun(state: OrchestratorState): StateSummary {
   const { run } = state;
   const failed = Object.values(run.nodes).filter((n) => n.state === "FAILED").length;
+  const blocked = Object.entries(state.leases ?? {}).some(
+    ([id, lease]) =>
+      lease.blocked !== undefined &&
+      !lease.blocked.outcome &&
+      run.nodes[id]?.state === "RUNNING" &&
+      lease.generation === run.nodes[id]?.assigned_generation,
+  );
+  const waiting =
+    run.status === "FAILED" || run.status === "PARTIAL"
+      ? "failed_run"
+      : blocked
+        ? "approval"
+        : undefined;
   return {
     kind: "run",
     status: run.status,
     label: `${run.workflow.name} v${run.workflow.version}`,
-    ...(run.status === "FAILED" || run.status === "PARTIAL" ? { waiting: "failed_run" } : {}),
+    ...(waiting ? { waiting } : {}),
     counts: { failed_nodes: failed, nodes: Object.keys(run.nodes).length },
   };
 }

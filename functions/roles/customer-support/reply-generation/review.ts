@@ -3,6 +3,11 @@ import type {
   ReplyRejected,
   SendRequested,
 } from "../../../../schemas/events/conversation";
+import {
+  type ApprovalDecision,
+  type ApprovalRequest,
+  ruleOnApproval,
+} from "../../../core/approval";
 import type { EventOf, TypedDecision } from "../../../core/define-role";
 import type { EmitSpec } from "../../../core/emit";
 import { PermanentError } from "../../../core/errors";
@@ -10,7 +15,8 @@ import type { ReplyState } from "./state";
 
 /**
  * A person's decision on a held reply (seed 000 §11.3, §14), taken by the reply generation group,
- * which holds the draft in `reply/<task_id>`:
+ * which holds the draft in `reply/<task_id>`. A held reply is a use of the approval primitive
+ * (functions/core/approval.ts): the proposed action is `send_reply` with the draft, no deadline.
  *
  * - `reply.approve.requested` on a held reply -> the state becomes `approved` (with the edited text
  *   when one was given), `reply.approved`, then `notification.send.requested` with logical attempt
@@ -39,12 +45,44 @@ export function decideReview(
   now: Date,
   sendTtlSeconds: number,
 ): TypedDecision<ReplyState, ReviewEmit> {
-  const decision = event.event_type === APPROVE_REQUESTED ? "approved" : "rejected";
-  if (state?.status === decision) return {};
-  if (state?.status !== "held_for_review") return { discarded: "invalidated_by_state_change" };
+  const verdict = event.event_type === APPROVE_REQUESTED ? "approve" : "reject";
+  const ruling = ruleOnApproval(
+    state && heldReplyApproval(state),
+    state && reviewDecision(state),
+    verdict,
+    HELD_REPLY_STEP,
+  );
+  if (ruling.kind === "repeat") return {};
+  if (ruling.kind === "refuse" || !state) return { discarded: "invalidated_by_state_change" };
   return event.event_type === APPROVE_REQUESTED
     ? approve(state, event, now, sendTtlSeconds)
     : reject(state, event, now);
+}
+
+/** The step a held reply's approval is for. */
+export const HELD_REPLY_STEP = "reply";
+
+/** What a held reply waits for, as the approval primitive has it; undefined when not held. */
+export function heldReplyApproval(state: ReplyState): ApprovalRequest | undefined {
+  if (state.status !== "held_for_review") return undefined;
+  return {
+    step: HELD_REPLY_STEP,
+    action: "send_reply",
+    input: { text: state.reply_text, ...(state.reason ? { held_because: state.reason } : {}) },
+    since: state.generated_at,
+  };
+}
+
+/** A person's decision on the reply, as the approval primitive has it. */
+function reviewDecision(state: ReplyState): ApprovalDecision | undefined {
+  const { review } = state;
+  if (!review) return undefined;
+  return {
+    verdict: review.decision === "approved" ? "approve" : "reject",
+    by: review.requested_by,
+    at: review.at,
+    ...(review.reason === undefined ? {} : { reason: review.reason }),
+  };
 }
 
 function approve(
