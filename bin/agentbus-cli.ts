@@ -1,6 +1,6 @@
 import { Command, CommanderError } from "commander";
 import { silenceNodeVersionWarning } from "../lib/operator/warnings";
-import { approveCommand, rejectCommand, resolveCommand } from "./cli/agent";
+import { approvalsCommand, approveCommand, rejectCommand, resolveCommand } from "./cli/agent";
 import { replyCommand, sendCommand } from "./cli/customer-support";
 import { listsCommand } from "./cli/lists";
 import { consoleCommand, dlqCommand, statusCommand, traceCommand } from "./cli/ops";
@@ -68,6 +68,7 @@ program.addCommand(dlqCommand(globals));
 program.addCommand(consoleCommand(globals));
 program.addCommand(replyCommand(globals));
 program.addCommand(sendCommand(globals));
+program.addCommand(approvalsCommand(globals));
 program.addCommand(approveCommand(globals));
 program.addCommand(rejectCommand(globals));
 program.addCommand(resolveCommand(globals));

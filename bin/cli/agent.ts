@@ -1,17 +1,40 @@
 import { Command, Option } from "commander";
-import { type StepDecision, stepDecisionCheck } from "../../lib/operator/agent-actions";
+import {
+  loadAgentRun,
+  type StepDecision,
+  stepDecisionCheck,
+} from "../../lib/operator/agent-actions";
+import {
+  type ApprovalView,
+  approveCommandLine,
+  pendingApprovals,
+} from "../../lib/operator/approvals";
 import { operatorName } from "../../lib/operator/audit";
 import { sendDecided } from "../../lib/operator/support-actions";
+import { review } from "./customer-support";
 import { withStack } from "./ops";
 import { out, type Target, UsageError } from "./target";
+import { confirmNode } from "./workflow";
 
 /**
- * `agentbus approve | reject | resolve <run-id> --step <call-id>`: a person's answer to what an
- * agent run waits for (a tool call that needs approval; a write whose outcome could not be
- * learnt), sent as the agent's `<stem>.decision.requested` on the stage's commands bus with who
- * asked (`$AGENTBUS_OPERATOR` or the OS user) and why (`--reason`). The run's journal is read
- * first: a decision already taken is reported and nothing is sent (exit 0); one the run does not
- * wait for is a usage error naming what it waits for (exit 2), nothing sent.
+ * What waits for a person's approval, and the answers (the approval primitive,
+ * functions/core/approval.ts):
+ * - `agentbus approvals`: every pending approval, whichever role holds it: an agent's tool call,
+ *   a held reply, a content agent's confirmation; with the proposed action, its input and the
+ *   command that answers it.
+ * - `agentbus approve | reject <id> [--step <step>]`: the answer, by what `<id>` is:
+ *   - an agent run with `--step <call-id>`: the agent's `<stem>.decision.requested` (approve runs
+ *     the call on the run's next step; reject tells the model);
+ *   - a workflow run with `--step <node-id>`: `workflow.confirm.requested`, confirmed or refused
+ *     (the node's agent resumes, or the node fails);
+ *   - a held reply's task id, no `--step`: `reply.approve.requested` (`--text` sends an edited
+ *     text) or `reply.reject.requested`, as `agentbus reply approve|reject` does.
+ * - `agentbus resolve <run-id> --step <call-id> --as applied|not_applied`: whether a write whose
+ *   outcome could not be learnt was applied.
+ * Each is sent on the stage's commands bus with who asked (`$AGENTBUS_OPERATOR` or the OS user)
+ * and why (`--reason`). What waits is read first: a decision already taken is reported and
+ * nothing is sent (exit 0); one that does not apply is a usage error naming what waits (exit 2),
+ * nothing sent.
  */
 
 type TargetOf = (command: Command) => Target;
@@ -20,6 +43,69 @@ interface DecisionOptions {
   readonly step: string;
   readonly reason?: string;
   readonly output?: string;
+}
+
+interface ApproveOptions {
+  readonly step?: string;
+  readonly reason?: string;
+  readonly text?: string;
+}
+
+/** Approve or reject what `id` waits for: a held reply, an agent run's call, a workflow node. */
+async function approveOrReject(
+  t: Target,
+  id: string,
+  verdict: "approve" | "reject",
+  options: ApproveOptions,
+): Promise<void> {
+  if (options.step === undefined) {
+    if (!id.startsWith("task_"))
+      throw new UsageError(
+        `${JSON.stringify(id)}: name the step with --step (a tool call of an agent run, a node of a workflow run), or give a held reply's task id; nothing sent`,
+      );
+    return review(t, id, verdict === "approve" ? "approved" : "rejected", {
+      text: options.text,
+      reason: options.reason,
+    });
+  }
+  if (options.text !== undefined)
+    throw new UsageError("--text edits a held reply only (no --step); nothing sent");
+  const step = options.step;
+  const isAgentRun = await withStack(
+    t,
+    async (stack) => (await loadAgentRun(stack, id)) !== undefined,
+  );
+  if (isAgentRun) return decide(t, id, verdict, { step, reason: options.reason });
+  return confirmNode(t, id, step, verdict === "approve" ? "confirmed" : "refused", options.reason);
+}
+
+function printApprovals(approvals: readonly ApprovalView[]): void {
+  if (approvals.length === 0) {
+    out("nothing waits for an approval");
+    return;
+  }
+  for (const a of approvals) {
+    const deadline = a.deadline ? `, decided by ${a.deadline} if nobody does` : "";
+    out(`${a.kind.padEnd(12)}  ${a.action}  (waiting since ${a.since}${deadline})`);
+    if (a.input !== undefined) out(`  input    ${JSON.stringify(a.input)}`);
+    out(`  approve  ${approveCommandLine(a, "approve")}`);
+    out(`  reject   ${approveCommandLine(a, "reject")} --reason "..."`);
+  }
+}
+
+export function approvalsCommand(targetOf: TargetOf): Command {
+  return new Command("approvals")
+    .description(
+      "what waits for a person's approval: agents' tool calls, held replies, content agents' confirmations",
+    )
+    .option("--json", "print as JSON")
+    .action(async function (this: Command, options: { json?: boolean }) {
+      await withStack(targetOf(this), async (stack) => {
+        const approvals = await pendingApprovals(stack);
+        if (options.json) return out(JSON.stringify(approvals, null, 2));
+        printApprovals(approvals);
+      });
+    });
 }
 
 async function decide(
@@ -65,25 +151,42 @@ const step = () =>
 const reason = () =>
   new Option("--reason <text>", "why (kept on the command, at most 1000 characters)");
 
+const approvalStep = () =>
+  new Option(
+    "--step <step>",
+    "the step that waits: a tool call (agent run) or a node (workflow run); none for a held reply (see agentbus approvals)",
+  );
+
 export function approveCommand(targetOf: TargetOf): Command {
   return new Command("approve")
-    .description("approve a tool call an agent run waits on: it runs on the run's next step")
-    .argument("<run-id>", "the agent run (rrun_...)")
-    .addOption(step())
+    .description(
+      "approve what waits for a person: an agent's tool call runs, a held reply is sent, a BLOCKED node resumes",
+    )
+    .argument(
+      "<id>",
+      "an agent run (with --step), a workflow run (with --step) or a held reply's task id",
+    )
+    .addOption(approvalStep())
+    .option("--text <text>", "a held reply: send this text instead of the draft")
     .addOption(reason())
-    .action(async function (this: Command, runId: string, options: DecisionOptions) {
-      await decide(targetOf(this), runId, "approve", options);
+    .action(async function (this: Command, id: string, options: ApproveOptions) {
+      await approveOrReject(targetOf(this), id, "approve", options);
     });
 }
 
 export function rejectCommand(targetOf: TargetOf): Command {
   return new Command("reject")
-    .description("reject a tool call an agent run waits on: it never runs, the model is told why")
-    .argument("<run-id>", "the agent run (rrun_...)")
-    .addOption(step())
+    .description(
+      "reject what waits for a person: an agent's tool call never runs (the model is told why), a held reply is dropped, a BLOCKED node fails",
+    )
+    .argument(
+      "<id>",
+      "an agent run (with --step), a workflow run (with --step) or a held reply's task id",
+    )
+    .addOption(approvalStep())
     .addOption(reason())
-    .action(async function (this: Command, runId: string, options: DecisionOptions) {
-      await decide(targetOf(this), runId, "reject", options);
+    .action(async function (this: Command, id: string, options: ApproveOptions) {
+      await approveOrReject(targetOf(this), id, "reject", options);
     });
 }
 

@@ -69,12 +69,18 @@ async function decideAndSend(
 // ---------------------------------------------------------------------------------------------
 // Held replies
 
-function review(t: Target, id: string, decision: ReviewDecision, fields: Fields): Promise<void> {
+/** Approve or reject a held reply (also `agentbus approve|reject <task-id>`). */
+export function review(
+  t: Target,
+  id: string,
+  decision: ReviewDecision,
+  fields: Fields,
+): Promise<void> {
   const command = reviewCommand(taskIdOf(id), decision, fields, operatorName());
   return decideAndSend(t, command, (s) => reviewCheck(s, command, decision));
 }
 
-interface Fields {
+export interface Fields {
   readonly text?: string;
   readonly reason?: string;
 }

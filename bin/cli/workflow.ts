@@ -312,6 +312,22 @@ function cancelCommand(globals: Globals): Command {
     });
 }
 
+/** Confirm or refuse what a BLOCKED node waits for (also `agentbus approve|reject <run> --step`). */
+export function confirmNode(
+  t: Target,
+  runId: string,
+  nodeId: string,
+  answer: "confirmed" | "refused",
+  note: string | undefined,
+): Promise<void> {
+  return request(t, runIdOf(runId, "run id"), {
+    kind: "confirm",
+    nodeId: nodeIdOf(nodeId, "--step"),
+    answer,
+    ...(note === undefined ? {} : { note }),
+  });
+}
+
 /** `workflow confirm` */
 function confirmCommand(globals: Globals): Command {
   return new Command("confirm")

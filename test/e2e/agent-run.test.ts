@@ -90,13 +90,24 @@ describe("agent runs on the local stack", () => {
       expect(blocked.leases?.review?.started_at).toEqual(expect.any(String));
       expect((await reviewRun(run.runId))?.state).toBe("BLOCKED");
 
+      // The confirmation is one of the approvals, answered by `agentbus approve <run> --step`.
+      const listed = await cli("approvals", "--json");
+      expect(JSON.parse(listed.stdout)).toContainEqual(
+        expect.objectContaining({
+          kind: "confirmation",
+          id: run.runId,
+          step: "review",
+          action: "resume review",
+          input: { question: expect.any(String) },
+          deadline: blocked.leases?.review?.blocked?.confirm_by,
+        }),
+      );
       const confirmed = await cli(
-        "workflow",
-        "confirm",
+        "approve",
         run.runId,
-        "--node",
+        "--step",
         "review",
-        "--note",
+        "--reason",
         "the source confirmed the quote",
       );
       expect(confirmed.code, confirmed.stderr).toBe(0);
@@ -119,7 +130,7 @@ describe("agent runs on the local stack", () => {
       ]);
 
       // Nothing is BLOCKED any more: a second confirmation is refused before it is sent.
-      const again = await cli("workflow", "confirm", run.runId, "--node", "review");
+      const again = await cli("approve", run.runId, "--step", "review");
       expect(again.code).toBe(2);
       expect(again.stderr).toContain("not BLOCKED");
     },

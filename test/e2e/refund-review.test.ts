@@ -190,6 +190,16 @@ describe("the refund agent on the local stack", () => {
       expect(refundsOf(orderId)).toBe(0);
       const status = await cli("status");
       expect(status.stdout).toContain(`${runId} waits for approval of issue_refund call_2_1`);
+      const listed = await cli("approvals", "--json");
+      expect(JSON.parse(listed.stdout)).toContainEqual(
+        expect.objectContaining({
+          kind: "tool_call",
+          id: runId,
+          step: "call_2_1",
+          action: "issue_refund",
+          input: { order_id: orderId, amount_cents: 20_000, reason: expect.any(String) },
+        }),
+      );
       const wrong = await cli("approve", runId, "--step", "call_9_9");
       expect(wrong.code).toBe(2);
       expect(wrong.stderr).toContain("waits for a decision on call_2_1, not call_9_9");

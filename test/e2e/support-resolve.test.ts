@@ -126,7 +126,19 @@ describe("resolving what waits for a person, on the local stack", () => {
     async () => {
       const message = await heldMessage();
       const lettersBefore = await deadLetters();
-      const rejected = await cli("reply", "reject", message.task_id, "--reason", "duplicate ask");
+      // A held reply is one of the approvals: listed with its draft, answered by `agentbus reject`.
+      const listed = await cli("approvals", "--json");
+      expect(JSON.parse(listed.stdout)).toContainEqual(
+        expect.objectContaining({
+          kind: "held_reply",
+          id: message.task_id,
+          step: "reply",
+          action: "send_reply",
+          input: expect.objectContaining({ text: expect.any(String) }),
+        }),
+      );
+      expect((await cli("reject", "conv_x", "--reason", "no step")).code).toBe(2);
+      const rejected = await cli("reject", message.task_id, "--reason", "duplicate ask");
       expect(rejected.code, rejected.stderr).toBe(0);
       await turnReaches(message, "rejected");
       expect((await cli("reply", "reject", message.task_id)).code).toBe(0);

@@ -1,4 +1,5 @@
 import * as z from "../../../schemas/zod";
+import type { ApprovalRequest } from "../../core/approval";
 import type { WorkflowDefinition } from "../../core/dag/definition";
 import { DagEventTypeSchema, DagRunSchema, HeldNodeSchema } from "../../core/dag/run";
 import { PermanentError } from "../../core/errors";
@@ -113,19 +114,39 @@ export function parseWith<S extends z.ZodMiniType>(
 }
 
 /**
+ * The nodes whose agent is BLOCKED on a confirmation, as the approval primitive has them
+ * (functions/core/approval.ts): approving resumes the agent with the confirmation, rejecting
+ * fails the node, `confirm_by` fails it too.
+ */
+export function blockedApprovals(state: OrchestratorState): ApprovalRequest[] {
+  const { run } = state;
+  return Object.entries(state.leases ?? {}).flatMap(([id, lease]) => {
+    const node = run.nodes[id];
+    const { blocked } = lease;
+    if (!blocked || blocked.outcome || node?.state !== "RUNNING") return [];
+    if (lease.generation !== node.assigned_generation) return [];
+    const role = definitionOf(state).nodes.find((n) => n.id === id)?.role ?? id;
+    return [
+      {
+        step: id,
+        action: `resume ${role}`,
+        input: { question: blocked.question },
+        since: blocked.since,
+        deadline: blocked.confirm_by,
+        onDeadline: "fail" as const,
+      },
+    ];
+  });
+}
+
+/**
  * A workflow run; FAILED and PARTIAL runs wait for a person (re-run, reset or accept), and so does
  * a run with a node whose agent is BLOCKED on a confirmation (an approval: confirm or refuse).
  */
 export function summarizeRun(state: OrchestratorState): StateSummary {
   const { run } = state;
   const failed = Object.values(run.nodes).filter((n) => n.state === "FAILED").length;
-  const blocked = Object.entries(state.leases ?? {}).some(
-    ([id, lease]) =>
-      lease.blocked !== undefined &&
-      !lease.blocked.outcome &&
-      run.nodes[id]?.state === "RUNNING" &&
-      lease.generation === run.nodes[id]?.assigned_generation,
-  );
+  const blocked = blockedApprovals(state).length > 0;
   const waiting =
     run.status === "FAILED" || run.status === "PARTIAL"
       ? "failed_run"

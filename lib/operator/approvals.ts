@@ -1,0 +1,81 @@
+import type { ApprovalRequest } from "../../functions/core/approval";
+import { DAG_RUN_AGGREGATE } from "../../functions/core/sweeper";
+import { heldReplyApproval } from "../../functions/roles/customer-support/reply-generation/review";
+import { blockedApprovals, type OrchestratorState } from "../../functions/roles/orchestrator/state";
+import { agentWaitOf, loadAgentRun } from "./agent-actions";
+import { heldReplies, loadReply, stateData } from "./customer-support";
+import { summaries } from "./lists";
+import type { OpsStack } from "./stack";
+
+/**
+ * Everything that waits for a person's approval, whichever role holds it (the approval primitive,
+ * functions/core/approval.ts), in one list: an agent's tool call (approve runs it), a held reply
+ * (approve sends it), a content agent's confirmation (approve resumes it). Each names the id and
+ * step that `agentbus approve|reject` take, the proposed action and its input.
+ */
+
+export interface ApprovalView extends ApprovalRequest {
+  readonly kind: "tool_call" | "held_reply" | "confirmation";
+  /** What `agentbus approve|reject` take: an agent run, a held reply's task, a workflow run. */
+  readonly id: string;
+  /** Whether the step must be named (`--step`): not for a held reply. */
+  readonly stepOption: boolean;
+  readonly taskId?: string;
+}
+
+/** The newest `limit` of each kind of wait, newest first within each kind. */
+export async function pendingApprovals(stack: OpsStack, limit = 50): Promise<ApprovalView[]> {
+  const [listed, held] = await Promise.all([
+    summaries(stack, { waiting: "approval" }, limit),
+    heldReplies(stack, limit),
+  ]);
+  const fromListed = await Promise.all(
+    listed.map((row) =>
+      row.kind === "run" ? confirmationsOf(stack, row.id) : toolCallOf(stack, row.id),
+    ),
+  );
+  const fromHeld = await Promise.all(held.map((turn) => heldReplyOf(stack, turn.task_id)));
+  return [...fromListed.flat(), ...fromHeld.flat()];
+}
+
+async function toolCallOf(stack: OpsStack, runId: string): Promise<ApprovalView[]> {
+  const journal = await loadAgentRun(stack, runId);
+  const wait = journal && agentWaitOf(journal);
+  if (wait?.kind !== "approval" || !wait.toolCallId) return [];
+  return [
+    {
+      kind: "tool_call",
+      id: runId,
+      stepOption: true,
+      taskId: wait.taskId,
+      step: wait.toolCallId,
+      action: wait.tool ?? "?",
+      input: wait.input,
+      since: wait.since,
+      ...(wait.deadline === undefined ? {} : { deadline: wait.deadline }),
+    },
+  ];
+}
+
+async function confirmationsOf(stack: OpsStack, runId: string): Promise<ApprovalView[]> {
+  const state = await stateData<OrchestratorState>(stack, DAG_RUN_AGGREGATE, runId);
+  if (!state) return [];
+  return blockedApprovals(state).map((request) => ({
+    kind: "confirmation",
+    id: runId,
+    stepOption: true,
+    ...request,
+  }));
+}
+
+async function heldReplyOf(stack: OpsStack, taskId: string): Promise<ApprovalView[]> {
+  const reply = await loadReply(stack, taskId);
+  const request = reply && heldReplyApproval(reply);
+  if (!request) return [];
+  return [{ kind: "held_reply", id: taskId, stepOption: false, taskId, ...request }];
+}
+
+/** The command that answers a wait, as it is typed. */
+export function approveCommandLine(view: ApprovalView, verdict: "approve" | "reject"): string {
+  return `agentbus ${verdict} ${view.id}${view.stepOption ? ` --step ${view.step}` : ""}`;
+}
