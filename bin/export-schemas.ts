@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { join } from "node:path";
 import { ROLE_MODULES } from "../functions/roles/modules";
 import { modelSchemaFiles } from "../lib/dev/model-schema-files";
+import { openApiDocument } from "../lib/dev/openapi";
 import { registry } from "../schemas";
 import { schemaProblems } from "../schemas/compat";
 import { jsonSchemas } from "../schemas/json-schema";
@@ -39,12 +40,19 @@ for (const [name, schema] of Object.entries(files)) {
 console.log(`${Object.keys(files).length} JSON Schemas in ${dir}, ${changed} written`);
 
 const root = join(import.meta.dirname, "..");
+const OPENAPI_FILE = "functions/front-door/openapi.json";
 const modelFiles = modelSchemaFiles(ROLE_MODULES);
 let modelChanged = 0;
-for (const [path, text] of Object.entries(modelFiles)) {
+const generated = {
+  ...modelFiles,
+  [OPENAPI_FILE]: `${JSON.stringify(openApiDocument(), null, 2)}\n`,
+};
+for (const [path, text] of Object.entries(generated)) {
   const full = join(root, path);
   if (existsSync(full) && readFileSync(full, "utf8") === text) continue;
   writeFileSync(full, text);
   modelChanged++;
 }
-console.log(`${Object.keys(modelFiles).length} model-schemas.json files, ${modelChanged} written`);
+console.log(
+  `${Object.keys(modelFiles).length} model-schemas.json files and the front door's OpenAPI document, ${modelChanged} written`,
+);

@@ -1,4 +1,4 @@
-import { EventTypeName, OpaqueId, Ulid } from "./ids";
+import { EventTypeName, OpaqueId, TenantId, Ulid } from "./ids";
 import * as z from "./zod";
 
 /** Largest serialized envelope accepted anywhere (EventBridge's per-entry limit). */
@@ -43,6 +43,14 @@ export const EnvelopeBase = z.object({
   causation_id: z.nullable(Ulid),
   task_id: OpaqueId,
   conversation_id: z.optional(OpaqueId),
+  /**
+   * The tenant the task belongs to (seed 000 §1.1): set by the front door from the caller's token
+   * and carried by everything the message causes. Absent on events from before tenants and on the
+   * CLI's: they belong to DEFAULT_TENANT (`tenantOf`).
+   */
+  tenant_id: z.optional(TenantId),
+  /** The person who sent the message, where one did (`user_<token>`, from the caller's token). */
+  user_id: z.optional(OpaqueId),
   aggregate: AggregatePosition,
   /** FIFO message group: what must be processed in order. Defaults to the aggregate id. */
   order_key: z.optional(

@@ -50,6 +50,25 @@ export const OpaqueId = z.string().check(
   ),
 );
 
+/**
+ * A tenant: the organisation a task belongs to (seed 000 §1.1 `tenant_id`), a lower-case slug of
+ * 1-63 letters, digits and `-` (e.g. `acme`), taken from the caller's token, never from a body.
+ */
+export const TENANT_ID_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
+export const TenantId = z.string().check(
+  z.regex(TENANT_ID_PATTERN, {
+    message: "must be 1-63 of a-z 0-9 - starting with a letter or digit",
+  }),
+);
+
+/** The tenant of what carries none: events stored before envelopes carried a tenant, the CLI's. */
+export const DEFAULT_TENANT = "default";
+
+/** The tenant an envelope belongs to. */
+export function tenantOf(envelope: { readonly tenant_id?: string }): string {
+  return envelope.tenant_id ?? DEFAULT_TENANT;
+}
+
 export const EventTypeName = z.string().check(
   z.regex(/^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/, {
     message: "must be dotted lower-case words, e.g. reply.generation.requested",

@@ -47,7 +47,10 @@ export interface HeartbeatSpec extends EmitSpec {
 /** Turn emit specs into validated envelopes at the next versions of `stream`. */
 export function buildEmitted(
   specs: readonly EmitSpec[],
-  cause: Pick<Envelope, "event_id" | "correlation_id" | "task_id" | "conversation_id"> | null,
+  cause: Pick<
+    Envelope,
+    "event_id" | "correlation_id" | "task_id" | "conversation_id" | "tenant_id"
+  > | null,
   stream: AggregateRef,
   headVersion: number,
   origin: EmitOrigin,
@@ -74,6 +77,8 @@ export function buildEmitted(
     if (spec.runId !== undefined) candidate.run_id = spec.runId;
     const conversationId = spec.conversationId ?? cause?.conversation_id ?? root?.conversationId;
     if (conversationId !== undefined) candidate.conversation_id = conversationId;
+    // What a tenant's message causes belongs to that tenant.
+    if (cause?.tenant_id !== undefined) candidate.tenant_id = cause.tenant_id;
     if (spec.expiresAt !== undefined) candidate.expires_at = spec.expiresAt;
     if (spec.inputVersion !== undefined) candidate.input_version = spec.inputVersion;
     const parsed = deps.registry.parse(candidate);
@@ -114,6 +119,7 @@ export function buildHeartbeat(
     causation_id: cause.event_id,
     task_id: spec.taskId ?? cause.task_id,
     conversation_id: spec.conversationId ?? cause.conversation_id,
+    tenant_id: cause.tenant_id,
     aggregate: { ...spec.aggregate, version: 0 },
     order_key: spec.orderKey ?? spec.aggregate.id,
     producer,

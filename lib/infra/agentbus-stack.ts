@@ -20,6 +20,13 @@ import {
   parseEmulator,
   type TargetCapabilities,
 } from "./constructs/emulator";
+import {
+  FRONT_DOOR_AUDIENCE_CONTEXT,
+  FRONT_DOOR_ISSUER_CONTEXT,
+  FRONT_DOOR_TENANT_CLAIM_CONTEXT,
+  FrontDoor,
+  type FrontDoorIssuer,
+} from "./constructs/front-door";
 import { OperatorReadAccess } from "./constructs/operator-access";
 import { Relay } from "./constructs/relay";
 import { LeaseSweeper } from "./constructs/sweeper";
@@ -80,6 +87,11 @@ export interface AgentBusStackProps extends StackProps {
    * @default 100
    */
   readonly queueDepthThreshold?: number;
+  /**
+   * The HTTP API's token issuer. @default from the context `agentbus:jwtIssuer` and
+   * `agentbus:jwtAudience`; without one, no HTTP API
+   */
+  readonly frontDoor?: FrontDoorIssuer;
 }
 
 /** Default heartbeat interval of the content agents' consumers. */
@@ -124,6 +136,8 @@ export class AgentBusStack extends Stack {
   readonly groups: readonly ConsumerGroup[];
   /** The orders table and reply channel (present when the topology has the support groups). */
   readonly support?: SupportResources;
+  /** The HTTP API, when an issuer is configured (`agentbus:jwtIssuer`, `agentbus:jwtAudience`). */
+  readonly frontDoor?: FrontDoor;
   /**
    * The scheduled lease sweeper (present when the topology has the orchestrator and the commands
    * and events topics).
@@ -181,6 +195,7 @@ export class AgentBusStack extends Stack {
       });
     }
 
+    this.frontDoor = this.createFrontDoor(stage, props);
     this.operatorAccess = this.createOperatorAccess(stage);
 
     if (this.capabilities.dashboard) {
@@ -191,6 +206,24 @@ export class AgentBusStack extends Stack {
       });
     }
     addStackOutputs(this);
+  }
+
+  /**
+   * The front door (./constructs/front-door.ts), when the tokens' issuer is known: from
+   * `props.frontDoor`, or the context `agentbus:jwtIssuer` with `agentbus:jwtAudience` (a comma
+   * list) and, if the tenant is not in `tenant_id`, `agentbus:tenantClaim`. Without an issuer
+   * there is no HTTP API (clients put events on the buses with IAM, as before).
+   */
+  private createFrontDoor(stage: string, props: AgentBusStackProps): FrontDoor | undefined {
+    const context = (key: string) => this.node.tryGetContext(key) as string | undefined;
+    const issuer = props.frontDoor ?? issuerFromContext(context);
+    if (!issuer || !this.topics.has("events")) return undefined;
+    return new FrontDoor(this, "FrontDoor", {
+      stage,
+      tables: this.tables,
+      topics: [...this.topics.values()].filter((t) => ["events", "commands"].includes(t.topicName)),
+      issuer,
+    });
   }
 
   /** The managed policy of the operator's tools: what they read, and the repairs they start. */
@@ -368,4 +401,22 @@ export function deploymentSettings(
     stage: stage as string,
     env: region || account ? { account, region } : undefined,
   };
+}
+
+/** The front door's issuer from the CDK context; undefined when no issuer is set. */
+function issuerFromContext(
+  context: (key: string) => string | undefined,
+): FrontDoorIssuer | undefined {
+  const issuer = context(FRONT_DOOR_ISSUER_CONTEXT);
+  if (!issuer) return undefined;
+  const audience = (context(FRONT_DOOR_AUDIENCE_CONTEXT) ?? "")
+    .split(",")
+    .map((a) => a.trim())
+    .filter(Boolean);
+  if (audience.length === 0)
+    throw new Error(
+      `${FRONT_DOOR_ISSUER_CONTEXT} is set: set ${FRONT_DOOR_AUDIENCE_CONTEXT} too (the tokens' aud, comma-separated)`,
+    );
+  const tenantClaim = context(FRONT_DOOR_TENANT_CLAIM_CONTEXT);
+  return { issuer, audience, ...(tenantClaim ? { tenantClaim } : {}) };
 }

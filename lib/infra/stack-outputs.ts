@@ -2,6 +2,7 @@ import { Aws, CfnOutput } from "aws-cdk-lib";
 import type { Construct } from "constructs";
 import type { ConsumerGroup } from "./constructs/consumer-group";
 import type { SupportResources } from "./constructs/customer-support";
+import type { FrontDoor } from "./constructs/front-door";
 import type { OperatorReadAccess } from "./constructs/operator-access";
 import type { Relay } from "./constructs/relay";
 import type { AgentBusTables } from "./constructs/tables";
@@ -16,6 +17,7 @@ export interface OutputSources extends Construct {
   readonly operatorAccess: OperatorReadAccess;
   readonly tables: AgentBusTables;
   readonly support?: SupportResources;
+  readonly frontDoor?: FrontDoor;
 }
 
 type OutputFn = (id: string, value: string, description: string) => CfnOutput;
@@ -114,6 +116,8 @@ function otherOutputs(stack: OutputSources, output: OutputFn): void {
   for (const [name, table] of Object.entries(tables)) {
     output(`${name}TableName`, table.tableName, `DynamoDB table ${name}`);
   }
+  if (stack.frontDoor)
+    output("FrontDoorUrl", stack.frontDoor.url, "the HTTP API's base URL (clients send a JWT)");
   if (stack.support) {
     output("OrdersTableName", stack.support.orders.tableName, "DynamoDB table Orders");
     if (stack.support.payments)

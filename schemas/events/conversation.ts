@@ -55,7 +55,7 @@ export type OrderRecord = z.infer<typeof OrderRecord>;
 export const MessageText = z.string().check(z.trim(), z.minLength(1), z.maxLength(4000));
 
 /** The channel a reply goes back to the customer on. */
-const Channel = z.string().check(z.regex(/^[a-z][a-z0-9-]{0,31}$/));
+export const Channel = z.string().check(z.regex(/^[a-z][a-z0-9-]{0,31}$/));
 /** A reply's text as it is held for review or sent. */
 const ReplyText = z.string().check(z.minLength(1), z.maxLength(4000));
 

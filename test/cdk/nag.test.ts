@@ -11,7 +11,7 @@ import { AgentBusStack, type AgentBusStackProps } from "../../lib/infra/agentbus
 import { EMULATOR_CONTEXT_KEY } from "../../lib/infra/constructs/emulator";
 import { XRAY_ACTIONS } from "../../lib/infra/constructs/function";
 import { MODEL_ID_CONTEXT_KEY } from "../../lib/infra/constructs/model-access";
-import { testApp, topologyWithPipe } from "./synth";
+import { FRONT_DOOR_CONTEXT, testApp, topologyWithPipe } from "./synth";
 
 /**
  * cdk-nag's AWS Solutions checks, run the way `cdk synth` runs them for bin/agentbus.ts: as a
@@ -109,6 +109,11 @@ describe("cdk-nag AwsSolutions", () => {
     "anthropic.claude-haiku-4-5-20251001-v1:0",
   ])("with the model %s: no error and no warning left", (modelId) => {
     const synthesized = nagFindings(agentBus(), { [MODEL_ID_CONTEXT_KEY]: modelId });
+    expect(printed(synthesized.findings)).toEqual([]);
+  });
+
+  it("with the front door (an HTTP API and its JWT authorizer): no error and no warning left", () => {
+    const synthesized = nagFindings(agentBus(), FRONT_DOOR_CONTEXT);
     expect(printed(synthesized.findings)).toEqual([]);
   });
 

@@ -161,6 +161,7 @@ export interface Statement {
   readonly Effect: string;
   readonly Action: string[];
   readonly Resource: unknown[];
+  readonly Condition?: unknown;
 }
 
 /** Every statement of the inline policies attached to the role of a function. */
@@ -174,6 +175,7 @@ export function statementsOf(template: Template, fn: Resource): Statement[] {
         Effect: statement.Effect as string,
         Action: ([] as string[]).concat(statement.Action as string | string[]),
         Resource: ([] as unknown[]).concat(statement.Resource),
+        ...(statement.Condition === undefined ? {} : { Condition: statement.Condition }),
       }),
     ),
   );
@@ -268,3 +270,9 @@ export function dashboardBody(template: Template): { widgets: DashboardWidget[] 
     .join("");
   return JSON.parse(text);
 }
+
+/** A front door's issuer, as a deployment sets it (lib/infra/constructs/front-door.ts). */
+export const FRONT_DOOR_CONTEXT = {
+  "agentbus:jwtIssuer": "https://issuer.example.com/",
+  "agentbus:jwtAudience": "agentbus-api,agentbus-console",
+};

@@ -77,6 +77,8 @@ export interface ConversationTurn {
 
 export interface ConversationView {
   readonly conversation_id: string;
+  /** The tenant whose conversation it is: its first message's (absent: the default tenant). */
+  readonly tenant_id?: string;
   /** The highest conversation version seen. */
   readonly version: number;
   readonly turns: Readonly<Record<string, ConversationTurn>>;
@@ -165,6 +167,7 @@ export const conversationProjection = defineRole<ConversationView, FoldedType>({
     const conversationId = event.payload.conversation_id;
     const base: ConversationView = view ?? {
       conversation_id: conversationId,
+      ...(event.tenant_id === undefined ? {} : { tenant_id: event.tenant_id }),
       version: 0,
       turns: {},
       turn_order: [],
@@ -198,6 +201,7 @@ export const conversationProjection = defineRole<ConversationView, FoldedType>({
     return {
       state: {
         conversation_id: base.conversation_id,
+        ...(base.tenant_id === undefined ? {} : { tenant_id: base.tenant_id }),
         version: Math.max(base.version, turn.input_version ?? 0),
         turns,
         turn_order: order,

@@ -1,0 +1,55 @@
+import { Channel, MessageText } from "../../schemas/events/conversation";
+import { OpaqueId, Ulid } from "../../schemas/ids";
+import * as z from "../../schemas/zod";
+
+/**
+ * What the front door's routes take and give, as zod schemas: the bodies are validated with them,
+ * and the OpenAPI document (`npm run schemas` -> ./openapi.json) is generated from them.
+ */
+
+/** `POST /v1/conversations/{conversation_id}/messages` */
+export const PostMessageBody = z.strictObject({
+  text: MessageText,
+  /** Where the reply goes back to. @default "chat" */
+  channel: z.optional(Channel),
+  /**
+   * The customer the message is from, for a service that speaks for its customers; a person's
+   * own token leaves it out (the customer is the token's user).
+   */
+  customer_id: z.optional(OpaqueId),
+});
+
+/** What a posted message gives back (202): the ids to follow it by. */
+export const MessageAcceptedResponse = z.object({
+  event_id: Ulid,
+  task_id: OpaqueId,
+  correlation_id: OpaqueId,
+  conversation_id: OpaqueId,
+  links: z.object({ conversation: z.string() }),
+});
+
+/** One turn of a conversation, as the conversation's view has it. */
+export const ConversationTurnResponse = z.looseObject({
+  task_id: OpaqueId,
+  status: z.string(),
+  text: z.optional(z.string()),
+  reply_text: z.optional(z.string()),
+});
+
+/** `GET /v1/conversations/{conversation_id}` */
+export const ConversationResponse = z.object({
+  conversation_id: OpaqueId,
+  version: z.int(),
+  turns: z.array(ConversationTurnResponse),
+});
+
+/** Every error (RFC 9457 problem details). */
+export const ProblemResponse = z.object({
+  type: z.string(),
+  title: z.string(),
+  status: z.int(),
+  code: z.string(),
+  detail: z.string(),
+  instance: z.string(),
+  errors: z.optional(z.array(z.object({ path: z.string(), message: z.string() }))),
+});

@@ -1,0 +1,95 @@
+/**
+ * The front door's HTTP as API Gateway's HTTP API hands it to a function (payload format 2.0),
+ * reduced to what the routes read, and its answers. Errors are problem details (RFC 9457,
+ * `application/problem+json`): a status, a stable `code` (also the metric's class), what was wrong
+ * (`detail`) and, for a body that does not fit, every issue (`errors`).
+ */
+
+export interface HttpRequest {
+  readonly method: string;
+  /** The path as sent, e.g. `/v1/conversations/conv_1/messages`. */
+  readonly path: string;
+  /** Header names in lower case (as API Gateway gives them). */
+  readonly headers: Readonly<Record<string, string | undefined>>;
+  readonly body?: string;
+  readonly isBase64Encoded?: boolean;
+  /** The verified token's claims (the JWT authorizer's); none on a route without one. */
+  readonly claims?: Readonly<Record<string, unknown>>;
+  /** API Gateway's request id, for the problem's `instance`. */
+  readonly requestId: string;
+}
+
+export interface HttpResponse {
+  readonly statusCode: number;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string;
+}
+
+/** The problems the front door answers with, by code: the status each is sent with. */
+export const PROBLEMS = {
+  invalid_json: 400,
+  invalid_request: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  idempotency_key_reused: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  internal: 500,
+  unavailable: 503,
+} as const;
+export type ProblemCode = keyof typeof PROBLEMS;
+
+export interface Problem {
+  readonly code: ProblemCode;
+  readonly detail: string;
+  readonly errors?: readonly { readonly path: string; readonly message: string }[];
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+export function json(statusCode: number, body: unknown, headers: Record<string, string> = {}) {
+  return {
+    statusCode,
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify(body),
+  } satisfies HttpResponse;
+}
+
+export function problemResponse(problem: Problem, requestId: string): HttpResponse {
+  const status = PROBLEMS[problem.code];
+  return {
+    statusCode: status,
+    headers: { "content-type": "application/problem+json", ...problem.headers },
+    body: JSON.stringify({
+      type: `https://agentbus.dev/problems/${problem.code}`,
+      title: problem.code.replaceAll("_", " "),
+      status,
+      code: problem.code,
+      detail: problem.detail,
+      instance: requestId,
+      ...(problem.errors ? { errors: problem.errors } : {}),
+    }),
+  };
+}
+
+/** A problem as a value a route can throw. */
+export class ProblemError extends Error {
+  constructor(readonly problem: Problem) {
+    super(problem.detail);
+    this.name = "ProblemError";
+  }
+}
+
+export function fail(
+  code: ProblemCode,
+  detail: string,
+  extra: Omit<Problem, "code" | "detail"> = {},
+): never {
+  throw new ProblemError({ code, detail, ...extra });
+}
+
+/** A header, case-insensitively. */
+export function header(request: HttpRequest, name: string): string | undefined {
+  return request.headers[name.toLowerCase()];
+}

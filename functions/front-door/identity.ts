@@ -1,0 +1,47 @@
+import { createHash } from "node:crypto";
+import { opaqueIdProblem, TENANT_ID_PATTERN } from "../../schemas";
+import { fail } from "./http";
+
+/**
+ * Who calls: the tenant and the user, from the verified token's claims (the JWT authorizer in
+ * front of the function checked the signature, issuer, audience and expiry), never from a body.
+ *
+ * - `tenant_id`: the claim named by the deployment (`TENANT_CLAIM`, default `tenant_id`; an
+ *   issuer that cannot add one maps it, e.g. `custom:tenant_id` in Cognito), a slug
+ *   (schemas/ids.ts). A token without it is refused (403): there is no default tenant at the door.
+ * - `user_id`: `user_<sub>` when the token's subject is already an id of letters, digits and `-`
+ *   (a Cognito or UUID subject), else `user_` + 26 letters of its SHA-256 (an `auth0|...` subject),
+ *   so the same person is the same id and no subject's text, which may be personal, travels.
+ */
+
+export interface Caller {
+  readonly tenantId: string;
+  readonly userId: string;
+}
+
+export const DEFAULT_TENANT_CLAIM = "tenant_id";
+
+export function callerOf(
+  claims: Readonly<Record<string, unknown>> | undefined,
+  tenantClaim = DEFAULT_TENANT_CLAIM,
+): Caller {
+  if (!claims) fail("unauthorized", "no verified token: send Authorization: Bearer <token>");
+  const tenant = claims[tenantClaim];
+  if (typeof tenant !== "string" || !TENANT_ID_PATTERN.test(tenant))
+    fail(
+      "forbidden",
+      `the token has no tenant: its ${tenantClaim} claim must be 1-63 of a-z 0-9 - (got ${tenant === undefined ? "none" : JSON.stringify(tenant)})`,
+    );
+  const sub = claims.sub;
+  if (typeof sub !== "string" || sub === "")
+    fail("forbidden", "the token has no subject (sub claim)");
+  return { tenantId: tenant, userId: userIdOf(sub) };
+}
+
+/** The `user_<token>` id of a token's subject (see above). */
+export function userIdOf(sub: string): string {
+  const direct = `user_${sub}`;
+  if (opaqueIdProblem(direct) === undefined) return direct;
+  const hex = createHash("sha256").update(sub).digest("hex").slice(0, 26);
+  return `user_${[...hex].map((c) => String.fromCharCode(97 + Number.parseInt(c, 16))).join("")}`;
+}

@@ -1,0 +1,133 @@
+import { MetricUnit } from "@aws-lambda-powertools/metrics";
+import type {
+  APIGatewayProxyEventV2WithJWTAuthorizer,
+  APIGatewayProxyStructuredResultV2,
+} from "aws-lambda";
+import { registry as defaultRegistry, type EventRegistry } from "../../schemas";
+import * as z from "../../schemas/zod";
+import type { AwsClient } from "../adapters/aws/client";
+import { DynamoAcceptedRequests } from "../adapters/dynamodb/accepted-requests";
+import { DynamoConsumerStore } from "../adapters/dynamodb/event-store";
+import { EventBridgePublisher } from "../adapters/eventbridge/publisher";
+import { parseEnv } from "../core/parse-env";
+import type { Clock, EventPublisher } from "../core/ports";
+import { systemClock, ulidSource } from "../core/runtime";
+import type { AcceptedRequests } from "../front-door/accepted";
+import { type FrontDoorPorts, handleRequest } from "../front-door/api";
+import type { HttpRequest } from "../front-door/http";
+import { containerAwsClient } from "./aws";
+import { lambdaEntry } from "./lambda-entry";
+import { type Observability, observability } from "./observe";
+
+/**
+ * The front door's function, behind API Gateway's HTTP API (payload format 2.0) and its JWT
+ * authorizer: the request and the verified claims go to functions/front-door/api.ts. It reads the
+ * state table (the conversation views, the accepted requests) and puts accepted messages on the
+ * events and commands buses. Each answer is counted: `FrontDoorAccepted`, and `FrontDoorProblem`
+ * by its `code` (bad JSON, a body too large, no tenant, ...).
+ */
+export const FrontDoorEnv = z.object({
+  STATE_TABLE: z.string().check(z.minLength(1)),
+  BUS_EVENTS: z.string().check(z.minLength(1)),
+  BUS_COMMANDS: z.optional(z.string().check(z.minLength(1))),
+  /** The token claim that names the tenant. */
+  TENANT_CLAIM: z._default(z.string().check(z.minLength(1)), "tenant_id"),
+  MAX_BODY_BYTES: z._default(
+    z.coerce.number().check(z.int(), z.minimum(1024), z.maximum(1024 * 1024)),
+    16 * 1024,
+  ),
+});
+
+export interface FrontDoorOptions {
+  readonly env?: Record<string, string | undefined>;
+  readonly dynamodb?: AwsClient;
+  readonly eventbridge?: AwsClient;
+  readonly clock?: Clock;
+  readonly registry?: EventRegistry;
+  readonly observability?: Observability;
+  /** Replaces the EventBridge publisher (tests). */
+  readonly publisher?: EventPublisher;
+  readonly accepted?: AcceptedRequests;
+}
+
+export type FrontDoorHandler = (
+  event: APIGatewayProxyEventV2WithJWTAuthorizer,
+) => Promise<APIGatewayProxyStructuredResultV2>;
+
+export function createFrontDoorHandler(options: FrontDoorOptions = {}): FrontDoorHandler {
+  const env = parseEnv(FrontDoorEnv, options.env ?? process.env, "front-door");
+  const { logger, metrics, tracer } = options.observability ?? observability("front-door");
+  const dynamodb = tracer.capture(options.dynamodb ?? containerAwsClient());
+  const clock = options.clock ?? systemClock;
+  const ports: FrontDoorPorts = {
+    publisher:
+      options.publisher ??
+      new EventBridgePublisher({
+        client: tracer.capture(options.eventbridge ?? containerAwsClient()),
+        buses: { events: env.BUS_EVENTS, commands: env.BUS_COMMANDS },
+      }),
+    store: new DynamoConsumerStore({
+      client: dynamodb,
+      tables: { state: env.STATE_TABLE, events: "", inbox: "" },
+    }),
+    accepted:
+      options.accepted ??
+      new DynamoAcceptedRequests({ client: dynamodb, tableName: env.STATE_TABLE }),
+    registry: options.registry ?? defaultRegistry,
+    ids: ulidSource(clock),
+    clock,
+  };
+  const settings = { tenantClaim: env.TENANT_CLAIM, maxBodyBytes: env.MAX_BODY_BYTES };
+  return async (event) => {
+    try {
+      const response = await handleRequest(requestOf(event), ports, settings);
+      if (response.statusCode >= 400) {
+        const code = (JSON.parse(response.body) as { code?: string }).code ?? "unknown";
+        const single = metrics.singleMetric();
+        single.addDimension("code", code);
+        single.addMetric("FrontDoorProblem", MetricUnit.Count, 1);
+        logger.info("refused", { code, status: response.statusCode, path: event.rawPath });
+      } else if (response.statusCode === 202) {
+        metrics.addMetric("FrontDoorAccepted", MetricUnit.Count, 1);
+      }
+      return response;
+    } catch (error) {
+      logger.error("front door failed", { error: error as Error, path: event.rawPath });
+      metrics.addMetric("FrontDoorError", MetricUnit.Count, 1);
+      return {
+        statusCode: 500,
+        headers: { "content-type": "application/problem+json" },
+        body: JSON.stringify({
+          type: "https://agentbus.dev/problems/internal",
+          title: "internal",
+          status: 500,
+          code: "internal",
+          detail:
+            "AgentBus failed to answer; send the request again (with the same Idempotency-Key)",
+          instance: event.requestContext.requestId,
+        }),
+      };
+    } finally {
+      metrics.publishStoredMetrics();
+    }
+  };
+}
+
+/** What the routes read of an HTTP API request (payload format 2.0). */
+export function requestOf(event: APIGatewayProxyEventV2WithJWTAuthorizer): HttpRequest {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(event.headers ?? {}))
+    if (value !== undefined) headers[name.toLowerCase()] = value;
+  const claims = event.requestContext.authorizer?.jwt?.claims;
+  return {
+    method: event.requestContext.http.method,
+    path: event.rawPath,
+    headers,
+    ...(event.body === undefined ? {} : { body: event.body }),
+    isBase64Encoded: event.isBase64Encoded,
+    ...(claims ? { claims } : {}),
+    requestId: event.requestContext.requestId,
+  };
+}
+
+export const { create, handler } = lambdaEntry(createFrontDoorHandler);

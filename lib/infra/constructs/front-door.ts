@@ -1,0 +1,162 @@
+import { Duration, Validations } from "aws-cdk-lib";
+import { AccessLogFormat } from "aws-cdk-lib/aws-apigateway";
+import {
+  type CfnRoute,
+  HttpApi,
+  HttpMethod,
+  HttpNoneAuthorizer,
+  HttpStage,
+  LogGroupLogDestination,
+} from "aws-cdk-lib/aws-apigatewayv2";
+import { HttpJwtAuthorizer } from "aws-cdk-lib/aws-apigatewayv2-authorizers";
+import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations";
+import { PolicyStatement } from "aws-cdk-lib/aws-iam";
+import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
+import { Construct } from "constructs";
+import { ROUTES } from "../../../functions/front-door/api";
+import { AgentBusFunction } from "./function";
+import type { AgentBusTables } from "./tables";
+import type { Topic } from "./topic";
+
+/** Who may call the front door: the tokens of one OIDC issuer, for one or more audiences. */
+export interface FrontDoorIssuer {
+  /** The issuer URL, exactly as the tokens' `iss` claim has it. */
+  readonly issuer: string;
+  /** The `aud` (or `client_id`) values accepted. */
+  readonly audience: readonly string[];
+  /** The claim that names the tenant. @default "tenant_id" */
+  readonly tenantClaim?: string;
+}
+
+export interface FrontDoorProps {
+  readonly stage: string;
+  readonly tables: AgentBusTables;
+  /** The buses accepted messages go to (events; commands when there is one). */
+  readonly topics: readonly Topic[];
+  readonly issuer: FrontDoorIssuer;
+  /**
+   * Requests per second across the API, and the burst above it: API Gateway answers 429 beyond.
+   * @default 100 per second, a burst of 200
+   */
+  readonly throttle?: { readonly rateLimit: number; readonly burstLimit: number };
+}
+
+export const FRONT_DOOR_ISSUER_CONTEXT = "agentbus:jwtIssuer";
+export const FRONT_DOOR_AUDIENCE_CONTEXT = "agentbus:jwtAudience";
+export const FRONT_DOOR_TENANT_CLAIM_CONTEXT = "agentbus:tenantClaim";
+
+/**
+ * The front door (functions/front-door): an HTTP API (API Gateway v2) in front of one function
+ * (`agentbus:kind` front-door), its routes read from the route table the function serves, so the
+ * two cannot drift. Every route but `/v1/openapi.json` takes a JWT that the API's JWT authorizer
+ * verifies (signature by the issuer's JWKS, `iss`, `aud`, `exp`) before the function runs; the
+ * function reads the tenant and user from the verified claims. The `$default` stage is throttled
+ * and writes an access log (JSON, one line per request, with the caller's `sub` and the status)
+ * to a log group kept a month.
+ *
+ * The function may read the state items it answers from (conversation views, accepted requests)
+ * and write accepted requests only: GetItem and PutItem on the state table, limited by
+ * `dynamodb:LeadingKeys` to those keys; PutEvents on its buses.
+ */
+export class FrontDoor extends Construct {
+  readonly function: AgentBusFunction;
+  readonly api: HttpApi;
+  readonly stage: HttpStage;
+  readonly accessLog: LogGroup;
+
+  constructor(scope: Construct, id: string, props: FrontDoorProps) {
+    super(scope, id);
+    const { issuer } = props;
+    if (issuer.audience.length === 0) throw new Error("front door: the audience must not be empty");
+    const environment: Record<string, string> = {
+      STATE_TABLE: props.tables.state.tableName,
+      TENANT_CLAIM: issuer.tenantClaim ?? "tenant_id",
+    };
+    for (const topic of props.topics)
+      environment[`BUS_${topic.topicName.toUpperCase()}`] = topic.busName;
+    this.function = new AgentBusFunction(this, "Function", {
+      kind: "front-door",
+      entry: "functions/handlers/front-door.ts",
+      serviceName: "front-door",
+      description: "AgentBus front door: the HTTP API's requests -> bus, projections -> answers",
+      timeout: Duration.seconds(10),
+      environment,
+    });
+    this.grantState(props.tables);
+    for (const topic of props.topics) topic.grantPutEvents(this.function);
+
+    this.api = new HttpApi(this, "Api", {
+      apiName: `agentbus-${props.stage}`,
+      description: "AgentBus front door",
+      createDefaultStage: false,
+    });
+    this.accessLog = new LogGroup(this, "AccessLog", { retention: RetentionDays.ONE_MONTH });
+    const throttle = props.throttle ?? { rateLimit: 100, burstLimit: 200 };
+    this.stage = new HttpStage(this, "Stage", {
+      httpApi: this.api,
+      stageName: "$default",
+      autoDeploy: true,
+      throttle,
+      accessLogSettings: {
+        destination: new LogGroupLogDestination(this.accessLog),
+        format: AccessLogFormat.custom(
+          JSON.stringify({
+            requestId: "$context.requestId",
+            ip: "$context.identity.sourceIp",
+            requestTime: "$context.requestTime",
+            method: "$context.httpMethod",
+            path: "$context.path",
+            status: "$context.status",
+            latency: "$context.responseLatency",
+            sub: "$context.authorizer.claims.sub",
+            authorizerError: "$context.authorizer.error",
+            integrationError: "$context.integrationErrorMessage",
+          }),
+        ),
+      },
+    });
+    const jwt = new HttpJwtAuthorizer("Jwt", issuer.issuer, {
+      jwtAudience: [...issuer.audience],
+    });
+    const integration = new HttpLambdaIntegration("Function", this.function);
+    for (const route of ROUTES) {
+      const added = this.api.addRoutes({
+        path: route.path,
+        methods: [route.method === "GET" ? HttpMethod.GET : HttpMethod.POST],
+        integration,
+        authorizer: route.auth ? jwt : new HttpNoneAuthorizer(),
+      });
+      if (route.auth) continue;
+      for (const open of added)
+        Validations.of(open.node.defaultChild as CfnRoute).acknowledge({
+          id: "AwsSolutions-APIG4",
+          reason: `${route.method} ${route.path} is public by design (${route.summary}); every other route takes the JWT authorizer`,
+        });
+    }
+  }
+
+  /** The front door's base URL (`https://<api>.execute-api.<region>.amazonaws.com/v1`). */
+  get url(): string {
+    return `${this.api.apiEndpoint}/v1`;
+  }
+
+  private grantState(tables: AgentBusTables): void {
+    const leading = (prefixes: string[]) => ({
+      "ForAllValues:StringLike": { "dynamodb:LeadingKeys": prefixes },
+    });
+    this.function.addToRolePolicy(
+      new PolicyStatement({
+        actions: ["dynamodb:GetItem"],
+        resources: [tables.state.tableArn],
+        conditions: leading(["conversation_view#*", "http_request#*"]),
+      }),
+    );
+    this.function.addToRolePolicy(
+      new PolicyStatement({
+        actions: ["dynamodb:PutItem"],
+        resources: [tables.state.tableArn],
+        conditions: leading(["http_request#*"]),
+      }),
+    );
+  }
+}

@@ -1,0 +1,116 @@
+import { Match } from "aws-cdk-lib/assertions";
+import { describe, expect, it } from "vitest";
+import { ROUTES } from "../../functions/front-door/api";
+import {
+  FRONT_DOOR_CONTEXT,
+  functionsOfKind,
+  type Resource,
+  refersTo,
+  statementsOf,
+  synthesizeStack,
+} from "./synth";
+
+/**
+ * The front door as synthesized (lib/infra/constructs/front-door.ts): an HTTP API whose routes are
+ * the function's route table, a JWT authorizer with the deployment's issuer and audience, a
+ * throttled `$default` stage with an access log, and a function that may touch only what it
+ * answers from.
+ */
+
+const { template } = synthesizeStack({}, "AgentBus-test", FRONT_DOOR_CONTEXT);
+const resourcesOf = (type: string) => Object.entries(template.findResources(type));
+
+describe("the front door", () => {
+  it("is an HTTP API with a JWT authorizer of the configured issuer and audience", () => {
+    template.resourceCountIs("AWS::ApiGatewayV2::Api", 1);
+    template.hasResourceProperties("AWS::ApiGatewayV2::Api", { ProtocolType: "HTTP" });
+    template.hasResourceProperties("AWS::ApiGatewayV2::Authorizer", {
+      AuthorizerType: "JWT",
+      IdentitySource: ["$request.header.Authorization"],
+      JwtConfiguration: {
+        Issuer: "https://issuer.example.com/",
+        Audience: ["agentbus-api", "agentbus-console"],
+      },
+    });
+  });
+
+  it("serves exactly the routes of the function's route table, each with its authorization", () => {
+    const authorizer = resourcesOf("AWS::ApiGatewayV2::Authorizer")[0]?.[0];
+    const routes = resourcesOf("AWS::ApiGatewayV2::Route").map(([, route]) => ({
+      key: route.Properties.RouteKey as string,
+      jwt:
+        route.Properties.AuthorizationType === "JWT" &&
+        refersTo(route.Properties.AuthorizerId) === authorizer,
+    }));
+    expect(routes.sort((a, b) => a.key.localeCompare(b.key))).toEqual(
+      ROUTES.map((r) => ({ key: `${r.method} ${r.path}`, jwt: r.auth })).sort((a, b) =>
+        a.key.localeCompare(b.key),
+      ),
+    );
+    expect(ROUTES.filter((r) => !r.auth).map((r) => r.path)).toEqual(["/v1/openapi.json"]);
+  });
+
+  it("throttles its stage and logs every request as JSON to a log group kept a month", () => {
+    template.hasResourceProperties("AWS::ApiGatewayV2::Stage", {
+      StageName: "$default",
+      AutoDeploy: true,
+      DefaultRouteSettings: { ThrottlingRateLimit: 100, ThrottlingBurstLimit: 200 },
+      AccessLogSettings: {
+        DestinationArn: Match.anyValue(),
+        Format: Match.stringLikeRegexp('"status":"\\$context.status"'),
+      },
+    });
+    const stage = resourcesOf("AWS::ApiGatewayV2::Stage")[0]?.[1];
+    const settings = stage?.Properties.AccessLogSettings as { DestinationArn: unknown };
+    const logGroup = refersTo(settings.DestinationArn);
+    expect(template.toJSON().Resources[logGroup ?? ""]?.Properties).toMatchObject({
+      RetentionInDays: 30,
+    });
+  });
+
+  it("its function reads conversation views and accepted requests, writes accepted requests, puts events", () => {
+    const [fn] = functionsOfKind(template, "front-door") as Resource[];
+    if (!fn) throw new Error("no front-door function");
+    expect(fn.Properties.Environment).toMatchObject({
+      Variables: { TENANT_CLAIM: "tenant_id", BUS_EVENTS: expect.anything() },
+    });
+    const dynamodb = statementsOf(template, fn).filter((s) =>
+      s.Action.some((a) => a.startsWith("dynamodb:")),
+    );
+    expect(dynamodb.map((s) => ({ actions: s.Action, condition: s.Condition }))).toEqual([
+      {
+        actions: ["dynamodb:GetItem"],
+        condition: {
+          "ForAllValues:StringLike": {
+            "dynamodb:LeadingKeys": ["conversation_view#*", "http_request#*"],
+          },
+        },
+      },
+      {
+        actions: ["dynamodb:PutItem"],
+        condition: {
+          "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["http_request#*"] },
+        },
+      },
+    ]);
+    const events = statementsOf(template, fn).filter((s) =>
+      s.Action.some((a) => a.startsWith("events:")),
+    );
+    // PutEvents on the events and commands buses, nothing else.
+    expect(events.flatMap((s) => s.Action)).toEqual(["events:PutEvents"]);
+    const buses = events.flatMap((s) => s.Resource.map((r) => refersTo(r)?.replace(/Topic.*/, "")));
+    expect(buses.sort()).toEqual(["Commands", "Events"]);
+  });
+
+  it("gives its URL as an output", () => {
+    template.hasOutput("FrontDoorUrl", {});
+  });
+
+  it("is not there without an issuer, and an issuer without an audience is refused", () => {
+    const plain = synthesizeStack().template;
+    plain.resourceCountIs("AWS::ApiGatewayV2::Api", 0);
+    expect(() =>
+      synthesizeStack({}, "AgentBus-test", { "agentbus:jwtIssuer": "https://issuer.example.com/" }),
+    ).toThrow(/set agentbus:jwtAudience too/);
+  });
+});

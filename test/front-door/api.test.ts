@@ -1,0 +1,228 @@
+import { ulid } from "ulid";
+import { describe, expect, it } from "vitest";
+import { TransientError } from "../../functions/core/errors";
+import type { PublishFailure } from "../../functions/core/ports";
+import { InMemoryAcceptedRequests } from "../../functions/front-door/accepted";
+import { type FrontDoorPorts, handleRequest } from "../../functions/front-door/api";
+import type { HttpRequest } from "../../functions/front-door/http";
+import { userIdOf } from "../../functions/front-door/identity";
+import { type Envelope, registry } from "../../schemas";
+
+/**
+ * The front door in memory: what each route answers, what it puts on the bus, and that a tenant
+ * only ever sees its own conversations. The same routes run behind real HTTP on the local stack
+ * (test/e2e/front-door.test.ts).
+ */
+
+const ACME = { tenant_id: "acme", sub: "7b0c2a4e-5d1f-4c3b-9a8e-2f6d1c0b9e7a" };
+const GLOBEX = { tenant_id: "globex", sub: "auth0|5f7c8ec7c33c6c004bbafe82" };
+
+function world(options: { failPublish?: "transient" | "entry" } = {}) {
+  const published: Envelope[] = [];
+  const views = new Map<string, unknown>();
+  const accepted = new InMemoryAcceptedRequests();
+  const ports: FrontDoorPorts = {
+    publisher: {
+      async publish(_topic, envelopes): Promise<PublishFailure[]> {
+        if (options.failPublish === "transient")
+          throw new TransientError("eventbridge.throttled", "slow down");
+        if (options.failPublish === "entry")
+          return envelopes.map((e) => ({
+            eventId: e.event_id,
+            code: "ThrottlingException",
+            message: "x",
+          }));
+        published.push(...envelopes);
+        return [];
+      },
+    },
+    store: {
+      async load({ state }) {
+        const data = state && views.get(`${state.type}#${state.id}`);
+        return {
+          inboxHit: false,
+          checkpoint: 0,
+          state: data && state ? { aggregate: state, revision: 1, version: 1, data } : undefined,
+        };
+      },
+    },
+    accepted,
+    registry,
+    ids: { next: () => ulid() },
+    clock: { now: () => new Date("2026-12-02T10:00:00.000Z") },
+  };
+  const send = (request: Partial<HttpRequest> & Pick<HttpRequest, "method" | "path">) =>
+    handleRequest({ headers: {}, requestId: "req-1", ...request }, ports);
+  return { ports, published, views, accepted, send };
+}
+
+const post = (conversation: string, body: unknown, headers: Record<string, string> = {}) => ({
+  method: "POST",
+  path: `/v1/conversations/${conversation}/messages`,
+  headers: { "content-type": "application/json", ...headers },
+  body: typeof body === "string" ? body : JSON.stringify(body),
+  claims: ACME,
+});
+
+function bodyOf(response: { body: string }) {
+  return JSON.parse(response.body) as Record<string, unknown>;
+}
+
+describe("POST /v1/conversations/{id}/messages", () => {
+  it("puts the message on the bus with the caller's tenant and user, and gives the ids to follow", async () => {
+    const { send, published } = world();
+    const response = await send(post("conv_a1", { text: "Where is order 123?" }));
+    expect(response.statusCode).toBe(202);
+    const answer = bodyOf(response);
+    expect(published).toHaveLength(1);
+    const event = published[0] as Envelope;
+    expect(answer).toEqual({
+      event_id: event.event_id,
+      task_id: `task_${event.event_id}`,
+      correlation_id: `corr_${event.event_id}`,
+      conversation_id: "conv_a1",
+      links: { conversation: "/v1/conversations/conv_a1" },
+    });
+    expect(response.headers.location).toBe("/v1/conversations/conv_a1");
+    expect(event).toMatchObject({
+      event_type: "conversation.message.received",
+      tenant_id: "acme",
+      user_id: `user_${ACME.sub}`,
+      aggregate: { type: "conversation", id: "conv_a1", version: 0 },
+      order_key: "conv_a1",
+      producer: "front-door",
+      payload: { text: "Where is order 123?", customer_id: `cust_${ACME.sub}`, channel: "chat" },
+    });
+    expect(registry.parse(event).ok).toBe(true);
+  });
+
+  it("the same Idempotency-Key again is the same request: one event id, the same answer", async () => {
+    const { send, published } = world();
+    const first = await send(post("conv_a1", { text: "hi" }, { "idempotency-key": "k-1" }));
+    const again = await send(post("conv_a1", { text: "hi" }, { "idempotency-key": "k-1" }));
+    expect(first.statusCode).toBe(202);
+    expect(again.statusCode).toBe(202);
+    expect(again.body).toBe(first.body);
+    // Put again (the first put may have been lost), under the same event id: one task downstream.
+    expect(new Set(published.map((e) => e.event_id)).size).toBe(1);
+    // Another tenant's same key is its own.
+    const other = await send({
+      ...post("conv_g1", { text: "hi" }, { "idempotency-key": "k-1" }),
+      claims: GLOBEX,
+    });
+    expect(bodyOf(other).event_id).not.toBe(bodyOf(first).event_id);
+  });
+
+  it("the same Idempotency-Key with another request is refused (409), nothing put", async () => {
+    const { send, published } = world();
+    await send(post("conv_a1", { text: "hi" }, { "idempotency-key": "k-2" }));
+    const reused = await send(post("conv_a1", { text: "bye" }, { "idempotency-key": "k-2" }));
+    expect(reused.statusCode).toBe(409);
+    expect(bodyOf(reused)).toMatchObject({ code: "idempotency_key_reused", status: 409 });
+    expect(published).toHaveLength(1);
+  });
+
+  it("bad input gets its status and a problem naming it, and nothing is put", async () => {
+    const { send, published } = world();
+    const cases: [Parameters<typeof send>[0], number, string][] = [
+      [post("conv_a1", "{not json"), 400, "invalid_json"],
+      [post("conv_a1", { text: "", extra: 1 }), 400, "invalid_request"],
+      [post("conv_a1", { text: "x".repeat(20_000) }), 413, "payload_too_large"],
+      [
+        { ...post("conv_a1", { text: "hi" }), headers: { "content-type": "text/plain" } },
+        415,
+        "unsupported_media_type",
+      ],
+      [post("user@example.com", { text: "hi" }), 400, "invalid_request"],
+      [post("conv_a1", { text: "hi" }, { "idempotency-key": "bad key" }), 400, "invalid_request"],
+      [{ ...post("conv_a1", { text: "hi" }), claims: undefined }, 401, "unauthorized"],
+      [{ ...post("conv_a1", { text: "hi" }), claims: { sub: "u-1" } }, 403, "forbidden"],
+      [
+        { ...post("conv_a1", { text: "hi" }), claims: { sub: "u-1", tenant_id: "Not A Slug" } },
+        403,
+        "forbidden",
+      ],
+      [{ method: "POST", path: "/v1/nowhere" }, 404, "not_found"],
+      [{ method: "DELETE", path: "/v1/conversations/conv_a1/messages" }, 405, "method_not_allowed"],
+    ];
+    for (const [request, status, code] of cases) {
+      const response = await send(request);
+      expect(response.statusCode, `${code}: ${response.body}`).toBe(status);
+      expect(response.headers["content-type"]).toBe("application/problem+json");
+      expect(bodyOf(response)).toMatchObject({ status, code, detail: expect.any(String) });
+    }
+    const invalid = bodyOf(await send(post("conv_a1", { text: "", extra: 1 })));
+    expect((invalid.errors as { path: string }[]).map((e) => e.path).sort()).toEqual([
+      "(body)",
+      "text",
+    ]);
+    expect(published).toEqual([]);
+  });
+
+  it("a bus that cannot take the message answers 503 with Retry-After; a retry with the key goes through", async () => {
+    for (const failPublish of ["transient", "entry"] as const) {
+      const { send } = world({ failPublish });
+      const response = await send(post("conv_a1", { text: "hi" }, { "idempotency-key": "k-3" }));
+      expect(response.statusCode).toBe(503);
+      expect(response.headers["retry-after"]).toBe("1");
+    }
+  });
+});
+
+describe("tenants", () => {
+  it("another tenant's conversation answers 404, as one that does not exist, to a read or a post", async () => {
+    const { send, views, published } = world();
+    views.set("conversation_view#conv_a1", {
+      conversation_id: "conv_a1",
+      tenant_id: "acme",
+      version: 1,
+      turns: { task_1: { task_id: "task_1", status: "replied", text: "hi", reply_text: "hello" } },
+      turn_order: ["task_1"],
+    });
+    const own = await send({ method: "GET", path: "/v1/conversations/conv_a1", claims: ACME });
+    expect(own.statusCode).toBe(200);
+    expect(bodyOf(own)).toEqual({
+      conversation_id: "conv_a1",
+      version: 1,
+      turns: [{ task_id: "task_1", status: "replied", text: "hi", reply_text: "hello" }],
+    });
+    const foreign = await send({
+      method: "GET",
+      path: "/v1/conversations/conv_a1",
+      claims: GLOBEX,
+    });
+    const missing = await send({
+      method: "GET",
+      path: "/v1/conversations/conv_zz",
+      claims: GLOBEX,
+    });
+    expect(foreign.statusCode).toBe(404);
+    expect(missing.statusCode).toBe(404);
+    expect(bodyOf(foreign).detail).toBe("no conversation conv_a1");
+    const intrude = await send({ ...post("conv_a1", { text: "mine now" }), claims: GLOBEX });
+    expect(intrude.statusCode).toBe(404);
+    expect(published).toEqual([]);
+  });
+
+  it("a view from before tenants belongs to the default tenant", async () => {
+    const { send, views } = world();
+    views.set("conversation_view#conv_old", {
+      conversation_id: "conv_old",
+      version: 1,
+      turns: {},
+      turn_order: [],
+    });
+    const acme = await send({ method: "GET", path: "/v1/conversations/conv_old", claims: ACME });
+    const fallback = { tenant_id: "default", sub: "ops" };
+    const own = await send({ method: "GET", path: "/v1/conversations/conv_old", claims: fallback });
+    expect([acme.statusCode, own.statusCode]).toEqual([404, 200]);
+  });
+
+  it("a subject that is not an id becomes a stable pseudonymous user id", () => {
+    expect(userIdOf(ACME.sub)).toBe(`user_${ACME.sub}`);
+    const hashed = userIdOf(GLOBEX.sub);
+    expect(hashed).toMatch(/^user_[a-p]{26}$/);
+    expect(userIdOf(GLOBEX.sub)).toBe(hashed);
+    expect(userIdOf("alice@example.com")).toMatch(/^user_[a-p]{26}$/);
+  });
+});
