@@ -52,6 +52,11 @@ const program = new Command()
     "port of the console page on 127.0.0.1 with --keep (default: 8630; 0 = any free port)",
     "8630",
   )
+  .option(
+    "--api-port <port>",
+    "port of the front door (the HTTP API) on 127.0.0.1 with --keep (default: 8631; 0 = any free port)",
+    "8631",
+  )
   .option("--verbose", "print the handlers' Powertools logs")
   .parse();
 
@@ -64,6 +69,7 @@ const opts = program.opts<{
   verbose?: boolean;
   scenario: boolean;
   consolePort: string;
+  apiPort: string;
 }>();
 const keep = Boolean(opts.keep) || !opts.scenario;
 const out = (line = "") => process.stdout.write(`${line}\n`);
@@ -98,9 +104,15 @@ function liveLine(event: RuntimeEvent): void {
 
 async function main(): Promise<void> {
   const consolePort = Number(opts.consolePort);
-  if (!Number.isInteger(consolePort) || consolePort < 0 || consolePort > 65535) {
-    process.stderr.write(`--console-port ${JSON.stringify(opts.consolePort)} is not a port\n`);
-    process.exit(2);
+  for (const [flag, value] of [
+    ["--console-port", opts.consolePort],
+    ["--api-port", opts.apiPort],
+  ]) {
+    const port = Number(value);
+    if (!Number.isInteger(port) || port < 0 || port > 65535) {
+      process.stderr.write(`${flag} ${JSON.stringify(value)} is not a port\n`);
+      process.exit(2);
+    }
   }
   const endpoint = opts.endpoint ?? process.env.AWS_ENDPOINT_URL;
   if (opts.reset && !endpoint) {
@@ -125,7 +137,7 @@ async function main(): Promise<void> {
     actions: opsActions(env.ops),
     port: consolePort,
   });
-  keepUp(env, consolePage.url);
+  await keepUp(env, consolePage.url);
   live = true;
   await new Promise(() => {});
 }
@@ -139,6 +151,7 @@ function startStack(endpoint: string | undefined): Promise<LocalEnvironment> {
     stage: opts.stage,
     verbose: opts.verbose,
     reset: Boolean(opts.reset),
+    ...(keep ? { frontDoorPort: Number(opts.apiPort) } : {}),
     onEvent: liveLine,
     onDelivery: (d) => {
       if (live) out(`  channel: delivered ${d.key} to ${d.recipient}: ${d.text}`);
@@ -245,7 +258,7 @@ function printDeadLetters(env: LocalEnvironment, deadLetters: ScenarioResult["de
 }
 
 /** What a person needs to use the running stack, then every delivery as it happens. */
-function keepUp(env: LocalEnvironment, consoleUrl: string): void {
+async function keepUp(env: LocalEnvironment, consoleUrl: string): Promise<void> {
   const bus = env.buses.events ?? "";
   const taskId = `task_${ulid()}`;
   const envelope = {
@@ -279,6 +292,22 @@ function keepUp(env: LocalEnvironment, consoleUrl: string): void {
   out(
     `  AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_DEFAULT_REGION=${env.region} aws events put-events --endpoint-url ${env.endpoint} --entries '${entries.replaceAll("'", "'\\''")}'`,
   );
+  if (env.frontDoor) {
+    const token = await env.frontDoor.issuer.token({ tenant_id: "local", sub: "dev" }, 24 * 3600);
+    const conversation = `conv_${ulid()}`;
+    out(
+      `  front door ${env.frontDoor.url}  (HTTP API; this token is tenant local, user dev, for 24 h)`,
+    );
+    out(`  token      ${token}`);
+    out("  send a customer's message and read the conversation:");
+    out(`  TOKEN=${token}`);
+    out(
+      `  curl -s -X POST ${env.frontDoor.url}/conversations/${conversation}/messages -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -H 'idempotency-key: ${ulid()}' -d '{"text":"Where is my order 123?"}'`,
+    );
+    out(
+      `  curl -s ${env.frontDoor.url}/conversations/${conversation} -H "authorization: Bearer $TOKEN"`,
+    );
+  }
   out("  see what happened (in another terminal):");
   const stage = opts.stage === "local" ? "" : ` --stage ${opts.stage}`;
   for (const command of ["status", "dlq list", "trace <event, task or correlation id>"])

@@ -72,6 +72,8 @@ export function openApiDocument(): Record<string, unknown> {
       description:
         "The front door of AgentBus: send a customer's message, follow its conversation. Every route but this document takes a bearer JWT whose claims name the tenant and the user.",
     },
+    // Relative: the document is served by the API it describes (`<base URL>/openapi.json`).
+    servers: [{ url: "/", description: "the API that serves this document" }],
     components: {
       securitySchemes: { bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" } },
     },

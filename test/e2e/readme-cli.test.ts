@@ -1,12 +1,14 @@
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFile, execFileSync, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import { emulator } from "../support/aws";
 import { messageOutcome } from "../support/outcomes";
 
+const execFileAsync = promisify(execFile);
 const ROOT = join(import.meta.dirname, "..", "..");
 const README = readFileSync(join(ROOT, "README.md"), "utf8");
 /** The support conversation's example lives beside the roles it drives. */
@@ -22,6 +24,8 @@ const viewBlock =
   /<!-- cli-conversation-view:start -->\n```sh\n([\s\S]*?)```\n<!-- cli-conversation-view:end -->/.exec(
     ROLES_README,
   )?.[1];
+const curlBlock =
+  /<!-- curl-example:start -->\n```sh\n([\s\S]*?)```\n<!-- curl-example:end -->/.exec(README)?.[1];
 const awsCli = spawnSync("aws", ["--version"], { stdio: "ignore" }).status === 0;
 if (!awsCli)
   console.warn("README AWS CLI example skipped: the `aws` command (AWS CLI) is not installed here");
@@ -101,5 +105,41 @@ describe.skipIf(!awsCli)("README: send an event with the AWS CLI", () => {
     const view = shell(viewBlock && [...exports, viewBlock].join("\n"), "cli-conversation-view");
     expect(view).toContain('"delivered"');
     expect(view).toContain("Order 123");
+  }, 180_000);
+
+  it("sends a message over HTTP with curl: 202 with the task, the same answer again, then the reply", async () => {
+    const frontDoor = env.frontDoor;
+    if (!frontDoor) throw new Error("the local stack serves no front door");
+    const token = await frontDoor.issuer.token({ tenant_id: "local", sub: "dev" });
+    const port = new URL(frontDoor.url).port;
+    // Asynchronously: the front door answers from this process, which must not block on curl.
+    const curl = async () => {
+      const script = (curlBlock ?? "").replaceAll("127.0.0.1:8631", `127.0.0.1:${port}`);
+      const { stdout } = await execFileAsync("bash", ["-euo", "pipefail", "-c", script], {
+        cwd: dir,
+        encoding: "utf8",
+        env: { ...process.env, TOKEN: token },
+        timeout: 30_000,
+      });
+      return stdout
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line) as Record<string, unknown>);
+    };
+    expect(curlBlock, "README has a curl-example block").toBeDefined();
+    const [accepted] = await curl();
+    expect(accepted).toMatchObject({ task_id: expect.stringMatching(/^task_/) });
+    const deadline = Date.now() + 120_000;
+    let turns: { task_id: string; status: string }[] = [];
+    while (Date.now() < deadline) {
+      const [again, conversation] = await curl();
+      expect(again).toEqual(accepted);
+      turns = (conversation as { turns?: typeof turns }).turns ?? [];
+      if (turns[0]?.status === "delivered") break;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    expect(turns).toEqual([
+      expect.objectContaining({ task_id: accepted?.task_id, status: "delivered" }),
+    ]);
   }, 180_000);
 });

@@ -18,6 +18,7 @@ import {
   emulatorConfig,
   type LocalDeployment,
 } from "./deploy";
+import { type LocalFrontDoor, serveFrontDoor } from "./front-door";
 import { RecordingModel } from "./model";
 import { type MotoServer, resetMoto, startMoto } from "./moto";
 import { SAMPLE_ORDERS } from "./orders";
@@ -53,6 +54,11 @@ export interface LocalEnvironment {
   readonly channel: LocalChannel;
   /** The model every agent calls: the DeterministicLocalModel, every call recorded. */
   readonly model: RecordingModel;
+  /**
+   * The front door (the HTTP API) on 127.0.0.1, as API Gateway serves it, with a local issuer of
+   * development tokens (./front-door.ts).
+   */
+  readonly frontDoor?: LocalFrontDoor;
   /** How long each start-up step took, in milliseconds. */
   readonly timings: { emulator: number; synth: number; deploy: number };
   stop(): Promise<void>;
@@ -81,6 +87,8 @@ export interface LocalOptions {
    * `ORCHESTRATOR_LEASE_SECONDS` so the sweeper finds hung nodes within seconds).
    */
   readonly envOverrides?: Record<string, string>;
+  /** Port of the front door on 127.0.0.1. @default 0, any free port */
+  readonly frontDoorPort?: number;
   /** How often scheduled functions (the lease sweeper) run, in milliseconds. @default 2000 */
   readonly scheduleIntervalMs?: number;
   /** Called for every reply the local channel delivers. */
@@ -137,6 +145,13 @@ export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvir
     const functionClients = functionClientsOf(options, clients, emulatorConfig(endpoint, region));
     const running = await startRuntime(deployment, clients, functionClients, endpoint, options);
     const ops = connect(emulatorConfig(endpoint, region), stackName, deployment.outputs, topology);
+    const frontDoorFunction = running.runtime.invokerOfKind("front-door");
+    const frontDoor = frontDoorFunction
+      ? await serveFrontDoor(
+          frontDoorFunction as Parameters<typeof serveFrontDoor>[0],
+          options.frontDoorPort,
+        )
+      : undefined;
     return {
       ...running,
       endpoint,
@@ -158,9 +173,11 @@ export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvir
       groups: deployment.functions
         .filter((f) => f.kind === "consumer")
         .map((f) => f.group ?? f.name),
+      ...(frontDoor ? { frontDoor } : {}),
       timings: { emulator: emulatorMs, synth: synthMs, deploy: deployMs },
-      stop: () => {
+      stop: async () => {
         ops.close();
+        await frontDoor?.stop();
         return stopLocal(running.runtime, clients, moto);
       },
     };

@@ -156,6 +156,12 @@ export class LocalRuntime {
     this.loops.push(this.activity.reportEnd(fn.name, stream.run()));
   }
 
+  /** The loaded function of a kind (the front door), if the deployment has one. */
+  invokerOfKind(kind: string): Invoke | undefined {
+    const fn = this.options.deployment.functions.find((f) => f.kind === kind);
+    return fn && this.invokers.get(fn.logicalId);
+  }
+
   /** A loaded function of the deployment, by logical id. */
   private handler(logicalId: string, what: string): { fn: LocalFunction; invoke: Invoke } {
     const invoke = this.invokers.get(logicalId);

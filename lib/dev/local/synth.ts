@@ -3,7 +3,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { App } from "aws-cdk-lib";
 import { AgentBusStack } from "../../infra/agentbus-stack";
+import {
+  FRONT_DOOR_AUDIENCE_CONTEXT,
+  FRONT_DOOR_ISSUER_CONTEXT,
+} from "../../infra/constructs/front-door";
 import type { Topology } from "../../infra/topology";
+import { LOCAL_AUDIENCE, LOCAL_ISSUER } from "./front-door";
 import type { Template } from "./template";
 
 export const ROOT = join(import.meta.dirname, "..", "..", "..");
@@ -31,6 +36,9 @@ export function synthesize(
         stage,
         "aws:cdk:bundling-stacks": [],
         "@aws-cdk/core:validateAgainstDefaultRules": false,
+        // The front door's tokens come from the local issuer (./front-door.ts).
+        [FRONT_DOOR_ISSUER_CONTEXT]: LOCAL_ISSUER,
+        [FRONT_DOOR_AUDIENCE_CONTEXT]: LOCAL_AUDIENCE,
       },
     });
     const stackName = `AgentBus-${stage}`;

@@ -1,0 +1,211 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import type {
+  APIGatewayProxyEventV2WithJWTAuthorizer,
+  APIGatewayProxyStructuredResultV2,
+} from "aws-lambda";
+import { type CryptoKey, errors, exportJWK, generateKeyPair, jwtVerify, SignJWT } from "jose";
+import { ulid } from "ulid";
+import { ROUTES } from "../../../functions/front-door/api";
+
+/**
+ * The front door served locally as API Gateway serves it: an HTTP server on 127.0.0.1 that does
+ * what the HTTP API and its JWT authorizer do before the function runs, then runs the stack's
+ * front-door function in-process with the same payload (format 2.0).
+ *
+ * - A local issuer (`LOCAL_ISSUER`) with an ES256 key pair made at start (with `jose`) signs
+ *   development tokens (`token(...)`); the server verifies a route's bearer token as the JWT
+ *   authorizer does: signature, `iss`, `aud`, `exp` and `nbf`. A missing or invalid token is
+ *   API Gateway's answer: 401, `{"message":"Unauthorized"}`, and a `www-authenticate` header
+ *   that names the problem (`error_description`).
+ * - Only the routes of the function's route table are served (the stack's routes are made from
+ *   the same table); any other is API Gateway's 404 `{"message":"Not Found"}`.
+ * - A body over API Gateway's 10 MB payload limit is its 413.
+ */
+
+export const LOCAL_ISSUER = "https://agentbus.local/issuer";
+export const LOCAL_AUDIENCE = "agentbus-local";
+const MAX_PAYLOAD_BYTES = 10 * 1024 * 1024;
+
+type Invoke = (
+  event: APIGatewayProxyEventV2WithJWTAuthorizer,
+) => Promise<APIGatewayProxyStructuredResultV2>;
+
+export interface LocalIssuer {
+  readonly issuer: string;
+  readonly audience: string;
+  /** A development token for a tenant's user, valid for `seconds` (default an hour). */
+  token(claims: { tenant_id?: string; sub: string }, seconds?: number): Promise<string>;
+  readonly publicKey: CryptoKey;
+  /** The public key as a JWKS, as an OIDC issuer publishes it. */
+  jwks(): Promise<{ keys: Record<string, unknown>[] }>;
+}
+
+export async function localIssuer(): Promise<LocalIssuer> {
+  const { publicKey, privateKey } = await generateKeyPair("ES256");
+  const kid = `local-${ulid()}`;
+  return {
+    issuer: LOCAL_ISSUER,
+    audience: LOCAL_AUDIENCE,
+    publicKey,
+    token: (claims, seconds = 3600) =>
+      new SignJWT({ ...claims })
+        .setProtectedHeader({ alg: "ES256", kid })
+        .setIssuer(LOCAL_ISSUER)
+        .setAudience(LOCAL_AUDIENCE)
+        .setSubject(claims.sub)
+        .setIssuedAt()
+        .setExpirationTime(Math.floor(Date.now() / 1000) + seconds)
+        .sign(privateKey),
+    jwks: async () => ({ keys: [{ ...(await exportJWK(publicKey)), kid, alg: "ES256" }] }),
+  };
+}
+
+export interface LocalFrontDoor {
+  /** `http://127.0.0.1:<port>/v1` */
+  readonly url: string;
+  readonly issuer: LocalIssuer;
+  stop(): Promise<void>;
+}
+
+/** Serve the front-door function on 127.0.0.1 (`port` 0: a free one). */
+export async function serveFrontDoor(invoke: Invoke, port = 0): Promise<LocalFrontDoor> {
+  const issuer = await localIssuer();
+  const server: Server = createServer((req, res) => {
+    answer(req, res, invoke, issuer).catch((error: unknown) => {
+      send(res, 500, { message: "Internal Server Error" });
+      console.error("front door:", error);
+    });
+  });
+  await new Promise<void>((done, fail) => {
+    server.once("error", fail);
+    server.listen(port, "127.0.0.1", done);
+  });
+  const { port: bound } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${bound}/v1`,
+    issuer,
+    stop: () =>
+      new Promise<void>((done) => {
+        server.closeAllConnections();
+        server.close(() => done());
+      }),
+  };
+}
+
+async function answer(
+  req: IncomingMessage,
+  res: ServerResponse,
+  invoke: Invoke,
+  issuer: LocalIssuer,
+): Promise<void> {
+  const url = new URL(req.url ?? "/", "http://127.0.0.1");
+  const method = req.method ?? "GET";
+  const route = ROUTES.find((r) => r.method === method && matches(r.path, url.pathname));
+  if (!route) return send(res, 404, { message: "Not Found" });
+  const body = await readBody(req);
+  if (body === undefined) return send(res, 413, { message: "Request Entity Too Large" });
+  let claims: Record<string, unknown> | undefined;
+  if (route.auth) {
+    const verified = await verify(req.headers.authorization, issuer);
+    if ("problem" in verified)
+      return send(
+        res,
+        401,
+        { message: "Unauthorized" },
+        {
+          "www-authenticate": `Bearer error="invalid_token" error_description="${verified.problem}"`,
+        },
+      );
+    claims = verified.claims;
+  }
+  const requestId = ulid();
+  const headers = Object.fromEntries(
+    Object.entries(req.headers).flatMap(([k, v]) =>
+      v === undefined ? [] : [[k.toLowerCase(), Array.isArray(v) ? v.join(",") : v]],
+    ),
+  );
+  const now = new Date();
+  const event = {
+    version: "2.0",
+    routeKey: `${route.method} ${route.path}`,
+    rawPath: url.pathname,
+    rawQueryString: url.search.slice(1),
+    headers,
+    ...(body.length > 0 ? { body: body.toString("utf8"), isBase64Encoded: false } : {}),
+    isBase64Encoded: false,
+    requestContext: {
+      accountId: "123456789012",
+      apiId: "local",
+      domainName: "127.0.0.1",
+      domainPrefix: "127",
+      http: {
+        method,
+        path: url.pathname,
+        protocol: "HTTP/1.1",
+        sourceIp: req.socket.remoteAddress ?? "127.0.0.1",
+        userAgent: req.headers["user-agent"] ?? "",
+      },
+      requestId,
+      routeKey: `${route.method} ${route.path}`,
+      stage: "$default",
+      time: now.toUTCString(),
+      timeEpoch: now.getTime(),
+      ...(claims
+        ? { authorizer: { principalId: "", integrationLatency: 0, jwt: { claims, scopes: [] } } }
+        : {}),
+    },
+  } as unknown as APIGatewayProxyEventV2WithJWTAuthorizer;
+  const result = await invoke(event);
+  res.writeHead(result.statusCode ?? 200, {
+    ...(result.headers as Record<string, string> | undefined),
+    "apigw-requestid": requestId,
+  });
+  res.end(result.body ?? "");
+}
+
+async function verify(
+  authorization: string | undefined,
+  issuer: LocalIssuer,
+): Promise<{ claims: Record<string, unknown> } | { problem: string }> {
+  const token = /^Bearer\s+(\S+)$/i.exec(authorization ?? "")?.[1];
+  if (!token) return { problem: "no bearer token in the Authorization header" };
+  try {
+    const { payload } = await jwtVerify(token, issuer.publicKey, {
+      issuer: issuer.issuer,
+      audience: issuer.audience,
+    });
+    return { claims: payload as Record<string, unknown> };
+  } catch (error) {
+    if (error instanceof errors.JWTExpired) return { problem: "the token has expired" };
+    if (error instanceof errors.JWTClaimValidationFailed)
+      return { problem: `the token's ${error.claim} claim is not accepted` };
+    return { problem: "the token is not signed by the issuer" };
+  }
+}
+
+function matches(template: string, path: string): boolean {
+  const pattern = template.replace(/\{[a-z_]+\}/g, "[^/]+").replaceAll(".", "\\.");
+  return new RegExp(`^${pattern}$`).test(path);
+}
+
+async function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_PAYLOAD_BYTES) return undefined;
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+function send(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
+  res.writeHead(status, { "content-type": "application/json", ...headers });
+  res.end(JSON.stringify(body));
+}

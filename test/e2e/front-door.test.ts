@@ -1,0 +1,152 @@
+import { ulid } from "ulid";
+import { describe, expect, it } from "vitest";
+import { loadConversation } from "../../lib/dev/local/scenario/customer-support";
+import { localSupportStack, TIMEOUT } from "./support-stack";
+
+/**
+ * The front door on the local stack, through real HTTP: the HTTP API as API Gateway serves it
+ * (routes, the JWT authorizer with the local issuer) in front of the stack's front-door function,
+ * whose messages go through the whole support conversation.
+ */
+
+describe("the front door on the local stack, over HTTP", () => {
+  const local = localSupportStack("fd");
+  const door = () => {
+    const frontDoor = local.env.frontDoor;
+    if (!frontDoor) throw new Error("the local stack serves no front door");
+    return frontDoor;
+  };
+  const tokenOf = (tenant: string, sub = `u-${tenant}`) =>
+    door().issuer.token({ tenant_id: tenant, sub });
+  const call = async (
+    method: string,
+    path: string,
+    options: { token?: string; body?: unknown; headers?: Record<string, string> } = {},
+  ) => {
+    const response = await fetch(`${door().url}${path}`, {
+      method,
+      headers: {
+        ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),
+        ...(options.body !== undefined ? { "content-type": "application/json" } : {}),
+        ...options.headers,
+      },
+      ...(options.body !== undefined
+        ? { body: typeof options.body === "string" ? options.body : JSON.stringify(options.body) }
+        : {}),
+    });
+    const text = await response.text();
+    return {
+      status: response.status,
+      headers: response.headers,
+      body: text ? JSON.parse(text) : undefined,
+    };
+  };
+
+  it(
+    "a message posted is answered: the reply shows on the conversation, for its tenant only",
+    async () => {
+      expect(door().url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1$/);
+      const conversation = `conv_${ulid()}`;
+      const acme = await tokenOf("acme");
+      const sent = await call("POST", `/conversations/${conversation}/messages`, {
+        token: acme,
+        body: { text: "Where is my order 123?" },
+        headers: { "idempotency-key": `key-${conversation}` },
+      });
+      expect(sent.status, JSON.stringify(sent.body)).toBe(202);
+      const taskId = sent.body.task_id as string;
+      // The same key again: the same answer, one task.
+      const again = await call("POST", `/conversations/${conversation}/messages`, {
+        token: acme,
+        body: { text: "Where is my order 123?" },
+        headers: { "idempotency-key": `key-${conversation}` },
+      });
+      expect(again).toMatchObject({ status: 202, body: sent.body });
+
+      const view = await local.turnReaches(conversation, taskId, "delivered");
+      expect(view.tenant_id).toBe("acme");
+      expect(Object.keys(view.turns)).toEqual([taskId]);
+      const read = await call("GET", `/conversations/${conversation}`, { token: acme });
+      expect(read.status).toBe(200);
+      expect(read.body.turns).toEqual([
+        expect.objectContaining({
+          task_id: taskId,
+          status: "delivered",
+          reply_text: expect.any(String),
+        }),
+      ]);
+
+      // Another tenant: 404 to a read and to a post, as for a conversation that does not exist.
+      const globex = await tokenOf("globex");
+      const foreign = await call("GET", `/conversations/${conversation}`, { token: globex });
+      const missing = await call("GET", `/conversations/conv_${ulid()}`, { token: globex });
+      expect([foreign.status, missing.status]).toEqual([404, 404]);
+      const intrude = await call("POST", `/conversations/${conversation}/messages`, {
+        token: globex,
+        body: { text: "let me in" },
+      });
+      expect(intrude.status).toBe(404);
+      expect((await loadConversation(local.env, conversation))?.turn_order).toEqual([taskId]);
+    },
+    TIMEOUT * 2,
+  );
+
+  it("bad input and bad tokens get their errors, and nothing is written", async () => {
+    const conversation = `conv_${ulid()}`;
+    const acme = await tokenOf("acme");
+    const path = `/conversations/${conversation}/messages`;
+    const expired = await door().issuer.token({ tenant_id: "acme", sub: "u-1" }, -60);
+    const checks: [Promise<{ status: number; body: unknown }>, number, unknown][] = [
+      [call("POST", path, { token: acme, body: "{oops" }), 400, { code: "invalid_json" }],
+      [
+        call("POST", path, { token: acme, body: { text: "hi", admin: true } }),
+        400,
+        { code: "invalid_request" },
+      ],
+      [
+        call("POST", path, { token: acme, body: { text: "x".repeat(20_000) } }),
+        413,
+        { code: "payload_too_large" },
+      ],
+      [call("POST", path, { body: { text: "hi" } }), 401, { message: "Unauthorized" }],
+      [
+        call("POST", path, { token: expired, body: { text: "hi" } }),
+        401,
+        { message: "Unauthorized" },
+      ],
+      [
+        call("POST", path, { token: `${acme}x`, body: { text: "hi" } }),
+        401,
+        { message: "Unauthorized" },
+      ],
+      [
+        call("POST", path, {
+          token: await door().issuer.token({ sub: "u-1" }),
+          body: { text: "hi" },
+        }),
+        403,
+        { code: "forbidden" },
+      ],
+      [call("POST", "/nowhere", { token: acme, body: {} }), 404, { message: "Not Found" }],
+    ];
+    for (const [pending, status, body] of checks) {
+      const response = await pending;
+      expect(response.status, JSON.stringify(response.body)).toBe(status);
+      expect(response.body).toMatchObject(body as object);
+    }
+    const expiredAnswer = await fetch(`${door().url}${path}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${expired}`, "content-type": "application/json" },
+      body: "{}",
+    });
+    expect(expiredAnswer.headers.get("www-authenticate")).toContain("the token has expired");
+    await local.env.runtime.idle();
+    expect(await loadConversation(local.env, conversation)).toBeUndefined();
+  });
+
+  it("serves its OpenAPI document without a token", async () => {
+    const doc = await call("GET", "/openapi.json");
+    expect(doc.status).toBe(200);
+    expect(doc.body).toMatchObject({ openapi: "3.1.0", paths: expect.any(Object) });
+  });
+});
