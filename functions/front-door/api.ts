@@ -1,16 +1,21 @@
 import { createHash } from "node:crypto";
 import { type Envelope, type EventRegistry, tenantOf } from "../../schemas";
+import { WORKFLOW_KINDS } from "../../schemas/events/content-request";
 import { OpaqueId } from "../../schemas/ids";
 import * as z from "../../schemas/zod";
 import { AgentBusError } from "../core/errors";
 import type { Clock, EventPublisher, EventStore, IdSource } from "../core/ports";
 import type { ConversationView } from "../roles/customer-support/conversation-projection/conversation-projection";
+import type { OrchestratorState } from "../roles/orchestrator/state";
 import type { AcceptedRequest, AcceptedRequests } from "./accepted";
 import {
   ConversationResponse,
   MessageAcceptedResponse,
   PostMessageBody,
   ProblemResponse,
+  RunAcceptedResponse,
+  RunResponse,
+  StartRunBody,
 } from "./contract";
 import {
   fail,
@@ -30,6 +35,10 @@ import openapi from "./openapi.json";
  * validates what it is sent (400 with every issue), and either puts one accepted event on its
  * topic's bus or reads a projection, answering only for the caller's tenant: another tenant's id
  * answers 404, the same as an id that does not exist.
+ *
+ * Starting a workflow run: the body is the content request; it becomes the
+ * `workflow.start.requested` an operator would send (a new run `run_<event id>`, on the commands
+ * bus), and `GET /v1/runs/{id}` reads the run's state: each node's state and output.
  *
  * Posting a message: the body (at most `maxBodyBytes`, JSON) becomes a
  * `conversation.message.received` (unsequenced, aggregate `conversation/<id>`, a new task) with
@@ -61,6 +70,7 @@ export const DEFAULT_MAX_BODY_BYTES = 16 * 1024;
 export const DEFAULT_IDEMPOTENCY_HOURS = 24;
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 export const CONVERSATION_VIEW = "conversation_view";
+export const DAG_RUN = "dag_run";
 
 interface RouteContext {
   readonly request: HttpRequest;
@@ -123,6 +133,32 @@ export const ROUTES: readonly Route[] = [
       ...problems(400, 401, 403, 404),
     },
     run: getConversation,
+  },
+  {
+    method: "POST",
+    path: "/v1/workflows/{workflow_name}/runs",
+    operationId: "startRun",
+    summary: "Start a content-production run of a workflow (quick-news, long-form)",
+    auth: true,
+    body: StartRunBody,
+    idempotent: true,
+    responses: {
+      202: { description: "accepted: the run to follow", schema: RunAcceptedResponse },
+      ...problems(400, 401, 403, 404, 409, 413, 415, 503),
+    },
+    run: startRun,
+  },
+  {
+    method: "GET",
+    path: "/v1/runs/{run_id}",
+    operationId: "getRun",
+    summary: "A workflow run: its status, each node's state and output",
+    auth: true,
+    responses: {
+      200: { description: "the run", schema: RunResponse },
+      ...problems(400, 401, 403, 404),
+    },
+    run: getRun,
   },
 ];
 
@@ -252,9 +288,7 @@ async function conversationOf(
 async function postMessage({ request, params, ports, settings }: RouteContext) {
   const caller = callerOf(request.claims, settings.tenantClaim);
   const conversationId = idParam(params, "conversation_id");
-  const key = header(request, "idempotency-key");
-  if (key !== undefined && !IDEMPOTENCY_KEY.test(key))
-    fail("invalid_request", "Idempotency-Key must be 1-255 printable ASCII characters");
+  checkIdempotencyKey(request);
   const body = bodyOf(request, PostMessageBody, settings.maxBodyBytes);
   await conversationOf(ports, caller, conversationId);
   const now = ports.clock.now();
@@ -281,20 +315,36 @@ async function postMessage({ request, params, ports, settings }: RouteContext) {
     },
   });
   if (!parsed.ok) throw new Error(`the front door built an invalid message: ${parsed.message}`);
-  let envelope: Envelope = parsed.envelope;
-  let answer: Record<string, unknown> = {
+  return accept({ request, ports, settings }, caller, parsed.envelope, body, {
     event_id: eventId,
     task_id: taskId,
-    correlation_id: envelope.correlation_id,
+    correlation_id: parsed.envelope.correlation_id,
     conversation_id: conversationId,
     links: { conversation: `/v1/conversations/${conversationId}` },
-  };
+  });
+}
+
+/**
+ * Put an accepted envelope on its topic's bus and answer 202 with `answer`; with an
+ * Idempotency-Key, the stored envelope and answer of the key's first request instead (see top).
+ */
+async function accept(
+  { request, ports, settings }: Pick<RouteContext, "request" | "ports" | "settings">,
+  caller: Caller,
+  accepted: Envelope,
+  body: unknown,
+  answer: Record<string, unknown>,
+): Promise<HttpResponse> {
+  let envelope = accepted;
+  let response = answer;
+  const key = header(request, "idempotency-key");
   if (key !== undefined) {
+    const now = ports.clock.now();
     const record: AcceptedRequest = {
       key: `${caller.tenantId}#${sha256(key)}`,
       request_sha256: sha256(`${request.method} ${request.path}\n${JSON.stringify(body)}`),
       envelope,
-      response: answer,
+      response,
       accepted_at: now.toISOString(),
     };
     const expires = new Date(now.getTime() + settings.idempotencyHours * 3600 * 1000);
@@ -305,20 +355,87 @@ async function postMessage({ request, params, ports, settings }: RouteContext) {
         `Idempotency-Key ${JSON.stringify(key)} was used at ${stored.accepted_at} for another request`,
       );
     envelope = stored.envelope;
-    answer = { ...stored.response };
+    response = { ...stored.response };
   }
   const topic = ports.registry.find(envelope.event_type)?.topic ?? "events";
   const failures = await ports.publisher.publish(topic, [envelope]);
   if (failures.length > 0)
     fail(
       "unavailable",
-      `the message was not put on the bus (${failures[0]?.code}); send it again`,
+      `the request was not put on the bus (${failures[0]?.code}); send it again`,
       {
         headers: { "retry-after": "1" },
       },
     );
-  return json(202, answer, {
-    location: String((answer.links as { conversation: string }).conversation),
+  const links = response.links as Record<string, string>;
+  return json(202, response, { location: Object.values(links)[0] ?? "" });
+}
+
+/** The Idempotency-Key header, checked (400 when it is not 1-255 printable characters). */
+function checkIdempotencyKey(request: HttpRequest): void {
+  const key = header(request, "idempotency-key");
+  if (key !== undefined && !IDEMPOTENCY_KEY.test(key))
+    fail("invalid_request", "Idempotency-Key must be 1-255 printable ASCII characters");
+}
+
+async function startRun({ request, params, ports, settings }: RouteContext) {
+  const caller = callerOf(request.claims, settings.tenantClaim);
+  const name = params.workflow_name ?? "";
+  if (!(WORKFLOW_KINDS as readonly string[]).includes(name))
+    fail(
+      "not_found",
+      `no workflow ${JSON.stringify(name)} (workflows: ${WORKFLOW_KINDS.join(", ")})`,
+    );
+  checkIdempotencyKey(request);
+  const body = bodyOf(request, StartRunBody, settings.maxBodyBytes);
+  const eventId = ports.ids.next();
+  const runId = `run_${eventId}`;
+  const parsed = ports.registry.parse({
+    event_id: eventId,
+    event_type: "workflow.start.requested",
+    schema_version: 2,
+    occurred_at: ports.clock.now().toISOString(),
+    correlation_id: `corr_${eventId}`,
+    causation_id: null,
+    task_id: `task_${eventId}`,
+    tenant_id: caller.tenantId,
+    user_id: caller.userId,
+    aggregate: { type: "dag_run", id: runId, version: 0 },
+    order_key: runId,
+    producer: "front-door",
+    payload: { run_id: runId, workflow_name: name, request: body },
+  });
+  if (!parsed.ok) throw new Error(`the front door built an invalid start: ${parsed.message}`);
+  return accept({ request, ports, settings }, caller, parsed.envelope, body, {
+    event_id: eventId,
+    run_id: runId,
+    task_id: parsed.envelope.task_id,
+    correlation_id: parsed.envelope.correlation_id,
+    links: { run: `/v1/runs/${runId}` },
+  });
+}
+
+async function getRun({ request, params, ports, settings }: RouteContext) {
+  const caller = callerOf(request.claims, settings.tenantClaim);
+  const runId = idParam(params, "run_id");
+  const loaded = await ports.store.load({ state: { type: DAG_RUN, id: runId } });
+  const state = loaded.state?.data as OrchestratorState | null | undefined;
+  if (!state || tenantOf(state) !== caller.tenantId) fail("not_found", `no run ${runId}`);
+  const { run } = state;
+  return json(200, {
+    run_id: runId,
+    workflow: run.workflow,
+    status: run.status,
+    nodes: Object.fromEntries(
+      Object.entries(run.nodes).map(([id, node]) => [
+        id,
+        {
+          state: node.state,
+          ...(node.output === undefined ? {} : { output: node.output }),
+          ...(node.error ? { error: { code: node.error.code, message: node.error.message } } : {}),
+        },
+      ]),
+    ),
   });
 }
 

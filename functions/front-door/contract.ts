@@ -1,3 +1,4 @@
+import { ContentRequest } from "../../schemas/events/content-request";
 import { Channel, MessageText } from "../../schemas/events/conversation";
 import { OpaqueId, Ulid } from "../../schemas/ids";
 import * as z from "../../schemas/zod";
@@ -41,6 +42,33 @@ export const ConversationResponse = z.object({
   conversation_id: OpaqueId,
   version: z.int(),
   turns: z.array(ConversationTurnResponse),
+});
+
+/** `POST /v1/workflows/{workflow_name}/runs`: the content request (a topic hint, and more). */
+export const StartRunBody = ContentRequest;
+
+/** What a started run gives back (202). */
+export const RunAcceptedResponse = z.object({
+  event_id: Ulid,
+  run_id: OpaqueId,
+  task_id: OpaqueId,
+  correlation_id: OpaqueId,
+  links: z.object({ run: z.string() }),
+});
+
+/** `GET /v1/runs/{run_id}`: the run, each node's state and, when it has one, its output. */
+export const RunResponse = z.object({
+  run_id: OpaqueId,
+  workflow: z.object({ name: z.string(), version: z.int() }),
+  status: z.string(),
+  nodes: z.record(
+    z.string(),
+    z.object({
+      state: z.string(),
+      output: z.optional(z.unknown()),
+      error: z.optional(z.object({ code: z.string(), message: z.string() })),
+    }),
+  ),
 });
 
 /** Every error (RFC 9457 problem details). */

@@ -82,7 +82,7 @@ describe("the front door", () => {
         actions: ["dynamodb:GetItem"],
         condition: {
           "ForAllValues:StringLike": {
-            "dynamodb:LeadingKeys": ["conversation_view#*", "http_request#*"],
+            "dynamodb:LeadingKeys": ["conversation_view#*", "dag_run#*", "http_request#*"],
           },
         },
       },

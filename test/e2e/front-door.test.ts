@@ -144,6 +144,36 @@ describe("the front door on the local stack, over HTTP", () => {
     expect(await loadConversation(local.env, conversation)).toBeUndefined();
   });
 
+  it(
+    "a workflow run started over HTTP completes, and its nodes' outputs are read back",
+    async () => {
+      const acme = await tokenOf("acme");
+      const started = await call("POST", "/workflows/quick-news/runs", {
+        token: acme,
+        body: { topic_hint: "grid storage" },
+      });
+      expect(started.status, JSON.stringify(started.body)).toBe(202);
+      const runPath = (started.body.links.run as string).replace(/^\/v1/, "");
+      const deadline = Date.now() + TIMEOUT;
+      let run = await call("GET", runPath, { token: acme });
+      while (run.body?.status !== "COMPLETED" && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 500));
+        run = await call("GET", runPath, { token: acme });
+      }
+      expect(run.body).toMatchObject({ run_id: started.body.run_id, status: "COMPLETED" });
+      expect(
+        Object.values(run.body.nodes as Record<string, { state: string; output?: unknown }>),
+      ).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ state: "COMPLETED", output: expect.anything() }),
+        ]),
+      );
+      const foreign = await call("GET", runPath, { token: await tokenOf("globex") });
+      expect(foreign.status).toBe(404);
+    },
+    TIMEOUT + 30_000,
+  );
+
   it("serves its OpenAPI document without a token", async () => {
     const doc = await call("GET", "/openapi.json");
     expect(doc.status).toBe(200);

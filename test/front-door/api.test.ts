@@ -226,3 +226,84 @@ describe("tenants", () => {
     expect(userIdOf("alice@example.com")).toMatch(/^user_[a-p]{26}$/);
   });
 });
+
+describe("workflow runs", () => {
+  it("POST /v1/workflows/{name}/runs starts a run of the caller's tenant; GET /v1/runs/{id} reads it", async () => {
+    const { send, published, views } = world();
+    const started = await send({
+      method: "POST",
+      path: "/v1/workflows/quick-news/runs",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ topic_hint: "grid storage" }),
+      claims: ACME,
+    });
+    expect(started.statusCode).toBe(202);
+    const answer = bodyOf(started);
+    const event = published[0] as Envelope;
+    expect(answer).toEqual({
+      event_id: event.event_id,
+      run_id: `run_${event.event_id}`,
+      task_id: `task_${event.event_id}`,
+      correlation_id: `corr_${event.event_id}`,
+      links: { run: `/v1/runs/run_${event.event_id}` },
+    });
+    expect(event).toMatchObject({
+      event_type: "workflow.start.requested",
+      tenant_id: "acme",
+      aggregate: { type: "dag_run", id: answer.run_id, version: 0 },
+      payload: {
+        run_id: answer.run_id,
+        workflow_name: "quick-news",
+        request: { topic_hint: "grid storage" },
+      },
+    });
+    expect(registry.parse(event).ok).toBe(true);
+
+    views.set(`dag_run#${answer.run_id}`, {
+      workflow: "quick-news",
+      tenant_id: "acme",
+      run: {
+        run_id: answer.run_id,
+        workflow: { name: "quick-news", version: 2 },
+        status: "COMPLETED",
+        generation: 0,
+        input: {},
+        nodes: {
+          write: { state: "COMPLETED", remaining_upstreams: 0, attempt: 1, output: { title: "t" } },
+        },
+      },
+      held: [],
+      timeline: [],
+    });
+    const read = await send({ method: "GET", path: `/v1/runs/${answer.run_id}`, claims: ACME });
+    expect(bodyOf(read)).toEqual({
+      run_id: answer.run_id,
+      workflow: { name: "quick-news", version: 2 },
+      status: "COMPLETED",
+      nodes: { write: { state: "COMPLETED", output: { title: "t" } } },
+    });
+    const foreign = await send({
+      method: "GET",
+      path: `/v1/runs/${answer.run_id}`,
+      claims: GLOBEX,
+    });
+    expect(foreign.statusCode).toBe(404);
+  });
+
+  it("an unknown workflow or a request that does not fit is refused, nothing put", async () => {
+    const { send, published } = world();
+    const start = (name: string, body: unknown) =>
+      send({
+        method: "POST",
+        path: `/v1/workflows/${name}/runs`,
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+        claims: ACME,
+      });
+    const unknown = await start("poetry", { topic_hint: "x" });
+    expect(unknown.statusCode).toBe(404);
+    expect(bodyOf(unknown).detail).toContain("quick-news");
+    expect((await start("long-form", { topic: "no hint" })).statusCode).toBe(400);
+    expect(published).toEqual([]);
+  });
+});

@@ -91,6 +91,7 @@ async function start(
     timeline: [],
     leases: {},
     origin: { correlation_id: event.correlation_id, task_id: event.task_id },
+    ...(event.tenant_id === undefined ? {} : { tenant_id: event.tenant_id }),
   };
   return applyTransition(begun, transition, event, leasing);
 }

@@ -1,3 +1,4 @@
+import { TenantId } from "../../../schemas/ids";
 import * as z from "../../../schemas/zod";
 import type { ApprovalRequest } from "../../core/approval";
 import type { WorkflowDefinition } from "../../core/dag/definition";
@@ -82,6 +83,8 @@ export const OrchestratorStateSchema = z.object({
   waits: z.optional(z.record(z.string(), NodeWaitSchema)),
   /** Correlation and task of the start request: what the sweeper's reports about the run carry. */
   origin: z.optional(z.object({ correlation_id: z.string(), task_id: z.string() })),
+  /** The tenant whose run it is: its start request's (absent: the default tenant). */
+  tenant_id: z.optional(TenantId),
 });
 export type OrchestratorState = z.output<typeof OrchestratorStateSchema>;
 

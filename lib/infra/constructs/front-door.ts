@@ -54,7 +54,8 @@ export const FRONT_DOOR_TENANT_CLAIM_CONTEXT = "agentbus:tenantClaim";
  * and writes an access log (JSON, one line per request, with the caller's `sub` and the status)
  * to a log group kept a month.
  *
- * The function may read the state items it answers from (conversation views, accepted requests)
+ * The function may read the state items it answers from (conversation views, workflow runs,
+ * accepted requests)
  * and write accepted requests only: GetItem and PutItem on the state table, limited by
  * `dynamodb:LeadingKeys` to those keys; PutEvents on its buses.
  */
@@ -148,7 +149,7 @@ export class FrontDoor extends Construct {
       new PolicyStatement({
         actions: ["dynamodb:GetItem"],
         resources: [tables.state.tableArn],
-        conditions: leading(["conversation_view#*", "http_request#*"]),
+        conditions: leading(["conversation_view#*", "dag_run#*", "http_request#*"]),
       }),
     );
     this.function.addToRolePolicy(
