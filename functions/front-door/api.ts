@@ -27,6 +27,7 @@ import {
   problemResponse,
 } from "./http";
 import { type Caller, callerOf } from "./identity";
+import type { TenantLimits } from "./limits";
 import openapi from "./openapi.json";
 
 /**
@@ -52,6 +53,8 @@ export interface FrontDoorPorts {
   /** The projections the reads answer from (state items only). */
   readonly store: Pick<EventStore, "load">;
   readonly accepted: AcceptedRequests;
+  /** Each tenant's cap on the requests that put something on the bus. */
+  readonly limits: TenantLimits;
   readonly registry: EventRegistry;
   readonly ids: IdSource;
   readonly clock: Clock;
@@ -118,7 +121,7 @@ export const ROUTES: readonly Route[] = [
     idempotent: true,
     responses: {
       202: { description: "accepted: the ids to follow", schema: MessageAcceptedResponse },
-      ...problems(400, 401, 403, 404, 409, 413, 415, 503),
+      ...problems(400, 401, 403, 404, 409, 413, 415, 429, 503),
     },
     run: postMessage,
   },
@@ -144,7 +147,7 @@ export const ROUTES: readonly Route[] = [
     idempotent: true,
     responses: {
       202: { description: "accepted: the run to follow", schema: RunAcceptedResponse },
-      ...problems(400, 401, 403, 404, 409, 413, 415, 503),
+      ...problems(400, 401, 403, 404, 409, 413, 415, 429, 503),
     },
     run: startRun,
   },
@@ -335,6 +338,11 @@ async function accept(
   body: unknown,
   answer: Record<string, unknown>,
 ): Promise<HttpResponse> {
+  const limited = await ports.limits.take(caller.tenantId, ports.clock.now());
+  if ("retryAfterSeconds" in limited)
+    fail("too_many_requests", `tenant ${caller.tenantId} is over its requests per minute`, {
+      headers: { "retry-after": String(limited.retryAfterSeconds) },
+    });
   let envelope = accepted;
   let response = answer;
   const key = header(request, "idempotency-key");

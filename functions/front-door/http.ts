@@ -36,6 +36,7 @@ export const PROBLEMS = {
   idempotency_key_reused: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  too_many_requests: 429,
   internal: 500,
   unavailable: 503,
 } as const;

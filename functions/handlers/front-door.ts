@@ -8,6 +8,7 @@ import * as z from "../../schemas/zod";
 import type { AwsClient } from "../adapters/aws/client";
 import { DynamoAcceptedRequests } from "../adapters/dynamodb/accepted-requests";
 import { DynamoConsumerStore } from "../adapters/dynamodb/event-store";
+import { DynamoTenantLimits } from "../adapters/dynamodb/tenant-limits";
 import { EventBridgePublisher } from "../adapters/eventbridge/publisher";
 import { parseEnv } from "../core/parse-env";
 import type { Clock, EventPublisher } from "../core/ports";
@@ -15,6 +16,7 @@ import { systemClock, ulidSource } from "../core/runtime";
 import type { AcceptedRequests } from "../front-door/accepted";
 import { type FrontDoorPorts, handleRequest } from "../front-door/api";
 import type { HttpRequest } from "../front-door/http";
+import type { TenantLimits } from "../front-door/limits";
 import { containerAwsClient } from "./aws";
 import { lambdaEntry } from "./lambda-entry";
 import { type Observability, observability } from "./observe";
@@ -32,6 +34,11 @@ export const FrontDoorEnv = z.object({
   BUS_COMMANDS: z.optional(z.string().check(z.minLength(1))),
   /** The token claim that names the tenant. */
   TENANT_CLAIM: z._default(z.string().check(z.minLength(1)), "tenant_id"),
+  /** Each tenant's requests per minute that put something on the bus (429 beyond). */
+  TENANT_REQUESTS_PER_MINUTE: z._default(
+    z.coerce.number().check(z.int(), z.minimum(1), z.maximum(1_000_000)),
+    600,
+  ),
   MAX_BODY_BYTES: z._default(
     z.coerce.number().check(z.int(), z.minimum(1024), z.maximum(1024 * 1024)),
     16 * 1024,
@@ -48,6 +55,7 @@ export interface FrontDoorOptions {
   /** Replaces the EventBridge publisher (tests). */
   readonly publisher?: EventPublisher;
   readonly accepted?: AcceptedRequests;
+  readonly limits?: TenantLimits;
 }
 
 export type FrontDoorHandler = (
@@ -73,6 +81,13 @@ export function createFrontDoorHandler(options: FrontDoorOptions = {}): FrontDoo
     accepted:
       options.accepted ??
       new DynamoAcceptedRequests({ client: dynamodb, tableName: env.STATE_TABLE }),
+    limits:
+      options.limits ??
+      new DynamoTenantLimits({
+        client: dynamodb,
+        tableName: env.STATE_TABLE,
+        perMinute: env.TENANT_REQUESTS_PER_MINUTE,
+      }),
     registry: options.registry ?? defaultRegistry,
     ids: ulidSource(clock),
     clock,

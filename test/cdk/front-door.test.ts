@@ -72,7 +72,11 @@ describe("the front door", () => {
     const [fn] = functionsOfKind(template, "front-door") as Resource[];
     if (!fn) throw new Error("no front-door function");
     expect(fn.Properties.Environment).toMatchObject({
-      Variables: { TENANT_CLAIM: "tenant_id", BUS_EVENTS: expect.anything() },
+      Variables: {
+        TENANT_CLAIM: "tenant_id",
+        TENANT_REQUESTS_PER_MINUTE: "600",
+        BUS_EVENTS: expect.anything(),
+      },
     });
     const dynamodb = statementsOf(template, fn).filter((s) =>
       s.Action.some((a) => a.startsWith("dynamodb:")),
@@ -90,6 +94,12 @@ describe("the front door", () => {
         actions: ["dynamodb:PutItem"],
         condition: {
           "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["http_request#*"] },
+        },
+      },
+      {
+        actions: ["dynamodb:UpdateItem"],
+        condition: {
+          "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["tenant_rate#*"] },
         },
       },
     ]);

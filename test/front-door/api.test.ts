@@ -6,6 +6,7 @@ import { InMemoryAcceptedRequests } from "../../functions/front-door/accepted";
 import { type FrontDoorPorts, handleRequest } from "../../functions/front-door/api";
 import type { HttpRequest } from "../../functions/front-door/http";
 import { userIdOf } from "../../functions/front-door/identity";
+import { InMemoryTenantLimits } from "../../functions/front-door/limits";
 import { type Envelope, registry } from "../../schemas";
 
 /**
@@ -17,7 +18,7 @@ import { type Envelope, registry } from "../../schemas";
 const ACME = { tenant_id: "acme", sub: "7b0c2a4e-5d1f-4c3b-9a8e-2f6d1c0b9e7a" };
 const GLOBEX = { tenant_id: "globex", sub: "auth0|5f7c8ec7c33c6c004bbafe82" };
 
-function world(options: { failPublish?: "transient" | "entry" } = {}) {
+function world(options: { failPublish?: "transient" | "entry"; perMinute?: number } = {}) {
   const published: Envelope[] = [];
   const views = new Map<string, unknown>();
   const accepted = new InMemoryAcceptedRequests();
@@ -47,6 +48,7 @@ function world(options: { failPublish?: "transient" | "entry" } = {}) {
       },
     },
     accepted,
+    limits: new InMemoryTenantLimits(options.perMinute ?? 100),
     registry,
     ids: { next: () => ulid() },
     clock: { now: () => new Date("2026-12-02T10:00:00.000Z") },
@@ -166,6 +168,23 @@ describe("POST /v1/conversations/{id}/messages", () => {
       expect(response.statusCode).toBe(503);
       expect(response.headers["retry-after"]).toBe("1");
     }
+  });
+});
+
+describe("each tenant's cap", () => {
+  it("over its requests per minute a tenant gets 429 with Retry-After, others go on", async () => {
+    const { send, published } = world({ perMinute: 2 });
+    const statuses = [];
+    for (let i = 0; i < 3; i++)
+      statuses.push((await send(post("conv_a1", { text: `hi ${i}` }))).statusCode);
+    expect(statuses).toEqual([202, 202, 429]);
+    const refused = await send(post("conv_a1", { text: "again" }));
+    expect(bodyOf(refused)).toMatchObject({ status: 429, code: "too_many_requests" });
+    // 10:00:00 in the test's clock: the whole minute is left.
+    expect(refused.headers["retry-after"]).toBe("60");
+    const other = await send({ ...post("conv_g1", { text: "hi" }), claims: GLOBEX });
+    expect(other.statusCode).toBe(202);
+    expect(published).toHaveLength(3);
   });
 });
 

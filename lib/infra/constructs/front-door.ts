@@ -34,6 +34,8 @@ export interface FrontDoorProps {
   /** The buses accepted messages go to (events; commands when there is one). */
   readonly topics: readonly Topic[];
   readonly issuer: FrontDoorIssuer;
+  /** Each tenant's requests per minute that put something on the bus (429 beyond). @default 600 */
+  readonly tenantRequestsPerMinute?: number;
   /**
    * Requests per second across the API, and the burst above it: API Gateway answers 429 beyond.
    * @default 100 per second, a burst of 200
@@ -56,7 +58,7 @@ export const FRONT_DOOR_TENANT_CLAIM_CONTEXT = "agentbus:tenantClaim";
  *
  * The function may read the state items it answers from (conversation views, workflow runs,
  * accepted requests)
- * and write accepted requests only: GetItem and PutItem on the state table, limited by
+ * and write accepted requests and the tenants' request counts only: GetItem and PutItem on the state table, limited by
  * `dynamodb:LeadingKeys` to those keys; PutEvents on its buses.
  */
 export class FrontDoor extends Construct {
@@ -72,6 +74,7 @@ export class FrontDoor extends Construct {
     const environment: Record<string, string> = {
       STATE_TABLE: props.tables.state.tableName,
       TENANT_CLAIM: issuer.tenantClaim ?? "tenant_id",
+      TENANT_REQUESTS_PER_MINUTE: String(props.tenantRequestsPerMinute ?? 600),
     };
     for (const topic of props.topics)
       environment[`BUS_${topic.topicName.toUpperCase()}`] = topic.busName;
@@ -157,6 +160,13 @@ export class FrontDoor extends Construct {
         actions: ["dynamodb:PutItem"],
         resources: [tables.state.tableArn],
         conditions: leading(["http_request#*"]),
+      }),
+    );
+    this.function.addToRolePolicy(
+      new PolicyStatement({
+        actions: ["dynamodb:UpdateItem"],
+        resources: [tables.state.tableArn],
+        conditions: leading(["tenant_rate#*"]),
       }),
     );
   }

@@ -1,0 +1,78 @@
+import {
+  CreateTableCommand,
+  DeleteTableCommand,
+  DynamoDBClient,
+  GetItemCommand,
+  waitUntilTableExists,
+} from "@aws-sdk/client-dynamodb";
+import { ulid } from "ulid";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  acceptedRequestKey,
+  DynamoAcceptedRequests,
+} from "../../functions/adapters/dynamodb/accepted-requests";
+import { TABLES } from "../../functions/adapters/dynamodb/layouts";
+import { DynamoTenantLimits } from "../../functions/adapters/dynamodb/tenant-limits";
+import type { AcceptedRequest } from "../../functions/front-door/accepted";
+import { fromSdk } from "../../lib/operator/from-sdk";
+import type { Envelope } from "../../schemas";
+import { emulator } from "../support/aws";
+import { createTableInput } from "../support/tables";
+
+/** The front door's items on the state table, against the emulator. */
+
+const tableName = `front-door-state-${ulid().toLowerCase()}`;
+let client: DynamoDBClient;
+
+beforeAll(async () => {
+  client = new DynamoDBClient(emulator());
+  await client.send(new CreateTableCommand(createTableInput(tableName, TABLES.state)));
+  await waitUntilTableExists({ client, maxWaitTime: 30, minDelay: 1 }, { TableName: tableName });
+});
+
+afterAll(async () => {
+  await client.send(new DeleteTableCommand({ TableName: tableName })).catch(() => undefined);
+  client.destroy();
+});
+
+const record = (key: string, sha: string): AcceptedRequest => ({
+  key,
+  request_sha256: sha,
+  envelope: { event_id: ulid(), event_type: "conversation.message.received" } as Envelope,
+  response: { task_id: "task_1" },
+  accepted_at: "2026-12-02T10:00:00.000Z",
+});
+
+describe("DynamoAcceptedRequests", () => {
+  it("keeps the first request under a key, and gives it back to every later put", async () => {
+    const store = new DynamoAcceptedRequests({ client: fromSdk(client), tableName });
+    const first = record(`acme#${ulid()}`, "a");
+    const expires = new Date("2026-12-03T10:00:00.000Z");
+    expect(await store.putIfAbsent(first, expires)).toEqual(first);
+    expect(await store.putIfAbsent(record(first.key, "b"), expires)).toEqual(first);
+    const item = await client.send(
+      new GetItemCommand({
+        TableName: tableName,
+        Key: { pk: { S: acceptedRequestKey(first.key) } },
+      }),
+    );
+    expect(item.Item?.ttl?.N).toBe(String(expires.getTime() / 1000));
+    // No attribute of the table's sparse indexes: the item is in none of them.
+    expect(Object.keys(item.Item ?? {}).sort()).toEqual(
+      ["accepted_at", "envelope", "pk", "request_sha256", "response", "ttl"].sort(),
+    );
+  });
+});
+
+describe("DynamoTenantLimits", () => {
+  it("counts a tenant's requests per minute up to the cap, then refuses until the next minute", async () => {
+    const limits = new DynamoTenantLimits({ client: fromSdk(client), tableName, perMinute: 2 });
+    const tenant = `t-${ulid().toLowerCase()}`;
+    const at = new Date("2026-12-02T10:04:45.000Z");
+    expect(await limits.take(tenant, at)).toEqual({ ok: true });
+    expect(await limits.take(tenant, at)).toEqual({ ok: true });
+    expect(await limits.take(tenant, at)).toEqual({ retryAfterSeconds: 15 });
+    expect(await limits.take(`${tenant}-other`, at)).toEqual({ ok: true });
+    expect(await limits.take(tenant, new Date("2026-12-02T10:05:00.000Z"))).toEqual({ ok: true });
+  });
+});
