@@ -157,6 +157,33 @@ describe("conversation (ingress)", () => {
     expect(error).toMatchObject({ code: "conversation.customer_mismatch" });
     expect(await conversationVersionReader(store)(conv)).toBe(1);
   });
+
+  it("keeps the first message's tenant and rejects another tenant's message", async () => {
+    const { deps, store } = makeDeps();
+    const conv = newConversationId();
+    await consume(
+      clientMessage(conv, "hi", { overrides: { tenant_id: "acme" } }),
+      conversation,
+      deps,
+    );
+    const stored = await store.load({ state: { type: "conversation", id: conv } });
+    expect((stored.state?.data as { tenant_id?: string }).tenant_id).toBe("acme");
+    const again = await consume(
+      clientMessage(conv, "and again", { overrides: { tenant_id: "acme" } }),
+      conversation,
+      deps,
+    );
+    expect(again.status).toBe("applied");
+    for (const tenant of ["globex", undefined]) {
+      const error = await consume(
+        clientMessage(conv, "mine now", { overrides: { tenant_id: tenant } }),
+        conversation,
+        deps,
+      ).catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: "conversation.tenant_mismatch" });
+    }
+    expect(await conversationVersionReader(store)(conv)).toBe(2);
+  });
 });
 
 describe("router", () => {

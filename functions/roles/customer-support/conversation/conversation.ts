@@ -1,6 +1,7 @@
 import { type Envelope, MAX_STREAM_VERSION } from "../../../../schemas";
 import type { MessageAccepted } from "../../../../schemas/events/conversation";
 import type { RouteRequested } from "../../../../schemas/events/support-commands";
+import { tenantOf } from "../../../../schemas/ids";
 import { newestWithin } from "../../../core/budget";
 import { defineRole, type EventOf, type TypedDecision } from "../../../core/define-role";
 import { PermanentError } from "../../../core/errors";
@@ -30,7 +31,10 @@ import type { Role } from "../../../core/role";
  * Refused (PermanentError, the message goes to the DLQ):
  * - `conversation.aggregate_mismatch`: the aggregate is not `conversation/<id>`, or the envelope's
  *   `conversation_id` differs from the aggregate id;
- * - `conversation.customer_mismatch`: the conversation belongs to another customer.
+ * - `conversation.customer_mismatch`: the conversation belongs to another customer;
+ * - `conversation.tenant_mismatch`: the conversation belongs to another tenant (the first
+ *   message's; a state from before tenants belongs to the default one). The front door refuses
+ *   such a message first (404); this holds when two tenants' first messages race.
  */
 
 export const CONVERSATION_AGGREGATE = "conversation";
@@ -56,6 +60,8 @@ export interface ConversationMessage {
 export interface ConversationState {
   readonly conversation_id: string;
   readonly customer_id: string;
+  /** The tenant of the conversation's first message (absent: the default tenant). */
+  readonly tenant_id?: string;
   /** Number of messages accepted so far (the conversation version). */
   readonly version: number;
   /** The last CONVERSATION_MESSAGE_LIMIT messages (at most MESSAGES_MAX_BYTES), oldest first. */
@@ -105,10 +111,18 @@ function acceptMessage(
       `conversation ${conversationId} belongs to another customer`,
       { details: { conversation_id: conversationId, event_id: event.event_id } },
     );
+  if (state && tenantOf(state) !== tenantOf(event))
+    throw new PermanentError(
+      "conversation.tenant_mismatch",
+      `conversation ${conversationId} belongs to another tenant`,
+      { details: { conversation_id: conversationId, event_id: event.event_id } },
+    );
   const version = (state?.version ?? 0) + 1;
+  const tenant = state ? state.tenant_id : event.tenant_id;
   const next: ConversationState = {
     conversation_id: conversationId,
     customer_id: message.customer_id,
+    ...(tenant === undefined ? {} : { tenant_id: tenant }),
     version,
     messages: keptMessages(state, {
       version,
