@@ -167,7 +167,7 @@ describe("conversation (ingress)", () => {
       deps,
     );
     const stored = await store.load({ state: { type: "conversation", id: conv } });
-    expect((stored.state?.data as { tenant_id?: string }).tenant_id).toBe("acme");
+    expect((stored.state?.data as { tenant_id?: string } | undefined)?.tenant_id).toBe("acme");
     const again = await consume(
       clientMessage(conv, "and again", { overrides: { tenant_id: "acme" } }),
       conversation,
