@@ -28,7 +28,8 @@ function eventLine(n: TraceNode): string {
     e.version > 0 ? `${e.aggregate.type}/${e.aggregate.id} v${e.version}` : "unsequenced";
   const stored = e.storedSchemaVersion ? ` (stored as schema v${e.storedSchemaVersion})` : "";
   const step = e.agentStep ? ` after ${e.agentStep}` : "";
-  return `${e.eventType}${stored} [${where}] ${e.eventId} by ${e.producer || "?"} at ${e.occurredAt}${step}`;
+  const tenant = e.tenantId ? ` for tenant ${e.tenantId}` : "";
+  return `${e.eventType}${stored} [${where}] ${e.eventId} by ${e.producer || "?"}${tenant} at ${e.occurredAt}${step}`;
 }
 
 function nodeLines(n: TraceNode, prefix: string, branch: string): string[] {

@@ -153,6 +153,7 @@ function eventOfEnvelope(e: Envelope): TraceEvent {
     correlationId: e.correlation_id,
     taskId: e.task_id,
     ...(e.causation_id ? { causationId: e.causation_id } : {}),
+    ...(e.tenant_id ? { tenantId: e.tenant_id } : {}),
     ...agentStepOf(e),
   };
 }

@@ -48,6 +48,8 @@ export interface TraceEvent {
   readonly correlationId: string;
   readonly taskId: string;
   readonly causationId?: string;
+  /** The tenant the event belongs to, when it names one (events from before tenants do not). */
+  readonly tenantId?: string;
   /** The schema version the stored event was written in, when older than its type's newest. */
   readonly storedSchemaVersion?: number;
   /**

@@ -145,6 +145,19 @@ describe("buildTrace: the causal tree of an event, task or correlation", () => {
     expect(text).toContain("audit: applied (after 2 receive(s), last error gate.gap_unrepairable)");
   });
 
+  it("names the tenant of an event that carries one", async () => {
+    const tenanted = {
+      ...taskEvent(4, { taskId, correlationId, causationId: (stream[2] as Envelope).event_id }),
+      tenant_id: "acme",
+    };
+    await store.commit({ append: [tenanted] });
+    const view = await buildTrace(sources, correlationId);
+    const text = renderTraceText(view as NonNullable<typeof view>);
+    expect(text).toContain(`${tenanted.event_id} by ${tenanted.producer} for tenant acme at `);
+    // Events without a tenant say nothing of one.
+    expect(text.match(/for tenant/g)).toHaveLength(1);
+  });
+
   it("shows the side-effect records a delivery names", async () => {
     const delivered = taskEvent(4, {
       taskId,
