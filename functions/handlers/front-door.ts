@@ -65,9 +65,40 @@ export type FrontDoorHandler = (
 export function createFrontDoorHandler(options: FrontDoorOptions = {}): FrontDoorHandler {
   const env = parseEnv(FrontDoorEnv, options.env ?? process.env, "front-door");
   const { logger, metrics, tracer } = options.observability ?? observability("front-door");
+  const ports = portsOf(env, options, tracer);
+  const settings = { tenantClaim: env.TENANT_CLAIM, maxBodyBytes: env.MAX_BODY_BYTES };
+  return async (event) => {
+    try {
+      const response = await handleRequest(requestOf(event), ports, settings);
+      if (response.statusCode >= 400) {
+        const code = (JSON.parse(response.body) as { code?: string }).code ?? "unknown";
+        const single = metrics.singleMetric();
+        single.addDimension("code", code);
+        single.addMetric("FrontDoorProblem", MetricUnit.Count, 1);
+        logger.info("refused", { code, status: response.statusCode, path: event.rawPath });
+      } else if (response.statusCode === 202) {
+        metrics.addMetric("FrontDoorAccepted", MetricUnit.Count, 1);
+      }
+      return response;
+    } catch (error) {
+      logger.error("front door failed", { error: error as Error, path: event.rawPath });
+      metrics.addMetric("FrontDoorError", MetricUnit.Count, 1);
+      return internalError(event.requestContext.requestId);
+    } finally {
+      metrics.publishStoredMetrics();
+    }
+  };
+}
+
+/** The routes' ports on the function's tables and buses (or what `options` gives instead). */
+function portsOf(
+  env: z.output<typeof FrontDoorEnv>,
+  options: FrontDoorOptions,
+  tracer: Observability["tracer"],
+): FrontDoorPorts {
   const dynamodb = tracer.capture(options.dynamodb ?? containerAwsClient());
   const clock = options.clock ?? systemClock;
-  const ports: FrontDoorPorts = {
+  return {
     publisher:
       options.publisher ??
       new EventBridgePublisher({
@@ -92,39 +123,21 @@ export function createFrontDoorHandler(options: FrontDoorOptions = {}): FrontDoo
     ids: ulidSource(clock),
     clock,
   };
-  const settings = { tenantClaim: env.TENANT_CLAIM, maxBodyBytes: env.MAX_BODY_BYTES };
-  return async (event) => {
-    try {
-      const response = await handleRequest(requestOf(event), ports, settings);
-      if (response.statusCode >= 400) {
-        const code = (JSON.parse(response.body) as { code?: string }).code ?? "unknown";
-        const single = metrics.singleMetric();
-        single.addDimension("code", code);
-        single.addMetric("FrontDoorProblem", MetricUnit.Count, 1);
-        logger.info("refused", { code, status: response.statusCode, path: event.rawPath });
-      } else if (response.statusCode === 202) {
-        metrics.addMetric("FrontDoorAccepted", MetricUnit.Count, 1);
-      }
-      return response;
-    } catch (error) {
-      logger.error("front door failed", { error: error as Error, path: event.rawPath });
-      metrics.addMetric("FrontDoorError", MetricUnit.Count, 1);
-      return {
-        statusCode: 500,
-        headers: { "content-type": "application/problem+json" },
-        body: JSON.stringify({
-          type: "https://agentbus.dev/problems/internal",
-          title: "internal",
-          status: 500,
-          code: "internal",
-          detail:
-            "AgentBus failed to answer; send the request again (with the same Idempotency-Key)",
-          instance: event.requestContext.requestId,
-        }),
-      };
-    } finally {
-      metrics.publishStoredMetrics();
-    }
+}
+
+/** A 500 that says nothing of the inside, for an error no route expected. */
+function internalError(requestId: string): APIGatewayProxyStructuredResultV2 {
+  return {
+    statusCode: 500,
+    headers: { "content-type": "application/problem+json" },
+    body: JSON.stringify({
+      type: "https://agentbus.dev/problems/internal",
+      title: "internal",
+      status: 500,
+      code: "internal",
+      detail: "AgentBus failed to answer; send the request again (with the same Idempotency-Key)",
+      instance: requestId,
+    }),
   };
 }
 

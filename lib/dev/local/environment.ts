@@ -145,13 +145,7 @@ export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvir
     const functionClients = functionClientsOf(options, clients, emulatorConfig(endpoint, region));
     const running = await startRuntime(deployment, clients, functionClients, endpoint, options);
     const ops = connect(emulatorConfig(endpoint, region), stackName, deployment.outputs, topology);
-    const frontDoorFunction = running.runtime.invokerOfKind("front-door");
-    const frontDoor = frontDoorFunction
-      ? await serveFrontDoor(
-          frontDoorFunction as Parameters<typeof serveFrontDoor>[0],
-          options.frontDoorPort,
-        )
-      : undefined;
+    const frontDoor = await serveFrontDoorOf(running.runtime, options.frontDoorPort);
     return {
       ...running,
       endpoint,
@@ -161,14 +155,7 @@ export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvir
       deployment,
       names,
       ops,
-      store: new DynamoEventStore({
-        client: fromSdk(clients.dynamodb),
-        tables: {
-          state: names.tables.state,
-          events: names.tables.events,
-          inbox: names.tables.inbox,
-        },
-      }),
+      store: eventStoreOf(clients, names),
       buses: { ...names.buses },
       groups: deployment.functions
         .filter((f) => f.kind === "consumer")
@@ -185,6 +172,24 @@ export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvir
     await moto?.stop();
     throw error;
   }
+}
+
+/** The stack's event store, read through the emulator's SDK client. */
+function eventStoreOf(clients: AwsClients, names: StackNames): DynamoEventStore {
+  const { state, events, inbox } = names.tables;
+  return new DynamoEventStore({
+    client: fromSdk(clients.dynamodb),
+    tables: { state, events, inbox },
+  });
+}
+
+/** The stack's front-door function served over HTTP on 127.0.0.1, if the stack has one. */
+async function serveFrontDoorOf(
+  runtime: LocalRuntime,
+  port: number | undefined,
+): Promise<LocalFrontDoor | undefined> {
+  const invoke = runtime.invokerOfKind("front-door");
+  return invoke ? serveFrontDoor(invoke as Parameters<typeof serveFrontDoor>[0], port) : undefined;
 }
 
 /**

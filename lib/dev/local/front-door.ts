@@ -120,19 +120,38 @@ async function answer(
     claims = verified.claims;
   }
   const requestId = ulid();
+  const event = eventOf(req, url, route, body, claims, requestId);
+  const result = await invoke(event);
+  res.writeHead(result.statusCode ?? 200, {
+    ...(result.headers as Record<string, string> | undefined),
+    "apigw-requestid": requestId,
+  });
+  res.end(result.body ?? "");
+}
+
+/** The HTTP API's payload (format 2.0) for a request, as API Gateway hands it to the function. */
+function eventOf(
+  req: IncomingMessage,
+  url: URL,
+  route: { readonly method: string; readonly path: string },
+  body: Buffer,
+  claims: Record<string, unknown> | undefined,
+  requestId: string,
+): APIGatewayProxyEventV2WithJWTAuthorizer {
   const headers = Object.fromEntries(
     Object.entries(req.headers).flatMap(([k, v]) =>
       v === undefined ? [] : [[k.toLowerCase(), Array.isArray(v) ? v.join(",") : v]],
     ),
   );
   const now = new Date();
-  const event = {
+  const routeKey = `${route.method} ${route.path}`;
+  return {
     version: "2.0",
-    routeKey: `${route.method} ${route.path}`,
+    routeKey,
     rawPath: url.pathname,
     rawQueryString: url.search.slice(1),
     headers,
-    ...(body.length > 0 ? { body: body.toString("utf8"), isBase64Encoded: false } : {}),
+    ...(body.length > 0 ? { body: body.toString("utf8") } : {}),
     isBase64Encoded: false,
     requestContext: {
       accountId: "123456789012",
@@ -140,14 +159,14 @@ async function answer(
       domainName: "127.0.0.1",
       domainPrefix: "127",
       http: {
-        method,
+        method: route.method,
         path: url.pathname,
         protocol: "HTTP/1.1",
         sourceIp: req.socket.remoteAddress ?? "127.0.0.1",
         userAgent: req.headers["user-agent"] ?? "",
       },
       requestId,
-      routeKey: `${route.method} ${route.path}`,
+      routeKey,
       stage: "$default",
       time: now.toUTCString(),
       timeEpoch: now.getTime(),
@@ -156,12 +175,6 @@ async function answer(
         : {}),
     },
   } as unknown as APIGatewayProxyEventV2WithJWTAuthorizer;
-  const result = await invoke(event);
-  res.writeHead(result.statusCode ?? 200, {
-    ...(result.headers as Record<string, string> | undefined),
-    "apigw-requestid": requestId,
-  });
-  res.end(result.body ?? "");
 }
 
 async function verify(

@@ -47,6 +47,20 @@ export const FRONT_DOOR_ISSUER_CONTEXT = "agentbus:jwtIssuer";
 export const FRONT_DOOR_AUDIENCE_CONTEXT = "agentbus:jwtAudience";
 export const FRONT_DOOR_TENANT_CLAIM_CONTEXT = "agentbus:tenantClaim";
 
+/** What the access log keeps of each request: one JSON line. */
+const ACCESS_LOG_FIELDS = {
+  requestId: "$context.requestId",
+  ip: "$context.identity.sourceIp",
+  requestTime: "$context.requestTime",
+  method: "$context.httpMethod",
+  path: "$context.path",
+  status: "$context.status",
+  latency: "$context.responseLatency",
+  sub: "$context.authorizer.claims.sub",
+  authorizerError: "$context.authorizer.error",
+  integrationError: "$context.integrationErrorMessage",
+};
+
 /**
  * The front door (functions/front-door): an HTTP API (API Gateway v2) in front of one function
  * (`agentbus:kind` front-door), its routes read from the route table the function serves, so the
@@ -95,30 +109,21 @@ export class FrontDoor extends Construct {
       createDefaultStage: false,
     });
     this.accessLog = new LogGroup(this, "AccessLog", { retention: RetentionDays.ONE_MONTH });
-    const throttle = props.throttle ?? { rateLimit: 100, burstLimit: 200 };
     this.stage = new HttpStage(this, "Stage", {
       httpApi: this.api,
       stageName: "$default",
       autoDeploy: true,
-      throttle,
+      throttle: props.throttle ?? { rateLimit: 100, burstLimit: 200 },
       accessLogSettings: {
         destination: new LogGroupLogDestination(this.accessLog),
-        format: AccessLogFormat.custom(
-          JSON.stringify({
-            requestId: "$context.requestId",
-            ip: "$context.identity.sourceIp",
-            requestTime: "$context.requestTime",
-            method: "$context.httpMethod",
-            path: "$context.path",
-            status: "$context.status",
-            latency: "$context.responseLatency",
-            sub: "$context.authorizer.claims.sub",
-            authorizerError: "$context.authorizer.error",
-            integrationError: "$context.integrationErrorMessage",
-          }),
-        ),
+        format: AccessLogFormat.custom(JSON.stringify(ACCESS_LOG_FIELDS)),
       },
     });
+    this.addRoutes(issuer);
+  }
+
+  /** Every route of the function's route table, each with the JWT authorizer or none. */
+  private addRoutes(issuer: FrontDoorIssuer): void {
     const jwt = new HttpJwtAuthorizer("Jwt", issuer.issuer, {
       jwtAudience: [...issuer.audience],
     });

@@ -92,6 +92,28 @@ export function conversationRole(options: ConversationOptions = {}): Role<Conver
 /** What the conversation emits for each message: the fact and the router's command. */
 type ConversationEmit = "conversation.message.accepted" | "support.route.requested";
 
+/** A conversation takes messages of its own customer and tenant only (see top). */
+function refuseForeign(
+  state: ConversationState | undefined,
+  event: EventOf<"conversation.message.received">,
+  conversationId: string,
+): void {
+  if (!state) return;
+  const details = { conversation_id: conversationId, event_id: event.event_id };
+  if (state.customer_id !== event.payload.customer_id)
+    throw new PermanentError(
+      "conversation.customer_mismatch",
+      `conversation ${conversationId} belongs to another customer`,
+      { details },
+    );
+  if (tenantOf(state) !== tenantOf(event))
+    throw new PermanentError(
+      "conversation.tenant_mismatch",
+      `conversation ${conversationId} belongs to another tenant`,
+      { details },
+    );
+}
+
 /**
  * A customer message accepted: the next version of the conversation with the message kept, and
  * `conversation.message.accepted` plus `support.route.requested` (which expires at the reply's
@@ -105,18 +127,7 @@ function acceptMessage(
 ): TypedDecision<ConversationState, ConversationEmit> {
   const conversationId = checkedConversationId(event);
   const message = event.payload;
-  if (state && state.customer_id !== message.customer_id)
-    throw new PermanentError(
-      "conversation.customer_mismatch",
-      `conversation ${conversationId} belongs to another customer`,
-      { details: { conversation_id: conversationId, event_id: event.event_id } },
-    );
-  if (state && tenantOf(state) !== tenantOf(event))
-    throw new PermanentError(
-      "conversation.tenant_mismatch",
-      `conversation ${conversationId} belongs to another tenant`,
-      { details: { conversation_id: conversationId, event_id: event.event_id } },
-    );
+  refuseForeign(state, event, conversationId);
   const version = (state?.version ?? 0) + 1;
   const tenant = state ? state.tenant_id : event.tenant_id;
   const next: ConversationState = {
