@@ -18,6 +18,7 @@ import {
   sampleHops,
 } from "./local-runs";
 import { fmt, fmtInt, renderTable } from "./stats";
+import { measureTenants, type TenantsResult } from "./tenants";
 
 /**
  * `npm run bench` section 3: the local stack (moto + the in-process runtime) as `npm start` and
@@ -32,6 +33,8 @@ export interface LocalResult {
   readonly bare: Bounds;
   readonly burst: BurstResult;
   readonly conversation: Latency & { steps: number };
+  /** One tenant's reply latency alone and during another's burst (./tenants.ts). */
+  readonly tenants?: TenantsResult;
   readonly idleRequestsPerSecond: number;
   readonly settleMs: number;
   /** The bare emulator's medians of every hop added up. */
@@ -110,11 +113,13 @@ export async function runLocalSection(out: Out): Promise<LocalResult> {
     const b = await measureBurst(env, probe, fill, out);
     await env.runtime.idle();
     const conversation = await conversations(env, delivered, steps, out);
+    const tenants = await measureTenants(env, delivered, out);
     return {
       hops,
       bare,
       burst: b,
       conversation,
+      ...(tenants ? { tenants } : {}),
       idleRequestsPerSecond: idle.rates.reduce((a, [, r]) => a + r, 0),
       settleMs: settle,
       wholeBound: wholeBoundOf(bare),
