@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { type Envelope, type EventRegistry, tenantOf } from "../../schemas";
+import { DEFAULT_TENANT, type Envelope, type EventRegistry, tenantOf } from "../../schemas";
 import { WORKFLOW_KINDS } from "../../schemas/events/content-request";
 import { OpaqueId } from "../../schemas/ids";
 import * as z from "../../schemas/zod";
@@ -16,6 +16,7 @@ import {
   RunAcceptedResponse,
   RunResponse,
   StartRunBody,
+  TaskResponse,
 } from "./contract";
 import {
   fail,
@@ -37,6 +38,8 @@ import openapi from "./openapi.json";
  * topic's bus or reads a projection, answering only for the caller's tenant: another tenant's id
  * answers 404, the same as an id that does not exist.
  *
+ * `GET /v1/tasks/{id}` lists what the task's steps stored (types and times, never payloads).
+ *
  * Starting a workflow run: the body is the content request; it becomes the
  * `workflow.start.requested` an operator would send (a new run `run_<event id>`, on the commands
  * bus), and `GET /v1/runs/{id}` reads the run's state: each node's state and output.
@@ -53,6 +56,8 @@ export interface FrontDoorPorts {
   /** The projections the reads answer from (state items only). */
   readonly store: Pick<EventStore, "load">;
   readonly accepted: AcceptedRequests;
+  /** The events a task's steps stored (the events table's by-task index). */
+  readonly tasks: { eventsByTask(taskId: string): Promise<Envelope[]> };
   /** Each tenant's cap on the requests that put something on the bus. */
   readonly limits: TenantLimits;
   readonly registry: EventRegistry;
@@ -162,6 +167,18 @@ export const ROUTES: readonly Route[] = [
       ...problems(400, 401, 403, 404),
     },
     run: getRun,
+  },
+  {
+    method: "GET",
+    path: "/v1/tasks/{task_id}",
+    operationId: "getTask",
+    summary: "A task: the steps it went through, in order (event types and times, no payloads)",
+    auth: true,
+    responses: {
+      200: { description: "the task", schema: TaskResponse },
+      ...problems(400, 401, 403, 404),
+    },
+    run: getTask,
   },
 ];
 
@@ -420,6 +437,27 @@ async function startRun({ request, params, ports, settings }: RouteContext) {
     task_id: parsed.envelope.task_id,
     correlation_id: parsed.envelope.correlation_id,
     links: { run: `/v1/runs/${runId}` },
+  });
+}
+
+async function getTask({ request, params, ports, settings }: RouteContext) {
+  const caller = callerOf(request.claims, settings.tenantClaim);
+  const taskId = idParam(params, "task_id");
+  const events = await ports.tasks.eventsByTask(taskId);
+  // A task is the tenant's its events name (an operator's command and what it causes name none);
+  // one that names none is the default tenant's, one that names two is nobody's.
+  const named = new Set(events.flatMap((e) => (e.tenant_id ? [e.tenant_id] : [])));
+  const owner = named.size === 0 ? DEFAULT_TENANT : named.size === 1 ? [...named][0] : undefined;
+  if (events.length === 0 || owner !== caller.tenantId) fail("not_found", `no task ${taskId}`);
+  return json(200, {
+    task_id: taskId,
+    events: events.map((e) => ({
+      event_id: e.event_id,
+      event_type: e.event_type,
+      occurred_at: e.occurred_at,
+      producer: e.producer,
+      aggregate: e.aggregate,
+    })),
   });
 }
 

@@ -71,6 +71,20 @@ export const RunResponse = z.object({
   ),
 });
 
+/** `GET /v1/tasks/{task_id}`: what the task's steps recorded, in order, without their payloads. */
+export const TaskResponse = z.object({
+  task_id: OpaqueId,
+  events: z.array(
+    z.object({
+      event_id: Ulid,
+      event_type: z.string(),
+      occurred_at: z.string(),
+      producer: z.string(),
+      aggregate: z.object({ type: z.string(), id: z.string(), version: z.int() }),
+    }),
+  ),
+});
+
 /** Every error (RFC 9457 problem details). */
 export const ProblemResponse = z.object({
   type: z.string(),

@@ -9,6 +9,7 @@ import type { AwsClient } from "../adapters/aws/client";
 import { DynamoAcceptedRequests } from "../adapters/dynamodb/accepted-requests";
 import { DynamoConsumerStore } from "../adapters/dynamodb/event-store";
 import { DynamoTenantLimits } from "../adapters/dynamodb/tenant-limits";
+import { DynamoTraceReader } from "../adapters/dynamodb/trace-reader";
 import { EventBridgePublisher } from "../adapters/eventbridge/publisher";
 import { parseEnv } from "../core/parse-env";
 import type { Clock, EventPublisher } from "../core/ports";
@@ -30,6 +31,7 @@ import { type Observability, observability } from "./observe";
  */
 export const FrontDoorEnv = z.object({
   STATE_TABLE: z.string().check(z.minLength(1)),
+  EVENTS_TABLE: z.string().check(z.minLength(1)),
   BUS_EVENTS: z.string().check(z.minLength(1)),
   BUS_COMMANDS: z.optional(z.string().check(z.minLength(1))),
   /** The token claim that names the tenant. */
@@ -108,6 +110,10 @@ function portsOf(
     store: new DynamoConsumerStore({
       client: dynamodb,
       tables: { state: env.STATE_TABLE, events: "", inbox: "" },
+    }),
+    tasks: new DynamoTraceReader({
+      client: dynamodb,
+      tables: { events: env.EVENTS_TABLE, inbox: "" },
     }),
     accepted:
       options.accepted ??

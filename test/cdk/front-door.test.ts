@@ -74,6 +74,7 @@ describe("the front door", () => {
     expect(fn.Properties.Environment).toMatchObject({
       Variables: {
         TENANT_CLAIM: "tenant_id",
+        EVENTS_TABLE: expect.anything(),
         TENANT_REQUESTS_PER_MINUTE: "600",
         BUS_EVENTS: expect.anything(),
       },
@@ -96,6 +97,7 @@ describe("the front door", () => {
           "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["http_request#*"] },
         },
       },
+      { actions: ["dynamodb:Query"], condition: undefined },
       {
         actions: ["dynamodb:UpdateItem"],
         condition: {

@@ -66,6 +66,14 @@ describe("the front door on the local stack, over HTTP", () => {
       const view = await local.turnReaches(conversation, taskId, "delivered");
       expect(view.tenant_id).toBe("acme");
       expect(Object.keys(view.turns)).toEqual([taskId]);
+      const task = await call("GET", `/tasks/${taskId}`, { token: acme });
+      expect(task.status).toBe(200);
+      expect(task.body.events.map((e: { event_type: string }) => e.event_type)).toEqual(
+        expect.arrayContaining(["conversation.message.accepted", "notification.delivered"]),
+      );
+      expect(
+        (await call("GET", `/tasks/${taskId}`, { token: await tokenOf("globex") })).status,
+      ).toBe(404);
       const read = await call("GET", `/conversations/${conversation}`, { token: acme });
       expect(read.status).toBe(200);
       expect(read.body.turns).toEqual([

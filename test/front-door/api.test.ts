@@ -21,6 +21,7 @@ const GLOBEX = { tenant_id: "globex", sub: "auth0|5f7c8ec7c33c6c004bbafe82" };
 function world(options: { failPublish?: "transient" | "entry"; perMinute?: number } = {}) {
   const published: Envelope[] = [];
   const views = new Map<string, unknown>();
+  const tasks = new Map<string, Envelope[]>();
   const accepted = new InMemoryAcceptedRequests();
   const ports: FrontDoorPorts = {
     publisher: {
@@ -48,6 +49,7 @@ function world(options: { failPublish?: "transient" | "entry"; perMinute?: numbe
       },
     },
     accepted,
+    tasks: { eventsByTask: async (taskId) => tasks.get(taskId) ?? [] },
     limits: new InMemoryTenantLimits(options.perMinute ?? 100),
     registry,
     ids: { next: () => ulid() },
@@ -55,7 +57,7 @@ function world(options: { failPublish?: "transient" | "entry"; perMinute?: numbe
   };
   const send = (request: Partial<HttpRequest> & Pick<HttpRequest, "method" | "path">) =>
     handleRequest({ headers: {}, requestId: "req-1", ...request }, ports);
-  return { ports, published, views, accepted, send };
+  return { ports, published, views, tasks, accepted, send };
 }
 
 const post = (conversation: string, body: unknown, headers: Record<string, string> = {}) => ({
@@ -221,6 +223,50 @@ describe("tenants", () => {
     const intrude = await send({ ...post("conv_a1", { text: "mine now" }), claims: GLOBEX });
     expect(intrude.statusCode).toBe(404);
     expect(published).toEqual([]);
+  });
+
+  it("GET /v1/tasks/{id} lists the task's steps without payloads, for its tenant only", async () => {
+    const { send, tasks } = world();
+    const step = (type: string, tenant?: string) =>
+      ({
+        event_id: ulid(),
+        event_type: type,
+        occurred_at: "2026-12-02T10:00:01.000Z",
+        producer: "conversation",
+        aggregate: { type: "conversation", id: "conv_a1", version: 1 },
+        payload: { text: "personal words" },
+        ...(tenant ? { tenant_id: tenant } : {}),
+      }) as unknown as Envelope;
+    const accepted = step("conversation.message.accepted", "acme");
+    tasks.set("task_1", [accepted]);
+    const read = await send({ method: "GET", path: "/v1/tasks/task_1", claims: ACME });
+    expect(bodyOf(read)).toEqual({
+      task_id: "task_1",
+      events: [
+        {
+          event_id: accepted.event_id,
+          event_type: "conversation.message.accepted",
+          occurred_at: "2026-12-02T10:00:01.000Z",
+          producer: "conversation",
+          aggregate: { type: "conversation", id: "conv_a1", version: 1 },
+        },
+      ],
+    });
+    expect(read.body).not.toContain("personal words");
+    const foreign = await send({ method: "GET", path: "/v1/tasks/task_1", claims: GLOBEX });
+    const missing = await send({ method: "GET", path: "/v1/tasks/task_2", claims: ACME });
+    expect([foreign.statusCode, missing.statusCode]).toEqual([404, 404]);
+    // An event that names no tenant (what an operator's command caused) leaves the task its
+    // tenant's; one that names another makes it nobody's.
+    const get = (taskId: string, claims: Record<string, unknown>) =>
+      send({ method: "GET", path: `/v1/tasks/${taskId}`, claims });
+    tasks.set("task_3", [accepted, step("reply.approved")]);
+    expect((await get("task_3", ACME)).statusCode).toBe(200);
+    tasks.set("task_4", [accepted, step("support.route.requested", "globex")]);
+    expect([
+      (await get("task_4", ACME)).statusCode,
+      (await get("task_4", GLOBEX)).statusCode,
+    ]).toEqual([404, 404]);
   });
 
   it("a view from before tenants belongs to the default tenant", async () => {

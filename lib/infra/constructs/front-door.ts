@@ -13,6 +13,7 @@ import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations
 import { PolicyStatement } from "aws-cdk-lib/aws-iam";
 import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
+import { EventIndex } from "../../../functions/adapters/dynamodb/tables";
 import { ROUTES } from "../../../functions/front-door/api";
 import { AgentBusFunction } from "./function";
 import type { AgentBusTables } from "./tables";
@@ -72,7 +73,8 @@ const ACCESS_LOG_FIELDS = {
  *
  * The function may read the state items it answers from (conversation views, workflow runs,
  * accepted requests)
- * and write accepted requests and the tenants' request counts only: GetItem and PutItem on the state table, limited by
+ * and write accepted requests and the tenants' request counts only, and Query the events table's
+ * by-task index (a task's steps): GetItem and PutItem on the state table, limited by
  * `dynamodb:LeadingKeys` to those keys; PutEvents on its buses.
  */
 export class FrontDoor extends Construct {
@@ -87,6 +89,7 @@ export class FrontDoor extends Construct {
     if (issuer.audience.length === 0) throw new Error("front door: the audience must not be empty");
     const environment: Record<string, string> = {
       STATE_TABLE: props.tables.state.tableName,
+      EVENTS_TABLE: props.tables.events.tableName,
       TENANT_CLAIM: issuer.tenantClaim ?? "tenant_id",
       TENANT_REQUESTS_PER_MINUTE: String(props.tenantRequestsPerMinute ?? 600),
     };
@@ -165,6 +168,12 @@ export class FrontDoor extends Construct {
         actions: ["dynamodb:PutItem"],
         resources: [tables.state.tableArn],
         conditions: leading(["http_request#*"]),
+      }),
+    );
+    this.function.addToRolePolicy(
+      new PolicyStatement({
+        actions: ["dynamodb:Query"],
+        resources: [`${tables.events.tableArn}/index/${EventIndex.byTask}`],
       }),
     );
     this.function.addToRolePolicy(
