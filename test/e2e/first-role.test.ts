@@ -17,14 +17,15 @@ import { testApp } from "../cdk/synth";
 import { emulator } from "../support/aws";
 
 /**
- * The README's "Your first role", as written: its code blocks are copied into place (under names
+ * "Your first role" (functions/roles/README.md), as written: its code blocks are copied into place (under names
  * of their own, which .gitignore keeps out of the repository, so a run never touches a team's
  * real `feedback-triage`), its test runs, its module is synthesized into the stack (queues,
  * grants, alarms), and the role is driven end to end on the local stack.
  */
 
 const ROOT = join(import.meta.dirname, "..", "..");
-const README = readFileSync(join(ROOT, "README.md"), "utf8");
+/** The walk-through lives beside the roles (the top-level README points to it). */
+const README = readFileSync(join(ROOT, "functions", "roles", "README.md"), "utf8");
 const GROUP = "feedback-triage";
 /** A copied file, imported by URL: it exists only while the test runs. */
 const fileUrl = (path: string) => pathToFileURL(join(ROOT, path)).href;
