@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import * as z from "./zod";
 
 /**
@@ -31,6 +32,15 @@ export function opaqueIdProblem(value: string): string | undefined {
     return "looks like it carries personal data (7 or more digits in a row); use a ULID-based id";
   }
   return undefined;
+}
+
+/**
+ * `count` letters a-p from a SHA-256 of `key` (at most 64): a stable token for an opaque id that
+ * cannot look like personal data, which a run of seven digits would.
+ */
+export function letterDigest(key: string, count: number): string {
+  const hex = createHash("sha256").update(key).digest("hex").slice(0, count);
+  return [...hex].map((c) => String.fromCharCode(97 + Number.parseInt(c, 16))).join("");
 }
 
 export const OpaqueId = z.string().check(

@@ -231,7 +231,8 @@ export function routeOf(request: HttpRequest): { route: Route; params: Record<st
   return found;
 }
 
-function matchPath(template: string, path: string): Record<string, string> | undefined {
+/** The parameters of `path` when it matches a route's `template`, else undefined. */
+export function matchPath(template: string, path: string): Record<string, string> | undefined {
   const want = template.split("/");
   const got = path.split("/");
   if (want.length !== got.length) return undefined;
@@ -311,37 +312,60 @@ async function postMessage({ request, params, ports, settings }: RouteContext) {
   checkIdempotencyKey(request);
   const body = bodyOf(request, PostMessageBody, settings.maxBodyBytes);
   await conversationOf(ports, caller, conversationId);
-  const now = ports.clock.now();
-  const eventId = ports.ids.next();
-  const taskId = `task_${eventId}`;
-  const parsed = ports.registry.parse({
-    event_id: eventId,
-    event_type: "conversation.message.received",
-    schema_version: 1,
-    occurred_at: now.toISOString(),
-    correlation_id: `corr_${eventId}`,
-    causation_id: null,
-    task_id: taskId,
-    conversation_id: conversationId,
-    tenant_id: caller.tenantId,
-    user_id: caller.userId,
-    aggregate: { type: "conversation", id: conversationId, version: 0 },
-    order_key: conversationId,
-    producer: "front-door",
+  const envelope = clientEnvelope(ports, caller, ports.ids.next(), {
+    type: "conversation.message.received",
+    aggregate: { type: "conversation", id: conversationId },
+    conversationId,
     payload: {
       text: body.text,
       customer_id: body.customer_id ?? `cust_${caller.userId.slice("user_".length)}`,
       ...(body.channel === undefined ? {} : { channel: body.channel }),
     },
   });
-  if (!parsed.ok) throw new Error(`the front door built an invalid message: ${parsed.message}`);
-  return accept({ request, ports, settings }, caller, parsed.envelope, body, {
-    event_id: eventId,
-    task_id: taskId,
-    correlation_id: parsed.envelope.correlation_id,
+  return accept({ request, ports, settings }, caller, envelope, body, {
+    event_id: envelope.event_id,
+    task_id: envelope.task_id,
+    correlation_id: envelope.correlation_id,
     conversation_id: conversationId,
     links: { conversation: `/v1/conversations/${conversationId}` },
   });
+}
+
+/**
+ * A client's message as the front door puts it on the bus: unsequenced (version 0) on
+ * `aggregate`, the event id given and the task and correlation named after it, the order key the
+ * aggregate's id, the caller's tenant and user, the type's newest schema version.
+ */
+function clientEnvelope(
+  ports: FrontDoorPorts,
+  caller: Caller,
+  eventId: string,
+  message: {
+    readonly type: string;
+    readonly aggregate: { readonly type: string; readonly id: string };
+    readonly conversationId?: string;
+    readonly payload: unknown;
+  },
+): Envelope {
+  const parsed = ports.registry.parse({
+    event_id: eventId,
+    event_type: message.type,
+    schema_version: ports.registry.find(message.type)?.schemaVersion ?? 1,
+    occurred_at: ports.clock.now().toISOString(),
+    correlation_id: `corr_${eventId}`,
+    causation_id: null,
+    task_id: `task_${eventId}`,
+    ...(message.conversationId === undefined ? {} : { conversation_id: message.conversationId }),
+    tenant_id: caller.tenantId,
+    user_id: caller.userId,
+    aggregate: { ...message.aggregate, version: 0 },
+    order_key: message.aggregate.id,
+    producer: "front-door",
+    payload: message.payload,
+  });
+  if (!parsed.ok)
+    throw new Error(`the front door built an invalid ${message.type}: ${parsed.message}`);
+  return parsed.envelope;
 }
 
 /**
@@ -415,27 +439,16 @@ async function startRun({ request, params, ports, settings }: RouteContext) {
   const body = bodyOf(request, StartRunBody, settings.maxBodyBytes);
   const eventId = ports.ids.next();
   const runId = `run_${eventId}`;
-  const parsed = ports.registry.parse({
-    event_id: eventId,
-    event_type: "workflow.start.requested",
-    schema_version: 2,
-    occurred_at: ports.clock.now().toISOString(),
-    correlation_id: `corr_${eventId}`,
-    causation_id: null,
-    task_id: `task_${eventId}`,
-    tenant_id: caller.tenantId,
-    user_id: caller.userId,
-    aggregate: { type: "dag_run", id: runId, version: 0 },
-    order_key: runId,
-    producer: "front-door",
+  const envelope = clientEnvelope(ports, caller, eventId, {
+    type: "workflow.start.requested",
+    aggregate: { type: DAG_RUN, id: runId },
     payload: { run_id: runId, workflow_name: name, request: body },
   });
-  if (!parsed.ok) throw new Error(`the front door built an invalid start: ${parsed.message}`);
-  return accept({ request, ports, settings }, caller, parsed.envelope, body, {
-    event_id: eventId,
+  return accept({ request, ports, settings }, caller, envelope, body, {
+    event_id: envelope.event_id,
     run_id: runId,
-    task_id: parsed.envelope.task_id,
-    correlation_id: parsed.envelope.correlation_id,
+    task_id: envelope.task_id,
+    correlation_id: envelope.correlation_id,
     links: { run: `/v1/runs/${runId}` },
   });
 }

@@ -1,5 +1,4 @@
-import { createHash } from "node:crypto";
-import { opaqueIdProblem, TENANT_ID_PATTERN } from "../../schemas";
+import { letterDigest, opaqueIdProblem, TENANT_ID_PATTERN } from "../../schemas";
 import { fail } from "./http";
 
 /**
@@ -42,6 +41,5 @@ export function callerOf(
 export function userIdOf(sub: string): string {
   const direct = `user_${sub}`;
   if (opaqueIdProblem(direct) === undefined) return direct;
-  const hex = createHash("sha256").update(sub).digest("hex").slice(0, 26);
-  return `user_${[...hex].map((c) => String.fromCharCode(97 + Number.parseInt(c, 16))).join("")}`;
+  return `user_${letterDigest(sub, 26)}`;
 }

@@ -1,5 +1,4 @@
-import { createHash } from "node:crypto";
-import type { Envelope } from "../../../schemas";
+import { type Envelope, letterDigest } from "../../../schemas";
 
 /**
  * The two ids of a content agent's work (seed 000 §4.1 and §4.2).
@@ -32,19 +31,10 @@ import type { Envelope } from "../../../schemas";
 
 /** The agent run key of one assignment: `arun_` + 32 letters of a SHA-256 (no digit runs). */
 export function agentRunKey(runId: string, nodeId: string, generation: number): string {
-  return `arun_${letters(`${runId}\u0000${nodeId}\u0000${generation}`, 32)}`;
+  return `arun_${letterDigest(`${runId}\u0000${nodeId}\u0000${generation}`, 32)}`;
 }
 
 /** The run id of `group`'s run on `event`, delivered for the `receiveCount`th time. */
 export function agentRunIdOf(group: string, event: Envelope, receiveCount: number): string {
-  return `agrun_${letters(`${group}\u0000${event.event_id}\u0000${receiveCount}`, 32)}`;
-}
-
-/**
- * `count` letters a-p from a SHA-256 of `key`: ids that end up in logs and keys must not look
- * like personal data, which a run of seven digits would (schemas/ids.ts).
- */
-function letters(key: string, count: number): string {
-  const hex = createHash("sha256").update(key).digest("hex").slice(0, count);
-  return [...hex].map((c) => String.fromCharCode(97 + Number.parseInt(c, 16))).join("");
+  return `agrun_${letterDigest(`${group}\u0000${event.event_id}\u0000${receiveCount}`, 32)}`;
 }

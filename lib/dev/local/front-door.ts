@@ -6,7 +6,7 @@ import type {
 } from "aws-lambda";
 import { type CryptoKey, errors, exportJWK, generateKeyPair, jwtVerify, SignJWT } from "jose";
 import { ulid } from "ulid";
-import { ROUTES } from "../../../functions/front-door/api";
+import { matchPath, ROUTES } from "../../../functions/front-door/api";
 
 /**
  * The front door served locally as API Gateway serves it: an HTTP server on 127.0.0.1 that does
@@ -101,7 +101,7 @@ async function answer(
 ): Promise<void> {
   const url = new URL(req.url ?? "/", "http://127.0.0.1");
   const method = req.method ?? "GET";
-  const route = ROUTES.find((r) => r.method === method && matches(r.path, url.pathname));
+  const route = ROUTES.find((r) => r.method === method && matchPath(r.path, url.pathname));
   if (!route) return send(res, 404, { message: "Not Found" });
   const body = await readBody(req);
   if (body === undefined) return send(res, 413, { message: "Request Entity Too Large" });
@@ -195,11 +195,6 @@ async function verify(
       return { problem: `the token's ${error.claim} claim is not accepted` };
     return { problem: "the token is not signed by the issuer" };
   }
-}
-
-function matches(template: string, path: string): boolean {
-  const pattern = template.replace(/\{[a-z_]+\}/g, "[^/]+").replaceAll(".", "\\.");
-  return new RegExp(`^${pattern}$`).test(path);
 }
 
 async function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
