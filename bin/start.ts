@@ -307,6 +307,10 @@ async function keepUp(env: LocalEnvironment, consoleUrl: string): Promise<void> 
     out(
       `  curl -s ${env.frontDoor.url}/conversations/${conversation} -H "authorization: Bearer $TOKEN"`,
     );
+    out("  follow it as it happens (server-sent events):");
+    out(
+      `  curl -sN ${env.frontDoor.url}/conversations/${conversation}/stream -H "authorization: Bearer $TOKEN"`,
+    );
   }
   out("  see what happened (in another terminal):");
   const stage = opts.stage === "local" ? "" : ` --stage ${opts.stage}`;

@@ -248,7 +248,7 @@ export function matchPath(template: string, path: string): Record<string, string
   return params;
 }
 
-function idParam(params: Readonly<Record<string, string>>, name: string): string {
+export function idParam(params: Readonly<Record<string, string>>, name: string): string {
   const value = params[name] ?? "";
   const parsed = OpaqueId.safeParse(value);
   if (!parsed.success)
@@ -294,8 +294,8 @@ function bodyOf<T>(request: HttpRequest, schema: z.ZodMiniType<T>, maxBytes: num
 }
 
 /** The conversation's view when it is the caller's tenant's; 404 when it is another's. */
-async function conversationOf(
-  ports: FrontDoorPorts,
+export async function conversationOf(
+  ports: Pick<FrontDoorPorts, "store">,
   caller: Caller,
   conversationId: string,
 ): Promise<ConversationView | undefined> {
@@ -480,8 +480,13 @@ async function getRun({ request, params, ports, settings }: RouteContext) {
   const loaded = await ports.store.load({ state: { type: DAG_RUN, id: runId } });
   const state = loaded.state?.data as OrchestratorState | null | undefined;
   if (!state || tenantOf(state) !== caller.tenantId) fail("not_found", `no run ${runId}`);
+  return json(200, runAnswer(runId, state));
+}
+
+/** A run as `GET /v1/runs/{id}` and its stream show it: its status, each node's state and output. */
+export function runAnswer(runId: string, state: OrchestratorState) {
   const { run } = state;
-  return json(200, {
+  return {
     run_id: runId,
     workflow: run.workflow,
     status: run.status,
@@ -495,7 +500,7 @@ async function getRun({ request, params, ports, settings }: RouteContext) {
         },
       ]),
     ),
-  });
+  };
 }
 
 async function getConversation({ request, params, ports, settings }: RouteContext) {
@@ -506,8 +511,13 @@ async function getConversation({ request, params, ports, settings }: RouteContex
   return json(200, {
     conversation_id: view.conversation_id,
     version: view.version,
-    turns: view.turn_order.flatMap((id) => (view.turns[id] ? [view.turns[id]] : [])),
+    turns: turnsOf(view),
   });
+}
+
+/** A conversation's turns, oldest first. */
+export function turnsOf(view: ConversationView) {
+  return view.turn_order.flatMap((id) => (view.turns[id] ? [view.turns[id]] : []));
 }
 
 function sha256(text: string): string {

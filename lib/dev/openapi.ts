@@ -1,5 +1,7 @@
 import { jsonSchemaOf } from "../../functions/core/model-schema-export";
 import { ROUTES, type Route } from "../../functions/front-door/api";
+import { ProblemResponse } from "../../functions/front-door/contract";
+import { STREAM_ROUTES, type StreamRoute } from "../../functions/front-door/stream";
 
 /**
  * The front door's OpenAPI 3.1 document, made from its routes (functions/front-door/api.ts) and
@@ -11,6 +13,18 @@ export function openApiDocument(): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of ROUTES)
     paths[route.path] = { ...paths[route.path], [route.method.toLowerCase()]: operationOf(route) };
+  for (const route of STREAM_ROUTES)
+    paths[route.path] = {
+      // A deployed stack serves the streams from their own URL (HTTP APIs cannot stream).
+      servers: [
+        {
+          url: "/",
+          description:
+            "the stack's FrontDoorStreamUrl output (a Lambda function URL); locally, the API's own base URL",
+        },
+      ],
+      get: streamOperationOf(route),
+    };
   return {
     openapi: "3.1.0",
     info: {
@@ -79,5 +93,50 @@ function operationOf(route: Route): Record<string, unknown> {
         },
       ]),
     ),
+  };
+}
+
+/** A stream route as an OpenAPI operation: server-sent events, resumed from Last-Event-ID. */
+function streamOperationOf(route: StreamRoute): Record<string, unknown> {
+  const idName = /\{([a-z_]+)\}/.exec(route.path)?.[1] ?? "id";
+  const problem = {
+    description: "a problem",
+    content: { "application/problem+json": { schema: jsonSchemaOf(ProblemResponse) } },
+  };
+  return {
+    operationId: route.operationId,
+    summary: route.summary,
+    security: [{ bearer: [] }],
+    parameters: [
+      { name: idName, in: "path", required: true, schema: { type: "string" } },
+      {
+        name: "Last-Event-ID",
+        in: "header",
+        required: false,
+        description: "The id of the last event the client saw: the stream resumes after it.",
+        schema: { type: "string", pattern: "^[0-9]+$" },
+      },
+      {
+        name: "access_token",
+        in: "query",
+        required: false,
+        description:
+          "The bearer token, for a client that cannot set headers (a browser's EventSource).",
+        schema: { type: "string" },
+      },
+    ],
+    responses: {
+      200: {
+        description:
+          route.of === "conversation"
+            ? "`event: conversation` with the turns new or changed since the last event; `id` is the view's revision"
+            : "`event: run` with the run at each revision (`id`), then `event: end` when it is no longer RUNNING",
+        content: { "text/event-stream": { schema: { type: "string" } } },
+      },
+      400: problem,
+      401: problem,
+      403: problem,
+      404: problem,
+    },
   };
 }

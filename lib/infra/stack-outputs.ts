@@ -116,8 +116,15 @@ function otherOutputs(stack: OutputSources, output: OutputFn): void {
   for (const [name, table] of Object.entries(tables)) {
     output(`${name}TableName`, table.tableName, `DynamoDB table ${name}`);
   }
-  if (stack.frontDoor)
+  if (stack.frontDoor) {
     output("FrontDoorUrl", stack.frontDoor.url, "the HTTP API's base URL (clients send a JWT)");
+    // A function URL ends with "/".
+    output(
+      "FrontDoorStreamUrl",
+      `${stack.frontDoor.streamUrl.url}v1`,
+      "the streams' base URL (server-sent events; clients send a JWT)",
+    );
+  }
   if (stack.support) {
     output("OrdersTableName", stack.support.orders.tableName, "DynamoDB table Orders");
     if (stack.support.payments)

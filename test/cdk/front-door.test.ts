@@ -114,8 +114,50 @@ describe("the front door", () => {
     expect(buses.sort()).toEqual(["Commands", "Events"]);
   });
 
-  it("gives its URL as an output", () => {
+  it("gives its URL and its streams' URL as outputs", () => {
     template.hasOutput("FrontDoorUrl", {});
+    template.hasOutput("FrontDoorStreamUrl", {
+      Value: { "Fn::Join": ["", [{ "Fn::GetAtt": [Match.anyValue(), "FunctionUrl"] }, "v1"]] },
+    });
+  });
+
+  it("streams from a function URL whose function verifies the issuer's tokens and reads only views and runs", () => {
+    const [resource] = functionsOfKind(template, "front-door-stream");
+    if (!resource) throw new Error("no front-door-stream function");
+    const { id } = resource;
+    template.hasResourceProperties("AWS::Lambda::Url", {
+      TargetFunctionArn: { "Fn::GetAtt": [id, "Arn"] },
+      AuthType: "NONE",
+      InvokeMode: "RESPONSE_STREAM",
+      Cors: {
+        AllowOrigins: ["*"],
+        AllowMethods: ["GET"],
+        AllowHeaders: ["authorization", "last-event-id"],
+      },
+    });
+    expect(resource.Properties.Environment).toMatchObject({
+      Variables: {
+        JWT_ISSUER: "https://issuer.example.com/",
+        JWT_AUDIENCE: "agentbus-api,agentbus-console",
+        TENANT_CLAIM: "tenant_id",
+        STREAM_MAX_SECONDS: "300",
+      },
+    });
+    // Its timeout outlasts the longest stream.
+    expect(resource.Properties.Timeout).toBeGreaterThan(300);
+    const statements = statementsOf(template, resource).filter((s) =>
+      s.Action.some((a) => !a.startsWith("logs:") && !a.startsWith("xray:")),
+    );
+    expect(statements.map((s) => ({ actions: s.Action, condition: s.Condition }))).toEqual([
+      {
+        actions: ["dynamodb:GetItem"],
+        condition: {
+          "ForAllValues:StringLike": {
+            "dynamodb:LeadingKeys": ["conversation_view#*", "dag_run#*"],
+          },
+        },
+      },
+    ]);
   });
 
   it("is not there without an issuer, and an issuer without an audience is refused", () => {

@@ -9,6 +9,17 @@ import { localSupportStack, TIMEOUT } from "./support-stack";
  * whose messages go through the whole support conversation.
  */
 
+/** A server-sent event of a stream, as the tests read it. */
+interface StreamEvent {
+  readonly event: string;
+  readonly id?: string;
+  readonly data: {
+    readonly turns?: readonly { task_id: string; status: string; reply_text?: string }[];
+    readonly run_id?: string;
+    readonly status?: string;
+  };
+}
+
 describe("the front door on the local stack, over HTTP", () => {
   const local = localSupportStack("fd");
   const door = () => {
@@ -41,6 +52,100 @@ describe("the front door on the local stack, over HTTP", () => {
       body: text ? JSON.parse(text) : undefined,
     };
   };
+
+  /** A stream route's server-sent events, read as they come (until `close`). */
+  const stream = async (path: string, token?: string, lastEventId?: string) => {
+    const abort = new AbortController();
+    const response = await fetch(`${door().url}${path}`, {
+      headers: {
+        ...(token ? { authorization: `Bearer ${token}` } : {}),
+        ...(lastEventId ? { "last-event-id": lastEventId } : {}),
+      },
+      signal: abort.signal,
+    });
+    const reader = response.body?.pipeThrough(new TextDecoderStream()).getReader();
+    let buffered = "";
+    /** The next event (comments and the retry line skipped). */
+    const next = async (): Promise<StreamEvent> => {
+      for (;;) {
+        const end = buffered.indexOf("\n\n");
+        if (end >= 0) {
+          const block = buffered.slice(0, end);
+          buffered = buffered.slice(end + 2);
+          const fields = Object.fromEntries(
+            block
+              .split("\n")
+              .map((line) => [
+                line.slice(0, line.indexOf(": ")),
+                line.slice(line.indexOf(": ") + 2),
+              ]),
+          );
+          if (fields.event)
+            return { event: fields.event, id: fields.id, data: JSON.parse(fields.data ?? "null") };
+          continue;
+        }
+        const chunk = await reader?.read();
+        if (!chunk || chunk.done) throw new Error("the stream closed");
+        buffered += chunk.value;
+      }
+    };
+    /** Events until one satisfies `done`; that one. */
+    const until = async (done: (e: StreamEvent) => boolean) => {
+      for (;;) {
+        const event = await next();
+        if (done(event)) return event;
+      }
+    };
+    return { response, next, until, close: () => abort.abort() };
+  };
+
+  it(
+    "the reply arrives on the conversation's stream, and a reconnect resumes where it left",
+    async () => {
+      const conversation = `conv_${ulid()}`;
+      const acme = await tokenOf("acme");
+      // Opened before the message exists: the stream waits for the conversation.
+      const live = await stream(`/conversations/${conversation}/stream`, acme);
+      expect(live.response.status).toBe(200);
+      expect(live.response.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
+      const sent = await call("POST", `/conversations/${conversation}/messages`, {
+        token: acme,
+        body: { text: "Where is my order 123?" },
+      });
+      expect(sent.status).toBe(202);
+      const delivered = await live.until(
+        (e) => e.data.turns?.some((t) => t.status === "delivered") === true,
+      );
+      live.close();
+      expect(delivered.event).toBe("conversation");
+      expect(delivered.data.turns).toEqual([
+        expect.objectContaining({ task_id: sent.body.task_id, reply_text: expect.any(String) }),
+      ]);
+
+      // Reconnected with the last event id and nothing new: nothing until a second message.
+      const resumed = await stream(`/conversations/${conversation}/stream`, acme, delivered.id);
+      await call("POST", `/conversations/${conversation}/messages`, {
+        token: acme,
+        body: { text: "And order 456?" },
+      });
+      const first = await resumed.next();
+      resumed.close();
+      expect(Number(first.id)).toBeGreaterThan(Number(delivered.id));
+      expect(first.data.turns?.map((t) => t.task_id)).not.toContain(sent.body.task_id);
+
+      // Another tenant's conversation, or no token: the stream does not open.
+      const foreign = await stream(
+        `/conversations/${conversation}/stream`,
+        await tokenOf("globex"),
+      );
+      const anonymous = await stream(`/conversations/${conversation}/stream`);
+      expect([foreign.response.status, anonymous.response.status]).toEqual([404, 401]);
+      expect(anonymous.response.headers.get("www-authenticate")).toContain("no bearer token");
+      foreign.close();
+      anonymous.close();
+    },
+    TIMEOUT * 2,
+  );
 
   it(
     "a message posted is answered: the reply shows on the conversation, for its tenant only",
@@ -162,12 +267,12 @@ describe("the front door on the local stack, over HTTP", () => {
       });
       expect(started.status, JSON.stringify(started.body)).toBe(202);
       const runPath = (started.body.links.run as string).replace(/^\/v1/, "");
-      const deadline = Date.now() + TIMEOUT;
-      let run = await call("GET", runPath, { token: acme });
-      while (run.body?.status !== "COMPLETED" && Date.now() < deadline) {
-        await new Promise((r) => setTimeout(r, 500));
-        run = await call("GET", runPath, { token: acme });
-      }
+      // Its progress on the run's stream, until it ends.
+      const progress = await stream(`${runPath}/stream`, acme);
+      const end = await progress.until((e) => e.event === "end");
+      progress.close();
+      expect(end.data).toEqual({ run_id: started.body.run_id, status: "COMPLETED" });
+      const run = await call("GET", runPath, { token: acme });
       expect(run.body).toMatchObject({ run_id: started.body.run_id, status: "COMPLETED" });
       expect(
         Object.values(run.body.nodes as Record<string, { state: string; output?: unknown }>),

@@ -26,6 +26,10 @@ const viewBlock =
   )?.[1];
 const curlBlock =
   /<!-- curl-example:start -->\n```sh\n([\s\S]*?)```\n<!-- curl-example:end -->/.exec(README)?.[1];
+const streamBlock =
+  /<!-- curl-stream-example:start -->\n```sh\n([\s\S]*?)```\n<!-- curl-stream-example:end -->/.exec(
+    README,
+  )?.[1];
 const awsCli = spawnSync("aws", ["--version"], { stdio: "ignore" }).status === 0;
 if (!awsCli)
   console.warn("README AWS CLI example skipped: the `aws` command (AWS CLI) is not installed here");
@@ -141,5 +145,22 @@ describe.skipIf(!awsCli)("README: send an event with the AWS CLI", () => {
     expect(turns).toEqual([
       expect.objectContaining({ task_id: accepted?.task_id, status: "delivered" }),
     ]);
+
+    // The stream block, stopped after three seconds (as Ctrl-C would): the delivered turn.
+    expect(streamBlock, "README has a curl-stream-example block").toBeDefined();
+    const streamed = await execFileAsync(
+      "bash",
+      [
+        "-euo",
+        "pipefail",
+        "-c",
+        (streamBlock ?? "").replaceAll("127.0.0.1:8631", `127.0.0.1:${port}`),
+      ],
+      { cwd: dir, encoding: "utf8", env: { ...process.env, TOKEN: token }, timeout: 3_000 },
+    ).catch((error: { stdout?: string }) => ({ stdout: error.stdout ?? "" }));
+    const event = /^event: conversation\ndata: (.*)$/m.exec(streamed.stdout)?.[1];
+    expect(JSON.parse(event ?? "{}")).toMatchObject({
+      turns: [expect.objectContaining({ task_id: accepted?.task_id, status: "delivered" })],
+    });
   }, 180_000);
 });

@@ -18,7 +18,13 @@ import {
   emulatorConfig,
   type LocalDeployment,
 } from "./deploy";
-import { type LocalFrontDoor, serveFrontDoor } from "./front-door";
+import {
+  type FrontDoorFunctions,
+  type LocalFrontDoor,
+  type LocalIssuer,
+  localIssuer,
+  serveFrontDoor,
+} from "./front-door";
 import { RecordingModel } from "./model";
 import { type MotoServer, resetMoto, startMoto } from "./moto";
 import { SAMPLE_ORDERS } from "./orders";
@@ -143,9 +149,14 @@ export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvir
     if (names.tables.orders)
       await putOrders(fromSdk(clients.dynamodb), names.tables.orders, SAMPLE_ORDERS);
     const functionClients = functionClientsOf(options, clients, emulatorConfig(endpoint, region));
-    const running = await startRuntime(deployment, clients, functionClients, endpoint, options);
+    // The front door's local issuer, whose key the stream function verifies tokens with.
+    const issuer = await localIssuer();
+    const running = await startRuntime(deployment, clients, functionClients, endpoint, {
+      ...options,
+      services: { jwtKey: issuer.publicKey },
+    });
     const ops = connect(emulatorConfig(endpoint, region), stackName, deployment.outputs, topology);
-    const frontDoor = await serveFrontDoorOf(running.runtime, options.frontDoorPort);
+    const frontDoor = await serveFrontDoorOf(running.runtime, issuer, options.frontDoorPort);
     return {
       ...running,
       endpoint,
@@ -186,10 +197,18 @@ function eventStoreOf(clients: AwsClients, names: StackNames): DynamoEventStore 
 /** The stack's front-door function served over HTTP on 127.0.0.1, if the stack has one. */
 async function serveFrontDoorOf(
   runtime: LocalRuntime,
+  issuer: LocalIssuer,
   port: number | undefined,
 ): Promise<LocalFrontDoor | undefined> {
   const invoke = runtime.invokerOfKind("front-door");
-  return invoke ? serveFrontDoor(invoke as Parameters<typeof serveFrontDoor>[0], port) : undefined;
+  const stream = runtime.invokerOfKind("front-door-stream");
+  if (!invoke) return undefined;
+  return serveFrontDoor({
+    invoke: invoke as FrontDoorFunctions["invoke"],
+    ...(stream ? { stream: stream as unknown as FrontDoorFunctions["stream"] } : {}),
+    issuer,
+    port,
+  });
 }
 
 /**
@@ -227,6 +246,8 @@ const LOCAL_ENV_OVERRIDES: Readonly<Record<string, string>> = {
   RETRY_MAX_SECONDS: "8",
   MODEL_PROVIDER: "local",
   CHANNEL_PROVIDER: "local",
+  // The front door's streams look for changes four times a second (once in a deployed stack).
+  STREAM_POLL_MS: "250",
 };
 
 /** The runtime with its local stand-ins (model, channel) and observations, started. */
@@ -235,12 +256,13 @@ async function startRuntime(
   clients: AwsClients,
   functionClients: FunctionClients,
   endpoint: string,
-  options: LocalOptions,
+  options: LocalOptions & { readonly services?: Readonly<Record<string, unknown>> },
 ): Promise<Pick<LocalEnvironment, "runtime" | "observations" | "channel" | "model">> {
   const observations = new Observations();
   const channel = new LocalChannel({ onDelivery: options.onDelivery });
   const model = new RecordingModel(new DeterministicLocalModel());
   const services = {
+    ...options.services,
     ...(options.faultInjection?.services?.({ model, channel }) ?? { model, channel }),
     ...(options.payments ? { payments: options.payments } : {}),
   };

@@ -7,6 +7,8 @@ import type {
 import { type CryptoKey, errors, exportJWK, generateKeyPair, jwtVerify, SignJWT } from "jose";
 import { ulid } from "ulid";
 import { matchPath, ROUTES } from "../../../functions/front-door/api";
+import { STREAM_ROUTES } from "../../../functions/front-door/stream";
+import type { FrontDoorStreamHandler } from "../../../functions/handlers/front-door-stream";
 
 /**
  * The front door served locally as API Gateway serves it: an HTTP server on 127.0.0.1 that does
@@ -21,6 +23,10 @@ import { matchPath, ROUTES } from "../../../functions/front-door/api";
  * - Only the routes of the function's route table are served (the stack's routes are made from
  *   the same table); any other is API Gateway's 404 `{"message":"Not Found"}`.
  * - A body over API Gateway's 10 MB payload limit is its 413.
+ * - The stream routes (functions/front-door/stream.ts), which a deployed stack serves from the
+ *   stream function's URL, are served here on the same port: the request goes to the stream
+ *   function as a function URL's payload, unverified (the function verifies the token, as behind
+ *   its URL), and what it writes is streamed to the client as it comes.
  */
 
 export const LOCAL_ISSUER = "https://agentbus.local/issuer";
@@ -68,18 +74,37 @@ export interface LocalFrontDoor {
   stop(): Promise<void>;
 }
 
-/** Serve the front-door function on 127.0.0.1 (`port` 0: a free one). */
-export async function serveFrontDoor(invoke: Invoke, port = 0): Promise<LocalFrontDoor> {
-  const issuer = await localIssuer();
+export interface FrontDoorFunctions {
+  readonly invoke: Invoke;
+  /** The stream function, when the stack has one. */
+  readonly stream?: FrontDoorStreamHandler;
+  /** The issuer whose tokens are taken (a new one when none is given). */
+  readonly issuer?: LocalIssuer;
+  /** 0 or none: a free port. */
+  readonly port?: number | undefined;
+}
+
+/** Serve the front-door functions on 127.0.0.1. */
+export async function serveFrontDoor(functions: FrontDoorFunctions): Promise<LocalFrontDoor> {
+  const issuer = functions.issuer ?? (await localIssuer());
   const server: Server = createServer((req, res) => {
-    answer(req, res, invoke, issuer).catch((error: unknown) => {
-      send(res, 500, { message: "Internal Server Error" });
+    const url = new URL(req.url ?? "/", "http://127.0.0.1");
+    const isStream = STREAM_ROUTES.some(
+      (r) => r.method === req.method && matchPath(r.path, url.pathname),
+    );
+    const served =
+      isStream && functions.stream
+        ? streamAnswer(req, res, url, functions.stream)
+        : answer(req, res, functions.invoke, issuer);
+    served.catch((error: unknown) => {
+      if (res.headersSent) res.end();
+      else send(res, 500, { message: "Internal Server Error" });
       console.error("front door:", error);
     });
   });
   await new Promise<void>((done, fail) => {
     server.once("error", fail);
-    server.listen(port, "127.0.0.1", done);
+    server.listen(functions.port ?? 0, "127.0.0.1", done);
   });
   const { port: bound } = server.address() as AddressInfo;
   return {
@@ -127,6 +152,41 @@ async function answer(
     "apigw-requestid": requestId,
   });
   res.end(result.body ?? "");
+}
+
+/** A stream route: the stream function writes the response, streamed to the client as it comes. */
+async function streamAnswer(
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+  stream: FrontDoorStreamHandler,
+): Promise<void> {
+  const requestId = ulid();
+  const event = eventOf(
+    req,
+    url,
+    { method: req.method ?? "GET", path: url.pathname },
+    Buffer.alloc(0),
+    undefined,
+    requestId,
+  );
+  const query = Object.fromEntries(url.searchParams);
+  let gone = false;
+  res.on("close", () => {
+    gone = true;
+  });
+  await stream(
+    { ...event, ...(url.search ? { queryStringParameters: query } : {}) } as never,
+    (statusCode, headers) => {
+      res.writeHead(statusCode, { ...headers, "x-amzn-requestid": requestId });
+      res.flushHeaders();
+      return {
+        write: (text) => res.write(text),
+        end: () => res.end(),
+        closed: () => gone,
+      };
+    },
+  );
 }
 
 /** The HTTP API's payload (format 2.0) for a request, as API Gateway hands it to the function. */

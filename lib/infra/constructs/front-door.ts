@@ -11,6 +11,12 @@ import {
 import { HttpJwtAuthorizer } from "aws-cdk-lib/aws-apigatewayv2-authorizers";
 import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations";
 import { PolicyStatement } from "aws-cdk-lib/aws-iam";
+import {
+  type FunctionUrl,
+  FunctionUrlAuthType,
+  InvokeMode,
+  HttpMethod as UrlMethod,
+} from "aws-cdk-lib/aws-lambda";
 import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
 import { EventIndex } from "../../../functions/adapters/dynamodb/tables";
@@ -42,11 +48,19 @@ export interface FrontDoorProps {
    * @default 100 per second, a burst of 200
    */
   readonly throttle?: { readonly rateLimit: number; readonly burstLimit: number };
+  /**
+   * The origins a browser may open the stream from (the stream URL's CORS).
+   * @default ["*"] (the stream takes a bearer token, never a cookie)
+   */
+  readonly streamOrigins?: readonly string[];
 }
 
 export const FRONT_DOOR_ISSUER_CONTEXT = "agentbus:jwtIssuer";
 export const FRONT_DOOR_AUDIENCE_CONTEXT = "agentbus:jwtAudience";
 export const FRONT_DOOR_TENANT_CLAIM_CONTEXT = "agentbus:tenantClaim";
+
+/** How long one stream lasts before the client reconnects (and resumes). */
+const STREAM_SECONDS = 300;
 
 /** What the access log keeps of each request: one JSON line. */
 const ACCESS_LOG_FIELDS = {
@@ -79,6 +93,9 @@ const ACCESS_LOG_FIELDS = {
  */
 export class FrontDoor extends Construct {
   readonly function: AgentBusFunction;
+  /** The stream function (server-sent events), behind its own URL: HTTP APIs cannot stream. */
+  readonly streamFunction: AgentBusFunction;
+  readonly streamUrl: FunctionUrl;
   readonly api: HttpApi;
   readonly stage: HttpStage;
   readonly accessLog: LogGroup;
@@ -123,6 +140,52 @@ export class FrontDoor extends Construct {
       },
     });
     this.addRoutes(issuer);
+    this.streamFunction = this.createStream(props);
+    this.streamUrl = this.streamFunction.addFunctionUrl({
+      authType: FunctionUrlAuthType.NONE,
+      invokeMode: InvokeMode.RESPONSE_STREAM,
+      cors: {
+        allowedOrigins: [...(props.streamOrigins ?? ["*"])],
+        allowedMethods: [UrlMethod.GET],
+        allowedHeaders: ["authorization", "last-event-id"],
+        maxAge: Duration.hours(1),
+      },
+    });
+  }
+
+  /**
+   * The stream function (functions/handlers/front-door-stream.ts): its URL takes any request, so it
+   * verifies the token itself, with the issuer and audience the API's authorizer has. It reads
+   * the conversation views and runs, nothing else. A stream lasts at most five minutes (the
+   * client reconnects and resumes), so the function's timeout is a little longer.
+   */
+  private createStream(props: FrontDoorProps): AgentBusFunction {
+    const fn = new AgentBusFunction(this, "StreamFunction", {
+      kind: "front-door-stream",
+      entry: "functions/handlers/front-door-stream.ts",
+      serviceName: "front-door-stream",
+      description: "AgentBus front door: conversations and runs as server-sent events",
+      timeout: Duration.seconds(STREAM_SECONDS + 30),
+      environment: {
+        STATE_TABLE: props.tables.state.tableName,
+        JWT_ISSUER: props.issuer.issuer,
+        JWT_AUDIENCE: props.issuer.audience.join(","),
+        TENANT_CLAIM: props.issuer.tenantClaim ?? "tenant_id",
+        STREAM_MAX_SECONDS: String(STREAM_SECONDS),
+      },
+    });
+    fn.addToRolePolicy(
+      new PolicyStatement({
+        actions: ["dynamodb:GetItem"],
+        resources: [props.tables.state.tableArn],
+        conditions: {
+          "ForAllValues:StringLike": {
+            "dynamodb:LeadingKeys": ["conversation_view#*", "dag_run#*"],
+          },
+        },
+      }),
+    );
+    return fn;
   }
 
   /** Every route of the function's route table, each with the JWT authorizer or none. */

@@ -15,7 +15,13 @@ export { FUNCTION_RUNTIME } from "./bundling";
 export const REPO_ROOT = fileURLToPath(new URL("../../..", import.meta.url));
 
 /** What a function does in the path of an event; the local runtime emulates each kind. */
-export type FunctionKind = "relay" | "dispatch" | "consumer" | "sweeper" | "front-door";
+export type FunctionKind =
+  | "relay"
+  | "dispatch"
+  | "consumer"
+  | "sweeper"
+  | "front-door"
+  | "front-door-stream";
 
 /** CloudWatch namespace of the metrics every handler publishes (`POWERTOOLS_METRICS_NAMESPACE`). */
 export const METRICS_NAMESPACE = "AgentBus";

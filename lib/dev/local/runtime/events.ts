@@ -16,4 +16,4 @@ export type RuntimeEvent =
 export type Report = (event: RuntimeEvent) => void;
 
 /** A loaded handler, as Lambda would call it. */
-export type Invoke = (event: unknown) => Promise<unknown>;
+export type Invoke = (event: unknown, ...rest: unknown[]) => Promise<unknown>;

@@ -40,7 +40,7 @@ export interface HandlerOptions {
  */
 export async function loadHandler(fn: LocalFunction, options: HandlerOptions): Promise<Invoke> {
   const module = (await import(pathToFileURL(join(options.root, fn.entry)).href)) as {
-    create?: (options: Record<string, unknown>) => Invoke;
+    create?: (options: Record<string, unknown>) => (...args: unknown[]) => Promise<unknown>;
   };
   if (typeof module.create !== "function")
     throw new Error(`${fn.entry} does not export create(options)`);
@@ -57,7 +57,8 @@ export async function loadHandler(fn: LocalFunction, options: HandlerOptions): P
     onReport: (r: unknown) => report(handlerReport(fn, group, r)),
   });
   // A meter on the shared clients (lib/dev/metering/metering.ts) counts each call under its group.
-  return (event: unknown) => inMeterScope(group, () => invoke(event));
+  // (A streaming function takes the response to write as a second argument.)
+  return (event: unknown, ...rest: unknown[]) => inMeterScope(group, () => invoke(event, ...rest));
 }
 
 /** What a handler's report is, by the function's kind. */

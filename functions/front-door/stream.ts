@@ -1,0 +1,237 @@
+import { tenantOf } from "../../schemas";
+import type { Clock, EventStore } from "../core/ports";
+import type {
+  ConversationTurn,
+  ConversationView,
+} from "../roles/customer-support/conversation-projection/conversation-projection";
+import type { OrchestratorState } from "../roles/orchestrator/state";
+import {
+  CONVERSATION_VIEW,
+  conversationOf,
+  DAG_RUN,
+  idParam,
+  matchPath,
+  runAnswer,
+  turnsOf,
+} from "./api";
+import { fail, type HttpRequest } from "./http";
+import type { Caller } from "./identity";
+
+/**
+ * What happens, pushed to the client: server-sent events (`text/event-stream`) of a conversation's
+ * turns and of a run's progress, read from the projections the GET routes answer from (the
+ * conversation view, the run's state), which the consumer groups keep from the events they
+ * consume. The stream polls the one state item every `pollMs` and sends what changed:
+ *
+ * - `event: conversation`: `{conversation_id, revision, turns}` with each turn that is new or
+ *   changed since the last event (a turn is the same object `GET /v1/conversations/{id}` shows;
+ *   apply it by `task_id`);
+ * - `event: run`: the run as `GET /v1/runs/{id}` shows it; then `event: end` once the run is no
+ *   longer RUNNING, and the stream closes;
+ * - `: keep-alive` comments every `heartbeatSeconds`, so idle connections stay open.
+ *
+ * Every event's `id` is the state item's revision, which only grows. A client that reconnects
+ * sends it back as `Last-Event-ID` (EventSource does so by itself): if nothing changed since, the
+ * stream sends nothing until something does; if something did, it sends every turn once (applying
+ * a turn twice changes nothing). A stream lasts at most `maxSeconds` (a function URL's response
+ * may last 15 minutes), then closes; the client reconnects and resumes.
+ *
+ * A conversation that has no view yet (the message was posted a moment ago) is waited for; one
+ * that is another tenant's is 404, as on the GET routes, before or after it appears.
+ */
+
+export interface StreamRoute {
+  readonly method: "GET";
+  readonly path: string;
+  readonly operationId: string;
+  readonly summary: string;
+  readonly of: "conversation" | "run";
+}
+
+export const STREAM_ROUTES: readonly StreamRoute[] = [
+  {
+    method: "GET",
+    path: "/v1/conversations/{conversation_id}/stream",
+    operationId: "streamConversation",
+    summary: "A conversation's turns as they change (server-sent events)",
+    of: "conversation",
+  },
+  {
+    method: "GET",
+    path: "/v1/runs/{run_id}/stream",
+    operationId: "streamRun",
+    summary: "A workflow run's progress until it ends (server-sent events)",
+    of: "run",
+  },
+];
+
+export interface StreamPorts {
+  readonly store: Pick<EventStore, "load">;
+  readonly clock: Clock;
+  /** Wait `ms`, or less when the client went away. */
+  sleep(ms: number): Promise<void>;
+}
+
+export interface StreamSettings {
+  readonly pollMs: number;
+  readonly maxSeconds: number;
+  readonly heartbeatSeconds: number;
+}
+
+/** Where the stream goes: the response's head once, then its text as it comes. */
+export interface StreamSink {
+  write(text: string): void;
+  /** Whether the client went away (nothing more need be read). */
+  closed(): boolean;
+}
+
+export const STREAM_HEADERS = {
+  "content-type": "text/event-stream; charset=utf-8",
+  "cache-control": "no-cache",
+  "x-accel-buffering": "no",
+} as const;
+
+/** One server-sent event. */
+export function sseFrame(event: string, data: unknown, id?: number): string {
+  return `${id === undefined ? "" : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+}
+
+/** The stream route a request names, with its parameters (404 when none). */
+export function streamRouteOf(request: Pick<HttpRequest, "method" | "path">): {
+  route: StreamRoute;
+  params: Record<string, string>;
+} {
+  for (const route of STREAM_ROUTES) {
+    const params = matchPath(route.path, request.path);
+    if (params && request.method === route.method) return { route, params };
+  }
+  fail("not_found", `no stream ${request.method} ${request.path}`);
+}
+
+/**
+ * Check what a stream request names (400 on a bad id, 404 on another tenant's), before anything is
+ * sent; then `run` sends the stream to `sink`.
+ */
+export async function openStream(
+  request: Pick<HttpRequest, "method" | "path" | "headers">,
+  caller: Caller,
+  ports: StreamPorts,
+  settings: StreamSettings,
+): Promise<{ run(sink: StreamSink): Promise<void> }> {
+  const { route, params } = streamRouteOf(request);
+  const since = lastEventIdOf(request.headers["last-event-id"]);
+  if (route.of === "conversation") {
+    const id = idParam(params, "conversation_id");
+    await conversationOf(ports, caller, id);
+    return { run: (sink) => streamConversation(ports, settings, caller, id, since, sink) };
+  }
+  const id = idParam(params, "run_id");
+  const state = await loadRun(ports, id);
+  if (state && tenantOf(state.data) !== caller.tenantId) fail("not_found", `no run ${id}`);
+  return { run: (sink) => streamRun(ports, settings, caller, id, since, sink) };
+}
+
+function lastEventIdOf(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const revision = Number(value);
+  if (!Number.isSafeInteger(revision) || revision < 0)
+    fail(
+      "invalid_request",
+      `Last-Event-ID ${JSON.stringify(value)} is not an event id of this stream`,
+    );
+  return revision;
+}
+
+/** Poll `read` until the stream's time is up or the client left; heartbeats in between. */
+async function pollUntilDone(
+  ports: StreamPorts,
+  settings: StreamSettings,
+  sink: StreamSink,
+  read: () => Promise<"more" | "done">,
+): Promise<void> {
+  const started = ports.clock.now().getTime();
+  let lastWrite = started;
+  sink.write(`retry: ${Math.max(1000, settings.pollMs)}\n\n`);
+  while (!sink.closed() && ports.clock.now().getTime() - started < settings.maxSeconds * 1000) {
+    if ((await read()) === "done") return;
+    const now = ports.clock.now().getTime();
+    if (now - lastWrite >= settings.heartbeatSeconds * 1000) {
+      sink.write(": keep-alive\n\n");
+      lastWrite = now;
+    }
+    await ports.sleep(settings.pollMs);
+  }
+}
+
+async function streamConversation(
+  ports: StreamPorts,
+  settings: StreamSettings,
+  caller: Caller,
+  conversationId: string,
+  since: number | undefined,
+  sink: StreamSink,
+): Promise<void> {
+  let revision = -1;
+  const sent = new Map<string, string>();
+  await pollUntilDone(ports, settings, sink, async () => {
+    const loaded = await ports.store.load({
+      state: { type: CONVERSATION_VIEW, id: conversationId },
+    });
+    const stored = loaded.state;
+    if (!stored || stored.revision === revision) return "more";
+    const view = stored.data as ConversationView | null;
+    if (!view || tenantOf(view) !== caller.tenantId) {
+      sink.write(
+        sseFrame("error", { code: "not_found", detail: `no conversation ${conversationId}` }),
+      );
+      return "done";
+    }
+    const turns = turnsOf(view);
+    // The client saw this revision already: what it has is what the view has.
+    const seen = revision === -1 && since === stored.revision;
+    const changed = turns.filter((turn) => sent.get(turn.task_id) !== JSON.stringify(turn));
+    for (const turn of turns) sent.set(turn.task_id, JSON.stringify(turn));
+    revision = stored.revision;
+    if (!seen && changed.length > 0)
+      sink.write(conversationFrame(conversationId, revision, changed));
+    return "more";
+  });
+}
+
+function conversationFrame(conversationId: string, revision: number, turns: ConversationTurn[]) {
+  return sseFrame("conversation", { conversation_id: conversationId, revision, turns }, revision);
+}
+
+async function streamRun(
+  ports: StreamPorts,
+  settings: StreamSettings,
+  caller: Caller,
+  runId: string,
+  since: number | undefined,
+  sink: StreamSink,
+): Promise<void> {
+  let revision = since ?? -1;
+  await pollUntilDone(ports, settings, sink, async () => {
+    const stored = await loadRun(ports, runId);
+    if (!stored) return "more";
+    if (tenantOf(stored.data) !== caller.tenantId) {
+      sink.write(sseFrame("error", { code: "not_found", detail: `no run ${runId}` }));
+      return "done";
+    }
+    const answer = runAnswer(runId, stored.data);
+    if (stored.revision !== revision) sink.write(sseFrame("run", answer, stored.revision));
+    revision = stored.revision;
+    if (answer.status === "RUNNING") return "more";
+    sink.write(sseFrame("end", { run_id: runId, status: answer.status }));
+    return "done";
+  });
+}
+
+async function loadRun(
+  ports: StreamPorts,
+  runId: string,
+): Promise<{ revision: number; data: OrchestratorState } | undefined> {
+  const loaded = await ports.store.load({ state: { type: DAG_RUN, id: runId } });
+  const data = loaded.state?.data as OrchestratorState | null | undefined;
+  return loaded.state && data ? { revision: loaded.state.revision, data } : undefined;
+}

@@ -1,0 +1,228 @@
+import { MetricUnit } from "@aws-lambda-powertools/metrics";
+import type { LambdaFunctionURLEvent } from "aws-lambda";
+import { type CryptoKey, createRemoteJWKSet, errors, type JWTVerifyGetKey, jwtVerify } from "jose";
+import * as z from "../../schemas/zod";
+import type { AwsClient } from "../adapters/aws/client";
+import { DynamoConsumerStore } from "../adapters/dynamodb/event-store";
+import { parseEnv } from "../core/parse-env";
+import type { Clock, EventStore } from "../core/ports";
+import { systemClock } from "../core/runtime";
+import { fail, type HttpRequest, ProblemError, problemResponse } from "../front-door/http";
+import { callerOf } from "../front-door/identity";
+import { openStream, STREAM_HEADERS } from "../front-door/stream";
+import { containerAwsClient } from "./aws";
+import { type Observability, observability } from "./observe";
+import { installLazySourceMaps } from "./source-maps";
+
+/**
+ * The front door's stream function (functions/front-door/stream.ts), behind a Lambda function URL
+ * whose responses stream (`RESPONSE_STREAM`): HTTP APIs cannot stream a response, so the stream
+ * has its own URL (output `FrontDoorStreamUrl`). The URL takes any request (auth type NONE), so the
+ * function verifies the token as the HTTP API's JWT authorizer does: signature by the issuer's
+ * JWKS (found by OIDC discovery, or `JWKS_URL`), `iss`, `aud`, `exp`, `nbf`. The token comes in
+ * `Authorization: Bearer <token>` or, for a browser's EventSource (which cannot set headers), the
+ * query's `access_token`. It reads the state table only (the conversation views and the runs).
+ */
+export const FrontDoorStreamEnv = z.object({
+  STATE_TABLE: z.string().check(z.minLength(1)),
+  JWT_ISSUER: z.string().check(z.minLength(1)),
+  /** The accepted audiences, comma-separated. */
+  JWT_AUDIENCE: z.string().check(z.minLength(1)),
+  /** Where the issuer's keys are, when not at its OIDC discovery document's `jwks_uri`. */
+  JWKS_URL: z.optional(z.string().check(z.minLength(1))),
+  TENANT_CLAIM: z._default(z.string().check(z.minLength(1)), "tenant_id"),
+  STREAM_POLL_MS: z._default(
+    z.coerce.number().check(z.int(), z.minimum(50), z.maximum(60_000)),
+    1000,
+  ),
+  STREAM_MAX_SECONDS: z._default(
+    z.coerce.number().check(z.int(), z.minimum(1), z.maximum(890)),
+    300,
+  ),
+  STREAM_HEARTBEAT_SECONDS: z._default(
+    z.coerce.number().check(z.int(), z.minimum(1), z.maximum(300)),
+    15,
+  ),
+});
+
+/** The response as it is streamed: its head once, then its body as it comes. */
+export interface ResponseWriter {
+  write(text: string): void;
+  end(): void;
+  closed(): boolean;
+}
+export type Respond = (statusCode: number, headers: Record<string, string>) => ResponseWriter;
+
+export type FrontDoorStreamHandler = (
+  event: LambdaFunctionURLEvent,
+  respond: Respond,
+) => Promise<void>;
+
+export interface FrontDoorStreamOptions {
+  readonly env?: Record<string, string | undefined>;
+  readonly dynamodb?: AwsClient;
+  readonly clock?: Clock;
+  readonly observability?: Observability;
+  /** Replaces the state table's reader (tests). */
+  readonly store?: Pick<EventStore, "load">;
+  /** The issuer's key (a local issuer's), instead of its JWKS. */
+  readonly jwtKey?: CryptoKey | JWTVerifyGetKey;
+  readonly sleep?: (ms: number) => Promise<void>;
+}
+
+export function createFrontDoorStreamHandler(
+  options: FrontDoorStreamOptions = {},
+): FrontDoorStreamHandler {
+  const env = parseEnv(FrontDoorStreamEnv, options.env ?? process.env, "front-door-stream");
+  const { logger, metrics, tracer } = options.observability ?? observability("front-door-stream");
+  const key = options.jwtKey ?? issuerKeys(env.JWT_ISSUER, env.JWKS_URL);
+  const audience = env.JWT_AUDIENCE.split(",").map((a) => a.trim());
+  const settings = {
+    pollMs: env.STREAM_POLL_MS,
+    maxSeconds: env.STREAM_MAX_SECONDS,
+    heartbeatSeconds: env.STREAM_HEARTBEAT_SECONDS,
+  };
+  const store =
+    options.store ??
+    new DynamoConsumerStore({
+      client: tracer.capture(options.dynamodb ?? containerAwsClient()),
+      tables: { state: env.STATE_TABLE, events: "", inbox: "" },
+    });
+  const clock = options.clock ?? systemClock;
+  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  return async (event, respond) => {
+    const request = requestOf(event);
+    try {
+      const claims = await verifiedClaims(tokenOf(event), key, env.JWT_ISSUER, audience);
+      const caller = callerOf(claims, env.TENANT_CLAIM);
+      const stream = await openStream(request, caller, { store, clock, sleep }, settings);
+      metrics.addMetric("FrontDoorStreamOpened", MetricUnit.Count, 1);
+      metrics.publishStoredMetrics();
+      const out = respond(200, { ...STREAM_HEADERS });
+      await stream.run(out);
+      out.end();
+    } catch (error) {
+      const answer =
+        error instanceof ProblemError
+          ? problemResponse(error.problem, request.requestId)
+          : problemResponse(
+              { code: "internal", detail: "the stream failed; connect again" },
+              request.requestId,
+            );
+      if (!(error instanceof ProblemError))
+        logger.error("stream failed", { error: error as Error, path: event.rawPath });
+      const single = metrics.singleMetric();
+      single.addDimension("code", error instanceof ProblemError ? error.problem.code : "internal");
+      single.addMetric("FrontDoorProblem", MetricUnit.Count, 1);
+      const out = respond(answer.statusCode, { ...answer.headers });
+      out.write(answer.body);
+      out.end();
+    }
+  };
+}
+
+/** The issuer's signing keys: its JWKS, at `jwksUrl` or where its discovery document says. */
+function issuerKeys(issuer: string, jwksUrl: string | undefined): JWTVerifyGetKey {
+  let keys: Promise<JWTVerifyGetKey> | undefined;
+  const found = async () => {
+    if (jwksUrl) return createRemoteJWKSet(new URL(jwksUrl));
+    const discovery = `${issuer.replace(/\/$/, "")}/.well-known/openid-configuration`;
+    const response = await fetch(discovery);
+    if (!response.ok)
+      throw new Error(`the issuer's discovery document answered ${response.status}`);
+    const { jwks_uri } = (await response.json()) as { jwks_uri?: string };
+    if (!jwks_uri) throw new Error("the issuer's discovery document names no jwks_uri");
+    return createRemoteJWKSet(new URL(jwks_uri));
+  };
+  return async (header, token) => {
+    keys ??= found().catch((error: unknown) => {
+      keys = undefined;
+      throw error;
+    });
+    return (await keys)(header, token);
+  };
+}
+
+function tokenOf(event: LambdaFunctionURLEvent): string | undefined {
+  const authorization = event.headers?.authorization ?? event.headers?.Authorization;
+  const bearer = /^Bearer\s+(\S+)$/i.exec(authorization ?? "")?.[1];
+  return bearer ?? event.queryStringParameters?.access_token;
+}
+
+/** The token's claims, verified as the HTTP API's JWT authorizer verifies them (else 401). */
+async function verifiedClaims(
+  token: string | undefined,
+  key: CryptoKey | JWTVerifyGetKey,
+  issuer: string,
+  audience: string[],
+): Promise<Record<string, unknown>> {
+  const refuse = (problem: string): never =>
+    fail("unauthorized", problem, {
+      headers: {
+        "www-authenticate": `Bearer error="invalid_token" error_description="${problem}"`,
+      },
+    });
+  if (!token) return refuse("no bearer token in the Authorization header or access_token");
+  try {
+    const options = { issuer, audience };
+    const { payload } =
+      typeof key === "function"
+        ? await jwtVerify(token, key, options)
+        : await jwtVerify(token, key, options);
+    return payload as Record<string, unknown>;
+  } catch (error) {
+    if (error instanceof errors.JWTExpired) return refuse("the token has expired");
+    if (error instanceof errors.JWTClaimValidationFailed)
+      return refuse(`the token's ${error.claim} claim is not accepted`);
+    return refuse("the token is not signed by the issuer");
+  }
+}
+
+function requestOf(event: LambdaFunctionURLEvent): HttpRequest {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(event.headers ?? {}))
+    if (value !== undefined) headers[name.toLowerCase()] = value;
+  return {
+    method: event.requestContext.http.method,
+    path: event.rawPath,
+    headers,
+    requestId: event.requestContext.requestId,
+  };
+}
+
+/** What the Node.js Lambda runtime gives a streaming function (the global `awslambda`). */
+interface LambdaStreaming {
+  streamifyResponse(
+    handler: (event: LambdaFunctionURLEvent, stream: NodeJS.WritableStream) => Promise<void>,
+  ): unknown;
+  HttpResponseStream: {
+    from(
+      stream: NodeJS.WritableStream,
+      prelude: { statusCode: number; headers: Record<string, string> },
+    ): NodeJS.WritableStream & { destroyed?: boolean; writableEnded?: boolean };
+  };
+}
+
+export const create = createFrontDoorStreamHandler;
+
+let instance: FrontDoorStreamHandler | undefined;
+const lambda = (globalThis as { awslambda?: Partial<LambdaStreaming> }).awslambda;
+const streaming =
+  typeof lambda?.streamifyResponse === "function" && lambda.HttpResponseStream
+    ? (lambda as LambdaStreaming)
+    : undefined;
+/** The Lambda entry point: only in the Lambda runtime, which streams what the handler writes. */
+export const handler = streaming?.streamifyResponse(async (event, responseStream) => {
+  if (instance === undefined) {
+    installLazySourceMaps();
+    instance = createFrontDoorStreamHandler();
+  }
+  await instance(event, (statusCode, headers) => {
+    const stream = streaming.HttpResponseStream.from(responseStream, { statusCode, headers });
+    return {
+      write: (text) => stream.write(text),
+      end: () => stream.end(),
+      closed: () => stream.destroyed === true || stream.writableEnded === true,
+    };
+  });
+});
