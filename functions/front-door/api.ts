@@ -27,7 +27,7 @@ import {
   ProblemError,
   problemResponse,
 } from "./http";
-import { type Caller, callerOf } from "./identity";
+import { type Caller, callerOf, serviceCallerOf } from "./identity";
 import type { TenantLimits } from "./limits";
 import openapi from "./openapi.json";
 
@@ -85,6 +85,8 @@ interface RouteContext {
   readonly params: Readonly<Record<string, string>>;
   readonly ports: FrontDoorPorts;
   readonly settings: Required<FrontDoorSettings>;
+  /** Who calls (401/403 when the request does not say). */
+  readonly who: () => Caller;
 }
 
 /** A route: what it serves, what it takes and gives (the OpenAPI document is made from these). */
@@ -93,8 +95,11 @@ export interface Route {
   readonly path: string;
   readonly operationId: string;
   readonly summary: string;
-  /** Whether a verified token is needed. */
-  readonly auth: boolean;
+  /**
+   * Who may call: `jwt`, a client with a token of the issuer (the tenant from its claims); `iam`,
+   * a service signing with AWS credentials (SigV4) for the tenant its path names; `none`, anyone.
+   */
+  readonly auth: "jwt" | "iam" | "none";
   readonly body?: z.core.$ZodType;
   readonly idempotent?: boolean;
   readonly responses: Readonly<Record<number, { description: string; schema?: z.core.$ZodType }>>;
@@ -106,13 +111,13 @@ const problems = (...statuses: number[]) =>
     statuses.map((status) => [status, { description: "a problem", schema: ProblemResponse }]),
   );
 
-export const ROUTES: readonly Route[] = [
+const CLIENT_ROUTES: readonly Route[] = [
   {
     method: "GET",
     path: "/v1/openapi.json",
     operationId: "getOpenApi",
     summary: "This API's OpenAPI document",
-    auth: false,
+    auth: "none",
     responses: { 200: { description: "the OpenAPI 3.1 document" } },
     run: async () => json(200, openapi),
   },
@@ -121,7 +126,7 @@ export const ROUTES: readonly Route[] = [
     path: "/v1/conversations/{conversation_id}/messages",
     operationId: "postMessage",
     summary: "Send a customer's message; the reply follows on the conversation",
-    auth: true,
+    auth: "jwt",
     body: PostMessageBody,
     idempotent: true,
     responses: {
@@ -135,7 +140,7 @@ export const ROUTES: readonly Route[] = [
     path: "/v1/conversations/{conversation_id}",
     operationId: "getConversation",
     summary: "A conversation: its turns, their status and replies",
-    auth: true,
+    auth: "jwt",
     responses: {
       200: { description: "the conversation", schema: ConversationResponse },
       ...problems(400, 401, 403, 404),
@@ -147,7 +152,7 @@ export const ROUTES: readonly Route[] = [
     path: "/v1/workflows/{workflow_name}/runs",
     operationId: "startRun",
     summary: "Start a content-production run of a workflow (quick-news, long-form)",
-    auth: true,
+    auth: "jwt",
     body: StartRunBody,
     idempotent: true,
     responses: {
@@ -161,7 +166,7 @@ export const ROUTES: readonly Route[] = [
     path: "/v1/runs/{run_id}",
     operationId: "getRun",
     summary: "A workflow run: its status, each node's state and output",
-    auth: true,
+    auth: "jwt",
     responses: {
       200: { description: "the run", schema: RunResponse },
       ...problems(400, 401, 403, 404),
@@ -173,13 +178,34 @@ export const ROUTES: readonly Route[] = [
     path: "/v1/tasks/{task_id}",
     operationId: "getTask",
     summary: "A task: the steps it went through, in order (event types and times, no payloads)",
-    auth: true,
+    auth: "jwt",
     responses: {
       200: { description: "the task", schema: TaskResponse },
       ...problems(400, 401, 403, 404),
     },
     run: getTask,
   },
+];
+
+/** Where a service's routes are: each client route's, under its tenant. */
+export const SERVICE_PREFIX = "/v1/tenants/{tenant_id}";
+
+/**
+ * Every route: the clients' (a JWT names the tenant and the user) and the same routes for
+ * services (`/v1/tenants/{tenant_id}/...`, signed with AWS credentials: an IAM policy may allow a
+ * service only its tenants' paths, and the tenant is the path's; no user acts).
+ */
+export const ROUTES: readonly Route[] = [
+  ...CLIENT_ROUTES,
+  ...CLIENT_ROUTES.filter((route) => route.auth === "jwt").map(
+    (route): Route => ({
+      ...route,
+      path: route.path.replace(/^\/v1/, SERVICE_PREFIX),
+      operationId: `service${route.operationId[0]?.toUpperCase()}${route.operationId.slice(1)}`,
+      summary: `${route.summary} (a service, for a tenant)`,
+      auth: "iam",
+    }),
+  ),
 ];
 
 /** Answer one request; never throws (an unexpected error is a 500 that says nothing inside). */
@@ -195,7 +221,11 @@ export async function handleRequest(
   };
   try {
     const { route, params } = routeOf(request);
-    return await route.run({ request, params, ports, settings: resolved });
+    const who = () =>
+      route.auth === "iam"
+        ? serviceCallerOf(params.tenant_id, request.principal)
+        : callerOf(request.claims, resolved.tenantClaim);
+    return await route.run({ request, params, ports, settings: resolved, who });
   } catch (error) {
     if (error instanceof ProblemError) return problemResponse(error.problem, request.requestId);
     if (error instanceof AgentBusError && error.errorClass === "transient")
@@ -306,8 +336,8 @@ export async function conversationOf(
   return view;
 }
 
-async function postMessage({ request, params, ports, settings }: RouteContext) {
-  const caller = callerOf(request.claims, settings.tenantClaim);
+async function postMessage({ request, params, ports, settings, who }: RouteContext) {
+  const caller = who();
   const conversationId = idParam(params, "conversation_id");
   checkIdempotencyKey(request);
   const body = bodyOf(request, PostMessageBody, settings.maxBodyBytes);
@@ -318,7 +348,7 @@ async function postMessage({ request, params, ports, settings }: RouteContext) {
     conversationId,
     payload: {
       text: body.text,
-      customer_id: body.customer_id ?? `cust_${caller.userId.slice("user_".length)}`,
+      customer_id: customerOf(caller, body.customer_id),
       ...(body.channel === undefined ? {} : { channel: body.channel }),
     },
   });
@@ -329,6 +359,18 @@ async function postMessage({ request, params, ports, settings }: RouteContext) {
     conversation_id: conversationId,
     links: { conversation: `/v1/conversations/${conversationId}` },
   });
+}
+
+/** The message's customer: the body's, else the user's own (`cust_<user token>`). */
+function customerOf(caller: Caller, named: string | undefined): string {
+  if (named !== undefined) return named;
+  if (caller.userId === undefined)
+    fail("invalid_request", "a service names the customer the message is from: customer_id", {
+      errors: [
+        { path: "(body).customer_id", message: "required when a service sends the message" },
+      ],
+    });
+  return `cust_${caller.userId.slice("user_".length)}`;
 }
 
 /**
@@ -357,7 +399,7 @@ function clientEnvelope(
     task_id: `task_${eventId}`,
     ...(message.conversationId === undefined ? {} : { conversation_id: message.conversationId }),
     tenant_id: caller.tenantId,
-    user_id: caller.userId,
+    ...(caller.userId === undefined ? {} : { user_id: caller.userId }),
     aggregate: { ...message.aggregate, version: 0 },
     order_key: message.aggregate.id,
     producer: "front-door",
@@ -427,8 +469,8 @@ function checkIdempotencyKey(request: HttpRequest): void {
     fail("invalid_request", "Idempotency-Key must be 1-255 printable ASCII characters");
 }
 
-async function startRun({ request, params, ports, settings }: RouteContext) {
-  const caller = callerOf(request.claims, settings.tenantClaim);
+async function startRun({ request, params, ports, settings, who }: RouteContext) {
+  const caller = who();
   const name = params.workflow_name ?? "";
   if (!(WORKFLOW_KINDS as readonly string[]).includes(name))
     fail(
@@ -453,8 +495,8 @@ async function startRun({ request, params, ports, settings }: RouteContext) {
   });
 }
 
-async function getTask({ request, params, ports, settings }: RouteContext) {
-  const caller = callerOf(request.claims, settings.tenantClaim);
+async function getTask({ params, ports, who }: RouteContext) {
+  const caller = who();
   const taskId = idParam(params, "task_id");
   const events = await ports.tasks.eventsByTask(taskId);
   // A task is the tenant's its events name (an operator's command and what it causes name none);
@@ -474,8 +516,8 @@ async function getTask({ request, params, ports, settings }: RouteContext) {
   });
 }
 
-async function getRun({ request, params, ports, settings }: RouteContext) {
-  const caller = callerOf(request.claims, settings.tenantClaim);
+async function getRun({ params, ports, who }: RouteContext) {
+  const caller = who();
   const runId = idParam(params, "run_id");
   const loaded = await ports.store.load({ state: { type: DAG_RUN, id: runId } });
   const state = loaded.state?.data as OrchestratorState | null | undefined;
@@ -503,8 +545,8 @@ export function runAnswer(runId: string, state: OrchestratorState) {
   };
 }
 
-async function getConversation({ request, params, ports, settings }: RouteContext) {
-  const caller = callerOf(request.claims, settings.tenantClaim);
+async function getConversation({ params, ports, who }: RouteContext) {
+  const caller = who();
   const conversationId = idParam(params, "conversation_id");
   const view = await conversationOf(ports, caller, conversationId);
   if (!view) fail("not_found", `no conversation ${conversationId}`);

@@ -15,6 +15,8 @@ export interface HttpRequest {
   readonly isBase64Encoded?: boolean;
   /** The verified token's claims (the JWT authorizer's); none on a route without one. */
   readonly claims?: Readonly<Record<string, unknown>>;
+  /** The ARN of the AWS principal that signed the request (IAM authorization's); none else. */
+  readonly principal?: string;
   /** API Gateway's request id, for the problem's `instance`. */
   readonly requestId: string;
 }

@@ -15,7 +15,8 @@ import { fail } from "./http";
 
 export interface Caller {
   readonly tenantId: string;
-  readonly userId: string;
+  /** The person acting (a client's user); none when a service calls. */
+  readonly userId?: string;
 }
 
 export const DEFAULT_TENANT_CLAIM = "tenant_id";
@@ -42,4 +43,19 @@ export function userIdOf(sub: string): string {
   const direct = `user_${sub}`;
   if (opaqueIdProblem(direct) === undefined) return direct;
   return `user_${letterDigest(sub, 26)}`;
+}
+
+/**
+ * A service that signed its request with AWS credentials (API Gateway's IAM authorization checked
+ * the signature and that its policy allows the path): the tenant is the path's, which the policy
+ * may limit (`.../v1/tenants/acme/*`); no user acts. `principal` is the caller's ARN.
+ */
+export function serviceCallerOf(tenant: string | undefined, principal: string | undefined): Caller {
+  if (!principal) fail("unauthorized", "no verified AWS signature: sign the request (SigV4)");
+  if (tenant === undefined || !TENANT_ID_PATTERN.test(tenant))
+    fail(
+      "invalid_request",
+      `tenant ${JSON.stringify(tenant ?? "")} in the path must be 1-63 of a-z 0-9 - starting with a letter or digit`,
+    );
+  return { tenantId: tenant };
 }

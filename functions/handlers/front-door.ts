@@ -24,7 +24,7 @@ import { type Observability, observability } from "./observe";
 
 /**
  * The front door's function, behind API Gateway's HTTP API (payload format 2.0) and its JWT
- * authorizer: the request and the verified claims go to functions/front-door/api.ts. It reads the
+ * authorizer (a service's routes: IAM authorization): the request and the verified claims go to functions/front-door/api.ts. It reads the
  * state table (the conversation views, the accepted requests) and puts accepted messages on the
  * events and commands buses. Each answer is counted: `FrontDoorAccepted`, and `FrontDoorProblem`
  * by its `code` (bad JSON, a body too large, no tenant, ...).
@@ -153,6 +153,8 @@ export function requestOf(event: APIGatewayProxyEventV2WithJWTAuthorizer): HttpR
   for (const [name, value] of Object.entries(event.headers ?? {}))
     if (value !== undefined) headers[name.toLowerCase()] = value;
   const claims = event.requestContext.authorizer?.jwt?.claims;
+  // A service route's IAM authorization gives the signer's ARN instead of claims.
+  const { iam } = (event.requestContext.authorizer ?? {}) as { iam?: { userArn?: string } };
   return {
     method: event.requestContext.http.method,
     path: event.rawPath,
@@ -160,6 +162,7 @@ export function requestOf(event: APIGatewayProxyEventV2WithJWTAuthorizer): HttpR
     ...(event.body === undefined ? {} : { body: event.body }),
     isBase64Encoded: event.isBase64Encoded,
     ...(claims ? { claims } : {}),
+    ...(iam?.userArn ? { principal: iam.userArn } : {}),
     requestId: event.requestContext.requestId,
   };
 }

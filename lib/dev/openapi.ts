@@ -31,12 +31,22 @@ export function openApiDocument(): Record<string, unknown> {
       title: "AgentBus",
       version: "1",
       description:
-        "The front door of AgentBus: send a customer's message, follow its conversation. Every route but this document takes a bearer JWT whose claims name the tenant and the user.",
+        "The front door of AgentBus: send a customer's message, follow its conversation, start and follow a workflow run. Clients send a bearer JWT whose claims name the tenant and the user; services sign their requests with AWS credentials and call the same routes under /v1/tenants/{tenant_id}. This document takes neither.",
     },
     // Relative: the document is served by the API it describes (`<base URL>/openapi.json`).
     servers: [{ url: "/", description: "the API that serves this document" }],
     components: {
-      securitySchemes: { bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" } },
+      securitySchemes: {
+        bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" },
+        sigv4: {
+          type: "apiKey",
+          name: "Authorization",
+          in: "header",
+          description:
+            "A service's request signed with AWS credentials (Signature Version 4, service execute-api); its IAM policy names the tenants it may call for.",
+          "x-amazon-apigateway-authtype": "awsSigv4",
+        },
+      },
     },
     paths,
   };
@@ -66,7 +76,7 @@ function operationOf(route: Route): Record<string, unknown> {
   return {
     operationId: route.operationId,
     summary: route.summary,
-    ...(route.auth ? { security: [{ bearer: [] }] } : { security: [] }),
+    security: route.auth === "none" ? [] : [{ [route.auth === "iam" ? "sigv4" : "bearer"]: [] }],
     ...(parameters.length > 0 ? { parameters } : {}),
     ...(route.body
       ? {

@@ -1,6 +1,10 @@
-import { Match } from "aws-cdk-lib/assertions";
+import { App, Stack } from "aws-cdk-lib";
+import { Match, Template } from "aws-cdk-lib/assertions";
+import { AccountRootPrincipal, Role } from "aws-cdk-lib/aws-iam";
 import { describe, expect, it } from "vitest";
 import { ROUTES } from "../../functions/front-door/api";
+import { FrontDoor } from "../../lib/infra/constructs/front-door";
+import { AgentBusTables } from "../../lib/infra/constructs/tables";
 import {
   FRONT_DOOR_CONTEXT,
   functionsOfKind,
@@ -36,18 +40,28 @@ describe("the front door", () => {
 
   it("serves exactly the routes of the function's route table, each with its authorization", () => {
     const authorizer = resourcesOf("AWS::ApiGatewayV2::Authorizer")[0]?.[0];
-    const routes = resourcesOf("AWS::ApiGatewayV2::Route").map(([, route]) => ({
-      key: route.Properties.RouteKey as string,
-      jwt:
-        route.Properties.AuthorizationType === "JWT" &&
-        refersTo(route.Properties.AuthorizerId) === authorizer,
-    }));
+    const routes = resourcesOf("AWS::ApiGatewayV2::Route").map(([, route]) => {
+      const type = route.Properties.AuthorizationType as string | undefined;
+      const jwt = type === "JWT" && refersTo(route.Properties.AuthorizerId) === authorizer;
+      return {
+        key: route.Properties.RouteKey as string,
+        auth: jwt ? "jwt" : type === "AWS_IAM" ? "iam" : (type ?? "NONE").toLowerCase(),
+      };
+    });
     expect(routes.sort((a, b) => a.key.localeCompare(b.key))).toEqual(
-      ROUTES.map((r) => ({ key: `${r.method} ${r.path}`, jwt: r.auth })).sort((a, b) =>
+      ROUTES.map((r) => ({ key: `${r.method} ${r.path}`, auth: r.auth })).sort((a, b) =>
         a.key.localeCompare(b.key),
       ),
     );
-    expect(ROUTES.filter((r) => !r.auth).map((r) => r.path)).toEqual(["/v1/openapi.json"]);
+    expect(ROUTES.filter((r) => r.auth === "none").map((r) => r.path)).toEqual([
+      "/v1/openapi.json",
+    ]);
+    // Each client route has its service twin under the tenant, signed with AWS credentials.
+    const client = ROUTES.filter((r) => r.auth === "jwt").map((r) => r.path.slice(3));
+    const service = ROUTES.filter((r) => r.auth === "iam").map((r) =>
+      r.path.replace("/v1/tenants/{tenant_id}", ""),
+    );
+    expect(service).toEqual(client);
   });
 
   it("throttles its stage and logs every request as JSON to a log group kept a month", () => {
@@ -158,6 +172,25 @@ describe("the front door", () => {
         },
       },
     ]);
+  });
+
+  it("lets a service's role call the service routes of its tenants only", () => {
+    const stack = new Stack(new App(), "Grants");
+    const door = new FrontDoor(stack, "FrontDoor", {
+      stage: "test",
+      tables: new AgentBusTables(stack, "Tables", {}),
+      topics: [],
+      issuer: { issuer: "https://issuer.example.com/", audience: ["api"] },
+    });
+    const role = new Role(stack, "Partner", { assumedBy: new AccountRootPrincipal() });
+    door.grantServiceCalls(role, ["acme", "globex"]);
+    const policy = Object.values(Template.fromStack(stack).findResources("AWS::IAM::Policy")).find(
+      (p) => JSON.stringify(p).includes("execute-api:Invoke"),
+    );
+    const resources = JSON.stringify(policy?.Properties.PolicyDocument.Statement[0].Resource);
+    expect(resources).toContain("/$default/*/v1/tenants/acme/*");
+    expect(resources).toContain("/$default/*/v1/tenants/globex/*");
+    expect(() => door.grantServiceCalls(role, ["Not A Tenant"])).toThrow(/tenants of a-z 0-9/);
   });
 
   it("is not there without an issuer, and an issuer without an audience is refused", () => {

@@ -1,5 +1,10 @@
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { SignatureV4 } from "@smithy/signature-v4";
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
+import { Sha256 } from "../../functions/adapters/aws/lean-client";
+import { LOCAL_SERVICE_CREDENTIALS } from "../../lib/dev/local/front-door";
 import { loadConversation } from "../../lib/dev/local/scenario/customer-support";
 import { localSupportStack, TIMEOUT } from "./support-stack";
 
@@ -8,6 +13,8 @@ import { localSupportStack, TIMEOUT } from "./support-stack";
  * (routes, the JWT authorizer with the local issuer) in front of the stack's front-door function,
  * whose messages go through the whole support conversation.
  */
+
+const execFileAsync = promisify(execFile);
 
 /** A server-sent event of a stream, as the tests read it. */
 interface StreamEvent {
@@ -285,6 +292,80 @@ describe("the front door on the local stack, over HTTP", () => {
       expect(foreign.status).toBe(404);
     },
     TIMEOUT + 30_000,
+  );
+
+  it(
+    "a service signs with AWS credentials and calls for the tenant its path names",
+    async () => {
+      const conversation = `conv_${ulid()}`;
+      const base = door().url.replace(/\/v1$/, "");
+      const path = `/v1/tenants/acme/conversations/${conversation}/messages`;
+      const body = JSON.stringify({ text: "Where is my order 123?", customer_id: "cust_svc1" });
+      const signer = new SignatureV4({
+        service: "execute-api",
+        region: "us-east-1",
+        sha256: Sha256,
+        credentials: LOCAL_SERVICE_CREDENTIALS,
+      });
+      const url = new URL(`${base}${path}`);
+      const signed = await signer.sign({
+        method: "POST",
+        protocol: "http:",
+        hostname: url.hostname,
+        port: Number(url.port),
+        path,
+        headers: { host: url.host, "content-type": "application/json" },
+        body,
+      });
+      const sent = await fetch(url, { method: "POST", headers: signed.headers, body });
+      expect(sent.status, await sent.clone().text()).toBe(202);
+      const { task_id: taskId } = (await sent.json()) as { task_id: string };
+      const view = await local.turnReaches(conversation, taskId, "delivered");
+      expect(view.tenant_id).toBe("acme");
+
+      // curl signs the same way (--aws-sigv4): the service reads the conversation back.
+      const { stdout } = await execFileAsync(
+        "curl",
+        [
+          "-s",
+          "--aws-sigv4",
+          "aws:amz:us-east-1:execute-api",
+          "--user",
+          "testing:testing",
+          `${base}/v1/tenants/acme/conversations/${conversation}`,
+        ],
+        { encoding: "utf8", timeout: 10_000 },
+      );
+      expect(JSON.parse(stdout)).toMatchObject({ conversation_id: conversation });
+
+      // Unsigned, signed by other credentials, or tampered with after signing: API Gateway's 403.
+      const [unsigned, foreign, tampered] = [
+        await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body }),
+        await fetch(url, {
+          method: "POST",
+          headers: {
+            ...signed.headers,
+            authorization: String(signed.headers.authorization).replace("testing/", "AKIDOTHER/"),
+          },
+          body,
+        }),
+        await fetch(url, {
+          method: "POST",
+          headers: signed.headers,
+          body: body.replace("123", "456"),
+        }),
+      ];
+      expect([unsigned.status, foreign.status, tampered.status]).toEqual([403, 403, 403]);
+      expect(((await tampered.json()) as { message: string }).message).toContain(
+        "signature we calculated does not match",
+      );
+      // The JWT routes still take no signature, and the service routes no token.
+      const withToken = await call("GET", `/tenants/acme/conversations/${conversation}`, {
+        token: await tokenOf("acme"),
+      });
+      expect(withToken.status).toBe(403);
+    },
+    TIMEOUT * 2,
   );
 
   it("serves its OpenAPI document without a token", async () => {

@@ -372,3 +372,67 @@ describe("workflow runs", () => {
     expect(published).toEqual([]);
   });
 });
+
+describe("services (IAM-signed, under /v1/tenants/{tenant_id})", () => {
+  const PARTNER = "arn:aws:iam::123456789012:role/partner-backend";
+  const servicePost = (tenant: string, conversation: string, body: unknown) => ({
+    method: "POST",
+    path: `/v1/tenants/${tenant}/conversations/${conversation}/messages`,
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+    principal: PARTNER,
+  });
+
+  it("a service's message is the path's tenant's, names its customer, and carries no user", async () => {
+    const { send, published } = world();
+    const response = await send(
+      servicePost("acme", "conv_s1", { text: "Where is order 123?", customer_id: "cust_42" }),
+    );
+    expect(response.statusCode, response.body).toBe(202);
+    expect(published).toHaveLength(1);
+    const [envelope] = published;
+    expect(envelope).toMatchObject({ tenant_id: "acme", payload: { customer_id: "cust_42" } });
+    expect(envelope).not.toHaveProperty("user_id");
+  });
+
+  it("refuses a message that names no customer, a bad tenant, and an unsigned request", async () => {
+    const { send, published } = world();
+    const noCustomer = await send(servicePost("acme", "conv_s1", { text: "hi" }));
+    const badTenant = await send(
+      servicePost("Not_A_Tenant", "conv_s1", { text: "hi", customer_id: "cust_1" }),
+    );
+    const unsigned = await send({
+      ...servicePost("acme", "conv_s1", { text: "hi", customer_id: "cust_1" }),
+      principal: undefined,
+    });
+    expect([noCustomer, badTenant, unsigned].map((r) => [r.statusCode, bodyOf(r).code])).toEqual([
+      [400, "invalid_request"],
+      [400, "invalid_request"],
+      [401, "unauthorized"],
+    ]);
+    expect(bodyOf(noCustomer).errors).toEqual([
+      { path: "(body).customer_id", message: "required when a service sends the message" },
+    ]);
+    expect(published).toEqual([]);
+  });
+
+  it("reads only the path's tenant's conversations: another tenant's is 404", async () => {
+    const { send, views } = world();
+    views.set("conversation_view#conv_a1", {
+      conversation_id: "conv_a1",
+      tenant_id: "acme",
+      version: 1,
+      turns: {},
+      turn_order: [],
+    });
+    const read = (tenant: string) =>
+      send({
+        method: "GET",
+        path: `/v1/tenants/${tenant}/conversations/conv_a1`,
+        principal: PARTNER,
+      });
+    expect([(await read("acme")).statusCode, (await read("globex")).statusCode]).toEqual([
+      200, 404,
+    ]);
+  });
+});

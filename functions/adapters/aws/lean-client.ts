@@ -70,7 +70,7 @@ function bytes(data: Data): string | Uint8Array {
 }
 
 /** Node's hashes in the shape the signer takes (the SDK's `@smithy/hash-node`, inlined). */
-class Sha256 {
+export class Sha256 {
   private readonly hash: Hash | Hmac;
   constructor(secret?: Data) {
     this.hash = secret === undefined ? createHash("sha256") : createHmac("sha256", bytes(secret));

@@ -9,6 +9,7 @@ import { ulid } from "ulid";
 import { matchPath, ROUTES } from "../../../functions/front-door/api";
 import { STREAM_ROUTES } from "../../../functions/front-door/stream";
 import type { FrontDoorStreamHandler } from "../../../functions/handlers/front-door-stream";
+import { verifySignature } from "./sigv4";
 
 /**
  * The front door served locally as API Gateway serves it: an HTTP server on 127.0.0.1 that does
@@ -22,6 +23,9 @@ import type { FrontDoorStreamHandler } from "../../../functions/handlers/front-d
  *   that names the problem (`error_description`).
  * - Only the routes of the function's route table are served (the stack's routes are made from
  *   the same table); any other is API Gateway's 404 `{"message":"Not Found"}`.
+ * - A service route (`/v1/tenants/{tenant_id}/...`) takes a request signed (SigV4, service
+ *   `execute-api`) with the emulator's credentials (`LOCAL_SERVICE_CREDENTIALS`), checked as
+ *   API Gateway's IAM authorization checks it (./sigv4.ts); else its 403.
  * - A body over API Gateway's 10 MB payload limit is its 413.
  * - The stream routes (functions/front-door/stream.ts), which a deployed stack serves from the
  *   stream function's URL, are served here on the same port: the request goes to the stream
@@ -31,6 +35,8 @@ import type { FrontDoorStreamHandler } from "../../../functions/handlers/front-d
 
 export const LOCAL_ISSUER = "https://agentbus.local/issuer";
 export const LOCAL_AUDIENCE = "agentbus-local";
+/** The credentials a service signs the service routes' requests with, locally (the emulator's). */
+export const LOCAL_SERVICE_CREDENTIALS = { accessKeyId: "testing", secretAccessKey: "testing" };
 const MAX_PAYLOAD_BYTES = 10 * 1024 * 1024;
 
 type Invoke = (
@@ -130,22 +136,11 @@ async function answer(
   if (!route) return send(res, 404, { message: "Not Found" });
   const body = await readBody(req);
   if (body === undefined) return send(res, 413, { message: "Request Entity Too Large" });
-  let claims: Record<string, unknown> | undefined;
-  if (route.auth) {
-    const verified = await verify(req.headers.authorization, issuer);
-    if ("problem" in verified)
-      return send(
-        res,
-        401,
-        { message: "Unauthorized" },
-        {
-          "www-authenticate": `Bearer error="invalid_token" error_description="${verified.problem}"`,
-        },
-      );
-    claims = verified.claims;
-  }
+  const caller = await callerOf(req, url, body, route.auth, issuer);
+  if ("status" in caller)
+    return send(res, caller.status, { message: caller.message }, caller.headers);
   const requestId = ulid();
-  const event = eventOf(req, url, route, body, claims, requestId);
+  const event = eventOf(req, url, route, body, caller, requestId);
   const result = await invoke(event);
   res.writeHead(result.statusCode ?? 200, {
     ...(result.headers as Record<string, string> | undefined),
@@ -167,7 +162,7 @@ async function streamAnswer(
     url,
     { method: req.method ?? "GET", path: url.pathname },
     Buffer.alloc(0),
-    undefined,
+    {},
     requestId,
   );
   const query = Object.fromEntries(url.searchParams);
@@ -189,20 +184,56 @@ async function streamAnswer(
   );
 }
 
+type Authorized = { claims?: Record<string, unknown>; principal?: string };
+type Refused = { status: number; message: string; headers?: Record<string, string> };
+
+/** What API Gateway's authorization of a route gives the function, or its refusal. */
+async function callerOf(
+  req: IncomingMessage,
+  url: URL,
+  body: Buffer,
+  auth: "jwt" | "iam" | "none",
+  issuer: LocalIssuer,
+): Promise<Authorized | Refused> {
+  if (auth === "none") return {};
+  if (auth === "iam") {
+    const signed = await verifySignature(
+      { method: req.method ?? "GET", url, headers: headersOf(req), body },
+      LOCAL_SERVICE_CREDENTIALS,
+    );
+    return "problem" in signed ? { status: 403, message: signed.problem } : signed;
+  }
+  const verified = await verify(req.headers.authorization, issuer);
+  if ("problem" in verified)
+    return {
+      status: 401,
+      message: "Unauthorized",
+      headers: {
+        "www-authenticate": `Bearer error="invalid_token" error_description="${verified.problem}"`,
+      },
+    };
+  return verified;
+}
+
+function headersOf(req: IncomingMessage): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(req.headers).flatMap(([k, v]) =>
+      v === undefined ? [] : [[k.toLowerCase(), Array.isArray(v) ? v.join(",") : v]],
+    ),
+  );
+}
+
 /** The HTTP API's payload (format 2.0) for a request, as API Gateway hands it to the function. */
 function eventOf(
   req: IncomingMessage,
   url: URL,
   route: { readonly method: string; readonly path: string },
   body: Buffer,
-  claims: Record<string, unknown> | undefined,
+  caller: Authorized,
   requestId: string,
 ): APIGatewayProxyEventV2WithJWTAuthorizer {
-  const headers = Object.fromEntries(
-    Object.entries(req.headers).flatMap(([k, v]) =>
-      v === undefined ? [] : [[k.toLowerCase(), Array.isArray(v) ? v.join(",") : v]],
-    ),
-  );
+  const headers = headersOf(req);
+  const { claims, principal } = caller;
   const now = new Date();
   const routeKey = `${route.method} ${route.path}`;
   return {
@@ -233,6 +264,7 @@ function eventOf(
       ...(claims
         ? { authorizer: { principalId: "", integrationLatency: 0, jwt: { claims, scopes: [] } } }
         : {}),
+      ...(principal ? { authorizer: { iam: { userArn: principal } } } : {}),
     },
   } as unknown as APIGatewayProxyEventV2WithJWTAuthorizer;
 }

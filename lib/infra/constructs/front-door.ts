@@ -8,9 +8,9 @@ import {
   HttpStage,
   LogGroupLogDestination,
 } from "aws-cdk-lib/aws-apigatewayv2";
-import { HttpJwtAuthorizer } from "aws-cdk-lib/aws-apigatewayv2-authorizers";
+import { HttpIamAuthorizer, HttpJwtAuthorizer } from "aws-cdk-lib/aws-apigatewayv2-authorizers";
 import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations";
-import { PolicyStatement } from "aws-cdk-lib/aws-iam";
+import { Grant, type IGrantable, PolicyStatement } from "aws-cdk-lib/aws-iam";
 import {
   type FunctionUrl,
   FunctionUrlAuthType,
@@ -20,7 +20,8 @@ import {
 import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
 import { EventIndex } from "../../../functions/adapters/dynamodb/tables";
-import { ROUTES } from "../../../functions/front-door/api";
+import { ROUTES, SERVICE_PREFIX } from "../../../functions/front-door/api";
+import { TENANT_ID_PATTERN } from "../../../schemas/ids";
 import { AgentBusFunction } from "./function";
 import type { AgentBusTables } from "./tables";
 import type { Topic } from "./topic";
@@ -188,26 +189,52 @@ export class FrontDoor extends Construct {
     return fn;
   }
 
-  /** Every route of the function's route table, each with the JWT authorizer or none. */
+  /**
+   * Every route of the function's route table, each with its authorization: the JWT authorizer
+   * (clients), IAM (services: `/v1/tenants/{tenant_id}/...`) or none.
+   */
   private addRoutes(issuer: FrontDoorIssuer): void {
-    const jwt = new HttpJwtAuthorizer("Jwt", issuer.issuer, {
-      jwtAudience: [...issuer.audience],
-    });
+    const authorizers = {
+      jwt: new HttpJwtAuthorizer("Jwt", issuer.issuer, { jwtAudience: [...issuer.audience] }),
+      iam: new HttpIamAuthorizer(),
+      none: new HttpNoneAuthorizer(),
+    };
     const integration = new HttpLambdaIntegration("Function", this.function);
     for (const route of ROUTES) {
       const added = this.api.addRoutes({
         path: route.path,
         methods: [route.method === "GET" ? HttpMethod.GET : HttpMethod.POST],
         integration,
-        authorizer: route.auth ? jwt : new HttpNoneAuthorizer(),
+        authorizer: authorizers[route.auth],
       });
-      if (route.auth) continue;
+      if (route.auth !== "none") continue;
       for (const open of added)
         Validations.of(open.node.defaultChild as CfnRoute).acknowledge({
           id: "AwsSolutions-APIG4",
           reason: `${route.method} ${route.path} is public by design (${route.summary}); every other route takes the JWT authorizer`,
         });
     }
+  }
+
+  /**
+   * Let `grantee` (a service's role) call the service routes for `tenants` only: `execute-api:Invoke`
+   * on `/v1/tenants/<tenant>/*` of the API. The request must be signed (SigV4, service
+   * `execute-api`); the tenant is the path's.
+   */
+  grantServiceCalls(grantee: IGrantable, tenants: readonly string[]): Grant {
+    const bad = tenants.filter((t) => !TENANT_ID_PATTERN.test(t));
+    if (tenants.length === 0 || bad.length > 0)
+      throw new Error(
+        `front door: service calls need tenants of a-z 0-9 - (got ${JSON.stringify(bad)})`,
+      );
+    const prefix = SERVICE_PREFIX.replace("/{tenant_id}", "");
+    return Grant.addToPrincipal({
+      grantee,
+      actions: ["execute-api:Invoke"],
+      resourceArns: tenants.map((tenant) =>
+        this.api.arnForExecuteApi("*", `${prefix}/${tenant}/*`, "$default"),
+      ),
+    });
   }
 
   /** The front door's base URL (`https://<api>.execute-api.<region>.amazonaws.com/v1`). */
