@@ -32,17 +32,16 @@ export interface CountedRun {
   readonly since: string;
 }
 
+/** A run counted, or refused with the runs counted. */
+export type RunAdded = { readonly ok: true } | { readonly counted: readonly CountedRun[] };
+
 /** Each tenant's set of counted runs. */
 export interface RunsInFlight {
   /**
    * Count `run` for `tenant` unless `cap` runs are counted already (a run counted already stays
    * counted); when refused, the runs counted.
    */
-  add(
-    tenant: string,
-    run: CountedRun,
-    cap: number,
-  ): Promise<{ readonly ok: true } | { readonly counted: readonly CountedRun[] }>;
+  add(tenant: string, run: CountedRun, cap: number): Promise<RunAdded>;
   /** Stop counting `runs` for `tenant` (a run not counted is left alone). */
   remove(tenant: string, runs: readonly CountedRun[]): Promise<void>;
 }
@@ -88,7 +87,7 @@ async function runsNotInFlight(
 export class InMemoryRunsInFlight implements RunsInFlight {
   readonly counted = new Map<string, CountedRun[]>();
 
-  async add(tenant: string, run: CountedRun, cap: number) {
+  async add(tenant: string, run: CountedRun, cap: number): Promise<RunAdded> {
     const runs = this.counted.get(tenant) ?? [];
     if (runs.some((r) => r.runId === run.runId && r.since === run.since))
       return { ok: true as const };

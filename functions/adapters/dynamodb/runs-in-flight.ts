@@ -1,7 +1,7 @@
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
-import type { CountedRun, RunsInFlight } from "../../front-door/runs-in-flight";
+import type { CountedRun, RunAdded, RunsInFlight } from "../../front-door/runs-in-flight";
 import type { AwsClient } from "../aws/client";
-import { GetItem, UpdateItem } from "../aws/operations";
+import { UpdateItem } from "../aws/operations";
 import { dynamoFailure } from "./failure";
 import { StateAttr } from "./tables";
 
@@ -25,13 +25,12 @@ export function runsInFlightKey(tenant: string): string {
  * the set has fewer than the cap or holds it already) and taken out by one UpdateItem (DELETE,
  * which leaves alone what the set does not hold). The item is in no index and stays under 1 KB
  * at the default cap of 20 (about 45 bytes a run), so each costs one write unit. A refused add
- * reads the set from the failed condition (ReturnValuesOnConditionCheckFailure), or with a
- * strongly consistent GetItem when DynamoDB returned none.
+ * reads the set from the failed condition (ReturnValuesOnConditionCheckFailure): no read.
  */
 export class DynamoRunsInFlight implements RunsInFlight {
   constructor(private readonly options: DynamoRunsInFlightOptions) {}
 
-  async add(tenant: string, run: CountedRun, cap: number) {
+  async add(tenant: string, run: CountedRun, cap: number): Promise<RunAdded> {
     const member = memberOf(run);
     try {
       await this.options.client.send(
@@ -50,13 +49,15 @@ export class DynamoRunsInFlight implements RunsInFlight {
           ReturnValuesOnConditionCheckFailure: "ALL_OLD",
         }),
       );
-      return { ok: true as const };
+      return { ok: true };
     } catch (error) {
       if (!(error instanceof Error && error.name === "ConditionalCheckFailedException"))
         throw dynamoFailure(error, "UpdateItem (runs in flight) on the state table");
-      const returned = (error as { Item?: Item }).Item;
-      const item = returned?.runs ? returned : await this.get(tenant);
-      return { counted: (item?.runs?.SS ?? []).map(runOf) };
+      // The condition fails only on a full set, which the failed condition returns.
+      const counted = (error as { Item?: Item }).Item?.runs?.SS;
+      if (!counted)
+        throw new Error("UpdateItem (runs in flight) was refused without the item it found");
+      return { counted: counted.map(runOf) };
     }
   }
 
@@ -74,21 +75,6 @@ export class DynamoRunsInFlight implements RunsInFlight {
       );
     } catch (error) {
       throw dynamoFailure(error, "UpdateItem (runs in flight) on the state table");
-    }
-  }
-
-  private async get(tenant: string): Promise<Item | undefined> {
-    try {
-      const output = await this.options.client.send(
-        GetItem({
-          TableName: this.options.tableName,
-          Key: { [StateAttr.pk]: { S: runsInFlightKey(tenant) } },
-          ConsistentRead: true,
-        }),
-      );
-      return output.Item;
-    } catch (error) {
-      throw dynamoFailure(error, "GetItem (runs in flight) on the state table");
     }
   }
 }
