@@ -52,7 +52,8 @@ export { DAG_RUN };
  *
  * Starting a workflow run: the body is the content request; it becomes the
  * `workflow.start.requested` an operator would send (a new run `run_<event id>`, on the commands
- * bus), and `GET /v1/runs/{id}` reads the run's state: each node's state and output.
+ * bus), and `GET /v1/runs/{id}` reads the run's state: each node's state and output. A tenant's
+ * runs in flight are capped (./runs-in-flight): a start over the cap answers 429.
  *
  * Posting a message: the body (at most `maxBodyBytes`, JSON) becomes a
  * `conversation.message.received` (unsequenced, aggregate `conversation/<id>`, a new task) with
