@@ -24,6 +24,8 @@ export interface AcceptedRequest {
 export interface AcceptedRequests {
   /** Store `record` unless one is stored under its key; the stored record either way. */
   putIfAbsent(record: AcceptedRequest, expiresAt: Date): Promise<AcceptedRequest>;
+  /** The record stored under `key`, if any. */
+  find(key: string): Promise<AcceptedRequest | undefined>;
 }
 
 /** In memory, for tests and the simulation. */
@@ -35,5 +37,10 @@ export class InMemoryAcceptedRequests implements AcceptedRequests {
     if (stored) return structuredClone(stored);
     this.records.set(record.key, structuredClone(record));
     return record;
+  }
+
+  async find(key: string): Promise<AcceptedRequest | undefined> {
+    const stored = this.records.get(key);
+    return stored && structuredClone(stored);
   }
 }

@@ -4,7 +4,7 @@ import { WORKFLOW_KINDS } from "../../schemas/events/content-request";
 import { OpaqueId } from "../../schemas/ids";
 import * as z from "../../schemas/zod";
 import { AgentBusError } from "../core/errors";
-import type { Clock, EventPublisher, EventStore, IdSource } from "../core/ports";
+import type { Clock, EventPublisher, EventStore, IdSource, StateReader } from "../core/ports";
 import type { ConversationView } from "../roles/customer-support/conversation-projection/conversation-projection";
 import type { OrchestratorState } from "../roles/orchestrator/state";
 import type { AcceptedRequest, AcceptedRequests } from "./accepted";
@@ -30,6 +30,16 @@ import {
 import { type Caller, callerOf, serviceCallerOf } from "./identity";
 import type { TenantLimits } from "./limits";
 import openapi from "./openapi.json";
+import {
+  admitRun,
+  type CountedRun,
+  DAG_RUN,
+  DEFAULT_RUNS_IN_FLIGHT,
+  type RunsInFlight,
+} from "./runs-in-flight";
+
+/** The aggregate type of a run's state (its home is ./runs-in-flight). */
+export { DAG_RUN };
 
 /**
  * The front door (seed 000 §10: 用户 -> 会话 API -> 任务状态库 + Outbox): the HTTP API clients use
@@ -42,7 +52,8 @@ import openapi from "./openapi.json";
  *
  * Starting a workflow run: the body is the content request; it becomes the
  * `workflow.start.requested` an operator would send (a new run `run_<event id>`, on the commands
- * bus), and `GET /v1/runs/{id}` reads the run's state: each node's state and output.
+ * bus), and `GET /v1/runs/{id}` reads the run's state: each node's state and output. A tenant's
+ * runs in flight are capped (./runs-in-flight): a start over the cap answers 429.
  *
  * Posting a message: the body (at most `maxBodyBytes`, JSON) becomes a
  * `conversation.message.received` (unsequenced, aggregate `conversation/<id>`, a new task) with
@@ -60,6 +71,9 @@ export interface FrontDoorPorts {
   readonly tasks: { eventsByTask(taskId: string): Promise<Envelope[]> };
   /** Each tenant's cap on the requests that put something on the bus. */
   readonly limits: TenantLimits;
+  /** Each tenant's runs in flight, and the runs' states that say which have ended. */
+  readonly runs: RunsInFlight;
+  readonly states: StateReader;
   readonly registry: EventRegistry;
   readonly ids: IdSource;
   readonly clock: Clock;
@@ -72,13 +86,14 @@ export interface FrontDoorSettings {
   readonly maxBodyBytes?: number;
   /** How long a key's request is remembered. @default 24 hours */
   readonly idempotencyHours?: number;
+  /** Each tenant's cap on workflow runs in flight (./runs-in-flight). @default 20 */
+  readonly runsInFlight?: number;
 }
 
 export const DEFAULT_MAX_BODY_BYTES = 16 * 1024;
 export const DEFAULT_IDEMPOTENCY_HOURS = 24;
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 export const CONVERSATION_VIEW = "conversation_view";
-export const DAG_RUN = "dag_run";
 
 interface RouteContext {
   readonly request: HttpRequest;
@@ -218,6 +233,7 @@ export async function handleRequest(
     tenantClaim: settings.tenantClaim ?? "tenant_id",
     maxBodyBytes: settings.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
     idempotencyHours: settings.idempotencyHours ?? DEFAULT_IDEMPOTENCY_HOURS,
+    runsInFlight: settings.runsInFlight ?? DEFAULT_RUNS_IN_FLIGHT,
   };
   try {
     const { route, params } = routeOf(request);
@@ -413,41 +429,104 @@ function clientEnvelope(
 /**
  * Put an accepted envelope on its topic's bus and answer 202 with `answer`; with an
  * Idempotency-Key, the stored envelope and answer of the key's first request instead (see top).
+ * A run's start (`run`) is first counted against its tenant's cap (./runs-in-flight): over it,
+ * 429 and nothing written, unless the key's first request was accepted (the same run).
  */
 async function accept(
-  { request, ports, settings }: Pick<RouteContext, "request" | "ports" | "settings">,
+  context: Pick<RouteContext, "request" | "ports" | "settings">,
   caller: Caller,
   accepted: Envelope,
   body: unknown,
   answer: Record<string, unknown>,
+  run?: CountedRun,
 ): Promise<HttpResponse> {
+  const { request, ports } = context;
   const limited = await ports.limits.take(caller.tenantId, ports.clock.now());
   if ("retryAfterSeconds" in limited)
     fail("too_many_requests", `tenant ${caller.tenantId} is over its requests per minute`, {
       headers: { "retry-after": String(limited.retryAfterSeconds) },
     });
-  let envelope = accepted;
-  let response = answer;
-  const key = header(request, "idempotency-key");
-  if (key !== undefined) {
-    const now = ports.clock.now();
-    const record: AcceptedRequest = {
-      key: `${caller.tenantId}#${sha256(key)}`,
-      request_sha256: sha256(`${request.method} ${request.path}\n${JSON.stringify(body)}`),
-      envelope,
-      response,
-      accepted_at: now.toISOString(),
-    };
-    const expires = new Date(now.getTime() + settings.idempotencyHours * 3600 * 1000);
-    const stored = await ports.accepted.putIfAbsent(record, expires);
-    if (stored.request_sha256 !== record.request_sha256)
-      fail(
-        "idempotency_key_reused",
-        `Idempotency-Key ${JSON.stringify(key)} was used at ${stored.accepted_at} for another request`,
-      );
-    envelope = stored.envelope;
-    response = { ...stored.response };
+  const record = acceptedRecord(request, caller, accepted, body, answer, ports.clock.now());
+  const counted = run !== undefined && (await countRun(context, caller, run, record));
+  const stored = record && (await remember(context, record));
+  const envelope = stored?.envelope ?? accepted;
+  const release = async () => {
+    if (counted) await ports.runs.remove(caller.tenantId, [run]);
+  };
+  // The key's first request started its own run, counted then: this request's count goes.
+  if (envelope.event_id !== accepted.event_id) await release();
+  try {
+    await publish(ports, envelope);
+  } catch (error) {
+    // Without a key no retry can put this run again; with one, a retry puts the counted run. A
+    // release that fails leaves the run counted until it counts as lost (UNSTARTED_RUN_SECONDS).
+    if (!record) await release().catch(() => undefined);
+    throw error;
   }
+  const response = stored?.response ?? answer;
+  const links = response.links as Record<string, string>;
+  return json(202, response, { location: Object.values(links)[0] ?? "" });
+}
+
+/** What is kept of a request sent with an Idempotency-Key (./accepted); none without one. */
+function acceptedRecord(
+  request: HttpRequest,
+  caller: Caller,
+  envelope: Envelope,
+  body: unknown,
+  response: Record<string, unknown>,
+  now: Date,
+): AcceptedRequest | undefined {
+  const key = header(request, "idempotency-key");
+  if (key === undefined) return undefined;
+  return {
+    key: `${caller.tenantId}#${sha256(key)}`,
+    request_sha256: sha256(`${request.method} ${request.path}\n${JSON.stringify(body)}`),
+    envelope,
+    response,
+    accepted_at: now.toISOString(),
+  };
+}
+
+/**
+ * Count a run's start against its tenant's cap: true when counted; false when the tenant is at
+ * its cap but the request's key was accepted before (a retry: its run was counted then); else
+ * 429 with `Retry-After`.
+ */
+async function countRun(
+  { ports, settings }: Pick<RouteContext, "ports" | "settings">,
+  caller: Caller,
+  run: CountedRun,
+  record: AcceptedRequest | undefined,
+): Promise<boolean> {
+  const cap = settings.runsInFlight;
+  const admitted = await admitRun(ports, caller.tenantId, run, cap, ports.clock.now());
+  if ("ok" in admitted) return true;
+  if (record && (await ports.accepted.find(record.key))) return false;
+  fail("too_many_requests", `tenant ${caller.tenantId} has ${cap} workflow runs in flight`, {
+    headers: { "retry-after": String(admitted.retryAfterSeconds) },
+  });
+}
+
+/** Keep `record` unless its key's first request is kept; that one (409 for another request). */
+async function remember(
+  { request, ports, settings }: Pick<RouteContext, "request" | "ports" | "settings">,
+  record: AcceptedRequest,
+): Promise<AcceptedRequest> {
+  const expires = new Date(
+    Date.parse(record.accepted_at) + settings.idempotencyHours * 3600 * 1000,
+  );
+  const stored = await ports.accepted.putIfAbsent(record, expires);
+  if (stored.request_sha256 !== record.request_sha256)
+    fail(
+      "idempotency_key_reused",
+      `Idempotency-Key ${JSON.stringify(header(request, "idempotency-key"))} was used at ${stored.accepted_at} for another request`,
+    );
+  return stored;
+}
+
+/** Put `envelope` on its topic's bus; 503 when the bus did not take it. */
+async function publish(ports: FrontDoorPorts, envelope: Envelope): Promise<void> {
   const topic = ports.registry.find(envelope.event_type)?.topic ?? "events";
   const failures = await ports.publisher.publish(topic, [envelope]);
   if (failures.length > 0)
@@ -458,8 +537,6 @@ async function accept(
         headers: { "retry-after": "1" },
       },
     );
-  const links = response.links as Record<string, string>;
-  return json(202, response, { location: Object.values(links)[0] ?? "" });
 }
 
 /** The Idempotency-Key header, checked (400 when it is not 1-255 printable characters). */
@@ -486,12 +563,16 @@ async function startRun({ request, params, ports, settings, who }: RouteContext)
     aggregate: { type: DAG_RUN, id: runId },
     payload: { run_id: runId, workflow_name: name, request: body },
   });
-  return accept({ request, ports, settings }, caller, envelope, body, {
+  const answer = {
     event_id: envelope.event_id,
     run_id: runId,
     task_id: envelope.task_id,
     correlation_id: envelope.correlation_id,
     links: { run: `/v1/runs/${runId}` },
+  };
+  return accept({ request, ports, settings }, caller, envelope, body, answer, {
+    runId,
+    since: envelope.occurred_at,
   });
 }
 

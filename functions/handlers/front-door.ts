@@ -7,7 +7,9 @@ import { registry as defaultRegistry, type EventRegistry } from "../../schemas";
 import * as z from "../../schemas/zod";
 import type { AwsClient } from "../adapters/aws/client";
 import { DynamoAcceptedRequests } from "../adapters/dynamodb/accepted-requests";
+import { DynamoDueIndex } from "../adapters/dynamodb/due";
 import { DynamoConsumerStore } from "../adapters/dynamodb/event-store";
+import { DynamoRunsInFlight } from "../adapters/dynamodb/runs-in-flight";
 import { DynamoTenantLimits } from "../adapters/dynamodb/tenant-limits";
 import { DynamoTraceReader } from "../adapters/dynamodb/trace-reader";
 import { EventBridgePublisher } from "../adapters/eventbridge/publisher";
@@ -18,15 +20,17 @@ import type { AcceptedRequests } from "../front-door/accepted";
 import { type FrontDoorPorts, handleRequest } from "../front-door/api";
 import type { HttpRequest } from "../front-door/http";
 import type { TenantLimits } from "../front-door/limits";
+import { DEFAULT_RUNS_IN_FLIGHT, type RunsInFlight } from "../front-door/runs-in-flight";
 import { containerAwsClient } from "./aws";
 import { lambdaEntry } from "./lambda-entry";
 import { type Observability, observability } from "./observe";
 
 /**
  * The front door's function, behind API Gateway's HTTP API (payload format 2.0) and its JWT
- * authorizer (a service's routes: IAM authorization): the request and the verified claims go to functions/front-door/api.ts. It reads the
- * state table (the conversation views, the accepted requests) and puts accepted messages on the
- * events and commands buses. Each answer is counted: `FrontDoorAccepted`, and `FrontDoorProblem`
+ * authorizer (a service's routes: IAM authorization): the request and the verified claims go to
+ * functions/front-door/api.ts. It reads the state table (the conversation views, the runs'
+ * states, the accepted requests, the tenants' counts) and puts accepted messages on the events
+ * and commands buses. Each answer is counted: `FrontDoorAccepted`, and `FrontDoorProblem`
  * by its `code` (bad JSON, a body too large, no tenant, ...).
  */
 export const FrontDoorEnv = z.object({
@@ -40,6 +44,11 @@ export const FrontDoorEnv = z.object({
   TENANT_REQUESTS_PER_MINUTE: z._default(
     z.coerce.number().check(z.int(), z.minimum(1), z.maximum(1_000_000)),
     600,
+  ),
+  /** Each tenant's workflow runs in flight started through the front door (429 beyond). */
+  TENANT_RUNS_IN_FLIGHT: z._default(
+    z.coerce.number().check(z.int(), z.minimum(1), z.maximum(1000)),
+    DEFAULT_RUNS_IN_FLIGHT,
   ),
   MAX_BODY_BYTES: z._default(
     z.coerce.number().check(z.int(), z.minimum(1024), z.maximum(1024 * 1024)),
@@ -58,6 +67,7 @@ export interface FrontDoorOptions {
   readonly publisher?: EventPublisher;
   readonly accepted?: AcceptedRequests;
   readonly limits?: TenantLimits;
+  readonly runs?: RunsInFlight;
 }
 
 export type FrontDoorHandler = (
@@ -68,7 +78,11 @@ export function createFrontDoorHandler(options: FrontDoorOptions = {}): FrontDoo
   const env = parseEnv(FrontDoorEnv, options.env ?? process.env, "front-door");
   const { logger, metrics, tracer } = options.observability ?? observability("front-door");
   const ports = portsOf(env, options, tracer);
-  const settings = { tenantClaim: env.TENANT_CLAIM, maxBodyBytes: env.MAX_BODY_BYTES };
+  const settings = {
+    tenantClaim: env.TENANT_CLAIM,
+    maxBodyBytes: env.MAX_BODY_BYTES,
+    runsInFlight: env.TENANT_RUNS_IN_FLIGHT,
+  };
   return async (event) => {
     try {
       const response = await handleRequest(requestOf(event), ports, settings);
@@ -125,6 +139,9 @@ function portsOf(
         tableName: env.STATE_TABLE,
         perMinute: env.TENANT_REQUESTS_PER_MINUTE,
       }),
+    runs: options.runs ?? new DynamoRunsInFlight({ client: dynamodb, tableName: env.STATE_TABLE }),
+    // The runs' states (BatchGetItem), read only when a tenant is at its cap.
+    states: new DynamoDueIndex({ client: dynamodb, stateTable: env.STATE_TABLE }),
     registry: options.registry ?? defaultRegistry,
     ids: ulidSource(clock),
     clock,

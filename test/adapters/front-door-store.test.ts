@@ -12,6 +12,10 @@ import {
   DynamoAcceptedRequests,
 } from "../../functions/adapters/dynamodb/accepted-requests";
 import { TABLES } from "../../functions/adapters/dynamodb/layouts";
+import {
+  DynamoRunsInFlight,
+  runsInFlightKey,
+} from "../../functions/adapters/dynamodb/runs-in-flight";
 import { DynamoTenantLimits } from "../../functions/adapters/dynamodb/tenant-limits";
 import type { AcceptedRequest } from "../../functions/front-door/accepted";
 import { fromSdk } from "../../lib/operator/from-sdk";
@@ -50,6 +54,8 @@ describe("DynamoAcceptedRequests", () => {
     const expires = new Date("2026-12-03T10:00:00.000Z");
     expect(await store.putIfAbsent(first, expires)).toEqual(first);
     expect(await store.putIfAbsent(record(first.key, "b"), expires)).toEqual(first);
+    expect(await store.find(first.key)).toEqual(first);
+    expect(await store.find(`acme#${ulid()}`)).toBeUndefined();
     const item = await client.send(
       new GetItemCommand({
         TableName: tableName,
@@ -74,5 +80,35 @@ describe("DynamoTenantLimits", () => {
     expect(await limits.take(tenant, at)).toEqual({ retryAfterSeconds: 15 });
     expect(await limits.take(`${tenant}-other`, at)).toEqual({ ok: true });
     expect(await limits.take(tenant, new Date("2026-12-02T10:05:00.000Z"))).toEqual({ ok: true });
+  });
+});
+
+describe("DynamoRunsInFlight", () => {
+  it("counts a tenant's runs up to the cap, gives the counted ones when full, and takes runs out", async () => {
+    const runs = new DynamoRunsInFlight({ client: fromSdk(client), tableName });
+    const tenant = `t-${ulid().toLowerCase()}`;
+    const run = (n: number) => ({ runId: `run_${n}`, since: `2026-12-02T10:0${n}:00.000Z` });
+    expect(await runs.add(tenant, run(1), 2)).toEqual({ ok: true });
+    expect(await runs.add(tenant, run(2), 2)).toEqual({ ok: true });
+    // A run counted already stays counted (an add sent again after a timeout).
+    expect(await runs.add(tenant, run(2), 2)).toEqual({ ok: true });
+    const full = await runs.add(tenant, run(3), 2);
+    expect(
+      "counted" in full && [...full.counted].sort((a, b) => a.runId.localeCompare(b.runId)),
+    ).toEqual([run(1), run(2)]);
+    expect(await runs.add(`${tenant}-other`, run(3), 2)).toEqual({ ok: true });
+    // Taking out a run not counted, or one twice, changes nothing more.
+    await runs.remove(tenant, [run(1), run(9)]);
+    await runs.remove(tenant, [run(1)]);
+    expect(await runs.add(tenant, run(3), 2)).toEqual({ ok: true });
+    expect(await runs.add(tenant, run(4), 2)).toMatchObject({ counted: expect.any(Array) });
+    await runs.remove(tenant, [run(2), run(3)]);
+    const item = await client.send(
+      new GetItemCommand({ TableName: tableName, Key: { pk: { S: runsInFlightKey(tenant) } } }),
+    );
+    // The last run out leaves no set; no attribute of the table's indexes, no expiry.
+    expect(Object.keys(item.Item ?? {})).toEqual(["pk"]);
+    expect(await runs.add(tenant, run(4), 2)).toEqual({ ok: true });
+    expect(await runs.add(tenant, run(5), 1)).toEqual({ counted: [run(4)] });
   });
 });

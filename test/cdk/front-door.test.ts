@@ -82,7 +82,7 @@ describe("the front door", () => {
     });
   });
 
-  it("its function reads conversation views and accepted requests, writes accepted requests, puts events", () => {
+  it("its function reads conversation views, runs and accepted requests, writes accepted requests and counts, puts events", () => {
     const [fn] = functionsOfKind(template, "front-door") as Resource[];
     if (!fn) throw new Error("no front-door function");
     expect(fn.Properties.Environment).toMatchObject({
@@ -90,6 +90,7 @@ describe("the front door", () => {
         TENANT_CLAIM: "tenant_id",
         EVENTS_TABLE: expect.anything(),
         TENANT_REQUESTS_PER_MINUTE: "600",
+        TENANT_RUNS_IN_FLIGHT: "20",
         BUS_EVENTS: expect.anything(),
       },
     });
@@ -115,7 +116,13 @@ describe("the front door", () => {
       {
         actions: ["dynamodb:UpdateItem"],
         condition: {
-          "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["tenant_rate#*"] },
+          "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["tenant_rate#*", "tenant_runs#*"] },
+        },
+      },
+      {
+        actions: ["dynamodb:BatchGetItem"],
+        condition: {
+          "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["dag_run#*"] },
         },
       },
     ]);

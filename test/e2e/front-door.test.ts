@@ -28,7 +28,8 @@ interface StreamEvent {
 }
 
 describe("the front door on the local stack, over HTTP", () => {
-  const local = localSupportStack("fd");
+  // One run in flight per tenant, so that the cap shows with two starts.
+  const local = localSupportStack("fd", { envOverrides: { TENANT_RUNS_IN_FLIGHT: "1" } });
   const door = () => {
     const frontDoor = local.env.frontDoor;
     if (!frontDoor) throw new Error("the local stack serves no front door");
@@ -366,6 +367,37 @@ describe("the front door on the local stack, over HTTP", () => {
       expect(withToken.status).toBe(403);
     },
     TIMEOUT * 2,
+  );
+
+  it(
+    "over its runs in flight a tenant's start gets 429 with Retry-After, until its run has ended",
+    async () => {
+      const initech = await tokenOf("initech");
+      const start = (key: string) =>
+        call("POST", "/workflows/quick-news/runs", {
+          token: initech,
+          body: { topic_hint: "grid storage" },
+          headers: { "idempotency-key": key },
+        });
+      const first = await start(`first-${ulid()}`);
+      expect(first.status, JSON.stringify(first.body)).toBe(202);
+      const refusedKey = `second-${ulid()}`;
+      const refused = await start(refusedKey);
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get("retry-after")).toBe("30");
+      expect(refused.body).toMatchObject({ code: "too_many_requests" });
+      const runPath = (first.body.links.run as string).replace(/^\/v1/, "");
+      const deadline = Date.now() + TIMEOUT;
+      while ((await call("GET", runPath, { token: initech })).body?.status !== "COMPLETED") {
+        if (Date.now() > deadline) throw new Error(`${runPath} did not complete`);
+        await new Promise((r) => setTimeout(r, 500));
+      }
+      // The refused key was not kept: the same key now starts a new run.
+      const later = await start(refusedKey);
+      expect(later.status, JSON.stringify(later.body)).toBe(202);
+      expect(later.body.run_id).not.toBe(first.body.run_id);
+    },
+    TIMEOUT + 30_000,
   );
 
   it("serves its OpenAPI document without a token", async () => {

@@ -3,11 +3,20 @@ import { describe, expect, it } from "vitest";
 import { TransientError } from "../../functions/core/errors";
 import type { PublishFailure } from "../../functions/core/ports";
 import { InMemoryAcceptedRequests } from "../../functions/front-door/accepted";
-import { type FrontDoorPorts, handleRequest } from "../../functions/front-door/api";
+import {
+  type FrontDoorPorts,
+  type FrontDoorSettings,
+  handleRequest,
+} from "../../functions/front-door/api";
 import type { HttpRequest } from "../../functions/front-door/http";
 import { userIdOf } from "../../functions/front-door/identity";
 import { InMemoryTenantLimits } from "../../functions/front-door/limits";
+import {
+  InMemoryRunsInFlight,
+  UNSTARTED_RUN_SECONDS,
+} from "../../functions/front-door/runs-in-flight";
 import { type Envelope, registry } from "../../schemas";
+import { Bus } from "../core/workflow-bus";
 
 /**
  * The front door in memory: what each route answers, what it puts on the bus, and that a tenant
@@ -23,6 +32,8 @@ function world(options: { failPublish?: "transient" | "entry"; perMinute?: numbe
   const views = new Map<string, unknown>();
   const tasks = new Map<string, Envelope[]>();
   const accepted = new InMemoryAcceptedRequests();
+  const runs = new InMemoryRunsInFlight();
+  const clock = { at: new Date("2026-12-02T10:00:00.000Z"), now: () => clock.at };
   const ports: FrontDoorPorts = {
     publisher: {
       async publish(_topic, envelopes): Promise<PublishFailure[]> {
@@ -51,13 +62,26 @@ function world(options: { failPublish?: "transient" | "entry"; perMinute?: numbe
     accepted,
     tasks: { eventsByTask: async (taskId) => tasks.get(taskId) ?? [] },
     limits: new InMemoryTenantLimits(options.perMinute ?? 100),
+    runs,
+    states: {
+      async loadStates(refs) {
+        return refs.flatMap((ref) => {
+          const key = `${ref.type}#${ref.id}`;
+          return views.has(key)
+            ? [{ aggregate: ref, revision: 1, version: 1, data: views.get(key) }]
+            : [];
+        });
+      },
+    },
     registry,
     ids: { next: () => ulid() },
-    clock: { now: () => new Date("2026-12-02T10:00:00.000Z") },
+    clock,
   };
-  const send = (request: Partial<HttpRequest> & Pick<HttpRequest, "method" | "path">) =>
-    handleRequest({ headers: {}, requestId: "req-1", ...request }, ports);
-  return { ports, published, views, tasks, accepted, send };
+  const send = (
+    request: Partial<HttpRequest> & Pick<HttpRequest, "method" | "path">,
+    settings: FrontDoorSettings = {},
+  ) => handleRequest({ headers: {}, requestId: "req-1", ...request }, ports, settings);
+  return { ports, published, views, tasks, accepted, runs, clock, send };
 }
 
 const post = (conversation: string, body: unknown, headers: Record<string, string> = {}) => ({
@@ -434,5 +458,169 @@ describe("services (IAM-signed, under /v1/tenants/{tenant_id})", () => {
     expect([(await read("acme")).statusCode, (await read("globex")).statusCode]).toEqual([
       200, 404,
     ]);
+  });
+});
+
+describe("each tenant's runs in flight", () => {
+  const CAP = { runsInFlight: 2 };
+  const startRun = (
+    send: ReturnType<typeof world>["send"],
+    claims: Record<string, unknown>,
+    key?: string,
+    settings: FrontDoorSettings = CAP,
+  ) =>
+    send(
+      {
+        method: "POST",
+        path: "/v1/workflows/quick-news/runs",
+        headers: {
+          "content-type": "application/json",
+          ...(key === undefined ? {} : { "idempotency-key": key }),
+        },
+        body: JSON.stringify({ topic_hint: "grid storage" }),
+        claims,
+      },
+      settings,
+    );
+  const runIdOf = (response: { body: string }) => bodyOf(response).run_id as string;
+  const runState = (runId: string, status: string) => ({
+    workflow: "quick-news",
+    tenant_id: "acme",
+    run: { run_id: runId, workflow: { name: "quick-news", version: 2 }, status, nodes: {} },
+  });
+
+  it("over its cap a tenant's start gets 429 with Retry-After and writes nothing; others go on", async () => {
+    const { send, published, accepted, runs } = world();
+    expect((await startRun(send, ACME, "a-1")).statusCode).toBe(202);
+    expect((await startRun(send, ACME)).statusCode).toBe(202);
+    const refused = await startRun(send, ACME, "a-3");
+    expect(refused.statusCode).toBe(429);
+    expect(refused.headers["retry-after"]).toBe("30");
+    expect(bodyOf(refused)).toMatchObject({
+      status: 429,
+      code: "too_many_requests",
+      detail: "tenant acme has 2 workflow runs in flight",
+    });
+    // Nothing put, the key not kept (a retry later is a new request), the count unchanged.
+    expect(published).toHaveLength(2);
+    expect(accepted.records.size).toBe(1);
+    expect(runs.counted.get("acme")?.map((r) => r.runId)).toEqual(
+      published.map((e) => e.aggregate.id),
+    );
+    // A message is no run; another tenant's runs are its own.
+    expect((await send(post("conv_a1", { text: "hi" }), CAP)).statusCode).toBe(202);
+    expect((await startRun(send, GLOBEX)).statusCode).toBe(202);
+  });
+
+  it("a retry of an accepted start is the same run: not refused at the cap, not counted twice", async () => {
+    const { send, published, runs } = world();
+    const first = await startRun(send, ACME, "k-run");
+    const retried = await startRun(send, ACME, "k-run");
+    expect(retried.body).toBe(first.body);
+    expect(runs.counted.get("acme")).toHaveLength(1);
+    expect((await startRun(send, ACME)).statusCode).toBe(202);
+    // At the cap, the retry still gets its answer and puts its run again.
+    const atCap = await startRun(send, ACME, "k-run");
+    expect(atCap.statusCode).toBe(202);
+    expect(atCap.body).toBe(first.body);
+    expect(published.at(-1)?.aggregate.id).toBe(runIdOf(first));
+    expect(runs.counted.get("acme")).toHaveLength(2);
+    // The same key with another request is still refused as such.
+    const other = await send(
+      {
+        method: "POST",
+        path: "/v1/workflows/long-form/runs",
+        headers: { "content-type": "application/json", "idempotency-key": "k-run" },
+        body: JSON.stringify({ topic_hint: "grid storage" }),
+        claims: ACME,
+      },
+      CAP,
+    );
+    expect(other.statusCode).toBe(409);
+    expect((await startRun(send, ACME, "k-new")).statusCode).toBe(429);
+  });
+
+  it("a run stops counting once its state says it ended, its start was refused, or it never started", async () => {
+    const { send, views, runs, clock } = world();
+    const ended = runIdOf(await startRun(send, ACME));
+    const unstarted = runIdOf(await startRun(send, ACME));
+    views.set(`dag_run#${ended}`, runState(ended, "COMPLETED"));
+    const third = runIdOf(await startRun(send, ACME));
+    const counted = () => runs.counted.get("acme")?.map((r) => r.runId);
+    expect(counted()).toEqual([unstarted, third]);
+    views.set(`dag_run#${third}`, runState(third, "RUNNING"));
+    expect((await startRun(send, ACME)).statusCode).toBe(429);
+    expect(counted()).toEqual([unstarted, third]);
+    // A start with no state an hour on was lost (never put on the bus): it no longer counts.
+    clock.at = new Date(clock.at.getTime() + UNSTARTED_RUN_SECONDS * 1000 + 1000);
+    const fourth = runIdOf(await startRun(send, ACME));
+    expect(counted()).toEqual([third, fourth]);
+    // A start the orchestrator refused leaves a null state.
+    views.set(`dag_run#${fourth}`, null);
+    const fifth = runIdOf(await startRun(send, ACME));
+    expect(counted()).toEqual([third, fifth]);
+    for (const status of ["FAILED", "PARTIAL", "CANCELLED"]) {
+      const [oldest = ""] = counted() ?? [];
+      views.set(`dag_run#${oldest}`, runState(oldest, status));
+      expect((await startRun(send, ACME)).statusCode, status).toBe(202);
+      expect(counted()).toHaveLength(2);
+      expect(counted(), status).not.toContain(oldest);
+    }
+  });
+
+  it("a start the bus did not take stops counting, unless a retry with its key can put it", async () => {
+    const { send, runs } = world({ failPublish: "entry" });
+    expect((await startRun(send, ACME)).statusCode).toBe(503);
+    expect(runs.counted.get("acme")).toEqual([]);
+    const keyed = await startRun(send, ACME, "k-503");
+    expect(keyed.statusCode).toBe(503);
+    // The retry will put the run the key keeps: that is the run counted.
+    const retried = await startRun(send, ACME, "k-503");
+    expect(retried.statusCode).toBe(503);
+    expect(runs.counted.get("acme")).toHaveLength(1);
+  });
+
+  it("with the orchestrator in memory: runs count until they end, an operator's runs never", async () => {
+    const bus = new Bus({ duplicate: true });
+    const runs = new InMemoryRunsInFlight();
+    const ports: FrontDoorPorts = {
+      publisher: {
+        async publish(_topic, envelopes) {
+          for (const envelope of envelopes) bus.send(envelope);
+          return [];
+        },
+      },
+      store: bus.store,
+      accepted: new InMemoryAcceptedRequests(),
+      tasks: bus.store,
+      limits: new InMemoryTenantLimits(100),
+      runs,
+      states: bus.store,
+      registry,
+      ids: { next: () => ulid() },
+      clock: bus.clock,
+    };
+    const send = (request: HttpRequest, settings: FrontDoorSettings) =>
+      handleRequest(request, ports, settings);
+    const DEFAULT_USER = { tenant_id: "default", sub: "0d2c6a51-8c55-4a5e-9b2f-1f0e7d3c4b5a" };
+    const ONE = { runsInFlight: 1 };
+    const orchestratorOnly = (d: { group: string }) => d.group === "orchestrator";
+    // An operator's run (the CLI's, of the default tenant) is in flight and is not counted.
+    bus.start("run_operator", "quick-news");
+    await bus.drain(orchestratorOnly);
+    expect(bus.state("run_operator").run.status).toBe("RUNNING");
+    const first = await startRun(send as never, DEFAULT_USER, undefined, ONE);
+    expect(first.statusCode).toBe(202);
+    await bus.drain(orchestratorOnly);
+    expect(bus.state(runIdOf(first)).run.status).toBe("RUNNING");
+    expect((await startRun(send as never, DEFAULT_USER, undefined, ONE)).statusCode).toBe(429);
+    // Every event delivered twice: the runs end once, and nothing counts them out twice.
+    await bus.drain();
+    expect(bus.deadLettered).toEqual([]);
+    expect(bus.state(runIdOf(first)).run.status).toBe("COMPLETED");
+    expect(bus.state("run_operator").run.status).toBe("COMPLETED");
+    const second = await startRun(send as never, DEFAULT_USER, undefined, ONE);
+    expect(second.statusCode).toBe(202);
+    expect(runs.counted.get("default")?.map((r) => r.runId)).toEqual([runIdOf(second)]);
   });
 });

@@ -29,7 +29,7 @@ export interface DynamoAcceptedRequestsOptions {
  *
  * A put that finds the key taken reads the stored item from the failed condition
  * (ReturnValuesOnConditionCheckFailure), or with a strongly consistent GetItem when DynamoDB
- * returned none.
+ * returned none. `find` reads a key's item the same way (a strongly consistent GetItem).
  */
 export class DynamoAcceptedRequests implements AcceptedRequests {
   private readonly client: AwsClient;
@@ -68,6 +68,11 @@ export class DynamoAcceptedRequests implements AcceptedRequests {
       if (!item) throw dynamoFailure(error, "PutItem (accepted request) on the state table");
       return recordOf(record.key, item);
     }
+  }
+
+  async find(key: string): Promise<AcceptedRequest | undefined> {
+    const item = await this.get(acceptedRequestKey(key));
+    return item && recordOf(key, item);
   }
 
   private async get(pk: string): Promise<Item | undefined> {

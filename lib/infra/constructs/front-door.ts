@@ -21,6 +21,7 @@ import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
 import { EventIndex } from "../../../functions/adapters/dynamodb/tables";
 import { ROUTES, SERVICE_PREFIX } from "../../../functions/front-door/api";
+import { DEFAULT_RUNS_IN_FLIGHT } from "../../../functions/front-door/runs-in-flight";
 import { TENANT_ID_PATTERN } from "../../../schemas/ids";
 import { AgentBusFunction } from "./function";
 import type { AgentBusTables } from "./tables";
@@ -44,6 +45,8 @@ export interface FrontDoorProps {
   readonly issuer: FrontDoorIssuer;
   /** Each tenant's requests per minute that put something on the bus (429 beyond). @default 600 */
   readonly tenantRequestsPerMinute?: number;
+  /** Each tenant's workflow runs in flight started through the front door (429 beyond). @default 20 */
+  readonly tenantRunsInFlight?: number;
   /**
    * Requests per second across the API, and the burst above it: API Gateway answers 429 beyond.
    * @default 100 per second, a burst of 200
@@ -87,10 +90,10 @@ const ACCESS_LOG_FIELDS = {
  * to a log group kept a month.
  *
  * The function may read the state items it answers from (conversation views, workflow runs,
- * accepted requests)
- * and write accepted requests and the tenants' request counts only, and Query the events table's
- * by-task index (a task's steps): GetItem and PutItem on the state table, limited by
- * `dynamodb:LeadingKeys` to those keys; PutEvents on its buses.
+ * accepted requests) and the runs' states (BatchGetItem, for the runs in flight), write accepted
+ * requests and the tenants' request and run counts only, and Query the events table's by-task
+ * index (a task's steps): GetItem, BatchGetItem, PutItem and UpdateItem on the state table,
+ * limited by `dynamodb:LeadingKeys` to those keys; PutEvents on its buses.
  */
 export class FrontDoor extends Construct {
   readonly function: AgentBusFunction;
@@ -110,6 +113,7 @@ export class FrontDoor extends Construct {
       EVENTS_TABLE: props.tables.events.tableName,
       TENANT_CLAIM: issuer.tenantClaim ?? "tenant_id",
       TENANT_REQUESTS_PER_MINUTE: String(props.tenantRequestsPerMinute ?? 600),
+      TENANT_RUNS_IN_FLIGHT: String(props.tenantRunsInFlight ?? DEFAULT_RUNS_IN_FLIGHT),
     };
     for (const topic of props.topics)
       environment[`BUS_${topic.topicName.toUpperCase()}`] = topic.busName;
@@ -270,7 +274,14 @@ export class FrontDoor extends Construct {
       new PolicyStatement({
         actions: ["dynamodb:UpdateItem"],
         resources: [tables.state.tableArn],
-        conditions: leading(["tenant_rate#*"]),
+        conditions: leading(["tenant_rate#*", "tenant_runs#*"]),
+      }),
+    );
+    this.function.addToRolePolicy(
+      new PolicyStatement({
+        actions: ["dynamodb:BatchGetItem"],
+        resources: [tables.state.tableArn],
+        conditions: leading(["dag_run#*"]),
       }),
     );
   }
