@@ -3,9 +3,15 @@ import { type MotoServer, motoAvailable, startMoto } from "../lib/dev/local/moto
 import { silenceNodeVersionWarning } from "../lib/operator/warnings";
 import { type BundlesResult, bundlesSummary, runBundlesSection } from "./bench/bundles";
 import { type DynamoResult, type Measured, runDynamoSection } from "./bench/dynamo";
-import { type LocalResult, runLocalSection, stopLocalSection } from "./bench/local";
+import {
+  type LocalResult,
+  runLocalSection,
+  runTenantsSection,
+  stopLocalSection,
+} from "./bench/local";
 import { type RolesResult, rolesSummary, runRolesSection, stopRolesSection } from "./bench/roles";
 import { fmt, fmtInt } from "./bench/stats";
+import type { TenantsResult } from "./bench/tenants";
 import { runThroughputSection, type ThroughputResult } from "./bench/throughput";
 
 /**
@@ -20,6 +26,7 @@ import { runThroughputSection, type ThroughputResult } from "./bench/throughput"
  * 5. DynamoDB calls and capacity units per delivery of every consumer group while the local stack
  *    plays the reference scenario, beside the commit minimum and the Powertools baseline.
  * `npm run bench -- memory` runs section 1 alone, `npm run bench -- local` section 3,
+ * `npm run bench -- tenants` only section 3's tenants measurement (with and without tenant lanes),
  * `npm run bench -- bundles` section 4, `npm run bench -- roles` sections 2 and 5.
  * No figure is hard-coded and nothing asserts speed; the run fails only when something breaks.
  */
@@ -61,7 +68,7 @@ async function main(): Promise<void> {
   out(
     `AgentBus benchmark — Node ${process.version}, ${process.platform}/${process.arch}, ${availableParallelism()} CPUs, load average ${fmt(load, 1)} at start${load > availableParallelism() ? " (a busy machine: expect wide spreads)" : ""}`,
   );
-  const only = (["memory", "local", "bundles", "roles"] as const).find((s) =>
+  const only = (["memory", "local", "tenants", "bundles", "roles"] as const).find((s) =>
     process.argv.slice(2).includes(s),
   );
   // Fail before the long in-memory section when sections 2 and 3 cannot run.
@@ -76,9 +83,11 @@ async function main(): Promise<void> {
         ? memorySummary(await runMemory())
         : only === "local"
           ? localSummary(await runLocal())
-          : only === "roles"
-            ? rolesSummary(await runRoles(await runDynamo()))
-            : bundlesSummary(await runBundles());
+          : only === "tenants"
+            ? tenantsSummary(await runTenants())
+            : only === "roles"
+              ? rolesSummary(await runRoles(await runDynamo()))
+              : bundlesSummary(await runBundles());
     heading("Summary");
     out(line);
     out();
@@ -152,6 +161,14 @@ async function runLocal(): Promise<LocalResult> {
   return local;
 }
 
+async function runTenants(): Promise<TenantsResult | undefined> {
+  heading("3. The local stack: one tenant's reply latency during another tenant's burst");
+  const mark = performance.now();
+  const tenants = await runTenantsSection(out);
+  out(`took ${fmt((performance.now() - mark) / 1000, 1)} s (moto starts included)`);
+  return tenants;
+}
+
 async function runBundles(): Promise<BundlesResult> {
   heading("4. Lambda bundles and init time, built as cdk deploy builds them");
   const mark = performance.now();
@@ -171,7 +188,19 @@ async function runRoles(dynamo: DynamoResult): Promise<RolesResult> {
 function localSummary(local: LocalResult): string {
   const whole = local.hops.whole;
   const w = local.worst;
-  return `3. On the local stack one event takes ${fmtInt(whole.p50)} ms (median; p95 ${fmtInt(whole.p95)} ms) from its commit to a FIFO consumer's commit, ${fmt(whole.p50 / local.wholeBound, 1)}× what moto itself needs for the same hops (${fmtInt(local.wholeBound)} ms); the most time above its bound goes in ${w.label.trim()}: ${fmtInt(w.median)} ms vs ${fmt(w.bound, 1)} ms (${fmt(w.median / w.bound, 1)}×). A burst of ${local.burst.events} events over ${local.burst.keys} order keys goes through at ${fmt(local.burst.events / local.burst.seconds, 1)} events/s; a conversation message reaches its reply in ${fmtInt(local.conversation.p50)} ms (median)${local.tenants ? `, and one tenant's, posted to the front door, in ${fmtInt(local.tenants.quiet.p50)} ms alone and ${fmtInt(local.tenants.underBurst.p50)} ms during another tenant's burst of ${local.tenants.burstMessages} conversations (${fmt(local.tenants.underBurst.p50 / local.tenants.quiet.p50, 1)}×)` : ""}; idle, the stack makes ${fmtInt(local.idleRequestsPerSecond)} calls/s to moto, and runtime.idle() takes ${fmtInt(local.settleMs)} ms on a settled stack.`;
+  return `3. On the local stack one event takes ${fmtInt(whole.p50)} ms (median; p95 ${fmtInt(whole.p95)} ms) from its commit to a FIFO consumer's commit, ${fmt(whole.p50 / local.wholeBound, 1)}× what moto itself needs for the same hops (${fmtInt(local.wholeBound)} ms); the most time above its bound goes in ${w.label.trim()}: ${fmtInt(w.median)} ms vs ${fmt(w.bound, 1)} ms (${fmt(w.median / w.bound, 1)}×). A burst of ${local.burst.events} events over ${local.burst.keys} order keys goes through at ${fmt(local.burst.events / local.burst.seconds, 1)} events/s; a conversation message reaches its reply in ${fmtInt(local.conversation.p50)} ms (median)${local.tenants ? `, ${tenantsPhrase(local.tenants)}` : ""}; idle, the stack makes ${fmtInt(local.idleRequestsPerSecond)} calls/s to moto, and runtime.idle() takes ${fmtInt(local.settleMs)} ms on a settled stack.`;
+}
+
+function tenantsPhrase(t: TenantsResult): string {
+  const { lanes, orderKeys } = t;
+  const without = orderKeys
+    ? `; keyed by order key alone, ${fmtInt(orderKeys.quiet.p50)} ms and ${fmtInt(orderKeys.underBurst.p50)} ms (${fmt(orderKeys.underBurst.p50 / orderKeys.quiet.p50, 1)}×)`
+    : "";
+  return `one tenant's message posted to the front door is answered in ${fmtInt(lanes.quiet.p50)} ms alone and ${fmtInt(lanes.underBurst.p50)} ms during another tenant's burst of ${t.burstMessages} conversations (${fmt(lanes.underBurst.p50 / lanes.quiet.p50, 1)}×) with tenant lanes${without}`;
+}
+
+function tenantsSummary(t: TenantsResult | undefined): string {
+  return t ? `3. On the local stack ${tenantsPhrase(t)}.` : "3. The stack has no front door.";
 }
 
 function memorySummary(throughput: ThroughputResult): string {

@@ -55,6 +55,36 @@ export async function stopLocalSection(): Promise<void> {
   await Promise.allSettled(all.map((r) => r.stop()));
 }
 
+/** Registers one stack at a time in `running` (the one passed last; undefined: none). */
+function tracker(): (env: LocalEnvironment | undefined) => void {
+  let tracked: LocalEnvironment | undefined;
+  return (env) => {
+    if (tracked) running.delete(tracked);
+    tracked = env;
+    if (env) running.add(env);
+  };
+}
+
+/**
+ * `npm run bench -- tenants`: only the tenants measurement of this section (./tenants.ts), on a
+ * stack of its own and then on one without tenant lanes.
+ */
+export async function runTenantsSection(out: Out): Promise<TenantsResult | undefined> {
+  const delivered = new Map<string, number>();
+  const env = await startLocal({
+    onDelivery: (d: LocalDelivery) => {
+      if (!delivered.has(d.conversationId)) delivered.set(d.conversationId, performance.now());
+    },
+  });
+  running.add(env);
+  try {
+    return await measureTenants(env, delivered, out, tracker());
+  } finally {
+    running.delete(env);
+    await env.stop();
+  }
+}
+
 const HOP_SAMPLES = 25;
 const BOUND_SAMPLES = 25;
 const IDLE_WINDOW_MS = 6000;
@@ -113,7 +143,7 @@ export async function runLocalSection(out: Out): Promise<LocalResult> {
     const b = await measureBurst(env, probe, fill, out);
     await env.runtime.idle();
     const conversation = await conversations(env, delivered, steps, out);
-    const tenants = await measureTenants(env, delivered, out);
+    const tenants = await measureTenants(env, delivered, out, tracker());
     return {
       hops,
       bare,

@@ -1,4 +1,6 @@
-import type { EventRegistry } from "../../schemas";
+import { createHash } from "node:crypto";
+import type { Envelope, EventRegistry } from "../../schemas";
+import { tenantOf } from "../../schemas/ids";
 import { chunk } from "./batching";
 import type { DeadLetterSink, FifoMessage, FifoSender } from "./ports";
 import { type ReplayMark, replayDeduplicationId, replayedBody } from "./replay";
@@ -28,8 +30,26 @@ export interface DispatchReport {
 }
 
 /**
+ * The FIFO message group an envelope travels in. Without `tenantConcurrency`, its order key: one
+ * group per conversation, task or run. With it, one of the tenant's `tenantConcurrency` lanes,
+ * `tenant/<tenant>/<lane>`, the lane a hash of the order key: an order key always falls in the
+ * same lane, so its events stay in order and one at a time, and since SQS hands out none of a
+ * group's messages while some are in flight, the tenant's events hold at most that many of the
+ * group's consumer invocations at once, whatever its backlog.
+ */
+export function messageGroupOf(
+  envelope: Pick<Envelope, "order_key" | "tenant_id">,
+  tenantConcurrency?: number,
+): string {
+  if (tenantConcurrency === undefined) return envelope.order_key;
+  const lane =
+    createHash("sha256").update(envelope.order_key).digest().readUInt32BE(0) % tenantConcurrency;
+  return `tenant/${tenantOf(envelope)}/${lane}`;
+}
+
+/**
  * Move envelopes from a consumer group's buffer queue into its FIFO queue, keyed for order:
- * MessageGroupId = the envelope's order key, MessageDeduplicationId = its event id (so a second
+ * MessageGroupId = `messageGroupOf` the envelope, MessageDeduplicationId = its event id (so a second
  * dispatch of the same event within five minutes is dropped by SQS itself). An invalid envelope is
  * dead-lettered at once with its reason: retrying it could never succeed. A replayed event keeps
  * its mark (./replay.ts): it is sent inside an EventBridge event that names the replay, under a
@@ -40,6 +60,7 @@ export async function dispatch(
   registry: EventRegistry,
   sender: FifoSender,
   deadLetters: DeadLetterSink,
+  tenantConcurrency?: number,
 ): Promise<DispatchReport> {
   const messages: (FifoMessage & { recordId: string })[] = [];
   let deadLettered = 0;
@@ -60,7 +81,7 @@ export async function dispatch(
     messages.push({
       id: String(index),
       recordId: item.recordId,
-      groupId: envelope.order_key,
+      groupId: messageGroupOf(envelope, tenantConcurrency),
       ...(item.replay
         ? {
             deduplicationId: replayDeduplicationId(envelope.event_id, item.replay.name),
@@ -69,6 +90,20 @@ export async function dispatch(
         : { deduplicationId: envelope.event_id, body: JSON.stringify(envelope) }),
     });
   }
+  const { failedRecordIds, calls } = await sendInBatches(messages, sender);
+  return {
+    sent: messages.length - failedRecordIds.length,
+    deadLettered,
+    calls,
+    failedRecordIds: [...failedRecordIds, ...notDeadLettered],
+  };
+}
+
+/** Send in SendMessageBatch calls of at most 10 entries and 256 KB: the records that failed. */
+async function sendInBatches(
+  messages: readonly (FifoMessage & { recordId: string })[],
+  sender: FifoSender,
+): Promise<{ failedRecordIds: string[]; calls: number }> {
   const failedRecordIds: string[] = [];
   let calls = 0;
   for (const batch of chunk(
@@ -88,10 +123,5 @@ export async function dispatch(
     }
     for (const m of batch) if (failed.has(m.id)) failedRecordIds.push(m.recordId);
   }
-  return {
-    sent: messages.length - failedRecordIds.length,
-    deadLettered,
-    calls,
-    failedRecordIds: [...failedRecordIds, ...notDeadLettered],
-  };
+  return { failedRecordIds, calls };
 }

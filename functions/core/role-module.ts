@@ -86,6 +86,11 @@ export interface Deployment {
   readonly batchSize?: number;
   /** Most concurrent consumer invocations (2..1000). @default 2 */
   readonly maxConcurrency?: number;
+  /**
+   * Most consumer invocations one tenant's events may hold at once (1..maxConcurrency - 1):
+   * fairness between tenants (lib/infra/README.md). @default none
+   */
+  readonly tenantConcurrency?: number;
   /** Receives before a message moves to its dead-letter queue. @default 5 */
   readonly maxReceiveCount?: number;
   /** Consumer function timeout, in seconds. @default 30 */

@@ -33,6 +33,8 @@ export const DispatchEnv = z.object({
   /** Where a dead letter's failure record goes (for tracing); none recorded when absent. */
   INBOX_TABLE: z.optional(z.string().check(z.minLength(1))),
   INBOX_TTL_DAYS: z._default(z.coerce.number().check(z.positive()), 7),
+  /** Most consumer invocations one tenant may hold (tenant lanes); unset: grouped by order key. */
+  TENANT_CONCURRENCY: z.optional(z.coerce.number().check(z.int(), z.minimum(1))),
 });
 export type DispatchEnv = z.output<typeof DispatchEnv>;
 
@@ -60,7 +62,8 @@ export type DispatchHandler = (event: SQSEvent, context?: Context) => Promise<SQ
 
 /**
  * Buffer queue -> the group's FIFO queue. A classic EventBridge rule can only set a static
- * MessageGroupId, so this hop sets it per entity from the envelope's order key.
+ * MessageGroupId, so this hop sets it per entity from the envelope's order key, or per tenant lane
+ * with `TENANT_CONCURRENCY` (`messageGroupOf`).
  */
 export function createDispatchHandler(options: DispatchOptions = {}): DispatchHandler {
   const env = parseEnv(DispatchEnv, options.env ?? process.env, "dispatch");
@@ -94,7 +97,7 @@ export function createDispatchHandler(options: DispatchOptions = {}): DispatchHa
 
   return async (event) => {
     const { items, notDeadLettered } = await itemsOf(event, deadLetters, metrics);
-    const dispatched = await dispatch(items, registry, sender, deadLetters);
+    const dispatched = await dispatch(items, registry, sender, deadLetters, env.TENANT_CONCURRENCY);
     const report = {
       ...dispatched,
       failedRecordIds: [...dispatched.failedRecordIds, ...notDeadLettered],

@@ -77,6 +77,16 @@ export interface GroupDeclaration {
   readonly maxConcurrency?: number;
 
   /**
+   * Most consumer invocations one tenant's events may hold at once, 1 to `maxConcurrency - 1`
+   * (FIFO groups delivered by the dispatch function): each tenant's events travel in that many
+   * message groups (lanes, an order key always in the same one), so another tenant's message
+   * never waits behind one tenant's backlog for an invocation. A tenant alone gets no more than
+   * that many; conversations sharing a lane wait for each other.
+   * @default - none: one message group per order key
+   */
+  readonly tenantConcurrency?: number;
+
+  /**
    * Receives before a message moves to its dead-letter queue.
    * @default 5
    */

@@ -104,6 +104,30 @@ describe("ConsumerGroup validation", () => {
     );
   });
 
+  it("keys the FIFO queue by tenant lane with tenantConcurrency, and only a dispatcher can", () => {
+    const laned = Template.fromStack(
+      build(() => ({ maxConcurrency: 3, tenantConcurrency: 2 })).stack,
+    );
+    const variablesOf = (fn: { Properties: Record<string, unknown> } | undefined) =>
+      (fn?.Properties.Environment as { Variables?: Record<string, unknown> } | undefined)
+        ?.Variables ?? {};
+    const [dispatcher] = functionsOfKind(laned, "dispatch");
+    expect(variablesOf(dispatcher).TENANT_CONCURRENCY).toBe("2");
+    const consumerMapping = resources(laned, "AWS::Lambda::EventSourceMapping").find(
+      (m) => !JSON.stringify(m.Properties.FunctionName).includes(dispatcher?.id ?? "?"),
+    );
+    expect(consumerMapping?.Properties.ScalingConfig).toEqual({ MaximumConcurrency: 3 });
+    const [plain] = functionsOfKind(Template.fromStack(build(() => ({})).stack), "dispatch");
+    expect(variablesOf(plain)).toHaveProperty("TARGET_QUEUE_URL");
+    expect(variablesOf(plain)).not.toHaveProperty("TENANT_CONCURRENCY");
+    expect(() =>
+      build(() => ({ delivery: "pipe", maxConcurrency: 3, tenantConcurrency: 2 })),
+    ).toThrow(/tenantConcurrency 2 needs delivery "dispatch-function"/);
+    expect(() => build(() => ({ tenantConcurrency: 2 }))).toThrow(
+      /tenantConcurrency is 2, must be an integer from 1 to 1/,
+    );
+  });
+
   it("rejects a pipe delivery without ordering", () => {
     expect(() => build(() => ({ ordering: "none", delivery: "pipe" }))).toThrow(
       /delivery "pipe" needs ordering "fifo"/,

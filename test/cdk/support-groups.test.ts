@@ -42,6 +42,14 @@ describe("role modules in the topology", () => {
     expect(sender?.maxReceiveCount).toBeGreaterThan(DEFAULT_MAX_UNKNOWN_ATTEMPTS);
   });
 
+  it("every group on a conversation's way to its reply bounds a tenant to 2 of its 3 invocations", () => {
+    const onTheWay = ["conversation", "router", "order-lookup", "refund-review"];
+    for (const name of [...onTheWay, "reply-generation", "sender"]) {
+      const spec = topology.groups.find((g) => g.name === name);
+      expect([name, spec?.maxConcurrency, spec?.tenantConcurrency]).toEqual([name, 3, 2]);
+    }
+  });
+
   describe("in the synthesized stack", () => {
     const { template } = agentBusStack();
     const consumer = (group: string) =>
@@ -57,6 +65,32 @@ describe("role modules in the topology", () => {
       t.id.startsWith("SupportOrders"),
     );
     const replies = single(template, "AWS::SNS::Topic", () => true);
+
+    it("the dispatchers of tenant-bounded groups key by tenant lane, the others by order key", () => {
+      const dispatchers = resources(template, "AWS::Lambda::Function").filter(
+        (fn) => fn.Metadata["agentbus:kind"] === "dispatch",
+      );
+      const lanes = Object.fromEntries(
+        dispatchers.map((fn) => [
+          fn.Metadata["agentbus:group"],
+          (fn.Properties.Environment as { Variables: Record<string, unknown> }).Variables
+            .TENANT_CONCURRENCY,
+        ]),
+      );
+      for (const spec of topology.groups.filter((g) => g.ordering === "fifo"))
+        expect([spec.name, lanes[spec.name]]).toEqual([
+          spec.name,
+          spec.tenantConcurrency === undefined ? undefined : String(spec.tenantConcurrency),
+        ]);
+      expect(lanes["reply-generation"]).toBe("2");
+      expect(lanes["task-projection"]).toBeUndefined();
+      const mapping = single(
+        template,
+        "AWS::Lambda::EventSourceMapping",
+        (m) => refersTo(m.Properties.FunctionName) === consumer("reply-generation").id,
+      );
+      expect(mapping.Properties.ScalingConfig).toEqual({ MaximumConcurrency: 3 });
+    });
 
     it("order lookup reads the orders table, with GetItem only", () => {
       expect(refersTo(env("order-lookup").ORDERS_TABLE)).toBe(orders.id);

@@ -144,6 +144,29 @@ describe("topology validation: each bad declaration is named", () => {
     );
   });
 
+  it("a tenant concurrency that leaves no invocation to other tenants, or is not a whole number", () => {
+    expect(problems(declaration([group({ tenantConcurrency: 2 })])).join("\n")).toMatch(
+      /tenantConcurrency is 2, must be an integer from 1 to 1 \(below maxConcurrency 2/,
+    );
+    expect(
+      problems(declaration([group({ maxConcurrency: 4, tenantConcurrency: 1.5 })])).join("\n"),
+    ).toMatch(/tenantConcurrency is 1.5, must be an integer from 1 to 3/);
+    expect(problems(declaration([group({ maxConcurrency: 4, tenantConcurrency: 3 })]))).toEqual([]);
+  });
+
+  it("a tenant concurrency on a group without order or delivered by a pipe", () => {
+    expect(
+      problems(
+        declaration([group({ ordering: "none", maxConcurrency: 3, tenantConcurrency: 1 })]),
+      ).join("\n"),
+    ).toMatch(/tenantConcurrency 1 needs ordering "fifo"/);
+    expect(
+      problems(
+        declaration([group({ delivery: "pipe", maxConcurrency: 3, tenantConcurrency: 1 })]),
+      ).join("\n"),
+    ).toMatch(/tenantConcurrency 1 needs delivery "dispatch-function"/);
+  });
+
   it("a handler file that does not exist", () => {
     const bad = group({ handler: "functions/handlers/nobody.ts" });
     expect(problems(declaration([bad])).join("\n")).toMatch(

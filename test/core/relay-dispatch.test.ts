@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { backoff, chunk } from "../../functions/core/batching";
-import { dispatch } from "../../functions/core/dispatch";
+import { dispatch, messageGroupOf } from "../../functions/core/dispatch";
 import type {
   DeadLetterSink,
   EventPublisher,
@@ -135,7 +135,49 @@ class RecordingDeadLetters implements DeadLetterSink {
   }
 }
 
+describe("messageGroupOf: the FIFO message group of an envelope", () => {
+  const keys = Array.from({ length: 60 }, (_, i) => `conv_${i}`);
+
+  it("is the order key when the group bounds no tenant", () => {
+    expect(messageGroupOf({ order_key: "conv_1", tenant_id: "acme" })).toBe("conv_1");
+  });
+
+  it("puts a tenant's order keys in exactly its lanes, each key always in the same one", () => {
+    const groups = keys.map((order_key) => messageGroupOf({ order_key, tenant_id: "acme" }, 3));
+    expect(new Set(groups)).toEqual(new Set(["tenant/acme/0", "tenant/acme/1", "tenant/acme/2"]));
+    expect(keys.map((order_key) => messageGroupOf({ order_key, tenant_id: "acme" }, 3))).toEqual(
+      groups,
+    );
+  });
+
+  it("never puts two tenants in one group, and an envelope without a tenant in the default's", () => {
+    const of = (tenant_id?: string) =>
+      new Set(keys.map((order_key) => messageGroupOf({ order_key, tenant_id }, 2)));
+    const acme = of("acme");
+    expect([...of("globex")].filter((g) => acme.has(g))).toEqual([]);
+    expect(of(undefined)).toEqual(new Set(["tenant/default/0", "tenant/default/1"]));
+    // The same order key of two tenants: the same lane number, two groups.
+    expect(messageGroupOf({ order_key: "conv_1", tenant_id: "acme" }, 2).slice(-1)).toBe(
+      messageGroupOf({ order_key: "conv_1", tenant_id: "globex" }, 2).slice(-1),
+    );
+  });
+});
+
 describe("dispatch", () => {
+  it("keys FIFO messages by tenant lane when given a tenant concurrency", async () => {
+    const { deps } = makeDeps();
+    const events = [...(await seedTask(deps, 2)), ...(await seedTask(deps, 2))].map((e) => ({
+      ...e,
+      tenant_id: "acme",
+    }));
+    const sender = new RecordingSender();
+    const items = events.map((e, i) => ({ recordId: `r${i}`, envelope: e, rawBody: "" }));
+    const report = await dispatch(items, registry, sender, new RecordingDeadLetters(), 2);
+    expect(report).toMatchObject({ sent: 4, failedRecordIds: [] });
+    expect(sender.sent.map((m) => m.groupId)).toEqual(events.map((e) => messageGroupOf(e, 2)));
+    expect(sender.sent.every((m) => /^tenant\/acme\/[01]$/.test(m.groupId))).toBe(true);
+  });
+
   it("keys FIFO messages by order key and de-duplicates by event id", async () => {
     const { deps } = makeDeps();
     const events = await seedTask(deps, 3);

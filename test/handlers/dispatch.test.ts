@@ -10,6 +10,7 @@ import type { SQSRecord } from "aws-lambda";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DynamoTraceReader } from "../../functions/adapters/dynamodb/trace-reader";
 import { DEAD_LETTER_ATTRIBUTES } from "../../functions/adapters/sqs/dead-letter-sink";
+import { messageGroupOf } from "../../functions/core/dispatch";
 import { createDispatchHandler, type DispatchOptions } from "../../functions/handlers/dispatch";
 import { fromSdk } from "../../lib/operator/from-sdk";
 import type { Envelope } from "../../schemas";
@@ -257,6 +258,38 @@ describe("createDispatchHandler (buffer queue -> FIFO queue)", () => {
       new ReceiveMessageCommand({ QueueUrl: source, WaitTimeSeconds: 5 }),
     );
     expect(again.Messages?.map((m) => m.MessageId)).toEqual([Messages[0]?.MessageId]);
+  });
+
+  it("with TENANT_CONCURRENCY, a tenant's backlog holds at most that many groups: the next receive is another tenant's", async () => {
+    const fair = await queue("hd-fair", true);
+    // Tenant A's 12 conversations (over both of its lanes), then tenant B's one message.
+    const backlog = Array.from({ length: 12 }, (_, i) => ({
+      ...feedbackEvent({}),
+      tenant_id: "tenant-a",
+      order_key: `conv_a${i}`,
+    }));
+    expect(new Set(backlog.map((e) => messageGroupOf(e, 2))).size).toBe(2);
+    const quiet = { ...feedbackEvent({}), tenant_id: "tenant-b", order_key: "conv_b" };
+    const dispatch = dispatcher({ env: { TARGET_QUEUE_URL: fair, TENANT_CONCURRENCY: "2" } });
+    await dispatch(sqsEvent(backlog.slice(0, 10).map(delivered)));
+    await dispatch(sqsEvent([...backlog.slice(10), quiet].map(delivered)));
+
+    // Two consumer invocations of batch size 1 (reply generation's) each hold one of A's lanes…
+    const receive = async () => {
+      const { Messages = [] } = await sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: fair,
+          MaxNumberOfMessages: 1,
+          VisibilityTimeout: 30,
+          MessageSystemAttributeNames: ["MessageGroupId"],
+        }),
+      );
+      return Messages.map((m) => m.Attributes?.MessageGroupId);
+    };
+    const held = [...(await receive()), ...(await receive())];
+    expect(new Set(held)).toEqual(new Set(["tenant/tenant-a/0", "tenant/tenant-a/1"]));
+    // …so a third finds none of A's ten older messages available, and takes B's.
+    expect(await receive()).toEqual([messageGroupOf(quiet, 2)]);
   });
 
   it("names a missing environment variable", () => {

@@ -1,6 +1,7 @@
 import * as z from "../../../schemas/zod";
 import { defineModule, requirePort } from "../../core/role-module";
 import { conversationContextReader } from "../customer-support/conversation/conversation";
+import { TENANT_FAIR_CONCURRENCY } from "../customer-support/tenant-fairness";
 import {
   DEFAULT_REFUND_SETTINGS,
   REFUND_MODEL_SCHEMAS,
@@ -36,6 +37,7 @@ export const refundReviewModule = defineModule({
   entry: "functions/roles/refund-review/handler.ts",
   deployment: {
     batchSize: 1,
+    ...TENANT_FAIR_CONCURRENCY,
     functionTimeoutSeconds: 120,
     // A write whose outcome stays unknown is handed to a person after 5 deliveries
     // (DEFAULT_MAX_UNKNOWN_ATTEMPTS); the queue must hand the step out at least that often.

@@ -116,11 +116,12 @@ export function addConsumerEventSource(
 
 /**
  * buffer -> dispatch function -> FIFO queue; what it cannot deliver goes to the buffer DLQ, with
- * a failure record in the inbox table (PutItem only) so a trace shows it.
+ * a failure record in the inbox table (PutItem only) so a trace shows it. With
+ * `tenantConcurrency` it keys the FIFO queue by tenant lane (`TENANT_CONCURRENCY`).
  */
 function createDispatcher(
   scope: Construct,
-  { groupName, inboxTtlDays, deliveryBatchingWindow }: ConsumerGroupSettings,
+  { groupName, inboxTtlDays, deliveryBatchingWindow, tenantConcurrency }: ConsumerGroupSettings,
   buffer: Queue,
   bufferDlq: Queue,
   target: Queue,
@@ -140,6 +141,7 @@ function createDispatcher(
       GROUP_NAME: groupName,
       INBOX_TABLE: inbox.tableName,
       INBOX_TTL_DAYS: String(inboxTtlDays),
+      ...(tenantConcurrency === undefined ? {} : { TENANT_CONCURRENCY: String(tenantConcurrency) }),
     },
   });
   dispatcher.addEventSource(

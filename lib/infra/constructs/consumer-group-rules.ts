@@ -59,6 +59,12 @@ export interface GroupSettings {
   readonly maxReceiveCount: number;
   readonly functionTimeout: Duration;
   readonly visibilityTimeout: Duration;
+  /**
+   * Most consumer invocations one tenant's events may hold at once (1 to `maxConcurrency - 1`):
+   * the dispatch function keys the FIFO queue by tenant lane instead of by order key (`messageGroupOf`
+   * in functions/core/dispatch.ts). Unset: one message group per order key, no per-tenant bound.
+   */
+  readonly tenantConcurrency?: number;
 }
 
 /** The group settings that `source` (a group declaration, say) sets, and nothing else of it. */
@@ -72,6 +78,7 @@ export function pickGroupSettings(source: Partial<GroupSettings>): Partial<Group
     maxReceiveCount: source.maxReceiveCount,
     functionTimeout: source.functionTimeout,
     visibilityTimeout: source.visibilityTimeout,
+    tenantConcurrency: source.tenantConcurrency,
   };
 }
 
@@ -170,5 +177,33 @@ export function groupSettingsProblems(settings: GroupSettings): string[] {
       MAX_QUEUE_VISIBILITY_SECONDS,
     ),
   );
+  problems.push(...tenantConcurrencyProblems(settings));
   return problems.filter((p): p is string => p !== undefined);
+}
+
+/**
+ * `tenantConcurrency` needs a FIFO group delivered by the dispatch function (a Pipe can only copy
+ * a field into the message group, not compute a lane), and must leave at least one of the group's
+ * invocations to the other tenants.
+ */
+function tenantConcurrencyProblems(settings: GroupSettings): (string | undefined)[] {
+  const lanes = settings.tenantConcurrency;
+  if (lanes === undefined) return [];
+  if (settings.ordering !== "fifo")
+    return [
+      `tenantConcurrency ${lanes} needs ordering "fifo" (it bounds a tenant's message groups)`,
+    ];
+  if (settings.delivery !== "dispatch-function")
+    return [
+      `tenantConcurrency ${lanes} needs delivery "dispatch-function" (a pipe copies the order key into the message group and cannot compute a tenant's lane)`,
+    ];
+  return [
+    integerProblem(
+      "tenantConcurrency",
+      lanes,
+      1,
+      settings.maxConcurrency - 1,
+      ` (below maxConcurrency ${settings.maxConcurrency}, so one tenant never holds every invocation)`,
+    ),
+  ];
 }

@@ -94,6 +94,7 @@ export function consumerGroupSettings(props: ConsumerGroupProps): ConsumerGroupS
     orderKey: props.orderKey,
     batchSize: props.batchSize,
     maxConcurrency: props.maxConcurrency,
+    tenantConcurrency: props.tenantConcurrency,
     maxReceiveCount: props.maxReceiveCount,
     functionTimeout: props.functionTimeout,
     visibilityTimeout: props.visibilityTimeout,

@@ -1,5 +1,6 @@
 import * as z from "../../../../schemas/zod";
 import { defineModule } from "../../../core/role-module";
+import { TENANT_FAIR_CONCURRENCY } from "../tenant-fairness";
 import { conversation, conversationRole } from "./conversation";
 
 /** `REPLY_TTL_SECONDS` (default 300): how long a reply stays worth sending. */
@@ -18,7 +19,7 @@ export const ConversationSettings = z.object({
 export const conversationModule = defineModule({
   descriptor: conversation,
   entry: "functions/roles/customer-support/conversation/handler.ts",
-  deployment: {},
+  deployment: TENANT_FAIR_CONCURRENCY,
   settings: ConversationSettings,
   build: (_ports, settings) => conversationRole({ replyTtlSeconds: settings.REPLY_TTL_SECONDS }),
 });

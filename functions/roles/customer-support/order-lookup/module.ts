@@ -1,10 +1,14 @@
 import { defineModule, requirePort } from "../../../core/role-module";
+import { TENANT_FAIR_CONCURRENCY } from "../tenant-fairness";
 import { ORDER_LOOKUP, orderLookupRole } from "./order-lookup";
 
 /** The order lookup: reads the order a turn asks about from the orders table. */
 export const orderLookupModule = defineModule({
   descriptor: ORDER_LOOKUP,
   entry: "functions/roles/customer-support/order-lookup/handler.ts",
-  deployment: { needs: { orders: true } },
+  deployment: {
+    ...TENANT_FAIR_CONCURRENCY,
+    needs: { orders: true },
+  },
   build: (ports) => orderLookupRole({ orders: requirePort(ports, "orders", "order-lookup") }),
 });

@@ -1,6 +1,7 @@
 import { ReplyDraft } from "../../../../schemas/events/conversation";
 import { defineModule, requirePort } from "../../../core/role-module";
 import { conversationReader } from "../conversation/conversation";
+import { TENANT_FAIR_CONCURRENCY } from "../tenant-fairness";
 import { REPLY_DRAFT_SCHEMA, REPLY_GENERATION, replyGenerationRole } from "./reply-generation";
 
 /**
@@ -12,6 +13,7 @@ export const replyGenerationModule = defineModule({
   entry: "functions/roles/customer-support/reply-generation/handler.ts",
   deployment: {
     batchSize: 1,
+    ...TENANT_FAIR_CONCURRENCY,
     functionTimeoutSeconds: 120,
     needs: { model: true, heartbeat: "visibility" },
     attention: ["held-replies"],

@@ -1,11 +1,12 @@
 import { defineModule } from "../../../core/role-module";
 import { conversationContextReader } from "../conversation/conversation";
+import { TENANT_FAIR_CONCURRENCY } from "../tenant-fairness";
 import { ROUTER, routerRole } from "./router";
 
 /** The router: picks a turn's route from the conversation's recent messages (the `store` port). */
 export const routerModule = defineModule({
   descriptor: ROUTER,
   entry: "functions/roles/customer-support/router/handler.ts",
-  deployment: {},
+  deployment: TENANT_FAIR_CONCURRENCY,
   build: (ports) => routerRole({ context: conversationContextReader(ports.store) }),
 });

@@ -1,6 +1,7 @@
 import * as z from "../../../../schemas/zod";
 import { defineModule, requirePort } from "../../../core/role-module";
 import { conversationVersionReader } from "../conversation/conversation";
+import { TENANT_FAIR_CONCURRENCY } from "../tenant-fairness";
 import { DEFAULT_MAX_UNKNOWN_ATTEMPTS, SENDER, senderRole } from "./sender";
 
 /** `MAX_UNKNOWN_ATTEMPTS` (default 5): attempts at an unknown outcome before it escalates. */
@@ -20,6 +21,7 @@ export const senderModule = defineModule({
   entry: "functions/roles/customer-support/sender/handler.ts",
   deployment: {
     batchSize: 1,
+    ...TENANT_FAIR_CONCURRENCY,
     // It escalates an outcome it cannot learn after MAX_UNKNOWN_ATTEMPTS (5); the queue must hand
     // the message out at least that often before dead-lettering it.
     maxReceiveCount: 8,
