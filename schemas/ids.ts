@@ -85,3 +85,14 @@ export const EventTypeName = z.string().check(
   }),
   z.maxLength(128),
 );
+
+/**
+ * The conversation a tenant's client means by `clientId` (the id in its URLs): tenants choose
+ * their conversation ids, so the conversation is keyed by both, as `conv_` + 26 letters of a
+ * hash of the tenant and the id; two tenants' `conv_1` are two conversations, with state keys and
+ * order keys of their own. The default tenant's ids are kept as they are (the AWS CLI's and the
+ * events' from before tenants).
+ */
+export function tenantConversationId(tenant: string, clientId: string): string {
+  return tenant === DEFAULT_TENANT ? clientId : `conv_${letterDigest(`${tenant}/${clientId}`, 26)}`;
+}

@@ -1,6 +1,7 @@
 import { ulid } from "ulid";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import { type Topology, topology } from "../../lib/infra/topology";
+import { tenantConversationId } from "../../schemas/ids";
 import type { Latency } from "./local-bounds";
 import { percentiles } from "./local-probe";
 import { fmt, fmtInt } from "./stats";
@@ -122,8 +123,9 @@ async function measureRun(
     const conversation = `conv_${ulid()}`;
     const started = performance.now();
     await post(tokens.b, conversation, "Where is my order 123?");
-    await until(() => delivered.has(conversation), 120_000);
-    return (delivered.get(conversation) ?? 0) - started;
+    const key = tenantConversationId("tenant-b", conversation);
+    await until(() => delivered.has(key), 120_000);
+    return (delivered.get(key) ?? 0) - started;
   };
 
   await env.runtime.idle();
@@ -146,8 +148,10 @@ async function measureRun(
     }),
   );
   await burst;
-  await until(() => burstIds.every((id) => delivered.has(id)), 300_000);
-  const lastReply = Math.max(...burstIds.map((id) => delivered.get(id) ?? 0));
+  // Deliveries name the conversation as stored: keyed by the tenant and the client's id.
+  const burstKeys = burstIds.map((id) => tenantConversationId("tenant-a", id));
+  await until(() => burstKeys.every((key) => delivered.has(key)), 300_000);
+  const lastReply = Math.max(...burstKeys.map((key) => delivered.get(key) ?? 0));
   await env.runtime.idle();
   return {
     quiet: percentiles(quiet),

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { DEFAULT_TENANT, type Envelope, type EventRegistry, tenantOf } from "../../schemas";
 import { WORKFLOW_KINDS } from "../../schemas/events/content-request";
-import { OpaqueId } from "../../schemas/ids";
+import { OpaqueId, tenantConversationId } from "../../schemas/ids";
 import * as z from "../../schemas/zod";
 import { AgentBusError } from "../core/errors";
 import type { Clock, EventPublisher, EventStore, IdSource, StateReader } from "../core/ports";
@@ -339,13 +339,17 @@ function bodyOf<T>(request: HttpRequest, schema: z.ZodMiniType<T>, maxBytes: num
   return parsed.data;
 }
 
-/** The conversation's view when it is the caller's tenant's; 404 when it is another's. */
+/**
+ * The view of the conversation the caller's `conversationId` names (its tenant's: schemas/ids.ts
+ * `tenantConversationId`); 404 should it be another tenant's.
+ */
 export async function conversationOf(
   ports: Pick<FrontDoorPorts, "store">,
   caller: Caller,
   conversationId: string,
 ): Promise<ConversationView | undefined> {
-  const loaded = await ports.store.load({ state: { type: CONVERSATION_VIEW, id: conversationId } });
+  const id = tenantConversationId(caller.tenantId, conversationId);
+  const loaded = await ports.store.load({ state: { type: CONVERSATION_VIEW, id } });
   const view = loaded.state?.data as ConversationView | undefined;
   if (view && tenantOf(view) !== caller.tenantId)
     fail("not_found", `no conversation ${conversationId}`);
@@ -358,10 +362,11 @@ async function postMessage({ request, params, ports, settings, who }: RouteConte
   checkIdempotencyKey(request);
   const body = bodyOf(request, PostMessageBody, settings.maxBodyBytes);
   await conversationOf(ports, caller, conversationId);
+  const key = tenantConversationId(caller.tenantId, conversationId);
   const envelope = clientEnvelope(ports, caller, ports.ids.next(), {
     type: "conversation.message.received",
-    aggregate: { type: "conversation", id: conversationId },
-    conversationId,
+    aggregate: { type: "conversation", id: key },
+    conversationId: key,
     payload: {
       text: body.text,
       customer_id: customerOf(caller, body.customer_id),
@@ -580,8 +585,8 @@ async function getTask({ params, ports, who }: RouteContext) {
   const caller = who();
   const taskId = idParam(params, "task_id");
   const events = await ports.tasks.eventsByTask(taskId);
-  // A task is the tenant's its events name (an operator's command and what it causes name none);
-  // one that names none is the default tenant's, one that names two is nobody's.
+  // A task is the tenant's its events name (the default tenant's name none: the AWS CLI's, those
+  // from before tenants); one that names two is nobody's.
   const named = new Set(events.flatMap((e) => (e.tenant_id ? [e.tenant_id] : [])));
   const owner = named.size === 0 ? DEFAULT_TENANT : named.size === 1 ? [...named][0] : undefined;
   if (events.length === 0 || owner !== caller.tenantId) fail("not_found", `no task ${taskId}`);
@@ -632,7 +637,7 @@ async function getConversation({ params, ports, who }: RouteContext) {
   const view = await conversationOf(ports, caller, conversationId);
   if (!view) fail("not_found", `no conversation ${conversationId}`);
   return json(200, {
-    conversation_id: view.conversation_id,
+    conversation_id: conversationId,
     version: view.version,
     turns: turnsOf(view),
   });

@@ -1,4 +1,5 @@
 import { tenantOf } from "../../schemas";
+import { tenantConversationId } from "../../schemas/ids";
 import type { Clock, EventStore } from "../core/ports";
 import type {
   ConversationTurn,
@@ -36,8 +37,10 @@ import type { Caller } from "./identity";
  * a turn twice changes nothing). A stream lasts at most `maxSeconds` (a function URL's response
  * may last 15 minutes), then closes; the client reconnects and resumes.
  *
- * A conversation that has no view yet (the message was posted a moment ago) is waited for; one
- * that is another tenant's is 404, as on the GET routes, before or after it appears.
+ * A conversation that has no view yet (the message was posted a moment ago) is waited for. The
+ * id is the caller's tenant's own (schemas/ids.ts `tenantConversationId`), and a view that names
+ * another tenant all the same is 404, as on the GET routes, before or after it appears; so is
+ * another tenant's run.
  */
 
 export interface StreamRoute {
@@ -175,7 +178,7 @@ async function streamConversation(
   const sent = new Map<string, string>();
   await pollUntilDone(ports, settings, sink, async () => {
     const loaded = await ports.store.load({
-      state: { type: CONVERSATION_VIEW, id: conversationId },
+      state: { type: CONVERSATION_VIEW, id: tenantConversationId(caller.tenantId, conversationId) },
     });
     const stored = loaded.state;
     if (!stored || stored.revision === revision) return "more";

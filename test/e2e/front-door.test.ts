@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import { Sha256 } from "../../functions/adapters/aws/lean-client";
 import { LOCAL_SERVICE_CREDENTIALS } from "../../lib/dev/local/front-door";
 import { loadConversation } from "../../lib/dev/local/scenario/customer-support";
+import { tenantConversationId } from "../../schemas/ids";
 import { localSupportStack, TIMEOUT } from "./support-stack";
 
 /**
@@ -35,6 +36,9 @@ describe("the front door on the local stack, over HTTP", () => {
     if (!frontDoor) throw new Error("the local stack serves no front door");
     return frontDoor;
   };
+  /** A tenant's conversation (keyed by the tenant and its id) once its turn reaches `status`. */
+  const turnReaches = (tenant: string, conversation: string, taskId: string, status: string) =>
+    local.turnReaches(tenantConversationId(tenant, conversation), taskId, status);
   const tokenOf = (tenant: string, sub = `u-${tenant}`) =>
     door().issuer.token({ tenant_id: tenant, sub });
   const call = async (
@@ -141,13 +145,22 @@ describe("the front door on the local stack, over HTTP", () => {
       expect(Number(first.id)).toBeGreaterThan(Number(delivered.id));
       expect(first.data.turns?.map((t) => t.task_id)).not.toContain(sent.body.task_id);
 
-      // Another tenant's conversation, or no token: the stream does not open.
+      // Another tenant's stream of the same id is its own conversation, which has no message yet:
+      // it opens and waits, with nothing of acme's. No token: the stream does not open.
       const foreign = await stream(
         `/conversations/${conversation}/stream`,
         await tokenOf("globex"),
       );
       const anonymous = await stream(`/conversations/${conversation}/stream`);
-      expect([foreign.response.status, anonymous.response.status]).toEqual([404, 401]);
+      expect([foreign.response.status, anonymous.response.status]).toEqual([200, 401]);
+      const nothing = await Promise.race([
+        foreign.next().then(
+          () => "an event",
+          () => "closed",
+        ),
+        new Promise((r) => setTimeout(() => r("nothing"), 1500)),
+      ]);
+      expect(nothing).toBe("nothing");
       expect(anonymous.response.headers.get("www-authenticate")).toContain("no bearer token");
       foreign.close();
       anonymous.close();
@@ -176,7 +189,7 @@ describe("the front door on the local stack, over HTTP", () => {
       });
       expect(again).toMatchObject({ status: 202, body: sent.body });
 
-      const view = await local.turnReaches(conversation, taskId, "delivered");
+      const view = await turnReaches("acme", conversation, taskId, "delivered");
       expect(view.tenant_id).toBe("acme");
       expect(Object.keys(view.turns)).toEqual([taskId]);
       const task = await call("GET", `/tasks/${taskId}`, { token: acme });
@@ -197,17 +210,22 @@ describe("the front door on the local stack, over HTTP", () => {
         }),
       ]);
 
-      // Another tenant: 404 to a read and to a post, as for a conversation that does not exist.
+      // Another tenant: 404 to a read, as for a conversation that does not exist; its post to the
+      // same id opens a conversation of its own, and acme's has its one turn.
       const globex = await tokenOf("globex");
       const foreign = await call("GET", `/conversations/${conversation}`, { token: globex });
       const missing = await call("GET", `/conversations/conv_${ulid()}`, { token: globex });
       expect([foreign.status, missing.status]).toEqual([404, 404]);
-      const intrude = await call("POST", `/conversations/${conversation}/messages`, {
+      const own = await call("POST", `/conversations/${conversation}/messages`, {
         token: globex,
-        body: { text: "let me in" },
+        body: { text: "Where is my order 456?" },
       });
-      expect(intrude.status).toBe(404);
-      expect((await loadConversation(local.env, conversation))?.turn_order).toEqual([taskId]);
+      expect(own.status).toBe(202);
+      const theirs = await turnReaches("globex", conversation, own.body.task_id, "delivered");
+      expect(theirs.tenant_id).toBe("globex");
+      expect(theirs.turn_order).toEqual([own.body.task_id]);
+      const ours = await loadConversation(local.env, tenantConversationId("acme", conversation));
+      expect(ours?.turn_order).toEqual([taskId]);
     },
     TIMEOUT * 2,
   );
@@ -262,7 +280,9 @@ describe("the front door on the local stack, over HTTP", () => {
     });
     expect(expiredAnswer.headers.get("www-authenticate")).toContain("the token has expired");
     await local.env.runtime.idle();
-    expect(await loadConversation(local.env, conversation)).toBeUndefined();
+    expect(
+      await loadConversation(local.env, tenantConversationId("acme", conversation)),
+    ).toBeUndefined();
   });
 
   it(
@@ -321,7 +341,7 @@ describe("the front door on the local stack, over HTTP", () => {
       const sent = await fetch(url, { method: "POST", headers: signed.headers, body });
       expect(sent.status, await sent.clone().text()).toBe(202);
       const { task_id: taskId } = (await sent.json()) as { task_id: string };
-      const view = await local.turnReaches(conversation, taskId, "delivered");
+      const view = await turnReaches("acme", conversation, taskId, "delivered");
       expect(view.tenant_id).toBe("acme");
 
       // curl signs the same way (--aws-sigv4): the service reads the conversation back.

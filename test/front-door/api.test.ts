@@ -16,6 +16,7 @@ import {
   UNSTARTED_RUN_SECONDS,
 } from "../../functions/front-door/runs-in-flight";
 import { type Envelope, registry } from "../../schemas";
+import { tenantConversationId } from "../../schemas/ids";
 import { Bus } from "../core/workflow-bus";
 
 /**
@@ -24,6 +25,7 @@ import { Bus } from "../core/workflow-bus";
  * (test/e2e/front-door.test.ts).
  */
 
+const ACME_CONV_A1 = tenantConversationId("acme", "conv_a1");
 const ACME = { tenant_id: "acme", sub: "7b0c2a4e-5d1f-4c3b-9a8e-2f6d1c0b9e7a" };
 const GLOBEX = { tenant_id: "globex", sub: "auth0|5f7c8ec7c33c6c004bbafe82" };
 
@@ -116,8 +118,10 @@ describe("POST /v1/conversations/{id}/messages", () => {
       event_type: "conversation.message.received",
       tenant_id: "acme",
       user_id: `user_${ACME.sub}`,
-      aggregate: { type: "conversation", id: "conv_a1", version: 0 },
-      order_key: "conv_a1",
+      // Keyed by the tenant and the client's id (schemas/ids.ts tenantConversationId).
+      conversation_id: ACME_CONV_A1,
+      aggregate: { type: "conversation", id: ACME_CONV_A1, version: 0 },
+      order_key: ACME_CONV_A1,
       producer: "front-door",
       payload: { text: "Where is order 123?", customer_id: `cust_${ACME.sub}`, channel: "chat" },
     });
@@ -215,9 +219,9 @@ describe("each tenant's cap", () => {
 });
 
 describe("tenants", () => {
-  it("another tenant's conversation answers 404, as one that does not exist, to a read or a post", async () => {
+  it("each tenant's conversation ids are its own: another's reads 404, and its post opens its own", async () => {
     const { send, views, published } = world();
-    views.set("conversation_view#conv_a1", {
+    views.set(`conversation_view#${ACME_CONV_A1}`, {
       conversation_id: "conv_a1",
       tenant_id: "acme",
       version: 1,
@@ -244,9 +248,26 @@ describe("tenants", () => {
     expect(foreign.statusCode).toBe(404);
     expect(missing.statusCode).toBe(404);
     expect(bodyOf(foreign).detail).toBe("no conversation conv_a1");
-    const intrude = await send({ ...post("conv_a1", { text: "mine now" }), claims: GLOBEX });
-    expect(intrude.statusCode).toBe(404);
-    expect(published).toEqual([]);
+    // Globex's conv_a1 is another conversation: its message goes there, acme's is untouched.
+    const own2 = await send({ ...post("conv_a1", { text: "mine" }), claims: GLOBEX });
+    expect(own2.statusCode).toBe(202);
+    expect(published.map((e) => [e.tenant_id, e.aggregate.id])).toEqual([
+      ["globex", tenantConversationId("globex", "conv_a1")],
+    ]);
+    expect(tenantConversationId("globex", "conv_a1")).not.toBe(ACME_CONV_A1);
+    // A view under the caller's key that names another tenant (it cannot, but reads check) is 404.
+    views.set(`conversation_view#${ACME_CONV_A1}`, {
+      ...(views.get(`conversation_view#${ACME_CONV_A1}`) as object),
+      tenant_id: "globex",
+    });
+    expect(
+      (await send({ method: "GET", path: "/v1/conversations/conv_a1", claims: ACME })).statusCode,
+    ).toBe(404);
+  });
+
+  it("the default tenant's conversation ids are kept as they are (the AWS CLI's, those from before tenants)", () => {
+    expect(tenantConversationId("default", "conv_a1")).toBe("conv_a1");
+    expect(ACME_CONV_A1).toMatch(/^conv_[a-p]{26}$/);
   });
 
   it("GET /v1/tasks/{id} lists the task's steps without payloads, for its tenant only", async () => {
@@ -442,8 +463,8 @@ describe("services (IAM-signed, under /v1/tenants/{tenant_id})", () => {
 
   it("reads only the path's tenant's conversations: another tenant's is 404", async () => {
     const { send, views } = world();
-    views.set("conversation_view#conv_a1", {
-      conversation_id: "conv_a1",
+    views.set(`conversation_view#${ACME_CONV_A1}`, {
+      conversation_id: ACME_CONV_A1,
       tenant_id: "acme",
       version: 1,
       turns: {},

@@ -7,6 +7,7 @@ import type { EventStore, StoredState } from "../../functions/core/ports";
 import { ProblemError } from "../../functions/front-door/http";
 import { openStream, type StreamSettings } from "../../functions/front-door/stream";
 import { createFrontDoorStreamHandler } from "../../functions/handlers/front-door-stream";
+import { tenantConversationId } from "../../schemas/ids";
 
 /**
  * The streams in memory (functions/front-door/stream.ts): what a client is sent as a conversation
@@ -117,7 +118,8 @@ function parseFrames(text: string) {
   }[];
 }
 
-const CONVERSATION = "conversation_view#conv_a";
+/** Acme's `conv_a`, keyed by the tenant and the client's id. */
+const CONVERSATION = `conversation_view#${tenantConversationId("acme", "conv_a")}`;
 const RUN = "dag_run#run_a";
 
 describe("a conversation's stream", () => {
