@@ -228,8 +228,8 @@ export async function taskTenant(stack: OpsStack, taskId: string): Promise<strin
 
 /**
  * Side-effect records whose outcome is unknown, newest first (the by-open-state index), at most
- * `limit`; with `tenant`, those whose task is that tenant's (a record names no tenant: each
- * task's is read with taskTenant).
+ * `limit`; with `tenant`, those of the newest `limit` whose task is that tenant's (a record names
+ * no tenant: each task's is read with taskTenant, one Query each).
  */
 export async function unknownSideEffects(
   stack: OpsStack,
