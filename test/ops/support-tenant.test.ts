@@ -1,6 +1,9 @@
-import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { DynamoDBClient, PutItemCommand } from "@aws-sdk/client-dynamodb";
+import { marshall } from "@aws-sdk/util-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
+import { eventItem } from "../../functions/adapters/dynamodb/items";
+import { DynamoSideEffects } from "../../functions/adapters/dynamodb/side-effects";
 import type { TableNames } from "../../functions/adapters/dynamodb/tables";
 import { listingAfter } from "../../functions/core/listing";
 import type { StateSummary } from "../../functions/core/ports";
@@ -14,17 +17,20 @@ import type { ReplyState } from "../../functions/roles/customer-support/reply-ge
 import { pendingApprovals } from "../../lib/operator/approvals";
 import { heldReplies } from "../../lib/operator/customer-support";
 import { fromSdk } from "../../lib/operator/from-sdk";
+import { unknownSideEffects } from "../../lib/operator/lists";
 import { operatorEnvelope } from "../../lib/operator/operator-command";
 import type { OpsStack } from "../../lib/operator/stack";
 import { reviewCheck, reviewCommand } from "../../lib/operator/support-actions";
 import { cancelCheck, cancelCommand } from "../../lib/operator/support-cancel";
+import type { Envelope } from "../../schemas";
 import { emulator } from "../support/aws";
 import { newUlid } from "../support/factories";
 import { createTables, deleteTables } from "../support/tables";
 
 /**
- * A held reply of tenant acme's conversation, on moto: listed for acme and no other tenant, and
- * the operator's approval (or cancel) goes in acme, read from the conversation's state.
+ * A held reply of tenant acme's conversation, on moto: listed for acme and no other tenant (so is
+ * its unknown send), and the operator's approval (or cancel) goes in acme, read from the
+ * conversation's state.
  */
 
 let client: DynamoDBClient;
@@ -33,6 +39,7 @@ let stack: OpsStack;
 
 const TASK = `task_${newUlid()}`;
 const CONV = `conv_${newUlid()}`;
+const KEY = `${TASK}:reply:1`;
 
 const reply: ReplyState = {
   task_id: TASK,
@@ -77,6 +84,33 @@ beforeAll(async () => {
   await put("reply", TASK, reply);
   await put("conversation", CONV, conversation);
   await put("conversation_view", CONV, view, summarizeConversation(view));
+  // The send of the held reply's first draft, whose outcome is unknown; and the task's first
+  // event, which names its tenant.
+  const sideEffects = new DynamoSideEffects({
+    client: fromSdk(client),
+    tableName: tables.sideEffects,
+  });
+  const now = clock.now();
+  await sideEffects.claim(KEY, { task_id: TASK, kind: "reply" }, now);
+  await sideEffects.markUnknown(KEY, { code: "channel.timeout", message: "no answer" }, now);
+  const first = {
+    event_id: newUlid(),
+    event_type: "conversation.message.accepted",
+    schema_version: 1,
+    occurred_at: now.toISOString(),
+    correlation_id: `corr_${newUlid()}`,
+    causation_id: null,
+    task_id: TASK,
+    tenant_id: "acme",
+    aggregate: { type: "conversation", id: CONV, version: 1 },
+    order_key: CONV,
+    producer: "conversation",
+    attempt: 1,
+    payload: {},
+  } as unknown as Envelope;
+  await client.send(
+    new PutItemCommand({ TableName: tables.events, Item: marshall(eventItem(first)) }),
+  );
 });
 
 afterAll(async () => {
@@ -92,6 +126,14 @@ describe("a held reply of tenant acme", () => {
     const approvals = await pendingApprovals(stack, 50, "acme");
     expect(approvals.map((a) => [a.kind, a.id, a.tenant])).toEqual([["held_reply", TASK, "acme"]]);
     expect(await pendingApprovals(stack, 50, "globex")).toEqual([]);
+  });
+
+  it("has its unknown send listed for acme, the task's tenant read from its first event", async () => {
+    const acme = await unknownSideEffects(stack, 100, "acme");
+    expect(acme.map((r) => [r.key, r.taskId, r.tenant])).toEqual([[KEY, TASK, "acme"]]);
+    expect(await unknownSideEffects(stack, 100, "default")).toEqual([]);
+    const all = await unknownSideEffects(stack, 100);
+    expect(all.map((r) => r.key)).toContain(KEY);
   });
 
   it("is approved with a command in acme, read from the conversation's state", async () => {
