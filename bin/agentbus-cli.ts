@@ -35,6 +35,10 @@ const program = new Command()
   )
   .exitOverride()
   .showHelpAfterError("(add --help for usage)")
+  .addHelpText(
+    "after",
+    "\nTenants: status, approvals, reply list, send list, dlq list|show and trace take --tenant <id>\n(what names no tenant is the tenant default's); a command that acts on a run, a conversation\nor an agent run is sent in its tenant. See lib/operator/README.md#tenants.",
+  )
   .option("--endpoint <url>", "AWS endpoint, e.g. an emulator (default: $AWS_ENDPOINT_URL)")
   .option(
     "--region <region>",

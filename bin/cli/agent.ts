@@ -14,6 +14,7 @@ import { sendDecided } from "../../lib/operator/support-actions";
 import { review } from "./customer-support";
 import { withStack } from "./ops";
 import { out, type Target, UsageError } from "./target";
+import { tenantArgument, tenantOption } from "./tenant";
 import { confirmNode } from "./workflow";
 
 /**
@@ -87,6 +88,7 @@ function printApprovals(approvals: readonly ApprovalView[]): void {
   for (const a of approvals) {
     const deadline = a.deadline ? `, decided by ${a.deadline} if nobody does` : "";
     out(`${a.kind.padEnd(12)}  ${a.action}  (waiting since ${a.since}${deadline})`);
+    out(`  tenant   ${a.tenant}`);
     if (a.input !== undefined) out(`  input    ${JSON.stringify(a.input)}`);
     out(`  approve  ${approveCommandLine(a, "approve")}`);
     out(`  reject   ${approveCommandLine(a, "reject")} --reason "..."`);
@@ -99,9 +101,11 @@ export function approvalsCommand(targetOf: TargetOf): Command {
       "what waits for a person's approval: agents' tool calls, held replies, content agents' confirmations",
     )
     .option("--json", "print as JSON")
-    .action(async function (this: Command, options: { json?: boolean }) {
+    .addOption(tenantOption())
+    .action(async function (this: Command, options: { json?: boolean; tenant?: string }) {
+      const tenant = tenantArgument(options.tenant);
       await withStack(targetOf(this), async (stack) => {
-        const approvals = await pendingApprovals(stack);
+        const approvals = await pendingApprovals(stack, 50, tenant);
         if (options.json) return out(JSON.stringify(approvals, null, 2));
         printApprovals(approvals);
       });
@@ -130,6 +134,7 @@ async function decide(
     out(`  step            ${options.step}`);
     out(`  decision        ${decision}`);
     out(`  event_id        ${String(envelope.event_id)}`);
+    if (envelope.tenant_id !== undefined) out(`  tenant_id       ${String(envelope.tenant_id)}`);
     out(`  requested_by    ${String(command.payload.requested_by)}`);
     if (options.reason !== undefined) out(`  reason          ${JSON.stringify(options.reason)}`);
   });

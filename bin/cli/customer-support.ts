@@ -20,6 +20,7 @@ import { cancelCheck, cancelCommand } from "../../lib/operator/support-cancel";
 import { SEND_RESOLUTIONS, type SendResolution } from "../../schemas/events/conversation";
 import { withStack } from "./ops";
 import { out, type Target, UsageError } from "./target";
+import { tenantArgument, tenantOption } from "./tenant";
 
 /**
  * `agentbus reply list | approve | reject | cancel` and `agentbus send list | resolve`: what waits
@@ -34,6 +35,11 @@ import { out, type Target, UsageError } from "./target";
  */
 
 type TargetOf = (command: Command) => Target;
+
+interface ListOptions {
+  readonly json?: boolean;
+  readonly tenant?: string;
+}
 
 function taskIdOf(value: string): string {
   const problem = taskIdProblem(value);
@@ -60,6 +66,7 @@ async function decideAndSend(
     out(`${command.type} sent to ${bus}`);
     out(`  task_id         ${command.taskId}`);
     out(`  event_id        ${String(envelope.event_id)}`);
+    if (envelope.tenant_id !== undefined) out(`  tenant_id       ${String(envelope.tenant_id)}`);
     out(`  requested_by    ${String(command.payload.requested_by)}`);
     const reason = command.payload.reason;
     if (reason !== undefined) out(`  reason          ${JSON.stringify(reason)}`);
@@ -91,14 +98,16 @@ export function replyCommand(targetOf: TargetOf): Command {
     .command("list")
     .description("the held replies: task id, conversation, why held, the draft")
     .option("--json", "print as JSON")
-    .action(async function (this: Command, options: { json?: boolean }) {
+    .addOption(tenantOption())
+    .action(async function (this: Command, options: ListOptions) {
+      const tenant = tenantArgument(options.tenant);
       await withStack(targetOf(this), async (stack) => {
-        const held = await heldReplies(stack);
+        const held = await heldReplies(stack, 50, tenant);
         if (options.json) return out(JSON.stringify(held, null, 2));
         if (held.length === 0) return out("no held replies");
         for (const h of held)
           out(
-            `${h.task_id}  ${h.conversation_id}  ${h.held_reason ?? "-"}\n  ${h.reply_text ?? ""}`,
+            `${h.task_id}  ${h.conversation_id}  ${h.tenant}  ${h.held_reason ?? "-"}\n  ${h.reply_text ?? ""}`,
           );
       });
     });
@@ -141,11 +150,22 @@ export function sendCommand(targetOf: TargetOf): Command {
   send
     .command("list")
     .description("the side-effect records whose outcome is unknown (key, attempts, updated)")
-    .action(async function (this: Command) {
+    .option("--json", "print as JSON")
+    .addOption(
+      tenantOption(
+        "only the records of this tenant's tasks (a task's tenant is the one its first event names, the tenant default when that names none)",
+      ),
+    )
+    .action(async function (this: Command, options: ListOptions) {
+      const tenant = tenantArgument(options.tenant);
       await withStack(targetOf(this), async (stack) => {
-        const open = await unknownSideEffects(stack);
+        const open = await unknownSideEffects(stack, 100, tenant);
+        if (options.json) return out(JSON.stringify(open, null, 2));
         if (open.length === 0) return out("no unknown send outcomes");
-        for (const r of open) out(`${r.key}  ${r.attempts} attempt(s)  ${r.updatedAt}`);
+        for (const r of open)
+          out(
+            `${r.key}  ${r.attempts} attempt(s)  ${r.updatedAt}${r.tenant === undefined ? "" : `  ${r.tenant}`}`,
+          );
       });
     });
   send

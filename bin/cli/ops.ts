@@ -13,7 +13,10 @@ import {
 import { opsSource, traceOf } from "../../lib/operator/source";
 import { connect, type OpsStack, readPublishedOutputs } from "../../lib/operator/stack";
 import { status, waiting } from "../../lib/operator/status";
+import type { TraceNode, TraceView } from "../../lib/operator/views";
+import { DEFAULT_TENANT } from "../../schemas/ids";
 import { clientConfig, NotFoundError, out, type Target, UsageError } from "./target";
+import { tenantArgument, tenantOption } from "./tenant";
 
 /**
  * `agentbus trace | status | dlq | console`: what happened to a task, where work waits, what is in
@@ -61,7 +64,13 @@ export function traceCommand(targetOf: (command: Command) => Target): Command {
       "an event id (ULID), a task id (task_...), a conversation id (conv_...) or a correlation id",
     )
     .option("--json", "print the trace as JSON")
-    .action(async function (this: Command, id: string, options: { json?: boolean }) {
+    .addOption(tenantOption("only if the trace is this tenant's"))
+    .action(async function (
+      this: Command,
+      id: string,
+      options: { json?: boolean; tenant?: string },
+    ) {
+      const tenant = tenantArgument(options.tenant);
       if (!ID.test(id))
         throw new UsageError(
           `${JSON.stringify(id)} is not an id (letters, digits, _ and -, at most 100)`,
@@ -69,6 +78,8 @@ export function traceCommand(targetOf: (command: Command) => Target): Command {
       const view = await withStack(targetOf(this), (stack) => traceOf(stack, id));
       if (!view)
         throw new NotFoundError(`nothing is recorded under ${id} (no event, task or correlation)`);
+      if (tenant !== undefined && traceTenant(view) !== tenant)
+        throw new NotFoundError(`nothing of tenant ${tenant} is recorded under ${id}`);
       out(options.json ? JSON.stringify(view, null, 2) : renderTraceText(view));
     });
 }
@@ -77,14 +88,21 @@ export function statusCommand(targetOf: (command: Command) => Target): Command {
   return new Command("status")
     .description("queues per consumer group, relay, runs by status and what waits for a person")
     .option("--json", "print the status as JSON")
-    .action(async function (this: Command, options: { json?: boolean }) {
+    .addOption(
+      tenantOption(
+        "only this tenant's runs and waits (the queues are every tenant's); what names no tenant is the tenant default's",
+      ),
+    )
+    .action(async function (this: Command, options: { json?: boolean; tenant?: string }) {
+      const tenant = tenantArgument(options.tenant);
       await withStack(targetOf(this), async (stack) => {
-        const w = await waiting(stack);
-        const view = await status(stack, w);
+        const w = await waiting(stack, 50, tenant);
+        const view = await status(stack, w, tenant);
+        const of = tenant === undefined ? {} : { tenant };
         out(
           options.json
-            ? JSON.stringify({ ...view, waiting: w }, null, 2)
-            : renderStatusText(view, w),
+            ? JSON.stringify({ ...of, ...view, waiting: w }, null, 2)
+            : renderStatusText(view, w, tenant),
         );
       });
     });
@@ -92,13 +110,18 @@ export function statusCommand(targetOf: (command: Command) => Target): Command {
 
 export function dlqCommand(targetOf: (command: Command) => Target): Command {
   const dlq = new Command("dlq").description("the consumer groups' dead-letter queues");
-  const list = async (command: Command, group: string | undefined, json?: boolean) => {
+  const list = async (command: Command, group: string | undefined, options: ListOptions) => {
+    const tenant = tenantArgument(options.tenant);
     await withStack(targetOf(command), async (stack) => {
       if (group !== undefined && !(group in stack.names.groups))
         throw new UsageError(
           `no consumer group ${group} (groups: ${Object.keys(stack.names.groups).join(", ")})`,
         );
-      const letters = await listDeadLetters(stack, group === undefined ? {} : { group });
+      const letters = await listDeadLetters(stack, {
+        ...(group === undefined ? {} : { group }),
+        ...(tenant === undefined ? {} : { tenant }),
+      });
+      const json = options.json;
       out(json ? JSON.stringify(letters, null, 2) : renderDeadLettersText(letters));
     });
   };
@@ -106,8 +129,9 @@ export function dlqCommand(targetOf: (command: Command) => Target): Command {
     .command("list")
     .description("every dead letter of every group (read without removing them)")
     .option("--json", "print as JSON")
-    .action(async function (this: Command, options: { json?: boolean }) {
-      await list(this, undefined, options.json);
+    .addOption(deadLetterTenant())
+    .action(async function (this: Command, options: ListOptions) {
+      await list(this, undefined, options);
     });
   dlq.addCommand(redriveCommand(targetOf));
   dlq
@@ -115,10 +139,38 @@ export function dlqCommand(targetOf: (command: Command) => Target): Command {
     .description("the dead letters of one group, with their error code and reason")
     .argument("<group>", "consumer group name")
     .option("--json", "print as JSON")
-    .action(async function (this: Command, group: string, options: { json?: boolean }) {
-      await list(this, group, options.json);
+    .addOption(deadLetterTenant())
+    .action(async function (this: Command, group: string, options: ListOptions) {
+      await list(this, group, options);
     });
   return dlq;
+}
+
+interface ListOptions {
+  readonly json?: boolean;
+  readonly tenant?: string;
+}
+
+const deadLetterTenant = () =>
+  tenantOption(
+    "only the dead letters whose envelope is this tenant's (one without a tenant is the tenant default's; a body that is no envelope is left out)",
+  );
+
+/**
+ * The tenant a trace belongs to, as the front door tells a task's: the one its events name, the
+ * default tenant when they name none; none when they name two.
+ */
+function traceTenant(view: TraceView): string | undefined {
+  const named = new Set<string>();
+  const visit = (nodes: readonly TraceNode[]) => {
+    for (const node of nodes) {
+      if (node.event.tenantId !== undefined) named.add(node.event.tenantId);
+      visit(node.children);
+    }
+  };
+  visit(view.roots);
+  if (named.size > 1) return undefined;
+  return [...named][0] ?? DEFAULT_TENANT;
 }
 
 function redriveCommand(targetOf: (command: Command) => Target): Command {

@@ -29,6 +29,7 @@ import {
   type Target,
   UsageError,
 } from "./target";
+import { tenantArgument, tenantOption } from "./tenant";
 import { printRun } from "./workflow-show";
 
 /**
@@ -87,16 +88,22 @@ interface Sent {
   readonly bus: string;
 }
 
-/** Validate the command's envelope, run `precheck`, and put it on the commands bus. */
+/**
+ * Validate the command's envelope, run `precheck` (which answers the command to send: the same,
+ * in the tenant of the run it acts on), and put it on the commands bus.
+ */
 async function send(
   t: Target,
-  command: OperatorCommand,
-  precheck?: () => Promise<void>,
+  offline: OperatorCommand,
+  precheck?: () => Promise<OperatorCommand>,
 ): Promise<Sent> {
+  const invalid = operatorEnvelope(offline);
+  if (typeof invalid === "string")
+    throw new UsageError(`refusing to send an ${invalid}; nothing sent`);
+  const command = precheck ? await precheck() : offline;
   const envelope = operatorEnvelope(command);
   if (typeof envelope === "string")
     throw new UsageError(`refusing to send an ${envelope}; nothing sent`);
-  await precheck?.();
   const bus = commandsBus(t);
   await putCommandOn(clientConfig(t), bus, envelope);
   return { envelope, bus };
@@ -107,6 +114,7 @@ function printSent(runId: string, { envelope, bus }: Sent): void {
   out(`  run_id          ${runId}`);
   out(`  correlation_id  ${String(envelope.correlation_id)}`);
   out(`  event_id        ${String(envelope.event_id)}`);
+  if (envelope.tenant_id !== undefined) out(`  tenant_id       ${String(envelope.tenant_id)}`);
   const payload = envelope.payload as Record<string, unknown>;
   if (payload.requested_by !== undefined) out(`  requested_by    ${String(payload.requested_by)}`);
   if (payload.reason !== undefined) out(`  reason          ${JSON.stringify(payload.reason)}`);
@@ -119,7 +127,8 @@ const requester = (): string => process.env.AGENTBUS_OPERATOR ?? operatorName();
 
 /** Send a request about an existing run, once the stored run says it can apply. */
 async function request(t: Target, runId: string, req: RunRequest): Promise<void> {
-  const command = runRequestCommand(runId, req, requester());
+  const requestedBy = requester();
+  const command = runRequestCommand(runId, req, requestedBy);
   const sent = await send(t, command, async () => {
     const { table, state } = await findRun(t, runId);
     // A node of a run that does not exist is not found (exit 1); a cancel of one is refused.
@@ -132,6 +141,8 @@ async function request(t: Target, runId: string, req: RunRequest): Promise<void>
       throw new UsageError(
         `${problem}${state ? "" : ` (no dag_run#${runId} in ${table})`}; nothing sent`,
       );
+    // In the run's tenant, so that what the command causes stays there.
+    return runRequestCommand(runId, req, requestedBy, state?.data ?? undefined);
   });
   printSent(runId, sent);
 }
@@ -190,10 +201,12 @@ function startCommand(globals: Globals): Command {
     .requiredOption("--kind <kind>", `workflow kind: ${WORKFLOW_KINDS.join(" | ")}`)
     .requiredOption("--topic <hint>", "topic hint for the run (the request's topic_hint)")
     .option("--run-id <id>", "run id run_<token> (default: run_<new ULID>)")
+    .addOption(tenantOption("the tenant whose run it is (default: the tenant default)"))
     .action(async function (
       this: Command,
-      options: { kind: string; topic: string; runId?: string },
+      options: { kind: string; topic: string; runId?: string; tenant?: string },
     ) {
+      const tenantId = tenantArgument(options.tenant);
       if (!(WORKFLOW_KINDS as readonly string[]).includes(options.kind))
         throw new UsageError(
           `--kind ${JSON.stringify(options.kind)}: unknown workflow kind (one of ${WORKFLOW_KINDS.join(", ")})`,
@@ -202,6 +215,7 @@ function startCommand(globals: Globals): Command {
       const sent = await send(globals(this), {
         type: "workflow.start.requested",
         aggregate: { type: "dag_run", id: runId },
+        ...(tenantId === undefined ? {} : { tenantId }),
         payload: {
           run_id: runId,
           workflow_name: options.kind,

@@ -72,6 +72,8 @@ export interface StateSummary {
   readonly label?: string;
   readonly waiting?: string;
   readonly counts?: Readonly<Record<string, number>>;
+  /** The tenant the state belongs to, for a role that records one (absent: the default tenant). */
+  readonly tenant?: string;
 }
 
 export type DiscardReason = "expired" | "superseded" | "cancelled" | "invalidated_by_state_change";

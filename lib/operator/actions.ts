@@ -65,11 +65,15 @@ async function runAction(
   runId: string,
   request: RunRequest,
 ): Promise<ActionOutcome> {
-  const command = runRequestCommand(runId, request, operatorName());
+  const offline = runRequestCommand(runId, request, operatorName());
+  const invalid = operatorEnvelope(offline);
+  if (typeof invalid === "string") return refused(`refusing to send an ${invalid}; nothing sent`);
+  const state = await loadRunState(stack, runId);
+  const problem = runRequestProblem(runId, state, request);
+  if (problem) return refused(`${problem}; nothing sent`);
+  const command = runRequestCommand(runId, request, operatorName(), state);
   const envelope = operatorEnvelope(command);
   if (typeof envelope === "string") return refused(`refusing to send an ${envelope}; nothing sent`);
-  const problem = runRequestProblem(runId, await loadRunState(stack, runId), request);
-  if (problem) return refused(`${problem}; nothing sent`);
   const bus = await putCommand(stack, stack.config, envelope);
   const eventId = String(envelope.event_id);
   // The command itself says who asked and why; the audit group keeps it.

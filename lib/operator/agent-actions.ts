@@ -2,6 +2,7 @@ import type { AgentJournal, PersonDecision } from "../../functions/core/agent/ag
 import { AGENT_RUN_AGGREGATE } from "../../functions/core/agent/agent-role";
 import { opaqueIdProblem } from "../../schemas/ids";
 import { stateData } from "./customer-support";
+import { inTenant } from "./operator-command";
 import type { OpsStack } from "./stack";
 import type { Decided, SupportCommand } from "./support-actions";
 import type { AgentWaitView, ItemSummary, WaitingView } from "./views";
@@ -113,7 +114,8 @@ export function stepDecision(
       ...(fields.output === undefined ? {} : { output: fields.output }),
     },
   };
-  return { command };
+  // In the run's tenant, so that what the decision causes stays there.
+  return { command: inTenant(command, journal.tenant_id) };
 }
 
 /** Read the run and decide (see stepDecision). */

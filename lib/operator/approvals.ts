@@ -21,24 +21,41 @@ export interface ApprovalView extends ApprovalRequest {
   /** Whether the step must be named (`--step`): not for a held reply. */
   readonly stepOption: boolean;
   readonly taskId?: string;
+  /** The tenant of the state that waits (its list entry's). */
+  readonly tenant: string;
 }
 
-/** The newest `limit` of each kind of wait, newest first within each kind. */
-export async function pendingApprovals(stack: OpsStack, limit = 50): Promise<ApprovalView[]> {
+/**
+ * The newest `limit` of each kind of wait, newest first within each kind; with `tenant`, that
+ * tenant's only.
+ */
+export async function pendingApprovals(
+  stack: OpsStack,
+  limit = 50,
+  tenant?: string,
+): Promise<ApprovalView[]> {
   const [listed, held] = await Promise.all([
-    summaries(stack, { waiting: "approval" }, limit),
-    heldReplies(stack, limit),
+    summaries(stack, { waiting: "approval" }, limit, tenant),
+    heldReplies(stack, limit, tenant),
   ]);
   const fromListed = await Promise.all(
-    listed.map((row) =>
-      row.kind === "run" ? confirmationsOf(stack, row.id) : toolCallOf(stack, row.id),
+    listed.map(async (row) => {
+      const views =
+        row.kind === "run" ? await confirmationsOf(stack, row.id) : await toolCallOf(stack, row.id);
+      return views.map((view) => ({ ...view, tenant: row.tenant }));
+    }),
+  );
+  const fromHeld = await Promise.all(
+    held.map(async (turn) =>
+      (await heldReplyOf(stack, turn.task_id)).map((view) => ({ ...view, tenant: turn.tenant })),
     ),
   );
-  const fromHeld = await Promise.all(held.map((turn) => heldReplyOf(stack, turn.task_id)));
   return [...fromListed.flat(), ...fromHeld.flat()];
 }
 
-async function toolCallOf(stack: OpsStack, runId: string): Promise<ApprovalView[]> {
+type Untenanted = Omit<ApprovalView, "tenant">;
+
+async function toolCallOf(stack: OpsStack, runId: string): Promise<Untenanted[]> {
   const journal = await loadAgentRun(stack, runId);
   const wait = journal && agentWaitOf(journal);
   if (wait?.kind !== "approval" || !wait.toolCallId) return [];
@@ -57,7 +74,7 @@ async function toolCallOf(stack: OpsStack, runId: string): Promise<ApprovalView[
   ];
 }
 
-async function confirmationsOf(stack: OpsStack, runId: string): Promise<ApprovalView[]> {
+async function confirmationsOf(stack: OpsStack, runId: string): Promise<Untenanted[]> {
   const state = await stateData<OrchestratorState>(stack, DAG_RUN_AGGREGATE, runId);
   if (!state) return [];
   return blockedApprovals(state).map((request) => ({
@@ -68,7 +85,7 @@ async function confirmationsOf(stack: OpsStack, runId: string): Promise<Approval
   }));
 }
 
-async function heldReplyOf(stack: OpsStack, taskId: string): Promise<ApprovalView[]> {
+async function heldReplyOf(stack: OpsStack, taskId: string): Promise<Untenanted[]> {
   const reply = await loadReply(stack, taskId);
   const request = reply && heldReplyApproval(reply);
   if (!request) return [];

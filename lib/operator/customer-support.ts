@@ -1,7 +1,10 @@
 import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
 import { DynamoSideEffects } from "../../functions/adapters/dynamodb/side-effects";
 import type { SideEffectRecord } from "../../functions/core/side-effects";
-import { conversationVersionReader } from "../../functions/roles/customer-support/conversation/conversation";
+import {
+  CONVERSATION_AGGREGATE,
+  conversationVersionReader,
+} from "../../functions/roles/customer-support/conversation/conversation";
 import {
   CONVERSATION_VIEW_AGGREGATE,
   type ConversationTurn,
@@ -63,18 +66,44 @@ export function loadSideEffect(
 
 export interface HeldReply extends ConversationTurn {
   readonly conversation_id: string;
+  /** The conversation's tenant. */
+  readonly tenant: string;
 }
 
-/** The held turns of the conversations waiting `held_reply` (by-waiting-since), newest waits first. */
-export async function heldReplies(stack: OpsStack, limit = 50): Promise<HeldReply[]> {
-  const rows = await summaries(stack, { waiting: "held_reply" }, limit);
+/**
+ * The held turns of the conversations waiting `held_reply` (by-waiting-since), newest waits
+ * first; with `tenant`, that tenant's conversations only.
+ */
+export async function heldReplies(
+  stack: OpsStack,
+  limit = 50,
+  tenant?: string,
+): Promise<HeldReply[]> {
+  const rows = await summaries(stack, { waiting: "held_reply" }, limit, tenant);
   const held: HeldReply[] = [];
   for (const row of rows) {
     const view = await stateData<ConversationView>(stack, CONVERSATION_VIEW_AGGREGATE, row.id);
     for (const id of view?.turn_order ?? []) {
       const turn = view?.turns[id];
-      if (turn?.status === "held_for_review") held.push({ ...turn, conversation_id: row.id });
+      if (turn?.status === "held_for_review")
+        held.push({ ...turn, conversation_id: row.id, tenant: row.tenant });
     }
   }
   return held;
+}
+
+/**
+ * The tenant a conversation's state records (the conversation group's, which refuses another
+ * tenant's message), as stored: undefined for the default tenant and for no conversation.
+ */
+export async function conversationTenantId(
+  stack: OpsStack,
+  conversationId: string,
+): Promise<string | undefined> {
+  const state = await stateData<{ tenant_id?: string }>(
+    stack,
+    CONVERSATION_AGGREGATE,
+    conversationId,
+  );
+  return state?.tenant_id;
 }

@@ -1,5 +1,6 @@
 import type { Message, SQSClient } from "@aws-sdk/client-sqs";
 import { DEAD_LETTER_ATTRIBUTES } from "../../functions/adapters/sqs/dead-letter-sink";
+import { DEFAULT_TENANT } from "../../schemas/ids";
 import { envelopeOf, receiveHeld, release } from "./queue-peek";
 import type { OpsStack } from "./stack";
 import type { DeadLetterView } from "./views";
@@ -16,7 +17,7 @@ const PEEK_VISIBILITY_SECONDS = 30;
  */
 export async function listDeadLetters(
   stack: OpsStack,
-  options: { readonly group?: string; readonly limit?: number } = {},
+  options: { readonly group?: string; readonly limit?: number; readonly tenant?: string } = {},
 ): Promise<DeadLetterView[]> {
   const limit = options.limit ?? 100;
   const found: DeadLetterView[] = [];
@@ -29,10 +30,22 @@ export async function listDeadLetters(
     for (const [queue, url] of queues) {
       if (!url || found.length >= limit) continue;
       const messages = await peek(stack.sqs, url, limit - found.length);
-      found.push(...messages.map((m) => deadLetterOf(group, queue, m)));
+      const letters = messages.map((m) => deadLetterOf(group, queue, m));
+      found.push(...letters.filter((l) => inTenant(l, options.tenant)));
     }
   }
   return found.sort((a, b) => (a.sentAt ?? "").localeCompare(b.sentAt ?? ""));
+}
+
+/**
+ * Whether a dead letter is of `tenant` (every one without): the tenant its envelope names, the
+ * default tenant when it names none. A body that is no envelope tells no tenant: it is listed for
+ * none but without a tenant.
+ */
+function inTenant(letter: DeadLetterView, tenant: string | undefined): boolean {
+  if (tenant === undefined) return true;
+  if (letter.eventId === undefined) return false;
+  return (letter.tenantId ?? DEFAULT_TENANT) === tenant;
 }
 
 async function peek(sqs: SQSClient, url: string, limit: number): Promise<Message[]> {
@@ -72,6 +85,7 @@ function envelopeFields(m: Message): Partial<DeadLetterView> {
     orderKey: text(e.order_key),
     correlationId: text(e.correlation_id),
     taskId: text(e.task_id),
+    tenantId: text(e.tenant_id),
   };
   return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined));
 }

@@ -1,7 +1,10 @@
 import { QueryCommand } from "@aws-sdk/client-dynamodb";
 import { unmarshall } from "@aws-sdk/util-dynamodb";
+import { envelopeOfItem } from "../../functions/adapters/dynamodb/deflated-json";
 import { batchGetItems } from "../../functions/adapters/dynamodb/reads";
 import {
+  EventAttr,
+  EventIndex,
   LegacyStateIndex,
   SideEffectAttr,
   SideEffectIndex,
@@ -9,12 +12,14 @@ import {
   StateAttr,
   StateIndex,
 } from "../../functions/adapters/dynamodb/tables";
+import { DEFAULT_TENANT, tenantOf } from "../../schemas/ids";
 import { fromSdk } from "./from-sdk";
 import type { OpsStack } from "./stack";
 import type { ItemSummary, SideEffectView } from "./views";
 
-/** A summarized state in the operator's lists: its summary and list keys. */
+/** A summarized state in the operator's lists: its summary, tenant and list keys. */
 export interface SummaryRow extends ItemSummary {
+  readonly tenant: string;
   readonly waiting?: string;
   readonly counts: Readonly<Record<string, number>>;
 }
@@ -29,10 +34,17 @@ const KINDS: Readonly<Record<string, ItemSummary["kind"]>> = {
 const SUMMARY_ATTRIBUTES = [
   StateAttr.pk,
   ...STATE_SUMMARY_ATTRIBUTES,
+  StateAttr.tenant,
   StateAttr.updatedAt,
   StateAttr.listedAt,
   StateAttr.waitingSince,
 ];
+
+/**
+ * How many of a list's newest entries a list for one tenant looks through at most: the indexes
+ * are not partitioned by tenant, so another tenant's entries are read and left out.
+ */
+export const TENANT_LOOKBACK = 5000;
 
 const text = (value: unknown) => (typeof value === "string" ? value : undefined);
 
@@ -49,6 +61,8 @@ function rowOf(item: Record<string, unknown>): SummaryRow {
     id: String(item[StateAttr.aggId]),
     status: String(item[StateAttr.status]),
     updatedAt: String(item[StateAttr.updatedAt]),
+    // A state whose role records no tenant, or from before tenants, is the default tenant's.
+    tenant: text(item[StateAttr.tenant]) ?? DEFAULT_TENANT,
     ...Object.fromEntries(Object.entries(optional).filter(([, v]) => v !== undefined)),
     counts: (item[StateAttr.counts] as Record<string, number> | undefined) ?? {},
   };
@@ -56,25 +70,76 @@ function rowOf(item: Record<string, unknown>): SummaryRow {
 
 type ListedBy = { readonly kind: string } | { readonly waiting: string };
 
+/** Which list to read: the index, its partition, and the states' tenant (all without one). */
+interface ListQuery {
+  readonly attribute: string;
+  readonly value: string;
+  readonly index: string;
+  readonly legacy: string;
+  readonly tenant?: string;
+}
+
 /**
  * The newest summarized states of one kind (by when they were first summarized) or waiting for
- * one thing (by since when), at most `limit`. The list indexes keep keys only, so that a state's
- * writes leave them alone: the summaries are read from the items (BatchGetItem), and a state that
- * has left the list since the index saw it is left out. A stack still upgrading
- * (`agentbus:listIndexUpgrade`) may not have the new index yet: the legacy one is read instead.
+ * one thing (by since when), at most `limit`; with `tenant`, that tenant's only (looking through
+ * at most TENANT_LOOKBACK entries). The list indexes keep keys only, so that a state's writes leave
+ * them alone: the summaries are read from the items (BatchGetItem), and a state that has left the
+ * list since the index saw it is left out. A stack still upgrading (`agentbus:listIndexUpgrade`)
+ * may not have the new index yet: the legacy one is read instead.
  */
-export async function summaries(stack: OpsStack, by: ListedBy, limit = 50): Promise<SummaryRow[]> {
-  const [attribute, value] =
-    "kind" in by ? [StateAttr.kind, by.kind] : [StateAttr.waiting, by.waiting];
-  const index = "kind" in by ? StateIndex.byKind : StateIndex.byWaiting;
-  let keys: Record<string, unknown>[];
-  try {
-    keys = await newestOf(stack, index, attribute, value, limit);
-  } catch (error) {
-    if (!missingIndex(error)) throw error;
-    const legacy = "kind" in by ? LegacyStateIndex.byKind : LegacyStateIndex.byWaiting;
-    return (await newestOf(stack, legacy, attribute, value, limit)).map(rowOf);
+export async function summaries(
+  stack: OpsStack,
+  by: ListedBy,
+  limit = 50,
+  tenant?: string,
+): Promise<SummaryRow[]> {
+  const query: ListQuery =
+    "kind" in by
+      ? {
+          attribute: StateAttr.kind,
+          value: by.kind,
+          index: StateIndex.byKind,
+          legacy: LegacyStateIndex.byKind,
+        }
+      : {
+          attribute: StateAttr.waiting,
+          value: by.waiting,
+          index: StateIndex.byWaiting,
+          legacy: LegacyStateIndex.byWaiting,
+        };
+  return listed(stack, tenant === undefined ? query : { ...query, tenant }, limit);
+}
+
+async function listed(stack: OpsStack, query: ListQuery, limit: number): Promise<SummaryRow[]> {
+  const rows: SummaryRow[] = [];
+  const lookback = query.tenant === undefined ? limit : Math.max(limit, TENANT_LOOKBACK);
+  let index = query.index;
+  let seen = 0;
+  let start: Record<string, never> | undefined;
+  for (;;) {
+    const wanted = query.tenant === undefined ? limit - rows.length : 100;
+    const size = Math.min(100, wanted, lookback - seen);
+    let page: IndexPage;
+    try {
+      page = await indexPage(stack, index, query, size, start);
+    } catch (error) {
+      if (seen > 0 || index === query.legacy || !missingIndex(error)) throw error;
+      index = query.legacy;
+      continue;
+    }
+    seen += page.keys.length;
+    rows.push(...(await rowsOf(stack, query, page.keys)));
+    start = page.next;
+    if (!start || rows.length >= limit || seen >= lookback) return rows.slice(0, limit);
   }
+}
+
+/** The current summaries of the listed keys still in the list (and of the tenant, if named). */
+async function rowsOf(
+  stack: OpsStack,
+  query: ListQuery,
+  keys: readonly Record<string, unknown>[],
+): Promise<SummaryRow[]> {
   const items = await batchGetItems(
     fromSdk(stack.dynamodb),
     stack.names.tables.state,
@@ -84,37 +149,39 @@ export async function summaries(stack: OpsStack, by: ListedBy, limit = 50): Prom
   const byPk = new Map(items.map((item) => [String(item[StateAttr.pk]), item]));
   return keys.flatMap((k) => {
     const item = byPk.get(String(k[StateAttr.pk]));
-    return item && item[attribute] === value ? [rowOf(item)] : [];
+    if (!item || item[query.attribute] !== query.value) return [];
+    const row = rowOf(item);
+    return query.tenant === undefined || row.tenant === query.tenant ? [row] : [];
   });
 }
 
-/** The first `limit` entries of an index's partition, newest first (Query pages). */
-async function newestOf(
+interface IndexPage {
+  readonly keys: Record<string, unknown>[];
+  readonly next?: Record<string, never>;
+}
+
+/** One page of an index's partition, newest first. */
+async function indexPage(
   stack: OpsStack,
   index: string,
-  attribute: string,
-  value: string,
+  query: ListQuery,
   limit: number,
-): Promise<Record<string, unknown>[]> {
-  const rows: Record<string, unknown>[] = [];
-  let start: Record<string, never> | undefined;
-  do {
-    const page = await stack.dynamodb.send(
-      new QueryCommand({
-        TableName: stack.names.tables.state,
-        IndexName: index,
-        KeyConditionExpression: "#k = :k",
-        ExpressionAttributeNames: { "#k": attribute },
-        ExpressionAttributeValues: { ":k": { S: value } },
-        ScanIndexForward: false,
-        Limit: Math.min(100, limit - rows.length),
-        ExclusiveStartKey: start,
-      }),
-    );
-    for (const item of page.Items ?? []) rows.push(unmarshall(item));
-    start = page.LastEvaluatedKey as typeof start;
-  } while (start && rows.length < limit);
-  return rows;
+  start: Record<string, never> | undefined,
+): Promise<IndexPage> {
+  const page = await stack.dynamodb.send(
+    new QueryCommand({
+      TableName: stack.names.tables.state,
+      IndexName: index,
+      KeyConditionExpression: "#k = :k",
+      ExpressionAttributeNames: { "#k": query.attribute },
+      ExpressionAttributeValues: { ":k": { S: query.value } },
+      ScanIndexForward: false,
+      Limit: limit,
+      ExclusiveStartKey: start,
+    }),
+  );
+  const keys = (page.Items ?? []).map((item) => unmarshall(item));
+  return page.LastEvaluatedKey ? { keys, next: page.LastEvaluatedKey as never } : { keys };
 }
 
 /**
@@ -135,11 +202,56 @@ function sideEffectOf(item: Record<string, unknown>): SideEffectView {
     state: item.state as SideEffectView["state"],
     attempts: Number(item.attempts ?? 0),
     updatedAt: String(item.updated_at),
+    ...(typeof item.task_id === "string" ? { taskId: item.task_id } : {}),
   };
 }
 
-/** Side-effect records whose outcome is unknown, newest first (the by-open-state index). */
-export async function unknownSideEffects(stack: OpsStack, limit = 100): Promise<SideEffectView[]> {
+/**
+ * The tenant of a task: the one its first stored event names (a Query of the events table's
+ * by-task index), the default tenant when that names none; undefined when no event of the task is
+ * stored.
+ */
+export async function taskTenant(stack: OpsStack, taskId: string): Promise<string | undefined> {
+  const page = await stack.dynamodb.send(
+    new QueryCommand({
+      TableName: stack.names.tables.events,
+      IndexName: EventIndex.byTask,
+      KeyConditionExpression: "#k = :k",
+      ExpressionAttributeNames: { "#k": EventAttr.taskId },
+      ExpressionAttributeValues: { ":k": { S: taskId } },
+      Limit: 1,
+    }),
+  );
+  const item = page.Items?.[0];
+  return item ? tenantOf(envelopeOfItem(unmarshall(item))) : undefined;
+}
+
+/**
+ * Side-effect records whose outcome is unknown, newest first (the by-open-state index), at most
+ * `limit`; with `tenant`, those of the newest `limit` whose task is that tenant's (a record names
+ * no tenant: each task's is read with taskTenant, one Query each).
+ */
+export async function unknownSideEffects(
+  stack: OpsStack,
+  limit = 100,
+  tenant?: string,
+): Promise<SideEffectView[]> {
+  const open = await unknownRecords(stack, limit);
+  if (tenant === undefined) return open;
+  const tenants = new Map<string, Promise<string | undefined>>();
+  const named = await Promise.all(
+    open.map(async (record) => {
+      const { taskId } = record;
+      if (taskId === undefined) return record;
+      if (!tenants.has(taskId)) tenants.set(taskId, taskTenant(stack, taskId));
+      const found = await tenants.get(taskId);
+      return found === undefined ? record : { ...record, tenant: found };
+    }),
+  );
+  return named.filter((record) => record.tenant === tenant);
+}
+
+async function unknownRecords(stack: OpsStack, limit: number): Promise<SideEffectView[]> {
   const page = await stack.dynamodb.send(
     new QueryCommand({
       TableName: stack.names.tables.sideEffects,

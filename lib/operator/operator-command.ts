@@ -6,7 +6,8 @@ import type { ClientConfig, OpsStack } from "./stack";
 /**
  * An operator's command as the operator tools send it: an unsequenced envelope addressed to an
  * aggregate at version 0, under a correlation id of its own (an operator action starts a new
- * causal chain), validated against the registry before anything is sent.
+ * causal chain), in the tenant of the state it acts on, validated against the registry before
+ * anything is sent.
  */
 
 const PRODUCER = "agentbus-cli";
@@ -21,7 +22,18 @@ export interface OperatorCommand {
   readonly conversationId?: string;
   /** The FIFO order key; default the conversation, else the aggregate id. */
   readonly orderKey?: string;
+  /**
+   * The tenant of the state the command acts on, as that state records it (absent: the default
+   * tenant's), so that what the command causes stays in that tenant.
+   */
+  readonly tenantId?: string;
   readonly payload: Record<string, unknown>;
+}
+
+/** The command in the tenant a state records (`undefined`: the default tenant, no field). */
+export function inTenant<C extends OperatorCommand>(command: C, tenantId: string | undefined): C {
+  if (tenantId === undefined) return command;
+  return { ...command, tenantId };
 }
 
 /** The command's envelope, validated; a problem is returned as a message, nothing is sent. */
@@ -37,6 +49,7 @@ export function operatorEnvelope(command: OperatorCommand): Record<string, unkno
     causation_id: null,
     task_id: command.taskId ?? `task_${id}`,
     ...(command.conversationId === undefined ? {} : { conversation_id: command.conversationId }),
+    ...(command.tenantId === undefined ? {} : { tenant_id: command.tenantId }),
     aggregate: { ...command.aggregate, version: 0 },
     order_key: command.orderKey ?? command.conversationId ?? command.aggregate.id,
     producer: PRODUCER,

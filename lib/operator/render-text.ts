@@ -62,7 +62,7 @@ export function renderTraceText(view: TraceView): string {
   return lines.join("\n").trimEnd();
 }
 
-export function renderStatusText(view: StatusView, waiting?: WaitingView): string {
+export function renderStatusText(view: StatusView, waiting?: WaitingView, tenant?: string): string {
   const header = ["group", "depth", "in-flight", "oldest", "dlq", "buffer", "buffer-dlq"];
   const rows = view.groups.map((g) => [
     g.group,
@@ -78,6 +78,9 @@ export function renderStatusText(view: StatusView, waiting?: WaitingView): strin
   lines.push(
     "",
     `relay: iterator age ${age === undefined ? "- (no CloudWatch data)" : `${age} ms`}, ${view.relayFailures} batch(es) in its failure queue`,
+    ...(tenant === undefined
+      ? []
+      : [`tenant ${tenant} (runs and waits; the queues are every tenant's)`]),
     `runs: ${
       Object.entries(view.runsByStatus)
         .map(([s, n]) => `${n} ${s}`)
@@ -98,16 +101,24 @@ export function renderStatusText(view: StatusView, waiting?: WaitingView): strin
 const since = (c: ItemSummary) =>
   c.waitingSince === undefined ? c.updatedAt : `since ${c.waitingSince}`;
 
+/** The tenant an item names, as the lines end with it (nothing where it names none). */
+const tenantOf = (item: { readonly tenant?: string }) =>
+  item.tenant === undefined ? "" : ` tenant ${item.tenant}`;
+
 function waitingLines(w: WaitingView): string[] {
   const lines: string[] = [];
-  for (const c of w.heldReplies) lines.push(`  held reply     ${c.kind} ${c.id} (${since(c)})`);
+  for (const c of w.heldReplies)
+    lines.push(`  held reply     ${c.kind} ${c.id} (${since(c)})${tenantOf(c)}`);
   for (const s of w.unknownSideEffects)
-    lines.push(`  unknown        side effect ${s.key} (${s.attempts} attempt(s), ${s.updatedAt})`);
+    lines.push(
+      `  unknown        side effect ${s.key} (${s.attempts} attempt(s), ${s.updatedAt})${tenantOf(s)}`,
+    );
   for (const c of w.awaitingApproval)
-    lines.push(`  approval       ${c.label ?? c.id} (${since(c)})`);
-  for (const c of w.needsHuman) lines.push(`  NEEDS_HUMAN    ${c.label ?? c.id} (${since(c)})`);
+    lines.push(`  approval       ${c.label ?? c.id} (${since(c)})${tenantOf(c)}`);
+  for (const c of w.needsHuman)
+    lines.push(`  NEEDS_HUMAN    ${c.label ?? c.id} (${since(c)})${tenantOf(c)}`);
   for (const c of w.failedRuns)
-    lines.push(`  ${c.status.padEnd(14)} run ${c.id} ${c.label ?? ""} (${since(c)})`);
+    lines.push(`  ${c.status.padEnd(14)} run ${c.id} ${c.label ?? ""} (${since(c)})${tenantOf(c)}`);
   return lines;
 }
 

@@ -89,13 +89,13 @@ export async function runOf(stack: OpsStack, runId: string): Promise<RunView | u
 /** The operator views of a stack, as the console page reads them. */
 export function opsSource(stack: OpsStack): OpsSource {
   return {
-    async overview() {
+    async overview(tenant) {
       const [runs, conversations, tasks, w, held] = await Promise.all([
-        summaries(stack, { kind: "run" }, 20),
-        summaries(stack, { kind: "conversation" }, 20),
-        summaries(stack, { kind: "task" }, 20),
-        waiting(stack),
-        heldReplies(stack, 20),
+        summaries(stack, { kind: "run" }, 20, tenant),
+        summaries(stack, { kind: "conversation" }, 20, tenant),
+        summaries(stack, { kind: "task" }, 20, tenant),
+        waiting(stack, 50, tenant),
+        heldReplies(stack, 20, tenant),
       ]);
       const heldDrafts = held.map((h) => ({
         taskId: h.task_id,
@@ -103,7 +103,7 @@ export function opsSource(stack: OpsStack): OpsSource {
         ...(h.held_reason === undefined ? {} : { reason: h.held_reason }),
         ...(h.reply_text === undefined ? {} : { draft: h.reply_text }),
       }));
-      const [counts, waits] = await Promise.all([status(stack, w), agentWaits(stack, w)]);
+      const [counts, waits] = await Promise.all([status(stack, w, tenant), agentWaits(stack, w)]);
       return {
         runs,
         conversations,
@@ -116,6 +116,6 @@ export function opsSource(stack: OpsStack): OpsSource {
     },
     trace: (id) => traceOf(stack, id),
     run: (runId) => runOf(stack, runId),
-    deadLetters: () => listDeadLetters(stack),
+    deadLetters: (tenant) => listDeadLetters(stack, tenant === undefined ? {} : { tenant }),
   };
 }

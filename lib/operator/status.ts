@@ -103,26 +103,33 @@ async function groupStatus(stack: OpsStack): Promise<GroupStatusView[]> {
   );
 }
 
-/** What waits for a person, the newest waits first. */
-export async function waiting(stack: OpsStack, limit = 50): Promise<WaitingView> {
+/** What waits for a person, the newest waits first; with `tenant`, that tenant's only. */
+export async function waiting(stack: OpsStack, limit = 50, tenant?: string): Promise<WaitingView> {
   const [heldReplies, unknown, awaitingApproval, needsHuman, failedRuns] = await Promise.all([
-    summaries(stack, { waiting: "held_reply" }, limit),
-    unknownSideEffects(stack, limit),
-    summaries(stack, { waiting: "approval" }, limit),
-    summaries(stack, { waiting: "needs_human" }, limit),
-    summaries(stack, { waiting: "failed_run" }, limit),
+    summaries(stack, { waiting: "held_reply" }, limit, tenant),
+    unknownSideEffects(stack, limit, tenant),
+    summaries(stack, { waiting: "approval" }, limit, tenant),
+    summaries(stack, { waiting: "needs_human" }, limit, tenant),
+    summaries(stack, { waiting: "failed_run" }, limit, tenant),
   ]);
   return { heldReplies, unknownSideEffects: unknown, awaitingApproval, needsHuman, failedRuns };
 }
 
-/** Queues, relay, runs by status and what waits for a person, read from the stack. */
-export async function status(stack: OpsStack, waitingNow?: WaitingView): Promise<StatusView> {
+/**
+ * Queues, relay, runs by status and what waits for a person, read from the stack; with `tenant`,
+ * the runs and what waits are that tenant's (the queues are shared by every tenant).
+ */
+export async function status(
+  stack: OpsStack,
+  waitingNow?: WaitingView,
+  tenant?: string,
+): Promise<StatusView> {
   const relayFunction = stack.outputs.RelayFunctionName;
   const [groups, relayFailures, runs, w, relay] = await Promise.all([
     groupStatus(stack),
     depthOf(stack.sqs, stack.names.relayFailureQueue),
-    summaries(stack, { kind: "run" }, RUN_WINDOW),
-    waitingNow ?? waiting(stack, 1000),
+    summaries(stack, { kind: "run" }, RUN_WINDOW, tenant),
+    waitingNow ?? waiting(stack, 1000, tenant),
     relayFunction
       ? latest(stack, [
           {

@@ -3,8 +3,14 @@ import type { ReplyState } from "../../functions/roles/customer-support/reply-ge
 import type { DeliveryState } from "../../functions/roles/customer-support/sender/state";
 import { opaqueIdProblem } from "../../schemas";
 import type { SendResolution } from "../../schemas/events/conversation";
-import { conversationVersion, loadDelivery, loadReply, loadSideEffect } from "./customer-support";
-import { type OperatorCommand, operatorEnvelope, putCommand } from "./operator-command";
+import {
+  conversationTenantId,
+  conversationVersion,
+  loadDelivery,
+  loadReply,
+  loadSideEffect,
+} from "./customer-support";
+import { inTenant, type OperatorCommand, operatorEnvelope, putCommand } from "./operator-command";
 import type { OpsStack } from "./stack";
 
 /**
@@ -173,6 +179,16 @@ export function sendResolveDecision(
   return inConversation(command, conversationId);
 }
 
+/**
+ * A decided command in the tenant its conversation's state records (one read), so that what it
+ * causes stays in that tenant; `already` and `refused` as they are.
+ */
+export async function inConversationTenant(stack: OpsStack, decided: Decided): Promise<Decided> {
+  if (!("command" in decided)) return decided;
+  const tenantId = await conversationTenantId(stack, decided.command.conversationId);
+  return { command: inTenant(decided.command, tenantId) };
+}
+
 /** Read what `reviewDecision` needs from the stack and decide. */
 export async function reviewCheck(
   stack: OpsStack,
@@ -184,7 +200,8 @@ export async function reviewCheck(
     reply && decision === "approved" && reply.status === "held_for_review"
       ? await conversationVersion(stack, reply.conversation_id)
       : undefined;
-  return reviewDecision(command, decision, { reply, conversationVersion: version });
+  const decided = reviewDecision(command, decision, { reply, conversationVersion: version });
+  return inConversationTenant(stack, decided);
 }
 
 /** Read what `sendResolveDecision` needs from the stack and decide. */
@@ -199,11 +216,12 @@ export async function sendResolveCheck(
   const delivery = await loadDelivery(stack, command.taskId);
   const known = delivery?.keys[key]?.send?.conversation_id;
   const reply = known === undefined ? await loadReply(stack, command.taskId) : undefined;
-  return sendResolveDecision(command, resolution, {
+  const decided = sendResolveDecision(command, resolution, {
     record,
     delivery,
     replyConversationId: reply?.conversation_id,
   });
+  return inConversationTenant(stack, decided);
 }
 
 export type SupportOutcome =

@@ -6,7 +6,12 @@ import type { DeliveryState } from "../../functions/roles/customer-support/sende
 import { SUPPORT_CANCEL_REQUESTED } from "../../schemas/events/support-cancel";
 import { loadDelivery, loadReply, stateData } from "./customer-support";
 import type { OpsStack } from "./stack";
-import { type Decided, inConversation, type SupportCommand } from "./support-actions";
+import {
+  type Decided,
+  inConversation,
+  inConversationTenant,
+  type SupportCommand,
+} from "./support-actions";
 
 /**
  * Cancelling a support turn (`support.cancel.requested`), checked against the stored state before
@@ -68,8 +73,9 @@ export async function cancelCheck(stack: OpsStack, command: SupportCommand): Pro
   const reply = await loadReply(stack, id);
   const route = reply ? undefined : await stateData<RouteState>(stack, SUPPORT_ROUTE_AGGREGATE, id);
   const delivery = await loadDelivery(stack, id);
-  return cancelDecision(command, {
+  const decided = cancelDecision(command, {
     conversationId: reply?.conversation_id ?? route?.conversation_id,
     delivery,
   });
+  return inConversationTenant(stack, decided);
 }

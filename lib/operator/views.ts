@@ -34,6 +34,10 @@ export interface SideEffectView {
   readonly state: "pending" | "succeeded" | "failed" | "unknown";
   readonly attempts: number;
   readonly updatedAt: string;
+  /** The task the key acts for, where the record names it. */
+  readonly taskId?: string;
+  /** The tenant of that task (its first event's), where a list for one tenant read it. */
+  readonly tenant?: string;
 }
 
 /** One message of a trace: a stored stream event or an unsequenced message a group consumed. */
@@ -152,6 +156,8 @@ export interface DeadLetterView {
   readonly sentAt?: string;
   readonly correlationId?: string;
   readonly taskId?: string;
+  /** The tenant the envelope names (absent: the default tenant, or a body that is no envelope). */
+  readonly tenantId?: string;
 }
 
 /** One consumer group's queues. Undefined numbers are not known (no CloudWatch data). */
@@ -177,6 +183,8 @@ export interface ItemSummary {
   readonly listedAt?: string;
   /** In a list of what waits for a person: since when it has waited for that. */
   readonly waitingSince?: string;
+  /** The tenant whose state it is (the default tenant's when its role records none). */
+  readonly tenant?: string;
 }
 
 /** What waits for a person. */
@@ -251,9 +259,11 @@ export interface OverviewView {
 
 /** What the console page reads; implemented over the stack by the readers in this folder. */
 export interface OpsSource {
-  overview(): Promise<OverviewView>;
+  /** With `tenant`, its runs, conversations, tasks and waits only (the queues are every tenant's). */
+  overview(tenant?: string): Promise<OverviewView>;
   /** Undefined when nothing is known of the id. */
   trace(id: string): Promise<TraceView | undefined>;
   run(runId: string): Promise<RunView | undefined>;
-  deadLetters(): Promise<readonly DeadLetterView[]>;
+  /** With `tenant`, the dead letters whose envelope is that tenant's only. */
+  deadLetters(tenant?: string): Promise<readonly DeadLetterView[]>;
 }

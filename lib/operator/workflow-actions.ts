@@ -1,7 +1,7 @@
 import { checkOutput } from "../../functions/roles/content-agents/workflows";
 import { definitionOf, type OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { MAX_RESOLVED_OUTPUT_BYTES } from "../../schemas/events/workflow-resolve";
-import type { OperatorCommand } from "./operator-command";
+import { inTenant, type OperatorCommand } from "./operator-command";
 
 /**
  * What an operator may ask of a run (re-run, reset, resolve, cancel, and confirm or refuse what a
@@ -114,12 +114,20 @@ export function parseOutput(text: string, label: string): Record<string, unknown
   return parsed as Record<string, unknown>;
 }
 
-/** The command for a request on run `runId`, by `requestedBy`. */
+/**
+ * The command for a request on run `runId`, by `requestedBy`; in the tenant the stored `run`
+ * records (so that what the command causes stays in that tenant), none before it is read.
+ */
 export function runRequestCommand(
   runId: string,
   request: RunRequest,
   requestedBy: string,
+  run?: Pick<OrchestratorState, "tenant_id">,
 ): OperatorCommand {
+  return inTenant(commandOf(runId, request, requestedBy), run?.tenant_id);
+}
+
+function commandOf(runId: string, request: RunRequest, requestedBy: string): OperatorCommand {
   const reason =
     "reason" in request && request.reason !== undefined ? { reason: request.reason } : {};
   if (request.kind === "confirm")

@@ -343,9 +343,9 @@ describe("the overview and dead-letters pages", () => {
     );
     expect(run.attrs["data-status"]).toBe("FAILED");
     expect(find(run, (e) => e.tag === "a").attrs.href).toBe(`/runs/${RUN_ID}`);
-    // id, status, what, started (the lists' order), updated.
+    // id, status, tenant, what, started (the lists' order), updated.
     const cells = run.children.map(textOf);
-    expect(cells.slice(3)).toEqual([formatTime(at(47_010)), formatTime(at(48_010))]);
+    expect(cells.slice(4)).toEqual([formatTime(at(47_010)), formatTime(at(48_010))]);
     const held = find(doc, withAttr("data-item-id", "conv_01J9Z3HELD"));
     expect(textOf(held)).toContain(`waiting since ${formatTime(at(4_500))}`);
     const task = find(doc, withAttr("data-item-kind", "task"));

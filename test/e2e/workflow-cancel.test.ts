@@ -24,7 +24,8 @@ import { groupOutcome, messageOutcome } from "../support/outcomes";
  * CLI, run as a child process as an operator would. The run ends CANCELLED, the queued request is
  * discarded `cancelled` by its agent without a model call, the agent gets the cancel on its command
  * channel, the audit group records the command and the run's end, a repeated cancel changes
- * nothing and a cancel the CLI refuses sends nothing. A unique stage keeps its resources apart.
+ * nothing and a cancel the CLI refuses sends nothing. A run started for a tenant is listed for
+ * that tenant only and cancelled in it. A unique stage keeps its resources apart.
  */
 
 const STAGE = `wfc${ulid().slice(-6).toLowerCase()}`;
@@ -171,6 +172,62 @@ describe("workflow cancel on the local stack", () => {
           .sort(),
       ).toEqual([commandId, direct.event_id].sort());
       expect(env.model.calls({ taskId: request.task_id })).toEqual([]);
+    },
+    4 * RUN_TIMEOUT,
+  );
+
+  it(
+    "a tenant's run: started with --tenant, listed for that tenant only, cancelled in its tenant",
+    async () => {
+      const statusOf = async (tenant: string) => {
+        const result = await cli(undefined, "status", "--tenant", tenant, "--json");
+        expect(result.code, result.stderr).toBe(0);
+        return JSON.parse(result.stdout) as { tenant: string; runsByStatus: object };
+      };
+      for (const group of CONTENT_ROLES) env.runtime.pauseGroup(group);
+      let runId = "";
+      let sent: CliResult;
+      try {
+        const started = await cli(
+          "alice",
+          "workflow",
+          "start",
+          "--kind",
+          "long-form",
+          "--topic",
+          "tides",
+          "--tenant",
+          "acme",
+        );
+        expect(started.code, started.stderr).toBe(0);
+        expect(started.stdout).toContain("tenant_id       acme");
+        runId = /run_id\s+(\S+)/.exec(started.stdout)?.[1] ?? "";
+        await waitForRunEnd(
+          env,
+          runId,
+          RUN_TIMEOUT,
+          (s) => s.run.nodes["topic-selection"]?.state === "RUNNING",
+        );
+        // The stage's other runs are the default tenant's: acme has this one, globex none.
+        expect(await statusOf("acme")).toMatchObject({
+          tenant: "acme",
+          runsByStatus: { RUNNING: 1 },
+        });
+        expect((await statusOf("globex")).runsByStatus).toEqual({});
+        sent = await cli("alice", "workflow", "cancel", runId, "--reason", REASON);
+        expect(sent.code, sent.stderr).toBe(0);
+        expect((await waitForRunEnd(env, runId, RUN_TIMEOUT)).run.status).toBe("CANCELLED");
+      } finally {
+        for (const group of CONTENT_ROLES) env.runtime.resumeGroup(group);
+      }
+      await env.runtime.idle({ timeoutMs: RUN_TIMEOUT });
+      expect(sent.stdout).toContain("tenant_id       acme");
+      expect(cancelsSeen(runId).map((e) => e.tenant_id)).toEqual(["acme"]);
+      // What the start and the cancel caused is acme's, the run's end included.
+      const stream = await runStream(runId);
+      expect(stream.map((e) => e.event_type)).toContain("workflow.cancelled");
+      expect(new Set(stream.map((e) => e.tenant_id))).toEqual(new Set(["acme"]));
+      expect((await statusOf("acme")).runsByStatus).toEqual({ CANCELLED: 1 });
     },
     4 * RUN_TIMEOUT,
   );

@@ -85,6 +85,7 @@ describe("summaries", () => {
       status: "closed",
       label: "done",
       counts: { turns: 2 },
+      tenant: "default",
       listedAt: "2026-12-01T10:00:00.000Z",
       updatedAt: "2026-12-01T10:00:03.000Z",
     });
@@ -103,6 +104,56 @@ describe("summaries", () => {
     expect(await summaries(stackOf(tables.state), { kind }, 2)).toHaveLength(2);
   });
 
+  it("lists one tenant's states, reading past other tenants' pages, a state without one the default's", async () => {
+    const clock = new ManualClock("2026-12-02T10:00:00.000Z");
+    const store = new DynamoEventStore({ client: fromSdk(client), tables, clock });
+    const kind = "run";
+    // 150 runs, newest last: every third acme's, the others of a state that names no tenant.
+    const tenantOfRun = (i: number) => (i % 3 === 0 ? "acme" : undefined);
+    for (let i = 0; i < 150; i++) {
+      const tenant = tenantOfRun(i);
+      const summary: StateSummary = { kind, status: "RUNNING", ...(tenant ? { tenant } : {}) };
+      await store.commit({
+        state: {
+          aggregate: { type: "dag_run", id: `run_${String(i).padStart(3, "0")}` },
+          expectedRevision: 0,
+          next: { i },
+          version: 0,
+          summary,
+          listing: listingAfter(undefined, summary, clock.now()),
+        },
+      });
+      clock.advance(1_000);
+    }
+    const stack = stackOf(tables.state);
+    const acme = await summaries(stack, { kind }, 40, "acme");
+    const acmeIds = Array.from({ length: 150 }, (_, i) => i)
+      .filter((i) => tenantOfRun(i) === "acme")
+      .reverse()
+      .slice(0, 40)
+      .map((i) => `run_${String(i).padStart(3, "0")}`);
+    // The 40 newest of acme's span 118 entries of the list: more than one page of keys.
+    expect(acme.map((r) => r.id)).toEqual(acmeIds);
+    expect(new Set(acme.map((r) => r.tenant))).toEqual(new Set(["acme"]));
+    const byDefault = await summaries(stack, { kind }, 5, "default");
+    expect(byDefault.map((r) => r.id)).toEqual([
+      "run_149",
+      "run_148",
+      "run_146",
+      "run_145",
+      "run_143",
+    ]);
+    expect(byDefault.every((r) => r.tenant === "default")).toBe(true);
+    expect(await summaries(stack, { kind }, 50, "globex")).toEqual([]);
+    // Without a tenant, every tenant's, each named.
+    const all = await summaries(stack, { kind }, 3);
+    expect(all.map((r) => [r.id, r.tenant])).toEqual([
+      ["run_149", "default"],
+      ["run_148", "default"],
+      ["run_147", "acme"],
+    ]);
+  });
+
   it("reads the legacy index, summaries and all, where the new one is not there yet", async () => {
     const kind = "task";
     const item = (id: string, updatedAt: string, waiting?: string) => ({
@@ -118,7 +169,7 @@ describe("summaries", () => {
     });
     for (const i of [
       item("x", "2026-12-01T09:00:00.000Z", "needs_human"),
-      item("y", "2026-12-01T09:05:00.000Z"),
+      { ...item("y", "2026-12-01T09:05:00.000Z"), tenant_id: "acme" },
     ])
       await client.send(new PutItemCommand({ TableName: legacyTable, Item: marshall(i) }));
     const listed = await summaries(stackOf(legacyTable), { kind });
@@ -128,5 +179,8 @@ describe("summaries", () => {
     ]);
     const waiting = await summaries(stackOf(legacyTable), { waiting: "needs_human" });
     expect(waiting.map((r) => r.id)).toContain("x");
+    // The legacy index projects no tenant: it is read from the items, as the new index's lists do.
+    const acme = await summaries(stackOf(legacyTable), { kind }, 50, "acme");
+    expect(acme.map((r) => [r.id, r.tenant])).toEqual([["y", "acme"]]);
   });
 });

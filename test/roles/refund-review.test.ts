@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { DeterministicLocalModel } from "../../functions/adapters/local-model";
 import { LocalPayments } from "../../functions/adapters/local-payments";
 import type { AgentJournal } from "../../functions/core/agent/agent";
-import { AGENT_RUN_AGGREGATE } from "../../functions/core/agent/agent-role";
+import { AGENT_RUN_AGGREGATE, summarizeAgentRun } from "../../functions/core/agent/agent-role";
 import { InMemoryContentStore } from "../../functions/core/agent/content";
 import type { StoredState } from "../../functions/core/ports";
 import { defineModule } from "../../functions/core/role-module";
@@ -17,6 +17,8 @@ import {
 } from "../../functions/roles/refund-review/refund-agent";
 import { SAMPLE_ORDERS } from "../../lib/dev/local/orders";
 import { testRole } from "../../lib/dev/role-kit/test-role";
+import { stepDecision } from "../../lib/operator/agent-actions";
+import { operatorEnvelope } from "../../lib/operator/operator-command";
 import { type Envelope, registry } from "../../schemas";
 
 const TASK = "task_01KB0Q3V9X7T2M4N6P8R0S1W3Y";
@@ -50,7 +52,7 @@ function refundDesk(settings: Partial<RefundAgentSettings> = {}) {
   });
   const t = testRole(module);
   const delivered = new Set<string>();
-  const ask = async (orderId: string, question: string, customer?: string) => {
+  const ask = async (orderId: string, question: string, customer?: string, tenant?: string) => {
     questions.set(1, question);
     const [start] = await t.append(
       { aggregate: { type: "support_route", id: TASK }, taskId: TASK, orderKey: CONVERSATION },
@@ -70,7 +72,7 @@ function refundDesk(settings: Partial<RefundAgentSettings> = {}) {
         },
       },
     );
-    return t.deliver(start as Envelope);
+    return t.deliver(tenant ? { ...(start as Envelope), tenant_id: tenant } : (start as Envelope));
   };
   /** The step commands not delivered yet, oldest first. */
   const nextSteps = () =>
@@ -329,6 +331,31 @@ describe("the refund agent (seed 000 §10)", () => {
     expect(
       (await desk.journal())?.window.some((s) => s.outcome === "approve by ops@example.com"),
     ).toBe(true);
+  });
+
+  it("a tenant's run records its tenant, and a person's decision sent by the operator tools stays in it", async () => {
+    const desk = refundDesk();
+    await desk.ask("A-1002", "I cancelled this jacket, refund it", undefined, "acme");
+    await desk.drain();
+    const blocked = await desk.journal();
+    expect(blocked?.tenant_id).toBe("acme");
+    expect(blocked && summarizeAgentRun(blocked)).toMatchObject({
+      waiting: "approval",
+      tenant: "acme",
+    });
+    const decided = stepDecision(blocked, RUN, "call_2_1", "approve", { requestedBy: "ops_anna" });
+    if (!("command" in decided)) throw new Error(`not decided: ${JSON.stringify(decided)}`);
+    const envelope = operatorEnvelope(decided.command);
+    if (typeof envelope === "string") throw new Error(envelope);
+    expect(envelope.tenant_id).toBe("acme");
+    const parsed = registry.parse(envelope);
+    if (!parsed.ok) throw new Error(parsed.message);
+    const before = desk.t.emitted.length;
+    await desk.t.deliver(parsed.envelope);
+    await desk.drain();
+    const caused = desk.t.emitted.slice(before);
+    expect(caused.map((e) => e.event_type)).toContain("refund.approved");
+    expect(new Set(caused.map((e) => e.tenant_id))).toEqual(new Set(["acme"]));
   });
 
   it("a rejected refund is not made, and the customer gets the rejection", async () => {

@@ -36,6 +36,7 @@ export interface StateItem {
   readonly label?: string;
   readonly waiting?: string;
   readonly counts?: Readonly<Record<string, number>>;
+  readonly tenant_id?: string;
   readonly listed_at?: string;
   readonly waiting_since?: string;
   readonly gate_checkpoints?: Readonly<Record<string, number>>;
@@ -169,6 +170,7 @@ function listedAttributes({ summary, listing }: ListedSummary) {
     status: summary.status,
     ...(summary.label !== undefined ? { label: summary.label } : {}),
     ...(summary.counts !== undefined ? { counts: summary.counts } : {}),
+    ...(summary.tenant !== undefined ? { tenant_id: summary.tenant } : {}),
     listed_at: listing.listedAt,
     ...(listing.waiting !== undefined && listing.waitingSince !== undefined
       ? { waiting: listing.waiting, waiting_since: listing.waitingSince }

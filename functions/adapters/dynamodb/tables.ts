@@ -11,11 +11,12 @@ import type { AggregateRef } from "../../../schemas";
  *                 while the aggregate is due for a sweeper due_shard ("due") and due_at (ISO);
  *                 sparse GSI by-due (due_shard, due_at), projection KEYS_ONLY. States a role
  *                 summarizes (Role.summarize) also carry kind, status, label, waiting, counts,
- *                 listed_at (when first summarized) and, while waiting, waiting_since: sparse
- *                 GSIs by-kind-listed (kind, listed_at) and by-waiting-since (waiting,
- *                 waiting_since), KEYS_ONLY, the operator's lists. Their keys stay put while a
- *                 state changes, so a write that keeps the kind and what it waits for writes no
- *                 index entry; the lists read the summaries from the items.
+ *                 tenant_id (where the role records a tenant), listed_at (when first
+ *                 summarized) and, while waiting, waiting_since: sparse GSIs by-kind-listed
+ *                 (kind, listed_at) and by-waiting-since (waiting, waiting_since), KEYS_ONLY,
+ *                 the operator's lists. Their keys stay put while a state changes, so a write
+ *                 that keeps the kind and what it waits for writes no index entry; the lists
+ *                 read the summaries from the items.
  * - events:       pk = `${type}#${id}`, sk version (N); event_id, event_type, schema_version,
  *                 correlation_id, task_id, occurred_at, envelope (the full envelope JSON; or
  *                 envelope_z, that JSON deflated, when it is large: ./deflated-json), and on
@@ -60,6 +61,11 @@ export const StateAttr = {
   label: "label",
   waiting: "waiting",
   counts: "counts",
+  /**
+   * StateSummary.tenant, where the role records one. Not in STATE_SUMMARY_ATTRIBUTES: the legacy
+   * list indexes project those, and a new projection would rebuild them.
+   */
+  tenant: "tenant_id",
   /** When the state was first summarized (ISO 8601): the by-kind-listed index's sort key. */
   listedAt: "listed_at",
   /** While `waiting` is set, since when it has had that value: by-waiting-since's sort key. */

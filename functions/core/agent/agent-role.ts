@@ -101,6 +101,7 @@ async function start(
       ...(event.input_version === undefined ? {} : { input_version: event.input_version }),
     },
     correlationId: event.correlation_id,
+    ...(event.tenant_id === undefined ? {} : { tenantId: event.tenant_id }),
     decisionType: spec.descriptor.types.decision,
     firstMessage: first,
     now,
@@ -210,5 +211,6 @@ export function summarizeAgentRun(journal: AgentJournal): StateSummary {
       model_turns: journal.totals.model_turns,
       tool_calls: journal.totals.tool_calls,
     },
+    ...(journal.tenant_id === undefined ? {} : { tenant: journal.tenant_id }),
   };
 }

@@ -160,6 +160,8 @@ export interface AgentJournal {
   readonly started_by: StartedBy;
   /** The chain the run belongs to (its start command's correlation id). */
   readonly correlation_id: string;
+  /** The tenant whose run it is: its start command's (absent: the default tenant). */
+  readonly tenant_id?: string;
   /**
    * The agent's decision command type: what a person's answer is sent as (the CLI, the console)
    * and what the lease sweeper sends a run BLOCKED past its approval's deadline
@@ -198,6 +200,7 @@ export function newJournal(fields: {
   subject: Readonly<Record<string, string>>;
   startedBy: StartedBy;
   correlationId: string;
+  tenantId?: string;
   decisionType: string;
   firstMessage: string;
   now: Date;
@@ -210,6 +213,7 @@ export function newJournal(fields: {
     subject: fields.subject,
     started_by: fields.startedBy,
     correlation_id: fields.correlationId,
+    ...(fields.tenantId === undefined ? {} : { tenant_id: fields.tenantId }),
     decision_type: fields.decisionType,
     status: "RUNNING",
     step: 0,

@@ -162,5 +162,6 @@ export function summarizeRun(state: OrchestratorState): StateSummary {
     label: `${run.workflow.name} v${run.workflow.version}`,
     ...(waiting ? { waiting } : {}),
     counts: { failed_nodes: failed, nodes: Object.keys(run.nodes).length },
+    ...(state.tenant_id === undefined ? {} : { tenant: state.tenant_id }),
   };
 }

@@ -23,6 +23,8 @@ export interface TaskView {
     readonly version: number;
   }[];
   readonly feedback: { readonly count: number; readonly rating_total: number };
+  /** The tenant whose task it is: its first event's (absent: the default tenant). */
+  readonly tenant_id?: string;
 }
 
 /** The status each sequenced event moves the task to, and the status it requires before. */
@@ -50,7 +52,7 @@ export const taskProjection = defineRole<TaskView, LifecycleType | "task.feedbac
   decide(view, event) {
     if (event.event_type === "task.feedback.received") {
       const { rating } = event.payload;
-      const base = view ?? emptyView(event.aggregate.id);
+      const base = view ?? emptyView(event);
       return {
         state: {
           ...base,
@@ -77,7 +79,7 @@ export const taskProjection = defineRole<TaskView, LifecycleType | "task.feedbac
         `${event.event_type} v${event.aggregate.version} cannot follow ${view?.status ?? "nothing"} v${version}`,
       );
     }
-    const base = view ?? emptyView(event.aggregate.id);
+    const base = view ?? emptyView(event);
     const next: Mutable<TaskView> = {
       ...base,
       status: step.to,
@@ -96,13 +98,14 @@ export const taskProjection = defineRole<TaskView, LifecycleType | "task.feedbac
   },
 });
 
-function emptyView(taskId: string): TaskView {
+function emptyView(first: { aggregate: { id: string }; tenant_id?: string }): TaskView {
   return {
-    task_id: taskId,
+    task_id: first.aggregate.id,
     status: "accepted",
     version: 0,
     history: [],
     feedback: { count: 0, rating_total: 0 },
+    ...(first.tenant_id === undefined ? {} : { tenant_id: first.tenant_id }),
   };
 }
 
@@ -129,8 +132,9 @@ function setFields(next: Mutable<TaskView>, event: EventOf<LifecycleType>): void
 
 /** A task, by its status. */
 export function summarizeTask(view: TaskView): StateSummary {
-  // Two literals rather than a spread of a conditional one: this runs on every write of a view.
-  return view.title
-    ? { kind: "task", status: view.status, label: view.title.slice(0, 80) }
-    : { kind: "task", status: view.status };
+  // Set field by field rather than spread from conditional literals: this runs on every write.
+  const summary: Mutable<StateSummary> = { kind: "task", status: view.status };
+  if (view.title) summary.label = view.title.slice(0, 80);
+  if (view.tenant_id !== undefined) summary.tenant = view.tenant_id;
+  return summary;
 }

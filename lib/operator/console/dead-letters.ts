@@ -1,8 +1,10 @@
+import { DEFAULT_TENANT } from "../../../schemas/ids";
 import type { DeadLetterView } from "../views";
 import { formatCount, formatTime } from "./format";
 import { type FormContext, renderRedriveForm } from "./forms";
 import { attr, escapeHtml, link, traceHref } from "./html";
 import { renderTable } from "./page";
+import { renderTenantFilter } from "./tenant-filter";
 
 const code = (text: string | undefined) => (text ? `<code>${escapeHtml(text)}</code>` : "");
 const traced = (id: string | undefined) => (id ? `<code>${link(traceHref(id), id)}</code>` : "");
@@ -13,6 +15,7 @@ function row(d: DeadLetterView): string[] {
     escapeHtml(d.queue === "buffer" ? "buffer (dispatcher)" : "queue (consumer)"),
     d.eventId ? traced(d.eventId) : code(d.messageId),
     escapeHtml(d.eventType ?? ""),
+    escapeHtml(d.tenantId ?? (d.eventId === undefined ? "" : DEFAULT_TENANT)),
     code(d.orderKey),
     code(d.code),
     escapeHtml(d.reason),
@@ -20,6 +23,20 @@ function row(d: DeadLetterView): string[] {
     escapeHtml(formatTime(d.sentAt)),
     traced(d.correlationId ?? d.taskId),
   ];
+}
+
+/**
+ * The redrive forms; none while a tenant filter is on, since a redrive moves every tenant's dead
+ * letters of the group's queue.
+ */
+function redriveSection(
+  letters: readonly DeadLetterView[],
+  forms: FormContext,
+  tenant: string | undefined,
+): string {
+  if (tenant === undefined) return redriveForms(letters, forms);
+  if (letters.length === 0) return "";
+  return `<p class="muted" data-redrive-hidden>A redrive moves every tenant's dead letters of a queue: clear the tenant filter to redrive.</p>`;
 }
 
 /** One redrive form per group and queue that holds dead letters. */
@@ -37,13 +54,21 @@ function redriveForms(letters: readonly DeadLetterView[], forms: FormContext): s
 <div class="forms">${all.join("\n")}</div>`;
 }
 
-/** The dead-letters page's body: every message in a dead-letter queue, by group. */
-export function renderDeadLetters(letters: readonly DeadLetterView[], forms?: FormContext): string {
+/**
+ * The dead-letters page's body: every message in a dead-letter queue, by group; with `tenant`,
+ * that tenant's (the source read them so).
+ */
+export function renderDeadLetters(
+  letters: readonly DeadLetterView[],
+  forms?: FormContext,
+  tenant?: string,
+): string {
   const headers = [
     "group",
     "queue",
     "event (or message)",
     "type",
+    "tenant",
     "order key",
     "code",
     "reason",
@@ -55,6 +80,11 @@ export function renderDeadLetters(letters: readonly DeadLetterView[], forms?: Fo
     const d = letters[i];
     return `${attr("data-group", d?.group)}${attr("data-queue", d?.queue)}${attr("data-event-id", d?.eventId)}${attr("data-message-id", d?.messageId)}`;
   };
+  const empty =
+    tenant === undefined
+      ? "No dead letters: every dead-letter queue is empty."
+      : `No dead letters of tenant ${tenant}.`;
   return `<h1>Dead letters (${escapeHtml(letters.length)})</h1>
-${renderTable(headers, letters.map(row), "No dead letters: every dead-letter queue is empty.", attrs)}${forms ? redriveForms(letters, forms) : ""}`;
+${renderTenantFilter("/dead-letters", tenant)}
+${renderTable(headers, letters.map(row), empty, attrs)}${forms ? redriveSection(letters, forms, tenant) : ""}`;
 }

@@ -14,6 +14,7 @@ import { formatCount, formatDuration, formatTime } from "./format";
 import { type FormContext, renderHeldReplyForm, renderSendResolveForm } from "./forms";
 import { attr, escapeHtml, link, runHref, traceHref } from "./html";
 import { badge, fact, renderTable } from "./page";
+import { renderTenantFilter } from "./tenant-filter";
 
 /** Where an item of a list leads: a run to its DAG, a task or conversation to its trace. */
 function itemLink(item: ItemSummary): string {
@@ -25,13 +26,14 @@ function itemTable(items: readonly ItemSummary[], kind: string, empty: string): 
   const rows = items.map((item) => [
     itemLink(item),
     badge(item.status),
+    escapeHtml(item.tenant ?? ""),
     escapeHtml(item.label ?? ""),
     escapeHtml(formatTime(item.listedAt)),
     escapeHtml(formatTime(item.updatedAt)),
   ]);
   const attrs = (i: number) =>
-    `${attr("data-item-kind", kind)}${attr("data-item-id", items[i]?.id)}${attr("data-status", items[i]?.status)}`;
-  return renderTable(["id", "status", "what", "started", "updated"], rows, empty, attrs);
+    `${attr("data-item-kind", kind)}${attr("data-item-id", items[i]?.id)}${attr("data-status", items[i]?.status)}${attr("data-tenant", items[i]?.tenant)}`;
+  return renderTable(["id", "status", "tenant", "what", "started", "updated"], rows, empty, attrs);
 }
 
 /**
@@ -49,7 +51,7 @@ function itemList(
       : `waiting since ${formatTime(item.waitingSince)}`;
   const lis = items.map(
     (item) =>
-      `<li${attr("data-item-id", item.id)}>${itemLink(item)} ${badge(item.status)} <span class="muted">${escapeHtml(item.label ?? "")} · ${escapeHtml(when(item))}</span>${details(item)}</li>`,
+      `<li${attr("data-item-id", item.id)}${attr("data-tenant", item.tenant)}>${itemLink(item)} ${badge(item.status)} <span class="muted">${escapeHtml(item.label ?? "")}${item.tenant === undefined ? "" : ` · tenant ${escapeHtml(item.tenant)}`} · ${escapeHtml(when(item))}</span>${details(item)}</li>`,
   );
   return `<ul>${lis.join("")}</ul>`;
 }
@@ -183,12 +185,16 @@ ${fact("NEEDS_HUMAN nodes", escapeHtml(status.counts.needsHumanNodes))}
 </ul>`;
 }
 
-/** The overview page's body; with `forms`, what waits for a person can be resolved from it. */
-export function renderOverview(view: OverviewView, forms?: FormContext): string {
+/**
+ * The overview page's body; with `forms`, what waits for a person can be resolved from it; with
+ * `tenant`, the lists are that tenant's (the source read them so).
+ */
+export function renderOverview(view: OverviewView, forms?: FormContext, tenant?: string): string {
   return `<h1>Overview</h1>
+${renderTenantFilter("/", tenant)}
 ${renderStatusFacts(view.status)}
 ${renderWaiting(view.waiting, view.status.counts, { forms, heldDrafts: view.heldDrafts, agentWaits: view.agentWaits })}
-<h2>Queues by consumer group</h2>
+<h2>Queues by consumer group${tenant === undefined ? "" : " (every tenant's)"}</h2>
 ${renderGroups(view.status.groups)}
 <h2>Recent runs</h2>
 ${itemTable(view.runs, "run", "No runs.")}

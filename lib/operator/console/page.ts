@@ -1,5 +1,5 @@
 import { type Flash, renderFlash } from "./flash";
-import { escapeHtml } from "./html";
+import { escapeHtml, href, link } from "./html";
 import { STYLESHEET } from "./style";
 
 /** What a route answers: a status and a whole HTML page. */
@@ -18,10 +18,14 @@ export interface PageOptions {
   readonly refresh?: number;
   /** What the last action answered, shown above the body. */
   readonly flash?: Flash;
+  /** The tenant the lists are filtered to, kept by the navigation's links. */
+  readonly tenant?: string;
 }
 
 /** The shell every page shares: stylesheet, navigation, the trace search box. */
 export function renderPage(options: PageOptions): string {
+  const tenantQuery: Record<string, string> =
+    options.tenant === undefined ? {} : { tenant: options.tenant };
   const refresh =
     options.refresh === undefined
       ? ""
@@ -37,7 +41,7 @@ ${refresh}<title>${escapeHtml(options.title)} · AgentBus console</title>
 <body>
 <header>
 <a href="/">AgentBus console</a>
-<nav><a href="/">Overview</a><a href="/dead-letters">Dead letters</a></nav>
+<nav>${link(href("/", tenantQuery), "Overview")}${link(href("/dead-letters", tenantQuery), "Dead letters")}</nav>
 <form action="/trace" method="get" role="search">
 <input type="search" name="id" aria-label="Event, task or correlation id" placeholder="event, task or correlation id"${options.search ? ` value="${escapeHtml(options.search)}"` : ""}>
 <button type="submit">Trace</button>

@@ -11,6 +11,7 @@ import {
   serverErrorPage,
 } from "./page";
 import { renderRun } from "./run";
+import { tenantParam } from "./tenant-filter";
 import { renderTrace } from "./trace";
 
 /** `?refresh=N` (1 to 3600 seconds) asks the page to reload itself; anything else is ignored. */
@@ -77,15 +78,19 @@ async function dispatch(source: OpsSource, url: URL, context: PageContext): Prom
     forms: context.forms,
   };
   const path = url.pathname;
-  if (path === "/") {
-    const body = renderOverview(await source.overview(), shown.forms);
-    return ok(renderPage({ title: "Overview", body, ...shown }));
+  if (path === "/" || path === "/dead-letters") {
+    const filter = tenantParam(url.searchParams);
+    if ("problem" in filter) return requestErrorPage(400, filter.problem);
+    const { tenant } = filter;
+    const listed = { ...shown, ...(tenant === undefined ? {} : { tenant }) };
+    if (path === "/") {
+      const body = renderOverview(await source.overview(tenant), shown.forms, tenant);
+      return ok(renderPage({ title: "Overview", body, ...listed }));
+    }
+    const body = renderDeadLetters(await source.deadLetters(tenant), shown.forms, tenant);
+    return ok(renderPage({ title: "Dead letters", body, ...listed }));
   }
   if (path === "/trace") return tracePage(source, url.searchParams);
-  if (path === "/dead-letters") {
-    const body = renderDeadLetters(await source.deadLetters(), shown.forms);
-    return ok(renderPage({ title: "Dead letters", body, ...shown }));
-  }
   const runId = runIdOf(path);
   if (runId === null)
     return requestErrorPage(400, "The run id could not be read (a malformed %-escape).");

@@ -67,6 +67,9 @@ form.action input[type=text],form.action select,form.action textarea{padding:.3r
 form.action textarea{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.85em}
 form.action .buttons{display:flex;flex-wrap:wrap;gap:.4rem}
 form.action button{padding:.3rem .8rem;border:0;border-radius:4px;background:#4a7bd0;color:#fff;cursor:pointer}
+form.tenant-filter{display:flex;align-items:center;gap:.5rem;margin:.2rem 0 .8rem}
+form.tenant-filter input{padding:.25rem .45rem;border:1px solid #8b96a3;border-radius:4px;font:inherit}
+form.tenant-filter input:invalid{border-color:#c62828}
 details summary{cursor:pointer;color:#1f5fbf}
 .agent-wait{border-top:1px solid #e4e7eb;margin:.3rem 0 .6rem;padding-top:.2rem}
 .agent-wait p{margin:.25rem 0}

@@ -281,5 +281,6 @@ export function summarizeConversation(view: ConversationView): StateSummary {
     ...(newest?.intent ? { label: newest.intent } : {}),
     ...(held > 0 ? { waiting: "held_reply" } : {}),
     counts: { turns: turns.length, held, ...(handedOff > 0 ? { handed_off: handedOff } : {}) },
+    ...(view.tenant_id === undefined ? {} : { tenant: view.tenant_id }),
   };
 }
