@@ -211,18 +211,24 @@ const streaming =
   typeof lambda?.streamifyResponse === "function" && lambda.HttpResponseStream
     ? (lambda as LambdaStreaming)
     : undefined;
-/** The Lambda entry point: only in the Lambda runtime, which streams what the handler writes. */
-export const handler = streaming?.streamifyResponse(async (event, responseStream) => {
-  if (instance === undefined) {
-    installLazySourceMaps();
-    instance = createFrontDoorStreamHandler();
-  }
-  await instance(event, (statusCode, headers) => {
-    const stream = streaming.HttpResponseStream.from(responseStream, { statusCode, headers });
-    return {
-      write: (text) => stream.write(text),
-      end: () => stream.end(),
-      closed: () => stream.destroyed === true || stream.writableEnded === true,
+/** The Lambda entry point: the Lambda runtime streams what the handler writes. */
+export const handler = streaming
+  ? streaming.streamifyResponse(async (event, responseStream) => {
+      if (instance === undefined) {
+        installLazySourceMaps();
+        instance = createFrontDoorStreamHandler();
+      }
+      await instance(event, (statusCode, headers) => {
+        const stream = streaming.HttpResponseStream.from(responseStream, { statusCode, headers });
+        return {
+          write: (text) => stream.write(text),
+          end: () => stream.end(),
+          closed: () => stream.destroyed === true || stream.writableEnded === true,
+        };
+      });
+    })
+  : async () => {
+      throw new Error(
+        "the stream function runs in the Lambda runtime (awslambda.streamifyResponse); elsewhere use create(options)",
+      );
     };
-  });
-});

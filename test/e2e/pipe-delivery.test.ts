@@ -46,6 +46,7 @@ describe("pipe delivery, end to end", () => {
     expect(env.deployment.functions.map((f) => f.kind).sort()).toEqual([
       "consumer",
       "front-door",
+      "front-door-stream",
       "relay",
     ]);
   });
