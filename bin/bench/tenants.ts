@@ -98,11 +98,8 @@ function printRun(out: Out, label: string, run: TenantRun): void {
   );
 }
 
-/** B alone SAMPLES times one after another, then SAMPLES times while A's burst goes through. */
-async function measureRun(
-  env: LocalEnvironment,
-  delivered: Map<string, number>,
-): Promise<TenantRun> {
+/** Tenant A's and B's tokens, and a POST of a message to the stack's front door. */
+async function clientsOf(env: LocalEnvironment) {
   const door = env.frontDoor;
   if (!door) throw new Error("tenants bench: the stack has no front door");
   const tokens = {
@@ -118,6 +115,15 @@ async function measureRun(
     if (response.status !== 202)
       throw new Error(`the front door answered ${response.status}: ${await response.text()}`);
   };
+  return { post, tokens };
+}
+
+/** B alone SAMPLES times one after another, then SAMPLES times while A's burst goes through. */
+async function measureRun(
+  env: LocalEnvironment,
+  delivered: Map<string, number>,
+): Promise<TenantRun> {
+  const { post, tokens } = await clientsOf(env);
   /** Tenant B's message, posted -> its reply delivered, in ms. */
   const tenantB = async () => {
     const conversation = `conv_${ulid()}`;

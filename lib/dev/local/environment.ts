@@ -149,12 +149,13 @@ export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvir
     if (names.tables.orders)
       await putOrders(fromSdk(clients.dynamodb), names.tables.orders, SAMPLE_ORDERS);
     const functionClients = functionClientsOf(options, clients, emulatorConfig(endpoint, region));
-    // The front door's local issuer, whose key the stream function verifies tokens with.
-    const issuer = await localIssuer();
-    const running = await startRuntime(deployment, clients, functionClients, endpoint, {
-      ...options,
-      services: { jwtKey: issuer.publicKey },
-    });
+    const { issuer, ...running } = await startRuntime(
+      deployment,
+      clients,
+      functionClients,
+      endpoint,
+      options,
+    );
     const ops = connect(emulatorConfig(endpoint, region), stackName, deployment.outputs, topology);
     const frontDoor = await serveFrontDoorOf(running.runtime, issuer, options.frontDoorPort);
     return {
@@ -168,9 +169,7 @@ export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvir
       ops,
       store: eventStoreOf(clients, names),
       buses: { ...names.buses },
-      groups: deployment.functions
-        .filter((f) => f.kind === "consumer")
-        .map((f) => f.group ?? f.name),
+      groups: consumerGroupsOf(deployment),
       ...(frontDoor ? { frontDoor } : {}),
       timings: { emulator: emulatorMs, synth: synthMs, deploy: deployMs },
       stop: async () => {
@@ -183,6 +182,11 @@ export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvir
     await moto?.stop();
     throw error;
   }
+}
+
+/** The consumer groups the stack runs, by name. */
+function consumerGroupsOf(deployment: LocalDeployment): string[] {
+  return deployment.functions.filter((f) => f.kind === "consumer").map((f) => f.group ?? f.name);
 }
 
 /** The stack's event store, read through the emulator's SDK client. */
@@ -256,13 +260,17 @@ async function startRuntime(
   clients: AwsClients,
   functionClients: FunctionClients,
   endpoint: string,
-  options: LocalOptions & { readonly services?: Readonly<Record<string, unknown>> },
-): Promise<Pick<LocalEnvironment, "runtime" | "observations" | "channel" | "model">> {
+  options: LocalOptions,
+): Promise<
+  Pick<LocalEnvironment, "runtime" | "observations" | "channel" | "model"> & { issuer: LocalIssuer }
+> {
   const observations = new Observations();
   const channel = new LocalChannel({ onDelivery: options.onDelivery });
   const model = new RecordingModel(new DeterministicLocalModel());
+  // The front door's local issuer, whose key the stream function verifies tokens with.
+  const issuer = await localIssuer();
   const services = {
-    ...options.services,
+    jwtKey: issuer.publicKey,
     ...(options.faultInjection?.services?.({ model, channel }) ?? { model, channel }),
     ...(options.payments ? { payments: options.payments } : {}),
   };
@@ -282,7 +290,7 @@ async function startRuntime(
     },
   });
   await runtime.start();
-  return { runtime, observations, channel, model };
+  return { runtime, observations, channel, model, issuer };
 }
 
 async function stopLocal(
