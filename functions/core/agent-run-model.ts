@@ -1,5 +1,5 @@
 import { IsoTime } from "../../schemas/envelope";
-import { OpaqueId } from "../../schemas/ids";
+import { OpaqueId, TenantId } from "../../schemas/ids";
 import * as z from "../../schemas/zod";
 import { AgentBusError, type ErrorClass, PermanentError } from "./errors";
 
@@ -142,6 +142,8 @@ export const AgentRunSchema = z
      */
     run_id: z.optional(OpaqueId),
     task_id: OpaqueId,
+    /** The tenant whose run it is: the assignment's (absent: the default tenant). */
+    tenant_id: z.optional(TenantId),
     role: Name,
     node_id: z.optional(Name),
     state: RunState,

@@ -62,6 +62,7 @@ export interface NewRunInput {
   /** The run that starts it, when the worker runs it at once. */
   readonly run_id?: string;
   readonly task_id: string;
+  readonly tenant_id?: string;
   readonly role: string;
   readonly node_id?: string;
   readonly max_attempts?: number;
@@ -77,6 +78,7 @@ export function newRun(input: NewRunInput): AgentRun {
       agent_run_key: input.agent_run_key,
       run_id: input.run_id,
       task_id: input.task_id,
+      tenant_id: input.tenant_id,
       role: input.role,
       node_id: input.node_id,
       state: "IDLE",

@@ -46,6 +46,10 @@ describe("an operator's approval of a tenant's run", () => {
       tenant: "acme",
     });
     expect(runRequestProblem(runId, state, CONFIRM)).toBeUndefined();
+    // So are its nodes' agent runs (the one waiting on the confirmation among them).
+    const agentRuns = [...bus.store.summaries].filter(([key]) => key.startsWith("agent_run#"));
+    expect(agentRuns.length).toBeGreaterThan(0);
+    expect(agentRuns.map(([, summary]) => summary.tenant)).toEqual(agentRuns.map(() => "acme"));
 
     const envelope = operatorEnvelope(runRequestCommand(runId, CONFIRM, "ops_anna", state));
     if (typeof envelope === "string") throw new Error(envelope);
@@ -74,6 +78,8 @@ describe("an operator's approval of a tenant's run", () => {
     const state = bus.state(runId);
     expect(state.tenant_id).toBeUndefined();
     expect(bus.store.summaries.get(`dag_run#${runId}`)).not.toHaveProperty("tenant");
+    for (const [key, summary] of bus.store.summaries)
+      if (key.startsWith("agent_run#")) expect(summary).not.toHaveProperty("tenant");
     const envelope = operatorEnvelope(runRequestCommand(runId, CONFIRM, "ops_anna", state));
     if (typeof envelope === "string") throw new Error(envelope);
     expect(envelope).not.toHaveProperty("tenant_id");

@@ -184,6 +184,7 @@ function summarizeAgentRun(stored: AgentRun): StateSummary {
     status: run.state,
     label: `${run.role}${run.node_id ? ` ${run.node_id}` : ""} of ${run.agent_run_key}`,
     ...(run.state === "NEEDS_HUMAN" ? { waiting: "needs_human" } : {}),
+    ...(run.tenant_id === undefined ? {} : { tenant: run.tenant_id }),
   };
 }
 
@@ -319,6 +320,7 @@ function freshRun(agent: ContentAgent, event: Envelope, now: Date): AgentRun {
   return newRun({
     agent_run_key: agentRunRef(agent.role, event).id,
     task_id: event.task_id,
+    tenant_id: event.tenant_id,
     role: agent.role,
     node_id: assignmentOf(agent.role, event).node_id,
     max_attempts: agent.maxAttempts,
