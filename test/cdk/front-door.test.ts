@@ -164,6 +164,19 @@ describe("the front door", () => {
         STREAM_MAX_SECONDS: "300",
       },
     });
+    // A public function URL needs both permissions (InvokeFunction only through the URL).
+    template.hasResourceProperties("AWS::Lambda::Permission", {
+      Action: "lambda:InvokeFunctionUrl",
+      FunctionName: { "Fn::GetAtt": [id, "Arn"] },
+      FunctionUrlAuthType: "NONE",
+      Principal: "*",
+    });
+    template.hasResourceProperties("AWS::Lambda::Permission", {
+      Action: "lambda:InvokeFunction",
+      FunctionName: { "Fn::GetAtt": [id, "Arn"] },
+      InvokedViaFunctionUrl: true,
+      Principal: "*",
+    });
     // Its timeout outlasts the longest stream.
     expect(resource.Properties.Timeout).toBeGreaterThan(300);
     const statements = statementsOf(template, resource).filter((s) =>
