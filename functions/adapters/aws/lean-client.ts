@@ -42,7 +42,7 @@ export interface HttpRequestLike {
   readonly headers: Record<string, string>;
   readonly body: string;
 }
-interface HttpResponseLike {
+export interface HttpResponseLike {
   readonly statusCode: number;
   readonly headers: Record<string, string | undefined>;
   readonly body?: AsyncIterable<Uint8Array | string>;

@@ -1,3 +1,4 @@
+import type { HttpSender } from "../../../functions/adapters/aws/lean-client";
 import { LocalChannel } from "../../../functions/adapters/channel/local-channel";
 import { FaultyChannel } from "../faults/channel";
 import { CALL_FAULTS, callFaultOf, type FaultKind } from "../faults/kinds";
@@ -6,6 +7,7 @@ import type { AwsClients } from "../local/deploy";
 import type { FaultInjection, Invocation, Services } from "../local/runtime/faults";
 import type { Template } from "../local/template";
 import { DYNAMODB_WRITES } from "../metering/metering";
+import { faultyHttp } from "./http-faults";
 import { channelFaults, injectFaults } from "./middleware";
 import { type FaultDraws, type FaultPlan, quietPlan } from "./plan";
 import type { Service } from "./sdk-errors";
@@ -103,6 +105,11 @@ export class FaultInjector implements FaultInjection, FaultDraws {
     injectFaults(clients.sqs, "sqs", this);
     injectFaults(clients.eventbridge, "eventbridge", this);
     if (clients.sns) injectFaults(clients.sns, "sns", this);
+  }
+
+  /** The lean client's faults, at its HTTP seam (./http-faults.ts). */
+  http(sender: HttpSender): HttpSender {
+    return faultyHttp(sender, this);
   }
 
   services(services: Services): Services {

@@ -44,9 +44,15 @@ export async function playStackSchedule(
   env: LocalEnvironment,
   injector: FaultInjector,
   seed: number,
+  options: {
+    /** The faults (default: the seed's plan). */
+    readonly plan?: FaultPlan;
+    /** How long the workload may take to settle before that is a violation. */
+    readonly settleMs?: number;
+  } = {},
 ): Promise<StackScheduleResult> {
   const started = performance.now();
-  const plan = planOf(seed);
+  const plan = options.plan ?? planOf(seed);
   const failuresBefore = env.observations.failures.length;
   injector.begin(plan);
   let injected: Record<string, number>;
@@ -55,7 +61,7 @@ export async function playStackSchedule(
   let unsettled: Violation[];
   try {
     workload = await playWorkload(env, new Random(seed));
-    unsettled = await settle(env, workload);
+    unsettled = await settle(env, workload, options.settleMs ?? SETTLE_TIMEOUT_MS);
   } finally {
     injections = injector.injections();
     injected = injector.end();
@@ -78,8 +84,12 @@ export async function playStackSchedule(
 }
 
 /** Waits for the run's end, the newest reply and an idle runtime; what did not get there. */
-async function settle(env: LocalEnvironment, workload: Workload): Promise<Violation[]> {
-  const deadline = Date.now() + SETTLE_TIMEOUT_MS;
+async function settle(
+  env: LocalEnvironment,
+  workload: Workload,
+  timeoutMs: number,
+): Promise<Violation[]> {
+  const deadline = Date.now() + timeoutMs;
   const left = () => Math.max(1, deadline - Date.now());
   try {
     await waitUntil(

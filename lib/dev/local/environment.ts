@@ -1,4 +1,9 @@
-import { LeanAwsClient, type LeanClientOptions } from "../../../functions/adapters/aws/lean-client";
+import { NodeHttpHandler } from "@smithy/node-http-handler";
+import {
+  type HttpSender,
+  LeanAwsClient,
+  type LeanClientOptions,
+} from "../../../functions/adapters/aws/lean-client";
 import {
   LocalChannel,
   type LocalDelivery,
@@ -111,9 +116,10 @@ export interface LocalOptions {
   readonly faultInjection?: FaultInjection;
   /**
    * The AWS client the functions get: `lean`, the one they run with when deployed
-   * (functions/adapters/aws/lean-client), or `sdk`, the emulator's SDK clients (`clients`), for
-   * runs that put middleware on them (fault injection, the bench's meter). @default "lean", "sdk"
-   * with `faultInjection`
+   * (functions/adapters/aws/lean-client), with `faultInjection.http`'s faults at its HTTP seam
+   * when there are any; or `sdk`, the emulator's SDK clients (`clients`), for runs that put
+   * middleware on them (the bench's meter, a fault injection without `http`).
+   * @default "lean"; "sdk" with a `faultInjection` that has no `http`
    */
   readonly functionClient?: "lean" | "sdk";
 }
@@ -315,8 +321,10 @@ function functionClientsOf(
   clients: AwsClients,
   config: LeanClientOptions,
 ): FunctionClients {
-  if ((options.functionClient ?? (options.faultInjection ? "sdk" : "lean")) === "sdk")
+  const injection = options.faultInjection;
+  if ((options.functionClient ?? (injection && !injection.http ? "sdk" : "lean")) === "sdk")
     return sdkFunctionClients(clients);
-  const client = new LeanAwsClient(config);
+  const http = injection?.http?.(new NodeHttpHandler() as unknown as HttpSender);
+  const client = new LeanAwsClient({ ...config, ...(http ? { http } : {}) });
   return { dynamodb: client, sqs: client, eventbridge: client };
 }

@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from "node:async_hooks";
+import type { HttpSender } from "../../../../functions/adapters/aws/lean-client";
 import type { ModelPort } from "../../../../functions/core/model";
 import type { ChannelPort } from "../../../../functions/core/side-effects";
 import type { AwsClients, LocalFunction } from "../deploy";
@@ -57,6 +58,11 @@ export interface FaultInjection {
   template?(template: Template): Template;
   /** Called once with the clients handed to every function. */
   attach?(clients: AwsClients): void;
+  /**
+   * The HTTP sender the functions' lean AWS client is to use, given the one it would (faults at
+   * its HTTP seam). With it, the functions run with the lean client they ship.
+   */
+  http?(sender: HttpSender): HttpSender;
   /** The stand-ins handed to the handlers. */
   services?(services: Services): Services;
   /** Whether a handled message's acknowledgement is lost (the message is delivered again). */

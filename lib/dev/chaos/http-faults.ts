@@ -1,0 +1,165 @@
+import type {
+  HttpRequestLike,
+  HttpResponseLike,
+  HttpSender,
+} from "../../../functions/adapters/aws/lean-client";
+import { crash, currentInvocation, InvocationCrash } from "../local/runtime/faults";
+import type { FaultDraws } from "./plan";
+import { connectionReset, type Service, timedOut } from "./sdk-errors";
+
+/**
+ * Fault injection at the lean AWS client's HTTP seam (functions/adapters/aws/lean-client.ts
+ * `http`): the functions run with the client they ship, and what they meet is what the services
+ * and the network give, below the client's retries, so its classification of each answer and its
+ * retries are what is exercised. The same decisions as the SDK middleware (./middleware.ts), one
+ * draw per HTTP attempt:
+ *
+ * - throttle and server error: the service's own error answer (status, `__type`, the SQS query
+ *   error header; a throttled DynamoDB transaction is cancelled with a ThrottlingError reason);
+ * - connection reset: Node's ECONNRESET before the request went out;
+ * - timeout after apply: the request goes through, then the answer is lost (TimeoutError);
+ * - crash after a write: the write applied, then the invocation is dead.
+ *
+ * Only calls made inside a function invocation are touched; a dead invocation's calls are refused.
+ */
+export function faultyHttp(
+  inner: HttpSender,
+  injector: Pick<FaultDraws, "callFault" | "crashAfter">,
+): HttpSender {
+  return {
+    async handle(request) {
+      const invocation = currentInvocation();
+      const call = callOf(request);
+      if (!invocation || !call) return inner.handle(request);
+      const { service, operation } = call;
+      if (invocation.crashed)
+        throw new InvocationCrash(`${invocation.function} is dead: ${operation} not sent`);
+      const fault = injector.callFault(service, operation, invocation);
+      if (fault === "throttle") return answer(throttledAnswer(service, operation, request.body));
+      if (fault === "server-error") return answer(serverFaultAnswer(service, operation));
+      if (fault === "connection-reset") throw connectionReset(operation);
+      const result = await inner.handle(request);
+      if (fault === "timeout-after-apply") {
+        await drain(result.response.body);
+        throw timedOut(operation);
+      }
+      if (injector.crashAfter(service, operation, invocation)) {
+        await drain(result.response.body);
+        throw crash(invocation, operation);
+      }
+      return result;
+    },
+  };
+}
+
+const TARGETS: Readonly<Record<string, Service>> = {
+  DynamoDB_20120810: "dynamodb",
+  AmazonSQS: "sqs",
+  AWSEvents: "eventbridge",
+};
+
+/** The service and operation a request calls (JSON protocols by target, SNS by its Action). */
+export function callOf(
+  request: Pick<HttpRequestLike, "headers" | "body">,
+): { service: Service; operation: string } | undefined {
+  const target = request.headers["x-amz-target"];
+  if (target) {
+    const [prefix = "", operation = ""] = target.split(".");
+    const service = TARGETS[prefix];
+    return service ? { service, operation } : undefined;
+  }
+  const action = /(?:^|&)Action=([A-Za-z]+)/.exec(request.body)?.[1];
+  return action ? { service: "sns", operation: action } : undefined;
+}
+
+interface ErrorAnswer {
+  readonly status: number;
+  readonly type: string;
+  readonly message: string;
+  readonly extra?: Record<string, unknown>;
+}
+
+const DYNAMODB = "com.amazonaws.dynamodb.v20120810#";
+
+/** What the service answers a throttled request with. */
+function throttledAnswer(service: Service, operation: string, body: string): ErrorAnswer {
+  const message = `Rate exceeded (injected into ${operation})`;
+  switch (service) {
+    case "dynamodb": {
+      if (operation !== "TransactWriteItems")
+        return { status: 400, type: `${DYNAMODB}ProvisionedThroughputExceededException`, message };
+      const items = (JSON.parse(body) as { TransactItems?: unknown[] }).TransactItems ?? [];
+      const reasons = items.map((_, i) =>
+        i === 0
+          ? { Code: "ThrottlingError", Message: "Throughput exceeds the current capacity" }
+          : { Code: "None" },
+      );
+      return {
+        status: 400,
+        type: `${DYNAMODB}TransactionCanceledException`,
+        message: `Transaction cancelled, please refer cancellation reasons for specific reasons [${reasons.map((r) => r.Code).join(", ")}]`,
+        extra: { CancellationReasons: reasons },
+      };
+    }
+    case "sqs":
+      return { status: 400, type: "com.amazonaws.sqs#RequestThrottled", message };
+    case "eventbridge":
+      return { status: 400, type: "ThrottlingException", message };
+    case "sns":
+      return { status: 400, type: "Throttled", message };
+  }
+}
+
+/** A 5xx answer. */
+function serverFaultAnswer(service: Service, operation: string): ErrorAnswer {
+  const message = `We encountered an internal error. Please try again. (injected into ${operation})`;
+  switch (service) {
+    case "dynamodb":
+      return { status: 500, type: `${DYNAMODB}InternalServerError`, message };
+    case "sqs":
+      return { status: 503, type: "com.amazonaws.sqs#ServiceUnavailable", message };
+    case "eventbridge":
+      return { status: 500, type: "InternalException", message };
+    case "sns":
+      return { status: 500, type: "InternalError", message };
+  }
+}
+
+/** An error answer as the service sends it: JSON with `__type` (SNS: its query protocol's XML). */
+function answer(error: ErrorAnswer): { response: HttpResponseLike } {
+  const requestId = `injected-${Date.now()}`;
+  if (error.type === "Throttled" || error.type === "InternalError") {
+    const xml = `<ErrorResponse><Error><Type>${error.status >= 500 ? "Receiver" : "Sender"}</Type><Code>${error.type}</Code><Message>${error.message}</Message></Error><RequestId>${requestId}</RequestId></ErrorResponse>`;
+    return respond(error.status, { "content-type": "text/xml" }, xml);
+  }
+  const code = error.type.slice(error.type.indexOf("#") + 1);
+  const headers: Record<string, string> = {
+    "content-type": "application/x-amz-json-1.0",
+    "x-amzn-requestid": requestId,
+    // SQS's JSON protocol names the query-compatible error code in this header.
+    ...(error.type.startsWith("com.amazonaws.sqs#")
+      ? { "x-amzn-query-error": `${code};${error.status >= 500 ? "Receiver" : "Sender"}` }
+      : {}),
+  };
+  const body = JSON.stringify({ __type: error.type, message: error.message, ...error.extra });
+  return respond(error.status, headers, body);
+}
+
+function respond(statusCode: number, headers: Record<string, string>, body: string) {
+  return {
+    response: {
+      statusCode,
+      headers,
+      body: (async function* () {
+        yield body;
+      })(),
+    },
+  };
+}
+
+async function drain(body: AsyncIterable<Uint8Array | string> | undefined): Promise<void> {
+  if (!body) return;
+  for await (const _ of body) {
+    // The answer is read (the connection goes back to the pool), then lost.
+  }
+}

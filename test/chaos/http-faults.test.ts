@@ -1,0 +1,179 @@
+import { isServerError, isThrottlingError, isTransientError } from "@smithy/core/retry";
+import { NodeHttpHandler } from "@smithy/node-http-handler";
+import { ulid } from "ulid";
+import { beforeAll, describe, expect, it } from "vitest";
+import type { AwsCommand } from "../../functions/adapters/aws/client";
+import { type HttpSender, LeanAwsClient } from "../../functions/adapters/aws/lean-client";
+import { callOf, faultyHttp } from "../../lib/dev/chaos/http-faults";
+import type { FaultDraws } from "../../lib/dev/chaos/plan";
+import type { CallFault } from "../../lib/dev/faults/kinds";
+import { Faults, InvocationCrash } from "../../lib/dev/local/runtime/faults";
+import { emulator } from "../support/aws";
+
+/**
+ * Faults at the lean AWS client's HTTP seam (lib/dev/chaos/http-faults.ts), which the chaos run
+ * puts under the functions' own client: each answer is the service's, below the client's
+ * retries, so what is exercised is how the lean client classifies and retries it, against moto.
+ */
+
+/** The first `times` calls meet `fault`, the rest none; a crash after the first write if asked. */
+function draws(fault: CallFault | undefined, times = 99, crashAfterWrite = false) {
+  let calls = 0;
+  const seen: string[] = [];
+  const plan: Pick<FaultDraws, "callFault" | "crashAfter"> = {
+    callFault: (service, operation) => {
+      seen.push(`${service} ${operation}`);
+      calls += 1;
+      return calls <= times ? fault : undefined;
+    },
+    crashAfter: () => crashAfterWrite,
+  };
+  return { plan, seen };
+}
+
+const invoke = <T>(work: () => Promise<T>) =>
+  new Faults(() => {}).invoke(
+    { function: "fn", kind: "consumer", group: "g", attempt: 1, messageIds: [] },
+    work,
+  );
+
+const outcome = (work: () => Promise<unknown>) =>
+  invoke(work).then(
+    () => undefined,
+    (error: unknown) =>
+      error as Error & {
+        code?: string;
+        $metadata?: { attempts?: number };
+        CancellationReasons?: { Code: string }[];
+      },
+  );
+
+describe("faults at the lean client's HTTP seam", () => {
+  const table = `http-faults-${ulid().toLowerCase()}`;
+  const clientWith = (plan: Pick<FaultDraws, "callFault" | "crashAfter">) =>
+    new LeanAwsClient({
+      ...emulator(),
+      maxAttempts: 3,
+      http: faultyHttp(new NodeHttpHandler() as unknown as HttpSender, plan),
+    });
+  const plain = new LeanAwsClient({ ...emulator(), maxAttempts: 1 });
+  const command = (operation: string, input: object): AwsCommand => ({
+    service: "dynamodb",
+    operation,
+    input,
+  });
+  const put = (id: string) => command("PutItem", { TableName: table, Item: { pk: { S: id } } });
+  const stored = async (id: string) =>
+    (
+      (await plain.send(command("GetItem", { TableName: table, Key: { pk: { S: id } } }))) as {
+        Item?: unknown;
+      }
+    ).Item !== undefined;
+
+  beforeAll(async () => {
+    await plain.send(
+      command("CreateTable", {
+        TableName: table,
+        KeySchema: [{ AttributeName: "pk", KeyType: "HASH" }],
+        AttributeDefinitions: [{ AttributeName: "pk", AttributeType: "S" }],
+        BillingMode: "PAY_PER_REQUEST",
+      }),
+    );
+  });
+
+  it("tells each call's service and operation from the request", () => {
+    const of = (target?: string, body = "") =>
+      callOf({ headers: target ? { "x-amz-target": target } : {}, body });
+    expect([
+      of("DynamoDB_20120810.TransactWriteItems"),
+      of("AmazonSQS.SendMessageBatch"),
+      of("AWSEvents.PutEvents"),
+      of(undefined, "Action=Publish&Version=2010-03-31"),
+      of("BedrockRuntime.Converse"),
+    ]).toEqual([
+      { service: "dynamodb", operation: "TransactWriteItems" },
+      { service: "sqs", operation: "SendMessageBatch" },
+      { service: "eventbridge", operation: "PutEvents" },
+      { service: "sns", operation: "Publish" },
+      undefined,
+    ]);
+  });
+
+  it("a throttle the client retries through: one fault, then the write, in one call", async () => {
+    const { plan, seen } = draws("throttle", 1);
+    await invoke(() => clientWith(plan).send(put("retried")));
+    expect(seen).toEqual(["dynamodb PutItem", "dynamodb PutItem"]);
+    expect(await stored("retried")).toBe(true);
+  });
+
+  it("throttles past its attempts: the service's throttling error, classified as the SDK does", async () => {
+    const error = await outcome(() => clientWith(draws("throttle").plan).send(put("throttled")));
+    expect(error?.name).toBe("ProvisionedThroughputExceededException");
+    expect(error?.$metadata?.attempts).toBe(3);
+    expect(isThrottlingError(error as never)).toBe(true);
+    expect(await stored("throttled")).toBe(false);
+    const sqs = await outcome(() =>
+      clientWith(draws("throttle").plan).send({
+        service: "sqs",
+        operation: "GetQueueUrl",
+        input: { QueueName: "nowhere" },
+      }),
+    );
+    expect(sqs?.name).toBe("RequestThrottled");
+    expect(isThrottlingError(sqs as never)).toBe(true);
+  });
+
+  it("a throttled transaction: cancelled with a ThrottlingError reason, which the client retries", async () => {
+    const transact = command("TransactWriteItems", {
+      TransactItems: [
+        { Put: { TableName: table, Item: { pk: { S: "tx-1" } } } },
+        { Put: { TableName: table, Item: { pk: { S: "tx-2" } } } },
+      ],
+    });
+    const error = await outcome(() => clientWith(draws("throttle").plan).send(transact));
+    expect(error?.name).toBe("TransactionCanceledException");
+    expect(error?.CancellationReasons?.map((r) => r.Code)).toEqual(["ThrottlingError", "None"]);
+    expect(await stored("tx-1")).toBe(false);
+  });
+
+  it("a server error and a reset are retried, and classified as the SDK does when they last", async () => {
+    const server = await outcome(() => clientWith(draws("server-error").plan).send(put("5xx")));
+    const reset = await outcome(() => clientWith(draws("connection-reset").plan).send(put("rst")));
+    // A 500 is transient to the SDK's classification (and so retried), as it is here.
+    const retryable = (e: unknown) => isTransientError(e as never) || isServerError(e as never);
+    expect([server?.name, server?.$metadata?.attempts, retryable(server)]).toEqual([
+      "InternalServerError",
+      3,
+      true,
+    ]);
+    expect([reset?.code, isTransientError(reset as never)]).toEqual(["ECONNRESET", true]);
+    expect([await stored("5xx"), await stored("rst")]).toEqual([false, false]);
+  });
+
+  it("a timeout after the write applied: the item is there, the caller is told it timed out", async () => {
+    const error = await outcome(() =>
+      clientWith(draws("timeout-after-apply").plan).send(put("applied")),
+    );
+    expect(error?.name).toBe("TimeoutError");
+    expect(await stored("applied")).toBe(true);
+  });
+
+  it("a crash after a write: applied, then the invocation is dead and sends nothing more", async () => {
+    const { plan, seen } = draws(undefined, 0, true);
+    const client = clientWith(plan);
+    const error = await outcome(async () => {
+      await client.send(put("crashed")).catch(() => undefined);
+      return client.send(put("after"));
+    });
+    expect(error).toBeInstanceOf(InvocationCrash);
+    expect(seen).toEqual(["dynamodb PutItem"]);
+    expect([await stored("crashed"), await stored("after")]).toEqual([true, false]);
+  });
+
+  it("leaves calls made outside a function invocation alone", async () => {
+    const { plan, seen } = draws("throttle");
+    await clientWith(plan).send(put("outside"));
+    expect(seen).toEqual([]);
+    expect(await stored("outside")).toBe(true);
+  });
+});
