@@ -1,5 +1,13 @@
 import { spawnSync } from "node:child_process";
-import { accessSync, constants, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import {
+  accessSync,
+  constants,
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { build } from "esbuild";
@@ -59,6 +67,19 @@ describe("npx agentbus", () => {
     expect(unknown.status).toBe(2);
     expect(unknown.stdout).toBe("");
     expect(unknown.stderr).toContain("unknown command 'no-such-command'");
+  });
+
+  it("without the project's tsx (a copy installed without its dev dependencies) says so, exit 1", () => {
+    const bare = join(elsewhere, "bare", "bin");
+    mkdirSync(bare, { recursive: true });
+    copyFileSync(CLI_BIN, join(bare, "agentbus-cli.mjs"));
+    const result = spawnSync(process.execPath, [join(bare, "agentbus-cli.mjs"), "--help"], {
+      cwd: elsewhere,
+      encoding: "utf8",
+    });
+    expect(result.status).toBe(1);
+    expect(result.stdout).toBe("");
+    expect(result.stderr).toContain("agentbus: tsx is not installed beside");
   });
 
   it("does not load the CDK: no module it imports reaches aws-cdk-lib or constructs", async () => {
