@@ -1,6 +1,6 @@
 import { CommanderError } from "commander";
 import { silenceNodeVersionWarning } from "../lib/operator/warnings";
-import { agentbusProgram } from "./cli/program";
+import { agentbusProgram, commandNamed } from "./cli/program";
 import { EXIT_PROBLEM, EXIT_REFUSED, NotFoundError, UsageError } from "./cli/target";
 
 silenceNodeVersionWarning();
@@ -25,7 +25,9 @@ process.stdout.on("error", (error: NodeJS.ErrnoException) => {
 
 async function main(): Promise<number> {
   try {
-    await agentbusProgram().parseAsync();
+    const named = commandNamed(process.argv.slice(2));
+    const program = await agentbusProgram((name) => name === named);
+    await program.parseAsync();
     return 0;
   } catch (error) {
     if (error instanceof CommanderError)

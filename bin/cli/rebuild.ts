@@ -135,9 +135,6 @@ async function reset(stack: OpsStack, group: string, role: Role<unknown>, types:
 
 export function rebuildCommand(targetOf: (command: Command) => Target): Command {
   return new Command("rebuild")
-    .description(
-      "feed a group every stream of an aggregate type from the event store, in version order (resumable); --reset rewrites its states from the fold",
-    )
     .argument("<group>", "consumer group whose states are a fold of their streams")
     .requiredOption(
       "--type <aggregate-type>",
@@ -187,9 +184,6 @@ async function feed(
 
 export function checkCommand(targetOf: (command: Command) => Target): Command {
   return new Command("check")
-    .description(
-      "compare a group's stored states with the fold of their streams (state = fold(events))",
-    )
     .argument("<group>", "consumer group whose states are a fold of their streams")
     .requiredOption(
       "--type <aggregate-type>",

@@ -115,8 +115,8 @@ describe("alarms where a person must act", () => {
       );
   });
 
-  it("names only commands the CLI has, as typed (`npx agentbus <command> <subcommand>`)", () => {
-    const program = agentbusProgram();
+  it("names only commands the CLI has, as typed (`npx agentbus <command> <subcommand>`)", async () => {
+    const program = await agentbusProgram();
     const has = (words: readonly string[]) => {
       let command: Command | undefined = program;
       for (const word of words) command = command?.commands.find((c) => c.name() === word);

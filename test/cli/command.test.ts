@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { build } from "esbuild";
 import { afterAll, describe, expect, it } from "vitest";
+import { commandNamed } from "../../bin/cli/program";
 import { CLI_BIN } from "../support/cli";
 
 /**
@@ -80,6 +81,17 @@ describe("npx agentbus", () => {
     expect(result.status).toBe(1);
     expect(result.stdout).toBe("");
     expect(result.stderr).toContain("agentbus: tsx is not installed beside");
+  });
+
+  it("loads only the command its command line names, found past the global options and help", () => {
+    expect(commandNamed(["--outputs", "status", "trace", "--json", "x"])).toBe("trace");
+    expect(commandNamed(["--endpoint=http://127.0.0.1:4566", "dlq", "list"])).toBe("dlq");
+    expect(commandNamed(["--region", "eu-west-1", "help", "workflow"])).toBe("workflow");
+    expect(commandNamed(["--help"])).toBeUndefined();
+    const viaHelp = agentbus("--stage", "prod", "help", "dlq");
+    expect(viaHelp.status).toBe(0);
+    expect(viaHelp.stdout).toMatch(/^Usage: npx agentbus dlq \[options\] \[command\]/);
+    expect(viaHelp.stdout).toContain("redrive [options] <group>");
   });
 
   it("does not load the CDK: no module it imports reaches aws-cdk-lib or constructs", async () => {
