@@ -315,7 +315,7 @@ async function keepUp(env: LocalEnvironment, consoleUrl: string): Promise<void> 
   out("  see what happened (in another terminal):");
   const stage = opts.stage === "local" ? "" : ` --stage ${opts.stage}`;
   for (const command of ["status", "dlq list", "trace <event, task or correlation id>"])
-    out(`  npm run agentbus -- --endpoint ${env.endpoint}${stage} ${command}`);
+    out(`  npx agentbus --endpoint ${env.endpoint}${stage} ${command}`);
   out("deliveries:");
 }
 

@@ -97,9 +97,6 @@ function printApprovals(approvals: readonly ApprovalView[]): void {
 
 export function approvalsCommand(targetOf: TargetOf): Command {
   return new Command("approvals")
-    .description(
-      "what waits for a person's approval: agents' tool calls, held replies, content agents' confirmations",
-    )
     .option("--json", "print as JSON")
     .addOption(tenantOption())
     .action(async function (this: Command, options: { json?: boolean; tenant?: string }) {
@@ -164,9 +161,6 @@ const approvalStep = () =>
 
 export function approveCommand(targetOf: TargetOf): Command {
   return new Command("approve")
-    .description(
-      "approve what waits for a person: an agent's tool call runs, a held reply is sent, a BLOCKED node resumes",
-    )
     .argument(
       "<id>",
       "an agent run (with --step), a workflow run (with --step) or a held reply's task id",
@@ -181,9 +175,6 @@ export function approveCommand(targetOf: TargetOf): Command {
 
 export function rejectCommand(targetOf: TargetOf): Command {
   return new Command("reject")
-    .description(
-      "reject what waits for a person: an agent's tool call never runs (the model is told why), a held reply is dropped, a BLOCKED node fails",
-    )
     .argument(
       "<id>",
       "an agent run (with --step), a workflow run (with --step) or a held reply's task id",
@@ -197,9 +188,6 @@ export function rejectCommand(targetOf: TargetOf): Command {
 
 export function resolveCommand(targetOf: TargetOf): Command {
   return new Command("resolve")
-    .description(
-      "say whether a write whose outcome could not be learnt was applied (its key is never run again)",
-    )
     .argument("<run-id>", "the agent run (rrun_...)")
     .addOption(step())
     .addOption(

@@ -93,7 +93,7 @@ export interface Fields {
 }
 
 export function replyCommand(targetOf: TargetOf): Command {
-  const reply = new Command("reply").description("replies held for a person's review");
+  const reply = new Command("reply");
   reply
     .command("list")
     .description("the held replies: task id, conversation, why held, the draft")
@@ -146,7 +146,7 @@ export function replyCommand(targetOf: TargetOf): Command {
 // Unknown send outcomes
 
 export function sendCommand(targetOf: TargetOf): Command {
-  const send = new Command("send").description("replies sent whose outcome is unknown");
+  const send = new Command("send");
   send
     .command("list")
     .description("the side-effect records whose outcome is unknown (key, attempts, updated)")

@@ -24,9 +24,7 @@ const line = (c: ListBackfillCounts, done: boolean) =>
   `lists backfill: ${c.scanned} item(s) without list keys found, ${c.updated} updated, ${c.skipped} skipped${done ? " — done" : ""}`;
 
 export function listsCommand(targetOf: (command: Command) => Target): Command {
-  const lists = new Command("lists").description(
-    "the operator's lists of summarized states (the state table's by-kind-listed and by-waiting-since indexes)",
-  );
+  const lists = new Command("lists");
   lists
     .command("backfill")
     .description(

@@ -58,7 +58,6 @@ const ID = /^[A-Za-z0-9_-]{1,100}$/;
 
 export function traceCommand(targetOf: (command: Command) => Target): Command {
   return new Command("trace")
-    .description("the causal tree of an event, task or correlation id, with every group's outcome")
     .argument(
       "<id>",
       "an event id (ULID), a task id (task_...), a conversation id (conv_...) or a correlation id",
@@ -86,7 +85,6 @@ export function traceCommand(targetOf: (command: Command) => Target): Command {
 
 export function statusCommand(targetOf: (command: Command) => Target): Command {
   return new Command("status")
-    .description("queues per consumer group, relay, runs by status and what waits for a person")
     .option("--json", "print the status as JSON")
     .addOption(
       tenantOption(
@@ -109,7 +107,7 @@ export function statusCommand(targetOf: (command: Command) => Target): Command {
 }
 
 export function dlqCommand(targetOf: (command: Command) => Target): Command {
-  const dlq = new Command("dlq").description("the consumer groups' dead-letter queues");
+  const dlq = new Command("dlq");
   const list = async (command: Command, group: string | undefined, options: ListOptions) => {
     const tenant = tenantArgument(options.tenant);
     await withStack(targetOf(command), async (stack) => {
@@ -228,9 +226,6 @@ function checkRedrive(options: RedriveCliOptions): void {
 
 export function consoleCommand(targetOf: (command: Command) => Target): Command {
   return new Command("console")
-    .description(
-      "serve the console page on 127.0.0.1, with forms for the actions above (Ctrl-C stops it)",
-    )
     .option("--port <port>", "port on 127.0.0.1 (default: 8630)", "8630")
     .action(async function (this: Command, options: { port: string }) {
       const port = Number(options.port);

@@ -3,9 +3,9 @@ import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store"
 import { DynamoStreamLister } from "../../functions/adapters/dynamodb/stream-lister";
 import type { EventStore } from "../../functions/core/ports";
 import type { Role } from "../../functions/core/role";
-import { topology } from "../../lib/infra/topology";
 import { type FoldVerdict, foldVerdict } from "../../lib/operator/fold-groups";
 import { fromSdk } from "../../lib/operator/from-sdk";
+import { OPERATOR_GROUPS } from "../../lib/operator/groups";
 import { checkFold, type RebuildProgress, rebuild } from "../../lib/operator/rebuild";
 import { IncompleteFoldError, resetStates } from "../../lib/operator/rebuild-reset";
 import type { OpsStack } from "../../lib/operator/stack";
@@ -17,7 +17,7 @@ import { NotFoundError, out, type Target, UsageError } from "./target";
  * `agentbus rebuild <group>` and `agentbus check <group>`: feed a group every stream of an
  * aggregate type from the event store (resumable, while live traffic goes on), compare stored
  * states with the fold of their streams, and (`rebuild --reset`) rewrite the states from that
- * fold. They run the project's role (lib/infra/topology.ts) in this process, against the stack's
+ * fold. They run the project's role (lib/operator/groups.ts) in this process, against the stack's
  * tables, for every group whose state is a fold of its streams (lib/operator/fold-groups.ts).
  */
 
@@ -32,10 +32,10 @@ type Use = "rebuild" | "check" | "rebuild --reset";
  * group declares); a group they cannot run for `use` is refused, naming why.
  */
 function roleOf(group: string, use: Use): { role: Role<unknown>; verdict: FoldVerdict } {
-  const declared = topology.groups.find((g) => g.name === group);
+  const declared = OPERATOR_GROUPS.find((g) => g.name === group);
   if (!declared)
     throw new UsageError(
-      `no consumer group ${group} (groups: ${topology.groups.map((g) => g.name).join(", ")})`,
+      `no consumer group ${group} (groups: ${OPERATOR_GROUPS.map((g) => g.name).join(", ")})`,
     );
   const verdict = foldVerdict(declared);
   const why =
@@ -135,9 +135,6 @@ async function reset(stack: OpsStack, group: string, role: Role<unknown>, types:
 
 export function rebuildCommand(targetOf: (command: Command) => Target): Command {
   return new Command("rebuild")
-    .description(
-      "feed a group every stream of an aggregate type from the event store, in version order (resumable); --reset rewrites its states from the fold",
-    )
     .argument("<group>", "consumer group whose states are a fold of their streams")
     .requiredOption(
       "--type <aggregate-type>",
@@ -187,9 +184,6 @@ async function feed(
 
 export function checkCommand(targetOf: (command: Command) => Target): Command {
   return new Command("check")
-    .description(
-      "compare a group's stored states with the fold of their streams (state = fold(events))",
-    )
     .argument("<group>", "consumer group whose states are a fold of their streams")
     .requiredOption(
       "--type <aggregate-type>",

@@ -149,9 +149,6 @@ async function audit(
 
 export function replayCommand(targetOf: (command: Command) => Target): Command {
   return new Command("replay")
-    .description(
-      "replay a window of the topics' archives to chosen consumer groups (consumers de-duplicate)",
-    )
     .requiredOption("--from <time>", "start of the window (ISO 8601, by event time)")
     .requiredOption("--to <time>", "end of the window, excluded (ISO 8601, not in the future)")
     .option(

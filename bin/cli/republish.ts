@@ -52,9 +52,6 @@ function line(r: RepublishReport): string {
 
 export function republishCommand(targetOf: (command: Command) => Target): Command {
   return new Command("republish")
-    .description(
-      "put stored events on their buses again (a time window, or what the relay gave up on)",
-    )
     .option("--from <time>", "start of the window (ISO 8601, by occurred_at)")
     .option("--to <time>", "end of the window (ISO 8601)")
     .option("--failures", "the windows of the relay's failure records (deleted once republished)")

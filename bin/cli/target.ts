@@ -7,14 +7,15 @@ import { getProfileName, loadSharedConfigFiles } from "@smithy/core/config";
  * options, the environment and a `cdk deploy --outputs-file` JSON.
  */
 
-export const EXIT_AWS = 1;
-export const EXIT_USAGE = 2;
+/** Exit codes (bin/agentbus-cli.ts): 1 found a problem, 2 refused the input (0: done). */
+export const EXIT_PROBLEM = 1;
+export const EXIT_REFUSED = 2;
 
 export const out = (line = "") => process.stdout.write(`${line}\n`);
 
 /** A command-line mistake found before any AWS call: exit 2, nothing sent. */
 export class UsageError extends Error {}
-/** The AWS side does not have what was asked for (exit 1). */
+/** The AWS side does not have what was asked for, or not as it should be (exit 1). */
 export class NotFoundError extends Error {}
 
 export interface GlobalOptions {

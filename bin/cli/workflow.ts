@@ -184,9 +184,7 @@ async function loadRun(t: Target, runId: string): Promise<StoredState<Orchestrat
 
 /** The `workflow` command and its subcommands; `targetOf` resolves the global options. */
 export function workflowCommand(targetOf: Globals): Command {
-  const workflow = new Command("workflow").description(
-    "workflow runs (the orchestrator's DAG runs)",
-  );
+  const workflow = new Command("workflow");
   for (const make of [startCommand, showCommand, rerunCommand, resetCommand, resolveCommand])
     workflow.addCommand(make(targetOf));
   workflow.addCommand(cancelCommand(targetOf));

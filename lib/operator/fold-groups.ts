@@ -1,10 +1,11 @@
 import type { Role } from "../../functions/core/role";
+import type { GroupNeeds } from "../../functions/core/role-module";
 import { type EventRegistry, registry } from "../../schemas";
-import type { GroupDeclaration, GroupNeeds } from "../infra/topology";
+import type { OperatorGroup } from "./groups";
 
 /**
  * Which consumer groups the operator's rebuild and check can run, decided from what each group
- * declares (its `needs` in lib/infra/topology.ts, its role's flags, and which of its event types the
+ * declares (its `needs` in its role module, its role's flags, and which of its event types the
  * event store holds), never from a list of names: a group whose decision calls the outside world
  * is not a fold of its streams, and is refused with the reason.
  */
@@ -42,11 +43,8 @@ export interface FoldVerdict {
   readonly outsideStreams: readonly string[];
 }
 
-/** The verdict on one group of a topology. */
-export function foldVerdict(
-  group: Pick<GroupDeclaration, "name" | "role" | "needs">,
-  types: EventRegistry = registry,
-): FoldVerdict {
+/** The verdict on one consumer group. */
+export function foldVerdict(group: OperatorGroup, types: EventRegistry = registry): FoldVerdict {
   const { name, role } = group;
   const outsideStreams = role.subscriptions.filter(
     (type) => types.definitions().find((d) => d.type === type)?.sequenced !== true,

@@ -7,11 +7,11 @@ import { EventAttr, streamKey } from "../../functions/adapters/dynamodb/tables";
 import { DynamoTraceReader } from "../../functions/adapters/dynamodb/trace-reader";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import type { Envelope } from "../../schemas";
-import { topology } from "../infra/topology";
 import { agentWaits } from "./agent-actions";
 import { heldReplies } from "./customer-support";
 import { listDeadLetters } from "./dead-letters";
 import { fromSdk } from "./from-sdk";
+import { OPERATOR_GROUPS } from "./groups";
 import { sideEffectsByKey, summaries } from "./lists";
 import { recordedOutcomes } from "./recorded-outcomes";
 import { runView } from "./runs";
@@ -51,7 +51,7 @@ export function traceSources(stack: OpsStack): TraceSources {
     client: fromSdk(stack.dynamodb),
     tables: stack.names.tables,
   });
-  const roles = topology.groups.filter((g) => stack.groups.includes(g.name)).map((g) => g.role);
+  const roles = OPERATOR_GROUPS.filter((g) => stack.groups.includes(g.name)).map((g) => g.role);
   const recorded = recordedOutcomes(roles, { states, checkpoints: reader });
   return {
     reader,

@@ -1,6 +1,8 @@
 import { Duration, type Stack } from "aws-cdk-lib";
 import { Match, Template } from "aws-cdk-lib/assertions";
+import type { Command } from "commander";
 import { describe, expect, it } from "vitest";
+import { agentbusProgram } from "../../bin/cli/program";
 import { ConsumerGroup } from "../../lib/infra/constructs/consumer-group";
 import type { ConsumerGroupProps } from "../../lib/infra/constructs/consumer-group-props";
 import { Relay } from "../../lib/infra/constructs/relay";
@@ -109,16 +111,40 @@ describe("alarms where a person must act", () => {
     expect(alarms.length).toBeGreaterThan(0);
     for (const alarm of alarms)
       expect(alarm.Properties.AlarmDescription, alarm.id).toMatch(
-        /Run `agentbus (status|dlq list|trace <[a-z ]+>|workflow show <run id>)`/,
+        /Run `npx agentbus (status|dlq list|trace <[a-z ]+>|workflow show <run id>)`/,
       );
+  });
+
+  it("names only commands the CLI has, as typed (`npx agentbus <command> <subcommand>`)", async () => {
+    const program = await agentbusProgram();
+    const has = (words: readonly string[]) => {
+      let command: Command | undefined = program;
+      for (const word of words) command = command?.commands.find((c) => c.name() === word);
+      return command !== undefined;
+    };
+    const named = alarms.flatMap((alarm) =>
+      [...String(alarm.Properties.AlarmDescription).matchAll(/`([^`]*agentbus [^`]*)`/g)].map(
+        (m) => m[1] ?? "",
+      ),
+    );
+    expect(named.length).toBeGreaterThanOrEqual(alarms.length);
+    for (const command of named) {
+      expect(command, "typed as npx agentbus ...").toMatch(/^npx agentbus /);
+      // The command's words come before its first argument or option (`<run id>`, `--as`).
+      const words = command.slice("npx agentbus ".length).split(" ");
+      const end = words.findIndex((word) => !/^[a-z]+$/.test(word));
+      expect(has(end === -1 ? words : words.slice(0, end)), command).toBe(true);
+    }
   });
 
   it("names the command that shows what the alarm is about", () => {
     const description = (metric: string) =>
       String([...consumerAlarms(metric).values()][0]?.Properties.AlarmDescription);
-    expect(description("UnknownSideEffectOutcome")).toMatch(/`agentbus status`.*`agentbus trace/);
-    expect(description("ReplyHeldForReview")).toMatch(/`agentbus status`.*`agentbus trace/);
-    expect(description("WorkflowFailed")).toMatch(/`agentbus workflow show <run id>`/);
+    expect(description("UnknownSideEffectOutcome")).toMatch(
+      /`npx agentbus status`.*`npx agentbus trace/,
+    );
+    expect(description("ReplyHeldForReview")).toMatch(/`npx agentbus status`.*`npx agentbus trace/);
+    expect(description("WorkflowFailed")).toMatch(/`npx agentbus workflow show <run id>`/);
     const deadLetters = alarms.filter(
       (a) =>
         a.Properties.Namespace === "AWS/SQS" &&
@@ -127,7 +153,7 @@ describe("alarms where a person must act", () => {
     );
     expect(deadLetters.length).toBeGreaterThan(0);
     for (const alarm of deadLetters)
-      expect(alarm.Properties.AlarmDescription).toMatch(/`agentbus dlq list`/);
+      expect(alarm.Properties.AlarmDescription).toMatch(/`npx agentbus dlq list`/);
   });
 });
 

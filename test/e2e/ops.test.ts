@@ -1,8 +1,9 @@
-import { execFileSync } from "node:child_process";
+import { execFile, execFileSync, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
@@ -28,6 +29,9 @@ const ROOT = join(import.meta.dirname, "..", "..");
 const README = readFileSync(join(ROOT, "README.md"), "utf8");
 const STAGE = `ops-${Date.now().toString(36)}`;
 const CHROMIUM = "/usr/bin/chromium";
+const execFileAsync = promisify(execFile);
+const jq = spawnSync("jq", ["--version"], { stdio: "ignore" }).status === 0;
+if (!jq) console.warn("ops.test.ts: the `| jq .` check is skipped: jq is not installed");
 const OUTPUT = join(process.env.AGENTBUS_TEST_OUTPUT ?? "test/output", "console");
 if (!existsSync(CHROMIUM))
   console.warn(
@@ -123,6 +127,31 @@ describe("operator views of the local stack", () => {
     }
     expect(seen).toContain("workflow.completed audit=applied");
   }, 240_000);
+
+  it.skipIf(!jq)(
+    "`npx agentbus --outputs <file> trace <id> --json | jq .`: JSON alone on stdout, messages on stderr",
+    async () => {
+      const file = join(dir, "outputs-for-jq.json");
+      writeFileSync(file, JSON.stringify({ [`AgentBus-${STAGE}`]: env.deployment.outputs }));
+      const script = 'npx agentbus --outputs "$OUTPUTS" trace "$ID" --json | jq .';
+      const { stdout, stderr } = await execFileAsync("bash", ["-euo", "pipefail", "-c", script], {
+        cwd: ROOT,
+        env: {
+          ...process.env,
+          OUTPUTS: file,
+          ID: run.correlationId,
+          AWS_ENDPOINT_URL: env.endpoint,
+          AWS_REGION: env.region,
+          AWS_ACCESS_KEY_ID: "testing",
+          AWS_SECRET_ACCESS_KEY: "testing",
+        },
+      });
+      const view = JSON.parse(stdout) as TraceView;
+      expect(view.roots[0]?.event.eventType).toBe("workflow.start.requested");
+      expect(stderr).toContain(`agentbus: region ${env.region} (from `);
+    },
+    240_000,
+  );
 
   it("shows status and the dead letters; the same commands work with --outputs", async () => {
     const status = await local("status");

@@ -66,37 +66,37 @@ const ATTENTION_ALARMS: Readonly<
     id: "UnknownSideEffectAlarm",
     what: "sends whose outcome stayed unknown",
     why: "notification.failed with outcome unknown: the customer may or may not have the reply",
-    act: "Run `agentbus status` to list unknown side effects, then `agentbus trace <task id>` to follow one; resolve it by its idempotency key with `agentbus send resolve <key> --as delivered|resend|abandon`, never with a new send",
+    act: "Run `npx agentbus status` to list unknown side effects, then `npx agentbus trace <task id>` to follow one; resolve it by its idempotency key with `npx agentbus send resolve <key> --as delivered|resend|abandon`, never with a new send",
   },
   "held-replies": {
     id: "HeldReplyAlarm",
     what: "replies held for review",
     why: "reply.held_for_review: nothing is sent until a person decides",
-    act: "Run `agentbus status` to list held replies, then `agentbus trace <task id>` for the conversation behind one; decide with `agentbus reply approve <task id> [--text ...]` or `agentbus reply reject <task id>`",
+    act: "Run `npx agentbus status` to list held replies, then `npx agentbus trace <task id>` for the conversation behind one; decide with `npx agentbus reply approve <task id> [--text ...]` or `npx agentbus reply reject <task id>`",
   },
   "failed-runs": {
     id: "FailedRunAlarm",
     what: "workflow runs failed",
     why: "workflow.failed: the run ended without any node completed",
-    act: "Run `agentbus status` to list failed runs, then `agentbus workflow show <run id>` for the nodes' errors",
+    act: "Run `npx agentbus status` to list failed runs, then `npx agentbus workflow show <run id>` for the nodes' errors",
   },
   "needs-human": {
     id: "NeedsHumanAlarm",
     what: "agent runs ended NEEDS_HUMAN",
     why: "the model never answered in the required shape; the node waits for a person",
-    act: "Run `agentbus status` to list what needs a person, then `agentbus workflow show <run id>` for the node's error",
+    act: "Run `npx agentbus status` to list what needs a person, then `npx agentbus workflow show <run id>` for the node's error",
   },
   "awaiting-approval": {
     id: "AwaitingApprovalAlarm",
     what: "tool calls waiting for a person's approval",
     why: "an agent run is BLOCKED until a person approves or rejects the call (or its deadline passes)",
-    act: "Run `agentbus status` to list the runs that wait, then `agentbus approve <run id> --step <call id>` or `agentbus reject <run id> --step <call id> --reason ...`",
+    act: "Run `npx agentbus status` to list the runs that wait, then `npx agentbus approve <run id> --step <call id>` or `npx agentbus reject <run id> --step <call id> --reason ...`",
   },
 };
 
 const DEAD_LETTER_ACTION =
-  "Run `agentbus dlq list` to see each message with its error, and `agentbus trace <event id>` to follow one";
-const BACKLOG_ACTION = "Run `agentbus status` for the depth and age of every group's queues";
+  "Run `npx agentbus dlq list` to see each message with its error, and `npx agentbus trace <event id>` to follow one";
+const BACKLOG_ACTION = "Run `npx agentbus status` for the depth and age of every group's queues";
 
 /**
  * A metric the group's consumer publishes (namespace `AgentBus`, dimensions `service` and

@@ -151,7 +151,7 @@ export class Relay extends Construct {
       "FailureAlarm",
       this.metricFailureDepth(),
       0,
-      "relay: stream batches given up on (events not published). Run `agentbus status` for the relay's failures; the failure queue holds the stream positions to republish from",
+      "relay: stream batches given up on (events not published). Run `npx agentbus status` for the relay's failures; the failure queue holds the stream positions to republish from",
     );
     const maxAge = settings.maxIteratorAge;
     this.iteratorAgeAlarm = alarmAbove(
@@ -159,7 +159,7 @@ export class Relay extends Construct {
       "IteratorAgeAlarm",
       this.metricIteratorAge(),
       maxAge.toMilliseconds(),
-      `relay: more than ${maxAge.toHumanString()} behind the events table stream (events reach their buses late; the stream keeps records 24 hours). Run \`agentbus status\` for the relay's iterator age and failures`,
+      `relay: more than ${maxAge.toHumanString()} behind the events table stream (events reach their buses late; the stream keeps records 24 hours). Run \`npx agentbus status\` for the relay's iterator age and failures`,
     );
     this.alarms = [this.failureAlarm, this.iteratorAgeAlarm];
   }
