@@ -1,5 +1,6 @@
 import { Aws, CfnOutput } from "aws-cdk-lib";
 import type { Construct } from "constructs";
+import type { AlarmTopic } from "./constructs/alarm-topic";
 import type { ConsumerGroup } from "./constructs/consumer-group";
 import type { SupportResources } from "./constructs/customer-support";
 import type { FrontDoor } from "./constructs/front-door";
@@ -18,6 +19,7 @@ export interface OutputSources extends Construct {
   readonly tables: AgentBusTables;
   readonly support?: SupportResources;
   readonly frontDoor?: FrontDoor;
+  readonly alarmTopic: AlarmTopic;
 }
 
 type OutputFn = (id: string, value: string, description: string) => CfnOutput;
@@ -96,6 +98,11 @@ function otherOutputs(stack: OutputSources, output: OutputFn): void {
     "RelayFunctionName",
     stack.relay.function.functionName,
     "relay: its function (agentbus status reads its IteratorAge)",
+  );
+  output(
+    "AlarmTopicArn",
+    stack.alarmTopic.topic.topicArn,
+    "SNS topic every alarm notifies: subscribe a person (e-mail, a chat webhook) to it",
   );
   output(
     "OperatorReadPolicyArn",
