@@ -174,8 +174,12 @@ describe("the sweeper's alarms", () => {
       OKActions: [topicRef],
     });
     expect(alarm.AlarmDescription).toMatch(/10 minutes.*`npx agentbus approvals`/);
-    const env = (sweeper?.Properties.Environment as { Variables: Record<string, unknown> })
-      .Variables;
+    expect(sweeper).toBeDefined();
+    const env = (
+      (sweeper as Resource).Properties.Environment as {
+        Variables: Record<string, unknown>;
+      }
+    ).Variables;
     expect(env.APPROVAL_WARNING_SECONDS).toBe("600");
   });
 });
