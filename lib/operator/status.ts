@@ -105,14 +105,23 @@ async function groupStatus(stack: OpsStack): Promise<GroupStatusView[]> {
 
 /** What waits for a person, the newest waits first; with `tenant`, that tenant's only. */
 export async function waiting(stack: OpsStack, limit = 50, tenant?: string): Promise<WaitingView> {
-  const [heldReplies, unknown, awaitingApproval, needsHuman, failedRuns] = await Promise.all([
-    summaries(stack, { waiting: "held_reply" }, limit, tenant),
-    unknownSideEffects(stack, limit, tenant),
-    summaries(stack, { waiting: "approval" }, limit, tenant),
-    summaries(stack, { waiting: "needs_human" }, limit, tenant),
-    summaries(stack, { waiting: "failed_run" }, limit, tenant),
-  ]);
-  return { heldReplies, unknownSideEffects: unknown, awaitingApproval, needsHuman, failedRuns };
+  const [heldReplies, unknown, awaitingApproval, needsHuman, failedRuns, handedOff] =
+    await Promise.all([
+      summaries(stack, { waiting: "held_reply" }, limit, tenant),
+      unknownSideEffects(stack, limit, tenant),
+      summaries(stack, { waiting: "approval" }, limit, tenant),
+      summaries(stack, { waiting: "needs_human" }, limit, tenant),
+      summaries(stack, { waiting: "failed_run" }, limit, tenant),
+      summaries(stack, { waiting: "handed_off" }, limit, tenant),
+    ]);
+  return {
+    heldReplies,
+    unknownSideEffects: unknown,
+    awaitingApproval,
+    needsHuman,
+    failedRuns,
+    handedOff,
+  };
 }
 
 /**
@@ -163,6 +172,7 @@ export async function status(
       awaitingApproval: w.awaitingApproval.length,
       needsHumanNodes: w.needsHuman.length,
       failedNodes,
+      handedOff: w.handedOff.length,
     },
   };
 }

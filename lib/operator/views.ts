@@ -195,6 +195,8 @@ export interface WaitingView {
   readonly awaitingApproval: readonly ItemSummary[];
   readonly needsHuman: readonly ItemSummary[];
   readonly failedRuns: readonly ItemSummary[];
+  /** Conversations whose newest turn was handed off to a person after a step failed for good. */
+  readonly handedOff: readonly ItemSummary[];
 }
 
 export interface StatusView {
@@ -209,6 +211,7 @@ export interface StatusView {
     readonly awaitingApproval: number;
     readonly needsHumanNodes: number;
     readonly failedNodes: number;
+    readonly handedOff: number;
   };
 }
 

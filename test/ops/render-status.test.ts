@@ -13,4 +13,13 @@ describe("renderStatusText", () => {
       new RegExp(`\\(${at(48_010).replace(/[.]/g, "\\.")}\\)$`),
     );
   });
+
+  it("counts and lists the conversations handed off to a person", () => {
+    const { status, waiting } = overview();
+    const lines = renderStatusText(status, waiting).split("\n");
+    expect(lines).toContain("  handed off            1");
+    expect(lines).toContain(
+      `  handed off     conversation conv_01J9Z3HANDOFF (since ${at(6_000)})`,
+    );
+  });
 });

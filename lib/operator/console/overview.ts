@@ -134,6 +134,7 @@ ${card("awaiting-approval", "Awaiting approval", approvals, itemList(waiting.awa
 ${card("unknown-side-effects", "Side effects with unknown outcome", unknown, sideEffectList(waiting.unknownSideEffects, agentWaits, forms))}
 ${card("needs-human", "NEEDS_HUMAN", waiting.needsHuman.length, itemList(waiting.needsHuman, details), shown(waiting.needsHuman))}
 ${card("failed-runs", "Failed runs", waiting.failedRuns.length, itemList(waiting.failedRuns))}
+${card("handed-off", "Handed off to a person", waiting.handedOff.length, itemList(waiting.handedOff))}
 </div>`;
 }
 
