@@ -43,7 +43,10 @@ import type { StoredState } from "./ports";
  * period sends the same attempt again.
  */
 
+/** The sweeper's name: the producer of what it sends, and the `service` of its metrics. */
 export const SWEEPER_PRODUCER = "lease-sweeper";
+/** Published by every sweep that got as far as its plan (the count of lease reports). */
+export const LEASE_EXPIRED_METRIC = "LeaseExpired";
 /** The sweeper's count of waits for a person whose deadline is near (an alarm watches it). */
 export const APPROVAL_DEADLINE_NEAR_METRIC = "ApprovalDeadlineNear";
 /** How often the schedule runs the sweeper unless told otherwise (the construct's default). */

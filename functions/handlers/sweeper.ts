@@ -20,7 +20,9 @@ import {
   DAG_RUN_AGGREGATE,
   DEFAULT_SWEEP_RATE_SECONDS,
   deadlinesNear,
+  LEASE_EXPIRED_METRIC,
   planSweep,
+  SWEEPER_PRODUCER,
   type SweepPlan,
 } from "../core/sweeper";
 import { containerAwsClient } from "./aws";
@@ -100,7 +102,7 @@ export type SweeperHandler = (event?: unknown, context?: Context) => Promise<Swe
  */
 export function createSweeperHandler(options: SweeperOptions = {}): SweeperHandler {
   const env = parseEnv(SweeperEnv, options.env ?? process.env, "sweeper");
-  const { logger, metrics, tracer } = options.observability ?? observability("lease-sweeper");
+  const { logger, metrics, tracer } = options.observability ?? observability(SWEEPER_PRODUCER);
   const clock = options.clock ?? systemClock;
   const registry = options.registry ?? defaultRegistry;
   const index =
@@ -132,7 +134,7 @@ export function createSweeperHandler(options: SweeperOptions = {}): SweeperHandl
         ...sweepReport(due.length, states.length, plan, published, failures.length),
         deadlineNear: near,
       };
-      metrics.addMetric("LeaseExpired", MetricUnit.Count, report.leaseExpired);
+      metrics.addMetric(LEASE_EXPIRED_METRIC, MetricUnit.Count, report.leaseExpired);
       metrics.addMetric("ReleaseRequested", MetricUnit.Count, report.releaseRequested);
       metrics.addMetric("ConfirmExpired", MetricUnit.Count, report.confirmExpired);
       metrics.addMetric("DependencyExpired", MetricUnit.Count, report.dependencyExpired);

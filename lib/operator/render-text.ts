@@ -78,6 +78,7 @@ export function renderStatusText(view: StatusView, waiting?: WaitingView, tenant
   lines.push(
     "",
     `relay: iterator age ${age === undefined ? "- (no CloudWatch data)" : `${age} ms`}, ${view.relayFailures} batch(es) in its failure queue`,
+    `sweeper: last sweep ${view.lastSweepAt ?? "- (none in the last hour, or no CloudWatch data)"}`,
     ...(tenant === undefined
       ? []
       : [`tenant ${tenant} (runs and waits; the queues are every tenant's)`]),

@@ -204,6 +204,11 @@ export interface StatusView {
   /** Age of the newest stream record the relay read, in ms (CloudWatch IteratorAge). */
   readonly relayIteratorAgeMs?: number;
   readonly relayFailures: number;
+  /**
+   * When the lease sweeper last completed a sweep (CloudWatch, the last hour); absent when none
+   * did or there is no CloudWatch data. A sweeper that fails leaves it behind.
+   */
+  readonly lastSweepAt?: string;
   readonly runsByStatus: Readonly<Record<string, number>>;
   readonly counts: {
     readonly heldReplies: number;

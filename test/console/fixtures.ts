@@ -277,6 +277,7 @@ export function overview(): OverviewView {
       ],
       relayIteratorAgeMs: 350,
       relayFailures: 0,
+      lastSweepAt: at(9_000),
       runsByStatus: { FAILED: 1, COMPLETED: 1 },
       counts: {
         heldReplies: 1,

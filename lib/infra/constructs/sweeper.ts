@@ -3,7 +3,7 @@ import { Alarm, ComparisonOperator, Metric, TreatMissingData } from "aws-cdk-lib
 import { type IRuleTarget, Rule, Schedule } from "aws-cdk-lib/aws-events";
 import { LambdaFunction } from "aws-cdk-lib/aws-events-targets";
 import { Construct } from "constructs";
-import { APPROVAL_DEADLINE_NEAR_METRIC } from "../../../functions/core/sweeper";
+import { APPROVAL_DEADLINE_NEAR_METRIC, SWEEPER_PRODUCER } from "../../../functions/core/sweeper";
 import { ALARM_ACTIONS } from "./alarm-commands";
 import { AgentBusFunction, METRICS_NAMESPACE } from "./function";
 import type { AgentBusTables } from "./tables";
@@ -31,7 +31,7 @@ export interface LeaseSweeperProps {
 }
 
 /** The `service` dimension of the sweeper's metrics (its Powertools service name). */
-export const SWEEPER_SERVICE = "lease-sweeper";
+export const SWEEPER_SERVICE = SWEEPER_PRODUCER;
 /** Minutes in a row with a failed sweep before the failure alarm fires. */
 const FAILING_MINUTES = 5;
 

@@ -181,6 +181,7 @@ function renderStatusFacts(status: StatusView): string {
 ${fact("runs", runs || '<span class="none">none</span>')}
 ${fact("relay iterator age", escapeHtml(age))}
 ${fact("relay failures", escapeHtml(status.relayFailures))}
+${fact("last sweep", escapeHtml(status.lastSweepAt === undefined ? "—" : formatTime(status.lastSweepAt)))}
 ${fact("failed nodes", escapeHtml(status.counts.failedNodes))}
 ${fact("NEEDS_HUMAN nodes", escapeHtml(status.counts.needsHumanNodes))}
 </ul>`;
