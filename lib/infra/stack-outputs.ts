@@ -36,6 +36,11 @@ export function addStackOutputs(stack: OutputSources): void {
   for (const topic of stack.topics.values()) topicOutputs(topic, output);
   for (const group of stack.groups) groupOutputs(group, output);
   otherOutputs(stack, output);
+  output(
+    "AlarmTopicArn",
+    stack.alarmTopic.topic.topicArn,
+    "SNS topic every alarm notifies: subscribe a person (e-mail, a chat webhook) to it",
+  );
 }
 
 /** A topic's bus name and ARN, and its archive's ARN (what agentbus replay replays from). */
@@ -98,11 +103,6 @@ function otherOutputs(stack: OutputSources, output: OutputFn): void {
     "RelayFunctionName",
     stack.relay.function.functionName,
     "relay: its function (agentbus status reads its IteratorAge)",
-  );
-  output(
-    "AlarmTopicArn",
-    stack.alarmTopic.topic.topicArn,
-    "SNS topic every alarm notifies: subscribe a person (e-mail, a chat webhook) to it",
   );
   output(
     "OperatorReadPolicyArn",
