@@ -29,10 +29,10 @@ import { containerAwsClient } from "./aws";
 import { lambdaEntry } from "./lambda-entry";
 import { type Observability, observability } from "./observe";
 
-/** The lease sweeper: the state table (and its by-due index) and the buses it reports on. */
 /** How long before its deadline a wait for a person counts as near, unless told otherwise. */
 export const DEFAULT_APPROVAL_WARNING_SECONDS = 600;
 
+/** The lease sweeper: the state table (and its by-due index) and the buses it reports on. */
 export const SweeperEnv = z
   .object({
     STATE_TABLE: z.string().check(z.minLength(1)),
