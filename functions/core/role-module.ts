@@ -22,14 +22,20 @@ import type { ChannelPort, SideEffectStore } from "./side-effects";
  * - `unknown-side-effects`: a send whose outcome could not be learnt;
  * - `held-replies`: a reply waiting for a person's review;
  * - `failed-runs`: a workflow run that ended without any node completed;
- * - `needs-human`: an agent run that gave up and waits for a person.
+ * - `partial-runs`: a workflow run that ended with some nodes completed and some not;
+ * - `needs-human`: an agent run that gave up and waits for a person;
+ * - `awaiting-approval`: something that waits for a person's yes or no;
+ * - `handed-off`: a support turn handed to a person after a step failed for good (the customer
+ *   was told "a member of our team will get back to you").
  */
 export type AttentionSignal =
   | "unknown-side-effects"
   | "held-replies"
   | "failed-runs"
+  | "partial-runs"
   | "needs-human"
-  | "awaiting-approval";
+  | "awaiting-approval"
+  | "handed-off";
 
 /**
  * What a group needs besides its queues, its function and the tables; the stack wires and grants

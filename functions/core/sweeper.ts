@@ -43,7 +43,12 @@ import type { StoredState } from "./ports";
  * period sends the same attempt again.
  */
 
+/** The sweeper's name: the producer of what it sends, and the `service` of its metrics. */
 export const SWEEPER_PRODUCER = "lease-sweeper";
+/** Published by every sweep that got as far as its plan (the count of lease reports). */
+export const LEASE_EXPIRED_METRIC = "LeaseExpired";
+/** The sweeper's count of waits for a person whose deadline is near (an alarm watches it). */
+export const APPROVAL_DEADLINE_NEAR_METRIC = "ApprovalDeadlineNear";
 /** How often the schedule runs the sweeper unless told otherwise (the construct's default). */
 export const DEFAULT_SWEEP_RATE_SECONDS = 60;
 export const DAG_RUN_AGGREGATE = "dag_run";
@@ -339,4 +344,36 @@ function isRunState(data: unknown): data is SweptRunState {
     typeof d.run.nodes === "object" &&
     Array.isArray(d.held)
   );
+}
+
+/**
+ * How many waits for a person end within `windowMs` after `now` (not yet past): agent runs
+ * BLOCKED on an approval whose deadline is that close, and nodes of RUNNING DAG runs BLOCKED on
+ * a confirmation whose `confirm_by` is. The sweeper publishes it each sweep (`ApprovalDeadlineNear`)
+ * so that a person is warned before the deadline decides for them.
+ */
+export function deadlinesNear(
+  states: readonly StoredState<unknown>[],
+  now: Date,
+  windowMs: number,
+): number {
+  const near = (iso: string | undefined) => {
+    const at = iso === undefined ? Number.NaN : Date.parse(iso);
+    return at > now.getTime() && at <= now.getTime() + windowMs;
+  };
+  let count = 0;
+  for (const { aggregate, data } of states) {
+    if (aggregate.type === AGENT_RUN_AGGREGATE && isAgentRun(data)) {
+      if (data.status === "BLOCKED" && near(data.waiting?.deadline)) count++;
+    } else if (aggregate.type === DAG_RUN_AGGREGATE && isRunState(data)) {
+      if (data.run.status !== "RUNNING") continue;
+      for (const [nodeId, node] of Object.entries(data.run.nodes)) {
+        const lease = data.leases?.[nodeId];
+        const blocked = lease?.blocked;
+        if (node.state !== "RUNNING" || lease?.generation !== node.assigned_generation) continue;
+        if (blocked && !blocked.outcome && near(blocked.confirm_by)) count++;
+      }
+    }
+  }
+  return count;
 }

@@ -37,19 +37,23 @@ export const TIMING_METRICS = {
  *   could not be learnt);
  * - `held-replies`: `reply.held_for_review` (a reply waiting for a person's review);
  * - `failed-runs`: `workflow.failed` (a workflow run ended without any node completed);
+ * - `partial-runs`: `workflow.partial` (a workflow run ended with some nodes completed);
  * - `needs-human`: a content agent's `<role>.failed` with code `model.invalid_output` (its run
  *   ended NEEDS_HUMAN), or a refund review handed to a person (`refund.review.needs_person`
  *   waiting for an answer); one waiting for an outcome that could not be learnt counts as an
  *   `unknown-side-effects`;
  * - `awaiting-approval`: what waits for a person's approval (functions/core/approval.ts): a refund
- *   review's tool call, a content agent's confirmation (`node.blocked`).
+ *   review's tool call, a content agent's confirmation (`node.blocked`);
+ * - `handed-off`: `support.step.failed` that sent the customer the hand-off message.
  */
 export const ATTENTION_METRICS = {
   "unknown-side-effects": "UnknownSideEffectOutcome",
   "held-replies": "ReplyHeldForReview",
   "failed-runs": "WorkflowFailed",
+  "partial-runs": "WorkflowPartial",
   "needs-human": "AgentRunNeedsHuman",
   "awaiting-approval": "ApprovalRequested",
+  "handed-off": "SupportTurnHandedOff",
 } as const satisfies Record<AttentionSignal, string>;
 export type { AttentionSignal };
 export type AttentionMetric = (typeof ATTENTION_METRICS)[AttentionSignal];
@@ -83,6 +87,10 @@ export function attentionOf(event: Envelope): AttentionMetric | undefined {
       return ATTENTION_METRICS["held-replies"];
     case "workflow.failed":
       return ATTENTION_METRICS["failed-runs"];
+    case "workflow.partial":
+      return ATTENTION_METRICS["partial-runs"];
+    case "support.step.failed":
+      return payload.handed_off === true ? ATTENTION_METRICS["handed-off"] : undefined;
     case "node.blocked":
       return ATTENTION_METRICS["awaiting-approval"];
     case "refund.review.needs_person":

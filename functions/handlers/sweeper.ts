@@ -16,14 +16,21 @@ import { parseEnv } from "../core/parse-env";
 import type { Clock, DueReader, EventPublisher, StateReader } from "../core/ports";
 import { systemClock } from "../core/runtime";
 import {
+  APPROVAL_DEADLINE_NEAR_METRIC,
   DAG_RUN_AGGREGATE,
   DEFAULT_SWEEP_RATE_SECONDS,
+  deadlinesNear,
+  LEASE_EXPIRED_METRIC,
   planSweep,
+  SWEEPER_PRODUCER,
   type SweepPlan,
 } from "../core/sweeper";
 import { containerAwsClient } from "./aws";
 import { lambdaEntry } from "./lambda-entry";
 import { type Observability, observability } from "./observe";
+
+/** How long before its deadline a wait for a person counts as near, unless told otherwise. */
+export const DEFAULT_APPROVAL_WARNING_SECONDS = 600;
 
 /** The lease sweeper: the state table (and its by-due index) and the buses it reports on. */
 export const SweeperEnv = z
@@ -37,6 +44,11 @@ export const SweeperEnv = z
     SWEEP_RATE_SECONDS: z._default(
       z.coerce.number().check(z.int(), z.minimum(1)),
       DEFAULT_SWEEP_RATE_SECONDS,
+    ),
+    /** Seconds before an approval's or confirmation's deadline at which it counts as near. */
+    APPROVAL_WARNING_SECONDS: z._default(
+      z.coerce.number().check(z.int(), z.minimum(0)),
+      DEFAULT_APPROVAL_WARNING_SECONDS,
     ),
   })
   .check(
@@ -57,6 +69,8 @@ export interface SweepReport {
   readonly dependencyExpired: number;
   /** Agent runs BLOCKED past an approval's deadline, sent their `deadline` decision. */
   readonly approvalExpired: number;
+  /** Approvals and confirmations whose deadline is within `APPROVAL_WARNING_SECONDS`. */
+  readonly deadlineNear: number;
   readonly published: number;
   readonly failed: number;
 }
@@ -88,7 +102,7 @@ export type SweeperHandler = (event?: unknown, context?: Context) => Promise<Swe
  */
 export function createSweeperHandler(options: SweeperOptions = {}): SweeperHandler {
   const env = parseEnv(SweeperEnv, options.env ?? process.env, "sweeper");
-  const { logger, metrics, tracer } = options.observability ?? observability("lease-sweeper");
+  const { logger, metrics, tracer } = options.observability ?? observability(SWEEPER_PRODUCER);
   const clock = options.clock ?? systemClock;
   const registry = options.registry ?? defaultRegistry;
   const index =
@@ -115,12 +129,17 @@ export function createSweeperHandler(options: SweeperOptions = {}): SweeperHandl
       const states = runs.length > 0 ? await index.loadStates(runs) : [];
       const plan = planSweep(states, now, registry, env.SWEEP_RATE_SECONDS);
       const { published, failures } = await publishPlan(publisher, plan);
-      const report = sweepReport(due.length, states.length, plan, published, failures.length);
-      metrics.addMetric("LeaseExpired", MetricUnit.Count, report.leaseExpired);
+      const near = await countDeadlinesNear(index, now, env);
+      const report = {
+        ...sweepReport(due.length, states.length, plan, published, failures.length),
+        deadlineNear: near,
+      };
+      metrics.addMetric(LEASE_EXPIRED_METRIC, MetricUnit.Count, report.leaseExpired);
       metrics.addMetric("ReleaseRequested", MetricUnit.Count, report.releaseRequested);
       metrics.addMetric("ConfirmExpired", MetricUnit.Count, report.confirmExpired);
       metrics.addMetric("DependencyExpired", MetricUnit.Count, report.dependencyExpired);
       metrics.addMetric("ApprovalExpired", MetricUnit.Count, report.approvalExpired);
+      metrics.addMetric(APPROVAL_DEADLINE_NEAR_METRIC, MetricUnit.Count, report.deadlineNear);
       if (report.published || report.failed) logger.info("swept", { ...report });
       options.onReport?.(report);
       if (failures.length > 0)
@@ -137,6 +156,26 @@ export function createSweeperHandler(options: SweeperOptions = {}): SweeperHandl
   };
 }
 
+/**
+ * Waits for a person whose deadline comes within the warning window: the DAG runs and agent runs
+ * due by then but not yet (the due index lists them by their earliest deadline), loaded and
+ * counted by deadlinesNear. 0 when the window is 0.
+ */
+async function countDeadlinesNear(
+  index: DueReader & StateReader,
+  now: Date,
+  env: SweeperEnv,
+): Promise<number> {
+  if (env.APPROVAL_WARNING_SECONDS === 0) return 0;
+  const windowMs = env.APPROVAL_WARNING_SECONDS * 1000;
+  const soon = await index.due(new Date(now.getTime() + windowMs), env.SWEEP_LIMIT);
+  const runs = soon.filter(
+    (ref) => ref.type === DAG_RUN_AGGREGATE || ref.type === AGENT_RUN_AGGREGATE,
+  );
+  if (runs.length === 0) return 0;
+  return deadlinesNear(await index.loadStates(runs), now, windowMs);
+}
+
 /** What one sweep found and sent, by kind. */
 function sweepReport(
   due: number,
@@ -144,7 +183,7 @@ function sweepReport(
   plan: SweepPlan,
   published: number,
   failed: number,
-): SweepReport {
+): Omit<SweepReport, "deadlineNear"> {
   const count = (type: string) =>
     plan.messages.filter((m) => m.envelope.event_type === type).length;
   return {

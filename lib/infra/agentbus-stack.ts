@@ -9,6 +9,12 @@ import {
 import type { CfnQueue } from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
 import { DEFAULT_QUEUE_DEPTH_THRESHOLD } from "../../functions/roles/orchestrator/orchestrator";
+import {
+  ALARM_EMAIL_CONTEXT,
+  ALARM_WEBHOOK_CONTEXT,
+  AlarmTopic,
+  listFromContext,
+} from "./constructs/alarm-topic";
 import { ConsumerGroup } from "./constructs/consumer-group";
 import { pickGroupSettings, stageProblem } from "./constructs/consumer-group-rules";
 import { SupportResources } from "./constructs/customer-support";
@@ -143,6 +149,11 @@ export class AgentBusStack extends Stack {
    * and events topics).
    */
   readonly sweeper?: LeaseSweeper;
+  /**
+   * Where every alarm goes (output `AlarmTopicArn`), with the subscriptions the context names:
+   * `agentbus:alarmEmail`, `agentbus:alarmWebhook`.
+   */
+  readonly alarmTopic: AlarmTopic;
   /** The dashboard (absent for an emulator without dashboards). */
   readonly dashboard?: Dashboard;
   /** The managed policy an operator's role needs for trace, status, dlq and the console. */
@@ -197,6 +208,7 @@ export class AgentBusStack extends Stack {
 
     this.frontDoor = this.createFrontDoor(stage, props);
     this.operatorAccess = this.createOperatorAccess(stage);
+    this.alarmTopic = this.createAlarmTopic();
 
     if (this.capabilities.dashboard) {
       this.dashboard = new Dashboard(this, "Dashboard", {
@@ -224,6 +236,28 @@ export class AgentBusStack extends Stack {
       topics: [...this.topics.values()].filter((t) => ["events", "commands"].includes(t.topicName)),
       issuer,
     });
+  }
+
+  /**
+   * The alarm topic, subscribed from the context, and every alarm's action: ALARM for each, OK
+   * too where OK means the problem is gone (a queue drained, the relay caught up, the sweeper
+   * sweeping, no deadline near), not where an alarm counts what happened within five minutes.
+   */
+  private createAlarmTopic(): AlarmTopic {
+    const context = (key: string) => listFromContext(this.node.tryGetContext(key), key);
+    const alarmTopic = new AlarmTopic(this, "AlarmTopic", {
+      emails: context(ALARM_EMAIL_CONTEXT),
+      webhooks: context(ALARM_WEBHOOK_CONTEXT),
+    });
+    const groupCounts = this.groups.flatMap((g) => Object.values(g.attentionAlarms));
+    const groupStates = this.groups
+      .flatMap((g) => g.alarms)
+      .filter((a) => !groupCounts.includes(a));
+    alarmTopic.notify([...groupStates, ...this.relay.alarms, ...(this.sweeper?.alarms ?? [])], {
+      resolved: true,
+    });
+    alarmTopic.notify(groupCounts, { resolved: false });
+    return alarmTopic;
   }
 
   /** The managed policy of the operator's tools: what they read, and the repairs they start. */

@@ -1,5 +1,6 @@
 import { Aws, CfnOutput } from "aws-cdk-lib";
 import type { Construct } from "constructs";
+import type { AlarmTopic } from "./constructs/alarm-topic";
 import type { ConsumerGroup } from "./constructs/consumer-group";
 import type { SupportResources } from "./constructs/customer-support";
 import type { FrontDoor } from "./constructs/front-door";
@@ -18,6 +19,7 @@ export interface OutputSources extends Construct {
   readonly tables: AgentBusTables;
   readonly support?: SupportResources;
   readonly frontDoor?: FrontDoor;
+  readonly alarmTopic: AlarmTopic;
 }
 
 type OutputFn = (id: string, value: string, description: string) => CfnOutput;
@@ -34,6 +36,11 @@ export function addStackOutputs(stack: OutputSources): void {
   for (const topic of stack.topics.values()) topicOutputs(topic, output);
   for (const group of stack.groups) groupOutputs(group, output);
   otherOutputs(stack, output);
+  output(
+    "AlarmTopicArn",
+    stack.alarmTopic.topic.topicArn,
+    "SNS topic every alarm notifies: subscribe a person (e-mail, a chat webhook) to it",
+  );
 }
 
 /** A topic's bus name and ARN, and its archive's ARN (what agentbus replay replays from). */

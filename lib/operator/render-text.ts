@@ -78,6 +78,7 @@ export function renderStatusText(view: StatusView, waiting?: WaitingView, tenant
   lines.push(
     "",
     `relay: iterator age ${age === undefined ? "- (no CloudWatch data)" : `${age} ms`}, ${view.relayFailures} batch(es) in its failure queue`,
+    `sweeper: last sweep ${view.lastSweepAt ?? "- (none in the last hour, or no CloudWatch data)"}`,
     ...(tenant === undefined
       ? []
       : [`tenant ${tenant} (runs and waits; the queues are every tenant's)`]),
@@ -92,6 +93,7 @@ export function renderStatusText(view: StatusView, waiting?: WaitingView, tenant
     `  awaiting approval     ${view.counts.awaitingApproval}`,
     `  NEEDS_HUMAN nodes     ${view.counts.needsHumanNodes}`,
     `  FAILED nodes          ${view.counts.failedNodes}`,
+    `  handed off            ${view.counts.handedOff}`,
   );
   if (waiting) lines.push(...waitingLines(waiting));
   return lines.join("\n");
@@ -119,6 +121,8 @@ function waitingLines(w: WaitingView): string[] {
     lines.push(`  NEEDS_HUMAN    ${c.label ?? c.id} (${since(c)})${tenantOf(c)}`);
   for (const c of w.failedRuns)
     lines.push(`  ${c.status.padEnd(14)} run ${c.id} ${c.label ?? ""} (${since(c)})${tenantOf(c)}`);
+  for (const c of w.handedOff)
+    lines.push(`  handed off     ${c.kind} ${c.id} (${since(c)})${tenantOf(c)}`);
   return lines;
 }
 

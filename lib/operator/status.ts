@@ -1,5 +1,6 @@
 import { GetMetricDataCommand } from "@aws-sdk/client-cloudwatch";
 import { GetQueueAttributesCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import { LEASE_EXPIRED_METRIC, SWEEPER_PRODUCER } from "../../functions/core/sweeper";
 import { summaries, unknownSideEffects } from "./lists";
 import type { OpsStack } from "./stack";
 import type { GroupStatusView, StatusView, WaitingView } from "./views";
@@ -103,16 +104,58 @@ async function groupStatus(stack: OpsStack): Promise<GroupStatusView[]> {
   );
 }
 
+/**
+ * When the lease sweeper last got through a sweep (the newest datapoint of `LeaseExpired`, which
+ * every such sweep publishes, within the last hour); undefined without one or without CloudWatch.
+ */
+export async function lastSweep(stack: OpsStack): Promise<string | undefined> {
+  const end = new Date();
+  try {
+    const out = await stack.cloudwatch.send(
+      new GetMetricDataCommand({
+        StartTime: new Date(end.getTime() - 60 * 60_000),
+        EndTime: end,
+        MetricDataQueries: [
+          {
+            Id: "sweeps",
+            MetricStat: {
+              Metric: {
+                Namespace: "AgentBus",
+                MetricName: LEASE_EXPIRED_METRIC,
+                Dimensions: [{ Name: "service", Value: SWEEPER_PRODUCER }],
+              },
+              Period: 60,
+              Stat: "SampleCount",
+            },
+          },
+        ],
+      }),
+    );
+    return out.MetricDataResults?.[0]?.Timestamps?.[0]?.toISOString();
+  } catch {
+    return undefined;
+  }
+}
+
 /** What waits for a person, the newest waits first; with `tenant`, that tenant's only. */
 export async function waiting(stack: OpsStack, limit = 50, tenant?: string): Promise<WaitingView> {
-  const [heldReplies, unknown, awaitingApproval, needsHuman, failedRuns] = await Promise.all([
-    summaries(stack, { waiting: "held_reply" }, limit, tenant),
-    unknownSideEffects(stack, limit, tenant),
-    summaries(stack, { waiting: "approval" }, limit, tenant),
-    summaries(stack, { waiting: "needs_human" }, limit, tenant),
-    summaries(stack, { waiting: "failed_run" }, limit, tenant),
-  ]);
-  return { heldReplies, unknownSideEffects: unknown, awaitingApproval, needsHuman, failedRuns };
+  const [heldReplies, unknown, awaitingApproval, needsHuman, failedRuns, handedOff] =
+    await Promise.all([
+      summaries(stack, { waiting: "held_reply" }, limit, tenant),
+      unknownSideEffects(stack, limit, tenant),
+      summaries(stack, { waiting: "approval" }, limit, tenant),
+      summaries(stack, { waiting: "needs_human" }, limit, tenant),
+      summaries(stack, { waiting: "failed_run" }, limit, tenant),
+      summaries(stack, { waiting: "handed_off" }, limit, tenant),
+    ]);
+  return {
+    heldReplies,
+    unknownSideEffects: unknown,
+    awaitingApproval,
+    needsHuman,
+    failedRuns,
+    handedOff,
+  };
 }
 
 /**
@@ -125,7 +168,7 @@ export async function status(
   tenant?: string,
 ): Promise<StatusView> {
   const relayFunction = stack.outputs.RelayFunctionName;
-  const [groups, relayFailures, runs, w, relay] = await Promise.all([
+  const [groups, relayFailures, runs, w, relay, sweptAt] = await Promise.all([
     groupStatus(stack),
     depthOf(stack.sqs, stack.names.relayFailureQueue),
     summaries(stack, { kind: "run" }, RUN_WINDOW, tenant),
@@ -140,6 +183,7 @@ export async function status(
           },
         ])
       : new Map<string, number>(),
+    lastSweep(stack),
   ]);
   const runsByStatus: Record<string, number> = {};
   for (const r of runs) runsByStatus[r.status] = (runsByStatus[r.status] ?? 0) + 1;
@@ -156,6 +200,7 @@ export async function status(
     groups,
     ...(age !== undefined ? { relayIteratorAgeMs: age } : {}),
     relayFailures: relayFailures.visible + relayFailures.inFlight,
+    ...(sweptAt ? { lastSweepAt: sweptAt } : {}),
     runsByStatus,
     counts: {
       heldReplies: heldCount,
@@ -163,6 +208,7 @@ export async function status(
       awaitingApproval: w.awaitingApproval.length,
       needsHumanNodes: w.needsHuman.length,
       failedNodes,
+      handedOff: w.handedOff.length,
     },
   };
 }

@@ -195,6 +195,8 @@ export interface WaitingView {
   readonly awaitingApproval: readonly ItemSummary[];
   readonly needsHuman: readonly ItemSummary[];
   readonly failedRuns: readonly ItemSummary[];
+  /** Conversations whose newest turn was handed off to a person after a step failed for good. */
+  readonly handedOff: readonly ItemSummary[];
 }
 
 export interface StatusView {
@@ -202,6 +204,11 @@ export interface StatusView {
   /** Age of the newest stream record the relay read, in ms (CloudWatch IteratorAge). */
   readonly relayIteratorAgeMs?: number;
   readonly relayFailures: number;
+  /**
+   * When the lease sweeper last completed a sweep (CloudWatch, the last hour); absent when none
+   * did or there is no CloudWatch data. A sweeper that fails leaves it behind.
+   */
+  readonly lastSweepAt?: string;
   readonly runsByStatus: Readonly<Record<string, number>>;
   readonly counts: {
     readonly heldReplies: number;
@@ -209,6 +216,7 @@ export interface StatusView {
     readonly awaitingApproval: number;
     readonly needsHumanNodes: number;
     readonly failedNodes: number;
+    readonly handedOff: number;
   };
 }
 

@@ -85,6 +85,19 @@ describe("alarms where a person must act", () => {
     expect(found.get("orchestrator")?.Properties).toMatchObject(ANY_WITHIN_5_MINUTES);
   });
 
+  it("any PARTIAL workflow run of the orchestrator", () => {
+    const found = consumerAlarms("WorkflowPartial");
+    expect([...found.keys()]).toEqual(["orchestrator"]);
+    expect(found.get("orchestrator")?.Properties).toMatchObject(ANY_WITHIN_5_MINUTES);
+  });
+
+  it("any support turn handed off to a person, by the two steps that can fail for good", () => {
+    const found = consumerAlarms("SupportTurnHandedOff");
+    expect([...found.keys()].sort()).toEqual(["order-lookup", "reply-generation"]);
+    for (const alarm of found.values())
+      expect(alarm.Properties).toMatchObject(ANY_WITHIN_5_MINUTES);
+  });
+
   it("any agent run ending NEEDS_HUMAN, for each content agent and the refund agent", () => {
     const found = consumerAlarms("AgentRunNeedsHuman");
     expect([...found.keys()].sort()).toEqual([...CONTENT_ROLES, "refund-review"].sort());
@@ -111,7 +124,7 @@ describe("alarms where a person must act", () => {
     expect(alarms.length).toBeGreaterThan(0);
     for (const alarm of alarms)
       expect(alarm.Properties.AlarmDescription, alarm.id).toMatch(
-        /Run `npx agentbus (status|dlq list|trace <[a-z ]+>|workflow show <run id>)`/,
+        /Run `npx agentbus (status|approvals|dlq list|send list|reply list)`/,
       );
   });
 
@@ -141,10 +154,17 @@ describe("alarms where a person must act", () => {
     const description = (metric: string) =>
       String([...consumerAlarms(metric).values()][0]?.Properties.AlarmDescription);
     expect(description("UnknownSideEffectOutcome")).toMatch(
-      /`npx agentbus status`.*`npx agentbus trace/,
+      /`npx agentbus send list`.*`npx agentbus send resolve <key>/,
     );
-    expect(description("ReplyHeldForReview")).toMatch(/`npx agentbus status`.*`npx agentbus trace/);
+    expect(description("ReplyHeldForReview")).toMatch(
+      /`npx agentbus reply list`.*`npx agentbus reply approve <task id>/,
+    );
     expect(description("WorkflowFailed")).toMatch(/`npx agentbus workflow show <run id>`/);
+    expect(description("WorkflowPartial")).toMatch(/`npx agentbus workflow show <run id>`/);
+    expect(description("ApprovalRequested")).toMatch(/`npx agentbus approvals`/);
+    expect(description("SupportTurnHandedOff")).toMatch(
+      /`npx agentbus status`.*`npx agentbus trace <conversation id>`/,
+    );
     const deadLetters = alarms.filter(
       (a) =>
         a.Properties.Namespace === "AWS/SQS" &&
@@ -205,8 +225,9 @@ describe("dashboard", () => {
   it("shows what needs a person for the groups that emit it, and no such graph for others", () => {
     const expected: Record<string, string[]> = {
       sender: ["UnknownSideEffectOutcome"],
-      "reply-generation": ["ReplyHeldForReview"],
-      orchestrator: ["WorkflowFailed"],
+      "reply-generation": ["ReplyHeldForReview", "SupportTurnHandedOff"],
+      "order-lookup": ["SupportTurnHandedOff"],
+      orchestrator: ["WorkflowFailed", "WorkflowPartial"],
       ...Object.fromEntries(
         CONTENT_ROLES.map((role) => [role, ["AgentRunNeedsHuman", "ApprovalRequested"]]),
       ),

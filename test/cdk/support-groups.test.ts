@@ -64,7 +64,7 @@ describe("role modules in the topology", () => {
     const orders = single(template, "AWS::DynamoDB::Table", (t) =>
       t.id.startsWith("SupportOrders"),
     );
-    const replies = single(template, "AWS::SNS::Topic", () => true);
+    const replies = single(template, "AWS::SNS::Topic", (t) => t.id.startsWith("SupportReplies"));
 
     it("the dispatchers of tenant-bounded groups key by tenant lane, the others by order key", () => {
       const dispatchers = resources(template, "AWS::Lambda::Function").filter(

@@ -255,6 +255,12 @@ export function overview(): OverviewView {
       awaitingApproval: [],
       needsHuman: [],
       failedRuns: [failedRun],
+      handedOff: [
+        {
+          ...item("conversation", "conv_01J9Z3HANDOFF", "failed", 6_000, "order_status"),
+          waitingSince: at(6_000),
+        },
+      ],
     },
     status: {
       groups: [
@@ -271,6 +277,7 @@ export function overview(): OverviewView {
       ],
       relayIteratorAgeMs: 350,
       relayFailures: 0,
+      lastSweepAt: at(9_000),
       runsByStatus: { FAILED: 1, COMPLETED: 1 },
       counts: {
         heldReplies: 1,
@@ -278,6 +285,7 @@ export function overview(): OverviewView {
         awaitingApproval: 0,
         needsHumanNodes: 0,
         failedNodes: 1,
+        handedOff: 1,
       },
     },
   };

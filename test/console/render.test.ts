@@ -356,7 +356,12 @@ describe("the overview and dead-letters pages", () => {
       waiting("unknown-side-effects"),
       waiting("needs-human"),
       waiting("failed-runs"),
-    ]).toEqual(["1", "1", "0", "1"]);
+      waiting("handed-off"),
+    ]).toEqual(["1", "1", "0", "1", "1"]);
+    const handedOff = find(doc, withAttr("data-waiting", "handed-off"));
+    expect(textOf(handedOff)).toContain("conv_01J9Z3HANDOFF");
+    const facts = find(doc, (e) => e.tag === "ul" && e.attrs.class === "facts");
+    expect(textOf(facts)).toContain(`last sweep: ${formatTime(at(9_000))}`);
     const lookup = find(doc, (e) => e.tag === "tr" && e.attrs["data-group"] === "order-lookup");
     expect(lookup.attrs.class).toBe("alert");
     expect(lookup.children.map(textOf)).toEqual(["order-lookup", "0", "0", "—", "1", "0", "0"]);

@@ -164,11 +164,29 @@ describe("failure facts of the support workflow", () => {
       status: "delivered",
       step_failure: { step: "reply_generation", code: "model.access_denied" },
     });
-    expect(summarizeConversation(after as ConversationView).counts).toEqual({
-      turns: 1,
-      held: 0,
-      handed_off: 1,
+    const summary = summarizeConversation(after as ConversationView);
+    expect(summary.counts).toEqual({ turns: 1, held: 0, handed_off: 1 });
+    // Delivering the hand-off message does not answer the customer: a person still has to.
+    expect(summary.waiting).toBe("handed_off");
+  });
+
+  it("lists a conversation handed off as waiting for a person until the customer writes again", async () => {
+    const h = harness();
+    const conv = newConversationId();
+    await h.drain([clientMessage(conv, `Where is order 123? ${MODEL_ACCESS_DENIED_MARKER}`)]);
+    const handedOff = summarizeConversation((await h.view(conv)) as ConversationView);
+    expect(handedOff).toMatchObject({ waiting: "handed_off", counts: { handed_off: 1 } });
+
+    // The customer's next message, answered (the model would still see the marker in the history).
+    const view = (await h.view(conv)) as ConversationView;
+    const next = { task_id: "task_next", status: "delivered" as const };
+    const answered = summarizeConversation({
+      ...view,
+      turns: { ...view.turns, [next.task_id]: next },
+      turn_order: [...view.turn_order, next.task_id],
     });
+    expect(answered.counts).toMatchObject({ turns: 2, handed_off: 1 });
+    expect(answered.waiting).toBeUndefined();
   });
 });
 

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { consume } from "../../functions/core/pipeline";
 import type { StoredState } from "../../functions/core/ports";
 import {
+  deadlinesNear,
   deterministicUlid,
   planSweep,
   SWEEPER_PRODUCER,
@@ -193,5 +194,59 @@ describe("sweeping with the orchestrator and the in-memory store", () => {
     // The next sweep (before the index caught up) sends the same id: the inbox drops it.
     const again = await consume(structuredClone(report), role, deps);
     expect(again.status).toBe("duplicate");
+  });
+});
+
+describe("deadlinesNear", () => {
+  const WINDOW = 10 * 60_000;
+  const at = (minutes: number) => new Date(NOW.getTime() + minutes * 60_000).toISOString();
+  const agentRun = (status: string, deadline?: string): StoredState => ({
+    aggregate: { type: "agent_run", id: `ar_${status}_${deadline}` },
+    revision: 1,
+    version: 1,
+    data: {
+      run_id: "ar_1",
+      task_id: "task_1",
+      status,
+      decision_type: "refund.agent.decision.requested",
+      correlation_id: "corr_1",
+      ...(deadline ? { waiting: { tool_call_id: "call_1", deadline } } : {}),
+    },
+  });
+  const confirming = (confirmBy: string, extra: { outcome?: string; generation?: number } = {}) =>
+    runState({
+      nodes: { review: { state: "RUNNING", assigned_generation: 2 } },
+      leases: {
+        review: {
+          generation: extra.generation ?? 2,
+          expires_at: at(30),
+          blocked: { confirm_by: confirmBy, ...(extra.outcome ? { outcome: extra.outcome } : {}) },
+        },
+      },
+    });
+
+  it("counts agent runs BLOCKED on an approval whose deadline is within the window, not past it", () => {
+    const states = [
+      agentRun("BLOCKED", at(5)),
+      agentRun("BLOCKED", at(10)),
+      agentRun("BLOCKED", at(11)),
+      agentRun("BLOCKED", at(-1)),
+      agentRun("NEEDS_HUMAN", at(5)),
+      agentRun("BLOCKED"),
+    ];
+    expect(deadlinesNear(states, NOW, WINDOW)).toBe(2);
+  });
+
+  it("counts BLOCKED nodes of RUNNING runs whose confirmation is due within the window", () => {
+    expect(deadlinesNear([confirming(at(3))], NOW, WINDOW)).toBe(1);
+    expect(deadlinesNear([confirming(at(3), { outcome: "confirmed" })], NOW, WINDOW)).toBe(0);
+    expect(deadlinesNear([confirming(at(3), { generation: 1 })], NOW, WINDOW)).toBe(0);
+    expect(deadlinesNear([confirming(at(30))], NOW, WINDOW)).toBe(0);
+    const ended = confirming(at(3));
+    const cancelled = {
+      ...ended,
+      data: { ...ended.data, run: { ...ended.data.run, status: "CANCELLED" } },
+    };
+    expect(deadlinesNear([cancelled], NOW, WINDOW)).toBe(0);
   });
 });

@@ -341,4 +341,40 @@ describe("consumer metrics: pure parts", () => {
       ["UnknownSideEffectOutcome", 1],
     ]);
   });
+
+  it("counts PARTIAL runs and support turns handed off to a person, apart from FAILED runs", () => {
+    const event = (event_type: string, payload: Record<string, unknown>) =>
+      ({ event_type, payload }) as unknown as Envelope;
+    const stepFailed = (handed_off: boolean) =>
+      event("support.step.failed", {
+        conversation_id: "conv_a",
+        step: "order_lookup",
+        code: "dynamodb.access_denied",
+        message: "no",
+        handed_off,
+      });
+    const result = {
+      steps: [
+        {
+          eventId: newUlid(),
+          eventType: "order.lookup.requested",
+          version: 1,
+          status: "applied" as const,
+          repaired: false,
+          emitted: [
+            event("workflow.partial", { run_id: "run_a" }),
+            event("workflow.failed", { run_id: "run_b" }),
+            stepFailed(true),
+            stepFailed(false),
+            event("workflow.completed", { run_id: "run_c" }),
+          ],
+        },
+      ],
+    } as unknown as ConsumeResult;
+    expect([...attentionCounts(result)]).toEqual([
+      ["WorkflowPartial", 1],
+      ["WorkflowFailed", 1],
+      ["SupportTurnHandedOff", 1],
+    ]);
+  });
 });

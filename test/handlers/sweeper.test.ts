@@ -6,7 +6,9 @@ import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store"
 import type { TableNames } from "../../functions/adapters/dynamodb/tables";
 import { TransientError } from "../../functions/core/errors";
 import { consume } from "../../functions/core/pipeline";
+import type { StoredState } from "../../functions/core/ports";
 import { ManualClock, ulidSource } from "../../functions/core/runtime";
+import { observability } from "../../functions/handlers/observe";
 import { createSweeperHandler } from "../../functions/handlers/sweeper";
 import { orchestratorRole } from "../../functions/roles/orchestrator/orchestrator";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
@@ -169,6 +171,58 @@ describe("sweeper handler", () => {
     await expect(sweep()).rejects.toBeInstanceOf(TransientError);
     expect(bus.puts.length).toBe(1);
     bus.client.destroy();
+  });
+
+  it("counts and publishes the approvals near their deadline, once per sweep", async () => {
+    const now = new Date("2090-06-01T12:00:00.000Z");
+    const blocked = (id: string, minutes: number): StoredState => ({
+      aggregate: { type: "agent_run", id },
+      revision: 1,
+      version: 1,
+      dueAt: new Date(now.getTime() + minutes * 60_000).toISOString(),
+      data: {
+        run_id: id,
+        task_id: `task_${id}`,
+        status: "BLOCKED",
+        decision_type: "refund.agent.decision.requested",
+        correlation_id: `corr_${id}`,
+        waiting: {
+          tool_call_id: "call_1",
+          deadline: new Date(now.getTime() + minutes * 60_000).toISOString(),
+        },
+      },
+    });
+    const states = [blocked("ar_soon", 4), blocked("ar_later", 30)];
+    const index = {
+      due: async (until: Date) =>
+        states.filter((s) => Date.parse(s.dueAt ?? "") <= until.getTime()).map((s) => s.aggregate),
+      loadStates: async (refs: readonly { id: string }[]) =>
+        states.filter((s) => refs.some((r) => r.id === s.aggregate.id)),
+    };
+    const published: unknown[] = [];
+    const obs = observability("lease-sweeper");
+    Object.assign(obs.metrics, {
+      disabled: false,
+      console: { log: (line: string) => published.push(JSON.parse(line)) },
+    });
+    const sweep = createSweeperHandler({
+      env: { ...env, STATE_TABLE: "t" },
+      index,
+      publisher: { publish: async () => [] },
+      clock: new ManualClock(now.toISOString()),
+      observability: obs,
+    });
+    expect(await sweep()).toMatchObject({ due: 0, published: 0, deadlineNear: 1 });
+    expect(published).toContainEqual(
+      expect.objectContaining({ service: "lease-sweeper", ApprovalDeadlineNear: 1 }),
+    );
+    const off = createSweeperHandler({
+      env: { ...env, STATE_TABLE: "t", APPROVAL_WARNING_SECONDS: "0" },
+      index,
+      publisher: { publish: async () => [] },
+      clock: new ManualClock(now.toISOString()),
+    });
+    expect(await off()).toMatchObject({ deadlineNear: 0 });
   });
 
   it("names a missing STATE_TABLE or missing buses", () => {

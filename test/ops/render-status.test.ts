@@ -1,5 +1,8 @@
+import type { GetMetricDataCommand } from "@aws-sdk/client-cloudwatch";
 import { describe, expect, it } from "vitest";
 import { renderStatusText } from "../../lib/operator/render-text";
+import type { OpsStack } from "../../lib/operator/stack";
+import { lastSweep } from "../../lib/operator/status";
 import { at, overview } from "../console/fixtures";
 
 /** `agentbus status` as text: what waits for a person says since when, where that is known. */
@@ -12,5 +15,62 @@ describe("renderStatusText", () => {
     expect(lines.find((l) => l.includes("FAILED") && l.includes(" run "))).toMatch(
       new RegExp(`\\(${at(48_010).replace(/[.]/g, "\\.")}\\)$`),
     );
+  });
+
+  it("counts and lists the conversations handed off to a person", () => {
+    const { status, waiting } = overview();
+    const lines = renderStatusText(status, waiting).split("\n");
+    expect(lines).toContain("  handed off            1");
+    expect(lines).toContain(
+      `  handed off     conversation conv_01J9Z3HANDOFF (since ${at(6_000)})`,
+    );
+  });
+
+  it("says when the sweeper last swept, or that CloudWatch has no sweep", () => {
+    const { status } = overview();
+    expect(renderStatusText({ ...status, lastSweepAt: at(9_000) })).toContain(
+      `sweeper: last sweep ${at(9_000)}`,
+    );
+    const { lastSweepAt: _swept, ...unknown } = status;
+    expect(renderStatusText(unknown)).toContain(
+      "sweeper: last sweep - (none in the last hour, or no CloudWatch data)",
+    );
+  });
+});
+
+describe("lastSweep", () => {
+  const stackAnswering = (answer: () => unknown) => {
+    const asked: GetMetricDataCommand[] = [];
+    const stack = {
+      cloudwatch: {
+        send: async (command: GetMetricDataCommand) => {
+          asked.push(command);
+          return answer();
+        },
+      },
+    } as unknown as OpsStack;
+    return { stack, asked };
+  };
+
+  it("is the newest datapoint of the sweeper's LeaseExpired, which every sweep publishes", async () => {
+    const newest = new Date("2026-12-02T19:58:00.000Z");
+    const { stack, asked } = stackAnswering(() => ({
+      MetricDataResults: [{ Id: "sweeps", Timestamps: [newest, new Date("2026-12-02T19:57:00Z")] }],
+    }));
+    expect(await lastSweep(stack)).toBe(newest.toISOString());
+    expect(asked[0]?.input.MetricDataQueries?.[0]?.MetricStat?.Metric).toEqual({
+      Namespace: "AgentBus",
+      MetricName: "LeaseExpired",
+      Dimensions: [{ Name: "service", Value: "lease-sweeper" }],
+    });
+  });
+
+  it("is undefined with no sweep in the hour, or when CloudWatch cannot be read", async () => {
+    const quiet = stackAnswering(() => ({ MetricDataResults: [{ Id: "sweeps", Timestamps: [] }] }));
+    expect(await lastSweep(quiet.stack)).toBeUndefined();
+    const denied = stackAnswering(() => {
+      throw new Error("AccessDenied");
+    });
+    expect(await lastSweep(denied.stack)).toBeUndefined();
   });
 });

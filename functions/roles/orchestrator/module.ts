@@ -26,7 +26,7 @@ export const OrchestratorSettings = z.object({
 export const orchestratorModule = defineModule({
   descriptor: ORCHESTRATOR,
   entry: "functions/roles/orchestrator/handler.ts",
-  deployment: { needs: { orchestrates: true }, attention: ["failed-runs"] },
+  deployment: { needs: { orchestrates: true }, attention: ["failed-runs", "partial-runs"] },
   settings: OrchestratorSettings,
   build: (ports, settings) =>
     orchestratorRole({

@@ -2,7 +2,6 @@ import { Duration } from "aws-cdk-lib";
 import {
   Alarm,
   ComparisonOperator,
-  type IAlarm,
   Metric,
   type MetricOptions,
   TreatMissingData,
@@ -14,6 +13,7 @@ import {
   ATTENTION_METRICS,
   type AttentionSignal,
 } from "../../../functions/handlers/consumer-metrics";
+import { ALARM_ACTIONS } from "./alarm-commands";
 import type { GroupQueues } from "./consumer-group-queues";
 import type { ConsumerGroupSettings } from "./consumer-group-settings";
 import { METRICS_NAMESPACE } from "./function";
@@ -50,12 +50,12 @@ export const DISCARD_REASONS = Object.keys(REASONS) as DiscardReason[];
 
 /** The alarms of a group (buffer alarms only for FIFO groups). */
 export interface GroupAlarms {
-  readonly deadLetterAlarm: IAlarm;
-  readonly messageAgeAlarm: IAlarm;
-  readonly bufferDeadLetterAlarm?: IAlarm;
-  readonly bufferMessageAgeAlarm?: IAlarm;
+  readonly deadLetterAlarm: Alarm;
+  readonly messageAgeAlarm: Alarm;
+  readonly bufferDeadLetterAlarm?: Alarm;
+  readonly bufferMessageAgeAlarm?: Alarm;
   /** One alarm per signal the group is watched for (`attention`). */
-  readonly attentionAlarms: Readonly<Partial<Record<AttentionSignal, IAlarm>>>;
+  readonly attentionAlarms: Readonly<Partial<Record<AttentionSignal, Alarm>>>;
 }
 
 /** The alarm id and description (what happened, why it matters, what to run) of each signal. */
@@ -65,38 +65,46 @@ const ATTENTION_ALARMS: Readonly<
   "unknown-side-effects": {
     id: "UnknownSideEffectAlarm",
     what: "sends whose outcome stayed unknown",
-    why: "notification.failed with outcome unknown: the customer may or may not have the reply",
-    act: "Run `npx agentbus status` to list unknown side effects, then `npx agentbus trace <task id>` to follow one; resolve it by its idempotency key with `npx agentbus send resolve <key> --as delivered|resend|abandon`, never with a new send",
+    why: "the customer may or may not have the reply",
+    act: ALARM_ACTIONS.unknownSideEffects,
   },
   "held-replies": {
     id: "HeldReplyAlarm",
     what: "replies held for review",
-    why: "reply.held_for_review: nothing is sent until a person decides",
-    act: "Run `npx agentbus status` to list held replies, then `npx agentbus trace <task id>` for the conversation behind one; decide with `npx agentbus reply approve <task id> [--text ...]` or `npx agentbus reply reject <task id>`",
+    why: "nothing is sent until a person decides",
+    act: ALARM_ACTIONS.heldReplies,
   },
   "failed-runs": {
     id: "FailedRunAlarm",
     what: "workflow runs failed",
-    why: "workflow.failed: the run ended without any node completed",
-    act: "Run `npx agentbus status` to list failed runs, then `npx agentbus workflow show <run id>` for the nodes' errors",
+    why: "no node completed",
+    act: ALARM_ACTIONS.failedRuns,
+  },
+  "partial-runs": {
+    id: "PartialRunAlarm",
+    what: "workflow runs ended PARTIAL",
+    why: "some nodes did not complete",
+    act: ALARM_ACTIONS.failedRuns,
   },
   "needs-human": {
     id: "NeedsHumanAlarm",
     what: "agent runs ended NEEDS_HUMAN",
-    why: "the model never answered in the required shape; the node waits for a person",
-    act: "Run `npx agentbus status` to list what needs a person, then `npx agentbus workflow show <run id>` for the node's error",
+    why: "the run waits for a person",
+    act: ALARM_ACTIONS.needsHuman,
   },
   "awaiting-approval": {
     id: "AwaitingApprovalAlarm",
-    what: "tool calls waiting for a person's approval",
-    why: "an agent run is BLOCKED until a person approves or rejects the call (or its deadline passes)",
-    act: "Run `npx agentbus status` to list the runs that wait, then `npx agentbus approve <run id> --step <call id>` or `npx agentbus reject <run id> --step <call id> --reason ...`",
+    what: "approvals requested",
+    why: "BLOCKED until a person decides or the deadline passes",
+    act: ALARM_ACTIONS.awaitingApproval,
+  },
+  "handed-off": {
+    id: "HandedOffAlarm",
+    what: "support turns handed off to a person",
+    why: 'the customer was told "a member of our team will get back to you"',
+    act: ALARM_ACTIONS.handedOff,
   },
 };
-
-const DEAD_LETTER_ACTION =
-  "Run `npx agentbus dlq list` to see each message with its error, and `npx agentbus trace <event id>` to follow one";
-const BACKLOG_ACTION = "Run `npx agentbus status` for the depth and age of every group's queues";
 
 /**
  * A metric the group's consumer publishes (namespace `AgentBus`, dimensions `service` and
@@ -152,14 +160,14 @@ export function createGroupAlarms(
     scope,
     "DeadLetterAlarm",
     queueDepth(queues.deadLetterQueue),
-    `${groupName}: messages in the ${fifo ? "FIFO " : ""}dead-letter queue. ${DEAD_LETTER_ACTION}.`,
+    `${groupName}: messages in the ${fifo ? "FIFO " : ""}dead-letter queue. ${ALARM_ACTIONS.deadLetters}.`,
   );
   const messageAgeAlarm = ageAlarm(
     scope,
     "MessageAgeAlarm",
     oldestMessageAge(queues.queue),
     settings.maxMessageAge,
-    `${groupName}: ${ageDescription}. ${BACKLOG_ACTION}.`,
+    `${groupName}: ${ageDescription}. ${ALARM_ACTIONS.backlog}.`,
   );
   const attentionAlarms = createAttentionAlarms(scope, settings);
   if (!queues.bufferQueue || !queues.bufferDeadLetterQueue)
@@ -168,14 +176,14 @@ export function createGroupAlarms(
     scope,
     "BufferDeadLetterAlarm",
     queueDepth(queues.bufferDeadLetterQueue),
-    `${groupName}: events in the buffer dead-letter queue (undeliverable or invalid). ${DEAD_LETTER_ACTION}.`,
+    `${groupName}: events in the buffer dead-letter queue (undeliverable or invalid). ${ALARM_ACTIONS.deadLetters}.`,
   );
   const bufferMessageAgeAlarm = ageAlarm(
     scope,
     "BufferMessageAgeAlarm",
     oldestMessageAge(queues.bufferQueue),
     settings.maxMessageAge,
-    `${groupName}: buffer ${ageDescription} (${delivery} not keeping up). ${BACKLOG_ACTION}.`,
+    `${groupName}: buffer ${ageDescription} (${delivery} not keeping up). ${ALARM_ACTIONS.backlog}.`,
   );
   return {
     deadLetterAlarm,
@@ -193,8 +201,8 @@ export function createGroupAlarms(
 function createAttentionAlarms(
   scope: Construct,
   settings: ConsumerGroupSettings,
-): Partial<Record<AttentionSignal, IAlarm>> {
-  const alarms: Partial<Record<AttentionSignal, IAlarm>> = {};
+): Partial<Record<AttentionSignal, Alarm>> {
+  const alarms: Partial<Record<AttentionSignal, Alarm>> = {};
   for (const signal of settings.attention) {
     const spec = ATTENTION_ALARMS[signal];
     const held = signal === "held-replies";
@@ -214,7 +222,7 @@ function createAttentionAlarms(
 }
 
 /** Every alarm of a group. */
-export function alarmsOf(alarms: GroupAlarms): IAlarm[] {
+export function alarmsOf(alarms: GroupAlarms): Alarm[] {
   return [
     alarms.deadLetterAlarm,
     alarms.messageAgeAlarm,

@@ -1,5 +1,5 @@
 import { CfnResource } from "aws-cdk-lib";
-import type { IAlarm, Metric, MetricOptions } from "aws-cdk-lib/aws-cloudwatch";
+import type { Alarm, Metric, MetricOptions } from "aws-cdk-lib/aws-cloudwatch";
 import type { Rule } from "aws-cdk-lib/aws-events";
 import type { Role } from "aws-cdk-lib/aws-iam";
 import type { CfnPipe } from "aws-cdk-lib/aws-pipes";
@@ -70,16 +70,16 @@ export class ConsumerGroup extends Construct {
   readonly consumer: AgentBusFunction;
   /** The model the consumer calls, if it calls one. */
   readonly model?: ModelSetting;
-  readonly deadLetterAlarm: IAlarm;
-  readonly bufferDeadLetterAlarm?: IAlarm;
-  readonly messageAgeAlarm: IAlarm;
-  readonly bufferMessageAgeAlarm?: IAlarm;
+  readonly deadLetterAlarm: Alarm;
+  readonly bufferDeadLetterAlarm?: Alarm;
+  readonly messageAgeAlarm: Alarm;
+  readonly bufferMessageAgeAlarm?: Alarm;
   /** What the consumer can emit that a person must act on; each has an alarm. */
   readonly attention: readonly AttentionSignal[];
   /** The alarm of each signal in `attention`. */
-  readonly attentionAlarms: Readonly<Partial<Record<AttentionSignal, IAlarm>>>;
+  readonly attentionAlarms: Readonly<Partial<Record<AttentionSignal, Alarm>>>;
   /** Every alarm of the group. */
-  readonly alarms: readonly IAlarm[];
+  readonly alarms: readonly Alarm[];
 
   constructor(scope: Construct, id: string, props: ConsumerGroupProps) {
     super(scope, id);

@@ -2,7 +2,6 @@ import { Duration, Validations } from "aws-cdk-lib";
 import {
   Alarm,
   ComparisonOperator,
-  type IAlarm,
   Metric,
   type MetricOptions,
   TreatMissingData,
@@ -11,6 +10,7 @@ import { FilterCriteria, FilterRule, StartingPosition } from "aws-cdk-lib/aws-la
 import { DynamoEventSource, SqsDlq } from "aws-cdk-lib/aws-lambda-event-sources";
 import { type CfnQueue, Queue, QueueEncryption } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
+import { ALARM_ACTIONS } from "./alarm-commands";
 import { AgentBusFunction, METRICS_NAMESPACE } from "./function";
 import type { AgentBusTables } from "./tables";
 import type { Topic } from "./topic";
@@ -105,11 +105,11 @@ export class Relay extends Construct {
   readonly function: AgentBusFunction;
   /** Where the stream positions of batches the relay gave up on are recorded. */
   readonly failureQueue: Queue;
-  readonly failureAlarm: IAlarm;
+  readonly failureAlarm: Alarm;
   /** The relay is behind the events table stream by more than `maxIteratorAge`. */
   readonly iteratorAgeAlarm: Alarm;
   /** Every alarm of the relay. */
-  readonly alarms: readonly IAlarm[];
+  readonly alarms: readonly Alarm[];
 
   constructor(scope: Construct, id: string, props: RelayProps) {
     super(scope, id);
@@ -151,7 +151,7 @@ export class Relay extends Construct {
       "FailureAlarm",
       this.metricFailureDepth(),
       0,
-      "relay: stream batches given up on (events not published). Run `npx agentbus status` for the relay's failures; the failure queue holds the stream positions to republish from",
+      `relay: stream batches given up on (events not published). ${ALARM_ACTIONS.relayFailures}.`,
     );
     const maxAge = settings.maxIteratorAge;
     this.iteratorAgeAlarm = alarmAbove(
@@ -159,7 +159,7 @@ export class Relay extends Construct {
       "IteratorAgeAlarm",
       this.metricIteratorAge(),
       maxAge.toMilliseconds(),
-      `relay: more than ${maxAge.toHumanString()} behind the events table stream (events reach their buses late; the stream keeps records 24 hours). Run \`npx agentbus status\` for the relay's iterator age and failures`,
+      `relay: more than ${maxAge.toHumanString()} behind the events table stream (it keeps 24 hours). ${ALARM_ACTIONS.relayBehind}.`,
     );
     this.alarms = [this.failureAlarm, this.iteratorAgeAlarm];
   }

@@ -134,6 +134,7 @@ ${card("awaiting-approval", "Awaiting approval", approvals, itemList(waiting.awa
 ${card("unknown-side-effects", "Side effects with unknown outcome", unknown, sideEffectList(waiting.unknownSideEffects, agentWaits, forms))}
 ${card("needs-human", "NEEDS_HUMAN", waiting.needsHuman.length, itemList(waiting.needsHuman, details), shown(waiting.needsHuman))}
 ${card("failed-runs", "Failed runs", waiting.failedRuns.length, itemList(waiting.failedRuns))}
+${card("handed-off", "Handed off to a person", waiting.handedOff.length, itemList(waiting.handedOff))}
 </div>`;
 }
 
@@ -180,6 +181,7 @@ function renderStatusFacts(status: StatusView): string {
 ${fact("runs", runs || '<span class="none">none</span>')}
 ${fact("relay iterator age", escapeHtml(age))}
 ${fact("relay failures", escapeHtml(status.relayFailures))}
+${fact("last sweep", escapeHtml(status.lastSweepAt === undefined ? "—" : formatTime(status.lastSweepAt)))}
 ${fact("failed nodes", escapeHtml(status.counts.failedNodes))}
 ${fact("NEEDS_HUMAN nodes", escapeHtml(status.counts.needsHumanNodes))}
 </ul>`;

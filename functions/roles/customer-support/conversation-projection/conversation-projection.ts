@@ -264,8 +264,10 @@ function applyFold<K extends FoldedType>(type: K, event: Envelope): TurnChanges 
 }
 
 /**
- * A conversation, by its newest turn's status; a held reply waits for a person. Turns handed off
- * after a step failed for good are counted (`handed_off`).
+ * A conversation, by its newest turn's status; a held reply waits for a person (`held_reply`),
+ * and so does a conversation whose newest turn was handed off after a step failed for good
+ * (`handed_off`: the customer was told a person will get back to them) until the customer writes
+ * again. Turns handed off are counted (`handed_off`).
  */
 export function summarizeConversation(view: ConversationView): StateSummary {
   const turns = view.turn_order.flatMap((id) => {
@@ -279,7 +281,11 @@ export function summarizeConversation(view: ConversationView): StateSummary {
     kind: "conversation",
     status: newest?.status ?? "empty",
     ...(newest?.intent ? { label: newest.intent } : {}),
-    ...(held > 0 ? { waiting: "held_reply" } : {}),
+    ...(held > 0
+      ? { waiting: "held_reply" }
+      : newest?.step_failure !== undefined
+        ? { waiting: "handed_off" }
+        : {}),
     counts: { turns: turns.length, held, ...(handedOff > 0 ? { handed_off: handedOff } : {}) },
     ...(view.tenant_id === undefined ? {} : { tenant: view.tenant_id }),
   };

@@ -9,6 +9,7 @@ export const orderLookupModule = defineModule({
   deployment: {
     ...TENANT_FAIR_CONCURRENCY,
     needs: { orders: true },
+    attention: ["handed-off"],
   },
   build: (ports) => orderLookupRole({ orders: requirePort(ports, "orders", "order-lookup") }),
 });

@@ -16,7 +16,7 @@ export const replyGenerationModule = defineModule({
     ...TENANT_FAIR_CONCURRENCY,
     functionTimeoutSeconds: 120,
     needs: { model: true, heartbeat: "visibility" },
-    attention: ["held-replies"],
+    attention: ["held-replies", "handed-off"],
   },
   modelSchemas: { [REPLY_DRAFT_SCHEMA]: ReplyDraft },
   build: (ports) =>
