@@ -58,6 +58,16 @@ describe.skipIf(!installed)("cfn-lint over the synthesized templates", () => {
       const line = (f: Finding) => `${f.Rule.Id} ${f.Location.Path.join("/")}: ${f.Message}`;
       expect(errors.map(line)).toEqual([]);
       expect(unacknowledged.map(line)).toEqual([]);
+      // CloudFormation's hard limits, which no linter rule reports until they are passed: a
+      // template body of 1,000,000 bytes and 500 resources. `cdk synth` adds what this synthesis
+      // leaves out (asset metadata on each function, the CDK metadata resource): some 4%, so the
+      // body here must stay under 950,000 bytes and the resources under 499.
+      const json = template.toJSON() as { Resources: Record<string, unknown> };
+      const bytes = Buffer.byteLength(JSON.stringify(json, null, 1));
+      const count = Object.keys(json.Resources).length;
+      console.info(`${name}: ${bytes} bytes, ${count} resources`);
+      expect(bytes).toBeLessThan(950_000);
+      expect(count).toBeLessThan(499);
     });
   }
 
