@@ -161,7 +161,7 @@ describe("LeanAwsClient requests", () => {
     );
     const keyless = recording([{ status: 200, body: "{}" }], { credentials: undefined });
     await expect(keyless.client.send(GetItem({ TableName: "t", Key: {} }))).rejects.toThrow(
-      /AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are unset/,
+      /neither AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY .* nor AWS_CONTAINER_CREDENTIALS_FULL_URI/,
     );
   });
 });
