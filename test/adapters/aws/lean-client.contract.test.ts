@@ -530,7 +530,10 @@ const restJson = (type: string, message: string, status: number): StubAnswer => 
   body: JSON.stringify({ message }),
 });
 
-/** Throttling and a server fault, as each service sends them. */
+/**
+ * Throttling and a server fault, as each service sends them, and the errors a service's model
+ * marks retryable.
+ */
 const FAULTS: Readonly<Record<AwsService, Readonly<Record<string, StubAnswer>>>> = {
   dynamodb: {
     throttled: json(
@@ -542,6 +545,11 @@ const FAULTS: Readonly<Record<AwsService, Readonly<Record<string, StubAnswer>>>>
       "com.amazonaws.dynamodb.v20120810#InternalServerError",
       "Internal server error",
       500,
+    ),
+    "modelled retryable": json(
+      "com.amazonaws.dynamodb.v20120810#ReplicatedWriteConflictException",
+      "A replicated write conflicted",
+      400,
     ),
   },
   sqs: {
@@ -568,6 +576,7 @@ const FAULTS: Readonly<Record<AwsService, Readonly<Record<string, StubAnswer>>>>
   "bedrock-runtime": {
     throttled: restJson("ThrottlingException", "Too many requests, please wait.", 429),
     "server fault": restJson("ServiceUnavailableException", "Service unavailable", 503),
+    "modelled retryable": restJson("ModelNotReadyException", "The model is loading", 429),
   },
 };
 

@@ -17,6 +17,11 @@ export interface ServiceSpec {
    * (`dynamodb.us-gov-west-1.amazonaws.com`): in the whole AWS GovCloud (US) partition or in the
    * regions named, for the regional endpoint and for the dual-stack one.
    */
+  /**
+   * The errors its model marks retryable (the SDK's `$retryable`), retried as transient faults
+   * although their status says the caller erred.
+   */
+  readonly retryableErrors?: readonly string[];
   readonly fipsIsPlain?: { readonly regional?: Where; readonly dualStack?: Where };
   readonly protocol:
     | { readonly kind: "json"; readonly version: "1.0" | "1.1"; readonly targetPrefix: string }
@@ -30,6 +35,7 @@ export const SERVICES: Readonly<Record<AwsService, ServiceSpec>> = {
     envId: "DYNAMODB",
     fipsIsPlain: { regional: "aws-us-gov" },
     traceName: "DynamoDB",
+    retryableErrors: ["ReplicatedWriteConflictException"],
     protocol: { kind: "json", version: "1.0", targetPrefix: "DynamoDB_20120810" },
   },
   sqs: {
@@ -57,6 +63,7 @@ export const SERVICES: Readonly<Record<AwsService, ServiceSpec>> = {
     signingName: "bedrock",
     envId: "BEDROCK_RUNTIME",
     traceName: "BedrockRuntime",
+    retryableErrors: ["ModelNotReadyException"],
     protocol: { kind: "restJson" },
   },
 };
