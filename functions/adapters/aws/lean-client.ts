@@ -25,7 +25,7 @@ import { decodeResponse, encodeRequest, requestIdOf, type WireResponse } from ".
  * of each bundle and most of its init time (`npm run bench -- bundles`). Credentials come from
  * the environment, where Lambda puts the execution role's, or from the container credentials
  * endpoint (./lean/credentials); the operator's tools, which need profiles and SSO, use the SDK
- * clients (lib/operator/from-sdk).
+ * clients (./sdk-client).
  */
 
 /** What sends one signed request (tests give a recorder). */
