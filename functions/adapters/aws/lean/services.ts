@@ -76,14 +76,18 @@ export interface Partition {
   readonly supportsFIPS: boolean;
   readonly supportsDualStack: boolean;
   readonly regionRegex: string;
-  readonly regions: readonly string[];
+  /**
+   * The regions the SDK lists for it that no pattern puts in it (`aws-global`, ...); the others
+   * it lists are left out, its pattern finds them the same.
+   */
+  readonly unpatternedRegions: readonly string[];
 }
 
 /** A region's partition, found as the SDK's `partition()` finds it: by name, by pattern, else aws. */
 export function partitionOf(region: string): Partition {
   const partitions: readonly Partition[] = PARTITIONS;
   const found =
-    partitions.find((p) => p.regions.includes(region)) ??
+    partitions.find((p) => p.unpatternedRegions.includes(region)) ??
     partitions.find((p) => new RegExp(p.regionRegex).test(region)) ??
     partitions.find((p) => p.id === "aws");
   if (!found) throw new Error("partitions.json has no aws partition: run npm run schemas");
