@@ -68,18 +68,18 @@ const sdkClients: { destroy(): void }[] = [];
 /** The lean client and the SDK clients behind one port, all at `endpoint`, attempts as given. */
 function clientsAt(endpoint: string, maxAttempts: number): Clients {
   const config = { ...emulator(), endpoint, maxAttempts };
-  const bySevice = new Map<AwsService, AwsClient>();
+  const byService = new Map<AwsService, AwsClient>();
   for (const [service, Client] of Object.entries(SDK_CLIENTS)) {
     // Bedrock Runtime's client speaks HTTP/2 by default (for its streams), the stub HTTP/1.1.
     const client = new Client({ ...config, requestHandler: new NodeHttpHandler() });
     sdkClients.push(client);
-    bySevice.set(service as AwsService, fromSdk(client));
+    byService.set(service as AwsService, fromSdk(client));
   }
   return {
     lean: new LeanAwsClient(config),
     sdk: {
       send: (command) => {
-        const client = bySevice.get(command.service);
+        const client = byService.get(command.service);
         if (!client) throw new Error(`no SDK client for ${command.service}`);
         return client.send(command);
       },
