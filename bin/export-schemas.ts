@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ROLE_MODULES } from "../functions/roles/modules";
+import { partitionsFileText } from "../lib/dev/aws-partitions";
 import { modelSchemaFiles } from "../lib/dev/model-schema-files";
 import { openApiDocument } from "../lib/dev/openapi";
 import { registry } from "../schemas";
@@ -14,7 +15,8 @@ import { jsonSchemas } from "../schemas/json-schema";
  * written and the problems are printed: register the next version with an upcaster instead.
  *
  * Then writes each role folder's model-schemas.json: what the role shows its model
- * (functions/core/model-schemas.ts).
+ * (functions/core/model-schemas.ts), the front door's OpenAPI document, and the AWS partitions
+ * the lean AWS client builds host names from (lib/dev/aws-partitions.ts).
  */
 const dir = join(import.meta.dirname, "..", "schemas", "json");
 mkdirSync(dir, { recursive: true });
@@ -41,11 +43,13 @@ console.log(`${Object.keys(files).length} JSON Schemas in ${dir}, ${changed} wri
 
 const root = join(import.meta.dirname, "..");
 const OPENAPI_FILE = "functions/front-door/openapi.json";
+const PARTITIONS_FILE = "functions/adapters/aws/lean/partitions.json";
 const modelFiles = modelSchemaFiles(ROLE_MODULES);
 let modelChanged = 0;
 const generated = {
   ...modelFiles,
   [OPENAPI_FILE]: `${JSON.stringify(openApiDocument(), null, 2)}\n`,
+  [PARTITIONS_FILE]: partitionsFileText(),
 };
 for (const [path, text] of Object.entries(generated)) {
   const full = join(root, path);
@@ -54,5 +58,5 @@ for (const [path, text] of Object.entries(generated)) {
   modelChanged++;
 }
 console.log(
-  `${Object.keys(modelFiles).length} model-schemas.json files and the front door's OpenAPI document, ${modelChanged} written`,
+  `${Object.keys(modelFiles).length} model-schemas.json files, the front door's OpenAPI document and the lean AWS client's partitions, ${modelChanged} written`,
 );

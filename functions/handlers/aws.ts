@@ -1,10 +1,18 @@
 import type { AwsClient } from "../adapters/aws/client";
 import { LeanAwsClient } from "../adapters/aws/lean-client";
+import { sdkAwsClient } from "../adapters/aws/sdk-client";
 
 let shared: AwsClient | undefined;
 
-/** The container's AWS client for every service (../adapters/aws/lean-client), made on first use. */
+/**
+ * The container's AWS client for every service, made on first use: the lean client
+ * (../adapters/aws/lean-client), or the SDK v3 clients (../adapters/aws/sdk-client) where
+ * `AGENTBUS_AWS_CLIENT` is `sdk`. A bundle has that name replaced by its build's choice
+ * (`-c agentbus:awsClient`, lib/infra/constructs/bundling.ts), so the minifier drops the other
+ * branch and what only it imports: a lean bundle holds no SDK client. Unbundled (tests, the
+ * local runtime), the environment variable chooses.
+ */
 export function containerAwsClient(): AwsClient {
-  shared ??= new LeanAwsClient();
+  shared ??= process.env.AGENTBUS_AWS_CLIENT === "sdk" ? sdkAwsClient() : new LeanAwsClient();
   return shared;
 }

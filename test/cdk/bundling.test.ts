@@ -7,9 +7,12 @@ import { OutputFormat } from "aws-cdk-lib/aws-lambda-nodejs";
 import { build, type Metafile } from "esbuild";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  AWS_CLIENT_CONTEXT,
   esbuildOptions,
   FUNCTION_BUNDLING,
   FUNCTION_RUNTIME,
+  functionBundling,
+  parseAwsClient,
 } from "../../lib/infra/constructs/bundling";
 import { AgentBusFunction, METADATA, REPO_ROOT } from "../../lib/infra/constructs/function";
 import { cdkJsonContext, resources, synthesizeStack } from "./synth";
@@ -134,6 +137,55 @@ describe("NodejsFunction's own bundling", () => {
     });
     const byBench = result.outputFiles.find((file) => file.path.endsWith("index.mjs"));
     expect(byBench?.text).toBe(byCdk);
+  }, 120_000);
+});
+
+describe("the AWS clients a deployment chooses (-c agentbus:awsClient)", () => {
+  let outdir: string;
+  beforeAll(() => {
+    outdir = mkdtempSync(join(tmpdir(), "agentbus-aws-client-"));
+  });
+  afterAll(() => rmSync(outdir, { recursive: true, force: true }));
+
+  it("records the choice on every function of the stack, lean by default", () => {
+    const clients = (context: Record<string, unknown>) =>
+      new Set(
+        resources(
+          synthesizeStack({}, "AgentBus-test", context).template,
+          "AWS::Lambda::Function",
+        ).map((fn) => fn.Metadata[METADATA.awsClient]),
+      );
+    expect(clients({})).toEqual(new Set(["lean"]));
+    expect(clients({ [AWS_CLIENT_CONTEXT]: "sdk" })).toEqual(new Set(["sdk"]));
+  });
+
+  it("refuses a choice that is neither, saying which are", () => {
+    expect(parseAwsClient(undefined)).toBe("lean");
+    expect(() => parseAwsClient("v2")).toThrow(
+      "-c agentbus:awsClient=v2 is not a client: use lean (the default) or sdk",
+    );
+    expect(() => synthesizeStack({}, "AgentBus-test", { [AWS_CLIENT_CONTEXT]: "fast" })).toThrow(
+      /agentbus:awsClient=fast is not a client/,
+    );
+  });
+
+  it("bundles the SDK v3 clients into a function synthesized with sdk, and none without", () => {
+    const bundleOf = (context: Record<string, unknown>, name: string) => {
+      const dir = join(outdir, name);
+      const app = new App({ outdir: dir, context: { ...cdkJsonContext(), ...context } });
+      const entry = "functions/handlers/relay.ts";
+      new AgentBusFunction(new Stack(app, "Bundled"), "Relay", { kind: "relay", entry });
+      app.synth();
+      const [asset] = readdirSync(dir).filter((file) => file.startsWith("asset."));
+      return readFileSync(join(dir, asset ?? "", "index.mjs"), "utf8");
+    };
+    const sdk = bundleOf({ [AWS_CLIENT_CONTEXT]: "sdk" }, "sdk");
+    const lean = bundleOf({}, "lean");
+    // The SDK clients carry their package name into their user agent.
+    expect(sdk).toContain('"@aws-sdk/client-eventbridge"');
+    expect(lean).not.toContain("@aws-sdk/client-");
+    expect(sdk.length).toBeGreaterThan(lean.length * 2);
+    expect(functionBundling("sdk").define).toEqual({ "process.env.AGENTBUS_AWS_CLIENT": '"sdk"' });
   }, 120_000);
 });
 

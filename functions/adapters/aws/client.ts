@@ -2,7 +2,7 @@
  * The port every adapter sends its AWS calls through: a command names its service and operation
  * and carries the operation's input, typed with the AWS SDK v3's own input and output types.
  * Two clients implement it: ./lean-client (what every Lambda function runs: the SDK's signer,
- * HTTP handler and retry strategy, without the SDK's clients) and lib/operator/from-sdk (an SDK v3
+ * HTTP handler and retry strategy, without the SDK's clients) and ./sdk-client (an SDK v3
  * client, for the operator's tools and the local runtime, with its middleware and credential
  * chain).
  */
@@ -32,7 +32,7 @@ export interface AwsCommand<I extends object = object, O extends object = object
 
 /**
  * `send` is a property, not a method, so that an SDK client (whose `send` takes the SDK's own
- * commands) is not taken for one: lib/operator/from-sdk wraps it.
+ * commands) is not taken for one: ./sdk-client wraps it.
  */
 export interface AwsClient {
   /**

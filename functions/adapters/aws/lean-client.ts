@@ -8,6 +8,11 @@ import {
 import { NodeHttpHandler } from "@smithy/node-http-handler";
 import { SignatureV4 } from "@smithy/signature-v4";
 import type { AwsClient, AwsCommand, AwsService, ResponseMetadata } from "./client";
+import {
+  type ContainerEndpointOptions,
+  CredentialSource,
+  type Credentials,
+} from "./lean/credentials";
 import { endpointOf, SERVICES } from "./lean/services";
 import { decodeResponse, encodeRequest, requestIdOf, type WireResponse } from "./lean/wire";
 
@@ -18,15 +23,10 @@ import { decodeResponse, encodeRequest, requestIdOf, type WireResponse } from ".
  * protocol of each service written out in ./lean/wire for the operations AgentBus calls. The SDK's
  * clients carry every operation's model and every credential source: three of them were 244 KB
  * of each bundle and most of its init time (`npm run bench -- bundles`). Credentials come from
- * the environment, where Lambda puts the execution role's; the operator's tools, which need
- * profiles and SSO, use the SDK clients (lib/operator/from-sdk).
+ * the environment, where Lambda puts the execution role's, or from the container credentials
+ * endpoint (./lean/credentials); the operator's tools, which need profiles and SSO, use the SDK
+ * clients (./sdk-client).
  */
-
-export interface Credentials {
-  readonly accessKeyId: string;
-  readonly secretAccessKey: string;
-  readonly sessionToken?: string;
-}
 
 /** What sends one signed request (tests give a recorder). */
 export interface HttpSender {
@@ -51,8 +51,13 @@ export interface HttpResponseLike {
 export interface LeanClientOptions {
   /** Default: `AWS_REGION`, else `AWS_DEFAULT_REGION`. */
   readonly region?: string;
-  /** Default: `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, read per call. */
+  /**
+   * Default: `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, read per call,
+   * else the container credentials endpoint's (./lean/credentials), kept until near expiry.
+   */
   readonly credentials?: Credentials;
+  /** How the container credentials endpoint is asked (retries, timeout). */
+  readonly containerEndpoint?: ContainerEndpointOptions;
   /** One endpoint for every service (an emulator), or one per service. */
   readonly endpoint?: string | Partial<Record<AwsService, string>>;
   /** Attempts per call, retries included. Default: `AWS_MAX_ATTEMPTS`, else 3 (the SDK's). */
@@ -89,6 +94,7 @@ export class LeanAwsClient implements AwsClient {
   private readonly retry: StandardRetryStrategy;
   private readonly signers = new Map<AwsService, SignatureV4>();
   private readonly endpoints = new Map<AwsService, URL>();
+  private readonly credentialSource: CredentialSource;
   /**
    * Milliseconds to add to this machine's clock to sign as the services' clocks read: learnt from
    * each response's `Date` header, as the SDK keeps its `systemClockOffset`. A signature more than
@@ -101,6 +107,7 @@ export class LeanAwsClient implements AwsClient {
     this.http = options.http ?? (new NodeHttpHandler() as unknown as HttpSender);
     const maxAttempts = options.maxAttempts ?? Number(this.env.AWS_MAX_ATTEMPTS ?? 3);
     this.retry = new StandardRetryStrategy(Math.max(1, maxAttempts || 3));
+    this.credentialSource = new CredentialSource(this.env, options.containerEndpoint);
   }
 
   async send<I extends object, O extends object>(
@@ -220,18 +227,8 @@ export class LeanAwsClient implements AwsClient {
     return signer;
   }
 
-  private credentials(): Credentials {
-    if (this.options.credentials) return this.options.credentials;
-    const accessKeyId = this.env.AWS_ACCESS_KEY_ID;
-    const secretAccessKey = this.env.AWS_SECRET_ACCESS_KEY;
-    if (!accessKeyId || !secretAccessKey)
-      throw new Error(
-        "no AWS credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are unset (Lambda sets them from the execution role)",
-      );
-    const sessionToken = this.env.AWS_SESSION_TOKEN;
-    return sessionToken
-      ? { accessKeyId, secretAccessKey, sessionToken }
-      : { accessKeyId, secretAccessKey };
+  private async credentials(): Promise<Credentials> {
+    return this.options.credentials ?? this.credentialSource.get();
   }
 }
 

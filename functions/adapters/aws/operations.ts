@@ -83,7 +83,7 @@ export const Converse = operation<ConverseCommandInput, ConverseCommandOutput>(
   "Converse",
 );
 
-/** Every operation above, for the clients that map them to something else (lib/operator/from-sdk). */
+/** Every operation above, for the clients that map them to something else (./sdk-client). */
 export const OPERATIONS = [
   GetItem,
   BatchGetItem,

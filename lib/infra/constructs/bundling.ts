@@ -24,8 +24,24 @@ export type FunctionBundling = Required<
     | "sourcesContent"
     | "banner"
     | "externalModules"
+    | "define"
   >
 >;
+
+/** The AWS clients a function can be built with: the lean client, or the SDK v3 clients. */
+export type AwsClientChoice = "lean" | "sdk";
+
+/** The CDK context key that chooses them: `cdk deploy -c agentbus:awsClient=sdk`. */
+export const AWS_CLIENT_CONTEXT = "agentbus:awsClient";
+
+/** The context's choice, `lean` without one; anything else is refused with what it may be. */
+export function parseAwsClient(value: unknown): AwsClientChoice {
+  if (value === undefined || value === "lean") return "lean";
+  if (value === "sdk") return "sdk";
+  throw new Error(
+    `-c ${AWS_CLIENT_CONTEXT}=${String(value)} is not a client: use lean (the default) or sdk`,
+  );
+}
 
 /**
  * How every AgentBus function is bundled, declared once: the construct hands it to
@@ -52,7 +68,23 @@ export const FUNCTION_BUNDLING: FunctionBundling = {
   sourcesContent: false,
   banner: ESM_REQUIRE_BANNER,
   externalModules: [],
+  define: { "process.env.AGENTBUS_AWS_CLIENT": JSON.stringify("lean") },
 };
+
+/**
+ * `FUNCTION_BUNDLING` with the AWS clients chosen: `sdk` builds functions/handlers/aws.ts's
+ * `containerAwsClient` on the SDK v3 clients (a way back from the lean client without a code
+ * change, at the bundle size `npm run bench -- bundles` shows for them).
+ */
+export function functionBundling(awsClient: AwsClientChoice): FunctionBundling {
+  return {
+    ...FUNCTION_BUNDLING,
+    define: {
+      ...FUNCTION_BUNDLING.define,
+      "process.env.AGENTBUS_AWS_CLIENT": JSON.stringify(awsClient),
+    },
+  };
+}
 
 /**
  * The esbuild build `NodejsFunction` runs for `bundling` (aws-cdk-lib's aws-lambda-nodejs
@@ -78,5 +110,6 @@ export function esbuildOptions(
     external: [...bundling.externalModules],
     banner: { js: bundling.banner },
     mainFields: [...bundling.mainFields],
+    define: { ...bundling.define },
   };
 }

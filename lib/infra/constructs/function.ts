@@ -7,7 +7,7 @@ import { Architecture, type CfnFunction, Runtime, Tracing } from "aws-cdk-lib/aw
 import { NodejsFunction } from "aws-cdk-lib/aws-lambda-nodejs";
 import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
 import type { Construct } from "constructs";
-import { FUNCTION_BUNDLING, FUNCTION_RUNTIME } from "./bundling";
+import { AWS_CLIENT_CONTEXT, FUNCTION_RUNTIME, functionBundling, parseAwsClient } from "./bundling";
 
 export { FUNCTION_RUNTIME } from "./bundling";
 
@@ -31,6 +31,7 @@ export const METADATA = {
   entry: "agentbus:entry",
   kind: "agentbus:kind",
   group: "agentbus:group",
+  awsClient: "agentbus:awsClient",
 } as const;
 
 /**
@@ -128,6 +129,7 @@ export class AgentBusFunction extends NodejsFunction {
       description: props.description && `Execution role: ${props.description}`.slice(0, 1000),
     });
     logGroup.grantWrite(role);
+    const awsClient = parseAwsClient(scope.node.tryGetContext(AWS_CLIENT_CONTEXT));
     super(scope, id, {
       role,
       entry,
@@ -146,7 +148,7 @@ export class AgentBusFunction extends NodejsFunction {
         POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
         ...props.environment,
       },
-      bundling: FUNCTION_BUNDLING,
+      bundling: functionBundling(awsClient),
     });
     this.entryPath = props.entry;
     this.kind = props.kind;
@@ -156,6 +158,7 @@ export class AgentBusFunction extends NodejsFunction {
     cfn.addMetadata(METADATA.entry, props.entry);
     cfn.addMetadata(METADATA.kind, props.kind);
     if (props.group !== undefined) cfn.addMetadata(METADATA.group, props.group);
+    cfn.addMetadata(METADATA.awsClient, awsClient);
     acknowledgeNagFindings(cfn, role, props.unscopedActions);
   }
 }

@@ -1,8 +1,9 @@
 import { createHash, createHmac } from "node:crypto";
 import { Readable } from "node:stream";
 import { describe, expect, it } from "vitest";
+import type { AwsService } from "../../../functions/adapters/aws/client";
 import { queryBody, snsErrorName } from "../../../functions/adapters/aws/lean/query";
-import { endpointOf } from "../../../functions/adapters/aws/lean/services";
+import { endpointOf, SERVICES } from "../../../functions/adapters/aws/lean/services";
 import {
   type HttpRequestLike,
   LeanAwsClient,
@@ -161,7 +162,7 @@ describe("LeanAwsClient requests", () => {
     );
     const keyless = recording([{ status: 200, body: "{}" }], { credentials: undefined });
     await expect(keyless.client.send(GetItem({ TableName: "t", Key: {} }))).rejects.toThrow(
-      /AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are unset/,
+      /neither AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY .* nor AWS_CONTAINER_CREDENTIALS_FULL_URI/,
     );
   });
 });
@@ -323,5 +324,64 @@ describe("query protocol and endpoints", () => {
     expect(endpointOf("dynamodb", "us-east-1", env).href).toBe("http://127.0.0.1:8000/");
     expect(endpointOf("sqs", "us-east-1", env).href).toBe("http://127.0.0.1:5000/");
     expect(endpointOf("sqs", "us-east-1", env, "http://127.0.0.1:1/").port).toBe("1");
+  });
+});
+
+describe("errors the services' models mark retryable", () => {
+  /** Every error class an SDK client module exports whose instances carry `$retryable`. */
+  function sdkRetryable(module: Record<string, unknown>): string[] {
+    const names: string[] = [];
+    for (const [name, value] of Object.entries(module)) {
+      if (typeof value !== "function" || (!name.endsWith("Exception") && !name.endsWith("Error")))
+        continue;
+      const Class = value as new (options: object) => { $fault?: string; $retryable?: object };
+      let instance: { $fault?: string; $retryable?: object };
+      try {
+        instance = new Class({ message: "m", $metadata: {} });
+      } catch {
+        continue;
+      }
+      if (instance.$fault && instance.$retryable !== undefined) names.push(name);
+    }
+    return names.sort();
+  }
+
+  it("lists for each service the errors the SDK's models mark retryable", async () => {
+    const modules = {
+      dynamodb: await import("@aws-sdk/client-dynamodb"),
+      sqs: await import("@aws-sdk/client-sqs"),
+      sns: await import("@aws-sdk/client-sns"),
+      events: await import("@aws-sdk/client-eventbridge"),
+      "bedrock-runtime": await import("@aws-sdk/client-bedrock-runtime"),
+    } as const;
+    for (const [service, module] of Object.entries(modules)) {
+      const lean = [...(SERVICES[service as AwsService].retryableErrors ?? [])].sort();
+      expect({ service, retryable: lean }).toEqual({ service, retryable: sdkRetryable(module) });
+    }
+    expect(SERVICES.dynamodb.retryableErrors).toContain("ReplicatedWriteConflictException");
+  });
+
+  it("retries them, and says so on the error as the SDK does", async () => {
+    const conflict = {
+      status: 400,
+      body: '{"__type":"com.amazonaws.dynamodb.v20120810#ReplicatedWriteConflictException","message":"conflict"}',
+    };
+    const { client, requests } = recording([conflict, { status: 200, body: "{}" }]);
+    const output = await client.send(GetItem({ TableName: "t", Key: {} }));
+    expect(requests).toHaveLength(2);
+    expect(output.$metadata.attempts).toBe(2);
+    const once = recording([conflict], { maxAttempts: 1 });
+    const error = await once.client.send(GetItem({ TableName: "t", Key: {} })).catch((e) => e);
+    expect(error).toMatchObject({ name: "ReplicatedWriteConflictException", $retryable: {} });
+    const notReady = recording([
+      {
+        status: 429,
+        body: '{"message":"loading"}',
+        headers: { "x-amzn-errortype": "ModelNotReadyException" },
+      },
+      { status: 200, body: '{"output":{"message":{"role":"assistant","content":[]}}}' },
+    ]);
+    await notReady.client.send(Converse({ modelId: "m", messages: [] }));
+    expect(notReady.requests).toHaveLength(2);
   });
 });

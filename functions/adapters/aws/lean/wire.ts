@@ -19,6 +19,8 @@ export interface WireRequest {
 /** A refused call, shaped as the SDK's service errors are. */
 export class AwsServiceError extends Error {
   readonly $fault: "client" | "server";
+  /** Set when the service's model marks this error retryable, as the SDK's errors carry it. */
+  readonly $retryable?: { readonly throttling?: boolean };
   $metadata: { httpStatusCode?: number; requestId?: string; attempts?: number };
   constructor(
     name: string,
@@ -26,11 +28,13 @@ export class AwsServiceError extends Error {
     status: number,
     requestId: string | undefined,
     fields: Record<string, unknown>,
+    retryable = false,
   ) {
     super(message);
     Object.assign(this, fields);
     this.name = name;
     this.$fault = status >= 500 ? "server" : "client";
+    if (retryable) this.$retryable = {};
     this.$metadata = { httpStatusCode: status, requestId };
   }
 }
@@ -124,24 +128,28 @@ export function decodeResponse(
   if (protocol.kind === "query") {
     if (ok) return queryResult(operation, response.body);
     const code = xmlText(response.body, "Code") ?? `Http${response.status}`;
+    const name = snsErrorName(code);
     throw new AwsServiceError(
-      snsErrorName(code),
+      name,
       xmlText(response.body, "Message") ?? code,
       response.status,
       requestId,
       {},
+      SERVICES[service].retryableErrors?.includes(name),
     );
   }
   const parsed = parseJson(response.body, service === "dynamodb" ? dynamoReviver : undefined);
   if (ok) return parsed;
   const { __type, message, Message, code, ...fields } = parsed;
   const type = response.headers["x-amzn-errortype"] ?? (code as string) ?? (__type as string);
+  const name = errorName(type, response.status);
   throw new AwsServiceError(
-    errorName(type, response.status),
+    name,
     String(message ?? Message ?? type ?? `HTTP ${response.status}`),
     response.status,
     requestId,
     fields,
+    SERVICES[service].retryableErrors?.includes(name),
   );
 }
 
