@@ -50,7 +50,7 @@ describe("schedule rules", () => {
 });
 
 describe("function deployer", () => {
-  it("records the handler module, kind, group, environment as strings and timeout", () => {
+  it("records the handler module, kind, group, AWS client, environment as strings and timeout", () => {
     const fn = input(
       "Consumer",
       "AWS::Lambda::Function",
@@ -59,6 +59,7 @@ describe("function deployer", () => {
         "agentbus:entry": "functions/handlers/consumer.ts",
         "agentbus:kind": "consumer",
         "agentbus:group": "worker",
+        "agentbus:awsClient": "sdk",
       },
     );
     expect(functionOf(fn, placement)).toEqual({
@@ -67,6 +68,7 @@ describe("function deployer", () => {
       entry: "functions/handlers/consumer.ts",
       kind: "consumer",
       group: "worker",
+      awsClient: "sdk",
       environment: { STATE_TABLE: "state", BATCH: "10" },
       timeoutSeconds: 30,
     });
@@ -83,6 +85,7 @@ describe("function deployer", () => {
       name: "f",
       kind: "unknown",
       group: undefined,
+      awsClient: "lean",
       environment: {},
       timeoutSeconds: 3,
     });

@@ -38,6 +38,7 @@ import type { FaultInjection } from "./runtime/faults";
 import { type FunctionClients, sdkFunctionClients } from "./runtime/handlers";
 import { refuseIfPresent } from "./stack-present";
 import { ROOT, synthesize } from "./synth";
+import type { Template } from "./template";
 import { Observations } from "./trace";
 
 export interface LocalEnvironment {
@@ -70,6 +71,8 @@ export interface LocalEnvironment {
    * development tokens (./front-door.ts).
    */
   readonly frontDoor?: LocalFrontDoor;
+  /** The AWS client the functions run with (see LocalOptions.functionClient). */
+  readonly functionClient: "lean" | "sdk";
   /** How long each start-up step took, in milliseconds. */
   readonly timings: { emulator: number; synth: number; deploy: number };
   stop(): Promise<void>;
@@ -122,6 +125,8 @@ export interface LocalOptions {
    * @default "lean"; "sdk" with a `faultInjection` that has no `http`
    */
   readonly functionClient?: "lean" | "sdk";
+  /** More CDK context for the synth, as `-c key=value` gives it (e.g. `agentbus:awsClient`). */
+  readonly context?: Readonly<Record<string, unknown>>;
 }
 
 /**
@@ -140,11 +145,8 @@ export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvir
   try {
     const clients = emulatorClients(endpoint, region);
     options.faultInjection?.attach?.(clients);
-    const synthesized = synthesize(options.stage ?? "local", options.topology);
-    const { stackName } = synthesized;
+    const { stackName, template } = synthesizeFor(options);
     if (options.endpoint) await makeRoom(options.endpoint, region, stackName, options.reset);
-    const template =
-      options.faultInjection?.template?.(synthesized.template) ?? synthesized.template;
     const synthMs = lap();
     const deployment = await deployTemplate(template, clients, { stackName, region });
     const deployMs = lap();
@@ -154,7 +156,9 @@ export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvir
     await publishOutputs(emulatorConfig(endpoint, region), stackName, deployment.outputs);
     if (names.tables.orders)
       await putOrders(fromSdk(clients.dynamodb), names.tables.orders, SAMPLE_ORDERS);
-    const functionClients = functionClientsOf(options, clients, emulatorConfig(endpoint, region));
+    const functionClient = functionClientOf(options, deployment);
+    const config = emulatorConfig(endpoint, region);
+    const functionClients = functionClientsOf(functionClient, options, clients, config);
     const { issuer, ...running } = await startRuntime(
       deployment,
       clients,
@@ -176,6 +180,7 @@ export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvir
       store: eventStoreOf(clients, names),
       buses: { ...names.buses },
       groups: consumerGroupsOf(deployment),
+      functionClient,
       ...(frontDoor ? { frontDoor } : {}),
       timings: { emulator: emulatorMs, synth: synthMs, deploy: deployMs },
       stop: async () => {
@@ -188,6 +193,13 @@ export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvir
     await moto?.stop();
     throw error;
   }
+}
+
+/** The stack as the options have it synthesized (and as the fault injection changes it). */
+function synthesizeFor(options: LocalOptions): { stackName: string; template: Template } {
+  const synthesized = synthesize(options.stage ?? "local", options.topology, options.context);
+  const template = options.faultInjection?.template?.(synthesized.template);
+  return { stackName: synthesized.stackName, template: template ?? synthesized.template };
 }
 
 /** The consumer groups the stack runs, by name. */
@@ -316,14 +328,26 @@ async function stopLocal(
  * The clients the functions get (`LocalOptions.functionClient`): one lean client for every
  * service, as a deployed function has, or the emulator's SDK clients.
  */
+/**
+ * The AWS client the functions get: the option's, else the one the stack was built with
+ * (`-c agentbus:awsClient=sdk`), else the lean client (the SDK's for a fault injection without
+ * faults at the lean client's HTTP seam).
+ */
+function functionClientOf(options: LocalOptions, deployment: LocalDeployment): "lean" | "sdk" {
+  if (options.functionClient) return options.functionClient;
+  if (deployment.functions.some((f) => f.awsClient === "sdk")) return "sdk";
+  const injection = options.faultInjection;
+  return injection && !injection.http ? "sdk" : "lean";
+}
+
 function functionClientsOf(
+  choice: "lean" | "sdk",
   options: LocalOptions,
   clients: AwsClients,
   config: LeanClientOptions,
 ): FunctionClients {
+  if (choice === "sdk") return sdkFunctionClients(clients);
   const injection = options.faultInjection;
-  if ((options.functionClient ?? (injection && !injection.http ? "sdk" : "lean")) === "sdk")
-    return sdkFunctionClients(clients);
   const http = injection?.http?.(new NodeHttpHandler() as unknown as HttpSender);
   const client = new LeanAwsClient({ ...config, ...(http ? { http } : {}) });
   return { dynamodb: client, sqs: client, eventbridge: client };

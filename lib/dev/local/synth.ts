@@ -20,6 +20,8 @@ export const ROOT = join(import.meta.dirname, "..", "..", "..");
 export function synthesize(
   stage: string,
   topology?: Topology,
+  /** More CDK context, as `cdk synth -c key=value` gives it. */
+  context: Readonly<Record<string, unknown>> = {},
 ): { stackName: string; template: Template } {
   const cdkJson = JSON.parse(readFileSync(join(ROOT, "cdk.json"), "utf8")) as {
     context?: Record<string, unknown>;
@@ -39,6 +41,7 @@ export function synthesize(
         // The front door's tokens come from the local issuer (./front-door.ts).
         [FRONT_DOOR_ISSUER_CONTEXT]: LOCAL_ISSUER,
         [FRONT_DOOR_AUDIENCE_CONTEXT]: LOCAL_AUDIENCE,
+        ...context,
       },
     });
     const stackName = `AgentBus-${stage}`;

@@ -19,6 +19,8 @@ export interface LocalFunction {
   readonly entry: string;
   readonly kind: string;
   readonly group?: string;
+  /** The AWS client it was built with (metadata `agentbus:awsClient`, `-c agentbus:awsClient`). */
+  readonly awsClient?: "lean" | "sdk";
   readonly environment: Record<string, string>;
   readonly timeoutSeconds: number;
 }
