@@ -16,11 +16,23 @@ import { emulator } from "../support/aws";
  * retries, so what is exercised is how the lean client classifies and retries it, against moto.
  */
 
-/** The first `times` calls meet `fault`, the rest none; a crash after the first write if asked. */
-function draws(fault: CallFault | undefined, times = 99, crashAfterWrite = false) {
+type Draws = Pick<FaultDraws, "callFault" | "skewed" | "crashAfter">;
+
+/**
+ * The first `times` calls meet `fault`, the rest none; a crash after the first write if asked;
+ * the first `skews` requests refused as signed at the wrong time.
+ */
+function draws(fault: CallFault | undefined, times = 99, crashAfterWrite = false, skews = 0) {
   let calls = 0;
+  let skewed = 0;
   const seen: string[] = [];
-  const plan: Pick<FaultDraws, "callFault" | "crashAfter"> = {
+  const plan: Draws = {
+    skewed: (service, operation) => {
+      if (skewed >= skews) return false;
+      skewed += 1;
+      seen.push(`${service} ${operation} skewed`);
+      return true;
+    },
     callFault: (service, operation) => {
       seen.push(`${service} ${operation}`);
       calls += 1;
@@ -50,7 +62,7 @@ const outcome = (work: () => Promise<unknown>) =>
 
 describe("faults at the lean client's HTTP seam", () => {
   const table = `http-faults-${ulid().toLowerCase()}`;
-  const clientWith = (plan: Pick<FaultDraws, "callFault" | "crashAfter">) =>
+  const clientWith = (plan: Draws) =>
     new LeanAwsClient({
       ...emulator(),
       maxAttempts: 3,
@@ -168,6 +180,14 @@ describe("faults at the lean client's HTTP seam", () => {
     expect(error).toBeInstanceOf(InvocationCrash);
     expect(seen).toEqual(["dynamodb PutItem"]);
     expect([await stored("crashed"), await stored("after")]).toEqual([true, false]);
+  });
+
+  it("a clock skew: refused with the service's Date, the client corrects its clock and retries", async () => {
+    const { plan, seen } = draws(undefined, 0, false, 1);
+    const client = clientWith(plan);
+    await invoke(() => client.send(put("skewed")));
+    expect(seen).toEqual(["dynamodb PutItem skewed", "dynamodb PutItem"]);
+    expect(await stored("skewed")).toBe(true);
   });
 
   it("leaves calls made outside a function invocation alone", async () => {

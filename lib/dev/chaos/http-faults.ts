@@ -18,13 +18,15 @@ import { connectionReset, type Service, timedOut } from "./sdk-errors";
  *   error header; a throttled DynamoDB transaction is cancelled with a ThrottlingError reason);
  * - connection reset: Node's ECONNRESET before the request went out;
  * - timeout after apply: the request goes through, then the answer is lost (TimeoutError);
+ * - clock skew: the request is refused as signed at the wrong time (403, "Signature expired")
+ *   with a `Date` twenty minutes ahead, from which the client is to correct its clock and retry;
  * - crash after a write: the write applied, then the invocation is dead.
  *
  * Only calls made inside a function invocation are touched; a dead invocation's calls are refused.
  */
 export function faultyHttp(
   inner: HttpSender,
-  injector: Pick<FaultDraws, "callFault" | "crashAfter">,
+  injector: Pick<FaultDraws, "callFault" | "skewed" | "crashAfter">,
 ): HttpSender {
   return {
     async handle(request) {
@@ -34,6 +36,7 @@ export function faultyHttp(
       const { service, operation } = call;
       if (invocation.crashed)
         throw new InvocationCrash(`${invocation.function} is dead: ${operation} not sent`);
+      if (injector.skewed(service, operation, invocation)) return skewAnswer(service, operation);
       const fault = injector.callFault(service, operation, invocation);
       if (fault === "throttle") return answer(throttledAnswer(service, operation, request.body));
       if (fault === "server-error") return answer(serverFaultAnswer(service, operation));
@@ -125,10 +128,32 @@ function serverFaultAnswer(service: Service, operation: string): ErrorAnswer {
   }
 }
 
+/** How far ahead of this machine's clock a skewed answer's `Date` is. */
+export const SKEW_MS = 20 * 60 * 1000;
+
+/** A refusal as signed at the wrong time, dated by a service clock SKEW_MS ahead. */
+function skewAnswer(service: Service, operation: string): { response: HttpResponseLike } {
+  const serverNow = new Date(Date.now() + SKEW_MS);
+  const message = `Signature expired: the request to ${operation} is now earlier than ${serverNow.toISOString()} - 5 min. (injected)`;
+  const type =
+    service === "sqs"
+      ? "com.amazonaws.sqs#SignatureDoesNotMatch"
+      : service === "sns"
+        ? "SignatureDoesNotMatch"
+        : "InvalidSignatureException";
+  const { response } = answer({ status: 403, type, message });
+  return {
+    response: { ...response, headers: { ...response.headers, date: serverNow.toUTCString() } },
+  };
+}
+
 /** An error answer as the service sends it: JSON with `__type` (SNS: its query protocol's XML). */
 function answer(error: ErrorAnswer): { response: HttpResponseLike } {
   const requestId = `injected-${Date.now()}`;
-  if (error.type === "Throttled" || error.type === "InternalError") {
+  if (
+    !error.type.includes("#") &&
+    /^(Throttled|InternalError|SignatureDoesNotMatch)$/.test(error.type)
+  ) {
     const xml = `<ErrorResponse><Error><Type>${error.status >= 500 ? "Receiver" : "Sender"}</Type><Code>${error.type}</Code><Message>${error.message}</Message></Error><RequestId>${requestId}</RequestId></ErrorResponse>`;
     return respond(error.status, { "content-type": "text/xml" }, xml);
   }

@@ -134,6 +134,11 @@ export class FaultInjector implements FaultInjection, FaultDraws {
     return kind;
   }
 
+  /** Whether this request meets a clock skew (a refusal as signed at the wrong time). */
+  skewed(where: Service, operation: string, invocation: Invocation | undefined): boolean {
+    return this.strikes("clock-skew", invocation, where, operation);
+  }
+
   /** Whether the process dies right after this applied call. */
   crashAfter(where: Service | "channel", operation: string, invocation: Invocation | undefined) {
     if (where !== "channel" && !WRITES.has(operation)) return false;

@@ -32,6 +32,7 @@ const SWITCHES: FaultSwitches<FaultKind> = {
   "crash-after-write": { kinds: ["crash-after-write"], levels: [0, 0.01, 0.03] },
   "lost-ack": { kinds: ["lost-ack"], levels: [0, 0.03, 0.1] },
   stall: { kinds: ["stall"], levels: [0, 0.1, 0.3] },
+  "clock-skew": { kinds: ["clock-skew"], levels: [0, 0.01, 0.04] },
 };
 
 /** The plan of a seed: the same seed gives the same plan on any machine. */
@@ -55,6 +56,8 @@ export interface FaultDraws {
     operation: string,
     invocation: Invocation | undefined,
   ): CallFault | undefined;
+  /** Whether this request is refused as signed at the wrong time (the lean client's seam). */
+  skewed(where: Service, operation: string, invocation: Invocation | undefined): boolean;
   /** Whether the process dies right after this applied call. */
   crashAfter(
     where: Service | "channel",

@@ -1,7 +1,8 @@
 /**
  * Every fault the simulation (lib/dev/sim) and the full-stack runs (lib/dev/chaos) inject, under
  * the one name both plan, count and print it by, with what it models. The simulation plays each
- * on its in-memory stand-ins, the stack on the SDK clients, the runtime and the reply channel.
+ * on its in-memory stand-ins, the stack at the lean AWS client's HTTP seam (or on SDK clients),
+ * the runtime and the reply channel.
  * The order is the order plans draw them in: it is part of what a seed means.
  */
 export const FAULTS = {
@@ -16,6 +17,8 @@ export const FAULTS = {
   "lost-ack": "a handled message's acknowledgement is lost: the message is delivered again",
   stall:
     "a consumer outlasts its message's visibility timeout (a slow model call): a second worker takes the message while the first has yet to commit",
+  "clock-skew":
+    "the service refuses a request as signed at the wrong time (the caller's clock is off by minutes): a 403 with the service's own Date, nothing applied; full-stack only, at the lean AWS client's HTTP seam (an SDK client corrects its clock below its middleware)",
 } as const;
 
 export type FaultKind = keyof typeof FAULTS;
