@@ -2,6 +2,7 @@ import {
   Annotations,
   Duration,
   type Environment,
+  NestedStack,
   type RemovalPolicy,
   Stack,
   type StackProps,
@@ -162,6 +163,12 @@ export class AgentBusStack extends Stack {
   readonly emulator: Emulator | undefined;
   /** What the target runs, and so what the stack deploys. */
   readonly capabilities: TargetCapabilities;
+  /**
+   * The nested stack that holds the topics' schema registries and schemas (absent without them):
+   * 80 resources and some 370 KB that would otherwise take a main template near CloudFormation's
+   * limits of 500 resources and 1,000,000 bytes.
+   */
+  readonly eventSchemas?: NestedStack;
 
   constructor(scope: Construct, id: string, props: AgentBusStackProps = {}) {
     super(scope, id, props);
@@ -175,6 +182,11 @@ export class AgentBusStack extends Stack {
       listIndexUpgrade: parseListIndexUpgrade(this.node.tryGetContext(LIST_INDEX_UPGRADE_KEY)),
     });
 
+    const schemaRegistry = this.capabilities.schemaRegistry && schemaRegistryWanted(this);
+    if (schemaRegistry)
+      this.eventSchemas = new NestedStack(this, "EventSchemas", {
+        description: `AgentBus ${stage}: the topics' EventBridge schema registries`,
+      });
     this.topics = new Map(
       topology.topics.map((topicName) => [
         topicName,
@@ -183,7 +195,8 @@ export class AgentBusStack extends Stack {
           stage,
           archiveRetention: props.archiveRetention,
           archive: this.capabilities.archives,
-          schemaRegistry: this.capabilities.schemaRegistry,
+          schemaRegistry,
+          ...(this.eventSchemas ? { schemaScope: this.eventSchemas } : {}),
         }),
       ]),
     );
@@ -453,4 +466,16 @@ function issuerFromContext(
     );
   const tenantClaim = context(FRONT_DOOR_TENANT_CLAIM_CONTEXT);
   return { issuer, audience, ...(tenantClaim ? { tenantClaim } : {}) };
+}
+
+/** `-c agentbus:schemaRegistry=false` leaves the schema registries out (see lib/infra/README.md). */
+export const SCHEMA_REGISTRY_CONTEXT = "agentbus:schemaRegistry";
+
+function schemaRegistryWanted(scope: Construct): boolean {
+  const value: unknown = scope.node.tryGetContext(SCHEMA_REGISTRY_CONTEXT);
+  if (value === undefined || value === true || value === "true") return true;
+  if (value === false || value === "false") return false;
+  throw new Error(
+    `${SCHEMA_REGISTRY_CONTEXT} must be true or false (got ${JSON.stringify(value)})`,
+  );
 }

@@ -56,8 +56,13 @@ const synth = (emulator?: string) =>
     "AgentBus-test",
     emulator === undefined ? {} : { [EMULATOR_CONTEXT_KEY]: emulator },
   );
-const types = (template: Template) =>
+const typesIn = (template: Template) =>
   Object.values(template.toJSON().Resources as Record<string, { Type: string }>).map((r) => r.Type);
+/** The resource types a synth deploys: its template's and its nested event-schemas stack's. */
+const types = ({ stack, template }: ReturnType<typeof synth>) => [
+  ...typesIn(template),
+  ...(stack.eventSchemas ? typesIn(Template.fromStack(stack.eventSchemas)) : []),
+];
 const pipeWarnings = (stack: ReturnType<typeof synth>["stack"]) =>
   Annotations.fromStack(stack).findWarning("*", Match.stringLikeRegexp(PIPE_FALLBACK_WARNING));
 
@@ -65,7 +70,7 @@ const aws = synth();
 
 describe("emulator: none (AWS)", () => {
   it("deploys everything: pipe, archives, schema registries and schemas, dashboard", () => {
-    const present = new Set(types(aws.template));
+    const present = new Set(types(aws));
     for (const type of LEFT_OUT) expect(present.has(type), type).toBe(true);
     expect(aws.stack.emulator).toBeUndefined();
     expect(aws.stack.dashboard).toBeDefined();
@@ -84,7 +89,7 @@ describe("emulator: localstack (with an auth token)", () => {
   const pro = synth("localstack");
 
   it("deploys the same resources as for AWS", () => {
-    expect(types(pro.template).sort()).toEqual(types(aws.template).sort());
+    expect(types(pro).sort()).toEqual(types(aws).sort());
     expect(pro.template.toJSON().Resources).toEqual(aws.template.toJSON().Resources);
     expect(pipeWarnings(pro.stack)).toEqual([]);
   });
@@ -92,7 +97,7 @@ describe("emulator: localstack (with an auth token)", () => {
 
 describe("emulator: localstack-free", () => {
   const free = synth("localstack-free");
-  const present = new Set(types(free.template));
+  const present = new Set(types(free));
 
   it("leaves out pipes, archives, schema registries and schemas, and the dashboard", () => {
     for (const type of LEFT_OUT) expect(present.has(type), type).toBe(false);

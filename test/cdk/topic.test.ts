@@ -9,14 +9,17 @@ import { jsonSchemas } from "../../schemas/json-schema";
 import { EventRegistry } from "../../schemas/registry";
 import { refersTo, resources, single, synthesizeStack, testStack } from "./synth";
 
-const { template } = synthesizeStack();
+const { stack, template } = synthesizeStack();
+/** The topics' schema registries and schemas live in the nested stack `EventSchemas`. */
+if (!stack.eventSchemas) throw new Error("the stack has no nested event-schemas stack");
+const schemaTemplate = Template.fromStack(stack.eventSchemas);
 
 const BUS = "AWS::Events::EventBus";
 const busOf = (topic: string) =>
   single(template, BUS, (b) => b.Properties.Name === `agentbus-dev-${topic}`);
 const schemaRegistryOf = (topic: string) =>
   single(
-    template,
+    schemaTemplate,
     "AWS::EventSchemas::Registry",
     (r) => r.Properties.RegistryName === `agentbus-dev-${topic}`,
   );
@@ -90,7 +93,24 @@ describe("Topic: resource policy", () => {
 });
 
 describe("Topic: schema registry", () => {
-  const schemas = resources(template, "AWS::EventSchemas::Schema");
+  const schemas = resources(schemaTemplate, "AWS::EventSchemas::Schema");
+
+  it("lives in a nested stack of its own, which keeps the main template small", () => {
+    expect(stack.eventSchemas).toBeDefined();
+    expect(resources(template, "AWS::EventSchemas::Schema")).toEqual([]);
+    expect(resources(template, "AWS::EventSchemas::Registry")).toEqual([]);
+    expect(resources(template, "AWS::CloudFormation::Stack")).toHaveLength(1);
+    expect(resources(schemaTemplate, "AWS::EventSchemas::Registry")).toHaveLength(TOPICS.length);
+  });
+
+  it("is left out with -c agentbus:schemaRegistry=false (the first step of the upgrade), and a bad value is refused", () => {
+    const off = synthesizeStack({}, "AgentBus-test", { "agentbus:schemaRegistry": "false" });
+    expect(off.stack.eventSchemas).toBeUndefined();
+    expect(resources(off.template, "AWS::CloudFormation::Stack")).toEqual([]);
+    expect(() =>
+      synthesizeStack({}, "AgentBus-test", { "agentbus:schemaRegistry": "maybe" }),
+    ).toThrow(/agentbus:schemaRegistry must be true or false/);
+  });
 
   it("each topic has its own registry with one schema per event type and version of that topic", () => {
     for (const topic of TOPICS) {

@@ -68,6 +68,13 @@ export interface TopicProps {
    * @default true
    */
   readonly schemaRegistry?: boolean;
+
+  /**
+   * Where the schema registry and its schemas go (the stack puts every topic's in one nested
+   * stack, which keeps the main template small).
+   * @default - the topic itself
+   */
+  readonly schemaScope?: Construct;
 }
 
 /**
@@ -123,12 +130,15 @@ export class Topic extends Construct {
     if (props.archive ?? true) this.archive = this.createArchive(name, stage, archiveRetention);
 
     if (props.schemaRegistry ?? true) {
-      const schemaRegistry = new CfnRegistry(this, "SchemaRegistry", {
+      const home = props.schemaScope
+        ? new Construct(props.schemaScope, pascal(props.topicName))
+        : this;
+      const schemaRegistry = new CfnRegistry(home, "SchemaRegistry", {
         registryName: name,
         description: `AgentBus ${props.topicName} topic (${stage}): one schema per event type and version`,
       });
       this.schemaRegistry = schemaRegistry;
-      this.schemas = this.createSchemas(schemaRegistry, props.registry ?? defaultRegistry);
+      this.schemas = this.createSchemas(home, schemaRegistry, props.registry ?? defaultRegistry);
     } else {
       this.schemas = new Map();
     }
@@ -161,6 +171,7 @@ export class Topic extends Construct {
   }
 
   private createSchemas(
+    home: Construct,
     schemaRegistry: CfnRegistry,
     registry: EventRegistry,
   ): Map<string, CfnSchema> {
@@ -179,7 +190,7 @@ export class Topic extends Construct {
           sourcePrefix: SOURCE_PREFIX,
         }),
       );
-      const schema = new CfnSchema(this, `Schema${pascal(schemaName)}`, {
+      const schema = new CfnSchema(home, `Schema${pascal(schemaName)}`, {
         registryName: schemaRegistry.attrRegistryName,
         schemaName,
         type: SCHEMA_TYPE,
