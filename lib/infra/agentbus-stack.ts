@@ -182,24 +182,11 @@ export class AgentBusStack extends Stack {
       listIndexUpgrade: parseListIndexUpgrade(this.node.tryGetContext(LIST_INDEX_UPGRADE_KEY)),
     });
 
-    const schemaRegistry = this.capabilities.schemaRegistry && schemaRegistryWanted(this);
-    if (schemaRegistry)
+    if (this.capabilities.schemaRegistry && schemaRegistryWanted(this))
       this.eventSchemas = new NestedStack(this, "EventSchemas", {
         description: `AgentBus ${stage}: the topics' EventBridge schema registries`,
       });
-    this.topics = new Map(
-      topology.topics.map((topicName) => [
-        topicName,
-        new Topic(this, `${outputId(topicName)}Topic`, {
-          topicName,
-          stage,
-          archiveRetention: props.archiveRetention,
-          archive: this.capabilities.archives,
-          schemaRegistry,
-          ...(this.eventSchemas ? { schemaScope: this.eventSchemas } : {}),
-        }),
-      ]),
-    );
+    this.topics = this.createTopics(stage, topology, props);
     this.relay = new Relay(this, "Relay", {
       topics: [...this.topics.values()],
       tables: this.tables,
@@ -231,6 +218,27 @@ export class AgentBusStack extends Stack {
       });
     }
     addStackOutputs(this);
+  }
+
+  /** A topic per topic of the topology, its schema registry in the nested stack when there is one. */
+  private createTopics(
+    stage: string,
+    topology: Topology,
+    props: AgentBusStackProps,
+  ): Map<TopicName, Topic> {
+    return new Map(
+      topology.topics.map((topicName) => [
+        topicName,
+        new Topic(this, `${outputId(topicName)}Topic`, {
+          topicName,
+          stage,
+          archiveRetention: props.archiveRetention,
+          archive: this.capabilities.archives,
+          schemaRegistry: this.eventSchemas !== undefined,
+          ...(this.eventSchemas ? { schemaScope: this.eventSchemas } : {}),
+        }),
+      ]),
+    );
   }
 
   /**
