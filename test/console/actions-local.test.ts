@@ -1,8 +1,7 @@
-import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { request } from "node:http";
 import { join } from "node:path";
-import { type Browser, chromium, type Locator, type Page } from "playwright-core";
+import type { Browser, Locator, Page } from "playwright-core";
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HUMAN_REVIEW_MARKER, UNUSABLE_DRAFT_MARKER } from "../../functions/adapters/local-model";
@@ -26,6 +25,7 @@ import { opsSource } from "../../lib/operator/source";
 import type { Envelope } from "../../schemas";
 import { auditedOutcomes } from "../support/audit";
 import { emulator } from "../support/aws";
+import { haveChromium, launchChromium, NO_CHROMIUM, SCREENSHOTS } from "../support/browser";
 
 /**
  * The console's actions on the local stack, in Chromium: a quick-news run whose writer never
@@ -36,18 +36,12 @@ import { emulator } from "../support/aws";
  * redriven from the dead-letters page (recorded in the audit trail).
  */
 
-const CHROMIUM = "/usr/bin/chromium";
-const haveChromium = existsSync(CHROMIUM);
-const OUTPUT = join(process.env.AGENTBUS_TEST_OUTPUT ?? "test/output", "console");
 const STAGE = `ca${ulid().slice(-6).toLowerCase()}`;
 const TIMEOUT = 120_000;
 const OPERATOR = "console_carol";
 const DRAFT = { title: "Tides in estuaries", body: "Written by hand in the console." };
 
-if (!haveChromium)
-  console.warn(
-    `actions-local.test.ts skipped: Debian's chromium is not installed at ${CHROMIUM} (apt-get install -y chromium)`,
-  );
+if (!haveChromium) console.warn(`actions-local.test.ts skipped: ${NO_CHROMIUM}`);
 
 function rawPost(url: string, path: string, body: string, headers: Record<string, string> = {}) {
   return new Promise<{ status: number; body: string }>((resolve, reject) => {
@@ -103,7 +97,7 @@ describe.skipIf(!haveChromium)("the console's actions on the local stack (Chromi
 
   beforeAll(async () => {
     process.env.AGENTBUS_OPERATOR = OPERATOR;
-    await mkdir(OUTPUT, { recursive: true });
+    await mkdir(SCREENSHOTS, { recursive: true });
     env = await startLocal({ endpoint: emulator().endpoint, stage: STAGE });
     if (!hasContentWorkflow(env)) throw new Error("the project topology lacks the content groups");
     const run = await startWorkflow(env, "console", "quick-news", `tides ${UNUSABLE_DRAFT_MARKER}`);
@@ -130,10 +124,7 @@ describe.skipIf(!haveChromium)("the console's actions on the local stack (Chromi
     );
     await env.runtime.idle({ timeoutMs: TIMEOUT });
     server = await startConsole({ source: opsSource(env.ops), actions: opsActions(env.ops) });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-    });
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
   }, 300_000);
 
@@ -186,7 +177,7 @@ describe.skipIf(!haveChromium)("the console's actions on the local stack (Chromi
     await again.locator('input[name="reason"]').fill("trying the console");
     const unfit = await submit(again.getByRole("button", { name: "Resolve with this output" }));
     expect(unfit).toMatch(/does not fit node writing \(role writing\): body: .*; nothing sent$/);
-    await page.screenshot({ path: join(OUTPUT, "local-run-refused.png"), fullPage: true });
+    await page.screenshot({ path: join(SCREENSHOTS, "local-run-refused.png"), fullPage: true });
     await env.runtime.idle({ timeoutMs: TIMEOUT });
     expect(commandsSeen("workflow.resolve.requested")).toEqual([]);
     expect(await loadRun(env, runId)).toEqual(before);
@@ -216,7 +207,7 @@ describe.skipIf(!haveChromium)("the console's actions on the local stack (Chromi
       await page.reload();
       expect(await seen(page.locator("[data-run-status]"))).toBe("COMPLETED");
       expect(await page.locator('form[data-action="resolve"]').count()).toBe(0);
-      await page.screenshot({ path: join(OUTPUT, "local-run-resolved.png"), fullPage: true });
+      await page.screenshot({ path: join(SCREENSHOTS, "local-run-resolved.png"), fullPage: true });
     },
     TIMEOUT * 2,
   );
@@ -230,7 +221,7 @@ describe.skipIf(!haveChromium)("the console's actions on the local stack (Chromi
       const text = "Your refund was submitted once; a second one is not possible.";
       await details.locator('textarea[name="text"]').fill(text);
       await details.locator('input[name="reason"]').fill("checked the order");
-      await page.screenshot({ path: join(OUTPUT, "local-overview-held.png"), fullPage: true });
+      await page.screenshot({ path: join(SCREENSHOTS, "local-overview-held.png"), fullPage: true });
       const flash = await submit(details.getByRole("button", { name: "Approve and send" }));
       expect(flash).toMatch(/^Sent: reply\.approve\.requested sent to agentbus-\w+-commands /);
       const key = `${held.task_id}:reply:2`;
@@ -278,7 +269,7 @@ describe.skipIf(!haveChromium)("the console's actions on the local stack (Chromi
         reason: "after the fix",
         outcome: { count: 1, event_ids: [poison.event_id], failed: 0 },
       });
-      await page.screenshot({ path: join(OUTPUT, "local-dead-letters.png"), fullPage: true });
+      await page.screenshot({ path: join(SCREENSHOTS, "local-dead-letters.png"), fullPage: true });
     },
     TIMEOUT * 2,
   );

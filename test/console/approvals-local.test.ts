@@ -1,33 +1,24 @@
-import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { type Browser, chromium, type Locator, type Page } from "playwright-core";
+import type { Browser, Locator, Page } from "playwright-core";
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { putOrders } from "../../functions/adapters/dynamodb/orders";
 import { LocalPayments } from "../../functions/adapters/local-payments";
-import type { AgentJournal } from "../../functions/core/agent/agent";
 import { AGENT_RUN_AGGREGATE } from "../../functions/core/agent/agent-role";
-import { refundRunId } from "../../functions/roles/refund-review/refund-agent";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
-import {
-  customerMessage,
-  streamOf,
-  waitUntil,
-} from "../../lib/dev/local/scenario/customer-support";
+import { streamOf } from "../../lib/dev/local/scenario/customer-support";
 import {
   agentRunOf,
   askForRefund,
   refundableOrder,
   runReaches,
 } from "../../lib/dev/local/scenario/refund";
-import { putOnBus } from "../../lib/dev/local/scenario/workflow";
 import { opsActions } from "../../lib/operator/actions";
 import { type RunningConsole, startConsole } from "../../lib/operator/console/server";
-import { fromSdk } from "../../lib/operator/from-sdk";
 import { opsSource } from "../../lib/operator/source";
 import { REFUND_REVIEW_DECISION } from "../../schemas/events/refund";
 import { emulator } from "../support/aws";
+import { haveChromium, launchChromium, NO_CHROMIUM, SCREENSHOTS } from "../support/browser";
 
 /**
  * Refunds awaiting approval, decided from the console's overview in Chromium on the local stack
@@ -38,18 +29,12 @@ import { emulator } from "../support/aws";
  * applied with the receipt typed in the page, and not made again.
  */
 
-const CHROMIUM = "/usr/bin/chromium";
-const haveChromium = existsSync(CHROMIUM);
-const OUTPUT = join(process.env.AGENTBUS_TEST_OUTPUT ?? "test/output", "console");
 const STAGE = `cp${ulid().slice(-6).toLowerCase()}`;
 // As the support e2e files wait (test/e2e/support-stack.ts): the suite runs files side by side.
 const TIMEOUT = 120_000;
 const OPERATOR = "console_olga";
 
-if (!haveChromium)
-  console.warn(
-    `approvals-local.test.ts skipped: Debian's chromium is not installed at ${CHROMIUM} (apt-get install -y chromium)`,
-  );
+if (!haveChromium) console.warn(`approvals-local.test.ts skipped: ${NO_CHROMIUM}`);
 
 /** The text a person sees in `locator`. */
 async function seen(locator: Locator): Promise<string> {
@@ -94,7 +79,7 @@ describe.skipIf(!haveChromium)("refund approvals from the console (Chromium, loc
 
   beforeAll(async () => {
     process.env.AGENTBUS_OPERATOR = OPERATOR;
-    await mkdir(OUTPUT, { recursive: true });
+    await mkdir(SCREENSHOTS, { recursive: true });
     env = await startLocal({
       endpoint: emulator().endpoint,
       stage: STAGE,
@@ -117,10 +102,7 @@ describe.skipIf(!haveChromium)("refund approvals from the console (Chromium, loc
     ]);
     await env.runtime.idle({ timeoutMs: TIMEOUT });
     server = await startConsole({ source: opsSource(env.ops), actions: opsActions(env.ops) });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-    });
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
   }, 480_000);
 
@@ -146,7 +128,10 @@ describe.skipIf(!haveChromium)("refund approvals from the console (Chromium, loc
       });
     }
     expect(refundsOf(orders.approved) + refundsOf(orders.rejected)).toBe(0);
-    await page.screenshot({ path: join(OUTPUT, "local-overview-approvals.png"), fullPage: true });
+    await page.screenshot({
+      path: join(SCREENSHOTS, "local-overview-approvals.png"),
+      fullPage: true,
+    });
     for (let i = 0; i < 2; i++) {
       const opened = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
       expect(await open(opened, "/")).toBe(200);
@@ -228,7 +213,7 @@ describe.skipIf(!haveChromium)("refund approvals from the console (Chromium, loc
         `Refused: run ${runs.rejected} waits for no decision (it is COMPLETED); nothing sent`,
       );
       await latePage.screenshot({
-        path: join(OUTPUT, "local-overview-approval-refused.png"),
+        path: join(SCREENSHOTS, "local-overview-approval-refused.png"),
         fullPage: true,
       });
       await env.runtime.idle({ timeoutMs: TIMEOUT });
@@ -259,7 +244,7 @@ describe.skipIf(!haveChromium)("refund approvals from the console (Chromium, loc
       await wait.locator('textarea[name="output"]').fill(JSON.stringify(receipt, null, 2));
       await wait.locator('input[name="reason"]').fill("seen at the provider");
       await page.screenshot({
-        path: join(OUTPUT, "local-overview-unknown-refund.png"),
+        path: join(SCREENSHOTS, "local-overview-unknown-refund.png"),
         fullPage: true,
       });
       const flash = await submit(

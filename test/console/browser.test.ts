@@ -1,19 +1,13 @@
-import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { type Browser, chromium, type Locator, type Page } from "playwright-core";
+import type { Browser, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningConsole, startConsole } from "../../lib/operator/console/server";
+import { haveChromium, launchChromium, NO_CHROMIUM, SCREENSHOTS } from "../support/browser";
 import { CORRELATION_ID, EVENT_IDS, fakeSource, RUN_ID, TASK_ID } from "./fixtures";
 
-const CHROMIUM = "/usr/bin/chromium";
-const haveChromium = existsSync(CHROMIUM);
-const OUTPUT = join(process.env.AGENTBUS_TEST_OUTPUT ?? "test/output", "console");
-
 if (!haveChromium) {
-  console.warn(
-    `browser.test.ts skipped: Debian's chromium is not installed at ${CHROMIUM} (apt-get install -y chromium)`,
-  );
+  console.warn(`browser.test.ts skipped: ${NO_CHROMIUM}`);
 }
 
 /** The text a person sees in `locator` (rendered text, so the element must be visible). */
@@ -29,12 +23,9 @@ describe.skipIf(!haveChromium)("the console in Chromium (needs Debian's chromium
   let page: Page;
 
   beforeAll(async () => {
-    await mkdir(OUTPUT, { recursive: true });
+    await mkdir(SCREENSHOTS, { recursive: true });
     server = await startConsole({ source: fakeSource() });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-    });
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   });
 
@@ -82,7 +73,7 @@ describe.skipIf(!haveChromium)("the console in Chromium (needs Debian's chromium
     expect(await seen(page.locator('[data-node-row="writing"]'))).toContain(
       "MODEL_TIMEOUT the model did not answer within 15 s",
     );
-    await page.screenshot({ path: join(OUTPUT, "run.png"), fullPage: true });
+    await page.screenshot({ path: join(SCREENSHOTS, "run.png"), fullPage: true });
   });
 
   it("shows the trace with each group's outcome beside its event", async () => {
@@ -105,7 +96,7 @@ describe.skipIf(!haveChromium)("the console in Chromium (needs Debian's chromium
     expect(await seen(lookup.locator(".dead-letter"))).toContain("agentbus-order-lookup-dlq.fifo");
     const root = page.locator(`ul.tree > li[data-event-id="${EVENT_IDS.clientMessage}"]`);
     expect(await seen(root.locator("> .event .event-head"))).toContain("unsequenced");
-    await page.screenshot({ path: join(OUTPUT, "trace.png"), fullPage: true });
+    await page.screenshot({ path: join(SCREENSHOTS, "trace.png"), fullPage: true });
   });
 
   it("lists the dead-lettered event on the dead-letters page", async () => {

@@ -1,15 +1,14 @@
-import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { type Browser, chromium, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningConsole, startConsole } from "../../lib/operator/console/server";
 import type { ItemSummary, OpsSource, OverviewView } from "../../lib/operator/views";
+import { haveChromium, launchChromium, NO_CHROMIUM, SCREENSHOTS } from "../support/browser";
 import { deadLetters, EVENT_IDS, fakeSource, overview, RUN_ID, TASK_ID } from "./fixtures";
 
-const CHROMIUM = "/usr/bin/chromium";
-const haveChromium = existsSync(CHROMIUM);
-const OUTPUT = join(process.env.AGENTBUS_TEST_OUTPUT ?? "test/output", "console");
+if (!haveChromium) console.warn(`tenant-filter.test.ts skipped: ${NO_CHROMIUM}`);
+
 const OTHER_RUN = "run_01J9Z3R0000CONTENT000000002";
 const OTHER_LETTER = "01J9Z3QW8Y0000000000000DEF";
 
@@ -71,12 +70,9 @@ describe.skipIf(!haveChromium)("the console's tenant filter in Chromium", () => 
   const asked: (string | undefined)[] = [];
 
   beforeAll(async () => {
-    await mkdir(OUTPUT, { recursive: true });
+    await mkdir(SCREENSHOTS, { recursive: true });
     server = await startConsole({ source: tenantSource(asked) });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-    });
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   });
 
@@ -112,7 +108,7 @@ describe.skipIf(!haveChromium)("the console's tenant filter in Chromium", () => 
     expect(await rowTenants("task")).toEqual([]);
     expect(await page.locator("[data-tenant-shown]").textContent()).toBe("acme");
     expect(await page.getByLabel("Tenant").inputValue()).toBe("acme");
-    await page.screenshot({ path: join(OUTPUT, "tenant-filter.png"), fullPage: true });
+    await page.screenshot({ path: join(SCREENSHOTS, "tenant-filter.png"), fullPage: true });
 
     await page.getByRole("navigation").getByRole("link", { name: "Dead letters" }).click();
     await page.waitForURL("**/dead-letters?tenant=acme");

@@ -1,10 +1,9 @@
 import { execFile, execFileSync, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { hasConversation, runConversationScenario } from "../../lib/dev/local/conversation";
@@ -23,20 +22,16 @@ import { connect } from "../../lib/operator/stack";
 import type { TraceNode, TraceView } from "../../lib/operator/views";
 import type { Envelope } from "../../schemas";
 import { emulator } from "../support/aws";
+import { haveChromium, launchChromium, NO_CHROMIUM, SCREENSHOTS } from "../support/browser";
 import { runCli } from "../support/cli";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const README = readFileSync(join(ROOT, "README.md"), "utf8");
 const STAGE = `ops-${Date.now().toString(36)}`;
-const CHROMIUM = "/usr/bin/chromium";
 const execFileAsync = promisify(execFile);
 const jq = spawnSync("jq", ["--version"], { stdio: "ignore" }).status === 0;
 if (!jq) console.warn("ops.test.ts: the `| jq .` check is skipped: jq is not installed");
-const OUTPUT = join(process.env.AGENTBUS_TEST_OUTPUT ?? "test/output", "console");
-if (!existsSync(CHROMIUM))
-  console.warn(
-    `ops.test.ts: the console part is skipped: Debian's chromium is not installed at ${CHROMIUM} (apt-get install -y chromium)`,
-  );
+if (!haveChromium) console.warn(`ops.test.ts: the console part is skipped: ${NO_CHROMIUM}`);
 
 /**
  * The operator's views of the local stack after the reference conversation and a workflow run:
@@ -213,17 +208,14 @@ describe("operator views of the local stack", () => {
     expect(unknown.stderr).toContain("nothing is recorded under corr_nothing-here");
   }, 240_000);
 
-  it.skipIf(!existsSync(CHROMIUM))(
+  it.skipIf(!haveChromium)(
     "the console page in Chromium draws the run's DAG with every node COMPLETED and a trace with its outcomes",
     async () => {
-      await mkdir(OUTPUT, { recursive: true });
+      await mkdir(SCREENSHOTS, { recursive: true });
       const config = emulatorConfig(env.endpoint, env.region);
       const stack = connect(config, `AgentBus-${STAGE}`, env.deployment.outputs);
       const server = await startConsole({ source: opsSource(stack) });
-      const browser = await chromium.launch({
-        executablePath: CHROMIUM,
-        args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-      });
+      const browser = await launchChromium();
       try {
         const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
         await page.goto(new URL(`/runs/${run.runId}`, server.url).href);
@@ -232,17 +224,17 @@ describe("operator views of the local stack", () => {
           expect(await g.getAttribute("data-state")).toBe("COMPLETED");
           expect(await g.textContent()).toContain(node);
         }
-        await page.screenshot({ path: join(OUTPUT, "local-run.png"), fullPage: true });
+        await page.screenshot({ path: join(SCREENSHOTS, "local-run.png"), fullPage: true });
         await page.goto(new URL(`/trace?id=${second.event_id}`, server.url).href);
         const moot = page.locator(".related li[data-group='sender'][data-outcome='discarded']");
         expect(await moot.getAttribute("data-reason")).toBe("superseded");
         const root = page.locator(`li[data-event-id="${second.event_id}"]`).first();
         expect(await root.getAttribute("data-event-type")).toBe("conversation.message.received");
-        await page.screenshot({ path: join(OUTPUT, "local-trace.png"), fullPage: true });
+        await page.screenshot({ path: join(SCREENSHOTS, "local-trace.png"), fullPage: true });
         await page.goto(new URL("/", server.url).href);
         // biome-ignore lint/performance/useDomNodeTextContent: the rendered text is what a person sees
         expect(await page.locator("body").innerText()).toContain(run.runId);
-        await page.screenshot({ path: join(OUTPUT, "local-overview.png"), fullPage: true });
+        await page.screenshot({ path: join(SCREENSHOTS, "local-overview.png"), fullPage: true });
       } finally {
         await browser.close();
         await server.close();

@@ -1,4 +1,3 @@
-import { BedrockRuntimeClient } from "@aws-sdk/client-bedrock-runtime";
 import {
   CreateTableCommand,
   DeleteTableCommand,
@@ -43,6 +42,7 @@ import { emulator } from "../../support/aws";
 import { AwsFaultStub, type StubAnswer } from "../../support/aws-fault-stub";
 import { newUlid } from "../../support/factories";
 import { createQueue } from "../../support/queues";
+import { SDK_CLIENTS } from "../../support/sdk-clients";
 
 /**
  * The contract of the functions' AWS client: every operation in operations.ts, sent through the
@@ -56,13 +56,6 @@ type Side = "lean" | "sdk";
 type Clients = Record<Side, AwsClient>;
 const suffix = newUlid().toLowerCase();
 const table = `contract-${suffix}`;
-const SDK_CLIENTS = {
-  dynamodb: DynamoDBClient,
-  sqs: SQSClient,
-  sns: SNSClient,
-  events: EventBridgeClient,
-  "bedrock-runtime": BedrockRuntimeClient,
-} as const;
 const sdkClients: { destroy(): void }[] = [];
 
 /** The lean client and the SDK clients behind one port, all at `endpoint`, attempts as given. */

@@ -1,28 +1,16 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { BedrockRuntimeClient } from "@aws-sdk/client-bedrock-runtime";
-import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
-import { SNSClient } from "@aws-sdk/client-sns";
-import { SQSClient } from "@aws-sdk/client-sqs";
 import { describe, expect, it } from "vitest";
 import type { AwsService } from "../../../functions/adapters/aws/client";
 import { endpointOf, partitionOf } from "../../../functions/adapters/aws/lean/services";
 import { partitionsFileText, sdkPartitions } from "../../../lib/dev/aws-partitions";
+import { SDK_CLIENTS } from "../../support/sdk-clients";
 
 /**
  * The lean client's host names, for every region of every partition the AWS SDK v3 knows (and a
  * region of each partition it does not list yet), with and without FIPS and dual-stack, against
  * what each SDK client's own endpoint rules resolve. Resolved offline: nothing is contacted.
  */
-
-const SDK_CLIENTS = {
-  dynamodb: DynamoDBClient,
-  sqs: SQSClient,
-  sns: SNSClient,
-  events: EventBridgeClient,
-  "bedrock-runtime": BedrockRuntimeClient,
-} as const;
 
 interface EndpointProvider {
   endpointProvider(params: Record<string, unknown>, context: object): { url: URL };

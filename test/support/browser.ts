@@ -1,0 +1,22 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { type Browser, chromium } from "playwright-core";
+
+/**
+ * The browser a page is tested in: Debian's chromium, driven by playwright-core, headless and
+ * without a sandbox, GPU or background networking (nothing leaves loopback).
+ */
+export const CHROMIUM = "/usr/bin/chromium";
+export const haveChromium = existsSync(CHROMIUM);
+/** Where the console tests put their screenshots (an artifact of the run). */
+export const SCREENSHOTS = join(process.env.AGENTBUS_TEST_OUTPUT ?? "test/output", "console");
+
+/** Why a browser test is skipped here, for the run's log. */
+export const NO_CHROMIUM = `Debian's chromium is not installed at ${CHROMIUM} (apt-get install -y chromium)`;
+
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+  });
+}
