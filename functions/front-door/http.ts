@@ -92,6 +92,16 @@ export function fail(
   throw new ProblemError({ code, detail, ...extra });
 }
 
+/** An event's headers with their names in lower case (as the routes read them). */
+export function lowerCaseHeaders(
+  headers: Readonly<Record<string, string | undefined>> | undefined,
+): Record<string, string> {
+  const lower: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers ?? {}))
+    if (value !== undefined) lower[name.toLowerCase()] = value;
+  return lower;
+}
+
 /** A header, case-insensitively. */
 export function header(request: HttpRequest, name: string): string | undefined {
   return request.headers[name.toLowerCase()];

@@ -7,7 +7,13 @@ import { DynamoConsumerStore } from "../adapters/dynamodb/event-store";
 import { parseEnv } from "../core/parse-env";
 import type { Clock, EventStore } from "../core/ports";
 import { systemClock } from "../core/runtime";
-import { fail, type HttpRequest, ProblemError, problemResponse } from "../front-door/http";
+import {
+  fail,
+  type HttpRequest,
+  lowerCaseHeaders,
+  ProblemError,
+  problemResponse,
+} from "../front-door/http";
 import { callerOf } from "../front-door/identity";
 import { openStream, STREAM_HEADERS } from "../front-door/stream";
 import { containerAwsClient } from "./aws";
@@ -75,7 +81,7 @@ export function createFrontDoorStreamHandler(
 ): FrontDoorStreamHandler {
   const env = parseEnv(FrontDoorStreamEnv, options.env ?? process.env, "front-door-stream");
   const { logger, metrics, tracer } = options.observability ?? observability("front-door-stream");
-  const key = options.jwtKey ?? issuerKeys(env.JWT_ISSUER, env.JWKS_URL);
+  const key = verificationKey(options.jwtKey, env.JWT_ISSUER, env.JWKS_URL);
   const audience = env.JWT_AUDIENCE.split(",").map((a) => a.trim());
   const settings = {
     pollMs: env.STREAM_POLL_MS,
@@ -121,6 +127,16 @@ export function createFrontDoorStreamHandler(
   };
 }
 
+/** What checks a token's signature: the key given (or its getter), else the issuer's JWKS. */
+function verificationKey(
+  given: CryptoKey | JWTVerifyGetKey | undefined,
+  issuer: string,
+  jwksUrl: string | undefined,
+): JWTVerifyGetKey {
+  if (given === undefined) return issuerKeys(issuer, jwksUrl);
+  return typeof given === "function" ? given : async () => given;
+}
+
 /** The issuer's signing keys: its JWKS, at `jwksUrl` or where its discovery document says. */
 function issuerKeys(issuer: string, jwksUrl: string | undefined): JWTVerifyGetKey {
   let keys: Promise<JWTVerifyGetKey> | undefined;
@@ -152,7 +168,7 @@ function tokenOf(event: LambdaFunctionURLEvent): string | undefined {
 /** The token's claims, verified as the HTTP API's JWT authorizer verifies them (else 401). */
 async function verifiedClaims(
   token: string | undefined,
-  key: CryptoKey | JWTVerifyGetKey,
+  key: JWTVerifyGetKey,
   issuer: string,
   audience: string[],
 ): Promise<Record<string, unknown>> {
@@ -164,11 +180,7 @@ async function verifiedClaims(
     });
   if (!token) return refuse("no bearer token in the Authorization header or access_token");
   try {
-    const options = { issuer, audience };
-    const { payload } =
-      typeof key === "function"
-        ? await jwtVerify(token, key, options)
-        : await jwtVerify(token, key, options);
+    const { payload } = await jwtVerify(token, key, { issuer, audience });
     return payload as Record<string, unknown>;
   } catch (error) {
     if (error instanceof errors.JWTExpired) return refuse("the token has expired");
@@ -179,13 +191,10 @@ async function verifiedClaims(
 }
 
 function requestOf(event: LambdaFunctionURLEvent): HttpRequest {
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(event.headers ?? {}))
-    if (value !== undefined) headers[name.toLowerCase()] = value;
   return {
     method: event.requestContext.http.method,
     path: event.rawPath,
-    headers,
+    headers: lowerCaseHeaders(event.headers),
     requestId: event.requestContext.requestId,
   };
 }

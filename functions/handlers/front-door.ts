@@ -18,7 +18,7 @@ import type { Clock, EventPublisher } from "../core/ports";
 import { systemClock, ulidSource } from "../core/runtime";
 import type { AcceptedRequests } from "../front-door/accepted";
 import { type FrontDoorPorts, handleRequest } from "../front-door/api";
-import type { HttpRequest } from "../front-door/http";
+import { type HttpRequest, lowerCaseHeaders } from "../front-door/http";
 import type { TenantLimits } from "../front-door/limits";
 import { DEFAULT_RUNS_IN_FLIGHT, type RunsInFlight } from "../front-door/runs-in-flight";
 import { containerAwsClient } from "./aws";
@@ -166,16 +166,13 @@ function internalError(requestId: string): APIGatewayProxyStructuredResultV2 {
 
 /** What the routes read of an HTTP API request (payload format 2.0). */
 export function requestOf(event: APIGatewayProxyEventV2WithJWTAuthorizer): HttpRequest {
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(event.headers ?? {}))
-    if (value !== undefined) headers[name.toLowerCase()] = value;
   const claims = event.requestContext.authorizer?.jwt?.claims;
   // A service route's IAM authorization gives the signer's ARN instead of claims.
   const { iam } = (event.requestContext.authorizer ?? {}) as { iam?: { userArn?: string } };
   return {
     method: event.requestContext.http.method,
     path: event.rawPath,
-    headers,
+    headers: lowerCaseHeaders(event.headers),
     ...(event.body === undefined ? {} : { body: event.body }),
     isBase64Encoded: event.isBase64Encoded,
     ...(claims ? { claims } : {}),
