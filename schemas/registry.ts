@@ -36,6 +36,13 @@ export interface EventTypeDefinition<
   readonly description: string;
   readonly payload: P;
   /**
+   * The payload's fields that hold personal data: a customer's words, or words written to or
+   * about one (top-level string fields). The event store keeps them sealed under the customer's
+   * data key (functions/core/personal-data), logs never carry them, and erasing the customer
+   * leaves `[erased]` in their place.
+   */
+  readonly personal?: readonly string[];
+  /**
    * From the previous schema version's payload to this one's (required on every version after
    * the first, absent on version 1). It gets the previous payload as validated and the envelope
    * around it (for fields the old payload implied, such as `occurred_at`); it must be pure.
@@ -106,6 +113,7 @@ export class EventRegistry {
         `event type name ${JSON.stringify(definition.type)} ${typeCheck.error.issues[0]?.message}`,
       );
     checkChain(definition, this.byType.get(definition.type) ?? []);
+    checkPersonalFields(definition);
     this.byKey.set(key, definition);
     const versions = [...(this.byType.get(definition.type) ?? []), definition];
     this.byType.set(
@@ -356,4 +364,15 @@ function describeIssues(error: z.core.$ZodError): string {
   if (issues.length <= MAX_ISSUES_NAMED) return z.prettifyError(error);
   const named = z.prettifyError(new z.$ZodError(issues.slice(0, MAX_ISSUES_NAMED)));
   return `${named}\n... and ${issues.length - MAX_ISSUES_NAMED} more issues`;
+}
+
+/** Each personal field a definition declares must be one of its payload's top-level fields. */
+function checkPersonalFields(definition: EventTypeDefinition): void {
+  if (!definition.personal?.length) return;
+  const shape = (definition.payload as { shape?: Record<string, unknown> }).shape;
+  for (const field of definition.personal)
+    if (!shape || !(field in shape))
+      throw new Error(
+        `event type ${definition.type}@${definition.schemaVersion} declares personal field ${JSON.stringify(field)}, which its payload does not have`,
+      );
 }

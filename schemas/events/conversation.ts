@@ -235,6 +235,7 @@ export function defineConversationEvents(registry: EventRegistry) {
       type: "notification.send.requested",
       description: "Send the reply to the customer (a side effect, done once per idempotency key).",
       payload: SendRequestedPayload,
+      personal: ["text"],
     }),
     registry.define({
       ...streamFact,
@@ -262,12 +263,14 @@ function defineTurnEvents(registry: EventRegistry) {
       description:
         "A customer sent a message (sent by a client: aggregate conversation/<conversation_id>, version 0).",
       payload: MessageReceivedPayload,
+      personal: ["text"],
     }),
     registry.define({
       ...streamFact,
       type: "conversation.message.accepted",
       description: "The conversation took the message in; its version went up by one.",
       payload: MessageAcceptedPayload,
+      personal: ["text"],
     }),
     registry.define({
       ...streamFact,
@@ -297,12 +300,14 @@ function defineTurnEvents(registry: EventRegistry) {
       type: "reply.generated",
       description: "A reply draft was generated and validated.",
       payload: ReplyGeneratedPayload,
+      personal: ["reply_text"],
     }),
     registry.define({
       ...streamFact,
       type: "reply.held_for_review",
       description: "The reply needs a person's review before it may be sent.",
       payload: ReplyHeldForReviewPayload,
+      personal: ["reply_text"],
     }),
   ] as const;
 }
@@ -316,6 +321,7 @@ function defineReviewEvents(registry: EventRegistry) {
       description:
         "Send a held reply, optionally with an edited text (sent by an operator; aggregate reply/<task_id>, version 0).",
       payload: ReplyApproveRequestedPayload,
+      personal: ["text", "reason"],
     }),
     registry.define({
       ...outsideCommand,
@@ -323,6 +329,7 @@ function defineReviewEvents(registry: EventRegistry) {
       description:
         "Drop a held reply: nothing is sent (sent by an operator; aggregate reply/<task_id>, version 0).",
       payload: ReplyRejectRequestedPayload,
+      personal: ["reason"],
     }),
     registry.define({
       ...streamFact,
@@ -330,12 +337,14 @@ function defineReviewEvents(registry: EventRegistry) {
       description:
         "A person approved the held reply; its send was asked for under a key of its own.",
       payload: ReplyApprovedPayload,
+      personal: ["reply_text", "reason"],
     }),
     registry.define({
       ...streamFact,
       type: "reply.rejected",
       description: "A person rejected the held reply; nothing is sent for it.",
       payload: ReplyRejectedPayload,
+      personal: ["reason"],
     }),
     registry.define({
       ...outsideCommand,

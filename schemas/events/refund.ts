@@ -154,6 +154,7 @@ export function defineRefundEvents(registry: EventRegistry) {
       type: REFUND_REJECTED,
       description: "A refund was refused; the reason is what the customer is told.",
       payload: RefundRejectedPayload,
+      personal: ["reason"],
     }),
     registry.define({
       ...streamFact,
@@ -161,6 +162,7 @@ export function defineRefundEvents(registry: EventRegistry) {
       description:
         "A refund agent run waits for a person: an approval, a write whose outcome is unknown, or a spent budget.",
       payload: RefundReviewNeedsPersonPayload,
+      personal: ["reason"],
     }),
   ] as const;
 }
