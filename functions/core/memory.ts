@@ -248,6 +248,18 @@ export class InMemoryEventStore
     }
   }
 
+  /** StateRewriter: the state's data written again, while its revision is the one read. */
+  async rewriteState(state: StoredState, data: unknown): Promise<boolean> {
+    const k = this.keys.of(state.aggregate);
+    const current = this.states.get(k);
+    if (!current || current.revision !== state.revision) return false;
+    this.states.set(
+      k,
+      Object.freeze({ ...current, revision: current.revision + 1, data: deepFreeze(data) }),
+    );
+    return true;
+  }
+
   private applyState(state: NonNullable<CommitRequest["state"]>): void {
     const k = this.keys.of(state.aggregate);
     const previous = this.states.get(k);

@@ -5,9 +5,11 @@ import { DeterministicLocalModel } from "../../functions/adapters/local-model";
 import { LocalPayments } from "../../functions/adapters/local-payments";
 import { InMemoryContentStore } from "../../functions/core/agent/content";
 import type { ModelPort, ModelRequest, ModelResponse } from "../../functions/core/model";
+import type { Vault } from "../../functions/core/personal-data/vault";
 import { consume } from "../../functions/core/pipeline";
 import type { Role } from "../../functions/core/role";
 import type { OrdersPort } from "../../functions/core/role-module";
+import type { ManualClock } from "../../functions/core/runtime";
 import { InMemorySideEffects } from "../../functions/core/side-effects";
 import {
   conversationContextReader,
@@ -49,6 +51,8 @@ export interface SupportOptions {
   readonly without?: readonly string[];
   /** Record a delivery that throws in `log` and go on, instead of failing the drain. */
   readonly logErrors?: boolean;
+  /** Seals the store's personal fields (functions/core/personal-data). @default none */
+  readonly vault?: (clock: ManualClock) => Vault;
 }
 
 /** One delivery the drain made: its outcome, or `error <message>` when it threw. */
@@ -62,7 +66,7 @@ export interface DeliveryLog {
 export type SupportHarness = ReturnType<typeof supportHarness>;
 
 export function supportHarness(options: SupportOptions = {}) {
-  const { deps, store, clock } = makeDeps();
+  const { deps, store, clock } = makeDeps(undefined, options.vault);
   const channel = new LocalChannel({ clock });
   const sideEffects = new InMemorySideEffects();
   const model = new CountingModel(options.model ?? new DeterministicLocalModel());

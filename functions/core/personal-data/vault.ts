@@ -4,7 +4,10 @@ import { tenantOf } from "../../../schemas/ids";
 import type { CommitRequest } from "../ports";
 import type { CustomerKeyStore, DataSubject } from "./customer-keys";
 import { subjectKey } from "./customer-keys";
+import { ERASED } from "./erased";
 import type { KeyWrapping } from "./key-wrapping";
+
+export { ERASED };
 
 /**
  * Crypto-shredding of personal data (seed 000 §4.3). The personal fields an event type declares
@@ -24,7 +27,6 @@ import type { KeyWrapping } from "./key-wrapping";
  * erasure may go on sealing with it for that long, and what it seals then reads `[erased]`.
  */
 
-export const ERASED = "[erased]";
 const SEALED = "sealed:v1:";
 export const KEY_CACHE_MS = 5 * 60_000;
 const CACHE_ENTRIES = 1_000;

@@ -20,6 +20,7 @@ import {
 } from "../../../core/model";
 import { modelSchemaOf } from "../../../core/model-schemas";
 import { payloadOf } from "../../../core/payload";
+import { ERASED } from "../../../core/personal-data/erased";
 import type { Role } from "../../../core/role";
 import {
   type ContextMessage,
@@ -102,6 +103,16 @@ export const REPLY_GENERATION: DescriptorOf<ReplyCommand> = {
   group: "reply-generation",
   subscriptions: ["reply.generation.requested", ...REVIEW_COMMANDS],
   stateOf: (event) => ({ type: REPLY_AGGREGATE, id: event.task_id }),
+  personalState: {
+    stateOf: ({ taskId }) => (taskId ? { type: REPLY_AGGREGATE, id: taskId } : undefined),
+    erase: (state: ReplyState): ReplyState => ({
+      ...state,
+      reply_text: ERASED,
+      ...(state.review?.reason === undefined
+        ? {}
+        : { review: { ...state.review, reason: ERASED } }),
+    }),
+  },
 };
 
 /** What a new request emits: the draft, then its send or its hold for a person's review. */
