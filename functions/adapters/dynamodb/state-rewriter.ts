@@ -1,6 +1,6 @@
 import { marshall } from "@aws-sdk/util-dynamodb";
-import type { StoredState } from "../../core/ports";
 import type { StateRewriter } from "../../core/personal-data/erase";
+import type { StoredState } from "../../core/ports";
 import type { AwsClient } from "../aws/client";
 import { UpdateItem } from "../aws/operations";
 import { dynamoFailure } from "./failure";
