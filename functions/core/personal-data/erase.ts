@@ -105,6 +105,8 @@ async function eraseState(
 ): Promise<number> {
   let state: StoredState | undefined = first;
   for (let attempt = 0; erase && state && attempt < MAX_REWRITES; attempt++) {
+    // An item holding only a group's gate records has no data to erase.
+    if (state.data === undefined || state.data === null) return 0;
     const erased = erase(state.data);
     if (JSON.stringify(erased) === JSON.stringify(state.data)) return 0;
     if (await states.rewriteState(state, erased)) return 1;
