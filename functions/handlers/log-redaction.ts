@@ -1,14 +1,15 @@
 import { LogFormatter, LogItem } from "@aws-lambda-powertools/logger";
 import type { LogAttributes, UnformattedAttributes } from "@aws-lambda-powertools/logger/types";
 import type { EventRegistry } from "../../schemas";
+import { EventAttr } from "../adapters/dynamodb/tables";
 
 /**
  * What the functions' log lines may not carry, applied in one place: the Powertools logger's
  * formatter (./observe.ts builds every function's logger with it). A log line never holds payload
  * text:
  * - a key that names a personal field of any event type (`personal: [...]` in schemas/events,
- *   read from the registry) or a message's content (`payload`, `body`, `detail`, `envelope`), at
- *   any depth, has its value replaced by `[redacted]`;
+ *   read from the registry) or a message's content (CONTENT_KEYS: `payload`, `body`, `detail`,
+ *   `envelope`), at any depth, has its value replaced by `[redacted]`;
  * - an error (an `Error`, or what is logged under `error`, `errors` or `cause`) keeps its name,
  *   code, class and stack frames, and its message only up to where it could start quoting its
  *   input (see loggableMessage); its other fields (an AgentBusError's `details`, a model
@@ -18,8 +19,18 @@ import type { EventRegistry } from "../../schemas";
 
 export const REDACTED = "[redacted]";
 
-/** Keys whose value is a message or a part of one, wherever they appear in a log line. */
-export const CONTENT_KEYS: readonly string[] = ["payload", "body", "detail", "envelope"];
+/**
+ * Keys whose value is a message or a part of one, wherever they appear in a log line: a message's
+ * payload, an SQS body, an EventBridge detail, an envelope (and the event store's deflated copy of
+ * one in a stream record).
+ */
+export const CONTENT_KEYS: readonly string[] = [
+  "payload",
+  "body",
+  "detail",
+  "envelope",
+  EventAttr.envelopeDeflated,
+];
 
 /** Keys whose value describes an error (an Error, an ErrorInfo, a message). */
 const ERROR_KEYS: ReadonlySet<string> = new Set(["error", "errors", "cause"]);

@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { eventItem } from "../../functions/adapters/dynamodb/items";
 import { describe as describeError, PermanentError } from "../../functions/core/errors";
 import { invokeStructured, type ModelPort } from "../../functions/core/model";
 import {
@@ -8,8 +9,16 @@ import {
   redactedKeys,
 } from "../../functions/handlers/log-redaction";
 import { observability } from "../../functions/handlers/observe";
+import { customerMessage } from "../../lib/dev/local/scenario/customer-support";
 import { registry } from "../../schemas";
 import * as z from "../../schemas/zod";
+import {
+  dynamoStreamEvent,
+  dynamoStreamRecord,
+  eventBridgeEnvelope,
+  sqsEvent,
+  sqsRecord,
+} from "../support/lambda-events";
 import { captureOutput, type LogCapture } from "../support/log-capture";
 
 process.env.POWERTOOLS_LOG_LEVEL = "DEBUG";
@@ -71,6 +80,31 @@ describe("the functions' log lines", () => {
       expect((line.nested as { deeper: Record<string, unknown>[] }).deeper[0]?.[key]).toBe(
         REDACTED,
       );
+    }
+  });
+
+  it("show no message of a whole Lambda event: SQS, EventBridge, the event store's stream", () => {
+    const envelope = customerMessage("conv_01", "cust_01", TEXT);
+    const events = {
+      sqs: sqsEvent([sqsRecord({ body: JSON.stringify(eventBridgeEnvelope(envelope)) })]),
+      eventbridge: eventBridgeEnvelope(envelope),
+      stream: dynamoStreamEvent([
+        // The envelope as JSON text (a longer one is stored deflated, `envelope_z`).
+        dynamoStreamRecord({
+          ...eventItem(envelope),
+          envelope_z: undefined,
+          envelope: JSON.stringify(envelope),
+        }),
+      ]),
+    };
+    // Without the redaction each would carry the customer's words.
+    for (const event of Object.values(events)) expect(JSON.stringify(event)).toContain(MARKER);
+    for (const [name, event] of Object.entries(events)) {
+      const { line, printed } = oneLine((logger) =>
+        logger.info("Lambda invocation event", { event }),
+      );
+      expect(printed, name).not.toContain(MARKER);
+      expect(JSON.stringify(line.event), name).toContain(REDACTED);
     }
   });
 
