@@ -113,6 +113,8 @@ export interface ConversationPart {
 export interface PersonalState<S> {
   stateOf(part: ConversationPart): AggregateRef | undefined;
   erase(state: S): S;
+  /** The stored texts (ContentStore references) the state refers to that hold personal data. */
+  contentOf?(state: S): readonly string[];
 }
 
 /**

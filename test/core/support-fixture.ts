@@ -70,7 +70,8 @@ export function supportHarness(options: SupportOptions = {}) {
   const channel = new LocalChannel({ clock });
   const sideEffects = new InMemorySideEffects();
   const model = new CountingModel(options.model ?? new DeterministicLocalModel());
-  const roles = supportRoles(store, { channel, sideEffects, model }, options);
+  const content = new InMemoryContentStore();
+  const roles = supportRoles(store, { channel, sideEffects, model, content }, options);
   const ordered = Object.values(roles) as Role<unknown>[];
   const emitted: Envelope[] = [];
   const log: DeliveryLog[] = [];
@@ -116,7 +117,7 @@ export function supportHarness(options: SupportOptions = {}) {
   const view = (conversationId: string) =>
     state<ConversationView>("conversation_view", conversationId);
   return {
-    ...{ deps, store, clock, channel, sideEffects, model, ...roles },
+    ...{ deps, store, clock, channel, sideEffects, model, content, ...roles },
     ...{ emitted, log, drain, state, view },
   };
 }
@@ -124,10 +125,15 @@ export function supportHarness(options: SupportOptions = {}) {
 /** The support roles in the order the drain hands an event to them. */
 function supportRoles(
   store: ReturnType<typeof makeDeps>["store"],
-  ports: { channel: LocalChannel; sideEffects: InMemorySideEffects; model: ModelPort },
+  ports: {
+    channel: LocalChannel;
+    sideEffects: InMemorySideEffects;
+    model: ModelPort;
+    content: InMemoryContentStore;
+  },
   options: SupportOptions,
 ) {
-  const { channel, sideEffects, model } = ports;
+  const { channel, sideEffects, model, content } = ports;
   const context = conversationContextReader(store);
   const orders = options.orders ?? ordersFrom(SAMPLE_ORDERS);
   return {
@@ -137,7 +143,7 @@ function supportRoles(
     refundReview: refundReviewRole({
       conversation: context,
       model,
-      content: new InMemoryContentStore(),
+      content,
       sideEffects,
       orders,
       payments: new LocalPayments(),

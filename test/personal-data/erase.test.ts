@@ -30,6 +30,7 @@ function erasable() {
         },
         roles: ROLE_MODULES.map((m) => m.descriptor),
         conversationType: CONVERSATION_AGGREGATE,
+        content: h.content,
       },
       subject,
       { at: h.clock.now().toISOString(), by: "ops", reason: "asked by the customer" },
@@ -43,6 +44,7 @@ const everything = (h: ReturnType<typeof erasable>["h"]) =>
     log: h.store.log,
     states: [...h.store.states.values()],
     inbox: [...h.store.inbox.values()],
+    content: [...h.content.texts.values()],
   });
 
 describe("erasing a customer", () => {
@@ -80,6 +82,20 @@ describe("erasing a customer", () => {
     ]);
     expect(ofType(h.emitted, "notification.delivered")).toHaveLength(3);
     expect(h.log.filter((l) => l.status.startsWith("error"))).toEqual([]);
+  });
+
+  it("erases the refund agent's run and its messages", async () => {
+    const { h, erase } = erasable();
+    await h.drain([clientMessage(newConversationId(), `Please refund order A-1002, ${MARKER}`)]);
+    // The refund is above what the agent may make alone: the run waits for a person's approval.
+    expect(ofType(h.emitted, "refund.review.needs_person")).toHaveLength(1);
+    expect(JSON.stringify([...h.content.texts.values()])).toContain(MARKER);
+    const report = await erase();
+    expect(report.outcome).toBe("erased");
+    expect(everything(h)).not.toContain(MARKER);
+    const run = [...h.store.states.values()].find((s) => s.aggregate.type === "agent_run");
+    expect(run?.data).toMatchObject({ status: "BLOCKED", waiting: { reason: ERASED } });
+    for (const text of h.content.texts.values()) expect(() => JSON.parse(text)).not.toThrow();
   });
 
   it("changes nothing the second time, and knows no customer it never saw", async () => {

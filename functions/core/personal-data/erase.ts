@@ -1,6 +1,7 @@
 import type { AggregateRef } from "../../../schemas";
+import { type ContentOverwriter, erasedContent } from "../agent/content";
 import type { EventStore, StateReader, StoredState } from "../ports";
-import type { RoleDescriptor } from "../role";
+import type { PersonalState, RoleDescriptor } from "../role";
 import type { CustomerKeyStore, DataSubject, ErasureRecord } from "./customer-keys";
 
 /**
@@ -24,7 +25,7 @@ export interface ErasureReport {
   /** The erasure this run made, or the earlier one it found. */
   readonly erasure?: ErasureRecord;
   readonly conversations: number;
-  /** State items overwritten by this run. */
+  /** State items and stored texts (agents' messages) overwritten by this run. */
   readonly overwritten: number;
 }
 
@@ -40,6 +41,8 @@ export interface ErasurePorts {
   readonly states: StateReader & StateRewriter;
   /** The roles; those with `personalState` have their states overwritten. */
   readonly roles: readonly RoleDescriptor[];
+  /** Where agents keep their runs' messages (Role.personalState `contentOf`). */
+  readonly content?: ContentOverwriter;
   /** The aggregate type of a conversation's stream, whose events name its turns' tasks. */
   readonly conversationType: string;
 }
@@ -78,7 +81,7 @@ async function eraseConversation(ports: ErasurePorts, conversationId: string): P
     Number.MAX_SAFE_INTEGER,
   );
   const tasks = [...new Set(stream.map((e) => e.task_id))];
-  const erasers = new Map<string, (state: unknown) => unknown>();
+  const erasers = new Map<string, PersonalState<unknown>>();
   for (const role of ports.roles) {
     const personal = role.personalState;
     if (!personal) continue;
@@ -87,22 +90,44 @@ async function eraseConversation(ports: ErasurePorts, conversationId: string): P
       ...tasks.map((taskId) => ({ conversationId, taskId })),
     ]) {
       const ref = personal.stateOf(part);
-      if (ref) erasers.set(refKey(ref), (state) => personal.erase(state));
+      if (ref) erasers.set(refKey(ref), personal);
     }
   }
   let written = 0;
   const refs = [...erasers.keys()].map(refOf);
   for (let at = 0; at < refs.length; at += BATCH)
-    for (const state of await ports.states.loadStates(refs.slice(at, at + BATCH)))
-      written += await eraseState(ports.states, state, erasers.get(refKey(state.aggregate)));
+    for (const state of await ports.states.loadStates(refs.slice(at, at + BATCH))) {
+      const personal = erasers.get(refKey(state.aggregate));
+      written += await eraseContent(ports.content, personal?.contentOf?.(state.data) ?? []);
+      written += await eraseState(ports.states, state, personal);
+    }
+  return written;
+}
+
+/** Overwrites the stored texts a state refers to; answers how many changed. */
+async function eraseContent(
+  content: ContentOverwriter | undefined,
+  refs: readonly string[],
+): Promise<number> {
+  if (!content || refs.length === 0) return 0;
+  const unique = [...new Set(refs)];
+  const texts = await content.getMany(unique);
+  let written = 0;
+  for (const [i, ref] of unique.entries()) {
+    const erased = erasedContent(texts[i] ?? "");
+    if (erased === texts[i]) continue;
+    await content.overwrite(ref, erased);
+    written++;
+  }
   return written;
 }
 
 async function eraseState(
   states: StateReader & StateRewriter,
   first: StoredState,
-  erase: ((state: unknown) => unknown) | undefined,
+  personal: PersonalState<unknown> | undefined,
 ): Promise<number> {
+  const erase = personal ? (data: unknown) => personal.erase(data) : undefined;
   let state: StoredState | undefined = first;
   for (let attempt = 0; erase && state && attempt < MAX_REWRITES; attempt++) {
     // An item holding only a group's gate records has no data to erase.

@@ -47,6 +47,7 @@ export const REFUND_REVIEW = agentDescriptor({
     decision: REFUND_REVIEW_DECISION,
   },
   runOf: (event) => refundRunId(event.task_id),
+  runOfTurn: refundRunId,
 });
 
 /** The agent's final answer: the review's outcome (`answered`: a question about a refund that exists). */
