@@ -10,6 +10,8 @@ import type { OrchestratorState } from "../roles/orchestrator/state";
 import type { AcceptedRequest, AcceptedRequests } from "./accepted";
 import {
   ConversationResponse,
+  EraseCustomerBody,
+  ErasureResponse,
   MessageAcceptedResponse,
   PostMessageBody,
   ProblemResponse,
@@ -18,6 +20,7 @@ import {
   StartRunBody,
   TaskResponse,
 } from "./contract";
+import { type CustomerErasure, eraseForService } from "./erasure";
 import {
   fail,
   type HttpRequest,
@@ -77,6 +80,8 @@ export interface FrontDoorPorts {
   readonly registry: EventRegistry;
   readonly ids: IdSource;
   readonly clock: Clock;
+  /** Erases customers (./erasure); absent where the stack keeps no customer keys. */
+  readonly erasure?: CustomerErasure;
 }
 
 export interface FrontDoorSettings {
@@ -205,6 +210,32 @@ const CLIENT_ROUTES: readonly Route[] = [
 /** Where a service's routes are: each client route's, under its tenant. */
 export const SERVICE_PREFIX = "/v1/tenants/{tenant_id}";
 
+/** A service erases a customer of its tenant (./erasure): no client twin, no user acts. */
+const ERASE_ROUTE: Route = {
+  method: "POST",
+  path: `${SERVICE_PREFIX}/customers/{customer_id}/erasure`,
+  operationId: "serviceEraseCustomer",
+  summary:
+    "Erase a customer's personal data (a service, for a tenant): what is stored of them reads [erased]",
+  auth: "iam",
+  body: EraseCustomerBody,
+  responses: {
+    200: { description: "erased, now or before", schema: ErasureResponse },
+    ...problems(400, 401, 403, 404, 413, 415, 503),
+  },
+  run: async ({ request, params, ports, settings, who }) => {
+    const caller = who();
+    const customer = idParam(params, "customer_id");
+    const body = request.body ? bodyOf(request, EraseCustomerBody, settings.maxBodyBytes) : {};
+    return eraseForService(
+      ports,
+      { tenant: caller.tenantId, customer },
+      request.principal ?? "",
+      body.reason,
+    );
+  },
+};
+
 /**
  * Every route: the clients' (a JWT names the tenant and the user) and the same routes for
  * services (`/v1/tenants/{tenant_id}/...`, signed with AWS credentials: an IAM policy may allow a
@@ -221,6 +252,7 @@ export const ROUTES: readonly Route[] = [
       auth: "iam",
     }),
   ),
+  ERASE_ROUTE,
 ];
 
 /** Answer one request; never throws (an unexpected error is a 500 that says nothing inside). */

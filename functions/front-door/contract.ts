@@ -85,6 +85,23 @@ export const TaskResponse = z.object({
   ),
 });
 
+/** Why a customer is erased (kept with the erasure; say nothing personal). */
+export const EraseCustomerBody = z.strictObject({
+  reason: z.optional(z.string().check(z.maxLength(1000))),
+});
+
+/** What an erasure did, or the earlier one found (`already_erased`: nothing changed now). */
+export const ErasureResponse = z.object({
+  tenant_id: z.string(),
+  customer_id: OpaqueId,
+  outcome: z.enum(["erased", "already_erased"]),
+  erased_at: z.optional(z.string()),
+  erased_by: z.optional(z.string()),
+  conversations: z.int(),
+  /** State items and stored texts overwritten by this request. */
+  overwritten: z.int(),
+});
+
 /** Every error (RFC 9457 problem details). */
 export const ProblemResponse = z.object({
   type: z.string(),

@@ -29,20 +29,21 @@ export async function recordAction(
   stack: OpsStack,
   config: ClientConfig,
   action: Omit<OperatorAction, "requested_by">,
+  record: { readonly eventId?: string; readonly requestedBy?: string; readonly at?: string } = {},
 ): Promise<string> {
-  const id = ulid();
+  const id = record.eventId ?? ulid();
   const envelope = {
     event_id: id,
     event_type: "operator.action.recorded",
     schema_version: 1,
-    occurred_at: new Date().toISOString(),
+    occurred_at: record.at ?? new Date().toISOString(),
     correlation_id: `corr_${id}`,
     causation_id: null,
     task_id: `task_${id}`,
     aggregate: { type: "operator_action", id: `opact_${id}`, version: 0 },
     order_key: `opact_${id}`,
     producer: "agentbus-cli",
-    payload: { ...action, requested_by: operatorName() },
+    payload: { ...action, requested_by: record.requestedBy ?? operatorName() },
   };
   const parsed = registry.parse(envelope);
   if (!parsed.ok) throw new Error(`invalid audit record (${parsed.code}): ${parsed.message}`);

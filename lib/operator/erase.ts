@@ -3,7 +3,11 @@ import { DynamoDueIndex } from "../../functions/adapters/dynamodb/due";
 import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
 import { DynamoStateRewriter } from "../../functions/adapters/dynamodb/state-rewriter";
 import type { DataSubject } from "../../functions/core/personal-data/customer-keys";
-import { type ErasureReport, eraseCustomer } from "../../functions/core/personal-data/erase";
+import {
+  type ErasureReport,
+  eraseCustomer,
+  erasureRecordId,
+} from "../../functions/core/personal-data/erase";
 import { CONVERSATION_AGGREGATE } from "../../functions/roles/customer-support/conversation/conversation";
 import { ROLE_MODULES } from "../../functions/roles/modules";
 import { operatorName, recordAction } from "./audit";
@@ -45,13 +49,19 @@ export async function eraseCustomerData(
       ...(reason === undefined ? {} : { reason }),
     },
   );
-  // A second erasure that found nothing left to do changes nothing, its record included.
-  if (report.outcome === "erased" || report.overwritten > 0)
-    await recordAction(stack, stack.config, {
-      action: "customer.erase",
-      target: `customer/${subject.tenant}/${subject.customer}`,
-      ...(reason === undefined ? {} : { reason }),
-      outcome: { count: report.overwritten, event_ids: [], failed: 0 },
-    });
+  // Under the erasure's own id: a second run sends the same record, which the audit keeps once.
+  const { erasure } = report;
+  if (erasure)
+    await recordAction(
+      stack,
+      stack.config,
+      {
+        action: "customer.erase",
+        target: `customer/${subject.tenant}/${subject.customer}`,
+        ...(erasure.reason === undefined ? {} : { reason: erasure.reason }),
+        outcome: { count: report.overwritten, event_ids: [], failed: 0 },
+      },
+      { eventId: erasureRecordId(subject, erasure), requestedBy: erasure.by, at: erasure.at },
+    );
   return report;
 }

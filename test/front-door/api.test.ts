@@ -645,3 +645,94 @@ describe("each tenant's runs in flight", () => {
     expect(runs.counted.get("default")?.map((r) => r.runId)).toEqual([runIdOf(second)]);
   });
 });
+
+describe("a service erases a customer (POST /v1/tenants/{tenant_id}/customers/{customer_id}/erasure)", () => {
+  const PRIVACY = "arn:aws:sts::123456789012:assumed-role/privacy-desk/session-1";
+  const erase = (tenant: string, customer: string, body?: unknown) => ({
+    method: "POST" as const,
+    path: `/v1/tenants/${tenant}/customers/${customer}/erasure`,
+    headers: body === undefined ? {} : { "content-type": "application/json" },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    principal: PRIVACY,
+  });
+
+  /** A world whose customer keys know cust_42 of acme (erased on the first request). */
+  function withErasure() {
+    const w = world();
+    const erasures: { subject: unknown; by: string; reason?: string }[] = [];
+    let erased: { at: string; by: string; reason?: string } | undefined;
+    w.ports = {
+      ...w.ports,
+      erasure: {
+        async erase(subject, erasure) {
+          erasures.push({ subject, by: erasure.by, reason: erasure.reason });
+          if (subject.tenant !== "acme" || subject.customer !== "cust_42")
+            return { outcome: "unknown", subject, conversations: 0, overwritten: 0 };
+          const outcome = erased ? "already_erased" : "erased";
+          erased ??= erasure;
+          return { outcome, subject, erasure: erased, conversations: 2, overwritten: 0 };
+        },
+      },
+    };
+    const send = (request: ReturnType<typeof erase>) =>
+      handleRequest({ requestId: "req-1", ...request }, w.ports);
+    return { ...w, send, erasures };
+  }
+
+  it("erases the path's tenant's customer, records it once however often asked", async () => {
+    const { send, published, erasures } = withErasure();
+    const first = await send(erase("acme", "cust_42", { reason: "ticket 7" }));
+    expect(first.statusCode, first.body).toBe(200);
+    expect(bodyOf(first)).toMatchObject({
+      tenant_id: "acme",
+      customer_id: "cust_42",
+      outcome: "erased",
+      erased_by: PRIVACY,
+      conversations: 2,
+    });
+    const again = await send(erase("acme", "cust_42"));
+    expect(bodyOf(again)).toMatchObject({ outcome: "already_erased", erased_by: PRIVACY });
+    expect(erasures[0]).toMatchObject({
+      subject: { tenant: "acme", customer: "cust_42" },
+      reason: "ticket 7",
+    });
+    // The same record both times (its id is the erasure's): the audit group keeps it once.
+    expect(published.map((e) => e.event_type)).toEqual([
+      "operator.action.recorded",
+      "operator.action.recorded",
+    ]);
+    expect(published[0]).toEqual(published[1]);
+    expect(published[0]).toMatchObject({
+      tenant_id: "acme",
+      payload: { action: "customer.erase", target: "customer/acme/cust_42", reason: "ticket 7" },
+    });
+  });
+
+  it("answers 404 for a customer it never saw, in this tenant or at all, and records nothing", async () => {
+    const { send, published } = withErasure();
+    const elsewhere = await send(erase("globex", "cust_42"));
+    const never = await send(erase("acme", "cust_nobody"));
+    expect([elsewhere.statusCode, never.statusCode]).toEqual([404, 404]);
+    expect(bodyOf(never).detail).toContain("cust_nobody");
+    expect(published).toEqual([]);
+  });
+
+  it("refuses an unsigned request, a bad customer id, a long reason and a client's token", async () => {
+    const { send, erasures } = withErasure();
+    const unsigned = await send({ ...erase("acme", "cust_42"), principal: undefined as never });
+    const badId = await send(erase("acme", "4915112345678"));
+    const long = await send(erase("acme", "cust_42", { reason: "x".repeat(1001) }));
+    const client = await handleRequest(
+      {
+        requestId: "r",
+        method: "POST",
+        path: "/v1/customers/cust_42/erasure",
+        headers: {},
+        claims: ACME,
+      },
+      withErasure().ports,
+    );
+    expect([unsigned, badId, long, client].map((r) => r.statusCode)).toEqual([401, 400, 400, 404]);
+    expect(erasures).toEqual([]);
+  });
+});

@@ -2,6 +2,7 @@ import type { AggregateRef } from "../../../schemas";
 import { type ContentOverwriter, erasedContent } from "../agent/content";
 import type { EventStore, StateReader, StoredState } from "../ports";
 import type { PersonalState, RoleDescriptor } from "../role";
+import { deterministicUlid } from "../sweeper";
 import type { CustomerKeyStore, DataSubject, ErasureRecord } from "./customer-keys";
 
 /**
@@ -150,4 +151,16 @@ function refKey(ref: AggregateRef): string {
 function refOf(key: string): AggregateRef {
   const at = key.indexOf("#");
   return { type: key.slice(0, at), id: key.slice(at + 1) };
+}
+
+/**
+ * The event id of an erasure's audit record (`operator.action.recorded`): a function of the
+ * erasure, so that recording it again (a retry, a second erasure that found it done) is the same
+ * message, which the audit group keeps once.
+ */
+export function erasureRecordId(subject: DataSubject, erasure: ErasureRecord): string {
+  return deterministicUlid(
+    `customer.erase#${subject.tenant}#${subject.customer}#${erasure.at}`,
+    Date.parse(erasure.at),
+  );
 }
