@@ -1,5 +1,6 @@
 import { Command } from "commander";
 import { ulid } from "ulid";
+import { loggableMessage } from "../functions/handlers/log-redaction";
 import {
   type ConversationScenarioResult,
   hasConversation,
@@ -92,14 +93,15 @@ function liveLine(event: RuntimeEvent): void {
   if (event.kind === "consume-failed") {
     const { error, outcome } = event.failure;
     out(
-      `  ${event.group}: ${error.errorClass} ${error.code} (${outcome}): ${error.message.split("\n")[0]}`,
+      `  ${event.group}: ${error.errorClass} ${error.code} (${outcome}): ${loggableMessage(error.message)}`,
     );
   } else if (event.kind === "consumed") {
     for (const s of event.result.steps)
       out(
         `  ${event.group}: ${s.status}${s.reason ? `:${s.reason}` : ""} ${s.eventType} v${s.version} ${s.eventId}${s.repaired ? " (gap repair)" : ""}`,
       );
-  } else if (event.kind === "invocation-failed") out(`  ! ${event.function}: ${event.error}`);
+  } else if (event.kind === "invocation-failed")
+    out(`  ! ${event.function}: ${loggableMessage(event.error)}`);
 }
 
 async function main(): Promise<void> {

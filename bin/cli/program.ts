@@ -106,6 +106,12 @@ const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import("./replay")).replayCommand,
   },
   {
+    name: "erase",
+    description:
+      "erase a customer's personal data: what is stored reads [erased] (their key is deleted; copies overwritten)",
+    load: async () => (await import("./erase")).eraseCommand,
+  },
+  {
     name: "lists",
     description:
       "the operator's lists of summarized states (the state table's by-kind-listed and by-waiting-since indexes)",

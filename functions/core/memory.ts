@@ -4,6 +4,7 @@ import { DuplicateCommitError, PermanentError, VersionConflictError } from "./er
 import { deepFreeze } from "./freeze";
 import { mayHaveSpilled } from "./gate-records";
 import { listingAfter } from "./listing";
+import type { Vault } from "./personal-data/vault";
 import type {
   Clock,
   CommitRequest,
@@ -92,7 +93,15 @@ export class InMemoryEventStore
   commits = 0;
   private readonly keys = new RefKeys();
 
-  constructor(private readonly clock: Clock = systemClock) {}
+  /**
+   * With a vault, the personal fields of what a commit appends or keeps are stored sealed and
+   * opened on every read, as the functions' DynamoDB store does (`log` holds them sealed, as the
+   * table's stream would).
+   */
+  constructor(
+    private readonly clock: Clock = systemClock,
+    private readonly vault?: Vault,
+  ) {}
 
   async load(request: LoadRequest): Promise<Loaded> {
     const { inbox } = request;
@@ -128,12 +137,15 @@ export class InMemoryEventStore
   async readStream(stream: AggregateRef, from: number, to: number): Promise<Envelope[]> {
     // Walks the stored events, never the range: `to` may be any number a message carries.
     const events = [...(this.streams.get(key(stream))?.values() ?? [])];
-    return events
-      .filter((e) => e.aggregate.version >= from && e.aggregate.version <= to)
-      .sort((x, y) => x.aggregate.version - y.aggregate.version);
+    return this.opened(
+      events
+        .filter((e) => e.aggregate.version >= from && e.aggregate.version <= to)
+        .sort((x, y) => x.aggregate.version - y.aggregate.version),
+    );
   }
 
-  async commit(request: CommitRequest): Promise<void> {
+  async commit(plain: CommitRequest): Promise<void> {
+    const request = this.vault ? await this.vault.sealCommit(plain) : plain;
     // Check every condition first, then apply: nothing is written when one fails.
     this.checkShape(request);
     this.checkConditions(request);
@@ -236,6 +248,18 @@ export class InMemoryEventStore
     }
   }
 
+  /** StateRewriter: the state's data written again, while its revision is the one read. */
+  async rewriteState(state: StoredState, data: unknown): Promise<boolean> {
+    const k = this.keys.of(state.aggregate);
+    const current = this.states.get(k);
+    if (!current || current.revision !== state.revision) return false;
+    this.states.set(
+      k,
+      Object.freeze({ ...current, revision: current.revision + 1, data: deepFreeze(data) }),
+    );
+    return true;
+  }
+
   private applyState(state: NonNullable<CommitRequest["state"]>): void {
     const k = this.keys.of(state.aggregate);
     const previous = this.states.get(k);
@@ -308,22 +332,40 @@ export class InMemoryEventStore
   }
 
   async eventsByCorrelation(correlationId: string): Promise<Envelope[]> {
-    return this.log
-      .filter((e) => e.correlation_id === correlationId)
-      .sort((a, b) => a.event_id.localeCompare(b.event_id));
+    return this.opened(
+      this.log
+        .filter((e) => e.correlation_id === correlationId)
+        .sort((a, b) => a.event_id.localeCompare(b.event_id)),
+    );
   }
 
   async eventsByTask(taskId: string): Promise<Envelope[]> {
-    return this.log
-      .filter((e) => e.task_id === taskId)
-      .sort((a, b) => a.event_id.localeCompare(b.event_id));
+    return this.opened(
+      this.log
+        .filter((e) => e.task_id === taskId)
+        .sort((a, b) => a.event_id.localeCompare(b.event_id)),
+    );
   }
 
   async inboxRecords(group: string, eventIds: readonly string[]): Promise<InboxRecord[]> {
-    return eventIds.flatMap((id) => {
-      const row = this.inbox.get(`${group}#${id}`);
-      return row ? [row] : [];
-    });
+    return this.openedRecords(
+      eventIds.flatMap((id) => {
+        const row = this.inbox.get(`${group}#${id}`);
+        return row ? [row] : [];
+      }),
+    );
+  }
+
+  /** Stored events as a reader sees them: their sealed fields opened (`[erased]` once erased). */
+  opened(events: readonly Envelope[]): Promise<Envelope[]> {
+    return this.vault ? this.vault.openAll(events) : Promise.resolve([...events]);
+  }
+
+  private openedRecords<R extends OutcomeRecord>(records: readonly R[]): Promise<R[]> {
+    const vault = this.vault;
+    return vault
+      ? Promise.all(records.map((r) => vault.openRecord(r)))
+      : Promise.resolve([...records]);
   }
 
   async streamsOfType(type: string, after?: string, limit = 100): Promise<StreamPage> {
@@ -343,15 +385,17 @@ export class InMemoryEventStore
   }
 
   async outcomesByCorrelation(correlationId: string): Promise<OutcomeRecord[]> {
-    return this.outcomes((r) => r.correlationId === correlationId);
+    return this.openedRecords(this.outcomes((r) => r.correlationId === correlationId));
   }
 
   async outcomesByTask(taskId: string): Promise<OutcomeRecord[]> {
-    return this.outcomes((r) => r.taskId === taskId);
+    return this.openedRecords(this.outcomes((r) => r.taskId === taskId));
   }
 
   async outcomesOfEvent(groups: readonly string[], eventId: string): Promise<OutcomeRecord[]> {
-    return this.outcomes((r) => r.eventId === eventId && groups.includes(r.group));
+    return this.openedRecords(
+      this.outcomes((r) => r.eventId === eventId && groups.includes(r.group)),
+    );
   }
 
   async groupCheckpoints(keys: readonly GroupStream[]): Promise<number[]> {

@@ -100,6 +100,26 @@ export interface RoleStorage<S> {
    * decision needs no port (it is its own fold) and on one whose decision calls the outside world.
    */
   foldWith?(recorded: RecordedDecision): Role<unknown>;
+  /**
+   * Where the role keeps a customer's words, or words written to one, in its states, and how such
+   * a state reads once the customer is erased (functions/core/personal-data/erase.ts): `stateOf`
+   * names its state of a conversation (no task) or of one of the conversation's turns (its task),
+   * undefined where it keeps none; `erase` gives the state with each such text `[erased]`.
+   */
+  readonly personalState?: PersonalState<S>;
+}
+
+/** A turn of a conversation, or the conversation itself (no task). */
+export interface ConversationPart {
+  readonly conversationId: string;
+  readonly taskId?: string;
+}
+
+export interface PersonalState<S> {
+  stateOf(part: ConversationPart): AggregateRef | undefined;
+  erase(state: S): S;
+  /** The stored texts (ContentStore references) the state refers to that hold personal data. */
+  contentOf?(state: S): readonly string[];
 }
 
 /**
@@ -162,7 +182,10 @@ export type RoleDescriptor = RoleIdentity &
   Pick<
     RoleStorage<unknown>,
     "stateOf" | "unordered" | "sharedStreams" | "keepsMessages" | "foldWith"
-  >;
+  > & {
+    // biome-ignore lint/suspicious/noExplicitAny: each role's own state type, read back by the erasure
+    readonly personalState?: PersonalState<any>;
+  };
 
 export type StepStatus = "applied" | "duplicate" | "discarded" | "rejected";
 

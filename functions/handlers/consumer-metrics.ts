@@ -154,7 +154,8 @@ export function recordConsumed(
     logger.info(`${step.status} ${step.eventType} v${step.version}`, {
       step_event_id: step.eventId,
       status: step.status,
-      reason: step.reason,
+      // A code (`expired`, a rejection's code): `reason` is a personal field, redacted in logs.
+      reason_code: step.reason,
       repaired: step.repaired,
       emitted: step.emitted.map((e) => e.event_id),
     });

@@ -1,15 +1,22 @@
 import { Logger } from "@aws-lambda-powertools/logger";
 import { Metrics } from "@aws-lambda-powertools/metrics";
+import { registry } from "../../schemas";
+import { RedactingLogFormatter, redactedKeys } from "./log-redaction";
 import { type Tracer, xrayTracer } from "./xray";
+
+/** What no log line shows: the registry's personal fields and a message's content (./log-redaction). */
+const logFormatter = new RedactingLogFormatter(redactedKeys(registry));
 
 /**
  * Powertools logger and metrics, and the tracer of AWS calls (./xray.ts: X-Ray subsegments
  * without the X-Ray SDK), for one function, built once per container. The tracer switches
- * itself off outside Lambda (local runtime, tests).
+ * itself off outside Lambda (local runtime, tests). The logger's lines never carry payload text:
+ * its formatter redacts them (./log-redaction.ts).
  */
 export function observability(service: string, group?: string) {
   const logger = new Logger({
     serviceName: service,
+    logFormatter,
     persistentKeys: group ? { consumer_group: group } : {},
   });
   const metrics = new Metrics({

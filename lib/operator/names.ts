@@ -23,7 +23,11 @@ export interface StackNames {
     readonly orders?: string;
     /** The payment stand-in's table, when a group pays refunds. */
     readonly payments?: string;
+    /** Each customer's data key, wrapped (functions/core/personal-data). */
+    readonly customerKeys?: string;
   };
+  /** The KMS key that wraps the customers' data keys. */
+  readonly customerKeysKey?: string;
   /** Bus name of each topic of the topology. */
   readonly buses: Readonly<Record<string, string>>;
   /** Queue URLs of each consumer group of the topology. */
@@ -79,7 +83,9 @@ export function stackNames(
       sideEffects: required("SideEffectsTableName"),
       orders: outputs.OrdersTableName,
       payments: outputs.PaymentsTableName,
+      customerKeys: outputs.CustomerKeysTableName,
     },
+    customerKeysKey: outputs.CustomerKeysKeyArn,
     buses,
     groups,
     relayFailureQueue: required("RelayFailureQueueUrl"),

@@ -1,5 +1,6 @@
 import { ulid } from "ulid";
 import { InMemoryEventStore } from "../../functions/core/memory";
+import type { Vault } from "../../functions/core/personal-data/vault";
 import type { CommitRequest, ConsumerDeps, EventStore } from "../../functions/core/ports";
 import { appendToStream } from "../../functions/core/producer";
 import { ManualClock, ulidSource } from "../../functions/core/runtime";
@@ -15,9 +16,12 @@ export const LIFECYCLE = [
   { type: "notification.sent", payload: { channel: "email" } },
 ] as const;
 
-export function makeDeps(start = "2026-09-01T10:00:00.000Z") {
+export function makeDeps(
+  start = "2026-09-01T10:00:00.000Z",
+  vault?: (clock: ManualClock) => Vault,
+) {
   const clock = new ManualClock(start);
-  const store = new InMemoryEventStore(clock);
+  const store = new InMemoryEventStore(clock, vault?.(clock));
   const deps: ConsumerDeps = { store, registry, clock, ids: ulidSource(clock) };
   return { clock, store, deps };
 }

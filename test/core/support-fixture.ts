@@ -5,9 +5,11 @@ import { DeterministicLocalModel } from "../../functions/adapters/local-model";
 import { LocalPayments } from "../../functions/adapters/local-payments";
 import { InMemoryContentStore } from "../../functions/core/agent/content";
 import type { ModelPort, ModelRequest, ModelResponse } from "../../functions/core/model";
+import type { Vault } from "../../functions/core/personal-data/vault";
 import { consume } from "../../functions/core/pipeline";
 import type { Role } from "../../functions/core/role";
 import type { OrdersPort } from "../../functions/core/role-module";
+import type { ManualClock } from "../../functions/core/runtime";
 import { InMemorySideEffects } from "../../functions/core/side-effects";
 import {
   conversationContextReader,
@@ -49,6 +51,8 @@ export interface SupportOptions {
   readonly without?: readonly string[];
   /** Record a delivery that throws in `log` and go on, instead of failing the drain. */
   readonly logErrors?: boolean;
+  /** Seals the store's personal fields (functions/core/personal-data). @default none */
+  readonly vault?: (clock: ManualClock) => Vault;
 }
 
 /** One delivery the drain made: its outcome, or `error <message>` when it threw. */
@@ -62,11 +66,12 @@ export interface DeliveryLog {
 export type SupportHarness = ReturnType<typeof supportHarness>;
 
 export function supportHarness(options: SupportOptions = {}) {
-  const { deps, store, clock } = makeDeps();
+  const { deps, store, clock } = makeDeps(undefined, options.vault);
   const channel = new LocalChannel({ clock });
   const sideEffects = new InMemorySideEffects();
   const model = new CountingModel(options.model ?? new DeterministicLocalModel());
-  const roles = supportRoles(store, { channel, sideEffects, model }, options);
+  const content = new InMemoryContentStore();
+  const roles = supportRoles(store, { channel, sideEffects, model, content }, options);
   const ordered = Object.values(roles) as Role<unknown>[];
   const emitted: Envelope[] = [];
   const log: DeliveryLog[] = [];
@@ -112,7 +117,7 @@ export function supportHarness(options: SupportOptions = {}) {
   const view = (conversationId: string) =>
     state<ConversationView>("conversation_view", conversationId);
   return {
-    ...{ deps, store, clock, channel, sideEffects, model, ...roles },
+    ...{ deps, store, clock, channel, sideEffects, model, content, ...roles },
     ...{ emitted, log, drain, state, view },
   };
 }
@@ -120,10 +125,15 @@ export function supportHarness(options: SupportOptions = {}) {
 /** The support roles in the order the drain hands an event to them. */
 function supportRoles(
   store: ReturnType<typeof makeDeps>["store"],
-  ports: { channel: LocalChannel; sideEffects: InMemorySideEffects; model: ModelPort },
+  ports: {
+    channel: LocalChannel;
+    sideEffects: InMemorySideEffects;
+    model: ModelPort;
+    content: InMemoryContentStore;
+  },
   options: SupportOptions,
 ) {
-  const { channel, sideEffects, model } = ports;
+  const { channel, sideEffects, model, content } = ports;
   const context = conversationContextReader(store);
   const orders = options.orders ?? ordersFrom(SAMPLE_ORDERS);
   return {
@@ -133,7 +143,7 @@ function supportRoles(
     refundReview: refundReviewRole({
       conversation: context,
       model,
-      content: new InMemoryContentStore(),
+      content,
       sideEffects,
       orders,
       payments: new LocalPayments(),

@@ -1,4 +1,9 @@
-import { type ContentStore, contentRef, missingContent } from "../../core/agent/content";
+import {
+  type ContentOverwriter,
+  type ContentStore,
+  contentRef,
+  missingContent,
+} from "../../core/agent/content";
 import { PermanentError } from "../../core/errors";
 import type { AwsClient } from "../aws/client";
 import { PutItem } from "../aws/operations";
@@ -47,7 +52,7 @@ export interface DynamoContentStoreOptions {
  * A text over MAX_CONTENT_BYTES is refused (PermanentError `content.too_large`) before anything
  * is written: DynamoDB items are limited to 400 KB.
  */
-export class DynamoContentStore implements ContentStore {
+export class DynamoContentStore implements ContentStore, ContentOverwriter {
   private readonly client: AwsClient;
   private readonly tableName: string;
   private readonly batchGet: BatchGetOptions;
@@ -56,6 +61,20 @@ export class DynamoContentStore implements ContentStore {
     this.client = options.client;
     this.tableName = options.tableName;
     this.batchGet = options.batchGet ?? {};
+  }
+
+  /** The text under `ref` replaced (an erasure: the reference no longer hashes what it holds). */
+  async overwrite(ref: string, text: string): Promise<void> {
+    try {
+      await this.client.send(
+        PutItem({
+          TableName: this.tableName,
+          Item: { [StateAttr.pk]: { S: contentKey(ref) }, [CONTENT_TEXT_ATTRIBUTE]: { S: text } },
+        }),
+      );
+    } catch (error) {
+      throw dynamoFailure(error, "PutItem (content) on the state table");
+    }
   }
 
   async put(text: string): Promise<string> {

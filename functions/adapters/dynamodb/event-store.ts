@@ -4,6 +4,7 @@ import type { AggregateRef, Envelope } from "../../../schemas";
 import { sleep } from "../../core/batching";
 import { PermanentError } from "../../core/errors";
 import { mayHaveSpilled } from "../../core/gate-records";
+import type { Vault } from "../../core/personal-data/vault";
 import type {
   Clock,
   CommitRequest,
@@ -56,6 +57,11 @@ export interface DynamoEventStoreOptions {
    * `load` reads those rows too (one BatchGetItem, as before) and takes the later checkpoint.
    */
   readonly legacyCheckpoints?: boolean;
+  /**
+   * Seals the personal fields of what a commit appends or keeps, and opens them on every read
+   * (functions/core/personal-data/vault.ts). Absent, they are stored as they come.
+   */
+  readonly vault?: Vault;
 }
 
 /**
@@ -75,6 +81,7 @@ export class DynamoConsumerStore implements EventStore {
   protected readonly clock: Clock;
   protected readonly batchOptions: BatchGetOptions;
   private readonly legacy: boolean;
+  protected readonly vault: Vault | undefined;
 
   constructor(options: DynamoEventStoreOptions) {
     this.client = options.client;
@@ -85,6 +92,7 @@ export class DynamoConsumerStore implements EventStore {
       wait: options.wait ?? sleep,
     };
     this.legacy = options.legacyCheckpoints === true;
+    this.vault = options.vault;
   }
 
   /**
@@ -191,10 +199,12 @@ export class DynamoConsumerStore implements EventStore {
       ExpressionAttributeValues: marshall({ ":pk": streamKey(stream), ":from": from, ":to": to }),
       ConsistentRead: true,
     });
-    return items.map((item) => parseEnvelope(item as unknown as EventItem));
+    const envelopes = items.map((item) => parseEnvelope(item as unknown as EventItem));
+    return this.vault ? this.vault.openAll(envelopes) : envelopes;
   }
 
-  async commit(request: CommitRequest): Promise<void> {
+  async commit(plain: CommitRequest): Promise<void> {
+    const request = this.vault ? await this.vault.sealCommit(plain) : plain;
     const actions = commitActions(this.tables, request, this.clock.now());
     if (actions.length === 0) return;
     if (actions.length > MAX_TRANSACTION_ACTIONS) {
@@ -253,6 +263,7 @@ export class DynamoEventStore extends DynamoConsumerStore implements TraceReader
       tables: this.tables,
       batchGet: this.batchOptions,
       clock: this.clock,
+      ...(this.vault ? { vault: this.vault } : {}),
     });
   }
 

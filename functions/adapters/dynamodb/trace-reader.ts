@@ -1,5 +1,6 @@
 import type { Envelope } from "../../../schemas";
 import { chunk } from "../../core/batching";
+import type { Vault } from "../../core/personal-data/vault";
 import type {
   Clock,
   GroupEvent,
@@ -35,6 +36,8 @@ export interface DynamoTraceReaderOptions {
   readonly batchGet?: BatchGetOptions;
   /** What "now" is when a row's time to live is read (the system clock by default). */
   readonly clock?: Clock;
+  /** Opens the sealed personal fields of what it reads (functions/core/personal-data/vault.ts). */
+  readonly vault?: Vault;
 }
 
 /**
@@ -63,10 +66,12 @@ export class DynamoTraceReader implements TraceReader {
         return [record.eventId, record];
       }),
     );
-    return eventIds.flatMap((id) => {
-      const row = rows.get(id);
-      return row ? [row] : [];
-    });
+    return this.openRecords(
+      eventIds.flatMap((id) => {
+        const row = rows.get(id);
+        return row ? [row] : [];
+      }),
+    );
   }
 
   outcomesByCorrelation(correlationId: string): Promise<OutcomeRecord[]> {
@@ -80,9 +85,11 @@ export class DynamoTraceReader implements TraceReader {
   async outcomesOfEvent(groups: readonly string[], eventId: string): Promise<OutcomeRecord[]> {
     const keys = groups.flatMap((g) => [inboxKey(g, eventId), failureKey(g, eventId)]);
     const found = await this.byKeys(keys);
-    return found
-      .filter(recordsAnOutcome)
-      .map((item) => outcomeRecordOf(item as unknown as InboxItem | FailureItem));
+    return this.openRecords(
+      found
+        .filter(recordsAnOutcome)
+        .map((item) => outcomeRecordOf(item as unknown as InboxItem | FailureItem)),
+    );
   }
 
   async groupCheckpoints(keys: readonly GroupStream[]): Promise<number[]> {
@@ -112,9 +119,10 @@ export class DynamoTraceReader implements TraceReader {
       ExpressionAttributeNames: { "#k": attribute },
       ExpressionAttributeValues: { ":k": { S: value } },
     });
-    return items
+    const envelopes = items
       .map((item) => envelopeOfItem(item))
       .sort((a, b) => (a.event_id < b.event_id ? -1 : a.event_id > b.event_id ? 1 : 0));
+    return this.options.vault ? this.options.vault.openAll(envelopes) : envelopes;
   }
 
   private async outcomes(index: string, attribute: string, value: string) {
@@ -125,7 +133,15 @@ export class DynamoTraceReader implements TraceReader {
       ExpressionAttributeNames: { "#k": attribute },
       ExpressionAttributeValues: { ":k": { S: value } },
     });
-    return items.map((item) => outcomeRecordOf(item as unknown as InboxItem | FailureItem));
+    return this.openRecords(
+      items.map((item) => outcomeRecordOf(item as unknown as InboxItem | FailureItem)),
+    );
+  }
+
+  /** Records with the messages they keep opened. */
+  private async openRecords<R extends OutcomeRecord>(records: R[]): Promise<R[]> {
+    const vault = this.options.vault;
+    return vault ? Promise.all(records.map((r) => vault.openRecord(r))) : records;
   }
 
   /** Inbox-table items by key, in batches of 100 (eventually consistent: a tracing view). */

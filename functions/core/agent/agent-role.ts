@@ -1,8 +1,15 @@
 import type { AggregateRef, Envelope } from "../../../schemas";
 import type { EmitSpec } from "../emit";
 import type { StateSummary } from "../ports";
-import type { DecideContext, Decision, Role, RoleDescriptor } from "../role";
-import { type AgentDefinition, type AgentJournal, type JournalStep, newJournal } from "./agent";
+import type { DecideContext, Decision, PersonalState, Role, RoleDescriptor } from "../role";
+import {
+  type AgentDefinition,
+  type AgentJournal,
+  erasedJournal,
+  type JournalStep,
+  journalContent,
+  newJournal,
+} from "./agent";
 import { type AgentPorts, agentStep, type StepResult } from "./loop";
 import { approvalExpired, personDecides } from "./person";
 
@@ -37,11 +44,26 @@ export function agentDescriptor(fields: {
   types: AgentCommandTypes;
   runOf: (start: Envelope) => string;
   facts: readonly string[];
+  /**
+   * For an agent that works on a customer's conversation: the run a turn (its task) started. Its
+   * journal and messages are then erased with the customer (Role.personalState).
+   */
+  runOfTurn?: (taskId: string) => string;
 }): AgentDescriptor {
-  const { group, types, runOf, facts } = fields;
+  const { group, types, runOf, facts, runOfTurn } = fields;
   return {
     group,
     types,
+    ...(runOfTurn
+      ? {
+          personalState: {
+            stateOf: ({ taskId }) =>
+              taskId ? { type: AGENT_RUN_AGGREGATE, id: runOfTurn(taskId) } : undefined,
+            erase: erasedJournal,
+            contentOf: journalContent,
+          } satisfies PersonalState<AgentJournal>,
+        }
+      : {}),
     subscriptions: [types.start, types.step, types.decision],
     emits: [types.step, ...facts],
     stateOf: (event): AggregateRef => ({

@@ -2,6 +2,7 @@ import type * as z from "../../../schemas/zod";
 import { type RunState, type RunTrigger, TRANSITIONS } from "../agent-run-model";
 import { PermanentError } from "../errors";
 import { type ModelSchemas, modelSchemaOf, toolSchemaName } from "../model-schemas";
+import { ERASED } from "../personal-data/erased";
 import type { ToolDefinition } from "./tool";
 
 /**
@@ -262,4 +263,51 @@ export function recorded(
     window: [...journal.window, entry].slice(-JOURNAL_WINDOW),
     updated_at: now.toISOString(),
   };
+}
+
+/** The fields of a run's answer and records that hold words: what an erasure leaves `[erased]`. */
+const WORDS = new Set(["text", "reply_text", "reason", "answer", "message", "summary"]);
+
+function erasedWords(value: unknown): unknown {
+  if (!value || typeof value !== "object" || Array.isArray(value)) return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([k, v]) => [k, WORDS.has(k) && typeof v === "string" ? ERASED : v]),
+  );
+}
+
+/**
+ * A run's journal once its customer is erased (Role.personalState): the words of its answer, of
+ * its calls' inputs, of what it waits for, of its failure and of people's decisions `[erased]`;
+ * ids, states and counts
+ * kept. Its messages are stored texts, erased where they are kept (`journalContent`).
+ */
+export function erasedJournal(journal: AgentJournal): AgentJournal {
+  return {
+    ...journal,
+    pending: journal.pending.map((call) => ({
+      ...call,
+      input: erasedWords(call.input),
+      ...(call.decision?.reason === undefined
+        ? {}
+        : { decision: { ...call.decision, reason: ERASED } }),
+    })),
+    ...(journal.output === undefined ? {} : { output: erasedWords(journal.output) }),
+    ...(journal.waiting
+      ? {
+          waiting: {
+            ...journal.waiting,
+            reason: ERASED,
+            ...(journal.waiting.input === undefined
+              ? {}
+              : { input: erasedWords(journal.waiting.input) }),
+          },
+        }
+      : {}),
+    ...(journal.failure ? { failure: { ...journal.failure, message: ERASED } } : {}),
+  };
+}
+
+/** The stored texts a journal refers to: its messages and its settled calls' answers. */
+export function journalContent(journal: AgentJournal): string[] {
+  return [...journal.messages, ...journal.pending.flatMap((p) => (p.result ? [p.result.ref] : []))];
 }

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { PermanentError } from "../errors";
+import { ERASED } from "../personal-data/erased";
 
 /**
  * Content an agent run refers to (prompts, model turns, tool results), stored once by the hash of
@@ -27,8 +28,40 @@ export function missingContent(ref: string): PermanentError {
   });
 }
 
+/**
+ * Texts written again in place (functions/core/personal-data/erase.ts): a run's messages once its
+ * customer is erased. The reference stays the hash of what was first stored under it.
+ */
+export interface ContentOverwriter {
+  getMany(refs: readonly string[]): Promise<string[]>;
+  overwrite(ref: string, text: string): Promise<void>;
+}
+
+/** What a run may read back of a message, a tool's result or a record: ids and names. */
+const KEPT_WHEN_ERASED = new Set(["role", "id", "toolUseId", "tool_use_id", "name", "status"]);
+
+/**
+ * A stored JSON text with every string in it `[erased]` but the names and ids a run needs to read
+ * it back (a message's role, a tool call's id and name); what is not JSON becomes `"[erased]"`.
+ */
+export function erasedContent(text: string): string {
+  const erase = (value: unknown, key?: string): unknown => {
+    if (typeof value === "string")
+      return key !== undefined && KEPT_WHEN_ERASED.has(key) ? value : ERASED;
+    if (Array.isArray(value)) return value.map((v) => erase(v));
+    if (value && typeof value === "object")
+      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, erase(v, k)]));
+    return value;
+  };
+  try {
+    return JSON.stringify(erase(JSON.parse(text)));
+  } catch {
+    return JSON.stringify(ERASED);
+  }
+}
+
 /** The ContentStore of tests, the simulation and the local runtime. */
-export class InMemoryContentStore implements ContentStore {
+export class InMemoryContentStore implements ContentStore, ContentOverwriter {
   readonly texts = new Map<string, string>();
   /** How many texts were written (a write of a text already stored counts too). */
   writes = 0;
@@ -46,5 +79,9 @@ export class InMemoryContentStore implements ContentStore {
       if (text === undefined) throw missingContent(ref);
       return text;
     });
+  }
+
+  async overwrite(ref: string, text: string): Promise<void> {
+    this.texts.set(ref, text);
   }
 }

@@ -3,6 +3,7 @@ export interface DataKeyContext {
   readonly tenant: string;
   readonly customer: string;
 }
+
 /** Makes and unwraps 256-bit data keys under a key the functions never see (KMS in AWS). */
 export interface KeyWrapping {
   /** A new 256-bit data key, plain (32 bytes) and wrapped. */

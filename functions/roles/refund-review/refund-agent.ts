@@ -58,6 +58,7 @@ export const REFUND_REVIEW = agentDescriptor({
     REFUND_REVIEW_NEEDS_PERSON,
     "reply.generation.requested",
   ],
+  runOfTurn: refundRunId,
 });
 
 /** The agent's final answer: the review's outcome (`answered`: a question about a refund that exists). */

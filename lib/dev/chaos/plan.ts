@@ -33,6 +33,8 @@ const SWITCHES: FaultSwitches<FaultKind> = {
   "lost-ack": { kinds: ["lost-ack"], levels: [0, 0.03, 0.1] },
   stall: { kinds: ["stall"], levels: [0, 0.1, 0.3] },
   "clock-skew": { kinds: ["clock-skew"], levels: [0, 0.01, 0.04] },
+  // The simulated runs erase customers (lib/dev/sim); the stack runs leave it to the e2e tests.
+  erase: { kinds: ["erase"], levels: [0] },
 };
 
 /** The plan of a seed: the same seed gives the same plan on any machine. */

@@ -19,6 +19,8 @@ export const FAULTS = {
     "a consumer outlasts its message's visibility timeout (a slow model call): a second worker takes the message while the first has yet to commit",
   "clock-skew":
     "the service refuses a request as signed at the wrong time (the caller's clock is off by minutes): a 403 with the service's own Date, nothing applied; full-stack only, at the lean AWS client's HTTP seam (an SDK client corrects its clock below its middleware)",
+  erase:
+    "not a fault of AWS: an operator erases a customer (agentbus erase) while their conversations go on, so what consumers read back of them is [erased]; simulated only",
 } as const;
 
 export type FaultKind = keyof typeof FAULTS;

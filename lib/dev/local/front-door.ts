@@ -9,6 +9,7 @@ import { ulid } from "ulid";
 import { matchPath, ROUTES } from "../../../functions/front-door/api";
 import { STREAM_ROUTES } from "../../../functions/front-door/stream";
 import type { FrontDoorStreamHandler } from "../../../functions/handlers/front-door-stream";
+import { loggableMessage } from "../../../functions/handlers/log-redaction";
 import { verifySignature } from "./sigv4";
 
 /**
@@ -105,7 +106,8 @@ export async function serveFrontDoor(functions: FrontDoorFunctions): Promise<Loc
     served.catch((error: unknown) => {
       if (res.headersSent) res.end();
       else send(res, 500, { message: "Internal Server Error" });
-      console.error("front door:", error);
+      // As the functions' logs: what an error quotes of a request stays out (log-redaction).
+      console.error("front door:", loggableMessage(String(error)));
     });
   });
   await new Promise<void>((done, fail) => {

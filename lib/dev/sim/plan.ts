@@ -27,6 +27,8 @@ const SWITCHES = {
   channel: { kinds: CHANNEL_FAULTS, levels: [0, 0.05, 0.15] },
   /** Per refund: each of the payment stand-in's faults at this rate. */
   payment: { kinds: PAYMENT_FAULTS, levels: [0, 0.05, 0.15] },
+  /** Per step: an operator erases a customer (`agentbus erase`), mid-conversation or after. */
+  erase: { kinds: ["erase"], levels: [0, 0.005, 0.02] },
 } as const satisfies FaultSwitches<string>;
 
 export type SimSwitch = keyof typeof SWITCHES;

@@ -5,7 +5,7 @@ import { simulatedFacts } from "./facts";
 import type { PlantedStoreBug } from "./faulty-store";
 import { type SimPlan, simulatedPlan } from "./plan";
 import type { PlantedChannelBug } from "./planted-channel-bug";
-import { World } from "./world";
+import { SIM_CUSTOMERS, World } from "./world";
 
 /**
  * One simulated schedule: a seed gives the workload (tasks with client feedback, content
@@ -80,7 +80,7 @@ async function seedWorkload(world: World): Promise<void> {
           world,
           "conversation.message.received",
           { type: "conversation", id: conversationId },
-          { text, customer_id: "cust_alice" },
+          { text, customer_id: SIM_CUSTOMERS[i % SIM_CUSTOMERS.length] },
           conversationId,
         ),
       );

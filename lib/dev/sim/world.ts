@@ -2,6 +2,10 @@ import { LocalChannel } from "../../../functions/adapters/channel/local-channel"
 import { LocalPayments } from "../../../functions/adapters/local-payments";
 import { classify } from "../../../functions/core/errors";
 import { InMemoryEventStore } from "../../../functions/core/memory";
+import { InMemoryCustomerKeys } from "../../../functions/core/personal-data/customer-keys";
+import { eraseCustomer } from "../../../functions/core/personal-data/erase";
+import { localKeyWrapping } from "../../../functions/core/personal-data/local-key-wrapping";
+import { ERASED, Vault } from "../../../functions/core/personal-data/vault";
 import { consume } from "../../../functions/core/pipeline";
 import type { ConsumerDeps } from "../../../functions/core/ports";
 import { appendToStream } from "../../../functions/core/producer";
@@ -11,9 +15,11 @@ import { ManualClock } from "../../../functions/core/runtime";
 import { type ChannelPort, InMemorySideEffects } from "../../../functions/core/side-effects";
 import { planSweep } from "../../../functions/core/sweeper";
 import { audit } from "../../../functions/roles/audit/audit";
+import { CONVERSATION_AGGREGATE } from "../../../functions/roles/customer-support/conversation/conversation";
 import { ordersFrom } from "../../../functions/roles/customer-support/order-lookup/order-lookup";
 import { ROLE_MODULES } from "../../../functions/roles/modules";
 import { type Envelope, registry } from "../../../schemas";
+import { DEFAULT_TENANT } from "../../../schemas/ids";
 import { topology } from "../../infra/topology";
 import { FaultyChannel } from "../faults/channel";
 import { type CallFault, callFaultOf, type FaultKind } from "../faults/kinds";
@@ -59,6 +65,9 @@ const SIMULATED_SETTINGS = {
   // No person approves anything in a simulated world: every refund goes ahead.
   REFUND_APPROVAL_ABOVE_CENTS: "100000000",
 };
+/** The customers the simulated conversations belong to (conversation i to customer i mod 2). */
+export const SIM_CUSTOMERS = ["cust_alice", "cust_bob"] as const;
+
 /** Steps a message stays invisible after a receive. */
 const VISIBILITY = 3;
 const MAX_STEPS = 20_000;
@@ -67,6 +76,9 @@ export class World {
   readonly random: Random;
   readonly clock = new ManualClock("2026-09-01T10:00:00.000Z");
   readonly memory: InMemoryEventStore;
+  /** The customers' data keys: the store keeps their personal fields sealed under them. */
+  readonly customerKeys = new InMemoryCustomerKeys();
+  readonly vault: Vault;
   readonly store: FaultyStore;
   /** The reply channel the sender is given (faulty, and with the planted defect if any). */
   readonly channel: ChannelPort;
@@ -96,7 +108,15 @@ export class World {
 
   constructor(private readonly options: WorldOptions) {
     this.random = new Random(options.seed);
-    this.memory = new InMemoryEventStore(this.clock);
+    this.vault = new Vault({
+      keys: this.customerKeys,
+      wrapping: localKeyWrapping(),
+      now: () => this.clock.now(),
+      // A step is a second: a key kept for minutes would outlive every erasure of a schedule, and
+      // nothing would read what an erasure left.
+      cacheMs: 1_000,
+    });
+    this.memory = new InMemoryEventStore(this.clock, this.vault);
     const { bug } = options;
     const storeBug =
       bug === "new-key-per-retry" || bug === "refund-new-key-per-retry" ? undefined : bug;
@@ -207,14 +227,19 @@ export class World {
     }
   }
 
-  /** The relay: the next part of the store's log to the bus, in order, maybe twice. */
-  private relay(): boolean {
+  /**
+   * The relay: the next part of the store's log to the bus, in order, maybe twice; what it
+   * publishes opened, as the stack's relay does (an erased customer's fields read `[erased]`).
+   */
+  private async relay(): Promise<boolean> {
     const log = this.memory.log;
     if (this.relayed >= log.length) return false;
     const take = 1 + this.random.below(Math.min(10, log.length - this.relayed));
-    const batch = log.slice(this.relayed, this.relayed + take);
+    const batch = await this.memory.opened(log.slice(this.relayed, this.relayed + take));
     for (const e of batch) this.fanOut(e);
     this.count("relayed", batch.length);
+    const erased = batch.filter((e) => Object.values(e.payload ?? {}).includes(ERASED)).length;
+    if (erased > 0) this.count("relayed erased", erased);
     if (this.random.chance(this.options.plan.rates["crash-after-write relay"])) {
       for (const e of batch) this.fanOut(e);
       this.inject("crash-after-write", "relay");
@@ -237,6 +262,27 @@ export class World {
     }
     this.count("swept", plan.messages.length);
     return plan.messages.length;
+  }
+
+  /**
+   * An operator erases one of the simulated customers (functions/core/personal-data/erase.ts),
+   * outside the faults, while their conversations may still be going on.
+   */
+  private async erase(): Promise<void> {
+    const customer = this.random.pick(SIM_CUSTOMERS);
+    const report = await eraseCustomer(
+      {
+        keys: this.customerKeys,
+        store: this.memory,
+        states: this.memory,
+        roles: this.roles,
+        conversationType: CONVERSATION_AGGREGATE,
+      },
+      { tenant: DEFAULT_TENANT, customer },
+      { at: this.clock.now().toISOString(), by: "sim-operator" },
+    );
+    this.count(`erasure ${report.outcome}`);
+    this.inject("erase", "operator");
   }
 
   /** The dispatcher: one buffered message, of any group, picked at random, into its FIFO queue. */
@@ -264,15 +310,17 @@ export class World {
       this.clock.advance(1000);
       await this.releaseStalled();
       if (this.random.chance(0.05)) await this.sweep();
+      const erase = this.options.plan.rates.erase;
+      if (erase > 0 && this.random.chance(erase)) await this.erase();
       const roll = this.random.next();
-      if (roll < 0.2 && this.relay()) continue;
+      if (roll < 0.2 && (await this.relay())) continue;
       if (roll < 0.5 && this.dispatch()) continue;
       const next = nextMessage([...this.queues.values()], this.step, this.random);
       if (next) {
         await this.deliver(next.queue, next.message);
         continue;
       }
-      if (this.relay() || this.dispatch()) continue;
+      if ((await this.relay()) || this.dispatch()) continue;
       if (this.stalled.length > 0) continue;
       if (![...this.queues.values()].every((q) => q.empty)) continue;
       // Quiet: what only time can move on (a lease running out) is the sweeper's, a lease later.

@@ -3,6 +3,7 @@ import { newestWithin } from "../../../core/budget";
 import { defineRole } from "../../../core/define-role";
 import { PermanentError } from "../../../core/errors";
 import { payloadOf } from "../../../core/payload";
+import { ERASED } from "../../../core/personal-data/erased";
 import type { StateSummary } from "../../../core/ports";
 
 /**
@@ -162,6 +163,11 @@ export const conversationProjection = defineRole<ConversationView, FoldedType>({
     type: CONVERSATION_VIEW_AGGREGATE,
     id: foldedPayload(event).conversation_id,
   }),
+  personalState: {
+    stateOf: ({ conversationId, taskId }) =>
+      taskId ? undefined : { type: CONVERSATION_VIEW_AGGREGATE, id: conversationId },
+    erase: eraseView,
+  },
   // The view's checkpoints of its streams record what it applied (lib/operator/self-recorded).
   decide(view, event) {
     const conversationId = event.payload.conversation_id;
@@ -289,4 +295,19 @@ export function summarizeConversation(view: ConversationView): StateSummary {
     counts: { turns: turns.length, held, ...(handedOff > 0 ? { handed_off: handedOff } : {}) },
     ...(view.tenant_id === undefined ? {} : { tenant: view.tenant_id }),
   };
+}
+
+/** The view with each turn's message and reply text `[erased]` (Role.personalState). */
+function eraseView(view: ConversationView): ConversationView {
+  const turns = Object.fromEntries(
+    Object.entries(view.turns).map(([id, turn]) => [
+      id,
+      {
+        ...turn,
+        ...(turn.text === undefined ? {} : { text: ERASED }),
+        ...(turn.reply_text === undefined ? {} : { reply_text: ERASED }),
+      },
+    ]),
+  );
+  return { ...view, turns };
 }

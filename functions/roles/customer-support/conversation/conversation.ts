@@ -6,6 +6,7 @@ import { newestWithin } from "../../../core/budget";
 import { defineRole, type EventOf, type TypedDecision } from "../../../core/define-role";
 import { PermanentError } from "../../../core/errors";
 import { payloadOf } from "../../../core/payload";
+import { ERASED } from "../../../core/personal-data/erased";
 import type { EventStore } from "../../../core/ports";
 import type { Role } from "../../../core/role";
 
@@ -86,6 +87,14 @@ export function conversationRole(options: ConversationOptions = {}): Role<Conver
     subscriptions: ["conversation.message.received"],
     emits: ["conversation.message.accepted", "support.route.requested"],
     decide: (state, event, { now }) => acceptMessage(state, event, now, ttl),
+    personalState: {
+      stateOf: ({ conversationId, taskId }) =>
+        taskId ? undefined : { type: CONVERSATION_AGGREGATE, id: conversationId },
+      erase: (state) => ({
+        ...state,
+        messages: state.messages.map((m) => ({ ...m, text: ERASED })),
+      }),
+    },
   });
 }
 

@@ -20,6 +20,7 @@ import {
 } from "../../../core/model";
 import { modelSchemaOf } from "../../../core/model-schemas";
 import { payloadOf } from "../../../core/payload";
+import { ERASED } from "../../../core/personal-data/erased";
 import type { Role } from "../../../core/role";
 import {
   type ContextMessage,
@@ -110,6 +111,16 @@ export const REPLY_GENERATION: DescriptorOf<ReplyCommand, ReplyEmit> = {
     "support.step.failed",
   ],
   stateOf: (event) => ({ type: REPLY_AGGREGATE, id: event.task_id }),
+  personalState: {
+    stateOf: ({ taskId }) => (taskId ? { type: REPLY_AGGREGATE, id: taskId } : undefined),
+    erase: (state: ReplyState): ReplyState => ({
+      ...state,
+      reply_text: ERASED,
+      ...(state.review?.reason === undefined
+        ? {}
+        : { review: { ...state.review, reason: ERASED } }),
+    }),
+  },
 };
 
 /** What a new request emits: the draft, then its send or its hold for a person's review. */

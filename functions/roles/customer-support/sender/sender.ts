@@ -18,6 +18,7 @@ import {
 import type { EmitSpec } from "../../../core/emit";
 import { AgentBusError, PermanentError, TransientError } from "../../../core/errors";
 import { payloadOf } from "../../../core/payload";
+import { ERASED } from "../../../core/personal-data/erased";
 import type { DiscardReason } from "../../../core/ports";
 import type { DecideContext, Role } from "../../../core/role";
 import type { OrdersPort } from "../../../core/role-module";
@@ -137,6 +138,18 @@ export const SENDER: DescriptorOf<SenderCommand, SendFact | typeof SUPPORT_CANCE
   subscriptions: [SEND_REQUESTED, RESOLVE_REQUESTED, SUPPORT_CANCEL_REQUESTED],
   emits: [DELIVERED, DELIVERY_FAILED, SUPPORT_CANCELLED],
   stateOf: (event: Envelope): AggregateRef => ({ type: DELIVERY_AGGREGATE, id: event.task_id }),
+  personalState: {
+    stateOf: ({ taskId }) => (taskId ? { type: DELIVERY_AGGREGATE, id: taskId } : undefined),
+    erase: (state: DeliveryState): DeliveryState => ({
+      ...state,
+      keys: Object.fromEntries(
+        Object.entries(state.keys).map(([key, fact]) => [
+          key,
+          fact.send ? { ...fact, send: { ...fact.send, text: ERASED } } : fact,
+        ]),
+      ),
+    }),
+  },
 };
 
 export function senderRole(options: SenderOptions): Role<DeliveryState> {

@@ -1,0 +1,254 @@
+import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
+import { registry as defaultRegistry, type Envelope, type EventRegistry } from "../../../schemas";
+import { tenantOf } from "../../../schemas/ids";
+import type { CommitRequest } from "../ports";
+import type { CustomerKeyStore, DataSubject } from "./customer-keys";
+import { subjectKey } from "./customer-keys";
+import { ERASED } from "./erased";
+import type { KeyWrapping } from "./key-wrapping";
+
+export { ERASED };
+
+/**
+ * Crypto-shredding of personal data (seed 000 §4.3). The personal fields an event type declares
+ * (`personal` on its definition) are stored sealed: AES-256-GCM under a data key of the
+ * customer's own (./customer-keys), wrapped by KMS in AWS (./key-wrapping). Erasing the customer
+ * deletes the key, and every sealed copy reads `[erased]` from then on; the ids and the rest of
+ * the event stay, so consumers, the trace, rebuild and replay go on working.
+ *
+ * A sealed field is the text `sealed:v1:<tenant>:<customer>:<key id>:<base64 of iv|tag|cipher>`
+ * (no id has a colon), with the tenant, customer and key id as associated data. Whose key seals
+ * an event: its payload's `customer_id`; else the owner of its conversation, which the first
+ * sealed event naming both claimed. An event of a conversation no customer claimed (stored
+ * before sealing existed) stays plain.
+ *
+ * Plain keys stay in memory KEY_CACHE_MS (one key-store read and one KMS call per customer per
+ * container and period, not per event); so a container that sealed with a key just before its
+ * erasure may go on sealing with it for that long, and what it seals then reads `[erased]`.
+ */
+
+const SEALED = "sealed:v1:";
+export const KEY_CACHE_MS = 5 * 60_000;
+const CACHE_ENTRIES = 1_000;
+
+export interface VaultOptions {
+  readonly keys: CustomerKeyStore;
+  readonly wrapping: KeyWrapping;
+  readonly registry?: EventRegistry;
+  readonly now?: () => Date;
+  readonly cacheMs?: number;
+}
+
+interface Cached<T> {
+  readonly value: T;
+  readonly until: number;
+}
+
+export class Vault {
+  private readonly registry: EventRegistry;
+  private readonly now: () => Date;
+  private readonly cacheMs: number;
+  /** Plain keys by `<tenant>#<customer>#<key id>`; null: erased (for good: ids are never reused). */
+  private readonly plainKeys = new Map<string, Cached<Uint8Array | null>>();
+  /** Each customer's current key id. */
+  private readonly currentKeys = new Map<string, Cached<string>>();
+  /** Conversation owners (never change once claimed). */
+  private readonly owners = new Map<string, DataSubject>();
+
+  constructor(private readonly options: VaultOptions) {
+    this.registry = options.registry ?? defaultRegistry;
+    this.now = options.now ?? (() => new Date());
+    this.cacheMs = options.cacheMs ?? KEY_CACHE_MS;
+  }
+
+  /** The envelope with its declared personal fields sealed (itself when there are none). */
+  async seal(envelope: Envelope): Promise<Envelope> {
+    const fields = this.personalFieldsOf(envelope);
+    if (!fields.length) return envelope;
+    const subject = await this.subjectOf(envelope);
+    if (!subject) return envelope;
+    const { keyId, key } = await this.sealingKey(subject);
+    const payload = { ...(envelope.payload as Record<string, unknown>) };
+    for (const field of fields)
+      payload[field] = sealText(subject, keyId, key, payload[field] as string);
+    return { ...envelope, payload };
+  }
+
+  /** A commit with the personal fields of what it appends and of a message it keeps sealed. */
+  async sealCommit(request: CommitRequest): Promise<CommitRequest> {
+    const append = request.append && (await Promise.all(request.append.map((e) => this.seal(e))));
+    const kept = request.inbox?.envelope && (await this.seal(request.inbox.envelope));
+    return {
+      ...request,
+      ...(append ? { append } : {}),
+      ...(request.inbox && kept ? { inbox: { ...request.inbox, envelope: kept } } : {}),
+    };
+  }
+
+  /** Envelopes with their sealed fields opened (./open). */
+  openAll(envelopes: readonly Envelope[]): Promise<Envelope[]> {
+    return Promise.all(envelopes.map((e) => this.open(e)));
+  }
+
+  /** An outcome record with the message it keeps opened. */
+  async openRecord<R extends { readonly envelope?: Envelope }>(record: R): Promise<R> {
+    return record.envelope ? { ...record, envelope: await this.open(record.envelope) } : record;
+  }
+
+  /** The envelope with every sealed field opened, or `[erased]` where its key is gone. */
+  async open(envelope: Envelope): Promise<Envelope> {
+    const payload = envelope.payload;
+    if (!payload || typeof payload !== "object") return envelope;
+    let opened: Record<string, unknown> | undefined;
+    for (const [field, value] of Object.entries(payload))
+      if (isSealed(value)) {
+        opened ??= { ...(payload as Record<string, unknown>) };
+        opened[field] = await this.openText(value);
+      }
+    return opened ? { ...envelope, payload: opened } : envelope;
+  }
+
+  /** Forget the cached key of a customer (the erasing process, which knows it is gone). */
+  forget(subject: DataSubject): void {
+    this.currentKeys.delete(subjectKey(subject));
+    for (const name of this.plainKeys.keys())
+      if (name.startsWith(`${subjectKey(subject)}#`)) this.plainKeys.delete(name);
+  }
+
+  private personalFieldsOf(envelope: Envelope): string[] {
+    const definition = this.registry.get(envelope.event_type, envelope.schema_version);
+    const payload = envelope.payload as Record<string, unknown> | undefined;
+    return (definition?.personal ?? []).filter(
+      (field) => typeof payload?.[field] === "string" && !isSealed(payload[field]),
+    );
+  }
+
+  private async subjectOf(envelope: Envelope): Promise<DataSubject | undefined> {
+    const payload = envelope.payload as { customer_id?: unknown; conversation_id?: unknown };
+    const conversation =
+      typeof payload.conversation_id === "string"
+        ? payload.conversation_id
+        : envelope.conversation_id;
+    const known = conversation ? this.owners.get(conversation) : undefined;
+    if (known) return known;
+    if (typeof payload.customer_id === "string") {
+      const subject = { tenant: tenantOf(envelope), customer: payload.customer_id };
+      if (!conversation) return subject;
+      return this.remember(
+        conversation,
+        await this.options.keys.claimConversation(conversation, subject),
+      );
+    }
+    const owner = conversation ? await this.options.keys.ownerOf(conversation) : undefined;
+    return owner && conversation ? this.remember(conversation, owner) : undefined;
+  }
+
+  private remember(conversation: string, owner: DataSubject): DataSubject {
+    if (this.owners.size >= CACHE_ENTRIES) this.owners.clear();
+    this.owners.set(conversation, owner);
+    return owner;
+  }
+
+  /**
+   * The key to seal with: the customer's current one; a new one when the one this container knew
+   * was erased meanwhile (the customer wrote again after the erasure).
+   */
+  private async sealingKey(subject: DataSubject): Promise<{ keyId: string; key: Uint8Array }> {
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const keyId = await this.currentKeyId(subject);
+      const key = await this.plainKey(subject, keyId);
+      if (key) return { keyId, key };
+      this.currentKeys.delete(subjectKey(subject));
+    }
+    throw new Error(
+      `the data key of ${subject.tenant}/${subject.customer} was erased while it was made`,
+    );
+  }
+
+  /** The customer's current key id, made (and its key wrapped and stored) when it has none. */
+  private async currentKeyId(subject: DataSubject): Promise<string> {
+    const cached = this.fresh(this.currentKeys, subjectKey(subject));
+    if (cached) return cached;
+    const record = await this.options.keys.customer(subject);
+    let key = record?.key;
+    if (!key) {
+      const made = await this.options.wrapping.newKey(subject);
+      const keyId = randomBytes(8).toString("hex");
+      key = await this.options.keys.createKey(
+        subject,
+        { keyId, wrapped: made.wrapped },
+        this.now(),
+      );
+      if (key.keyId === keyId)
+        this.cache(this.plainKeys, `${subjectKey(subject)}#${keyId}`, made.plain);
+    }
+    this.cache(this.currentKeys, subjectKey(subject), key.keyId);
+    return key.keyId;
+  }
+
+  /** The plain key `keyId` of the customer; null once it is erased. */
+  private async plainKey(subject: DataSubject, keyId: string): Promise<Uint8Array | null> {
+    const name = `${subjectKey(subject)}#${keyId}`;
+    const cached = this.plainKeys.get(name);
+    if (cached && (cached.value === null || cached.until > this.now().getTime()))
+      return cached.value;
+    const record = await this.options.keys.customer(subject);
+    const key =
+      record?.key?.keyId === keyId
+        ? await this.options.wrapping.unwrap(record.key.wrapped, subject)
+        : null;
+    // An erased key stays erased; a live one is looked at again after cacheMs.
+    this.cache(this.plainKeys, name, key);
+    return key;
+  }
+
+  private async openText(sealed: string): Promise<string> {
+    const parts = sealed.slice(SEALED.length).split(":");
+    const [tenant, customer, keyId, body] = parts;
+    if (parts.length !== 4 || !tenant || !customer || !keyId || !body)
+      throw new Error(`a sealed field is malformed (${sealed.slice(0, 40)}...)`);
+    const subject = { tenant, customer };
+    const key = await this.plainKey(subject, keyId);
+    return key ? openText(subject, keyId, key, body) : ERASED;
+  }
+
+  private fresh<T>(cache: Map<string, Cached<T>>, name: string): T | undefined {
+    const entry = cache.get(name);
+    return entry && entry.until > this.now().getTime() ? entry.value : undefined;
+  }
+
+  private cache<T>(cache: Map<string, Cached<T>>, name: string, value: T): void {
+    if (cache.size >= CACHE_ENTRIES) cache.clear();
+    cache.set(name, { value, until: this.now().getTime() + this.cacheMs });
+  }
+}
+
+export function isSealed(value: unknown): value is string {
+  return typeof value === "string" && value.startsWith(SEALED);
+}
+
+function associatedData(subject: DataSubject, keyId: string): Buffer {
+  return Buffer.from(`${subject.tenant}:${subject.customer}:${keyId}`, "utf8");
+}
+
+function sealText(subject: DataSubject, keyId: string, key: Uint8Array, text: string): string {
+  const iv = randomBytes(12);
+  const cipher = createCipheriv("aes-256-gcm", key, iv).setAAD(associatedData(subject, keyId));
+  const body = Buffer.concat([cipher.update(text, "utf8"), cipher.final()]);
+  const sealed = Buffer.concat([iv, cipher.getAuthTag(), body]).toString("base64");
+  return `${SEALED}${subject.tenant}:${subject.customer}:${keyId}:${sealed}`;
+}
+
+function openText(subject: DataSubject, keyId: string, key: Uint8Array, body: string): string {
+  const bytes = Buffer.from(body, "base64");
+  try {
+    const decipher = createDecipheriv("aes-256-gcm", key, bytes.subarray(0, 12))
+      .setAAD(associatedData(subject, keyId))
+      .setAuthTag(bytes.subarray(12, 28));
+    return Buffer.concat([decipher.update(bytes.subarray(28)), decipher.final()]).toString("utf8");
+  } catch {
+    throw new Error(
+      `a field sealed under ${subject.tenant}/${subject.customer} key ${keyId} does not open: it was altered`,
+    );
+  }
+}
