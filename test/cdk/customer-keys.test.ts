@@ -148,7 +148,7 @@ describe("who may use the keys", () => {
     }
   });
 
-  it("lets the operator open what trace shows, and erase (Query, DeleteItem) with the repair policy", () => {
+  it("lets the operator open what trace shows, and erase (GetItem, UpdateItem) with the repair policy", () => {
     const policy = (id: string) => {
       const found = single(template, "AWS::IAM::ManagedPolicy", (p) => p.id.startsWith(id));
       const document = found.Properties.PolicyDocument as { Statement: Record<string, unknown>[] };
@@ -165,7 +165,7 @@ describe("who may use the keys", () => {
     expect(read.find((s) => s.Action.includes("kms:Decrypt"))?.Condition).toEqual(KMS_CONDITION);
     expect(allowed(read, tableArn)).toEqual(["dynamodb:BatchGetItem", "dynamodb:GetItem"]);
     expect(allowed(repair, keyArn)).toEqual([]);
-    expect(allowed(repair, tableArn)).toEqual(["dynamodb:DeleteItem", "dynamodb:Query"]);
+    expect(allowed(repair, tableArn)).toEqual(["dynamodb:GetItem", "dynamodb:UpdateItem"]);
   });
 
   it("gives a stack without personal types to no group", () => {

@@ -136,8 +136,9 @@ describe("what the operator tools read", () => {
     const actions = new Set(statements.flatMap((s) => ([] as string[]).concat(s.Action)));
     expect([...actions].sort()).toEqual([
       "dynamodb:BatchGetItem",
-      "dynamodb:DeleteItem",
+      "dynamodb:GetItem",
       "dynamodb:Query",
+      "dynamodb:UpdateItem",
       "events:DescribeArchive",
       "events:DescribeReplay",
       "events:DescribeRule",
@@ -152,15 +153,15 @@ describe("what the operator tools read", () => {
     for (const id of ids("sqs:DeleteMessage")) expect(id).toMatch(/DeadLetter|RelayFailureQueue/);
     for (const id of ids("sqs:SendMessage")) expect(id).not.toMatch(/DeadLetter/i);
     expect(ids("sqs:SendMessage").length).toBeGreaterThan(0);
-    // Query only the events table's by-hour index and (erasure) the customer keys; BatchGetItem
-    // only on the events table; DeleteItem only on the customer keys.
+    // Query only the events table's by-hour index; BatchGetItem only on the events table;
+    // erasure: GetItem of the customer keys, UpdateItem of them and of the state items.
     expect(JSON.stringify(resourcesOf("dynamodb:Query"))).toContain("/index/by-hour");
-    expect(resourcesOf("dynamodb:Query")).toHaveLength(2);
-    expect(ids("dynamodb:Query")).toEqual([
-      expect.stringMatching(/^TablesEvents/),
+    expect(resourcesOf("dynamodb:Query")).toHaveLength(1);
+    expect(ids("dynamodb:GetItem")).toEqual([expect.stringMatching(/^CustomerKeysTable/)]);
+    expect(ids("dynamodb:UpdateItem").sort()).toEqual([
       expect.stringMatching(/^CustomerKeysTable/),
+      expect.stringMatching(/^TablesState/),
     ]);
-    expect(ids("dynamodb:DeleteItem")).toEqual([expect.stringMatching(/^CustomerKeysTable/)]);
     expect(ids("dynamodb:BatchGetItem")).toEqual([expect.stringMatching(/^TablesEvents/)]);
     // Every topic's bus: republish puts events back on their own bus; the audit record goes on
     // the events bus and operator commands on the commands bus.

@@ -124,13 +124,15 @@ export class CustomerKeys extends Construct {
 
   /**
    * The operator's statements: `read` opens what `agentbus trace` shows (kms:Decrypt, GetItem,
-   * BatchGetItem); `erase` finds and deletes a customer's key (Query, DeleteItem).
+   * BatchGetItem); `erase` is what `agentbus erase` does to the keys (lib/operator/erase.ts,
+   * functions/adapters/dynamodb/customer-keys.ts): it reads the customer's item and removes its
+   * key with a conditional update (GetItem, UpdateItem). No KMS: erasing never unwraps.
    */
   operatorStatements(part: "read" | "erase"): PolicyStatement[] {
     if (part === "erase")
       return [
         new PolicyStatement({
-          actions: ["dynamodb:Query", "dynamodb:DeleteItem"],
+          actions: ["dynamodb:GetItem", "dynamodb:UpdateItem"],
           resources: [this.table.tableArn],
         }),
       ];

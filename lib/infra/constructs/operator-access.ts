@@ -105,7 +105,9 @@ export class OperatorReadAccess extends Construct {
  * Dead-letter redrive: move messages from the dead-letter queues (receive, delete, change
  * visibility) back to the queue they came from (send), and record the action on the audit bus;
  * decisions on what waits for a person (held replies, unknown send outcomes) put on the commands
- * bus; erasure (`agentbus erase`): Query and DeleteItem of the customers' data keys.
+ * bus; erasure (`agentbus erase`, lib/operator/erase.ts): the customer's key removed from the
+ * customer-keys table, and the plain copies in state items overwritten (UpdateItem on the state
+ * table; it finds them with the reads of the read policy).
  */
 function repairPolicy(
   scope: Construct,
@@ -145,7 +147,15 @@ function repairPolicy(
         ? [new PolicyStatement({ actions: ["events:PutEvents"], resources: buses })]
         : []),
       ...replayStatements(scope, props),
-      ...(props.customerKeys?.operatorStatements("erase") ?? []),
+      ...(props.customerKeys
+        ? [
+            ...props.customerKeys.operatorStatements("erase"),
+            new PolicyStatement({
+              actions: ["dynamodb:UpdateItem"],
+              resources: [props.tables.state.tableArn],
+            }),
+          ]
+        : []),
     ],
   });
 }
