@@ -76,6 +76,7 @@ const SDK_CLIENTS: readonly { adapter: string; module: string; client: string }[
     client: "BedrockRuntimeClient",
   },
   { adapter: "adapters/channel/sns-channel", module: "@aws-sdk/client-sns", client: "SNSClient" },
+  { adapter: "adapters/aws/kms-key-wrapping", module: "@aws-sdk/client-kms", client: "KMSClient" },
 ];
 
 /** Under node_modules, so a bundle's external SDK imports resolve to the project's packages. */

@@ -29,11 +29,15 @@ export type EmitOf<T extends EventType> = {
 }[T];
 
 /**
- * A role's descriptor with its subscriptions typed: what a module declares and its `defineRole`
- * spreads, so that the topology and the built role see the same `stateOf`.
+ * A role's descriptor with its subscriptions and emits typed: what a module declares and its
+ * `defineRole` spreads, so that the topology and the built role see the same `stateOf` and emits.
  */
-export type DescriptorOf<In extends EventType> = Omit<RoleDescriptor, "subscriptions"> & {
+export type DescriptorOf<In extends EventType, Out extends EventType = never> = Omit<
+  RoleDescriptor,
+  "subscriptions" | "emits"
+> & {
   readonly subscriptions: readonly In[];
+  readonly emits?: readonly Out[];
 };
 
 /** A decision whose emits are of the types `Out`. */
@@ -89,6 +93,7 @@ export function defineRole<S, In extends EventType, Out extends EventType = neve
   return {
     ...rest,
     subscriptions: definition.subscriptions,
+    ...(definition.emits && { emits: definition.emits }),
     // A role that decides synchronously still does (a fold run outside the pipeline reads it so).
     decide: (state, event, context) => {
       const decision = decide(state, typed(event), context);

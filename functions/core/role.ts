@@ -50,6 +50,11 @@ export interface DecideContext<S> {
 export interface RoleIdentity {
   readonly group: string;
   readonly subscriptions: readonly string[];
+  /**
+   * The event types the role may emit (left out: none). `defineRole` holds its decisions to them;
+   * the stack grants from them what the personal fields of those types need (lib/infra/topology).
+   */
+  readonly emits?: readonly string[];
 }
 
 /**

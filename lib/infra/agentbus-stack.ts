@@ -18,6 +18,7 @@ import {
 } from "./constructs/alarm-topic";
 import { ConsumerGroup } from "./constructs/consumer-group";
 import { pickGroupSettings, stageProblem } from "./constructs/consumer-group-rules";
+import { CustomerKeys } from "./constructs/customer-keys";
 import { SupportResources } from "./constructs/customer-support";
 import { Dashboard } from "./constructs/dashboard";
 import {
@@ -138,6 +139,8 @@ export function parseListIndexUpgrade(value: unknown): ListIndexUpgrade | undefi
  */
 export class AgentBusStack extends Stack {
   readonly tables: AgentBusTables;
+  /** The customers' data keys: their table and the KMS key that wraps them. */
+  readonly customerKeys: CustomerKeys;
   readonly topics: ReadonlyMap<TopicName, Topic>;
   readonly relay: Relay;
   readonly groups: readonly ConsumerGroup[];
@@ -193,6 +196,7 @@ export class AgentBusStack extends Stack {
     });
 
     this.groups = topology.groups.map((group) => this.consumerGroup(group, stage));
+    this.customerKeys = this.createCustomerKeys(topology, props);
     const needs = (group: ConsumerGroup): GroupNeeds =>
       topology.groups.find((g) => g.name === group.groupName)?.needs ?? {};
     this.wireWorkflow(props, needs);
@@ -242,6 +246,23 @@ export class AgentBusStack extends Stack {
   }
 
   /**
+   * The customers' data keys, and who may use them: each group as its topology spec derives
+   * (`personalData`: seal, open, or nothing), the relay opens (it publishes the event store's
+   * events opened). The operator's policies get theirs in createOperatorAccess.
+   */
+  private createCustomerKeys(topology: Topology, props: AgentBusStackProps): CustomerKeys {
+    const keys = new CustomerKeys(this, "CustomerKeys", {
+      removalPolicy: props.tablesRemovalPolicy,
+    });
+    for (const group of this.groups) {
+      const spec = topology.groups.find((g) => g.name === group.groupName);
+      keys.wire(group.consumer, spec?.personalData ?? []);
+    }
+    keys.wire(this.relay.function, ["open"]);
+    return keys;
+  }
+
+  /**
    * The front door (./constructs/front-door.ts), when the tokens' issuer is known: from
    * `props.frontDoor`, or the context `agentbus:jwtIssuer` with `agentbus:jwtAudience` (a comma
    * list) and, if the tenant is not in `tenant_id`, `agentbus:tenantClaim`. Without an issuer
@@ -285,6 +306,7 @@ export class AgentBusStack extends Stack {
   private createOperatorAccess(stage: string): OperatorReadAccess {
     return new OperatorReadAccess(this, "OperatorRead", {
       tables: this.tables,
+      customerKeys: this.customerKeys,
       groups: this.groups,
       relay: this.relay,
       auditBus: this.topics.get("events")?.bus,

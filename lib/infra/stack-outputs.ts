@@ -2,6 +2,7 @@ import { Aws, CfnOutput } from "aws-cdk-lib";
 import type { Construct } from "constructs";
 import type { AlarmTopic } from "./constructs/alarm-topic";
 import type { ConsumerGroup } from "./constructs/consumer-group";
+import type { CustomerKeys } from "./constructs/customer-keys";
 import type { SupportResources } from "./constructs/customer-support";
 import type { FrontDoor } from "./constructs/front-door";
 import type { OperatorReadAccess } from "./constructs/operator-access";
@@ -17,6 +18,7 @@ export interface OutputSources extends Construct {
   readonly relay: Relay;
   readonly operatorAccess: OperatorReadAccess;
   readonly tables: AgentBusTables;
+  readonly customerKeys: CustomerKeys;
   readonly support?: SupportResources;
   readonly frontDoor?: FrontDoor;
   readonly alarmTopic: AlarmTopic;
@@ -123,6 +125,16 @@ function otherOutputs(stack: OutputSources, output: OutputFn): void {
   for (const [name, table] of Object.entries(tables)) {
     output(`${name}TableName`, table.tableName, `DynamoDB table ${name}`);
   }
+  output(
+    "CustomerKeysTableName",
+    stack.customerKeys.table.tableName,
+    "DynamoDB table of the customers' wrapped data keys (agentbus erase deletes from it)",
+  );
+  output(
+    "CustomerKeysKeyArn",
+    stack.customerKeys.key.keyArn,
+    "KMS key that wraps the customers' data keys",
+  );
   if (stack.frontDoor) {
     output("FrontDoorUrl", stack.frontDoor.url, "the HTTP API's base URL (clients send a JWT)");
     // A function URL ends with "/".

@@ -14,6 +14,7 @@ import {
   pickGroupSettings,
   withGroupDefaults,
 } from "./constructs/consumer-group-rules";
+import type { PersonalDataAccess } from "./constructs/customer-keys";
 import { handlerEntryProblem } from "./constructs/function";
 
 /**
@@ -22,7 +23,7 @@ import { handlerEntryProblem } from "./constructs/function";
  * dead-letter queue, function, alarm and permission from it.
  */
 
-export type { Delivery, Ordering, OrderKey, TopicName };
+export type { Delivery, Ordering, OrderKey, PersonalDataAccess, TopicName };
 
 /** What the topology needs of a role: its descriptor (functions/core/pipeline RoleDescriptor). */
 export type TopologyRole = RoleDescriptor;
@@ -138,6 +139,8 @@ export interface TopicSubscription {
 export type GroupSpec = Omit<GroupDeclaration, keyof GroupSettings> &
   GroupSettings & {
     readonly subscriptions: readonly TopicSubscription[];
+    /** What it does with the customers' data keys (personalDataAccess); empty: nothing. */
+    readonly personalData: readonly PersonalDataAccess[];
   };
 
 /** A validated topology: every group with its defaults applied. */
@@ -148,15 +151,46 @@ export interface Topology {
 
 /** What validation looks up; the defaults are the project's registry and the file system. */
 export interface TopologyContext {
-  /** Registered event types and the topic each is published on. */
-  readonly eventTypes: readonly { readonly type: string; readonly topic: string }[];
+  /**
+   * Registered event types, the topic each is published on, and whether it declares personal
+   * fields (in any of its versions).
+   */
+  readonly eventTypes: readonly {
+    readonly type: string;
+    readonly topic: string;
+    readonly personal?: boolean;
+  }[];
   /** Whether a handler file (absolute path) exists. */
   readonly handlerExists?: (absolutePath: string) => boolean;
 }
 
 /** The project's registry as a validation context. */
 export function registryContext(): TopologyContext {
-  return { eventTypes: registry.definitions().map((d) => ({ type: d.type, topic: d.topic })) };
+  return {
+    eventTypes: registry.definitions().map((d) => ({
+      type: d.type,
+      topic: d.topic,
+      personal: (d.personal?.length ?? 0) > 0,
+    })),
+  };
+}
+
+/**
+ * What a role's group does with the customers' data keys, from the event types it emits and
+ * receives: `seal` when it emits a type that declares personal fields (the event store keeps them
+ * sealed), `open` when it receives one (it reads such events back from the event store when it
+ * repairs a gap). Empty for a group that touches no personal type: it gets no key and no grant.
+ * The one place the stack's KMS and customer-keys grants come from (CustomerKeys.wire).
+ */
+export function personalDataAccess(
+  role: Pick<TopologyRole, "subscriptions" | "emits">,
+  context: TopologyContext = registryContext(),
+): PersonalDataAccess[] {
+  const personal = new Set(context.eventTypes.filter((e) => e.personal).map((e) => e.type));
+  const access: PersonalDataAccess[] = [];
+  if ((role.emits ?? []).some((type) => personal.has(type))) access.push("seal");
+  if (role.subscriptions.some((type) => personal.has(type))) access.push("open");
+  return access;
 }
 
 /**
@@ -214,6 +248,9 @@ export function groupProblems(
   }
   const subscriptions = group.role?.subscriptions ?? [];
   if (subscriptions.length === 0) problems.push("the role subscribes to no event types");
+  for (const type of group.role?.emits ?? [])
+    if (!context.eventTypes.some((e) => e.type === type))
+      problems.push(`the role emits ${JSON.stringify(type)}, which is not in the registry`);
   const seen = new Set<string>();
   for (const type of subscriptions) {
     if (seen.has(type)) problems.push(`event type ${JSON.stringify(type)} is subscribed twice`);
@@ -256,6 +293,7 @@ export function defineTopology(
       ...group,
       ...settingsOf(group),
       subscriptions: subscriptionsByTopic(group.role.subscriptions, declaration.topics, context),
+      personalData: personalDataAccess(group.role, context),
     })),
   };
 }

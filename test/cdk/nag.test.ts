@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type App, CfnResource, Stack, Validations } from "aws-cdk-lib";
+import { CfnTable } from "aws-cdk-lib/aws-dynamodb";
 import { CfnManagedPolicy, CfnPolicy } from "aws-cdk-lib/aws-iam";
 import { CfnFunction } from "aws-cdk-lib/aws-lambda";
 import { CfnQueue, Queue } from "aws-cdk-lib/aws-sqs";
@@ -130,7 +131,7 @@ describe("cdk-nag AwsSolutions", () => {
   describe("acknowledgements: only deliberate decisions, each on the narrowest construct", () => {
     const acknowledged = acknowledgements(app);
 
-    it("are exactly: L1 per function, IAM5 Resource::* per function policy, SQS3 on the relay's failure queue, the stage's replays", () => {
+    it("are exactly: L1 per function, IAM5 Resource::* per function policy, SQS3 on the relay's failure queue, the stage's replays, DDB3 on the customer keys", () => {
       const byRule = (rule: string) => acknowledged.filter((a) => a.rule === rule);
       expect(new Set(acknowledged.map((a) => a.rule))).toEqual(
         new Set([
@@ -138,8 +139,13 @@ describe("cdk-nag AwsSolutions", () => {
           "AwsSolutions-IAM5[Resource::*]",
           "AwsSolutions-SQS3",
           STAGE_REPLAYS,
+          "AwsSolutions-DDB3",
         ]),
       );
+      // No point-in-time recovery: a restore would bring erased keys back.
+      expect(byRule("AwsSolutions-DDB3").map((a) => a.path)).toEqual([
+        "AgentBus-nag/CustomerKeys/Table",
+      ]);
       // DescribeReplay on the replays agentbus replay names at run time, on the repair policy only.
       expect(byRule(STAGE_REPLAYS).map((a) => a.path)).toEqual([
         "AgentBus-nag/OperatorRead/RepairPolicy",
@@ -170,7 +176,7 @@ describe("cdk-nag AwsSolutions", () => {
       }
     });
 
-    it("L1 sits on functions, IAM5 on role policies (or the operator's policy), SQS3 on a queue", () => {
+    it("L1 sits on functions, IAM5 on role policies (or the operator's policy), SQS3 on a queue, DDB3 on a table", () => {
       for (const a of acknowledged) {
         const resource =
           a.construct instanceof CfnResource ? a.construct : a.construct.node.defaultChild;
@@ -179,6 +185,7 @@ describe("cdk-nag AwsSolutions", () => {
           "AwsSolutions-L1": CfnFunction,
           "AwsSolutions-IAM5[Resource::*]": operator ? CfnManagedPolicy : CfnPolicy,
           "AwsSolutions-SQS3": CfnQueue,
+          "AwsSolutions-DDB3": CfnTable,
           [STAGE_REPLAYS]: CfnManagedPolicy,
         }[a.rule];
         expect(expected && resource instanceof expected, `${a.rule} at ${a.path}`).toBe(true);

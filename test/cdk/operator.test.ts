@@ -92,6 +92,7 @@ describe("what the operator tools read", () => {
       "dynamodb:BatchGetItem",
       "dynamodb:GetItem",
       "dynamodb:Query",
+      "kms:Decrypt",
       "sqs:ChangeMessageVisibility",
       "sqs:GetQueueAttributes",
       "sqs:ReceiveMessage",
@@ -122,7 +123,7 @@ describe("what the operator tools read", () => {
     }
   });
 
-  it("the repair policy moves dead letters back, republishes, replays, and records the action, nothing more", () => {
+  it("the repair policy moves dead letters back, republishes, replays, erases, and records the action, nothing more", () => {
     const statements = operatorStatements("RepairPolicy");
     const resourcesOf = (action: string) =>
       statements
@@ -135,7 +136,9 @@ describe("what the operator tools read", () => {
     const actions = new Set(statements.flatMap((s) => ([] as string[]).concat(s.Action)));
     expect([...actions].sort()).toEqual([
       "dynamodb:BatchGetItem",
+      "dynamodb:GetItem",
       "dynamodb:Query",
+      "dynamodb:UpdateItem",
       "events:DescribeArchive",
       "events:DescribeReplay",
       "events:DescribeRule",
@@ -150,9 +153,15 @@ describe("what the operator tools read", () => {
     for (const id of ids("sqs:DeleteMessage")) expect(id).toMatch(/DeadLetter|RelayFailureQueue/);
     for (const id of ids("sqs:SendMessage")) expect(id).not.toMatch(/DeadLetter/i);
     expect(ids("sqs:SendMessage").length).toBeGreaterThan(0);
-    // Query only the events table's by-hour index; BatchGetItem only on the events table.
+    // Query only the events table's by-hour index; BatchGetItem only on the events table;
+    // erasure: GetItem of the customer keys, UpdateItem of them and of the state items.
     expect(JSON.stringify(resourcesOf("dynamodb:Query"))).toContain("/index/by-hour");
     expect(resourcesOf("dynamodb:Query")).toHaveLength(1);
+    expect(ids("dynamodb:GetItem")).toEqual([expect.stringMatching(/^CustomerKeysTable/)]);
+    expect(ids("dynamodb:UpdateItem").sort()).toEqual([
+      expect.stringMatching(/^CustomerKeysTable/),
+      expect.stringMatching(/^TablesState/),
+    ]);
     expect(ids("dynamodb:BatchGetItem")).toEqual([expect.stringMatching(/^TablesEvents/)]);
     // Every topic's bus: republish puts events back on their own bus; the audit record goes on
     // the events bus and operator commands on the commands bus.

@@ -277,13 +277,15 @@ describe("AgentBus stack: tables", () => {
     expect(hash("SIDE_EFFECTS_TABLE")).toEqual([{ AttributeName: "effect_key", KeyType: "HASH" }]);
   });
 
-  it("every table is on demand, with point-in-time recovery and encryption, and retained", () => {
+  it("every table is on demand, encrypted, retained, with point-in-time recovery but the customer keys'", () => {
     const tables = resources(template, TABLE);
-    expect(tables.length).toBeGreaterThan(0);
+    expect(tables.length).toBeGreaterThan(1);
     for (const t of tables) {
+      // A restore of the customer-keys table would bring erased keys back (CustomerKeys).
+      const recovery = !t.id.startsWith("CustomerKeysTable");
       expect(t.Properties, t.id).toMatchObject({
         BillingMode: "PAY_PER_REQUEST",
-        PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+        PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: recovery },
         SSESpecification: { SSEEnabled: true },
       });
     }
@@ -424,8 +426,14 @@ describe("AgentBus stack: environment contract", () => {
       .filter((k) => !k.startsWith("POWERTOOLS_") && k !== "NODE_OPTIONS")
       .sort();
 
-  it("the relay gets the bus name of each deployed topic", () => {
-    expect(own(relay)).toEqual(["BUS_AUDIT", "BUS_COMMANDS", "BUS_EVENTS"]);
+  it("the relay gets the bus name of each deployed topic, and the customer keys to open events with", () => {
+    expect(own(relay)).toEqual([
+      "BUS_AUDIT",
+      "BUS_COMMANDS",
+      "BUS_EVENTS",
+      "CUSTOMER_KEYS_KMS_KEY",
+      "CUSTOMER_KEYS_TABLE",
+    ]);
     for (const topic of ["audit", "commands", "events"]) {
       const topicBus = single(
         template,

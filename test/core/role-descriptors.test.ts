@@ -34,6 +34,7 @@ describe("each group's descriptor in the topology is the one its role is built f
     const declared = topology.groups.find((g) => g.name === group)?.role as RoleDescriptor;
     expect(declared, `group ${group} is declared`).toBeDefined();
     expect(role.subscriptions).toEqual(declared.subscriptions);
+    expect(role.emits).toEqual(declared.emits);
     expect(role.stateOf).toBe(declared.stateOf);
     expect(role.sharedStreams).toEqual(declared.sharedStreams);
     expect(role.unordered).toBe(declared.unordered);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { archivePhysical, createArchiveRequest } from "../../lib/dev/local/deploy/archives";
 import { createEventBusRequest, eventBusPhysical } from "../../lib/dev/local/deploy/buses";
+import { createKeyRequest, keyPhysical } from "../../lib/dev/local/deploy/keys";
 import { createQueueRequest, queuePhysical } from "../../lib/dev/local/deploy/queues";
 import { ruleRequests } from "../../lib/dev/local/deploy/rules";
 import {
@@ -149,6 +150,24 @@ describe("topic and bus deployers", () => {
       ref: "b",
       attributes: { Arn: "arn:b", Name: "b" },
     });
+  });
+});
+
+describe("KMS key deployer", () => {
+  it("creates a key with the template's description, spec and usage, and no policy", () => {
+    const key = input("Key", "AWS::KMS::Key", {
+      Description: "wraps data keys",
+      EnableKeyRotation: true,
+      KeyPolicy: { Statement: [] },
+    });
+    expect(createKeyRequest(key)).toEqual({ Description: "wraps data keys" });
+    const signing = input("Key", "AWS::KMS::Key", { KeySpec: "RSA_2048", KeyUsage: "SIGN_VERIFY" });
+    expect(createKeyRequest(signing)).toEqual({ KeySpec: "RSA_2048", KeyUsage: "SIGN_VERIFY" });
+  });
+
+  it("gives Ref the key id and GetAtt its ARN and id", () => {
+    const arn = "arn:aws:kms:us-east-1:123456789012:key/k-1";
+    expect(keyPhysical("k-1", arn)).toEqual({ ref: "k-1", attributes: { Arn: arn, KeyId: "k-1" } });
   });
 });
 

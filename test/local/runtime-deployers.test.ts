@@ -209,6 +209,7 @@ describe("the deployment as a whole", () => {
       "AWS::Events::Archive",
       "AWS::Events::EventBus",
       "AWS::Events::Rule",
+      "AWS::KMS::Key",
       "AWS::Lambda::EventSourceMapping",
       "AWS::Lambda::Function",
       "AWS::Pipes::Pipe",

@@ -1,6 +1,7 @@
 import { BedrockRuntimeClient } from "@aws-sdk/client-bedrock-runtime";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
+import { KMSClient } from "@aws-sdk/client-kms";
 import { SNSClient } from "@aws-sdk/client-sns";
 import { SQSClient } from "@aws-sdk/client-sqs";
 
@@ -11,4 +12,5 @@ export const SDK_CLIENTS = {
   sns: SNSClient,
   events: EventBridgeClient,
   "bedrock-runtime": BedrockRuntimeClient,
+  kms: KMSClient,
 } as const;

@@ -8,7 +8,7 @@
  */
 
 /** The services AgentBus functions call, by the endpoint prefix of each. */
-export type AwsService = "dynamodb" | "sqs" | "events" | "sns" | "bedrock-runtime";
+export type AwsService = "dynamodb" | "sqs" | "events" | "sns" | "bedrock-runtime" | "kms";
 
 /** What a response says about its call, as the SDK's `$metadata` does. */
 export interface ResponseMetadata {

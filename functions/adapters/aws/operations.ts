@@ -14,6 +14,12 @@ import type {
   UpdateItemCommandOutput,
 } from "@aws-sdk/client-dynamodb";
 import type { PutEventsCommandInput, PutEventsCommandOutput } from "@aws-sdk/client-eventbridge";
+import type {
+  DecryptCommandInput,
+  DecryptCommandOutput,
+  GenerateDataKeyCommandInput,
+  GenerateDataKeyCommandOutput,
+} from "@aws-sdk/client-kms";
 import type { PublishCommandInput, PublishCommandOutput } from "@aws-sdk/client-sns";
 import type {
   ChangeMessageVisibilityBatchCommandInput,
@@ -83,6 +89,12 @@ export const Converse = operation<ConverseCommandInput, ConverseCommandOutput>(
   "Converse",
 );
 
+export const GenerateDataKey = operation<GenerateDataKeyCommandInput, GenerateDataKeyCommandOutput>(
+  "kms",
+  "GenerateDataKey",
+);
+export const Decrypt = operation<DecryptCommandInput, DecryptCommandOutput>("kms", "Decrypt");
+
 /** Every operation above, for the clients that map them to something else (./sdk-client). */
 export const OPERATIONS = [
   GetItem,
@@ -99,4 +111,6 @@ export const OPERATIONS = [
   PutEvents,
   Publish,
   Converse,
+  GenerateDataKey,
+  Decrypt,
 ] as const;

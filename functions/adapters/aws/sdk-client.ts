@@ -9,6 +9,7 @@ import {
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
 import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
+import { DecryptCommand, GenerateDataKeyCommand, KMSClient } from "@aws-sdk/client-kms";
 import { PublishCommand, SNSClient } from "@aws-sdk/client-sns";
 import {
   ChangeMessageVisibilityBatchCommand,
@@ -52,6 +53,8 @@ const COMMANDS: Readonly<Record<string, SdkCommandClass>> = {
   "events:PutEvents": PutEventsCommand,
   "sns:Publish": PublishCommand,
   "bedrock-runtime:Converse": ConverseCommand,
+  "kms:GenerateDataKey": GenerateDataKeyCommand,
+  "kms:Decrypt": DecryptCommand,
 };
 
 /** Any AWS SDK v3 client. */
@@ -96,6 +99,7 @@ const SDK_CLIENTS: Readonly<Record<AwsService, new () => SdkClient>> = {
   sns: SNSClient,
   events: EventBridgeClient,
   "bedrock-runtime": BedrockRuntimeClient,
+  kms: KMSClient,
 };
 
 /**

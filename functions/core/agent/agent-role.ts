@@ -35,18 +35,22 @@ export interface AgentDescriptor extends RoleDescriptor {
   readonly types: AgentCommandTypes;
 }
 
-/** The descriptor of an agent's group: the run of a start command is `runOf(event)`. */
+/**
+ * The descriptor of an agent's group: the run of a start command is `runOf(event)`; `facts` are
+ * what its `finish` and `needsPerson` may emit (it emits its own step commands besides).
+ */
 export function agentDescriptor(fields: {
   group: string;
   types: AgentCommandTypes;
   runOf: (start: Envelope) => string;
+  facts: readonly string[];
   /**
    * For an agent that works on a customer's conversation: the run a turn (its task) started. Its
    * journal and messages are then erased with the customer (Role.personalState).
    */
   runOfTurn?: (taskId: string) => string;
 }): AgentDescriptor {
-  const { group, types, runOf, runOfTurn } = fields;
+  const { group, types, runOf, facts, runOfTurn } = fields;
   return {
     group,
     types,
@@ -61,6 +65,7 @@ export function agentDescriptor(fields: {
         }
       : {}),
     subscriptions: [types.start, types.step, types.decision],
+    emits: [types.step, ...facts],
     stateOf: (event): AggregateRef => ({
       type: AGENT_RUN_AGGREGATE,
       id:
@@ -183,12 +188,24 @@ async function outcome(spec: AgentRoleSpec, result: StepResult): Promise<Decisio
   const { journal } = result;
   if (result.next === "continue")
     return { state: journal, emit: [stepCommand(spec, journal, result.recorded)] };
-  if (result.next === "end") return { state: journal, emit: await spec.finish(journal) };
+  if (result.next === "end")
+    return { state: journal, emit: declared(spec, await spec.finish(journal)) };
   return {
     state: journal,
-    emit: await spec.needsPerson(journal),
+    emit: declared(spec, await spec.needsPerson(journal)),
     dueAt: journal.waiting?.deadline ?? null,
   };
+}
+
+/** The facts of a run, each of a type its descriptor declares (as `defineRole` holds a role to). */
+function declared(spec: AgentRoleSpec, facts: EmitSpec[]): EmitSpec[] {
+  const emits = spec.descriptor.emits ?? [];
+  for (const fact of facts)
+    if (!emits.includes(fact.type))
+      throw new Error(
+        `agent ${spec.descriptor.group} emitted ${fact.type}, which is not among its emits (${emits.join(", ")})`,
+      );
+  return facts;
 }
 
 /** The run's next step command, saying what the step before did. */

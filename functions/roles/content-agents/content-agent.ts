@@ -101,10 +101,14 @@ export function confirmTypeOf(role: ContentRole) {
 }
 
 /** A content agent outside its handler: group = role, its subscriptions, one state per run. */
-export function contentAgentDescriptor(role: ContentRole): DescriptorOf<ContentCommand> {
+export function contentAgentDescriptor(
+  role: ContentRole,
+): DescriptorOf<ContentCommand, ContentAnswer> {
+  const { completed, failed } = contentEventTypes(role);
   return {
     group: role,
     subscriptions: contentAgentSubscriptions(role),
+    emits: [completed, failed, "node.blocked"],
     stateOf: agentRunRefOf(role),
     // A run's stream carries the requests of all its nodes, one agent run each.
     sharedStreams: [DAG_RUN_AGGREGATE],
@@ -117,7 +121,6 @@ export function contentAgentRole(options: ContentAgentOptions): Role<AgentRun> {
   // Typed as any content agent's commands and answers (./settings); the check holds it to its own.
   return defineRole<AgentRun, ContentCommand, ContentAnswer>({
     ...contentAgentDescriptor(agent.role),
-    emits: [agent.types.completed, agent.types.failed, "node.blocked"],
     heartbeat: (event, receiveCount) => heartbeatOf(agent, event, receiveCount),
     discard: (existing, event) =>
       isCancel(event)

@@ -152,9 +152,10 @@ const ORCHESTRATOR_EMITS: readonly (OrchestratorEmit | "workflow.rejected")[] = 
 ];
 
 /** Every event the orchestrator reads names its run (the aggregate it reads and writes). */
-export const ORCHESTRATOR: DescriptorOf<EventType> = {
+export const ORCHESTRATOR: DescriptorOf<EventType, OrchestratorEmit | "workflow.rejected"> = {
   group: ORCHESTRATOR_GROUP,
   subscriptions: ORCHESTRATOR_SUBSCRIPTIONS,
+  emits: ORCHESTRATOR_EMITS,
   stateOf: (event) => ({ type: "dag_run", id: handlerOf(event).runOf(event) }),
 };
 
@@ -163,7 +164,6 @@ export function orchestratorRole(options: OrchestratorOptions = {}): Role<Orches
   const capacityFor = capacitySource(options);
   return defineRole<OrchestratorState, EventType, OrchestratorEmit | "workflow.rejected">({
     ...ORCHESTRATOR,
-    emits: ORCHESTRATOR_EMITS,
     summarize: summarizeRun,
     // A run's state (3-4 KB of JSON, written on every event of the run) is read only through
     // AgentBus: the operator tools and the console.

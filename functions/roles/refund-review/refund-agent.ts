@@ -1,6 +1,10 @@
 import type { Envelope } from "../../../schemas";
 import {
+  REFUND_APPROVED,
+  REFUND_REJECTED,
+  REFUND_REVIEW_COMPLETED,
   REFUND_REVIEW_DECISION,
+  REFUND_REVIEW_NEEDS_PERSON,
   REFUND_REVIEW_REQUESTED,
   REFUND_REVIEW_STEP,
   RefundReviewRequestedPayload,
@@ -47,6 +51,13 @@ export const REFUND_REVIEW = agentDescriptor({
     decision: REFUND_REVIEW_DECISION,
   },
   runOf: (event) => refundRunId(event.task_id),
+  facts: [
+    REFUND_REVIEW_COMPLETED,
+    REFUND_APPROVED,
+    REFUND_REJECTED,
+    REFUND_REVIEW_NEEDS_PERSON,
+    "reply.generation.requested",
+  ],
   runOfTurn: refundRunId,
 });
 

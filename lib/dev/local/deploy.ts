@@ -1,5 +1,6 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
+import { KMSClient } from "@aws-sdk/client-kms";
 import { SNSClient } from "@aws-sdk/client-sns";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import type {
@@ -142,6 +143,7 @@ export function emulatorClients(endpoint: string, region = "us-east-1"): AwsClie
     dynamodb: new DynamoDBClient(config),
     sqs: new SQSClient(config),
     eventbridge: new EventBridgeClient(config),
+    kms: new KMSClient(config),
     sns: new SNSClient(config),
   };
 }

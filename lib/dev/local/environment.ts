@@ -350,5 +350,5 @@ function functionClientsOf(
   const injection = options.faultInjection;
   const http = injection?.http?.(new NodeHttpHandler() as unknown as HttpSender);
   const client = new LeanAwsClient({ ...config, ...(http ? { http } : {}) });
-  return { dynamodb: client, sqs: client, eventbridge: client };
+  return { dynamodb: client, sqs: client, eventbridge: client, kms: client };
 }

@@ -4,11 +4,17 @@ import { ManagedPolicy, PolicyStatement } from "aws-cdk-lib/aws-iam";
 import type { IQueue } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
 import type { ConsumerGroup } from "./consumer-group";
+import type { CustomerKeys } from "./customer-keys";
 import type { Relay } from "./relay";
 import { type AgentBusTables, EVENTS_INDEXES, INBOX_INDEXES, SIDE_EFFECT_INDEXES } from "./tables";
 
 export interface OperatorReadAccessProps {
   readonly tables: AgentBusTables;
+  /**
+   * The customers' data keys: the read policy opens what trace shows, the repair policy erases.
+   * @default - none
+   */
+  readonly customerKeys?: CustomerKeys;
   readonly groups: readonly ConsumerGroup[];
   readonly relay: Relay;
   /** Every topic's bus (republish puts stored events back on their own topic's bus). */
@@ -38,7 +44,8 @@ export interface OperatorReadAccessProps {
  * to an operator's role: Query on the named indexes (the state table's list indexes, and during
  * a list-index upgrade the legacy ones too, which the tools fall back to: stateListIndexNames) and on the events table (one stream's newest events), GetItem /
  * BatchGetItem on the tables, peeking at the dead-letter queues (receive, then make visible
- * again), queue depths, and CloudWatch metric data. No Scan, no writes, no deletes.
+ * again), queue depths, CloudWatch metric data, and the customers' data keys to open the events'
+ * personal fields with (GetItem / BatchGetItem, kms:Decrypt). No Scan, no writes, no deletes.
  */
 export class OperatorReadAccess extends Construct {
   readonly policy: ManagedPolicy;
@@ -81,6 +88,7 @@ export class OperatorReadAccess extends Construct {
           resources: [...queues.map((q) => q.queueArn), props.relay.failureQueue.queueArn],
         }),
         new PolicyStatement({ actions: ["cloudwatch:GetMetricData"], resources: ["*"] }),
+        ...(props.customerKeys?.operatorStatements("read") ?? []),
       ],
     });
     this.repairPolicy = repairPolicy(this, props, deadLetters);
@@ -97,7 +105,9 @@ export class OperatorReadAccess extends Construct {
  * Dead-letter redrive: move messages from the dead-letter queues (receive, delete, change
  * visibility) back to the queue they came from (send), and record the action on the audit bus;
  * decisions on what waits for a person (held replies, unknown send outcomes) put on the commands
- * bus.
+ * bus; erasure (`agentbus erase`, lib/operator/erase.ts): the customer's key removed from the
+ * customer-keys table, and the plain copies in state items overwritten (UpdateItem on the state
+ * table; it finds them with the reads of the read policy).
  */
 function repairPolicy(
   scope: Construct,
@@ -137,6 +147,15 @@ function repairPolicy(
         ? [new PolicyStatement({ actions: ["events:PutEvents"], resources: buses })]
         : []),
       ...replayStatements(scope, props),
+      ...(props.customerKeys
+        ? [
+            ...props.customerKeys.operatorStatements("erase"),
+            new PolicyStatement({
+              actions: ["dynamodb:UpdateItem"],
+              resources: [props.tables.state.tableArn],
+            }),
+          ]
+        : []),
     ],
   });
 }

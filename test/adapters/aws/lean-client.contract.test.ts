@@ -9,6 +9,7 @@ import {
   DeleteEventBusCommand,
   EventBridgeClient,
 } from "@aws-sdk/client-eventbridge";
+import { CreateKeyCommand, EncryptCommand, KMSClient } from "@aws-sdk/client-kms";
 import { CreateTopicCommand, DeleteTopicCommand, SNSClient } from "@aws-sdk/client-sns";
 import {
   DeleteQueueCommand,
@@ -25,6 +26,8 @@ import {
   ChangeMessageVisibility,
   ChangeMessageVisibilityBatch,
   Converse,
+  Decrypt,
+  GenerateDataKey,
   GetItem,
   GetQueueAttributes,
   OPERATIONS,
@@ -144,6 +147,8 @@ let sdkDynamo: DynamoDBClient;
 let sdkSqs: SQSClient;
 let queueUrl: string;
 let topicArn: string | undefined;
+let sdkKms: KMSClient;
+let keyArn: string;
 const bus = `contract-${suffix}`;
 
 beforeAll(async () => {
@@ -173,6 +178,10 @@ beforeAll(async () => {
   ({ TopicArn: topicArn } = await sns.send(
     new CreateTopicCommand({ Name: `contract-${suffix}.fifo`, Attributes: { FifoTopic: "true" } }),
   ));
+  sdkKms = new KMSClient({ ...emulator(), maxAttempts: 1 });
+  sdkClients.push(sdkKms);
+  const { KeyMetadata } = await sdkKms.send(new CreateKeyCommand({ Description: table }));
+  keyArn = KeyMetadata?.Arn ?? "";
 });
 
 afterAll(async () => {
@@ -230,6 +239,18 @@ const conditionFailed = {
   ConditionExpression: "attribute_not_exists(pk)",
   ReturnValuesOnConditionCheckFailure: "ALL_OLD" as const,
 };
+
+const context = { tenant_id: "t-1", customer_id: "c-1" };
+const secret = new Uint8Array(32).map((_, i) => (i * 37) % 256);
+
+/** `secret` encrypted under the test's key (through the SDK), as a data key is wrapped. */
+async function wrappedSecret(): Promise<Uint8Array> {
+  const { CiphertextBlob } = await sdkKms.send(
+    new EncryptCommand({ KeyId: keyArn, Plaintext: secret, EncryptionContext: context }),
+  );
+  if (!CiphertextBlob) throw new Error("Encrypt gave no ciphertext");
+  return CiphertextBlob;
+}
 
 /** Every operation against moto, answered or refused. */
 const MOTO_CASES: readonly Case[] = [
@@ -440,6 +461,34 @@ const MOTO_CASES: readonly Case[] = [
     name: "Publish to a missing topic",
     command: () => Publish({ TopicArn: `${topicArn}-absent.fifo`, Message: "m" }),
   },
+  {
+    name: "GenerateDataKey",
+    command: () =>
+      GenerateDataKey({ KeyId: keyArn, KeySpec: "AES_256", EncryptionContext: context }),
+    mask: ["Plaintext", "CiphertextBlob"],
+  },
+  {
+    name: "GenerateDataKey of a missing key",
+    command: () =>
+      GenerateDataKey({
+        KeyId: `${keyArn.slice(0, keyArn.lastIndexOf("/"))}/00000000-0000-4000-8000-000000000000`,
+        KeySpec: "AES_256",
+      }),
+  },
+  {
+    name: "Decrypt",
+    command: async () =>
+      Decrypt({ KeyId: keyArn, CiphertextBlob: await wrappedSecret(), EncryptionContext: context }),
+  },
+  {
+    name: "Decrypt under another encryption context",
+    command: async () =>
+      Decrypt({
+        KeyId: keyArn,
+        CiphertextBlob: await wrappedSecret(),
+        EncryptionContext: { ...context, customer_id: "c-2" },
+      }),
+  },
 ];
 
 describe("the lean client and the SDK clients against moto", () => {
@@ -476,6 +525,25 @@ describe("the lean client and the SDK clients against moto", () => {
   });
 });
 
+describe("KMS's blobs through the lean client", () => {
+  it("come back as bytes, as the SDK gives them: a data key, plain and wrapped, and its unwrapping", async () => {
+    const made = await moto.lean.send(
+      GenerateDataKey({ KeyId: keyArn, KeySpec: "AES_256", EncryptionContext: context }),
+    );
+    expect(made.Plaintext).toBeInstanceOf(Uint8Array);
+    expect(made.Plaintext).toHaveLength(32);
+    expect(made.CiphertextBlob).toBeInstanceOf(Uint8Array);
+    const opened = await moto.lean.send(
+      Decrypt({ KeyId: keyArn, CiphertextBlob: made.CiphertextBlob, EncryptionContext: context }),
+    );
+    expect(opened.Plaintext).toEqual(made.Plaintext);
+    const bySdk = await moto.sdk.send(
+      Decrypt({ KeyId: keyArn, CiphertextBlob: made.CiphertextBlob, EncryptionContext: context }),
+    );
+    expect(bySdk.Plaintext).toEqual(made.Plaintext);
+  });
+});
+
 /** A call of each operation, for the stub: what it says does not matter, only that it is sent. */
 const ANY_CALL: Readonly<Record<string, AwsCommand>> = {
   GetItem: GetItem({ TableName: "t", Key: { pk: { S: "a" } } }),
@@ -505,6 +573,8 @@ const ANY_CALL: Readonly<Record<string, AwsCommand>> = {
   PutEvents: PutEvents({ Entries: [{ Source: "s", DetailType: "d", Detail: "{}" }] }),
   Publish: Publish({ TopicArn: "arn:aws:sns:us-east-1:1:t", Message: "m" }),
   Converse: Converse({ modelId: "anthropic.claude-3-haiku", messages: [] }),
+  GenerateDataKey: GenerateDataKey({ KeyId: "alias/k", KeySpec: "AES_256" }),
+  Decrypt: Decrypt({ KeyId: "alias/k", CiphertextBlob: new Uint8Array([1, 2, 3]) }),
 };
 
 const json = (type: string, message: string, status: number, headers = {}): StubAnswer => ({
@@ -570,6 +640,14 @@ const FAULTS: Readonly<Record<AwsService, Readonly<Record<string, StubAnswer>>>>
     throttled: restJson("ThrottlingException", "Too many requests, please wait.", 429),
     "server fault": restJson("ServiceUnavailableException", "Service unavailable", 503),
     "modelled retryable": restJson("ModelNotReadyException", "The model is loading", 429),
+  },
+  kms: {
+    throttled: json("ThrottlingException", "Rate exceeded", 400, {
+      "content-type": "application/x-amz-json-1.1",
+    }),
+    "server fault": json("KMSInternalException", "Internal failure", 500, {
+      "content-type": "application/x-amz-json-1.1",
+    }),
   },
 };
 

@@ -353,7 +353,9 @@ describe("errors the services' models mark retryable", () => {
       sns: await import("@aws-sdk/client-sns"),
       events: await import("@aws-sdk/client-eventbridge"),
       "bedrock-runtime": await import("@aws-sdk/client-bedrock-runtime"),
+      kms: await import("@aws-sdk/client-kms"),
     } as const;
+    expect(Object.keys(modules).sort()).toEqual(Object.keys(SERVICES).sort());
     for (const [service, module] of Object.entries(modules)) {
       const lean = [...(SERVICES[service as AwsService].retryableErrors ?? [])].sort();
       expect({ service, retryable: lean }).toEqual({ service, retryable: sdkRetryable(module) });

@@ -66,6 +66,12 @@ export const SERVICES: Readonly<Record<AwsService, ServiceSpec>> = {
     retryableErrors: ["ModelNotReadyException"],
     protocol: { kind: "restJson" },
   },
+  kms: {
+    signingName: "kms",
+    envId: "KMS",
+    traceName: "KMS",
+    protocol: { kind: "json", version: "1.1", targetPrefix: "TrentService" },
+  },
 };
 
 /** An AWS partition, from the AWS SDK v3's own data (partitions.json, `npm run schemas`). */

@@ -4,9 +4,9 @@ import { SERVICES } from "./services";
 
 /**
  * What goes on the wire for a call, and what comes back, per protocol: JSON 1.0/1.1 (DynamoDB,
- * SQS, EventBridge), REST-JSON (Bedrock Runtime's Converse) and query (SNS). Blobs travel as
+ * SQS, EventBridge, KMS), REST-JSON (Bedrock Runtime's Converse) and query (SNS). Blobs travel as
  * base64 and timestamps as epoch seconds, as the protocols define; DynamoDB's binary attributes
- * come back as `Uint8Array`, as the SDK returns them.
+ * and KMS's blobs (keys and ciphertexts) come back as `Uint8Array`, as the SDK returns them.
  */
 
 export interface WireRequest {
@@ -62,6 +62,23 @@ function dynamoReviver(key: string, value: unknown): unknown {
     return value.map(binary);
   return value;
 }
+
+/** The members KMS's model types as blobs in the outputs of GenerateDataKey and Decrypt. */
+const KMS_BLOBS: ReadonlySet<string> = new Set([
+  "Plaintext",
+  "CiphertextBlob",
+  "CiphertextForRecipient",
+]);
+
+/** KMS's blob members back to bytes. */
+function kmsReviver(key: string, value: unknown): unknown {
+  return KMS_BLOBS.has(key) && typeof value === "string" ? binary(value) : value;
+}
+
+type Reviver = (key: string, value: unknown) => unknown;
+
+/** How each service's JSON answers are read where a blob in them must come back as bytes. */
+const REVIVERS: Partial<Record<AwsService, Reviver>> = { dynamodb: dynamoReviver, kms: kmsReviver };
 
 export function encodeRequest(service: AwsService, operation: string, input: object): WireRequest {
   const protocol = SERVICES[service].protocol;
@@ -138,14 +155,16 @@ export function decodeResponse(
       SERVICES[service].retryableErrors?.includes(name),
     );
   }
-  const parsed = parseJson(response.body, service === "dynamodb" ? dynamoReviver : undefined);
+  const parsed = parseJson(response.body, REVIVERS[service]);
   if (ok) return parsed;
   const { __type, message, Message, code, ...fields } = parsed;
   const type = response.headers["x-amzn-errortype"] ?? (code as string) ?? (__type as string);
   const name = errorName(type, response.status);
+  // A typed error without a message reads "UnknownError", as the SDK's (KMS sends some so).
+  const fallback = type ? "UnknownError" : `HTTP ${response.status}`;
   throw new AwsServiceError(
     name,
-    String(message ?? Message ?? type ?? `HTTP ${response.status}`),
+    String(message ?? Message ?? fallback),
     response.status,
     requestId,
     fields,
@@ -153,10 +172,7 @@ export function decodeResponse(
   );
 }
 
-function parseJson(
-  body: string,
-  reviver: ((key: string, value: unknown) => unknown) | undefined,
-): Record<string, unknown> {
+function parseJson(body: string, reviver: Reviver | undefined): Record<string, unknown> {
   if (body.trim() === "") return {};
   try {
     const value = JSON.parse(body, reviver);

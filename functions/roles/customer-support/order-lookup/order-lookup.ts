@@ -40,9 +40,10 @@ export interface OrderLookupOptions {
   readonly orders: OrdersPort;
 }
 
-export const ORDER_LOOKUP: DescriptorOf<"order.lookup.requested"> = {
+export const ORDER_LOOKUP: DescriptorOf<"order.lookup.requested", OrderLookupEmit> = {
   group: "order-lookup",
   subscriptions: ["order.lookup.requested"],
+  emits: ["order.lookup.completed", "reply.generation.requested", ...STEP_FAILED_EMITS],
   stateOf: (event) => ({ type: ORDER_LOOKUP_AGGREGATE, id: event.task_id }),
   // Folded with the answer the lookup recorded, not the orders table as it is now: an order
   // changed or deleted since would otherwise make every old lookup differ from its fold.
@@ -53,7 +54,6 @@ export function orderLookupRole(options: OrderLookupOptions): Role<OrderLookupSt
   const { orders } = options;
   return defineRole<OrderLookupState, "order.lookup.requested", OrderLookupEmit>({
     ...ORDER_LOOKUP,
-    emits: ["order.lookup.completed", "reply.generation.requested", ...STEP_FAILED_EMITS],
     failed: (_state, event, failure, { now }) =>
       stepFailedDecision("order_lookup", event, failure, now),
     async decide(existing, event, { now }) {

@@ -99,9 +99,17 @@ export const REPLY_SYSTEM_PROMPT =
 
 type ReplyCommand = "reply.generation.requested" | ReviewCommand;
 
-export const REPLY_GENERATION: DescriptorOf<ReplyCommand> = {
+export const REPLY_GENERATION: DescriptorOf<ReplyCommand, ReplyEmit> = {
   group: "reply-generation",
   subscriptions: ["reply.generation.requested", ...REVIEW_COMMANDS],
+  emits: [
+    "reply.generated",
+    "reply.held_for_review",
+    "notification.send.requested",
+    "reply.approved",
+    "reply.rejected",
+    "support.step.failed",
+  ],
   stateOf: (event) => ({ type: REPLY_AGGREGATE, id: event.task_id }),
   personalState: {
     stateOf: ({ taskId }) => (taskId ? { type: REPLY_AGGREGATE, id: taskId } : undefined),
@@ -124,14 +132,6 @@ export function replyGenerationRole(options: ReplyGenerationOptions): Role<Reply
   const reads = new ConversationReads(options.conversation, conversationIdOf);
   return defineRole<ReplyState, ReplyCommand, ReplyEmit>({
     ...REPLY_GENERATION,
-    emits: [
-      "reply.generated",
-      "reply.held_for_review",
-      "notification.send.requested",
-      "reply.approved",
-      "reply.rejected",
-      "support.step.failed",
-    ],
     failed: (_state, event, failure, { now }) =>
       event.event_type === "reply.generation.requested"
         ? stepFailedDecision("reply_generation", event, failure, now)

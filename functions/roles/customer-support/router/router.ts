@@ -99,9 +99,15 @@ export function routeTexts(texts: readonly string[]): Route {
 }
 
 /** The router's group and what it takes (the topology declares it from this). */
-export const ROUTER: DescriptorOf<"support.route.requested"> = {
+export const ROUTER: DescriptorOf<"support.route.requested", RouterEmit> = {
   group: "router",
   subscriptions: ["support.route.requested"],
+  emits: [
+    "support.routed",
+    "order.lookup.requested",
+    "refund.review.requested",
+    "reply.generation.requested",
+  ],
   stateOf: (event) => ({ type: SUPPORT_ROUTE_AGGREGATE, id: event.task_id }),
   // A conversation's stream carries the route requests of all its turns, one state each.
   sharedStreams: [CONVERSATION_AGGREGATE],
@@ -126,12 +132,6 @@ type RouterCommand =
 export function routerRole(options: RouterOptions): Role<RouteState> {
   return defineRole<RouteState, "support.route.requested", RouterEmit>({
     ...ROUTER,
-    emits: [
-      "support.routed",
-      "order.lookup.requested",
-      "refund.review.requested",
-      "reply.generation.requested",
-    ],
     async decide(existing, event, { now }) {
       if (existing) return {};
       const request = event.payload;

@@ -133,9 +133,10 @@ type SenderCommand =
 type SendFact = typeof DELIVERED | typeof DELIVERY_FAILED;
 type Sent = TypedDecision<DeliveryState, SendFact>;
 
-export const SENDER: DescriptorOf<SenderCommand> = {
+export const SENDER: DescriptorOf<SenderCommand, SendFact | typeof SUPPORT_CANCELLED> = {
   group: SENDER_GROUP,
   subscriptions: [SEND_REQUESTED, RESOLVE_REQUESTED, SUPPORT_CANCEL_REQUESTED],
+  emits: [DELIVERED, DELIVERY_FAILED, SUPPORT_CANCELLED],
   stateOf: (event: Envelope): AggregateRef => ({ type: DELIVERY_AGGREGATE, id: event.task_id }),
   personalState: {
     stateOf: ({ taskId }) => (taskId ? { type: DELIVERY_AGGREGATE, id: taskId } : undefined),
@@ -161,7 +162,6 @@ export function senderRole(options: SenderOptions): Role<DeliveryState> {
   const sender = new Sender(options, maxUnknown);
   return defineRole<DeliveryState, SenderCommand, SendFact | typeof SUPPORT_CANCELLED>({
     ...SENDER,
-    emits: [DELIVERED, DELIVERY_FAILED, SUPPORT_CANCELLED],
     async discard(state, event): Promise<DiscardReason | undefined> {
       if (event.event_type !== SEND_REQUESTED) return undefined;
       return staleReason(state?.cancelled !== undefined, event, options);

@@ -1,5 +1,6 @@
 import type { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import type { EventBridgeClient } from "@aws-sdk/client-eventbridge";
+import type { KMSClient } from "@aws-sdk/client-kms";
 import type { SNSClient } from "@aws-sdk/client-sns";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import type { Physical, Template, TemplateResource } from "../template";
@@ -8,6 +9,8 @@ export interface AwsClients {
   readonly dynamodb: DynamoDBClient;
   readonly sqs: SQSClient;
   readonly eventbridge: EventBridgeClient;
+  /** For stacks with KMS keys (the one that wraps the customers' data keys). */
+  readonly kms?: KMSClient;
   /** For stacks with SNS topics (the reply channel). */
   readonly sns?: SNSClient;
 }

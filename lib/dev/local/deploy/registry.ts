@@ -1,6 +1,7 @@
 import { deployArchive } from "./archives";
 import { deployEventBus } from "./buses";
 import { deployFunction } from "./functions";
+import { deployKey } from "./keys";
 import { deployMapping } from "./mappings";
 import type { Deployer } from "./model";
 import { deployPipe } from "./pipes";
@@ -20,6 +21,7 @@ export const DEPLOYERS = {
   "AWS::Lambda::Function": deployFunction,
   "AWS::Lambda::EventSourceMapping": deployMapping,
   "AWS::Pipes::Pipe": deployPipe,
+  "AWS::KMS::Key": deployKey,
 } as const satisfies Readonly<Record<string, Deployer>>;
 
 export type DeployedType = keyof typeof DEPLOYERS;

@@ -13,6 +13,8 @@ export interface FunctionClients {
   readonly dynamodb: AwsClient;
   readonly sqs: AwsClient;
   readonly eventbridge: AwsClient;
+  /** Where the emulator's clients have one: the functions' KMS calls (data keys). */
+  readonly kms?: AwsClient;
 }
 
 /** The emulator's SDK clients as the functions' clients (their middleware applies). */
@@ -21,6 +23,7 @@ export function sdkFunctionClients(clients: AwsClients): FunctionClients {
     dynamodb: fromSdk(clients.dynamodb),
     sqs: fromSdk(clients.sqs),
     eventbridge: fromSdk(clients.eventbridge),
+    ...(clients.kms ? { kms: fromSdk(clients.kms) } : {}),
   };
 }
 
