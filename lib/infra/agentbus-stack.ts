@@ -69,7 +69,8 @@ export interface AgentBusStackProps extends StackProps {
 
   /**
    * How long each topic's archive keeps events for replay.
-   * @default Duration.days(30)
+   * @default - the declared retention of `archive` (functions/core/retention.ts, 30 days), or the
+   * context's `agentbus:retention:archive`
    */
   readonly archiveRetention?: Duration;
 
