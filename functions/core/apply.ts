@@ -133,7 +133,6 @@ function oneOf<S>(
   const shared = sharedStream(role, stream);
   const now = deps.clock.now();
   const keeps = keepsMessage(role, event);
-  const heartbeat = deps.registry.get(event.event_type, event.schema_version)?.heartbeat === true;
   const base: CommitBase = {
     group: role.group,
     event,
@@ -145,9 +144,14 @@ function oneOf<S>(
         ? { group: role.group, stream, from: checkpoint, to: event.aggregate.version }
         : undefined,
     keepsMessage: keeps ? true : undefined,
-    keptUntil: keeps ? keptUntil(now, heartbeat) : undefined,
+    keptUntil: keeps ? keptUntil(now, isHeartbeat(event, deps)) : undefined,
   };
   return { base, state, stateRef, repaired, role, deps, options };
+}
+
+/** True when the event's type is a heartbeat (EventTypeDefinition.heartbeat). */
+function isHeartbeat(event: Envelope, deps: Pick<ConsumerDeps, "registry">): boolean {
+  return deps.registry.get(event.event_type, event.schema_version)?.heartbeat === true;
 }
 
 /** The event handled, then its commit written. */
