@@ -7,7 +7,8 @@
  *
  * Personal data is what the event types declare in their `personal` fields (schemas/events), and
  * the customer ids that travel with them. Ids are opaque (schemas/ids.ts refuses a run of seven
- * digits), so an id alone names nobody: it is kept wherever the message is.
+ * digits), so an id names nobody without the data it keys: ids are kept wherever their messages
+ * are, and erasure leaves them.
  */
 
 import type { OutcomeRecord } from "./ports";
@@ -36,7 +37,7 @@ export interface RetentionPlace {
    * context `agentbus:retention:<place>`, lib/infra/retention.ts); absent: not settable.
    */
   readonly maxDays?: number;
-  /** What erasing the customer does to the copies here; absent with `holds`. */
+  /** What erasing the customer does to the copies here; absent without `holds`. */
   readonly erasure?: Erasure;
 }
 
@@ -174,16 +175,16 @@ export function retentionSeconds(place: ExpiringPlaceName): number {
 
 /**
  * What erasure cannot reach and when each expires: the places whose copies are gone only when
- * their retention runs out (the erase command lists them), each with its default days.
+ * their retention runs out (the erase command lists them), each with its days: the default, or
+ * what `deployed` says a stack was deployed with (e.g. its archive's `RetentionDays`).
  */
-export function unreachableByErasure(): readonly {
-  readonly name: RetentionPlaceName;
-  readonly where: string;
-  readonly days: number;
-}[] {
-  return retentionPlaces().flatMap(({ name, where, days, erasure }) =>
-    erasure === "expires" && days !== undefined ? [{ name, where, days }] : [],
-  );
+export function unreachableByErasure(
+  deployed: Partial<Readonly<Record<SettablePlaceName, number>>> = {},
+): readonly { readonly name: RetentionPlaceName; readonly where: string; readonly days: number }[] {
+  return retentionPlaces().flatMap(({ name, where, days, erasure }) => {
+    if (erasure !== "expires" || days === undefined) return [];
+    return [{ name, where, days: deployed[name as SettablePlaceName] ?? days }];
+  });
 }
 
 /**

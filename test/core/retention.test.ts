@@ -76,6 +76,10 @@ describe("the retention declaration (functions/core/retention.ts)", () => {
       ["functionLogs", 30],
       ["accessLog", 30],
     ]);
+    const deployed = unreachableByErasure({ archive: 7, deadLetterQueues: 4 });
+    expect(deployed.find((p) => p.name === "archive")?.days).toBe(7);
+    expect(deployed.find((p) => p.name === "deadLetterQueues")?.days).toBe(4);
+    expect(deployed.find((p) => p.name === "queues")?.days).toBe(4);
   });
 
   it("lets a deployer set whole days within the service's limit, and names a bad value", () => {
