@@ -144,7 +144,9 @@ function oneOf<S>(
         ? { group: role.group, stream, from: checkpoint, to: event.aggregate.version }
         : undefined,
     keepsMessage: keeps ? true : undefined,
-    keptUntil: keeps ? keptUntil(now, isHeartbeat(event, deps)) : undefined,
+    keptUntil: keeps
+      ? keptUntil(now, isHeartbeat(event, deps), options.keptMessageTtlSeconds)
+      : undefined,
   };
   return { base, state, stateRef, repaired, role, deps, options };
 }

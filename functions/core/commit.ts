@@ -190,12 +190,17 @@ function expiresAtOf(base: CommitBase): number {
 
 /**
  * Until when a group that keeps messages (Role.keepsMessages) keeps one received `now`, in epoch
- * seconds: a heartbeat (its type's `heartbeat`) a day, any other message 30 days (./retention).
- * Its row is its only copy, so the message is gone from the trace then too.
+ * seconds: a heartbeat (its type's `heartbeat`) a day, any other message `messageTtlSeconds`
+ * (30 days by default; ./retention). Its row is its only copy, so the message is gone from the
+ * trace then too.
  */
-export function keptUntil(now: Date, heartbeat: boolean): number {
-  const place = heartbeat ? "heartbeats" : "auditMessages";
-  return Math.floor(now.getTime() / 1000) + retentionSeconds(place);
+export function keptUntil(
+  now: Date,
+  heartbeat: boolean,
+  messageTtlSeconds = retentionSeconds("auditMessages"),
+): number {
+  const ttl = heartbeat ? retentionSeconds("heartbeats") : messageTtlSeconds;
+  return Math.floor(now.getTime() / 1000) + ttl;
 }
 
 /**

@@ -72,6 +72,7 @@ export const RETENTION = {
     holds:
       "each such message whole: the client's `conversation.message.received` (`text`, `customer_id`), an operator's `reply.approve.requested` (its edited `text`) and `reason`s",
     days: 30,
+    maxDays: 3650,
     erasure: "overwritten",
   },
   acceptedRequests: {

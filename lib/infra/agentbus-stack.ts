@@ -45,6 +45,7 @@ import {
 import { Topic, type TopicName } from "./constructs/topic";
 import { outputId } from "./output-ids";
 import { replayNamePrefix } from "./replay-names";
+import { retentionDaysAt } from "./retention";
 import { addStackOutputs } from "./stack-outputs";
 import { type GroupNeeds, topology as projectTopology, type Topology } from "./topology";
 
@@ -317,6 +318,11 @@ export class AgentBusStack extends Stack {
       deliveryBatchingWindow: group.deliveryBatchingWindow,
       legacyCheckpoints: [true, "true"].includes(this.node.tryGetContext(LEGACY_CHECKPOINTS_KEY)),
     });
+    if (group.role.keepsMessages)
+      consumerGroup.consumer.addEnvironment(
+        "KEPT_MESSAGE_DAYS",
+        String(retentionDaysAt(this, "auditMessages")),
+      );
     if (pipeFallback) {
       Annotations.of(consumerGroup).addWarningV2(
         PIPE_FALLBACK_WARNING,

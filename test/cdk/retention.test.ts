@@ -2,7 +2,7 @@ import type { Template } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
 import { RETENTION } from "../../functions/core/retention";
 import { retentionContextKey } from "../../lib/infra/retention";
-import { FRONT_DOOR_CONTEXT, refersTo, resources, synthesizeStack } from "./synth";
+import { FRONT_DOOR_CONTEXT, functionsOfKind, refersTo, resources, synthesizeStack } from "./synth";
 
 /**
  * Every retention the stack deploys is the declaration's (functions/core/retention.ts), and a
@@ -28,6 +28,17 @@ function deadLetterQueueIds(template: Template): Set<string> {
     if (target) ids.add(target);
   }
   return ids;
+}
+
+/** `KEPT_MESSAGE_DAYS` of each consumer function, by group (absent where unset). */
+function keptMessageDays(template: Template): Record<string, unknown> {
+  return Object.fromEntries(
+    functionsOfKind(template, "consumer").map((fn) => [
+      fn.Metadata["agentbus:group"],
+      (fn.Properties.Environment as { Variables: Record<string, unknown> }).Variables
+        .KEPT_MESSAGE_DAYS,
+    ]),
+  );
 }
 
 /** Each kind of resource's retention, as the template has it. */
@@ -65,6 +76,12 @@ describe("the stack's retentions", () => {
     everyOne(found.logGroups, RETENTION.functionLogs.days);
     expect(RETENTION.accessLog.days).toBe(RETENTION.functionLogs.days);
     everyOne(found.backups, RETENTION.backups.days);
+    // The group that keeps messages whole (audit) is told how long; no other group keeps any.
+    const kept = keptMessageDays(template);
+    expect(Object.keys(kept).length).toBeGreaterThan(2);
+    expect(Object.entries(kept).filter(([, days]) => days !== undefined)).toEqual([
+      ["audit", String(RETENTION.auditMessages.days)],
+    ]);
   });
 
   it("follow the context's agentbus:retention:<place> to every resource of the place", () => {
@@ -76,6 +93,7 @@ describe("the stack's retentions", () => {
       [retentionContextKey("functionLogs")]: "14",
       [retentionContextKey("accessLog")]: "90",
       [retentionContextKey("backups")]: "7",
+      [retentionContextKey("auditMessages")]: "7",
     });
     const found = retentions(template);
     everyOne(found.archives, 7);
@@ -83,6 +101,7 @@ describe("the stack's retentions", () => {
     everyOne(found.queues, 2 * DAY);
     expect(new Set(found.logGroups)).toEqual(new Set([14, 90]));
     everyOne(found.backups, 7);
+    expect(keptMessageDays(template).audit).toBe("7");
   });
 
   it("refuse a context value the place cannot keep, naming the key", () => {

@@ -102,7 +102,7 @@ describe("the README's personal-data table (functions/roles/README.md)", () => {
   it("says the audit rows of client messages expire, and lists every declared personal field", () => {
     const section = personalDataSection(registry);
     const auditRow = section.split("\n").find((l) => l.includes(RETENTION.auditMessages.where));
-    expect(auditRow).toMatch(/\| 30 days +\|/);
+    expect(auditRow).toMatch(/\| 30 days \(`agentbus:retention:auditMessages`\) +\|/);
     expect(section).not.toMatch(/never expire/);
     for (const d of registry.definitions())
       for (const field of d.personal ?? [])
@@ -143,6 +143,27 @@ describe("how long the audit group keeps a message from outside a stream", () =>
     expect(past).not.toHaveProperty("envelope");
     const [traced] = await store.outcomesByTask(message.task_id);
     expect(traced).not.toHaveProperty("envelope");
+  });
+
+  it("as long as the group's setting says (KEPT_MESSAGE_DAYS), a heartbeat a day whatever it says", async () => {
+    const { deps, store, clock } = makeDeps();
+    const message = feedback(newTaskId(), 5);
+    const at = Math.floor(clock.now().getTime() / 1000);
+    await consume(message, audit, deps, { keptMessageTtlSeconds: 7 * DAY });
+    expect((await keptRow(store, message.event_id))?.expiresAt).toBe(at + 7 * DAY);
+    const beat = buildHeartbeat(
+      {
+        type: "node.heartbeat",
+        payload: { run_id: "run_abc", node_id: "n", generation: 0, lease_seconds: 60 },
+        aggregate: { type: "dag_run", id: "run_abc" },
+      },
+      message,
+      "writing",
+      deps,
+      1,
+    );
+    await consume(beat, audit, deps, { keptMessageTtlSeconds: 7 * DAY });
+    expect((await keptRow(store, beat.event_id))?.expiresAt).toBe(at + DAY);
   });
 
   it("a heartbeat carries expires_at a day on, and the audit group keeps it a day", async () => {
