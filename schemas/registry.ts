@@ -43,6 +43,12 @@ export interface EventTypeDefinition<
    */
   readonly personal?: readonly string[];
   /**
+   * A heartbeat: an unsequenced message a role publishes while it works on another
+   * (functions/handlers/heartbeat.ts). It says nothing once a day has passed: it carries an
+   * `expires_at` within a day, and the audit group keeps it no longer (functions/core/retention.ts).
+   */
+  readonly heartbeat?: true;
+  /**
    * From the previous schema version's payload to this one's (required on every version after
    * the first, absent on version 1). It gets the previous payload as validated and the envelope
    * around it (for fields the old payload implied, such as `occurred_at`); it must be pure.
@@ -114,6 +120,8 @@ export class EventRegistry {
       );
     checkChain(definition, this.byType.get(definition.type) ?? []);
     checkPersonalFields(definition);
+    if (definition.heartbeat && definition.sequenced)
+      throw new Error(`event type ${key} is a heartbeat, which must be unsequenced`);
     this.byKey.set(key, definition);
     const versions = [...(this.byType.get(definition.type) ?? []), definition];
     this.byType.set(

@@ -1,5 +1,13 @@
 import type { AggregateRef, Envelope } from "../../schemas";
-import { type CommitBase, decided, discarded, type Handled, kept, refOf } from "./commit";
+import {
+  type CommitBase,
+  decided,
+  discarded,
+  type Handled,
+  kept,
+  keptUntil,
+  refOf,
+} from "./commit";
 import { buildEmitted } from "./emit";
 import {
   AgentBusError,
@@ -10,14 +18,13 @@ import {
 } from "./errors";
 import type { ConsumerDeps, DiscardReason, Loaded, RecordedOutcome, StoredState } from "./ports";
 import { pastDedupHorizon } from "./replay";
+import { retentionSeconds } from "./retention";
 import type { ConsumeOptions, DecideContext, Decision, Role, Step } from "./role";
 
 /**
  * How the pipeline applies the events the gate let through: each discarded or decided, and
  * committed atomically (what a commit holds: ./commit).
  */
-
-const DEFAULT_INBOX_TTL_SECONDS = 7 * 24 * 3600;
 
 /**
  * The states a delivery reads and writes, by aggregate: loaded once each, then kept current. The
@@ -124,19 +131,29 @@ function oneOf<S>(
 ): One<S> {
   const { stream, role, deps, options } = delivery;
   const shared = sharedStream(role, stream);
+  const now = deps.clock.now();
+  const keeps = keepsMessage(role, event);
   const base: CommitBase = {
     group: role.group,
     event,
-    now: deps.clock.now(),
-    ttl: options.inboxTtlSeconds ?? DEFAULT_INBOX_TTL_SECONDS,
+    now,
+    ttl: options.inboxTtlSeconds ?? retentionSeconds("inboxRows"),
     stream: shared ? undefined : stream,
     row:
       shared && stream
         ? { group: role.group, stream, from: checkpoint, to: event.aggregate.version }
         : undefined,
-    keepsMessage: keepsMessage(role, event) ? true : undefined,
+    keepsMessage: keeps ? true : undefined,
+    keptUntil: keeps
+      ? keptUntil(now, isHeartbeat(event, deps), options.keptMessageTtlSeconds)
+      : undefined,
   };
   return { base, state, stateRef, repaired, role, deps, options };
+}
+
+/** True when the event's type is a heartbeat (EventTypeDefinition.heartbeat). */
+function isHeartbeat(event: Envelope, deps: Pick<ConsumerDeps, "registry">): boolean {
+  return deps.registry.get(event.event_type, event.schema_version)?.heartbeat === true;
 }
 
 /** The event handled, then its commit written. */

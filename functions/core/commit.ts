@@ -10,6 +10,7 @@ import type {
   RecordedOutcome,
   StoredState,
 } from "./ports";
+import { retentionSeconds } from "./retention";
 import type { Decision, Role, Step } from "./role";
 
 /**
@@ -50,6 +51,8 @@ export interface CommitBase {
    * state or gate record is written for it.
    */
   readonly keepsMessage?: true;
+  /** With `keepsMessage`: when the group's row of the message expires (epoch seconds). */
+  readonly keptUntil?: number;
 }
 
 export interface Handled<S> {
@@ -186,13 +189,28 @@ function expiresAtOf(base: CommitBase): number {
 }
 
 /**
+ * Until when a group that keeps messages (Role.keepsMessages) keeps one received `now`, in epoch
+ * seconds: a heartbeat (its type's `heartbeat`) a day, any other message `messageTtlSeconds`
+ * (30 days by default; ./retention). Its row is its only copy, so the message is gone from the
+ * trace then too.
+ */
+export function keptUntil(
+  now: Date,
+  heartbeat: boolean,
+  messageTtlSeconds = retentionSeconds("auditMessages"),
+): number {
+  const ttl = heartbeat ? retentionSeconds("heartbeats") : messageTtlSeconds;
+  return Math.floor(now.getTime() / 1000) + ttl;
+}
+
+/**
  * The message kept whole by the group that keeps messages (Role.keepsMessages): its inbox row,
- * with the envelope and no expiry, put if absent. No state is read or written for it.
+ * with the envelope, until `keptUntil`, put if absent. No state is read or written for it.
  */
 export function kept<S>(base: CommitBase): Handled<S> {
   const inbox = outcomeRecord(base.group, base.event, "applied", {
     recordedAt: isoTime(base.now),
-    expiresAt: Number.MAX_SAFE_INTEGER,
+    expiresAt: base.keptUntil ?? expiresAtOf(base),
   });
   return {
     commit: { inbox: { ...inbox, envelope: base.event } },
@@ -253,7 +271,8 @@ function inboxRow(
 ): InboxRecord {
   return outcomeRecord(base.group, base.event, outcome, {
     recordedAt: isoTime(base.now),
-    expiresAt: expiresAtOf(base),
+    // A kept message's row, discarded or not, goes when the group would have kept it.
+    expiresAt: base.keptUntil ?? expiresAtOf(base),
     reason,
     repaired: repaired ? true : undefined,
   });

@@ -2,6 +2,7 @@ import type { AggregateRef, Envelope, EventTypeDefinition } from "../../schemas"
 import { PermanentError } from "./errors";
 import { isoTime } from "./iso-time";
 import type { ConsumerDeps } from "./ports";
+import { retentionSeconds } from "./retention";
 
 /** An event or command a role asks to append to its aggregate's stream. */
 export interface EmitSpec {
@@ -95,7 +96,9 @@ export function buildEmitted(
 /**
  * The unsequenced envelope of a heartbeat spec (not appended to any stream: version 0), caused by
  * the event being worked on, on `attempt`: that event's receive count (a beat belongs to the
- * processing attempt it reports on). Its type must be registered and unsequenced.
+ * processing attempt it reports on). Its type must be a registered heartbeat type (unsequenced).
+ * It expires a day after it is sent at most (the `heartbeats` retention of ./retention), or at
+ * the spec's `expiresAt` when that comes first: the audit group keeps it no longer.
  */
 export function buildHeartbeat(
   spec: HeartbeatSpec,
@@ -105,16 +108,17 @@ export function buildHeartbeat(
   attempt: number,
 ): Envelope {
   const definition = newestOrNamed(spec, deps);
-  if (!definition || definition.sequenced)
+  if (!definition?.heartbeat)
     throw new PermanentError(
       "heartbeat.invalid_type",
-      `a heartbeat must be a registered unsequenced type, not ${spec.type}`,
+      `a heartbeat must be a registered heartbeat type (EventTypeDefinition.heartbeat), not ${spec.type}`,
     );
+  const now = deps.clock.now();
   const parsed = deps.registry.parse({
     event_id: deps.ids.next(),
     event_type: definition.type,
     schema_version: definition.schemaVersion,
-    occurred_at: isoTime(deps.clock.now()),
+    occurred_at: isoTime(now),
     correlation_id: cause.correlation_id,
     causation_id: cause.event_id,
     task_id: spec.taskId ?? cause.task_id,
@@ -125,12 +129,21 @@ export function buildHeartbeat(
     producer,
     attempt,
     run_id: spec.runId,
-    expires_at: spec.expiresAt,
+    expires_at: heartbeatExpiry(spec, now),
     payload: spec.payload,
   });
   if (!parsed.ok)
     throw new PermanentError("heartbeat.invalid", `invalid ${spec.type}: ${parsed.message}`);
   return parsed.envelope;
+}
+
+/** When a heartbeat sent `now` expires: the spec's `expiresAt`, at most a day from now. */
+function heartbeatExpiry(spec: HeartbeatSpec, now: Date): string {
+  const latest = new Date(now.getTime() + retentionSeconds("heartbeats") * 1000);
+  // A spec's time that does not parse is kept, for the registry to refuse it by name.
+  if (spec.expiresAt !== undefined && !(Date.parse(spec.expiresAt) >= latest.getTime()))
+    return spec.expiresAt;
+  return isoTime(latest);
 }
 
 /** The definition a spec names: its schema version, or the newest registered one. */

@@ -26,6 +26,7 @@ import type {
   StreamPage,
   TraceReader,
 } from "./ports";
+import { withinRetention } from "./retention";
 import { systemClock } from "./runtime";
 
 const key = (ref: AggregateRef) => `${ref.type}#${ref.id}`;
@@ -348,10 +349,11 @@ export class InMemoryEventStore
   }
 
   async inboxRecords(group: string, eventIds: readonly string[]): Promise<InboxRecord[]> {
+    const now = this.clock.now();
     return this.openedRecords(
       eventIds.flatMap((id) => {
         const row = this.inbox.get(`${group}#${id}`);
-        return row ? [row] : [];
+        return row ? [withinRetention(row, now)] : [];
       }),
     );
   }
@@ -408,6 +410,9 @@ export class InMemoryEventStore
   }
 
   private outcomes(match: (r: OutcomeRecord) => boolean): OutcomeRecord[] {
-    return [...this.inbox.values(), ...this.failures.values()].filter(match);
+    const now = this.clock.now();
+    return [...this.inbox.values(), ...this.failures.values()]
+      .filter(match)
+      .map((r) => withinRetention(r, now));
   }
 }

@@ -99,12 +99,14 @@ export interface InboxRecord {
   readonly recordedAt: string;
   /**
    * Epoch seconds after which the row may be deleted by TTL and must be ignored on read;
-   * `Number.MAX_SAFE_INTEGER` for a row that never expires (a message kept whole).
+   * `Number.MAX_SAFE_INTEGER` for a row that never expires (a message kept whole before kept
+   * messages expired).
    */
   readonly expiresAt: number;
   /**
    * The message itself, kept by a group that keeps the messages no stream holds
    * (Role.keepsMessages): the trace reads their payloads to find the states that applied them.
+   * Read without it once the row has expired (./retention `withinRetention`).
    */
   readonly envelope?: Envelope;
 }

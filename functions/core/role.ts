@@ -222,6 +222,11 @@ export interface ConsumeOptions {
    * group's dedup horizon for replayed unsequenced messages (./replay.ts).
    */
   readonly inboxTtlSeconds?: number;
+  /**
+   * How long a group that keeps messages (RoleStorage.keepsMessages) keeps one that is not a
+   * heartbeat. @default the `auditMessages` retention of ./retention (30 days)
+   */
+  readonly keptMessageTtlSeconds?: number;
   /** Set when the message comes from an archive replay (its body carried `replay-name`). */
   readonly replay?: ReplayMark;
   /**

@@ -5,6 +5,7 @@ import { OpaqueId, tenantConversationId } from "../../schemas/ids";
 import * as z from "../../schemas/zod";
 import { AgentBusError } from "../core/errors";
 import type { Clock, EventPublisher, EventStore, IdSource, StateReader } from "../core/ports";
+import { retentionDays } from "../core/retention";
 import type { ConversationView } from "../roles/customer-support/conversation-projection/conversation-projection";
 import type { OrchestratorState } from "../roles/orchestrator/state";
 import type { AcceptedRequest, AcceptedRequests } from "./accepted";
@@ -89,14 +90,17 @@ export interface FrontDoorSettings {
   readonly tenantClaim?: string;
   /** Largest body taken, in bytes. @default 16 KiB */
   readonly maxBodyBytes?: number;
-  /** How long a key's request is remembered. @default 24 hours */
+  /**
+   * How long a key's request is remembered.
+   * @default - the declared retention of `acceptedRequests` (functions/core/retention.ts, a day)
+   */
   readonly idempotencyHours?: number;
   /** Each tenant's cap on workflow runs in flight (./runs-in-flight). @default 20 */
   readonly runsInFlight?: number;
 }
 
 export const DEFAULT_MAX_BODY_BYTES = 16 * 1024;
-export const DEFAULT_IDEMPOTENCY_HOURS = 24;
+export const DEFAULT_IDEMPOTENCY_HOURS = retentionDays("acceptedRequests") * 24;
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 export const CONVERSATION_VIEW = "conversation_view";
 

@@ -60,6 +60,7 @@ export function createConsumerHandler<S>(
 ): SqsBatchHandler {
   const { env, obs, sqs, deps, withHeartbeat, settle, receiveLimit } = wire(role, options);
   const inboxTtlSeconds = Math.round(env.INBOX_TTL_DAYS * 24 * 3600);
+  const keptMessageTtlSeconds = Math.round(env.KEPT_MESSAGE_DAYS * 24 * 3600);
   const observer = options.observer ?? {};
   const modelCalls = modelCallMetrics(obs.metrics);
 
@@ -72,7 +73,13 @@ export function createConsumerHandler<S>(
       recordLag(obs.metrics, raw, startedAt);
       const lastAttempt = await isLastAttempt(role, receiveLimit, receiveCount);
       const result = await withHeartbeat(record, raw, () =>
-        consume(raw, role, deps, { receiveCount, inboxTtlSeconds, replay, lastAttempt }),
+        consume(raw, role, deps, {
+          receiveCount,
+          inboxTtlSeconds,
+          keptMessageTtlSeconds,
+          replay,
+          lastAttempt,
+        }),
       );
       if (result.steps.at(-1)?.pastHorizon) logPastHorizon(obs, replay, env.INBOX_TTL_DAYS);
       recordConsumed(result, deps.clock.now().getTime() - startedAt.getTime(), obs);

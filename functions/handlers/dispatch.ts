@@ -11,6 +11,7 @@ import { type DispatchItem, type DispatchReport, dispatch } from "../core/dispat
 import { describe } from "../core/errors";
 import { parseEnv } from "../core/parse-env";
 import type { Clock, DeadLetterSink } from "../core/ports";
+import { retentionDays } from "../core/retention";
 import { systemClock } from "../core/runtime";
 import { containerAwsClient } from "./aws";
 import { recordingDeadLetters } from "./failure-record";
@@ -32,7 +33,7 @@ export const DispatchEnv = z.object({
   ),
   /** Where a dead letter's failure record goes (for tracing); none recorded when absent. */
   INBOX_TABLE: z.optional(z.string().check(z.minLength(1))),
-  INBOX_TTL_DAYS: z._default(z.coerce.number().check(z.positive()), 7),
+  INBOX_TTL_DAYS: z._default(z.coerce.number().check(z.positive()), retentionDays("inboxRows")),
   /** Most consumer invocations one tenant may hold (tenant lanes); unset: grouped by order key. */
   TENANT_CONCURRENCY: z.optional(z.coerce.number().check(z.int(), z.minimum(1))),
 });

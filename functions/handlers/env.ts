@@ -1,4 +1,5 @@
 import * as z from "../../schemas/zod";
+import { retentionDays } from "../core/retention";
 
 export const ConsumerEnv = z.object({
   GROUP_NAME: z.string().check(z.minLength(1)),
@@ -8,7 +9,12 @@ export const ConsumerEnv = z.object({
   SIDE_EFFECTS_TABLE: z.optional(z.string().check(z.minLength(1))),
   QUEUE_URL: z.url(),
   DEAD_LETTER_QUEUE_URL: z.url(),
-  INBOX_TTL_DAYS: z._default(z.coerce.number().check(z.positive()), 7),
+  INBOX_TTL_DAYS: z._default(z.coerce.number().check(z.positive()), retentionDays("inboxRows")),
+  /** How long a group that keeps messages (audit) keeps one whole; set on that group only. */
+  KEPT_MESSAGE_DAYS: z._default(
+    z.coerce.number().check(z.positive()),
+    retentionDays("auditMessages"),
+  ),
   RETRY_BASE_SECONDS: z._default(z.coerce.number().check(z.int(), z.minimum(0)), 2),
   RETRY_MAX_SECONDS: z._default(
     z.coerce.number().check(z.int(), z.minimum(0), z.maximum(43_199)),

@@ -46,6 +46,7 @@ import {
 import { Topic, type TopicName } from "./constructs/topic";
 import { outputId } from "./output-ids";
 import { replayNamePrefix } from "./replay-names";
+import { retentionDaysAt } from "./retention";
 import { addStackOutputs } from "./stack-outputs";
 import { type GroupNeeds, topology as projectTopology, type Topology } from "./topology";
 
@@ -70,7 +71,8 @@ export interface AgentBusStackProps extends StackProps {
 
   /**
    * How long each topic's archive keeps events for replay.
-   * @default Duration.days(30)
+   * @default - the declared retention of `archive` (functions/core/retention.ts, 30 days), or the
+   * context's `agentbus:retention:archive`
    */
   readonly archiveRetention?: Duration;
 
@@ -338,6 +340,11 @@ export class AgentBusStack extends Stack {
       deliveryBatchingWindow: group.deliveryBatchingWindow,
       legacyCheckpoints: [true, "true"].includes(this.node.tryGetContext(LEGACY_CHECKPOINTS_KEY)),
     });
+    if (group.role.keepsMessages)
+      consumerGroup.consumer.addEnvironment(
+        "KEPT_MESSAGE_DAYS",
+        String(retentionDaysAt(this, "auditMessages")),
+      );
     if (pipeFallback) {
       Annotations.of(consumerGroup).addWarningV2(
         PIPE_FALLBACK_WARNING,

@@ -97,6 +97,7 @@ export function defineAgentRunEvents(registry: EventRegistry) {
     registry.define({
       ...outsideFact,
       type: "node.started",
+      heartbeat: true,
       description:
         "A content agent started (or resumed) work on a node's assignment: the node is RUNNING (aggregate dag_run/<run_id>, version 0).",
       payload: NodeStartedPayload,

@@ -285,6 +285,7 @@ function defineLeaseEvents(registry: EventRegistry) {
     registry.define({
       ...outsideFact,
       type: "node.heartbeat",
+      heartbeat: true,
       description:
         "A content agent is still working on a node (a long model call): the orchestrator extends the node's lease (aggregate dag_run/<run_id>, version 0).",
       payload: NodeHeartbeatPayload,

@@ -399,7 +399,7 @@ describe.each(subjects)("%s honours the event store contract", (_name, make) => 
     expect((await ask(kept)).inboxHit).toBe(true);
   });
 
-  it("keeps a message whole in a row that never expires, read alone by a row-only load", async () => {
+  it("keeps a message whole in a row without expiry (written before kept rows expired), read alone by a row-only load", async () => {
     // Its comment is long enough for the row to store the message deflated.
     const message = feedbackEvent({ payload: { rating: 5, comment: "x".repeat(800) } });
     const group = newGroup();
@@ -420,6 +420,21 @@ describe.each(subjects)("%s honours the event store contract", (_name, make) => 
     ]);
     const again = await failureOf(store.commit({ inbox: { ...row, envelope: message } }));
     expect(again).toBeInstanceOf(DuplicateCommitError);
+  });
+
+  it("reads a kept message's row without the message once the row has expired", async () => {
+    const message = feedbackEvent({ payload: { rating: 5, comment: "x".repeat(800) } });
+    const group = newGroup();
+    const until = Math.floor(clock.now().getTime() / 1000) + 60;
+    const row = { ...inboxRecord(group, message, clock), expiresAt: until };
+    await store.commit({ inbox: { ...row, envelope: message } });
+    expect(await store.outcomesByTask(message.task_id)).toEqual([{ ...row, envelope: message }]);
+    clock.advance(60_000);
+    // TTL deletes the row later; until then every trace read gives the outcome alone.
+    expect(await store.inboxRecords(group, [message.event_id])).toEqual([row]);
+    expect(await store.outcomesByCorrelation(message.correlation_id)).toEqual([row]);
+    expect(await store.outcomesByTask(message.task_id)).toEqual([row]);
+    expect(await store.outcomesOfEvent([group], message.event_id)).toEqual([row]);
   });
 
   it("moves a checkpoint only from the stored version", async () => {

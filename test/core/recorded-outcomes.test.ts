@@ -205,10 +205,11 @@ describe("states that record what their group applied stand in for inbox rows", 
     expect(commits[0]?.recordedByState).toBe(true);
     expect(commits[0]?.state?.gate?.recent[fb.event_id]).toBeGreaterThan(0);
     expect(await store.inboxRecords("rater", [fb.event_id])).toEqual([]);
-    // The audit group: its row alone, with the message, never expiring; no state.
+    // The audit group: its row alone, with the message, for the declared 30 days; no state.
     expect(commits[1]).toEqual({ inbox: expect.objectContaining({ envelope: fb }) });
+    const until = Math.floor(deps.clock.now().getTime() / 1000) + 30 * 24 * 3600;
     expect(await store.inboxRecords("audit", [fb.event_id])).toMatchObject([
-      { eventId: fb.event_id, outcome: "applied", expiresAt: Number.MAX_SAFE_INTEGER },
+      { eventId: fb.event_id, outcome: "applied", expiresAt: until },
     ]);
     expect(store.states.get(`audit_record#evt_${fb.event_id}`)).toBeUndefined();
   });

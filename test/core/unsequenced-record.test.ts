@@ -165,7 +165,7 @@ describe("the commit of an unsequenced message", () => {
     ]);
   });
 
-  it("by the audit group is its row alone, which keeps the message and is read alone", async () => {
+  it("by the audit group is its row alone, which keeps the message 30 days and is read alone", async () => {
     const { deps, store } = makeDeps();
     const { store: counting, commits } = countingStore(store);
     const message = feedback(newTaskId(), 5);
@@ -176,7 +176,7 @@ describe("the commit of an unsequenced message", () => {
           group: "audit",
           eventId: message.event_id,
           envelope: message,
-          expiresAt: Number.MAX_SAFE_INTEGER,
+          expiresAt: Math.floor(deps.clock.now().getTime() / 1000) + 30 * 24 * 3600,
         }),
       },
     ]);

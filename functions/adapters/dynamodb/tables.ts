@@ -167,7 +167,10 @@ export const InboxAttr = {
   /** Inbox rows only: true when the event was read from the event store to fill a gap. */
   repaired: "repaired",
   recordedAt: "recorded_at",
-  /** Absent on a row that never expires (a message kept whole: Role.keepsMessages). */
+  /**
+   * Absent on a row that never expires: a message kept whole (Role.keepsMessages) before such
+   * rows expired (functions/core/retention.ts).
+   */
   ttl: "ttl",
   /**
    * A message kept whole (Role.keepsMessages): its envelope, as an event item holds one

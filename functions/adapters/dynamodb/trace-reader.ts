@@ -9,6 +9,7 @@ import type {
   OutcomeRecord,
   TraceReader,
 } from "../../core/ports";
+import { withinRetention } from "../../core/retention";
 import { systemClock } from "../../core/runtime";
 import type { AwsClient } from "../aws/client";
 import { envelopeOfItem } from "./deflated-json";
@@ -44,7 +45,8 @@ export interface DynamoTraceReaderOptions {
  * What a trace reads, with Query and BatchGetItem only: stored events by correlation or task (the
  * events table's indexes), and every group's outcomes (inbox rows and failure records) by
  * correlation, task or event id (the inbox table's indexes, or its keys). Expired rows are
- * returned too: this is the record of what happened, not the dedup check.
+ * returned too: this is the record of what happened, not the dedup check; but a message kept
+ * whole is read without its envelope once its row has expired (its retention is over).
  */
 export class DynamoTraceReader implements TraceReader {
   constructor(private readonly options: DynamoTraceReaderOptions) {}
@@ -62,7 +64,7 @@ export class DynamoTraceReader implements TraceReader {
     const found = await this.byKeys(eventIds.map((id) => inboxKey(group, id)));
     const rows = new Map(
       found.filter(recordsAnOutcome).map((item) => {
-        const record = inboxRecordOf(item as unknown as InboxItem);
+        const record = withinRetention(inboxRecordOf(item as unknown as InboxItem), this.now());
         return [record.eventId, record];
       }),
     );
@@ -85,10 +87,13 @@ export class DynamoTraceReader implements TraceReader {
   async outcomesOfEvent(groups: readonly string[], eventId: string): Promise<OutcomeRecord[]> {
     const keys = groups.flatMap((g) => [inboxKey(g, eventId), failureKey(g, eventId)]);
     const found = await this.byKeys(keys);
+    const now = this.now();
     return this.openRecords(
       found
         .filter(recordsAnOutcome)
-        .map((item) => outcomeRecordOf(item as unknown as InboxItem | FailureItem)),
+        .map((item) =>
+          withinRetention(outcomeRecordOf(item as unknown as InboxItem | FailureItem), now),
+        ),
     );
   }
 
@@ -102,7 +107,7 @@ export class DynamoTraceReader implements TraceReader {
 
   async spilled(keys: readonly GroupEvent[]): Promise<boolean[]> {
     const found = await this.byKeys(keys.map((k) => inboxKey(k.group, k.eventId)));
-    const now = (this.options.clock ?? systemClock).now().getTime() / 1000;
+    const now = this.now().getTime() / 1000;
     const live = new Set(
       found
         .filter((item) => item[InboxAttr.spilled] === true && Number(item[InboxAttr.ttl]) > now)
@@ -133,8 +138,11 @@ export class DynamoTraceReader implements TraceReader {
       ExpressionAttributeNames: { "#k": attribute },
       ExpressionAttributeValues: { ":k": { S: value } },
     });
+    const now = this.now();
     return this.openRecords(
-      items.map((item) => outcomeRecordOf(item as unknown as InboxItem | FailureItem)),
+      items.map((item) =>
+        withinRetention(outcomeRecordOf(item as unknown as InboxItem | FailureItem), now),
+      ),
     );
   }
 
@@ -142,6 +150,10 @@ export class DynamoTraceReader implements TraceReader {
   private async openRecords<R extends OutcomeRecord>(records: R[]): Promise<R[]> {
     const vault = this.options.vault;
     return vault ? Promise.all(records.map((r) => vault.openRecord(r))) : records;
+  }
+
+  private now(): Date {
+    return (this.options.clock ?? systemClock).now();
   }
 
   /** Inbox-table items by key, in batches of 100 (eventually consistent: a tracing view). */

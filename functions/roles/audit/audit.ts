@@ -25,7 +25,7 @@ export interface AuditRecord {
   /**
    * The record itself copies no payload (it may hold private text). A message from outside a
    * stream is still kept whole, payload included, in the group's inbox row (`keepsMessages`),
-   * which does not expire.
+   * which expires after 30 days, a heartbeat's after a day (functions/core/retention.ts).
    */
   readonly payload_bytes: number;
 }
@@ -36,8 +36,9 @@ export interface AuditRecord {
  * causation edge and the stream position, so a task's history can be rebuilt without the
  * payloads, which the event store keeps. A message from outside any stream (unsequenced) has no
  * other copy: the group keeps it whole (`keepsMessages`), envelope and payload, in its inbox row,
- * also written once with one PutItem, where the trace finds it by correlation and task. It needs
- * no ordering, so its group uses a standard queue.
+ * also written once with one PutItem, where the trace finds it by correlation and task, for the
+ * retention functions/core/retention.ts declares (`auditMessages`, `heartbeats`). It needs no
+ * ordering, so its group uses a standard queue.
  */
 export const AUDIT_GROUP = "audit";
 
@@ -51,7 +52,7 @@ export function auditRecordRef(eventId: string): AggregateRef {
  * written. The record is the group's dedup and trace record: no inbox row is written.
  */
 export function outcomeOfAuditRecord(record: AuditRecord): InboxRecord {
-  // Kept as long as the record is: it never expires.
+  // Kept as long as the record is, which holds ids and sizes, no personal data: it never expires.
   return outcomeRecord(AUDIT_GROUP, record, "applied", {
     recordedAt: record.recorded_at,
     expiresAt: Number.MAX_SAFE_INTEGER,

@@ -144,7 +144,7 @@ export interface ConsumerGroupProps {
 
   /**
    * How long inbox (dedup) records are kept; whole days, at least one.
-   * @default Duration.days(7)
+   * @default - the declared retention of `inboxRows` (functions/core/retention.ts, 7 days)
    */
   readonly inboxTtl?: Duration;
   /**

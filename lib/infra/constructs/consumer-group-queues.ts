@@ -7,11 +7,8 @@ import {
   QueueEncryption,
 } from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
-import {
-  type ConsumerGroupSettings,
-  DISPATCH_TIMEOUT,
-  DLQ_RETENTION,
-} from "./consumer-group-settings";
+import { retentionAt } from "../retention";
+import { type ConsumerGroupSettings, DISPATCH_TIMEOUT } from "./consumer-group-settings";
 
 /** Every queue of a consumer group. */
 export interface GroupQueues {
@@ -65,7 +62,7 @@ export function createGroupQueues(
       ...fifo,
       encryption: QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
-      retentionPeriod: DLQ_RETENTION,
+      retentionPeriod: retentionAt(scope, "deadLetterQueues"),
     });
   const queue = new Queue(scope, "Resource", {
     queueName: names.queue,
@@ -73,6 +70,7 @@ export function createGroupQueues(
     encryption: QueueEncryption.SQS_MANAGED,
     enforceSSL: true,
     visibilityTimeout: settings.visibilityTimeout,
+    retentionPeriod: retentionAt(scope, "queues"),
     deadLetterQueue: { queue: deadLetterQueue, maxReceiveCount: settings.maxReceiveCount },
   });
   if (settings.ordering !== "fifo") return { queue, deadLetterQueue };
@@ -85,13 +83,14 @@ function createBuffer(scope: Construct, settings: ConsumerGroupSettings) {
     queueName: settings.queueNames.bufferDeadLetterQueue,
     encryption: QueueEncryption.SQS_MANAGED,
     enforceSSL: true,
-    retentionPeriod: DLQ_RETENTION,
+    retentionPeriod: retentionAt(scope, "deadLetterQueues"),
   });
   const bufferQueue = new Queue(scope, "BufferQueue", {
     queueName: settings.queueNames.bufferQueue,
     encryption: QueueEncryption.SQS_MANAGED,
     enforceSSL: true,
     visibilityTimeout: Duration.seconds(DISPATCH_TIMEOUT.toSeconds() * 6),
+    retentionPeriod: retentionAt(scope, "queues"),
     deadLetterQueue: { queue: bufferDeadLetterQueue, maxReceiveCount: settings.maxReceiveCount },
   });
   return { bufferQueue, bufferDeadLetterQueue };

@@ -1,4 +1,5 @@
 import { Duration } from "aws-cdk-lib";
+import { retentionDays } from "../../../functions/core/retention";
 import {
   ATTENTION_SIGNALS,
   type AttentionSignal,
@@ -68,8 +69,6 @@ export const DISPATCH_BATCH_SIZE = 10;
 export const DISPATCH_MAX_CONCURRENCY = 20;
 /** Messages the pipe reads from the buffer per batch. */
 export const PIPE_BATCH_SIZE = 10;
-/** How long the group's own dead-letter queues keep a message. */
-export const DLQ_RETENTION = Duration.days(14);
 
 /** SQS cannot keep a message invisible for 12 hours or more. */
 const MAX_RETRY_SECONDS = 12 * 60 * 60 - 1;
@@ -225,7 +224,7 @@ function consumerSettings(props: ConsumerGroupProps, problems: Problems) {
       ` (from retryBaseSeconds ${retryBaseSeconds} to 12 h - 1 s)`,
     ),
   );
-  const inboxTtl = props.inboxTtl ?? Duration.days(7);
+  const inboxTtl = props.inboxTtl ?? Duration.days(retentionDays("inboxRows"));
   const inboxTtlDays = inboxTtl.toHours() / 24;
   if (!Number.isInteger(inboxTtlDays) || inboxTtlDays < 1) {
     problems.push(

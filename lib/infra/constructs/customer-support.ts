@@ -4,6 +4,7 @@ import { Grant, type IGrantable } from "aws-cdk-lib/aws-iam";
 import { Alias } from "aws-cdk-lib/aws-kms";
 import { Topic as SnsTopic } from "aws-cdk-lib/aws-sns";
 import { Construct } from "constructs";
+import { retentionDaysAt } from "../retention";
 
 export interface SupportResourcesProps {
   /** Deployment stage, part of the reply topic's name (`agentbus-<stage>-replies.fifo`). */
@@ -43,10 +44,14 @@ export class SupportResources extends Construct {
 
   constructor(scope: Construct, id: string, props: SupportResourcesProps) {
     super(scope, id);
+    const backups = {
+      pointInTimeRecoveryEnabled: true,
+      recoveryPeriodInDays: retentionDaysAt(this, "backups"),
+    };
     this.orders = new Table(this, "Orders", {
       partitionKey: { name: ORDERS_KEY, type: AttributeType.STRING },
       billingMode: BillingMode.PAY_PER_REQUEST,
-      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      pointInTimeRecoverySpecification: backups,
       encryption: TableEncryption.AWS_MANAGED,
       removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
     });
@@ -54,7 +59,7 @@ export class SupportResources extends Construct {
       this.payments = new Table(this, "PaymentsStandIn", {
         partitionKey: { name: PAYMENTS_KEY, type: AttributeType.STRING },
         billingMode: BillingMode.PAY_PER_REQUEST,
-        pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+        pointInTimeRecoverySpecification: backups,
         encryption: TableEncryption.AWS_MANAGED,
         removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
       });

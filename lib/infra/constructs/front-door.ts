@@ -17,12 +17,13 @@ import {
   InvokeMode,
   HttpMethod as UrlMethod,
 } from "aws-cdk-lib/aws-lambda";
-import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
+import { LogGroup } from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
 import { EventIndex } from "../../../functions/adapters/dynamodb/tables";
 import { ROUTES, SERVICE_PREFIX } from "../../../functions/front-door/api";
 import { DEFAULT_RUNS_IN_FLIGHT } from "../../../functions/front-door/runs-in-flight";
 import { TENANT_ID_PATTERN } from "../../../schemas/ids";
+import { logRetentionAt } from "../retention";
 import { AgentBusFunction } from "./function";
 import type { AgentBusTables } from "./tables";
 import type { Topic } from "./topic";
@@ -133,7 +134,9 @@ export class FrontDoor extends Construct {
       description: "AgentBus front door",
       createDefaultStage: false,
     });
-    this.accessLog = new LogGroup(this, "AccessLog", { retention: RetentionDays.ONE_MONTH });
+    this.accessLog = new LogGroup(this, "AccessLog", {
+      retention: logRetentionAt(this, "accessLog"),
+    });
     this.stage = new HttpStage(this, "Stage", {
       httpApi: this.api,
       stageName: "$default",

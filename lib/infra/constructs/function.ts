@@ -5,8 +5,9 @@ import { Duration, RemovalPolicy, Validations } from "aws-cdk-lib";
 import { Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
 import { Architecture, type CfnFunction, Runtime, Tracing } from "aws-cdk-lib/aws-lambda";
 import { NodejsFunction } from "aws-cdk-lib/aws-lambda-nodejs";
-import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
+import { LogGroup, type RetentionDays } from "aws-cdk-lib/aws-logs";
 import type { Construct } from "constructs";
+import { logRetentionAt } from "../retention";
 import { AWS_CLIENT_CONTEXT, FUNCTION_RUNTIME, functionBundling, parseAwsClient } from "./bundling";
 
 export { FUNCTION_RUNTIME } from "./bundling";
@@ -81,7 +82,8 @@ export interface AgentBusFunctionProps {
 
   /**
    * Retention of the function's log group.
-   * @default RetentionDays.ONE_MONTH
+   * @default - the declared retention of `functionLogs` (functions/core/retention.ts, a month),
+   * or the context's `agentbus:retention:functionLogs`
    */
   readonly logRetention?: RetentionDays;
 
@@ -121,7 +123,7 @@ export class AgentBusFunction extends NodejsFunction {
   constructor(scope: Construct, id: string, props: AgentBusFunctionProps) {
     const entry = resolveEntry(props.entry);
     const logGroup = new LogGroup(scope, `${id}LogGroup`, {
-      retention: props.logRetention ?? RetentionDays.ONE_MONTH,
+      retention: props.logRetention ?? logRetentionAt(scope, "functionLogs"),
       removalPolicy: RemovalPolicy.DESTROY,
     });
     const role = new Role(scope, `${id}ServiceRole`, {

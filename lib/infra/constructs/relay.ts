@@ -10,6 +10,7 @@ import { FilterCriteria, FilterRule, StartingPosition } from "aws-cdk-lib/aws-la
 import { DynamoEventSource, SqsDlq } from "aws-cdk-lib/aws-lambda-event-sources";
 import { type CfnQueue, Queue, QueueEncryption } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
+import { retentionAt } from "../retention";
 import { ALARM_ACTIONS } from "./alarm-commands";
 import { AgentBusFunction, METRICS_NAMESPACE } from "./function";
 import type { AgentBusTables } from "./tables";
@@ -169,7 +170,7 @@ export class Relay extends Construct {
     const queue = new Queue(this, "FailureQueue", {
       encryption: QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
-      retentionPeriod: Duration.days(14),
+      retentionPeriod: retentionAt(this, "deadLetterQueues"),
     });
     Validations.of(queue.node.defaultChild as CfnQueue).acknowledge({
       id: "AwsSolutions-SQS3",

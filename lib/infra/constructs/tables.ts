@@ -24,6 +24,7 @@ import {
   SideEffectIndex,
   StateIndex,
 } from "../../../functions/adapters/dynamodb/tables";
+import { retentionDaysAt } from "../retention";
 
 export interface AgentBusTablesProps {
   /**
@@ -168,7 +169,10 @@ export class AgentBusTables extends Construct {
     super(scope, id);
     const common: Omit<TableProps, "partitionKey"> = {
       billingMode: BillingMode.PAY_PER_REQUEST,
-      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      pointInTimeRecoverySpecification: {
+        pointInTimeRecoveryEnabled: true,
+        recoveryPeriodInDays: retentionDaysAt(this, "backups"),
+      },
       encryption: TableEncryption.AWS_MANAGED,
       removalPolicy: props.removalPolicy ?? RemovalPolicy.RETAIN,
     };

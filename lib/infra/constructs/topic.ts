@@ -1,4 +1,4 @@
-import { CfnResource, Duration } from "aws-cdk-lib";
+import { CfnResource, type Duration } from "aws-cdk-lib";
 import {
   Archive,
   type CfnArchive,
@@ -22,6 +22,7 @@ import {
   type Topic as TopicName,
 } from "../../../schemas";
 import { jsonSchemas } from "../../../schemas/json-schema";
+import { retentionAt } from "../retention";
 import { stageProblem } from "./consumer-group-rules";
 import { eventBridgeSchema, SCHEMA_TYPE } from "./event-schemas";
 
@@ -45,7 +46,8 @@ export interface TopicProps {
 
   /**
    * How long the bus's archive keeps every `agentbus*` event for replay; whole days, at least one.
-   * @default Duration.days(30)
+   * @default - the declared retention of `archive` (functions/core/retention.ts, 30 days), or the
+   * context's `agentbus:retention:archive`
    */
   readonly archiveRetention?: Duration;
 
@@ -106,7 +108,7 @@ export class Topic extends Construct {
 
   constructor(scope: Construct, id: string, props: TopicProps) {
     super(scope, id);
-    const { stage, archiveRetention } = topicSettings(props);
+    const { stage, archiveRetention } = topicSettings(this, props);
     this.topicName = props.topicName;
     const name = `agentbus-${stage}-${props.topicName}`;
 
@@ -211,7 +213,10 @@ function pascal(name: string): string {
 }
 
 /** A topic's props checked, with their defaults: its stage and how long its archive keeps events. */
-function topicSettings(props: TopicProps): { stage: string; archiveRetention: Duration } {
+function topicSettings(
+  scope: Construct,
+  props: TopicProps,
+): { stage: string; archiveRetention: Duration } {
   if (!(TOPICS as readonly string[]).includes(props.topicName)) {
     throw new Error(
       `topic ${JSON.stringify(props.topicName)} is not one of ${TOPICS.map((t) => JSON.stringify(t)).join(", ")}`,
@@ -220,7 +225,7 @@ function topicSettings(props: TopicProps): { stage: string; archiveRetention: Du
   const stage = props.stage ?? "dev";
   const problem = stageProblem(stage);
   if (problem) throw new Error(`topic ${props.topicName}: ${problem}`);
-  const archiveRetention = props.archiveRetention ?? Duration.days(30);
+  const archiveRetention = props.archiveRetention ?? retentionAt(scope, "archive");
   const retentionDays = archiveRetention.toHours() / 24;
   if (!Number.isInteger(retentionDays) || retentionDays < 1) {
     throw new Error(
