@@ -1,5 +1,4 @@
 import { Command } from "commander";
-import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
 import { DynamoStreamLister } from "../../functions/adapters/dynamodb/stream-lister";
 import type { EventStore } from "../../functions/core/ports";
 import type { Role } from "../../functions/core/role";
@@ -8,7 +7,7 @@ import { fromSdk } from "../../lib/operator/from-sdk";
 import { OPERATOR_GROUPS } from "../../lib/operator/groups";
 import { checkFold, type RebuildProgress, rebuild } from "../../lib/operator/rebuild";
 import { IncompleteFoldError, resetStates } from "../../lib/operator/rebuild-reset";
-import type { OpsStack } from "../../lib/operator/stack";
+import { eventStoreOf, type OpsStack } from "../../lib/operator/stack";
 import type { AggregateRef } from "../../schemas";
 import { withStack } from "./ops";
 import { NotFoundError, out, type Target, UsageError } from "./target";
@@ -66,9 +65,7 @@ async function streamsOf(stack: OpsStack, types: readonly string[], limit: numbe
   return streams;
 }
 
-function storeOf(stack: OpsStack): DynamoEventStore {
-  return new DynamoEventStore({ client: fromSdk(stack.dynamodb), tables: stack.names.tables });
-}
+const storeOf = eventStoreOf;
 
 /** Where a rebuild's progress is kept: a state item `rebuild#<group>.<type>`. */
 const progressRef = (group: string, type: string) => ({ type: "rebuild", id: `${group}.${type}` });

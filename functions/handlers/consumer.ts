@@ -22,6 +22,7 @@ import { heartbeatFor } from "./heartbeat";
 import { lambdaEntry } from "./lambda-entry";
 import { type Observability, observability } from "./observe";
 import { receiveCountOf } from "./retry";
+import { vaultOf } from "./vault";
 
 export type { ConsumerFailure } from "./consumer-settle";
 
@@ -39,6 +40,8 @@ export interface ConsumerOptions {
   readonly sqs?: AwsClient;
   /** Publishes the role's heartbeats (with `HEARTBEAT_SECONDS` and `EVENTS_BUS_NAME`). */
   readonly eventbridge?: AwsClient;
+  /** Makes and unwraps the customers' data keys (with `CUSTOMER_KEYS_*`: ./vault). */
+  readonly kms?: AwsClient;
   readonly clock?: Clock;
   readonly registry?: EventRegistry;
   readonly observability?: Observability;
@@ -135,11 +138,14 @@ function wire<S>(role: Role<S>, options: ConsumerOptions) {
   const obs = options.observability ?? observability(role.group, role.group);
   const dynamodb = obs.tracer.capture(options.dynamodb ?? containerAwsClient());
   const sqs = obs.tracer.capture(options.sqs ?? containerAwsClient());
+  const kms = obs.tracer.capture(options.kms ?? containerAwsClient());
+  const vault = vaultOf(options.env ?? process.env, { dynamodb, kms }, clock);
   const store = new DynamoConsumerStore({
     client: dynamodb,
     tables: { state: env.STATE_TABLE, events: env.EVENTS_TABLE, inbox: env.INBOX_TABLE },
     clock,
     legacyCheckpoints: env.LEGACY_CHECKPOINTS,
+    ...(vault ? { vault } : {}),
   });
   const registry = options.registry ?? defaultRegistry;
   const deps: ConsumerDeps = { store, registry, clock, ids: ulidSource(clock) };

@@ -10,6 +10,7 @@ import { type RelayReport, relay } from "../core/relay";
 import { containerAwsClient } from "./aws";
 import { lambdaEntry } from "./lambda-entry";
 import { type Observability, observability } from "./observe";
+import { vaultOf } from "./vault";
 
 /** The relay reads one `BUS_<TOPIC>` variable per topic present in the stack. */
 export const RelayEnv = z
@@ -28,6 +29,9 @@ export type RelayEnv = z.output<typeof RelayEnv>;
 export interface RelayHandlerOptions {
   readonly env?: Record<string, string | undefined>;
   readonly eventbridge?: AwsClient;
+  /** The customer-keys table and KMS: what the relay opens sealed fields with (./vault). */
+  readonly dynamodb?: AwsClient;
+  readonly kms?: AwsClient;
   readonly registry?: EventRegistry;
   readonly observability?: Observability;
   readonly onReport?: (report: RelayReport) => void;
@@ -53,13 +57,19 @@ export function createRelayHandler(options: RelayHandlerOptions = {}): RelayHand
     buses,
   });
   const registry = options.registry ?? defaultRegistry;
+  // The event store keeps personal fields sealed; the buses carry them opened.
+  const vault = vaultOf(options.env ?? process.env, {
+    dynamodb: tracer.capture(options.dynamodb ?? containerAwsClient()),
+    kms: tracer.capture(options.kms ?? containerAwsClient()),
+  });
 
   return async (event) => {
     const { envelopes, skipped } = envelopesFromStreamRecords(event.Records);
     if (skipped.length)
       logger.warn("stream records without an envelope were skipped", { count: skipped.length });
     try {
-      const report = await relay(envelopes, registry, publisher);
+      const opened = vault ? await vault.openAll(envelopes) : envelopes;
+      const report = await relay(opened, registry, publisher);
       metrics.addMetric("Relayed", MetricUnit.Count, report.published);
       metrics.addMetric("PutEventsCalls", MetricUnit.Count, report.calls);
       if (report.retriedEntries)

@@ -34,7 +34,10 @@ export function vaultOf(
   const parsed = parseEnv(VaultEnv, env, "customer keys");
   if (!parsed.CUSTOMER_KEYS_TABLE || !parsed.CUSTOMER_KEYS_KMS_KEY) return undefined;
   return new Vault({
-    keys: new DynamoCustomerKeys({ client: clients.dynamodb, tableName: parsed.CUSTOMER_KEYS_TABLE }),
+    keys: new DynamoCustomerKeys({
+      client: clients.dynamodb,
+      tableName: parsed.CUSTOMER_KEYS_TABLE,
+    }),
     wrapping: kmsKeyWrapping(clients.kms, parsed.CUSTOMER_KEYS_KMS_KEY),
     ...(clock ? { now: () => clock.now() } : {}),
   });

@@ -178,17 +178,19 @@ export function registryContext(): TopologyContext {
 /**
  * What a role's group does with the customers' data keys, from the event types it emits and
  * receives: `seal` when it emits a type that declares personal fields (the event store keeps them
- * sealed), `open` when it receives one (it reads such events back from the event store when it
+ * sealed) or keeps such messages whole (Role.keepsMessages), `open` when it receives one (it reads such events back from the event store when it
  * repairs a gap). Empty for a group that touches no personal type: it gets no key and no grant.
  * The one place the stack's KMS and customer-keys grants come from (CustomerKeys.wire).
  */
 export function personalDataAccess(
-  role: Pick<TopologyRole, "subscriptions" | "emits">,
+  role: Pick<TopologyRole, "subscriptions" | "emits" | "keepsMessages">,
   context: TopologyContext = registryContext(),
 ): PersonalDataAccess[] {
   const personal = new Set(context.eventTypes.filter((e) => e.personal).map((e) => e.type));
   const access: PersonalDataAccess[] = [];
-  if ((role.emits ?? []).some((type) => personal.has(type))) access.push("seal");
+  // A group that keeps the messages it receives whole (the audit group) stores them sealed too.
+  const stored = [...(role.emits ?? []), ...(role.keepsMessages ? role.subscriptions : [])];
+  if (stored.some((type) => personal.has(type))) access.push("seal");
   if (role.subscriptions.some((type) => personal.has(type))) access.push("open");
   return access;
 }

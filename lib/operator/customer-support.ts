@@ -1,4 +1,3 @@
-import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
 import { DynamoSideEffects } from "../../functions/adapters/dynamodb/side-effects";
 import type { SideEffectRecord } from "../../functions/core/side-effects";
 import {
@@ -16,7 +15,7 @@ import { DELIVERY_AGGREGATE } from "../../functions/roles/customer-support/sende
 import type { DeliveryState } from "../../functions/roles/customer-support/sender/state";
 import { fromSdk } from "./from-sdk";
 import { summaries } from "./lists";
-import type { OpsStack } from "./stack";
+import { eventStoreOf, type OpsStack } from "./stack";
 
 /**
  * What the support commands read and send (seed 000 §14, what waits for a person): held replies
@@ -24,9 +23,7 @@ import type { OpsStack } from "./stack";
  * built and sent by ./operator-command).
  */
 
-function storeOf(stack: OpsStack): DynamoEventStore {
-  return new DynamoEventStore({ client: fromSdk(stack.dynamodb), tables: stack.names.tables });
-}
+const storeOf = eventStoreOf;
 
 export async function stateData<S>(
   stack: OpsStack,

@@ -1,6 +1,5 @@
 import { DynamoCustomerKeys } from "../../functions/adapters/dynamodb/customer-keys";
 import { DynamoDueIndex } from "../../functions/adapters/dynamodb/due";
-import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
 import { DynamoStateRewriter } from "../../functions/adapters/dynamodb/state-rewriter";
 import type { DataSubject } from "../../functions/core/personal-data/customer-keys";
 import {
@@ -12,7 +11,7 @@ import { CONVERSATION_AGGREGATE } from "../../functions/roles/customer-support/c
 import { ROLE_MODULES } from "../../functions/roles/modules";
 import { operatorName, recordAction } from "./audit";
 import { fromSdk } from "./from-sdk";
-import type { OpsStack } from "./stack";
+import { eventStoreOf, type OpsStack } from "./stack";
 
 /**
  * `agentbus erase --customer <id>`: a customer's personal data made unreadable everywhere it is
@@ -34,7 +33,7 @@ export async function eraseCustomerData(
   const report = await eraseCustomer(
     {
       keys: new DynamoCustomerKeys({ client, tableName: keysTable }),
-      store: new DynamoEventStore({ client, tables: stack.names.tables }),
+      store: eventStoreOf(stack),
       states: {
         loadStates: (refs) => index.loadStates(refs),
         rewriteState: (state, data) => rewriter.rewriteState(state, data),

@@ -90,7 +90,9 @@ async function envelopesOf(
   );
   const byKey = new Map<string, Envelope>();
   for (const row of items) byKey.set(`${row.pk}#${row.version}`, envelopeOfItem(row));
-  return keys.flatMap((k) => byKey.get(`${k.pk}#${k.version}`) ?? []);
+  const envelopes = keys.flatMap((k) => byKey.get(`${k.pk}#${k.version}`) ?? []);
+  // Put on the buses as the relay puts them: opened.
+  return stack.vault ? stack.vault.openAll(envelopes) : envelopes;
 }
 
 /** Publish envelopes to their topics' buses, 10 per PutEvents call, as the relay does. */

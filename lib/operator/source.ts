@@ -38,7 +38,8 @@ async function newestOfStream(
       Limit: RELATED_WINDOW,
     }),
   );
-  return (out.Items ?? []).map((item) => envelopeOfItem(unmarshall(item)));
+  const envelopes = (out.Items ?? []).map((item) => envelopeOfItem(unmarshall(item)));
+  return stack.vault ? stack.vault.openAll(envelopes) : envelopes;
 }
 
 /** What a trace of this stack reads. */
@@ -50,6 +51,7 @@ export function traceSources(stack: OpsStack): TraceSources {
   const reader = new DynamoTraceReader({
     client: fromSdk(stack.dynamodb),
     tables: stack.names.tables,
+    ...(stack.vault ? { vault: stack.vault } : {}),
   });
   const roles = OPERATOR_GROUPS.filter((g) => stack.groups.includes(g.name)).map((g) => g.role);
   const recorded = recordedOutcomes(roles, { states, checkpoints: reader });

@@ -1,7 +1,13 @@
 import { CloudWatchClient } from "@aws-sdk/client-cloudwatch";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { KMSClient } from "@aws-sdk/client-kms";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { GetParameterCommand, PutParameterCommand, SSMClient } from "@aws-sdk/client-ssm";
+import { kmsKeyWrapping } from "../../functions/adapters/aws/kms-key-wrapping";
+import { DynamoCustomerKeys } from "../../functions/adapters/dynamodb/customer-keys";
+import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
+import { Vault } from "../../functions/core/personal-data/vault";
+import { fromSdk } from "./from-sdk";
 import { type StackNames, stackNames, type TopologyNames } from "./names";
 
 /** How to reach AWS: an endpoint (an emulator) or the default one, and the region. */
@@ -22,6 +28,12 @@ export interface OpsStack {
   readonly dynamodb: DynamoDBClient;
   readonly sqs: SQSClient;
   readonly cloudwatch: CloudWatchClient;
+  /**
+   * Opens the personal fields the event store keeps sealed (functions/core/personal-data): what
+   * trace, rebuild and republish read is as the consumers read it; absent for a stack without
+   * customer keys.
+   */
+  readonly vault?: Vault;
   close(): void;
 }
 
@@ -109,6 +121,8 @@ export function connect(
   const dynamodb = new DynamoDBClient(config);
   const sqs = new SQSClient(config);
   const cloudwatch = new CloudWatchClient(config);
+  const kms = new KMSClient(config);
+  const vault = stackVault(names, dynamodb, kms);
   return {
     stackName,
     config,
@@ -118,10 +132,36 @@ export function connect(
     dynamodb,
     sqs,
     cloudwatch,
+    ...(vault ? { vault } : {}),
     close: () => {
       dynamodb.destroy();
       sqs.destroy();
       cloudwatch.destroy();
+      kms.destroy();
     },
   };
+}
+
+/** The vault of a stack whose outputs name its customer keys. */
+export function stackVault(
+  names: StackNames,
+  dynamodb: DynamoDBClient,
+  kms: KMSClient,
+): Vault | undefined {
+  const table = names.tables.customerKeys;
+  const key = names.customerKeysKey;
+  if (!table || !key) return undefined;
+  return new Vault({
+    keys: new DynamoCustomerKeys({ client: fromSdk(dynamodb), tableName: table }),
+    wrapping: kmsKeyWrapping(fromSdk(kms), key),
+  });
+}
+
+/** The stack's event store as the operator's tools read and write it (opened by its vault). */
+export function eventStoreOf(stack: OpsStack): DynamoEventStore {
+  return new DynamoEventStore({
+    client: fromSdk(stack.dynamodb),
+    tables: stack.names.tables,
+    ...(stack.vault ? { vault: stack.vault } : {}),
+  });
 }

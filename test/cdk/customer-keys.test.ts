@@ -105,12 +105,18 @@ describe("who may use the keys", () => {
     expect(access("conversation")).toEqual(["seal", "open"]);
     expect(access("reply-generation")).toEqual(["seal", "open"]);
     expect(access("sender")).toEqual(["open"]);
+    expect(access("audit")).toEqual(["seal", "open"]);
     expect(access("task-projection")).toEqual([]);
     expect(access("orchestrator")).toEqual([]);
     const context = { eventTypes: [{ type: "a", topic: "events", personal: true }] };
     expect(personalDataAccess({ subscriptions: ["b"], emits: ["a"] }, context)).toEqual(["seal"]);
     expect(personalDataAccess({ subscriptions: ["a"] }, context)).toEqual(["open"]);
     expect(personalDataAccess({ subscriptions: ["b"], emits: ["b"] }, context)).toEqual([]);
+    // A group that keeps what it receives whole stores it sealed.
+    expect(personalDataAccess({ subscriptions: ["a"], keepsMessages: true }, context)).toEqual([
+      "seal",
+      "open",
+    ]);
   });
 
   it.each(topology.groups.map((g) => [g.name, g.personalData] as const))(

@@ -15,7 +15,7 @@ import type { PaymentsPort } from "../../../functions/core/payments";
 import { topology as projectTopology, type Topology } from "../../infra/topology";
 import { fromSdk } from "../../operator/from-sdk";
 import { type StackNames, stackNames } from "../../operator/names";
-import { connect, type OpsStack, publishOutputs } from "../../operator/stack";
+import { connect, type OpsStack, publishOutputs, stackVault } from "../../operator/stack";
 import {
   type AwsClients,
   deployTemplate,
@@ -210,9 +210,11 @@ function consumerGroupsOf(deployment: LocalDeployment): string[] {
 /** The stack's event store, read through the emulator's SDK client. */
 function eventStoreOf(clients: AwsClients, names: StackNames): DynamoEventStore {
   const { state, events, inbox } = names.tables;
+  const vault = clients.kms && stackVault(names, clients.dynamodb, clients.kms);
   return new DynamoEventStore({
     client: fromSdk(clients.dynamodb),
     tables: { state, events, inbox },
+    ...(vault ? { vault } : {}),
   });
 }
 
