@@ -1,5 +1,6 @@
 import { Command, Option } from "commander";
 import type { ErasureReport } from "../../functions/core/personal-data/erase";
+import { unreachableByErasure } from "../../functions/core/retention";
 import { eraseCustomerData } from "../../lib/operator/erase";
 import { DEFAULT_TENANT, OpaqueId } from "../../schemas/ids";
 import { withStack } from "./ops";
@@ -64,5 +65,7 @@ function printReport(report: ErasureReport): void {
   if (report.outcome === "erased" && erasure)
     out(`  at              ${erasure.at} by ${erasure.by}`);
   out(`  conversations   ${report.conversations}`);
-  out(`  overwritten     ${report.overwritten} state item(s)`);
+  out(`  overwritten     ${report.overwritten} state item(s) and stored text(s)`);
+  out("  cannot be reached; gone when their retention runs out (default days):");
+  for (const place of unreachableByErasure()) out(`    ${place.days} days  ${place.where}`);
 }

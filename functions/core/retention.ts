@@ -62,6 +62,13 @@ export const RETENTION = {
     holds: "the reply's text",
     erasure: "overwritten",
   },
+  agentRuns: {
+    where:
+      "the refund agent's runs of the customer's turns: their journal and the messages they stored (state table)",
+    holds:
+      "what the model was given and answered (the customer's messages among it), the tools' inputs and answers",
+    erasure: "overwritten",
+  },
   eventStore: {
     where: "the event store (events table)",
     holds: "every personal field of the events on streams (the list below), sealed",
@@ -70,10 +77,10 @@ export const RETENTION = {
   auditMessages: {
     where: "the audit group's inbox rows of messages from outside a stream (inbox table)",
     holds:
-      "each such message whole: the client's `conversation.message.received` (`text`, `customer_id`), an operator's `reply.approve.requested` (its edited `text`) and `reason`s",
+      "each such message whole, its personal fields sealed: the client's `conversation.message.received` (`text`), an operator's `reply.approve.requested` (its edited `text`) and `reason`s",
     days: 30,
     maxDays: 3650,
-    erasure: "overwritten",
+    erasure: "unreadable",
   },
   acceptedRequests: {
     where: "the front door's accepted requests (state table)",

@@ -1,3 +1,4 @@
+import { DynamoContentStore } from "../../functions/adapters/dynamodb/content";
 import { DynamoCustomerKeys } from "../../functions/adapters/dynamodb/customer-keys";
 import { DynamoDueIndex } from "../../functions/adapters/dynamodb/due";
 import { DynamoStateRewriter } from "../../functions/adapters/dynamodb/state-rewriter";
@@ -39,6 +40,7 @@ export async function eraseCustomerData(
         rewriteState: (state, data) => rewriter.rewriteState(state, data),
       },
       roles: ROLE_MODULES.map((module) => module.descriptor),
+      content: new DynamoContentStore({ client, tableName: stack.names.tables.state }),
       conversationType: CONVERSATION_AGGREGATE,
     },
     subject,

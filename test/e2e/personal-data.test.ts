@@ -1,0 +1,180 @@
+import { ScanCommand } from "@aws-sdk/client-dynamodb";
+import { ReceiveMessageCommand } from "@aws-sdk/client-sqs";
+import { unmarshall } from "@aws-sdk/util-dynamodb";
+import { ulid } from "ulid";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { HUMAN_REVIEW_MARKER } from "../../functions/adapters/local-model";
+import { ERASED } from "../../functions/core/personal-data/erased";
+import { RETENTION, type RetentionPlaceName } from "../../functions/core/retention";
+import { customerMessage, loadConversation } from "../../lib/dev/local/scenario/customer-support";
+import { opsActions } from "../../lib/operator/actions";
+import { localCli } from "../support/cli";
+import { captureOutput, type LogCapture } from "../support/log-capture";
+import { localSupportStack, TIMEOUT } from "./support-stack";
+
+process.env.POWERTOOLS_LOG_LEVEL = "INFO";
+
+const MARKER = "MARKER-pd-41c7";
+const CUSTOMER = "cust_marker";
+
+describe("a customer's words on the local stack, and their erasure", () => {
+  let capture: LogCapture;
+  beforeAll(() => {
+    capture = captureOutput();
+  });
+  afterAll(() => capture.stop());
+  const local = localSupportStack("pd");
+  const cli = localCli(() => local.env, local.stage, { AGENTBUS_OPERATOR: "privacy-desk" });
+  /** The conversation view's streams (what rebuilding the projection folds). */
+  const VIEW_TYPES = "conversation,support_route,order_lookup,reply,delivery";
+
+  /** Every item of every table holding the marker, as `<table>:<pk>`. */
+  async function inTables(): Promise<string[]> {
+    const found: string[] = [];
+    for (const [name, table] of Object.entries(local.env.names.tables)) {
+      if (!table) continue;
+      let start: Record<string, never> | undefined;
+      do {
+        const page = await local.env.clients.dynamodb.send(
+          new ScanCommand({ TableName: table, ExclusiveStartKey: start }),
+        );
+        for (const raw of page.Items ?? []) {
+          const item = unmarshall(raw);
+          const text = JSON.stringify(item, (_k, v) =>
+            v instanceof Uint8Array ? Buffer.from(v).toString("latin1") : v,
+          );
+          if (text.includes(MARKER)) found.push(`${name}:${String(item.pk)}`);
+        }
+        start = page.LastEvaluatedKey as Record<string, never> | undefined;
+      } while (start);
+    }
+    return found;
+  }
+
+  /** Every queue message holding the marker (peeked: visibility 0). */
+  async function inQueues(): Promise<string[]> {
+    const urls = [
+      ...Object.values(local.env.names.groups).flatMap((g) =>
+        [g.queue, g.deadLetterQueue, g.buffer, g.bufferDeadLetterQueue].filter(
+          (u): u is string => u !== undefined,
+        ),
+      ),
+      local.env.names.relayFailureQueue,
+    ];
+    const found: string[] = [];
+    for (const url of urls) {
+      const got = await local.env.clients.sqs.send(
+        new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, VisibilityTimeout: 0 }),
+      );
+      for (const m of got.Messages ?? []) if (m.Body?.includes(MARKER)) found.push(url);
+    }
+    return found;
+  }
+
+  it(
+    "keeps the words only where the README says, and nowhere readable once the customer is erased",
+    async () => {
+      const from = new Date(Date.now() - 1000).toISOString();
+      const conversation = `conv_${ulid()}`;
+      const asked = customerMessage(conversation, CUSTOMER, `Where is order 123? ${MARKER}`);
+      await local.putMessages(asked);
+      await local.delivered(conversation, asked.task_id);
+      const held = customerMessage(conversation, CUSTOMER, `Help ${MARKER} ${HUMAN_REVIEW_MARKER}`);
+      await local.putMessages(held);
+      await local.turnReaches(conversation, held.task_id, "held_for_review");
+      const approved = await opsActions(local.env.ops).review(held.task_id, "approved", {
+        text: `Edited: ${MARKER}`,
+        reason: `checked ${MARKER}`,
+      });
+      expect(approved.kind, approved.message).toBe("sent");
+      await local.delivered(conversation, held.task_id);
+      const refund = customerMessage(conversation, CUSTOMER, `Please refund order 123 ${MARKER}`);
+      await local.putMessages(refund);
+      await local.env.runtime.idle();
+
+      // Before: only in the places the README's table lists as holding plain copies.
+      const before = await inTables();
+      const places = new Set(before.map(placeOf));
+      expect(places).toEqual(
+        new Set(["conversationState", "conversationView", "replyState", "agentRuns"]),
+      );
+      for (const place of places) expect(RETENTION[place as RetentionPlaceName]).toBeDefined();
+      expect(await inQueues()).toEqual([]);
+      expect(capture.lines().filter((line) => line.includes(MARKER))).toEqual([]);
+
+      // Erased: nowhere readable, and the erasure recorded.
+      const erased = await cli("erase", "--customer", CUSTOMER, "--reason", "asked by mail");
+      expect(erased.stderr).toBe("");
+      expect(erased.code).toBe(0);
+      expect(erased.stdout).toContain(`customer ${CUSTOMER} (tenant default) erased`);
+      expect(erased.stdout).toContain("archive");
+      await local.env.runtime.idle();
+      expect(await inTables()).toEqual([]);
+      expect(await inQueues()).toEqual([]);
+
+      // The view, the trace, rebuild and replay go on, and show [erased].
+      const view = await loadConversation(local.env, conversation);
+      expect(view?.turns[asked.task_id]?.text).toBe(ERASED);
+      expect(view?.turns[held.task_id]?.reply_text).toBe(ERASED);
+      const trace = await cli("trace", asked.task_id, "--json");
+      expect(trace.code, trace.stderr).toBe(0);
+      expect(trace.stdout).toContain("conversation.message.accepted");
+      expect(trace.stdout).not.toContain(MARKER);
+      const rebuilt = await cli(
+        "rebuild",
+        "conversation-projection",
+        "--type",
+        VIEW_TYPES,
+        "--reset",
+      );
+      expect(rebuilt.stderr).toBe("");
+      expect(rebuilt.code).toBe(0);
+      const replayed = await cli(
+        "replay",
+        "--from",
+        from,
+        "--to",
+        new Date().toISOString(),
+        "--group",
+        "conversation-projection",
+        "--reason",
+        "after an erasure",
+      );
+      expect(replayed.stderr).toBe("");
+      expect(replayed.code).toBe(0);
+      await local.env.runtime.idle();
+      const after = await loadConversation(local.env, conversation);
+      expect(after?.turns[asked.task_id]?.text).toBe(ERASED);
+      expect(after?.turns[held.task_id]?.reply_text).toBe(ERASED);
+      expect(await inTables()).toEqual([]);
+      expect(capture.lines().filter((line) => line.includes(MARKER))).toEqual([]);
+
+      // A second erasure changes nothing; a customer never seen is refused.
+      const again = await cli("erase", "--customer", CUSTOMER);
+      expect(again.code).toBe(0);
+      expect(again.stdout).toContain("was erased already");
+      expect(again.stdout).toContain("overwritten     0");
+      const unknown = await cli("erase", "--customer", "cust_nobody");
+      expect(unknown.code).toBe(2);
+      expect(unknown.stderr).toContain("no personal data of customer cust_nobody");
+    },
+    TIMEOUT * 4,
+  );
+});
+
+/** The place of RETENTION a state table item holding personal data is. */
+function placeOf(found: string): string {
+  const [table, pk = ""] = found.split(":");
+  const type = pk.slice(0, pk.indexOf("#"));
+  if (table !== "state") return `${table} table`;
+  const places: Record<string, string> = {
+    conversation: "conversationState",
+    conversation_view: "conversationView",
+    reply: "replyState",
+    delivery: "replyState",
+    agent_run: "agentRuns",
+    content: "agentRuns",
+    http_request: "acceptedRequests",
+  };
+  return places[type] ?? `state item ${type}`;
+}
