@@ -22,6 +22,7 @@ import { type HttpRequest, lowerCaseHeaders } from "../front-door/http";
 import type { TenantLimits } from "../front-door/limits";
 import { DEFAULT_RUNS_IN_FLIGHT, type RunsInFlight } from "../front-door/runs-in-flight";
 import { containerAwsClient } from "./aws";
+import { customerErasure } from "./customer-erasure";
 import { lambdaEntry } from "./lambda-entry";
 import { type Observability, observability } from "./observe";
 
@@ -38,6 +39,8 @@ export const FrontDoorEnv = z.object({
   EVENTS_TABLE: z.string().check(z.minLength(1)),
   BUS_EVENTS: z.string().check(z.minLength(1)),
   BUS_COMMANDS: z.optional(z.string().check(z.minLength(1))),
+  /** The customer-keys table: with it, services may erase customers (./customer-erasure). */
+  CUSTOMER_KEYS_TABLE: z.optional(z.string().check(z.minLength(1))),
   /** The token claim that names the tenant. */
   TENANT_CLAIM: z._default(z.string().check(z.minLength(1)), "tenant_id"),
   /** Each tenant's requests per minute that put something on the bus (429 beyond). */
@@ -145,6 +148,15 @@ function portsOf(
     registry: options.registry ?? defaultRegistry,
     ids: ulidSource(clock),
     clock,
+    ...(env.CUSTOMER_KEYS_TABLE
+      ? {
+          erasure: customerErasure(dynamodb, {
+            state: env.STATE_TABLE,
+            events: env.EVENTS_TABLE,
+            customerKeys: env.CUSTOMER_KEYS_TABLE,
+          }),
+        }
+      : {}),
   };
 }
 

@@ -279,6 +279,7 @@ export class AgentBusStack extends Stack {
       tables: this.tables,
       topics: [...this.topics.values()].filter((t) => ["events", "commands"].includes(t.topicName)),
       issuer,
+      customerKeys: this.customerKeys,
     });
   }
 

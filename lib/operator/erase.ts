@@ -1,18 +1,9 @@
-import { DynamoContentStore } from "../../functions/adapters/dynamodb/content";
-import { DynamoCustomerKeys } from "../../functions/adapters/dynamodb/customer-keys";
-import { DynamoDueIndex } from "../../functions/adapters/dynamodb/due";
-import { DynamoStateRewriter } from "../../functions/adapters/dynamodb/state-rewriter";
 import type { DataSubject } from "../../functions/core/personal-data/customer-keys";
-import {
-  type ErasureReport,
-  eraseCustomer,
-  erasureRecordId,
-} from "../../functions/core/personal-data/erase";
-import { CONVERSATION_AGGREGATE } from "../../functions/roles/customer-support/conversation/conversation";
-import { ROLE_MODULES } from "../../functions/roles/modules";
+import { type ErasureReport, erasureRecordId } from "../../functions/core/personal-data/erase";
+import { customerErasure } from "../../functions/handlers/customer-erasure";
 import { operatorName, recordAction } from "./audit";
 import { fromSdk } from "./from-sdk";
-import { eventStoreOf, type OpsStack } from "./stack";
+import type { OpsStack } from "./stack";
 
 /**
  * `agentbus erase --customer <id>`: a customer's personal data made unreadable everywhere it is
@@ -28,28 +19,16 @@ export async function eraseCustomerData(
   const keysTable = stack.names.tables.customerKeys;
   if (!keysTable)
     throw new Error("the stack's outputs lack CustomerKeysTableName: deploy the stack again");
-  const client = fromSdk(stack.dynamodb);
-  const index = new DynamoDueIndex({ client, stateTable: stack.names.tables.state });
-  const rewriter = new DynamoStateRewriter({ client, stateTable: stack.names.tables.state });
-  const report = await eraseCustomer(
-    {
-      keys: new DynamoCustomerKeys({ client, tableName: keysTable }),
-      store: eventStoreOf(stack),
-      states: {
-        loadStates: (refs) => index.loadStates(refs),
-        rewriteState: (state, data) => rewriter.rewriteState(state, data),
-      },
-      roles: ROLE_MODULES.map((module) => module.descriptor),
-      content: new DynamoContentStore({ client, tableName: stack.names.tables.state }),
-      conversationType: CONVERSATION_AGGREGATE,
-    },
-    subject,
-    {
-      at: new Date().toISOString(),
-      by: operatorName(),
-      ...(reason === undefined ? {} : { reason }),
-    },
-  );
+  const eraser = customerErasure(fromSdk(stack.dynamodb), {
+    state: stack.names.tables.state,
+    events: stack.names.tables.events,
+    customerKeys: keysTable,
+  });
+  const report = await eraser.erase(subject, {
+    at: new Date().toISOString(),
+    by: operatorName(),
+    ...(reason === undefined ? {} : { reason }),
+  });
   // Under the erasure's own id: a second run sends the same record, which the audit keeps once.
   const { erasure } = report;
   if (erasure)

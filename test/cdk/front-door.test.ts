@@ -61,7 +61,8 @@ describe("the front door", () => {
     const service = ROUTES.filter((r) => r.auth === "iam").map((r) =>
       r.path.replace("/v1/tenants/{tenant_id}", ""),
     );
-    expect(service).toEqual(client);
+    // ... and services alone may erase a customer.
+    expect(service).toEqual([...client, "/customers/{customer_id}/erasure"]);
   });
 
   it("throttles its stage and logs every request as JSON to a log group kept a month", () => {
@@ -92,6 +93,7 @@ describe("the front door", () => {
         TENANT_REQUESTS_PER_MINUTE: "600",
         TENANT_RUNS_IN_FLIGHT: "20",
         BUS_EVENTS: expect.anything(),
+        CUSTOMER_KEYS_TABLE: expect.anything(),
       },
     });
     const dynamodb = statementsOf(template, fn).filter((s) =>
@@ -125,7 +127,37 @@ describe("the front door", () => {
           "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["dag_run#*"] },
         },
       },
+      // Erasing a customer: the key (no KMS), the conversations' streams, the states that keep
+      // the customer's words and the agents' stored messages, by their keys' prefixes.
+      { actions: ["dynamodb:GetItem", "dynamodb:UpdateItem"], condition: undefined },
+      {
+        actions: ["dynamodb:Query"],
+        condition: {
+          "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["conversation#*"] },
+        },
+      },
+      {
+        actions: ["dynamodb:BatchGetItem", "dynamodb:UpdateItem"],
+        condition: {
+          "ForAllValues:StringLike": {
+            "dynamodb:LeadingKeys": [
+              "agent_run#*",
+              "conversation#*",
+              "conversation_view#*",
+              "delivery#*",
+              "reply#*",
+            ],
+          },
+        },
+      },
+      {
+        actions: ["dynamodb:BatchGetItem", "dynamodb:PutItem"],
+        condition: { "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["content#*"] } },
+      },
     ]);
+    expect(statementsOf(template, fn).some((s) => s.Action.some((a) => a.startsWith("kms:")))).toBe(
+      false,
+    );
     const events = statementsOf(template, fn).filter((s) =>
       s.Action.some((a) => a.startsWith("events:")),
     );

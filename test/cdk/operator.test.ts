@@ -137,6 +137,7 @@ describe("what the operator tools read", () => {
     expect([...actions].sort()).toEqual([
       "dynamodb:BatchGetItem",
       "dynamodb:GetItem",
+      "dynamodb:PutItem",
       "dynamodb:Query",
       "dynamodb:UpdateItem",
       "events:DescribeArchive",
@@ -158,6 +159,11 @@ describe("what the operator tools read", () => {
     expect(JSON.stringify(resourcesOf("dynamodb:Query"))).toContain("/index/by-hour");
     expect(resourcesOf("dynamodb:Query")).toHaveLength(1);
     expect(ids("dynamodb:GetItem")).toEqual([expect.stringMatching(/^CustomerKeysTable/)]);
+    // PutItem only of the state table's content items (an agent's stored messages, erased).
+    expect(ids("dynamodb:PutItem")).toEqual([expect.stringMatching(/^TablesState/)]);
+    expect(JSON.stringify(statements.filter((s) => s.Action === "dynamodb:PutItem"))).toContain(
+      "content#*",
+    );
     expect(ids("dynamodb:UpdateItem").sort()).toEqual([
       expect.stringMatching(/^CustomerKeysTable/),
       expect.stringMatching(/^TablesState/),

@@ -52,11 +52,14 @@ function retentions(template: Template) {
       .map((q) => q.Properties.MessageRetentionPeriod),
     queues: queues.filter((q) => !dlqs.has(q.id)).map((q) => q.Properties.MessageRetentionPeriod),
     logGroups: resources(template, "AWS::Logs::LogGroup").map((l) => l.Properties.RetentionInDays),
-    backups: resources(template, "AWS::DynamoDB::Table").map(
-      (t) =>
-        (t.Properties.PointInTimeRecoverySpecification as { RecoveryPeriodInDays?: number })
-          ?.RecoveryPeriodInDays,
-    ),
+    // Every table but the customer keys', which keeps no backup: a restore would undo erasures.
+    backups: resources(template, "AWS::DynamoDB::Table")
+      .filter((t) => !t.id.startsWith("CustomerKeysTable"))
+      .map(
+        (t) =>
+          (t.Properties.PointInTimeRecoverySpecification as { RecoveryPeriodInDays?: number })
+            ?.RecoveryPeriodInDays,
+      ),
   };
 }
 

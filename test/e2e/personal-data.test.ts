@@ -1,13 +1,22 @@
 import { ScanCommand } from "@aws-sdk/client-dynamodb";
 import { ReceiveMessageCommand } from "@aws-sdk/client-sqs";
 import { unmarshall } from "@aws-sdk/util-dynamodb";
+import { SignatureV4 } from "@smithy/signature-v4";
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Sha256 } from "../../functions/adapters/aws/lean-client";
 import { HUMAN_REVIEW_MARKER } from "../../functions/adapters/local-model";
+import { erasureRecordId } from "../../functions/core/personal-data/erase";
 import { ERASED } from "../../functions/core/personal-data/erased";
 import { RETENTION, type RetentionPlaceName } from "../../functions/core/retention";
-import { customerMessage, loadConversation } from "../../lib/dev/local/scenario/customer-support";
+import { LOCAL_SERVICE_CREDENTIALS } from "../../lib/dev/local/front-door";
+import {
+  customerMessage,
+  loadConversation,
+  waitUntil,
+} from "../../lib/dev/local/scenario/customer-support";
 import { opsActions } from "../../lib/operator/actions";
+import { tenantConversationId } from "../../schemas/ids";
 import { localCli } from "../support/cli";
 import { captureOutput, type LogCapture } from "../support/log-capture";
 import { localSupportStack, TIMEOUT } from "./support-stack";
@@ -160,7 +169,93 @@ describe("a customer's words on the local stack, and their erasure", () => {
     },
     TIMEOUT * 4,
   );
+
+  it(
+    "a service erases its tenant's customer over HTTP: the words read [erased], the erasure is recorded once",
+    async () => {
+      const door = local.env.frontDoor;
+      if (!door) throw new Error("the local stack serves no front door");
+      const base = door.url.replace(/\/v1$/, "");
+      const conversation = `conv_${ulid()}`;
+      const customer = "cust_httpmarker";
+      const sent = await signedFetch(
+        base,
+        "POST",
+        `/v1/tenants/acme/conversations/${conversation}/messages`,
+        JSON.stringify({ text: `Where is order 123? ${MARKER}`, customer_id: customer }),
+      );
+      expect(sent.status, JSON.stringify(sent.body)).toBe(202);
+      await local.delivered(tenantConversationId("acme", conversation), sent.body.task_id);
+      expect(await inTables()).not.toEqual([]);
+
+      const path = `/v1/tenants/acme/customers/${customer}/erasure`;
+      const erased = await signedFetch(base, "POST", path, JSON.stringify({ reason: "ticket 9" }));
+      expect(erased.status, JSON.stringify(erased.body)).toBe(200);
+      expect(erased.body).toMatchObject({
+        tenant_id: "acme",
+        customer_id: customer,
+        outcome: "erased",
+      });
+      const again = await signedFetch(base, "POST", path);
+      expect(again.body).toMatchObject({ outcome: "already_erased", overwritten: 0 });
+      const elsewhere = await signedFetch(
+        base,
+        "POST",
+        `/v1/tenants/globex/customers/${customer}/erasure`,
+      );
+      expect(elsewhere.status).toBe(404);
+
+      await local.env.runtime.idle();
+      expect(await inTables()).toEqual([]);
+      const read = await signedFetch(base, "GET", `/v1/tenants/acme/conversations/${conversation}`);
+      expect(read.status).toBe(200);
+      expect(JSON.stringify(read.body)).toContain(ERASED);
+      // Both requests sent the same record (its id is the erasure's): the audit keeps it once.
+      const recordId = erasureRecordId(
+        { tenant: "acme", customer },
+        { at: erased.body.erased_at, by: erased.body.erased_by },
+      );
+      const row = await waitUntil("the erasure's audit record", () =>
+        local.inboxRow("audit", recordId),
+      );
+      expect(row?.envelope?.payload).toMatchObject({
+        action: "customer.erase",
+        target: `customer/acme/${customer}`,
+        reason: "ticket 9",
+      });
+    },
+    TIMEOUT * 2,
+  );
 });
+
+/** A request signed as a service signs it (SigV4, the local stack's service credentials). */
+async function signedFetch(base: string, method: string, path: string, body?: string) {
+  const signer = new SignatureV4({
+    service: "execute-api",
+    region: "us-east-1",
+    sha256: Sha256,
+    credentials: LOCAL_SERVICE_CREDENTIALS,
+  });
+  const url = new URL(`${base}${path}`);
+  const headers: Record<string, string> = { host: url.host };
+  if (body !== undefined) headers["content-type"] = "application/json";
+  const signed = await signer.sign({
+    method,
+    protocol: "http:",
+    hostname: url.hostname,
+    port: Number(url.port),
+    path,
+    headers,
+    ...(body === undefined ? {} : { body }),
+  });
+  const response = await fetch(url, {
+    method,
+    headers: signed.headers,
+    ...(body === undefined ? {} : { body }),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : undefined };
+}
 
 /** The place of RETENTION a state table item holding personal data is. */
 function placeOf(found: string): string {

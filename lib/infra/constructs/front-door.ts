@@ -22,8 +22,11 @@ import { Construct } from "constructs";
 import { EventIndex } from "../../../functions/adapters/dynamodb/tables";
 import { ROUTES, SERVICE_PREFIX } from "../../../functions/front-door/api";
 import { DEFAULT_RUNS_IN_FLIGHT } from "../../../functions/front-door/runs-in-flight";
+import { CONVERSATION_AGGREGATE } from "../../../functions/roles/customer-support/conversation/conversation";
+import { erasedStateTypes } from "../../../functions/roles/personal-state";
 import { TENANT_ID_PATTERN } from "../../../schemas/ids";
 import { logRetentionAt } from "../retention";
+import { CUSTOMER_KEYS_ENV, type CustomerKeys } from "./customer-keys";
 import { AgentBusFunction } from "./function";
 import type { AgentBusTables } from "./tables";
 import type { Topic } from "./topic";
@@ -44,6 +47,8 @@ export interface FrontDoorProps {
   /** The buses accepted messages go to (events; commands when there is one). */
   readonly topics: readonly Topic[];
   readonly issuer: FrontDoorIssuer;
+  /** The customers' data keys: with them, services may erase customers (the erasure route). */
+  readonly customerKeys?: CustomerKeys;
   /** Each tenant's requests per minute that put something on the bus (429 beyond). @default 600 */
   readonly tenantRequestsPerMinute?: number;
   /** Each tenant's workflow runs in flight started through the front door (429 beyond). @default 20 */
@@ -127,6 +132,7 @@ export class FrontDoor extends Construct {
       environment,
     });
     this.grantState(props.tables);
+    if (props.customerKeys) this.grantErasure(props.customerKeys, props.tables);
     for (const topic of props.topics) topic.grantPutEvents(this.function);
 
     this.api = new HttpApi(this, "Api", {
@@ -247,6 +253,44 @@ export class FrontDoor extends Construct {
   /** The front door's base URL (`https://<api>.execute-api.<region>.amazonaws.com/v1`). */
   get url(): string {
     return `${this.api.apiEndpoint}/v1`;
+  }
+
+  /**
+   * What erasing a customer takes (functions/handlers/customer-erasure.ts): the customer's key
+   * (GetItem, UpdateItem on the customer-keys table, no KMS: erasing never unwraps), the
+   * conversations' streams (Query of `conversation#` keys of the events table), and the states
+   * and stored texts that keep the customer's words (BatchGetItem and UpdateItem of the erased
+   * state types' keys, PutItem of `content#` ones): functions/roles/personal-state.ts.
+   */
+  private grantErasure(keys: CustomerKeys, tables: AgentBusTables): void {
+    this.function.addEnvironment(CUSTOMER_KEYS_ENV.table, keys.table.tableName);
+    for (const statement of keys.operatorStatements("erase"))
+      this.function.addToRolePolicy(statement);
+    const leading = (prefixes: readonly string[]) => ({
+      "ForAllValues:StringLike": { "dynamodb:LeadingKeys": prefixes.map((p) => `${p}#*`) },
+    });
+    const states = erasedStateTypes();
+    this.function.addToRolePolicy(
+      new PolicyStatement({
+        actions: ["dynamodb:Query"],
+        resources: [tables.events.tableArn],
+        conditions: leading([CONVERSATION_AGGREGATE]),
+      }),
+    );
+    this.function.addToRolePolicy(
+      new PolicyStatement({
+        actions: ["dynamodb:BatchGetItem", "dynamodb:UpdateItem"],
+        resources: [tables.state.tableArn],
+        conditions: leading(states),
+      }),
+    );
+    this.function.addToRolePolicy(
+      new PolicyStatement({
+        actions: ["dynamodb:BatchGetItem", "dynamodb:PutItem"],
+        resources: [tables.state.tableArn],
+        conditions: leading(["content"]),
+      }),
+    );
   }
 
   private grantState(tables: AgentBusTables): void {

@@ -107,7 +107,8 @@ export class OperatorReadAccess extends Construct {
  * decisions on what waits for a person (held replies, unknown send outcomes) put on the commands
  * bus; erasure (`agentbus erase`, lib/operator/erase.ts): the customer's key removed from the
  * customer-keys table, and the plain copies in state items overwritten (UpdateItem on the state
- * table; it finds them with the reads of the read policy).
+ * table, PutItem on its content items: the agents' stored messages; it finds them with the reads
+ * of the read policy).
  */
 function repairPolicy(
   scope: Construct,
@@ -153,6 +154,12 @@ function repairPolicy(
             new PolicyStatement({
               actions: ["dynamodb:UpdateItem"],
               resources: [props.tables.state.tableArn],
+            }),
+            // The agents' stored messages (content items) are written again, erased.
+            new PolicyStatement({
+              actions: ["dynamodb:PutItem"],
+              resources: [props.tables.state.tableArn],
+              conditions: { "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["content#*"] } },
             }),
           ]
         : []),
