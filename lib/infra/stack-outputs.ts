@@ -121,20 +121,13 @@ function otherOutputs(stack: OutputSources, output: OutputFn): void {
     Events: stack.tables.events,
     Inbox: stack.tables.inbox,
     SideEffects: stack.tables.sideEffects,
+    // The customers' wrapped data keys (agentbus erase deletes from it).
+    CustomerKeys: stack.customerKeys.table,
   };
   for (const [name, table] of Object.entries(tables)) {
     output(`${name}TableName`, table.tableName, `DynamoDB table ${name}`);
   }
-  output(
-    "CustomerKeysTableName",
-    stack.customerKeys.table.tableName,
-    "DynamoDB table of the customers' wrapped data keys (agentbus erase deletes from it)",
-  );
-  output(
-    "CustomerKeysKeyArn",
-    stack.customerKeys.key.keyArn,
-    "KMS key that wraps the customers' data keys",
-  );
+  output("CustomerKeysKeyArn", stack.customerKeys.key.keyArn, "KMS key wrapping customers' keys");
   if (stack.frontDoor) {
     output("FrontDoorUrl", stack.frontDoor.url, "the HTTP API's base URL (clients send a JWT)");
     // A function URL ends with "/".
@@ -144,18 +137,22 @@ function otherOutputs(stack: OutputSources, output: OutputFn): void {
       "the streams' base URL (server-sent events; clients send a JWT)",
     );
   }
-  if (stack.support) {
-    output("OrdersTableName", stack.support.orders.tableName, "DynamoDB table Orders");
-    if (stack.support.payments)
-      output(
-        "PaymentsTableName",
-        stack.support.payments.tableName,
-        "DynamoDB table of the payment stand-in (refunds by idempotency key)",
-      );
+  supportOutputs(stack, output);
+}
+
+/** The support conversation's orders, payment stand-in and replies topic. */
+function supportOutputs(stack: OutputSources, output: OutputFn): void {
+  if (!stack.support) return;
+  output("OrdersTableName", stack.support.orders.tableName, "DynamoDB table Orders");
+  if (stack.support.payments)
     output(
-      "RepliesTopicArn",
-      stack.support.replies.topicArn,
-      "SNS FIFO topic the sender delivers replies to",
+      "PaymentsTableName",
+      stack.support.payments.tableName,
+      "DynamoDB table of the payment stand-in (refunds by idempotency key)",
     );
-  }
+  output(
+    "RepliesTopicArn",
+    stack.support.replies.topicArn,
+    "SNS FIFO topic the sender delivers replies to",
+  );
 }
