@@ -100,6 +100,8 @@ export const ErasureResponse = z.object({
   conversations: z.int(),
   /** State items and stored texts overwritten by this request. */
   overwritten: z.int(),
+  /** Where copies stay until their retention runs out (default days): erasure cannot reach them. */
+  unreachable: z.array(z.object({ where: z.string(), days: z.int() })),
 });
 
 /** Every error (RFC 9457 problem details). */

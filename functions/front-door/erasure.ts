@@ -2,13 +2,14 @@ import type { Envelope, EventRegistry } from "../../schemas";
 import type { DataSubject, ErasureRecord } from "../core/personal-data/customer-keys";
 import { type ErasureReport, erasureRecordId } from "../core/personal-data/erase";
 import type { Clock, EventPublisher } from "../core/ports";
+import { unreachableByErasure } from "../core/retention";
 import { fail, type HttpResponse, json } from "./http";
 
 /**
  * `POST /v1/tenants/{tenant_id}/customers/{customer_id}/erasure`: a service (signed with AWS
  * credentials, for the tenant its path names) erases a customer, as `agentbus erase` does
- * (functions/core/personal-data/erase.ts). 200 with what was done, also when the customer was
- * erased already (nothing changes then); 404 when nothing of the customer is recorded. The
+ * (functions/core/personal-data/erase.ts). 200 with what was done and what erasure cannot reach
+ * (with the days it keeps it), also when the customer was erased already (nothing changes then); 404 when nothing of the customer is recorded. The
  * erasure is recorded on the events bus as `operator.action.recorded` (`customer.erase`, the
  * signing principal as who asked), where the audit group keeps it.
  */
@@ -50,6 +51,7 @@ export async function eraseForService(
     ...(report.erasure ? { erased_at: report.erasure.at, erased_by: report.erasure.by } : {}),
     conversations: report.conversations,
     overwritten: report.overwritten,
+    unreachable: unreachableByErasure().map(({ where, days }) => ({ where, days })),
   });
 }
 

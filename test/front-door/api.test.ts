@@ -690,6 +690,9 @@ describe("a service erases a customer (POST /v1/tenants/{tenant_id}/customers/{c
       erased_by: PRIVACY,
       conversations: 2,
     });
+    expect(bodyOf(first).unreachable).toEqual(
+      expect.arrayContaining([{ where: "each bus's archive", days: 30 }]),
+    );
     const again = await send(erase("acme", "cust_42"));
     expect(bodyOf(again)).toMatchObject({ outcome: "already_erased", erased_by: PRIVACY });
     expect(erasures[0]).toMatchObject({
