@@ -76,7 +76,11 @@ export class Vault {
 
   /** A commit with the personal fields of what it appends and of a message it keeps sealed. */
   async sealCommit(request: CommitRequest): Promise<CommitRequest> {
-    const append = request.append && (await Promise.all(request.append.map((e) => this.seal(e))));
+    // One after another: the first of a conversation's events finds its owner and key, the
+    // others find them cached.
+    const sealed: Envelope[] = [];
+    for (const event of request.append ?? []) sealed.push(await this.seal(event));
+    const append = request.append && sealed;
     const kept = request.inbox?.envelope && (await this.seal(request.inbox.envelope));
     return {
       ...request,
@@ -150,40 +154,38 @@ export class Vault {
   }
 
   /**
-   * The key to seal with: the customer's current one; a new one when the one this container knew
-   * was erased meanwhile (the customer wrote again after the erasure).
+   * The key to seal with: the customer's current one, from the cache or with one read of its
+   * record (a new one when it has none: never made, or erased since this container cached it).
    */
   private async sealingKey(subject: DataSubject): Promise<{ keyId: string; key: Uint8Array }> {
-    for (let attempt = 0; attempt < 2; attempt++) {
-      const keyId = await this.currentKeyId(subject);
-      const key = await this.plainKey(subject, keyId);
-      if (key) return { keyId, key };
-      this.currentKeys.delete(subjectKey(subject));
-    }
-    throw new Error(
-      `the data key of ${subject.tenant}/${subject.customer} was erased while it was made`,
-    );
+    const name = subjectKey(subject);
+    const cachedId = this.fresh(this.currentKeys, name);
+    const cached = cachedId ? this.fresh(this.plainKeys, `${name}#${cachedId}`) : undefined;
+    if (cachedId && cached) return { keyId: cachedId, key: cached };
+    const record = await this.options.keys.customer(subject);
+    const current = record?.key
+      ? {
+          keyId: record.key.keyId,
+          key: await this.options.wrapping.unwrap(record.key.wrapped, subject),
+        }
+      : await this.makeKey(subject);
+    this.cache(this.currentKeys, name, current.keyId);
+    this.cache(this.plainKeys, `${name}#${current.keyId}`, current.key);
+    return current;
   }
 
-  /** The customer's current key id, made (and its key wrapped and stored) when it has none. */
-  private async currentKeyId(subject: DataSubject): Promise<string> {
-    const cached = this.fresh(this.currentKeys, subjectKey(subject));
-    if (cached) return cached;
-    const record = await this.options.keys.customer(subject);
-    let key = record?.key;
-    if (!key) {
-      const made = await this.options.wrapping.newKey(subject);
-      const keyId = randomBytes(8).toString("hex");
-      key = await this.options.keys.createKey(
-        subject,
-        { keyId, wrapped: made.wrapped },
-        this.now(),
-      );
-      if (key.keyId === keyId)
-        this.cache(this.plainKeys, `${subjectKey(subject)}#${keyId}`, made.plain);
-    }
-    this.cache(this.currentKeys, subjectKey(subject), key.keyId);
-    return key.keyId;
+  /** A new key for the customer, or the one another container made first. */
+  private async makeKey(subject: DataSubject): Promise<{ keyId: string; key: Uint8Array }> {
+    const made = await this.options.wrapping.newKey(subject);
+    const keyId = randomBytes(8).toString("hex");
+    const kept = await this.options.keys.createKey(
+      subject,
+      { keyId, wrapped: made.wrapped },
+      this.now(),
+    );
+    return kept.keyId === keyId
+      ? { keyId, key: made.plain }
+      : { keyId: kept.keyId, key: await this.options.wrapping.unwrap(kept.wrapped, subject) };
   }
 
   /** The plain key `keyId` of the customer; null once it is erased. */
