@@ -101,12 +101,14 @@ describe("faults at the lean client's HTTP seam", () => {
       of("AmazonSQS.SendMessageBatch"),
       of("AWSEvents.PutEvents"),
       of(undefined, "Action=Publish&Version=2010-03-31"),
+      of("TrentService.GenerateDataKey"),
       of("BedrockRuntime.Converse"),
     ]).toEqual([
       { service: "dynamodb", operation: "TransactWriteItems" },
       { service: "sqs", operation: "SendMessageBatch" },
       { service: "eventbridge", operation: "PutEvents" },
       { service: "sns", operation: "Publish" },
+      { service: "kms", operation: "GenerateDataKey" },
       undefined,
     ]);
   });
@@ -133,6 +135,25 @@ describe("faults at the lean client's HTTP seam", () => {
     );
     expect(sqs?.name).toBe("RequestThrottled");
     expect(isThrottlingError(sqs as never)).toBe(true);
+    // KMS (the customers' data keys): its generic ThrottlingException, then a 5xx of its own.
+    const dataKey = {
+      service: "kms" as const,
+      operation: "GenerateDataKey",
+      input: { KeyId: "alias/none", KeySpec: "AES_256" },
+    };
+    const kms = await outcome(() => clientWith(draws("throttle").plan).send(dataKey));
+    expect([kms?.name, kms?.$metadata?.attempts, isThrottlingError(kms as never)]).toEqual([
+      "ThrottlingException",
+      3,
+      true,
+    ]);
+    const kmsFault = await outcome(() => clientWith(draws("server-error").plan).send(dataKey));
+    // Retried as a 5xx (its status), as the SDK retries it.
+    expect([
+      kmsFault?.name,
+      kmsFault?.$metadata?.httpStatusCode,
+      kmsFault?.$metadata?.attempts,
+    ]).toEqual(["KMSInternalException", 500, 3]);
   });
 
   it("a throttled transaction: cancelled with a ThrottlingError reason, which the client retries", async () => {

@@ -59,6 +59,7 @@ const TARGETS: Readonly<Record<string, Service>> = {
   DynamoDB_20120810: "dynamodb",
   AmazonSQS: "sqs",
   AWSEvents: "eventbridge",
+  TrentService: "kms",
 };
 
 /** The service and operation a request calls (JSON protocols by target, SNS by its Action). */
@@ -110,6 +111,8 @@ function throttledAnswer(service: Service, operation: string, body: string): Err
       return { status: 400, type: "ThrottlingException", message };
     case "sns":
       return { status: 400, type: "Throttled", message };
+    case "kms":
+      return { status: 400, type: "ThrottlingException", message };
   }
 }
 
@@ -125,6 +128,8 @@ function serverFaultAnswer(service: Service, operation: string): ErrorAnswer {
       return { status: 500, type: "InternalException", message };
     case "sns":
       return { status: 500, type: "InternalError", message };
+    case "kms":
+      return { status: 500, type: "KMSInternalException", message };
   }
 }
 

@@ -105,6 +105,7 @@ export class FaultInjector implements FaultInjection, FaultDraws {
     injectFaults(clients.sqs, "sqs", this);
     injectFaults(clients.eventbridge, "eventbridge", this);
     if (clients.sns) injectFaults(clients.sns, "sns", this);
+    if (clients.kms) injectFaults(clients.kms, "kms", this);
   }
 
   /** The lean client's faults, at its HTTP seam (./http-faults.ts). */

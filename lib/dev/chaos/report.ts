@@ -2,7 +2,7 @@ import { FAULT_KINDS } from "../faults/kinds";
 import { replayCommand } from "../faults/schedule";
 import type { StackScheduleResult } from "./schedule";
 
-const WHERE = ["dynamodb", "sqs", "eventbridge", "sns", "channel"] as const;
+const WHERE = ["dynamodb", "sqs", "eventbridge", "sns", "kms", "channel"] as const;
 
 /**
  * The summary of a full-stack chaos run: how many of each fault were injected, and where (the

@@ -9,6 +9,7 @@ import {
   InternalException,
   ThrottlingException,
 } from "@aws-sdk/client-eventbridge";
+import { KMSInternalException, KMSServiceException } from "@aws-sdk/client-kms";
 import {
   InternalErrorException,
   SNSServiceException,
@@ -21,7 +22,7 @@ import { RequestThrottled, SQSServiceException } from "@aws-sdk/client-sqs";
  * exception classes so that the code's classification of them (throttled, server fault, unknown
  * outcome) is what is exercised.
  */
-export type Service = "dynamodb" | "sqs" | "eventbridge" | "sns";
+export type Service = "dynamodb" | "sqs" | "eventbridge" | "sns" | "kms";
 
 const meta = (httpStatusCode: number) => ({ httpStatusCode, attempts: 1, totalRetryDelay: 0 });
 
@@ -40,6 +41,14 @@ export function throttled(service: Service, operation: string, input: unknown): 
       return new ThrottlingException({ message, $metadata: meta(400) });
     case "sns":
       return new ThrottledException({ message, $metadata: meta(400) });
+    case "kms":
+      // KMS throttles with the generic ThrottlingException, which its model does not declare.
+      return new KMSServiceException({
+        name: "ThrottlingException",
+        $fault: "client",
+        message,
+        $metadata: meta(400),
+      });
   }
 }
 
@@ -74,6 +83,8 @@ export function serverFault(service: Service, operation: string): Error {
       return new InternalException({ message, $metadata: meta(500) });
     case "sns":
       return new InternalErrorException({ message, $metadata: meta(500) });
+    case "kms":
+      return new KMSInternalException({ message, $metadata: meta(500) });
   }
 }
 
@@ -100,4 +111,5 @@ export const SERVICE_EXCEPTIONS = {
   sqs: SQSServiceException,
   eventbridge: EventBridgeServiceException,
   sns: SNSServiceException,
+  kms: KMSServiceException,
 } as const;
