@@ -55,7 +55,7 @@ const outcome = (work: () => Promise<unknown>) =>
     (error: unknown) =>
       error as Error & {
         code?: string;
-        $metadata?: { attempts?: number };
+        $metadata?: { attempts?: number; httpStatusCode?: number };
         CancellationReasons?: { Code: string }[];
       },
   );

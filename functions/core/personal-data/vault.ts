@@ -89,9 +89,14 @@ export class Vault {
     };
   }
 
-  /** Envelopes with their sealed fields opened (./open). */
-  openAll(envelopes: readonly Envelope[]): Promise<Envelope[]> {
-    return Promise.all(envelopes.map((e) => this.open(e)));
+  /**
+   * Envelopes with their sealed fields opened, one after another: a batch of one customer's
+   * events reads their key once.
+   */
+  async openAll(envelopes: readonly Envelope[]): Promise<Envelope[]> {
+    const opened: Envelope[] = [];
+    for (const envelope of envelopes) opened.push(await this.open(envelope));
+    return opened;
   }
 
   /** An outcome record with the message it keeps opened. */
@@ -110,13 +115,6 @@ export class Vault {
         opened[field] = await this.openText(value);
       }
     return opened ? { ...envelope, payload: opened } : envelope;
-  }
-
-  /** Forget the cached key of a customer (the erasing process, which knows it is gone). */
-  forget(subject: DataSubject): void {
-    this.currentKeys.delete(subjectKey(subject));
-    for (const name of this.plainKeys.keys())
-      if (name.startsWith(`${subjectKey(subject)}#`)) this.plainKeys.delete(name);
   }
 
   private personalFieldsOf(envelope: Envelope): string[] {
