@@ -2,6 +2,7 @@ import { availableParallelism, loadavg } from "node:os";
 import { type MotoServer, motoAvailable, startMoto } from "../lib/dev/local/moto";
 import { silenceNodeVersionWarning } from "../lib/operator/warnings";
 import { type BundlesResult, bundlesSummary, runBundlesSection } from "./bench/bundles";
+import { type CostResult, costSummary, runCostSection, stopCostSection } from "./bench/cost";
 import { type DynamoResult, type Measured, runDynamoSection } from "./bench/dynamo";
 import {
   type LocalResult,
@@ -25,9 +26,13 @@ import { runThroughputSection, type ThroughputResult } from "./bench/throughput"
  *    and vs leaving the SDK to the runtime.
  * 5. DynamoDB calls and capacity units per delivery of every consumer group while the local stack
  *    plays the reference scenario, beside the commit minimum and the Powertools baseline.
+ * 6. What each reference flow (a support turn, a content run, a refund review) costs in dollars
+ *    on AWS, metered end to end on the local stack, beside Step Functions, Lambda durable
+ *    functions and Temporal Cloud, per million flows and per consumed event at 1× to 1,000×.
  * `npm run bench -- memory` runs section 1 alone, `npm run bench -- local` section 3,
  * `npm run bench -- tenants` only section 3's tenants measurement (with and without tenant lanes),
- * `npm run bench -- bundles` section 4, `npm run bench -- roles` sections 2 and 5.
+ * `npm run bench -- bundles` section 4, `npm run bench -- roles` sections 2 and 5,
+ * `npm run bench -- cost` section 6.
  * No figure is hard-coded and nothing asserts speed; the run fails only when something breaks.
  */
 
@@ -51,6 +56,7 @@ async function stopMoto(): Promise<void> {
   if (server) await server.stop();
   await stopLocalSection();
   await stopRolesSection();
+  await stopCostSection();
 }
 
 for (const [signal, code] of [
@@ -68,7 +74,7 @@ async function main(): Promise<void> {
   out(
     `AgentBus benchmark — Node ${process.version}, ${process.platform}/${process.arch}, ${availableParallelism()} CPUs, load average ${fmt(load, 1)} at start${load > availableParallelism() ? " (a busy machine: expect wide spreads)" : ""}`,
   );
-  const only = (["memory", "local", "tenants", "bundles", "roles"] as const).find((s) =>
+  const only = (["memory", "local", "tenants", "bundles", "roles", "cost"] as const).find((s) =>
     process.argv.slice(2).includes(s),
   );
   // Fail before the long in-memory section when sections 2 and 3 cannot run.
@@ -87,7 +93,9 @@ async function main(): Promise<void> {
             ? tenantsSummary(await runTenants())
             : only === "roles"
               ? rolesSummary(await runRoles(await runDynamo()))
-              : bundlesSummary(await runBundles());
+              : only === "cost"
+                ? costSummary(await runCost())
+                : bundlesSummary(await runBundles());
     heading("Summary");
     out(line);
     out();
@@ -100,6 +108,7 @@ async function main(): Promise<void> {
   const local = await runLocal();
   const bundles = await runBundles();
   const roles = await runRoles(dynamo);
+  const cost = await runCost();
 
   heading("Summary");
   out(memorySummary(throughput));
@@ -107,6 +116,7 @@ async function main(): Promise<void> {
   out(localSummary(local));
   out(bundlesSummary(bundles));
   out(rolesSummary(roles));
+  out(costSummary(cost));
   out();
   out(`done in ${fmt((performance.now() - started) / 1000, 1)} s`);
 }
@@ -183,6 +193,14 @@ async function runRoles(dynamo: DynamoResult): Promise<RolesResult> {
   const roles = await runRolesSection(out, dynamo);
   out(`section 5 took ${fmt((performance.now() - mark) / 1000, 1)} s (moto start included)`);
   return roles;
+}
+
+async function runCost(): Promise<CostResult> {
+  heading("6. Dollars per flow on AWS, beside Step Functions, durable functions and Temporal");
+  const mark = performance.now();
+  const cost = await runCostSection(out);
+  out(`section 6 took ${fmt((performance.now() - mark) / 1000, 1)} s (moto start included)`);
+  return cost;
 }
 
 function localSummary(local: LocalResult): string {

@@ -5,6 +5,7 @@ import type { RuntimeEvent } from "../../lib/dev/local/runtime";
 import { runScenario } from "../../lib/dev/local/scenario";
 import { indexCatalog } from "../../lib/dev/metering/index-writes";
 import { type MeterSnapshot, meter } from "../../lib/dev/metering/metering";
+import { dollarsFor, PRICE_REGION, PRICES, PRICES_AS_OF } from "../../lib/dev/metering/prices";
 import { printCeilings, type ScenarioCounts } from "./ceilings";
 import type { DynamoResult, Measured } from "./dynamo";
 import { fmt, fmtInt, renderTable } from "./stats";
@@ -48,14 +49,11 @@ interface GroupTally {
 type Out = (line?: string) => void;
 
 /**
- * DynamoDB on-demand prices in us-east-1, US$ per million request units (since November 2024):
- * what a delivery's units cost, the same at any load because on-demand bills per request.
+ * US$ per million deliveries for these write and read units per delivery, at DynamoDB's on-demand
+ * prices (lib/dev/metering/prices.ts): the same at any load because on-demand bills per request.
  */
-const PRICE_PER_MILLION = { write: 0.625, read: 0.125 } as const;
-
-/** US$ per million deliveries for these write and read units per delivery. */
 const dollarsPerMillion = (writeUnits: number, readUnits: number) =>
-  writeUnits * PRICE_PER_MILLION.write + readUnits * PRICE_PER_MILLION.read;
+  dollarsFor(PRICES.dynamoWrite, writeUnits * 1e6) + dollarsFor(PRICES.dynamoRead, readUnits * 1e6);
 
 let running: LocalEnvironment | undefined;
 
@@ -270,7 +268,7 @@ function printRoles(out: Out, roles: readonly RoleCost[]): void {
   for (const line of lines) out(line);
   out();
   out(
-    `Per delivery (a message the group's queue handed out, failures included). steps: events the deliveries applied, discarded, rejected or found duplicate, gap repairs included. WU: the tables' write units and their indexes' (idx: the part of WU that is index entries: each stored event enters the events table's by-correlation, by-task and by-hour indexes, each inbox row the inbox table's by-correlation and by-task, each summarized state the operator's lists; 1 WU per KB of an entry, not doubled in a transaction). min: the least a commit can cost for the same steps with items up to 1 KB: one write of one item (1 WU) when a step emits nothing, one transaction of 1 + N items (2 WU each) when it emits N, no index entries, one strongly consistent read per delivery and per gap repair, a duplicate no write. base: section 2's Powertools baseline per event (sequenced, unsequenced, duplicate, plus its measured cost per emitted event) applied to the same steps. Calls and units the groups make besides their commits (the sender's side-effect keys, an agent's lookups) are in the metered figures, not in min or base. $/M ev: US$ per million deliveries for these DynamoDB units at on-demand prices in us-east-1 ($${PRICE_PER_MILLION.write} per million write units, $${PRICE_PER_MILLION.read} per million read units); on-demand bills per request, so the cost per delivery is the same at 10×, 100× and 1,000× this load, up to the ceilings in lib/infra/README.md's Scale and limits.`,
+    `Per delivery (a message the group's queue handed out, failures included). steps: events the deliveries applied, discarded, rejected or found duplicate, gap repairs included. WU: the tables' write units and their indexes' (idx: the part of WU that is index entries: each stored event enters the events table's by-correlation, by-task and by-hour indexes, each inbox row the inbox table's by-correlation and by-task, each summarized state the operator's lists; 1 WU per KB of an entry, not doubled in a transaction). min: the least a commit can cost for the same steps with items up to 1 KB: one write of one item (1 WU) when a step emits nothing, one transaction of 1 + N items (2 WU each) when it emits N, no index entries, one strongly consistent read per delivery and per gap repair, a duplicate no write. base: section 2's Powertools baseline per event (sequenced, unsequenced, duplicate, plus its measured cost per emitted event) applied to the same steps. Calls and units the groups make besides their commits (the sender's side-effect keys, an agent's lookups) are in the metered figures, not in min or base. $/M ev: US$ per million deliveries for these DynamoDB units at on-demand prices in ${PRICE_REGION} ($${PRICES.dynamoWrite.dollars} per million write units, $${PRICES.dynamoRead.dollars} per million read units, ${PRICES_AS_OF}; section 6 prices every other service); on-demand bills per request, so the cost per delivery is the same at 10×, 100× and 1,000× this load, up to the ceilings in lib/infra/README.md's Scale and limits.`,
   );
 }
 

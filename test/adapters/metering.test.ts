@@ -58,7 +58,7 @@ describe("meter", () => {
         Item: { pk: { S: "big-item#1" }, blob: { S: "x".repeat(3000) } },
       }),
     );
-    expect(m.snapshot()).toEqual({
+    expect(m.snapshot()).toMatchObject({
       calls: { PutItem: 1 },
       writeUnits: 3,
       readUnits: 0,
@@ -96,7 +96,15 @@ describe("meter", () => {
 
     expect(m.snapshot().calls).toEqual({ PutItem: 2, TransactWriteItems: 1, GetItem: 2 });
     m.reset();
-    expect(m.snapshot()).toEqual({ calls: {}, writeUnits: 0, readUnits: 0, indexWriteUnits: 0 });
+    expect(m.snapshot()).toEqual({
+      calls: {},
+      writeUnits: 0,
+      readUnits: 0,
+      indexWriteUnits: 0,
+      billed: {},
+      emptyReceives: 0,
+      queues: {},
+    });
     client.destroy();
   });
 
@@ -108,7 +116,7 @@ describe("meter", () => {
     await documents.send(
       new PutCommand({ TableName: tables.state, Item: { pk: "doc#1", blob: "y".repeat(2500) } }),
     );
-    expect(m.snapshot()).toEqual({
+    expect(m.snapshot()).toMatchObject({
       calls: { PutItem: 1 },
       writeUnits: 3,
       readUnits: 0,
@@ -193,6 +201,9 @@ describe("meter", () => {
       writeUnits: 0,
       readUnits: 0,
       indexWriteUnits: 0,
+      billed: { CreateQueue: 1, SendMessage: 2 },
+      emptyReceives: 0,
+      queues: { [QueueUrl ?? ""]: { requests: 2, emptyReceives: 0, sent: 2, firstReceived: 0 } },
     });
     sqs.destroy();
   });
@@ -212,10 +223,11 @@ describe("meter", () => {
       }),
       inMeterScope("sender", () => send("c")),
     ]);
-    expect(m.byScope()).toEqual({
+    expect(m.byScope()).toMatchObject({
       router: { calls: { SendMessage: 2 }, writeUnits: 0, readUnits: 0, indexWriteUnits: 0 },
       sender: { calls: { SendMessage: 1 }, writeUnits: 0, readUnits: 0, indexWriteUnits: 0 },
     });
+    expect(m.byScope().router?.queues[QueueUrl ?? ""]?.sent).toBe(2);
     expect(m.snapshot().calls).toEqual({ CreateQueue: 1, SendMessage: 3 });
     m.reset();
     expect(m.byScope()).toEqual({});

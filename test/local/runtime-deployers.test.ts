@@ -54,7 +54,12 @@ describe("function deployer", () => {
     const fn = input(
       "Consumer",
       "AWS::Lambda::Function",
-      { Environment: { Variables: { STATE_TABLE: "state", BATCH: 10 } }, Timeout: 30 },
+      {
+        Environment: { Variables: { STATE_TABLE: "state", BATCH: 10 } },
+        Timeout: 30,
+        MemorySize: 512,
+        Architectures: ["arm64"],
+      },
       {
         "agentbus:entry": "functions/handlers/consumer.ts",
         "agentbus:kind": "consumer",
@@ -71,6 +76,8 @@ describe("function deployer", () => {
       awsClient: "sdk",
       environment: { STATE_TABLE: "state", BATCH: "10" },
       timeoutSeconds: 30,
+      memoryMb: 512,
+      architecture: "arm64",
     });
   });
 
@@ -88,6 +95,8 @@ describe("function deployer", () => {
       awsClient: "lean",
       environment: {},
       timeoutSeconds: 3,
+      memoryMb: 128,
+      architecture: "x86_64",
     });
     expect(() => functionOf(input("G", "AWS::Lambda::Function", {}), placement)).toThrow(
       /function G has no agentbus:entry metadata/,

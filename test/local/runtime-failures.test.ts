@@ -51,6 +51,8 @@ describe("the local runtime after a failed call", () => {
     kind: "relay",
     environment: {},
     timeoutSeconds: 30,
+    memoryMb: 256,
+    architecture: "arm64",
   };
   const deployment = (
     mapping: Omit<LocalMapping, "logicalId" | "functionLogicalId">,

@@ -22,6 +22,8 @@ const fn: LocalFunction = {
   group: "worker",
   environment: {},
   timeoutSeconds: 30,
+  memoryMb: 256,
+  architecture: "arm64",
 };
 
 describe("SQS mapping: partial batch response", () => {

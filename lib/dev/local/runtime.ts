@@ -1,4 +1,5 @@
 import { DynamoDBStreamsClient } from "@aws-sdk/client-dynamodb-streams";
+import { inMeterScope, SERVICE_SCOPES } from "../metering/metering";
 import type {
   AwsClients,
   LocalDeployment,
@@ -94,7 +95,9 @@ export class LocalRuntime {
         source: queueUrlOf(deployment, pipe.sourceArn),
         target: queueUrlOf(deployment, pipe.targetArn),
       };
-      const loop = runPipe(this.activity, this.options.clients.sqs, pipe, urls);
+      const loop = inMeterScope(SERVICE_SCOPES.pipe, () =>
+        runPipe(this.activity, this.options.clients.sqs, pipe, urls),
+      );
       this.loops.push(this.activity.reportEnd(pipe.logicalId, loop));
     }
     for (const schedule of deployment.schedules ?? [])
@@ -142,7 +145,13 @@ export class LocalRuntime {
       );
       for (let i = 0; i < pollers; i++)
         this.loops.push(
-          this.activity.reportEnd(fn.name, runSqsMapping(ctx, mapping, fn, invoke, url)),
+          this.activity.reportEnd(
+            fn.name,
+            // Counted as the Lambda service's calls (lib/dev/metering), not the function's.
+            inMeterScope(SERVICE_SCOPES.sqsPoller, () =>
+              runSqsMapping(ctx, mapping, fn, invoke, url),
+            ),
+          ),
         );
       return;
     }

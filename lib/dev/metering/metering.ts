@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { AttributeValue, ConsumedCapacity } from "@aws-sdk/client-dynamodb";
 import { marshall } from "@aws-sdk/util-dynamodb";
+import { type BilledCall, billedCall } from "./billing";
 import {
   type IndexCatalog,
   type IndexEntries,
@@ -9,8 +10,9 @@ import {
 } from "./index-writes";
 
 /**
- * Per-client metering of AWS SDK v3 calls: how many calls of each operation, and for DynamoDB the
- * read and write capacity units consumed. Used by the benchmark and by tests that assert "one
+ * Per-client metering of AWS SDK v3 calls: how many calls of each operation, the requests each is
+ * billed as (./billing.ts: SQS and EventBridge bill per 64 KB chunk), and for DynamoDB the read
+ * and write capacity units consumed. Used by the benchmark and by tests that assert "one
  * BatchGetItem per load, one TransactWriteItems per commit".
  *
  * Capacity: when the caller asked for `ConsumedCapacity` (`ReturnConsumedCapacity`) and the
@@ -43,6 +45,23 @@ export interface MeterSnapshot {
   readonly readUnits: number;
   /** Of the write units, those of index entries (0 without the tables' layouts). */
   readonly indexWriteUnits: number;
+  /**
+   * Billed requests per operation (./billing.ts): for SQS one per 64 KB chunk of a request's
+   * payload, for EventBridge PutEvents one per 64 KB chunk of each entry, else one per call.
+   */
+  readonly billed: Record<string, number>;
+  /** SQS ReceiveMessage calls that returned no message. */
+  readonly emptyReceives: number;
+  /** Per SQS queue URL: messages sent through the client, and messages received for the first time. */
+  readonly queues: Record<string, QueueTally>;
+}
+
+export interface QueueTally {
+  /** Billed requests made to the queue (./billing.ts), empty receives included. */
+  readonly requests: number;
+  readonly emptyReceives: number;
+  readonly sent: number;
+  readonly firstReceived: number;
 }
 
 export interface Meter {
@@ -101,7 +120,11 @@ export function meter(client: MeterableClient, options: MeterOptions = {}): Mete
     try {
       const result = await next(args);
       const usage = capacity(operation, args.input, result.output, indexes());
-      for (const t of counted) t.add(usage.write, usage.read, usage.index);
+      const billed = billedCall(operation, args.input, result.output);
+      for (const t of counted) {
+        t.add(usage.write, usage.read, usage.index);
+        t.bill(operation, billed);
+      }
       return result;
     } catch (error) {
       if (failedCondition(error)) {
@@ -125,16 +148,37 @@ export function meter(client: MeterableClient, options: MeterOptions = {}): Mete
   return created;
 }
 
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
 /** What one meter (or one scope of it) has counted. */
 class Tally {
   readonly calls: Record<string, number> = {};
   writeUnits = 0;
   readUnits = 0;
   indexWriteUnits = 0;
+  readonly billed: Record<string, number> = {};
+  emptyReceives = 0;
+  readonly queues: Record<string, Mutable<QueueTally>> = {};
   add(write: number, read: number, index: number): void {
     this.writeUnits += write;
     this.readUnits += read;
     this.indexWriteUnits += index;
+  }
+  bill(operation: string, call: BilledCall): void {
+    this.billed[operation] = (this.billed[operation] ?? 0) + call.requests;
+    if (call.emptyReceive) this.emptyReceives++;
+    if (!call.queueUrl) return;
+    const queue = this.queues[call.queueUrl] ?? {
+      requests: 0,
+      emptyReceives: 0,
+      sent: 0,
+      firstReceived: 0,
+    };
+    queue.requests += call.requests;
+    if (call.emptyReceive) queue.emptyReceives++;
+    queue.sent += call.sent;
+    queue.firstReceived += call.firstReceived;
+    this.queues[call.queueUrl] = queue;
   }
   snapshot(): MeterSnapshot {
     return {
@@ -142,6 +186,9 @@ class Tally {
       writeUnits: this.writeUnits,
       readUnits: this.readUnits,
       indexWriteUnits: this.indexWriteUnits,
+      billed: { ...this.billed },
+      emptyReceives: this.emptyReceives,
+      queues: Object.fromEntries(Object.entries(this.queues).map(([url, q]) => [url, { ...q }])),
     };
   }
 }
@@ -156,6 +203,16 @@ const meterScopes = new AsyncLocalStorage<string>();
 export function inMeterScope<T>(scope: string, work: () => T): T {
   return meterScopes.run(scope, work);
 }
+
+/**
+ * The scopes of calls AWS makes on the stack's behalf, which the local runtime makes itself: an
+ * SQS event source mapping's receives and deletes (the Lambda service's pollers, billed to the
+ * queue's owner) and a pipe's.
+ */
+export const SERVICE_SCOPES = {
+  sqsPoller: "aws:lambda-sqs-poller",
+  pipe: "aws:pipes",
+} as const;
 
 /** The DynamoDB operations that write (billed in write units). */
 export const DYNAMODB_WRITES: ReadonlySet<string> = new Set([

@@ -3,7 +3,8 @@ import { arnOf, generatedName } from "./naming";
 
 /**
  * `AWS::Lambda::Function` as the runtime runs it: the handler module named by the
- * `agentbus:entry` metadata, its kind and group, its environment as strings and its timeout.
+ * `agentbus:entry` metadata, its kind and group, its environment as strings, its timeout, and the
+ * memory and architecture Lambda bills its duration at.
  */
 export function functionOf(input: ResourceInput, placement: Placement): LocalFunction {
   const { logicalId, resource, props } = input;
@@ -28,6 +29,9 @@ export function functionOf(input: ResourceInput, placement: Placement): LocalFun
     awsClient: metadata["agentbus:awsClient"] === "sdk" ? "sdk" : "lean",
     environment: Object.fromEntries(Object.entries(variables).map(([k, v]) => [k, String(v)])),
     timeoutSeconds: Number(props.Timeout ?? 3),
+    memoryMb: Number(props.MemorySize ?? 128),
+    architecture:
+      (props.Architectures as unknown[] | undefined)?.[0] === "arm64" ? "arm64" : "x86_64",
   };
 }
 

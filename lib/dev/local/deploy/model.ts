@@ -26,6 +26,10 @@ export interface LocalFunction {
   readonly awsClient?: "lean" | "sdk";
   readonly environment: Record<string, string>;
   readonly timeoutSeconds: number;
+  /** `MemorySize` in MB (Lambda's default, 128, when the template has none). */
+  readonly memoryMb: number;
+  /** `Architectures[0]` (Lambda's default, x86_64, when the template has none). */
+  readonly architecture: "arm64" | "x86_64";
 }
 
 export interface LocalMapping {

@@ -11,7 +11,18 @@ export type RuntimeEvent =
   | { readonly kind: "invocation-failed"; readonly function: string; readonly error: string }
   | { readonly kind: "stream-batch-dropped"; readonly function: string; readonly records: number }
   | { readonly kind: "piped"; readonly pipe: string; readonly messages: number }
-  | { readonly kind: "fault"; readonly description: string };
+  | { readonly kind: "fault"; readonly description: string }
+  | {
+      /** One invocation of a function: how long its handler ran, at the memory it is billed at. */
+      readonly kind: "invoked";
+      readonly function: string;
+      /** The function's kind (`consumer`, `relay`, `dispatch`, `sweeper`, ...). */
+      readonly functionKind: string;
+      readonly group: string;
+      readonly memoryMb: number;
+      readonly architecture: "arm64" | "x86_64";
+      readonly ms: number;
+    };
 
 export type Report = (event: RuntimeEvent) => void;
 

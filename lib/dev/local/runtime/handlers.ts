@@ -59,9 +59,28 @@ export async function loadHandler(fn: LocalFunction, options: HandlerOptions): P
     } satisfies ConsumerObserver,
     onReport: (r: unknown) => report(handlerReport(fn, group, r)),
   });
-  // A meter on the shared clients (lib/dev/metering/metering.ts) counts each call under its group.
+  // A meter on the shared clients (lib/dev/metering/metering.ts) counts each call under its group;
+  // each invocation is reported with how long its handler ran, as Lambda bills its duration.
   // (A streaming function takes the response to write as a second argument.)
-  return (event: unknown, ...rest: unknown[]) => inMeterScope(group, () => invoke(event, ...rest));
+  const { memoryMb, architecture } = fn;
+  return async (event: unknown, ...rest: unknown[]) => {
+    const started = performance.now();
+    try {
+      return await inMeterScope(group, () => invoke(event, ...rest));
+    } finally {
+      const ms = performance.now() - started;
+      const functionKind = fn.kind;
+      report({
+        kind: "invoked",
+        function: fn.name,
+        functionKind,
+        group,
+        memoryMb,
+        architecture,
+        ms,
+      });
+    }
+  };
 }
 
 /** What a handler's report is, by the function's kind. */

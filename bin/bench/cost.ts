@@ -1,0 +1,202 @@
+import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
+import type { RuntimeEvent } from "../../lib/dev/local/runtime";
+import type { FlowUsage, Mappings, MixedFlow } from "../../lib/dev/metering/flow-cost";
+import { indexCatalog } from "../../lib/dev/metering/index-writes";
+import {
+  type Meter,
+  type MeterSnapshot,
+  meter,
+  SERVICE_SCOPES,
+} from "../../lib/dev/metering/metering";
+import { PLAYED_FLOWS } from "./cost-flows";
+import { type CostResult, printCost } from "./cost-print";
+
+/**
+ * `npm run bench` section 6 (`npm run bench -- cost`): what each reference flow costs in dollars
+ * on AWS, metered end to end on the local stack, beside the same flow on Step Functions, Lambda
+ * durable functions and Temporal Cloud. Each flow is played REPEATS times, alone, from an idle
+ * stack to an idle stack; what it used is the mean.
+ */
+const REPEATS = 2;
+
+type Out = (line?: string) => void;
+
+export { type CostResult, costSummary } from "./cost-print";
+
+/** What the runtime reported while one flow played. */
+interface Invocations {
+  requests: number;
+  arm64: number;
+  x86_64: number;
+  consumerGbSeconds: number;
+  consumerSeconds: number;
+  consumed: number;
+}
+
+const noInvocations = (): Invocations => ({
+  requests: 0,
+  arm64: 0,
+  x86_64: 0,
+  consumerGbSeconds: 0,
+  consumerSeconds: 0,
+  consumed: 0,
+});
+
+let running: LocalEnvironment | undefined;
+
+export async function stopCostSection(): Promise<void> {
+  const env = running;
+  running = undefined;
+  await env?.stop();
+}
+
+export async function runCostSection(out: Out): Promise<CostResult> {
+  let current = noInvocations();
+  const onEvent = (event: RuntimeEvent) => {
+    if (event.kind === "consumed" || event.kind === "consume-failed") current.consumed++;
+    // The sweeper runs on a schedule whatever the load: not a flow's.
+    if (event.kind !== "invoked" || event.functionKind === "sweeper") return;
+    const gbSeconds = (event.memoryMb / 1024) * (Math.ceil(event.ms) / 1000);
+    current.requests++;
+    current[event.architecture] += gbSeconds;
+    if (event.functionKind === "consumer") {
+      current.consumerGbSeconds += gbSeconds;
+      current.consumerSeconds += event.ms / 1000;
+    }
+  };
+  running = await startLocal({ onEvent, functionClient: "sdk" });
+  const env = running;
+  try {
+    const meters = metersOf(env);
+    const excluded = new Set(
+      env.deployment.functions.filter((f) => f.kind === "sweeper").map((f) => f.group ?? f.name),
+    );
+    out(`local stack on ${env.endpoint}: each flow played ${REPEATS} times alone, metered`);
+    await env.runtime.idle();
+    const flows: MixedFlow[] = [];
+    let mixSeconds = 0;
+    for (const flow of PLAYED_FLOWS) {
+      const usages: FlowUsage[] = [];
+      const started = performance.now();
+      for (let i = 0; i < REPEATS; i++) {
+        for (const m of meters) m.reset();
+        current = noInvocations();
+        await flow.play(env);
+        usages.push(usageOf(meters, current, excluded));
+      }
+      mixSeconds += (performance.now() - started) / 1000 / REPEATS;
+      flows.push({ shape: flow.shape, usage: meanOf(usages) });
+    }
+    const result = { flows, mixSeconds, mappings: mappingsOf(env) };
+    printCost(out, result);
+    return result;
+  } finally {
+    await stopCostSection();
+  }
+}
+
+/** Meters on the clients the functions and the runtime share (functionClient "sdk"). */
+function metersOf(env: LocalEnvironment): Meter[] {
+  const { clients } = env;
+  return [
+    meter(clients.dynamodb, { indexes: indexCatalog(env.names.tables) }),
+    meter(clients.sqs),
+    meter(clients.eventbridge),
+    ...(clients.kms ? [meter(clients.kms)] : []),
+  ];
+}
+
+/** The stack's SQS event source mappings by queue type. */
+function mappingsOf(env: LocalEnvironment): Mappings {
+  const sqs = env.deployment.mappings.filter((m) => m.source === "sqs");
+  const fifo = sqs.filter((m) => m.eventSourceArn.endsWith(".fifo")).length;
+  return { standard: sqs.length - fifo, fifo };
+}
+
+/**
+ * Sum of what the meters counted in the scopes a bill has: the functions' groups, the Lambda
+ * service's SQS pollers, pipes and the client's start of the flow. Calls outside any scope are
+ * the bench's own (waiting for the outcome, runtime.idle()) and the sweeper's are left out.
+ */
+function billedScopes(meters: Meter[], excluded: ReadonlySet<string>): MeterSnapshot[] {
+  return meters.flatMap((m) =>
+    Object.entries(m.byScope())
+      .filter(([scope]) => !excluded.has(scope))
+      .map(([, snapshot]) => snapshot),
+  );
+}
+
+function usageOf(meters: Meter[], inv: Invocations, excluded: ReadonlySet<string>): FlowUsage {
+  const snapshots = billedScopes(meters, excluded);
+  const sum = (f: (s: MeterSnapshot) => number) => snapshots.reduce((n, s) => n + f(s), 0);
+  const sqs = sqsRequests(snapshots);
+  const pipes = meters.flatMap((m) => {
+    const s = m.byScope()[SERVICE_SCOPES.pipe];
+    return s ? [s] : [];
+  });
+  return {
+    dynamoWriteUnits: sum((s) => s.writeUnits),
+    dynamoReadUnits: sum((s) => s.readUnits),
+    sqsStandardRequests: sqs.standard,
+    sqsFifoRequests: sqs.fifo,
+    eventBridgeEvents: sum((s) => s.billed.PutEvents ?? 0),
+    // A pipe bills one request per batch it reads (its SQS calls are in the SQS lines).
+    pipesRequests: pipes.reduce((n, s) => n + (s.calls.ReceiveMessage ?? 0) - s.emptyReceives, 0),
+    lambdaRequests: inv.requests,
+    lambdaGbSeconds: { arm64: inv.arm64, x86_64: inv.x86_64 },
+    kmsRequests: sum((s) => countKms(s)),
+    consumedEvents: inv.consumed,
+    workGbSeconds: inv.consumerGbSeconds,
+    workSeconds: inv.consumerSeconds,
+  };
+}
+
+const KMS_OPERATIONS = ["GenerateDataKey", "Decrypt", "Encrypt", "ReEncrypt"];
+const countKms = (s: MeterSnapshot) => KMS_OPERATIONS.reduce((n, op) => n + (s.calls[op] ?? 0), 0);
+
+/**
+ * SQS requests by queue type: every billed request but the empty receives (those are the
+ * pollers' fixed cost, counted per month), plus one SendMessage per message that reached a queue
+ * without a metered send: an EventBridge rule's target delivery, billed to the queue's owner.
+ */
+function sqsRequests(snapshots: MeterSnapshot[]): { standard: number; fifo: number } {
+  const byQueue = new Map<string, { requests: number; sent: number; first: number }>();
+  for (const s of snapshots)
+    for (const [url, q] of Object.entries(s.queues)) {
+      const t = byQueue.get(url) ?? { requests: 0, sent: 0, first: 0 };
+      t.requests += q.requests - q.emptyReceives;
+      t.sent += q.sent;
+      t.first += q.firstReceived;
+      byQueue.set(url, t);
+    }
+  let standard = 0;
+  let fifo = 0;
+  for (const [url, t] of byQueue) {
+    const n = t.requests + Math.max(0, t.first - t.sent);
+    if (url.endsWith(".fifo")) fifo += n;
+    else standard += n;
+  }
+  return { standard, fifo };
+}
+
+function meanOf(usages: FlowUsage[]): FlowUsage {
+  const n = usages.length;
+  const mean = (f: (u: FlowUsage) => number) => usages.reduce((a, u) => a + f(u), 0) / n;
+  return {
+    dynamoWriteUnits: mean((u) => u.dynamoWriteUnits),
+    dynamoReadUnits: mean((u) => u.dynamoReadUnits),
+    sqsStandardRequests: mean((u) => u.sqsStandardRequests),
+    sqsFifoRequests: mean((u) => u.sqsFifoRequests),
+    eventBridgeEvents: mean((u) => u.eventBridgeEvents),
+    pipesRequests: mean((u) => u.pipesRequests),
+    lambdaRequests: mean((u) => u.lambdaRequests),
+    lambdaGbSeconds: {
+      arm64: mean((u) => u.lambdaGbSeconds.arm64),
+      x86_64: mean((u) => u.lambdaGbSeconds.x86_64),
+    },
+    kmsRequests: mean((u) => u.kmsRequests),
+    consumedEvents: mean((u) => u.consumedEvents),
+    workGbSeconds: mean((u) => u.workGbSeconds),
+    workSeconds: mean((u) => u.workSeconds),
+  };
+}

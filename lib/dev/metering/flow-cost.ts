@@ -1,0 +1,251 @@
+import {
+  dollarsFor,
+  IDLE_POLLS_PER_MAPPING_MINUTE,
+  LAMBDA_ARM64_TIERS,
+  PRICES,
+  SQS_FIFO_TIERS,
+  SQS_STANDARD_TIERS,
+  temporalMonth,
+  tieredDollars,
+} from "./prices";
+
+/**
+ * What one flow (a support turn, a content run, a refund review) costs in dollars: on AgentBus
+ * from what the bench metered while the local stack played it, and on the peers (Step Functions
+ * Standard and Express, Lambda durable functions, Temporal Cloud) from the steps the flow would
+ * take there (FLOW_SHAPES). Pure arithmetic over ./prices.
+ */
+
+/** What AgentBus used for one flow, as AWS bills it. */
+export interface FlowUsage {
+  readonly dynamoWriteUnits: number;
+  readonly dynamoReadUnits: number;
+  readonly sqsStandardRequests: number;
+  readonly sqsFifoRequests: number;
+  readonly eventBridgeEvents: number;
+  readonly pipesRequests: number;
+  readonly lambdaRequests: number;
+  readonly lambdaGbSeconds: { readonly arm64: number; readonly x86_64: number };
+  readonly kmsRequests: number;
+  /** Deliveries the consumer groups handled: the flow's consumed events. */
+  readonly consumedEvents: number;
+  /** GB-seconds of the consumer groups' invocations alone: the flow's work, without the hops. */
+  readonly workGbSeconds: number;
+  /** Seconds the consumer groups' handlers ran: the flow's work, end to end. */
+  readonly workSeconds: number;
+}
+
+export type Lines = Record<string, number>;
+
+/** US$ per line for one flow on AgentBus, at list prices (first tiers). */
+export function agentBusDollars(u: FlowUsage): Lines {
+  return {
+    "DynamoDB writes": dollarsFor(PRICES.dynamoWrite, u.dynamoWriteUnits),
+    "DynamoDB reads": dollarsFor(PRICES.dynamoRead, u.dynamoReadUnits),
+    "SQS standard": dollarsFor(PRICES.sqsStandard, u.sqsStandardRequests),
+    "SQS FIFO": dollarsFor(PRICES.sqsFifo, u.sqsFifoRequests),
+    "EventBridge events": dollarsFor(PRICES.eventBridgeEvents, u.eventBridgeEvents),
+    Pipes: dollarsFor(PRICES.pipesRequests, u.pipesRequests),
+    "Lambda requests": dollarsFor(PRICES.lambdaRequests, u.lambdaRequests),
+    "Lambda duration":
+      dollarsFor(PRICES.lambdaArm64, u.lambdaGbSeconds.arm64) +
+      dollarsFor(PRICES.lambdaX86, u.lambdaGbSeconds.x86_64),
+    KMS: dollarsFor(PRICES.kmsRequests, u.kmsRequests),
+  };
+}
+
+export const total = (lines: Lines) => Object.values(lines).reduce((a, b) => a + b, 0);
+
+/**
+ * A flow as the peers would run it: its steps, each a Task state (Step Functions), a step
+ * (durable functions) or an Activity (Temporal), and how many of them run in parallel blocks.
+ */
+export interface FlowShape {
+  readonly flow: string;
+  readonly steps: readonly string[];
+  /** Parallel states (Step Functions) / parallel blocks (durable functions) the flow has. */
+  readonly parallelBlocks: number;
+}
+
+/** The reference flows' steps, as a workflow engine would run them: the counting the peers' cost stands on. */
+export const FLOW_SHAPES: readonly FlowShape[] = [
+  {
+    flow: "support turn",
+    steps: ["route", "look up order", "generate reply", "send reply"],
+    parallelBlocks: 0,
+  },
+  {
+    flow: "content run, quick news",
+    steps: ["select topic", "fact check", "write", "review"],
+    parallelBlocks: 1,
+  },
+  {
+    flow: "content run, long form",
+    steps: ["select topic", "fact check", "write", "review"],
+    parallelBlocks: 0,
+  },
+  {
+    flow: "refund review",
+    steps: [
+      "route",
+      "model: plan",
+      "get order",
+      "get refund status",
+      "issue refund",
+      "model: answer",
+      "generate reply",
+      "send reply",
+    ],
+    parallelBlocks: 0,
+  },
+];
+
+/** The units a peer bills one flow in, by how FLOW_SHAPES counts it. */
+export interface PeerCount {
+  readonly peer: string;
+  readonly counted: string;
+  readonly dollars: number;
+}
+
+/** Express bills memory in 64 MB chunks: a flow's small state fits the first. */
+const EXPRESS_MEMORY_GB = 64 / 1024;
+
+/**
+ * The same flow on each peer. Steps that do work run on Lambda for Step Functions and durable
+ * functions (one request each for Step Functions, one invocation for the durable function) with
+ * the GB-seconds AgentBus's consumer groups took for the same work (`workGbSeconds`); Temporal's
+ * workers run wherever they are hosted, so its column is its Actions alone.
+ */
+export function peerCosts(shape: FlowShape, usage: FlowUsage): PeerCount[] {
+  const n = shape.steps.length;
+  const transitions = n + shape.parallelBlocks;
+  const work = dollarsFor(PRICES.lambdaArm64, usage.workGbSeconds);
+  const tasks = dollarsFor(PRICES.lambdaRequests, n) + work;
+  const expressSeconds = Math.ceil(usage.workSeconds * 10) / 10;
+  const operations = 1 + n + shape.parallelBlocks;
+  const actions = 1 + n;
+  return [
+    {
+      peer: "Step Functions Standard",
+      counted: `${transitions} transitions (${n} Task states${shape.parallelBlocks ? ` + ${shape.parallelBlocks} Parallel` : ""}) + ${n} Lambda tasks`,
+      dollars: dollarsFor(PRICES.stepFunctionsTransitions, transitions) + tasks,
+    },
+    {
+      peer: "Step Functions Express",
+      counted: `1 request + ${expressSeconds.toFixed(1)} s × 64 MB + ${n} Lambda tasks`,
+      dollars:
+        dollarsFor(PRICES.stepFunctionsExpressRequests, 1) +
+        dollarsFor(PRICES.stepFunctionsExpressDuration, expressSeconds * EXPRESS_MEMORY_GB) +
+        tasks,
+    },
+    {
+      peer: "Lambda durable functions",
+      counted: `${operations} operations (start + ${n} steps${shape.parallelBlocks ? ` + ${shape.parallelBlocks} parallel` : ""}) + 1 invocation`,
+      dollars:
+        dollarsFor(PRICES.durableOperations, operations) +
+        dollarsFor(PRICES.lambdaRequests, 1) +
+        work,
+    },
+    {
+      peer: "Temporal Cloud",
+      counted: `${actions} Actions (workflow start + ${n} Activity starts)`,
+      dollars: dollarsFor(PRICES.temporalActions, actions),
+    },
+  ];
+}
+
+/** One flow of the mix the bench played, with its usage and how many times a mix holds it. */
+export interface MixedFlow {
+  readonly shape: FlowShape;
+  readonly usage: FlowUsage;
+}
+
+/** The SQS event source mappings of the stack, by queue type: what idles at a fixed cost. */
+export interface Mappings {
+  readonly standard: number;
+  readonly fifo: number;
+}
+
+/** The AgentBus lines priced through volume tiers at a month's volume rather than flat. */
+const TIERED_LINES = ["SQS standard", "SQS FIFO", "Lambda duration"] as const;
+
+const MINUTES_PER_MONTH = 30 * 24 * 60;
+export const SECONDS_PER_MONTH = MINUTES_PER_MONTH * 60;
+
+export const SYSTEMS = [
+  "AgentBus",
+  "Step Functions Standard",
+  "Step Functions Express",
+  "Lambda durable functions",
+  "Temporal Cloud",
+] as const;
+export type System = (typeof SYSTEMS)[number];
+
+/**
+ * A month of AgentBus at `mixes` of the flows: request and unit prices flat, SQS requests and
+ * arm64 GB-seconds through their volume tiers, and the idle polls of every SQS mapping
+ * (IDLE_POLLS_PER_MAPPING_MINUTE) all month long at every load: an upper bound, as a busy
+ * queue's polls return messages instead.
+ */
+export function agentBusMonth(flows: readonly MixedFlow[], mixes: number, m: Mappings): number {
+  const sum = (f: (u: FlowUsage) => number) => flows.reduce((n, x) => n + f(x.usage), 0) * mixes;
+  const idle = IDLE_POLLS_PER_MAPPING_MINUTE * MINUTES_PER_MONTH;
+  const flat = flows.reduce((n, x) => {
+    const lines = agentBusDollars(x.usage);
+    const tiered = TIERED_LINES.reduce((t, line) => t + (lines[line] ?? 0), 0);
+    return n + total(lines) - tiered;
+  }, 0);
+  return (
+    flat * mixes +
+    tieredDollars(SQS_STANDARD_TIERS, sum((u) => u.sqsStandardRequests) + m.standard * idle) +
+    tieredDollars(SQS_FIFO_TIERS, sum((u) => u.sqsFifoRequests) + m.fifo * idle) +
+    tieredDollars(
+      LAMBDA_ARM64_TIERS,
+      sum((u) => u.lambdaGbSeconds.arm64),
+    ) +
+    dollarsFor(
+      PRICES.lambdaX86,
+      sum((u) => u.lambdaGbSeconds.x86_64),
+    )
+  );
+}
+
+/** A month of each system at `mixes` of the flows, in US$. */
+export function monthOf(
+  flows: readonly MixedFlow[],
+  mixes: number,
+  m: Mappings,
+): Record<System, number> {
+  const peer = (name: string) =>
+    flows.reduce(
+      (n, x) => n + (peerCosts(x.shape, x.usage).find((p) => p.peer === name)?.dollars ?? 0),
+      0,
+    ) * mixes;
+  const actions = flows.reduce((n, x) => n + 1 + x.shape.steps.length, 0) * mixes;
+  return {
+    AgentBus: agentBusMonth(flows, mixes, m),
+    "Step Functions Standard": peer("Step Functions Standard"),
+    "Step Functions Express": peer("Step Functions Express"),
+    "Lambda durable functions": peer("Lambda durable functions"),
+    // Its workers' compute is not Temporal's bill: Actions through their tiers, plus the plan.
+    "Temporal Cloud": temporalMonth(actions),
+  };
+}
+
+/**
+ * US$ per consumed event (AgentBus's deliveries of the mix) on each system, with the mix played
+ * `mixesPerMonth × load` times a month.
+ */
+export function perConsumedEvent(
+  flows: readonly MixedFlow[],
+  mixesPerMonth: number,
+  load: number,
+  m: Mappings,
+): Record<System, number> {
+  if (!(mixesPerMonth > 0) || !(load > 0))
+    throw new Error(`a load needs a positive rate, not ${mixesPerMonth} mixes a month × ${load}`);
+  const mixes = mixesPerMonth * load;
+  const events = flows.reduce((n, x) => n + x.usage.consumedEvents, 0) * mixes;
+  const month = monthOf(flows, mixes, m);
+  return Object.fromEntries(SYSTEMS.map((s) => [s, month[s] / events])) as Record<System, number>;
+}
