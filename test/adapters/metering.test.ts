@@ -5,7 +5,15 @@ import {
   QueryCommand,
   TransactWriteItemsCommand,
 } from "@aws-sdk/client-dynamodb";
-import { CreateQueueCommand, SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
+import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
+import {
+  CreateQueueCommand,
+  DeleteMessageBatchCommand,
+  ReceiveMessageCommand,
+  SendMessageBatchCommand,
+  SendMessageCommand,
+  SQSClient,
+} from "@aws-sdk/client-sqs";
 import {
   QueryCommand as DocumentQueryCommand,
   DynamoDBDocumentClient,
@@ -232,5 +240,59 @@ describe("meter", () => {
     m.reset();
     expect(m.byScope()).toEqual({});
     sqs.destroy();
+  });
+
+  it("counts SQS requests as billed, with what each queue was sent and first handed out", async () => {
+    const sqs = new SQSClient(emulator());
+    const m = meter(sqs);
+    const { QueueUrl = "" } = await sqs.send(
+      new CreateQueueCommand({ QueueName: `meter-${newUlid().toLowerCase()}` }),
+    );
+    m.reset();
+    await sqs.send(
+      new SendMessageBatchCommand({
+        QueueUrl,
+        Entries: ["a", "b", "c"].map((body, i) => ({ Id: String(i), MessageBody: body })),
+      }),
+    );
+    const { Messages = [] } = await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl,
+        MaxNumberOfMessages: 10,
+        MessageSystemAttributeNames: ["ApproximateReceiveCount"],
+      }),
+    );
+    await sqs.send(
+      new DeleteMessageBatchCommand({
+        QueueUrl,
+        Entries: Messages.map((msg, i) => ({ Id: String(i), ReceiptHandle: msg.ReceiptHandle })),
+      }),
+    );
+    await sqs.send(new ReceiveMessageCommand({ QueueUrl, WaitTimeSeconds: 0 }));
+    const snapshot = m.snapshot();
+    expect(snapshot.billed).toEqual({
+      SendMessageBatch: 1,
+      ReceiveMessage: 2,
+      DeleteMessageBatch: 1,
+    });
+    expect(snapshot.emptyReceives).toBe(1);
+    expect(snapshot.queues[QueueUrl]).toEqual({
+      requests: 4,
+      emptyReceives: 1,
+      sent: 3,
+      firstReceived: Messages.length,
+    });
+    expect(Messages.length).toBe(3);
+    sqs.destroy();
+  });
+
+  it("counts EventBridge PutEvents as the events it publishes", async () => {
+    const events = new EventBridgeClient(emulator());
+    const m = meter(events);
+    const entry = { Source: "meter.test", DetailType: "t", Detail: JSON.stringify({ n: 1 }) };
+    await events.send(new PutEventsCommand({ Entries: [entry, entry, entry] }));
+    expect(m.snapshot().calls).toEqual({ PutEvents: 1 });
+    expect(m.snapshot().billed).toEqual({ PutEvents: 3 });
+    events.destroy();
   });
 });
