@@ -25,6 +25,8 @@ export interface CostResult {
   readonly flows: readonly MixedFlow[];
   readonly mixSeconds: number;
   readonly mappings: Mappings;
+  /** The functions' configured memory and architecture, as `256 MB arm64 (31 functions)`. */
+  readonly functions: string;
 }
 
 const LOADS = [1, 10, 100, 1_000] as const;
@@ -41,7 +43,7 @@ export function printCost(out: Out, result: CostResult): void {
   out();
   printLoads(out, result);
   out();
-  printPrices(out);
+  printPrices(out, result.functions);
 }
 
 function printUsage(out: Out, flows: readonly MixedFlow[]): void {
@@ -129,7 +131,7 @@ function printLoads(out: Out, result: CostResult): void {
   const mixesPerMonth = SECONDS_PER_MONTH / result.mixSeconds;
   const consumed = result.flows.reduce((n, f) => n + f.usage.consumedEvents, 0);
   out(
-    `US$ per consumed event over the mix of the ${result.flows.length} flows (one of each, ${fmt(consumed, 1)} consumed events) at today's load — the mix once per ${fmt(result.mixSeconds, 1)} s, the local stack's pace: ${fmtInt(mixesPerMonth)} mixes a month — and at 10×, 100×, 1,000×:`,
+    `US$ per consumed event over the mix of the ${result.flows.length} flows (one of each, ${fmt(consumed, 1)} events consumed by AgentBus's groups, the denominator of every column) at today's load — the mix once per ${fmt(result.mixSeconds, 1)} s, the local stack's pace: ${fmtInt(mixesPerMonth)} mixes a month — and at 10×, 100×, 1,000×:`,
   );
   const rows = LOADS.map((load) => {
     const per = perConsumedEvent(result.flows, mixesPerMonth, load, result.mappings);
@@ -146,7 +148,7 @@ function printLoads(out: Out, result: CostResult): void {
   );
 }
 
-function printPrices(out: Out): void {
+function printPrices(out: Out, functions: string): void {
   out(`Prices (${PRICE_REGION}, as of ${PRICES_AS_OF}):`);
   for (const p of Object.values(PRICES))
     out(
@@ -155,7 +157,7 @@ function printPrices(out: Out): void {
   out("Assumed (not a published figure):");
   for (const a of ASSUMPTIONS) out(`  ${a}`);
   out(
-    "Lambda duration: each invocation's handler time, rounded up to the ms, × the function's configured memory (256 MB, arm64, from the template). SQS: every request of the Lambda service's pollers that returned messages, the functions' sends and the pollers' deletes, each per 64 KB chunk; one SendMessage per message an EventBridge rule delivered to a queue; empty receives are the mappings' fixed cost above. EventBridge: each PutEvents entry per 64 KB chunk (the client's start of the flow, the relay's publishes); rule deliveries to SQS in the same account are not billed by EventBridge. DynamoDB Streams reads by the relay's trigger are free. The sweeper's scheduled runs are left out (not per flow).",
+    `Lambda duration: each invocation's handler time, rounded up to the ms, × the function's configured memory and at its architecture's price (from the template: ${functions}). SQS: every request of the Lambda service's pollers that returned messages, the functions' sends and the pollers' deletes, each per 64 KB chunk; one SendMessage per message an EventBridge rule delivered to a queue; empty receives are the mappings' fixed cost above. EventBridge: each PutEvents entry per 64 KB chunk (the client's start of the flow, the relay's publishes); rule deliveries to SQS in the same account are not billed by EventBridge. DynamoDB Streams reads by the relay's trigger are free. The sweeper's scheduled runs are left out (not per flow).`,
   );
 }
 

@@ -87,7 +87,7 @@ export async function runCostSection(out: Out): Promise<CostResult> {
       mixSeconds += (performance.now() - started) / 1000 / REPEATS;
       flows.push({ shape: flow.shape, usage: meanOf(usages) });
     }
-    const result = { flows, mixSeconds, mappings: mappingsOf(env) };
+    const result = { flows, mixSeconds, mappings: mappingsOf(env), functions: functionsOf(env) };
     printCost(out, result);
     return result;
   } finally {
@@ -104,6 +104,16 @@ function metersOf(env: LocalEnvironment): Meter[] {
     meter(clients.eventbridge),
     ...(clients.kms ? [meter(clients.kms)] : []),
   ];
+}
+
+/** The functions' memory and architecture, e.g. `256 MB arm64 (31 functions)`. */
+function functionsOf(env: LocalEnvironment): string {
+  const counts = new Map<string, number>();
+  for (const f of env.deployment.functions) {
+    const key = `${f.memoryMb} MB ${f.architecture}`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  return [...counts].map(([key, n]) => `${key} (${n} functions)`).join(", ");
 }
 
 /** The stack's SQS event source mappings by queue type. */
