@@ -1,6 +1,5 @@
 import {
   agentBusDollars,
-  type FlowUsage,
   type Mappings,
   type MixedFlow,
   peerCosts,
@@ -8,6 +7,7 @@ import {
   SECONDS_PER_MONTH,
   SYSTEMS,
   total,
+  zeroUsage,
 } from "../../lib/dev/metering/flow-cost";
 import {
   ASSUMPTIONS,
@@ -83,23 +83,6 @@ function printUsage(out: Out, flows: readonly MixedFlow[]): void {
     ...lines.map(() => "r" as const),
   ]))
     out(line);
-}
-
-function zeroUsage(): FlowUsage {
-  return {
-    dynamoWriteUnits: 0,
-    dynamoReadUnits: 0,
-    sqsStandardRequests: 0,
-    sqsFifoRequests: 0,
-    eventBridgeEvents: 0,
-    pipesRequests: 0,
-    lambdaRequests: 0,
-    lambdaGbSeconds: { arm64: 0, x86_64: 0 },
-    kmsRequests: 0,
-    consumedEvents: 0,
-    workGbSeconds: 0,
-    workSeconds: 0,
-  };
 }
 
 function printSideBySide(out: Out, flows: readonly MixedFlow[]): void {

@@ -9,6 +9,7 @@ import {
   peerCosts,
   perConsumedEvent,
   total,
+  zeroUsage,
 } from "../../lib/dev/metering/flow-cost";
 import {
   dollarsFor,
@@ -21,18 +22,8 @@ import {
 /** The price arithmetic and the peers' counting, in memory. */
 
 const usage = (overrides: Partial<FlowUsage> = {}): FlowUsage => ({
-  dynamoWriteUnits: 0,
-  dynamoReadUnits: 0,
-  sqsStandardRequests: 0,
-  sqsFifoRequests: 0,
-  eventBridgeEvents: 0,
-  pipesRequests: 0,
-  lambdaRequests: 0,
-  lambdaGbSeconds: { arm64: 0, x86_64: 0 },
-  kmsRequests: 0,
+  ...zeroUsage(),
   consumedEvents: 1,
-  workGbSeconds: 0,
-  workSeconds: 0,
   ...overrides,
 });
 

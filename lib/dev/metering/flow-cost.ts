@@ -35,6 +35,24 @@ export interface FlowUsage {
   readonly workSeconds: number;
 }
 
+/** A flow that used nothing. */
+export function zeroUsage(): FlowUsage {
+  return {
+    dynamoWriteUnits: 0,
+    dynamoReadUnits: 0,
+    sqsStandardRequests: 0,
+    sqsFifoRequests: 0,
+    eventBridgeEvents: 0,
+    pipesRequests: 0,
+    lambdaRequests: 0,
+    lambdaGbSeconds: { arm64: 0, x86_64: 0 },
+    kmsRequests: 0,
+    consumedEvents: 0,
+    workGbSeconds: 0,
+    workSeconds: 0,
+  };
+}
+
 export type Lines = Record<string, number>;
 
 /** US$ per line for one flow on AgentBus, at list prices (first tiers). */
