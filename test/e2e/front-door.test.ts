@@ -1,12 +1,10 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { SignatureV4 } from "@smithy/signature-v4";
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
-import { Sha256 } from "../../functions/adapters/aws/lean-client";
-import { LOCAL_SERVICE_CREDENTIALS } from "../../lib/dev/local/front-door";
 import { loadConversation } from "../../lib/dev/local/scenario/customer-support";
 import { tenantConversationId } from "../../schemas/ids";
+import { serviceSignedHeaders } from "../support/sigv4";
 import { localSupportStack, TIMEOUT } from "./support-stack";
 
 /**
@@ -322,22 +320,8 @@ describe("the front door on the local stack, over HTTP", () => {
       const base = door().url.replace(/\/v1$/, "");
       const path = `/v1/tenants/acme/conversations/${conversation}/messages`;
       const body = JSON.stringify({ text: "Where is my order 123?", customer_id: "cust_svc1" });
-      const signer = new SignatureV4({
-        service: "execute-api",
-        region: "us-east-1",
-        sha256: Sha256,
-        credentials: LOCAL_SERVICE_CREDENTIALS,
-      });
       const url = new URL(`${base}${path}`);
-      const signed = await signer.sign({
-        method: "POST",
-        protocol: "http:",
-        hostname: url.hostname,
-        port: Number(url.port),
-        path,
-        headers: { host: url.host, "content-type": "application/json" },
-        body,
-      });
+      const signed = { headers: await serviceSignedHeaders(url, "POST", body) };
       const sent = await fetch(url, { method: "POST", headers: signed.headers, body });
       expect(sent.status, await sent.clone().text()).toBe(202);
       const { task_id: taskId } = (await sent.json()) as { task_id: string };

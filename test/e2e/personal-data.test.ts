@@ -1,15 +1,12 @@
 import { ScanCommand } from "@aws-sdk/client-dynamodb";
 import { ReceiveMessageCommand } from "@aws-sdk/client-sqs";
 import { unmarshall } from "@aws-sdk/util-dynamodb";
-import { SignatureV4 } from "@smithy/signature-v4";
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Sha256 } from "../../functions/adapters/aws/lean-client";
 import { HUMAN_REVIEW_MARKER } from "../../functions/adapters/local-model";
 import { erasureRecordId } from "../../functions/core/personal-data/erase";
 import { ERASED } from "../../functions/core/personal-data/erased";
 import { RETENTION, type RetentionPlaceName } from "../../functions/core/retention";
-import { LOCAL_SERVICE_CREDENTIALS } from "../../lib/dev/local/front-door";
 import {
   customerMessage,
   loadConversation,
@@ -19,6 +16,7 @@ import { opsActions } from "../../lib/operator/actions";
 import { tenantConversationId } from "../../schemas/ids";
 import { localCli } from "../support/cli";
 import { captureOutput, type LogCapture } from "../support/log-capture";
+import { serviceSignedHeaders } from "../support/sigv4";
 import { localSupportStack, TIMEOUT } from "./support-stack";
 
 process.env.POWERTOOLS_LOG_LEVEL = "INFO";
@@ -230,29 +228,9 @@ describe("a customer's words on the local stack, and their erasure", () => {
 
 /** A request signed as a service signs it (SigV4, the local stack's service credentials). */
 async function signedFetch(base: string, method: string, path: string, body?: string) {
-  const signer = new SignatureV4({
-    service: "execute-api",
-    region: "us-east-1",
-    sha256: Sha256,
-    credentials: LOCAL_SERVICE_CREDENTIALS,
-  });
   const url = new URL(`${base}${path}`);
-  const headers: Record<string, string> = { host: url.host };
-  if (body !== undefined) headers["content-type"] = "application/json";
-  const signed = await signer.sign({
-    method,
-    protocol: "http:",
-    hostname: url.hostname,
-    port: Number(url.port),
-    path,
-    headers,
-    ...(body === undefined ? {} : { body }),
-  });
-  const response = await fetch(url, {
-    method,
-    headers: signed.headers,
-    ...(body === undefined ? {} : { body }),
-  });
+  const headers = await serviceSignedHeaders(url, method, body);
+  const response = await fetch(url, { method, headers, ...(body === undefined ? {} : { body }) });
   const text = await response.text();
   return { status: response.status, body: text ? JSON.parse(text) : undefined };
 }
