@@ -55,19 +55,29 @@ export async function agentRunOf(
   return state?.data as AgentJournal | undefined;
 }
 
-/** Waits until the run's status is `status`; its journal then. */
-export function runReaches(
+/**
+ * Waits until the run's status is `status`; its journal then. A wait that times out names the
+ * status the run was last seen in, so a run stuck elsewhere says where.
+ */
+export async function runReaches(
   env: LocalEnvironment,
   runId: string,
   status: string,
   timeoutMs: number,
 ): Promise<AgentJournal> {
-  return waitUntil(
-    `run ${runId} ${status}`,
-    async () => {
-      const journal = await agentRunOf(env, runId);
-      return journal?.status === status ? journal : undefined;
-    },
-    timeoutMs,
-  );
+  let last = "no journal";
+  try {
+    return await waitUntil(
+      `run ${runId} ${status}`,
+      async () => {
+        const journal = await agentRunOf(env, runId);
+        if (journal)
+          last = `${journal.status}${journal.waiting ? ` waiting for ${journal.waiting.kind}` : ""}`;
+        return journal?.status === status ? journal : undefined;
+      },
+      timeoutMs,
+    );
+  } catch (error) {
+    throw new Error(`${(error as Error).message} (last seen: ${last})`);
+  }
 }
