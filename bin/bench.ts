@@ -3,6 +3,12 @@ import { type MotoServer, motoAvailable, startMoto } from "../lib/dev/local/moto
 import { silenceNodeVersionWarning } from "../lib/operator/warnings";
 import { type BundlesResult, bundlesSummary, runBundlesSection } from "./bench/bundles";
 import { type CostResult, costSummary, runCostSection, stopCostSection } from "./bench/cost";
+import {
+  type DeliveryResult,
+  deliverySummary,
+  runDeliverySection,
+  stopDeliverySection,
+} from "./bench/delivery";
 import { type DynamoResult, type Measured, runDynamoSection } from "./bench/dynamo";
 import {
   type LocalResult,
@@ -32,7 +38,9 @@ import { runThroughputSection, type ThroughputResult } from "./bench/throughput"
  * `npm run bench -- memory` runs section 1 alone, `npm run bench -- local` section 3,
  * `npm run bench -- tenants` only section 3's tenants measurement (with and without tenant lanes),
  * `npm run bench -- bundles` section 4, `npm run bench -- roles` sections 2 and 5,
- * `npm run bench -- cost` section 6.
+ * 7. One FIFO group delivered each way the topology offers (dispatch function, Pipe, ...), on a
+ *    stack of its own each: latency per hop and dollars per million consumed events, side by side.
+ * `npm run bench -- cost` section 6, `npm run bench -- delivery` section 7.
  * No figure is hard-coded and nothing asserts speed; the run fails only when something breaks.
  */
 
@@ -57,6 +65,7 @@ async function stopMoto(): Promise<void> {
   await stopLocalSection();
   await stopRolesSection();
   await stopCostSection();
+  await stopDeliverySection();
 }
 
 for (const [signal, code] of [
@@ -74,7 +83,7 @@ async function main(): Promise<void> {
   out(
     `AgentBus benchmark — Node ${process.version}, ${process.platform}/${process.arch}, ${availableParallelism()} CPUs, load average ${fmt(load, 1)} at start${load > availableParallelism() ? " (a busy machine: expect wide spreads)" : ""}`,
   );
-  const only = (["memory", "local", "tenants", "bundles", "roles", "cost"] as const).find((s) =>
+  const only = (Object.keys(SOLO) as (keyof typeof SOLO)[]).find((s) =>
     process.argv.slice(2).includes(s),
   );
   // Fail before the long in-memory section when sections 2 and 3 cannot run.
@@ -84,18 +93,7 @@ async function main(): Promise<void> {
     );
   }
   if (only) {
-    const line =
-      only === "memory"
-        ? memorySummary(await runMemory())
-        : only === "local"
-          ? localSummary(await runLocal())
-          : only === "tenants"
-            ? tenantsSummary(await runTenants())
-            : only === "roles"
-              ? rolesSummary(await runRoles(await runDynamo()))
-              : only === "cost"
-                ? costSummary(await runCost())
-                : bundlesSummary(await runBundles());
+    const line = await SOLO[only]();
     heading("Summary");
     out(line);
     out();
@@ -109,6 +107,7 @@ async function main(): Promise<void> {
   const bundles = await runBundles();
   const roles = await runRoles(dynamo);
   const cost = await runCost();
+  const delivery = await runDelivery();
 
   heading("Summary");
   out(memorySummary(throughput));
@@ -117,9 +116,21 @@ async function main(): Promise<void> {
   out(bundlesSummary(bundles));
   out(rolesSummary(roles));
   out(costSummary(cost));
+  out(deliverySummary(delivery));
   out();
   out(`done in ${fmt((performance.now() - started) / 1000, 1)} s`);
 }
+
+/** Each section that can run alone (`npm run bench -- <name>`), with its summary line. */
+const SOLO = {
+  memory: async () => memorySummary(await runMemory()),
+  local: async () => localSummary(await runLocal()),
+  tenants: async () => tenantsSummary(await runTenants()),
+  bundles: async () => bundlesSummary(await runBundles()),
+  roles: async () => rolesSummary(await runRoles(await runDynamo())),
+  cost: async () => costSummary(await runCost()),
+  delivery: async () => deliverySummary(await runDelivery()),
+};
 
 /** Section 1: the consumer pipeline on the in-memory adapters, against bare consumers. */
 async function runMemory(): Promise<ThroughputResult> {
@@ -201,6 +212,14 @@ async function runCost(): Promise<CostResult> {
   const cost = await runCostSection(out);
   out(`section 6 took ${fmt((performance.now() - mark) / 1000, 1)} s (moto start included)`);
   return cost;
+}
+
+async function runDelivery(): Promise<DeliveryResult> {
+  heading("7. One FIFO group delivered each way: latency per hop and dollars, side by side");
+  const mark = performance.now();
+  const delivery = await runDeliverySection(out);
+  out(`section 7 took ${fmt((performance.now() - mark) / 1000, 1)} s (moto starts included)`);
+  return delivery;
 }
 
 function localSummary(local: LocalResult): string {

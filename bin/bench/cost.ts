@@ -23,8 +23,8 @@ type Out = (line?: string) => void;
 
 export { type CostResult, costSummary } from "./cost-print";
 
-/** What the runtime reported while one flow played. */
-interface Invocations {
+/** What the runtime reported while one flow (or one measured run) played. */
+export interface Invocations {
   requests: number;
   arm64: number;
   x86_64: number;
@@ -33,7 +33,7 @@ interface Invocations {
   consumed: number;
 }
 
-const noInvocations = (): Invocations => ({
+export const noInvocations = (): Invocations => ({
   requests: 0,
   arm64: 0,
   x86_64: 0,
@@ -41,6 +41,27 @@ const noInvocations = (): Invocations => ({
   consumerSeconds: 0,
   consumed: 0,
 });
+
+/** Adds one runtime event to `current`: a consumed event, or an invocation's request and GB-s. */
+export function countInvocation(current: Invocations, event: RuntimeEvent): void {
+  if (event.kind === "consumed" || event.kind === "consume-failed") current.consumed++;
+  // The sweeper runs on a schedule whatever the load: not a flow's.
+  if (event.kind !== "invoked" || event.functionKind === "sweeper") return;
+  const gbSeconds = (event.memoryMb / 1024) * (Math.ceil(event.ms) / 1000);
+  current.requests++;
+  current[event.architecture] += gbSeconds;
+  if (event.functionKind === "consumer") {
+    current.consumerGbSeconds += gbSeconds;
+    current.consumerSeconds += event.ms / 1000;
+  }
+}
+
+/** The scopes whose calls no flow pays for: the sweeper's (it runs on a schedule). */
+export function unbilledScopes(env: LocalEnvironment): Set<string> {
+  return new Set(
+    env.deployment.functions.filter((f) => f.kind === "sweeper").map((f) => f.group ?? f.name),
+  );
+}
 
 let running: LocalEnvironment | undefined;
 
@@ -52,25 +73,12 @@ export async function stopCostSection(): Promise<void> {
 
 export async function runCostSection(out: Out): Promise<CostResult> {
   let current = noInvocations();
-  const onEvent = (event: RuntimeEvent) => {
-    if (event.kind === "consumed" || event.kind === "consume-failed") current.consumed++;
-    // The sweeper runs on a schedule whatever the load: not a flow's.
-    if (event.kind !== "invoked" || event.functionKind === "sweeper") return;
-    const gbSeconds = (event.memoryMb / 1024) * (Math.ceil(event.ms) / 1000);
-    current.requests++;
-    current[event.architecture] += gbSeconds;
-    if (event.functionKind === "consumer") {
-      current.consumerGbSeconds += gbSeconds;
-      current.consumerSeconds += event.ms / 1000;
-    }
-  };
+  const onEvent = (event: RuntimeEvent) => countInvocation(current, event);
   running = await startLocal({ onEvent, functionClient: "sdk" });
   const env = running;
   try {
     const meters = metersOf(env);
-    const excluded = new Set(
-      env.deployment.functions.filter((f) => f.kind === "sweeper").map((f) => f.group ?? f.name),
-    );
+    const excluded = unbilledScopes(env);
     out(`local stack on ${env.endpoint}: each flow played ${REPEATS} times alone, metered`);
     await env.runtime.idle();
     const flows: MixedFlow[] = [];
@@ -96,7 +104,7 @@ export async function runCostSection(out: Out): Promise<CostResult> {
 }
 
 /** Meters on the clients the functions and the runtime share (functionClient "sdk"). */
-function metersOf(env: LocalEnvironment): Meter[] {
+export function metersOf(env: LocalEnvironment): Meter[] {
   const { clients } = env;
   return [
     meter(clients.dynamodb, { indexes: indexCatalog(env.names.tables) }),
@@ -136,7 +144,11 @@ function billedScopes(meters: Meter[], excluded: ReadonlySet<string>): MeterSnap
   );
 }
 
-function usageOf(meters: Meter[], inv: Invocations, excluded: ReadonlySet<string>): FlowUsage {
+export function usageOf(
+  meters: Meter[],
+  inv: Invocations,
+  excluded: ReadonlySet<string>,
+): FlowUsage {
   const snapshots = billedScopes(meters, excluded);
   const sum = (f: (s: MeterSnapshot) => number) => snapshots.reduce((n, s) => n + f(s), 0);
   const sqs = sqsRequests(snapshots);
@@ -189,7 +201,7 @@ function sqsRequests(snapshots: MeterSnapshot[]): { standard: number; fifo: numb
   return { standard, fifo };
 }
 
-function meanOf(usages: FlowUsage[]): FlowUsage {
+export function meanOf(usages: FlowUsage[]): FlowUsage {
   const n = usages.length;
   const mean = (f: (u: FlowUsage) => number) => usages.reduce((a, u) => a + f(u), 0) / n;
   return {

@@ -12,28 +12,40 @@ import { percentiles, type WireProbe } from "./local-probe";
 /** The consumer group whose path the hop figures follow (FIFO: buffer, dispatch, FIFO queue). */
 export const HOP_GROUP = "task-projection";
 
-/** The queue names of one FIFO group's path, as the probe labels its marks. */
+/**
+ * The queue names of one FIFO group's path, as the probe labels its marks: the buffer queue its
+ * dispatch function or pipe reads (none when the bus delivers to the FIFO queue itself).
+ */
 export interface GroupQueues {
-  readonly buffer: string;
+  readonly buffer?: string;
   readonly fifo: string;
 }
 
 export function groupQueues(env: LocalEnvironment, group: string): GroupQueues {
   const d = env.deployment;
+  const queueName = (arn: string | undefined) => {
+    for (const r of d.resources.values())
+      if (r.type === "AWS::SQS::Queue" && r.attributes.Arn === arn)
+        return r.ref.split("/").at(-1) ?? "";
+    return undefined;
+  };
   const sourceOf = (kind: string) => {
     const fn = d.functions.find((f) => f.kind === kind && f.group === group);
-    const mapping = d.mappings.find((m) => m.functionLogicalId === fn?.logicalId);
-    for (const r of d.resources.values())
-      if (r.type === "AWS::SQS::Queue" && r.attributes.Arn === mapping?.eventSourceArn)
-        return r.ref.split("/").at(-1) ?? "";
-    throw new Error(`no ${kind} queue for group ${group}`);
+    return d.mappings.find((m) => m.functionLogicalId === fn?.logicalId)?.eventSourceArn;
   };
-  return { buffer: sourceOf("dispatch"), fifo: sourceOf("consumer") };
+  const fifoArn = sourceOf("consumer");
+  const fifo = queueName(fifoArn);
+  if (!fifo) throw new Error(`no consumer queue for group ${group}`);
+  const pipe = d.pipes.find((p) => p.targetArn === fifoArn);
+  const buffer = queueName(sourceOf("dispatch") ?? pipe?.sourceArn);
+  return buffer ? { buffer, fifo } : { fifo };
 }
 
 /** The hops of one event through a FIFO group, in milliseconds (undefined: a mark is missing). */
 export interface HopSample {
   readonly commitToRelay?: number;
+  /** From the relay's stream read to the FIFO queue's send: the whole delivery hop. */
+  readonly relayToFifo?: number;
   readonly relayToBuffer?: number;
   readonly putEventsCall?: number;
   readonly bufferToDispatched?: number;
@@ -51,9 +63,10 @@ export function hopsOf(probe: WireProbe, eventId: string, q: GroupQueues, group:
   };
   return {
     commitToRelay: span("commit", "stream-read"),
-    relayToBuffer: span("stream-read", `received:${q.buffer}`),
+    relayToFifo: span("stream-read", `sent:${q.fifo}`),
+    relayToBuffer: q.buffer ? span("stream-read", `received:${q.buffer}`) : undefined,
     putEventsCall: span("put-events", "put-events-done"),
-    bufferToDispatched: span(`received:${q.buffer}`, `sent:${q.fifo}`),
+    bufferToDispatched: q.buffer ? span(`received:${q.buffer}`, `sent:${q.fifo}`) : undefined,
     dispatchedToConsumer: span(`sent:${q.fifo}`, `received:${q.fifo}`),
     consumerCommit: span(`received:${q.fifo}`, `consumed:${group}`),
     whole: span("commit", `consumed:${group}`),

@@ -1,0 +1,191 @@
+import { ulid } from "ulid";
+import { taskProjection } from "../../functions/roles/task-projection/task-projection";
+import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
+import type { RuntimeEvent } from "../../lib/dev/local/runtime";
+import {
+  agentBusDollars,
+  type FlowUsage,
+  type Lines,
+  total,
+} from "../../lib/dev/metering/flow-cost";
+import { DELIVERIES, type Delivery } from "../../lib/infra/constructs/consumer-group-rules";
+import { defineTopology } from "../../lib/infra/topology";
+import { countInvocation, metersOf, noInvocations, unbilledScopes, usageOf } from "./cost";
+import type { Latency } from "./local-bounds";
+import { type Probed, percentiles, WireProbe } from "./local-probe";
+import { burst, HOP_GROUP, type HopSample, sampleHops } from "./local-runs";
+import { fmt, fmtInt, renderTable } from "./stats";
+
+/**
+ * `npm run bench` section 7 (`npm run bench -- delivery`): the same FIFO group (the task
+ * projection) delivered each way the topology offers, on a stack of its own each, in one run:
+ * latency per hop of one event at a time, and what a burst's delivery costs in dollars per
+ * million consumed events at the prices of ./cost (lib/dev/metering/prices.ts). Everything but
+ * the delivery hop is the same on every stack, so the differences are the delivery's.
+ */
+
+type Out = (line?: string) => void;
+
+const HOP_SAMPLES = 20;
+const BURST_KEYS = 25;
+const BURST_PER_KEY = 4;
+
+/** What one delivery measured. */
+export interface DeliveryRun {
+  readonly delivery: Delivery;
+  readonly hops: Record<keyof HopSample, Latency>;
+  readonly usage: FlowUsage;
+  readonly dollarsPerMillion: Lines;
+}
+
+export interface DeliveryResult {
+  readonly runs: readonly DeliveryRun[];
+}
+
+let running: LocalEnvironment | undefined;
+
+export async function stopDeliverySection(): Promise<void> {
+  const env = running;
+  running = undefined;
+  await env?.stop();
+}
+
+export async function runDeliverySection(out: Out): Promise<DeliveryResult> {
+  const runs: DeliveryRun[] = [];
+  for (const delivery of DELIVERIES) {
+    const mark = performance.now();
+    runs.push(await measureDelivery(delivery));
+    out(
+      `${delivery}: measured on a stack of its own in ${fmt((performance.now() - mark) / 1000, 1)} s`,
+    );
+  }
+  printHops(out, runs);
+  printDollars(out, runs);
+  return { runs };
+}
+
+/** A stack whose only group is the task projection, delivered `delivery`. */
+async function stackFor(delivery: Delivery, onEvent: (e: RuntimeEvent) => void) {
+  const topology = defineTopology({
+    topics: ["commands", "events", "audit"],
+    groups: [
+      {
+        name: HOP_GROUP,
+        role: taskProjection,
+        handler: "functions/roles/task-projection/handler.ts",
+        delivery,
+      },
+    ],
+  });
+  const stage = `dl${ulid().slice(-6).toLowerCase()}`;
+  return startLocal({ topology, stage, onEvent, functionClient: "sdk" });
+}
+
+async function measureDelivery(delivery: Delivery): Promise<DeliveryRun> {
+  const probe = new WireProbe();
+  let current = noInvocations();
+  const onEvent = (event: RuntimeEvent) => {
+    countInvocation(current, event);
+    if (event.kind !== "consumed") return;
+    const result = event.result as { event?: { event_id: string } };
+    probe.mark(result.event?.event_id, `consumed:${event.group}`);
+  };
+  running = await stackFor(delivery, onEvent);
+  const env = running;
+  try {
+    probe.attach("sqs", env.clients.sqs);
+    probe.attach("dynamodb", env.clients.dynamodb);
+    probe.attach("eventbridge", env.clients.eventbridge);
+    // The stream poller's client is the runtime's own (as in ./local.ts).
+    const streams = (env.runtime as unknown as { streams?: Probed }).streams;
+    if (streams?.middlewareStack) probe.attach("streams", streams);
+    await env.runtime.idle();
+    const samples = await sampleHops(env, probe, HOP_SAMPLES);
+    await env.runtime.idle();
+    const meters = metersOf(env);
+    for (const m of meters) m.reset();
+    current = noInvocations();
+    await burst(env, probe, BURST_KEYS, BURST_PER_KEY);
+    await env.runtime.idle();
+    const usage = usageOf(meters, current, unbilledScopes(env));
+    return { delivery, hops: hopTable(samples), usage, dollarsPerMillion: perMillion(usage) };
+  } finally {
+    await stopDeliverySection();
+  }
+}
+
+/** Each line's dollars per million consumed events. */
+function perMillion(usage: FlowUsage): Lines {
+  const lines = agentBusDollars(usage);
+  const per = usage.consumedEvents > 0 ? 1e6 / usage.consumedEvents : 0;
+  return Object.fromEntries(Object.entries(lines).map(([line, d]) => [line, d * per]));
+}
+
+const HOPS: [keyof HopSample, string][] = [
+  ["commitToRelay", "commit -> relay invoked (stream read)"],
+  ["relayToFifo", "relay -> sent to the FIFO queue (the delivery hop)"],
+  ["relayToBuffer", "  relay -> buffer queue received"],
+  ["bufferToDispatched", "  buffer -> sent to the FIFO queue"],
+  ["dispatchedToConsumer", "FIFO queue -> consumer invoked"],
+  ["consumerCommit", "consumer invoked -> committed"],
+  ["whole", "whole path: commit -> consumer committed"],
+];
+
+function hopTable(samples: HopSample[]): Record<keyof HopSample, Latency> {
+  const table = {} as Record<keyof HopSample, Latency>;
+  for (const [key] of HOPS)
+    table[key] = percentiles(samples.flatMap((s) => (s[key] === undefined ? [] : [s[key]])));
+  return table;
+}
+
+function printHops(out: Out, runs: readonly DeliveryRun[]): void {
+  out();
+  out(`per hop, ${HOP_SAMPLES} events one at a time, median / p95 ms (moto, not AWS latency):`);
+  const cell = (l: Latency) => (l.n === 0 ? "-" : `${fmtInt(l.p50)} / ${fmtInt(l.p95)}`);
+  const classic = runs[0];
+  const rows = HOPS.map(([key, label]) => [label, ...runs.map((r) => cell(r.hops[key]))]);
+  if (classic)
+    rows.push([
+      "whole path median vs the first",
+      ...runs.map((r) => `${fmt(r.hops.whole.p50 / classic.hops.whole.p50, 2)}×`),
+    ]);
+  for (const line of renderTable(["hop", ...runs.map((r) => r.delivery)], rows, [
+    "l",
+    ...runs.map(() => "r" as const),
+  ]))
+    out(`  ${line}`);
+}
+
+function printDollars(out: Out, runs: readonly DeliveryRun[]): void {
+  out();
+  const first = runs[0];
+  out(
+    `US$ per million consumed events, a burst of ${BURST_KEYS * BURST_PER_KEY} events over ${BURST_KEYS} order keys (everything but the delivery is the same on every stack):`,
+  );
+  const lines = Object.keys(first?.dollarsPerMillion ?? {});
+  const rows = lines.map((line) => [
+    line,
+    ...runs.map((r) => fmt(r.dollarsPerMillion[line] ?? 0, 2)),
+  ]);
+  rows.push(["total", ...runs.map((r) => fmt(total(r.dollarsPerMillion), 2))]);
+  if (first)
+    rows.push([
+      "total vs the first",
+      ...runs.map((r) => `${fmt(total(r.dollarsPerMillion) / total(first.dollarsPerMillion), 2)}×`),
+    ]);
+  rows.push(["consumed events metered", ...runs.map((r) => fmtInt(r.usage.consumedEvents))]);
+  for (const line of renderTable(["line", ...runs.map((r) => r.delivery)], rows, [
+    "l",
+    ...runs.map(() => "r" as const),
+  ]))
+    out(`  ${line}`);
+}
+
+/** One line for the bench's summary. */
+export function deliverySummary(result: DeliveryResult): string {
+  const [first, ...rest] = result.runs;
+  if (!first) return "7. No delivery was measured.";
+  const phrase = (r: DeliveryRun) =>
+    `${r.delivery} ${fmtInt(r.hops.whole.p50)} ms and $${fmt(total(r.dollarsPerMillion), 2)}/M (${fmt(total(r.dollarsPerMillion) / total(first.dollarsPerMillion), 2)}×)`;
+  return `7. One event from commit to the task projection's commit, median on moto, and US$ per million consumed events: ${first.delivery} ${fmtInt(first.hops.whole.p50)} ms and $${fmt(total(first.dollarsPerMillion), 2)}/M; ${rest.map(phrase).join("; ")}.`;
+}
