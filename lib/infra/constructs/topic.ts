@@ -8,12 +8,8 @@ import {
   Match,
 } from "aws-cdk-lib/aws-events";
 import { CfnRegistry, CfnSchema } from "aws-cdk-lib/aws-eventschemas";
-import {
-  AccountRootPrincipal,
-  type Grant,
-  type IGrantable,
-  PolicyStatement,
-} from "aws-cdk-lib/aws-iam";
+import { CfnEventBus as CfnSubscriberBus } from "aws-cdk-lib/aws-eventsv2";
+import { AccountRootPrincipal, Grant, type IGrantable, PolicyStatement } from "aws-cdk-lib/aws-iam";
 import { Construct } from "constructs";
 import {
   registry as defaultRegistry,
@@ -22,7 +18,7 @@ import {
   type Topic as TopicName,
 } from "../../../schemas";
 import { jsonSchemas } from "../../../schemas/json-schema";
-import { retentionAt } from "../retention";
+import { retentionAt, retentionDaysAt } from "../retention";
 import { stageProblem } from "./consumer-group-rules";
 import { eventBridgeSchema, SCHEMA_TYPE } from "./event-schemas";
 
@@ -105,11 +101,14 @@ export class Topic extends Construct {
   readonly schemaRegistry?: CfnRegistry;
   /** The registry's schemas, keyed by schema name `<type>.v<version>`; empty without a registry. */
   readonly schemas: ReadonlyMap<string, CfnSchema>;
+  private readonly stage: string;
+  private subscriberBusResource?: CfnSubscriberBus;
 
   constructor(scope: Construct, id: string, props: TopicProps) {
     super(scope, id);
     const { stage, archiveRetention } = topicSettings(this, props);
     this.topicName = props.topicName;
+    this.stage = stage;
     const name = `agentbus-${stage}-${props.topicName}`;
 
     const bus = new EventBus(this, "Resource", {
@@ -165,6 +164,42 @@ export class Topic extends Construct {
       "KmsKeyIdentifier",
     );
     return archive;
+  }
+
+  /** The topic's new EventBridge bus, if a group reads it (`subscriberBus()` made it). */
+  get subscriberBusIfAny(): CfnSubscriberBus | undefined {
+    return this.subscriberBusResource;
+  }
+
+  /**
+   * The topic's new EventBridge bus (`AWS::EventsV2::EventBus`, `agentbus-<stage>-<topic>`),
+   * made on first use by a group with `delivery: "subscriber"`. It keeps every event for the
+   * declared retention (`subscriberBus`, functions/core/retention.ts): what a point-in-time
+   * subscriber replays. Encrypted with an AWS owned key (no `EncryptionConfiguration`).
+   */
+  subscriberBus(): CfnSubscriberBus {
+    if (this.subscriberBusResource) return this.subscriberBusResource;
+    const bus = new CfnSubscriberBus(this, "SubscriberBus", {
+      name: `agentbus-${this.stage}-${this.topicName}`,
+      description: `AgentBus ${this.topicName} topic (${this.stage}) for FIFO subscribers`,
+      storageConfiguration: { retentionPeriodInDays: retentionDaysAt(this, "subscriberBus") },
+    });
+    bus.addMetadata(TOPIC_METADATA, this.topicName);
+    this.subscriberBusResource = bus;
+    return bus;
+  }
+
+  /**
+   * Allow `grantee` to publish to this topic's new bus: `events:PutEvents` on that bus's ARN. The
+   * IAM namespace is `events` for both kinds of bus (aws/agent-toolkit-for-aws,
+   * amazon-eventbridge-event-bus/references/authorization.md, "Publishing").
+   */
+  grantPutEventsToSubscriberBus(grantee: IGrantable): Grant {
+    return Grant.addToPrincipal({
+      grantee,
+      actions: ["events:PutEvents"],
+      resourceArns: [this.subscriberBus().attrEventBusArn],
+    });
   }
 
   /** Allow `grantee` to publish to this topic (`events:PutEvents` on this bus only). */
