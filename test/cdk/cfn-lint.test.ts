@@ -17,12 +17,14 @@ const ACKNOWLEDGED: Readonly<Record<string, string>> = {
 };
 
 /**
- * cfn-lint 1.51 has no schema for EventBridge's new buses (`AWS::EventsV2::*`, a group with
- * `delivery: "subscriber"`): it reports each such resource as a type that does not exist (E3006),
- * and can check nothing inside it. Only that error, and only for those types, is acknowledged.
+ * cfn-lint 1.51 knows nothing of EventBridge's new buses (a group with `delivery: "subscriber"`):
+ * it reports each `AWS::EventsV2::*` resource as a type that does not exist (E3006), checking
+ * nothing inside it, and `events:PutRawEvents` (what forwarding into such a bus needs) as an
+ * unknown action (W3037). Only those findings, for exactly those names, are acknowledged.
  */
 const unknownToThisLinter = (f: Finding) =>
-  f.Rule.Id === "E3006" && /'AWS::EventsV2::(EventBus|Subscriber)'/.test(f.Message);
+  (f.Rule.Id === "E3006" && /'AWS::EventsV2::(EventBus|Subscriber)'/.test(f.Message)) ||
+  (f.Rule.Id === "W3037" && f.Message.startsWith("'putrawevents' is not one of"));
 
 interface Finding {
   readonly Level: "Error" | "Warning" | "Informational";
@@ -62,7 +64,8 @@ describe.skipIf(!installed)("cfn-lint over the synthesized templates", () => {
       const findings = lint(name, template.toJSON());
       const errors = findings.filter((f) => f.Level === "Error" && !unknownToThisLinter(f));
       const unacknowledged = findings.filter(
-        (f) => f.Level === "Warning" && ACKNOWLEDGED[f.Rule.Id] === undefined,
+        (f) =>
+          f.Level === "Warning" && ACKNOWLEDGED[f.Rule.Id] === undefined && !unknownToThisLinter(f),
       );
       const line = (f: Finding) => `${f.Rule.Id} ${f.Location.Path.join("/")}: ${f.Message}`;
       expect(errors.map(line)).toEqual([]);

@@ -47,6 +47,7 @@ const onFailure = byId(
 describe("subscriber delivery", () => {
   it("has no rule, no buffer queue and no dispatch function", () => {
     expect(ofSubscribedGroup("AWS::Events::Rule")).toEqual([]);
+    expect(ofSubscribedGroup("AWS::Pipes::Pipe")).toEqual([]);
     expect(ofSubscribedGroup(QUEUE).map((q) => q.Properties.QueueName)).toEqual(
       expect.not.arrayContaining([expect.stringMatching(/-buffer$/)]),
     );
@@ -79,8 +80,8 @@ describe("subscriber delivery", () => {
     expect(refersTo(invoke.TargetArn)).toBe(fifo.id);
     expect(fifo.Properties.FifoQueue).toBe(true);
     expect(invoke.SqsParameters).toEqual({
-      MessageGroupId: "{% $events.SystemMetadata.EventGroupId %}",
-      MessageDeduplicationId: "{% $events.SystemMetadata.DeduplicationId %}",
+      MessageGroupId: "{% $events.Data.detail.order_key %}",
+      MessageDeduplicationId: "{% $events.Data.detail.event_id %}",
     });
   });
 
@@ -120,6 +121,26 @@ describe("subscriber delivery", () => {
     const dependsOn = (template.toJSON().Resources[subscriber.id] as { DependsOn?: string[] })
       .DependsOn;
     expect(dependsOn).toEqual(expect.arrayContaining([role.id]));
+  });
+
+  it("what is put on the classic bus is forwarded to the new bus, by a role that may only publish there", () => {
+    const bus = single(template, "AWS::EventsV2::EventBus", () => true);
+    const bridge = single(template, "AWS::Events::Rule", (r) =>
+      JSON.stringify(r.Properties.Targets ?? []).includes(bus.id),
+    );
+    expect(bridge.Properties.EventPattern).toEqual({ source: [{ prefix: "agentbus" }] });
+    const [target] = bridge.Properties.Targets as { Arn: unknown; RoleArn: unknown }[];
+    expect(target?.Arn).toEqual(getAtt(bus.id, "EventBusArn"));
+    const role = byId("AWS::IAM::Role", refersTo(target?.RoleArn));
+    const statements = statementsOf(template, {
+      ...bridge,
+      Properties: { Role: { Ref: role.id } },
+    });
+    expect([...allowedOn(statements, getAtt(bus.id, "EventBusArn"))].sort()).toEqual([
+      "events:PutEvents",
+      "events:PutRawEvents",
+    ]);
+    expect(statements.flatMap((s) => s.Resource)).toHaveLength(1);
   });
 
   it("the relay gets the bus's ARN and may publish to that bus only", () => {

@@ -16,14 +16,17 @@ import { SOURCE_PREFIX } from "./topic";
  */
 
 /**
- * The FIFO queue's message group and deduplication id, from the event's system metadata: the
- * relay publishes `EventGroupId` = order key and `DeduplicationId` = event id. Per-message fields
- * must be expressions, never literals (eventbridge-event-bus/references/target-contract.md,
- * "Per-message fields belong in an expression", and its FIFO SQS example).
+ * The FIFO queue's message group and deduplication id: the envelope's order key and event id, read
+ * from the event (`$events.Data.detail`, the envelope of an event published with `PutEvents`:
+ * eventbridge-event-bus/SKILL.md chapter 6). For what the relay publishes they equal the event's
+ * `SystemMetadata.EventGroupId` and `DeduplicationId`, the subscriber's FIFO order; an event
+ * forwarded from the classic bus (Topic.subscriberBus) carries no event group, so the envelope is
+ * the one source both paths share. Per-message fields must be expressions, never literals
+ * (references/target-contract.md, "Per-message fields belong in an expression").
  */
 export const SUBSCRIBER_SQS_PARAMETERS = {
-  messageGroupId: "{% $events.SystemMetadata.EventGroupId %}",
-  messageDeduplicationId: "{% $events.SystemMetadata.DeduplicationId %}",
+  messageGroupId: "{% $events.Data.detail.order_key %}",
+  messageDeduplicationId: "{% $events.Data.detail.event_id %}",
 } as const;
 
 /**

@@ -1,15 +1,24 @@
-import { CfnResource, type Duration } from "aws-cdk-lib";
+import { CfnResource, type Duration, Stack } from "aws-cdk-lib";
 import {
   Archive,
   type CfnArchive,
   type CfnEventBus,
+  type CfnRule,
   EventBus,
   type IEventBus,
   Match,
+  Rule,
 } from "aws-cdk-lib/aws-events";
 import { CfnRegistry, CfnSchema } from "aws-cdk-lib/aws-eventschemas";
 import { CfnEventBus as CfnSubscriberBus } from "aws-cdk-lib/aws-eventsv2";
-import { AccountRootPrincipal, Grant, type IGrantable, PolicyStatement } from "aws-cdk-lib/aws-iam";
+import {
+  AccountRootPrincipal,
+  Grant,
+  type IGrantable,
+  PolicyStatement,
+  Role,
+  ServicePrincipal,
+} from "aws-cdk-lib/aws-iam";
 import { Construct } from "constructs";
 import {
   registry as defaultRegistry,
@@ -184,9 +193,47 @@ export class Topic extends Construct {
       description: `AgentBus ${this.topicName} topic (${this.stage}) for FIFO subscribers`,
       storageConfiguration: { retentionPeriodInDays: retentionDaysAt(this, "subscriberBus") },
     });
-    bus.addMetadata(TOPIC_METADATA, this.topicName);
     this.subscriberBusResource = bus;
+    this.bridgeToSubscriberBus(bus);
+    for (const child of this.node.findAll()) {
+      if (child instanceof CfnResource && !child.getMetadata(TOPIC_METADATA))
+        child.addMetadata(TOPIC_METADATA, this.topicName);
+    }
     return bus;
+  }
+
+  /**
+   * What is put on the classic bus directly (a client's or the CLI's `put-events`, the front door,
+   * the sweeper, heartbeats) must reach the new bus too: a classic rule forwards every `agentbus*`
+   * event to it, with a role allowed `events:PutEvents` and `events:PutRawEvents` on it (AWS's
+   * reference, eventbridge-event-bus/references/migrating-from-classic.md step 1 and
+   * authorization.md "Forwarding into a bus"). What the relay published arrives twice, once from
+   * the relay with its event group and once forwarded: the FIFO queue's deduplication (by event id,
+   * 5 minutes) and the consumers' inbox drop the second.
+   */
+  private bridgeToSubscriberBus(bus: CfnSubscriberBus): void {
+    const role = new Role(this, "SubscriberBridgeRole", {
+      description: `Forwards the ${this.topicName} topic's events to its new bus`,
+      assumedBy: new ServicePrincipal("events.amazonaws.com", {
+        conditions: { StringEquals: { "aws:SourceAccount": Stack.of(this).account } },
+      }),
+    });
+    role.addToPolicy(
+      new PolicyStatement({
+        actions: ["events:PutEvents", "events:PutRawEvents"],
+        resources: [bus.attrEventBusArn],
+      }),
+    );
+    const rule = new Rule(this, "SubscriberBridge", {
+      eventBus: this.bus,
+      description: `AgentBus ${this.topicName}: every agentbus* event to the topic's new bus`,
+      eventPattern: { source: Match.prefix(SOURCE_PREFIX) },
+    });
+    const cfnRule = rule.node.defaultChild as CfnRule;
+    cfnRule.eventBusName = this.busName;
+    cfnRule.addPropertyOverride("Targets", [
+      { Id: "SubscriberBus", Arn: bus.attrEventBusArn, RoleArn: role.roleArn },
+    ]);
   }
 
   /**

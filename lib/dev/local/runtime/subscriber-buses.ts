@@ -1,0 +1,252 @@
+import { randomUUID } from "node:crypto";
+import { DeleteMessageCommand, SendMessageCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import type {
+  SubscriberBusClient,
+  SubscriberBusEntry,
+  SubscriberBusPutEvents,
+  SubscriberBusPutEventsResult,
+} from "../../../../functions/adapters/eventbridge/subscriber-bus";
+import { inMeterScope, SERVICE_SCOPES } from "../../metering/metering";
+import type { LocalBridge, LocalSubscriber, LocalSubscriberBus } from "../deploy";
+import type { Activity } from "./activity";
+import type { Report } from "./events";
+import { matches } from "./filters";
+import { receiveLoop } from "./receive";
+
+/**
+ * EventBridge's new buses and their subscribers, emulated in process from the template (no
+ * emulator has them), as the service is described in AWS's reference (aws/agent-toolkit-for-aws,
+ * amazon-eventbridge-event-bus/SKILL.md chapters 5-8, 11, 12 and 17):
+ * - `PutEvents` keeps each entry for the bus's retention and answers `PUBLISHED`, or
+ *   `DEDUPLICATED` for a `DeduplicationId` seen in the last 5 minutes;
+ * - an event is delivered as `Data` (the classic envelope, for `PutEvents`) with its
+ *   `SystemMetadata`, to every subscriber whose `DATA` filters all match;
+ * - a subscriber to SQS sends the `RAW` payload with its group and deduplication ids, evaluated
+ *   from `{% $events.<path> %}` expressions; a delivery that still fails after its retries sends a
+ *   record naming the event, without its payload, to the on-failure queue.
+ * Delivery happens inside the publishing call, one entry after the other, so a FIFO subscriber's
+ * order within an event group holds, and an event that cannot be delivered holds up what follows
+ * it while it is retried.
+ */
+
+/** Deduplication window of `DeduplicationId` (SKILL.md chapter 11). */
+const DEDUPLICATION_MS = 5 * 60 * 1000;
+/** Retries the local runtime makes of a failed delivery, whatever the subscriber allows. */
+const MAX_LOCAL_RETRIES = 2;
+
+/** An event as the bus keeps it: what a subscriber's expressions see as `$events`. */
+export interface BusEvent {
+  readonly Data: Record<string, unknown>;
+  readonly SystemMetadata: Readonly<Record<string, string>>;
+  readonly publishedAt: number;
+}
+
+export interface SubscriberBusesOptions {
+  readonly buses: readonly LocalSubscriberBus[];
+  readonly subscribers: readonly LocalSubscriber[];
+  readonly sqs: SQSClient;
+  readonly queueUrl: (arn: string) => string;
+  readonly region: string;
+  readonly accountId: string;
+  readonly report?: Report;
+  readonly now?: () => number;
+}
+
+export class LocalSubscriberBuses implements SubscriberBusClient {
+  private readonly retained = new Map<string, BusEvent[]>();
+  private readonly seen = new Map<string, Map<string, number>>();
+  private readonly now: () => number;
+
+  constructor(private readonly options: SubscriberBusesOptions) {
+    this.now = options.now ?? Date.now;
+  }
+
+  async putEvents(request: SubscriberBusPutEvents): Promise<SubscriberBusPutEventsResult> {
+    const bus = this.options.buses.find((b) => b.arn === request.EventBusArn);
+    if (!bus)
+      throw Object.assign(new Error(`no event bus ${request.EventBusArn}`), {
+        name: "ResourceNotFoundException",
+        $fault: "client",
+      });
+    const results: { EventId: string; SuccessCode: string }[] = [];
+    for (const entry of request.Entries) {
+      const id = randomUUID();
+      if (this.isDuplicate(bus.arn, entry.SystemMetadata.DeduplicationId)) {
+        results.push({ EventId: id, SuccessCode: "DEDUPLICATED" });
+        continue;
+      }
+      const event = this.eventOf(id, entry, "LIVE");
+      this.retain(bus, event);
+      for (const subscriber of this.subscribersOf(bus.arn)) await this.deliver(subscriber, event);
+      results.push({ EventId: id, SuccessCode: "PUBLISHED" });
+    }
+    return { Entries: results, FailedEntryCount: 0 };
+  }
+
+  /**
+   * An event a classic rule forwarded (Topic.subscriberBus's bridge): it arrives as the whole
+   * classic envelope in `Data`, with its source and detail-type in `SystemMetadata` and no event
+   * group (eventbridge-event-bus/SKILL.md chapter 4).
+   */
+  async forward(busArn: string, classic: Record<string, unknown>): Promise<void> {
+    const bus = this.options.buses.find((b) => b.arn === busArn);
+    if (!bus) throw new Error(`no event bus ${busArn}`);
+    const event: BusEvent = {
+      Data: classic,
+      SystemMetadata: {
+        "aws:Source": String(classic.source),
+        "aws:DetailType": String(classic["detail-type"]),
+        "aws:DeliveryType": "LIVE",
+      },
+      publishedAt: this.now(),
+    };
+    this.retain(bus, event);
+    for (const subscriber of this.subscribersOf(bus.arn)) await this.deliver(subscriber, event);
+  }
+
+  /** The events the bus still keeps, oldest first, published at or after `since` (epoch ms). */
+  retainedSince(busArn: string, since: number): readonly BusEvent[] {
+    return (this.retained.get(busArn) ?? []).filter((e) => e.publishedAt >= since);
+  }
+
+  /** Send one event through a subscriber, as a delivery of `deliveryType` (`LIVE` or `REPLAY`). */
+  async deliver(subscriber: LocalSubscriber, event: BusEvent): Promise<void> {
+    if (!subscriber.patterns.every((p) => matches(event.Data, p))) return;
+    const target = this.options.queueUrl(subscriber.targetArn);
+    const message = {
+      QueueUrl: target,
+      MessageBody: JSON.stringify(event.Data),
+      ...(subscriber.messageGroupId
+        ? { MessageGroupId: evaluate(subscriber.messageGroupId, event) }
+        : {}),
+      ...(subscriber.messageDeduplicationId
+        ? { MessageDeduplicationId: evaluate(subscriber.messageDeduplicationId, event) }
+        : {}),
+    };
+    const attempts = 1 + Math.min(subscriber.maxRetryAttempts, MAX_LOCAL_RETRIES);
+    let lastError: unknown;
+    for (let attempt = 0; attempt < attempts; attempt++) {
+      try {
+        await inMeterScope(SERVICE_SCOPES.subscriber, () =>
+          this.options.sqs.send(new SendMessageCommand(message)),
+        );
+        this.options.report?.({
+          kind: "subscribed",
+          subscriber: subscriber.logicalId,
+          messages: 1,
+        });
+        return;
+      } catch (error) {
+        lastError = error;
+      }
+    }
+    await this.deadLetter(subscriber, event, lastError);
+  }
+
+  /** A record of what could not be delivered: which event, when, why; not its payload. */
+  private async deadLetter(subscriber: LocalSubscriber, event: BusEvent, error: unknown) {
+    const report = this.options.report;
+    report?.({ kind: "invocation-failed", function: subscriber.logicalId, error: String(error) });
+    if (!subscriber.onFailureArn) return;
+    const record = {
+      eventId: event.Data.id,
+      eventTime: new Date(event.publishedAt).toISOString(),
+      subscriber: subscriber.name,
+      busArn: subscriber.busArn,
+      errorMessage: String(error),
+    };
+    await inMeterScope(SERVICE_SCOPES.subscriber, () =>
+      this.options.sqs.send(
+        new SendMessageCommand({
+          QueueUrl: this.options.queueUrl(subscriber.onFailureArn as string),
+          MessageBody: JSON.stringify(record),
+        }),
+      ),
+    );
+  }
+
+  subscribersOf(busArn: string): LocalSubscriber[] {
+    return this.options.subscribers.filter((s) => s.busArn === busArn);
+  }
+
+  /** The event as the bus keeps it: a `PutEvents` payload is the classic envelope. */
+  eventOf(id: string, entry: SubscriberBusEntry, deliveryType: string): BusEvent {
+    const publishedAt = this.now();
+    return {
+      Data: {
+        version: "0",
+        id,
+        "detail-type": entry.DetailType,
+        source: entry.Source,
+        account: this.options.accountId,
+        time: (entry.Time ?? new Date(publishedAt)).toISOString().replace(/\.\d{3}Z$/, "Z"),
+        region: this.options.region,
+        resources: [],
+        detail: JSON.parse(entry.Detail) as unknown,
+      },
+      SystemMetadata: { ...entry.SystemMetadata, "aws:DeliveryType": deliveryType },
+      publishedAt,
+    };
+  }
+
+  private isDuplicate(busArn: string, deduplicationId: string | undefined): boolean {
+    if (!deduplicationId) return false;
+    const seen = this.seen.get(busArn) ?? new Map<string, number>();
+    this.seen.set(busArn, seen);
+    const now = this.now();
+    const last = seen.get(deduplicationId);
+    if (last !== undefined && now - last < DEDUPLICATION_MS) return true;
+    seen.set(deduplicationId, now);
+    return false;
+  }
+
+  private retain(bus: LocalSubscriberBus, event: BusEvent): void {
+    const horizon = this.now() - bus.retentionDays * 24 * 60 * 60 * 1000;
+    const kept = (this.retained.get(bus.arn) ?? []).filter((e) => e.publishedAt >= horizon);
+    kept.push(event);
+    this.retained.set(bus.arn, kept);
+  }
+}
+
+/** A classic rule's forwarding to a new bus: what it delivered to its queue, forwarded in order. */
+export function runBridge(
+  activity: Activity,
+  sqs: SQSClient,
+  bridge: LocalBridge,
+  buses: LocalSubscriberBuses,
+): Promise<void> {
+  const options = { url: bridge.queueUrl, batchSize: 10, name: bridge.logicalId };
+  return receiveLoop(activity, sqs, options, async (messages) => {
+    for (const m of messages) {
+      try {
+        await buses.forward(bridge.busArn, JSON.parse(m.Body ?? "{}") as Record<string, unknown>);
+        await sqs.send(
+          new DeleteMessageCommand({ QueueUrl: bridge.queueUrl, ReceiptHandle: m.ReceiptHandle }),
+        );
+      } catch (error) {
+        // Left on the queue: forwarded again after its visibility timeout.
+        activity.report({
+          kind: "invocation-failed",
+          function: bridge.logicalId,
+          error: String(error),
+        });
+      }
+    }
+  });
+}
+
+/**
+ * A target parameter: a literal, or `{% $events.<dotted path> %}` (the only JSONata the stack
+ * writes) evaluated on the event.
+ */
+export function evaluate(parameter: string, event: BusEvent): string {
+  const expression = /^\{%\s*(.*?)\s*%\}$/.exec(parameter)?.[1];
+  if (expression === undefined) return parameter;
+  const path = /^\$events\.([A-Za-z0-9_.:-]+)$/.exec(expression)?.[1];
+  if (!path) throw new Error(`the local runtime evaluates only $events.<path>, not ${expression}`);
+  let value: unknown = event;
+  for (const part of path.split("."))
+    value = (value as Record<string, unknown> | undefined)?.[part];
+  if (value === undefined || value === null) throw new Error(`${expression} is not in the event`);
+  return String(value);
+}
