@@ -156,6 +156,12 @@ describe("subscriber delivery", () => {
     expect([...allowedOn(statements, getAtt(bus.id, "EventBusArn"))]).toEqual(["events:PutEvents"]);
   });
 
+  it("outputs the subscriber's ARN, which agentbus replay reads to know the group has no archive replay", () => {
+    const outputs = template.findOutputs("SubscribedProjectionEventsSubscriberArn");
+    expect(Object.values(outputs)[0]?.Value).toEqual(getAtt(subscriber.id, "SubscriberArn"));
+    expect(template.findOutputs("SubscribedProjectionEventsRuleArn")).toEqual({});
+  });
+
   it("falls back to the dispatch function, with a warning, for an emulator", () => {
     for (const emulator of ["localstack-free", "localstack"]) {
       const local = synthesizeStack({ topology: topologyWithSubscriber() }, "AgentBus-test", {

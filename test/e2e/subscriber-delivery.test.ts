@@ -3,8 +3,12 @@ import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { taskProjection } from "../../functions/roles/task-projection/task-projection";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
+import { matches } from "../../lib/dev/local/runtime/filters";
+import type { BusEvent } from "../../lib/dev/local/runtime/subscriber-buses";
 import { runScenario, type ScenarioResult } from "../../lib/dev/local/scenario";
+import { replayName } from "../../lib/infra/replay-names";
 import { defineTopology } from "../../lib/infra/topology";
+import { pointInTimeReplay } from "../../lib/operator/replay-subscriber";
 import { emulator } from "../support/aws";
 
 /**
@@ -17,6 +21,8 @@ import { emulator } from "../support/aws";
 describe("subscriber delivery, end to end", () => {
   let env: LocalEnvironment;
   let result: ScenarioResult;
+  let from = new Date();
+  let to = new Date();
 
   beforeAll(async () => {
     const topology = defineTopology({
@@ -35,7 +41,10 @@ describe("subscriber delivery, end to end", () => {
       stage: `sub${ulid().slice(-6).toLowerCase()}`,
       topology,
     });
+    from = new Date(Date.now() - 1000);
     result = await runScenario(env);
+    await env.runtime.idle();
+    to = new Date();
   }, 240_000);
 
   afterAll(async () => {
@@ -85,6 +94,53 @@ describe("subscriber delivery, end to end", () => {
     expect(published.length + forwarded.length).toBe(kept.length);
   });
 
+  it("replays a window with a point-in-time subscriber: every event again, each a duplicate, the view as it was", async () => {
+    const buses = env.runtime.subscriberBuses;
+    const live = env.deployment.subscribers[0];
+    if (!buses || !live) throw new Error("no subscriber bus");
+    const viewOf = async () =>
+      (await env.store.load({ state: { type: "task_view", id: result.views.A?.task_id ?? "" } }))
+        .state?.data;
+    const before = await viewOf();
+    const seen = new Map([...env.observations.deliveries].map(([id, ds]) => [id, ds.length]));
+    const name = replayName({
+      stage: env.deployment.stackName.slice("AgentBus-".length),
+      topic: "events",
+      from,
+      to,
+      groups: ["task-projection"],
+    });
+    const request = pointInTimeReplay(buses.describeSubscriber(live.name), name, { from, to });
+    expect(request).toMatchObject({
+      StartingPosition: "POINT_IN_TIME",
+      PointInTimeConfiguration: { PointType: "TIMESTAMP" },
+      InvokeConfiguration: { TargetArn: live.targetArn },
+    });
+    expect(await buses.createSubscriber(request)).toEqual({ created: true });
+    await env.runtime.idle();
+    const replayed = [...env.observations.deliveries].flatMap(([id, ds]) =>
+      ds.slice(seen.get(id) ?? 0).map((d) => ({ ...d, id })),
+    );
+    // Every event the bus kept of the group's types, the client's unsequenced feedback included:
+    // the replay's own deduplication id gets them past the FIFO queue's five-minute window.
+    const kept = buses
+      .retainedSince(live.busArn, from.getTime())
+      .filter((e) => live.patterns.every((p) => matches(e.Data, p)));
+    const ids = new Set(kept.map((e) => (e.Data.detail as { event_id: string }).event_id));
+    expect(new Set(replayed.map((d) => d.id))).toEqual(
+      new Set([...ids].filter((id) => id !== poisonId(kept))),
+    );
+    expect(new Set(replayed.map((d) => d.status))).toEqual(new Set(["duplicate"]));
+    expect(await viewOf()).toEqual(before);
+    // The same request again (its ClientToken) creates nothing and delivers nothing.
+    const again = new Map([...env.observations.deliveries].map(([id, ds]) => [id, ds.length]));
+    expect(await buses.createSubscriber(request)).toEqual({ created: false });
+    await env.runtime.idle();
+    expect(new Map([...env.observations.deliveries].map(([id, ds]) => [id, ds.length]))).toEqual(
+      again,
+    );
+  });
+
   it("dead-lettered nothing", async () => {
     const url = env.deployment.outputs.TaskProjectionBufferDeadLetterQueueUrl;
     expect(url).toBeDefined();
@@ -94,3 +150,10 @@ describe("subscriber delivery, end to end", () => {
     expect(Messages ?? []).toEqual([]);
   });
 });
+
+/** The scenario's poison message (an invalid envelope): never delivered as an event, so not replayed as one. */
+function poisonId(kept: readonly BusEvent[]): string | undefined {
+  return kept
+    .map((e) => e.Data.detail as { event_id: string; correlation_id?: string })
+    .find((d) => d.correlation_id?.startsWith("user_"))?.event_id;
+}

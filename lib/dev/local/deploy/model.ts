@@ -86,6 +86,8 @@ export interface LocalSubscriber {
   /** Where a record of an event it could not deliver goes (ids, no payload). */
   readonly onFailureArn?: string;
   readonly maxRetryAttempts: number;
+  /** A `JSONATA` transformer's expression (a replay's); absent: `RAW`, the payload as it is. */
+  readonly transformer?: string;
 }
 
 /** A classic rule forwarding to a new bus: it delivers to `queueUrl`, the runtime forwards. */

@@ -6,6 +6,10 @@ import type {
   SubscriberBusPutEvents,
   SubscriberBusPutEventsResult,
 } from "../../../../functions/adapters/eventbridge/subscriber-bus";
+import type {
+  PointInTimeSubscriberRequest,
+  SubscriberDescription,
+} from "../../../operator/replay-subscriber";
 import { inMeterScope, SERVICE_SCOPES } from "../../metering/metering";
 import type { LocalBridge, LocalSubscriber, LocalSubscriberBus } from "../deploy";
 import type { Activity } from "./activity";
@@ -55,6 +59,7 @@ export interface SubscriberBusesOptions {
 export class LocalSubscriberBuses implements SubscriberBusClient {
   private readonly retained = new Map<string, BusEvent[]>();
   private readonly seen = new Map<string, Map<string, number>>();
+  private readonly created = new Set<string>();
   private readonly now: () => number;
 
   constructor(private readonly options: SubscriberBusesOptions) {
@@ -115,7 +120,9 @@ export class LocalSubscriberBuses implements SubscriberBusClient {
     const target = this.options.queueUrl(subscriber.targetArn);
     const message = {
       QueueUrl: target,
-      MessageBody: JSON.stringify(event.Data),
+      MessageBody: JSON.stringify(
+        subscriber.transformer ? transform(subscriber.transformer, event) : event.Data,
+      ),
       ...(subscriber.messageGroupId
         ? { MessageGroupId: evaluate(subscriber.messageGroupId, event) }
         : {}),
@@ -163,6 +170,61 @@ export class LocalSubscriberBuses implements SubscriberBusClient {
         }),
       ),
     );
+  }
+
+  /** A subscriber of the template, as `DescribeSubscriber` would describe it. */
+  describeSubscriber(name: string): SubscriberDescription {
+    const s = this.options.subscribers.find((x) => x.name === name);
+    if (!s) throw new Error(`no subscriber ${name}`);
+    return {
+      Name: s.name,
+      EventBusArn: s.busArn,
+      Type: s.fifo ? "FIFO" : "UNORDERED",
+      FilterConfiguration: {
+        Filters: s.patterns.map((p) => ({ Scope: "DATA", Pattern: JSON.stringify(p) })),
+      },
+      InvokeConfiguration: {
+        TargetArn: s.targetArn,
+        // IAM is not emulated: the local runtime delivers as itself.
+        RoleArn: "local",
+        SqsParameters: { ...(s.messageGroupId ? { MessageGroupId: s.messageGroupId } : {}) },
+      },
+      ...(s.onFailureArn ? { OnFailureConfiguration: { Arn: s.onFailureArn } } : {}),
+      RetryPolicy: { MaxRetryAttempts: s.maxRetryAttempts },
+    };
+  }
+
+  /**
+   * A point-in-time subscriber (a replay): it delivers what the bus kept from `StartingPoint` to
+   * `EndPoint` (seconds since the epoch), in the order it was published, marked `REPLAY`, then
+   * ends. The same request again (its `ClientToken`) creates nothing and delivers nothing again.
+   */
+  async createSubscriber(request: PointInTimeSubscriberRequest): Promise<{ created: boolean }> {
+    if (this.created.has(request.ClientToken)) return { created: false };
+    this.created.add(request.ClientToken);
+    const { StartingPoint, EndPoint } = request.PointInTimeConfiguration;
+    const replay: LocalSubscriber = {
+      logicalId: request.Name,
+      name: request.Name,
+      busArn: request.EventBusArn,
+      fifo: request.Type === "FIFO",
+      patterns: (request.FilterConfiguration?.Filters ?? []).map((f) => JSON.parse(f.Pattern)),
+      targetArn: request.InvokeConfiguration.TargetArn,
+      messageGroupId: request.InvokeConfiguration.SqsParameters.MessageGroupId,
+      messageDeduplicationId: request.InvokeConfiguration.SqsParameters.MessageDeduplicationId,
+      onFailureArn: request.OnFailureConfiguration?.Arn,
+      maxRetryAttempts: request.RetryPolicy?.MaxRetryAttempts ?? 5,
+      transformer: request.Transformer.JsonataConfiguration.Expression,
+    };
+    const kept = this.retainedSince(request.EventBusArn, StartingPoint * 1000).filter(
+      (e) => e.publishedAt < EndPoint * 1000,
+    );
+    for (const event of kept)
+      await this.deliver(replay, {
+        ...event,
+        SystemMetadata: { ...event.SystemMetadata, "aws:DeliveryType": "REPLAY" },
+      });
+    return { created: true };
   }
 
   subscribersOf(busArn: string): LocalSubscriber[] {
@@ -236,17 +298,25 @@ export function runBridge(
 }
 
 /**
- * A target parameter: a literal, or `{% $events.<dotted path> %}` (the only JSONata the stack
- * writes) evaluated on the event.
+ * A target parameter: a literal, or the JSONata AgentBus writes, evaluated on the event:
+ * `{% $events.<dotted path> %}`, optionally followed by `& '<literal>'`.
  */
 export function evaluate(parameter: string, event: BusEvent): string {
   const expression = /^\{%\s*(.*?)\s*%\}$/.exec(parameter)?.[1];
   if (expression === undefined) return parameter;
-  const path = /^\$events\.([A-Za-z0-9_.:-]+)$/.exec(expression)?.[1];
-  if (!path) throw new Error(`the local runtime evaluates only $events.<path>, not ${expression}`);
+  const match = /^\$events\.([A-Za-z0-9_.:-]+)(?:\s*&\s*'([^']*)')?$/.exec(expression);
+  if (!match?.[1])
+    throw new Error(`the local runtime evaluates only $events.<path> [& '...'], not ${expression}`);
   let value: unknown = event;
-  for (const part of path.split("."))
+  for (const part of match[1].split("."))
     value = (value as Record<string, unknown> | undefined)?.[part];
   if (value === undefined || value === null) throw new Error(`${expression} is not in the event`);
-  return String(value);
+  return String(value) + (match[2] ?? "");
+}
+
+/** A `JSONATA` transformer of the form a replay uses: `$merge([$events.Data, {<JSON object>}])`. */
+export function transform(expression: string, event: BusEvent): unknown {
+  const object = /^\{%\s*\$merge\(\[\$events\.Data,\s*(\{.*\})\]\)\s*%\}$/.exec(expression)?.[1];
+  if (!object) throw new Error("the local runtime transforms only $merge([$events.Data, {...}])");
+  return { ...event.Data, ...(JSON.parse(object) as Record<string, unknown>) };
 }
