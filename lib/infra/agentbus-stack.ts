@@ -111,6 +111,8 @@ export const DEFAULT_AGENT_HEARTBEAT = Duration.seconds(20);
 export const PIPE_FALLBACK_WARNING = "agentbus:emulator:pipe-fallback";
 /** Warning id of a group whose subscriber the emulator cannot run (acknowledgeable). */
 export const SUBSCRIBER_FALLBACK_WARNING = "agentbus:emulator:subscriber-fallback";
+/** Warning id of a group delivered by a subscriber in AWS, which the relay cannot feed yet. */
+export const SUBSCRIBER_PREVIEW_WARNING = "agentbus:subscriber:no-client";
 /**
  * Context key: `true` while a stack deployed before checkpoints moved onto the state items
  * upgrades; its consumers read the old checkpoint and inbox rows too (see lib/infra/README.md).
@@ -355,6 +357,12 @@ export class AgentBusStack extends Stack {
       Annotations.of(consumerGroup).addWarningV2(
         PIPE_FALLBACK_WARNING,
         `consumer group ${JSON.stringify(group.name)} declares delivery "pipe", but ${EMULATOR_CONTEXT_KEY}=${this.emulator} cannot run EventBridge Pipes: its buffer queue is delivered to its FIFO queue by the dispatch function instead (synthesize without ${EMULATOR_CONTEXT_KEY}, or with "localstack" and an auth token, to deploy the pipe)`,
+      );
+    }
+    if (group.delivery === "subscriber" && !subscriberFallback) {
+      Annotations.of(consumerGroup).addWarningV2(
+        SUBSCRIBER_PREVIEW_WARNING,
+        `consumer group ${JSON.stringify(group.name)} declares delivery "subscriber": the relay must publish to the topic's new EventBridge bus, and the AWS SDK for JavaScript has no eventbridgev2 client, so a deployed relay refuses to start; this delivery runs on the local runtime only (lib/infra/README.md)`,
       );
     }
     if (subscriberFallback) {

@@ -1,5 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { SUBSCRIBER_FALLBACK_WARNING } from "../../lib/infra/agentbus-stack";
+import {
+  SUBSCRIBER_FALLBACK_WARNING,
+  SUBSCRIBER_PREVIEW_WARNING,
+} from "../../lib/infra/agentbus-stack";
 import { EMULATOR_CONTEXT_KEY } from "../../lib/infra/constructs/emulator";
 import {
   allowedOn,
@@ -160,6 +163,17 @@ describe("subscriber delivery", () => {
     const outputs = template.findOutputs("SubscribedProjectionEventsSubscriberArn");
     expect(Object.values(outputs)[0]?.Value).toEqual(getAtt(subscriber.id, "SubscriberArn"));
     expect(template.findOutputs("SubscribedProjectionEventsRuleArn")).toEqual({});
+  });
+
+  it("warns at synth time that a deployed relay cannot publish to the new bus yet", () => {
+    const warnings = stack.node
+      .findAll()
+      .flatMap((c) =>
+        c.node.metadata.map((m) => ({ path: c.node.path, data: JSON.stringify(m.data) })),
+      )
+      .filter((m) => m.data.includes(SUBSCRIBER_PREVIEW_WARNING));
+    expect(warnings.map((w) => w.path)).toEqual(["AgentBus-test/SubscribedProjection"]);
+    expect(warnings[0]?.data).toContain("no eventbridgev2 client");
   });
 
   it("falls back to the dispatch function, with a warning, for an emulator", () => {
