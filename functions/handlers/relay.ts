@@ -10,7 +10,6 @@ import {
   type SubscriberBusClient,
   SubscriberBusPublisher,
 } from "../adapters/eventbridge/subscriber-bus";
-import { PermanentError } from "../core/errors";
 import { parseEnv } from "../core/parse-env";
 import type { EventPublisher } from "../core/ports";
 import { type RelayReport, relay } from "../core/relay";
@@ -74,7 +73,7 @@ export function createRelayHandler(options: RelayHandlerOptions = {}): RelayHand
     client: tracer.capture(options.eventbridge ?? containerAwsClient()),
     buses,
   });
-  const publisher = withSubscriberBuses(classic, env, options.subscriberBus);
+  const publisher = withSubscriberBuses(classic, env, options.subscriberBus, logger);
   const registry = options.registry ?? defaultRegistry;
   // The event store keeps personal fields sealed; the buses carry them opened.
   const vault = vaultOf(options.env ?? process.env, {
@@ -100,11 +99,17 @@ export function createRelayHandler(options: RelayHandlerOptions = {}): RelayHand
   };
 }
 
-/** `classic`, and the topics' new buses when the environment names any. */
+/**
+ * `classic`, and the topics' new buses when the environment names any. Without a client for them
+ * (the AWS SDK for JavaScript has no `eventbridgev2` client, so a deployed relay has none) it
+ * publishes to the classic buses only, and says so once: the bridge rule (Topic.subscriberBus)
+ * still forwards every event to the new bus, without the event group the relay would set.
+ */
 function withSubscriberBuses(
   classic: EventPublisher,
   env: RelayEnv,
   client: SubscriberBusClient | undefined,
+  logger: Pick<Observability["logger"], "warn">,
 ): EventPublisher {
   const buses: Partial<Record<Topic, string>> = {
     ...(env.BUS_V2_COMMANDS ? { commands: env.BUS_V2_COMMANDS } : {}),
@@ -113,11 +118,13 @@ function withSubscriberBuses(
   };
   const topics = new Set(Object.keys(buses) as Topic[]);
   if (topics.size === 0) return classic;
-  if (!client)
-    throw new PermanentError(
-      "relay.no_subscriber_bus_client",
-      `the relay must publish to the new buses of ${[...topics].join(", ")} (delivery "subscriber"), but has no eventbridgev2 client: the AWS SDK for JavaScript has none, so this delivery runs on the local runtime only`,
+  if (!client) {
+    logger.warn(
+      "no eventbridgev2 client: the new buses get the events only through the bridge rules, without an event group",
+      { code: "relay.no_subscriber_bus_client", topics: [...topics] },
     );
+    return classic;
+  }
   return new BothBusesPublisher(classic, new SubscriberBusPublisher(client, buses), topics);
 }
 

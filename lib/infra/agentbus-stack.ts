@@ -111,7 +111,7 @@ export const DEFAULT_AGENT_HEARTBEAT = Duration.seconds(20);
 export const PIPE_FALLBACK_WARNING = "agentbus:emulator:pipe-fallback";
 /** Warning id of a group whose subscriber the emulator cannot run (acknowledgeable). */
 export const SUBSCRIBER_FALLBACK_WARNING = "agentbus:emulator:subscriber-fallback";
-/** Warning id of a group delivered by a subscriber in AWS, which the relay cannot feed yet. */
+/** Warning id of a group delivered by a subscriber in AWS, whose bus the relay cannot publish to yet. */
 export const SUBSCRIBER_PREVIEW_WARNING = "agentbus:subscriber:no-client";
 /**
  * Context key: `true` while a stack deployed before checkpoints moved onto the state items
@@ -362,7 +362,7 @@ export class AgentBusStack extends Stack {
     if (group.delivery === "subscriber" && !subscriberFallback) {
       Annotations.of(consumerGroup).addWarningV2(
         SUBSCRIBER_PREVIEW_WARNING,
-        `consumer group ${JSON.stringify(group.name)} declares delivery "subscriber": the relay must publish to the topic's new EventBridge bus, and the AWS SDK for JavaScript has no eventbridgev2 client, so a deployed relay refuses to start; this delivery runs on the local runtime only (lib/infra/README.md)`,
+        `consumer group ${JSON.stringify(group.name)} declares delivery "subscriber", not yet verified in an account: the AWS SDK for JavaScript has no eventbridgev2 client, so a deployed relay cannot publish to the topic's new bus, which then gets every event only through the bridge rule, without an event group (lib/infra/README.md)`,
       );
     }
     if (subscriberFallback) {

@@ -9,7 +9,6 @@ import {
 import { AgentBusError } from "../../functions/core/errors";
 import type { EventPublisher } from "../../functions/core/ports";
 import { relay } from "../../functions/core/relay";
-import { createRelayHandler } from "../../functions/handlers/relay";
 import { type Envelope, registry, type Topic } from "../../schemas";
 import { taskStream } from "../support/factories";
 
@@ -167,17 +166,5 @@ describe("the relay with a new bus", () => {
     await publisher.publish("events", taskStream(1, 2));
     expect(bus.calls).toEqual([]);
     expect(classic.calls).toHaveLength(1);
-  });
-
-  it("the relay handler refuses to start with a new bus and no client for it", () => {
-    expect(() =>
-      createRelayHandler({ env: { BUS_EVENTS: "agentbus-dev-events", BUS_V2_EVENTS: BUS } }),
-    ).toThrow(/no eventbridgev2 client/);
-    expect(() =>
-      createRelayHandler({
-        env: { BUS_EVENTS: "agentbus-dev-events", BUS_V2_EVENTS: BUS },
-        subscriberBus: new RecordingBus(),
-      }),
-    ).not.toThrow();
   });
 });
