@@ -42,8 +42,9 @@ export interface RelayHandlerOptions {
   readonly env?: Record<string, string | undefined>;
   readonly eventbridge?: AwsClient;
   /**
-   * The new buses' PutEvents, needed when a `BUS_V2_<TOPIC>` is set. The AWS SDK for JavaScript
-   * has no `eventbridgev2` client, so only the local runtime supplies one (its emulation).
+   * The new buses' PutEvents, used when a `BUS_V2_<TOPIC>` is set. The AWS SDK for JavaScript
+   * has no `eventbridgev2` client, so only the local runtime supplies one (its emulation); without
+   * it the relay publishes to the classic buses only (withSubscriberBuses).
    */
   readonly subscriberBus?: SubscriberBusClient;
   /** The customer-keys table and KMS: what the relay opens sealed fields with (./vault). */
