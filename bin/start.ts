@@ -174,7 +174,7 @@ function describeStack(env: LocalEnvironment, progress: Progress): void {
     `  stack      ${d.stackName}: synthesized in ${t.synth} ms, ${d.resources.size} resources deployed to the emulator in ${t.deploy} ms`,
   );
   progress.print(
-    `             ${d.functions.length} functions run in-process (${d.functions.map((f) => (f.group ? `${f.kind} ${f.group}` : f.kind)).join(", ")}), ${d.mappings.length} event source mappings and ${d.pipes.length} pipes emulated`,
+    `             ${d.functions.length} functions run in-process (${d.functions.map((f) => (f.group ? `${f.kind} ${f.group}` : f.kind)).join(", ")}), ${d.mappings.length} event source mappings, ${d.pipes.length} pipes and ${d.subscribers.length} subscribers of new buses emulated`,
   );
   progress.print(`             not needed locally: ${skipped || "nothing"}`);
 }

@@ -17,6 +17,7 @@ import {
   type ReplayWindow,
   replayTargets,
   replayWindow,
+  subscriberGroups,
 } from "../../lib/operator/replay-plan";
 import type { OpsStack } from "../../lib/operator/stack";
 import { withStack } from "./ops";
@@ -88,15 +89,19 @@ async function planned(
     const groups = chosenGroups(options.group, stack.groups, targets);
     const plans = planReplays(t.stage, targets, groups, window);
     await checkRetention(client, plans, window, now);
-    return { window, groups, plans };
+    return { window, groups, plans, notReplayed: subscriberGroups(targets) };
   });
 }
 
 async function run(stack: OpsStack, t: Target, options: ReplayCliOptions): Promise<void> {
   const client = new EventBridgeClient(clientConfig(t));
   try {
-    const { window, groups, plans } = await planned(stack, t, options, client);
+    const { window, groups, plans, notReplayed } = await planned(stack, t, options, client);
     for (const line of planLines(plans, window)) out(line);
+    if (notReplayed.length > 0)
+      out(
+        `not replayed: ${notReplayed.join(", ")} (delivered by a subscriber of a new bus, which has no archive; see lib/operator/README.md)`,
+      );
     if (options.dryRun) {
       const counts = await estimate(stack, client, plans, window);
       for (const p of plans)

@@ -95,6 +95,13 @@ export const RETENTION = {
     maxDays: 36_500,
     erasure: "expires",
   },
+  subscriberBus: {
+    where: 'each new EventBridge bus of a topic that a group with `delivery: "subscriber"` reads',
+    holds: "every event as published, its personal fields in plain text",
+    days: 14,
+    maxDays: 365,
+    erasure: "expires",
+  },
   queues: {
     where: "the consumer groups' queues and buffer queues",
     holds: "the events each group has not handled yet, personal fields in plain text",

@@ -5,19 +5,31 @@ import * as z from "../../schemas/zod";
 import type { AwsClient } from "../adapters/aws/client";
 import { envelopesFromStreamRecords } from "../adapters/dynamodb/stream";
 import { EventBridgePublisher } from "../adapters/eventbridge/publisher";
+import {
+  BothBusesPublisher,
+  type SubscriberBusClient,
+  SubscriberBusPublisher,
+} from "../adapters/eventbridge/subscriber-bus";
 import { parseEnv } from "../core/parse-env";
+import type { EventPublisher } from "../core/ports";
 import { type RelayReport, relay } from "../core/relay";
 import { containerAwsClient } from "./aws";
 import { lambdaEntry } from "./lambda-entry";
 import { type Observability, observability } from "./observe";
 import { vaultOf } from "./vault";
 
-/** The relay reads one `BUS_<TOPIC>` variable per topic present in the stack. */
+/**
+ * The relay reads one `BUS_<TOPIC>` variable per topic present in the stack, and a
+ * `BUS_V2_<TOPIC>` (the ARN of the topic's new bus) per topic a `delivery: "subscriber"` group reads.
+ */
 export const RelayEnv = z
   .object({
     BUS_COMMANDS: z.optional(z.string().check(z.minLength(1))),
     BUS_EVENTS: z.optional(z.string().check(z.minLength(1))),
     BUS_AUDIT: z.optional(z.string().check(z.minLength(1))),
+    BUS_V2_COMMANDS: z.optional(z.string().check(z.minLength(1))),
+    BUS_V2_EVENTS: z.optional(z.string().check(z.minLength(1))),
+    BUS_V2_AUDIT: z.optional(z.string().check(z.minLength(1))),
   })
   .check(
     z.refine((e) => e.BUS_COMMANDS || e.BUS_EVENTS || e.BUS_AUDIT, {
@@ -29,6 +41,12 @@ export type RelayEnv = z.output<typeof RelayEnv>;
 export interface RelayHandlerOptions {
   readonly env?: Record<string, string | undefined>;
   readonly eventbridge?: AwsClient;
+  /**
+   * The new buses' PutEvents, used when a `BUS_V2_<TOPIC>` is set. The AWS SDK for JavaScript
+   * has no `eventbridgev2` client, so only the local runtime supplies one (its emulation); without
+   * it the relay publishes to the classic buses only (withSubscriberBuses).
+   */
+  readonly subscriberBus?: SubscriberBusClient;
   /** The customer-keys table and KMS: what the relay opens sealed fields with (./vault). */
   readonly dynamodb?: AwsClient;
   readonly kms?: AwsClient;
@@ -52,10 +70,11 @@ export function createRelayHandler(options: RelayHandlerOptions = {}): RelayHand
     events: env.BUS_EVENTS,
     audit: env.BUS_AUDIT,
   };
-  const publisher = new EventBridgePublisher({
+  const classic = new EventBridgePublisher({
     client: tracer.capture(options.eventbridge ?? containerAwsClient()),
     buses,
   });
+  const publisher = withSubscriberBuses(classic, env, options.subscriberBus, logger);
   const registry = options.registry ?? defaultRegistry;
   // The event store keeps personal fields sealed; the buses carry them opened.
   const vault = vaultOf(options.env ?? process.env, {
@@ -79,6 +98,35 @@ export function createRelayHandler(options: RelayHandlerOptions = {}): RelayHand
       metrics.publishStoredMetrics();
     }
   };
+}
+
+/**
+ * `classic`, and the topics' new buses when the environment names any. Without a client for them
+ * (the AWS SDK for JavaScript has no `eventbridgev2` client, so a deployed relay has none) it
+ * publishes to the classic buses only, and says so once: the bridge rule (Topic.subscriberBus)
+ * still forwards every event to the new bus, without the event group the relay would set.
+ */
+function withSubscriberBuses(
+  classic: EventPublisher,
+  env: RelayEnv,
+  client: SubscriberBusClient | undefined,
+  logger: Pick<Observability["logger"], "warn">,
+): EventPublisher {
+  const buses: Partial<Record<Topic, string>> = {
+    ...(env.BUS_V2_COMMANDS ? { commands: env.BUS_V2_COMMANDS } : {}),
+    ...(env.BUS_V2_EVENTS ? { events: env.BUS_V2_EVENTS } : {}),
+    ...(env.BUS_V2_AUDIT ? { audit: env.BUS_V2_AUDIT } : {}),
+  };
+  const topics = new Set(Object.keys(buses) as Topic[]);
+  if (topics.size === 0) return classic;
+  if (!client) {
+    logger.warn(
+      "no eventbridgev2 client: the new buses get the events only through the bridge rules, without an event group",
+      { code: "relay.no_subscriber_bus_client", topics: [...topics] },
+    );
+    return classic;
+  }
+  return new BothBusesPublisher(classic, new SubscriberBusPublisher(client, buses), topics);
 }
 
 export const { create, handler } = lambdaEntry(createRelayHandler);

@@ -109,6 +109,10 @@ export const DEFAULT_AGENT_HEARTBEAT = Duration.seconds(20);
 
 /** Warning id of a group whose pipe the emulator cannot run (acknowledgeable). */
 export const PIPE_FALLBACK_WARNING = "agentbus:emulator:pipe-fallback";
+/** Warning id of a group whose subscriber the emulator cannot run (acknowledgeable). */
+export const SUBSCRIBER_FALLBACK_WARNING = "agentbus:emulator:subscriber-fallback";
+/** Warning id of a group delivered by a subscriber in AWS, whose bus the relay cannot publish to yet. */
+export const SUBSCRIBER_PREVIEW_WARNING = "agentbus:subscriber:no-client";
 /**
  * Context key: `true` while a stack deployed before checkpoints moved onto the state items
  * upgrades; its consumers read the old checkpoint and inbox rows too (see lib/infra/README.md).
@@ -198,6 +202,7 @@ export class AgentBusStack extends Stack {
     });
 
     this.groups = topology.groups.map((group) => this.consumerGroup(group, stage));
+    this.relay.publishToSubscriberBuses([...this.topics.values()]);
     this.customerKeys = this.createCustomerKeys(topology, props);
     const needs = (group: ConsumerGroup): GroupNeeds =>
       topology.groups.find((g) => g.name === group.groupName)?.needs ?? {};
@@ -325,6 +330,8 @@ export class AgentBusStack extends Stack {
   /** One consumer group of the topology (a pipe group falls back to the dispatcher where pipes cannot run). */
   private consumerGroup(group: Topology["groups"][number], stage: string): ConsumerGroup {
     const pipeFallback = group.delivery === "pipe" && !this.capabilities.pipes;
+    const subscriberFallback =
+      group.delivery === "subscriber" && !this.capabilities.subscriberBuses;
     const consumerGroup = new ConsumerGroup(this, outputId(group.name), {
       groupName: group.name,
       stage,
@@ -337,7 +344,7 @@ export class AgentBusStack extends Stack {
       attention: group.attention,
       tables: this.tables,
       ...pickGroupSettings(group),
-      delivery: pipeFallback ? "dispatch-function" : group.delivery,
+      delivery: pipeFallback || subscriberFallback ? "dispatch-function" : group.delivery,
       deliveryBatchingWindow: group.deliveryBatchingWindow,
       legacyCheckpoints: [true, "true"].includes(this.node.tryGetContext(LEGACY_CHECKPOINTS_KEY)),
     });
@@ -350,6 +357,18 @@ export class AgentBusStack extends Stack {
       Annotations.of(consumerGroup).addWarningV2(
         PIPE_FALLBACK_WARNING,
         `consumer group ${JSON.stringify(group.name)} declares delivery "pipe", but ${EMULATOR_CONTEXT_KEY}=${this.emulator} cannot run EventBridge Pipes: its buffer queue is delivered to its FIFO queue by the dispatch function instead (synthesize without ${EMULATOR_CONTEXT_KEY}, or with "localstack" and an auth token, to deploy the pipe)`,
+      );
+    }
+    if (group.delivery === "subscriber" && !subscriberFallback) {
+      Annotations.of(consumerGroup).addWarningV2(
+        SUBSCRIBER_PREVIEW_WARNING,
+        `consumer group ${JSON.stringify(group.name)} declares delivery "subscriber", not yet verified in an account: the AWS SDK for JavaScript has no eventbridgev2 client, so a deployed relay cannot publish to the topic's new bus, which then gets every event only through the bridge rule, without an event group (lib/infra/README.md)`,
+      );
+    }
+    if (subscriberFallback) {
+      Annotations.of(consumerGroup).addWarningV2(
+        SUBSCRIBER_FALLBACK_WARNING,
+        `consumer group ${JSON.stringify(group.name)} declares delivery "subscriber", but no emulator (${EMULATOR_CONTEXT_KEY}=${this.emulator}) has EventBridge's new buses: it is delivered by the dispatch function instead (synthesize without ${EMULATOR_CONTEXT_KEY} to deploy the subscriber)`,
       );
     }
     return consumerGroup;

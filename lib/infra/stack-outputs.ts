@@ -60,13 +60,20 @@ function topicOutputs(topic: Topic, output: OutputFn): void {
 
 /**
  * A group's queue, dead-letter queue and (FIFO groups) buffer queue URLs, and the ARN of its rule
- * on each topic it subscribes to (`<Group><Topic>RuleArn`: a replay's filter names the rules).
+ * on each topic it subscribes to (`<Group><Topic>RuleArn`: a replay's filter names the rules), or
+ * of its subscriber on the topic's new bus (`<Group><Topic>SubscriberArn`).
  */
 function groupOutputs(group: ConsumerGroup, output: OutputFn): void {
   const id = group.node.id;
   const name = group.groupName;
   for (const rule of group.rules)
     output(`${id}${rule.node.id}Arn`, rule.ruleArn, `${name}: its rule on a topic's bus`);
+  for (const subscriber of group.subscribers)
+    output(
+      `${id}${subscriber.node.id}Arn`,
+      subscriber.attrSubscriberArn,
+      `${name}: its subscriber on a topic's new bus (a replay copies it)`,
+    );
   output(`${id}QueueUrl`, group.queue.queueUrl, `${name}: the consumer's queue`);
   output(
     `${id}DeadLetterQueueUrl`,

@@ -23,6 +23,8 @@ export interface TopicReplayTarget {
   readonly archiveArn?: string;
   /** The rule ARN of each group subscribed to the topic. */
   readonly rules: Readonly<Record<string, string>>;
+  /** The subscriber ARN of each group delivered by a subscriber of the topic's new bus. */
+  readonly subscribers: Readonly<Record<string, string>>;
 }
 
 /** One replay to start: an archive, the bus it replays to and the rules it delivers to. */
@@ -91,15 +93,19 @@ export function replayTargets(
   return topics.map((topic) => {
     const id = outputId(topic);
     const rules: Record<string, string> = {};
+    const subscribers: Record<string, string> = {};
     for (const group of groups) {
       const arn = outputs[`${outputId(group)}${id}RuleArn`];
       if (arn) rules[group] = arn;
+      const subscriber = outputs[`${outputId(group)}${id}SubscriberArn`];
+      if (subscriber) subscribers[group] = subscriber;
     }
     return {
       topic,
       busArn: outputs[`${id}BusArn`],
       archiveArn: outputs[`${id}ArchiveArn`],
       rules,
+      subscribers,
     };
   });
 }
@@ -115,8 +121,18 @@ export function chosenGroups(
     throw new ReplayRefused(
       `no consumer group ${unknown.join(", ")} (groups: ${[...known].sort().join(", ")})`,
     );
+  const bySubscriber = subscriberGroups(targets).filter((g) => asked.includes(g));
+  if (bySubscriber.length > 0)
+    throw new ReplayRefused(
+      `${bySubscriber.join(", ")} ${bySubscriber.length > 1 ? "are" : "is"} delivered by a subscriber of a topic's new EventBridge bus, which has no archive: a replay there is a point-in-time subscriber (lib/operator/replay-subscriber.ts), and agentbus cannot create one yet (the AWS SDK for JavaScript has no eventbridgev2 client)`,
+    );
   if (asked.length > 0) return [...new Set(asked)];
   return known.filter((g) => targets.some((t) => t.rules[g] !== undefined));
+}
+
+/** The groups delivered by a subscriber of a topic's new bus (no rule, no archive replay). */
+export function subscriberGroups(targets: readonly TopicReplayTarget[]): string[] {
+  return [...new Set(targets.flatMap((t) => Object.keys(t.subscribers)))].sort();
 }
 
 /**

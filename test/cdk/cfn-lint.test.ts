@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { FRONT_DOOR_CONTEXT, synthesizeStack } from "./synth";
+import { FRONT_DOOR_CONTEXT, synthesizeStack, topologyWithSubscriber } from "./synth";
 
 /**
  * An outside check of the synthesized templates: cfn-lint (AWS's CloudFormation linter, installed
@@ -15,6 +15,16 @@ const ACKNOWLEDGED: Readonly<Record<string, string>> = {
   W3005:
     "aws-cdk-lib's Function adds DependsOn on its execution role and the role's default policy; the role's is also implied by the function's GetAtt of it. Harmless, and CDK's to emit: the policy's DependsOn is what matters (the function must not start before it may act).",
 };
+
+/**
+ * cfn-lint 1.51 knows nothing of EventBridge's new buses (a group with `delivery: "subscriber"`):
+ * it reports each `AWS::EventsV2::*` resource as a type that does not exist (E3006), checking
+ * nothing inside it, and `events:PutRawEvents` (what forwarding into such a bus needs) as an
+ * unknown action (W3037). Only those findings, for exactly those names, are acknowledged.
+ */
+const unknownToThisLinter = (f: Finding) =>
+  (f.Rule.Id === "E3006" && /'AWS::EventsV2::(EventBus|Subscriber)'/.test(f.Message)) ||
+  (f.Rule.Id === "W3037" && f.Message.startsWith("'putrawevents' is not one of"));
 
 interface Finding {
   readonly Level: "Error" | "Warning" | "Informational";
@@ -44,16 +54,18 @@ describe.skipIf(!installed)("cfn-lint over the synthesized templates", () => {
     return JSON.parse(run.stdout) as Finding[];
   };
 
-  for (const [name, context] of [
-    ["AgentBus", {}],
-    ["AgentBus-front-door", FRONT_DOOR_CONTEXT],
+  for (const [name, context, props] of [
+    ["AgentBus", {}, {}],
+    ["AgentBus-front-door", FRONT_DOOR_CONTEXT, {}],
+    ["AgentBus-subscriber", {}, { topology: topologyWithSubscriber() }],
   ] as const) {
     it(`${name}: no error, and no warning but those acknowledged`, () => {
-      const { template } = synthesizeStack({}, name, context);
+      const { template } = synthesizeStack(props, name, context);
       const findings = lint(name, template.toJSON());
-      const errors = findings.filter((f) => f.Level === "Error");
+      const errors = findings.filter((f) => f.Level === "Error" && !unknownToThisLinter(f));
       const unacknowledged = findings.filter(
-        (f) => f.Level === "Warning" && ACKNOWLEDGED[f.Rule.Id] === undefined,
+        (f) =>
+          f.Level === "Warning" && ACKNOWLEDGED[f.Rule.Id] === undefined && !unknownToThisLinter(f),
       );
       const line = (f: Finding) => `${f.Rule.Id} ${f.Location.Path.join("/")}: ${f.Message}`;
       expect(errors.map(line)).toEqual([]);

@@ -134,6 +134,19 @@ describe("ConsumerGroup validation", () => {
     );
   });
 
+  it("rejects a subscriber delivery without ordering, with tenant lanes or with a batching window", () => {
+    expect(() => build(() => ({ ordering: "none", delivery: "subscriber" }))).toThrow(
+      /delivery "subscriber" needs ordering "fifo"/,
+    );
+    expect(() =>
+      build(() => ({ delivery: "subscriber", maxConcurrency: 3, tenantConcurrency: 2 })),
+    ).toThrow(/tenantConcurrency 2 needs delivery "dispatch-function" \(a subscriber copies/);
+    expect(() =>
+      build(() => ({ delivery: "subscriber", deliveryBatchingWindow: Duration.seconds(2) })),
+    ).toThrow(/deliveryBatchingWindow 2 seconds needs delivery "dispatch-function" or "pipe"/);
+    expect(() => build(() => ({ delivery: "subscriber" }))).not.toThrow();
+  });
+
   it("rejects a pipe name over 64 characters, naming it", () => {
     expect(() =>
       build(() => ({

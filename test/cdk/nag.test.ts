@@ -12,7 +12,7 @@ import { AgentBusStack, type AgentBusStackProps } from "../../lib/infra/agentbus
 import { EMULATOR_CONTEXT_KEY } from "../../lib/infra/constructs/emulator";
 import { XRAY_ACTIONS } from "../../lib/infra/constructs/function";
 import { MODEL_ID_CONTEXT_KEY } from "../../lib/infra/constructs/model-access";
-import { FRONT_DOOR_CONTEXT, testApp, topologyWithPipe } from "./synth";
+import { FRONT_DOOR_CONTEXT, testApp, topologyWithPipe, topologyWithSubscriber } from "./synth";
 
 /**
  * cdk-nag's AWS Solutions checks, run the way `cdk synth` runs them for bin/agentbus.ts: as a
@@ -103,6 +103,11 @@ describe("cdk-nag AwsSolutions", () => {
 
   it("with a pipe-delivered group: no error and no warning left", () => {
     expect(printed(nagFindings(agentBus({ topology: topologyWithPipe() })).findings)).toEqual([]);
+  });
+
+  it("with a subscriber-delivered group: no error and no warning left", () => {
+    const synthesized = nagFindings(agentBus({ topology: topologyWithSubscriber() }));
+    expect(printed(synthesized.findings)).toEqual([]);
   });
 
   it.each([

@@ -62,6 +62,33 @@ export function topologyWithPipe(): Topology {
   });
 }
 
+/** Name of the subscriber-delivered group of `topologyWithSubscriber()`. */
+export const SUBSCRIBED_GROUP = "subscribed-projection";
+
+/**
+ * The project's topics and groups plus a FIFO group delivered by a FIFO subscriber of the events
+ * topic's new EventBridge bus (`delivery: "subscriber"`).
+ */
+export function topologyWithSubscriber(): Topology {
+  return defineTopology({
+    topics: ["commands", "events", "audit"],
+    groups: [
+      {
+        name: "task-projection",
+        role: taskProjection,
+        handler: "functions/roles/task-projection/handler.ts",
+      },
+      {
+        name: SUBSCRIBED_GROUP,
+        role: { group: SUBSCRIBED_GROUP, subscriptions: ["task.accepted", "plan.created"] },
+        handler: "functions/roles/task-projection/handler.ts",
+        delivery: "subscriber",
+      },
+      { name: "audit", role: audit, handler: "functions/roles/audit/handler.ts", ordering: "none" },
+    ],
+  });
+}
+
 export interface Synthesized {
   readonly template: Template;
   /** Violations found by CloudFormation's built-in validation, as `plugin: description`. */

@@ -70,6 +70,7 @@ describe("the retention declaration (functions/core/retention.ts)", () => {
     expect(unreachableByErasure().map((p) => [p.name, p.days])).toEqual([
       ["acceptedRequests", 1],
       ["archive", 30],
+      ["subscriberBus", 14],
       ["queues", 4],
       ["deadLetterQueues", 14],
       ["backups", 35],

@@ -17,7 +17,24 @@ import {
 } from "../../lib/dev/local/deploy";
 import { ROOT, synthesize } from "../../lib/dev/local/synth";
 import { resolve, type Template } from "../../lib/dev/local/template";
+import { defineTopology, topology } from "../../lib/infra/topology";
 import { emulator } from "../support/aws";
+
+/** The project's groups and one more, delivered by a subscriber of the events topic's new bus. */
+function withSubscriberGroup() {
+  return defineTopology({
+    topics: topology.topics,
+    groups: [
+      ...topology.groups,
+      {
+        name: "subscribed-projection",
+        role: { group: "subscribed-projection", subscriptions: ["task.accepted", "plan.created"] },
+        handler: "functions/roles/task-projection/handler.ts",
+        delivery: "subscriber",
+      },
+    ],
+  });
+}
 
 /**
  * The local runtime's wiring equals the synthesized template's: every queue, rule, pattern,
@@ -45,7 +62,7 @@ describe("local wiring equals the synthesized template", () => {
 
   beforeAll(async () => {
     const stage = `wire${ulid().slice(-6).toLowerCase()}`;
-    const synth = synthesize(stage);
+    const synth = synthesize(stage, withSubscriberGroup());
     template = synth.template;
     clients = emulatorClients(emulator().endpoint);
     deployment = await deployTemplate(template, clients, {
@@ -98,6 +115,7 @@ describe("local wiring equals the synthesized template", () => {
     );
     expect(patternRules.length).toBeGreaterThan(0);
     for (const [id] of patternRules) {
+      if (deployment.bridges.some((b) => b.logicalId === id)) continue;
       const bus = String(props(id, "EventBusName")).split("/").at(-1);
       const rule = await clients.eventbridge.send(
         new DescribeRuleCommand({ Name: physical(id).ref, EventBusName: bus }),
@@ -114,6 +132,88 @@ describe("local wiring equals the synthesized template", () => {
           expect(deployed?.DeadLetterConfig, id).toEqual(target.DeadLetterConfig);
         if (target.RetryPolicy) expect(deployed?.RetryPolicy, id).toEqual(target.RetryPolicy);
       }
+    }
+  });
+
+  it("forwards what a bridge rule matches on the classic bus to the new bus it targets", async () => {
+    const bridges = of("AWS::Events::Rule").filter(([, r]) =>
+      JSON.stringify(r.Properties?.Targets ?? []).includes("EventBusArn"),
+    );
+    expect(bridges.length).toBe(1);
+    expect(deployment.bridges.map((b) => b.logicalId)).toEqual(bridges.map(([id]) => id));
+    for (const [id, rule] of bridges) {
+      const bus = String(props(id, "EventBusName")).split("/").at(-1);
+      const described = await clients.eventbridge.send(
+        new DescribeRuleCommand({ Name: physical(id).ref, EventBusName: bus }),
+      );
+      expect(JSON.parse(described.EventPattern ?? "{}"), id).toEqual(props(id, "EventPattern"));
+      const { Targets = [] } = await clients.eventbridge.send(
+        new ListTargetsByRuleCommand({ Rule: physical(id).ref, EventBusName: bus }),
+      );
+      const bridge = deployment.bridges.find((b) => b.logicalId === id);
+      const { Attributes } = await clients.sqs.send(
+        new GetQueueAttributesCommand({
+          QueueUrl: bridge?.queueUrl,
+          AttributeNames: ["QueueArn"],
+        }),
+      );
+      expect(Targets.map((t) => t.Arn)).toEqual([Attributes?.QueueArn]);
+      const [target] = (rule.Properties?.Targets ?? []) as { Arn: unknown }[];
+      expect(bridge?.busArn).toBe(
+        resolve(target?.Arn, {
+          region: deployment.region,
+          accountId: deployment.accountId,
+          stackName: deployment.stackName,
+          physical: deployment.resources,
+        }),
+      );
+    }
+  });
+
+  it("runs every new bus and subscriber of the template with its filter, target and ids", () => {
+    const buses = of("AWS::EventsV2::EventBus");
+    expect(buses.length).toBe(1);
+    expect(deployment.subscriberBuses.map((b) => b.logicalId)).toEqual(buses.map(([id]) => id));
+    for (const [id] of buses) {
+      const local = deployment.subscriberBuses.find((b) => b.logicalId === id);
+      expect(local?.arn).toBe(physical(id).attributes.EventBusArn);
+      expect(local?.name).toBe(props(id, "Name"));
+      expect(local?.retentionDays).toBe(
+        (props(id, "StorageConfiguration") as { RetentionPeriodInDays: number })
+          .RetentionPeriodInDays,
+      );
+    }
+    const subscribers = of("AWS::EventsV2::Subscriber");
+    expect(subscribers.length).toBe(1);
+    expect(deployment.subscribers.map((s) => s.logicalId)).toEqual(subscribers.map(([id]) => id));
+    for (const [id, subscriber] of subscribers) {
+      const invoke = subscriber.Properties?.InvokeConfiguration as {
+        TargetArn: unknown;
+        SqsParameters: { MessageGroupId: string; MessageDeduplicationId: string };
+      };
+      const filters = (props(id, "FilterConfiguration") as { Filters: { Pattern: string }[] })
+        .Filters;
+      expect(
+        deployment.subscribers.find((s) => s.logicalId === id),
+        id,
+      ).toEqual({
+        logicalId: id,
+        name: props(id, "Name"),
+        busArn: props(id, "EventBusArn"),
+        fifo: props(id, "Type") === "FIFO",
+        patterns: filters.map((f) => JSON.parse(f.Pattern)),
+        targetArn: resolve(invoke.TargetArn, {
+          region: deployment.region,
+          accountId: deployment.accountId,
+          stackName: deployment.stackName,
+          physical: deployment.resources,
+        }),
+        messageGroupId: invoke.SqsParameters.MessageGroupId,
+        messageDeduplicationId: invoke.SqsParameters.MessageDeduplicationId,
+        onFailureArn: (props(id, "OnFailureConfiguration") as { Arn: string }).Arn,
+        maxRetryAttempts: (props(id, "RetryPolicy") as { MaxRetryAttempts: number })
+          .MaxRetryAttempts,
+      });
     }
   });
 

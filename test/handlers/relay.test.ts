@@ -2,7 +2,9 @@ import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { ReceiveMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventItem } from "../../functions/adapters/dynamodb/items";
+import type { SubscriberBusPutEvents } from "../../functions/adapters/eventbridge/subscriber-bus";
 import type { RelayReport } from "../../functions/core/relay";
+import { observability } from "../../functions/handlers/observe";
 import { createRelayHandler, type RelayHandlerOptions } from "../../functions/handlers/relay";
 import { fromSdk } from "../../lib/operator/from-sdk";
 import type { Envelope } from "../../schemas";
@@ -150,5 +152,49 @@ describe("createRelayHandler (events stream -> EventBridge)", () => {
     expect(() => createRelayHandler({ eventbridge: fromSdk(eventbridge), env: {} })).toThrow(
       /relay: invalid environment[\s\S]*at least one BUS_<TOPIC> must be set/,
     );
+  });
+});
+
+describe('a topic with a new bus (delivery "subscriber")', () => {
+  const BUS_V2 = "arn:aws:events:us-east-1:123456789012:event-busv2/hr-events/local";
+  const streamOf = (events: readonly Envelope[]) =>
+    dynamoStreamEvent(events.map((e) => dynamoStreamRecord({ ...eventItem(e) })));
+
+  it("publishes to both buses with a client for the new one", async () => {
+    const calls: SubscriberBusPutEvents[] = [];
+    const subscriberBus = {
+      putEvents: async (request: SubscriberBusPutEvents) => {
+        calls.push(request);
+        return { Entries: request.Entries.map(() => ({ SuccessCode: "PUBLISHED" })) };
+      },
+    };
+    const events = taskStream(1, 2);
+    await relayHandler({ env: { BUS_EVENTS: busName, BUS_V2_EVENTS: BUS_V2 }, subscriberBus })(
+      streamOf(events),
+    );
+    expect((await drain()).map((d) => d.detail.event_id)).toEqual(events.map((e) => e.event_id));
+    expect(calls.map((c) => c.EventBusArn)).toEqual([BUS_V2]);
+    expect(calls[0]?.Entries.map((e) => e.SystemMetadata.DeduplicationId)).toEqual(
+      events.map((e) => e.event_id),
+    );
+  });
+
+  it("without a client publishes to the classic bus only (the bridge rule forwards), and says so once", async () => {
+    const warned: unknown[][] = [];
+    const observed = observability("relay");
+    observed.logger.warn = ((...args: unknown[]) => {
+      warned.push(args);
+    }) as typeof observed.logger.warn;
+    const handler = relayHandler({
+      env: { BUS_EVENTS: busName, BUS_V2_EVENTS: BUS_V2 },
+      observability: observed,
+    });
+    expect(warned).toEqual([
+      [expect.stringContaining("no eventbridgev2 client"), expect.anything()],
+    ]);
+    const events = taskStream(1, 2);
+    await handler(streamOf(events));
+    expect((await drain()).map((d) => d.detail.event_id)).toEqual(events.map((e) => e.event_id));
+    expect(warned).toHaveLength(1);
   });
 });

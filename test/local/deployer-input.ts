@@ -14,5 +14,10 @@ export function input(
   Properties: Record<string, unknown>,
   Metadata?: Record<string, unknown>,
 ): ResourceInput {
-  return { logicalId, resource: { Type, Properties, Metadata }, props: Properties };
+  return {
+    logicalId,
+    resource: { Type, Properties, Metadata },
+    props: Properties,
+    resolve: (value) => value,
+  };
 }

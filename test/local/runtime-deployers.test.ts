@@ -110,7 +110,12 @@ describe("event source mapping deployer", () => {
       Type: "AWS::Lambda::EventSourceMapping",
       Properties: { ...props, FunctionName: functionName },
     };
-    return mappingOf({ logicalId: "M", resource, props: { ...props, FunctionName: "resolved" } });
+    return mappingOf({
+      logicalId: "M",
+      resource,
+      props: { ...props, FunctionName: "resolved" },
+      resolve: (value) => value,
+    });
   };
 
   it("reads an SQS mapping: batch size, partial batch response and concurrency", () => {
@@ -218,6 +223,8 @@ describe("the deployment as a whole", () => {
       "AWS::Events::Archive",
       "AWS::Events::EventBus",
       "AWS::Events::Rule",
+      "AWS::EventsV2::EventBus",
+      "AWS::EventsV2::Subscriber",
       "AWS::KMS::Key",
       "AWS::Lambda::EventSourceMapping",
       "AWS::Lambda::Function",

@@ -70,6 +70,9 @@ describe("the local runtime after a failed call", () => {
     mappings: [{ logicalId: "Mapping", functionLogicalId: fn.logicalId, ...mapping }],
     pipes: [],
     schedules: [],
+    subscriberBuses: [],
+    subscribers: [],
+    bridges: [],
     skipped: {},
     outputs: {},
   });

@@ -10,6 +10,7 @@ import {
   replayWindow,
   retentionProblem,
   ruleOfArn,
+  subscriberGroups,
 } from "../../lib/operator/replay-plan";
 
 const NOW = new Date("2026-11-30T12:00:00.000Z");
@@ -110,6 +111,7 @@ describe("the replay plan", () => {
         busArn: OUTPUTS.CommandsBusArn,
         archiveArn: OUTPUTS.CommandsArchiveArn,
         rules: { audit: OUTPUTS.AuditCommandsRuleArn },
+        subscribers: {},
       },
       {
         topic: "events",
@@ -119,8 +121,22 @@ describe("the replay plan", () => {
           "task-projection": OUTPUTS.TaskProjectionEventsRuleArn,
           audit: OUTPUTS.AuditEventsRuleArn,
         },
+        subscribers: {},
       },
     ]);
+  });
+
+  it("refuses a group delivered by a subscriber of a new bus, which has no archive, and names it", () => {
+    const withSubscriber = replayTargets(
+      { ...OUTPUTS, OrchestratorEventsSubscriberArn: "arn:aws:events:::subscriber/x" },
+      TOPICS,
+      GROUPS,
+    );
+    expect(subscriberGroups(withSubscriber)).toEqual(["orchestrator"]);
+    expect(() => chosenGroups(["orchestrator", "audit"], GROUPS, withSubscriber)).toThrow(
+      /orchestrator is delivered by a subscriber of a topic's new EventBridge bus, which has no archive: a replay there is a point-in-time subscriber/,
+    );
+    expect(chosenGroups([], GROUPS, withSubscriber)).toEqual(["task-projection", "audit"]);
   });
 
   it("refuses an unknown group and lists the known ones; no group means every group with a rule", () => {

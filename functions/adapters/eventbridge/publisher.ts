@@ -66,7 +66,7 @@ export class EventBridgePublisher implements EventPublisher {
       entries = output.Entries ?? [];
       failedCount = output.FailedEntryCount ?? 0;
     } catch (error) {
-      throw eventBridgeFailure(error);
+      throw eventBridgeFailure(error, "eventbridge");
     }
     if (failedCount === 0) return [];
     if (entries.length !== envelopes.length) {
@@ -92,15 +92,19 @@ export class EventBridgePublisher implements EventPublisher {
   }
 }
 
-function eventBridgeFailure(error: unknown): AgentBusError {
+/** A failed PutEvents call as an AgentBus error: throttled or unavailable is transient. */
+export function eventBridgeFailure(
+  error: unknown,
+  service: "eventbridge" | "eventbridgev2",
+): AgentBusError {
   if (error instanceof AgentBusError) return error;
   const e = error as Parameters<typeof isThrottlingError>[0] & { $fault?: string };
   const name = error instanceof Error ? error.name : "Error";
   const message = `PutEvents failed: ${error instanceof Error ? error.message : String(error)}`;
   if (isThrottlingError(e))
-    return new TransientError("eventbridge.throttled", message, { cause: error });
+    return new TransientError(`${service}.throttled`, message, { cause: error });
   if (isTransientError(e) || isServerError(e) || e.$fault !== "client")
-    return new TransientError("eventbridge.unavailable", message, { cause: error });
+    return new TransientError(`${service}.unavailable`, message, { cause: error });
   // A missing bus, a denied call or an invalid request: retrying the same call cannot help.
-  return new PermanentError(`eventbridge.${snakeCase(name)}`, message, { cause: error });
+  return new PermanentError(`${service}.${snakeCase(name)}`, message, { cause: error });
 }

@@ -6,12 +6,15 @@ import { SQSClient } from "@aws-sdk/client-sqs";
 import type {
   AwsClients,
   DeployContext,
+  LocalBridge,
   LocalDeployment,
   LocalFunction,
   LocalMapping,
   LocalPart,
   LocalPipe,
   LocalSchedule,
+  LocalSubscriber,
+  LocalSubscriberBus,
   ResourceInput,
 } from "./deploy/model";
 import { stackOutputs } from "./deploy/outputs";
@@ -27,11 +30,14 @@ import {
 
 export type {
   AwsClients,
+  LocalBridge,
   LocalDeployment,
   LocalFunction,
   LocalMapping,
   LocalPipe,
   LocalSchedule,
+  LocalSubscriber,
+  LocalSubscriberBus,
 } from "./deploy/model";
 export { DEPLOYED_TYPES } from "./deploy/registry";
 export { rateSeconds } from "./deploy/schedules";
@@ -70,6 +76,9 @@ export async function deployTemplate(
     mappings: local.mappings,
     pipes: local.pipes,
     schedules: local.schedules,
+    subscriberBuses: local.subscriberBuses,
+    subscribers: local.subscribers,
+    bridges: local.bridges,
     skipped: skippedTypes(template),
     outputs: stackOutputs(template, resolving),
   };
@@ -85,7 +94,7 @@ export function resourceInput(
   const props = new Proxy({} as Record<string, unknown>, {
     get: (_t, key: string) => resolve(raw[key], ctx),
   });
-  return { logicalId, resource, props };
+  return { logicalId, resource, props, resolve: (value) => resolve(value, ctx) };
 }
 
 /** Resource types no deployer handles, and how many of each the template has. */
@@ -103,6 +112,9 @@ class LocalParts {
   readonly mappings: LocalMapping[] = [];
   readonly pipes: LocalPipe[] = [];
   readonly schedules: LocalSchedule[] = [];
+  readonly subscriberBuses: LocalSubscriberBus[] = [];
+  readonly subscribers: LocalSubscriber[] = [];
+  readonly bridges: LocalBridge[] = [];
 
   add(part: LocalPart): void {
     switch (part.kind) {
@@ -117,6 +129,15 @@ class LocalParts {
         break;
       case "schedule":
         this.schedules.push(part.value);
+        break;
+      case "subscriber-bus":
+        this.subscriberBuses.push(part.value);
+        break;
+      case "subscriber":
+        this.subscribers.push(part.value);
+        break;
+      case "bridge":
+        this.bridges.push(part.value);
         break;
     }
   }

@@ -16,6 +16,7 @@ import { mappedQueueUrls, queuesEmpty, queueUrlOf } from "./runtime/queues";
 import { DEFAULT_SCHEDULE_INTERVAL_MS, runSchedule } from "./runtime/schedules";
 import { runSqsMapping } from "./runtime/sqs-mapping";
 import { StreamMapping } from "./runtime/stream-mapping";
+import { LocalSubscriberBuses, runBridge } from "./runtime/subscriber-buses";
 
 export type { RuntimeEvent } from "./runtime/events";
 export { DEFAULT_SCHEDULE_INTERVAL_MS } from "./runtime/schedules";
@@ -62,6 +63,8 @@ const DEFAULT_QUIET_MS = 300;
  * - DynamoDB stream mappings (`stream-mapping.ts`): shards in order, filters, retries, bisection,
  *   on-failure destination;
  * - EventBridge Pipes from SQS to SQS (`pipes.ts`);
+ * - EventBridge's new buses and their subscribers to SQS (`subscriber-buses.ts`), handed to the
+ *   functions as the `subscriberBus` service (the relay publishes to them);
  * - EventBridge schedule rules (`schedules.ts`): each target function every `scheduleIntervalMs`;
  * - fault injection (`faults.ts`): a held-back stream, paused consumer groups, lost acks, and
  *   every invocation run in a scope that injected faults can crash.
@@ -73,6 +76,8 @@ export class LocalRuntime {
   private readonly loops: Promise<void>[] = [];
   private readonly invokers = new Map<string, Invoke>();
   private readonly streams: DynamoDBStreamsClient;
+  /** The new buses of the template and their subscribers, if it has any. */
+  readonly subscriberBuses?: LocalSubscriberBuses;
 
   constructor(private readonly options: RuntimeOptions) {
     const report = (event: RuntimeEvent) => options.onEvent?.(event);
@@ -83,12 +88,26 @@ export class LocalRuntime {
       region: options.deployment.region,
       credentials: { accessKeyId: "testing", secretAccessKey: "testing" },
     });
+    const { deployment } = options;
+    if ((deployment.subscriberBuses ?? []).length > 0)
+      this.subscriberBuses = new LocalSubscriberBuses({
+        buses: deployment.subscriberBuses,
+        subscribers: deployment.subscribers,
+        sqs: options.clients.sqs,
+        queueUrl: (arn) => queueUrlOf(deployment, arn),
+        region: deployment.region,
+        accountId: deployment.accountId,
+        report,
+      });
   }
 
   async start(): Promise<void> {
     const { deployment } = this.options;
+    const services = this.subscriberBuses
+      ? { ...this.options.services, subscriberBus: this.subscriberBuses }
+      : this.options.services;
     for (const fn of deployment.functions)
-      this.invokers.set(fn.logicalId, await loadHandler(fn, this.options));
+      this.invokers.set(fn.logicalId, await loadHandler(fn, { ...this.options, services }));
     for (const mapping of deployment.mappings) this.startMapping(mapping);
     for (const pipe of deployment.pipes) {
       const urls = {
@@ -99,6 +118,14 @@ export class LocalRuntime {
         runPipe(this.activity, this.options.clients.sqs, pipe, urls),
       );
       this.loops.push(this.activity.reportEnd(pipe.logicalId, loop));
+    }
+    for (const bridge of deployment.bridges ?? []) {
+      const buses = this.subscriberBuses;
+      if (!buses) throw new Error(`bridge ${bridge.logicalId} forwards to a bus the stack lacks`);
+      const loop = inMeterScope(SERVICE_SCOPES.subscriber, () =>
+        runBridge(this.activity, this.options.clients.sqs, bridge, buses),
+      );
+      this.loops.push(this.activity.reportEnd(bridge.logicalId, loop));
     }
     for (const schedule of deployment.schedules ?? [])
       for (const logicalId of schedule.functionLogicalIds)

@@ -212,6 +212,7 @@ export function inMeterScope<T>(scope: string, work: () => T): T {
 export const SERVICE_SCOPES = {
   sqsPoller: "aws:lambda-sqs-poller",
   pipe: "aws:pipes",
+  subscriber: "aws:eventbridge-subscribers",
 } as const;
 
 /** The DynamoDB operations that write (billed in write units). */

@@ -170,14 +170,18 @@ export function createGroupAlarms(
     `${groupName}: ${ageDescription}. ${ALARM_ACTIONS.backlog}.`,
   );
   const attentionAlarms = createAttentionAlarms(scope, settings);
-  if (!queues.bufferQueue || !queues.bufferDeadLetterQueue)
-    return { deadLetterAlarm, messageAgeAlarm, attentionAlarms };
+  if (!queues.bufferDeadLetterQueue) return { deadLetterAlarm, messageAgeAlarm, attentionAlarms };
   const bufferDeadLetterAlarm = anyMessageAlarm(
     scope,
     "BufferDeadLetterAlarm",
     queueDepth(queues.bufferDeadLetterQueue),
-    `${groupName}: events in the buffer dead-letter queue (undeliverable or invalid). ${ALARM_ACTIONS.deadLetters}.`,
+    delivery === "subscriber"
+      ? `${groupName}: events the subscriber could not deliver (records name the event, the payload is on the bus). ${ALARM_ACTIONS.deadLetters}.`
+      : `${groupName}: events in the buffer dead-letter queue (undeliverable or invalid). ${ALARM_ACTIONS.deadLetters}.`,
   );
+  // A subscriber has no buffer: what waits is held on its bus, not in a queue.
+  if (!queues.bufferQueue)
+    return { deadLetterAlarm, messageAgeAlarm, bufferDeadLetterAlarm, attentionAlarms };
   const bufferMessageAgeAlarm = ageAlarm(
     scope,
     "BufferMessageAgeAlarm",

@@ -1,5 +1,6 @@
-import { Duration } from "aws-cdk-lib";
+import { Duration, Validations } from "aws-cdk-lib";
 import {
+  type CfnQueue,
   DeduplicationScope,
   FifoThroughputLimit,
   type IQueue,
@@ -16,9 +17,12 @@ export interface GroupQueues {
   readonly queue: Queue;
   /** Dead-letter queue of `queue` (FIFO for a FIFO group); the consumer also sends permanent failures here. */
   readonly deadLetterQueue: IQueue;
-  /** Standard queue the rules deliver to (FIFO groups only). */
+  /** Standard queue the rules deliver to (FIFO groups, except `delivery: "subscriber"`). */
   readonly bufferQueue?: Queue;
-  /** Dead letters of the rules' targets, of the buffer queue, and invalid envelopes (FIFO groups only). */
+  /**
+   * Dead letters of the rules' targets, of the buffer queue, and invalid envelopes (FIFO groups);
+   * with `delivery: "subscriber"` the subscribers' on-failure records (ids, no payload).
+   */
   readonly bufferDeadLetterQueue?: Queue;
 }
 
@@ -74,17 +78,35 @@ export function createGroupQueues(
     deadLetterQueue: { queue: deadLetterQueue, maxReceiveCount: settings.maxReceiveCount },
   });
   if (settings.ordering !== "fifo") return { queue, deadLetterQueue };
+  // A subscriber sends straight to the FIFO queue: no buffer, only the dead letters of its delivery.
+  if (settings.delivery === "subscriber") {
+    const bufferDeadLetterQueue = createBufferDeadLetterQueue(scope, settings);
+    Validations.of(bufferDeadLetterQueue.node.defaultChild as CfnQueue).acknowledge({
+      id: "AwsSolutions-SQS3",
+      reason:
+        "The queue is itself a dead-letter destination: the OnFailureConfiguration of the group's EventBridge subscribers, which cdk-nag does not read. Nothing consumes it, it alarms when not empty, and a DLQ behind it would have nothing to catch",
+    });
+    return { queue, deadLetterQueue, bufferDeadLetterQueue };
+  }
   return { queue, deadLetterQueue, ...createBuffer(scope, settings) };
 }
 
-/** Buffer: where the rules deliver; standard, so EventBridge needs no static message group. */
-function createBuffer(scope: Construct, settings: ConsumerGroupSettings) {
-  const bufferDeadLetterQueue = new Queue(scope, "BufferDeadLetterQueue", {
+/**
+ * Standard: the dead letters of the rules' targets and of the buffer, or (`delivery:
+ * "subscriber"`) the subscribers' on-failure records, which name the event but carry no payload.
+ */
+function createBufferDeadLetterQueue(scope: Construct, settings: ConsumerGroupSettings): Queue {
+  return new Queue(scope, "BufferDeadLetterQueue", {
     queueName: settings.queueNames.bufferDeadLetterQueue,
     encryption: QueueEncryption.SQS_MANAGED,
     enforceSSL: true,
     retentionPeriod: retentionAt(scope, "deadLetterQueues"),
   });
+}
+
+/** Buffer: where the rules deliver; standard, so EventBridge needs no static message group. */
+function createBuffer(scope: Construct, settings: ConsumerGroupSettings) {
+  const bufferDeadLetterQueue = createBufferDeadLetterQueue(scope, settings);
   const bufferQueue = new Queue(scope, "BufferQueue", {
     queueName: settings.queueNames.bufferQueue,
     encryption: QueueEncryption.SQS_MANAGED,

@@ -23,8 +23,13 @@ export type Ordering = (typeof ORDERINGS)[number];
  * - `pipe`: an EventBridge Pipe with a dynamic `MessageGroupId` (`$.body.detail.order_key`); no
  *   function to run or pay for, but neither moto nor LocalStack's free image runs Pipes. Every
  *   envelope on the topic must carry `order_key` (the relay always sets it).
+ * - `subscriber`: no buffer and no hop. The relay also publishes the topic's events to the topic's
+ *   new EventBridge bus (`AWS::EventsV2::EventBus`) with `EventGroupId` = order key, and a FIFO
+ *   subscriber per topic sends them to the group's FIFO queue with the group id as
+ *   `MessageGroupId`. Not verified in an account yet, and no emulator has it (the local runtime
+ *   emulates it from the template).
  */
-export const DELIVERIES = ["dispatch-function", "pipe"] as const;
+export const DELIVERIES = ["dispatch-function", "pipe", "subscriber"] as const;
 export type Delivery = (typeof DELIVERIES)[number];
 
 /** Envelope fields a group may be ordered by (its FIFO message group). */
@@ -142,9 +147,9 @@ export function groupSettingsProblems(settings: GroupSettings): string[] {
     oneOfProblem("delivery", settings.delivery, DELIVERIES),
     oneOfProblem("orderKey", settings.orderKey, ORDER_KEYS),
   ];
-  if (settings.ordering === "none" && settings.delivery === "pipe") {
+  if (settings.ordering === "none" && settings.delivery !== "dispatch-function") {
     problems.push(
-      `delivery "pipe" needs ordering "fifo" (ordering "none" delivers from the rule straight to the group's standard queue)`,
+      `delivery ${JSON.stringify(settings.delivery)} needs ordering "fifo" (ordering "none" delivers from the rule straight to the group's standard queue)`,
     );
   }
   const ordering: Ordering = settings.ordering === "none" ? "none" : "fifo";
@@ -195,7 +200,7 @@ function tenantConcurrencyProblems(settings: GroupSettings): (string | undefined
     ];
   if (settings.delivery !== "dispatch-function")
     return [
-      `tenantConcurrency ${lanes} needs delivery "dispatch-function" (a pipe copies the order key into the message group and cannot compute a tenant's lane)`,
+      `tenantConcurrency ${lanes} needs delivery "dispatch-function" (a ${settings.delivery} copies the order key into the message group and cannot compute a tenant's lane)`,
     ];
   return [
     integerProblem(

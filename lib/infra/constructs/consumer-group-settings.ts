@@ -7,6 +7,7 @@ import {
 import { registry } from "../../../schemas";
 import type { ConsumerGroupProps, ConsumerGroupSubscription } from "./consumer-group-props";
 import {
+  type Delivery,
   GROUP_NAME_MAX_LENGTH,
   type GroupSettings,
   groupSettingsProblems,
@@ -98,7 +99,7 @@ export function consumerGroupSettings(props: ConsumerGroupProps): ConsumerGroupS
     functionTimeout: props.functionTimeout,
     visibilityTimeout: props.visibilityTimeout,
   });
-  const names = queueNames(prefix, group.ordering);
+  const names = queueNames(prefix, group.ordering, group.delivery);
   const problems: Problems = [
     stageProblem(stage),
     ...groupSettingsProblems(group),
@@ -130,12 +131,16 @@ export function consumerGroupSettings(props: ConsumerGroupProps): ConsumerGroupS
 }
 
 /** The physical names of a group's queues (buffer queues only for FIFO groups). */
-export function queueNames(prefix: string, ordering: Ordering): QueueNames {
+export function queueNames(
+  prefix: string,
+  ordering: Ordering,
+  delivery: Delivery = "dispatch-function",
+): QueueNames {
   const fifo = ordering === "fifo";
   return {
     queue: fifo ? `${prefix}.fifo` : prefix,
     deadLetterQueue: fifo ? `${prefix}-dlq.fifo` : `${prefix}-dlq`,
-    bufferQueue: fifo ? `${prefix}-buffer` : undefined,
+    bufferQueue: fifo && delivery !== "subscriber" ? `${prefix}-buffer` : undefined,
     bufferDeadLetterQueue: fifo ? `${prefix}-buffer-dlq` : undefined,
   };
 }
@@ -203,6 +208,12 @@ function deliveryBatchingWindowOf(
   if (group.ordering !== "fifo") {
     problems.push(
       `deliveryBatchingWindow ${given.toHumanString()} needs a FIFO group (an unordered group has no delivery hop)`,
+    );
+    return given;
+  }
+  if (group.delivery === "subscriber") {
+    problems.push(
+      `deliveryBatchingWindow ${given.toHumanString()} needs delivery "dispatch-function" or "pipe" (a subscriber has no buffer to gather from)`,
     );
     return given;
   }

@@ -1,6 +1,7 @@
 import { CfnResource } from "aws-cdk-lib";
 import type { Alarm, Metric, MetricOptions } from "aws-cdk-lib/aws-cloudwatch";
 import type { Rule } from "aws-cdk-lib/aws-events";
+import type { CfnSubscriber } from "aws-cdk-lib/aws-eventsv2";
 import type { Role } from "aws-cdk-lib/aws-iam";
 import type { CfnPipe } from "aws-cdk-lib/aws-pipes";
 import type { IQueue, Queue } from "aws-cdk-lib/aws-sqs";
@@ -25,6 +26,7 @@ import type { ConsumerGroupProps } from "./consumer-group-props";
 import { createGroupQueues, deadLetterQueuesOf } from "./consumer-group-queues";
 import type { Delivery, Ordering } from "./consumer-group-rules";
 import { type ConsumerGroupSettings, consumerGroupSettings } from "./consumer-group-settings";
+import { createSubscribers } from "./consumer-group-subscribers";
 import { AgentBusFunction, METADATA } from "./function";
 import { grantModelAccess, type ModelSetting, resolveModelSetting } from "./model-access";
 
@@ -33,7 +35,9 @@ import { grantModelAccess, type ModelSetting, resolveModelSetting } from "./mode
  * consumer function, with partial batch responses and bounded concurrency.
  *
  * - `ordering: "fifo"` (in order per order key): rule per topic -> buffer queue (+DLQ) ->
- *   dispatch function or EventBridge Pipe -> FIFO queue `<...>.fifo` (+FIFO DLQ) -> consumer.
+ *   dispatch function or EventBridge Pipe -> FIFO queue `<...>.fifo` (+FIFO DLQ) -> consumer;
+ *   with `delivery: "subscriber"`, a FIFO subscriber per topic on its new bus -> FIFO queue
+ *   (its on-failure records in the buffer DLQ) -> consumer.
  * - `ordering: "none"`: rule per topic -> standard queue (+standard DLQ, also the rule target's
  *   DLQ) -> consumer. The rule hands the queue the whole event (the envelope is its `detail`).
  *
@@ -67,6 +71,10 @@ export class ConsumerGroup extends Construct {
   readonly pipe?: CfnPipe;
   /** The pipe's role: receive and delete on the buffer, send on the FIFO queue. */
   readonly pipeRole?: Role;
+  /** One FIFO subscriber per subscribed topic's new bus (`delivery: "subscriber"`); else empty. */
+  readonly subscribers: readonly CfnSubscriber[];
+  /** The subscribers' delivery role: send on the FIFO queue and its dead-letter queue. */
+  readonly subscriberRole?: Role;
   readonly consumer: AgentBusFunction;
   /** The model the consumer calls, if it calls one. */
   readonly model?: ModelSetting;
@@ -95,11 +103,25 @@ export class ConsumerGroup extends Construct {
     this.bufferDeadLetterQueue = queues.bufferDeadLetterQueue;
     this.deadLetterQueues = deadLetterQueuesOf(queues);
 
-    this.rules = createRules(this, props.subscriptions, settings, queues);
-    const hop = createDeliveryHop(this, settings, queues, props.tables.inbox);
-    this.dispatcher = hop.dispatcher;
-    this.pipe = hop.pipe;
-    this.pipeRole = hop.pipeRole;
+    if (settings.delivery === "subscriber" && queues.bufferDeadLetterQueue) {
+      const delivery = createSubscribers(
+        this,
+        props.subscriptions,
+        settings,
+        queues.queue,
+        queues.bufferDeadLetterQueue,
+      );
+      this.rules = [];
+      this.subscribers = delivery.subscribers;
+      this.subscriberRole = delivery.role;
+    } else {
+      this.rules = createRules(this, props.subscriptions, settings, queues);
+      const hop = createDeliveryHop(this, settings, queues, props.tables.inbox);
+      this.dispatcher = hop.dispatcher;
+      this.pipe = hop.pipe;
+      this.pipeRole = hop.pipeRole;
+      this.subscribers = [];
+    }
 
     this.consumer = this.createConsumer(props, settings);
     if (props.model !== undefined || props.callsModel) {

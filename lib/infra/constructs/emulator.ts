@@ -7,10 +7,13 @@
  *   EventBridge Pipes, archives, the schema registry or CloudWatch dashboards and would deploy
  *   them as placeholders, so they are left out; groups declared with `delivery: "pipe"` are
  *   delivered by the dispatch function instead (a synth-time warning says so).
- * - `localstack`: LocalStack with an auth token; everything, as on AWS.
+ * - `localstack`: LocalStack with an auth token; everything as on AWS but EventBridge's new buses
+ *   (`AWS::EventsV2`), which no emulator has.
+ * Either way a group declared with `delivery: "subscriber"` is delivered by the dispatch
+ * function instead, with a warning.
  *
  * The project's own local runtime (`npm start`, moto) does not use it: it deploys the full
- * template and emulates pipes itself.
+ * template and emulates pipes and the new buses' subscribers itself.
  */
 
 /** CDK context key naming the emulator (`-c agentbus:emulator=localstack-free`). */
@@ -23,6 +26,8 @@ export type Emulator = (typeof EMULATORS)[number];
 export interface TargetCapabilities {
   /** EventBridge Pipes (`delivery: "pipe"`). */
   readonly pipes: boolean;
+  /** EventBridge's new buses and their subscribers (`delivery: "subscriber"`): no emulator has them. */
+  readonly subscriberBuses: boolean;
   /** EventBridge archives. */
   readonly archives: boolean;
   /** EventBridge schema registries and schemas. */
@@ -33,14 +38,21 @@ export interface TargetCapabilities {
 
 const EVERYTHING: TargetCapabilities = {
   pipes: true,
+  subscriberBuses: true,
   archives: true,
   schemaRegistry: true,
   dashboard: true,
 };
 
 const CAPABILITIES: Readonly<Record<Emulator, TargetCapabilities>> = {
-  "localstack-free": { pipes: false, archives: false, schemaRegistry: false, dashboard: false },
-  localstack: EVERYTHING,
+  "localstack-free": {
+    pipes: false,
+    subscriberBuses: false,
+    archives: false,
+    schemaRegistry: false,
+    dashboard: false,
+  },
+  localstack: { ...EVERYTHING, subscriberBuses: false },
 };
 
 /** Why `value` is not a supported emulator, if it is not (`undefined` = real AWS is fine). */

@@ -182,7 +182,10 @@ function replayStatements(scope: Construct, props: OperatorReadAccessProps): Pol
       actions: ["events:DescribeArchive", "events:StartReplay"],
       resources: archives,
     }),
-    new PolicyStatement({ actions: ["events:DescribeRule"], resources: rules }),
+    // A stack whose groups are all delivered by subscribers has no rule.
+    ...(rules.length > 0
+      ? [new PolicyStatement({ actions: ["events:DescribeRule"], resources: rules })]
+      : []),
     new PolicyStatement({
       actions: ["events:DescribeReplay"],
       resources: [replayArnPattern(scope, props.replayNamePrefix)],

@@ -111,6 +111,7 @@ export class Relay extends Construct {
   readonly iteratorAgeAlarm: Alarm;
   /** Every alarm of the relay. */
   readonly alarms: readonly Alarm[];
+  private readonly wiredSubscriberBuses = new Set<string>();
 
   constructor(scope: Construct, id: string, props: RelayProps) {
     super(scope, id);
@@ -223,6 +224,22 @@ export class Relay extends Construct {
       period: Duration.minutes(1),
       ...options,
     });
+  }
+
+  /**
+   * A topic that a `delivery: "subscriber"` group reads has a new bus besides its classic one: the
+   * relay publishes to both, that one's ARN in `BUS_V2_<TOPIC>`, with `events:PutEvents` on it.
+   * Called once every group has asked for its topics' buses; a topic already wired is skipped.
+   */
+  publishToSubscriberBuses(topics: readonly Topic[]): void {
+    for (const topic of topics) {
+      const bus = topic.subscriberBusIfAny;
+      const name = `BUS_V2_${topic.topicName.toUpperCase()}`;
+      if (!bus || this.wiredSubscriberBuses.has(name)) continue;
+      this.wiredSubscriberBuses.add(name);
+      this.function.addEnvironment(name, bus.attrEventBusArn);
+      topic.grantPutEventsToSubscriberBus(this.function);
+    }
   }
 }
 

@@ -1,18 +1,23 @@
-import { CfnResource, type Duration } from "aws-cdk-lib";
+import { CfnResource, type Duration, Stack } from "aws-cdk-lib";
 import {
   Archive,
   type CfnArchive,
   type CfnEventBus,
+  type CfnRule,
   EventBus,
   type IEventBus,
   Match,
+  Rule,
 } from "aws-cdk-lib/aws-events";
 import { CfnRegistry, CfnSchema } from "aws-cdk-lib/aws-eventschemas";
+import { CfnEventBus as CfnSubscriberBus } from "aws-cdk-lib/aws-eventsv2";
 import {
   AccountRootPrincipal,
-  type Grant,
+  Grant,
   type IGrantable,
   PolicyStatement,
+  Role,
+  ServicePrincipal,
 } from "aws-cdk-lib/aws-iam";
 import { Construct } from "constructs";
 import {
@@ -22,7 +27,7 @@ import {
   type Topic as TopicName,
 } from "../../../schemas";
 import { jsonSchemas } from "../../../schemas/json-schema";
-import { retentionAt } from "../retention";
+import { retentionAt, retentionDaysAt } from "../retention";
 import { stageProblem } from "./consumer-group-rules";
 import { eventBridgeSchema, SCHEMA_TYPE } from "./event-schemas";
 
@@ -105,11 +110,14 @@ export class Topic extends Construct {
   readonly schemaRegistry?: CfnRegistry;
   /** The registry's schemas, keyed by schema name `<type>.v<version>`; empty without a registry. */
   readonly schemas: ReadonlyMap<string, CfnSchema>;
+  private readonly stage: string;
+  private subscriberBusResource?: CfnSubscriberBus;
 
   constructor(scope: Construct, id: string, props: TopicProps) {
     super(scope, id);
     const { stage, archiveRetention } = topicSettings(this, props);
     this.topicName = props.topicName;
+    this.stage = stage;
     const name = `agentbus-${stage}-${props.topicName}`;
 
     const bus = new EventBus(this, "Resource", {
@@ -165,6 +173,80 @@ export class Topic extends Construct {
       "KmsKeyIdentifier",
     );
     return archive;
+  }
+
+  /** The topic's new EventBridge bus, if a group reads it (`subscriberBus()` made it). */
+  get subscriberBusIfAny(): CfnSubscriberBus | undefined {
+    return this.subscriberBusResource;
+  }
+
+  /**
+   * The topic's new EventBridge bus (`AWS::EventsV2::EventBus`, `agentbus-<stage>-<topic>`),
+   * made on first use by a group with `delivery: "subscriber"`. It keeps every event for the
+   * declared retention (`subscriberBus`, functions/core/retention.ts): what a point-in-time
+   * subscriber replays. Encrypted with an AWS owned key (no `EncryptionConfiguration`).
+   */
+  subscriberBus(): CfnSubscriberBus {
+    if (this.subscriberBusResource) return this.subscriberBusResource;
+    const bus = new CfnSubscriberBus(this, "SubscriberBus", {
+      name: `agentbus-${this.stage}-${this.topicName}`,
+      description: `AgentBus ${this.topicName} topic (${this.stage}) for FIFO subscribers`,
+      storageConfiguration: { retentionPeriodInDays: retentionDaysAt(this, "subscriberBus") },
+    });
+    this.subscriberBusResource = bus;
+    this.bridgeToSubscriberBus(bus);
+    for (const child of this.node.findAll()) {
+      if (child instanceof CfnResource && !child.getMetadata(TOPIC_METADATA))
+        child.addMetadata(TOPIC_METADATA, this.topicName);
+    }
+    return bus;
+  }
+
+  /**
+   * What is put on the classic bus directly (a client's or the CLI's `put-events`, the front door,
+   * the sweeper, heartbeats) must reach the new bus too: a classic rule forwards every `agentbus*`
+   * event to it, with a role allowed `events:PutEvents` and `events:PutRawEvents` on it (AWS's
+   * reference, eventbridge-event-bus/references/migrating-from-classic.md step 1 and
+   * authorization.md "Forwarding into a bus"). What the relay published arrives twice, once from
+   * the relay with its event group and once forwarded: the FIFO queue's deduplication (by event id,
+   * 5 minutes) and the consumers' inbox drop the second.
+   */
+  private bridgeToSubscriberBus(bus: CfnSubscriberBus): void {
+    const role = new Role(this, "SubscriberBridgeRole", {
+      description: `Forwards the ${this.topicName} topic's events to its new bus`,
+      assumedBy: new ServicePrincipal("events.amazonaws.com", {
+        conditions: { StringEquals: { "aws:SourceAccount": Stack.of(this).account } },
+      }),
+    });
+    role.addToPolicy(
+      new PolicyStatement({
+        actions: ["events:PutEvents", "events:PutRawEvents"],
+        resources: [bus.attrEventBusArn],
+      }),
+    );
+    const rule = new Rule(this, "SubscriberBridge", {
+      eventBus: this.bus,
+      description: `AgentBus ${this.topicName}: every agentbus* event to the topic's new bus`,
+      eventPattern: { source: Match.prefix(SOURCE_PREFIX) },
+    });
+    const cfnRule = rule.node.defaultChild as CfnRule;
+    cfnRule.eventBusName = this.busName;
+    cfnRule.addPropertyOverride("Targets", [
+      { Id: "SubscriberBus", Arn: bus.attrEventBusArn, RoleArn: role.roleArn },
+    ]);
+  }
+
+  /**
+   * Allow `grantee` to publish to this topic's new bus: `events:PutEvents` on that bus's ARN. The
+   * IAM namespace is `events` for both kinds of bus (aws/agent-toolkit-for-aws,
+   * amazon-eventbridge-event-bus/references/authorization.md, "Publishing").
+   */
+  grantPutEventsToSubscriberBus(grantee: IGrantable): Grant {
+    return Grant.addToPrincipal({
+      grantee,
+      actions: ["events:PutEvents"],
+      resourceArns: [this.subscriberBus().attrEventBusArn],
+    });
   }
 
   /** Allow `grantee` to publish to this topic (`events:PutEvents` on this bus only). */

@@ -61,6 +61,42 @@ export interface LocalPipe {
   readonly inputTemplate?: string;
 }
 
+/** A new EventBridge bus (`AWS::EventsV2::EventBus`), emulated by the local runtime. */
+export interface LocalSubscriberBus {
+  readonly logicalId: string;
+  readonly name: string;
+  readonly arn: string;
+  /** How long the bus keeps its events (what a point-in-time subscriber can read). */
+  readonly retentionDays: number;
+}
+
+/** A subscriber of a new bus that sends to an SQS queue, emulated by the local runtime. */
+export interface LocalSubscriber {
+  readonly logicalId: string;
+  readonly name: string;
+  readonly busArn: string;
+  /** `Type: FIFO`: delivered in order within each event group. */
+  readonly fifo: boolean;
+  /** The `DATA` filters' patterns: an event must match every one. */
+  readonly patterns: readonly unknown[];
+  readonly targetArn: string;
+  /** JSONata (`{% $events.SystemMetadata.EventGroupId %}`) or literals, for a FIFO target. */
+  readonly messageGroupId?: string;
+  readonly messageDeduplicationId?: string;
+  /** Where a record of an event it could not deliver goes (ids, no payload). */
+  readonly onFailureArn?: string;
+  readonly maxRetryAttempts: number;
+  /** A `JSONATA` transformer's expression (a replay's); absent: `RAW`, the payload as it is. */
+  readonly transformer?: string;
+}
+
+/** A classic rule forwarding to a new bus: it delivers to `queueUrl`, the runtime forwards. */
+export interface LocalBridge {
+  readonly logicalId: string;
+  readonly queueUrl: string;
+  readonly busArn: string;
+}
+
 /**
  * An EventBridge schedule rule (`ScheduleExpression`) whose targets are functions of the stack:
  * not created in the emulator (it cannot invoke Lambda); the local runtime invokes the targets on
@@ -83,6 +119,11 @@ export interface LocalDeployment {
   readonly mappings: readonly LocalMapping[];
   readonly pipes: readonly LocalPipe[];
   readonly schedules: readonly LocalSchedule[];
+  /** EventBridge's new buses and their subscribers, which no emulator has. */
+  readonly subscriberBuses: readonly LocalSubscriberBus[];
+  readonly subscribers: readonly LocalSubscriber[];
+  /** Classic rules that forward to a new bus. */
+  readonly bridges: readonly LocalBridge[];
   /** Resource types the emulator does not need (IAM, logs, alarms, ...) and how many of each. */
   readonly skipped: Readonly<Record<string, number>>;
   readonly outputs: Readonly<Record<string, string>>;
@@ -105,6 +146,8 @@ export interface ResourceInput {
    * (other properties may refer to resources it skips).
    */
   readonly props: Readonly<Record<string, unknown>>;
+  /** Resolves a part of a property (a property may hold parts that refer to skipped resources). */
+  readonly resolve: (value: unknown) => unknown;
 }
 
 /** What the local runtime runs instead of the emulator: recorded, not created. */
@@ -112,6 +155,9 @@ export type LocalPart =
   | { readonly kind: "function"; readonly value: LocalFunction }
   | { readonly kind: "mapping"; readonly value: LocalMapping }
   | { readonly kind: "pipe"; readonly value: LocalPipe }
+  | { readonly kind: "subscriber-bus"; readonly value: LocalSubscriberBus }
+  | { readonly kind: "subscriber"; readonly value: LocalSubscriber }
+  | { readonly kind: "bridge"; readonly value: LocalBridge }
   | { readonly kind: "schedule"; readonly value: LocalSchedule };
 
 export interface Deployed {

@@ -7,6 +7,7 @@ import type { Deployer } from "./model";
 import { deployPipe } from "./pipes";
 import { deployQueue } from "./queues";
 import { deployRule } from "./rules";
+import { deploySubscriber, deploySubscriberBus } from "./subscribers";
 import { deployTable } from "./tables";
 import { deployTopic } from "./topics";
 
@@ -21,6 +22,8 @@ export const DEPLOYERS = {
   "AWS::Lambda::Function": deployFunction,
   "AWS::Lambda::EventSourceMapping": deployMapping,
   "AWS::Pipes::Pipe": deployPipe,
+  "AWS::EventsV2::EventBus": deploySubscriberBus,
+  "AWS::EventsV2::Subscriber": deploySubscriber,
   "AWS::KMS::Key": deployKey,
 } as const satisfies Readonly<Record<string, Deployer>>;
 

@@ -4,6 +4,7 @@ import {
   PutTargetsCommand,
   type PutTargetsCommandInput,
 } from "@aws-sdk/client-eventbridge";
+import { bridgedBusOf, deployBridge } from "./bridges";
 import type { Deployer, Placement, ResourceInput } from "./model";
 import { arnOf, generatedName } from "./naming";
 import { isScheduleRule, scheduleOf } from "./schedules";
@@ -48,7 +49,8 @@ function ruleTarget(t: Record<string, unknown>): Target {
 
 /**
  * `AWS::Events::Rule`: a pattern rule is created with its targets; a schedule rule only invokes
- * functions, so it is recorded for the runtime (the emulator cannot invoke Lambda).
+ * functions, so it is recorded for the runtime (the emulator cannot invoke Lambda); a rule that
+ * forwards to a new bus delivers to a queue the runtime forwards from (`bridges.ts`).
  */
 export const deployRule: Deployer = async (input, ctx) => {
   if (isScheduleRule(input)) {
@@ -60,6 +62,7 @@ export const deployRule: Deployer = async (input, ctx) => {
       local: { kind: "schedule", value: scheduleOf(input, ctx.template) },
     };
   }
+  if (bridgedBusOf(input)) return deployBridge(input, ctx);
   const { rule, targets } = ruleRequests(input, ctx);
   const created = await ctx.clients.eventbridge.send(new PutRuleCommand(rule));
   if (targets) await ctx.clients.eventbridge.send(new PutTargetsCommand(targets));

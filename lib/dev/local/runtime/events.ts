@@ -11,6 +11,7 @@ export type RuntimeEvent =
   | { readonly kind: "invocation-failed"; readonly function: string; readonly error: string }
   | { readonly kind: "stream-batch-dropped"; readonly function: string; readonly records: number }
   | { readonly kind: "piped"; readonly pipe: string; readonly messages: number }
+  | { readonly kind: "subscribed"; readonly subscriber: string; readonly messages: number }
   | { readonly kind: "fault"; readonly description: string }
   | {
       /** One invocation of a function: how long its handler ran, at the memory it is billed at. */

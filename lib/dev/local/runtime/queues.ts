@@ -8,13 +8,14 @@ export function queueUrlOf(deployment: LocalDeployment, arn: string): string {
   throw new Error(`no queue deployed with ARN ${arn}`);
 }
 
-/** The queues the stack's SQS event source mappings and pipes read. */
+/** The queues the stack's SQS event source mappings, pipes and bridges to new buses read. */
 export function mappedQueueUrls(deployment: LocalDeployment): string[] {
   const arns = [
     ...deployment.mappings.filter((m) => m.source === "sqs").map((m) => m.eventSourceArn),
     ...deployment.pipes.map((p) => p.sourceArn),
   ];
-  return [...new Set(arns)].map((arn) => queueUrlOf(deployment, arn));
+  const bridges = (deployment.bridges ?? []).map((b) => b.queueUrl);
+  return [...new Set(arns)].map((arn) => queueUrlOf(deployment, arn)).concat(bridges);
 }
 
 /** Whether no queue holds a message: visible, in flight or delayed. */
