@@ -144,14 +144,20 @@ function billedScopes(meters: Meter[], excluded: ReadonlySet<string>): MeterSnap
   );
 }
 
+/**
+ * What the metered calls and invocations come to as AWS bills them. `localQueues`: queues only the
+ * local runtime has (the queue it stands in for a classic rule's delivery to a new bus with),
+ * whose requests no AWS bill has.
+ */
 export function usageOf(
   meters: Meter[],
   inv: Invocations,
   excluded: ReadonlySet<string>,
+  localQueues: ReadonlySet<string> = new Set(),
 ): FlowUsage {
   const snapshots = billedScopes(meters, excluded);
   const sum = (f: (s: MeterSnapshot) => number) => snapshots.reduce((n, s) => n + f(s), 0);
-  const sqs = sqsRequests(snapshots);
+  const sqs = sqsRequests(snapshots, localQueues);
   const pipes = meters.flatMap((m) => {
     const s = m.byScope()[SERVICE_SCOPES.pipe];
     return s ? [s] : [];
@@ -181,10 +187,14 @@ const countKms = (s: MeterSnapshot) => KMS_OPERATIONS.reduce((n, op) => n + (s.c
  * pollers' fixed cost, counted per month), plus one SendMessage per message that reached a queue
  * without a metered send: an EventBridge rule's target delivery, billed to the queue's owner.
  */
-function sqsRequests(snapshots: MeterSnapshot[]): { standard: number; fifo: number } {
+function sqsRequests(
+  snapshots: MeterSnapshot[],
+  localQueues: ReadonlySet<string>,
+): { standard: number; fifo: number } {
   const byQueue = new Map<string, { requests: number; sent: number; first: number }>();
   for (const s of snapshots)
     for (const [url, q] of Object.entries(s.queues)) {
+      if (localQueues.has(url)) continue;
       const t = byQueue.get(url) ?? { requests: 0, sent: 0, first: 0 };
       t.requests += q.requests - q.emptyReceives;
       t.sent += q.sent;
