@@ -1,5 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { LEGACY_STATE_INDEXES, TABLES } from "../../functions/adapters/dynamodb/layouts";
+import {
+  LEGACY_EVENT_TRACE_INDEXES,
+  LEGACY_STATE_INDEXES,
+  TABLES,
+} from "../../functions/adapters/dynamodb/layouts";
 import type { TableNames } from "../../functions/adapters/dynamodb/tables";
 import {
   type IndexEntries,
@@ -32,8 +36,12 @@ const inboxRow = {
 
 describe("index write units", () => {
   it("counts one entry per index whose keys the put item carries", () => {
-    // The inbox table's by-correlation and by-task indexes project ALL: two small entries.
+    // A root row (task_id) enters the inbox table's trace index and task-roots: two entries.
     expect(units("PutItem", { TableName: names.inbox, Item: inboxRow })).toBe(2);
+    // Any other row (its task in trace_task_id) enters the trace index only.
+    const { task_id, ...rest } = inboxRow;
+    const row = { ...rest, trace_task_id: task_id };
+    expect(units("PutItem", { TableName: names.inbox, Item: row })).toBe(1);
     // A checkpoint row carries neither index key: no entry.
     expect(
       units("PutItem", {
@@ -57,9 +65,26 @@ describe("index write units", () => {
       occurred_utc: { S: "2026-12-01T10:00:00.000Z" },
       envelope,
     };
-    // An item of 2,954 bytes: by-correlation and by-task project it all, 3 units each; by-hour
-    // its keys, 1; without stream_type it is in no by-stream-type entry.
-    expect(units("PutItem", { TableName: names.events, Item: event })).toBe(3 + 3 + 1);
+    // An item of 2,954 bytes. In the legacy layout by-correlation and by-task project it all, 3
+    // units each; by-hour its keys, 1; without stream_type it is in no by-stream-type entry.
+    const legacy = {
+      [names.events]: {
+        ...TABLES.events,
+        indexes: [
+          ...LEGACY_EVENT_TRACE_INDEXES,
+          ...TABLES.events.indexes.filter((i) => i.projection === "KEYS_ONLY"),
+        ],
+      },
+    };
+    const put = { TableName: names.events, Item: event };
+    expect(indexWriteUnits(legacy, "PutItem", put, itemSize)).toBe(3 + 3 + 1);
+    // Now: the trace index and task-roots project keys and the task or correlation, 1 unit each.
+    expect(units("PutItem", put)).toBe(1 + 1 + 1);
+    // An event that is not a task root enters the trace index and by-hour only.
+    const { task_id, ...rest } = event;
+    expect(
+      units("PutItem", { TableName: names.events, Item: { ...rest, trace_task_id: task_id } }),
+    ).toBe(1 + 1);
   });
 
   it("counts a transaction's items once each, and an update that sets an index key", () => {

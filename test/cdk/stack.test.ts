@@ -244,22 +244,26 @@ describe("AgentBus stack: tables", () => {
     });
   });
 
-  it("the events table has the by-correlation and by-task indexes, projecting all", () => {
-    expect(table("EVENTS_TABLE").Properties.GlobalSecondaryIndexes).toEqual(
-      expect.arrayContaining(
-        [
-          ["by-correlation", "correlation_id"],
-          ["by-task", "task_id"],
-        ].map(([name, key]) => ({
-          IndexName: name,
-          KeySchema: [
-            { AttributeName: key, KeyType: "HASH" },
-            { AttributeName: "event_id", KeyType: "RANGE" },
-          ],
-          Projection: { ProjectionType: "ALL" },
-        })),
-      ),
-    );
+  it("the events and inbox tables have the trace index (keys and task) and the task roots (keys and correlation)", () => {
+    for (const [variable, sort] of [
+      ["EVENTS_TABLE", "event_id"],
+      ["INBOX_TABLE", "pk"],
+    ] as const)
+      expect(table(variable).Properties.GlobalSecondaryIndexes, variable).toEqual(
+        expect.arrayContaining(
+          [
+            ["trace-by-correlation", "correlation_id", ["task_id", "trace_task_id"]],
+            ["task-roots", "task_id", ["correlation_id"]],
+          ].map(([name, key, projected]) => ({
+            IndexName: name,
+            KeySchema: [
+              { AttributeName: key, KeyType: "HASH" },
+              { AttributeName: sort, KeyType: "RANGE" },
+            ],
+            Projection: { ProjectionType: "INCLUDE", NonKeyAttributes: projected },
+          })),
+        ),
+      );
   });
 
   it("the inbox expires items on the ttl attribute, and so does the state table", () => {

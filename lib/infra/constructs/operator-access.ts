@@ -6,7 +6,7 @@ import { Construct } from "constructs";
 import type { ConsumerGroup } from "./consumer-group";
 import type { CustomerKeys } from "./customer-keys";
 import type { Relay } from "./relay";
-import { type AgentBusTables, EVENTS_INDEXES, INBOX_INDEXES, SIDE_EFFECT_INDEXES } from "./tables";
+import { type AgentBusTables, EVENTS_INDEXES, SIDE_EFFECT_INDEXES } from "./tables";
 
 export interface OperatorReadAccessProps {
   readonly tables: AgentBusTables;
@@ -70,14 +70,16 @@ export class OperatorReadAccess extends Construct {
           resources: [
             tables.events.tableArn,
             ...tables.eventsIndexArns(),
-            ...Object.values(INBOX_INDEXES).map((n) => index(tables.inbox.tableArn, n)),
+            ...tables.inboxIndexArns(),
             ...tables.stateListIndexArns(),
             index(tables.sideEffects.tableArn, SIDE_EFFECT_INDEXES.byOpenState),
           ],
         }),
         new PolicyStatement({
           actions: ["dynamodb:GetItem", "dynamodb:BatchGetItem"],
-          resources: [tables.state, tables.inbox, tables.sideEffects].map((t) => t.tableArn),
+          resources: [tables.state, tables.events, tables.inbox, tables.sideEffects].map(
+            (t) => t.tableArn,
+          ),
         }),
         new PolicyStatement({
           actions: ["sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"],
