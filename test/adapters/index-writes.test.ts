@@ -9,6 +9,8 @@ import {
   type IndexEntries,
   indexCatalog,
   indexWriteUnits,
+  legacyItem,
+  legacyTraceCatalog,
 } from "../../lib/dev/metering/index-writes";
 import { itemSize } from "../../lib/dev/metering/metering";
 
@@ -85,6 +87,31 @@ describe("index write units", () => {
     expect(
       units("PutItem", { TableName: names.events, Item: { ...rest, trace_task_id: task_id } }),
     ).toBe(1 + 1);
+  });
+
+  it("estimates today's writes under the layout before task roots, as that version wrote them", () => {
+    const before = legacyTraceCatalog(names);
+    const event = {
+      pk: { S: "task#1" },
+      version: { N: "2" },
+      event_id: { S: "01J0000000000000000000001" },
+      correlation_id: { S: "corr_1" },
+      trace_task_id: { S: "task_1" },
+      occurred_hour: { S: "2026-12-01T10" },
+      occurred_utc: { S: "2026-12-01T10:00:00.000Z" },
+    };
+    expect(legacyItem(event)).toEqual({
+      ...event,
+      trace_task_id: undefined,
+      task_id: { S: "task_1" },
+    });
+    const put = (item: object) => ({ TableName: names.events, Item: item });
+    // by-correlation, by-task (small items: 1 unit each) and by-hour.
+    expect(indexWriteUnits(before, "PutItem", put(legacyItem(event)), itemSize)).toBe(3);
+    // Now: the trace index and by-hour.
+    expect(units("PutItem", put(event))).toBe(2);
+    // The state table's indexes are the same in both.
+    expect(before[names.state]).toEqual(catalog[names.state]);
   });
 
   it("counts a transaction's items once each, and an update that sets an index key", () => {
