@@ -430,14 +430,17 @@ describe("AgentBus stack: environment contract", () => {
       .filter((k) => !k.startsWith("POWERTOOLS_") && k !== "NODE_OPTIONS")
       .sort();
 
-  it("the relay gets the bus name of each deployed topic, and the customer keys to open events with", () => {
+  it("the relay gets the bus name of each deployed topic, the customer keys to open events with, and its failure queue", () => {
     expect(own(relay)).toEqual([
       "BUS_AUDIT",
       "BUS_COMMANDS",
       "BUS_EVENTS",
       "CUSTOMER_KEYS_KMS_KEY",
       "CUSTOMER_KEYS_TABLE",
+      "RELAY_FAILURE_QUEUE_URL",
     ]);
+    const queue = single(template, "AWS::SQS::Queue", (q) => q.id.startsWith("RelayFailureQueue"));
+    expect(env(relay).RELAY_FAILURE_QUEUE_URL).toEqual({ Ref: queue.id });
     for (const topic of ["audit", "commands", "events"]) {
       const topicBus = single(
         template,

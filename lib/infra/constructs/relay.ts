@@ -104,7 +104,10 @@ export interface RelayProps {
  */
 export class Relay extends Construct {
   readonly function: AgentBusFunction;
-  /** Where the stream positions of batches the relay gave up on are recorded. */
+  /**
+   * Where the batches the relay gave up on are recorded: the keys of their unpublished events by
+   * the relay itself, their stream positions by the stream event source.
+   */
   readonly failureQueue: Queue;
   readonly failureAlarm: Alarm;
   /** The relay is behind the events table stream by more than `maxIteratorAge`. */
@@ -124,7 +127,8 @@ export class Relay extends Construct {
       description: "AgentBus relay: events table stream -> topic buses",
       timeout: props.functionTimeout,
       memorySize: props.memorySize,
-      environment: settings.environment,
+      // The relay records the keys of the events it could not publish in the failure queue.
+      environment: { ...settings.environment, RELAY_FAILURE_QUEUE_URL: this.failureQueue.queueUrl },
       unscopedActions: {
         "dynamodb:ListStreams":
           "the DynamoDB stream event source needs it; it lists the streams of the account rather than acting on one stream, so it is granted on * (grantStreamRead)",
@@ -145,6 +149,7 @@ export class Relay extends Construct {
       }),
     );
     props.tables.grantRelayStream(this.function);
+    this.failureQueue.grantSendMessages(this.function);
     for (const topic of props.topics) topic.grantPutEvents(this.function);
 
     this.failureAlarm = alarmAbove(
