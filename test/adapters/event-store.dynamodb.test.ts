@@ -163,8 +163,6 @@ describe("DynamoEventStore on DynamoDB", () => {
       trace_task_id: e2.task_id,
       occurred_at: e2.occurred_at,
       envelope: JSON.stringify(e2),
-      occurred_hour: new Date(e2.occurred_at).toISOString().slice(0, 13),
-      occurred_utc: new Date(e2.occurred_at).toISOString(),
     });
 
     const inbox = await rawItem(tables.inbox, { pk: { S: inboxKey("layout", e1.event_id) } });

@@ -1,9 +1,5 @@
 import { describe, expect, it } from "vitest";
-import {
-  LEGACY_EVENT_TRACE_INDEXES,
-  LEGACY_STATE_INDEXES,
-  TABLES,
-} from "../../functions/adapters/dynamodb/layouts";
+import { LEGACY_STATE_INDEXES, TABLES } from "../../functions/adapters/dynamodb/layouts";
 import type { TableNames } from "../../functions/adapters/dynamodb/tables";
 import {
   type IndexEntries,
@@ -63,30 +59,23 @@ describe("index write units", () => {
       event_id: { S: "01J0000000000000000000000" },
       correlation_id: { S: "corr_1" },
       task_id: { S: "task_1" },
-      occurred_hour: { S: "2026-12-01T10" },
-      occurred_utc: { S: "2026-12-01T10:00:00.000Z" },
+      occurred_at: { S: "2026-12-01T10:00:00.000Z" },
       envelope,
     };
-    // An item of 2,954 bytes. In the legacy layout by-correlation and by-task project it all, 3
-    // units each; by-hour its keys, 1; without stream_type it is in no by-stream-type entry.
-    const legacy = {
-      [names.events]: {
-        ...TABLES.events,
-        indexes: [
-          ...LEGACY_EVENT_TRACE_INDEXES,
-          ...TABLES.events.indexes.filter((i) => i.projection === "KEYS_ONLY"),
-        ],
-      },
-    };
     const put = { TableName: names.events, Item: event };
-    expect(indexWriteUnits(legacy, "PutItem", put, itemSize)).toBe(3 + 3 + 1);
+    // An item of 2,964 bytes. In the legacy layout by-correlation and by-task project it all, 3
+    // units each; by-hour its keys, 1; without stream_type it is in no by-stream-type entry.
+    const before = legacyTraceCatalog(names);
+    expect(indexWriteUnits(before, "PutItem", { ...put, Item: legacyItem(event) }, itemSize)).toBe(
+      3 + 3 + 1,
+    );
     // Now: the trace index and task-roots project keys and the task or correlation, 1 unit each.
-    expect(units("PutItem", put)).toBe(1 + 1 + 1);
-    // An event that is not a task root enters the trace index and by-hour only.
+    expect(units("PutItem", put)).toBe(1 + 1);
+    // An event that is not a task root enters the trace index only.
     const { task_id, ...rest } = event;
     expect(
       units("PutItem", { TableName: names.events, Item: { ...rest, trace_task_id: task_id } }),
-    ).toBe(1 + 1);
+    ).toBe(1);
   });
 
   it("estimates today's writes under the layout before task roots, as that version wrote them", () => {
@@ -97,19 +86,20 @@ describe("index write units", () => {
       event_id: { S: "01J0000000000000000000001" },
       correlation_id: { S: "corr_1" },
       trace_task_id: { S: "task_1" },
-      occurred_hour: { S: "2026-12-01T10" },
-      occurred_utc: { S: "2026-12-01T10:00:00.000Z" },
+      occurred_at: { S: "2026-12-01T11:00:00.000+01:00" },
     };
     expect(legacyItem(event)).toEqual({
       ...event,
       trace_task_id: undefined,
       task_id: { S: "task_1" },
+      occurred_hour: { S: "2026-12-01T10" },
+      occurred_utc: { S: "2026-12-01T10:00:00.000Z" },
     });
     const put = (item: object) => ({ TableName: names.events, Item: item });
     // by-correlation, by-task (small items: 1 unit each) and by-hour.
     expect(indexWriteUnits(before, "PutItem", put(legacyItem(event)), itemSize)).toBe(3);
-    // Now: the trace index and by-hour.
-    expect(units("PutItem", put(event))).toBe(2);
+    // Now: the trace index.
+    expect(units("PutItem", put(event))).toBe(1);
     // The state table's indexes are the same in both.
     expect(before[names.state]).toEqual(catalog[names.state]);
   });

@@ -166,7 +166,7 @@ describe("what the operator tools read", () => {
       "dynamodb:GetRecords",
     ])
       expect(JSON.stringify(resourcesOf(action)), action).toMatch(
-        /TablesEvents[^"]*","Arn"\]\},"\/stream\/\*"/,
+        /^\[\{"Fn::GetAtt":\["TablesEvents[^"]*","StreamArn"\]\}\]$/,
       );
     expect(ids("dynamodb:DescribeTable")).toEqual([expect.stringMatching(/^TablesEvents/)]);
     expect(ids("dynamodb:GetItem")).toEqual([expect.stringMatching(/^CustomerKeysTable/)]);

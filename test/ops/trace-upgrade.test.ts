@@ -1,5 +1,6 @@
 import {
   CreateTableCommand,
+  DescribeTableCommand,
   DynamoDBClient,
   PutItemCommand,
   UpdateTableCommand,
@@ -46,7 +47,9 @@ async function deploy(
 ): Promise<void> {
   const created = to.filter((i) => !from.some((f) => f.name === i.name));
   const deleted = from.filter((f) => !to.some((i) => i.name === f.name));
-  expect(created.length + deleted.length).toBe(1);
+  // At most one change of a table per deploy; none where a stage leaves this table alone.
+  expect(created.length + deleted.length).toBeLessThanOrEqual(1);
+  if (created.length + deleted.length === 0) return;
   const [create] = created;
   const definition = create
     ? createTableInput(tables[table], {
@@ -175,9 +178,17 @@ describe("the trace-index upgrade on moto", () => {
     await traced("stage 2");
     await deployBoth(2, 3);
     await traced("stage 3");
-    await deployBoth(3);
+    await deployBoth(3, 4);
     await consume(c1);
+    await traced("stage 4");
+    await deployBoth(4);
     await traced("current");
     expect(written).toHaveLength(6);
+    const { Table } = await client.send(new DescribeTableCommand({ TableName: tables.events }));
+    expect(Table?.GlobalSecondaryIndexes?.map((i) => i.IndexName).sort()).toEqual([
+      "by-stream-type",
+      "task-roots",
+      "trace-by-correlation",
+    ]);
   });
 });

@@ -66,7 +66,7 @@ export const LEGACY_STATE_LAYOUT: TableLayout = {
   ],
 };
 
-/** The indexes of a table but its trace indexes (by-stream-type, by-hour). */
+/** The indexes of a table but its trace indexes (the events table's by-stream-type). */
 const notTrace = (layout: TableLayout) =>
   (layout.indexes ?? []).filter(
     (i) => i.name !== EventIndex.byCorrelation && i.name !== EventIndex.taskRoots,
@@ -74,7 +74,8 @@ const notTrace = (layout: TableLayout) =>
 
 /**
  * The events and inbox tables as stacks deployed them before task roots: the legacy trace indexes
- * by-correlation and by-task, projecting all (LEGACY_EVENT_TRACE_INDEXES), and the others.
+ * by-correlation and by-task, projecting all, and the events table's by-hour
+ * (LEGACY_EVENT_TRACE_INDEXES), and the others.
  */
 export const LEGACY_EVENTS_LAYOUT: TableLayout = {
   ...TABLES.events,

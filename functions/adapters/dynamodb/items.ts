@@ -60,9 +60,6 @@ export interface EventItem {
   readonly envelope_z?: Uint8Array;
   /** The aggregate type, on a stream's first event only (the by-stream-type index). */
   readonly stream_type?: string;
-  /** occurred_at's UTC hour and UTC time (the by-hour index). */
-  readonly occurred_hour: string;
-  readonly occurred_utc: string;
 }
 
 export interface InboxItem {
@@ -236,20 +233,12 @@ export function eventItem(envelope: Envelope, root = true): EventItem {
     occurred_at: envelope.occurred_at,
     ...storedEnvelope(envelope),
     ...(envelope.aggregate.version === 1 ? { stream_type: envelope.aggregate.type } : {}),
-    ...hourOf(envelope.occurred_at),
   };
 }
 
 /** The task of an item: in `task_id` on a task root, else in `trace_task_id` (./tables). */
 function taskAttribute(task: string, root: boolean) {
   return root ? { task_id: task } : { trace_task_id: task };
-}
-
-/** occurred_at in UTC and its hour, whatever offset the envelope was written with. */
-export function hourOf(occurredAt: string): { occurred_hour: string; occurred_utc: string } {
-  const at = new Date(occurredAt);
-  const utc = Number.isNaN(at.getTime()) ? occurredAt : at.toISOString();
-  return { occurred_hour: utc.slice(0, 13), occurred_utc: utc };
 }
 
 export function inboxItem(record: InboxRecord): InboxItem {

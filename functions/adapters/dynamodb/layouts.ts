@@ -63,7 +63,7 @@ export const LEGACY_STATE_INDEXES: readonly IndexLayout[] = [
   },
 ];
 
-/** The legacy trace indexes' layouts (LegacyTraceIndex) of the events table, while a stack upgrades. */
+/** The legacy indexes' layouts (LegacyTraceIndex) of the events table, while a stack upgrades. */
 export const LEGACY_EVENT_TRACE_INDEXES: readonly IndexLayout[] = [
   {
     name: LegacyTraceIndex.byCorrelation,
@@ -76,6 +76,12 @@ export const LEGACY_EVENT_TRACE_INDEXES: readonly IndexLayout[] = [
     partitionKey: { name: EventAttr.taskId, type: "S" },
     sortKey: { name: EventAttr.eventId, type: "S" },
     projection: "ALL",
+  },
+  {
+    name: LegacyTraceIndex.byHour,
+    partitionKey: { name: EventAttr.occurredHour, type: "S" },
+    sortKey: { name: EventAttr.occurredUtc, type: "S" },
+    projection: "KEYS_ONLY",
   },
 ];
 
@@ -148,12 +154,6 @@ export const TABLES = {
         name: EventIndex.byStreamType,
         partitionKey: { name: EventAttr.streamType, type: "S" },
         sortKey: { name: EventAttr.pk, type: "S" },
-        projection: "KEYS_ONLY",
-      },
-      {
-        name: EventIndex.byHour,
-        partitionKey: { name: EventAttr.occurredHour, type: "S" },
-        sortKey: { name: EventAttr.occurredUtc, type: "S" },
         projection: "KEYS_ONLY",
       },
     ],

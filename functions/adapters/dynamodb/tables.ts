@@ -144,9 +144,11 @@ export const EventAttr = {
   envelopeDeflated: "envelope_z",
   /** Only on a stream's first event (version 1): the aggregate type, for the by-stream-type index. */
   streamType: "stream_type",
-  /** The hour of occurred_at in UTC (`2026-11-30T17`): the by-hour index's partition. */
+  /**
+   * On events stored before by-hour was dropped only: the hour of occurred_at in UTC
+   * (`2026-11-30T17`), the legacy by-hour index's partition, and occurred_at in UTC, its sort key.
+   */
   occurredHour: "occurred_hour",
-  /** occurred_at in UTC (`...Z`): the by-hour index's sort key. */
   occurredUtc: "occurred_utc",
 } as const;
 
@@ -161,8 +163,6 @@ export const EventIndex = {
   taskRoots: "task-roots",
   /** Sparse (first events only, keys only): every stream of an aggregate type, by stream key. */
   byStreamType: "by-stream-type",
-  /** Keys only: the events of an hour by time (republishing a time window). */
-  byHour: "by-hour",
 } as const;
 
 /** Attribute names of inbox rows (the InboxRecord fields in snake_case, plus the TTL). */
@@ -217,15 +217,20 @@ export const InboxIndex = {
 } as const;
 
 /**
- * The trace indexes as stacks deployed before task roots had them, in both the events and the inbox
- * table: by correlation and by task, each projecting the whole item, so every stored event and
- * every inbox row made two entries of its full size. Kept only while such a stack upgrades
- * (`agentbus:traceIndexUpgrade`, lib/infra/constructs/tables.ts); the trace readers read them when
- * the new indexes are not there yet.
+ * The trace indexes as stacks deployed before task roots had them, in both the events and the
+ * inbox table: by correlation and by task, each projecting the whole item, so every stored event
+ * and every inbox row made two entries of its full size; and the events table's by-hour. Kept only
+ * while such a stack upgrades (`agentbus:traceIndexUpgrade`, lib/infra/constructs/tables.ts); the
+ * trace readers read the first two when the new indexes are not there yet.
  */
 export const LegacyTraceIndex = {
   byCorrelation: "by-correlation",
   byTask: "by-task",
+  /**
+   * The events table's: keys only, the events of an hour by time, which republish read before it
+   * read the stream; every event made an entry. Dropped last in the same upgrade.
+   */
+  byHour: "by-hour",
 } as const;
 
 /** The trace attributes the legacy indexes and the new ones project, to read a task from. */

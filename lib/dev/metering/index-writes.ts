@@ -43,8 +43,9 @@ export function indexCatalog(names: TableNames): IndexCatalog {
 
 /**
  * The catalog of the four tables as stacks deployed them before task roots: the events and inbox
- * tables with the legacy trace indexes (by-correlation and by-task, projecting all) instead of the
- * current ones; with legacyItem, what the writes of today would have cost in them.
+ * tables with the legacy trace indexes (by-correlation and by-task, projecting all, and the events
+ * table's by-hour) instead of the current ones; with legacyItem, what the writes of today would
+ * have cost in them.
  */
 export function legacyTraceCatalog(names: TableNames): IndexCatalog {
   const legacy = (layout: TableLayout, trace: readonly IndexLayout[]): TableLayout => ({
@@ -63,12 +64,21 @@ export function legacyTraceCatalog(names: TableNames): IndexCatalog {
   };
 }
 
-/** An item as the version before task roots wrote it: every event and row with its `task_id`. */
+/**
+ * An item as the version before task roots wrote it: every event and row with its `task_id`, and
+ * an event with the hour and UTC time of its `occurred_at` (the keys of by-hour).
+ */
 export function legacyItem(item: Item): Item {
-  const task = item[EventAttr.traceTaskId];
-  if (task === undefined) return item;
-  const { [EventAttr.traceTaskId]: _, ...rest } = item;
-  return { ...rest, [EventAttr.taskId]: task };
+  const { [EventAttr.traceTaskId]: task, ...rest } = item;
+  const occurred = item[EventAttr.occurredAt]?.S;
+  const utc = occurred && item[EventAttr.eventId] ? new Date(occurred).toISOString() : undefined;
+  return {
+    ...rest,
+    ...(task ? { [EventAttr.taskId]: task } : {}),
+    ...(utc
+      ? { [EventAttr.occurredHour]: { S: utc.slice(0, 13) }, [EventAttr.occurredUtc]: { S: utc } }
+      : {}),
+  };
 }
 
 type Item = Record<string, AttributeValue>;

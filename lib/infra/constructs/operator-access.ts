@@ -144,7 +144,7 @@ function repairPolicy(
       }),
       new PolicyStatement({
         actions: ["dynamodb:DescribeStream", "dynamodb:GetShardIterator", "dynamodb:GetRecords"],
-        resources: [`${events.tableArn}/stream/*`],
+        resources: [events.tableStreamArn ?? events.tableArn],
       }),
       new PolicyStatement({
         actions: ["sqs:ReceiveMessage", "sqs:DeleteMessage"],

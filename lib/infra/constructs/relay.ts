@@ -170,7 +170,10 @@ export class Relay extends Construct {
     this.alarms = [this.failureAlarm, this.iteratorAgeAlarm];
   }
 
-  /** Where the stream event source records the positions of the batches the relay gave up on. */
+  /**
+   * Where the stream event source records the positions of the batches the relay gave up on, and
+   * the relay the keys of the events it could not publish.
+   */
   private createFailureQueue(): Queue {
     const queue = new Queue(this, "FailureQueue", {
       encryption: QueueEncryption.SQS_MANAGED,
@@ -180,7 +183,7 @@ export class Relay extends Construct {
     Validations.of(queue.node.defaultChild as CfnQueue).acknowledge({
       id: "AwsSolutions-SQS3",
       reason:
-        "The failure queue is itself a dead-letter destination: the stream event source's OnFailure target, where the positions of batches the relay gave up on are recorded. Nothing consumes it (an operator replays from it), it alarms when not empty, and a DLQ behind it would have nothing to catch",
+        "The failure queue is itself a dead-letter destination: the stream event source's OnFailure target, where the positions of batches the relay gave up on are recorded, and where the relay records the keys of the events it could not publish. Nothing consumes it (an operator republishes from it), it alarms when not empty, and a DLQ behind it would have nothing to catch",
     });
     return queue;
   }

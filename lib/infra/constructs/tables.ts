@@ -50,21 +50,33 @@ export interface AgentBusTablesProps {
 }
 
 /** A stage of the trace-index upgrade (traceIndexLayouts). */
-export type TraceIndexUpgrade = 1 | 2 | 3;
+export type TraceIndexUpgrade = 1 | 2 | 3 | 4;
 
 /** The upgrade stages, in the order they are deployed. */
-export const TRACE_INDEX_UPGRADE_STAGES: readonly TraceIndexUpgrade[] = [1, 2, 3];
+export const TRACE_INDEX_UPGRADE_STAGES: readonly TraceIndexUpgrade[] = [1, 2, 3, 4];
 
-/** The trace indexes each upgrade stage keeps, legacy and current, in both tables. */
+/** The trace indexes each upgrade stage keeps, legacy and current (a table has those it has). */
 const TRACE_INDEXES_AT: Readonly<Record<TraceIndexUpgrade, readonly string[]>> = {
-  1: [LegacyTraceIndex.byCorrelation, LegacyTraceIndex.byTask, EventIndex.byCorrelation],
+  1: [
+    LegacyTraceIndex.byCorrelation,
+    LegacyTraceIndex.byTask,
+    LegacyTraceIndex.byHour,
+    EventIndex.byCorrelation,
+  ],
   2: [
     LegacyTraceIndex.byCorrelation,
     LegacyTraceIndex.byTask,
+    LegacyTraceIndex.byHour,
     EventIndex.byCorrelation,
     EventIndex.taskRoots,
   ],
-  3: [LegacyTraceIndex.byTask, EventIndex.byCorrelation, EventIndex.taskRoots],
+  3: [
+    LegacyTraceIndex.byTask,
+    LegacyTraceIndex.byHour,
+    EventIndex.byCorrelation,
+    EventIndex.taskRoots,
+  ],
+  4: [LegacyTraceIndex.byHour, EventIndex.byCorrelation, EventIndex.taskRoots],
 };
 
 /** The names of the trace indexes (InboxIndex names the inbox table's the same). */
@@ -77,14 +89,17 @@ const TRACE_INDEX_NAMES: readonly string[] = [EventIndex.byCorrelation, EventInd
  * A trace moved from `by-correlation` and `by-task` (each projecting the whole item, so every
  * stored event and inbox row made two entries of its full size) to `trace-by-correlation` (every
  * item, keys and task only) and the sparse `task-roots` (keys and correlation: where a task's
- * correlations are found). A projection cannot change in place, and CloudFormation creates or
- * deletes at most one GSI of a table per stack update, so a stack deployed with the legacy indexes
- * gets there in four deploys, each one create or one delete in each of the two tables:
+ * correlations are found), and republish from the events table's `by-hour` (an entry per event) to
+ * the table's stream. A projection cannot change in place, and CloudFormation creates or deletes
+ * at most one GSI of a table per stack update, so a stack deployed with the legacy indexes gets
+ * there in five deploys, each one create or one delete in a table (in each of the two, the first
+ * four):
  *
  * 1. + trace-by-correlation (DynamoDB fills it from the items: no backfill);
  * 2. + task-roots (filled from `task_id`, which every item stored before has);
  * 3. − by-correlation;
- * 4. (no stage) − by-task: the current layout.
+ * 4. − by-task;
+ * 5. (no stage) − by-hour, from the events table: the current layout.
  *
  * The readers query a new index and read its legacy counterpart while the table lacks it. Order:
  * the legacy indexes the stage keeps, then the current ones (the others always).
