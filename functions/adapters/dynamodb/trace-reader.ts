@@ -42,8 +42,6 @@ import {
 
 /** The tables a trace reads through their trace indexes. */
 type TraceTable = "events" | "inbox";
-const EVENTS: TraceTable = "events";
-const INBOX: TraceTable = "inbox";
 
 /**
  * Each trace index (InboxIndex names the inbox table's as EventIndex names the events table's), and
@@ -69,20 +67,21 @@ export interface DynamoTraceReaderOptions {
  * What a trace reads, with Query and BatchGetItem only: stored events by correlation or task, and
  * every group's outcomes (inbox rows and failure records) by correlation, task or event id. Each
  * table's trace index holds every event or row by correlation (keys and task only), its sparse
- * task-roots index the correlations of each task; the items are read by key (BatchGetItem). Expired rows are
- * returned too: this is the record of what happened, not the dedup check; but a message kept
- * whole is read without its envelope once its row has expired (its retention is over).
+ * task-roots index the correlations of each task; the items are read by key (BatchGetItem).
+ * Expired rows are returned too: this is the record of what happened, not the dedup check; but a
+ * message kept whole is read without its envelope once its row has expired (its retention is
+ * over).
  */
 export class DynamoTraceReader implements TraceReader {
   constructor(private readonly options: DynamoTraceReaderOptions) {}
 
   async eventsByCorrelation(correlationId: string): Promise<Envelope[]> {
-    return this.envelopes(await this.entries(EVENTS, correlationId));
+    return this.envelopes(await this.entries("events", correlationId));
   }
 
   async eventsByTask(taskId: string): Promise<Envelope[]> {
-    const correlations = await this.correlationsOf(EVENTS, taskId);
-    return this.envelopes(await this.entriesOfTask(EVENTS, correlations, taskId));
+    const correlations = await this.correlationsOf("events", taskId);
+    return this.envelopes(await this.entriesOfTask("events", correlations, taskId));
   }
 
   /** Inbox rows of one group, in the order of `eventIds` (unknown ids left out). */
@@ -103,7 +102,7 @@ export class DynamoTraceReader implements TraceReader {
   }
 
   async outcomesByCorrelation(correlationId: string): Promise<OutcomeRecord[]> {
-    return this.outcomes(await this.entries(INBOX, correlationId));
+    return this.outcomes(await this.entries("inbox", correlationId));
   }
 
   /**
@@ -112,11 +111,11 @@ export class DynamoTraceReader implements TraceReader {
    */
   async outcomesByTask(taskId: string): Promise<OutcomeRecord[]> {
     const [stored, unstored] = await Promise.all([
-      this.correlationsOf(EVENTS, taskId),
-      this.correlationsOf(INBOX, taskId),
+      this.correlationsOf("events", taskId),
+      this.correlationsOf("inbox", taskId),
     ]);
     const correlations = [...new Set([...stored, ...unstored])];
-    return this.outcomes(await this.entriesOfTask(INBOX, correlations, taskId));
+    return this.outcomes(await this.entriesOfTask("inbox", correlations, taskId));
   }
 
   async outcomesOfEvent(groups: readonly string[], eventId: string): Promise<OutcomeRecord[]> {
