@@ -3,7 +3,8 @@ import { hasConversation, runConversationScenario } from "../../lib/dev/local/co
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import type { RuntimeEvent } from "../../lib/dev/local/runtime";
 import { runScenario } from "../../lib/dev/local/scenario";
-import { indexCatalog } from "../../lib/dev/metering/index-writes";
+import { type IndexProbe, indexProbe } from "../../lib/dev/metering/index-probe";
+import { indexCatalog, legacyItem, legacyTraceCatalog } from "../../lib/dev/metering/index-writes";
 import { type MeterSnapshot, meter } from "../../lib/dev/metering/metering";
 import { dollarsFor, PRICE_REGION, PRICES, PRICES_AS_OF } from "../../lib/dev/metering/prices";
 import { printCeilings, type ScenarioCounts } from "./ceilings";
@@ -86,7 +87,13 @@ export async function runRolesSection(out: Out, dynamo: DynamoResult): Promise<R
   try {
     // With the tables' layouts, so the units include what each write costs in the indexes.
     const dynamoMeter = meter(env.clients.dynamodb, { indexes: indexCatalog(env.names.tables) });
+    // The same writes under the layout before task roots, as that version wrote its items.
+    const probe = indexProbe(env.clients.dynamodb, {
+      now: { catalog: indexCatalog(env.names.tables) },
+      before: { catalog: legacyTraceCatalog(env.names.tables), asWritten: legacyItem },
+    });
     dynamoMeter.reset();
+    probe.reset();
     out(`local stack on ${env.endpoint}: playing the reference scenario, metered per group`);
     const playStarted = performance.now();
     await runScenario(env);
@@ -100,6 +107,8 @@ export async function runRolesSection(out: Out, dynamo: DynamoResult): Promise<R
       .map(([group, t]) => roleCost(group, t, byScope[group] as MeterSnapshot, baseline))
       .sort((a, b) => a.group.localeCompare(b.group));
     printRoles(out, roles);
+    out();
+    printIndexWrites(out, probe, env.names.tables);
     out();
     printCeilings(out, scenarioCounts(roles, played));
     return { roles, seconds: (performance.now() - started) / 1000 };
@@ -268,7 +277,28 @@ function printRoles(out: Out, roles: readonly RoleCost[]): void {
   for (const line of lines) out(line);
   out();
   out(
-    `Per delivery (a message the group's queue handed out, failures included). steps: events the deliveries applied, discarded, rejected or found duplicate, gap repairs included. WU: the tables' write units and their indexes' (idx: the part of WU that is index entries: each stored event enters the events table's by-correlation, by-task and by-hour indexes, each inbox row the inbox table's by-correlation and by-task, each summarized state the operator's lists; 1 WU per KB of an entry, not doubled in a transaction). min: the least a commit can cost for the same steps with items up to 1 KB: one write of one item (1 WU) when a step emits nothing, one transaction of 1 + N items (2 WU each) when it emits N, no index entries, one strongly consistent read per delivery and per gap repair, a duplicate no write. base: section 2's Powertools baseline per event (sequenced, unsequenced, duplicate, plus its measured cost per emitted event) applied to the same steps. Calls and units the groups make besides their commits (the sender's side-effect keys, an agent's lookups) are in the metered figures, not in min or base. $/M ev: US$ per million deliveries for these DynamoDB units at on-demand prices in ${PRICE_REGION} ($${PRICES.dynamoWrite.dollars} per million write units, $${PRICES.dynamoRead.dollars} per million read units, ${PRICES_AS_OF}; section 6 prices every other service); on-demand bills per request, so the cost per delivery is the same at 10×, 100× and 1,000× this load, up to the ceilings in lib/infra/README.md's Scale and limits.`,
+    `Per delivery (a message the group's queue handed out, failures included). steps: events the deliveries applied, discarded, rejected or found duplicate, gap repairs included. WU: the tables' write units and their indexes' (idx: the part of WU that is index entries: each stored event enters the events table's trace index (a task root also task-roots, a stream's first event by-stream-type), each inbox row the inbox table's trace index (a task root also task-roots), each summarized state the operator's lists; 1 WU per KB of an entry, not doubled in a transaction). min: the least a commit can cost for the same steps with items up to 1 KB: one write of one item (1 WU) when a step emits nothing, one transaction of 1 + N items (2 WU each) when it emits N, no index entries, one strongly consistent read per delivery and per gap repair, a duplicate no write. base: section 2's Powertools baseline per event (sequenced, unsequenced, duplicate, plus its measured cost per emitted event) applied to the same steps. Calls and units the groups make besides their commits (the sender's side-effect keys, an agent's lookups) are in the metered figures, not in min or base. $/M ev: US$ per million deliveries for these DynamoDB units at on-demand prices in ${PRICE_REGION} ($${PRICES.dynamoWrite.dollars} per million write units, $${PRICES.dynamoRead.dollars} per million read units, ${PRICES_AS_OF}; section 6 prices every other service); on-demand bills per request, so the cost per delivery is the same at 10×, 100× and 1,000× this load, up to the ceilings in lib/infra/README.md's Scale and limits.`,
+  );
+}
+
+/**
+ * The index write units per stored event and per inbox row over the scenario: with the deployed
+ * layout, and beside it with the layout before task roots (the same writes, estimated in both).
+ */
+function printIndexWrites(out: Out, probe: IndexProbe, tables: { events: string; inbox: string }) {
+  const byTable = probe.byTable();
+  const line = (what: string, table: string) => {
+    const tally = byTable[table];
+    const per = (layout: string) =>
+      fmt((tally?.units[layout] ?? 0) / Math.max(1, tally?.traced ?? 0), 2);
+    out(
+      `index write units per ${what}: ${per("now")} (before task roots: ${per("before")}; ${fmtInt(tally?.traced ?? 0)} written)`,
+    );
+  };
+  line("stored event", tables.events);
+  line("inbox row", tables.inbox);
+  out(
+    "Index write units over the reference scenario, per stored event (events table) and per inbox row or failure record (inbox table), as lib/dev/metering/index-writes.ts estimates them: now, each event enters the trace index (keys and its task), a task root also task-roots, a stream's first event by-stream-type; each inbox row the trace index, a task root (a row of an event that is not stored, a failure record) also task-roots. Before task roots, each event and row entered by-correlation and by-task (the whole item, 1 WU per KB each), each event by-hour too.",
   );
 }
 

@@ -107,7 +107,7 @@ async function run(stack: OpsStack, t: Target, options: ReplayCliOptions): Promi
       for (const p of plans)
         out(`${p.name}: about ${counts.get(p.name) ?? 0} stored event(s) of the groups' types`);
       out(
-        "(an estimate from the events table; unsequenced messages are not in it) dry run: nothing started",
+        "(an estimate from the events table's stream, of the window's last 24 hours: the stream keeps no more; unsequenced messages are not in it) dry run: nothing started",
       );
       return;
     }

@@ -11,8 +11,9 @@ import { clientConfig, out, type Target, UsageError } from "./target";
 
 /**
  * `agentbus republish`: put stored events on their buses again, read from the events table: those
- * of a time window, or those of the batches the relay gave up on (its failure queue holds only
- * stream positions and times; the stream keeps 24 hours). Consumers deduplicate.
+ * of a time window (found in the events table's stream, which keeps 24 hours), or those of the
+ * batches the relay gave up on (its failure queue holds the relay's records of their keys, and the
+ * stream event source's records of their stream positions). Consumers deduplicate.
  */
 
 interface RepublishCliOptions {
@@ -37,7 +38,9 @@ function windowOf(options: RepublishCliOptions): { from: Date; to: Date } | unde
     throw new UsageError(`--from ${options.from} / --to ${options.to}: not ISO 8601 times`);
   if (to < from) throw new UsageError("--to is before --from");
   if (to.getTime() - from.getTime() > MAX_WINDOW_HOURS * 3_600_000)
-    throw new UsageError(`the window is longer than ${MAX_WINDOW_HOURS} hours; split it`);
+    throw new UsageError(
+      `the window is longer than ${MAX_WINDOW_HOURS} hours (what the events table's stream keeps); split it`,
+    );
   if (options.reason !== undefined && options.reason.length > 1000)
     throw new UsageError(`--reason is ${options.reason.length} characters, at most 1000`);
   return { from, to };
@@ -47,14 +50,16 @@ function line(r: RepublishReport): string {
   const what = r.dryRun
     ? `${r.found} event(s) would be republished`
     : `${r.published} of ${r.found} event(s) republished`;
-  return `${r.from} .. ${r.to}: ${what}${r.failed.length ? `, ${r.failed.length} failed` : ""}`;
+  const failed = r.failed.length ? `, ${r.failed.length} failed` : "";
+  const why = r.found === 0 ? r.failed.map((f) => ` (${f.error})`).join("") : "";
+  return `${r.what}: ${what}${failed}${why}`;
 }
 
 export function republishCommand(targetOf: (command: Command) => Target): Command {
   return new Command("republish")
     .option("--from <time>", "start of the window (ISO 8601, by occurred_at)")
     .option("--to <time>", "end of the window (ISO 8601)")
-    .option("--failures", "the windows of the relay's failure records (deleted once republished)")
+    .option("--failures", "the events of the relay's failure records (deleted once republished)")
     .option("--dry-run", "count what would be republished; put nothing")
     .option("--reason <text>", "why (kept in the audit trail, at most 1000 characters)")
     .action(async function (this: Command, options: RepublishCliOptions) {

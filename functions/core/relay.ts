@@ -45,6 +45,7 @@ export async function relay(
   }
   let calls = 0;
   let retriedEntries = 0;
+  const published = new Set<string>();
   for (const [topic, pending] of byTopic) {
     // Calls go out one after the other and a call's failed entries are retried before the next
     // call is made, so a later version of an aggregate never overtakes an earlier one here.
@@ -66,6 +67,10 @@ export async function relay(
               details: {
                 eventIds: remaining.map((e) => e.event_id),
                 lastFailures: lastFailures.slice(-10),
+                // Every event of the batch not published: what the relay's failure record names.
+                unpublished: events
+                  .filter((e) => !published.has(e.event_id))
+                  .map((e) => e.event_id),
               },
             },
           );
@@ -83,6 +88,7 @@ export async function relay(
           lastFailures = remaining.map((e) => ({ eventId: e.event_id, code, message }));
         }
         const failedIds = new Set(lastFailures.map((f) => f.eventId));
+        for (const e of remaining) if (!failedIds.has(e.event_id)) published.add(e.event_id);
         remaining = remaining.filter((e) => failedIds.has(e.event_id));
       }
     }

@@ -71,7 +71,7 @@ export interface FrontDoorPorts {
   /** The projections the reads answer from (state items only). */
   readonly store: Pick<EventStore, "load">;
   readonly accepted: AcceptedRequests;
-  /** The events a task's steps stored (the events table's by-task index). */
+  /** The events a task's steps stored (its task roots' correlations, the events table's trace index). */
   readonly tasks: { eventsByTask(taskId: string): Promise<Envelope[]> };
   /** Each tenant's cap on the requests that put something on the bus. */
   readonly limits: TenantLimits;

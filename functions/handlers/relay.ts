@@ -1,8 +1,15 @@
 import { MetricUnit } from "@aws-lambda-powertools/metrics";
 import type { Context, DynamoDBStreamEvent } from "aws-lambda";
-import { registry as defaultRegistry, type EventRegistry, type Topic } from "../../schemas";
+import {
+  registry as defaultRegistry,
+  type Envelope,
+  type EventRegistry,
+  type Topic,
+} from "../../schemas";
 import * as z from "../../schemas/zod";
 import type { AwsClient } from "../adapters/aws/client";
+import { SendMessage } from "../adapters/aws/operations";
+import { relayFailureRecords } from "../adapters/dynamodb/relay-failure";
 import { envelopesFromStreamRecords } from "../adapters/dynamodb/stream";
 import { EventBridgePublisher } from "../adapters/eventbridge/publisher";
 import {
@@ -10,6 +17,7 @@ import {
   type SubscriberBusClient,
   SubscriberBusPublisher,
 } from "../adapters/eventbridge/subscriber-bus";
+import { AgentBusError, describe } from "../core/errors";
 import { parseEnv } from "../core/parse-env";
 import type { EventPublisher } from "../core/ports";
 import { type RelayReport, relay } from "../core/relay";
@@ -30,6 +38,8 @@ export const RelayEnv = z
     BUS_V2_COMMANDS: z.optional(z.string().check(z.minLength(1))),
     BUS_V2_EVENTS: z.optional(z.string().check(z.minLength(1))),
     BUS_V2_AUDIT: z.optional(z.string().check(z.minLength(1))),
+    /** Where the relay records the keys of the events it could not publish (./relay-failure). */
+    RELAY_FAILURE_QUEUE_URL: z.optional(z.string().check(z.minLength(1))),
   })
   .check(
     z.refine((e) => e.BUS_COMMANDS || e.BUS_EVENTS || e.BUS_AUDIT, {
@@ -47,6 +57,8 @@ export interface RelayHandlerOptions {
    * it the relay publishes to the classic buses only (withSubscriberBuses).
    */
   readonly subscriberBus?: SubscriberBusClient;
+  /** The client the relay's failure records are sent with (RELAY_FAILURE_QUEUE_URL). */
+  readonly sqs?: AwsClient;
   /** The customer-keys table and KMS: what the relay opens sealed fields with (./vault). */
   readonly dynamodb?: AwsClient;
   readonly kms?: AwsClient;
@@ -59,8 +71,10 @@ export type RelayHandler = (event: DynamoDBStreamEvent, context?: Context) => Pr
 
 /**
  * The transactional outbox's publisher: events-table stream -> PutEvents on the topic's bus.
- * A failure after bounded in-call retries fails the invocation, so the event source mapping
- * retries (bisecting the batch) and finally parks the batch in its on-failure destination.
+ * A failure after bounded in-call retries first records the keys of the events not published in
+ * the failure queue (a relay failure record, which `agentbus republish` reads however old it is),
+ * then fails the invocation, so the event source mapping retries (bisecting the batch) and finally
+ * parks the batch's stream positions in its on-failure destination, the same queue.
  */
 export function createRelayHandler(options: RelayHandlerOptions = {}): RelayHandler {
   const env = parseEnv(RelayEnv, options.env ?? process.env, "relay");
@@ -76,6 +90,11 @@ export function createRelayHandler(options: RelayHandlerOptions = {}): RelayHand
   });
   const publisher = withSubscriberBuses(classic, env, options.subscriberBus, logger);
   const registry = options.registry ?? defaultRegistry;
+  const recordFailure = failureRecorder(
+    env.RELAY_FAILURE_QUEUE_URL,
+    tracer.capture(options.sqs ?? containerAwsClient()),
+    logger,
+  );
   // The event store keeps personal fields sealed; the buses carry them opened.
   const vault = vaultOf(options.env ?? process.env, {
     dynamodb: tracer.capture(options.dynamodb ?? containerAwsClient()),
@@ -94,6 +113,9 @@ export function createRelayHandler(options: RelayHandlerOptions = {}): RelayHand
       if (report.retriedEntries)
         metrics.addMetric("RelayRetriedEntries", MetricUnit.Count, report.retriedEntries);
       options.onReport?.(report);
+    } catch (error) {
+      await recordFailure(envelopes, error);
+      throw error;
     } finally {
       metrics.publishStoredMetrics();
     }
@@ -127,6 +149,31 @@ function withSubscriberBuses(
     return classic;
   }
   return new BothBusesPublisher(classic, new SubscriberBusPublisher(client, buses), topics);
+}
+
+/**
+ * What records the events of a failed batch that were not published (all of them unless the
+ * error names those: relay.publish_failed's `unpublished`) in the failure queue; nothing without
+ * a queue. A record that cannot be sent is logged: the stream's own record of the batch follows.
+ */
+function failureRecorder(
+  queueUrl: string | undefined,
+  sqs: AwsClient,
+  logger: Observability["logger"],
+) {
+  return async (envelopes: readonly Envelope[], error: unknown): Promise<void> => {
+    if (!queueUrl || envelopes.length === 0) return;
+    const named = error instanceof AgentBusError ? error.details.unpublished : undefined;
+    const ids = Array.isArray(named) ? new Set(named) : undefined;
+    const unpublished = ids ? envelopes.filter((e) => ids.has(e.event_id)) : envelopes;
+    const { code, message } = describe(error);
+    try {
+      for (const record of relayFailureRecords(unpublished, { code, message }))
+        await sqs.send(SendMessage({ QueueUrl: queueUrl, MessageBody: JSON.stringify(record) }));
+    } catch (sendError) {
+      logger.error("the relay failure record could not be sent", { error: describe(sendError) });
+    }
+  };
 }
 
 export const { create, handler } = lambdaEntry(createRelayHandler);

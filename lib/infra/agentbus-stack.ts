@@ -42,6 +42,8 @@ import {
   AgentBusTables,
   LIST_INDEX_UPGRADE_STAGES,
   type ListIndexUpgrade,
+  TRACE_INDEX_UPGRADE_STAGES,
+  type TraceIndexUpgrade,
 } from "./constructs/tables";
 import { Topic, type TopicName } from "./constructs/topic";
 import { outputId } from "./output-ids";
@@ -124,17 +126,38 @@ export const LEGACY_CHECKPOINTS_KEY = "agentbus:legacyCheckpoints";
  * (stateIndexLayouts; see lib/infra/README.md). Without it, the current indexes only.
  */
 export const LIST_INDEX_UPGRADE_KEY = "agentbus:listIndexUpgrade";
+/**
+ * Context key: the stage (`1` to `4`) of a stack deployed with the legacy trace indexes
+ * (`by-correlation`, `by-task` of the events and inbox tables, the events table's `by-hour`) that
+ * upgrades to the current ones, one index of a table per deploy at most (traceIndexLayouts; see
+ * lib/infra/README.md).
+ */
+export const TRACE_INDEX_UPGRADE_KEY = "agentbus:traceIndexUpgrade";
 
 /**
  * The list-index upgrade stage a context value names: `1`, `2` or `3`, as a string (`-c`) or a
  * number (cdk.json); `undefined` when absent. Throws on any other value.
  */
 export function parseListIndexUpgrade(value: unknown): ListIndexUpgrade | undefined {
+  return parseUpgradeStage(LIST_INDEX_UPGRADE_KEY, LIST_INDEX_UPGRADE_STAGES, value);
+}
+
+/** The trace-index upgrade stage a context value names, as parseListIndexUpgrade reads its own. */
+export function parseTraceIndexUpgrade(value: unknown): TraceIndexUpgrade | undefined {
+  return parseUpgradeStage(TRACE_INDEX_UPGRADE_KEY, TRACE_INDEX_UPGRADE_STAGES, value);
+}
+
+/** The stage of an index upgrade a context value names (`key`'s), or undefined when absent. */
+function parseUpgradeStage<S extends number>(
+  key: string,
+  stages: readonly S[],
+  value: unknown,
+): S | undefined {
   if (value === undefined) return undefined;
-  const stage = LIST_INDEX_UPGRADE_STAGES.find((s) => value === s || value === String(s));
+  const stage = stages.find((s) => value === s || value === String(s));
   if (stage === undefined)
     throw new Error(
-      `context ${LIST_INDEX_UPGRADE_KEY}=${JSON.stringify(value)} is not an upgrade stage: use ${LIST_INDEX_UPGRADE_STAGES.join(", ")}, or leave ${LIST_INDEX_UPGRADE_KEY} out once the upgrade is done`,
+      `context ${key}=${JSON.stringify(value)} is not an upgrade stage: use ${stages.join(", ")}, or leave ${key} out once the upgrade is done`,
     );
   return stage;
 }
@@ -189,6 +212,7 @@ export class AgentBusStack extends Stack {
     this.tables = new AgentBusTables(this, "Tables", {
       removalPolicy: props.tablesRemovalPolicy,
       listIndexUpgrade: parseListIndexUpgrade(this.node.tryGetContext(LIST_INDEX_UPGRADE_KEY)),
+      traceIndexUpgrade: parseTraceIndexUpgrade(this.node.tryGetContext(TRACE_INDEX_UPGRADE_KEY)),
     });
 
     if (this.capabilities.schemaRegistry && schemaRegistryWanted(this))

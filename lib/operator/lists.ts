@@ -1,11 +1,12 @@
-import { QueryCommand } from "@aws-sdk/client-dynamodb";
+import { type AttributeValue, QueryCommand } from "@aws-sdk/client-dynamodb";
 import { unmarshall } from "@aws-sdk/util-dynamodb";
 import { envelopeOfItem } from "../../functions/adapters/dynamodb/deflated-json";
-import { batchGetItems } from "../../functions/adapters/dynamodb/reads";
+import { batchGetItems, missingIndex } from "../../functions/adapters/dynamodb/reads";
 import {
   EventAttr,
   EventIndex,
   LegacyStateIndex,
+  LegacyTraceIndex,
   SideEffectAttr,
   SideEffectIndex,
   STATE_SUMMARY_ATTRIBUTES,
@@ -184,18 +185,6 @@ async function indexPage(
   return page.LastEvaluatedKey ? { keys, next: page.LastEvaluatedKey as never } : { keys };
 }
 
-/**
- * The answer to a Query of an index the table does not have: DynamoDB's ValidationException "The
- * table does not have the specified index", or moto's "Invalid index" (a ResourceNotFound there).
- */
-function missingIndex(error: unknown): boolean {
-  const { name, message } = (error ?? {}) as { name?: unknown; message?: unknown };
-  return (
-    (name === "ValidationException" || name === "ResourceNotFoundException") &&
-    /specified index|invalid index/i.test(String(message))
-  );
-}
-
 function sideEffectOf(item: Record<string, unknown>): SideEffectView {
   return {
     key: String(item[SideEffectAttr.effectKey]),
@@ -207,23 +196,36 @@ function sideEffectOf(item: Record<string, unknown>): SideEffectView {
 }
 
 /**
- * The tenant of a task: the one its first stored event names (a Query of the events table's
- * by-task index), the default tenant when that names none; undefined when no event of the task is
- * stored.
+ * The tenant of a task: the one its events name (the first root the events table's task-roots
+ * index holds for it, read by its key), the default tenant when that names none; undefined when no
+ * event of the task is stored.
  */
 export async function taskTenant(stack: OpsStack, taskId: string): Promise<string | undefined> {
-  const page = await stack.dynamodb.send(
-    new QueryCommand({
-      TableName: stack.names.tables.events,
-      IndexName: EventIndex.byTask,
-      KeyConditionExpression: "#k = :k",
-      ExpressionAttributeNames: { "#k": EventAttr.taskId },
-      ExpressionAttributeValues: { ":k": { S: taskId } },
-      Limit: 1,
-    }),
-  );
-  const item = page.Items?.[0];
-  return item ? tenantOf(envelopeOfItem(unmarshall(item))) : undefined;
+  const query = (index: string) =>
+    stack.dynamodb.send(
+      new QueryCommand({
+        TableName: stack.names.tables.events,
+        IndexName: index,
+        KeyConditionExpression: "#k = :k",
+        ExpressionAttributeNames: { "#k": EventAttr.taskId },
+        ExpressionAttributeValues: { ":k": { S: taskId } },
+        Limit: 1,
+      }),
+    );
+  // A stack still upgrading (`agentbus:traceIndexUpgrade`) may not have task-roots yet.
+  const page = await query(EventIndex.taskRoots).catch((error: unknown) => {
+    if (!missingIndex(error)) throw error;
+    return query(LegacyTraceIndex.byTask);
+  });
+  const root = page.Items?.[0];
+  if (!root) return undefined;
+  const [item] = await batchGetItems(fromSdk(stack.dynamodb), stack.names.tables.events, [
+    {
+      [EventAttr.pk]: root[EventAttr.pk] as AttributeValue,
+      [EventAttr.version]: root[EventAttr.version] as AttributeValue,
+    },
+  ]);
+  return item ? tenantOf(envelopeOfItem(item)) : undefined;
 }
 
 /**

@@ -18,8 +18,8 @@ import {
   retentionProblem,
   ruleOfArn,
 } from "./replay-plan";
-import { keysInWindow } from "./republish";
 import type { OpsStack } from "./stack";
+import { keysInStreamWindow, STREAM_RETENTION_HOURS } from "./stream-reads";
 
 /**
  * EventBridge archive replay (`agentbus replay`): the calls that read the archives, estimate what a
@@ -52,14 +52,20 @@ export async function checkRetention(
   if (problems.length > 0) throw new ReplayRefused(problems.join("; "));
 }
 
-/** How many stored events of the window each plan's rules select (their `detail-type`). */
+/**
+ * How many stored events of the window each plan's rules select (their `detail-type`), counted in
+ * the events table's stream: of the window's last 24 hours only, which is what the stream keeps.
+ */
 export async function estimate(
   stack: OpsStack,
   client: EventBridgeClient,
   plans: readonly ReplayPlan[],
   window: ReplayWindow,
+  now = new Date(),
 ): Promise<Map<string, number>> {
-  const keys = await keysInWindow(stack, window.from, window.to);
+  const kept = new Date(now.getTime() - STREAM_RETENTION_HOURS * 3_600_000);
+  const from = window.from < kept ? kept : window.from;
+  const keys = from <= window.to ? await keysInStreamWindow(stack, from, window.to) : [];
   const types = await eventTypesOf(stack, keys);
   const counts = new Map<string, number>();
   for (const plan of plans) {

@@ -1,11 +1,11 @@
-import { QueryCommand } from "@aws-sdk/client-dynamodb";
 import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { DeleteMessageCommand, type Message, ReceiveMessageCommand } from "@aws-sdk/client-sqs";
-import { unmarshall } from "@aws-sdk/util-dynamodb";
 import { envelopeOfItem } from "../../functions/adapters/dynamodb/deflated-json";
-import { hourOf } from "../../functions/adapters/dynamodb/items";
 import { batchGetItems } from "../../functions/adapters/dynamodb/reads";
-import { EventAttr, EventIndex } from "../../functions/adapters/dynamodb/tables";
+import {
+  type RelayFailureKey,
+  relayFailureKeysOf,
+} from "../../functions/adapters/dynamodb/relay-failure";
 import {
   EventBridgePublisher,
   MAX_PUT_EVENTS_ENTRIES,
@@ -13,69 +13,26 @@ import {
 import { type Envelope, registry, type Topic } from "../../schemas";
 import { fromSdk } from "./from-sdk";
 import type { ClientConfig, OpsStack } from "./stack";
+import {
+  keysAtPositions,
+  keysInStreamWindow,
+  STREAM_RETENTION_HOURS,
+  StreamExpired,
+  type StreamPositions,
+} from "./stream-reads";
 
-/** The longest window one republish reads (hours). */
-export const MAX_WINDOW_HOURS = 7 * 24;
+/** The longest window one republish reads (hours): what the events table's stream keeps. */
+export const MAX_WINDOW_HOURS = STREAM_RETENTION_HOURS;
 
 export interface RepublishReport {
-  readonly from: string;
-  readonly to: string;
+  /** What was republished: a window (`from .. to`), or a failure record's events. */
+  readonly what: string;
   readonly found: number;
   readonly published: number;
   readonly failed: readonly { readonly eventId: string; readonly error: string }[];
   readonly dryRun: boolean;
-  /** Relay failure records used (and deleted once their window was republished). */
+  /** Relay failure records used (and deleted once their events were republished). */
   readonly failureRecords?: number;
-}
-
-/** The hours (`2026-11-30T17`) from `from` to `to`, both included. */
-export function hoursBetween(from: Date, to: Date): string[] {
-  const hours: string[] = [];
-  const start = Date.UTC(
-    from.getUTCFullYear(),
-    from.getUTCMonth(),
-    from.getUTCDate(),
-    from.getUTCHours(),
-  );
-  for (let t = start; t <= to.getTime(); t += 3_600_000)
-    hours.push(new Date(t).toISOString().slice(0, 13));
-  return hours;
-}
-
-/** The keys (stream, version) of the events that occurred in the window, oldest first. */
-export async function keysInWindow(stack: OpsStack, from: Date, to: Date) {
-  const keys: { pk: string; version: number; at: string }[] = [];
-  const low = hourOf(from.toISOString()).occurred_utc;
-  const high = hourOf(to.toISOString()).occurred_utc;
-  for (const hour of hoursBetween(from, to)) {
-    let start: Record<string, never> | undefined;
-    do {
-      const page = await stack.dynamodb.send(
-        new QueryCommand({
-          TableName: stack.names.tables.events,
-          IndexName: EventIndex.byHour,
-          KeyConditionExpression: "#h = :h AND #t BETWEEN :low AND :high",
-          ExpressionAttributeNames: { "#h": EventAttr.occurredHour, "#t": EventAttr.occurredUtc },
-          ExpressionAttributeValues: {
-            ":h": { S: hour },
-            ":low": { S: low },
-            ":high": { S: high },
-          },
-          ExclusiveStartKey: start,
-        }),
-      );
-      for (const item of page.Items ?? []) {
-        const row = unmarshall(item);
-        keys.push({
-          pk: String(row.pk),
-          version: Number(row.version),
-          at: String(row.occurred_utc),
-        });
-      }
-      start = page.LastEvaluatedKey as typeof start;
-    } while (start);
-  }
-  return keys.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : a.version - b.version));
 }
 
 /** The stored envelopes of these keys (BatchGetItem, 100 keys per call), in the keys' order. */
@@ -121,45 +78,99 @@ async function publishAll(stack: OpsStack, config: ClientConfig, envelopes: read
 }
 
 /**
- * Put the stored events that occurred in a time window on their buses again, read from the
- * events table (the outbox), not from the stream, which keeps 24 hours only. Consumers
- * deduplicate (inbox and version gate), so republishing what was delivered changes nothing.
+ * Put the stored events that occurred in a time window on their buses again, found in the events
+ * table's stream (which keeps 24 hours: StreamExpired for a window that starts before) and read
+ * from the table (the outbox). Consumers deduplicate (inbox and version gate), so republishing
+ * what was delivered changes nothing.
  */
 export async function republishWindow(
   stack: OpsStack,
   config: ClientConfig,
-  window: { readonly from: Date; readonly to: Date; readonly dryRun?: boolean },
+  window: {
+    readonly from: Date;
+    readonly to: Date;
+    readonly dryRun?: boolean;
+    readonly now?: Date;
+  },
 ): Promise<RepublishReport> {
-  const keys = await keysInWindow(stack, window.from, window.to);
-  const base = { from: window.from.toISOString(), to: window.to.toISOString(), found: keys.length };
-  if (window.dryRun) return { ...base, published: 0, failed: [], dryRun: true };
+  const oldest = (window.now ?? new Date()).getTime() - STREAM_RETENTION_HOURS * 3_600_000;
+  if (window.from.getTime() < oldest)
+    throw new StreamExpired(`the window from ${window.from.toISOString()}`);
+  const keys = await keysInStreamWindow(stack, window.from, window.to);
+  const what = `${window.from.toISOString()} .. ${window.to.toISOString()}`;
+  return republishKeys(stack, config, what, keys, window.dryRun === true);
+}
+
+async function republishKeys(
+  stack: OpsStack,
+  config: ClientConfig,
+  what: string,
+  keys: readonly { pk: string; version: number }[],
+  dryRun: boolean,
+): Promise<RepublishReport> {
+  const base = { what, found: keys.length };
+  if (dryRun) return { ...base, published: 0, failed: [], dryRun: true };
   const envelopes = await envelopesOf(stack, keys);
   const failed = await publishAll(stack, config, envelopes);
   return { ...base, published: envelopes.length - failed.length, failed, dryRun: false };
 }
 
-/** The window of a relay failure record (the stream batch the relay gave up on), padded 1 min. */
-export function windowOfFailure(message: Message): { from: Date; to: Date } | undefined {
+/**
+ * What a failure queue message names: the relay's record of the keys it could not publish, or the
+ * stream event source's record of a batch's stream positions; undefined for anything else.
+ */
+export function failureOf(
+  message: Message,
+): { keys: RelayFailureKey[] } | { positions: StreamPositions } | undefined {
+  let body: unknown;
   try {
-    const body = JSON.parse(message.Body ?? "") as {
-      DDBStreamBatchInfo?: {
-        approximateArrivalOfFirstRecord?: string;
-        approximateArrivalOfLastRecord?: string;
-      };
-    };
-    const info = body.DDBStreamBatchInfo;
-    const first = Date.parse(info?.approximateArrivalOfFirstRecord ?? "");
-    const last = Date.parse(info?.approximateArrivalOfLastRecord ?? "");
-    if (Number.isNaN(first) || Number.isNaN(last)) return undefined;
-    return { from: new Date(first - 60_000), to: new Date(last + 60_000) };
+    body = JSON.parse(message.Body ?? "");
   } catch {
     return undefined;
   }
+  const keys = relayFailureKeysOf(body);
+  if (keys) return { keys };
+  const info = (body as { DDBStreamBatchInfo?: Record<string, unknown> } | undefined)
+    ?.DDBStreamBatchInfo;
+  const [shardId, start, end] = [info?.shardId, info?.startSequenceNumber, info?.endSequenceNumber];
+  if (typeof shardId !== "string" || typeof start !== "string" || typeof end !== "string")
+    return undefined;
+  const streamArn = typeof info?.streamArn === "string" ? info.streamArn : undefined;
+  return {
+    positions: {
+      shardId,
+      startSequenceNumber: start,
+      endSequenceNumber: end,
+      ...(streamArn ? { streamArn } : {}),
+    },
+  };
+}
+
+/** The events of one failure record, republished (StreamExpired: positions the stream lost). */
+async function republishRecord(
+  stack: OpsStack,
+  config: ClientConfig,
+  failure: NonNullable<ReturnType<typeof failureOf>>,
+  dryRun: boolean,
+): Promise<RepublishReport> {
+  if ("keys" in failure)
+    return republishKeys(
+      stack,
+      config,
+      `relay failure record (${failure.keys.length} event(s))`,
+      failure.keys,
+      dryRun,
+    );
+  const { positions } = failure;
+  const keys = await keysAtPositions(stack, positions);
+  const what = `stream batch ${positions.startSequenceNumber}..${positions.endSequenceNumber}`;
+  return republishKeys(stack, config, what, keys, dryRun);
 }
 
 /**
- * Republish the windows of the relay's failure records, each deleted from the failure queue once
- * its window is republished without a failure.
+ * Republish the events of the relay's failure records, each record deleted from the failure queue
+ * once its events are republished without a failure. A record of stream positions older than the
+ * stream keeps is reported and left in the queue.
  */
 export async function republishFailures(
   stack: OpsStack,
@@ -174,9 +185,18 @@ export async function republishFailures(
     );
     if (Messages.length === 0) break;
     for (const m of Messages) {
-      const window = windowOfFailure(m);
-      if (!window) continue;
-      const report = await republishWindow(stack, config, { ...window, dryRun });
+      const failure = failureOf(m);
+      if (!failure) continue;
+      const report = await republishRecord(stack, config, failure, dryRun).catch((error) => {
+        if (!(error instanceof StreamExpired)) throw error;
+        return {
+          what: "stream batch",
+          found: 0,
+          published: 0,
+          dryRun,
+          failed: [{ eventId: "-", error: error.message }],
+        };
+      });
       reports.push({ ...report, failureRecords: 1 });
       if (!dryRun && report.failed.length === 0)
         await stack.sqs.send(

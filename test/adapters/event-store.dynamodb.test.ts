@@ -40,7 +40,13 @@ import { meter } from "../../lib/dev/metering/metering";
 import { fromSdk } from "../../lib/operator/from-sdk";
 import type { AggregateRef, Envelope } from "../../schemas";
 import { emulator } from "../support/aws";
-import { newCorrelationId, newUlid, taskEvent, taskStream } from "../support/factories";
+import {
+  feedbackEvent,
+  newCorrelationId,
+  newUlid,
+  taskEvent,
+  taskStream,
+} from "../support/factories";
 import { createTables, deleteTables } from "../support/tables";
 
 let client: DynamoDBClient;
@@ -153,11 +159,10 @@ describe("DynamoEventStore on DynamoDB", () => {
       event_type: e2.event_type,
       schema_version: e2.schema_version,
       correlation_id: e2.correlation_id,
-      task_id: e2.task_id,
+      // Recorded with a stored event of its task and correlation: not a task root.
+      trace_task_id: e2.task_id,
       occurred_at: e2.occurred_at,
       envelope: JSON.stringify(e2),
-      occurred_hour: new Date(e2.occurred_at).toISOString().slice(0, 13),
-      occurred_utc: new Date(e2.occurred_at).toISOString(),
     });
 
     const inbox = await rawItem(tables.inbox, { pk: { S: inboxKey("layout", e1.event_id) } });
@@ -172,7 +177,8 @@ describe("DynamoEventStore on DynamoDB", () => {
       agg_id: stream.id,
       version: 1,
       correlation_id: e1.correlation_id,
-      task_id: e1.task_id,
+      // The row of a stored event: not a task root.
+      trace_task_id: e1.task_id,
       ...(e1.causation_id ? { causation_id: e1.causation_id } : {}),
       producer: e1.producer,
       occurred_at: e1.occurred_at,
@@ -378,6 +384,53 @@ describe("DynamoEventStore on DynamoDB", () => {
     expect(await store.eventsByTask(stream.id)).toEqual(events);
     expect(metered.snapshot().calls.Query).toBeGreaterThanOrEqual(9);
     own.destroy();
+  });
+
+  it("finds a task's events and outcomes through its roots, across its correlations", async () => {
+    const store = new DynamoEventStore({ client: fromSdk(client), tables });
+    const [c1, c2] = [newCorrelationId(), newCorrelationId()];
+    const taskId = `task_${newUlid()}`;
+    const other = `task_${newUlid()}`;
+    const message = feedbackEvent({ taskId, correlationId: c1 });
+    const e1 = taskEvent(1, { taskId, correlationId: c1, causationId: message.event_id });
+    const e2 = taskEvent(2, { taskId, correlationId: c1, causationId: e1.event_id });
+    const e3 = taskEvent(3, { taskId, correlationId: c2, causationId: e2.event_id });
+    const e4 = { ...taskEvent(1, { taskId: other, correlationId: c2 }), causation_id: e3.event_id };
+    // Each commit records the event it handled (applied: the state records it, no row is written).
+    const handled = (e: Envelope) => inboxRecord("roots", e, 1_900_000_000);
+    await store.commit({ inbox: handled(message), recordedByState: true, append: [e1] });
+    await store.commit({ inbox: handled(e1), recordedByState: true, append: [e2] });
+    await store.commit({ inbox: handled(e2), recordedByState: true, append: [e3] });
+    await store.commit({ inbox: handled(e3), recordedByState: true, append: [e4] });
+    const task = async (e: Envelope) =>
+      unmarshall(
+        (await rawItem(tables.events, {
+          pk: { S: streamKey(e.aggregate) },
+          version: { N: String(e.aggregate.version) },
+        })) ?? {},
+      );
+    // Roots: caused by an unstored message, by another correlation's event, by another task's.
+    expect((await task(e1)).task_id).toBe(taskId);
+    expect((await task(e2)).task_id).toBeUndefined();
+    expect((await task(e2)).trace_task_id).toBe(taskId);
+    expect((await task(e3)).task_id).toBe(taskId);
+    expect((await task(e4)).task_id).toBe(other);
+
+    expect(await store.eventsByTask(taskId)).toEqual([e1, e2, e3]);
+    expect(await store.eventsByTask(other)).toEqual([e4]);
+    expect(await store.eventsByCorrelation(c2)).toEqual([e3, e4]);
+
+    // Rows: a discarded unstored message (a root itself), and a stored event's (found by its root).
+    const dropped = { ...handled(message), outcome: "discarded" as const, reason: "expired" };
+    const seen = { ...handled(e3), group: "roots-2" };
+    await store.commit({ inbox: dropped });
+    await store.commit({ inbox: seen });
+    const rows = (records: readonly { eventId: string }[]) => records.map((r) => r.eventId);
+    expect(rows(await store.outcomesByTask(taskId)).sort()).toEqual(
+      [message.event_id, e3.event_id].sort(),
+    );
+    expect(rows(await store.outcomesByTask(other))).toEqual([]);
+    expect(rows(await store.outcomesByCorrelation(c2))).toEqual([e3.event_id]);
   });
 
   it("refuses a commit of more than 100 actions without calling DynamoDB", async () => {

@@ -5,6 +5,8 @@ import {
   type IndexEntries,
   indexCatalog,
   indexWriteUnits,
+  legacyItem,
+  legacyTraceCatalog,
 } from "../../lib/dev/metering/index-writes";
 import { itemSize } from "../../lib/dev/metering/metering";
 
@@ -32,8 +34,12 @@ const inboxRow = {
 
 describe("index write units", () => {
   it("counts one entry per index whose keys the put item carries", () => {
-    // The inbox table's by-correlation and by-task indexes project ALL: two small entries.
+    // A root row (task_id) enters the inbox table's trace index and task-roots: two entries.
     expect(units("PutItem", { TableName: names.inbox, Item: inboxRow })).toBe(2);
+    // Any other row (its task in trace_task_id) enters the trace index only.
+    const { task_id, ...rest } = inboxRow;
+    const row = { ...rest, trace_task_id: task_id };
+    expect(units("PutItem", { TableName: names.inbox, Item: row })).toBe(1);
     // A checkpoint row carries neither index key: no entry.
     expect(
       units("PutItem", {
@@ -53,13 +59,49 @@ describe("index write units", () => {
       event_id: { S: "01J0000000000000000000000" },
       correlation_id: { S: "corr_1" },
       task_id: { S: "task_1" },
-      occurred_hour: { S: "2026-12-01T10" },
-      occurred_utc: { S: "2026-12-01T10:00:00.000Z" },
+      occurred_at: { S: "2026-12-01T10:00:00.000Z" },
       envelope,
     };
-    // An item of 2,954 bytes: by-correlation and by-task project it all, 3 units each; by-hour
-    // its keys, 1; without stream_type it is in no by-stream-type entry.
-    expect(units("PutItem", { TableName: names.events, Item: event })).toBe(3 + 3 + 1);
+    const put = { TableName: names.events, Item: event };
+    // An item of 2,964 bytes. In the legacy layout by-correlation and by-task project it all, 3
+    // units each; by-hour its keys, 1; without stream_type it is in no by-stream-type entry.
+    const before = legacyTraceCatalog(names);
+    expect(indexWriteUnits(before, "PutItem", { ...put, Item: legacyItem(event) }, itemSize)).toBe(
+      3 + 3 + 1,
+    );
+    // Now: the trace index and task-roots project keys and the task or correlation, 1 unit each.
+    expect(units("PutItem", put)).toBe(1 + 1);
+    // An event that is not a task root enters the trace index only.
+    const { task_id, ...rest } = event;
+    expect(
+      units("PutItem", { TableName: names.events, Item: { ...rest, trace_task_id: task_id } }),
+    ).toBe(1);
+  });
+
+  it("estimates today's writes under the layout before task roots, as that version wrote them", () => {
+    const before = legacyTraceCatalog(names);
+    const event = {
+      pk: { S: "task#1" },
+      version: { N: "2" },
+      event_id: { S: "01J0000000000000000000001" },
+      correlation_id: { S: "corr_1" },
+      trace_task_id: { S: "task_1" },
+      occurred_at: { S: "2026-12-01T11:00:00.000+01:00" },
+    };
+    expect(legacyItem(event)).toEqual({
+      ...event,
+      trace_task_id: undefined,
+      task_id: { S: "task_1" },
+      occurred_hour: { S: "2026-12-01T10" },
+      occurred_utc: { S: "2026-12-01T10:00:00.000Z" },
+    });
+    const put = (item: object) => ({ TableName: names.events, Item: item });
+    // by-correlation, by-task (small items: 1 unit each) and by-hour.
+    expect(indexWriteUnits(before, "PutItem", put(legacyItem(event)), itemSize)).toBe(3);
+    // Now: the trace index.
+    expect(units("PutItem", put(event))).toBe(1);
+    // The state table's indexes are the same in both.
+    expect(before[names.state]).toEqual(catalog[names.state]);
   });
 
   it("counts a transaction's items once each, and an update that sets an index key", () => {

@@ -114,7 +114,9 @@ describe("the front door", () => {
           "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["http_request#*"] },
         },
       },
+      // A task's steps: the events table's trace indexes, then the events they point at.
       { actions: ["dynamodb:Query"], condition: undefined },
+      { actions: ["dynamodb:BatchGetItem"], condition: undefined },
       {
         actions: ["dynamodb:UpdateItem"],
         condition: {

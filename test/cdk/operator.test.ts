@@ -136,9 +136,12 @@ describe("what the operator tools read", () => {
     const actions = new Set(statements.flatMap((s) => ([] as string[]).concat(s.Action)));
     expect([...actions].sort()).toEqual([
       "dynamodb:BatchGetItem",
+      "dynamodb:DescribeStream",
+      "dynamodb:DescribeTable",
       "dynamodb:GetItem",
+      "dynamodb:GetRecords",
+      "dynamodb:GetShardIterator",
       "dynamodb:PutItem",
-      "dynamodb:Query",
       "dynamodb:UpdateItem",
       "events:DescribeArchive",
       "events:DescribeReplay",
@@ -154,10 +157,18 @@ describe("what the operator tools read", () => {
     for (const id of ids("sqs:DeleteMessage")) expect(id).toMatch(/DeadLetter|RelayFailureQueue/);
     for (const id of ids("sqs:SendMessage")) expect(id).not.toMatch(/DeadLetter/i);
     expect(ids("sqs:SendMessage").length).toBeGreaterThan(0);
-    // Query only the events table's by-hour index; BatchGetItem only on the events table;
-    // erasure: GetItem of the customer keys, UpdateItem of them and of the state items.
-    expect(JSON.stringify(resourcesOf("dynamodb:Query"))).toContain("/index/by-hour");
-    expect(resourcesOf("dynamodb:Query")).toHaveLength(1);
+    // The events table's stream and the events table only (no index, no Query); BatchGetItem only
+    // on the events table; erasure: GetItem of the customer keys, UpdateItem of them and of the
+    // state items.
+    for (const action of [
+      "dynamodb:DescribeStream",
+      "dynamodb:GetShardIterator",
+      "dynamodb:GetRecords",
+    ])
+      expect(JSON.stringify(resourcesOf(action)), action).toMatch(
+        /^\[\{"Fn::GetAtt":\["TablesEvents[^"]*","StreamArn"\]\}\]$/,
+      );
+    expect(ids("dynamodb:DescribeTable")).toEqual([expect.stringMatching(/^TablesEvents/)]);
     expect(ids("dynamodb:GetItem")).toEqual([expect.stringMatching(/^CustomerKeysTable/)]);
     // PutItem only of the state table's content items (an agent's stored messages, erased).
     expect(ids("dynamodb:PutItem")).toEqual([expect.stringMatching(/^TablesState/)]);

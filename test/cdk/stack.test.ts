@@ -244,22 +244,26 @@ describe("AgentBus stack: tables", () => {
     });
   });
 
-  it("the events table has the by-correlation and by-task indexes, projecting all", () => {
-    expect(table("EVENTS_TABLE").Properties.GlobalSecondaryIndexes).toEqual(
-      expect.arrayContaining(
-        [
-          ["by-correlation", "correlation_id"],
-          ["by-task", "task_id"],
-        ].map(([name, key]) => ({
-          IndexName: name,
-          KeySchema: [
-            { AttributeName: key, KeyType: "HASH" },
-            { AttributeName: "event_id", KeyType: "RANGE" },
-          ],
-          Projection: { ProjectionType: "ALL" },
-        })),
-      ),
-    );
+  it("the events and inbox tables have the trace index (keys and task) and the task roots (keys and correlation)", () => {
+    for (const [variable, sort] of [
+      ["EVENTS_TABLE", "event_id"],
+      ["INBOX_TABLE", "pk"],
+    ] as const)
+      expect(table(variable).Properties.GlobalSecondaryIndexes, variable).toEqual(
+        expect.arrayContaining(
+          [
+            ["trace-by-correlation", "correlation_id", ["task_id", "trace_task_id"]],
+            ["task-roots", "task_id", ["correlation_id"]],
+          ].map(([name, key, projected]) => ({
+            IndexName: name,
+            KeySchema: [
+              { AttributeName: key, KeyType: "HASH" },
+              { AttributeName: sort, KeyType: "RANGE" },
+            ],
+            Projection: { ProjectionType: "INCLUDE", NonKeyAttributes: projected },
+          })),
+        ),
+      );
   });
 
   it("the inbox expires items on the ttl attribute, and so does the state table", () => {
@@ -426,14 +430,17 @@ describe("AgentBus stack: environment contract", () => {
       .filter((k) => !k.startsWith("POWERTOOLS_") && k !== "NODE_OPTIONS")
       .sort();
 
-  it("the relay gets the bus name of each deployed topic, and the customer keys to open events with", () => {
+  it("the relay gets the bus name of each deployed topic, the customer keys to open events with, and its failure queue", () => {
     expect(own(relay)).toEqual([
       "BUS_AUDIT",
       "BUS_COMMANDS",
       "BUS_EVENTS",
       "CUSTOMER_KEYS_KMS_KEY",
       "CUSTOMER_KEYS_TABLE",
+      "RELAY_FAILURE_QUEUE_URL",
     ]);
+    const queue = single(template, "AWS::SQS::Queue", (q) => q.id.startsWith("RelayFailureQueue"));
+    expect(env(relay).RELAY_FAILURE_QUEUE_URL).toEqual({ Ref: queue.id });
     for (const topic of ["audit", "commands", "events"]) {
       const topicBus = single(
         template,

@@ -96,6 +96,8 @@ describe("relay", () => {
       relay(events, registry, stuck, { wait: noWait, maxAttempts: 3 }),
     ).rejects.toMatchObject({
       code: "relay.publish_failed",
+      // What the relay's failure record names: event 4 and the two the stop kept back.
+      details: { unpublished: [events[3], events[10], events[11]].map((e) => e?.event_id) },
     });
     // the second call (events 11 and 12) never went out while event 4 could not be published
     expect(stuck.calls.map((c) => c.length)).toEqual([10, 1, 1]);

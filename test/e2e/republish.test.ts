@@ -1,5 +1,13 @@
+import { DescribeTableCommand } from "@aws-sdk/client-dynamodb";
+import {
+  DescribeStreamCommand,
+  DynamoDBStreamsClient,
+  GetRecordsCommand,
+  GetShardIteratorCommand,
+} from "@aws-sdk/client-dynamodb-streams";
 import { GetQueueAttributesCommand, SendMessageCommand } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { relayFailureRecords } from "../../functions/adapters/dynamodb/relay-failure";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import { waitUntil } from "../../lib/dev/local/scenario/customer-support";
 import type { Envelope } from "../../schemas";
@@ -11,8 +19,8 @@ const STAGE = `rp-${Date.now().toString(36)}`;
 
 /**
  * `agentbus republish` on the local stack: events committed while the relay is held back are put
- * on their buses again from the events table (a time window, then a relay failure record's
- * window); the projection applies each once, and the late live delivery finds them applied.
+ * on their buses again from the events table (a time window, then a failure record's stream
+ * positions); the projection applies each once, and the late live delivery finds them applied.
  */
 describe("agentbus republish", () => {
   let env: LocalEnvironment;
@@ -23,6 +31,44 @@ describe("agentbus republish", () => {
     const id = events[0]?.aggregate.id ?? "";
     const { state } = await env.store.load({ state: { type: "task_view", id } });
     return (state?.data as { version?: number } | undefined)?.version;
+  };
+
+  /** Where the events' records sit in the events table's stream (shard and sequence numbers). */
+  const positionsOf = async (events: readonly Envelope[]) => {
+    const streams = new DynamoDBStreamsClient(emulator());
+    try {
+      const { Table } = await env.clients.dynamodb.send(
+        new DescribeTableCommand({ TableName: env.names.tables.events }),
+      );
+      const streamArn = Table?.LatestStreamArn ?? "";
+      const { StreamDescription } = await streams.send(
+        new DescribeStreamCommand({ StreamArn: streamArn }),
+      );
+      const shardId = StreamDescription?.Shards?.[0]?.ShardId ?? "";
+      const { ShardIterator } = await streams.send(
+        new GetShardIteratorCommand({
+          StreamArn: streamArn,
+          ShardId: shardId,
+          ShardIteratorType: "TRIM_HORIZON",
+        }),
+      );
+      const { Records = [] } = await streams.send(
+        new GetRecordsCommand({ ShardIterator, Limit: 1000 }),
+      );
+      const ids = new Set(events.map((e) => e.event_id));
+      const sequences = Records.filter((r) => ids.has(r.dynamodb?.NewImage?.event_id?.S ?? "")).map(
+        (r) => r.dynamodb?.SequenceNumber ?? "",
+      );
+      expect(sequences).toHaveLength(events.length);
+      return {
+        streamArn,
+        shardId,
+        startSequenceNumber: sequences[0],
+        endSequenceNumber: sequences.at(-1),
+      };
+    } finally {
+      streams.destroy();
+    }
   };
 
   beforeAll(async () => {
@@ -93,22 +139,15 @@ describe("agentbus republish", () => {
     env.runtime.pauseStream();
     const events = taskStream(1, 2);
     await env.store.commit({ append: events });
-    const at = new Date().toISOString();
     const url = env.names.relayFailureQueue;
-    // What the stream event source's on-failure destination records: positions and times only.
+    // What the stream event source's on-failure destination records: the batch's stream
+    // positions (here, those of the two events' records), no keys.
     await env.clients.sqs.send(
       new SendMessageCommand({
         QueueUrl: url,
         MessageBody: JSON.stringify({
           requestContext: { condition: "RetryAttemptsExhausted" },
-          DDBStreamBatchInfo: {
-            shardId: "shardId-00000001",
-            startSequenceNumber: "100",
-            endSequenceNumber: "200",
-            approximateArrivalOfFirstRecord: at,
-            approximateArrivalOfLastRecord: at,
-            batchSize: 2,
-          },
+          DDBStreamBatchInfo: { ...(await positionsOf(events)), batchSize: 2 },
         }),
       }),
     );
@@ -133,5 +172,29 @@ describe("agentbus republish", () => {
     expect(await versionOf(events)).toBe(2);
     const again = await cli("republish", "--failures");
     expect(again.stdout).toContain("nothing to republish");
+  }, 240_000);
+
+  it("republishes the events the relay's own failure record names by their keys", async () => {
+    env.runtime.pauseStream();
+    const events = taskStream(1, 2);
+    await env.store.commit({ append: events });
+    const [record] = relayFailureRecords(events, { code: "relay.publish_failed", message: "x" });
+    await env.clients.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: env.names.relayFailureQueue,
+        MessageBody: JSON.stringify(record),
+      }),
+    );
+    const result = await cli("republish", "--failures");
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain(
+      "relay failure record (2 event(s)): 2 of 2 event(s) republished",
+    );
+    await waitUntil("the projection at version 2", async () =>
+      (await versionOf(events)) === 2 ? true : undefined,
+    );
+    env.runtime.resumeStream();
+    await env.runtime.idle();
+    expect((await cli("republish", "--failures")).stdout).toContain("nothing to republish");
   }, 240_000);
 });

@@ -1,7 +1,8 @@
 import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
-import { ReceiveMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
+import { CreateQueueCommand, ReceiveMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eventItem } from "../../functions/adapters/dynamodb/items";
+import { relayFailureKeysOf } from "../../functions/adapters/dynamodb/relay-failure";
 import type { SubscriberBusPutEvents } from "../../functions/adapters/eventbridge/subscriber-bus";
 import type { RelayReport } from "../../functions/core/relay";
 import { observability } from "../../functions/handlers/observe";
@@ -146,6 +147,31 @@ describe("createRelayHandler (events stream -> EventBridge)", () => {
       code: expect.stringMatching(/^eventbridge\./),
     });
     expect(await drain()).toEqual([]);
+  });
+
+  it("records the keys of the events it could not publish in the failure queue, then fails", async () => {
+    const { QueueUrl } = await sqs.send(new CreateQueueCommand({ QueueName: `hr-fail-${suffix}` }));
+    const handler = relayHandler({
+      env: { BUS_EVENTS: `hr-missing-${suffix}`, RELAY_FAILURE_QUEUE_URL: QueueUrl },
+      sqs: fromSdk(sqs),
+    });
+    const events = taskStream(1, 2);
+    const event = dynamoStreamEvent(events.map((e) => dynamoStreamRecord({ ...eventItem(e) })));
+
+    await expect(handler(event)).rejects.toMatchObject({ errorClass: "permanent" });
+    const { Messages = [] } = await sqs.send(
+      new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }),
+    );
+    expect(Messages).toHaveLength(1);
+    const body = JSON.parse(Messages[0]?.Body ?? "");
+    expect(relayFailureKeysOf(body)).toEqual(
+      events.map((e) => ({
+        pk: `task#${e.aggregate.id}`,
+        version: e.aggregate.version,
+        eventId: e.event_id,
+      })),
+    );
+    expect(body.relayFailure.error.code).toMatch(/^eventbridge\./);
   });
 
   it("refuses an environment without any BUS_<TOPIC>", () => {

@@ -1,28 +1,34 @@
 import { describe, expect, it } from "vitest";
-import { hoursBetween, windowOfFailure } from "../../lib/operator/republish";
+import { failureOf } from "../../lib/operator/republish";
 
-describe("republish windows", () => {
-  it("walks every UTC hour of a window, both ends included", () => {
-    expect(
-      hoursBetween(new Date("2026-11-30T22:59:00Z"), new Date("2026-12-01T01:00:00Z")),
-    ).toEqual(["2026-11-30T22", "2026-11-30T23", "2026-12-01T00", "2026-12-01T01"]);
-    expect(
-      hoursBetween(new Date("2026-11-30T10:10:00+02:00"), new Date("2026-11-30T08:20:00Z")),
-    ).toEqual(["2026-11-30T08"]);
-  });
-
-  it("reads a relay failure record's window (padded one minute), nothing from other bodies", () => {
-    const body = {
-      DDBStreamBatchInfo: {
-        approximateArrivalOfFirstRecord: "2026-11-30T10:00:00.000Z",
-        approximateArrivalOfLastRecord: "2026-11-30T10:05:00.000Z",
-      },
+describe("relay failure records", () => {
+  it("reads the relay's record of keys, the stream event source's of positions, nothing else", () => {
+    const keys = [{ pk: "task#t1", version: 2, eventId: "01KB0Q3V9X7T2M4N6P8R0S1W3Y" }];
+    const relayed = { relayFailure: { error: { code: "x", message: "y" }, events: keys } };
+    expect(failureOf({ Body: JSON.stringify(relayed) })).toEqual({ keys });
+    const info = {
+      shardId: "shardId-1",
+      startSequenceNumber: "100",
+      endSequenceNumber: "200",
+      streamArn: "arn:aws:dynamodb:us-east-1:1:table/e/stream/x",
+      approximateArrivalOfFirstRecord: "2026-11-30T10:00:00.000Z",
     };
-    expect(windowOfFailure({ Body: JSON.stringify(body) })).toEqual({
-      from: new Date("2026-11-30T09:59:00.000Z"),
-      to: new Date("2026-11-30T10:06:00.000Z"),
+    expect(failureOf({ Body: JSON.stringify({ DDBStreamBatchInfo: info }) })).toEqual({
+      positions: {
+        shardId: "shardId-1",
+        startSequenceNumber: "100",
+        endSequenceNumber: "200",
+        streamArn: info.streamArn,
+      },
     });
-    expect(windowOfFailure({ Body: "{}" })).toBeUndefined();
-    expect(windowOfFailure({ Body: "not json" })).toBeUndefined();
+    const { streamArn: _, ...noArn } = info;
+    expect(failureOf({ Body: JSON.stringify({ DDBStreamBatchInfo: noArn }) })).toMatchObject({
+      positions: { shardId: "shardId-1" },
+    });
+    expect(failureOf({ Body: "{}" })).toBeUndefined();
+    expect(
+      failureOf({ Body: JSON.stringify({ DDBStreamBatchInfo: { shardId: "s" } }) }),
+    ).toBeUndefined();
+    expect(failureOf({ Body: "not json" })).toBeUndefined();
   });
 });

@@ -10,11 +10,13 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import {
   type KeyAttribute,
+  LEGACY_EVENT_TRACE_INDEXES,
+  LEGACY_INBOX_TRACE_INDEXES,
   LEGACY_STATE_INDEXES,
   TABLES,
   type TableLayout,
 } from "../../functions/adapters/dynamodb/layouts";
-import { StateIndex, type TableNames } from "../../functions/adapters/dynamodb/tables";
+import { EventIndex, StateIndex, type TableNames } from "../../functions/adapters/dynamodb/tables";
 
 /**
  * Create the four AgentBus tables from the layout in functions/adapters/dynamodb/tables.ts, named
@@ -62,6 +64,26 @@ export const LEGACY_STATE_LAYOUT: TableLayout = {
     ...TABLES.state.indexes.filter((i) => i.name === StateIndex.byDue),
     ...LEGACY_STATE_INDEXES,
   ],
+};
+
+/** The indexes of a table but its trace indexes (the events table's by-stream-type). */
+const notTrace = (layout: TableLayout) =>
+  (layout.indexes ?? []).filter(
+    (i) => i.name !== EventIndex.byCorrelation && i.name !== EventIndex.taskRoots,
+  );
+
+/**
+ * The events and inbox tables as stacks deployed them before task roots: the legacy trace indexes
+ * by-correlation and by-task, projecting all, and the events table's by-hour
+ * (LEGACY_EVENT_TRACE_INDEXES), and the others.
+ */
+export const LEGACY_EVENTS_LAYOUT: TableLayout = {
+  ...TABLES.events,
+  indexes: [...LEGACY_EVENT_TRACE_INDEXES, ...notTrace(TABLES.events)],
+};
+export const LEGACY_INBOX_LAYOUT: TableLayout = {
+  ...TABLES.inbox,
+  indexes: [...LEGACY_INBOX_TRACE_INDEXES, ...notTrace(TABLES.inbox)],
 };
 
 /** The CreateTable input of a table with this layout (on-demand billing). */

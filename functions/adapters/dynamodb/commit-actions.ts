@@ -11,7 +11,15 @@ import {
 import { listingAfter } from "../../core/listing";
 import type { CommitRequest } from "../../core/ports";
 import { checkpointItem, eventItem, inboxItem, stateItem } from "./items";
-import { CheckpointAttr, EventAttr, InboxAttr, inboxKey, StateAttr, streamKey } from "./tables";
+import {
+  CheckpointAttr,
+  EventAttr,
+  InboxAttr,
+  inboxKey,
+  isTaskRoot,
+  StateAttr,
+  streamKey,
+} from "./tables";
 
 /**
  * The writes of a commit (./event-store), one conditional action per part, each with the error
@@ -50,7 +58,7 @@ export function commitActions(
     ...(request.checkpoint ? [checkpointAction(tables.inbox, request.checkpoint)] : []),
     ...(request.state ? [stateAction(tables.state, request.state, now)] : []),
     ...(request.gate ? [gateAction(tables.state, request.gate, now)] : []),
-    ...(request.append ?? []).map((event) => streamAction(tables.events, event)),
+    ...(request.append ?? []).map((event) => streamAction(tables.events, event, request.inbox)),
     ...(request.spill?.ids ?? []).map((id) =>
       spillAction(tables.inbox, request.spill?.group ?? "", id),
     ),
@@ -221,11 +229,16 @@ function stateConflict(aggregate: AggregateRef, expectedRevision: number): Actio
     );
 }
 
-function streamAction(table: string, event: NonNullable<CommitRequest["append"]>[number]): Action {
+/** The Put of an appended event; `cause`, the inbox record of the event the commit handled. */
+function streamAction(
+  table: string,
+  event: NonNullable<CommitRequest["append"]>[number],
+  cause: CommitRequest["inbox"],
+): Action {
   return putAction(
     "stream",
     table,
-    eventItem(event),
+    eventItem(event, isTaskRoot(event.task_id, event.correlation_id, cause)),
     absent(EventAttr.pk),
     () =>
       new VersionConflictError(

@@ -5,8 +5,8 @@ import { EventAttr } from "./tables";
 /**
  * How an event item holds its envelope, and a compact role's state item its data. DynamoDB bills a
  * write 1 unit per KB of the whole item, twice in a transaction, and again in each index that
- * projects the item (the events table's by-correlation and by-task indexes project all of it):
- * an envelope of 700-1,500 bytes of JSON next to the item's other attributes makes an item of
+ * projects the item (the events table's trace indexes once did; they now keep keys only): an
+ * envelope of 700-1,500 bytes of JSON next to the item's other attributes makes an item of
  * 1-2 KB, so every emitted event cost 2 units where 1 would do. Such JSON deflates to about half,
  * so an envelope over DEFLATE_OVER_BYTES is stored deflated (raw DEFLATE, node:zlib) in
  * `envelope_z` instead of as text in `envelope`; the JSON that comes out is the JSON that went

@@ -51,16 +51,15 @@ export interface EventItem {
   readonly event_type: string;
   readonly schema_version: number;
   readonly correlation_id: string;
-  readonly task_id: string;
+  /** The task, on a task root (./tables isTaskRoot); trace_task_id on any other event. */
+  readonly task_id?: string;
+  readonly trace_task_id?: string;
   readonly occurred_at: string;
   /** The full envelope as JSON: what the relay publishes, byte for byte (or deflated: ./deflated-json). */
   readonly envelope?: string;
   readonly envelope_z?: Uint8Array;
   /** The aggregate type, on a stream's first event only (the by-stream-type index). */
   readonly stream_type?: string;
-  /** occurred_at's UTC hour and UTC time (the by-hour index). */
-  readonly occurred_hour: string;
-  readonly occurred_utc: string;
 }
 
 export interface InboxItem {
@@ -74,7 +73,9 @@ export interface InboxItem {
   readonly agg_id: string;
   readonly version: number;
   readonly correlation_id: string;
-  readonly task_id: string;
+  /** The task, on a task root (a row of an unstored event); trace_task_id on any other row. */
+  readonly task_id?: string;
+  readonly trace_task_id?: string;
   readonly causation_id?: string;
   /** Absent on rows written before producers and times were recorded. */
   readonly producer?: string;
@@ -216,7 +217,11 @@ export function storedStateOf(item: StateItem): StoredState {
   };
 }
 
-export function eventItem(envelope: Envelope): EventItem {
+/**
+ * An event's item; `root` (./tables isTaskRoot) puts its task in `task_id`, the sparse task-roots
+ * index's key, else in `trace_task_id`.
+ */
+export function eventItem(envelope: Envelope, root = true): EventItem {
   return {
     pk: streamKey(envelope.aggregate),
     version: envelope.aggregate.version,
@@ -224,19 +229,16 @@ export function eventItem(envelope: Envelope): EventItem {
     event_type: envelope.event_type,
     schema_version: envelope.schema_version,
     correlation_id: envelope.correlation_id,
-    task_id: envelope.task_id,
+    ...taskAttribute(envelope.task_id, root),
     occurred_at: envelope.occurred_at,
     ...storedEnvelope(envelope),
     ...(envelope.aggregate.version === 1 ? { stream_type: envelope.aggregate.type } : {}),
-    ...hourOf(envelope.occurred_at),
   };
 }
 
-/** occurred_at in UTC and its hour, whatever offset the envelope was written with. */
-export function hourOf(occurredAt: string): { occurred_hour: string; occurred_utc: string } {
-  const at = new Date(occurredAt);
-  const utc = Number.isNaN(at.getTime()) ? occurredAt : at.toISOString();
-  return { occurred_hour: utc.slice(0, 13), occurred_utc: utc };
+/** The task of an item: in `task_id` on a task root, else in `trace_task_id` (./tables). */
+function taskAttribute(task: string, root: boolean) {
+  return root ? { task_id: task } : { trace_task_id: task };
 }
 
 export function inboxItem(record: InboxRecord): InboxItem {
@@ -251,7 +253,8 @@ export function inboxItem(record: InboxRecord): InboxItem {
     agg_id: record.aggregate.id,
     version: record.version,
     ...(record.repaired ? { repaired: true } : {}),
-    ...traceAttributes(record),
+    // A root when its event is not stored (unsequenced): a stored one's task has a root event.
+    ...traceAttributes(record, !(record.version > 0)),
     ...(record.expiresAt === NEVER ? { ttl: undefined } : {}),
     ...(record.envelope ? storedEnvelope(record.envelope) : {}),
   };
@@ -260,11 +263,14 @@ export function inboxItem(record: InboxRecord): InboxItem {
 /** InboxRecord.expiresAt of a row that never expires: stored without a TTL attribute. */
 const NEVER = Number.MAX_SAFE_INTEGER;
 
-/** The attributes inbox rows and failure records share, in snake_case. */
-function traceAttributes(record: InboxRecord | FailureRecord) {
+/**
+ * The attributes inbox rows and failure records share, in snake_case; the task as a task root's
+ * (`root`) or not.
+ */
+function traceAttributes(record: InboxRecord | FailureRecord, root: boolean) {
   return {
     correlation_id: record.correlationId,
-    task_id: record.taskId,
+    ...taskAttribute(record.taskId, root),
     ...(record.causationId !== undefined ? { causation_id: record.causationId } : {}),
     producer: record.producer,
     occurred_at: record.occurredAt,
@@ -286,7 +292,8 @@ export function failureItem(record: FailureRecord): FailureItem {
     error_code: record.error.code,
     error_message: record.error.message,
     attempts: record.attempts,
-    ...traceAttributes(record),
+    // Always a root: its message may never have been stored (a malformed one, an unknown type).
+    ...traceAttributes(record, true),
   };
 }
 
@@ -299,7 +306,7 @@ function traceFields(item: InboxItem | FailureItem) {
     aggregate: { type: item.agg_type, id: item.agg_id },
     version: item.version,
     correlationId: item.correlation_id,
-    taskId: item.task_id,
+    taskId: item.task_id ?? item.trace_task_id ?? "",
     ...(item.causation_id !== undefined ? { causationId: item.causation_id } : {}),
     producer: item.producer ?? "",
     occurredAt: item.occurred_at ?? item.recorded_at,

@@ -4,12 +4,14 @@ import {
   InboxAttr,
   InboxIndex,
   LegacyStateIndex,
+  LegacyTraceIndex,
   SideEffectAttr,
   SideEffectIndex,
   STATE_SUMMARY_ATTRIBUTES,
   StateAttr,
   StateIndex,
   type TableNames,
+  TRACE_TASK_ATTRIBUTES,
 } from "./tables";
 
 /**
@@ -61,6 +63,48 @@ export const LEGACY_STATE_INDEXES: readonly IndexLayout[] = [
   },
 ];
 
+/** The legacy indexes' layouts (LegacyTraceIndex) of the events table, while a stack upgrades. */
+export const LEGACY_EVENT_TRACE_INDEXES: readonly IndexLayout[] = [
+  {
+    name: LegacyTraceIndex.byCorrelation,
+    partitionKey: { name: EventAttr.correlationId, type: "S" },
+    sortKey: { name: EventAttr.eventId, type: "S" },
+    projection: "ALL",
+  },
+  {
+    name: LegacyTraceIndex.byTask,
+    partitionKey: { name: EventAttr.taskId, type: "S" },
+    sortKey: { name: EventAttr.eventId, type: "S" },
+    projection: "ALL",
+  },
+  {
+    name: LegacyTraceIndex.byHour,
+    partitionKey: { name: EventAttr.occurredHour, type: "S" },
+    sortKey: { name: EventAttr.occurredUtc, type: "S" },
+    projection: "KEYS_ONLY",
+  },
+];
+
+/** The legacy trace indexes' layouts (LegacyTraceIndex) of the inbox table, while a stack upgrades. */
+export const LEGACY_INBOX_TRACE_INDEXES: readonly IndexLayout[] = [
+  {
+    name: LegacyTraceIndex.byCorrelation,
+    partitionKey: { name: InboxAttr.correlationId, type: "S" },
+    sortKey: { name: InboxAttr.pk, type: "S" },
+    projection: "ALL",
+  },
+  {
+    name: LegacyTraceIndex.byTask,
+    partitionKey: { name: InboxAttr.taskId, type: "S" },
+    sortKey: { name: InboxAttr.pk, type: "S" },
+    projection: "ALL",
+  },
+];
+
+/** What the trace indexes project besides the keys: the task on one, the correlation on the other. */
+const TASK_PROJECTION = { include: TRACE_TASK_ATTRIBUTES } as const;
+const CORRELATION_PROJECTION = { include: [EventAttr.correlationId] } as const;
+
 /**
  * Key schemas, indexes, stream and TTL of the four tables, and of the payment provider stand-in's
  * (iterate over a TableNames' keys, not over TABLES, for the four).
@@ -98,24 +142,18 @@ export const TABLES = {
         name: EventIndex.byCorrelation,
         partitionKey: { name: EventAttr.correlationId, type: "S" },
         sortKey: { name: EventAttr.eventId, type: "S" },
-        projection: "ALL",
+        projection: TASK_PROJECTION,
       },
       {
-        name: EventIndex.byTask,
+        name: EventIndex.taskRoots,
         partitionKey: { name: EventAttr.taskId, type: "S" },
         sortKey: { name: EventAttr.eventId, type: "S" },
-        projection: "ALL",
+        projection: CORRELATION_PROJECTION,
       },
       {
         name: EventIndex.byStreamType,
         partitionKey: { name: EventAttr.streamType, type: "S" },
         sortKey: { name: EventAttr.pk, type: "S" },
-        projection: "KEYS_ONLY",
-      },
-      {
-        name: EventIndex.byHour,
-        partitionKey: { name: EventAttr.occurredHour, type: "S" },
-        sortKey: { name: EventAttr.occurredUtc, type: "S" },
         projection: "KEYS_ONLY",
       },
     ],
@@ -129,13 +167,13 @@ export const TABLES = {
         name: InboxIndex.byCorrelation,
         partitionKey: { name: InboxAttr.correlationId, type: "S" },
         sortKey: { name: InboxAttr.pk, type: "S" },
-        projection: "ALL",
+        projection: TASK_PROJECTION,
       },
       {
-        name: InboxIndex.byTask,
+        name: InboxIndex.taskRoots,
         partitionKey: { name: InboxAttr.taskId, type: "S" },
         sortKey: { name: InboxAttr.pk, type: "S" },
-        projection: "ALL",
+        projection: CORRELATION_PROJECTION,
       },
     ],
   },

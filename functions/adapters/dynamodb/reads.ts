@@ -40,6 +40,26 @@ export async function queryAll(
 }
 
 /**
+ * Whether a Query failed because the table has no such index (yet): DynamoDB's ValidationException
+ * "The table does not have the specified index", or moto's "Invalid index" (a ResourceNotFound
+ * there), as the SDK threw it or as `queryAll` wrapped it (its cause). A stack that is upgrading
+ * its indexes (lib/infra/README.md) is read through the legacy ones until the new ones exist.
+ */
+export function missingIndex(error: unknown): boolean {
+  const { name, message, cause } = (error ?? {}) as {
+    name?: unknown;
+    message?: unknown;
+    cause?: unknown;
+  };
+  if (
+    (name === "ValidationException" || name === "ResourceNotFoundException") &&
+    /specified index|invalid index/i.test(String(message))
+  )
+    return true;
+  return cause !== undefined && cause !== error && missingIndex(cause);
+}
+
+/**
  * One BatchGetItem for keys (attribute `pk`) across tables (at most 100), retrying
  * UnprocessedKeys with jittered backoff, as AWS asks: BatchGetItem may return part of the result
  * under load. Items come back by table name, unmarshalled.

@@ -18,17 +18,21 @@ import type { AggregateRef } from "../../../schemas";
  *                 that keeps the kind and what it waits for writes no index entry; the lists
  *                 read the summaries from the items.
  * - events:       pk = `${type}#${id}`, sk version (N); event_id, event_type, schema_version,
- *                 correlation_id, task_id, occurred_at, envelope (the full envelope JSON; or
- *                 envelope_z, that JSON deflated, when it is large: ./deflated-json), and on
+ *                 correlation_id, occurred_at, envelope (the full envelope JSON; or
+ *                 envelope_z, that JSON deflated, when it is large: ./deflated-json), the task
+ *                 (task_id on a task root, else trace_task_id: see EventAttr.taskId), and on
  *                 a stream's first event stream_type (sparse GSI by-stream-type: stream_type, pk;
  *                 keys only: one entry per stream, to list the streams of a type).
- *                 GSIs by-correlation (correlation_id, event_id) and by-task (task_id, event_id),
- *                 projection ALL; stream NEW_IMAGE (the outbox the relay reads).
+ *                 GSI trace-by-correlation (correlation_id, event_id; keys and the task): the
+ *                 one entry every event makes; sparse GSI task-roots (task_id, event_id; keys
+ *                 and correlation_id): where a task's correlations are found. The readers fetch
+ *                 the items (BatchGetItem). Stream NEW_IMAGE (the outbox the relay reads).
  * - inbox:        pk = `inbox#${group}#${eventId}` (inbox rows, TTL attribute `ttl`),
  *                 pk = `failure#${group}#${eventId}` (failure records, TTL `ttl`) and
  *                 pk = `checkpoint#${group}#${type}#${id}` (checkpoint rows, `version`, no ttl).
- *                 GSIs by-correlation (correlation_id, pk) and by-task (task_id, pk), projection
- *                 ALL: every group's outcomes of a trace (checkpoint rows have neither key).
+ *                 GSI trace-by-correlation (correlation_id, pk; keys and the task) and sparse
+ *                 task-roots (task_id, pk; keys and correlation_id), as in the events table:
+ *                 every group's outcomes of a trace (checkpoint rows have neither key).
  * - side-effects: pk effect_key.
  */
 
@@ -125,27 +129,40 @@ export const EventAttr = {
   eventType: "event_type",
   schemaVersion: "schema_version",
   correlationId: "correlation_id",
+  /**
+   * The event's task, on a task root only (isTaskRoot), and on every event stored before task
+   * roots: the key of the sparse task-roots index. Any other event carries its task as
+   * `trace_task_id`, in no index's key: a task's events are found through its roots'
+   * correlations, so each event enters one index, not two.
+   */
   taskId: "task_id",
+  /** The event's task on an event that is not a task root (taskOfItem reads either). */
+  traceTaskId: "trace_task_id",
   occurredAt: "occurred_at",
   envelope: "envelope",
   /** Instead of `envelope`, when its JSON is large: that JSON deflated (./deflated-json). */
   envelopeDeflated: "envelope_z",
   /** Only on a stream's first event (version 1): the aggregate type, for the by-stream-type index. */
   streamType: "stream_type",
-  /** The hour of occurred_at in UTC (`2026-11-30T17`): the by-hour index's partition. */
+  /**
+   * On events stored before by-hour was dropped only: the hour of occurred_at in UTC
+   * (`2026-11-30T17`), the legacy by-hour index's partition, and occurred_at in UTC, its sort key.
+   */
   occurredHour: "occurred_hour",
-  /** occurred_at in UTC (`...Z`): the by-hour index's sort key. */
   occurredUtc: "occurred_utc",
 } as const;
 
-/** Global secondary indexes of the events table. */
+/**
+ * Global secondary indexes of the events table. The two trace indexes hold keys (and the task, or
+ * the correlation) only: a trace reads the items they point at with BatchGetItem.
+ */
 export const EventIndex = {
-  byCorrelation: "by-correlation",
-  byTask: "by-task",
+  /** Every event, by correlation and event id; projects the task (task_id, trace_task_id). */
+  byCorrelation: "trace-by-correlation",
+  /** Sparse: task roots (task_id), by task and event id; projects correlation_id. */
+  taskRoots: "task-roots",
   /** Sparse (first events only, keys only): every stream of an aggregate type, by stream key. */
   byStreamType: "by-stream-type",
-  /** Keys only: the events of an hour by time (republishing a time window). */
-  byHour: "by-hour",
 } as const;
 
 /** Attribute names of inbox rows (the InboxRecord fields in snake_case, plus the TTL). */
@@ -160,7 +177,10 @@ export const InboxAttr = {
   aggId: "agg_id",
   version: "version",
   correlationId: "correlation_id",
+  /** As EventAttr.taskId: on a task root only (a row of an unstored event, a failure record). */
   taskId: "task_id",
+  /** As EventAttr.traceTaskId: the task of a row that is not a task root. */
+  traceTaskId: "trace_task_id",
   causationId: "causation_id",
   producer: "producer",
   occurredAt: "occurred_at",
@@ -190,11 +210,56 @@ export const InboxAttr = {
   attempts: "attempts",
 } as const;
 
-/** Global secondary indexes of the inbox table (inbox rows and failure records). */
+/** Global secondary indexes of the inbox table (inbox rows and failure records), as EventIndex. */
 export const InboxIndex = {
+  byCorrelation: "trace-by-correlation",
+  taskRoots: "task-roots",
+} as const;
+
+/**
+ * The trace indexes as stacks deployed before task roots had them, in both the events and the
+ * inbox table: by correlation and by task, each projecting the whole item, so every stored event
+ * and every inbox row made two entries of its full size; and the events table's by-hour. Kept only
+ * while such a stack upgrades (`agentbus:traceIndexUpgrade`, lib/infra/constructs/tables.ts); the
+ * trace readers read the first two when the new indexes are not there yet.
+ */
+export const LegacyTraceIndex = {
   byCorrelation: "by-correlation",
   byTask: "by-task",
+  /**
+   * The events table's: keys only, the events of an hour by time, which republish read before it
+   * read the stream; every event made an entry. Dropped last in the same upgrade.
+   */
+  byHour: "by-hour",
 } as const;
+
+/** The trace attributes the legacy indexes and the new ones project, to read a task from. */
+export const TRACE_TASK_ATTRIBUTES = [EventAttr.taskId, EventAttr.traceTaskId] as const;
+
+/**
+ * Whether a write that records `cause` (the event a consumer handled; undefined: none, a producer's
+ * own append) makes an event of `task` and `correlation` a task root: unless the cause is a stored
+ * event (version above 0: sequenced, so in the events table) of the same task and correlation.
+ * Every task's part of a correlation with a stored event then has a root: the first event stored in
+ * it had no such cause. An inbox row or failure record is a root when its event is not stored.
+ */
+export function isTaskRoot(
+  task: string,
+  correlation: string,
+  cause?: { readonly version: number; readonly taskId: string; readonly correlationId: string },
+): boolean {
+  return (
+    cause === undefined ||
+    !(cause.version > 0) ||
+    cause.taskId !== task ||
+    cause.correlationId !== correlation
+  );
+}
+
+/** The task an event item or inbox item names (task_id on a root, else trace_task_id). */
+export function taskOfItem(item: Record<string, unknown>): string {
+  return String(item[EventAttr.taskId] ?? item[EventAttr.traceTaskId] ?? "");
+}
 
 /**
  * Attribute names of checkpoint rows (in the inbox table, without a TTL). Checkpoints now live on

@@ -1,3 +1,4 @@
+import { marshall } from "@aws-sdk/util-dynamodb";
 import type { Envelope } from "../../../schemas";
 import { chunk } from "../../core/batching";
 import type { Vault } from "../../core/personal-data/vault";
@@ -20,16 +21,37 @@ import {
   inboxRecordOf,
   outcomeRecordOf,
 } from "./items";
-import { type BatchGetOptions, batchGetByPk, MAX_BATCH_GET_KEYS, queryAll } from "./reads";
+import {
+  type BatchGetOptions,
+  batchGetByPk,
+  batchGetItems,
+  MAX_BATCH_GET_KEYS,
+  missingIndex,
+  queryAll,
+} from "./reads";
 import {
   checkpointKey,
   EventAttr,
   EventIndex,
   failureKey,
   InboxAttr,
-  InboxIndex,
   inboxKey,
+  LegacyTraceIndex,
+  taskOfItem,
 } from "./tables";
+
+/** The tables a trace reads through their trace indexes. */
+type TraceTable = "events" | "inbox";
+
+/**
+ * Each trace index (InboxIndex names the inbox table's as EventIndex names the events table's), and
+ * the legacy index that holds its keys on a stack still upgrading: by-correlation for the trace
+ * index, by-task for task-roots (it holds every event and row stored before, and each root since).
+ */
+const TRACE_INDEXES = {
+  byCorrelation: [EventIndex.byCorrelation, LegacyTraceIndex.byCorrelation],
+  taskRoots: [EventIndex.taskRoots, LegacyTraceIndex.byTask],
+} as const satisfies Record<string, readonly [string, string]>;
 
 export interface DynamoTraceReaderOptions {
   readonly client: AwsClient;
@@ -42,21 +64,24 @@ export interface DynamoTraceReaderOptions {
 }
 
 /**
- * What a trace reads, with Query and BatchGetItem only: stored events by correlation or task (the
- * events table's indexes), and every group's outcomes (inbox rows and failure records) by
- * correlation, task or event id (the inbox table's indexes, or its keys). Expired rows are
- * returned too: this is the record of what happened, not the dedup check; but a message kept
- * whole is read without its envelope once its row has expired (its retention is over).
+ * What a trace reads, with Query and BatchGetItem only: stored events by correlation or task, and
+ * every group's outcomes (inbox rows and failure records) by correlation, task or event id. Each
+ * table's trace index holds every event or row by correlation (keys and task only), its sparse
+ * task-roots index the correlations of each task; the items are read by key (BatchGetItem).
+ * Expired rows are returned too: this is the record of what happened, not the dedup check; but a
+ * message kept whole is read without its envelope once its row has expired (its retention is
+ * over).
  */
 export class DynamoTraceReader implements TraceReader {
   constructor(private readonly options: DynamoTraceReaderOptions) {}
 
-  eventsByCorrelation(correlationId: string): Promise<Envelope[]> {
-    return this.events(EventIndex.byCorrelation, EventAttr.correlationId, correlationId);
+  async eventsByCorrelation(correlationId: string): Promise<Envelope[]> {
+    return this.envelopes(await this.entries("events", correlationId));
   }
 
-  eventsByTask(taskId: string): Promise<Envelope[]> {
-    return this.events(EventIndex.byTask, EventAttr.taskId, taskId);
+  async eventsByTask(taskId: string): Promise<Envelope[]> {
+    const correlations = await this.correlationsOf("events", taskId);
+    return this.envelopes(await this.entriesOfTask("events", correlations, taskId));
   }
 
   /** Inbox rows of one group, in the order of `eventIds` (unknown ids left out). */
@@ -76,12 +101,21 @@ export class DynamoTraceReader implements TraceReader {
     );
   }
 
-  outcomesByCorrelation(correlationId: string): Promise<OutcomeRecord[]> {
-    return this.outcomes(InboxIndex.byCorrelation, InboxAttr.correlationId, correlationId);
+  async outcomesByCorrelation(correlationId: string): Promise<OutcomeRecord[]> {
+    return this.outcomes(await this.entries("inbox", correlationId));
   }
 
-  outcomesByTask(taskId: string): Promise<OutcomeRecord[]> {
-    return this.outcomes(InboxIndex.byTask, InboxAttr.taskId, taskId);
+  /**
+   * A task's outcomes: the rows of its correlations (found from its roots in both tables: a row of
+   * a stored event has its event's root, a row of an unstored one is a root itself) that name it.
+   */
+  async outcomesByTask(taskId: string): Promise<OutcomeRecord[]> {
+    const [stored, unstored] = await Promise.all([
+      this.correlationsOf("events", taskId),
+      this.correlationsOf("inbox", taskId),
+    ]);
+    const correlations = [...new Set([...stored, ...unstored])];
+    return this.outcomes(await this.entriesOfTask("inbox", correlations, taskId));
   }
 
   async outcomesOfEvent(groups: readonly string[], eventId: string): Promise<OutcomeRecord[]> {
@@ -116,13 +150,61 @@ export class DynamoTraceReader implements TraceReader {
     return keys.map((k) => live.has(inboxKey(k.group, k.eventId)));
   }
 
-  private async events(index: string, attribute: string, value: string): Promise<Envelope[]> {
-    const items = await queryAll(this.options.client, {
-      TableName: this.options.tables.events,
-      IndexName: index,
-      KeyConditionExpression: "#k = :k",
-      ExpressionAttributeNames: { "#k": attribute },
-      ExpressionAttributeValues: { ":k": { S: value } },
+  /** The trace index's entries of a correlation (keys and task), on either table. */
+  private entries(table: TraceTable, correlationId: string): Promise<Record<string, unknown>[]> {
+    return this.queryTrace(table, "byCorrelation", EventAttr.correlationId, correlationId);
+  }
+
+  /** The entries of these correlations that name the task. */
+  private async entriesOfTask(table: TraceTable, correlations: readonly string[], task: string) {
+    const found = await Promise.all(correlations.map((c) => this.entries(table, c)));
+    return found.flat().filter((entry) => taskOfItem(entry) === task);
+  }
+
+  /** The correlations a task's roots name (the sparse task-roots index). */
+  private async correlationsOf(table: TraceTable, taskId: string): Promise<string[]> {
+    const roots = await this.queryTrace(table, "taskRoots", EventAttr.taskId, taskId);
+    return [...new Set(roots.map((root) => String(root[EventAttr.correlationId])))];
+  }
+
+  /**
+   * Every entry of one key in a trace index; on a stack that is upgrading
+   * (`agentbus:traceIndexUpgrade`) and does not have the index yet, in its legacy counterpart,
+   * which holds the same keys (and the whole items).
+   */
+  private async queryTrace(
+    table: TraceTable,
+    index: keyof typeof TRACE_INDEXES,
+    attribute: string,
+    value: string,
+  ): Promise<Record<string, unknown>[]> {
+    const query = (name: string) =>
+      queryAll(this.options.client, {
+        TableName: this.options.tables[table],
+        IndexName: name,
+        KeyConditionExpression: "#k = :k",
+        ExpressionAttributeNames: { "#k": attribute },
+        ExpressionAttributeValues: { ":k": { S: value } },
+      });
+    const [current, legacy] = TRACE_INDEXES[index];
+    try {
+      return await query(current);
+    } catch (error) {
+      if (!missingIndex(error)) throw error;
+      return query(legacy);
+    }
+  }
+
+  /** The events the entries point at (BatchGetItem), in event id order, opened. */
+  private async envelopes(entries: readonly Record<string, unknown>[]): Promise<Envelope[]> {
+    const keys = entries.map((entry) =>
+      marshall({
+        [EventAttr.pk]: entry[EventAttr.pk],
+        [EventAttr.version]: entry[EventAttr.version],
+      }),
+    );
+    const items = await batchGetItems(this.options.client, this.options.tables.events, keys, {
+      ...this.options.batchGet,
     });
     const envelopes = items
       .map((item) => envelopeOfItem(item))
@@ -130,19 +212,16 @@ export class DynamoTraceReader implements TraceReader {
     return this.options.vault ? this.options.vault.openAll(envelopes) : envelopes;
   }
 
-  private async outcomes(index: string, attribute: string, value: string) {
-    const items = await queryAll(this.options.client, {
-      TableName: this.options.tables.inbox,
-      IndexName: index,
-      KeyConditionExpression: "#k = :k",
-      ExpressionAttributeNames: { "#k": attribute },
-      ExpressionAttributeValues: { ":k": { S: value } },
-    });
+  /** The inbox rows and failure records the entries point at, in key order, opened. */
+  private async outcomes(entries: readonly Record<string, unknown>[]): Promise<OutcomeRecord[]> {
+    const items = await this.byKeys(entries.map((entry) => String(entry[InboxAttr.pk])));
     const now = this.now();
     return this.openRecords(
-      items.map((item) =>
-        withinRetention(outcomeRecordOf(item as unknown as InboxItem | FailureItem), now),
-      ),
+      items
+        .sort((a, b) => (String(a.pk) < String(b.pk) ? -1 : String(a.pk) > String(b.pk) ? 1 : 0))
+        .map((item) =>
+          withinRetention(outcomeRecordOf(item as unknown as InboxItem | FailureItem), now),
+        ),
     );
   }
 

@@ -1,10 +1,16 @@
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import {
   type IndexLayout,
+  LEGACY_EVENT_TRACE_INDEXES,
+  LEGACY_INBOX_TRACE_INDEXES,
   TABLES,
   type TableLayout,
 } from "../../../functions/adapters/dynamodb/layouts";
-import type { TableNames } from "../../../functions/adapters/dynamodb/tables";
+import {
+  EventAttr,
+  EventIndex,
+  type TableNames,
+} from "../../../functions/adapters/dynamodb/tables";
 
 /**
  * The write units a DynamoDB write costs in the table's global secondary indexes, on top of the
@@ -33,6 +39,46 @@ export function indexCatalog(names: TableNames): IndexCatalog {
     (table): table is keyof TableNames => table in names,
   );
   return Object.fromEntries(named.map((table) => [names[table], TABLES[table]]));
+}
+
+/**
+ * The catalog of the four tables as stacks deployed them before task roots: the events and inbox
+ * tables with the legacy trace indexes (by-correlation and by-task, projecting all, and the events
+ * table's by-hour) instead of the current ones; with legacyItem, what the writes of today would
+ * have cost in them.
+ */
+export function legacyTraceCatalog(names: TableNames): IndexCatalog {
+  const legacy = (layout: TableLayout, trace: readonly IndexLayout[]): TableLayout => ({
+    ...layout,
+    indexes: [
+      ...trace,
+      ...(layout.indexes ?? []).filter(
+        (i) => i.name !== EventIndex.byCorrelation && i.name !== EventIndex.taskRoots,
+      ),
+    ],
+  });
+  return {
+    ...indexCatalog(names),
+    [names.events]: legacy(TABLES.events, LEGACY_EVENT_TRACE_INDEXES),
+    [names.inbox]: legacy(TABLES.inbox, LEGACY_INBOX_TRACE_INDEXES),
+  };
+}
+
+/**
+ * An item as the version before task roots wrote it: every event and row with its `task_id`, and
+ * an event with the hour and UTC time of its `occurred_at` (the keys of by-hour).
+ */
+export function legacyItem(item: Item): Item {
+  const { [EventAttr.traceTaskId]: task, ...rest } = item;
+  const occurred = item[EventAttr.occurredAt]?.S;
+  const utc = occurred && item[EventAttr.eventId] ? new Date(occurred).toISOString() : undefined;
+  return {
+    ...rest,
+    ...(task ? { [EventAttr.taskId]: task } : {}),
+    ...(utc
+      ? { [EventAttr.occurredHour]: { S: utc.slice(0, 13) }, [EventAttr.occurredUtc]: { S: utc } }
+      : {}),
+  };
 }
 
 type Item = Record<string, AttributeValue>;

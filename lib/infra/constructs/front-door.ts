@@ -19,7 +19,6 @@ import {
 } from "aws-cdk-lib/aws-lambda";
 import { LogGroup } from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
-import { EventIndex } from "../../../functions/adapters/dynamodb/tables";
 import { ROUTES, SERVICE_PREFIX } from "../../../functions/front-door/api";
 import { DEFAULT_RUNS_IN_FLIGHT } from "../../../functions/front-door/runs-in-flight";
 import { CONVERSATION_AGGREGATE } from "../../../functions/roles/customer-support/conversation/conversation";
@@ -97,8 +96,9 @@ const ACCESS_LOG_FIELDS = {
  *
  * The function may read the state items it answers from (conversation views, workflow runs,
  * accepted requests) and the runs' states (BatchGetItem, for the runs in flight), write accepted
- * requests and the tenants' request and run counts only, and Query the events table's by-task
- * index (a task's steps): GetItem, BatchGetItem, PutItem and UpdateItem on the state table,
+ * requests and the tenants' request and run counts only, and read a task's steps from the events
+ * table (Query of its trace indexes, BatchGetItem of the events they point at): GetItem,
+ * BatchGetItem, PutItem and UpdateItem on the state table,
  * limited by `dynamodb:LeadingKeys` to those keys; PutEvents on its buses.
  */
 export class FrontDoor extends Construct {
@@ -311,10 +311,17 @@ export class FrontDoor extends Construct {
         conditions: leading(["http_request#*"]),
       }),
     );
+    // A task's events: its roots' correlations, their entries, the items (BatchGetItem).
     this.function.addToRolePolicy(
       new PolicyStatement({
         actions: ["dynamodb:Query"],
-        resources: [`${tables.events.tableArn}/index/${EventIndex.byTask}`],
+        resources: tables.eventsTraceIndexArns(),
+      }),
+    );
+    this.function.addToRolePolicy(
+      new PolicyStatement({
+        actions: ["dynamodb:BatchGetItem"],
+        resources: [tables.events.tableArn],
       }),
     );
     this.function.addToRolePolicy(

@@ -6,7 +6,7 @@ import { Construct } from "constructs";
 import type { ConsumerGroup } from "./consumer-group";
 import type { CustomerKeys } from "./customer-keys";
 import type { Relay } from "./relay";
-import { type AgentBusTables, EVENTS_INDEXES, INBOX_INDEXES, SIDE_EFFECT_INDEXES } from "./tables";
+import { type AgentBusTables, SIDE_EFFECT_INDEXES } from "./tables";
 
 export interface OperatorReadAccessProps {
   readonly tables: AgentBusTables;
@@ -70,14 +70,16 @@ export class OperatorReadAccess extends Construct {
           resources: [
             tables.events.tableArn,
             ...tables.eventsIndexArns(),
-            ...Object.values(INBOX_INDEXES).map((n) => index(tables.inbox.tableArn, n)),
+            ...tables.inboxIndexArns(),
             ...tables.stateListIndexArns(),
             index(tables.sideEffects.tableArn, SIDE_EFFECT_INDEXES.byOpenState),
           ],
         }),
         new PolicyStatement({
           actions: ["dynamodb:GetItem", "dynamodb:BatchGetItem"],
-          resources: [tables.state, tables.inbox, tables.sideEffects].map((t) => t.tableArn),
+          resources: [tables.state, tables.events, tables.inbox, tables.sideEffects].map(
+            (t) => t.tableArn,
+          ),
         }),
         new PolicyStatement({
           actions: ["sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"],
@@ -134,12 +136,16 @@ function repairPolicy(
         actions: ["sqs:SendMessage"],
         resources: targets.map((q) => q.queueArn),
       }),
-      // republish: the events of a window from the outbox, and the relay's failure records.
+      // republish and replay's estimate: the events of a window or of a failure record, found in
+      // the events table's stream (its ARN from DescribeTable) and read from the outbox by key.
       new PolicyStatement({
-        actions: ["dynamodb:Query"],
-        resources: [`${events.tableArn}/index/${EVENTS_INDEXES.byHour}`],
+        actions: ["dynamodb:DescribeTable", "dynamodb:BatchGetItem"],
+        resources: [events.tableArn],
       }),
-      new PolicyStatement({ actions: ["dynamodb:BatchGetItem"], resources: [events.tableArn] }),
+      new PolicyStatement({
+        actions: ["dynamodb:DescribeStream", "dynamodb:GetShardIterator", "dynamodb:GetRecords"],
+        resources: [events.tableStreamArn ?? events.tableArn],
+      }),
       new PolicyStatement({
         actions: ["sqs:ReceiveMessage", "sqs:DeleteMessage"],
         resources: [props.relay.failureQueue.queueArn],

@@ -104,7 +104,10 @@ export interface RelayProps {
  */
 export class Relay extends Construct {
   readonly function: AgentBusFunction;
-  /** Where the stream positions of batches the relay gave up on are recorded. */
+  /**
+   * Where the batches the relay gave up on are recorded: the keys of their unpublished events by
+   * the relay itself, their stream positions by the stream event source.
+   */
   readonly failureQueue: Queue;
   readonly failureAlarm: Alarm;
   /** The relay is behind the events table stream by more than `maxIteratorAge`. */
@@ -125,7 +128,8 @@ export class Relay extends Construct {
       description: "AgentBus relay: events table stream -> topic buses",
       timeout: props.functionTimeout,
       memorySize: props.memorySize,
-      environment: settings.environment,
+      // The relay records the keys of the events it could not publish in the failure queue.
+      environment: { ...settings.environment, RELAY_FAILURE_QUEUE_URL: this.failureQueue.queueUrl },
       unscopedActions: {
         "dynamodb:ListStreams":
           "the DynamoDB stream event source needs it; it lists the streams of the account rather than acting on one stream, so it is granted on * (grantStreamRead)",
@@ -146,6 +150,7 @@ export class Relay extends Construct {
       }),
     );
     props.tables.grantRelayStream(this.function);
+    this.failureQueue.grantSendMessages(this.function);
     for (const topic of props.topics) topic.grantPutEvents(this.function);
 
     this.failureAlarm = alarmAbove(
@@ -166,7 +171,10 @@ export class Relay extends Construct {
     this.alarms = [this.failureAlarm, this.iteratorAgeAlarm];
   }
 
-  /** Where the stream event source records the positions of the batches the relay gave up on. */
+  /**
+   * Where the stream event source records the positions of the batches the relay gave up on, and
+   * the relay the keys of the events it could not publish.
+   */
   private createFailureQueue(): Queue {
     const queue = new Queue(this, "FailureQueue", {
       encryption: QueueEncryption.SQS_MANAGED,
@@ -176,7 +184,7 @@ export class Relay extends Construct {
     Validations.of(queue.node.defaultChild as CfnQueue).acknowledge({
       id: "AwsSolutions-SQS3",
       reason:
-        "The failure queue is itself a dead-letter destination: the stream event source's OnFailure target, where the positions of batches the relay gave up on are recorded. Nothing consumes it (an operator replays from it), it alarms when not empty, and a DLQ behind it would have nothing to catch",
+        "The failure queue is itself a dead-letter destination: the stream event source's OnFailure target, where the positions of batches the relay gave up on are recorded, and where the relay records the keys of the events it could not publish. Nothing consumes it (an operator republishes from it), it alarms when not empty, and a DLQ behind it would have nothing to catch",
     });
     return queue;
   }

@@ -13,14 +13,16 @@ import { Construct } from "constructs";
 import {
   type IndexLayout,
   type KeyAttribute,
+  LEGACY_EVENT_TRACE_INDEXES,
+  LEGACY_INBOX_TRACE_INDEXES,
   LEGACY_STATE_INDEXES,
   TABLES,
   type TableLayout,
 } from "../../../functions/adapters/dynamodb/layouts";
 import {
   EventIndex,
-  InboxIndex,
   LegacyStateIndex,
+  LegacyTraceIndex,
   SideEffectIndex,
   StateIndex,
 } from "../../../functions/adapters/dynamodb/tables";
@@ -38,6 +40,93 @@ export interface AgentBusTablesProps {
    * @default - no upgrade: the state table has the current indexes only
    */
   readonly listIndexUpgrade?: ListIndexUpgrade;
+  /**
+   * The stage of a stack deployed with the legacy trace indexes (`by-correlation`, `by-task`,
+   * projecting all, in the events and the inbox table) that upgrades to `trace-by-correlation` and
+   * `task-roots` (see traceIndexLayouts).
+   * @default - no upgrade: the events and inbox tables have the current indexes only
+   */
+  readonly traceIndexUpgrade?: TraceIndexUpgrade;
+}
+
+/** A stage of the trace-index upgrade (traceIndexLayouts). */
+export type TraceIndexUpgrade = 1 | 2 | 3 | 4;
+
+/** The upgrade stages, in the order they are deployed. */
+export const TRACE_INDEX_UPGRADE_STAGES: readonly TraceIndexUpgrade[] = [1, 2, 3, 4];
+
+/** The trace indexes each upgrade stage keeps, legacy and current (a table has those it has). */
+const TRACE_INDEXES_AT: Readonly<Record<TraceIndexUpgrade, readonly string[]>> = {
+  1: [
+    LegacyTraceIndex.byCorrelation,
+    LegacyTraceIndex.byTask,
+    LegacyTraceIndex.byHour,
+    EventIndex.byCorrelation,
+  ],
+  2: [
+    LegacyTraceIndex.byCorrelation,
+    LegacyTraceIndex.byTask,
+    LegacyTraceIndex.byHour,
+    EventIndex.byCorrelation,
+    EventIndex.taskRoots,
+  ],
+  3: [
+    LegacyTraceIndex.byTask,
+    LegacyTraceIndex.byHour,
+    EventIndex.byCorrelation,
+    EventIndex.taskRoots,
+  ],
+  4: [LegacyTraceIndex.byHour, EventIndex.byCorrelation, EventIndex.taskRoots],
+};
+
+/** The names of the trace indexes (InboxIndex names the inbox table's the same). */
+const TRACE_INDEX_NAMES: readonly string[] = [EventIndex.byCorrelation, EventIndex.taskRoots];
+
+/**
+ * The events or inbox table's indexes at a stage of the trace-index upgrade; without a stage, the
+ * current layout (TABLES.events, TABLES.inbox).
+ *
+ * A trace moved from `by-correlation` and `by-task` (each projecting the whole item, so every
+ * stored event and inbox row made two entries of its full size) to `trace-by-correlation` (every
+ * item, keys and task only) and the sparse `task-roots` (keys and correlation: where a task's
+ * correlations are found), and republish from the events table's `by-hour` (an entry per event) to
+ * the table's stream. A projection cannot change in place, and CloudFormation creates or deletes
+ * at most one GSI of a table per stack update, so a stack deployed with the legacy indexes gets
+ * there in five deploys, each one create or one delete in a table (in each of the two, the first
+ * four):
+ *
+ * 1. + trace-by-correlation (DynamoDB fills it from the items: no backfill);
+ * 2. + task-roots (filled from `task_id`, which every item stored before has);
+ * 3. − by-correlation;
+ * 4. − by-task;
+ * 5. (no stage) − by-hour, from the events table: the current layout.
+ *
+ * The readers query a new index and read its legacy counterpart while the table lacks it. Order:
+ * the legacy indexes the stage keeps, then the current ones (the others always).
+ */
+export function traceIndexLayouts(
+  table: "events" | "inbox",
+  stage?: TraceIndexUpgrade,
+): readonly IndexLayout[] {
+  const current: readonly IndexLayout[] = TABLES[table].indexes;
+  if (stage === undefined) return current;
+  const legacy = table === "events" ? LEGACY_EVENT_TRACE_INDEXES : LEGACY_INBOX_TRACE_INDEXES;
+  const kept = (index: IndexLayout) =>
+    !TRACE_INDEX_NAMES.includes(index.name) || TRACE_INDEXES_AT[stage].includes(index.name);
+  return [
+    ...legacy.filter((index) => TRACE_INDEXES_AT[stage].includes(index.name)),
+    ...current.filter(kept),
+  ];
+}
+
+/**
+ * The trace indexes the readers may query at a stage: the current ones, and during an upgrade the
+ * legacy ones as well (a Query IAM refuses never says the index is missing).
+ */
+export function traceIndexNames(stage?: TraceIndexUpgrade): string[] {
+  return stage === undefined
+    ? [...TRACE_INDEX_NAMES]
+    : [LegacyTraceIndex.byCorrelation, LegacyTraceIndex.byTask, ...TRACE_INDEX_NAMES];
 }
 
 /** A stage of the list-index upgrade (stateIndexLayouts). */
@@ -98,9 +187,6 @@ export function stateListIndexNames(stage?: ListIndexUpgrade): string[] {
 /** Index names of the events table (declared with the table layout). */
 export const EVENTS_INDEXES = EventIndex;
 
-/** Index names of the inbox table: inbox rows and failure records of every group. */
-export const INBOX_INDEXES = InboxIndex;
-
 /** Index names of the state table. */
 export const STATE_INDEXES = StateIndex;
 
@@ -152,9 +238,10 @@ const CONSUMER_ACTIONS = {
  *   stack upgrades, also the legacy ones its stage keeps: stateIndexLayouts); `ttl` only on an
  *   item that holds nothing but unsequenced ids, which expires with them.
  * - `events`: the event store and outbox (`pk` aggregate, `version`), stream NEW_IMAGE to the
- *   relay, indexes by correlation and by task for tracing.
+ *   relay, trace indexes by correlation (every event, keys and task) and of task roots (while a
+ *   stack upgrades, also the legacy ones its stage keeps: traceIndexLayouts).
  * - `inbox`: per-group dedup records (each group's outcome of each event), failure records and
- *   checkpoints (`pk`), expiring on `ttl`; indexes by correlation and by task for tracing.
+ *   checkpoints (`pk`), expiring on `ttl`; the same two trace indexes.
  * - `side-effects`: idempotency keys of external actions (`effect_key`).
  */
 export class AgentBusTables extends Construct {
@@ -164,6 +251,10 @@ export class AgentBusTables extends Construct {
   readonly sideEffects: Table;
   /** The list indexes the operator may query: the current ones, during an upgrade the legacy too. */
   readonly stateListIndexes: readonly string[];
+  /** The trace indexes a reader may query: the current ones, during an upgrade the legacy too. */
+  readonly traceIndexes: readonly string[];
+  /** The events table's indexes as deployed (with the legacy ones an upgrade's stage keeps). */
+  private readonly eventsIndexes: readonly IndexLayout[];
 
   constructor(scope: Construct, id: string, props: AgentBusTablesProps = {}) {
     super(scope, id);
@@ -180,8 +271,17 @@ export class AgentBusTables extends Construct {
     const stateIndexes = stateIndexLayouts(props.listIndexUpgrade);
     this.state = tableOf(this, "State", { ...TABLES.state, indexes: stateIndexes }, common);
     this.stateListIndexes = stateListIndexNames(props.listIndexUpgrade);
-    this.events = tableOf(this, "Events", TABLES.events, common);
-    this.inbox = tableOf(this, "Inbox", TABLES.inbox, common);
+    const stage = props.traceIndexUpgrade;
+    this.eventsIndexes = traceIndexLayouts("events", stage);
+    this.events = tableOf(
+      this,
+      "Events",
+      { ...TABLES.events, indexes: this.eventsIndexes },
+      common,
+    );
+    const inboxIndexes = traceIndexLayouts("inbox", stage);
+    this.inbox = tableOf(this, "Inbox", { ...TABLES.inbox, indexes: inboxIndexes }, common);
+    this.traceIndexes = traceIndexNames(stage);
     this.sideEffects = tableOf(this, "SideEffects", TABLES.sideEffects, common);
   }
 
@@ -237,9 +337,23 @@ export class AgentBusTables extends Construct {
     return this.stateListIndexes.map((name) => `${this.state.tableArn}/index/${name}`);
   }
 
-  /** The ARN of each index of the events table (`<table arn>/index/<name>`). */
+  /**
+   * The ARN of each index of the events table (`<table arn>/index/<name>`), with the trace
+   * indexes a reader may query (traceIndexes).
+   */
   eventsIndexArns(): string[] {
-    return Object.values(EVENTS_INDEXES).map((name) => `${this.events.tableArn}/index/${name}`);
+    const names = new Set([...this.eventsIndexes.map((i) => i.name), ...this.traceIndexes]);
+    return [...names].map((name) => `${this.events.tableArn}/index/${name}`);
+  }
+
+  /** The ARN of each trace index of the inbox table a reader may query (traceIndexes). */
+  inboxIndexArns(): string[] {
+    return this.traceIndexes.map((name) => `${this.inbox.tableArn}/index/${name}`);
+  }
+
+  /** The ARN of each trace index of the events table a reader may query (traceIndexes). */
+  eventsTraceIndexArns(): string[] {
+    return this.traceIndexes.map((name) => `${this.events.tableArn}/index/${name}`);
   }
 
   /** Read the events table's stream (for the relay's event source). */

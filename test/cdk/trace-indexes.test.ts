@@ -1,0 +1,190 @@
+import { isDeepStrictEqual } from "node:util";
+import { Template } from "aws-cdk-lib/assertions";
+import { describe, expect, it } from "vitest";
+import type { IndexLayout } from "../../functions/adapters/dynamodb/layouts";
+import { parseTraceIndexUpgrade, TRACE_INDEX_UPGRADE_KEY } from "../../lib/infra/agentbus-stack";
+import {
+  AgentBusTables,
+  TRACE_INDEX_UPGRADE_STAGES,
+  type TraceIndexUpgrade,
+  traceIndexLayouts,
+  traceIndexNames,
+} from "../../lib/infra/constructs/tables";
+import { LEGACY_EVENTS_LAYOUT, LEGACY_INBOX_LAYOUT } from "../support/tables";
+import { resources, synthesizeStack, testStack } from "./synth";
+
+/**
+ * `agentbus:traceIndexUpgrade`: a stack deployed with the legacy trace indexes (by-correlation,
+ * by-task, projecting all, in the events and the inbox table, and the events table's by-hour)
+ * reaches the current ones (trace-by-correlation, task-roots) in five deploys, each creating or
+ * deleting one GSI of a table at most, the most CloudFormation does to a table in one update.
+ */
+
+interface Gsi {
+  readonly IndexName: string;
+  readonly KeySchema: readonly { AttributeName: string; KeyType: string }[];
+  readonly Projection: { ProjectionType: string; NonKeyAttributes?: string[] };
+}
+
+type TraceTable = "events" | "inbox";
+const TABLE_IDS: Record<TraceTable, string> = { events: "TablesEvents", inbox: "TablesInbox" };
+
+/** A table's GSIs as the tables construct synthesizes them at a stage. */
+function synthesizedAt(table: TraceTable, stage?: TraceIndexUpgrade): Gsi[] {
+  const stack = testStack();
+  new AgentBusTables(stack, "Tables", { traceIndexUpgrade: stage });
+  const [found] = resources(Template.fromStack(stack), "AWS::DynamoDB::Table", (r) =>
+    r.id.startsWith(TABLE_IDS[table]),
+  );
+  return (found?.Properties.GlobalSecondaryIndexes ?? []) as Gsi[];
+}
+
+/** A layout as CloudFormation declares it (AWS::DynamoDB::Table GlobalSecondaryIndexes). */
+function asGsi(index: IndexLayout): Gsi {
+  return {
+    IndexName: index.name,
+    KeySchema: [
+      { AttributeName: index.partitionKey.name, KeyType: "HASH" },
+      ...(index.sortKey ? [{ AttributeName: index.sortKey.name, KeyType: "RANGE" }] : []),
+    ],
+    Projection:
+      typeof index.projection === "string"
+        ? { ProjectionType: index.projection }
+        : { ProjectionType: "INCLUDE", NonKeyAttributes: [...index.projection.include] },
+  };
+}
+
+const names = (indexes: readonly { IndexName: string }[]) => indexes.map((i) => i.IndexName);
+
+/** The indexes an update from `before` to `after` creates, deletes, and changes in place. */
+function changes(before: readonly Gsi[], after: readonly Gsi[]) {
+  const byName = (indexes: readonly Gsi[]) => new Map(indexes.map((i) => [i.IndexName, i]));
+  const [was, is] = [byName(before), byName(after)];
+  return {
+    created: [...is.keys()].filter((name) => !was.has(name)),
+    deleted: [...was.keys()].filter((name) => !is.has(name)),
+    changed: [...is.keys()].filter(
+      (name) => was.has(name) && !isDeepStrictEqual(was.get(name), is.get(name)),
+    ),
+  };
+}
+
+const LEGACY: Record<TraceTable, Gsi[]> = {
+  events: (LEGACY_EVENTS_LAYOUT.indexes ?? []).map(asGsi),
+  inbox: (LEGACY_INBOX_LAYOUT.indexes ?? []).map(asGsi),
+};
+
+describe("the trace indexes while a stack upgrades", () => {
+  it("each stage has its index set: the legacy ones it keeps, then the current ones", () => {
+    expect(names(LEGACY.events)).toEqual([
+      "by-correlation",
+      "by-task",
+      "by-hour",
+      "by-stream-type",
+    ]);
+    expect(names(synthesizedAt("events", 1))).toEqual([
+      "by-correlation",
+      "by-task",
+      "by-hour",
+      "trace-by-correlation",
+      "by-stream-type",
+    ]);
+    expect(names(synthesizedAt("events", 3))).toEqual([
+      "by-task",
+      "by-hour",
+      "trace-by-correlation",
+      "task-roots",
+      "by-stream-type",
+    ]);
+    expect(names(synthesizedAt("events", 4))).toEqual([
+      "by-hour",
+      "trace-by-correlation",
+      "task-roots",
+      "by-stream-type",
+    ]);
+    expect(names(synthesizedAt("events"))).toEqual([
+      "trace-by-correlation",
+      "task-roots",
+      "by-stream-type",
+    ]);
+    expect(names(LEGACY.inbox)).toEqual(["by-correlation", "by-task"]);
+    expect(names(synthesizedAt("inbox", 2))).toEqual([
+      "by-correlation",
+      "by-task",
+      "trace-by-correlation",
+      "task-roots",
+    ]);
+    expect(names(synthesizedAt("inbox"))).toEqual(["trace-by-correlation", "task-roots"]);
+  });
+
+  it("the template declares each index as its layout does", () => {
+    for (const table of ["events", "inbox"] as const)
+      for (const stage of [...TRACE_INDEX_UPGRADE_STAGES, undefined])
+        expect(synthesizedAt(table, stage), `${table} stage ${stage}`).toEqual(
+          traceIndexLayouts(table, stage).map(asGsi),
+        );
+  });
+
+  it("each deploy of the sequence creates or deletes one index of a table at most, and changes none in place", () => {
+    const perDeploy = new Map<string, number>();
+    for (const table of ["events", "inbox"] as const) {
+      const sequence = [
+        { deploy: "legacy", indexes: LEGACY[table] },
+        ...TRACE_INDEX_UPGRADE_STAGES.map((stage) => ({
+          deploy: `stage ${stage}`,
+          indexes: synthesizedAt(table, stage),
+        })),
+        { deploy: "final", indexes: synthesizedAt(table) },
+      ];
+      for (const [i, step] of sequence.slice(1).entries()) {
+        const previous = sequence[i] as (typeof sequence)[number];
+        const { created, deleted, changed } = changes(previous.indexes, step.indexes);
+        const what = `${table}: ${previous.deploy} -> ${step.deploy}`;
+        expect(created.length + deleted.length, what).toBeLessThanOrEqual(1);
+        expect(changed, what).toEqual([]);
+        const count = created.length + deleted.length;
+        perDeploy.set(step.deploy, (perDeploy.get(step.deploy) ?? 0) + count);
+      }
+      // Deploying the final layout on a legacy stack is several creates and deletes: refused.
+      const skipped = changes(LEGACY[table], synthesizedAt(table));
+      expect(skipped.created, table).toEqual(["trace-by-correlation", "task-roots"]);
+      expect(skipped.deleted, table).toEqual(
+        table === "events"
+          ? ["by-correlation", "by-task", "by-hour"]
+          : ["by-correlation", "by-task"],
+      );
+    }
+    // The first four deploys change both tables; the last drops by-hour from the events table.
+    expect([...perDeploy]).toEqual([
+      ["stage 1", 2],
+      ["stage 2", 2],
+      ["stage 3", 2],
+      ["stage 4", 2],
+      ["final", 1],
+    ]);
+  });
+
+  it("readers may query the current indexes, and at every stage the legacy ones too", () => {
+    expect(traceIndexNames()).toEqual(["trace-by-correlation", "task-roots"]);
+    for (const stage of TRACE_INDEX_UPGRADE_STAGES)
+      expect(traceIndexNames(stage).sort(), `stage ${stage}`).toEqual([
+        "by-correlation",
+        "by-task",
+        "task-roots",
+        "trace-by-correlation",
+      ]);
+  });
+
+  it("takes the stage as a string (-c) or a number (cdk.json), and refuses any other value", () => {
+    expect(parseTraceIndexUpgrade(undefined)).toBeUndefined();
+    expect(parseTraceIndexUpgrade("1")).toBe(1);
+    expect(parseTraceIndexUpgrade(3)).toBe(3);
+    for (const value of ["5", "0", "", true, null])
+      expect(() => parseTraceIndexUpgrade(value), JSON.stringify(value)).toThrow(
+        `context agentbus:traceIndexUpgrade=${JSON.stringify(value)} is not an upgrade stage: use 1, 2, 3, 4`,
+      );
+    expect(() => synthesizeStack({}, "AgentBus-trace", { [TRACE_INDEX_UPGRADE_KEY]: "5" })).toThrow(
+      'context agentbus:traceIndexUpgrade="5" is not an upgrade stage',
+    );
+  });
+});
