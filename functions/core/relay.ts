@@ -36,16 +36,12 @@ export async function relay(
   publisher: EventPublisher,
   options: RelayOptions = {},
 ): Promise<RelayReport> {
-  const maxAttempts = options.maxAttempts ?? 4;
-  const wait = options.wait ?? sleep;
   const byTopic = new Map<Topic, Envelope[]>();
   for (const event of events) {
     const topic = topicOf(event, registry);
     byTopic.set(topic, [...(byTopic.get(topic) ?? []), event]);
   }
-  let calls = 0;
-  let retriedEntries = 0;
-  const published = new Set<string>();
+  const progress: Progress = { events, calls: 0, retriedEntries: 0, published: new Set() };
   for (const [topic, pending] of byTopic) {
     // Calls go out one after the other and a call's failed entries are retried before the next
     // call is made, so a later version of an aggregate never overtakes an earlier one here.
@@ -54,46 +50,77 @@ export async function relay(
       (e) => envelopeBytes(e) + ENTRY_OVERHEAD_BYTES,
       PUT_EVENTS_MAX_ENTRIES,
       PUT_EVENTS_MAX_BYTES,
-    )) {
-      let remaining = entries;
-      let lastFailures: PublishFailure[] = [];
-      for (let attempt = 0; remaining.length > 0; attempt++) {
-        if (attempt >= maxAttempts) {
-          // Stop here: publishing later entries now could put an aggregate's events out of order.
-          throw new TransientError(
-            "relay.publish_failed",
-            `${remaining.length} of ${events.length} events could not be published after ${maxAttempts} attempts`,
-            {
-              details: {
-                eventIds: remaining.map((e) => e.event_id),
-                lastFailures: lastFailures.slice(-10),
-                // Every event of the batch not published: what the relay's failure record names.
-                unpublished: events
-                  .filter((e) => !published.has(e.event_id))
-                  .map((e) => e.event_id),
-              },
-            },
-          );
-        }
-        if (attempt > 0) {
-          retriedEntries += remaining.length;
-          await wait(backoff(attempt));
-        }
-        calls++;
-        try {
-          lastFailures = await publisher.publish(topic, remaining);
-        } catch (error) {
-          if (error instanceof AgentBusError && error.errorClass === "permanent") throw error;
-          const { code, message } = describe(error);
-          lastFailures = remaining.map((e) => ({ eventId: e.event_id, code, message }));
-        }
-        const failedIds = new Set(lastFailures.map((f) => f.eventId));
-        for (const e of remaining) if (!failedIds.has(e.event_id)) published.add(e.event_id);
-        remaining = remaining.filter((e) => failedIds.has(e.event_id));
-      }
-    }
+    ))
+      await publishCall(topic, entries, publisher, progress, options);
   }
-  return { published: events.length, calls, retriedEntries };
+  return {
+    published: events.length,
+    calls: progress.calls,
+    retriedEntries: progress.retriedEntries,
+  };
+}
+
+/** What one relay run has done so far. */
+interface Progress {
+  /** Every event of the run, in stream order. */
+  readonly events: readonly Envelope[];
+  calls: number;
+  retriedEntries: number;
+  /** Ids of the events published so far. */
+  readonly published: Set<string>;
+}
+
+/** One call's entries, published with their failures retried until none is left or attempts run out. */
+async function publishCall(
+  topic: Topic,
+  entries: readonly Envelope[],
+  publisher: EventPublisher,
+  progress: Progress,
+  options: RelayOptions,
+): Promise<void> {
+  const maxAttempts = options.maxAttempts ?? 4;
+  const wait = options.wait ?? sleep;
+  let remaining = entries;
+  let lastFailures: PublishFailure[] = [];
+  for (let attempt = 0; remaining.length > 0; attempt++) {
+    // Stop here: publishing later entries now could put an aggregate's events out of order.
+    if (attempt >= maxAttempts) throw publishFailed(remaining, lastFailures, progress, maxAttempts);
+    if (attempt > 0) {
+      progress.retriedEntries += remaining.length;
+      await wait(backoff(attempt));
+    }
+    progress.calls++;
+    try {
+      lastFailures = await publisher.publish(topic, remaining);
+    } catch (error) {
+      if (error instanceof AgentBusError && error.errorClass === "permanent") throw error;
+      const { code, message } = describe(error);
+      lastFailures = remaining.map((e) => ({ eventId: e.event_id, code, message }));
+    }
+    const failedIds = new Set(lastFailures.map((f) => f.eventId));
+    for (const e of remaining) if (!failedIds.has(e.event_id)) progress.published.add(e.event_id);
+    remaining = remaining.filter((e) => failedIds.has(e.event_id));
+  }
+}
+
+function publishFailed(
+  remaining: readonly Envelope[],
+  lastFailures: readonly PublishFailure[],
+  { events, published }: Progress,
+  maxAttempts: number,
+): TransientError {
+  return new TransientError(
+    "relay.publish_failed",
+    `${remaining.length} of ${events.length} events could not be published after ${maxAttempts} attempts`,
+    {
+      details: {
+        eventIds: remaining.map((e) => e.event_id),
+        lastFailures: lastFailures.slice(-10),
+        // Every event of the batch not published: what the relay's failure record names.
+        unpublished: events.filter((e) => !published.has(e.event_id)).map((e) => e.event_id),
+      },
+    },
+  );
 }
 
 export function topicOf(event: Envelope, registry: EventRegistry): Topic {
