@@ -19,9 +19,9 @@ import { fmt, fmtInt, renderTable } from "./stats";
 /**
  * `npm run bench` section 7 (`npm run bench -- delivery`): the same FIFO group (the task
  * projection) delivered each way the topology offers, on a stack of its own each, in one run:
- * latency per hop of one event at a time, and what a burst's delivery costs in dollars per
- * million consumed events at the prices of ./cost (lib/dev/metering/prices.ts). Everything but
- * the delivery hop is the same on every stack, so the differences are the delivery's.
+ * latency per hop of one event at a time, and what a burst costs in dollars per million events
+ * delivered to the group, at the prices section 6 uses (lib/dev/metering/prices.ts). Everything
+ * but the delivery hop is the same on every stack, so the differences are the delivery's.
  */
 
 type Out = (line?: string) => void;
