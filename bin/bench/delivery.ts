@@ -1,5 +1,5 @@
 import { ulid } from "ulid";
-import { taskProjection } from "../../functions/roles/task-projection/task-projection";
+import { taskProjectionDelivered } from "../../lib/dev/local/delivered-topology";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import type { RuntimeEvent } from "../../lib/dev/local/runtime";
 import {
@@ -9,11 +9,11 @@ import {
   total,
 } from "../../lib/dev/metering/flow-cost";
 import { DELIVERIES, type Delivery } from "../../lib/infra/constructs/consumer-group-rules";
-import { defineTopology } from "../../lib/infra/topology";
 import { countInvocation, metersOf, noInvocations, unbilledScopes, usageOf } from "./cost";
+import { attachProbe } from "./local";
 import type { Latency } from "./local-bounds";
-import { type Probed, percentiles, WireProbe } from "./local-probe";
-import { burst, HOP_GROUP, type HopSample, sampleHops } from "./local-runs";
+import { WireProbe } from "./local-probe";
+import { burst, type HopSample, hopTable, sampleHops } from "./local-runs";
 import { fmt, fmtInt, renderTable } from "./stats";
 
 /**
@@ -70,17 +70,7 @@ export async function runDeliverySection(out: Out): Promise<DeliveryResult> {
 
 /** A stack whose only group is the task projection, delivered `delivery`. */
 async function stackFor(delivery: Delivery, onEvent: (e: RuntimeEvent) => void) {
-  const topology = defineTopology({
-    topics: ["commands", "events", "audit"],
-    groups: [
-      {
-        name: HOP_GROUP,
-        role: taskProjection,
-        handler: "functions/roles/task-projection/handler.ts",
-        delivery,
-      },
-    ],
-  });
+  const topology = taskProjectionDelivered(delivery);
   const stage = `dl${ulid().slice(-6).toLowerCase()}`;
   return startLocal({ topology, stage, onEvent, functionClient: "sdk" });
 }
@@ -99,12 +89,7 @@ async function measureDelivery(delivery: Delivery): Promise<DeliveryRun> {
   running = await stackFor(delivery, onEvent);
   const env = running;
   try {
-    probe.attach("sqs", env.clients.sqs);
-    probe.attach("dynamodb", env.clients.dynamodb);
-    probe.attach("eventbridge", env.clients.eventbridge);
-    // The stream poller's client is the runtime's own (as in ./local.ts).
-    const streams = (env.runtime as unknown as { streams?: Probed }).streams;
-    if (streams?.middlewareStack) probe.attach("streams", streams);
+    attachProbe(probe, env);
     await env.runtime.idle();
     const samples = await sampleHops(env, probe, HOP_SAMPLES);
     await env.runtime.idle();
@@ -118,7 +103,7 @@ async function measureDelivery(delivery: Delivery): Promise<DeliveryRun> {
     const usage = usageOf(meters, current, unbilledScopes(env), bridges);
     return {
       delivery,
-      hops: hopTable(samples),
+      hops: hopTable(samples, HOP_KEYS),
       usage,
       events,
       subscriberDeliveries: subscribed,
@@ -148,13 +133,7 @@ const HOPS: [keyof HopSample, string][] = [
   ["consumerCommit", "consumer invoked -> committed"],
   ["whole", "whole path: commit -> consumer committed"],
 ];
-
-function hopTable(samples: HopSample[]): Record<keyof HopSample, Latency> {
-  const table = {} as Record<keyof HopSample, Latency>;
-  for (const [key] of HOPS)
-    table[key] = percentiles(samples.flatMap((s) => (s[key] === undefined ? [] : [s[key]])));
-  return table;
-}
+const HOP_KEYS = HOPS.map(([key]) => key);
 
 function printHops(out: Out, runs: readonly DeliveryRun[]): void {
   out();

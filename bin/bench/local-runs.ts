@@ -7,6 +7,7 @@ import { LIFECYCLE } from "../../lib/dev/local/scenario";
 import { customerMessage } from "../../lib/dev/local/scenario/customer-support";
 import { putOnBus } from "../../lib/dev/local/scenario/workflow";
 import { registry } from "../../schemas";
+import type { Latency } from "./local-bounds";
 import { percentiles, type WireProbe } from "./local-probe";
 
 /** The consumer group whose path the hop figures follow (FIFO: buffer, dispatch, FIFO queue). */
@@ -71,6 +72,17 @@ export function hopsOf(probe: WireProbe, eventId: string, q: GroupQueues, group:
     consumerCommit: span(`received:${q.fifo}`, `consumed:${group}`),
     whole: span("commit", `consumed:${group}`),
   } satisfies HopSample;
+}
+
+/** The median, p95 and count of each of `keys` over the samples that have it. */
+export function hopTable(
+  samples: readonly HopSample[],
+  keys: readonly (keyof HopSample)[],
+): Record<keyof HopSample, Latency> {
+  const table = {} as Record<keyof HopSample, Latency>;
+  for (const key of keys)
+    table[key] = percentiles(samples.flatMap((s) => (s[key] === undefined ? [] : [s[key]])));
+  return table;
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));

@@ -15,6 +15,7 @@ import {
   conversationPath,
   HOP_GROUP,
   type HopSample,
+  hopTable,
   sampleHops,
 } from "./local-runs";
 import { fmt, fmtInt, renderTable } from "./stats";
@@ -99,6 +100,7 @@ const HOPS: [keyof HopSample, string, keyof Bounds | undefined][] = [
   ["consumerCommit", "consumer invoked -> committed", "transact"],
   ["whole", "whole path: commit -> consumer committed", undefined],
 ];
+const HOP_KEYS = HOPS.map(([key]) => key);
 
 export async function runLocalSection(out: Out): Promise<LocalResult> {
   let mark = performance.now();
@@ -137,7 +139,7 @@ export async function runLocalSection(out: Out): Promise<LocalResult> {
     const stackBounds = await measureBounds(env.endpoint, BOUND_SAMPLES);
     out();
     const samples = await sampleHops(env, probe, HOP_SAMPLES);
-    const hops = hopTable(samples);
+    const hops = hopTable(samples, HOP_KEYS);
     printHops(out, hops, bare, stackBounds);
     out();
     const b = await measureBurst(env, probe, fill, out);
@@ -174,7 +176,7 @@ async function measureBurst(
   out(
     `burst: ${b.events} events over ${b.keys} order keys (each key's events in order), committed in ${fmt(b.commitSeconds, 1)} s, all consumed by ${HOP_GROUP} after ${fmt(b.seconds, 1)} s: ${fmt(b.events / b.seconds, 1)} events/s; commit -> consumed median ${fmtInt(b.latency.p50)} ms, p95 ${fmtInt(b.latency.p95)} ms`,
   );
-  const hops = hopTable(b.hops);
+  const hops = hopTable(b.hops, HOP_KEYS);
   out(
     `  its hops, median / p95 ms: ${HOPS.map(([key, label]) => `${label.trim()} ${fmtInt(hops[key].p50)} / ${fmtInt(hops[key].p95)}`).join("; ")}`,
   );
@@ -243,7 +245,7 @@ function observe(
  * (a private field of the runtime): when it is not there, stream reads are not counted and the
  * first hop is not split.
  */
-function attachProbe(probe: WireProbe, env: LocalEnvironment): void {
+export function attachProbe(probe: WireProbe, env: LocalEnvironment): void {
   probe.attach("sqs", env.clients.sqs);
   probe.attach("dynamodb", env.clients.dynamodb);
   probe.attach("eventbridge", env.clients.eventbridge);
@@ -349,15 +351,6 @@ function worstHop(hops: Record<keyof HopSample, Latency>, bare: Bounds): LocalRe
     bound ? [{ label, median: hops[key].p50, bound: bare[bound].p50 }] : [],
   );
   return rows.reduce((a, b) => (b.median - b.bound > a.median - a.bound ? b : a));
-}
-
-function hopTable(samples: HopSample[]): Record<keyof HopSample, Latency> {
-  const table = {} as Record<keyof HopSample, Latency>;
-  for (const [key] of HOPS)
-    table[key] = percentiles(
-      samples.map((s) => s[key]).filter((v): v is number => v !== undefined),
-    );
-  return table;
 }
 
 function printHops(

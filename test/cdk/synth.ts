@@ -6,7 +6,7 @@ import { audit } from "../../functions/roles/audit/audit";
 import { taskProjection } from "../../functions/roles/task-projection/task-projection";
 import { AgentBusStack, type AgentBusStackProps } from "../../lib/infra/agentbus-stack";
 import { REPO_ROOT } from "../../lib/infra/constructs/function";
-import { defineTopology, type Topology } from "../../lib/infra/topology";
+import { type Delivery, defineTopology, type Topology } from "../../lib/infra/topology";
 
 type Json = Record<string, unknown>;
 
@@ -43,23 +43,7 @@ export const PIPED_GROUP = "piped-projection";
  * every kind of group (dispatch function, pipe, unordered) is in one stack.
  */
 export function topologyWithPipe(): Topology {
-  return defineTopology({
-    topics: ["commands", "events", "audit"],
-    groups: [
-      {
-        name: "task-projection",
-        role: taskProjection,
-        handler: "functions/roles/task-projection/handler.ts",
-      },
-      {
-        name: PIPED_GROUP,
-        role: { group: PIPED_GROUP, subscriptions: ["task.accepted", "plan.created"] },
-        handler: "functions/roles/task-projection/handler.ts",
-        delivery: "pipe",
-      },
-      { name: "audit", role: audit, handler: "functions/roles/audit/handler.ts", ordering: "none" },
-    ],
-  });
+  return topologyWithGroupDelivered(PIPED_GROUP, "pipe");
 }
 
 /** Name of the subscriber-delivered group of `topologyWithSubscriber()`. */
@@ -70,6 +54,11 @@ export const SUBSCRIBED_GROUP = "subscribed-projection";
  * topic's new EventBridge bus (`delivery: "subscriber"`).
  */
 export function topologyWithSubscriber(): Topology {
+  return topologyWithGroupDelivered(SUBSCRIBED_GROUP, "subscriber");
+}
+
+/** The task projection and the audit group, and a FIFO group `name` delivered `delivery`. */
+function topologyWithGroupDelivered(name: string, delivery: Delivery): Topology {
   return defineTopology({
     topics: ["commands", "events", "audit"],
     groups: [
@@ -79,10 +68,10 @@ export function topologyWithSubscriber(): Topology {
         handler: "functions/roles/task-projection/handler.ts",
       },
       {
-        name: SUBSCRIBED_GROUP,
-        role: { group: SUBSCRIBED_GROUP, subscriptions: ["task.accepted", "plan.created"] },
+        name,
+        role: { group: name, subscriptions: ["task.accepted", "plan.created"] },
         handler: "functions/roles/task-projection/handler.ts",
-        delivery: "subscriber",
+        delivery,
       },
       { name: "audit", role: audit, handler: "functions/roles/audit/handler.ts", ordering: "none" },
     ],

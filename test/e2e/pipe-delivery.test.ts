@@ -1,9 +1,8 @@
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { taskProjection } from "../../functions/roles/task-projection/task-projection";
+import { taskProjectionDelivered } from "../../lib/dev/local/delivered-topology";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import { runScenario, type ScenarioResult } from "../../lib/dev/local/scenario";
-import { defineTopology } from "../../lib/infra/topology";
 import { emulator } from "../support/aws";
 
 /**
@@ -16,17 +15,7 @@ describe("pipe delivery, end to end", () => {
   let result: ScenarioResult;
 
   beforeAll(async () => {
-    const topology = defineTopology({
-      topics: ["commands", "events", "audit"],
-      groups: [
-        {
-          name: "task-projection",
-          role: taskProjection,
-          handler: "functions/roles/task-projection/handler.ts",
-          delivery: "pipe",
-        },
-      ],
-    });
+    const topology = taskProjectionDelivered("pipe");
     env = await startLocal({
       endpoint: emulator().endpoint,
       stage: `pipe${ulid().slice(-6).toLowerCase()}`,

@@ -1,13 +1,12 @@
 import { ReceiveMessageCommand } from "@aws-sdk/client-sqs";
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { taskProjection } from "../../functions/roles/task-projection/task-projection";
+import { taskProjectionDelivered } from "../../lib/dev/local/delivered-topology";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import { matches } from "../../lib/dev/local/runtime/filters";
 import type { BusEvent } from "../../lib/dev/local/runtime/subscriber-buses";
 import { runScenario, type ScenarioResult } from "../../lib/dev/local/scenario";
 import { replayName } from "../../lib/infra/replay-names";
-import { defineTopology } from "../../lib/infra/topology";
 import { pointInTimeReplay } from "../../lib/operator/replay-subscriber";
 import { emulator } from "../support/aws";
 
@@ -25,17 +24,7 @@ describe("subscriber delivery, end to end", () => {
   let to = new Date();
 
   beforeAll(async () => {
-    const topology = defineTopology({
-      topics: ["commands", "events", "audit"],
-      groups: [
-        {
-          name: "task-projection",
-          role: taskProjection,
-          handler: "functions/roles/task-projection/handler.ts",
-          delivery: "subscriber",
-        },
-      ],
-    });
+    const topology = taskProjectionDelivered("subscriber");
     env = await startLocal({
       endpoint: emulator().endpoint,
       stage: `sub${ulid().slice(-6).toLowerCase()}`,
