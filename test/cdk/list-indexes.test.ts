@@ -1,7 +1,5 @@
-import { isDeepStrictEqual } from "node:util";
 import { Template } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
-import type { IndexLayout } from "../../functions/adapters/dynamodb/layouts";
 import { LIST_INDEX_UPGRADE_KEY, parseListIndexUpgrade } from "../../lib/infra/agentbus-stack";
 import {
   AgentBusTables,
@@ -11,6 +9,7 @@ import {
   stateListIndexNames,
 } from "../../lib/infra/constructs/tables";
 import { LEGACY_STATE_LAYOUT } from "../support/tables";
+import { asGsi, changes, type Gsi, names } from "./gsi";
 import { resources, single, synthesizeStack, testStack } from "./synth";
 
 /**
@@ -18,12 +17,6 @@ import { resources, single, synthesizeStack, testStack } from "./synth";
  * by-waiting) reaches the current ones (by-kind-listed, by-waiting-since) in four deploys, each
  * creating or deleting one GSI, the most CloudFormation does in one update.
  */
-
-interface Gsi {
-  readonly IndexName: string;
-  readonly KeySchema: readonly { AttributeName: string; KeyType: string }[];
-  readonly Projection: { ProjectionType: string; NonKeyAttributes?: string[] };
-}
 
 /** The GSIs of the state table in a template, in order. */
 function stateIndexesOf(template: Template): Gsi[] {
@@ -38,36 +31,6 @@ function synthesizedAt(stage?: ListIndexUpgrade): Gsi[] {
   const stack = testStack();
   new AgentBusTables(stack, "Tables", { listIndexUpgrade: stage });
   return stateIndexesOf(Template.fromStack(stack));
-}
-
-/** A layout as CloudFormation declares it (AWS::DynamoDB::Table GlobalSecondaryIndexes). */
-function asGsi(index: IndexLayout): Gsi {
-  return {
-    IndexName: index.name,
-    KeySchema: [
-      { AttributeName: index.partitionKey.name, KeyType: "HASH" },
-      ...(index.sortKey ? [{ AttributeName: index.sortKey.name, KeyType: "RANGE" }] : []),
-    ],
-    Projection:
-      typeof index.projection === "string"
-        ? { ProjectionType: index.projection }
-        : { ProjectionType: "INCLUDE", NonKeyAttributes: [...index.projection.include] },
-  };
-}
-
-const names = (indexes: readonly { IndexName: string }[]) => indexes.map((i) => i.IndexName);
-
-/** The indexes an update from `before` to `after` creates, deletes, and changes in place. */
-function changes(before: readonly Gsi[], after: readonly Gsi[]) {
-  const byName = (indexes: readonly Gsi[]) => new Map(indexes.map((i) => [i.IndexName, i]));
-  const [was, is] = [byName(before), byName(after)];
-  return {
-    created: [...is.keys()].filter((name) => !was.has(name)),
-    deleted: [...was.keys()].filter((name) => !is.has(name)),
-    changed: [...is.keys()].filter(
-      (name) => was.has(name) && !isDeepStrictEqual(was.get(name), is.get(name)),
-    ),
-  };
 }
 
 /** The state table's indexes before the upgrade: by-due, by-kind and by-waiting. */

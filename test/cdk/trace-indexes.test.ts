@@ -1,7 +1,5 @@
-import { isDeepStrictEqual } from "node:util";
 import { Template } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
-import type { IndexLayout } from "../../functions/adapters/dynamodb/layouts";
 import { parseTraceIndexUpgrade, TRACE_INDEX_UPGRADE_KEY } from "../../lib/infra/agentbus-stack";
 import {
   AgentBusTables,
@@ -11,6 +9,7 @@ import {
   traceIndexNames,
 } from "../../lib/infra/constructs/tables";
 import { LEGACY_EVENTS_LAYOUT, LEGACY_INBOX_LAYOUT } from "../support/tables";
+import { asGsi, changes, type Gsi, names } from "./gsi";
 import { resources, synthesizeStack, testStack } from "./synth";
 
 /**
@@ -19,12 +18,6 @@ import { resources, synthesizeStack, testStack } from "./synth";
  * reaches the current ones (trace-by-correlation, task-roots) in five deploys, each creating or
  * deleting one GSI of a table at most, the most CloudFormation does to a table in one update.
  */
-
-interface Gsi {
-  readonly IndexName: string;
-  readonly KeySchema: readonly { AttributeName: string; KeyType: string }[];
-  readonly Projection: { ProjectionType: string; NonKeyAttributes?: string[] };
-}
 
 type TraceTable = "events" | "inbox";
 const TABLE_IDS: Record<TraceTable, string> = { events: "TablesEvents", inbox: "TablesInbox" };
@@ -37,36 +30,6 @@ function synthesizedAt(table: TraceTable, stage?: TraceIndexUpgrade): Gsi[] {
     r.id.startsWith(TABLE_IDS[table]),
   );
   return (found?.Properties.GlobalSecondaryIndexes ?? []) as Gsi[];
-}
-
-/** A layout as CloudFormation declares it (AWS::DynamoDB::Table GlobalSecondaryIndexes). */
-function asGsi(index: IndexLayout): Gsi {
-  return {
-    IndexName: index.name,
-    KeySchema: [
-      { AttributeName: index.partitionKey.name, KeyType: "HASH" },
-      ...(index.sortKey ? [{ AttributeName: index.sortKey.name, KeyType: "RANGE" }] : []),
-    ],
-    Projection:
-      typeof index.projection === "string"
-        ? { ProjectionType: index.projection }
-        : { ProjectionType: "INCLUDE", NonKeyAttributes: [...index.projection.include] },
-  };
-}
-
-const names = (indexes: readonly { IndexName: string }[]) => indexes.map((i) => i.IndexName);
-
-/** The indexes an update from `before` to `after` creates, deletes, and changes in place. */
-function changes(before: readonly Gsi[], after: readonly Gsi[]) {
-  const byName = (indexes: readonly Gsi[]) => new Map(indexes.map((i) => [i.IndexName, i]));
-  const [was, is] = [byName(before), byName(after)];
-  return {
-    created: [...is.keys()].filter((name) => !was.has(name)),
-    deleted: [...was.keys()].filter((name) => !is.has(name)),
-    changed: [...is.keys()].filter(
-      (name) => was.has(name) && !isDeepStrictEqual(was.get(name), is.get(name)),
-    ),
-  };
 }
 
 const LEGACY: Record<TraceTable, Gsi[]> = {
