@@ -19,7 +19,13 @@ import { taskTenant } from "../../lib/operator/lists";
 import type { OpsStack } from "../../lib/operator/stack";
 import type { Envelope } from "../../schemas";
 import { emulator } from "../support/aws";
-import { feedbackEvent, newCorrelationId, newUlid, taskEvent } from "../support/factories";
+import {
+  feedbackEvent,
+  inboxRecordOf,
+  newCorrelationId,
+  newUlid,
+  taskEvent,
+} from "../support/factories";
 import {
   createTableInput,
   deleteTables,
@@ -99,22 +105,8 @@ afterAll(async () => {
 });
 
 function row(group: string, e: Envelope, outcome: "applied" | "discarded"): InboxRecord {
-  return {
-    group,
-    eventId: e.event_id,
-    eventType: e.event_type,
-    outcome,
-    ...(outcome === "discarded" ? { reason: "expired" } : {}),
-    aggregate: { type: e.aggregate.type, id: e.aggregate.id },
-    version: e.aggregate.version,
-    correlationId: e.correlation_id,
-    taskId: e.task_id,
-    ...(e.causation_id ? { causationId: e.causation_id } : {}),
-    producer: e.producer,
-    occurredAt: e.occurred_at,
-    recordedAt: "2026-12-01T10:00:00.000Z",
-    expiresAt: 2_000_000_000,
-  };
+  const reason = outcome === "discarded" ? "expired" : undefined;
+  return inboxRecordOf(group, e, outcome, reason, "2026-12-01T10:00:00.000Z");
 }
 
 describe("the trace-index upgrade on moto", () => {

@@ -7,6 +7,7 @@ import type { SideEffectView, TraceNode } from "../../lib/operator/views";
 import type { Envelope } from "../../schemas";
 import {
   feedbackEvent,
+  inboxRecordOf,
   newCorrelationId,
   newTaskId,
   newUlid,
@@ -23,22 +24,7 @@ function inbox(
   reason?: string,
   recordedAt = AT,
 ): InboxRecord {
-  return {
-    group,
-    eventId: e.event_id,
-    eventType: e.event_type,
-    outcome,
-    ...(reason ? { reason } : {}),
-    aggregate: { type: e.aggregate.type, id: e.aggregate.id },
-    version: e.aggregate.version,
-    correlationId: e.correlation_id,
-    taskId: e.task_id,
-    ...(e.causation_id ? { causationId: e.causation_id } : {}),
-    producer: e.producer,
-    occurredAt: e.occurred_at,
-    recordedAt,
-    expiresAt: 2_000_000_000,
-  };
+  return inboxRecordOf(group, e, outcome, reason, recordedAt);
 }
 
 function failure(

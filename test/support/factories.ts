@@ -1,3 +1,4 @@
+import type { InboxRecord, RecordedOutcome } from "../../functions/core/ports";
 import { ulidSource } from "../../functions/core/runtime";
 import { type Envelope, registry } from "../../schemas";
 
@@ -131,5 +132,31 @@ export function unvalidatedEnvelope(
     producer: "test",
     attempt: 1,
     payload,
+  };
+}
+
+/** The inbox row a group records for `e`: its outcome (and reason), when, kept until 2033. */
+export function inboxRecordOf(
+  group: string,
+  e: Envelope,
+  outcome: RecordedOutcome = "applied",
+  reason?: string,
+  recordedAt = "2026-11-30T12:00:00.000Z",
+): InboxRecord {
+  return {
+    group,
+    eventId: e.event_id,
+    eventType: e.event_type,
+    outcome,
+    ...(reason ? { reason } : {}),
+    aggregate: { type: e.aggregate.type, id: e.aggregate.id },
+    version: e.aggregate.version,
+    correlationId: e.correlation_id,
+    taskId: e.task_id,
+    ...(e.causation_id ? { causationId: e.causation_id } : {}),
+    producer: e.producer,
+    occurredAt: e.occurred_at,
+    recordedAt,
+    expiresAt: 2_000_000_000,
   };
 }
