@@ -57,7 +57,8 @@ export async function agentRunOf(
 
 /**
  * Waits until the run's status is `status`; its journal then. A wait that times out names the
- * status the run was last seen in, so a run stuck elsewhere says where.
+ * status the run was last seen in, so a run stuck elsewhere says where, and for a run never
+ * started how far its task got.
  */
 export async function runReaches(
   env: LocalEnvironment,
@@ -78,6 +79,28 @@ export async function runReaches(
       timeoutMs,
     );
   } catch (error) {
-    throw new Error(`${(error as Error).message} (last seen: ${last})`);
+    const where = last === "no journal" ? `; ${await taskSoFar(env, runId)}` : "";
+    throw new Error(`${(error as Error).message} (last seen: ${last}${where})`);
   }
+}
+
+/**
+ * How far the task of a run that never started got: its stored events and the outcomes groups
+ * recorded for it (discards, failures), by type and group.
+ */
+async function taskSoFar(env: LocalEnvironment, runId: string): Promise<string> {
+  const taskId = `task_${runId.slice(runId.indexOf("_") + 1)}`;
+  const [events, outcomes] = await Promise.all([
+    env.store.eventsByTask(taskId),
+    env.store.outcomesByTask(taskId),
+  ]);
+  const stored = events.map((e) => e.event_type).join(", ") || "none";
+  const recorded =
+    outcomes
+      .map(
+        (o) =>
+          `${o.group} ${o.eventType} ${o.outcome}${"reason" in o && o.reason ? ` (${o.reason})` : ""}`,
+      )
+      .join(", ") || "none";
+  return `${taskId}: events stored ${stored}; outcomes recorded ${recorded}`;
 }
