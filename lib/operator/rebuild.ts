@@ -73,15 +73,19 @@ export async function foldOne(
   return consume(event, step.role, foldDeps(store, event, step.at));
 }
 
-/** JSON with object keys sorted: DynamoDB returns a map's keys in any order. */
+/**
+ * JSON with object keys sorted: DynamoDB returns a map's keys in any order. A missing value (a
+ * view that is not there) is `undefined`, as its own string, since JSON has none for it.
+ */
 export function canonical(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) =>
+  const json: string | undefined = JSON.stringify(value, (_key, v: unknown) =>
     v && typeof v === "object" && !Array.isArray(v)
       ? Object.fromEntries(
           Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1)),
         )
       : v,
   );
+  return json ?? "undefined";
 }
 
 /**
