@@ -129,7 +129,7 @@ const HOPS: [keyof HopSample, string][] = [
   ["relayToFifo", "relay -> sent to the FIFO queue (the delivery hop)"],
   ["relayToBuffer", "  relay -> buffer queue received"],
   ["bufferToDispatched", "  buffer -> sent to the FIFO queue"],
-  ["dispatchedToConsumer", "FIFO queue -> consumer invoked"],
+  ["dispatchedToConsumer", "send to the FIFO queue -> consumer invoked"],
   ["consumerCommit", "consumer invoked -> committed"],
   ["whole", "whole path: commit -> consumer committed"],
 ];

@@ -43,6 +43,8 @@ export interface Bounds {
   readonly transact: Latency;
   /** One SendMessage call to a FIFO queue. */
   readonly send: Latency;
+  /** From a FIFO SendMessage's call until a long poll already waiting returns the message. */
+  readonly sendToReceive: Latency;
 }
 
 export type Latency = ReturnType<typeof percentiles>;
@@ -64,6 +66,7 @@ export async function measureBounds(endpoint: string, samples: number): Promise<
     const table = await streamedTable(clients, `bench-bound-${tag}`);
     const fifo: number[] = [];
     const send: number[] = [];
+    const sendToReceive: number[] = [];
     const putEvents: number[] = [];
     const stream: number[] = [];
     const transact: number[] = [];
@@ -79,6 +82,7 @@ export async function measureBounds(endpoint: string, samples: number): Promise<
       );
       fifo.push(wake - call);
       send.push(call);
+      sendToReceive.push(wake);
       putEvents.push(
         (await parkedReceive(clients, target.url, () => putBound(clients, bus, i)))[0],
       );
@@ -88,6 +92,7 @@ export async function measureBounds(endpoint: string, samples: number): Promise<
     return {
       fifo: percentiles(fifo),
       send: percentiles(send),
+      sendToReceive: percentiles(sendToReceive),
       putEvents: percentiles(putEvents),
       stream: percentiles(stream),
       transact: percentiles(transact),

@@ -99,6 +99,12 @@ export class WireProbe {
     if (op === "eventbridge.PutEvents") {
       const entries = (input as { Entries?: { Detail?: string }[] }).Entries ?? [];
       for (const e of entries) this.mark(eventIdIn(e.Detail), "put-events");
+    } else if (op === "sqs.SendMessageBatch" || op === "sqs.SendMessage") {
+      // The send's start: a consumer's long poll can return the message before the send's
+      // response reaches the sender, so a hop to the consumer is timed from here.
+      const url = (input as { QueueUrl?: string }).QueueUrl;
+      for (const body of messageBodies(input))
+        this.mark(eventIdIn(body), `sending:${queueName(url)}`);
     }
   }
 
@@ -109,10 +115,8 @@ export class WireProbe {
       for (const m of (output as { Messages?: { Body?: string }[] }).Messages ?? [])
         this.mark(eventIdIn(m.Body), `received:${queueName(url)}`, at);
     } else if (op === "sqs.SendMessageBatch" || op === "sqs.SendMessage") {
-      const entries = (input as { Entries?: { MessageBody?: string }[] }).Entries ?? [
-        input as { MessageBody?: string },
-      ];
-      for (const e of entries) this.mark(eventIdIn(e.MessageBody), `sent:${queueName(url)}`, at);
+      for (const body of messageBodies(input))
+        this.mark(eventIdIn(body), `sent:${queueName(url)}`, at);
     } else if (op === "eventbridge.PutEvents") {
       const entries = (input as { Entries?: { Detail?: string }[] }).Entries ?? [];
       for (const e of entries) this.mark(eventIdIn(e.Detail), "put-events-done", at);
@@ -168,4 +172,12 @@ export function percentiles(values: readonly number[]): {
   const p50 =
     sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
   return { p50, p95: at(0.95) ?? 0, max: sorted.at(-1) ?? 0, n: sorted.length };
+}
+
+/** The message bodies of a SendMessage or SendMessageBatch request. */
+function messageBodies(input: unknown): (string | undefined)[] {
+  const entries = (input as { Entries?: { MessageBody?: string }[] }).Entries ?? [
+    input as { MessageBody?: string },
+  ];
+  return entries.map((e) => e.MessageBody);
 }

@@ -50,6 +50,7 @@ export interface HopSample {
   readonly relayToBuffer?: number;
   readonly putEventsCall?: number;
   readonly bufferToDispatched?: number;
+  /** From the start of the send to the FIFO queue (its call included) to the consumer's receive. */
   readonly dispatchedToConsumer?: number;
   readonly consumerCommit?: number;
   readonly whole?: number;
@@ -68,7 +69,7 @@ export function hopsOf(probe: WireProbe, eventId: string, q: GroupQueues, group:
     relayToBuffer: q.buffer ? span("stream-read", `received:${q.buffer}`) : undefined,
     putEventsCall: span("put-events", "put-events-done"),
     bufferToDispatched: q.buffer ? span(`received:${q.buffer}`, `sent:${q.fifo}`) : undefined,
-    dispatchedToConsumer: span(`sent:${q.fifo}`, `received:${q.fifo}`),
+    dispatchedToConsumer: span(`sending:${q.fifo}`, `received:${q.fifo}`),
     consumerCommit: span(`received:${q.fifo}`, `consumed:${group}`),
     whole: span("commit", `consumed:${group}`),
   } satisfies HopSample;
