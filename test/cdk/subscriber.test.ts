@@ -165,7 +165,7 @@ describe("subscriber delivery", () => {
     expect(template.findOutputs("SubscribedProjectionEventsRuleArn")).toEqual({});
   });
 
-  it("warns at synth time that a deployed relay cannot publish to the new bus yet", () => {
+  it("warns at synth time that the relay's eventbridgev2 client is not yet verified in an account", () => {
     const warnings = stack.node
       .findAll()
       .flatMap((c) =>
@@ -173,7 +173,7 @@ describe("subscriber delivery", () => {
       )
       .filter((m) => m.data.includes(SUBSCRIBER_PREVIEW_WARNING));
     expect(warnings.map((w) => w.path)).toEqual(["AgentBus-test/SubscribedProjection"]);
-    expect(warnings[0]?.data).toContain("no eventbridgev2 client");
+    expect(warnings[0]?.data).toContain("AgentBus's own eventbridgev2 client");
   });
 
   it("falls back to the dispatch function, with a warning, for an emulator", () => {

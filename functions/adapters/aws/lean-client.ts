@@ -40,7 +40,8 @@ export interface HttpRequestLike {
   readonly path: string;
   readonly query: Record<string, string>;
   readonly headers: Record<string, string>;
-  readonly body: string;
+  /** Text, or bytes (RPC v2 CBOR). */
+  readonly body: string | Uint8Array;
 }
 export interface HttpResponseLike {
   readonly statusCode: number;
@@ -53,9 +54,11 @@ export interface LeanClientOptions {
   readonly region?: string;
   /**
    * Default: `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, read per call,
-   * else the container credentials endpoint's (./lean/credentials), kept until near expiry.
+   * else the container credentials endpoint's (./lean/credentials), kept until near expiry. A
+   * function is asked before each signature: an SDK client's `config.credentials` (its provider
+   * chain: profiles, SSO, ...) signs a service no SDK client speaks (./sdk-client).
    */
-  readonly credentials?: Credentials;
+  readonly credentials?: Credentials | (() => Promise<Credentials>);
   /** How the container credentials endpoint is asked (retries, timeout). */
   readonly containerEndpoint?: ContainerEndpointOptions;
   /** One endpoint for every service (an emulator), or one per service. */
@@ -172,10 +175,12 @@ export class LeanAwsClient implements AwsClient {
       signingDate: new Date(sentAt + offset),
     })) as unknown as HttpRequestLike;
     const { response } = await this.http.handle(signed);
+    const bytes = await bytesOf(response.body);
     const answer: WireResponse = {
       status: response.statusCode,
       headers: response.headers,
-      body: await text(response.body),
+      body: bytes.toString("utf8"),
+      bytes,
     };
     this.sampleClock(answer.headers, sentAt);
     let output: object;
@@ -228,16 +233,18 @@ export class LeanAwsClient implements AwsClient {
   }
 
   private async credentials(): Promise<Credentials> {
-    return this.options.credentials ?? this.credentialSource.get();
+    const given = this.options.credentials;
+    if (typeof given === "function") return given();
+    return given ?? this.credentialSource.get();
   }
 }
 
-async function text(body: AsyncIterable<Uint8Array | string> | undefined): Promise<string> {
-  if (!body) return "";
+async function bytesOf(body: AsyncIterable<Uint8Array | string> | undefined): Promise<Buffer> {
+  if (!body) return Buffer.alloc(0);
   const chunks: Buffer[] = [];
   for await (const chunk of body)
     chunks.push(typeof chunk === "string" ? Buffer.from(chunk) : Buffer.from(chunk));
-  return Buffer.concat(chunks).toString("utf8");
+  return Buffer.concat(chunks);
 }
 
 /** The SDK's classification of an error for its retry strategy. */

@@ -1,20 +1,30 @@
 import type { AwsService } from "../client";
+import { fromCbor, toCbor } from "./cbor";
 import { queryBody, queryResult, snsErrorName, xmlText } from "./query";
 import { SERVICES } from "./services";
 
 /**
  * What goes on the wire for a call, and what comes back, per protocol: JSON 1.0/1.1 (DynamoDB,
- * SQS, EventBridge, KMS), REST-JSON (Bedrock Runtime's Converse) and query (SNS). Blobs travel as
- * base64 and timestamps as epoch seconds, as the protocols define; DynamoDB's binary attributes
- * and KMS's blobs (keys and ciphertexts) come back as `Uint8Array`, as the SDK returns them.
+ * SQS, EventBridge, KMS), REST-JSON (Bedrock Runtime's Converse), query (SNS) and Smithy RPC v2
+ * CBOR (EventBridge's new buses, ./cbor). Blobs travel as base64 and timestamps as epoch seconds,
+ * as the protocols define; DynamoDB's binary attributes and KMS's blobs (keys and ciphertexts)
+ * come back as `Uint8Array`, as the SDK returns them.
  */
 
 export interface WireRequest {
   readonly method: "POST";
   readonly path: string;
   readonly headers: Record<string, string>;
-  readonly body: string;
+  /** Text, or bytes for CBOR. */
+  readonly body: string | Uint8Array;
 }
+
+/** The headers of every RPC v2 CBOR request (smithy.io, "RPC v2 CBOR protocol", Requests). */
+export const RPC_V2_CBOR_HEADERS: Readonly<Record<string, string>> = {
+  "smithy-protocol": "rpc-v2-cbor",
+  "content-type": "application/cbor",
+  accept: "application/cbor",
+};
 
 /** A refused call, shaped as the SDK's service errors are. */
 export class AwsServiceError extends Error {
@@ -101,6 +111,14 @@ export function encodeRequest(service: AwsService, operation: string, input: obj
       body: queryBody(operation, protocol.version, input),
     };
   }
+  if (protocol.kind === "rpcv2Cbor") {
+    return {
+      method: "POST",
+      path: `/service/${protocol.service}/operation/${operation}`,
+      headers: { ...RPC_V2_CBOR_HEADERS },
+      body: toCbor(input),
+    };
+  }
   return restJsonRequest(operation, input);
 }
 
@@ -121,7 +139,10 @@ function restJsonRequest(operation: string, input: object): WireRequest {
 export interface WireResponse {
   readonly status: number;
   readonly headers: Readonly<Record<string, string | undefined>>;
+  /** The body as text (UTF-8). */
   readonly body: string;
+  /** The body's bytes, what a CBOR answer is read from (the text when absent). */
+  readonly bytes?: Uint8Array;
 }
 
 /** The request id AWS gave a response: its header, or the query protocol's XML. */
@@ -155,10 +176,17 @@ export function decodeResponse(
       SERVICES[service].retryableErrors?.includes(name),
     );
   }
-  const parsed = parseJson(response.body, REVIVERS[service]);
+  const parsed =
+    protocol.kind === "rpcv2Cbor"
+      ? parseCbor(response)
+      : parseJson(response.body, REVIVERS[service]);
   if (ok) return parsed;
   const { __type, message, Message, code, ...fields } = parsed;
-  const type = response.headers["x-amzn-errortype"] ?? (code as string) ?? (__type as string);
+  // RPC v2 CBOR names the error in `__type` only (@smithy/core/cbor loadSmithyRpcV2CborErrorCode).
+  const type =
+    protocol.kind === "rpcv2Cbor"
+      ? (__type as string | undefined)
+      : (response.headers["x-amzn-errortype"] ?? (code as string) ?? (__type as string));
   const name = errorName(type, response.status);
   // A typed error without a message reads "UnknownError", as the SDK's (KMS sends some so).
   const fallback = type ? "UnknownError" : `HTTP ${response.status}`;
@@ -170,6 +198,15 @@ export function decodeResponse(
     fields,
     SERVICES[service].retryableErrors?.includes(name),
   );
+}
+
+/** An RPC v2 CBOR body; one that is not CBOR (a proxy's error page) is kept as the message. */
+function parseCbor(response: WireResponse): Record<string, unknown> {
+  try {
+    return fromCbor(response.bytes ?? Buffer.from(response.body));
+  } catch {
+    return { message: response.body.slice(0, 500) };
+  }
 }
 
 function parseJson(body: string, reviver: Reviver | undefined): Record<string, unknown> {

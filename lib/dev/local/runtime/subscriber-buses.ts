@@ -175,7 +175,11 @@ export class LocalSubscriberBuses implements SubscriberBusClient {
   /** A subscriber of the template, as `DescribeSubscriber` would describe it. */
   describeSubscriber(name: string): SubscriberDescription {
     const s = this.options.subscribers.find((x) => x.name === name);
-    if (!s) throw new Error(`no subscriber ${name}`);
+    if (!s)
+      throw Object.assign(new Error(`no subscriber ${name}`), {
+        name: "ResourceNotFoundException",
+        $fault: "client",
+      });
     return {
       Name: s.name,
       EventBusArn: s.busArn,
