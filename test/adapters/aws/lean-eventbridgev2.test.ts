@@ -1,7 +1,9 @@
+import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { endpointOf } from "../../../functions/adapters/aws/lean/services";
 import { LeanAwsClient } from "../../../functions/adapters/aws/lean-client";
+import { withSdkCredentials } from "../../../functions/adapters/aws/sdk-client";
 import {
   AwsSubscriberBusClient,
   SubscriberBusPublisher,
@@ -15,6 +17,8 @@ import {
   type SubscriberBusEndpoint,
   serveSubscriberBuses,
 } from "../../../lib/dev/local/subscriber-bus-endpoint";
+import { startSubscriberReplay } from "../../../lib/operator/replay";
+import { planSubscriberReplays, replayTargets } from "../../../lib/operator/replay-plan";
 import { taskStream } from "../../support/factories";
 
 /**
@@ -26,6 +30,8 @@ import { taskStream } from "../../support/factories";
 const REGION = "us-east-1";
 const BUS =
   "arn:aws:events:us-east-1:123456789012:event-busv2/t-events/local0000000000000000000000";
+const LIVE =
+  "arn:aws:events:us-east-1:123456789012:subscriber/t-task-projection/local0000000000000000000000";
 
 let buses: LocalSubscriberBuses;
 let endpoint: SubscriberBusEndpoint;
@@ -192,5 +198,54 @@ describe("eventbridgev2 through the lean client", () => {
       body: "{}",
     });
     expect(unsigned.status).toBe(400);
+  });
+});
+
+describe("a point-in-time replay subscriber through eventbridgev2, signed with the SDK's credential chain", () => {
+  const window = { from: new Date("2026-12-01T10:00:00Z"), to: new Date("2026-12-01T11:00:00.5Z") };
+  const [plan] = planSubscriberReplays(
+    "t",
+    replayTargets({ TaskProjectionEventsSubscriberArn: LIVE }, ["events"], ["task-projection"]),
+    ["task-projection"],
+    window,
+  );
+
+  it("describes the live subscriber, creates its copy over the window once, and finds it the second time", async () => {
+    if (!plan) throw new Error("no plan");
+    const sdk = new EventBridgeClient({ region: REGION, credentials: LOCAL_SERVICE_CREDENTIALS });
+    const v2 = withSdkCredentials(sdk, { region: REGION, endpoint: endpoint.url });
+    const before = endpoint.calls.length;
+    const first = await startSubscriberReplay(v2, plan, window);
+    expect(first).toMatchObject({ outcome: "started", state: "RUNNING" });
+    expect(first.subscriberArn).toContain(`:subscriber/${plan.name}/`);
+    const calls = callsSince(before);
+    expect(calls.map((c) => c.operation)).toEqual([
+      "DescribeSubscriber",
+      "ListSubscribers",
+      "CreateSubscriber",
+    ]);
+    const create = calls[2]?.input as Record<string, Record<string, unknown>>;
+    expect(create).toMatchObject({
+      Name: plan.name,
+      EventBusArn: BUS,
+      Type: "FIFO",
+      StartingPosition: "POINT_IN_TIME",
+      PointInTimeConfiguration: {
+        PointType: "TIMESTAMP",
+        StartingPoint: new Date("2026-12-01T10:00:00Z"),
+        EndPoint: new Date("2026-12-01T11:00:01Z"),
+      },
+      InvokeConfiguration: {
+        TargetArn: "arn:aws:sqs:us-east-1:123456789012:t-task-projection.fifo",
+        SqsParameters: { MessageGroupId: "{% $events.Data.detail.order_key %}" },
+      },
+    });
+    expect(create.ClientToken).toMatch(/^[0-9a-f]{64}$/);
+    expect(create).not.toHaveProperty("SubscriberArn");
+    expect(create).not.toHaveProperty("State");
+    const second = await startSubscriberReplay(v2, plan, window);
+    expect(second).toMatchObject({ outcome: "existing", subscriberArn: first.subscriberArn });
+    expect(callsSince(before).filter((c) => c.operation === "CreateSubscriber")).toHaveLength(1);
+    sdk.destroy();
   });
 });
