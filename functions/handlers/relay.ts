@@ -22,7 +22,7 @@ import { AgentBusError, describe } from "../core/errors";
 import { parseEnv } from "../core/parse-env";
 import type { EventPublisher } from "../core/ports";
 import { type RelayReport, relay } from "../core/relay";
-import { containerAwsClient } from "./aws";
+import { containerAwsClient, containerEventBridgeV2Client } from "./aws";
 import { lambdaEntry } from "./lambda-entry";
 import { type Observability, observability } from "./observe";
 import { vaultOf } from "./vault";
@@ -95,7 +95,9 @@ export function createRelayHandler(options: RelayHandlerOptions = {}): RelayHand
     env,
     () =>
       options.subscriberBus ??
-      new AwsSubscriberBusClient(tracer.capture(options.eventbridgev2 ?? containerAwsClient())),
+      new AwsSubscriberBusClient(
+        tracer.capture(options.eventbridgev2 ?? containerEventBridgeV2Client()),
+      ),
   );
   const registry = options.registry ?? defaultRegistry;
   const recordFailure = failureRecorder(

@@ -1,6 +1,7 @@
 import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { CreateQueueCommand, ReceiveMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CBOR } from "../../functions/adapters/aws/lean/cbor";
 import { LeanAwsClient } from "../../functions/adapters/aws/lean-client";
 import { eventItem } from "../../functions/adapters/dynamodb/items";
 import { relayFailureKeysOf } from "../../functions/adapters/dynamodb/relay-failure";
@@ -224,6 +225,7 @@ describe('a topic with a new bus (delivery "subscriber")', () => {
         endpoint: endpoint.url,
         credentials: LOCAL_SERVICE_CREDENTIALS,
         env: {},
+        cbor: CBOR,
       });
       const events = taskStream(1, 2);
       await relayHandler({ env: { BUS_EVENTS: busName, BUS_V2_EVENTS: BUS_V2 }, eventbridgev2 })(

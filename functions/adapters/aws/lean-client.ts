@@ -8,6 +8,7 @@ import {
 import { NodeHttpHandler } from "@smithy/node-http-handler";
 import { SignatureV4 } from "@smithy/signature-v4";
 import type { AwsClient, AwsCommand, AwsService, ResponseMetadata } from "./client";
+import type { CborCodec } from "./lean/cbor";
 import {
   type ContainerEndpointOptions,
   CredentialSource,
@@ -67,6 +68,11 @@ export interface LeanClientOptions {
   readonly maxAttempts?: number;
   readonly env?: Readonly<Record<string, string | undefined>>;
   readonly http?: HttpSender;
+  /**
+   * The CBOR codec (./lean/cbor's `CBOR`) for the services that speak RPC v2 CBOR (eventbridgev2),
+   * given where one is called, so that the bundles of the functions that call none do not carry it.
+   */
+  readonly cbor?: CborCodec;
 }
 
 type Data = string | ArrayBuffer | ArrayBufferView;
@@ -151,7 +157,8 @@ export class LeanAwsClient implements AwsClient {
   }
 
   private async attempt(command: AwsCommand) {
-    const wire = encodeRequest(command.service, command.operation, command.input);
+    const { cbor } = this.options;
+    const wire = encodeRequest(command.service, command.operation, command.input, cbor);
     const url = this.endpoint(command.service);
     const port = url.port ? Number(url.port) : undefined;
     const request: HttpRequestLike = {
@@ -185,7 +192,7 @@ export class LeanAwsClient implements AwsClient {
     this.sampleClock(answer.headers, sentAt);
     let output: object;
     try {
-      output = decodeResponse(command.service, command.operation, answer);
+      output = decodeResponse(command.service, command.operation, answer, cbor);
     } catch (error) {
       // Refused as signed at the wrong time: retried once the offset is right (as the SDK does).
       if (Math.abs(this.clockOffset) >= SKEW_CORRECTED_MS && this.clockOffset !== offset)

@@ -20,6 +20,7 @@ import {
   SQSClient,
 } from "@aws-sdk/client-sqs";
 import type { AwsClient, AwsCommand, AwsService } from "./client";
+import { CBOR } from "./lean/cbor";
 import type { Credentials } from "./lean/credentials";
 import { LeanAwsClient, type LeanClientOptions } from "./lean-client";
 
@@ -138,5 +139,5 @@ export function withSdkCredentials(
   sdk: { readonly config: { readonly credentials: () => Promise<Credentials> } },
   options: Omit<LeanClientOptions, "credentials"> = {},
 ): LeanAwsClient {
-  return new LeanAwsClient({ ...options, credentials: () => sdk.config.credentials() });
+  return new LeanAwsClient({ cbor: CBOR, ...options, credentials: () => sdk.config.credentials() });
 }

@@ -1,9 +1,10 @@
 import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import type { SQSClient } from "@aws-sdk/client-sqs";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { CBOR } from "../../../functions/adapters/aws/lean/cbor";
 import { endpointOf } from "../../../functions/adapters/aws/lean/services";
 import { LeanAwsClient } from "../../../functions/adapters/aws/lean-client";
-import { withSdkCredentials } from "../../../functions/adapters/aws/sdk-client";
+import { sdkAwsClient, withSdkCredentials } from "../../../functions/adapters/aws/sdk-client";
 import {
   AwsSubscriberBusClient,
   SubscriberBusPublisher,
@@ -81,6 +82,7 @@ const client = (options: { credentials?: { accessKeyId: string; secretAccessKey:
     endpoint: endpoint.url,
     credentials: options.credentials ?? LOCAL_SERVICE_CREDENTIALS,
     env: {},
+    cbor: CBOR,
   });
 const callsSince = (n: number): SubscriberBusCall[] => endpoint.calls.slice(n);
 
@@ -133,6 +135,24 @@ describe("eventbridgev2 through the lean client", () => {
     expect(again.Entries?.map((e) => e.SuccessCode)).toEqual(["DEDUPLICATED"]);
   });
 
+  it("is what a function built with the SDK's clients sends it through too, signed with the SDK's credential chain", async () => {
+    vi.stubEnv("AWS_REGION", REGION);
+    vi.stubEnv("AWS_ACCESS_KEY_ID", "testing");
+    vi.stubEnv("AWS_SECRET_ACCESS_KEY", "testing");
+    vi.stubEnv("AWS_ENDPOINT_URL_EVENTBRIDGEV2", endpoint.url);
+    try {
+      const before = endpoint.calls.length;
+      const result = await new AwsSubscriberBusClient(sdkAwsClient()).putEvents({
+        EventBusArn: BUS,
+        Entries: taskStream(1, 1).map(subscriberBusEntry),
+      });
+      expect(result.Entries?.map((e) => e.SuccessCode)).toEqual(["PUBLISHED"]);
+      expect(callsSince(before).map((c) => c.operation)).toEqual(["PutEvents"]);
+    } finally {
+      vi.unstubAllEnvs();
+    }
+  });
+
   it("reads per-entry failures, aligned with the entries by index", async () => {
     const events = taskStream(1, 3);
     answers = [
@@ -174,7 +194,7 @@ describe("eventbridgev2 through the lean client", () => {
     expect(callsSince(before)).toHaveLength(3);
   });
 
-  it("names a refusal by its __type, without retrying it; refuses a request not signed as the service requires", async () => {
+  it("names a refusal by its __type, without retrying it; refuses a request not signed as the service requires; needs the CBOR codec given", async () => {
     const missing = client().send({
       service: "eventsv2",
       operation: "PutEvents",
@@ -185,6 +205,10 @@ describe("eventbridgev2 through the lean client", () => {
       $fault: "client",
       $metadata: { httpStatusCode: 400, attempts: 1 },
     });
+    const codecless = new LeanAwsClient({ region: REGION, endpoint: endpoint.url, env: {} });
+    await expect(
+      codecless.send({ service: "eventsv2", operation: "PutEvents", input: { EventBusArn: BUS } }),
+    ).rejects.toThrow(/speaks RPC v2 CBOR: give the lean client its codec/);
     const forged = client({ credentials: { accessKeyId: "testing", secretAccessKey: "other" } });
     await expect(
       forged.send({ service: "eventsv2", operation: "PutEvents", input: { EventBusArn: BUS } }),

@@ -4,8 +4,15 @@ import { cbor, dateToTag, tagSymbol } from "@smithy/core/cbor";
  * CBOR as Smithy RPC v2 CBOR carries a structure (smithy.io, "RPC v2 CBOR protocol"), with the AWS
  * SDK v3's own encoder and decoder (`@smithy/core/cbor`): a member left undefined is not sent (the
  * encoder refuses `undefined`), a timestamp travels as tag 1 over epoch seconds both ways, a blob
- * as a byte string (`Uint8Array`).
+ * as a byte string (`Uint8Array`). The lean client is given it (`CBOR`) where a function calls such
+ * a service: the other functions' bundles do not carry it.
  */
+
+/** What ./wire needs to speak RPC v2 CBOR. */
+export interface CborCodec {
+  toCbor(input: object): Uint8Array;
+  fromCbor(bytes: Uint8Array): Record<string, unknown>;
+}
 
 /** What a structure is on the wire. */
 export function toCbor(input: object): Uint8Array {
@@ -40,3 +47,5 @@ function decoded(value: unknown): unknown {
   }
   return Object.fromEntries(Object.entries(value).map(([key, member]) => [key, decoded(member)]));
 }
+
+export const CBOR: CborCodec = { toCbor, fromCbor };

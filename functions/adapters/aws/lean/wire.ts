@@ -1,5 +1,5 @@
 import type { AwsService } from "../client";
-import { fromCbor, toCbor } from "./cbor";
+import type { CborCodec } from "./cbor";
 import { queryBody, queryResult, snsErrorName, xmlText } from "./query";
 import { SERVICES } from "./services";
 
@@ -90,7 +90,13 @@ type Reviver = (key: string, value: unknown) => unknown;
 /** How each service's JSON answers are read where a blob in them must come back as bytes. */
 const REVIVERS: Partial<Record<AwsService, Reviver>> = { dynamodb: dynamoReviver, kms: kmsReviver };
 
-export function encodeRequest(service: AwsService, operation: string, input: object): WireRequest {
+/** `cbor`: the codec of RPC v2 CBOR (./cbor's `CBOR`), needed for the services that speak it. */
+export function encodeRequest(
+  service: AwsService,
+  operation: string,
+  input: object,
+  cbor?: CborCodec,
+): WireRequest {
   const protocol = SERVICES[service].protocol;
   if (protocol.kind === "json") {
     return {
@@ -116,7 +122,7 @@ export function encodeRequest(service: AwsService, operation: string, input: obj
       method: "POST",
       path: `/service/${protocol.service}/operation/${operation}`,
       headers: { ...RPC_V2_CBOR_HEADERS },
-      body: toCbor(input),
+      body: codecFor(service, cbor).toCbor(input),
     };
   }
   return restJsonRequest(operation, input);
@@ -159,6 +165,7 @@ export function decodeResponse(
   service: AwsService,
   operation: string,
   response: WireResponse,
+  cbor?: CborCodec,
 ): Record<string, unknown> {
   const protocol = SERVICES[service].protocol;
   const requestId = requestIdOf(service, response);
@@ -178,7 +185,7 @@ export function decodeResponse(
   }
   const parsed =
     protocol.kind === "rpcv2Cbor"
-      ? parseCbor(response)
+      ? parseCbor(response, codecFor(service, cbor))
       : parseJson(response.body, REVIVERS[service]);
   if (ok) return parsed;
   const { __type, message, Message, code, ...fields } = parsed;
@@ -200,10 +207,18 @@ export function decodeResponse(
   );
 }
 
+function codecFor(service: AwsService, cbor: CborCodec | undefined): CborCodec {
+  if (!cbor)
+    throw new Error(
+      `${service} speaks RPC v2 CBOR: give the lean client its codec (cbor: CBOR from ./lean/cbor)`,
+    );
+  return cbor;
+}
+
 /** An RPC v2 CBOR body; one that is not CBOR (a proxy's error page) is kept as the message. */
-function parseCbor(response: WireResponse): Record<string, unknown> {
+function parseCbor(response: WireResponse, cbor: CborCodec): Record<string, unknown> {
   try {
-    return fromCbor(response.bytes ?? Buffer.from(response.body));
+    return cbor.fromCbor(response.bytes ?? Buffer.from(response.body));
   } catch {
     return { message: response.body.slice(0, 500) };
   }
