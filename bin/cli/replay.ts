@@ -5,6 +5,7 @@ import { withSdkCredentials } from "../../functions/adapters/aws/sdk-client";
 import { recordAction } from "../../lib/operator/audit";
 import {
   checkRetention,
+  checkSubscriberRetention,
   estimate,
   type ReplayProgress,
   type ReplayStart,
@@ -122,6 +123,13 @@ async function planned(
     const plans = planReplays(t.stage, targets, groups, window);
     const subscriberPlans = planSubscriberReplays(t.stage, targets, groups, window);
     await checkRetention(client, plans, window, now);
+    if (subscriberPlans.length > 0)
+      await checkSubscriberRetention(
+        eventBridgeV2Client(stack, t, client),
+        subscriberPlans,
+        window,
+        now,
+      );
     return { window, groups, plans, subscriberPlans };
   });
 }

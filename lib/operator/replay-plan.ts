@@ -67,18 +67,23 @@ export function replayWindow(
 }
 
 /**
- * Why the window is outside what an archive keeps, if it is: the archive keeps events
+ * Why the window is outside what an archive (or a new bus) keeps, if it is: it keeps events
  * `retentionDays` (0 = for ever), so `from` must be within that many days of now.
  */
 export function retentionProblem(
   window: ReplayWindow,
-  archive: { readonly name: string; readonly retentionDays: number },
+  archive: {
+    readonly name: string;
+    readonly retentionDays: number;
+    /** What keeps them. @default "archive" */
+    readonly kind?: "archive" | "new bus";
+  },
   now: Date,
 ): string | undefined {
   if (archive.retentionDays <= 0) return undefined;
   const oldest = new Date(now.getTime() - archive.retentionDays * 86_400_000);
   if (window.from.getTime() >= oldest.getTime()) return undefined;
-  return `--from ${window.from.toISOString()} is outside the retention of archive ${archive.name} (${archive.retentionDays} days: nothing before ${oldest.toISOString()} is kept)`;
+  return `--from ${window.from.toISOString()} is outside the retention of ${archive.kind ?? "archive"} ${archive.name} (${archive.retentionDays} days: nothing before ${oldest.toISOString()} is kept)`;
 }
 
 /**

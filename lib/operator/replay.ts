@@ -238,6 +238,14 @@ interface SubscriberSummary {
   readonly State?: string;
 }
 
+export const DescribeEventBus = operation<
+  { readonly EventBusArn: string },
+  {
+    readonly Name?: string;
+    readonly StorageConfiguration?: { readonly RetentionPeriodInDays?: number };
+  }
+>("eventsv2", "DescribeEventBus");
+
 export const ListSubscribers = operation<
   { readonly EventBusArn: string; readonly NamePrefix?: string; readonly NextToken?: string },
   { readonly Subscribers?: readonly SubscriberSummary[]; readonly NextToken?: string }
@@ -339,4 +347,29 @@ export async function startSubscriberReplay(
     subscriberArn: made.SubscriberArn ?? "?",
     state: made.State ?? "?",
   };
+}
+
+/**
+ * Refuse a window older than what the new buses of the plans keep (their `RetentionPeriodInDays`),
+ * as checkRetention refuses one older than an archive keeps: nothing is created when this throws.
+ */
+export async function checkSubscriberRetention(
+  client: AwsClient,
+  plans: readonly SubscriberReplayPlan[],
+  window: ReplayWindow,
+  now: Date,
+): Promise<void> {
+  const problems: string[] = [];
+  const buses = new Set<string>();
+  for (const plan of plans) {
+    const live = await client.send(DescribeSubscriber({ SubscriberArn: plan.subscriberArn }));
+    if (buses.has(live.EventBusArn)) continue;
+    buses.add(live.EventBusArn);
+    const bus = await client.send(DescribeEventBus({ EventBusArn: live.EventBusArn }));
+    const retentionDays = bus.StorageConfiguration?.RetentionPeriodInDays ?? 0;
+    const name = bus.Name ?? live.EventBusArn;
+    const problem = retentionProblem(window, { name, retentionDays, kind: "new bus" }, now);
+    if (problem) problems.push(problem);
+  }
+  if (problems.length > 0) throw new ReplayRefused(problems.join("; "));
 }

@@ -177,6 +177,7 @@ describe("subscriber delivery", () => {
     ]);
     expect([...allowedOn(statements, getAtt(bus.id, "EventBusArn"))].sort()).toEqual([
       "events:CreateSubscriber",
+      "events:DescribeEventBus",
       "events:ListSubscribers",
     ]);
     const named = statements.filter((s) =>

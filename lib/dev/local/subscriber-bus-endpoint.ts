@@ -16,7 +16,7 @@ import { type LocalCredentials, verifySignature } from "./sigv4";
  * /service/AWSEventsV2/operation/<Operation>` with `smithy-protocol: rpc-v2-cbor` and CBOR bodies
  * both ways, signed (SigV4) for `events` in the endpoint's region by the emulator's credentials
  * (functions/adapters/aws/lean/services.ts has the sources). Errors are CBOR with `__type` and
- * `message`. Served: PutEvents, DescribeSubscriber (a subscriber of the template, by ARN),
+ * `message`. Served: PutEvents, DescribeEventBus, DescribeSubscriber (a subscriber of the template, by ARN),
  * ListSubscribers (by bus and name prefix; one page) and CreateSubscriber (a point-in-time replay,
  * idempotent by `ClientToken`: the same token answers what it created the first time).
  */
@@ -145,6 +145,8 @@ function localOperations(buses: LocalSubscriberBuses) {
   return {
     PutEvents: (input: Record<string, unknown>) =>
       buses.putEvents(input as unknown as SubscriberBusPutEvents),
+    DescribeEventBus: async (input: Record<string, unknown>) =>
+      buses.describeEventBus(String(input.EventBusArn)),
     DescribeSubscriber: async (input: Record<string, unknown>) => {
       const arn = String(input.SubscriberArn);
       const name = /:subscriber\/([^/]+)\//.exec(arn)?.[1] ?? arn;

@@ -211,8 +211,8 @@ function archiveReplayStatements(
 
 /**
  * Replay to a group delivered by a subscriber of a new bus (`agentbus replay`, a point-in-time
- * subscriber: lib/operator/replay.ts): describe the group's live subscriber, list the bus's
- * subscribers (to find one already created), create the replay's subscriber, authorized on the bus
+ * subscriber: lib/operator/replay.ts): describe the group's live subscriber and its bus (its
+ * retention), list the bus's subscribers (to find one already created), create the replay's subscriber, authorized on the bus
  * and on the pending subscriber's ARN, whose name the stage's prefix starts (its ARN ends in a
  * wildcard), and pass the group's delivery role to it (aws/agent-toolkit-for-aws,
  * amazon-eventbridge-event-bus/references/authorization.md, "Creating things on a bus").
@@ -231,7 +231,7 @@ function subscriberReplayStatements(
       resources: subscribers.map((s) => s.attrSubscriberArn),
     }),
     new PolicyStatement({
-      actions: ["events:ListSubscribers", "events:CreateSubscriber"],
+      actions: ["events:DescribeEventBus", "events:ListSubscribers", "events:CreateSubscriber"],
       resources: buses,
     }),
     new PolicyStatement({

@@ -18,7 +18,7 @@ import {
   type SubscriberBusEndpoint,
   serveSubscriberBuses,
 } from "../../../lib/dev/local/subscriber-bus-endpoint";
-import { startSubscriberReplay } from "../../../lib/operator/replay";
+import { checkSubscriberRetention, startSubscriberReplay } from "../../../lib/operator/replay";
 import { planSubscriberReplays, replayTargets } from "../../../lib/operator/replay-plan";
 import { taskStream } from "../../support/factories";
 
@@ -271,5 +271,16 @@ describe("a point-in-time replay subscriber through eventbridgev2, signed with t
     expect(second).toMatchObject({ outcome: "existing", subscriberArn: first.subscriberArn });
     expect(callsSince(before).filter((c) => c.operation === "CreateSubscriber")).toHaveLength(1);
     sdk.destroy();
+  });
+
+  it("refuses a window older than the bus keeps, from DescribeEventBus", async () => {
+    if (!plan) throw new Error("no plan");
+    const v2 = client();
+    const hourLater = new Date(window.to.getTime() + 3_600_000);
+    await expect(checkSubscriberRetention(v2, [plan], window, hourLater)).resolves.toBeUndefined();
+    const daysLater = new Date(window.to.getTime() + 3 * 86_400_000);
+    await expect(checkSubscriberRetention(v2, [plan], window, daysLater)).rejects.toThrow(
+      /--from 2026-12-01T10:00:00.000Z is outside the retention of new bus t-events \(1 days/,
+    );
   });
 });
