@@ -1,32 +1,39 @@
 import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { Command } from "commander";
+import type { AwsClient } from "../../functions/adapters/aws/client";
+import { withSdkCredentials } from "../../functions/adapters/aws/sdk-client";
 import { recordAction } from "../../lib/operator/audit";
 import {
   checkRetention,
+  checkSubscriberRetention,
   estimate,
   type ReplayProgress,
   type ReplayStart,
+  type SubscriberReplayStart,
   startOnce,
+  startSubscriberReplay,
   waitForReplays,
 } from "../../lib/operator/replay";
 import {
   chosenGroups,
   planReplays,
+  planSubscriberReplays,
   type ReplayPlan,
   ReplayRefused,
   type ReplayWindow,
   replayTargets,
   replayWindow,
-  subscriberGroups,
+  type SubscriberReplayPlan,
 } from "../../lib/operator/replay-plan";
-import type { OpsStack } from "../../lib/operator/stack";
+import { LOCAL_EVENTBRIDGEV2_ENDPOINT, type OpsStack } from "../../lib/operator/stack";
 import { withStack } from "./ops";
-import { clientConfig, out, type Target, UsageError } from "./target";
+import { clientConfig, NotFoundError, out, type Target, UsageError } from "./target";
 
 /**
  * `agentbus replay --from T1 --to T2 [--group G]... [--dry-run] [--no-wait] [--reason R]`: replay
  * a window of each topic's EventBridge archive to the chosen consumer groups only (every group
- * when none is chosen). Consumers de-duplicate what they already applied (the version gate for
+ * when none is chosen); to a group delivered by a subscriber of a topic's new bus, which has no
+ * archive, create a point-in-time subscriber over what the bus retains. Consumers de-duplicate what they already applied (the version gate for
  * stream events, the recorded ids for unsequenced messages); a replayed unsequenced message older than
  * the group's inbox time to live is discarded as expired, never applied twice.
  */
@@ -69,10 +76,36 @@ function progressLine(p: ReplayProgress): string {
   return `${p.name}: ${p.state}${at}${p.reason ? ` (${p.reason})` : ""}`;
 }
 
-function startLine(s: ReplayStart): string {
+function startLine(s: ReplayStart | SubscriberReplayStart): string {
   return s.outcome === "started"
     ? `started ${s.plan.name} (${s.state})`
     : `already started: ${s.plan.name} (${s.state}); nothing new started`;
+}
+
+function subscriberPlanLines(plans: readonly SubscriberReplayPlan[]): string[] {
+  return plans.flatMap((p) => [
+    `${p.topic}: point-in-time subscriber ${p.name} on the topic's new bus`,
+    `  a copy of ${p.subscriberArn}, to group ${p.group}`,
+  ]);
+}
+
+/** What agentbus does not follow: a point-in-time subscriber delivers on its own. */
+function subscriberLine(s: SubscriberReplayStart): string {
+  return `${s.plan.name}: subscriber ${s.subscriberArn} delivers the window to ${s.plan.group}; agentbus does not follow it (delete it once delivered: aws eventbridgev2 delete-subscriber --subscriber-arn ${s.subscriberArn})`;
+}
+
+/**
+ * The client of the new buses' API (`eventbridgev2`): the lean client, as no SDK client speaks it,
+ * signing with the SDK's credential chain; locally, the endpoint the local stack serves it on.
+ */
+function eventBridgeV2Client(stack: OpsStack, t: Target, sdk: EventBridgeClient): AwsClient {
+  if (!t.endpoint) return withSdkCredentials(sdk, { region: t.region });
+  const endpoint = stack.outputs[LOCAL_EVENTBRIDGEV2_ENDPOINT];
+  if (!endpoint)
+    throw new NotFoundError(
+      `the stack at ${t.endpoint} serves no eventbridgev2 endpoint (no ${LOCAL_EVENTBRIDGEV2_ENDPOINT} among its outputs): is it the local stack, still running?`,
+    );
+  return withSdkCredentials(sdk, { region: t.region, endpoint });
 }
 
 /** Validate everything, then plan: nothing has changed when this throws. */
@@ -88,34 +121,38 @@ async function planned(
     const targets = replayTargets(stack.outputs, Object.keys(stack.names.buses), stack.groups);
     const groups = chosenGroups(options.group, stack.groups, targets);
     const plans = planReplays(t.stage, targets, groups, window);
+    const subscriberPlans = planSubscriberReplays(t.stage, targets, groups, window);
     await checkRetention(client, plans, window, now);
-    return { window, groups, plans, notReplayed: subscriberGroups(targets) };
+    if (subscriberPlans.length > 0)
+      await checkSubscriberRetention(
+        eventBridgeV2Client(stack, t, client),
+        subscriberPlans,
+        window,
+        now,
+      );
+    return { window, groups, plans, subscriberPlans };
   });
 }
 
 async function run(stack: OpsStack, t: Target, options: ReplayCliOptions): Promise<void> {
   const client = new EventBridgeClient(clientConfig(t));
   try {
-    const { window, groups, plans, notReplayed } = await planned(stack, t, options, client);
+    const { window, groups, plans, subscriberPlans } = await planned(stack, t, options, client);
     for (const line of planLines(plans, window)) out(line);
-    if (notReplayed.length > 0)
-      out(
-        `not replayed: ${notReplayed.join(", ")} (delivered by a subscriber of a new bus, which has no archive; see lib/operator/README.md)`,
-      );
-    if (options.dryRun) {
-      const counts = await estimate(stack, client, plans, window);
-      for (const p of plans)
-        out(`${p.name}: about ${counts.get(p.name) ?? 0} stored event(s) of the groups' types`);
-      out(
-        "(an estimate from the events table's stream, of the window's last 24 hours: the stream keeps no more; unsequenced messages are not in it) dry run: nothing started",
-      );
-      return;
-    }
+    for (const line of subscriberPlanLines(subscriberPlans)) out(line);
+    if (options.dryRun) return await dryRun(stack, client, plans, window);
     const starts: ReplayStart[] = [];
     for (const plan of plans) starts.push(await startOnce(client, plan, window, options.reason));
-    for (const s of starts) out(startLine(s));
-    await audit(stack, t, options, window, groups, starts);
-    if (!options.wait) return;
+    const subscribed: SubscriberReplayStart[] = [];
+    if (subscriberPlans.length > 0) {
+      const v2 = eventBridgeV2Client(stack, t, client);
+      for (const plan of subscriberPlans)
+        subscribed.push(await startSubscriberReplay(v2, plan, window));
+    }
+    for (const s of [...starts, ...subscribed]) out(startLine(s));
+    await audit(stack, t, options, window, groups, [...starts, ...subscribed]);
+    for (const s of subscribed.filter((x) => x.outcome === "started")) out(subscriberLine(s));
+    if (!options.wait || plans.length === 0) return;
     const ended = await waitForReplays(
       client,
       plans.map((p) => p.name),
@@ -129,6 +166,24 @@ async function run(stack: OpsStack, t: Target, options: ReplayCliOptions): Promi
   }
 }
 
+async function dryRun(
+  stack: OpsStack,
+  client: EventBridgeClient,
+  plans: readonly ReplayPlan[],
+  window: ReplayWindow,
+): Promise<void> {
+  if (plans.length === 0) {
+    out("dry run: nothing started");
+    return;
+  }
+  const counts = await estimate(stack, client, plans, window);
+  for (const p of plans)
+    out(`${p.name}: about ${counts.get(p.name) ?? 0} stored event(s) of the groups' types`);
+  out(
+    "(an estimate from the events table's stream, of the window's last 24 hours: the stream keeps no more; unsequenced messages are not in it) dry run: nothing started",
+  );
+}
+
 /** The audit record of the replays this run started (none started: nothing to record). */
 async function audit(
   stack: OpsStack,
@@ -136,7 +191,7 @@ async function audit(
   options: ReplayCliOptions,
   window: ReplayWindow,
   groups: readonly string[],
-  starts: readonly ReplayStart[],
+  starts: readonly (ReplayStart | SubscriberReplayStart)[],
 ): Promise<void> {
   const started = starts.filter((s) => s.outcome === "started");
   if (started.length === 0) return;

@@ -1,4 +1,5 @@
 import type { AwsClient } from "../adapters/aws/client";
+import { CBOR } from "../adapters/aws/lean/cbor";
 import { LeanAwsClient } from "../adapters/aws/lean-client";
 import { sdkAwsClient } from "../adapters/aws/sdk-client";
 
@@ -15,4 +16,18 @@ let shared: AwsClient | undefined;
 export function containerAwsClient(): AwsClient {
   shared ??= process.env.AGENTBUS_AWS_CLIENT === "sdk" ? sdkAwsClient() : new LeanAwsClient();
   return shared;
+}
+
+let eventBridgeV2: AwsClient | undefined;
+
+/**
+ * The container's client of EventBridge's new buses (`eventbridgev2`, RPC v2 CBOR), made on first
+ * use: the lean client with the CBOR codec, or the SDK's (../adapters/aws/sdk-client, which sends
+ * these calls through the lean client with the SDK's credentials). Apart from the shared one, so
+ * that only the bundles of the functions that call it (the relay) carry the codec.
+ */
+export function containerEventBridgeV2Client(): AwsClient {
+  eventBridgeV2 ??=
+    process.env.AGENTBUS_AWS_CLIENT === "sdk" ? sdkAwsClient() : new LeanAwsClient({ cbor: CBOR });
+  return eventBridgeV2;
 }

@@ -13,6 +13,7 @@ import { relayFailureRecords } from "../adapters/dynamodb/relay-failure";
 import { envelopesFromStreamRecords } from "../adapters/dynamodb/stream";
 import { EventBridgePublisher } from "../adapters/eventbridge/publisher";
 import {
+  AwsSubscriberBusClient,
   BothBusesPublisher,
   type SubscriberBusClient,
   SubscriberBusPublisher,
@@ -21,7 +22,7 @@ import { AgentBusError, describe } from "../core/errors";
 import { parseEnv } from "../core/parse-env";
 import type { EventPublisher } from "../core/ports";
 import { type RelayReport, relay } from "../core/relay";
-import { containerAwsClient } from "./aws";
+import { containerAwsClient, containerEventBridgeV2Client } from "./aws";
 import { lambdaEntry } from "./lambda-entry";
 import { type Observability, observability } from "./observe";
 import { vaultOf } from "./vault";
@@ -51,10 +52,11 @@ export type RelayEnv = z.output<typeof RelayEnv>;
 export interface RelayHandlerOptions {
   readonly env?: Record<string, string | undefined>;
   readonly eventbridge?: AwsClient;
+  /** The client the new buses' PutEvents is sent with (`eventbridgev2`), when no `subscriberBus`. */
+  readonly eventbridgev2?: AwsClient;
   /**
-   * The new buses' PutEvents, used when a `BUS_V2_<TOPIC>` is set. The AWS SDK for JavaScript
-   * has no `eventbridgev2` client, so only the local runtime supplies one (its emulation); without
-   * it the relay publishes to the classic buses only (withSubscriberBuses).
+   * The new buses' PutEvents, used when a `BUS_V2_<TOPIC>` is set: the local runtime gives its
+   * emulation; by default AwsSubscriberBusClient on `eventbridgev2`.
    */
   readonly subscriberBus?: SubscriberBusClient;
   /** The client the relay's failure records are sent with (RELAY_FAILURE_QUEUE_URL). */
@@ -88,7 +90,15 @@ export function createRelayHandler(options: RelayHandlerOptions = {}): RelayHand
     client: tracer.capture(options.eventbridge ?? containerAwsClient()),
     buses,
   });
-  const publisher = withSubscriberBuses(classic, env, options.subscriberBus, logger);
+  const publisher = withSubscriberBuses(
+    classic,
+    env,
+    () =>
+      options.subscriberBus ??
+      new AwsSubscriberBusClient(
+        tracer.capture(options.eventbridgev2 ?? containerEventBridgeV2Client()),
+      ),
+  );
   const registry = options.registry ?? defaultRegistry;
   const recordFailure = failureRecorder(
     env.RELAY_FAILURE_QUEUE_URL,
@@ -123,16 +133,13 @@ export function createRelayHandler(options: RelayHandlerOptions = {}): RelayHand
 }
 
 /**
- * `classic`, and the topics' new buses when the environment names any. Without a client for them
- * (the AWS SDK for JavaScript has no `eventbridgev2` client, so a deployed relay has none) it
- * publishes to the classic buses only, and says so once: the bridge rule (Topic.subscriberBus)
- * still forwards every event to the new bus, without the event group the relay would set.
+ * `classic`, and the topics' new buses when the environment names any: each event is published to
+ * both, to the new bus with its order key as the event group (SubscriberBusPublisher).
  */
 function withSubscriberBuses(
   classic: EventPublisher,
   env: RelayEnv,
-  client: SubscriberBusClient | undefined,
-  logger: Pick<Observability["logger"], "warn">,
+  client: () => SubscriberBusClient,
 ): EventPublisher {
   const buses: Partial<Record<Topic, string>> = {
     ...(env.BUS_V2_COMMANDS ? { commands: env.BUS_V2_COMMANDS } : {}),
@@ -141,14 +148,7 @@ function withSubscriberBuses(
   };
   const topics = new Set(Object.keys(buses) as Topic[]);
   if (topics.size === 0) return classic;
-  if (!client) {
-    logger.warn(
-      "no eventbridgev2 client: the new buses get the events only through the bridge rules, without an event group",
-      { code: "relay.no_subscriber_bus_client", topics: [...topics] },
-    );
-    return classic;
-  }
-  return new BothBusesPublisher(classic, new SubscriberBusPublisher(client, buses), topics);
+  return new BothBusesPublisher(classic, new SubscriberBusPublisher(client(), buses), topics);
 }
 
 /**

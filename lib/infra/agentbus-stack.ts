@@ -114,7 +114,7 @@ export const PIPE_FALLBACK_WARNING = "agentbus:emulator:pipe-fallback";
 /** Warning id of a group whose subscriber the emulator cannot run (acknowledgeable). */
 export const SUBSCRIBER_FALLBACK_WARNING = "agentbus:emulator:subscriber-fallback";
 /** Warning id of a group delivered by a subscriber in AWS, whose bus the relay cannot publish to yet. */
-export const SUBSCRIBER_PREVIEW_WARNING = "agentbus:subscriber:no-client";
+export const SUBSCRIBER_PREVIEW_WARNING = "agentbus:subscriber:unverified";
 /**
  * Context key: `true` while a stack deployed before checkpoints moved onto the state items
  * upgrades; its consumers read the old checkpoint and inbox rows too (see lib/infra/README.md).
@@ -386,7 +386,7 @@ export class AgentBusStack extends Stack {
     if (group.delivery === "subscriber" && !subscriberFallback) {
       Annotations.of(consumerGroup).addWarningV2(
         SUBSCRIBER_PREVIEW_WARNING,
-        `consumer group ${JSON.stringify(group.name)} declares delivery "subscriber", not yet verified in an account: the AWS SDK for JavaScript has no eventbridgev2 client, so a deployed relay cannot publish to the topic's new bus, which then gets every event only through the bridge rule, without an event group (lib/infra/README.md)`,
+        `consumer group ${JSON.stringify(group.name)} declares delivery "subscriber", not yet verified in an account: the relay publishes to the topic's new bus with AgentBus's own eventbridgev2 client (the AWS SDK for JavaScript has none), checked against the protocol's models and a local endpoint only (lib/infra/README.md)`,
       );
     }
     if (subscriberFallback) {

@@ -67,18 +67,23 @@ export function replayWindow(
 }
 
 /**
- * Why the window is outside what an archive keeps, if it is: the archive keeps events
+ * Why the window is outside what an archive (or a new bus) keeps, if it is: it keeps events
  * `retentionDays` (0 = for ever), so `from` must be within that many days of now.
  */
 export function retentionProblem(
   window: ReplayWindow,
-  archive: { readonly name: string; readonly retentionDays: number },
+  archive: {
+    readonly name: string;
+    readonly retentionDays: number;
+    /** What keeps them. @default "archive" */
+    readonly kind?: "archive" | "new bus";
+  },
   now: Date,
 ): string | undefined {
   if (archive.retentionDays <= 0) return undefined;
   const oldest = new Date(now.getTime() - archive.retentionDays * 86_400_000);
   if (window.from.getTime() >= oldest.getTime()) return undefined;
-  return `--from ${window.from.toISOString()} is outside the retention of archive ${archive.name} (${archive.retentionDays} days: nothing before ${oldest.toISOString()} is kept)`;
+  return `--from ${window.from.toISOString()} is outside the retention of ${archive.kind ?? "archive"} ${archive.name} (${archive.retentionDays} days: nothing before ${oldest.toISOString()} is kept)`;
 }
 
 /**
@@ -110,7 +115,10 @@ export function replayTargets(
   });
 }
 
-/** The groups asked for, each known; every group with a rule when none is asked for. */
+/**
+ * The groups asked for, each known; every group with a rule or a subscriber when none is asked
+ * for.
+ */
 export function chosenGroups(
   asked: readonly string[],
   known: readonly string[],
@@ -121,18 +129,45 @@ export function chosenGroups(
     throw new ReplayRefused(
       `no consumer group ${unknown.join(", ")} (groups: ${[...known].sort().join(", ")})`,
     );
-  const bySubscriber = subscriberGroups(targets).filter((g) => asked.includes(g));
-  if (bySubscriber.length > 0)
-    throw new ReplayRefused(
-      `${bySubscriber.join(", ")} ${bySubscriber.length > 1 ? "are" : "is"} delivered by a subscriber of a topic's new EventBridge bus, which has no archive: a replay there is a point-in-time subscriber (lib/operator/replay-subscriber.ts), and agentbus cannot create one yet (the AWS SDK for JavaScript has no eventbridgev2 client)`,
-    );
   if (asked.length > 0) return [...new Set(asked)];
-  return known.filter((g) => targets.some((t) => t.rules[g] !== undefined));
+  return known.filter((g) =>
+    targets.some((t) => t.rules[g] !== undefined || t.subscribers[g] !== undefined),
+  );
 }
 
 /** The groups delivered by a subscriber of a topic's new bus (no rule, no archive replay). */
 export function subscriberGroups(targets: readonly TopicReplayTarget[]): string[] {
   return [...new Set(targets.flatMap((t) => Object.keys(t.subscribers)))].sort();
+}
+
+/**
+ * A replay to a group delivered by a subscriber of a topic's new bus, which has no archive: a
+ * point-in-time subscriber copied from the group's live one (./replay-subscriber.ts), named as an
+ * archive replay of that topic, window and group would be.
+ */
+export interface SubscriberReplayPlan {
+  readonly topic: string;
+  readonly group: string;
+  readonly name: string;
+  /** The group's live subscriber, which the replay copies. */
+  readonly subscriberArn: string;
+}
+
+/** One point-in-time subscriber per chosen group and topic whose new bus delivers to it. */
+export function planSubscriberReplays(
+  stage: string,
+  targets: readonly TopicReplayTarget[],
+  groups: readonly string[],
+  window: ReplayWindow,
+): SubscriberReplayPlan[] {
+  return targets.flatMap((target) =>
+    [...groups].sort().flatMap((group) => {
+      const subscriberArn = target.subscribers[group];
+      if (!subscriberArn) return [];
+      const name = replayName({ stage, topic: target.topic, ...window, groups: [group] });
+      return [{ topic: target.topic, group, name, subscriberArn }];
+    }),
+  );
 }
 
 /**
@@ -167,9 +202,10 @@ export function planReplays(
     throw new ReplayRefused(
       `the stack has no archive (or no bus ARN) among its outputs for topic ${missing.join(", ")}: deploy it with archives (not for LocalStack's free image)`,
     );
-  if (plans.length === 0)
+  const bySubscriber = groups.some((g) => targets.some((t) => t.subscribers[g] !== undefined));
+  if (plans.length === 0 && !bySubscriber)
     throw new ReplayRefused(
-      `no rule of ${groups.join(", ") || "any group"} among the stack's outputs (<Group><Topic>RuleArn): deploy the current version of the stack`,
+      `no rule or subscriber of ${groups.join(", ") || "any group"} among the stack's outputs (<Group><Topic>RuleArn, <Group><Topic>SubscriberArn): deploy the current version of the stack`,
     );
   return plans;
 }

@@ -8,6 +8,7 @@ import {
   StartReplayCommand,
 } from "@aws-sdk/client-eventbridge";
 import { unmarshall } from "@aws-sdk/util-dynamodb";
+import { type AwsClient, operation } from "../../functions/adapters/aws/client";
 import { EventAttr } from "../../functions/adapters/dynamodb/tables";
 import {
   archiveNameOf,
@@ -17,7 +18,13 @@ import {
   type ReplayWindow,
   retentionProblem,
   ruleOfArn,
+  type SubscriberReplayPlan,
 } from "./replay-plan";
+import {
+  type PointInTimeSubscriberRequest,
+  pointInTimeReplay,
+  type SubscriberDescription,
+} from "./replay-subscriber";
 import type { OpsStack } from "./stack";
 import { keysInStreamWindow, STREAM_RETENTION_HOURS } from "./stream-reads";
 
@@ -208,4 +215,161 @@ export async function waitForReplays(
     if (Date.now() > deadline) throw new Error(`replays still running: ${names.join(", ")}`);
     await new Promise((r) => setTimeout(r, options.intervalMs ?? 2000));
   }
+}
+
+/**
+ * The `eventbridgev2` calls of a replay to a group delivered by a subscriber of a new bus. The AWS
+ * SDK for JavaScript has no client for that API: they go through the lean client, which speaks its
+ * RPC v2 CBOR (functions/adapters/aws/lean), signed with the SDK's credential chain
+ * (functions/adapters/aws/sdk-client.ts `withSdkCredentials`). Members as the AWS SDK for Ruby's
+ * model names them (aws/aws-sdk-ruby, gems/aws-sdk-eventbridgev2 client_api.rb). IAM:
+ * `events:DescribeSubscriber` and `events:ListSubscribers`; `events:CreateSubscriber` on the bus
+ * and on the new subscriber's ARN, and `iam:PassRole` on its delivery role
+ * (aws/agent-toolkit-for-aws, amazon-eventbridge-event-bus/references/authorization.md).
+ */
+export const DescribeSubscriber = operation<
+  { readonly SubscriberArn: string },
+  SubscriberDescription & { readonly SubscriberArn?: string; readonly State?: string }
+>("eventsv2", "DescribeSubscriber");
+
+interface SubscriberSummary {
+  readonly SubscriberArn?: string;
+  readonly Name?: string;
+  readonly State?: string;
+}
+
+export const DescribeEventBus = operation<
+  { readonly EventBusArn: string },
+  {
+    readonly Name?: string;
+    readonly StorageConfiguration?: { readonly RetentionPeriodInDays?: number };
+  }
+>("eventsv2", "DescribeEventBus");
+
+export const ListSubscribers = operation<
+  { readonly EventBusArn: string; readonly NamePrefix?: string; readonly NextToken?: string },
+  { readonly Subscribers?: readonly SubscriberSummary[]; readonly NextToken?: string }
+>("eventsv2", "ListSubscribers");
+
+/** `CreateSubscriber` takes the window as timestamps (`Timestamp` shapes): dates on the wire. */
+type CreateSubscriberInput = Omit<PointInTimeSubscriberRequest, "PointInTimeConfiguration"> & {
+  readonly PointInTimeConfiguration: {
+    readonly PointType: "TIMESTAMP";
+    readonly StartingPoint: Date;
+    readonly EndPoint: Date;
+  };
+};
+
+export const CreateSubscriber = operation<CreateSubscriberInput, SubscriberSummary>(
+  "eventsv2",
+  "CreateSubscriber",
+);
+
+export interface SubscriberReplayStart {
+  readonly plan: SubscriberReplayPlan;
+  /** `started` now, or `existing`: a subscriber of that name was created before. */
+  readonly outcome: "started" | "existing";
+  readonly subscriberArn: string;
+  readonly state: string;
+}
+
+/** The members of a subscriber's description that a replay copies. */
+function copiedMembers(live: SubscriberDescription): SubscriberDescription {
+  const { Name, EventBusArn, Type, FilterConfiguration, InvokeConfiguration } = live;
+  const { OnFailureConfiguration, RetryPolicy } = live;
+  return {
+    Name,
+    EventBusArn,
+    InvokeConfiguration,
+    ...(Type ? { Type } : {}),
+    ...(FilterConfiguration ? { FilterConfiguration } : {}),
+    ...(OnFailureConfiguration ? { OnFailureConfiguration } : {}),
+    ...(RetryPolicy ? { RetryPolicy } : {}),
+  };
+}
+
+/** The subscriber of that name on the bus, if there is one. */
+async function subscriberNamed(
+  client: AwsClient,
+  busArn: string,
+  name: string,
+): Promise<SubscriberSummary | undefined> {
+  let NextToken: string | undefined;
+  do {
+    const page = await client.send(
+      ListSubscribers({
+        EventBusArn: busArn,
+        NamePrefix: name,
+        ...(NextToken ? { NextToken } : {}),
+      }),
+    );
+    const found = page.Subscribers?.find((s) => s.Name === name);
+    if (found) return found;
+    NextToken = page.NextToken;
+  } while (NextToken);
+  return undefined;
+}
+
+/**
+ * Create the planned point-in-time subscriber unless one of its name exists on the bus (then
+ * report that one): describe the live subscriber, copy it over the window (pointInTimeReplay) and
+ * create it. Its `ClientToken` (from the name) makes a create that races another one the same.
+ */
+export async function startSubscriberReplay(
+  client: AwsClient,
+  plan: SubscriberReplayPlan,
+  window: ReplayWindow,
+): Promise<SubscriberReplayStart> {
+  const live = await client.send(DescribeSubscriber({ SubscriberArn: plan.subscriberArn }));
+  const existing = await subscriberNamed(client, live.EventBusArn, plan.name);
+  if (existing)
+    return {
+      plan,
+      outcome: "existing",
+      subscriberArn: existing.SubscriberArn ?? "?",
+      state: existing.State ?? "?",
+    };
+  const request = pointInTimeReplay(copiedMembers(live), plan.name, window);
+  const { StartingPoint, EndPoint } = request.PointInTimeConfiguration;
+  const made = await client.send(
+    CreateSubscriber({
+      ...request,
+      PointInTimeConfiguration: {
+        PointType: "TIMESTAMP",
+        StartingPoint: new Date(StartingPoint * 1000),
+        EndPoint: new Date(EndPoint * 1000),
+      },
+    }),
+  );
+  return {
+    plan,
+    outcome: "started",
+    subscriberArn: made.SubscriberArn ?? "?",
+    state: made.State ?? "?",
+  };
+}
+
+/**
+ * Refuse a window older than what the new buses of the plans keep (their `RetentionPeriodInDays`),
+ * as checkRetention refuses one older than an archive keeps: nothing is created when this throws.
+ */
+export async function checkSubscriberRetention(
+  client: AwsClient,
+  plans: readonly SubscriberReplayPlan[],
+  window: ReplayWindow,
+  now: Date,
+): Promise<void> {
+  const problems: string[] = [];
+  const buses = new Set<string>();
+  for (const plan of plans) {
+    const live = await client.send(DescribeSubscriber({ SubscriberArn: plan.subscriberArn }));
+    if (buses.has(live.EventBusArn)) continue;
+    buses.add(live.EventBusArn);
+    const bus = await client.send(DescribeEventBus({ EventBusArn: live.EventBusArn }));
+    const retentionDays = bus.StorageConfiguration?.RetentionPeriodInDays ?? 0;
+    const name = bus.Name ?? live.EventBusArn;
+    const problem = retentionProblem(window, { name, retentionDays, kind: "new bus" }, now);
+    if (problem) problems.push(problem);
+  }
+  if (problems.length > 0) throw new ReplayRefused(problems.join("; "));
 }

@@ -45,6 +45,13 @@ export function outputsParameter(stackName: string): string {
   return `/${stackName}/outputs`;
 }
 
+/**
+ * The output under which the local stack publishes its `eventbridgev2` endpoint
+ * (lib/dev/local/subscriber-bus-endpoint.ts): no emulator serves that API, so `agentbus replay
+ * --endpoint` finds it here.
+ */
+export const LOCAL_EVENTBRIDGEV2_ENDPOINT = "LocalEventBridgeV2Endpoint";
+
 /** Publish a stack's outputs where `readPublishedOutputs` finds them (the local stack does). */
 export async function publishOutputs(
   config: ClientConfig,

@@ -105,12 +105,23 @@ describe("function bundles", () => {
 
   it("hold no AWS SDK client, credential chain or protocol model: the lean client calls AWS", () => {
     const sdk = bundled().filter((path) =>
-      /@aws-sdk\/(client-|core|credential-provider|nested-clients)|@smithy\/core\/dist-es\/submodules\/(schema|cbor|event-streams|protocols\/((json|xml|query)\/|Http|Rpc))/.test(
+      /@aws-sdk\/(client-|core|credential-provider|nested-clients)|@smithy\/core\/dist-es\/submodules\/(schema|event-streams|protocols\/((json|xml|query)\/|Http|Rpc)|cbor\/(?!cbor(-encode|-decode|-types)?\.js|parseCborBody\.js|index\.js))/.test(
         path,
       ),
     );
     expect(sdk).toEqual([]);
     expect(bundled().some((path) => path.includes("@smithy/signature-v4"))).toBe(true);
+  });
+
+  it("hold the SDK's CBOR encoder and decoder only where a function calls eventbridgev2: the relay", () => {
+    const withCbor = Object.values(metafile.outputs)
+      .filter((output) =>
+        Object.entries(output.inputs).some(
+          ([path, input]) => path.includes("submodules/cbor/") && input.bytesInOutput > 0,
+        ),
+      )
+      .map((output) => output.entryPoint);
+    expect(withCbor).toEqual([expect.stringMatching(/functions\/handlers\/relay\.ts$/)]);
   });
 });
 

@@ -159,13 +159,49 @@ describe("subscriber delivery", () => {
     expect([...allowedOn(statements, getAtt(bus.id, "EventBusArn"))]).toEqual(["events:PutEvents"]);
   });
 
+  it("lets a repairing operator replay the group: describe its subscriber, create a copy named by the stage on its bus, pass its delivery role", () => {
+    const policy = single(template, "AWS::IAM::ManagedPolicy", (p) =>
+      p.id.startsWith("OperatorReadRepairPolicy"),
+    );
+    const statements = (
+      (policy.Properties.PolicyDocument as { Statement: Record<string, unknown>[] }).Statement ?? []
+    ).map((s) => ({
+      Effect: s.Effect as string,
+      Action: ([] as string[]).concat(s.Action as string | string[]),
+      Resource: ([] as unknown[]).concat(s.Resource),
+      Condition: s.Condition,
+    }));
+    const bus = single(template, "AWS::EventsV2::EventBus", () => true);
+    expect([...allowedOn(statements, getAtt(subscriber.id, "SubscriberArn"))]).toEqual([
+      "events:DescribeSubscriber",
+    ]);
+    expect([...allowedOn(statements, getAtt(bus.id, "EventBusArn"))].sort()).toEqual([
+      "events:CreateSubscriber",
+      "events:DescribeEventBus",
+      "events:ListSubscribers",
+    ]);
+    const named = statements.filter((s) =>
+      JSON.stringify(s.Resource).includes(":subscriber/agentbus-dev-*"),
+    );
+    expect(named.flatMap((s) => s.Action)).toEqual(["events:CreateSubscriber"]);
+    const pass = statements.filter((s) => s.Action.includes("iam:PassRole"));
+    expect(pass).toEqual([
+      {
+        Effect: "Allow",
+        Action: ["iam:PassRole"],
+        Resource: [invoke.RoleArn],
+        Condition: { StringEquals: { "iam:PassedToService": "events.amazonaws.com" } },
+      },
+    ]);
+  });
+
   it("outputs the subscriber's ARN, which agentbus replay reads to know the group has no archive replay", () => {
     const outputs = template.findOutputs("SubscribedProjectionEventsSubscriberArn");
     expect(Object.values(outputs)[0]?.Value).toEqual(getAtt(subscriber.id, "SubscriberArn"));
     expect(template.findOutputs("SubscribedProjectionEventsRuleArn")).toEqual({});
   });
 
-  it("warns at synth time that a deployed relay cannot publish to the new bus yet", () => {
+  it("warns at synth time that the relay's eventbridgev2 client is not yet verified in an account", () => {
     const warnings = stack.node
       .findAll()
       .flatMap((c) =>
@@ -173,7 +209,7 @@ describe("subscriber delivery", () => {
       )
       .filter((m) => m.data.includes(SUBSCRIBER_PREVIEW_WARNING));
     expect(warnings.map((w) => w.path)).toEqual(["AgentBus-test/SubscribedProjection"]);
-    expect(warnings[0]?.data).toContain("no eventbridgev2 client");
+    expect(warnings[0]?.data).toContain("AgentBus's own eventbridgev2 client");
   });
 
   it("falls back to the dispatch function, with a warning, for an emulator", () => {

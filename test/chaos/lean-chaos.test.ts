@@ -1,6 +1,7 @@
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { AwsService } from "../../functions/adapters/aws/client";
+import type { CborCodec } from "../../functions/adapters/aws/lean/cbor";
 import type { WireResponse } from "../../functions/adapters/aws/lean/wire";
 import { FaultInjector } from "../../lib/dev/chaos/injector";
 import type { FaultPlan } from "../../lib/dev/chaos/plan";
@@ -22,9 +23,14 @@ vi.mock("../../functions/adapters/aws/lean/wire", async (importOriginal) => {
   const wire = await importOriginal<typeof import("../../functions/adapters/aws/lean/wire")>();
   return {
     ...wire,
-    decodeResponse(service: AwsService, operation: string, response: WireResponse) {
+    decodeResponse(
+      service: AwsService,
+      operation: string,
+      response: WireResponse,
+      cbor?: CborCodec,
+    ) {
       try {
-        return wire.decodeResponse(service, operation, response);
+        return wire.decodeResponse(service, operation, response, cbor);
       } catch (error) {
         if (planted.on && /Throttl|ProvisionedThroughput/.test((error as Error).name))
           Object.assign(error as Error, { name: "ValidationException" });

@@ -7,8 +7,8 @@ import { matches } from "../../lib/dev/local/runtime/filters";
 import type { BusEvent } from "../../lib/dev/local/runtime/subscriber-buses";
 import { runScenario, type ScenarioResult } from "../../lib/dev/local/scenario";
 import { replayName } from "../../lib/infra/replay-names";
-import { pointInTimeReplay } from "../../lib/operator/replay-subscriber";
 import { emulator } from "../support/aws";
+import { localCli } from "../support/cli";
 
 /**
  * The same scenario with the task projection delivered by a FIFO subscriber of the events topic's
@@ -18,6 +18,8 @@ import { emulator } from "../support/aws";
  * synthesized template.
  */
 describe("subscriber delivery, end to end", () => {
+  const stage = `sub${ulid().slice(-6).toLowerCase()}`;
+  const cli = localCli(() => env, stage, { AGENTBUS_OPERATOR: "ops-oncall" });
   let env: LocalEnvironment;
   let result: ScenarioResult;
   let from = new Date();
@@ -25,11 +27,7 @@ describe("subscriber delivery, end to end", () => {
 
   beforeAll(async () => {
     const topology = taskProjectionDelivered("subscriber");
-    env = await startLocal({
-      endpoint: emulator().endpoint,
-      stage: `sub${ulid().slice(-6).toLowerCase()}`,
-      topology,
-    });
+    env = await startLocal({ endpoint: emulator().endpoint, stage, topology });
     from = new Date(Date.now() - 1000);
     result = await runScenario(env);
     await env.runtime.idle();
@@ -83,7 +81,7 @@ describe("subscriber delivery, end to end", () => {
     expect(published.length + forwarded.length).toBe(kept.length);
   });
 
-  it("replays a window with a point-in-time subscriber: every event again, each a duplicate, the view as it was", async () => {
+  it("agentbus replay creates a point-in-time subscriber through eventbridgev2: every event again, each a duplicate, the view as it was", async () => {
     const buses = env.runtime.subscriberBuses;
     const live = env.deployment.subscribers[0];
     if (!buses || !live) throw new Error("no subscriber bus");
@@ -91,21 +89,36 @@ describe("subscriber delivery, end to end", () => {
       (await env.store.load({ state: { type: "task_view", id: result.views.A?.task_id ?? "" } }))
         .state?.data;
     const before = await viewOf();
+    const name = replayName({ stage, topic: "events", from, to, groups: ["task-projection"] });
+    const window = ["--from", from.toISOString(), "--to", to.toISOString()];
+    const replay = (...more: string[]) =>
+      cli("replay", ...window, "--group", "task-projection", ...more);
+    const created = () =>
+      (env.subscriberBusEndpoint?.calls ?? []).filter((c) => c.operation === "CreateSubscriber");
+    const dry = await replay("--dry-run");
+    expect(dry).toMatchObject({ code: 0, stderr: "" });
+    expect(dry.stdout).toContain(`events: point-in-time subscriber ${name}`);
+    expect(dry.stdout).toContain("dry run: nothing started");
+    // Older than the new bus keeps (14 days): refused before anything is created, as for an archive.
+    const old = new Date(Date.now() - 30 * 86_400_000).toISOString();
+    const refused = await cli(
+      "replay",
+      "--from",
+      old,
+      "--to",
+      to.toISOString(),
+      "--group",
+      "task-projection",
+    );
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/outside the retention of new bus \S+-events \(14 days/);
+    expect(created()).toEqual([]);
     const seen = new Map([...env.observations.deliveries].map(([id, ds]) => [id, ds.length]));
-    const name = replayName({
-      stage: env.deployment.stackName.slice("AgentBus-".length),
-      topic: "events",
-      from,
-      to,
-      groups: ["task-projection"],
-    });
-    const request = pointInTimeReplay(buses.describeSubscriber(live.name), name, { from, to });
-    expect(request).toMatchObject({
-      StartingPosition: "POINT_IN_TIME",
-      PointInTimeConfiguration: { PointType: "TIMESTAMP" },
-      InvokeConfiguration: { TargetArn: live.targetArn },
-    });
-    expect(await buses.createSubscriber(request)).toEqual({ created: true });
+    const run = await replay("--reason", "task view check");
+    expect(run).toMatchObject({ code: 0, stderr: "" });
+    expect(run.stdout).toContain(`started ${name} (RUNNING)`);
+    expect(run.stdout).toContain("recorded in the audit trail");
+    expect(created()).toHaveLength(1);
     await env.runtime.idle();
     const replayed = [...env.observations.deliveries].flatMap(([id, ds]) =>
       ds.slice(seen.get(id) ?? 0).map((d) => ({ ...d, id })),
@@ -121,9 +134,12 @@ describe("subscriber delivery, end to end", () => {
     );
     expect(new Set(replayed.map((d) => d.status))).toEqual(new Set(["duplicate"]));
     expect(await viewOf()).toEqual(before);
-    // The same request again (its ClientToken) creates nothing and delivers nothing.
+    // The same command again finds the subscriber it created: nothing created, nothing delivered.
     const again = new Map([...env.observations.deliveries].map(([id, ds]) => [id, ds.length]));
-    expect(await buses.createSubscriber(request)).toEqual({ created: false });
+    const repeated = await replay();
+    expect(repeated).toMatchObject({ code: 0, stderr: "" });
+    expect(repeated.stdout).toContain(`already started: ${name} (RUNNING); nothing new started`);
+    expect(created()).toHaveLength(1);
     await env.runtime.idle();
     expect(new Map([...env.observations.deliveries].map(([id, ds]) => [id, ds.length]))).toEqual(
       again,

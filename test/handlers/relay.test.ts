@@ -1,12 +1,16 @@
 import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { CreateQueueCommand, ReceiveMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CBOR } from "../../functions/adapters/aws/lean/cbor";
+import { LeanAwsClient } from "../../functions/adapters/aws/lean-client";
 import { eventItem } from "../../functions/adapters/dynamodb/items";
 import { relayFailureKeysOf } from "../../functions/adapters/dynamodb/relay-failure";
 import type { SubscriberBusPutEvents } from "../../functions/adapters/eventbridge/subscriber-bus";
 import type { RelayReport } from "../../functions/core/relay";
-import { observability } from "../../functions/handlers/observe";
 import { createRelayHandler, type RelayHandlerOptions } from "../../functions/handlers/relay";
+import { LOCAL_SERVICE_CREDENTIALS } from "../../lib/dev/local/front-door";
+import { LocalSubscriberBuses } from "../../lib/dev/local/runtime/subscriber-buses";
+import { serveSubscriberBuses } from "../../lib/dev/local/subscriber-bus-endpoint";
 import { fromSdk } from "../../lib/operator/from-sdk";
 import type { Envelope } from "../../schemas";
 import { emulator } from "../support/aws";
@@ -205,22 +209,40 @@ describe('a topic with a new bus (delivery "subscriber")', () => {
     );
   });
 
-  it("without a client publishes to the classic bus only (the bridge rule forwards), and says so once", async () => {
-    const warned: unknown[][] = [];
-    const observed = observability("relay");
-    observed.logger.warn = ((...args: unknown[]) => {
-      warned.push(args);
-    }) as typeof observed.logger.warn;
-    const handler = relayHandler({
-      env: { BUS_EVENTS: busName, BUS_V2_EVENTS: BUS_V2 },
-      observability: observed,
+  it("without a client given, publishes through the eventbridgev2 API: RPC v2 CBOR, signed for events", async () => {
+    const buses = new LocalSubscriberBuses({
+      buses: [{ logicalId: "EventsBus", name: "hr-events", arn: BUS_V2, retentionDays: 1 }],
+      subscribers: [],
+      sqs,
+      queueUrl: (arn) => arn,
+      region: "us-east-1",
+      accountId: "123456789012",
     });
-    expect(warned).toEqual([
-      [expect.stringContaining("no eventbridgev2 client"), expect.anything()],
-    ]);
-    const events = taskStream(1, 2);
-    await handler(streamOf(events));
-    expect((await drain()).map((d) => d.detail.event_id)).toEqual(events.map((e) => e.event_id));
-    expect(warned).toHaveLength(1);
+    const endpoint = await serveSubscriberBuses({ buses, region: "us-east-1" });
+    try {
+      const eventbridgev2 = new LeanAwsClient({
+        region: "us-east-1",
+        endpoint: endpoint.url,
+        credentials: LOCAL_SERVICE_CREDENTIALS,
+        env: {},
+        cbor: CBOR,
+      });
+      const events = taskStream(1, 2);
+      await relayHandler({ env: { BUS_EVENTS: busName, BUS_V2_EVENTS: BUS_V2 }, eventbridgev2 })(
+        streamOf(events),
+      );
+      expect((await drain()).map((d) => d.detail.event_id)).toEqual(events.map((e) => e.event_id));
+      expect(endpoint.calls.map((c) => c.operation)).toEqual(["PutEvents"]);
+      expect(endpoint.calls[0]?.headers.authorization).toContain("/us-east-1/events/aws4_request");
+      const kept = buses.retainedSince(BUS_V2, 0);
+      expect(kept.map((e) => (e.Data.detail as Envelope).event_id)).toEqual(
+        events.map((e) => e.event_id),
+      );
+      expect(kept.map((e) => e.SystemMetadata.EventGroupId)).toEqual(
+        events.map((e) => e.order_key),
+      );
+    } finally {
+      await endpoint.stop();
+    }
   });
 });

@@ -5,6 +5,7 @@ import {
   chosenGroups,
   patternTypes,
   planReplays,
+  planSubscriberReplays,
   ReplayRefused,
   replayTargets,
   replayWindow,
@@ -126,17 +127,38 @@ describe("the replay plan", () => {
     ]);
   });
 
-  it("refuses a group delivered by a subscriber of a new bus, which has no archive, and names it", () => {
+  it("replays a group delivered by a subscriber of a new bus with a point-in-time subscriber, named as its archive replay would be", () => {
+    const subscriberArn = "arn:aws:events:us-east-1:111122223333:subscriber/live/x";
     const withSubscriber = replayTargets(
-      { ...OUTPUTS, OrchestratorEventsSubscriberArn: "arn:aws:events:::subscriber/x" },
+      { ...OUTPUTS, OrchestratorEventsSubscriberArn: subscriberArn },
       TOPICS,
       GROUPS,
     );
     expect(subscriberGroups(withSubscriber)).toEqual(["orchestrator"]);
-    expect(() => chosenGroups(["orchestrator", "audit"], GROUPS, withSubscriber)).toThrow(
-      /orchestrator is delivered by a subscriber of a topic's new EventBridge bus, which has no archive: a replay there is a point-in-time subscriber/,
-    );
-    expect(chosenGroups([], GROUPS, withSubscriber)).toEqual(["task-projection", "audit"]);
+    expect(chosenGroups(["orchestrator", "audit"], GROUPS, withSubscriber)).toEqual([
+      "orchestrator",
+      "audit",
+    ]);
+    expect(chosenGroups([], GROUPS, withSubscriber)).toEqual([
+      "task-projection",
+      "audit",
+      "orchestrator",
+    ]);
+    const groups = ["orchestrator", "audit"];
+    expect(planSubscriberReplays("t", withSubscriber, groups, WINDOW)).toEqual([
+      {
+        topic: "events",
+        group: "orchestrator",
+        name: replayName({ stage: "t", topic: "events", ...WINDOW, groups: ["orchestrator"] }),
+        subscriberArn,
+      },
+    ]);
+    // Its archive plans leave it out; a subscriber group alone plans no archive replay.
+    expect(planReplays("t", withSubscriber, groups, WINDOW).flatMap((p) => p.groups)).toEqual([
+      "audit",
+      "audit",
+    ]);
+    expect(planReplays("t", withSubscriber, ["orchestrator"], WINDOW)).toEqual([]);
   });
 
   it("refuses an unknown group and lists the known ones; no group means every group with a rule", () => {
@@ -172,7 +194,7 @@ describe("the replay plan", () => {
       planReplays("t", replayTargets(noArchive, TOPICS, GROUPS), ["task-projection"], WINDOW),
     ).toThrow(/no archive .* for topic events/);
     expect(() => planReplays("t", targets, ["orchestrator"], WINDOW)).toThrow(
-      /no rule of orchestrator/,
+      /no rule or subscriber of orchestrator/,
     );
   });
 

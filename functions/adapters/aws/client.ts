@@ -7,8 +7,18 @@
  * chain).
  */
 
-/** The services AgentBus functions call, by the endpoint prefix of each. */
-export type AwsService = "dynamodb" | "sqs" | "events" | "sns" | "bedrock-runtime" | "kms";
+/**
+ * The services AgentBus functions call, by the endpoint prefix of each: `eventsv2` is EventBridge's
+ * new buses (the `eventbridgev2` API), which no AWS SDK for JavaScript client speaks.
+ */
+export type AwsService =
+  | "dynamodb"
+  | "sqs"
+  | "events"
+  | "eventsv2"
+  | "sns"
+  | "bedrock-runtime"
+  | "kms";
 
 /** What a response says about its call, as the SDK's `$metadata` does. */
 export interface ResponseMetadata {

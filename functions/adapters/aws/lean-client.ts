@@ -8,6 +8,7 @@ import {
 import { NodeHttpHandler } from "@smithy/node-http-handler";
 import { SignatureV4 } from "@smithy/signature-v4";
 import type { AwsClient, AwsCommand, AwsService, ResponseMetadata } from "./client";
+import type { CborCodec } from "./lean/cbor";
 import {
   type ContainerEndpointOptions,
   CredentialSource,
@@ -40,7 +41,8 @@ export interface HttpRequestLike {
   readonly path: string;
   readonly query: Record<string, string>;
   readonly headers: Record<string, string>;
-  readonly body: string;
+  /** Text, or bytes (RPC v2 CBOR). */
+  readonly body: string | Uint8Array;
 }
 export interface HttpResponseLike {
   readonly statusCode: number;
@@ -53,9 +55,11 @@ export interface LeanClientOptions {
   readonly region?: string;
   /**
    * Default: `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, read per call,
-   * else the container credentials endpoint's (./lean/credentials), kept until near expiry.
+   * else the container credentials endpoint's (./lean/credentials), kept until near expiry. A
+   * function is asked before each signature: an SDK client's `config.credentials` (its provider
+   * chain: profiles, SSO, ...) signs a service no SDK client speaks (./sdk-client).
    */
-  readonly credentials?: Credentials;
+  readonly credentials?: Credentials | (() => Promise<Credentials>);
   /** How the container credentials endpoint is asked (retries, timeout). */
   readonly containerEndpoint?: ContainerEndpointOptions;
   /** One endpoint for every service (an emulator), or one per service. */
@@ -64,6 +68,11 @@ export interface LeanClientOptions {
   readonly maxAttempts?: number;
   readonly env?: Readonly<Record<string, string | undefined>>;
   readonly http?: HttpSender;
+  /**
+   * The CBOR codec (./lean/cbor's `CBOR`) for the services that speak RPC v2 CBOR (eventbridgev2),
+   * given where one is called, so that the bundles of the functions that call none do not carry it.
+   */
+  readonly cbor?: CborCodec;
 }
 
 type Data = string | ArrayBuffer | ArrayBufferView;
@@ -148,7 +157,8 @@ export class LeanAwsClient implements AwsClient {
   }
 
   private async attempt(command: AwsCommand) {
-    const wire = encodeRequest(command.service, command.operation, command.input);
+    const { cbor } = this.options;
+    const wire = encodeRequest(command.service, command.operation, command.input, cbor);
     const url = this.endpoint(command.service);
     const port = url.port ? Number(url.port) : undefined;
     const request: HttpRequestLike = {
@@ -172,15 +182,17 @@ export class LeanAwsClient implements AwsClient {
       signingDate: new Date(sentAt + offset),
     })) as unknown as HttpRequestLike;
     const { response } = await this.http.handle(signed);
+    const bytes = await bytesOf(response.body);
     const answer: WireResponse = {
       status: response.statusCode,
       headers: response.headers,
-      body: await text(response.body),
+      body: bytes.toString("utf8"),
+      bytes,
     };
     this.sampleClock(answer.headers, sentAt);
     let output: object;
     try {
-      output = decodeResponse(command.service, command.operation, answer);
+      output = decodeResponse(command.service, command.operation, answer, cbor);
     } catch (error) {
       // Refused as signed at the wrong time: retried once the offset is right (as the SDK does).
       if (Math.abs(this.clockOffset) >= SKEW_CORRECTED_MS && this.clockOffset !== offset)
@@ -228,16 +240,18 @@ export class LeanAwsClient implements AwsClient {
   }
 
   private async credentials(): Promise<Credentials> {
-    return this.options.credentials ?? this.credentialSource.get();
+    const given = this.options.credentials;
+    if (typeof given === "function") return given();
+    return given ?? this.credentialSource.get();
   }
 }
 
-async function text(body: AsyncIterable<Uint8Array | string> | undefined): Promise<string> {
-  if (!body) return "";
+async function bytesOf(body: AsyncIterable<Uint8Array | string> | undefined): Promise<Buffer> {
+  if (!body) return Buffer.alloc(0);
   const chunks: Buffer[] = [];
   for await (const chunk of body)
     chunks.push(typeof chunk === "string" ? Buffer.from(chunk) : Buffer.from(chunk));
-  return Buffer.concat(chunks).toString("utf8");
+  return Buffer.concat(chunks);
 }
 
 /** The SDK's classification of an error for its retry strategy. */

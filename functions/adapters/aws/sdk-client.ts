@@ -20,6 +20,9 @@ import {
   SQSClient,
 } from "@aws-sdk/client-sqs";
 import type { AwsClient, AwsCommand, AwsService } from "./client";
+import { CBOR } from "./lean/cbor";
+import type { Credentials } from "./lean/credentials";
+import { LeanAwsClient, type LeanClientOptions } from "./lean-client";
 
 /** An SDK v3 command class: what `client.send` takes. */
 // biome-ignore lint/suspicious/noExplicitAny: each command class takes its own input type
@@ -93,7 +96,7 @@ function sdkCommand(command: AwsCommand): SdkCommand {
   return sdk;
 }
 
-const SDK_CLIENTS: Readonly<Record<AwsService, new () => SdkClient>> = {
+const SDK_CLIENTS: Readonly<Record<Exclude<AwsService, "eventsv2">, new () => SdkClient>> = {
   dynamodb: DynamoDBClient,
   sqs: SQSClient,
   sns: SNSClient,
@@ -105,7 +108,9 @@ const SDK_CLIENTS: Readonly<Record<AwsService, new () => SdkClient>> = {
 /**
  * The port on the SDK v3 clients of every service, each made on its first call with the SDK's
  * defaults (region, credential chain, retries): what a function runs when deployed with
- * `-c agentbus:awsClient=sdk` instead of ./lean-client.
+ * `-c agentbus:awsClient=sdk` instead of ./lean-client. EventBridge's new buses have no SDK client:
+ * their calls go through the lean client, signed with the SDK's credential chain
+ * (`withSdkCredentials`).
  */
 export function sdkAwsClient(): AwsClient {
   const clients = new Map<AwsService, AwsClient>();
@@ -113,10 +118,26 @@ export function sdkAwsClient(): AwsClient {
     send: (command) => {
       let client = clients.get(command.service);
       if (!client) {
-        client = fromSdk(new SDK_CLIENTS[command.service]());
-        clients.set(command.service, client);
+        const { service } = command;
+        client =
+          service === "eventsv2"
+            ? withSdkCredentials(new EventBridgeClient())
+            : fromSdk(new SDK_CLIENTS[service]());
+        clients.set(service, client);
       }
       return client.send(command);
     },
   };
+}
+
+/**
+ * The lean client (what speaks `eventbridgev2`, which no SDK client does) signing with an SDK
+ * client's credentials: its resolved provider chain (environment, profiles, SSO, container, ...),
+ * as the operator's tools and an SDK-built function have them.
+ */
+export function withSdkCredentials(
+  sdk: { readonly config: { readonly credentials: () => Promise<Credentials> } },
+  options: Omit<LeanClientOptions, "credentials"> = {},
+): LeanAwsClient {
+  return new LeanAwsClient({ cbor: CBOR, ...options, credentials: () => sdk.config.credentials() });
 }

@@ -1,6 +1,7 @@
 import type { Envelope, Topic } from "../../../schemas";
 import { PermanentError } from "../../core/errors";
 import type { EventPublisher, PublishFailure } from "../../core/ports";
+import { type AwsClient, operation } from "../aws/client";
 import { EVENT_SOURCE, eventBridgeFailure, MAX_PUT_EVENTS_ENTRIES } from "./publisher";
 
 /**
@@ -40,13 +41,38 @@ export interface SubscriberBusPutEventsResult {
 }
 
 /**
- * The new bus's `PutEvents`. The AWS SDK for JavaScript has no client for `eventbridgev2`, so there
- * is no AWS implementation here yet; the local runtime supplies its emulation
- * (lib/dev/local/runtime/subscriber-bus.ts). A call that fails throws; an error with
+ * The new bus's `PutEvents`: on AWS `AwsSubscriberBusClient`, in the local runtime its emulation
+ * (lib/dev/local/runtime/subscriber-buses.ts). A call that fails throws; an error with
  * `name: "ThrottlingException"` or `$fault: "server"` is retried.
  */
 export interface SubscriberBusClient {
   putEvents(request: SubscriberBusPutEvents): Promise<SubscriberBusPutEventsResult>;
+}
+
+/**
+ * `PutEvents` of EventBridge's new buses (`eventbridgev2`, service `eventsv2`), typed with this
+ * port's own types: no AWS SDK for JavaScript package has this service's. Not among
+ * ../aws/operations' `OPERATIONS`, which an SDK client can send.
+ */
+export const PutEventsToSubscriberBus = operation<
+  SubscriberBusPutEvents,
+  SubscriberBusPutEventsResult
+>("eventsv2", "PutEvents");
+
+/**
+ * The port on AWS: `PutEvents` of the `eventbridgev2` API sent through an AWS client. The AWS SDK
+ * for JavaScript has no client for that API, so its wire protocol (Smithy RPC v2 CBOR) is the lean
+ * client's, written out by hand (../aws/lean/services.ts, ../aws/lean/wire.ts); the lean client
+ * retries throttling and server faults before this throws. Signed for `events`, the IAM action is
+ * `events:PutEvents` on the bus ARN.
+ */
+export class AwsSubscriberBusClient implements SubscriberBusClient {
+  constructor(private readonly client: AwsClient) {}
+
+  async putEvents(request: SubscriberBusPutEvents): Promise<SubscriberBusPutEventsResult> {
+    const { $metadata: _, ...result } = await this.client.send(PutEventsToSubscriberBus(request));
+    return result;
+  }
 }
 
 /** The entry of one envelope: the classic entry, grouped by its order key, de-duplicated by its id. */

@@ -38,7 +38,8 @@ export function faultyHttp(
         throw new InvocationCrash(`${invocation.function} is dead: ${operation} not sent`);
       if (injector.skewed(service, operation, invocation)) return skewAnswer(service, operation);
       const fault = injector.callFault(service, operation, invocation);
-      if (fault === "throttle") return answer(throttledAnswer(service, operation, request.body));
+      if (fault === "throttle")
+        return answer(throttledAnswer(service, operation, String(request.body)));
       if (fault === "server-error") return answer(serverFaultAnswer(service, operation));
       if (fault === "connection-reset") throw connectionReset(operation);
       const result = await inner.handle(request);
@@ -62,7 +63,10 @@ const TARGETS: Readonly<Record<string, Service>> = {
   TrentService: "kms",
 };
 
-/** The service and operation a request calls (JSON protocols by target, SNS by its Action). */
+/**
+ * The service and operation a request calls (JSON protocols by target, SNS by its Action); none
+ * for EventBridge's new buses (RPC v2 CBOR), which no chaos plan draws faults for.
+ */
 export function callOf(
   request: Pick<HttpRequestLike, "headers" | "body">,
 ): { service: Service; operation: string } | undefined {
@@ -72,6 +76,7 @@ export function callOf(
     const service = TARGETS[prefix];
     return service ? { service, operation } : undefined;
   }
+  if (typeof request.body !== "string") return undefined;
   const action = /(?:^|&)Action=([A-Za-z]+)/.exec(request.body)?.[1];
   return action ? { service: "sns", operation: action } : undefined;
 }

@@ -15,7 +15,13 @@ import type { PaymentsPort } from "../../../functions/core/payments";
 import { topology as projectTopology, type Topology } from "../../infra/topology";
 import { fromSdk } from "../../operator/from-sdk";
 import { type StackNames, stackNames } from "../../operator/names";
-import { connect, type OpsStack, publishOutputs, stackVault } from "../../operator/stack";
+import {
+  connect,
+  LOCAL_EVENTBRIDGEV2_ENDPOINT,
+  type OpsStack,
+  publishOutputs,
+  stackVault,
+} from "../../operator/stack";
 import {
   type AwsClients,
   deployTemplate,
@@ -37,6 +43,7 @@ import { LocalRuntime, type RuntimeEvent } from "./runtime";
 import type { FaultInjection } from "./runtime/faults";
 import { type FunctionClients, sdkFunctionClients } from "./runtime/handlers";
 import { refuseIfPresent } from "./stack-present";
+import { type SubscriberBusEndpoint, serveSubscriberBuses } from "./subscriber-bus-endpoint";
 import { ROOT, synthesize } from "./synth";
 import type { Template } from "./template";
 import { Observations } from "./trace";
@@ -71,6 +78,13 @@ export interface LocalEnvironment {
    * development tokens (./front-door.ts).
    */
   readonly frontDoor?: LocalFrontDoor;
+  /**
+   * The `eventbridgev2` API on 127.0.0.1 over the emulated new buses, when the stack has any
+   * (./subscriber-bus-endpoint.ts): what `agentbus replay` creates a point-in-time subscriber
+   * through. Published in the outputs as `LocalEventBridgeV2Endpoint`. The relay publishes to the
+   * emulation in-process.
+   */
+  readonly subscriberBusEndpoint?: SubscriberBusEndpoint;
   /** The AWS client the functions run with (see LocalOptions.functionClient). */
   readonly functionClient: "lean" | "sdk";
   /** How long each start-up step took, in milliseconds. */
@@ -152,8 +166,6 @@ export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvir
     const deployMs = lap();
     const topology = options.topology ?? projectTopology;
     const names = stackNames(deployment.outputs, topology);
-    // Operator tools pointed at the endpoint (agentbus trace --endpoint ...) find the names here.
-    await publishOutputs(emulatorConfig(endpoint, region), stackName, deployment.outputs);
     if (names.tables.orders)
       await putOrders(fromSdk(clients.dynamodb), names.tables.orders, SAMPLE_ORDERS);
     const functionClient = functionClientOf(options, deployment);
@@ -168,6 +180,7 @@ export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvir
     );
     const ops = connect(emulatorConfig(endpoint, region), stackName, deployment.outputs, topology);
     const frontDoor = await serveFrontDoorOf(running.runtime, issuer, options.frontDoorPort);
+    const subscriberBusEndpoint = await publish(running.runtime, config, stackName, deployment);
     return {
       ...running,
       endpoint,
@@ -182,10 +195,11 @@ export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvir
       groups: consumerGroupsOf(deployment),
       functionClient,
       ...(frontDoor ? { frontDoor } : {}),
+      ...(subscriberBusEndpoint ? { subscriberBusEndpoint } : {}),
       timings: { emulator: emulatorMs, synth: synthMs, deploy: deployMs },
       stop: async () => {
         ops.close();
-        await frontDoor?.stop();
+        await Promise.all([frontDoor?.stop(), subscriberBusEndpoint?.stop()]);
         return stopLocal(running.runtime, clients, moto);
       },
     };
@@ -233,6 +247,26 @@ async function serveFrontDoorOf(
     issuer,
     port,
   });
+}
+
+/**
+ * Publish the stack's outputs in the emulator, where operator tools pointed at it (agentbus trace
+ * --endpoint ...) find its names; with the eventbridgev2 endpoint over the runtime's new buses,
+ * when it has any, which this serves.
+ */
+async function publish(
+  runtime: LocalRuntime,
+  config: ReturnType<typeof emulatorConfig>,
+  stackName: string,
+  deployment: LocalDeployment,
+): Promise<SubscriberBusEndpoint | undefined> {
+  const buses = runtime.subscriberBuses;
+  const endpoint = buses ? await serveSubscriberBuses({ buses, region: config.region }) : undefined;
+  await publishOutputs(config, stackName, {
+    ...deployment.outputs,
+    ...(endpoint ? { [LOCAL_EVENTBRIDGEV2_ENDPOINT]: endpoint.url } : {}),
+  });
+  return endpoint;
 }
 
 /**

@@ -3,9 +3,10 @@ import { SignatureV4 } from "@smithy/signature-v4";
 import { Sha256 } from "../../../functions/adapters/aws/lean-client";
 
 /**
- * What API Gateway's IAM authorization checks of a signed request, for the local front door:
- * a Signature Version 4 (`AWS4-HMAC-SHA256`) for the service `execute-api` by known credentials,
- * dated within 15 minutes. The signature is computed again, over the headers the request says it
+ * What API Gateway's IAM authorization checks of a signed request, for the local front door (and
+ * what an AWS service checks, for the local eventbridgev2 endpoint, ./subscriber-bus-endpoint.ts):
+ * a Signature Version 4 (`AWS4-HMAC-SHA256`) for the service `execute-api` (or the one given) by
+ * known credentials, dated within 15 minutes. The signature is computed again, over the headers the request says it
  * signed, with the same signer the SDK uses, and compared. A deployed stack's IAM also checks the
  * caller's policy (which tenants' paths it may call); locally, the credentials may call any.
  */
@@ -32,12 +33,13 @@ export async function verifySignature(
   request: SignedRequest,
   credentials: LocalCredentials,
   now = new Date(),
+  signingName = "execute-api",
 ): Promise<{ principal: string } | { problem: string }> {
   const match = AUTHORIZATION.exec(request.headers.authorization ?? "");
   if (!match) return { problem: "Missing Authentication Token: sign the request (SigV4)" };
   const [, keyId, , region, service, signedHeaders, signature] = match as unknown as string[];
-  if (service !== "execute-api")
-    return { problem: `the request is signed for ${service}, not execute-api` };
+  if (service !== signingName)
+    return { problem: `the request is signed for ${service}, not ${signingName}` };
   if (keyId !== credentials.accessKeyId)
     return { problem: "The security token included in the request is invalid" };
   const date = request.headers["x-amz-date"] ?? "";
@@ -46,13 +48,12 @@ export async function verifySignature(
   );
   if (Number.isNaN(signedAt) || Math.abs(now.getTime() - signedAt) > MAX_SKEW_MS)
     return { problem: "Signature expired: the request's x-amz-date is not within 15 minutes" };
-  const expected = await signatureOf(
-    request,
-    credentials,
-    region ?? "",
-    signedHeaders ?? "",
+  const expected = await signatureOf(request, credentials, {
+    region: region ?? "",
+    service: signingName,
+    signedHeaders: signedHeaders ?? "",
     signedAt,
-  );
+  });
   const same =
     expected.length === signature?.length &&
     timingSafeEqual(Buffer.from(expected), Buffer.from(signature));
@@ -66,10 +67,9 @@ export async function verifySignature(
 async function signatureOf(
   request: SignedRequest,
   credentials: LocalCredentials,
-  region: string,
-  signedHeaders: string,
-  signedAt: number,
+  scope: { region: string; service: string; signedHeaders: string; signedAt: number },
 ): Promise<string> {
+  const { region, service, signedHeaders, signedAt } = scope;
   const names = signedHeaders.split(";");
   const headers: Record<string, string> = Object.fromEntries(
     names.flatMap((name) => {
@@ -82,7 +82,7 @@ async function signatureOf(
     headers["x-amz-content-sha256"] = createHash("sha256").update(request.body).digest("hex");
   // Only the headers the request signed: no x-amz-content-sha256 of its own (curl signs none).
   const signer = new SignatureV4({
-    service: "execute-api",
+    service,
     region,
     sha256: Sha256,
     credentials,
@@ -98,7 +98,8 @@ async function signatureOf(
       path: request.url.pathname,
       query,
       headers,
-      body: request.body.length > 0 ? request.body.toString("utf8") : undefined,
+      // The bytes as sent: a CBOR body is no text.
+      body: request.body.length > 0 ? new Uint8Array(request.body) : undefined,
     },
     { signingDate: new Date(signedAt) },
   );

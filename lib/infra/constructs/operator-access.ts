@@ -94,7 +94,9 @@ export class OperatorReadAccess extends Construct {
       ],
     });
     this.repairPolicy = repairPolicy(this, props, deadLetters);
-    acknowledgeReplayNames(this.repairPolicy, props.replayNamePrefix);
+    acknowledgeReplayNames(this.repairPolicy, props.replayNamePrefix, "replay");
+    if (props.groups.some((g) => g.subscribers.length > 0))
+      acknowledgeReplayNames(this.repairPolicy, props.replayNamePrefix, "subscriber");
     Validations.of(this.policy).acknowledge({
       id: "AwsSolutions-IAM5[Resource::*]",
       reason:
@@ -173,13 +175,21 @@ function repairPolicy(
   });
 }
 
+/** `agentbus replay`: from the archives, and to the groups delivered by subscribers. */
+function replayStatements(scope: Construct, props: OperatorReadAccessProps): PolicyStatement[] {
+  return [...archiveReplayStatements(scope, props), ...subscriberReplayStatements(scope, props)];
+}
+
 /**
  * Archive replay (`agentbus replay`): read each group rule's pattern (the dry run's estimate), read
  * the archives' retention and start replays from them, and follow the replays it started, whose
  * names start with the stage's prefix (they are derived from the window at run time, so the ARN
  * ends in `*`). No ListReplays: it has no resource-level permission, and the tool does not need it.
  */
-function replayStatements(scope: Construct, props: OperatorReadAccessProps): PolicyStatement[] {
+function archiveReplayStatements(
+  scope: Construct,
+  props: OperatorReadAccessProps,
+): PolicyStatement[] {
   const archives = (props.archives ?? []).map((a) => a.archiveArn);
   if (archives.length === 0 || !props.replayNamePrefix) return [];
   const rules = props.groups.flatMap((g) => g.rules.map((r) => r.ruleArn));
@@ -199,29 +209,76 @@ function replayStatements(scope: Construct, props: OperatorReadAccessProps): Pol
   ];
 }
 
+/**
+ * Replay to a group delivered by a subscriber of a new bus (`agentbus replay`, a point-in-time
+ * subscriber: lib/operator/replay.ts): describe the group's live subscriber and its bus (its
+ * retention), list the bus's subscribers (to find one already created), create the replay's subscriber, authorized on the bus
+ * and on the pending subscriber's ARN, whose name the stage's prefix starts (its ARN ends in a
+ * wildcard), and pass the group's delivery role to it (aws/agent-toolkit-for-aws,
+ * amazon-eventbridge-event-bus/references/authorization.md, "Creating things on a bus").
+ */
+function subscriberReplayStatements(
+  scope: Construct,
+  props: OperatorReadAccessProps,
+): PolicyStatement[] {
+  const groups = props.groups.filter((g) => g.subscribers.length > 0 && g.subscriberRole);
+  if (groups.length === 0 || !props.replayNamePrefix) return [];
+  const subscribers = groups.flatMap((g) => g.subscribers);
+  const buses = [...new Set(subscribers.map((s) => s.eventBusArn))];
+  return [
+    new PolicyStatement({
+      actions: ["events:DescribeSubscriber"],
+      resources: subscribers.map((s) => s.attrSubscriberArn),
+    }),
+    new PolicyStatement({
+      actions: ["events:DescribeEventBus", "events:ListSubscribers", "events:CreateSubscriber"],
+      resources: buses,
+    }),
+    new PolicyStatement({
+      actions: ["events:CreateSubscriber"],
+      resources: [eventsArnPattern(scope, "subscriber", props.replayNamePrefix)],
+    }),
+    new PolicyStatement({
+      actions: ["iam:PassRole"],
+      resources: groups.flatMap((g) => (g.subscriberRole ? [g.subscriberRole.roleArn] : [])),
+      conditions: { StringEquals: { "iam:PassedToService": "events.amazonaws.com" } },
+    }),
+  ];
+}
+
 /** The ARN of every replay whose name starts with `prefix`. */
 export function replayArnPattern(scope: Construct, prefix: string): string {
+  return eventsArnPattern(scope, "replay", prefix);
+}
+
+/** The ARN of every EventBridge `resource` (replay, subscriber) whose name starts with `prefix`. */
+function eventsArnPattern(scope: Construct, resource: string, prefix: string): string {
   return Stack.of(scope).formatArn({
     service: "events",
-    resource: "replay",
+    resource,
     resourceName: `${prefix}*`,
     arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
   });
 }
 
 /**
- * The replay ARN's wildcard, acknowledged under the id cdk-nag reports it with: the ARN as
- * written, with `<AWS::Partition>`, `<AWS::Region>` and `<AWS::AccountId>` where the stack's
- * environment leaves them open.
+ * The wildcard of the replays' (or the replay subscribers') ARNs, acknowledged under the id
+ * cdk-nag reports it with: the ARN as written, with `<AWS::Partition>`, `<AWS::Region>` and
+ * `<AWS::AccountId>` where the stack's environment leaves them open.
  */
-function acknowledgeReplayNames(policy: ManagedPolicy, prefix: string | undefined): void {
+function acknowledgeReplayNames(
+  policy: ManagedPolicy,
+  prefix: string | undefined,
+  resource: "replay" | "subscriber",
+): void {
   if (!prefix) return;
   const stack = Stack.of(policy);
   const part = (value: string, pseudo: string) =>
     Token.isUnresolved(value) ? `<AWS::${pseudo}>` : value;
-  const arn = `arn:${part(stack.partition, "Partition")}:events:${part(stack.region, "Region")}:${part(stack.account, "AccountId")}:replay/${prefix}*`;
+  const arn = `arn:${part(stack.partition, "Partition")}:events:${part(stack.region, "Region")}:${part(stack.account, "AccountId")}:${resource}/${prefix}*`;
+  const action = resource === "replay" ? "events:DescribeReplay" : "events:CreateSubscriber";
   Validations.of(policy).acknowledge({
     id: `AwsSolutions-IAM5[Resource::${arn}]`,
-    reason: `events:DescribeReplay on the replays named ${prefix}*: agentbus replay names each replay from its window and groups at run time, so no ARN can be written down before; the prefix keeps it to this stage's replays`,
+    reason: `${action} on the ${resource}s named ${prefix}*: agentbus replay names each replay from its window and groups at run time, so no ARN can be written down before; the prefix keeps it to this stage's replays`,
   });
 }

@@ -597,7 +597,9 @@ const restJson = (type: string, message: string, status: number): StubAnswer => 
  * Throttling and a server fault, as each service sends them, and the errors a service's model
  * marks retryable.
  */
-const FAULTS: Readonly<Record<AwsService, Readonly<Record<string, StubAnswer>>>> = {
+const FAULTS: Readonly<
+  Record<Exclude<AwsService, "eventsv2">, Readonly<Record<string, StubAnswer>>>
+> = {
   dynamodb: {
     throttled: json(
       "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",
@@ -678,10 +680,12 @@ describe("the lean client and the SDK clients under faults", () => {
   }
 
   const cases = OPERATIONS.flatMap((op) =>
-    Object.keys(FAULTS[op.service]).map((fault) => [op.operation, fault, op.service] as const),
+    Object.keys(FAULTS[op.service as keyof typeof FAULTS]).map(
+      (fault) => [op.operation, fault, op.service] as const,
+    ),
   );
   it.each(cases)("%s %s: the same error, retried as often", async (operation, fault, service) => {
-    const answer = FAULTS[service][fault] as StubAnswer;
+    const answer = FAULTS[service as keyof typeof FAULTS][fault] as StubAnswer;
     const command = ANY_CALL[operation] as AwsCommand;
     const { lean, sdk } = await bothUnder(answer, command);
     expect(lean).toEqual(sdk);

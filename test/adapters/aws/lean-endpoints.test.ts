@@ -17,7 +17,12 @@ interface EndpointProvider {
 }
 
 /** What the SDK client of `service` resolves for these settings, or the error it raises. */
-function sdkEndpoint(service: AwsService, region: string, fips: boolean, dualStack: boolean) {
+function sdkEndpoint(
+  service: keyof typeof SDK_CLIENTS,
+  region: string,
+  fips: boolean,
+  dualStack: boolean,
+) {
   const Client = SDK_CLIENTS[service];
   const client = new Client({ region, credentials: { accessKeyId: "a", secretAccessKey: "b" } });
   try {
@@ -79,7 +84,7 @@ describe("host names from the SDK's partitions", () => {
       const mismatches: string[] = [];
       let compared = 0;
       for (const region of regions)
-        for (const service of Object.keys(SDK_CLIENTS) as AwsService[])
+        for (const service of Object.keys(SDK_CLIENTS) as (keyof typeof SDK_CLIENTS)[])
           for (const fips of [false, true])
             for (const dualStack of [false, true]) {
               const sdk = sdkEndpoint(service, region, fips, dualStack);

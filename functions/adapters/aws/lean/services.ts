@@ -26,7 +26,9 @@ export interface ServiceSpec {
   readonly protocol:
     | { readonly kind: "json"; readonly version: "1.0" | "1.1"; readonly targetPrefix: string }
     | { readonly kind: "restJson" }
-    | { readonly kind: "query"; readonly version: string };
+    | { readonly kind: "query"; readonly version: string }
+    /** Smithy RPC v2 CBOR: `POST /service/<service>/operation/<operation>`, CBOR both ways. */
+    | { readonly kind: "rpcv2Cbor"; readonly service: string };
 }
 
 export const SERVICES: Readonly<Record<AwsService, ServiceSpec>> = {
@@ -51,6 +53,26 @@ export const SERVICES: Readonly<Record<AwsService, ServiceSpec>> = {
     fipsIsPlain: { regional: ["us-gov-east-1", "us-gov-west-1"], dualStack: "aws-us-gov" },
     traceName: "EventBridge",
     protocol: { kind: "json", version: "1.1", targetPrefix: "AWSEvents" },
+  },
+  /**
+   * EventBridge's new buses (`AWS::EventsV2::EventBus`), API `eventbridgev2` 2025-05-15, which the
+   * AWS SDK for JavaScript has no client for, so its protocol is written out here (./wire). From
+   * the AWS SDK for Rust (awslabs/aws-sdk-rust, sdk/eventbridgev2/src: config.rs `signing_name`
+   * "events"; operation/put_events.rs, the URI `/service/AWSEventsV2/operation/PutEvents` and the
+   * headers `smithy-protocol: rpc-v2-cbor`, `content-type` and `accept` `application/cbor`;
+   * config/endpoint.rs, the regional host `eventsv2.<region>.<dnsSuffix>`, `eventsv2-fips` and the
+   * dual-stack suffix, which is what the rule set resolves unless account-id endpoint routing is
+   * asked for) and the AWS SDK for Ruby (aws/aws-sdk-ruby,
+   * gems/aws-sdk-eventbridgev2/lib/aws-sdk-eventbridgev2/client_api.rb: endpointPrefix `eventsv2`,
+   * protocol `smithy-rpc-v2-cbor`, serviceId `EventBridgeV2`, signingName `events`, targetPrefix
+   * `AWSEventsV2`). The IAM actions are `events:*` (aws/agent-toolkit-for-aws,
+   * amazon-eventbridge-event-bus/references/authorization.md).
+   */
+  eventsv2: {
+    signingName: "events",
+    envId: "EVENTBRIDGEV2",
+    traceName: "EventBridgeV2",
+    protocol: { kind: "rpcv2Cbor", service: "AWSEventsV2" },
   },
   sns: {
     signingName: "sns",

@@ -1,20 +1,30 @@
 import type { AwsService } from "../client";
+import type { CborCodec } from "./cbor";
 import { queryBody, queryResult, snsErrorName, xmlText } from "./query";
 import { SERVICES } from "./services";
 
 /**
  * What goes on the wire for a call, and what comes back, per protocol: JSON 1.0/1.1 (DynamoDB,
- * SQS, EventBridge, KMS), REST-JSON (Bedrock Runtime's Converse) and query (SNS). Blobs travel as
- * base64 and timestamps as epoch seconds, as the protocols define; DynamoDB's binary attributes
- * and KMS's blobs (keys and ciphertexts) come back as `Uint8Array`, as the SDK returns them.
+ * SQS, EventBridge, KMS), REST-JSON (Bedrock Runtime's Converse), query (SNS) and Smithy RPC v2
+ * CBOR (EventBridge's new buses, ./cbor). Blobs travel as base64 and timestamps as epoch seconds,
+ * as the protocols define; DynamoDB's binary attributes and KMS's blobs (keys and ciphertexts)
+ * come back as `Uint8Array`, as the SDK returns them.
  */
 
 export interface WireRequest {
   readonly method: "POST";
   readonly path: string;
   readonly headers: Record<string, string>;
-  readonly body: string;
+  /** Text, or bytes for CBOR. */
+  readonly body: string | Uint8Array;
 }
+
+/** The headers of every RPC v2 CBOR request (smithy.io, "RPC v2 CBOR protocol", Requests). */
+export const RPC_V2_CBOR_HEADERS: Readonly<Record<string, string>> = {
+  "smithy-protocol": "rpc-v2-cbor",
+  "content-type": "application/cbor",
+  accept: "application/cbor",
+};
 
 /** A refused call, shaped as the SDK's service errors are. */
 export class AwsServiceError extends Error {
@@ -80,7 +90,13 @@ type Reviver = (key: string, value: unknown) => unknown;
 /** How each service's JSON answers are read where a blob in them must come back as bytes. */
 const REVIVERS: Partial<Record<AwsService, Reviver>> = { dynamodb: dynamoReviver, kms: kmsReviver };
 
-export function encodeRequest(service: AwsService, operation: string, input: object): WireRequest {
+/** `cbor`: the codec of RPC v2 CBOR (./cbor's `CBOR`), needed for the services that speak it. */
+export function encodeRequest(
+  service: AwsService,
+  operation: string,
+  input: object,
+  cbor?: CborCodec,
+): WireRequest {
   const protocol = SERVICES[service].protocol;
   if (protocol.kind === "json") {
     return {
@@ -99,6 +115,14 @@ export function encodeRequest(service: AwsService, operation: string, input: obj
       path: "/",
       headers: { "content-type": "application/x-www-form-urlencoded" },
       body: queryBody(operation, protocol.version, input),
+    };
+  }
+  if (protocol.kind === "rpcv2Cbor") {
+    return {
+      method: "POST",
+      path: `/service/${protocol.service}/operation/${operation}`,
+      headers: { ...RPC_V2_CBOR_HEADERS },
+      body: codecFor(service, cbor).toCbor(input),
     };
   }
   return restJsonRequest(operation, input);
@@ -121,7 +145,10 @@ function restJsonRequest(operation: string, input: object): WireRequest {
 export interface WireResponse {
   readonly status: number;
   readonly headers: Readonly<Record<string, string | undefined>>;
+  /** The body as text (UTF-8). */
   readonly body: string;
+  /** The body's bytes, what a CBOR answer is read from (the text when absent). */
+  readonly bytes?: Uint8Array;
 }
 
 /** The request id AWS gave a response: its header, or the query protocol's XML. */
@@ -138,6 +165,7 @@ export function decodeResponse(
   service: AwsService,
   operation: string,
   response: WireResponse,
+  cbor?: CborCodec,
 ): Record<string, unknown> {
   const protocol = SERVICES[service].protocol;
   const requestId = requestIdOf(service, response);
@@ -155,10 +183,17 @@ export function decodeResponse(
       SERVICES[service].retryableErrors?.includes(name),
     );
   }
-  const parsed = parseJson(response.body, REVIVERS[service]);
+  const parsed =
+    protocol.kind === "rpcv2Cbor"
+      ? parseCbor(response, codecFor(service, cbor))
+      : parseJson(response.body, REVIVERS[service]);
   if (ok) return parsed;
   const { __type, message, Message, code, ...fields } = parsed;
-  const type = response.headers["x-amzn-errortype"] ?? (code as string) ?? (__type as string);
+  // RPC v2 CBOR names the error in `__type` only (@smithy/core/cbor loadSmithyRpcV2CborErrorCode).
+  const type =
+    protocol.kind === "rpcv2Cbor"
+      ? (__type as string | undefined)
+      : (response.headers["x-amzn-errortype"] ?? (code as string) ?? (__type as string));
   const name = errorName(type, response.status);
   // A typed error without a message reads "UnknownError", as the SDK's (KMS sends some so).
   const fallback = type ? "UnknownError" : `HTTP ${response.status}`;
@@ -170,6 +205,23 @@ export function decodeResponse(
     fields,
     SERVICES[service].retryableErrors?.includes(name),
   );
+}
+
+function codecFor(service: AwsService, cbor: CborCodec | undefined): CborCodec {
+  if (!cbor)
+    throw new Error(
+      `${service} speaks RPC v2 CBOR: give the lean client its codec (cbor: CBOR from ./lean/cbor)`,
+    );
+  return cbor;
+}
+
+/** An RPC v2 CBOR body; one that is not CBOR (a proxy's error page) is kept as the message. */
+function parseCbor(response: WireResponse, cbor: CborCodec): Record<string, unknown> {
+  try {
+    return cbor.fromCbor(response.bytes ?? Buffer.from(response.body));
+  } catch {
+    return { message: response.body.slice(0, 500) };
+  }
 }
 
 function parseJson(body: string, reviver: Reviver | undefined): Record<string, unknown> {

@@ -172,10 +172,29 @@ export class LocalSubscriberBuses implements SubscriberBusClient {
     );
   }
 
+  /** A bus of the template, as `DescribeEventBus` would describe it (its name and retention). */
+  describeEventBus(arn: string) {
+    const bus = this.options.buses.find((b) => b.arn === arn);
+    if (!bus)
+      throw Object.assign(new Error(`no event bus ${arn}`), {
+        name: "ResourceNotFoundException",
+        $fault: "client",
+      });
+    return {
+      EventBusArn: bus.arn,
+      Name: bus.name,
+      StorageConfiguration: { RetentionPeriodInDays: bus.retentionDays },
+    };
+  }
+
   /** A subscriber of the template, as `DescribeSubscriber` would describe it. */
   describeSubscriber(name: string): SubscriberDescription {
     const s = this.options.subscribers.find((x) => x.name === name);
-    if (!s) throw new Error(`no subscriber ${name}`);
+    if (!s)
+      throw Object.assign(new Error(`no subscriber ${name}`), {
+        name: "ResourceNotFoundException",
+        $fault: "client",
+      });
     return {
       Name: s.name,
       EventBusArn: s.busArn,
