@@ -11,7 +11,7 @@ import type { AwsClient } from "../adapters/aws/client";
 import { SendMessage } from "../adapters/aws/operations";
 import { relayFailureRecords } from "../adapters/dynamodb/relay-failure";
 import { envelopesFromStreamRecords } from "../adapters/dynamodb/stream";
-import { EventBridgePublisher } from "../adapters/eventbridge/publisher";
+import { EventBridgePublisher, RELAY_EVENT_SOURCE } from "../adapters/eventbridge/publisher";
 import {
   AwsSubscriberBusClient,
   BothBusesPublisher,
@@ -86,9 +86,11 @@ export function createRelayHandler(options: RelayHandlerOptions = {}): RelayHand
     events: env.BUS_EVENTS,
     audit: env.BUS_AUDIT,
   };
+  // Its own source: the rule forwarding a topic's classic events to its new bus leaves them out.
   const classic = new EventBridgePublisher({
     client: tracer.capture(options.eventbridge ?? containerAwsClient()),
     buses,
+    source: RELAY_EVENT_SOURCE,
   });
   const publisher = withSubscriberBuses(
     classic,

@@ -131,7 +131,10 @@ describe("subscriber delivery", () => {
     const bridge = single(template, "AWS::Events::Rule", (r) =>
       JSON.stringify(r.Properties.Targets ?? []).includes(bus.id),
     );
-    expect(bridge.Properties.EventPattern).toEqual({ source: [{ prefix: "agentbus" }] });
+    // Every source but the relay's, which publishes to the new bus itself.
+    expect(bridge.Properties.EventPattern).toEqual({
+      source: [{ "anything-but": ["agentbus.relay"] }],
+    });
     const [target] = bridge.Properties.Targets as { Arn: unknown; RoleArn: unknown }[];
     expect(target?.Arn).toEqual(getAtt(bus.id, "EventBusArn"));
     const role = byId("AWS::IAM::Role", refersTo(target?.RoleArn));

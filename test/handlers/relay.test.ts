@@ -107,7 +107,8 @@ describe("createRelayHandler (events stream -> EventBridge)", () => {
     for (const envelope of [v1, v2, feedback]) {
       const published = byId.get(envelope.event_id);
       expect(published?.detail).toEqual(JSON.parse(JSON.stringify(envelope)));
-      expect(published?.source).toBe("agentbus");
+      // Its own source, which the rules' `agentbus` prefix matches and the new bus's bridge leaves out.
+      expect(published?.source).toBe("agentbus.relay");
       expect(published?.["detail-type"]).toBe(envelope.event_type);
     }
   });

@@ -7,8 +7,14 @@ import type { AwsClient } from "../aws/client";
 import { PutEvents } from "../aws/operations";
 import { snakeCase } from "../sdk-errors";
 
-/** The `source` of every event AgentBus puts on its buses (rules match on it). */
+/** The `source` of every event AgentBus puts on its buses (rules match on its prefix). */
 export const EVENT_SOURCE = "agentbus";
+/**
+ * The relay's `source` on the classic buses. The rule that forwards a topic's classic events to its
+ * new bus (Topic.subscriberBus) leaves these out: the relay publishes them to the new bus itself,
+ * with their event group, so forwarded they would be ingested and billed a second time.
+ */
+export const RELAY_EVENT_SOURCE = "agentbus.relay";
 /** PutEvents takes at most 10 entries. */
 export const MAX_PUT_EVENTS_ENTRIES = 10;
 
@@ -17,6 +23,8 @@ export interface EventBridgePublisherOptions {
   readonly client: AwsClient;
   /** Bus name (or ARN) of each topic. A topic without a bus cannot be published. */
   readonly buses: Partial<Record<Topic, string>>;
+  /** The entries' `source`: EVENT_SOURCE unless given. */
+  readonly source?: string;
 }
 
 /**
@@ -28,10 +36,12 @@ export interface EventBridgePublisherOptions {
 export class EventBridgePublisher implements EventPublisher {
   private readonly client: AwsClient;
   private readonly buses: Partial<Record<Topic, string>>;
+  private readonly source: string;
 
   constructor(options: EventBridgePublisherOptions) {
     this.client = options.client;
     this.buses = options.buses;
+    this.source = options.source ?? EVENT_SOURCE;
   }
 
   async publish(topic: Topic, envelopes: readonly Envelope[]): Promise<PublishFailure[]> {
@@ -56,7 +66,7 @@ export class EventBridgePublisher implements EventPublisher {
         PutEvents({
           Entries: envelopes.map((envelope) => ({
             EventBusName: bus,
-            Source: EVENT_SOURCE,
+            Source: this.source,
             DetailType: envelope.event_type,
             Detail: JSON.stringify(envelope),
             Time: new Date(envelope.occurred_at),

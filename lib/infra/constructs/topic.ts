@@ -20,6 +20,7 @@ import {
   ServicePrincipal,
 } from "aws-cdk-lib/aws-iam";
 import { Construct } from "constructs";
+import { RELAY_EVENT_SOURCE } from "../../../functions/adapters/eventbridge/publisher";
 import {
   registry as defaultRegistry,
   type EventRegistry,
@@ -204,12 +205,14 @@ export class Topic extends Construct {
 
   /**
    * What is put on the classic bus directly (a client's or the CLI's `put-events`, the front door,
-   * the sweeper, heartbeats) must reach the new bus too: a classic rule forwards every `agentbus*`
-   * event to it, with a role allowed `events:PutEvents` and `events:PutRawEvents` on it (AWS's
-   * reference, eventbridge-event-bus/references/migrating-from-classic.md step 1 and
-   * authorization.md "Forwarding into a bus"). What the relay published arrives twice, once from
-   * the relay with its event group and once forwarded: the FIFO queue's deduplication (by event id,
-   * 5 minutes) and the consumers' inbox drop the second.
+   * the sweeper, heartbeats, republish) must reach the new bus too: a classic rule forwards it,
+   * with a role allowed `events:PutEvents` and `events:PutRawEvents` on it (AWS's reference,
+   * eventbridge-event-bus/references/migrating-from-classic.md step 1 and authorization.md
+   * "Forwarding into a bus"). Every source but the relay's: the relay publishes its events to the
+   * new bus itself, with their event group, and forwarded they would be ingested, billed and
+   * delivered a second time. A pattern cannot both match a prefix and leave one value out, so
+   * events of sources other than `agentbus*` are forwarded too; the subscribers' filters
+   * (consumer-group-subscribers.ts) drop them.
    */
   private bridgeToSubscriberBus(bus: CfnSubscriberBus): void {
     const role = new Role(this, "SubscriberBridgeRole", {
@@ -226,8 +229,8 @@ export class Topic extends Construct {
     );
     const rule = new Rule(this, "SubscriberBridge", {
       eventBus: this.bus,
-      description: `AgentBus ${this.topicName}: every agentbus* event to the topic's new bus`,
-      eventPattern: { source: Match.prefix(SOURCE_PREFIX) },
+      description: `AgentBus ${this.topicName}: the events not from the relay to the topic's new bus`,
+      eventPattern: { source: Match.anythingBut(RELAY_EVENT_SOURCE) },
     });
     const cfnRule = rule.node.defaultChild as CfnRule;
     cfnRule.eventBusName = this.busName;
