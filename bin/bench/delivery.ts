@@ -186,7 +186,7 @@ function printDollars(out: Out, runs: readonly DeliveryRun[]): void {
     out(`  ${line}`);
   if (runs.some((r) => r.subscriberDeliveries > 0))
     out(
-      "  not in the totals: the new bus bills ingestion and delivery per KB (and retention) at rates not in lib/dev/metering/prices.ts's sources, so the subscriber column leaves them out; locally each relayed event also enters the new bus twice (from the relay and through the classic rule that forwards the topic), and the forwarded copy is a classic custom event more.",
+      "  not in the totals: the new bus bills ingestion and delivery per KB (and retention) at rates not in lib/dev/metering/prices.ts's sources, so the subscriber column leaves them out; each relayed event enters the new bus once, from the relay (the classic rule that forwards the topic leaves the relay's source out), and the classic bus once, for the topic's other groups (EventBridge events).",
     );
 }
 
