@@ -115,16 +115,7 @@ export async function runLocalSection(out: Out): Promise<LocalResult> {
   const delivered = new Map<string, number>();
   const steps = new Map<string, number>();
   const fill = new BatchFill();
-  // The functions run on the SDK clients the probe is attached to: on the lean client (what a
-  // deployed function uses) their PutEvents and SendMessageBatch calls would not be seen, and the
-  // hops they split would read NaN. The lean client's own cost is the bundles section's.
-  const env = await startLocal({
-    onEvent: (event) => observe(probe, steps, fill, event),
-    onDelivery: (d: LocalDelivery) => {
-      if (!delivered.has(d.conversationId)) delivered.set(d.conversationId, performance.now());
-    },
-    functionClient: "sdk",
-  });
+  const env = await startProbed(probe, steps, fill, delivered);
   running.add(env);
   try {
     attachProbe(probe, env);
@@ -165,6 +156,26 @@ export async function runLocalSection(out: Out): Promise<LocalResult> {
     running.delete(env);
     await env.stop();
   }
+}
+
+/**
+ * The section's stack. Its functions run on the SDK clients the probe is attached to: on the lean
+ * client (what a deployed function uses) their PutEvents and SendMessageBatch calls would not be
+ * seen, and the hops they split would read NaN. The lean client's own cost is section 4's.
+ */
+function startProbed(
+  probe: WireProbe,
+  steps: Map<string, number>,
+  fill: BatchFill,
+  delivered: Map<string, number>,
+): Promise<LocalEnvironment> {
+  return startLocal({
+    onEvent: (event) => observe(probe, steps, fill, event),
+    onDelivery: (d: LocalDelivery) => {
+      if (!delivered.has(d.conversationId)) delivered.set(d.conversationId, performance.now());
+    },
+    functionClient: "sdk",
+  });
 }
 
 /** 50 order keys × 4 events in order, committed all at once: throughput, hops, calls and CPU. */
