@@ -86,7 +86,8 @@ export async function runReaches(
 
 /**
  * How far the task of a run that never started got: its stored events and the outcomes groups
- * recorded for it (discards, failures), by type and group.
+ * recorded for it (discards, failures), by type and group; and the last failures the runtime saw
+ * anywhere (a failed invocation leaves its batch invisible for its queue's visibility timeout).
  */
 async function taskSoFar(env: LocalEnvironment, runId: string): Promise<string> {
   const taskId = `task_${runId.slice(runId.indexOf("_") + 1)}`;
@@ -102,5 +103,10 @@ async function taskSoFar(env: LocalEnvironment, runId: string): Promise<string> 
           `${o.group} ${o.eventType} ${o.outcome}${"reason" in o && o.reason ? ` (${o.reason})` : ""}`,
       )
       .join(", ") || "none";
-  return `${taskId}: events stored ${stored}; outcomes recorded ${recorded}`;
+  const { failures, errors } = env.observations;
+  const seen = [
+    ...failures.slice(-5),
+    ...errors.slice(-5).map((e) => `${e.group} ${e.code}: ${e.message}`),
+  ];
+  return `${taskId}: events stored ${stored}; outcomes recorded ${recorded}; runtime failures ${seen.join(" | ") || "none"}`;
 }
