@@ -1,4 +1,4 @@
-import { Command } from "commander";
+import { Command, Option } from "commander";
 import { chooseRegion, type GlobalOptions, type Target, target } from "./target";
 
 /**
@@ -146,8 +146,8 @@ export function commandNamed(args: readonly string[]): string | undefined {
 
 const AFTER_HELP = `
 Run it as typed here: npx agentbus <command> in a checkout (or agentbus <command> once linked
-with npm link). Against a deployed stack give --outputs <file> (cdk deploy --outputs-file),
-against the local stack --endpoint http://127.0.0.1:4566.
+with npm link). Against a deployed stack give --outputs <file> (cdk deploy --outputs-file), or
+export AGENTBUS_OUTPUTS=<file> once; against the local stack --endpoint http://127.0.0.1:4566.
 
 --json prints JSON alone on stdout; every message goes to stderr.
 Exit codes: 0 done; 1 found a problem (an AWS error, nothing recorded under an id, states that
@@ -183,7 +183,13 @@ export async function agentbusProgram(
       "--stage <stage>",
       "stack stage (default: $AGENTBUS_STAGE, else local with an endpoint, else dev)",
     )
-    .option("--outputs <file>", "cdk deploy --outputs-file JSON (stack AgentBus-<stage>)")
+    // From the environment too, so the commands the alarms name (`npx agentbus status`) run as
+    // written against a deployed stack once the operator has exported it.
+    .addOption(
+      new Option("--outputs <file>", "cdk deploy --outputs-file JSON (stack AgentBus-<stage>)").env(
+        "AGENTBUS_OUTPUTS",
+      ),
+    )
     .option("--bus <name>", "commands bus name (default: outputs, else agentbus-<stage>-commands)")
     .option(
       "--state-table <name>",

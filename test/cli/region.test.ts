@@ -96,6 +96,19 @@ describe("the operator CLI's Region", () => {
     expect(new Set(signedFor)).toEqual(new Set(["eu-west-1"]));
   });
 
+  it("takes the outputs file from $AGENTBUS_OUTPUTS, so an alarm's command runs as written", async () => {
+    const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    signedFor.length = 0;
+    const result = await runCli(["--endpoint", endpoint, "trace", "task_1"], {
+      ...profileEnv(config),
+      AGENTBUS_OUTPUTS: outputs,
+    });
+    expect(result.stderr).toContain(
+      `agentbus: region eu-west-1 (from the outputs file ${outputs})`,
+    );
+    expect(new Set(signedFor)).toEqual(new Set(["eu-west-1"]));
+  });
+
   it("--region wins over the outputs file, and is not repeated back", async () => {
     const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     signedFor.length = 0;

@@ -1,7 +1,9 @@
 /**
  * The operator commands the alarms' descriptions name, in one place: each alarm says what
  * happened and the command a person runs, as it is typed (`npx agentbus ...`;
- * lib/operator/README.md is their reference).
+ * lib/operator/README.md is their reference). Against a deployed stack they run as written once
+ * `AGENTBUS_OUTPUTS` names its outputs file (the CLI's `--outputs` from the environment): the
+ * descriptions stay short, each repeated per group in a template near CloudFormation's 1 MB.
  */
 
 /** How the operator CLI is typed. */
