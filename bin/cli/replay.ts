@@ -91,7 +91,8 @@ function subscriberPlanLines(plans: readonly SubscriberReplayPlan[]): string[] {
 
 /** What agentbus does not follow: a point-in-time subscriber delivers on its own. */
 function subscriberLine(s: SubscriberReplayStart): string {
-  return `${s.plan.name}: subscriber ${s.subscriberArn} delivers the window to ${s.plan.group}; agentbus does not follow it (delete it once delivered: aws eventbridgev2 delete-subscriber --subscriber-arn ${s.subscriberArn})`;
+  const from = s.startingPoint ? ` from ${s.startingPoint.toISOString()}` : "";
+  return `${s.plan.name}: subscriber ${s.subscriberArn} delivers the window${from} to ${s.plan.group}; agentbus does not follow it (delete it once delivered: aws eventbridgev2 delete-subscriber --subscriber-arn ${s.subscriberArn})`;
 }
 
 /**

@@ -242,7 +242,11 @@ export const DescribeEventBus = operation<
   { readonly EventBusArn: string },
   {
     readonly Name?: string;
-    readonly StorageConfiguration?: { readonly RetentionPeriodInDays?: number };
+    readonly StorageConfiguration?: {
+      readonly RetentionPeriodInDays?: number;
+      /** The earliest point a subscriber can read from: a young bus's is its creation. */
+      readonly RetentionWindowStartTime?: Date;
+    };
   }
 >("eventsv2", "DescribeEventBus");
 
@@ -271,6 +275,8 @@ export interface SubscriberReplayStart {
   readonly outcome: "started" | "existing";
   readonly subscriberArn: string;
   readonly state: string;
+  /** Where a subscriber started now reads from: the window's start, or the bus's retention window's. */
+  readonly startingPoint?: Date;
 }
 
 /** The members of a subscriber's description that a replay copies. */
@@ -314,6 +320,10 @@ async function subscriberNamed(
  * Create the planned point-in-time subscriber unless one of its name exists on the bus (then
  * report that one): describe the live subscriber, copy it over the window (pointInTimeReplay) and
  * create it. Its `ClientToken` (from the name) makes a create that races another one the same.
+ * The subscriber starts no earlier than the bus's `RetentionWindowStartTime`, which the service
+ * refuses a starting point before: on a bus younger than the window, its creation, before which
+ * it holds nothing (a window older than the retention period was refused by
+ * checkSubscriberRetention).
  */
 export async function startSubscriberReplay(
   client: AwsClient,
@@ -331,12 +341,15 @@ export async function startSubscriberReplay(
     };
   const request = pointInTimeReplay(copiedMembers(live), plan.name, window);
   const { StartingPoint, EndPoint } = request.PointInTimeConfiguration;
+  const bus = await client.send(DescribeEventBus({ EventBusArn: live.EventBusArn }));
+  const kept = bus.StorageConfiguration?.RetentionWindowStartTime?.getTime() ?? 0;
+  const startingPoint = new Date(Math.max(StartingPoint * 1000, kept));
   const made = await client.send(
     CreateSubscriber({
       ...request,
       PointInTimeConfiguration: {
         PointType: "TIMESTAMP",
-        StartingPoint: new Date(StartingPoint * 1000),
+        StartingPoint: startingPoint,
         EndPoint: new Date(EndPoint * 1000),
       },
     }),
@@ -346,6 +359,7 @@ export async function startSubscriberReplay(
     outcome: "started",
     subscriberArn: made.SubscriberArn ?? "?",
     state: made.State ?? "?",
+    startingPoint,
   };
 }
 

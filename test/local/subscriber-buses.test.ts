@@ -4,6 +4,7 @@ import { subscriberBusEntry } from "../../functions/adapters/eventbridge/subscri
 import type { LocalSubscriber, LocalSubscriberBus } from "../../lib/dev/local/deploy";
 import { LocalSubscriberBuses } from "../../lib/dev/local/runtime/subscriber-buses";
 import { SUBSCRIBER_SQS_PARAMETERS } from "../../lib/infra/constructs/consumer-group-subscribers";
+import { pointInTimeReplay } from "../../lib/operator/replay-subscriber";
 import { taskStream } from "../support/factories";
 
 const BUS: LocalSubscriberBus = {
@@ -111,5 +112,25 @@ describe("the local runtime's new bus and FIFO subscriber", () => {
     expect(
       bus.retainedSince(BUS.arn, 0).map((e) => (e.Data.detail as { event_id: string }).event_id),
     ).toEqual([second.event_id]);
+  });
+
+  it("reads from its retention window, which starts at its creation while it is young, and refuses a replay that starts earlier", async () => {
+    const { sqs } = recordingSqs();
+    let now = 1_000_000;
+    const bus = buses(sqs, () => now);
+    const startOf = () =>
+      bus.describeEventBus(BUS.arn).StorageConfiguration.RetentionWindowStartTime.getTime();
+    expect(startOf()).toBe(1_000_000);
+    now += 2 * 86_400_000;
+    expect(startOf()).toBe(now - 86_400_000);
+    const live = bus.describeSubscriber(SUBSCRIBER.name);
+    const replayFrom = (from: number) =>
+      bus.createSubscriber(
+        pointInTimeReplay(live, `replay-${from}`, { from: new Date(from), to: new Date(now) }),
+      );
+    await expect(replayFrom(now - 2 * 86_400_000)).rejects.toThrow(
+      /is before the retention window/,
+    );
+    await expect(replayFrom(now - 3_600_000)).resolves.toEqual({ created: true });
   });
 });

@@ -41,7 +41,17 @@ let answers: SubscriberBusAnswer[] = [];
 
 beforeAll(async () => {
   buses = new LocalSubscriberBuses({
-    buses: [{ logicalId: "EventsBus", name: "t-events", arn: BUS, retentionDays: 1 }],
+    // Created half an hour into the replay window below, which the emulation's clock is just past.
+    buses: [
+      {
+        logicalId: "EventsBus",
+        name: "t-events",
+        arn: BUS,
+        retentionDays: 1,
+        createdAt: Date.parse("2026-12-01T10:30:00Z"),
+      },
+    ],
+    now: () => Date.parse("2026-12-01T11:30:00Z"),
     subscribers: [
       {
         logicalId: "TaskProjectionSubscriber",
@@ -246,9 +256,10 @@ describe("a point-in-time replay subscriber through eventbridgev2, signed with t
     expect(calls.map((c) => c.operation)).toEqual([
       "DescribeSubscriber",
       "ListSubscribers",
+      "DescribeEventBus",
       "CreateSubscriber",
     ]);
-    const create = calls[2]?.input as Record<string, Record<string, unknown>>;
+    const create = calls[3]?.input as Record<string, Record<string, unknown>>;
     expect(create).toMatchObject({
       Name: plan.name,
       EventBusArn: BUS,
@@ -256,7 +267,8 @@ describe("a point-in-time replay subscriber through eventbridgev2, signed with t
       StartingPosition: "POINT_IN_TIME",
       PointInTimeConfiguration: {
         PointType: "TIMESTAMP",
-        StartingPoint: new Date("2026-12-01T10:00:00Z"),
+        // The bus's retention window starts at its creation: the service refuses an earlier point.
+        StartingPoint: new Date("2026-12-01T10:30:00Z"),
         EndPoint: new Date("2026-12-01T11:00:01Z"),
       },
       InvokeConfiguration: {

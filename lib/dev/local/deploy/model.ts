@@ -68,6 +68,8 @@ export interface LocalSubscriberBus {
   readonly arn: string;
   /** How long the bus keeps its events (what a point-in-time subscriber can read). */
   readonly retentionDays: number;
+  /** When the bus was created (epoch ms); absent: when the runtime started emulating it. */
+  readonly createdAt?: number;
 }
 
 /** A subscriber of a new bus that sends to an SQS queue, emulated by the local runtime. */

@@ -61,9 +61,12 @@ export class LocalSubscriberBuses implements SubscriberBusClient {
   private readonly seen = new Map<string, Map<string, number>>();
   private readonly created = new Set<string>();
   private readonly now: () => number;
+  /** When the buses without a `createdAt` of their own were created: when emulation began. */
+  private readonly startedAt: number;
 
   constructor(private readonly options: SubscriberBusesOptions) {
     this.now = options.now ?? Date.now;
+    this.startedAt = this.now();
   }
 
   async putEvents(request: SubscriberBusPutEvents): Promise<SubscriberBusPutEventsResult> {
@@ -172,7 +175,13 @@ export class LocalSubscriberBuses implements SubscriberBusClient {
     );
   }
 
-  /** A bus of the template, as `DescribeEventBus` would describe it (its name and retention). */
+  /**
+   * A bus of the template, as `DescribeEventBus` would describe it: its name and retention, with
+   * `RetentionWindowStartTime`, the earliest point a subscriber can read from: the later of now
+   * less the retention period and the bus's creation (EventBridge user guide, "Replaying retained
+   * events to a subscriber"; aws/agent-toolkit-for-aws amazon-eventbridge-event-bus
+   * references/replay-and-recovery.md).
+   */
   describeEventBus(arn: string) {
     const bus = this.options.buses.find((b) => b.arn === arn);
     if (!bus)
@@ -183,7 +192,12 @@ export class LocalSubscriberBuses implements SubscriberBusClient {
     return {
       EventBusArn: bus.arn,
       Name: bus.name,
-      StorageConfiguration: { RetentionPeriodInDays: bus.retentionDays },
+      StorageConfiguration: {
+        RetentionPeriodInDays: bus.retentionDays,
+        RetentionWindowStartTime: new Date(
+          Math.max(this.now() - bus.retentionDays * 86_400_000, bus.createdAt ?? this.startedAt),
+        ),
+      },
     };
   }
 
@@ -216,12 +230,22 @@ export class LocalSubscriberBuses implements SubscriberBusClient {
   /**
    * A point-in-time subscriber (a replay): it delivers what the bus kept from `StartingPoint` to
    * `EndPoint` (seconds since the epoch), in the order it was published, marked `REPLAY`, then
-   * ends. The same request again (its `ClientToken`) creates nothing and delivers nothing again.
+   * ends. The same request again (its `ClientToken`) creates nothing and delivers nothing again. A
+   * starting point before the bus's retention window is refused, as the service refuses it.
    */
   async createSubscriber(request: PointInTimeSubscriberRequest): Promise<{ created: boolean }> {
     if (this.created.has(request.ClientToken)) return { created: false };
-    this.created.add(request.ClientToken);
     const { StartingPoint, EndPoint } = request.PointInTimeConfiguration;
+    const windowStart = this.describeEventBus(request.EventBusArn).StorageConfiguration
+      .RetentionWindowStartTime;
+    if (StartingPoint * 1000 < windowStart.getTime())
+      throw Object.assign(
+        new Error(
+          `StartingPoint ${new Date(StartingPoint * 1000).toISOString()} is before the retention window (${windowStart.toISOString()})`,
+        ),
+        { name: "ValidationException", $fault: "client" },
+      );
+    this.created.add(request.ClientToken);
     const replay: LocalSubscriber = {
       logicalId: request.Name,
       name: request.Name,
