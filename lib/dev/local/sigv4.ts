@@ -6,9 +6,10 @@ import { Sha256 } from "../../../functions/adapters/aws/lean-client";
  * What API Gateway's IAM authorization checks of a signed request, for the local front door (and
  * what an AWS service checks, for the local eventbridgev2 endpoint, ./subscriber-bus-endpoint.ts):
  * a Signature Version 4 (`AWS4-HMAC-SHA256`) for the service `execute-api` (or the one given) by
- * known credentials, dated within 15 minutes. The signature is computed again, over the headers the request says it
- * signed, with the same signer the SDK uses, and compared. A deployed stack's IAM also checks the
- * caller's policy (which tenants' paths it may call); locally, the credentials may call any.
+ * known credentials, dated within 15 minutes. The signature is computed again, over the headers
+ * the request says it signed, with the same signer the SDK uses, and compared. A deployed stack's
+ * IAM also checks the caller's policy (which tenants' paths it may call); locally, the credentials
+ * may call any.
  */
 
 export interface LocalCredentials {
