@@ -3,10 +3,10 @@ import { join } from "node:path";
 import { App, Stack } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
 import { audit } from "../../functions/roles/audit/audit";
-import { taskProjection } from "../../functions/roles/task-projection/task-projection";
+import { taskProjectionModule } from "../../functions/roles/task-projection/module";
 import { AgentBusStack, type AgentBusStackProps } from "../../lib/infra/agentbus-stack";
 import { REPO_ROOT } from "../../lib/infra/constructs/function";
-import { type Delivery, defineTopology, type Topology } from "../../lib/infra/topology";
+import { type Delivery, defineTopology, groupOf, type Topology } from "../../lib/infra/topology";
 
 type Json = Record<string, unknown>;
 
@@ -62,11 +62,7 @@ function topologyWithGroupDelivered(name: string, delivery: Delivery): Topology 
   return defineTopology({
     topics: ["commands", "events", "audit"],
     groups: [
-      {
-        name: "task-projection",
-        role: taskProjection,
-        handler: "functions/roles/task-projection/handler.ts",
-      },
+      groupOf(taskProjectionModule),
       {
         name,
         role: { group: name, subscriptions: ["task.accepted", "plan.created"] },

@@ -1,6 +1,6 @@
-import { taskProjection } from "../../../functions/roles/task-projection/task-projection";
+import { taskProjectionModule } from "../../../functions/roles/task-projection/module";
 import type { Delivery } from "../../infra/constructs/consumer-group-rules";
-import { defineTopology, type Topology } from "../../infra/topology";
+import { defineTopology, groupOf, type Topology } from "../../infra/topology";
 
 /**
  * A stack whose only consumer group is the task projection, delivered `delivery`: what the
@@ -10,13 +10,6 @@ import { defineTopology, type Topology } from "../../infra/topology";
 export function taskProjectionDelivered(delivery: Delivery): Topology {
   return defineTopology({
     topics: ["commands", "events", "audit"],
-    groups: [
-      {
-        name: "task-projection",
-        role: taskProjection,
-        handler: "functions/roles/task-projection/handler.ts",
-        delivery,
-      },
-    ],
+    groups: [{ ...groupOf(taskProjectionModule), delivery }],
   });
 }
