@@ -164,7 +164,7 @@ async function runDynamo(): Promise<DynamoResult> {
   }
   out();
   out(
-    "WU/RU: capacity units estimated by lib/dev/metering/metering.ts from item sizes, as on-demand DynamoDB bills them (transaction items 2×, failed conditions billed, a key that finds nothing one minimum read), with the entries each write makes in the tables' global secondary indexes (1 WU per KB each; an event enters the trace index, a task root also task-roots, a stream's first event by-stream-type; an inbox row the trace index, a task root also task-roots); moto's own ConsumedCapacity is size-blind and not used.",
+    "WU/RU: capacity units estimated by lib/dev/metering/metering.ts from item sizes, as on-demand DynamoDB bills them (transaction items 2×, failed conditions billed, a key that finds nothing one minimum read), with the entries each write makes in the tables' global secondary indexes (1 WU per KB each; an event that starts a run of its stream's events in one correlation, or is a task root, enters the trace index, a task root also task-roots, a stream's first event by-stream-type; an inbox row the trace index, a task root also task-roots); moto's own ConsumedCapacity is size-blind and not used.",
   );
   out("moto ms/ev: moto on this machine, not indicative of AWS latency.");
   out(`section 2 took ${fmt((performance.now() - mark) / 1000, 1)} s (moto start included)`);

@@ -9,6 +9,7 @@ import type {
   InboxRecord,
   RecordedOutcome,
   StoredState,
+  StreamHead,
 } from "./ports";
 import { retentionSeconds } from "./retention";
 import type { Decision, Role, Step } from "./role";
@@ -93,8 +94,40 @@ export function decided<S>(
       data: write.next as S,
       gate,
       listing: write.listing,
+      ...streamHeadAfter(state, emitted),
     },
   };
+}
+
+/**
+ * The stream head a store keeps with the state a commit writes: the last event the commit appends
+ * to the state's stream, when it is at the state's new version; else the head the commit carries
+ * over, when it names that version; else none (not known).
+ */
+export function storedStreamHead(request: CommitRequest): StreamHead | undefined {
+  const state = request.state;
+  if (!state) return undefined;
+  const last = request.append?.at(-1);
+  if (
+    last &&
+    last.aggregate.type === state.aggregate.type &&
+    last.aggregate.id === state.aggregate.id
+  )
+    return last.aggregate.version === state.version
+      ? { version: last.aggregate.version, correlation: last.correlation_id }
+      : undefined;
+  return state.streamHead?.version === state.version ? state.streamHead : undefined;
+}
+
+/** The stream head once the commit appended `emitted` (the last of them, or the head before). */
+function streamHeadAfter(
+  state: StoredState | undefined,
+  emitted: readonly Envelope[],
+): Pick<StoredState, "streamHead"> {
+  const last = emitted.at(-1);
+  if (last)
+    return { streamHead: { version: last.aggregate.version, correlation: last.correlation_id } };
+  return state?.streamHead ? { streamHead: state.streamHead } : {};
 }
 
 /**
@@ -260,6 +293,7 @@ function stateWrite<S>(
     listing: summary && listingAfter(state?.listing, summary, base.now),
     gate,
     compact: role.compactState,
+    ...(state?.streamHead ? { streamHead: state.streamHead } : {}),
   };
 }
 

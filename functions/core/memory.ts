@@ -1,5 +1,5 @@
 import type { AggregateRef, Envelope } from "../../schemas";
-import type { Mutable } from "./commit";
+import { type Mutable, storedStreamHead } from "./commit";
 import { DuplicateCommitError, PermanentError, VersionConflictError } from "./errors";
 import { deepFreeze } from "./freeze";
 import { mayHaveSpilled } from "./gate-records";
@@ -22,6 +22,7 @@ import type {
   StateReader,
   StateSummary,
   StoredState,
+  StreamHead,
   StreamLister,
   StreamPage,
   TraceReader,
@@ -237,7 +238,7 @@ export class InMemoryEventStore
       this.checkpoints.set(`${group}#${key(stream)}`, to);
     }
     if (request.gate) this.applyGate(request.gate);
-    if (request.state) this.applyState(request.state);
+    if (request.state) this.applyState(request.state, storedStreamHead(request));
     for (const { eventId, expiresAt } of request.spill?.ids ?? [])
       this.spilledRows.set(`${request.spill?.group}#${eventId}`, expiresAt);
     for (const event of request.append ?? []) {
@@ -261,7 +262,10 @@ export class InMemoryEventStore
     return true;
   }
 
-  private applyState(state: NonNullable<CommitRequest["state"]>): void {
+  private applyState(
+    state: NonNullable<CommitRequest["state"]>,
+    streamHead: StreamHead | undefined,
+  ): void {
     const k = this.keys.of(state.aggregate);
     const previous = this.states.get(k);
     const stored: Mutable<StoredState> = {
@@ -277,6 +281,7 @@ export class InMemoryEventStore
     // frozen or not, nothing writes to them, and freezing their keyed records costs a commit more.
     if (state.gate) stored.gate = state.gate;
     if (state.summary) stored.listing = this.listingOf(state, previous);
+    if (streamHead) stored.streamHead = Object.freeze({ ...streamHead });
     this.states.set(k, Object.freeze(stored));
     if (typeof state.dueAt === "string")
       this.dueIndex.set(k, { aggregate: { ...state.aggregate }, dueAt: state.dueAt });
@@ -311,6 +316,7 @@ export class InMemoryEventStore
       gate: records,
     };
     if (previous?.listing) stored.listing = previous.listing;
+    if (previous?.streamHead) stored.streamHead = previous.streamHead;
     this.states.set(k, Object.freeze(stored));
   }
 

@@ -27,6 +27,18 @@ export interface StoredState<S = unknown> {
   readonly gate?: GateRecords;
   /** Where the operator's lists have the state (./listing); absent when it is not listed. */
   readonly listing?: StateListing;
+  /**
+   * The correlation of the aggregate's stream at its head (`version`), where the store records
+   * it: a commit carries it over (CommitRequest.state.streamHead) so the store can tell whether
+   * the next event appended continues the same correlation, which its trace index uses.
+   */
+  readonly streamHead?: StreamHead;
+}
+
+/** The correlation of a stream's event at one version. */
+export interface StreamHead {
+  readonly version: number;
+  readonly correlation: string;
 }
 
 /**
@@ -223,6 +235,12 @@ export interface CommitRequest {
     readonly gate?: GateRecords;
     /** The state may be stored compactly: only AgentBus reads it (Role.compactState). */
     readonly compact?: true;
+    /**
+     * The stream head as loaded (StoredState.streamHead), carried over; the store trusts it only
+     * at the version it names. Absent: the store does not know it, which costs the store's trace
+     * index an entry at most.
+     */
+    readonly streamHead?: StreamHead;
   };
   readonly append?: readonly Envelope[];
   /**

@@ -65,6 +65,7 @@ export async function appendToStream<S>(
           version: (current?.version ?? 0) + emitted.length,
           // The aggregate may be a consumer group's state too: its gate records are kept.
           ...(current?.gate ? { gate: current.gate } : {}),
+          ...(current?.streamHead ? { streamHead: current.streamHead } : {}),
         },
         append: emitted,
       });

@@ -18,6 +18,7 @@ import type {
   FailureRecord,
   InboxRecord,
   RecordedOutcome,
+  StreamHead,
   StreamLister,
   TraceReader,
 } from "../../functions/core/ports";
@@ -154,11 +155,48 @@ describe.each(subjects)("%s honours the event store contract", (_name, make) => 
     expect(loaded).toEqual({
       inboxHit: true,
       checkpoint: 1,
-      state: { aggregate: stream, revision: 1, version: 2, data: { status: "accepted" } },
+      state: {
+        aggregate: stream,
+        revision: 1,
+        version: 2,
+        data: { status: "accepted" },
+        // The correlation of the stream's event at the state's version, kept with the state.
+        streamHead: { version: 2, correlation: e2.correlation_id },
+      },
     });
     // Only what was asked for is reported.
     expect(await store.load({ state: stream })).toMatchObject({ inboxHit: false, checkpoint: 0 });
     expect(await store.readStream(stream, 1, 2)).toEqual([e1, e2]);
+  });
+
+  it("keeps the stream head with the state: set by an append, carried over at its version only", async () => {
+    const [e1, e2] = taskStream(1, 2) as [Envelope, Envelope];
+    const stream = refOf(e1);
+    const head = async () => (await store.load({ state: stream })).state?.streamHead;
+    const state = (revision: number, version: number, carried?: StreamHead) => ({
+      aggregate: stream,
+      expectedRevision: revision,
+      next: { n: revision },
+      version,
+      ...(carried ? { streamHead: carried } : {}),
+    });
+    await store.commit({ state: state(0, 1), append: [e1] });
+    const first = { version: 1, correlation: e1.correlation_id };
+    expect(await head()).toEqual(first);
+    // A gate commit leaves it; a state commit carrying it at the state's version keeps it.
+    await store.commit({
+      gate: { aggregate: stream, expectedRevision: 1, records: { checkpoints: {}, recent: {} } },
+    });
+    expect(await head()).toEqual(first);
+    await store.commit({ state: state(2, 1, first) });
+    expect(await head()).toEqual(first);
+    // Carried at another version, or not carried, it is not known any more.
+    await store.commit({ state: state(3, 1, { version: 7, correlation: "corr_x" }) });
+    expect(await head()).toBeUndefined();
+    await store.commit({ state: state(4, 2, undefined), append: [e2] });
+    expect(await head()).toEqual({ version: 2, correlation: e2.correlation_id });
+    await store.commit({ state: state(5, 2) });
+    expect(await head()).toBeUndefined();
   });
 
   it("reads stream ranges in version order, leaving out missing versions", async () => {
@@ -688,6 +726,7 @@ describe.each(subjects)("%s honours the event store contract", (_name, make) => 
       revision: 2,
       version: 2,
       data: { status: "accepted->planned" },
+      streamHead: { version: 2, correlation: common.correlationId },
     });
   });
 

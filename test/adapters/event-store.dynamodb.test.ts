@@ -42,7 +42,9 @@ import type { AggregateRef, Envelope } from "../../schemas";
 import { emulator } from "../support/aws";
 import {
   feedbackEvent,
+  inboxRecordOf,
   newCorrelationId,
+  newTaskId,
   newUlid,
   taskEvent,
   taskStream,
@@ -145,6 +147,8 @@ describe("DynamoEventStore on DynamoDB", () => {
       agg_id: { S: stream.id },
       gate_checkpoints: { M: { "conversation#c_1": { N: "3" } } },
       gate_recent: { M: { [e1.event_id]: { N: "1900000000" } } },
+      // The correlation of the stream's event at `version`: whether the next append starts a run.
+      stream_correlation: { S: e2.correlation_id },
     });
     expect(Number.isNaN(Date.parse(state?.updated_at?.S ?? ""))).toBe(false);
 
@@ -158,7 +162,9 @@ describe("DynamoEventStore on DynamoDB", () => {
       event_id: e2.event_id,
       event_type: e2.event_type,
       schema_version: e2.schema_version,
-      correlation_id: e2.correlation_id,
+      // The event before it in its stream has its correlation: not the first of a run, in no
+      // trace index (a trace reads it with its run).
+      trace_correlation_id: e2.correlation_id,
       // Recorded with a stored event of its task and correlation: not a task root.
       trace_task_id: e2.task_id,
       occurred_at: e2.occurred_at,
@@ -191,6 +197,96 @@ describe("DynamoEventStore on DynamoDB", () => {
       pk: `checkpoint#layout#task#${stream.id}`,
       version: 1,
     });
+  });
+
+  it("indexes the first event of each run of one correlation, and a trace reads the runs whole", async () => {
+    const store = new DynamoEventStore({ client: fromSdk(client), tables });
+    const taskId = newTaskId();
+    const [c1, c2] = [newCorrelationId(), newCorrelationId()];
+    const stream: AggregateRef = { type: "task", id: taskId };
+    const stored: Envelope[] = [];
+    // Each commit appends to the stream as its aggregate's state does, caused by the stream's
+    // last event of the same correlation when there is one (then the events are not task roots).
+    const append = async (correlations: string[], carry = true) => {
+      const { state } = await store.load({ state: stream });
+      const cause = stored.findLast((e) => e.correlation_id === correlations[0]);
+      const events = correlations.map((correlationId, i) =>
+        taskEvent(stored.length + i + 1, { taskId, correlationId }),
+      );
+      await store.commit({
+        ...(cause ? { inbox: inboxRecordOf("runs", cause), recordedByState: true as const } : {}),
+        state: {
+          aggregate: stream,
+          expectedRevision: state?.revision ?? 0,
+          next: { n: stored.length + events.length },
+          version: stored.length + events.length,
+          ...(carry && state?.streamHead ? { streamHead: state.streamHead } : {}),
+        },
+        append: events,
+      });
+      stored.push(...events);
+    };
+    await append([c1, c1]); // 1, 2: roots (no cause)
+    await append([c2]); // 3: a root (no stored cause of c2 yet)
+    await append([c2, c1]); // 4 continues 3's run; 5 starts one
+    await append([c1], false); // 6: the head was not carried over, so it starts one
+    await append(Array.from({ length: 30 }, () => c1)); // 7-36: one run, longer than a page
+    await append([c2]); // 37 starts one
+    const other = taskStream(1, 2, { correlationId: c1 });
+    await store.commit({ append: other });
+
+    const indexed: number[] = [];
+    for (const e of stored) {
+      const item = await rawItem(
+        tables.events,
+        marshall({ pk: streamKey(stream), version: e.aggregate.version }),
+      );
+      if (item?.correlation_id) indexed.push(e.aggregate.version);
+      else expect(item?.trace_correlation_id?.S).toBe(e.correlation_id);
+    }
+    expect(indexed).toEqual([1, 2, 3, 5, 6, 37]);
+    const byId = (events: Envelope[]) =>
+      [...events].sort((a, b) => (a.event_id < b.event_id ? -1 : 1));
+    const of = (c: string) => stored.filter((e) => e.correlation_id === c);
+    expect(await store.eventsByCorrelation(c1)).toEqual(byId([...of(c1), ...other]));
+    expect(await store.eventsByCorrelation(c2)).toEqual(byId(of(c2)));
+    expect(await store.eventsByTask(taskId)).toEqual(byId(stored));
+    const state = await rawItem(tables.state, { pk: { S: streamKey(stream) } });
+    expect(state?.stream_correlation).toEqual({ S: c2 });
+  });
+
+  it("reads events stored before runs, each in the trace index, with the runs after them", async () => {
+    const store = new DynamoEventStore({ client: fromSdk(client), tables });
+    const correlationId = newCorrelationId();
+    const old = taskStream(1, 3, { correlationId });
+    const stream = refOf(old[0] as Envelope);
+    // As the version before runs wrote them: every event with its correlation_id.
+    for (const e of old)
+      await client.send(
+        new PutItemCommand({
+          TableName: tables.events,
+          Item: marshall({
+            pk: streamKey(stream),
+            version: e.aggregate.version,
+            event_id: e.event_id,
+            event_type: e.event_type,
+            schema_version: e.schema_version,
+            correlation_id: e.correlation_id,
+            task_id: e.task_id,
+            occurred_at: e.occurred_at,
+            envelope: JSON.stringify(e),
+          }),
+        }),
+      );
+    const later = [4, 5].map((v) =>
+      taskEvent(v, { taskId: stream.id, correlationId, causationId: old[2]?.event_id ?? null }),
+    );
+    await store.commit({
+      inbox: { ...inboxRecordOf("runs", old[2] as Envelope) },
+      recordedByState: true,
+      append: later,
+    });
+    expect(await store.eventsByCorrelation(correlationId)).toEqual([...old, ...later]);
   });
 
   it("gives an item of unsequenced ids alone the time to live of the last, and takes it off again", async () => {

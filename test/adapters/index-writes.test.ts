@@ -76,6 +76,10 @@ describe("index write units", () => {
     expect(
       units("PutItem", { TableName: names.events, Item: { ...rest, trace_task_id: task_id } }),
     ).toBe(1);
+    // Nor does it start a run (its correlation in trace_correlation_id): it enters no index.
+    const { correlation_id, ...later } = rest;
+    const continuing = { ...later, trace_task_id: task_id, trace_correlation_id: correlation_id };
+    expect(units("PutItem", { TableName: names.events, Item: continuing })).toBe(0);
   });
 
   it("estimates today's writes under the layout before task roots, as that version wrote them", () => {
@@ -100,6 +104,11 @@ describe("index write units", () => {
     expect(indexWriteUnits(before, "PutItem", put(legacyItem(event)), itemSize)).toBe(3);
     // Now: the trace index.
     expect(units("PutItem", put(event))).toBe(1);
+    // An event that continues a run was written with its correlation_id by that version.
+    const { correlation_id, ...rest } = event;
+    const continuing = { ...rest, trace_correlation_id: correlation_id };
+    expect(legacyItem(continuing)).toEqual(legacyItem(event));
+    expect(units("PutItem", put(continuing))).toBe(0);
     // The state table's indexes are the same in both.
     expect(before[names.state]).toEqual(catalog[names.state]);
   });

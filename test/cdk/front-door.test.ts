@@ -99,6 +99,14 @@ describe("the front door", () => {
     const dynamodb = statementsOf(template, fn).filter((s) =>
       s.Action.some((a) => a.startsWith("dynamodb:")),
     );
+    // A task's steps: Query of the events table's trace indexes and of the table (the runs).
+    const taskSteps = dynamodb.find((s) => s.Action.join() === "dynamodb:Query" && !s.Condition);
+    const eventsTable = { "Fn::GetAtt": [expect.stringMatching(/^TablesEvents/), "Arn"] };
+    const index = (name: string) => ({ "Fn::Join": ["", [eventsTable, `/index/${name}`]] });
+    expect(taskSteps?.Resource).toEqual(
+      expect.arrayContaining([eventsTable, index("task-roots"), index("trace-by-correlation")]),
+    );
+    expect(taskSteps?.Resource).toHaveLength(3);
     expect(dynamodb.map((s) => ({ actions: s.Action, condition: s.Condition }))).toEqual([
       {
         actions: ["dynamodb:GetItem"],
@@ -114,9 +122,8 @@ describe("the front door", () => {
           "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["http_request#*"] },
         },
       },
-      // A task's steps: the events table's trace indexes, then the events they point at.
+      // A task's steps: the events table's trace indexes, then the runs of events they point at.
       { actions: ["dynamodb:Query"], condition: undefined },
-      { actions: ["dynamodb:BatchGetItem"], condition: undefined },
       {
         actions: ["dynamodb:UpdateItem"],
         condition: {

@@ -1,6 +1,7 @@
 import type { AttributeValue, CancellationReason, Put, Update } from "@aws-sdk/client-dynamodb";
 import { marshall, type marshallOptions, unmarshall } from "@aws-sdk/util-dynamodb";
 import type { AggregateRef } from "../../../schemas";
+import { storedStreamHead } from "../../core/commit";
 import {
   type AgentBusError,
   DuplicateCommitError,
@@ -17,6 +18,7 @@ import {
   InboxAttr,
   inboxKey,
   isTaskRoot,
+  runStarts,
   StateAttr,
   streamKey,
 } from "./tables";
@@ -51,14 +53,20 @@ export function commitActions(
   request: CommitRequest,
   now: Date,
 ): Action[] {
+  const append = request.append ?? [];
+  const starts = runStarts(append, streamHeadBefore(request));
   return [
     ...(request.inbox && !request.recordedByState
       ? [inboxAction(tables.inbox, request.inbox, now)]
       : []),
     ...(request.checkpoint ? [checkpointAction(tables.inbox, request.checkpoint)] : []),
-    ...(request.state ? [stateAction(tables.state, request.state, now)] : []),
+    ...(request.state
+      ? [stateAction(tables.state, request.state, now, storedStreamHead(request)?.correlation)]
+      : []),
     ...(request.gate ? [gateAction(tables.state, request.gate, now)] : []),
-    ...(request.append ?? []).map((event) => streamAction(tables.events, event, request.inbox)),
+    ...append.map((event, index) =>
+      streamAction(tables.events, event, request.inbox, starts[index] !== false),
+    ),
     ...(request.spill?.ids ?? []).map((id) =>
       spillAction(tables.inbox, request.spill?.group ?? "", id),
     ),
@@ -126,6 +134,15 @@ function checkpointAction(
   );
 }
 
+/** The carried stream head, when the state is the aggregate whose stream the commit appends to. */
+function streamHeadBefore(request: CommitRequest) {
+  const first = request.append?.[0];
+  const state = request.state;
+  if (!first || !state || streamKey(state.aggregate) !== streamKey(first.aggregate))
+    return undefined;
+  return state.streamHead;
+}
+
 function stateAction(
   table: string,
   {
@@ -140,6 +157,7 @@ function stateAction(
     compact,
   }: NonNullable<CommitRequest["state"]>,
   now: Date,
+  streamCorrelation: string | undefined,
 ): Action {
   // A Put replaces the item: without a due time, due_shard and due_at are gone with it. A summary
   // comes with its list keys (../../core/commit); a request without them, or with keys that do
@@ -147,6 +165,7 @@ function stateAction(
   const listed = summary && { summary, listing: listingAfter(listing, summary, now) };
   const item = stateItem(aggregate, expectedRevision + 1, version, next, now, dueAt, listed, gate, {
     compact,
+    streamCorrelation,
   });
   return putAction(
     "state",
@@ -229,16 +248,20 @@ function stateConflict(aggregate: AggregateRef, expectedRevision: number): Actio
     );
 }
 
-/** The Put of an appended event; `cause`, the inbox record of the event the commit handled. */
+/**
+ * The Put of an appended event; `cause`, the inbox record of the event the commit handled;
+ * `runStart`, whether the event starts a run (./tables runStarts).
+ */
 function streamAction(
   table: string,
   event: NonNullable<CommitRequest["append"]>[number],
   cause: CommitRequest["inbox"],
+  runStart: boolean,
 ): Action {
   return putAction(
     "stream",
     table,
-    eventItem(event, isTaskRoot(event.task_id, event.correlation_id, cause)),
+    eventItem(event, isTaskRoot(event.task_id, event.correlation_id, cause), runStart),
     absent(EventAttr.pk),
     () =>
       new VersionConflictError(

@@ -42,6 +42,7 @@ export interface StateItem {
   readonly gate_checkpoints?: Readonly<Record<string, number>>;
   readonly gate_recent?: Readonly<Record<string, number>>;
   readonly gate_spilled_until?: number;
+  readonly stream_correlation?: string;
 }
 
 export interface EventItem {
@@ -50,7 +51,9 @@ export interface EventItem {
   readonly event_id: string;
   readonly event_type: string;
   readonly schema_version: number;
-  readonly correlation_id: string;
+  /** The correlation, on an event the trace index holds; trace_correlation_id on any other. */
+  readonly correlation_id?: string;
+  readonly trace_correlation_id?: string;
   /** The task, on a task root (./tables isTaskRoot); trace_task_id on any other event. */
   readonly task_id?: string;
   readonly trace_task_id?: string;
@@ -105,6 +108,11 @@ export interface CheckpointItem {
   readonly version: number;
 }
 
+/**
+ * A state item. `options.compact`: the data may be stored deflated (storedData);
+ * `options.streamCorrelation`: the correlation of the stream's event at `version` (./tables
+ * StateAttr.streamCorrelation), when known.
+ */
 export function stateItem(
   aggregate: AggregateRef,
   revision: number,
@@ -114,16 +122,19 @@ export function stateItem(
   dueAt?: string | null,
   listed?: ListedSummary,
   gate?: GateRecords,
-  storage: { readonly compact?: boolean } = {},
+  options: { readonly compact?: boolean; readonly streamCorrelation?: string } = {},
 ): StateItem {
   return {
     pk: streamKey(aggregate),
     revision,
     version,
-    ...storedData(data, storage.compact === true),
+    ...storedData(data, options.compact === true),
     agg_type: aggregate.type,
     agg_id: aggregate.id,
     updated_at: updatedAt.toISOString(),
+    ...(options.streamCorrelation !== undefined
+      ? { stream_correlation: options.streamCorrelation }
+      : {}),
     ...(typeof dueAt === "string" ? { due_shard: DUE_SHARD, due_at: dueAt } : {}),
     ...(listed ? listedAttributes(listed) : {}),
     ...(gate ? gateAttributes(gate) : {}),
@@ -202,6 +213,9 @@ export function storedStateOf(item: StateItem): StoredState {
     revision: item.revision,
     version: item.version,
     data: dataOf(item),
+    ...(item.stream_correlation !== undefined
+      ? { streamHead: { version: item.version, correlation: item.stream_correlation } }
+      : {}),
     ...listingOf(item),
     ...(item.gate_checkpoints || item.gate_recent
       ? {
@@ -219,16 +233,20 @@ export function storedStateOf(item: StateItem): StoredState {
 
 /**
  * An event's item; `root` (./tables isTaskRoot) puts its task in `task_id`, the sparse task-roots
- * index's key, else in `trace_task_id`.
+ * index's key, else in `trace_task_id`. `runStart` (./tables runStarts) and `root` each put its
+ * correlation in `correlation_id`, the sparse trace index's key (task-roots projects it), else it
+ * is in `trace_correlation_id`.
  */
-export function eventItem(envelope: Envelope, root = true): EventItem {
+export function eventItem(envelope: Envelope, root = true, runStart = true): EventItem {
   return {
     pk: streamKey(envelope.aggregate),
     version: envelope.aggregate.version,
     event_id: envelope.event_id,
     event_type: envelope.event_type,
     schema_version: envelope.schema_version,
-    correlation_id: envelope.correlation_id,
+    ...(root || runStart
+      ? { correlation_id: envelope.correlation_id }
+      : { trace_correlation_id: envelope.correlation_id }),
     ...taskAttribute(envelope.task_id, root),
     occurred_at: envelope.occurred_at,
     ...storedEnvelope(envelope),

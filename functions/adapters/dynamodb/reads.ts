@@ -40,6 +40,33 @@ export async function queryAll(
 }
 
 /**
+ * The items of a Query in key order up to the first one `keep` refuses (that one and the rest
+ * left out), page by page: a Query that may end early, such as a run of a stream's events.
+ */
+export async function queryWhile(
+  client: AwsClient,
+  input: QueryCommandInput,
+  keep: (item: Record<string, unknown>) => boolean,
+): Promise<Record<string, unknown>[]> {
+  const items: Record<string, unknown>[] = [];
+  try {
+    let start: QueryCommandInput["ExclusiveStartKey"];
+    do {
+      const page = await client.send(Query({ ...input, ExclusiveStartKey: start }));
+      for (const raw of page.Items ?? []) {
+        const item = unmarshall(raw);
+        if (!keep(item)) return items;
+        items.push(item);
+      }
+      start = page.LastEvaluatedKey;
+    } while (start);
+  } catch (error) {
+    throw dynamoFailure(error, "Query");
+  }
+  return items;
+}
+
+/**
  * Whether a Query failed because the table has no such index (yet): DynamoDB's ValidationException
  * "The table does not have the specified index", or moto's "Invalid index" (a ResourceNotFound
  * there), as the SDK threw it or as `queryAll` wrapped it (its cause). A stack that is upgrading

@@ -1,4 +1,5 @@
-import type { AggregateRef } from "../../../schemas";
+import type { AggregateRef, Envelope } from "../../../schemas";
+import type { StreamHead } from "../../core/ports";
 
 /**
  * The DynamoDB table layout of AgentBus, in one place: key and attribute names, key builders,
@@ -7,7 +8,8 @@ import type { AggregateRef } from "../../../schemas";
  * tables' key schemas and indexes, which only the stack, the write meter and the tests need, are
  * in ./layouts.
  *
- * - state:        pk = `${type}#${id}`; revision, version, data, agg_type, agg_id, updated_at, and
+ * - state:        pk = `${type}#${id}`; revision, version, data, agg_type, agg_id, updated_at,
+ *                 stream_correlation (the correlation of the stream's event at `version`), and
  *                 while the aggregate is due for a sweeper due_shard ("due") and due_at (ISO);
  *                 sparse GSI by-due (due_shard, due_at), projection KEYS_ONLY. States a role
  *                 summarizes (Role.summarize) also carry kind, status, label, waiting, counts,
@@ -23,10 +25,13 @@ import type { AggregateRef } from "../../../schemas";
  *                 (task_id on a task root, else trace_task_id: see EventAttr.taskId), and on
  *                 a stream's first event stream_type (sparse GSI by-stream-type: stream_type, pk;
  *                 keys only: one entry per stream, to list the streams of a type).
- *                 GSI trace-by-correlation (correlation_id, event_id; keys and the task): the
- *                 one entry every event makes; sparse GSI task-roots (task_id, event_id; keys
- *                 and correlation_id): where a task's correlations are found. The readers fetch
- *                 the items (BatchGetItem). Stream NEW_IMAGE (the outbox the relay reads).
+ *                 Sparse GSI trace-by-correlation (correlation_id, event_id; keys and the
+ *                 task): an entry for each event that starts a run (runStarts: the first of a
+ *                 stream's consecutive events in one correlation) or is a task root; any other
+ *                 event carries its correlation as trace_correlation_id, and a trace reads it
+ *                 with its run from the table (Query by stream key). Sparse GSI task-roots
+ *                 (task_id, event_id; keys and correlation_id): where a task's correlations are
+ *                 found. Stream NEW_IMAGE (the outbox the relay reads).
  * - inbox:        pk = `inbox#${group}#${eventId}` (inbox rows, TTL attribute `ttl`),
  *                 pk = `failure#${group}#${eventId}` (failure records, TTL `ttl`) and
  *                 pk = `checkpoint#${group}#${type}#${id}` (checkpoint rows, `version`, no ttl).
@@ -84,6 +89,12 @@ export const StateAttr = {
    * an aggregate that has no state): when the last of them expires, the table's TTL attribute.
    */
   ttl: "ttl",
+  /**
+   * The correlation of the event at `version` in the aggregate's stream (StoredState.streamHead),
+   * written with that version by the commit that appended it: whether the next append starts a
+   * run (runStarts). Absent (a state written without it): the next append starts one.
+   */
+  streamCorrelation: "stream_correlation",
 } as const;
 
 /** Global secondary indexes of the state table. */
@@ -128,7 +139,15 @@ export const EventAttr = {
   eventId: "event_id",
   eventType: "event_type",
   schemaVersion: "schema_version",
+  /**
+   * The event's correlation, on an event the trace index holds (one that starts a run, runStarts,
+   * or is a task root: task-roots projects it), and on every event stored before runs. Any other
+   * event carries it as `trace_correlation_id`, in no index's key: a trace reads it with its run
+   * (correlationOfItem reads either).
+   */
   correlationId: "correlation_id",
+  /** The event's correlation on an event the trace index does not hold. */
+  traceCorrelationId: "trace_correlation_id",
   /**
    * The event's task, on a task root only (isTaskRoot), and on every event stored before task
    * roots: the key of the sparse task-roots index. Any other event carries its task as
@@ -259,6 +278,38 @@ export function isTaskRoot(
 /** The task an event item or inbox item names (task_id on a root, else trace_task_id). */
 export function taskOfItem(item: Record<string, unknown>): string {
   return String(item[EventAttr.taskId] ?? item[EventAttr.traceTaskId] ?? "");
+}
+
+/** The correlation an event item names (correlation_id when indexed, else trace_correlation_id). */
+export function correlationOfItem(item: Record<string, unknown>): string {
+  return String(item[EventAttr.correlationId] ?? item[EventAttr.traceCorrelationId] ?? "");
+}
+
+/**
+ * Which of the events one commit appends to a stream (in version order) start a run: a stream's
+ * consecutive events in one correlation. An event starts one when it is the stream's first, or
+ * when the event before it in the stream has another correlation; for the first of them that is
+ * `before`, the head of the same stream (StoredState.streamHead), taken only when it is of the
+ * version just before (else unknown, and the event starts a run). The trace index holds every
+ * event that starts a run, so a trace by correlation finds each run from its first event and
+ * reads the rest of it from the table: between two events that start runs, the events of a
+ * stream all have the correlation of the first.
+ */
+export function runStarts(events: readonly Envelope[], before?: StreamHead): boolean[] {
+  return events.map((event, index) => {
+    const version = event.aggregate.version;
+    if (version <= 1) return true;
+    const previous = index > 0 ? events[index - 1] : undefined;
+    const known =
+      previous &&
+      previous.aggregate.version === version - 1 &&
+      streamKey(previous.aggregate) === streamKey(event.aggregate)
+        ? previous.correlation_id
+        : index === 0 && before?.version === version - 1
+          ? before.correlation
+          : undefined;
+    return known !== event.correlation_id;
+  });
 }
 
 /**

@@ -24,13 +24,14 @@ import {
 import {
   type BatchGetOptions,
   batchGetByPk,
-  batchGetItems,
   MAX_BATCH_GET_KEYS,
   missingIndex,
   queryAll,
+  queryWhile,
 } from "./reads";
 import {
   checkpointKey,
+  correlationOfItem,
   EventAttr,
   EventIndex,
   failureKey,
@@ -65,9 +66,11 @@ export interface DynamoTraceReaderOptions {
 
 /**
  * What a trace reads, with Query and BatchGetItem only: stored events by correlation or task, and
- * every group's outcomes (inbox rows and failure records) by correlation, task or event id. Each
- * table's trace index holds every event or row by correlation (keys and task only), its sparse
- * task-roots index the correlations of each task; the items are read by key (BatchGetItem).
+ * every group's outcomes (inbox rows and failure records) by correlation, task or event id. The
+ * events table's trace index holds the first event of each run of a stream's events in one
+ * correlation (keys and task only), and the runs are read from the table (Query by stream key);
+ * the inbox table's holds every row by correlation, and the rows are read by key (BatchGetItem).
+ * Each table's sparse task-roots index holds the correlations of each task.
  * Expired rows are returned too: this is the record of what happened, not the dedup check; but a
  * message kept whole is read without its envelope once its row has expired (its retention is
  * over).
@@ -76,12 +79,13 @@ export class DynamoTraceReader implements TraceReader {
   constructor(private readonly options: DynamoTraceReaderOptions) {}
 
   async eventsByCorrelation(correlationId: string): Promise<Envelope[]> {
-    return this.envelopes(await this.entries("events", correlationId));
+    return this.envelopes(await this.eventItems(correlationId));
   }
 
   async eventsByTask(taskId: string): Promise<Envelope[]> {
     const correlations = await this.correlationsOf("events", taskId);
-    return this.envelopes(await this.entriesOfTask("events", correlations, taskId));
+    const found = await Promise.all(correlations.map((c) => this.eventItems(c)));
+    return this.envelopes(found.flat().filter((item) => taskOfItem(item) === taskId));
   }
 
   /** Inbox rows of one group, in the order of `eventIds` (unknown ids left out). */
@@ -155,6 +159,48 @@ export class DynamoTraceReader implements TraceReader {
     return this.queryTrace(table, "byCorrelation", EventAttr.correlationId, correlationId);
   }
 
+  /**
+   * The event items of a correlation. The trace index holds the first event of each run (a
+   * stream's consecutive events in one correlation: ./tables runStarts), the task roots and
+   * every event stored before runs; each run is read from the table from its indexed event on,
+   * up to the first event of another correlation.
+   */
+  private async eventItems(correlationId: string): Promise<Record<string, unknown>[]> {
+    const entries = await this.entries("events", correlationId);
+    const byStream = new Map<string, number[]>();
+    for (const entry of entries) {
+      const pk = String(entry[EventAttr.pk]);
+      byStream.set(pk, [...(byStream.get(pk) ?? []), Number(entry[EventAttr.version])]);
+    }
+    const runs = await Promise.all(
+      [...byStream].map(([pk, versions]) => this.runsOf(pk, versions, correlationId)),
+    );
+    return runs.flat();
+  }
+
+  /** The runs of one stream that start at (or hold) these versions, each read once. */
+  private async runsOf(pk: string, versions: readonly number[], correlationId: string) {
+    const items: Record<string, unknown>[] = [];
+    let readTo = 0;
+    for (const version of [...versions].sort((a, b) => a - b)) {
+      if (version <= readTo) continue;
+      const run = await queryWhile(
+        this.options.client,
+        {
+          TableName: this.options.tables.events,
+          KeyConditionExpression: "#pk = :pk AND #v >= :v",
+          ExpressionAttributeNames: { "#pk": EventAttr.pk, "#v": EventAttr.version },
+          ExpressionAttributeValues: marshall({ ":pk": pk, ":v": version }),
+          Limit: RUN_PAGE,
+        },
+        (item) => correlationOfItem(item) === correlationId,
+      );
+      items.push(...run);
+      readTo = Math.max(version, Number(run.at(-1)?.[EventAttr.version] ?? 0));
+    }
+    return items;
+  }
+
   /** The entries of these correlations that name the task. */
   private async entriesOfTask(table: TraceTable, correlations: readonly string[], task: string) {
     const found = await Promise.all(correlations.map((c) => this.entries(table, c)));
@@ -195,17 +241,8 @@ export class DynamoTraceReader implements TraceReader {
     }
   }
 
-  /** The events the entries point at (BatchGetItem), in event id order, opened. */
-  private async envelopes(entries: readonly Record<string, unknown>[]): Promise<Envelope[]> {
-    const keys = entries.map((entry) =>
-      marshall({
-        [EventAttr.pk]: entry[EventAttr.pk],
-        [EventAttr.version]: entry[EventAttr.version],
-      }),
-    );
-    const items = await batchGetItems(this.options.client, this.options.tables.events, keys, {
-      ...this.options.batchGet,
-    });
+  /** The envelopes of event items, in event id order, opened. */
+  private async envelopes(items: readonly Record<string, unknown>[]): Promise<Envelope[]> {
     const envelopes = items
       .map((item) => envelopeOfItem(item))
       .sort((a, b) => (a.event_id < b.event_id ? -1 : a.event_id > b.event_id ? 1 : 0));
@@ -251,6 +288,12 @@ export class DynamoTraceReader implements TraceReader {
     return found;
   }
 }
+
+/**
+ * Events a page when a run is read from the table: a run is short as a rule, and the page that
+ * ends one reads at most this many events of another correlation past it.
+ */
+const RUN_PAGE = 25;
 
 /**
  * False for the row of an id spilled from a state's recent ones (CommitRequest.spill): a dedup

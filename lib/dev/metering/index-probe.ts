@@ -21,7 +21,10 @@ export interface ProbedLayout {
 }
 
 export interface TableIndexWrites {
-  /** Items put that carry a correlation id: the stored events, the inbox rows and failure records. */
+  /**
+   * Items put that carry a correlation id (indexed or not): the stored events, the inbox rows and
+   * failure records.
+   */
   readonly traced: number;
   /** Index write units of the table's writes, by layout name. */
   readonly units: Readonly<Record<string, number>>;
@@ -92,7 +95,8 @@ export function indexProbe(
     for (const { kind, request } of writesOf(operation, input)) {
       const table = tally(String(request.TableName));
       const item = request.Item as Item | undefined;
-      if (kind === "PutItem" && item?.[EventAttr.correlationId]) table.traced++;
+      const correlation = item?.[EventAttr.correlationId] ?? item?.[EventAttr.traceCorrelationId];
+      if (kind === "PutItem" && correlation) table.traced++;
       for (const [name, layout] of Object.entries(layouts)) {
         const seen = entries.get(name) ?? new Map();
         entries.set(name, seen);

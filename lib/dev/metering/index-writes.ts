@@ -65,16 +65,22 @@ export function legacyTraceCatalog(names: TableNames): IndexCatalog {
 }
 
 /**
- * An item as the version before task roots wrote it: every event and row with its `task_id`, and
- * an event with the hour and UTC time of its `occurred_at` (the keys of by-hour).
+ * An item as the version before task roots wrote it: every event and row with its `task_id` and
+ * `correlation_id`, and an event with the hour and UTC time of its `occurred_at` (the keys of
+ * by-hour).
  */
 export function legacyItem(item: Item): Item {
-  const { [EventAttr.traceTaskId]: task, ...rest } = item;
+  const {
+    [EventAttr.traceTaskId]: task,
+    [EventAttr.traceCorrelationId]: correlation,
+    ...rest
+  } = item;
   const occurred = item[EventAttr.occurredAt]?.S;
   const utc = occurred && item[EventAttr.eventId] ? new Date(occurred).toISOString() : undefined;
   return {
     ...rest,
     ...(task ? { [EventAttr.taskId]: task } : {}),
+    ...(correlation ? { [EventAttr.correlationId]: correlation } : {}),
     ...(utc
       ? { [EventAttr.occurredHour]: { S: utc.slice(0, 13) }, [EventAttr.occurredUtc]: { S: utc } }
       : {}),

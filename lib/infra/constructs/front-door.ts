@@ -97,7 +97,7 @@ const ACCESS_LOG_FIELDS = {
  * The function may read the state items it answers from (conversation views, workflow runs,
  * accepted requests) and the runs' states (BatchGetItem, for the runs in flight), write accepted
  * requests and the tenants' request and run counts only, and read a task's steps from the events
- * table (Query of its trace indexes, BatchGetItem of the events they point at): GetItem,
+ * table (Query of its trace indexes, and of the streams whose runs they point at): GetItem,
  * BatchGetItem, PutItem and UpdateItem on the state table,
  * limited by `dynamodb:LeadingKeys` to those keys; PutEvents on its buses.
  */
@@ -311,17 +311,11 @@ export class FrontDoor extends Construct {
         conditions: leading(["http_request#*"]),
       }),
     );
-    // A task's events: its roots' correlations, their entries, the items (BatchGetItem).
+    // A task's events: its roots' correlations, their runs' first events, the runs (Query).
     this.function.addToRolePolicy(
       new PolicyStatement({
         actions: ["dynamodb:Query"],
-        resources: tables.eventsTraceIndexArns(),
-      }),
-    );
-    this.function.addToRolePolicy(
-      new PolicyStatement({
-        actions: ["dynamodb:BatchGetItem"],
-        resources: [tables.events.tableArn],
+        resources: [...tables.eventsTraceIndexArns(), tables.events.tableArn],
       }),
     );
     this.function.addToRolePolicy(
