@@ -113,10 +113,17 @@ export function storedStreamHead(request: CommitRequest): StreamHead | undefined
     last.aggregate.type === state.aggregate.type &&
     last.aggregate.id === state.aggregate.id
   )
-    return last.aggregate.version === state.version
-      ? { version: last.aggregate.version, correlation: last.correlation_id }
-      : undefined;
+    return last.aggregate.version === state.version ? headOf(last) : undefined;
   return state.streamHead?.version === state.version ? state.streamHead : undefined;
+}
+
+/** The stream head an event makes. */
+function headOf(event: Envelope): StreamHead {
+  return {
+    version: event.aggregate.version,
+    correlation: event.correlation_id,
+    task: event.task_id,
+  };
 }
 
 /** The stream head once the commit appended `emitted` (the last of them, or the head before). */
@@ -125,8 +132,7 @@ function streamHeadAfter(
   emitted: readonly Envelope[],
 ): Pick<StoredState, "streamHead"> {
   const last = emitted.at(-1);
-  if (last)
-    return { streamHead: { version: last.aggregate.version, correlation: last.correlation_id } };
+  if (last) return { streamHead: headOf(last) };
   return state?.streamHead ? { streamHead: state.streamHead } : {};
 }
 

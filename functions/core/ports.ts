@@ -28,17 +28,19 @@ export interface StoredState<S = unknown> {
   /** Where the operator's lists have the state (./listing); absent when it is not listed. */
   readonly listing?: StateListing;
   /**
-   * The correlation of the aggregate's stream at its head (`version`), where the store records
-   * it: a commit carries it over (CommitRequest.state.streamHead) so the store can tell whether
-   * the next event appended continues the same correlation, which its trace index uses.
+   * The correlation and task of the aggregate's stream at its head (`version`), where the store
+   * records them: a commit carries them over (CommitRequest.state.streamHead) so the store can
+   * tell whether the next event appended continues the same correlation and task, which its trace
+   * indexes use.
    */
   readonly streamHead?: StreamHead;
 }
 
-/** The correlation of a stream's event at one version. */
+/** The correlation and task of a stream's event at one version. */
 export interface StreamHead {
   readonly version: number;
   readonly correlation: string;
+  readonly task: string;
 }
 
 /**

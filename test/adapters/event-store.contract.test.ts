@@ -161,7 +161,7 @@ describe.each(subjects)("%s honours the event store contract", (_name, make) => 
         version: 2,
         data: { status: "accepted" },
         // The correlation of the stream's event at the state's version, kept with the state.
-        streamHead: { version: 2, correlation: e2.correlation_id },
+        streamHead: { version: 2, correlation: e2.correlation_id, task: e2.task_id },
       },
     });
     // Only what was asked for is reported.
@@ -181,7 +181,7 @@ describe.each(subjects)("%s honours the event store contract", (_name, make) => 
       ...(carried ? { streamHead: carried } : {}),
     });
     await store.commit({ state: state(0, 1), append: [e1] });
-    const first = { version: 1, correlation: e1.correlation_id };
+    const first = { version: 1, correlation: e1.correlation_id, task: e1.task_id };
     expect(await head()).toEqual(first);
     // A gate commit leaves it; a state commit carrying it at the state's version keeps it.
     await store.commit({
@@ -191,10 +191,10 @@ describe.each(subjects)("%s honours the event store contract", (_name, make) => 
     await store.commit({ state: state(2, 1, first) });
     expect(await head()).toEqual(first);
     // Carried at another version, or not carried, it is not known any more.
-    await store.commit({ state: state(3, 1, { version: 7, correlation: "corr_x" }) });
+    await store.commit({ state: state(3, 1, { ...first, version: 7 }) });
     expect(await head()).toBeUndefined();
     await store.commit({ state: state(4, 2, undefined), append: [e2] });
-    expect(await head()).toEqual({ version: 2, correlation: e2.correlation_id });
+    expect(await head()).toEqual({ version: 2, correlation: e2.correlation_id, task: e2.task_id });
     await store.commit({ state: state(5, 2) });
     expect(await head()).toBeUndefined();
   });
@@ -726,7 +726,7 @@ describe.each(subjects)("%s honours the event store contract", (_name, make) => 
       revision: 2,
       version: 2,
       data: { status: "accepted->planned" },
-      streamHead: { version: 2, correlation: common.correlationId },
+      streamHead: { version: 2, correlation: common.correlationId, task: taskId },
     });
   });
 

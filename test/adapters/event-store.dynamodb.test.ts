@@ -149,6 +149,7 @@ describe("DynamoEventStore on DynamoDB", () => {
       gate_recent: { M: { [e1.event_id]: { N: "1900000000" } } },
       // The correlation of the stream's event at `version`: whether the next append starts a run.
       stream_correlation: { S: e2.correlation_id },
+      stream_task: { S: e2.task_id },
     });
     expect(Number.isNaN(Date.parse(state?.updated_at?.S ?? ""))).toBe(false);
 
@@ -226,7 +227,7 @@ describe("DynamoEventStore on DynamoDB", () => {
       });
       stored.push(...events);
     };
-    await append([c1, c1]); // 1, 2: roots (no cause)
+    await append([c1, c1]); // 1: a root (no cause); 2 follows it in the same task and correlation
     await append([c2]); // 3: a root (no stored cause of c2 yet)
     await append([c2, c1]); // 4 continues 3's run; 5 starts one
     await append([c1], false); // 6: the head was not carried over, so it starts one
@@ -244,7 +245,7 @@ describe("DynamoEventStore on DynamoDB", () => {
       if (item?.correlation_id) indexed.push(e.aggregate.version);
       else expect(item?.trace_correlation_id?.S).toBe(e.correlation_id);
     }
-    expect(indexed).toEqual([1, 2, 3, 5, 6, 37]);
+    expect(indexed).toEqual([1, 3, 5, 6, 37]);
     const byId = (events: Envelope[]) =>
       [...events].sort((a, b) => (a.event_id < b.event_id ? -1 : 1));
     const of = (c: string) => stored.filter((e) => e.correlation_id === c);
@@ -253,6 +254,51 @@ describe("DynamoEventStore on DynamoDB", () => {
     expect(await store.eventsByTask(taskId)).toEqual(byId(stored));
     const state = await rawItem(tables.state, { pk: { S: streamKey(stream) } });
     expect(state?.stream_correlation).toEqual({ S: c2 });
+  });
+
+  it("makes an event a task root only where neither its cause nor its stream's last event has its task and correlation", async () => {
+    const store = new DynamoEventStore({ client: fromSdk(client), tables });
+    const [t1, t2] = [newTaskId(), newTaskId()];
+    const correlationId = newCorrelationId();
+    const stream: AggregateRef = { type: "task", id: newTaskId() };
+    const stored: Envelope[] = [];
+    // A commit handling an unsequenced message (a client's, not stored) of `taskId`.
+    const handle = async (taskId: string, n = 1) => {
+      const { state } = await store.load({ state: stream });
+      const message = feedbackEvent({ taskId, correlationId });
+      const events = Array.from({ length: n }, (_, i) =>
+        taskEvent(stored.length + i + 1, { taskId, correlationId, causationId: message.event_id }),
+      ).map((e) => ({ ...e, aggregate: { ...stream, version: e.aggregate.version } }));
+      await store.commit({
+        inbox: inboxRecordOf("roots", message),
+        state: {
+          aggregate: stream,
+          expectedRevision: state?.revision ?? 0,
+          next: { n: stored.length + n },
+          version: stored.length + n,
+          ...(state?.streamHead ? { streamHead: state.streamHead } : {}),
+        },
+        append: events,
+      });
+      stored.push(...events);
+    };
+    await handle(t1, 2); // 1: a root; 2 follows it
+    await handle(t1); // 3: its cause is not stored, but the stream's last event is of t1
+    await handle(t2); // 4: t2 is new to the stream: a root
+    await handle(t1); // 5: the stream's last event is of t2: a root again
+    const roots: number[] = [];
+    for (const e of stored) {
+      const item = await rawItem(
+        tables.events,
+        marshall({ pk: streamKey(stream), version: e.aggregate.version }),
+      );
+      if (item?.task_id) roots.push(e.aggregate.version);
+    }
+    expect(roots).toEqual([1, 4, 5]);
+    const byId = (events: Envelope[]) =>
+      [...events].sort((a, b) => (a.event_id < b.event_id ? -1 : 1));
+    expect(await store.eventsByTask(t1)).toEqual(byId(stored.filter((e) => e.task_id === t1)));
+    expect(await store.eventsByTask(t2)).toEqual(byId(stored.filter((e) => e.task_id === t2)));
   });
 
   it("reads events stored before runs, each in the trace index, with the runs after them", async () => {

@@ -10,7 +10,7 @@ import {
   VersionConflictError,
 } from "../../core/errors";
 import { listingAfter } from "../../core/listing";
-import type { CommitRequest } from "../../core/ports";
+import type { CommitRequest, StreamHead } from "../../core/ports";
 import { checkpointItem, eventItem, inboxItem, stateItem } from "./items";
 import {
   CheckpointAttr,
@@ -18,9 +18,10 @@ import {
   InboxAttr,
   inboxKey,
   isTaskRoot,
-  runStarts,
   StateAttr,
+  startsRun,
   streamKey,
+  streamPredecessors,
 } from "./tables";
 
 /**
@@ -54,18 +55,18 @@ export function commitActions(
   now: Date,
 ): Action[] {
   const append = request.append ?? [];
-  const starts = runStarts(append, streamHeadBefore(request));
+  const previous = streamPredecessors(append, streamHeadBefore(request));
   return [
     ...(request.inbox && !request.recordedByState
       ? [inboxAction(tables.inbox, request.inbox, now)]
       : []),
     ...(request.checkpoint ? [checkpointAction(tables.inbox, request.checkpoint)] : []),
     ...(request.state
-      ? [stateAction(tables.state, request.state, now, storedStreamHead(request)?.correlation)]
+      ? [stateAction(tables.state, request.state, now, storedStreamHead(request))]
       : []),
     ...(request.gate ? [gateAction(tables.state, request.gate, now)] : []),
     ...append.map((event, index) =>
-      streamAction(tables.events, event, request.inbox, starts[index] !== false),
+      streamAction(tables.events, event, request.inbox, previous[index]),
     ),
     ...(request.spill?.ids ?? []).map((id) =>
       spillAction(tables.inbox, request.spill?.group ?? "", id),
@@ -157,7 +158,7 @@ function stateAction(
     compact,
   }: NonNullable<CommitRequest["state"]>,
   now: Date,
-  streamCorrelation: string | undefined,
+  streamHead: StreamHead | undefined,
 ): Action {
   // A Put replaces the item: without a due time, due_shard and due_at are gone with it. A summary
   // comes with its list keys (../../core/commit); a request without them, or with keys that do
@@ -165,7 +166,7 @@ function stateAction(
   const listed = summary && { summary, listing: listingAfter(listing, summary, now) };
   const item = stateItem(aggregate, expectedRevision + 1, version, next, now, dueAt, listed, gate, {
     compact,
-    streamCorrelation,
+    streamHead,
   });
   return putAction(
     "state",
@@ -250,18 +251,19 @@ function stateConflict(aggregate: AggregateRef, expectedRevision: number): Actio
 
 /**
  * The Put of an appended event; `cause`, the inbox record of the event the commit handled;
- * `runStart`, whether the event starts a run (./tables runStarts).
+ * `previous`, the event before it in its stream when known (./tables streamPredecessors).
  */
 function streamAction(
   table: string,
   event: NonNullable<CommitRequest["append"]>[number],
   cause: CommitRequest["inbox"],
-  runStart: boolean,
+  previous: StreamHead | undefined,
 ): Action {
+  const root = isTaskRoot(event.task_id, event.correlation_id, cause, previous);
   return putAction(
     "stream",
     table,
-    eventItem(event, isTaskRoot(event.task_id, event.correlation_id, cause), runStart),
+    eventItem(event, root, startsRun(event, previous)),
     absent(EventAttr.pk),
     () =>
       new VersionConflictError(

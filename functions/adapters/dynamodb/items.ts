@@ -8,6 +8,7 @@ import type {
   StateListing,
   StateSummary,
   StoredState,
+  StreamHead,
 } from "../../core/ports";
 import { deflatedJson, envelopeOfItem, inflatedJson, storedEnvelope } from "./deflated-json";
 import { checkpointKey, DUE_SHARD, failureKey, inboxKey, streamKey } from "./tables";
@@ -43,6 +44,7 @@ export interface StateItem {
   readonly gate_recent?: Readonly<Record<string, number>>;
   readonly gate_spilled_until?: number;
   readonly stream_correlation?: string;
+  readonly stream_task?: string;
 }
 
 export interface EventItem {
@@ -110,7 +112,7 @@ export interface CheckpointItem {
 
 /**
  * A state item. `options.compact`: the data may be stored deflated (storedData);
- * `options.streamCorrelation`: the correlation of the stream's event at `version` (./tables
+ * `options.streamHead`: the correlation and task of the stream's event at `version` (./tables
  * StateAttr.streamCorrelation), when known.
  */
 export function stateItem(
@@ -122,7 +124,7 @@ export function stateItem(
   dueAt?: string | null,
   listed?: ListedSummary,
   gate?: GateRecords,
-  options: { readonly compact?: boolean; readonly streamCorrelation?: string } = {},
+  options: { readonly compact?: boolean; readonly streamHead?: StreamHead } = {},
 ): StateItem {
   return {
     pk: streamKey(aggregate),
@@ -132,8 +134,11 @@ export function stateItem(
     agg_type: aggregate.type,
     agg_id: aggregate.id,
     updated_at: updatedAt.toISOString(),
-    ...(options.streamCorrelation !== undefined
-      ? { stream_correlation: options.streamCorrelation }
+    ...(options.streamHead !== undefined
+      ? {
+          stream_correlation: options.streamHead.correlation,
+          stream_task: options.streamHead.task,
+        }
       : {}),
     ...(typeof dueAt === "string" ? { due_shard: DUE_SHARD, due_at: dueAt } : {}),
     ...(listed ? listedAttributes(listed) : {}),
@@ -213,8 +218,14 @@ export function storedStateOf(item: StateItem): StoredState {
     revision: item.revision,
     version: item.version,
     data: dataOf(item),
-    ...(item.stream_correlation !== undefined
-      ? { streamHead: { version: item.version, correlation: item.stream_correlation } }
+    ...(item.stream_correlation !== undefined && item.stream_task !== undefined
+      ? {
+          streamHead: {
+            version: item.version,
+            correlation: item.stream_correlation,
+            task: item.stream_task,
+          },
+        }
       : {}),
     ...listingOf(item),
     ...(item.gate_checkpoints || item.gate_recent
@@ -233,7 +244,7 @@ export function storedStateOf(item: StateItem): StoredState {
 
 /**
  * An event's item; `root` (./tables isTaskRoot) puts its task in `task_id`, the sparse task-roots
- * index's key, else in `trace_task_id`. `runStart` (./tables runStarts) and `root` each put its
+ * index's key, else in `trace_task_id`. `runStart` (./tables startsRun) and `root` each put its
  * correlation in `correlation_id`, the sparse trace index's key (task-roots projects it), else it
  * is in `trace_correlation_id`.
  */

@@ -9,7 +9,7 @@ import type { StreamHead } from "../../core/ports";
  * in ./layouts.
  *
  * - state:        pk = `${type}#${id}`; revision, version, data, agg_type, agg_id, updated_at,
- *                 stream_correlation (the correlation of the stream's event at `version`), and
+ *                 stream_correlation and stream_task (those of the stream's event at `version`), and
  *                 while the aggregate is due for a sweeper due_shard ("due") and due_at (ISO);
  *                 sparse GSI by-due (due_shard, due_at), projection KEYS_ONLY. States a role
  *                 summarizes (Role.summarize) also carry kind, status, label, waiting, counts,
@@ -26,7 +26,7 @@ import type { StreamHead } from "../../core/ports";
  *                 a stream's first event stream_type (sparse GSI by-stream-type: stream_type, pk;
  *                 keys only: one entry per stream, to list the streams of a type).
  *                 Sparse GSI trace-by-correlation (correlation_id, event_id; keys and the
- *                 task): an entry for each event that starts a run (runStarts: the first of a
+ *                 task): an entry for each event that starts a run (startsRun: the first of a
  *                 stream's consecutive events in one correlation) or is a task root; any other
  *                 event carries its correlation as trace_correlation_id, and a trace reads it
  *                 with its run from the table (Query by stream key). Sparse GSI task-roots
@@ -90,11 +90,13 @@ export const StateAttr = {
    */
   ttl: "ttl",
   /**
-   * The correlation of the event at `version` in the aggregate's stream (StoredState.streamHead),
-   * written with that version by the commit that appended it: whether the next append starts a
-   * run (runStarts). Absent (a state written without it): the next append starts one.
+   * The correlation and the task of the event at `version` in the aggregate's stream
+   * (StoredState.streamHead), written with that version by the commit that appended it: whether
+   * the next event appended starts a run (startsRun) and may be a task root (isTaskRoot). Absent
+   * (a state written without them): the next event starts a run, and is a root if its cause says.
    */
   streamCorrelation: "stream_correlation",
+  streamTask: "stream_task",
 } as const;
 
 /** Global secondary indexes of the state table. */
@@ -140,7 +142,7 @@ export const EventAttr = {
   eventType: "event_type",
   schemaVersion: "schema_version",
   /**
-   * The event's correlation, on an event the trace index holds (one that starts a run, runStarts,
+   * The event's correlation, on an event the trace index holds (one that starts a run, startsRun,
    * or is a task root: task-roots projects it), and on every event stored before runs. Any other
    * event carries it as `trace_correlation_id`, in no index's key: a trace reads it with its run
    * (correlationOfItem reads either).
@@ -258,15 +260,19 @@ export const TRACE_TASK_ATTRIBUTES = [EventAttr.taskId, EventAttr.traceTaskId] a
 /**
  * Whether a write that records `cause` (the event a consumer handled; undefined: none, a producer's
  * own append) makes an event of `task` and `correlation` a task root: unless the cause is a stored
- * event (version above 0: sequenced, so in the events table) of the same task and correlation.
- * Every task's part of a correlation with a stored event then has a root: the first event stored in
- * it had no such cause. An inbox row or failure record is a root when its event is not stored.
+ * event (version above 0: sequenced, so in the events table) of the same task and correlation, or
+ * the event just before it in its stream (`previous`, when known: streamPredecessors) is of the
+ * same task and correlation. Every task's part of a correlation with a stored event then has a
+ * root: the first event stored in it had neither. An inbox row or failure record is a root when
+ * its event is not stored.
  */
 export function isTaskRoot(
   task: string,
   correlation: string,
   cause?: { readonly version: number; readonly taskId: string; readonly correlationId: string },
+  previous?: StreamHead,
 ): boolean {
+  if (previous && previous.task === task && previous.correlation === correlation) return false;
   return (
     cause === undefined ||
     !(cause.version > 0) ||
@@ -286,30 +292,37 @@ export function correlationOfItem(item: Record<string, unknown>): string {
 }
 
 /**
- * Which of the events one commit appends to a stream (in version order) start a run: a stream's
- * consecutive events in one correlation. An event starts one when it is the stream's first, or
- * when the event before it in the stream has another correlation; for the first of them that is
- * `before`, the head of the same stream (StoredState.streamHead), taken only when it is of the
- * version just before (else unknown, and the event starts a run). The trace index holds every
- * event that starts a run, so a trace by correlation finds each run from its first event and
- * reads the rest of it from the table: between two events that start runs, the events of a
- * stream all have the correlation of the first.
+ * The event just before each of the events one commit appends to a stream (in version order): the
+ * one before it in the commit, or for the first of them `before`, the head of the same stream
+ * (StoredState.streamHead), taken only when it is of the version just before; undefined when not
+ * known, and for a stream's first event.
  */
-export function runStarts(events: readonly Envelope[], before?: StreamHead): boolean[] {
+export function streamPredecessors(
+  events: readonly Envelope[],
+  before?: StreamHead,
+): (StreamHead | undefined)[] {
   return events.map((event, index) => {
     const version = event.aggregate.version;
-    if (version <= 1) return true;
+    if (version <= 1) return undefined;
     const previous = index > 0 ? events[index - 1] : undefined;
-    const known =
-      previous &&
-      previous.aggregate.version === version - 1 &&
-      streamKey(previous.aggregate) === streamKey(event.aggregate)
-        ? previous.correlation_id
-        : index === 0 && before?.version === version - 1
-          ? before.correlation
-          : undefined;
-    return known !== event.correlation_id;
+    if (previous)
+      return previous.aggregate.version === version - 1 &&
+        streamKey(previous.aggregate) === streamKey(event.aggregate)
+        ? { version: version - 1, correlation: previous.correlation_id, task: previous.task_id }
+        : undefined;
+    return before?.version === version - 1 ? before : undefined;
   });
+}
+
+/**
+ * Whether an event starts a run: a stream's consecutive events in one correlation. It does when
+ * the event before it in the stream (`previous`: streamPredecessors) has another correlation or
+ * is not known. The trace index holds every event that starts a run, so a trace by correlation
+ * finds each run from its first event and reads the rest of it from the table: between two events
+ * that start runs, the events of a stream all have the correlation of the first.
+ */
+export function startsRun(event: Envelope, previous: StreamHead | undefined): boolean {
+  return previous?.correlation !== event.correlation_id;
 }
 
 /**

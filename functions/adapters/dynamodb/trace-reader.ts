@@ -161,7 +161,7 @@ export class DynamoTraceReader implements TraceReader {
 
   /**
    * The event items of a correlation. The trace index holds the first event of each run (a
-   * stream's consecutive events in one correlation: ./tables runStarts), the task roots and
+   * stream's consecutive events in one correlation: ./tables startsRun), the task roots and
    * every event stored before runs; each run is read from the table from its indexed event on,
    * up to the first event of another correlation.
    */
