@@ -4,7 +4,11 @@ import {
   type KeysAndAttributes,
 } from "@aws-sdk/client-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { batchGetItems } from "../../functions/adapters/dynamodb/reads";
+import {
+  batchGetItems,
+  QUERY_WHILE_MAX_PAGE,
+  queryWhile,
+} from "../../functions/adapters/dynamodb/reads";
 import { SideEffectAttr, type TableNames } from "../../functions/adapters/dynamodb/tables";
 import { TransientError } from "../../functions/core/errors";
 import { meter } from "../../lib/dev/metering/metering";
@@ -96,5 +100,45 @@ describe("batchGetItems", () => {
     await expect(reading).rejects.toBeInstanceOf(TransientError);
     await expect(reading).rejects.toMatchObject({ code: "dynamodb.unprocessed_keys" });
     client.destroy();
+  });
+});
+
+describe("queryWhile", () => {
+  it("stops at the first item refused, and doubles the pages it asks for up to a bound", async () => {
+    const table = tables.events;
+    const pk = `task#${newUlid()}`;
+    const versions = Array.from({ length: 1600 }, (_, i) => i + 1);
+    for (let i = 0; i < versions.length; i += 25)
+      await admin.send(
+        new BatchWriteItemCommand({
+          RequestItems: {
+            [table]: versions.slice(i, i + 25).map((version) => ({
+              PutRequest: { Item: { pk: { S: pk }, version: { N: String(version) } } },
+            })),
+          },
+        }),
+      );
+    const sdk = fromSdk(admin);
+    const limits: (number | undefined)[] = [];
+    const client = {
+      send: ((command: { input: { Limit?: number } }) => {
+        limits.push(command.input.Limit);
+        return sdk.send(command as never);
+      }) as typeof sdk.send,
+    };
+    const query = {
+      TableName: table,
+      KeyConditionExpression: "pk = :pk AND version >= :v",
+      ExpressionAttributeValues: { ":pk": { S: pk }, ":v": { N: "1" } },
+      Limit: 25,
+    };
+    const all = await queryWhile(client, query, () => true);
+    expect(all.map((item) => item.version)).toEqual(versions);
+    // 25 + 50 + ... + 800 = 1,575 items, then pages of the bound.
+    expect(limits).toEqual([25, 50, 100, 200, 400, 800, QUERY_WHILE_MAX_PAGE]);
+    limits.length = 0;
+    const first = await queryWhile(client, query, (item) => Number(item.version) <= 30);
+    expect(first.map((item) => item.version)).toEqual(versions.slice(0, 30));
+    expect(limits).toEqual([25, 50]);
   });
 });

@@ -39,9 +39,15 @@ export async function queryAll(
   return items;
 }
 
+/** The most items a page of queryWhile asks for. */
+export const QUERY_WHILE_MAX_PAGE = 1000;
+
 /**
  * The items of a Query in key order up to the first one `keep` refuses (that one and the rest
- * left out), page by page: a Query that may end early, such as a run of a stream's events.
+ * left out), page by page: a Query that may end early, such as a run of a stream's events. The
+ * input's Limit, when set, is the first page's; each page after asks for twice as many, up to
+ * QUERY_WHILE_MAX_PAGE, so a Query that ends within its first page reads little past its end and
+ * a long one still takes few pages.
  */
 export async function queryWhile(
   client: AwsClient,
@@ -51,14 +57,18 @@ export async function queryWhile(
   const items: Record<string, unknown>[] = [];
   try {
     let start: QueryCommandInput["ExclusiveStartKey"];
+    let limit = input.Limit;
     do {
-      const page = await client.send(Query({ ...input, ExclusiveStartKey: start }));
+      const page = await client.send(
+        Query({ ...input, ExclusiveStartKey: start, ...(limit ? { Limit: limit } : {}) }),
+      );
       for (const raw of page.Items ?? []) {
         const item = unmarshall(raw);
         if (!keep(item)) return items;
         items.push(item);
       }
       start = page.LastEvaluatedKey;
+      if (limit) limit = Math.min(limit * 2, QUERY_WHILE_MAX_PAGE);
     } while (start);
   } catch (error) {
     throw dynamoFailure(error, "Query");

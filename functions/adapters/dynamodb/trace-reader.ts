@@ -290,8 +290,9 @@ export class DynamoTraceReader implements TraceReader {
 }
 
 /**
- * Events a page when a run is read from the table: a run is short as a rule, and the page that
- * ends one reads at most this many events of another correlation past it.
+ * Events the first page asks for when a run is read from the table (queryWhile doubles it page by
+ * page): a run is short as a rule, and a first page that ends one reads at most this many events
+ * of another correlation past it.
  */
 const RUN_PAGE = 25;
 
