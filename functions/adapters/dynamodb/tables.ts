@@ -9,19 +9,20 @@ import type { StreamHead } from "../../core/ports";
  * in ./layouts.
  *
  * - state:        pk = `${type}#${id}`; revision, version, data, agg_type, agg_id, updated_at,
- *                 stream_correlation and stream_task (those of the stream's event at `version`), and
- *                 while the aggregate is due for a sweeper due_shard ("due") and due_at (ISO);
- *                 sparse GSI by-due (due_shard, due_at), projection KEYS_ONLY. States a role
- *                 summarizes (Role.summarize) also carry kind, status, label, waiting, counts,
- *                 tenant_id (where the role records a tenant), listed_at (when first
- *                 summarized) and, while waiting, waiting_since: sparse GSIs by-kind-listed
- *                 (kind, listed_at) and by-waiting-since (waiting, waiting_since), KEYS_ONLY,
- *                 the operator's lists. Their keys stay put while a state changes, so a write
- *                 that keeps the kind and what it waits for writes no index entry; the lists
- *                 read the summaries from the items.
+ *                 stream_correlation and stream_task (those of the stream's event at
+ *                 `version`), and while the aggregate is due for a sweeper due_shard ("due")
+ *                 and due_at (ISO); sparse GSI by-due (due_shard, due_at), projection
+ *                 KEYS_ONLY. States a role summarizes (Role.summarize) also carry kind, status,
+ *                 label, waiting, counts, tenant_id (where the role records a tenant),
+ *                 listed_at (when first summarized) and, while waiting, waiting_since: sparse
+ *                 GSIs by-kind-listed (kind, listed_at) and by-waiting-since (waiting,
+ *                 waiting_since), KEYS_ONLY, the operator's lists. Their keys stay put while a
+ *                 state changes, so a write that keeps the kind and what it waits for writes no
+ *                 index entry; the lists read the summaries from the items.
  * - events:       pk = `${type}#${id}`, sk version (N); event_id, event_type, schema_version,
- *                 correlation_id, occurred_at, envelope (the full envelope JSON; or
- *                 envelope_z, that JSON deflated, when it is large: ./deflated-json), the task
+ *                 correlation_id (or trace_correlation_id), occurred_at, envelope (the full
+ *                 envelope JSON; or envelope_z, that JSON deflated, when it is large:
+ *                 ./deflated-json), the task
  *                 (task_id on a task root, else trace_task_id: see EventAttr.taskId), and on
  *                 a stream's first event stream_type (sparse GSI by-stream-type: stream_type, pk;
  *                 keys only: one entry per stream, to list the streams of a type).
