@@ -120,6 +120,14 @@ async function rawItem(table: string, key: Record<string, AttributeValue>) {
   return Item;
 }
 
+/** An event's item as stored (a consistent read by its stream key and version). */
+function storedEvent(e: Envelope) {
+  return rawItem(
+    tables.events,
+    marshall({ pk: streamKey(e.aggregate), version: e.aggregate.version }),
+  );
+}
+
 describe("DynamoEventStore on DynamoDB", () => {
   it("stores the documented table layout", async () => {
     const store = new DynamoEventStore({ client: fromSdk(client), tables });
@@ -238,10 +246,7 @@ describe("DynamoEventStore on DynamoDB", () => {
 
     const indexed: number[] = [];
     for (const e of stored) {
-      const item = await rawItem(
-        tables.events,
-        marshall({ pk: streamKey(stream), version: e.aggregate.version }),
-      );
+      const item = await storedEvent(e);
       if (item?.correlation_id) indexed.push(e.aggregate.version);
       else expect(item?.trace_correlation_id?.S).toBe(e.correlation_id);
     }
@@ -288,10 +293,7 @@ describe("DynamoEventStore on DynamoDB", () => {
     await handle(t1); // 5: the stream's last event is of t2: a root again
     const roots: number[] = [];
     for (const e of stored) {
-      const item = await rawItem(
-        tables.events,
-        marshall({ pk: streamKey(stream), version: e.aggregate.version }),
-      );
+      const item = await storedEvent(e);
       if (item?.task_id) roots.push(e.aggregate.version);
     }
     expect(roots).toEqual([1, 4, 5]);
