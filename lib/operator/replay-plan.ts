@@ -135,11 +135,6 @@ export function chosenGroups(
   );
 }
 
-/** The groups delivered by a subscriber of a topic's new bus (no rule, no archive replay). */
-export function subscriberGroups(targets: readonly TopicReplayTarget[]): string[] {
-  return [...new Set(targets.flatMap((t) => Object.keys(t.subscribers)))].sort();
-}
-
 /**
  * A replay to a group delivered by a subscriber of a topic's new bus, which has no archive: a
  * point-in-time subscriber copied from the group's live one (./replay-subscriber.ts), named as an

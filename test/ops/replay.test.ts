@@ -11,7 +11,6 @@ import {
   replayWindow,
   retentionProblem,
   ruleOfArn,
-  subscriberGroups,
 } from "../../lib/operator/replay-plan";
 
 const NOW = new Date("2026-11-30T12:00:00.000Z");
@@ -134,7 +133,7 @@ describe("the replay plan", () => {
       TOPICS,
       GROUPS,
     );
-    expect(subscriberGroups(withSubscriber)).toEqual(["orchestrator"]);
+    expect(withSubscriber.map((t) => t.subscribers)).toEqual([{}, { orchestrator: subscriberArn }]);
     expect(chosenGroups(["orchestrator", "audit"], GROUPS, withSubscriber)).toEqual([
       "orchestrator",
       "audit",
