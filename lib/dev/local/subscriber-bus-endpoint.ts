@@ -5,6 +5,7 @@ import { fromCbor, toCbor } from "../../../functions/adapters/aws/lean/cbor";
 import { RPC_V2_CBOR_HEADERS } from "../../../functions/adapters/aws/lean/wire";
 import type { SubscriberBusPutEvents } from "../../../functions/adapters/eventbridge/subscriber-bus";
 import type { PointInTimeSubscriberRequest } from "../../operator/replay-subscriber";
+import { subscriberArnOf } from "./deploy/subscribers";
 import { LOCAL_SERVICE_CREDENTIALS } from "./front-door";
 import type { LocalSubscriberBuses } from "./runtime/subscriber-buses";
 import { type LocalCredentials, verifySignature } from "./sigv4";
@@ -132,11 +133,6 @@ async function callOf(
   if (!headers.authorization?.includes(scope))
     throw new Refusal(403, "InvalidSignatureException", `the credential scope is not ${scope}`);
   return { operation, headers, input: fromCbor(body) };
-}
-
-/** A subscriber's ARN, as the local deployment makes it: its bus's, with its own name. */
-function subscriberArnOf(busArn: string, name: string): string {
-  return busArn.replace(/:event-busv2\/[^/]+\//, `:subscriber/${name}/`);
 }
 
 /** The emulation behind each operation. */

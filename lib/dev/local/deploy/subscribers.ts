@@ -80,8 +80,16 @@ export function subscriberOf({
   };
 }
 
-export const deploySubscriber: Deployer = async (input, ctx) => {
-  const arn = arnOf(ctx, "events", `subscriber/${String(input.props.Name)}/${LOCAL_BUS_ID}`);
+/**
+ * A subscriber's ARN, as the local deployment makes it: its bus's, with `subscriber/<name>` in
+ * place of `event-busv2/<bus name>` (the local eventbridgev2 endpoint names them the same way).
+ */
+export function subscriberArnOf(busArn: string, name: string): string {
+  return busArn.replace(/:event-busv2\/[^/]+\//, `:subscriber/${name}/`);
+}
+
+export const deploySubscriber: Deployer = async (input) => {
+  const arn = subscriberArnOf(String(input.props.EventBusArn), String(input.props.Name));
   return {
     physical: { ref: arn, attributes: { SubscriberArn: arn } },
     local: { kind: "subscriber", value: subscriberOf(input) },
