@@ -31,7 +31,8 @@ import { confirmNode } from "./workflow";
  *   - a held reply's task id, no `--step`: `reply.approve.requested` (`--text` sends an edited
  *     text) or `reply.reject.requested`, as `agentbus reply approve|reject` does.
  * - `agentbus resolve <run-id> --step <call-id> --as applied|not_applied`: whether a write whose
- *   outcome could not be learnt was applied.
+ *   outcome could not be learnt was applied; `agentbus resolve <run-id> --as answer --output JSON`:
+ *   the answer of a run handed over for good (NEEDS_HUMAN waiting for an answer), which ends it.
  * Each is sent on the stage's commands bus with who asked (`$AGENTBUS_OPERATOR` or the OS user)
  * and why (`--reason`). What waits is read first: a decision already taken is reported and
  * nothing is sent (exit 0); one that does not apply is a usage error naming what waits (exit 2),
@@ -41,7 +42,7 @@ import { confirmNode } from "./workflow";
 type TargetOf = (command: Command) => Target;
 
 interface DecisionOptions {
-  readonly step: string;
+  readonly step?: string;
   readonly reason?: string;
   readonly output?: string;
 }
@@ -128,7 +129,7 @@ async function decide(
     const { command, envelope, bus } = outcome.sent;
     out(`${command.type} sent to ${bus}`);
     out(`  run_id          ${runId}`);
-    out(`  step            ${options.step}`);
+    if (options.step !== undefined) out(`  step            ${options.step}`);
     out(`  decision        ${decision}`);
     out(`  event_id        ${String(envelope.event_id)}`);
     if (envelope.tenant_id !== undefined) out(`  tenant_id       ${String(envelope.tenant_id)}`);
@@ -145,11 +146,6 @@ function parseOutput(text: string): unknown {
   }
 }
 
-const step = () =>
-  new Option(
-    "--step <call-id>",
-    "the tool call the run waits on (see agentbus status)",
-  ).makeOptionMandatory();
 const reason = () =>
   new Option("--reason <text>", "why (kept on the command, at most 1000 characters)");
 
@@ -189,19 +185,32 @@ export function rejectCommand(targetOf: TargetOf): Command {
 export function resolveCommand(targetOf: TargetOf): Command {
   return new Command("resolve")
     .argument("<run-id>", "the agent run (rrun_...)")
-    .addOption(step())
     .addOption(
-      new Option("--as <outcome>", "applied or not_applied")
-        .choices(["applied", "not_applied"])
+      new Option(
+        "--step <call-id>",
+        "the tool call whose outcome is unknown (see agentbus status); none for an answer",
+      ),
+    )
+    .addOption(
+      new Option(
+        "--as <outcome>",
+        "applied or not_applied (a call's outcome), or answer (a run handed over for good)",
+      )
+        .choices(["applied", "not_applied", "answer"])
         .makeOptionMandatory(),
     )
-    .option("--output <json>", "for applied: what the outside system gave, as the tool's output")
+    .option(
+      "--output <json>",
+      "for applied: what the outside system gave, as the tool's output; for answer: the run's answer",
+    )
     .addOption(reason())
     .action(async function (
       this: Command,
       runId: string,
-      options: DecisionOptions & { as: "applied" | "not_applied" },
+      options: DecisionOptions & { as: "applied" | "not_applied" | "answer" },
     ) {
+      if (options.as !== "answer" && options.step === undefined)
+        throw new UsageError(`--as ${options.as} needs --step <call-id>; nothing sent`);
       await decide(targetOf(this), runId, options.as, options);
     });
 }

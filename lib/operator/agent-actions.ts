@@ -9,8 +9,8 @@ import type { AgentWaitView, ItemSummary, WaitingView } from "./views";
 
 /**
  * A person's answer to what an agent run waits for (functions/core/agent/person.ts): approve or
- * reject a tool call that needs approval, or say whether a write whose outcome could not be learnt
- * was applied. Checked against the run's stored journal before anything is sent: a decision the
+ * reject a tool call that needs approval, say whether a write whose outcome could not be learnt
+ * was applied, or give the answer of a run handed over for good (its turn budget spent). Checked against the run's stored journal before anything is sent: a decision the
  * run already took is reported (`already`), one it does not wait for is refused (`refused`, naming
  * what it waits for). Shared by the CLI and the console.
  */
@@ -72,20 +72,33 @@ export async function agentWaits(
   });
 }
 
-/** Whether `decision` on call `callId` of the run applies; the command to send if it does. */
+interface DecisionFields {
+  readonly reason?: string;
+  readonly output?: unknown;
+  readonly requestedBy: string;
+}
+
+/**
+ * Whether `decision` applies to the run: on call `callId` (an approval, an unknown outcome), or,
+ * with no call, a person's `answer` for a run handed over for good; the command to send if it does.
+ */
 export function stepDecision(
   journal: AgentJournal | undefined,
   runId: string,
-  callId: string,
+  callId: string | undefined,
   decision: StepDecision,
-  fields: { readonly reason?: string; readonly output?: unknown; readonly requestedBy: string },
+  fields: DecisionFields,
 ): Decided {
   if (!journal) return { refused: `no agent run ${runId}` };
+  if (callId === undefined || decision === "answer")
+    return answerDecision(journal, runId, callId, decision, fields);
   // A decision the run took is in its journal's window (as `<decision> by <who>`).
   const taken = journal.window.find((s) => s.kind === "person" && s.tool_call_id === callId);
   if (taken?.outcome?.startsWith(`${decision} by `))
     return { already: `${callId} of ${runId} was already decided: ${taken.outcome}` };
   const waiting = journal.waiting;
+  if (waiting?.kind === "answer")
+    return { refused: `run ${runId} waits for a person's answer, not a decision on ${callId}` };
   if (waiting?.tool_call_id !== callId)
     return {
       refused: waiting?.tool_call_id
@@ -98,6 +111,42 @@ export function stepDecision(
     return {
       refused: `run ${runId} waits for ${waiting.kind === "approval" ? "an approval (approve or reject)" : "an outcome (applied or not_applied)"} of ${callId}, not ${decision}`,
     };
+  return decisionCommand(journal, runId, { tool_call_id: callId, decision }, fields);
+}
+
+/** A person's answer for a run NEEDS_HUMAN waiting for one (functions/core/agent/person.ts). */
+function answerDecision(
+  journal: AgentJournal,
+  runId: string,
+  callId: string | undefined,
+  decision: StepDecision,
+  fields: DecisionFields,
+): Decided {
+  const given = journal.window.findLast((s) => s.kind === "person" && !s.tool_call_id);
+  if (journal.status === "COMPLETED" && given?.outcome?.startsWith("answer by "))
+    return { already: `${runId} was already answered: ${given.outcome}` };
+  const waiting = journal.waiting;
+  if (waiting?.kind !== "answer")
+    return {
+      refused: waiting?.tool_call_id
+        ? `run ${runId} waits for a decision on ${waiting.tool_call_id} (--step ${waiting.tool_call_id}), not an answer`
+        : `run ${runId} waits for no decision (it is ${journal.status})`,
+    };
+  if (decision !== "answer" || callId !== undefined)
+    return {
+      refused: `run ${runId} waits for a person's answer (resolve ${runId} --as answer --output JSON, no step), not ${decision}${callId ? ` on ${callId}` : ""}`,
+    };
+  if (fields.output === undefined)
+    return { refused: `an answer for run ${runId} needs its output: the run's answer, as JSON` };
+  return decisionCommand(journal, runId, { decision }, fields);
+}
+
+function decisionCommand(
+  journal: AgentJournal,
+  runId: string,
+  what: { readonly tool_call_id?: string; readonly decision: StepDecision },
+  fields: DecisionFields,
+): Decided {
   const conversationId = journal.subject.conversation_id ?? "";
   const command: SupportCommand = {
     type: journal.decision_type,
@@ -107,8 +156,7 @@ export function stepDecision(
     orderKey: runId,
     payload: {
       run_id: runId,
-      tool_call_id: callId,
-      decision,
+      ...what,
       requested_by: fields.requestedBy,
       ...(fields.reason === undefined ? {} : { reason: fields.reason }),
       ...(fields.output === undefined ? {} : { output: fields.output }),
@@ -122,9 +170,9 @@ export function stepDecision(
 export async function stepDecisionCheck(
   stack: OpsStack,
   runId: string,
-  callId: string,
+  callId: string | undefined,
   decision: StepDecision,
-  fields: { readonly reason?: string; readonly output?: unknown; readonly requestedBy: string },
+  fields: DecisionFields,
 ): Promise<Decided> {
   const problem = opaqueIdProblem(runId);
   if (problem) return { refused: `${JSON.stringify(runId)} is not a run id (${problem})` };

@@ -18,9 +18,10 @@ import { RefundReviewOutcome, SupportTurn } from "./support-commands";
  *   it says what the step before it did (a model turn with its `model_run_id`, or a tool call with
  *   its `tool_call_id`), so the trace shows every turn and call under the task.
  * - `refund_review.decision.requested` (operator command): a person's answer to what the run waits
- *   for: approve or reject a call that needs approval, or say whether a write whose outcome could
- *   not be learnt was applied.
- * - `refund.review.completed` and `refund.approved` | `refund.rejected` (facts): what the review
+ *   for: approve or reject a call that needs approval, say whether a write whose outcome could
+ *   not be learnt was applied, or give the answer of a run handed over for good.
+ * - `refund.approved` (fact): a refund was made, committed with the step that learnt it, whatever
+ *   becomes of the run; `refund.review.completed` and `refund.rejected` (facts): what the review
  *   decided; `refund.review.needs_person`: the run waits for a person.
  */
 
@@ -72,10 +73,14 @@ export type AgentStepRequested = z.output<typeof AgentStepRequestedPayload>;
 
 export const AgentDecisionRequestedPayload = z.object({
   run_id: OpaqueId,
-  tool_call_id: z.string().check(z.minLength(1), z.maxLength(128)),
-  /** `deadline`: the lease sweeper's, for a run still BLOCKED past its approval's deadline. */
-  decision: z.enum(["approve", "reject", "applied", "not_applied", "deadline"]),
-  /** For `applied`: what the outside system gave, as the tool's output. */
+  /** The tool call decided on; none for `answer`. */
+  tool_call_id: z.optional(z.string().check(z.minLength(1), z.maxLength(128))),
+  /**
+   * `deadline`: the lease sweeper's, for a run still BLOCKED past its approval's deadline;
+   * `answer`: a person's answer for a run handed over (NEEDS_HUMAN waiting for an answer).
+   */
+  decision: z.enum(["approve", "reject", "applied", "not_applied", "answer", "deadline"]),
+  /** For `applied`: what the outside system gave, as the tool's output; for `answer`: the answer. */
   output: z.optional(z.unknown()),
   reason: z.optional(OperatorReason),
   requested_by: Requester,
@@ -134,7 +139,7 @@ export function defineRefundEvents(registry: EventRegistry) {
       ...outsideCommand,
       type: REFUND_REVIEW_DECISION,
       description:
-        "A person answers what a refund agent run waits for: approve or reject a call, or say whether a write was applied (aggregate agent_run/<run_id>, version 0).",
+        "A person answers what a refund agent run waits for: approve or reject a call, say whether a write was applied, or give the answer of a run handed over (aggregate agent_run/<run_id>, version 0).",
       payload: AgentDecisionRequestedPayload,
     }),
     registry.define({

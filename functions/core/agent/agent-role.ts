@@ -10,7 +10,7 @@ import {
   journalContent,
   newJournal,
 } from "./agent";
-import { type AgentPorts, agentStep, type StepResult } from "./loop";
+import { type AgentPorts, agentStep, type StepResult, type WriteDone } from "./loop";
 import { approvalExpired, personDecides } from "./person";
 
 /**
@@ -88,6 +88,11 @@ export interface AgentRoleSpec {
   finish(journal: AgentJournal): Promise<EmitSpec[]>;
   /** The fact that a run waits for a person. */
   needsPerson(journal: AgentJournal): Promise<EmitSpec[]>;
+  /**
+   * The facts of a write that took effect (a refund made), committed with the step that learnt
+   * it, whatever becomes of the run after: what moved outside AgentBus is always a fact.
+   */
+  wrote?(journal: AgentJournal, write: WriteDone): Promise<EmitSpec[]>;
   readonly ports: AgentPorts;
 }
 
@@ -163,8 +168,8 @@ async function decision(
   context: DecideContext<AgentJournal>,
 ): Promise<Decision<AgentJournal>> {
   const answer = event.payload as {
-    tool_call_id: string;
-    decision: "approve" | "reject" | "applied" | "not_applied" | "deadline";
+    tool_call_id?: string;
+    decision: "approve" | "reject" | "applied" | "not_applied" | "answer" | "deadline";
     output?: unknown;
     reason?: string;
     requested_by: string;
@@ -183,16 +188,21 @@ async function decision(
   return result ? outcome(spec, result) : {};
 }
 
-/** What a step's result commits: the journal, and the next step, the end, or the wait. */
+/**
+ * What a step's result commits: the journal, the facts of a write it learnt took effect, and the
+ * next step, the end, or the wait.
+ */
 async function outcome(spec: AgentRoleSpec, result: StepResult): Promise<Decision<AgentJournal>> {
   const { journal } = result;
+  const wrote =
+    result.wrote && spec.wrote ? declared(spec, await spec.wrote(journal, result.wrote)) : [];
   if (result.next === "continue")
-    return { state: journal, emit: [stepCommand(spec, journal, result.recorded)] };
+    return { state: journal, emit: [...wrote, stepCommand(spec, journal, result.recorded)] };
   if (result.next === "end")
-    return { state: journal, emit: declared(spec, await spec.finish(journal)) };
+    return { state: journal, emit: [...wrote, ...declared(spec, await spec.finish(journal))] };
   return {
     state: journal,
-    emit: declared(spec, await spec.needsPerson(journal)),
+    emit: [...wrote, ...declared(spec, await spec.needsPerson(journal))],
     dueAt: journal.waiting?.deadline ?? null,
   };
 }

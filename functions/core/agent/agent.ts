@@ -96,7 +96,7 @@ export interface PendingCall {
 }
 
 export interface PersonDecision {
-  readonly decision: "approve" | "reject" | "applied" | "not_applied";
+  readonly decision: "approve" | "reject" | "applied" | "not_applied" | "answer";
   readonly by: string;
   readonly reason?: string;
   readonly at: string;

@@ -17,7 +17,7 @@ import {
   type Waiting,
 } from "./agent";
 import type { ContentStore } from "./content";
-import { toolSpecOf } from "./tool";
+import { outsideSubject, toolSpecOf } from "./tool";
 import { type CallOutcome, runReadTool, runWriteTool, toolCallKey } from "./tool-call";
 
 /**
@@ -27,9 +27,11 @@ import { type CallOutcome, runReadTool, runWriteTool, toolCallKey } from "./tool
  *
  * The step is the first that applies of:
  * 1. a tool call of the latest turn is unsettled -> settle it: refused at once if the model named
- *    no such tool or gave input that does not fit (nothing runs); BLOCKED if it needs a person's
- *    approval not yet given; else run it (./tool-call.ts). Its answer is stored; once every call of
- *    the turn is answered, the answers become the next user message.
+ *    no such tool, gave input that does not fit, or asked a write tool to act on anything but what
+ *    the run is about (its subject: ToolDefinition.actsOn) (nothing runs); BLOCKED if it needs a
+ *    person's approval not yet given; else run it (./tool-call.ts). Its answer is stored; once
+ *    every call of the turn is answered, the answers become the next user message. A write that
+ *    took effect is given back with the step (`wrote`), so its facts commit with it.
  * 2. else a model turn: the conversation so far (content references, ./content.ts) with the
  *    tools. Tool calls -> kept as the turn's calls (1). A text answer -> parsed as JSON against
  *    `output`: the run is COMPLETED with it, or told what is wrong (an error turn).
@@ -56,6 +58,17 @@ export interface StepResult {
   readonly next: "continue" | "wait" | "end";
   /** The step as recorded (for the trace events). */
   readonly recorded: JournalStep;
+  /** The write the step learnt took effect, if any: what the role's facts of it are made from. */
+  readonly wrote?: WriteDone;
+}
+
+/** A write tool's call that took effect outside AgentBus (a refund made). */
+export interface WriteDone {
+  readonly tool: string;
+  readonly tool_call_id: string;
+  readonly key: string;
+  readonly input: unknown;
+  readonly output: unknown;
 }
 
 export async function agentStep(
@@ -199,7 +212,7 @@ async function refuseInvalidCalls(
   let refusedNow = 0;
   const pending: PendingCall[] = [];
   for (const call of journal.pending) {
-    const problem = callProblem(agent, call);
+    const problem = callProblem(agent, call, journal.subject);
     if (problem === undefined) {
       pending.push(call);
       continue;
@@ -217,12 +230,16 @@ async function refuseInvalidCalls(
   return { journal: await closeTurn(next, ports), next: "continue", recorded: latestStep(next) };
 }
 
-function callProblem(agent: AgentDefinition, call: PendingCall): string | undefined {
+function callProblem(
+  agent: AgentDefinition,
+  call: PendingCall,
+  subject: AgentJournal["subject"],
+): string | undefined {
   const tool = agent.tools.find((t) => t.name === call.name);
   if (!tool)
     return `there is no tool named ${call.name}; the tools are: ${agent.tools.map((t) => t.name).join(", ")}. Nothing was run.`;
   const parsed = tool.input.safeParse(call.input);
-  if (parsed.success) return undefined;
+  if (parsed.success) return outsideSubject(tool, parsed.data, subject);
   const issues = z.issueLines(parsed.error, "(input)").join("; ");
   return `the input of ${call.name} does not fit its schema (${issues}). Nothing was run.`;
 }
@@ -278,7 +295,16 @@ async function callStep(
     ...(tool.effect === "write" ? { key } : {}),
   };
   const next = recorded(journal, step, now, { pending, totals });
-  return { journal: await closeTurn(next, ports), next: "continue", recorded: latestStep(next) };
+  const wrote =
+    tool.effect === "write" && outcome.kind === "succeeded"
+      ? { tool: tool.name, tool_call_id: call.id, key, input, output: outcome.output }
+      : undefined;
+  return {
+    journal: await closeTurn(next, ports),
+    next: "continue",
+    recorded: latestStep(next),
+    ...(wrote ? { wrote } : {}),
+  };
 }
 
 async function settledBy(

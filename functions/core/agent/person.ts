@@ -21,12 +21,15 @@ import { type AgentPorts, closeTurn, type StepResult } from "./loop";
  * - NEEDS_HUMAN on an `outcome` (a write whose outcome could not be learnt): `applied` with the
  *   outside system's output, or `not_applied`; the side-effect record is closed with it and the
  *   model is told. The key is never run again either way.
+ * - NEEDS_HUMAN on an `answer` (its turn budget spent, or too many bad turns): `answer`, with the
+ *   run's answer as `output`, checked as the model's would be; the run ends COMPLETED with it.
  * Anything else is refused with a PermanentError that says what the run waits for.
  * Undefined: nothing changes (the decision was already taken).
  */
 
 export interface PersonAnswer {
-  readonly tool_call_id: string;
+  /** The call decided on (none for an `answer`). */
+  readonly tool_call_id?: string;
   readonly decision: PersonDecision["decision"];
   readonly output?: unknown;
   readonly by: string;
@@ -51,13 +54,15 @@ export async function personDecides(
     at: now.toISOString(),
     ...(answer.reason ? { reason: answer.reason } : {}),
   };
+  if (answer.decision === "answer")
+    return answerGiven(agent, journal, { ...decision, output: answer.output }, refuse, now);
   if (answer.decision === "approve" || answer.decision === "reject") {
     const taken = journal.pending.find((p) => p.id === answer.tool_call_id)?.decision;
     const ruling = ruleOnApproval(
       approvalOf(agent, journal),
       taken && { ...taken, verdict: taken.decision as "approve" | "reject" },
       answer.decision,
-      answer.tool_call_id,
+      answer.tool_call_id ?? "",
     );
     if (ruling.kind === "repeat") return undefined;
     if (ruling.kind === "refuse")
@@ -73,6 +78,10 @@ export async function personDecides(
 /** Why the run does not wait for this answer; undefined when it does. */
 function waitProblem(journal: AgentJournal, answer: PersonAnswer): string | undefined {
   const { waiting } = journal;
+  if (waiting?.kind === "answer")
+    return answer.decision === "answer"
+      ? undefined
+      : `it waits for a person's answer (answer, with the run's answer as its output), not ${answer.decision}`;
   if (!waiting?.tool_call_id) return `it waits for no decision (${journal.status})`;
   if (waiting.tool_call_id !== answer.tool_call_id)
     return `it waits for a decision on ${waiting.tool_call_id}, not ${answer.tool_call_id}`;
@@ -80,6 +89,43 @@ function waitProblem(journal: AgentJournal, answer: PersonAnswer): string | unde
   if (!allowed.includes(answer.decision))
     return `it waits for ${waiting.kind === "approval" ? "an approval: approve or reject" : "an outcome: applied or not_applied"}, not ${answer.decision}`;
   return undefined;
+}
+
+/**
+ * A person gives the answer a run handed over for good (NEEDS_HUMAN on an `answer`) did not: it
+ * is checked as the model's would be (`output`, then `accept`) and the run ends COMPLETED with
+ * it. The same again, on a run a person's answer ended, changes nothing.
+ */
+async function answerGiven(
+  agent: AgentDefinition,
+  journal: AgentJournal,
+  { output, ...decision }: PersonDecision & { readonly output: unknown },
+  refuse: (why: string) => PermanentError,
+  now: Date,
+): Promise<StepResult | undefined> {
+  if (journal.status === "COMPLETED" && latestStep(journal).outcome?.startsWith("answer by "))
+    return undefined;
+  const { waiting } = journal;
+  if (journal.status !== "NEEDS_HUMAN" || waiting?.kind !== "answer")
+    throw refuse(
+      waiting
+        ? `it waits for ${waiting.kind === "approval" ? "an approval" : "an outcome"} of ${waiting.tool_call_id}, not an answer`
+        : `it waits for no decision (${journal.status})`,
+    );
+  const parsed = agent.output.safeParse(output);
+  if (!parsed.success)
+    throw refuse(
+      `a person's answer must fit the agent's answer: ${z.issueLines(parsed.error, "(output)").join("; ")}`,
+    );
+  const rejected = await agent.accept?.(parsed.data, journal);
+  if (rejected !== undefined) throw refuse(`the answer was not accepted: ${rejected}`);
+  const next = recorded(journal, { kind: "person", outcome: `answer by ${decision.by}` }, now, {
+    status: moved(journal, "HumanResolved"),
+    output: parsed.data,
+    error_turns: 0,
+  });
+  const done = withoutWaiting(next);
+  return { journal: done, next: "end", recorded: latestStep(done) };
 }
 
 /** What a run BLOCKED on a tool call's approval waits for, as the approval primitive has it. */
@@ -189,7 +235,21 @@ async function outcomeDecided(
     { pending, status: running, failure: undefined },
   );
   const closed = await closeTurn(withoutWaiting(next), ports);
-  return { journal: closed, next: "continue", recorded: latestStep(next) };
+  const wrote = isError
+    ? undefined
+    : {
+        tool: tool.name,
+        tool_call_id: waiting?.tool_call_id ?? "",
+        key,
+        input: waiting?.input,
+        output: content,
+      };
+  return {
+    journal: closed,
+    next: "continue",
+    recorded: latestStep(next),
+    ...(wrote ? { wrote } : {}),
+  };
 }
 
 /** The journal without its `waiting` and `failure` (left out, as a JSON round trip would). */

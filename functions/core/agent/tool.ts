@@ -58,6 +58,12 @@ export interface ToolDefinition<I = unknown, O = unknown> {
   /** For a write tool: what the outside system knows of the call with this key. */
   query?(input: I, context: ToolCallContext): Promise<ToolQueryAnswer<O>>;
   readonly approval?: ToolApproval<I>;
+  /**
+   * For a write tool: the input fields that name what a call acts on (an order id), each of which
+   * must equal the run's subject's field of the same name. The authority of a call comes from the
+   * task, never from the model: a call that names anything else is refused before anything runs.
+   */
+  readonly actsOn?: readonly (keyof I & string)[];
 }
 
 /** The tool may or may not have done what it was asked (its outcome must be learnt by key). */
@@ -89,7 +95,30 @@ export function defineTool<I, O>(definition: ToolDefinition<I, O>): ToolDefiniti
       "tool.invalid_definition",
       `tool ${definition.name}: approval.deadlineSeconds must be a positive integer, got ${seconds}`,
     );
+  if (definition.actsOn?.length && definition.effect !== "write")
+    throw new PermanentError(
+      "tool.invalid_definition",
+      `tool ${definition.name}: actsOn scopes a write tool; ${definition.name} only reads`,
+    );
   return definition;
+}
+
+/**
+ * Why a call of `tool` is outside what the run is about (its subject), or undefined when it is
+ * not: each of the tool's `actsOn` fields must equal the subject's field of the same name.
+ */
+export function outsideSubject(
+  tool: { readonly name: string; readonly actsOn?: readonly string[] },
+  input: unknown,
+  subject: Readonly<Record<string, string>>,
+): string | undefined {
+  for (const field of tool.actsOn ?? []) {
+    const asked = (input as Record<string, unknown> | null)?.[field];
+    const own = subject[field];
+    if (own === undefined || asked !== own)
+      return `this run is about ${field} ${JSON.stringify(own ?? null)}; ${tool.name} acts on nothing else, and ${JSON.stringify(asked ?? null)} is not it. Nothing was run.`;
+  }
+  return undefined;
 }
 
 /** What the model is shown of a tool: name, description, input as JSON Schema (from `schemas`). */

@@ -1,11 +1,13 @@
 import * as z from "../../../schemas/zod";
-import { defineModule, requirePort } from "../../core/role-module";
+import { defineModule, type RolePorts, requirePort } from "../../core/role-module";
 import { conversationContextReader } from "../customer-support/conversation/conversation";
 import { TENANT_FAIR_CONCURRENCY } from "../customer-support/tenant-fairness";
 import {
   DEFAULT_REFUND_SETTINGS,
   REFUND_MODEL_SCHEMAS,
   REFUND_REVIEW,
+  type RefundAgentPorts,
+  type RefundAgentSettings,
   refundReviewRole,
 } from "./refund-agent";
 
@@ -48,19 +50,28 @@ export const refundReviewModule = defineModule({
   settings: RefundReviewSettings,
   modelSchemas: REFUND_MODEL_SCHEMAS,
   build: (ports, settings) =>
-    refundReviewRole(
-      {
-        conversation: conversationContextReader(ports.store),
-        model: requirePort(ports, "model", "refund-review"),
-        content: requirePort(ports, "content", "refund-review"),
-        sideEffects: requirePort(ports, "sideEffects", "refund-review"),
-        orders: requirePort(ports, "orders", "refund-review"),
-        payments: requirePort(ports, "payments", "refund-review"),
-      },
-      {
-        approvalAboveCents: settings.REFUND_APPROVAL_ABOVE_CENTS,
-        approvalDeadlineSeconds: settings.REFUND_APPROVAL_DEADLINE_SECONDS,
-        maxTurns: settings.REFUND_MAX_TURNS,
-      },
-    ),
+    refundReviewRole(refundAgentPorts(ports), refundAgentSettings(settings)),
 });
+
+/** The refund agent's ports, from the ones its module is given. */
+export function refundAgentPorts(ports: RolePorts): RefundAgentPorts {
+  return {
+    conversation: conversationContextReader(ports.store),
+    model: requirePort(ports, "model", "refund-review"),
+    content: requirePort(ports, "content", "refund-review"),
+    sideEffects: requirePort(ports, "sideEffects", "refund-review"),
+    orders: requirePort(ports, "orders", "refund-review"),
+    payments: requirePort(ports, "payments", "refund-review"),
+  };
+}
+
+/** The refund agent's settings, from its module's. */
+export function refundAgentSettings(
+  settings: z.output<typeof RefundReviewSettings>,
+): RefundAgentSettings {
+  return {
+    approvalAboveCents: settings.REFUND_APPROVAL_ABOVE_CENTS,
+    approvalDeadlineSeconds: settings.REFUND_APPROVAL_DEADLINE_SECONDS,
+    maxTurns: settings.REFUND_MAX_TURNS,
+  };
+}

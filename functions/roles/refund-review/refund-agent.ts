@@ -10,7 +10,12 @@ import {
   RefundReviewRequestedPayload,
 } from "../../../schemas/events/refund";
 import { RefundReviewOutcome } from "../../../schemas/events/support-commands";
-import { type AgentJournal, agentModelSchemas, defineAgent } from "../../core/agent/agent";
+import {
+  type AgentDefinition,
+  type AgentJournal,
+  agentModelSchemas,
+  defineAgent,
+} from "../../core/agent/agent";
 import { agentDescriptor, agentRole } from "../../core/agent/agent-role";
 import type { ContentStore } from "../../core/agent/content";
 import type { ModelPort } from "../../core/model";
@@ -20,7 +25,7 @@ import type { OrdersPort } from "../../core/role-module";
 import type { SideEffectStore } from "../../core/side-effects";
 import type { ConversationContextReader } from "../customer-support/conversation/conversation";
 import modelSchemas from "./model-schemas.json";
-import { reviewEnded, reviewWaits } from "./review-facts";
+import { refundMade, reviewEnded, reviewWaits } from "./review-facts";
 import {
   getOrderTool,
   getRefundStatusTool,
@@ -32,9 +37,10 @@ import {
 /**
  * The refund agent (seed 000 §10): consumer group `refund-review`. It takes
  * `refund.review.requested` from the router (a customer's refund question about an order), runs
- * an agent loop over its tools (functions/core/agent) and reports `refund.review.completed` with
- * `refund.approved` or `refund.rejected` (or neither, for a question about a refund that exists),
- * and asks reply generation to tell the customer (./review-facts), on the run's stream
+ * an agent loop over its tools (functions/core/agent) and reports each refund it makes
+ * (`refund.approved`, as the refund is made), then `refund.review.completed` with
+ * `refund.rejected` for a refusal, and asks reply generation to tell the customer
+ * (./review-facts), on the run's stream
  * `agent_run/rrun_<task token>` with order key = the conversation id. An answer that says a
  * refund was made is accepted only when the payment system has one for the order (the model's
  * word is not the payment's confirmation, seed 000 §3.2).
@@ -126,13 +132,15 @@ export function refundAgent(ports: RefundAgentPorts, settings: RefundAgentSettin
   });
 }
 
+/** The refund agent's role: `agent` (its tools and instructions) as refundAgent makes it. */
 export function refundReviewRole(
   ports: RefundAgentPorts,
   settings: RefundAgentSettings = DEFAULT_REFUND_SETTINGS,
+  agent: AgentDefinition = refundAgent(ports, settings),
 ): Role<AgentJournal> {
   return agentRole({
     descriptor: REFUND_REVIEW,
-    agent: refundAgent(ports, settings),
+    agent,
     async begin(event: Envelope) {
       const request = RefundReviewRequestedPayload.parse(event.payload);
       const messages = await ports.conversation(request.conversation_id, request.context_version);
@@ -149,7 +157,8 @@ export function refundReviewRole(
       };
     },
     finish: (journal) => reviewEnded(journal, ports.orders),
-    needsPerson: (journal) => reviewWaits(journal, ports.orders),
+    needsPerson: async (journal) => reviewWaits(journal),
+    wrote: async (journal, write) => refundMade(journal, write),
     ports,
   });
 }

@@ -7,21 +7,41 @@ import {
 } from "../../../schemas/events/refund";
 import type { RefundReviewOutcome } from "../../../schemas/events/support-commands";
 import type { AgentJournal } from "../../core/agent/agent";
+import type { WriteDone } from "../../core/agent/loop";
 import type { EmitSpec } from "../../core/emit";
+import type { RefundReceipt } from "../../core/payments";
 import type { OrdersPort } from "../../core/role-module";
+import { ISSUE_REFUND } from "./tools";
 
 /**
- * What a refund review reports. When it ends: `refund.review.completed`, then `refund.approved`
- * or `refund.rejected` (nothing more for an `answered` question), and the reply request that tells
- * the customer (`reply.generation.requested` with the order as it is now and the review's
- * outcome). When it waits for a person: `refund.review.needs_person`; a review handed over for
- * good (its budget spent) also asks for a reply saying that a person will get back to the
- * customer, so no question goes unanswered.
+ * What a refund review reports. A refund made: `refund.approved`, committed with the step that
+ * learnt it (the payment system's receipt), whatever becomes of the run after, so money that
+ * moved is always a fact, even in a run later handed to a person. When it ends:
+ * `refund.review.completed`, then `refund.rejected` for a refusal, and the reply request that
+ * tells the customer (`reply.generation.requested` with the order as it is now and the review's
+ * outcome). When it waits for a person: `refund.review.needs_person`; the customer is told once
+ * the person has decided (a run handed over for good ends with the answer the person gives).
  */
 
-/** What a person's hand-over tells the customer. */
-export const HANDED_OVER_REASON =
-  "A member of our team will look at your refund and get back to you.";
+/** The fact of a refund the run made (a write of `issue_refund` that took effect). */
+export function refundMade(journal: AgentJournal, write: WriteDone): EmitSpec[] {
+  if (write.tool !== ISSUE_REFUND) return [];
+  const receipt = write.output as RefundReceipt;
+  const { conversation_id = "" } = journal.subject;
+  return [
+    {
+      type: REFUND_APPROVED,
+      orderKey: conversation_id,
+      runId: journal.run_id,
+      payload: {
+        order_id: receipt.order_id,
+        conversation_id,
+        amount_cents: receipt.amount_cents,
+        refund_id: receipt.refund_id,
+      },
+    },
+  ];
+}
 
 /** The facts of a review that ended, and the reply request. */
 export async function reviewEnded(journal: AgentJournal, orders: OrdersPort): Promise<EmitSpec[]> {
@@ -31,25 +51,16 @@ export async function reviewEnded(journal: AgentJournal, orders: OrdersPort): Pr
       : { decision: "rejected", reason: journal.failure?.message ?? "the review did not finish" };
   const { order_id = "", conversation_id = "" } = journal.subject;
   const common = { orderKey: conversation_id, runId: journal.run_id };
-  const decided =
-    outcome.decision === "approved"
-      ? {
-          type: REFUND_APPROVED,
-          ...common,
-          payload: {
-            order_id,
-            conversation_id,
-            amount_cents: outcome.amount_cents ?? 0,
-            refund_id: outcome.refund_id,
-          },
-        }
-      : outcome.decision === "rejected"
-        ? {
+  const rejected: EmitSpec[] =
+    outcome.decision === "rejected"
+      ? [
+          {
             type: REFUND_REJECTED,
             ...common,
             payload: { order_id, conversation_id, reason: outcome.reason },
-          }
-        : undefined;
+          },
+        ]
+      : [];
   return [
     {
       type: REFUND_REVIEW_COMPLETED,
@@ -63,32 +74,31 @@ export async function reviewEnded(journal: AgentJournal, orders: OrdersPort): Pr
         tool_calls: journal.totals.tool_calls,
       },
     },
-    ...(decided ? [decided] : []),
+    ...rejected,
     await replyRequest(journal, outcome, orders),
   ];
 }
 
-/** The fact that a review waits for a person; a hand-over for good also tells the customer. */
-export async function reviewWaits(journal: AgentJournal, orders: OrdersPort): Promise<EmitSpec[]> {
+/** The fact that a review waits for a person. */
+export function reviewWaits(journal: AgentJournal): EmitSpec[] {
   const { order_id = "", conversation_id = "" } = journal.subject;
   const waiting = journal.waiting;
-  const fact: EmitSpec = {
-    type: REFUND_REVIEW_NEEDS_PERSON,
-    orderKey: conversation_id,
-    runId: journal.run_id,
-    payload: {
-      run_id: journal.run_id,
-      conversation_id,
-      order_id,
-      waiting: waiting?.kind ?? "answer",
-      ...(waiting?.tool_call_id ? { tool_call_id: waiting.tool_call_id } : {}),
-      ...(waiting?.tool ? { tool: waiting.tool } : {}),
-      reason: (waiting?.reason ?? journal.failure?.message ?? "").slice(0, 4096),
+  return [
+    {
+      type: REFUND_REVIEW_NEEDS_PERSON,
+      orderKey: conversation_id,
+      runId: journal.run_id,
+      payload: {
+        run_id: journal.run_id,
+        conversation_id,
+        order_id,
+        waiting: waiting?.kind ?? "answer",
+        ...(waiting?.tool_call_id ? { tool_call_id: waiting.tool_call_id } : {}),
+        ...(waiting?.tool ? { tool: waiting.tool } : {}),
+        reason: (waiting?.reason ?? journal.failure?.message ?? "").slice(0, 4096),
+      },
     },
-  };
-  if (waiting?.kind !== "answer") return [fact];
-  const handedOver: RefundReviewOutcome = { decision: "answered", reason: HANDED_OVER_REASON };
-  return [fact, await replyRequest(journal, handedOver, orders)];
+  ];
 }
 
 /** Reply generation's command for the review's turn: the order as it is now, and the outcome. */

@@ -9,7 +9,10 @@ import type { OrdersPort } from "../../core/role-module";
  * The refund agent's tools: `get_order` and `get_refund_status` read; `issue_refund` writes, under
  * its call's idempotency key, with a person's approval above an amount. Each sees only the orders
  * of the run's customer (its subject's `customer_id`): another customer's order is not found, as
- * for order lookup, whatever id the model asks for.
+ * for order lookup, whatever id the model asks for. `issue_refund` acts only on the order the
+ * review is about (its subject's `order_id`, `actsOn`): a call for any other order, even the
+ * customer's own, is refused before anything runs. An order is refunded once, whoever refunded
+ * it: not when its record shows a refund (`submitted`, `refunded`) or the payment system has one.
  *
  * refunded ⇒ cancelled (seed 000 §6.2) holds at every moment: `issue_refund` first cancels the
  * order in the orders table with one conditional write (only from a status a refund may follow,
@@ -22,6 +25,32 @@ import type { OrdersPort } from "../../core/role-module";
 
 /** Statuses an order may be refunded from (an order in transit is not). */
 export const REFUNDABLE_FROM = ["placed", "delivered", "returned", "cancelled"] as const;
+
+/** The refund statuses of an order's record that say it was refunded (or is being). */
+export const REFUNDED = ["submitted", "refunded"] as const;
+
+/** Whether the order's record shows a refund made, by whoever made it (the shop, a person). */
+export function refundOnRecord(order: OrderRecord): boolean {
+  return (REFUNDED as readonly string[]).includes(order.refund?.status ?? "none");
+}
+
+/**
+ * An order is refunded once, whoever refunded it: one whose record shows a refund, or that the
+ * payment system has refunded under another key, is not refunded again.
+ */
+async function refuseRefundedOrder(order: OrderRecord, payments: PaymentsPort): Promise<void> {
+  if (refundOnRecord(order))
+    throw new ToolRejectedError(
+      "refund.already_refunded",
+      `order ${order.order_id}'s refund is ${order.refund?.status}: it is not refunded again`,
+    );
+  const made = await payments.refundOf(order.order_id);
+  if (made)
+    throw new ToolRejectedError(
+      "refund.already_refunded",
+      `the payment system has refunded order ${order.order_id} (${made.refund_id}): it is not refunded again`,
+    );
+}
 
 const OrderInput = z.object({ order_id: OrderId });
 
@@ -92,13 +121,16 @@ export interface IssueRefundOptions {
   readonly approvalDeadlineSeconds: number;
 }
 
+/** The refund agent's one write tool. */
+export const ISSUE_REFUND = "issue_refund";
+
 export function issueRefundTool(
   orders: OrdersPort,
   payments: PaymentsPort,
   options: IssueRefundOptions,
 ) {
   return defineTool({
-    name: "issue_refund",
+    name: ISSUE_REFUND,
     description:
       "Refund an order at the payment system (cancelling the order first). Use once per order, only when the customer is owed the refund.",
     effect: "write",
@@ -109,9 +141,12 @@ export function issueRefundTool(
       deadlineSeconds: options.approvalDeadlineSeconds,
       onDeadline: "reject",
     },
+    // The review's own order, whatever order the model names.
+    actsOn: ["order_id"],
     async run({ order_id, amount_cents }, { key, subject }) {
       const order = await customersOrder(orders, order_id, subject);
       if (!order) throw new ToolRejectedError("refund.no_order", `there is no order ${order_id}`);
+      await refuseRefundedOrder(order, payments);
       if (amount_cents > order.total_cents)
         throw new ToolRejectedError(
           "refund.over_total",
