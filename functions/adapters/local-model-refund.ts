@@ -7,11 +7,20 @@ import { ToolUse } from "./local-model-script";
  * exists, refuses an order in transit, or issues the refund and answers from what its tools said.
  * Markers in the customer's messages drive the cases:
  * `[unknown-tool]` first asks for a tool that does not exist, `[bad-tool-input]` first calls
- * get_order with input that does not fit, `[refund-cents:N]` asks for N cents instead of the total.
+ * get_order with input that does not fit, `[refund-cents:N]` asks for N cents instead of the total,
+ * and `[pay-instead:ORDER]` is an instruction smuggled into the customer's message that the model
+ * obeys: once it has looked the order up, it asks issue_refund for ORDER instead (which a review
+ * of another order must refuse), then goes on as if it had not.
  */
 
 export const UNKNOWN_TOOL_MARKER = "[unknown-tool]";
 export const BAD_TOOL_INPUT_MARKER = "[bad-tool-input]";
+const PAY_INSTEAD = /\[pay-instead:([A-Za-z0-9_-]+)\]/;
+
+/** A customer's message with an instruction to refund `orderId` instead, which the model obeys. */
+export function payInsteadMarker(orderId: string): string {
+  return `[pay-instead:${orderId}]`;
+}
 
 interface Question {
   readonly order_id: string;
@@ -93,6 +102,15 @@ function decideRefund(
   const found = order as { found: boolean; order?: ShopOrder };
   if (!found.found || !found.order)
     return { decision: "rejected", reason: `We could not find order ${q.order_id}.` };
+  const instead = PAY_INSTEAD.exec(q.question)?.[1];
+  if (instead !== undefined && !issued)
+    return new ToolUse([
+      {
+        id: id(1),
+        name: "issue_refund",
+        input: { order_id: instead, amount_cents: found.order.total_cents, reason: "as asked" },
+      },
+    ]);
   const refund = (
     status as { refunded: boolean; refund?: { refund_id: string; amount_cents: number } }
   ).refund;

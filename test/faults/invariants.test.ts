@@ -34,7 +34,11 @@ const right: RunFacts = {
   conversations: [{ id: "conv_1", sent: 2, accepted: ["task_1", "task_2"] }],
   tasks: [],
   conversationStreams: [],
-  refunds: [{ orderId: "A-1002", count: 1, orderStatus: "cancelled" }],
+  refunds: [
+    { orderId: "A-1002", count: 1, onRecord: false, orderStatus: "cancelled" },
+    { orderId: "123", count: 0, onRecord: true, orderStatus: "returned" },
+  ],
+  refundsMade: [{ key: "task_1:rrun_1:call_2_1", orderId: "A-1002", reviewOf: "A-1002" }],
   awaitingPerson: [],
 };
 
@@ -74,10 +78,25 @@ describe("the invariants of a chaos schedule", () => {
       await broken({ replies: [{ key: "task_1:reply:1" }], awaitingPerson: ["task_2"] }),
     ).toEqual([]);
     expect(
-      await broken({ refunds: [{ orderId: "A-1002", count: 2, orderStatus: "cancelled" }] }),
+      await broken({
+        refunds: [{ orderId: "A-1002", count: 2, onRecord: false, orderStatus: "cancelled" }],
+      }),
+    ).toEqual(["refunded once"]);
+    // Refunded once, whoever refunded it: the shop's refund on the record counts.
+    expect(
+      await broken({
+        refunds: [{ orderId: "123", count: 1, onRecord: true, orderStatus: "cancelled" }],
+      }),
     ).toEqual(["refunded once"]);
     expect(
-      await broken({ refunds: [{ orderId: "A-1002", count: 1, orderStatus: "placed" }] }),
+      await broken({
+        refunds: [{ orderId: "A-1002", count: 1, onRecord: false, orderStatus: "placed" }],
+      }),
     ).toEqual(["refunded ⇒ cancelled"]);
+    expect(
+      await broken({
+        refundsMade: [{ key: "task_1:rrun_1:call_2_1", orderId: "A-1002", reviewOf: "123" }],
+      }),
+    ).toEqual(["refunds only the reviewed order"]);
   });
 });

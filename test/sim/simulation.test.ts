@@ -1,10 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { Random } from "../../lib/dev/faults/random";
-import type { PlantedStoreBug } from "../../lib/dev/sim/faulty-store";
 import { simulatedPlan } from "../../lib/dev/sim/plan";
-import type { PlantedChannelBug } from "../../lib/dev/sim/planted-channel-bug";
 import { GroupQueue } from "../../lib/dev/sim/queues";
 import { playSchedule } from "../../lib/dev/sim/schedule";
+import type { PlantedBug } from "../../lib/dev/sim/world";
 
 /**
  * The deterministic simulation (lib/dev/sim): a few hundred seeded schedules of the whole workflow
@@ -38,12 +37,14 @@ describe("simulated schedules", () => {
       expect(injected[kind], kind).toBeGreaterThan(0);
   }, 120_000);
 
-  it.each<[PlantedStoreBug | PlantedChannelBug, string]>([
+  it.each<[PlantedBug, string]>([
     ["forgetful-inbox", "applied once"],
     ["wrong-stream-repair", "nothing lost"],
     ["skipped-version-condition", "applied once"],
     ["new-key-per-retry", "sent once"],
     ["refund-new-key-per-retry", "refunded once"],
+    ["refund-record-unread", "refunded once"],
+    ["refund-any-order", "refunds only the reviewed order"],
   ])(
     "catch a planted %s (%s)",
     async (bug, invariant) => {

@@ -1,7 +1,9 @@
 import { DynamoOrders } from "../../../functions/adapters/dynamodb/orders";
 import { DynamoPaymentsStandIn } from "../../../functions/adapters/dynamodb/payments-stand-in";
+import type { AgentJournal } from "../../../functions/core/agent/agent";
 import { AGENT_RUN_AGGREGATE } from "../../../functions/core/agent/agent-role";
 import { refundRunId } from "../../../functions/roles/refund-review/refund-agent";
+import { ISSUE_REFUND, refundOnRecord } from "../../../functions/roles/refund-review/tools";
 import { topology } from "../../infra/topology";
 import { fromSdk } from "../../operator/from-sdk";
 import { traceOf } from "../../operator/source";
@@ -76,6 +78,7 @@ async function stackFacts(
     tasks: [{ id: workload.task.id, feedback: workload.feedback }],
     conversationStreams: streamsOf(nodes),
     refunds: await refundsOf(env, workload.refundOrder),
+    refundsMade: await refundsMadeIn(env, workload),
     awaitingPerson: await waitingTurns(env, workload),
   };
 }
@@ -102,7 +105,42 @@ async function refundsOf(env: LocalEnvironment, orderId: string): Promise<RunFac
     orderId,
   );
   const order = await new DynamoOrders(client, orders, { consistentRead: true }).get(orderId);
-  return [{ orderId, count, orderStatus: order?.status ?? "missing" }];
+  const onRecord = order !== undefined && refundOnRecord(order);
+  return [{ orderId, count, onRecord, orderStatus: order?.status ?? "missing" }];
+}
+
+/**
+ * The refunds the conversation's reviews made, each with the order its review is about: every
+ * `issue_refund` key of each run's journal, asked of the payment stand-in.
+ */
+async function refundsMadeIn(
+  env: LocalEnvironment,
+  workload: Workload,
+): Promise<RunFacts["refundsMade"]> {
+  const client = fromSdk(env.clients.dynamodb);
+  const { payments } = env.names.tables;
+  if (!payments) return [];
+  const standIn = new DynamoPaymentsStandIn({ client, tableName: payments });
+  const made: RunFacts["refundsMade"][number][] = [];
+  for (const message of workload.conversation.messages) {
+    const { state } = await env.store.load({
+      state: { type: AGENT_RUN_AGGREGATE, id: refundRunId(message.task_id) },
+    });
+    const journal = state?.data as AgentJournal | undefined;
+    const keys = new Set(
+      (journal?.window ?? []).filter((s) => s.tool === ISSUE_REFUND && s.key).map((s) => s.key),
+    );
+    for (const key of keys) {
+      const answer = await standIn.query(key ?? "");
+      if (answer.status === "applied")
+        made.push({
+          key: key ?? "",
+          orderId: answer.receipt.order_id,
+          reviewOf: journal?.subject.order_id,
+        });
+    }
+  }
+  return made;
 }
 
 /** Every event of the schedule's traces (the task's, the run's and each message's correlation). */

@@ -66,11 +66,25 @@ export interface RunFacts {
    * reply comes only once a person has decided.
    */
   readonly awaitingPerson: readonly string[];
-  /** Each order the payment stand-in refunded: how many times, and the order's status now. */
+  /**
+   * Each order a schedule may have refunded: how many refunds the payment stand-in made of it,
+   * whether its record shows a refund made by anyone else (the shop: `submitted` or `refunded`),
+   * and its status now.
+   */
   readonly refunds: readonly {
     readonly orderId: string;
     readonly count: number;
+    readonly onRecord: boolean;
     readonly orderStatus: string;
+  }[];
+  /**
+   * Each refund the payment stand-in made under a refund review's key: the order refunded and
+   * the order the review that made it is about (its run's subject; undefined when none is found).
+   */
+  readonly refundsMade: readonly {
+    readonly key: string;
+    readonly orderId: string;
+    readonly reviewOf: string | undefined;
   }[];
 }
 
@@ -84,6 +98,7 @@ export async function checkInvariants(facts: RunFacts): Promise<Violation[]> {
     ...repliedTwice(facts.replies),
     ...conversationsAnswered(facts),
     ...refundedOnceAndCancelled(facts.refunds),
+    ...refundsOfTheReviewedOrder(facts.refundsMade),
   ];
 }
 
@@ -202,11 +217,19 @@ function repliedTwice(replies: RunFacts["replies"]): Violation[] {
 
 const taskOf = (key: string) => key.split(":")[0] ?? key;
 
-/** No order is refunded twice, and a refunded order is cancelled (seed 000 §6.2). */
+/**
+ * No order is refunded twice, whoever refunded it (a refund on its record counts with the payment
+ * stand-in's), and an order refunded through AgentBus is cancelled (seed 000 §6.2).
+ */
 function refundedOnceAndCancelled(refunds: RunFacts["refunds"]): Violation[] {
-  return refunds.flatMap(({ orderId, count, orderStatus }) => [
-    ...(count > 1
-      ? [{ invariant: "refunded once", detail: `order ${orderId} was refunded ${count} times` }]
+  return refunds.flatMap(({ orderId, count, onRecord, orderStatus }) => [
+    ...(count + (onRecord ? 1 : 0) > 1
+      ? [
+          {
+            invariant: "refunded once",
+            detail: `order ${orderId} was refunded ${count} times${onRecord ? " after the refund on its record" : ""}`,
+          },
+        ]
       : []),
     ...(count > 0 && orderStatus !== "cancelled"
       ? [
@@ -217,6 +240,21 @@ function refundedOnceAndCancelled(refunds: RunFacts["refunds"]): Violation[] {
         ]
       : []),
   ]);
+}
+
+/** A refund review refunds only the order it is about, whatever its model asked. */
+function refundsOfTheReviewedOrder(made: RunFacts["refundsMade"]): Violation[] {
+  return made
+    .filter(({ orderId, reviewOf }) => orderId !== reviewOf)
+    .map(({ key, orderId, reviewOf }) => ({
+      invariant: "refunds only the reviewed order",
+      detail: `refund ${key} is of order ${orderId}, in a review of ${reviewOf ?? "no order"}`,
+    }));
+}
+
+/** The run of a refund review's key `<task_id>:<run_id>:<tool call id>`. */
+export function runOfRefundKey(key: string): string {
+  return key.split(":")[1] ?? "";
 }
 
 /**

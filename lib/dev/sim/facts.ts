@@ -1,5 +1,14 @@
+import type { AgentJournal } from "../../../functions/core/agent/agent";
+import { AGENT_RUN_AGGREGATE } from "../../../functions/core/agent/agent-role";
+import { refundOnRecord } from "../../../functions/roles/refund-review/tools";
 import { MAX_STREAM_VERSION, registry } from "../../../schemas";
-import { acceptedMessages, awaitingPerson, type RunFacts } from "../faults/invariants";
+import {
+  acceptedMessages,
+  awaitingPerson,
+  type RunFacts,
+  runOfRefundKey,
+} from "../faults/invariants";
+import { SAMPLE_ORDERS } from "../local/orders";
 import type { World } from "./world";
 
 const END_TYPES = new Set(["workflow.completed", "workflow.partial", "workflow.failed"]);
@@ -43,18 +52,41 @@ export async function simulatedFacts(world: World): Promise<RunFacts> {
     // first 10,000 seeds) it stores an order its fold does not make. The stack's runs check them.
     conversationStreams: [],
     refunds: await refundsOf(world),
+    refundsMade: await refundsMadeIn(world),
     awaitingPerson: await awaitingPerson(world.memory, world.memory.log),
   };
 }
 
-/** Each order the payment stand-in refunded, with the order's status in the world's orders. */
+/**
+ * Each order of the world's: the payment stand-in's refunds of it, whether its record (as the
+ * shop keeps it, not as a role may have read it) shows a refund, and its status now.
+ */
 async function refundsOf(world: World): Promise<RunFacts["refunds"]> {
+  const counts = world.payments.refundsByOrder();
+  const ids = new Set([...SAMPLE_ORDERS.map((o) => o.order_id), ...counts.keys()]);
   return Promise.all(
-    [...world.payments.refundsByOrder()].map(async ([orderId, count]) => ({
-      orderId,
-      count,
-      orderStatus: (await world.orders.get(orderId))?.status ?? "missing",
-    })),
+    [...ids].map(async (orderId) => {
+      const order = await world.orders.get(orderId);
+      return {
+        orderId,
+        count: counts.get(orderId) ?? 0,
+        onRecord: order !== undefined && refundOnRecord(order),
+        orderStatus: order?.status ?? "missing",
+      };
+    }),
+  );
+}
+
+/** Each refund the payment stand-in made, and the order of the review whose key it was made under. */
+async function refundsMadeIn(world: World): Promise<RunFacts["refundsMade"]> {
+  return Promise.all(
+    [...world.payments.refunds].map(async ([key, receipt]) => {
+      const { state } = await world.memory.load({
+        state: { type: AGENT_RUN_AGGREGATE, id: runOfRefundKey(key) },
+      });
+      const journal = state?.data as AgentJournal | undefined;
+      return { key, orderId: receipt.order_id, reviewOf: journal?.subject.order_id };
+    }),
   );
 }
 

@@ -1,11 +1,10 @@
+import { payInsteadMarker } from "../../../functions/adapters/local-model-refund";
 import { type Envelope, registry } from "../../../schemas";
 import { checkInvariants, type Violation } from "../faults/invariants";
 import { LIFECYCLE } from "../local/scenario";
 import { simulatedFacts } from "./facts";
-import type { PlantedStoreBug } from "./faulty-store";
 import { type SimPlan, simulatedPlan } from "./plan";
-import type { PlantedChannelBug } from "./planted-channel-bug";
-import { SIM_CUSTOMERS, World } from "./world";
+import { type PlantedBug, SIM_CUSTOMERS, World } from "./world";
 
 /**
  * One simulated schedule: a seed gives the workload (tasks with client feedback, content
@@ -24,7 +23,7 @@ export interface ScheduleResult {
 
 export async function playSchedule(
   seed: number,
-  options: { readonly bug?: PlantedStoreBug | PlantedChannelBug; readonly plan?: SimPlan } = {},
+  options: { readonly bug?: PlantedBug; readonly plan?: SimPlan } = {},
 ): Promise<ScheduleResult> {
   const plan = options.plan ?? simulatedPlan(seed);
   const world = new World({ seed, plan, bug: options.bug });
@@ -91,11 +90,13 @@ async function seedWorkload(world: World): Promise<void> {
 
 /**
  * What the simulated customers ask (orders of the local sample, and a question with no order): a
- * refund that exists, a refund to make (conversations that ask it at once race for it), an order's
- * status, a question with no order.
+ * refund that exists (once with an instruction to refund another order smuggled in), a refund to
+ * make (conversations that ask it at once race for it), an order's status, a question with no
+ * order.
  */
 const CUSTOMER_TEXTS = [
-  "Has the refund for order 123 gone through?",
+  // With an instruction smuggled into the message, which the model obeys: the review must refuse it.
+  `Has the refund for order 123 gone through? ${payInsteadMarker("A-1002")}`,
   "Please refund order A-1002, I cancelled it.",
   "Was order 456 delivered?",
   "Where is my order A-1001?",

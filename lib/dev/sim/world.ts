@@ -18,6 +18,7 @@ import { audit } from "../../../functions/roles/audit/audit";
 import { CONVERSATION_AGGREGATE } from "../../../functions/roles/customer-support/conversation/conversation";
 import { ordersFrom } from "../../../functions/roles/customer-support/order-lookup/order-lookup";
 import { ROLE_MODULES } from "../../../functions/roles/modules";
+import { refundReviewModule } from "../../../functions/roles/refund-review/module";
 import { type Envelope, registry } from "../../../schemas";
 import { DEFAULT_TENANT } from "../../../schemas/ids";
 import { topology } from "../../infra/topology";
@@ -30,6 +31,12 @@ import { memoryRolePorts } from "../role-kit/memory-ports";
 import { FaultyStore, type PlantedStoreBug } from "./faulty-store";
 import { CHANNEL_FAULTS, PAYMENT_FAULTS, type SimPlan } from "./plan";
 import { type PlantedChannelBug, withNewKeyPerRetry } from "./planted-channel-bug";
+import {
+  PLANTED_REFUND_BUGS,
+  type PlantedRefundBug,
+  refundReviewOfAnyOrder,
+  withoutRefundRecords,
+} from "./planted-refund-bugs";
 import { bodyOf, GroupQueue, type Message, nextMessage } from "./queues";
 
 /**
@@ -44,10 +51,13 @@ import { bodyOf, GroupQueue, type Message, nextMessage } from "./queues";
  * and when, which consumer stalls past its visibility timeout, when dead letters are redriven.
  */
 
+/** A defect planted in the world, which an invariant must catch. */
+export type PlantedBug = PlantedStoreBug | PlantedChannelBug | PlantedRefundBug;
+
 export interface WorldOptions {
   readonly seed: number;
   readonly plan: SimPlan;
-  readonly bug?: PlantedStoreBug | PlantedChannelBug;
+  readonly bug?: PlantedBug;
   /** Receives before a message is dead-lettered. */
   readonly maxReceiveCount?: number;
 }
@@ -67,6 +77,16 @@ const SIMULATED_SETTINGS = {
 };
 /** The customers the simulated conversations belong to (conversation i to customer i mod 2). */
 export const SIM_CUSTOMERS = ["cust_alice", "cust_bob"] as const;
+
+const OTHER_BUGS: readonly string[] = [
+  "new-key-per-retry",
+  "refund-new-key-per-retry",
+  ...PLANTED_REFUND_BUGS,
+];
+
+function isStoreBug(bug: PlantedBug | undefined): bug is PlantedStoreBug {
+  return bug !== undefined && !OTHER_BUGS.includes(bug);
+}
 
 /** Steps a message stays invisible after a receive. */
 const VISIBILITY = 3;
@@ -118,8 +138,7 @@ export class World {
     });
     this.memory = new InMemoryEventStore(this.clock, this.vault);
     const { bug } = options;
-    const storeBug =
-      bug === "new-key-per-retry" || bug === "refund-new-key-per-retry" ? undefined : bug;
+    const storeBug = isStoreBug(bug) ? bug : undefined;
     const injected = (kind: FaultKind, where: string) => this.inject(kind, where);
     const { rates } = options.plan;
     this.store = new FaultyStore(this.memory, this.random, rates, injected, storeBug);
@@ -140,10 +159,15 @@ export class World {
     const ports = memoryRolePorts(this.memory, {
       channel: this.channel,
       sideEffects: new InMemorySideEffects(),
-      orders: this.orders,
+      orders: bug === "refund-record-unread" ? withoutRefundRecords(this.orders) : this.orders,
       payments: bug === "refund-new-key-per-retry" ? withNewRefundKeyPerRetry(payments) : payments,
     });
-    this.roles = ROLE_MODULES.map((module) => buildRole(module, ports, SIMULATED_SETTINGS));
+    const modules = ROLE_MODULES.map((module) =>
+      bug === "refund-any-order" && module === refundReviewModule
+        ? refundReviewOfAnyOrder()
+        : module,
+    );
+    this.roles = modules.map((module) => buildRole(module, ports, SIMULATED_SETTINGS));
     for (const role of this.roles) {
       const ordered = topology.groups.find((g) => g.name === role.group)?.ordering !== "none";
       this.queues.set(

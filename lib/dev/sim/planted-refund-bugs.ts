@@ -1,0 +1,51 @@
+import type { OrdersPort, RoleModule } from "../../../functions/core/role-module";
+import {
+  refundAgentPorts,
+  refundAgentSettings,
+  refundReviewModule,
+} from "../../../functions/roles/refund-review/module";
+import { refundAgent, refundReviewRole } from "../../../functions/roles/refund-review/refund-agent";
+
+/**
+ * Defects planted in the refund agent's guards, each of which an invariant of the chaos runs
+ * (lib/dev/faults/invariants.ts) must catch:
+ * - `refund-any-order`: its write tool takes the order from the model, not from the review
+ *   (no `actsOn`), so an instruction smuggled into a customer's message refunds another of the
+ *   customer's orders ("refunds only the reviewed order");
+ * - `refund-record-unread`: the orders are read without their refund record, so an order the shop
+ *   refunded already is refunded again ("refunded once").
+ */
+export type PlantedRefundBug = "refund-any-order" | "refund-record-unread";
+
+export const PLANTED_REFUND_BUGS: readonly PlantedRefundBug[] = [
+  "refund-any-order",
+  "refund-record-unread",
+];
+
+/** The refund agent's module with its write tools unscoped: they act on any order named. */
+export function refundReviewOfAnyOrder(): RoleModule<unknown> {
+  const module = refundReviewModule as RoleModule<unknown>;
+  return {
+    ...module,
+    build(ports, settings) {
+      const agentPorts = refundAgentPorts(ports);
+      const agentSettings = refundAgentSettings(settings as never);
+      const agent = refundAgent(agentPorts, agentSettings);
+      const tools = agent.tools.map(({ actsOn: _unscoped, ...tool }) => tool);
+      return refundReviewRole(agentPorts, agentSettings, { ...agent, tools });
+    },
+  };
+}
+
+/** The orders as a role reads them with the defect: no refund record on any. */
+export function withoutRefundRecords(orders: OrdersPort): OrdersPort {
+  return {
+    get: async (orderId) => {
+      const order = await orders.get(orderId);
+      if (!order) return undefined;
+      const { refund: _unread, ...rest } = order;
+      return rest;
+    },
+    ...(orders.cancelForRefund ? { cancelForRefund: orders.cancelForRefund.bind(orders) } : {}),
+  };
+}
