@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { Random } from "../../lib/dev/faults/random";
 import { simulatedPlan } from "../../lib/dev/sim/plan";
+import type { PlantedBug } from "../../lib/dev/sim/planted";
 import { GroupQueue } from "../../lib/dev/sim/queues";
 import { playSchedule } from "../../lib/dev/sim/schedule";
-import type { PlantedBug } from "../../lib/dev/sim/world";
 
 /**
  * The deterministic simulation (lib/dev/sim): a few hundred seeded schedules of the whole workflow

@@ -278,33 +278,44 @@ async function callStep(
       since: now.toISOString(),
       reason: outcome.message,
     });
+  const next = await settledCall(journal, call.id, tool, key, outcome, ports, now);
+  const result = {
+    journal: await closeTurn(next, ports),
+    next: "continue" as const,
+    recorded: latestStep(next),
+  };
+  if (tool.effect !== "write" || outcome.kind !== "succeeded") return result;
+  const wrote = { tool: tool.name, tool_call_id: call.id, key, input, output: outcome.output };
+  return { ...result, wrote };
+}
+
+/** The journal with the call's answer stored and the call recorded as a step. */
+async function settledCall(
+  journal: AgentJournal,
+  callId: string,
+  tool: AnyTool,
+  key: string,
+  outcome: Exclude<CallOutcome, { kind: "unknown" }>,
+  ports: AgentPorts,
+  now: Date,
+): Promise<AgentJournal> {
   const content =
     outcome.kind === "succeeded"
       ? outcome.output
       : { error: outcome.code, message: outcome.message };
   const ref = await ports.content.put(JSON.stringify(content));
   const pending = journal.pending.map((p) =>
-    p.id === call.id ? { ...p, result: { ref, is_error: outcome.kind !== "succeeded" } } : p,
+    p.id === callId ? { ...p, result: { ref, is_error: outcome.kind !== "succeeded" } } : p,
   );
   const totals = { ...journal.totals, tool_calls: journal.totals.tool_calls + 1 };
   const step = {
     kind: "tool" as const,
-    tool_call_id: call.id,
+    tool_call_id: callId,
     tool: tool.name,
     outcome: outcome.kind === "succeeded" ? `succeeded (${outcome.by})` : `failed: ${outcome.code}`,
     ...(tool.effect === "write" ? { key } : {}),
   };
-  const next = recorded(journal, step, now, { pending, totals });
-  const wrote =
-    tool.effect === "write" && outcome.kind === "succeeded"
-      ? { tool: tool.name, tool_call_id: call.id, key, input, output: outcome.output }
-      : undefined;
-  return {
-    journal: await closeTurn(next, ports),
-    next: "continue",
-    recorded: latestStep(next),
-    ...(wrote ? { wrote } : {}),
-  };
+  return recorded(journal, step, now, { pending, totals });
 }
 
 async function settledBy(

@@ -235,21 +235,14 @@ async function outcomeDecided(
     { pending, status: running, failure: undefined },
   );
   const closed = await closeTurn(withoutWaiting(next), ports);
-  const wrote = isError
-    ? undefined
-    : {
-        tool: tool.name,
-        tool_call_id: waiting?.tool_call_id ?? "",
-        key,
-        input: waiting?.input,
-        output: content,
-      };
-  return {
-    journal: closed,
-    next: "continue",
-    recorded: latestStep(next),
-    ...(wrote ? { wrote } : {}),
-  };
+  const result = { journal: closed, next: "continue" as const, recorded: latestStep(next) };
+  if (isError) return result;
+  // What the person says the outside system did is what it did: the write took effect.
+  return { ...result, wrote: { ...wroteBy(tool, waiting), key, output: content } };
+}
+
+function wroteBy(tool: AnyTool, waiting: AgentJournal["waiting"]) {
+  return { tool: tool.name, tool_call_id: waiting?.tool_call_id ?? "", input: waiting?.input };
 }
 
 /** The journal without its `waiting` and `failure` (left out, as a JSON round trip would). */

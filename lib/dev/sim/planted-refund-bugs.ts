@@ -37,6 +37,15 @@ export function refundReviewOfAnyOrder(): RoleModule<unknown> {
   };
 }
 
+/** The role modules, with the refund agent's unscoped when `bug` says so. */
+export function withRefundBug(
+  bug: string | undefined,
+  modules: readonly RoleModule<unknown>[],
+): readonly RoleModule<unknown>[] {
+  if (bug !== "refund-any-order") return modules;
+  return modules.map((m) => (m === refundReviewModule ? refundReviewOfAnyOrder() : m));
+}
+
 /** The orders as a role reads them with the defect: no refund record on any. */
 export function withoutRefundRecords(orders: OrdersPort): OrdersPort {
   return {

@@ -4,7 +4,8 @@ import { checkInvariants, type Violation } from "../faults/invariants";
 import { LIFECYCLE } from "../local/scenario";
 import { simulatedFacts } from "./facts";
 import { type SimPlan, simulatedPlan } from "./plan";
-import { type PlantedBug, SIM_CUSTOMERS, World } from "./world";
+import type { PlantedBug } from "./planted";
+import { SIM_CUSTOMERS, World } from "./world";
 
 /**
  * One simulated schedule: a seed gives the workload (tasks with client feedback, content

@@ -18,7 +18,6 @@ import { audit } from "../../../functions/roles/audit/audit";
 import { CONVERSATION_AGGREGATE } from "../../../functions/roles/customer-support/conversation/conversation";
 import { ordersFrom } from "../../../functions/roles/customer-support/order-lookup/order-lookup";
 import { ROLE_MODULES } from "../../../functions/roles/modules";
-import { refundReviewModule } from "../../../functions/roles/refund-review/module";
 import { type Envelope, registry } from "../../../schemas";
 import { DEFAULT_TENANT } from "../../../schemas/ids";
 import { topology } from "../../infra/topology";
@@ -28,15 +27,11 @@ import { FaultyPayments, withNewRefundKeyPerRetry } from "../faults/payments";
 import { Random, seededIds } from "../faults/random";
 import { SAMPLE_ORDERS } from "../local/orders";
 import { memoryRolePorts } from "../role-kit/memory-ports";
-import { FaultyStore, type PlantedStoreBug } from "./faulty-store";
+import { FaultyStore } from "./faulty-store";
 import { CHANNEL_FAULTS, PAYMENT_FAULTS, type SimPlan } from "./plan";
-import { type PlantedChannelBug, withNewKeyPerRetry } from "./planted-channel-bug";
-import {
-  PLANTED_REFUND_BUGS,
-  type PlantedRefundBug,
-  refundReviewOfAnyOrder,
-  withoutRefundRecords,
-} from "./planted-refund-bugs";
+import { isStoreBug, type PlantedBug } from "./planted";
+import { withNewKeyPerRetry } from "./planted-channel-bug";
+import { withoutRefundRecords, withRefundBug } from "./planted-refund-bugs";
 import { bodyOf, GroupQueue, type Message, nextMessage } from "./queues";
 
 /**
@@ -50,9 +45,6 @@ import { bodyOf, GroupQueue, type Message, nextMessage } from "./queues";
  * goes next, when the relay runs and how much it takes, what it publishes twice, which calls fail
  * and when, which consumer stalls past its visibility timeout, when dead letters are redriven.
  */
-
-/** A defect planted in the world, which an invariant must catch. */
-export type PlantedBug = PlantedStoreBug | PlantedChannelBug | PlantedRefundBug;
 
 export interface WorldOptions {
   readonly seed: number;
@@ -77,16 +69,6 @@ const SIMULATED_SETTINGS = {
 };
 /** The customers the simulated conversations belong to (conversation i to customer i mod 2). */
 export const SIM_CUSTOMERS = ["cust_alice", "cust_bob"] as const;
-
-const OTHER_BUGS: readonly string[] = [
-  "new-key-per-retry",
-  "refund-new-key-per-retry",
-  ...PLANTED_REFUND_BUGS,
-];
-
-function isStoreBug(bug: PlantedBug | undefined): bug is PlantedStoreBug {
-  return bug !== undefined && !OTHER_BUGS.includes(bug);
-}
 
 /** Steps a message stays invisible after a receive. */
 const VISIBILITY = 3;
@@ -162,12 +144,9 @@ export class World {
       orders: bug === "refund-record-unread" ? withoutRefundRecords(this.orders) : this.orders,
       payments: bug === "refund-new-key-per-retry" ? withNewRefundKeyPerRetry(payments) : payments,
     });
-    const modules = ROLE_MODULES.map((module) =>
-      bug === "refund-any-order" && module === refundReviewModule
-        ? refundReviewOfAnyOrder()
-        : module,
+    this.roles = withRefundBug(bug, ROLE_MODULES).map((module) =>
+      buildRole(module, ports, SIMULATED_SETTINGS),
     );
-    this.roles = modules.map((module) => buildRole(module, ports, SIMULATED_SETTINGS));
     for (const role of this.roles) {
       const ordered = topology.groups.find((g) => g.name === role.group)?.ordering !== "none";
       this.queues.set(

@@ -1,0 +1,17 @@
+import type { PlantedStoreBug } from "./faulty-store";
+import type { PlantedChannelBug } from "./planted-channel-bug";
+import { PLANTED_REFUND_BUGS, type PlantedRefundBug } from "./planted-refund-bugs";
+
+/** A defect planted in a simulated world, which an invariant of the chaos runs must catch. */
+export type PlantedBug = PlantedStoreBug | PlantedChannelBug | PlantedRefundBug;
+
+const OUTSIDE_THE_STORE: readonly string[] = [
+  "new-key-per-retry",
+  "refund-new-key-per-retry",
+  ...PLANTED_REFUND_BUGS,
+];
+
+/** Whether the defect is planted in the store (./faulty-store.ts). */
+export function isStoreBug(bug: PlantedBug | undefined): bug is PlantedStoreBug {
+  return bug !== undefined && !OUTSIDE_THE_STORE.includes(bug);
+}
