@@ -8,13 +8,15 @@ import { ToolUse } from "./local-model-script";
  * Markers in the customer's messages drive the cases:
  * `[unknown-tool]` first asks for a tool that does not exist, `[bad-tool-input]` first calls
  * get_order with input that does not fit, `[refund-cents:N]` asks for N cents instead of the total,
- * and `[pay-instead:ORDER]` is an instruction smuggled into the customer's message that the model
+ * `[ramble-after-refund]` answers, once the refund is made, with text that is not JSON (every turn,
+ * so the run is handed to a person), and `[pay-instead:ORDER]` is an instruction smuggled into the customer's message that the model
  * obeys: once it has looked the order up, it asks issue_refund for ORDER instead (which a review
  * of another order must refuse), then goes on as if it had not.
  */
 
 export const UNKNOWN_TOOL_MARKER = "[unknown-tool]";
 export const BAD_TOOL_INPUT_MARKER = "[bad-tool-input]";
+export const RAMBLE_AFTER_REFUND_MARKER = "[ramble-after-refund]";
 const PAY_INSTEAD = /\[pay-instead:([A-Za-z0-9_-]+)\]/;
 
 /** A customer's message with an instruction to refund `orderId` instead, which the model obeys. */
@@ -98,7 +100,7 @@ function decideRefund(
   status: unknown,
   issued: { content: unknown; isError: boolean } | undefined,
   id: (n: number) => string,
-): object | ToolUse {
+): string | object | ToolUse {
   const found = order as { found: boolean; order?: ShopOrder };
   if (!found.found || !found.order)
     return { decision: "rejected", reason: `We could not find order ${q.order_id}.` };
@@ -144,6 +146,7 @@ function decideRefund(
     const message = (issued.content as { message?: string }).message ?? "the refund was refused";
     return { decision: "rejected", reason: `We could not refund your order: ${message}` };
   }
+  if (q.question.includes(RAMBLE_AFTER_REFUND_MARKER)) return "I think the refund went through.";
   const receipt = issued.content as { refund_id: string; amount_cents: number };
   return {
     decision: "approved",

@@ -1,7 +1,10 @@
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
 import { DynamoOrders, putOrders } from "../../functions/adapters/dynamodb/orders";
-import { BAD_TOOL_INPUT_MARKER } from "../../functions/adapters/local-model-refund";
+import {
+  BAD_TOOL_INPUT_MARKER,
+  RAMBLE_AFTER_REFUND_MARKER,
+} from "../../functions/adapters/local-model-refund";
 import { LocalPayments } from "../../functions/adapters/local-payments";
 import type { AgentJournal } from "../../functions/core/agent/agent";
 import { AGENT_RUN_AGGREGATE } from "../../functions/core/agent/agent-role";
@@ -174,6 +177,48 @@ describe("the refund agent on the local stack", () => {
       const again = await cli("resolve", runId, "--step", "call_2_1", "--as", "applied");
       expect(again.code, again.stderr).toBe(0);
       expect(again.stdout).toContain("already decided");
+    },
+    TIMEOUT,
+  );
+
+  it(
+    "a refund made before the run is handed over is announced; the person's answer from the CLI tells the customer",
+    async () => {
+      const orderId = await newOrder(4200);
+      const runId = await askFor(
+        orderId,
+        `Please refund order ${orderId} ${RAMBLE_AFTER_REFUND_MARKER}`,
+      );
+      const waiting = await reaches(runId, "NEEDS_HUMAN");
+      expect(waiting.waiting?.kind).toBe("answer");
+      const [receipt] = [...payments.refunds.values()].filter((r) => r.order_id === orderId);
+      const [approved] = await factsOf(runId, "refund.approved");
+      expect(approved?.payload).toMatchObject({ order_id: orderId, refund_id: receipt?.refund_id });
+      const answer = {
+        decision: "approved",
+        reason: "Your refund has been issued.",
+        amount_cents: 4200,
+        refund_id: receipt?.refund_id,
+      };
+      const resolved = await cli(
+        "resolve",
+        runId,
+        "--as",
+        "answer",
+        "--output",
+        JSON.stringify(answer),
+      );
+      expect(resolved.code, resolved.stderr).toBe(0);
+      const done = await reaches(runId, "COMPLETED");
+      expect(await factsOf(runId, "refund.approved")).toHaveLength(1);
+      expect((await factsOf(runId, "refund.review.completed"))[0]?.payload).toMatchObject(answer);
+      const delivered = await waitUntil(
+        "the reply once a person answered",
+        () => local.deliveriesTo(done.subject.conversation_id ?? "")[0],
+        TIMEOUT,
+      );
+      expect(delivered.text).toContain("Your refund has been issued.");
+      expect(refundsOf(orderId)).toBe(1);
     },
     TIMEOUT,
   );
