@@ -12,7 +12,7 @@ import { factFields } from "./fact-fields";
  * turn that answers instead: the conversation's newest, read with the superseded check. The
  * conversation view folds it into the turn (`superseded`, `superseded_by`). One group drops a
  * turn's work: reply generation drops its request, so no send of it follows; the sender drops
- * its send. Like the failure facts (./step-failure.ts), the group writes no state of its own for it.
+ * its send. Like the failure facts (./step-failure.ts), it leaves the group's state as it was.
  */
 
 export type SupersededEmit = typeof SUPPORT_SUPERSEDED;

@@ -46,8 +46,8 @@ export const REPLY_DRAFT_SCHEMA = "reply_draft";
  *
  * One `reply.generation.requested` per task, on the stream `reply/<task_id>`:
  * - discarded before any model call when expired (the pipeline) or `superseded`: its
- *   `input_version` is lower than the conversation's current version (a newer message arrived);
- *   a superseded one is recorded as `support.superseded`, naming the turn that answers (../superseded);
+ *   `input_version` is lower than the conversation's current version (a newer message arrived),
+ *   recorded with `support.superseded`, which names the turn that answers (../superseded);
  * - the model gets the turn's context (from the same read of the conversation's state as the
  *   superseded check: the customer's message and the ones sent just before it, see contextWindow
  *   in ./conversation), the intent and the order facts as canonical JSON (no internal ids except
