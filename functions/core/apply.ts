@@ -210,7 +210,16 @@ async function handleOne<S>(one: One<S>): Promise<Handled<S>> {
   if (!discard) return decideOne(one, undefined);
   // A discarded event is still decided when the role has unfinished work for it.
   const unfinished = await role.unfinished?.(state?.data, event);
-  return unfinished ? decideOne(one, discard) : discarded(base, state, stateRef, discard, repaired);
+  return unfinished ? decideOne(one, discard) : discardOne(one, discard);
+}
+
+/** The event discarded: with the facts the role records of the discard (Role.discarded), if any. */
+async function discardOne<S>(one: One<S>, reason: DiscardReason): Promise<Handled<S>> {
+  const { base, state, stateRef, repaired, role } = one;
+  const facts = await role.discarded?.(state?.data, base.event, reason, contextOf(one, undefined));
+  if (!facts) return discarded(base, state, stateRef, reason, repaired);
+  const decision = { ...facts, discarded: reason };
+  return stepOf(one, { decision, status: "discarded", reason });
 }
 
 /** One event and what handling it needs. */
@@ -228,15 +237,20 @@ interface One<S> {
 async function decideOne<S>(one: One<S>, discard: DiscardReason | undefined): Promise<Handled<S>> {
   const { base, state, repaired, role, options } = one;
   if (base.keepsMessage) return kept(base);
-  const context: DecideContext<S> = {
-    now: base.now,
-    receiveCount: attemptOf(one),
-    stored: state,
-    repaired,
-    resolving: discard,
-  };
+  const context = contextOf(one, discard);
   const lastAttempt = !repaired && options.lastAttempt === true;
   return stepOf(one, await decideOrReject(role, state, base.event, context, lastAttempt));
+}
+
+/** What the role is told of the event it decides on (`resolving` the discard it finishes). */
+function contextOf<S>(one: One<S>, resolving: DiscardReason | undefined): DecideContext<S> {
+  return {
+    now: one.base.now,
+    receiveCount: attemptOf(one),
+    stored: one.state,
+    repaired: one.repaired,
+    resolving,
+  };
 }
 
 /**

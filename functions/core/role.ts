@@ -23,7 +23,8 @@ export interface Decision<S> {
   /**
    * Record the event as discarded with this reason instead of applied; the state and events of
    * the decision still commit. For a role that, while resolving work it had started
-   * (`DecideContext.resolving`), finds there is nothing left to finish.
+   * (`DecideContext.resolving`), finds there is nothing left to finish (and for the facts of a
+   * discard, `RoleDecision.discarded`).
    */
   readonly discarded?: DiscardReason;
 }
@@ -143,6 +144,19 @@ export interface RoleDecision<S> {
    * `context.resolving`. Asked only for an event that would be discarded.
    */
   unfinished?(state: S | undefined, event: Envelope): boolean | Promise<boolean>;
+  /**
+   * The facts of an event the role's `discard` (or expiry) dropped, for a discard that others must
+   * hear of (a turn that will get no reply): the returned decision commits with the event
+   * recorded as discarded with `reason`, as `Decision.discarded` does; undefined = the record
+   * alone. Asked only for an event that is discarded (not one with unfinished work). It may read,
+   * but must not start what the discard spared (a model or a channel call).
+   */
+  discarded?(
+    state: S | undefined,
+    event: Envelope,
+    reason: DiscardReason,
+    context: DecideContext<S>,
+  ): Decision<S> | undefined | Promise<Decision<S> | undefined>;
   decide(
     state: S | undefined,
     event: Envelope,

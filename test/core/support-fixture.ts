@@ -15,7 +15,6 @@ import {
   conversationContextReader,
   conversationReader,
   conversationRole,
-  conversationVersionReader,
 } from "../../functions/roles/customer-support/conversation/conversation";
 import {
   type ConversationView,
@@ -155,7 +154,7 @@ function supportRoles(
     sender: senderRole({
       channel,
       sideEffects,
-      conversationVersion: conversationVersionReader(store),
+      conversation: conversationReader(store),
       ...(options.orders === undefined ? {} : { orders: options.orders }),
       ...(options.maxUnknownAttempts === undefined
         ? {}

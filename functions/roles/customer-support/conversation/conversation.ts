@@ -334,6 +334,11 @@ export function streamContextReader(
 export interface ConversationSnapshot {
   /** The conversation version (0 when it has none yet). */
   readonly version: number;
+  /**
+   * The task of the message at `version`: the conversation's newest turn, which answers the ones
+   * it superseded (undefined when the conversation has none yet).
+   */
+  readonly newestTask?: string;
   /** The context of the turn at `throughVersion` (see `contextWindow`). */
   context(throughVersion: number): readonly ContextMessage[];
 }
@@ -341,8 +346,8 @@ export interface ConversationSnapshot {
 export type ConversationReader = (conversationId: string) => Promise<ConversationSnapshot>;
 
 /**
- * Reads a conversation's state once, for a step that needs both its version and a turn's context
- * (reply generation's superseded check, then its prompt).
+ * Reads a conversation's state once, for a step that needs its version and a turn's context
+ * (reply generation's superseded check, then its prompt), or the turn that supersedes another.
  */
 export function conversationReader(store: EventStore): ConversationReader {
   return async (conversationId) => {
@@ -350,8 +355,12 @@ export function conversationReader(store: EventStore): ConversationReader {
       state: { type: CONVERSATION_AGGREGATE, id: conversationId },
     });
     const data = loaded.state?.data as ConversationState | null | undefined;
+    const version = typeof data?.version === "number" ? data.version : 0;
+    // The newest message is always kept (keptMessages), so the state names its task.
+    const newest = data?.messages.at(-1);
     return {
-      version: typeof data?.version === "number" ? data.version : 0,
+      version,
+      ...(newest?.version === version ? { newestTask: newest.task_id } : {}),
       context: (throughVersion) => contextWindow(data ?? undefined, conversationId, throughVersion),
     };
   };
@@ -359,10 +368,11 @@ export function conversationReader(store: EventStore): ConversationReader {
 
 /**
  * A conversation read once per event by a role that needs it in both `discard` (the version, for
- * its superseded check) and `decide` (a turn's context): `discard` reads and leaves the snapshot
- * for `decide`, which takes it. Kept by envelope object, so a new delivery (a new envelope) reads
- * again; taken out by `decide`, so a round the pipeline retries after a commit conflict (the same
- * envelope, `discard` first again) reads again too.
+ * its superseded check) and then `decide` (a turn's context) or the facts of the discard (the
+ * turn that superseded it): `discard` reads and leaves the snapshot for the next step, which
+ * takes it. Kept by envelope object, so a new delivery (a new envelope) reads again; taken out by
+ * the next step, so a round the pipeline retries after a commit conflict (the same envelope,
+ * `discard` first again) reads again too.
  */
 export class ConversationReads {
   private readonly pending = new WeakMap<Envelope, Promise<ConversationSnapshot>>();
@@ -378,7 +388,7 @@ export class ConversationReads {
   }
 
   /** What `discard` read for this event, or a new read when it read nothing. */
-  forDecide(event: Envelope): Promise<ConversationSnapshot> {
+  afterDiscard(event: Envelope): Promise<ConversationSnapshot> {
     const snapshot = this.pending.get(event) ?? this.read(this.conversationOf(event));
     this.pending.delete(event);
     return snapshot;
