@@ -4,6 +4,7 @@ import { LocalPayments } from "../../functions/adapters/local-payments";
 import type { AgentJournal } from "../../functions/core/agent/agent";
 import { AGENT_RUN_AGGREGATE } from "../../functions/core/agent/agent-role";
 import { InMemoryContentStore } from "../../functions/core/agent/content";
+import type { ModelPort } from "../../functions/core/model";
 import { defineModule } from "../../functions/core/role-module";
 import { InMemorySideEffects } from "../../functions/core/side-effects";
 import { ordersFrom } from "../../functions/roles/customer-support/order-lookup/order-lookup";
@@ -27,9 +28,15 @@ export const RUN = refundRunId(TASK);
 export const CONVERSATION = "conv_01KB0Q3V9X7T2M4N6P8R0S1W3Z";
 
 /** The refund agent on in-memory ports, a payment stand-in that can fail, and a way to drive it. */
-export function refundDesk(settings: Partial<RefundAgentSettings> = {}, script?: Script) {
+export function refundDesk(
+  settings: Partial<RefundAgentSettings> = {},
+  /** The model's script for the agent, or a model port of the test's own. */
+  script?: Script | ModelPort,
+) {
   const payments = new LocalPayments();
-  const model = new DeterministicLocalModel(script ? { scripts: { "refund-review": script } } : {});
+  const model = new DeterministicLocalModel(
+    typeof script === "function" ? { scripts: { "refund-review": script } } : {},
+  );
   const content = new InMemoryContentStore();
   const sideEffects = new InMemorySideEffects();
   const orders = ordersFrom(SAMPLE_ORDERS);
@@ -43,7 +50,14 @@ export function refundDesk(settings: Partial<RefundAgentSettings> = {}, script?:
       received_at: "2026-01-01T00:00:00.000Z",
     },
   ];
-  const ports = { conversation, model, content, sideEffects, orders, payments };
+  const ports = {
+    conversation,
+    model: typeof script === "object" ? script : model,
+    content,
+    sideEffects,
+    orders,
+    payments,
+  };
   const role = refundReviewRole(ports, { ...DEFAULT_REFUND_SETTINGS, ...settings });
   const module = defineModule({
     descriptor: role,
