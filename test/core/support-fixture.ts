@@ -142,6 +142,7 @@ function supportRoles(
     orderLookup: orderLookupRole({ orders }),
     refundReview: refundReviewRole({
       conversation: context,
+      conversationVersion: conversationVersionReader(store),
       model,
       content,
       sideEffects,

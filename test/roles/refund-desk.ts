@@ -50,8 +50,11 @@ export function refundDesk(
       received_at: "2026-01-01T00:00:00.000Z",
     },
   ];
+  /** The conversation's current version: 1, the refund question, until the customer writes again. */
+  let conversationVersion = 1;
   const ports = {
     conversation,
+    conversationVersion: async () => conversationVersion,
     model: typeof script === "object" ? script : model,
     content,
     sideEffects,
@@ -67,7 +70,8 @@ export function refundDesk(
   });
   const t = testRole(module);
   const delivered = new Set<string>();
-  const ask = async (orderId: string, question: string, customer?: string, tenant?: string) => {
+  /** The router's refund question on its stream, not delivered yet. */
+  const requested = async (orderId: string, question: string, customer?: string) => {
     questions.set(1, question);
     const [start] = await t.append(
       { aggregate: { type: "support_route", id: TASK }, taskId: TASK, orderKey: CONVERSATION },
@@ -85,10 +89,29 @@ export function refundDesk(
           intent: "refund",
           order_id: orderId,
         },
+        inputVersion: 1,
       },
     );
-    return t.deliver(tenant ? { ...(start as Envelope), tenant_id: tenant } : (start as Envelope));
+    return start as Envelope;
   };
+  const ask = async (orderId: string, question: string, customer?: string, tenant?: string) => {
+    const start = await requested(orderId, question, customer);
+    return t.deliver(tenant ? { ...start, tenant_id: tenant } : start);
+  };
+  /** The turn's cancel (`agentbus reply cancel`), as the sender and the refund agent get it. */
+  const cancel = (reason = "the customer called in") =>
+    t.deliver(
+      t.message(
+        "support.cancel.requested",
+        { conversation_id: CONVERSATION, requested_by: "ops_anna", reason },
+        {
+          aggregate: { type: "delivery", id: TASK },
+          taskId: TASK,
+          orderKey: CONVERSATION,
+          conversationId: CONVERSATION,
+        },
+      ),
+    );
   /** The step commands not delivered yet, oldest first. */
   const nextSteps = () =>
     t.emitted.filter(
@@ -120,7 +143,13 @@ export function refundDesk(
     content,
     sideEffects,
     orders,
+    requested,
     ask,
+    cancel,
+    /** A newer customer message: the conversation moves past the turn's version. */
+    customerWritesAgain: () => {
+      conversationVersion += 1;
+    },
     drain,
     nextSteps,
     journal,

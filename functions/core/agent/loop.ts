@@ -282,7 +282,12 @@ async function callStep(
   const pending = journal.pending.map((p) =>
     p.id === call.id ? { ...p, result: { ref, is_error: outcome.kind !== "succeeded" } } : p,
   );
-  const totals = { ...journal.totals, tool_calls: journal.totals.tool_calls + 1 };
+  const wrote = tool.effect === "write" && outcome.kind === "succeeded";
+  const totals = {
+    ...journal.totals,
+    tool_calls: journal.totals.tool_calls + 1,
+    ...(wrote ? { writes: (journal.totals.writes ?? 0) + 1 } : {}),
+  };
   const step = {
     kind: "tool" as const,
     tool_call_id: call.id,
