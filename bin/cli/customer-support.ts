@@ -131,7 +131,7 @@ export function replyCommand(targetOf: TargetOf): Command {
   reply
     .command("cancel")
     .description(
-      "cancel a support turn: a reply not sent yet is not sent (puts support.cancel.requested)",
+      "cancel a support turn: a reply not sent yet is not sent, a refund review of it refunds nothing more (puts support.cancel.requested)",
     )
     .argument("<task-id>", "the task id of the customer's message (task_...)")
     .option("--reason <text>", "why (kept on the command, at most 1000 characters)")

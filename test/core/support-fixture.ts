@@ -141,6 +141,7 @@ function supportRoles(
     orderLookup: orderLookupRole({ orders }),
     refundReview: refundReviewRole({
       conversation: context,
+      conversationVersion: conversationVersionReader(store),
       model,
       content,
       sideEffects,

@@ -145,6 +145,16 @@ export interface JournalTotals {
   readonly refused_calls: number;
   readonly input_tokens: number;
   readonly output_tokens: number;
+  /** Write calls that took effect (run, or applied by a person); absent in older runs: none. */
+  readonly writes?: number;
+}
+
+/** Why a run stops before its answer: its turn was cancelled, or the customer wrote again. */
+export interface RunStop {
+  readonly reason: "cancelled" | "superseded";
+  readonly at: string;
+  /** Who cancelled the turn. */
+  readonly by?: string;
 }
 
 /**
@@ -178,6 +188,11 @@ export interface AgentJournal {
   readonly window: readonly JournalStep[];
   readonly totals: JournalTotals;
   readonly waiting?: Waiting;
+  /**
+   * Set when the run's turn was cancelled or superseded: the run ends CANCELLED at its next step
+   * unless it has written (./agent-role.ts, `stopped`).
+   */
+  readonly stop?: RunStop;
   /** The final answer. */
   readonly output?: unknown;
   readonly failure?: { readonly code: string; readonly message: string };

@@ -174,6 +174,7 @@ async function outcomeDecided(
   const pending = journal.pending.map((p) =>
     p.id === waiting?.tool_call_id ? { ...p, decision, result: { ref, is_error: isError } } : p,
   );
+  const writes = (journal.totals.writes ?? 0) + (isError ? 0 : 1);
   const ready = { ...journal, status: moved(journal, "HumanRetry") };
   const running = moved(ready, "DependenciesSatisfied");
   const next = recorded(
@@ -186,7 +187,7 @@ async function outcomeDecided(
       key,
     },
     now,
-    { pending, status: running, failure: undefined },
+    { pending, status: running, failure: undefined, totals: { ...journal.totals, writes } },
   );
   const closed = await closeTurn(withoutWaiting(next), ports);
   return { journal: closed, next: "continue", recorded: latestStep(next) };

@@ -1,6 +1,9 @@
 import * as z from "../../../schemas/zod";
 import { defineModule, requirePort } from "../../core/role-module";
-import { conversationContextReader } from "../customer-support/conversation/conversation";
+import {
+  conversationContextReader,
+  conversationVersionReader,
+} from "../customer-support/conversation/conversation";
 import { TENANT_FAIR_CONCURRENCY } from "../customer-support/tenant-fairness";
 import {
   DEFAULT_REFUND_SETTINGS,
@@ -51,6 +54,7 @@ export const refundReviewModule = defineModule({
     refundReviewRole(
       {
         conversation: conversationContextReader(ports.store),
+        conversationVersion: conversationVersionReader(ports.store),
         model: requirePort(ports, "model", "refund-review"),
         content: requirePort(ports, "content", "refund-review"),
         sideEffects: requirePort(ports, "sideEffects", "refund-review"),
