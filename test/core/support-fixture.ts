@@ -15,6 +15,7 @@ import {
   conversationContextReader,
   conversationReader,
   conversationRole,
+  conversationVersionReader,
 } from "../../functions/roles/customer-support/conversation/conversation";
 import {
   type ConversationView,
