@@ -96,6 +96,8 @@ export function agentRole(spec: AgentRoleSpec): Role<AgentJournal> {
   return {
     ...spec.descriptor,
     summarize: summarizeAgentRun,
+    // A person's decision and the sweeper's deadline are obeyed in the run's tenant only.
+    tenantOfState: (journal) => journal.tenant_id,
     async decide(state, event, context) {
       if (event.event_type === types.start) return start(spec, state, event, context.now);
       if (!state) return {};
