@@ -16,6 +16,8 @@ import {
 } from "../../functions/roles/refund-review/refund-agent";
 import { SAMPLE_ORDERS } from "../../lib/dev/local/orders";
 import { testRole } from "../../lib/dev/role-kit/test-role";
+import { stepDecision } from "../../lib/operator/agent-actions";
+import { operatorEnvelope } from "../../lib/operator/operator-command";
 import { type Envelope, registry } from "../../schemas";
 
 /**
@@ -186,5 +188,39 @@ describe("a decision repeated after its call ran", () => {
     );
     expect((await desk.decide("reject")).status).toBe("applied");
     expect(desk.payments.calls).toBe(0);
+  });
+});
+
+describe("the operator's decision on an agent run (agentbus approve|reject <run> --step <call>)", () => {
+  const by = { requestedBy: "ops_anna" };
+
+  it("goes in the run's tenant, read from its journal; a --tenant of another is refused", async () => {
+    const desk = await blockedRefund("acme");
+    const journal = await desk.journal();
+    expect(stepDecision(journal, RUN, "call_2_1", "approve", { ...by, tenant: "globex" })).toEqual({
+      refused: `run ${RUN} belongs to tenant acme, not globex`,
+    });
+    for (const tenant of ["acme", undefined]) {
+      const decided = stepDecision(journal, RUN, "call_2_1", "approve", { ...by, tenant });
+      if (!("command" in decided)) throw new Error(`not decided: ${JSON.stringify(decided)}`);
+      expect(operatorEnvelope(decided.command)).toMatchObject({ tenant_id: "acme" });
+    }
+    const ours = await blockedRefund();
+    expect(
+      stepDecision(await ours.journal(), RUN, "call_2_1", "reject", { ...by, tenant: "acme" }),
+    ).toEqual({ refused: `run ${RUN} belongs to tenant default, not acme` });
+  });
+
+  it("after the call ran: the same decision is reported as taken, the other refused naming it", async () => {
+    const desk = await blockedRefund();
+    await desk.decide("approve");
+    await desk.drain();
+    const journal = await desk.journal();
+    expect(stepDecision(journal, RUN, "call_2_1", "approve", by)).toEqual({
+      already: `call_2_1 of ${RUN} was already decided: approve by ops_anna`,
+    });
+    expect(stepDecision(journal, RUN, "call_2_1", "reject", by)).toEqual({
+      refused: `call_2_1 of ${RUN} was already decided: approve by ops_anna`,
+    });
   });
 });
