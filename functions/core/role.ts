@@ -82,6 +82,14 @@ export interface RoleStorage<S> {
    */
   summarize?(state: S): StateSummary | undefined;
   /**
+   * The tenant a state belongs to, as the state records it (undefined: the default tenant). With
+   * it, the pipeline refuses a message from outside any stream (version 0: a client's message, an
+   * operator's command, the sweeper's) to an existing state of another tenant, or naming none for
+   * a tenant's state: a PermanentError `<aggregate type>.tenant_mismatch`, before the role is
+   * asked anything (./apply.ts). Events on streams carry their cause's tenant (./emit.ts).
+   */
+  tenantOfState?(state: S): string | undefined;
+  /**
    * True when nothing but AgentBus reads this role's states (the role itself, the operator tools
    * and console): a large one may then be stored compactly (the DynamoDB adapter deflates its
    * JSON). Leave it unset for a view that other systems read straight from the state table.

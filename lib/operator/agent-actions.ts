@@ -1,8 +1,12 @@
-import type { AgentJournal, PersonDecision } from "../../functions/core/agent/agent";
+import {
+  type AgentJournal,
+  decisionOn,
+  type PersonDecision,
+} from "../../functions/core/agent/agent";
 import { AGENT_RUN_AGGREGATE } from "../../functions/core/agent/agent-role";
 import { opaqueIdProblem } from "../../schemas/ids";
 import { stateData } from "./customer-support";
-import { inTenant } from "./operator-command";
+import { inTenant, tenantProblem } from "./operator-command";
 import type { OpsStack } from "./stack";
 import type { Decided, SupportCommand } from "./support-actions";
 import type { AgentWaitView, ItemSummary, WaitingView } from "./views";
@@ -10,9 +14,10 @@ import type { AgentWaitView, ItemSummary, WaitingView } from "./views";
 /**
  * A person's answer to what an agent run waits for (functions/core/agent/person.ts): approve or
  * reject a tool call that needs approval, or say whether a write whose outcome could not be learnt
- * was applied. Checked against the run's stored journal before anything is sent: a decision the
- * run already took is reported (`already`), one it does not wait for is refused (`refused`, naming
- * what it waits for). Shared by the CLI and the console.
+ * was applied. Checked against the run's stored journal before anything is sent: a run of another
+ * tenant than the one the operator named is refused, a decision the run already took is reported
+ * (`already`), the other decision on it or one the run does not wait for is refused (`refused`,
+ * naming what it waits for). Shared by the CLI and the console.
  */
 
 export type StepDecision = PersonDecision["decision"];
@@ -72,19 +77,30 @@ export async function agentWaits(
   });
 }
 
+/** What a person's decision says besides the decision, and the tenant the operator meant. */
+export interface StepDecisionFields {
+  readonly reason?: string;
+  readonly output?: unknown;
+  readonly requestedBy: string;
+  /** The tenant the operator named (`--tenant`): a run of another is refused. */
+  readonly tenant?: string;
+}
+
 /** Whether `decision` on call `callId` of the run applies; the command to send if it does. */
 export function stepDecision(
   journal: AgentJournal | undefined,
   runId: string,
   callId: string,
   decision: StepDecision,
-  fields: { readonly reason?: string; readonly output?: unknown; readonly requestedBy: string },
+  fields: StepDecisionFields,
 ): Decided {
   if (!journal) return { refused: `no agent run ${runId}` };
-  // A decision the run took is in its journal's window (as `<decision> by <who>`).
-  const taken = journal.window.find((s) => s.kind === "person" && s.tool_call_id === callId);
-  if (taken?.outcome?.startsWith(`${decision} by `))
-    return { already: `${callId} of ${runId} was already decided: ${taken.outcome}` };
+  const foreign = tenantProblem(fields.tenant, journal.tenant_id, `run ${runId}`);
+  if (foreign) return { refused: foreign };
+  const taken = decisionOn(journal, callId, decision);
+  const already = `${callId} of ${runId} was already decided: ${taken?.decision} by ${taken?.by}`;
+  if (taken?.decision === decision) return { already };
+  if (taken) return { refused: already };
   const waiting = journal.waiting;
   if (waiting?.tool_call_id !== callId)
     return {
@@ -124,7 +140,7 @@ export async function stepDecisionCheck(
   runId: string,
   callId: string,
   decision: StepDecision,
-  fields: { readonly reason?: string; readonly output?: unknown; readonly requestedBy: string },
+  fields: StepDecisionFields,
 ): Promise<Decided> {
   const problem = opaqueIdProblem(runId);
   if (problem) return { refused: `${JSON.stringify(runId)} is not a run id (${problem})` };

@@ -114,6 +114,8 @@ export function agentRole(spec: AgentRoleSpec): Role<AgentJournal> {
     ...spec.descriptor,
     summarize: summarizeAgentRun,
     discard: (state, event) => stopDiscard(state, event, types.start, spec.superseded),
+    // A person's decision and the sweeper's deadline are obeyed in the run's tenant only.
+    tenantOfState: (journal) => journal.tenant_id,
     async decide(state, event, context) {
       if (event.event_type === types.start) return start(spec, state, event, context.now);
       if (event.event_type === types.cancel)

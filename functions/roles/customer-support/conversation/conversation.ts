@@ -1,7 +1,6 @@
 import { type Envelope, MAX_STREAM_VERSION } from "../../../../schemas";
 import type { MessageAccepted } from "../../../../schemas/events/conversation";
 import type { RouteRequested } from "../../../../schemas/events/support-commands";
-import { tenantOf } from "../../../../schemas/ids";
 import { newestWithin } from "../../../core/budget";
 import { defineRole, type EventOf, type TypedDecision } from "../../../core/define-role";
 import { PermanentError } from "../../../core/errors";
@@ -34,8 +33,9 @@ import type { Role } from "../../../core/role";
  *   `conversation_id` differs from the aggregate id;
  * - `conversation.customer_mismatch`: the conversation belongs to another customer;
  * - `conversation.tenant_mismatch`: the conversation belongs to another tenant (the first
- *   message's; a state from before tenants belongs to the default one). The front door refuses
- *   such a message first (404); this holds when two tenants' first messages race.
+ *   message's; a state from before tenants belongs to the default one), as the pipeline checks
+ *   for every state that names its tenant (`tenantOfState`). The front door refuses such a
+ *   message first (404); this holds when two tenants' first messages race.
  */
 
 export const CONVERSATION_AGGREGATE = "conversation";
@@ -87,6 +87,7 @@ export function conversationRole(options: ConversationOptions = {}): Role<Conver
     subscriptions: ["conversation.message.received"],
     emits: ["conversation.message.accepted", "support.route.requested"],
     decide: (state, event, { now }) => acceptMessage(state, event, now, ttl),
+    tenantOfState: (state) => state.tenant_id,
     personalState: {
       stateOf: ({ conversationId, taskId }) =>
         taskId ? undefined : { type: CONVERSATION_AGGREGATE, id: conversationId },
@@ -101,7 +102,7 @@ export function conversationRole(options: ConversationOptions = {}): Role<Conver
 /** What the conversation emits for each message: the fact and the router's command. */
 type ConversationEmit = "conversation.message.accepted" | "support.route.requested";
 
-/** A conversation takes messages of its own customer and tenant only (see top). */
+/** A conversation takes messages of its own customer only (its tenant: see top). */
 function refuseForeign(
   state: ConversationState | undefined,
   event: EventOf<"conversation.message.received">,
@@ -113,12 +114,6 @@ function refuseForeign(
     throw new PermanentError(
       "conversation.customer_mismatch",
       `conversation ${conversationId} belongs to another customer`,
-      { details },
-    );
-  if (tenantOf(state) !== tenantOf(event))
-    throw new PermanentError(
-      "conversation.tenant_mismatch",
-      `conversation ${conversationId} belongs to another tenant`,
       { details },
     );
 }
