@@ -31,7 +31,7 @@ import {
   ProblemError,
   problemResponse,
 } from "./http";
-import { type Caller, callerOf, serviceCallerOf } from "./identity";
+import { type Caller, callerOf, ownCustomerOf, serviceCallerOf } from "./identity";
 import type { TenantLimits } from "./limits";
 import openapi from "./openapi.json";
 import {
@@ -83,11 +83,18 @@ export interface FrontDoorPorts {
   readonly clock: Clock;
   /** Erases customers (./erasure); absent where the stack keeps no customer keys. */
   readonly erasure?: CustomerErasure;
+  /** Where what a service does for a customer is logged (the function's logger). */
+  readonly log?: { info(message: string, details: Record<string, unknown>): void };
 }
 
 export interface FrontDoorSettings {
   /** The token claim that names the tenant. @default "tenant_id" */
   readonly tenantClaim?: string;
+  /**
+   * The scope that makes a token a service's, which may name the customer a message is from
+   * (./identity). @default none: only services signing with AWS credentials may
+   */
+  readonly serviceScope?: string;
   /** Largest body taken, in bytes. @default 16 KiB */
   readonly maxBodyBytes?: number;
   /**
@@ -108,7 +115,7 @@ interface RouteContext {
   readonly request: HttpRequest;
   readonly params: Readonly<Record<string, string>>;
   readonly ports: FrontDoorPorts;
-  readonly settings: Required<FrontDoorSettings>;
+  readonly settings: Required<Omit<FrontDoorSettings, "serviceScope">>;
   /** Who calls (401/403 when the request does not say). */
   readonly who: () => Caller;
 }
@@ -276,7 +283,7 @@ export async function handleRequest(
     const who = () =>
       route.auth === "iam"
         ? serviceCallerOf(params.tenant_id, request.principal)
-        : callerOf(request.claims, resolved.tenantClaim);
+        : callerOf(request.claims, resolved.tenantClaim, settings.serviceScope);
     return await route.run({ request, params, ports, settings: resolved, who });
   } catch (error) {
     if (error instanceof ProblemError) return problemResponse(error.problem, request.requestId);
@@ -397,15 +404,23 @@ async function postMessage({ request, params, ports, settings, who }: RouteConte
   const conversationId = idParam(params, "conversation_id");
   checkIdempotencyKey(request);
   const body = bodyOf(request, PostMessageBody, settings.maxBodyBytes);
+  const customer = customerOf(caller, body.customer_id);
   await conversationOf(ports, caller, conversationId);
   const key = tenantConversationId(caller.tenantId, conversationId);
+  if (caller.service && body.customer_id !== undefined)
+    ports.log?.info("a service acts for a customer", {
+      tenant_id: caller.tenantId,
+      caller: caller.service,
+      customer_id: customer,
+      conversation_id: conversationId,
+    });
   const envelope = clientEnvelope(ports, caller, ports.ids.next(), {
     type: "conversation.message.received",
     aggregate: { type: "conversation", id: key },
     conversationId: key,
     payload: {
       text: body.text,
-      customer_id: customerOf(caller, body.customer_id),
+      customer_id: customer,
       ...(body.channel === undefined ? {} : { channel: body.channel }),
     },
   });
@@ -418,16 +433,25 @@ async function postMessage({ request, params, ports, settings, who }: RouteConte
   });
 }
 
-/** The message's customer: the body's, else the user's own (`cust_<user token>`). */
+/**
+ * The message's customer: the user's own (`cust_<user token>`); a service's names it (required of
+ * one signing with AWS credentials). A user naming another customer is refused (403).
+ */
 function customerOf(caller: Caller, named: string | undefined): string {
-  if (named !== undefined) return named;
-  if (caller.userId === undefined)
+  if (caller.userId === undefined) {
+    if (named !== undefined) return named;
     fail("invalid_request", "a service names the customer the message is from: customer_id", {
       errors: [
         { path: "(body).customer_id", message: "required when a service sends the message" },
       ],
     });
-  return `cust_${caller.userId.slice("user_".length)}`;
+  }
+  const own = ownCustomerOf(caller.userId);
+  if (named === undefined || named === own || caller.service) return named ?? own;
+  fail(
+    "forbidden",
+    `customer_id ${JSON.stringify(named)} is not the token's user: only a service names the customer a message is from`,
+  );
 }
 
 /**

@@ -96,6 +96,10 @@ describe("the front door", () => {
         CUSTOMER_KEYS_TABLE: expect.anything(),
       },
     });
+    // No token is a service's unless the deployment names the scope (agentbus:serviceScope).
+    expect((fn.Properties.Environment as { Variables: object }).Variables).not.toHaveProperty(
+      "SERVICE_SCOPE",
+    );
     const dynamodb = statementsOf(template, fn).filter((s) =>
       s.Action.some((a) => a.startsWith("dynamodb:")),
     );

@@ -38,6 +38,11 @@ export interface FrontDoorIssuer {
   readonly audience: readonly string[];
   /** The claim that names the tenant. @default "tenant_id" */
   readonly tenantClaim?: string;
+  /**
+   * The scope (in the token's `scope`) that makes a token a service's, which may name the
+   * customer a message is from (each such message is logged). @default none: no token's
+   */
+  readonly serviceScope?: string;
 }
 
 export interface FrontDoorProps {
@@ -67,6 +72,7 @@ export interface FrontDoorProps {
 export const FRONT_DOOR_ISSUER_CONTEXT = "agentbus:jwtIssuer";
 export const FRONT_DOOR_AUDIENCE_CONTEXT = "agentbus:jwtAudience";
 export const FRONT_DOOR_TENANT_CLAIM_CONTEXT = "agentbus:tenantClaim";
+export const FRONT_DOOR_SERVICE_SCOPE_CONTEXT = "agentbus:serviceScope";
 
 /** How long one stream lasts before the client reconnects (and resumes). */
 const STREAM_SECONDS = 300;
@@ -120,6 +126,7 @@ export class FrontDoor extends Construct {
       TENANT_CLAIM: issuer.tenantClaim ?? "tenant_id",
       TENANT_REQUESTS_PER_MINUTE: String(props.tenantRequestsPerMinute ?? 600),
       TENANT_RUNS_IN_FLIGHT: String(props.tenantRunsInFlight ?? DEFAULT_RUNS_IN_FLIGHT),
+      ...(issuer.serviceScope ? { SERVICE_SCOPE: issuer.serviceScope } : {}),
     };
     for (const topic of props.topics)
       environment[`BUS_${topic.topicName.toUpperCase()}`] = topic.busName;
