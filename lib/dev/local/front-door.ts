@@ -4,10 +4,11 @@ import type {
   APIGatewayProxyEventV2WithJWTAuthorizer,
   APIGatewayProxyStructuredResultV2,
 } from "aws-lambda";
-import { type CryptoKey, errors, exportJWK, generateKeyPair, jwtVerify, SignJWT } from "jose";
+import { type CryptoKey, exportJWK, generateKeyPair, type JWTPayload, SignJWT } from "jose";
 import { ulid } from "ulid";
 import { matchPath, ROUTES } from "../../../functions/front-door/api";
 import { STREAM_ROUTES } from "../../../functions/front-door/stream";
+import { verifyToken } from "../../../functions/front-door/token";
 import type { FrontDoorStreamHandler } from "../../../functions/handlers/front-door-stream";
 import { loggableMessage } from "../../../functions/handlers/log-redaction";
 import { verifySignature } from "./sigv4";
@@ -17,11 +18,12 @@ import { verifySignature } from "./sigv4";
  * what the HTTP API and its JWT authorizer do before the function runs, then runs the stack's
  * front-door function in-process with the same payload (format 2.0).
  *
- * - A local issuer (`LOCAL_ISSUER`) with an ES256 key pair made at start (with `jose`) signs
- *   development tokens (`token(...)`); the server verifies a route's bearer token as the JWT
- *   authorizer does: signature, `iss`, `aud`, `exp` and `nbf`. A missing or invalid token is
- *   API Gateway's answer: 401, `{"message":"Unauthorized"}`, and a `www-authenticate` header
- *   that names the problem (`error_description`).
+ * - A local issuer (`LOCAL_ISSUER`) with an RS256 key pair made at start (with `jose`; an HTTP
+ *   API's JWT authorizer takes RSA signatures only) signs development tokens (`token(...)`); the
+ *   server verifies a route's bearer token as the JWT authorizer does
+ *   (functions/front-door/token.ts): signature, `iss`, `aud`, `exp` (required) and `nbf`. A
+ *   missing or invalid token is API Gateway's answer: 401, `{"message":"Unauthorized"}`, and a
+ *   `www-authenticate` header that names the problem (`error_description`).
  * - Only the routes of the function's route table are served (the stack's routes are made from
  *   the same table); any other is API Gateway's 404 `{"message":"Not Found"}`.
  * - A service route (`/v1/tenants/{tenant_id}/...`) takes a request signed (SigV4, service
@@ -39,6 +41,8 @@ export const LOCAL_AUDIENCE = "agentbus-local";
 /** The credentials a service signs the service routes' requests with, locally (the emulator's). */
 export const LOCAL_SERVICE_CREDENTIALS = { accessKeyId: "testing", secretAccessKey: "testing" };
 const MAX_PAYLOAD_BYTES = 10 * 1024 * 1024;
+/** The local issuer's signatures: RSA, as an HTTP API's JWT authorizer takes. */
+const ALGORITHM = "RS256";
 
 type Invoke = (
   event: APIGatewayProxyEventV2WithJWTAuthorizer,
@@ -47,30 +51,42 @@ type Invoke = (
 export interface LocalIssuer {
   readonly issuer: string;
   readonly audience: string;
-  /** A development token for a tenant's user, valid for `seconds` (default an hour). */
-  token(claims: { tenant_id?: string; sub: string }, seconds?: number): Promise<string>;
+  /**
+   * A development token for a tenant's user (or, with the deployment's service scope in `scope`, a
+   * service), valid for `seconds` (default an hour).
+   */
+  token(
+    claims: { tenant_id?: string; sub: string; scope?: string },
+    seconds?: number,
+  ): Promise<string>;
+  /** A token of exactly `claims`, signed by the issuer's key (no `iss`, `aud` or `exp` unless given). */
+  sign(claims: JWTPayload): Promise<string>;
   readonly publicKey: CryptoKey;
   /** The public key as a JWKS, as an OIDC issuer publishes it. */
   jwks(): Promise<{ keys: Record<string, unknown>[] }>;
 }
 
 export async function localIssuer(): Promise<LocalIssuer> {
-  const { publicKey, privateKey } = await generateKeyPair("ES256");
+  const { publicKey, privateKey } = await generateKeyPair(ALGORITHM);
   const kid = `local-${ulid()}`;
+  const sign = (claims: JWTPayload) =>
+    new SignJWT(claims).setProtectedHeader({ alg: ALGORITHM, kid }).sign(privateKey);
   return {
     issuer: LOCAL_ISSUER,
     audience: LOCAL_AUDIENCE,
     publicKey,
-    token: (claims, seconds = 3600) =>
-      new SignJWT({ ...claims })
-        .setProtectedHeader({ alg: "ES256", kid })
-        .setIssuer(LOCAL_ISSUER)
-        .setAudience(LOCAL_AUDIENCE)
-        .setSubject(claims.sub)
-        .setIssuedAt()
-        .setExpirationTime(Math.floor(Date.now() / 1000) + seconds)
-        .sign(privateKey),
-    jwks: async () => ({ keys: [{ ...(await exportJWK(publicKey)), kid, alg: "ES256" }] }),
+    token: (claims, seconds = 3600) => {
+      const now = Math.floor(Date.now() / 1000);
+      return sign({
+        ...claims,
+        iss: LOCAL_ISSUER,
+        aud: LOCAL_AUDIENCE,
+        iat: now,
+        exp: now + seconds,
+      });
+    },
+    sign,
+    jwks: async () => ({ keys: [{ ...(await exportJWK(publicKey)), kid, alg: ALGORITHM }] }),
   };
 }
 
@@ -205,7 +221,10 @@ async function callerOf(
     );
     return "problem" in signed ? { status: 403, message: signed.problem } : signed;
   }
-  const verified = await verify(req.headers.authorization, issuer);
+  const token = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? "")?.[1];
+  const verified = token
+    ? await verifyToken(token, async () => issuer.publicKey, issuer)
+    : { problem: "no bearer token in the Authorization header" };
   if ("problem" in verified)
     return {
       status: 401,
@@ -269,26 +288,6 @@ function eventOf(
       ...(principal ? { authorizer: { iam: { userArn: principal } } } : {}),
     },
   } as unknown as APIGatewayProxyEventV2WithJWTAuthorizer;
-}
-
-async function verify(
-  authorization: string | undefined,
-  issuer: LocalIssuer,
-): Promise<{ claims: Record<string, unknown> } | { problem: string }> {
-  const token = /^Bearer\s+(\S+)$/i.exec(authorization ?? "")?.[1];
-  if (!token) return { problem: "no bearer token in the Authorization header" };
-  try {
-    const { payload } = await jwtVerify(token, issuer.publicKey, {
-      issuer: issuer.issuer,
-      audience: issuer.audience,
-    });
-    return { claims: payload as Record<string, unknown> };
-  } catch (error) {
-    if (error instanceof errors.JWTExpired) return { problem: "the token has expired" };
-    if (error instanceof errors.JWTClaimValidationFailed)
-      return { problem: `the token's ${error.claim} claim is not accepted` };
-    return { problem: "the token is not signed by the issuer" };
-  }
 }
 
 async function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
