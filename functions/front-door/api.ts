@@ -28,7 +28,9 @@ import {
   type HttpResponse,
   header,
   json,
+  matchPath,
   ProblemError,
+  pathMatches,
   problemResponse,
 } from "./http";
 import { type Caller, callerOf, ownCustomerOf, serviceCallerOf } from "./identity";
@@ -133,6 +135,10 @@ export interface Route {
   readonly auth: "jwt" | "iam" | "none";
   readonly body?: z.core.$ZodType;
   readonly idempotent?: boolean;
+  /**
+   * What the function answers (a 401 never comes from it: the route's authorizer answers that);
+   * the OpenAPI document adds the 500 and API Gateway's own answers (lib/dev/openapi.ts).
+   */
   readonly responses: Readonly<Record<number, { description: string; schema?: z.core.$ZodType }>>;
   run(context: RouteContext): Promise<HttpResponse>;
 }
@@ -162,7 +168,7 @@ const CLIENT_ROUTES: readonly Route[] = [
     idempotent: true,
     responses: {
       202: { description: "accepted: the ids to follow", schema: MessageAcceptedResponse },
-      ...problems(400, 401, 403, 404, 409, 413, 415, 429, 503),
+      ...problems(400, 403, 404, 409, 413, 415, 429, 503),
     },
     run: postMessage,
   },
@@ -174,7 +180,7 @@ const CLIENT_ROUTES: readonly Route[] = [
     auth: "jwt",
     responses: {
       200: { description: "the conversation", schema: ConversationResponse },
-      ...problems(400, 401, 403, 404),
+      ...problems(400, 403, 404),
     },
     run: getConversation,
   },
@@ -188,7 +194,7 @@ const CLIENT_ROUTES: readonly Route[] = [
     idempotent: true,
     responses: {
       202: { description: "accepted: the run to follow", schema: RunAcceptedResponse },
-      ...problems(400, 401, 403, 404, 409, 413, 415, 429, 503),
+      ...problems(400, 403, 404, 409, 413, 415, 429, 503),
     },
     run: startRun,
   },
@@ -200,7 +206,7 @@ const CLIENT_ROUTES: readonly Route[] = [
     auth: "jwt",
     responses: {
       200: { description: "the run", schema: RunResponse },
-      ...problems(400, 401, 403, 404),
+      ...problems(400, 403, 404),
     },
     run: getRun,
   },
@@ -212,7 +218,7 @@ const CLIENT_ROUTES: readonly Route[] = [
     auth: "jwt",
     responses: {
       200: { description: "the task", schema: TaskResponse },
-      ...problems(400, 401, 403, 404),
+      ...problems(400, 403, 404),
     },
     run: getTask,
   },
@@ -232,7 +238,7 @@ const ERASE_ROUTE: Route = {
   body: EraseCustomerBody,
   responses: {
     200: { description: "erased, now or before", schema: ErasureResponse },
-    ...problems(400, 401, 403, 404, 413, 415, 503),
+    ...problems(400, 403, 404, 413, 415, 503),
   },
   run: async ({ request, params, ports, settings, who }) => {
     const caller = who();
@@ -284,7 +290,9 @@ export async function handleRequest(
       route.auth === "iam"
         ? serviceCallerOf(params.tenant_id, request.principal)
         : callerOf(request.claims, resolved.tenantClaim, settings.serviceScope);
-    return await route.run({ request, params, ports, settings: resolved, who });
+    const response = await route.run({ request, params, ports, settings: resolved, who });
+    // HEAD is GET without the body (RFC 9110 §9.3.2).
+    return request.method === "HEAD" ? { ...response, body: "" } : response;
   } catch (error) {
     if (error instanceof ProblemError) return problemResponse(error.problem, request.requestId);
     if (error instanceof AgentBusError && error.errorClass === "transient")
@@ -301,40 +309,26 @@ export async function handleRequest(
   }
 }
 
-/** The route a request names and its path parameters (404 or 405 when none). */
+/**
+ * The route a request names (a GET route serves HEAD too) and its path parameters: 404 when no
+ * route has its path, 405 with `Allow` when none of them takes its method, 400 when a parameter
+ * is not percent-encoded UTF-8.
+ */
 export function routeOf(request: HttpRequest): { route: Route; params: Record<string, string> } {
-  const matching = ROUTES.flatMap((route) => {
-    const params = matchPath(route.path, request.path);
-    return params ? [{ route, params }] : [];
-  });
-  if (matching.length === 0) fail("not_found", `no route ${request.path}`);
-  const found = matching.find((m) => m.route.method === request.method);
-  if (!found)
-    fail(
-      "method_not_allowed",
-      `${request.path} takes ${matching.map((m) => m.route.method).join(", ")}`,
-      {
-        headers: { allow: matching.map((m) => m.route.method).join(", ") },
-      },
-    );
-  return found;
+  const onPath = ROUTES.filter((route) => pathMatches(route.path, request.path));
+  if (onPath.length === 0) fail("not_found", `no route ${request.path}`);
+  const route = onPath.find((r) => methodsOf(r).includes(request.method));
+  const allowed = onPath.flatMap(methodsOf);
+  if (!route)
+    fail("method_not_allowed", `${request.path} takes ${allowed.join(", ")}`, {
+      headers: { allow: allowed.join(", ") },
+    });
+  return { route, params: matchPath(route.path, request.path) ?? {} };
 }
 
-/** The parameters of `path` when it matches a route's `template`, else undefined. */
-export function matchPath(template: string, path: string): Record<string, string> | undefined {
-  const want = template.split("/");
-  const got = path.split("/");
-  if (want.length !== got.length) return undefined;
-  const params: Record<string, string> = {};
-  for (let i = 0; i < want.length; i++) {
-    const segment = want[i] ?? "";
-    const value = got[i] ?? "";
-    if (segment.startsWith("{")) {
-      if (value === "") return undefined;
-      params[segment.slice(1, -1)] = decodeURIComponent(value);
-    } else if (segment !== value) return undefined;
-  }
-  return params;
+/** The methods a route takes: its own, and HEAD with GET. */
+export function methodsOf(route: Pick<Route, "method">): string[] {
+  return route.method === "GET" ? ["GET", "HEAD"] : [route.method];
 }
 
 export function idParam(params: Readonly<Record<string, string>>, name: string): string {

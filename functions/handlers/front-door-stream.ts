@@ -28,8 +28,9 @@ import { installLazySourceMaps } from "./source-maps";
  * function verifies the token as the HTTP API's JWT authorizer does (../front-door/token.ts):
  * an RSA signature by the issuer's JWKS (found by OIDC discovery, or `JWKS_URL`), `iss`, `aud`,
  * `exp` (required), `nbf`. The token comes in `Authorization: Bearer <token>` or, for a
- * browser's EventSource (which cannot set headers), the query's `access_token`. It reads the state
- * table only (the conversation views and the runs).
+ * browser's EventSource (which cannot set headers), the query's `access_token`. A HEAD request is
+ * answered the stream's head, no events. It reads the state table only (the conversation views
+ * and the runs).
  */
 export const FrontDoorStreamEnv = z.object({
   STATE_TABLE: z.string().check(z.minLength(1)),
@@ -104,6 +105,7 @@ export function createFrontDoorStreamHandler(
       const claims = await verifiedClaims(tokenOf(event), key, env.JWT_ISSUER, audience);
       const caller = callerOf(claims, env.TENANT_CLAIM);
       const stream = await openStream(request, caller, { store, clock, sleep }, settings);
+      if (request.method === "HEAD") return respond(200, { ...STREAM_HEADERS }).end();
       metrics.addMetric("FrontDoorStreamOpened", MetricUnit.Count, 1);
       metrics.publishStoredMetrics();
       const out = respond(200, { ...STREAM_HEADERS });

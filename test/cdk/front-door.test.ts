@@ -2,7 +2,7 @@ import { App, Stack } from "aws-cdk-lib";
 import { Match, Template } from "aws-cdk-lib/assertions";
 import { AccountRootPrincipal, Role } from "aws-cdk-lib/aws-iam";
 import { describe, expect, it } from "vitest";
-import { ROUTES } from "../../functions/front-door/api";
+import { methodsOf, ROUTES } from "../../functions/front-door/api";
 import { FrontDoor } from "../../lib/infra/constructs/front-door";
 import { AgentBusTables } from "../../lib/infra/constructs/tables";
 import {
@@ -38,7 +38,7 @@ describe("the front door", () => {
     });
   });
 
-  it("serves exactly the routes of the function's route table, each with its authorization", () => {
+  it("serves exactly the routes of the function's route table, each with its authorization, and sends the rest to the function", () => {
     const authorizer = resourcesOf("AWS::ApiGatewayV2::Authorizer")[0]?.[0];
     const routes = resourcesOf("AWS::ApiGatewayV2::Route").map(([, route]) => {
       const type = route.Properties.AuthorizationType as string | undefined;
@@ -48,11 +48,18 @@ describe("the front door", () => {
         auth: jwt ? "jwt" : type === "AWS_IAM" ? "iam" : (type ?? "NONE").toLowerCase(),
       };
     });
-    expect(routes.sort((a, b) => a.key.localeCompare(b.key))).toEqual(
-      ROUTES.map((r) => ({ key: `${r.method} ${r.path}`, auth: r.auth })).sort((a, b) =>
-        a.key.localeCompare(b.key),
-      ),
+    // A GET route takes HEAD too; `$default` (no authorization) takes what no route takes, so
+    // that the function answers an unknown path 404 and another method 405 (problem details).
+    const served = [
+      ...ROUTES.flatMap((r) => methodsOf(r).map((m) => ({ key: `${m} ${r.path}`, auth: r.auth }))),
+      { key: "$default", auth: "none" },
+    ];
+    const byKey = (a: { key: string }, b: { key: string }) => a.key.localeCompare(b.key);
+    expect(routes.sort(byKey)).toEqual(served.sort(byKey));
+    const integrations = resourcesOf("AWS::ApiGatewayV2::Route").map(([, route]) =>
+      JSON.stringify(route.Properties.Target),
     );
+    expect(new Set(integrations).size).toBe(1);
     expect(ROUTES.filter((r) => r.auth === "none").map((r) => r.path)).toEqual([
       "/v1/openapi.json",
     ]);

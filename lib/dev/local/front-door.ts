@@ -6,7 +6,8 @@ import type {
 } from "aws-lambda";
 import { type CryptoKey, exportJWK, generateKeyPair, type JWTPayload, SignJWT } from "jose";
 import { ulid } from "ulid";
-import { matchPath, ROUTES } from "../../../functions/front-door/api";
+import { methodsOf, ROUTES, type Route } from "../../../functions/front-door/api";
+import { pathMatches } from "../../../functions/front-door/http";
 import { STREAM_ROUTES } from "../../../functions/front-door/stream";
 import { verifyToken } from "../../../functions/front-door/token";
 import type { FrontDoorStreamHandler } from "../../../functions/handlers/front-door-stream";
@@ -23,17 +24,23 @@ import { verifySignature } from "./sigv4";
  *   server verifies a route's bearer token as the JWT authorizer does
  *   (functions/front-door/token.ts): signature, `iss`, `aud`, `exp` (required) and `nbf`. A
  *   missing or invalid token is API Gateway's answer: 401, `{"message":"Unauthorized"}`, and a
- *   `www-authenticate` header that names the problem (`error_description`).
- * - Only the routes of the function's route table are served (the stack's routes are made from
- *   the same table); any other is API Gateway's 404 `{"message":"Not Found"}`.
+ *   `www-authenticate` header that names the problem (`error_description`), as API Gateway
+ *   writes it.
+ * - The routes of the function's route table are served with their authorization (the stack's
+ *   routes are made from the same table; a GET route takes HEAD too); any other request goes to
+ *   the function with none, as the stack's `$default` route sends it, and the function answers
+ *   404, or 405 with `Allow`.
  * - A service route (`/v1/tenants/{tenant_id}/...`) takes a request signed (SigV4, service
  *   `execute-api`) with the emulator's credentials (`LOCAL_SERVICE_CREDENTIALS`), checked as
  *   API Gateway's IAM authorization checks it (./sigv4.ts); else its 403.
  * - A body over API Gateway's 10 MB payload limit is its 413.
  * - The stream routes (functions/front-door/stream.ts), which a deployed stack serves from the
- *   stream function's URL, are served here on the same port: the request goes to the stream
- *   function as a function URL's payload, unverified (the function verifies the token, as behind
- *   its URL), and what it writes is streamed to the client as it comes.
+ *   stream function's URL, are served here on the same port: a request on their paths (any
+ *   method) goes to the stream function as a function URL's payload, unverified (the function
+ *   verifies the token, as behind its URL), and what it writes is streamed to the client as it
+ *   comes.
+ * - No request stops the server: one that fails is API Gateway's 500
+ *   `{"message":"Internal Server Error"}`, logged.
  */
 
 export const LOCAL_ISSUER = "https://agentbus.local/issuer";
@@ -110,16 +117,16 @@ export interface FrontDoorFunctions {
 /** Serve the front-door functions on 127.0.0.1. */
 export async function serveFrontDoor(functions: FrontDoorFunctions): Promise<LocalFrontDoor> {
   const issuer = functions.issuer ?? (await localIssuer());
+  const serve = async (req: IncomingMessage, res: ServerResponse) => {
+    // The request target as sent (`//` is a path here, not a host).
+    const url = new URL(`http://127.0.0.1${req.url ?? "/"}`);
+    const isStream = STREAM_ROUTES.some((r) => pathMatches(r.path, url.pathname));
+    return isStream && functions.stream
+      ? streamAnswer(req, res, url, functions.stream)
+      : answer(req, res, url, functions.invoke, issuer);
+  };
   const server: Server = createServer((req, res) => {
-    const url = new URL(req.url ?? "/", "http://127.0.0.1");
-    const isStream = STREAM_ROUTES.some(
-      (r) => r.method === req.method && matchPath(r.path, url.pathname),
-    );
-    const served =
-      isStream && functions.stream
-        ? streamAnswer(req, res, url, functions.stream)
-        : answer(req, res, functions.invoke, issuer);
-    served.catch((error: unknown) => {
+    serve(req, res).catch((error: unknown) => {
       if (res.headersSent) res.end();
       else send(res, 500, { message: "Internal Server Error" });
       // As the functions' logs: what an error quotes of a request stays out (log-redaction).
@@ -142,23 +149,29 @@ export async function serveFrontDoor(functions: FrontDoorFunctions): Promise<Loc
   };
 }
 
+/**
+ * A request to the HTTP API: the route that takes it (its method and path) and its authorization,
+ * else the `$default` route's, which has none; then the function.
+ */
 async function answer(
   req: IncomingMessage,
   res: ServerResponse,
+  url: URL,
   invoke: Invoke,
   issuer: LocalIssuer,
 ): Promise<void> {
-  const url = new URL(req.url ?? "/", "http://127.0.0.1");
   const method = req.method ?? "GET";
-  const route = ROUTES.find((r) => r.method === method && matchPath(r.path, url.pathname));
-  if (!route) return send(res, 404, { message: "Not Found" });
+  const route: Route | undefined = ROUTES.find(
+    (r) => methodsOf(r).includes(method) && pathMatches(r.path, url.pathname),
+  );
   const body = await readBody(req);
   if (body === undefined) return send(res, 413, { message: "Request Entity Too Large" });
-  const caller = await callerOf(req, url, body, route.auth, issuer);
+  const caller = await callerOf(req, url, body, route?.auth ?? "none", issuer);
   if ("status" in caller)
     return send(res, caller.status, { message: caller.message }, caller.headers);
   const requestId = ulid();
-  const event = eventOf(req, url, route, body, caller, requestId);
+  const routeKey = route ? `${method} ${route.path}` : "$default";
+  const event = eventOf(req, url, routeKey, body, caller, requestId);
   const result = await invoke(event);
   res.writeHead(result.statusCode ?? 200, {
     ...(result.headers as Record<string, string> | undefined),
@@ -175,14 +188,7 @@ async function streamAnswer(
   stream: FrontDoorStreamHandler,
 ): Promise<void> {
   const requestId = ulid();
-  const event = eventOf(
-    req,
-    url,
-    { method: req.method ?? "GET", path: url.pathname },
-    Buffer.alloc(0),
-    {},
-    requestId,
-  );
+  const event = eventOf(req, url, "$default", Buffer.alloc(0), {}, requestId);
   const query = Object.fromEntries(url.searchParams);
   let gone = false;
   res.on("close", () => {
@@ -229,8 +235,9 @@ async function callerOf(
     return {
       status: 401,
       message: "Unauthorized",
+      // As API Gateway writes it (its parameters space-separated, with an empty scope).
       headers: {
-        "www-authenticate": `Bearer error="invalid_token" error_description="${verified.problem}"`,
+        "www-authenticate": `Bearer scope="" error="invalid_token" error_description="${verified.problem}"`,
       },
     };
   return verified;
@@ -248,7 +255,7 @@ function headersOf(req: IncomingMessage): Record<string, string> {
 function eventOf(
   req: IncomingMessage,
   url: URL,
-  route: { readonly method: string; readonly path: string },
+  routeKey: string,
   body: Buffer,
   caller: Authorized,
   requestId: string,
@@ -256,7 +263,6 @@ function eventOf(
   const headers = headersOf(req);
   const { claims, principal } = caller;
   const now = new Date();
-  const routeKey = `${route.method} ${route.path}`;
   return {
     version: "2.0",
     routeKey,
@@ -271,7 +277,7 @@ function eventOf(
       domainName: "127.0.0.1",
       domainPrefix: "127",
       http: {
-        method: route.method,
+        method: req.method ?? "GET",
         path: url.pathname,
         protocol: "HTTP/1.1",
         sourceIp: req.socket.remoteAddress ?? "127.0.0.1",
