@@ -263,7 +263,8 @@ describe("the front door", () => {
     expect(resources).toContain("/$default/*/v1/tenants/acme/*");
     expect(resources).toContain("/$default/*/v1/tenants/globex/*");
     expect(() => door.grantServiceCalls(role, ["Not A Tenant"])).toThrow(/tenants of a-z 0-9/);
-  });
+    // Its synth bundles both functions: well over a minute on a busy machine.
+  }, 300_000);
 
   it("is not there without an issuer, and an issuer without an audience is refused", () => {
     const plain = synthesizeStack().template;
