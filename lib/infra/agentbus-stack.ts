@@ -31,6 +31,7 @@ import {
 import {
   FRONT_DOOR_AUDIENCE_CONTEXT,
   FRONT_DOOR_ISSUER_CONTEXT,
+  FRONT_DOOR_SERVICE_SCOPE_CONTEXT,
   FRONT_DOOR_TENANT_CLAIM_CONTEXT,
   FrontDoor,
   type FrontDoorIssuer,
@@ -296,7 +297,8 @@ export class AgentBusStack extends Stack {
   /**
    * The front door (./constructs/front-door.ts), when the tokens' issuer is known: from
    * `props.frontDoor`, or the context `agentbus:jwtIssuer` with `agentbus:jwtAudience` (a comma
-   * list) and, if the tenant is not in `tenant_id`, `agentbus:tenantClaim`. Without an issuer
+   * list), if the tenant is not in `tenant_id`, `agentbus:tenantClaim`, and the scope of the tokens
+   * that are services', `agentbus:serviceScope`. Without an issuer
    * there is no HTTP API (clients put events on the buses with IAM, as before).
    */
   private createFrontDoor(stage: string, props: AgentBusStackProps): FrontDoor | undefined {
@@ -546,7 +548,13 @@ function issuerFromContext(
       `${FRONT_DOOR_ISSUER_CONTEXT} is set: set ${FRONT_DOOR_AUDIENCE_CONTEXT} too (the tokens' aud, comma-separated)`,
     );
   const tenantClaim = context(FRONT_DOOR_TENANT_CLAIM_CONTEXT);
-  return { issuer, audience, ...(tenantClaim ? { tenantClaim } : {}) };
+  const serviceScope = context(FRONT_DOOR_SERVICE_SCOPE_CONTEXT);
+  return {
+    issuer,
+    audience,
+    ...(tenantClaim ? { tenantClaim } : {}),
+    ...(serviceScope ? { serviceScope } : {}),
+  };
 }
 
 /** `-c agentbus:schemaRegistry=false` leaves the schema registries out (see lib/infra/README.md). */
