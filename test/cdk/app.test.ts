@@ -62,6 +62,17 @@ describe("deployment settings", () => {
  * CDK_OUTDIR), with bundling and CloudFormation's own template validation skipped: the settings
  * reach the stack and cdk-nag runs.
  */
+describe("cdk.json: the CDK CLI contacts nothing of its own accord", () => {
+  const cdkJson = JSON.parse(readFileSync(join(REPO_ROOT, "cdk.json"), "utf8")) as {
+    notices?: unknown;
+  };
+
+  it("turns the CLI's telemetry off (read from the context) and its notices (a setting)", () => {
+    expect(cdkJsonContext()["cli-telemetry"]).toBe(false);
+    expect(cdkJson.notices).toBe(false);
+  });
+});
+
 describe("the CDK app (bin/agentbus.ts)", () => {
   const outdir = mkdtempSync(join(tmpdir(), "agentbus-app-"));
   afterAll(() => rmSync(outdir, { recursive: true, force: true }));
