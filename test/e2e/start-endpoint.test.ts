@@ -103,9 +103,13 @@ describe("npm start -- --endpoint: an emulator it did not start", () => {
     expect(await itemThere()).toBe("Ada");
   }, 240_000);
 
-  it("--reset without an endpoint is a usage error", async () => {
-    const run = await npmStart(["--reset"]);
-    expect(run.code).toBe(2);
-    expect(run.stderr).toContain("--reset wipes an emulator given with --endpoint");
-  }, SLOW_STEP_TIMEOUT_MS);
+  it(
+    "--reset without an endpoint is a usage error",
+    async () => {
+      const run = await npmStart(["--reset"]);
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain("--reset wipes an emulator given with --endpoint");
+    },
+    SLOW_STEP_TIMEOUT_MS,
+  );
 });
