@@ -316,17 +316,19 @@ async function keepUp(env: LocalEnvironment, consoleUrl: string): Promise<void> 
     );
   }
   out("  see what happened (in another terminal):");
-  const stage = opts.stage === "local" ? "" : ` --stage ${opts.stage}`;
-  for (const command of [
-    "status",
-    "dlq list",
-    "trace <event, task or correlation id>",
-    ...(env.frontDoor
-      ? [`trace <conversation id of a curl above> --tenant ${DEV_TOKEN_CLAIMS.tenant_id}`]
-      : []),
-  ])
-    out(`  npx agentbus --endpoint ${env.endpoint}${stage} ${command}`);
+  for (const command of operatorCommands(env)) out(`  ${command}`);
   out("deliveries:");
+}
+
+/** The operator commands keepUp suggests, as typed in another terminal. */
+function operatorCommands(env: LocalEnvironment): string[] {
+  const stage = opts.stage === "local" ? "" : ` --stage ${opts.stage}`;
+  const conversation = env.frontDoor
+    ? [`trace <conversation id of a curl above> --tenant ${DEV_TOKEN_CLAIMS.tenant_id}`]
+    : [];
+  return ["status", "dlq list", "trace <event, task or correlation id>", ...conversation].map(
+    (command) => `npx agentbus --endpoint ${env.endpoint}${stage} ${command}`,
+  );
 }
 
 main().catch(async (error: unknown) => {
