@@ -298,13 +298,18 @@ export class AgentBusStack extends Stack {
    * The front door (./constructs/front-door.ts), when the tokens' issuer is known: from
    * `props.frontDoor`, or the context `agentbus:jwtIssuer` with `agentbus:jwtAudience` (a comma
    * list), if the tenant is not in `tenant_id`, `agentbus:tenantClaim`, and the scope of the tokens
-   * that are services', `agentbus:serviceScope`. Without an issuer
-   * there is no HTTP API (clients put events on the buses with IAM, as before).
+   * that are services', `agentbus:serviceScope`. Without an issuer there is no HTTP API (clients
+   * put events on the buses with IAM, as before), and the synth warns so.
    */
   private createFrontDoor(stage: string, props: AgentBusStackProps): FrontDoor | undefined {
     const context = (key: string) => this.node.tryGetContext(key) as string | undefined;
     const issuer = props.frontDoor ?? issuerFromContext(context);
-    if (!issuer || !this.topics.has("events")) return undefined;
+    if (!issuer)
+      return this.withoutFrontDoor(
+        `no token issuer is set: add -c ${FRONT_DOOR_ISSUER_CONTEXT}=<issuer URL> -c ${FRONT_DOOR_AUDIENCE_CONTEXT}=<client id> to deploy it`,
+      );
+    if (!this.topics.has("events"))
+      return this.withoutFrontDoor("the topology has no events topic to put its messages on");
     return new FrontDoor(this, "FrontDoor", {
       stage,
       tables: this.tables,
@@ -312,6 +317,15 @@ export class AgentBusStack extends Stack {
       issuer,
       customerKeys: this.customerKeys,
     });
+  }
+
+  /** No front door: a synth warning says why, so that leaving the HTTP API out is never silent. */
+  private withoutFrontDoor(reason: string): undefined {
+    Annotations.of(this).addWarningV2(
+      "agentbus:front-door:absent",
+      `no HTTP API (the front door): ${reason} (lib/infra/README.md)`,
+    );
+    return undefined;
   }
 
   /**

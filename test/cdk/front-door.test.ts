@@ -1,5 +1,5 @@
 import { App, Stack } from "aws-cdk-lib";
-import { Match, Template } from "aws-cdk-lib/assertions";
+import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
 import { AccountRootPrincipal, Role } from "aws-cdk-lib/aws-iam";
 import { describe, expect, it } from "vitest";
 import { methodsOf, ROUTES } from "../../functions/front-door/api";
@@ -265,6 +265,17 @@ describe("the front door", () => {
     expect(() => door.grantServiceCalls(role, ["Not A Tenant"])).toThrow(/tenants of a-z 0-9/);
     // Its synth bundles both functions: well over a minute on a busy machine.
   }, 300_000);
+
+  it("left out, is named at synth: a warning on the stack says how to have it", () => {
+    const absent = (stack: Stack) =>
+      Annotations.fromStack(stack).findWarning("*", Match.stringLikeRegexp("no HTTP API"));
+    const [warning, ...more] = absent(synthesizeStack().stack);
+    expect(more).toEqual([]);
+    expect(String(warning?.entry.data)).toMatch(
+      /-c agentbus:jwtIssuer=<issuer URL> -c agentbus:jwtAudience=<client id>/,
+    );
+    expect(absent(synthesizeStack({}, "AgentBus-test", FRONT_DOOR_CONTEXT).stack)).toEqual([]);
+  });
 
   it("is not there without an issuer, and an issuer without an audience is refused", () => {
     const plain = synthesizeStack().template;

@@ -344,11 +344,12 @@ export function renderConversation(
       lines.push("      not in the conversation view (never accepted)");
       continue;
     }
+    // Order lookup says whether it found the order; a refund question's order is the refund
+    // agent's to look up, and its turn has no `order_found`.
+    const lookup = turn.order_found === undefined ? "" : turn.order_found ? " found" : " not found";
     const facts = [
       turn.intent ? `intent ${turn.intent}` : undefined,
-      turn.order_id
-        ? `order ${turn.order_id} ${turn.order_found ? "found" : "not found"}`
-        : undefined,
+      turn.order_id ? `order ${turn.order_id}${lookup}` : undefined,
       `status ${turn.status}`,
       turn.superseded_by ? `answered by the turn of ${turn.superseded_by}` : undefined,
     ].filter(Boolean);

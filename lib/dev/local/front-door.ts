@@ -47,6 +47,12 @@ export const LOCAL_ISSUER = "https://agentbus.local/issuer";
 export const LOCAL_AUDIENCE = "agentbus-local";
 /** The credentials a service signs the service routes' requests with, locally (the emulator's). */
 export const LOCAL_SERVICE_CREDENTIALS = { accessKeyId: "testing", secretAccessKey: "testing" };
+/**
+ * The development token's claims (npm start prints it): tenant `local`, user `alice`, so its
+ * customer is `cust_alice`, whose sample orders (./orders.ts) hold the order 123 the README's
+ * HTTP example asks about.
+ */
+export const DEV_TOKEN_CLAIMS = { tenant_id: "local", sub: "alice" } as const;
 const MAX_PAYLOAD_BYTES = 10 * 1024 * 1024;
 /** The local issuer's signatures: RSA, as an HTTP API's JWT authorizer takes. */
 const ALGORITHM = "RS256";
