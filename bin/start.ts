@@ -8,6 +8,7 @@ import {
   runConversationScenario,
 } from "../lib/dev/local/conversation";
 import { type LocalEnvironment, startLocal } from "../lib/dev/local/environment";
+import { DEV_TOKEN_CLAIMS } from "../lib/dev/local/front-door";
 import { Progress } from "../lib/dev/local/progress";
 import type { RuntimeEvent } from "../lib/dev/local/runtime";
 import { runScenario, type ScenarioResult } from "../lib/dev/local/scenario";
@@ -295,10 +296,10 @@ async function keepUp(env: LocalEnvironment, consoleUrl: string): Promise<void> 
     `  AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_DEFAULT_REGION=${env.region} aws events put-events --endpoint-url ${env.endpoint} --entries '${entries.replaceAll("'", "'\\''")}'`,
   );
   if (env.frontDoor) {
-    const token = await env.frontDoor.issuer.token({ tenant_id: "local", sub: "dev" }, 24 * 3600);
+    const token = await env.frontDoor.issuer.token(DEV_TOKEN_CLAIMS, 24 * 3600);
     const conversation = `conv_${ulid()}`;
     out(
-      `  front door ${env.frontDoor.url}  (HTTP API; this token is tenant local, user dev, for 24 h)`,
+      `  front door ${env.frontDoor.url}  (HTTP API; this token is tenant ${DEV_TOKEN_CLAIMS.tenant_id}, user ${DEV_TOKEN_CLAIMS.sub}, for 24 h)`,
     );
     out(`  token      ${token}`);
     out("  send a customer's message and read the conversation:");
@@ -315,10 +316,19 @@ async function keepUp(env: LocalEnvironment, consoleUrl: string): Promise<void> 
     );
   }
   out("  see what happened (in another terminal):");
-  const stage = opts.stage === "local" ? "" : ` --stage ${opts.stage}`;
-  for (const command of ["status", "dlq list", "trace <event, task or correlation id>"])
-    out(`  npx agentbus --endpoint ${env.endpoint}${stage} ${command}`);
+  for (const command of operatorCommands(env)) out(`  ${command}`);
   out("deliveries:");
+}
+
+/** The operator commands keepUp suggests, as typed in another terminal. */
+function operatorCommands(env: LocalEnvironment): string[] {
+  const stage = opts.stage === "local" ? "" : ` --stage ${opts.stage}`;
+  const conversation = env.frontDoor
+    ? [`trace <conversation id of a curl above> --tenant ${DEV_TOKEN_CLAIMS.tenant_id}`]
+    : [];
+  return ["status", "dlq list", "trace <event, task or correlation id>", ...conversation].map(
+    (command) => `npx agentbus --endpoint ${env.endpoint}${stage} ${command}`,
+  );
 }
 
 main().catch(async (error: unknown) => {

@@ -4,6 +4,7 @@ import { defineOperatorEvents } from "./events/operator";
 import { defineRefundEvents } from "./events/refund";
 import { defineSupportCommands } from "./events/support-commands";
 import { defineSupportFailureEvents } from "./events/support-failure";
+import { defineSupportSupersededEvents } from "./events/support-superseded";
 import { defineTaskEvents } from "./events/task";
 import { defineWorkflowEvents } from "./events/workflow";
 import { defineWorkflowCancelEvents } from "./events/workflow-cancel";
@@ -30,6 +31,7 @@ export const DEFINITIONS = [
   ...defineConversationEvents(registry),
   ...defineSupportCommands(registry),
   ...defineSupportFailureEvents(registry),
+  ...defineSupportSupersededEvents(registry),
   ...defineOperatorEvents(registry),
   ...defineRefundEvents(registry),
 ] as const;

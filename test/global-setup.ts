@@ -1,5 +1,6 @@
 import type { TestProject } from "vitest/node";
 import { type MotoServer, startMoto } from "../lib/dev/local/moto";
+import { SLOW_STEP_TIMEOUT_MS } from "./support/timeouts";
 import { TEST_WORKERS } from "./workers";
 
 const motos: MotoServer[] = [];
@@ -16,7 +17,9 @@ export async function setup(project: TestProject): Promise<void> {
     project.provide("awsEndpoints", [given]);
     return;
   }
-  const started = await Promise.allSettled(Array.from({ length: TEST_WORKERS }, () => startMoto()));
+  const started = await Promise.allSettled(
+    Array.from({ length: TEST_WORKERS }, () => startMoto({ timeoutMs: SLOW_STEP_TIMEOUT_MS })),
+  );
   for (const s of started) if (s.status === "fulfilled") motos.push(s.value);
   const failed = started.find((s) => s.status === "rejected");
   if (failed) {

@@ -14,7 +14,7 @@ import { sendDecided } from "../../lib/operator/support-actions";
 import { review } from "./customer-support";
 import { withStack } from "./ops";
 import { out, type Target, UsageError } from "./target";
-import { tenantArgument, tenantOption } from "./tenant";
+import { actingTenantOption, tenantArgument, tenantOption } from "./tenant";
 import { confirmNode } from "./workflow";
 
 /**
@@ -34,9 +34,10 @@ import { confirmNode } from "./workflow";
  *   outcome could not be learnt was applied; `agentbus resolve <run-id> --as answer --output JSON`:
  *   the answer of a run handed over for good (NEEDS_HUMAN waiting for an answer), which ends it.
  * Each is sent on the stage's commands bus with who asked (`$AGENTBUS_OPERATOR` or the OS user)
- * and why (`--reason`). What waits is read first: a decision already taken is reported and
- * nothing is sent (exit 0); one that does not apply is a usage error naming what waits (exit 2),
- * nothing sent.
+ * and why (`--reason`), in the tenant of what waits, read from its state. What waits is read
+ * first: a decision already taken is reported and nothing is sent (exit 0); one that does not
+ * apply, or what waits of another tenant than `--tenant` names, is a usage error naming why
+ * (exit 2), nothing sent.
  */
 
 type TargetOf = (command: Command) => Target;
@@ -45,12 +46,14 @@ interface DecisionOptions {
   readonly step?: string;
   readonly reason?: string;
   readonly output?: string;
+  readonly tenant?: string;
 }
 
 interface ApproveOptions {
   readonly step?: string;
   readonly reason?: string;
   readonly text?: string;
+  readonly tenant?: string;
 }
 
 /** Approve or reject what `id` waits for: a held reply, an agent run's call, a workflow node. */
@@ -60,6 +63,7 @@ async function approveOrReject(
   verdict: "approve" | "reject",
   options: ApproveOptions,
 ): Promise<void> {
+  const tenant = tenantArgument(options.tenant);
   if (options.step === undefined) {
     if (!id.startsWith("task_"))
       throw new UsageError(
@@ -68,6 +72,7 @@ async function approveOrReject(
     return review(t, id, verdict === "approve" ? "approved" : "rejected", {
       text: options.text,
       reason: options.reason,
+      tenant,
     });
   }
   if (options.text !== undefined)
@@ -77,8 +82,9 @@ async function approveOrReject(
     t,
     async (stack) => (await loadAgentRun(stack, id)) !== undefined,
   );
-  if (isAgentRun) return decide(t, id, verdict, { step, reason: options.reason });
-  return confirmNode(t, id, step, verdict === "approve" ? "confirmed" : "refused", options.reason);
+  if (isAgentRun) return decide(t, id, verdict, { step, reason: options.reason, tenant });
+  const answer = verdict === "approve" ? "confirmed" : "refused";
+  return confirmNode(t, id, step, answer, options.reason, tenant);
 }
 
 function printApprovals(approvals: readonly ApprovalView[]): void {
@@ -117,11 +123,13 @@ async function decide(
   options: DecisionOptions,
 ): Promise<void> {
   const output = options.output === undefined ? undefined : parseOutput(options.output);
+  const tenant = tenantArgument(options.tenant);
   await withStack(t, async (stack) => {
     const decided = await stepDecisionCheck(stack, runId, options.step, decision, {
       reason: options.reason,
       output,
       requestedBy: operatorName(),
+      tenant,
     });
     const outcome = await sendDecided(stack, decided);
     if ("refused" in outcome) throw new UsageError(`${outcome.refused}; nothing sent`);
@@ -164,6 +172,7 @@ export function approveCommand(targetOf: TargetOf): Command {
     .addOption(approvalStep())
     .option("--text <text>", "a held reply: send this text instead of the draft")
     .addOption(reason())
+    .addOption(actingTenantOption())
     .action(async function (this: Command, id: string, options: ApproveOptions) {
       await approveOrReject(targetOf(this), id, "approve", options);
     });
@@ -177,6 +186,7 @@ export function rejectCommand(targetOf: TargetOf): Command {
     )
     .addOption(approvalStep())
     .addOption(reason())
+    .addOption(actingTenantOption())
     .action(async function (this: Command, id: string, options: ApproveOptions) {
       await approveOrReject(targetOf(this), id, "reject", options);
     });
@@ -204,6 +214,7 @@ export function resolveCommand(targetOf: TargetOf): Command {
       "for applied: what the outside system gave, as the tool's output; for answer: the run's answer",
     )
     .addOption(reason())
+    .addOption(actingTenantOption())
     .action(async function (
       this: Command,
       runId: string,

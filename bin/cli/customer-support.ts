@@ -20,7 +20,7 @@ import { cancelCheck, cancelCommand } from "../../lib/operator/support-cancel";
 import { SEND_RESOLUTIONS, type SendResolution } from "../../schemas/events/conversation";
 import { withStack } from "./ops";
 import { out, type Target, UsageError } from "./target";
-import { tenantArgument, tenantOption } from "./tenant";
+import { actingTenantOption, tenantArgument, tenantOption } from "./tenant";
 
 /**
  * `agentbus reply list | approve | reject | cancel` and `agentbus send list | resolve`: what waits
@@ -31,7 +31,8 @@ import { tenantArgument, tenantOption } from "./tenant";
  * sending, the stored state is checked (the checks live in lib/operator/support-actions, shared with
  * the console, and lib/operator/support-cancel): a decision already taken is reported and nothing is
  * sent (exit 0); one that cannot apply (no such reply, not held, a reply already delivered, a key
- * whose outcome is not unknown) is a usage error (exit 2), nothing sent.
+ * whose outcome is not unknown, a conversation of another tenant than `--tenant` names) is a
+ * usage error (exit 2), nothing sent. Each goes in the tenant its conversation's state records.
  */
 
 type TargetOf = (command: Command) => Target;
@@ -83,13 +84,16 @@ export function review(
   decision: ReviewDecision,
   fields: Fields,
 ): Promise<void> {
+  const tenant = tenantArgument(fields.tenant);
   const command = reviewCommand(taskIdOf(id), decision, fields, operatorName());
-  return decideAndSend(t, command, (s) => reviewCheck(s, command, decision));
+  return decideAndSend(t, command, (s) => reviewCheck(s, command, decision, tenant));
 }
 
 export interface Fields {
   readonly text?: string;
   readonly reason?: string;
+  /** `--tenant`: the conversation must be this tenant's. */
+  readonly tenant?: string;
 }
 
 export function replyCommand(targetOf: TargetOf): Command {
@@ -117,6 +121,7 @@ export function replyCommand(targetOf: TargetOf): Command {
     .argument("<task-id>", "the task id of the held reply (task_...)")
     .option("--text <text>", "send this text instead of the draft")
     .option("--reason <text>", "why (kept on the command, at most 1000 characters)")
+    .addOption(actingTenantOption())
     .action(async function (this: Command, id: string, options: Fields) {
       await review(targetOf(this), id, "approved", options);
     });
@@ -125,19 +130,25 @@ export function replyCommand(targetOf: TargetOf): Command {
     .description("drop a held reply: nothing is sent (puts reply.reject.requested)")
     .argument("<task-id>", "the task id of the held reply (task_...)")
     .option("--reason <text>", "why (kept on the command, at most 1000 characters)")
-    .action(async function (this: Command, id: string, options: { reason?: string }) {
-      await review(targetOf(this), id, "rejected", { reason: options.reason });
+    .addOption(actingTenantOption())
+    .action(async function (this: Command, id: string, options: Fields) {
+      await review(targetOf(this), id, "rejected", {
+        reason: options.reason,
+        tenant: options.tenant,
+      });
     });
   reply
     .command("cancel")
     .description(
-      "cancel a support turn: a reply not sent yet is not sent (puts support.cancel.requested)",
+      "cancel a support turn: a reply not sent yet is not sent, a refund review of it refunds nothing more (puts support.cancel.requested)",
     )
     .argument("<task-id>", "the task id of the customer's message (task_...)")
     .option("--reason <text>", "why (kept on the command, at most 1000 characters)")
-    .action(async function (this: Command, id: string, options: { reason?: string }) {
+    .addOption(actingTenantOption())
+    .action(async function (this: Command, id: string, options: Fields) {
+      const tenant = tenantArgument(options.tenant);
       const command = cancelCommand(taskIdOf(id), options.reason, operatorName());
-      await decideAndSend(targetOf(this), command, (s) => cancelCheck(s, command));
+      await decideAndSend(targetOf(this), command, (s) => cancelCheck(s, command, tenant));
     });
   return reply;
 }
@@ -178,11 +189,13 @@ export function sendCommand(targetOf: TargetOf): Command {
         .makeOptionMandatory(),
     )
     .option("--reason <text>", "why (kept on the command, at most 1000 characters)")
+    .addOption(actingTenantOption())
     .action(async function (
       this: Command,
       key: string,
-      options: { as: SendResolution; reason?: string },
+      options: { as: SendResolution; reason?: string; tenant?: string },
     ) {
+      const tenant = tenantArgument(options.tenant);
       const parsed = replyKeyTask(key);
       if ("problem" in parsed) throw new UsageError(parsed.problem);
       const command = sendResolveCommand(
@@ -192,7 +205,9 @@ export function sendCommand(targetOf: TargetOf): Command {
         options.reason,
         operatorName(),
       );
-      await decideAndSend(targetOf(this), command, (s) => sendResolveCheck(s, command, options.as));
+      await decideAndSend(targetOf(this), command, (s) =>
+        sendResolveCheck(s, command, options.as, tenant),
+      );
     });
   return send;
 }

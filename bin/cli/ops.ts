@@ -14,7 +14,7 @@ import { opsSource, traceOf } from "../../lib/operator/source";
 import { connect, type OpsStack, readPublishedOutputs } from "../../lib/operator/stack";
 import { status, waiting } from "../../lib/operator/status";
 import type { TraceNode, TraceView } from "../../lib/operator/views";
-import { DEFAULT_TENANT } from "../../schemas/ids";
+import { DEFAULT_TENANT, tenantConversationId } from "../../schemas/ids";
 import { clientConfig, NotFoundError, out, type Target, UsageError } from "./target";
 import { tenantArgument, tenantOption } from "./tenant";
 
@@ -63,7 +63,11 @@ export function traceCommand(targetOf: (command: Command) => Target): Command {
       "an event id (ULID), a task id (task_...), a conversation id (conv_...) or a correlation id",
     )
     .option("--json", "print the trace as JSON")
-    .addOption(tenantOption("only if the trace is this tenant's"))
+    .addOption(
+      tenantOption(
+        "only if the trace is this tenant's; a conversation id is the one this tenant's clients use",
+      ),
+    )
     .action(async function (
       this: Command,
       id: string,
@@ -74,9 +78,16 @@ export function traceCommand(targetOf: (command: Command) => Target): Command {
         throw new UsageError(
           `${JSON.stringify(id)} is not an id (letters, digits, _ and -, at most 100)`,
         );
-      const view = await withStack(targetOf(this), (stack) => traceOf(stack, id));
-      if (!view)
-        throw new NotFoundError(`nothing is recorded under ${id} (no event, task or correlation)`);
+      const view = await withStack(targetOf(this), (stack) => traceByClientId(stack, id, tenant));
+      if (!view) {
+        const hint =
+          tenant === undefined && id.startsWith("conv_")
+            ? "; a conversation a client posted over HTTP is kept under an id of its tenant's: add --tenant <the tenant of the client's token>"
+            : "";
+        throw new NotFoundError(
+          `nothing is recorded under ${id} (no event, task or correlation)${hint}`,
+        );
+      }
       if (tenant !== undefined && traceTenant(view) !== tenant)
         throw new NotFoundError(`nothing of tenant ${tenant} is recorded under ${id}`);
       out(options.json ? JSON.stringify(view, null, 2) : renderTraceText(view));
@@ -153,6 +164,21 @@ const deadLetterTenant = () =>
   tenantOption(
     "only the dead letters whose envelope is this tenant's (one without a tenant is the tenant default's; a body that is no envelope is left out)",
   );
+
+/**
+ * The trace of `id`; with a tenant, a conversation id is first read as the id that tenant's
+ * clients use (the front door keeps a tenant's conversation under `tenantConversationId`), then
+ * as the id it is stored under.
+ */
+async function traceByClientId(
+  stack: OpsStack,
+  id: string,
+  tenant: string | undefined,
+): Promise<TraceView | undefined> {
+  const stored =
+    tenant !== undefined && id.startsWith("conv_") ? tenantConversationId(tenant, id) : id;
+  return (stored !== id ? await traceOf(stack, stored) : undefined) ?? traceOf(stack, id);
+}
 
 /**
  * The tenant a trace belongs to, as the front door tells a task's: the one its events name, the

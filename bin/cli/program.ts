@@ -156,7 +156,8 @@ command-line mistake: nothing was sent).
 
 Tenants: status, approvals, reply list, send list, dlq list|show and trace take --tenant <id>
 (what names no tenant is the tenant default's); a command that acts on a run, a conversation
-or an agent run is sent in its tenant. See lib/operator/README.md#tenants.`;
+or an agent run is sent in its tenant, read from its state, and with --tenant <id> it is refused
+(exit 2) when that is another tenant. See lib/operator/README.md#tenants.`;
 
 /**
  * The program, with the full definition of the commands `load` picks (by default every one;

@@ -10,6 +10,17 @@ export const tenantOption = (
   description = "only this tenant's items (what names no tenant is the tenant default's)",
 ) => new Option("--tenant <id>", description);
 
+/**
+ * `--tenant <id>` on a command that acts on a run, an agent run or a conversation: the command
+ * goes in the tenant that state records whatever the flag says; with the flag, a state of another
+ * tenant is refused (exit 2, nothing sent).
+ */
+export const actingTenantOption = () =>
+  new Option(
+    "--tenant <id>",
+    "refuse unless what it acts on is this tenant's (the command goes in the tenant its state records)",
+  );
+
 /** The tenant `--tenant` names, checked as a TenantId (a bad one is a usage error, exit 2). */
 export function tenantArgument(value: string | undefined): string | undefined {
   if (value === undefined) return undefined;

@@ -29,7 +29,7 @@ import {
   type Target,
   UsageError,
 } from "./target";
-import { tenantArgument, tenantOption } from "./tenant";
+import { actingTenantOption, tenantArgument, tenantOption } from "./tenant";
 import { printRun } from "./workflow-show";
 
 /**
@@ -125,8 +125,16 @@ function printSent(runId: string, { envelope, bus }: Sent): void {
 /** Who asks: $AGENTBUS_OPERATOR as given (an empty one is refused with the envelope), else the OS user. */
 const requester = (): string => process.env.AGENTBUS_OPERATOR ?? operatorName();
 
-/** Send a request about an existing run, once the stored run says it can apply. */
-async function request(t: Target, runId: string, req: RunRequest): Promise<void> {
+/**
+ * Send a request about an existing run, once the stored run says it can apply (and is `tenant`'s,
+ * when the operator named one).
+ */
+async function request(
+  t: Target,
+  runId: string,
+  req: RunRequest,
+  tenant: string | undefined,
+): Promise<void> {
   const requestedBy = requester();
   const command = runRequestCommand(runId, req, requestedBy);
   const sent = await send(t, command, async () => {
@@ -136,7 +144,7 @@ async function request(t: Target, runId: string, req: RunRequest): Promise<void>
       throw new NotFoundError(
         `no such run: ${runId} (no dag_run#${runId} in ${table}); nothing sent`,
       );
-    const problem = runRequestProblem(runId, state?.data, req);
+    const problem = runRequestProblem(runId, state?.data, req, tenant);
     if (problem)
       throw new UsageError(
         `${problem}${state ? "" : ` (no dag_run#${runId} in ${table})`}; nothing sent`,
@@ -246,14 +254,17 @@ function rerunCommand(globals: Globals): Command {
     .argument("<run-id>", "run id run_<token>")
     .requiredOption("--from <node-id>", "the node to run again")
     .option("--reason <text>", REASON_HELP)
+    .addOption(actingTenantOption())
     .action(async function (
       this: Command,
       runIdArg: string,
-      options: { from: string; reason?: string },
+      options: { from: string; reason?: string; tenant?: string },
     ) {
+      const tenant = tenantArgument(options.tenant);
       const runId = runIdOf(runIdArg, "run id");
       const nodeId = nodeIdOf(options.from, "--from");
-      await request(globals(this), runId, { kind: "rerun", nodeId, reason: options.reason });
+      const req: RunRequest = { kind: "rerun", nodeId, reason: options.reason };
+      await request(globals(this), runId, req, tenant);
     });
 }
 
@@ -266,14 +277,17 @@ function resetCommand(globals: Globals): Command {
     .argument("<run-id>", "run id run_<token>")
     .requiredOption("--node <node-id>", "the FAILED node")
     .option("--reason <text>", REASON_HELP)
+    .addOption(actingTenantOption())
     .action(async function (
       this: Command,
       runIdArg: string,
-      options: { node: string; reason?: string },
+      options: { node: string; reason?: string; tenant?: string },
     ) {
+      const tenant = tenantArgument(options.tenant);
       const runId = runIdOf(runIdArg, "run id");
       const nodeId = nodeIdOf(options.node, "--node");
-      await request(globals(this), runId, { kind: "reset", nodeId, reason: options.reason });
+      const req: RunRequest = { kind: "reset", nodeId, reason: options.reason };
+      await request(globals(this), runId, req, tenant);
     });
 }
 
@@ -290,20 +304,18 @@ function resolveCommand(globals: Globals): Command {
       "the node's output as a JSON object, or @file; checked against the node role's output schema",
     )
     .option("--reason <text>", REASON_HELP)
+    .addOption(actingTenantOption())
     .action(async function (
       this: Command,
       runIdArg: string,
-      options: { node: string; output: string; reason?: string },
+      options: { node: string; output: string; reason?: string; tenant?: string },
     ) {
+      const tenant = tenantArgument(options.tenant);
       const runId = runIdOf(runIdArg, "run id");
       const nodeId = nodeIdOf(options.node, "--node");
       const output = outputOf(options.output);
-      await request(globals(this), runId, {
-        kind: "resolve",
-        nodeId,
-        output,
-        reason: options.reason,
-      });
+      const req: RunRequest = { kind: "resolve", nodeId, output, reason: options.reason };
+      await request(globals(this), runId, req, tenant);
     });
 }
 
@@ -318,9 +330,15 @@ function cancelCommand(globals: Globals): Command {
       "--reason <text>",
       "why (kept on the command and the run's end, at most 1000 characters)",
     )
-    .action(async function (this: Command, runIdArg: string, options: { reason?: string }) {
+    .addOption(actingTenantOption())
+    .action(async function (
+      this: Command,
+      runIdArg: string,
+      options: { reason?: string; tenant?: string },
+    ) {
+      const tenant = tenantArgument(options.tenant);
       const runId = runIdOf(runIdArg, "run id");
-      await request(globals(this), runId, { kind: "cancel", reason: options.reason });
+      await request(globals(this), runId, { kind: "cancel", reason: options.reason }, tenant);
     });
 }
 
@@ -331,13 +349,15 @@ export function confirmNode(
   nodeId: string,
   answer: "confirmed" | "refused",
   note: string | undefined,
+  tenant: string | undefined,
 ): Promise<void> {
-  return request(t, runIdOf(runId, "run id"), {
+  const req: RunRequest = {
     kind: "confirm",
     nodeId: nodeIdOf(nodeId, "--step"),
     answer,
     ...(note === undefined ? {} : { note }),
-  });
+  };
+  return request(t, runIdOf(runId, "run id"), req, tenant);
 }
 
 /** `workflow confirm` */
@@ -350,18 +370,16 @@ function confirmCommand(globals: Globals): Command {
     .requiredOption("--node <node-id>", "the BLOCKED node")
     .option("--refuse", "refuse instead of confirming (the node fails)")
     .option("--note <text>", "what you confirm, or why you refuse (handed to the agent)")
+    .addOption(actingTenantOption())
     .action(async function (
       this: Command,
       runIdArg: string,
-      options: { node: string; refuse?: boolean; note?: string },
+      options: { node: string; refuse?: boolean; note?: string; tenant?: string },
     ) {
+      const tenant = tenantArgument(options.tenant);
       const runId = runIdOf(runIdArg, "run id");
       const nodeId = nodeIdOf(options.node, "--node");
-      await request(globals(this), runId, {
-        kind: "confirm",
-        nodeId,
-        answer: options.refuse ? "refused" : "confirmed",
-        ...(options.note === undefined ? {} : { note: options.note }),
-      });
+      const answer = options.refuse ? "refused" : "confirmed";
+      await confirmNode(globals(this), runId, nodeId, answer, options.note, tenant);
     });
 }

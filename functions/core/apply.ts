@@ -1,4 +1,5 @@
 import type { AggregateRef, Envelope } from "../../schemas";
+import { DEFAULT_TENANT, tenantOf } from "../../schemas/ids";
 import {
   type CommitBase,
   decided,
@@ -14,6 +15,7 @@ import {
   BusinessRejection,
   DuplicateCommitError,
   describe,
+  PermanentError,
   VersionConflictError,
 } from "./errors";
 import type { ConsumerDeps, DiscardReason, Loaded, RecordedOutcome, StoredState } from "./ports";
@@ -203,6 +205,7 @@ export function stateRefOf(role: Pick<Role<unknown>, "stateOf">, event: Envelope
 async function handleOne<S>(one: One<S>): Promise<Handled<S>> {
   const { base, state, stateRef, repaired, role, options } = one;
   const { event, now } = base;
+  refuseOtherTenant(role, state, stateRef, event);
   // Checked before the role is asked anything: past the horizon, nothing may start or resume.
   if (pastDedupHorizon(event, repaired ? undefined : options.replay, now, base.ttl))
     return discarded(base, state, stateRef, "expired", repaired, true);
@@ -210,7 +213,46 @@ async function handleOne<S>(one: One<S>): Promise<Handled<S>> {
   if (!discard) return decideOne(one, undefined);
   // A discarded event is still decided when the role has unfinished work for it.
   const unfinished = await role.unfinished?.(state?.data, event);
-  return unfinished ? decideOne(one, discard) : discarded(base, state, stateRef, discard, repaired);
+  return unfinished ? decideOne(one, discard) : discardOne(one, discard);
+}
+
+/** The event discarded: with the facts the role records of the discard (Role.discarded), if any. */
+async function discardOne<S>(one: One<S>, reason: DiscardReason): Promise<Handled<S>> {
+  const { base, state, stateRef, repaired, role } = one;
+  const facts = await role.discarded?.(state?.data, base.event, reason, contextOf(one, undefined));
+  if (!facts) return discarded(base, state, stateRef, reason, repaired);
+  const decision = { ...facts, discarded: reason };
+  return stepOf(one, { decision, status: "discarded", reason });
+}
+
+/**
+ * A message from outside any stream (version 0) to a state of another tenant, or naming no
+ * tenant for a tenant's state, is refused before anything else (Role.tenantOfState): a command
+ * is obeyed only in the tenant of what it acts on, so that nothing it causes leaves that tenant.
+ */
+function refuseOtherTenant<S>(
+  role: Pick<Role<S>, "tenantOfState">,
+  state: StoredState<S> | undefined,
+  stateRef: AggregateRef,
+  event: Envelope,
+): void {
+  // A state with no data (a refused start's) belongs to nobody yet.
+  if (!role.tenantOfState || state?.data == null || event.aggregate.version !== 0) return;
+  const owner = role.tenantOfState(state.data) ?? DEFAULT_TENANT;
+  const sender = tenantOf(event);
+  if (owner === sender) return;
+  throw new PermanentError(
+    `${stateRef.type}.tenant_mismatch`,
+    `${event.event_type} of tenant ${sender} refused: ${stateRef.type} ${stateRef.id} belongs to tenant ${owner}`,
+    {
+      details: {
+        event_id: event.event_id,
+        aggregate: `${stateRef.type}/${stateRef.id}`,
+        tenant: owner,
+        message_tenant: sender,
+      },
+    },
+  );
 }
 
 /** One event and what handling it needs. */
@@ -228,15 +270,20 @@ interface One<S> {
 async function decideOne<S>(one: One<S>, discard: DiscardReason | undefined): Promise<Handled<S>> {
   const { base, state, repaired, role, options } = one;
   if (base.keepsMessage) return kept(base);
-  const context: DecideContext<S> = {
-    now: base.now,
-    receiveCount: attemptOf(one),
-    stored: state,
-    repaired,
-    resolving: discard,
-  };
+  const context = contextOf(one, discard);
   const lastAttempt = !repaired && options.lastAttempt === true;
   return stepOf(one, await decideOrReject(role, state, base.event, context, lastAttempt));
+}
+
+/** What the role is told of the event it decides on (`resolving` the discard it finishes). */
+function contextOf<S>(one: One<S>, resolving: DiscardReason | undefined): DecideContext<S> {
+  return {
+    now: one.base.now,
+    receiveCount: attemptOf(one),
+    stored: one.state,
+    repaired: one.repaired,
+    resolving,
+  };
 }
 
 /**

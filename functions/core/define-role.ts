@@ -49,7 +49,10 @@ type Awaitable<T> = T | Promise<T>;
 
 /** A role as its author writes it: `Role`, with its events and emits typed. */
 export interface RoleDefinition<S, In extends EventType, Out extends EventType>
-  extends Omit<Role<S>, "subscriptions" | "decide" | "discard" | "unfinished" | "failed"> {
+  extends Omit<
+    Role<S>,
+    "subscriptions" | "decide" | "discard" | "unfinished" | "discarded" | "failed"
+  > {
   /** The event types the role receives. */
   readonly subscriptions: readonly In[];
   /** The event types the role may emit; left out: none. */
@@ -65,6 +68,12 @@ export interface RoleDefinition<S, In extends EventType, Out extends EventType>
     now: Date,
   ): Awaitable<DiscardReason | undefined>;
   unfinished?(state: S | undefined, event: EventOf<In>): Awaitable<boolean>;
+  discarded?(
+    state: S | undefined,
+    event: EventOf<In>,
+    reason: DiscardReason,
+    context: DecideContext<S>,
+  ): Awaitable<TypedDecision<S, Out> | undefined>;
   failed?(
     state: S | undefined,
     event: EventOf<In>,
@@ -77,7 +86,7 @@ export interface RoleDefinition<S, In extends EventType, Out extends EventType>
 export function defineRole<S, In extends EventType, Out extends EventType = never>(
   definition: RoleDefinition<S, In, Out>,
 ): Role<S> {
-  const { emits = [], decide, discard, unfinished, failed, ...rest } = definition;
+  const { emits = [], decide, discard, unfinished, discarded, failed, ...rest } = definition;
   const declared: ReadonlySet<string> = new Set(emits);
   const checked = <D extends TypedDecision<S, Out> | undefined>(decision: D): D => {
     for (const spec of decision?.emit ?? []) {
@@ -101,6 +110,10 @@ export function defineRole<S, In extends EventType, Out extends EventType = neve
     },
     ...(discard && { discard: (state, event, now) => discard(state, typed(event), now) }),
     ...(unfinished && { unfinished: (state, event) => unfinished(state, typed(event)) }),
+    ...(discarded && {
+      discarded: async (state, event, reason, context) =>
+        checked(await discarded(state, typed(event), reason, context)),
+    }),
     ...(failed && {
       failed: (state, event, failure, context) =>
         checked(failed(state, typed(event), failure, context)),

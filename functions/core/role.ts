@@ -23,7 +23,8 @@ export interface Decision<S> {
   /**
    * Record the event as discarded with this reason instead of applied; the state and events of
    * the decision still commit. For a role that, while resolving work it had started
-   * (`DecideContext.resolving`), finds there is nothing left to finish.
+   * (`DecideContext.resolving`), finds there is nothing left to finish (and for the facts of a
+   * discard, `RoleDecision.discarded`).
    */
   readonly discarded?: DiscardReason;
 }
@@ -80,6 +81,14 @@ export interface RoleStorage<S> {
    * person, if anything. Asked for each state written; undefined = not listed.
    */
   summarize?(state: S): StateSummary | undefined;
+  /**
+   * The tenant a state belongs to, as the state records it (undefined: the default tenant). With
+   * it, the pipeline refuses a message from outside any stream (version 0: a client's message, an
+   * operator's command, the sweeper's) to an existing state of another tenant, or naming none for
+   * a tenant's state: a PermanentError `<aggregate type>.tenant_mismatch`, before the role is
+   * asked anything (./apply.ts). Events on streams carry their cause's tenant (./emit.ts).
+   */
+  tenantOfState?(state: S): string | undefined;
   /**
    * True when nothing but AgentBus reads this role's states (the role itself, the operator tools
    * and console): a large one may then be stored compactly (the DynamoDB adapter deflates its
@@ -143,6 +152,19 @@ export interface RoleDecision<S> {
    * `context.resolving`. Asked only for an event that would be discarded.
    */
   unfinished?(state: S | undefined, event: Envelope): boolean | Promise<boolean>;
+  /**
+   * The facts of an event the role's `discard` (or expiry) dropped, for a discard that others must
+   * hear of (a turn that will get no reply): the returned decision commits with the event
+   * recorded as discarded with `reason`, as `Decision.discarded` does; undefined = the record
+   * alone. Asked only for an event that is discarded (not one with unfinished work). It may read,
+   * but must not start what the discard spared (a model or a channel call).
+   */
+  discarded?(
+    state: S | undefined,
+    event: Envelope,
+    reason: DiscardReason,
+    context: DecideContext<S>,
+  ): Decision<S> | undefined | Promise<Decision<S> | undefined>;
   decide(
     state: S | undefined,
     event: Envelope,

@@ -24,7 +24,9 @@ import type { StoredState } from "./ports";
  *   decision command with decision `deadline` {run_id, tool_call_id}: the call is refused or the
  *   run fails, as the tool says.
  * Anything else (the index is eventually consistent, so a listed run may be done or extended) is
- * left alone.
+ * left alone. Each message is in the tenant of the run it is about (the state's `tenant_id`),
+ * whose consumers obey it in that tenant only (Role.tenantOfState): what it causes stays there,
+ * and it travels in that tenant's FIFO lane.
  *
  * Event ids are deterministic, so sweeping the same state again (the next minute, a retried
  * invocation, two sweepers at once) sends the same ids and the orchestrator's inbox drops the
@@ -97,6 +99,8 @@ export interface SweptRunState {
     Record<string, { readonly generation: number; readonly due_at: string }>
   >;
   readonly origin?: { readonly correlation_id: string; readonly task_id: string };
+  /** The tenant whose run it is (absent: the default tenant). */
+  readonly tenant_id?: string;
 }
 
 /**
@@ -111,6 +115,8 @@ export interface SweptAgentRun {
   readonly decision_type: string;
   readonly correlation_id: string;
   readonly waiting?: { readonly tool_call_id?: string; readonly deadline?: string };
+  /** The tenant whose run it is (absent: the default tenant). */
+  readonly tenant_id?: string;
 }
 
 const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
@@ -231,11 +237,15 @@ function planNode(
   return out;
 }
 
-/** Where a sweep message goes and whose it is: the aggregate at version 0, its task and chain. */
+/**
+ * Where a sweep message goes and whose it is: the aggregate at version 0, its task and chain, and
+ * its tenant (none: the default tenant).
+ */
 interface Addressee {
   readonly aggregate: { readonly type: string; readonly id: string };
   readonly correlationId: string;
   readonly taskId: string;
+  readonly tenantId?: string;
 }
 
 /** The addressee of a DAG run's messages: the run, and the chain it began (its origin). */
@@ -246,6 +256,7 @@ function runAddressee(stored: StoredState<SweptRunState>): Addressee {
     aggregate: { type: stored.aggregate.type, id: runId },
     correlationId: stored.data.origin?.correlation_id ?? `corr_${token}`,
     taskId: stored.data.origin?.task_id ?? `task_${token}`,
+    ...(stored.data.tenant_id === undefined ? {} : { tenantId: stored.data.tenant_id }),
   };
 }
 
@@ -265,6 +276,7 @@ function build(
     correlation_id: to.correlationId,
     causation_id: null,
     task_id: to.taskId,
+    ...(to.tenantId === undefined ? {} : { tenant_id: to.tenantId }),
     aggregate: { ...to.aggregate, version: 0 },
     order_key: to.aggregate.id,
     producer: SWEEPER_PRODUCER,
@@ -312,6 +324,7 @@ function planAgentRun(stored: StoredState<SweptAgentRun>, sweep: Sweep): Planned
     aggregate: { type: AGENT_RUN_AGGREGATE, id: run.run_id },
     correlationId: run.correlation_id,
     taskId: run.task_id,
+    ...(run.tenant_id === undefined ? {} : { tenantId: run.tenant_id }),
   };
   return [
     build(run.decision_type, id, payload, {

@@ -28,10 +28,12 @@ import {
   type HttpResponse,
   header,
   json,
+  matchPath,
   ProblemError,
+  pathMatches,
   problemResponse,
 } from "./http";
-import { type Caller, callerOf, serviceCallerOf } from "./identity";
+import { type Caller, callerOf, ownCustomerOf, serviceCallerOf } from "./identity";
 import type { TenantLimits } from "./limits";
 import openapi from "./openapi.json";
 import {
@@ -83,11 +85,18 @@ export interface FrontDoorPorts {
   readonly clock: Clock;
   /** Erases customers (./erasure); absent where the stack keeps no customer keys. */
   readonly erasure?: CustomerErasure;
+  /** Where what a service does for a customer is logged (the function's logger). */
+  readonly log?: { info(message: string, details: Record<string, unknown>): void };
 }
 
 export interface FrontDoorSettings {
   /** The token claim that names the tenant. @default "tenant_id" */
   readonly tenantClaim?: string;
+  /**
+   * The scope that makes a token a service's, which may name the customer a message is from
+   * (./identity). @default none: only services signing with AWS credentials may
+   */
+  readonly serviceScope?: string;
   /** Largest body taken, in bytes. @default 16 KiB */
   readonly maxBodyBytes?: number;
   /**
@@ -108,7 +117,7 @@ interface RouteContext {
   readonly request: HttpRequest;
   readonly params: Readonly<Record<string, string>>;
   readonly ports: FrontDoorPorts;
-  readonly settings: Required<FrontDoorSettings>;
+  readonly settings: Required<Omit<FrontDoorSettings, "serviceScope">>;
   /** Who calls (401/403 when the request does not say). */
   readonly who: () => Caller;
 }
@@ -126,6 +135,10 @@ export interface Route {
   readonly auth: "jwt" | "iam" | "none";
   readonly body?: z.core.$ZodType;
   readonly idempotent?: boolean;
+  /**
+   * What the function answers (a 401 never comes from it: the route's authorizer answers that);
+   * the OpenAPI document adds the 500 and API Gateway's own answers (lib/dev/openapi.ts).
+   */
   readonly responses: Readonly<Record<number, { description: string; schema?: z.core.$ZodType }>>;
   run(context: RouteContext): Promise<HttpResponse>;
 }
@@ -155,7 +168,7 @@ const CLIENT_ROUTES: readonly Route[] = [
     idempotent: true,
     responses: {
       202: { description: "accepted: the ids to follow", schema: MessageAcceptedResponse },
-      ...problems(400, 401, 403, 404, 409, 413, 415, 429, 503),
+      ...problems(400, 403, 404, 409, 413, 415, 429, 503),
     },
     run: postMessage,
   },
@@ -167,7 +180,7 @@ const CLIENT_ROUTES: readonly Route[] = [
     auth: "jwt",
     responses: {
       200: { description: "the conversation", schema: ConversationResponse },
-      ...problems(400, 401, 403, 404),
+      ...problems(400, 403, 404),
     },
     run: getConversation,
   },
@@ -181,7 +194,7 @@ const CLIENT_ROUTES: readonly Route[] = [
     idempotent: true,
     responses: {
       202: { description: "accepted: the run to follow", schema: RunAcceptedResponse },
-      ...problems(400, 401, 403, 404, 409, 413, 415, 429, 503),
+      ...problems(400, 403, 404, 409, 413, 415, 429, 503),
     },
     run: startRun,
   },
@@ -193,7 +206,7 @@ const CLIENT_ROUTES: readonly Route[] = [
     auth: "jwt",
     responses: {
       200: { description: "the run", schema: RunResponse },
-      ...problems(400, 401, 403, 404),
+      ...problems(400, 403, 404),
     },
     run: getRun,
   },
@@ -205,7 +218,7 @@ const CLIENT_ROUTES: readonly Route[] = [
     auth: "jwt",
     responses: {
       200: { description: "the task", schema: TaskResponse },
-      ...problems(400, 401, 403, 404),
+      ...problems(400, 403, 404),
     },
     run: getTask,
   },
@@ -225,7 +238,7 @@ const ERASE_ROUTE: Route = {
   body: EraseCustomerBody,
   responses: {
     200: { description: "erased, now or before", schema: ErasureResponse },
-    ...problems(400, 401, 403, 404, 413, 415, 503),
+    ...problems(400, 403, 404, 413, 415, 503),
   },
   run: async ({ request, params, ports, settings, who }) => {
     const caller = who();
@@ -276,8 +289,10 @@ export async function handleRequest(
     const who = () =>
       route.auth === "iam"
         ? serviceCallerOf(params.tenant_id, request.principal)
-        : callerOf(request.claims, resolved.tenantClaim);
-    return await route.run({ request, params, ports, settings: resolved, who });
+        : callerOf(request.claims, resolved.tenantClaim, settings.serviceScope);
+    const response = await route.run({ request, params, ports, settings: resolved, who });
+    // HEAD is GET without the body (RFC 9110 §9.3.2).
+    return request.method === "HEAD" ? { ...response, body: "" } : response;
   } catch (error) {
     if (error instanceof ProblemError) return problemResponse(error.problem, request.requestId);
     if (error instanceof AgentBusError && error.errorClass === "transient")
@@ -294,40 +309,26 @@ export async function handleRequest(
   }
 }
 
-/** The route a request names and its path parameters (404 or 405 when none). */
+/**
+ * The route a request names (a GET route serves HEAD too) and its path parameters: 404 when no
+ * route has its path, 405 with `Allow` when none of them takes its method, 400 when a parameter
+ * is not percent-encoded UTF-8.
+ */
 export function routeOf(request: HttpRequest): { route: Route; params: Record<string, string> } {
-  const matching = ROUTES.flatMap((route) => {
-    const params = matchPath(route.path, request.path);
-    return params ? [{ route, params }] : [];
-  });
-  if (matching.length === 0) fail("not_found", `no route ${request.path}`);
-  const found = matching.find((m) => m.route.method === request.method);
-  if (!found)
-    fail(
-      "method_not_allowed",
-      `${request.path} takes ${matching.map((m) => m.route.method).join(", ")}`,
-      {
-        headers: { allow: matching.map((m) => m.route.method).join(", ") },
-      },
-    );
-  return found;
+  const onPath = ROUTES.filter((route) => pathMatches(route.path, request.path));
+  if (onPath.length === 0) fail("not_found", `no route ${request.path}`);
+  const route = onPath.find((r) => methodsOf(r).includes(request.method));
+  const allowed = onPath.flatMap(methodsOf);
+  if (!route)
+    fail("method_not_allowed", `${request.path} takes ${allowed.join(", ")}`, {
+      headers: { allow: allowed.join(", ") },
+    });
+  return { route, params: matchPath(route.path, request.path) ?? {} };
 }
 
-/** The parameters of `path` when it matches a route's `template`, else undefined. */
-export function matchPath(template: string, path: string): Record<string, string> | undefined {
-  const want = template.split("/");
-  const got = path.split("/");
-  if (want.length !== got.length) return undefined;
-  const params: Record<string, string> = {};
-  for (let i = 0; i < want.length; i++) {
-    const segment = want[i] ?? "";
-    const value = got[i] ?? "";
-    if (segment.startsWith("{")) {
-      if (value === "") return undefined;
-      params[segment.slice(1, -1)] = decodeURIComponent(value);
-    } else if (segment !== value) return undefined;
-  }
-  return params;
+/** The methods a route takes: its own, and HEAD with GET. */
+export function methodsOf(route: Pick<Route, "method">): string[] {
+  return route.method === "GET" ? ["GET", "HEAD"] : [route.method];
 }
 
 export function idParam(params: Readonly<Record<string, string>>, name: string): string {
@@ -397,15 +398,23 @@ async function postMessage({ request, params, ports, settings, who }: RouteConte
   const conversationId = idParam(params, "conversation_id");
   checkIdempotencyKey(request);
   const body = bodyOf(request, PostMessageBody, settings.maxBodyBytes);
+  const customer = customerOf(caller, body.customer_id);
   await conversationOf(ports, caller, conversationId);
   const key = tenantConversationId(caller.tenantId, conversationId);
+  if (caller.service && body.customer_id !== undefined)
+    ports.log?.info("a service acts for a customer", {
+      tenant_id: caller.tenantId,
+      caller: caller.service,
+      customer_id: customer,
+      conversation_id: conversationId,
+    });
   const envelope = clientEnvelope(ports, caller, ports.ids.next(), {
     type: "conversation.message.received",
     aggregate: { type: "conversation", id: key },
     conversationId: key,
     payload: {
       text: body.text,
-      customer_id: customerOf(caller, body.customer_id),
+      customer_id: customer,
       ...(body.channel === undefined ? {} : { channel: body.channel }),
     },
   });
@@ -418,16 +427,25 @@ async function postMessage({ request, params, ports, settings, who }: RouteConte
   });
 }
 
-/** The message's customer: the body's, else the user's own (`cust_<user token>`). */
+/**
+ * The message's customer: the user's own (`cust_<user token>`); a service's names it (required of
+ * one signing with AWS credentials). A user naming another customer is refused (403).
+ */
 function customerOf(caller: Caller, named: string | undefined): string {
-  if (named !== undefined) return named;
-  if (caller.userId === undefined)
+  if (caller.userId === undefined) {
+    if (named !== undefined) return named;
     fail("invalid_request", "a service names the customer the message is from: customer_id", {
       errors: [
         { path: "(body).customer_id", message: "required when a service sends the message" },
       ],
     });
-  return `cust_${caller.userId.slice("user_".length)}`;
+  }
+  const own = ownCustomerOf(caller.userId);
+  if (named === undefined || named === own || caller.service) return named ?? own;
+  fail(
+    "forbidden",
+    `customer_id ${JSON.stringify(named)} is not the token's user: only a service names the customer a message is from`,
+  );
 }
 
 /**

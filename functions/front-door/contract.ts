@@ -2,6 +2,7 @@ import { ContentRequest } from "../../schemas/events/content-request";
 import { Channel, MessageText } from "../../schemas/events/conversation";
 import { OpaqueId, Ulid } from "../../schemas/ids";
 import * as z from "../../schemas/zod";
+import { TURN_STATUSES } from "../roles/customer-support/conversation-projection/conversation-projection";
 
 /**
  * What the front door's routes take and give, as zod schemas: the bodies are validated with them,
@@ -29,12 +30,17 @@ export const MessageAcceptedResponse = z.object({
   links: z.object({ conversation: z.string() }),
 });
 
-/** One turn of a conversation, as the conversation's view has it. */
+/**
+ * One turn of a conversation, as the conversation's view has it. A turn `superseded` will get no
+ * reply: a newer message came before its reply went out, and `superseded_by` names the turn that
+ * answers instead.
+ */
 export const ConversationTurnResponse = z.looseObject({
   task_id: OpaqueId,
-  status: z.string(),
+  status: z.enum(TURN_STATUSES),
   text: z.optional(z.string()),
   reply_text: z.optional(z.string()),
+  superseded_by: z.optional(OpaqueId),
 });
 
 /** `GET /v1/conversations/{conversation_id}` */

@@ -92,6 +92,37 @@ export function fail(
   throw new ProblemError({ code, detail, ...extra });
 }
 
+/** Whether `path` has the segments of a route's `template` (`{name}`: any one segment but ""). */
+export function pathMatches(template: string, path: string): boolean {
+  const want = template.split("/");
+  const got = path.split("/");
+  return (
+    want.length === got.length &&
+    want.every((segment, i) => (segment.startsWith("{") ? got[i] !== "" : segment === got[i]))
+  );
+}
+
+/**
+ * The parameters of `path`, percent-decoded, when it matches a route's `template`, else
+ * undefined; 400 when it matches but a parameter is not percent-encoded UTF-8 (`%ZZ`, `conv_%`).
+ */
+export function matchPath(template: string, path: string): Record<string, string> | undefined {
+  if (!pathMatches(template, path)) return undefined;
+  const got = path.split("/");
+  const params: Record<string, string> = {};
+  template.split("/").forEach((segment, i) => {
+    if (!segment.startsWith("{")) return;
+    const name = segment.slice(1, -1);
+    const value = got[i] ?? "";
+    try {
+      params[name] = decodeURIComponent(value);
+    } catch {
+      fail("invalid_request", `${name} ${JSON.stringify(value)} is not percent-encoded UTF-8`);
+    }
+  });
+  return params;
+}
+
 /** An event's headers with their names in lower case (as the routes read them). */
 export function lowerCaseHeaders(
   headers: Readonly<Record<string, string | undefined>> | undefined,

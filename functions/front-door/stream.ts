@@ -11,11 +11,11 @@ import {
   conversationOf,
   DAG_RUN,
   idParam,
-  matchPath,
+  methodsOf,
   runAnswer,
   turnsOf,
 } from "./api";
-import { fail, type HttpRequest } from "./http";
+import { fail, type HttpRequest, matchPath, pathMatches } from "./http";
 import type { Caller } from "./identity";
 
 /**
@@ -99,16 +99,23 @@ export function sseFrame(event: string, data: unknown, id?: number): string {
   return `${id === undefined ? "" : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 }
 
-/** The stream route a request names, with its parameters (404 when none). */
+/**
+ * The stream route a request names, with its parameters: 404 when none has its path, 405 with
+ * `Allow` for a method other than GET or HEAD (HEAD: the head of the stream, no events), 400 when
+ * a parameter is not percent-encoded UTF-8.
+ */
 export function streamRouteOf(request: Pick<HttpRequest, "method" | "path">): {
   route: StreamRoute;
   params: Record<string, string>;
 } {
-  for (const route of STREAM_ROUTES) {
-    const params = matchPath(route.path, request.path);
-    if (params && request.method === route.method) return { route, params };
-  }
-  fail("not_found", `no stream ${request.method} ${request.path}`);
+  const route = STREAM_ROUTES.find((r) => pathMatches(r.path, request.path));
+  if (!route) fail("not_found", `no stream ${request.path}`);
+  const allowed = methodsOf(route);
+  if (!allowed.includes(request.method))
+    fail("method_not_allowed", `${request.path} takes ${allowed.join(", ")}`, {
+      headers: { allow: allowed.join(", ") },
+    });
+  return { route, params: matchPath(route.path, request.path) ?? {} };
 }
 
 /**

@@ -1,6 +1,6 @@
 import { MetricUnit } from "@aws-lambda-powertools/metrics";
 import type { LambdaFunctionURLEvent } from "aws-lambda";
-import { type CryptoKey, createRemoteJWKSet, errors, type JWTVerifyGetKey, jwtVerify } from "jose";
+import { type CryptoKey, createRemoteJWKSet, type JWTVerifyGetKey } from "jose";
 import * as z from "../../schemas/zod";
 import type { AwsClient } from "../adapters/aws/client";
 import { DynamoConsumerStore } from "../adapters/dynamodb/event-store";
@@ -16,6 +16,7 @@ import {
 } from "../front-door/http";
 import { callerOf } from "../front-door/identity";
 import { openStream, STREAM_HEADERS } from "../front-door/stream";
+import { verifyToken } from "../front-door/token";
 import { containerAwsClient } from "./aws";
 import { type Observability, observability } from "./observe";
 import { installLazySourceMaps } from "./source-maps";
@@ -24,10 +25,12 @@ import { installLazySourceMaps } from "./source-maps";
  * The front door's stream function (functions/front-door/stream.ts), behind a Lambda function URL
  * whose responses stream (`RESPONSE_STREAM`): HTTP APIs cannot stream a response, so the stream
  * has its own URL (output `FrontDoorStreamUrl`). The URL takes any request (auth type NONE), so the
- * function verifies the token as the HTTP API's JWT authorizer does: signature by the issuer's
- * JWKS (found by OIDC discovery, or `JWKS_URL`), `iss`, `aud`, `exp`, `nbf`. The token comes in
- * `Authorization: Bearer <token>` or, for a browser's EventSource (which cannot set headers), the
- * query's `access_token`. It reads the state table only (the conversation views and the runs).
+ * function verifies the token as the HTTP API's JWT authorizer does (../front-door/token.ts):
+ * an RSA signature by the issuer's JWKS (found by OIDC discovery, or `JWKS_URL`), `iss`, `aud`,
+ * `exp` (required), `nbf`. The token comes in `Authorization: Bearer <token>` or, for a
+ * browser's EventSource (which cannot set headers), the query's `access_token`. A HEAD request is
+ * answered the stream's head, no events. It reads the state table only (the conversation views
+ * and the runs).
  */
 export const FrontDoorStreamEnv = z.object({
   STATE_TABLE: z.string().check(z.minLength(1)),
@@ -102,6 +105,7 @@ export function createFrontDoorStreamHandler(
       const claims = await verifiedClaims(tokenOf(event), key, env.JWT_ISSUER, audience);
       const caller = callerOf(claims, env.TENANT_CLAIM);
       const stream = await openStream(request, caller, { store, clock, sleep }, settings);
+      if (request.method === "HEAD") return respond(200, { ...STREAM_HEADERS }).end();
       metrics.addMetric("FrontDoorStreamOpened", MetricUnit.Count, 1);
       metrics.publishStoredMetrics();
       const out = respond(200, { ...STREAM_HEADERS });
@@ -172,22 +176,16 @@ async function verifiedClaims(
   issuer: string,
   audience: string[],
 ): Promise<Record<string, unknown>> {
+  // The challenge's parameters are comma-separated (RFC 9110 §11.6.1, RFC 6750 §3).
   const refuse = (problem: string): never =>
     fail("unauthorized", problem, {
       headers: {
-        "www-authenticate": `Bearer error="invalid_token" error_description="${problem}"`,
+        "www-authenticate": `Bearer error="invalid_token", error_description="${problem}"`,
       },
     });
   if (!token) return refuse("no bearer token in the Authorization header or access_token");
-  try {
-    const { payload } = await jwtVerify(token, key, { issuer, audience });
-    return payload as Record<string, unknown>;
-  } catch (error) {
-    if (error instanceof errors.JWTExpired) return refuse("the token has expired");
-    if (error instanceof errors.JWTClaimValidationFailed)
-      return refuse(`the token's ${error.claim} claim is not accepted`);
-    return refuse("the token is not signed by the issuer");
-  }
+  const verified = await verifyToken(token, key, { issuer, audience });
+  return "claims" in verified ? verified.claims : refuse(verified.problem);
 }
 
 function requestOf(event: LambdaFunctionURLEvent): HttpRequest {

@@ -43,6 +43,8 @@ export const FrontDoorEnv = z.object({
   CUSTOMER_KEYS_TABLE: z.optional(z.string().check(z.minLength(1))),
   /** The token claim that names the tenant. */
   TENANT_CLAIM: z._default(z.string().check(z.minLength(1)), "tenant_id"),
+  /** The scope that makes a token a service's, which may name a message's customer (none: no token's). */
+  SERVICE_SCOPE: z.optional(z.string().check(z.minLength(1))),
   /** Each tenant's requests per minute that put something on the bus (429 beyond). */
   TENANT_REQUESTS_PER_MINUTE: z._default(
     z.coerce.number().check(z.int(), z.minimum(1), z.maximum(1_000_000)),
@@ -80,9 +82,10 @@ export type FrontDoorHandler = (
 export function createFrontDoorHandler(options: FrontDoorOptions = {}): FrontDoorHandler {
   const env = parseEnv(FrontDoorEnv, options.env ?? process.env, "front-door");
   const { logger, metrics, tracer } = options.observability ?? observability("front-door");
-  const ports = portsOf(env, options, tracer);
+  const ports = { ...portsOf(env, options, tracer), log: logger };
   const settings = {
     tenantClaim: env.TENANT_CLAIM,
+    ...(env.SERVICE_SCOPE ? { serviceScope: env.SERVICE_SCOPE } : {}),
     maxBodyBytes: env.MAX_BODY_BYTES,
     runsInFlight: env.TENANT_RUNS_IN_FLIGHT,
   };

@@ -7,8 +7,31 @@ import { STREAM_ROUTES, type StreamRoute } from "../../functions/front-door/stre
  * The front door's OpenAPI 3.1 document, made from its routes (functions/front-door/api.ts) and
  * their zod schemas. `npm run schemas` writes it to functions/front-door/openapi.json, which the
  * API serves at `/v1/openapi.json` (the function carries no JSON Schema converter); a test checks
- * the file is current and valid.
+ * the file is current and valid, and the e2e tests check every error answered against it.
+ *
+ * Every error is the function's problem details (`Problem`), but for what API Gateway answers
+ * itself, `{"message": ...}` as `application/json` (`GatewayMessage`): an HTTP API's own answers
+ * cannot be customized. Each route's document lists both where both may come.
  */
+
+const PROBLEM = { $ref: "#/components/schemas/Problem" };
+const GATEWAY_MESSAGE = { $ref: "#/components/schemas/GatewayMessage" };
+
+/** When API Gateway answers a route's request itself, by status. */
+const GATEWAY_ANSWERS: Readonly<Record<number, (route: Route) => string | undefined>> = {
+  401: (route) =>
+    route.auth === "jwt"
+      ? "its JWT authorizer refused the token (missing, expired, not the issuer's: `WWW-Authenticate` says which)"
+      : undefined,
+  403: (route) =>
+    route.auth === "iam"
+      ? "the request is not signed, or not by credentials whose policy allows its path"
+      : undefined,
+  413: (route) => (route.body ? "the body is over API Gateway's 10 MB" : undefined),
+  429: () => "the stage is over its throttle (requests a second across the API)",
+  500: () => "the function could not be run",
+  503: () => "the function did not answer in time",
+};
 export function openApiDocument(): Record<string, unknown> {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of ROUTES)
@@ -31,11 +54,20 @@ export function openApiDocument(): Record<string, unknown> {
       title: "AgentBus",
       version: "1",
       description:
-        "The front door of AgentBus: send a customer's message, follow its conversation, start and follow a workflow run. Clients send a bearer JWT whose claims name the tenant and the user; services sign their requests with AWS credentials and call the same routes under /v1/tenants/{tenant_id}. This document takes neither.",
+        "The front door of AgentBus: send a customer's message, follow its conversation, start and follow a workflow run. Clients send a bearer JWT whose claims name the tenant and the user; services sign their requests with AWS credentials and call the same routes under /v1/tenants/{tenant_id}. This document takes neither. Every GET answers HEAD alike, without the body. Errors are problem details (application/problem+json, the Problem schema): a path no operation has answers 404, and a method its path does not take 405 with Allow. Only what API Gateway answers itself is its own JSON (application/json, the GatewayMessage schema): a refused token (401) or signature (403), a body over 10 MB (413), its throttle (429), a function that could not run (500) or did not answer in time (503).",
     },
     // Relative: the document is served by the API it describes (`<base URL>/openapi.json`).
     servers: [{ url: "/", description: "the API that serves this document" }],
     components: {
+      schemas: {
+        Problem: jsonSchemaOf(ProblemResponse),
+        GatewayMessage: {
+          type: "object",
+          description: "What API Gateway answers itself (its answers cannot be customized)",
+          properties: { message: { type: "string" } },
+          required: ["message"],
+        },
+      },
       securitySchemes: {
         bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" },
         sigv4: {
@@ -86,32 +118,61 @@ function operationOf(route: Route): Record<string, unknown> {
           },
         }
       : {}),
-    responses: Object.fromEntries(
-      Object.entries(route.responses).map(([status, response]) => [
-        status,
-        {
-          description: response.description,
-          ...(response.schema
-            ? {
-                content: {
-                  [Number(status) >= 400 ? "application/problem+json" : "application/json"]: {
-                    schema: jsonSchemaOf(response.schema),
-                  },
-                },
-              }
-            : {}),
-        },
-      ]),
-    ),
+    responses: responsesOf(route),
   };
 }
+
+/** A route's answers: the function's (with its 500) and, where it answers itself, API Gateway's. */
+function responsesOf(route: Route): Record<string, unknown> {
+  const own: Route["responses"] = {
+    ...route.responses,
+    500: { description: "the function failed", schema: ProblemResponse },
+  };
+  const statuses = new Set([...Object.keys(own), ...Object.keys(GATEWAY_ANSWERS)].map(Number));
+  const responses = [...statuses]
+    .sort((a, b) => a - b)
+    .flatMap((status) => {
+      const answer = own[status];
+      const gateway = GATEWAY_ANSWERS[status]?.(route);
+      if (!answer && !gateway) return [];
+      const content = {
+        ...(answer?.schema
+          ? status >= 400
+            ? { "application/problem+json": { schema: PROBLEM } }
+            : { "application/json": { schema: jsonSchemaOf(answer.schema) } }
+          : {}),
+        ...(gateway ? { "application/json": { schema: GATEWAY_MESSAGE } } : {}),
+      };
+      const description = [answer?.description, gateway && `API Gateway's own answer: ${gateway}`]
+        .filter(Boolean)
+        .join("; or ");
+      return [
+        [
+          status,
+          {
+            description,
+            ...(status === 401 && gateway ? { headers: { "WWW-Authenticate": CHALLENGE } } : {}),
+            ...(Object.keys(content).length > 0 ? { content } : {}),
+          },
+        ],
+      ];
+    });
+  return Object.fromEntries(responses);
+}
+
+/** The `WWW-Authenticate` of a 401: the token's problem (`error_description`). */
+const CHALLENGE = {
+  required: true,
+  description: 'Bearer, with error="invalid_token" and the token\'s problem in error_description',
+  schema: { type: "string" },
+};
 
 /** A stream route as an OpenAPI operation: server-sent events, resumed from Last-Event-ID. */
 function streamOperationOf(route: StreamRoute): Record<string, unknown> {
   const idName = /\{([a-z_]+)\}/.exec(route.path)?.[1] ?? "id";
   const problem = {
     description: "a problem",
-    content: { "application/problem+json": { schema: jsonSchemaOf(ProblemResponse) } },
+    content: { "application/problem+json": { schema: PROBLEM } },
   };
   return {
     operationId: route.operationId,
@@ -144,9 +205,10 @@ function streamOperationOf(route: StreamRoute): Record<string, unknown> {
         content: { "text/event-stream": { schema: { type: "string" } } },
       },
       400: problem,
-      401: problem,
+      401: { ...problem, headers: { "WWW-Authenticate": CHALLENGE } },
       403: problem,
       404: problem,
+      500: problem,
     },
   };
 }

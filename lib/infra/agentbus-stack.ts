@@ -31,6 +31,7 @@ import {
 import {
   FRONT_DOOR_AUDIENCE_CONTEXT,
   FRONT_DOOR_ISSUER_CONTEXT,
+  FRONT_DOOR_SERVICE_SCOPE_CONTEXT,
   FRONT_DOOR_TENANT_CLAIM_CONTEXT,
   FrontDoor,
   type FrontDoorIssuer,
@@ -296,13 +297,19 @@ export class AgentBusStack extends Stack {
   /**
    * The front door (./constructs/front-door.ts), when the tokens' issuer is known: from
    * `props.frontDoor`, or the context `agentbus:jwtIssuer` with `agentbus:jwtAudience` (a comma
-   * list) and, if the tenant is not in `tenant_id`, `agentbus:tenantClaim`. Without an issuer
-   * there is no HTTP API (clients put events on the buses with IAM, as before).
+   * list), if the tenant is not in `tenant_id`, `agentbus:tenantClaim`, and the scope of the tokens
+   * that are services', `agentbus:serviceScope`. Without an issuer there is no HTTP API (clients
+   * put events on the buses with IAM, as before), and the synth warns so.
    */
   private createFrontDoor(stage: string, props: AgentBusStackProps): FrontDoor | undefined {
     const context = (key: string) => this.node.tryGetContext(key) as string | undefined;
     const issuer = props.frontDoor ?? issuerFromContext(context);
-    if (!issuer || !this.topics.has("events")) return undefined;
+    if (!issuer)
+      return this.withoutFrontDoor(
+        `no token issuer is set: add -c ${FRONT_DOOR_ISSUER_CONTEXT}=<issuer URL> -c ${FRONT_DOOR_AUDIENCE_CONTEXT}=<client id> to deploy it`,
+      );
+    if (!this.topics.has("events"))
+      return this.withoutFrontDoor("the topology has no events topic to put its messages on");
     return new FrontDoor(this, "FrontDoor", {
       stage,
       tables: this.tables,
@@ -310,6 +317,15 @@ export class AgentBusStack extends Stack {
       issuer,
       customerKeys: this.customerKeys,
     });
+  }
+
+  /** No front door: a synth warning says why, so that leaving the HTTP API out is never silent. */
+  private withoutFrontDoor(reason: string): undefined {
+    Annotations.of(this).addWarningV2(
+      "agentbus:front-door:absent",
+      `no HTTP API (the front door): ${reason} (lib/infra/README.md)`,
+    );
+    return undefined;
   }
 
   /**
@@ -546,7 +562,13 @@ function issuerFromContext(
       `${FRONT_DOOR_ISSUER_CONTEXT} is set: set ${FRONT_DOOR_AUDIENCE_CONTEXT} too (the tokens' aud, comma-separated)`,
     );
   const tenantClaim = context(FRONT_DOOR_TENANT_CLAIM_CONTEXT);
-  return { issuer, audience, ...(tenantClaim ? { tenantClaim } : {}) };
+  const serviceScope = context(FRONT_DOOR_SERVICE_SCOPE_CONTEXT);
+  return {
+    issuer,
+    audience,
+    ...(tenantClaim ? { tenantClaim } : {}),
+    ...(serviceScope ? { serviceScope } : {}),
+  };
 }
 
 /** `-c agentbus:schemaRegistry=false` leaves the schema registries out (see lib/infra/README.md). */

@@ -1,8 +1,12 @@
-import type { AgentJournal, PersonDecision } from "../../functions/core/agent/agent";
+import {
+  type AgentJournal,
+  decisionOn,
+  type PersonDecision,
+} from "../../functions/core/agent/agent";
 import { AGENT_RUN_AGGREGATE } from "../../functions/core/agent/agent-role";
 import { opaqueIdProblem } from "../../schemas/ids";
 import { stateData } from "./customer-support";
-import { inTenant } from "./operator-command";
+import { inTenant, tenantProblem } from "./operator-command";
 import type { OpsStack } from "./stack";
 import type { Decided, SupportCommand } from "./support-actions";
 import type { AgentWaitView, ItemSummary, WaitingView } from "./views";
@@ -10,9 +14,11 @@ import type { AgentWaitView, ItemSummary, WaitingView } from "./views";
 /**
  * A person's answer to what an agent run waits for (functions/core/agent/person.ts): approve or
  * reject a tool call that needs approval, say whether a write whose outcome could not be learnt
- * was applied, or give the answer of a run handed over for good (its turn budget spent). Checked against the run's stored journal before anything is sent: a decision the
- * run already took is reported (`already`), one it does not wait for is refused (`refused`, naming
- * what it waits for). Shared by the CLI and the console.
+ * was applied, or give the answer of a run handed over for good (its turn budget spent). Checked
+ * against the run's stored journal before anything is sent: a run of another tenant than the one
+ * the operator named is refused, a decision the run already took is reported (`already`), the
+ * other decision on it or one the run does not wait for is refused (`refused`, naming what it
+ * waits for). Shared by the CLI and the console.
  */
 
 export type StepDecision = PersonDecision["decision"];
@@ -72,10 +78,13 @@ export async function agentWaits(
   });
 }
 
-interface DecisionFields {
+/** What a person's decision says besides the decision, and the tenant the operator meant. */
+export interface StepDecisionFields {
   readonly reason?: string;
   readonly output?: unknown;
   readonly requestedBy: string;
+  /** The tenant the operator named (`--tenant`): a run of another is refused. */
+  readonly tenant?: string;
 }
 
 /**
@@ -87,15 +96,17 @@ export function stepDecision(
   runId: string,
   callId: string | undefined,
   decision: StepDecision,
-  fields: DecisionFields,
+  fields: StepDecisionFields,
 ): Decided {
   if (!journal) return { refused: `no agent run ${runId}` };
+  const foreign = tenantProblem(fields.tenant, journal.tenant_id, `run ${runId}`);
+  if (foreign) return { refused: foreign };
   if (callId === undefined || decision === "answer")
     return answerDecision(journal, runId, callId, decision, fields);
-  // A decision the run took is in its journal's window (as `<decision> by <who>`).
-  const taken = journal.window.find((s) => s.kind === "person" && s.tool_call_id === callId);
-  if (taken?.outcome?.startsWith(`${decision} by `))
-    return { already: `${callId} of ${runId} was already decided: ${taken.outcome}` };
+  const taken = decisionOn(journal, callId, decision);
+  const already = `${callId} of ${runId} was already decided: ${taken?.decision} by ${taken?.by}`;
+  if (taken?.decision === decision) return { already };
+  if (taken) return { refused: already };
   const waiting = journal.waiting;
   if (waiting?.kind === "answer")
     return { refused: `run ${runId} waits for a person's answer, not a decision on ${callId}` };
@@ -120,7 +131,7 @@ function answerDecision(
   runId: string,
   callId: string | undefined,
   decision: StepDecision,
-  fields: DecisionFields,
+  fields: StepDecisionFields,
 ): Decided {
   const given = journal.window.findLast((s) => s.kind === "person" && !s.tool_call_id);
   if (journal.status === "COMPLETED" && given?.outcome?.startsWith("answer by "))
@@ -145,7 +156,7 @@ function decisionCommand(
   journal: AgentJournal,
   runId: string,
   what: { readonly tool_call_id?: string; readonly decision: StepDecision },
-  fields: DecisionFields,
+  fields: StepDecisionFields,
 ): Decided {
   const conversationId = journal.subject.conversation_id ?? "";
   const command: SupportCommand = {
@@ -172,7 +183,7 @@ export async function stepDecisionCheck(
   runId: string,
   callId: string | undefined,
   decision: StepDecision,
-  fields: DecisionFields,
+  fields: StepDecisionFields,
 ): Promise<Decided> {
   const problem = opaqueIdProblem(runId);
   if (problem) return { refused: `${JSON.stringify(runId)} is not a run id (${problem})` };

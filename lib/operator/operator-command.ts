@@ -1,5 +1,6 @@
 import { ulid } from "ulid";
 import { registry } from "../../schemas";
+import { DEFAULT_TENANT } from "../../schemas/ids";
 import { putEnvelope } from "./put-envelope";
 import type { ClientConfig, OpsStack } from "./stack";
 
@@ -34,6 +35,21 @@ export interface OperatorCommand {
 export function inTenant<C extends OperatorCommand>(command: C, tenantId: string | undefined): C {
   if (tenantId === undefined) return command;
   return { ...command, tenantId };
+}
+
+/**
+ * Why a command the operator meant for tenant `asked` (`--tenant`) may not act on `what`, whose
+ * state records tenant `owner` (undefined: the default tenant); undefined when it may, or when
+ * the operator named none. The command goes in `owner`'s tenant either way (`inTenant`).
+ */
+export function tenantProblem(
+  asked: string | undefined,
+  owner: string | undefined,
+  what: string,
+): string | undefined {
+  const tenant = owner ?? DEFAULT_TENANT;
+  if (asked === undefined || asked === tenant) return undefined;
+  return `${what} belongs to tenant ${tenant}, not ${asked}`;
 }
 
 /** The command's envelope, validated; a problem is returned as a message, nothing is sent. */

@@ -10,7 +10,13 @@ import {
   loadReply,
   loadSideEffect,
 } from "./customer-support";
-import { inTenant, type OperatorCommand, operatorEnvelope, putCommand } from "./operator-command";
+import {
+  inTenant,
+  type OperatorCommand,
+  operatorEnvelope,
+  putCommand,
+  tenantProblem,
+} from "./operator-command";
 import type { OpsStack } from "./stack";
 
 /**
@@ -181,19 +187,28 @@ export function sendResolveDecision(
 
 /**
  * A decided command in the tenant its conversation's state records (one read), so that what it
- * causes stays in that tenant; `already` and `refused` as they are.
+ * causes stays in that tenant; refused when the operator named another (`tenant`, `--tenant`);
+ * `already` and `refused` as they are.
  */
-export async function inConversationTenant(stack: OpsStack, decided: Decided): Promise<Decided> {
+export async function inConversationTenant(
+  stack: OpsStack,
+  decided: Decided,
+  tenant?: string,
+): Promise<Decided> {
   if (!("command" in decided)) return decided;
-  const tenantId = await conversationTenantId(stack, decided.command.conversationId);
+  const { conversationId } = decided.command;
+  const tenantId = await conversationTenantId(stack, conversationId);
+  const foreign = tenantProblem(tenant, tenantId, `conversation ${conversationId}`);
+  if (foreign) return { refused: foreign };
   return { command: inTenant(decided.command, tenantId) };
 }
 
-/** Read what `reviewDecision` needs from the stack and decide. */
+/** Read what `reviewDecision` needs from the stack and decide (see inConversationTenant). */
 export async function reviewCheck(
   stack: OpsStack,
   command: SupportCommand,
   decision: ReviewDecision,
+  tenant?: string,
 ): Promise<Decided> {
   const reply = await loadReply(stack, command.taskId);
   const version =
@@ -201,14 +216,15 @@ export async function reviewCheck(
       ? await conversationVersion(stack, reply.conversation_id)
       : undefined;
   const decided = reviewDecision(command, decision, { reply, conversationVersion: version });
-  return inConversationTenant(stack, decided);
+  return inConversationTenant(stack, decided, tenant);
 }
 
-/** Read what `sendResolveDecision` needs from the stack and decide. */
+/** Read what `sendResolveDecision` needs from the stack and decide (see inConversationTenant). */
 export async function sendResolveCheck(
   stack: OpsStack,
   command: SupportCommand,
   resolution: SendResolution,
+  tenant?: string,
 ): Promise<Decided> {
   const key = String(command.payload.idempotency_key);
   const record = await loadSideEffect(stack, key);
@@ -221,7 +237,7 @@ export async function sendResolveCheck(
     delivery,
     replyConversationId: reply?.conversation_id,
   });
-  return inConversationTenant(stack, decided);
+  return inConversationTenant(stack, decided, tenant);
 }
 
 export type SupportOutcome =

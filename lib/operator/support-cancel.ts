@@ -67,8 +67,12 @@ export function cancelDecision(command: SupportCommand, facts: CancelFacts): Dec
   return inConversation(command, facts.conversationId);
 }
 
-/** Read what `cancelDecision` needs from the stack and decide. */
-export async function cancelCheck(stack: OpsStack, command: SupportCommand): Promise<Decided> {
+/** Read what `cancelDecision` needs from the stack and decide (see inConversationTenant). */
+export async function cancelCheck(
+  stack: OpsStack,
+  command: SupportCommand,
+  tenant?: string,
+): Promise<Decided> {
   const id = command.taskId;
   const reply = await loadReply(stack, id);
   const route = reply ? undefined : await stateData<RouteState>(stack, SUPPORT_ROUTE_AGGREGATE, id);
@@ -77,5 +81,5 @@ export async function cancelCheck(stack: OpsStack, command: SupportCommand): Pro
     conversationId: reply?.conversation_id ?? route?.conversation_id,
     delivery,
   });
-  return inConversationTenant(stack, decided);
+  return inConversationTenant(stack, decided, tenant);
 }

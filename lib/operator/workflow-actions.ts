@@ -1,7 +1,7 @@
 import { checkOutput } from "../../functions/roles/content-agents/workflows";
 import { definitionOf, type OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { MAX_RESOLVED_OUTPUT_BYTES } from "../../schemas/events/workflow-resolve";
-import { inTenant, type OperatorCommand } from "./operator-command";
+import { inTenant, type OperatorCommand, tenantProblem } from "./operator-command";
 
 /**
  * What an operator may ask of a run (re-run, reset, resolve, cancel, and confirm or refuse what a
@@ -37,13 +37,19 @@ export const RUN_REQUEST_TYPES = {
   confirm: "workflow.confirm.requested",
 } as const satisfies Record<RunRequest["kind"], string>;
 
-/** Why the request cannot apply to the run as stored (undefined: it can). */
+/**
+ * Why the request cannot apply to the run as stored (undefined: it can); `tenant`, the one the
+ * operator named (`--tenant`), must be the run's.
+ */
 export function runRequestProblem(
   runId: string,
   state: OrchestratorState | undefined,
   request: RunRequest,
+  tenant?: string,
 ): string | undefined {
   if (!state) return `no such run: ${runId}`;
+  const foreign = tenantProblem(tenant, state.tenant_id, `run ${runId}`);
+  if (foreign) return foreign;
   const { run } = state;
   if (request.kind === "cancel")
     return run.status === "RUNNING"

@@ -48,14 +48,23 @@ export const RefundReviewRequestedPayload = z.extend(SupportTurn, {
 });
 export type RefundReviewRequested = z.output<typeof RefundReviewRequestedPayload>;
 
+/** The most tool calls one model turn of an agent may ask for (a turn asking for more runs none). */
+export const MAX_TOOL_CALLS_PER_TURN = 32;
+/** The longest tool name (what the model APIs accept). */
+export const MAX_TOOL_NAME = 64;
+/** The longest tool call id (the model's own; a person's decision names it). */
+export const MAX_TOOL_CALL_ID = 128;
+const ToolName = z.string().check(z.maxLength(MAX_TOOL_NAME));
+const ToolCallId = z.string().check(z.maxLength(MAX_TOOL_CALL_ID));
+
 /** What the step before did (a journal step of functions/core/agent/agent.ts). */
 export const AgentStepDone = z.object({
   step: z.int().check(z.nonnegative()),
   kind: z.enum(["start", "model", "tool", "person"]),
   model_run_id: z.optional(z.string().check(z.maxLength(256))),
-  asked: z.optional(z.array(z.string().check(z.maxLength(64))).check(z.maxLength(32))),
-  tool_call_id: z.optional(z.string().check(z.maxLength(128))),
-  tool: z.optional(z.string().check(z.maxLength(64))),
+  asked: z.optional(z.array(ToolName).check(z.maxLength(MAX_TOOL_CALLS_PER_TURN))),
+  tool_call_id: z.optional(ToolCallId),
+  tool: z.optional(ToolName),
   outcome: z.optional(z.string().check(z.maxLength(512))),
   key: z.optional(z.string().check(z.maxLength(512))),
   input_tokens: z.optional(z.int().check(z.nonnegative())),
@@ -74,7 +83,7 @@ export type AgentStepRequested = z.output<typeof AgentStepRequestedPayload>;
 export const AgentDecisionRequestedPayload = z.object({
   run_id: OpaqueId,
   /** The tool call decided on; none for `answer`. */
-  tool_call_id: z.optional(z.string().check(z.minLength(1), z.maxLength(128))),
+  tool_call_id: z.optional(z.string().check(z.minLength(1), z.maxLength(MAX_TOOL_CALL_ID))),
   /**
    * `deadline`: the lease sweeper's, for a run still BLOCKED past its approval's deadline;
    * `answer`: a person's answer for a run handed over (NEEDS_HUMAN waiting for an answer).
@@ -114,8 +123,8 @@ export const RefundReviewNeedsPersonPayload = z.object({
   conversation_id: OpaqueId,
   order_id: OrderId,
   waiting: z.enum(["approval", "outcome", "answer"]),
-  tool_call_id: z.optional(z.string().check(z.maxLength(128))),
-  tool: z.optional(z.string().check(z.maxLength(64))),
+  tool_call_id: z.optional(ToolCallId),
+  tool: z.optional(ToolName),
   reason: z.string().check(z.maxLength(4096)),
 });
 

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { deploymentSettings } from "../../lib/infra/agentbus-stack";
 import { REPO_ROOT } from "../../lib/infra/constructs/function";
+import { SLOW_STEP_TIMEOUT_MS } from "../support/timeouts";
 import { cdkJsonContext } from "./synth";
 
 /** The deployment settings bin/agentbus.ts reads: `-c stage/region/account`, then the CLI's. */
@@ -61,6 +62,17 @@ describe("deployment settings", () => {
  * CDK_OUTDIR), with bundling and CloudFormation's own template validation skipped: the settings
  * reach the stack and cdk-nag runs.
  */
+describe("cdk.json: the CDK CLI contacts nothing of its own accord", () => {
+  const cdkJson = JSON.parse(readFileSync(join(REPO_ROOT, "cdk.json"), "utf8")) as {
+    notices?: unknown;
+  };
+
+  it("turns the CLI's telemetry off (read from the context) and its notices (a setting)", () => {
+    expect(cdkJsonContext()["cli-telemetry"]).toBe(false);
+    expect(cdkJson.notices).toBe(false);
+  });
+});
+
 describe("the CDK app (bin/agentbus.ts)", () => {
   const outdir = mkdtempSync(join(tmpdir(), "agentbus-app-"));
   afterAll(() => rmSync(outdir, { recursive: true, force: true }));
@@ -83,36 +95,44 @@ describe("the CDK app (bin/agentbus.ts)", () => {
       cwd: REPO_ROOT,
       env,
       encoding: "utf8",
-      timeout: 60_000,
+      timeout: SLOW_STEP_TIMEOUT_MS,
     });
   };
 
-  it("synthesizes AgentBus-<stage> for the region and account of the context, cdk-nag clean", () => {
-    const result = runApp({ stage: "qa", region: "eu-west-1", account: "123456789012" });
-    expect(result.status, result.stderr).toBe(0);
-    const manifest = JSON.parse(readFileSync(join(outdir, "manifest.json"), "utf8")) as {
-      artifacts: Record<string, { type: string; environment?: string }>;
-    };
-    expect(manifest.artifacts["AgentBus-qa"]?.environment).toBe("aws://123456789012/eu-west-1");
-    const template = JSON.parse(
-      readFileSync(join(outdir, "AgentBus-qa.template.json"), "utf8"),
-    ) as { Resources: Record<string, { Type: string; Metadata?: Record<string, unknown> }> };
-    // cdk-nag ran: the acknowledgements are in the template as its audit trail.
-    const functions = Object.values(template.Resources).filter(
-      (r) => r.Type === "AWS::Lambda::Function",
-    );
-    expect(functions.length).toBeGreaterThan(0);
-    for (const fn of functions) {
-      const rules = (fn.Metadata?.cdk_nag as { rules_to_suppress?: { id: string }[] })
-        ?.rules_to_suppress;
-      expect(rules?.map((r) => r.id)).toContain("AwsSolutions-L1");
-    }
-    expect(result.stderr).not.toMatch(/AwsSolutions-/);
-  });
+  it(
+    "synthesizes AgentBus-<stage> for the region and account of the context, cdk-nag clean",
+    () => {
+      const result = runApp({ stage: "qa", region: "eu-west-1", account: "123456789012" });
+      expect(result.status, result.stderr).toBe(0);
+      const manifest = JSON.parse(readFileSync(join(outdir, "manifest.json"), "utf8")) as {
+        artifacts: Record<string, { type: string; environment?: string }>;
+      };
+      expect(manifest.artifacts["AgentBus-qa"]?.environment).toBe("aws://123456789012/eu-west-1");
+      const template = JSON.parse(
+        readFileSync(join(outdir, "AgentBus-qa.template.json"), "utf8"),
+      ) as { Resources: Record<string, { Type: string; Metadata?: Record<string, unknown> }> };
+      // cdk-nag ran: the acknowledgements are in the template as its audit trail.
+      const functions = Object.values(template.Resources).filter(
+        (r) => r.Type === "AWS::Lambda::Function",
+      );
+      expect(functions.length).toBeGreaterThan(0);
+      for (const fn of functions) {
+        const rules = (fn.Metadata?.cdk_nag as { rules_to_suppress?: { id: string }[] })
+          ?.rules_to_suppress;
+        expect(rules?.map((r) => r.id)).toContain("AwsSolutions-L1");
+      }
+      expect(result.stderr).not.toMatch(/AwsSolutions-/);
+    },
+    SLOW_STEP_TIMEOUT_MS,
+  );
 
-  it("fails on a bad stage, naming it", () => {
-    const result = runApp({ stage: "Prod_EU" });
-    expect(result.status).not.toBe(0);
-    expect(result.stderr).toContain('context "stage" "Prod_EU" must be kebab-case');
-  });
+  it(
+    "fails on a bad stage, naming it",
+    () => {
+      const result = runApp({ stage: "Prod_EU" });
+      expect(result.status).not.toBe(0);
+      expect(result.stderr).toContain('context "stage" "Prod_EU" must be kebab-case');
+    },
+    SLOW_STEP_TIMEOUT_MS,
+  );
 });

@@ -15,6 +15,7 @@ import {
   parseAwsClient,
 } from "../../lib/infra/constructs/bundling";
 import { AgentBusFunction, METADATA, REPO_ROOT } from "../../lib/infra/constructs/function";
+import { SLOW_STEP_TIMEOUT_MS } from "../support/timeouts";
 import { cdkJsonContext, resources, synthesizeStack } from "./synth";
 
 /**
@@ -82,7 +83,7 @@ describe("function bundles", () => {
       logLevel: "error",
     });
     metafile = result.metafile;
-  }, 120_000);
+  }, SLOW_STEP_TIMEOUT_MS);
 
   it("hold neither the X-Ray SDK nor the Powertools Tracer", () => {
     expect(bundled().filter((path) => /aws-xray-sdk|powertools\/tracer/.test(path))).toEqual([]);
@@ -132,23 +133,27 @@ describe("NodejsFunction's own bundling", () => {
   });
   afterAll(() => rmSync(outdir, { recursive: true, force: true }));
 
-  it("gives the file the bench builds with esbuildOptions", async () => {
-    const entry = "functions/handlers/relay.ts";
-    const app = new App({ outdir, context: cdkJsonContext() });
-    new AgentBusFunction(new Stack(app, "Bundled"), "Relay", { kind: "relay", entry });
-    app.synth();
-    const [asset] = readdirSync(outdir).filter((name) => name.startsWith("asset."));
-    expect(asset).toBeDefined();
-    const byCdk = readFileSync(join(outdir, asset ?? "", "index.mjs"), "utf8");
+  it(
+    "gives the file the bench builds with esbuildOptions",
+    async () => {
+      const entry = "functions/handlers/relay.ts";
+      const app = new App({ outdir, context: cdkJsonContext() });
+      new AgentBusFunction(new Stack(app, "Bundled"), "Relay", { kind: "relay", entry });
+      app.synth();
+      const [asset] = readdirSync(outdir).filter((name) => name.startsWith("asset."));
+      expect(asset).toBeDefined();
+      const byCdk = readFileSync(join(outdir, asset ?? "", "index.mjs"), "utf8");
 
-    const result = await build({
-      ...esbuildOptions(join(REPO_ROOT, entry), join(outdir, "bench", "index.mjs")),
-      write: false,
-      logLevel: "error",
-    });
-    const byBench = result.outputFiles.find((file) => file.path.endsWith("index.mjs"));
-    expect(byBench?.text).toBe(byCdk);
-  }, 120_000);
+      const result = await build({
+        ...esbuildOptions(join(REPO_ROOT, entry), join(outdir, "bench", "index.mjs")),
+        write: false,
+        logLevel: "error",
+      });
+      const byBench = result.outputFiles.find((file) => file.path.endsWith("index.mjs"));
+      expect(byBench?.text).toBe(byCdk);
+    },
+    SLOW_STEP_TIMEOUT_MS,
+  );
 });
 
 describe("the AWS clients a deployment chooses (-c agentbus:awsClient)", () => {
@@ -180,24 +185,30 @@ describe("the AWS clients a deployment chooses (-c agentbus:awsClient)", () => {
     );
   });
 
-  it("bundles the SDK v3 clients into a function synthesized with sdk, and none without", () => {
-    const bundleOf = (context: Record<string, unknown>, name: string) => {
-      const dir = join(outdir, name);
-      const app = new App({ outdir: dir, context: { ...cdkJsonContext(), ...context } });
-      const entry = "functions/handlers/relay.ts";
-      new AgentBusFunction(new Stack(app, "Bundled"), "Relay", { kind: "relay", entry });
-      app.synth();
-      const [asset] = readdirSync(dir).filter((file) => file.startsWith("asset."));
-      return readFileSync(join(dir, asset ?? "", "index.mjs"), "utf8");
-    };
-    const sdk = bundleOf({ [AWS_CLIENT_CONTEXT]: "sdk" }, "sdk");
-    const lean = bundleOf({}, "lean");
-    // The SDK clients carry their package name into their user agent.
-    expect(sdk).toContain('"@aws-sdk/client-eventbridge"');
-    expect(lean).not.toContain("@aws-sdk/client-");
-    expect(sdk.length).toBeGreaterThan(lean.length * 2);
-    expect(functionBundling("sdk").define).toEqual({ "process.env.AGENTBUS_AWS_CLIENT": '"sdk"' });
-  }, 120_000);
+  it(
+    "bundles the SDK v3 clients into a function synthesized with sdk, and none without",
+    () => {
+      const bundleOf = (context: Record<string, unknown>, name: string) => {
+        const dir = join(outdir, name);
+        const app = new App({ outdir: dir, context: { ...cdkJsonContext(), ...context } });
+        const entry = "functions/handlers/relay.ts";
+        new AgentBusFunction(new Stack(app, "Bundled"), "Relay", { kind: "relay", entry });
+        app.synth();
+        const [asset] = readdirSync(dir).filter((file) => file.startsWith("asset."));
+        return readFileSync(join(dir, asset ?? "", "index.mjs"), "utf8");
+      };
+      const sdk = bundleOf({ [AWS_CLIENT_CONTEXT]: "sdk" }, "sdk");
+      const lean = bundleOf({}, "lean");
+      // The SDK clients carry their package name into their user agent.
+      expect(sdk).toContain('"@aws-sdk/client-eventbridge"');
+      expect(lean).not.toContain("@aws-sdk/client-");
+      expect(sdk.length).toBeGreaterThan(lean.length * 2);
+      expect(functionBundling("sdk").define).toEqual({
+        "process.env.AGENTBUS_AWS_CLIENT": '"sdk"',
+      });
+    },
+    SLOW_STEP_TIMEOUT_MS,
+  );
 });
 
 describe("validation in a bundle", () => {

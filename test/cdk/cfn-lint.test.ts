@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { SLOW_STEP_TIMEOUT_MS } from "../support/timeouts";
 import { FRONT_DOOR_CONTEXT, synthesizeStack, topologyWithSubscriber } from "./synth";
 
 /**
@@ -64,34 +65,46 @@ describe.skipIf(!installed)("cfn-lint over the synthesized templates", () => {
     ["AgentBus-front-door", FRONT_DOOR_CONTEXT, {}],
     ["AgentBus-subscriber", {}, { topology: topologyWithSubscriber() }],
   ] as const) {
-    it(`${name}: no error, and no warning but those acknowledged`, () => {
-      const { template } = synthesizeStack(props, name, context);
-      const findings = lint(name, template.toJSON());
-      const errors = findings.filter((f) => f.Level === "Error" && !unknownToThisLinter(f));
-      const unacknowledged = findings.filter(
-        (f) =>
-          f.Level === "Warning" && ACKNOWLEDGED[f.Rule.Id] === undefined && !unknownToThisLinter(f),
-      );
-      const line = (f: Finding) => `${f.Rule.Id} ${f.Location.Path.join("/")}: ${f.Message}`;
-      expect(errors.map(line)).toEqual([]);
-      expect(unacknowledged.map(line)).toEqual([]);
-      // CloudFormation's hard limits, which no linter rule reports until they are passed: a
-      // template body of 1,000,000 bytes and 500 resources. `cdk synth` adds what this synthesis
-      // leaves out (asset metadata on each function, the CDK metadata resource): some 4%, so the
-      // body here must stay under 950,000 bytes and the resources under 499.
-      const json = template.toJSON() as { Resources: Record<string, unknown> };
-      const bytes = Buffer.byteLength(JSON.stringify(json, null, 1));
-      const count = Object.keys(json.Resources).length;
-      console.info(`${name}: ${bytes} bytes, ${count} resources`);
-      expect(bytes).toBeLessThan(950_000);
-      expect(count).toBeLessThan(499);
-    });
+    it(
+      `${name}: no error, and no warning but those acknowledged`,
+      () => {
+        const { template } = synthesizeStack(props, name, context);
+        const findings = lint(name, template.toJSON());
+        const errors = findings.filter((f) => f.Level === "Error" && !unknownToThisLinter(f));
+        const unacknowledged = findings.filter(
+          (f) =>
+            f.Level === "Warning" &&
+            ACKNOWLEDGED[f.Rule.Id] === undefined &&
+            !unknownToThisLinter(f),
+        );
+        const line = (f: Finding) => `${f.Rule.Id} ${f.Location.Path.join("/")}: ${f.Message}`;
+        expect(errors.map(line)).toEqual([]);
+        expect(unacknowledged.map(line)).toEqual([]);
+        // CloudFormation's hard limits, which no linter rule reports until they are passed: a
+        // template body of 1,000,000 bytes and 500 resources. `cdk synth` adds what this synthesis
+        // leaves out (asset metadata on each function, the CDK metadata resource): some 4%, so the
+        // body here must stay under 950,000 bytes and the resources under 499.
+        const json = template.toJSON() as { Resources: Record<string, unknown> };
+        const bytes = Buffer.byteLength(JSON.stringify(json, null, 1));
+        const count = Object.keys(json.Resources).length;
+        console.info(`${name}: ${bytes} bytes, ${count} resources`);
+        expect(bytes).toBeLessThan(950_000);
+        expect(count).toBeLessThan(499);
+      },
+      SLOW_STEP_TIMEOUT_MS,
+    );
   }
 
-  it("finds what it should: a template with an error is not clean", () => {
-    const broken = {
-      Resources: { Queue: { Type: "AWS::SQS::Queue", Properties: { VisibilityTimeout: "soon" } } },
-    };
-    expect(lint("broken", broken).filter((f) => f.Level === "Error").length).toBeGreaterThan(0);
-  });
+  it(
+    "finds what it should: a template with an error is not clean",
+    () => {
+      const broken = {
+        Resources: {
+          Queue: { Type: "AWS::SQS::Queue", Properties: { VisibilityTimeout: "soon" } },
+        },
+      };
+      expect(lint("broken", broken).filter((f) => f.Level === "Error").length).toBeGreaterThan(0);
+    },
+    SLOW_STEP_TIMEOUT_MS,
+  );
 });

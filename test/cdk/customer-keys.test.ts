@@ -84,6 +84,10 @@ describe("the customer-keys table and its KMS key", () => {
     expect(template.toJSON().Resources[table.id].DeletionPolicy).toBe("Retain");
   });
 
+  it("cannot be deleted while its deletion protection is on: losing it loses every sealed field", () => {
+    expect(table.Properties.DeletionProtectionEnabled).toBe(true);
+  });
+
   it("wraps them with a rotating key of its own policy, retained", () => {
     expect(key.Properties).toMatchObject({ EnableKeyRotation: true });
     expect(key.Properties.KeyPolicy).toBeDefined();

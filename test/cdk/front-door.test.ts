@@ -1,8 +1,8 @@
 import { App, Stack } from "aws-cdk-lib";
-import { Match, Template } from "aws-cdk-lib/assertions";
+import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
 import { AccountRootPrincipal, Role } from "aws-cdk-lib/aws-iam";
 import { describe, expect, it } from "vitest";
-import { ROUTES } from "../../functions/front-door/api";
+import { methodsOf, ROUTES } from "../../functions/front-door/api";
 import { FrontDoor } from "../../lib/infra/constructs/front-door";
 import { AgentBusTables } from "../../lib/infra/constructs/tables";
 import {
@@ -38,7 +38,7 @@ describe("the front door", () => {
     });
   });
 
-  it("serves exactly the routes of the function's route table, each with its authorization", () => {
+  it("serves exactly the routes of the function's route table, each with its authorization, and sends the rest to the function", () => {
     const authorizer = resourcesOf("AWS::ApiGatewayV2::Authorizer")[0]?.[0];
     const routes = resourcesOf("AWS::ApiGatewayV2::Route").map(([, route]) => {
       const type = route.Properties.AuthorizationType as string | undefined;
@@ -48,11 +48,18 @@ describe("the front door", () => {
         auth: jwt ? "jwt" : type === "AWS_IAM" ? "iam" : (type ?? "NONE").toLowerCase(),
       };
     });
-    expect(routes.sort((a, b) => a.key.localeCompare(b.key))).toEqual(
-      ROUTES.map((r) => ({ key: `${r.method} ${r.path}`, auth: r.auth })).sort((a, b) =>
-        a.key.localeCompare(b.key),
-      ),
+    // A GET route takes HEAD too; `$default` (no authorization) takes what no route takes, so
+    // that the function answers an unknown path 404 and another method 405 (problem details).
+    const served = [
+      ...ROUTES.flatMap((r) => methodsOf(r).map((m) => ({ key: `${m} ${r.path}`, auth: r.auth }))),
+      { key: "$default", auth: "none" },
+    ];
+    const byKey = (a: { key: string }, b: { key: string }) => a.key.localeCompare(b.key);
+    expect(routes.sort(byKey)).toEqual(served.sort(byKey));
+    const integrations = resourcesOf("AWS::ApiGatewayV2::Route").map(([, route]) =>
+      JSON.stringify(route.Properties.Target),
     );
+    expect(new Set(integrations).size).toBe(1);
     expect(ROUTES.filter((r) => r.auth === "none").map((r) => r.path)).toEqual([
       "/v1/openapi.json",
     ]);
@@ -96,6 +103,10 @@ describe("the front door", () => {
         CUSTOMER_KEYS_TABLE: expect.anything(),
       },
     });
+    // No token is a service's unless the deployment names the scope (agentbus:serviceScope).
+    expect((fn.Properties.Environment as { Variables: object }).Variables).not.toHaveProperty(
+      "SERVICE_SCOPE",
+    );
     const dynamodb = statementsOf(template, fn).filter((s) =>
       s.Action.some((a) => a.startsWith("dynamodb:")),
     );
@@ -252,6 +263,18 @@ describe("the front door", () => {
     expect(resources).toContain("/$default/*/v1/tenants/acme/*");
     expect(resources).toContain("/$default/*/v1/tenants/globex/*");
     expect(() => door.grantServiceCalls(role, ["Not A Tenant"])).toThrow(/tenants of a-z 0-9/);
+    // Its synth bundles both functions: well over a minute on a busy machine.
+  }, 300_000);
+
+  it("left out, is named at synth: a warning on the stack says how to have it", () => {
+    const absent = (stack: Stack) =>
+      Annotations.fromStack(stack).findWarning("*", Match.stringLikeRegexp("no HTTP API"));
+    const [warning, ...more] = absent(synthesizeStack().stack);
+    expect(more).toEqual([]);
+    expect(String(warning?.entry.data)).toMatch(
+      /-c agentbus:jwtIssuer=<issuer URL> -c agentbus:jwtAudience=<client id>/,
+    );
+    expect(absent(synthesizeStack({}, "AgentBus-test", FRONT_DOOR_CONTEXT).stack)).toEqual([]);
   });
 
   it("is not there without an issuer, and an issuer without an audience is refused", () => {

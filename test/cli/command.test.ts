@@ -14,6 +14,7 @@ import { build } from "esbuild";
 import { afterAll, describe, expect, it } from "vitest";
 import { commandNamed } from "../../bin/cli/program";
 import { CLI_BIN } from "../support/cli";
+import { SLOW_STEP_TIMEOUT_MS } from "../support/timeouts";
 
 /**
  * The operator CLI as a command: package.json's "bin" runs it from any directory, its help names
@@ -94,23 +95,27 @@ describe("npx agentbus", () => {
     expect(viaHelp.stdout).toContain("redrive [options] <group>");
   });
 
-  it("does not load the CDK: no module it imports reaches aws-cdk-lib or constructs", async () => {
-    const { metafile } = await build({
-      entryPoints: [join(ROOT, "bin", "agentbus-cli.ts")],
-      bundle: true,
-      write: false,
-      metafile: true,
-      platform: "node",
-      format: "esm",
-      packages: "external",
-      logLevel: "silent",
-    });
-    const packages = new Set(
-      Object.values(metafile.inputs).flatMap((input) =>
-        input.imports.filter((i) => i.external).map((i) => i.path),
-      ),
-    );
-    expect([...packages]).toContain("commander");
-    expect([...packages].filter((p) => /^(aws-cdk-lib|constructs)(\/|$)/.test(p))).toEqual([]);
-  });
+  it(
+    "does not load the CDK: no module it imports reaches aws-cdk-lib or constructs",
+    async () => {
+      const { metafile } = await build({
+        entryPoints: [join(ROOT, "bin", "agentbus-cli.ts")],
+        bundle: true,
+        write: false,
+        metafile: true,
+        platform: "node",
+        format: "esm",
+        packages: "external",
+        logLevel: "silent",
+      });
+      const packages = new Set(
+        Object.values(metafile.inputs).flatMap((input) =>
+          input.imports.filter((i) => i.external).map((i) => i.path),
+        ),
+      );
+      expect([...packages]).toContain("commander");
+      expect([...packages].filter((p) => /^(aws-cdk-lib|constructs)(\/|$)/.test(p))).toEqual([]);
+    },
+    SLOW_STEP_TIMEOUT_MS,
+  );
 });

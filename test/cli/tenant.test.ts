@@ -27,6 +27,9 @@ afterAll(async () => {
   await new Promise<void>((resolve) => server.close(() => resolve()));
 });
 
+const RUN = "run_01KB0Q3V9X7T2M4N6P8R0S1W3Y";
+const TASK = "task_01KB0Q3V9X7T2M4N6P8R0S1W3Y";
+
 const cli = (...args: string[]) =>
   runCli(["--endpoint", endpoint, "--region", "us-east-1", "--stage", "local", ...args]);
 
@@ -36,6 +39,14 @@ describe("--tenant", () => {
     ["approvals"],
     ["dlq", "list"],
     ["workflow", "start", "--kind", "quick-news", "--topic", "tides"],
+    ["workflow", "cancel", RUN],
+    ["workflow", "confirm", RUN, "--node", "review"],
+    ["approve", RUN, "--step", "review"],
+    ["reject", "rrun_01KB0Q3V9X7T2M4N6P8R0S1W3Y", "--step", "call_2_1"],
+    ["resolve", "rrun_01KB0Q3V9X7T2M4N6P8R0S1W3Y", "--step", "call_2_1", "--as", "not_applied"],
+    ["reply", "approve", TASK],
+    ["reply", "cancel", TASK],
+    ["send", "resolve", `${TASK}:reply:1`, "--as", "abandon"],
   ])(
     "%s refuses a tenant that is not a tenant id: exit 2, nothing read or sent",
     async (...command) => {
@@ -53,5 +64,25 @@ describe("--tenant", () => {
     const result = await cli("status", "--help");
     expect(result.code).toBe(0);
     expect(result.stdout).toContain("--tenant <id>");
+  });
+
+  it.each([
+    ["approve"],
+    ["reject"],
+    ["resolve"],
+    ["workflow", "rerun"],
+    ["workflow", "reset"],
+    ["workflow", "resolve"],
+    ["workflow", "cancel"],
+    ["workflow", "confirm"],
+    ["reply", "approve"],
+    ["reply", "reject"],
+    ["reply", "cancel"],
+    ["send", "resolve"],
+  ])("%s checks what it acts on against it", async (...command) => {
+    const result = await cli(...command, "--help");
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain("--tenant <id>");
+    expect(result.stdout).toContain("refuse unless what it acts on is this tenant's");
   });
 });

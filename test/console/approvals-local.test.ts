@@ -210,7 +210,7 @@ describe.skipIf(!haveChromium)("refund approvals from the console (Chromium, loc
         `Nothing to do: call_2_1 of ${runs.approved} was already decided: approve by ${OPERATOR}; nothing sent`,
       );
       expect(await approve(latePage, runs.rejected)).toBe(
-        `Refused: run ${runs.rejected} waits for no decision (it is COMPLETED); nothing sent`,
+        `Refused: call_2_1 of ${runs.rejected} was already decided: reject by ${OPERATOR}; nothing sent`,
       );
       await latePage.screenshot({
         path: join(SCREENSHOTS, "local-overview-approval-refused.png"),

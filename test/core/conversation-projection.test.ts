@@ -113,7 +113,8 @@ describe("the whole chain and the conversation projection", () => {
       order_id: "123",
       order_found: true,
       looked_up_at: h.clock.now().toISOString(),
-      status: "looked_up",
+      status: "superseded",
+      superseded_by: second.task_id,
     });
     expect(view.turns[second.task_id]).toMatchObject({
       input_version: 2,

@@ -138,6 +138,36 @@ describe("consume: discards", () => {
     });
     expect(store.inbox.get(`task-projection#${fb.event_id}`)?.reason).toBe("superseded");
   });
+
+  it("commits the facts a role records of its discard with the discard, never deciding", async () => {
+    const { deps, store } = makeDeps();
+    const fb = feedback(newTaskId(), 2, { input_version: 1 });
+    const decide = vi.fn(taskProjection.decide);
+    const told = { conversation_id: "conv_1", superseded_by: "task_2" };
+    const role: Role<TaskView> = {
+      ...taskProjection,
+      decide,
+      discard: () => "superseded",
+      discarded: (_s, _e, reason) =>
+        reason === "superseded"
+          ? { emit: [{ type: "support.superseded", payload: told }] }
+          : undefined,
+    };
+    const result = await consume(fb, role, deps);
+    expect(result).toMatchObject({ status: "discarded", reason: "superseded" });
+    expect(decide).not.toHaveBeenCalled();
+    expect(result.steps[0]?.emitted).toEqual([
+      expect.objectContaining({ event_type: "support.superseded", causation_id: fb.event_id }),
+    ]);
+    expect(store.log.filter((e) => e.event_type === "support.superseded")).toHaveLength(1);
+    expect(store.inbox.get(`task-projection#${fb.event_id}`)).toMatchObject({
+      outcome: "discarded",
+      reason: "superseded",
+    });
+    // Delivered again: a duplicate, nothing emitted twice.
+    expect((await consume(fb, role, deps)).status).toBe("duplicate");
+    expect(store.log.filter((e) => e.event_type === "support.superseded")).toHaveLength(1);
+  });
 });
 
 describe("consume: invalid input is permanent", () => {

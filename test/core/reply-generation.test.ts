@@ -165,7 +165,14 @@ describe("reply generation", () => {
 
     const discarded = await consume(stale, role, h.deps);
     expect(discarded).toMatchObject({ status: "discarded", reason: "superseded" });
-    expect(discarded.steps.flatMap((s) => s.emitted)).toEqual([]);
+    // Nothing but the fact that the turn will get no reply, naming the turn that answers.
+    expect(discarded.steps.flatMap((s) => s.emitted)).toEqual([
+      expect.objectContaining({
+        event_type: "support.superseded",
+        task_id: stale.task_id,
+        payload: { conversation_id: conv, superseded_by: fresh.task_id },
+      }),
+    ]);
     expect(model.calls).toBe(0);
 
     const applied = await consume(fresh, role, h.deps);

@@ -66,6 +66,14 @@ function sendRequested(options: SendOptions = {}): Envelope {
   return parsed.envelope;
 }
 
+/** A conversation at `version`, whose newest turn is NEWEST_TASK. */
+const conversationAt = (version: number) => ({
+  version,
+  newestTask: NEWEST_TASK,
+  context: () => [],
+});
+const NEWEST_TASK = "task_01KB0Q3V9X7T2M4N6P8R0S1W3Y";
+
 function setup(
   options: {
     versions?: Map<string, number>;
@@ -80,7 +88,7 @@ function setup(
   const role = senderRole({
     channel: options.channel ?? channel,
     sideEffects,
-    conversationVersion: async (id) => versions.get(id) ?? 1,
+    conversation: async (id) => conversationAt(versions.get(id) ?? 1),
     maxUnknownAttempts: options.maxUnknownAttempts,
   });
   const facts = (type: string) => store.log.filter((e) => e.event_type === type);
@@ -268,6 +276,32 @@ describe("sender", () => {
     expect(t.channel.sends()).toBe(0);
     expect(t.channel.queries()).toBe(0);
     expect(t.sideEffects.records.size).toBe(0);
+    // The turn says it will get no reply, and which turn answers.
+    expect(t.facts("support.superseded")).toEqual([
+      expect.objectContaining({
+        task_id: event.task_id,
+        input_version: 1,
+        payload: { conversation_id: event.conversation_id, superseded_by: NEWEST_TASK },
+      }),
+    ]);
+  });
+
+  it("closes a claimed send the channel never saw once it is superseded, and says so", async () => {
+    const t = setup();
+    const event = sendRequested({ inputVersion: 1 });
+    t.channel.inject({ kind: "unavailable" });
+    await failureOf(consume(event, t.role, t.deps));
+    t.versions.set(event.conversation_id as string, 2); // a newer message meanwhile
+    const result = await consume(event, t.role, t.deps, { receiveCount: 2 });
+    expect(result).toMatchObject({ status: "discarded", reason: "superseded" });
+    expect(t.channel.deliveries()).toHaveLength(0);
+    expect(t.sideEffects.records.get(replyKey(event))).toMatchObject({
+      state: "failed",
+      error: { code: NOT_SENT },
+    });
+    expect(t.facts("support.superseded").map((e) => e.payload)).toEqual([
+      { conversation_id: event.conversation_id, superseded_by: NEWEST_TASK },
+    ]);
   });
 
   it("sends a reply whose input version is the current one", async () => {
@@ -419,7 +453,7 @@ describe("sender", () => {
     const role = senderRole({
       channel,
       sideEffects,
-      conversationVersion: async () => 1,
+      conversation: async () => conversationAt(1),
       maxUnknownAttempts: 10,
     });
     const early = sendRequested();

@@ -142,6 +142,7 @@ function supportRoles(
     orderLookup: orderLookupRole({ orders }),
     refundReview: refundReviewRole({
       conversation: context,
+      conversationVersion: conversationVersionReader(store),
       model,
       content,
       sideEffects,
@@ -155,7 +156,7 @@ function supportRoles(
     sender: senderRole({
       channel,
       sideEffects,
-      conversationVersion: conversationVersionReader(store),
+      conversation: conversationReader(store),
       ...(options.orders === undefined ? {} : { orders: options.orders }),
       ...(options.maxUnknownAttempts === undefined
         ? {}

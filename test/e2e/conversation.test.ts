@@ -58,7 +58,9 @@ describe("customer-support conversation on the local runtime", () => {
       const conversation = await local.env.store.load({ state: { type: "conversation", id } });
       expect((conversation.state?.data as ConversationState | undefined)?.version).toBe(2);
       expect(view.turns[second.task_id]).toMatchObject({ input_version: 2, status: "delivered" });
-      expect(view.turns[first.task_id]?.status).not.toBe("delivered");
+      // The first turn says it will get no reply, and which turn answers it.
+      const after = await local.turnReaches(id, first.task_id, "superseded");
+      expect(after.turns[first.task_id]?.superseded_by).toBe(second.task_id);
 
       await local.env.runtime.idle();
       const firstSend = (await sendCommandOf(local.env, first.task_id)) as Envelope;

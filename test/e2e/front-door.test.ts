@@ -1,9 +1,11 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
+import { decodeProtectedHeader } from "jose";
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
 import { loadConversation } from "../../lib/dev/local/scenario/customer-support";
 import { tenantConversationId } from "../../schemas/ids";
+import { undocumented } from "../support/openapi";
 import { serviceSignedHeaders } from "../support/sigv4";
 import { localSupportStack, TIMEOUT } from "./support-stack";
 
@@ -14,6 +16,7 @@ import { localSupportStack, TIMEOUT } from "./support-stack";
  */
 
 const execFileAsync = promisify(execFile);
+const SERVICE_SCOPE = "agentbus/service";
 
 /** A server-sent event of a stream, as the tests read it. */
 interface StreamEvent {
@@ -27,8 +30,12 @@ interface StreamEvent {
 }
 
 describe("the front door on the local stack, over HTTP", () => {
-  // One run in flight per tenant, so that the cap shows with two starts.
-  const local = localSupportStack("fd", { envOverrides: { TENANT_RUNS_IN_FLIGHT: "1" } });
+  // One run in flight per tenant, so that the cap shows with two starts; tokens with the scope
+  // SERVICE_SCOPE are a service's.
+  const local = localSupportStack("fd", {
+    envOverrides: { TENANT_RUNS_IN_FLIGHT: "1" },
+    context: { "agentbus:serviceScope": SERVICE_SCOPE },
+  });
   const door = () => {
     const frontDoor = local.env.frontDoor;
     if (!frontDoor) throw new Error("the local stack serves no front door");
@@ -39,12 +46,17 @@ describe("the front door on the local stack, over HTTP", () => {
     local.turnReaches(tenantConversationId(tenant, conversation), taskId, status);
   const tokenOf = (tenant: string, sub = `u-${tenant}`) =>
     door().issuer.token({ tenant_id: tenant, sub });
+  /**
+   * A request to the door (`path` under `/v1`, or from the root when it does not start with `/`);
+   * every error it answers must be one the OpenAPI document describes.
+   */
   const call = async (
     method: string,
     path: string,
     options: { token?: string; body?: unknown; headers?: Record<string, string> } = {},
   ) => {
-    const response = await fetch(`${door().url}${path}`, {
+    const url = path.startsWith("/") ? `${door().url}${path}` : `${door().url.slice(0, -3)}${path}`;
+    const response = await fetch(url, {
       method,
       headers: {
         ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),
@@ -56,6 +68,9 @@ describe("the front door on the local stack, over HTTP", () => {
         : {}),
     });
     const text = await response.text();
+    const answer = { method, path: new URL(url).pathname, status: response.status };
+    if (response.status >= 400)
+      expect(undocumented({ ...answer, headers: response.headers, text }), text).toEqual([]);
     return {
       status: response.status,
       headers: response.headers,
@@ -264,7 +279,7 @@ describe("the front door on the local stack, over HTTP", () => {
         403,
         { code: "forbidden" },
       ],
-      [call("POST", "/nowhere", { token: acme, body: {} }), 404, { message: "Not Found" }],
+      [call("POST", "/nowhere", { token: acme, body: {} }), 404, { code: "not_found" }],
     ];
     for (const [pending, status, body] of checks) {
       const response = await pending;
@@ -404,9 +419,125 @@ describe("the front door on the local stack, over HTTP", () => {
     TIMEOUT + 30_000,
   );
 
-  it("serves its OpenAPI document without a token", async () => {
+  it("serves its OpenAPI document without a token, to HEAD as to GET", async () => {
     const doc = await call("GET", "/openapi.json");
     expect(doc.status).toBe(200);
     expect(doc.body).toMatchObject({ openapi: "3.1.0", paths: expect.any(Object) });
+    const head = await call("HEAD", "/openapi.json");
+    expect([head.status, head.headers.get("content-type"), head.body]).toEqual([
+      200,
+      doc.headers.get("content-type"),
+      undefined,
+    ]);
+  });
+
+  it(
+    "a user's token speaks for its own customer; only a token with the service scope names another",
+    async () => {
+      const conversation = `conv_${ulid()}`;
+      const path = `/conversations/${conversation}/messages`;
+      const user = await tokenOf("acme", "u-shopper");
+      const foreign = await call("POST", path, {
+        token: user,
+        body: { text: "Where is my order 123?", customer_id: "cust_someone-else" },
+      });
+      expect(foreign.status, JSON.stringify(foreign.body)).toBe(403);
+      expect(foreign.body).toMatchObject({ code: "forbidden" });
+      // Naming the customer it is, is the same as naming none.
+      const own = await call("POST", path, {
+        token: user,
+        body: { text: "Where is my order 123?", customer_id: "cust_u-shopper" },
+      });
+      expect(own.status, JSON.stringify(own.body)).toBe(202);
+      const service = await door().issuer.token({
+        tenant_id: "acme",
+        sub: "crm-backend",
+        scope: `openid ${SERVICE_SCOPE}`,
+      });
+      // A conversation is its customer's: the service speaks for the other one in another.
+      const theirs = `conv_${ulid()}`;
+      const forCustomer = await call("POST", `/conversations/${theirs}/messages`, {
+        token: service,
+        body: { text: "Where is my order 123?", customer_id: "cust_someone-else" },
+      });
+      expect(forCustomer.status, JSON.stringify(forCustomer.body)).toBe(202);
+      const ours = await turnReaches("acme", conversation, own.body.task_id, "delivered");
+      expect(ours.turn_order).toEqual([own.body.task_id]);
+      await turnReaches("acme", theirs, forCustomer.body.task_id, "delivered");
+    },
+    TIMEOUT * 2,
+  );
+
+  it("a malformed path is a 400 or 404, and the door goes on answering", async () => {
+    const acme = await tokenOf("acme");
+    const answers = [
+      await call("GET", "/conversations/%ZZ/stream", { token: acme }),
+      await call("GET", "/runs/%E0%A4%A/stream", { token: acme }),
+      await call("GET", "//"),
+      await call("GET", "/conversations/%ZZ", { token: acme }),
+      await call("GET", "/tasks/conv_%", { token: acme }),
+      await call("POST", "/conversations/conv_%/messages", { token: acme, body: { text: "hi" } }),
+    ];
+    expect(answers.map((a) => [a.status, a.body?.code])).toEqual([
+      [400, "invalid_request"],
+      [400, "invalid_request"],
+      [404, "not_found"],
+      [400, "invalid_request"],
+      [400, "invalid_request"],
+      [400, "invalid_request"],
+    ]);
+    expect((await call("GET", "/openapi.json")).status).toBe(200);
+  });
+
+  it("an unknown path is 404 and another method 405 with Allow, as problem details", async () => {
+    const acme = await tokenOf("acme");
+    const conversation = `/conversations/conv_${ulid()}`;
+    const answers = {
+      nowhere: await call("GET", "/nowhere", { token: acme }),
+      delete: await call("DELETE", conversation, { token: acme }),
+      put: await call("PUT", "/openapi.json"),
+      getMessages: await call("GET", `${conversation}/messages`, { token: acme }),
+      postStream: await call("POST", `${conversation}/stream`, { token: acme, body: {} }),
+    };
+    expect(
+      Object.fromEntries(
+        Object.entries(answers).map(([name, a]) => [
+          name,
+          [a.status, a.headers.get("content-type"), a.body?.code, a.headers.get("allow")],
+        ]),
+      ),
+    ).toEqual({
+      nowhere: [404, "application/problem+json", "not_found", null],
+      delete: [405, "application/problem+json", "method_not_allowed", "GET, HEAD"],
+      put: [405, "application/problem+json", "method_not_allowed", "GET, HEAD"],
+      getMessages: [405, "application/problem+json", "method_not_allowed", "POST"],
+      postStream: [405, "application/problem+json", "method_not_allowed", "GET, HEAD"],
+    });
+  });
+
+  it("a token is refused as API Gateway refuses it: one without exp, and the stream's 401 names the problem", async () => {
+    const acme = await tokenOf("acme");
+    // The local issuer signs as the issuers an HTTP API's JWT authorizer takes: RSA.
+    expect(decodeProtectedHeader(acme).alg).toBe("RS256");
+    expect((await door().issuer.jwks()).keys).toEqual([
+      expect.objectContaining({ kty: "RSA", alg: "RS256" }),
+    ]);
+    const forever = await door().issuer.sign({
+      iss: door().issuer.issuer,
+      aud: door().issuer.audience,
+      sub: "u-1",
+      tenant_id: "acme",
+    });
+    const conversation = `/conversations/conv_${ulid()}`;
+    const read = await call("GET", conversation, { token: forever });
+    expect(read.status).toBe(401);
+    expect(read.headers.get("www-authenticate")).toContain("exp");
+    const streamed = await call("GET", `${conversation}/stream`, { token: forever });
+    expect(streamed.status).toBe(401);
+    // Its challenge's parameters are comma-separated (RFC 9110 §11.6.1).
+    const anonymous = await call("GET", `${conversation}/stream`);
+    expect(anonymous.headers.get("www-authenticate")).toMatch(
+      /^Bearer error="invalid_token", error_description="[^"]+"$/,
+    );
   });
 });

@@ -5,7 +5,9 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
+import { DEV_TOKEN_CLAIMS } from "../../lib/dev/local/front-door";
 import { emulator } from "../support/aws";
+import { runCli } from "../support/cli";
 import { messageOutcome } from "../support/outcomes";
 
 const execFileAsync = promisify(execFile);
@@ -42,6 +44,8 @@ if (!awsCli)
 describe.skipIf(!awsCli)("README: send an event with the AWS CLI", () => {
   let env: LocalEnvironment;
   let dir: string;
+  /** What the README's curl example posted (its 202 answer). */
+  let posted: { conversation_id: string; task_id: string } | undefined;
 
   beforeAll(async () => {
     env = await startLocal({ endpoint: emulator().endpoint, stage: "local" });
@@ -114,7 +118,8 @@ describe.skipIf(!awsCli)("README: send an event with the AWS CLI", () => {
   it("sends a message over HTTP with curl: 202 with the task, the same answer again, then the reply", async () => {
     const frontDoor = env.frontDoor;
     if (!frontDoor) throw new Error("the local stack serves no front door");
-    const token = await frontDoor.issuer.token({ tenant_id: "local", sub: "dev" });
+    // The development token npm start prints.
+    const token = await frontDoor.issuer.token(DEV_TOKEN_CLAIMS);
     const port = new URL(frontDoor.url).port;
     // Asynchronously: the front door answers from this process, which must not block on curl.
     const curl = async () => {
@@ -133,8 +138,9 @@ describe.skipIf(!awsCli)("README: send an event with the AWS CLI", () => {
     expect(curlBlock, "README has a curl-example block").toBeDefined();
     const [accepted] = await curl();
     expect(accepted).toMatchObject({ task_id: expect.stringMatching(/^task_/) });
+    posted = accepted as { conversation_id: string; task_id: string };
     const deadline = Date.now() + 120_000;
-    let turns: { task_id: string; status: string }[] = [];
+    let turns: { task_id: string; status: string; reply_text?: string }[] = [];
     while (Date.now() < deadline) {
       const [again, conversation] = await curl();
       expect(again).toEqual(accepted);
@@ -145,6 +151,9 @@ describe.skipIf(!awsCli)("README: send an event with the AWS CLI", () => {
     expect(turns).toEqual([
       expect.objectContaining({ task_id: accepted?.task_id, status: "delivered" }),
     ]);
+    // The example asks about order 123, and the token's customer has it: the reply tells of it.
+    expect(turns[0]?.reply_text).toMatch(/Order 123 \(/);
+    expect(turns[0]?.reply_text).not.toMatch(/could not find/i);
 
     // The stream block, stopped after three seconds (as Ctrl-C would): the delivered turn.
     expect(streamBlock, "README has a curl-stream-example block").toBeDefined();
@@ -162,5 +171,24 @@ describe.skipIf(!awsCli)("README: send an event with the AWS CLI", () => {
     expect(JSON.parse(event ?? "{}")).toMatchObject({
       turns: [expect.objectContaining({ task_id: accepted?.task_id, status: "delivered" })],
     });
+  }, 180_000);
+
+  it("traces the conversation by the id the HTTP client used, with its tenant; without, says to give it", async () => {
+    if (!posted) throw new Error("the curl example posted nothing");
+    const trace = (...args: string[]) =>
+      runCli([
+        "--endpoint",
+        env.endpoint,
+        "trace",
+        posted?.conversation_id ?? "",
+        "--json",
+        ...args,
+      ]);
+    const found = await trace("--tenant", DEV_TOKEN_CLAIMS.tenant_id);
+    expect(found.code, found.stderr).toBe(0);
+    expect(found.stdout).toContain(posted.task_id);
+    const unnamed = await trace();
+    expect(unnamed.code).toBe(1);
+    expect(unnamed.stderr).toContain("--tenant");
   }, 180_000);
 });

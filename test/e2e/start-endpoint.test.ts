@@ -10,6 +10,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { emulatorConfig } from "../../lib/dev/local/deploy";
 import { type MotoServer, startMoto } from "../../lib/dev/local/moto";
+import { SLOW_STEP_TIMEOUT_MS } from "../support/timeouts";
 
 /**
  * `npm start -- --endpoint URL` deploys to an emulator someone else runs: what is there stays. A
@@ -59,7 +60,7 @@ describe("npm start -- --endpoint: an emulator it did not start", () => {
   const key = { customer_id: { S: "c-1" } };
 
   beforeAll(async () => {
-    moto = await startMoto();
+    moto = await startMoto({ timeoutMs: SLOW_STEP_TIMEOUT_MS });
     dynamodb = new DynamoDBClient(emulatorConfig(moto.endpoint));
     await dynamodb.send(
       new CreateTableCommand({
@@ -72,7 +73,7 @@ describe("npm start -- --endpoint: an emulator it did not start", () => {
     await dynamodb.send(
       new PutItemCommand({ TableName: "customers", Item: { ...key, name: { S: "Ada" } } }),
     );
-  });
+  }, SLOW_STEP_TIMEOUT_MS);
 
   afterAll(async () => {
     dynamodb?.destroy();
@@ -102,9 +103,13 @@ describe("npm start -- --endpoint: an emulator it did not start", () => {
     expect(await itemThere()).toBe("Ada");
   }, 240_000);
 
-  it("--reset without an endpoint is a usage error", async () => {
-    const run = await npmStart(["--reset"]);
-    expect(run.code).toBe(2);
-    expect(run.stderr).toContain("--reset wipes an emulator given with --endpoint");
-  }, 60_000);
+  it(
+    "--reset without an endpoint is a usage error",
+    async () => {
+      const run = await npmStart(["--reset"]);
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain("--reset wipes an emulator given with --endpoint");
+    },
+    SLOW_STEP_TIMEOUT_MS,
+  );
 });

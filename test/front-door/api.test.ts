@@ -31,6 +31,7 @@ const GLOBEX = { tenant_id: "globex", sub: "auth0|5f7c8ec7c33c6c004bbafe82" };
 
 function world(options: { failPublish?: "transient" | "entry"; perMinute?: number } = {}) {
   const published: Envelope[] = [];
+  const logged: { message: string; details: Record<string, unknown> }[] = [];
   const views = new Map<string, unknown>();
   const tasks = new Map<string, Envelope[]>();
   const accepted = new InMemoryAcceptedRequests();
@@ -78,12 +79,13 @@ function world(options: { failPublish?: "transient" | "entry"; perMinute?: numbe
     registry,
     ids: { next: () => ulid() },
     clock,
+    log: { info: (message, details) => logged.push({ message, details }) },
   };
   const send = (
     request: Partial<HttpRequest> & Pick<HttpRequest, "method" | "path">,
     settings: FrontDoorSettings = {},
   ) => handleRequest({ headers: {}, requestId: "req-1", ...request }, ports, settings);
-  return { ports, published, views, tasks, accepted, runs, clock, send };
+  return { ports, published, logged, views, tasks, accepted, runs, clock, send };
 }
 
 const post = (conversation: string, body: unknown, headers: Record<string, string> = {}) => ({
@@ -198,6 +200,51 @@ describe("POST /v1/conversations/{id}/messages", () => {
       expect(response.statusCode).toBe(503);
       expect(response.headers["retry-after"]).toBe("1");
     }
+  });
+});
+
+describe("whose message it is", () => {
+  const SERVICE = { settings: { serviceScope: "agentbus/service" } };
+
+  it("a user's token speaks for its own customer: naming another is refused (403), nothing put", async () => {
+    const { send, published } = world();
+    const other = await send(post("conv_a1", { text: "hi", customer_id: "cust_someone-else" }));
+    expect([other.statusCode, bodyOf(other).code]).toEqual([403, "forbidden"]);
+    // Even where a service scope is set, a token without it is a user's.
+    const unscoped = await send(
+      post("conv_a1", { text: "hi", customer_id: "cust_someone-else" }),
+      SERVICE.settings,
+    );
+    expect(unscoped.statusCode).toBe(403);
+    expect(published).toEqual([]);
+    const own = await send(post("conv_a1", { text: "hi", customer_id: `cust_${ACME.sub}` }));
+    expect(own.statusCode).toBe(202);
+    expect(published[0]?.payload).toMatchObject({ customer_id: `cust_${ACME.sub}` });
+  });
+
+  it("a token with the deployment's service scope names the customer, and that is logged", async () => {
+    const { send, published, logged } = world();
+    const crm = { tenant_id: "acme", sub: "crm-backend", scope: "openid agentbus/service" };
+    const request = {
+      ...post("conv_a1", { text: "hi", customer_id: "cust_42" }),
+      claims: crm,
+    };
+    // Without a service scope deployed, no token is a service's.
+    expect((await send(request)).statusCode).toBe(403);
+    const response = await send(request, SERVICE.settings);
+    expect(response.statusCode, response.body).toBe(202);
+    expect(published[0]?.payload).toMatchObject({ customer_id: "cust_42" });
+    expect(logged).toEqual([
+      {
+        message: "a service acts for a customer",
+        details: {
+          tenant_id: "acme",
+          caller: "user_crm-backend",
+          customer_id: "cust_42",
+          conversation_id: "conv_a1",
+        },
+      },
+    ]);
   });
 });
 

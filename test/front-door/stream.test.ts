@@ -273,13 +273,14 @@ describe("the stream function", () => {
   let issuer = "";
   let sign: (
     claims: Record<string, unknown>,
-    options?: { audience?: string; expired?: boolean },
+    options?: { audience?: string; expires?: "expired" | "never" },
   ) => Promise<string>;
   let server: ReturnType<typeof createServer>;
 
   beforeAll(async () => {
-    const { publicKey, privateKey } = await generateKeyPair("ES256");
-    const jwk = { ...(await exportJWK(publicKey)), kid: "k1", alg: "ES256" };
+    // RSA, as an HTTP API's JWT authorizer takes.
+    const { publicKey, privateKey } = await generateKeyPair("RS256");
+    const jwk = { ...(await exportJWK(publicKey)), kid: "k1", alg: "RS256" };
     // An OIDC issuer on loopback: its discovery document and its JWKS.
     server = createServer((req, res) => {
       res.setHeader("content-type", "application/json");
@@ -290,13 +291,17 @@ describe("the stream function", () => {
     });
     await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
     issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}${ISSUER_PATH}`;
-    sign = (claims, options = {}) =>
-      new SignJWT(claims)
-        .setProtectedHeader({ alg: "ES256", kid: "k1" })
+    sign = (claims, options = {}) => {
+      const token = new SignJWT(claims)
+        .setProtectedHeader({ alg: "RS256", kid: "k1" })
         .setIssuer(issuer)
-        .setAudience(options.audience ?? "agentbus-api")
-        .setExpirationTime(options.expired ? Math.floor(Date.now() / 1000) - 60 : "1h")
-        .sign(privateKey);
+        .setAudience(options.audience ?? "agentbus-api");
+      if (options.expires !== "never")
+        token.setExpirationTime(
+          options.expires === "expired" ? Math.floor(Date.now() / 1000) - 60 : "1h",
+        );
+      return token.sign(privateKey);
+    };
   });
   afterAll(() => new Promise<void>((done) => server.close(() => done())));
 
@@ -350,11 +355,15 @@ describe("the stream function", () => {
     }
   });
 
-  it("refuses a missing, expired or foreign token (401 naming the problem) and a token without a tenant (403)", async () => {
+  it("refuses a missing, expired, unexpiring or foreign token (401 naming the problem) and a token without a tenant (403)", async () => {
     const answers = {
       none: await call({}),
       expired: await call({
-        authorization: `Bearer ${await sign({ sub: "u1", tenant_id: "acme" }, { expired: true })}`,
+        authorization: `Bearer ${await sign({ sub: "u1", tenant_id: "acme" }, { expires: "expired" })}`,
+      }),
+      // RFC 9068 §2.2: an access token has an expiry; one without is refused, not taken for ever.
+      never: await call({
+        authorization: `Bearer ${await sign({ sub: "u1", tenant_id: "acme" }, { expires: "never" })}`,
       }),
       audience: await call({
         authorization: `Bearer ${await sign({ sub: "u1", tenant_id: "acme" }, { audience: "other" })}`,
@@ -373,9 +382,14 @@ describe("the stream function", () => {
     expect(summary).toEqual({
       none: [401, "unauthorized", expect.stringContaining("no bearer token")],
       expired: [401, "unauthorized", expect.stringContaining("the token has expired")],
+      never: [401, "unauthorized", expect.stringContaining("exp claim")],
       audience: [401, "unauthorized", expect.stringContaining("aud claim")],
       foreign: [401, "unauthorized", expect.stringContaining("not signed by the issuer")],
       tenantless: [403, "forbidden", undefined],
     });
+    // The challenge's parameters are comma-separated (RFC 9110 §11.6.1).
+    expect(answers.none.head["www-authenticate"]).toMatch(
+      /^Bearer error="invalid_token", error_description="[^"]+"$/,
+    );
   });
 });

@@ -73,7 +73,10 @@ const store = () =>
     clock,
   });
 
-async function startRun(leaseSeconds: number): Promise<{ runId: string; start: Envelope }> {
+async function startRun(
+  leaseSeconds: number,
+  tenant?: string,
+): Promise<{ runId: string; start: Envelope }> {
   const runId = `run_${ulid()}`;
   const start = {
     event_id: ulid(),
@@ -88,6 +91,7 @@ async function startRun(leaseSeconds: number): Promise<{ runId: string; start: E
     producer: "test",
     attempt: 1,
     payload: { run_id: runId, workflow: "long-form", request: { topic_hint: "tides" } },
+    ...(tenant === undefined ? {} : { tenant_id: tenant }),
   } as Envelope;
   await consume(start, orchestratorRole({ queuedLeaseSeconds: leaseSeconds }), {
     store: store(),
@@ -156,6 +160,33 @@ describe("sweeper handler", () => {
     });
     expect(await after()).toMatchObject({ due: 0, published: 0 });
     quiet.client.destroy();
+  });
+
+  it("reports a tenant's run in that tenant, read from its stored state, and the orchestrator takes it", async () => {
+    const { runId } = await startRun(60, "acme");
+    const bus = fakeEventBridge();
+    const sweep = createSweeperHandler({
+      env: { ...env, STATE_TABLE: tables.state },
+      dynamodb: fromSdk(dynamodb),
+      eventbridge: fromSdk(bus.client),
+      clock,
+    });
+    clock.advance(61_000);
+    expect(await sweep()).toMatchObject({ due: 1, leaseExpired: 1, published: 1 });
+    const envelope = JSON.parse(bus.puts[0]?.Entries?.[0]?.Detail ?? "{}") as Envelope;
+    bus.client.destroy();
+    expect(envelope).toMatchObject({
+      event_type: "node.lease.expired",
+      tenant_id: "acme",
+      aggregate: { type: "dag_run", id: runId, version: 0 },
+    });
+    // The run obeys it (another tenant's report would be refused): the node fails, the run ends.
+    const orchestrator = orchestratorRole({ queuedLeaseSeconds: 60, maxLeaseRedeliveries: 0 });
+    const deps = { store: store(), registry, clock, ids: ulidSource(clock) };
+    expect((await consume(envelope, orchestrator, deps)).status).toBe("applied");
+    const loaded = await store().load({ state: { type: "dag_run", id: runId } });
+    const state = loaded.state?.data as OrchestratorState;
+    expect(state.run.nodes["topic-selection"]?.error?.code).toBe("agent_run.lease_expired");
   });
 
   it("fails the invocation (transiently) when entries could not be published", async () => {

@@ -20,7 +20,12 @@ import { fromSdk } from "../../lib/operator/from-sdk";
 import { unknownSideEffects } from "../../lib/operator/lists";
 import { operatorEnvelope } from "../../lib/operator/operator-command";
 import type { OpsStack } from "../../lib/operator/stack";
-import { reviewCheck, reviewCommand } from "../../lib/operator/support-actions";
+import {
+  reviewCheck,
+  reviewCommand,
+  sendResolveCheck,
+  sendResolveCommand,
+} from "../../lib/operator/support-actions";
 import { cancelCheck, cancelCommand } from "../../lib/operator/support-cancel";
 import type { Envelope } from "../../schemas";
 import { emulator } from "../support/aws";
@@ -146,6 +151,19 @@ describe("a held reply of tenant acme", () => {
       conversation_id: CONV,
       tenant_id: "acme",
     });
+  });
+
+  it("is refused when the operator names another tenant (--tenant), and sent in acme when it names acme", async () => {
+    const approve = reviewCommand(TASK, "approved", {}, "ops_anna");
+    const cancel = cancelCommand(TASK, undefined, "ops_anna");
+    const refused = { refused: `conversation ${CONV} belongs to tenant acme, not globex` };
+    expect(await reviewCheck(stack, approve, "approved", "globex")).toEqual(refused);
+    expect(await cancelCheck(stack, cancel, "globex")).toEqual(refused);
+    const resolve = sendResolveCommand(KEY, TASK, "abandon", undefined, "ops_anna");
+    expect(await sendResolveCheck(stack, resolve, "abandon", "globex")).toEqual(refused);
+    const decided = await reviewCheck(stack, approve, "approved", "acme");
+    if (!("command" in decided)) throw new Error(`not decided: ${JSON.stringify(decided)}`);
+    expect(operatorEnvelope(decided.command)).toMatchObject({ tenant_id: "acme" });
   });
 
   it("is cancelled with a command in acme", async () => {

@@ -98,6 +98,24 @@ describe("erasing a customer", () => {
     for (const text of h.content.texts.values()) expect(() => JSON.parse(text)).not.toThrow();
   });
 
+  it("erases a customer whose refund question a newer message superseded before its review began", async () => {
+    const { h, erase } = erasable();
+    const conversation = newConversationId();
+    // Both messages are accepted before the first turn's review is delivered: it is superseded.
+    await h.drain([
+      clientMessage(conversation, `Please refund order A-1002, ${MARKER}`),
+      clientMessage(conversation, "It is the rain jacket."),
+    ]);
+    expect(h.log).toContainEqual({
+      group: "refund-review",
+      type: "refund.review.requested",
+      status: "discarded",
+      reason: "superseded",
+    });
+    expect((await erase()).outcome).toBe("erased");
+    expect(everything(h)).not.toContain(MARKER);
+  });
+
   it("changes nothing the second time, and knows no customer it never saw", async () => {
     const { h, erase } = erasable();
     await h.drain([clientMessage(newConversationId(), `hello ${MARKER}`)]);

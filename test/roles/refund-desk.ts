@@ -1,8 +1,10 @@
 import { DeterministicLocalModel } from "../../functions/adapters/local-model";
+import type { Script } from "../../functions/adapters/local-model-script";
 import { LocalPayments } from "../../functions/adapters/local-payments";
 import type { AgentJournal } from "../../functions/core/agent/agent";
 import { AGENT_RUN_AGGREGATE } from "../../functions/core/agent/agent-role";
 import { InMemoryContentStore } from "../../functions/core/agent/content";
+import type { ModelPort } from "../../functions/core/model";
 import { defineModule } from "../../functions/core/role-module";
 import { InMemorySideEffects } from "../../functions/core/side-effects";
 import { ordersFrom } from "../../functions/roles/customer-support/order-lookup/order-lookup";
@@ -17,9 +19,8 @@ import { testRole } from "../../lib/dev/role-kit/test-role";
 import type { Envelope } from "../../schemas";
 
 /**
- * The refund agent under test (test/roles): its role on in-memory ports through the real
- * pipeline, the sample orders, a payment stand-in that can fail, the local model (or a scripted
- * one), and a way to drive it: ask, deliver its steps, decide as a person.
+ * The refund agent on in-memory ports through the real pipeline (lib/dev/role-kit), with a
+ * payment stand-in that can fail and a model that follows the local script or the test's own.
  */
 
 export const TASK = "task_01KB0Q3V9X7T2M4N6P8R0S1W3Y";
@@ -29,9 +30,13 @@ export const CONVERSATION = "conv_01KB0Q3V9X7T2M4N6P8R0S1W3Z";
 /** The refund agent on in-memory ports, a payment stand-in that can fail, and a way to drive it. */
 export function refundDesk(
   settings: Partial<RefundAgentSettings> = {},
-  model = new DeterministicLocalModel(),
+  /** The model's script for the agent, or a model port of the test's own. */
+  script?: Script | ModelPort,
 ) {
   const payments = new LocalPayments();
+  const model = new DeterministicLocalModel(
+    typeof script === "function" ? { scripts: { "refund-review": script } } : {},
+  );
   const content = new InMemoryContentStore();
   const sideEffects = new InMemorySideEffects();
   const orders = ordersFrom(SAMPLE_ORDERS);
@@ -45,7 +50,17 @@ export function refundDesk(
       received_at: "2026-01-01T00:00:00.000Z",
     },
   ];
-  const ports = { conversation, model, content, sideEffects, orders, payments };
+  /** The conversation's current version: 1, the refund question, until the customer writes again. */
+  let conversationVersion = 1;
+  const ports = {
+    conversation,
+    conversationVersion: async () => conversationVersion,
+    model: typeof script === "object" ? script : model,
+    content,
+    sideEffects,
+    orders,
+    payments,
+  };
   const role = refundReviewRole(ports, { ...DEFAULT_REFUND_SETTINGS, ...settings });
   const module = defineModule({
     descriptor: role,
@@ -55,7 +70,8 @@ export function refundDesk(
   });
   const t = testRole(module);
   const delivered = new Set<string>();
-  const ask = async (orderId: string, question: string, customer?: string, tenant?: string) => {
+  /** The router's refund question on its stream, not delivered yet. */
+  const requested = async (orderId: string, question: string, customer?: string) => {
     questions.set(1, question);
     const [start] = await t.append(
       { aggregate: { type: "support_route", id: TASK }, taskId: TASK, orderKey: CONVERSATION },
@@ -73,10 +89,29 @@ export function refundDesk(
           intent: "refund",
           order_id: orderId,
         },
+        inputVersion: 1,
       },
     );
-    return t.deliver(tenant ? { ...(start as Envelope), tenant_id: tenant } : (start as Envelope));
+    return start as Envelope;
   };
+  const ask = async (orderId: string, question: string, customer?: string, tenant?: string) => {
+    const start = await requested(orderId, question, customer);
+    return t.deliver(tenant ? { ...start, tenant_id: tenant } : start);
+  };
+  /** The turn's cancel (`agentbus reply cancel`), as the sender and the refund agent get it. */
+  const cancel = (reason = "the customer called in") =>
+    t.deliver(
+      t.message(
+        "support.cancel.requested",
+        { conversation_id: CONVERSATION, requested_by: "ops_anna", reason },
+        {
+          aggregate: { type: "delivery", id: TASK },
+          taskId: TASK,
+          orderKey: CONVERSATION,
+          conversationId: CONVERSATION,
+        },
+      ),
+    );
   /** The step commands not delivered yet, oldest first. */
   const nextSteps = () =>
     t.emitted.filter(
@@ -108,7 +143,13 @@ export function refundDesk(
     content,
     sideEffects,
     orders,
+    requested,
     ask,
+    cancel,
+    /** A newer customer message: the conversation moves past the turn's version. */
+    customerWritesAgain: () => {
+      conversationVersion += 1;
+    },
     drain,
     nextSteps,
     journal,

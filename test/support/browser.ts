@@ -3,10 +3,11 @@ import { join } from "node:path";
 import { type Browser, chromium } from "playwright-core";
 
 /**
- * The browser a page is tested in: Debian's chromium, driven by playwright-core, headless and
- * without a sandbox, GPU or background networking (nothing leaves loopback).
+ * The browser a page is tested in: Debian's chromium (or the one `$AGENTBUS_CHROMIUM` names, as
+ * for .ci/run), driven by playwright-core, headless and without a sandbox, GPU or background
+ * networking (nothing leaves loopback).
  */
-export const CHROMIUM = "/usr/bin/chromium";
+export const CHROMIUM = process.env.AGENTBUS_CHROMIUM ?? "/usr/bin/chromium";
 export const haveChromium = existsSync(CHROMIUM);
 /** Where the console tests put their screenshots (an artifact of the run). */
 export const SCREENSHOTS = join(process.env.AGENTBUS_TEST_OUTPUT ?? "test/output", "console");

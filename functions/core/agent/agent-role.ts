@@ -12,6 +12,7 @@ import {
 } from "./agent";
 import { type AgentPorts, agentStep, type StepResult, type WriteDone } from "./loop";
 import { approvalExpired, personDecides } from "./person";
+import { cancelTurn, type Superseded, stopDiscard, stopped } from "./stop";
 
 /**
  * An agent as a consumer group's role: each run is the aggregate `agent_run/<run id>`, and each
@@ -28,6 +29,11 @@ export interface AgentCommandTypes {
   readonly start: string;
   readonly step: string;
   readonly decision: string;
+  /**
+   * The command that cancels the customer's turn a run works on (its run: `runOfTurn` of its
+   * task): the run stops (./stop.ts).
+   */
+  readonly cancel?: string;
 }
 
 /** An agent's group outside its handler: its identity and one state per run. */
@@ -51,6 +57,8 @@ export function agentDescriptor(fields: {
   runOfTurn?: (taskId: string) => string;
 }): AgentDescriptor {
   const { group, types, runOf, facts, runOfTurn } = fields;
+  if (types.cancel !== undefined && runOfTurn === undefined)
+    throw new Error(`agent ${group}: a cancel of a turn (${types.cancel}) needs runOfTurn`);
   return {
     group,
     types,
@@ -64,14 +72,21 @@ export function agentDescriptor(fields: {
           } satisfies PersonalState<AgentJournal>,
         }
       : {}),
-    subscriptions: [types.start, types.step, types.decision],
+    subscriptions: [
+      types.start,
+      types.step,
+      types.decision,
+      ...(types.cancel ? [types.cancel] : []),
+    ],
     emits: [types.step, ...facts],
     stateOf: (event): AggregateRef => ({
       type: AGENT_RUN_AGGREGATE,
       id:
         event.event_type === types.start
           ? runOf(event)
-          : (event.payload as { run_id: string }).run_id,
+          : event.event_type === types.cancel && runOfTurn
+            ? runOfTurn(event.task_id)
+            : (event.payload as { run_id: string }).run_id,
     }),
   };
 }
@@ -93,6 +108,8 @@ export interface AgentRoleSpec {
    * it, whatever becomes of the run after: what moved outside AgentBus is always a fact.
    */
   wrote?(journal: AgentJournal, write: WriteDone): Promise<EmitSpec[]>;
+  /** For an agent that answers a customer's turn: whether a newer message superseded it. */
+  readonly superseded?: Superseded;
   readonly ports: AgentPorts;
 }
 
@@ -101,9 +118,18 @@ export function agentRole(spec: AgentRoleSpec): Role<AgentJournal> {
   return {
     ...spec.descriptor,
     summarize: summarizeAgentRun,
+    discard: (state, event) => stopDiscard(state, event, types.start, spec.superseded),
+    // A person's decision and the sweeper's deadline are obeyed in the run's tenant only.
+    tenantOfState: (journal) => journal.tenant_id,
     async decide(state, event, context) {
       if (event.event_type === types.start) return start(spec, state, event, context.now);
+      if (event.event_type === types.cancel)
+        return cancelTurn(state, event, () => notStarted(spec, event, context.now), context.now);
       if (!state) return {};
+      if (takesStep(spec, state, event)) {
+        const stop = await stopped(spec.agent, state, spec.ports, spec.superseded, context.now);
+        if (stop) return stop;
+      }
       const expired = approvalExpired(spec.agent, state, context.now);
       if (expired) return outcome(spec, expired);
       if (event.event_type === types.decision) return decision(spec, state, event, context);
@@ -142,6 +168,31 @@ async function start(
     state: journal,
     emit: [stepCommand(spec, journal, { step: 0, at: journal.started_at, kind: "start" })],
   };
+}
+
+/** A step the run takes next, or a decision on the approval it waits for. */
+function takesStep(spec: AgentRoleSpec, state: AgentJournal, event: Envelope): boolean {
+  const { types } = spec.descriptor;
+  if (event.event_type === types.decision) return state.status === "BLOCKED";
+  const { step: asked } = event.payload as { step: number };
+  return event.event_type === types.step && state.status === "RUNNING" && asked === state.step + 1;
+}
+
+/** The run of a turn cancelled before its start command came: kept so that start is dropped. */
+function notStarted(spec: AgentRoleSpec, cancel: Envelope, now: Date): AgentJournal {
+  const journal = newJournal({
+    runId: spec.descriptor.stateOf?.(cancel).id ?? cancel.aggregate.id,
+    taskId: cancel.task_id,
+    agent: spec.agent.name,
+    subject: {},
+    startedBy: { event_type: cancel.event_type, payload: cancel.payload },
+    correlationId: cancel.correlation_id,
+    ...(cancel.tenant_id === undefined ? {} : { tenantId: cancel.tenant_id }),
+    decisionType: spec.descriptor.types.decision,
+    firstMessage: "",
+    now,
+  });
+  return { ...journal, messages: [] };
 }
 
 async function step(

@@ -102,6 +102,56 @@ export interface PersonDecision {
   readonly at: string;
 }
 
+/** A decision taken on one of the run's calls, as the journal keeps it once the call has run. */
+export interface DecidedCall {
+  readonly tool_call_id: string;
+  readonly decision: PersonDecision["decision"];
+  /** Who decided: a person, or `deadline`. */
+  readonly by: string;
+  readonly at: string;
+}
+
+/**
+ * What a decision answers: an approval (approve, reject), a write's unknown outcome, or the run's
+ * own answer (a run handed over for good: no call).
+ */
+const ANSWERS: Readonly<Record<PersonDecision["decision"], "approval" | "outcome" | "answer">> = {
+  approve: "approval",
+  reject: "approval",
+  applied: "outcome",
+  not_applied: "outcome",
+  answer: "answer",
+};
+
+/**
+ * The decision already taken on call `callId` that answers what `decision` answers (its approval,
+ * or its outcome), by a person or a deadline; undefined when none was. Read from `decisions`, which
+ * outlives the call's turn, and from the call itself in a run stored before `decisions`.
+ */
+export function decisionOn(
+  journal: Pick<AgentJournal, "decisions" | "pending">,
+  callId: string,
+  decision: PersonDecision["decision"],
+): Pick<PersonDecision, "decision" | "by" | "at"> | undefined {
+  const answers = (d: { decision: PersonDecision["decision"] } | undefined) =>
+    d !== undefined && ANSWERS[d.decision] === ANSWERS[decision];
+  const kept = (journal.decisions ?? []).filter((d) => d.tool_call_id === callId && answers(d));
+  if (kept.length > 0) return kept.at(-1);
+  const onCall = journal.pending.find((p) => p.id === callId)?.decision;
+  return answers(onCall) ? onCall : undefined;
+}
+
+/** The journal's decisions with one more (it keeps the latest JOURNAL_WINDOW). */
+export function withDecision(
+  journal: AgentJournal,
+  callId: string,
+  decision: PersonDecision,
+): readonly DecidedCall[] {
+  const { decision: taken, by, at } = decision;
+  const entry: DecidedCall = { tool_call_id: callId, decision: taken, by, at };
+  return [...(journal.decisions ?? []), entry].slice(-JOURNAL_WINDOW);
+}
+
 /** What a BLOCKED or NEEDS_HUMAN run waits for. */
 export interface Waiting {
   /** `approval`: a call needs a person's yes or no; `outcome`: a write's outcome is unknown. */
@@ -145,6 +195,16 @@ export interface JournalTotals {
   readonly refused_calls: number;
   readonly input_tokens: number;
   readonly output_tokens: number;
+  /** Write calls that took effect (run, or applied by a person); absent in older runs: none. */
+  readonly writes?: number;
+}
+
+/** Why a run stops before its answer: its turn was cancelled, or the customer wrote again. */
+export interface RunStop {
+  readonly reason: "cancelled" | "superseded";
+  readonly at: string;
+  /** Who cancelled the turn. */
+  readonly by?: string;
 }
 
 /**
@@ -175,9 +235,19 @@ export interface AgentJournal {
   readonly error_turns: number;
   readonly messages: readonly string[];
   readonly pending: readonly PendingCall[];
+  /**
+   * The latest JOURNAL_WINDOW decisions taken on the run's calls: what tells a decision repeated
+   * after its call ran (and left `pending`) from one the run never waited for.
+   */
+  readonly decisions?: readonly DecidedCall[];
   readonly window: readonly JournalStep[];
   readonly totals: JournalTotals;
   readonly waiting?: Waiting;
+  /**
+   * Set when the run's turn was cancelled or superseded: the run ends CANCELLED at its next step
+   * unless it has written (./agent-role.ts, `stopped`).
+   */
+  readonly stop?: RunStop;
   /** The final answer. */
   readonly output?: unknown;
   readonly failure?: { readonly code: string; readonly message: string };

@@ -1,5 +1,5 @@
 import * as z from "../../../schemas/zod";
-import type { ModelMessage, ModelPort, ModelResponse, ModelToolCall } from "../model";
+import { ISSUE_LIMIT, type ModelMessage, type ModelPort } from "../model";
 import { modelSchemaOf } from "../model-schemas";
 import type { SideEffectStore } from "../side-effects";
 import {
@@ -19,6 +19,7 @@ import {
 import type { ContentStore } from "./content";
 import { outsideSubject, toolSpecOf } from "./tool";
 import { type CallOutcome, runReadTool, runWriteTool, toolCallKey } from "./tool-call";
+import { reportedCount, reportedLatency, takenTurn } from "./turn";
 
 /**
  * One step of an agent run (./agent.ts): the caller commits the journal it returns before the
@@ -33,8 +34,10 @@ import { type CallOutcome, runReadTool, runWriteTool, toolCallKey } from "./tool
  *    every call of the turn is answered, the answers become the next user message. A write that
  *    took effect is given back with the step (`wrote`), so its facts commit with it.
  * 2. else a model turn: the conversation so far (content references, ./content.ts) with the
- *    tools. Tool calls -> kept as the turn's calls (1). A text answer -> parsed as JSON against
- *    `output`: the run is COMPLETED with it, or told what is wrong (an error turn).
+ *    tools. A turn the run cannot take (too many calls, a name or id out of bounds, too large:
+ *    ./turn.ts) -> an error turn, nothing run. Tool calls -> kept as the turn's calls (1). A text
+ *    answer -> parsed as JSON against `output`: the run is COMPLETED with it, or told what is
+ *    wrong (an error turn).
  * The turn budget spent, or `maxErrorTurns` error turns in a row -> NEEDS_HUMAN.
  */
 
@@ -103,22 +106,34 @@ async function modelStep(
     ...agent.model,
     metadata: { role: agent.name, task_id: journal.task_id, correlation_id: context.correlationId },
   });
-  const assistant: ModelMessage = {
-    role: "assistant",
-    text: response.text,
-    ...(response.toolCalls?.length ? { toolCalls: response.toolCalls } : {}),
+  const taken = takenTurn(response);
+  const tokens = {
+    input: reportedCount(response.usage?.inputTokens),
+    output: reportedCount(response.usage?.outputTokens),
   };
   const turn = journal.totals.model_turns + 1;
   const totals = {
     ...journal.totals,
     model_turns: turn,
-    input_tokens: journal.totals.input_tokens + response.usage.inputTokens,
-    output_tokens: journal.totals.output_tokens + response.usage.outputTokens,
+    input_tokens: journal.totals.input_tokens + tokens.input,
+    output_tokens: journal.totals.output_tokens + tokens.output,
   };
-  const messages = [...journal.messages, await ports.content.put(JSON.stringify(assistant))];
-  const step = modelStepRecord(journal, turn, response);
-  if (response.toolCalls?.length) {
-    const pending = response.toolCalls.map((call) => ({
+  const messages = [...journal.messages, await ports.content.put(taken.stored)];
+  const step = {
+    kind: "model" as const,
+    model_run_id: `${journal.run_id}:turn:${turn}`,
+    asked: taken.taken ? taken.calls.map((call) => call.name) : [],
+    ...(taken.taken ? {} : { outcome: "not taken" }),
+    tokens,
+    latency_ms: reportedLatency(response.latencyMs),
+  };
+  if (!taken.taken) {
+    const refused = { ...totals, refused_calls: totals.refused_calls + taken.asked };
+    const next = recorded(journal, step, now, { totals: refused, messages });
+    return errorTurn(agent, next, ports, now, `Your turn was not taken: ${taken.problem}`);
+  }
+  if (taken.calls.length) {
+    const pending = taken.calls.map((call) => ({
       id: call.id,
       name: call.name,
       input: call.input,
@@ -127,17 +142,7 @@ async function modelStep(
     return refuseInvalidCalls(agent, next, ports, now);
   }
   const next = recorded(journal, step, now, { totals, messages });
-  return answered(agent, next, response.text, ports, now);
-}
-
-function modelStepRecord(journal: AgentJournal, turn: number, response: ModelResponse) {
-  return {
-    kind: "model" as const,
-    model_run_id: `${journal.run_id}:turn:${turn}`,
-    asked: (response.toolCalls ?? []).map((call: ModelToolCall) => call.name),
-    tokens: { input: response.usage.inputTokens, output: response.usage.outputTokens },
-    latency_ms: response.latencyMs,
-  };
+  return answered(agent, next, taken.text, ports, now);
 }
 
 /** A text answer: COMPLETED when it fits `output`, else an error turn (bounded). */
@@ -178,7 +183,7 @@ function readAnswer(
   }
   const parsed = agent.output.safeParse(value);
   if (parsed.success) return { output: parsed.data };
-  return { problem: z.issueLines(parsed.error, "(answer)").join("; ") };
+  return { problem: z.issueLines(parsed.error, "(answer)").slice(0, ISSUE_LIMIT).join("; ") };
 }
 
 /** Tell the model what went wrong, as the next user message; too many in a row -> a person. */
@@ -191,13 +196,14 @@ async function errorTurn(
 ): Promise<StepResult> {
   const errorTurns = journal.error_turns + 1;
   const limit = agent.maxErrorTurns ?? DEFAULT_MAX_ERROR_TURNS;
+  const said = bounded(text);
   if (errorTurns >= limit)
     return handOver(
       { ...journal, error_turns: errorTurns },
       now,
-      `${errorTurns} model turns in a row went wrong; the last: ${text}`,
+      `${errorTurns} model turns in a row went wrong; the last: ${said}`,
     );
-  const ref = await ports.content.put(JSON.stringify({ role: "user", text }));
+  const ref = await ports.content.put(JSON.stringify({ role: "user", text: said }));
   const next = { ...journal, error_turns: errorTurns, messages: [...journal.messages, ref] };
   return { journal: next, next: "continue", recorded: latestStep(next) };
 }
@@ -240,8 +246,15 @@ function callProblem(
     return `there is no tool named ${call.name}; the tools are: ${agent.tools.map((t) => t.name).join(", ")}. Nothing was run.`;
   const parsed = tool.input.safeParse(call.input);
   if (parsed.success) return outsideSubject(tool, parsed.data, subject);
-  const issues = z.issueLines(parsed.error, "(input)").join("; ");
-  return `the input of ${call.name} does not fit its schema (${issues}). Nothing was run.`;
+  const issues = z.issueLines(parsed.error, "(input)").slice(0, ISSUE_LIMIT).join("; ");
+  return bounded(`the input of ${call.name} does not fit its schema (${issues}). Nothing was run.`);
+}
+
+/** The most of an error the model is told (an answer's issues are bounded by nothing else). */
+const ERROR_TEXT_LIMIT = 2000;
+
+function bounded(text: string): string {
+  return text.length <= ERROR_TEXT_LIMIT ? text : `${text.slice(0, ERROR_TEXT_LIMIT - 1)}…`;
 }
 
 /** Settle one tool call of the latest turn. */
@@ -307,7 +320,12 @@ async function settledCall(
   const pending = journal.pending.map((p) =>
     p.id === callId ? { ...p, result: { ref, is_error: outcome.kind !== "succeeded" } } : p,
   );
-  const totals = { ...journal.totals, tool_calls: journal.totals.tool_calls + 1 };
+  const wrote = tool.effect === "write" && outcome.kind === "succeeded";
+  const totals = {
+    ...journal.totals,
+    tool_calls: journal.totals.tool_calls + 1,
+    ...(wrote ? { writes: (journal.totals.writes ?? 0) + 1 } : {}),
+  };
   const step = {
     kind: "tool" as const,
     tool_call_id: callId,

@@ -5,25 +5,28 @@ import {
   type AgentDefinition,
   type AgentJournal,
   type AnyTool,
+  decisionOn,
   latestStep,
   moved,
   type PersonDecision,
   recorded,
+  withDecision,
 } from "./agent";
 import { type AgentPorts, closeTurn, type StepResult } from "./loop";
 
 /**
  * A person's answer to what a run waits for:
  * - BLOCKED on an `approval` (the approval primitive, ../approval.ts): `approve` runs the call on
- *   the next step; `reject` tells the model the call was refused, with who and why; the same
- *   decision again changes nothing. A deadline that passes first decides as the tool says
- *   (`onDeadline`: reject the call, or fail the run).
+ *   the next step; `reject` tells the model the call was refused, with who and why. A deadline
+ *   that passes first decides as the tool says (`onDeadline`: reject the call, or fail the run).
  * - NEEDS_HUMAN on an `outcome` (a write whose outcome could not be learnt): `applied` with the
  *   outside system's output, or `not_applied`; the side-effect record is closed with it and the
  *   model is told. The key is never run again either way.
  * - NEEDS_HUMAN on an `answer` (its turn budget spent, or too many bad turns): `answer`, with the
  *   run's answer as `output`, checked as the model's would be; the run ends COMPLETED with it.
- * Anything else is refused with a PermanentError that says what the run waits for.
+ * The same decision again, before or after its call ran, changes nothing (the journal's
+ * `decisions` remember it); the other decision on a call already decided is refused with the one
+ * taken. Anything else is refused with a PermanentError that says what the run waits for.
  * Undefined: nothing changes (the decision was already taken).
  */
 
@@ -56,10 +59,11 @@ export async function personDecides(
   };
   if (answer.decision === "answer")
     return answerGiven(agent, journal, { ...decision, output: answer.output }, refuse, now);
+  const taken = decisionOn(journal, answer.tool_call_id ?? "", answer.decision);
   if (answer.decision === "approve" || answer.decision === "reject") {
-    const taken = journal.pending.find((p) => p.id === answer.tool_call_id)?.decision;
     const ruling = ruleOnApproval(
-      approvalOf(agent, journal),
+      // A call decided waits no more, whatever the run waits for now.
+      taken ? undefined : approvalOf(agent, journal),
       taken && { ...taken, verdict: taken.decision as "approve" | "reject" },
       answer.decision,
       answer.tool_call_id ?? "",
@@ -69,7 +73,10 @@ export async function personDecides(
       throw refuse(taken ? ruling.why : (waitProblem(journal, answer) ?? ruling.why));
     return approvalDecided(journal, decision, now);
   }
-  const problem = waitProblem(journal, answer);
+  if (taken?.decision === answer.decision) return undefined;
+  const problem = taken
+    ? `${answer.tool_call_id} was already decided: ${taken.decision} by ${taken.by}`
+    : waitProblem(journal, answer);
   if (problem) throw refuse(problem);
   const tool = agent.tools.find((t) => t.name === waiting?.tool) as AnyTool;
   return outcomeDecided(journal, tool, decision, answer.output, ports, now, refuse);
@@ -185,7 +192,12 @@ function approvalDecided(journal: AgentJournal, decision: PersonDecision, now: D
       outcome: `${decision.decision} by ${decision.by}`,
     },
     now,
-    { pending, status: moved(journal, "ExternalUnblocked"), waiting: undefined },
+    {
+      pending,
+      decisions: withDecision(journal, id ?? "", decision),
+      status: moved(journal, "ExternalUnblocked"),
+      waiting: undefined,
+    },
   );
   return { journal: withoutWaiting(next), next: "continue", recorded: latestStep(next) };
 }
@@ -220,6 +232,7 @@ async function outcomeDecided(
   const pending = journal.pending.map((p) =>
     p.id === waiting?.tool_call_id ? { ...p, decision, result: { ref, is_error: isError } } : p,
   );
+  const writes = (journal.totals.writes ?? 0) + (isError ? 0 : 1);
   const ready = { ...journal, status: moved(journal, "HumanRetry") };
   const running = moved(ready, "DependenciesSatisfied");
   const next = recorded(
@@ -232,7 +245,13 @@ async function outcomeDecided(
       key,
     },
     now,
-    { pending, status: running, failure: undefined },
+    {
+      pending,
+      decisions: withDecision(journal, waiting?.tool_call_id ?? "", decision),
+      status: running,
+      failure: undefined,
+      totals: { ...journal.totals, writes },
+    },
   );
   const closed = await closeTurn(withoutWaiting(next), ports);
   const result = { journal: closed, next: "continue" as const, recorded: latestStep(next) };

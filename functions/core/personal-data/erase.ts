@@ -99,7 +99,10 @@ async function eraseConversation(ports: ErasurePorts, conversationId: string): P
   for (let at = 0; at < refs.length; at += BATCH)
     for (const state of await ports.states.loadStates(refs.slice(at, at + BATCH))) {
       const personal = erasers.get(refKey(state.aggregate));
-      written += await eraseContent(ports.content, personal?.contentOf?.(state.data) ?? []);
+      // An item holding only a group's gate records (a discarded start) refers to no texts.
+      const gateOnly = state.data === undefined || state.data === null;
+      const texts = gateOnly ? [] : (personal?.contentOf?.(state.data) ?? []);
+      written += await eraseContent(ports.content, texts);
       written += await eraseState(ports.states, state, personal);
     }
   return written;

@@ -165,6 +165,9 @@ export function orchestratorRole(options: OrchestratorOptions = {}): Role<Orches
   return defineRole<OrchestratorState, EventType, OrchestratorEmit | "workflow.rejected">({
     ...ORCHESTRATOR,
     summarize: summarizeRun,
+    // The operator's commands, the sweeper's reports and the agents' heartbeats are obeyed in the
+    // run's tenant only.
+    tenantOfState: (state) => state.tenant_id,
     // A run's state (3-4 KB of JSON, written on every event of the run) is read only through
     // AgentBus: the operator tools and the console.
     compactState: true,

@@ -1,6 +1,9 @@
 import * as z from "../../../schemas/zod";
 import { defineModule, type RolePorts, requirePort } from "../../core/role-module";
-import { conversationContextReader } from "../customer-support/conversation/conversation";
+import {
+  conversationContextReader,
+  conversationVersionReader,
+} from "../customer-support/conversation/conversation";
 import { TENANT_FAIR_CONCURRENCY } from "../customer-support/tenant-fairness";
 import {
   DEFAULT_REFUND_SETTINGS,
@@ -57,6 +60,7 @@ export const refundReviewModule = defineModule({
 export function refundAgentPorts(ports: RolePorts): RefundAgentPorts {
   return {
     conversation: conversationContextReader(ports.store),
+    conversationVersion: conversationVersionReader(ports.store),
     model: requirePort(ports, "model", "refund-review"),
     content: requirePort(ports, "content", "refund-review"),
     sideEffects: requirePort(ports, "sideEffects", "refund-review"),

@@ -7,8 +7,10 @@ import {
   REFUND_REVIEW_NEEDS_PERSON,
   REFUND_REVIEW_REQUESTED,
   REFUND_REVIEW_STEP,
+  type RefundReviewRequested,
   RefundReviewRequestedPayload,
 } from "../../../schemas/events/refund";
+import { SUPPORT_CANCEL_REQUESTED } from "../../../schemas/events/support-cancel";
 import { RefundReviewOutcome } from "../../../schemas/events/support-commands";
 import {
   type AgentDefinition,
@@ -43,7 +45,9 @@ import {
  * (./review-facts), on the run's stream
  * `agent_run/rrun_<task token>` with order key = the conversation id. An answer that says a
  * refund was made is accepted only when the payment system has one for the order (the model's
- * word is not the payment's confirmation, seed 000 §3.2).
+ * word is not the payment's confirmation, seed 000 §3.2). A review whose turn was cancelled
+ * (`support.cancel.requested`, which it takes too) or superseded by a newer customer message
+ * refunds nothing more: its run ends CANCELLED at its next step (functions/core/agent/stop.ts).
  */
 
 export const REFUND_REVIEW_GROUP = "refund-review";
@@ -55,6 +59,7 @@ export const REFUND_REVIEW = agentDescriptor({
     start: REFUND_REVIEW_REQUESTED,
     step: REFUND_REVIEW_STEP,
     decision: REFUND_REVIEW_DECISION,
+    cancel: SUPPORT_CANCEL_REQUESTED,
   },
   runOf: (event) => refundRunId(event.task_id),
   facts: [
@@ -86,6 +91,8 @@ export const REFUND_INSTRUCTIONS = [
 export interface RefundAgentPorts {
   /** The customer's messages of the turn (from the conversation's state). */
   readonly conversation: ConversationContextReader;
+  /** The conversation's current version (0 when it has none): a newer message supersedes a turn. */
+  readonly conversationVersion: (conversationId: string) => Promise<number>;
   readonly model: ModelPort;
   readonly content: ContentStore;
   readonly sideEffects: SideEffectStore;
@@ -155,6 +162,11 @@ export function refundReviewRole(
           customer_id: request.customer_id,
         },
       };
+    },
+    async superseded({ payload, input_version }) {
+      if (input_version === undefined) return false;
+      const { conversation_id } = payload as RefundReviewRequested;
+      return input_version < (await ports.conversationVersion(conversation_id));
     },
     finish: (journal) => reviewEnded(journal, ports.orders),
     needsPerson: async (journal) => reviewWaits(journal),

@@ -22,7 +22,8 @@ import { putOnBus } from "./scenario/workflow";
  * go through ingress, router, order lookup, reply generation and the sender to the local channel,
  * with the situations the issue names staged on purpose:
  * - two messages in quick succession: the sender is held back until both replies are generated;
- *   the first reply's send is then superseded and only the second one is delivered;
+ *   the first reply's send is then superseded and only the second one is delivered, and the
+ *   first turn shows `superseded` by the second;
  * - the send command delivered three times (replayed twice onto the commands bus): one delivery;
  * - the channel times out after applying a send: the sender learns the outcome by querying the
  *   channel with the same idempotency key, and the customer gets one message;
@@ -62,6 +63,7 @@ type Log = (line: string) => void;
 /** Case 1: two messages in quick succession; `firstSend` is the first reply's send command. */
 interface QuickSuccession {
   readonly conversation: ConversationCase;
+  readonly first: Envelope;
   readonly second: Envelope;
   readonly firstSend: Envelope;
 }
@@ -98,7 +100,8 @@ export async function runConversationScenario(
   const poison = await sendPoison(env, log);
 
   await env.runtime.idle();
-  late.conversation.view = await loadConversation(env, late.conversation.conversationId);
+  for (const { conversation } of [quick, late])
+    conversation.view = await loadConversation(env, conversation.conversationId);
   const deadLetters = await readDeadLetters(env);
 
   const cases = [quick, triple, timeout, late, refund].map((c) => c.conversation);
@@ -174,7 +177,7 @@ async function runQuickSuccession(env: LocalEnvironment, log: Log): Promise<Quic
   await waitUntil("the second reply's send command", () => sendCommandOf(env, m2.task_id));
   env.runtime.resumeGroup("sender");
   quick.view = await waitForDelivery(env, "the second reply's", quick, m2);
-  return { conversation: quick, second: m2, firstSend };
+  return { conversation: quick, first: m1, second: m2, firstSend };
 }
 
 /** 2. The send command delivered three times (replayed twice onto the commands bus). */
@@ -248,10 +251,11 @@ async function sendPoison(env: LocalEnvironment, log: Log): Promise<Envelope> {
 
 function quickSuccessionChecks(
   env: LocalEnvironment,
-  { conversation, second, firstSend }: QuickSuccession,
+  { conversation, first, second, firstSend }: QuickSuccession,
 ): Check[] {
   const quickDeliveries = deliveriesTo(env, conversation.conversationId);
   const firstSendOutcomes = env.observations.deliveries.get(firstSend.event_id) ?? [];
+  const firstTurn = conversation.view?.turns[first.task_id];
   return [
     check(
       "quick succession: one reply delivered, built from the second message",
@@ -266,6 +270,11 @@ function quickSuccessionChecks(
         (d) => d.group === "sender" && d.status === "discarded" && d.reason === "superseded",
       ),
       firstSendOutcomes.map((d) => `${d.group} ${d.status} ${d.reason ?? ""}`).join(", "),
+    ),
+    check(
+      "quick succession: the first turn says it will get no reply, and which turn answers",
+      firstTurn?.status === "superseded" && firstTurn.superseded_by === second.task_id,
+      `status ${firstTurn?.status ?? "?"}, superseded by ${firstTurn?.superseded_by ?? "none"}`,
     ),
   ];
 }
@@ -335,12 +344,14 @@ export function renderConversation(
       lines.push("      not in the conversation view (never accepted)");
       continue;
     }
+    // Order lookup says whether it found the order; a refund question's order is the refund
+    // agent's to look up, and its turn has no `order_found`.
+    const lookup = turn.order_found === undefined ? "" : turn.order_found ? " found" : " not found";
     const facts = [
       turn.intent ? `intent ${turn.intent}` : undefined,
-      turn.order_id
-        ? `order ${turn.order_id} ${turn.order_found ? "found" : "not found"}`
-        : undefined,
+      turn.order_id ? `order ${turn.order_id}${lookup}` : undefined,
       `status ${turn.status}`,
+      turn.superseded_by ? `answered by the turn of ${turn.superseded_by}` : undefined,
     ].filter(Boolean);
     lines.push(`      ${facts.join(", ")}`);
     if (turn.reply_text) lines.push(`      reply: ${turn.reply_text}`);

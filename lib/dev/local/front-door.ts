@@ -4,10 +4,12 @@ import type {
   APIGatewayProxyEventV2WithJWTAuthorizer,
   APIGatewayProxyStructuredResultV2,
 } from "aws-lambda";
-import { type CryptoKey, errors, exportJWK, generateKeyPair, jwtVerify, SignJWT } from "jose";
+import { type CryptoKey, exportJWK, generateKeyPair, type JWTPayload, SignJWT } from "jose";
 import { ulid } from "ulid";
-import { matchPath, ROUTES } from "../../../functions/front-door/api";
+import { methodsOf, ROUTES, type Route } from "../../../functions/front-door/api";
+import { pathMatches } from "../../../functions/front-door/http";
 import { STREAM_ROUTES } from "../../../functions/front-door/stream";
+import { verifyToken } from "../../../functions/front-door/token";
 import type { FrontDoorStreamHandler } from "../../../functions/handlers/front-door-stream";
 import { loggableMessage } from "../../../functions/handlers/log-redaction";
 import { verifySignature } from "./sigv4";
@@ -17,28 +19,43 @@ import { verifySignature } from "./sigv4";
  * what the HTTP API and its JWT authorizer do before the function runs, then runs the stack's
  * front-door function in-process with the same payload (format 2.0).
  *
- * - A local issuer (`LOCAL_ISSUER`) with an ES256 key pair made at start (with `jose`) signs
- *   development tokens (`token(...)`); the server verifies a route's bearer token as the JWT
- *   authorizer does: signature, `iss`, `aud`, `exp` and `nbf`. A missing or invalid token is
- *   API Gateway's answer: 401, `{"message":"Unauthorized"}`, and a `www-authenticate` header
- *   that names the problem (`error_description`).
- * - Only the routes of the function's route table are served (the stack's routes are made from
- *   the same table); any other is API Gateway's 404 `{"message":"Not Found"}`.
+ * - A local issuer (`LOCAL_ISSUER`) with an RS256 key pair made at start (with `jose`; an HTTP
+ *   API's JWT authorizer takes RSA signatures only) signs development tokens (`token(...)`); the
+ *   server verifies a route's bearer token as the JWT authorizer does
+ *   (functions/front-door/token.ts): signature, `iss`, `aud`, `exp` (required) and `nbf`. A
+ *   missing or invalid token is API Gateway's answer: 401, `{"message":"Unauthorized"}`, and a
+ *   `www-authenticate` header that names the problem (`error_description`), as API Gateway
+ *   writes it.
+ * - The routes of the function's route table are served with their authorization (the stack's
+ *   routes are made from the same table; a GET route takes HEAD too); any other request goes to
+ *   the function with none, as the stack's `$default` route sends it, and the function answers
+ *   404, or 405 with `Allow`.
  * - A service route (`/v1/tenants/{tenant_id}/...`) takes a request signed (SigV4, service
  *   `execute-api`) with the emulator's credentials (`LOCAL_SERVICE_CREDENTIALS`), checked as
  *   API Gateway's IAM authorization checks it (./sigv4.ts); else its 403.
  * - A body over API Gateway's 10 MB payload limit is its 413.
  * - The stream routes (functions/front-door/stream.ts), which a deployed stack serves from the
- *   stream function's URL, are served here on the same port: the request goes to the stream
- *   function as a function URL's payload, unverified (the function verifies the token, as behind
- *   its URL), and what it writes is streamed to the client as it comes.
+ *   stream function's URL, are served here on the same port: a request on their paths (any
+ *   method) goes to the stream function as a function URL's payload, unverified (the function
+ *   verifies the token, as behind its URL), and what it writes is streamed to the client as it
+ *   comes.
+ * - No request stops the server: one that fails is API Gateway's 500
+ *   `{"message":"Internal Server Error"}`, logged.
  */
 
 export const LOCAL_ISSUER = "https://agentbus.local/issuer";
 export const LOCAL_AUDIENCE = "agentbus-local";
 /** The credentials a service signs the service routes' requests with, locally (the emulator's). */
 export const LOCAL_SERVICE_CREDENTIALS = { accessKeyId: "testing", secretAccessKey: "testing" };
+/**
+ * The development token's claims (npm start prints it): tenant `local`, user `alice`, so its
+ * customer is `cust_alice`, whose sample orders (./orders.ts) hold the order 123 the README's
+ * HTTP example asks about.
+ */
+export const DEV_TOKEN_CLAIMS = { tenant_id: "local", sub: "alice" } as const;
 const MAX_PAYLOAD_BYTES = 10 * 1024 * 1024;
+/** The local issuer's signatures: RSA, as an HTTP API's JWT authorizer takes. */
+const ALGORITHM = "RS256";
 
 type Invoke = (
   event: APIGatewayProxyEventV2WithJWTAuthorizer,
@@ -47,30 +64,42 @@ type Invoke = (
 export interface LocalIssuer {
   readonly issuer: string;
   readonly audience: string;
-  /** A development token for a tenant's user, valid for `seconds` (default an hour). */
-  token(claims: { tenant_id?: string; sub: string }, seconds?: number): Promise<string>;
+  /**
+   * A development token for a tenant's user (or, with the deployment's service scope in `scope`, a
+   * service), valid for `seconds` (default an hour).
+   */
+  token(
+    claims: { tenant_id?: string; sub: string; scope?: string },
+    seconds?: number,
+  ): Promise<string>;
+  /** A token of exactly `claims`, signed by the issuer's key (no `iss`, `aud` or `exp` unless given). */
+  sign(claims: JWTPayload): Promise<string>;
   readonly publicKey: CryptoKey;
   /** The public key as a JWKS, as an OIDC issuer publishes it. */
   jwks(): Promise<{ keys: Record<string, unknown>[] }>;
 }
 
 export async function localIssuer(): Promise<LocalIssuer> {
-  const { publicKey, privateKey } = await generateKeyPair("ES256");
+  const { publicKey, privateKey } = await generateKeyPair(ALGORITHM);
   const kid = `local-${ulid()}`;
+  const sign = (claims: JWTPayload) =>
+    new SignJWT(claims).setProtectedHeader({ alg: ALGORITHM, kid }).sign(privateKey);
   return {
     issuer: LOCAL_ISSUER,
     audience: LOCAL_AUDIENCE,
     publicKey,
-    token: (claims, seconds = 3600) =>
-      new SignJWT({ ...claims })
-        .setProtectedHeader({ alg: "ES256", kid })
-        .setIssuer(LOCAL_ISSUER)
-        .setAudience(LOCAL_AUDIENCE)
-        .setSubject(claims.sub)
-        .setIssuedAt()
-        .setExpirationTime(Math.floor(Date.now() / 1000) + seconds)
-        .sign(privateKey),
-    jwks: async () => ({ keys: [{ ...(await exportJWK(publicKey)), kid, alg: "ES256" }] }),
+    token: (claims, seconds = 3600) => {
+      const now = Math.floor(Date.now() / 1000);
+      return sign({
+        ...claims,
+        iss: LOCAL_ISSUER,
+        aud: LOCAL_AUDIENCE,
+        iat: now,
+        exp: now + seconds,
+      });
+    },
+    sign,
+    jwks: async () => ({ keys: [{ ...(await exportJWK(publicKey)), kid, alg: ALGORITHM }] }),
   };
 }
 
@@ -94,16 +123,16 @@ export interface FrontDoorFunctions {
 /** Serve the front-door functions on 127.0.0.1. */
 export async function serveFrontDoor(functions: FrontDoorFunctions): Promise<LocalFrontDoor> {
   const issuer = functions.issuer ?? (await localIssuer());
+  const serve = async (req: IncomingMessage, res: ServerResponse) => {
+    // The request target as sent (`//` is a path here, not a host).
+    const url = new URL(`http://127.0.0.1${req.url ?? "/"}`);
+    const isStream = STREAM_ROUTES.some((r) => pathMatches(r.path, url.pathname));
+    return isStream && functions.stream
+      ? streamAnswer(req, res, url, functions.stream)
+      : answer(req, res, url, functions.invoke, issuer);
+  };
   const server: Server = createServer((req, res) => {
-    const url = new URL(req.url ?? "/", "http://127.0.0.1");
-    const isStream = STREAM_ROUTES.some(
-      (r) => r.method === req.method && matchPath(r.path, url.pathname),
-    );
-    const served =
-      isStream && functions.stream
-        ? streamAnswer(req, res, url, functions.stream)
-        : answer(req, res, functions.invoke, issuer);
-    served.catch((error: unknown) => {
+    serve(req, res).catch((error: unknown) => {
       if (res.headersSent) res.end();
       else send(res, 500, { message: "Internal Server Error" });
       // As the functions' logs: what an error quotes of a request stays out (log-redaction).
@@ -126,23 +155,29 @@ export async function serveFrontDoor(functions: FrontDoorFunctions): Promise<Loc
   };
 }
 
+/**
+ * A request to the HTTP API: the route that takes it (its method and path) and its authorization,
+ * else the `$default` route's, which has none; then the function.
+ */
 async function answer(
   req: IncomingMessage,
   res: ServerResponse,
+  url: URL,
   invoke: Invoke,
   issuer: LocalIssuer,
 ): Promise<void> {
-  const url = new URL(req.url ?? "/", "http://127.0.0.1");
   const method = req.method ?? "GET";
-  const route = ROUTES.find((r) => r.method === method && matchPath(r.path, url.pathname));
-  if (!route) return send(res, 404, { message: "Not Found" });
+  const route: Route | undefined = ROUTES.find(
+    (r) => methodsOf(r).includes(method) && pathMatches(r.path, url.pathname),
+  );
   const body = await readBody(req);
   if (body === undefined) return send(res, 413, { message: "Request Entity Too Large" });
-  const caller = await callerOf(req, url, body, route.auth, issuer);
+  const caller = await callerOf(req, url, body, route?.auth ?? "none", issuer);
   if ("status" in caller)
     return send(res, caller.status, { message: caller.message }, caller.headers);
   const requestId = ulid();
-  const event = eventOf(req, url, route, body, caller, requestId);
+  const routeKey = route ? `${method} ${route.path}` : "$default";
+  const event = eventOf(req, url, routeKey, body, caller, requestId);
   const result = await invoke(event);
   res.writeHead(result.statusCode ?? 200, {
     ...(result.headers as Record<string, string> | undefined),
@@ -159,14 +194,7 @@ async function streamAnswer(
   stream: FrontDoorStreamHandler,
 ): Promise<void> {
   const requestId = ulid();
-  const event = eventOf(
-    req,
-    url,
-    { method: req.method ?? "GET", path: url.pathname },
-    Buffer.alloc(0),
-    {},
-    requestId,
-  );
+  const event = eventOf(req, url, "$default", Buffer.alloc(0), {}, requestId);
   const query = Object.fromEntries(url.searchParams);
   let gone = false;
   res.on("close", () => {
@@ -205,13 +233,17 @@ async function callerOf(
     );
     return "problem" in signed ? { status: 403, message: signed.problem } : signed;
   }
-  const verified = await verify(req.headers.authorization, issuer);
+  const token = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? "")?.[1];
+  const verified = token
+    ? await verifyToken(token, async () => issuer.publicKey, issuer)
+    : { problem: "no bearer token in the Authorization header" };
   if ("problem" in verified)
     return {
       status: 401,
       message: "Unauthorized",
+      // As API Gateway writes it (its parameters space-separated, with an empty scope).
       headers: {
-        "www-authenticate": `Bearer error="invalid_token" error_description="${verified.problem}"`,
+        "www-authenticate": `Bearer scope="" error="invalid_token" error_description="${verified.problem}"`,
       },
     };
   return verified;
@@ -229,7 +261,7 @@ function headersOf(req: IncomingMessage): Record<string, string> {
 function eventOf(
   req: IncomingMessage,
   url: URL,
-  route: { readonly method: string; readonly path: string },
+  routeKey: string,
   body: Buffer,
   caller: Authorized,
   requestId: string,
@@ -237,7 +269,6 @@ function eventOf(
   const headers = headersOf(req);
   const { claims, principal } = caller;
   const now = new Date();
-  const routeKey = `${route.method} ${route.path}`;
   return {
     version: "2.0",
     routeKey,
@@ -252,7 +283,7 @@ function eventOf(
       domainName: "127.0.0.1",
       domainPrefix: "127",
       http: {
-        method: route.method,
+        method: req.method ?? "GET",
         path: url.pathname,
         protocol: "HTTP/1.1",
         sourceIp: req.socket.remoteAddress ?? "127.0.0.1",
@@ -269,26 +300,6 @@ function eventOf(
       ...(principal ? { authorizer: { iam: { userArn: principal } } } : {}),
     },
   } as unknown as APIGatewayProxyEventV2WithJWTAuthorizer;
-}
-
-async function verify(
-  authorization: string | undefined,
-  issuer: LocalIssuer,
-): Promise<{ claims: Record<string, unknown> } | { problem: string }> {
-  const token = /^Bearer\s+(\S+)$/i.exec(authorization ?? "")?.[1];
-  if (!token) return { problem: "no bearer token in the Authorization header" };
-  try {
-    const { payload } = await jwtVerify(token, issuer.publicKey, {
-      issuer: issuer.issuer,
-      audience: issuer.audience,
-    });
-    return { claims: payload as Record<string, unknown> };
-  } catch (error) {
-    if (error instanceof errors.JWTExpired) return { problem: "the token has expired" };
-    if (error instanceof errors.JWTClaimValidationFailed)
-      return { problem: `the token's ${error.claim} claim is not accepted` };
-    return { problem: "the token is not signed by the issuer" };
-  }
 }
 
 async function readBody(req: IncomingMessage): Promise<Buffer | undefined> {

@@ -26,11 +26,9 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/** Whether moto_server can be started here (see motoProblem). */
 export function motoAvailable(): boolean {
-  return (
-    spawnSync("moto_server", ["--help"], { stdio: "ignore" }).status === 0 &&
-    spawnSync("python3", ["-c", "import moto.server"], { stdio: "ignore" }).status === 0
-  );
+  return motoProblem() === undefined;
 }
 
 /**
@@ -62,7 +60,8 @@ export async function startMoto(
   const endpoint = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + (options.timeoutMs ?? 60_000);
   for (;;) {
-    if (spawnError || child.exitCode !== null) throw notStarted(spawnError, stderr);
+    if (spawnError || child.exitCode !== null)
+      throw new Error(notStarted("python3", spawnError, stderr));
     try {
       const response = await fetch(`${endpoint}/moto-api/`, { signal: AbortSignal.timeout(1000) });
       if (response.ok) break;
@@ -101,15 +100,25 @@ export async function startMoto(
 const INSTALL_HINT =
   "Install moto 5.2 with its server extra (pip install 'moto[server]~=5.2') or set AWS_ENDPOINT_URL to a running emulator.";
 
-/** Why the emulator did not start (checked after the fact: a check before costs seconds). */
-function notStarted(spawnError: Error | undefined, stderr: string): Error {
-  if (spawnError)
-    return new Error(`python3 could not be started (${spawnError.message}). ${INSTALL_HINT}`);
-  if (/No module named '?(moto|werkzeug|flask)/.test(stderr))
-    return new Error(
-      `moto is not installed for python3: ${stderr.trim().split("\n").at(-1)}. ${INSTALL_HINT}`,
-    );
-  return new Error(`moto_server exited before it answered: ${stderr}`);
+/**
+ * Why moto_server cannot be started here, or undefined when it can: `python` imports what the
+ * launcher imports (`moto_launcher.py --check`, a second or two). npm start asks before it loads
+ * the stack, so a machine without moto is told at once, not after the synth's tens of seconds.
+ */
+export function motoProblem(python = "python3"): string | undefined {
+  const run = spawnSync(python, [LAUNCHER, "--check"], { encoding: "utf8" });
+  if (run.error || run.status !== 0) return notStarted(python, run.error, run.stderr ?? "");
+  return undefined;
+}
+
+/** Why the emulator did not start, in words that name what to install. */
+function notStarted(python: string, spawnError: Error | undefined, stderr: string): string {
+  if (spawnError) return `${python} could not be started (${spawnError.message}). ${INSTALL_HINT}`;
+  // moto[server]'s own modules and its dependencies (jsonpath_ng, werkzeug, flask, ...).
+  const missing = /No module named '?([\w.]+)/.exec(stderr)?.[1];
+  if (missing)
+    return `moto is not installed for ${python} (it cannot import ${missing}). ${INSTALL_HINT}`;
+  return `moto_server exited before it answered: ${stderr}`;
 }
 
 /** Forget everything moto holds (between test files). */

@@ -2,6 +2,7 @@
 polls that wait instead of spinning, and EventBridge archive replays that replay what AWS does.
 
 Run as `python3 moto_launcher.py <moto_server arguments>`; lib/dev/local/moto.ts starts it.
+`python3 moto_launcher.py --check` exits 0 when it could (what it imports is installed).
 
 moto applies a TransactWriteItems action by action (each one adding its stream record) and, when
 one fails, puts back deep copies of the whole tables it took when the transaction began. Three
@@ -258,4 +259,7 @@ logging.getLogger("werkzeug").setLevel(logging.ERROR)
 if __name__ == "__main__":
     from moto.server import main
 
+    # `--check`: everything above imported, so moto_server can start here (lib/dev/local/moto.ts).
+    if sys.argv[1:] == ["--check"]:
+        sys.exit(0)
     main(sys.argv[1:])

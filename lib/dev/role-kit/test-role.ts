@@ -46,6 +46,8 @@ export interface MessageFields {
   readonly correlationId?: string;
   readonly orderKey?: string;
   readonly conversationId?: string;
+  /** The tenant a message names (`message` only); none: the default tenant. */
+  readonly tenantId?: string;
 }
 
 export interface RoleUnderTest {
@@ -121,6 +123,7 @@ function messageOf(
     causation_id: null,
     task_id: fields.taskId,
     ...(fields.conversationId && { conversation_id: fields.conversationId }),
+    ...(fields.tenantId && { tenant_id: fields.tenantId }),
     aggregate: { ...fields.aggregate, version: 0 },
     ...(fields.orderKey && { order_key: fields.orderKey }),
     producer: "test-client",

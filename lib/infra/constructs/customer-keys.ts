@@ -52,6 +52,7 @@ export interface KeyUser extends IGrantable {
  * and every sealed copy is unreadable at once.
  *
  * The table has no point-in-time recovery, on purpose: a restore would bring erased keys back.
+ * Losing it loses every sealed field, so it has deletion protection besides being retained.
  * The KMS key rotates yearly and has its own key policy (the account's, which lets IAM policies
  * grant it); each grant names its actions and requires the data keys' encryption context
  * (`tenant_id`, `customer_id`, nothing else).
@@ -68,6 +69,7 @@ export class CustomerKeys extends Construct {
       billingMode: BillingMode.PAY_PER_REQUEST,
       encryption: TableEncryption.AWS_MANAGED,
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: false },
+      deletionProtection: true,
       removalPolicy,
     });
     Validations.of(this.table).acknowledge({

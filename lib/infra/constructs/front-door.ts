@@ -5,6 +5,8 @@ import {
   HttpApi,
   HttpMethod,
   HttpNoneAuthorizer,
+  HttpRoute,
+  HttpRouteKey,
   HttpStage,
   LogGroupLogDestination,
 } from "aws-cdk-lib/aws-apigatewayv2";
@@ -19,7 +21,7 @@ import {
 } from "aws-cdk-lib/aws-lambda";
 import { LogGroup } from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
-import { ROUTES, SERVICE_PREFIX } from "../../../functions/front-door/api";
+import { methodsOf, ROUTES, SERVICE_PREFIX } from "../../../functions/front-door/api";
 import { DEFAULT_RUNS_IN_FLIGHT } from "../../../functions/front-door/runs-in-flight";
 import { CONVERSATION_AGGREGATE } from "../../../functions/roles/customer-support/conversation/conversation";
 import { erasedStateTypes } from "../../../functions/roles/personal-state";
@@ -38,6 +40,11 @@ export interface FrontDoorIssuer {
   readonly audience: readonly string[];
   /** The claim that names the tenant. @default "tenant_id" */
   readonly tenantClaim?: string;
+  /**
+   * The scope (in the token's `scope`) that makes a token a service's, which may name the
+   * customer a message is from (each such message is logged). @default none: no token's
+   */
+  readonly serviceScope?: string;
 }
 
 export interface FrontDoorProps {
@@ -67,6 +74,7 @@ export interface FrontDoorProps {
 export const FRONT_DOOR_ISSUER_CONTEXT = "agentbus:jwtIssuer";
 export const FRONT_DOOR_AUDIENCE_CONTEXT = "agentbus:jwtAudience";
 export const FRONT_DOOR_TENANT_CLAIM_CONTEXT = "agentbus:tenantClaim";
+export const FRONT_DOOR_SERVICE_SCOPE_CONTEXT = "agentbus:serviceScope";
 
 /** How long one stream lasts before the client reconnects (and resumes). */
 const STREAM_SECONDS = 300;
@@ -120,6 +128,7 @@ export class FrontDoor extends Construct {
       TENANT_CLAIM: issuer.tenantClaim ?? "tenant_id",
       TENANT_REQUESTS_PER_MINUTE: String(props.tenantRequestsPerMinute ?? 600),
       TENANT_RUNS_IN_FLIGHT: String(props.tenantRunsInFlight ?? DEFAULT_RUNS_IN_FLIGHT),
+      ...(issuer.serviceScope ? { SERVICE_SCOPE: issuer.serviceScope } : {}),
     };
     for (const topic of props.topics)
       environment[`BUS_${topic.topicName.toUpperCase()}`] = topic.busName;
@@ -204,7 +213,11 @@ export class FrontDoor extends Construct {
 
   /**
    * Every route of the function's route table, each with its authorization: the JWT authorizer
-   * (clients), IAM (services: `/v1/tenants/{tenant_id}/...`) or none.
+   * (clients), IAM (services: `/v1/tenants/{tenant_id}/...`) or none; a GET route takes HEAD too.
+   * The `$default` route sends every other request to the function, without authorization, so that
+   * an unknown path is its 404 and a method a path does not take its 405 (problem details): an
+   * HTTP API's own answers cannot be customized. API Gateway still answers a refused token (401)
+   * or signature (403) itself, `{"message": ...}` (functions/front-door/README.md#errors).
    */
   private addRoutes(issuer: FrontDoorIssuer): void {
     const authorizers = {
@@ -213,20 +226,35 @@ export class FrontDoor extends Construct {
       none: new HttpNoneAuthorizer(),
     };
     const integration = new HttpLambdaIntegration("Function", this.function);
+    const open = (route: HttpRoute, reason: string) =>
+      Validations.of(route.node.defaultChild as CfnRoute).acknowledge({
+        id: "AwsSolutions-APIG4",
+        reason,
+      });
     for (const route of ROUTES) {
       const added = this.api.addRoutes({
         path: route.path,
-        methods: [route.method === "GET" ? HttpMethod.GET : HttpMethod.POST],
+        methods: methodsOf(route).map((method) => HttpMethod[method as keyof typeof HttpMethod]),
         integration,
         authorizer: authorizers[route.auth],
       });
       if (route.auth !== "none") continue;
-      for (const open of added)
-        Validations.of(open.node.defaultChild as CfnRoute).acknowledge({
-          id: "AwsSolutions-APIG4",
-          reason: `${route.method} ${route.path} is public by design (${route.summary}); every other route takes the JWT authorizer`,
-        });
+      for (const each of added)
+        open(
+          each,
+          `${route.method} ${route.path} is public by design (${route.summary}); every other route takes the JWT authorizer`,
+        );
     }
+    const fallback = new HttpRoute(this, "DefaultRoute", {
+      httpApi: this.api,
+      routeKey: HttpRouteKey.DEFAULT,
+      integration,
+      authorizer: authorizers.none,
+    });
+    open(
+      fallback,
+      "$default takes only what no route takes: the function answers it 404 or 405 and reads nothing",
+    );
   }
 
   /**

@@ -15,12 +15,13 @@ import type { StateSummary } from "../../../core/ports";
  * The facts of one turn come from different streams (conversation, support_route, order_lookup,
  * reply, delivery), so the fold does not assume their order: each fact fills in its fields, and
  * the turn's status only moves forward (received < routed < looked_up < generated <
- * held_for_review < rejected < approved < cancelled < failed < delivered; a late
+ * held_for_review < rejected < approved < cancelled < failed < superseded < delivered; a late
  * `notification.failed` does not undo a delivery, and a cancelled turn whose reply was delivered
  * before the cancel stays delivered). A held reply a person rejected ends `rejected` (nothing is sent); one a
  * person approved is `approved` until its delivery's outcome. A step that failed for good
  * (`support.step.failed`) makes the turn `failed` with `step_failure`, until the hand-off message
- * it asked for is delivered.
+ * it asked for is delivered. A turn a newer message superseded before its reply (or hand-off) went
+ * out (`support.superseded`) ends `superseded`, with `superseded_by`, the turn that answers it.
  * A fact for a turn not seen yet opens it. The view keeps the last TURN_LIMIT turns by first
  * appearance; a fact of an older turn that was already dropped is ignored.
  */
@@ -40,6 +41,7 @@ export const TURN_STATUSES = [
   "approved",
   "cancelled",
   "failed",
+  "superseded",
   "delivered",
 ] as const;
 export type TurnStatus = (typeof TURN_STATUSES)[number];
@@ -74,6 +76,8 @@ export interface ConversationTurn {
   readonly delivery?: TurnDelivery;
   /** The step that failed for good, when one did; the delivery is then the hand-off message. */
   readonly step_failure?: { readonly step: string; readonly code: string };
+  /** The turn (task id) that answers instead, when a newer message superseded this one. */
+  readonly superseded_by?: string;
 }
 
 export interface ConversationView {
@@ -145,6 +149,7 @@ const FOLDS = {
     step_failure: { step: p.step, code: p.code },
   }),
   "support.cancelled": (p) => ({ status: "cancelled", cancelled_by: p.requested_by }),
+  "support.superseded": (p) => ({ status: "superseded", superseded_by: p.superseded_by }),
 } satisfies Partial<Folds<EventType>>;
 
 /** The event types the view folds. */

@@ -1,7 +1,6 @@
 import { type Envelope, MAX_STREAM_VERSION } from "../../../../schemas";
 import type { MessageAccepted } from "../../../../schemas/events/conversation";
 import type { RouteRequested } from "../../../../schemas/events/support-commands";
-import { tenantOf } from "../../../../schemas/ids";
 import { newestWithin } from "../../../core/budget";
 import { defineRole, type EventOf, type TypedDecision } from "../../../core/define-role";
 import { PermanentError } from "../../../core/errors";
@@ -34,8 +33,9 @@ import type { Role } from "../../../core/role";
  *   `conversation_id` differs from the aggregate id;
  * - `conversation.customer_mismatch`: the conversation belongs to another customer;
  * - `conversation.tenant_mismatch`: the conversation belongs to another tenant (the first
- *   message's; a state from before tenants belongs to the default one). The front door refuses
- *   such a message first (404); this holds when two tenants' first messages race.
+ *   message's; a state from before tenants belongs to the default one), as the pipeline checks
+ *   for every state that names its tenant (`tenantOfState`). The front door refuses such a
+ *   message first (404); this holds when two tenants' first messages race.
  */
 
 export const CONVERSATION_AGGREGATE = "conversation";
@@ -87,6 +87,7 @@ export function conversationRole(options: ConversationOptions = {}): Role<Conver
     subscriptions: ["conversation.message.received"],
     emits: ["conversation.message.accepted", "support.route.requested"],
     decide: (state, event, { now }) => acceptMessage(state, event, now, ttl),
+    tenantOfState: (state) => state.tenant_id,
     personalState: {
       stateOf: ({ conversationId, taskId }) =>
         taskId ? undefined : { type: CONVERSATION_AGGREGATE, id: conversationId },
@@ -101,7 +102,7 @@ export function conversationRole(options: ConversationOptions = {}): Role<Conver
 /** What the conversation emits for each message: the fact and the router's command. */
 type ConversationEmit = "conversation.message.accepted" | "support.route.requested";
 
-/** A conversation takes messages of its own customer and tenant only (see top). */
+/** A conversation takes messages of its own customer only (its tenant: see top). */
 function refuseForeign(
   state: ConversationState | undefined,
   event: EventOf<"conversation.message.received">,
@@ -113,12 +114,6 @@ function refuseForeign(
     throw new PermanentError(
       "conversation.customer_mismatch",
       `conversation ${conversationId} belongs to another customer`,
-      { details },
-    );
-  if (tenantOf(state) !== tenantOf(event))
-    throw new PermanentError(
-      "conversation.tenant_mismatch",
-      `conversation ${conversationId} belongs to another tenant`,
       { details },
     );
 }
@@ -334,6 +329,11 @@ export function streamContextReader(
 export interface ConversationSnapshot {
   /** The conversation version (0 when it has none yet). */
   readonly version: number;
+  /**
+   * The task of the message at `version`: the conversation's newest turn, which answers the ones
+   * it superseded (undefined when the conversation has none yet).
+   */
+  readonly newestTask?: string;
   /** The context of the turn at `throughVersion` (see `contextWindow`). */
   context(throughVersion: number): readonly ContextMessage[];
 }
@@ -341,8 +341,8 @@ export interface ConversationSnapshot {
 export type ConversationReader = (conversationId: string) => Promise<ConversationSnapshot>;
 
 /**
- * Reads a conversation's state once, for a step that needs both its version and a turn's context
- * (reply generation's superseded check, then its prompt).
+ * Reads a conversation's state once, for a step that needs its version and a turn's context
+ * (reply generation's superseded check, then its prompt), or the turn that supersedes another.
  */
 export function conversationReader(store: EventStore): ConversationReader {
   return async (conversationId) => {
@@ -350,8 +350,12 @@ export function conversationReader(store: EventStore): ConversationReader {
       state: { type: CONVERSATION_AGGREGATE, id: conversationId },
     });
     const data = loaded.state?.data as ConversationState | null | undefined;
+    const version = typeof data?.version === "number" ? data.version : 0;
+    // The newest message is always kept (keptMessages), so the state names its task.
+    const newest = data?.messages.at(-1);
     return {
-      version: typeof data?.version === "number" ? data.version : 0,
+      version,
+      ...(newest?.version === version ? { newestTask: newest.task_id } : {}),
       context: (throughVersion) => contextWindow(data ?? undefined, conversationId, throughVersion),
     };
   };
@@ -359,10 +363,11 @@ export function conversationReader(store: EventStore): ConversationReader {
 
 /**
  * A conversation read once per event by a role that needs it in both `discard` (the version, for
- * its superseded check) and `decide` (a turn's context): `discard` reads and leaves the snapshot
- * for `decide`, which takes it. Kept by envelope object, so a new delivery (a new envelope) reads
- * again; taken out by `decide`, so a round the pipeline retries after a commit conflict (the same
- * envelope, `discard` first again) reads again too.
+ * its superseded check) and then `decide` (a turn's context) or the facts of the discard (the
+ * turn that superseded it): `discard` reads and leaves the snapshot for the next step, which
+ * takes it. Kept by envelope object, so a new delivery (a new envelope) reads again; taken out by
+ * the next step, so a round the pipeline retries after a commit conflict (the same envelope,
+ * `discard` first again) reads again too.
  */
 export class ConversationReads {
   private readonly pending = new WeakMap<Envelope, Promise<ConversationSnapshot>>();
@@ -378,7 +383,7 @@ export class ConversationReads {
   }
 
   /** What `discard` read for this event, or a new read when it read nothing. */
-  forDecide(event: Envelope): Promise<ConversationSnapshot> {
+  afterDiscard(event: Envelope): Promise<ConversationSnapshot> {
     const snapshot = this.pending.get(event) ?? this.read(this.conversationOf(event));
     this.pending.delete(event);
     return snapshot;

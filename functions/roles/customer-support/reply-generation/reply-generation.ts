@@ -31,6 +31,7 @@ import {
 import { factFields } from "../fact-fields";
 import { restsOn } from "../sender/facts";
 import { type StepFailedEmit, stepFailedDecision } from "../step-failure";
+import { type SupersededEmit, supersededDecision } from "../superseded";
 import modelSchemas from "./model-schemas.json";
 import { decideReview, REVIEW_COMMANDS, type ReviewCommand, type ReviewEmit } from "./review";
 import type { ReplyState } from "./state";
@@ -45,7 +46,8 @@ export const REPLY_DRAFT_SCHEMA = "reply_draft";
  *
  * One `reply.generation.requested` per task, on the stream `reply/<task_id>`:
  * - discarded before any model call when expired (the pipeline) or `superseded`: its
- *   `input_version` is lower than the conversation's current version (a newer message arrived);
+ *   `input_version` is lower than the conversation's current version (a newer message arrived),
+ *   recorded with `support.superseded`, which names the turn that answers (../superseded);
  * - the model gets the turn's context (from the same read of the conversation's state as the
  *   superseded check: the customer's message and the ones sent just before it, see contextWindow
  *   in ./conversation), the intent and the order facts as canonical JSON (no internal ids except
@@ -109,6 +111,7 @@ export const REPLY_GENERATION: DescriptorOf<ReplyCommand, ReplyEmit> = {
     "reply.approved",
     "reply.rejected",
     "support.step.failed",
+    "support.superseded",
   ],
   stateOf: (event) => ({ type: REPLY_AGGREGATE, id: event.task_id }),
   personalState: {
@@ -125,7 +128,7 @@ export const REPLY_GENERATION: DescriptorOf<ReplyCommand, ReplyEmit> = {
 
 /** What a new request emits: the draft, then its send or its hold for a person's review. */
 type DraftEmit = "reply.generated" | "reply.held_for_review" | "notification.send.requested";
-type ReplyEmit = DraftEmit | ReviewEmit | StepFailedEmit;
+type ReplyEmit = DraftEmit | ReviewEmit | StepFailedEmit | SupersededEmit;
 
 export function replyGenerationRole(options: ReplyGenerationOptions): Role<ReplyState> {
   const settings = replySettings(options);
@@ -142,11 +145,17 @@ export function replyGenerationRole(options: ReplyGenerationOptions): Role<Reply
       const { version } = await reads.forDiscard(event);
       return event.input_version < version ? "superseded" : undefined;
     },
+    async discarded(_existing, event, reason) {
+      if (reason !== "superseded" || event.event_type !== "reply.generation.requested")
+        return undefined;
+      const request = event.payload;
+      return supersededDecision(event, request.conversation_id, await reads.afterDiscard(event));
+    },
     async decide(existing, event, { now }) {
       if (event.event_type !== "reply.generation.requested")
         return decideReview(existing, event, now, settings.sendTtl);
       if (existing) return {};
-      return decideReply(settings, event, await reads.forDecide(event), now);
+      return decideReply(settings, event, await reads.afterDiscard(event), now);
     },
   });
 }

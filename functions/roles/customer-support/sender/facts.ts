@@ -1,3 +1,4 @@
+import type { Envelope } from "../../../../schemas";
 import type { OrderRecord, SendRequested } from "../../../../schemas/events/conversation";
 import type { EventOf } from "../../../core/define-role";
 import type { DiscardReason } from "../../../core/ports";
@@ -49,8 +50,8 @@ export function stillHolds(
 }
 
 export interface SendChecks {
-  /** The conversation's current version (0 when it has none). */
-  readonly conversationVersion: (conversationId: string) => Promise<number>;
+  /** The conversation of the command, read now: its current version (0 when it has none). */
+  readonly conversation: (event: Envelope) => Promise<{ readonly version: number }>;
   /** Where the orders are read again; without it a reply's facts are not re-checked. */
   readonly orders?: OrdersPort;
 }
@@ -64,8 +65,8 @@ export async function staleReason(
   if (cancelled) return "cancelled";
   const request = event.payload;
   if (event.input_version !== undefined) {
-    const current = await checks.conversationVersion(request.conversation_id);
-    if (event.input_version < current) return "superseded";
+    const { version } = await checks.conversation(event);
+    if (event.input_version < version) return "superseded";
   }
   const facts = request.rests_on;
   if (facts === undefined || checks.orders === undefined) return undefined;

@@ -1,6 +1,6 @@
 import * as z from "../../../../schemas/zod";
 import { defineModule, requirePort } from "../../../core/role-module";
-import { conversationVersionReader } from "../conversation/conversation";
+import { conversationReader } from "../conversation/conversation";
 import { TENANT_FAIR_CONCURRENCY } from "../tenant-fairness";
 import { DEFAULT_MAX_UNKNOWN_ATTEMPTS, SENDER, senderRole } from "./sender";
 
@@ -33,7 +33,7 @@ export const senderModule = defineModule({
     senderRole({
       channel: requirePort(ports, "channel", "sender"),
       sideEffects: requirePort(ports, "sideEffects", "sender"),
-      conversationVersion: conversationVersionReader(ports.store),
+      conversation: conversationReader(ports.store),
       orders: requirePort(ports, "orders", "sender"),
       maxUnknownAttempts: settings.MAX_UNKNOWN_ATTEMPTS,
     }),

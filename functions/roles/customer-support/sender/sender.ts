@@ -8,6 +8,7 @@ import {
   SUPPORT_CANCEL_REQUESTED,
   SUPPORT_CANCELLED,
 } from "../../../../schemas/events/support-cancel";
+import { SUPPORT_SUPERSEDED } from "../../../../schemas/events/support-superseded";
 import {
   type DescriptorOf,
   defineRole,
@@ -23,9 +24,11 @@ import type { DiscardReason } from "../../../core/ports";
 import type { DecideContext, Role } from "../../../core/role";
 import type { OrdersPort } from "../../../core/role-module";
 import { type ChannelPort, type SideEffectStore, sideEffectKey } from "../../../core/side-effects";
+import { type ConversationReader, ConversationReads } from "../conversation/conversation";
+import { type SupersededEmit, supersededDecision } from "../superseded";
 import { decideCancel } from "./cancel";
 import { ChannelCalls, type Outcome } from "./channel";
-import { staleReason } from "./facts";
+import { type SendChecks, staleReason } from "./facts";
 import { decideResolve, RESOLVE_REQUESTED } from "./resolve";
 import type { DeliveryFact, DeliveryState, EscalatedSend } from "./state";
 
@@ -46,13 +49,16 @@ import type { DeliveryFact, DeliveryState, EscalatedSend } from "./state";
  * - past `expires_at` -> discarded `expired` by the pipeline (no channel call);
  * - the turn was cancelled -> discarded `cancelled`; `input_version` < the conversation's current
  *   version -> discarded `superseded` (a newer customer message arrived; the reply answers an old
- *   question); the order the reply rests on changed since it was looked up (read again through the
- *   `orders` port) -> discarded `invalidated_by_state_change` (./facts); no channel call;
+ *   question), recorded with `support.superseded`, which names the turn that answers
+ *   (../superseded); the order the reply rests on changed since it was looked up (read again
+ *   through the `orders` port) -> discarded `invalidated_by_state_change` (./facts); no channel
+ *   call;
  * - but a send already claimed for the command whose fact is not recorded (`unfinished`: a send
  *   that timed out, a crash between send and commit) is resolved, never dropped: `decide` runs
  *   with `resolving` set, finds the outcome from the record or by query, and starts no new send
  *   (no resend either); what the channel never received is closed as `failed` with code
- *   `sender.not_sent` and the command recorded as discarded with its reason.
+ *   `sender.not_sent` and the command recorded as discarded with its reason (with
+ *   `support.superseded` when that is the reason).
  *
  * `decide`, in order:
  * 1. the state already records a fact for the key -> emit nothing (a re-issued command);
@@ -111,8 +117,11 @@ export const DEFAULT_MAX_UNKNOWN_ATTEMPTS = 5;
 export interface SenderOptions {
   readonly channel: ChannelPort;
   readonly sideEffects: SideEffectStore;
-  /** The conversation's current version (0 when it has none). */
-  readonly conversationVersion: (conversationId: string) => Promise<number>;
+  /**
+   * The conversation's state (conversationReader in ../conversation): its current version, for
+   * the superseded check, and its newest turn, which answers a superseded one.
+   */
+  readonly conversation: ConversationReader;
   /** Where the order a reply rests on is read again before sending; without it, not re-checked. */
   readonly orders?: OrdersPort;
   /** Attempts with an unknown outcome before escalating. @default 5 */
@@ -131,12 +140,15 @@ type SenderCommand =
   | typeof SUPPORT_CANCEL_REQUESTED;
 /** A send's outcome: what the sender reports for its key. */
 type SendFact = typeof DELIVERED | typeof DELIVERY_FAILED;
-type Sent = TypedDecision<DeliveryState, SendFact>;
+type Sent = TypedDecision<DeliveryState, SendFact | SupersededEmit>;
 
-export const SENDER: DescriptorOf<SenderCommand, SendFact | typeof SUPPORT_CANCELLED> = {
+/** What the sender emits: a send's outcome, a turn's cancel, a turn another superseded. */
+type SenderEmit = SendFact | typeof SUPPORT_CANCELLED | SupersededEmit;
+
+export const SENDER: DescriptorOf<SenderCommand, SenderEmit> = {
   group: SENDER_GROUP,
   subscriptions: [SEND_REQUESTED, RESOLVE_REQUESTED, SUPPORT_CANCEL_REQUESTED],
-  emits: [DELIVERED, DELIVERY_FAILED, SUPPORT_CANCELLED],
+  emits: [DELIVERED, DELIVERY_FAILED, SUPPORT_CANCELLED, SUPPORT_SUPERSEDED],
   stateOf: (event: Envelope): AggregateRef => ({ type: DELIVERY_AGGREGATE, id: event.task_id }),
   personalState: {
     stateOf: ({ taskId }) => (taskId ? { type: DELIVERY_AGGREGATE, id: taskId } : undefined),
@@ -159,12 +171,21 @@ export function senderRole(options: SenderOptions): Role<DeliveryState> {
       "sender.invalid_option",
       `maxUnknownAttempts must be a positive integer, got ${maxUnknown}`,
     );
-  const sender = new Sender(options, maxUnknown);
-  return defineRole<DeliveryState, SenderCommand, SendFact | typeof SUPPORT_CANCELLED>({
+  const reads = new ConversationReads(options.conversation, conversationIdOf);
+  const sender = new Sender(options, maxUnknown, reads);
+  const checks: SendChecks = {
+    conversation: (event) => reads.forDiscard(event),
+    ...(options.orders === undefined ? {} : { orders: options.orders }),
+  };
+  return defineRole<DeliveryState, SenderCommand, SenderEmit>({
     ...SENDER,
     async discard(state, event): Promise<DiscardReason | undefined> {
       if (event.event_type !== SEND_REQUESTED) return undefined;
-      return staleReason(state?.cancelled !== undefined, event, options);
+      return staleReason(state?.cancelled !== undefined, event, checks);
+    },
+    async discarded(_state, event, reason) {
+      if (reason !== "superseded" || event.event_type !== SEND_REQUESTED) return undefined;
+      return supersededSend(event, reads);
     },
     /** A send was claimed for this command and its fact is not recorded yet. */
     async unfinished(state, event): Promise<boolean> {
@@ -183,12 +204,23 @@ export function senderRole(options: SenderOptions): Role<DeliveryState> {
   });
 }
 
+function conversationIdOf(event: Envelope): string {
+  return payloadOf(event, SEND_REQUESTED).conversation_id;
+}
+
+/** The fact that the send's turn will get no reply: the conversation's newest turn answers. */
+async function supersededSend(event: EventOf<typeof SEND_REQUESTED>, reads: ConversationReads) {
+  const conversationId = event.payload.conversation_id;
+  return supersededDecision<DeliveryState>(event, conversationId, await reads.afterDiscard(event));
+}
+
 class Sender {
   private readonly calls: ChannelCalls;
   private readonly sideEffects: SideEffectStore;
   constructor(
     private readonly options: SenderOptions,
     private readonly maxUnknown: number,
+    private readonly reads: ConversationReads,
   ) {
     this.calls = new ChannelCalls(options.channel);
     this.sideEffects = options.sideEffects;
@@ -228,7 +260,13 @@ class Sender {
       // Discarded before the channel ever saw it: close the record, send nothing.
       const message = `not sent: the command was ${resolving} before the channel received it`;
       await this.sideEffects.markFailed(key, { code: NOT_SENT, message }, now);
-      return { ...facts.record({ outcome: "discarded", code: NOT_SENT }), discarded: resolving };
+      const closed = facts.record({ outcome: "discarded", code: NOT_SENT });
+      const told = resolving === "superseded" ? await supersededSend(event, this.reads) : {};
+      return {
+        ...closed,
+        emit: [...(closed.emit ?? []), ...(told.emit ?? [])],
+        discarded: resolving,
+      };
     }
     return this.settle(outcome, key, Math.max(record.attempts, receiveCount), facts, now);
   }

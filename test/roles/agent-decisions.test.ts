@@ -1,0 +1,227 @@
+import { describe, expect, it } from "vitest";
+import { DeterministicLocalModel } from "../../functions/adapters/local-model";
+import { LocalPayments } from "../../functions/adapters/local-payments";
+import type { AgentJournal } from "../../functions/core/agent/agent";
+import { AGENT_RUN_AGGREGATE } from "../../functions/core/agent/agent-role";
+import { InMemoryContentStore } from "../../functions/core/agent/content";
+import type { StoredState } from "../../functions/core/ports";
+import { defineModule } from "../../functions/core/role-module";
+import { InMemorySideEffects } from "../../functions/core/side-effects";
+import { planSweep } from "../../functions/core/sweeper";
+import { ordersFrom } from "../../functions/roles/customer-support/order-lookup/order-lookup";
+import {
+  DEFAULT_REFUND_SETTINGS,
+  refundReviewRole,
+  refundRunId,
+} from "../../functions/roles/refund-review/refund-agent";
+import { SAMPLE_ORDERS } from "../../lib/dev/local/orders";
+import { testRole } from "../../lib/dev/role-kit/test-role";
+import { stepDecision } from "../../lib/operator/agent-actions";
+import { operatorEnvelope } from "../../lib/operator/operator-command";
+import { type Envelope, registry } from "../../schemas";
+
+/**
+ * A person's decision on an agent run, and the sweeper's deadline, through the pipeline
+ * (`consume`), on the refund agent: a refund above the threshold waits for an approval
+ * (`call_2_1`). A decision is obeyed in the run's tenant only, everything the run emits after it
+ * stays in that tenant, and a decision repeated after its call ran changes nothing.
+ */
+
+const TASK = "task_01KB0Q3V9X7T2M4N6P8R0S1W3Y";
+const RUN = refundRunId(TASK);
+const CONVERSATION = "conv_01KB0Q3V9X7T2M4N6P8R0S1W3Z";
+const HOUR = 3600;
+
+/** The refund agent BLOCKED on the approval of a 129.00 refund, in `tenant`'s run. */
+async function blockedRefund(tenant?: string) {
+  const payments = new LocalPayments();
+  const ports = {
+    conversation: async (_conversationId: string, version: number) => [
+      {
+        version,
+        message_event_id: "01KB0Q3V9X7T2M4N6P8R0S1W40",
+        text: "I cancelled this jacket, refund it",
+        received_at: "2026-01-01T00:00:00.000Z",
+      },
+    ],
+    conversationVersion: async () => 1,
+    model: new DeterministicLocalModel(),
+    content: new InMemoryContentStore(),
+    sideEffects: new InMemorySideEffects(),
+    orders: ordersFrom(SAMPLE_ORDERS),
+    payments,
+  };
+  const role = refundReviewRole(ports, {
+    ...DEFAULT_REFUND_SETTINGS,
+    approvalDeadlineSeconds: HOUR,
+  });
+  const t = testRole(
+    defineModule({ descriptor: role, entry: "none", deployment: {}, build: () => role }),
+  );
+  const [start] = await t.append(
+    { aggregate: { type: "support_route", id: TASK }, taskId: TASK, orderKey: CONVERSATION },
+    {
+      type: "refund.review.requested",
+      payload: {
+        conversation_id: CONVERSATION,
+        customer_id: "cust_alice",
+        channel: "chat",
+        message_event_id: "01KB0Q3V9X7T2M4N6P8R0S1W40",
+        context_version: 1,
+        intent: "refund",
+        order_id: "A-1002",
+      },
+    },
+  );
+  await t.deliver(tenant ? { ...(start as Envelope), tenant_id: tenant } : (start as Envelope));
+  const delivered = new Set<string>();
+  /** Deliver the run's step commands until none is left. */
+  const drain = async () => {
+    for (;;) {
+      const next = t.emitted.find(
+        (e) => e.event_type === "refund_review.step.requested" && !delivered.has(e.event_id),
+      );
+      if (!next) return;
+      delivered.add(next.event_id);
+      await t.deliver(next);
+    }
+  };
+  await drain();
+  const journal = async () =>
+    (await t.state<AgentJournal>({ type: AGENT_RUN_AGGREGATE, id: RUN })) as AgentJournal;
+  expect((await journal()).status).toBe("BLOCKED");
+  /** A person's decision on the call, as the operator tools send it, naming `tenantId`. */
+  const decide = (decision: string, tenantId?: string) =>
+    t.deliver(
+      t.message(
+        "refund_review.decision.requested",
+        { run_id: RUN, tool_call_id: "call_2_1", decision, requested_by: "ops_anna" } as never,
+        { aggregate: { type: AGENT_RUN_AGGREGATE, id: RUN }, taskId: TASK, tenantId },
+      ),
+    );
+  return { t, payments, drain, journal, decide };
+}
+
+describe("a person's decision is obeyed in the run's tenant only", () => {
+  it("an approval naming another tenant, or none, is refused as tenant_mismatch; the run waits on", async () => {
+    const desk = await blockedRefund("acme");
+    const before = desk.t.emitted.length;
+    for (const tenant of ["globex", undefined])
+      await expect(desk.decide("approve", tenant), String(tenant)).rejects.toMatchObject({
+        errorClass: "permanent",
+        code: "agent_run.tenant_mismatch",
+        message: expect.stringContaining(`agent_run ${RUN} belongs to tenant acme`),
+      });
+    await desk.drain();
+    expect((await desk.journal()).status).toBe("BLOCKED");
+    expect(desk.payments.calls).toBe(0);
+    expect(desk.t.emitted.length).toBe(before);
+
+    // The run's own tenant is obeyed, and everything the run emits after it is that tenant's.
+    await desk.decide("approve", "acme");
+    await desk.drain();
+    expect(desk.payments.calls).toBe(1);
+    const caused = desk.t.emitted.slice(before);
+    expect(caused.map((e) => e.event_type)).toContain("refund.approved");
+    expect(new Set(caused.map((e) => e.tenant_id))).toEqual(new Set(["acme"]));
+  });
+
+  it("a default tenant's run refuses a decision naming a tenant", async () => {
+    const desk = await blockedRefund();
+    await expect(desk.decide("reject", "acme")).rejects.toMatchObject({
+      code: "agent_run.tenant_mismatch",
+    });
+    expect((await desk.journal()).status).toBe("BLOCKED");
+  });
+
+  it("the sweeper's deadline carries the run's tenant, and so does everything it causes", async () => {
+    const desk = await blockedRefund("acme");
+    desk.t.clock.advance(HOUR * 1000);
+    const now = desk.t.clock.now();
+    const states = await desk.t.store.loadStates(await desk.t.store.due(now, 10));
+    const [deadline] = planSweep(states as StoredState<unknown>[], now, registry).messages;
+    expect(deadline?.envelope).toMatchObject({
+      event_type: "refund_review.decision.requested",
+      tenant_id: "acme",
+      payload: { decision: "deadline", tool_call_id: "call_2_1" },
+    });
+    const before = desk.t.emitted.length;
+    await desk.t.deliver(deadline?.envelope as Envelope);
+    await desk.drain();
+    const caused = desk.t.emitted.slice(before);
+    expect(caused.map((e) => e.event_type)).toContain("refund.rejected");
+    expect(new Set(caused.map((e) => e.tenant_id))).toEqual(new Set(["acme"]));
+    expect(desk.payments.calls).toBe(0);
+  });
+});
+
+describe("a decision repeated after its call ran", () => {
+  it("the same approval again changes nothing; the other decision is refused naming the one taken", async () => {
+    const desk = await blockedRefund();
+    await desk.decide("approve");
+    await desk.drain();
+    const done = await desk.journal();
+    expect(done.status).toBe("COMPLETED");
+    expect(done.pending).toEqual([]);
+    expect(desk.payments.calls).toBe(1);
+    const before = desk.t.emitted.length;
+
+    const again = await desk.decide("approve");
+    expect(again.status).toBe("applied");
+    expect(again.steps.flatMap((s) => s.emitted)).toEqual([]);
+    expect(await desk.journal()).toMatchObject({ status: "COMPLETED", step: done.step });
+    await expect(desk.decide("reject")).rejects.toMatchObject({
+      code: "agent.decision_refused",
+      message: expect.stringContaining("call_2_1 was already decided: approve by ops_anna"),
+    });
+    expect(desk.t.emitted.length).toBe(before);
+    expect(desk.payments.calls).toBe(1);
+  });
+
+  it("a deadline's rejection is remembered as well: a late approval is refused, a late rejection changes nothing", async () => {
+    const desk = await blockedRefund();
+    desk.t.clock.advance(HOUR * 1000);
+    await desk.decide("approve");
+    await desk.drain();
+    expect((await desk.journal()).status).toBe("COMPLETED");
+    await expect(desk.decide("approve")).rejects.toThrow(
+      /call_2_1 was already decided: reject by deadline/,
+    );
+    expect((await desk.decide("reject")).status).toBe("applied");
+    expect(desk.payments.calls).toBe(0);
+  });
+});
+
+describe("the operator's decision on an agent run (agentbus approve|reject <run> --step <call>)", () => {
+  const by = { requestedBy: "ops_anna" };
+
+  it("goes in the run's tenant, read from its journal; a --tenant of another is refused", async () => {
+    const desk = await blockedRefund("acme");
+    const journal = await desk.journal();
+    expect(stepDecision(journal, RUN, "call_2_1", "approve", { ...by, tenant: "globex" })).toEqual({
+      refused: `run ${RUN} belongs to tenant acme, not globex`,
+    });
+    for (const tenant of ["acme", undefined]) {
+      const decided = stepDecision(journal, RUN, "call_2_1", "approve", { ...by, tenant });
+      if (!("command" in decided)) throw new Error(`not decided: ${JSON.stringify(decided)}`);
+      expect(operatorEnvelope(decided.command)).toMatchObject({ tenant_id: "acme" });
+    }
+    const ours = await blockedRefund();
+    expect(
+      stepDecision(await ours.journal(), RUN, "call_2_1", "reject", { ...by, tenant: "acme" }),
+    ).toEqual({ refused: `run ${RUN} belongs to tenant default, not acme` });
+  });
+
+  it("after the call ran: the same decision is reported as taken, the other refused naming it", async () => {
+    const desk = await blockedRefund();
+    await desk.decide("approve");
+    await desk.drain();
+    const journal = await desk.journal();
+    expect(stepDecision(journal, RUN, "call_2_1", "approve", by)).toEqual({
+      already: `call_2_1 of ${RUN} was already decided: approve by ops_anna`,
+    });
+    expect(stepDecision(journal, RUN, "call_2_1", "reject", by)).toEqual({
+      refused: `call_2_1 of ${RUN} was already decided: approve by ops_anna`,
+    });
+  });
+});
