@@ -77,7 +77,7 @@ describe("a model turn the run cannot take", () => {
     },
   );
 
-  it("turn after turn of them hands the run to a person, who is asked with a fact, and the customer told", async () => {
+  it("turn after turn of them hands the run to a person, who is asked with a fact, and the customer told the person's answer", async () => {
     const desk = refundDesk({}, () => new ToolUse(calls(40, "x".repeat(80))));
     await desk.ask("A-1001", "Please refund my shoes");
     await desk.drain();
@@ -88,7 +88,14 @@ describe("a model turn the run cannot take", () => {
     expect(desk.facts("refund.review.needs_person")[0]?.payload).toMatchObject({
       waiting: "answer",
     });
-    expect(desk.facts("reply.generation.requested")).toHaveLength(1);
+    // The customer is told once, what the person answers.
+    expect(desk.facts("reply.generation.requested")).toEqual([]);
+    const reason = "A colleague checked your order: it is refunded once it is back with us.";
+    await desk.decide({ decision: "answer", output: { decision: "rejected", reason } });
+    expect((await desk.journal())?.status).toBe("COMPLETED");
+    const replies = desk.facts("reply.generation.requested");
+    expect(replies).toHaveLength(1);
+    expect(replies[0]?.payload).toMatchObject({ refund_review: { decision: "rejected", reason } });
   });
 });
 
