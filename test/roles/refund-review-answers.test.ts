@@ -111,4 +111,29 @@ describe("the refund agent's answer is checked against the payment system", () =
       expect(desk.payments.calls, label).toBe(1);
     }
   });
+  it("an answer rejected for an order the payment system has refunded is sent back: no refund.rejected after refund.approved", async () => {
+    const answers: string[] = [];
+    const desk = refundDesk({}, (request) => {
+      const turn = request.messages.filter((m) => m.role === "assistant").length + 1;
+      answers.push(...userTexts(request).slice(answers.length));
+      if (turn === 1) return lookUp(turn);
+      if (turn === 2) return issue(turn);
+      // Pays, then tells the customer the refund is refused.
+      if (turn === 3) return { decision: "rejected", reason: "We cannot refund this order." };
+      const receipt = results(request.messages).get("issue_refund") as object;
+      return { decision: "approved", reason: "Your refund has been issued.", ...receipt };
+    });
+    await desk.ask("456", "Refund please");
+    await desk.drain();
+    expect(answers).toContainEqual(
+      expect.stringContaining(
+        "you answered rejected, but the payment system has refunded this order",
+      ),
+    );
+    expect(desk.facts("refund.rejected")).toEqual([]);
+    expect(desk.facts("refund.approved")).toHaveLength(1);
+    expect(desk.facts("refund.review.completed")[0]?.payload).toMatchObject({
+      decision: "approved",
+    });
+  });
 });

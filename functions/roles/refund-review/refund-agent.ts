@@ -45,7 +45,8 @@ import {
  * (./review-facts), on the run's stream
  * `agent_run/rrun_<task token>` with order key = the conversation id. An answer that says a
  * refund was made is accepted only when the payment system has one for the order (the model's
- * word is not the payment's confirmation, seed 000 §3.2). A review whose turn was cancelled
+ * word is not the payment's confirmation, seed 000 §3.2), and one that refuses it only when it
+ * has none. A review whose turn was cancelled
  * (`support.cancel.requested`, which it takes too) or superseded by a newer customer message
  * refunds nothing more: its run ends CANCELLED at its next step (functions/core/agent/stop.ts).
  */
@@ -128,8 +129,12 @@ export function refundAgent(ports: RefundAgentPorts, settings: RefundAgentSettin
     schemas: modelSchemas,
     maxTurns: settings.maxTurns,
     async accept(answer, journal) {
-      if (answer.decision !== "approved") return undefined;
+      if (answer.decision === "answered") return undefined;
       const refund = await ports.payments.refundOf(journal.subject.order_id ?? "");
+      if (answer.decision === "rejected")
+        return refund
+          ? `you answered rejected, but the payment system has refunded this order (${refund.refund_id} for ${refund.amount_cents} cents): answer approved with those if this review made it, or answered if it was made before.`
+          : undefined;
       if (!refund)
         return "you answered approved, but the payment system has no refund for this order. Issue it with issue_refund, or answer rejected.";
       if (answer.refund_id !== refund.refund_id || answer.amount_cents !== refund.amount_cents)
