@@ -53,7 +53,7 @@ describe("model-schemas.json (npm run schemas)", () => {
     const agent = refundAgent(
       {
         conversation: async () => [],
-        conversationVersion: async () => 0,
+        conversationNow: async () => ({ version: 0, context: () => [] }),
         model: new DeterministicLocalModel(),
         content: new InMemoryContentStore(),
         sideEffects: new InMemorySideEffects(),

@@ -15,7 +15,6 @@ import {
   conversationContextReader,
   conversationReader,
   conversationRole,
-  conversationVersionReader,
 } from "../../functions/roles/customer-support/conversation/conversation";
 import {
   type ConversationView,
@@ -142,7 +141,7 @@ function supportRoles(
     orderLookup: orderLookupRole({ orders }),
     refundReview: refundReviewRole({
       conversation: context,
-      conversationVersion: conversationVersionReader(store),
+      conversationNow: conversationReader(store),
       model,
       content,
       sideEffects,

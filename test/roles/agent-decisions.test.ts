@@ -44,7 +44,7 @@ async function blockedRefund(tenant?: string) {
         received_at: "2026-01-01T00:00:00.000Z",
       },
     ],
-    conversationVersion: async () => 1,
+    conversationNow: async () => ({ version: 1, context: () => [] }),
     model: new DeterministicLocalModel(),
     content: new InMemoryContentStore(),
     sideEffects: new InMemorySideEffects(),

@@ -24,6 +24,8 @@ import type { Envelope } from "../../schemas";
  */
 
 export const TASK = "task_01KB0Q3V9X7T2M4N6P8R0S1W3Y";
+/** The turn of the customer's newer message, once they write again. */
+export const NEWER_TASK = "task_01KB0Q3V9X7T2M4N6P8R0S1W4Z";
 export const RUN = refundRunId(TASK);
 export const CONVERSATION = "conv_01KB0Q3V9X7T2M4N6P8R0S1W3Z";
 
@@ -54,7 +56,11 @@ export function refundDesk(
   let conversationVersion = 1;
   const ports = {
     conversation,
-    conversationVersion: async () => conversationVersion,
+    conversationNow: async () => ({
+      version: conversationVersion,
+      newestTask: conversationVersion === 1 ? TASK : NEWER_TASK,
+      context: () => [],
+    }),
     model: typeof script === "object" ? script : model,
     content,
     sideEffects,

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { StoredState } from "../../functions/core/ports";
 import { planSweep } from "../../functions/core/sweeper";
 import { registry } from "../../schemas";
-import { refundDesk } from "./refund-desk";
+import { CONVERSATION, NEWER_TASK, refundDesk } from "./refund-desk";
 
 /**
  * A refund review serves one support turn: once the turn is cancelled (`agentbus reply cancel`,
@@ -21,8 +21,13 @@ describe("a refund review whose turn was superseded", () => {
     const result = await desk.t.deliver(start);
     expect(result).toMatchObject({ status: "discarded", reason: "superseded" });
     expect(desk.model.callCount("refund-review")).toBe(0);
-    expect(await desk.journal()).toBeUndefined();
+    // No run: the run's stream holds only the fact below.
+    expect(await desk.journal()).toBeFalsy();
     expect(desk.payments.calls).toBe(0);
+    // The turn says it gets no answer from the review, naming the turn that answers instead.
+    expect(desk.facts("support.superseded").map((e) => e.payload)).toEqual([
+      { conversation_id: CONVERSATION, superseded_by: NEWER_TASK },
+    ]);
   });
 
   it("stops before issue_refund: the run ends CANCELLED, the step discarded superseded", async () => {
@@ -42,6 +47,9 @@ describe("a refund review whose turn was superseded", () => {
     expect(desk.payments.calls).toBe(0);
     expect((await desk.orders.get("456"))?.status).toBe("delivered");
     expect(desk.facts("refund.approved")).toEqual([]);
+    expect(desk.facts("support.superseded").map((e) => e.payload)).toEqual([
+      { conversation_id: CONVERSATION, superseded_by: NEWER_TASK },
+    ]);
   });
 
   it("a refund awaiting approval is not paid when approved after the customer wrote again", async () => {

@@ -1,6 +1,6 @@
 import type { AggregateRef, Envelope } from "../../../schemas";
 import type { EmitSpec } from "../emit";
-import type { StateSummary } from "../ports";
+import type { DiscardReason, StateSummary } from "../ports";
 import type { DecideContext, Decision, PersonalState, Role, RoleDescriptor } from "../role";
 import {
   type AgentDefinition,
@@ -110,6 +110,16 @@ export interface AgentRoleSpec {
   wrote?(journal: AgentJournal, write: WriteDone): Promise<EmitSpec[]>;
   /** For an agent that answers a customer's turn: whether a newer message superseded it. */
   readonly superseded?: Superseded;
+  /**
+   * The facts of a turn the agent no longer answers (./stop.ts): its start discarded, or its run
+   * stopped, with the reason (`superseded`, `cancelled`); committed with the discard, so that
+   * what waits on the turn hears it gets no answer from this agent.
+   */
+  stoppedFacts?(
+    reason: DiscardReason,
+    event: Envelope,
+    journal: AgentJournal | undefined,
+  ): Promise<EmitSpec[]>;
   readonly ports: AgentPorts;
 }
 
@@ -119,6 +129,11 @@ export function agentRole(spec: AgentRoleSpec): Role<AgentJournal> {
     ...spec.descriptor,
     summarize: summarizeAgentRun,
     discard: (state, event) => stopDiscard(state, event, types.start, spec.superseded),
+    // A start discarded before its run began: the run will never say so itself.
+    async discarded(state, event, reason) {
+      if (state || event.event_type !== types.start || !spec.stoppedFacts) return undefined;
+      return { emit: declared(spec, await spec.stoppedFacts(reason, event, undefined)) };
+    },
     // A person's decision and the sweeper's deadline are obeyed in the run's tenant only.
     tenantOfState: (journal) => journal.tenant_id,
     async decide(state, event, context) {
@@ -128,6 +143,11 @@ export function agentRole(spec: AgentRoleSpec): Role<AgentJournal> {
       if (!state) return {};
       if (takesStep(spec, state, event)) {
         const stop = await stopped(spec.agent, state, spec.ports, spec.superseded, context.now);
+        if (stop?.discarded && spec.stoppedFacts)
+          return {
+            ...stop,
+            emit: declared(spec, await spec.stoppedFacts(stop.discarded, event, state)),
+          };
         if (stop) return stop;
       }
       const expired = approvalExpired(spec.agent, state, context.now);

@@ -2,7 +2,7 @@ import * as z from "../../../schemas/zod";
 import { defineModule, type RolePorts, requirePort } from "../../core/role-module";
 import {
   conversationContextReader,
-  conversationVersionReader,
+  conversationReader,
 } from "../customer-support/conversation/conversation";
 import { TENANT_FAIR_CONCURRENCY } from "../customer-support/tenant-fairness";
 import {
@@ -60,7 +60,7 @@ export const refundReviewModule = defineModule({
 export function refundAgentPorts(ports: RolePorts): RefundAgentPorts {
   return {
     conversation: conversationContextReader(ports.store),
-    conversationVersion: conversationVersionReader(ports.store),
+    conversationNow: conversationReader(ports.store),
     model: requirePort(ports, "model", "refund-review"),
     content: requirePort(ports, "content", "refund-review"),
     sideEffects: requirePort(ports, "sideEffects", "refund-review"),

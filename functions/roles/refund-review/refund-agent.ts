@@ -12,6 +12,7 @@ import {
 } from "../../../schemas/events/refund";
 import { SUPPORT_CANCEL_REQUESTED } from "../../../schemas/events/support-cancel";
 import { RefundReviewOutcome } from "../../../schemas/events/support-commands";
+import { SUPPORT_SUPERSEDED } from "../../../schemas/events/support-superseded";
 import {
   type AgentDefinition,
   type AgentJournal,
@@ -25,7 +26,11 @@ import type { PaymentsPort } from "../../core/payments";
 import type { Role } from "../../core/role";
 import type { OrdersPort } from "../../core/role-module";
 import type { SideEffectStore } from "../../core/side-effects";
-import type { ConversationContextReader } from "../customer-support/conversation/conversation";
+import type {
+  ConversationContextReader,
+  ConversationReader,
+} from "../customer-support/conversation/conversation";
+import { supersededDecision } from "../customer-support/superseded";
 import modelSchemas from "./model-schemas.json";
 import { refundMade, reviewEnded, reviewWaits } from "./review-facts";
 import {
@@ -69,6 +74,7 @@ export const REFUND_REVIEW = agentDescriptor({
     REFUND_REJECTED,
     REFUND_REVIEW_NEEDS_PERSON,
     "reply.generation.requested",
+    SUPPORT_SUPERSEDED,
   ],
   runOfTurn: refundRunId,
 });
@@ -92,8 +98,11 @@ export const REFUND_INSTRUCTIONS = [
 export interface RefundAgentPorts {
   /** The customer's messages of the turn (from the conversation's state). */
   readonly conversation: ConversationContextReader;
-  /** The conversation's current version (0 when it has none): a newer message supersedes a turn. */
-  readonly conversationVersion: (conversationId: string) => Promise<number>;
+  /**
+   * The conversation as it is now: its version (a newer message supersedes a turn) and its newest
+   * turn (which answers the turns it superseded).
+   */
+  readonly conversationNow: ConversationReader;
   readonly model: ModelPort;
   readonly content: ContentStore;
   readonly sideEffects: SideEffectStore;
@@ -171,7 +180,16 @@ export function refundReviewRole(
     async superseded({ payload, input_version }) {
       if (input_version === undefined) return false;
       const { conversation_id } = payload as RefundReviewRequested;
-      return input_version < (await ports.conversationVersion(conversation_id));
+      return input_version < (await ports.conversationNow(conversation_id)).version;
+    },
+    // A superseded turn says so (customer-support/superseded.ts): its review gives no answer.
+    async stoppedFacts(reason, event, journal) {
+      if (reason !== "superseded") return [];
+      const conversationId =
+        journal?.subject.conversation_id ??
+        (event.payload as RefundReviewRequested).conversation_id;
+      const now = await ports.conversationNow(conversationId);
+      return [...(supersededDecision(event, conversationId, now).emit ?? [])];
     },
     finish: (journal) => reviewEnded(journal, ports.orders),
     needsPerson: async (journal) => reviewWaits(journal),
