@@ -7,6 +7,7 @@ import { loadConversation } from "../../lib/dev/local/scenario/customer-support"
 import { tenantConversationId } from "../../schemas/ids";
 import { undocumented } from "../support/openapi";
 import { serviceSignedHeaders } from "../support/sigv4";
+import { openEventStream, type ServerSentEvent } from "../support/sse";
 import { localSupportStack, TIMEOUT } from "./support-stack";
 
 /**
@@ -19,15 +20,11 @@ const execFileAsync = promisify(execFile);
 const SERVICE_SCOPE = "agentbus/service";
 
 /** A server-sent event of a stream, as the tests read it. */
-interface StreamEvent {
-  readonly event: string;
-  readonly id?: string;
-  readonly data: {
-    readonly turns?: readonly { task_id: string; status: string; reply_text?: string }[];
-    readonly run_id?: string;
-    readonly status?: string;
-  };
-}
+type StreamEvent = ServerSentEvent<{
+  readonly turns?: readonly { task_id: string; status: string; reply_text?: string }[];
+  readonly run_id?: string;
+  readonly status?: string;
+}>;
 
 describe("the front door on the local stack, over HTTP", () => {
   // One run in flight per tenant, so that the cap shows with two starts; tokens with the scope
@@ -79,50 +76,11 @@ describe("the front door on the local stack, over HTTP", () => {
   };
 
   /** A stream route's server-sent events, read as they come (until `close`). */
-  const stream = async (path: string, token?: string, lastEventId?: string) => {
-    const abort = new AbortController();
-    const response = await fetch(`${door().url}${path}`, {
-      headers: {
-        ...(token ? { authorization: `Bearer ${token}` } : {}),
-        ...(lastEventId ? { "last-event-id": lastEventId } : {}),
-      },
-      signal: abort.signal,
+  const stream = (path: string, token?: string, lastEventId?: string) =>
+    openEventStream<StreamEvent["data"]>(`${door().url}${path}`, {
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(lastEventId ? { "last-event-id": lastEventId } : {}),
     });
-    const reader = response.body?.pipeThrough(new TextDecoderStream()).getReader();
-    let buffered = "";
-    /** The next event (comments and the retry line skipped). */
-    const next = async (): Promise<StreamEvent> => {
-      for (;;) {
-        const end = buffered.indexOf("\n\n");
-        if (end >= 0) {
-          const block = buffered.slice(0, end);
-          buffered = buffered.slice(end + 2);
-          const fields = Object.fromEntries(
-            block
-              .split("\n")
-              .map((line) => [
-                line.slice(0, line.indexOf(": ")),
-                line.slice(line.indexOf(": ") + 2),
-              ]),
-          );
-          if (fields.event)
-            return { event: fields.event, id: fields.id, data: JSON.parse(fields.data ?? "null") };
-          continue;
-        }
-        const chunk = await reader?.read();
-        if (!chunk || chunk.done) throw new Error("the stream closed");
-        buffered += chunk.value;
-      }
-    };
-    /** Events until one satisfies `done`; that one. */
-    const until = async (done: (e: StreamEvent) => boolean) => {
-      for (;;) {
-        const event = await next();
-        if (done(event)) return event;
-      }
-    };
-    return { response, next, until, close: () => abort.abort() };
-  };
 
   it(
     "the reply arrives on the conversation's stream, and a reconnect resumes where it left",
