@@ -1,25 +1,13 @@
-import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
-import { DynamoOrders, putOrders } from "../../functions/adapters/dynamodb/orders";
+import { DynamoOrders } from "../../functions/adapters/dynamodb/orders";
 import {
   BAD_TOOL_INPUT_MARKER,
   RAMBLE_AFTER_REFUND_MARKER,
 } from "../../functions/adapters/local-model-refund";
 import { LocalPayments } from "../../functions/adapters/local-payments";
-import type { AgentJournal } from "../../functions/core/agent/agent";
 import { AGENT_RUN_AGGREGATE } from "../../functions/core/agent/agent-role";
-import {
-  customerMessage,
-  sideEffectOf,
-  streamOf,
-  waitUntil,
-} from "../../lib/dev/local/scenario/customer-support";
-import {
-  agentRunOf,
-  askForRefund,
-  refundableOrder,
-  runReaches,
-} from "../../lib/dev/local/scenario/refund";
+import { sideEffectOf, streamOf, waitUntil } from "../../lib/dev/local/scenario/customer-support";
+import { askForRefund, refundableOrder, runReaches } from "../../lib/dev/local/scenario/refund";
 import { fromSdk } from "../../lib/operator/from-sdk";
 import type { Envelope } from "../../schemas";
 import { localCli } from "../support/cli";
@@ -48,7 +36,6 @@ describe("the refund agent on the local stack", () => {
     });
 
   const askFor = (orderId: string, question?: string) => askForRefund(local.env, orderId, question);
-  const journalOf = (runId: string) => agentRunOf(local.env, runId);
   // Half the test's time, so a run that stops short fails with the status it stopped in.
   const reaches = (runId: string, status: string) =>
     runReaches(local.env, runId, status, TIMEOUT / 2);
