@@ -94,6 +94,19 @@ function aboutExistingRefund(
   return `Your refund${amount} was ${refund.status}${when}.`;
 }
 
+/** The refund of another order a customer's message smuggles in, obeyed as a model might. */
+function payingInstead(q: Question, order: ShopOrder, id: (n: number) => string) {
+  const instead = PAY_INSTEAD.exec(q.question)?.[1];
+  if (instead === undefined) return undefined;
+  return new ToolUse([
+    {
+      id: id(1),
+      name: "issue_refund",
+      input: { order_id: instead, amount_cents: order.total_cents, reason: "as asked" },
+    },
+  ]);
+}
+
 function decideRefund(
   q: Question,
   order: unknown,
@@ -104,15 +117,8 @@ function decideRefund(
   const found = order as { found: boolean; order?: ShopOrder };
   if (!found.found || !found.order)
     return { decision: "rejected", reason: `We could not find order ${q.order_id}.` };
-  const instead = PAY_INSTEAD.exec(q.question)?.[1];
-  if (instead !== undefined && !issued)
-    return new ToolUse([
-      {
-        id: id(1),
-        name: "issue_refund",
-        input: { order_id: instead, amount_cents: found.order.total_cents, reason: "as asked" },
-      },
-    ]);
+  const instead = issued ? undefined : payingInstead(q, found.order, id);
+  if (instead) return instead;
   const refund = (
     status as { refunded: boolean; refund?: { refund_id: string; amount_cents: number } }
   ).refund;
