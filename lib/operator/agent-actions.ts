@@ -1,5 +1,6 @@
 import {
   type AgentJournal,
+  answeredByPerson,
   decisionOn,
   type PersonDecision,
 } from "../../functions/core/agent/agent";
@@ -133,9 +134,8 @@ function answerDecision(
   decision: StepDecision,
   fields: StepDecisionFields,
 ): Decided {
-  const given = journal.window.findLast((s) => s.kind === "person" && !s.tool_call_id);
-  if (journal.status === "COMPLETED" && given?.outcome?.startsWith("answer by "))
-    return { already: `${runId} was already answered: ${given.outcome}` };
+  const given = answeredByPerson(journal);
+  if (given) return { already: `${runId} was already answered: ${given.outcome}` };
   const waiting = journal.waiting;
   if (waiting?.kind !== "answer")
     return {

@@ -264,7 +264,7 @@ async function decision(
  * next step, the end, or the wait.
  */
 async function outcome(spec: AgentRoleSpec, result: StepResult): Promise<Decision<AgentJournal>> {
-  const { journal } = result;
+  const journal = result.wrote ? withWriteCounted(result.journal) : result.journal;
   const wrote =
     result.wrote && spec.wrote ? declared(spec, await spec.wrote(journal, result.wrote)) : [];
   if (result.next === "continue")
@@ -276,6 +276,11 @@ async function outcome(spec: AgentRoleSpec, result: StepResult): Promise<Decisio
     emit: [...wrote, ...declared(spec, await spec.needsPerson(journal))],
     dueAt: journal.waiting?.deadline ?? null,
   };
+}
+
+/** The journal with one more write that took effect (./stop.ts: such a run is not stopped). */
+function withWriteCounted(journal: AgentJournal): AgentJournal {
+  return { ...journal, totals: { ...journal.totals, writes: (journal.totals.writes ?? 0) + 1 } };
 }
 
 /** The facts of a run, each of a type its descriptor declares (as `defineRole` holds a role to). */

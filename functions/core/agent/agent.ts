@@ -317,6 +317,17 @@ export function latestStep(journal: AgentJournal): JournalStep {
   );
 }
 
+/**
+ * The step of the person's answer that ended a run handed over for good (`answer by <who>`), or
+ * undefined when no such answer ended it.
+ */
+export function answeredByPerson(journal: AgentJournal): JournalStep | undefined {
+  const last = latestStep(journal);
+  return journal.status === "COMPLETED" && last.outcome?.startsWith("answer by ")
+    ? last
+    : undefined;
+}
+
 /** The journal with one more step recorded (the window keeps the latest JOURNAL_WINDOW). */
 export function recorded(
   journal: AgentJournal,

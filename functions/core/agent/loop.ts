@@ -320,12 +320,7 @@ async function settledCall(
   const pending = journal.pending.map((p) =>
     p.id === callId ? { ...p, result: { ref, is_error: outcome.kind !== "succeeded" } } : p,
   );
-  const wrote = tool.effect === "write" && outcome.kind === "succeeded";
-  const totals = {
-    ...journal.totals,
-    tool_calls: journal.totals.tool_calls + 1,
-    ...(wrote ? { writes: (journal.totals.writes ?? 0) + 1 } : {}),
-  };
+  const totals = { ...journal.totals, tool_calls: journal.totals.tool_calls + 1 };
   const step = {
     kind: "tool" as const,
     tool_call_id: callId,

@@ -5,6 +5,7 @@ import {
   type AgentDefinition,
   type AgentJournal,
   type AnyTool,
+  answeredByPerson,
   decisionOn,
   latestStep,
   moved,
@@ -110,8 +111,7 @@ async function answerGiven(
   refuse: (why: string) => PermanentError,
   now: Date,
 ): Promise<StepResult | undefined> {
-  if (journal.status === "COMPLETED" && latestStep(journal).outcome?.startsWith("answer by "))
-    return undefined;
+  if (answeredByPerson(journal)) return undefined;
   const { waiting } = journal;
   if (journal.status !== "NEEDS_HUMAN" || waiting?.kind !== "answer")
     throw refuse(
@@ -232,7 +232,6 @@ async function outcomeDecided(
   const pending = journal.pending.map((p) =>
     p.id === waiting?.tool_call_id ? { ...p, decision, result: { ref, is_error: isError } } : p,
   );
-  const writes = (journal.totals.writes ?? 0) + (isError ? 0 : 1);
   const ready = { ...journal, status: moved(journal, "HumanRetry") };
   const running = moved(ready, "DependenciesSatisfied");
   const next = recorded(
@@ -250,7 +249,6 @@ async function outcomeDecided(
       decisions: withDecision(journal, waiting?.tool_call_id ?? "", decision),
       status: running,
       failure: undefined,
-      totals: { ...journal.totals, writes },
     },
   );
   const closed = await closeTurn(withoutWaiting(next), ports);
