@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ToolUse } from "../../functions/adapters/local-model-script";
+import { type Script, ToolUse } from "../../functions/adapters/local-model-script";
 import type { ModelMessage, ModelRequest } from "../../functions/core/model";
 import { refundDesk } from "./refund-desk";
 
@@ -25,6 +25,20 @@ function userTexts(request: ModelRequest): string[] {
   return request.messages.filter((m) => m.role === "user").map((m) => m.text);
 }
 
+/**
+ * The refund agent with a model that answers turn n (1, 2, ...) as `script` says, and the texts
+ * the agent sent it as user messages (its error turns among them), as they came.
+ */
+function deskAnswering(script: (turn: number, request: ModelRequest) => ReturnType<Script>) {
+  const answers: string[] = [];
+  const desk = refundDesk({}, (request) => {
+    const turn = request.messages.filter((m) => m.role === "assistant").length + 1;
+    answers.push(...userTexts(request).slice(answers.length));
+    return script(turn, request);
+  });
+  return { desk, answers };
+}
+
 const lookUp = (turn: number) =>
   new ToolUse([
     { id: `call_${turn}_1`, name: "get_order", input: { order_id: "456" } },
@@ -42,10 +56,7 @@ const issue = (turn: number) =>
 
 describe("the refund agent's answer is checked against the payment system", () => {
   it("an answer approved with no refund made is sent back; the agent then refunds and says so", async () => {
-    const answers: string[] = [];
-    const desk = refundDesk({}, (request) => {
-      const turn = request.messages.filter((m) => m.role === "assistant").length + 1;
-      answers.push(...userTexts(request).slice(answers.length));
+    const { desk, answers } = deskAnswering((turn, request) => {
       if (turn === 1) return lookUp(turn);
       // Claims a refund the payment system never made.
       if (turn === 2)
@@ -86,10 +97,7 @@ describe("the refund agent's answer is checked against the payment system", () =
   it("an answer approved with another refund id or amount than the payment system's is sent back", async () => {
     for (const wrong of [{ refund_id: "rf_other" }, { amount_cents: 3449 }]) {
       const label = JSON.stringify(wrong);
-      const answers: string[] = [];
-      const desk = refundDesk({}, (request) => {
-        const turn = request.messages.filter((m) => m.role === "assistant").length + 1;
-        answers.push(...userTexts(request).slice(answers.length));
+      const { desk, answers } = deskAnswering((turn, request) => {
         if (turn === 1) return lookUp(turn);
         if (turn === 2) return issue(turn);
         const receipt = results(request.messages).get("issue_refund") as object;
@@ -112,10 +120,7 @@ describe("the refund agent's answer is checked against the payment system", () =
     }
   });
   it("an answer rejected for an order the payment system has refunded is sent back: no refund.rejected after refund.approved", async () => {
-    const answers: string[] = [];
-    const desk = refundDesk({}, (request) => {
-      const turn = request.messages.filter((m) => m.role === "assistant").length + 1;
-      answers.push(...userTexts(request).slice(answers.length));
+    const { desk, answers } = deskAnswering((turn, request) => {
       if (turn === 1) return lookUp(turn);
       if (turn === 2) return issue(turn);
       // Pays, then tells the customer the refund is refused.
