@@ -15,4 +15,4 @@ try {
   process.exit(1);
 }
 tsx.register({ tsconfig: fileURLToPath(new URL("../tsconfig.json", import.meta.url)) });
-await import("./agentbus-cli.ts");
+await import("./agentbus-cli");

@@ -1,5 +1,5 @@
-import type { LocalDelivery } from "../../functions/adapters/channel/local-channel";
 import type { ConsumeResult } from "../../functions/core/role";
+import type { LocalDelivery } from "../../functions/roles/customer-support/integrations/reply-channel/memory";
 import { hasConversation } from "../../lib/dev/local/conversation";
 import { emulatorClients } from "../../lib/dev/local/deploy";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";

@@ -1,18 +1,15 @@
-import type { OrderRecord } from "../../schemas/events/conversation";
 import type * as z from "../../schemas/zod";
-import type { ContentStore } from "./agent/content";
-import type { ModelPort } from "./model";
+import type { IntegrationUses, RolePorts } from "./integration";
 import { parseEnv } from "./parse-env";
-import type { PaymentsPort } from "./payments";
-import type { EventStore } from "./ports";
 import type { Role, RoleDescriptor } from "./role";
-import type { ChannelPort, SideEffectStore } from "./side-effects";
+
+export type { RolePorts };
 
 /**
  * A role module: everything about one consumer group in one value — what the role is (its
  * descriptor), how it is deployed (queue and function settings, what it needs, what needs a
- * person), its settings from the function's environment, and how to build its decision from the
- * ports it is given. The module list (functions/roles/modules.ts) is what the topology, the stack's
+ * person), the integrations it calls (./integration.ts), its settings from the function's
+ * environment, and how to build its decision from the ports it is given. The module list (functions/roles/modules.ts) is what the topology, the stack's
  * grants and alarms, the Lambda entries, the simulation and the local runtime all build from.
  */
 
@@ -38,8 +35,8 @@ export type AttentionSignal =
   | "handed-off";
 
 /**
- * What a group needs besides its queues, its function and the tables; the stack wires and grants
- * each need it finds declared, and the Lambda entry builds the matching port.
+ * What a group needs from the hub besides its queues, its function, the tables and its
+ * integrations (`RoleModule.uses`); the stack wires each need it finds declared.
  */
 export interface GroupNeeds {
   /**
@@ -48,37 +45,10 @@ export interface GroupNeeds {
    * events bus (`EVENTS_BUS_NAME`, PutEvents on that bus).
    */
   readonly heartbeat?: "visibility" | "events";
-  /**
-   * Its decision calls a language model (port `model`): the stack gives its consumer the model
-   * setting and the grant, and, its state not being a fold of its streams, the operator's rebuild
-   * and check refuse it.
-   */
-  readonly model?: true;
   /** A DAG agent: the orchestrator reads its queue's depth (backpressure). */
   readonly dagAgent?: boolean;
-  /**
-   * It orchestrates DAG runs: it reads the DAG agents' queue depths (port `queueDepth`:
-   * `AGENT_QUEUE_URLS`, `QUEUE_DEPTH_THRESHOLD`), and the lease sweeper serves its runs.
-   */
+  /** It orchestrates DAG runs: the lease sweeper serves its runs. */
   readonly orchestrates?: boolean;
-  /**
-   * It reads the orders table (port `orders`: `ORDERS_TABLE`, GetItem); `"cancel"`: it also
-   * cancels orders (a conditional UpdateItem).
-   */
-  readonly orders?: boolean | "cancel";
-  /**
-   * It runs an agent loop over tools (functions/core/agent): ports `content` (its conversation,
-   * kept by content hash in the state table) and `sideEffects` (its write tools' idempotency
-   * records, `SIDE_EFFECTS_TABLE`).
-   */
-  readonly tools?: boolean;
-  /** It pays refunds (port `payments`: the payment stand-in's table, `PAYMENTS_TABLE`). */
-  readonly payments?: boolean;
-  /**
-   * It sends replies through the reply channel (ports `channel` and `sideEffects`: an SNS FIFO
-   * topic, `CHANNEL_*`, Publish; the side-effects table for its idempotency records).
-   */
-  readonly replyChannel?: boolean;
 }
 
 /** How a group is deployed; every setting has the topology's default when left out. */
@@ -107,51 +77,7 @@ export interface Deployment {
   readonly attention?: readonly AttentionSignal[];
 }
 
-/** Where the orders live (the DynamoDB adapter: functions/adapters/dynamodb/orders.ts). */
-export interface OrdersPort {
-  /** The order with this id, whoever's it is; undefined when there is none. */
-  get(orderId: string): Promise<OrderRecord | undefined>;
-  /**
-   * Cancel the order for a refund made under `refundKey`, with one conditional write: only when
-   * its stored status is one of `from` and no other refund key has claimed it (the same key may
-   * claim it again: a retry). The order then records the key (`refund_key`), so at most one
-   * refund is ever made of an order and only of a cancelled one. Answers the cancelled order, or
-   * why not: its status, `claimed` (by another key) or `missing`. Roles that only read leave it out.
-   */
-  cancelForRefund?(
-    orderId: string,
-    refundKey: string,
-    from: readonly OrderRecord["status"][],
-  ): Promise<
-    | { readonly cancelled: true; readonly order: OrderRecord }
-    | {
-        readonly cancelled: false;
-        readonly status: OrderRecord["status"] | "missing" | "claimed";
-      }
-  >;
-}
-
-/** Messages waiting in each agent group's queue, by group name (missing groups count as 0). */
-export type QueueDepthSource = (
-  groups: readonly string[],
-) => Readonly<Record<string, number>> | Promise<Readonly<Record<string, number>>>;
-
-/**
- * What a role is built with. `store` is always there (the group's tables, for reads of other
- * states and streams); the others are there when the module's deployment declares the need.
- */
-export interface RolePorts {
-  readonly store: EventStore;
-  readonly model?: ModelPort;
-  readonly orders?: OrdersPort;
-  readonly channel?: ChannelPort;
-  readonly sideEffects?: SideEffectStore;
-  readonly queueDepth?: QueueDepthSource;
-  readonly content?: ContentStore;
-  readonly payments?: PaymentsPort;
-}
-
-export interface RoleModule<Settings = unknown> {
+export interface RoleModule<Settings = unknown, Uses extends IntegrationUses = IntegrationUses> {
   /** The role outside its handler: group, subscriptions, where it keeps its states. */
   readonly descriptor: RoleDescriptor;
   /**
@@ -172,38 +98,31 @@ export interface RoleModule<Settings = unknown> {
    * folder, which the role reads (./model-schemas.ts). Left out: the role calls no model.
    */
   readonly modelSchemas?: Readonly<Record<string, z.core.$ZodType>>;
+  /**
+   * The integrations its decision calls, by the name its build reads each port under:
+   * `{ orders: use(orders, { cancel: true }), model }`. The Lambda entry builds each from the
+   * function's environment, the stack wires what each needs, tests give in-memory twins.
+   * @default none
+   */
+  readonly uses?: Uses;
   /** The role's decision, on these ports and settings. */
-  build(ports: RolePorts, settings: Settings): Role<unknown>;
+  build(ports: RolePorts<Uses>, settings: Settings): Role<unknown>;
 }
 
-/** A module with its types checked: settings schema and build agree. */
-export function defineModule<Settings = undefined>(
-  module: RoleModule<Settings>,
-): RoleModule<Settings> {
+/** A module with its types checked: settings schema, integrations and build agree. */
+export function defineModule<
+  Settings = undefined,
+  Uses extends IntegrationUses = Record<never, never>,
+>(module: RoleModule<Settings, Uses>): RoleModule<Settings, Uses> {
   return module;
-}
-
-/** The port a module's build needs, or an error that names the missing need. */
-export function requirePort<K extends keyof RolePorts>(
-  ports: RolePorts,
-  port: K,
-  group: string,
-): NonNullable<RolePorts[K]> {
-  const value = ports[port];
-  if (value === undefined || value === null) {
-    throw new Error(
-      `role ${group} is built without its ${port} port: declare the need in its module's deployment.needs (or pass the port)`,
-    );
-  }
-  return value as NonNullable<RolePorts[K]>;
 }
 
 /**
  * A module's settings from an environment (the function's, or one a test or the simulation
  * gives); the error names the group and every bad variable. A module without settings has none.
  */
-export function moduleSettings<Settings>(
-  module: RoleModule<Settings>,
+export function moduleSettings<Settings, Uses extends IntegrationUses>(
+  module: RoleModule<Settings, Uses>,
   env: Readonly<Record<string, string | undefined>>,
 ): Settings {
   if (!module.settings) return undefined as Settings;
@@ -211,9 +130,9 @@ export function moduleSettings<Settings>(
 }
 
 /** A module's role on these ports, its settings read from `env`. */
-export function buildRole<Settings>(
-  module: RoleModule<Settings>,
-  ports: RolePorts,
+export function buildRole<Settings, Uses extends IntegrationUses>(
+  module: RoleModule<Settings, Uses>,
+  ports: RolePorts<Uses>,
   env: Readonly<Record<string, string | undefined>> = {},
 ): Role<unknown> {
   return module.build(ports, moduleSettings(module, env));

@@ -1,9 +1,9 @@
-import { AgentBusError, PermanentError, UnknownOutcomeError } from "./errors";
+import { AgentBusError } from "./errors";
 
 /**
  * External side effects (seed 000 §3.2, §11.4): an action outside AgentBus (sending a reply,
  * paying a refund) is done under a business idempotency key `<task_id>:<action>:<logical_attempt>`
- * that every retry of the same action reuses. Two ports:
+ * that every retry of the same action reuses.
  *
  * - `SideEffectStore` records what is known about each key (the side-effects table). States:
  *
@@ -17,10 +17,11 @@ import { AgentBusError, PermanentError, UnknownOutcomeError } from "./errors";
  *   `claim` creates the record as `pending` with attempts 1 when absent, else returns it with
  *   attempts increased by one; the record is created and counted atomically.
  *
- * - `ChannelPort` is the outside system itself: `send` with the key (a channel with idempotency
- *   keys does not apply the same key twice), `query` by the key after an unclear outcome.
- *   Errors: `ChannelTimeoutError` (the send may or may not have happened: query, never mint a
- *   new key), `ChannelRejectedError` (permanent refusal), `TransientError` (not applied, try later).
+ * - The outside system itself is an integration's port (the reply channel's, the payments'):
+ *   a call under the key (a system with idempotency keys does not apply the same key twice), a
+ *   query by the key after an unclear outcome. Errors: an UnknownOutcomeError (the call may or
+ *   may not have happened: query, never mint a new key), a PermanentError (refused for good), a
+ *   TransientError (not applied, try later).
  */
 
 export type SideEffectState = "pending" | "succeeded" | "failed" | "unknown";
@@ -94,48 +95,6 @@ export class SideEffectTransitionError extends AgentBusError {
     this.key = key;
     this.from = from;
     this.to = to;
-  }
-}
-
-export interface ChannelSendRequest {
-  /** The idempotency key: the same for every retry of the same logical send. */
-  readonly key: string;
-  readonly recipient: string;
-  readonly conversationId: string;
-  readonly text: string;
-}
-
-export type ChannelQueryResult =
-  | { readonly status: "delivered"; readonly deliveryId: string }
-  | { readonly status: "not_found" }
-  | { readonly status: "unknown" };
-
-export interface ChannelPort {
-  readonly name: string;
-  /**
-   * When set, the channel itself drops a resend of a key within this many seconds of the key's
-   * first send (for example SNS FIFO deduplication): while the side-effect record is younger than
-   * that, a resend with the same key is safe even when `query` cannot tell what happened.
-   */
-  readonly resendSafeWithinSeconds?: number;
-  send(request: ChannelSendRequest): Promise<{ deliveryId: string }>;
-  query(key: string): Promise<ChannelQueryResult>;
-}
-
-/** The channel did not answer in time: the send may or may not have happened. */
-export class ChannelTimeoutError extends UnknownOutcomeError {
-  constructor(message: string, options?: { cause?: unknown; details?: Record<string, unknown> }) {
-    super("channel.timeout", message, options);
-  }
-}
-
-/** The channel refused the send for good (bad recipient, no permission, ...). */
-export class ChannelRejectedError extends PermanentError {
-  /** The channel's own reason (`invalid_recipient`, `InvalidParameter`, ...). */
-  readonly reason: string;
-  constructor(reason: string, message: string, options?: { cause?: unknown }) {
-    super("channel.rejected", message, { ...options, details: { reason } });
-    this.reason = reason;
   }
 }
 

@@ -1,34 +1,29 @@
-import type { AwsClient } from "../adapters/aws/client";
+import type { AwsClient, AwsService } from "../adapters/aws/client";
 import { DynamoConsumerStore } from "../adapters/dynamodb/event-store";
-import type { ModelPort } from "../core/model";
+import { type IntegrationUses, type PortOverrides, portsOf, usesOf } from "../core/integration";
 import { parseEnv } from "../core/parse-env";
-import type { PaymentsPort } from "../core/payments";
-import type { GroupNeeds, OrdersPort, RolePorts } from "../core/role-module";
-import type { ChannelPort } from "../core/side-effects";
+import type { RolePorts } from "../core/role-module";
+import { containerAwsClient } from "./aws";
 import { ConsumerEnv } from "./env";
+import type { AnyIntegrationAdapter } from "./integration-adapter";
 import type { Observability } from "./observe";
 
 /**
  * A role's ports on AWS. `store` (the consumer's tables, read) is always built; every other port
- * comes from a builder in ./ports, one per need (`model`, `orders`, `replyChannel`,
- * `orchestrates`), which a module's entry passes for what its module declares. The entry names
- * them instead of this file importing them all so that a function's bundle holds only the adapters
- * its role uses (a consumer that calls no model carries no Bedrock client and no scripted model:
- * `npm run bench -- bundles`); `awsRolePorts` refuses an entry whose builders and needs differ,
- * naming the need.
+ * is built by the adapter of the integration the module uses (its folder's `aws.ts`), which the
+ * module's entry passes. The entry names them instead of this file importing them all so that a
+ * function's bundle holds only the adapters its role uses (a consumer that calls no model
+ * carries no Bedrock client: `npm run bench -- bundles`); `awsRolePorts` refuses an entry whose
+ * adapters and integrations differ, naming each.
  *
- * Tests and the local runtime may inject `model`, `channel`, `orders` or `payments`, which win.
+ * Tests and the local runtime may give stand-ins by integration name (`integrations`), which win.
  */
 
-export interface PortOverrides {
-  readonly model?: ModelPort;
-  readonly channel?: ChannelPort;
-  readonly orders?: OrdersPort;
-  readonly payments?: PaymentsPort;
-  /** Client for the reply channel's SNS topic (default: the container's). */
-  readonly sns?: AwsClient;
-  /** Client for `MODEL_PROVIDER=bedrock` (default: the container's). */
-  readonly bedrock?: AwsClient;
+export interface PortOptions {
+  /** Stand-ins by integration name (`{ model, replyChannel }`), used instead of the adapters. */
+  readonly integrations?: PortOverrides;
+  /** AWS clients by service (a test's fake Bedrock), instead of the container's. */
+  readonly clients?: Partial<Readonly<Record<AwsService, AwsClient>>>;
 }
 
 export interface PortWiring {
@@ -37,55 +32,58 @@ export interface PortWiring {
   readonly dynamodb: AwsClient;
   readonly sqs?: AwsClient;
   readonly observability: Observability;
-  readonly overrides: PortOverrides;
+  readonly options: PortOptions;
 }
 
-/** The builder of each need's ports (./ports). */
-export interface PortBuilders {
-  readonly model?: (wiring: PortWiring) => ModelPort;
-  readonly orders?: (wiring: PortWiring) => OrdersPort;
-  readonly replyChannel?: (wiring: PortWiring) => Pick<RolePorts, "channel" | "sideEffects">;
-  readonly orchestrates?: (wiring: PortWiring) => RolePorts["queueDepth"];
-  readonly tools?: (wiring: PortWiring) => Pick<RolePorts, "content" | "sideEffects">;
-  readonly payments?: (wiring: PortWiring) => PaymentsPort;
+/** Every mismatch between a module's integrations and the adapters its entry passes. */
+export function adapterProblems(
+  uses: IntegrationUses | undefined,
+  adapters: readonly AnyIntegrationAdapter[],
+): string[] {
+  const used = new Set(usesOf(uses).map(([, use]) => use.integration.name));
+  const given = new Set(adapters.map((a) => a.integration.name));
+  return [
+    ...[...used]
+      .filter((name) => !given.has(name))
+      .map((name) => `it uses the ${name} integration but its entry passes no ${name} adapter`),
+    ...[...given]
+      .filter((name) => !used.has(name))
+      .map((name) => `its entry passes the ${name} adapter but its module does not use ${name}`),
+  ];
 }
 
-const PORT_NEEDS = [
-  "model",
-  "orders",
-  "replyChannel",
-  "orchestrates",
-  "tools",
-  "payments",
-] as const;
-
-/** Every mismatch between a module's needs and the builders its entry passes, by need. */
-export function portBuilderProblems(needs: GroupNeeds, builders: PortBuilders): string[] {
-  return PORT_NEEDS.flatMap((need) => {
-    if (Boolean(needs[need]) === (builders[need] !== undefined)) return [];
-    return needs[need]
-      ? [`it declares needs.${need} but its entry passes no ${need} port builder (./ports)`]
-      : [`its entry passes the ${need} port builder but it does not declare needs.${need}`];
-  });
-}
-
-/** The ports of a role whose module needs `needs`, each built by its need's builder. */
+/** The ports of a role whose module uses `uses`, each built by its integration's adapter. */
 export function awsRolePorts(
   wiring: PortWiring,
-  needs: GroupNeeds,
-  builders: PortBuilders,
+  uses: IntegrationUses | undefined,
+  adapters: readonly AnyIntegrationAdapter[],
 ): RolePorts {
-  const problems = portBuilderProblems(needs, builders);
+  const problems = adapterProblems(uses, adapters);
   if (problems.length > 0) throw new Error(`${wiring.group}: ${problems.join("; ")}`);
-  return {
-    store: consumerStore(wiring),
-    model: builders.model?.(wiring),
-    orders: builders.orders?.(wiring),
-    ...builders.replyChannel?.(wiring),
-    ...builders.tools?.(wiring),
-    queueDepth: builders.orchestrates?.(wiring),
-    payments: builders.payments?.(wiring),
+  const byName = new Map(adapters.map((a) => [a.integration.name, a]));
+  const { options, observability } = wiring;
+  const adapterWiring = {
+    group: wiring.group,
+    env: wiring.env,
+    client: (service: AwsService) => clientFor(wiring, service),
+    warn: (message: string, details?: Readonly<Record<string, unknown>>) =>
+      observability.logger.warn(message, details ?? {}),
   };
+  return portsOf(
+    consumerStore(wiring),
+    uses,
+    (use) => byName.get(use.integration.name)?.build(adapterWiring, use.options),
+    options.integrations,
+  );
+}
+
+/** The client for a service: the options', the wiring's, else the container's. */
+function clientFor(wiring: PortWiring, service: AwsService): AwsClient {
+  const given = wiring.options.clients?.[service];
+  if (given) return given;
+  if (service === "dynamodb") return wiring.dynamodb;
+  if (service === "sqs" && wiring.sqs) return wiring.sqs;
+  return containerAwsClient();
 }
 
 function consumerStore({ env, group, dynamodb }: PortWiring): DynamoConsumerStore {

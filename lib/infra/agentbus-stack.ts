@@ -1,5 +1,6 @@
 import {
   Annotations,
+  CfnOutput,
   Duration,
   type Environment,
   NestedStack,
@@ -9,7 +10,6 @@ import {
 } from "aws-cdk-lib";
 import type { CfnQueue } from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
-import { DEFAULT_QUEUE_DEPTH_THRESHOLD } from "../../functions/roles/orchestrator/orchestrator";
 import {
   ALARM_EMAIL_CONTEXT,
   ALARM_WEBHOOK_CONTEXT,
@@ -19,7 +19,6 @@ import {
 import { ConsumerGroup } from "./constructs/consumer-group";
 import { pickGroupSettings, stageProblem } from "./constructs/consumer-group-rules";
 import { CustomerKeys } from "./constructs/customer-keys";
-import { SupportResources } from "./constructs/customer-support";
 import { Dashboard } from "./constructs/dashboard";
 import {
   capabilitiesOf,
@@ -47,7 +46,10 @@ import {
   type TraceIndexUpgrade,
 } from "./constructs/tables";
 import { Topic, type TopicName } from "./constructs/topic";
+import { HUB_INTEGRATIONS } from "./hub-integrations";
+import type { AnyIntegrationInfra, IntegrationUser } from "./integration-infra";
 import { outputId } from "./output-ids";
+import { PROJECT_INTEGRATIONS } from "./project-integrations";
 import { replayNamePrefix } from "./replay-names";
 import { retentionDaysAt } from "./retention";
 import { addStackOutputs } from "./stack-outputs";
@@ -65,6 +67,14 @@ export interface AgentBusStackProps extends StackProps {
    * @default - the project's topology (`lib/infra/topology.ts`)
    */
   readonly topology?: Topology;
+
+  /**
+   * The infrastructure of the integrations the groups use besides the hub's own (the model, the
+   * side-effect ledger, the content store, queue depth): each integration folder's `infra.ts`.
+   * A group that uses an integration with no infrastructure here fails the synth, naming both.
+   * @default - the reference applications' (`lib/infra/project-integrations.ts`)
+   */
+  readonly integrations?: readonly AnyIntegrationInfra[];
 
   /**
    * What happens to the tables (the only stateful resources) when they leave the stack.
@@ -174,8 +184,6 @@ export class AgentBusStack extends Stack {
   readonly topics: ReadonlyMap<TopicName, Topic>;
   readonly relay: Relay;
   readonly groups: readonly ConsumerGroup[];
-  /** The orders table and reply channel (present when the topology has the support groups). */
-  readonly support?: SupportResources;
   /** The HTTP API, when an issuer is configured (`agentbus:jwtIssuer`, `agentbus:jwtAudience`). */
   readonly frontDoor?: FrontDoor;
   /**
@@ -231,8 +239,8 @@ export class AgentBusStack extends Stack {
     this.customerKeys = this.createCustomerKeys(topology, props);
     const needs = (group: ConsumerGroup): GroupNeeds =>
       topology.groups.find((g) => g.name === group.groupName)?.needs ?? {};
-    this.wireWorkflow(props, needs);
-    this.support = this.wireSupport(stage, props, needs);
+    this.wireHeartbeats(props, needs);
+    this.wireIntegrations(stage, topology, props, needs);
     // The sweeper serves the orchestrator's runs: leases and held-back work live in dag_run state.
     const orchestrates = this.groups.some((g) => needs(g).orchestrates);
     if (orchestrates && this.topics.has("commands") && this.topics.has("events")) {
@@ -380,7 +388,6 @@ export class AgentBusStack extends Stack {
         eventTypes,
       })),
       entry: group.handler,
-      callsModel: Boolean(group.needs?.model),
       attention: group.attention,
       tables: this.tables,
       ...pickGroupSettings(group),
@@ -415,28 +422,62 @@ export class AgentBusStack extends Stack {
   }
 
   /**
-   * The orchestration needs the groups declare: a group with `heartbeat: "events"` heartbeats
-   * (its queue's visibility timeout, the events bus and PutEvents on it); the group that
-   * `orchestrates` reads the DAG agents' queue depths (their URLs, GetQueueAttributes on exactly
-   * those queues).
+   * The heartbeats the groups declare: `heartbeat: "visibility"` extends a message's visibility
+   * during a long model call; `"events"` also publishes the role's heartbeats on the events bus
+   * (PutEvents on it).
    */
-  private wireWorkflow(props: AgentBusStackProps, needs: (g: ConsumerGroup) => GroupNeeds): void {
-    const agents = this.groups.filter((g) => needs(g).dagAgent);
+  private wireHeartbeats(props: AgentBusStackProps, needs: (g: ConsumerGroup) => GroupNeeds): void {
     const events = this.topics.get("events");
-    if (events)
-      for (const group of this.groups)
-        if (needs(group).heartbeat === "events") this.heartbeat(group, props, events);
-    const orchestrator = this.groups.find((g) => needs(g).orchestrates);
-    if (orchestrator && agents.length > 0) {
-      const urls = Object.fromEntries(agents.map((a) => [a.groupName, a.queue.queueUrl]));
-      orchestrator.consumer.addEnvironment("AGENT_QUEUE_URLS", this.toJsonString(urls));
-      orchestrator.consumer.addEnvironment(
-        "QUEUE_DEPTH_THRESHOLD",
-        String(props.queueDepthThreshold ?? DEFAULT_QUEUE_DEPTH_THRESHOLD),
-      );
-      for (const agent of agents)
-        agent.queue.grant(orchestrator.consumer, "sqs:GetQueueAttributes");
+    for (const group of this.groups) {
+      const heartbeat = needs(group).heartbeat;
+      if (heartbeat === "visibility") this.heartbeat(group, props);
+      if (heartbeat === "events" && events) this.heartbeat(group, props, events);
     }
+  }
+
+  /**
+   * Each integration the groups use, wired once by its infrastructure with every group that uses
+   * it (./integration-infra.ts): the hub's own, and `props.integrations` (by default the
+   * reference applications'). A use with no infrastructure, or two integrations of one name, fail
+   * the synth.
+   */
+  private wireIntegrations(
+    stage: string,
+    topology: Topology,
+    props: AgentBusStackProps,
+    needs: (g: ConsumerGroup) => GroupNeeds,
+  ): void {
+    const infras = integrationsByName([
+      ...HUB_INTEGRATIONS,
+      ...(props.integrations ?? PROJECT_INTEGRATIONS),
+    ]);
+    const users = new Map<string, IntegrationUser<unknown>[]>();
+    for (const declaration of topology.groups) {
+      const group = this.groups.find((g) => g.groupName === declaration.name);
+      for (const use of declaration.uses ?? []) {
+        const infra = infras.get(use.integration.name);
+        if (!group) continue;
+        if (!infra || infra.integration !== use.integration)
+          throw new Error(
+            `consumer group ${JSON.stringify(declaration.name)} uses the ${use.integration.name} integration, but the stack ${infra ? "was given another integration of that name" : "was given no infrastructure for it"}: pass its infra.ts in the stack's integrations`,
+          );
+        users.set(use.integration.name, [
+          ...(users.get(use.integration.name) ?? []),
+          { group, options: use.options },
+        ]);
+      }
+    }
+    const scope = {
+      stack: this,
+      stage,
+      removalPolicy: props.tablesRemovalPolicy,
+      groups: this.groups.map((group) => ({ group, needs: needs(group) })),
+      settings: { queueDepthThreshold: props.queueDepthThreshold },
+      output: (id: string, value: string, description: string) => {
+        new CfnOutput(this, id, { value, description });
+      },
+    };
+    for (const [name, list] of users) infras.get(name)?.wire(scope, list);
   }
 
   /**
@@ -452,45 +493,6 @@ export class AgentBusStack extends Stack {
     if (!events) return;
     group.consumer.addEnvironment("EVENTS_BUS_NAME", events.busName);
     events.grantPutEvents(group.consumer);
-  }
-
-  /**
-   * The customer-support needs the groups declare: `orders` reads the orders table
-   * (`ORDERS_TABLE`, GetItem only; `"cancel"` adds the conditional UpdateItem that cancels one);
-   * `replyChannel` publishes replies to the SNS FIFO reply topic (`CHANNEL_PROVIDER=sns`,
-   * `CHANNEL_TOPIC_ARN`, Publish on that topic only); `payments` pays refunds through the payment
-   * stand-in's table (`PAYMENTS_TABLE`); `heartbeat: "visibility"` extends its message's
-   * visibility during a long model call. (`tools` needs nothing more: the conversation's content
-   * and the tool calls' records live in the state and side-effects tables every consumer has.)
-   */
-  private wireSupport(
-    stage: string,
-    props: AgentBusStackProps,
-    needs: (g: ConsumerGroup) => GroupNeeds,
-  ): SupportResources | undefined {
-    for (const group of this.groups)
-      if (needs(group).heartbeat === "visibility") this.heartbeat(group, props);
-    const readers = this.groups.filter((g) => needs(g).orders);
-    const senders = this.groups.filter((g) => needs(g).replyChannel);
-    const payers = this.groups.filter((g) => needs(g).payments);
-    if (readers.length === 0 && senders.length === 0 && payers.length === 0) return undefined;
-    const support = new SupportResources(this, "Support", {
-      stage,
-      removalPolicy: props.tablesRemovalPolicy,
-      paymentsStandIn: payers.length > 0,
-    });
-    for (const reader of readers) {
-      reader.consumer.addEnvironment("ORDERS_TABLE", support.orders.tableName);
-      support.grantOrderLookup(reader.consumer);
-      if (needs(reader).orders === "cancel") support.grantOrderCancel(reader.consumer);
-    }
-    for (const sender of senders) {
-      sender.consumer.addEnvironment("CHANNEL_PROVIDER", "sns");
-      sender.consumer.addEnvironment("CHANNEL_TOPIC_ARN", support.replies.topicArn);
-      support.grantSend(sender.consumer);
-    }
-    for (const payer of payers) support.grantPayments(payer.consumer);
-    return support;
   }
 
   /** The deployed topic of that name. */
@@ -545,6 +547,21 @@ export function deploymentSettings(
     stage: stage as string,
     env: region || account ? { account, region } : undefined,
   };
+}
+
+/** Integrations' infrastructure by name; two different integrations of one name are refused. */
+function integrationsByName(
+  infras: readonly AnyIntegrationInfra[],
+): Map<string, AnyIntegrationInfra> {
+  const byName = new Map<string, AnyIntegrationInfra>();
+  for (const infra of infras) {
+    const name = infra.integration.name;
+    const known = byName.get(name);
+    if (known && known.integration !== infra.integration)
+      throw new Error(`two integrations are named ${JSON.stringify(name)}: rename one`);
+    byName.set(name, infra);
+  }
+  return byName;
 }
 
 /** The front door's issuer from the CDK context; undefined when no issuer is set. */

@@ -3,7 +3,6 @@ import type { Construct } from "constructs";
 import type { AlarmTopic } from "./constructs/alarm-topic";
 import type { ConsumerGroup } from "./constructs/consumer-group";
 import type { CustomerKeys } from "./constructs/customer-keys";
-import type { SupportResources } from "./constructs/customer-support";
 import type { FrontDoor } from "./constructs/front-door";
 import type { OperatorReadAccess } from "./constructs/operator-access";
 import type { Relay } from "./constructs/relay";
@@ -19,7 +18,6 @@ export interface OutputSources extends Construct {
   readonly operatorAccess: OperatorReadAccess;
   readonly tables: AgentBusTables;
   readonly customerKeys: CustomerKeys;
-  readonly support?: SupportResources;
   readonly frontDoor?: FrontDoor;
   readonly alarmTopic: AlarmTopic;
 }
@@ -29,7 +27,7 @@ type OutputFn = (id: string, value: string, description: string) => CfnOutput;
 /**
  * What a deployment needs to be used and operated: every bus name and ARN and archive ARN, every
  * queue and dead-letter queue URL and rule ARN of every group, the relay's failure queue, the
- * table names and the Region. No exports: nothing may come to depend on this stack through CloudFormation
+ * table names and the Region (each integration adds its own: lib/infra/integration-infra.ts). No exports: nothing may come to depend on this stack through CloudFormation
  * imports.
  */
 export function addStackOutputs(stack: OutputSources): void {
@@ -96,7 +94,7 @@ function groupOutputs(group: ConsumerGroup, output: OutputFn): void {
   }
 }
 
-/** The relay, the tables, the operator policies and the support resources. */
+/** The relay, the tables, the operator policies and the front door. */
 function otherOutputs(stack: OutputSources, output: OutputFn): void {
   output(
     "Region",
@@ -144,22 +142,4 @@ function otherOutputs(stack: OutputSources, output: OutputFn): void {
       "the streams' base URL (server-sent events; clients send a JWT)",
     );
   }
-  supportOutputs(stack, output);
-}
-
-/** The support conversation's orders, payment stand-in and replies topic. */
-function supportOutputs(stack: OutputSources, output: OutputFn): void {
-  if (!stack.support) return;
-  output("OrdersTableName", stack.support.orders.tableName, "DynamoDB table Orders");
-  if (stack.support.payments)
-    output(
-      "PaymentsTableName",
-      stack.support.payments.tableName,
-      "DynamoDB table of the payment stand-in (refunds by idempotency key)",
-    );
-  output(
-    "RepliesTopicArn",
-    stack.support.replies.topicArn,
-    "SNS FIFO topic the sender delivers replies to",
-  );
 }

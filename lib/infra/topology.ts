@@ -1,4 +1,5 @@
 import { Duration } from "aws-cdk-lib";
+import { type AnyIntegrationUse, usesOf } from "../../functions/core/integration";
 import type { RoleDescriptor } from "../../functions/core/role";
 import type { AttentionSignal, GroupNeeds, RoleModule } from "../../functions/core/role-module";
 import { ROLE_MODULES } from "../../functions/roles/modules";
@@ -111,8 +112,15 @@ export interface GroupDeclaration {
    */
   readonly delivery?: Delivery;
 
-  /** What the stack wires for it besides its queues (model calls' heartbeats, orders, ...). */
+  /** What the stack wires for it besides its queues (model calls' heartbeats, DAG agents). */
   readonly needs?: GroupNeeds;
+
+  /**
+   * The integrations its consumer calls (its module's `uses`): the stack wires each with the
+   * infrastructure it is given for that integration (lib/infra/integration-infra.ts).
+   * @default none
+   */
+  readonly uses?: readonly AnyIntegrationUse[];
 
   /**
    * How long a FIFO group's delivery hop waits to gather full batches of 10 (whole seconds,
@@ -332,6 +340,7 @@ export function groupOf(module: RoleModule): GroupDeclaration {
     role: module.descriptor,
     handler: module.entry,
     ...deployment,
+    uses: usesOf(module.uses).map(([, use]) => use),
     ...(functionTimeoutSeconds === undefined
       ? {}
       : { functionTimeout: Duration.seconds(functionTimeoutSeconds) }),

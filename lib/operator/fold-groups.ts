@@ -1,32 +1,15 @@
 import type { Role } from "../../functions/core/role";
-import type { GroupNeeds } from "../../functions/core/role-module";
 import { type EventRegistry, registry } from "../../schemas";
 import type { OperatorGroup } from "./groups";
 
 /**
  * Which consumer groups the operator's rebuild and check can run, decided from what each group
- * declares (its `needs` in its role module, its role's flags, and which of its event types the
- * event store holds), never from a list of names: a group whose decision calls the outside world
- * is not a fold of its streams, and is refused with the reason.
+ * declares (the integrations its role module uses, its role's flags, and which of its event types
+ * the event store holds), never from a list of names: a group whose decision calls an integration
+ * that does not fold (functions/core/integration.ts: a write, or an answer that changes from call
+ * to call) is not a fold of its streams, and is refused with what it does. One that only reads
+ * what it records (the orders) is answered from that record (Role.foldWith).
  */
-
-/**
- * What each need does while the group decides. A need that calls the outside world makes the
- * group's state something other than a fold of its streams; one that only reads (the orders table)
- * is answered from what the group recorded (Role.foldWith). Keyed by every need, so a new need must
- * say which it is.
- */
-const CALLS_OUT: Readonly<Record<keyof GroupNeeds, string | undefined>> = {
-  model: "calls a model while deciding",
-  replyChannel: "sends through the reply channel while deciding",
-  orchestrates: "reads its agents' queue depths while deciding",
-  tools: "runs tools while deciding",
-  payments: "pays refunds while deciding",
-  // Only groups that call a model beat while they wait for it; the model is the reason.
-  heartbeat: undefined,
-  dagAgent: undefined,
-  orders: undefined,
-};
 
 /** How the operator's tools may run one group: the role they fold with, or why not. */
 export interface FoldVerdict {
@@ -49,10 +32,9 @@ export function foldVerdict(group: OperatorGroup, types: EventRegistry = registr
   const outsideStreams = role.subscriptions.filter(
     (type) => types.definitions().find((d) => d.type === type)?.sequenced !== true,
   );
-  const calls = Object.entries(group.needs ?? {})
-    .filter(([, value]) => value !== undefined && value !== false)
-    .map(([need]) => CALLS_OUT[need as keyof GroupNeeds])
-    .filter((reason): reason is string => reason !== undefined);
+  const calls = (group.integrations ?? [])
+    .filter((integration) => integration.folds !== true)
+    .map((integration) => `${integration.does} while deciding`);
   const notFold = `its state is not a fold of its streams`;
   if (calls.length > 0)
     return { group: name, refused: `${name} ${calls.join(" and ")}: ${notFold}`, outsideStreams };

@@ -1,3 +1,4 @@
+import { type AnyIntegration, usesOf } from "../../functions/core/integration";
 import type { RoleDescriptor } from "../../functions/core/role";
 import type { GroupNeeds } from "../../functions/core/role-module";
 import { ROLE_MODULES } from "../../functions/roles/modules";
@@ -10,15 +11,18 @@ import { ROLE_MODULES } from "../../functions/roles/modules";
  * its outputs (./stack.ts, topologyOfOutputs); this only says what each group's role is.
  */
 
-/** One consumer group: its name, its role and what it needs besides its queues. */
+/** One consumer group: its name, its role, what it needs besides its queues, what it calls. */
 export interface OperatorGroup {
   readonly name: string;
   readonly role: RoleDescriptor;
   readonly needs?: GroupNeeds;
+  /** The integrations its decision calls (its module's `uses`). */
+  readonly integrations?: readonly AnyIntegration[];
 }
 
 export const OPERATOR_GROUPS: readonly OperatorGroup[] = ROLE_MODULES.map((module) => ({
   name: module.descriptor.group,
   role: module.descriptor,
   ...(module.deployment.needs ? { needs: module.deployment.needs } : {}),
+  integrations: usesOf(module.uses).map(([, use]) => use.integration),
 }));

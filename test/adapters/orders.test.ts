@@ -8,9 +8,12 @@ import {
 } from "@aws-sdk/client-dynamodb";
 import { marshall, unmarshall } from "@aws-sdk/util-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DynamoOrders, putOrders } from "../../functions/adapters/dynamodb/orders";
 import { PermanentError, TransientError } from "../../functions/core/errors";
-import { SAMPLE_ORDERS } from "../../lib/dev/local/orders";
+import {
+  DynamoOrders,
+  putOrders,
+} from "../../functions/roles/customer-support/integrations/orders/dynamodb";
+import { SAMPLE_ORDERS } from "../../functions/roles/customer-support/integrations/orders/sample-orders";
 import { fromSdk } from "../../lib/operator/from-sdk";
 import { OrderRecord } from "../../schemas/events/conversation";
 import { opaqueIdProblem } from "../../schemas/ids";

@@ -8,12 +8,12 @@ import {
 import { unmarshall } from "@aws-sdk/util-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TABLES } from "../../functions/adapters/dynamodb/layouts";
-import { DynamoPaymentsStandIn } from "../../functions/adapters/dynamodb/payments-stand-in";
-import { LocalPayments } from "../../functions/adapters/local-payments";
 import { ToolRejectedError } from "../../functions/core/agent/tool";
 import { TransientError } from "../../functions/core/errors";
-import type { PaymentsPort } from "../../functions/core/payments";
 import { ManualClock } from "../../functions/core/runtime";
+import { DynamoPaymentsStandIn } from "../../functions/roles/customer-support/integrations/payments/dynamodb-stand-in";
+import { LocalPayments } from "../../functions/roles/customer-support/integrations/payments/memory";
+import type { PaymentsPort } from "../../functions/roles/customer-support/integrations/payments/port";
 import { fromSdk } from "../../lib/operator/from-sdk";
 import { emulator } from "../support/aws";
 import { newTaskId, newUlid } from "../support/factories";

@@ -12,17 +12,17 @@ import {
 import { GetQueueAttributesCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AwsClient } from "../../functions/adapters/aws/client";
-import {
-  deduplicationId,
-  SNS_DEDUP_WINDOW_SECONDS,
-  SnsChannel,
-} from "../../functions/adapters/channel/sns-channel";
 import { TransientError } from "../../functions/core/errors";
 import {
   ChannelRejectedError,
   type ChannelSendRequest,
   ChannelTimeoutError,
-} from "../../functions/core/side-effects";
+} from "../../functions/roles/customer-support/integrations/reply-channel/port";
+import {
+  deduplicationId,
+  SNS_DEDUP_WINDOW_SECONDS,
+  SnsChannel,
+} from "../../functions/roles/customer-support/integrations/reply-channel/sns";
 import { fromSdk } from "../../lib/operator/from-sdk";
 import { emulator } from "../support/aws";
 import { newTaskId, newUlid } from "../support/factories";

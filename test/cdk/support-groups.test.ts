@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
+import { useOf } from "../../functions/core/integration";
 import { InMemoryEventStore } from "../../functions/core/memory";
 import { buildRole } from "../../functions/core/role-module";
+import { orders as ordersIntegration } from "../../functions/roles/customer-support/integrations/orders";
 import { DEFAULT_MAX_UNKNOWN_ATTEMPTS } from "../../functions/roles/customer-support/sender/sender";
 import { ROLE_MODULES } from "../../functions/roles/modules";
 import { SUPPORT_GROUPS } from "../../lib/dev/local/conversation";
@@ -14,12 +16,10 @@ import { agentBusStack, refersTo, resources, single, statementsOf, synthesizeSta
  * needs).
  */
 describe("role modules in the topology", () => {
-  const ports = memoryRolePorts(new InMemoryEventStore());
-
   it.each(ROLE_MODULES.map((module) => [module.descriptor.group, module] as const))(
     "%s: the built role is the declared group and subscribes to exactly what it declares",
     (group, module) => {
-      const role = buildRole(module, ports);
+      const role = buildRole(module, memoryRolePorts(new InMemoryEventStore(), module.uses));
       expect(role.group).toBe(group);
       expect([...role.subscriptions].sort()).toEqual([...module.descriptor.subscriptions].sort());
       expect(role.stateOf).toBe(module.descriptor.stateOf);
@@ -161,21 +161,22 @@ describe("role modules in the topology", () => {
     });
   });
 
-  it("wires what a group declares in needs, whatever its name, and nothing by name alone", () => {
+  it("wires the integrations a group uses, whatever its name, and nothing by name alone", () => {
     const { template } = synthesizeStack(
       {
         topology: defineTopology({
           topics: ["commands", "events", "audit"],
           groups: [
             {
-              // Another name, the order lookup's needs: it gets the orders table.
+              // Another name, the order lookup's integration: it gets the orders table.
               name: "stock-check",
               role: { group: "stock-check", subscriptions: ["order.lookup.requested"] },
               handler: "functions/roles/customer-support/order-lookup/handler.ts",
-              needs: { orders: true, heartbeat: "visibility" },
+              needs: { heartbeat: "visibility" },
+              uses: [useOf(ordersIntegration)],
             },
             {
-              // The sender's name, no needs: no reply channel, no topic.
+              // The sender's name, no integrations: no reply channel, no topic.
               name: "sender",
               role: { group: "sender", subscriptions: ["notification.send.requested"] },
               handler: "functions/roles/customer-support/sender/handler.ts",

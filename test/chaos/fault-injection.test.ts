@@ -19,8 +19,8 @@ import {
 import { isServerError, isThrottlingError, isTransientError } from "@smithy/core/retry";
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LocalChannel } from "../../functions/adapters/channel/local-channel";
-import { ChannelTimeoutError } from "../../functions/core/side-effects";
+import { LocalChannel } from "../../functions/roles/customer-support/integrations/reply-channel/memory";
+import { ChannelTimeoutError } from "../../functions/roles/customer-support/integrations/reply-channel/port";
 import { FAULTED_ATTEMPTS, FaultInjector } from "../../lib/dev/chaos/injector";
 import { injectFaults } from "../../lib/dev/chaos/middleware";
 import { type FaultPlan, planOf } from "../../lib/dev/chaos/plan";

@@ -3,8 +3,8 @@ import { join } from "node:path";
 import type { Browser, Locator, Page } from "playwright-core";
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { LocalPayments } from "../../functions/adapters/local-payments";
 import { AGENT_RUN_AGGREGATE } from "../../functions/core/agent/agent-role";
+import { LocalPayments } from "../../functions/roles/customer-support/integrations/payments/memory";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import { streamOf } from "../../lib/dev/local/scenario/customer-support";
 import {

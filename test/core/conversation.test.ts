@@ -8,6 +8,7 @@ import {
   conversationRole,
   conversationVersionReader,
 } from "../../functions/roles/customer-support/conversation/conversation";
+import { SAMPLE_ORDERS } from "../../functions/roles/customer-support/integrations/orders/sample-orders";
 import { orderLookupRole } from "../../functions/roles/customer-support/order-lookup/order-lookup";
 import {
   ROUTER_RULES,
@@ -15,7 +16,6 @@ import {
   routeMessage,
   routerRole,
 } from "../../functions/roles/customer-support/router/router";
-import { SAMPLE_ORDERS } from "../../lib/dev/local/orders";
 import type { Envelope } from "../../schemas";
 import { clientMessage, makeDeps } from "./fixtures";
 import { newConversationId, only, type SupportHarness, supportHarness } from "./support-fixture";

@@ -2,14 +2,17 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { DeterministicLocalModel } from "../../functions/adapters/local-model";
-import { LocalPayments } from "../../functions/adapters/local-payments";
 import { ANSWER_SCHEMA, defineAgent } from "../../functions/core/agent/agent";
 import { InMemoryContentStore } from "../../functions/core/agent/content";
 import { defineTool, toolSpecOf } from "../../functions/core/agent/tool";
+import { usesOf } from "../../functions/core/integration";
 import { jsonSchemaOf } from "../../functions/core/model-schema-export";
 import { modelSchemaOf, toolSchemaName } from "../../functions/core/model-schemas";
 import { InMemorySideEffects } from "../../functions/core/side-effects";
-import { ordersFrom } from "../../functions/roles/customer-support/order-lookup/order-lookup";
+import { model } from "../../functions/integrations/model";
+import { ordersFrom } from "../../functions/roles/customer-support/integrations/orders/memory";
+import { SAMPLE_ORDERS } from "../../functions/roles/customer-support/integrations/orders/sample-orders";
+import { LocalPayments } from "../../functions/roles/customer-support/integrations/payments/memory";
 import { ROLE_MODULES } from "../../functions/roles/modules";
 import refundSchemas from "../../functions/roles/refund-review/model-schemas.json";
 import {
@@ -17,7 +20,6 @@ import {
   RefundAnswer,
   refundAgent,
 } from "../../functions/roles/refund-review/refund-agent";
-import { SAMPLE_ORDERS } from "../../lib/dev/local/orders";
 import { modelSchemaFiles } from "../../lib/dev/model-schema-files";
 import * as z from "../../schemas/zod";
 
@@ -42,11 +44,13 @@ describe("model-schemas.json (npm run schemas)", () => {
   });
 
   it("every module that calls a model declares what it shows the model", () => {
-    for (const module of ROLE_MODULES)
+    for (const module of ROLE_MODULES) {
+      const callsModel = usesOf(module.uses).some(([, use]) => use.integration === model);
       expect(
         module.modelSchemas !== undefined,
-        `${module.descriptor.group} needs a model: ${module.deployment.needs?.model === true}`,
-      ).toBe(module.deployment.needs?.model === true);
+        `${module.descriptor.group} calls a model: ${callsModel}`,
+      ).toBe(callsModel);
+    }
   });
 
   it("the refund agent shows the model each tool's input and its answer, as the zod schemas say", () => {

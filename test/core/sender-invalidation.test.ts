@@ -3,10 +3,11 @@ import { HUMAN_REVIEW_MARKER } from "../../functions/adapters/local-model";
 import { TransientError } from "../../functions/core/errors";
 import { consume } from "../../functions/core/pipeline";
 import type { ConsumeResult, Role } from "../../functions/core/role";
-import type { OrdersPort } from "../../functions/core/role-module";
 import { recordConsumed } from "../../functions/handlers/consumer-metrics";
 import type { Observability } from "../../functions/handlers/observe";
 import type { ConversationView } from "../../functions/roles/customer-support/conversation-projection/conversation-projection";
+import type { OrdersPort } from "../../functions/roles/customer-support/integrations/orders/port";
+import { SAMPLE_ORDERS } from "../../functions/roles/customer-support/integrations/orders/sample-orders";
 import { restsOn, stillHolds } from "../../functions/roles/customer-support/sender/facts";
 import {
   DELIVERED,
@@ -14,7 +15,6 @@ import {
   replyKey,
 } from "../../functions/roles/customer-support/sender/sender";
 import type { DeliveryState } from "../../functions/roles/customer-support/sender/state";
-import { SAMPLE_ORDERS } from "../../lib/dev/local/orders";
 import type { Envelope } from "../../schemas";
 import type { OrderRecord, SendRequested } from "../../schemas/events/conversation";
 import type { SupportCancelled } from "../../schemas/events/support-cancel";

@@ -1,18 +1,15 @@
 import fc from "fast-check";
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
-import {
-  LocalChannel,
-  type LocalChannelFault,
-} from "../../functions/adapters/channel/local-channel";
 import { AgentBusError, classify, TransientError } from "../../functions/core/errors";
 import { consume } from "../../functions/core/pipeline";
 import type { ConsumerDeps, EventStore } from "../../functions/core/ports";
+import { InMemorySideEffects, SideEffectTransitionError } from "../../functions/core/side-effects";
 import {
-  type ChannelPort,
-  InMemorySideEffects,
-  SideEffectTransitionError,
-} from "../../functions/core/side-effects";
+  LocalChannel,
+  type LocalChannelFault,
+} from "../../functions/roles/customer-support/integrations/reply-channel/memory";
+import type { ChannelPort } from "../../functions/roles/customer-support/integrations/reply-channel/port";
 import {
   DELIVERED,
   DELIVERY_FAILED,

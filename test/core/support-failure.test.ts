@@ -5,12 +5,12 @@ import { PermanentError, TransientError } from "../../functions/core/errors";
 import type { ModelPort } from "../../functions/core/model";
 import { consume } from "../../functions/core/pipeline";
 import type { Role } from "../../functions/core/role";
-import type { OrdersPort } from "../../functions/core/role-module";
 import {
   type ConversationView,
   conversationProjection,
   summarizeConversation,
 } from "../../functions/roles/customer-support/conversation-projection/conversation-projection";
+import type { OrdersPort } from "../../functions/roles/customer-support/integrations/orders/port";
 import {
   HANDOFF_TEXT,
   HANDOFF_TTL_SECONDS,

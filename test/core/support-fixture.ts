@@ -1,14 +1,11 @@
 import { ulid } from "ulid";
 import { expect } from "vitest";
-import { LocalChannel } from "../../functions/adapters/channel/local-channel";
 import { DeterministicLocalModel } from "../../functions/adapters/local-model";
-import { LocalPayments } from "../../functions/adapters/local-payments";
 import { InMemoryContentStore } from "../../functions/core/agent/content";
 import type { ModelPort, ModelRequest, ModelResponse } from "../../functions/core/model";
 import type { Vault } from "../../functions/core/personal-data/vault";
 import { consume } from "../../functions/core/pipeline";
 import type { Role } from "../../functions/core/role";
-import type { OrdersPort } from "../../functions/core/role-module";
 import type { ManualClock } from "../../functions/core/runtime";
 import { InMemorySideEffects } from "../../functions/core/side-effects";
 import {
@@ -20,15 +17,16 @@ import {
   type ConversationView,
   conversationProjection,
 } from "../../functions/roles/customer-support/conversation-projection/conversation-projection";
-import {
-  orderLookupRole,
-  ordersFrom,
-} from "../../functions/roles/customer-support/order-lookup/order-lookup";
+import { ordersFrom } from "../../functions/roles/customer-support/integrations/orders/memory";
+import type { OrdersPort } from "../../functions/roles/customer-support/integrations/orders/port";
+import { SAMPLE_ORDERS } from "../../functions/roles/customer-support/integrations/orders/sample-orders";
+import { LocalPayments } from "../../functions/roles/customer-support/integrations/payments/memory";
+import { LocalChannel } from "../../functions/roles/customer-support/integrations/reply-channel/memory";
+import { orderLookupRole } from "../../functions/roles/customer-support/order-lookup/order-lookup";
 import { replyGenerationRole } from "../../functions/roles/customer-support/reply-generation/reply-generation";
 import { routerRole } from "../../functions/roles/customer-support/router/router";
 import { senderRole } from "../../functions/roles/customer-support/sender/sender";
 import { refundReviewRole } from "../../functions/roles/refund-review/refund-agent";
-import { SAMPLE_ORDERS } from "../../lib/dev/local/orders";
 import { type Envelope, registry } from "../../schemas";
 import { makeDeps } from "./fixtures";
 

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HUMAN_REVIEW_MARKER } from "../../functions/adapters/local-model";
 import { TransientError } from "../../functions/core/errors";
 import type { ModelPort } from "../../functions/core/model";
-import type { ChannelPort } from "../../functions/core/side-effects";
+import type { ChannelPort } from "../../functions/roles/customer-support/integrations/reply-channel/port";
 import type { FaultInjection } from "../../lib/dev/local/runtime/faults";
 import { customerMessage, waitUntil } from "../../lib/dev/local/scenario/customer-support";
 import { opsActions } from "../../lib/operator/actions";

@@ -1,8 +1,8 @@
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
-import { putOrders } from "../../functions/adapters/dynamodb/orders";
+import { putOrders } from "../../functions/roles/customer-support/integrations/orders/dynamodb";
+import { SAMPLE_ORDERS } from "../../functions/roles/customer-support/integrations/orders/sample-orders";
 import type { DeliveryState } from "../../functions/roles/customer-support/sender/state";
-import { SAMPLE_ORDERS } from "../../lib/dev/local/orders";
 import {
   customerMessage,
   loadConversation,

@@ -12,7 +12,7 @@ import { createConsumerHandler } from "../../functions/handlers/consumer";
 import { attentionCounts, lagMs } from "../../functions/handlers/consumer-metrics";
 import { createModuleHandler } from "../../functions/handlers/module-entry";
 import { observability } from "../../functions/handlers/observe";
-import { modelPort } from "../../functions/handlers/ports/model";
+import { modelAdapter } from "../../functions/integrations/model/aws";
 import { contentAgentModule } from "../../functions/roles/content-agents/module";
 import { fromSdk } from "../../lib/operator/from-sdk";
 import { type Envelope, registry } from "../../schemas";
@@ -268,11 +268,11 @@ describe("consumer metrics: model calls", () => {
       {
         dynamodb: fromSdk(dynamodb),
         sqs: fromSdk(sqs),
-        bedrock: fakeBedrock("no JSON here", usage),
+        clients: { "bedrock-runtime": fakeBedrock("no JSON here", usage) },
         env: { ...consumerEnv("writing"), MODEL_PROVIDER: "bedrock", MODEL_ID: "test.model-v1" },
         observability: metrics.observability,
       },
-      { model: modelPort },
+      [modelAdapter],
     );
     const response = await handler(sqsEvent([recordOf(writingRequested())]));
 

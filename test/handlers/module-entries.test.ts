@@ -1,7 +1,11 @@
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
-import { portBuilderProblems } from "../../functions/handlers/role-ports";
+import { use } from "../../functions/core/integration";
+import { adapterProblems } from "../../functions/handlers/role-ports";
+import { modelAdapter } from "../../functions/integrations/model/aws";
+import { orders } from "../../functions/roles/customer-support/integrations/orders";
+import { ordersAdapter } from "../../functions/roles/customer-support/integrations/orders/aws";
 import { ROLE_MODULES } from "../../functions/roles/modules";
 
 process.env.POWERTOOLS_LOG_LEVEL = "SILENT";
@@ -25,12 +29,12 @@ const envOf = (group: string) => ({
 });
 
 /**
- * A module's entry names the port builder of each need its module declares, so that a bundle
- * holds only the adapters its role uses: the two must agree, or the entry refuses to build.
+ * A module's entry passes the adapter of each integration its module uses, so that a bundle holds
+ * only the adapters its role uses: the two must agree, or the entry refuses to build.
  */
 describe("role module entries", () => {
   it.each(ROLE_MODULES.map((m) => [m.descriptor.group, m] as const))(
-    "%s: its entry builds its handler with the ports its needs call for",
+    "%s: its entry builds its handler with the adapters of the integrations it uses",
     async (group, module) => {
       const entry = (await import(pathToFileURL(join(ROOT, module.entry)).href)) as {
         create(options: unknown): unknown;
@@ -39,13 +43,12 @@ describe("role module entries", () => {
     },
   );
 
-  it("names a need without its builder, and a builder without its need", () => {
-    expect(portBuilderProblems({ model: true }, {})).toEqual([
-      "it declares needs.model but its entry passes no model port builder (./ports)",
+  it("names an integration without its adapter, and an adapter without its integration", () => {
+    expect(adapterProblems({ orders: use(orders, { cancel: true }) }, [modelAdapter])).toEqual([
+      "it uses the orders integration but its entry passes no orders adapter",
+      "its entry passes the model adapter but its module does not use model",
     ]);
-    expect(portBuilderProblems({}, { orders: () => ({ get: async () => undefined }) })).toEqual([
-      "its entry passes the orders port builder but it does not declare needs.orders",
-    ]);
-    expect(portBuilderProblems({ heartbeat: "events", dagAgent: true }, {})).toEqual([]);
+    expect(adapterProblems({ stock: orders }, [ordersAdapter])).toEqual([]);
+    expect(adapterProblems(undefined, [])).toEqual([]);
   });
 });

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { createModuleHandler } from "../../functions/handlers/module-entry";
-import { queueDepthPort } from "../../functions/handlers/ports/queue-depth";
+import { queueDepthAdapter } from "../../functions/integrations/queue-depth/aws";
 import { orchestratorModule } from "../../functions/roles/orchestrator/module";
 
 const createOrchestratorHandler = (options: { env: Record<string, string> }) =>
-  createModuleHandler(orchestratorModule, options, { orchestrates: queueDepthPort });
+  createModuleHandler(orchestratorModule, options, [queueDepthAdapter]);
 
 process.env.POWERTOOLS_LOG_LEVEL = "SILENT";
 process.env.POWERTOOLS_METRICS_DISABLED = "true";

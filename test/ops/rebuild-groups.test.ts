@@ -1,10 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { consume } from "../../functions/core/pipeline";
 import type { Role } from "../../functions/core/role";
-import {
-  ORDER_LOOKUP,
-  ordersFrom,
-} from "../../functions/roles/customer-support/order-lookup/order-lookup";
+import { ordersFrom } from "../../functions/roles/customer-support/integrations/orders/memory";
+import { ORDER_LOOKUP } from "../../functions/roles/customer-support/order-lookup/order-lookup";
 import { ROUTER } from "../../functions/roles/customer-support/router/router";
 import { taskProjection } from "../../functions/roles/task-projection/task-projection";
 import { customerMessage } from "../../lib/dev/local/scenario/customer-support";

@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
 import { DeterministicLocalModel } from "../../functions/adapters/local-model";
-import { LocalPayments } from "../../functions/adapters/local-payments";
 import type { AgentJournal } from "../../functions/core/agent/agent";
 import { AGENT_RUN_AGGREGATE } from "../../functions/core/agent/agent-role";
 import { InMemoryContentStore } from "../../functions/core/agent/content";
@@ -8,13 +7,14 @@ import type { StoredState } from "../../functions/core/ports";
 import { defineModule } from "../../functions/core/role-module";
 import { InMemorySideEffects } from "../../functions/core/side-effects";
 import { planSweep } from "../../functions/core/sweeper";
-import { ordersFrom } from "../../functions/roles/customer-support/order-lookup/order-lookup";
+import { ordersFrom } from "../../functions/roles/customer-support/integrations/orders/memory";
+import { SAMPLE_ORDERS } from "../../functions/roles/customer-support/integrations/orders/sample-orders";
+import { LocalPayments } from "../../functions/roles/customer-support/integrations/payments/memory";
 import {
   DEFAULT_REFUND_SETTINGS,
   refundReviewRole,
   refundRunId,
 } from "../../functions/roles/refund-review/refund-agent";
-import { SAMPLE_ORDERS } from "../../lib/dev/local/orders";
 import { testRole } from "../../lib/dev/role-kit/test-role";
 import { stepDecision } from "../../lib/operator/agent-actions";
 import { operatorEnvelope } from "../../lib/operator/operator-command";

@@ -1,20 +1,20 @@
 import { DeterministicLocalModel } from "../../functions/adapters/local-model";
 import type { Script } from "../../functions/adapters/local-model-script";
-import { LocalPayments } from "../../functions/adapters/local-payments";
 import type { AgentJournal } from "../../functions/core/agent/agent";
 import { AGENT_RUN_AGGREGATE } from "../../functions/core/agent/agent-role";
 import { InMemoryContentStore } from "../../functions/core/agent/content";
 import type { ModelPort } from "../../functions/core/model";
 import { defineModule } from "../../functions/core/role-module";
 import { InMemorySideEffects } from "../../functions/core/side-effects";
-import { ordersFrom } from "../../functions/roles/customer-support/order-lookup/order-lookup";
+import { ordersFrom } from "../../functions/roles/customer-support/integrations/orders/memory";
+import { SAMPLE_ORDERS } from "../../functions/roles/customer-support/integrations/orders/sample-orders";
+import { LocalPayments } from "../../functions/roles/customer-support/integrations/payments/memory";
 import {
   DEFAULT_REFUND_SETTINGS,
   type RefundAgentSettings,
   refundReviewRole,
   refundRunId,
 } from "../../functions/roles/refund-review/refund-agent";
-import { SAMPLE_ORDERS } from "../../lib/dev/local/orders";
 import { testRole } from "../../lib/dev/role-kit/test-role";
 import type { Envelope } from "../../schemas";
 

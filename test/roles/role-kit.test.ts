@@ -1,8 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { defineRole } from "../../functions/core/define-role";
-import { defineModule, requirePort } from "../../functions/core/role-module";
+import { defineIntegration, portsOf } from "../../functions/core/integration";
+import { InMemoryEventStore } from "../../functions/core/memory";
+import { defineModule } from "../../functions/core/role-module";
 import { senderModule } from "../../functions/roles/customer-support/sender/module";
 import { taskProjectionModule } from "../../functions/roles/task-projection/module";
+import { IntegrationTwins, memoryRolePorts } from "../../lib/dev/role-kit/memory-ports";
 import { testRole } from "../../lib/dev/role-kit/test-role";
 
 const TASK = "task_01KB0Q3V9X7T2M4N6P8R0S1W3Y";
@@ -68,10 +71,77 @@ describe("defineRole", () => {
     );
     expect(await t.state({ type: "careless", id: TASK })).toBeUndefined();
   });
+});
 
-  it("requirePort names the port and where to declare it", () => {
-    expect(() => requirePort({ store: testRole(module).store }, "model", "writer")).toThrow(
-      /role writer is built without its model port: declare the need in its module's deployment\.needs/,
+/** An integration a team adds: a ledger that takes each entry key once. */
+interface Ledger {
+  record(key: string): Promise<"recorded" | "already">;
+}
+const ledgerOf = (): Ledger => {
+  const keys = new Set<string>();
+  return {
+    async record(key) {
+      if (keys.has(key)) return "already";
+      keys.add(key);
+      return "recorded";
+    },
+  };
+};
+const ledger = defineIntegration<Ledger>({
+  name: "ledger",
+  access: "write",
+  does: "records ledger entries",
+  defaults: undefined,
+  memory: ledgerOf,
+});
+
+describe("integrations in the role kit", () => {
+  const bookkeeper = defineRole<{ n: number }, "task.feedback.received", "task.accepted">({
+    group: "bookkeeper",
+    subscriptions: ["task.feedback.received"],
+    emits: ["task.accepted"],
+    stateOf: (event) => ({ type: "bookkeeping", id: event.task_id }),
+    decide: (state) => ({ state: { n: (state?.n ?? 0) + 1 }, emit: [] }),
+  });
+  const withLedger = (built: Ledger[]) =>
+    defineModule({
+      descriptor: bookkeeper,
+      entry: "none",
+      deployment: {},
+      uses: { book: ledger },
+      build: (ports) => {
+        built.push(ports.book);
+        return bookkeeper;
+      },
+    });
+
+  it("builds a role with its integrations' twins, under the names it uses them by", async () => {
+    const built: Ledger[] = [];
+    testRole(withLedger(built));
+    expect(built).toHaveLength(1);
+    expect(await built[0]?.record("entry-1")).toBe("recorded");
+    expect(await built[0]?.record("entry-1")).toBe("already");
+  });
+
+  it("uses a stand-in given by the integration's name instead of its twin", () => {
+    const built: Ledger[] = [];
+    const standIn = ledgerOf();
+    testRole(withLedger(built), { integrations: { ledger: standIn } });
+    expect(built[0]).toBe(standIn);
+  });
+
+  it("one twin per integration serves every role built with the same twins", () => {
+    const twins = new IntegrationTwins();
+    const store = new InMemoryEventStore();
+    const first = memoryRolePorts(store, { book: ledger }, twins);
+    const second = memoryRolePorts(store, { entries: ledger }, twins);
+    expect(first.book).toBe(second.entries);
+    expect(portsOf(store, { book: ledger }, () => "built", { ledger: "given" }).book).toBe("given");
+  });
+
+  it("refuses an integration name that is not camelCase", () => {
+    expect(() => defineIntegration({ ...ledger, name: "Ledger-Service" })).toThrow(
+      /integration name "Ledger-Service" must be camelCase/,
     );
   });
 });

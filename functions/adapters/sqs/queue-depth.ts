@@ -1,6 +1,6 @@
 import type { Clock } from "../../core/ports";
-import type { QueueDepthSource } from "../../core/role-module";
 import { systemClock } from "../../core/runtime";
+import type { QueueDepthSource } from "../../integrations/queue-depth/index";
 import type { AwsClient } from "../aws/client";
 import { GetQueueAttributes } from "../aws/operations";
 

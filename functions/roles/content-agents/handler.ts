@@ -1,6 +1,6 @@
 import { familyEntry } from "../../handlers/module-entry";
-import { modelPort } from "../../handlers/ports/model";
+import { modelAdapter } from "../../integrations/model/aws";
 import { contentAgentModules } from "./module";
 
 /** One entry for the four content agents: the function's `GROUP_NAME` picks the agent. */
-export const { create, handler } = familyEntry(contentAgentModules, { model: modelPort });
+export const { create, handler } = familyEntry(contentAgentModules, [modelAdapter]);

@@ -4,7 +4,8 @@ import {
   type ContentRole,
 } from "../../../schemas/events/workflow";
 import * as z from "../../../schemas/zod";
-import { defineModule, requirePort } from "../../core/role-module";
+import { defineModule } from "../../core/role-module";
+import { model } from "../../integrations/model";
 import { contentAgentDescriptor, contentAgentRole, contentAnswer } from "./content-agent";
 
 /** `AGENT_CONFIRM_SECONDS`: how long a BLOCKED agent run waits for its confirmation. */
@@ -26,15 +27,16 @@ export function contentAgentModule(role: ContentRole) {
     deployment: {
       batchSize: 1,
       functionTimeoutSeconds: 120,
-      needs: { model: true, heartbeat: "events", dagAgent: true },
+      needs: { heartbeat: "events", dagAgent: true },
       attention: ["needs-human", "awaiting-approval"],
     },
     settings: ContentAgentSettings,
+    uses: { model },
     modelSchemas: { [role]: contentAnswer(CONTENT_ROLE_EVENTS[role].output) },
     build: (ports, settings) =>
       contentAgentRole({
         role,
-        model: requirePort(ports, "model", role),
+        model: ports.model,
         commandStream: ports.store,
         confirmSeconds: settings.AGENT_CONFIRM_SECONDS,
       }),

@@ -1,7 +1,5 @@
 import { moduleEntry } from "../../handlers/module-entry";
-import { queueDepthPort } from "../../handlers/ports/queue-depth";
+import { queueDepthAdapter } from "../../integrations/queue-depth/aws";
 import { orchestratorModule } from "./module";
 
-export const { create, handler } = moduleEntry(orchestratorModule, {
-  orchestrates: queueDepthPort,
-});
+export const { create, handler } = moduleEntry(orchestratorModule, [queueDepthAdapter]);

@@ -1,5 +1,6 @@
 import * as z from "../../../schemas/zod";
 import { defineModule } from "../../core/role-module";
+import { queueDepth } from "../../integrations/queue-depth";
 import { ORCHESTRATOR, orchestratorRole } from "./orchestrator";
 
 /** The orchestrator's settings, from the function's environment (each optional). */
@@ -28,6 +29,7 @@ export const orchestratorModule = defineModule({
   entry: "functions/roles/orchestrator/handler.ts",
   deployment: { needs: { orchestrates: true }, attention: ["failed-runs", "partial-runs"] },
   settings: OrchestratorSettings,
+  uses: { queueDepth },
   build: (ports, settings) =>
     orchestratorRole({
       queueDepth: ports.queueDepth,

@@ -7,7 +7,7 @@ import { DEFAULT_DEPENDENCY_TIMEOUT_SECONDS } from "../../core/dag/timeout";
 import { type DescriptorOf, defineRole } from "../../core/define-role";
 import { PermanentError } from "../../core/errors";
 import type { Role } from "../../core/role";
-import type { QueueDepthSource } from "../../core/role-module";
+import type { QueueDepthSource } from "../../integrations/queue-depth/index";
 import { CONTENT_AGENTS } from "../content-agents/workflows";
 import { RUN_ENDS } from "./apply";
 import type { EventHandler, OrchestratorEmit } from "./context";

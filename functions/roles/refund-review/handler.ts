@@ -1,13 +1,15 @@
 import { moduleEntry } from "../../handlers/module-entry";
-import { modelPort } from "../../handlers/ports/model";
-import { ordersPort } from "../../handlers/ports/orders";
-import { paymentsPort } from "../../handlers/ports/payments";
-import { toolPorts } from "../../handlers/ports/tools";
+import { contentAdapter } from "../../integrations/content/aws";
+import { modelAdapter } from "../../integrations/model/aws";
+import { sideEffectsAdapter } from "../../integrations/side-effects/aws";
+import { ordersAdapter } from "../customer-support/integrations/orders/aws";
+import { paymentsAdapter } from "../customer-support/integrations/payments/aws";
 import { refundReviewModule } from "./module";
 
-export const { create, handler } = moduleEntry(refundReviewModule, {
-  model: modelPort,
-  orders: ordersPort,
-  tools: toolPorts,
-  payments: paymentsPort,
-});
+export const { create, handler } = moduleEntry(refundReviewModule, [
+  modelAdapter,
+  contentAdapter,
+  sideEffectsAdapter,
+  ordersAdapter,
+  paymentsAdapter,
+]);

@@ -1,9 +1,15 @@
 import * as z from "../../../schemas/zod";
-import { defineModule, type RolePorts, requirePort } from "../../core/role-module";
+import { use } from "../../core/integration";
+import { defineModule, type RolePorts } from "../../core/role-module";
+import { content } from "../../integrations/content";
+import { model } from "../../integrations/model";
+import { sideEffects } from "../../integrations/side-effects";
 import {
   conversationContextReader,
   conversationReader,
 } from "../customer-support/conversation/conversation";
+import { orders } from "../customer-support/integrations/orders";
+import { payments } from "../customer-support/integrations/payments";
 import { TENANT_FAIR_CONCURRENCY } from "../customer-support/tenant-fairness";
 import {
   DEFAULT_REFUND_SETTINGS,
@@ -34,6 +40,18 @@ export const RefundReviewSettings = z.object({
 });
 
 /**
+ * What the refund agent calls: the model, its conversation's content and write tools' ledger, the
+ * orders (it cancels one before its refund) and the payment system.
+ */
+const REFUND_USES = {
+  model,
+  content,
+  sideEffects,
+  orders: use(orders, { cancel: true }),
+  payments,
+};
+
+/**
  * The refund agent (seed 000 §10): an agent loop over the orders and the payment system, one step
  * per delivery, its refunds under idempotency keys, a person's approval above an amount.
  */
@@ -47,25 +65,26 @@ export const refundReviewModule = defineModule({
     // A write whose outcome stays unknown is handed to a person after 5 deliveries
     // (DEFAULT_MAX_UNKNOWN_ATTEMPTS); the queue must hand the step out at least that often.
     maxReceiveCount: 8,
-    needs: { model: true, heartbeat: "visibility", tools: true, orders: "cancel", payments: true },
+    needs: { heartbeat: "visibility" },
     attention: ["awaiting-approval", "unknown-side-effects", "needs-human"],
   },
   settings: RefundReviewSettings,
+  uses: REFUND_USES,
   modelSchemas: REFUND_MODEL_SCHEMAS,
   build: (ports, settings) =>
     refundReviewRole(refundAgentPorts(ports), refundAgentSettings(settings)),
 });
 
 /** The refund agent's ports, from the ones its module is given. */
-export function refundAgentPorts(ports: RolePorts): RefundAgentPorts {
+export function refundAgentPorts(ports: RolePorts<typeof REFUND_USES>): RefundAgentPorts {
   return {
     conversation: conversationContextReader(ports.store),
     conversationNow: conversationReader(ports.store),
-    model: requirePort(ports, "model", "refund-review"),
-    content: requirePort(ports, "content", "refund-review"),
-    sideEffects: requirePort(ports, "sideEffects", "refund-review"),
-    orders: requirePort(ports, "orders", "refund-review"),
-    payments: requirePort(ports, "payments", "refund-review"),
+    model: ports.model,
+    content: ports.content,
+    sideEffects: ports.sideEffects,
+    orders: ports.orders,
+    payments: ports.payments,
   };
 }
 

@@ -22,14 +22,14 @@ import {
 import { agentDescriptor, agentRole } from "../../core/agent/agent-role";
 import type { ContentStore } from "../../core/agent/content";
 import type { ModelPort } from "../../core/model";
-import type { PaymentsPort } from "../../core/payments";
 import type { Role } from "../../core/role";
-import type { OrdersPort } from "../../core/role-module";
 import type { SideEffectStore } from "../../core/side-effects";
 import type {
   ConversationContextReader,
   ConversationReader,
 } from "../customer-support/conversation/conversation";
+import type { OrdersPort } from "../customer-support/integrations/orders/port";
+import type { PaymentsPort } from "../customer-support/integrations/payments/port";
 import { supersededDecision } from "../customer-support/superseded";
 import modelSchemas from "./model-schemas.json";
 import { refundMade, reviewEnded, reviewWaits } from "./review-facts";

@@ -9,8 +9,8 @@ import type { RefundReviewOutcome } from "../../../schemas/events/support-comman
 import type { AgentJournal } from "../../core/agent/agent";
 import type { WriteDone } from "../../core/agent/loop";
 import type { EmitSpec } from "../../core/emit";
-import type { RefundReceipt } from "../../core/payments";
-import type { OrdersPort } from "../../core/role-module";
+import type { OrdersPort } from "../customer-support/integrations/orders/port";
+import type { RefundReceipt } from "../customer-support/integrations/payments/port";
 import { ISSUE_REFUND } from "./tools";
 
 /**

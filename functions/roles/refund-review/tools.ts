@@ -2,8 +2,8 @@ import { OrderId, OrderRecord } from "../../../schemas/events/conversation";
 import * as z from "../../../schemas/zod";
 import { defineTool, ToolRejectedError } from "../../core/agent/tool";
 import { PermanentError } from "../../core/errors";
-import type { PaymentsPort } from "../../core/payments";
-import type { OrdersPort } from "../../core/role-module";
+import type { OrdersPort } from "../customer-support/integrations/orders/port";
+import type { PaymentsPort } from "../customer-support/integrations/payments/port";
 
 /**
  * The refund agent's tools: `get_order` and `get_refund_status` read; `issue_refund` writes, under

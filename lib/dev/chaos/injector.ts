@@ -1,5 +1,5 @@
 import type { HttpSender } from "../../../functions/adapters/aws/lean-client";
-import { LocalChannel } from "../../../functions/adapters/channel/local-channel";
+import { LocalChannel } from "../../../functions/roles/customer-support/integrations/reply-channel/memory";
 import { FaultyChannel } from "../faults/channel";
 import { CALL_FAULTS, callFaultOf, type FaultKind } from "../faults/kinds";
 import { Random } from "../faults/random";

@@ -1,7 +1,7 @@
-import { DynamoOrders } from "../../../functions/adapters/dynamodb/orders";
-import { DynamoPaymentsStandIn } from "../../../functions/adapters/dynamodb/payments-stand-in";
 import type { AgentJournal } from "../../../functions/core/agent/agent";
 import { AGENT_RUN_AGGREGATE } from "../../../functions/core/agent/agent-role";
+import { DynamoOrders } from "../../../functions/roles/customer-support/integrations/orders/dynamodb";
+import { DynamoPaymentsStandIn } from "../../../functions/roles/customer-support/integrations/payments/dynamodb-stand-in";
 import { refundRunId } from "../../../functions/roles/refund-review/refund-agent";
 import { ISSUE_REFUND, refundOnRecord } from "../../../functions/roles/refund-review/tools";
 import { topology } from "../../infra/topology";

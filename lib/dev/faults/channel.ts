@@ -1,12 +1,12 @@
 import type {
   LocalChannel,
   LocalChannelFault,
-} from "../../../functions/adapters/channel/local-channel";
+} from "../../../functions/roles/customer-support/integrations/reply-channel/memory";
 import type {
   ChannelPort,
   ChannelQueryResult,
   ChannelSendRequest,
-} from "../../../functions/core/side-effects";
+} from "../../../functions/roles/customer-support/integrations/reply-channel/port";
 import type { CallFault } from "./kinds";
 
 /**

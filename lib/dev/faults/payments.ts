@@ -1,10 +1,13 @@
-import type { LocalPayments, PaymentFault } from "../../../functions/adapters/local-payments";
+import type {
+  LocalPayments,
+  PaymentFault,
+} from "../../../functions/roles/customer-support/integrations/payments/memory";
 import type {
   PaymentsPort,
   RefundQueryAnswer,
   RefundReceipt,
   RefundRequest,
-} from "../../../functions/core/payments";
+} from "../../../functions/roles/customer-support/integrations/payments/port";
 import type { CallFault } from "./kinds";
 
 /**

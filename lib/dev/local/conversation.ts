@@ -1,6 +1,6 @@
 import { ulid } from "ulid";
-import type { LocalDelivery } from "../../../functions/adapters/channel/local-channel";
 import type { ConversationView } from "../../../functions/roles/customer-support/conversation-projection/conversation-projection";
+import type { LocalDelivery } from "../../../functions/roles/customer-support/integrations/reply-channel/memory";
 import type { Envelope } from "../../../schemas";
 import type { LocalEnvironment } from "./environment";
 import { refundCheck, runRefund } from "./refund-scenario";

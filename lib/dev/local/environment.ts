@@ -4,14 +4,15 @@ import {
   LeanAwsClient,
   type LeanClientOptions,
 } from "../../../functions/adapters/aws/lean-client";
+import { DynamoEventStore } from "../../../functions/adapters/dynamodb/event-store";
+import { DeterministicLocalModel } from "../../../functions/adapters/local-model";
+import { putOrders } from "../../../functions/roles/customer-support/integrations/orders/dynamodb";
+import { SAMPLE_ORDERS } from "../../../functions/roles/customer-support/integrations/orders/sample-orders";
+import type { PaymentsPort } from "../../../functions/roles/customer-support/integrations/payments/port";
 import {
   LocalChannel,
   type LocalDelivery,
-} from "../../../functions/adapters/channel/local-channel";
-import { DynamoEventStore } from "../../../functions/adapters/dynamodb/event-store";
-import { putOrders } from "../../../functions/adapters/dynamodb/orders";
-import { DeterministicLocalModel } from "../../../functions/adapters/local-model";
-import type { PaymentsPort } from "../../../functions/core/payments";
+} from "../../../functions/roles/customer-support/integrations/reply-channel/memory";
 import { topology as projectTopology, type Topology } from "../../infra/topology";
 import { fromSdk } from "../../operator/from-sdk";
 import { type StackNames, stackNames } from "../../operator/names";
@@ -38,7 +39,6 @@ import {
 } from "./front-door";
 import { RecordingModel } from "./model";
 import { type MotoServer, resetMoto, startMoto } from "./moto";
-import { SAMPLE_ORDERS } from "./orders";
 import { LocalRuntime, type RuntimeEvent } from "./runtime";
 import type { FaultInjection } from "./runtime/faults";
 import { type FunctionClients, sdkFunctionClients } from "./runtime/handlers";
@@ -323,10 +323,15 @@ async function startRuntime(
   const model = new RecordingModel(new DeterministicLocalModel());
   // The front door's local issuer, whose key the stream function verifies tokens with.
   const issuer = await localIssuer();
+  const standIns = options.faultInjection?.services?.({ model, channel }) ?? { model, channel };
+  // The handlers' stand-ins, by the name of the integration each replaces.
   const services = {
     jwtKey: issuer.publicKey,
-    ...(options.faultInjection?.services?.({ model, channel }) ?? { model, channel }),
-    ...(options.payments ? { payments: options.payments } : {}),
+    integrations: {
+      model: standIns.model,
+      replyChannel: standIns.channel,
+      ...(options.payments ? { payments: options.payments } : {}),
+    },
   };
   const runtime = new LocalRuntime({
     deployment,

@@ -1,6 +1,6 @@
 import { ulid } from "ulid";
-import { DynamoOrders } from "../../../functions/adapters/dynamodb/orders";
-import { DynamoPaymentsStandIn } from "../../../functions/adapters/dynamodb/payments-stand-in";
+import { DynamoOrders } from "../../../functions/roles/customer-support/integrations/orders/dynamodb";
+import { DynamoPaymentsStandIn } from "../../../functions/roles/customer-support/integrations/payments/dynamodb-stand-in";
 import type { Envelope } from "../../../schemas";
 import { fromSdk } from "../../operator/from-sdk";
 import type { LocalEnvironment } from "./environment";

@@ -1,28 +1,41 @@
-import { LocalChannel } from "../../../functions/adapters/channel/local-channel";
-import { DeterministicLocalModel } from "../../../functions/adapters/local-model";
-import { LocalPayments } from "../../../functions/adapters/local-payments";
-import { InMemoryContentStore } from "../../../functions/core/agent/content";
+import {
+  type AnyIntegration,
+  type IntegrationUses,
+  type PortOverrides,
+  portsOf,
+} from "../../../functions/core/integration";
 import type { EventStore } from "../../../functions/core/ports";
 import type { RolePorts } from "../../../functions/core/role-module";
-import { InMemorySideEffects } from "../../../functions/core/side-effects";
-import { ordersFrom } from "../../../functions/roles/customer-support/order-lookup/order-lookup";
-import { SAMPLE_ORDERS } from "../local/orders";
 
 /**
- * Every port a role module may need, in memory: the given store, the scripted local model (NOT a
- * model: same answer for the same request), the sample orders, a channel that only records what
- * it is sent, in-memory side-effect records and agent content, and the payment stand-in. `overrides` win (a faulty channel, a stalling
- * model). What the simulation and `testRole` build roles with.
+ * The in-memory twins of integrations (each integration's `memory()`: the scripted local model,
+ * NOT a model; the sample orders; a channel that only records what it is sent; ...), one per
+ * integration name, shared by every role built with the same twins, as one outside system serves
+ * every group of a stack. `overrides` (by integration name) win: a faulty channel, a stalling
+ * model.
  */
-export function memoryRolePorts(store: EventStore, overrides: Partial<RolePorts> = {}): RolePorts {
-  return {
-    store,
-    model: new DeterministicLocalModel(),
-    orders: ordersFrom(SAMPLE_ORDERS),
-    channel: new LocalChannel(),
-    sideEffects: new InMemorySideEffects(),
-    content: new InMemoryContentStore(),
-    payments: new LocalPayments(),
-    ...overrides,
-  };
+export class IntegrationTwins {
+  private readonly twins = new Map<string, unknown>();
+
+  constructor(private readonly overrides: PortOverrides = {}) {}
+
+  /** The twin of `integration`: the override of its name, else its own, made on first use. */
+  of(integration: AnyIntegration): unknown {
+    const { name } = integration;
+    if (name in this.overrides) return this.overrides[name];
+    if (!this.twins.has(name)) this.twins.set(name, integration.memory());
+    return this.twins.get(name);
+  }
+}
+
+/**
+ * The ports of a module that uses `uses`, in memory: the given store and each integration's twin
+ * (from `twins`). What the simulation and `testRole` build roles with.
+ */
+export function memoryRolePorts(
+  store: EventStore,
+  uses: IntegrationUses | undefined,
+  twins: IntegrationTwins = new IntegrationTwins(),
+): RolePorts {
+  return portsOf(store, uses, (use) => twins.of(use.integration));
 }

@@ -1,10 +1,11 @@
 import type { EmitOf } from "../../../functions/core/define-role";
+import type { PortOverrides } from "../../../functions/core/integration";
 import { InMemoryEventStore } from "../../../functions/core/memory";
 import { consume } from "../../../functions/core/pipeline";
 import type { ConsumerDeps } from "../../../functions/core/ports";
 import { appendToStream } from "../../../functions/core/producer";
 import type { ConsumeResult, Role } from "../../../functions/core/role";
-import { buildRole, type RoleModule, type RolePorts } from "../../../functions/core/role-module";
+import { buildRole, type RoleModule } from "../../../functions/core/role-module";
 import { ManualClock, ulidSource } from "../../../functions/core/runtime";
 import {
   type AggregateRef,
@@ -13,7 +14,7 @@ import {
   type EventType,
   registry,
 } from "../../../schemas";
-import { memoryRolePorts } from "./memory-ports";
+import { IntegrationTwins, memoryRolePorts } from "./memory-ports";
 
 /**
  * A role module under test, in memory and in milliseconds: its role built on in-memory ports
@@ -24,8 +25,11 @@ import { memoryRolePorts } from "./memory-ports";
  */
 
 export interface TestRoleOptions {
-  /** Ports to use instead of the in-memory ones (a faulty channel, a scripted model). */
-  readonly ports?: Partial<RolePorts>;
+  /**
+   * Stand-ins to use instead of the integrations' in-memory twins, by integration name (a faulty
+   * `replyChannel`, a scripted `model`).
+   */
+  readonly integrations?: PortOverrides;
   /** The function's environment, for the module's settings. */
   readonly env?: Readonly<Record<string, string>>;
   /** Where the clock starts. @default "2026-01-01T00:00:00.000Z" */
@@ -74,7 +78,8 @@ export function testRole(module: RoleModule, options: TestRoleOptions = {}): Rol
   const clock = new ManualClock(options.now ?? "2026-01-01T00:00:00.000Z");
   const store = new InMemoryEventStore(clock);
   const deps: ConsumerDeps = { store, registry, clock, ids: ulidSource(clock) };
-  const role = buildRole(module, memoryRolePorts(store, options.ports), options.env);
+  const twins = new IntegrationTwins(options.integrations);
+  const role = buildRole(module, memoryRolePorts(store, module.uses, twins), options.env);
   const emitted: Envelope[] = [];
   return {
     role,

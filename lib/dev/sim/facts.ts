@@ -1,5 +1,6 @@
 import type { AgentJournal } from "../../../functions/core/agent/agent";
 import { AGENT_RUN_AGGREGATE } from "../../../functions/core/agent/agent-role";
+import { SAMPLE_ORDERS } from "../../../functions/roles/customer-support/integrations/orders/sample-orders";
 import { refundOnRecord } from "../../../functions/roles/refund-review/tools";
 import { MAX_STREAM_VERSION, registry } from "../../../schemas";
 import {
@@ -8,7 +9,6 @@ import {
   type RunFacts,
   runOfRefundKey,
 } from "../faults/invariants";
-import { SAMPLE_ORDERS } from "../local/orders";
 import type { World } from "./world";
 
 const END_TYPES = new Set(["workflow.completed", "workflow.partial", "workflow.failed"]);

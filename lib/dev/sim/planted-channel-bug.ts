@@ -1,4 +1,4 @@
-import type { ChannelPort } from "../../../functions/core/side-effects";
+import type { ChannelPort } from "../../../functions/roles/customer-support/integrations/reply-channel/port";
 
 /**
  * A defect planted in a side effect's path: every attempt of a reply's send (`new-key-per-retry`)

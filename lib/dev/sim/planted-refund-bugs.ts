@@ -1,4 +1,5 @@
-import type { OrdersPort, RoleModule } from "../../../functions/core/role-module";
+import type { RoleModule } from "../../../functions/core/role-module";
+import type { OrdersPort } from "../../../functions/roles/customer-support/integrations/orders/port";
 import {
   refundAgentPorts,
   refundAgentSettings,
@@ -24,17 +25,17 @@ export const PLANTED_REFUND_BUGS: readonly PlantedRefundBug[] = [
 
 /** The refund agent's module with its write tools unscoped: they act on any order named. */
 export function refundReviewOfAnyOrder(): RoleModule<unknown> {
-  const module = refundReviewModule as RoleModule<unknown>;
-  return {
-    ...module,
+  const unscoped: typeof refundReviewModule = {
+    ...refundReviewModule,
     build(ports, settings) {
       const agentPorts = refundAgentPorts(ports);
-      const agentSettings = refundAgentSettings(settings as never);
+      const agentSettings = refundAgentSettings(settings);
       const agent = refundAgent(agentPorts, agentSettings);
       const tools = agent.tools.map(({ actsOn: _unscoped, ...tool }) => tool);
       return refundReviewRole(agentPorts, agentSettings, { ...agent, tools });
     },
   };
+  return unscoped as RoleModule<unknown>;
 }
 
 /** The role modules, with the refund agent's unscoped when `bug` says so. */

@@ -1,5 +1,3 @@
-import { LocalChannel } from "../../../functions/adapters/channel/local-channel";
-import { LocalPayments } from "../../../functions/adapters/local-payments";
 import { classify } from "../../../functions/core/errors";
 import { InMemoryEventStore } from "../../../functions/core/memory";
 import { InMemoryCustomerKeys } from "../../../functions/core/personal-data/customer-keys";
@@ -12,11 +10,14 @@ import { appendToStream } from "../../../functions/core/producer";
 import type { Role } from "../../../functions/core/role";
 import { buildRole } from "../../../functions/core/role-module";
 import { ManualClock } from "../../../functions/core/runtime";
-import { type ChannelPort, InMemorySideEffects } from "../../../functions/core/side-effects";
 import { planSweep } from "../../../functions/core/sweeper";
 import { audit } from "../../../functions/roles/audit/audit";
 import { CONVERSATION_AGGREGATE } from "../../../functions/roles/customer-support/conversation/conversation";
-import { ordersFrom } from "../../../functions/roles/customer-support/order-lookup/order-lookup";
+import { ordersFrom } from "../../../functions/roles/customer-support/integrations/orders/memory";
+import { SAMPLE_ORDERS } from "../../../functions/roles/customer-support/integrations/orders/sample-orders";
+import { LocalPayments } from "../../../functions/roles/customer-support/integrations/payments/memory";
+import { LocalChannel } from "../../../functions/roles/customer-support/integrations/reply-channel/memory";
+import type { ChannelPort } from "../../../functions/roles/customer-support/integrations/reply-channel/port";
 import { ROLE_MODULES } from "../../../functions/roles/modules";
 import { type Envelope, registry } from "../../../schemas";
 import { DEFAULT_TENANT } from "../../../schemas/ids";
@@ -25,8 +26,7 @@ import { FaultyChannel } from "../faults/channel";
 import { type CallFault, callFaultOf, type FaultKind } from "../faults/kinds";
 import { FaultyPayments, withNewRefundKeyPerRetry } from "../faults/payments";
 import { Random, seededIds } from "../faults/random";
-import { SAMPLE_ORDERS } from "../local/orders";
-import { memoryRolePorts } from "../role-kit/memory-ports";
+import { IntegrationTwins, memoryRolePorts } from "../role-kit/memory-ports";
 import { FaultyStore } from "./faulty-store";
 import { CHANNEL_FAULTS, PAYMENT_FAULTS, type SimPlan } from "./plan";
 import { isStoreBug, type PlantedBug } from "./planted";
@@ -138,14 +138,13 @@ export class World {
     const payments = new FaultyPayments(this.payments, () =>
       this.callFault("payment", PAYMENT_FAULTS),
     );
-    const ports = memoryRolePorts(this.memory, {
-      channel: this.channel,
-      sideEffects: new InMemorySideEffects(),
+    const twins = new IntegrationTwins({
+      replyChannel: this.channel,
       orders: bug === "refund-record-unread" ? withoutRefundRecords(this.orders) : this.orders,
       payments: bug === "refund-new-key-per-retry" ? withNewRefundKeyPerRetry(payments) : payments,
     });
     this.roles = withRefundBug(bug, ROLE_MODULES).map((module) =>
-      buildRole(module, ports, SIMULATED_SETTINGS),
+      buildRole(module, memoryRolePorts(this.memory, module.uses, twins), SIMULATED_SETTINGS),
     );
     for (const role of this.roles) {
       const ordered = topology.groups.find((g) => g.name === role.group)?.ordering !== "none";

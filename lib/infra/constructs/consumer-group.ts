@@ -77,7 +77,10 @@ export class ConsumerGroup extends Construct {
   readonly subscriberRole?: Role;
   readonly consumer: AgentBusFunction;
   /** The model the consumer calls, if it calls one. */
-  readonly model?: ModelSetting;
+  get model(): ModelSetting | undefined {
+    return this.modelSetting;
+  }
+  private modelSetting?: ModelSetting;
   readonly deadLetterAlarm: Alarm;
   readonly bufferDeadLetterAlarm?: Alarm;
   readonly messageAgeAlarm: Alarm;
@@ -124,10 +127,7 @@ export class ConsumerGroup extends Construct {
     }
 
     this.consumer = this.createConsumer(props, settings);
-    if (props.model !== undefined || props.callsModel) {
-      this.model = resolveModelSetting(this, props.model);
-      grantModelAccess(this.consumer, this.model);
-    }
+    if (props.model !== undefined || props.callsModel) this.callModel(props.model);
 
     const alarms = createGroupAlarms(this, settings, queues);
     this.deadLetterAlarm = alarms.deadLetterAlarm;
@@ -241,6 +241,18 @@ export class ConsumerGroup extends Construct {
   /** Emitted events a person must act on, of one signal (Sum over 5 minutes). */
   metricAttention(signal: AttentionSignal, options?: MetricOptions): Metric {
     return consumerMetric(this.groupName, ATTENTION_METRICS[signal], options);
+  }
+
+  /**
+   * Let the consumer call a language model: `setting`, else the CDK context's (`agentbus:modelId`
+   * on Bedrock, ./model-access.ts), in its environment and, on Bedrock, InvokeModel on that model
+   * only. Once per group.
+   */
+  callModel(setting?: ModelSetting): ModelSetting {
+    if (this.modelSetting) return this.modelSetting;
+    this.modelSetting = resolveModelSetting(this, setting);
+    grantModelAccess(this.consumer, this.modelSetting);
+    return this.modelSetting;
   }
 
   /** Latency of the consumer's model calls, in milliseconds (p99 over 5 minutes). */

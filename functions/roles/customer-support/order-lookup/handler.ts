@@ -1,5 +1,5 @@
 import { moduleEntry } from "../../../handlers/module-entry";
-import { ordersPort } from "../../../handlers/ports/orders";
+import { ordersAdapter } from "../integrations/orders/aws";
 import { orderLookupModule } from "./module";
 
-export const { create, handler } = moduleEntry(orderLookupModule, { orders: ordersPort });
+export const { create, handler } = moduleEntry(orderLookupModule, [ordersAdapter]);

@@ -1,4 +1,5 @@
-import { defineModule, requirePort } from "../../../core/role-module";
+import { defineModule } from "../../../core/role-module";
+import { orders } from "../integrations/orders";
 import { TENANT_FAIR_CONCURRENCY } from "../tenant-fairness";
 import { ORDER_LOOKUP, orderLookupRole } from "./order-lookup";
 
@@ -8,8 +9,8 @@ export const orderLookupModule = defineModule({
   entry: "functions/roles/customer-support/order-lookup/handler.ts",
   deployment: {
     ...TENANT_FAIR_CONCURRENCY,
-    needs: { orders: true },
     attention: ["handed-off"],
   },
-  build: (ports) => orderLookupRole({ orders: requirePort(ports, "orders", "order-lookup") }),
+  uses: { orders },
+  build: (ports) => orderLookupRole({ orders: ports.orders }),
 });

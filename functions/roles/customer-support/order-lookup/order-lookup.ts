@@ -1,12 +1,12 @@
-import { type OrderLookupCompleted, OrderRecord } from "../../../../schemas/events/conversation";
+import type { OrderLookupCompleted } from "../../../../schemas/events/conversation";
 import type { ReplyGenerationRequested } from "../../../../schemas/events/support-commands";
 import { type DescriptorOf, defineRole } from "../../../core/define-role";
 import { PermanentError, TransientError } from "../../../core/errors";
 import { payloadOf } from "../../../core/payload";
 import type { RecordedDecision } from "../../../core/ports";
 import type { Role } from "../../../core/role";
-import type { OrdersPort } from "../../../core/role-module";
 import { factFields } from "../fact-fields";
+import type { OrdersPort } from "../integrations/orders/port";
 import { STEP_FAILED_EMITS, type StepFailedEmit, stepFailedDecision } from "../step-failure";
 
 /**
@@ -121,27 +121,6 @@ export function recordedOrders(recorded: RecordedDecision): OrdersPort {
         "fold.not_recorded",
         `order-lookup has recorded no answer for order ${orderId} (it has not handled the request yet)`,
       );
-    },
-  };
-}
-
-/** An OrdersPort over a fixed list (tests and the local runtime). */
-export function ordersFrom(records: readonly OrderRecord[]): OrdersPort {
-  const byId = new Map(records.map((r) => [r.order_id, OrderRecord.parse(r)]));
-  const refundKeys = new Map<string, string>();
-  return {
-    get: async (orderId) => byId.get(orderId),
-    async cancelForRefund(orderId, refundKey, from) {
-      const order = byId.get(orderId);
-      if (!order) return { cancelled: false, status: "missing" };
-      if (!from.includes(order.status)) return { cancelled: false, status: order.status };
-      const claimed = refundKeys.get(orderId);
-      if (claimed !== undefined && claimed !== refundKey)
-        return { cancelled: false, status: "claimed" };
-      const cancelled = { ...order, status: "cancelled" as const };
-      byId.set(orderId, cancelled);
-      refundKeys.set(orderId, refundKey);
-      return { cancelled: true, order: cancelled };
     },
   };
 }

@@ -1,5 +1,5 @@
 import { moduleEntry } from "../../../handlers/module-entry";
-import { modelPort } from "../../../handlers/ports/model";
+import { modelAdapter } from "../../../integrations/model/aws";
 import { replyGenerationModule } from "./module";
 
-export const { create, handler } = moduleEntry(replyGenerationModule, { model: modelPort });
+export const { create, handler } = moduleEntry(replyGenerationModule, [modelAdapter]);

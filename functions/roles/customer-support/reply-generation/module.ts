@@ -1,5 +1,6 @@
 import { ReplyDraft } from "../../../../schemas/events/conversation";
-import { defineModule, requirePort } from "../../../core/role-module";
+import { defineModule } from "../../../core/role-module";
+import { model } from "../../../integrations/model";
 import { conversationReader } from "../conversation/conversation";
 import { TENANT_FAIR_CONCURRENCY } from "../tenant-fairness";
 import { REPLY_DRAFT_SCHEMA, REPLY_GENERATION, replyGenerationRole } from "./reply-generation";
@@ -15,13 +16,14 @@ export const replyGenerationModule = defineModule({
     batchSize: 1,
     ...TENANT_FAIR_CONCURRENCY,
     functionTimeoutSeconds: 120,
-    needs: { model: true, heartbeat: "visibility" },
+    needs: { heartbeat: "visibility" },
     attention: ["held-replies", "handed-off"],
   },
+  uses: { model },
   modelSchemas: { [REPLY_DRAFT_SCHEMA]: ReplyDraft },
   build: (ports) =>
     replyGenerationRole({
-      model: requirePort(ports, "model", "reply-generation"),
+      model: ports.model,
       conversation: conversationReader(ports.store),
     }),
 });

@@ -1,12 +1,12 @@
 import type { Delivered } from "../../../../schemas/events/conversation";
 import type { DiscardReason } from "../../../core/ports";
+import type { SideEffectRecord } from "../../../core/side-effects";
 import {
   type ChannelPort,
   ChannelRejectedError,
   type ChannelSendRequest,
   ChannelTimeoutError,
-  type SideEffectRecord,
-} from "../../../core/side-effects";
+} from "../integrations/reply-channel/port";
 
 /** What the sender learned from the channel about one key. */
 export type Outcome =

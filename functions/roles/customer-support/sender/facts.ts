@@ -2,7 +2,7 @@ import type { Envelope } from "../../../../schemas";
 import type { OrderRecord, SendRequested } from "../../../../schemas/events/conversation";
 import type { EventOf } from "../../../core/define-role";
 import type { DiscardReason } from "../../../core/ports";
-import type { OrdersPort } from "../../../core/role-module";
+import type { OrdersPort } from "../integrations/orders/port";
 
 /**
  * Whether a reply is still worth sending (seed 000 §11.5), checked by the sender before it sends

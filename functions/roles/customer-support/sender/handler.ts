@@ -1,9 +1,11 @@
 import { moduleEntry } from "../../../handlers/module-entry";
-import { ordersPort } from "../../../handlers/ports/orders";
-import { replyChannelPorts } from "../../../handlers/ports/reply-channel";
+import { sideEffectsAdapter } from "../../../integrations/side-effects/aws";
+import { ordersAdapter } from "../integrations/orders/aws";
+import { replyChannelAdapter } from "../integrations/reply-channel/aws";
 import { senderModule } from "./module";
 
-export const { create, handler } = moduleEntry(senderModule, {
-  orders: ordersPort,
-  replyChannel: replyChannelPorts,
-});
+export const { create, handler } = moduleEntry(senderModule, [
+  replyChannelAdapter,
+  sideEffectsAdapter,
+  ordersAdapter,
+]);

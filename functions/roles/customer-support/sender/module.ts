@@ -1,6 +1,9 @@
 import * as z from "../../../../schemas/zod";
-import { defineModule, requirePort } from "../../../core/role-module";
+import { defineModule } from "../../../core/role-module";
+import { sideEffects } from "../../../integrations/side-effects";
 import { conversationReader } from "../conversation/conversation";
+import { orders } from "../integrations/orders";
+import { replyChannel } from "../integrations/reply-channel";
 import { TENANT_FAIR_CONCURRENCY } from "../tenant-fairness";
 import { DEFAULT_MAX_UNKNOWN_ATTEMPTS, SENDER, senderRole } from "./sender";
 
@@ -25,16 +28,16 @@ export const senderModule = defineModule({
     // It escalates an outcome it cannot learn after MAX_UNKNOWN_ATTEMPTS (5); the queue must hand
     // the message out at least that often before dead-lettering it.
     maxReceiveCount: 8,
-    needs: { replyChannel: true, orders: true },
     attention: ["unknown-side-effects"],
   },
   settings: SenderSettings,
+  uses: { channel: replyChannel, sideEffects, orders },
   build: (ports, settings) =>
     senderRole({
-      channel: requirePort(ports, "channel", "sender"),
-      sideEffects: requirePort(ports, "sideEffects", "sender"),
+      channel: ports.channel,
+      sideEffects: ports.sideEffects,
       conversation: conversationReader(ports.store),
-      orders: requirePort(ports, "orders", "sender"),
+      orders: ports.orders,
       maxUnknownAttempts: settings.MAX_UNKNOWN_ATTEMPTS,
     }),
 });

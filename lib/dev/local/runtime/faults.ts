@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { HttpSender } from "../../../../functions/adapters/aws/lean-client";
 import type { ModelPort } from "../../../../functions/core/model";
-import type { ChannelPort } from "../../../../functions/core/side-effects";
+import type { ChannelPort } from "../../../../functions/roles/customer-support/integrations/reply-channel/port";
 import type { AwsClients, LocalFunction } from "../deploy";
 import type { Template } from "../template";
 import type { Report } from "./events";

@@ -1,7 +1,7 @@
 import { ulid } from "ulid";
-import { putOrders } from "../../../../functions/adapters/dynamodb/orders";
 import type { AgentJournal } from "../../../../functions/core/agent/agent";
 import { AGENT_RUN_AGGREGATE } from "../../../../functions/core/agent/agent-role";
+import { putOrders } from "../../../../functions/roles/customer-support/integrations/orders/dynamodb";
 import { findOrderId } from "../../../../functions/roles/customer-support/router/router";
 import { refundRunId } from "../../../../functions/roles/refund-review/refund-agent";
 import type { OrderRecord } from "../../../../schemas/events/conversation";

@@ -3,8 +3,7 @@
  * most once, as payment providers' idempotency keys are), a query by key after an unclear outcome,
  * and an order's refund. Errors follow the tool contract (functions/core/agent/tool.ts):
  * ToolTimeoutError when the outcome is unclear, ToolRejectedError for a refusal, TransientError
- * when nothing happened. The stand-in for the local stack and tests is
- * functions/adapters/local-payments.ts.
+ * when nothing happened. Its twin is ./memory.ts; on AWS, the stand-in of ./dynamodb-stand-in.ts.
  */
 export interface PaymentsPort {
   readonly name: string;

@@ -1,11 +1,11 @@
 import type { PutItemCommandInput } from "@aws-sdk/client-dynamodb";
 import { marshall, unmarshall } from "@aws-sdk/util-dynamodb";
-import { OrderId, OrderRecord } from "../../../schemas/events/conversation";
-import { PermanentError } from "../../core/errors";
-import type { OrdersPort } from "../../core/role-module";
-import type { AwsClient } from "../aws/client";
-import { GetItem, PutItem, UpdateItem } from "../aws/operations";
-import { dynamoFailure } from "./failure";
+import { OrderId, OrderRecord } from "../../../../../schemas/events/conversation";
+import type { AwsClient } from "../../../../adapters/aws/client";
+import { GetItem, PutItem, UpdateItem } from "../../../../adapters/aws/operations";
+import { dynamoFailure } from "../../../../adapters/dynamodb/failure";
+import { PermanentError } from "../../../../core/errors";
+import type { OrdersPort } from "./port";
 
 /**
  * OrdersPort on a DynamoDB orders table: partition key `order_id` (S), one item per order holding

@@ -1,11 +1,6 @@
-import { ToolRejectedError, ToolTimeoutError } from "../core/agent/tool";
-import { TransientError } from "../core/errors";
-import type {
-  PaymentsPort,
-  RefundQueryAnswer,
-  RefundReceipt,
-  RefundRequest,
-} from "../core/payments";
+import { ToolRejectedError, ToolTimeoutError } from "../../../../core/agent/tool";
+import { TransientError } from "../../../../core/errors";
+import type { PaymentsPort, RefundQueryAnswer, RefundReceipt, RefundRequest } from "./port";
 
 /**
  * NOT a payment system. A stand-in for the PaymentsPort, for the local runtime, the simulation and

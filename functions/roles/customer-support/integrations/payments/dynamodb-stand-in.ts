@@ -1,16 +1,11 @@
 import type { AttributeValue, CancellationReason } from "@aws-sdk/client-dynamodb";
-import { type AgentBusError, PermanentError, TransientError } from "../../core/errors";
-import type {
-  PaymentsPort,
-  RefundQueryAnswer,
-  RefundReceipt,
-  RefundRequest,
-} from "../../core/payments";
-import type { Clock, IdSource } from "../../core/ports";
-import { systemClock, ulidSource } from "../../core/runtime";
-import type { AwsClient } from "../aws/client";
-import { GetItem, TransactWriteItems } from "../aws/operations";
-import { dynamoFailure } from "./failure";
+import type { AwsClient } from "../../../../adapters/aws/client";
+import { GetItem, TransactWriteItems } from "../../../../adapters/aws/operations";
+import { dynamoFailure } from "../../../../adapters/dynamodb/failure";
+import { type AgentBusError, PermanentError, TransientError } from "../../../../core/errors";
+import type { Clock, IdSource } from "../../../../core/ports";
+import { systemClock, ulidSource } from "../../../../core/runtime";
+import type { PaymentsPort, RefundQueryAnswer, RefundReceipt, RefundRequest } from "./port";
 
 export interface DynamoPaymentsStandInOptions {
   readonly client: AwsClient;

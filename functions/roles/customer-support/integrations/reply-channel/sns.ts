@@ -1,16 +1,16 @@
 import { createHash } from "node:crypto";
 import { isServerError, isThrottlingError, isTransientError } from "@smithy/core/retry";
-import { type AgentBusError, TransientError } from "../../core/errors";
+import type { AwsClient } from "../../../../adapters/aws/client";
+import { Publish } from "../../../../adapters/aws/operations";
+import { snakeCase } from "../../../../adapters/sdk-errors";
+import { type AgentBusError, TransientError } from "../../../../core/errors";
 import {
   type ChannelPort,
   type ChannelQueryResult,
   ChannelRejectedError,
   type ChannelSendRequest,
   ChannelTimeoutError,
-} from "../../core/side-effects";
-import type { AwsClient } from "../aws/client";
-import { Publish } from "../aws/operations";
-import { snakeCase } from "../sdk-errors";
+} from "./port";
 
 /**
  * The message channel on AWS: each reply is published to an SNS FIFO topic (the delivery

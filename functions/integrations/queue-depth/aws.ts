@@ -2,9 +2,8 @@ import * as z from "../../../schemas/zod";
 import { sqsQueueDepth } from "../../adapters/sqs/queue-depth";
 import { describe } from "../../core/errors";
 import { parseEnv } from "../../core/parse-env";
-import type { RolePorts } from "../../core/role-module";
-import { containerAwsClient } from "../aws";
-import type { PortWiring } from "../role-ports";
+import { defineAdapter } from "../../handlers/integration-adapter";
+import { queueDepth } from "./index";
 
 /** Agent group -> queue URL, as a JSON object (the orchestrator's queue-depth gate). */
 const QueueUrls = z.pipe(
@@ -28,19 +27,19 @@ const QueueUrls = z.pipe(
 const QueueDepthEnv = z.object({ AGENT_QUEUE_URLS: z.optional(QueueUrls) });
 
 /**
- * `needs.orchestrates`: `AGENT_QUEUE_URLS` (JSON, agent group -> queue URL) turns on the queue-depth
- * source (SQS GetQueueAttributes, cached a few seconds); without it there is none.
+ * `AGENT_QUEUE_URLS` (JSON, agent group -> queue URL) turns on the queue-depth source (SQS
+ * GetQueueAttributes, cached a few seconds); without it there is none.
  */
-export function queueDepthPort(wiring: PortWiring): RolePorts["queueDepth"] {
-  const { AGENT_QUEUE_URLS } = parseEnv(QueueDepthEnv, wiring.env, wiring.group);
+export const queueDepthAdapter = defineAdapter(queueDepth, ({ env, group, client, warn }) => {
+  const { AGENT_QUEUE_URLS } = parseEnv(QueueDepthEnv, env, group);
   if (!AGENT_QUEUE_URLS) return undefined;
   return sqsQueueDepth({
-    client: wiring.sqs ?? containerAwsClient(),
+    client: client("sqs"),
     queueUrls: AGENT_QUEUE_URLS,
-    onError: (group, error) =>
-      wiring.observability.logger.warn("could not read a queue depth; counting it as 0", {
-        group,
+    onError: (agent, error) =>
+      warn("could not read a queue depth; counting it as 0", {
+        group: agent,
         error: describe(error),
       }),
   });
-}
+});

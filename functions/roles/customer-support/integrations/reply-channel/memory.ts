@@ -1,13 +1,13 @@
-import { TransientError } from "../../core/errors";
-import type { Clock } from "../../core/ports";
-import { systemClock } from "../../core/runtime";
+import { TransientError } from "../../../../core/errors";
+import type { Clock } from "../../../../core/ports";
+import { systemClock } from "../../../../core/runtime";
 import {
   type ChannelPort,
   type ChannelQueryResult,
   ChannelRejectedError,
   type ChannelSendRequest,
   ChannelTimeoutError,
-} from "../../core/side-effects";
+} from "./port";
 
 /**
  * A stand-in message channel for the local runtime and tests: nothing leaves the process.

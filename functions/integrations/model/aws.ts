@@ -1,16 +1,15 @@
 import * as z from "../../../schemas/zod";
 import { BedrockModel } from "../../adapters/bedrock/model";
 import { DeterministicLocalModel } from "../../adapters/local-model";
-import type { ModelPort } from "../../core/model";
 import { parseEnv } from "../../core/parse-env";
-import { containerAwsClient } from "../aws";
-import type { PortWiring } from "../role-ports";
+import { defineAdapter } from "../../handlers/integration-adapter";
+import { model } from "./index";
 
 /**
- * `needs.model`: `MODEL_PROVIDER=bedrock` (the default; what deployed stacks set): Bedrock Converse
- * with `MODEL_ID` (required), and structured output when `MODEL_STRUCTURED_OUTPUT=true` (the stack
- * sets it from the model catalog); `MODEL_PROVIDER=local`: the DeterministicLocalModel, a scripted
- * stand-in that is NOT a model (no AWS, no network, same answers for the same request).
+ * `MODEL_PROVIDER=bedrock` (the default; what deployed stacks set): Bedrock Converse with
+ * `MODEL_ID` (required), and structured output when `MODEL_STRUCTURED_OUTPUT=true` (the stack
+ * sets it from the model catalog); `MODEL_PROVIDER=local`: the DeterministicLocalModel, a
+ * scripted stand-in that is NOT a model (no AWS, no network, same answers for the same request).
  */
 const ModelEnv = z.discriminatedUnion("MODEL_PROVIDER", [
   z.object({
@@ -21,18 +20,16 @@ const ModelEnv = z.discriminatedUnion("MODEL_PROVIDER", [
   z.object({ MODEL_PROVIDER: z.literal("local"), MODEL_ID: z.optional(z.string()) }),
 ]);
 
-export function modelPort({ env, group, overrides }: PortWiring): ModelPort {
-  if (overrides.model) return overrides.model;
+export const modelAdapter = defineAdapter(model, ({ env, group, client }) => {
   const parsed = parseEnv(
     ModelEnv,
     { ...env, MODEL_PROVIDER: env.MODEL_PROVIDER ?? "bedrock" },
     group,
   );
   if (parsed.MODEL_PROVIDER === "local") return new DeterministicLocalModel();
-  const client = overrides.bedrock ?? containerAwsClient();
   return new BedrockModel({
-    client,
+    client: client("bedrock-runtime"),
     modelId: parsed.MODEL_ID,
     structuredOutput: parsed.MODEL_STRUCTURED_OUTPUT === "true",
   });
-}
+});
