@@ -1,8 +1,13 @@
 import { OpaqueId } from "../ids";
 import type { EventRegistry } from "../registry";
 import * as z from "../zod";
+import {
+  AgentDecisionRequestedPayload,
+  AgentStepRequestedPayload,
+  ToolCallId,
+  ToolName,
+} from "./agent-loop";
 import { OrderId } from "./conversation";
-import { OperatorReason, Requester } from "./fields";
 import { outsideCommand, streamCommand, streamFact } from "./kinds";
 import { RefundReviewOutcome, SupportTurn } from "./support-commands";
 
@@ -47,54 +52,6 @@ export const RefundReviewRequestedPayload = z.extend(SupportTurn, {
   order_id: OrderId,
 });
 export type RefundReviewRequested = z.output<typeof RefundReviewRequestedPayload>;
-
-/** The most tool calls one model turn of an agent may ask for (a turn asking for more runs none). */
-export const MAX_TOOL_CALLS_PER_TURN = 32;
-/** The longest tool name (what the model APIs accept). */
-export const MAX_TOOL_NAME = 64;
-/** The longest tool call id (the model's own; a person's decision names it). */
-export const MAX_TOOL_CALL_ID = 128;
-const ToolName = z.string().check(z.maxLength(MAX_TOOL_NAME));
-const ToolCallId = z.string().check(z.maxLength(MAX_TOOL_CALL_ID));
-
-/** What the step before did (a journal step of functions/core/agent/agent.ts). */
-export const AgentStepDone = z.object({
-  step: z.int().check(z.nonnegative()),
-  kind: z.enum(["start", "model", "tool", "person"]),
-  model_run_id: z.optional(z.string().check(z.maxLength(256))),
-  asked: z.optional(z.array(ToolName).check(z.maxLength(MAX_TOOL_CALLS_PER_TURN))),
-  tool_call_id: z.optional(ToolCallId),
-  tool: z.optional(ToolName),
-  outcome: z.optional(z.string().check(z.maxLength(512))),
-  key: z.optional(z.string().check(z.maxLength(512))),
-  input_tokens: z.optional(z.int().check(z.nonnegative())),
-  output_tokens: z.optional(z.int().check(z.nonnegative())),
-  latency_ms: z.optional(z.number().check(z.nonnegative())),
-});
-
-export const AgentStepRequestedPayload = z.object({
-  run_id: OpaqueId,
-  /** The step to take (the journal's step count + 1 when it was emitted). */
-  step: z.int().check(z.positive()),
-  done: AgentStepDone,
-});
-export type AgentStepRequested = z.output<typeof AgentStepRequestedPayload>;
-
-export const AgentDecisionRequestedPayload = z.object({
-  run_id: OpaqueId,
-  /** The tool call decided on; none for `answer`. */
-  tool_call_id: z.optional(z.string().check(z.minLength(1), z.maxLength(MAX_TOOL_CALL_ID))),
-  /**
-   * `deadline`: the lease sweeper's, for a run still BLOCKED past its approval's deadline;
-   * `answer`: a person's answer for a run handed over (NEEDS_HUMAN waiting for an answer).
-   */
-  decision: z.enum(["approve", "reject", "applied", "not_applied", "answer", "deadline"]),
-  /** For `applied`: what the outside system gave, as the tool's output; for `answer`: the answer. */
-  output: z.optional(z.unknown()),
-  reason: z.optional(OperatorReason),
-  requested_by: Requester,
-});
-export type AgentDecisionRequested = z.output<typeof AgentDecisionRequestedPayload>;
 
 export const RefundReviewCompletedPayload = z.object({
   run_id: OpaqueId,

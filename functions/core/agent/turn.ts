@@ -2,7 +2,7 @@ import {
   MAX_TOOL_CALL_ID,
   MAX_TOOL_CALLS_PER_TURN,
   MAX_TOOL_NAME,
-} from "../../../schemas/events/refund";
+} from "../../../schemas/events/agent-loop";
 import type { ModelMessage, ModelResponse, ModelToolCall } from "../model";
 
 /**
