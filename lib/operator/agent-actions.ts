@@ -6,7 +6,7 @@ import {
 } from "../../functions/core/agent/agent";
 import { AGENT_RUN_AGGREGATE } from "../../functions/core/agent/agent-role";
 import { opaqueIdProblem } from "../../schemas/ids";
-import { answerProblem } from "./agent-answer";
+import { answerExample, answerProblem } from "./agent-answer";
 import { stateData } from "./customer-support";
 import { inTenant, tenantProblem } from "./operator-command";
 import type { OpsStack } from "./stack";
@@ -49,6 +49,7 @@ export function agentWaitOf(journal: AgentJournal): AgentWaitView | undefined {
     key: waiting.key,
     deadline: waiting.deadline,
   };
+  const example = waiting.kind === "answer" ? answerExample(journal.decision_type) : undefined;
   return {
     runId: journal.run_id,
     agent: journal.agent,
@@ -57,6 +58,7 @@ export function agentWaitOf(journal: AgentJournal): AgentWaitView | undefined {
     kind: waiting.kind,
     ...Object.fromEntries(Object.entries(optional).filter(([, v]) => v !== undefined)),
     ...(waiting.input === undefined ? {} : { input: waiting.input }),
+    ...(example === undefined ? {} : { answerExample: example }),
     since: waiting.since,
     reason: waiting.reason,
   };
