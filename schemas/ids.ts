@@ -74,7 +74,7 @@ export const TenantId = z.string().check(
 /** The tenant of what carries none: events stored before envelopes carried a tenant, the CLI's. */
 export const DEFAULT_TENANT = "default";
 
-/** The tenant an envelope belongs to. */
+/** The tenant an envelope belongs to, or a state that records its tenant as envelopes do. */
 export function tenantOf(envelope: { readonly tenant_id?: string }): string {
   return envelope.tenant_id ?? DEFAULT_TENANT;
 }

@@ -1,5 +1,5 @@
 import type { AggregateRef, Envelope } from "../../schemas";
-import { DEFAULT_TENANT, tenantOf } from "../../schemas/ids";
+import { tenantOf } from "../../schemas/ids";
 import {
   type CommitBase,
   decided,
@@ -229,6 +229,7 @@ async function discardOne<S>(one: One<S>, reason: DiscardReason): Promise<Handle
  * A message from outside any stream (version 0) to a state of another tenant, or naming no
  * tenant for a tenant's state, is refused before anything else (Role.tenantOfState): a command
  * is obeyed only in the tenant of what it acts on, so that nothing it causes leaves that tenant.
+ * A state that does not know its tenant (stored before its role recorded one) is not checked.
  */
 function refuseOtherTenant<S>(
   role: Pick<Role<S>, "tenantOfState">,
@@ -238,7 +239,9 @@ function refuseOtherTenant<S>(
 ): void {
   // A state with no data (a refused start's) belongs to nobody yet.
   if (!role.tenantOfState || state?.data == null || event.aggregate.version !== 0) return;
-  const owner = role.tenantOfState(state.data) ?? DEFAULT_TENANT;
+  const owner = role.tenantOfState(state.data);
+  // Unknown is not the default tenant: taking it for one would refuse its own tenant's commands.
+  if (owner === undefined) return;
   const sender = tenantOf(event);
   if (owner === sender) return;
   throw new PermanentError(

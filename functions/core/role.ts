@@ -82,11 +82,17 @@ export interface RoleStorage<S> {
    */
   summarize?(state: S): StateSummary | undefined;
   /**
-   * The tenant a state belongs to, as the state records it (undefined: the default tenant). With
-   * it, the pipeline refuses a message from outside any stream (version 0: a client's message, an
-   * operator's command, the sweeper's) to an existing state of another tenant, or naming none for
-   * a tenant's state: a PermanentError `<aggregate type>.tenant_mismatch`, before the role is
-   * asked anything (./apply.ts). Events on streams carry their cause's tenant (./emit.ts).
+   * The tenant a state belongs to, as the state records it. With it, the pipeline refuses a
+   * message from outside any stream (version 0: a client's message, an operator's command, the
+   * sweeper's) to an existing state of another tenant, or naming none for a tenant's state: a
+   * PermanentError `<aggregate type>.tenant_mismatch`, before the role is asked anything
+   * (./apply.ts). Events on streams carry their cause's tenant (./emit.ts).
+   *
+   * Undefined means the state does not know its tenant (one stored before its role recorded
+   * tenants): such a state is not checked, as before, rather than taken for the default tenant's,
+   * which would refuse every command of its real tenant. A role whose states leave the default
+   * tenant out returns DEFAULT_TENANT for them itself (`tenantOf(state)`); one that starts
+   * recording tenants records every state's, the default included, so that absent stays unknown.
    */
   tenantOfState?(state: S): string | undefined;
   /**

@@ -49,10 +49,13 @@ export interface OpsActions {
   ): Promise<ActionOutcome>;
   resolveSend(key: string, resolution: SendResolution, reason: string): Promise<ActionOutcome>;
   redrive(group: string, from: "queue" | "buffer", reason: string): Promise<ActionOutcome>;
-  /** A person's answer to what an agent run waits for (./agent-actions); the reason is optional. */
+  /**
+   * A person's answer to what an agent run waits for (./agent-actions): a decision on call
+   * `callId`, or with none the run's `answer`; the reason is optional.
+   */
   decideStep(
     runId: string,
-    callId: string,
+    callId: string | undefined,
     decision: StepDecision,
     fields: { readonly reason?: string; readonly output?: unknown },
   ): Promise<ActionOutcome>;

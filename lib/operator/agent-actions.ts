@@ -6,6 +6,7 @@ import {
 } from "../../functions/core/agent/agent";
 import { AGENT_RUN_AGGREGATE } from "../../functions/core/agent/agent-role";
 import { opaqueIdProblem } from "../../schemas/ids";
+import { answerExample, answerProblem } from "./agent-answer";
 import { stateData } from "./customer-support";
 import { inTenant, tenantProblem } from "./operator-command";
 import type { OpsStack } from "./stack";
@@ -19,7 +20,8 @@ import type { AgentWaitView, ItemSummary, WaitingView } from "./views";
  * against the run's stored journal before anything is sent: a run of another tenant than the one
  * the operator named is refused, a decision the run already took is reported (`already`), the
  * other decision on it or one the run does not wait for is refused (`refused`, naming what it
- * waits for). Shared by the CLI and the console.
+ * waits for), and so is an answer that does not fit the agent's answer (./agent-answer.ts).
+ * Shared by the CLI and the console.
  */
 
 export type StepDecision = PersonDecision["decision"];
@@ -47,6 +49,7 @@ export function agentWaitOf(journal: AgentJournal): AgentWaitView | undefined {
     key: waiting.key,
     deadline: waiting.deadline,
   };
+  const example = waiting.kind === "answer" ? answerExample(journal.decision_type) : undefined;
   return {
     runId: journal.run_id,
     agent: journal.agent,
@@ -55,6 +58,7 @@ export function agentWaitOf(journal: AgentJournal): AgentWaitView | undefined {
     kind: waiting.kind,
     ...Object.fromEntries(Object.entries(optional).filter(([, v]) => v !== undefined)),
     ...(waiting.input === undefined ? {} : { input: waiting.input }),
+    ...(example === undefined ? {} : { answerExample: example }),
     since: waiting.since,
     reason: waiting.reason,
   };
@@ -149,6 +153,8 @@ function answerDecision(
     };
   if (fields.output === undefined)
     return { refused: `an answer for run ${runId} needs its output: the run's answer, as JSON` };
+  const problem = answerProblem(journal.decision_type, fields.output);
+  if (problem) return { refused: `run ${runId}: ${problem}` };
   return decisionCommand(journal, runId, { decision }, fields);
 }
 

@@ -3,7 +3,8 @@ import { agentOutputSchema } from "../../functions/roles/content-agents/workflow
 
 /**
  * An example of what a content agent answers, built from the role's output schema (JSON Schema
- * of it): a starting point for a person who supplies a FAILED node's output by hand. Strings are
+ * of it): a starting point for a person who supplies a FAILED node's output by hand, or an agent
+ * run's answer (./agent-answer.ts). Strings are
  * placeholders named after their field (`"<title>"`), numbers their minimum, enums their first
  * value; the example fits the schema.
  */
@@ -53,6 +54,11 @@ export function outputExample(role: string): Record<string, unknown> | undefined
   } catch {
     return undefined;
   }
+  return schemaExample(schema);
+}
+
+/** An object that fits `schema`, built as above; undefined when the schema is not an object's. */
+export function schemaExample(schema: z.core.$ZodType): Record<string, unknown> | undefined {
   const example = exampleOf(
     z.toJSONSchema(schema, { io: "input", unrepresentable: "any" }) as JsonSchema,
     "output",

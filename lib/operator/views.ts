@@ -250,6 +250,8 @@ export interface AgentWaitView {
   readonly since: string;
   /** When an approval's deadline passes. */
   readonly deadline?: string;
+  /** An answer of the agent's shape (kind `answer`), when its answer schema is known. */
+  readonly answerExample?: Readonly<Record<string, unknown>>;
   readonly reason: string;
 }
 

@@ -3,10 +3,11 @@ import { join } from "node:path";
 import type { Browser, Locator, Page } from "playwright-core";
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { RAMBLE_AFTER_REFUND_MARKER } from "../../functions/adapters/local-model-refund";
 import { AGENT_RUN_AGGREGATE } from "../../functions/core/agent/agent-role";
 import { LocalPayments } from "../../functions/roles/customer-support/integrations/payments/memory";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
-import { streamOf } from "../../lib/dev/local/scenario/customer-support";
+import { streamOf, waitUntil } from "../../lib/dev/local/scenario/customer-support";
 import {
   agentRunOf,
   askForRefund,
@@ -26,7 +27,10 @@ import { haveChromium, launchChromium, NO_CHROMIUM, SCREENSHOTS } from "../suppo
  * the page's button and made exactly once, one is rejected with a reason and never made, and a
  * decision sent from a page opened before those (the run no longer waits) is reported or refused
  * and changes nothing. A refund whose outcome could not be learnt (NEEDS_HUMAN) is resolved as
- * applied with the receipt typed in the page, and not made again.
+ * applied with the receipt typed in the page, and not made again. A review handed over for good
+ * after its refund (its model rambles instead of answering) is answered in the page: an answer
+ * that is not JSON or does not fit is refused there and nothing is sent; the right one ends the
+ * run and the customer is told.
  */
 
 const STAGE = `cp${ulid().slice(-6).toLowerCase()}`;
@@ -51,13 +55,13 @@ describe.skipIf(!haveChromium)("refund approvals from the console (Chromium, loc
   let page: Page;
   /** Pages opened while both runs waited, to send a decision after they no longer do. */
   const stale: Page[] = [];
-  const runs = { approved: "", rejected: "", unknown: "" };
-  const orders = { approved: "", rejected: "", unknown: "" };
+  const runs = { approved: "", rejected: "", unknown: "", answered: "" };
+  const orders = { approved: "", rejected: "", unknown: "", answered: "" };
   const operatorBefore = process.env.AGENTBUS_OPERATOR;
 
   const newOrder = (totalCents: number) =>
     refundableOrder(env, totalCents, { item: "Standing desk" });
-  const askFor = (orderId: string) => askForRefund(env, orderId);
+  const askFor = (orderId: string, question?: string) => askForRefund(env, orderId, question);
   const journalOf = (runId: string) => agentRunOf(env, runId);
   const reaches = (runId: string, status: string) => runReaches(env, runId, status, TIMEOUT);
   const refundsOf = (orderId: string) => payments.refundsByOrder().get(orderId) ?? 0;
@@ -89,16 +93,25 @@ describe.skipIf(!haveChromium)("refund approvals from the console (Chromium, loc
     orders.approved = await newOrder(20_000);
     orders.rejected = await newOrder(35_000);
     orders.unknown = await newOrder(4_999);
+    orders.answered = await newOrder(4_200);
     // The first refund made (the one under the threshold; the others wait) times out after it
     // applied, and no query can tell: the run is handed to a person.
     payments.failNext("timeout_after", ...Array<"query_unknown">(5).fill("query_unknown"));
     runs.approved = await askFor(orders.approved);
     runs.rejected = await askFor(orders.rejected);
     runs.unknown = await askFor(orders.unknown);
+    // Its refund is made once the unknown one has taken the payment system's faults; then its
+    // model answers in prose three turns in a row, and the run waits for a person's answer.
+    const handedOver = async () => {
+      await reaches(runs.unknown, "NEEDS_HUMAN");
+      const question = `Please refund order ${orders.answered} ${RAMBLE_AFTER_REFUND_MARKER}`;
+      runs.answered = await askFor(orders.answered, question);
+      return reaches(runs.answered, "NEEDS_HUMAN");
+    };
     await Promise.all([
       reaches(runs.approved, "BLOCKED"),
       reaches(runs.rejected, "BLOCKED"),
-      reaches(runs.unknown, "NEEDS_HUMAN"),
+      handedOver(),
     ]);
     await env.runtime.idle({ timeoutMs: TIMEOUT });
     server = await startConsole({ source: opsSource(env.ops), actions: opsActions(env.ops) });
@@ -262,6 +275,87 @@ describe.skipIf(!haveChromium)("refund approvals from the console (Chromium, loc
       ]);
       await env.runtime.idle({ timeoutMs: TIMEOUT });
       expect(refundsOf(orders.unknown)).toBe(1);
+    },
+    TIMEOUT * 2,
+  );
+
+  it(
+    "answers a review handed over for good: a bad answer is refused in the page, the right one ends the run and the customer is told",
+    async () => {
+      expect(await open(page, "/")).toBe(200);
+      const wait = page.locator(
+        `[data-waiting="needs-human"] div[data-agent-run="${runs.answered}"]`,
+      );
+      expect(await wait.getAttribute("data-wait")).toBe("answer");
+      expect(await seen(wait)).toContain("Handed over: the run waits for a person's answer");
+      /** Open the form, type `output`, send it; what the page then says. */
+      const answerWith = async (output: string, reason = "") => {
+        await wait.locator("summary").click();
+        await wait.locator('textarea[name="output"]').fill(output);
+        await wait.locator('input[name="reason"]').fill(reason);
+        return submit(page, wait.getByRole("button", { name: "Answer: the run ends with it" }));
+      };
+      await wait.locator("summary").click();
+      const shape = JSON.parse(await seen(wait.locator("pre[data-answer-example]")));
+      expect(Object.keys(shape).sort()).toEqual([
+        "amount_cents",
+        "decision",
+        "reason",
+        "refund_id",
+      ]);
+      await wait.locator("summary").click();
+
+      expect(await answerWith("{decision: approved}")).toMatch(
+        /^Refused: the answer is not JSON \(.+\); nothing sent$/,
+      );
+      expect(await answerWith('{"decision": "refunded", "reason": ""}')).toMatch(
+        new RegExp(
+          `^Refused: run ${runs.answered}: a person's answer must fit the agent's answer: decision: .+; reason: .+; nothing sent$`,
+        ),
+      );
+      await wait.locator("summary").click();
+      await wait.screenshot({ path: join(SCREENSHOTS, "local-overview-answer.png") });
+      await page.screenshot({
+        path: join(SCREENSHOTS, "local-overview-answer-refused.png"),
+        fullPage: true,
+      });
+      await wait.locator("summary").click();
+      expect(decisionsOf(runs.answered)).toEqual([]);
+      expect((await journalOf(runs.answered))?.status).toBe("NEEDS_HUMAN");
+
+      const receipt = await payments.refundOf(orders.answered);
+      const answer = {
+        decision: "approved",
+        reason: "Your refund has been issued.",
+        amount_cents: receipt?.amount_cents,
+        refund_id: receipt?.refund_id,
+      };
+      const flash = await answerWith(JSON.stringify(answer, null, 2), "checked the payment system");
+      expect(flash).toMatch(/^Sent: refund_review\.decision\.requested sent to /);
+      const done = await reaches(runs.answered, "COMPLETED");
+      expect(done.output).toEqual(answer);
+      expect(done.window.at(-1)?.outcome).toBe(`answer by ${OPERATOR}`);
+      const [command] = decisionsOf(runs.answered);
+      expect(command?.payload).toEqual(
+        expect.objectContaining({
+          decision: "answer",
+          output: answer,
+          requested_by: OPERATOR,
+          reason: "checked the payment system",
+        }),
+      );
+      expect(command?.payload).not.toHaveProperty("tool_call_id");
+      const delivered = await waitUntil(
+        "the reply once a person answered",
+        () =>
+          env.channel.deliveries().find((d) => d.conversationId === done.subject.conversation_id),
+        TIMEOUT,
+      );
+      expect(delivered.text).toContain("Your refund has been issued.");
+      await env.runtime.idle({ timeoutMs: TIMEOUT });
+      expect(refundsOf(orders.answered)).toBe(1);
+      await open(page, "/");
+      expect(await waitOf(page, runs.answered).count()).toBe(0);
     },
     TIMEOUT * 2,
   );

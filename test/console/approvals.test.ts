@@ -2,13 +2,17 @@ import { describe, expect, it } from "vitest";
 import type { AgentJournal } from "../../functions/core/agent/agent";
 import type { ActionOutcome, OpsActions } from "../../lib/operator/actions";
 import { agentWaitOf } from "../../lib/operator/agent-actions";
+import { answerProblem } from "../../lib/operator/agent-answer";
 import { answerPost, parseAction } from "../../lib/operator/console/actions";
 import { FlashMessages } from "../../lib/operator/console/flash";
 import { type PageContext, routeRequest } from "../../lib/operator/console/routes";
+import { REFUND_REVIEW_DECISION } from "../../schemas/events/refund";
 import {
+  ANSWER_RUN,
   APPROVAL_RUN,
   agentOverview,
   agentWaits,
+  answerWait,
   fakeSource,
   OUTCOME_RUN,
   REFUND_KEY,
@@ -19,8 +23,8 @@ import { type El, find, findAll, parseHtml, textOf, withAttr } from "./html-tree
 
 /**
  * Agent runs waiting for a person on the overview, without a browser or a stack: the call awaiting
- * approval with its input and approve / reject, an unknown write with its resolve form, and the
- * POSTs those forms make.
+ * approval with its input and approve / reject, an unknown write with its resolve form, a run
+ * handed over for good with its answer form, and the POSTs those forms make.
  */
 
 const TOKEN = "t0ken-of-this-console_0123456789abcdefghijklmn";
@@ -130,6 +134,23 @@ describe("the overview's agent runs waiting for a person", () => {
   });
 });
 
+/** A stack's actions that record the decisions asked of it and answer `answer`. */
+function recordingActions(answer: () => ActionOutcome) {
+  const calls: unknown[][] = [];
+  const none = async (): Promise<ActionOutcome> => ({ kind: "refused", message: "no" });
+  const actions: OpsActions = {
+    run: none,
+    review: none,
+    resolveSend: none,
+    redrive: none,
+    decideStep: async (...args) => {
+      calls.push(args);
+      return answer();
+    },
+  };
+  return { calls, actions };
+}
+
 describe("the agent-run forms' POSTs", () => {
   const form = (fields: Record<string, string>) => new URLSearchParams(fields);
   const path = `/agent-runs/${APPROVAL_RUN}/decide`;
@@ -173,7 +194,8 @@ describe("the agent-run forms' POSTs", () => {
       problem: "no tool call was given; nothing sent",
     });
     expect(parseAction(path, form({ step: "call_2_1", decision: "maybe" }))).toMatchObject({
-      problem: '"maybe" is not a decision (approve, reject, applied or not_applied); nothing sent',
+      problem:
+        '"maybe" is not a decision (approve, reject, applied, not_applied or answer); nothing sent',
     });
     expect(parseAction("/agent-runs/%E0%A4%A/decide", form({ step: "c" }))).toMatchObject({
       problem: "the run id could not be read; nothing sent",
@@ -182,19 +204,8 @@ describe("the agent-run forms' POSTs", () => {
   });
 
   it("asks the stack with the form's token only, and shows its answer", async () => {
-    const calls: unknown[][] = [];
     let answer: ActionOutcome = { kind: "sent", message: "decision sent (event id E1)" };
-    const none = async (): Promise<ActionOutcome> => ({ kind: "refused", message: "no" });
-    const actions: OpsActions = {
-      run: none,
-      review: none,
-      resolveSend: none,
-      redrive: none,
-      decideStep: async (...args) => {
-        calls.push(args);
-        return answer;
-      },
-    };
+    const { calls, actions } = recordingActions(() => answer);
     const flashes = new FlashMessages();
     const context = { actions, flashes, own: OWN, token: TOKEN };
     const post = (fields: Record<string, string>) =>
@@ -219,6 +230,100 @@ describe("the agent-run forms' POSTs", () => {
     expect(calls).toEqual([
       [APPROVAL_RUN, "call_2_1", "approve", {}],
       [APPROVAL_RUN, "call_2_1", "reject", { reason: "no" }],
+    ]);
+  });
+});
+
+describe("a run handed over for good: its answer from the overview", () => {
+  const path = `/agent-runs/${ANSWER_RUN}/decide`;
+  const answer = { decision: "rejected", reason: "Outside the return window." };
+  const read = (fields: Record<string, string>) => parseAction(path, new URLSearchParams(fields));
+
+  it("shows why it was handed over, the answer's shape and a form that posts the answer", async () => {
+    const { doc } = await overviewDoc(agentOverview([...agentWaits(), answerWait()]));
+    const wait = find(cardOf(doc, "needs-human"), withAttr("data-agent-run", ANSWER_RUN));
+    expect(wait.attrs["data-wait"]).toBe("answer");
+    expect(textOf(wait)).toContain("3 model turns in a row went wrong (the answer did not fit)");
+    const form = find(wait, (e) => e.tag === "form" && e.attrs["data-action"] === "agent-answer");
+    expect(form.attrs).toMatchObject({
+      method: "post",
+      action: path,
+      "data-run": ANSWER_RUN,
+    });
+    expect(form.attrs).not.toHaveProperty("data-step");
+    expect(find(form, withAttr("name", "csrf")).attrs.value).toBe(TOKEN);
+    expect(findAll(form, withAttr("name", "step"))).toEqual([]);
+    // The shape is shown, not filled in: an answer sent as it stands would end the run.
+    const example = find(form, (e) => e.tag === "pre" && "data-answer-example" in e.attrs);
+    expect(JSON.parse(textOf(example))).toEqual(answerWait().answerExample);
+    const area = find(form, (e) => e.tag === "textarea");
+    expect(area.attrs.name).toBe("output");
+    expect(textOf(area)).toBe("");
+    expect(buttonValues(form)).toEqual(["answer"]);
+    expect(find(form, withAttr("name", "reason")).attrs).not.toHaveProperty("required");
+    const readOnly = await overviewDoc(agentOverview([answerWait()]), {});
+    const shown = find(readOnly.doc, withAttr("data-agent-run", ANSWER_RUN));
+    expect(textOf(shown)).toContain("the answer did not fit");
+    expect(findAll(shown, (e) => e.tag === "form")).toEqual([]);
+  });
+
+  it("reads the answer as JSON, with no tool call, the reason optional", () => {
+    expect(
+      read({
+        decision: "answer",
+        output: '{"decision": "rejected",\r\n"reason": "Outside the return window."}',
+      }),
+    ).toEqual({
+      back: "/",
+      reason: "",
+      action: { kind: "step", runId: ANSWER_RUN, decision: "answer", output: answer },
+    });
+    expect(
+      read({ decision: "answer", output: JSON.stringify(answer), reason: " checked " }),
+    ).toMatchObject({ reason: "checked", action: { decision: "answer" } });
+  });
+
+  it("refuses an empty answer or one that is not JSON, and sends nothing", () => {
+    expect(read({ decision: "answer", output: " \r\n " })).toEqual({
+      back: "/",
+      problem: "an answer needs the run's answer (JSON); nothing sent",
+    });
+    expect(read({ decision: "answer" })).toMatchObject({
+      problem: "an answer needs the run's answer (JSON); nothing sent",
+    });
+    expect(read({ decision: "answer", output: "{decision: rejected}" })).toMatchObject({
+      problem: expect.stringMatching(/^the answer is not JSON \(.+\); nothing sent$/),
+    });
+  });
+
+  it("asks the stack for the run's answer, as the CLI's resolve --as answer does, and shows its answer", async () => {
+    let outcome: ActionOutcome = { kind: "sent", message: "decision sent (event id E2)" };
+    const { calls, actions } = recordingActions(() => outcome);
+    const flashes = new FlashMessages();
+    const context = { actions, flashes, own: OWN, token: TOKEN };
+    const post = (fields: Record<string, string>) =>
+      answerPost(context, {
+        path,
+        host: OWN,
+        origin: `http://${OWN}`,
+        contentType: "application/x-www-form-urlencoded",
+        body: new URLSearchParams(fields).toString(),
+      });
+    const flashOf = (a: Awaited<ReturnType<typeof post>>) =>
+      flashes.of(new URL("location" in a ? a.location : "/", "http://x").searchParams);
+    const fields = { decision: "answer", output: JSON.stringify(answer) };
+
+    expect((await post(fields)).status).toBe(403);
+    const bad = await post({ ...fields, csrf: TOKEN, output: "{nope" });
+    expect(flashOf(bad)).toMatchObject({ kind: "refused", message: /^the answer is not JSON/ });
+    expect(calls).toEqual([]);
+    const sent = await post({ ...fields, csrf: TOKEN, reason: "checked the order" });
+    expect(flashOf(sent)).toEqual(outcome);
+    outcome = { kind: "refused", message: "the shared check's words; nothing sent" };
+    expect(flashOf(await post({ ...fields, csrf: TOKEN }))).toEqual(outcome);
+    expect(calls).toEqual([
+      [ANSWER_RUN, undefined, "answer", { reason: "checked the order", output: answer }],
+      [ANSWER_RUN, undefined, "answer", { output: answer }],
     ]);
   });
 });
@@ -269,5 +374,21 @@ describe("agentWaitOf", () => {
     });
     expect(agentWaitOf(journal({ status: "RUNNING", waiting }))).toBeUndefined();
     expect(agentWaitOf(journal({ status: "BLOCKED" }))).toBeUndefined();
+  });
+
+  it("gives a run waiting for an answer an example of its agent's answer, which fits it", () => {
+    const spent = { kind: "answer" as const, since: "2026-05-04T09:16:00.000Z", reason: "spent" };
+    const wait = agentWaitOf(
+      journal({ status: "NEEDS_HUMAN", waiting: spent, decision_type: REFUND_REVIEW_DECISION }),
+    );
+    expect(wait?.answerExample).toEqual({
+      decision: "approved",
+      reason: "<reason>",
+      amount_cents: 0,
+      refund_id: "<refund_id>",
+    });
+    expect(answerProblem(REFUND_REVIEW_DECISION, wait?.answerExample)).toBeUndefined();
+    const unknown = journal({ status: "NEEDS_HUMAN", waiting: spent, decision_type: "x.decided" });
+    expect(agentWaitOf(unknown)).not.toHaveProperty("answerExample");
   });
 });

@@ -293,6 +293,7 @@ export function overview(): OverviewView {
 
 export const APPROVAL_RUN = "rrun_01J9Z3S0000REFUND00000001";
 export const OUTCOME_RUN = "rrun_01J9Z3S0000REFUND00000002";
+export const ANSWER_RUN = "rrun_01J9Z3S0000REFUND00000003";
 export const REFUND_TASK = "task_01J9Z3S0000REFUND0000000A";
 export const REFUND_KEY = `${REFUND_TASK}:${OUTCOME_RUN}:call_2_1`;
 
@@ -326,15 +327,35 @@ export function agentWaits(): AgentWaitView[] {
   ];
 }
 
+/** A refund review handed over for good: NEEDS_HUMAN waiting for a person's answer. */
+export function answerWait(): AgentWaitView {
+  return {
+    runId: ANSWER_RUN,
+    agent: "refund-review",
+    taskId: REFUND_TASK,
+    status: "NEEDS_HUMAN",
+    kind: "answer",
+    answerExample: {
+      decision: "approved",
+      reason: "<reason>",
+      amount_cents: 0,
+      refund_id: "<refund_id>",
+    },
+    since: at(80_000),
+    reason: "3 model turns in a row went wrong (the answer did not fit)",
+  };
+}
+
 /** The overview with the refund reviews listed as waiting, and what their journals say. */
 export function agentOverview(waits: readonly AgentWaitView[] = agentWaits()): OverviewView {
   const base = overview();
   const listed = (w: AgentWaitView) => ({
     ...item("task", w.runId, w.status, Date.parse(w.since) - Date.parse(at(0)), ""),
-    label: `refund-review ${w.runId} waits for ${w.kind} of issue_refund call_2_1`,
+    label: `refund-review ${w.runId} waits for ${w.kind}${w.tool ? ` of ${w.tool} ${w.toolCallId}` : ""}`,
     waitingSince: w.since,
   });
-  const [approval, outcome] = waits.map(listed);
+  const blocked = waits.filter((w) => w.kind === "approval").map(listed);
+  const needsHuman = waits.filter((w) => w.kind !== "approval").map(listed);
   const unknown = {
     key: REFUND_KEY,
     state: "unknown",
@@ -345,8 +366,8 @@ export function agentOverview(waits: readonly AgentWaitView[] = agentWaits()): O
     ...base,
     waiting: {
       ...base.waiting,
-      awaitingApproval: approval ? [approval] : [],
-      needsHuman: outcome ? [outcome] : [],
+      awaitingApproval: blocked,
+      needsHuman,
       unknownSideEffects: [...base.waiting.unknownSideEffects, unknown],
     },
     status: { ...base.status, counts: { ...base.status.counts, awaitingApproval: 1 } },

@@ -5,14 +5,20 @@ import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store"
 import { eventItem } from "../../functions/adapters/dynamodb/items";
 import { DynamoSideEffects } from "../../functions/adapters/dynamodb/side-effects";
 import type { TableNames } from "../../functions/adapters/dynamodb/tables";
+import { DeterministicLocalModel } from "../../functions/adapters/local-model";
 import { listingAfter } from "../../functions/core/listing";
-import type { StateSummary } from "../../functions/core/ports";
-import { ManualClock } from "../../functions/core/runtime";
-import type { ConversationState } from "../../functions/roles/customer-support/conversation/conversation";
+import { consume } from "../../functions/core/pipeline";
+import type { ConsumerDeps, StateSummary } from "../../functions/core/ports";
+import { ManualClock, ulidSource } from "../../functions/core/runtime";
+import {
+  type ConversationState,
+  conversationReader,
+} from "../../functions/roles/customer-support/conversation/conversation";
 import {
   type ConversationView,
   summarizeConversation,
 } from "../../functions/roles/customer-support/conversation-projection/conversation-projection";
+import { replyGenerationRole } from "../../functions/roles/customer-support/reply-generation/reply-generation";
 import type { ReplyState } from "../../functions/roles/customer-support/reply-generation/state";
 import { pendingApprovals } from "../../lib/operator/approvals";
 import { heldReplies } from "../../lib/operator/customer-support";
@@ -27,7 +33,7 @@ import {
   sendResolveCommand,
 } from "../../lib/operator/support-actions";
 import { cancelCheck, cancelCommand } from "../../lib/operator/support-cancel";
-import type { Envelope } from "../../schemas";
+import { type Envelope, registry } from "../../schemas";
 import { emulator } from "../support/aws";
 import { newUlid } from "../support/factories";
 import { createTables, deleteTables } from "../support/tables";
@@ -35,16 +41,19 @@ import { createTables, deleteTables } from "../support/tables";
 /**
  * A held reply of tenant acme's conversation, on moto: listed for acme and no other tenant (so is
  * its unknown send), and the operator's approval (or cancel) goes in acme, read from the
- * conversation's state.
+ * conversation's state, which reply generation obeys for a reply that records acme.
  */
 
 let client: DynamoDBClient;
 let tables: TableNames;
 let stack: OpsStack;
+let deps: ConsumerDeps;
 
 const TASK = `task_${newUlid()}`;
 const CONV = `conv_${newUlid()}`;
 const KEY = `${TASK}:reply:1`;
+/** A held reply of the same conversation as reply generation stores one now: with its tenant. */
+const RECORDED_TASK = `task_${newUlid()}`;
 
 const reply: ReplyState = {
   task_id: TASK,
@@ -80,6 +89,7 @@ beforeAll(async () => {
   stack = { dynamodb: client, names: { tables } } as unknown as OpsStack;
   const clock = new ManualClock("2026-12-02T10:00:00.000Z");
   const store = new DynamoEventStore({ client: fromSdk(client), tables, clock });
+  deps = { store, registry, clock, ids: ulidSource(clock) };
   const put = async (type: string, id: string, next: unknown, summary?: StateSummary) => {
     const listing = summary && { summary, listing: listingAfter(undefined, summary, clock.now()) };
     await store.commit({
@@ -87,6 +97,7 @@ beforeAll(async () => {
     });
   };
   await put("reply", TASK, reply);
+  await put("reply", RECORDED_TASK, { ...reply, task_id: RECORDED_TASK, tenant_id: "acme" });
   await put("conversation", CONV, conversation);
   await put("conversation_view", CONV, view, summarizeConversation(view));
   // The send of the held reply's first draft, whose outcome is unknown; and the task's first
@@ -173,5 +184,36 @@ describe("a held reply of tenant acme", () => {
       event_type: "support.cancel.requested",
       tenant_id: "acme",
     });
+  });
+});
+
+describe("the operator's approval of a held reply that records tenant acme", () => {
+  /** The approval as `agentbus reply approve` sends it, checked against the stack. */
+  async function approval(): Promise<Envelope> {
+    const command = reviewCommand(RECORDED_TASK, "approved", {}, "ops_anna");
+    const decided = await reviewCheck(stack, command, "approved");
+    if (!("command" in decided)) throw new Error(`not decided: ${JSON.stringify(decided)}`);
+    const parsed = registry.parse(operatorEnvelope(decided.command));
+    if (!parsed.ok) throw new Error(parsed.message);
+    return parsed.envelope;
+  }
+  const replies = () =>
+    replyGenerationRole({
+      model: new DeterministicLocalModel(),
+      conversation: conversationReader(deps.store),
+    });
+
+  it("is obeyed by reply generation, and what it emits is acme's; the same naming another tenant is dead-lettered", async () => {
+    const approve = await approval();
+    await expect(
+      consume({ ...approve, tenant_id: "globex" }, replies(), deps),
+    ).rejects.toMatchObject({ code: "reply.tenant_mismatch" });
+    const result = await consume(approve, replies(), deps);
+    expect(result.status).toBe("applied");
+    const emitted = result.steps.flatMap((step) => step.emitted);
+    expect(emitted.map((e) => [e.event_type, e.tenant_id])).toEqual([
+      ["reply.approved", "acme"],
+      ["notification.send.requested", "acme"],
+    ]);
   });
 });

@@ -164,7 +164,16 @@ describe("a refund made in a run handed to a person", () => {
       order_id: "456",
       refund_id: receipt?.refund_id,
     });
-    // An answer the payment system contradicts is refused, and the run still waits.
+    // An answer that does not fit the agent's is refused before it is sent (the CLI, the console).
+    expect(
+      stepDecision(await desk.journal(), RUN, undefined, "answer", {
+        output: { decision: "refunded", reason: "Done." },
+        requestedBy: "ops_anna",
+      }),
+    ).toEqual({
+      refused: `run ${RUN}: a person's answer must fit the agent's answer: decision: Invalid option: expected one of "approved"|"rejected"|"answered"`,
+    });
+    // An answer the payment system contradicts is refused by the run, and the run still waits.
     await expect(
       answerAsPerson(desk, {
         decision: "approved",

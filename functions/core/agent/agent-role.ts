@@ -1,4 +1,4 @@
-import type { AggregateRef, Envelope } from "../../../schemas";
+import { type AggregateRef, type Envelope, tenantOf } from "../../../schemas";
 import type { EmitSpec } from "../emit";
 import type { DiscardReason, StateSummary } from "../ports";
 import type { DecideContext, Decision, PersonalState, Role, RoleDescriptor } from "../role";
@@ -134,8 +134,9 @@ export function agentRole(spec: AgentRoleSpec): Role<AgentJournal> {
       if (state || event.event_type !== types.start || !spec.stoppedFacts) return undefined;
       return { emit: declared(spec, await spec.stoppedFacts(reason, event, undefined)) };
     },
-    // A person's decision and the sweeper's deadline are obeyed in the run's tenant only.
-    tenantOfState: (journal) => journal.tenant_id,
+    // A person's decision and the sweeper's deadline are obeyed in the run's tenant only (one
+    // that names none: the default tenant's).
+    tenantOfState: tenantOf,
     async decide(state, event, context) {
       if (event.event_type === types.start) return start(spec, state, event, context.now);
       if (event.event_type === types.cancel)

@@ -119,20 +119,33 @@ async function answerGiven(
         ? `it waits for ${waiting.kind === "approval" ? "an approval" : "an outcome"} of ${waiting.tool_call_id}, not an answer`
         : `it waits for no decision (${journal.status})`,
     );
-  const parsed = agent.output.safeParse(output);
-  if (!parsed.success)
-    throw refuse(
-      `a person's answer must fit the agent's answer: ${z.issueLines(parsed.error, "(output)").join("; ")}`,
-    );
-  const rejected = await agent.accept?.(parsed.data, journal);
+  const read = personAnswerOf(agent.output, output);
+  if ("problem" in read) throw refuse(read.problem);
+  const rejected = await agent.accept?.(read.answer, journal);
   if (rejected !== undefined) throw refuse(`the answer was not accepted: ${rejected}`);
   const next = recorded(journal, { kind: "person", outcome: `answer by ${decision.by}` }, now, {
     status: moved(journal, "HumanResolved"),
-    output: parsed.data,
+    output: read.answer,
     error_turns: 0,
   });
   const done = withoutWaiting(next);
   return { journal: done, next: "end", recorded: latestStep(done) };
+}
+
+/**
+ * A person's answer (`output`) read as the agent's answer (`schema`: its `output`, kept as the
+ * `answer` of its model schemas), or why it does not fit: the run's check, and the operator's
+ * before it sends one (lib/operator/agent-answer.ts). What `accept` checks against the outside
+ * world only the run can tell.
+ */
+export function personAnswerOf<O>(
+  schema: z.core.$ZodType<O>,
+  output: unknown,
+): { readonly answer: O } | { readonly problem: string } {
+  const parsed = z.safeParse(schema, output);
+  if (parsed.success) return { answer: parsed.data };
+  const issues = z.issueLines(parsed.error, "(output)").join("; ");
+  return { problem: `a person's answer must fit the agent's answer: ${issues}` };
 }
 
 /** What a run BLOCKED on a tool call's approval waits for, as the approval primitive has it. */

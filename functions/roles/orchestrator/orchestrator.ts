@@ -1,4 +1,4 @@
-import type { Envelope, EventType } from "../../../schemas";
+import { type Envelope, type EventType, tenantOf } from "../../../schemas";
 import { confirmEventType } from "../../../schemas/events/agent-run";
 import { CONTENT_ROLE_EVENTS } from "../../../schemas/events/workflow";
 import type { WorkflowDefinition } from "../../core/dag/definition";
@@ -166,8 +166,8 @@ export function orchestratorRole(options: OrchestratorOptions = {}): Role<Orches
     ...ORCHESTRATOR,
     summarize: summarizeRun,
     // The operator's commands, the sweeper's reports and the agents' heartbeats are obeyed in the
-    // run's tenant only.
-    tenantOfState: (state) => state.tenant_id,
+    // run's tenant only (a run that names none: the default tenant's).
+    tenantOfState: tenantOf,
     // A run's state (3-4 KB of JSON, written on every event of the run) is read only through
     // AgentBus: the operator tools and the console.
     compactState: true,

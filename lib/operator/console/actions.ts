@@ -29,7 +29,8 @@ export type ConsoleAction =
   | {
       readonly kind: "step";
       readonly runId: string;
-      readonly callId: string;
+      /** The call decided on; none for a run's `answer`. */
+      readonly callId?: string;
       readonly decision: StepDecision;
       readonly output?: unknown;
     }
@@ -48,7 +49,7 @@ const RUN_PATH = /^\/runs\/([^/]+)\/(cancel|reset|resolve|rerun|confirm)$/;
 const REPLY_PATH = /^\/replies\/([^/]+)\/review$/;
 const REDRIVE_PATH = /^\/dead-letters\/([^/]+)\/redrive$/;
 const AGENT_PATH = /^\/agent-runs\/([^/]+)\/decide$/;
-const STEP_DECISIONS: readonly (string | null)[] = ["approve", "reject", "applied", "not_applied"];
+const CALL_DECISIONS: readonly (string | null)[] = ["approve", "reject", "applied", "not_applied"];
 
 function decoded(segment: string): string | undefined {
   try {
@@ -101,25 +102,45 @@ function sendOf(form: URLSearchParams): Read {
   return { kind: "send", key, resolution: as as SendResolution };
 }
 
-/** A person's answer to an agent run: the call, the decision, and an applied write's output. */
+/** The JSON of the form's `output`, or why there is none (`missing` when it is empty). */
+function outputOf(
+  form: URLSearchParams,
+  label: string,
+  missing: string,
+): { readonly problem: string } | { readonly output: unknown } {
+  const text = (textOf(form, "output") ?? "").trim();
+  if (!text) return { problem: `${missing}; nothing sent` };
+  try {
+    return { output: JSON.parse(text) };
+  } catch (error) {
+    return { problem: `${label} is not JSON (${(error as Error).message}); nothing sent` };
+  }
+}
+
+/**
+ * A person's answer to an agent run: the call, the decision, and an applied write's output; or,
+ * with no call, the run's own answer (JSON), checked by the CLI's check before it is sent.
+ */
 function stepOf(runId: string, form: URLSearchParams): Read {
+  const decision = form.get("decision");
+  if (decision === "answer") {
+    const answer = outputOf(form, "the answer", "an answer needs the run's answer (JSON)");
+    return "problem" in answer ? answer : { kind: "step", runId, decision, ...answer };
+  }
   const callId = form.get("step")?.trim();
   if (!callId) return { problem: "no tool call was given; nothing sent" };
-  const decision = form.get("decision");
-  if (!STEP_DECISIONS.includes(decision))
+  if (!CALL_DECISIONS.includes(decision))
     return {
-      problem: `${JSON.stringify(decision)} is not a decision (approve, reject, applied or not_applied); nothing sent`,
+      problem: `${JSON.stringify(decision)} is not a decision (approve, reject, applied, not_applied or answer); nothing sent`,
     };
   const step = { kind: "step", runId, callId, decision: decision as StepDecision } as const;
   if (decision !== "applied") return step;
-  const text = (textOf(form, "output") ?? "").trim();
-  if (!text)
-    return { problem: "applied needs the output the outside system gave (JSON); nothing sent" };
-  try {
-    return { ...step, output: JSON.parse(text) };
-  } catch (error) {
-    return { problem: `the output is not JSON (${(error as Error).message}); nothing sent` };
-  }
+  const applied = outputOf(
+    form,
+    "the output",
+    "applied needs the output the outside system gave (JSON)",
+  );
+  return "problem" in applied ? applied : { ...step, ...applied };
 }
 
 function readAction(path: string, form: URLSearchParams, reason: string): Read | undefined {

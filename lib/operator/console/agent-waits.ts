@@ -14,7 +14,8 @@ import { attr, escapeHtml, link, traceHref } from "./html";
  * What an agent run waits for, shown under its line in the overview's lists: the tool call with
  * the input the model gave it, read from the run's journal, and where the console acts the forms
  * that answer it (./actions reads them): approve or reject a call awaiting approval, say whether a
- * write whose outcome could not be learnt was applied. The reason is optional, as in the CLI.
+ * write whose outcome could not be learnt was applied, give the answer of a run handed over for
+ * good. The reason is optional, as in the CLI.
  */
 
 const code = (text: string | undefined) => `<code>${escapeHtml(text ?? "?")}</code>`;
@@ -81,13 +82,46 @@ function outcomeDetails(wait: AgentWaitView, forms?: FormContext): string {
 ${inputBlock(wait)}${forms && wait.toolCallId ? outcomeForm(wait, forms) : ""}`;
 }
 
-/** The details of one waiting agent run (kind `answer`: only why it was handed to a person). */
+/**
+ * The run's own answer, as JSON in the agent's answer schema (the CLI's `resolve <run> --as answer
+ * --output JSON`); an example of its shape is shown beside it, not filled in, since the answer
+ * ends the run and what it says is reported (the refund agent tells the customer its reason).
+ */
+function answerForm(wait: AgentWaitView, ctx: FormContext): string {
+  const example = wait.answerExample
+    ? `<p class="muted">An answer of its shape (from the agent's answer schema: placeholders in &lt;&gt;, a choice's first option):</p>
+<pre class="json" data-answer-example>${escapeHtml(JSON.stringify(wait.answerExample, null, 2))}</pre>\n`
+    : "";
+  const answer = textArea(
+    "output",
+    "Answer (JSON: the agent's answer, checked as the model's would be)",
+    "",
+    6,
+  );
+  const form = actionForm(
+    ctx,
+    agentDecisionPath(wait.runId),
+    formAttrs(wait, "agent-answer"),
+    `${example}${answer}`,
+    button("Answer: the run ends with it", { name: "decision", value: "answer" }),
+    OPTIONAL_REASON,
+  );
+  return `<details${attr("data-agent-resolve", wait.runId)}><summary>Answer</summary>\n${form}\n</details>`;
+}
+
+function answerDetails(wait: AgentWaitView, forms?: FormContext): string {
+  return `<p><strong>Handed over:</strong> the run waits for a person's answer · task ${link(traceHref(wait.taskId), wait.taskId)}</p>
+<p class="muted">${escapeHtml(wait.reason)}</p>
+${forms ? answerForm(wait, forms) : ""}`;
+}
+
+/** The details of one waiting agent run. */
 export function renderAgentWait(wait: AgentWaitView, forms?: FormContext): string {
   const body =
     wait.kind === "approval"
       ? approvalDetails(wait, forms)
       : wait.kind === "outcome"
         ? outcomeDetails(wait, forms)
-        : `<p class="muted">${escapeHtml(wait.reason)}</p>`;
+        : answerDetails(wait, forms);
   return `<div class="agent-wait"${attr("data-agent-run", wait.runId)}${attr("data-wait", wait.kind)}>\n${body}\n</div>`;
 }

@@ -1,4 +1,4 @@
-import { type Envelope, MAX_STREAM_VERSION } from "../../../../schemas";
+import { type Envelope, MAX_STREAM_VERSION, tenantOf } from "../../../../schemas";
 import type { MessageAccepted } from "../../../../schemas/events/conversation";
 import type { RouteRequested } from "../../../../schemas/events/support-commands";
 import { newestWithin } from "../../../core/budget";
@@ -34,7 +34,7 @@ import type { Role } from "../../../core/role";
  * - `conversation.customer_mismatch`: the conversation belongs to another customer;
  * - `conversation.tenant_mismatch`: the conversation belongs to another tenant (the first
  *   message's; a state from before tenants belongs to the default one), as the pipeline checks
- *   for every state that names its tenant (`tenantOfState`). The front door refuses such a
+ *   for every role that says whose its states are (`tenantOfState`). The front door refuses such a
  *   message first (404); this holds when two tenants' first messages race.
  */
 
@@ -87,7 +87,8 @@ export function conversationRole(options: ConversationOptions = {}): Role<Conver
     subscriptions: ["conversation.message.received"],
     emits: ["conversation.message.accepted", "support.route.requested"],
     decide: (state, event, { now }) => acceptMessage(state, event, now, ttl),
-    tenantOfState: (state) => state.tenant_id,
+    // A conversation that names no tenant is the default tenant's (those from before tenants).
+    tenantOfState: tenantOf,
     personalState: {
       stateOf: ({ conversationId, taskId }) =>
         taskId ? undefined : { type: CONVERSATION_AGGREGATE, id: conversationId },

@@ -1,4 +1,4 @@
-import type { Envelope } from "../../../../schemas";
+import { type Envelope, tenantOf } from "../../../../schemas";
 import { ReplyDraft, type ReplyGenerated } from "../../../../schemas/events/conversation";
 import type { ReplyGenerationRequested } from "../../../../schemas/events/support-commands";
 import * as z from "../../../../schemas/zod";
@@ -64,7 +64,8 @@ export const REPLY_DRAFT_SCHEMA = "reply_draft";
  *   one still there on the queue's last attempt, ends the step with `support.step.failed` and the
  *   hand-off message to the customer (../step-failure.ts).
  * A redelivered request, once the reply is stored, emits nothing. A person approves or rejects a
- * held reply with `reply.approve.requested` / `reply.reject.requested` (./review).
+ * held reply with `reply.approve.requested` / `reply.reject.requested` (./review), obeyed in the
+ * tenant the reply records (its request's) only: another is refused as `reply.tenant_mismatch`.
  *
  * Every emitted event keeps the request's `input_version`, the conversation id and
  * `order_key` = conversation id. The send command carries the request's `expires_at` (the reply
@@ -135,6 +136,8 @@ export function replyGenerationRole(options: ReplyGenerationOptions): Role<Reply
   const reads = new ConversationReads(options.conversation, conversationIdOf);
   return defineRole<ReplyState, ReplyCommand, ReplyEmit>({
     ...REPLY_GENERATION,
+    // A person's decision on a held reply is obeyed in the reply's tenant only.
+    tenantOfState: (state) => state.tenant_id,
     failed: (_state, event, failure, { now }) =>
       event.event_type === "reply.generation.requested"
         ? stepFailedDecision("reply_generation", event, failure, now)
@@ -182,7 +185,13 @@ interface ReplyContext {
   readonly fact: ReturnType<typeof factFields>;
   readonly base: Pick<
     ReplyState,
-    "task_id" | "conversation_id" | "customer_id" | "channel" | "input_version" | "generated_at"
+    | "task_id"
+    | "conversation_id"
+    | "tenant_id"
+    | "customer_id"
+    | "channel"
+    | "input_version"
+    | "generated_at"
   >;
 }
 
@@ -244,6 +253,7 @@ function replyContext(
     base: {
       task_id: event.task_id,
       conversation_id: request.conversation_id,
+      tenant_id: tenantOf(event),
       customer_id: request.customer_id,
       channel: request.channel,
       ...(event.input_version === undefined ? {} : { input_version: event.input_version }),

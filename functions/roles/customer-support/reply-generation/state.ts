@@ -6,6 +6,12 @@
 export interface ReplyState {
   readonly task_id: string;
   readonly conversation_id: string;
+  /**
+   * The tenant of the request that made the reply, the default one included: a person's decision
+   * is obeyed in that tenant only (Role.tenantOfState). Absent on a reply stored before replies
+   * recorded it, whose tenant is unknown: decisions on it are not checked.
+   */
+  readonly tenant_id?: string;
   /** Where the reply goes (kept for a send after a person's approval). */
   readonly customer_id?: string;
   readonly channel?: string;

@@ -6,7 +6,7 @@ import {
 } from "../../../../schemas/events/support-cancel";
 import type { TypedDecision } from "../../../core/define-role";
 import { payloadOf } from "../../../core/payload";
-import type { DeliveryState, TurnCancel } from "./state";
+import { type DeliveryState, deliveryOf, type TurnCancel } from "./state";
 
 /**
  * The cancel of a support turn (`support.cancel.requested`), taken by the sender on
@@ -24,7 +24,9 @@ export function decideCancel(
 ): TypedDecision<DeliveryState, typeof SUPPORT_CANCELLED> {
   if (state?.cancelled) return {};
   const request = payloadOf(event, SUPPORT_CANCEL_REQUESTED);
-  const keys = state?.keys ?? {};
+  // A cancel before any send makes the state, in its own tenant.
+  const current = deliveryOf(state, event);
+  const { keys } = current;
   const cancelled: TurnCancel = {
     at: now.toISOString(),
     requested_by: request.requested_by,
@@ -37,7 +39,7 @@ export function decideCancel(
   const payload: SupportCancelled = { ...request, delivered_keys: delivered };
   const conversationId = request.conversation_id;
   return {
-    state: { keys, cancelled },
+    state: { ...current, cancelled },
     emit: [{ type: SUPPORT_CANCELLED, payload, orderKey: conversationId, conversationId }],
   };
 }

@@ -6,7 +6,7 @@ import type {
 import type { EmitOf, EventOf, TypedDecision } from "../../../core/define-role";
 import type { SideEffectStore } from "../../../core/side-effects";
 import type { ChannelCalls, Outcome } from "./channel";
-import type { DeliveryFact, DeliveryState, EscalatedSend } from "./state";
+import { type DeliveryFact, type DeliveryState, deliveryOf, type EscalatedSend } from "./state";
 
 /**
  * A person's resolution of a send whose outcome stayed unknown (seed 000 §11.4, §14), taken by the
@@ -51,7 +51,7 @@ export async function decideResolve(
     const repeated = fact?.resolution === request.resolution && record !== undefined;
     return repeated ? {} : { discarded: "invalidated_by_state_change" };
   }
-  const result = new Resolution(state, event.task_id, request, fact?.send, now);
+  const result = new Resolution(deliveryOf(state, event), event.task_id, request, fact?.send, now);
   switch (request.resolution) {
     case "delivered": {
       const deliveryId = `operator:${request.requested_by}`;
@@ -104,7 +104,7 @@ async function resend(
 class Resolution {
   readonly key: string;
   constructor(
-    private readonly state: DeliveryState | undefined,
+    private readonly state: DeliveryState,
     readonly taskId: string,
     private readonly request: SendResolveRequested,
     private readonly send: EscalatedSend | undefined,
@@ -138,7 +138,7 @@ class Resolution {
       resolution: this.request.resolution,
       resolved_by: this.request.requested_by,
     };
-    const keys = { ...(this.state?.keys ?? {}), [this.key]: resolved };
+    const keys = { ...this.state.keys, [this.key]: resolved };
     const conversationId = this.request.conversation_id;
     const emit = { ...reported, orderKey: conversationId, conversationId };
     return { state: { ...this.state, keys }, emit: [emit] };

@@ -31,7 +31,7 @@ import { decideCancel } from "./cancel";
 import { ChannelCalls, type Outcome } from "./channel";
 import { type SendChecks, staleReason } from "./facts";
 import { decideResolve, RESOLVE_REQUESTED } from "./resolve";
-import type { DeliveryFact, DeliveryState, EscalatedSend } from "./state";
+import { type DeliveryFact, type DeliveryState, deliveryOf, type EscalatedSend } from "./state";
 
 /**
  * The sender (seed 000 §11.4): consumer group `sender`, takes `notification.send.requested` and
@@ -40,11 +40,12 @@ import type { DeliveryFact, DeliveryState, EscalatedSend } from "./state";
  * after a timeout) uses that key; a new key is never minted.
  *
  * State: aggregate `delivery/<task_id>` holds, per key, the fact already emitted for it
- * (`delivered`, `failed` or `escalated`), and the turn's cancel once one was asked for
- * (`support.cancel.requested`, ./cancel). The side-effect record (SideEffectStore) holds
- * what is known at the channel. The record is written before the pipeline commits, so after a
- * crash the record may know an outcome whose fact was never committed: the fact is then emitted
- * from it.
+ * (`delivered`, `failed` or `escalated`), the turn's cancel once one was asked for
+ * (`support.cancel.requested`, ./cancel), and the tenant of the event that made it: a resolve
+ * or a cancel naming another is refused as `delivery.tenant_mismatch` (Role.tenantOfState). The
+ * side-effect record (SideEffectStore) holds what is known at the channel. The record is written
+ * before the pipeline commits, so after a crash the record may know an outcome whose fact was
+ * never committed: the fact is then emitted from it.
  *
  * Before `decide`:
  * - past `expires_at` -> discarded `expired` by the pipeline (no channel call);
@@ -180,6 +181,8 @@ export function senderRole(options: SenderOptions): Role<DeliveryState> {
   };
   return defineRole<DeliveryState, SenderCommand, SenderEmit>({
     ...SENDER,
+    // A person's resolve and a turn's cancel are obeyed in the delivery's tenant only.
+    tenantOfState: (state) => state.tenant_id,
     async discard(state, event): Promise<DiscardReason | undefined> {
       if (event.event_type !== SEND_REQUESTED) return undefined;
       return staleReason(state?.cancelled !== undefined, event, checks);
@@ -324,11 +327,9 @@ class Facts {
   }
 
   record(fact: Omit<DeliveryFact, "at">, emit: EmitOf<SendFact>[] = []): Sent {
-    const keys = {
-      ...(this.state?.keys ?? {}),
-      [this.key]: { ...fact, at: this.now.toISOString() },
-    };
-    return { state: { ...this.state, keys }, emit };
+    const state = deliveryOf(this.state, this.event);
+    const keys = { ...state.keys, [this.key]: { ...fact, at: this.now.toISOString() } };
+    return { state: { ...state, keys }, emit };
   }
 
   delivered(deliveryId: string, by: Delivered["confirmed_by"]): Sent {

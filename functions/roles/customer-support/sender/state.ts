@@ -1,3 +1,4 @@
+import { type Envelope, tenantOf } from "../../../../schemas";
 import type { SendResolution } from "../../../../schemas/events/conversation";
 
 /**
@@ -7,6 +8,13 @@ import type { SendResolution } from "../../../../schemas/events/conversation";
 
 /** The state of `delivery/<task_id>`: the fact emitted per idempotency key. */
 export interface DeliveryState {
+  /**
+   * The tenant of the event that made the state (a send, or a cancel before any send), the default
+   * one included: a person's resolve and a turn's cancel are obeyed in that tenant only
+   * (Role.tenantOfState). Absent on a state stored before the sender recorded it, whose tenant is
+   * unknown: commands to it are not checked.
+   */
+  readonly tenant_id?: string;
   readonly keys: Readonly<Record<string, DeliveryFact>>;
   /** Set once the turn was cancelled: sends not made yet are discarded as `cancelled`. */
   readonly cancelled?: TurnCancel;
@@ -23,6 +31,11 @@ export interface DeliveryFact {
   /** A person's resolution of an unknown outcome (./resolve), and who gave it. */
   readonly resolution?: SendResolution;
   readonly resolved_by?: string;
+}
+
+/** The state to record into: the stored one, or a new one in the tenant of `event`, which makes it. */
+export function deliveryOf(state: DeliveryState | undefined, event: Envelope): DeliveryState {
+  return state ?? { tenant_id: tenantOf(event), keys: {} };
 }
 
 /** The send of an escalated key, as the command asked for it. */
