@@ -10,7 +10,8 @@ export interface ModuleHandlerOptions extends ConsumerOptions, PortOverrides {}
 /**
  * The Lambda side of a role module: its ports from the function's environment for what it needs
  * (./role-ports), its settings from the same environment, and the shared consumer with the role
- * it builds. Every error names the group and the bad variable.
+ * it builds, counting what the module's `attention` rules find in what it emits. Every error
+ * names the group and the bad variable.
  */
 export function createModuleHandler(
   module: RoleModule,
@@ -24,7 +25,8 @@ export function createModuleHandler(
   const wiring = { group, env, dynamodb, sqs: options.sqs, observability: obs, overrides: options };
   const ports = awsRolePorts(wiring, module.deployment.needs ?? {}, builders);
   const role = buildRole(module, ports, env);
-  return createConsumerHandler(role, { ...options, dynamodb, observability: obs });
+  const attention = module.deployment.attention;
+  return createConsumerHandler(role, { ...options, dynamodb, observability: obs, attention });
 }
 
 /**

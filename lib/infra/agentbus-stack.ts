@@ -381,7 +381,7 @@ export class AgentBusStack extends Stack {
       })),
       entry: group.handler,
       callsModel: Boolean(group.needs?.model),
-      attention: group.attention,
+      attention: group.attention?.map((rule) => rule.signal),
       tables: this.tables,
       ...pickGroupSettings(group),
       delivery: pipeFallback || subscriberFallback ? "dispatch-function" : group.delivery,

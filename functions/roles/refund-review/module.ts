@@ -1,4 +1,6 @@
+import { REFUND_REVIEW_NEEDS_PERSON } from "../../../schemas/events/refund";
 import * as z from "../../../schemas/zod";
+import { personWaitRules } from "../../core/agent/attention";
 import { defineModule, type RolePorts, requirePort } from "../../core/role-module";
 import {
   conversationContextReader,
@@ -48,7 +50,7 @@ export const refundReviewModule = defineModule({
     // (DEFAULT_MAX_UNKNOWN_ATTEMPTS); the queue must hand the step out at least that often.
     maxReceiveCount: 8,
     needs: { model: true, heartbeat: "visibility", tools: true, orders: "cancel", payments: true },
-    attention: ["awaiting-approval", "unknown-side-effects", "needs-human"],
+    attention: personWaitRules(REFUND_REVIEW_NEEDS_PERSON),
   },
   settings: RefundReviewSettings,
   modelSchemas: REFUND_MODEL_SCHEMAS,

@@ -1,4 +1,5 @@
 import { defineModule, requirePort } from "../../../core/role-module";
+import { STEP_FAILED_ATTENTION } from "../step-failure";
 import { TENANT_FAIR_CONCURRENCY } from "../tenant-fairness";
 import { ORDER_LOOKUP, orderLookupRole } from "./order-lookup";
 
@@ -9,7 +10,7 @@ export const orderLookupModule = defineModule({
   deployment: {
     ...TENANT_FAIR_CONCURRENCY,
     needs: { orders: true },
-    attention: ["handed-off"],
+    attention: [STEP_FAILED_ATTENTION],
   },
   build: (ports) => orderLookupRole({ orders: requirePort(ports, "orders", "order-lookup") }),
 });

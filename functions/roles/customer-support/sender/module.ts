@@ -1,4 +1,5 @@
 import * as z from "../../../../schemas/zod";
+import { raiseOn, UNKNOWN_SIDE_EFFECTS } from "../../../core/attention";
 import { defineModule, requirePort } from "../../../core/role-module";
 import { conversationReader } from "../conversation/conversation";
 import { TENANT_FAIR_CONCURRENCY } from "../tenant-fairness";
@@ -26,7 +27,13 @@ export const senderModule = defineModule({
     // the message out at least that often before dead-lettering it.
     maxReceiveCount: 8,
     needs: { replyChannel: true, orders: true },
-    attention: ["unknown-side-effects"],
+    attention: [
+      raiseOn(
+        "notification.failed",
+        UNKNOWN_SIDE_EFFECTS,
+        (failed) => failed.outcome === "unknown",
+      ),
+    ],
   },
   settings: SenderSettings,
   build: (ports, settings) =>
