@@ -175,8 +175,7 @@ export type FailureTrigger = "RetryScheduled" | "TaskFailed" | "NeedsHuman" | "T
 export function classifyFailure(error: unknown, run: AgentRun): FailureTrigger {
   const { code, errorClass } = toRunError(error);
   const attemptsLeft = run.attempt < run.max_attempts;
-  if (code === MODEL_INVALID_OUTPUT || code.startsWith(`${MODEL_INVALID_OUTPUT}.`))
-    return attemptsLeft ? "RetryScheduled" : "NeedsHuman";
+  if (isInvalidOutput(code)) return attemptsLeft ? "RetryScheduled" : "NeedsHuman";
   switch (errorClass) {
     case "transient":
       return attemptsLeft ? "RetryScheduled" : "TaskFailed";
@@ -186,6 +185,14 @@ export function classifyFailure(error: unknown, run: AgentRun): FailureTrigger {
     case "business":
       return "TaskFailed";
   }
+}
+
+/**
+ * Whether `code` is the model's answer out of shape (`model.invalid_output`, or one of its
+ * subcodes): what a run that gives up on ends NEEDS_HUMAN for, waiting for a person.
+ */
+export function isInvalidOutput(code: string): boolean {
+  return code === MODEL_INVALID_OUTPUT || code.startsWith(`${MODEL_INVALID_OUTPUT}.`);
 }
 
 /** Classifies the failure and applies it: `transition(run, classifyFailure(error, run), ...)`. */

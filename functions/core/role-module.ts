@@ -1,4 +1,5 @@
 import type * as z from "../../schemas/zod";
+import type { AttentionRule } from "./attention";
 import type { IntegrationUses, RolePorts } from "./integration";
 import { parseEnv } from "./parse-env";
 import type { Role, RoleDescriptor } from "./role";
@@ -12,27 +13,6 @@ export type { RolePorts };
  * environment, and how to build its decision from the ports it is given. The module list (functions/roles/modules.ts) is what the topology, the stack's
  * grants and alarms, the Lambda entries, the simulation and the local runtime all build from.
  */
-
-/**
- * What a group's consumer can emit that a person must act on; each signal the group declares
- * becomes an alarm (ATTENTION_METRICS in functions/handlers/consumer-metrics.ts):
- * - `unknown-side-effects`: a send whose outcome could not be learnt;
- * - `held-replies`: a reply waiting for a person's review;
- * - `failed-runs`: a workflow run that ended without any node completed;
- * - `partial-runs`: a workflow run that ended with some nodes completed and some not;
- * - `needs-human`: an agent run that gave up and waits for a person;
- * - `awaiting-approval`: something that waits for a person's yes or no;
- * - `handed-off`: a support turn handed to a person after a step failed for good (the customer
- *   was told "a member of our team will get back to you").
- */
-export type AttentionSignal =
-  | "unknown-side-effects"
-  | "held-replies"
-  | "failed-runs"
-  | "partial-runs"
-  | "needs-human"
-  | "awaiting-approval"
-  | "handed-off";
 
 /**
  * What a group needs from the hub besides its queues, its function, the tables and its
@@ -73,8 +53,12 @@ export interface Deployment {
   readonly functionTimeoutSeconds?: number;
   /** What the stack wires for it besides its queues. */
   readonly needs?: GroupNeeds;
-  /** What it can emit that a person must act on; each becomes an alarm. @default none */
-  readonly attention?: readonly AttentionSignal[];
+  /**
+   * Which of the events it emits a person must act on: rules (./attention.ts `raiseOn`), each
+   * naming the signal it raises; the consumer counts them and each signal named becomes an alarm
+   * of the group. @default none
+   */
+  readonly attention?: readonly AttentionRule[];
 }
 
 export interface RoleModule<Settings = unknown, Uses extends IntegrationUses = IntegrationUses> {

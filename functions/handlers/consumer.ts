@@ -6,6 +6,7 @@ import { DynamoFailureLog } from "../adapters/dynamodb/failure-log";
 import { meterModelCalls } from "../adapters/model-calls";
 import { SqsDeadLetterSink } from "../adapters/sqs/dead-letter-sink";
 import { queueReceiveLimit } from "../adapters/sqs/receive-limit";
+import type { AttentionRule } from "../core/attention";
 import { parseEnv } from "../core/parse-env";
 import { consume } from "../core/pipeline";
 import type { Clock, ConsumerDeps } from "../core/ports";
@@ -46,6 +47,12 @@ export interface ConsumerOptions {
   readonly registry?: EventRegistry;
   readonly observability?: Observability;
   readonly observer?: ConsumerObserver;
+  /**
+   * The rules of what the role emits that a person must act on (its module's
+   * `deployment.attention`): each emitted event that raises a signal is counted under its metric.
+   * @default none
+   */
+  readonly attention?: readonly AttentionRule[];
 }
 
 export type SqsBatchHandler = (event: SQSEvent, context?: Context) => Promise<SQSBatchResponse>;
@@ -65,6 +72,7 @@ export function createConsumerHandler<S>(
   const inboxTtlSeconds = Math.round(env.INBOX_TTL_DAYS * 24 * 3600);
   const keptMessageTtlSeconds = Math.round(env.KEPT_MESSAGE_DAYS * 24 * 3600);
   const observer = options.observer ?? {};
+  const attention = options.attention ?? [];
   const modelCalls = modelCallMetrics(obs.metrics);
 
   const handleRecord = async (record: SQSRecord): Promise<void> => {
@@ -85,7 +93,7 @@ export function createConsumerHandler<S>(
         }),
       );
       if (result.steps.at(-1)?.pastHorizon) logPastHorizon(obs, replay, env.INBOX_TTL_DAYS);
-      recordConsumed(result, deps.clock.now().getTime() - startedAt.getTime(), obs);
+      recordConsumed(result, deps.clock.now().getTime() - startedAt.getTime(), obs, attention);
       observer.consumed?.(result);
     } catch (error) {
       const failure = await settle(record, error, receiveCount);

@@ -11,7 +11,8 @@ export interface ModuleHandlerOptions extends ConsumerOptions, PortOptions {}
 /**
  * The Lambda side of a role module: its ports from the function's environment, one per
  * integration it uses (./role-ports), its settings from the same environment, and the shared
- * consumer with the role it builds. Every error names the group and the bad variable.
+ * consumer with the role it builds, counting what the module's `attention` rules find in what it
+ * emits. Every error names the group and the bad variable.
  */
 export function createModuleHandler(
   module: RoleModule,
@@ -25,7 +26,8 @@ export function createModuleHandler(
   const wiring = { group, env, dynamodb, sqs: options.sqs, observability: obs, options };
   const ports = awsRolePorts(wiring, module.uses, adapters);
   const role = buildRole(module, ports, env);
-  return createConsumerHandler(role, { ...options, dynamodb, observability: obs });
+  const attention = module.deployment.attention;
+  return createConsumerHandler(role, { ...options, dynamodb, observability: obs, attention });
 }
 
 /**

@@ -388,7 +388,7 @@ export class AgentBusStack extends Stack {
         eventTypes,
       })),
       entry: group.handler,
-      attention: group.attention,
+      attention: group.attention?.map((rule) => rule.signal),
       tables: this.tables,
       ...pickGroupSettings(group),
       delivery: pipeFallback || subscriberFallback ? "dispatch-function" : group.delivery,

@@ -1,9 +1,11 @@
 import { Duration } from "aws-cdk-lib";
+import type { AttentionRule } from "../../functions/core/attention";
 import { type AnyIntegrationUse, usesOf } from "../../functions/core/integration";
 import type { RoleDescriptor } from "../../functions/core/role";
-import type { AttentionSignal, GroupNeeds, RoleModule } from "../../functions/core/role-module";
+import type { GroupNeeds, RoleModule } from "../../functions/core/role-module";
 import { ROLE_MODULES } from "../../functions/roles/modules";
 import { registry, TOPICS, type Topic as TopicName } from "../../schemas";
+import { signalProblems } from "./constructs/attention-signals";
 import {
   type Delivery,
   GROUP_NAME_MAX_LENGTH,
@@ -29,7 +31,7 @@ export type { Delivery, Ordering, OrderKey, PersonalDataAccess, TopicName };
 /** What the topology needs of a role: its descriptor (functions/core/pipeline RoleDescriptor). */
 export type TopologyRole = RoleDescriptor;
 
-export type { AttentionSignal, GroupNeeds };
+export type { AttentionRule, GroupNeeds };
 
 /** One consumer group: an agent role, its handler, and how its queue and consumer behave. */
 export interface GroupDeclaration {
@@ -46,12 +48,12 @@ export interface GroupDeclaration {
   readonly handler: string;
 
   /**
-   * What the group's consumer can emit that a person must act on: each signal is watched by an
-   * alarm whose description names the command to run (ATTENTION_METRICS in
-   * functions/handlers/consumer-metrics.ts).
+   * What the group's consumer can emit that a person must act on: rules naming the signal each
+   * event raises (functions/core/attention.ts). Each signal named is watched by an alarm whose
+   * description names the command to run; a name stands for one signal across the topology.
    * @default none
    */
-  readonly attention?: readonly AttentionSignal[];
+  readonly attention?: readonly AttentionRule[];
 
   /**
    * `fifo`: in order per order key (FIFO queue, buffer and delivery hop). `none`: no order needed
@@ -208,7 +210,8 @@ export function personalDataAccess(
  * topics, duplicate or badly named groups, a name that differs from the role's group, event
  * types that are not registered or whose topic is not declared, settings out of range (batch
  * size per queue type, concurrency, visibility timeout vs function timeout, order key,
- * delivery), and handler files that do not exist. Empty when the declaration is sound.
+ * delivery), handler files that do not exist, and attention signals that are badly named or
+ * clash (./constructs/attention-signals.ts). Empty when the declaration is sound.
  */
 export function topologyProblems(
   declaration: TopologyDeclaration,
@@ -239,6 +242,9 @@ export function topologyProblems(
       ),
     );
   }
+  // Across the groups: a signal's name, metric and alarm id each stand for one signal.
+  const rules = (declaration.groups ?? []).flatMap((group) => group.attention ?? []);
+  problems.push(...signalProblems(rules.map((rule) => rule.signal)));
   return problems;
 }
 

@@ -3,6 +3,8 @@ import { Match, Template } from "aws-cdk-lib/assertions";
 import type { Command } from "commander";
 import { describe, expect, it } from "vitest";
 import { agentbusProgram } from "../../bin/cli/program";
+import { type AttentionSignal, NEEDS_HUMAN } from "../../functions/core/attention";
+import { HELD_REPLIES } from "../../functions/roles/customer-support/reply-generation/review";
 import { ConsumerGroup } from "../../lib/infra/constructs/consumer-group";
 import type { ConsumerGroupProps } from "../../lib/infra/constructs/consumer-group-props";
 import { Relay } from "../../lib/infra/constructs/relay";
@@ -289,19 +291,21 @@ function replyGeneration(overrides: Partial<ConsumerGroupProps> = {}) {
 }
 
 describe("attention alarms: props", () => {
-  it("the held-reply threshold and window are props", () => {
-    const { group, template } = replyGeneration({
-      attention: ["held-replies"],
-      maxHeldReplies: 3,
-      heldReplyWindow: Duration.hours(1),
-    });
+  it("a signal's tolerance and window are its declaration's", () => {
+    const tolerant = {
+      ...HELD_REPLIES,
+      alarm: { ...HELD_REPLIES.alarm, tolerated: 3, windowMinutes: 60 },
+    };
+    const { group, template } = replyGeneration({ attention: [tolerant] });
     template.hasResourceProperties(ALARM, {
       MetricName: "ReplyHeldForReview",
       Threshold: 3,
       Period: 3600,
-      AlarmDescription: Match.stringLikeRegexp("^reply-generation: more than 3 replies held"),
+      AlarmDescription: Match.stringLikeRegexp(
+        "^reply-generation: more than 3 replies held for review within 1 hour ",
+      ),
     });
-    expect(group.attention).toEqual(["held-replies"]);
+    expect(group.attention).toEqual([tolerant]);
     expect(group.alarms).toContain(group.attentionAlarms["held-replies"]);
   });
 
@@ -310,27 +314,44 @@ describe("attention alarms: props", () => {
     expect(none.template.findResources(ALARM, { Properties: { Namespace: "AgentBus" } })).toEqual(
       {},
     );
-    const more = replyGeneration({ attention: ["held-replies", "needs-human"] });
+    // A signal named twice (two rules of it) is one alarm.
+    const more = replyGeneration({ attention: [HELD_REPLIES, NEEDS_HUMAN, HELD_REPLIES] });
     const metrics = resources(more.template, ALARM)
       .filter((a) => a.Properties.Namespace === "AgentBus")
       .map((a) => a.Properties.MetricName);
     expect(metrics).toEqual(["ReplyHeldForReview", "AgentRunNeedsHuman"]);
+    expect(Object.keys(more.group.attentionAlarms)).toEqual(["held-replies", "needs-human"]);
   });
 
-  it("rejects a held-reply window that is not whole minutes up to a day, and a negative count", () => {
-    expect(() => replyGeneration({ heldReplyWindow: Duration.seconds(90) })).toThrow(
-      /heldReplyWindow \(minutes\) is 1\.5/,
+  it("rejects a window that is not whole minutes up to a day, and a negative tolerance", () => {
+    const held = (alarm: Partial<AttentionSignal["alarm"]>) => ({
+      attention: [{ ...HELD_REPLIES, alarm: { ...HELD_REPLIES.alarm, ...alarm } }],
+    });
+    expect(() => replyGeneration(held({ windowMinutes: 1.5 }))).toThrow(
+      /attention signal "held-replies": alarm.windowMinutes is 1\.5/,
     );
-    expect(() => replyGeneration({ heldReplyWindow: Duration.days(2) })).toThrow(
-      /heldReplyWindow \(minutes\) is 2880/,
+    expect(() => replyGeneration(held({ windowMinutes: 2880 }))).toThrow(
+      /alarm.windowMinutes is 2880/,
     );
-    expect(() => replyGeneration({ maxHeldReplies: -1 })).toThrow(/maxHeldReplies is -1/);
+    expect(() => replyGeneration(held({ tolerated: -1 }))).toThrow(/alarm.tolerated is -1/);
   });
 
-  it("rejects a signal it does not know, naming it", () => {
-    expect(() =>
-      replyGeneration({ attention: ["pager"] as unknown as ConsumerGroupProps["attention"] }),
-    ).toThrow(/attention "pager" is not supported/);
+  it("rejects a name that is not kebab-case, and two signals of one name or one metric, naming them", () => {
+    expect(() => replyGeneration({ attention: [{ ...NEEDS_HUMAN, name: "Pager" }] })).toThrow(
+      /attention signal name "Pager" must be kebab-case/,
+    );
+    const louder = { ...NEEDS_HUMAN, alarm: { ...NEEDS_HUMAN.alarm, why: "louder" } };
+    expect(() => replyGeneration({ attention: [NEEDS_HUMAN, louder] })).toThrow(
+      /two different attention signals are named "needs-human" \(they differ in alarm.why\)/,
+    );
+    const copy = {
+      ...NEEDS_HUMAN,
+      name: "agent-gave-up",
+      alarm: { ...NEEDS_HUMAN.alarm, id: "X" },
+    };
+    expect(() => replyGeneration({ attention: [NEEDS_HUMAN, copy] })).toThrow(
+      /attention signals "needs-human" and "agent-gave-up" share the metric "AgentRunNeedsHuman"/,
+    );
   });
 });
 

@@ -5,8 +5,15 @@ import { DeleteQueueCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { HttpResponse } from "@smithy/core/transport";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { TableNames } from "../../functions/adapters/dynamodb/tables";
+import {
+  type AttentionRule,
+  type AttentionSignal,
+  NEEDS_HUMAN,
+  raiseOn,
+} from "../../functions/core/attention";
 import type { EmitSpec } from "../../functions/core/emit";
 import type { ConsumeResult, Role } from "../../functions/core/role";
+import type { RoleModule } from "../../functions/core/role-module";
 import { ManualClock } from "../../functions/core/runtime";
 import { createConsumerHandler } from "../../functions/handlers/consumer";
 import { attentionCounts, lagMs } from "../../functions/handlers/consumer-metrics";
@@ -14,6 +21,12 @@ import { createModuleHandler } from "../../functions/handlers/module-entry";
 import { observability } from "../../functions/handlers/observe";
 import { modelAdapter } from "../../functions/integrations/model/aws";
 import { contentAgentModule } from "../../functions/roles/content-agents/module";
+import { orderLookupModule } from "../../functions/roles/customer-support/order-lookup/module";
+import { replyGenerationModule } from "../../functions/roles/customer-support/reply-generation/module";
+import { HELD_REPLY_ATTENTION } from "../../functions/roles/customer-support/reply-generation/review";
+import { senderModule } from "../../functions/roles/customer-support/sender/module";
+import { orchestratorModule } from "../../functions/roles/orchestrator/module";
+import { refundReviewModule } from "../../functions/roles/refund-review/module";
 import { fromSdk } from "../../lib/operator/from-sdk";
 import { type Envelope, registry } from "../../schemas";
 import { emulator } from "../support/aws";
@@ -101,7 +114,11 @@ function recordOf(envelope: Envelope) {
 const START = "2026-03-02T09:00:00.000Z";
 const conversationId = () => `conv_${newUlid()}`;
 
-/** What a record's decision emits: two events a person must act on, two that need nobody. */
+/** The attention rules the modules declare (`deployment.attention`), together. */
+const rulesOf = (...modules: RoleModule[]): AttentionRule[] =>
+  modules.flatMap((module) => module.deployment.attention ?? []);
+
+/** What a record's decision emits: four events a person must act on, two that need nobody. */
 function emitted(conversation: string, runId: string): EmitSpec[] {
   const delivery = {
     conversation_id: conversation,
@@ -158,6 +175,12 @@ describe("consumer metrics: what the handler publishes per record", () => {
       clock,
       env: consumerEnv(group),
       observability: metrics.observability,
+      attention: rulesOf(
+        senderModule,
+        replyGenerationModule,
+        orchestratorModule,
+        contentAgentModule("writing"),
+      ),
     });
     const occurredAt = new Date(new Date(START).getTime() - 1234);
     const response = await handler(sqsEvent([recordOf(taskEvent(1, { occurredAt }))]));
@@ -297,54 +320,62 @@ describe("consumer metrics: pure parts", () => {
     expect(lagMs(null, now)).toBeUndefined();
   });
 
+  /** A delivery whose steps emitted these events (one step each list). */
+  const delivered = (...steps: Envelope[][]) =>
+    ({
+      steps: steps.map((emitted) => ({
+        eventId: newUlid(),
+        eventType: "task.accepted",
+        version: 1,
+        status: "applied" as const,
+        repaired: false,
+        emitted,
+      })),
+    }) as unknown as ConsumeResult;
+  const event = (event_type: string, payload: Record<string, unknown> = {}) =>
+    ({ event_type, payload }) as unknown as Envelope;
+
   it("counts only what was emitted, across every step of a delivery", () => {
     const held = (conversation: string) =>
-      ({
-        event_type: "reply.held_for_review",
-        payload: { conversation_id: conversation },
-      }) as unknown as Envelope;
-    const step = (emitted: Envelope[]) => ({
-      eventId: newUlid(),
-      eventType: "reply.generation.requested",
-      version: 1,
-      status: "applied" as const,
-      repaired: false,
-      emitted,
-    });
-    const result = {
-      steps: [step([held("conv_a")]), step([]), step([held("conv_b"), held("conv_c")])],
-    } as unknown as ConsumeResult;
-    expect([...attentionCounts(result)]).toEqual([["ReplyHeldForReview", 3]]);
+      event("reply.held_for_review", { conversation_id: conversation });
+    const result = delivered([held("conv_a")], [], [held("conv_b"), held("conv_c")]);
+    expect([...attentionCounts(result, [HELD_REPLY_ATTENTION])]).toEqual([
+      ["ReplyHeldForReview", 3],
+    ]);
   });
 
   it("counts what waits for a person's approval: a refund's tool call, a content agent's confirmation", () => {
-    const event = (event_type: string, payload: Record<string, unknown>) =>
-      ({ event_type, payload }) as unknown as Envelope;
-    const result = {
-      steps: [
-        {
-          eventId: newUlid(),
-          eventType: "writer.requested",
-          version: 1,
-          status: "applied" as const,
-          repaired: false,
-          emitted: [
-            event("node.blocked", { run_id: "run_a", node_id: "write", question: "?" }),
-            event("refund.review.needs_person", { waiting: "approval" }),
-            event("refund.review.needs_person", { waiting: "outcome" }),
-          ],
-        },
-      ],
-    } as unknown as ConsumeResult;
-    expect([...attentionCounts(result)]).toEqual([
+    const result = delivered([
+      event("node.blocked", { run_id: "run_a", node_id: "write", question: "?" }),
+      event("refund.review.needs_person", { waiting: "approval" }),
+      event("refund.review.needs_person", { waiting: "outcome" }),
+      event("refund.review.needs_person", { waiting: "answer" }),
+    ]);
+    const rules = rulesOf(contentAgentModule("writing"), refundReviewModule);
+    expect([...attentionCounts(result, rules)]).toEqual([
       ["ApprovalRequested", 2],
       ["UnknownSideEffectOutcome", 1],
+      ["AgentRunNeedsHuman", 1],
+    ]);
+  });
+
+  it("counts a content agent's run that ended NEEDS_HUMAN, not one that failed otherwise", () => {
+    const failed = (type: string, code: string) =>
+      event(type, { run_id: "run_a", node_id: "n", generation: 0, error: { code } });
+    const result = delivered([
+      failed("writing.failed", "model.invalid_output"),
+      failed("writing.failed", "model.invalid_output.schema"),
+      failed("writing.failed", "model.invalid_outputs"),
+      failed("writing.failed", "model.throttled"),
+      // Another agent's failure: not what the writing agent's module declares.
+      failed("review.failed", "model.invalid_output"),
+    ]);
+    expect([...attentionCounts(result, rulesOf(contentAgentModule("writing")))]).toEqual([
+      ["AgentRunNeedsHuman", 2],
     ]);
   });
 
   it("counts PARTIAL runs and support turns handed off to a person, apart from FAILED runs", () => {
-    const event = (event_type: string, payload: Record<string, unknown>) =>
-      ({ event_type, payload }) as unknown as Envelope;
     const stepFailed = (handed_off: boolean) =>
       event("support.step.failed", {
         conversation_id: "conv_a",
@@ -353,28 +384,61 @@ describe("consumer metrics: pure parts", () => {
         message: "no",
         handed_off,
       });
-    const result = {
-      steps: [
-        {
-          eventId: newUlid(),
-          eventType: "order.lookup.requested",
-          version: 1,
-          status: "applied" as const,
-          repaired: false,
-          emitted: [
-            event("workflow.partial", { run_id: "run_a" }),
-            event("workflow.failed", { run_id: "run_b" }),
-            stepFailed(true),
-            stepFailed(false),
-            event("workflow.completed", { run_id: "run_c" }),
-          ],
-        },
-      ],
-    } as unknown as ConsumeResult;
-    expect([...attentionCounts(result)]).toEqual([
+    const result = delivered([
+      event("workflow.partial", { run_id: "run_a" }),
+      event("workflow.failed", { run_id: "run_b" }),
+      stepFailed(true),
+      stepFailed(false),
+      event("workflow.completed", { run_id: "run_c" }),
+    ]);
+    const rules = rulesOf(orchestratorModule, orderLookupModule);
+    expect([...attentionCounts(result, rules)]).toEqual([
       ["WorkflowPartial", 1],
       ["WorkflowFailed", 1],
       ["SupportTurnHandedOff", 1],
     ]);
+  });
+
+  it("counts only what the group's own rules name: another group's signals are not its own", () => {
+    const result = delivered([
+      event("notification.failed", { outcome: "unknown" }),
+      event("reply.held_for_review"),
+    ]);
+    expect([...attentionCounts(result, [])]).toEqual([]);
+    expect([...attentionCounts(result, rulesOf(senderModule))]).toEqual([
+      ["UnknownSideEffectOutcome", 1],
+    ]);
+  });
+
+  it("counts an event once per signal, however many of the group's rules find it", () => {
+    const result = delivered([event("review.failed", { error: { code: "x" } })]);
+    const rules = [
+      raiseOn("review.failed", NEEDS_HUMAN),
+      { signal: NEEDS_HUMAN, raisedBy: () => true },
+    ];
+    expect([...attentionCounts(result, rules)]).toEqual([["AgentRunNeedsHuman", 1]]);
+  });
+
+  it("counts a signal a role outside the hub declares, under its own metric", () => {
+    const escalated: AttentionSignal = {
+      name: "escalated-tickets",
+      metric: "TicketEscalated",
+      alarm: {
+        id: "EscalatedAlarm",
+        what: "tickets escalated",
+        why: "a person owns them",
+        act: "Run it",
+      },
+    };
+    const rule: AttentionRule = {
+      signal: escalated,
+      raisedBy: (e) => e.event_type === "task.accepted",
+    };
+    const result = delivered([
+      event("task.accepted"),
+      event("task.accepted"),
+      event("plan.created"),
+    ]);
+    expect([...attentionCounts(result, [rule])]).toEqual([["TicketEscalated", 2]]);
   });
 });

@@ -2,8 +2,11 @@ import {
   CONTENT_ROLE_EVENTS,
   CONTENT_ROLES,
   type ContentRole,
+  contentEventTypes,
 } from "../../../schemas/events/workflow";
 import * as z from "../../../schemas/zod";
+import { isInvalidOutput } from "../../core/agent-run";
+import { AWAITING_APPROVAL, NEEDS_HUMAN, raiseOn } from "../../core/attention";
 import { defineModule } from "../../core/role-module";
 import { model } from "../../integrations/model";
 import { contentAgentDescriptor, contentAgentRole, contentAnswer } from "./content-agent";
@@ -28,7 +31,14 @@ export function contentAgentModule(role: ContentRole) {
       batchSize: 1,
       functionTimeoutSeconds: 120,
       needs: { heartbeat: "events", dagAgent: true },
-      attention: ["needs-human", "awaiting-approval"],
+      // A run that gave up on the model's answers ends NEEDS_HUMAN (its failure's code says so);
+      // one that asks for a confirmation is BLOCKED on it.
+      attention: [
+        raiseOn(contentEventTypes(role).failed, NEEDS_HUMAN, (failed) =>
+          isInvalidOutput(failed.error.code),
+        ),
+        raiseOn("node.blocked", AWAITING_APPROVAL),
+      ],
     },
     settings: ContentAgentSettings,
     uses: { model },

@@ -1,5 +1,6 @@
 import type { SendRequested } from "../../../schemas/events/conversation";
 import type { StepFailed, SupportStep } from "../../../schemas/events/support-failure";
+import { type AttentionSignal, operatorCommand, raiseOn } from "../../core/attention";
 import type { EventOf, TypedDecision } from "../../core/define-role";
 import type { ErrorInfo } from "../../core/errors";
 import { factFields } from "./fact-fields";
@@ -26,6 +27,28 @@ const MESSAGE_LIMIT = 1000;
 /** What a step that failed for good emits: its failure fact and the hand-off send. */
 export const STEP_FAILED_EMITS = ["support.step.failed", "notification.send.requested"] as const;
 export type StepFailedEmit = (typeof STEP_FAILED_EMITS)[number];
+
+/**
+ * A support turn handed to a person after a step failed for good: the customer was told "a
+ * member of our team will get back to you".
+ */
+export const HANDED_OFF: AttentionSignal = {
+  name: "handed-off",
+  metric: "SupportTurnHandedOff",
+  alarm: {
+    id: "HandedOffAlarm",
+    what: "support turns handed off to a person",
+    why: 'the customer was told "a member of our team will get back to you"',
+    act: `Run ${operatorCommand("status")}, then ${operatorCommand("trace <conversation id>")}; a person answers the customer`,
+  },
+};
+
+/** What a step that failed for good raises: `handed-off`, when it sent the hand-off message. */
+export const STEP_FAILED_ATTENTION = raiseOn(
+  "support.step.failed",
+  HANDED_OFF,
+  (failed) => failed.handed_off,
+);
 
 /** The failure fact and the hand-off send for a support command that failed for good. */
 export function stepFailedDecision<S>(

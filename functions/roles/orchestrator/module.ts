@@ -1,4 +1,5 @@
 import * as z from "../../../schemas/zod";
+import { FAILED_RUNS, PARTIAL_RUNS, raiseOn } from "../../core/attention";
 import { defineModule } from "../../core/role-module";
 import { queueDepth } from "../../integrations/queue-depth";
 import { ORCHESTRATOR, orchestratorRole } from "./orchestrator";
@@ -19,6 +20,12 @@ export const OrchestratorSettings = z.object({
   ),
 });
 
+/** A run that ended FAILED or PARTIAL needs a person. */
+const RUN_END_ATTENTION = [
+  raiseOn("workflow.failed", FAILED_RUNS),
+  raiseOn("workflow.partial", PARTIAL_RUNS),
+];
+
 /**
  * The orchestrator: runs each workflow's DAG, one run's events in order (order_key = run_id). It
  * reads the DAG agents' queue depths (backpressure) when given them, and a run that fails needs a
@@ -27,7 +34,7 @@ export const OrchestratorSettings = z.object({
 export const orchestratorModule = defineModule({
   descriptor: ORCHESTRATOR,
   entry: "functions/roles/orchestrator/handler.ts",
-  deployment: { needs: { orchestrates: true }, attention: ["failed-runs", "partial-runs"] },
+  deployment: { needs: { orchestrates: true }, attention: RUN_END_ATTENTION },
   settings: OrchestratorSettings,
   uses: { queueDepth },
   build: (ports, settings) =>

@@ -1,4 +1,6 @@
+import { REFUND_REVIEW_NEEDS_PERSON } from "../../../schemas/events/refund";
 import * as z from "../../../schemas/zod";
+import { personWaitRules } from "../../core/agent/attention";
 import { use } from "../../core/integration";
 import { defineModule, type RolePorts } from "../../core/role-module";
 import { content } from "../../integrations/content";
@@ -66,7 +68,7 @@ export const refundReviewModule = defineModule({
     // (DEFAULT_MAX_UNKNOWN_ATTEMPTS); the queue must hand the step out at least that often.
     maxReceiveCount: 8,
     needs: { heartbeat: "visibility" },
-    attention: ["awaiting-approval", "unknown-side-effects", "needs-human"],
+    attention: personWaitRules(REFUND_REVIEW_NEEDS_PERSON),
   },
   settings: RefundReviewSettings,
   uses: REFUND_USES,

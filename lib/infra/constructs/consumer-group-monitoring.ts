@@ -9,10 +9,6 @@ import {
 import type { IQueue } from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
 import type { DiscardReason } from "../../../functions/core/ports";
-import {
-  ATTENTION_METRICS,
-  type AttentionSignal,
-} from "../../../functions/handlers/consumer-metrics";
 import { ALARM_ACTIONS } from "./alarm-commands";
 import type { GroupQueues } from "./consumer-group-queues";
 import type { ConsumerGroupSettings } from "./consumer-group-settings";
@@ -54,57 +50,9 @@ export interface GroupAlarms {
   readonly messageAgeAlarm: Alarm;
   readonly bufferDeadLetterAlarm?: Alarm;
   readonly bufferMessageAgeAlarm?: Alarm;
-  /** One alarm per signal the group is watched for (`attention`). */
-  readonly attentionAlarms: Readonly<Partial<Record<AttentionSignal, Alarm>>>;
+  /** One alarm per signal the group is watched for (`attention`), by the signal's name. */
+  readonly attentionAlarms: Readonly<Record<string, Alarm>>;
 }
-
-/** The alarm id and description (what happened, why it matters, what to run) of each signal. */
-const ATTENTION_ALARMS: Readonly<
-  Record<AttentionSignal, { id: string; what: string; why: string; act: string }>
-> = {
-  "unknown-side-effects": {
-    id: "UnknownSideEffectAlarm",
-    what: "sends whose outcome stayed unknown",
-    why: "the customer may or may not have the reply",
-    act: ALARM_ACTIONS.unknownSideEffects,
-  },
-  "held-replies": {
-    id: "HeldReplyAlarm",
-    what: "replies held for review",
-    why: "nothing is sent until a person decides",
-    act: ALARM_ACTIONS.heldReplies,
-  },
-  "failed-runs": {
-    id: "FailedRunAlarm",
-    what: "workflow runs failed",
-    why: "no node completed",
-    act: ALARM_ACTIONS.failedRuns,
-  },
-  "partial-runs": {
-    id: "PartialRunAlarm",
-    what: "workflow runs ended PARTIAL",
-    why: "some nodes did not complete",
-    act: ALARM_ACTIONS.failedRuns,
-  },
-  "needs-human": {
-    id: "NeedsHumanAlarm",
-    what: "agent runs ended NEEDS_HUMAN",
-    why: "the run waits for a person",
-    act: ALARM_ACTIONS.needsHuman,
-  },
-  "awaiting-approval": {
-    id: "AwaitingApprovalAlarm",
-    what: "approvals requested",
-    why: "BLOCKED until a person decides or the deadline passes",
-    act: ALARM_ACTIONS.awaitingApproval,
-  },
-  "handed-off": {
-    id: "HandedOffAlarm",
-    what: "support turns handed off to a person",
-    why: 'the customer was told "a member of our team will get back to you"',
-    act: ALARM_ACTIONS.handedOff,
-  },
-};
 
 /**
  * A metric the group's consumer publishes (namespace `AgentBus`, dimensions `service` and
@@ -199,27 +147,26 @@ export function createGroupAlarms(
 }
 
 /**
- * One alarm per signal the group is watched for: any occurrence within 5 minutes, or for held
- * replies more than `maxHeldReplies` within `heldReplyWindow`. No data is no occurrence.
+ * One alarm per signal the group is watched for, with the words its declaration gives (what
+ * happened, why it needs a person, what to run): more than `alarm.tolerated` (default 0)
+ * occurrences within `alarm.windowMinutes` (default 5). No data is no occurrence.
  */
 function createAttentionAlarms(
   scope: Construct,
   settings: ConsumerGroupSettings,
-): Partial<Record<AttentionSignal, Alarm>> {
-  const alarms: Partial<Record<AttentionSignal, Alarm>> = {};
-  for (const signal of settings.attention) {
-    const spec = ATTENTION_ALARMS[signal];
-    const held = signal === "held-replies";
-    const period = held ? settings.heldReplyWindow : Duration.minutes(5);
-    const threshold = held ? settings.maxHeldReplies : 0;
+): Record<string, Alarm> {
+  const alarms: Record<string, Alarm> = {};
+  for (const { name, metric, alarm } of settings.attention) {
+    const period = Duration.minutes(alarm.windowMinutes ?? 5);
+    const threshold = alarm.tolerated ?? 0;
     const many = threshold === 0 ? "" : `more than ${threshold} `;
-    alarms[signal] = new Alarm(scope, spec.id, {
-      metric: consumerMetric(settings.groupName, ATTENTION_METRICS[signal], { period }),
+    alarms[name] = new Alarm(scope, alarm.id, {
+      metric: consumerMetric(settings.groupName, metric, { period }),
       threshold,
       comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
       evaluationPeriods: 1,
       treatMissingData: TreatMissingData.NOT_BREACHING,
-      alarmDescription: `${settings.groupName}: ${many}${spec.what} within ${period.toHumanString()} (${spec.why}). ${spec.act}.`,
+      alarmDescription: `${settings.groupName}: ${many}${alarm.what} within ${period.toHumanString()} (${alarm.why}). ${alarm.act}.`,
     });
   }
   return alarms;

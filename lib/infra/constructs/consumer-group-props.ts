@@ -1,6 +1,6 @@
 import type { Duration } from "aws-cdk-lib";
 import type { IQueue } from "aws-cdk-lib/aws-sqs";
-import type { AttentionSignal } from "../../../functions/handlers/consumer-metrics";
+import type { AttentionSignal } from "../../../functions/core/attention";
 import type { Delivery, Ordering, OrderKey } from "./consumer-group-rules";
 import type { ModelSetting } from "./model-access";
 import type { AgentBusTables } from "./tables";
@@ -173,27 +173,17 @@ export interface ConsumerGroupProps {
   readonly ruleMaxEventAge?: Duration;
 
   /**
-   * What the group's consumer can emit that a person must act on, each watched by an alarm whose
-   * description names the command to run (see ATTENTION_METRICS in
-   * functions/handlers/consumer-metrics.ts).
-   * @default none (the stack passes what the topology's group declares)
+   * What the group's consumer can emit that a person must act on (functions/core/attention.ts),
+   * each watched by an alarm of the signal's metric whose description names the command to run:
+   * more than `alarm.tolerated` (default 0) within `alarm.windowMinutes` (default 5). A signal
+   * given twice makes one alarm; two different signals of one name, a name that is not
+   * kebab-case, or two names of one metric stop the synth.
+   * @default none (the stack passes the signals of the rules the topology's group declares)
    */
   readonly attention?: readonly AttentionSignal[];
 
   /**
-   * Held replies tolerated within `heldReplyWindow` before the `held-replies` alarm fires.
-   * @default 0 (any held reply)
-   */
-  readonly maxHeldReplies?: number;
-
-  /**
-   * The window held replies are counted over (the alarm's period); whole minutes, 1 min..1 day.
-   * @default Duration.minutes(15)
-   */
-  readonly heldReplyWindow?: Duration;
-
-  /**
-   * The consumer's decision calls a language model (the group declares `needs.model`): it gets
+   * The consumer's decision calls a language model (its module uses the model integration): it gets
    * the model setting of the CDK context when `model` is not given.
    * @default false
    */

@@ -1,10 +1,8 @@
 import { Duration } from "aws-cdk-lib";
+import { type AttentionSignal, uniqueSignals } from "../../../functions/core/attention";
 import { retentionDays } from "../../../functions/core/retention";
-import {
-  ATTENTION_SIGNALS,
-  type AttentionSignal,
-} from "../../../functions/handlers/consumer-metrics";
 import { registry } from "../../../schemas";
+import { signalProblems } from "./attention-signals";
 import type { ConsumerGroupProps, ConsumerGroupSubscription } from "./consumer-group-props";
 import {
   type Delivery,
@@ -15,7 +13,6 @@ import {
   kebabCaseProblem,
   MAX_QUEUE_NAME_LENGTH,
   type Ordering,
-  oneOfProblem,
   stageProblem,
   withGroupDefaults,
 } from "./consumer-group-rules";
@@ -42,9 +39,8 @@ export interface ConsumerGroupSettings extends GroupSettings {
   readonly maxMessageAge: Duration;
   readonly ruleRetryAttempts: number;
   readonly ruleMaxEventAge: Duration;
+  /** The signals the group is watched for, each once by name. */
   readonly attention: readonly AttentionSignal[];
-  readonly maxHeldReplies: number;
-  readonly heldReplyWindow: Duration;
 }
 
 /** The physical names of a group's queues (buffer queues only for FIFO groups). */
@@ -110,7 +106,7 @@ export function consumerGroupSettings(props: ConsumerGroupProps): ConsumerGroupS
   const deliveryBatching = deliveryBatchingWindowOf(props.deliveryBatchingWindow, group, problems);
   const consumer = consumerSettings(props, problems);
   const monitoring = monitoringSettings(props, problems);
-  const attention = attentionSettings(props, problems);
+  problems.push(...signalProblems(props.attention ?? []));
 
   const found = problems.filter((p): p is string => p !== undefined);
   if (found.length > 0) {
@@ -126,7 +122,7 @@ export function consumerGroupSettings(props: ConsumerGroupProps): ConsumerGroupS
     deliveryBatchingWindow: deliveryBatching,
     ...consumer,
     ...monitoring,
-    ...attention,
+    attention: uniqueSignals(props.attention ?? []),
   };
 }
 
@@ -256,19 +252,6 @@ function monitoringSettings(props: ConsumerGroupProps, problems: Problems) {
     integerProblem("ruleMaxEventAge (seconds)", ruleMaxEventAge.toSeconds(), 60, 86_400),
   );
   return { maxMessageAge, ruleRetryAttempts, ruleMaxEventAge };
-}
-
-/** What the group is watched for, and the held-reply alarm's threshold and window. */
-function attentionSettings(props: ConsumerGroupProps, problems: Problems) {
-  const attention = [...new Set(props.attention ?? [])];
-  for (const signal of attention)
-    problems.push(oneOfProblem("attention", signal, ATTENTION_SIGNALS));
-  const maxHeldReplies = props.maxHeldReplies ?? 0;
-  problems.push(integerProblem("maxHeldReplies", maxHeldReplies, 0, 1_000_000));
-  const heldReplyWindow = props.heldReplyWindow ?? Duration.minutes(15);
-  const minutes = heldReplyWindow.toSeconds() / 60;
-  problems.push(integerProblem("heldReplyWindow (minutes)", minutes, 1, 1440));
-  return { attention, maxHeldReplies, heldReplyWindow };
 }
 
 /** Each subscribed type must be registered, on the topic it is subscribed from. */

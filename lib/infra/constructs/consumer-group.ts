@@ -6,13 +6,9 @@ import type { Role } from "aws-cdk-lib/aws-iam";
 import type { CfnPipe } from "aws-cdk-lib/aws-pipes";
 import type { IQueue, Queue } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
+import type { AttentionSignal } from "../../../functions/core/attention";
 import type { DiscardReason } from "../../../functions/core/ports";
-import {
-  ATTENTION_METRICS,
-  type AttentionSignal,
-  MODEL_METRICS,
-  TIMING_METRICS,
-} from "../../../functions/handlers/consumer-metrics";
+import { MODEL_METRICS, TIMING_METRICS } from "../../../functions/handlers/consumer-metrics";
 import { addConsumerEventSource, createDeliveryHop, createRules } from "./consumer-group-delivery";
 import {
   alarmsOf,
@@ -43,7 +39,7 @@ import { grantModelAccess, type ModelSetting, resolveModelSetting } from "./mode
  *
  * Alarms fire on any message in any dead-letter queue, on a backlog older than `maxMessageAge`
  * in the group's queue and its buffer, and on what the consumer emits that a person must act on
- * (`attention`: unknown side-effect outcomes, held replies, failed runs, NEEDS_HUMAN agent runs).
+ * (`attention`: the signals its role declares, functions/core/attention.ts).
  * Every CloudFormation resource of the group carries `agentbus:group` metadata.
  *
  * The parts live beside it: props, defaults and validation in `consumer-group-settings.ts`, the
@@ -85,10 +81,10 @@ export class ConsumerGroup extends Construct {
   readonly bufferDeadLetterAlarm?: Alarm;
   readonly messageAgeAlarm: Alarm;
   readonly bufferMessageAgeAlarm?: Alarm;
-  /** What the consumer can emit that a person must act on; each has an alarm. */
+  /** What the consumer can emit that a person must act on, each signal once; each has an alarm. */
   readonly attention: readonly AttentionSignal[];
-  /** The alarm of each signal in `attention`. */
-  readonly attentionAlarms: Readonly<Partial<Record<AttentionSignal, Alarm>>>;
+  /** The alarm of each signal in `attention`, by the signal's name. */
+  readonly attentionAlarms: Readonly<Record<string, Alarm>>;
   /** Every alarm of the group. */
   readonly alarms: readonly Alarm[];
 
@@ -240,7 +236,7 @@ export class ConsumerGroup extends Construct {
 
   /** Emitted events a person must act on, of one signal (Sum over 5 minutes). */
   metricAttention(signal: AttentionSignal, options?: MetricOptions): Metric {
-    return consumerMetric(this.groupName, ATTENTION_METRICS[signal], options);
+    return consumerMetric(this.groupName, signal.metric, options);
   }
 
   /**

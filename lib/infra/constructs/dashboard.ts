@@ -187,7 +187,7 @@ function groupTimingWidgets(group: ConsumerGroup, counted: Counted): IWidget[] {
     widgets.push(
       graph(
         "needs a person",
-        group.attention.map((signal) => counted(group.metricAttention(signal), signal)),
+        group.attention.map((signal) => counted(group.metricAttention(signal), signal.name)),
       ),
     );
   }

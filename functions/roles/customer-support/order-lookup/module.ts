@@ -1,5 +1,6 @@
 import { defineModule } from "../../../core/role-module";
 import { orders } from "../integrations/orders";
+import { STEP_FAILED_ATTENTION } from "../step-failure";
 import { TENANT_FAIR_CONCURRENCY } from "../tenant-fairness";
 import { ORDER_LOOKUP, orderLookupRole } from "./order-lookup";
 
@@ -9,7 +10,7 @@ export const orderLookupModule = defineModule({
   entry: "functions/roles/customer-support/order-lookup/handler.ts",
   deployment: {
     ...TENANT_FAIR_CONCURRENCY,
-    attention: ["handed-off"],
+    attention: [STEP_FAILED_ATTENTION],
   },
   uses: { orders },
   build: (ports) => orderLookupRole({ orders: ports.orders }),

@@ -2,8 +2,10 @@ import { ReplyDraft } from "../../../../schemas/events/conversation";
 import { defineModule } from "../../../core/role-module";
 import { model } from "../../../integrations/model";
 import { conversationReader } from "../conversation/conversation";
+import { STEP_FAILED_ATTENTION } from "../step-failure";
 import { TENANT_FAIR_CONCURRENCY } from "../tenant-fairness";
 import { REPLY_DRAFT_SCHEMA, REPLY_GENERATION, replyGenerationRole } from "./reply-generation";
+import { HELD_REPLY_ATTENTION } from "./review";
 
 /**
  * Reply generation: drafts a turn's reply with a model, one call per invocation (as for the
@@ -17,7 +19,7 @@ export const replyGenerationModule = defineModule({
     ...TENANT_FAIR_CONCURRENCY,
     functionTimeoutSeconds: 120,
     needs: { heartbeat: "visibility" },
-    attention: ["held-replies", "handed-off"],
+    attention: [HELD_REPLY_ATTENTION, STEP_FAILED_ATTENTION],
   },
   uses: { model },
   modelSchemas: { [REPLY_DRAFT_SCHEMA]: ReplyDraft },

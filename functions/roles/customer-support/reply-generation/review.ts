@@ -8,6 +8,7 @@ import {
   type ApprovalRequest,
   ruleOnApproval,
 } from "../../../core/approval";
+import { type AttentionSignal, operatorCommand, raiseOn } from "../../../core/attention";
 import type { EventOf, TypedDecision } from "../../../core/define-role";
 import type { EmitSpec } from "../../../core/emit";
 import { PermanentError } from "../../../core/errors";
@@ -38,6 +39,25 @@ export type ReviewCommand = (typeof REVIEW_COMMANDS)[number];
 export type ReviewEmit = "reply.approved" | "reply.rejected" | "notification.send.requested";
 /** The logical attempt of the send an approval asks for (the held draft was attempt 1). */
 export const APPROVED_ATTEMPT = 2;
+
+/**
+ * Replies held for a person's review: nothing is sent until a person decides. Counted over 15
+ * minutes, any held reply alarms (`tolerated` and `windowMinutes` of a copy change that).
+ */
+export const HELD_REPLIES: AttentionSignal = {
+  name: "held-replies",
+  metric: "ReplyHeldForReview",
+  alarm: {
+    id: "HeldReplyAlarm",
+    what: "replies held for review",
+    why: "nothing is sent until a person decides",
+    act: `Run ${operatorCommand("reply list")}, then ${operatorCommand("reply approve <task id>")} or ${operatorCommand("reply reject <task id>")}`,
+    windowMinutes: 15,
+  },
+};
+
+/** Every `reply.held_for_review` raises `held-replies`. */
+export const HELD_REPLY_ATTENTION = raiseOn("reply.held_for_review", HELD_REPLIES);
 
 export function decideReview(
   state: ReplyState | undefined,

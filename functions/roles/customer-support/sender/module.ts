@@ -1,4 +1,5 @@
 import * as z from "../../../../schemas/zod";
+import { raiseOn, UNKNOWN_SIDE_EFFECTS } from "../../../core/attention";
 import { defineModule } from "../../../core/role-module";
 import { sideEffects } from "../../../integrations/side-effects";
 import { conversationReader } from "../conversation/conversation";
@@ -28,7 +29,13 @@ export const senderModule = defineModule({
     // It escalates an outcome it cannot learn after MAX_UNKNOWN_ATTEMPTS (5); the queue must hand
     // the message out at least that often before dead-lettering it.
     maxReceiveCount: 8,
-    attention: ["unknown-side-effects"],
+    attention: [
+      raiseOn(
+        "notification.failed",
+        UNKNOWN_SIDE_EFFECTS,
+        (failed) => failed.outcome === "unknown",
+      ),
+    ],
   },
   settings: SenderSettings,
   uses: { channel: replyChannel, sideEffects, orders },
