@@ -2,6 +2,7 @@
 import { App, Validations } from "aws-cdk-lib";
 import { AwsSolutionsChecks } from "cdk-nag";
 import { AgentBusStack, deploymentSettings } from "../lib/infra/agentbus-stack";
+import { PROJECT_STACK } from "../lib/infra/project";
 
 /**
  * The CDK app: `npx cdk synth|deploy -c stage=<stage> [-c region=<region>] [-c account=<id>]`
@@ -24,6 +25,7 @@ Validations.of(app).addPlugins(
 );
 
 new AgentBusStack(app, `AgentBus-${stage}`, {
+  ...PROJECT_STACK,
   stage,
   env,
   description: `AgentBus (${stage}): event-driven orchestration hub for multi-agent systems`,

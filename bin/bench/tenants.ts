@@ -1,6 +1,7 @@
 import { ulid } from "ulid";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
-import { type Topology, topology } from "../../lib/infra/topology";
+import { topology } from "../../lib/infra/project";
+import type { Topology } from "../../lib/infra/topology";
 import { tenantConversationId } from "../../schemas/ids";
 import type { Latency } from "./local-bounds";
 import { percentiles } from "./local-probe";

@@ -49,11 +49,10 @@ import { Topic, type TopicName } from "./constructs/topic";
 import { HUB_INTEGRATIONS } from "./hub-integrations";
 import type { AnyIntegrationInfra, IntegrationUser } from "./integration-infra";
 import { outputId } from "./output-ids";
-import { PROJECT_INTEGRATIONS } from "./project-integrations";
 import { replayNamePrefix } from "./replay-names";
 import { retentionDaysAt } from "./retention";
 import { addStackOutputs } from "./stack-outputs";
-import { type GroupNeeds, topology as projectTopology, type Topology } from "./topology";
+import type { GroupNeeds, Topology } from "./topology";
 
 export interface AgentBusStackProps extends StackProps {
   /**
@@ -63,16 +62,16 @@ export interface AgentBusStackProps extends StackProps {
   readonly stage?: string;
 
   /**
-   * Topics and consumer groups to deploy.
-   * @default - the project's topology (`lib/infra/topology.ts`)
+   * Topics and consumer groups to deploy: `defineTopology({ topics, groups: modules.map(groupOf) })`
+   * (the reference stack's is `lib/infra/project.ts`).
    */
-  readonly topology?: Topology;
+  readonly topology: Topology;
 
   /**
    * The infrastructure of the integrations the groups use besides the hub's own (the model, the
    * side-effect ledger, the content store, queue depth): each integration folder's `infra.ts`.
    * A group that uses an integration with no infrastructure here fails the synth, naming both.
-   * @default - the reference applications' (`lib/infra/project-integrations.ts`)
+   * @default - none besides the hub's own
    */
   readonly integrations?: readonly AnyIntegrationInfra[];
 
@@ -211,10 +210,10 @@ export class AgentBusStack extends Stack {
    */
   readonly eventSchemas?: NestedStack;
 
-  constructor(scope: Construct, id: string, props: AgentBusStackProps = {}) {
+  constructor(scope: Construct, id: string, props: AgentBusStackProps) {
     super(scope, id, props);
     const stage = props.stage ?? "dev";
-    const topology = props.topology ?? projectTopology;
+    const topology = props.topology;
     this.emulator = parseEmulator(props.emulator ?? this.node.tryGetContext(EMULATOR_CONTEXT_KEY));
     this.capabilities = capabilitiesOf(this.emulator);
 
@@ -437,8 +436,7 @@ export class AgentBusStack extends Stack {
 
   /**
    * Each integration the groups use, wired once by its infrastructure with every group that uses
-   * it (./integration-infra.ts): the hub's own, and `props.integrations` (by default the
-   * reference applications'). A use with no infrastructure, or two integrations of one name, fail
+   * it (./integration-infra.ts): the hub's own, and `props.integrations`. A use with no infrastructure, or two integrations of one name, fail
    * the synth.
    */
   private wireIntegrations(
@@ -447,10 +445,7 @@ export class AgentBusStack extends Stack {
     props: AgentBusStackProps,
     needs: (g: ConsumerGroup) => GroupNeeds,
   ): void {
-    const infras = integrationsByName([
-      ...HUB_INTEGRATIONS,
-      ...(props.integrations ?? PROJECT_INTEGRATIONS),
-    ]);
+    const infras = integrationsByName([...HUB_INTEGRATIONS, ...(props.integrations ?? [])]);
     const users = new Map<string, IntegrationUser<unknown>[]>();
     for (const declaration of topology.groups) {
       const group = this.groups.find((g) => g.groupName === declaration.name);

@@ -3,7 +3,6 @@ import type { AttentionRule } from "../../functions/core/attention";
 import { type AnyIntegrationUse, usesOf } from "../../functions/core/integration";
 import type { RoleDescriptor } from "../../functions/core/role";
 import type { GroupNeeds, RoleModule } from "../../functions/core/role-module";
-import { ROLE_MODULES } from "../../functions/roles/modules";
 import { registry, TOPICS, type Topic as TopicName } from "../../schemas";
 import { signalProblems } from "./constructs/attention-signals";
 import {
@@ -352,12 +351,3 @@ export function groupOf(module: RoleModule): GroupDeclaration {
       : { functionTimeout: Duration.seconds(functionTimeoutSeconds) }),
   };
 }
-
-/**
- * AgentBus's own topology: its three topics, and one group per role module
- * (functions/roles/modules.ts). To add an agent role, add its module there.
- */
-export const topology = defineTopology({
-  topics: ["commands", "events", "audit"],
-  groups: ROLE_MODULES.map(groupOf),
-});

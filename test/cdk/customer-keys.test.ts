@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { CUSTOMER_KEYS_ENV } from "../../lib/infra/constructs/customer-keys";
-import { defineTopology, personalDataAccess, topology } from "../../lib/infra/topology";
+import { topology } from "../../lib/infra/project";
+import { defineTopology, personalDataAccess } from "../../lib/infra/topology";
 import {
   functionsOfKind,
   getAtt,

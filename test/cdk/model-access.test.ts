@@ -10,7 +10,7 @@ import {
   resolveModelSetting,
 } from "../../lib/infra/constructs/model-access";
 import { RETIRING_MODELS } from "../../lib/infra/constructs/model-lifecycle";
-import { topology } from "../../lib/infra/topology";
+import { topology } from "../../lib/infra/project";
 import { CONTENT_ROLES } from "../../schemas/events/workflow";
 import { functionsOfKind, type Resource, statementsOf, synthesizeStack } from "./synth";
 

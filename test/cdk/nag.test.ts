@@ -12,6 +12,7 @@ import { AgentBusStack, type AgentBusStackProps } from "../../lib/infra/agentbus
 import { EMULATOR_CONTEXT_KEY } from "../../lib/infra/constructs/emulator";
 import { XRAY_ACTIONS } from "../../lib/infra/constructs/function";
 import { MODEL_ID_CONTEXT_KEY } from "../../lib/infra/constructs/model-access";
+import { PROJECT_STACK } from "../../lib/infra/project";
 import { FRONT_DOOR_CONTEXT, testApp, topologyWithPipe, topologyWithSubscriber } from "./synth";
 
 /**
@@ -80,9 +81,9 @@ const STAGE_REPLAYS =
 const printed = (findings: readonly Finding[]) =>
   findings.map((f) => `[${f.severity}] ${f.rule} at ${f.path}: ${f.message}`);
 
-function agentBus(props: AgentBusStackProps = {}) {
+function agentBus(props: Partial<AgentBusStackProps> = {}) {
   return (app: App) => {
-    new AgentBusStack(app, "AgentBus-nag", props);
+    new AgentBusStack(app, "AgentBus-nag", { ...PROJECT_STACK, ...props });
   };
 }
 

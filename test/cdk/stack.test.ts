@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { taskProjection } from "../../functions/roles/task-projection/task-projection";
 import { REPO_ROOT } from "../../lib/infra/constructs/function";
 import { EVENTS_INDEXES } from "../../lib/infra/constructs/tables";
-import { topology } from "../../lib/infra/topology";
+import { topology } from "../../lib/infra/project";
 import { registry } from "../../schemas";
 import {
   agentBusStack,

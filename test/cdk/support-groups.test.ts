@@ -7,7 +7,8 @@ import { DEFAULT_MAX_UNKNOWN_ATTEMPTS } from "../../functions/roles/customer-sup
 import { ROLE_MODULES } from "../../functions/roles/modules";
 import { SUPPORT_GROUPS } from "../../lib/dev/local/conversation";
 import { memoryRolePorts } from "../../lib/dev/role-kit/memory-ports";
-import { defineTopology, groupOf, topology } from "../../lib/infra/topology";
+import { topology } from "../../lib/infra/project";
+import { defineTopology, groupOf } from "../../lib/infra/topology";
 import { agentBusStack, refersTo, resources, single, statementsOf, synthesizeStack } from "./synth";
 
 /**

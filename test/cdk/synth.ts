@@ -6,6 +6,7 @@ import { audit } from "../../functions/roles/audit/audit";
 import { taskProjectionModule } from "../../functions/roles/task-projection/module";
 import { AgentBusStack, type AgentBusStackProps } from "../../lib/infra/agentbus-stack";
 import { REPO_ROOT } from "../../lib/infra/constructs/function";
+import { PROJECT_STACK } from "../../lib/infra/project";
 import { type Delivery, defineTopology, groupOf, type Topology } from "../../lib/infra/topology";
 
 type Json = Record<string, unknown>;
@@ -86,7 +87,7 @@ let synthesized: Synthesized | undefined;
 export function agentBusStack(): Synthesized {
   if (!synthesized) {
     const app = testApp({ validate: true });
-    const stack = new AgentBusStack(app, "AgentBus-test");
+    const stack = new AgentBusStack(app, "AgentBus-test", PROJECT_STACK);
     const assembly = app.synth();
     const template = Template.fromJSON(assembly.getStackByName(stack.stackName).template);
     const reportFile = join(assembly.directory, "validation-report.json");
@@ -108,12 +109,12 @@ export function agentBusStack(): Synthesized {
  * validates is stack.test.ts): call once per test file and share the template.
  */
 export function synthesizeStack(
-  props: AgentBusStackProps = {},
+  props: Partial<AgentBusStackProps> = {},
   stackName = "AgentBus-test",
   context: Json = {},
 ) {
   const app = testApp({ context });
-  const stack = new AgentBusStack(app, stackName, props);
+  const stack = new AgentBusStack(app, stackName, { ...PROJECT_STACK, ...props });
   return { stack, template: Template.fromStack(stack) };
 }
 

@@ -2,12 +2,12 @@ import { Duration } from "aws-cdk-lib";
 import { describe, expect, it } from "vitest";
 import { audit } from "../../functions/roles/audit/audit";
 import { taskProjection } from "../../functions/roles/task-projection/task-projection";
+import { topology } from "../../lib/infra/project";
 import {
   defineTopology,
   type GroupDeclaration,
   type TopologyContext,
   type TopologyDeclaration,
-  topology,
   topologyProblems,
 } from "../../lib/infra/topology";
 import { registry } from "../../schemas";

@@ -3,7 +3,7 @@ import { DeterministicLocalModel } from "../../functions/adapters/local-model";
 import type { Role, RoleDescriptor } from "../../functions/core/role";
 import { contentAgentRole } from "../../functions/roles/content-agents/content-agent";
 import { orchestratorRole } from "../../functions/roles/orchestrator/orchestrator";
-import { topology } from "../../lib/infra/topology";
+import { topology } from "../../lib/infra/project";
 import { CONTENT_ROLES } from "../../schemas/events/workflow";
 import { supportHarness } from "./support-fixture";
 

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FaultInjector } from "../../lib/dev/chaos/injector";
 import { playStackSchedule, type StackScheduleResult } from "../../lib/dev/chaos/schedule";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
-import { defineTopology, topology } from "../../lib/infra/topology";
+import { topology } from "../../lib/infra/project";
+import { defineTopology } from "../../lib/infra/topology";
 import { emulator } from "../support/aws";
 
 /**

@@ -20,7 +20,7 @@ import { orchestrator } from "../../functions/roles/orchestrator/orchestrator";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import { readDeadLetters } from "../../lib/dev/local/scenario/dead-letters";
-import { topology } from "../../lib/infra/topology";
+import { topology } from "../../lib/infra/project";
 import { type Envelope, registry } from "../../schemas";
 import { auditRecord } from "../support/audit";
 import { emulator } from "../support/aws";

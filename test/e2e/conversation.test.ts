@@ -12,7 +12,7 @@ import {
 } from "../../lib/dev/local/scenario/customer-support";
 import { readDeadLetters } from "../../lib/dev/local/scenario/dead-letters";
 import { putOnBus } from "../../lib/dev/local/scenario/workflow";
-import { topology } from "../../lib/infra/topology";
+import { topology } from "../../lib/infra/project";
 import type { Envelope } from "../../schemas";
 import { localSupportStack, TIMEOUT } from "./support-stack";
 

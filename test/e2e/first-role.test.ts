@@ -20,6 +20,7 @@ import type * as LocalEnvironmentModule from "../../lib/dev/local/environment";
 import type { LocalEnvironment } from "../../lib/dev/local/environment";
 import { waitUntil } from "../../lib/dev/local/scenario/customer-support";
 import type * as StackModule from "../../lib/infra/agentbus-stack";
+import type * as ProjectModule from "../../lib/infra/project";
 import type * as TopologyModule from "../../lib/infra/topology";
 import { testApp } from "../cdk/synth";
 import { emulator } from "../support/aws";
@@ -187,8 +188,9 @@ describe("README: your first role, followed in a copy of the checkout", () => {
     "one line in the module list gives it a group: queues, consumer, grants, alarms",
     async () => {
       const { AgentBusStack } = await fromCopy<typeof StackModule>("lib/infra/agentbus-stack.ts");
+      const { PROJECT_STACK } = await fromCopy<typeof ProjectModule>("lib/infra/project.ts");
       const app = testApp();
-      const stack = new AgentBusStack(app, "AgentBus-first-role");
+      const stack = new AgentBusStack(app, "AgentBus-first-role", PROJECT_STACK);
       const template = Template.fromJSON(app.synth().getStackByName(stack.stackName).template);
       const resources = Object.values(
         template.toJSON().Resources as Record<

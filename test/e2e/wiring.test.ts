@@ -17,7 +17,8 @@ import {
 } from "../../lib/dev/local/deploy";
 import { ROOT, synthesize } from "../../lib/dev/local/synth";
 import { resolve, type Template } from "../../lib/dev/local/template";
-import { defineTopology, topology } from "../../lib/infra/topology";
+import { topology } from "../../lib/infra/project";
+import { defineTopology } from "../../lib/infra/topology";
 import { emulator } from "../support/aws";
 
 /** The project's groups and one more, delivered by a subscriber of the events topic's new bus. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { synthesize } from "../../lib/dev/local/synth";
 import { outputId } from "../../lib/infra/output-ids";
-import { topology } from "../../lib/infra/topology";
+import { topology } from "../../lib/infra/project";
 import { stackNames } from "../../lib/operator/names";
 
 /** The local tools read the stack's names from its outputs, as the CLI does. */

@@ -6,7 +6,7 @@ import { ORDER_LOOKUP } from "../../functions/roles/customer-support/order-looku
 import { ROUTER } from "../../functions/roles/customer-support/router/router";
 import { taskProjection } from "../../functions/roles/task-projection/task-projection";
 import { customerMessage } from "../../lib/dev/local/scenario/customer-support";
-import { topology } from "../../lib/infra/topology";
+import { topology } from "../../lib/infra/project";
 import { foldVerdict } from "../../lib/operator/fold-groups";
 import { OPERATOR_GROUPS } from "../../lib/operator/groups";
 import { checkFold, rebuild } from "../../lib/operator/rebuild";

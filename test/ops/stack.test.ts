@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { topology } from "../../lib/infra/topology";
+import { topology } from "../../lib/infra/project";
 import { topologyOfOutputs } from "../../lib/operator/stack";
 import { synthesizeStack } from "../cdk/synth";
 

@@ -1,6 +1,6 @@
 import type { EventStore, InboxRecord, TraceReader } from "../../functions/core/ports";
 import { AUDIT_GROUP } from "../../functions/roles/audit/audit";
-import { topology } from "../../lib/infra/topology";
+import { topology } from "../../lib/infra/project";
 import { recordedOutcomes } from "../../lib/operator/recorded-outcomes";
 import type { Envelope } from "../../schemas";
 

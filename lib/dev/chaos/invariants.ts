@@ -4,7 +4,7 @@ import { DynamoOrders } from "../../../functions/roles/customer-support/integrat
 import { DynamoPaymentsStandIn } from "../../../functions/roles/customer-support/integrations/payments/dynamodb-stand-in";
 import { refundRunId } from "../../../functions/roles/refund-review/refund-agent";
 import { ISSUE_REFUND, refundOnRecord } from "../../../functions/roles/refund-review/tools";
-import { topology } from "../../infra/topology";
+import { topology } from "../../infra/project";
 import { fromSdk } from "../../operator/from-sdk";
 import { traceOf } from "../../operator/source";
 import type { TraceNode } from "../../operator/views";

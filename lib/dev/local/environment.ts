@@ -13,7 +13,8 @@ import {
   LocalChannel,
   type LocalDelivery,
 } from "../../../functions/roles/customer-support/integrations/reply-channel/memory";
-import { topology as projectTopology, type Topology } from "../../infra/topology";
+import { topology as projectTopology } from "../../infra/project";
+import type { Topology } from "../../infra/topology";
 import { fromSdk } from "../../operator/from-sdk";
 import { type StackNames, stackNames } from "../../operator/names";
 import {

@@ -7,6 +7,7 @@ import {
   FRONT_DOOR_AUDIENCE_CONTEXT,
   FRONT_DOOR_ISSUER_CONTEXT,
 } from "../../infra/constructs/front-door";
+import { PROJECT_STACK } from "../../infra/project";
 import type { Topology } from "../../infra/topology";
 import { LOCAL_AUDIENCE, LOCAL_ISSUER } from "./front-door";
 import type { Template } from "./template";
@@ -45,7 +46,11 @@ export function synthesize(
       },
     });
     const stackName = `AgentBus-${stage}`;
-    new AgentBusStack(app, stackName, { stage, topology });
+    new AgentBusStack(app, stackName, {
+      ...PROJECT_STACK,
+      stage,
+      ...(topology ? { topology } : {}),
+    });
     const template = app.synth().getStackByName(stackName).template as Template;
     return { stackName, template };
   } finally {

@@ -21,7 +21,7 @@ import type { ChannelPort } from "../../../functions/roles/customer-support/inte
 import { ROLE_MODULES } from "../../../functions/roles/modules";
 import { type Envelope, registry } from "../../../schemas";
 import { DEFAULT_TENANT } from "../../../schemas/ids";
-import { topology } from "../../infra/topology";
+import { topology } from "../../infra/project";
 import { FaultyChannel } from "../faults/channel";
 import { type CallFault, callFaultOf, type FaultKind } from "../faults/kinds";
 import { FaultyPayments, withNewRefundKeyPerRetry } from "../faults/payments";
