@@ -9,10 +9,10 @@ import {
   type AgentRun,
   classifyFailure,
   MODEL_INVALID_OUTPUT,
+  ModelOutputInvalidError,
   type RunError,
   transition,
-} from "../../core/agent-run";
-import { ModelOutputInvalidError } from "../../core/model";
+} from "../../kit";
 import type { ContentAgent, ContentDecision } from "./settings";
 
 /**

@@ -4,10 +4,8 @@ import {
   type ContentEventTypes,
   contentEventTypes,
 } from "../../../schemas/events/workflow";
-import { type AgentRun, transition } from "../../core/agent-run";
-import type { TypedDecision } from "../../core/define-role";
-import { payloadOf } from "../../core/payload";
-import type { DiscardReason, EventStore } from "../../core/ports";
+import type { DiscardReason, EventStore, TypedDecision } from "../../kit";
+import { type AgentRun, payloadOf, transition } from "../../kit";
 
 /**
  * How a content agent honours a cancel (seed 001 §4, TaskCancel on the command channel). The

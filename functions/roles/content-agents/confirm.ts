@@ -7,9 +7,8 @@ import {
 } from "../../../schemas/events/agent-run";
 import { CONTENT_ROLE_EVENTS, type NodeRequested } from "../../../schemas/events/workflow";
 import * as z from "../../../schemas/zod";
-import { type AgentRun, transition, withRunId } from "../../core/agent-run";
-import type { ApprovalRequest } from "../../core/approval";
-import { payloadOf } from "../../core/payload";
+import type { ApprovalRequest } from "../../kit";
+import { type AgentRun, payloadOf, transition, withRunId } from "../../kit";
 import { failedDecision } from "./answers";
 import type { ContentAgent, ContentDecision } from "./settings";
 

@@ -8,15 +8,21 @@ import {
   type NodeRequested,
 } from "../../../schemas/events/workflow";
 import * as z from "../../../schemas/zod";
-import { type AgentRun, newRun, transition, upcastRun, withRunId } from "../../core/agent-run";
-import { type DescriptorOf, defineRole } from "../../core/define-role";
-import type { HeartbeatSpec } from "../../core/emit";
-import { invokeStructured, type StructuredResult } from "../../core/model";
-import { modelSchemaOf } from "../../core/model-schemas";
-import { payloadOf } from "../../core/payload";
-import type { StateSummary } from "../../core/ports";
-import type { DecideContext, Role } from "../../core/role";
-import { DAG_RUN_AGGREGATE } from "../../core/sweeper";
+import type { DecideContext, HeartbeatSpec, Role, StateSummary } from "../../kit";
+import {
+  type AgentRun,
+  DAG_RUN_AGGREGATE,
+  type DescriptorOf,
+  defineRole,
+  invokeStructured,
+  modelSchemaOf,
+  newRun,
+  payloadOf,
+  type StructuredResult,
+  transition,
+  upcastRun,
+  withRunId,
+} from "../../kit";
 import { answerAgain, answerOf, correctedReply, failureOf, type NodeRef, retried } from "./answers";
 import { cancelIssued, cancelledWhileRunning, decideCancel, discardCancelled } from "./cancel";
 import {

@@ -1,5 +1,4 @@
-import { familyEntry } from "../../handlers/module-entry";
-import { modelAdapter } from "../../integrations/model/aws";
+import { familyEntry, modelAdapter } from "../../lambda";
 import { contentAgentModules } from "./module";
 
 /** One entry for the four content agents: the function's `GROUP_NAME` picks the agent. */

@@ -5,10 +5,14 @@ import {
   contentEventTypes,
 } from "../../../schemas/events/workflow";
 import * as z from "../../../schemas/zod";
-import { isInvalidOutput } from "../../core/agent-run";
-import { AWAITING_APPROVAL, NEEDS_HUMAN, raiseOn } from "../../core/attention";
-import { defineModule } from "../../core/role-module";
-import { model } from "../../integrations/model";
+import {
+  AWAITING_APPROVAL,
+  defineModule,
+  isInvalidOutput,
+  model,
+  NEEDS_HUMAN,
+  raiseOn,
+} from "../../kit";
 import { contentAgentDescriptor, contentAgentRole, contentAnswer } from "./content-agent";
 
 /** `AGENT_CONFIRM_SECONDS`: how long a BLOCKED agent run waits for its confirmation. */

@@ -1,5 +1,5 @@
 import type { ContentRole, NodeRequested } from "../../../schemas/events/workflow";
-import { canonicalJson } from "../../core/model";
+import { canonicalJson } from "../../kit";
 
 /** What the content agents tell their model: the system instructions per role, and the request. */
 export const INSTRUCTIONS: Readonly<Record<ContentRole, string>> = {

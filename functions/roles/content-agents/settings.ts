@@ -7,15 +7,14 @@ import {
   MAX_HEARTBEAT_LEASE_SECONDS,
 } from "../../../schemas/events/workflow";
 import type * as z from "../../../schemas/zod";
+import type { ModelPort, TypedDecision } from "../../kit";
 import {
   type AgentRun,
   DEFAULT_CONFIRM_SECONDS,
   DEFAULT_LEASE_SECONDS,
   DEFAULT_MAX_ATTEMPTS,
-} from "../../core/agent-run";
-import type { TypedDecision } from "../../core/define-role";
-import { PermanentError } from "../../core/errors";
-import type { ModelPort } from "../../core/model";
+  PermanentError,
+} from "../../kit";
 import type { CommandStream } from "./cancel";
 
 /** A content agent's options, and its settings checked and resolved once when it is created. */

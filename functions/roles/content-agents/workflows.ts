@@ -7,11 +7,8 @@ import {
   WORKFLOW_KINDS,
 } from "../../../schemas/events/workflow";
 import * as z from "../../../schemas/zod";
-import type { WorkflowDefinition } from "../../core/dag/definition";
-import { DagRequestError } from "../../core/dag/errors";
-import { defineWorkflow } from "../../core/dag/graph";
-import { isRecord, show } from "../../core/dag/values";
-import { PermanentError } from "../../core/errors";
+import type { WorkflowDefinition } from "../../kit";
+import { DagRequestError, defineWorkflow, isRecord, PermanentError, show } from "../../kit";
 
 /**
  * The content-production workflows (seed 001 §6): product data run by the DAG executor. A node's

@@ -1,8 +1,7 @@
 import type { SendRequested } from "../../../schemas/events/conversation";
 import type { StepFailed, SupportStep } from "../../../schemas/events/support-failure";
-import { type AttentionSignal, operatorCommand, raiseOn } from "../../core/attention";
-import type { EventOf, TypedDecision } from "../../core/define-role";
-import type { ErrorInfo } from "../../core/errors";
+import type { ErrorInfo, EventOf, TypedDecision } from "../../kit";
+import { type AttentionSignal, operatorCommand, raiseOn } from "../../kit";
 import { factFields } from "./fact-fields";
 
 /**

@@ -1,7 +1,7 @@
 import type { Envelope } from "../../../schemas";
 import { SUPPORT_SUPERSEDED } from "../../../schemas/events/support-superseded";
-import type { TypedDecision } from "../../core/define-role";
-import { PermanentError } from "../../core/errors";
+import type { TypedDecision } from "../../kit";
+import { PermanentError } from "../../kit";
 import type { ConversationSnapshot } from "./conversation/conversation";
 import { factFields } from "./fact-fields";
 

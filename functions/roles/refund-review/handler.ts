@@ -1,7 +1,4 @@
-import { moduleEntry } from "../../handlers/module-entry";
-import { contentAdapter } from "../../integrations/content/aws";
-import { modelAdapter } from "../../integrations/model/aws";
-import { sideEffectsAdapter } from "../../integrations/side-effects/aws";
+import { contentAdapter, modelAdapter, moduleEntry, sideEffectsAdapter } from "../../lambda";
 import { ordersAdapter } from "../customer-support/integrations/orders/aws";
 import { paymentsAdapter } from "../customer-support/integrations/payments/aws";
 import { refundReviewModule } from "./module";

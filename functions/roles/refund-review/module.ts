@@ -1,11 +1,14 @@
 import { REFUND_REVIEW_NEEDS_PERSON } from "../../../schemas/events/refund";
 import * as z from "../../../schemas/zod";
-import { personWaitRules } from "../../core/agent/attention";
-import { use } from "../../core/integration";
-import { defineModule, type RolePorts } from "../../core/role-module";
-import { content } from "../../integrations/content";
-import { model } from "../../integrations/model";
-import { sideEffects } from "../../integrations/side-effects";
+import {
+  content,
+  defineModule,
+  model,
+  personWaitRules,
+  type RolePorts,
+  sideEffects,
+  use,
+} from "../../kit";
 import {
   conversationContextReader,
   conversationReader,

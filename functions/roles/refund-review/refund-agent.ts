@@ -13,17 +13,15 @@ import {
 import { SUPPORT_CANCEL_REQUESTED } from "../../../schemas/events/support-cancel";
 import { RefundReviewOutcome } from "../../../schemas/events/support-commands";
 import { SUPPORT_SUPERSEDED } from "../../../schemas/events/support-superseded";
+import type { ContentStore, ModelPort, Role, SideEffectStore } from "../../kit";
 import {
   type AgentDefinition,
   type AgentJournal,
+  agentDescriptor,
   agentModelSchemas,
+  agentRole,
   defineAgent,
-} from "../../core/agent/agent";
-import { agentDescriptor, agentRole } from "../../core/agent/agent-role";
-import type { ContentStore } from "../../core/agent/content";
-import type { ModelPort } from "../../core/model";
-import type { Role } from "../../core/role";
-import type { SideEffectStore } from "../../core/side-effects";
+} from "../../kit";
 import type {
   ConversationContextReader,
   ConversationReader,

@@ -6,9 +6,7 @@ import {
   REFUND_REVIEW_NEEDS_PERSON,
 } from "../../../schemas/events/refund";
 import type { RefundReviewOutcome } from "../../../schemas/events/support-commands";
-import type { AgentJournal } from "../../core/agent/agent";
-import type { WriteDone } from "../../core/agent/loop";
-import type { EmitSpec } from "../../core/emit";
+import type { AgentJournal, EmitSpec, WriteDone } from "../../kit";
 import type { OrdersPort } from "../customer-support/integrations/orders/port";
 import type { RefundReceipt } from "../customer-support/integrations/payments/port";
 import { ISSUE_REFUND } from "./tools";

@@ -1,7 +1,6 @@
 import { OrderId, OrderRecord } from "../../../schemas/events/conversation";
 import * as z from "../../../schemas/zod";
-import { defineTool, ToolRejectedError } from "../../core/agent/tool";
-import { PermanentError } from "../../core/errors";
+import { defineTool, PermanentError, ToolRejectedError } from "../../kit";
 import type { OrdersPort } from "../customer-support/integrations/orders/port";
 import type { PaymentsPort } from "../customer-support/integrations/payments/port";
 

@@ -1,10 +1,6 @@
 import type { Envelope, EventPayloads, EventType } from "../../../../schemas";
-import { newestWithin } from "../../../core/budget";
-import { defineRole } from "../../../core/define-role";
-import { PermanentError } from "../../../core/errors";
-import { payloadOf } from "../../../core/payload";
-import { ERASED } from "../../../core/personal-data/erased";
-import type { StateSummary } from "../../../core/ports";
+import type { StateSummary } from "../../../kit";
+import { defineRole, ERASED, newestWithin, PermanentError, payloadOf } from "../../../kit";
 
 /**
  * The conversation read model: one view per conversation (aggregate

@@ -1,4 +1,4 @@
-import { defineModule } from "../../../core/role-module";
+import { defineModule } from "../../../kit";
 import { conversationProjection } from "./conversation-projection";
 
 /** The conversation read model: each conversation's turns and their status, for people. */

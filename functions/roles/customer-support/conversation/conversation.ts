@@ -1,13 +1,16 @@
 import { type Envelope, MAX_STREAM_VERSION, tenantOf } from "../../../../schemas";
 import type { MessageAccepted } from "../../../../schemas/events/conversation";
 import type { RouteRequested } from "../../../../schemas/events/support-commands";
-import { newestWithin } from "../../../core/budget";
-import { defineRole, type EventOf, type TypedDecision } from "../../../core/define-role";
-import { PermanentError } from "../../../core/errors";
-import { payloadOf } from "../../../core/payload";
-import { ERASED } from "../../../core/personal-data/erased";
-import type { EventStore } from "../../../core/ports";
-import type { Role } from "../../../core/role";
+import type { EventStore, Role } from "../../../kit";
+import {
+  defineRole,
+  ERASED,
+  type EventOf,
+  newestWithin,
+  PermanentError,
+  payloadOf,
+  type TypedDecision,
+} from "../../../kit";
 
 /**
  * The conversation group: the ingress of the customer-support workflow (seed 000 §10, §11.2).

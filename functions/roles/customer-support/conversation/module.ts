@@ -1,5 +1,5 @@
 import * as z from "../../../../schemas/zod";
-import { defineModule } from "../../../core/role-module";
+import { defineModule } from "../../../kit";
 import { TENANT_FAIR_CONCURRENCY } from "../tenant-fairness";
 import { conversation, conversationRole } from "./conversation";
 

@@ -1,4 +1,4 @@
-import { moduleEntry } from "../../../handlers/module-entry";
+import { moduleEntry } from "../../../lambda";
 import { ordersAdapter } from "../integrations/orders/aws";
 import { orderLookupModule } from "./module";
 

@@ -1,4 +1,4 @@
-import { defineModule } from "../../../core/role-module";
+import { defineModule } from "../../../kit";
 import { orders } from "../integrations/orders";
 import { STEP_FAILED_ATTENTION } from "../step-failure";
 import { TENANT_FAIR_CONCURRENCY } from "../tenant-fairness";

@@ -1,10 +1,13 @@
 import type { OrderLookupCompleted } from "../../../../schemas/events/conversation";
 import type { ReplyGenerationRequested } from "../../../../schemas/events/support-commands";
-import { type DescriptorOf, defineRole } from "../../../core/define-role";
-import { PermanentError, TransientError } from "../../../core/errors";
-import { payloadOf } from "../../../core/payload";
-import type { RecordedDecision } from "../../../core/ports";
-import type { Role } from "../../../core/role";
+import type { RecordedDecision, Role } from "../../../kit";
+import {
+  type DescriptorOf,
+  defineRole,
+  PermanentError,
+  payloadOf,
+  TransientError,
+} from "../../../kit";
 import { factFields } from "../fact-fields";
 import type { OrdersPort } from "../integrations/orders/port";
 import { STEP_FAILED_EMITS, type StepFailedEmit, stepFailedDecision } from "../step-failure";

@@ -1,5 +1,4 @@
-import { moduleEntry } from "../../../handlers/module-entry";
-import { modelAdapter } from "../../../integrations/model/aws";
+import { modelAdapter, moduleEntry } from "../../../lambda";
 import { replyGenerationModule } from "./module";
 
 export const { create, handler } = moduleEntry(replyGenerationModule, [modelAdapter]);

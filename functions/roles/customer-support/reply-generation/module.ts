@@ -1,6 +1,5 @@
 import { ReplyDraft } from "../../../../schemas/events/conversation";
-import { defineModule } from "../../../core/role-module";
-import { model } from "../../../integrations/model";
+import { defineModule, model } from "../../../kit";
 import { conversationReader } from "../conversation/conversation";
 import { STEP_FAILED_ATTENTION } from "../step-failure";
 import { TENANT_FAIR_CONCURRENCY } from "../tenant-fairness";

@@ -2,26 +2,24 @@ import { type Envelope, tenantOf } from "../../../../schemas";
 import { ReplyDraft, type ReplyGenerated } from "../../../../schemas/events/conversation";
 import type { ReplyGenerationRequested } from "../../../../schemas/events/support-commands";
 import * as z from "../../../../schemas/zod";
-import {
-  type DescriptorOf,
-  defineRole,
-  type EmitOf,
-  type EventOf,
-  type TypedDecision,
-} from "../../../core/define-role";
-import { PermanentError } from "../../../core/errors";
+import type { Role } from "../../../kit";
 import {
   canonicalJson,
   DEFAULT_STRUCTURED_ATTEMPTS,
+  type DescriptorOf,
+  defineRole,
+  type EmitOf,
+  ERASED,
+  type EventOf,
   invokeStructured,
   ModelOutputInvalidError,
   type ModelPort,
+  modelSchemaOf,
+  PermanentError,
+  payloadOf,
   type StructuredResult,
-} from "../../../core/model";
-import { modelSchemaOf } from "../../../core/model-schemas";
-import { payloadOf } from "../../../core/payload";
-import { ERASED } from "../../../core/personal-data/erased";
-import type { Role } from "../../../core/role";
+  type TypedDecision,
+} from "../../../kit";
 import {
   type ContextMessage,
   type ConversationReader,

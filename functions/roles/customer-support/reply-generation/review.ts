@@ -3,15 +3,16 @@ import type {
   ReplyRejected,
   SendRequested,
 } from "../../../../schemas/events/conversation";
+import type { EmitSpec, EventOf, TypedDecision } from "../../../kit";
 import {
   type ApprovalDecision,
   type ApprovalRequest,
+  type AttentionSignal,
+  operatorCommand,
+  PermanentError,
+  raiseOn,
   ruleOnApproval,
-} from "../../../core/approval";
-import { type AttentionSignal, operatorCommand, raiseOn } from "../../../core/attention";
-import type { EventOf, TypedDecision } from "../../../core/define-role";
-import type { EmitSpec } from "../../../core/emit";
-import { PermanentError } from "../../../core/errors";
+} from "../../../kit";
 import type { ReplyState } from "./state";
 
 /**

@@ -1,4 +1,4 @@
-import { moduleEntry } from "../../../handlers/module-entry";
+import { moduleEntry } from "../../../lambda";
 import { routerModule } from "./module";
 
 export const { create, handler } = moduleEntry(routerModule);

@@ -1,4 +1,4 @@
-import { defineModule } from "../../../core/role-module";
+import { defineModule } from "../../../kit";
 import { conversationContextReader } from "../conversation/conversation";
 import { TENANT_FAIR_CONCURRENCY } from "../tenant-fairness";
 import { ROUTER, routerRole } from "./router";

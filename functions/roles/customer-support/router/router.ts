@@ -1,14 +1,13 @@
 import { type Intent, OrderId, type Routed } from "../../../../schemas/events/conversation";
 import type { RouteRequested } from "../../../../schemas/events/support-commands";
+import type { EmitSpec, Role } from "../../../kit";
 import {
   type DescriptorOf,
   defineRole,
   type EmitOf,
   type EventOf,
   type TypedDecision,
-} from "../../../core/define-role";
-import type { EmitSpec } from "../../../core/emit";
-import type { Role } from "../../../core/role";
+} from "../../../kit";
 import {
   CONVERSATION_AGGREGATE,
   type ConversationContextReader,

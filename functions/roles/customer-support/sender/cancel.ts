@@ -4,8 +4,8 @@ import {
   SUPPORT_CANCELLED,
   type SupportCancelled,
 } from "../../../../schemas/events/support-cancel";
-import type { TypedDecision } from "../../../core/define-role";
-import { payloadOf } from "../../../core/payload";
+import type { TypedDecision } from "../../../kit";
+import { payloadOf } from "../../../kit";
 import { type DeliveryState, deliveryOf, type TurnCancel } from "./state";
 
 /**

@@ -1,6 +1,5 @@
 import type { Delivered } from "../../../../schemas/events/conversation";
-import type { DiscardReason } from "../../../core/ports";
-import type { SideEffectRecord } from "../../../core/side-effects";
+import type { DiscardReason, SideEffectRecord } from "../../../kit";
 import {
   type ChannelPort,
   ChannelRejectedError,

@@ -1,7 +1,6 @@
 import type { Envelope } from "../../../../schemas";
 import type { OrderRecord, SendRequested } from "../../../../schemas/events/conversation";
-import type { EventOf } from "../../../core/define-role";
-import type { DiscardReason } from "../../../core/ports";
+import type { DiscardReason, EventOf } from "../../../kit";
 import type { OrdersPort } from "../integrations/orders/port";
 
 /**

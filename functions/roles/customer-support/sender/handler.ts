@@ -1,5 +1,4 @@
-import { moduleEntry } from "../../../handlers/module-entry";
-import { sideEffectsAdapter } from "../../../integrations/side-effects/aws";
+import { moduleEntry, sideEffectsAdapter } from "../../../lambda";
 import { ordersAdapter } from "../integrations/orders/aws";
 import { replyChannelAdapter } from "../integrations/reply-channel/aws";
 import { senderModule } from "./module";

@@ -1,7 +1,5 @@
 import * as z from "../../../../schemas/zod";
-import { raiseOn, UNKNOWN_SIDE_EFFECTS } from "../../../core/attention";
-import { defineModule } from "../../../core/role-module";
-import { sideEffects } from "../../../integrations/side-effects";
+import { defineModule, raiseOn, sideEffects, UNKNOWN_SIDE_EFFECTS } from "../../../kit";
 import { conversationReader } from "../conversation/conversation";
 import { orders } from "../integrations/orders";
 import { replyChannel } from "../integrations/reply-channel";

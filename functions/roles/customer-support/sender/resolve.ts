@@ -3,8 +3,7 @@ import type {
   DeliveryFailed,
   SendResolveRequested,
 } from "../../../../schemas/events/conversation";
-import type { EmitOf, EventOf, TypedDecision } from "../../../core/define-role";
-import type { SideEffectStore } from "../../../core/side-effects";
+import type { EmitOf, EventOf, SideEffectStore, TypedDecision } from "../../../kit";
 import type { ChannelCalls, Outcome } from "./channel";
 import { type DeliveryFact, type DeliveryState, deliveryOf, type EscalatedSend } from "./state";
 

@@ -9,20 +9,21 @@ import {
   SUPPORT_CANCELLED,
 } from "../../../../schemas/events/support-cancel";
 import { SUPPORT_SUPERSEDED } from "../../../../schemas/events/support-superseded";
+import type { DecideContext, DiscardReason, EmitSpec, Role } from "../../../kit";
 import {
+  AgentBusError,
   type DescriptorOf,
   defineRole,
   type EmitOf,
+  ERASED,
   type EventOf,
+  PermanentError,
+  payloadOf,
+  type SideEffectStore,
+  sideEffectKey,
+  TransientError,
   type TypedDecision,
-} from "../../../core/define-role";
-import type { EmitSpec } from "../../../core/emit";
-import { AgentBusError, PermanentError, TransientError } from "../../../core/errors";
-import { payloadOf } from "../../../core/payload";
-import { ERASED } from "../../../core/personal-data/erased";
-import type { DiscardReason } from "../../../core/ports";
-import type { DecideContext, Role } from "../../../core/role";
-import { type SideEffectStore, sideEffectKey } from "../../../core/side-effects";
+} from "../../../kit";
 import { type ConversationReader, ConversationReads } from "../conversation/conversation";
 import type { OrdersPort } from "../integrations/orders/port";
 import type { ChannelPort } from "../integrations/reply-channel/port";

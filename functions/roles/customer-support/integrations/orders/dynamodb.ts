@@ -1,10 +1,9 @@
 import type { PutItemCommandInput } from "@aws-sdk/client-dynamodb";
 import { marshall, unmarshall } from "@aws-sdk/util-dynamodb";
 import { OrderId, OrderRecord } from "../../../../../schemas/events/conversation";
-import type { AwsClient } from "../../../../adapters/aws/client";
-import { GetItem, PutItem, UpdateItem } from "../../../../adapters/aws/operations";
-import { dynamoFailure } from "../../../../adapters/dynamodb/failure";
-import { PermanentError } from "../../../../core/errors";
+import { PermanentError } from "../../../../kit";
+import type { AwsClient } from "../../../../lambda";
+import { dynamoFailure, GetItem, PutItem, UpdateItem } from "../../../../lambda";
 import type { OrdersPort } from "./port";
 
 /**

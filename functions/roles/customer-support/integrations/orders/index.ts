@@ -1,4 +1,4 @@
-import { defineIntegration } from "../../../../core/integration";
+import { defineIntegration } from "../../../../kit";
 import { ordersFrom } from "./memory";
 import type { OrdersPort } from "./port";
 import { SAMPLE_ORDERS } from "./sample-orders";

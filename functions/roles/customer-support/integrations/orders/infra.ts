@@ -1,8 +1,7 @@
 import { RemovalPolicy } from "aws-cdk-lib";
 import { AttributeType, BillingMode, Table, TableEncryption } from "aws-cdk-lib/aws-dynamodb";
 import { Grant } from "aws-cdk-lib/aws-iam";
-import { defineInfra } from "../../../../../lib/infra/integration-infra";
-import { retentionDaysAt } from "../../../../../lib/infra/retention";
+import { defineInfra, retentionDaysAt } from "../../../../../lib/cdk";
 import { supportScope } from "../infra";
 import { ORDERS_PARTITION_KEY } from "./dynamodb";
 import { orders } from "./index";

@@ -1,6 +1,6 @@
 import * as z from "../../../../../schemas/zod";
-import { parseEnv } from "../../../../core/parse-env";
-import { defineAdapter } from "../../../../handlers/integration-adapter";
+import { parseEnv } from "../../../../kit";
+import { defineAdapter } from "../../../../lambda";
 import { DynamoPaymentsStandIn } from "./dynamodb-stand-in";
 import { payments } from "./index";
 

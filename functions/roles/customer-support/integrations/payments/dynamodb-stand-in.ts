@@ -1,10 +1,14 @@
 import type { AttributeValue, CancellationReason } from "@aws-sdk/client-dynamodb";
-import type { AwsClient } from "../../../../adapters/aws/client";
-import { GetItem, TransactWriteItems } from "../../../../adapters/aws/operations";
-import { dynamoFailure } from "../../../../adapters/dynamodb/failure";
-import { type AgentBusError, PermanentError, TransientError } from "../../../../core/errors";
-import type { Clock, IdSource } from "../../../../core/ports";
-import { systemClock, ulidSource } from "../../../../core/runtime";
+import type { Clock, IdSource } from "../../../../kit";
+import {
+  type AgentBusError,
+  PermanentError,
+  systemClock,
+  TransientError,
+  ulidSource,
+} from "../../../../kit";
+import type { AwsClient } from "../../../../lambda";
+import { dynamoFailure, GetItem, TransactWriteItems } from "../../../../lambda";
 import type { PaymentsPort, RefundQueryAnswer, RefundReceipt, RefundRequest } from "./port";
 
 export interface DynamoPaymentsStandInOptions {

@@ -1,4 +1,4 @@
-import { defineIntegration } from "../../../../core/integration";
+import { defineIntegration } from "../../../../kit";
 import { LocalPayments } from "./memory";
 import type { PaymentsPort } from "./port";
 

@@ -1,5 +1,4 @@
-import { ToolRejectedError, ToolTimeoutError } from "../../../../core/agent/tool";
-import { TransientError } from "../../../../core/errors";
+import { ToolRejectedError, ToolTimeoutError, TransientError } from "../../../../kit";
 import type { PaymentsPort, RefundQueryAnswer, RefundReceipt, RefundRequest } from "./port";
 
 /**

@@ -1,4 +1,4 @@
-import { defineIntegration } from "../../../../core/integration";
+import { defineIntegration } from "../../../../kit";
 import { LocalChannel } from "./memory";
 import type { ChannelPort } from "./port";
 

@@ -1,6 +1,6 @@
 import { Alias } from "aws-cdk-lib/aws-kms";
 import { Topic } from "aws-cdk-lib/aws-sns";
-import { defineInfra } from "../../../../../lib/infra/integration-infra";
+import { defineInfra } from "../../../../../lib/cdk";
 import { supportScope } from "../infra";
 import { replyChannel } from "./index";
 

@@ -1,6 +1,5 @@
-import { TransientError } from "../../../../core/errors";
-import type { Clock } from "../../../../core/ports";
-import { systemClock } from "../../../../core/runtime";
+import type { Clock } from "../../../../kit";
+import { systemClock, TransientError } from "../../../../kit";
 import {
   type ChannelPort,
   type ChannelQueryResult,

@@ -1,4 +1,4 @@
-import { PermanentError, UnknownOutcomeError } from "../../../../core/errors";
+import { PermanentError, UnknownOutcomeError } from "../../../../kit";
 
 /**
  * The reply channel as the sender sees it: `send` with the step's idempotency key, and `query`

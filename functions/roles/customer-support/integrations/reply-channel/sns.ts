@@ -1,9 +1,8 @@
 import { createHash } from "node:crypto";
 import { isServerError, isThrottlingError, isTransientError } from "@smithy/core/retry";
-import type { AwsClient } from "../../../../adapters/aws/client";
-import { Publish } from "../../../../adapters/aws/operations";
-import { snakeCase } from "../../../../adapters/sdk-errors";
-import { type AgentBusError, TransientError } from "../../../../core/errors";
+import { type AgentBusError, TransientError } from "../../../../kit";
+import type { AwsClient } from "../../../../lambda";
+import { Publish, snakeCase } from "../../../../lambda";
 import {
   type ChannelPort,
   type ChannelQueryResult,

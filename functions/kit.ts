@@ -1,0 +1,115 @@
+/**
+ * AgentBus's authoring kit (`import { defineRole, ... } from "agentbus"`): what a role author
+ * writes a role, an agent, a tool, an integration, a workflow and the attention a role raises
+ * with. No AWS code: a role built from it runs in the in-memory test kit (`agentbus/testing`) as
+ * it does on Lambda (`agentbus/lambda`), and the stack deploys it (`agentbus/cdk`). The reference
+ * applications (functions/roles/customer-support, refund-review, content-agents) use nothing of
+ * the hub but these entry points, so they are the examples of this API.
+ */
+
+// The envelope and the event types it carries.
+export type { Envelope, EventPayloads, EventType } from "../schemas";
+// Agents that loop over tools, and the single-call agent run.
+export type { AgentDefinition, AgentJournal } from "./core/agent/agent";
+export { agentModelSchemas, defineAgent } from "./core/agent/agent";
+export { agentDescriptor, agentRole } from "./core/agent/agent-role";
+export { personWaitRules } from "./core/agent/attention";
+export type { ContentStore } from "./core/agent/content";
+export type { WriteDone } from "./core/agent/loop";
+export type { ToolDefinition } from "./core/agent/tool";
+export { defineTool, ToolRejectedError, ToolTimeoutError } from "./core/agent/tool";
+export type { AgentRun, RunError } from "./core/agent-run";
+export {
+  classifyFailure,
+  DEFAULT_CONFIRM_SECONDS,
+  DEFAULT_LEASE_SECONDS,
+  DEFAULT_MAX_ATTEMPTS,
+  isInvalidOutput,
+  MODEL_INVALID_OUTPUT,
+  newRun,
+  transition,
+  upcastRun,
+  withRunId,
+} from "./core/agent-run";
+export type { ApprovalDecision, ApprovalRequest } from "./core/approval";
+export { ruleOnApproval } from "./core/approval";
+// What a person must act on.
+export type { AttentionAlarm, AttentionRule, AttentionSignal } from "./core/attention";
+export {
+  AWAITING_APPROVAL,
+  FAILED_RUNS,
+  NEEDS_HUMAN,
+  operatorCommand,
+  PARTIAL_RUNS,
+  raiseOn,
+  UNKNOWN_SIDE_EFFECTS,
+} from "./core/attention";
+export { newestWithin } from "./core/budget";
+// Workflows.
+export type { WorkflowDefinition, WorkflowDefinitionInput } from "./core/dag/definition";
+export { DagRequestError } from "./core/dag/errors";
+export { defineWorkflow } from "./core/dag/graph";
+export { isRecord, show } from "./core/dag/values";
+// Roles and role modules.
+export type {
+  DescriptorOf,
+  EmitOf,
+  EventOf,
+  RoleDefinition,
+  TypedDecision,
+} from "./core/define-role";
+export { defineRole } from "./core/define-role";
+export type { EmitSpec, HeartbeatSpec } from "./core/emit";
+// Errors: what happens to a message is decided by the class of what a decision throws.
+export type { ErrorInfo } from "./core/errors";
+export {
+  AgentBusError,
+  BusinessRejection,
+  PermanentError,
+  TransientError,
+  UnknownOutcomeError,
+} from "./core/errors";
+// Integrations: the outside systems a role calls, and the ones the hub ships.
+export type {
+  AnyIntegration,
+  AnyIntegrationUse,
+  Integration,
+  IntegrationUse,
+  IntegrationUses,
+  PortOf,
+  RolePorts,
+} from "./core/integration";
+export { defineIntegration, use } from "./core/integration";
+// Models: one call with a structured answer, and the schemas a role shows its model.
+export type { ModelPort, ModelRequest, ModelResponse, StructuredResult } from "./core/model";
+export {
+  canonicalJson,
+  DEFAULT_STRUCTURED_ATTEMPTS,
+  invokeStructured,
+  ModelOutputInvalidError,
+} from "./core/model";
+export { modelSchemaOf } from "./core/model-schemas";
+export { parseEnv } from "./core/parse-env";
+export { payloadOf } from "./core/payload";
+export { ERASED } from "./core/personal-data/erased";
+export type {
+  Clock,
+  DiscardReason,
+  EventStore,
+  IdSource,
+  RecordedDecision,
+  StateSummary,
+} from "./core/ports";
+export type { DecideContext, Decision, Role, RoleDescriptor } from "./core/role";
+export type { Deployment, GroupNeeds, RoleModule } from "./core/role-module";
+export { buildRole, defineModule, moduleSettings } from "./core/role-module";
+export { systemClock, ulidSource } from "./core/runtime";
+// Outside writes under an idempotency key.
+export type { SideEffectRecord, SideEffectStore } from "./core/side-effects";
+export { InMemorySideEffects, sideEffectKey } from "./core/side-effects";
+export { DAG_RUN_AGGREGATE } from "./core/sweeper";
+export { content } from "./integrations/content";
+export { model } from "./integrations/model";
+export type { QueueDepthSource } from "./integrations/queue-depth";
+export { queueDepth } from "./integrations/queue-depth";
+export { sideEffects } from "./integrations/side-effects";

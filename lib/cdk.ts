@@ -1,0 +1,22 @@
+/**
+ * AgentBus on the CDK (`agentbus/cdk`): the stack, the topology it is built from, and what an
+ * integration's `infra.ts` is written with. `new AgentBusStack(app, id, { topology, integrations })`
+ * deploys any set of role modules (`groupOf(module)` in `defineTopology`) with the
+ * infrastructure of the integrations they use; the hub's own integrations are always wired.
+ */
+
+export type { AgentBusStackProps } from "./infra/agentbus-stack";
+export { AgentBusStack } from "./infra/agentbus-stack";
+export { ConsumerGroup } from "./infra/constructs/consumer-group";
+export { HUB_INTEGRATIONS } from "./infra/hub-integrations";
+export type {
+  AnyIntegrationInfra,
+  IntegrationInfra,
+  IntegrationScope,
+  IntegrationSettings,
+  IntegrationUser,
+} from "./infra/integration-infra";
+export { defineInfra } from "./infra/integration-infra";
+export { retentionDaysAt } from "./infra/retention";
+export type { GroupDeclaration, Topology, TopologyDeclaration } from "./infra/topology";
+export { defineTopology, groupOf } from "./infra/topology";
