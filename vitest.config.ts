@@ -4,6 +4,9 @@ import { TEST_WORKERS } from "./test/workers";
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
+    // The application outside the hub runs its own tests, with Node's runner, in its own directory
+    // (test/package/package.test.ts).
+    exclude: ["test/package/ledger-app/**", "**/node_modules/**"],
     globalSetup: ["test/global-setup.ts"],
     setupFiles: ["test/setup.ts"],
     // A guard against a hang, not a speed check: on a busy two-core machine a test that drives

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { createServer } from "node:net";
 import { join } from "node:path";
+import { PACKAGE_ROOT } from "../../infra/package-root";
 
 /** A moto_server this process started, bound to 127.0.0.1 only. */
 export interface MotoServer {
@@ -38,7 +39,7 @@ export function motoAvailable(): boolean {
  * of spinning, and moto's per-request costs (a parser built per EventBridge target, a directory
  * listing per request, a log line per request) taken out.
  */
-const LAUNCHER = join(import.meta.dirname, "moto_launcher.py");
+const LAUNCHER = join(PACKAGE_ROOT, "lib", "dev", "local", "moto_launcher.py");
 
 /** Start moto_server (see above) on `127.0.0.1:<free port>` and wait until it answers. */
 export async function startMoto(

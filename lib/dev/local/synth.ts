@@ -7,12 +7,13 @@ import {
   FRONT_DOOR_AUDIENCE_CONTEXT,
   FRONT_DOOR_ISSUER_CONTEXT,
 } from "../../infra/constructs/front-door";
+import { PACKAGE_ROOT } from "../../infra/package-root";
 import { PROJECT_STACK } from "../../infra/project";
 import type { Topology } from "../../infra/topology";
 import { LOCAL_AUDIENCE, LOCAL_ISSUER } from "./front-door";
 import type { Template } from "./template";
 
-export const ROOT = join(import.meta.dirname, "..", "..", "..");
+export const ROOT = PACKAGE_ROOT;
 
 /**
  * Synthesize the same stack `cdk synth` does (same app code, same cdk.json context), for a

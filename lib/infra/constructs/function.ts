@@ -1,19 +1,19 @@
 import { existsSync } from "node:fs";
 import { isAbsolute, join, normalize, sep } from "node:path";
-import { fileURLToPath } from "node:url";
 import { Duration, RemovalPolicy, Validations } from "aws-cdk-lib";
 import { Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
 import { Architecture, type CfnFunction, Runtime, Tracing } from "aws-cdk-lib/aws-lambda";
 import { NodejsFunction } from "aws-cdk-lib/aws-lambda-nodejs";
 import { LogGroup, type RetentionDays } from "aws-cdk-lib/aws-logs";
 import type { Construct } from "constructs";
+import { PACKAGE_ROOT } from "../package-root";
 import { logRetentionAt } from "../retention";
 import { AWS_CLIENT_CONTEXT, FUNCTION_RUNTIME, functionBundling, parseAwsClient } from "./bundling";
 
 export { FUNCTION_RUNTIME } from "./bundling";
 
 /** The repository root: handler entries and `agentbus:entry` metadata are relative to it. */
-export const REPO_ROOT = fileURLToPath(new URL("../../..", import.meta.url));
+export const REPO_ROOT = PACKAGE_ROOT;
 
 /** What a function does in the path of an event; the local runtime emulates each kind. */
 export type FunctionKind =

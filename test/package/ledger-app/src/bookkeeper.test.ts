@@ -1,0 +1,34 @@
+import { strict as assert } from "node:assert";
+import { test } from "node:test";
+import { testRole } from "agentbus/testing";
+import { bookkeeperModule } from "./bookkeeper.js";
+import { MemoryLedger } from "./ledger.js";
+
+const task = {
+  aggregate: { type: "order", id: "ord_A-1001" },
+  taskId: "task_01KB0Q3V9X7T2M4N6P8R0S1W3Y",
+};
+const refund = {
+  order_id: "A-1001",
+  conversation_id: "conv_1",
+  amount_cents: 8900,
+  refund_id: "rf_1",
+};
+
+test("one ledger entry per refund, however often the refund is delivered", async () => {
+  const book = new MemoryLedger();
+  const t = testRole(bookkeeperModule, { integrations: { ledger: book } });
+  const [approved] = await t.append(task, { type: "refund.approved", payload: refund });
+  assert.ok(approved);
+  assert.equal((await t.deliver(approved)).status, "applied");
+  assert.equal((await t.deliver(approved, { receiveCount: 2 })).status, "duplicate");
+  assert.deepEqual([...book.entries.keys()], ["rf_1"]);
+  assert.deepEqual(await t.state({ type: "ledger_book", id: "A-1001" }), { entries: 1 });
+});
+
+test("the role is built on the ledger's twin when the test gives none", async () => {
+  const t = testRole(bookkeeperModule);
+  const [approved] = await t.append(task, { type: "refund.approved", payload: refund });
+  assert.ok(approved);
+  assert.equal((await t.deliver(approved)).status, "applied");
+});
