@@ -1,8 +1,6 @@
-import { RemovalPolicy } from "aws-cdk-lib";
-import { AttributeType, BillingMode, Table, TableEncryption } from "aws-cdk-lib/aws-dynamodb";
 import { Grant } from "aws-cdk-lib/aws-iam";
-import { defineInfra, retentionDaysAt } from "../../../../../lib/cdk";
-import { supportScope } from "../infra";
+import { defineInfra } from "../../../../../lib/cdk";
+import { supportTable } from "../infra";
 import { ORDERS_PARTITION_KEY } from "./dynamodb";
 import { orders } from "./index";
 
@@ -13,16 +11,7 @@ import { orders } from "./index";
  * Output `OrdersTableName`.
  */
 export const ordersInfra = defineInfra(orders, (scope, users) => {
-  const table = new Table(supportScope(scope.stack), "Orders", {
-    partitionKey: { name: ORDERS_PARTITION_KEY, type: AttributeType.STRING },
-    billingMode: BillingMode.PAY_PER_REQUEST,
-    pointInTimeRecoverySpecification: {
-      pointInTimeRecoveryEnabled: true,
-      recoveryPeriodInDays: retentionDaysAt(scope.stack, "backups"),
-    },
-    encryption: TableEncryption.AWS_MANAGED,
-    removalPolicy: scope.removalPolicy ?? RemovalPolicy.RETAIN,
-  });
+  const table = supportTable(scope, "Orders", ORDERS_PARTITION_KEY);
   for (const { group, options } of users) {
     group.consumer.addEnvironment("ORDERS_TABLE", table.tableName);
     const actions = options.cancel

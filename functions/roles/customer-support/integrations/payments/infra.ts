@@ -1,8 +1,6 @@
-import { RemovalPolicy } from "aws-cdk-lib";
-import { AttributeType, BillingMode, Table, TableEncryption } from "aws-cdk-lib/aws-dynamodb";
 import { Grant } from "aws-cdk-lib/aws-iam";
-import { defineInfra, retentionDaysAt } from "../../../../../lib/cdk";
-import { supportScope } from "../infra";
+import { defineInfra } from "../../../../../lib/cdk";
+import { supportTable } from "../infra";
 import { PAYMENTS_STAND_IN_KEY } from "./dynamodb-stand-in";
 import { payments } from "./index";
 
@@ -13,16 +11,7 @@ import { payments } from "./index";
  * and read actions). Output `PaymentsTableName`.
  */
 export const paymentsInfra = defineInfra(payments, (scope, users) => {
-  const table = new Table(supportScope(scope.stack), "PaymentsStandIn", {
-    partitionKey: { name: PAYMENTS_STAND_IN_KEY, type: AttributeType.STRING },
-    billingMode: BillingMode.PAY_PER_REQUEST,
-    pointInTimeRecoverySpecification: {
-      pointInTimeRecoveryEnabled: true,
-      recoveryPeriodInDays: retentionDaysAt(scope.stack, "backups"),
-    },
-    encryption: TableEncryption.AWS_MANAGED,
-    removalPolicy: scope.removalPolicy ?? RemovalPolicy.RETAIN,
-  });
+  const table = supportTable(scope, "PaymentsStandIn", PAYMENTS_STAND_IN_KEY);
   for (const { group } of users) {
     group.consumer.addEnvironment("PAYMENTS_TABLE", table.tableName);
     Grant.addToPrincipal({
