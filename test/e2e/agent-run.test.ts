@@ -20,7 +20,12 @@ import { localCli } from "../support/cli";
 
 const STAGE = `arn${ulid().slice(-6).toLowerCase()}`;
 const RUN_TIMEOUT = 120_000;
-const CONFIRM_SECONDS = 20;
+/**
+ * How long a BLOCKED review waits for its confirmation: long enough for the operator's two CLI
+ * commands to run on a busy machine (each starts a Node.js process), since the confirmation is
+ * refused once the deadline has passed.
+ */
+const CONFIRM_SECONDS = 90;
 
 const reviewOf = (state: OrchestratorState) => runView(state).nodes.find((n) => n.id === "review");
 
