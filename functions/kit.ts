@@ -104,10 +104,26 @@ export type { DecideContext, Decision, Role, RoleDescriptor } from "./core/role"
 export type { Deployment, GroupNeeds, RoleModule } from "./core/role-module";
 export { buildRole, defineModule, moduleSettings } from "./core/role-module";
 export { systemClock, ulidSource } from "./core/runtime";
-// Outside writes under an idempotency key.
-export type { SideEffectRecord, SideEffectStore } from "./core/side-effects";
+// Outside writes, each run once under an idempotency key the step derives.
+export type { SideEffectRecord, SideEffectResult, SideEffectStore } from "./core/side-effects";
 export { InMemorySideEffects, sideEffectKey } from "./core/side-effects";
 export { DAG_RUN_AGGREGATE } from "./core/sweeper";
+export type {
+  LearntBy,
+  OutputRecord,
+  OutsideWrite,
+  PersonFound,
+  WriteFound,
+  WriteOnce,
+  WriteOutcome,
+} from "./core/write-once";
+export {
+  closeByPerson,
+  DEFAULT_MAX_UNKNOWN_ATTEMPTS,
+  DEFAULT_UNKNOWN_CODE,
+  resendByPerson,
+  writeOnce,
+} from "./core/write-once";
 export { content } from "./integrations/content";
 export { model } from "./integrations/model";
 export type { QueueDepthSource } from "./integrations/queue-depth";

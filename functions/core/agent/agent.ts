@@ -48,7 +48,7 @@ export interface AgentDefinition<O = any> {
 }
 
 export const DEFAULT_MAX_ERROR_TURNS = 3;
-export const DEFAULT_MAX_UNKNOWN_ATTEMPTS = 5;
+export { DEFAULT_MAX_UNKNOWN_ATTEMPTS } from "../write-once";
 export const MAX_TURNS_LIMIT = 500;
 /** How many of the latest steps the run's item keeps in full (the rest are counted). */
 export const JOURNAL_WINDOW = 20;

@@ -1,6 +1,7 @@
 import * as z from "../../../schemas/zod";
 import { type ApprovalRequest, approvalDue, deadlineDecision, ruleOnApproval } from "../approval";
 import { PermanentError } from "../errors";
+import { closeByPerson } from "../write-once";
 import {
   type AgentDefinition,
   type AgentJournal,
@@ -226,6 +227,7 @@ async function outcomeDecided(
 ): Promise<StepResult> {
   const waiting = journal.waiting;
   const key = waiting?.key ?? "";
+  const write = { ledger: ports.sideEffects, key, now };
   let content: unknown;
   if (decision.decision === "applied") {
     const parsed = tool.output.safeParse(output);
@@ -234,11 +236,11 @@ async function outcomeDecided(
         `the output of an applied ${tool.name} must fit its schema: ${z.issueLines(parsed.error, "(output)").join("; ")}`,
       );
     content = parsed.data;
-    await ports.sideEffects.markSucceeded(key, { output_json: JSON.stringify(content) }, now);
+    await closeByPerson(write, { applied: true, output: content });
   } else {
     const message = `not applied, by ${decision.by}${decision.reason ? `: ${decision.reason}` : ""}`;
     content = { error: "tool.not_applied", message };
-    await ports.sideEffects.markFailed(key, { code: "tool.not_applied", message }, now);
+    await closeByPerson(write, { applied: false, error: { code: "tool.not_applied", message } });
   }
   const ref = await ports.content.put(JSON.stringify(content));
   const isError = decision.decision !== "applied";

@@ -2,17 +2,20 @@ import type * as z from "../../../schemas/zod";
 import { PermanentError, UnknownOutcomeError } from "../errors";
 import type { ModelToolSpec } from "../model";
 import { type ModelSchemas, modelSchemaOf, toolSchemaName } from "../model-schemas";
+import type { WriteFound } from "../write-once";
 
 /**
  * A tool an agent may ask for (seed 000 §3.2, §11.4): its name and description for the model, its
  * input and output as zod schemas, and whether it only reads (`effect: "read"`: retried freely)
- * or changes something outside AgentBus (`"write"`: run under an idempotency key recorded in the
- * side-effects table before the call, see ./tool-call.ts).
+ * or changes something outside AgentBus (`"write"`: an outside write run once under an
+ * idempotency key, recorded in the side-effects table before the call: ../write-once.ts,
+ * ./tool-call.ts).
  *
  * What `run` throws decides what happens:
  * - `ToolTimeoutError` (or any UnknownOutcomeError): it may or may not have happened. A write
- *   tool's outcome is then learnt by `query(key)`, or by running it again under the same key; a
- *   read tool is simply run again on the next delivery.
+ *   tool's outcome is then learnt by `query(key)`, or, without one, by running it again under the
+ *   same key on the next delivery (such a tool must never apply a key twice); a read tool is
+ *   simply run again on the next delivery.
  * - `ToolRejectedError` (or any PermanentError): the outside system refused; the model is told.
  * - `TransientError` (throttled, unavailable): nothing happened; the delivery is retried later
  *   (with `details.retryAfterSeconds`, no sooner than that).
@@ -33,10 +36,7 @@ export interface ToolCallContext {
 }
 
 /** What a query by key learnt of a write that may or may not have happened. */
-export type ToolQueryAnswer<O> =
-  | { readonly status: "applied"; readonly output: O }
-  | { readonly status: "not_applied" }
-  | { readonly status: "unknown" };
+export type ToolQueryAnswer<O> = WriteFound<O>;
 
 /** A person must approve a call before it runs (the run waits BLOCKED until then). */
 export interface ToolApproval<I> {

@@ -4,7 +4,9 @@ import type {
   SendResolveRequested,
 } from "../../../../schemas/events/conversation";
 import type { EmitOf, EventOf, SideEffectStore, TypedDecision } from "../../../kit";
-import type { ChannelCalls, Outcome } from "./channel";
+import { closeByPerson, resendByPerson } from "../../../kit";
+import type { ChannelPort } from "../integrations/reply-channel/port";
+import { channelSend, confirmedBy, DELIVERY_ID, OUTCOME_UNKNOWN, REPLY_KIND } from "./channel";
 import { type DeliveryFact, type DeliveryState, deliveryOf, type EscalatedSend } from "./state";
 
 /**
@@ -14,10 +16,11 @@ import { type DeliveryFact, type DeliveryState, deliveryOf, type EscalatedSend }
  *
  * - `delivered` (checked outside AgentBus): the record becomes `succeeded` (delivery id
  *   `operator:<who>`), `notification.delivered` confirmed_by "operator";
- * - `resend`: the same key is claimed again and sent again (a channel with idempotency keys does
- *   not deliver a key twice), after a timeout queried: its answer is recorded and emitted as the
- *   sender does (delivered / failed), and an outcome still unknown is reported again as
- *   `notification.failed` outcome "unknown", the record left `unknown` for another resolution;
+ * - `resend`: the same key is claimed again and sent again, a person having checked it was not
+ *   (`resendByPerson`, functions/core/write-once.ts; a timeout is resolved by the query): its
+ *   answer is recorded and emitted as the sender does (delivered / failed), and an outcome still
+ *   unknown is reported again as `notification.failed` outcome "unknown", the record left
+ *   `unknown` for another resolution;
  * - `abandon`: the record becomes `failed` (code OPERATOR_ABANDONED), `notification.failed`
  *   outcome "failed"; nothing is sent.
  * The same resolution again once the record is final -> nothing (idempotent); a key that is not
@@ -32,7 +35,7 @@ type ResolvedFact = "notification.delivered" | "notification.failed";
 type Resolved = TypedDecision<DeliveryState, ResolvedFact>;
 
 export interface ResolveDeps {
-  readonly calls: ChannelCalls;
+  readonly channel: ChannelPort;
   readonly sideEffects: SideEffectStore;
 }
 
@@ -51,15 +54,16 @@ export async function decideResolve(
     return repeated ? {} : { discarded: "invalidated_by_state_change" };
   }
   const result = new Resolution(deliveryOf(state, event), event.task_id, request, fact?.send, now);
+  const write = { ledger: deps.sideEffects, key, now, recorded: DELIVERY_ID };
   switch (request.resolution) {
     case "delivered": {
       const deliveryId = `operator:${request.requested_by}`;
-      await deps.sideEffects.markSucceeded(key, { delivery_id: deliveryId }, now);
+      await closeByPerson(write, { applied: true, output: deliveryId });
       return result.delivered(deliveryId, "operator");
     }
     case "abandon": {
       const message = `abandoned by ${request.requested_by}${request.reason ? `: ${request.reason}` : ""}`;
-      await deps.sideEffects.markFailed(key, { code: OPERATOR_ABANDONED, message }, now);
+      await closeByPerson(write, { applied: false, error: { code: OPERATOR_ABANDONED, message } });
       return result.failed("failed", OPERATOR_ABANDONED, message);
     }
     case "resend":
@@ -67,6 +71,7 @@ export async function decideResolve(
   }
 }
 
+/** Send again under the same key, as a person asked: what it gives is recorded and emitted. */
 async function resend(
   result: Resolution,
   send: EscalatedSend | undefined,
@@ -75,28 +80,25 @@ async function resend(
 ): Promise<Resolved> {
   const key = result.key;
   if (send === undefined) return { discarded: "invalidated_by_state_change" };
-  await deps.sideEffects.claim(key, { task_id: result.taskId, kind: "reply" }, now);
-  const outcome: Outcome = await deps.calls.resend({
+  const request = {
     key,
     recipient: send.customer_id,
     conversationId: send.conversation_id,
     text: send.text,
+  };
+  const outcome = await resendByPerson({
+    ...channelSend(deps.channel, request),
+    ledger: deps.sideEffects,
+    key,
+    taskId: result.taskId,
+    kind: REPLY_KIND,
+    now,
+    unknownCode: OUTCOME_UNKNOWN,
   });
-  switch (outcome.kind) {
-    case "delivered":
-      await deps.sideEffects.markSucceeded(key, { delivery_id: outcome.deliveryId }, now);
-      return result.delivered(outcome.deliveryId, outcome.by);
-    case "rejected": {
-      const message = `${outcome.error.reason}: ${outcome.error.message}`;
-      await deps.sideEffects.markFailed(key, { code: outcome.error.code, message }, now);
-      return result.failed("failed", outcome.error.code, message);
-    }
-    case "unresolved": {
-      const message = `resend: ${outcome.cause} (key ${key})`;
-      await deps.sideEffects.markUnknown(key, { code: "channel.outcome_unknown", message }, now);
-      return result.failed("unknown", "channel.outcome_unknown", message);
-    }
-  }
+  if (outcome.kind === "succeeded")
+    return result.delivered(outcome.output, confirmedBy(outcome.by));
+  const { code, message } = outcome.error;
+  return result.failed(outcome.kind === "unknown" ? "unknown" : "failed", code, message);
 }
 
 /** The fact a resolution emits and the state that records it for the key. */

@@ -12,6 +12,7 @@ import { SUPPORT_SUPERSEDED } from "../../../../schemas/events/support-supersede
 import type { DecideContext, DiscardReason, EmitSpec, Role } from "../../../kit";
 import {
   AgentBusError,
+  DEFAULT_MAX_UNKNOWN_ATTEMPTS,
   type DescriptorOf,
   defineRole,
   type EmitOf,
@@ -21,17 +22,17 @@ import {
   payloadOf,
   type SideEffectStore,
   sideEffectKey,
-  TransientError,
   type TypedDecision,
+  writeOnce,
 } from "../../../kit";
 import { type ConversationReader, ConversationReads } from "../conversation/conversation";
 import type { OrdersPort } from "../integrations/orders/port";
 import type { ChannelPort } from "../integrations/reply-channel/port";
 import { type SupersededEmit, supersededDecision } from "../superseded";
 import { decideCancel } from "./cancel";
-import { ChannelCalls, type Outcome } from "./channel";
+import { channelSend, confirmedBy, OUTCOME_UNKNOWN, REPLY_KIND } from "./channel";
 import { type SendChecks, staleReason } from "./facts";
-import { decideResolve, RESOLVE_REQUESTED } from "./resolve";
+import { decideResolve, RESOLVE_REQUESTED, type ResolveDeps } from "./resolve";
 import { type DeliveryFact, type DeliveryState, deliveryOf, type EscalatedSend } from "./state";
 
 /**
@@ -58,46 +59,31 @@ import { type DeliveryFact, type DeliveryState, deliveryOf, type EscalatedSend }
  *   call;
  * - but a send already claimed for the command whose fact is not recorded (`unfinished`: a send
  *   that timed out, a crash between send and commit) is resolved, never dropped: `decide` runs
- *   with `resolving` set, finds the outcome from the record or by query, and starts no new send
- *   (no resend either); what the channel never received is closed as `failed` with code
- *   `sender.not_sent` and the command recorded as discarded with its reason (with
- *   `support.superseded` when that is the reason).
+ *   with `resolving` set and learns the outcome without sending (`learnOnly`, below); what the
+ *   channel never received is closed as `failed` with code `sender.not_sent` and the command
+ *   recorded as discarded with its reason (with `support.superseded` when that is the reason).
  *
  * `decide`, in order:
  * 1. the state already records a fact for the key -> emit nothing (a re-issued command);
- * 2. claim the key (attempts + 1);
- * 3. the record is `succeeded` -> emit `notification.delivered` confirmed_by "record" (no call);
- *    the record is `failed` -> emit `notification.failed` outcome "failed" with the recorded error
- *    (no call): the refusal was recorded but its fact was not committed;
- * 4. the record is `unknown`, or `pending` from an earlier attempt (attempts > 1: an earlier
- *    worker may have sent and then died) -> query the channel by the key first:
- *    delivered -> mark succeeded, emit delivered confirmed_by "query";
- *    not_found -> send (5) with the same key;
- *    unknown -> unresolved (6);
- *    a fresh record (pending, attempts 1) goes straight to the send;
- * 5. send with the key:
- *    ok -> mark succeeded, emit delivered confirmed_by "send";
- *    ChannelRejectedError -> mark failed, emit `notification.failed` outcome "failed";
- *    TransientError (the channel did not apply it) -> rethrown, the record stays as it is and
- *      the queue redelivers (the next attempt queries first);
- *    ChannelTimeoutError -> query by the same key:
- *      delivered -> mark succeeded, emit delivered confirmed_by "query";
- *      not_found -> send once more with the same key (a second timeout is unresolved (6));
- *      unknown -> unresolved (6);
- * 6. unresolved: when the channel drops resends of a key by itself (`resendSafeWithinSeconds`)
- *    and the record was created less than that many seconds ago, send once more with the same key
- *    (its answer is handled as in 5, a further timeout stays unresolved). Otherwise mark the
- *    record `unknown`, and
- *    - when the record's attempts or the delivery's receive count reached `maxUnknownAttempts`
- *      -> emit `notification.failed` outcome "unknown" (code `channel.outcome_unknown`, for a
- *      person to check) and stop: the state records `escalated` with what was to be sent, the
- *      record stays `unknown` until a person resolves it (`notification.resolve.requested`,
- *      ./resolve);
- *    - else throw TransientError `channel.outcome_unknown`: nothing is committed and the queue
- *      redelivers later; the next attempt queries by the same key (4).
- * Errors from `query` itself (throttling, outage) are rethrown as they are. A refused record
- * transition (another worker recorded the other final outcome of the key meanwhile) surfaces as
- * SideEffectTransitionError (class permanent).
+ * 2. send once under the key: `writeOnce` (functions/core/write-once.ts, whose contract this is),
+ *    with the channel as the outside write (./channel.ts). The key is claimed (`pending`,
+ *    attempts + 1); a final record answers without a call (its fact was never committed); an
+ *    earlier attempt's record is queried first; a timeout is resolved by the query; the same key
+ *    is sent again only when the channel has not seen it, or within its own deduplication window
+ *    (`resendSafeWithinSeconds`). What it learnt is recorded and emitted:
+ *    - succeeded -> `notification.delivered`, confirmed_by "send", "query" or "record";
+ *    - failed (a ChannelRejectedError, now or recorded) -> `notification.failed` outcome "failed";
+ *    - unknown, below `maxUnknownAttempts` (the record's attempts or the delivery's receive
+ *      count) -> TransientError `channel.outcome_unknown`: nothing is committed, the queue
+ *      redelivers and the next attempt queries by the same key;
+ *    - unknown at the bound -> `notification.failed` outcome "unknown" (code
+ *      `channel.outcome_unknown`, for a person to check); the state records `escalated` with
+ *      what was to be sent, the record stays `unknown` until a person resolves it
+ *      (`notification.resolve.requested`, ./resolve).
+ *    A TransientError of the channel (it did not apply the send) and errors of `query` itself
+ *    are rethrown as they are, the record left for the next attempt.
+ * A refused record transition (another worker recorded the other final outcome of the key
+ * meanwhile) surfaces as SideEffectTransitionError (class permanent).
  * `decide` may run again for the same delivery after a commit conflict: the second round claims
  * again and finds the record the first round wrote (succeeded / failed: no channel call).
  *
@@ -110,12 +96,9 @@ export const DELIVERY_AGGREGATE = "delivery";
 export const SEND_REQUESTED = "notification.send.requested";
 export const DELIVERED = "notification.delivered";
 export const DELIVERY_FAILED = "notification.failed";
-export const OUTCOME_UNKNOWN = "channel.outcome_unknown";
 /** The code of a claimed send closed unsent because its command was discarded meanwhile. */
 export const NOT_SENT = "sender.not_sent";
-/** The side-effect kind (the `reply` in `<task_id>:reply:<n>`). */
-export const REPLY_KIND = "reply";
-export const DEFAULT_MAX_UNKNOWN_ATTEMPTS = 5;
+export { DEFAULT_MAX_UNKNOWN_ATTEMPTS, OUTCOME_UNKNOWN, REPLY_KIND };
 
 export interface SenderOptions {
   readonly channel: ChannelPort;
@@ -220,19 +203,14 @@ async function supersededSend(event: EventOf<typeof SEND_REQUESTED>, reads: Conv
 }
 
 class Sender {
-  private readonly calls: ChannelCalls;
-  private readonly sideEffects: SideEffectStore;
   constructor(
     private readonly options: SenderOptions,
     private readonly maxUnknown: number,
     private readonly reads: ConversationReads,
-  ) {
-    this.calls = new ChannelCalls(options.channel);
-    this.sideEffects = options.sideEffects;
-  }
+  ) {}
 
-  get resolveDeps() {
-    return { calls: this.calls, sideEffects: this.sideEffects };
+  get resolveDeps(): ResolveDeps {
+    return { channel: this.options.channel, sideEffects: this.options.sideEffects };
   }
 
   async decide(
@@ -243,66 +221,43 @@ class Sender {
     const key = replyKey(event);
     if (state?.keys[key]) return resolving ? { discarded: resolving } : {};
     const facts = new Facts(state, event, key, now);
-    const record = await this.sideEffects.claim(
+    const notSent = `not sent: the command was ${resolving} before the channel received it`;
+    const outcome = await writeOnce({
+      ...channelSend(this.options.channel, facts.request()),
+      ledger: this.options.sideEffects,
       key,
-      { task_id: event.task_id, kind: REPLY_KIND },
+      taskId: event.task_id,
+      kind: REPLY_KIND,
       now,
-    );
-    if (record.state === "succeeded")
-      return facts.delivered(record.result?.delivery_id ?? "unrecorded", "record");
-    if (record.state === "failed")
-      return facts.failed(
-        "failed",
-        record.error?.code ?? "channel.rejected",
-        record.error?.message ?? "",
-      );
-    const request = facts.request();
-    const earlier = record.state === "unknown" || record.attempts > 1 || resolving;
-    const outcome = earlier
-      ? await this.calls.resolveEarlier(request, record, now, resolving)
-      : await this.calls.firstSend(request, record, now);
-    if (outcome === "not_sent") {
-      // Discarded before the channel ever saw it: close the record, send nothing.
-      const message = `not sent: the command was ${resolving} before the channel received it`;
-      await this.sideEffects.markFailed(key, { code: NOT_SENT, message }, now);
-      const closed = facts.record({ outcome: "discarded", code: NOT_SENT });
-      const told = resolving === "superseded" ? await supersededSend(event, this.reads) : {};
-      return {
-        ...closed,
-        emit: [...(closed.emit ?? []), ...(told.emit ?? [])],
-        discarded: resolving,
-      };
+      receiveCount,
+      maxUnknownAttempts: this.maxUnknown,
+      unknownCode: OUTCOME_UNKNOWN,
+      ...(resolving && { learnOnly: { code: NOT_SENT, message: notSent } }),
+    });
+    switch (outcome.kind) {
+      case "succeeded":
+        return facts.delivered(outcome.output, confirmedBy(outcome.by));
+      case "failed":
+      case "unknown":
+        return facts.failed(outcome.kind, outcome.error.code, outcome.error.message);
+      case "not_called":
+        return this.notSent(event, facts, resolving);
     }
-    return this.settle(outcome, key, Math.max(record.attempts, receiveCount), facts, now);
   }
 
-  /** Record what the channel answered and emit its fact (or retry while it is unknown). */
-  private async settle(
-    outcome: Outcome,
-    key: string,
-    attempts: number,
+  /** Discarded before the channel ever saw it: the record is closed, nothing is sent. */
+  private async notSent(
+    event: EventOf<typeof SEND_REQUESTED>,
     facts: Facts,
-    now: Date,
+    resolving: DiscardReason | undefined,
   ): Promise<Sent> {
-    switch (outcome.kind) {
-      case "delivered":
-        await this.sideEffects.markSucceeded(key, { delivery_id: outcome.deliveryId }, now);
-        return facts.delivered(outcome.deliveryId, outcome.by);
-      case "rejected": {
-        const message = `${outcome.error.reason}: ${outcome.error.message}`;
-        await this.sideEffects.markFailed(key, { code: outcome.error.code, message }, now);
-        return facts.failed("failed", outcome.error.code, message);
-      }
-      case "unresolved": {
-        const max = this.maxUnknown;
-        const message = `${this.options.channel.name}: ${outcome.cause} (key ${key}, attempt ${attempts} of ${max})`;
-        await this.sideEffects.markUnknown(key, { code: OUTCOME_UNKNOWN, message }, now);
-        if (attempts >= max) return facts.failed("unknown", OUTCOME_UNKNOWN, message);
-        throw new TransientError(OUTCOME_UNKNOWN, message, {
-          details: { key, attempts, maxUnknownAttempts: max },
-        });
-      }
-    }
+    const closed = facts.record({ outcome: "discarded", code: NOT_SENT });
+    const told = resolving === "superseded" ? await supersededSend(event, this.reads) : {};
+    return {
+      ...closed,
+      emit: [...(closed.emit ?? []), ...(told.emit ?? [])],
+      discarded: resolving,
+    };
   }
 }
 
