@@ -139,7 +139,7 @@ export interface LocalOptions {
    * @default "lean"; "sdk" with a `faultInjection` that has no `http`
    */
   readonly functionClient?: "lean" | "sdk";
-  /** More CDK context for the synth, as `-c key=value` gives it (e.g. `agentbus:awsClient`). */
+  /** More CDK context for the synth, as `-c key=value` gives it. */
   readonly context?: Readonly<Record<string, unknown>>;
 }
 
@@ -168,7 +168,7 @@ export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvir
     const names = stackNames(deployment.outputs, topology);
     if (names.tables.orders)
       await putOrders(fromSdk(clients.dynamodb), names.tables.orders, SAMPLE_ORDERS);
-    const functionClient = functionClientOf(options, deployment);
+    const functionClient = functionClientOf(options);
     const config = emulatorConfig(endpoint, region);
     const functionClients = functionClientsOf(functionClient, options, clients, config);
     const { issuer, ...running } = await startRuntime(
@@ -365,13 +365,11 @@ async function stopLocal(
  * service, as a deployed function has, or the emulator's SDK clients.
  */
 /**
- * The AWS client the functions get: the option's, else the one the stack was built with
- * (`-c agentbus:awsClient=sdk`), else the lean client (the SDK's for a fault injection without
- * faults at the lean client's HTTP seam).
+ * The AWS client the functions get: the option's, else the lean client (the SDK's for a fault
+ * injection without faults at the lean client's HTTP seam).
  */
-function functionClientOf(options: LocalOptions, deployment: LocalDeployment): "lean" | "sdk" {
+function functionClientOf(options: LocalOptions): "lean" | "sdk" {
   if (options.functionClient) return options.functionClient;
-  if (deployment.functions.some((f) => f.awsClient === "sdk")) return "sdk";
   const injection = options.faultInjection;
   return injection && !injection.http ? "sdk" : "lean";
 }

@@ -21,6 +21,7 @@ import { NodeHttpHandler } from "@smithy/node-http-handler";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AwsClient, AwsCommand, AwsService } from "../../../functions/adapters/aws/client";
 import { LeanAwsClient } from "../../../functions/adapters/aws/lean-client";
+import * as operations from "../../../functions/adapters/aws/operations";
 import {
   BatchGetItem,
   ChangeMessageVisibility,
@@ -30,7 +31,6 @@ import {
   GenerateDataKey,
   GetItem,
   GetQueueAttributes,
-  OPERATIONS,
   Publish,
   PutEvents,
   PutItem,
@@ -54,6 +54,8 @@ import { SDK_CLIENTS } from "../../support/sdk-clients";
  * a loopback stub for what moto cannot produce: throttling and server faults in each service's
  * own error shape, and Bedrock Runtime, which moto does not emulate).
  */
+
+const OPERATIONS = Object.values(operations);
 
 type Side = "lean" | "sdk";
 type Clients = Record<Side, AwsClient>;
