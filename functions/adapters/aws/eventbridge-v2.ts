@@ -63,7 +63,11 @@ export function eventBridgeV2Client(sdk: Lender, options: EventBridgeV2Options =
     credentials: config.credentials,
   });
   const attempt = async (command: AwsCommand) => {
-    endpoint ??= endpointOf(sdk, options);
+    // Resolved once; a failure (no region yet) is tried again on the next call.
+    endpoint ??= endpointOf(sdk, options).catch((error: unknown) => {
+      endpoint = undefined;
+      throw error;
+    });
     const url = await endpoint;
     const request = await buildHttpRpcRequest(
       { endpoint: async () => endpointParts(url) } as SerdeContext,
@@ -163,10 +167,11 @@ async function endpointOf(sdk: Lender, options: EventBridgeV2Options): Promise<U
   const Region = await config.region();
   const UseFIPS = await config.useFipsEndpoint();
   const UseDualStack = await config.useDualstackEndpoint();
-  const classic = config.endpointProvider({ Region, UseFIPS, UseDualStack }).url;
-  const suffix = classic.hostname.slice(
-    classic.hostname.indexOf(`.${Region}.`) + Region.length + 2,
-  );
+  const { hostname } = config.endpointProvider({ Region, UseFIPS, UseDualStack }).url;
+  const at = hostname.indexOf(`.${Region}.`);
+  if (at < 0)
+    throw new Error(`no eventbridgev2 host for ${Region}: EventBridge's endpoint is ${hostname}`);
+  const suffix = hostname.slice(at + Region.length + 2);
   return new URL(`https://eventsv2${UseFIPS ? "-fips" : ""}.${Region}.${suffix}`);
 }
 
