@@ -1,7 +1,6 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ROLE_MODULES } from "../functions/roles/modules";
-import { partitionsFileText } from "../lib/dev/aws-partitions";
 import { modelSchemaFiles } from "../lib/dev/model-schema-files";
 import { openApiDocument } from "../lib/dev/openapi";
 import { personalDataSection, withPersonalDataSection } from "../lib/dev/personal-data-table";
@@ -16,8 +15,7 @@ import { jsonSchemas } from "../schemas/json-schema";
  * written and the problems are printed: register the next version with an upcaster instead.
  *
  * Then writes each role folder's model-schemas.json: what the role shows its model
- * (functions/core/model-schemas.ts), the front door's OpenAPI document, the AWS partitions
- * the lean AWS client builds host names from (lib/dev/aws-partitions.ts), and the personal-data
+ * (functions/core/model-schemas.ts), the front door's OpenAPI document and the personal-data
  * table of functions/roles/README.md (lib/dev/personal-data-table.ts).
  */
 const dir = join(import.meta.dirname, "..", "schemas", "json");
@@ -45,14 +43,12 @@ console.log(`${Object.keys(files).length} JSON Schemas in ${dir}, ${changed} wri
 
 const root = join(import.meta.dirname, "..");
 const OPENAPI_FILE = "functions/front-door/openapi.json";
-const PARTITIONS_FILE = "functions/adapters/aws/lean/partitions.json";
 const ROLES_README = "functions/roles/README.md";
 const modelFiles = modelSchemaFiles(ROLE_MODULES);
 let modelChanged = 0;
 const generated = {
   ...modelFiles,
   [OPENAPI_FILE]: `${JSON.stringify(openApiDocument(), null, 2)}\n`,
-  [PARTITIONS_FILE]: partitionsFileText(),
   [ROLES_README]: withPersonalDataSection(
     readFileSync(join(root, ROLES_README), "utf8"),
     personalDataSection(registry),
@@ -65,5 +61,5 @@ for (const [path, text] of Object.entries(generated)) {
   modelChanged++;
 }
 console.log(
-  `${Object.keys(modelFiles).length} model-schemas.json files, the front door's OpenAPI document, the lean AWS client's partitions and the README's personal-data table, ${modelChanged} written`,
+  `${Object.keys(modelFiles).length} model-schemas.json files, the front door's OpenAPI document and the README's personal-data table, ${modelChanged} written`,
 );

@@ -2,11 +2,7 @@ import { mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { build } from "esbuild";
 import { synthesize } from "../../lib/dev/local/synth";
-import {
-  esbuildOptions,
-  FUNCTION_BUNDLING,
-  type FunctionBundling,
-} from "../../lib/infra/constructs/bundling";
+import { esbuildOptions, FUNCTION_BUNDLING } from "../../lib/infra/constructs/bundling";
 import { METADATA, REPO_ROOT } from "../../lib/infra/constructs/function";
 
 /**
@@ -24,41 +20,19 @@ export interface EntryFunctions {
   readonly environment: Readonly<Record<string, string>>;
 }
 
-export const VARIANTS = ["agentbus", "sdkClients", "baseline"] as const;
+/**
+ * - `agentbus`: what `cdk deploy` uploads (AWS called through the SDK v3 clients of the
+ *   operations its code sends).
+ * - `baseline`: the bundling before the SDK was trimmed and the X-Ray SDK dropped: an SDK client
+ *   made at init for each service its code calls, the Powertools Tracer with aws-xray-sdk-core,
+ *   and zod's whole namespace (every locale), as `import { z } from "zod"` kept it.
+ */
+export const VARIANTS = ["agentbus", "baseline"] as const;
 export type Variant = (typeof VARIANTS)[number];
 
 export const VARIANT_LABELS: Readonly<Record<Variant, string>> = {
   agentbus: "AgentBus",
-  sdkClients: "SDK clients",
   baseline: "baseline",
-};
-
-/**
- * The credential providers the SDK's default chain loads with a dynamic `import()`, only when the
- * environment holds no credentials (never on Lambda): the SDK-client bundling left them out.
- */
-const LAZY_CREDENTIAL_PROVIDERS = [
-  "@aws-sdk/credential-provider-http",
-  "@aws-sdk/credential-provider-ini",
-  "@aws-sdk/credential-provider-process",
-  "@aws-sdk/credential-provider-sso",
-  "@aws-sdk/credential-provider-web-identity",
-  "@smithy/credential-provider-imds",
-];
-
-/**
- * - `agentbus`: what `cdk deploy` uploads (AWS called through the lean client).
- * - `sdkClients`: the same handler with an AWS SDK v3 client made at init for each service its
- *   code calls, the SDK's lazily loaded credential providers left out: the bundling before the
- *   lean client.
- * - `baseline`: the bundling before the SDK was trimmed and the X-Ray SDK dropped: those clients
- *   and every credential provider inside, the Powertools Tracer with aws-xray-sdk-core, and zod's
- *   whole namespace (every locale), as `import { z } from "zod"` kept it.
- */
-const BUNDLINGS: Readonly<Record<Variant, FunctionBundling>> = {
-  agentbus: FUNCTION_BUNDLING,
-  sdkClients: { ...FUNCTION_BUNDLING, externalModules: LAZY_CREDENTIAL_PROVIDERS },
-  baseline: FUNCTION_BUNDLING,
 };
 
 /** The SDK client of each service, by the adapter directory whose code calls it. */
@@ -79,7 +53,7 @@ const SDK_CLIENTS: readonly { adapter: string; module: string; client: string }[
   { adapter: "adapters/aws/kms-key-wrapping", module: "@aws-sdk/client-kms", client: "KMSClient" },
 ];
 
-/** Under node_modules, so a bundle's external SDK imports resolve to the project's packages. */
+/** Under node_modules/.cache: out of the source tree, beside the packages the bundles were built from. */
 export const BUNDLE_DIR = join(REPO_ROOT, "node_modules", ".cache", "agentbus-bench", "bundles");
 
 /** Every handler entry of the synthesized stack, with the functions built from it. */
@@ -139,8 +113,8 @@ export async function buildVariant(
   const dir = join(BUNDLE_DIR, variant, entry.name);
   rmSync(dir, { recursive: true, force: true });
   const outfile = join(dir, "index.mjs");
-  const options = esbuildOptions(join(REPO_ROOT, entry.entry), outfile, BUNDLINGS[variant]);
-  if (variant !== "agentbus") {
+  const options = esbuildOptions(join(REPO_ROOT, entry.entry), outfile, FUNCTION_BUNDLING);
+  if (variant === "baseline") {
     const clients = await sdkClientsOf(entry);
     delete options.entryPoints;
     options.stdin = {
@@ -150,12 +124,8 @@ export async function buildVariant(
           ({ module, client }) =>
             `import { ${client} } from ${JSON.stringify(module)}; export const __sdk${client} = new ${client}({});`,
         ),
-        ...(variant === "baseline"
-          ? [
-              'export { Tracer as __baselineTracer } from "@aws-lambda-powertools/tracer";',
-              'export { z as __baselineZod } from "zod";',
-            ]
-          : []),
+        'export { Tracer as __baselineTracer } from "@aws-lambda-powertools/tracer";',
+        'export { z as __baselineZod } from "zod";',
       ].join("\n"),
       resolveDir: REPO_ROOT,
       sourcefile: `${variant}-${entry.name}.ts`,

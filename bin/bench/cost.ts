@@ -74,7 +74,7 @@ export async function stopCostSection(): Promise<void> {
 export async function runCostSection(out: Out): Promise<CostResult> {
   let current = noInvocations();
   const onEvent = (event: RuntimeEvent) => countInvocation(current, event);
-  running = await startLocal({ onEvent, functionClient: "sdk" });
+  running = await startLocal({ onEvent });
   const env = running;
   try {
     const meters = metersOf(env);
@@ -103,7 +103,7 @@ export async function runCostSection(out: Out): Promise<CostResult> {
   }
 }
 
-/** Meters on the clients the functions and the runtime share (functionClient "sdk"). */
+/** Meters on the clients the functions and the runtime share (the emulator's SDK clients). */
 export function metersOf(env: LocalEnvironment): Meter[] {
   const { clients } = env;
   return [

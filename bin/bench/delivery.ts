@@ -72,7 +72,7 @@ export async function runDeliverySection(out: Out): Promise<DeliveryResult> {
 async function stackFor(delivery: Delivery, onEvent: (e: RuntimeEvent) => void) {
   const topology = taskProjectionDelivered(delivery);
   const stage = `dl${ulid().slice(-6).toLowerCase()}`;
-  return startLocal({ topology, stage, onEvent, functionClient: "sdk" });
+  return startLocal({ topology, stage, onEvent });
 }
 
 async function measureDelivery(delivery: Delivery): Promise<DeliveryRun> {

@@ -159,9 +159,8 @@ export async function runLocalSection(out: Out): Promise<LocalResult> {
 }
 
 /**
- * The section's stack. Its functions run on the SDK clients the probe is attached to: on the lean
- * client (what a deployed function uses) their PutEvents and SendMessageBatch calls would not be
- * seen, and the hops they split would read NaN. The lean client's own cost is section 4's.
+ * The section's stack. Its functions run on the emulator's SDK clients, which the probe is
+ * attached to: it sees their PutEvents and SendMessageBatch calls, which split the hops.
  */
 function startProbed(
   probe: WireProbe,
@@ -174,7 +173,6 @@ function startProbed(
     onDelivery: (d: LocalDelivery) => {
       if (!delivered.has(d.conversationId)) delivered.set(d.conversationId, performance.now());
     },
-    functionClient: "sdk",
   });
 }
 

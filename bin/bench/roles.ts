@@ -82,7 +82,7 @@ export async function runRolesSection(out: Out, dynamo: DynamoResult): Promise<R
     } else if (event.kind === "consume-failed") tally(event.group).deliveries++;
   };
   const started = performance.now();
-  running = await startLocal({ onEvent, functionClient: "sdk" });
+  running = await startLocal({ onEvent });
   const env = running;
   try {
     // With the tables' layouts, so the units include what each write costs in the indexes.

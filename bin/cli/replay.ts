@@ -1,7 +1,7 @@
 import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { Command } from "commander";
 import type { AwsClient } from "../../functions/adapters/aws/client";
-import { withSdkCredentials } from "../../functions/adapters/aws/sdk-client";
+import { eventBridgeV2Client } from "../../functions/adapters/aws/eventbridge-v2";
 import { recordAction } from "../../lib/operator/audit";
 import {
   checkRetention,
@@ -96,17 +96,17 @@ function subscriberLine(s: SubscriberReplayStart): string {
 }
 
 /**
- * The client of the new buses' API (`eventbridgev2`): the lean client, as no SDK client speaks it,
- * signing with the SDK's credential chain; locally, the endpoint the local stack serves it on.
+ * The client of the new buses' API (`eventbridgev2`), which no SDK client speaks, on the SDK
+ * EventBridge client's credentials and region; locally, the endpoint the local stack serves it on.
  */
-function eventBridgeV2Client(stack: OpsStack, t: Target, sdk: EventBridgeClient): AwsClient {
-  if (!t.endpoint) return withSdkCredentials(sdk, { region: t.region });
+function newBusesClient(stack: OpsStack, t: Target, sdk: EventBridgeClient): AwsClient {
+  if (!t.endpoint) return eventBridgeV2Client(sdk);
   const endpoint = stack.outputs[LOCAL_EVENTBRIDGEV2_ENDPOINT];
   if (!endpoint)
     throw new NotFoundError(
       `the stack at ${t.endpoint} serves no eventbridgev2 endpoint (no ${LOCAL_EVENTBRIDGEV2_ENDPOINT} among its outputs): is it the local stack, still running?`,
     );
-  return withSdkCredentials(sdk, { region: t.region, endpoint });
+  return eventBridgeV2Client(sdk, { endpoint });
 }
 
 /** Validate everything, then plan: nothing has changed when this throws. */
@@ -126,7 +126,7 @@ async function planned(
     await checkRetention(client, plans, window, now);
     if (subscriberPlans.length > 0)
       await checkSubscriberRetention(
-        eventBridgeV2Client(stack, t, client),
+        newBusesClient(stack, t, client),
         subscriberPlans,
         window,
         now,
@@ -146,7 +146,7 @@ async function run(stack: OpsStack, t: Target, options: ReplayCliOptions): Promi
     for (const plan of plans) starts.push(await startOnce(client, plan, window, options.reason));
     const subscribed: SubscriberReplayStart[] = [];
     if (subscriberPlans.length > 0) {
-      const v2 = eventBridgeV2Client(stack, t, client);
+      const v2 = newBusesClient(stack, t, client);
       for (const plan of subscriberPlans)
         subscribed.push(await startSubscriberReplay(v2, plan, window));
     }

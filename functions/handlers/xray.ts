@@ -1,7 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { createSocket, type Socket } from "node:dgram";
-import type { AwsClient, AwsCommand, ResponseMetadata } from "../adapters/aws/client";
-import { SERVICES } from "../adapters/aws/lean/services";
+import type { AwsClient, AwsCommand, AwsService, ResponseMetadata } from "../adapters/aws/client";
 
 /**
  * X-Ray subsegments for AWS calls, without the X-Ray SDK. With active tracing, Lambda records the
@@ -29,6 +28,17 @@ export interface XRayTracerOptions {
 }
 
 const DAEMON_HEADER = '{"format":"json","version":1}\n';
+
+/** The subsegment name of each service, as the X-Ray SDK names it. */
+const TRACE_NAMES: Readonly<Record<AwsService, string>> = {
+  dynamodb: "DynamoDB",
+  sqs: "SQS",
+  events: "EventBridge",
+  eventsv2: "EventBridgeV2",
+  sns: "SNS",
+  "bedrock-runtime": "BedrockRuntime",
+  kms: "KMS",
+};
 const traced = new WeakSet<AwsClient>();
 
 /**
@@ -135,7 +145,7 @@ function callDocument(
   const failed = error !== undefined;
   return {
     type: "subsegment",
-    name: SERVICES[command.service].traceName,
+    name: TRACE_NAMES[command.service],
     namespace: "aws",
     aws: {
       operation: command.operation,

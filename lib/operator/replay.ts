@@ -219,10 +219,10 @@ export async function waitForReplays(
 
 /**
  * The `eventbridgev2` calls of a replay to a group delivered by a subscriber of a new bus. The AWS
- * SDK for JavaScript has no client for that API: they go through the lean client, which speaks its
- * RPC v2 CBOR (functions/adapters/aws/lean), signed with the SDK's credential chain
- * (functions/adapters/aws/sdk-client.ts `withSdkCredentials`). Members as the AWS SDK for Ruby's
- * model names them (aws/aws-sdk-ruby, gems/aws-sdk-eventbridgev2 client_api.rb). IAM:
+ * SDK for JavaScript has no client for that API: they go through
+ * functions/adapters/aws/eventbridge-v2.ts, which speaks its RPC v2 CBOR on an SDK EventBridge
+ * client's credential chain. Members as the AWS SDK for Ruby's model names them
+ * (aws/aws-sdk-ruby, gems/aws-sdk-eventbridgev2 client_api.rb). IAM:
  * `events:DescribeSubscriber` and `events:ListSubscribers`; `events:CreateSubscriber` on the bus
  * and on the new subscriber's ARN, and `iam:PassRole` on its delivery role
  * (aws/agent-toolkit-for-aws, amazon-eventbridge-event-bus/references/authorization.md).

@@ -1,7 +1,7 @@
 import { CreateKeyCommand, KMSClient } from "@aws-sdk/client-kms";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { kmsKeyWrapping } from "../../functions/adapters/aws/kms-key-wrapping";
-import { LeanAwsClient } from "../../functions/adapters/aws/lean-client";
+import { fromSdk } from "../../functions/adapters/aws/sdk-client";
 import type { KeyWrapping } from "../../functions/core/personal-data/key-wrapping";
 import { emulator } from "../support/aws";
 
@@ -14,7 +14,7 @@ const customer = { tenant: "acme", customer: "c-42" };
 
 beforeAll(async () => {
   kms = new KMSClient({ ...emulator(), maxAttempts: 1 });
-  const aws = new LeanAwsClient({ ...emulator(), maxAttempts: 1 });
+  const aws = fromSdk(kms);
   const keyArn = async () => {
     const { KeyMetadata } = await kms.send(new CreateKeyCommand({ Description: "data keys" }));
     return KeyMetadata?.Arn ?? "";
@@ -56,6 +56,6 @@ describe("kmsKeyWrapping", () => {
     await expect(wrapping.newKey({ tenant: "acme", customer: "" })).rejects.toThrow(
       /needs a tenant and a customer/,
     );
-    expect(() => kmsKeyWrapping(new LeanAwsClient(emulator()), "")).toThrow(/KMS key's ARN/);
+    expect(() => kmsKeyWrapping(fromSdk(kms), "")).toThrow(/KMS key's ARN/);
   });
 });

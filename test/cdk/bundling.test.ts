@@ -7,12 +7,9 @@ import { OutputFormat } from "aws-cdk-lib/aws-lambda-nodejs";
 import { build, type Metafile } from "esbuild";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  AWS_CLIENT_CONTEXT,
   esbuildOptions,
   FUNCTION_BUNDLING,
   FUNCTION_RUNTIME,
-  functionBundling,
-  parseAwsClient,
 } from "../../lib/infra/constructs/bundling";
 import { AgentBusFunction, METADATA, REPO_ROOT } from "../../lib/infra/constructs/function";
 import { SLOW_STEP_TIMEOUT_MS } from "../support/timeouts";
@@ -104,21 +101,44 @@ describe("function bundles", () => {
     expect(imports.filter((i) => !i.path.startsWith("node:")).map((i) => i.path)).toEqual([]);
   });
 
-  it("hold no AWS SDK client, credential chain or protocol model: the lean client calls AWS", () => {
-    const sdk = bundled().filter((path) =>
-      /@aws-sdk\/(client-|core|credential-provider|nested-clients)|@smithy\/core\/dist-es\/submodules\/(schema|event-streams|protocols\/((json|xml|query)\/|Http|Rpc)|cbor\/(?!cbor(-encode|-decode|-types)?\.js|parseCborBody\.js|index\.js))/.test(
-        path,
-      ),
+  /** The AWS SDK v3 client packages whose code is in the bundle of each entry. */
+  const sdkClientsByEntry = () =>
+    new Map(
+      Object.values(metafile.outputs)
+        .filter((output) => output.entryPoint)
+        .map((output) => [
+          output.entryPoint?.replace(/.*\/functions\//, "functions/") ?? "",
+          new Set(
+            Object.entries(output.inputs)
+              .filter(([, input]) => input.bytesInOutput > 0)
+              .map(([path]) => /@aws-sdk\/(client-[a-z-]+)\//.exec(path)?.[1])
+              .filter((client): client is string => client !== undefined),
+          ),
+        ]),
     );
-    expect(sdk).toEqual([]);
-    expect(bundled().some((path) => path.includes("@smithy/signature-v4"))).toBe(true);
+
+  it("hold the AWS SDK v3 clients of the services their code calls, and no other", () => {
+    const clients = sdkClientsByEntry();
+    expect(clients.get("functions/handlers/dispatch.ts")).toEqual(
+      new Set(["client-dynamodb", "client-sqs"]),
+    );
+    expect(clients.get("functions/handlers/sweeper.ts")).toEqual(
+      new Set(["client-dynamodb", "client-eventbridge"]),
+    );
+    const carrying = (client: string) =>
+      [...clients].filter(([, c]) => c.has(client)).map(([entry]) => entry);
+    expect(carrying("client-sns")).toEqual([expect.stringMatching(/\/sender\//)]);
+    // Only the agents that answer with a model carry Bedrock Runtime's client.
+    expect(carrying("client-bedrock-runtime").length).toBeGreaterThan(0);
+    expect(carrying("client-bedrock-runtime").length).toBeLessThan(clients.size / 2);
   });
 
   it("hold the SDK's CBOR encoder and decoder only where a function calls eventbridgev2: the relay", () => {
     const withCbor = Object.values(metafile.outputs)
       .filter((output) =>
         Object.entries(output.inputs).some(
-          ([path, input]) => path.includes("submodules/cbor/") && input.bytesInOutput > 0,
+          ([path, input]) =>
+            path.includes("adapters/aws/eventbridge-v2") && input.bytesInOutput > 0,
         ),
       )
       .map((output) => output.entryPoint);
@@ -151,61 +171,6 @@ describe("NodejsFunction's own bundling", () => {
       });
       const byBench = result.outputFiles.find((file) => file.path.endsWith("index.mjs"));
       expect(byBench?.text).toBe(byCdk);
-    },
-    SLOW_STEP_TIMEOUT_MS,
-  );
-});
-
-describe("the AWS clients a deployment chooses (-c agentbus:awsClient)", () => {
-  let outdir: string;
-  beforeAll(() => {
-    outdir = mkdtempSync(join(tmpdir(), "agentbus-aws-client-"));
-  });
-  afterAll(() => rmSync(outdir, { recursive: true, force: true }));
-
-  it("records the choice on every function of the stack, lean by default", () => {
-    const clients = (context: Record<string, unknown>) =>
-      new Set(
-        resources(
-          synthesizeStack({}, "AgentBus-test", context).template,
-          "AWS::Lambda::Function",
-        ).map((fn) => fn.Metadata[METADATA.awsClient]),
-      );
-    expect(clients({})).toEqual(new Set(["lean"]));
-    expect(clients({ [AWS_CLIENT_CONTEXT]: "sdk" })).toEqual(new Set(["sdk"]));
-  });
-
-  it("refuses a choice that is neither, saying which are", () => {
-    expect(parseAwsClient(undefined)).toBe("lean");
-    expect(() => parseAwsClient("v2")).toThrow(
-      "-c agentbus:awsClient=v2 is not a client: use lean (the default) or sdk",
-    );
-    expect(() => synthesizeStack({}, "AgentBus-test", { [AWS_CLIENT_CONTEXT]: "fast" })).toThrow(
-      /agentbus:awsClient=fast is not a client/,
-    );
-  });
-
-  it(
-    "bundles the SDK v3 clients into a function synthesized with sdk, and none without",
-    () => {
-      const bundleOf = (context: Record<string, unknown>, name: string) => {
-        const dir = join(outdir, name);
-        const app = new App({ outdir: dir, context: { ...cdkJsonContext(), ...context } });
-        const entry = "functions/handlers/relay.ts";
-        new AgentBusFunction(new Stack(app, "Bundled"), "Relay", { kind: "relay", entry });
-        app.synth();
-        const [asset] = readdirSync(dir).filter((file) => file.startsWith("asset."));
-        return readFileSync(join(dir, asset ?? "", "index.mjs"), "utf8");
-      };
-      const sdk = bundleOf({ [AWS_CLIENT_CONTEXT]: "sdk" }, "sdk");
-      const lean = bundleOf({}, "lean");
-      // The SDK clients carry their package name into their user agent.
-      expect(sdk).toContain('"@aws-sdk/client-eventbridge"');
-      expect(lean).not.toContain("@aws-sdk/client-");
-      expect(sdk.length).toBeGreaterThan(lean.length * 2);
-      expect(functionBundling("sdk").define).toEqual({
-        "process.env.AGENTBUS_AWS_CLIENT": '"sdk"',
-      });
     },
     SLOW_STEP_TIMEOUT_MS,
   );

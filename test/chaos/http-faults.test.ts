@@ -1,19 +1,26 @@
+import {
+  CreateTableCommand,
+  DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+  TransactWriteItemsCommand,
+} from "@aws-sdk/client-dynamodb";
+import { GenerateDataKeyCommand, KMSClient } from "@aws-sdk/client-kms";
+import { GetQueueUrlCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { isServerError, isThrottlingError, isTransientError } from "@smithy/core/retry";
 import { NodeHttpHandler } from "@smithy/node-http-handler";
 import { ulid } from "ulid";
-import { beforeAll, describe, expect, it } from "vitest";
-import type { AwsCommand } from "../../functions/adapters/aws/client";
-import { type HttpSender, LeanAwsClient } from "../../functions/adapters/aws/lean-client";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { callOf, faultyHttp } from "../../lib/dev/chaos/http-faults";
 import type { FaultDraws } from "../../lib/dev/chaos/plan";
 import type { CallFault } from "../../lib/dev/faults/kinds";
-import { Faults, InvocationCrash } from "../../lib/dev/local/runtime/faults";
+import { Faults, type HttpSender, InvocationCrash } from "../../lib/dev/local/runtime/faults";
 import { emulator } from "../support/aws";
 
 /**
- * Faults at the lean AWS client's HTTP seam (lib/dev/chaos/http-faults.ts), which the chaos run
- * puts under the functions' own client: each answer is the service's, below the client's
- * retries, so what is exercised is how the lean client classifies and retries it, against moto.
+ * Faults at the HTTP seam of the functions' SDK clients (lib/dev/chaos/http-faults.ts), which the
+ * chaos run puts under their request handler: each answer is the service's, below the SDK's
+ * retries, so what is exercised is how the SDK reads and retries it, against moto.
  */
 
 type Draws = Pick<FaultDraws, "callFault" | "skewed" | "crashAfter">;
@@ -60,37 +67,42 @@ const outcome = (work: () => Promise<unknown>) =>
       },
   );
 
-describe("faults at the lean client's HTTP seam", () => {
+describe("faults at the HTTP seam of the SDK clients", () => {
   const table = `http-faults-${ulid().toLowerCase()}`;
-  const clientWith = (plan: Draws) =>
-    new LeanAwsClient({
-      ...emulator(),
-      maxAttempts: 3,
-      http: faultyHttp(new NodeHttpHandler() as unknown as HttpSender, plan),
-    });
-  const plain = new LeanAwsClient({ ...emulator(), maxAttempts: 1 });
-  const command = (operation: string, input: object): AwsCommand => ({
-    service: "dynamodb",
-    operation,
-    input,
+  const made: { destroy(): void }[] = [];
+  const configWith = (plan: Draws) => ({
+    ...emulator(),
+    maxAttempts: 3,
+    requestHandler: faultyHttp(new NodeHttpHandler() as HttpSender, plan),
   });
-  const put = (id: string) => command("PutItem", { TableName: table, Item: { pk: { S: id } } });
+  /** An SDK client of `Client`'s service whose requests meet `plan`'s faults. */
+  function clientWith<C extends { destroy(): void }>(
+    Client: new (config: ReturnType<typeof configWith>) => C,
+    plan: Draws,
+  ): C {
+    const client = new Client(configWith(plan));
+    made.push(client);
+    return client;
+  }
+  const dynamoWith = (plan: Draws) => clientWith(DynamoDBClient, plan);
+  const plain = new DynamoDBClient({ ...emulator(), maxAttempts: 1 });
+  const put = (id: string) => new PutItemCommand({ TableName: table, Item: { pk: { S: id } } });
   const stored = async (id: string) =>
-    (
-      (await plain.send(command("GetItem", { TableName: table, Key: { pk: { S: id } } }))) as {
-        Item?: unknown;
-      }
-    ).Item !== undefined;
+    (await plain.send(new GetItemCommand({ TableName: table, Key: { pk: { S: id } } }))).Item !==
+    undefined;
 
   beforeAll(async () => {
     await plain.send(
-      command("CreateTable", {
+      new CreateTableCommand({
         TableName: table,
         KeySchema: [{ AttributeName: "pk", KeyType: "HASH" }],
         AttributeDefinitions: [{ AttributeName: "pk", AttributeType: "S" }],
         BillingMode: "PAY_PER_REQUEST",
       }),
     );
+  });
+  afterAll(() => {
+    for (const client of [plain, ...made]) client.destroy();
   });
 
   it("tells each call's service and operation from the request", () => {
@@ -113,41 +125,37 @@ describe("faults at the lean client's HTTP seam", () => {
     ]);
   });
 
-  it("a throttle the client retries through: one fault, then the write, in one call", async () => {
+  it("a throttle the SDK retries through: one fault, then the write, in one call", async () => {
     const { plan, seen } = draws("throttle", 1);
-    await invoke(() => clientWith(plan).send(put("retried")));
+    await invoke(() => dynamoWith(plan).send(put("retried")));
     expect(seen).toEqual(["dynamodb PutItem", "dynamodb PutItem"]);
     expect(await stored("retried")).toBe(true);
   });
 
   it("throttles past its attempts: the service's throttling error, classified as the SDK does", async () => {
-    const error = await outcome(() => clientWith(draws("throttle").plan).send(put("throttled")));
+    const error = await outcome(() => dynamoWith(draws("throttle").plan).send(put("throttled")));
     expect(error?.name).toBe("ProvisionedThroughputExceededException");
     expect(error?.$metadata?.attempts).toBe(3);
     expect(isThrottlingError(error as never)).toBe(true);
     expect(await stored("throttled")).toBe(false);
     const sqs = await outcome(() =>
-      clientWith(draws("throttle").plan).send({
-        service: "sqs",
-        operation: "GetQueueUrl",
-        input: { QueueName: "nowhere" },
-      }),
+      clientWith(SQSClient, draws("throttle").plan).send(
+        new GetQueueUrlCommand({ QueueName: "nowhere" }),
+      ),
     );
     expect(sqs?.name).toBe("RequestThrottled");
     expect(isThrottlingError(sqs as never)).toBe(true);
     // KMS (the customers' data keys): its generic ThrottlingException, then a 5xx of its own.
-    const dataKey = {
-      service: "kms" as const,
-      operation: "GenerateDataKey",
-      input: { KeyId: "alias/none", KeySpec: "AES_256" },
-    };
-    const kms = await outcome(() => clientWith(draws("throttle").plan).send(dataKey));
+    const dataKey = new GenerateDataKeyCommand({ KeyId: "alias/none", KeySpec: "AES_256" });
+    const kms = await outcome(() => clientWith(KMSClient, draws("throttle").plan).send(dataKey));
     expect([kms?.name, kms?.$metadata?.attempts, isThrottlingError(kms as never)]).toEqual([
       "ThrottlingException",
       3,
       true,
     ]);
-    const kmsFault = await outcome(() => clientWith(draws("server-error").plan).send(dataKey));
+    const kmsFault = await outcome(() =>
+      clientWith(KMSClient, draws("server-error").plan).send(dataKey),
+    );
     // Retried as a 5xx (its status), as the SDK retries it.
     expect([
       kmsFault?.name,
@@ -156,22 +164,22 @@ describe("faults at the lean client's HTTP seam", () => {
     ]).toEqual(["KMSInternalException", 500, 3]);
   });
 
-  it("a throttled transaction: cancelled with a ThrottlingError reason, which the client retries", async () => {
-    const transact = command("TransactWriteItems", {
+  it("a throttled transaction: cancelled with a ThrottlingError reason", async () => {
+    const transact = new TransactWriteItemsCommand({
       TransactItems: [
         { Put: { TableName: table, Item: { pk: { S: "tx-1" } } } },
         { Put: { TableName: table, Item: { pk: { S: "tx-2" } } } },
       ],
     });
-    const error = await outcome(() => clientWith(draws("throttle").plan).send(transact));
+    const error = await outcome(() => dynamoWith(draws("throttle").plan).send(transact));
     expect(error?.name).toBe("TransactionCanceledException");
     expect(error?.CancellationReasons?.map((r) => r.Code)).toEqual(["ThrottlingError", "None"]);
     expect(await stored("tx-1")).toBe(false);
   });
 
   it("a server error and a reset are retried, and classified as the SDK does when they last", async () => {
-    const server = await outcome(() => clientWith(draws("server-error").plan).send(put("5xx")));
-    const reset = await outcome(() => clientWith(draws("connection-reset").plan).send(put("rst")));
+    const server = await outcome(() => dynamoWith(draws("server-error").plan).send(put("5xx")));
+    const reset = await outcome(() => dynamoWith(draws("connection-reset").plan).send(put("rst")));
     // A 500 is transient to the SDK's classification (and so retried), as it is here.
     const retryable = (e: unknown) => isTransientError(e as never) || isServerError(e as never);
     expect([server?.name, server?.$metadata?.attempts, retryable(server)]).toEqual([
@@ -185,7 +193,7 @@ describe("faults at the lean client's HTTP seam", () => {
 
   it("a timeout after the write applied: the item is there, the caller is told it timed out", async () => {
     const error = await outcome(() =>
-      clientWith(draws("timeout-after-apply").plan).send(put("applied")),
+      dynamoWith(draws("timeout-after-apply").plan).send(put("applied")),
     );
     expect(error?.name).toBe("TimeoutError");
     expect(await stored("applied")).toBe(true);
@@ -193,7 +201,7 @@ describe("faults at the lean client's HTTP seam", () => {
 
   it("a crash after a write: applied, then the invocation is dead and sends nothing more", async () => {
     const { plan, seen } = draws(undefined, 0, true);
-    const client = clientWith(plan);
+    const client = dynamoWith(plan);
     const error = await outcome(async () => {
       await client.send(put("crashed")).catch(() => undefined);
       return client.send(put("after"));
@@ -203,9 +211,9 @@ describe("faults at the lean client's HTTP seam", () => {
     expect([await stored("crashed"), await stored("after")]).toEqual([true, false]);
   });
 
-  it("a clock skew: refused with the service's Date, the client corrects its clock and retries", async () => {
+  it("a clock skew: refused with the service's Date, the SDK corrects its clock and retries", async () => {
     const { plan, seen } = draws(undefined, 0, false, 1);
-    const client = clientWith(plan);
+    const client = dynamoWith(plan);
     await invoke(() => client.send(put("skewed")));
     expect(seen).toEqual(["dynamodb PutItem skewed", "dynamodb PutItem"]);
     expect(await stored("skewed")).toBe(true);
@@ -213,7 +221,7 @@ describe("faults at the lean client's HTTP seam", () => {
 
   it("leaves calls made outside a function invocation alone", async () => {
     const { plan, seen } = draws("throttle");
-    await clientWith(plan).send(put("outside"));
+    await dynamoWith(plan).send(put("outside"));
     expect(seen).toEqual([]);
     expect(await stored("outside")).toBe(true);
   });

@@ -1,8 +1,7 @@
 import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { CreateQueueCommand, ReceiveMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CBOR } from "../../functions/adapters/aws/lean/cbor";
-import { LeanAwsClient } from "../../functions/adapters/aws/lean-client";
+import { eventBridgeV2Client } from "../../functions/adapters/aws/eventbridge-v2";
 import { eventItem } from "../../functions/adapters/dynamodb/items";
 import { relayFailureKeysOf } from "../../functions/adapters/dynamodb/relay-failure";
 import type { SubscriberBusPutEvents } from "../../functions/adapters/eventbridge/subscriber-bus";
@@ -221,13 +220,11 @@ describe('a topic with a new bus (delivery "subscriber")', () => {
     });
     const endpoint = await serveSubscriberBuses({ buses, region: "us-east-1" });
     try {
-      const eventbridgev2 = new LeanAwsClient({
+      const sdk = new EventBridgeClient({
         region: "us-east-1",
-        endpoint: endpoint.url,
         credentials: LOCAL_SERVICE_CREDENTIALS,
-        env: {},
-        cbor: CBOR,
       });
+      const eventbridgev2 = eventBridgeV2Client(sdk, { endpoint: endpoint.url });
       const events = taskStream(1, 2);
       await relayHandler({ env: { BUS_EVENTS: busName, BUS_V2_EVENTS: BUS_V2 }, eventbridgev2 })(
         streamOf(events),

@@ -1,7 +1,8 @@
 import { Readable } from "node:stream";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { describe, expect, it } from "vitest";
-import { LeanAwsClient } from "../../functions/adapters/aws/lean-client";
 import { GetItem } from "../../functions/adapters/aws/operations";
+import { fromSdk } from "../../functions/adapters/aws/sdk-client";
 import { daemonAddress, sampledTrace, xrayTracer } from "../../functions/handlers/xray";
 
 const ROOT = "1-5759e988-bd862e3fe1be46a994272793";
@@ -23,15 +24,15 @@ interface Reply {
   readonly headers?: Record<string, string>;
 }
 
-/** An AWS client whose HTTP layer is a fake; it records the trace header of each request. */
+/** An SDK client whose HTTP layer is a fake; it records the trace header of each request. */
 function fakeDynamo(reply: Reply) {
   const traceHeaders: string[] = [];
-  const client = new LeanAwsClient({
+  const sdk = new DynamoDBClient({
     region: "us-east-1",
     credentials: { accessKeyId: "AKIDEXAMPLE", secretAccessKey: "secret" },
     maxAttempts: 1,
-    http: {
-      async handle(request) {
+    requestHandler: {
+      async handle(request: { headers: Record<string, string> }) {
         traceHeaders.push(request.headers["X-Amzn-Trace-Id"] ?? "");
         return {
           response: {
@@ -41,9 +42,9 @@ function fakeDynamo(reply: Reply) {
           },
         };
       },
-    },
+    } as never,
   });
-  return { client, traceHeaders };
+  return { client: fromSdk(sdk), traceHeaders };
 }
 
 /** A tracer that hands its datagrams to the test instead of the daemon. */

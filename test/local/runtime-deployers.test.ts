@@ -64,7 +64,6 @@ describe("function deployer", () => {
         "agentbus:entry": "functions/handlers/consumer.ts",
         "agentbus:kind": "consumer",
         "agentbus:group": "worker",
-        "agentbus:awsClient": "sdk",
       },
     );
     expect(functionOf(fn, placement)).toEqual({
@@ -73,7 +72,6 @@ describe("function deployer", () => {
       entry: "functions/handlers/consumer.ts",
       kind: "consumer",
       group: "worker",
-      awsClient: "sdk",
       environment: { STATE_TABLE: "state", BATCH: "10" },
       timeoutSeconds: 30,
       memoryMb: 512,
@@ -92,7 +90,6 @@ describe("function deployer", () => {
       name: "f",
       kind: "unknown",
       group: undefined,
-      awsClient: "lean",
       environment: {},
       timeoutSeconds: 3,
       memoryMb: 128,

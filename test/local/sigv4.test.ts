@@ -1,6 +1,6 @@
+import { Sha256 } from "@smithy/core/checksum";
 import { SignatureV4 } from "@smithy/signature-v4";
 import { describe, expect, it } from "vitest";
-import { Sha256 } from "../../functions/adapters/aws/lean-client";
 import { verifySignature } from "../../lib/dev/local/sigv4";
 
 /**

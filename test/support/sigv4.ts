@@ -1,5 +1,5 @@
+import { Sha256 } from "@smithy/core/checksum";
 import { SignatureV4 } from "@smithy/signature-v4";
-import { Sha256 } from "../../functions/adapters/aws/lean-client";
 import { LOCAL_SERVICE_CREDENTIALS } from "../../lib/dev/local/front-door";
 
 /**

@@ -51,8 +51,8 @@ export interface SubscriberBusClient {
 
 /**
  * `PutEvents` of EventBridge's new buses (`eventbridgev2`, service `eventsv2`), typed with this
- * port's own types: no AWS SDK for JavaScript package has this service's. Not among
- * ../aws/operations' `OPERATIONS`, which an SDK client can send.
+ * port's own types: no AWS SDK for JavaScript package has this service's, so it names no SDK
+ * classes (../aws/eventbridge-v2 sends it).
  */
 export const PutEventsToSubscriberBus = operation<
   SubscriberBusPutEvents,
@@ -61,10 +61,10 @@ export const PutEventsToSubscriberBus = operation<
 
 /**
  * The port on AWS: `PutEvents` of the `eventbridgev2` API sent through an AWS client. The AWS SDK
- * for JavaScript has no client for that API, so its wire protocol (Smithy RPC v2 CBOR) is the lean
- * client's, written out by hand (../aws/lean/services.ts, ../aws/lean/wire.ts); the lean client
- * retries throttling and server faults before this throws. Signed for `events`, the IAM action is
- * `events:PutEvents` on the bus ARN.
+ * for JavaScript has no client for that API: ../aws/eventbridge-v2 speaks its protocol (Smithy RPC
+ * v2 CBOR) on an SDK EventBridge client's credentials and retry strategy, which retries throttling
+ * and server faults before this throws. Signed for `events`, the IAM action is `events:PutEvents`
+ * on the bus ARN.
  */
 export class AwsSubscriberBusClient implements SubscriberBusClient {
   constructor(private readonly client: AwsClient) {}

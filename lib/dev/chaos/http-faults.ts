@@ -1,18 +1,21 @@
-import type {
-  HttpRequestLike,
-  HttpResponseLike,
-  HttpSender,
-} from "../../../functions/adapters/aws/lean-client";
-import { crash, currentInvocation, InvocationCrash } from "../local/runtime/faults";
+import { Readable } from "node:stream";
+import {
+  crash,
+  currentInvocation,
+  type HttpRequestLike,
+  type HttpResponseLike,
+  type HttpSender,
+  InvocationCrash,
+} from "../local/runtime/faults";
 import type { FaultDraws } from "./plan";
 import { connectionReset, type Service, timedOut } from "./sdk-errors";
 
 /**
- * Fault injection at the lean AWS client's HTTP seam (functions/adapters/aws/lean-client.ts
- * `http`): the functions run with the client they ship, and what they meet is what the services
- * and the network give, below the client's retries, so its classification of each answer and its
- * retries are what is exercised. The same decisions as the SDK middleware (./middleware.ts), one
- * draw per HTTP attempt:
+ * Fault injection at the HTTP seam of the functions' SDK clients (their `requestHandler`,
+ * ../local/function-clients.ts): what the functions meet is what the services and the network
+ * give, below the SDK's retries, so the SDK's reading of each answer, its retries and its clock
+ * correction are what is exercised. The same decisions as the SDK middleware (./middleware.ts),
+ * one draw per HTTP attempt:
  *
  * - throttle and server error: the service's own error answer (status, `__type`, the SQS query
  *   error header; a throttled DynamoDB transaction is cancelled with a ThrottlingError reason);
@@ -29,20 +32,20 @@ export function faultyHttp(
   injector: Pick<FaultDraws, "callFault" | "skewed" | "crashAfter">,
 ): HttpSender {
   return {
-    async handle(request) {
+    async handle(request, options) {
       const invocation = currentInvocation();
       const call = callOf(request);
-      if (!invocation || !call) return inner.handle(request);
+      if (!invocation || !call) return inner.handle(request, options);
       const { service, operation } = call;
       if (invocation.crashed)
         throw new InvocationCrash(`${invocation.function} is dead: ${operation} not sent`);
       if (injector.skewed(service, operation, invocation)) return skewAnswer(service, operation);
       const fault = injector.callFault(service, operation, invocation);
       if (fault === "throttle")
-        return answer(throttledAnswer(service, operation, String(request.body)));
+        return answer(throttledAnswer(service, operation, textOf(request.body)));
       if (fault === "server-error") return answer(serverFaultAnswer(service, operation));
       if (fault === "connection-reset") throw connectionReset(operation);
-      const result = await inner.handle(request);
+      const result = await inner.handle(request, options);
       if (fault === "timeout-after-apply") {
         await drain(result.response.body);
         throw timedOut(operation);
@@ -76,9 +79,14 @@ export function callOf(
     const service = TARGETS[prefix];
     return service ? { service, operation } : undefined;
   }
-  if (typeof request.body !== "string") return undefined;
-  const action = /(?:^|&)Action=([A-Za-z]+)/.exec(request.body)?.[1];
+  const action = /(?:^|&)Action=([A-Za-z]+)/.exec(textOf(request.body))?.[1];
   return action ? { service: "sns", operation: action } : undefined;
+}
+
+/** A request body as text: the SDK sends the JSON and query protocols' as text or as bytes. */
+function textOf(body: unknown): string {
+  if (typeof body === "string") return body;
+  return body instanceof Uint8Array ? Buffer.from(body).toString("utf8") : "";
 }
 
 interface ErrorAnswer {
@@ -185,9 +193,7 @@ function respond(statusCode: number, headers: Record<string, string>, body: stri
     response: {
       statusCode,
       headers,
-      body: (async function* () {
-        yield body;
-      })(),
+      body: Readable.from([Buffer.from(body)]),
     },
   };
 }

@@ -1,10 +1,9 @@
-import type { HttpSender } from "../../../functions/adapters/aws/lean-client";
 import { LocalChannel } from "../../../functions/roles/customer-support/integrations/reply-channel/memory";
 import { FaultyChannel } from "../faults/channel";
 import { CALL_FAULTS, callFaultOf, type FaultKind } from "../faults/kinds";
 import { Random } from "../faults/random";
 import type { AwsClients } from "../local/deploy";
-import type { FaultInjection, Invocation, Services } from "../local/runtime/faults";
+import type { FaultInjection, HttpSender, Invocation, Services } from "../local/runtime/faults";
 import type { Template } from "../local/template";
 import { DYNAMODB_WRITES } from "../metering/metering";
 import { faultyHttp } from "./http-faults";
@@ -108,7 +107,7 @@ export class FaultInjector implements FaultInjection, FaultDraws {
     if (clients.kms) injectFaults(clients.kms, "kms", this);
   }
 
-  /** The lean client's faults, at its HTTP seam (./http-faults.ts). */
+  /** Faults at the HTTP seam of the functions' SDK clients (./http-faults.ts). */
   http(sender: HttpSender): HttpSender {
     return faultyHttp(sender, this);
   }

@@ -58,7 +58,7 @@ export interface FaultDraws {
     operation: string,
     invocation: Invocation | undefined,
   ): CallFault | undefined;
-  /** Whether this request is refused as signed at the wrong time (the lean client's seam). */
+  /** Whether this request is refused as signed at the wrong time (at the HTTP seam). */
   skewed(where: Service, operation: string, invocation: Invocation | undefined): boolean;
   /** Whether the process dies right after this applied call. */
   crashAfter(

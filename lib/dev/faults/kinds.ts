@@ -1,7 +1,7 @@
 /**
  * Every fault the simulation (lib/dev/sim) and the full-stack runs (lib/dev/chaos) inject, under
  * the one name both plan, count and print it by, with what it models. The simulation plays each
- * on its in-memory stand-ins, the stack at the lean AWS client's HTTP seam (or on SDK clients),
+ * on its in-memory stand-ins, the stack at its SDK clients' HTTP seam (or in their middleware),
  * the runtime and the reply channel.
  * The order is the order plans draw them in: it is part of what a seed means.
  */
@@ -18,7 +18,7 @@ export const FAULTS = {
   stall:
     "a consumer outlasts its message's visibility timeout (a slow model call): a second worker takes the message while the first has yet to commit",
   "clock-skew":
-    "the service refuses a request as signed at the wrong time (the caller's clock is off by minutes): a 403 with the service's own Date, nothing applied; full-stack only, at the lean AWS client's HTTP seam (an SDK client corrects its clock below its middleware)",
+    "the service refuses a request as signed at the wrong time (the caller's clock is off by minutes): a 403 with the service's own Date, nothing applied; full-stack only, at the SDK clients' HTTP seam (an SDK client corrects its clock below its middleware)",
   erase:
     "not a fault of AWS: an operator erases a customer (agentbus erase) while their conversations go on, so what consumers read back of them is [erased]; simulated only",
 } as const;

@@ -1,9 +1,3 @@
-import { NodeHttpHandler } from "@smithy/node-http-handler";
-import {
-  type HttpSender,
-  LeanAwsClient,
-  type LeanClientOptions,
-} from "../../../functions/adapters/aws/lean-client";
 import { DynamoEventStore } from "../../../functions/adapters/dynamodb/event-store";
 import { DeterministicLocalModel } from "../../../functions/adapters/local-model";
 import { putOrders } from "../../../functions/roles/customer-support/integrations/orders/dynamodb";
@@ -38,11 +32,12 @@ import {
   localIssuer,
   serveFrontDoor,
 } from "./front-door";
+import { functionClientsOf } from "./function-clients";
 import { RecordingModel } from "./model";
 import { type MotoServer, resetMoto, startMoto } from "./moto";
 import { LocalRuntime, type RuntimeEvent } from "./runtime";
 import type { FaultInjection } from "./runtime/faults";
-import { type FunctionClients, sdkFunctionClients } from "./runtime/handlers";
+import type { FunctionClients } from "./runtime/handlers";
 import { refuseIfPresent } from "./stack-present";
 import { type SubscriberBusEndpoint, serveSubscriberBuses } from "./subscriber-bus-endpoint";
 import { ROOT, synthesize } from "./synth";
@@ -86,8 +81,6 @@ export interface LocalEnvironment {
    * emulation in-process.
    */
   readonly subscriberBusEndpoint?: SubscriberBusEndpoint;
-  /** The AWS client the functions run with (see LocalOptions.functionClient). */
-  readonly functionClient: "lean" | "sdk";
   /** How long each start-up step took, in milliseconds. */
   readonly timings: { emulator: number; synth: number; deploy: number };
   stop(): Promise<void>;
@@ -132,15 +125,7 @@ export interface LocalOptions {
    * and channel, lost acknowledgements and crashed invocations in the runtime.
    */
   readonly faultInjection?: FaultInjection;
-  /**
-   * The AWS client the functions get: `lean`, the one they run with when deployed
-   * (functions/adapters/aws/lean-client), with `faultInjection.http`'s faults at its HTTP seam
-   * when there are any; or `sdk`, the emulator's SDK clients (`clients`), for runs that put
-   * middleware on them (the bench's meter, a fault injection without `http`).
-   * @default "lean"; "sdk" with a `faultInjection` that has no `http`
-   */
-  readonly functionClient?: "lean" | "sdk";
-  /** More CDK context for the synth, as `-c key=value` gives it (e.g. `agentbus:awsClient`). */
+  /** More CDK context for the synth, as `-c key=value` gives it. */
   readonly context?: Readonly<Record<string, unknown>>;
 }
 
@@ -169,13 +154,12 @@ export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvir
     const names = stackNames(deployment.outputs, topology);
     if (names.tables.orders)
       await putOrders(fromSdk(clients.dynamodb), names.tables.orders, SAMPLE_ORDERS);
-    const functionClient = functionClientOf(options, deployment);
     const config = emulatorConfig(endpoint, region);
-    const functionClients = functionClientsOf(functionClient, options, clients, config);
+    const functions = functionClientsOf(clients, options.faultInjection, config);
     const { issuer, ...running } = await startRuntime(
       deployment,
       clients,
-      functionClients,
+      functions.functionClients,
       endpoint,
       options,
     );
@@ -194,14 +178,14 @@ export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvir
       store: eventStoreOf(clients, names),
       buses: { ...names.buses },
       groups: consumerGroupsOf(deployment),
-      functionClient,
       ...(frontDoor ? { frontDoor } : {}),
       ...(subscriberBusEndpoint ? { subscriberBusEndpoint } : {}),
       timings: { emulator: emulatorMs, synth: synthMs, deploy: deployMs },
       stop: async () => {
         ops.close();
         await Promise.all([frontDoor?.stop(), subscriberBusEndpoint?.stop()]);
-        return stopLocal(running.runtime, clients, moto);
+        await stopLocal(running.runtime, clients, moto);
+        functions.destroy();
       },
     };
   } catch (error) {
@@ -364,33 +348,4 @@ async function stopLocal(
   clients.eventbridge.destroy();
   clients.sns?.destroy();
   await moto?.stop();
-}
-
-/**
- * The clients the functions get (`LocalOptions.functionClient`): one lean client for every
- * service, as a deployed function has, or the emulator's SDK clients.
- */
-/**
- * The AWS client the functions get: the option's, else the one the stack was built with
- * (`-c agentbus:awsClient=sdk`), else the lean client (the SDK's for a fault injection without
- * faults at the lean client's HTTP seam).
- */
-function functionClientOf(options: LocalOptions, deployment: LocalDeployment): "lean" | "sdk" {
-  if (options.functionClient) return options.functionClient;
-  if (deployment.functions.some((f) => f.awsClient === "sdk")) return "sdk";
-  const injection = options.faultInjection;
-  return injection && !injection.http ? "sdk" : "lean";
-}
-
-function functionClientsOf(
-  choice: "lean" | "sdk",
-  options: LocalOptions,
-  clients: AwsClients,
-  config: LeanClientOptions,
-): FunctionClients {
-  if (choice === "sdk") return sdkFunctionClients(clients);
-  const injection = options.faultInjection;
-  const http = injection?.http?.(new NodeHttpHandler() as unknown as HttpSender);
-  const client = new LeanAwsClient({ ...config, ...(http ? { http } : {}) });
-  return { dynamodb: client, sqs: client, eventbridge: client, kms: client };
 }

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from "node:crypto";
+import { Sha256 } from "@smithy/core/checksum";
 import { SignatureV4 } from "@smithy/signature-v4";
-import { Sha256 } from "../../../functions/adapters/aws/lean-client";
 
 /**
  * What API Gateway's IAM authorization checks of a signed request, for the local front door (and

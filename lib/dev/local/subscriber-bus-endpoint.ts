@@ -1,8 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { fromCbor, toCbor } from "../../../functions/adapters/aws/lean/cbor";
-import { RPC_V2_CBOR_HEADERS } from "../../../functions/adapters/aws/lean/wire";
+import {
+  fromCbor,
+  RPC_V2_CBOR_HEADERS,
+  toCbor,
+} from "../../../functions/adapters/aws/eventbridge-v2";
 import type { SubscriberBusPutEvents } from "../../../functions/adapters/eventbridge/subscriber-bus";
 import type { PointInTimeSubscriberRequest } from "../../operator/replay-subscriber";
 import { subscriberArnOf } from "./deploy/subscribers";
@@ -12,11 +15,11 @@ import { type LocalCredentials, verifySignature } from "./sigv4";
 
 /**
  * The `eventbridgev2` API served on 127.0.0.1 as the service serves it, over the local runtime's
- * emulation of the new buses (./runtime/subscriber-buses.ts), so that what speaks to AWS (the lean
- * client, `agentbus replay`) is exercised on its own wire protocol: Smithy RPC v2 CBOR, `POST
+ * emulation of the new buses (./runtime/subscriber-buses.ts), so that what speaks to AWS (the
+ * relay's client, `agentbus replay`) is exercised on its own wire protocol: Smithy RPC v2 CBOR, `POST
  * /service/AWSEventsV2/operation/<Operation>` with `smithy-protocol: rpc-v2-cbor` and CBOR bodies
  * both ways, signed (SigV4) for `events` in the endpoint's region by the emulator's credentials
- * (functions/adapters/aws/lean/services.ts has the sources). Errors are CBOR with `__type` and
+ * (functions/adapters/aws/eventbridge-v2.ts has the sources). Errors are CBOR with `__type` and
  * `message`. Served: PutEvents, DescribeEventBus, DescribeSubscriber (a subscriber of the template, by ARN),
  * ListSubscribers (by bus and name prefix; one page) and CreateSubscriber (a point-in-time replay,
  * idempotent by `ClientToken`: the same token answers what it created the first time).

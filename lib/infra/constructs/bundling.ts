@@ -24,24 +24,8 @@ export type FunctionBundling = Required<
     | "sourcesContent"
     | "banner"
     | "externalModules"
-    | "define"
   >
 >;
-
-/** The AWS clients a function can be built with: the lean client, or the SDK v3 clients. */
-export type AwsClientChoice = "lean" | "sdk";
-
-/** The CDK context key that chooses them: `cdk deploy -c agentbus:awsClient=sdk`. */
-export const AWS_CLIENT_CONTEXT = "agentbus:awsClient";
-
-/** The context's choice, `lean` without one; anything else is refused with what it may be. */
-export function parseAwsClient(value: unknown): AwsClientChoice {
-  if (value === undefined || value === "lean") return "lean";
-  if (value === "sdk") return "sdk";
-  throw new Error(
-    `-c ${AWS_CLIENT_CONTEXT}=${String(value)} is not a client: use lean (the default) or sdk`,
-  );
-}
 
 /**
  * How every AgentBus function is bundled, declared once: the construct hands it to
@@ -49,15 +33,15 @@ export function parseAwsClient(value: unknown): AwsClientChoice {
  * of it.
  *
  * Nothing is left to the runtime (`externalModules: []`, where CDK's default leaves
- * `@aws-sdk/*` to the Node.js 22 runtime's copy): the functions call AWS through
- * functions/adapters/aws/lean-client, which bundles the SDK's signer, HTTP handler and retry
- * strategy and none of its clients, so every function runs with the versions of package-lock.json
- * that every test ran against. `npm run bench -- bundles` measures, in the same run, the same
- * handler with the SDK v3 clients of the services it calls inside, and the bundling before that
- * (the whole SDK, the Powertools Tracer with the X-Ray SDK, all of zod). Also left out: the X-Ray
- * SDK (functions/handlers/xray.ts writes the subsegments itself), zod's classic API (the schemas
- * the functions carry are zod/mini, through schemas/zod.ts) and zod's locales but English (every
- * module imports zod as a namespace, `import * as z`, which esbuild can tree-shake).
+ * `@aws-sdk/*` to the Node.js 22 runtime's copy): the functions call AWS through the AWS SDK v3
+ * clients (functions/adapters/aws/sdk-client), bundled with the versions of package-lock.json
+ * that every test ran against, each bundle with the clients of the operations its code sends
+ * (functions/adapters/aws/operations marks them pure). `npm run bench -- bundles` measures them
+ * next to the bundling before the SDK was trimmed (the whole SDK, the Powertools Tracer with the
+ * X-Ray SDK, all of zod). Also left out: the X-Ray SDK (functions/handlers/xray.ts writes the
+ * subsegments itself), zod's classic API (the schemas the functions carry are zod/mini, through
+ * schemas/zod.ts) and zod's locales but English (every module imports zod as a namespace,
+ * `import * as z`, which esbuild can tree-shake).
  */
 export const FUNCTION_BUNDLING: FunctionBundling = {
   format: OutputFormat.ESM,
@@ -68,23 +52,7 @@ export const FUNCTION_BUNDLING: FunctionBundling = {
   sourcesContent: false,
   banner: ESM_REQUIRE_BANNER,
   externalModules: [],
-  define: { "process.env.AGENTBUS_AWS_CLIENT": JSON.stringify("lean") },
 };
-
-/**
- * `FUNCTION_BUNDLING` with the AWS clients chosen: `sdk` builds functions/handlers/aws.ts's
- * `containerAwsClient` on the SDK v3 clients (a way back from the lean client without a code
- * change, at the bundle size `npm run bench -- bundles` shows for them).
- */
-export function functionBundling(awsClient: AwsClientChoice): FunctionBundling {
-  return {
-    ...FUNCTION_BUNDLING,
-    define: {
-      ...FUNCTION_BUNDLING.define,
-      "process.env.AGENTBUS_AWS_CLIENT": JSON.stringify(awsClient),
-    },
-  };
-}
 
 /**
  * The esbuild build `NodejsFunction` runs for `bundling` (aws-cdk-lib's aws-lambda-nodejs
@@ -110,6 +78,5 @@ export function esbuildOptions(
     external: [...bundling.externalModules],
     banner: { js: bundling.banner },
     mainFields: [...bundling.mainFields],
-    define: { ...bundling.define },
   };
 }

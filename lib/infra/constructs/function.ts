@@ -8,7 +8,7 @@ import { LogGroup, type RetentionDays } from "aws-cdk-lib/aws-logs";
 import type { Construct } from "constructs";
 import { PACKAGE_ROOT } from "../package-root";
 import { logRetentionAt } from "../retention";
-import { AWS_CLIENT_CONTEXT, FUNCTION_RUNTIME, functionBundling, parseAwsClient } from "./bundling";
+import { FUNCTION_BUNDLING, FUNCTION_RUNTIME } from "./bundling";
 
 export { FUNCTION_RUNTIME } from "./bundling";
 
@@ -32,7 +32,6 @@ export const METADATA = {
   entry: "agentbus:entry",
   kind: "agentbus:kind",
   group: "agentbus:group",
-  awsClient: "agentbus:awsClient",
 } as const;
 
 /**
@@ -131,7 +130,6 @@ export class AgentBusFunction extends NodejsFunction {
       description: props.description && `Execution role: ${props.description}`.slice(0, 1000),
     });
     logGroup.grantWrite(role);
-    const awsClient = parseAwsClient(scope.node.tryGetContext(AWS_CLIENT_CONTEXT));
     super(scope, id, {
       role,
       entry,
@@ -150,7 +148,7 @@ export class AgentBusFunction extends NodejsFunction {
         POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
         ...props.environment,
       },
-      bundling: functionBundling(awsClient),
+      bundling: FUNCTION_BUNDLING,
     });
     this.entryPath = props.entry;
     this.kind = props.kind;
@@ -160,7 +158,6 @@ export class AgentBusFunction extends NodejsFunction {
     cfn.addMetadata(METADATA.entry, props.entry);
     cfn.addMetadata(METADATA.kind, props.kind);
     if (props.group !== undefined) cfn.addMetadata(METADATA.group, props.group);
-    cfn.addMetadata(METADATA.awsClient, awsClient);
     acknowledgeNagFindings(cfn, role, props.unscopedActions);
   }
 }

@@ -26,7 +26,6 @@ export function functionOf(input: ResourceInput, placement: Placement): LocalFun
     entry,
     kind: String(metadata["agentbus:kind"] ?? "unknown"),
     group: typeof group === "string" ? group : undefined,
-    awsClient: metadata["agentbus:awsClient"] === "sdk" ? "sdk" : "lean",
     environment: Object.fromEntries(Object.entries(variables).map(([k, v]) => [k, String(v)])),
     timeoutSeconds: Number(props.Timeout ?? 3),
     memoryMb: Number(props.MemorySize ?? 128),

@@ -22,8 +22,6 @@ export interface LocalFunction {
   readonly entry: string;
   readonly kind: string;
   readonly group?: string;
-  /** The AWS client it was built with (metadata `agentbus:awsClient`, `-c agentbus:awsClient`). */
-  readonly awsClient?: "lean" | "sdk";
   readonly environment: Record<string, string>;
   readonly timeoutSeconds: number;
   /** `MemorySize` in MB (Lambda's default, 128, when the template has none). */

@@ -1,5 +1,4 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import type { HttpSender } from "../../../../functions/adapters/aws/lean-client";
 import type { ModelPort } from "../../../../functions/core/model";
 import type { ChannelPort } from "../../../../functions/roles/customer-support/integrations/reply-channel/port";
 import type { AwsClients, LocalFunction } from "../deploy";
@@ -43,6 +42,28 @@ export function crash(invocation: Invocation, after: string): InvocationCrash {
   return new InvocationCrash(`${invocation.function} crashed after ${after}`);
 }
 
+/**
+ * What sends an SDK client's signed requests (its `requestHandler`, @smithy/node-http-handler's
+ * shape): fault injection wraps it to answer as a failing service or network would.
+ */
+export interface HttpSender {
+  handle(request: HttpRequestLike, options?: object): Promise<{ response: HttpResponseLike }>;
+}
+export interface HttpRequestLike {
+  readonly method: string;
+  readonly hostname: string;
+  readonly path: string;
+  readonly headers: Record<string, string>;
+  /** Text (the JSON and query protocols), or bytes. */
+  readonly body?: unknown;
+}
+export interface HttpResponseLike {
+  readonly statusCode: number;
+  readonly headers: Record<string, string | undefined>;
+  /** A readable stream of the body, as the SDK reads it. */
+  readonly body?: AsyncIterable<Uint8Array | string>;
+}
+
 /** Stand-ins the handlers get, which fault injection may wrap. */
 export interface Services {
   readonly model: ModelPort;
@@ -50,8 +71,9 @@ export interface Services {
 }
 
 /**
- * Fault injection from outside the runtime (lib/dev/chaos): SDK middleware on the clients every
- * function gets, wrapped stand-ins, and the runtime's own decisions (lose an acknowledgement).
+ * Fault injection from outside the runtime (lib/dev/chaos): SDK middleware on the emulator's
+ * clients or a request handler under the functions' own, wrapped stand-ins, and the runtime's
+ * own decisions (lose an acknowledgement).
  */
 export interface FaultInjection {
   /** The synthesized template as it is to be deployed (e.g. with shorter timeouts). */
@@ -59,8 +81,9 @@ export interface FaultInjection {
   /** Called once with the clients handed to every function. */
   attach?(clients: AwsClients): void;
   /**
-   * The HTTP sender the functions' lean AWS client is to use, given the one it would (faults at
-   * its HTTP seam). With it, the functions run with the lean client they ship.
+   * The request handler of the functions' SDK clients, given the one they would use (faults at
+   * their HTTP seam, below the SDK's retries). With it, the functions get SDK clients of their
+   * own (../function-clients.ts) instead of the ones `attach` is given.
    */
   http?(sender: HttpSender): HttpSender;
   /** The stand-ins handed to the handlers. */

@@ -1,10 +1,7 @@
 import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import type { SQSClient } from "@aws-sdk/client-sqs";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { CBOR } from "../../../functions/adapters/aws/lean/cbor";
-import { endpointOf } from "../../../functions/adapters/aws/lean/services";
-import { LeanAwsClient } from "../../../functions/adapters/aws/lean-client";
-import { sdkAwsClient, withSdkCredentials } from "../../../functions/adapters/aws/sdk-client";
+import { eventBridgeV2Client } from "../../../functions/adapters/aws/eventbridge-v2";
 import {
   AwsSubscriberBusClient,
   SubscriberBusPublisher,
@@ -23,9 +20,10 @@ import { planSubscriberReplays, replayTargets } from "../../../lib/operator/repl
 import { taskStream } from "../../support/factories";
 
 /**
- * The lean client's `eventbridgev2` (Smithy RPC v2 CBOR, no SDK for JavaScript client to compare
- * with) against the local endpoint on 127.0.0.1, which refuses what the service would (a path,
- * header or signature not as the protocol has them) and serves the local runtime's emulation.
+ * The `eventbridgev2` client (Smithy RPC v2 CBOR on an SDK EventBridge client's credentials and
+ * retries; no SDK for JavaScript client to compare with) against the local endpoint on 127.0.0.1,
+ * which refuses what the service would (a path, header or signature not as the protocol has them)
+ * and serves the local runtime's emulation.
  */
 
 const REGION = "us-east-1";
@@ -80,40 +78,63 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await endpoint?.stop();
+  for (const sdk of lenders) sdk.destroy();
 });
 
 afterEach(() => {
   answers = [];
 });
 
-const client = (options: { credentials?: { accessKeyId: string; secretAccessKey: string } } = {}) =>
-  new LeanAwsClient({
+const lenders: EventBridgeClient[] = [];
+
+/** An SDK EventBridge client (the test's credentials and region), destroyed after the tests. */
+function lender(config: ConstructorParameters<typeof EventBridgeClient>[0] = {}) {
+  const sdk = new EventBridgeClient({
     region: REGION,
+    credentials: LOCAL_SERVICE_CREDENTIALS,
+    ...config,
+  });
+  lenders.push(sdk);
+  return sdk;
+}
+
+const client = (options: { credentials?: { accessKeyId: string; secretAccessKey: string } } = {}) =>
+  eventBridgeV2Client(lender(options.credentials ? { credentials: options.credentials } : {}), {
     endpoint: endpoint.url,
-    credentials: options.credentials ?? LOCAL_SERVICE_CREDENTIALS,
-    env: {},
-    cbor: CBOR,
   });
 const callsSince = (n: number): SubscriberBusCall[] => endpoint.calls.slice(n);
 
-describe("eventbridgev2 through the lean client", () => {
-  it("resolves the host names the AWS SDK for Rust's endpoint rules do (regional, FIPS, dual-stack)", () => {
-    expect(endpointOf("eventsv2", "us-east-1", {}).href).toBe(
-      "https://eventsv2.us-east-1.amazonaws.com/",
+describe("eventbridgev2 on the SDK's credentials, retries and codec", () => {
+  it("resolves the host names the AWS SDK for Rust's endpoint rules do (regional, FIPS, dual-stack), on the SDK's partitions", async () => {
+    const hostOf = async (region: string, config = {}, env = {}) => {
+      const sdk = lender({ region, ...config });
+      const hosts: string[] = [];
+      const requestHandler = {
+        handle: async (request: { hostname: string }) => {
+          hosts.push(request.hostname);
+          throw Object.assign(new Error("not sent"), { name: "NotSent" });
+        },
+      };
+      Object.assign(sdk.config, { requestHandler });
+      await eventBridgeV2Client(sdk, { env })
+        .send({ service: "eventsv2", operation: "PutEvents", input: {} })
+        .catch(() => undefined);
+      return hosts[0];
+    };
+    expect(await hostOf("us-east-1")).toBe("eventsv2.us-east-1.amazonaws.com");
+    expect(await hostOf("us-east-1", { useFipsEndpoint: true })).toBe(
+      "eventsv2-fips.us-east-1.amazonaws.com",
     );
-    expect(endpointOf("eventsv2", "us-east-1", { AWS_USE_FIPS_ENDPOINT: "true" }).href).toBe(
-      "https://eventsv2-fips.us-east-1.amazonaws.com/",
+    expect(await hostOf("us-gov-west-1", { useFipsEndpoint: true })).toBe(
+      "eventsv2-fips.us-gov-west-1.amazonaws.com",
     );
-    expect(endpointOf("eventsv2", "us-east-1", { AWS_USE_DUALSTACK_ENDPOINT: "true" }).href).toBe(
-      "https://eventsv2.us-east-1.api.aws/",
+    expect(await hostOf("us-east-1", { useDualstackEndpoint: true })).toBe(
+      "eventsv2.us-east-1.api.aws",
     );
-    expect(endpointOf("eventsv2", "cn-north-1", {}).href).toBe(
-      "https://eventsv2.cn-north-1.amazonaws.com.cn/",
-    );
+    expect(await hostOf("cn-north-1")).toBe("eventsv2.cn-north-1.amazonaws.com.cn");
     expect(
-      endpointOf("eventsv2", "eu-west-1", { AWS_ENDPOINT_URL_EVENTBRIDGEV2: "http://127.0.0.1:1" })
-        .href,
-    ).toBe("http://127.0.0.1:1/");
+      await hostOf("eu-west-1", {}, { AWS_ENDPOINT_URL_EVENTBRIDGEV2: "http://127.0.0.1:1" }),
+    ).toBe("127.0.0.1");
   });
 
   it("publishes as RPC v2 CBOR signed for events: the entries, their time as a timestamp, their event group", async () => {
@@ -145,20 +166,22 @@ describe("eventbridgev2 through the lean client", () => {
     expect(again.Entries?.map((e) => e.SuccessCode)).toEqual(["DEDUPLICATED"]);
   });
 
-  it("is what a function built with the SDK's clients sends it through too, signed with the SDK's credential chain", async () => {
+  it("is what a function sends it through: an EventBridge client with the SDK's defaults lends its credential chain and region", async () => {
     vi.stubEnv("AWS_REGION", REGION);
     vi.stubEnv("AWS_ACCESS_KEY_ID", "testing");
     vi.stubEnv("AWS_SECRET_ACCESS_KEY", "testing");
     vi.stubEnv("AWS_ENDPOINT_URL_EVENTBRIDGEV2", endpoint.url);
+    const sdk = new EventBridgeClient();
     try {
       const before = endpoint.calls.length;
-      const result = await new AwsSubscriberBusClient(sdkAwsClient()).putEvents({
+      const result = await new AwsSubscriberBusClient(eventBridgeV2Client(sdk)).putEvents({
         EventBusArn: BUS,
         Entries: taskStream(1, 1).map(subscriberBusEntry),
       });
       expect(result.Entries?.map((e) => e.SuccessCode)).toEqual(["PUBLISHED"]);
       expect(callsSince(before).map((c) => c.operation)).toEqual(["PutEvents"]);
     } finally {
+      sdk.destroy();
       vi.unstubAllEnvs();
     }
   });
@@ -204,7 +227,7 @@ describe("eventbridgev2 through the lean client", () => {
     expect(callsSince(before)).toHaveLength(3);
   });
 
-  it("names a refusal by its __type, without retrying it; refuses a request not signed as the service requires; needs the CBOR codec given", async () => {
+  it("names a refusal by its __type, without retrying it; refuses a request not signed as the service requires", async () => {
     const missing = client().send({
       service: "eventsv2",
       operation: "PutEvents",
@@ -215,10 +238,6 @@ describe("eventbridgev2 through the lean client", () => {
       $fault: "client",
       $metadata: { httpStatusCode: 400, attempts: 1 },
     });
-    const codecless = new LeanAwsClient({ region: REGION, endpoint: endpoint.url, env: {} });
-    await expect(
-      codecless.send({ service: "eventsv2", operation: "PutEvents", input: { EventBusArn: BUS } }),
-    ).rejects.toThrow(/speaks RPC v2 CBOR: give the lean client its codec/);
     const forged = client({ credentials: { accessKeyId: "testing", secretAccessKey: "other" } });
     await expect(
       forged.send({ service: "eventsv2", operation: "PutEvents", input: { EventBusArn: BUS } }),
@@ -246,8 +265,7 @@ describe("a point-in-time replay subscriber through eventbridgev2, signed with t
 
   it("describes the live subscriber, creates its copy over the window once, and finds it the second time", async () => {
     if (!plan) throw new Error("no plan");
-    const sdk = new EventBridgeClient({ region: REGION, credentials: LOCAL_SERVICE_CREDENTIALS });
-    const v2 = withSdkCredentials(sdk, { region: REGION, endpoint: endpoint.url });
+    const v2 = eventBridgeV2Client(lender(), { endpoint: endpoint.url });
     const before = endpoint.calls.length;
     const first = await startSubscriberReplay(v2, plan, window);
     expect(first).toMatchObject({ outcome: "started", state: "RUNNING" });
@@ -282,7 +300,6 @@ describe("a point-in-time replay subscriber through eventbridgev2, signed with t
     const second = await startSubscriberReplay(v2, plan, window);
     expect(second).toMatchObject({ outcome: "existing", subscriberArn: first.subscriberArn });
     expect(callsSince(before).filter((c) => c.operation === "CreateSubscriber")).toHaveLength(1);
-    sdk.destroy();
   });
 
   it("refuses a window older than the bus keeps, from DescribeEventBus", async () => {
