@@ -78,7 +78,11 @@ export type RolePorts<Uses extends IntegrationUses = IntegrationUses> = {
   readonly store: EventStore;
 } & { readonly [K in keyof Uses]: PortOf<Uses[K]> };
 
-/** A declared integration, its types checked. */
+/**
+ * A declared integration, its types checked. Each declaration (and each adapter) is annotated
+ * with esbuild's pure marker (`@__PURE__` in a block comment before the call) so that a bundle
+ * that imports the kit drops the integrations its role does not use, and their code.
+ */
 export function defineIntegration<Port, Options = undefined>(
   integration: Integration<Port, Options>,
 ): Integration<Port, Options> {

@@ -6,7 +6,7 @@ import { defineIntegration } from "../../core/integration";
  * conversation with the model, kept by content hash beside its state so that each step's commit
  * stays small. On AWS, items of the hub's state table.
  */
-export const content = defineIntegration<ContentStore>({
+export const content = /* @__PURE__ */ defineIntegration<ContentStore>({
   name: "content",
   access: "write",
   does: "keeps its model conversation's content",

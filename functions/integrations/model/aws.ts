@@ -20,7 +20,7 @@ const ModelEnv = z.discriminatedUnion("MODEL_PROVIDER", [
   z.object({ MODEL_PROVIDER: z.literal("local"), MODEL_ID: z.optional(z.string()) }),
 ]);
 
-export const modelAdapter = defineAdapter(model, ({ env, group, client }) => {
+export const modelAdapter = /* @__PURE__ */ defineAdapter(model, ({ env, group, client }) => {
   const parsed = parseEnv(
     ModelEnv,
     { ...env, MODEL_PROVIDER: env.MODEL_PROVIDER ?? "bedrock" },

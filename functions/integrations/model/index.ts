@@ -9,7 +9,7 @@ import type { ModelPort } from "../../core/model";
  * the same request). Its answers change from call to call, so a role that calls it is not a fold
  * of its streams: rebuild and check refuse it.
  */
-export const model = defineIntegration<ModelPort>({
+export const model = /* @__PURE__ */ defineIntegration<ModelPort>({
   name: "model",
   access: "read",
   does: "calls a model",

@@ -30,16 +30,19 @@ const QueueDepthEnv = z.object({ AGENT_QUEUE_URLS: z.optional(QueueUrls) });
  * `AGENT_QUEUE_URLS` (JSON, agent group -> queue URL) turns on the queue-depth source (SQS
  * GetQueueAttributes, cached a few seconds); without it there is none.
  */
-export const queueDepthAdapter = defineAdapter(queueDepth, ({ env, group, client, warn }) => {
-  const { AGENT_QUEUE_URLS } = parseEnv(QueueDepthEnv, env, group);
-  if (!AGENT_QUEUE_URLS) return undefined;
-  return sqsQueueDepth({
-    client: client("sqs"),
-    queueUrls: AGENT_QUEUE_URLS,
-    onError: (agent, error) =>
-      warn("could not read a queue depth; counting it as 0", {
-        group: agent,
-        error: describe(error),
-      }),
-  });
-});
+export const queueDepthAdapter = /* @__PURE__ */ defineAdapter(
+  queueDepth,
+  ({ env, group, client, warn }) => {
+    const { AGENT_QUEUE_URLS } = parseEnv(QueueDepthEnv, env, group);
+    if (!AGENT_QUEUE_URLS) return undefined;
+    return sqsQueueDepth({
+      client: client("sqs"),
+      queueUrls: AGENT_QUEUE_URLS,
+      onError: (agent, error) =>
+        warn("could not read a queue depth; counting it as 0", {
+          group: agent,
+          error: describe(error),
+        }),
+    });
+  },
+);

@@ -10,7 +10,7 @@ export type QueueDepthSource = (
  * busy agent (backpressure). Undefined where no depths are known (no agents, or the twin): then
  * nothing is held back. A depth changes from call to call, so a role that reads it is not a fold.
  */
-export const queueDepth = defineIntegration<QueueDepthSource | undefined>({
+export const queueDepth = /* @__PURE__ */ defineIntegration<QueueDepthSource | undefined>({
   name: "queueDepth",
   access: "read",
   does: "reads its agents' queue depths",

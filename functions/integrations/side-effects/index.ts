@@ -8,7 +8,7 @@ import { InMemorySideEffects, type SideEffectStore } from "../../core/side-effec
  * on AWS; the ledger itself is a read and write of that table, not of the outside world, but a
  * role that keeps one calls out while deciding (the writes it records), so it is not a fold.
  */
-export const sideEffects = defineIntegration<SideEffectStore>({
+export const sideEffects = /* @__PURE__ */ defineIntegration<SideEffectStore>({
   name: "sideEffects",
   access: "write",
   does: "records outside writes in the side-effect ledger",

@@ -17,7 +17,7 @@ export interface OrdersUse {
  * uses it with `cancel` (a conditional write). A role that reads orders records what it read, so
  * it is still a fold of its streams.
  */
-export const orders = defineIntegration<OrdersPort, OrdersUse>({
+export const orders = /* @__PURE__ */ defineIntegration<OrdersPort, OrdersUse>({
   name: "orders",
   access: "read",
   does: "reads orders",

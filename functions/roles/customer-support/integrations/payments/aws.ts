@@ -5,7 +5,7 @@ import { DynamoPaymentsStandIn } from "./dynamodb-stand-in";
 import { payments } from "./index";
 
 /** The payment stand-in's table, `PAYMENTS_TABLE`. */
-export const paymentsAdapter = defineAdapter(payments, ({ env, group, client }) => {
+export const paymentsAdapter = /* @__PURE__ */ defineAdapter(payments, ({ env, group, client }) => {
   const parsed = parseEnv(
     z.object({ PAYMENTS_TABLE: z.string().check(z.minLength(1)) }),
     env,

@@ -11,7 +11,7 @@ export type { PaymentsPort };
  * (./aws.ts) with one for its provider. Its twin is LocalPayments, with the same error contract
  * and injectable faults.
  */
-export const payments = defineIntegration<PaymentsPort>({
+export const payments = /* @__PURE__ */ defineIntegration<PaymentsPort>({
   name: "payments",
   access: "write",
   does: "pays refunds",

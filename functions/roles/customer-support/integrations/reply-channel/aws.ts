@@ -21,12 +21,15 @@ const ChannelEnv = z.discriminatedUnion("CHANNEL_PROVIDER", [
   z.object({ CHANNEL_PROVIDER: z.literal("local") }),
 ]);
 
-export const replyChannelAdapter = defineAdapter(replyChannel, ({ env, group, client }) => {
-  const parsed = parseEnv(
-    ChannelEnv,
-    { ...env, CHANNEL_PROVIDER: env.CHANNEL_PROVIDER ?? "sns" },
-    group,
-  );
-  if (parsed.CHANNEL_PROVIDER === "local") return new LocalChannel();
-  return new SnsChannel({ client: client("sns"), topicArn: parsed.CHANNEL_TOPIC_ARN });
-});
+export const replyChannelAdapter = /* @__PURE__ */ defineAdapter(
+  replyChannel,
+  ({ env, group, client }) => {
+    const parsed = parseEnv(
+      ChannelEnv,
+      { ...env, CHANNEL_PROVIDER: env.CHANNEL_PROVIDER ?? "sns" },
+      group,
+    );
+    if (parsed.CHANNEL_PROVIDER === "local") return new LocalChannel();
+    return new SnsChannel({ client: client("sns"), topicArn: parsed.CHANNEL_TOPIC_ARN });
+  },
+);

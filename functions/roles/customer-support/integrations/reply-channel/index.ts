@@ -11,7 +11,7 @@ export type { ChannelPort };
  * delivery (a chat backend's queue or endpoint) to it. Its twin, LocalChannel, only records what
  * it is sent.
  */
-export const replyChannel = defineIntegration<ChannelPort>({
+export const replyChannel = /* @__PURE__ */ defineIntegration<ChannelPort>({
   name: "replyChannel",
   access: "write",
   does: "sends through the reply channel",
