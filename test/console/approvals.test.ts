@@ -3,7 +3,7 @@ import type { AgentJournal } from "../../functions/core/agent/agent";
 import type { ActionOutcome, OpsActions } from "../../lib/operator/actions";
 import { agentWaitOf } from "../../lib/operator/agent-actions";
 import { answerProblem } from "../../lib/operator/agent-answer";
-import { answerPost, parseAction } from "../../lib/operator/console/actions";
+import { type ActionContext, answerPost, parseAction } from "../../lib/operator/console/actions";
 import { FlashMessages } from "../../lib/operator/console/flash";
 import { type PageContext, routeRequest } from "../../lib/operator/console/routes";
 import { REFUND_REVIEW_DECISION } from "../../schemas/events/refund";
@@ -151,6 +151,23 @@ function recordingActions(answer: () => ActionOutcome) {
   return { calls, actions };
 }
 
+/** Posts a form to `path` from the console's own origin, and reads the message it redirects with. */
+function poster(context: ActionContext, path: string) {
+  const post = (fields: Record<string, string>) =>
+    answerPost(context, {
+      path,
+      host: OWN,
+      origin: `http://${OWN}`,
+      contentType: "application/x-www-form-urlencoded",
+      body: new URLSearchParams(fields).toString(),
+    });
+  const flashOf = (answer: Awaited<ReturnType<typeof post>>) =>
+    context.flashes.of(
+      new URL("location" in answer ? answer.location : "/", "http://x").searchParams,
+    );
+  return { post, flashOf };
+}
+
 describe("the agent-run forms' POSTs", () => {
   const form = (fields: Record<string, string>) => new URLSearchParams(fields);
   const path = `/agent-runs/${APPROVAL_RUN}/decide`;
@@ -208,16 +225,7 @@ describe("the agent-run forms' POSTs", () => {
     const { calls, actions } = recordingActions(() => answer);
     const flashes = new FlashMessages();
     const context = { actions, flashes, own: OWN, token: TOKEN };
-    const post = (fields: Record<string, string>) =>
-      answerPost(context, {
-        path,
-        host: OWN,
-        origin: `http://${OWN}`,
-        contentType: "application/x-www-form-urlencoded",
-        body: form(fields).toString(),
-      });
-    const flashOf = (a: Awaited<ReturnType<typeof post>>) =>
-      flashes.of(new URL("location" in a ? a.location : "/", "http://x").searchParams);
+    const { post, flashOf } = poster(context, path);
 
     expect((await post({ step: "call_2_1", decision: "approve" })).status).toBe(403);
     expect(calls).toEqual([]);
@@ -301,16 +309,7 @@ describe("a run handed over for good: its answer from the overview", () => {
     const { calls, actions } = recordingActions(() => outcome);
     const flashes = new FlashMessages();
     const context = { actions, flashes, own: OWN, token: TOKEN };
-    const post = (fields: Record<string, string>) =>
-      answerPost(context, {
-        path,
-        host: OWN,
-        origin: `http://${OWN}`,
-        contentType: "application/x-www-form-urlencoded",
-        body: new URLSearchParams(fields).toString(),
-      });
-    const flashOf = (a: Awaited<ReturnType<typeof post>>) =>
-      flashes.of(new URL("location" in a ? a.location : "/", "http://x").searchParams);
+    const { post, flashOf } = poster(context, path);
     const fields = { decision: "answer", output: JSON.stringify(answer) };
 
     expect((await post(fields)).status).toBe(403);
