@@ -449,9 +449,9 @@ export class AgentBusStack extends Stack {
     const users = new Map<string, IntegrationUser<unknown>[]>();
     for (const declaration of topology.groups) {
       const group = this.groups.find((g) => g.groupName === declaration.name);
+      if (!group) continue;
       for (const use of declaration.uses ?? []) {
         const infra = infras.get(use.integration.name);
-        if (!group) continue;
         if (!infra || infra.integration !== use.integration)
           throw new Error(
             `consumer group ${JSON.stringify(declaration.name)} uses the ${use.integration.name} integration, but the stack ${infra ? "was given another integration of that name" : "was given no infrastructure for it"}: pass its infra.ts in the stack's integrations`,

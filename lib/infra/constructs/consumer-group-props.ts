@@ -183,17 +183,11 @@ export interface ConsumerGroupProps {
   readonly attention?: readonly AttentionSignal[];
 
   /**
-   * The consumer's decision calls a language model (its module uses the model integration): it gets
-   * the model setting of the CDK context when `model` is not given.
-   * @default false
-   */
-  readonly callsModel?: boolean;
-
-  /**
    * The language model the consumer calls: `MODEL_PROVIDER` / `MODEL_ID` in its environment and,
    * for Bedrock, `bedrock:InvokeModel` on that model only (see `model-access.ts`).
-   * @default - with `callsModel`, the CDK context `agentbus:modelId` on Bedrock (else
-   * DEFAULT_MODEL_ID); no model otherwise
+   * The model integration's infrastructure gives a group that uses it the CDK context's
+   * (`ConsumerGroup.callModel`).
+   * @default - no model
    */
   readonly model?: ModelSetting;
 }

@@ -123,7 +123,7 @@ export class ConsumerGroup extends Construct {
     }
 
     this.consumer = this.createConsumer(props, settings);
-    if (props.model !== undefined || props.callsModel) this.callModel(props.model);
+    if (props.model !== undefined) this.callModel(props.model);
 
     const alarms = createGroupAlarms(this, settings, queues);
     this.deadLetterAlarm = alarms.deadLetterAlarm;
