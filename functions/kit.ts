@@ -7,8 +7,19 @@
  * the hub but these entry points, so they are the examples of this API.
  */
 
-// The envelope and the event types it carries.
-export type { Envelope, EventPayloads, EventType } from "../schemas";
+// The envelope and the event types it carries; an application's own types, and the zod (mini)
+// their payload schemas are written with, the registry's own copy.
+export type {
+  Envelope,
+  EventPayloads,
+  EventType,
+  EventTypeDefinition,
+  PayloadTypes,
+  Topic,
+} from "../schemas";
+export { defineEventType } from "../schemas";
+export { outsideCommand, outsideFact, streamCommand, streamFact } from "../schemas/events/kinds";
+export * as z from "../schemas/zod";
 // Agents that loop over tools, and the single-call agent run.
 export type { AgentDefinition, AgentJournal } from "./core/agent/agent";
 export { agentModelSchemas, defineAgent } from "./core/agent/agent";

@@ -9,7 +9,8 @@ import { defineTaskEvents } from "./events/task";
 import { defineWorkflowEvents } from "./events/workflow";
 import { defineWorkflowCancelEvents } from "./events/workflow-cancel";
 import { defineWorkflowResolveEvents } from "./events/workflow-resolve";
-import { EventRegistry, type PayloadTypes } from "./registry";
+import { EventRegistry, type EventTypeDefinition, type PayloadTypes } from "./registry";
+import type * as z from "./zod";
 
 export * from "./envelope";
 export * from "./ids";
@@ -36,7 +37,29 @@ export const DEFINITIONS = [
   ...defineRefundEvents(registry),
 ] as const;
 
-/** The payload of each registered event type, at its newest schema version. */
-export type EventPayloads = PayloadTypes<(typeof DEFINITIONS)[number]>;
+/**
+ * The payload of each registered event type, at its newest schema version: those of
+ * `DEFINITIONS`, and those an application adds. An interface, so that an application that
+ * defines its own types (`defineEventType`) adds their payloads by declaration merging, through
+ * the kit that re-exports it:
+ *
+ *   declare module "agentbus" {
+ *     interface EventPayloads extends PayloadTypes<typeof entryRecorded> {}
+ *   }
+ */
+export interface EventPayloads extends PayloadTypes<(typeof DEFINITIONS)[number]> {}
 /** The name of a registered event type. */
 export type EventType = keyof EventPayloads;
+
+/**
+ * An application's own event type (or a later schema version of one), registered in `registry`:
+ * the one the hub's functions read in the same process, so that the application's role, its
+ * consumer, the topology and the test kit know the type once its module is imported. Defining
+ * the same definition object again does nothing (a module evaluated twice); a different one
+ * under a known type and version throws, naming it. A role module's `events` are defined so.
+ */
+export function defineEventType<P extends z.ZodMiniType, T extends string, V extends number>(
+  definition: EventTypeDefinition<P, T, V>,
+): EventTypeDefinition<P, T, V> {
+  return registry.define(definition);
+}

@@ -13,6 +13,10 @@ import * as z from "./zod";
 export const TOPICS = ["commands", "events", "audit"] as const;
 export type Topic = (typeof TOPICS)[number];
 
+export function isTopic(value: unknown): value is Topic {
+  return (TOPICS as readonly unknown[]).includes(value);
+}
+
 /**
  * One version of an event type. `T` and `V` keep the literal type name and version a definition
  * is written with, so the payload types of every registered type can be read off the definitions
@@ -112,7 +116,13 @@ export class EventRegistry {
     definition: EventTypeDefinition<P, T, V>,
   ): EventTypeDefinition<P, T, V> {
     const key = `${definition.type}@${definition.schemaVersion}`;
-    if (this.byKey.has(key)) throw new Error(`event type ${key} is defined twice`);
+    const known = this.byKey.get(key);
+    // The same definition again is a module evaluated twice (two bundles, a test's re-import).
+    if (known === definition) return definition;
+    if (known)
+      throw new Error(
+        `event type ${key} is defined twice, by different definitions ("${known.description}" and "${definition.description}"): give the new one another type name or the next schema version`,
+      );
     const typeCheck = EnvelopeBase.shape.event_type.safeParse(definition.type);
     if (!typeCheck.success)
       throw new Error(
@@ -147,6 +157,11 @@ export class EventRegistry {
     for (const definition of versions)
       if (definition.schemaVersion === schemaVersion) return definition;
     return undefined;
+  }
+
+  /** How many definitions it holds (it only grows): whether one has been added since. */
+  get size(): number {
+    return this.byKey.size;
   }
 
   definitions(): EventTypeDefinition[] {
