@@ -1,3 +1,4 @@
+import { defineEventType, type EventTypeDefinition } from "../../schemas";
 import type * as z from "../../schemas/zod";
 import type { AttentionRule } from "./attention";
 import type { IntegrationUses, RolePorts } from "./integration";
@@ -91,13 +92,23 @@ export interface RoleModule<Settings = unknown, Uses extends IntegrationUses = I
   readonly uses?: Uses;
   /** The role's decision, on these ports and settings. */
   build(ports: RolePorts<Uses>, settings: Settings): Role<unknown>;
+  /**
+   * The event types the role owns (`defineEventType`'s definitions): `defineModule` registers
+   * them, so whatever imports the module (its consumer, the topology, the test kit) knows them.
+   * @default none
+   */
+  readonly events?: readonly EventTypeDefinition[];
 }
 
-/** A module with its types checked: settings schema, integrations and build agree. */
+/**
+ * A module with its types checked (settings schema, integrations and build agree), and the event
+ * types it owns registered (`events`).
+ */
 export function defineModule<
   Settings = undefined,
   Uses extends IntegrationUses = Record<never, never>,
 >(module: RoleModule<Settings, Uses>): RoleModule<Settings, Uses> {
+  for (const definition of module.events ?? []) defineEventType(definition);
   return module;
 }
 
