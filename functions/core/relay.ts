@@ -13,6 +13,12 @@ export interface RelayOptions {
   /** Attempts per entry inside one invocation before the batch is failed back to the stream. */
   readonly maxAttempts?: number;
   readonly wait?: (ms: number) => Promise<void>;
+  /**
+   * The topic stored with each event at commit, by event id (the events table's `topic`): the
+   * relay publishes there without knowing the event's type. An event without one (stored before
+   * topics were) goes to the topic the registry gives its type.
+   */
+  readonly topics?: ReadonlyMap<string, Topic>;
 }
 
 export interface RelayReport {
@@ -22,7 +28,8 @@ export interface RelayReport {
 }
 
 /**
- * Publish events read from the event store's stream to the bus of each event's topic.
+ * Publish events read from the event store's stream to the bus of each event's topic: the one
+ * stored with it (`options.topics`), else the one its type's definition names.
  * Entries go out in stream order, in calls of at most 10 entries / 256 KB; only the entries that
  * failed are retried (with jittered backoff), before the next call, so the relay keeps each
  * aggregate's order. Events of one transaction may arrive in separate
@@ -38,7 +45,7 @@ export async function relay(
 ): Promise<RelayReport> {
   const byTopic = new Map<Topic, Envelope[]>();
   for (const event of events) {
-    const topic = topicOf(event, registry);
+    const topic = options.topics?.get(event.event_id) ?? topicOf(event, registry);
     byTopic.set(topic, [...(byTopic.get(topic) ?? []), event]);
   }
   const progress: Progress = { events, calls: 0, retriedEntries: 0, published: new Set() };
@@ -123,6 +130,7 @@ function publishFailed(
   );
 }
 
+/** The topic of an event stored without one: its type's, in the relay's registry. */
 export function topicOf(event: Envelope, registry: EventRegistry): Topic {
   const definition = registry.get(event.event_type, event.schema_version);
   if (!definition) {

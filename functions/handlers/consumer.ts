@@ -148,14 +148,15 @@ function wire<S>(role: Role<S>, options: ConsumerOptions) {
   const sqs = obs.tracer.capture(options.sqs ?? containerAwsClient());
   const kms = obs.tracer.capture(options.kms ?? containerAwsClient());
   const vault = vaultOf(options.env ?? process.env, { dynamodb, kms }, clock);
+  const registry = options.registry ?? defaultRegistry;
   const store = new DynamoConsumerStore({
     client: dynamodb,
     tables: { state: env.STATE_TABLE, events: env.EVENTS_TABLE, inbox: env.INBOX_TABLE },
     clock,
     legacyCheckpoints: env.LEGACY_CHECKPOINTS,
     ...(vault ? { vault } : {}),
+    registry,
   });
-  const registry = options.registry ?? defaultRegistry;
   const deps: ConsumerDeps = { store, registry, clock, ids: ulidSource(clock) };
   const heartbeatWiring = { env, sqs, eventbridge: options.eventbridge, deps, observability: obs };
   const receiveLimit = queueReceiveLimit(sqs, env.QUEUE_URL);

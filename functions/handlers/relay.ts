@@ -114,12 +114,12 @@ export function createRelayHandler(options: RelayHandlerOptions = {}): RelayHand
   });
 
   return async (event) => {
-    const { envelopes, skipped } = envelopesFromStreamRecords(event.Records);
+    const { envelopes, skipped, topics } = envelopesFromStreamRecords(event.Records);
     if (skipped.length)
       logger.warn("stream records without an envelope were skipped", { count: skipped.length });
     try {
       const opened = vault ? await vault.openAll(envelopes) : envelopes;
-      const report = await relay(opened, registry, publisher);
+      const report = await relay(opened, registry, publisher, { topics });
       metrics.addMetric("Relayed", MetricUnit.Count, report.published);
       metrics.addMetric("PutEventsCalls", MetricUnit.Count, report.calls);
       if (report.retriedEntries)

@@ -6,11 +6,12 @@ import {
   type RelayFailureKey,
   relayFailureKeysOf,
 } from "../../functions/adapters/dynamodb/relay-failure";
+import { EventAttr } from "../../functions/adapters/dynamodb/tables";
 import {
   EventBridgePublisher,
   MAX_PUT_EVENTS_ENTRIES,
 } from "../../functions/adapters/eventbridge/publisher";
-import { type Envelope, registry, type Topic } from "../../schemas";
+import { type Envelope, isTopic, registry, type Topic } from "../../schemas";
 import { fromSdk } from "./from-sdk";
 import type { ClientConfig, OpsStack } from "./stack";
 import {
@@ -35,25 +36,41 @@ export interface RepublishReport {
   readonly failureRecords?: number;
 }
 
-/** The stored envelopes of these keys (BatchGetItem, 100 keys per call), in the keys' order. */
+/**
+ * The stored envelopes of these keys (BatchGetItem, 100 keys per call), in the keys' order, and
+ * the topic stored with each (EventAttr.topic), by event id.
+ */
 async function envelopesOf(
   stack: OpsStack,
   keys: readonly { pk: string; version: number }[],
-): Promise<Envelope[]> {
+): Promise<{ envelopes: Envelope[]; topics: Map<string, Topic> }> {
   const items = await batchGetItems(
     fromSdk(stack.dynamodb),
     stack.names.tables.events,
     keys.map((k) => ({ pk: { S: k.pk }, version: { N: String(k.version) } })),
   );
   const byKey = new Map<string, Envelope>();
-  for (const row of items) byKey.set(`${row.pk}#${row.version}`, envelopeOfItem(row));
+  const topics = new Map<string, Topic>();
+  for (const row of items) {
+    const envelope = envelopeOfItem(row);
+    byKey.set(`${row.pk}#${row.version}`, envelope);
+    const topic = row[EventAttr.topic];
+    if (isTopic(topic)) topics.set(envelope.event_id, topic);
+  }
   const envelopes = keys.flatMap((k) => byKey.get(`${k.pk}#${k.version}`) ?? []);
   // Put on the buses as the relay puts them: opened.
-  return stack.vault ? stack.vault.openAll(envelopes) : envelopes;
+  return { envelopes: stack.vault ? await stack.vault.openAll(envelopes) : envelopes, topics };
 }
 
-/** Publish envelopes to their topics' buses, 10 per PutEvents call, as the relay does. */
-async function publishAll(stack: OpsStack, config: ClientConfig, envelopes: readonly Envelope[]) {
+/**
+ * Publish envelopes to their topics' buses, 10 per PutEvents call, as the relay does: the topic
+ * stored with each, else its type's in this tool's registry.
+ */
+async function publishAll(
+  stack: OpsStack,
+  config: ClientConfig,
+  { envelopes, topics }: { envelopes: readonly Envelope[]; topics: ReadonlyMap<string, Topic> },
+) {
   const client = new EventBridgeClient(config);
   const publisher = new EventBridgePublisher({
     client: fromSdk(client),
@@ -63,7 +80,7 @@ async function publishAll(stack: OpsStack, config: ClientConfig, envelopes: read
   try {
     const byTopic = new Map<Topic, Envelope[]>();
     for (const e of envelopes) {
-      const topic = registry.get(e.event_type, e.schema_version)?.topic;
+      const topic = topics.get(e.event_id) ?? registry.get(e.event_type, e.schema_version)?.topic;
       if (!topic) failed.push({ eventId: e.event_id, error: `unknown event type ${e.event_type}` });
       else byTopic.set(topic, [...(byTopic.get(topic) ?? []), e]);
     }
@@ -110,9 +127,9 @@ async function republishKeys(
 ): Promise<RepublishReport> {
   const base = { what, found: keys.length };
   if (dryRun) return { ...base, published: 0, failed: [], dryRun: true };
-  const envelopes = await envelopesOf(stack, keys);
-  const failed = await publishAll(stack, config, envelopes);
-  return { ...base, published: envelopes.length - failed.length, failed, dryRun: false };
+  const stored = await envelopesOf(stack, keys);
+  const failed = await publishAll(stack, config, stored);
+  return { ...base, published: stored.envelopes.length - failed.length, failed, dryRun: false };
 }
 
 /**

@@ -178,6 +178,8 @@ describe("DynamoEventStore on DynamoDB", () => {
       trace_task_id: e2.task_id,
       occurred_at: e2.occurred_at,
       envelope: JSON.stringify(e2),
+      // The bus the relay publishes it to, as the committing function's registry has its type.
+      topic: "events",
     });
 
     const inbox = await rawItem(tables.inbox, { pk: { S: inboxKey("layout", e1.event_id) } });

@@ -1,6 +1,6 @@
 import type { AttributeValue, CancellationReason, Put, Update } from "@aws-sdk/client-dynamodb";
 import { marshall, type marshallOptions, unmarshall } from "@aws-sdk/util-dynamodb";
-import type { AggregateRef } from "../../../schemas";
+import type { AggregateRef, Envelope, Topic } from "../../../schemas";
 import { storedStreamHead } from "../../core/commit";
 import {
   type AgentBusError,
@@ -48,11 +48,18 @@ export interface Action {
 
 export type Item = Record<string, AttributeValue>;
 
+/**
+ * The topic an appended event is published on, as the committing function's registry defines its
+ * type (EventAttr.topic); undefined for a type it does not know.
+ */
+export type TopicOf = (event: Envelope) => Topic | undefined;
+
 /** The actions of a commit, in the order of its parts. */
 export function commitActions(
   tables: { readonly state: string; readonly events: string; readonly inbox: string },
   request: CommitRequest,
   now: Date,
+  topicOf: TopicOf,
 ): Action[] {
   const append = request.append ?? [];
   const previous = streamPredecessors(append, streamHeadBefore(request));
@@ -66,7 +73,7 @@ export function commitActions(
       : []),
     ...(request.gate ? [gateAction(tables.state, request.gate, now)] : []),
     ...append.map((event, index) =>
-      streamAction(tables.events, event, request.inbox, previous[index]),
+      streamAction(tables.events, event, request.inbox, previous[index], topicOf(event)),
     ),
     ...(request.spill?.ids ?? []).map((id) =>
       spillAction(tables.inbox, request.spill?.group ?? "", id),
@@ -251,19 +258,21 @@ function stateConflict(aggregate: AggregateRef, expectedRevision: number): Actio
 
 /**
  * The Put of an appended event; `cause`, the inbox record of the event the commit handled;
- * `previous`, the event before it in its stream when known (./tables streamPredecessors).
+ * `previous`, the event before it in its stream when known (./tables streamPredecessors); `topic`,
+ * its bus (EventAttr.topic).
  */
 function streamAction(
   table: string,
   event: NonNullable<CommitRequest["append"]>[number],
   cause: CommitRequest["inbox"],
   previous: StreamHead | undefined,
+  topic: Topic | undefined,
 ): Action {
   const root = isTaskRoot(event.task_id, event.correlation_id, cause, previous);
   return putAction(
     "stream",
     table,
-    eventItem(event, root, startsRun(event, previous)),
+    eventItem(event, root, startsRun(event, previous), topic),
     absent(EventAttr.pk),
     () =>
       new VersionConflictError(

@@ -1,6 +1,11 @@
 import type { CancellationReason, Update } from "@aws-sdk/client-dynamodb";
 import { marshall, unmarshall } from "@aws-sdk/util-dynamodb";
-import type { AggregateRef, Envelope } from "../../../schemas";
+import {
+  type AggregateRef,
+  registry as defaultRegistry,
+  type Envelope,
+  type EventRegistry,
+} from "../../../schemas";
 import { sleep } from "../../core/batching";
 import { PermanentError } from "../../core/errors";
 import { mayHaveSpilled } from "../../core/gate-records";
@@ -20,7 +25,13 @@ import type {
 import { systemClock } from "../../core/runtime";
 import type { AwsClient } from "../aws/client";
 import { GetItem, PutItem, TransactWriteItems, UpdateItem } from "../aws/operations";
-import { type Action, cancellationError, commitActions, type Item } from "./commit-actions";
+import {
+  type Action,
+  cancellationError,
+  commitActions,
+  type Item,
+  type TopicOf,
+} from "./commit-actions";
 import { envelopeOfItem } from "./deflated-json";
 import { dynamoFailure } from "./failure";
 import {
@@ -62,6 +73,11 @@ export interface DynamoEventStoreOptions {
    * (functions/core/personal-data/vault.ts). Absent, they are stored as they come.
    */
   readonly vault?: Vault;
+  /**
+   * Where the topic stored with each appended event is read (EventAttr.topic): the registry of the
+   * function that commits, which knows its application's types. @default the global registry
+   */
+  readonly registry?: EventRegistry;
 }
 
 /**
@@ -82,6 +98,7 @@ export class DynamoConsumerStore implements EventStore {
   protected readonly batchOptions: BatchGetOptions;
   private readonly legacy: boolean;
   protected readonly vault: Vault | undefined;
+  private readonly topicOf: TopicOf;
 
   constructor(options: DynamoEventStoreOptions) {
     this.client = options.client;
@@ -93,6 +110,8 @@ export class DynamoConsumerStore implements EventStore {
     };
     this.legacy = options.legacyCheckpoints === true;
     this.vault = options.vault;
+    const registry = options.registry ?? defaultRegistry;
+    this.topicOf = (event) => registry.get(event.event_type, event.schema_version)?.topic;
   }
 
   /**
@@ -205,7 +224,7 @@ export class DynamoConsumerStore implements EventStore {
 
   async commit(plain: CommitRequest): Promise<void> {
     const request = this.vault ? await this.vault.sealCommit(plain) : plain;
-    const actions = commitActions(this.tables, request, this.clock.now());
+    const actions = commitActions(this.tables, request, this.clock.now(), this.topicOf);
     if (actions.length === 0) return;
     if (actions.length > MAX_TRANSACTION_ACTIONS) {
       throw new PermanentError(

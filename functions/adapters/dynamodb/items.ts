@@ -1,4 +1,4 @@
-import type { AggregateRef, Envelope } from "../../../schemas";
+import type { AggregateRef, Envelope, Topic } from "../../../schemas";
 import type {
   FailureRecord,
   GateRecords,
@@ -65,6 +65,8 @@ export interface EventItem {
   readonly envelope_z?: Uint8Array;
   /** The aggregate type, on a stream's first event only (the by-stream-type index). */
   readonly stream_type?: string;
+  /** The bus the relay publishes it to (./tables EventAttr.topic); absent on older events. */
+  readonly topic?: Topic;
 }
 
 export interface InboxItem {
@@ -246,9 +248,14 @@ export function storedStateOf(item: StateItem): StoredState {
  * An event's item; `root` (./tables isTaskRoot) puts its task in `task_id`, the sparse task-roots
  * index's key, else in `trace_task_id`. `runStart` (./tables startsRun) and `root` each put its
  * correlation in `correlation_id`, the sparse trace index's key (task-roots projects it), else it
- * is in `trace_correlation_id`.
+ * is in `trace_correlation_id`. `topic`: the bus its type is published on (EventAttr.topic).
  */
-export function eventItem(envelope: Envelope, root = true, runStart = true): EventItem {
+export function eventItem(
+  envelope: Envelope,
+  root = true,
+  runStart = true,
+  topic?: Topic,
+): EventItem {
   return {
     pk: streamKey(envelope.aggregate),
     version: envelope.aggregate.version,
@@ -262,6 +269,7 @@ export function eventItem(envelope: Envelope, root = true, runStart = true): Eve
     occurred_at: envelope.occurred_at,
     ...storedEnvelope(envelope),
     ...(envelope.aggregate.version === 1 ? { stream_type: envelope.aggregate.type } : {}),
+    ...(topic !== undefined ? { topic } : {}),
   };
 }
 

@@ -1,7 +1,7 @@
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import { unmarshall } from "@aws-sdk/util-dynamodb";
 import type { DynamoDBRecord } from "aws-lambda";
-import type { Envelope } from "../../../schemas";
+import { type Envelope, isTopic, type Topic } from "../../../schemas";
 import { envelopeJson } from "./deflated-json";
 import { EventAttr } from "./tables";
 
@@ -20,17 +20,24 @@ export interface StreamEnvelopes {
   readonly skipped: SkippedStreamRecord[];
   /** MODIFY / REMOVE records: the events table is append-only, so these carry no new event. */
   readonly ignored: number;
+  /**
+   * The topic stored with each envelope at commit (EventAttr.topic), by event id; an event stored
+   * before topics were (or with a topic this relay has no bus for) has none.
+   */
+  readonly topics: Map<string, Topic>;
 }
 
 /**
  * Turn the events table's stream records (NEW_IMAGE, as Lambda delivers them) into the envelopes
  * the relay publishes. Only INSERT records are events; the envelope is the `envelope` attribute,
- * stored as the JSON the producer validated (or `envelope_z`, that JSON deflated). The envelope is not re-validated here: the relay
+ * stored as the JSON the producer validated (or `envelope_z`, that JSON deflated), with the topic
+ * its producer's registry gave (`topic`). The envelope is not re-validated here: the relay
  * publishes exactly what the event store holds, and consumers validate on receipt.
  */
 export function envelopesFromStreamRecords(records: readonly DynamoDBRecord[]): StreamEnvelopes {
   const envelopes: Envelope[] = [];
   const skipped: SkippedStreamRecord[] = [];
+  const topics = new Map<string, Topic>();
   let ignored = 0;
   for (const record of records) {
     if (record.eventName !== "INSERT") {
@@ -69,11 +76,16 @@ export function envelopesFromStreamRecords(records: readonly DynamoDBRecord[]): 
       );
       continue;
     }
+    let envelope: Envelope;
     try {
-      envelopes.push(JSON.parse(raw) as Envelope);
+      envelope = JSON.parse(raw) as Envelope;
     } catch (error) {
       skip("invalid_envelope_json", error instanceof Error ? error.message : String(error));
+      continue;
     }
+    envelopes.push(envelope);
+    const topic = item[EventAttr.topic];
+    if (isTopic(topic)) topics.set(envelope.event_id, topic);
   }
-  return { envelopes, skipped, ignored };
+  return { envelopes, skipped, ignored, topics };
 }

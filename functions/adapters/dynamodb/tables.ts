@@ -167,6 +167,13 @@ export const EventAttr = {
   /** Only on a stream's first event (version 1): the aggregate type, for the by-stream-type index. */
   streamType: "stream_type",
   /**
+   * The topic whose bus the relay publishes the event to, as the registry of the function that
+   * committed it defined its type: so the relay, which knows only the hub's own types, carries an
+   * application's too. Absent on events stored before it was recorded (the relay looks the type
+   * up) and on a type the committing function did not know.
+   */
+  topic: "topic",
+  /**
    * On events stored before by-hour was dropped only: the hour of occurred_at in UTC
    * (`2026-11-30T17`), the legacy by-hour index's partition, and occurred_at in UTC, its sort key.
    */
