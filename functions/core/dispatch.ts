@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { Envelope, EventRegistry } from "../../schemas";
+import { type Envelope, EnvelopeBase, type EventRegistry } from "../../schemas";
 import { tenantOf } from "../../schemas/ids";
 import { chunk } from "./batching";
 import type { DeadLetterSink, FifoMessage, FifoSender } from "./ports";
@@ -51,7 +51,10 @@ export function messageGroupOf(
  * Move envelopes from a consumer group's buffer queue into its FIFO queue, keyed for order:
  * MessageGroupId = `messageGroupOf` the envelope, MessageDeduplicationId = its event id (so a second
  * dispatch of the same event within five minutes is dropped by SQS itself). An invalid envelope is
- * dead-lettered at once with its reason: retrying it could never succeed. A replayed event keeps
+ * dead-lettered at once with its reason: retrying it could never succeed. An envelope of a type
+ * the registry does not know (an application's, defined in its own modules) is checked for the
+ * envelope's own shape only (`carried`): the consumer, which knows the type, validates its
+ * payload. A replayed event keeps
  * its mark (./replay.ts): it is sent inside an EventBridge event that names the replay, under a
  * deduplication id of the replay's own, so the consumer can tell it from a live delivery.
  */
@@ -67,7 +70,7 @@ export async function dispatch(
   // An invalid envelope whose dead-letter send failed goes back to the buffer with its backoff.
   const notDeadLettered: string[] = [];
   for (const [index, item] of items.entries()) {
-    const parsed = registry.parse(item.envelope);
+    const parsed = carried(item.envelope, registry);
     if (!parsed.ok) {
       try {
         await deadLetters.send({ body: item.rawBody, code: parsed.code, reason: parsed.message });
@@ -97,6 +100,24 @@ export async function dispatch(
     calls,
     failedRecordIds: [...failedRecordIds, ...notDeadLettered],
   };
+}
+
+/**
+ * The envelope to dispatch, validated by `registry`; one of a type the registry does not know,
+ * by the envelope's own schema (ids, aggregate, order key, size), its payload unchecked. The
+ * dispatch only keys a message for order, which needs no more than that.
+ */
+function carried(
+  raw: unknown,
+  registry: EventRegistry,
+): { ok: true; envelope: Envelope } | { ok: false; code: string; message: string } {
+  const parsed = registry.parse(raw);
+  if (parsed.ok || parsed.code !== "envelope.unknown_type") return parsed;
+  // `envelope.unknown_type` comes after the size and envelope checks: this parse succeeds.
+  const base = EnvelopeBase.safeParse(raw);
+  if (!base.success) return parsed;
+  const { order_key, ...rest } = base.data;
+  return { ok: true, envelope: { ...rest, order_key: order_key ?? rest.aggregate.id } };
 }
 
 /** Send in SendMessageBatch calls of at most 10 entries and 256 KB: the records that failed. */

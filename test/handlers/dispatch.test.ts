@@ -141,14 +141,19 @@ describe("createDispatchHandler (buffer queue -> FIFO queue)", () => {
     const notJson = bufferRecord("<not json>");
     const notAnEvent = bufferRecord(JSON.stringify({ hello: "world" }));
     const invalid = delivered({ ...good, event_type: "Not A Type", event_id: newUlid() });
-    const unknown = delivered({ ...good, event_type: "task.renamed", event_id: newUlid() });
-    const records = [notJson, notAnEvent, invalid, unknown, delivered(good)];
+    const unknown = delivered({ ...good, schema_version: 9, event_id: newUlid() });
+    // A type the hub does not know (an application's) goes on: its consumer validates it.
+    const foreign = { ...good, event_type: "ledger.entry_recorded", event_id: newUlid() };
+    const records = [notJson, notAnEvent, invalid, unknown, delivered(foreign), delivered(good)];
 
     const response = await dispatcher()(sqsEvent(records));
 
     expect(response.batchItemFailures).toEqual([]);
     const sent = await drain(targetUrl);
-    expect(sent.map((m) => JSON.parse(m.Body ?? "{}").event_id)).toEqual([good.event_id]);
+    expect(sent.map((m) => JSON.parse(m.Body ?? "{}").event_id)).toEqual([
+      foreign.event_id,
+      good.event_id,
+    ]);
     const dead = await drain(deadLetterUrl);
     const codes = new Map(
       dead.map((m) => [m.Body, m.MessageAttributes?.[DEAD_LETTER_ATTRIBUTES.code]?.StringValue]),
@@ -158,7 +163,7 @@ describe("createDispatchHandler (buffer queue -> FIFO queue)", () => {
         [notJson.body, "dispatch.not_an_event"],
         [notAnEvent.body, "dispatch.not_an_event"],
         [invalid.body, "envelope.invalid"],
-        [unknown.body, "envelope.unknown_type"],
+        [unknown.body, "envelope.unsupported_version"],
       ]),
     );
     for (const m of dead)
@@ -170,7 +175,7 @@ describe("createDispatchHandler (buffer queue -> FIFO queue)", () => {
     const tables = await createTables(dynamodb, `hd-${suffix}`);
     try {
       const good = taskEvent(1);
-      const unknown = delivered({ ...good, event_type: "task.renamed", event_id: newUlid() });
+      const unknown = delivered({ ...good, schema_version: 9, event_id: newUlid() });
       const invalidId = { ...good, event_id: newUlid(), payload: { title: 7 } };
       const response = await dispatcher({
         dynamodb: fromSdk(dynamodb),
@@ -182,7 +187,11 @@ describe("createDispatchHandler (buffer queue -> FIFO queue)", () => {
       const recorded = await trace.outcomesByTask(good.task_id);
       expect(recorded.map((r) => [r.eventId, r.outcome, "error" in r ? r.error.code : ""])).toEqual(
         expect.arrayContaining([
-          [JSON.parse(unknown.body).detail.event_id, "dead-lettered", "envelope.unknown_type"],
+          [
+            JSON.parse(unknown.body).detail.event_id,
+            "dead-lettered",
+            "envelope.unsupported_version",
+          ],
           [invalidId.event_id, "dead-lettered", "envelope.invalid_payload"],
         ]),
       );
@@ -211,7 +220,7 @@ describe("createDispatchHandler (buffer queue -> FIFO queue)", () => {
   it("hands back only the record whose dead-letter send failed; the rest of the batch goes on", async () => {
     const good = taskEvent(1);
     const notAnEvent = bufferRecord(JSON.stringify({ hello: "world" }));
-    const invalid = delivered({ ...good, event_type: "task.renamed", event_id: newUlid() });
+    const invalid = delivered({ ...good, schema_version: 9, event_id: newUlid() });
     const handler = dispatcher({
       env: { DEAD_LETTER_QUEUE_URL: deadLetterUrl.replace("hd-buffer-dlq", "hd-missing-dlq") },
     });
