@@ -54,6 +54,22 @@ export function redactedKeys(registry: EventRegistry): ReadonlySet<string> {
 }
 
 /**
+ * `redactedKeys`, read again whenever the registry has grown: an application's types are defined
+ * when its modules are imported, which may be after the function's logger was made.
+ */
+export function liveRedactedKeys(registry: EventRegistry): () => ReadonlySet<string> {
+  let size = -1;
+  let keys: ReadonlySet<string> = new Set();
+  return () => {
+    if (registry.size !== size) {
+      size = registry.size;
+      keys = redactedKeys(registry);
+    }
+    return keys;
+  };
+}
+
+/**
  * An error's message as a log line may show it: the part before anything it could quote of its
  * input (QUOTE_START), followed by `[redacted]` when something was cut.
  */
@@ -132,7 +148,7 @@ export function redactValue(
  * the line redacted (redactValue).
  */
 export class RedactingLogFormatter extends LogFormatter {
-  constructor(private readonly keys: ReadonlySet<string>) {
+  constructor(private readonly keys: () => ReadonlySet<string>) {
     super();
   }
 
@@ -154,7 +170,7 @@ export class RedactingLogFormatter extends LogFormatter {
       sampling_rate: attributes.sampleRateValue,
       xray_trace_id: attributes.xRayTraceId,
     };
-    const extra = redactValue(additionalLogAttributes, this.keys) as LogAttributes;
+    const extra = redactValue(additionalLogAttributes, this.keys()) as LogAttributes;
     return new LogItem({ attributes: base }).addAttributes(extra);
   }
 }

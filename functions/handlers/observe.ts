@@ -1,11 +1,14 @@
 import { Logger } from "@aws-lambda-powertools/logger";
 import { Metrics } from "@aws-lambda-powertools/metrics";
 import { registry } from "../../schemas";
-import { RedactingLogFormatter, redactedKeys } from "./log-redaction";
+import { liveRedactedKeys, RedactingLogFormatter } from "./log-redaction";
 import { type Tracer, xrayTracer } from "./xray";
 
-/** What no log line shows: the registry's personal fields and a message's content (./log-redaction). */
-const logFormatter = new RedactingLogFormatter(redactedKeys(registry));
+/**
+ * What no log line shows: the registry's personal fields (an application's too, defined after
+ * this module ran) and a message's content (./log-redaction).
+ */
+const logFormatter = new RedactingLogFormatter(liveRedactedKeys(registry));
 
 /**
  * Powertools logger and metrics, and the tracer of AWS calls (./xray.ts: X-Ray subsegments
