@@ -1,5 +1,6 @@
 import { strict as assert } from "node:assert";
 import { test } from "node:test";
+import { type EventPayloads, payloadOf } from "agentbus";
 import { testRole } from "agentbus/testing";
 import { bookkeeperModule } from "./bookkeeper.js";
 import { MemoryLedger } from "./ledger.js";
@@ -23,7 +24,24 @@ test("one ledger entry per refund, however often the refund is delivered", async
   assert.equal((await t.deliver(approved)).status, "applied");
   assert.equal((await t.deliver(approved, { receiveCount: 2 })).status, "duplicate");
   assert.deepEqual([...book.entries.keys()], ["rf_1"]);
-  assert.deepEqual(await t.state({ type: "ledger_book", id: "A-1001" }), { entries: 1 });
+  // The application's own event type, once: typed by its augmentation of EventPayloads.
+  assert.deepEqual(
+    t.emitted.map((e) => e.event_type),
+    ["ledger.entry_recorded"],
+  );
+  const [recorded] = t.emitted;
+  assert.ok(recorded);
+  const entry: EventPayloads["ledger.entry_recorded"] = payloadOf(
+    recorded,
+    "ledger.entry_recorded",
+  );
+  assert.deepEqual(entry, {
+    order_id: "A-1001",
+    refund_id: "rf_1",
+    entry_id: "rf_1",
+    amount_cents: 8900,
+  });
+  assert.deepEqual(await t.state({ type: "ledger_book", id: "book_A-1001" }), { entries: 1 });
 });
 
 test("the role is built on the ledger's twin when the test gives none", async () => {
