@@ -5,6 +5,13 @@
  * it does on Lambda (`agentbus/lambda`), and the stack deploys it (`agentbus/cdk`). The reference
  * applications (functions/roles/customer-support, refund-review, content-agents) use nothing of
  * the hub but these entry points, so they are the examples of this API.
+ *
+ * An application's own event type: `defineEventType({ ...streamFact, type, description,
+ * payload: z.object({...}) })`, listed in the `events` of the role module that owns it, and its
+ * payload type added to `EventPayloads` by declaration merging:
+ * `declare module "agentbus" { interface EventPayloads extends PayloadTypes<typeof t> {} }`.
+ * The hub's relay and dispatch carry it without knowing it: the topic is stored with the event
+ * when it is committed (schemas/README.md).
  */
 
 // The envelope and the event types it carries; an application's own types, and the zod (mini)
