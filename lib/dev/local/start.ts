@@ -1,14 +1,5 @@
 import { DynamoEventStore } from "../../../functions/adapters/dynamodb/event-store";
 import { DeterministicLocalModel } from "../../../functions/adapters/local-model";
-import { putOrders } from "../../../functions/roles/customer-support/integrations/orders/dynamodb";
-import { SAMPLE_ORDERS } from "../../../functions/roles/customer-support/integrations/orders/sample-orders";
-import type { PaymentsPort } from "../../../functions/roles/customer-support/integrations/payments/port";
-import {
-  LocalChannel,
-  type LocalDelivery,
-} from "../../../functions/roles/customer-support/integrations/reply-channel/memory";
-import { topology as projectTopology } from "../../infra/project";
-import type { Topology } from "../../infra/topology";
 import { fromSdk } from "../../operator/from-sdk";
 import { type StackNames, stackNames } from "../../operator/names";
 import {
@@ -36,12 +27,11 @@ import { functionClientsOf } from "./function-clients";
 import { RecordingModel } from "./model";
 import { type MotoServer, resetMoto, startMoto } from "./moto";
 import { LocalRuntime, type RuntimeEvent } from "./runtime";
-import type { FaultInjection } from "./runtime/faults";
+import type { FaultInjection, StandIns } from "./runtime/faults";
 import type { FunctionClients } from "./runtime/handlers";
 import { refuseIfPresent } from "./stack-present";
 import { type SubscriberBusEndpoint, serveSubscriberBuses } from "./subscriber-bus-endpoint";
-import { ROOT, synthesize } from "./synth";
-import type { Template } from "./template";
+import { type LocalStack, ROOT, synthesize } from "./synth";
 import { Observations } from "./trace";
 
 export interface LocalEnvironment {
@@ -63,11 +53,9 @@ export interface LocalEnvironment {
   /** Consumer groups in the stack. */
   readonly groups: string[];
   /**
-   * The reply channel of the sender: the LocalChannel, a stand-in that records deliveries in
-   * memory (deployed stacks publish to SNS).
+   * The model every agent calls (unless `standIns` give another): the DeterministicLocalModel,
+   * every call recorded.
    */
-  readonly channel: LocalChannel;
-  /** The model every agent calls: the DeterministicLocalModel, every call recorded. */
   readonly model: RecordingModel;
   /**
    * The front door (the HTTP API) on 127.0.0.1, as API Gateway serves it, with a local issuer of
@@ -87,6 +75,19 @@ export interface LocalEnvironment {
 }
 
 export interface LocalOptions {
+  /**
+   * The stack to deploy: the application's roles and the infrastructure of its integrations
+   * (`{ roles, integrations }`, what `new AgentBus(app, id, ...)` is given), or a topology written
+   * out with its integrations.
+   */
+  readonly stack: LocalStack;
+  /**
+   * Stand-ins the handlers get instead of an integration's AWS adapter, by the integration's name
+   * (`{ payments: new LocalPayments() }`): for an outside system the emulator does not have. The
+   * model's is the DeterministicLocalModel unless given here.
+   * @default - the model's only: every other integration runs its AWS adapter on the emulator
+   */
+  readonly standIns?: Readonly<Record<string, unknown>>;
   /** Use a running emulator instead of starting moto_server. */
   readonly endpoint?: string;
   /** Port for the moto_server this starts (default: a free one). */
@@ -102,8 +103,6 @@ export interface LocalOptions {
    * (StackPresentError); other stages and anything else there are never touched.
    */
   readonly reset?: boolean;
-  /** Deploy another topology than the project's (tests of delivery options). */
-  readonly topology?: Topology;
   /**
    * More environment values for every handler, over the local defaults (e.g. a short
    * `ORCHESTRATOR_LEASE_SECONDS` so the sweeper finds hung nodes within seconds).
@@ -113,16 +112,9 @@ export interface LocalOptions {
   readonly frontDoorPort?: number;
   /** How often scheduled functions (the lease sweeper) run, in milliseconds. @default 2000 */
   readonly scheduleIntervalMs?: number;
-  /** Called for every reply the local channel delivers. */
-  readonly onDelivery?: (delivery: LocalDelivery) => void;
   /**
-   * The payment system the refund agent pays through, instead of the stack's payment stand-in
-   * table (a test's LocalPayments, whose faults it controls).
-   */
-  readonly payments?: PaymentsPort;
-  /**
-   * Faults to inject (lib/dev/chaos): SDK middleware on the clients the functions get, wrapped model
-   * and channel, lost acknowledgements and crashed invocations in the runtime.
+   * Faults to inject (lib/dev/chaos): SDK middleware on the clients the functions get, wrapped
+   * stand-ins, lost acknowledgements and crashed invocations in the runtime.
    */
   readonly faultInjection?: FaultInjection;
   /** More CDK context for the synth, as `-c key=value` gives it. */
@@ -130,11 +122,13 @@ export interface LocalOptions {
 }
 
 /**
- * Bring up AgentBus locally: an emulator (moto_server on 127.0.0.1 unless an endpoint is given),
- * the synthesized stack deployed to it, and the stack's handlers running in-process. Names
- * (tables, buses, queues) come from the stack's outputs, as for a deployed stack.
+ * Bring up an application's AgentBus stack locally: an emulator (moto_server on 127.0.0.1 unless
+ * an endpoint is given), the synthesized stack deployed to it, and the stack's handlers running
+ * in-process (an application's `.ts` handlers need a TypeScript loader in the process, as tsx or
+ * vitest give). Names (tables, buses, queues) come from the stack's outputs, as for a deployed
+ * stack.
  */
-export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvironment> {
+export async function startLocal(options: LocalOptions): Promise<LocalEnvironment> {
   const region = options.region ?? "us-east-1";
   process.env.POWERTOOLS_LOG_LEVEL ??= options.verbose ? "INFO" : "SILENT";
   process.env.POWERTOOLS_METRICS_DISABLED ??= options.verbose ? "false" : "true";
@@ -145,15 +139,12 @@ export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvir
   try {
     const clients = emulatorClients(endpoint, region);
     options.faultInjection?.attach?.(clients);
-    const { stackName, template } = synthesizeFor(options);
+    const { stackName, template, topology } = synthesizeFor(options);
     if (options.endpoint) await makeRoom(options.endpoint, region, stackName, options.reset);
     const synthMs = lap();
     const deployment = await deployTemplate(template, clients, { stackName, region });
     const deployMs = lap();
-    const topology = options.topology ?? projectTopology;
     const names = stackNames(deployment.outputs, topology);
-    if (names.tables.orders)
-      await putOrders(fromSdk(clients.dynamodb), names.tables.orders, SAMPLE_ORDERS);
     const config = emulatorConfig(endpoint, region);
     const functions = functionClientsOf(clients, options.faultInjection, config);
     const { issuer, ...running } = await startRuntime(
@@ -195,10 +186,10 @@ export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvir
 }
 
 /** The stack as the options have it synthesized (and as the fault injection changes it). */
-function synthesizeFor(options: LocalOptions): { stackName: string; template: Template } {
-  const synthesized = synthesize(options.stage ?? "local", options.topology, options.context);
+function synthesizeFor(options: LocalOptions): ReturnType<typeof synthesize> {
+  const synthesized = synthesize(options.stage ?? "local", options.stack, options.context);
   const template = options.faultInjection?.template?.(synthesized.template);
-  return { stackName: synthesized.stackName, template: template ?? synthesized.template };
+  return { ...synthesized, template: template ?? synthesized.template };
 }
 
 /** The consumer groups the stack runs, by name. */
@@ -281,8 +272,8 @@ function lapTimer(): () => number {
 /**
  * Environment values that differ locally: a failed message comes back after 1 s, 2 s, 4 s...
  * instead of the deployed backoff, the agents answer with the DeterministicLocalModel (a scripted
- * stand-in, not a model: no Bedrock, no credentials) and the sender delivers to the LocalChannel
- * (no SNS), whatever the template says.
+ * stand-in, not a model: no Bedrock, no credentials) and the reference application's sender
+ * delivers to its stand-in channel (no SNS), whatever the template says.
  */
 const LOCAL_ENV_OVERRIDES: Readonly<Record<string, string>> = {
   RETRY_BASE_SECONDS: "1",
@@ -293,30 +284,23 @@ const LOCAL_ENV_OVERRIDES: Readonly<Record<string, string>> = {
   STREAM_POLL_MS: "250",
 };
 
-/** The runtime with its local stand-ins (model, channel) and observations, started. */
+/** The runtime with its local stand-ins (the model, the options') and observations, started. */
 async function startRuntime(
   deployment: LocalDeployment,
   clients: AwsClients,
   functionClients: FunctionClients,
   endpoint: string,
   options: LocalOptions,
-): Promise<
-  Pick<LocalEnvironment, "runtime" | "observations" | "channel" | "model"> & { issuer: LocalIssuer }
-> {
+): Promise<Pick<LocalEnvironment, "runtime" | "observations" | "model"> & { issuer: LocalIssuer }> {
   const observations = new Observations();
-  const channel = new LocalChannel({ onDelivery: options.onDelivery });
   const model = new RecordingModel(new DeterministicLocalModel());
   // The front door's local issuer, whose key the stream function verifies tokens with.
   const issuer = await localIssuer();
-  const standIns = options.faultInjection?.services?.({ model, channel }) ?? { model, channel };
+  const given: StandIns = { model, ...options.standIns };
   // The handlers' stand-ins, by the name of the integration each replaces.
   const services = {
     jwtKey: issuer.publicKey,
-    integrations: {
-      model: standIns.model,
-      replyChannel: standIns.channel,
-      ...(options.payments ? { payments: options.payments } : {}),
-    },
+    integrations: options.faultInjection?.services?.(given) ?? given,
   };
   const runtime = new LocalRuntime({
     deployment,
@@ -334,7 +318,7 @@ async function startRuntime(
     },
   });
   await runtime.start();
-  return { runtime, observations, channel, model, issuer };
+  return { runtime, observations, model, issuer };
 }
 
 async function stopLocal(
