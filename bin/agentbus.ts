@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 import { App, Validations } from "aws-cdk-lib";
 import { AwsSolutionsChecks } from "cdk-nag";
-import { AgentBusStack, deploymentSettings } from "../lib/infra/agentbus-stack";
+import { AgentBus } from "../lib/infra/agentbus";
+import { deploymentSettings } from "../lib/infra/agentbus-stack";
 import { PROJECT_STACK } from "../lib/infra/project";
 
 /**
@@ -24,7 +25,7 @@ Validations.of(app).addPlugins(
   new AwsSolutionsChecks(app, { verbose: true, writeSuppressionsToCloudFormation: true }),
 );
 
-new AgentBusStack(app, `AgentBus-${stage}`, {
+new AgentBus(app, `AgentBus-${stage}`, {
   ...PROJECT_STACK,
   stage,
   env,

@@ -120,7 +120,7 @@ export type {
 } from "./core/ports";
 export type { DecideContext, Decision, Role, RoleDescriptor } from "./core/role";
 export type { Deployment, GroupNeeds, RoleModule } from "./core/role-module";
-export { buildRole, defineModule, moduleSettings } from "./core/role-module";
+export { buildRole, defineModule, handlerBeside, moduleSettings } from "./core/role-module";
 export { systemClock, ulidSource } from "./core/runtime";
 // Outside writes, each run once under an idempotency key the step derives.
 export type { SideEffectRecord, SideEffectResult, SideEffectStore } from "./core/side-effects";

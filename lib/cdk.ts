@@ -1,10 +1,12 @@
 /**
- * AgentBus on the CDK (`agentbus/cdk`): the stack, the topology it is built from, and what an
- * integration's `infra.ts` is written with. `new AgentBusStack(app, id, { topology, integrations })`
- * deploys any set of role modules (`groupOf(module)` in `defineTopology`) with the
- * infrastructure of the integrations they use; the hub's own integrations are always wired.
+ * AgentBus on the CDK (`agentbus/cdk`): the stack, and what an integration's `infra.ts` is written
+ * with. `new AgentBus(app, id, { roles, integrations })` deploys any set of role modules with the
+ * infrastructure of the integrations they use (the hub's own integrations are always wired);
+ * `AgentBusStack` is the same stack built from a topology written out (`defineTopology`).
  */
 
+export type { AgentBusApp, AgentBusProps } from "./infra/agentbus";
+export { AgentBus, DEFAULT_TOPICS, topologyOf } from "./infra/agentbus";
 export type { AgentBusStackProps } from "./infra/agentbus-stack";
 export { AgentBusStack } from "./infra/agentbus-stack";
 export { ConsumerGroup } from "./infra/constructs/consumer-group";

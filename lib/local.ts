@@ -1,8 +1,10 @@
 /**
- * AgentBus's local runtime (`agentbus/local`): the stack synthesized and deployed on the local
- * AWS emulator, its functions run in this process against it, with the local model and channel
- * stand-ins; what `npm start` and the end-to-end tests run.
+ * AgentBus's local runtime (`agentbus/local`): an application's stack synthesized and deployed on
+ * the local AWS emulator, its functions run in this process against it, with the local model and
+ * the stand-ins the application gives: `startLocal({ stack: { roles, integrations } })`. What
+ * `npm start` and the end-to-end tests of this repository run, with the reference stack.
  */
 
-export type { LocalEnvironment, LocalOptions } from "./dev/local/environment";
-export { startLocal } from "./dev/local/environment";
+export type { LocalEnvironment, LocalOptions } from "./dev/local/start";
+export { startLocal } from "./dev/local/start";
+export type { LocalStack } from "./dev/local/synth";

@@ -4,6 +4,7 @@ import { build } from "esbuild";
 import { synthesize } from "../../lib/dev/local/synth";
 import { esbuildOptions, FUNCTION_BUNDLING } from "../../lib/infra/constructs/bundling";
 import { METADATA, REPO_ROOT } from "../../lib/infra/constructs/function";
+import { PROJECT_STACK } from "../../lib/infra/project";
 
 /**
  * The bundles of every function of the stack, built as the CDK construct builds them (the same
@@ -58,7 +59,7 @@ export const BUNDLE_DIR = join(REPO_ROOT, "node_modules", ".cache", "agentbus-be
 
 /** Every handler entry of the synthesized stack, with the functions built from it. */
 export function stackEntries(): EntryFunctions[] {
-  const { template } = synthesize("bench");
+  const { template } = synthesize("bench", PROJECT_STACK);
   const byEntry = new Map<string, EntryFunctions>();
   for (const [id, resource] of Object.entries(template.Resources)) {
     const entry = resource.Metadata?.[METADATA.entry];

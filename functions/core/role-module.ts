@@ -66,9 +66,12 @@ export interface RoleModule<Settings = unknown, Uses extends IntegrationUses = I
   /** The role outside its handler: group, subscriptions, where it keeps its states. */
   readonly descriptor: RoleDescriptor;
   /**
-   * The Lambda entry file, relative to the repository root: a file that exports
-   * `moduleEntry(module)` (functions/handlers/module-entry.ts), usually `handler.ts` in the
-   * module's folder.
+   * The Lambda entry file: a file that exports `moduleEntry(module, adapters)`
+   * (functions/handlers/module-entry.ts), usually `handler.ts` in the module's folder. An
+   * application's module names it with `handlerBeside(import.meta.url)` (a file URL); the
+   * reference applications inside the AgentBus package, by a path relative to its root
+   * (`functions/roles/<role>/handler.ts`). An absolute path works too. The stack checks the file
+   * exists when it is synthesized.
    */
   readonly entry: string;
   readonly deployment: Deployment;
@@ -98,6 +101,20 @@ export interface RoleModule<Settings = unknown, Uses extends IntegrationUses = I
    * @default none
    */
   readonly events?: readonly EventTypeDefinition[];
+}
+
+/**
+ * The handler file beside the calling module, as its `entry`: `handlerBeside(import.meta.url)` in
+ * `<folder>/module.ts` is the URL of `<folder>/handler.ts` (`handler.js` beside a `.js` module, so
+ * a compiled application finds its compiled handler). Only a URL: the stack checks that the file
+ * exists when it is synthesized (in a Lambda bundle, where this module runs too, it need not).
+ */
+export function handlerBeside(moduleUrl: string): string {
+  const url = new URL(moduleUrl);
+  url.search = "";
+  url.hash = "";
+  const extension = /\.m?[jt]s$/.exec(url.pathname)?.[0] ?? ".js";
+  return new URL(`handler${extension}`, url).href;
 }
 
 /**

@@ -63,7 +63,7 @@ export interface AgentBusStackProps extends StackProps {
 
   /**
    * Topics and consumer groups to deploy: `defineTopology({ topics, groups: modules.map(groupOf) })`
-   * (the reference stack's is `lib/infra/project.ts`).
+   * (AgentBus, ./agentbus.ts, makes it from a list of role modules).
    */
   readonly topology: Topology;
 
@@ -177,6 +177,8 @@ function parseUpgradeStage<S extends number>(
  * declared topic, the outbox relay, one consumer group per declared group, and a dashboard.
  */
 export class AgentBusStack extends Stack {
+  /** The topics and consumer groups it was built from. */
+  readonly topology: Topology;
   readonly tables: AgentBusTables;
   /** The customers' data keys: their table and the KMS key that wraps them. */
   readonly customerKeys: CustomerKeys;
@@ -214,6 +216,7 @@ export class AgentBusStack extends Stack {
     super(scope, id, props);
     const stage = props.stage ?? "dev";
     const topology = props.topology;
+    this.topology = topology;
     this.emulator = parseEmulator(props.emulator ?? this.node.tryGetContext(EMULATOR_CONTEXT_KEY));
     this.capabilities = capabilitiesOf(this.emulator);
 

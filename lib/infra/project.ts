@@ -2,21 +2,8 @@ import { ordersInfra } from "../../functions/roles/customer-support/integrations
 import { paymentsInfra } from "../../functions/roles/customer-support/integrations/payments/infra";
 import { replyChannelInfra } from "../../functions/roles/customer-support/integrations/reply-channel/infra";
 import { ROLE_MODULES } from "../../functions/roles/modules";
-import type { AgentBusStackProps } from "./agentbus-stack";
+import { type AgentBusApp, topologyOf } from "./agentbus";
 import type { AnyIntegrationInfra } from "./integration-infra";
-import { defineTopology, groupOf } from "./topology";
-
-/**
- * The reference stack (`bin/agentbus.ts`, `npm start`, the tests): one use of the AgentBus stack,
- * as a team's own stack is. Its topology is the three topics and one group per role module of
- * functions/roles/modules.ts (to add an agent role here, add its module there); its integrations
- * are the reference applications' (the customer-support application's orders, payment stand-in
- * and reply channel) beside the hub's own, which every stack has.
- */
-export const topology = defineTopology({
-  topics: ["commands", "events", "audit"],
-  groups: ROLE_MODULES.map(groupOf),
-});
 
 /** The infrastructure of the reference applications' integrations. */
 export const PROJECT_INTEGRATIONS: readonly AnyIntegrationInfra[] = [
@@ -25,8 +12,17 @@ export const PROJECT_INTEGRATIONS: readonly AnyIntegrationInfra[] = [
   replyChannelInfra,
 ];
 
-/** What the reference stack is built from: its topology and its integrations. */
+/**
+ * The reference stack (`bin/agentbus.ts`, `npm start`, the tests): `new AgentBus(app, id,
+ * PROJECT_STACK)`, as a team's own stack is. Its roles are the modules of
+ * functions/roles/modules.ts (to add an agent role here, add its module there) on the default
+ * topics; its integrations are the reference applications' (the customer-support application's
+ * orders, payment stand-in and reply channel) beside the hub's own, which every stack has.
+ */
 export const PROJECT_STACK = {
-  topology,
+  roles: ROLE_MODULES,
   integrations: PROJECT_INTEGRATIONS,
-} as const satisfies Pick<AgentBusStackProps, "topology" | "integrations">;
+} as const satisfies AgentBusApp;
+
+/** The reference stack's topology (what the simulation, the chaos checks and the tests read). */
+export const topology = topologyOf(PROJECT_STACK.roles);

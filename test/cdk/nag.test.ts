@@ -8,11 +8,12 @@ import { CfnQueue, Queue } from "aws-cdk-lib/aws-sqs";
 import { AwsSolutionsChecks } from "cdk-nag";
 import type { IConstruct } from "constructs";
 import { describe, expect, it } from "vitest";
+import { AgentBus } from "../../lib/infra/agentbus";
 import { AgentBusStack, type AgentBusStackProps } from "../../lib/infra/agentbus-stack";
 import { EMULATOR_CONTEXT_KEY } from "../../lib/infra/constructs/emulator";
 import { XRAY_ACTIONS } from "../../lib/infra/constructs/function";
 import { MODEL_ID_CONTEXT_KEY } from "../../lib/infra/constructs/model-access";
-import { PROJECT_STACK } from "../../lib/infra/project";
+import { PROJECT_INTEGRATIONS, PROJECT_STACK } from "../../lib/infra/project";
 import { FRONT_DOOR_CONTEXT, testApp, topologyWithPipe, topologyWithSubscriber } from "./synth";
 
 /**
@@ -81,9 +82,17 @@ const STAGE_REPLAYS =
 const printed = (findings: readonly Finding[]) =>
   findings.map((f) => `[${f.severity}] ${f.rule} at ${f.path}: ${f.message}`);
 
+/** The reference stack as bin/agentbus.ts builds it, or the same on another topology. */
 function agentBus(props: Partial<AgentBusStackProps> = {}) {
   return (app: App) => {
-    new AgentBusStack(app, "AgentBus-nag", { ...PROJECT_STACK, ...props });
+    const { topology, ...rest } = props;
+    if (topology)
+      new AgentBusStack(app, "AgentBus-nag", {
+        integrations: PROJECT_INTEGRATIONS,
+        ...rest,
+        topology,
+      });
+    else new AgentBus(app, "AgentBus-nag", { ...PROJECT_STACK, ...rest });
   };
 }
 

@@ -4,9 +4,10 @@ import { App, Stack } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
 import { audit } from "../../functions/roles/audit/audit";
 import { taskProjectionModule } from "../../functions/roles/task-projection/module";
+import { AgentBus } from "../../lib/infra/agentbus";
 import { AgentBusStack, type AgentBusStackProps } from "../../lib/infra/agentbus-stack";
 import { REPO_ROOT } from "../../lib/infra/constructs/function";
-import { PROJECT_STACK } from "../../lib/infra/project";
+import { PROJECT_INTEGRATIONS, PROJECT_STACK, topology } from "../../lib/infra/project";
 import { type Delivery, defineTopology, groupOf, type Topology } from "../../lib/infra/topology";
 
 type Json = Record<string, unknown>;
@@ -87,7 +88,7 @@ let synthesized: Synthesized | undefined;
 export function agentBusStack(): Synthesized {
   if (!synthesized) {
     const app = testApp({ validate: true });
-    const stack = new AgentBusStack(app, "AgentBus-test", PROJECT_STACK);
+    const stack = new AgentBus(app, "AgentBus-test", PROJECT_STACK);
     const assembly = app.synth();
     const template = Template.fromJSON(assembly.getStackByName(stack.stackName).template);
     const reportFile = join(assembly.directory, "validation-report.json");
@@ -106,7 +107,8 @@ export function agentBusStack(): Synthesized {
 
 /**
  * An AgentBus stack synthesized without CloudFormation's built-in validation (the one file that
- * validates is stack.test.ts): call once per test file and share the template.
+ * validates is stack.test.ts): the reference stack's topology and integrations unless `props`
+ * say otherwise. Call once per test file and share the template.
  */
 export function synthesizeStack(
   props: Partial<AgentBusStackProps> = {},
@@ -114,7 +116,11 @@ export function synthesizeStack(
   context: Json = {},
 ) {
   const app = testApp({ context });
-  const stack = new AgentBusStack(app, stackName, { ...PROJECT_STACK, ...props });
+  const stack = new AgentBusStack(app, stackName, {
+    topology,
+    integrations: PROJECT_INTEGRATIONS,
+    ...props,
+  });
   return { stack, template: Template.fromStack(stack) };
 }
 

@@ -20,7 +20,10 @@ import { isServerError, isThrottlingError, isTransientError } from "@smithy/core
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LocalChannel } from "../../functions/roles/customer-support/integrations/reply-channel/memory";
-import { ChannelTimeoutError } from "../../functions/roles/customer-support/integrations/reply-channel/port";
+import {
+  type ChannelPort,
+  ChannelTimeoutError,
+} from "../../functions/roles/customer-support/integrations/reply-channel/port";
 import { FAULTED_ATTEMPTS, FaultInjector } from "../../lib/dev/chaos/injector";
 import { injectFaults } from "../../lib/dev/chaos/middleware";
 import { type FaultPlan, planOf } from "../../lib/dev/chaos/plan";
@@ -226,7 +229,7 @@ describe("reply channel under faults", () => {
   const injector = new FaultInjector();
   const local = new LocalChannel();
   const model = { name: "none", converse: () => Promise.reject(new Error("no model")) };
-  const { channel } = injector.services({ model, channel: local });
+  const channel = injector.services({ model, replyChannel: local }).replyChannel as ChannelPort;
   const request = (key: string) => ({
     key,
     recipient: "cust_a",

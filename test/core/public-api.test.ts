@@ -16,6 +16,8 @@ const ROOT = join(import.meta.dirname, "..", "..");
 const APPLICATIONS: Readonly<Record<string, readonly string[]>> = {
   "customer support": ["functions/roles/customer-support", "functions/roles/refund-review"],
   "content production": ["functions/roles/content-agents"],
+  // An application outside functions/, as a team's repository holds one (its stack.ts too).
+  bookkeeping: ["test/fixtures/bookkeeping"],
 };
 
 const KIT = "functions/kit";
@@ -44,10 +46,10 @@ function refusal(file: string, target: string, owned: readonly string[]): string
     file.endsWith("/handler.ts") ||
     /\/integrations\/.+\/(?!index|port|memory)[^/]+\.ts$/.test(file);
   if (target === LAMBDA && adapterSide) return undefined;
-  const infraSide = /\/integrations\/(.+\/)?infra\.ts$/.test(file);
+  const infraSide = /\/integrations\/(.+\/)?infra\.ts$/.test(file) || file.endsWith("/stack.ts");
   if (target === CDK && infraSide) return undefined;
   if (target === LAMBDA) return "agentbus/lambda is for handler.ts and an integration's AWS side";
-  if (target === CDK) return "agentbus/cdk is for an integration's infra.ts";
+  if (target === CDK) return "agentbus/cdk is for an integration's infra.ts and a stack.ts";
   return "not a public entry point (functions/kit.ts, functions/lambda.ts, lib/cdk.ts)";
 }
 

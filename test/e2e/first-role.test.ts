@@ -19,7 +19,7 @@ import type { RoleModule } from "../../functions/core/role-module";
 import type * as LocalEnvironmentModule from "../../lib/dev/local/environment";
 import type { LocalEnvironment } from "../../lib/dev/local/environment";
 import { waitUntil } from "../../lib/dev/local/scenario/customer-support";
-import type * as StackModule from "../../lib/infra/agentbus-stack";
+import type * as StackModule from "../../lib/infra/agentbus";
 import type * as ProjectModule from "../../lib/infra/project";
 import type * as TopologyModule from "../../lib/infra/topology";
 import { testApp } from "../cdk/synth";
@@ -187,10 +187,10 @@ describe("README: your first role, followed in a copy of the checkout", () => {
   it(
     "one line in the module list gives it a group: queues, consumer, grants, alarms",
     async () => {
-      const { AgentBusStack } = await fromCopy<typeof StackModule>("lib/infra/agentbus-stack.ts");
+      const { AgentBus } = await fromCopy<typeof StackModule>("lib/infra/agentbus.ts");
       const { PROJECT_STACK } = await fromCopy<typeof ProjectModule>("lib/infra/project.ts");
       const app = testApp();
-      const stack = new AgentBusStack(app, "AgentBus-first-role", PROJECT_STACK);
+      const stack = new AgentBus(app, "AgentBus-first-role", PROJECT_STACK);
       const template = Template.fromJSON(app.synth().getStackByName(stack.stackName).template);
       const resources = Object.values(
         template.toJSON().Resources as Record<

@@ -64,9 +64,10 @@ function refusingChannel(inner: ChannelPort): ChannelPort {
 }
 
 const faults: FaultInjection = {
-  services: ({ model, channel }) => ({
+  services: ({ model, replyChannel, ...standIns }) => ({
+    ...standIns,
     model: quotingModel(model),
-    channel: refusingChannel(channel),
+    replyChannel: refusingChannel(replyChannel as ChannelPort),
   }),
 };
 

@@ -17,7 +17,7 @@ import {
 } from "../../lib/dev/local/deploy";
 import { ROOT, synthesize } from "../../lib/dev/local/synth";
 import { resolve, type Template } from "../../lib/dev/local/template";
-import { topology } from "../../lib/infra/project";
+import { PROJECT_INTEGRATIONS, topology } from "../../lib/infra/project";
 import { defineTopology } from "../../lib/infra/topology";
 import { emulator } from "../support/aws";
 
@@ -63,7 +63,10 @@ describe("local wiring equals the synthesized template", () => {
 
   beforeAll(async () => {
     const stage = `wire${ulid().slice(-6).toLowerCase()}`;
-    const synth = synthesize(stage, withSubscriberGroup());
+    const synth = synthesize(stage, {
+      topology: withSubscriberGroup(),
+      integrations: PROJECT_INTEGRATIONS,
+    });
     template = synth.template;
     clients = emulatorClients(emulator().endpoint);
     deployment = await deployTemplate(template, clients, {

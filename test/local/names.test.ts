@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { synthesize } from "../../lib/dev/local/synth";
 import { outputId } from "../../lib/infra/output-ids";
-import { topology } from "../../lib/infra/project";
+import { PROJECT_STACK, topology } from "../../lib/infra/project";
 import { stackNames } from "../../lib/operator/names";
 
 /** The local tools read the stack's names from its outputs, as the CLI does. */
@@ -80,7 +80,7 @@ describe("stack names from the outputs", () => {
   });
 
   it("finds every name it needs in the project's synthesized stack", () => {
-    const { template } = synthesize("names");
+    const { template } = synthesize("names", PROJECT_STACK);
     const keys = Object.fromEntries(Object.keys(template.Outputs ?? {}).map((k) => [k, k]));
     const names = stackNames(keys, topology);
     expect(Object.keys(names.buses)).toEqual([...topology.topics]);

@@ -3,7 +3,7 @@ import { FaultyChannel } from "../faults/channel";
 import { CALL_FAULTS, callFaultOf, type FaultKind } from "../faults/kinds";
 import { Random } from "../faults/random";
 import type { AwsClients } from "../local/deploy";
-import type { FaultInjection, HttpSender, Invocation, Services } from "../local/runtime/faults";
+import type { FaultInjection, HttpSender, Invocation, StandIns } from "../local/runtime/faults";
 import type { Template } from "../local/template";
 import { DYNAMODB_WRITES } from "../metering/metering";
 import { faultyHttp } from "./http-faults";
@@ -112,14 +112,15 @@ export class FaultInjector implements FaultInjection, FaultDraws {
     return faultyHttp(sender, this);
   }
 
-  services(services: Services): Services {
+  services(standIns: StandIns): StandIns {
+    const { replyChannel } = standIns;
     return {
-      model: new StallingModel(services.model, this),
+      ...standIns,
+      model: new StallingModel(standIns.model, this),
       // Only the local stand-in has faults to arm; any other channel is left as it is.
-      channel:
-        services.channel instanceof LocalChannel
-          ? new FaultyChannel(services.channel, channelFaults(this))
-          : services.channel,
+      ...(replyChannel instanceof LocalChannel
+        ? { replyChannel: new FaultyChannel(replyChannel, channelFaults(this)) }
+        : {}),
     };
   }
 

@@ -1,5 +1,3 @@
-import { DynamoEventStore } from "../../../functions/adapters/dynamodb/event-store";
-import { DeterministicLocalModel } from "../../../functions/adapters/local-model";
 import { putOrders } from "../../../functions/roles/customer-support/integrations/orders/dynamodb";
 import { SAMPLE_ORDERS } from "../../../functions/roles/customer-support/integrations/orders/sample-orders";
 import type { PaymentsPort } from "../../../functions/roles/customer-support/integrations/payments/port";
@@ -7,112 +5,28 @@ import {
   LocalChannel,
   type LocalDelivery,
 } from "../../../functions/roles/customer-support/integrations/reply-channel/memory";
-import { topology as projectTopology } from "../../infra/project";
+import { PROJECT_INTEGRATIONS, PROJECT_STACK } from "../../infra/project";
 import type { Topology } from "../../infra/topology";
 import { fromSdk } from "../../operator/from-sdk";
-import { type StackNames, stackNames } from "../../operator/names";
-import {
-  connect,
-  LOCAL_EVENTBRIDGEV2_ENDPOINT,
-  type OpsStack,
-  publishOutputs,
-  stackVault,
-} from "../../operator/stack";
-import {
-  type AwsClients,
-  deployTemplate,
-  emulatorClients,
-  emulatorConfig,
-  type LocalDeployment,
-} from "./deploy";
-import {
-  type FrontDoorFunctions,
-  type LocalFrontDoor,
-  type LocalIssuer,
-  localIssuer,
-  serveFrontDoor,
-} from "./front-door";
-import { functionClientsOf } from "./function-clients";
-import { RecordingModel } from "./model";
-import { type MotoServer, resetMoto, startMoto } from "./moto";
-import { LocalRuntime, type RuntimeEvent } from "./runtime";
-import type { FaultInjection } from "./runtime/faults";
-import type { FunctionClients } from "./runtime/handlers";
-import { refuseIfPresent } from "./stack-present";
-import { type SubscriberBusEndpoint, serveSubscriberBuses } from "./subscriber-bus-endpoint";
-import { ROOT, synthesize } from "./synth";
-import type { Template } from "./template";
-import { Observations } from "./trace";
+import * as local from "./start";
+import type { LocalStack } from "./synth";
 
-export interface LocalEnvironment {
-  readonly endpoint: string;
-  /** The emulator this process started, if it started one. */
-  readonly moto?: MotoServer;
-  readonly region: string;
-  readonly clients: AwsClients;
-  readonly deployment: LocalDeployment;
-  readonly runtime: LocalRuntime;
-  readonly observations: Observations;
-  readonly store: DynamoEventStore;
-  /** The stack as the operator tools see it (trace, status, dead letters, the console). */
-  readonly ops: OpsStack;
-  /** The stack's tables, buses, queue URLs and topics, read from its outputs. */
-  readonly names: StackNames;
-  /** Bus name of each topic in the stack (`names.buses`). */
-  readonly buses: Record<string, string>;
-  /** Consumer groups in the stack. */
-  readonly groups: string[];
-  /**
-   * The reply channel of the sender: the LocalChannel, a stand-in that records deliveries in
-   * memory (deployed stacks publish to SNS).
-   */
-  readonly channel: LocalChannel;
-  /** The model every agent calls: the DeterministicLocalModel, every call recorded. */
-  readonly model: RecordingModel;
-  /**
-   * The front door (the HTTP API) on 127.0.0.1, as API Gateway serves it, with a local issuer of
-   * development tokens (./front-door.ts).
-   */
-  readonly frontDoor?: LocalFrontDoor;
-  /**
-   * The `eventbridgev2` API on 127.0.0.1 over the emulated new buses, when the stack has any
-   * (./subscriber-bus-endpoint.ts): what `agentbus replay` creates a point-in-time subscriber
-   * through. Published in the outputs as `LocalEventBridgeV2Endpoint`. The relay publishes to the
-   * emulation in-process.
-   */
-  readonly subscriberBusEndpoint?: SubscriberBusEndpoint;
-  /** How long each start-up step took, in milliseconds. */
-  readonly timings: { emulator: number; synth: number; deploy: number };
-  stop(): Promise<void>;
-}
+/**
+ * The local runtime as this repository starts it (`npm start`, the tests): the package's
+ * `startLocal` (./start.ts, `agentbus/local`) with the reference stack (lib/infra/project.ts) as
+ * its default, and the reference applications' stand-ins: the reply channel's LocalChannel, a
+ * test's payment system, the sample orders in the orders table. Kept apart so that the package's
+ * local runtime carries none of the reference applications.
+ */
 
-export interface LocalOptions {
-  /** Use a running emulator instead of starting moto_server. */
-  readonly endpoint?: string;
-  /** Port for the moto_server this starts (default: a free one). */
-  readonly port?: number;
-  readonly stage?: string;
-  readonly region?: string;
-  /** Forward handler logs and metrics (Powertools) to stdout. */
-  readonly verbose?: boolean;
-  readonly onEvent?: (event: RuntimeEvent) => void;
+export interface LocalOptions extends Omit<local.LocalOptions, "stack"> {
+  /** @default the reference stack (lib/infra/project.ts) */
+  readonly stack?: LocalStack;
   /**
-   * With `endpoint`: wipe the emulator (moto's reset) before deploying. Without it, an emulator
-   * that already has this stage's stack is left as it is and the start is refused
-   * (StackPresentError); other stages and anything else there are never touched.
+   * The reference applications' integrations on another topology than the reference stack's
+   * (tests of delivery options); ignored with `stack`.
    */
-  readonly reset?: boolean;
-  /** Deploy another topology than the project's (tests of delivery options). */
   readonly topology?: Topology;
-  /**
-   * More environment values for every handler, over the local defaults (e.g. a short
-   * `ORCHESTRATOR_LEASE_SECONDS` so the sweeper finds hung nodes within seconds).
-   */
-  readonly envOverrides?: Record<string, string>;
-  /** Port of the front door on 127.0.0.1. @default 0, any free port */
-  readonly frontDoorPort?: number;
-  /** How often scheduled functions (the lease sweeper) run, in milliseconds. @default 2000 */
-  readonly scheduleIntervalMs?: number;
   /** Called for every reply the local channel delivers. */
   readonly onDelivery?: (delivery: LocalDelivery) => void;
   /**
@@ -120,232 +34,34 @@ export interface LocalOptions {
    * table (a test's LocalPayments, whose faults it controls).
    */
   readonly payments?: PaymentsPort;
-  /**
-   * Faults to inject (lib/dev/chaos): SDK middleware on the clients the functions get, wrapped model
-   * and channel, lost acknowledgements and crashed invocations in the runtime.
-   */
-  readonly faultInjection?: FaultInjection;
-  /** More CDK context for the synth, as `-c key=value` gives it. */
-  readonly context?: Readonly<Record<string, unknown>>;
 }
 
-/**
- * Bring up AgentBus locally: an emulator (moto_server on 127.0.0.1 unless an endpoint is given),
- * the synthesized stack deployed to it, and the stack's handlers running in-process. Names
- * (tables, buses, queues) come from the stack's outputs, as for a deployed stack.
- */
+export interface LocalEnvironment extends local.LocalEnvironment {
+  /**
+   * The reply channel of the sender: the LocalChannel, a stand-in that records deliveries in
+   * memory (deployed stacks publish to SNS).
+   */
+  readonly channel: LocalChannel;
+}
+
+/** Bring up a stack locally (the reference stack unless `stack` says otherwise): ./start.ts. */
 export async function startLocal(options: LocalOptions = {}): Promise<LocalEnvironment> {
-  const region = options.region ?? "us-east-1";
-  process.env.POWERTOOLS_LOG_LEVEL ??= options.verbose ? "INFO" : "SILENT";
-  process.env.POWERTOOLS_METRICS_DISABLED ??= options.verbose ? "false" : "true";
-  const lap = lapTimer();
-  const moto = options.endpoint ? undefined : await startMoto({ port: options.port });
-  const emulatorMs = lap();
-  const endpoint = options.endpoint ?? moto?.endpoint ?? "";
+  const { topology, onDelivery, payments, ...rest } = options;
+  const channel = new LocalChannel({ onDelivery });
+  const env = await local.startLocal({
+    ...rest,
+    stack:
+      options.stack ??
+      (topology ? { topology, integrations: PROJECT_INTEGRATIONS } : PROJECT_STACK),
+    standIns: { replyChannel: channel, ...(payments ? { payments } : {}), ...options.standIns },
+  });
   try {
-    const clients = emulatorClients(endpoint, region);
-    options.faultInjection?.attach?.(clients);
-    const { stackName, template } = synthesizeFor(options);
-    if (options.endpoint) await makeRoom(options.endpoint, region, stackName, options.reset);
-    const synthMs = lap();
-    const deployment = await deployTemplate(template, clients, { stackName, region });
-    const deployMs = lap();
-    const topology = options.topology ?? projectTopology;
-    const names = stackNames(deployment.outputs, topology);
-    if (names.tables.orders)
-      await putOrders(fromSdk(clients.dynamodb), names.tables.orders, SAMPLE_ORDERS);
-    const config = emulatorConfig(endpoint, region);
-    const functions = functionClientsOf(clients, options.faultInjection, config);
-    const { issuer, ...running } = await startRuntime(
-      deployment,
-      clients,
-      functions.functionClients,
-      endpoint,
-      options,
-    );
-    const ops = connect(emulatorConfig(endpoint, region), stackName, deployment.outputs, topology);
-    const frontDoor = await serveFrontDoorOf(running.runtime, issuer, options.frontDoorPort);
-    const subscriberBusEndpoint = await publish(running.runtime, config, stackName, deployment);
-    return {
-      ...running,
-      endpoint,
-      moto,
-      region,
-      clients,
-      deployment,
-      names,
-      ops,
-      store: eventStoreOf(clients, names),
-      buses: { ...names.buses },
-      groups: consumerGroupsOf(deployment),
-      ...(frontDoor ? { frontDoor } : {}),
-      ...(subscriberBusEndpoint ? { subscriberBusEndpoint } : {}),
-      timings: { emulator: emulatorMs, synth: synthMs, deploy: deployMs },
-      stop: async () => {
-        ops.close();
-        await Promise.all([frontDoor?.stop(), subscriberBusEndpoint?.stop()]);
-        await stopLocal(running.runtime, clients, moto);
-        functions.destroy();
-      },
-    };
+    // The refund examples look their orders up; nothing has asked for one yet.
+    const orders = env.names.tables.orders;
+    if (orders) await putOrders(fromSdk(env.clients.dynamodb), orders, SAMPLE_ORDERS);
   } catch (error) {
-    await moto?.stop();
+    await env.stop();
     throw error;
   }
-}
-
-/** The stack as the options have it synthesized (and as the fault injection changes it). */
-function synthesizeFor(options: LocalOptions): { stackName: string; template: Template } {
-  const synthesized = synthesize(options.stage ?? "local", options.topology, options.context);
-  const template = options.faultInjection?.template?.(synthesized.template);
-  return { stackName: synthesized.stackName, template: template ?? synthesized.template };
-}
-
-/** The consumer groups the stack runs, by name. */
-function consumerGroupsOf(deployment: LocalDeployment): string[] {
-  return deployment.functions.filter((f) => f.kind === "consumer").map((f) => f.group ?? f.name);
-}
-
-/** The stack's event store, read through the emulator's SDK client. */
-function eventStoreOf(clients: AwsClients, names: StackNames): DynamoEventStore {
-  const { state, events, inbox } = names.tables;
-  const vault = clients.kms && stackVault(names, clients.dynamodb, clients.kms);
-  return new DynamoEventStore({
-    client: fromSdk(clients.dynamodb),
-    tables: { state, events, inbox },
-    ...(vault ? { vault } : {}),
-  });
-}
-
-/** The stack's front-door function served over HTTP on 127.0.0.1, if the stack has one. */
-async function serveFrontDoorOf(
-  runtime: LocalRuntime,
-  issuer: LocalIssuer,
-  port: number | undefined,
-): Promise<LocalFrontDoor | undefined> {
-  const invoke = runtime.invokerOfKind("front-door");
-  const stream = runtime.invokerOfKind("front-door-stream");
-  if (!invoke) return undefined;
-  return serveFrontDoor({
-    invoke: invoke as FrontDoorFunctions["invoke"],
-    ...(stream ? { stream: stream as unknown as FrontDoorFunctions["stream"] } : {}),
-    issuer,
-    port,
-  });
-}
-
-/**
- * Publish the stack's outputs in the emulator, where operator tools pointed at it (agentbus trace
- * --endpoint ...) find its names; with the eventbridgev2 endpoint over the runtime's new buses,
- * when it has any, which this serves.
- */
-async function publish(
-  runtime: LocalRuntime,
-  config: ReturnType<typeof emulatorConfig>,
-  stackName: string,
-  deployment: LocalDeployment,
-): Promise<SubscriberBusEndpoint | undefined> {
-  const buses = runtime.subscriberBuses;
-  const endpoint = buses ? await serveSubscriberBuses({ buses, region: config.region }) : undefined;
-  await publishOutputs(config, stackName, {
-    ...deployment.outputs,
-    ...(endpoint ? { [LOCAL_EVENTBRIDGEV2_ENDPOINT]: endpoint.url } : {}),
-  });
-  return endpoint;
-}
-
-/**
- * Before deploying to an emulator this process did not start: wipe it when asked to (`reset`),
- * else refuse if the stack is there already (StackPresentError), touching nothing.
- */
-async function makeRoom(
-  endpoint: string,
-  region: string,
-  stackName: string,
-  reset: boolean | undefined,
-): Promise<void> {
-  if (reset) await resetMoto(endpoint);
-  else await refuseIfPresent(endpoint, region, stackName);
-}
-
-/** Milliseconds since the previous call (or since the timer was made). */
-function lapTimer(): () => number {
-  let mark = Date.now();
-  return () => {
-    const ms = Date.now() - mark;
-    mark = Date.now();
-    return ms;
-  };
-}
-
-/**
- * Environment values that differ locally: a failed message comes back after 1 s, 2 s, 4 s...
- * instead of the deployed backoff, the agents answer with the DeterministicLocalModel (a scripted
- * stand-in, not a model: no Bedrock, no credentials) and the sender delivers to the LocalChannel
- * (no SNS), whatever the template says.
- */
-const LOCAL_ENV_OVERRIDES: Readonly<Record<string, string>> = {
-  RETRY_BASE_SECONDS: "1",
-  RETRY_MAX_SECONDS: "8",
-  MODEL_PROVIDER: "local",
-  CHANNEL_PROVIDER: "local",
-  // The front door's streams look for changes four times a second (once in a deployed stack).
-  STREAM_POLL_MS: "250",
-};
-
-/** The runtime with its local stand-ins (model, channel) and observations, started. */
-async function startRuntime(
-  deployment: LocalDeployment,
-  clients: AwsClients,
-  functionClients: FunctionClients,
-  endpoint: string,
-  options: LocalOptions,
-): Promise<
-  Pick<LocalEnvironment, "runtime" | "observations" | "channel" | "model"> & { issuer: LocalIssuer }
-> {
-  const observations = new Observations();
-  const channel = new LocalChannel({ onDelivery: options.onDelivery });
-  const model = new RecordingModel(new DeterministicLocalModel());
-  // The front door's local issuer, whose key the stream function verifies tokens with.
-  const issuer = await localIssuer();
-  const standIns = options.faultInjection?.services?.({ model, channel }) ?? { model, channel };
-  // The handlers' stand-ins, by the name of the integration each replaces.
-  const services = {
-    jwtKey: issuer.publicKey,
-    integrations: {
-      model: standIns.model,
-      replyChannel: standIns.channel,
-      ...(options.payments ? { payments: options.payments } : {}),
-    },
-  };
-  const runtime = new LocalRuntime({
-    deployment,
-    clients,
-    functionClients,
-    endpoint,
-    root: ROOT,
-    envOverrides: { ...LOCAL_ENV_OVERRIDES, ...options.envOverrides },
-    services: { ...services },
-    scheduleIntervalMs: options.scheduleIntervalMs,
-    faultInjection: options.faultInjection,
-    onEvent: (event) => {
-      observations.listener(event);
-      options.onEvent?.(event);
-    },
-  });
-  await runtime.start();
-  return { runtime, observations, channel, model, issuer };
-}
-
-async function stopLocal(
-  runtime: LocalRuntime,
-  clients: AwsClients,
-  moto: MotoServer | undefined,
-): Promise<void> {
-  await runtime.stop();
-  clients.dynamodb.destroy();
-  clients.sqs.destroy();
-  clients.eventbridge.destroy();
-  clients.sns?.destroy();
-  await moto?.stop();
+  return { ...env, channel };
 }

@@ -27,7 +27,7 @@ export interface RuntimeOptions {
   /** The clients the functions get (`clients` are the runtime's own, for its pollers). */
   readonly functionClients: FunctionClients;
   readonly endpoint: string;
-  /** Repository root that `agentbus:entry` paths are relative to. */
+  /** Repository root that relative `agentbus:entry` paths are relative to. */
   readonly root: string;
   /** Environment values that differ locally (e.g. a shorter retry backoff). */
   readonly envOverrides?: Record<string, string>;

@@ -1,5 +1,6 @@
 import { existsSync } from "node:fs";
-import { isAbsolute, join, normalize, sep } from "node:path";
+import { dirname, isAbsolute, join, normalize, relative, sep } from "node:path";
+import { fileURLToPath } from "node:url";
 import { Duration, RemovalPolicy, Validations } from "aws-cdk-lib";
 import { Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
 import { Architecture, type CfnFunction, Runtime, Tracing } from "aws-cdk-lib/aws-lambda";
@@ -12,7 +13,10 @@ import { FUNCTION_BUNDLING, FUNCTION_RUNTIME } from "./bundling";
 
 export { FUNCTION_RUNTIME } from "./bundling";
 
-/** The repository root: handler entries and `agentbus:entry` metadata are relative to it. */
+/**
+ * The repository root (the package's): relative handler entries, and the `agentbus:entry`
+ * metadata of the entries inside it, are relative to it.
+ */
 export const REPO_ROOT = PACKAGE_ROOT;
 
 /** What a function does in the path of an event; the local runtime emulates each kind. */
@@ -42,9 +46,10 @@ export const XRAY_ACTIONS = ["xray:PutTraceSegments", "xray:PutTelemetryRecords"
 
 export interface AgentBusFunctionProps {
   /**
-   * Path of the handler file relative to the repository root, with `/` separators
-   * (e.g. `functions/handlers/relay.ts`); the file must exist and export `handler`.
-   * Recorded as `agentbus:entry` metadata so the local runtime can run the same handler.
+   * The handler file, which must exist and export `handler`: a path relative to the repository
+   * root with `/` separators (e.g. `functions/handlers/relay.ts`), or, for an application's own
+   * handler outside the package, an absolute path or a file URL (handlerEntryProblem). Recorded
+   * as `agentbus:entry` metadata (entryMetadata) so the local runtime can run the same handler.
    */
   readonly entry: string;
 
@@ -114,13 +119,14 @@ export interface AgentBusFunctionProps {
  * account) and send traces to X-Ray; every other permission comes from a grant.
  */
 export class AgentBusFunction extends NodejsFunction {
-  /** The repository-relative handler path. */
+  /** The handler path as its `agentbus:entry` metadata records it (entryMetadata). */
   readonly entryPath: string;
   readonly kind: FunctionKind;
   readonly group: string | undefined;
 
   constructor(scope: Construct, id: string, props: AgentBusFunctionProps) {
     const entry = resolveEntry(props.entry);
+    const projectRoot = lockRootAbove(entry);
     const logGroup = new LogGroup(scope, `${id}LogGroup`, {
       retention: props.logRetention ?? logRetentionAt(scope, "functionLogs"),
       removalPolicy: RemovalPolicy.DESTROY,
@@ -134,8 +140,8 @@ export class AgentBusFunction extends NodejsFunction {
       role,
       entry,
       handler: "handler",
-      projectRoot: REPO_ROOT,
-      depsLockFilePath: join(REPO_ROOT, "package-lock.json"),
+      projectRoot: projectRoot.folder,
+      depsLockFilePath: projectRoot.lockFile,
       runtime: FUNCTION_RUNTIME,
       architecture: Architecture.ARM_64,
       timeout: props.timeout ?? Duration.seconds(30),
@@ -150,12 +156,12 @@ export class AgentBusFunction extends NodejsFunction {
       },
       bundling: FUNCTION_BUNDLING,
     });
-    this.entryPath = props.entry;
+    this.entryPath = entryMetadata(entry);
     this.kind = props.kind;
     this.group = props.group;
 
     const cfn = this.node.defaultChild as CfnFunction;
-    cfn.addMetadata(METADATA.entry, props.entry);
+    cfn.addMetadata(METADATA.entry, this.entryPath);
     cfn.addMetadata(METADATA.kind, props.kind);
     if (props.group !== undefined) cfn.addMetadata(METADATA.group, props.group);
     acknowledgeNagFindings(cfn, role, props.unscopedActions);
@@ -208,34 +214,77 @@ function newestNodeRuntime(): string {
 }
 
 /**
- * Why `entry` is not a usable handler entry, if it is not: a `.ts`/`.js` path relative to the
- * repository root, with `/` separators, naming a file that exists (`exists` is given the
- * absolute path).
+ * Why `entry` is not a usable handler entry, if it is not: a `.ts`/`.js` file that exists (`exists`
+ * is given the absolute path), named by a path relative to the repository root with `/`
+ * separators (the reference applications' roles), or by an absolute path or a file URL (an
+ * application's own roles outside the package: `handlerBeside(import.meta.url)`).
  */
 export function handlerEntryProblem(
   entry: string,
   exists: (absolutePath: string) => boolean = existsSync,
 ): string | undefined {
-  const normalized = typeof entry === "string" ? normalize(entry) : "";
-  if (
-    typeof entry !== "string" ||
-    isAbsolute(entry) ||
-    entry.includes("\\") ||
-    normalized.startsWith(`..${sep}`) ||
-    !/\.(ts|mts|js|mjs)$/.test(entry)
-  ) {
-    return `handler entry ${JSON.stringify(entry)} must be a .ts/.js file path relative to the repository root, with / separators`;
+  const absolute = typeof entry === "string" ? absoluteEntry(entry) : undefined;
+  if (absolute === undefined || !/\.(ts|mts|js|mjs)$/.test(absolute)) {
+    return `handler entry ${JSON.stringify(entry)} must be a .ts/.js file: a path relative to the repository root with / separators, an absolute path, or a file URL (handlerBeside(import.meta.url))`;
   }
-  const absolute = join(REPO_ROOT, normalized);
   if (!exists(absolute)) {
     return `handler entry ${JSON.stringify(entry)} does not exist (looked at ${absolute})`;
   }
   return undefined;
 }
 
-/** The absolute path of a repository-relative handler entry, checked to exist. */
+/**
+ * The absolute path an entry names, or undefined when it names none: a relative path may not
+ * leave the repository root or use `\` (the metadata must read the same on every machine).
+ */
+function absoluteEntry(entry: string): string | undefined {
+  if (entry.startsWith("file:")) {
+    try {
+      return fileURLToPath(entry);
+    } catch {
+      return undefined;
+    }
+  }
+  if (isAbsolute(entry)) return normalize(entry);
+  const normalized = normalize(entry);
+  if (entry.includes("\\") || normalized.startsWith(`..${sep}`)) return undefined;
+  return join(REPO_ROOT, normalized);
+}
+
+/** The absolute path of a handler entry, checked to exist. */
 function resolveEntry(entry: string): string {
   const problem = handlerEntryProblem(entry);
   if (problem) throw new Error(problem);
-  return join(REPO_ROOT, normalize(entry));
+  return absoluteEntry(entry) as string;
+}
+
+/**
+ * The `agentbus:entry` metadata of a handler file: relative to the repository root with `/`
+ * separators when it is inside (the same on every checkout), else its absolute path (an
+ * application's own handler); the local runtime imports either.
+ */
+export function entryMetadata(absolutePath: string): string {
+  const inside = relative(REPO_ROOT, absolutePath);
+  if (inside.startsWith("..") || isAbsolute(inside)) return absolutePath;
+  return inside.split(sep).join("/");
+}
+
+/** The lock files a function's dependencies can be bundled from, in the order looked for. */
+const LOCK_FILES = ["package-lock.json", "pnpm-lock.yaml", "yarn.lock"] as const;
+
+/**
+ * The project a handler is bundled in: the nearest folder above it with a lock file, whose
+ * node_modules esbuild resolves its imports from. For the hub's handlers that is the checkout, or
+ * the application AgentBus is installed in (a package ships no lock file); for an application's
+ * own handler, the application.
+ */
+export function lockRootAbove(file: string): { folder: string; lockFile: string } {
+  for (let folder = dirname(file); ; folder = dirname(folder)) {
+    const lockFile = LOCK_FILES.map((name) => join(folder, name)).find((path) => existsSync(path));
+    if (lockFile) return { folder, lockFile };
+    if (dirname(folder) === folder)
+      throw new Error(
+        `no lock file (${LOCK_FILES.join(", ")}) in a folder above the handler ${file}: its function is bundled from the application's root, the folder with its lock file`,
+      );
+  }
 }

@@ -1,6 +1,5 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { ModelPort } from "../../../../functions/core/model";
-import type { ChannelPort } from "../../../../functions/roles/customer-support/integrations/reply-channel/port";
 import type { AwsClients, LocalFunction } from "../deploy";
 import type { Template } from "../template";
 import type { Report } from "./events";
@@ -64,10 +63,13 @@ export interface HttpResponseLike {
   readonly body?: AsyncIterable<Uint8Array | string>;
 }
 
-/** Stand-ins the handlers get, which fault injection may wrap. */
-export interface Services {
+/**
+ * Stand-ins the handlers get, by the name of the integration each replaces (the model's always;
+ * `replyChannel`, `payments`... where given), which fault injection may wrap.
+ */
+export interface StandIns {
   readonly model: ModelPort;
-  readonly channel: ChannelPort;
+  readonly [integration: string]: unknown;
 }
 
 /**
@@ -87,7 +89,7 @@ export interface FaultInjection {
    */
   http?(sender: HttpSender): HttpSender;
   /** The stand-ins handed to the handlers. */
-  services?(services: Services): Services;
+  services?(standIns: StandIns): StandIns;
   /** Whether a handled message's acknowledgement is lost (the message is delivered again). */
   loseAck?(group: string, eventId: string): boolean;
   /** Messages a mapping has just received (a stalled invocation waits for its own to come back). */

@@ -1,4 +1,4 @@
-import { join } from "node:path";
+import { isAbsolute, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { AwsClient } from "../../../../functions/adapters/aws/client";
 import type { ConsumeResult } from "../../../../functions/core/role";
@@ -29,7 +29,7 @@ export function sdkFunctionClients(clients: AwsClients): FunctionClients {
 
 export interface HandlerOptions {
   readonly functionClients: FunctionClients;
-  /** Repository root that `agentbus:entry` paths are relative to. */
+  /** Repository root that relative `agentbus:entry` paths are relative to (absolute ones are not). */
   readonly root: string;
   readonly envOverrides?: Record<string, string>;
   readonly services?: Readonly<Record<string, unknown>>;
@@ -42,7 +42,9 @@ export interface HandlerOptions {
  * observer and report callback that become runtime events.
  */
 export async function loadHandler(fn: LocalFunction, options: HandlerOptions): Promise<Invoke> {
-  const module = (await import(pathToFileURL(join(options.root, fn.entry)).href)) as {
+  // An application's own handler is recorded by its absolute path (lib/infra/constructs/function.ts).
+  const file = isAbsolute(fn.entry) ? fn.entry : join(options.root, fn.entry);
+  const module = (await import(pathToFileURL(file).href)) as {
     create?: (options: Record<string, unknown>) => (...args: unknown[]) => Promise<unknown>;
   };
   if (typeof module.create !== "function")

@@ -47,7 +47,7 @@ export function runCommand(
 
 /** Put envelopes on a topic's bus as a client would (`put-events`). */
 export async function putOnBus(
-  env: LocalEnvironment,
+  env: Pick<LocalEnvironment, "buses" | "clients">,
   topic: string,
   envelopes: readonly Envelope[],
 ): Promise<void> {

@@ -1,0 +1,54 @@
+import type { Construct } from "constructs";
+import type { RoleModule } from "../../functions/core/role-module";
+import { AgentBusStack, type AgentBusStackProps } from "./agentbus-stack";
+import type { TopicName } from "./constructs/topic";
+import { defineTopology, groupOf, type Topology } from "./topology";
+
+/** The topics a stack has unless it says otherwise: commands, events and the audit trail. */
+export const DEFAULT_TOPICS: readonly TopicName[] = ["commands", "events", "audit"];
+
+export interface AgentBusProps extends Omit<AgentBusStackProps, "topology"> {
+  /**
+   * The role modules to deploy, one consumer group each (queues, consumer function, grants,
+   * alarms), wired with the infrastructure of the integrations they use (`integrations`).
+   */
+  readonly roles: readonly RoleModule[];
+
+  /**
+   * The topics, one EventBridge bus each; every event type a role subscribes to must be on one.
+   * @default ["commands", "events", "audit"]
+   */
+  readonly topics?: readonly TopicName[];
+}
+
+/**
+ * What an application's stack is made of, apart from where and how it is deployed: its roles,
+ * topics and integrations. The local runtime starts one (`startLocal({ stack })`).
+ */
+export type AgentBusApp = Pick<AgentBusProps, "roles" | "topics" | "integrations">;
+
+/** The topology of a set of role modules: the topics, and one group per module. */
+export function topologyOf(
+  roles: readonly RoleModule[],
+  topics: readonly TopicName[] = DEFAULT_TOPICS,
+): Topology {
+  return defineTopology({ topics, groups: roles.map(groupOf) });
+}
+
+/**
+ * AgentBus for a set of role modules: `new AgentBus(app, id, { roles, integrations })`. The
+ * topology is made from the roles (topologyOf), so an application never writes one; everything
+ * else is the AgentBusStack it is (the same constructs and logical IDs: the reference stack is one
+ * use of it, bin/agentbus.ts).
+ *
+ * Workflows are not a prop yet: the workflow definitions are compiled into the orchestrator
+ * (functions/roles/orchestrator, with the content agents' workflows of
+ * functions/roles/content-agents/workflows.ts), so a stack runs those if the orchestrator is among
+ * its roles, and no others.
+ */
+export class AgentBus extends AgentBusStack {
+  constructor(scope: Construct, id: string, props: AgentBusProps) {
+    const { roles, topics, ...stackProps } = props;
+    super(scope, id, { ...stackProps, topology: topologyOf(roles, topics) });
+  }
+}
