@@ -1,12 +1,13 @@
 import { ulid } from "ulid";
 import type { LocalEnvironment } from "../../lib/dev/local/environment";
+import { putOnBus } from "../../lib/dev/local/put-on-bus";
 import {
   customerMessage,
   loadConversation,
   waitUntil,
 } from "../../lib/dev/local/scenario/customer-support";
 import { refundableOrder } from "../../lib/dev/local/scenario/refund";
-import { putOnBus, startWorkflow, waitForRunEnd } from "../../lib/dev/local/scenario/workflow";
+import { startWorkflow, waitForRunEnd } from "../../lib/dev/local/scenario/workflow";
 import { FLOW_SHAPES, type FlowShape } from "../../lib/dev/metering/flow-cost";
 import { inMeterScope } from "../../lib/dev/metering/metering";
 

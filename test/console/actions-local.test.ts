@@ -6,6 +6,7 @@ import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HUMAN_REVIEW_MARKER, UNUSABLE_DRAFT_MARKER } from "../../functions/adapters/local-model";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
+import { putOnBus } from "../../lib/dev/local/put-on-bus";
 import {
   customerMessage,
   loadConversation,
@@ -14,7 +15,6 @@ import {
 import {
   hasContentWorkflow,
   loadRun,
-  putOnBus,
   startWorkflow,
   waitForRunEnd,
 } from "../../lib/dev/local/scenario/workflow";

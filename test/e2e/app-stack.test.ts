@@ -1,8 +1,8 @@
 import { ScanCommand } from "@aws-sdk/client-dynamodb";
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { putOnBus } from "../../lib/dev/local/put-on-bus";
 import { waitUntil } from "../../lib/dev/local/scenario/customer-support";
-import { putOnBus } from "../../lib/dev/local/scenario/workflow";
 import { type LocalEnvironment, startLocal } from "../../lib/local";
 import type { Envelope } from "../../schemas";
 import { BOOKKEEPING } from "../fixtures/bookkeeping/stack";

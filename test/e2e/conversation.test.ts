@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { MODEL_ACCESS_DENIED_MARKER } from "../../functions/adapters/local-model";
 import type { ConversationState } from "../../functions/roles/customer-support/conversation/conversation";
 import { HANDOFF_TEXT } from "../../functions/roles/customer-support/step-failure";
+import { putOnBus } from "../../lib/dev/local/put-on-bus";
 import {
   customerMessage,
   sendCommandOf,
@@ -11,7 +12,6 @@ import {
   waitUntil,
 } from "../../lib/dev/local/scenario/customer-support";
 import { readDeadLetters } from "../../lib/dev/local/scenario/dead-letters";
-import { putOnBus } from "../../lib/dev/local/scenario/workflow";
 import { topology } from "../../lib/infra/project";
 import type { Envelope } from "../../schemas";
 import { localSupportStack, TIMEOUT } from "./support-stack";

@@ -2,13 +2,13 @@ import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { VersionConflictError } from "../../functions/core/errors";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
+import { putOnBus } from "../../lib/dev/local/put-on-bus";
 import {
   customerMessage,
   loadConversation,
   streamOf,
   waitUntil,
 } from "../../lib/dev/local/scenario/customer-support";
-import { putOnBus } from "../../lib/dev/local/scenario/workflow";
 import { withObservedDuplicates } from "../../lib/dev/local/trace";
 import { renderTraceText } from "../../lib/operator/render-text";
 import { traceOf } from "../../lib/operator/source";

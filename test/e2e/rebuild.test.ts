@@ -3,12 +3,12 @@ import { marshall } from "@aws-sdk/util-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stateItem } from "../../functions/adapters/dynamodb/items";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
+import { putOnBus } from "../../lib/dev/local/put-on-bus";
 import {
   customerMessage,
   loadConversation,
   waitUntil,
 } from "../../lib/dev/local/scenario/customer-support";
-import { putOnBus } from "../../lib/dev/local/scenario/workflow";
 import type { Envelope } from "../../schemas";
 import { emulator } from "../support/aws";
 import { localCli } from "../support/cli";

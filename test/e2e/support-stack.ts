@@ -5,12 +5,12 @@ import {
   type LocalOptions,
   startLocal,
 } from "../../lib/dev/local/environment";
+import { putOnBus } from "../../lib/dev/local/put-on-bus";
 import {
   loadConversation,
   sendCommandOf,
   waitUntil,
 } from "../../lib/dev/local/scenario/customer-support";
-import { putOnBus } from "../../lib/dev/local/scenario/workflow";
 import type { Envelope } from "../../schemas";
 import { emulator } from "../support/aws";
 import { groupOutcome } from "../support/outcomes";

@@ -3,10 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentRun } from "../../functions/core/agent-run";
 import { agentRunKey } from "../../functions/roles/content-agents/content-agent";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
+import { putOnBus } from "../../lib/dev/local/put-on-bus";
 import { readDeadLetters } from "../../lib/dev/local/scenario/dead-letters";
 import {
   loadRun,
-  putOnBus,
   runCommand,
   startWorkflow,
   waitForRunEnd,

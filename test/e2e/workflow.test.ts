@@ -2,9 +2,9 @@ import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
+import { putOnBus } from "../../lib/dev/local/put-on-bus";
 import {
   loadRun,
-  putOnBus,
   runCommand,
   startWorkflow,
   waitForRunEnd,

@@ -6,10 +6,11 @@ import { systemClock, ulidSource } from "../../../functions/core/runtime";
 import { type Envelope, registry } from "../../../schemas";
 import type { Random } from "../faults/random";
 import type { LocalEnvironment } from "../local/environment";
+import { putOnBus } from "../local/put-on-bus";
 import { clientFeedback, LIFECYCLE } from "../local/scenario";
 import { customerMessage } from "../local/scenario/customer-support";
 import { refundableOrder } from "../local/scenario/refund";
-import { putOnBus, startWorkflow } from "../local/scenario/workflow";
+import { startWorkflow } from "../local/scenario/workflow";
 
 /**
  * What one full-stack schedule plays, drawn from its seed, under fresh ids (so schedules on one

@@ -3,6 +3,7 @@ import type { ConversationView } from "../../../functions/roles/customer-support
 import type { LocalDelivery } from "../../../functions/roles/customer-support/integrations/reply-channel/memory";
 import type { Envelope } from "../../../schemas";
 import type { LocalEnvironment } from "./environment";
+import { putOnBus } from "./put-on-bus";
 import { refundCheck, runRefund } from "./refund-scenario";
 import { type Check, check } from "./scenario/check";
 import {
@@ -15,7 +16,6 @@ import {
   waitUntil,
 } from "./scenario/customer-support";
 import { readDeadLetters } from "./scenario/dead-letters";
-import { putOnBus } from "./scenario/workflow";
 
 /**
  * The customer-support conversation (seed 000 §10, §11) on the local stack: customers' messages

@@ -4,6 +4,7 @@ import { DynamoPaymentsStandIn } from "../../../functions/roles/customer-support
 import type { Envelope } from "../../../schemas";
 import { fromSdk } from "../../operator/from-sdk";
 import type { LocalEnvironment } from "./environment";
+import { putOnBus } from "./put-on-bus";
 import { type Check, check } from "./scenario/check";
 import {
   type ConversationCase,
@@ -11,7 +12,6 @@ import {
   loadConversation,
   waitUntil,
 } from "./scenario/customer-support";
-import { putOnBus } from "./scenario/workflow";
 
 /**
  * The refund inquiry of seed 000 §10 on the local stack: bob asks for a refund of order 456

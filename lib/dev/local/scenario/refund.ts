@@ -7,8 +7,8 @@ import { refundRunId } from "../../../../functions/roles/refund-review/refund-ag
 import type { OrderRecord } from "../../../../schemas/events/conversation";
 import { fromSdk } from "../../../operator/from-sdk";
 import type { LocalEnvironment } from "../environment";
+import { putOnBus } from "../put-on-bus";
 import { customerMessage, waitUntil } from "./customer-support";
-import { putOnBus } from "./workflow";
 
 /**
  * Refund questions on the local stack: an order of its own to refund, a customer's question

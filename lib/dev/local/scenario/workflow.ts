@@ -1,9 +1,9 @@
-import { PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { ulid } from "ulid";
 import type { OrchestratorState } from "../../../../functions/roles/orchestrator/state";
 import { type Envelope, registry } from "../../../../schemas";
 import { CONTENT_ROLES } from "../../../../schemas/events/workflow";
 import type { LocalEnvironment } from "../environment";
+import { putOnBus } from "../put-on-bus";
 import { type Check, check } from "./check";
 import { readDeadLetters } from "./dead-letters";
 
@@ -43,28 +43,6 @@ export function runCommand(
     attempt: 1,
     payload: { run_id: runId, ...payload },
   };
-}
-
-/** Put envelopes on a topic's bus as a client would (`put-events`). */
-export async function putOnBus(
-  env: Pick<LocalEnvironment, "buses" | "clients">,
-  topic: string,
-  envelopes: readonly Envelope[],
-): Promise<void> {
-  const bus = env.buses[topic];
-  if (!bus) throw new Error(`the stack has no ${topic} bus`);
-  const response = await env.clients.eventbridge.send(
-    new PutEventsCommand({
-      Entries: envelopes.map((e) => ({
-        EventBusName: bus,
-        Source: "agentbus.client",
-        DetailType: e.event_type,
-        Detail: JSON.stringify(e),
-      })),
-    }),
-  );
-  if (response.FailedEntryCount)
-    throw new Error(`put-events failed: ${JSON.stringify(response.Entries)}`);
 }
 
 /** Start a content-production run: `workflow.start.requested` on the commands bus. */
