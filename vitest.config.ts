@@ -6,7 +6,7 @@ export default defineConfig({
     include: ["test/**/*.test.ts"],
     // The application outside the hub runs its own tests, with Node's runner, in its own directory
     // (test/package/package.test.ts).
-    exclude: ["test/package/ledger-app/**", "**/node_modules/**"],
+    exclude: ["**/node_modules/**"],
     globalSetup: ["test/global-setup.ts"],
     setupFiles: ["test/setup.ts"],
     // A guard against a hang, not a speed check: on a busy two-core machine a test that drives

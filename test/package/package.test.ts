@@ -1,28 +1,34 @@
 import { execFileSync } from "node:child_process";
 import {
-  cpSync,
+  existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
   rmSync,
+  statSync,
   symlinkSync,
+  writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SLOW_STEP_TIMEOUT_MS } from "../support/timeouts";
 
 /**
- * AgentBus as a team gets it: `npm pack`ed (which builds it: `prepack`), unpacked into the
- * node_modules of an application outside the repository (test/package/ledger-app), beside links
- * to the dependencies this checkout installed (no registry, no network), and used there with
- * plain Node.js: the application is type-checked against the package's declarations, compiled,
- * and its tests run on the in-memory kit.
+ * AgentBus as a team gets it, and "Your first role" (functions/roles/README.md) followed as
+ * written: the hub `npm pack`ed (which builds it: `prepack`), an application written from the
+ * README's `<!-- app:<path> -->` blocks into a new directory outside the repository, the tarball
+ * unpacked into its node_modules beside links to the dependencies this checkout installed (no
+ * registry, no network: what `npm install` would give it), and the README's commands run there with
+ * plain Node.js: the application type-checks against the package's declarations and compiles,
+ * its tests pass in memory and on the local stack (moto) through a crash and a redelivery, and its
+ * CDK app synthesizes with cdk-nag's checks on and its functions bundled from its own root.
  */
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const NODE_MODULES = join(ROOT, "node_modules");
+const WALKTHROUGH = readFileSync(join(ROOT, "functions", "roles", "README.md"), "utf8");
 /** npm run offline and quiet: nothing it does here may reach the network. */
 const NPM_ENV = {
   ...process.env,
@@ -36,10 +42,19 @@ let work: string;
 let app: string;
 let tarball: string;
 
+/** The walk-through's files: each `<!-- app:<path> -->` block, by path. */
+function applicationFiles(): Map<string, string> {
+  const files = new Map<string, string>();
+  for (const match of WALKTHROUGH.matchAll(/<!-- app:(\S+) -->\s*```\w*\n([\s\S]*?)```/g))
+    files.set(match[1] as string, match[2] as string);
+  return files;
+}
+
 /** Link every package this checkout installed into `modules` (scoped ones one by one). */
 function linkDependencies(modules: string): void {
   for (const entry of readdirSync(NODE_MODULES)) {
-    if (entry === ".bin" || entry.startsWith(".") || entry === "agentbus") continue;
+    if (entry.startsWith(".") && entry !== ".bin") continue;
+    if (entry === "agentbus") continue;
     if (!entry.startsWith("@")) {
       symlinkSync(join(NODE_MODULES, entry), join(modules, entry));
       continue;
@@ -50,19 +65,37 @@ function linkDependencies(modules: string): void {
   }
 }
 
-const run = (command: string, args: readonly string[], cwd: string) =>
-  execFileSync(command, args, { cwd, env: NPM_ENV, encoding: "utf8", stdio: "pipe" });
+/** Run a command; its output, or an error that carries what it printed. */
+function run(
+  command: string,
+  args: readonly string[],
+  cwd: string,
+  env: NodeJS.ProcessEnv = NPM_ENV,
+): string {
+  try {
+    return execFileSync(command, args, { cwd, env, encoding: "utf8", stdio: "pipe" });
+  } catch (error) {
+    const { stdout, stderr } = error as { stdout?: string; stderr?: string };
+    throw new Error(`${command} ${args.join(" ")} failed:\n${stdout ?? ""}\n${stderr ?? ""}`);
+  }
+}
 
 beforeAll(() => {
   work = mkdtempSync(join(tmpdir(), "agentbus-package-"));
   run("npm", ["pack", "--pack-destination", work], ROOT);
   tarball = join(work, readdirSync(work).find((f) => f.endsWith(".tgz")) ?? "no tarball");
-  app = join(work, "ledger-app");
-  cpSync(join(import.meta.dirname, "ledger-app"), app, { recursive: true });
+  app = join(work, "my-ledger");
+  for (const [path, text] of applicationFiles()) {
+    mkdirSync(dirname(join(app, path)), { recursive: true });
+    writeFileSync(join(app, path), text);
+  }
   const modules = join(app, "node_modules");
   mkdirSync(join(modules, "agentbus"), { recursive: true });
   run("tar", ["-xzf", tarball, "-C", join(modules, "agentbus"), "--strip-components=1"], work);
   linkDependencies(modules);
+  // `npm install` writes a lock file; the functions are bundled from the folder that has it.
+  const lock = { name: "my-ledger", lockfileVersion: 3, requires: true, packages: {} };
+  writeFileSync(join(app, "package-lock.json"), JSON.stringify(lock));
 }, SLOW_STEP_TIMEOUT_MS);
 
 afterAll(() => {
@@ -102,12 +135,52 @@ describe("the package, installed in an application outside the repository", () =
   );
 
   it(
-    "an application's own integration and role type-check against it, build, and pass their tests",
+    "the walk-through's application type-checks against its declarations and compiles",
     () => {
-      run(process.execPath, [join(NODE_MODULES, "typescript", "bin", "tsc"), "-p", "."], app);
-      const report = run(process.execPath, ["--test", "build/"], app);
-      expect(report).toMatch(/# pass 2\b/);
+      expect([...applicationFiles().keys()]).toContain("src/bookkeeper/local.test.ts");
+      run("npm", ["run", "build"], app);
+      for (const compiled of ["app.js", "bookkeeper/handler.js", "ledger/aws.js"])
+        expect(existsSync(join(app, "build", compiled)), compiled).toBe(true);
+    },
+    SLOW_STEP_TIMEOUT_MS,
+  );
+
+  it(
+    "its tests pass: in memory, and on the local stack through a crash just after the post",
+    () => {
+      const report = run("npm", ["test"], app);
+      expect(report).toMatch(/# pass 3\b/);
       expect(report).toMatch(/# fail 0\b/);
+    },
+    SLOW_STEP_TIMEOUT_MS,
+  );
+
+  it(
+    "its CDK app synthesizes with cdk-nag's checks clean, its functions bundled from its own root",
+    () => {
+      const outdir = join(work, "cdk.out");
+      run(process.execPath, ["build/app.js"], app, { ...NPM_ENV, CDK_OUTDIR: outdir });
+      const report = JSON.parse(readFileSync(join(outdir, "validation-report.json"), "utf8")) as {
+        pluginReports?: { pluginName: string; violations?: { ruleName: string }[] }[];
+      };
+      const nag = report.pluginReports?.find((p) => p.pluginName === "AwsSolutions");
+      expect(nag?.violations?.map((v) => v.ruleName) ?? []).toEqual([]);
+      const template = JSON.parse(
+        readFileSync(join(outdir, "Bookkeeping-dev.template.json"), "utf8"),
+      ) as { Resources: Record<string, { Type: string; Properties?: Record<string, unknown> }> };
+      const functions = Object.values(template.Resources).filter(
+        (r) => r.Type === "AWS::Lambda::Function",
+      );
+      const bookkeeper = functions.find((f) =>
+        JSON.stringify(f.Properties?.Environment).includes("LEDGER_TABLE"),
+      );
+      expect(bookkeeper, "the bookkeeper's function, with the ledger's table").toBeDefined();
+      // Bundled: each function's code is an asset directory holding its one bundle.
+      const assets = readdirSync(outdir).filter((f) => f.startsWith("asset."));
+      expect(assets.length).toBeGreaterThanOrEqual(functions.length - 1);
+      for (const asset of assets)
+        if (statSync(join(outdir, asset)).isDirectory())
+          expect(readdirSync(join(outdir, asset))).toContain("index.mjs");
     },
     SLOW_STEP_TIMEOUT_MS,
   );

@@ -7,6 +7,7 @@ import { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
 import { CfnPipe } from "aws-cdk-lib/aws-pipes";
 import type { Queue } from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
+import { HUB_HANDLERS } from "../hub-handlers";
 import type { ConsumerGroupSubscription } from "./consumer-group-props";
 import type { GroupQueues } from "./consumer-group-queues";
 import {
@@ -129,7 +130,7 @@ function createDispatcher(
 ): AgentBusFunction {
   const dispatcher = new AgentBusFunction(scope, "Dispatcher", {
     kind: "dispatch",
-    entry: "functions/handlers/dispatch.ts",
+    entry: HUB_HANDLERS.dispatch,
     group: groupName,
     serviceName: `${groupName}-dispatch`,
     description: `AgentBus ${groupName}: buffer queue -> FIFO queue`,

@@ -26,6 +26,7 @@ import { DEFAULT_RUNS_IN_FLIGHT } from "../../../functions/front-door/runs-in-fl
 import { CONVERSATION_AGGREGATE } from "../../../functions/roles/customer-support/conversation/conversation";
 import { erasedStateTypes } from "../../../functions/roles/personal-state";
 import { TENANT_ID_PATTERN } from "../../../schemas/ids";
+import { HUB_HANDLERS } from "../hub-handlers";
 import { logRetentionAt } from "../retention";
 import { CUSTOMER_KEYS_ENV, type CustomerKeys } from "./customer-keys";
 import { AgentBusFunction } from "./function";
@@ -134,7 +135,7 @@ export class FrontDoor extends Construct {
       environment[`BUS_${topic.topicName.toUpperCase()}`] = topic.busName;
     this.function = new AgentBusFunction(this, "Function", {
       kind: "front-door",
-      entry: "functions/handlers/front-door.ts",
+      entry: HUB_HANDLERS["front-door"],
       serviceName: "front-door",
       description: "AgentBus front door: the HTTP API's requests -> bus, projections -> answers",
       timeout: Duration.seconds(10),
@@ -185,7 +186,7 @@ export class FrontDoor extends Construct {
   private createStream(props: FrontDoorProps): AgentBusFunction {
     const fn = new AgentBusFunction(this, "StreamFunction", {
       kind: "front-door-stream",
-      entry: "functions/handlers/front-door-stream.ts",
+      entry: HUB_HANDLERS["front-door-stream"],
       serviceName: "front-door-stream",
       description: "AgentBus front door: conversations and runs as server-sent events",
       timeout: Duration.seconds(STREAM_SECONDS + 30),

@@ -10,6 +10,7 @@ import { FilterCriteria, FilterRule, StartingPosition } from "aws-cdk-lib/aws-la
 import { DynamoEventSource, SqsDlq } from "aws-cdk-lib/aws-lambda-event-sources";
 import { type CfnQueue, Queue, QueueEncryption } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
+import { HUB_HANDLERS } from "../hub-handlers";
 import { retentionAt } from "../retention";
 import { ALARM_ACTIONS } from "./alarm-commands";
 import { AgentBusFunction, METRICS_NAMESPACE } from "./function";
@@ -124,7 +125,7 @@ export class Relay extends Construct {
 
     this.function = new AgentBusFunction(this, "Resource", {
       kind: "relay",
-      entry: "functions/handlers/relay.ts",
+      entry: HUB_HANDLERS.relay,
       description: "AgentBus relay: events table stream -> topic buses",
       timeout: props.functionTimeout,
       memorySize: props.memorySize,

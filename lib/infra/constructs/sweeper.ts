@@ -4,6 +4,7 @@ import { type IRuleTarget, Rule, Schedule } from "aws-cdk-lib/aws-events";
 import { LambdaFunction } from "aws-cdk-lib/aws-events-targets";
 import { Construct } from "constructs";
 import { APPROVAL_DEADLINE_NEAR_METRIC, SWEEPER_PRODUCER } from "../../../functions/core/sweeper";
+import { HUB_HANDLERS } from "../hub-handlers";
 import { ALARM_ACTIONS } from "./alarm-commands";
 import { AgentBusFunction, METRICS_NAMESPACE } from "./function";
 import type { AgentBusTables } from "./tables";
@@ -66,7 +67,7 @@ export class LeaseSweeper extends Construct {
       environment[`BUS_${topic.topicName.toUpperCase()}`] = topic.busName;
     this.function = new AgentBusFunction(this, "Resource", {
       kind: "sweeper",
-      entry: "functions/handlers/sweeper.ts",
+      entry: HUB_HANDLERS.sweeper,
       serviceName: SWEEPER_SERVICE,
       description: "AgentBus lease sweeper: expired node leases and held runs -> bus",
       timeout: props.functionTimeout ?? Duration.seconds(60),

@@ -1,8 +1,10 @@
+import { existsSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { AwsClient } from "../../../../functions/adapters/aws/client";
 import type { ConsumeResult } from "../../../../functions/core/role";
 import type { ConsumerFailure, ConsumerObserver } from "../../../../functions/handlers/consumer";
+import { compiledHandler, INSTALLED } from "../../../infra/hub-handlers";
 import { fromSdk } from "../../../operator/from-sdk";
 import { inMeterScope } from "../../metering/metering";
 import type { AwsClients, LocalFunction } from "../deploy";
@@ -42,8 +44,7 @@ export interface HandlerOptions {
  * observer and report callback that become runtime events.
  */
 export async function loadHandler(fn: LocalFunction, options: HandlerOptions): Promise<Invoke> {
-  // An application's own handler is recorded by its absolute path (lib/infra/constructs/function.ts).
-  const file = isAbsolute(fn.entry) ? fn.entry : join(options.root, fn.entry);
+  const file = handlerFile(fn.entry, options.root);
   const module = (await import(pathToFileURL(file).href)) as {
     create?: (options: Record<string, unknown>) => (...args: unknown[]) => Promise<unknown>;
   };
@@ -83,6 +84,21 @@ export async function loadHandler(fn: LocalFunction, options: HandlerOptions): P
       });
     }
   };
+}
+
+/**
+ * The file a function's entry runs from here. An application's own handler is recorded by its
+ * absolute path (lib/infra/constructs/function.ts); the hub's, relative to the package root, run
+ * from their sources in the checkout and from their compiled forms (`dist/`) where the package is
+ * installed, whose users' Node.js has no TypeScript loader.
+ */
+export function handlerFile(entry: string, root: string, installed = INSTALLED): string {
+  if (isAbsolute(entry)) return entry;
+  if (!installed) return join(root, entry);
+  const compiled = join(root, compiledHandler(entry));
+  if (!existsSync(compiled))
+    throw new Error(`${entry} has no compiled form in the package (looked at ${compiled})`);
+  return compiled;
 }
 
 /** What a handler's report is, by the function's kind. */
