@@ -37,6 +37,8 @@ async function main(): Promise<void> {
       ...Object.fromEntries(
         Object.entries(ENTRY_POINTS).map(([name, file]) => [name, join(ROOT, file)]),
       ),
+      // The operator CLI (`npx agentbus`), which runs from here in an installed package.
+      cli: join(ROOT, "bin", "agentbus-cli.ts"),
       // The hub's own functions, which the local runtime runs from here in an installed package.
       ...Object.fromEntries(
         Object.values(HUB_HANDLERS).map((entry) => [

@@ -54,7 +54,8 @@ function applicationFiles(): Map<string, string> {
 function linkDependencies(modules: string): void {
   for (const entry of readdirSync(NODE_MODULES)) {
     if (entry.startsWith(".") && entry !== ".bin") continue;
-    if (entry === "agentbus") continue;
+    // No TypeScript loader: the application runs compiled JavaScript only, the package's too.
+    if (entry === "agentbus" || entry === "tsx") continue;
     if (!entry.startsWith("@")) {
       symlinkSync(join(NODE_MODULES, entry), join(modules, entry));
       continue;
@@ -130,6 +131,16 @@ describe("the package, installed in an application outside the repository", () =
       expect(run(process.execPath, ["--input-type=module", "-e", script], app).trim()).toBe(
         "loaded",
       );
+    },
+    SLOW_STEP_TIMEOUT_MS,
+  );
+
+  it(
+    "the operator CLI runs compiled",
+    () => {
+      const cli = join(app, "node_modules", "agentbus", "bin", "agentbus-cli.mjs");
+      const help = run(process.execPath, [cli, "--help"], app);
+      for (const command of ["trace", "status", "dlq", "console"]) expect(help).toContain(command);
     },
     SLOW_STEP_TIMEOUT_MS,
   );
