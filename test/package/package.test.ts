@@ -177,7 +177,7 @@ describe("the package, installed in an application outside the repository", () =
       const nag = report.pluginReports?.find((p) => p.pluginName === "AwsSolutions");
       expect(nag?.violations?.map((v) => v.ruleName) ?? []).toEqual([]);
       const template = JSON.parse(
-        readFileSync(join(outdir, "Bookkeeping-dev.template.json"), "utf8"),
+        readFileSync(join(outdir, "AgentBus-dev.template.json"), "utf8"),
       ) as { Resources: Record<string, { Type: string; Properties?: Record<string, unknown> }> };
       const functions = Object.values(template.Resources).filter(
         (r) => r.Type === "AWS::Lambda::Function",
