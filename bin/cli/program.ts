@@ -125,6 +125,7 @@ const VALUED_GLOBALS = new Set([
   "--region",
   "--stage",
   "--outputs",
+  "--app",
   "--bus",
   "--state-table",
 ]);
@@ -191,6 +192,12 @@ export async function agentbusProgram(
         "AGENTBUS_OUTPUTS",
       ),
     )
+    .addOption(
+      new Option(
+        "--app <module>",
+        "the application's module exporting what its stack is given ({ roles, ... }): its roles, for rebuild, check, trace and answers (default: the reference applications')",
+      ).env("AGENTBUS_APP"),
+    )
     .option("--bus <name>", "commands bus name (default: outputs, else agentbus-<stage>-commands)")
     .option(
       "--state-table <name>",
@@ -201,6 +208,8 @@ export async function agentbusProgram(
 
   // Before any command acts: the region it acts in, and (unless --region gave it) where it came from.
   program.hook("preAction", async (_program, command) => {
+    const { app } = command.optsWithGlobals<GlobalOptions>();
+    if (app) await (await import("./app")).useApplication(app);
     const choice = await chooseRegion(command.optsWithGlobals<GlobalOptions>());
     program.setOptionValue("region", choice.region);
     if (choice.source !== "--region")

@@ -4,7 +4,7 @@ import type { EventStore } from "../../functions/core/ports";
 import type { Role } from "../../functions/core/role";
 import { type FoldVerdict, foldVerdict } from "../../lib/operator/fold-groups";
 import { fromSdk } from "../../lib/operator/from-sdk";
-import { OPERATOR_GROUPS } from "../../lib/operator/groups";
+import { operatorGroups } from "../../lib/operator/groups";
 import { checkFold, type RebuildProgress, rebuild } from "../../lib/operator/rebuild";
 import { IncompleteFoldError, resetStates } from "../../lib/operator/rebuild-reset";
 import { eventStoreOf, type OpsStack } from "../../lib/operator/stack";
@@ -31,10 +31,11 @@ type Use = "rebuild" | "check" | "rebuild --reset";
  * group declares); a group they cannot run for `use` is refused, naming why.
  */
 function roleOf(group: string, use: Use): { role: Role<unknown>; verdict: FoldVerdict } {
-  const declared = OPERATOR_GROUPS.find((g) => g.name === group);
+  const groups = operatorGroups();
+  const declared = groups.find((g) => g.name === group);
   if (!declared)
     throw new UsageError(
-      `no consumer group ${group} (groups: ${OPERATOR_GROUPS.map((g) => g.name).join(", ")})`,
+      `no consumer group ${group} (groups: ${groups.map((g) => g.name).join(", ")})`,
     );
   const verdict = foldVerdict(declared);
   const why =

@@ -23,6 +23,8 @@ export interface GlobalOptions {
   region?: string;
   stage?: string;
   outputs?: string;
+  /** The application's module (bin/cli/app.ts). */
+  app?: string;
   bus?: string;
   stateTable?: string;
 }

@@ -1,7 +1,7 @@
 import { ANSWER_SCHEMA } from "../../functions/core/agent/agent";
 import { personAnswerOf } from "../../functions/core/agent/person";
-import { ROLE_MODULES } from "../../functions/roles/modules";
 import type * as z from "../../schemas/zod";
+import { operatorModules } from "./groups";
 import { schemaExample } from "./output-example";
 
 /**
@@ -16,7 +16,7 @@ import { schemaExample } from "./output-example";
 
 /** The answer schema of the agent whose decision command is `decisionType`, if a module has it. */
 export function answerSchemaOf(decisionType: string): z.core.$ZodType | undefined {
-  const module = ROLE_MODULES.find(
+  const module = operatorModules().find(
     (m) =>
       m.modelSchemas?.[ANSWER_SCHEMA] !== undefined &&
       m.descriptor.subscriptions.includes(decisionType),

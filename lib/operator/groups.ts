@@ -1,12 +1,12 @@
 import { type AnyIntegration, usesOf } from "../../functions/core/integration";
 import type { RoleDescriptor } from "../../functions/core/role";
-import type { GroupNeeds } from "../../functions/core/role-module";
+import type { GroupNeeds, RoleModule } from "../../functions/core/role-module";
 import { ROLE_MODULES } from "../../functions/roles/modules";
 
 /**
- * The project's consumer groups as the operator tools run them, read from the role modules
- * (functions/roles/modules.ts), the list the stack's topology (lib/infra/topology.ts) is built
- * and validated from at synth. The operator tools read them here rather than from the topology,
+ * The consumer groups as the operator tools run them, read from the role modules of the
+ * application the stack was built from: the reference applications' (functions/roles/modules.ts),
+ * or a team's, given by `--app` (bin/cli/app.ts). The operator tools read them here rather than from the topology,
  * which loads the CDK: the CLI stays quick to start. Which groups a deployed stack has comes from
  * its outputs (./stack.ts, topologyOfOutputs); this only says what each group's role is.
  */
@@ -20,9 +20,28 @@ export interface OperatorGroup {
   readonly integrations?: readonly AnyIntegration[];
 }
 
-export const OPERATOR_GROUPS: readonly OperatorGroup[] = ROLE_MODULES.map((module) => ({
-  name: module.descriptor.group,
-  role: module.descriptor,
-  ...(module.deployment.needs ? { needs: module.deployment.needs } : {}),
-  integrations: usesOf(module.uses).map(([, use]) => use.integration),
-}));
+/** The role modules the tools run: the CLI's `--app`, else the reference applications'. */
+let modules: readonly RoleModule[] = ROLE_MODULES;
+
+/**
+ * The application whose roles the operator tools run from here on (`agentbus --app <module>`):
+ * a team's stack has its own roles, which no list of this repository's knows.
+ */
+export function useRoleModules(roles: readonly RoleModule[]): void {
+  modules = roles;
+}
+
+/** The role modules the operator tools run. */
+export function operatorModules(): readonly RoleModule[] {
+  return modules;
+}
+
+/** The consumer groups of those modules, as the operator tools run them. */
+export function operatorGroups(): readonly OperatorGroup[] {
+  return modules.map((module) => ({
+    name: module.descriptor.group,
+    role: module.descriptor,
+    ...(module.deployment.needs ? { needs: module.deployment.needs } : {}),
+    integrations: usesOf(module.uses).map(([, use]) => use.integration),
+  }));
+}

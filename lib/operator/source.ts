@@ -11,7 +11,7 @@ import { agentWaits } from "./agent-actions";
 import { heldReplies } from "./customer-support";
 import { listDeadLetters } from "./dead-letters";
 import { fromSdk } from "./from-sdk";
-import { OPERATOR_GROUPS } from "./groups";
+import { operatorGroups } from "./groups";
 import { sideEffectsByKey, summaries } from "./lists";
 import { recordedOutcomes } from "./recorded-outcomes";
 import { runView } from "./runs";
@@ -53,7 +53,9 @@ export function traceSources(stack: OpsStack): TraceSources {
     tables: stack.names.tables,
     ...(stack.vault ? { vault: stack.vault } : {}),
   });
-  const roles = OPERATOR_GROUPS.filter((g) => stack.groups.includes(g.name)).map((g) => g.role);
+  const roles = operatorGroups()
+    .filter((g) => stack.groups.includes(g.name))
+    .map((g) => g.role);
   const recorded = recordedOutcomes(roles, { states, checkpoints: reader });
   return {
     reader,

@@ -88,6 +88,7 @@ describe("npx agentbus", () => {
     expect(commandNamed(["--outputs", "status", "trace", "--json", "x"])).toBe("trace");
     expect(commandNamed(["--endpoint=http://127.0.0.1:4566", "dlq", "list"])).toBe("dlq");
     expect(commandNamed(["--region", "eu-west-1", "help", "workflow"])).toBe("workflow");
+    expect(commandNamed(["--app", "build/stack.js", "trace", "x"])).toBe("trace");
     expect(commandNamed(["--help"])).toBeUndefined();
     const viaHelp = agentbus("--stage", "prod", "help", "dlq");
     expect(viaHelp.status).toBe(0);

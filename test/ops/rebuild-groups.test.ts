@@ -8,7 +8,7 @@ import { taskProjection } from "../../functions/roles/task-projection/task-proje
 import { customerMessage } from "../../lib/dev/local/scenario/customer-support";
 import { topology } from "../../lib/infra/project";
 import { foldVerdict } from "../../lib/operator/fold-groups";
-import { OPERATOR_GROUPS } from "../../lib/operator/groups";
+import { operatorGroups } from "../../lib/operator/groups";
 import { checkFold, rebuild } from "../../lib/operator/rebuild";
 import { IncompleteFoldError, resetStates } from "../../lib/operator/rebuild-reset";
 import type { AggregateRef } from "../../schemas";
@@ -16,7 +16,7 @@ import { makeDeps, seedTask } from "../core/fixtures";
 import { newConversationId, supportHarness } from "../core/support-fixture";
 import { taskEvent } from "../support/factories";
 
-const verdicts = () => new Map(OPERATOR_GROUPS.map((g) => [g.name, foldVerdict(g)]));
+const verdicts = () => new Map(operatorGroups().map((g) => [g.name, foldVerdict(g)]));
 
 describe("the groups the operator tools run, read without the topology (which loads the CDK)", () => {
   it("are the topology's groups: the same names, roles and needs, in its order", () => {
@@ -25,7 +25,7 @@ describe("the groups the operator tools run, read without the topology (which lo
       role: g.role,
       needs: g.needs,
     });
-    expect(OPERATOR_GROUPS.map(facts)).toEqual(topology.groups.map(facts));
+    expect(operatorGroups().map(facts)).toEqual(topology.groups.map(facts));
   });
 });
 

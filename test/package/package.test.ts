@@ -5,6 +5,7 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  realpathSync,
   rmSync,
   statSync,
   symlinkSync,
@@ -50,12 +51,14 @@ function applicationFiles(): Map<string, string> {
   return files;
 }
 
-/** Link every package this checkout installed into `modules` (scoped ones one by one). */
+/**
+ * Link every package this checkout installed into `modules` (scoped ones one by one), and its
+ * commands into `modules/.bin` with the package's own (`agentbus`), as `npm install` makes them.
+ */
 function linkDependencies(modules: string): void {
   for (const entry of readdirSync(NODE_MODULES)) {
-    if (entry.startsWith(".") && entry !== ".bin") continue;
     // No TypeScript loader: the application runs compiled JavaScript only, the package's too.
-    if (entry === "agentbus" || entry === "tsx") continue;
+    if (entry.startsWith(".") || entry === "agentbus" || entry === "tsx") continue;
     if (!entry.startsWith("@")) {
       symlinkSync(join(NODE_MODULES, entry), join(modules, entry));
       continue;
@@ -64,6 +67,12 @@ function linkDependencies(modules: string): void {
     for (const scoped of readdirSync(join(NODE_MODULES, entry)))
       symlinkSync(join(NODE_MODULES, entry, scoped), join(modules, entry, scoped));
   }
+  const bin = join(modules, ".bin");
+  mkdirSync(bin);
+  for (const command of readdirSync(join(NODE_MODULES, ".bin")))
+    if (command !== "tsx")
+      symlinkSync(realpathSync(join(NODE_MODULES, ".bin", command)), join(bin, command));
+  symlinkSync(join("..", "agentbus", "bin", "agentbus-cli.mjs"), join(bin, "agentbus"));
 }
 
 /** Run a command; its output, or an error that carries what it printed. */
@@ -157,10 +166,10 @@ describe("the package, installed in an application outside the repository", () =
   );
 
   it(
-    "its tests pass: in memory, and on the local stack through a crash just after the post",
+    "its tests pass: in memory, and on the local stack through a crash just after the post, traced by the operator CLI",
     () => {
       const report = run("npm", ["test"], app);
-      expect(report).toMatch(/# pass 3\b/);
+      expect(report).toMatch(/# pass 4\b/);
       expect(report).toMatch(/# fail 0\b/);
     },
     SLOW_STEP_TIMEOUT_MS,
