@@ -75,7 +75,7 @@ import { type OrchestratorState, parseRunState, summarizeRun } from "./state";
  * what handlers share in ./context), the stored state's schema in
  * ./state, leases and the due time in ./leases, a DAG transition turned
  * into a decision in ./apply, the content workflows and their agents in
- * ./content-workflows.
+ * ../content-agents/workflows.ts.
  *
  *
  * Leases and the due index (./leases): every node released to an agent gets a lease
