@@ -67,11 +67,9 @@ export interface RoleModule<Settings = unknown, Uses extends IntegrationUses = I
   readonly descriptor: RoleDescriptor;
   /**
    * The Lambda entry file: a file that exports `moduleEntry(module, adapters)`
-   * (functions/handlers/module-entry.ts), usually `handler.ts` in the module's folder. An
-   * application's module names it with `handlerBeside(import.meta.url)` (a file URL); the
-   * reference applications inside the AgentBus package, by a path relative to its root
-   * (`functions/roles/<role>/handler.ts`). An absolute path works too. The stack checks the file
-   * exists when it is synthesized.
+   * (functions/handlers/module-entry.ts): `handlerBeside(import.meta.url)`, the `handler.ts` (or
+   * `.js`) in the module's folder, as every module here names it. A path relative to the package
+   * root or an absolute path works too. The stack checks the file exists when it is synthesized.
    */
   readonly entry: string;
   readonly deployment: Deployment;

@@ -7,11 +7,12 @@ import { modelAdapter } from "../../functions/integrations/model/aws";
 import { orders } from "../../functions/roles/customer-support/integrations/orders";
 import { ordersAdapter } from "../../functions/roles/customer-support/integrations/orders/aws";
 import { ROLE_MODULES } from "../../functions/roles/modules";
+import { absoluteEntry } from "../../lib/infra/handler-entry";
 
 process.env.POWERTOOLS_LOG_LEVEL = "SILENT";
 process.env.POWERTOOLS_METRICS_DISABLED = "true";
 
-const ROOT = join(import.meta.dirname, "..", "..");
+const _ROOT = join(import.meta.dirname, "..", "..");
 
 /** Every variable any group's consumer reads, with a valid value. */
 const envOf = (group: string) => ({
@@ -36,7 +37,7 @@ describe("role module entries", () => {
   it.each(ROLE_MODULES.map((m) => [m.descriptor.group, m] as const))(
     "%s: its entry builds its handler with the adapters of the integrations it uses",
     async (group, module) => {
-      const entry = (await import(pathToFileURL(join(ROOT, module.entry)).href)) as {
+      const entry = (await import(pathToFileURL(absoluteEntry(module.entry) ?? "").href)) as {
         create(options: unknown): unknown;
       };
       expect(typeof entry.create({ env: envOf(group) })).toBe("function");

@@ -8,6 +8,7 @@ import * as z from "../../../schemas/zod";
 import {
   AWAITING_APPROVAL,
   defineModule,
+  handlerBeside,
   isInvalidOutput,
   model,
   NEEDS_HUMAN,
@@ -30,7 +31,7 @@ export const ContentAgentSettings = z.object({
 export function contentAgentModule(role: ContentRole) {
   return defineModule({
     descriptor: contentAgentDescriptor(role),
-    entry: "functions/roles/content-agents/handler.ts",
+    entry: handlerBeside(import.meta.url),
     deployment: {
       batchSize: 1,
       functionTimeoutSeconds: 120,

@@ -2,6 +2,7 @@ import * as z from "../../../schemas/zod";
 import { FAILED_RUNS, PARTIAL_RUNS, raiseOn } from "../../core/attention";
 import { defineModule } from "../../core/role-module";
 import { queueDepth } from "../../integrations/queue-depth";
+import { handlerBeside } from "../../kit";
 import { ORCHESTRATOR, orchestratorRole } from "./orchestrator";
 
 /** The orchestrator's settings, from the function's environment (each optional). */
@@ -33,7 +34,7 @@ const RUN_END_ATTENTION = [
  */
 export const orchestratorModule = defineModule({
   descriptor: ORCHESTRATOR,
-  entry: "functions/roles/orchestrator/handler.ts",
+  entry: handlerBeside(import.meta.url),
   deployment: { needs: { orchestrates: true }, attention: RUN_END_ATTENTION },
   settings: OrchestratorSettings,
   uses: { queueDepth },

@@ -3,6 +3,7 @@ import * as z from "../../../schemas/zod";
 import {
   content,
   defineModule,
+  handlerBeside,
   model,
   personWaitRules,
   type RolePorts,
@@ -62,7 +63,7 @@ const REFUND_USES = {
  */
 export const refundReviewModule = defineModule({
   descriptor: REFUND_REVIEW,
-  entry: "functions/roles/refund-review/handler.ts",
+  entry: handlerBeside(import.meta.url),
   deployment: {
     batchSize: 1,
     ...TENANT_FAIR_CONCURRENCY,

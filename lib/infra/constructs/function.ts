@@ -1,12 +1,12 @@
 import { existsSync } from "node:fs";
-import { dirname, isAbsolute, join, normalize, relative, sep } from "node:path";
-import { fileURLToPath } from "node:url";
+import { dirname, isAbsolute, join, relative, sep } from "node:path";
 import { Duration, RemovalPolicy, Validations } from "aws-cdk-lib";
 import { Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
 import { Architecture, type CfnFunction, Runtime, Tracing } from "aws-cdk-lib/aws-lambda";
 import { NodejsFunction } from "aws-cdk-lib/aws-lambda-nodejs";
 import { LogGroup, type RetentionDays } from "aws-cdk-lib/aws-logs";
 import type { Construct } from "constructs";
+import { absoluteEntry } from "../handler-entry";
 import { PACKAGE_ROOT } from "../package-root";
 import { logRetentionAt } from "../retention";
 import { FUNCTION_BUNDLING, FUNCTION_RUNTIME } from "./bundling";
@@ -231,24 +231,6 @@ export function handlerEntryProblem(
     return `handler entry ${JSON.stringify(entry)} does not exist (looked at ${absolute})`;
   }
   return undefined;
-}
-
-/**
- * The absolute path an entry names, or undefined when it names none: a relative path may not
- * leave the repository root or use `\` (the metadata must read the same on every machine).
- */
-function absoluteEntry(entry: string): string | undefined {
-  if (entry.startsWith("file:")) {
-    try {
-      return fileURLToPath(entry);
-    } catch {
-      return undefined;
-    }
-  }
-  if (isAbsolute(entry)) return normalize(entry);
-  const normalized = normalize(entry);
-  if (entry.includes("\\") || normalized.startsWith(`..${sep}`)) return undefined;
-  return join(REPO_ROOT, normalized);
 }
 
 /** The absolute path of a handler entry, checked to exist. */

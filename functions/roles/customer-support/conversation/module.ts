@@ -1,5 +1,5 @@
 import * as z from "../../../../schemas/zod";
-import { defineModule } from "../../../kit";
+import { defineModule, handlerBeside } from "../../../kit";
 import { TENANT_FAIR_CONCURRENCY } from "../tenant-fairness";
 import { conversation, conversationRole } from "./conversation";
 
@@ -18,7 +18,7 @@ export const ConversationSettings = z.object({
  */
 export const conversationModule = defineModule({
   descriptor: conversation,
-  entry: "functions/roles/customer-support/conversation/handler.ts",
+  entry: handlerBeside(import.meta.url),
   deployment: TENANT_FAIR_CONCURRENCY,
   settings: ConversationSettings,
   build: (_ports, settings) => conversationRole({ replyTtlSeconds: settings.REPLY_TTL_SECONDS }),

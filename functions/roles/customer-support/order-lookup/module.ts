@@ -1,4 +1,4 @@
-import { defineModule } from "../../../kit";
+import { defineModule, handlerBeside } from "../../../kit";
 import { orders } from "../integrations/orders";
 import { STEP_FAILED_ATTENTION } from "../step-failure";
 import { TENANT_FAIR_CONCURRENCY } from "../tenant-fairness";
@@ -7,7 +7,7 @@ import { ORDER_LOOKUP, orderLookupRole } from "./order-lookup";
 /** The order lookup: reads the order a turn asks about from the orders table. */
 export const orderLookupModule = defineModule({
   descriptor: ORDER_LOOKUP,
-  entry: "functions/roles/customer-support/order-lookup/handler.ts",
+  entry: handlerBeside(import.meta.url),
   deployment: {
     ...TENANT_FAIR_CONCURRENCY,
     attention: [STEP_FAILED_ATTENTION],

@@ -1,5 +1,5 @@
 import { ReplyDraft } from "../../../../schemas/events/conversation";
-import { defineModule, model } from "../../../kit";
+import { defineModule, handlerBeside, model } from "../../../kit";
 import { conversationReader } from "../conversation/conversation";
 import { STEP_FAILED_ATTENTION } from "../step-failure";
 import { TENANT_FAIR_CONCURRENCY } from "../tenant-fairness";
@@ -12,7 +12,7 @@ import { HELD_REPLY_ATTENTION } from "./review";
  */
 export const replyGenerationModule = defineModule({
   descriptor: REPLY_GENERATION,
-  entry: "functions/roles/customer-support/reply-generation/handler.ts",
+  entry: handlerBeside(import.meta.url),
   deployment: {
     batchSize: 1,
     ...TENANT_FAIR_CONCURRENCY,

@@ -1,4 +1,4 @@
-import { defineModule } from "../../../kit";
+import { defineModule, handlerBeside } from "../../../kit";
 import { conversationContextReader } from "../conversation/conversation";
 import { TENANT_FAIR_CONCURRENCY } from "../tenant-fairness";
 import { ROUTER, routerRole } from "./router";
@@ -6,7 +6,7 @@ import { ROUTER, routerRole } from "./router";
 /** The router: picks a turn's route from the conversation's recent messages (the `store` port). */
 export const routerModule = defineModule({
   descriptor: ROUTER,
-  entry: "functions/roles/customer-support/router/handler.ts",
+  entry: handlerBeside(import.meta.url),
   deployment: TENANT_FAIR_CONCURRENCY,
   build: (ports) => routerRole({ context: conversationContextReader(ports.store) }),
 });

@@ -1,5 +1,11 @@
 import * as z from "../../../../schemas/zod";
-import { defineModule, raiseOn, sideEffects, UNKNOWN_SIDE_EFFECTS } from "../../../kit";
+import {
+  defineModule,
+  handlerBeside,
+  raiseOn,
+  sideEffects,
+  UNKNOWN_SIDE_EFFECTS,
+} from "../../../kit";
 import { conversationReader } from "../conversation/conversation";
 import { orders } from "../integrations/orders";
 import { replyChannel } from "../integrations/reply-channel";
@@ -20,7 +26,7 @@ export const SenderSettings = z.object({
  */
 export const senderModule = defineModule({
   descriptor: SENDER,
-  entry: "functions/roles/customer-support/sender/handler.ts",
+  entry: handlerBeside(import.meta.url),
   deployment: {
     batchSize: 1,
     ...TENANT_FAIR_CONCURRENCY,
