@@ -1,15 +1,15 @@
 import type { RoleModule } from "../core/role-module";
-import { auditModule } from "./audit/module";
-import { contentAgentModules } from "./content-agents/module";
-import { conversationModule } from "./customer-support/conversation/module";
-import { conversationProjectionModule } from "./customer-support/conversation-projection/module";
-import { orderLookupModule } from "./customer-support/order-lookup/module";
-import { replyGenerationModule } from "./customer-support/reply-generation/module";
-import { routerModule } from "./customer-support/router/module";
-import { senderModule } from "./customer-support/sender/module";
-import { orchestratorModule } from "./orchestrator/module";
-import { refundReviewModule } from "./refund-review/module";
-import { taskProjectionModule } from "./task-projection/module";
+import { auditModule } from "./audit/index";
+import { contentAgentModules } from "./content-agents/index";
+import { conversationModule } from "./customer-support/conversation/index";
+import { conversationProjectionModule } from "./customer-support/conversation-projection/index";
+import { orderLookupModule } from "./customer-support/order-lookup/index";
+import { replyGenerationModule } from "./customer-support/reply-generation/index";
+import { routerModule } from "./customer-support/router/index";
+import { senderModule } from "./customer-support/sender/index";
+import { orchestratorModule } from "./orchestrator/index";
+import { refundReviewModule } from "./refund-review/index";
+import { taskProjectionModule } from "./task-projection/index";
 
 /**
  * Every role AgentBus deploys, one module each (functions/core/role-module.ts). The topology, the

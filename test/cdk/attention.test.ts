@@ -8,7 +8,7 @@ import {
 import type { Role } from "../../functions/core/role";
 import { defineModule, type RoleModule } from "../../functions/core/role-module";
 import { audit } from "../../functions/roles/audit/audit";
-import { taskProjectionModule } from "../../functions/roles/task-projection/module";
+import { taskProjectionModule } from "../../functions/roles/task-projection/index";
 import { taskProjection } from "../../functions/roles/task-projection/task-projection";
 import { defineTopology, groupOf } from "../../lib/infra/topology";
 import { dashboardBody, refersTo, resources, single, synthesizeStack } from "./synth";

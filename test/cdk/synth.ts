@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { App, Stack } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
 import { audit } from "../../functions/roles/audit/audit";
-import { taskProjectionModule } from "../../functions/roles/task-projection/module";
+import { taskProjectionModule } from "../../functions/roles/task-projection/index";
 import { AgentBus } from "../../lib/infra/agentbus";
 import { AgentBusStack, type AgentBusStackProps } from "../../lib/infra/agentbus-stack";
 import { REPO_ROOT } from "../../lib/infra/constructs/function";

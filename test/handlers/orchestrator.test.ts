@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createModuleHandler } from "../../functions/handlers/module-entry";
 import { queueDepthAdapter } from "../../functions/integrations/queue-depth/aws";
-import { orchestratorModule } from "../../functions/roles/orchestrator/module";
+import { orchestratorModule } from "../../functions/roles/orchestrator/index";
 
 const createOrchestratorHandler = (options: { env: Record<string, string> }) =>
   createModuleHandler(orchestratorModule, options, [queueDepthAdapter]);

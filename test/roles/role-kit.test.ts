@@ -3,8 +3,8 @@ import { defineRole } from "../../functions/core/define-role";
 import { defineIntegration, portsOf } from "../../functions/core/integration";
 import { InMemoryEventStore } from "../../functions/core/memory";
 import { defineModule } from "../../functions/core/role-module";
-import { senderModule } from "../../functions/roles/customer-support/sender/module";
-import { taskProjectionModule } from "../../functions/roles/task-projection/module";
+import { senderModule } from "../../functions/roles/customer-support/sender/index";
+import { taskProjectionModule } from "../../functions/roles/task-projection/index";
 import { IntegrationTwins, memoryRolePorts } from "../../lib/dev/role-kit/memory-ports";
 import { testRole } from "../../lib/dev/role-kit/test-role";
 

@@ -1,4 +1,4 @@
 import { moduleEntry } from "../../handlers/module-entry";
-import { auditModule } from "./module";
+import { auditModule } from "./index";
 
 export const { create, handler } = moduleEntry(auditModule);

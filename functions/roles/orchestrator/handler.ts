@@ -1,5 +1,5 @@
 import { moduleEntry } from "../../handlers/module-entry";
 import { queueDepthAdapter } from "../../integrations/queue-depth/aws";
-import { orchestratorModule } from "./module";
+import { orchestratorModule } from "./index";
 
 export const { create, handler } = moduleEntry(orchestratorModule, [queueDepthAdapter]);

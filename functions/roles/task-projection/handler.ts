@@ -1,4 +1,4 @@
 import { moduleEntry } from "../../handlers/module-entry";
-import { taskProjectionModule } from "./module";
+import { taskProjectionModule } from "./index";
 
 export const { create, handler } = moduleEntry(taskProjectionModule);

@@ -1,4 +1,4 @@
-import { taskProjectionModule } from "../../../functions/roles/task-projection/module";
+import { taskProjectionModule } from "../../../functions/roles/task-projection/index";
 import type { Delivery } from "../../infra/constructs/consumer-group-rules";
 import { defineTopology, groupOf, type Topology } from "../../infra/topology";
 

@@ -4,7 +4,7 @@ import {
   refundAgentPorts,
   refundAgentSettings,
   refundReviewModule,
-} from "../../../functions/roles/refund-review/module";
+} from "../../../functions/roles/refund-review/index";
 import { refundAgent, refundReviewRole } from "../../../functions/roles/refund-review/refund-agent";
 
 /**

@@ -1,4 +1,4 @@
 import { moduleEntry } from "../../../lambda";
-import { conversationProjectionModule } from "./module";
+import { conversationProjectionModule } from "./index";
 
 export const { create, handler } = moduleEntry(conversationProjectionModule);

@@ -1,4 +1,4 @@
 import { moduleEntry } from "../../../lambda";
-import { conversationModule } from "./module";
+import { conversationModule } from "./index";
 
 export const { create, handler } = moduleEntry(conversationModule);

@@ -1,4 +1,4 @@
 import { modelAdapter, moduleEntry } from "../../../lambda";
-import { replyGenerationModule } from "./module";
+import { replyGenerationModule } from "./index";
 
 export const { create, handler } = moduleEntry(replyGenerationModule, [modelAdapter]);

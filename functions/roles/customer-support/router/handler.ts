@@ -1,4 +1,4 @@
 import { moduleEntry } from "../../../lambda";
-import { routerModule } from "./module";
+import { routerModule } from "./index";
 
 export const { create, handler } = moduleEntry(routerModule);
