@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { putOnBus } from "../../lib/dev/local/put-on-bus";
 import { waitUntil } from "../../lib/dev/local/scenario/customer-support";
 import { type LocalEnvironment, startLocal } from "../../lib/local";
+import { status } from "../../lib/operator/status";
 import type { Envelope } from "../../schemas";
 import { BOOKKEEPING } from "../fixtures/bookkeeping/stack";
 import { emulator } from "../support/aws";
@@ -77,6 +78,11 @@ describe("an application's stack on the local runtime", () => {
       expect(Items?.map((item) => [item.entry_key?.S, item.amount_cents?.N])).toEqual([
         [refundId, "1250"],
       ]);
+
+      // The operator tools read the application's stack from its outputs, as they read any.
+      const view = await status(env.ops);
+      expect(view.groups.map((g) => g.group)).toEqual(["bookkeeper"]);
+      expect(view.counts.unknownSideEffects).toBe(0);
     },
     SLOW_STEP_TIMEOUT_MS,
   );
