@@ -25,9 +25,13 @@ export type {
   Topic,
 } from "../schemas";
 export { defineEventType } from "../schemas";
+// Agents that loop over tools, and the single-call agent run.
+export {
+  AgentDecisionRequestedPayload,
+  AgentStepRequestedPayload,
+} from "../schemas/events/agent-loop";
 export { outsideCommand, outsideFact, streamCommand, streamFact } from "../schemas/events/kinds";
 export * as z from "../schemas/zod";
-// Agents that loop over tools, and the single-call agent run.
 export type { AgentDefinition, AgentJournal } from "./core/agent/agent";
 export { agentModelSchemas, defineAgent } from "./core/agent/agent";
 export { agentDescriptor, agentRole } from "./core/agent/agent-role";

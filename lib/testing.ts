@@ -6,6 +6,7 @@
 
 export { InMemoryEventStore } from "../functions/core/memory";
 export { ManualClock } from "../functions/core/runtime";
+export { modelSchemasJson } from "./dev/model-schema-files";
 export { IntegrationTwins, memoryRolePorts } from "./dev/role-kit/memory-ports";
 export type {
   DeliverOptions,

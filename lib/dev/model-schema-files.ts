@@ -12,24 +12,37 @@ import { PACKAGE_ROOT } from "../infra/package-root";
  * twice with different schemas is an error.
  */
 export function modelSchemaFiles(modules: readonly RoleModule[]): Record<string, string> {
-  const books = new Map<string, Record<string, unknown>>();
+  const byFolder = new Map<string, RoleModule[]>();
   for (const module of modules) {
     if (!module.modelSchemas) continue;
     const path = join(dirname(entryFromRoot(module.entry)), MODEL_SCHEMAS_FILE);
-    const book = books.get(path) ?? {};
-    for (const [name, schema] of Object.entries(jsonSchemasOf(module.modelSchemas))) {
-      if (name in book && JSON.stringify(book[name]) !== JSON.stringify(schema))
-        throw new Error(`${path}: two modules declare ${name} differently`);
-      book[name] = schema;
-    }
-    books.set(path, book);
+    byFolder.set(path, [...(byFolder.get(path) ?? []), module]);
   }
   return Object.fromEntries(
-    [...books].map(([path, book]) => [
-      path,
-      `${JSON.stringify(Object.fromEntries(Object.entries(book).sort(([a], [b]) => a.localeCompare(b))), null, 2)}\n`,
-    ]),
+    [...byFolder].map(([path, shared]) => [path, modelSchemasJson(shared, path)]),
   );
+}
+
+/**
+ * The text of the `model-schemas.json` beside modules that share a folder (the content agents
+ * share one): every schema they show their model (`modelSchemas`), as JSON Schema, by name,
+ * sorted. What `npm run schemas` writes for this repository's roles; an application writes its
+ * own agent's with it (`agentbus/testing`) and checks it in a test. A name two modules declare
+ * differently is an error naming `file`.
+ */
+export function modelSchemasJson(
+  modules: readonly Pick<RoleModule, "modelSchemas">[],
+  file = MODEL_SCHEMAS_FILE,
+): string {
+  const book: Record<string, unknown> = {};
+  for (const module of modules)
+    for (const [name, schema] of Object.entries(jsonSchemasOf(module.modelSchemas ?? {}))) {
+      if (name in book && JSON.stringify(book[name]) !== JSON.stringify(schema))
+        throw new Error(`${file}: two modules declare ${name} differently`);
+      book[name] = schema;
+    }
+  const sorted = Object.fromEntries(Object.entries(book).sort(([a], [b]) => a.localeCompare(b)));
+  return `${JSON.stringify(sorted, null, 2)}\n`;
 }
 
 /** A module's entry as a path from the repository root, with `/` separators. */

@@ -14,6 +14,7 @@ import { ordersFrom } from "../../functions/roles/customer-support/integrations/
 import { SAMPLE_ORDERS } from "../../functions/roles/customer-support/integrations/orders/sample-orders";
 import { LocalPayments } from "../../functions/roles/customer-support/integrations/payments/memory";
 import { ROLE_MODULES } from "../../functions/roles/modules";
+import { refundReviewModule } from "../../functions/roles/refund-review/index";
 import refundSchemas from "../../functions/roles/refund-review/model-schemas.json";
 import {
   DEFAULT_REFUND_SETTINGS,
@@ -21,6 +22,7 @@ import {
   refundAgent,
 } from "../../functions/roles/refund-review/refund-agent";
 import { modelSchemaFiles } from "../../lib/dev/model-schema-files";
+import { modelSchemasJson } from "../../lib/testing";
 import * as z from "../../schemas/zod";
 
 /**
@@ -41,6 +43,16 @@ describe("model-schemas.json (npm run schemas)", () => {
     ]);
     for (const [path, text] of Object.entries(files))
       expect(readFileSync(join(root, path), "utf8"), `${path}: run npm run schemas`).toBe(text);
+  });
+
+  it("an application writes its agent's file from its module with agentbus/testing's modelSchemasJson", () => {
+    const text = modelSchemasJson([refundReviewModule]);
+    expect(JSON.parse(text)).toEqual(refundSchemas);
+    expect(text.endsWith("}\n")).toBe(true);
+    const clash = { modelSchemas: { answer: z.string() } };
+    expect(() =>
+      modelSchemasJson([clash, { modelSchemas: { answer: z.number() } }], "x.json"),
+    ).toThrow("x.json: two modules declare answer differently");
   });
 
   it("every module that calls a model declares what it shows the model", () => {
