@@ -3,7 +3,7 @@ import type { AttentionRule } from "../../functions/core/attention";
 import { type AnyIntegrationUse, usesOf } from "../../functions/core/integration";
 import type { RoleDescriptor } from "../../functions/core/role";
 import type { GroupNeeds, RoleModule } from "../../functions/core/role-module";
-import { registry, TOPICS, type Topic as TopicName } from "../../schemas";
+import { isTopic, registry, TOPICS, type Topic as TopicName } from "../../schemas";
 import { signalProblems } from "./constructs/attention-signals";
 import {
   type Delivery,
@@ -221,7 +221,7 @@ export function topologyProblems(
   if (topics.length === 0) problems.push("topics must not be empty");
   const seenTopics = new Set<string>();
   for (const topic of topics) {
-    if (!(TOPICS as readonly string[]).includes(topic)) {
+    if (!isTopic(topic)) {
       problems.push(
         `topic ${JSON.stringify(topic)} is not one of ${TOPICS.map((t) => JSON.stringify(t)).join(", ")}`,
       );

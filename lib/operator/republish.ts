@@ -1,17 +1,17 @@
 import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { DeleteMessageCommand, type Message, ReceiveMessageCommand } from "@aws-sdk/client-sqs";
 import { envelopeOfItem } from "../../functions/adapters/dynamodb/deflated-json";
+import { storedTopicOf } from "../../functions/adapters/dynamodb/items";
 import { batchGetItems } from "../../functions/adapters/dynamodb/reads";
 import {
   type RelayFailureKey,
   relayFailureKeysOf,
 } from "../../functions/adapters/dynamodb/relay-failure";
-import { EventAttr } from "../../functions/adapters/dynamodb/tables";
 import {
   EventBridgePublisher,
   MAX_PUT_EVENTS_ENTRIES,
 } from "../../functions/adapters/eventbridge/publisher";
-import { type Envelope, isTopic, registry, type Topic } from "../../schemas";
+import { type Envelope, registry, type Topic } from "../../schemas";
 import { fromSdk } from "./from-sdk";
 import type { ClientConfig, OpsStack } from "./stack";
 import {
@@ -54,8 +54,8 @@ async function envelopesOf(
   for (const row of items) {
     const envelope = envelopeOfItem(row);
     byKey.set(`${row.pk}#${row.version}`, envelope);
-    const topic = row[EventAttr.topic];
-    if (isTopic(topic)) topics.set(envelope.event_id, topic);
+    const topic = storedTopicOf(row);
+    if (topic) topics.set(envelope.event_id, topic);
   }
   const envelopes = keys.flatMap((k) => byKey.get(`${k.pk}#${k.version}`) ?? []);
   // Put on the buses as the relay puts them: opened.

@@ -1,4 +1,4 @@
-import type { AggregateRef, Envelope, Topic } from "../../../schemas";
+import { type AggregateRef, type Envelope, isTopic, type Topic } from "../../../schemas";
 import type {
   FailureRecord,
   GateRecords,
@@ -11,7 +11,7 @@ import type {
   StreamHead,
 } from "../../core/ports";
 import { deflatedJson, envelopeOfItem, inflatedJson, storedEnvelope } from "./deflated-json";
-import { checkpointKey, DUE_SHARD, failureKey, inboxKey, streamKey } from "./tables";
+import { checkpointKey, DUE_SHARD, EventAttr, failureKey, inboxKey, streamKey } from "./tables";
 
 /**
  * The items of the AgentBus tables in plain JavaScript form (before marshalling) and their
@@ -271,6 +271,15 @@ export function eventItem(
     ...(envelope.aggregate.version === 1 ? { stream_type: envelope.aggregate.type } : {}),
     ...(topic !== undefined ? { topic } : {}),
   };
+}
+
+/**
+ * The topic stored with an event's item (EventAttr.topic), if it names one: absent on events
+ * stored before topics were, and then the reader looks the event's type up.
+ */
+export function storedTopicOf(item: Readonly<Record<string, unknown>>): Topic | undefined {
+  const topic = item[EventAttr.topic];
+  return isTopic(topic) ? topic : undefined;
 }
 
 /** The task of an item: in `task_id` on a task root, else in `trace_task_id` (./tables). */

@@ -1,8 +1,9 @@
 import type { AttributeValue } from "@aws-sdk/client-dynamodb";
 import { unmarshall } from "@aws-sdk/util-dynamodb";
 import type { DynamoDBRecord } from "aws-lambda";
-import { type Envelope, isTopic, type Topic } from "../../../schemas";
+import type { Envelope, Topic } from "../../../schemas";
 import { envelopeJson } from "./deflated-json";
+import { storedTopicOf } from "./items";
 import { EventAttr } from "./tables";
 
 export interface SkippedStreamRecord {
@@ -84,8 +85,8 @@ export function envelopesFromStreamRecords(records: readonly DynamoDBRecord[]): 
       continue;
     }
     envelopes.push(envelope);
-    const topic = item[EventAttr.topic];
-    if (isTopic(topic)) topics.set(envelope.event_id, topic);
+    const topic = storedTopicOf(item);
+    if (topic) topics.set(envelope.event_id, topic);
   }
   return { envelopes, skipped, ignored, topics };
 }

@@ -24,6 +24,7 @@ import { RELAY_EVENT_SOURCE } from "../../../functions/adapters/eventbridge/publ
 import {
   registry as defaultRegistry,
   type EventRegistry,
+  isTopic,
   TOPICS,
   type Topic as TopicName,
 } from "../../../schemas";
@@ -302,7 +303,7 @@ function topicSettings(
   scope: Construct,
   props: TopicProps,
 ): { stage: string; archiveRetention: Duration } {
-  if (!(TOPICS as readonly string[]).includes(props.topicName)) {
+  if (!isTopic(props.topicName)) {
     throw new Error(
       `topic ${JSON.stringify(props.topicName)} is not one of ${TOPICS.map((t) => JSON.stringify(t)).join(", ")}`,
     );
