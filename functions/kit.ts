@@ -34,7 +34,7 @@ export { outsideCommand, outsideFact, streamCommand, streamFact } from "../schem
 export * as z from "../schemas/zod";
 export type { AgentDefinition, AgentJournal } from "./core/agent/agent";
 export { agentModelSchemas, defineAgent } from "./core/agent/agent";
-export { agentDescriptor, agentRole } from "./core/agent/agent-role";
+export { AGENT_RUN_AGGREGATE, agentDescriptor, agentRole } from "./core/agent/agent-role";
 export { personWaitRules } from "./core/agent/attention";
 export type { ContentStore } from "./core/agent/content";
 export type { WriteDone } from "./core/agent/loop";

@@ -1,11 +1,8 @@
-import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
 import { type App, CfnResource, Stack, Validations } from "aws-cdk-lib";
 import { CfnTable } from "aws-cdk-lib/aws-dynamodb";
 import { CfnManagedPolicy, CfnPolicy } from "aws-cdk-lib/aws-iam";
 import { CfnFunction } from "aws-cdk-lib/aws-lambda";
 import { CfnQueue, Queue } from "aws-cdk-lib/aws-sqs";
-import { AwsSolutionsChecks } from "cdk-nag";
 import type { IConstruct } from "constructs";
 import { describe, expect, it } from "vitest";
 import { AgentBus } from "../../lib/infra/agentbus";
@@ -14,73 +11,12 @@ import { EMULATOR_CONTEXT_KEY } from "../../lib/infra/constructs/emulator";
 import { XRAY_ACTIONS } from "../../lib/infra/constructs/function";
 import { MODEL_ID_CONTEXT_KEY } from "../../lib/infra/constructs/model-access";
 import { PROJECT_INTEGRATIONS, PROJECT_STACK } from "../../lib/infra/project";
-import { FRONT_DOOR_CONTEXT, testApp, topologyWithPipe, topologyWithSubscriber } from "./synth";
-
-/**
- * cdk-nag's AWS Solutions checks, run the way `cdk synth` runs them for bin/agentbus.ts: as a
- * validation plugin (cdk-nag 3 is a `Validations` plugin, not the v2 aspect, and reports into
- * the assembly's validation report instead of annotations), verbose, over the stack as deployed.
- * Every finding left, error or warning, fails the test and is printed with its rule id, its
- * resource path and its message.
- */
-
-interface Finding {
-  readonly rule: string;
-  readonly severity: string;
-  readonly path: string;
-  readonly message: string;
-}
-
-interface Violating {
-  readonly constructPath?: string;
-  readonly resourceLogicalId?: string;
-}
-
-interface Report {
-  readonly pluginReports?: readonly {
-    readonly pluginName: string;
-    readonly violations?: readonly {
-      readonly ruleName: string;
-      readonly description: string;
-      readonly severity?: string;
-      readonly violatingConstructs?: readonly Violating[];
-      readonly violatingResources?: readonly Violating[];
-    }[];
-  }[];
-}
-
-/** Synthesize what `build` adds to an app with the checks on; every AwsSolutions finding left. */
-function nagFindings(build: (app: App) => void, context: Record<string, unknown> = {}) {
-  // Collect findings from the report instead of failing the synth, so they can all be printed.
-  const app = testApp({
-    context: { "@aws-cdk/core:failSynthOnValidationErrors": false, ...context },
-  });
-  build(app);
-  Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { verbose: true }));
-  const assembly = app.synth();
-  const reportFile = join(assembly.directory, "validation-report.json");
-  if (!existsSync(reportFile)) throw new Error(`no validation report at ${reportFile}`);
-  const report = JSON.parse(readFileSync(reportFile, "utf8")) as Report;
-  const findings: Finding[] = (report.pluginReports ?? [])
-    .filter((plugin) => plugin.pluginName === "AwsSolutions")
-    .flatMap((plugin) => plugin.violations ?? [])
-    .flatMap((v) =>
-      [...(v.violatingConstructs ?? []), ...(v.violatingResources ?? [])].map((r) => ({
-        rule: v.ruleName,
-        severity: v.severity ?? "error",
-        path: r.constructPath ?? r.resourceLogicalId ?? "?",
-        message: v.description,
-      })),
-    );
-  return { app, findings };
-}
+import { nagFindings, printed } from "./nag";
+import { FRONT_DOOR_CONTEXT, topologyWithPipe, topologyWithSubscriber } from "./synth";
 
 /** The acknowledged wildcard of the repair policy: the replays of the stage (dev). */
 const STAGE_REPLAYS =
   "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:events:<AWS::Region>:<AWS::AccountId>:replay/agentbus-dev-*]";
-
-const printed = (findings: readonly Finding[]) =>
-  findings.map((f) => `[${f.severity}] ${f.rule} at ${f.path}: ${f.message}`);
 
 /** The reference stack as bin/agentbus.ts builds it, or the same on another topology. */
 function agentBus(props: Partial<AgentBusStackProps> = {}) {

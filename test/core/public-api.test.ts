@@ -5,9 +5,9 @@ import { describe, expect, it } from "vitest";
 /**
  * The reference applications are written as a team outside the hub writes its own: with the
  * public entry points only (`agentbus` = functions/kit.ts, `agentbus/lambda` = functions/lambda.ts
- * for handlers and adapters, `agentbus/cdk` = lib/cdk.ts for an integration's infrastructure), the
- * event types of schemas/, and their own application's files. So each is an example of the public
- * API, and the API is whatever they need.
+ * for handlers and adapters, `agentbus/cdk` = lib/cdk.ts for an integration's infrastructure,
+ * `agentbus/testing` = lib/testing.ts for their tests), the event types of schemas/, and their own
+ * application's files. So each is an example of the public API, and the API is whatever they need.
  */
 
 const ROOT = join(import.meta.dirname, "..", "..");
@@ -23,6 +23,7 @@ const APPLICATIONS: Readonly<Record<string, readonly string[]>> = {
 const KIT = "functions/kit";
 const LAMBDA = "functions/lambda";
 const CDK = "lib/cdk";
+const TESTING = "lib/testing";
 
 function sourceFiles(folder: string): string[] {
   return readdirSync(join(ROOT, folder), { withFileTypes: true, recursive: true })
@@ -46,10 +47,12 @@ function refusal(file: string, target: string, owned: readonly string[]): string
     file.endsWith("/handler.ts") ||
     /\/integrations\/.+\/(?!index|port|memory)[^/]+\.ts$/.test(file);
   if (target === LAMBDA && adapterSide) return undefined;
+  if (target === TESTING && file.endsWith(".test.ts")) return undefined;
   const infraSide = /\/integrations\/(.+\/)?infra\.ts$/.test(file) || file.endsWith("/stack.ts");
   if (target === CDK && infraSide) return undefined;
   if (target === LAMBDA) return "agentbus/lambda is for handler.ts and an integration's AWS side";
   if (target === CDK) return "agentbus/cdk is for an integration's infra.ts and a stack.ts";
+  if (target === TESTING) return "agentbus/testing is for an application's tests (*.test.ts)";
   return "not a public entry point (functions/kit.ts, functions/lambda.ts, lib/cdk.ts)";
 }
 
@@ -80,5 +83,10 @@ describe("the reference applications use the public entry points only", () => {
     const infra = "functions/roles/customer-support/integrations/orders/infra.ts";
     expect(refusal(infra, CDK, owned)).toBeUndefined();
     expect(refusal(infra, "lib/infra/retention", owned)).toMatch(/not a public entry point/);
+    const clerk = APPLICATIONS.bookkeeping ?? [];
+    expect(
+      refusal("test/fixtures/bookkeeping/clerk/clerk.test.ts", TESTING, clerk),
+    ).toBeUndefined();
+    expect(refusal("test/fixtures/bookkeeping/clerk/index.ts", TESTING, clerk)).toMatch(/tests/);
   });
 });
