@@ -23,7 +23,7 @@ export interface StepDeclaration {
   readonly output: z.ZodMiniType<Record<string, unknown>>;
   /**
    * The commands' spellings when the role has its own (the content agents'); left out: derived
-   * from the group (`<stem>.step.requested`, `<stem>.step.cancel.requested`).
+   * from the group (`<stem>.node.requested`, `<stem>.node.cancel.requested`).
    */
   readonly types?: StepCommandTypes;
   /** How long a started step may go without a heartbeat, in seconds. @default the orchestrator's */

@@ -8,11 +8,11 @@ import { NodeCancelRequestedPayload } from "./workflow-cancel";
 /**
  * A workflow step carried out by any role (functions/core/dag/README.md, "How a role becomes a
  * step"). The orchestrator asks a step role on the run's stream with the role's own request type
- * (`<stem>.step.requested`, stem = the group with `-` as `_`): routing is by event type, so each
+ * (`<stem>.node.requested`, stem = the group with `-` as `_`): routing is by event type, so each
  * step role keeps its own rule, queue and FIFO groups. Every step role answers with the same two
  * facts, on the stream of its step run (one per run + node + generation): `step.completed` with
  * its output or `step.failed` with its error, each naming the role, so the orchestrator takes one
- * pair of types from every step role. A cancel (`<stem>.step.cancel.requested`) tells the role an
+ * pair of types from every step role. A cancel (`<stem>.node.cancel.requested`) tells the role an
  * assignment no longer counts. The content agents keep their own spellings of the same commands
  * and answers (`<stem>.requested`, `<stem>.completed`, ...), declared as theirs (./workflow).
  */
@@ -67,7 +67,7 @@ export interface StepCommandTypes {
 /** The commands of a step role that does not spell its own: derived from its group. */
 export function stepCommandTypes(group: string): StepCommandTypes {
   const stem = group.replaceAll("-", "_");
-  return { requested: `${stem}.step.requested`, cancel: `${stem}.step.cancel.requested` };
+  return { requested: `${stem}.node.requested`, cancel: `${stem}.node.cancel.requested` };
 }
 
 /** The definitions of a group's derived commands, made once per group (registering is by identity). */
