@@ -91,30 +91,9 @@ export interface StepRoleOptions {
 
 /** A role that carries out `group`'s steps with `handler` (see the module comment). */
 export function stepRole(options: StepRoleOptions): Role<StepRun> {
-  const { group, steps, handler } = options;
+  const { group, steps } = options;
   const types = stepTypesOf(group, steps);
-  const maxAttempts = options.maxAttempts ?? DEFAULT_STEP_ATTEMPTS;
   const assignmentOf = (event: Envelope) => event.payload as StepRequested | NodeCancelRequested;
-  const answer = (
-    request: StepRequested,
-    event: Envelope,
-    type: string,
-    payload: StepCompleted | StepFailed,
-  ): Decision<StepRun> => ({
-    state: {
-      kind: "step_run",
-      role: group,
-      run_id: request.run_id,
-      node_id: request.node_id,
-      generation: request.generation,
-      status: type === STEP_COMPLETED ? "COMPLETED" : "FAILED",
-      ...(event.tenant_id === undefined ? {} : { tenant_id: event.tenant_id }),
-      answer: { type, payload },
-    },
-    emit: [{ type, payload, orderKey: request.run_id }],
-  });
-  const failure = (request: StepRequested, event: Envelope, error: NodeFailure) =>
-    answer(request, event, STEP_FAILED, { ...refOf(request), role: group, error });
   return {
     group,
     subscriptions: [types.requested, types.cancel],
@@ -135,39 +114,79 @@ export function stepRole(options: StepRoleOptions): Role<StepRun> {
       event.event_type === types.requested
         ? heartbeatOf(group, steps, event, receiveCount)
         : undefined,
-    decide: async (state, event, context) => {
-      if (event.event_type === types.cancel) return cancelled(group, state, event);
-      const request = event.payload as StepRequested;
-      if (state?.answer) return { emit: [{ ...state.answer, orderKey: request.run_id }] };
-      const input = steps.input.safeParse({ ...request.run_input, ...request.input });
-      if (!input.success)
-        return failure(request, event, invalid("step.invalid_input", group, "input", input.error));
-      let output: unknown;
-      try {
-        output = await handler(input.data, contextOf(group, request, event, context));
-      } catch (error) {
-        const info = describe(error);
-        if (info.errorClass === "transient" && context.receiveCount < maxAttempts) throw error;
-        return failure(request, event, nodeFailure(info));
-      }
-      const checked = steps.output.safeParse(output);
-      if (!checked.success)
-        return failure(
-          request,
-          event,
-          invalid("step.invalid_output", group, "output", checked.error),
-        );
-      return answer(request, event, STEP_COMPLETED, {
-        ...refOf(request),
-        role: group,
-        output: checked.data,
-      });
-    },
+    decide: (state, event, context) =>
+      event.event_type === types.cancel
+        ? cancelled(group, state, event)
+        : decideRequest(options, state, event, context),
     failed: (_state, event, info) =>
       event.event_type === types.requested
-        ? failure(event.payload as StepRequested, event, nodeFailure(info))
+        ? failure(group, event.payload as StepRequested, event, nodeFailure(info))
         : undefined,
   };
+}
+
+/** A request: the recorded answer again, or the step run and its answer checked. */
+async function decideRequest(
+  { group, steps, handler, maxAttempts = DEFAULT_STEP_ATTEMPTS }: StepRoleOptions,
+  state: StepRun | undefined,
+  event: Envelope,
+  context: DecideContext<StepRun>,
+): Promise<Decision<StepRun>> {
+  const request = event.payload as StepRequested;
+  if (state?.answer) return { emit: [{ ...state.answer, orderKey: request.run_id }] };
+  const input = steps.input.safeParse({ ...request.run_input, ...request.input });
+  if (!input.success)
+    return failure(
+      group,
+      request,
+      event,
+      invalid("step.invalid_input", group, "input", input.error),
+    );
+  let output: unknown;
+  try {
+    output = await handler(input.data, contextOf(group, request, event, context));
+  } catch (error) {
+    const info = describe(error);
+    if (info.errorClass === "transient" && context.receiveCount < maxAttempts) throw error;
+    return failure(group, request, event, nodeFailure(info));
+  }
+  const checked = steps.output.safeParse(output);
+  if (!checked.success)
+    return failure(
+      group,
+      request,
+      event,
+      invalid("step.invalid_output", group, "output", checked.error),
+    );
+  const payload: StepCompleted = { ...refOf(request), role: group, output: checked.data };
+  return answer(group, request, event, STEP_COMPLETED, payload);
+}
+
+/** The answer to a request, recorded with the step run so that a repeated request gets it again. */
+function answer(
+  group: string,
+  request: StepRequested,
+  event: Envelope,
+  type: string,
+  payload: StepCompleted | StepFailed,
+): Decision<StepRun> {
+  return {
+    state: {
+      kind: "step_run",
+      role: group,
+      run_id: request.run_id,
+      node_id: request.node_id,
+      generation: request.generation,
+      status: type === STEP_COMPLETED ? "COMPLETED" : "FAILED",
+      ...(event.tenant_id === undefined ? {} : { tenant_id: event.tenant_id }),
+      answer: { type, payload },
+    },
+    emit: [{ type, payload, orderKey: request.run_id }],
+  };
+}
+
+function failure(group: string, request: StepRequested, event: Envelope, error: NodeFailure) {
+  return answer(group, request, event, STEP_FAILED, { ...refOf(request), role: group, error });
 }
 
 const refOf = ({ run_id, node_id, generation, attempt }: StepRequested) => ({
