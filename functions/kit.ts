@@ -123,12 +123,28 @@ export type {
   StateSummary,
 } from "./core/ports";
 export type { DecideContext, Decision, Role, RoleDescriptor } from "./core/role";
-export type { Deployment, GroupNeeds, RoleModule } from "./core/role-module";
-export { buildRole, defineModule, handlerBeside, moduleSettings } from "./core/role-module";
+export type {
+  Deployment,
+  GroupNeeds,
+  ModuleSteps,
+  RoleModule,
+  StepModuleDefinition,
+} from "./core/role-module";
+export {
+  buildRole,
+  defineModule,
+  defineStepModule,
+  handlerBeside,
+  moduleSettings,
+} from "./core/role-module";
 export { systemClock, ulidSource } from "./core/runtime";
 // Outside writes, each run once under an idempotency key the step derives.
 export type { SideEffectRecord, SideEffectResult, SideEffectStore } from "./core/side-effects";
 export { InMemorySideEffects, sideEffectKey } from "./core/side-effects";
+// Workflow steps: what a step role declares, how its handler is called, what the orchestrator knows.
+export type { StepContext, StepHandler, StepRun } from "./core/step-role";
+export type { StepDeclaration, StepRoleEntry, StepRoleTable } from "./core/steps";
+export { stepRolesOf } from "./core/steps";
 export { DAG_RUN_AGGREGATE } from "./core/sweeper";
 export type {
   LearntBy,

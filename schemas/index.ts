@@ -2,6 +2,7 @@ import { defineAgentRunEvents } from "./events/agent-run";
 import { defineConversationEvents } from "./events/conversation";
 import { defineOperatorEvents } from "./events/operator";
 import { defineRefundEvents } from "./events/refund";
+import { defineStepEvents } from "./events/step";
 import { defineSupportCommands } from "./events/support-commands";
 import { defineSupportFailureEvents } from "./events/support-failure";
 import { defineSupportSupersededEvents } from "./events/support-superseded";
@@ -28,6 +29,7 @@ export const DEFINITIONS = [
   ...defineWorkflowEvents(registry),
   ...defineWorkflowCancelEvents(registry),
   ...defineWorkflowResolveEvents(registry),
+  ...defineStepEvents(registry),
   ...defineAgentRunEvents(registry),
   ...defineConversationEvents(registry),
   ...defineSupportCommands(registry),

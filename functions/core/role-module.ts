@@ -1,9 +1,12 @@
 import { defineEventType, type EventTypeDefinition } from "../../schemas";
+import { STEP_COMPLETED, STEP_FAILED, stepCommandDefinitions } from "../../schemas/events/step";
 import type * as z from "../../schemas/zod";
 import type { AttentionRule } from "./attention";
 import type { IntegrationUses, RolePorts } from "./integration";
 import { parseEnv } from "./parse-env";
 import type { Role, RoleDescriptor } from "./role";
+import { type StepHandler, stepRole, withSteps } from "./step-role";
+import { type StepDeclaration, type StepRoleEntry, stepEntryOf, stepTypesOf } from "./steps";
 
 export type { RolePorts };
 
@@ -26,8 +29,12 @@ export interface GroupNeeds {
    * events bus (`EVENTS_BUS_NAME`, PutEvents on that bus).
    */
   readonly heartbeat?: "visibility" | "events";
-  /** A DAG agent: the orchestrator reads its queue's depth (backpressure). */
-  readonly dagAgent?: boolean;
+  /**
+   * It carries out workflow steps: what the orchestrator sends it (set by `defineModule` from the
+   * module's `steps`); the orchestrator gets every step role's entry and reads its queue's depth
+   * (backpressure).
+   */
+  readonly steps?: StepRoleEntry;
   /** It orchestrates DAG runs: the lease sweeper serves its runs. */
   readonly orchestrates?: boolean;
 }
@@ -99,6 +106,20 @@ export interface RoleModule<Settings = unknown, Uses extends IntegrationUses = I
    * @default none
    */
   readonly events?: readonly EventTypeDefinition[];
+  /**
+   * The role carries out workflow steps (functions/core/dag/README.md): any workflow of the stack
+   * may name its group as a node's role. With `run`, the kit carries them out (./step-role.ts)
+   * beside whatever else the role does; without, the role takes its step commands itself.
+   * @default none
+   */
+  readonly steps?: ModuleSteps<Settings, Uses>;
+}
+
+/** A module's steps: their declaration, and the handler that carries them out. */
+export interface ModuleSteps<Settings = unknown, Uses extends IntegrationUses = IntegrationUses>
+  extends StepDeclaration {
+  /** The step's handler on the module's ports and settings: input in, output out. */
+  run?(ports: RolePorts<Uses>, settings: Settings): StepHandler;
 }
 
 /**
@@ -124,7 +145,87 @@ export function defineModule<
   Uses extends IntegrationUses = Record<never, never>,
 >(module: RoleModule<Settings, Uses>): RoleModule<Settings, Uses> {
   for (const definition of module.events ?? []) defineEventType(definition);
-  return module;
+  return module.steps ? withModuleSteps(module, module.steps) : module;
+}
+
+/**
+ * A module that declares steps: its step commands registered (unless it spells its own), its
+ * deployment told so (`needs.steps`, and heartbeats on the events bus), and with `run` its role
+ * made to take them too; without `run` its role must take them itself.
+ */
+function withModuleSteps<Settings, Uses extends IntegrationUses>(
+  module: RoleModule<Settings, Uses>,
+  steps: ModuleSteps<Settings, Uses>,
+  stepsOnly = false,
+): RoleModule<Settings, Uses> {
+  const { descriptor } = module;
+  const group = descriptor.group;
+  if (!steps.types)
+    for (const definition of stepCommandDefinitions(group)) defineEventType(definition);
+  const types = stepTypesOf(group, steps);
+  const needs = {
+    ...module.deployment.needs,
+    steps: stepEntryOf(group, steps),
+    heartbeat: "events" as const,
+  };
+  const deployment = { ...module.deployment, needs };
+  const { run } = steps;
+  if (!run) {
+    const missing = [types.requested, types.cancel].filter(
+      (t) => !descriptor.subscriptions.includes(t),
+    );
+    if (missing.length > 0)
+      throw new Error(
+        `role module ${group} declares steps without run, so its role must take ${missing.join(" and ")}; its descriptor does not subscribe to them`,
+      );
+    return { ...module, deployment };
+  }
+  return {
+    ...module,
+    descriptor: {
+      ...descriptor,
+      subscriptions: [...descriptor.subscriptions, types.requested, types.cancel],
+      emits: [...(descriptor.emits ?? []), STEP_COMPLETED, STEP_FAILED],
+    },
+    deployment,
+    build: (ports, settings) =>
+      withSteps(
+        stepsOnly ? undefined : module.build(ports, settings),
+        stepRole({ group, steps, handler: run(ports, settings) }),
+      ),
+  };
+}
+
+/** A role that does nothing but carry out steps, as its author writes it. */
+export interface StepModuleDefinition<Settings, Uses extends IntegrationUses>
+  extends Pick<RoleModule<Settings, Uses>, "entry" | "settings" | "uses" | "events"> {
+  readonly group: string;
+  /** @default {} */
+  readonly deployment?: Deployment;
+  readonly steps: ModuleSteps<Settings, Uses> & Required<Pick<ModuleSteps<Settings, Uses>, "run">>;
+}
+
+/**
+ * A role module whose role only carries out workflow steps: `steps.run` gets each step's input
+ * (parsed by `steps.input`) and returns its output (checked against `steps.output`), and the kit
+ * answers for it (./step-role.ts).
+ */
+export function defineStepModule<
+  Settings = undefined,
+  Uses extends IntegrationUses = Record<never, never>,
+>(definition: StepModuleDefinition<Settings, Uses>): RoleModule<Settings, Uses> {
+  const { group, deployment = {}, steps, ...rest } = definition;
+  for (const event of definition.events ?? []) defineEventType(event);
+  const module: RoleModule<Settings, Uses> = {
+    ...rest,
+    descriptor: { group, subscriptions: [] },
+    deployment,
+    steps,
+    build: () => {
+      throw new Error(`role module ${group} has no role besides its steps`);
+    },
+  };
+  return withModuleSteps(module, steps, true);
 }
 
 /**

@@ -10,6 +10,7 @@ import {
 } from "aws-cdk-lib";
 import type { CfnQueue } from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
+import { STEP_ROLES_ENV, type StepRoleEntry } from "../../functions/core/steps";
 import {
   ALARM_EMAIL_CONTEXT,
   ALARM_WEBHOOK_CONTEXT,
@@ -242,6 +243,7 @@ export class AgentBusStack extends Stack {
     const needs = (group: ConsumerGroup): GroupNeeds =>
       topology.groups.find((g) => g.name === group.groupName)?.needs ?? {};
     this.wireHeartbeats(props, needs);
+    this.wireStepRoles(needs);
     this.wireIntegrations(stage, topology, props, needs);
     // The sweeper serves the orchestrator's runs: leases and held-back work live in dag_run state.
     const orchestrates = this.groups.some((g) => needs(g).orchestrates);
@@ -428,6 +430,21 @@ export class AgentBusStack extends Stack {
    * during a long model call; `"events"` also publishes the role's heartbeats on the events bus
    * (PutEvents on it).
    */
+  /**
+   * Each orchestrating group gets the table of the stack's step roles (`STEP_ROLES`, JSON): the
+   * groups whose modules declare `steps`, with the commands to send each (functions/core/steps.ts).
+   */
+  private wireStepRoles(needs: (g: ConsumerGroup) => GroupNeeds): void {
+    const table: Record<string, StepRoleEntry> = {};
+    for (const group of this.groups) {
+      const entry = needs(group).steps;
+      if (entry) table[group.groupName] = entry;
+    }
+    for (const group of this.groups)
+      if (needs(group).orchestrates)
+        group.consumer.addEnvironment(STEP_ROLES_ENV, JSON.stringify(table));
+  }
+
   private wireHeartbeats(props: AgentBusStackProps, needs: (g: ConsumerGroup) => GroupNeeds): void {
     const events = this.topics.get("events");
     for (const group of this.groups) {

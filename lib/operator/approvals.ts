@@ -6,6 +6,7 @@ import { agentWaitOf, loadAgentRun } from "./agent-actions";
 import { heldReplies, loadReply, stateData } from "./customer-support";
 import { summaries } from "./lists";
 import type { OpsStack } from "./stack";
+import { knownDefinition } from "./workflow-actions";
 
 /**
  * Everything that waits for a person's approval, whichever role holds it (the approval primitive,
@@ -77,7 +78,7 @@ async function toolCallOf(stack: OpsStack, runId: string): Promise<Untenanted[]>
 async function confirmationsOf(stack: OpsStack, runId: string): Promise<Untenanted[]> {
   const state = await stateData<OrchestratorState>(stack, DAG_RUN_AGGREGATE, runId);
   if (!state) return [];
-  return blockedApprovals(state).map((request) => ({
+  return blockedApprovals(state, knownDefinition(state)).map((request) => ({
     kind: "confirmation",
     id: runId,
     stepOption: true,

@@ -48,13 +48,8 @@ function exampleOf(schema: JsonSchema, name: string): unknown {
 
 /** An output that fits `role`'s schema, or undefined when no agent carries out that role. */
 export function outputExample(role: string): Record<string, unknown> | undefined {
-  let schema: z.core.$ZodType;
-  try {
-    schema = agentOutputSchema(role);
-  } catch {
-    return undefined;
-  }
-  return schemaExample(schema);
+  const schema = agentOutputSchema(role);
+  return schema && schemaExample(schema);
 }
 
 /** An object that fits `schema`, built as above; undefined when the schema is not an object's. */

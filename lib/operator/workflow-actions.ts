@@ -1,5 +1,7 @@
+import type { WorkflowDefinition } from "../../functions/core/dag/definition";
 import { checkOutput } from "../../functions/roles/content-agents/workflows";
-import { definitionOf, type OrchestratorState } from "../../functions/roles/orchestrator/state";
+import { workflowCatalog } from "../../functions/roles/orchestrator/catalog";
+import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { MAX_RESOLVED_OUTPUT_BYTES } from "../../schemas/events/workflow-resolve";
 import { inTenant, type OperatorCommand, tenantProblem } from "./operator-command";
 
@@ -88,7 +90,24 @@ function confirmProblem(
   return `node ${nodeId} of run ${runId} is not BLOCKED on a confirmation (${now})`;
 }
 
-/** Why an output does not fit the role of the node (undefined: it fits). */
+/**
+ * The run's definition, when this tool knows it (the content workflows); undefined for one
+ * compiled into an application's orchestrator.
+ */
+export function knownDefinition(state: OrchestratorState): WorkflowDefinition | undefined {
+  const { name, version } = state.run.workflow;
+  try {
+    return workflowCatalog().at(name, version);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Why an output does not fit the role of the node (undefined: it fits): checked against the
+ * role's output schema where this tool knows it (the content roles), else only as a JSON object;
+ * the orchestrator checks the same when the command arrives.
+ */
 export function outputProblem(
   state: OrchestratorState,
   nodeId: string,
@@ -97,7 +116,9 @@ export function outputProblem(
   const size = Buffer.byteLength(JSON.stringify(output) ?? "");
   if (size > MAX_RESOLVED_OUTPUT_BYTES)
     return `the output is ${size} bytes of JSON; at most ${MAX_RESOLVED_OUTPUT_BYTES} fit in a command`;
-  const role = definitionOf(state).nodes.find((n) => n.id === nodeId)?.role;
+  const def = knownDefinition(state);
+  if (!def) return undefined;
+  const role = def.nodes.find((n) => n.id === nodeId)?.role;
   if (role === undefined) return `node ${nodeId} has no role in workflow ${state.workflow}`;
   const checked = checkOutput(role, output);
   if (checked.ok) return undefined;

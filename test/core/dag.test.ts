@@ -860,7 +860,6 @@ describe("content production (seed §6)", () => {
   it("picks the workflow by request kind", () => {
     expect(contentWorkflowFor({ kind: "quick-news" })).toBe(quickNews);
     expect(contentWorkflowFor({ kind: "long-form" })).toBe(longForm);
-    // @ts-expect-error: not a kind
     const e = thrown(() => contentWorkflowFor({ kind: "poem" }));
     expect(e.code).toBe("dag.unknown_content_kind");
     expect(e.message).toContain('"poem"');

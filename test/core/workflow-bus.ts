@@ -38,6 +38,8 @@ export interface BusOptions {
   readonly acknowledge?: boolean;
   /** How long a BLOCKED agent run waits for its confirmation. */
   readonly confirmSeconds?: number;
+  /** Roles on the bus besides the orchestrator and the content agents (other step roles). */
+  readonly roles?: readonly Role<unknown>[];
 }
 
 export class Bus {
@@ -71,6 +73,7 @@ export class Bus {
             confirmSeconds: options.confirmSeconds,
           }) as Role<unknown>,
       ),
+      ...(options.roles ?? []),
     ];
   }
 

@@ -2,19 +2,14 @@ import { describe, expect, it } from "vitest";
 import { defineWorkflow } from "../../functions/core/dag/graph";
 import {
   CONTENT_WORKFLOWS,
-  contentWorkflowAt,
   contentWorkflowFor,
   longForm,
   quickNews,
 } from "../../functions/roles/content-agents/workflows";
-import { definitionOf, type OrchestratorState } from "../../functions/roles/orchestrator/state";
+import { workflowCatalog } from "../../functions/roles/orchestrator/catalog";
 
-/** A run's state as the orchestrator stores it, reduced to what picks the definition. */
-const runOf = (name: string, version: number) =>
-  ({
-    workflow: "quick-news",
-    run: { workflow: { name, version } },
-  }) as unknown as OrchestratorState;
+/** The definition a run of `name` v`version` is carried on by the orchestrator. */
+const definitionAt = (name: string, version: number) => workflowCatalog().at(name, version);
 
 describe("workflow definition versions", () => {
   it("starts new runs on the newest version and carries each run on the version it began with", () => {
@@ -35,8 +30,8 @@ describe("workflow definition versions", () => {
     all.push(next);
     try {
       expect(contentWorkflowFor({ kind: "quick-news" })).toBe(next);
-      expect(definitionOf(runOf(quickNews.name, 2))).toBe(quickNews);
-      expect(definitionOf(runOf(quickNews.name, 3))).toBe(next);
+      expect(definitionAt(quickNews.name, 2)).toBe(quickNews);
+      expect(definitionAt(quickNews.name, 3)).toBe(next);
     } finally {
       all.splice(all.indexOf(next), 1);
     }
@@ -45,7 +40,7 @@ describe("workflow definition versions", () => {
 
   it("carries a run that began on version 1 on with the agents' own names", () => {
     for (const current of [quickNews, longForm]) {
-      const first = definitionOf(runOf(current.name, 1));
+      const first = definitionAt(current.name, 1);
       expect(first.version).toBe(1);
       expect(first.nodes).toEqual(current.nodes);
       expect(first.edges).toEqual(current.edges);
@@ -61,7 +56,7 @@ describe("workflow definition versions", () => {
   });
 
   it("refuses a run whose definition version is no longer defined, naming the ones that are", () => {
-    expect(() => contentWorkflowAt(quickNews.name, 7)).toThrow(
+    expect(() => definitionAt(quickNews.name, 7)).toThrow(
       expect.objectContaining({
         code: "workflow.unknown_definition",
         message: expect.stringMatching(

@@ -4,11 +4,11 @@ import { queueDepth } from "./index";
 
 /**
  * Each group that reads queue depths gets the DAG agents' queue URLs (`AGENT_QUEUE_URLS`, the
- * groups that declare `needs.dagAgent`), `QUEUE_DEPTH_THRESHOLD`, and GetQueueAttributes on
+ * step roles, the groups whose modules declare `steps`), `QUEUE_DEPTH_THRESHOLD`, and GetQueueAttributes on
  * exactly those queues. Without agents there is nothing to read.
  */
 export const queueDepthInfra = defineInfra(queueDepth, (scope, users) => {
-  const agents = scope.groups.filter((g) => g.needs.dagAgent).map((g) => g.group);
+  const agents = scope.groups.filter((g) => g.needs.steps).map((g) => g.group);
   if (agents.length === 0) return;
   const urls = Object.fromEntries(agents.map((a) => [a.groupName, a.queue.queueUrl]));
   const threshold = scope.settings.queueDepthThreshold ?? DEFAULT_QUEUE_DEPTH_THRESHOLD;

@@ -1,6 +1,7 @@
 import {
   CONTENT_ROLE_EVENTS,
   CONTENT_ROLES,
+  ContentRequest,
   type ContentRole,
   contentEventTypes,
 } from "../../../schemas/events/workflow";
@@ -14,7 +15,12 @@ import {
   NEEDS_HUMAN,
   raiseOn,
 } from "../../kit";
-import { contentAgentDescriptor, contentAgentRole, contentAnswer } from "./content-agent";
+import {
+  confirmTypeOf,
+  contentAgentDescriptor,
+  contentAgentRole,
+  contentAnswer,
+} from "./content-agent";
 
 /** `AGENT_CONFIRM_SECONDS`: how long a BLOCKED agent run waits for its confirmation. */
 export const ContentAgentSettings = z.object({
@@ -29,13 +35,14 @@ export const ContentAgentSettings = z.object({
  * behind a request it is about to work on.
  */
 export function contentAgentModule(role: ContentRole) {
+  const { requested, cancel } = contentEventTypes(role);
   return defineModule({
     descriptor: contentAgentDescriptor(role),
     entry: handlerBeside(import.meta.url),
     deployment: {
       batchSize: 1,
       functionTimeoutSeconds: 120,
-      needs: { heartbeat: "events", dagAgent: true },
+      needs: { heartbeat: "events" },
       // A run that gave up on the model's answers ends NEEDS_HUMAN (its failure's code says so);
       // one that asks for a confirmation is BLOCKED on it.
       attention: [
@@ -48,6 +55,12 @@ export function contentAgentModule(role: ContentRole) {
     settings: ContentAgentSettings,
     uses: { model },
     modelSchemas: { [role]: contentAnswer(CONTENT_ROLE_EVENTS[role].output) },
+    // A step role under its own names (runs in flight depend on them); its role takes them.
+    steps: {
+      input: ContentRequest,
+      output: CONTENT_ROLE_EVENTS[role].output,
+      types: { requested, cancel, confirm: confirmTypeOf(role) },
+    },
     build: (ports, settings) =>
       contentAgentRole({
         role,

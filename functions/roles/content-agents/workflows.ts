@@ -8,7 +8,7 @@ import {
 } from "../../../schemas/events/workflow";
 import * as z from "../../../schemas/zod";
 import type { WorkflowDefinition } from "../../kit";
-import { DagRequestError, defineWorkflow, isRecord, PermanentError, show } from "../../kit";
+import { DagRequestError, defineWorkflow, isRecord, show } from "../../kit";
 
 /**
  * The content-production workflows (seed 001 §6): product data run by the DAG executor. A node's
@@ -62,7 +62,7 @@ export type ContentWorkflowRequest = z.output<typeof ContentWorkflowRequestSchem
 /**
  * Every version of every content workflow that runs may still be on. A run keeps the name and
  * version of the definition it started with and is carried on by exactly that one
- * (`contentWorkflowAt`): to change a workflow, add its next version here (the newest of a name
+ * (the orchestrator's catalog, functions/roles/orchestrator/catalog.ts): to change a workflow, add its next version here (the newest of a name
  * starts new runs) and remove an old one only once no run of it is in flight.
  */
 export const CONTENT_WORKFLOWS: readonly WorkflowDefinition[] = [
@@ -72,20 +72,8 @@ export const CONTENT_WORKFLOWS: readonly WorkflowDefinition[] = [
   version1Of(longForm),
 ];
 
-/** The definition a run started with; workflow.unknown_definition (permanent) when it is gone. */
-export function contentWorkflowAt(name: string, version: number): WorkflowDefinition {
-  const found = CONTENT_WORKFLOWS.find((d) => d.name === name && d.version === version);
-  if (found) return found;
-  const known = CONTENT_WORKFLOWS.map((d) => `${d.name} v${d.version}`).join(", ");
-  throw new PermanentError(
-    "workflow.unknown_definition",
-    `the run's workflow ${name} v${version} is no longer defined (defined: ${known})`,
-    { details: { name, version } },
-  );
-}
-
 /** The workflow for a content request: quick news runs fact check || writing, long form serially. */
-export function contentWorkflowFor(request: ContentWorkflowRequest): WorkflowDefinition {
+export function contentWorkflowFor(request: { readonly kind: unknown }): WorkflowDefinition {
   const parsed = ContentWorkflowRequestSchema.safeParse(request);
   if (!parsed.success) {
     const kind = isRecord(request) ? request.kind : request;
@@ -114,29 +102,26 @@ export const CONTENT_AGENTS: readonly ContentAgent[] = CONTENT_ROLES.map((agent)
 const isContentRole = (role: string): role is ContentRole =>
   (CONTENT_ROLES as readonly string[]).includes(role);
 
-/** The agent that carries out a node's role; workflow.unmapped_role (permanent) if none does. */
-export function agentOf(role: string): ContentAgent {
-  if (!isContentRole(role))
-    throw new PermanentError(
-      "workflow.unmapped_role",
-      `no content agent is named ${role} (agents: ${CONTENT_ROLES.join(", ")})`,
-      { details: { role } },
-    );
-  return { agent: role, ...contentEventTypes(role) };
+/** The output schema of a content role (what its agent answers with); undefined for any other role. */
+export function agentOutputSchema(
+  role: string,
+): z.ZodMiniType<Record<string, unknown>> | undefined {
+  return isContentRole(role) ? CONTENT_ROLE_EVENTS[role].output : undefined;
 }
 
-/** The output schema of a node's role: what its agent answers with (and an operator must supply). */
-export function agentOutputSchema(role: string): z.ZodMiniType<Record<string, unknown>> {
-  return CONTENT_ROLE_EVENTS[agentOf(role).agent].output;
-}
-
-/** `output` checked against the output schema of a node's role: the parsed value, or each issue. */
+/**
+ * `output` checked against the output schema of a node's role: the parsed value, or each issue.
+ * For a role whose schema is not known here (a step role of an application, which checks its own
+ * answers), only that it is a JSON object.
+ */
 export function checkOutput(
   role: string,
   output: unknown,
 ): { ok: true; value: Record<string, unknown> } | { ok: false; issues: string[] } {
-  const checked = agentOutputSchema(role).safeParse(output);
+  const checked = (agentOutputSchema(role) ?? AnyOutput).safeParse(output);
   if (checked.success) return { ok: true, value: checked.data };
   const issues = z.issueLines(checked.error, "(output)");
   return { ok: false, issues };
 }
+
+const AnyOutput = z.record(z.string(), z.unknown());

@@ -1,6 +1,5 @@
 import {
   type ConfirmOutcome,
-  confirmEventType,
   type NodeBlocked,
   type NodeConfirmExpired,
   type NodeConfirmRequested,
@@ -8,17 +7,21 @@ import {
   type NodeStarted,
   type WorkflowConfirmRequested,
 } from "../../../schemas/events/agent-run";
-import { CONTENT_ROLE_EVENTS } from "../../../schemas/events/workflow";
 import { Draft } from "../../core/dag/draft";
 import { graphOf } from "../../core/dag/graph";
 import { assignment } from "../../core/dag/release-pass";
 import { PermanentError } from "../../core/errors";
-import { agentOf } from "../content-agents/workflows";
-import { existing, type OrchestratorDecision, type RunContext, rejection } from "./context";
+import {
+  definitionOf,
+  existing,
+  type OrchestratorDecision,
+  type OrchestratorEmit,
+  type RunContext,
+  rejection,
+} from "./context";
 import { currentLease, dueAtOf, type Leasing, withLease } from "./leases";
 import {
   type AgentStepType,
-  definitionOf,
   type NodeLease,
   type OrchestratorState,
   parseWith,
@@ -47,6 +50,8 @@ import {
  *   changes nothing.
  */
 
+type ConfirmType = Extract<OrchestratorEmit, `${string}.confirm.requested`>;
+
 /** The state with one agent step appended to the run's timeline. */
 function withStep(
   state: OrchestratorState,
@@ -66,22 +71,20 @@ function decided(state: OrchestratorState, leasing: Leasing): OrchestratorDecisi
 
 const plus = (at: number, seconds: number) => new Date(at + seconds * 1000).toISOString();
 
-function roleOf(state: OrchestratorState, nodeId: string): string | undefined {
-  return definitionOf(state).nodes.find((n) => n.id === nodeId)?.role;
+function roleOf(context: RunContext, state: OrchestratorState, nodeId: string): string | undefined {
+  return definitionOf(context, state).nodes.find((n) => n.id === nodeId)?.role;
 }
 
 /** The agent acknowledged an assignment: the node's lease starts, the timeline says so. */
-export function nodeStarted(
-  { state, event, leasing }: RunContext,
-  report: NodeStarted,
-): OrchestratorDecision {
+export function nodeStarted(context: RunContext, report: NodeStarted): OrchestratorDecision {
+  const { state, event, leasing } = context;
   const lease = state && currentLease(state, report.node_id, report.generation);
   if (!state || !lease) return {};
   if (lease.blocked ? !lease.blocked.outcome : lease.started) return {};
   const { now, policy } = leasing;
   const seconds = Math.max(
     report.lease_seconds,
-    policy.leaseSeconds(roleOf(state, report.node_id)),
+    policy.leaseSeconds(roleOf(context, state, report.node_id)),
   );
   const { blocked: _blocked, ...rest } = lease;
   const next: NodeLease = {
@@ -102,14 +105,12 @@ export function nodeStarted(
 }
 
 /** The agent's run is BLOCKED on a confirmation: the node waits until `confirm_by`. */
-export function nodeBlocked(
-  { state, event, leasing }: RunContext,
-  report: NodeBlocked,
-): OrchestratorDecision {
+export function nodeBlocked(context: RunContext, report: NodeBlocked): OrchestratorDecision {
+  const { state, event, leasing } = context;
   const lease = state && currentLease(state, report.node_id, report.generation);
   if (!state || !lease || lease.blocked?.confirm_by === report.confirm_by) return {};
-  const role = roleOf(state, report.node_id);
-  if (role === undefined || agentOf(role).agent !== report.agent)
+  const role = roleOf(context, state, report.node_id);
+  if (role === undefined || role !== report.agent)
     throw new PermanentError(
       "workflow.role_mismatch",
       `node.blocked from ${report.agent} for node ${report.node_id} of run ${report.run_id}, which the ${role ?? "(unknown)"} role executes`,
@@ -177,17 +178,24 @@ export function confirmExpired(
  * lease becomes a queued one until the agent resumes (its `node.started`).
  */
 function sendOutcome(
-  { event, leasing }: RunContext,
+  context: RunContext,
   state: OrchestratorState,
   nodeId: string,
   lease: NodeLease,
   outcome: ConfirmOutcome,
   by: Pick<NodeConfirmRequested, "note" | "requested_by">,
 ): OrchestratorDecision {
+  const { event, leasing } = context;
   const blocked = lease.blocked;
-  const role = roleOf(state, nodeId);
+  const role = roleOf(context, state, nodeId);
   if (!blocked || role === undefined) return {};
-  const def = definitionOf(state);
+  const confirm = context.stepRoles.of(role).confirm;
+  if (confirm === undefined)
+    throw new PermanentError(
+      "workflow.no_confirmation",
+      `node ${nodeId} of run ${state.run.run_id} is BLOCKED, but its step role ${role} takes no confirmation`,
+    );
+  const def = definitionOf(context, state);
   const node = state.run.nodes[nodeId];
   const assigned = assignment(
     new Draft(graphOf(def), state.run),
@@ -220,7 +228,6 @@ function sendOutcome(
     expires_at: plus(now.getTime(), policy.queuedSeconds),
     blocked: { ...blocked, outcome },
   };
-  const { stem } = CONTENT_ROLE_EVENTS[agentOf(role).agent];
   const stepped = withStep(
     withLease(state, nodeId, next),
     "node.unblocked",
@@ -231,6 +238,7 @@ function sendOutcome(
   );
   return {
     ...decided(stepped, leasing),
-    emit: [{ type: confirmEventType(stem), payload, orderKey: state.run.run_id }],
+    // The role's confirmation type, known at run time only: typed as a content agent's.
+    emit: [{ type: confirm as ConfirmType, payload, orderKey: state.run.run_id }],
   };
 }

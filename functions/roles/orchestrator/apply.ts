@@ -4,10 +4,10 @@ import type { NodeCancelRequested } from "../../../schemas/events/workflow-cance
 import type { DagCommand, DagEvent, Transition } from "../../core/dag/run";
 import type { EmitOf } from "../../core/define-role";
 import type { ContentCommand } from "../content-agents/settings";
-import { agentOf } from "../content-agents/workflows";
-import type { OrchestratorDecision, RunEnd } from "./context";
+import type { StepRoles } from "./catalog";
+import { definitionOf, type OrchestratorDecision, type RunContext, type RunEnd } from "./context";
 import { waitsAfter } from "./deadlines";
-import { dueAtOf, type Leasing, leasesAfter } from "./leases";
+import { dueAtOf, leasesAfter } from "./leases";
 import { type OrchestratorState, parseWith, TIMELINE_LIMIT, type TimelineEntry } from "./state";
 
 const RUN_END_EVENTS: Readonly<Record<string, RunEnd>> = {
@@ -20,26 +20,26 @@ const RUN_END_EVENTS: Readonly<Record<string, RunEnd>> = {
 export const RUN_ENDS: readonly RunEnd[] = Object.values(RUN_END_EVENTS);
 
 /**
- * Turn a DAG transition into the next state and the envelopes to emit: a `<role>.requested` per
- * node the transition assigned, a `<role>.cancel.requested` per assignment it cancelled (the
- * agent's command channel, seed 001 §4), `workflow.completed|partial|failed|cancelled` when the
+ * Turn a DAG transition into the next state and the envelopes to emit: the step role's request
+ * per node the transition assigned, its cancel per assignment it cancelled (the role's command
+ * channel, seed 001 §4; the types are the role's entry in the stack's step roles), `workflow.completed|partial|failed|cancelled` when the
  * run ended (with `endDetails` added to its payload), the timeline, the leases, the dependency
  * deadlines of the nodes still waiting (./waits) and the due time.
  * A transition that only reports ignored deliveries changes nothing and emits nothing.
  */
 export function applyTransition(
+  context: RunContext,
   state: OrchestratorState,
   transition: Transition,
-  cause: Envelope,
-  leasing: Leasing,
   endDetails: Readonly<Record<string, unknown>> = {},
 ): OrchestratorDecision {
+  const { event: cause, leasing } = context;
   const steps = transition.events.filter((e) => e.type !== "delivery.ignored");
   if (steps.length === 0 && transition.commands.length === 0 && sameHeld(state, transition))
     return {};
   const runId = transition.run.run_id;
   const emit = [
-    ...transition.commands.flatMap((command) => nodeCommand(command, runId)),
+    ...transition.commands.flatMap((command) => nodeCommand(context.stepRoles, command, runId)),
     ...steps.flatMap((step) => runEnd(step, runId, endDetails)),
   ];
   const entries = steps.map((step) => timelineEntry(step, cause, leasing.now));
@@ -49,13 +49,22 @@ export function applyTransition(
     held: transition.held,
     timeline: [...state.timeline, ...entries].slice(-TIMELINE_LIMIT),
     leases: leasesAfter(state, transition, leasing),
-    waits: waitsAfter(state, transition, leasing),
+    waits: waitsAfter(state, definitionOf(context, state), transition, leasing),
   };
   return { state: next, emit, dueAt: dueAtOf(next, leasing) };
 }
 
-/** The agent's command for a DAG command: `<role>.requested` or `<role>.cancel.requested`. */
-function nodeCommand(command: DagCommand, runId: string): EmitOf<ContentCommand>[] {
+/**
+ * The step role's command for a DAG command: its request or its cancel. The types are the stack's
+ * (a step role's module registers them), known at run time only: typed as the content agents'
+ * commands, whose payloads they share; the registry checks each on emit.
+ */
+function nodeCommand(
+  stepRoles: StepRoles,
+  command: DagCommand,
+  runId: string,
+): EmitOf<ContentCommand>[] {
+  const entry = stepRoles.of(command.role);
   if (command.type === "node.cancel") {
     const cancel: NodeCancelRequested = {
       run_id: command.run_id,
@@ -63,7 +72,7 @@ function nodeCommand(command: DagCommand, runId: string): EmitOf<ContentCommand>
       generation: command.generation,
       reason: command.reason,
     };
-    return [{ type: agentOf(command.role).cancel, payload: cancel, orderKey: runId }];
+    return [{ type: entry.cancel, payload: cancel, orderKey: runId } as EmitOf<ContentCommand>];
   }
   const payload: NodeRequested = {
     run_id: command.run_id,
@@ -78,7 +87,7 @@ function nodeCommand(command: DagCommand, runId: string): EmitOf<ContentCommand>
       `the input of run ${command.run_id}`,
     ),
   };
-  return [{ type: agentOf(command.role).requested, payload, orderKey: runId }];
+  return [{ type: entry.requested, payload, orderKey: runId } as EmitOf<ContentCommand>];
 }
 
 /** `workflow.completed|partial|failed|cancelled` for the step that ended the run (else none). */

@@ -7,6 +7,7 @@ import type { TypedDecision } from "../../core/define-role";
 import { BusinessRejection, PermanentError } from "../../core/errors";
 import { payloadOf } from "../../core/payload";
 import type { ContentCommand } from "../content-agents/settings";
+import type { StepRoles, WorkflowCatalog } from "./catalog";
 import type { Leasing } from "./leases";
 import type { OrchestratorState } from "./state";
 
@@ -25,6 +26,18 @@ export interface RunContext {
   readonly leasing: Leasing;
   /** Queue depths and the gate threshold for a release pass over `def`'s roles. */
   readonly capacityFor: (def: WorkflowDefinition) => Promise<Capacity>;
+  /** The workflow definitions the orchestrator knows. */
+  readonly workflows: WorkflowCatalog;
+  /** The step roles of the stack, which carry out the nodes. */
+  readonly stepRoles: StepRoles;
+}
+
+/** The definition a run was started with (its name and version are in the run). */
+export function definitionOf(
+  { workflows }: Pick<RunContext, "workflows">,
+  state: OrchestratorState,
+): WorkflowDefinition {
+  return workflows.at(state.run.workflow.name, state.run.workflow.version);
 }
 
 /** How a run ended (./apply). */

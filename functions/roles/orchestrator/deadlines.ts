@@ -1,7 +1,8 @@
+import type { WorkflowDefinition } from "../../core/dag/definition";
 import type { Transition } from "../../core/dag/run";
 import { dependencyTimeoutOf, isWaiting } from "../../core/dag/timeout";
 import type { Leasing } from "./leases";
-import { definitionOf, type NodeWait, type OrchestratorState } from "./state";
+import type { NodeWait, OrchestratorState } from "./state";
 
 /**
  * The deadline of every waiting node after a transition: kept for a node that was already waiting
@@ -9,12 +10,12 @@ import { definitionOf, type NodeWait, type OrchestratorState } from "./state";
  */
 export function waitsAfter(
   state: OrchestratorState,
+  def: WorkflowDefinition,
   transition: Transition,
   { now, policy }: Leasing,
 ): Record<string, NodeWait> {
   const { run } = transition;
   if (run.status !== "RUNNING") return {};
-  const def = definitionOf(state);
   const before = state.waits ?? {};
   const waits: Record<string, NodeWait> = {};
   for (const [nodeId, node] of Object.entries(run.nodes)) {

@@ -1,11 +1,11 @@
-import {
-  type NodeCompleted,
-  type NodeFailed,
-  type NodeLeaseExpired,
-  WORKFLOW_KINDS,
-  type WorkflowReleaseRequested,
-  type WorkflowRerunRequested,
-  type WorkflowStartRequested,
+import type { StepCompleted, StepFailed } from "../../../schemas/events/step";
+import type {
+  NodeCompleted,
+  NodeFailed,
+  NodeLeaseExpired,
+  WorkflowReleaseRequested,
+  WorkflowRerunRequested,
+  WorkflowStartRequested,
 } from "../../../schemas/events/workflow";
 import type { WorkflowCancelRequested } from "../../../schemas/events/workflow-cancel";
 import type { WorkflowDefinition } from "../../core/dag/definition";
@@ -13,14 +13,11 @@ import { onNodeCompleted, onNodeFailed, redeliver, release, startRun } from "../
 import { cancelRun, rerunFrom } from "../../core/dag/rerun";
 import type { Capacity, DagRun, NodeError, Transition } from "../../core/dag/run";
 import { PermanentError } from "../../core/errors";
-import {
-  CONTENT_AGENTS,
-  contentWorkflowFor,
-  WorkflowKindSchema,
-} from "../content-agents/workflows";
+import { CONTENT_AGENTS } from "../content-agents/workflows";
 import { confirmExpired, confirmNode, nodeBlocked, nodeStarted } from "./agent";
 import { applyTransition } from "./apply";
 import {
+  definitionOf,
   type EventHandler,
   existing,
   fromAgent,
@@ -33,7 +30,7 @@ import {
 } from "./context";
 import { dueAtOf, extendLease, leaseOutlivesReport, mayRedeliver } from "./leases";
 import { reset, resolve } from "./resolve";
-import { definitionOf, type OrchestratorState } from "./state";
+import type { OrchestratorState } from "./state";
 import { dependencyExpired } from "./waits";
 
 /**
@@ -55,10 +52,18 @@ export const HANDLERS: Readonly<Record<string, EventHandler>> = {
   "workflow.confirm.requested": toRun("workflow.confirm.requested", confirmNode),
   "node.confirm.expired": toRun("node.confirm.expired", confirmExpired),
   "node.dependency.expired": toRun("node.dependency.expired", dependencyExpired),
-  "node.heartbeat": toRun("node.heartbeat", ({ state, leasing }, payload) => {
-    const next = extendLease(state, state && definitionOf(state), payload, leasing);
+  "node.heartbeat": toRun("node.heartbeat", (context, payload) => {
+    const { state, leasing } = context;
+    const next = extendLease(state, state && definitionOf(context, state), payload, leasing);
     return next ? { state: next, dueAt: dueAtOf(next, leasing) } : {};
   }),
+  // Every step role's answers, naming the role; the content agents answer with their own types.
+  "step.completed": fromAgent("step.completed", (context, payload: StepCompleted) =>
+    completedBy(payload.role)(context, payload),
+  ),
+  "step.failed": fromAgent("step.failed", (context, payload: StepFailed) =>
+    failedBy(payload.role)(context, payload),
+  ),
   ...Object.fromEntries(
     CONTENT_AGENTS.flatMap(({ agent, completed, failed }) => [
       [completed, fromAgent(completed, completedBy(agent))],
@@ -67,25 +72,38 @@ export const HANDLERS: Readonly<Record<string, EventHandler>> = {
   ),
 };
 
-/** A new run of the requested workflow; a start for a run that exists changes nothing. */
+/**
+ * A new run of the requested workflow; a start for a run that exists changes nothing. Refused
+ * (`workflow.rejected`) when the orchestrator knows no such workflow, or when a node of it names a
+ * role that is not a step role of the stack.
+ */
 async function start(
-  { state, event, leasing, capacityFor }: RunContext,
+  context: RunContext,
   { run_id, workflow_name: workflow, request }: WorkflowStartRequested,
 ): Promise<OrchestratorDecision> {
+  const { state, event, capacityFor, workflows, stepRoles } = context;
   if (state) return {};
-  const kind = WorkflowKindSchema.safeParse(workflow);
-  if (!kind.success)
+  const def = workflows.forStart(workflow);
+  if (!def)
     throw rejection(
       "start",
       run_id,
       undefined,
       "workflow.unknown_kind",
-      `workflow ${JSON.stringify(workflow)} is not one of ${WORKFLOW_KINDS.join(", ")}`,
+      `workflow ${JSON.stringify(workflow)} is not one of ${workflows.names.join(", ")}`,
     );
-  const def = contentWorkflowFor({ kind: kind.data });
+  const unknown = stepRoles.unknownIn(def);
+  if (unknown.length > 0)
+    throw rejection(
+      "start",
+      run_id,
+      undefined,
+      "workflow.unknown_step_role",
+      `workflow ${def.name} v${def.version} names ${unknown.join(", ")}, which ${unknown.length === 1 ? "is not a step role" : "are not step roles"} of this stack (step roles: ${stepRoles.names})`,
+    );
   const transition = startRun(def, run_id, request, await capacityFor(def));
   const begun: OrchestratorState = {
-    workflow: kind.data,
+    workflow,
     run: transition.run,
     held: [],
     timeline: [],
@@ -93,7 +111,7 @@ async function start(
     origin: { correlation_id: event.correlation_id, task_id: event.task_id },
     ...(event.tenant_id === undefined ? {} : { tenant_id: event.tenant_id }),
   };
-  return applyTransition(begun, transition, event, leasing);
+  return applyTransition(context, begun, transition);
 }
 
 /**
@@ -101,16 +119,16 @@ async function start(
  * refuses becomes workflow.rejected.
  */
 async function rerun(
-  { state, event, leasing, capacityFor }: RunContext,
+  context: RunContext,
   { run_id, node_id }: WorkflowRerunRequested,
 ): Promise<OrchestratorDecision> {
-  const current = existing(state, run_id, "rerun", node_id);
-  const def = definitionOf(current);
-  const capacity = await capacityFor(def);
+  const current = existing(context.state, run_id, "rerun", node_id);
+  const def = definitionOf(context, current);
+  const capacity = await context.capacityFor(def);
   const transition = refusing("rerun", run_id, node_id, () =>
     rerunFrom(current.run, def, node_id, capacity),
   );
-  return applyTransition(current, transition, event, leasing);
+  return applyTransition(context, current, transition);
 }
 
 /**
@@ -118,16 +136,16 @@ async function rerun(
  * held, the state is still written with a new due time, so the sweeper nudges the run again.
  */
 async function releaseHeld(
-  { state, event, leasing, capacityFor }: RunContext,
+  context: RunContext,
   { run_id }: WorkflowReleaseRequested,
 ): Promise<OrchestratorDecision> {
-  const current = existing(state, run_id, "release");
+  const current = existing(context.state, run_id, "release");
   if (current.run.status !== "RUNNING") return {};
-  const def = definitionOf(current);
-  const transition = release(current.run, def, await capacityFor(def));
-  const decision = applyTransition(current, transition, event, leasing);
+  const def = definitionOf(context, current);
+  const transition = release(current.run, def, await context.capacityFor(def));
+  const decision = applyTransition(context, current, transition);
   if (decision.state === undefined && current.held.length > 0)
-    return { state: current, dueAt: dueAtOf(current, leasing) };
+    return { state: current, dueAt: dueAtOf(current, context.leasing) };
   return decision;
 }
 
@@ -139,10 +157,10 @@ async function releaseHeld(
  * (code workflow.run_ended), as is an unknown run (workflow.unknown_run).
  */
 function cancel(
-  { state, event, leasing }: RunContext,
+  context: RunContext,
   { run_id, reason, requested_by }: WorkflowCancelRequested,
 ): OrchestratorDecision {
-  const current = existing(state, run_id, "cancel");
+  const current = existing(context.state, run_id, "cancel");
   const { status } = current.run;
   if (status === "CANCELLED") return {};
   if (status !== "RUNNING")
@@ -153,8 +171,8 @@ function cancel(
       "workflow.run_ended",
       `run ${run_id} already ended ${status}; there is nothing left to cancel`,
     );
-  const transition = cancelRun(current.run, definitionOf(current));
-  return applyTransition(current, transition, event, leasing, {
+  const transition = cancelRun(current.run, definitionOf(context, current));
+  return applyTransition(context, current, transition, {
     requested_by,
     ...(reason === undefined ? {} : { reason }),
   });
@@ -167,14 +185,15 @@ function cancel(
  * when a heartbeat extended the lease past the report.
  */
 async function leaseExpired(
-  { state, event, leasing, capacityFor }: RunContext,
+  context: RunContext,
   report: NodeLeaseExpired,
 ): Promise<OrchestratorDecision> {
+  const { state, event, leasing, capacityFor } = context;
   if (!state || leaseOutlivesReport(state, report, leasing.now)) return {};
   const { node_id, generation, expired_at } = report;
-  const def = definitionOf(state);
+  const def = definitionOf(context, state);
   if (mayRedeliver(state, report, leasing.policy))
-    return applyTransition(state, redeliver(state.run, def, node_id, generation), event, leasing);
+    return applyTransition(context, state, redeliver(state.run, def, node_id, generation));
   const redeliveries = state.leases?.[node_id]?.redeliveries ?? 0;
   const error: NodeError = {
     code: "agent_run.lease_expired",
@@ -189,11 +208,11 @@ async function leaseExpired(
     generation,
     await capacityFor(def),
   );
-  return applyTransition(state, transition, event, leasing);
+  return applyTransition(context, state, transition);
 }
 
 /**
- * An agent's `<role>.completed`: onNodeCompleted with the payload's output and generation. The
+ * An agent's `<role>.completed` (or a step role's `step.completed`): onNodeCompleted with the payload's output and generation. The
  * output is the DAG's node output whatever its role's schema (the registry checked it against
  * that), so the completion is read as any role's.
  */
@@ -204,7 +223,7 @@ function completedBy(agent: string): Handle<NodeCompleted> {
     );
 }
 
-/** An agent's `<role>.failed`: onNodeFailed with the payload's error and generation. */
+/** An agent's `<role>.failed` (or `step.failed`): onNodeFailed with the payload's error and generation. */
 function failedBy(agent: string): Handle<NodeFailed> {
   return (context, { run_id, node_id, generation, error }) =>
     settleReported(context, agent, run_id, node_id, (run, def, capacity) =>
@@ -218,19 +237,20 @@ function failedBy(agent: string): Handle<NodeFailed> {
  * not-running deliveries are ignored by the DAG and change nothing.
  */
 async function settleReported(
-  { state, event, leasing, capacityFor }: RunContext,
+  context: RunContext,
   agent: string,
   runId: string,
   nodeId: string,
   step: (run: DagRun, def: WorkflowDefinition, capacity: Capacity) => Transition,
 ): Promise<OrchestratorDecision> {
+  const { state, event, capacityFor } = context;
   if (!state)
     throw new PermanentError(
       "workflow.unknown_run",
       `${event.event_type} for run ${runId}, which was never started`,
       { details: { run_id: runId, node_id: nodeId } },
     );
-  const def = definitionOf(state);
+  const def = definitionOf(context, state);
   const node = def.nodes.find((n) => n.id === nodeId);
   if (node && node.role !== agent)
     throw new PermanentError(
@@ -239,7 +259,7 @@ async function settleReported(
       { details: { run_id: runId, node_id: nodeId, role: node.role } },
     );
   const transition = step(state.run, def, await capacityFor(def));
-  return applyTransition(state, transition, event, leasing);
+  return applyTransition(context, state, transition);
 }
 
 function nodeError(error: NodeFailed["error"]): NodeError {

@@ -1,6 +1,8 @@
 import * as z from "../../../schemas/zod";
 import { FAILED_RUNS, PARTIAL_RUNS, raiseOn } from "../../core/attention";
+import type { WorkflowDefinition } from "../../core/dag/definition";
 import { defineModule } from "../../core/role-module";
+import { STEP_ROLES_ENV, StepRolesJson } from "../../core/steps";
 import { queueDepth } from "../../integrations/queue-depth";
 import { handlerBeside } from "../../kit";
 import { ORCHESTRATOR, orchestratorRole } from "./orchestrator";
@@ -19,6 +21,8 @@ export const OrchestratorSettings = z.object({
   ORCHESTRATOR_DEPENDENCY_TIMEOUT_SECONDS: z.optional(
     z.coerce.number().check(z.int(), z.positive()),
   ),
+  /** The stack's step roles (JSON, group -> commands and lease), written by the stack. */
+  [STEP_ROLES_ENV]: z.optional(StepRolesJson),
 });
 
 /** A run that ended FAILED or PARTIAL needs a person. */
@@ -27,24 +31,41 @@ const RUN_END_ATTENTION = [
   raiseOn("workflow.partial", PARTIAL_RUNS),
 ];
 
+/** What an orchestrator module runs besides the content workflows, and where its entry is. */
+export interface OrchestratorModuleOptions {
+  /** Workflow definitions compiled into it, each version a run may be on. @default none */
+  readonly workflows?: readonly WorkflowDefinition[];
+  /** Its Lambda entry (a `handler.ts` exporting `moduleEntry` of this module). */
+  readonly entry: string;
+}
+
 /**
- * The orchestrator: runs each workflow's DAG, one run's events in order (order_key = run_id). It
- * reads the DAG agents' queue depths (backpressure) when given them, and a run that fails needs a
- * person.
+ * An orchestrator: runs each workflow's DAG, one run's events in order (order_key = run_id),
+ * dispatching each node to the step role of the stack its role names (`STEP_ROLES`, which the
+ * stack writes from its role modules). It reads the step roles' queue depths (backpressure) when
+ * given them, and a run that fails needs a person. An application whose workflows are not the
+ * content workflows builds its own with them and an entry beside it.
  */
-export const orchestratorModule = defineModule({
-  descriptor: ORCHESTRATOR,
-  entry: handlerBeside(import.meta.url),
-  deployment: { needs: { orchestrates: true }, attention: RUN_END_ATTENTION },
-  settings: OrchestratorSettings,
-  uses: { queueDepth },
-  build: (ports, settings) =>
-    orchestratorRole({
-      queueDepth: ports.queueDepth,
-      queueDepthThreshold: settings.QUEUE_DEPTH_THRESHOLD,
-      leaseSeconds: settings.ORCHESTRATOR_LEASE_SECONDS,
-      queuedLeaseSeconds: settings.ORCHESTRATOR_QUEUED_LEASE_SECONDS,
-      maxLeaseRedeliveries: settings.ORCHESTRATOR_LEASE_REDELIVERIES,
-      dependencyTimeoutSeconds: settings.ORCHESTRATOR_DEPENDENCY_TIMEOUT_SECONDS,
-    }),
-});
+export function orchestratorModuleWith({ workflows, entry }: OrchestratorModuleOptions) {
+  return defineModule({
+    descriptor: ORCHESTRATOR,
+    entry,
+    deployment: { needs: { orchestrates: true }, attention: RUN_END_ATTENTION },
+    settings: OrchestratorSettings,
+    uses: { queueDepth },
+    build: (ports, settings) =>
+      orchestratorRole({
+        queueDepth: ports.queueDepth,
+        queueDepthThreshold: settings.QUEUE_DEPTH_THRESHOLD,
+        leaseSeconds: settings.ORCHESTRATOR_LEASE_SECONDS,
+        queuedLeaseSeconds: settings.ORCHESTRATOR_QUEUED_LEASE_SECONDS,
+        maxLeaseRedeliveries: settings.ORCHESTRATOR_LEASE_REDELIVERIES,
+        dependencyTimeoutSeconds: settings.ORCHESTRATOR_DEPENDENCY_TIMEOUT_SECONDS,
+        stepRoles: settings[STEP_ROLES_ENV],
+        workflows,
+      }),
+  });
+}
+
+/** The reference orchestrator: the content workflows. */
+export const orchestratorModule = orchestratorModuleWith({ entry: handlerBeside(import.meta.url) });

@@ -1,15 +1,14 @@
 import { type Envelope, type EventType, tenantOf } from "../../../schemas";
-import { confirmEventType } from "../../../schemas/events/agent-run";
-import { CONTENT_ROLE_EVENTS } from "../../../schemas/events/workflow";
 import type { WorkflowDefinition } from "../../core/dag/definition";
 import type { Capacity } from "../../core/dag/run";
 import { DEFAULT_DEPENDENCY_TIMEOUT_SECONDS } from "../../core/dag/timeout";
 import { type DescriptorOf, defineRole } from "../../core/define-role";
 import { PermanentError } from "../../core/errors";
 import type { Role } from "../../core/role";
+import type { StepRoleTable } from "../../core/steps";
 import type { QueueDepthSource } from "../../integrations/queue-depth/index";
-import { CONTENT_AGENTS } from "../content-agents/workflows";
 import { RUN_ENDS } from "./apply";
+import { CONTENT_STEP_ROLES, type StepRoles, stepRoles, workflowCatalog } from "./catalog";
 import type { EventHandler, OrchestratorEmit } from "./context";
 import { HANDLERS } from "./handlers";
 import type { LeasePolicy } from "./leases";
@@ -23,10 +22,13 @@ import { type OrchestratorState, parseRunState, summarizeRun } from "./state";
  * serialized (the state revision condition catches anything that slips through).
  *
  * Decisions (pure apart from the optional queue-depth read; nothing here calls AWS):
- * - workflow.start.requested: a new run of `contentWorkflowFor(kind)`; one `<role>.requested`
- *   per node the DAG releases. A start for a run that exists is a no-op (idempotent). An unknown
- *   workflow kind is refused with `workflow.rejected` (business, no retry).
- * - `<role>.completed` / `<role>.failed`: onNodeCompleted / onNodeFailed with the payload's
+ * - workflow.start.requested: a new run of the named workflow (a content kind, or a definition
+ *   compiled in with `workflows`); one request per node the DAG releases, of the type its step
+ *   role takes (./catalog: the stack's step roles). A start for a run that exists is a no-op
+ *   (idempotent). An unknown workflow, or one with a node whose role is not a step role of the
+ *   stack, is refused with `workflow.rejected` (business, no retry).
+ * - `step.completed` / `step.failed` (any step role, naming itself), and the content agents'
+ *   `<role>.completed` / `<role>.failed`: onNodeCompleted / onNodeFailed with the payload's
  *   generation. Duplicate, stale (older generation) or not-running deliveries are ignored by the
  *   DAG: nothing is emitted and the state is not written. Released downstream nodes become
  *   `<role>.requested`; when the run ends, `workflow.completed|partial|failed` with runResult.
@@ -129,6 +131,14 @@ export interface OrchestratorOptions {
   /** How long a node may wait for its inputs when neither it nor its workflow says.
    * @default 86400 (a day) */
   readonly dependencyTimeoutSeconds?: number;
+  /**
+   * The stack's step roles (the table the stack writes to `STEP_ROLES` from its role modules;
+   * `stepRolesOf(modules)` in memory), whose leases join `leaseSecondsByRole`.
+   * @default the content agents
+   */
+  readonly stepRoles?: StepRoleTable;
+  /** Workflow definitions besides the content workflows, each version a run may be on. @default none */
+  readonly workflows?: readonly WorkflowDefinition[];
 }
 
 export const ORCHESTRATOR_GROUP = "orchestrator";
@@ -138,18 +148,18 @@ export const ORCHESTRATOR_GROUP = "orchestrator";
 export const ORCHESTRATOR_SUBSCRIPTIONS = Object.keys(HANDLERS) as EventType[];
 
 /**
- * What the orchestrator emits: each agent's commands, how a run ended, and a refusal of a request
- * (`workflow.rejected`, thrown as a BusinessRejection and committed by the pipeline).
+ * What the orchestrator emits: each step role's commands, how a run ended, and a refusal of a
+ * request (`workflow.rejected`, thrown as a BusinessRejection and committed by the pipeline). The
+ * descriptor lists the content agents' commands; the built role those of its stack's step roles.
  */
-const ORCHESTRATOR_EMITS: readonly (OrchestratorEmit | "workflow.rejected")[] = [
-  ...CONTENT_AGENTS.flatMap(({ agent, requested, cancel }) => [
-    requested,
-    cancel,
-    confirmEventType(CONTENT_ROLE_EVENTS[agent].stem),
-  ]),
-  ...RUN_ENDS,
-  "workflow.rejected",
-];
+function emitsFor(table: StepRoleTable): readonly (OrchestratorEmit | "workflow.rejected")[] {
+  // The step roles' types are registered by their modules: known at run time only.
+  const commands = Object.values(table).flatMap(({ requested, cancel, confirm }) =>
+    confirm === undefined ? [requested, cancel] : [requested, cancel, confirm],
+  ) as OrchestratorEmit[];
+  return [...new Set(commands), ...RUN_ENDS, "workflow.rejected"];
+}
+const ORCHESTRATOR_EMITS = emitsFor(CONTENT_STEP_ROLES);
 
 /** Every event the orchestrator reads names its run (the aggregate it reads and writes). */
 export const ORCHESTRATOR: DescriptorOf<EventType, OrchestratorEmit | "workflow.rejected"> = {
@@ -160,10 +170,13 @@ export const ORCHESTRATOR: DescriptorOf<EventType, OrchestratorEmit | "workflow.
 };
 
 export function orchestratorRole(options: OrchestratorOptions = {}): Role<OrchestratorState> {
-  const policy = leasePolicyOf(options);
+  const steps = stepRoles(options.stepRoles);
+  const policy = leasePolicyOf(options, steps);
   const capacityFor = capacitySource(options);
+  const workflows = workflowCatalog(options.workflows);
   return defineRole<OrchestratorState, EventType, OrchestratorEmit | "workflow.rejected">({
     ...ORCHESTRATOR,
+    emits: emitsFor(steps.table),
     summarize: summarizeRun,
     // The operator's commands, the sweeper's reports and the agents' heartbeats are obeyed in the
     // run's tenant only (a run that names none: the default tenant's).
@@ -177,6 +190,8 @@ export function orchestratorRole(options: OrchestratorOptions = {}): Role<Orches
         event,
         leasing: { now, policy },
         capacityFor,
+        workflows,
+        stepRoles: steps,
       }),
   });
 }
@@ -194,10 +209,15 @@ function handlerOf(event: Envelope): EventHandler {
   return handler;
 }
 
-/** The lease options, checked (each a positive number of seconds) and with their defaults. */
-function leasePolicyOf(options: OrchestratorOptions): LeasePolicy {
+/**
+ * The lease options, checked (each a positive number of seconds) and with their defaults; a step
+ * role's own lease applies unless `leaseSecondsByRole` names the role.
+ */
+function leasePolicyOf(options: OrchestratorOptions, steps: StepRoles): LeasePolicy {
   const defaultLease = seconds(options.leaseSeconds, "leaseSeconds", DEFAULT_LEASE_SECONDS);
   const byRole: Record<string, number> = {};
+  for (const [role, entry] of Object.entries(steps.table))
+    if (entry.lease_seconds !== undefined) byRole[role] = entry.lease_seconds;
   for (const [role, value] of Object.entries(options.leaseSecondsByRole ?? {}))
     byRole[role] = seconds(value, `leaseSecondsByRole.${role}`, DEFAULT_LEASE_SECONDS);
   return {

@@ -4,20 +4,22 @@ import { resetNode, resolveNode } from "../../core/dag/resolve";
 import { checkOutput } from "../content-agents/workflows";
 import { applyTransition } from "./apply";
 import {
+  definitionOf,
   existing,
   type OrchestratorDecision,
   type RunContext,
   refusing,
   rejection,
 } from "./context";
-import { definitionOf, type OrchestratorState } from "./state";
+import type { OrchestratorState } from "./state";
 
 /**
  * What an operator does with a FAILED node (seed 001 §2.3): reset it (ManualReset: it and its
  * descendants run again under a new generation) or resolve it with an output they supply
  * (HumanResolved: the node counts as COMPLETED with it, the nodes below it run again). Both are
  * refused with `workflow.rejected` for an unknown run or node, a node that is not FAILED, and
- * (resolve) an output that does not fit the node's role; both tell the agent of the failed
+ * (resolve) an output that does not fit the node's role (its output schema for a content role; a
+ * JSON object for any other step role, whose schema lives in its own code); both tell the agent of the failed
  * assignment that it is closed (`<role>.cancel.requested`, reason reset or resolved), so an agent
  * run that waited for a person (NEEDS_HUMAN) stops waiting.
  *
@@ -30,12 +32,12 @@ export async function reset(
   { run_id, node_id }: WorkflowResetRequested,
 ): Promise<OrchestratorDecision> {
   const current = failedNode(context.state, run_id, node_id, "reset");
-  const def = definitionOf(current);
+  const def = definitionOf(context, current);
   const capacity = await context.capacityFor(def);
   const transition = refusing("reset", run_id, node_id, () =>
     resetNode(current.run, def, node_id, capacity),
   );
-  return applyTransition(current, transition, context.event, context.leasing);
+  return applyTransition(context, current, transition);
 }
 
 /** HumanResolved: the FAILED node is COMPLETED with the supplied output, checked by its role. */
@@ -44,7 +46,7 @@ export async function resolve(
   { run_id, node_id, output }: WorkflowResolveRequested,
 ): Promise<OrchestratorDecision> {
   const current = failedNode(context.state, run_id, node_id, "resolve");
-  const def = definitionOf(current);
+  const def = definitionOf(context, current);
   const role = def.nodes.find((n) => n.id === node_id)?.role ?? "";
   const checked = checkOutput(role, output);
   if (!checked.ok)
@@ -59,7 +61,7 @@ export async function resolve(
   const transition = refusing("resolve", run_id, node_id, () =>
     resolveNode(current.run, def, node_id, checked.value, capacity),
   );
-  return applyTransition(current, transition, context.event, context.leasing);
+  return applyTransition(context, current, transition);
 }
 
 /** The run's state, when the run exists and has `nodeId` FAILED; else `workflow.rejected`. */

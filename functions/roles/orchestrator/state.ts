@@ -5,7 +5,6 @@ import type { WorkflowDefinition } from "../../core/dag/definition";
 import { DagEventTypeSchema, DagRunSchema, HeldNodeSchema } from "../../core/dag/run";
 import { PermanentError } from "../../core/errors";
 import type { StateSummary } from "../../core/ports";
-import { contentWorkflowAt, WorkflowKindSchema } from "../content-agents/workflows";
 
 /**
  * What the orchestrator stores per run (aggregate `dag_run/<run_id>`), as a schema: the stored
@@ -70,8 +69,8 @@ export const NodeWaitSchema = z.object({
 export type NodeWait = z.output<typeof NodeWaitSchema>;
 
 export const OrchestratorStateSchema = z.object({
-  /** The workflow kind the run was started with (selects the definition). */
-  workflow: WorkflowKindSchema,
+  /** What the run's start named: a content workflow kind, or a definition's name. */
+  workflow: z.string(),
   run: DagRunSchema,
   /** READY nodes a cap or the queue-depth gate held back on the last pass. */
   held: z.readonly(z.array(HeldNodeSchema)),
@@ -99,11 +98,6 @@ export function parseRunState(stored: unknown): OrchestratorState | undefined {
   );
 }
 
-/** The definition a run was started with (its name and version are in the run). */
-export function definitionOf(state: OrchestratorState): WorkflowDefinition {
-  return contentWorkflowAt(state.run.workflow.name, state.run.workflow.version);
-}
-
 /** `value` parsed by `schema`, or a PermanentError with `code` naming what was wrong. */
 export function parseWith<S extends z.ZodMiniType>(
   schema: S,
@@ -121,14 +115,17 @@ export function parseWith<S extends z.ZodMiniType>(
  * (functions/core/approval.ts): approving resumes the agent with the confirmation, rejecting
  * fails the node, `confirm_by` fails it too.
  */
-export function blockedApprovals(state: OrchestratorState): ApprovalRequest[] {
+export function blockedApprovals(
+  state: OrchestratorState,
+  def?: WorkflowDefinition,
+): ApprovalRequest[] {
   const { run } = state;
   return Object.entries(state.leases ?? {}).flatMap(([id, lease]) => {
     const node = run.nodes[id];
     const { blocked } = lease;
     if (!blocked || blocked.outcome || node?.state !== "RUNNING") return [];
     if (lease.generation !== node.assigned_generation) return [];
-    const role = definitionOf(state).nodes.find((n) => n.id === id)?.role ?? id;
+    const role = def?.nodes.find((n) => n.id === id)?.role ?? id;
     return [
       {
         step: id,

@@ -1,9 +1,10 @@
 import type { NodeDependencyExpired } from "../../../schemas/events/agent-run";
+import type { WorkflowDefinition } from "../../core/dag/definition";
 import type { NodeError } from "../../core/dag/run";
 import { isWaiting, onDependencyTimeout } from "../../core/dag/timeout";
 import { applyTransition } from "./apply";
-import type { OrchestratorDecision, RunContext } from "./context";
-import { definitionOf, type OrchestratorState } from "./state";
+import { definitionOf, type OrchestratorDecision, type RunContext } from "./context";
+import type { OrchestratorState } from "./state";
 
 /**
  * Dependency timeouts (seed 001 §2, DependencyTimeout): every node that waits (PENDING for its
@@ -25,19 +26,20 @@ export const DEPENDENCY_TIMEOUT = "agent_run.dependency_timeout";
  * moved past now.
  */
 export async function dependencyExpired(
-  { state, event, leasing, capacityFor }: RunContext,
+  context: RunContext,
   report: NodeDependencyExpired,
 ): Promise<OrchestratorDecision> {
+  const { state, leasing, capacityFor } = context;
   if (state?.run.status !== "RUNNING") return {};
   const wait = state.waits?.[report.node_id];
   const node = state.run.nodes[report.node_id];
   if (!wait || !node || !isWaiting(node.state) || wait.generation !== report.generation) return {};
   if (Date.parse(wait.due_at) > leasing.now.getTime()) return {};
-  const def = definitionOf(state);
+  const def = definitionOf(context, state);
   const error: NodeError = {
     code: DEPENDENCY_TIMEOUT,
     error_class: "transient",
-    message: `node ${report.node_id} waited for ${node.state === "READY" ? "its release" : `its inputs (${openUpstreams(state, report.node_id).join(", ") || "none open"})`} since ${wait.since}; its dependency timeout ran out at ${wait.due_at}`,
+    message: `node ${report.node_id} waited for ${node.state === "READY" ? "its release" : `its inputs (${openUpstreams(def, state, report.node_id).join(", ") || "none open"})`} since ${wait.since}; its dependency timeout ran out at ${wait.due_at}`,
   };
   const transition = onDependencyTimeout(
     state.run,
@@ -46,12 +48,15 @@ export async function dependencyExpired(
     error,
     await capacityFor(def),
   );
-  return applyTransition(state, transition, event, leasing);
+  return applyTransition(context, state, transition);
 }
 
 /** The upstreams of a node that have not ended. */
-function openUpstreams(state: OrchestratorState, nodeId: string): string[] {
-  const def = definitionOf(state);
+function openUpstreams(
+  def: WorkflowDefinition,
+  state: OrchestratorState,
+  nodeId: string,
+): string[] {
   return def.edges
     .filter((e) => e.to === nodeId)
     .map((e) => e.from)

@@ -25,6 +25,7 @@ import {
   type RefundAgentSettings,
   refundReviewRole,
 } from "./refund-agent";
+import { RefundReviewStepInput, RefundReviewStepOutput, refundReviewStep } from "./step";
 
 const cents = z.coerce.number().check(z.int(), z.minimum(0), z.maximum(100_000_000));
 
@@ -79,6 +80,13 @@ export const refundReviewModule = defineModule({
   modelSchemas: REFUND_MODEL_SCHEMAS,
   build: (ports, settings) =>
     refundReviewRole(refundAgentPorts(ports), refundAgentSettings(settings)),
+  // A workflow node may review a refund request too (./step.ts): it decides, it refunds nothing.
+  steps: {
+    input: RefundReviewStepInput,
+    output: RefundReviewStepOutput,
+    run: (ports, settings) =>
+      refundReviewStep(ports, { approvalAboveCents: settings.REFUND_APPROVAL_ABOVE_CENTS }),
+  },
 });
 
 /** The refund agent's ports, from the ones its module is given. */

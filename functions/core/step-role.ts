@@ -1,0 +1,337 @@
+import { type AggregateRef, type Envelope, letterDigest } from "../../schemas";
+import type { NodeStarted } from "../../schemas/events/agent-run";
+import {
+  STEP_COMPLETED,
+  STEP_FAILED,
+  type StepCompleted,
+  type StepFailed,
+  type StepRequested,
+} from "../../schemas/events/step";
+import type { NodeFailure, NodeHeartbeat } from "../../schemas/events/workflow";
+import { MAX_HEARTBEAT_LEASE_SECONDS } from "../../schemas/events/workflow";
+import type { NodeCancelRequested } from "../../schemas/events/workflow-cancel";
+import * as z from "../../schemas/zod";
+import type { HeartbeatSpec } from "./emit";
+import { describe, type ErrorInfo, PermanentError } from "./errors";
+import type { StateSummary } from "./ports";
+import type { DecideContext, Decision, Role } from "./role";
+import { type StepDeclaration, stepTypesOf } from "./steps";
+import { DAG_RUN_AGGREGATE } from "./sweeper";
+
+/**
+ * A role that carries out workflow steps with a plain function: the kit's `steps.run`
+ * (functions/core/role-module.ts). The handler gets the step's input, parsed by the declared
+ * input schema, and returns its output (or throws); the role turns that into the answer, exactly
+ * once per assignment:
+ *
+ * - each assignment (run, node, generation) has a step run, aggregate `step_run/<key>`, stored
+ *   when it ends; a request for an assignment already answered (the orchestrator sends it again
+ *   when a lease ran out with the outcome unknown) answers the same again without running the
+ *   step, and a redelivered message is a duplicate in the group's inbox, as for any consumer;
+ * - input that does not fit the input schema: `step.failed`, `step.invalid_input` (permanent);
+ * - output that does not fit the output schema (a model's output is untrusted input):
+ *   `step.failed`, `step.invalid_output` (permanent);
+ * - a thrown business, permanent or unknown-outcome error: `step.failed` with its code and class;
+ *   a transient one is retried (the queue hands the request out again) until `maxAttempts`
+ *   deliveries, then `step.failed` with its code;
+ * - a cancel before the request ran stores the step run CANCELLED: the request is then discarded.
+ * While the handler works, the consumer publishes `node.started`, then `node.heartbeat`s that
+ * extend the node's lease (the group's `needs.heartbeat` is "events").
+ */
+
+export const STEP_RUN_AGGREGATE = "step_run";
+/** Deliveries of one request before a transient failure ends the step. */
+export const DEFAULT_STEP_ATTEMPTS = 3;
+/** The lease a step's heartbeats ask for when its declaration names none, in seconds. */
+export const DEFAULT_STEP_HEARTBEAT_LEASE_SECONDS = 300;
+
+/** What a step's handler is told besides its input. */
+export interface StepContext {
+  readonly runId: string;
+  readonly nodeId: string;
+  readonly generation: number;
+  /** How many times the node was assigned over all generations. */
+  readonly attempt: number;
+  readonly role: string;
+  readonly taskId: string;
+  readonly tenantId?: string;
+  readonly now: Date;
+  /** How many times this request was handed out (1 on first delivery). */
+  readonly receiveCount: number;
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: the input and output its declaration's schemas give
+export type StepHandler = (input: any, context: StepContext) => unknown | Promise<unknown>;
+
+/** The record of one assignment once it ended. */
+export interface StepRun {
+  readonly kind: "step_run";
+  readonly role: string;
+  readonly run_id: string;
+  readonly node_id: string;
+  readonly generation: number;
+  readonly status: "COMPLETED" | "FAILED" | "CANCELLED";
+  readonly tenant_id?: string;
+  /** The answer it gave (sent again for a repeated request). */
+  readonly answer?: { readonly type: string; readonly payload: StepCompleted | StepFailed };
+}
+
+/** The step run key of one assignment: `srun_` + 32 letters of a SHA-256. */
+export function stepRunKey(runId: string, nodeId: string, generation: number): string {
+  return `srun_${letterDigest(`${runId}\u0000${nodeId}\u0000${generation}`, 32)}`;
+}
+
+export interface StepRoleOptions {
+  readonly group: string;
+  readonly steps: StepDeclaration;
+  readonly handler: StepHandler;
+  /** @default DEFAULT_STEP_ATTEMPTS */
+  readonly maxAttempts?: number;
+}
+
+/** A role that carries out `group`'s steps with `handler` (see the module comment). */
+export function stepRole(options: StepRoleOptions): Role<StepRun> {
+  const { group, steps } = options;
+  const types = stepTypesOf(group, steps);
+  const assignmentOf = (event: Envelope) => event.payload as StepRequested | NodeCancelRequested;
+  return {
+    group,
+    subscriptions: [types.requested, types.cancel],
+    emits: [STEP_COMPLETED, STEP_FAILED],
+    stateOf: (event): AggregateRef => {
+      const { run_id, node_id, generation } = assignmentOf(event);
+      return { type: STEP_RUN_AGGREGATE, id: stepRunKey(run_id, node_id, generation) };
+    },
+    sharedStreams: [DAG_RUN_AGGREGATE],
+    compactState: true,
+    tenantOfState: (state) => state.tenant_id,
+    summarize: summarizeStepRun,
+    discard: (state, event) =>
+      event.event_type === types.requested && state?.status === "CANCELLED"
+        ? "cancelled"
+        : undefined,
+    heartbeat: (event, receiveCount) =>
+      event.event_type === types.requested
+        ? heartbeatOf(group, steps, event, receiveCount)
+        : undefined,
+    decide: (state, event, context) =>
+      event.event_type === types.cancel
+        ? cancelled(group, state, event)
+        : decideRequest(options, state, event, context),
+    failed: (_state, event, info) =>
+      event.event_type === types.requested
+        ? failure(group, event.payload as StepRequested, event, nodeFailure(info))
+        : undefined,
+  };
+}
+
+/** A request: the recorded answer again, or the step run and its answer checked. */
+async function decideRequest(
+  { group, steps, handler, maxAttempts = DEFAULT_STEP_ATTEMPTS }: StepRoleOptions,
+  state: StepRun | undefined,
+  event: Envelope,
+  context: DecideContext<StepRun>,
+): Promise<Decision<StepRun>> {
+  const request = event.payload as StepRequested;
+  if (state?.answer) return { emit: [{ ...state.answer, orderKey: request.run_id }] };
+  const input = steps.input.safeParse({ ...request.run_input, ...request.input });
+  if (!input.success)
+    return failure(
+      group,
+      request,
+      event,
+      invalid("step.invalid_input", group, "input", input.error),
+    );
+  let output: unknown;
+  try {
+    output = await handler(input.data, contextOf(group, request, event, context));
+  } catch (error) {
+    const info = describe(error);
+    if (info.errorClass === "transient" && context.receiveCount < maxAttempts) throw error;
+    return failure(group, request, event, nodeFailure(info));
+  }
+  const checked = steps.output.safeParse(output);
+  if (!checked.success)
+    return failure(
+      group,
+      request,
+      event,
+      invalid("step.invalid_output", group, "output", checked.error),
+    );
+  const payload: StepCompleted = { ...refOf(request), role: group, output: checked.data };
+  return answer(group, request, event, STEP_COMPLETED, payload);
+}
+
+/** The answer to a request, recorded with the step run so that a repeated request gets it again. */
+function answer(
+  group: string,
+  request: StepRequested,
+  event: Envelope,
+  type: string,
+  payload: StepCompleted | StepFailed,
+): Decision<StepRun> {
+  return {
+    state: {
+      kind: "step_run",
+      role: group,
+      run_id: request.run_id,
+      node_id: request.node_id,
+      generation: request.generation,
+      status: type === STEP_COMPLETED ? "COMPLETED" : "FAILED",
+      ...(event.tenant_id === undefined ? {} : { tenant_id: event.tenant_id }),
+      answer: { type, payload },
+    },
+    emit: [{ type, payload, orderKey: request.run_id }],
+  };
+}
+
+function failure(group: string, request: StepRequested, event: Envelope, error: NodeFailure) {
+  return answer(group, request, event, STEP_FAILED, { ...refOf(request), role: group, error });
+}
+
+const refOf = ({ run_id, node_id, generation, attempt }: StepRequested) => ({
+  run_id,
+  node_id,
+  generation,
+  attempt,
+});
+
+function nodeFailure(info: ErrorInfo): NodeFailure {
+  return {
+    code: info.code.slice(0, 256),
+    errorClass: info.errorClass,
+    message: info.message.slice(0, 4096),
+  };
+}
+
+function invalid(
+  code: string,
+  group: string,
+  what: "input" | "output",
+  error: z.core.$ZodError,
+): NodeFailure {
+  const issues = z.issueLines(error, `(${what})`).join("; ");
+  return nodeFailure({
+    code,
+    errorClass: "permanent",
+    message: `the ${what} of a ${group} step does not fit its schema: ${issues}`,
+  });
+}
+
+function contextOf(
+  group: string,
+  request: StepRequested,
+  event: Envelope,
+  { now, receiveCount }: DecideContext<StepRun>,
+): StepContext {
+  return {
+    runId: request.run_id,
+    nodeId: request.node_id,
+    generation: request.generation,
+    attempt: request.attempt,
+    role: group,
+    taskId: event.task_id,
+    ...(event.tenant_id === undefined ? {} : { tenantId: event.tenant_id }),
+    now,
+    receiveCount,
+  };
+}
+
+/** A cancel: an assignment not yet answered is closed, so its request is discarded. */
+function cancelled(group: string, state: StepRun | undefined, event: Envelope): Decision<StepRun> {
+  if (state) return {};
+  const { run_id, node_id, generation } = event.payload as NodeCancelRequested;
+  return {
+    state: {
+      kind: "step_run",
+      role: group,
+      run_id,
+      node_id,
+      generation,
+      status: "CANCELLED",
+      ...(event.tenant_id === undefined ? {} : { tenant_id: event.tenant_id }),
+    },
+  };
+}
+
+/** `node.started` when the step starts, then `node.heartbeat`s, each extending the node's lease. */
+function heartbeatOf(
+  group: string,
+  steps: StepDeclaration,
+  event: Envelope,
+  receiveCount: number,
+): HeartbeatSpec {
+  const { run_id, node_id, generation, attempt } = event.payload as StepRequested;
+  const lease_seconds = Math.min(
+    MAX_HEARTBEAT_LEASE_SECONDS,
+    steps.leaseSeconds ?? DEFAULT_STEP_HEARTBEAT_LEASE_SECONDS,
+  );
+  const beat: NodeHeartbeat = { run_id, node_id, generation, lease_seconds };
+  const ack: NodeStarted = { run_id, node_id, generation, attempt, agent: group, lease_seconds };
+  const aggregate = { type: DAG_RUN_AGGREGATE, id: run_id };
+  const runId = `strun_${letterDigest(`${group}\u0000${event.event_id}\u0000${receiveCount}`, 32)}`;
+  return {
+    type: "node.heartbeat",
+    payload: beat,
+    aggregate,
+    orderKey: run_id,
+    runId,
+    first: { type: "node.started", payload: ack, aggregate, orderKey: run_id, runId },
+  };
+}
+
+function summarizeStepRun(run: StepRun): StateSummary {
+  return {
+    kind: "step_run",
+    status: run.status,
+    label: `${run.role} ${run.node_id} of ${run.run_id}`,
+    ...(run.tenant_id === undefined ? {} : { tenant: run.tenant_id }),
+  };
+}
+
+/**
+ * A role that also carries out steps: events of the step role's types go to it, every other to
+ * `role` (a module whose role has its own work, as the refund agent's conversations). Without
+ * `role`, the step role alone.
+ */
+export function withSteps(role: Role<unknown> | undefined, steps: Role<StepRun>): Role<unknown> {
+  if (!role) return steps as Role<unknown>;
+  const mine = new Set(steps.subscriptions);
+  const isStep = (event: Envelope) => mine.has(event.event_type);
+  const step = steps as Role<unknown>;
+  const overlap = role.subscriptions.filter((t) => mine.has(t));
+  if (overlap.length > 0)
+    throw new PermanentError(
+      "steps.overlap",
+      `role ${role.group} already takes ${overlap.join(", ")}, which its steps take`,
+    );
+  return {
+    ...role,
+    subscriptions: [...role.subscriptions, ...steps.subscriptions],
+    emits: [...(role.emits ?? []), ...(steps.emits ?? [])],
+    sharedStreams: [...new Set([...(role.sharedStreams ?? []), ...(steps.sharedStreams ?? [])])],
+    stateOf: (event) => (isStep(event) ? step.stateOf : role.stateOf)?.(event) ?? event.aggregate,
+    decide: (state, event, context) =>
+      isStep(event) ? step.decide(state, event, context) : role.decide(state, event, context),
+    discard: (state, event, now) =>
+      isStep(event) ? step.discard?.(state, event, now) : role.discard?.(state, event, now),
+    failed: (state, event, failure, context) =>
+      isStep(event)
+        ? step.failed?.(state, event, failure, context)
+        : role.failed?.(state, event, failure, context),
+    heartbeat: (event, receiveCount) =>
+      isStep(event) ? step.heartbeat?.(event, receiveCount) : role.heartbeat?.(event, receiveCount),
+    unfinished: (state, event) => !isStep(event) && (role.unfinished?.(state, event) ?? false),
+    discarded: async (state, event, reason, context) =>
+      isStep(event) ? undefined : role.discarded?.(state, event, reason, context),
+    summarize: (state) => (isStepRun(state) ? step.summarize?.(state) : role.summarize?.(state)),
+    tenantOfState: (state) =>
+      isStepRun(state) ? step.tenantOfState?.(state) : role.tenantOfState?.(state),
+  };
+}
+
+function isStepRun(state: unknown): state is StepRun {
+  return (
+    typeof state === "object" && state !== null && (state as { kind?: unknown }).kind === "step_run"
+  );
+}

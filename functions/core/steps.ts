@@ -1,0 +1,101 @@
+import { type StepCommandTypes, StepRoleName, stepCommandTypes } from "../../schemas/events/step";
+import { MAX_HEARTBEAT_LEASE_SECONDS } from "../../schemas/events/workflow";
+import * as z from "../../schemas/zod";
+
+/**
+ * What a role declares to carry out workflow steps (functions/core/dag/README.md): the schema of
+ * the step's input and of its output, and optionally the spelling of its commands and its lease.
+ * From the declarations of a stack's role modules comes the table of its step roles, the one
+ * thing the orchestrator knows of them: the commands to send each role and how long a started
+ * step may go without a heartbeat. The orchestrator reads the table from its function's
+ * environment (`STEP_ROLES`, JSON), which the stack writes from the modules it deploys; the test
+ * kit builds the same table from modules (`stepRolesOf`).
+ */
+
+/** A step role's declaration (a role module's `steps`). */
+export interface StepDeclaration {
+  /**
+   * The step's input: the run's input with the output of each upstream node under its node id
+   * (`{ ...run_input, [node_id]: output }`), parsed by this schema before the step runs.
+   */
+  readonly input: z.ZodMiniType<unknown>;
+  /** The step's output, a JSON object: the role checks its answer against it before it answers. */
+  readonly output: z.ZodMiniType<Record<string, unknown>>;
+  /**
+   * The commands' spellings when the role has its own (the content agents'); left out: derived
+   * from the group (`<stem>.node.requested`, `<stem>.node.cancel.requested`).
+   */
+  readonly types?: StepCommandTypes;
+  /** How long a started step may go without a heartbeat, in seconds. @default the orchestrator's */
+  readonly leaseSeconds?: number;
+}
+
+/** What the orchestrator knows of one step role. */
+export const StepRoleEntry = z.object({
+  requested: z.string().check(z.minLength(1)),
+  cancel: z.string().check(z.minLength(1)),
+  confirm: z.optional(z.string().check(z.minLength(1))),
+  lease_seconds: z.optional(z.int().check(z.positive(), z.maximum(MAX_HEARTBEAT_LEASE_SECONDS))),
+});
+export type StepRoleEntry = z.output<typeof StepRoleEntry>;
+
+/** The step roles of a stack, by group. */
+export const StepRoleTable = z.record(StepRoleName, StepRoleEntry);
+export type StepRoleTable = z.output<typeof StepRoleTable>;
+
+/** The environment variable the orchestrator reads its step roles from. */
+export const STEP_ROLES_ENV = "STEP_ROLES";
+
+/** The commands of a step role: its own spellings, or those derived from its group. */
+export function stepTypesOf(
+  group: string,
+  steps: Pick<StepDeclaration, "types">,
+): StepCommandTypes {
+  return steps.types ?? stepCommandTypes(group);
+}
+
+/** The table entry of a group that declares `steps`. */
+export function stepEntryOf(group: string, steps: StepDeclaration): StepRoleEntry {
+  const { requested, cancel, confirm } = stepTypesOf(group, steps);
+  return {
+    requested,
+    cancel,
+    ...(confirm === undefined ? {} : { confirm }),
+    ...(steps.leaseSeconds === undefined ? {} : { lease_seconds: steps.leaseSeconds }),
+  };
+}
+
+/** The step roles among role modules (those that declare `steps`), by group. */
+export function stepRolesOf(
+  modules: readonly {
+    readonly deployment: { readonly needs?: { readonly steps?: StepRoleEntry } };
+    readonly descriptor: { readonly group: string };
+  }[],
+): StepRoleTable {
+  const table: Record<string, StepRoleEntry> = {};
+  for (const module of modules) {
+    const entry = module.deployment.needs?.steps;
+    if (entry) table[module.descriptor.group] = entry;
+  }
+  return table;
+}
+
+/** `STEP_ROLES`: the table as JSON. */
+export const StepRolesJson = z.pipe(
+  z.pipe(
+    z.string(),
+    z.transform((text, ctx) => {
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        ctx.issues.push({
+          code: "custom",
+          message: "must be a JSON object of group -> step role",
+          input: text,
+        });
+        return z.NEVER;
+      }
+    }),
+  ),
+  StepRoleTable,
+);

@@ -1,0 +1,115 @@
+import type { EventRegistry, EventTypeDefinition } from "../registry";
+import * as z from "../zod";
+import { Attempt, NodeRefShape } from "./fields";
+import { streamCommand, streamFact } from "./kinds";
+import { NodeFailure } from "./workflow";
+import { NodeCancelRequestedPayload } from "./workflow-cancel";
+
+/**
+ * A workflow step carried out by any role (functions/core/dag/README.md, "How a role becomes a
+ * step"). The orchestrator asks a step role on the run's stream with the role's own request type
+ * (`<stem>.node.requested`, stem = the group with `-` as `_`): routing is by event type, so each
+ * step role keeps its own rule, queue and FIFO groups. Every step role answers with the same two
+ * facts, on the stream of its step run (one per run + node + generation): `step.completed` with
+ * its output or `step.failed` with its error, each naming the role, so the orchestrator takes one
+ * pair of types from every step role. A cancel (`<stem>.node.cancel.requested`) tells the role an
+ * assignment no longer counts. The content agents keep their own spellings of the same commands
+ * and answers (`<stem>.requested`, `<stem>.completed`, ...), declared as theirs (./workflow).
+ */
+
+export const STEP_COMPLETED = "step.completed";
+export const STEP_FAILED = "step.failed";
+
+/** A consumer group's name, as a role names itself in its answers. */
+export const StepRoleName = z
+  .string()
+  .check(z.regex(/^[a-z][a-z0-9-]{0,62}[a-z0-9]$/, { message: "must be a kebab-case group name" }));
+
+/** A JSON object: what a step takes and answers. */
+const StepObject = z.record(z.string(), z.unknown());
+
+/** The orchestrator's request to a step role: the assignment, its upstream outputs, the run's input. */
+export const StepRequestedPayload = z.object({
+  ...NodeRefShape,
+  attempt: Attempt,
+  /** Outputs of the upstream nodes whose edge into this node was taken, by node id. */
+  input: StepObject,
+  /** The run's input (the start request's). */
+  run_input: StepObject,
+});
+export type StepRequested = z.infer<typeof StepRequestedPayload>;
+
+export const StepCompletedPayload = z.object({
+  ...NodeRefShape,
+  attempt: Attempt,
+  role: StepRoleName,
+  /** The step's output, checked by the role against its declared output schema. */
+  output: StepObject,
+});
+export type StepCompleted = z.infer<typeof StepCompletedPayload>;
+
+export const StepFailedPayload = z.object({
+  ...NodeRefShape,
+  attempt: Attempt,
+  role: StepRoleName,
+  error: NodeFailure,
+});
+export type StepFailed = z.infer<typeof StepFailedPayload>;
+
+/** The commands the orchestrator sends a step role: its request, its cancel, its confirmation. */
+export interface StepCommandTypes {
+  readonly requested: string;
+  readonly cancel: string;
+  /** Only a role that can be BLOCKED on a confirmation (the content agents) takes one. */
+  readonly confirm?: string;
+}
+
+/** The commands of a step role that does not spell its own: derived from its group. */
+export function stepCommandTypes(group: string): StepCommandTypes {
+  const stem = group.replaceAll("-", "_");
+  return { requested: `${stem}.node.requested`, cancel: `${stem}.node.cancel.requested` };
+}
+
+/** The definitions of a group's derived commands, made once per group (registering is by identity). */
+const commandDefinitions = new Map<string, readonly EventTypeDefinition[]>();
+
+export function stepCommandDefinitions(group: string): readonly EventTypeDefinition[] {
+  const known = commandDefinitions.get(group);
+  if (known) return known;
+  const types = stepCommandTypes(group);
+  const definitions = [
+    {
+      ...streamCommand,
+      type: types.requested,
+      description: `The orchestrator assigns a node to the ${group} role (on the dag_run stream).`,
+      payload: StepRequestedPayload,
+    },
+    {
+      ...streamCommand,
+      type: types.cancel,
+      description: `The orchestrator tells the ${group} role that its assignment of a node no longer counts (on the dag_run stream).`,
+      payload: NodeCancelRequestedPayload,
+    },
+  ];
+  commandDefinitions.set(group, definitions);
+  return definitions;
+}
+
+export function defineStepEvents(registry: EventRegistry) {
+  return [
+    registry.define({
+      ...streamFact,
+      type: "step.completed",
+      description:
+        "A step role completed a node, its output checked against its schema (on the stream of its step run).",
+      payload: StepCompletedPayload,
+    }),
+    registry.define({
+      ...streamFact,
+      type: "step.failed",
+      description:
+        "A step role gave up on a node: bad input, an output that does not fit its schema, a refusal or retries spent (on the stream of its step run).",
+      payload: StepFailedPayload,
+    }),
+  ] as const;
+}
