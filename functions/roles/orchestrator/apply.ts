@@ -1,8 +1,12 @@
 import type { Envelope } from "../../../schemas";
 import { type NodeRequested, NodeRequestedPayload } from "../../../schemas/events/workflow";
-import type { NodeCancelRequested } from "../../../schemas/events/workflow-cancel";
+import {
+  NODE_CANCEL_REASONS,
+  type NodeCancelRequested,
+} from "../../../schemas/events/workflow-cancel";
 import type { DagCommand, DagEvent, Transition } from "../../core/dag/run";
 import type { EmitOf } from "../../core/define-role";
+import { PermanentError } from "../../core/errors";
 import type { ContentCommand } from "../content-agents/settings";
 import { agentOf } from "../content-agents/workflows";
 import type { OrchestratorDecision, RunEnd } from "./context";
@@ -57,14 +61,17 @@ export function applyTransition(
 /** The agent's command for a DAG command: `<role>.requested` or `<role>.cancel.requested`. */
 function nodeCommand(command: DagCommand, runId: string): EmitOf<ContentCommand>[] {
   if (command.type === "node.cancel") {
+    const reason = command.reason;
+    if (!isNodeCancelReason(reason) || command.item !== undefined) throw unsupported(command);
     const cancel: NodeCancelRequested = {
       run_id: command.run_id,
       node_id: command.node_id,
       generation: command.generation,
-      reason: command.reason,
+      reason,
     };
     return [{ type: agentOf(command.role).cancel, payload: cancel, orderKey: runId }];
   }
+  if (command.type !== "node.assign" || command.item || command.loop) throw unsupported(command);
   const payload: NodeRequested = {
     run_id: command.run_id,
     node_id: command.node_id,
@@ -79,6 +86,25 @@ function nodeCommand(command: DagCommand, runId: string): EmitOf<ContentCommand>
     ),
   };
   return [{ type: agentOf(command.role).requested, payload, orderKey: runId }];
+}
+
+const isNodeCancelReason = (reason: string): reason is NodeCancelRequested["reason"] =>
+  (NODE_CANCEL_REASONS as readonly string[]).includes(reason);
+
+/**
+ * The content workflows use task nodes only: a map item, a loop round's input, a wait, a child
+ * run or a first-wins cancel has no command of the content agents yet.
+ */
+function unsupported(command: DagCommand): PermanentError {
+  const what =
+    "item" in command && command.item !== undefined
+      ? `${command.type} of a map item`
+      : command.type;
+  return new PermanentError(
+    "workflow.unsupported_step",
+    `run ${command.run_id}: the orchestrator has no command for ${what} (node ${command.node_id})`,
+    { details: { run_id: command.run_id, node_id: command.node_id, command: command.type } },
+  );
 }
 
 /** `workflow.completed|partial|failed|cancelled` for the step that ended the run (else none). */
