@@ -1,7 +1,14 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { fromJSONSchema } from "zod";
 import type { WorkflowDefinitionInput } from "../../functions/core/dag/definition";
 import { WorkflowDefinitionError } from "../../functions/core/dag/errors";
 import { defineWorkflow } from "../../functions/core/dag/graph";
+import {
+  WORKFLOW_DEFINITION_SCHEMA_FILE,
+  workflowDefinitionJsonSchema,
+} from "../../functions/core/dag/json-schema";
 import { CONTENT_WORKFLOWS } from "../../functions/roles/content-agents/workflows";
 import { CONTENT_ROLES } from "../../schemas/events/workflow";
 
@@ -110,5 +117,48 @@ describe("defineWorkflow names every problem at once", () => {
       });
       expect(again).toEqual(def);
     }
+  });
+});
+
+describe("the definition language's JSON Schema (npm run schemas)", () => {
+  const text = readFileSync(
+    join(import.meta.dirname, "..", "..", WORKFLOW_DEFINITION_SCHEMA_FILE),
+    "utf8",
+  );
+
+  it("is the committed file", () => {
+    expect(text).toBe(`${JSON.stringify(workflowDefinitionJsonSchema(), null, 2)}\n`);
+  });
+
+  it("accepts the content workflows and a definition with every construct, and refuses a bad join", () => {
+    const schema = fromJSONSchema(JSON.parse(text));
+    for (const def of CONTENT_WORKFLOWS)
+      expect(schema.safeParse(JSON.parse(JSON.stringify(def))).success).toBe(true);
+    const constructs = {
+      name: "every.construct",
+      version: 1,
+      nodes: [
+        { id: "plan", role: "planner" },
+        {
+          id: "write",
+          role: "writer",
+          map: { items: { node: "plan", path: "sections" }, maxFailed: 1 },
+        },
+        { id: "review", role: "reviewer", join: "quorum", quorum: 1 },
+        { id: "hold", wait: { signal: "approved", seconds: 3600 } },
+        { id: "publish", workflow: { name: "publishing", input: { text: { node: "write" } } } },
+      ],
+      edges: [
+        { from: "plan", to: "write" },
+        { from: "write", to: "review" },
+        { from: "review", to: "write", loop: { until: { path: "ok" }, maxRounds: 3 } },
+        { from: "review", to: "hold" },
+        { from: "hold", to: "publish" },
+      ],
+    };
+    expect(schema.safeParse(constructs).success).toBe(true);
+    expect(() => defineWorkflow(constructs as WorkflowDefinitionInput)).not.toThrow();
+    const badJoin = { ...constructs, nodes: [{ id: "a", role: "r", join: "most" }] };
+    expect(schema.safeParse(badJoin).success).toBe(false);
   });
 });
