@@ -43,6 +43,7 @@ type Kind = "task" | "map" | "wait-timer" | "wait-signal" | "child";
 const KINDS: Kind[] = ["task", "task", "task", "map", "map", "wait-timer", "wait-signal", "child"];
 const JOIN_KINDS = ["all", "any-success", "quorum", "first-wins"] as const;
 const ROLES = ["r1", "r2"] as const;
+type EdgeInput = NonNullable<WorkflowDefinitionInput["edges"]>[number];
 
 interface Spec {
   readonly n: number;
@@ -128,7 +129,7 @@ function buildWorkflow(spec: Spec): WorkflowDefinition {
   }));
   const nodes = Array.from({ length: spec.n }, (_, i) => nodeOf(spec, i, up.get(i) ?? []));
   const capped = spec.r1Cap !== null && nodes.some((node) => node.role === "r1");
-  const input = (withLoops: EdgeDefinition[]) => ({
+  const input = (withLoops: EdgeInput[]) => ({
     name: "prop.constructs",
     version: 1,
     nodes,
