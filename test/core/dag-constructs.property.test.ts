@@ -175,7 +175,6 @@ const stats = {
   items: 0,
   rounds: 0,
   dropped: 0,
-  quorum: 0,
   signals: 0,
   timers: 0,
   children: 0,
@@ -271,6 +270,21 @@ function answer(run: DagRun, def: WorkflowDefinition, unit: Unit, choices: Choic
   }
 }
 
+/** A re-run from a COMPLETED node, if there is one and it can run again. */
+function rerunSome(def: WorkflowDefinition, before: DagRun, choices: Choices) {
+  const candidates = def.nodes
+    .map((n) => n.id)
+    .filter((id) => before.nodes[id]?.state === "COMPLETED");
+  const from = candidates[choices.next(candidates.length)];
+  if (from === undefined) return undefined;
+  try {
+    return rerunFrom(before, def, from);
+  } catch (error) {
+    expect((error as { code?: string }).code).toBe("dag.rerun_blocked");
+    return undefined;
+  }
+}
+
 /** Cancel the run: nothing is left running, and every running unit got its stop command. */
 function cancelAndCheck(def: WorkflowDefinition, before: DagRun): Transition {
   const t = cancelRun(before, def);
@@ -295,13 +309,10 @@ function cancelAndCheck(def: WorkflowDefinition, before: DagRun): Transition {
   return t;
 }
 
-function simulate(spec: Spec, choiceValues: readonly number[]): DagRun {
-  const def = buildWorkflow(spec);
-  const choices = new Choices(choiceValues);
+/** Checks each transition: no unit started twice, the run's invariants; new units go in flight. */
+function tracker(def: WorkflowDefinition, inFlight: Unit[]): (t: Transition) => Transition {
   const started = new Set<string>();
-  const inFlight: Unit[] = [];
-  const answered: Unit[] = [];
-  const track = (t: Transition): Transition => {
+  return (t) => {
     for (const unit of unitsOf(t.commands)) {
       expect(started.has(keyOf(unit)), `${keyOf(unit)} started twice`).toBe(false);
       started.add(keyOf(unit));
@@ -316,6 +327,14 @@ function simulate(spec: Spec, choiceValues: readonly number[]): DagRun {
     checkInvariants(def, t.run);
     return t;
   };
+}
+
+function simulate(spec: Spec, choiceValues: readonly number[]): DagRun {
+  const def = buildWorkflow(spec);
+  const choices = new Choices(choiceValues);
+  const inFlight: Unit[] = [];
+  const answered: Unit[] = [];
+  const track = tracker(def, inFlight);
   let t = track(startRun(def, "run_prop", { seed: 1 }));
   let reruns = 0;
   for (let step = 0; t.run.status === "RUNNING"; step++) {
@@ -333,17 +352,9 @@ function simulate(spec: Spec, choiceValues: readonly number[]): DagRun {
     } else if (action === 10 && choices.next(2) === 0) {
       return cancelAndCheck(def, before).run;
     } else if (action === 9 && reruns < 2) {
-      const candidates = def.nodes
-        .map((n) => n.id)
-        .filter((id) => before.nodes[id]?.state === "COMPLETED");
-      const from = candidates[choices.next(candidates.length)];
-      if (from === undefined) continue;
       reruns++;
-      try {
-        t = track(rerunFrom(before, def, from));
-      } catch (error) {
-        expect((error as { code?: string }).code).toBe("dag.rerun_blocked");
-      }
+      const next = rerunSome(def, before, choices);
+      if (next) t = track(next);
     } else if (action === 8 && answered.length > 0) {
       const unit = answered[choices.next(answered.length)] as Unit;
       if (unit.kind === "wait") continue; // a signal for the key may release another wait
@@ -358,8 +369,6 @@ function simulate(spec: Spec, choiceValues: readonly number[]): DagRun {
         expect(next.run).not.toBe(before);
         answered.push(unit);
       } else if (unit.kind !== "wait") expect(next.run).toBe(before);
-      const j = def.nodes.find((n) => n.id === unit.node_id);
-      if (acceptable && j?.join === "quorum") stats.quorum++;
       t = track(next);
     }
   }
