@@ -1,5 +1,9 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import {
+  WORKFLOW_DEFINITION_SCHEMA_FILE,
+  workflowDefinitionJsonSchema,
+} from "../functions/core/dag/json-schema";
 import { ROLE_MODULES } from "../functions/roles/modules";
 import { modelSchemaFiles } from "../lib/dev/model-schema-files";
 import { openApiDocument } from "../lib/dev/openapi";
@@ -15,8 +19,9 @@ import { jsonSchemas } from "../schemas/json-schema";
  * written and the problems are printed: register the next version with an upcaster instead.
  *
  * Then writes each role folder's model-schemas.json: what the role shows its model
- * (functions/core/model-schemas.ts), the front door's OpenAPI document and the personal-data
- * table of functions/roles/README.md (lib/dev/personal-data-table.ts).
+ * (functions/core/model-schemas.ts), the front door's OpenAPI document, the workflow definition
+ * language's JSON Schema (functions/core/dag/json-schema.ts) and the personal-data table of
+ * functions/roles/README.md (lib/dev/personal-data-table.ts).
  */
 const dir = join(import.meta.dirname, "..", "schemas", "json");
 mkdirSync(dir, { recursive: true });
@@ -49,6 +54,7 @@ let modelChanged = 0;
 const generated = {
   ...modelFiles,
   [OPENAPI_FILE]: `${JSON.stringify(openApiDocument(), null, 2)}\n`,
+  [WORKFLOW_DEFINITION_SCHEMA_FILE]: `${JSON.stringify(workflowDefinitionJsonSchema(), null, 2)}\n`,
   [ROLES_README]: withPersonalDataSection(
     readFileSync(join(root, ROLES_README), "utf8"),
     personalDataSection(registry),
@@ -61,5 +67,5 @@ for (const [path, text] of Object.entries(generated)) {
   modelChanged++;
 }
 console.log(
-  `${Object.keys(modelFiles).length} model-schemas.json files, the front door's OpenAPI document and the README's personal-data table, ${modelChanged} written`,
+  `${Object.keys(modelFiles).length} model-schemas.json files, the front door's OpenAPI document, the workflow definition schema and the README's personal-data table, ${modelChanged} written`,
 );

@@ -190,7 +190,8 @@ function checkRunInvariants(world: World, run: DagRun): void {
       expect(open, `${node.id} PENDING with nothing to wait for`).toBeGreaterThan(0);
     if (state.state === "RUNNING") {
       running++;
-      byRole.set(node.role, (byRole.get(node.role) ?? 0) + 1);
+      const role = node.role ?? "";
+      byRole.set(role, (byRole.get(role) ?? 0) + 1);
     }
     if (!ENDED.has(state.state)) live = true;
   }

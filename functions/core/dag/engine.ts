@@ -1,20 +1,13 @@
-import { AgentBusError, describe } from "../errors";
+import { assignment, mapItemsOf } from "./assignment";
 import type { WorkflowDefinition } from "./definition";
+import { type Report, settled, toNodeError, whenRunning } from "./delivery";
 import { checkRun, Draft } from "./draft";
-import { DagIntegrityError, DagRequestError } from "./errors";
-import { type Graph, graphOf, requireNode } from "./graph";
-import { assignment, releasePass } from "./release-pass";
-import {
-  type Capacity,
-  type DagEvent,
-  type DagRun,
-  type IgnoredReason,
-  type NodeError,
-  NodeErrorSchema,
-  type NodeRun,
-  type Transition,
-} from "./run";
-import { finish, propagate } from "./settle";
+import { DagRequestError } from "./errors";
+import { graphOf, requireNode, roleOf } from "./graph";
+import { recordItem } from "./map";
+import { releasePass } from "./release-pass";
+import type { Capacity, DagRun, NodeError, NodeRun, Transition } from "./run";
+import { completeNode, failNode, finish } from "./settle";
 import { show } from "./values";
 
 /**
@@ -39,24 +32,35 @@ import { show } from "./values";
  * - join "any-success": the node waits for every upstream to end; READY if at least one edge was
  *   taken (failed branches are left out of its input), else CANCELLED if a branch failed, else
  *   SKIPPED.
+ * - join "quorum" (with `quorum: N`): READY as soon as N edges were taken, with those N outputs as
+ *   its input; the other branches are left to finish (their outputs are in the run's result and
+ *   reach their own downstreams). CANCELLED (or SKIPPED, when nothing failed) once fewer than N
+ *   can still be taken.
+ * - join "first-wins": READY as soon as one edge was taken, with that output as its input; every
+ *   other upstream that has not ended is SKIPPED (reason first_wins; a RUNNING one is stopped:
+ *   `node.cancel`, `child.cancel`), so what depends only on a dropped branch is skipped, not
+ *   failed, and the run can still end COMPLETED.
  * - A failed node with `degrade: "empty"` becomes DEGRADED with output `{}` and counts as done.
  *   Conditions on edges leaving it are evaluated against `{}`.
  * - A failure never stops unrelated work: running siblings finish and their own descendants run.
  *   The run ends when nothing is PENDING, READY or RUNNING: COMPLETED when every node is
  *   COMPLETED, DEGRADED or SKIPPED; otherwise PARTIAL when at least one node COMPLETED (its output
  *   is the partial result), FAILED when none did.
- * - Deliveries are at-least-once: a completion or failure is applied only to a RUNNING node whose
- *   assignment carries the same generation; anything else is reported (`delivery.ignored`, with
- *   reason duplicate / stale_generation / not_running) and changes nothing.
+ * - Deliveries are at-least-once: a completion or failure is applied only to a RUNNING node (or
+ *   map item) whose assignment carries the same generation; anything else is reported
+ *   (`delivery.ignored`, with reason duplicate / stale_generation / not_running) and changes
+ *   nothing (./delivery).
+ * - Map nodes (./map), loops (./loop), waits (./wait) and child runs (./child) are described in
+ *   their modules.
  * - Partial re-run from a node resets that node and its descendants, bumps `generation`, and
  *   recomputes their counters from upstreams that have not ended: upstreams outside the re-run
  *   scope that already ended are stripped, so the seed node does not wait for them forever.
  *
- * This module holds the transitions that start a run and apply deliveries; the rest of the
- * executor lives beside it: the definition language (./definition) and its compiled graph
- * (./graph), the run aggregate (./run), the working copy (./draft), propagation and the end of a
- * run (./settle), the release pass (./release-pass), re-run and cancel (./rerun), the result
- * (./result).
+ * This module holds the transitions that start a run and apply agents' deliveries; the rest of
+ * the executor lives beside it: the definition language (./definition), its checks (./validate)
+ * and compiled graph (./graph), the run aggregate (./run), the working copy (./draft),
+ * propagation and the end of a run (./settle), the release pass (./release-pass), re-run and
+ * cancel (./rerun), the result (./result).
  */
 
 /** Start a run: every node PENDING with its in-degree, the roots READY, then a release pass. */
@@ -91,6 +95,7 @@ export function startRun(
     draft.events.push({ type: "node.ready", node_id: id, generation: 0 });
   }
   releasePass(draft, capacity);
+  finish(draft);
   return draft.done();
 }
 
@@ -103,49 +108,8 @@ export function release(run: DagRun, def: WorkflowDefinition, capacity: Capacity
   checkRun(run, graph);
   const draft = new Draft(graph, run);
   releasePass(draft, capacity);
+  finish(draft);
   return draft.done();
-}
-
-function gate(
-  run: DagRun,
-  graph: Graph,
-  nodeId: string,
-  generation: number,
-  outcome: "completed" | "failed",
-): DagEvent | undefined {
-  requireNode(graph, nodeId);
-  if (!Number.isInteger(generation) || generation < 0 || generation > run.generation)
-    throw new DagIntegrityError(
-      "dag.bad_generation",
-      `a ${outcome} delivery for node ${nodeId} carries generation ${show(generation)}, but run ${run.run_id} is at generation ${run.generation}`,
-      { details: { run_id: run.run_id, node: nodeId, generation } },
-    );
-  const node = run.nodes[nodeId];
-  if (!node)
-    throw new DagIntegrityError("dag.run_mismatch", `run ${run.run_id} has no node ${nodeId}`);
-  if (node.state === "RUNNING" && node.assigned_generation === generation) return undefined;
-  // Same assignment, already ended: a redelivery. An older assignment: stale. Otherwise the node
-  // was never assigned under this generation, or its assignment was cancelled.
-  const reason: IgnoredReason =
-    node.assigned_generation === generation
-      ? node.state === "CANCELLED"
-        ? "not_running"
-        : "duplicate"
-      : generation < run.generation
-        ? "stale_generation"
-        : "not_running";
-  return {
-    type: "delivery.ignored",
-    node_id: nodeId,
-    outcome,
-    generation,
-    reason,
-    state: node.state,
-  };
-}
-
-function ignored(run: DagRun, event: DagEvent): Transition {
-  return { run, commands: [], events: [event], held: [] };
 }
 
 /**
@@ -161,10 +125,9 @@ export function onNodeCompleted(
   generation: number,
   capacity: Capacity = {},
 ): Transition {
-  return whenRunning(run, def, nodeId, generation, "completed", (draft) => {
-    const { error: _error, ...node } = draft.node(nodeId);
-    draft.put(nodeId, { ...node, state: "COMPLETED", output });
-    draft.events.push({ type: "node.completed", node_id: nodeId, generation });
+  const report = { nodeId, generation, outcome: "completed", kind: "task" } as const;
+  return whenRunning(run, def, report, (draft) => {
+    completeNode(draft, nodeId, output, generation);
     return settled(draft, nodeId, capacity);
   });
 }
@@ -183,85 +146,93 @@ export function onNodeFailed(
   generation: number,
   capacity: Capacity = {},
 ): Transition {
-  return whenRunning(run, def, nodeId, generation, "failed", (draft, graph) => {
-    const failure = toNodeError(error);
-    const node = draft.node(nodeId);
-    if (requireNode(graph, nodeId).degrade === "empty") {
-      draft.put(nodeId, { ...node, state: "DEGRADED", output: {}, error: failure });
-      draft.events.push({ type: "node.degraded", node_id: nodeId, generation, error: failure });
-    } else {
-      const { output: _output, ...rest } = node;
-      draft.put(nodeId, { ...rest, state: "FAILED", error: failure });
-      draft.events.push({ type: "node.failed", node_id: nodeId, generation, error: failure });
-    }
+  const report = { nodeId, generation, outcome: "failed", kind: "task" } as const;
+  return whenRunning(run, def, report, (draft) => {
+    failNode(draft, nodeId, toNodeError(error));
     return settled(draft, nodeId, capacity);
   });
 }
 
 /**
- * The outcome of a node's assignment is unknown (its lease ran out: the request may still wait in
- * the agent's queue, or its answer may have been lost): send the same assignment again (same
- * generation and attempt, the same input), changing nothing in the run. The agent answers it
- * from its record of the assignment if it already ended, so a lost answer comes again, and the
- * delivery gate keeps a second answer from counting twice. Ignored (and reported) unless the
- * node is RUNNING under this generation.
+ * One item of a map node reported success. Ignored (and reported) unless the item is RUNNING
+ * under this generation; otherwise its output is recorded, and the map node ends COMPLETED once
+ * every item ended (./map), more items are assigned, and the run goes on as after a completion.
+ */
+export function onItemCompleted(
+  run: DagRun,
+  def: WorkflowDefinition,
+  nodeId: string,
+  item: number,
+  output: unknown,
+  generation: number,
+  capacity: Capacity = {},
+): Transition {
+  return itemReport(run, def, { nodeId, item, generation, outcome: "completed" }, capacity, {
+    output,
+  });
+}
+
+/**
+ * One item of a map node reported a final failure: recorded; over the map's tolerance the items
+ * still running are cancelled and the node fails (./map).
+ */
+export function onItemFailed(
+  run: DagRun,
+  def: WorkflowDefinition,
+  nodeId: string,
+  item: number,
+  error: unknown,
+  generation: number,
+  capacity: Capacity = {},
+): Transition {
+  return itemReport(run, def, { nodeId, item, generation, outcome: "failed" }, capacity, {
+    error: toNodeError(error),
+  });
+}
+
+function itemReport(
+  run: DagRun,
+  def: WorkflowDefinition,
+  report: Omit<Report, "kind">,
+  capacity: Capacity,
+  end: { output: unknown } | { error: NodeError },
+): Transition {
+  return whenRunning(run, def, { ...report, kind: "map" }, (draft) => {
+    if (recordItem(draft, report.nodeId, report.item ?? 0, end))
+      return settled(draft, report.nodeId, capacity);
+    releasePass(draft, capacity);
+    return draft.done();
+  });
+}
+
+/**
+ * The outcome of an assignment is unknown (its lease ran out: the request may still wait in the
+ * agent's queue, or its answer may have been lost): send the same assignment again (same
+ * generation and attempt, the same input; with `item`, of that map item), changing nothing in
+ * the run. The agent answers it from its record of the assignment if it already ended, so a lost
+ * answer comes again, and the delivery gate keeps a second answer from counting twice. Ignored
+ * (and reported) unless the node (or item) is RUNNING under this generation.
  */
 export function redeliver(
   run: DagRun,
   def: WorkflowDefinition,
   nodeId: string,
   generation: number,
+  item?: number,
 ): Transition {
-  return whenRunning(run, def, nodeId, generation, "failed", (draft, graph) => {
+  const kind = item === undefined ? "task" : "map";
+  const report = { nodeId, generation, outcome: "failed", kind, item } as const;
+  return whenRunning(run, def, report, (draft, graph) => {
+    const role = roleOf(requireNode(graph, nodeId));
     const node = draft.node(nodeId);
-    const role = requireNode(graph, nodeId).role;
-    draft.commands.push(assignment(draft, nodeId, role, node.attempt, generation));
-    draft.events.push({
-      type: "node.redelivered",
-      node_id: nodeId,
-      role,
-      attempt: node.attempt,
-      generation,
-    });
+    const itemRun = item === undefined ? undefined : node.items?.[item];
+    const attempt = itemRun?.attempt ?? node.attempt;
+    const ref =
+      item === undefined
+        ? undefined
+        : { index: item, count: node.items?.length ?? 0, value: mapItemsOf(draft, nodeId)?.[item] };
+    draft.commands.push(assignment(draft, nodeId, role, attempt, generation, ref));
+    draft.events.push({ type: "node.redelivered", node_id: nodeId, role, attempt, generation });
     return draft.done();
   });
-}
-
-/**
- * A report about one node: `apply` changes a draft of the run when the node is RUNNING under
- * `generation`; any other report is ignored (and reported) without a change.
- */
-function whenRunning(
-  run: DagRun,
-  def: WorkflowDefinition,
-  nodeId: string,
-  generation: number,
-  outcome: "completed" | "failed",
-  apply: (draft: Draft, graph: Graph) => Transition,
-): Transition {
-  const graph = graphOf(def);
-  checkRun(run, graph);
-  const skip = gate(run, graph, nodeId, generation, outcome);
-  if (skip) return ignored(run, skip);
-  return apply(new Draft(graph, run), graph);
-}
-
-/** After a node ended: its downstream nodes decided, READY ones released, the run ended if done. */
-function settled(draft: Draft, nodeId: string, capacity: Capacity): Transition {
-  propagate(draft, nodeId);
-  releasePass(draft, capacity);
-  finish(draft);
-  return draft.done();
-}
-
-/** A node error as the run records it: from an AgentBusError, a NodeError-shaped value or else. */
-function toNodeError(error: unknown): NodeError {
-  if (error instanceof AgentBusError)
-    return { code: error.code, message: error.message, error_class: error.errorClass };
-  if (!(error instanceof Error)) {
-    const parsed = NodeErrorSchema.safeParse(error);
-    if (parsed.success) return parsed.data;
-  }
-  const { code, message } = describe(error);
-  return { code, message };
 }

@@ -1,27 +1,20 @@
 import type { WorkflowDefinition } from "./definition";
 import { checkRun, Draft, edgeOutcome } from "./draft";
 import { DagRequestError } from "./errors";
-import { type Graph, graphOf, requireNode, scopeOf } from "./graph";
+import { graphOf, requireNode, scopeOf } from "./graph";
 import { releasePass } from "./release-pass";
 import { runResult } from "./result";
-import {
-  type Capacity,
-  type DagCommand,
-  type DagRun,
-  LIVE,
-  type NodeCancelReason,
-  type NodeRun,
-  TERMINAL,
-  type Transition,
-} from "./run";
-import { finish, settlement, settleNode } from "./settle";
+import { type Capacity, type DagRun, LIVE, TERMINAL, type Transition } from "./run";
+import { decision, finish, propagate, settleNode } from "./settle";
+import { stopNode } from "./stop";
 import { byString } from "./values";
 
 /**
  * Partial re-run: reset `nodeId` and its descendants (outputs and errors dropped, attempts kept),
  * bump the generation, and recompute their counters from the upstreams that have not ended.
- * Everything else keeps its state and output; RUNNING nodes in the scope get a `node.cancel`
- * and their late deliveries become stale. Throws dag.rerun_blocked when `nodeId` could not run
+ * Everything else keeps its state and output; the work of RUNNING nodes in the scope is stopped
+ * (./stop) and their late deliveries become stale; a loop whose last node is in the scope counts
+ * its rounds from 1 again. Throws dag.rerun_blocked when `nodeId` could not run
  * (an upstream failed or was cancelled, or none of its incoming edges is taken).
  */
 export function rerunFrom(
@@ -49,10 +42,12 @@ export function resetScope(draft: Draft, run: DagRun, nodeId: string): void {
   draft.run = { ...draft.run, generation, status: "RUNNING" };
   const inScope = graph.topo.filter((id) => scope.has(id));
   for (const id of inScope) {
-    const node = draft.node(id);
-    if (node.state === "RUNNING") draft.commands.push(cancelCommand(run, graph, id, node, "rerun"));
+    const node = stopNode(draft, id, "rerun");
     draft.put(id, { state: "PENDING", remaining_upstreams: 0, attempt: node.attempt });
   }
+  // A loop whose body the re-run reaches starts counting its rounds again.
+  const loops = Object.entries(draft.run.loops ?? {}).filter(([exit]) => !scope.has(exit));
+  if (draft.run.loops) draft.run = { ...draft.run, loops: Object.fromEntries(loops) };
   for (const id of inScope) {
     const open = (graph.up.get(id) ?? []).filter(
       (edge) => !TERMINAL.has(draft.node(edge.from).state),
@@ -82,18 +77,20 @@ export function settleSeed(draft: Draft, run: DagRun, nodeId: string): void {
       `upstream ${failedUpstreams.join(", ")} failed or was cancelled; re-run from there`,
       failedUpstreams,
     );
-  if (draft.node(nodeId).remaining_upstreams !== 0) return;
-  const { state, failed } = settlement(draft, nodeId);
-  if (state === "CANCELLED")
-    throw blocked(`every upstream failed or was cancelled (${failed.join(", ")})`, failed);
-  if (state === "SKIPPED")
+  const decided = decision(draft, nodeId);
+  if (decided?.state === "CANCELLED")
+    throw blocked(`every upstream failed or was cancelled (${decided.failed.join(", ")})`, [
+      ...decided.failed,
+    ]);
+  if (decided?.state === "SKIPPED")
     throw blocked("none of its incoming edges is taken, so it would be skipped", []);
-  settleNode(draft, nodeId);
+  for (const dropped of settleNode(draft, nodeId)) propagate(draft, dropped);
 }
 
 /**
- * Cancel the whole run: every node not yet ended is CANCELLED (RUNNING ones get a `node.cancel`),
- * and the run is CANCELLED with what it produced so far. A run that already ended is returned as is.
+ * Cancel the whole run: every node not yet ended is CANCELLED (the work of RUNNING ones is
+ * stopped: `node.cancel` per assignment or map item, `child.cancel` per child run), and the run
+ * is CANCELLED with what it produced so far. A run that already ended is returned as is.
  */
 export function cancelRun(run: DagRun, def: WorkflowDefinition): Transition {
   const graph = graphOf(def);
@@ -101,11 +98,8 @@ export function cancelRun(run: DagRun, def: WorkflowDefinition): Transition {
   const draft = new Draft(graph, run);
   if (run.status !== "RUNNING") return draft.done();
   for (const id of graph.ids) {
-    const node = draft.node(id);
-    if (!LIVE.has(node.state)) continue;
-    if (node.state === "RUNNING")
-      draft.commands.push(cancelCommand(run, graph, id, node, "run_cancelled"));
-    draft.put(id, { ...node, state: "CANCELLED" });
+    if (!LIVE.has(draft.node(id).state)) continue;
+    draft.put(id, { ...stopNode(draft, id, "run_cancelled"), state: "CANCELLED" });
     draft.events.push({ type: "node.cancelled", node_id: id, reason: "run_cancelled" });
   }
   // Every node has ended, so no counter has anything left to wait for.
@@ -113,23 +107,4 @@ export function cancelRun(run: DagRun, def: WorkflowDefinition): Transition {
   draft.run = { ...draft.run, status: "CANCELLED" };
   draft.events.push({ type: "run.cancelled", result: runResult(draft.run) });
   return draft.done();
-}
-
-/** Stop work on (or close) the current assignment of a node of `run`. */
-export function cancelCommand(
-  run: DagRun,
-  graph: Graph,
-  id: string,
-  node: NodeRun,
-  reason: NodeCancelReason,
-): DagCommand {
-  return {
-    type: "node.cancel",
-    run_id: run.run_id,
-    node_id: id,
-    role: requireNode(graph, id).role,
-    attempt: node.attempt,
-    generation: node.assigned_generation ?? run.generation,
-    reason,
-  };
 }

@@ -1,11 +1,12 @@
 import type { WorkflowDefinition } from "./definition";
 import { checkRun, Draft } from "./draft";
 import { DagRequestError } from "./errors";
-import { graphOf, requireNode } from "./graph";
+import { graphOf, kindOf, requireNode } from "./graph";
 import { releasePass } from "./release-pass";
-import { cancelCommand, resetScope, settleSeed } from "./rerun";
+import { resetScope, settleSeed } from "./rerun";
 import type { Capacity, DagRun, Transition } from "./run";
 import { finish, propagate } from "./settle";
+import { cancelOf } from "./stop";
 
 /**
  * What a person does with a FAILED node (seed 001 §2.3: ManualReset, and HumanResolved of a
@@ -32,7 +33,7 @@ export function resetNode(
   capacity: Capacity = {},
 ): Transition {
   const draft = failedNodeDraft(run, def, nodeId, "reset");
-  closeFailedAssignment(draft, run, nodeId, "reset");
+  closeFailedAssignment(draft, nodeId, "reset");
   resetScope(draft, run, nodeId);
   settleSeed(draft, run, nodeId);
   releasePass(draft, capacity);
@@ -49,7 +50,7 @@ export function resolveNode(
   capacity: Capacity = {},
 ): Transition {
   const draft = failedNodeDraft(run, def, nodeId, "resolve");
-  closeFailedAssignment(draft, run, nodeId, "resolved");
+  closeFailedAssignment(draft, nodeId, "resolved");
   resetScope(draft, run, nodeId);
   // A FAILED node's upstreams had all ended, so the seed is decided (READY) at once unless a
   // failed upstream or an untaken edge would keep it from running: then it cannot be resolved.
@@ -86,13 +87,10 @@ function failedNodeDraft(
 }
 
 /** The agent of the failed assignment is told it is closed (reset or resolved by a person). */
-function closeFailedAssignment(
-  draft: Draft,
-  run: DagRun,
-  nodeId: string,
-  reason: "reset" | "resolved",
-): void {
+function closeFailedAssignment(draft: Draft, nodeId: string, reason: "reset" | "resolved"): void {
   const node = draft.node(nodeId);
+  // Only a task node's failed assignment is an agent's record to close.
   if (node.assigned_generation === undefined) return;
-  draft.commands.push(cancelCommand(run, draft.graph, nodeId, node, reason));
+  if (kindOf(requireNode(draft.graph, nodeId)) !== "task") return;
+  draft.commands.push(cancelOf(draft, nodeId, node, reason));
 }

@@ -1,5 +1,5 @@
 import * as z from "../../../schemas/zod";
-import { Identifier } from "./definition";
+import { Identifier, MAX_MAP_ITEMS } from "./definition";
 
 /**
  * A DAG run, the aggregate the engine transforms: node and run states, the schema a stored run
@@ -28,6 +28,17 @@ export const NodeErrorSchema = z.object({
   error_class: z.optional(z.enum(["transient", "permanent", "business", "unknown_outcome"])),
 });
 
+export const ITEM_STATES = ["PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED"] as const;
+
+/** One item of a RUNNING map node: its own assignment (attempt, generation) and outcome. */
+export const MapItemRunSchema = z.object({
+  state: z.enum(ITEM_STATES),
+  attempt: z.int().check(z.nonnegative()),
+  assigned_generation: z.optional(z.int().check(z.nonnegative())),
+  output: z.optional(z.unknown()),
+  error: z.optional(NodeErrorSchema),
+});
+
 export const NodeRunSchema = z.object({
   state: NodeStateSchema,
   /** Incoming edges whose upstream has not ended yet (the in-degree counter). */
@@ -38,6 +49,20 @@ export const NodeRunSchema = z.object({
   assigned_generation: z.optional(z.int().check(z.nonnegative())),
   output: z.optional(z.unknown()),
   error: z.optional(NodeErrorSchema),
+  /** The items of a RUNNING map node, in list order (dropped when the node ends: its output
+   * holds their results). */
+  items: z.optional(z.array(MapItemRunSchema).check(z.maxLength(MAX_MAP_ITEMS))),
+  /** Under join "quorum" or "first-wins": the upstreams whose outputs make the node's input. */
+  joined: z.optional(z.array(Identifier)),
+});
+
+/** A loop's progress, by the id of its last node: the round running, and how it ended. */
+export const LoopRunSchema = z.object({
+  round: z.int().check(z.positive()),
+  /** "condition": `until` held; "max_rounds": the last round ended without it. */
+  ended: z.optional(z.enum(["condition", "max_rounds"])),
+  /** The outputs of the body's nodes in the round before (what the next round works from). */
+  previous: z.optional(z.record(Identifier, z.unknown())),
 });
 
 export const DagRunSchema = z.object({
@@ -49,6 +74,8 @@ export const DagRunSchema = z.object({
   /** The run's input, handed to the root nodes. */
   input: z.unknown(),
   nodes: z.record(Identifier, NodeRunSchema),
+  /** The loops that ran a round again or ended, by their last node. */
+  loops: z.optional(z.record(Identifier, LoopRunSchema)),
 });
 
 export type NodeState = z.output<typeof NodeStateSchema>;
@@ -56,6 +83,30 @@ export type RunStatus = z.output<typeof RunStatusSchema>;
 export type NodeError = z.output<typeof NodeErrorSchema>;
 export type NodeRun = z.output<typeof NodeRunSchema>;
 export type DagRun = z.output<typeof DagRunSchema>;
+export type MapItemRun = z.output<typeof MapItemRunSchema>;
+export type LoopRun = z.output<typeof LoopRunSchema>;
+
+/** A map item's assignment: which item, of how many, and its value from the list. */
+export interface ItemRef {
+  readonly index: number;
+  readonly count: number;
+  readonly value: unknown;
+}
+
+/** What an assignment inside a loop's body gets from round 2 on. */
+export interface LoopRef {
+  /** The loop's last node (the loop's id). */
+  readonly exit: string;
+  readonly round: number;
+  /** The body's outputs of the round before, by node id. */
+  readonly previous: Readonly<Record<string, unknown>>;
+}
+
+/** How a child run ended, as its run's result says (`RunResult` of the child). */
+export interface ChildEnd {
+  readonly status: "COMPLETED" | "PARTIAL" | "FAILED" | "CANCELLED";
+  readonly outputs?: Readonly<Record<string, unknown>>;
+}
 
 export type DagCommand =
   | {
@@ -69,6 +120,10 @@ export type DagCommand =
       readonly input: Readonly<Record<string, unknown>>;
       /** The run's input (what the roots work from). */
       readonly run_input: unknown;
+      /** Set on each item of a map node: one assignment per item. */
+      readonly item?: ItemRef;
+      /** Set inside a loop's body from round 2 on. */
+      readonly loop?: LoopRef;
     }
   | {
       /** An assignment no longer counts: stop its work (re-run or run cancelled), or close the
@@ -80,10 +135,55 @@ export type DagCommand =
       readonly attempt: number;
       readonly generation: number;
       readonly reason: NodeCancelReason;
+      /** The map item whose assignment it is. */
+      readonly item?: number;
+    }
+  | {
+      /** A wait node waits: for a timer (`until`, or `after_seconds` from now), or for the
+       * signal `signal` with that time as its deadline. The orchestrator reports the time with
+       * `onWaitTimer` and a signal with `onSignal`. */
+      readonly type: "wait.start";
+      readonly run_id: string;
+      readonly node_id: string;
+      readonly attempt: number;
+      readonly generation: number;
+      readonly until?: string;
+      readonly after_seconds?: number;
+      readonly signal?: string;
+    }
+  | {
+      /** Start the child run `child_run_id` (a start for a child run that exists changes
+       * nothing); its end comes back with `onChildEnded`. */
+      readonly type: "child.start";
+      readonly run_id: string;
+      readonly node_id: string;
+      readonly attempt: number;
+      readonly generation: number;
+      readonly child_run_id: string;
+      readonly workflow: { readonly name: string; readonly version?: number };
+      readonly input: unknown;
+    }
+  | {
+      /** Cancel the child run of a node whose assignment no longer counts. */
+      readonly type: "child.cancel";
+      readonly run_id: string;
+      readonly node_id: string;
+      readonly attempt: number;
+      readonly generation: number;
+      readonly child_run_id: string;
+      readonly reason: NodeCancelReason;
     };
 
 /** Why an assignment no longer counts (`node.cancel`). */
-export type NodeCancelReason = "rerun" | "run_cancelled" | "reset" | "resolved";
+export type NodeCancelReason =
+  | "rerun"
+  | "run_cancelled"
+  | "reset"
+  | "resolved"
+  /** Another upstream of a first-wins join won. */
+  | "first_wins"
+  /** Its map node failed: more items failed than it tolerates. */
+  | "map_failed";
 
 export type IgnoredReason = "duplicate" | "stale_generation" | "not_running";
 
@@ -131,10 +231,70 @@ export type DagEvent =
       /** The failed or cancelled upstream(s) that decided it. */
       readonly upstreams?: readonly string[];
     }
-  | { readonly type: "node.skipped"; readonly node_id: string }
+  | {
+      readonly type: "node.skipped";
+      readonly node_id: string;
+      /** Set when a first-wins join dropped the node: `winner` released the join. */
+      readonly reason?: "first_wins";
+      readonly winner?: string;
+    }
+  | {
+      readonly type: "map.started";
+      readonly node_id: string;
+      readonly generation: number;
+      readonly items: number;
+    }
+  | {
+      readonly type: "item.released";
+      readonly node_id: string;
+      readonly item: number;
+      readonly attempt: number;
+      readonly generation: number;
+    }
+  | {
+      readonly type: "item.completed" | "item.failed" | "item.cancelled";
+      readonly node_id: string;
+      readonly item: number;
+      readonly generation: number;
+    }
+  | {
+      readonly type: "wait.started";
+      readonly node_id: string;
+      readonly generation: number;
+      readonly until?: string;
+      readonly after_seconds?: number;
+      readonly signal?: string;
+    }
+  | {
+      /** A signal found no node waiting for its key. */
+      readonly type: "signal.unmatched";
+      readonly signal: string;
+    }
+  | {
+      readonly type: "child.started";
+      readonly node_id: string;
+      readonly generation: number;
+      readonly child_run_id: string;
+    }
+  | {
+      /** The loop's body runs again: `node_id` is its first node, `exit` its last. */
+      readonly type: "loop.round";
+      readonly node_id: string;
+      readonly exit: string;
+      readonly round: number;
+      readonly generation: number;
+    }
+  | {
+      readonly type: "loop.ended";
+      readonly exit: string;
+      readonly rounds: number;
+      readonly reason: "condition" | "max_rounds";
+    }
   | {
       readonly type: "delivery.ignored";
       readonly node_id: string;
+      /** The map item the delivery was for. */
+      readonly item?: number;
       readonly outcome: "completed" | "failed";
       readonly generation: number;
       readonly reason: IgnoredReason;
@@ -163,6 +323,16 @@ export const DAG_EVENT_TYPES = [
   "node.failed",
   "node.cancelled",
   "node.skipped",
+  "map.started",
+  "item.released",
+  "item.completed",
+  "item.failed",
+  "item.cancelled",
+  "wait.started",
+  "signal.unmatched",
+  "child.started",
+  "loop.round",
+  "loop.ended",
   "delivery.ignored",
   "run.rerun",
   "run.completed",

@@ -1,50 +1,83 @@
 import { type Draft, edgeOutcome } from "./draft";
 import { DagIntegrityError } from "./errors";
 import { requireNode } from "./graph";
+import { loopStep } from "./loop";
 import { runResult } from "./result";
-import { LIVE, type RunStatus } from "./run";
+import { LIVE, type NodeError, type RunStatus, TERMINAL } from "./run";
+import { stopNode } from "./stop";
 
 /**
- * How a node's end flows downstream: each downstream counter is decremented once, a node whose
- * upstreams have all ended is decided (READY, SKIPPED or CANCELLED by its join), and the run ends
- * when nothing is live any more.
+ * How a node's end flows downstream: each downstream counter is decremented once, a PENDING node
+ * is decided (READY, SKIPPED or CANCELLED) as soon as its join can tell, a loop's last node may
+ * start another round instead, and the run ends when nothing is live any more.
  */
 
-/** READY, SKIPPED or CANCELLED for a PENDING node whose upstreams have all ended. */
-export function settlement(
-  draft: Draft,
-  id: string,
-): { state: "READY" | "SKIPPED" | "CANCELLED"; failed: string[] } {
+export interface Decision {
+  readonly state: "READY" | "SKIPPED" | "CANCELLED";
+  /** The failed or cancelled upstreams that decided a cancel. */
+  readonly failed: readonly string[];
+  /** Under join "quorum" or "first-wins": the upstreams whose outputs make the input. */
+  readonly joined?: readonly string[];
+}
+
+/**
+ * What a PENDING node becomes with its upstreams as they are, or undefined while its join must
+ * wait: "all" cancels on the first failed branch and otherwise waits for every branch;
+ * "any-success" waits for every branch; "quorum" goes once `quorum` branches were taken (and is
+ * cancelled or skipped once too few can be); "first-wins" goes with the first branch taken.
+ */
+export function decision(draft: Draft, id: string): Decision | undefined {
   const definition = requireNode(draft.graph, id);
   const incoming = draft.graph.up.get(id) ?? [];
   if (incoming.length === 0) return { state: "READY", failed: [] };
-  let taken = false;
+  const taken: string[] = [];
   const failed: string[] = [];
+  let open = 0;
   for (const edge of incoming) {
     const outcome = edgeOutcome(edge, draft.node(edge.from));
-    if (outcome === "open")
-      throw new DagIntegrityError(
-        "dag.indegree_mismatch",
-        `node ${id} has no remaining upstreams by its counter, but upstream ${edge.from} is still ${draft.node(edge.from).state}`,
-        { details: { run_id: draft.run.run_id, node: id, upstream: edge.from } },
-      );
-    if (outcome === "taken") taken = true;
-    if (outcome === "failed") failed.push(edge.from);
+    if (outcome === "taken") taken.push(edge.from);
+    else if (outcome === "failed") failed.push(edge.from);
+    else if (outcome === "open") open++;
   }
-  if (definition.join === "all" && failed.length > 0) return { state: "CANCELLED", failed };
-  if (taken) return { state: "READY", failed };
-  if (failed.length > 0) return { state: "CANCELLED", failed };
-  return { state: "SKIPPED", failed };
+  const node = draft.node(id);
+  if (open > 0 && node.remaining_upstreams === 0)
+    throw new DagIntegrityError(
+      "dag.indegree_mismatch",
+      `node ${id} has no remaining upstreams by its counter, but ${open} upstream(s) have not ended`,
+      { details: { run_id: draft.run.run_id, node: id } },
+    );
+  const fallen = (): Decision => ({ state: failed.length > 0 ? "CANCELLED" : "SKIPPED", failed });
+  switch (definition.join) {
+    case "all":
+      if (failed.length > 0) return { state: "CANCELLED", failed };
+      if (open > 0) return undefined;
+      return taken.length > 0 ? { state: "READY", failed } : fallen();
+    case "any-success":
+      if (open > 0) return undefined;
+      return taken.length > 0 ? { state: "READY", failed } : fallen();
+    case "quorum": {
+      const needed = definition.quorum ?? incoming.length;
+      if (taken.length >= needed) return { state: "READY", failed, joined: taken.slice(0, needed) };
+      return taken.length + open < needed ? fallen() : undefined;
+    }
+    case "first-wins":
+      if (taken.length > 0) return { state: "READY", failed, joined: taken.slice(0, 1) };
+      return open > 0 ? undefined : fallen();
+  }
 }
 
-/** Apply a decision to a PENDING node; returns true when the node ended (and must propagate). */
-export function settleNode(draft: Draft, id: string): boolean {
-  const node = draft.node(id);
-  const { state, failed } = settlement(draft, id);
-  draft.put(id, { ...node, state });
+/**
+ * Decide a PENDING node if its join can tell; returns the nodes that ended by it (the node when
+ * SKIPPED or CANCELLED; the branches a first-wins join dropped), which must propagate in turn.
+ */
+export function settleNode(draft: Draft, id: string): string[] {
+  const decided = decision(draft, id);
+  if (!decided) return [];
+  const { state, failed, joined } = decided;
+  draft.put(id, { ...draft.node(id), state, ...(joined ? { joined: [...joined] } : {}) });
   if (state === "READY") {
     draft.events.push({ type: "node.ready", node_id: id, generation: draft.run.generation });
-    return false;
+    return requireNode(draft.graph, id).join === "first-wins" ? dropLosers(draft, id) : [];
   }
   if (state === "SKIPPED") draft.events.push({ type: "node.skipped", node_id: id });
   else
@@ -52,19 +85,52 @@ export function settleNode(draft: Draft, id: string): boolean {
       type: "node.cancelled",
       node_id: id,
       reason: "upstream_failed",
-      upstreams: failed,
+      upstreams: [...failed],
     });
-  return true;
+  return [id];
 }
 
 /**
- * `endedId` just reached a terminal state: decrement each downstream counter once, cancel or
- * decide the downstreams it unblocked, and keep going through the nodes that ended in turn.
+ * A first-wins join went READY: every other upstream that has not ended is SKIPPED (reason
+ * first_wins; a RUNNING one is stopped), so what depends only on it is skipped, not failed.
+ */
+function dropLosers(draft: Draft, id: string): string[] {
+  const winner = draft.node(id).joined?.[0];
+  const dropped: string[] = [];
+  for (const edge of draft.graph.up.get(id) ?? []) {
+    if (edge.from === winner || TERMINAL.has(draft.node(edge.from).state)) continue;
+    const stopped = stopNode(draft, edge.from, "first_wins");
+    draft.put(edge.from, { ...stopped, state: "SKIPPED" });
+    draft.events.push({
+      type: "node.skipped",
+      node_id: edge.from,
+      reason: "first_wins",
+      ...(winner ? { winner } : {}),
+    });
+    dropped.push(edge.from);
+  }
+  return dropped;
+}
+
+/**
+ * `endedId` just reached a terminal state: decrement each downstream counter once, decide the
+ * downstreams that can be decided, and keep going through the nodes that ended in turn. A loop's
+ * last node may instead start the loop's next round (./loop).
  */
 export function propagate(draft: Draft, endedId: string): void {
   const queue = [endedId];
   for (let from = queue.shift(); from !== undefined; from = queue.shift()) {
-    const upstream = draft.node(from);
+    const step = loopStep(draft, from);
+    if (step === "round") {
+      queue.push(...settleBody(draft, from));
+      continue;
+    }
+    if (step === "fail")
+      failNode(draft, from, {
+        code: "dag.loop_max_rounds",
+        message: `the loop ending at ${from} ran its ${draft.graph.loops.get(from)?.spec.maxRounds} rounds without its condition holding`,
+        error_class: "business",
+      });
     for (const edge of draft.graph.down.get(from) ?? []) {
       const id = edge.to;
       const node = draft.node(id);
@@ -76,21 +142,40 @@ export function propagate(draft: Draft, endedId: string): void {
           { details: { run_id: draft.run.run_id, node: id, upstream: from, remaining } },
         );
       draft.put(id, { ...node, remaining_upstreams: remaining });
-      if (node.state !== "PENDING") continue;
-      const join = requireNode(draft.graph, id).join;
-      if (join === "all" && edgeOutcome(edge, upstream) === "failed") {
-        draft.put(id, { ...node, remaining_upstreams: remaining, state: "CANCELLED" });
-        draft.events.push({
-          type: "node.cancelled",
-          node_id: id,
-          reason: "upstream_failed",
-          upstreams: [from],
-        });
-        queue.push(id);
-      } else if (remaining === 0 && settleNode(draft, id)) {
-        queue.push(id);
-      }
+      if (node.state === "PENDING") queue.push(...settleNode(draft, id));
     }
+  }
+}
+
+/** After a loop's body was reset for its next round: decide its nodes that can be decided. */
+function settleBody(draft: Draft, exit: string): string[] {
+  const body = new Set(draft.graph.loops.get(exit)?.body);
+  const ended: string[] = [];
+  for (const id of draft.graph.topo)
+    if (body.has(id) && draft.node(id).state === "PENDING") ended.push(...settleNode(draft, id));
+  return ended;
+}
+
+/** The node ends COMPLETED with `output` (the caller propagates). */
+export function completeNode(draft: Draft, id: string, output: unknown, generation: number) {
+  const { error: _error, items: _items, ...node } = draft.node(id);
+  draft.put(id, { ...node, state: "COMPLETED", output });
+  draft.events.push({ type: "node.completed", node_id: id, generation });
+}
+
+/**
+ * The node ends with `error`: DEGRADED with output {} under `degrade: "empty"`, else FAILED (the
+ * caller propagates, which cancels what can no longer run).
+ */
+export function failNode(draft: Draft, id: string, error: NodeError): void {
+  const generation = draft.node(id).assigned_generation ?? draft.run.generation;
+  const { items: _items, output: _output, ...node } = draft.node(id);
+  if (requireNode(draft.graph, id).degrade === "empty") {
+    draft.put(id, { ...node, state: "DEGRADED", output: {}, error });
+    draft.events.push({ type: "node.degraded", node_id: id, generation, error });
+  } else {
+    draft.put(id, { ...node, state: "FAILED", error });
+    draft.events.push({ type: "node.failed", node_id: id, generation, error });
   }
 }
 

@@ -3,7 +3,7 @@ import { checkRun, Draft } from "./draft";
 import { graphOf, requireNode } from "./graph";
 import { releasePass } from "./release-pass";
 import type { Capacity, DagRun, NodeError, Transition } from "./run";
-import { finish, propagate } from "./settle";
+import { failNode, finish, propagate } from "./settle";
 
 /**
  * The dependency timeout (seed 001 §2: READY --DependencyTimeout--> FAILED): a node that is still
@@ -43,19 +43,10 @@ export function onDependencyTimeout(
 ): Transition {
   const graph = graphOf(def);
   checkRun(run, graph);
-  const definition = requireNode(graph, nodeId);
+  requireNode(graph, nodeId);
   const draft = new Draft(graph, run);
-  const node = draft.node(nodeId);
-  if (run.status !== "RUNNING" || !isWaiting(node.state)) return draft.done();
-  const generation = run.generation;
-  if (definition.degrade === "empty") {
-    draft.put(nodeId, { ...node, state: "DEGRADED", output: {}, error });
-    draft.events.push({ type: "node.degraded", node_id: nodeId, generation, error });
-  } else {
-    const { output: _output, ...rest } = node;
-    draft.put(nodeId, { ...rest, state: "FAILED", error });
-    draft.events.push({ type: "node.failed", node_id: nodeId, generation, error });
-  }
+  if (run.status !== "RUNNING" || !isWaiting(draft.node(nodeId).state)) return draft.done();
+  failNode(draft, nodeId, error);
   propagate(draft, nodeId);
   releasePass(draft, capacity);
   finish(draft);

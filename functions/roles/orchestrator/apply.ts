@@ -1,8 +1,12 @@
 import type { Envelope } from "../../../schemas";
 import { type NodeRequested, NodeRequestedPayload } from "../../../schemas/events/workflow";
-import type { NodeCancelRequested } from "../../../schemas/events/workflow-cancel";
+import {
+  NODE_CANCEL_REASONS,
+  type NodeCancelRequested,
+} from "../../../schemas/events/workflow-cancel";
 import type { DagCommand, DagEvent, Transition } from "../../core/dag/run";
 import type { EmitOf } from "../../core/define-role";
+import { PermanentError } from "../../core/errors";
 import type { ContentCommand } from "../content-agents/settings";
 import type { StepRoles } from "./catalog";
 import { definitionOf, type OrchestratorDecision, type RunContext, type RunEnd } from "./context";
@@ -64,16 +68,20 @@ function nodeCommand(
   command: DagCommand,
   runId: string,
 ): EmitOf<ContentCommand>[] {
+  if (command.type !== "node.cancel" && command.type !== "node.assign") throw unsupported(command);
   const entry = stepRoles.of(command.role);
   if (command.type === "node.cancel") {
+    const reason = command.reason;
+    if (!isNodeCancelReason(reason) || command.item !== undefined) throw unsupported(command);
     const cancel: NodeCancelRequested = {
       run_id: command.run_id,
       node_id: command.node_id,
       generation: command.generation,
-      reason: command.reason,
+      reason,
     };
     return [{ type: entry.cancel, payload: cancel, orderKey: runId } as EmitOf<ContentCommand>];
   }
+  if (command.type !== "node.assign" || command.item || command.loop) throw unsupported(command);
   const payload: NodeRequested = {
     run_id: command.run_id,
     node_id: command.node_id,
@@ -88,6 +96,25 @@ function nodeCommand(
     ),
   };
   return [{ type: entry.requested, payload, orderKey: runId } as EmitOf<ContentCommand>];
+}
+
+const isNodeCancelReason = (reason: string): reason is NodeCancelRequested["reason"] =>
+  (NODE_CANCEL_REASONS as readonly string[]).includes(reason);
+
+/**
+ * The content workflows use task nodes only: a map item, a loop round's input, a wait, a child
+ * run or a first-wins cancel has no command of the content agents yet.
+ */
+function unsupported(command: DagCommand): PermanentError {
+  const what =
+    "item" in command && command.item !== undefined
+      ? `${command.type} of a map item`
+      : command.type;
+  return new PermanentError(
+    "workflow.unsupported_step",
+    `run ${command.run_id}: the orchestrator has no command for ${what} (node ${command.node_id})`,
+    { details: { run_id: command.run_id, node_id: command.node_id, command: command.type } },
+  );
 }
 
 /** `workflow.completed|partial|failed|cancelled` for the step that ended the run (else none). */

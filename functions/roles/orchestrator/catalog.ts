@@ -79,6 +79,9 @@ export function stepRoles(table: StepRoleTable = CONTENT_STEP_ROLES): StepRoles 
         { details: { role } },
       );
     },
-    unknownIn: (def) => [...new Set(def.nodes.map((n) => n.role))].filter((r) => !(r in table)),
+    unknownIn: (def) =>
+      [...new Set(def.nodes.flatMap((n) => (n.role === undefined ? [] : [n.role])))].filter(
+        (r) => !(r in table),
+      ),
   };
 }

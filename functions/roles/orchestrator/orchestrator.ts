@@ -267,7 +267,7 @@ function capacitySource(
 ): (def: WorkflowDefinition) => Promise<Capacity> {
   return async (def) => {
     if (!options.queueDepth) return {};
-    const agents = [...new Set(def.nodes.map((node) => node.role))].sort();
+    const agents = [...new Set(def.nodes.flatMap((node) => node.role ?? []))].sort();
     const depth = await options.queueDepth(agents);
     const queueDepth = Object.fromEntries(agents.map((agent) => [agent, depth[agent] ?? 0]));
     return { queueDepth, threshold: options.queueDepthThreshold ?? DEFAULT_QUEUE_DEPTH_THRESHOLD };

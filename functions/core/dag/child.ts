@@ -1,0 +1,43 @@
+import type { WorkflowDefinition } from "./definition";
+import { settled, whenRunning } from "./delivery";
+import type { Capacity, ChildEnd, DagRun, Transition } from "./run";
+import { completeNode, failNode } from "./settle";
+
+/**
+ * Child nodes. Released, a child node goes RUNNING and the engine asks for its child run with a
+ * `child.start` command: the workflow (name, and version when the definition pins one), the
+ * child's input (the node's `workflow.input` fields read from earlier outputs, else its taken
+ * upstreams' outputs by node id) and `child_run_id`, one per assignment (`<run>~<node>~<attempt>`),
+ * so a start sent again names the same child. The child's end comes back with `onChildEnded`:
+ * COMPLETED (and PARTIAL under `acceptPartial`) completes the node with `{ status, outputs }`;
+ * PARTIAL otherwise, FAILED and CANCELLED fail it with `dag.child_partial`, `dag.child_failed`
+ * or `dag.child_cancelled` (DEGRADED under degrade "empty"). Cancelling the parent, re-running
+ * the node or dropping it from a first-wins join sends `child.cancel` for a running child.
+ */
+
+/** The child run of node `nodeId`'s assignment in `generation` ended as `end` says. */
+export function onChildEnded(
+  run: DagRun,
+  def: WorkflowDefinition,
+  nodeId: string,
+  generation: number,
+  end: ChildEnd,
+  capacity: Capacity = {},
+): Transition {
+  const outcome = end.status === "COMPLETED" ? "completed" : "failed";
+  const report = { nodeId, generation, outcome, kind: "child" } as const;
+  return whenRunning(run, def, report, (draft, graph) => {
+    const accepted =
+      end.status === "COMPLETED" ||
+      (end.status === "PARTIAL" && graph.nodes.get(nodeId)?.workflow?.acceptPartial === true);
+    const output = { status: end.status, outputs: end.outputs ?? {} };
+    if (accepted) completeNode(draft, nodeId, output, generation);
+    else
+      failNode(draft, nodeId, {
+        code: `dag.child_${end.status.toLowerCase()}`,
+        message: `the child run of node ${nodeId} ended ${end.status}`,
+        error_class: "business",
+      });
+    return settled(draft, nodeId, capacity);
+  });
+}

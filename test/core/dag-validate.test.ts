@@ -1,0 +1,164 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { fromJSONSchema } from "zod";
+import type { WorkflowDefinitionInput } from "../../functions/core/dag/definition";
+import { WorkflowDefinitionError } from "../../functions/core/dag/errors";
+import { defineWorkflow } from "../../functions/core/dag/graph";
+import {
+  WORKFLOW_DEFINITION_SCHEMA_FILE,
+  workflowDefinitionJsonSchema,
+} from "../../functions/core/dag/json-schema";
+import { CONTENT_WORKFLOWS } from "../../functions/roles/content-agents/workflows";
+import { CONTENT_ROLES } from "../../schemas/events/workflow";
+
+/** A definition is refused once, with every structural problem named. */
+
+function refusal(input: WorkflowDefinitionInput, roles?: string[]): WorkflowDefinitionError {
+  try {
+    defineWorkflow(input, roles ? { roles } : {});
+  } catch (error) {
+    expect(error).toBeInstanceOf(WorkflowDefinitionError);
+    return error as WorkflowDefinitionError;
+  }
+  throw new Error("expected a WorkflowDefinitionError");
+}
+
+const problems = (e: WorkflowDefinitionError) =>
+  (e.details.problems as { code: string; message: string }[]).map((p) => p.code);
+
+describe("defineWorkflow names every problem at once", () => {
+  it("lists an unknown role, a cycle, an edge to a missing node, a map path off the graph, a quorum too large and a bad loop", () => {
+    const e = refusal(
+      {
+        name: "broken",
+        version: 1,
+        nodes: [
+          { id: "a", role: "writer" },
+          { id: "b", role: "ghostwriter" },
+          { id: "c", role: "writer" },
+          { id: "d", role: "writer", map: { items: { node: "e", path: "list" } } },
+          { id: "e", role: "writer" },
+          { id: "j", role: "writer", join: "quorum", quorum: 3 },
+        ],
+        edges: [
+          { from: "a", to: "b" },
+          { from: "b", to: "c" },
+          { from: "c", to: "b" },
+          { from: "a", to: "nowhere" },
+          { from: "a", to: "d" },
+          { from: "a", to: "e" },
+          { from: "a", to: "j" },
+          { from: "e", to: "j" },
+          { from: "d", to: "b", loop: { until: { path: "ok" }, maxRounds: 2 } },
+        ],
+      },
+      ["writer"],
+    );
+    expect(problems(e).sort()).toEqual(
+      [
+        "dag.unknown_role",
+        "dag.cycle",
+        "dag.unknown_node",
+        "dag.bad_map_path",
+        "dag.bad_quorum",
+        "dag.bad_loop",
+      ].sort(),
+    );
+    expect(e.code).toBe(problems(e)[0]);
+    for (const needle of [
+      "ghostwriter",
+      "b -> c -> b",
+      "nowhere",
+      "map.items reads node e",
+      "quorum of 3",
+      "loop edge d -> b",
+    ])
+      expect(e.message).toContain(needle);
+  });
+
+  it("names nodes no root reaches, a node of two kinds and a loop body left early", () => {
+    const e = refusal({
+      name: "broken",
+      version: 1,
+      nodes: [
+        { id: "r", role: "x" },
+        { id: "p", role: "x" },
+        { id: "q", role: "x" },
+        { id: "both", role: "x", wait: { seconds: 5 } },
+        { id: "w1", role: "x" },
+        { id: "w2", role: "x" },
+        { id: "side", role: "x" },
+      ],
+      edges: [
+        { from: "p", to: "q" },
+        { from: "q", to: "p" },
+        { from: "r", to: "both" },
+        { from: "r", to: "w1" },
+        { from: "w1", to: "w2" },
+        { from: "w1", to: "side" },
+        { from: "w2", to: "w1", loop: { until: { path: "ok" }, maxRounds: 2 } },
+      ],
+    });
+    expect(problems(e).sort()).toEqual([
+      "dag.bad_loop",
+      "dag.bad_node",
+      "dag.cycle",
+      "dag.unreachable",
+    ]);
+    expect(e.message).toContain("nodes p, q cannot be reached from a root");
+    expect(e.message).toContain("edge w1 -> side leaves the loop's body");
+  });
+
+  it("accepts the content workflows unchanged, with their roles known", () => {
+    for (const def of CONTENT_WORKFLOWS) {
+      const again = defineWorkflow(JSON.parse(JSON.stringify(def)), {
+        roles: [...CONTENT_ROLES, "topic-selector", "fact-checker", "writer", "reviewer"],
+      });
+      expect(again).toEqual(def);
+    }
+  });
+});
+
+describe("the definition language's JSON Schema (npm run schemas)", () => {
+  const text = readFileSync(
+    join(import.meta.dirname, "..", "..", WORKFLOW_DEFINITION_SCHEMA_FILE),
+    "utf8",
+  );
+
+  it("is the committed file", () => {
+    expect(text).toBe(`${JSON.stringify(workflowDefinitionJsonSchema(), null, 2)}\n`);
+  });
+
+  it("accepts the content workflows and a definition with every construct, and refuses a bad join", () => {
+    const schema = fromJSONSchema(JSON.parse(text));
+    for (const def of CONTENT_WORKFLOWS)
+      expect(schema.safeParse(JSON.parse(JSON.stringify(def))).success).toBe(true);
+    const constructs = {
+      name: "every.construct",
+      version: 1,
+      nodes: [
+        { id: "plan", role: "planner" },
+        {
+          id: "write",
+          role: "writer",
+          map: { items: { node: "plan", path: "sections" }, maxFailed: 1 },
+        },
+        { id: "review", role: "reviewer", join: "quorum", quorum: 1 },
+        { id: "hold", wait: { signal: "approved", seconds: 3600 } },
+        { id: "publish", workflow: { name: "publishing", input: { text: { node: "write" } } } },
+      ],
+      edges: [
+        { from: "plan", to: "write" },
+        { from: "write", to: "review" },
+        { from: "review", to: "write", loop: { until: { path: "ok" }, maxRounds: 3 } },
+        { from: "review", to: "hold" },
+        { from: "hold", to: "publish" },
+      ],
+    };
+    expect(schema.safeParse(constructs).success).toBe(true);
+    expect(() => defineWorkflow(constructs as WorkflowDefinitionInput)).not.toThrow();
+    const badJoin = { ...constructs, nodes: [{ id: "a", role: "r", join: "most" }] };
+    expect(schema.safeParse(badJoin).success).toBe(false);
+  });
+});
