@@ -10,6 +10,7 @@ import {
 } from "aws-cdk-lib";
 import type { CfnQueue } from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
+import { featuresOf } from "../../functions/roles/stack-features";
 import {
   ALARM_EMAIL_CONTEXT,
   ALARM_WEBHOOK_CONTEXT,
@@ -326,6 +327,7 @@ export class AgentBusStack extends Stack {
       topics: [...this.topics.values()].filter((t) => ["events", "commands"].includes(t.topicName)),
       issuer,
       customerKeys: this.customerKeys,
+      features: featuresOf(this.topology.groups.map((group) => group.role)),
     });
   }
 
