@@ -7,6 +7,7 @@ import { AgentBusError } from "../core/errors";
 import type { Clock, EventPublisher, EventStore, IdSource, StateReader } from "../core/ports";
 import { retentionDays } from "../core/retention";
 import type { ConversationView } from "../roles/customer-support/conversation-projection/conversation-projection";
+import { ALL_FEATURES, type Feature } from "../roles/features";
 import type { OrchestratorState } from "../roles/orchestrator/state";
 import type { AcceptedRequest, AcceptedRequests } from "./accepted";
 import {
@@ -43,6 +44,7 @@ import {
   DEFAULT_RUNS_IN_FLIGHT,
   type RunsInFlight,
 } from "./runs-in-flight";
+import { checkServed, servedDocument } from "./served";
 
 /** The aggregate type of a run's state (its home is ./runs-in-flight). */
 export { DAG_RUN };
@@ -66,6 +68,10 @@ export { DAG_RUN };
  * the caller's tenant and user; 202 gives the ids to follow. With an `Idempotency-Key`, the
  * envelope and the answer are stored first (./accepted) and every retry puts that same envelope
  * again and gives the same answer; the same key with another request is refused (409).
+ *
+ * The conversation and run routes are the reference applications' (their `feature`): a stack
+ * whose roles do not do that work answers them 404 `not_served` (./served.ts), and the OpenAPI
+ * document it serves leaves them out.
  */
 
 export interface FrontDoorPorts {
@@ -106,6 +112,11 @@ export interface FrontDoorSettings {
   readonly idempotencyHours?: number;
   /** Each tenant's cap on workflow runs in flight (./runs-in-flight). @default 20 */
   readonly runsInFlight?: number;
+  /**
+   * The stack's features (functions/roles/features.ts): a route of another answers 404
+   * `not_served` (./served.ts). @default every feature
+   */
+  readonly features?: readonly Feature[];
 }
 
 export const DEFAULT_MAX_BODY_BYTES = 16 * 1024;
@@ -133,6 +144,8 @@ export interface Route {
    * a service signing with AWS credentials (SigV4) for the tenant its path names; `none`, anyone.
    */
   readonly auth: "jwt" | "iam" | "none";
+  /** The feature the route serves, if it is one's: a stack without it does not serve it (./served.ts). */
+  readonly feature?: Feature;
   readonly body?: z.core.$ZodType;
   readonly idempotent?: boolean;
   /**
@@ -155,8 +168,8 @@ const CLIENT_ROUTES: readonly Route[] = [
     operationId: "getOpenApi",
     summary: "This API's OpenAPI document",
     auth: "none",
-    responses: { 200: { description: "the OpenAPI 3.1 document" } },
-    run: async () => json(200, openapi),
+    responses: { 200: { description: "the OpenAPI 3.1 document of the routes served here" } },
+    run: async ({ settings }) => json(200, servedDocument(openapi, settings.features)),
   },
   {
     method: "POST",
@@ -164,6 +177,7 @@ const CLIENT_ROUTES: readonly Route[] = [
     operationId: "postMessage",
     summary: "Send a customer's message; the reply follows on the conversation",
     auth: "jwt",
+    feature: "conversations",
     body: PostMessageBody,
     idempotent: true,
     responses: {
@@ -178,6 +192,7 @@ const CLIENT_ROUTES: readonly Route[] = [
     operationId: "getConversation",
     summary: "A conversation: its turns, their status and replies",
     auth: "jwt",
+    feature: "conversations",
     responses: {
       200: { description: "the conversation", schema: ConversationResponse },
       ...problems(400, 403, 404),
@@ -190,6 +205,7 @@ const CLIENT_ROUTES: readonly Route[] = [
     operationId: "startRun",
     summary: "Start a content-production run of a workflow (quick-news, long-form)",
     auth: "jwt",
+    feature: "runs",
     body: StartRunBody,
     idempotent: true,
     responses: {
@@ -204,6 +220,7 @@ const CLIENT_ROUTES: readonly Route[] = [
     operationId: "getRun",
     summary: "A workflow run: its status, each node's state and output",
     auth: "jwt",
+    feature: "runs",
     responses: {
       200: { description: "the run", schema: RunResponse },
       ...problems(400, 403, 404),
@@ -283,9 +300,11 @@ export async function handleRequest(
     maxBodyBytes: settings.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
     idempotencyHours: settings.idempotencyHours ?? DEFAULT_IDEMPOTENCY_HOURS,
     runsInFlight: settings.runsInFlight ?? DEFAULT_RUNS_IN_FLIGHT,
+    features: settings.features ?? ALL_FEATURES,
   };
   try {
     const { route, params } = routeOf(request);
+    checkServed(route, resolved.features, request.path);
     const who = () =>
       route.auth === "iam"
         ? serviceCallerOf(params.tenant_id, request.principal)

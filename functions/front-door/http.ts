@@ -34,6 +34,7 @@ export const PROBLEMS = {
   unauthorized: 401,
   forbidden: 403,
   not_found: 404,
+  not_served: 404,
   method_not_allowed: 405,
   idempotency_key_reused: 409,
   payload_too_large: 413,

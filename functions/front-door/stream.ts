@@ -5,6 +5,7 @@ import type {
   ConversationTurn,
   ConversationView,
 } from "../roles/customer-support/conversation-projection/conversation-projection";
+import { ALL_FEATURES, type Feature } from "../roles/features";
 import type { OrchestratorState } from "../roles/orchestrator/state";
 import {
   CONVERSATION_VIEW,
@@ -17,6 +18,7 @@ import {
 } from "./api";
 import { fail, type HttpRequest, matchPath, pathMatches } from "./http";
 import type { Caller } from "./identity";
+import { checkServed } from "./served";
 
 /**
  * What happens, pushed to the client: server-sent events (`text/event-stream`) of a conversation's
@@ -49,6 +51,8 @@ export interface StreamRoute {
   readonly operationId: string;
   readonly summary: string;
   readonly of: "conversation" | "run";
+  /** The feature it serves: a stack without it answers 404 `not_served` (./served.ts). */
+  readonly feature: Feature;
 }
 
 export const STREAM_ROUTES: readonly StreamRoute[] = [
@@ -58,6 +62,7 @@ export const STREAM_ROUTES: readonly StreamRoute[] = [
     operationId: "streamConversation",
     summary: "A conversation's turns as they change (server-sent events)",
     of: "conversation",
+    feature: "conversations",
   },
   {
     method: "GET",
@@ -65,6 +70,7 @@ export const STREAM_ROUTES: readonly StreamRoute[] = [
     operationId: "streamRun",
     summary: "A workflow run's progress until it ends (server-sent events)",
     of: "run",
+    feature: "runs",
   },
 ];
 
@@ -79,6 +85,8 @@ export interface StreamSettings {
   readonly pollMs: number;
   readonly maxSeconds: number;
   readonly heartbeatSeconds: number;
+  /** The stack's features (functions/roles/features.ts). @default every feature */
+  readonly features?: readonly Feature[];
 }
 
 /** Where the stream goes: the response's head once, then its text as it comes. */
@@ -119,8 +127,8 @@ export function streamRouteOf(request: Pick<HttpRequest, "method" | "path">): {
 }
 
 /**
- * Check what a stream request names (400 on a bad id, 404 on another tenant's), before anything is
- * sent; then `run` sends the stream to `sink`.
+ * Check what a stream request names (400 on a bad id, 404 on another tenant's or on a route the
+ * stack does not serve), before anything is sent; then `run` sends the stream to `sink`.
  */
 export async function openStream(
   request: Pick<HttpRequest, "method" | "path" | "headers">,
@@ -129,6 +137,7 @@ export async function openStream(
   settings: StreamSettings,
 ): Promise<{ run(sink: StreamSink): Promise<void> }> {
   const { route, params } = streamRouteOf(request);
+  checkServed(route, settings.features ?? ALL_FEATURES, request.path);
   const since = lastEventIdOf(request.headers["last-event-id"]);
   if (route.of === "conversation") {
     const id = idParam(params, "conversation_id");

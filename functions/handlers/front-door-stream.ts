@@ -17,6 +17,7 @@ import {
 import { callerOf } from "../front-door/identity";
 import { openStream, STREAM_HEADERS } from "../front-door/stream";
 import { verifyToken } from "../front-door/token";
+import { FeatureList } from "../roles/features";
 import { containerAwsClient } from "./aws";
 import { type Observability, observability } from "./observe";
 import { installLazySourceMaps } from "./source-maps";
@@ -52,6 +53,8 @@ export const FrontDoorStreamEnv = z.object({
     z.coerce.number().check(z.int(), z.minimum(1), z.maximum(300)),
     15,
   ),
+  /** The stack's features (functions/roles/features.ts), a comma list. Left out: every feature. */
+  FEATURES: z.optional(FeatureList),
 });
 
 /** The response as it is streamed: its head once, then its body as it comes. */
@@ -90,6 +93,7 @@ export function createFrontDoorStreamHandler(
     pollMs: env.STREAM_POLL_MS,
     maxSeconds: env.STREAM_MAX_SECONDS,
     heartbeatSeconds: env.STREAM_HEARTBEAT_SECONDS,
+    ...(env.FEATURES ? { features: env.FEATURES } : {}),
   };
   const store =
     options.store ??

@@ -21,6 +21,7 @@ import { type FrontDoorPorts, handleRequest } from "../front-door/api";
 import { type HttpRequest, lowerCaseHeaders } from "../front-door/http";
 import type { TenantLimits } from "../front-door/limits";
 import { DEFAULT_RUNS_IN_FLIGHT, type RunsInFlight } from "../front-door/runs-in-flight";
+import { FeatureList } from "../roles/features";
 import { containerAwsClient } from "./aws";
 import { customerErasure } from "./customer-erasure";
 import { lambdaEntry } from "./lambda-entry";
@@ -59,6 +60,11 @@ export const FrontDoorEnv = z.object({
     z.coerce.number().check(z.int(), z.minimum(1024), z.maximum(1024 * 1024)),
     16 * 1024,
   ),
+  /**
+   * The stack's features (functions/roles/features.ts), a comma list: the routes of another answer
+   * 404 `not_served`. Left out: every feature.
+   */
+  FEATURES: z.optional(FeatureList),
 });
 
 export interface FrontDoorOptions {
@@ -88,6 +94,7 @@ export function createFrontDoorHandler(options: FrontDoorOptions = {}): FrontDoo
     ...(env.SERVICE_SCOPE ? { serviceScope: env.SERVICE_SCOPE } : {}),
     maxBodyBytes: env.MAX_BODY_BYTES,
     runsInFlight: env.TENANT_RUNS_IN_FLIGHT,
+    ...(env.FEATURES ? { features: env.FEATURES } : {}),
   };
   return async (event) => {
     try {

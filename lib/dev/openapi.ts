@@ -1,7 +1,9 @@
 import { jsonSchemaOf } from "../../functions/core/model-schema-export";
 import { ROUTES, type Route } from "../../functions/front-door/api";
 import { ProblemResponse } from "../../functions/front-door/contract";
+import { FEATURE_EXTENSION } from "../../functions/front-door/served";
 import { STREAM_ROUTES, type StreamRoute } from "../../functions/front-door/stream";
+import { FEATURES } from "../../functions/roles/features";
 
 /**
  * The front door's OpenAPI 3.1 document, made from its routes (functions/front-door/api.ts) and
@@ -53,8 +55,7 @@ export function openApiDocument(): Record<string, unknown> {
     info: {
       title: "AgentBus",
       version: "1",
-      description:
-        "The front door of AgentBus: send a customer's message, follow its conversation, start and follow a workflow run. Clients send a bearer JWT whose claims name the tenant and the user; services sign their requests with AWS credentials and call the same routes under /v1/tenants/{tenant_id}. This document takes neither. Every GET answers HEAD alike, without the body. Errors are problem details (application/problem+json, the Problem schema): a path no operation has answers 404, and a method its path does not take 405 with Allow. Only what API Gateway answers itself is its own JSON (application/json, the GatewayMessage schema): a refused token (401) or signature (403), a body over 10 MB (413), its throttle (429), a function that could not run (500) or did not answer in time (503).",
+      description: `The front door of AgentBus: send a customer's message, follow its conversation, start and follow a workflow run. Clients send a bearer JWT whose claims name the tenant and the user; services sign their requests with AWS credentials and call the same routes under /v1/tenants/{tenant_id}. This document takes neither. Every GET answers HEAD alike, without the body. Errors are problem details (application/problem+json, the Problem schema): a path no operation has answers 404, and a method its path does not take 405 with Allow. Only what API Gateway answers itself is its own JSON (application/json, the GatewayMessage schema): a refused token (401) or signature (403), a body over 10 MB (413), its throttle (429), a function that could not run (500) or did not answer in time (503). ${featuresNote()}`,
     },
     // Relative: the document is served by the API it describes (`<base URL>/openapi.json`).
     servers: [{ url: "/", description: "the API that serves this document" }],
@@ -84,6 +85,15 @@ export function openApiDocument(): Record<string, unknown> {
   };
 }
 
+/** What the document says of the operations marked with a feature (functions/roles/features.ts). */
+function featuresNote(): string {
+  const named = new Set(
+    [...ROUTES, ...STREAM_ROUTES].flatMap((r) => (r.feature ? [r.feature] : [])),
+  );
+  const which = [...named].map((f) => `${f}, where a role takes ${FEATURES[f].takes}`);
+  return `An operation marked ${FEATURE_EXTENSION} is served only by a deployment that has the feature (${which.join("; ")}): elsewhere it answers 404 with the code not_served, and the document that deployment serves leaves it out.`;
+}
+
 /** One route as an OpenAPI operation: its parameters, body and answers. */
 function operationOf(route: Route): Record<string, unknown> {
   const pathParams = [...route.path.matchAll(/\{([a-z_]+)\}/g)].map((m) => ({
@@ -108,6 +118,7 @@ function operationOf(route: Route): Record<string, unknown> {
   return {
     operationId: route.operationId,
     summary: route.summary,
+    ...(route.feature ? { [FEATURE_EXTENSION]: route.feature } : {}),
     security: route.auth === "none" ? [] : [{ [route.auth === "iam" ? "sigv4" : "bearer"]: [] }],
     ...(parameters.length > 0 ? { parameters } : {}),
     ...(route.body
@@ -177,6 +188,7 @@ function streamOperationOf(route: StreamRoute): Record<string, unknown> {
   return {
     operationId: route.operationId,
     summary: route.summary,
+    [FEATURE_EXTENSION]: route.feature,
     security: [{ bearer: [] }],
     parameters: [
       { name: idName, in: "path", required: true, schema: { type: "string" } },

@@ -11,6 +11,7 @@ import {
 import type { CfnQueue } from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
 import { STEP_ROLES_ENV, type StepRoleEntry } from "../../functions/core/steps";
+import { featuresOf } from "../../functions/roles/stack-features";
 import {
   ALARM_EMAIL_CONTEXT,
   ALARM_WEBHOOK_CONTEXT,
@@ -328,6 +329,7 @@ export class AgentBusStack extends Stack {
       topics: [...this.topics.values()].filter((t) => ["events", "commands"].includes(t.topicName)),
       issuer,
       customerKeys: this.customerKeys,
+      features: featuresOf(this.topology.groups.map((group) => group.role)),
     });
   }
 

@@ -36,6 +36,16 @@ export function operatorModules(): readonly RoleModule[] {
   return modules;
 }
 
+/**
+ * The roles of a stack's groups (its outputs name them) as the role modules describe them; a group
+ * no module describes is left out.
+ */
+export function rolesOfGroups(groups: readonly string[]): RoleDescriptor[] {
+  return operatorGroups()
+    .filter((g) => groups.includes(g.name))
+    .map((g) => g.role);
+}
+
 /** The consumer groups of those modules, as the operator tools run them. */
 export function operatorGroups(): readonly OperatorGroup[] {
   return modules.map((module) => ({

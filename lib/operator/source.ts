@@ -5,20 +5,22 @@ import { DynamoDueIndex } from "../../functions/adapters/dynamodb/due";
 import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
 import { EventAttr, streamKey } from "../../functions/adapters/dynamodb/tables";
 import { DynamoTraceReader } from "../../functions/adapters/dynamodb/trace-reader";
+import type { Feature } from "../../functions/roles/features";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
+import { featuresOf } from "../../functions/roles/stack-features";
 import type { Envelope } from "../../schemas";
 import { agentWaits } from "./agent-actions";
 import { heldReplies } from "./customer-support";
 import { listDeadLetters } from "./dead-letters";
 import { fromSdk } from "./from-sdk";
-import { operatorGroups } from "./groups";
+import { rolesOfGroups } from "./groups";
 import { sideEffectsByKey, summaries } from "./lists";
 import { recordedOutcomes } from "./recorded-outcomes";
 import { runView } from "./runs";
 import type { OpsStack } from "./stack";
 import { status, waiting } from "./status";
 import { buildTrace, type TraceSources } from "./trace";
-import type { OpsSource, RunView, TraceView } from "./views";
+import type { ItemSummary, OpsSource, RunView, TraceView } from "./views";
 
 /** How many of a shared stream's newest events a trace looks at for what it made moot. */
 const RELATED_WINDOW = 50;
@@ -53,10 +55,7 @@ export function traceSources(stack: OpsStack): TraceSources {
     tables: stack.names.tables,
     ...(stack.vault ? { vault: stack.vault } : {}),
   });
-  const roles = operatorGroups()
-    .filter((g) => stack.groups.includes(g.name))
-    .map((g) => g.role);
-  const recorded = recordedOutcomes(roles, { states, checkpoints: reader });
+  const recorded = recordedOutcomes(rolesOfGroups(stack.groups), { states, checkpoints: reader });
   return {
     reader,
     groups: stack.groups,
@@ -90,16 +89,24 @@ export async function runOf(stack: OpsStack, runId: string): Promise<RunView | u
   return data ? runView(data) : undefined;
 }
 
-/** The operator views of a stack, as the console page reads them. */
+/**
+ * The operator views of a stack, as the console page reads them. The stack's features are its
+ * groups' (from its outputs) as the role modules describe them: a list of a feature it lacks is
+ * not read.
+ */
 export function opsSource(stack: OpsStack): OpsSource {
+  const features = featuresOf(rolesOfGroups(stack.groups));
+  const listOf = (feature: Feature, read: () => Promise<ItemSummary[]>) =>
+    features.includes(feature) ? read() : Promise.resolve([]);
   return {
+    features,
     async overview(tenant) {
       const [runs, conversations, tasks, w, held] = await Promise.all([
-        summaries(stack, { kind: "run" }, 20, tenant),
-        summaries(stack, { kind: "conversation" }, 20, tenant),
-        summaries(stack, { kind: "task" }, 20, tenant),
+        listOf("runs", () => summaries(stack, { kind: "run" }, 20, tenant)),
+        listOf("conversations", () => summaries(stack, { kind: "conversation" }, 20, tenant)),
+        listOf("tasks", () => summaries(stack, { kind: "task" }, 20, tenant)),
         waiting(stack, 50, tenant),
-        heldReplies(stack, 20, tenant),
+        features.includes("conversations") ? heldReplies(stack, 20, tenant) : [],
       ]);
       const heldDrafts = held.map((h) => ({
         taskId: h.task_id,

@@ -5,6 +5,8 @@
  * prints them and the console page renders them. Nothing here calls AWS.
  */
 
+import type { Feature } from "../../functions/roles/features";
+
 /** What one consumer group did with one event. */
 export type OutcomeKind = "applied" | "discarded" | "rejected" | "retrying" | "dead-lettered";
 
@@ -269,6 +271,11 @@ export interface OverviewView {
 
 /** What the console page reads; implemented over the stack by the readers in this folder. */
 export interface OpsSource {
+  /**
+   * The stack's features (functions/roles/features.ts): the console shows the runs, conversations
+   * and tasks of those it has only, and says what it leaves out.
+   */
+  readonly features: readonly Feature[];
   /** With `tenant`, its runs, conversations, tasks and waits only (the queues are every tenant's). */
   overview(tenant?: string): Promise<OverviewView>;
   /** Undefined when nothing is known of the id. */

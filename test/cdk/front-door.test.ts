@@ -3,8 +3,10 @@ import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
 import { AccountRootPrincipal, Role } from "aws-cdk-lib/aws-iam";
 import { describe, expect, it } from "vitest";
 import { methodsOf, ROUTES } from "../../functions/front-door/api";
+import { AgentBus } from "../../lib/infra/agentbus";
 import { FrontDoor } from "../../lib/infra/constructs/front-door";
 import { AgentBusTables } from "../../lib/infra/constructs/tables";
+import { BOOKKEEPING } from "../fixtures/bookkeeping/stack";
 import {
   FRONT_DOOR_CONTEXT,
   functionsOfKind,
@@ -12,6 +14,7 @@ import {
   refersTo,
   statementsOf,
   synthesizeStack,
+  testApp,
 } from "./synth";
 
 /**
@@ -243,6 +246,24 @@ describe("the front door", () => {
           },
         },
       },
+    ]);
+  });
+
+  it("tells both its functions the stack's features: every one on the reference stack, none on an application's", () => {
+    const features = (built: Template) =>
+      ["front-door", "front-door-stream"].map(
+        (kind) =>
+          (functionsOfKind(built, kind)[0]?.Properties.Environment as { Variables: object })
+            ?.Variables,
+      );
+    expect(features(template)).toEqual([
+      expect.objectContaining({ FEATURES: "conversations,runs,tasks" }),
+      expect.objectContaining({ FEATURES: "conversations,runs,tasks" }),
+    ]);
+    const app = new AgentBus(testApp({ context: FRONT_DOOR_CONTEXT }), "Bookkeeping", BOOKKEEPING);
+    expect(features(Template.fromStack(app))).toEqual([
+      expect.objectContaining({ FEATURES: "" }),
+      expect.objectContaining({ FEATURES: "" }),
     ]);
   });
 

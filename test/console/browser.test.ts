@@ -1,20 +1,13 @@
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import type { Browser, Locator, Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningConsole, startConsole } from "../../lib/operator/console/server";
-import { haveChromium, launchChromium, NO_CHROMIUM, SCREENSHOTS } from "../support/browser";
+import { haveChromium, launchChromium, NO_CHROMIUM, SCREENSHOTS, seen } from "../support/browser";
 import { CORRELATION_ID, EVENT_IDS, fakeSource, RUN_ID, TASK_ID } from "./fixtures";
 
 if (!haveChromium) {
   console.warn(`browser.test.ts skipped: ${NO_CHROMIUM}`);
-}
-
-/** The text a person sees in `locator` (rendered text, so the element must be visible). */
-async function seen(locator: Locator): Promise<string> {
-  expect(await locator.isVisible()).toBe(true);
-  // biome-ignore lint/performance/useDomNodeTextContent: the rendered text is what the test is about
-  return locator.innerText();
 }
 
 describe.skipIf(!haveChromium)("the console in Chromium (needs Debian's chromium)", () => {

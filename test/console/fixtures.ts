@@ -1,3 +1,4 @@
+import { ALL_FEATURES, type Feature } from "../../functions/roles/features";
 import type {
   AgentWaitView,
   DeadLetterView,
@@ -386,9 +387,12 @@ export function fakeSource(
     readonly traces?: readonly TraceView[];
     readonly runs?: readonly RunView[];
     readonly deadLetters?: readonly DeadLetterView[];
+    /** @default every feature, as the reference stack has them */
+    readonly features?: readonly Feature[];
   } = {},
 ): OpsSource {
   return {
+    features: data.features ?? ALL_FEATURES,
     overview: async () => data.overview ?? overview(),
     trace: async (id) => {
       const found = (data.traces ?? [supportTrace("")]).find(
@@ -407,5 +411,5 @@ export function failingSource(message: string): OpsSource {
   const fail = async (): Promise<never> => {
     throw new Error(message);
   };
-  return { overview: fail, trace: fail, run: fail, deadLetters: fail };
+  return { features: ALL_FEATURES, overview: fail, trace: fail, run: fail, deadLetters: fail };
 }

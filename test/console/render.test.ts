@@ -367,6 +367,55 @@ describe("the overview and dead-letters pages", () => {
     expect(lookup.children.map(textOf)).toEqual(["order-lookup", "0", "0", "—", "1", "0", "0"]);
   });
 
+  it("on a stack without the reference applications' roles, leaves their parts out and says why", async () => {
+    const { status, doc } = await get("/", fakeSource({ features: [] }));
+    expect(status).toBe(200);
+    const headings = findAll(doc, (e) => e.tag === "h2").map(textOf);
+    expect(headings).toEqual(["Waiting for a person", "Queues by consumer group"]);
+    const cards = findAll(doc, (e) => e.attrs["data-waiting"] !== undefined);
+    expect(cards.map((c) => c.attrs["data-waiting"])).toEqual([
+      "awaiting-approval",
+      "unknown-side-effects",
+      "needs-human",
+    ]);
+    const facts = textOf(find(doc, (e) => e.tag === "ul" && e.attrs.class === "facts"));
+    expect(facts).not.toMatch(/runs:|last sweep|failed nodes/);
+    const lacking = findAll(doc, (e) => e.attrs["data-lacking"] !== undefined);
+    expect(lacking.map((li) => [li.attrs["data-lacking"], textOf(li)])).toEqual([
+      [
+        "conversations",
+        "this deployment has no customers' conversations: none of its roles takes conversation.message.received",
+      ],
+      [
+        "runs",
+        "this deployment has no workflow runs: none of its roles takes workflow.start.requested",
+      ],
+      ["tasks", "this deployment has no task views: none of its roles takes task.accepted"],
+    ]);
+    // The groups are the stack's, whatever its roles.
+    expect(findAll(doc, (e) => e.tag === "tr" && e.attrs["data-group"] !== undefined).length).toBe(
+      overview().status.groups.length,
+    );
+  });
+
+  it("with every feature, says nothing is left out; with runs only, shows their parts alone", async () => {
+    const every = await get("/");
+    expect(findAll(every.doc, (e) => e.attrs["data-lacking-features"] !== undefined)).toEqual([]);
+    const { doc } = await get("/", fakeSource({ features: ["runs"] }));
+    const headings = findAll(doc, (e) => e.tag === "h2").map(textOf);
+    expect(headings).toEqual(["Waiting for a person", "Queues by consumer group", "Recent runs"]);
+    expect(find(doc, withAttr("data-waiting", "failed-runs")).attrs["data-count"]).toBe("1");
+    expect(findAll(doc, withAttr("data-waiting", "held-replies"))).toEqual([]);
+  });
+
+  it("a run's page on a stack that runs no workflows says so", async () => {
+    const { status, doc } = await get(`/runs/${RUN_ID}`, fakeSource({ features: ["tasks"] }));
+    expect(status).toBe(404);
+    expect(textOf(find(doc, (e) => e.attrs["data-not-found"] !== undefined))).toBe(
+      "There are no runs to show: this deployment has no workflow runs: none of its roles takes workflow.start.requested.",
+    );
+  });
+
   it("lists each dead letter with a link to its event's trace", async () => {
     const { doc } = await get("/dead-letters");
     const row = find(doc, withAttr("data-event-id", EVENT_IDS.orderLookup));

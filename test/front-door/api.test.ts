@@ -11,10 +11,12 @@ import {
 import type { HttpRequest } from "../../functions/front-door/http";
 import { userIdOf } from "../../functions/front-door/identity";
 import { InMemoryTenantLimits } from "../../functions/front-door/limits";
+import openapi from "../../functions/front-door/openapi.json";
 import {
   InMemoryRunsInFlight,
   UNSTARTED_RUN_SECONDS,
 } from "../../functions/front-door/runs-in-flight";
+import type { Feature } from "../../functions/roles/features";
 import { type Envelope, registry } from "../../schemas";
 import { tenantConversationId } from "../../schemas/ids";
 import { Bus } from "../core/workflow-bus";
@@ -784,5 +786,106 @@ describe("a service erases a customer (POST /v1/tenants/{tenant_id}/customers/{c
     );
     expect([unsigned, badId, long, client].map((r) => r.statusCode)).toEqual([401, 400, 400, 404]);
     expect(erasures).toEqual([]);
+  });
+});
+
+describe("a deployment serves the routes of its features only", () => {
+  const startRun = {
+    method: "POST",
+    path: "/v1/workflows/quick-news/runs",
+    headers: { "content-type": "application/json", "idempotency-key": "start-1" },
+    body: JSON.stringify({ topic_hint: "grid storage" }),
+    claims: ACME,
+  };
+  const openApi = async (send: ReturnType<typeof world>["send"], features: Feature[]) => {
+    const answer = await send({ method: "GET", path: "/v1/openapi.json" }, { features });
+    expect(answer.statusCode).toBe(200);
+    return Object.keys((bodyOf(answer) as { paths: object }).paths);
+  };
+
+  it("without a role that takes customers' messages: a message is 404 not_served, and nothing is put, kept or counted", async () => {
+    const { send, published } = world({ perMinute: 1 });
+    const keyed = post("conv_a1", { text: "hi" }, { "idempotency-key": "k-1" });
+    const answers = [
+      await send(keyed, { features: [] }),
+      await send(keyed, { features: ["runs", "tasks"] }),
+      await send(
+        { method: "GET", path: "/v1/conversations/conv_a1", claims: ACME },
+        { features: [] },
+      ),
+      await send(
+        {
+          method: "POST",
+          path: "/v1/tenants/acme/conversations/conv_a1/messages",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ text: "hi", customer_id: "cust_1" }),
+          principal: "arn:aws:iam::123456789012:role/partner",
+        },
+        { features: [] },
+      ),
+    ];
+    expect(answers.map((a) => [a.statusCode, bodyOf(a).code])).toEqual([
+      [404, "not_served"],
+      [404, "not_served"],
+      [404, "not_served"],
+      [404, "not_served"],
+    ]);
+    expect(answers[0]?.headers["content-type"]).toBe("application/problem+json");
+    expect(bodyOf(answers[0] as { body: string }).detail).toBe(
+      "/v1/conversations/conv_a1/messages is not served here: this deployment has no customers' conversations: none of its roles takes conversation.message.received",
+    );
+    expect(published).toEqual([]);
+    // Neither the key nor the tenant's one request a minute was taken: served, another body under
+    // the same key is a first request.
+    const served = await send(post("conv_a1", { text: "other" }, { "idempotency-key": "k-1" }));
+    expect(served.statusCode).toBe(202);
+  });
+
+  it("without the orchestrator: a run's start and read are 404 not_served, and no run is counted in flight", async () => {
+    const { send, published, runs } = world();
+    const started = await send(startRun, { features: ["conversations", "tasks"] });
+    const read = await send(
+      { method: "GET", path: "/v1/runs/run_1", claims: ACME },
+      { features: ["conversations"] },
+    );
+    expect([started, read].map((a) => [a.statusCode, bodyOf(a).code])).toEqual([
+      [404, "not_served"],
+      [404, "not_served"],
+    ]);
+    expect(bodyOf(started).detail).toContain("none of its roles takes workflow.start.requested");
+    expect(published).toEqual([]);
+    expect(runs.counted.get("acme") ?? []).toEqual([]);
+  });
+
+  it("serves what needs no feature: a task, the erasure route and the OpenAPI document", async () => {
+    const { send } = world();
+    const task = await send(
+      { method: "GET", path: "/v1/tasks/task_unknown", claims: ACME },
+      { features: [] },
+    );
+    expect([task.statusCode, bodyOf(task).code]).toEqual([404, "not_found"]);
+    const unknownPath = await send({ method: "GET", path: "/v1/nothing" }, { features: [] });
+    expect(bodyOf(unknownPath).code).toBe("not_found");
+  });
+
+  it("serves the routes of the features it has, and its OpenAPI document lists only those", async () => {
+    const { send, published } = world();
+    const accepted = await send(post("conv_a1", { text: "hi" }), { features: ["conversations"] });
+    expect(accepted.statusCode).toBe(202);
+    expect(published.map((e) => e.event_type)).toEqual(["conversation.message.received"]);
+    const every = await openApi(send, ["conversations", "runs", "tasks"]);
+    const none = await openApi(send, []);
+    const conversations = await openApi(send, ["conversations"]);
+    expect(every).toEqual(Object.keys(openapi.paths));
+    expect(none.filter((p) => /conversations|runs/.test(p))).toEqual([]);
+    expect(none).toEqual(
+      expect.arrayContaining([
+        "/v1/openapi.json",
+        "/v1/tasks/{task_id}",
+        "/v1/tenants/{tenant_id}/customers/{customer_id}/erasure",
+      ]),
+    );
+    expect(conversations.filter((p) => /runs/.test(p))).toEqual([]);
+    expect(conversations).toContain("/v1/conversations/{conversation_id}/stream");
   });
 });

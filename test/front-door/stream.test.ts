@@ -255,6 +255,23 @@ describe("a run's stream", () => {
     expect(frames.filter((f) => f.event).map((f) => f.event)).toEqual(["end"]);
   });
 
+  it("is 404 not_served where the stack runs no workflows, before anything is read", async () => {
+    const { ports, reads } = world({ [RUN]: [run(1, "RUNNING")] });
+    const opened = openStream(
+      { method: "GET", path: "/v1/runs/run_a/stream", headers: {} },
+      ACME,
+      ports,
+      { ...SETTINGS, features: ["conversations", "tasks"] },
+    );
+    await expect(opened).rejects.toMatchObject({
+      problem: {
+        code: "not_served",
+        detail: expect.stringContaining("none of its roles takes workflow.start.requested"),
+      },
+    });
+    expect(reads.size).toBe(0);
+  });
+
   it("is 404 for another tenant's run", async () => {
     const { ports } = world({ [RUN]: [run(1, "RUNNING", "globex")] });
     await expect(
@@ -305,7 +322,11 @@ describe("the stream function", () => {
   });
   afterAll(() => new Promise<void>((done) => server.close(() => done())));
 
-  async function call(headers: Record<string, string>, query?: Record<string, string>) {
+  async function call(
+    headers: Record<string, string>,
+    query?: Record<string, string>,
+    env: Record<string, string> = {},
+  ) {
     const { ports } = world({ [CONVERSATION]: [view(1, "acme", [received])] });
     const handler = createFrontDoorStreamHandler({
       env: {
@@ -313,6 +334,7 @@ describe("the stream function", () => {
         JWT_ISSUER: issuer,
         JWT_AUDIENCE: "agentbus-api, agentbus-console",
         STREAM_MAX_SECONDS: "2",
+        ...env,
       },
       store: ports.store,
       clock: ports.clock,
@@ -391,5 +413,13 @@ describe("the stream function", () => {
     expect(answers.none.head["www-authenticate"]).toMatch(
       /^Bearer error="invalid_token", error_description="[^"]+"$/,
     );
+  });
+
+  it("answers 404 not_served for a conversation's stream on a stack whose FEATURES has no conversations", async () => {
+    const token = await sign({ sub: "u1", tenant_id: "acme" });
+    const answer = await call({ authorization: `Bearer ${token}` }, undefined, { FEATURES: "" });
+    expect(answer.status).toBe(404);
+    expect(answer.head["content-type"]).toBe("application/problem+json");
+    expect(JSON.parse(answer.body)).toMatchObject({ code: "not_served", status: 404 });
   });
 });

@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { type Browser, chromium } from "playwright-core";
+import { type Browser, chromium, type Locator } from "playwright-core";
+import { expect } from "vitest";
 
 /**
  * The browser a page is tested in: Debian's chromium (or the one `$AGENTBUS_CHROMIUM` names, as
@@ -20,4 +21,11 @@ export function launchChromium(): Promise<Browser> {
     executablePath: CHROMIUM,
     args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
   });
+}
+
+/** The text a person sees in `locator` (rendered text, so the element must be visible). */
+export async function seen(locator: Locator): Promise<string> {
+  expect(await locator.isVisible()).toBe(true);
+  // biome-ignore lint/performance/useDomNodeTextContent: the rendered text is what the test is about
+  return locator.innerText();
 }

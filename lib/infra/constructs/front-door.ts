@@ -24,6 +24,7 @@ import { Construct } from "constructs";
 import { methodsOf, ROUTES, SERVICE_PREFIX } from "../../../functions/front-door/api";
 import { DEFAULT_RUNS_IN_FLIGHT } from "../../../functions/front-door/runs-in-flight";
 import { CONVERSATION_AGGREGATE } from "../../../functions/roles/customer-support/conversation/conversation";
+import { ALL_FEATURES, type Feature, featuresValue } from "../../../functions/roles/features";
 import { erasedStateTypes } from "../../../functions/roles/personal-state";
 import { TENANT_ID_PATTERN } from "../../../schemas/ids";
 import { HUB_HANDLERS } from "../hub-handlers";
@@ -56,6 +57,13 @@ export interface FrontDoorProps {
   readonly issuer: FrontDoorIssuer;
   /** The customers' data keys: with them, services may erase customers (the erasure route). */
   readonly customerKeys?: CustomerKeys;
+  /**
+   * The stack's features (functions/roles/features.ts: `featuresOf` its roles): the routes of
+   * another answer 404 `not_served`, and the OpenAPI document served leaves them out. Both
+   * functions get them as `FEATURES`.
+   * @default every feature
+   */
+  readonly features?: readonly Feature[];
   /** Each tenant's requests per minute that put something on the bus (429 beyond). @default 600 */
   readonly tenantRequestsPerMinute?: number;
   /** Each tenant's workflow runs in flight started through the front door (429 beyond). @default 20 */
@@ -130,6 +138,7 @@ export class FrontDoor extends Construct {
       TENANT_REQUESTS_PER_MINUTE: String(props.tenantRequestsPerMinute ?? 600),
       TENANT_RUNS_IN_FLIGHT: String(props.tenantRunsInFlight ?? DEFAULT_RUNS_IN_FLIGHT),
       ...(issuer.serviceScope ? { SERVICE_SCOPE: issuer.serviceScope } : {}),
+      FEATURES: this.featuresValue(props),
     };
     for (const topic of props.topics)
       environment[`BUS_${topic.topicName.toUpperCase()}`] = topic.busName;
@@ -196,6 +205,7 @@ export class FrontDoor extends Construct {
         JWT_AUDIENCE: props.issuer.audience.join(","),
         TENANT_CLAIM: props.issuer.tenantClaim ?? "tenant_id",
         STREAM_MAX_SECONDS: String(STREAM_SECONDS),
+        FEATURES: this.featuresValue(props),
       },
     });
     fn.addToRolePolicy(
@@ -277,6 +287,10 @@ export class FrontDoor extends Construct {
         this.api.arnForExecuteApi("*", `${prefix}/${tenant}/*`, "$default"),
       ),
     });
+  }
+
+  private featuresValue(props: FrontDoorProps): string {
+    return featuresValue(props.features ?? ALL_FEATURES);
   }
 
   /** The front door's base URL (`https://<api>.execute-api.<region>.amazonaws.com/v1`). */

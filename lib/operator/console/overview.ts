@@ -1,3 +1,4 @@
+import { ALL_FEATURES, type Feature, whyLacking } from "../../../functions/roles/features";
 import { replyKeyTask } from "../support-actions";
 import type {
   AgentWaitView,
@@ -107,34 +108,86 @@ function card(name: string, title: string, count: number, content: string, wide 
   return `<div class="${cls}" data-waiting="${escapeHtml(name)}" data-count="${escapeHtml(count)}"><h3>${escapeHtml(title)} (${escapeHtml(count)})</h3>${content}</div>`;
 }
 
+/** What the cards of what waits show besides the lists: the forms, the held drafts, the agent runs' waits. */
+interface WaitingActions {
+  readonly forms?: FormContext;
+  readonly heldDrafts?: readonly HeldReplyView[];
+  readonly agentWaits?: readonly AgentWaitView[];
+}
+
 /**
- * What waits for a person, each kind in a card that stands out when it is not empty. A card's
- * count is the stack's count when that is larger than the list (the lists may be cut short).
+ * The cards of what waits, for a stack with `features`: the held replies and the conversations
+ * handed off where it has conversations, the failed runs where it has runs. A card's count is the
+ * stack's count when that is larger than the list (the lists may be cut short).
  */
-export function renderWaiting(
+function waitingCards(
   waiting: WaitingView,
   counts: StatusView["counts"],
-  actions: {
-    readonly forms?: FormContext;
-    readonly heldDrafts?: readonly HeldReplyView[];
-    readonly agentWaits?: readonly AgentWaitView[];
-  } = {},
-): string {
+  features: readonly Feature[],
+  { forms, heldDrafts, agentWaits = [] }: WaitingActions,
+): string[] {
   const held = Math.max(waiting.heldReplies.length, counts.heldReplies);
   const approvals = Math.max(waiting.awaitingApproval.length, counts.awaitingApproval);
   const unknown = Math.max(waiting.unknownSideEffects.length, counts.unknownSideEffects);
-  const { forms, heldDrafts, agentWaits = [] } = actions;
   const details = agentDetails(agentWaits, forms);
   const shown = (items: readonly ItemSummary[]) =>
     items.some((i) => agentWaits.some((w) => w.runId === i.id));
+  const has = (feature: Feature, html: () => string) =>
+    features.includes(feature) ? [html()] : [];
+  const { awaitingApproval, needsHuman } = waiting;
+  return [
+    ...has("conversations", () =>
+      card(
+        "held-replies",
+        "Held replies",
+        held,
+        itemList(waiting.heldReplies) + heldDraftForms(heldDrafts, forms),
+      ),
+    ),
+    card(
+      "awaiting-approval",
+      "Awaiting approval",
+      approvals,
+      itemList(awaitingApproval, details),
+      shown(awaitingApproval),
+    ),
+    card(
+      "unknown-side-effects",
+      "Side effects with unknown outcome",
+      unknown,
+      sideEffectList(waiting.unknownSideEffects, agentWaits, forms),
+    ),
+    card(
+      "needs-human",
+      "NEEDS_HUMAN",
+      needsHuman.length,
+      itemList(needsHuman, details),
+      shown(needsHuman),
+    ),
+    ...has("runs", () =>
+      card("failed-runs", "Failed runs", waiting.failedRuns.length, itemList(waiting.failedRuns)),
+    ),
+    ...has("conversations", () =>
+      card(
+        "handed-off",
+        "Handed off to a person",
+        waiting.handedOff.length,
+        itemList(waiting.handedOff),
+      ),
+    ),
+  ];
+}
+
+/** What waits for a person, each kind in a card that stands out when it is not empty. */
+export function renderWaiting(
+  waiting: WaitingView,
+  counts: StatusView["counts"],
+  features: readonly Feature[],
+  actions: WaitingActions = {},
+): string {
   return `<h2>Waiting for a person</h2>
 <div class="cards">
-${card("held-replies", "Held replies", held, itemList(waiting.heldReplies) + heldDraftForms(heldDrafts, forms))}
-${card("awaiting-approval", "Awaiting approval", approvals, itemList(waiting.awaitingApproval, details), shown(waiting.awaitingApproval))}
-${card("unknown-side-effects", "Side effects with unknown outcome", unknown, sideEffectList(waiting.unknownSideEffects, agentWaits, forms))}
-${card("needs-human", "NEEDS_HUMAN", waiting.needsHuman.length, itemList(waiting.needsHuman, details), shown(waiting.needsHuman))}
-${card("failed-runs", "Failed runs", waiting.failedRuns.length, itemList(waiting.failedRuns))}
-${card("handed-off", "Handed off to a person", waiting.handedOff.length, itemList(waiting.handedOff))}
+${waitingCards(waiting, counts, features, actions).join("\n")}
 </div>`;
 }
 
@@ -171,37 +224,69 @@ export function renderGroups(groups: readonly GroupStatusView[]): string {
   return renderTable(headers, groups.map(groupRow), "No consumer groups reported.", attrs);
 }
 
-function renderStatusFacts(status: StatusView): string {
+function renderStatusFacts(status: StatusView, features: readonly Feature[]): string {
   const runs = Object.entries(status.runsByStatus)
     .map(([s, n]) => `${badge(s)} ${escapeHtml(n)}`)
     .join(" ");
   const age =
     status.relayIteratorAgeMs === undefined ? "—" : formatDuration(status.relayIteratorAgeMs);
-  return `<ul class="facts">
-${fact("runs", runs || '<span class="none">none</span>')}
-${fact("relay iterator age", escapeHtml(age))}
-${fact("relay failures", escapeHtml(status.relayFailures))}
-${fact("last sweep", escapeHtml(status.lastSweepAt === undefined ? "—" : formatTime(status.lastSweepAt)))}
-${fact("failed nodes", escapeHtml(status.counts.failedNodes))}
-${fact("NEEDS_HUMAN nodes", escapeHtml(status.counts.needsHumanNodes))}
-</ul>`;
+  const sweep = status.lastSweepAt === undefined ? "—" : formatTime(status.lastSweepAt);
+  const ofRuns = features.includes("runs");
+  const facts = [
+    ofRuns && fact("runs", runs || '<span class="none">none</span>'),
+    fact("relay iterator age", escapeHtml(age)),
+    fact("relay failures", escapeHtml(status.relayFailures)),
+    ofRuns && fact("last sweep", escapeHtml(sweep)),
+    ofRuns && fact("failed nodes", escapeHtml(status.counts.failedNodes)),
+    fact("NEEDS_HUMAN nodes", escapeHtml(status.counts.needsHumanNodes)),
+  ];
+  return `<ul class="facts">\n${facts.filter((f) => f !== false).join("\n")}\n</ul>`;
+}
+
+/** The stack's recent runs, conversations and tasks: a list for each feature it has. */
+function renderRecent(view: OverviewView, features: readonly Feature[]): string {
+  const lists = {
+    runs: ["Recent runs", itemTable(view.runs, "run", "No runs.")],
+    conversations: [
+      "Recent conversations",
+      itemTable(view.conversations, "conversation", "No conversations."),
+    ],
+    tasks: ["Recent tasks", itemTable(view.tasks, "task", "No tasks.")],
+  } satisfies Record<Feature, [string, string]>;
+  return ALL_FEATURES.filter((f) => features.includes(f))
+    .map((f) => `<h2>${escapeHtml(lists[f][0])}</h2>\n${lists[f][1]}`)
+    .join("\n");
 }
 
 /**
- * The overview page's body; with `forms`, what waits for a person can be resolved from it; with
- * `tenant`, the lists are that tenant's (the source read them so).
+ * What the page leaves out, and why: the lists, cards and facts of each reference application's
+ * feature the stack lacks (an application's own stack lacks them all).
  */
-export function renderOverview(view: OverviewView, forms?: FormContext, tenant?: string): string {
+function renderLacking(features: readonly Feature[]): string {
+  const lacking = ALL_FEATURES.filter((f) => !features.includes(f));
+  if (lacking.length === 0) return "";
+  const items = lacking.map(
+    (f) => `<li${attr("data-lacking", f)}>${escapeHtml(whyLacking(f))}</li>`,
+  );
+  return `<div class="lacking" data-lacking-features><p>Left out of this page: the parts of the reference applications this stack does not run.</p><ul>${items.join("")}</ul></div>`;
+}
+
+/**
+ * The overview page's body, for a stack with `features`; with `forms`, what waits for a person
+ * can be resolved from it; with `tenant`, the lists are that tenant's (the source read them so).
+ */
+export function renderOverview(
+  view: OverviewView,
+  features: readonly Feature[],
+  forms?: FormContext,
+  tenant?: string,
+): string {
   return `<h1>Overview</h1>
 ${renderTenantFilter("/", tenant)}
-${renderStatusFacts(view.status)}
-${renderWaiting(view.waiting, view.status.counts, { forms, heldDrafts: view.heldDrafts, agentWaits: view.agentWaits })}
+${renderLacking(features)}
+${renderStatusFacts(view.status, features)}
+${renderWaiting(view.waiting, view.status.counts, features, { forms, heldDrafts: view.heldDrafts, agentWaits: view.agentWaits })}
 <h2>Queues by consumer group${tenant === undefined ? "" : " (every tenant's)"}</h2>
 ${renderGroups(view.status.groups)}
-<h2>Recent runs</h2>
-${itemTable(view.runs, "run", "No runs.")}
-<h2>Recent conversations</h2>
-${itemTable(view.conversations, "conversation", "No conversations.")}
-<h2>Recent tasks</h2>
-${itemTable(view.tasks, "task", "No tasks.")}`;
+${renderRecent(view, features)}`;
 }

@@ -1,3 +1,4 @@
+import { whyLacking } from "../../../functions/roles/features";
 import type { OpsSource } from "../views";
 import { renderDeadLetters } from "./dead-letters";
 import type { Flash, FlashMessages } from "./flash";
@@ -53,6 +54,8 @@ interface Shown {
 }
 
 async function runPage(source: OpsSource, runId: string, shown: Shown): Promise<ConsolePage> {
+  if (!source.features.includes("runs"))
+    return notFoundPage(`There are no runs to show: ${whyLacking("runs")}.`);
   if (!runId) return notFoundPage("No run id was given: the address is /runs/<runId>.");
   const view = await source.run(runId);
   if (!view) return notFoundPage(`Nothing is known of run "${runId}": no run has that id.`);
@@ -84,7 +87,8 @@ async function dispatch(source: OpsSource, url: URL, context: PageContext): Prom
     const { tenant } = filter;
     const listed = { ...shown, ...(tenant === undefined ? {} : { tenant }) };
     if (path === "/") {
-      const body = renderOverview(await source.overview(tenant), shown.forms, tenant);
+      const view = await source.overview(tenant);
+      const body = renderOverview(view, source.features, shown.forms, tenant);
       return ok(renderPage({ title: "Overview", body, ...listed }));
     }
     const body = renderDeadLetters(await source.deadLetters(tenant), shown.forms, tenant);

@@ -23,6 +23,9 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 tr.alert td{background:#fdecea}
 .muted{color:#67717d}
 .none{color:#67717d;font-style:italic}
+.lacking{border:1px dashed #b9c1ca;border-radius:6px;padding:.3rem .8rem;margin:0 0 1rem;color:#3b4450}
+.lacking p{margin:.2rem 0}
+.lacking ul{margin:.2rem 0;padding-left:1.2rem}
 .facts{display:flex;flex-wrap:wrap;gap:.4rem 1.4rem;margin:0 0 1rem;padding:0;list-style:none}
 .facts li span{color:#67717d}
 .cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(16rem,1fr));grid-auto-flow:row dense;gap:.8rem}

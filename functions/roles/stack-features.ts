@@ -1,0 +1,17 @@
+import type { RoleIdentity } from "../core/role";
+import { AUDIT_GROUP } from "./audit/audit";
+import { ALL_FEATURES, FEATURES, type Feature } from "./features";
+
+/**
+ * The features (./features.ts) of a stack of `roles`: those whose starting event type one of them
+ * takes. The audit group takes every event type and does the work of none. (Apart from
+ * ./features.ts, which the front door's functions carry, so that their bundles hold no role.)
+ */
+export function featuresOf(
+  roles: readonly Pick<RoleIdentity, "group" | "subscriptions">[],
+): Feature[] {
+  const working = roles.filter((role) => role.group !== AUDIT_GROUP);
+  return ALL_FEATURES.filter((feature) =>
+    working.some((role) => role.subscriptions.includes(FEATURES[feature].takes)),
+  );
+}
