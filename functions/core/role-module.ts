@@ -5,7 +5,7 @@ import type { AttentionRule } from "./attention";
 import type { IntegrationUses, RolePorts } from "./integration";
 import { parseEnv } from "./parse-env";
 import type { Role, RoleDescriptor } from "./role";
-import { type StepHandler, stepRole, withSteps } from "./step-role";
+import { type StepHandler, stateOfWithSteps, stepRole, stepRunOf, withSteps } from "./step-role";
 import { type StepDeclaration, type StepRoleEntry, stepEntryOf, stepTypesOf } from "./steps";
 
 export type { RolePorts };
@@ -180,11 +180,14 @@ function withModuleSteps<Settings, Uses extends IntegrationUses>(
       );
     return { ...module, deployment };
   }
+  const stepTypes = [types.requested, types.cancel];
+  const stateOf = stepsOnly ? stepRunOf : stateOfWithSteps(stepTypes, descriptor.stateOf);
   return {
     ...module,
     descriptor: {
       ...descriptor,
-      subscriptions: [...descriptor.subscriptions, types.requested, types.cancel],
+      stateOf,
+      subscriptions: [...descriptor.subscriptions, ...stepTypes],
       emits: [...(descriptor.emits ?? []), STEP_COMPLETED, STEP_FAILED],
     },
     deployment,
@@ -192,6 +195,7 @@ function withModuleSteps<Settings, Uses extends IntegrationUses>(
       withSteps(
         stepsOnly ? undefined : module.build(ports, settings),
         stepRole({ group, steps, handler: run(ports, settings) }),
+        stateOf,
       ),
   };
 }

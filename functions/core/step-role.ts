@@ -89,19 +89,36 @@ export interface StepRoleOptions {
   readonly maxAttempts?: number;
 }
 
+/** The state of the assignment a step command is about (its run, node and generation). */
+export function stepRunOf(event: Envelope): AggregateRef {
+  const { run_id, node_id, generation } = event.payload as StepRequested | NodeCancelRequested;
+  return { type: STEP_RUN_AGGREGATE, id: stepRunKey(run_id, node_id, generation) };
+}
+
+/**
+ * Where a role that also carries out steps keeps the state of `event`: a step command's
+ * assignment, every other event where the role's own `stateOf` says (its aggregate without one).
+ * One function for the role's descriptor and its built role, so the operator's rebuild and trace
+ * find the states the consumer writes.
+ */
+export function stateOfWithSteps(
+  stepTypes: readonly string[],
+  own: ((event: Envelope) => AggregateRef) | undefined,
+): (event: Envelope) => AggregateRef {
+  const steps = new Set(stepTypes);
+  return (event) =>
+    steps.has(event.event_type) ? stepRunOf(event) : (own?.(event) ?? event.aggregate);
+}
+
 /** A role that carries out `group`'s steps with `handler` (see the module comment). */
 export function stepRole(options: StepRoleOptions): Role<StepRun> {
   const { group, steps } = options;
   const types = stepTypesOf(group, steps);
-  const assignmentOf = (event: Envelope) => event.payload as StepRequested | NodeCancelRequested;
   return {
     group,
     subscriptions: [types.requested, types.cancel],
     emits: [STEP_COMPLETED, STEP_FAILED],
-    stateOf: (event): AggregateRef => {
-      const { run_id, node_id, generation } = assignmentOf(event);
-      return { type: STEP_RUN_AGGREGATE, id: stepRunKey(run_id, node_id, generation) };
-    },
+    stateOf: stepRunOf,
     sharedStreams: [DAG_RUN_AGGREGATE],
     compactState: true,
     tenantOfState: (state) => state.tenant_id,
@@ -294,7 +311,11 @@ function summarizeStepRun(run: StepRun): StateSummary {
  * `role` (a module whose role has its own work, as the refund agent's conversations). Without
  * `role`, the step role alone.
  */
-export function withSteps(role: Role<unknown> | undefined, steps: Role<StepRun>): Role<unknown> {
+export function withSteps(
+  role: Role<unknown> | undefined,
+  steps: Role<StepRun>,
+  stateOf = stateOfWithSteps(steps.subscriptions, role?.stateOf),
+): Role<unknown> {
   if (!role) return steps as Role<unknown>;
   const mine = new Set(steps.subscriptions);
   const isStep = (event: Envelope) => mine.has(event.event_type);
@@ -310,7 +331,7 @@ export function withSteps(role: Role<unknown> | undefined, steps: Role<StepRun>)
     subscriptions: [...role.subscriptions, ...steps.subscriptions],
     emits: [...(role.emits ?? []), ...(steps.emits ?? [])],
     sharedStreams: [...new Set([...(role.sharedStreams ?? []), ...(steps.sharedStreams ?? [])])],
-    stateOf: (event) => (isStep(event) ? step.stateOf : role.stateOf)?.(event) ?? event.aggregate,
+    stateOf,
     decide: (state, event, context) =>
       isStep(event) ? step.decide(state, event, context) : role.decide(state, event, context),
     discard: (state, event, now) =>

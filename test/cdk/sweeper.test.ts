@@ -1,4 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { stepRolesOf } from "../../functions/core/steps";
+import { ROLE_MODULES } from "../../functions/roles/modules";
 import { CONTENT_ROLES } from "../../schemas/events/workflow";
 import {
   functionsOfKind,
@@ -144,12 +146,15 @@ describe("heartbeat and queue depth", () => {
     }
   });
 
-  it("the orchestrator reads the depth of exactly the agents' queues", () => {
+  it("the orchestrator reads the depth of exactly the step roles' queues", () => {
     const fn = consumerOf("orchestrator");
     const variables = env(fn);
     expect(variables.QUEUE_DEPTH_THRESHOLD).toBe("100");
     const urls = JSON.stringify(variables.AGENT_QUEUE_URLS);
-    for (const role of CONTENT_ROLES) {
+    // The content agents and the refund agent, which reviews a refund as a node.
+    const stepRoles = Object.keys(stepRolesOf(ROLE_MODULES));
+    expect(stepRoles.sort()).toEqual([...CONTENT_ROLES, "refund-review"].sort());
+    for (const role of stepRoles) {
       expect(urls, role).toContain(role);
       expect(urls, role).toContain(JSON.stringify({ Ref: queueOfGroup(role) }));
     }
@@ -163,6 +168,6 @@ describe("heartbeat and queue depth", () => {
         statements.flatMap((s) => s.Resource.map(refersTo)).filter((q) => !own.includes(q)),
       ),
     ].sort();
-    expect(readable).toEqual(CONTENT_ROLES.map(queueOfGroup).sort());
+    expect(readable).toEqual(stepRoles.map(queueOfGroup).sort());
   });
 });
