@@ -1,6 +1,8 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+// The reference applications' event types (their modules define them), as npm run schemas exports.
+import "../../functions/roles/modules";
 import { EventRegistry, opaqueIdProblem, registry } from "../../schemas";
 import { defineTaskEvents } from "../../schemas/events/task";
 import { jsonSchemas } from "../../schemas/json-schema";

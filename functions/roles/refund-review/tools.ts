@@ -1,6 +1,5 @@
-import { OrderId, OrderRecord } from "../../../schemas/events/conversation";
-import * as z from "../../../schemas/zod";
-import { defineTool, PermanentError, ToolRejectedError } from "../../kit";
+import { defineTool, PermanentError, ToolRejectedError, z } from "../../kit";
+import { OrderId, OrderRecord } from "../customer-support/events/conversation";
 import type { OrdersPort } from "../customer-support/integrations/orders/port";
 import type { PaymentsPort } from "../customer-support/integrations/payments/port";
 

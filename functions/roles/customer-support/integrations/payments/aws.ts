@@ -1,5 +1,4 @@
-import * as z from "../../../../../schemas/zod";
-import { parseEnv } from "../../../../kit";
+import { parseEnv, z } from "../../../../kit";
 import { defineAdapter } from "../../../../lambda";
 import { DynamoPaymentsStandIn } from "./dynamodb-stand-in";
 import { payments } from "./index";

@@ -1,5 +1,4 @@
-import * as z from "../../../../../schemas/zod";
-import { parseEnv } from "../../../../kit";
+import { parseEnv, z } from "../../../../kit";
 import { defineAdapter } from "../../../../lambda";
 import { replyChannel } from "./index";
 import { LocalChannel } from "./memory";
