@@ -1,3 +1,4 @@
+import * as z from "../../../schemas/zod";
 import {
   AgentDecisionRequestedPayload,
   AgentStepRequestedPayload,
@@ -9,7 +10,6 @@ import {
   streamFact,
   ToolCallId,
   ToolName,
-  z,
 } from "../../kit";
 import { OrderId, RefundReviewOutcome, SupportTurn } from "../customer-support/events/index";
 

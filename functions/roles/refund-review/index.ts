@@ -1,3 +1,4 @@
+import * as z from "../../../schemas/zod";
 import {
   content,
   defineModule,
@@ -7,7 +8,6 @@ import {
   type RolePorts,
   sideEffects,
   use,
-  z,
 } from "../../kit";
 import {
   conversationContextReader,

@@ -1,4 +1,5 @@
-import { defineTool, PermanentError, ToolRejectedError, z } from "../../kit";
+import * as z from "../../../schemas/zod";
+import { defineTool, PermanentError, ToolRejectedError } from "../../kit";
 import { OrderId, OrderRecord } from "../customer-support/events/conversation";
 import type { OrdersPort } from "../customer-support/integrations/orders/port";
 import type { PaymentsPort } from "../customer-support/integrations/payments/port";

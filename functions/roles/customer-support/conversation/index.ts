@@ -1,4 +1,5 @@
-import { defineModule, handlerBeside, z } from "../../../kit";
+import * as z from "../../../../schemas/zod";
+import { defineModule, handlerBeside } from "../../../kit";
 import { SUPPORT_EVENT_TYPES } from "../events/index";
 import { TENANT_FAIR_CONCURRENCY } from "../tenant-fairness";
 import { conversation, conversationRole } from "./conversation";

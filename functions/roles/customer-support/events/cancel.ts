@@ -1,10 +1,10 @@
+import * as z from "../../../../schemas/zod";
 import {
   defineEventType,
   OpaqueId,
   outsideCommand,
   RequestedByShape,
   streamFact,
-  z,
 } from "../../../kit";
 import { ReplyKey } from "./fields";
 

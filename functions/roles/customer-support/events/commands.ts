@@ -1,4 +1,5 @@
-import { defineEventType, type Envelope, streamCommand, z } from "../../../kit";
+import * as z from "../../../../schemas/zod";
+import { defineEventType, type Envelope, streamCommand } from "../../../kit";
 import { ConversationTurn, Intent, OrderId, OrderRecord } from "./conversation";
 
 /**

@@ -1,3 +1,4 @@
+import * as z from "../../../../schemas/zod";
 import {
   Channel,
   defineEventType,
@@ -9,7 +10,6 @@ import {
   streamCommand,
   streamFact,
   Ulid,
-  z,
 } from "../../../kit";
 import { defineSupportCancelEvents } from "./cancel";
 import { ReplyKey } from "./fields";

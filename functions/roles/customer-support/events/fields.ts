@@ -1,4 +1,4 @@
-import { z } from "../../../kit";
+import * as z from "../../../../schemas/zod";
 
 /** Fields that several of the application's payloads carry, each declared here once. */
 

@@ -1,4 +1,5 @@
-import { defineEventType, OpaqueId, streamFact, z } from "../../../kit";
+import * as z from "../../../../schemas/zod";
+import { defineEventType, OpaqueId, streamFact } from "../../../kit";
 
 /**
  * A step of the customer-support workflow that failed for good (seed 000 §11.3): the

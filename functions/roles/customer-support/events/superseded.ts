@@ -1,4 +1,5 @@
-import { defineEventType, OpaqueId, streamFact, z } from "../../../kit";
+import * as z from "../../../../schemas/zod";
+import { defineEventType, OpaqueId, streamFact } from "../../../kit";
 
 /**
  * A support turn that will get no reply (seed 000 §11.5): a newer message of the customer

@@ -1,3 +1,4 @@
+import * as z from "../../../../schemas/zod";
 import type { Role } from "../../../kit";
 import {
   canonicalJson,
@@ -17,7 +18,6 @@ import {
   type StructuredResult,
   type TypedDecision,
   tenantOf,
-  z,
 } from "../../../kit";
 import {
   type ContextMessage,

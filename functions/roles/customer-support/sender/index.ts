@@ -1,10 +1,10 @@
+import * as z from "../../../../schemas/zod";
 import {
   defineModule,
   handlerBeside,
   raiseOn,
   sideEffects,
   UNKNOWN_SIDE_EFFECTS,
-  z,
 } from "../../../kit";
 import { conversationReader } from "../conversation/conversation";
 import { SUPPORT_EVENT_TYPES } from "../events/index";

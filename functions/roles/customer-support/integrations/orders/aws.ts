@@ -1,4 +1,5 @@
-import { parseEnv, z } from "../../../../kit";
+import * as z from "../../../../../schemas/zod";
+import { parseEnv } from "../../../../kit";
 import { defineAdapter } from "../../../../lambda";
 import { DynamoOrders } from "./dynamodb";
 import { orders } from "./index";

@@ -1,4 +1,5 @@
-import { parseEnv, z } from "../../../../kit";
+import * as z from "../../../../../schemas/zod";
+import { parseEnv } from "../../../../kit";
 import { defineAdapter } from "../../../../lambda";
 import { DynamoPaymentsStandIn } from "./dynamodb-stand-in";
 import { payments } from "./index";
