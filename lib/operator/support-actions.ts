@@ -1,3 +1,5 @@
+// The commands built here are the customer-support application's: importing its types defines them.
+import "../../functions/roles/customer-support/events/index";
 import type { SideEffectRecord } from "../../functions/core/side-effects";
 import type { SendResolution } from "../../functions/roles/customer-support/events/conversation";
 import type { ReplyState } from "../../functions/roles/customer-support/reply-generation/state";

@@ -1,3 +1,5 @@
+// The commands built here are the customer-support application's: importing its types defines them.
+import "../../functions/roles/customer-support/events/index";
 import { SUPPORT_CANCEL_REQUESTED } from "../../functions/roles/customer-support/events/cancel";
 import {
   type RouteState,
