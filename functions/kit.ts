@@ -17,6 +17,7 @@
 // The envelope and the event types it carries; an application's own types, and the zod (mini)
 // their payload schemas are written with, the registry's own copy.
 export type {
+  AggregateRef,
   Envelope,
   EventPayloads,
   EventType,
@@ -24,12 +25,25 @@ export type {
   PayloadTypes,
   Topic,
 } from "../schemas";
-export { defineEventType } from "../schemas";
+export {
+  defineEventType,
+  IsoTime,
+  MAX_STREAM_VERSION,
+  OpaqueId,
+  tenantOf,
+  Ulid,
+} from "../schemas";
 // Agents that loop over tools, and the single-call agent run.
 export {
   AgentDecisionRequestedPayload,
   AgentStepRequestedPayload,
+  ToolCallId,
+  ToolName,
 } from "../schemas/events/agent-loop";
+// A customer's message as it enters (the front door's contract), for an application that takes it.
+export { Channel, MessageText } from "../schemas/events/conversation";
+// Who asked for a command sent from outside, and why (an operator's or a client's).
+export { RequestedByShape } from "../schemas/events/fields";
 export { outsideCommand, outsideFact, streamCommand, streamFact } from "../schemas/events/kinds";
 export * as z from "../schemas/zod";
 export type { AgentDefinition, AgentJournal } from "./core/agent/agent";

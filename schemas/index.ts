@@ -1,11 +1,7 @@
 import { defineAgentRunEvents } from "./events/agent-run";
 import { defineConversationEvents } from "./events/conversation";
 import { defineOperatorEvents } from "./events/operator";
-import { defineRefundEvents } from "./events/refund";
 import { defineStepEvents } from "./events/step";
-import { defineSupportCommands } from "./events/support-commands";
-import { defineSupportFailureEvents } from "./events/support-failure";
-import { defineSupportSupersededEvents } from "./events/support-superseded";
 import { defineTaskEvents } from "./events/task";
 import { defineWorkflowEvents } from "./events/workflow";
 import { defineWorkflowCancelEvents } from "./events/workflow-cancel";
@@ -17,12 +13,16 @@ export * from "./envelope";
 export * from "./ids";
 export * from "./registry";
 
-/** The registry of every event type AgentBus knows. */
+/**
+ * The registry of every event type: the hub's own (`DEFINITIONS`) and those an application
+ * defines (`defineEventType`), which its role modules register when they are imported.
+ */
 export const registry = new EventRegistry();
 
 /**
- * Every definition in `registry`, in the order defined. The payload types below are read from
- * these, so a type's payload is declared once, where the type is defined.
+ * The hub's own event types, in the order defined: the task, the workflow, the agent run, the
+ * conversation's ingress (the front door's contract) and the operator's record. The payload types
+ * below are read from these, so a type's payload is declared once, where the type is defined.
  */
 export const DEFINITIONS = [
   ...defineTaskEvents(registry),
@@ -32,11 +32,7 @@ export const DEFINITIONS = [
   ...defineStepEvents(registry),
   ...defineAgentRunEvents(registry),
   ...defineConversationEvents(registry),
-  ...defineSupportCommands(registry),
-  ...defineSupportFailureEvents(registry),
-  ...defineSupportSupersededEvents(registry),
   ...defineOperatorEvents(registry),
-  ...defineRefundEvents(registry),
 ] as const;
 
 /**

@@ -1,4 +1,8 @@
 import { Command, Option } from "commander";
+import {
+  SEND_RESOLUTIONS,
+  type SendResolution,
+} from "../../functions/roles/customer-support/events/conversation";
 import { operatorName } from "../../lib/operator/audit";
 import { heldReplies } from "../../lib/operator/customer-support";
 import { unknownSideEffects } from "../../lib/operator/lists";
@@ -17,7 +21,6 @@ import {
   taskIdProblem,
 } from "../../lib/operator/support-actions";
 import { cancelCheck, cancelCommand } from "../../lib/operator/support-cancel";
-import { SEND_RESOLUTIONS, type SendResolution } from "../../schemas/events/conversation";
 import { withStack } from "./ops";
 import { out, type Target, UsageError } from "./target";
 import { actingTenantOption, tenantArgument, tenantOption } from "./tenant";

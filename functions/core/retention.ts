@@ -5,7 +5,7 @@
  * table (`npm run schemas` writes it, test/core/retention.test.ts checks it) and the erase
  * command (what it cannot reach, and when that expires).
  *
- * Personal data is what the event types declare in their `personal` fields (schemas/events), and
+ * Personal data is what the event types declare in their `personal` fields, and
  * the customer ids that travel with them. Ids are opaque (schemas/ids.ts refuses a run of seven
  * digits), so an id names nobody without the data it keys: ids are kept wherever their messages
  * are, and erasure leaves them.

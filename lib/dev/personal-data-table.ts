@@ -31,7 +31,7 @@ export function personalDataSection(registry: EventRegistry): string {
       .map((p) => `${p.where}, ${keptFor(p)}`)
       .join("; ")}.`,
     "",
-    "The personal fields, as each event type declares them (`personal`, schemas/events):",
+    "The personal fields, as each event type declares them (`personal` on its definition):",
     "",
     markdownTable(["Event type", "Personal fields"], personalFields(registry)),
   ].join("\n");

@@ -1,4 +1,4 @@
-import type { SendResolution } from "../../schemas/events/conversation";
+import type { SendResolution } from "../../functions/roles/customer-support/events/conversation";
 import { type StepDecision, stepDecisionCheck } from "./agent-actions";
 import { operatorName, recordAction } from "./audit";
 import { operatorEnvelope, putCommand } from "./operator-command";

@@ -1,8 +1,10 @@
+// The commands built here are the customer-support application's: importing its types defines them.
+import "../../functions/roles/customer-support/events/index";
 import type { SideEffectRecord } from "../../functions/core/side-effects";
+import type { SendResolution } from "../../functions/roles/customer-support/events/conversation";
 import type { ReplyState } from "../../functions/roles/customer-support/reply-generation/state";
 import type { DeliveryState } from "../../functions/roles/customer-support/sender/state";
 import { opaqueIdProblem } from "../../schemas";
-import type { SendResolution } from "../../schemas/events/conversation";
 import {
   conversationTenantId,
   conversationVersion,

@@ -1,9 +1,11 @@
+// The commands built here are the customer-support application's: importing its types defines them.
+import "../../functions/roles/customer-support/events/index";
+import { SUPPORT_CANCEL_REQUESTED } from "../../functions/roles/customer-support/events/cancel";
 import {
   type RouteState,
   SUPPORT_ROUTE_AGGREGATE,
 } from "../../functions/roles/customer-support/router/router";
 import type { DeliveryState } from "../../functions/roles/customer-support/sender/state";
-import { SUPPORT_CANCEL_REQUESTED } from "../../schemas/events/support-cancel";
 import { loadDelivery, loadReply, stateData } from "./customer-support";
 import type { OpsStack } from "./stack";
 import {

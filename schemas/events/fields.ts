@@ -31,6 +31,3 @@ export const Requester = z.string().check(z.minLength(1), z.maxLength(128));
 export const OperatorReason = z.string().check(z.maxLength(1000));
 /** Who asked for a command and why, spread last into its payload's fields. */
 export const RequestedByShape = { reason: z.optional(OperatorReason), requested_by: Requester };
-
-/** `<task_id>:reply:<logical_attempt>`: the side-effect key of one send of a support reply. */
-export const ReplyKey = z.string().check(z.minLength(1), z.maxLength(256));

@@ -12,12 +12,12 @@ import {
   ModelOutputInvalidError,
   type ModelRequest,
 } from "../../functions/core/model";
+import type { ReplyGenerationRequested } from "../../functions/roles/customer-support/events/commands";
 import {
   allowedSourceRefs,
   replyDraftSchema,
   replyPrompt,
 } from "../../functions/roles/customer-support/reply-generation/reply-generation";
-import type { ReplyGenerationRequested } from "../../schemas/events/support-commands";
 
 const TopicSelection = z.strictObject({
   topic: z.string().min(1),

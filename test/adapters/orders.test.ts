@@ -9,13 +9,13 @@ import {
 import { marshall, unmarshall } from "@aws-sdk/util-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PermanentError, TransientError } from "../../functions/core/errors";
+import { OrderRecord } from "../../functions/roles/customer-support/events/conversation";
 import {
   DynamoOrders,
   putOrders,
 } from "../../functions/roles/customer-support/integrations/orders/dynamodb";
 import { SAMPLE_ORDERS } from "../../functions/roles/customer-support/integrations/orders/sample-orders";
 import { fromSdk } from "../../lib/operator/from-sdk";
-import { OrderRecord } from "../../schemas/events/conversation";
 import { opaqueIdProblem } from "../../schemas/ids";
 import { emulator } from "../support/aws";
 import { newUlid } from "../support/factories";

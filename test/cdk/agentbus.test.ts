@@ -54,7 +54,7 @@ describe("AgentBus: the stack built from role modules", () => {
     const stack = new AgentBus(testApp(), "Events-only", { ...BOOKKEEPING, topics: ["events"] });
     expect([...stack.topics.keys()]).toEqual(["events"]);
     expect(() => topologyOf(BOOKKEEPING.roles, ["commands"])).toThrow(
-      /"refund.approved" is published on topic "events", which is not declared/,
+      /"payment.refunded" is published on topic "events", which is not declared/,
     );
   });
 });

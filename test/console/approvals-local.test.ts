@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RAMBLE_AFTER_REFUND_MARKER } from "../../functions/adapters/local-model-refund";
 import { AGENT_RUN_AGGREGATE } from "../../functions/core/agent/agent-role";
 import { LocalPayments } from "../../functions/roles/customer-support/integrations/payments/memory";
+import { REFUND_REVIEW_DECISION } from "../../functions/roles/refund-review/events";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import { streamOf, waitUntil } from "../../lib/dev/local/scenario/customer-support";
 import {
@@ -17,7 +18,6 @@ import {
 import { opsActions } from "../../lib/operator/actions";
 import { type RunningConsole, startConsole } from "../../lib/operator/console/server";
 import { opsSource } from "../../lib/operator/source";
-import { REFUND_REVIEW_DECISION } from "../../schemas/events/refund";
 import { emulator } from "../support/aws";
 import { haveChromium, launchChromium, NO_CHROMIUM, SCREENSHOTS } from "../support/browser";
 

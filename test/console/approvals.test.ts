@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
 import type { AgentJournal } from "../../functions/core/agent/agent";
+import { REFUND_REVIEW_DECISION } from "../../functions/roles/refund-review/events";
 import type { ActionOutcome, OpsActions } from "../../lib/operator/actions";
 import { agentWaitOf } from "../../lib/operator/agent-actions";
 import { answerProblem } from "../../lib/operator/agent-answer";
 import { type ActionContext, answerPost, parseAction } from "../../lib/operator/console/actions";
 import { FlashMessages } from "../../lib/operator/console/flash";
 import { type PageContext, routeRequest } from "../../lib/operator/console/routes";
-import { REFUND_REVIEW_DECISION } from "../../schemas/events/refund";
 import {
   ANSWER_RUN,
   APPROVAL_RUN,

@@ -20,6 +20,7 @@ import type { Role } from "../../functions/core/role";
 import { defineModule } from "../../functions/core/role-module";
 import { ManualClock, ulidSource } from "../../functions/core/runtime";
 import { liveRedactedKeys } from "../../functions/handlers/log-redaction";
+import { audit } from "../../functions/roles/audit/audit";
 import { testRole } from "../../lib/dev/role-kit/test-role";
 import { registryContext } from "../../lib/infra/topology";
 import {
@@ -281,6 +282,14 @@ describe("defineEventType and a role module's events", () => {
     if (!event) throw new Error("nothing appended");
     expect((await t.deliver(event)).status).toBe("applied");
     expect(seen).toEqual([{ entry_id: "rf_2", amount_cents: 100 }]);
+  });
+
+  it("has the audit group record a type defined after the audit role was made", () => {
+    const before = audit.subscriptions;
+    expect(before).not.toContain("ledgertest.audited");
+    defineEventType({ ...entryRecordedDefinition(), type: "ledgertest.audited" });
+    expect(audit.subscriptions).toEqual([...before, "ledgertest.audited"]);
+    expect(audit.subscriptions).toBe(audit.subscriptions);
   });
 
   it("keeps an application's personal fields out of the logs, however late it defines them", () => {

@@ -1,5 +1,7 @@
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
+// The customer-support application's event types, which its role modules would define.
+import "../../functions/roles/customer-support/events/index";
 import { jsonBytes, newestWithin } from "../../functions/core/budget";
 import { consume } from "../../functions/core/pipeline";
 import type { Role } from "../../functions/core/role";

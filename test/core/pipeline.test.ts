@@ -1,4 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
+// The customer-support application's event types, which its role modules would define.
+import "../../functions/roles/customer-support/events/index";
 import { z } from "zod";
 import { BusinessRejection, PermanentError, TransientError } from "../../functions/core/errors";
 import { consume } from "../../functions/core/pipeline";

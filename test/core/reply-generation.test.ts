@@ -4,13 +4,13 @@ import { TransientError } from "../../functions/core/errors";
 import type { ModelPort, ModelRequest, ModelResponse } from "../../functions/core/model";
 import { consume } from "../../functions/core/pipeline";
 import { conversationReader } from "../../functions/roles/customer-support/conversation/conversation";
+import type { ReplyDraft } from "../../functions/roles/customer-support/events/conversation";
 import {
   HELD_INVALID_OUTPUT,
   HELD_REQUIRES_REVIEW,
   replyGenerationRole,
 } from "../../functions/roles/customer-support/reply-generation/reply-generation";
 import type { ReplyState } from "../../functions/roles/customer-support/reply-generation/state";
-import type { ReplyDraft } from "../../schemas/events/conversation";
 import { clientMessage } from "./fixtures";
 import {
   newConversationId,

@@ -1,6 +1,8 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+// The reference applications' event types (their modules define them), as npm run schemas reads them.
+import "../../functions/roles/modules";
 import { buildHeartbeat } from "../../functions/core/emit";
 import { consume } from "../../functions/core/pipeline";
 import type { InboxRecord } from "../../functions/core/ports";

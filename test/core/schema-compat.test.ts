@@ -2,6 +2,8 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import * as z from "zod";
+// The reference applications' event types (their modules define them), as npm run schemas exports.
+import "../../functions/roles/modules";
 import { EventRegistry, registry } from "../../schemas";
 import { incompatibilities, schemaProblems } from "../../schemas/compat";
 import { defineTaskEvents } from "../../schemas/events/task";

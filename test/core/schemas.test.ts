@@ -1,8 +1,8 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-// The reference roles' modules register the event types they own (a step role's commands), as
-// the export does.
+// The reference applications' event types and the step roles' commands (their modules define
+// them), as npm run schemas exports.
 import "../../functions/roles/modules";
 import { EventRegistry, opaqueIdProblem, registry } from "../../schemas";
 import { defineTaskEvents } from "../../schemas/events/task";

@@ -6,6 +6,11 @@ import type { ConsumeResult, Role } from "../../functions/core/role";
 import { recordConsumed } from "../../functions/handlers/consumer-metrics";
 import type { Observability } from "../../functions/handlers/observe";
 import type { ConversationView } from "../../functions/roles/customer-support/conversation-projection/conversation-projection";
+import type { SupportCancelled } from "../../functions/roles/customer-support/events/cancel";
+import type {
+  OrderRecord,
+  SendRequested,
+} from "../../functions/roles/customer-support/events/conversation";
 import type { OrdersPort } from "../../functions/roles/customer-support/integrations/orders/port";
 import { SAMPLE_ORDERS } from "../../functions/roles/customer-support/integrations/orders/sample-orders";
 import { restsOn, stillHolds } from "../../functions/roles/customer-support/sender/facts";
@@ -16,8 +21,6 @@ import {
 } from "../../functions/roles/customer-support/sender/sender";
 import type { DeliveryState } from "../../functions/roles/customer-support/sender/state";
 import type { Envelope } from "../../schemas";
-import type { OrderRecord, SendRequested } from "../../schemas/events/conversation";
-import type { SupportCancelled } from "../../schemas/events/support-cancel";
 import { clientMessage } from "./fixtures";
 import { newConversationId, operatorCommand, supportHarness } from "./support-fixture";
 

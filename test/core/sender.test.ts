@@ -1,10 +1,16 @@
 import fc from "fast-check";
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
+// The customer-support application's event types, which its role modules would define.
+import "../../functions/roles/customer-support/events/index";
 import { AgentBusError, classify, TransientError } from "../../functions/core/errors";
 import { consume } from "../../functions/core/pipeline";
 import type { ConsumerDeps, EventStore } from "../../functions/core/ports";
 import { InMemorySideEffects, SideEffectTransitionError } from "../../functions/core/side-effects";
+import type {
+  Delivered,
+  DeliveryFailed,
+} from "../../functions/roles/customer-support/events/conversation";
 import {
   LocalChannel,
   type LocalChannelFault,
@@ -19,7 +25,6 @@ import {
   senderRole,
 } from "../../functions/roles/customer-support/sender/sender";
 import { type Envelope, registry } from "../../schemas";
-import type { Delivered, DeliveryFailed } from "../../schemas/events/conversation";
 import { makeDeps, newCorrelationId, newTaskId } from "./fixtures";
 
 const START = "2026-09-01T10:00:00.000Z";

@@ -4,6 +4,8 @@ import { InMemoryEventStore } from "../../functions/core/memory";
 import { consume } from "../../functions/core/pipeline";
 import type { Role } from "../../functions/core/role";
 import { ManualClock, ulidSource } from "../../functions/core/runtime";
+// order.lookup.completed, a type of the customer-support application, with two versions.
+import "../../functions/roles/customer-support/events/index";
 import {
   type TaskView,
   taskProjection,

@@ -50,13 +50,8 @@ describe("an application's stack on the local runtime", () => {
         state: { refunded: true },
         emit: [
           {
-            type: "refund.approved",
-            payload: {
-              order_id: order,
-              conversation_id: `conv_${ulid()}`,
-              amount_cents: 990,
-              refund_id: refund,
-            },
+            type: "payment.refunded",
+            payload: { order_id: order, amount_cents: 990, refund_id: refund },
             orderKey: order,
           },
         ],
@@ -84,9 +79,9 @@ describe("an application's stack on the local runtime", () => {
     async () => {
       const orderId = `ord_${ulid()}`;
       const refundId = `refund_${ulid()}`;
-      const approved: Envelope = {
+      const refunded: Envelope = {
         event_id: ulid(),
-        event_type: "refund.approved",
+        event_type: "payment.refunded",
         schema_version: 1,
         occurred_at: new Date().toISOString(),
         correlation_id: `corr_${ulid()}`,
@@ -97,14 +92,9 @@ describe("an application's stack on the local runtime", () => {
         order_key: orderId,
         producer: "payments-desk",
         attempt: 1,
-        payload: {
-          order_id: orderId,
-          conversation_id: `conv_${ulid()}`,
-          amount_cents: 1250,
-          refund_id: refundId,
-        },
+        payload: { order_id: orderId, refund_id: refundId, amount_cents: 1250 },
       };
-      await putOnBus(env, "events", [approved]);
+      await putOnBus(env, "events", [refunded]);
 
       const ledgerTable = env.deployment.outputs.LedgerTableName as string;
       const book = { type: "ledger_book", id: orderId };

@@ -1,5 +1,9 @@
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
+import type {
+  OrderRecord,
+  SendRequested,
+} from "../../functions/roles/customer-support/events/conversation";
 import { putOrders } from "../../functions/roles/customer-support/integrations/orders/dynamodb";
 import { SAMPLE_ORDERS } from "../../functions/roles/customer-support/integrations/orders/sample-orders";
 import type { DeliveryState } from "../../functions/roles/customer-support/sender/state";
@@ -13,7 +17,6 @@ import {
 import { renderSummary } from "../../lib/dev/local/trace";
 import { fromSdk } from "../../lib/operator/from-sdk";
 import type { Envelope } from "../../schemas";
-import type { OrderRecord, SendRequested } from "../../schemas/events/conversation";
 import { localCli } from "../support/cli";
 import { localSupportStack, TIMEOUT } from "./support-stack";
 

@@ -1,5 +1,7 @@
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
+// The customer-support application's event types, which its role modules would define.
+import "../../functions/roles/customer-support/events/index";
 import { InMemoryEventStore } from "../../functions/core/memory";
 import { InMemoryCustomerKeys } from "../../functions/core/personal-data/customer-keys";
 import { localKeyWrapping } from "../../functions/core/personal-data/local-key-wrapping";
@@ -93,6 +95,20 @@ describe("the vault", () => {
       (await keys.customer({ tenant: "default", customer: "cust_alice" }))?.conversations,
     ).toEqual([conversation]);
     expect(await store.eventsByTask(reply.task_id)).toEqual([reply]);
+  });
+
+  it("opens a sealed field of a type its own registry does not know (a hub function's)", async () => {
+    const { keys, wrapping, store } = world();
+    const event = accepted(1, `Where is my refund? ${MARKER}`);
+    await store.commit({ append: [event] });
+    const [sealed] = store.log;
+    expect(isSealed(field(sealed, "text"))).toBe(true);
+    // A registry that knows none of the application's types, as the relay's does not.
+    const hubOnly = new Vault({ keys, wrapping, registry: new EventRegistry() });
+    const opened = await hubOnly.open(sealed as Envelope);
+    expect(field(opened, "text")).toBe(`Where is my refund? ${MARKER}`);
+    // Nor does it seal one: sealing is the committing function's, which knows the type.
+    expect(await hubOnly.seal(accepted(2, MARKER))).toMatchObject({ payload: { text: MARKER } });
   });
 
   it("leaves plain an event of a conversation no customer claimed", async () => {

@@ -1,4 +1,6 @@
 import { describe, expect, it } from "vitest";
+// The refund review's event types (refund.approved), which its role module would define.
+import "../../functions/roles/refund-review/events";
 import {
   type DescriptorOf,
   defineIntegration,

@@ -1,6 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import * as zm from "zod/mini";
+// The reference applications' event types too (their modules define them).
+import "../../functions/roles/modules";
 import { registry } from "../../schemas";
 import { fastParserOf, INVALID } from "../../schemas/fast-parse";
 import * as z from "../../schemas/zod";

@@ -1,6 +1,16 @@
 import { describe, expect, expectTypeOf, it } from "vitest";
 import { PermanentError } from "../../functions/core/errors";
 import { payloadOf } from "../../functions/core/payload";
+import type { SupportCancelRequested } from "../../functions/roles/customer-support/events/cancel";
+import type {
+  OrderLookupRequested,
+  ReplyGenerationRequested,
+  RouteRequested,
+} from "../../functions/roles/customer-support/events/commands";
+import type {
+  OrderLookupCompleted,
+  SendRequested,
+} from "../../functions/roles/customer-support/events/conversation";
 import {
   DEFINITIONS,
   type Envelope,
@@ -9,17 +19,7 @@ import {
   registry,
 } from "../../schemas";
 import type { NodeConfirmRequested } from "../../schemas/events/agent-run";
-import type {
-  MessageReceived,
-  OrderLookupCompleted,
-  SendRequested,
-} from "../../schemas/events/conversation";
-import type { SupportCancelRequested } from "../../schemas/events/support-cancel";
-import type {
-  OrderLookupRequested,
-  ReplyGenerationRequested,
-  RouteRequested,
-} from "../../schemas/events/support-commands";
+import type { MessageReceived } from "../../schemas/events/conversation";
 import type { PlanCreated } from "../../schemas/events/task";
 import type { NodeRequested, WorkflowStartRequested } from "../../schemas/events/workflow";
 import type { NodeCancelRequested } from "../../schemas/events/workflow-cancel";

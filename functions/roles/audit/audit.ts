@@ -2,6 +2,7 @@ import { type AggregateRef, type Envelope, type EventType, registry } from "../.
 import { outcomeRecord } from "../../core/commit";
 import { defineRole } from "../../core/define-role";
 import type { InboxRecord } from "../../core/ports";
+import type { Role } from "../../core/role";
 
 /** One audit record per event: who produced it, what caused it, where it sits in its stream. */
 export interface AuditRecord {
@@ -31,7 +32,8 @@ export interface AuditRecord {
 }
 
 /**
- * The audit consumer: an append-only causal record of every event type in the registry. Each
+ * The audit consumer: an append-only causal record of every event type in the registry (the
+ * hub's and every application's whose modules the process imported). Each
  * event on a stream gets its own item, written once with one PutItem; the record keeps the
  * causation edge and the stream position, so a task's history can be rebuilt without the
  * payloads, which the event store keeps. A message from outside any stream (unsequenced) has no
@@ -60,18 +62,40 @@ export function outcomeOfAuditRecord(record: AuditRecord): InboxRecord {
 }
 
 /** The audit role: `decide` records events on a stream; unsequenced ones are kept by their row. */
-export const audit = defineRole<AuditRecord, EventType>({
-  group: AUDIT_GROUP,
-  // Every type the registry holds, read from it at run time: typed as any registered type.
-  subscriptions: [...new Set(registry.definitions().map((d) => d.type as EventType))],
-  stateOf: (event) => auditRecordRef(event.event_id),
-  unordered: true,
-  keepsMessages: true,
-  decide(existing, event, { now }) {
-    if (existing) return {};
-    return { state: auditRecordOf(event, now.toISOString()) };
-  },
-});
+export const audit = withEveryRegisteredType(
+  defineRole<AuditRecord, EventType>({
+    group: AUDIT_GROUP,
+    subscriptions: [],
+    stateOf: (event) => auditRecordRef(event.event_id),
+    unordered: true,
+    keepsMessages: true,
+    decide(existing, event, { now }) {
+      if (existing) return {};
+      return { state: auditRecordOf(event, now.toISOString()) };
+    },
+  }),
+);
+
+/**
+ * The role subscribed to every type the registry holds when its subscriptions are read (by the
+ * topology, by its consumer), not when this file is evaluated: an application's types are
+ * registered as its role modules are imported, which may be after it. Read again only once the
+ * registry has grown, in the order the types were defined.
+ */
+function withEveryRegisteredType<R extends Role<AuditRecord>>(role: R): R {
+  let size = -1;
+  let types: readonly string[] = [];
+  return Object.defineProperty(role, "subscriptions", {
+    enumerable: true,
+    get() {
+      if (registry.size !== size) {
+        size = registry.size;
+        types = [...new Set(registry.definitions().map((d) => d.type))];
+      }
+      return types;
+    },
+  });
+}
 
 /** The audit record of an event, recorded at `recordedAt`. */
 export function auditRecordOf(event: Envelope, recordedAt: string): AuditRecord {

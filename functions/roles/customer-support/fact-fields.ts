@@ -1,4 +1,4 @@
-import type { Envelope } from "../../../schemas";
+import type { Envelope } from "../../kit";
 
 /** The envelope fields every event of the support chain keeps from the event that caused it. */
 export function factFields(event: Envelope, conversationId: string) {

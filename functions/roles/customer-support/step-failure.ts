@@ -1,7 +1,7 @@
-import type { SendRequested } from "../../../schemas/events/conversation";
-import type { StepFailed, SupportStep } from "../../../schemas/events/support-failure";
 import type { ErrorInfo, EventOf, TypedDecision } from "../../kit";
 import { type AttentionSignal, operatorCommand, raiseOn } from "../../kit";
+import type { SendRequested } from "./events/conversation";
+import type { StepFailed, SupportStep } from "./events/step-failure";
 import { factFields } from "./fact-fields";
 
 /**

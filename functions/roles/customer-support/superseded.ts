@@ -1,8 +1,7 @@
-import type { Envelope } from "../../../schemas";
-import { SUPPORT_SUPERSEDED } from "../../../schemas/events/support-superseded";
-import type { TypedDecision } from "../../kit";
+import type { Envelope, TypedDecision } from "../../kit";
 import { PermanentError } from "../../kit";
 import type { ConversationSnapshot } from "./conversation/conversation";
+import { SUPPORT_SUPERSEDED } from "./events/superseded";
 import { factFields } from "./fact-fields";
 
 /**

@@ -1,4 +1,3 @@
-import { REFUND_REVIEW_NEEDS_PERSON } from "../../../schemas/events/refund";
 import * as z from "../../../schemas/zod";
 import {
   content,
@@ -14,9 +13,11 @@ import {
   conversationContextReader,
   conversationReader,
 } from "../customer-support/conversation/conversation";
+import { SUPPORT_EVENT_TYPES } from "../customer-support/events/index";
 import { orders } from "../customer-support/integrations/orders";
 import { payments } from "../customer-support/integrations/payments";
 import { TENANT_FAIR_CONCURRENCY } from "../customer-support/tenant-fairness";
+import { REFUND_EVENT_TYPES, REFUND_REVIEW_NEEDS_PERSON } from "./events";
 import {
   DEFAULT_REFUND_SETTINGS,
   REFUND_MODEL_SCHEMAS,
@@ -65,6 +66,7 @@ const REFUND_USES = {
 export const refundReviewModule = defineModule({
   descriptor: REFUND_REVIEW,
   entry: handlerBeside(import.meta.url),
+  events: [...SUPPORT_EVENT_TYPES, ...REFUND_EVENT_TYPES],
   deployment: {
     batchSize: 1,
     ...TENANT_FAIR_CONCURRENCY,

@@ -1,19 +1,4 @@
-import type { Envelope } from "../../../schemas";
-import {
-  REFUND_APPROVED,
-  REFUND_REJECTED,
-  REFUND_REVIEW_COMPLETED,
-  REFUND_REVIEW_DECISION,
-  REFUND_REVIEW_NEEDS_PERSON,
-  REFUND_REVIEW_REQUESTED,
-  REFUND_REVIEW_STEP,
-  type RefundReviewRequested,
-  RefundReviewRequestedPayload,
-} from "../../../schemas/events/refund";
-import { SUPPORT_CANCEL_REQUESTED } from "../../../schemas/events/support-cancel";
-import { RefundReviewOutcome } from "../../../schemas/events/support-commands";
-import { SUPPORT_SUPERSEDED } from "../../../schemas/events/support-superseded";
-import type { ContentStore, ModelPort, Role, SideEffectStore } from "../../kit";
+import type { ContentStore, Envelope, ModelPort, Role, SideEffectStore } from "../../kit";
 import {
   type AgentDefinition,
   type AgentJournal,
@@ -26,9 +11,23 @@ import type {
   ConversationContextReader,
   ConversationReader,
 } from "../customer-support/conversation/conversation";
+import { SUPPORT_CANCEL_REQUESTED } from "../customer-support/events/cancel";
+import { RefundReviewOutcome } from "../customer-support/events/commands";
+import { SUPPORT_SUPERSEDED } from "../customer-support/events/superseded";
 import type { OrdersPort } from "../customer-support/integrations/orders/port";
 import type { PaymentsPort } from "../customer-support/integrations/payments/port";
 import { supersededDecision } from "../customer-support/superseded";
+import {
+  REFUND_APPROVED,
+  REFUND_REJECTED,
+  REFUND_REVIEW_COMPLETED,
+  REFUND_REVIEW_DECISION,
+  REFUND_REVIEW_NEEDS_PERSON,
+  REFUND_REVIEW_REQUESTED,
+  REFUND_REVIEW_STEP,
+  type RefundReviewRequested,
+  RefundReviewRequestedPayload,
+} from "./events";
 import modelSchemas from "./model-schemas.json";
 import { refundMade, reviewEnded, reviewWaits } from "./review-facts";
 import {

@@ -1,14 +1,14 @@
-import type { RefundReviewRequested } from "../../../schemas/events/refund";
+import type { AgentJournal, EmitSpec, WriteDone } from "../../kit";
+import type { RefundReviewOutcome } from "../customer-support/events/commands";
+import type { OrdersPort } from "../customer-support/integrations/orders/port";
+import type { RefundReceipt } from "../customer-support/integrations/payments/port";
+import type { RefundReviewRequested } from "./events";
 import {
   REFUND_APPROVED,
   REFUND_REJECTED,
   REFUND_REVIEW_COMPLETED,
   REFUND_REVIEW_NEEDS_PERSON,
-} from "../../../schemas/events/refund";
-import type { RefundReviewOutcome } from "../../../schemas/events/support-commands";
-import type { AgentJournal, EmitSpec, WriteDone } from "../../kit";
-import type { OrdersPort } from "../customer-support/integrations/orders/port";
-import type { RefundReceipt } from "../customer-support/integrations/payments/port";
+} from "./events";
 import { ISSUE_REFUND } from "./tools";
 
 /**

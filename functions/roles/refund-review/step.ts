@@ -1,8 +1,7 @@
-import { OrderId } from "../../../schemas/events/conversation";
-import { OpaqueId } from "../../../schemas/ids";
 import * as z from "../../../schemas/zod";
 import type { StepHandler } from "../../kit";
-import { PermanentError } from "../../kit";
+import { OpaqueId, PermanentError } from "../../kit";
+import { OrderId } from "../customer-support/events/index";
 import type { OrdersPort } from "../customer-support/integrations/orders/port";
 import type { PaymentsPort } from "../customer-support/integrations/payments/port";
 import { REFUNDABLE_FROM, refundOnRecord } from "./tools";

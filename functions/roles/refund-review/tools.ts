@@ -1,6 +1,6 @@
-import { OrderId, OrderRecord } from "../../../schemas/events/conversation";
 import * as z from "../../../schemas/zod";
 import { defineTool, PermanentError, ToolRejectedError } from "../../kit";
+import { OrderId, OrderRecord } from "../customer-support/events/conversation";
 import type { OrdersPort } from "../customer-support/integrations/orders/port";
 import type { PaymentsPort } from "../customer-support/integrations/payments/port";
 

@@ -1,4 +1,7 @@
-import { SEND_RESOLUTIONS, type SendResolution } from "../../../schemas/events/conversation";
+import {
+  SEND_RESOLUTIONS,
+  type SendResolution,
+} from "../../../functions/roles/customer-support/events/conversation";
 import type { ActionOutcome, OpsActions } from "../actions";
 import type { StepDecision } from "../agent-actions";
 import type { ReviewDecision } from "../support-actions";

@@ -1,5 +1,4 @@
-import type { Envelope, EventPayloads, EventType } from "../../../../schemas";
-import type { StateSummary } from "../../../kit";
+import type { Envelope, EventPayloads, EventType, StateSummary } from "../../../kit";
 import { defineRole, ERASED, newestWithin, PermanentError, payloadOf } from "../../../kit";
 
 /**

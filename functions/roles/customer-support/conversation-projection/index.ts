@@ -1,10 +1,12 @@
 import { defineModule, handlerBeside } from "../../../kit";
+import { SUPPORT_EVENT_TYPES } from "../events/index";
 import { conversationProjection } from "./conversation-projection";
 
 /** The conversation read model: each conversation's turns and their status, for people. */
 export const conversationProjectionModule = defineModule({
   descriptor: conversationProjection,
   entry: handlerBeside(import.meta.url),
+  events: SUPPORT_EVENT_TYPES,
   deployment: {},
   build: () => conversationProjection,
 });

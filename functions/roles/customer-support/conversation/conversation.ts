@@ -1,16 +1,18 @@
-import { type Envelope, MAX_STREAM_VERSION, tenantOf } from "../../../../schemas";
-import type { MessageAccepted } from "../../../../schemas/events/conversation";
-import type { RouteRequested } from "../../../../schemas/events/support-commands";
 import type { EventStore, Role } from "../../../kit";
 import {
   defineRole,
+  type Envelope,
   ERASED,
   type EventOf,
+  MAX_STREAM_VERSION,
   newestWithin,
   PermanentError,
   payloadOf,
   type TypedDecision,
+  tenantOf,
 } from "../../../kit";
+import type { RouteRequested } from "../events/commands";
+import type { MessageAccepted } from "../events/conversation";
 
 /**
  * The conversation group: the ingress of the customer-support workflow (seed 000 §10, §11.2).

@@ -1,5 +1,6 @@
 import * as z from "../../../../schemas/zod";
 import { defineModule, handlerBeside } from "../../../kit";
+import { SUPPORT_EVENT_TYPES } from "../events/index";
 import { TENANT_FAIR_CONCURRENCY } from "../tenant-fairness";
 import { conversation, conversationRole } from "./conversation";
 
@@ -19,6 +20,7 @@ export const ConversationSettings = z.object({
 export const conversationModule = defineModule({
   descriptor: conversation,
   entry: handlerBeside(import.meta.url),
+  events: SUPPORT_EVENT_TYPES,
   deployment: TENANT_FAIR_CONCURRENCY,
   settings: ConversationSettings,
   build: (_ports, settings) => conversationRole({ replyTtlSeconds: settings.REPLY_TTL_SECONDS }),

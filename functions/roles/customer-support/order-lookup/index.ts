@@ -1,4 +1,5 @@
 import { defineModule, handlerBeside } from "../../../kit";
+import { SUPPORT_EVENT_TYPES } from "../events/index";
 import { orders } from "../integrations/orders";
 import { STEP_FAILED_ATTENTION } from "../step-failure";
 import { TENANT_FAIR_CONCURRENCY } from "../tenant-fairness";
@@ -8,6 +9,7 @@ import { ORDER_LOOKUP, orderLookupRole } from "./order-lookup";
 export const orderLookupModule = defineModule({
   descriptor: ORDER_LOOKUP,
   entry: handlerBeside(import.meta.url),
+  events: SUPPORT_EVENT_TYPES,
   deployment: {
     ...TENANT_FAIR_CONCURRENCY,
     attention: [STEP_FAILED_ATTENTION],

@@ -1,5 +1,3 @@
-import type { OrderLookupCompleted } from "../../../../schemas/events/conversation";
-import type { ReplyGenerationRequested } from "../../../../schemas/events/support-commands";
 import type { RecordedDecision, Role } from "../../../kit";
 import {
   type DescriptorOf,
@@ -8,6 +6,8 @@ import {
   payloadOf,
   TransientError,
 } from "../../../kit";
+import type { ReplyGenerationRequested } from "../events/commands";
+import type { OrderLookupCompleted } from "../events/conversation";
 import { factFields } from "../fact-fields";
 import type { OrdersPort } from "../integrations/orders/port";
 import { STEP_FAILED_EMITS, type StepFailedEmit, stepFailedDecision } from "../step-failure";

@@ -1,6 +1,7 @@
-import { ReplyDraft } from "../../../../schemas/events/conversation";
 import { defineModule, handlerBeside, model } from "../../../kit";
 import { conversationReader } from "../conversation/conversation";
+import { ReplyDraft } from "../events/conversation";
+import { SUPPORT_EVENT_TYPES } from "../events/index";
 import { STEP_FAILED_ATTENTION } from "../step-failure";
 import { TENANT_FAIR_CONCURRENCY } from "../tenant-fairness";
 import { REPLY_DRAFT_SCHEMA, REPLY_GENERATION, replyGenerationRole } from "./reply-generation";
@@ -13,6 +14,7 @@ import { HELD_REPLY_ATTENTION } from "./review";
 export const replyGenerationModule = defineModule({
   descriptor: REPLY_GENERATION,
   entry: handlerBeside(import.meta.url),
+  events: SUPPORT_EVENT_TYPES,
   deployment: {
     batchSize: 1,
     ...TENANT_FAIR_CONCURRENCY,

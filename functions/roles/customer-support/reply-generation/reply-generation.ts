@@ -1,6 +1,3 @@
-import { type Envelope, tenantOf } from "../../../../schemas";
-import { ReplyDraft, type ReplyGenerated } from "../../../../schemas/events/conversation";
-import type { ReplyGenerationRequested } from "../../../../schemas/events/support-commands";
 import * as z from "../../../../schemas/zod";
 import type { Role } from "../../../kit";
 import {
@@ -9,6 +6,7 @@ import {
   type DescriptorOf,
   defineRole,
   type EmitOf,
+  type Envelope,
   ERASED,
   type EventOf,
   invokeStructured,
@@ -19,6 +17,7 @@ import {
   payloadOf,
   type StructuredResult,
   type TypedDecision,
+  tenantOf,
 } from "../../../kit";
 import {
   type ContextMessage,
@@ -26,6 +25,8 @@ import {
   ConversationReads,
   type ConversationSnapshot,
 } from "../conversation/conversation";
+import type { ReplyGenerationRequested } from "../events/commands";
+import { ReplyDraft, type ReplyGenerated } from "../events/conversation";
 import { factFields } from "../fact-fields";
 import { restsOn } from "../sender/facts";
 import { type StepFailedEmit, stepFailedDecision } from "../step-failure";

@@ -1,8 +1,3 @@
-import type {
-  ReplyApproved,
-  ReplyRejected,
-  SendRequested,
-} from "../../../../schemas/events/conversation";
 import type { EmitSpec, EventOf, TypedDecision } from "../../../kit";
 import {
   type ApprovalDecision,
@@ -13,6 +8,7 @@ import {
   raiseOn,
   ruleOnApproval,
 } from "../../../kit";
+import type { ReplyApproved, ReplyRejected, SendRequested } from "../events/conversation";
 import type { ReplyState } from "./state";
 
 /**

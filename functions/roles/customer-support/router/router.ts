@@ -1,5 +1,3 @@
-import { type Intent, OrderId, type Routed } from "../../../../schemas/events/conversation";
-import type { RouteRequested } from "../../../../schemas/events/support-commands";
 import type { EmitSpec, Role } from "../../../kit";
 import {
   type DescriptorOf,
@@ -13,6 +11,8 @@ import {
   type ConversationContextReader,
   streamContextReader,
 } from "../conversation/conversation";
+import type { RouteRequested } from "../events/commands";
+import { type Intent, OrderId, type Routed } from "../events/conversation";
 import { factFields } from "../fact-fields";
 
 /**

@@ -1,11 +1,10 @@
-import type { Envelope } from "../../../../schemas";
+import type { Envelope, TypedDecision } from "../../../kit";
+import { payloadOf } from "../../../kit";
 import {
   SUPPORT_CANCEL_REQUESTED,
   SUPPORT_CANCELLED,
   type SupportCancelled,
-} from "../../../../schemas/events/support-cancel";
-import type { TypedDecision } from "../../../kit";
-import { payloadOf } from "../../../kit";
+} from "../events/cancel";
 import { type DeliveryState, deliveryOf, type TurnCancel } from "./state";
 
 /**

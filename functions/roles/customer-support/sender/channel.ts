@@ -1,5 +1,5 @@
-import type { Delivered } from "../../../../schemas/events/conversation";
 import type { LearntBy, OutputRecord, OutsideWrite, SideEffectResult } from "../../../kit";
+import type { Delivered } from "../events/conversation";
 import {
   type ChannelPort,
   ChannelRejectedError,

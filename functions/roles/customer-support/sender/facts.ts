@@ -1,6 +1,5 @@
-import type { Envelope } from "../../../../schemas";
-import type { OrderRecord, SendRequested } from "../../../../schemas/events/conversation";
-import type { DiscardReason, EventOf } from "../../../kit";
+import type { DiscardReason, Envelope, EventOf } from "../../../kit";
+import type { OrderRecord, SendRequested } from "../events/conversation";
 import type { OrdersPort } from "../integrations/orders/port";
 
 /**

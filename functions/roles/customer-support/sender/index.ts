@@ -7,6 +7,7 @@ import {
   UNKNOWN_SIDE_EFFECTS,
 } from "../../../kit";
 import { conversationReader } from "../conversation/conversation";
+import { SUPPORT_EVENT_TYPES } from "../events/index";
 import { orders } from "../integrations/orders";
 import { replyChannel } from "../integrations/reply-channel";
 import { TENANT_FAIR_CONCURRENCY } from "../tenant-fairness";
@@ -27,6 +28,7 @@ export const SenderSettings = z.object({
 export const senderModule = defineModule({
   descriptor: SENDER,
   entry: handlerBeside(import.meta.url),
+  events: SUPPORT_EVENT_TYPES,
   deployment: {
     batchSize: 1,
     ...TENANT_FAIR_CONCURRENCY,

@@ -1,10 +1,6 @@
-import type {
-  Delivered,
-  DeliveryFailed,
-  SendResolveRequested,
-} from "../../../../schemas/events/conversation";
 import type { EmitOf, EventOf, SideEffectStore, TypedDecision } from "../../../kit";
 import { closeByPerson, resendByPerson } from "../../../kit";
+import type { Delivered, DeliveryFailed, SendResolveRequested } from "../events/conversation";
 import type { ChannelPort } from "../integrations/reply-channel/port";
 import { channelSend, confirmedBy, DELIVERY_ID, OUTCOME_UNKNOWN, REPLY_KIND } from "./channel";
 import { type DeliveryFact, type DeliveryState, deliveryOf, type EscalatedSend } from "./state";

@@ -1,15 +1,11 @@
-import type { AggregateRef, Envelope } from "../../../../schemas";
 import type {
-  Delivered,
-  DeliveryFailed,
-  SendRequested,
-} from "../../../../schemas/events/conversation";
-import {
-  SUPPORT_CANCEL_REQUESTED,
-  SUPPORT_CANCELLED,
-} from "../../../../schemas/events/support-cancel";
-import { SUPPORT_SUPERSEDED } from "../../../../schemas/events/support-superseded";
-import type { DecideContext, DiscardReason, EmitSpec, Role } from "../../../kit";
+  AggregateRef,
+  DecideContext,
+  DiscardReason,
+  EmitSpec,
+  Envelope,
+  Role,
+} from "../../../kit";
 import {
   AgentBusError,
   DEFAULT_MAX_UNKNOWN_ATTEMPTS,
@@ -26,6 +22,9 @@ import {
   writeOnce,
 } from "../../../kit";
 import { type ConversationReader, ConversationReads } from "../conversation/conversation";
+import { SUPPORT_CANCEL_REQUESTED, SUPPORT_CANCELLED } from "../events/cancel";
+import type { Delivered, DeliveryFailed, SendRequested } from "../events/conversation";
+import { SUPPORT_SUPERSEDED } from "../events/superseded";
 import type { OrdersPort } from "../integrations/orders/port";
 import type { ChannelPort } from "../integrations/reply-channel/port";
 import { type SupersededEmit, supersededDecision } from "../superseded";

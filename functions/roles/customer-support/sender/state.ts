@@ -1,5 +1,5 @@
-import { type Envelope, tenantOf } from "../../../../schemas";
-import type { SendResolution } from "../../../../schemas/events/conversation";
+import { type Envelope, tenantOf } from "../../../kit";
+import type { SendResolution } from "../events/conversation";
 
 /**
  * The sender's state (`delivery/<task_id>`) and what it records, shared by the sender

@@ -1,10 +1,10 @@
 import { ulid } from "ulid";
 import type { AgentJournal } from "../../../../functions/core/agent/agent";
 import { AGENT_RUN_AGGREGATE } from "../../../../functions/core/agent/agent-role";
+import type { OrderRecord } from "../../../../functions/roles/customer-support/events/conversation";
 import { putOrders } from "../../../../functions/roles/customer-support/integrations/orders/dynamodb";
 import { findOrderId } from "../../../../functions/roles/customer-support/router/router";
 import { refundRunId } from "../../../../functions/roles/refund-review/refund-agent";
-import type { OrderRecord } from "../../../../schemas/events/conversation";
 import { fromSdk } from "../../../operator/from-sdk";
 import type { LocalEnvironment } from "../environment";
 import { putOnBus } from "../put-on-bus";

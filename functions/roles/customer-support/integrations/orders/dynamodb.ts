@@ -1,9 +1,9 @@
 import type { PutItemCommandInput } from "@aws-sdk/client-dynamodb";
 import { marshall, unmarshall } from "@aws-sdk/util-dynamodb";
-import { OrderId, OrderRecord } from "../../../../../schemas/events/conversation";
 import { PermanentError } from "../../../../kit";
 import type { AwsClient } from "../../../../lambda";
 import { dynamoFailure, GetItem, PutItem, UpdateItem } from "../../../../lambda";
+import { OrderId, OrderRecord } from "../../events/conversation";
 import type { OrdersPort } from "./port";
 
 /**

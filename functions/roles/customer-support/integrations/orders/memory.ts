@@ -1,4 +1,4 @@
-import { OrderRecord } from "../../../../../schemas/events/conversation";
+import { OrderRecord } from "../../events/conversation";
 import type { OrdersPort } from "./port";
 
 /**

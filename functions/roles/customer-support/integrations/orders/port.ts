@@ -1,4 +1,4 @@
-import type { OrderRecord } from "../../../../../schemas/events/conversation";
+import type { OrderRecord } from "../../events/conversation";
 
 /** Where the orders live (on AWS, a DynamoDB table: ./dynamodb.ts). */
 export interface OrdersPort {

@@ -1,4 +1,4 @@
-import type { OrderRecord } from "../../../../../schemas/events/conversation";
+import type { OrderRecord } from "../../events/conversation";
 
 /**
  * Sample orders for the local runtime and tests: three customers, and the cases the support

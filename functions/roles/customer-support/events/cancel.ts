@@ -1,8 +1,12 @@
-import { OpaqueId } from "../ids";
-import type { EventRegistry } from "../registry";
-import * as z from "../zod";
-import { ReplyKey, RequestedByShape } from "./fields";
-import { outsideCommand, streamFact } from "./kinds";
+import * as z from "../../../../schemas/zod";
+import {
+  defineEventType,
+  OpaqueId,
+  outsideCommand,
+  RequestedByShape,
+  streamFact,
+} from "../../../kit";
+import { ReplyKey } from "./fields";
 
 /**
  * Cancelling one support turn (seed 000 §11.5): an operator or a client asks that the reply to
@@ -28,16 +32,16 @@ export const SupportCancelledPayload = z.extend(SupportCancelRequestedPayload, {
 });
 export type SupportCancelled = z.output<typeof SupportCancelledPayload>;
 
-export function defineSupportCancelEvents(registry: EventRegistry) {
+export function defineSupportCancelEvents() {
   return [
-    registry.define({
+    defineEventType({
       ...outsideCommand,
       type: SUPPORT_CANCEL_REQUESTED,
       description:
         "Cancel one support turn: its reply is not sent if it has not been yet (sent by an operator or a client; aggregate delivery/<task_id>, version 0).",
       payload: SupportCancelRequestedPayload,
     }),
-    registry.define({
+    defineEventType({
       ...streamFact,
       type: SUPPORT_CANCELLED,
       description:

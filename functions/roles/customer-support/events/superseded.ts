@@ -1,7 +1,5 @@
-import { OpaqueId } from "../ids";
-import type { EventRegistry } from "../registry";
-import * as z from "../zod";
-import { streamFact } from "./kinds";
+import * as z from "../../../../schemas/zod";
+import { defineEventType, OpaqueId, streamFact } from "../../../kit";
 
 /**
  * A support turn that will get no reply (seed 000 §11.5): a newer message of the customer
@@ -21,9 +19,9 @@ export const SupportSupersededPayload = z.object({
 });
 export type SupportSuperseded = z.output<typeof SupportSupersededPayload>;
 
-export function defineSupportSupersededEvents(registry: EventRegistry) {
+export function defineSupportSupersededEvents() {
   return [
-    registry.define({
+    defineEventType({
       ...streamFact,
       type: SUPPORT_SUPERSEDED,
       description:

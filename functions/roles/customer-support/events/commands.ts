@@ -1,8 +1,6 @@
-import type { Envelope } from "../envelope";
-import type { EventRegistry } from "../registry";
-import * as z from "../zod";
+import * as z from "../../../../schemas/zod";
+import { defineEventType, type Envelope, streamCommand } from "../../../kit";
 import { ConversationTurn, Intent, OrderId, OrderRecord } from "./conversation";
-import { streamCommand } from "./kinds";
 
 /**
  * The commands of the support chain (seed 000 §11): route, order lookup, reply generation.
@@ -30,7 +28,7 @@ export const OrderLookupRequestedPayload = z.extend(SupportTurn, {
 });
 export type OrderLookupRequested = z.output<typeof OrderLookupRequestedPayload>;
 
-/** What the refund agent decided on a refund question (functions/roles/refund-review). */
+/** What the refund agent decided on a refund question (functions/roles/refund-review/events.ts). */
 export const RefundReviewOutcome = z.object({
   /** `answered`: a question about a refund that exists; nothing was refunded or refused. */
   decision: z.enum(["approved", "rejected", "answered"]),
@@ -57,21 +55,21 @@ function withoutText(previous: unknown, envelope: Envelope) {
   return { ...rest, context_version: envelope.input_version ?? 1 };
 }
 
-export function defineSupportCommands(registry: EventRegistry) {
+export function defineSupportCommands() {
   return [
-    ...defineCommand(registry, {
+    ...defineCommand({
       type: "support.route.requested",
       description: "Decide what the customer's message is about.",
       v1: ConversationTurn,
       v2: RouteRequestedPayload,
     }),
-    ...defineCommand(registry, {
+    ...defineCommand({
       type: "order.lookup.requested",
       description: "Look up the order the customer asks about.",
       v1: z.extend(ConversationTurn, { intent: Intent, order_id: OrderId }),
       v2: OrderLookupRequestedPayload,
     }),
-    ...defineCommand(registry, {
+    ...defineCommand({
       type: "reply.generation.requested",
       description: "Generate a reply to the customer's message from the facts gathered.",
       v1: z.extend(ConversationTurn, {
@@ -85,13 +83,20 @@ export function defineSupportCommands(registry: EventRegistry) {
 }
 
 /** Both versions of one command (generic, so each command keeps its own name and payloads). */
-function defineCommand<T extends string, V1 extends z.ZodMiniType, V2 extends z.ZodMiniType>(
-  registry: EventRegistry,
-  { type, description, v1, v2 }: { type: T; description: string; v1: V1; v2: V2 },
-) {
+function defineCommand<T extends string, V1 extends z.ZodMiniType, V2 extends z.ZodMiniType>({
+  type,
+  description,
+  v1,
+  v2,
+}: {
+  type: T;
+  description: string;
+  v1: V1;
+  v2: V2;
+}) {
   return [
-    registry.define({ ...streamCommand, type, description, payload: v1 }),
-    registry.define({
+    defineEventType({ ...streamCommand, type, description, payload: v1 }),
+    defineEventType({
       ...streamCommand,
       type,
       schemaVersion: 2,

@@ -1,15 +1,17 @@
-import { OpaqueId } from "../ids";
-import type { EventRegistry } from "../registry";
-import * as z from "../zod";
+import * as z from "../../../schemas/zod";
 import {
   AgentDecisionRequestedPayload,
   AgentStepRequestedPayload,
+  defineEventType,
+  OpaqueId,
+  outsideCommand,
+  type PayloadTypes,
+  streamCommand,
+  streamFact,
   ToolCallId,
   ToolName,
-} from "./agent-loop";
-import { OrderId } from "./conversation";
-import { outsideCommand, streamCommand, streamFact } from "./kinds";
-import { RefundReviewOutcome, SupportTurn } from "./support-commands";
+} from "../../kit";
+import { OrderId, RefundReviewOutcome, SupportTurn } from "../customer-support/events/index";
 
 /**
  * The refund review (seed 000 §2.2, §6.2, §10): a customer asks about a refund; the refund agent,
@@ -85,55 +87,61 @@ export const RefundReviewNeedsPersonPayload = z.object({
   reason: z.string().check(z.maxLength(4096)),
 });
 
-export function defineRefundEvents(registry: EventRegistry) {
-  return [
-    registry.define({
-      ...streamCommand,
-      type: REFUND_REVIEW_REQUESTED,
-      description:
-        "Review a customer's refund question (the refund agent; its run is agent_run/refund-review:<task_id>).",
-      payload: RefundReviewRequestedPayload,
-    }),
-    registry.define({
-      ...streamCommand,
-      type: REFUND_REVIEW_STEP,
-      description:
-        "The refund agent's run takes its next step (on the run's own stream); says what the step before did.",
-      payload: AgentStepRequestedPayload,
-    }),
-    registry.define({
-      ...outsideCommand,
-      type: REFUND_REVIEW_DECISION,
-      description:
-        "A person answers what a refund agent run waits for: approve or reject a call, say whether a write was applied, or give the answer of a run handed over (aggregate agent_run/<run_id>, version 0).",
-      payload: AgentDecisionRequestedPayload,
-    }),
-    registry.define({
-      ...streamFact,
-      type: REFUND_REVIEW_COMPLETED,
-      description: "The refund agent decided a refund question: approved (refunded) or rejected.",
-      payload: RefundReviewCompletedPayload,
-    }),
-    registry.define({
-      ...streamFact,
-      type: REFUND_APPROVED,
-      description: "A refund was issued at the payment system (its order is cancelled).",
-      payload: RefundApprovedPayload,
-    }),
-    registry.define({
-      ...streamFact,
-      type: REFUND_REJECTED,
-      description: "A refund was refused; the reason is what the customer is told.",
-      payload: RefundRejectedPayload,
-      personal: ["reason"],
-    }),
-    registry.define({
-      ...streamFact,
-      type: REFUND_REVIEW_NEEDS_PERSON,
-      description:
-        "A refund agent run waits for a person: an approval, a write whose outcome is unknown, or a spent budget.",
-      payload: RefundReviewNeedsPersonPayload,
-      personal: ["reason"],
-    }),
-  ] as const;
+/**
+ * The refund review's event types, defined once, in this order, when this file is first imported;
+ * the role modules of the customer-support application that use them list them in their `events`.
+ */
+export const REFUND_EVENT_TYPES = [
+  defineEventType({
+    ...streamCommand,
+    type: REFUND_REVIEW_REQUESTED,
+    description:
+      "Review a customer's refund question (the refund agent; its run is agent_run/refund-review:<task_id>).",
+    payload: RefundReviewRequestedPayload,
+  }),
+  defineEventType({
+    ...streamCommand,
+    type: REFUND_REVIEW_STEP,
+    description:
+      "The refund agent's run takes its next step (on the run's own stream); says what the step before did.",
+    payload: AgentStepRequestedPayload,
+  }),
+  defineEventType({
+    ...outsideCommand,
+    type: REFUND_REVIEW_DECISION,
+    description:
+      "A person answers what a refund agent run waits for: approve or reject a call, say whether a write was applied, or give the answer of a run handed over (aggregate agent_run/<run_id>, version 0).",
+    payload: AgentDecisionRequestedPayload,
+  }),
+  defineEventType({
+    ...streamFact,
+    type: REFUND_REVIEW_COMPLETED,
+    description: "The refund agent decided a refund question: approved (refunded) or rejected.",
+    payload: RefundReviewCompletedPayload,
+  }),
+  defineEventType({
+    ...streamFact,
+    type: REFUND_APPROVED,
+    description: "A refund was issued at the payment system (its order is cancelled).",
+    payload: RefundApprovedPayload,
+  }),
+  defineEventType({
+    ...streamFact,
+    type: REFUND_REJECTED,
+    description: "A refund was refused; the reason is what the customer is told.",
+    payload: RefundRejectedPayload,
+    personal: ["reason"],
+  }),
+  defineEventType({
+    ...streamFact,
+    type: REFUND_REVIEW_NEEDS_PERSON,
+    description:
+      "A refund agent run waits for a person: an approval, a write whose outcome is unknown, or a spent budget.",
+    payload: RefundReviewNeedsPersonPayload,
+    personal: ["reason"],
+  }),
+] as const;
+
+declare module "../../kit" {
+  interface EventPayloads extends PayloadTypes<(typeof REFUND_EVENT_TYPES)[number]> {}
 }

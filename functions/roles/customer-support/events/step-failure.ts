@@ -1,7 +1,5 @@
-import { OpaqueId } from "../ids";
-import type { EventRegistry } from "../registry";
-import * as z from "../zod";
-import { streamFact } from "./kinds";
+import * as z from "../../../../schemas/zod";
+import { defineEventType, OpaqueId, streamFact } from "../../../kit";
 
 /**
  * A step of the customer-support workflow that failed for good (seed 000 §11.3): the
@@ -27,9 +25,9 @@ export const StepFailedPayload = z.object({
 });
 export type StepFailed = z.output<typeof StepFailedPayload>;
 
-export function defineSupportFailureEvents(registry: EventRegistry) {
+export function defineSupportFailureEvents() {
   return [
-    registry.define({
+    defineEventType({
       ...streamFact,
       type: "support.step.failed",
       description:
