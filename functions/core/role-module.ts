@@ -7,6 +7,7 @@ import { parseEnv } from "./parse-env";
 import type { Role, RoleDescriptor } from "./role";
 import { type StepHandler, stateOfWithSteps, stepRole, stepRunOf, withSteps } from "./step-role";
 import { type StepDeclaration, type StepRoleEntry, stepEntryOf, stepTypesOf } from "./steps";
+import { DAG_RUN_AGGREGATE } from "./sweeper";
 
 export type { RolePorts };
 
@@ -188,6 +189,7 @@ function withModuleSteps<Settings, Uses extends IntegrationUses>(
       ...descriptor,
       stateOf,
       subscriptions: [...descriptor.subscriptions, ...stepTypes],
+      sharedStreams: [...new Set([...(descriptor.sharedStreams ?? []), DAG_RUN_AGGREGATE])],
       emits: [...(descriptor.emits ?? []), STEP_COMPLETED, STEP_FAILED],
     },
     deployment,

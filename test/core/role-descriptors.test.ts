@@ -1,8 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { DeterministicLocalModel } from "../../functions/adapters/local-model";
+import { InMemoryEventStore } from "../../functions/core/memory";
 import type { Role, RoleDescriptor } from "../../functions/core/role";
+import { buildRole } from "../../functions/core/role-module";
 import { contentAgentRole } from "../../functions/roles/content-agents/content-agent";
 import { orchestratorRole } from "../../functions/roles/orchestrator/orchestrator";
+import { refundReviewModule } from "../../functions/roles/refund-review";
+import { memoryRolePorts } from "../../lib/dev/role-kit/memory-ports";
 import { topology } from "../../lib/infra/project";
 import { CONTENT_ROLES } from "../../schemas/events/workflow";
 import { supportHarness } from "./support-fixture";
@@ -23,7 +27,11 @@ describe("each group's descriptor in the topology is the one its role is built f
       support.conversation,
       support.router,
       support.orderLookup,
-      support.refundReview,
+      // Built as its handler builds it: its module adds its steps to the agent.
+      buildRole(
+        refundReviewModule,
+        memoryRolePorts(new InMemoryEventStore(), refundReviewModule.uses),
+      ),
       support.replyGeneration,
       support.sender,
       support.projection,
