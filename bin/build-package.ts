@@ -27,7 +27,15 @@ export const ENTRY_POINTS = {
   cdk: "lib/cdk.ts",
   testing: "lib/testing.ts",
   local: "lib/local.ts",
+  zod: "schemas/zod.ts",
 } as const;
+
+/**
+ * Entry points built on their own, not split into the shared chunks: `zod` re-exports all of
+ * zod/mini (an outside package, whose names esbuild cannot list when it splits), and an
+ * application imports it as a namespace, of which its bundler keeps what it uses.
+ */
+const UNSPLIT: ReadonlySet<string> = new Set(["zod"]);
 
 async function main(): Promise<void> {
   rmSync(DIST, { recursive: true, force: true });
@@ -35,7 +43,9 @@ async function main(): Promise<void> {
     absWorkingDir: ROOT,
     entryPoints: {
       ...Object.fromEntries(
-        Object.entries(ENTRY_POINTS).map(([name, file]) => [name, join(ROOT, file)]),
+        Object.entries(ENTRY_POINTS)
+          .filter(([name]) => !UNSPLIT.has(name))
+          .map(([name, file]) => [name, join(ROOT, file)]),
       ),
       // The operator CLI (`npx agentbus`), which runs from here in an installed package.
       cli: join(ROOT, "bin", "agentbus-cli.ts"),
@@ -57,6 +67,18 @@ async function main(): Promise<void> {
     chunkNames: "chunks/[name]-[hash]",
     logLevel: "warning",
   });
+  for (const name of UNSPLIT)
+    await build({
+      absWorkingDir: ROOT,
+      entryPoints: { [name]: join(ROOT, ENTRY_POINTS[name as keyof typeof ENTRY_POINTS]) },
+      outdir: DIST,
+      bundle: true,
+      format: "esm",
+      platform: "node",
+      target: "node20",
+      packages: "external",
+      logLevel: "warning",
+    });
   execFileSync(join(ROOT, "node_modules", ".bin", "tsc"), ["-p", "tsconfig.build.json"], {
     cwd: ROOT,
     stdio: "inherit",

@@ -6,11 +6,9 @@ import { describe, expect, it } from "vitest";
  * The reference applications are written as a team outside the hub writes its own: with the
  * public entry points only (`agentbus` = functions/kit.ts, `agentbus/lambda` = functions/lambda.ts
  * for handlers and adapters, `agentbus/cdk` = lib/cdk.ts for an integration's infrastructure,
- * `agentbus/testing` = lib/testing.ts for their tests) and their own application's files, event
- * types included. So each is an example of the public API, and the API is whatever they need. The
- * kit's `z` is schemas/zod.ts, which they import as a namespace of its own (`import * as z`): a
- * bundler keeps only the parts of zod a bundle uses, which it cannot through the kit's re-export
- * (every locale of zod's would come along).
+ * `agentbus/testing` = lib/testing.ts for their tests, `agentbus/zod` = schemas/zod.ts for their
+ * schemas) and their own application's files, event types included. So each is an example of the
+ * public API, and the API is whatever they need.
  */
 
 const ROOT = join(import.meta.dirname, "..", "..");

@@ -124,10 +124,11 @@ describe("the package, installed in an application outside the repository", () =
       "./cdk",
       "./testing",
       "./local",
+      "./zod",
       "./package.json",
     ]);
     const files = run("tar", ["-tzf", tarball], work).split("\n");
-    for (const name of ["kit", "lambda", "cdk", "testing", "local"])
+    for (const name of ["kit", "lambda", "cdk", "testing", "local", "zod"])
       expect(files).toContain(`package/dist/${name}.js`);
     expect(files).toContain("package/dist/types/functions/kit.d.ts");
     expect(files.filter((f) => f.startsWith("package/test/"))).toEqual([]);
@@ -136,7 +137,7 @@ describe("the package, installed in an application outside the repository", () =
   it(
     "every entry point loads in plain Node.js, with no TypeScript loader",
     () => {
-      const script = `for (const entry of ["agentbus", "agentbus/lambda", "agentbus/cdk", "agentbus/testing", "agentbus/local"]) { const m = await import(entry); if (Object.keys(m).length === 0) throw new Error(entry + " exports nothing"); } console.log("loaded");`;
+      const script = `for (const entry of ["agentbus", "agentbus/lambda", "agentbus/cdk", "agentbus/testing", "agentbus/local", "agentbus/zod"]) { const m = await import(entry); if (Object.keys(m).length === 0) throw new Error(entry + " exports nothing"); } console.log("loaded");`;
       expect(run(process.execPath, ["--input-type=module", "-e", script], app).trim()).toBe(
         "loaded",
       );
@@ -195,6 +196,12 @@ describe("the package, installed in an application outside the repository", () =
         JSON.stringify(f.Properties?.Environment).includes("LEDGER_TABLE"),
       );
       expect(bookkeeper, "the bookkeeper's function, with the ledger's table").toBeDefined();
+      // Its schemas are written with agentbus/zod, of which the bundle keeps what it uses: zod's
+      // messages in English, none of its other locales (Indonesian's "Input tidak valid" here).
+      const hash = /([0-9a-f]{64})\.zip/.exec(JSON.stringify(bookkeeper?.Properties?.Code))?.[1];
+      const bundle = readFileSync(join(outdir, `asset.${hash}`, "index.mjs"), "utf8");
+      expect(bundle).toContain("Invalid input");
+      expect(bundle).not.toContain("Input tidak valid");
       // Bundled: each function's code is an asset directory holding its one bundle.
       const assets = readdirSync(outdir).filter((f) => f.startsWith("asset."));
       expect(assets.length).toBeGreaterThanOrEqual(functions.length - 1);

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import * as mini from "zod/mini";
 import * as z from "../../schemas/zod";
 
 const traits = (schema: { _zod: unknown }) => [...(schema._zod as { traits: Set<string> }).traits];
@@ -35,5 +36,12 @@ describe("schemas/zod", () => {
       path: ["a"],
       message: "Invalid input: expected string, received number",
     });
+  });
+
+  it("exports every name of zod/mini's, listed (a star re-export would defeat bundlers' shaking)", () => {
+    const missing = Object.keys(mini).filter(
+      (name) => name !== "default" && name !== "z" && !(name in z),
+    );
+    expect(missing).toEqual([]);
   });
 });
