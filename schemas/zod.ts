@@ -276,6 +276,27 @@ export {
 /** The error class `parse` throws and `prettifyError` formats (zod/mini exports it under `core`). */
 export { $ZodError } from "zod/v4/core";
 
+/**
+ * A JSON text (an environment value, say) read as `schema`: text that is not JSON fails with
+ * "must be <expected>", and the parsed value is checked by `schema`.
+ */
+export function jsonText<T extends z.ZodMiniType>(schema: T, expected: string) {
+  return z.pipe(
+    z.pipe(
+      z.string(),
+      z.transform((text, ctx) => {
+        try {
+          return JSON.parse(text) as unknown;
+        } catch {
+          ctx.issues.push({ code: "custom", message: `must be ${expected}`, input: text });
+          return z.NEVER;
+        }
+      }),
+    ),
+    schema,
+  );
+}
+
 /** Each issue of a failed parse as `path: message`, the path `root` where the value itself fails. */
 export function issueLines(
   error: { readonly issues: readonly core.$ZodIssue[] },

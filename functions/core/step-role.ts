@@ -283,10 +283,36 @@ function heartbeatOf(
     MAX_HEARTBEAT_LEASE_SECONDS,
     steps.leaseSeconds ?? DEFAULT_STEP_HEARTBEAT_LEASE_SECONDS,
   );
-  const beat: NodeHeartbeat = { run_id, node_id, generation, lease_seconds };
-  const ack: NodeStarted = { run_id, node_id, generation, attempt, agent: group, lease_seconds };
-  const aggregate = { type: DAG_RUN_AGGREGATE, id: run_id };
   const runId = `strun_${letterDigest(`${group}\u0000${event.event_id}\u0000${receiveCount}`, 32)}`;
+  return nodeHeartbeat({ run_id, node_id, generation, attempt }, group, lease_seconds, runId);
+}
+
+/**
+ * What the agent of a node reports while it works on an assignment: `node.started` first (with
+ * `resumed` when it takes the assignment up again after a confirmation), then `node.heartbeat`s,
+ * each extending the node's lease by `leaseSeconds`, on the run's stream, all under the agent
+ * run `runId` that also answers.
+ */
+export function nodeHeartbeat(
+  assignment: Pick<StepRequested, "run_id" | "node_id" | "generation" | "attempt">,
+  agent: string,
+  leaseSeconds: number,
+  runId: string,
+  resumed?: true,
+): HeartbeatSpec {
+  const { run_id, node_id, generation, attempt } = assignment;
+  const lease_seconds = leaseSeconds;
+  const beat: NodeHeartbeat = { run_id, node_id, generation, lease_seconds };
+  const ack: NodeStarted = {
+    run_id,
+    node_id,
+    generation,
+    attempt,
+    agent,
+    lease_seconds,
+    ...(resumed ? { resumed } : {}),
+  };
+  const aggregate = { type: DAG_RUN_AGGREGATE, id: run_id };
   return {
     type: "node.heartbeat",
     payload: beat,

@@ -81,21 +81,4 @@ export function stepRolesOf(
 }
 
 /** `STEP_ROLES`: the table as JSON. */
-export const StepRolesJson = z.pipe(
-  z.pipe(
-    z.string(),
-    z.transform((text, ctx) => {
-      try {
-        return JSON.parse(text) as unknown;
-      } catch {
-        ctx.issues.push({
-          code: "custom",
-          message: "must be a JSON object of group -> step role",
-          input: text,
-        });
-        return z.NEVER;
-      }
-    }),
-  ),
-  StepRoleTable,
-);
+export const StepRolesJson = z.jsonText(StepRoleTable, "a JSON object of group -> step role");

@@ -6,23 +6,9 @@ import { defineAdapter } from "../../handlers/integration-adapter";
 import { queueDepth } from "./index";
 
 /** Agent group -> queue URL, as a JSON object (the orchestrator's queue-depth gate). */
-const QueueUrls = z.pipe(
-  z.pipe(
-    z.string(),
-    z.transform((text, ctx) => {
-      try {
-        return JSON.parse(text) as unknown;
-      } catch {
-        ctx.issues.push({
-          code: "custom",
-          message: "must be a JSON object of group -> queue URL",
-          input: text,
-        });
-        return z.NEVER;
-      }
-    }),
-  ),
+const QueueUrls = z.jsonText(
   z.record(z.string().check(z.minLength(1)), z.url()),
+  "a JSON object of group -> queue URL",
 );
 const QueueDepthEnv = z.object({ AGENT_QUEUE_URLS: z.optional(QueueUrls) });
 

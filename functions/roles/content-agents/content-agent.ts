@@ -1,10 +1,9 @@
 import type { AggregateRef, Envelope } from "../../../schemas";
-import { confirmEventType, type NodeStarted } from "../../../schemas/events/agent-run";
+import { confirmEventType } from "../../../schemas/events/agent-run";
 import {
   CONTENT_ROLE_EVENTS,
   type ContentRole,
   contentEventTypes,
-  type NodeHeartbeat,
   type NodeRequested,
 } from "../../../schemas/events/workflow";
 import * as z from "../../../schemas/zod";
@@ -17,6 +16,7 @@ import {
   invokeStructured,
   modelSchemaOf,
   newRun,
+  nodeHeartbeat,
   payloadOf,
   type StructuredResult,
   transition,
@@ -243,29 +243,9 @@ function heartbeatOf(
   if (event.event_type !== agent.types.requested && !resumed) return undefined;
   const payload = payloadOf(event, agent.types.requested, confirmType);
   if ("outcome" in payload && payload.outcome !== "confirmed") return undefined;
-  const { run_id, node_id, generation, attempt } = payload;
-  const lease_seconds = agent.heartbeatLease;
-  const beat: NodeHeartbeat = { run_id, node_id, generation, lease_seconds };
-  const ack: NodeStarted = {
-    run_id,
-    node_id,
-    generation,
-    attempt,
-    agent: agent.role,
-    lease_seconds,
-    ...(resumed ? { resumed } : {}),
-  };
-  const aggregate = { type: "dag_run", id: run_id };
   // The run this processing is, as `decide` names it: the beats and the answer carry one run id.
   const runId = agentRunIdOf(agent.role, event, receiveCount);
-  return {
-    type: "node.heartbeat",
-    payload: beat,
-    aggregate,
-    orderKey: run_id,
-    runId,
-    first: { type: "node.started", payload: ack, aggregate, orderKey: run_id, runId },
-  };
+  return nodeHeartbeat(payload, agent.role, agent.heartbeatLease, runId, resumed || undefined);
 }
 
 async function decideRequest(
