@@ -118,7 +118,7 @@ async function start(
       run_id,
       itemless[0]?.id,
       "workflow.map_role_without_items",
-      `workflow ${def.name} v${def.version}: ${itemless.map((n) => `map node ${n.id} runs ${n.role}`).join(", ")}, which does not carry out map items (a step role does when the kit's step handler runs its steps)`,
+      `workflow ${def.name} v${def.version}: ${itemless.map((n) => `map node ${n.id} runs ${n.role}`).join(", ")}, which ${itemless.length === 1 ? "does" : "do"} not carry out map items (a step role does when the kit's step handler runs its steps)`,
     );
   const transition = startRun(def, run_id, request, await capacityFor(def));
   const begun: OrchestratorState = {
