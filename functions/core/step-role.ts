@@ -1,5 +1,6 @@
 import { type AggregateRef, type Envelope, letterDigest } from "../../schemas";
 import type { NodeStarted } from "../../schemas/events/agent-run";
+import type { MapItemRef } from "../../schemas/events/fields";
 import {
   STEP_COMPLETED,
   STEP_FAILED,
@@ -24,10 +25,13 @@ import { DAG_RUN_AGGREGATE } from "./sweeper";
  * input schema, and returns its output (or throws); the role turns that into the answer, exactly
  * once per assignment:
  *
- * - each assignment (run, node, generation) has a step run, aggregate `step_run/<key>`, stored
- *   when it ends; a request for an assignment already answered (the orchestrator sends it again
- *   when a lease ran out with the outcome unknown) answers the same again without running the
- *   step, and a redelivered message is a duplicate in the group's inbox, as for any consumer;
+ * - each assignment (run, node, generation; and the item, for an item of a map node) has a step
+ *   run, aggregate `step_run/<key>`, stored when it ends; a request for an assignment already
+ *   answered (the orchestrator sends it again when a lease ran out with the outcome unknown)
+ *   answers the same again without running the step, and a redelivered message is a duplicate in
+ *   the group's inbox, as for any consumer;
+ * - an item of a map node: the handler gets the item (index, count, value) in its context, beside
+ *   the same input as any assignment, and the answer names the item;
  * - input that does not fit the input schema: `step.failed`, `step.invalid_input` (permanent);
  * - output that does not fit the output schema (a model's output is untrusted input):
  *   `step.failed`, `step.invalid_output` (permanent);
@@ -58,6 +62,8 @@ export interface StepContext {
   readonly now: Date;
   /** How many times this request was handed out (1 on first delivery). */
   readonly receiveCount: number;
+  /** For an item of a map node: which item, of how many, and its value from the list. */
+  readonly item?: MapItemRef;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: the input and output its declaration's schemas give
@@ -70,15 +76,26 @@ export interface StepRun {
   readonly run_id: string;
   readonly node_id: string;
   readonly generation: number;
+  /** The map item (its index), for an item of a map node. */
+  readonly item?: number;
   readonly status: "COMPLETED" | "FAILED" | "CANCELLED";
   readonly tenant_id?: string;
   /** The answer it gave (sent again for a repeated request). */
   readonly answer?: { readonly type: string; readonly payload: StepCompleted | StepFailed };
 }
 
-/** The step run key of one assignment: `srun_` + 32 letters of a SHA-256. */
-export function stepRunKey(runId: string, nodeId: string, generation: number): string {
-  return `srun_${letterDigest(`${runId}\u0000${nodeId}\u0000${generation}`, 32)}`;
+/**
+ * The step run key of one assignment: `srun_` + 32 letters of a SHA-256 of its run, node and
+ * generation, and of its item's index for an item of a map node.
+ */
+export function stepRunKey(
+  runId: string,
+  nodeId: string,
+  generation: number,
+  item?: number,
+): string {
+  const itemPart = item === undefined ? "" : `\u0000${item}`;
+  return `srun_${letterDigest(`${runId}\u0000${nodeId}\u0000${generation}${itemPart}`, 32)}`;
 }
 
 export interface StepRoleOptions {
@@ -89,10 +106,20 @@ export interface StepRoleOptions {
   readonly maxAttempts?: number;
 }
 
-/** The state of the assignment a step command is about (its run, node and generation). */
+/** The state of the assignment a step command is about (its run, node, generation and item). */
 export function stepRunOf(event: Envelope): AggregateRef {
-  const { run_id, node_id, generation } = event.payload as StepRequested | NodeCancelRequested;
-  return { type: STEP_RUN_AGGREGATE, id: stepRunKey(run_id, node_id, generation) };
+  const command = event.payload as StepRequested | NodeCancelRequested;
+  const { run_id, node_id, generation } = command;
+  return {
+    type: STEP_RUN_AGGREGATE,
+    id: stepRunKey(run_id, node_id, generation, itemIndexOf(command)),
+  };
+}
+
+/** The map item a step command names: a request carries the item, a cancel its index. */
+function itemIndexOf(command: StepRequested | NodeCancelRequested): number | undefined {
+  const { item } = command;
+  return typeof item === "object" ? item.index : item;
 }
 
 /**
@@ -194,6 +221,7 @@ function answer(
       run_id: request.run_id,
       node_id: request.node_id,
       generation: request.generation,
+      ...(request.item === undefined ? {} : { item: request.item.index }),
       status: type === STEP_COMPLETED ? "COMPLETED" : "FAILED",
       ...(event.tenant_id === undefined ? {} : { tenant_id: event.tenant_id }),
       answer: { type, payload },
@@ -206,11 +234,12 @@ function failure(group: string, request: StepRequested, event: Envelope, error: 
   return answer(group, request, event, STEP_FAILED, { ...refOf(request), role: group, error });
 }
 
-const refOf = ({ run_id, node_id, generation, attempt }: StepRequested) => ({
+const refOf = ({ run_id, node_id, generation, attempt, item }: StepRequested) => ({
   run_id,
   node_id,
   generation,
   attempt,
+  ...(item === undefined ? {} : { item: item.index }),
 });
 
 function nodeFailure(info: ErrorInfo): NodeFailure {
@@ -251,13 +280,14 @@ function contextOf(
     ...(event.tenant_id === undefined ? {} : { tenantId: event.tenant_id }),
     now,
     receiveCount,
+    ...(request.item === undefined ? {} : { item: request.item }),
   };
 }
 
 /** A cancel: an assignment not yet answered is closed, so its request is discarded. */
 function cancelled(group: string, state: StepRun | undefined, event: Envelope): Decision<StepRun> {
   if (state) return {};
-  const { run_id, node_id, generation } = event.payload as NodeCancelRequested;
+  const { run_id, node_id, generation, item } = event.payload as NodeCancelRequested;
   return {
     state: {
       kind: "step_run",
@@ -265,6 +295,7 @@ function cancelled(group: string, state: StepRun | undefined, event: Envelope): 
       run_id,
       node_id,
       generation,
+      ...(item === undefined ? {} : { item }),
       status: "CANCELLED",
       ...(event.tenant_id === undefined ? {} : { tenant_id: event.tenant_id }),
     },
@@ -327,7 +358,7 @@ function summarizeStepRun(run: StepRun): StateSummary {
   return {
     kind: "step_run",
     status: run.status,
-    label: `${run.role} ${run.node_id} of ${run.run_id}`,
+    label: `${run.role} ${run.node_id}${run.item === undefined ? "" : ` item ${run.item}`} of ${run.run_id}`,
     ...(run.tenant_id === undefined ? {} : { tenant: run.tenant_id }),
   };
 }

@@ -36,6 +36,11 @@ export const StepRoleEntry = z.object({
   cancel: z.string().check(z.minLength(1)),
   confirm: z.optional(z.string().check(z.minLength(1))),
   lease_seconds: z.optional(z.int().check(z.positive(), z.maximum(MAX_HEARTBEAT_LEASE_SECONDS))),
+  /**
+   * The role carries out map items: it keeps a record per item and names the item in its answers.
+   * The kit's step handler does (./step-role.ts); a role that takes its commands itself does not.
+   */
+  items: z.optional(z.boolean()),
 });
 export type StepRoleEntry = z.output<typeof StepRoleEntry>;
 
@@ -54,14 +59,18 @@ export function stepTypesOf(
   return steps.types ?? stepCommandTypes(group);
 }
 
-/** The table entry of a group that declares `steps`. */
-export function stepEntryOf(group: string, steps: StepDeclaration): StepRoleEntry {
+/**
+ * The table entry of a group that declares `steps`; `items` when the kit's step handler carries
+ * them out (it answers map items).
+ */
+export function stepEntryOf(group: string, steps: StepDeclaration, items = false): StepRoleEntry {
   const { requested, cancel, confirm } = stepTypesOf(group, steps);
   return {
     requested,
     cancel,
     ...(confirm === undefined ? {} : { confirm }),
     ...(steps.leaseSeconds === undefined ? {} : { lease_seconds: steps.leaseSeconds }),
+    ...(items ? { items } : {}),
   };
 }
 

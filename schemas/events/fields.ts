@@ -19,6 +19,19 @@ export const NodeRefShape = { run_id: OpaqueId, node_id: NodeId, generation: Gen
 export const NodeRef = z.object(NodeRefShape);
 export type NodeRef = z.infer<typeof NodeRef>;
 
+/** A map item's place in its list (0 for the first). */
+export const ItemIndex = z.int().check(z.nonnegative());
+/**
+ * The map item an assignment is for (a map node runs its role once per item of a list): its
+ * index, the list's length, and its value from the list.
+ */
+export const MapItemRef = z.object({
+  index: ItemIndex,
+  count: z.int().check(z.positive()),
+  value: z.unknown(),
+});
+export type MapItemRef = z.infer<typeof MapItemRef>;
+
 /** How many times a node was assigned over all generations (1 on the first assignment). */
 export const Attempt = z.int().check(z.minimum(1));
 

@@ -1,6 +1,6 @@
 import type { EventRegistry, EventTypeDefinition } from "../registry";
 import * as z from "../zod";
-import { Attempt, NodeRefShape } from "./fields";
+import { Attempt, ItemIndex, MapItemRef, NodeRefShape } from "./fields";
 import { streamCommand, streamFact } from "./kinds";
 import { NodeFailure } from "./workflow";
 import { NodeCancelRequestedPayload } from "./workflow-cancel";
@@ -15,6 +15,8 @@ import { NodeCancelRequestedPayload } from "./workflow-cancel";
  * pair of types from every step role. A cancel (`<stem>.node.cancel.requested`) tells the role an
  * assignment no longer counts. The content agents keep their own spellings of the same commands
  * and answers (`<stem>.requested`, `<stem>.completed`, ...), declared as theirs (./workflow).
+ * For a map node, each item of its list is an assignment of its own: the request carries the item
+ * (`item`: index, count, value), and the answer and the cancel name it (`item`: its index).
  */
 
 export const STEP_COMPLETED = "step.completed";
@@ -36,6 +38,8 @@ export const StepRequestedPayload = z.object({
   input: StepObject,
   /** The run's input (the start request's). */
   run_input: StepObject,
+  /** Set for an item of a map node: which item, of how many, and its value. */
+  item: z.optional(MapItemRef),
 });
 export type StepRequested = z.infer<typeof StepRequestedPayload>;
 
@@ -45,6 +49,8 @@ export const StepCompletedPayload = z.object({
   role: StepRoleName,
   /** The step's output, checked by the role against its declared output schema. */
   output: StepObject,
+  /** The map item answered (its index), as the request named it. */
+  item: z.optional(ItemIndex),
 });
 export type StepCompleted = z.infer<typeof StepCompletedPayload>;
 
@@ -53,6 +59,8 @@ export const StepFailedPayload = z.object({
   attempt: Attempt,
   role: StepRoleName,
   error: NodeFailure,
+  /** The map item answered (its index), as the request named it. */
+  item: z.optional(ItemIndex),
 });
 export type StepFailed = z.infer<typeof StepFailedPayload>;
 

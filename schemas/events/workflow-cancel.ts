@@ -1,7 +1,7 @@
 import { OpaqueId } from "../ids";
 import type { EventRegistry } from "../registry";
 import * as z from "../zod";
-import { NodeRefShape, RequestedByShape } from "./fields";
+import { ItemIndex, NodeRefShape, RequestedByShape } from "./fields";
 import { outsideCommand, streamCommand, streamFact } from "./kinds";
 import { CONTENT_ROLES, contentEventTypes, WorkflowEndedPayload } from "./workflow";
 
@@ -28,12 +28,21 @@ export type WorkflowCancelled = z.infer<typeof WorkflowCancelledPayload>;
  * Why an assignment no longer counts: the run was cancelled, or a re-run (or reset) gave the node
  * a new generation while this one was still RUNNING; or, for an assignment that ended FAILED, an
  * operator reset the node (`reset`: it runs again under a new generation) or resolved it with a
- * supplied output (`resolved`), which closes the agent's record of the failed assignment.
+ * supplied output (`resolved`), which closes the agent's record of the failed assignment; or,
+ * for an item of a map node, more items failed than the map tolerates (`map_failed`).
  */
-export const NODE_CANCEL_REASONS = ["run_cancelled", "rerun", "reset", "resolved"] as const;
+export const NODE_CANCEL_REASONS = [
+  "run_cancelled",
+  "rerun",
+  "reset",
+  "resolved",
+  "map_failed",
+] as const;
 export const NodeCancelRequestedPayload = z.object({
   ...NodeRefShape,
   reason: z.enum(NODE_CANCEL_REASONS),
+  /** The map item whose assignment no longer counts (its index), for an item of a map node. */
+  item: z.optional(ItemIndex),
 });
 export type NodeCancelRequested = z.infer<typeof NodeCancelRequestedPayload>;
 

@@ -12,6 +12,7 @@ import {
   onItemFailed,
   onNodeCompleted,
   onNodeFailed,
+  redeliver,
   release,
   startRun,
 } from "../../functions/core/dag/engine";
@@ -37,6 +38,8 @@ import { deepFreeze } from "../../functions/core/freeze";
  * - counters equal the upstreams not yet ended, caps hold counting map items, a map node has
  *   items only while RUNNING, and the run stays JSON data its schema reads back;
  * - every run ends, and a cancel leaves nothing running and stops every running unit of work.
+ * A planted defect, a release pass that assigns a map item still running again, must break the
+ * first of these (the negative control).
  */
 
 type Kind = "task" | "map" | "wait-timer" | "wait-signal" | "child";
@@ -329,7 +332,29 @@ function tracker(def: WorkflowDefinition, inFlight: Unit[]): (t: Transition) => 
   };
 }
 
-function simulate(spec: Spec, choiceValues: readonly number[]): DagRun {
+/** The engine's release pass, or a defective one planted in its place. */
+type ReleasePass = typeof release;
+
+/**
+ * A planted defect: a release pass that takes the first map item still RUNNING for a PENDING one
+ * and assigns it again (the same assignment the engine sends when an item's outcome is unknown).
+ */
+const releaseAssigningTwice: ReleasePass = (run, def, capacity) => {
+  const pass = release(run, def, capacity);
+  for (const [id, node] of Object.entries(run.nodes)) {
+    const index = node.items?.findIndex((item) => item.state === "RUNNING") ?? -1;
+    if (node.state !== "RUNNING" || index < 0) continue;
+    const again = redeliver(run, def, id, node.assigned_generation ?? run.generation, index);
+    return { ...pass, commands: [...pass.commands, ...again.commands] };
+  }
+  return pass;
+};
+
+function simulate(
+  spec: Spec,
+  choiceValues: readonly number[],
+  releasePass: ReleasePass = release,
+): DagRun {
   const def = buildWorkflow(spec);
   const choices = new Choices(choiceValues);
   const inFlight: Unit[] = [];
@@ -342,7 +367,7 @@ function simulate(spec: Spec, choiceValues: readonly number[]): DagRun {
     const before = deepFreeze(t.run);
     const action = choices.next(16);
     if (inFlight.length === 0 || action === 11) {
-      const next = release(before, def);
+      const next = releasePass(before, def);
       if (inFlight.length === 0)
         expect(
           unitsOf(next.commands).length,
@@ -393,6 +418,22 @@ describe("DAG runs with every construct under random schedules (property)", () =
       { numRuns: 400 },
     );
     expect([...ends].sort()).toEqual(["CANCELLED", "COMPLETED", "FAILED", "PARTIAL"]);
+  });
+
+  it("catch a planted release pass that assigns a running map item again", () => {
+    const result = fc.check(
+      fc.property(
+        specArb,
+        fc.array(fc.nat(), { minLength: 10, maxLength: 300 }),
+        (spec, choices) => {
+          simulate(spec, choices, releaseAssigningTwice);
+        },
+      ),
+      // It stops at the first violation: 8 to 197 runs over ten seeds.
+      { numRuns: 2000, endOnFailure: true },
+    );
+    expect(result.failed).toBe(true);
+    expect(String(result.errorInstance)).toMatch(/n\d+#\d+@\d+ started twice/);
   });
 
   it("exercised items, loop rounds, first-wins drops, signals, timers, child ends and cancels", () => {

@@ -241,6 +241,7 @@ describe("the refund agent as a node", () => {
     expect(refundReviewModule.deployment.needs?.steps).toEqual({
       requested: "refund_review.node.requested",
       cancel: "refund_review.node.cancel.requested",
+      items: true,
     });
     const { bus, runId } = await reviewed({
       topic_hint: "a refund for a delivered order",

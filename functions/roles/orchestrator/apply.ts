@@ -1,4 +1,5 @@
 import type { Envelope } from "../../../schemas";
+import type { StepRequested } from "../../../schemas/events/step";
 import { type NodeRequested, NodeRequestedPayload } from "../../../schemas/events/workflow";
 import {
   NODE_CANCEL_REASONS,
@@ -59,9 +60,10 @@ export function applyTransition(
 }
 
 /**
- * The step role's command for a DAG command: its request or its cancel. The types are the stack's
- * (a step role's module registers them), known at run time only: typed as the content agents'
- * commands, whose payloads they share; the registry checks each on emit.
+ * The step role's command for a DAG command: its request or its cancel, naming the map item for
+ * an item of a map node (the request carries its index, count and value; the cancel its index).
+ * The types are the stack's (a step role's module registers them), known at run time only: typed
+ * as the content agents' commands, whose payloads they share; the registry checks each on emit.
  */
 function nodeCommand(
   stepRoles: StepRoles,
@@ -72,17 +74,19 @@ function nodeCommand(
   const entry = stepRoles.of(command.role);
   if (command.type === "node.cancel") {
     const reason = command.reason;
-    if (!isNodeCancelReason(reason) || command.item !== undefined) throw unsupported(command);
+    if (!isNodeCancelReason(reason)) throw unsupported(command);
     const cancel: NodeCancelRequested = {
       run_id: command.run_id,
       node_id: command.node_id,
       generation: command.generation,
       reason,
+      ...(command.item === undefined ? {} : { item: command.item }),
     };
     return [{ type: entry.cancel, payload: cancel, orderKey: runId } as EmitOf<ContentCommand>];
   }
-  if (command.type !== "node.assign" || command.item || command.loop) throw unsupported(command);
-  const payload: NodeRequested = {
+  if (command.loop) throw unsupported(command);
+  const { item } = command;
+  const payload: NodeRequested & Pick<StepRequested, "item"> = {
     run_id: command.run_id,
     node_id: command.node_id,
     generation: command.generation,
@@ -94,6 +98,9 @@ function nodeCommand(
       "workflow.invalid_run_input",
       `the input of run ${command.run_id}`,
     ),
+    ...(item === undefined
+      ? {}
+      : { item: { index: item.index, count: item.count, value: item.value } }),
   };
   return [{ type: entry.requested, payload, orderKey: runId } as EmitOf<ContentCommand>];
 }
@@ -102,14 +109,16 @@ const isNodeCancelReason = (reason: string): reason is NodeCancelRequested["reas
   (NODE_CANCEL_REASONS as readonly string[]).includes(reason);
 
 /**
- * The content workflows use task nodes only: a map item, a loop round's input, a wait, a child
- * run or a first-wins cancel has no command of the content agents yet.
+ * The orchestrator carries task nodes and map items: a loop round's input, a wait, a child run or
+ * a first-wins cancel has no command of the step roles yet.
  */
 function unsupported(command: DagCommand): PermanentError {
   const what =
-    "item" in command && command.item !== undefined
-      ? `${command.type} of a map item`
-      : command.type;
+    command.type === "node.assign" && command.loop
+      ? `${command.type} of a loop round`
+      : command.type === "node.cancel"
+        ? `${command.type} (${command.reason})`
+        : command.type;
   return new PermanentError(
     "workflow.unsupported_step",
     `run ${command.run_id}: the orchestrator has no command for ${what} (node ${command.node_id})`,

@@ -9,7 +9,15 @@ import type {
 } from "../../../schemas/events/workflow";
 import type { WorkflowCancelRequested } from "../../../schemas/events/workflow-cancel";
 import type { WorkflowDefinition } from "../../core/dag/definition";
-import { onNodeCompleted, onNodeFailed, redeliver, release, startRun } from "../../core/dag/engine";
+import {
+  onItemCompleted,
+  onItemFailed,
+  onNodeCompleted,
+  onNodeFailed,
+  redeliver,
+  release,
+  startRun,
+} from "../../core/dag/engine";
 import { cancelRun, rerunFrom } from "../../core/dag/rerun";
 import type { Capacity, DagRun, NodeError, Transition } from "../../core/dag/run";
 import { PermanentError } from "../../core/errors";
@@ -28,6 +36,7 @@ import {
   rejection,
   toRun,
 } from "./context";
+import { failItems, redeliverItems, runningItems } from "./items";
 import { dueAtOf, extendLease, leaseOutlivesReport, mayRedeliver } from "./leases";
 import { reset, resolve } from "./resolve";
 import type { OrchestratorState } from "./state";
@@ -74,8 +83,9 @@ export const HANDLERS: Readonly<Record<string, EventHandler>> = {
 
 /**
  * A new run of the requested workflow; a start for a run that exists changes nothing. Refused
- * (`workflow.rejected`) when the orchestrator knows no such workflow, or when a node of it names a
- * role that is not a step role of the stack.
+ * (`workflow.rejected`) when the orchestrator knows no such workflow, when a node of it names a
+ * role that is not a step role of the stack, or when a map node's role does not carry out map
+ * items (the content agents keep one agent run per node).
  */
 async function start(
   context: RunContext,
@@ -100,6 +110,15 @@ async function start(
       undefined,
       "workflow.unknown_step_role",
       `workflow ${def.name} v${def.version} names ${unknown.join(", ")}, which ${unknown.length === 1 ? "is not a step role" : "are not step roles"} of this stack (step roles: ${stepRoles.names})`,
+    );
+  const itemless = def.nodes.filter((n) => n.map && n.role && !stepRoles.table[n.role]?.items);
+  if (itemless.length > 0)
+    throw rejection(
+      "start",
+      run_id,
+      itemless[0]?.id,
+      "workflow.map_role_without_items",
+      `workflow ${def.name} v${def.version}: ${itemless.map((n) => `map node ${n.id} runs ${n.role}`).join(", ")}, which ${itemless.length === 1 ? "does" : "do"} not carry out map items (a step role does when the kit's step handler runs its steps)`,
     );
   const transition = startRun(def, run_id, request, await capacityFor(def));
   const begun: OrchestratorState = {
@@ -182,7 +201,8 @@ function cancel(
  * The sweeper found a node's lease expired: its outcome is unknown, so the same assignment is sent
  * again (a fresh queued lease), up to the policy's redeliveries; after that, a failure of the node
  * (transient, agent_run.lease_expired). Gated on the generation like any delivery, and ignored
- * when a heartbeat extended the lease past the report.
+ * when a heartbeat extended the lease past the report. For a map node, the same for each item
+ * still RUNNING (./items).
  */
 async function leaseExpired(
   context: RunContext,
@@ -192,42 +212,58 @@ async function leaseExpired(
   if (!state || leaseOutlivesReport(state, report, leasing.now)) return {};
   const { node_id, generation, expired_at } = report;
   const def = definitionOf(context, state);
+  const isMap = def.nodes.some((n) => n.id === node_id && n.map);
+  const items = isMap ? runningItems(state.run, node_id, generation) : [];
+  if (isMap && items.length === 0) return {};
   if (mayRedeliver(state, report, leasing.policy))
-    return applyTransition(context, state, redeliver(state.run, def, node_id, generation));
+    return applyTransition(
+      context,
+      state,
+      isMap
+        ? redeliverItems(state.run, def, node_id, generation, items)
+        : redeliver(state.run, def, node_id, generation),
+    );
   const redeliveries = state.leases?.[node_id]?.redeliveries ?? 0;
   const error: NodeError = {
     code: "agent_run.lease_expired",
     error_class: "transient",
     message: `lease of node ${node_id} (generation ${generation}) expired${expired_at ? ` at ${expired_at}` : ""}${redeliveries > 0 ? `, after the assignment was sent ${redeliveries} more time(s)` : ""}; reported by ${event.producer}`,
   };
-  const transition = onNodeFailed(
-    state.run,
-    def,
-    node_id,
-    error,
-    generation,
-    await capacityFor(def),
-  );
+  const capacity = await capacityFor(def);
+  const transition = isMap
+    ? failItems(state.run, def, node_id, generation, items, error, capacity)
+    : onNodeFailed(state.run, def, node_id, error, generation, capacity);
   return applyTransition(context, state, transition);
 }
 
+/** The map item an answer names (a step role's, for an item of a map node). */
+type ItemAnswer = { readonly item?: number };
+
 /**
- * An agent's `<role>.completed` (or a step role's `step.completed`): onNodeCompleted with the payload's output and generation. The
- * output is the DAG's node output whatever its role's schema (the registry checked it against
- * that), so the completion is read as any role's.
+ * An agent's `<role>.completed` (or a step role's `step.completed`): onNodeCompleted with the
+ * payload's output and generation, onItemCompleted when it names a map item. The output is the
+ * DAG's node output whatever its role's schema (the registry checked it against that), so the
+ * completion is read as any role's.
  */
-function completedBy(agent: string): Handle<NodeCompleted> {
-  return (context, { run_id, node_id, generation, output }) =>
+function completedBy(agent: string): Handle<NodeCompleted & ItemAnswer> {
+  return (context, { run_id, node_id, generation, output, item }) =>
     settleReported(context, agent, run_id, node_id, (run, def, capacity) =>
-      onNodeCompleted(run, def, node_id, output, generation, capacity),
+      item === undefined
+        ? onNodeCompleted(run, def, node_id, output, generation, capacity)
+        : onItemCompleted(run, def, node_id, item, output, generation, capacity),
     );
 }
 
-/** An agent's `<role>.failed` (or `step.failed`): onNodeFailed with the payload's error and generation. */
-function failedBy(agent: string): Handle<NodeFailed> {
-  return (context, { run_id, node_id, generation, error }) =>
+/**
+ * An agent's `<role>.failed` (or `step.failed`): onNodeFailed with the payload's error and
+ * generation, onItemFailed when it names a map item.
+ */
+function failedBy(agent: string): Handle<NodeFailed & ItemAnswer> {
+  return (context, { run_id, node_id, generation, error, item }) =>
     settleReported(context, agent, run_id, node_id, (run, def, capacity) =>
-      onNodeFailed(run, def, node_id, nodeError(error), generation, capacity),
+      item === undefined
+        ? onNodeFailed(run, def, node_id, nodeError(error), generation, capacity)
+        : onItemFailed(run, def, node_id, item, nodeError(error), generation, capacity),
     );
 }
 

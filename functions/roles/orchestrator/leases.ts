@@ -21,6 +21,10 @@ import type { NodeLease, OrchestratorState } from "./state";
  *
  * - Blocked: while the node's agent run is BLOCKED on a confirmation (./agent), the
  *   lease runs to the confirmation deadline plus the role's lease, a backstop behind the deadline.
+ * - A map node has one lease for all its items (./items): each item assigned renews it as a
+ *   queued lease, any item's acknowledgement or heartbeat starts or extends it (they name the
+ *   node, not the item), and when it runs out every item still RUNNING is sent again (one
+ *   redelivery of the node), or, once the redeliveries are spent, fails.
  *
  * The run's due time (the state table's by-due index, read by the lease sweeper) is the earliest
  * of: the lease expiry of a RUNNING node, the confirmation deadline of a BLOCKED one, the
@@ -57,9 +61,9 @@ const plusSeconds = (now: Date, seconds: number) =>
 
 /**
  * The lease of every RUNNING node after a transition: a queued one for a node assigned by it
- * (counting the redeliveries of the same assignment), the held one for a node still in the same
- * assignment, a queued one for a RUNNING node without one (a state stored before leases). Nodes
- * that left RUNNING lose theirs.
+ * (or a map item of it; counting the redeliveries of the same assignment), the held one for a node
+ * still in the same assignment, a queued one for a RUNNING node without one (a state stored
+ * before leases). Nodes that left RUNNING lose theirs.
  */
 export function leasesAfter(
   state: OrchestratorState,
@@ -68,6 +72,9 @@ export function leasesAfter(
 ): Record<string, NodeLease> {
   const assigned = new Set(
     transition.commands.flatMap((c) => (c.type === "node.assign" ? [c.node_id] : [])),
+  );
+  const redelivered = new Set(
+    transition.events.flatMap((e) => (e.type === "node.redelivered" ? [e.node_id] : [])),
   );
   const held = leasesOf(state);
   const leases: Record<string, NodeLease> = {};
@@ -79,8 +86,7 @@ export function leasesAfter(
       leases[nodeId] = kept;
       continue;
     }
-    const again = kept && state.run.nodes[nodeId]?.state === "RUNNING";
-    const redeliveries = again ? (kept.redeliveries ?? 0) + 1 : 0;
+    const redeliveries = kept && redelivered.has(nodeId) ? (kept.redeliveries ?? 0) + 1 : 0;
     leases[nodeId] = {
       generation,
       expires_at: plusSeconds(now, policy.queuedSeconds),

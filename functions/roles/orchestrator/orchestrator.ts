@@ -29,7 +29,8 @@ import { type OrchestratorState, parseRunState, summarizeRun } from "./state";
  *   stack, is refused with `workflow.rejected` (business, no retry).
  * - `step.completed` / `step.failed` (any step role, naming itself), and the content agents'
  *   `<role>.completed` / `<role>.failed`: onNodeCompleted / onNodeFailed with the payload's
- *   generation. Duplicate, stale (older generation) or not-running deliveries are ignored by the
+ *   generation (onItemCompleted / onItemFailed for an answer naming a map item, ./items for the
+ *   map's lease). Duplicate, stale (older generation) or not-running deliveries are ignored by the
  *   DAG: nothing is emitted and the state is not written. Released downstream nodes become
  *   `<role>.requested`; when the run ends, `workflow.completed|partial|failed` with runResult.
  * - node.lease.expired: the outcome of the node's assignment is unknown (the request may still
