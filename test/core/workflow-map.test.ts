@@ -39,7 +39,8 @@ function workerModule() {
     group: "worker",
     entry: "test/core/workflow-map.test.ts",
     steps: {
-      input: z.looseObject({ lister: z.looseObject({ words: z.array(z.string()) }) }),
+      // The lister's output without the list: each item carries its own word.
+      input: z.looseObject({ lister: z.strictObject({}) }),
       output: z.object({ word: z.string(), letters: z.int() }),
       run: () => (_input: unknown, context) => {
         if (!context.item) throw new PermanentError("test.no_item", "the step is not a map item");

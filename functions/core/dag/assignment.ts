@@ -1,6 +1,7 @@
 import { valueAt } from "./definition";
 import { type Draft, edgeOutcome } from "./draft";
 import type { DagCommand, ItemRef, LoopRef } from "./run";
+import { isRecord } from "./values";
 
 /**
  * What a node's assignment carries: the outputs it works from, a map item's value, a loop's
@@ -24,7 +25,7 @@ export function assignment(
     role,
     attempt,
     generation,
-    input: inputOf(draft, id),
+    input: item ? itemInputOf(draft, id) : inputOf(draft, id),
     run_input: draft.run.input,
     ...(item ? { item } : {}),
     ...(loop ? { loop } : {}),
@@ -44,6 +45,40 @@ export function inputOf(draft: Draft, id: string): Record<string, unknown> {
     if (edgeOutcome(edge, upstream) === "taken") input[edge.from] = upstream.output ?? {};
   }
   return input;
+}
+
+/**
+ * A map item's input: the node's input without the list the map runs over, since each item
+ * carries its own value (`item.value`): the list goes once to the map, not once per item, and an
+ * item's request stays the size of one item.
+ */
+function itemInputOf(draft: Draft, id: string): Record<string, unknown> {
+  const input = inputOf(draft, id);
+  const items = draft.graph.nodes.get(id)?.map?.items;
+  if (!items || !(items.node in input)) return input;
+  if (items.path === undefined) {
+    const { [items.node]: _list, ...others } = input;
+    return others;
+  }
+  return { ...input, [items.node]: without(input[items.node], items.path.split(".")) };
+}
+
+/** `value` with what is at `path` left out (unchanged when nothing is there). */
+function without(value: unknown, path: readonly string[]): unknown {
+  const [key, ...rest] = path;
+  if (key === undefined) return value;
+  if (Array.isArray(value)) {
+    const index = Number(key);
+    if (!Number.isInteger(index) || index < 0 || index >= value.length) return value;
+    if (rest.length === 0) return value.filter((_, i) => i !== index);
+    return value.map((entry, i) => (i === index ? without(entry, rest) : entry));
+  }
+  if (!isRecord(value) || !Object.hasOwn(value, key)) return value;
+  if (rest.length === 0) {
+    const { [key]: _left, ...others } = value;
+    return others;
+  }
+  return { ...value, [key]: without(value[key], rest) };
 }
 
 /** The list a map node runs over, or undefined when the value there is not a list. */
