@@ -1,7 +1,6 @@
 import { readFileSync } from "node:fs";
 import { Command } from "commander";
 import { DynamoWorkflowRegistry } from "../../functions/adapters/dynamodb/workflow-registry";
-import type { WorkflowDefinition } from "../../functions/core/dag/definition";
 import { WorkflowDefinitionError } from "../../functions/core/dag/errors";
 import { putWorkflow } from "../../functions/core/dag/register";
 import {
@@ -206,8 +205,7 @@ export async function showDefinition(
       throw new NotFoundError(
         `no workflow ${name}${version === undefined ? "" : ` v${version}`} is registered ${tenant === undefined ? scopeLabel(EVERY_TENANT) : `for tenant ${tenant} or for every tenant`} (agentbus workflow list)`,
       );
-    if (options.json)
-      return out(JSON.stringify(found.definition satisfies WorkflowDefinition, null, 2));
+    if (options.json) return out(JSON.stringify(found.definition, null, 2));
     const listed = (await registry.list(found.scope)).find((w) => w.name === name);
     printDefinition(found, listed?.versions ?? [found.definition.version]);
   });

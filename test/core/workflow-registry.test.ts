@@ -54,6 +54,8 @@ describe("putting a workflow in the registry", () => {
     const registry = new InMemoryWorkflowRegistry();
     const first = await putWorkflow(registry, EVERY_TENANT, brief(), CHECKS);
     expect([first.outcome, first.definition.version]).toEqual(["stored", 1]);
+    const repeated = await putWorkflow(registry, EVERY_TENANT, brief(), CHECKS);
+    expect([repeated.outcome, repeated.definition.version]).toEqual(["unchanged", 1]);
     // The same definition, with a $schema for an editor and a default written out: no new version.
     const again = await putWorkflow(
       registry,

@@ -15,7 +15,7 @@ import { deepEqual, isRecord } from "./values";
  *   MAX_DEFINITION_BYTES, and named so a start can name it (kebab-case, as `workflow_name`) and
  *   not as a workflow compiled into the orchestrator (which a start finds first).
  * - Without `version` it becomes the next version of its name in the scope (the newest + 1, or
- *   1); with one, that version.
+ *   1), unless it is the newest version's definition (`unchanged`); with one, that version.
  * - A version that exists with the same definition (defaults applied) is left as it is
  *   (`unchanged`); with a different one the put is refused (`workflow.version_taken`). A
  *   version written is never changed.
@@ -52,12 +52,16 @@ export async function putWorkflow(
   const file = withoutSchemaKey(input);
   const pinned = file.version !== undefined;
   for (let attempt = 1; ; attempt++) {
-    const version = pinned ? file.version : await nextVersion(registry, scope, file.name);
+    const newest = pinned ? undefined : await newestOf(registry, scope, file.name);
+    if (newest !== undefined) {
+      // The newest version again, without its number: nothing to store.
+      const same = checkedDefinition({ ...file, version: newest }, checks);
+      if (await isStored(registry, scope, same)) return { outcome: "unchanged", definition: same };
+    }
+    const version = pinned ? file.version : (newest ?? 0) + 1;
     const definition = checkedDefinition({ ...file, version }, checks);
     if (await registry.create(scope, definition)) return { outcome: "stored", definition };
-    const stored = await registry.get(scope, definition.name, definition.version);
-    if (deepEqual(stored, JSON.parse(JSON.stringify(definition))))
-      return { outcome: "unchanged", definition };
+    if (await isStored(registry, scope, definition)) return { outcome: "unchanged", definition };
     if (pinned || attempt >= NEXT_VERSION_ATTEMPTS)
       throw new WorkflowDefinitionError(
         "workflow.version_taken",
@@ -150,12 +154,21 @@ function withoutSchemaKey(input: unknown): Record<string, unknown> & { version?:
   return definition;
 }
 
-/** The newest version of `name` in the scope + 1 (1 for a new name, or a name that is not one). */
-async function nextVersion(
+/** The newest version of `name` in the scope (none for a new name, or a name that is not one). */
+async function newestOf(
   registry: WorkflowRegistry,
   scope: WorkflowScope,
   name: unknown,
-): Promise<number> {
-  if (typeof name !== "string") return 1;
-  return ((await newestIn(registry, scope, name)) ?? 0) + 1;
+): Promise<number | undefined> {
+  return typeof name === "string" ? newestIn(registry, scope, name) : undefined;
+}
+
+/** Whether the registry holds exactly this definition at its version. */
+async function isStored(
+  registry: WorkflowRegistry,
+  scope: WorkflowScope,
+  definition: WorkflowDefinition,
+): Promise<boolean> {
+  const stored = await registry.get(scope, definition.name, definition.version);
+  return deepEqual(stored, JSON.parse(JSON.stringify(definition)));
 }
