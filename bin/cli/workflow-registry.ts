@@ -14,10 +14,8 @@ import {
 import { stepRolesOf } from "../../functions/core/steps";
 import { recordAction } from "../../lib/operator/audit";
 import { fromSdk } from "../../lib/operator/from-sdk";
-import { operatorModules } from "../../lib/operator/groups";
 import type { OpsStack } from "../../lib/operator/stack";
 import { WORKFLOW_KINDS } from "../../schemas/events/workflow";
-import { withStack } from "./ops";
 import { NotFoundError, out, type Target, UsageError } from "./target";
 import { tenantArgument, tenantOption } from "./tenant";
 
@@ -35,16 +33,29 @@ type Globals = (command: Command) => Target;
 const SCOPE_HELP =
   "the tenant the workflow is for (default: every tenant; a tenant's own comes first at its starts)";
 
-/** The stack's registry, on its state table. */
-function registryOf(stack: OpsStack): WorkflowRegistry {
-  return new DynamoWorkflowRegistry({
-    client: fromSdk(stack.dynamodb),
-    tableName: stack.names.tables.state,
-  });
+/**
+ * Run `use` with the stack and its registry (on its state table). The stack's tools and the role
+ * modules load here, when a registry command runs: `workflow start` and the rest stay quick.
+ */
+async function withRegistry(
+  t: Target,
+  use: (stack: OpsStack, registry: WorkflowRegistry) => Promise<void>,
+): Promise<void> {
+  const { withStack } = await import("./ops");
+  await withStack(t, (stack) =>
+    use(
+      stack,
+      new DynamoWorkflowRegistry({
+        client: fromSdk(stack.dynamodb),
+        tableName: stack.names.tables.state,
+      }),
+    ),
+  );
 }
 
 /** The step roles of the stack: its groups whose role modules declare steps. */
-function stepRolesOfStack(stack: OpsStack): string[] {
+async function stepRolesOfStack(stack: OpsStack): Promise<string[]> {
+  const { operatorModules } = await import("../../lib/operator/groups");
   return Object.keys(stepRolesOf(operatorModules()))
     .filter((group) => stack.groups.includes(group))
     .sort();
@@ -98,11 +109,11 @@ export function putCommand(globals: Globals): Command {
     ) {
       const scope = tenantArgument(options.tenant) ?? EVERY_TENANT;
       const input = readDefinitionFile(file);
-      await withStack(globals(this), async (stack) => {
-        const roles = stepRolesOfStack(stack);
+      await withRegistry(globals(this), async (stack, registry) => {
+        const roles = await stepRolesOfStack(stack);
         let put: Awaited<ReturnType<typeof putWorkflow>>;
         try {
-          put = await putWorkflow(registryOf(stack), scope, input, {
+          put = await putWorkflow(registry, scope, input, {
             roles,
             reserved: WORKFLOW_KINDS,
           });
@@ -141,21 +152,31 @@ export function listCommand(globals: Globals): Command {
     .action(async function (this: Command, options: { tenant?: string; json?: boolean }) {
       const tenant = tenantArgument(options.tenant);
       const scopes = tenant === undefined ? [EVERY_TENANT] : [tenant, EVERY_TENANT];
-      await withStack(globals(this), async (stack) => {
-        const registry = registryOf(stack);
-        const rows = [];
+      await withRegistry(globals(this), async (_stack, registry) => {
+        const rows: ListedRow[] = [];
         for (const scope of scopes)
           for (const w of await registry.list(scope))
             rows.push({ scope, name: w.name, newest: w.versions.at(-1), versions: w.versions });
-        if (options.json) return out(JSON.stringify(rows, null, 2));
-        if (rows.length === 0) return out("no workflows are registered");
-        out(`${"SCOPE".padEnd(12)} ${"NAME".padEnd(24)} ${"NEWEST".padEnd(7)} VERSIONS`);
-        for (const r of rows)
-          out(
-            `${r.scope.padEnd(12)} ${r.name.padEnd(24)} ${String(r.newest).padEnd(7)} ${r.versions.join(", ")}`,
-          );
+        if (options.json) out(JSON.stringify(rows, null, 2));
+        else if (rows.length === 0) out("no workflows are registered");
+        else printRows(rows);
       });
     });
+}
+
+interface ListedRow {
+  readonly scope: string;
+  readonly name: string;
+  readonly newest?: number;
+  readonly versions: readonly number[];
+}
+
+function printRows(rows: readonly ListedRow[]) {
+  out(`${"SCOPE".padEnd(12)} ${"NAME".padEnd(24)} ${"NEWEST".padEnd(7)} VERSIONS`);
+  for (const r of rows)
+    out(
+      `${r.scope.padEnd(12)} ${r.name.padEnd(24)} ${String(r.newest).padEnd(7)} ${r.versions.join(", ")}`,
+    );
 }
 
 /** The definition `show` names: that version, or the newest; a tenant's own first. */
@@ -198,14 +219,16 @@ export async function showDefinition(
 ): Promise<void> {
   const version = versionOf(options.version);
   const tenant = tenantArgument(options.tenant);
-  await withStack(t, async (stack) => {
-    const registry = registryOf(stack);
+  await withRegistry(t, async (_stack, registry) => {
     const found = await findDefinition(registry, name, version, tenant);
     if (!found)
       throw new NotFoundError(
         `no workflow ${name}${version === undefined ? "" : ` v${version}`} is registered ${tenant === undefined ? scopeLabel(EVERY_TENANT) : `for tenant ${tenant} or for every tenant`} (agentbus workflow list)`,
       );
-    if (options.json) return out(JSON.stringify(found.definition, null, 2));
+    if (options.json) {
+      out(JSON.stringify(found.definition, null, 2));
+      return;
+    }
     const listed = (await registry.list(found.scope)).find((w) => w.name === name);
     printDefinition(found, listed?.versions ?? [found.definition.version]);
   });
