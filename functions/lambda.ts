@@ -29,3 +29,4 @@ export { contentAdapter } from "./integrations/content/aws";
 export { modelAdapter } from "./integrations/model/aws";
 export { queueDepthAdapter } from "./integrations/queue-depth/aws";
 export { sideEffectsAdapter } from "./integrations/side-effects/aws";
+export { workflowRegistryAdapter } from "./integrations/workflow-registry/aws";

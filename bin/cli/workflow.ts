@@ -19,7 +19,7 @@ import {
   runRequestProblem,
 } from "../../lib/operator/workflow-actions";
 import { opaqueIdProblem } from "../../schemas";
-import { NodeId, WORKFLOW_KINDS } from "../../schemas/events/workflow";
+import { NodeId, WORKFLOW_KINDS, WORKFLOW_NAME_PATTERN } from "../../schemas/events/workflow";
 import {
   clientConfig,
   commandsBus,
@@ -30,11 +30,13 @@ import {
   UsageError,
 } from "./target";
 import { actingTenantOption, tenantArgument, tenantOption } from "./tenant";
+import { listCommand, putCommand, showDefinition } from "./workflow-registry";
 import { printRun } from "./workflow-show";
 
 /**
  * `agentbus workflow`: start a run, show it, re-run from a node, reset or resolve a FAILED node,
- * cancel a run, confirm (or refuse) what a BLOCKED node waits for. Commands go on the stage's `commands` bus as unsequenced envelopes (aggregate
+ * cancel a run, confirm (or refuse) what a BLOCKED node waits for; put, list and show the
+ * workflows registered at run time (./workflow-registry). Commands go on the stage's `commands` bus as unsequenced envelopes (aggregate
  * `dag_run/<run_id>` at version 0, order key = run id, a correlation id of their own), validated
  * against the registry and checked against the run's stored state before they are sent (a
  * request the orchestrator would refuse is refused here: exit 2, nothing sent); `show` reads the
@@ -195,6 +197,8 @@ export function workflowCommand(targetOf: Globals): Command {
   const workflow = new Command("workflow");
   for (const make of [startCommand, showCommand, rerunCommand, resetCommand, resolveCommand])
     workflow.addCommand(make(targetOf));
+  workflow.addCommand(putCommand(targetOf));
+  workflow.addCommand(listCommand(targetOf));
   workflow.addCommand(cancelCommand(targetOf));
   workflow.addCommand(confirmCommand(targetOf));
   return workflow;
@@ -204,19 +208,20 @@ export function workflowCommand(targetOf: Globals): Command {
 function startCommand(globals: Globals): Command {
   return new Command("start")
     .description("start a run: puts workflow.start.requested on the commands bus")
-    .requiredOption("--kind <kind>", `workflow kind: ${WORKFLOW_KINDS.join(" | ")}`)
+    .option("--kind <kind>", `content workflow kind: ${WORKFLOW_KINDS.join(" | ")}`)
+    .option(
+      "--workflow <name>",
+      "a workflow's name instead: registered (workflow list; the run's tenant's own first), or compiled into the stack's orchestrator",
+    )
     .requiredOption("--topic <hint>", "topic hint for the run (the request's topic_hint)")
     .option("--run-id <id>", "run id run_<token> (default: run_<new ULID>)")
     .addOption(tenantOption("the tenant whose run it is (default: the tenant default)"))
     .action(async function (
       this: Command,
-      options: { kind: string; topic: string; runId?: string; tenant?: string },
+      options: { kind?: string; workflow?: string; topic: string; runId?: string; tenant?: string },
     ) {
       const tenantId = tenantArgument(options.tenant);
-      if (!(WORKFLOW_KINDS as readonly string[]).includes(options.kind))
-        throw new UsageError(
-          `--kind ${JSON.stringify(options.kind)}: unknown workflow kind (one of ${WORKFLOW_KINDS.join(", ")})`,
-        );
+      const name = workflowNameOf(options);
       const runId = runIdOf(options.runId, "--run-id");
       const sent = await send(globals(this), {
         type: "workflow.start.requested",
@@ -224,7 +229,7 @@ function startCommand(globals: Globals): Command {
         ...(tenantId === undefined ? {} : { tenantId }),
         payload: {
           run_id: runId,
-          workflow_name: options.kind,
+          workflow_name: name,
           request: { topic_hint: options.topic },
         },
       });
@@ -232,14 +237,45 @@ function startCommand(globals: Globals): Command {
     });
 }
 
+/** The workflow a start names: `--kind` (a content kind) or `--workflow` (any name), one of them. */
+function workflowNameOf(options: { kind?: string; workflow?: string }): string {
+  if ((options.kind === undefined) === (options.workflow === undefined))
+    throw new UsageError(
+      "give either --kind (a content workflow) or --workflow <name> (a registered or compiled-in one)",
+    );
+  if (options.workflow !== undefined) {
+    if (!WORKFLOW_NAME_PATTERN.test(options.workflow))
+      throw new UsageError(
+        `--workflow ${JSON.stringify(options.workflow)}: a workflow's name is kebab-case (a-z, 0-9 and -, starting with a letter, at most 64)`,
+      );
+    return options.workflow;
+  }
+  const kind = options.kind as string;
+  if (!(WORKFLOW_KINDS as readonly string[]).includes(kind))
+    throw new UsageError(
+      `--kind ${JSON.stringify(kind)}: unknown workflow kind (one of ${WORKFLOW_KINDS.join(", ")})`,
+    );
+  return kind;
+}
+
 /** `workflow show` */
 function showCommand(globals: Globals): Command {
   return new Command("show")
-    .description("show a run: status, generation, nodes and timeline (from the state table)")
-    .argument("<run-id>", "run id run_<token>")
-    .option("--json", "print the stored state item as JSON")
-    .action(async function (this: Command, runIdArg: string, options: { json?: boolean }) {
-      const stored = await loadRun(globals(this), runIdOf(runIdArg, "run id"));
+    .description(
+      "show a run: status, generation, nodes and timeline (from the state table); or, given a workflow's name, its registered definition",
+    )
+    .argument("<run-id|name>", "run id run_<token>, or a registered workflow's name")
+    .option("--json", "print the stored state item (or the definition) as JSON")
+    .option("--version <n>", "the definition's version (default: the newest)")
+    .addOption(tenantOption("a workflow's name: this tenant's own first, then every tenant's"))
+    .action(async function (
+      this: Command,
+      arg: string,
+      options: { json?: boolean; version?: string; tenant?: string },
+    ) {
+      if (WORKFLOW_NAME_PATTERN.test(arg) || options.version !== undefined)
+        return showDefinition(globals(this), arg, options);
+      const stored = await loadRun(globals(this), runIdOf(arg, "run id"));
       if (options.json) out(JSON.stringify(stored, null, 2));
       else printRun(stored);
     });

@@ -2,6 +2,7 @@ import { contentInfra } from "../../functions/integrations/content/infra";
 import { modelInfra } from "../../functions/integrations/model/infra";
 import { queueDepthInfra } from "../../functions/integrations/queue-depth/infra";
 import { sideEffectsInfra } from "../../functions/integrations/side-effects/infra";
+import { workflowRegistryInfra } from "../../functions/integrations/workflow-registry/infra";
 import type { AnyIntegrationInfra } from "./integration-infra";
 
 /**
@@ -13,4 +14,5 @@ export const HUB_INTEGRATIONS: readonly AnyIntegrationInfra[] = [
   sideEffectsInfra,
   contentInfra,
   queueDepthInfra,
+  workflowRegistryInfra,
 ];

@@ -36,10 +36,12 @@ export { NodeId } from "./fields";
  * accepted by the envelope and refused by the orchestrator with `workflow.rejected`, so an
  * operator sees the refusal on the bus instead of a dead-lettered message.
  */
+/** What a start may name: a content kind, or a workflow's name (kebab-case, so never a run id). */
+export const WORKFLOW_NAME_PATTERN = /^[a-z][a-z0-9-]{0,63}$/;
 const WorkflowName = z
   .string()
   .check(
-    z.regex(/^[a-z][a-z0-9-]{0,63}$/, { message: "must be kebab-case, max 64" }),
+    z.regex(WORKFLOW_NAME_PATTERN, { message: "must be kebab-case, max 64" }),
     z.describe(`one of ${WORKFLOW_KINDS.join(", ")}`),
   );
 

@@ -1,10 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { createModuleHandler } from "../../functions/handlers/module-entry";
 import { queueDepthAdapter } from "../../functions/integrations/queue-depth/aws";
+import { workflowRegistryAdapter } from "../../functions/integrations/workflow-registry/aws";
 import { orchestratorModule } from "../../functions/roles/orchestrator/index";
 
 const createOrchestratorHandler = (options: { env: Record<string, string> }) =>
-  createModuleHandler(orchestratorModule, options, [queueDepthAdapter]);
+  createModuleHandler(orchestratorModule, options, [queueDepthAdapter, workflowRegistryAdapter]);
 
 process.env.POWERTOOLS_LOG_LEVEL = "SILENT";
 process.env.POWERTOOLS_METRICS_DISABLED = "true";

@@ -1,18 +1,25 @@
 import { confirmEventType } from "../../../schemas/events/agent-run";
 import { CONTENT_ROLE_EVENTS, WORKFLOW_KINDS } from "../../../schemas/events/workflow";
 import type { WorkflowDefinition } from "../../core/dag/definition";
+import {
+  definitionForStart,
+  registeredDefinition,
+  type WorkflowRegistry,
+  type WorkflowScope,
+} from "../../core/dag/registry";
 import { PermanentError } from "../../core/errors";
 import type { StepRoleTable } from "../../core/steps";
 import { CONTENT_AGENTS, CONTENT_WORKFLOWS, contentWorkflowFor } from "../content-agents/workflows";
 
 /**
  * What the orchestrator runs and who carries it out: the workflow definitions it knows (the
- * content workflows, and those compiled into an application's orchestrator), and the step roles
- * of its stack (the table the stack gives it, functions/core/steps.ts).
+ * content workflows, those compiled into an application's orchestrator, and those registered at
+ * run time), and the step roles of its stack (the table the stack gives it,
+ * functions/core/steps.ts).
  */
 
-/** The workflow definitions an orchestrator knows, every version a run may be on. */
-export interface WorkflowCatalog {
+/** The workflow definitions compiled into an orchestrator, every version a run may be on. */
+export interface CompiledWorkflows {
   /** The definition a start request names: a content kind, or a definition's name (its newest version). */
   forStart(name: string): WorkflowDefinition | undefined;
   /** The definition a run started with; workflow.unknown_definition (permanent) when it is gone. */
@@ -21,7 +28,7 @@ export interface WorkflowCatalog {
   readonly names: readonly string[];
 }
 
-export function workflowCatalog(extra: readonly WorkflowDefinition[] = []): WorkflowCatalog {
+export function workflowCatalog(extra: readonly WorkflowDefinition[] = []): CompiledWorkflows {
   const all = [...CONTENT_WORKFLOWS, ...extra];
   const extraNames = [...new Set(extra.map((d) => d.name))];
   return {
@@ -43,6 +50,59 @@ export function workflowCatalog(extra: readonly WorkflowDefinition[] = []): Work
         { details: { name, version } },
       );
     },
+  };
+}
+
+/** A definition a start runs; `scope` when it is a registered one (where it was found). */
+export interface StartDefinition {
+  readonly definition: WorkflowDefinition;
+  readonly scope?: WorkflowScope;
+}
+
+/** The workflow definitions one decision of the orchestrator knows. */
+export interface WorkflowCatalog {
+  /**
+   * What a start of `tenant`'s names: a compiled-in workflow first (./CompiledWorkflows), else
+   * the newest version registered for the tenant, else for every tenant.
+   */
+  forStart(name: string, tenant: string): Promise<StartDefinition | undefined>;
+  /** The definition a run is on: compiled in, or the registered one this decision read. */
+  at(name: string, version: number): WorkflowDefinition;
+  /** The compiled-in workflows a start may name. */
+  readonly names: readonly string[];
+}
+
+/**
+ * The catalog of one decision about `run` (undefined before its start): the compiled-in
+ * workflows and, for a run on a registered definition, that definition read at the version the
+ * run pinned (workflow.unknown_definition, permanent, when it is gone).
+ */
+export async function catalogFor(
+  compiled: CompiledWorkflows,
+  registry: WorkflowRegistry | undefined,
+  run: { readonly workflow: { name: string; version: number }; scope?: WorkflowScope } | undefined,
+): Promise<WorkflowCatalog> {
+  const read: WorkflowDefinition[] = [];
+  if (run?.scope !== undefined) {
+    const { name, version } = run.workflow;
+    if (!registry)
+      throw new PermanentError(
+        "workflow.unknown_definition",
+        `the run's workflow ${name} v${version} is registered, and this orchestrator has no registry`,
+      );
+    read.push(await registeredDefinition(registry, run.scope, name, version));
+  }
+  return {
+    names: compiled.names,
+    forStart: async (name, tenant) => {
+      const definition = compiled.forStart(name);
+      if (definition) return { definition };
+      const found = registry && (await definitionForStart(registry, tenant, name));
+      if (found) read.push(found.definition);
+      return found;
+    },
+    at: (name, version) =>
+      read.find((d) => d.name === name && d.version === version) ?? compiled.at(name, version),
   };
 }
 

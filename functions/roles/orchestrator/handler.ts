@@ -1,5 +1,9 @@
 import { moduleEntry } from "../../handlers/module-entry";
 import { queueDepthAdapter } from "../../integrations/queue-depth/aws";
+import { workflowRegistryAdapter } from "../../integrations/workflow-registry/aws";
 import { orchestratorModule } from "./index";
 
-export const { create, handler } = moduleEntry(orchestratorModule, [queueDepthAdapter]);
+export const { create, handler } = moduleEntry(orchestratorModule, [
+  queueDepthAdapter,
+  workflowRegistryAdapter,
+]);

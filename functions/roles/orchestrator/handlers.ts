@@ -1,3 +1,4 @@
+import { tenantOf } from "../../../schemas";
 import type { StepCompleted, StepFailed } from "../../../schemas/events/step";
 import type {
   NodeCompleted,
@@ -18,12 +19,14 @@ import {
   release,
   startRun,
 } from "../../core/dag/engine";
+import { WorkflowDefinitionError } from "../../core/dag/errors";
 import { cancelRun, rerunFrom } from "../../core/dag/rerun";
 import type { Capacity, DagRun, NodeError, Transition } from "../../core/dag/run";
 import { PermanentError } from "../../core/errors";
 import { CONTENT_AGENTS } from "../content-agents/workflows";
 import { confirmExpired, confirmNode, nodeBlocked, nodeStarted } from "./agent";
 import { applyTransition } from "./apply";
+import type { StartDefinition } from "./catalog";
 import {
   definitionOf,
   type EventHandler,
@@ -91,17 +94,10 @@ async function start(
   context: RunContext,
   { run_id, workflow_name: workflow, request }: WorkflowStartRequested,
 ): Promise<OrchestratorDecision> {
-  const { state, event, capacityFor, workflows, stepRoles } = context;
+  const { state, event, capacityFor, stepRoles } = context;
   if (state) return {};
-  const def = workflows.forStart(workflow);
-  if (!def)
-    throw rejection(
-      "start",
-      run_id,
-      undefined,
-      "workflow.unknown_kind",
-      `workflow ${JSON.stringify(workflow)} is not one of ${workflows.names.join(", ")}`,
-    );
+  const found = await startDefinition(context, run_id, workflow);
+  const def = found.definition;
   const unknown = stepRoles.unknownIn(def);
   if (unknown.length > 0)
     throw rejection(
@@ -129,8 +125,37 @@ async function start(
     leases: {},
     origin: { correlation_id: event.correlation_id, task_id: event.task_id },
     ...(event.tenant_id === undefined ? {} : { tenant_id: event.tenant_id }),
+    ...(found.scope === undefined ? {} : { definition_scope: found.scope }),
   };
   return applyTransition(context, begun, transition);
+}
+
+/**
+ * The definition a start names, for the start's tenant; refused (`workflow.rejected`) when there
+ * is none, or when the registered one no longer passes the language's checks.
+ */
+async function startDefinition(
+  { event, workflows }: RunContext,
+  runId: string,
+  workflow: string,
+): Promise<StartDefinition> {
+  const tenant = tenantOf(event);
+  let found: StartDefinition | undefined;
+  try {
+    found = await workflows.forStart(workflow, tenant);
+  } catch (error) {
+    if (error instanceof WorkflowDefinitionError)
+      throw rejection("start", runId, undefined, error.code, error.message);
+    throw error;
+  }
+  if (found) return found;
+  throw rejection(
+    "start",
+    runId,
+    undefined,
+    "workflow.unknown_kind",
+    `workflow ${JSON.stringify(workflow)} is not one of ${workflows.names.join(", ")}, nor registered for tenant ${tenant} or for every tenant`,
+  );
 }
 
 /**

@@ -4,6 +4,7 @@ import type { WorkflowDefinition } from "../../core/dag/definition";
 import { defineModule } from "../../core/role-module";
 import { STEP_ROLES_ENV, StepRolesJson } from "../../core/steps";
 import { queueDepth } from "../../integrations/queue-depth";
+import { workflowRegistry } from "../../integrations/workflow-registry";
 import { handlerBeside } from "../../kit";
 import { ORCHESTRATOR, orchestratorRole } from "./orchestrator";
 
@@ -43,7 +44,7 @@ export interface OrchestratorModuleOptions {
  * An orchestrator: runs each workflow's DAG, one run's events in order (order_key = run_id),
  * dispatching each node to the step role of the stack its role names (`STEP_ROLES`, which the
  * stack writes from its role modules). It reads the step roles' queue depths (backpressure) when
- * given them, and a run that fails needs a person. An application whose workflows are not the
+ * given them and the workflows registered at run time, and a run that fails needs a person. An application whose workflows are not the
  * content workflows builds its own with them and an entry beside it.
  */
 export function orchestratorModuleWith({ workflows, entry }: OrchestratorModuleOptions) {
@@ -52,7 +53,7 @@ export function orchestratorModuleWith({ workflows, entry }: OrchestratorModuleO
     entry,
     deployment: { needs: { orchestrates: true }, attention: RUN_END_ATTENTION },
     settings: OrchestratorSettings,
-    uses: { queueDepth },
+    uses: { queueDepth, workflowRegistry },
     build: (ports, settings) =>
       orchestratorRole({
         queueDepth: ports.queueDepth,
@@ -63,6 +64,7 @@ export function orchestratorModuleWith({ workflows, entry }: OrchestratorModuleO
         dependencyTimeoutSeconds: settings.ORCHESTRATOR_DEPENDENCY_TIMEOUT_SECONDS,
         stepRoles: settings[STEP_ROLES_ENV],
         workflows,
+        registry: ports.workflowRegistry,
       }),
   });
 }

@@ -1,5 +1,6 @@
 import { type Envelope, type EventType, tenantOf } from "../../../schemas";
 import type { WorkflowDefinition } from "../../core/dag/definition";
+import type { WorkflowRegistry } from "../../core/dag/registry";
 import type { Capacity } from "../../core/dag/run";
 import { DEFAULT_DEPENDENCY_TIMEOUT_SECONDS } from "../../core/dag/timeout";
 import { type DescriptorOf, defineRole } from "../../core/define-role";
@@ -8,7 +9,13 @@ import type { Role } from "../../core/role";
 import type { StepRoleTable } from "../../core/steps";
 import type { QueueDepthSource } from "../../integrations/queue-depth/index";
 import { RUN_ENDS } from "./apply";
-import { CONTENT_STEP_ROLES, type StepRoles, stepRoles, workflowCatalog } from "./catalog";
+import {
+  CONTENT_STEP_ROLES,
+  catalogFor,
+  type StepRoles,
+  stepRoles,
+  workflowCatalog,
+} from "./catalog";
 import type { EventHandler, OrchestratorEmit } from "./context";
 import { HANDLERS } from "./handlers";
 import type { LeasePolicy } from "./leases";
@@ -22,8 +29,9 @@ import { type OrchestratorState, parseRunState, summarizeRun } from "./state";
  * serialized (the state revision condition catches anything that slips through).
  *
  * Decisions (pure apart from the optional queue-depth read; nothing here calls AWS):
- * - workflow.start.requested: a new run of the named workflow (a content kind, or a definition
- *   compiled in with `workflows`); one request per node the DAG releases, of the type its step
+ * - workflow.start.requested: a new run of the named workflow (a content kind, a definition
+ *   compiled in with `workflows`, else the newest version registered for the run's tenant or for
+ *   every tenant, which the run pins: ./catalog); one request per node the DAG releases, of the type its step
  *   role takes (./catalog: the stack's step roles). A start for a run that exists is a no-op
  *   (idempotent). An unknown workflow, or one with a node whose role is not a step role of the
  *   stack, is refused with `workflow.rejected` (business, no retry).
@@ -140,6 +148,11 @@ export interface OrchestratorOptions {
   readonly stepRoles?: StepRoleTable;
   /** Workflow definitions besides the content workflows, each version a run may be on. @default none */
   readonly workflows?: readonly WorkflowDefinition[];
+  /**
+   * The workflows registered at run time (functions/core/dag/registry.ts), which a start finds
+   * after the compiled-in ones. @default none
+   */
+  readonly registry?: WorkflowRegistry;
 }
 
 export const ORCHESTRATOR_GROUP = "orchestrator";
@@ -174,7 +187,7 @@ export function orchestratorRole(options: OrchestratorOptions = {}): Role<Orches
   const steps = stepRoles(options.stepRoles);
   const policy = leasePolicyOf(options, steps);
   const capacityFor = capacitySource(options);
-  const workflows = workflowCatalog(options.workflows);
+  const compiled = workflowCatalog(options.workflows);
   return defineRole<OrchestratorState, EventType, OrchestratorEmit | "workflow.rejected">({
     ...ORCHESTRATOR,
     emits: emitsFor(steps.table),
@@ -185,15 +198,19 @@ export function orchestratorRole(options: OrchestratorOptions = {}): Role<Orches
     // A run's state (3-4 KB of JSON, written on every event of the run) is read only through
     // AgentBus: the operator tools and the console.
     compactState: true,
-    decide: (stored, event, { now }) =>
-      handlerOf(event).decide({
-        state: parseRunState(stored),
+    decide: async (stored, event, { now }) => {
+      const handler = handlerOf(event);
+      const state = parseRunState(stored);
+      const run = state && { workflow: state.run.workflow, scope: state.definition_scope };
+      return handler.decide({
+        state,
         event,
         leasing: { now, policy },
         capacityFor,
-        workflows,
+        workflows: await catalogFor(compiled, options.registry, run),
         stepRoles: steps,
-      }),
+      });
+    },
   });
 }
 

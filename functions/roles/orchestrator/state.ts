@@ -84,6 +84,11 @@ export const OrchestratorStateSchema = z.object({
   origin: z.optional(z.object({ correlation_id: z.string(), task_id: z.string() })),
   /** The tenant whose run it is: its start request's (absent: the default tenant). */
   tenant_id: z.optional(TenantId),
+  /**
+   * Where the run's definition was registered (functions/core/dag/registry.ts): a tenant, or `*`
+   * for every tenant. Absent: a workflow compiled into the orchestrator.
+   */
+  definition_scope: z.optional(z.string()),
 });
 export type OrchestratorState = z.output<typeof OrchestratorStateSchema>;
 

@@ -1,0 +1,243 @@
+import { readFileSync } from "node:fs";
+import { Command } from "commander";
+import { DynamoWorkflowRegistry } from "../../functions/adapters/dynamodb/workflow-registry";
+import { WorkflowDefinitionError } from "../../functions/core/dag/errors";
+import { putWorkflow } from "../../functions/core/dag/register";
+import {
+  EVERY_TENANT,
+  type FoundDefinition,
+  newestIn,
+  registeredDefinition,
+  scopeLabel,
+  type WorkflowRegistry,
+} from "../../functions/core/dag/registry";
+import { stepRolesOf } from "../../functions/core/steps";
+import { recordAction } from "../../lib/operator/audit";
+import { fromSdk } from "../../lib/operator/from-sdk";
+import type { OpsStack } from "../../lib/operator/stack";
+import { WORKFLOW_KINDS } from "../../schemas/events/workflow";
+import { NotFoundError, out, type Target, UsageError } from "./target";
+import { tenantArgument, tenantOption } from "./tenant";
+
+/**
+ * `agentbus workflow put | list | show <name>`: the workflows registered at run time
+ * (functions/core/dag/registry.ts), items of the stack's state table. `put` checks a definition
+ * file against the language, its structure and the stack's step roles (the groups its outputs
+ * name whose role modules declare `steps`: the reference applications', or `--app`'s) and
+ * refuses it naming every problem (exit 2, nothing written); else it writes the version once and
+ * records the put in the audit trail.
+ */
+
+type Globals = (command: Command) => Target;
+
+const SCOPE_HELP =
+  "the tenant the workflow is for (default: every tenant; a tenant's own comes first at its starts)";
+
+/**
+ * Run `use` with the stack and its registry (on its state table). The stack's tools and the role
+ * modules load here, when a registry command runs: `workflow start` and the rest stay quick.
+ */
+async function withRegistry(
+  t: Target,
+  use: (stack: OpsStack, registry: WorkflowRegistry) => Promise<void>,
+): Promise<void> {
+  const { withStack } = await import("./ops");
+  await withStack(t, (stack) =>
+    use(
+      stack,
+      new DynamoWorkflowRegistry({
+        client: fromSdk(stack.dynamodb),
+        tableName: stack.names.tables.state,
+      }),
+    ),
+  );
+}
+
+/** The step roles of the stack: its groups whose role modules declare steps. */
+async function stepRolesOfStack(stack: OpsStack): Promise<string[]> {
+  const { operatorModules } = await import("../../lib/operator/groups");
+  return Object.keys(stepRolesOf(operatorModules()))
+    .filter((group) => stack.groups.includes(group))
+    .sort();
+}
+
+function readDefinitionFile(file: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (error) {
+    throw new UsageError(`cannot read ${file}: ${(error as Error).message}; nothing stored`);
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw new UsageError(`${file} is not JSON (${(error as Error).message}); nothing stored`);
+  }
+}
+
+/** A refused put, every problem on a line of its own. */
+function refusal(file: string, error: WorkflowDefinitionError, roles: readonly string[]): string {
+  const listed = (error.details.problems as { code: string; message: string }[] | undefined) ?? [
+    { code: error.code, message: error.message },
+  ];
+  const lines = listed.map((p) => `  ${p.code}: ${p.message}`);
+  const hint = listed.some((p) => p.code === "dag.unknown_role")
+    ? [
+        `  (the stack's step roles: ${roles.join(", ") || "none"}; an application's stack: give its module with --app)`,
+      ]
+    : [];
+  const count = listed.length === 1 ? "1 problem" : `${listed.length} problems`;
+  return [`refusing ${file}: ${count}; nothing stored`, ...lines, ...hint].join("\n");
+}
+
+/** `workflow put` */
+export function putCommand(globals: Globals): Command {
+  return new Command("put")
+    .description(
+      "register a workflow definition (JSON): checked against the language, its structure and the stack's step roles; stored as its next version, or the version it names (a version is written once)",
+    )
+    .argument(
+      "<file>",
+      "the definition, a JSON file (functions/core/dag/workflow-definition.schema.json)",
+    )
+    .addOption(tenantOption(SCOPE_HELP))
+    .option("--reason <text>", "why (kept in the audit trail, at most 1000 characters)")
+    .action(async function (
+      this: Command,
+      file: string,
+      options: { tenant?: string; reason?: string },
+    ) {
+      const scope = tenantArgument(options.tenant) ?? EVERY_TENANT;
+      const input = readDefinitionFile(file);
+      await withRegistry(globals(this), async (stack, registry) => {
+        const roles = await stepRolesOfStack(stack);
+        let put: Awaited<ReturnType<typeof putWorkflow>>;
+        try {
+          put = await putWorkflow(registry, scope, input, {
+            roles,
+            reserved: WORKFLOW_KINDS,
+          });
+        } catch (error) {
+          if (error instanceof WorkflowDefinitionError)
+            throw new UsageError(refusal(file, error, roles));
+          throw error;
+        }
+        const { name, version } = put.definition;
+        if (put.outcome === "unchanged") {
+          out(
+            `unchanged: ${name} v${version} is registered ${scopeLabel(scope)} with this definition; nothing written`,
+          );
+          return;
+        }
+        out(`stored ${name} v${version} ${scopeLabel(scope)} in ${stack.names.tables.state}`);
+        const id = await recordAction(stack, stack.config, {
+          action: "workflow.put",
+          target: `${scope}/${name}/${version}`,
+          ...(options.reason ? { reason: options.reason } : {}),
+          outcome: { count: 1, event_ids: [], failed: 0 },
+        });
+        out(`recorded in the audit trail as operator.action.recorded ${id}`);
+      });
+    });
+}
+
+/** `workflow list` */
+export function listCommand(globals: Globals): Command {
+  return new Command("list")
+    .description(
+      "the registered workflows: name, newest version and every version (for every tenant, and a tenant's own with --tenant)",
+    )
+    .addOption(tenantOption("also this tenant's own workflows"))
+    .option("--json", "print them as JSON")
+    .action(async function (this: Command, options: { tenant?: string; json?: boolean }) {
+      const tenant = tenantArgument(options.tenant);
+      const scopes = tenant === undefined ? [EVERY_TENANT] : [tenant, EVERY_TENANT];
+      await withRegistry(globals(this), async (_stack, registry) => {
+        const rows: ListedRow[] = [];
+        for (const scope of scopes)
+          for (const w of await registry.list(scope))
+            rows.push({ scope, name: w.name, newest: w.versions.at(-1), versions: w.versions });
+        if (options.json) out(JSON.stringify(rows, null, 2));
+        else if (rows.length === 0) out("no workflows are registered");
+        else printRows(rows);
+      });
+    });
+}
+
+interface ListedRow {
+  readonly scope: string;
+  readonly name: string;
+  readonly newest?: number;
+  readonly versions: readonly number[];
+}
+
+function printRows(rows: readonly ListedRow[]) {
+  out(`${"SCOPE".padEnd(12)} ${"NAME".padEnd(24)} ${"NEWEST".padEnd(7)} VERSIONS`);
+  for (const r of rows)
+    out(
+      `${r.scope.padEnd(12)} ${r.name.padEnd(24)} ${String(r.newest).padEnd(7)} ${r.versions.join(", ")}`,
+    );
+}
+
+/** The definition `show` names: that version, or the newest; a tenant's own first. */
+async function findDefinition(
+  registry: WorkflowRegistry,
+  name: string,
+  version: number | undefined,
+  tenant: string | undefined,
+): Promise<FoundDefinition | undefined> {
+  for (const scope of tenant === undefined ? [EVERY_TENANT] : [tenant, EVERY_TENANT]) {
+    const at = version ?? (await newestIn(registry, scope, name));
+    if (at !== undefined && (await registry.get(scope, name, at)) !== undefined)
+      return { scope, definition: await registeredDefinition(registry, scope, name, at) };
+  }
+  return undefined;
+}
+
+function printDefinition({ scope, definition }: FoundDefinition, versions: readonly number[]) {
+  out(
+    `${definition.name} v${definition.version}  (${scopeLabel(scope)}; versions ${versions.join(", ")})`,
+  );
+  out("nodes");
+  for (const node of definition.nodes) {
+    const what =
+      node.role ?? (node.wait ? "wait" : node.workflow ? `workflow ${node.workflow.name}` : "");
+    out(`  ${node.id.padEnd(24)} ${what}${node.map ? " (map)" : ""}`);
+  }
+  out("edges");
+  for (const edge of definition.edges)
+    out(
+      `  ${edge.from} -> ${edge.to}${edge.when ? ` when ${JSON.stringify(edge.when)}` : ""}${edge.loop ? " (loop)" : ""}`,
+    );
+}
+
+/** `workflow show <name>`: a registered definition (`show <run-id>` shows a run). */
+export async function showDefinition(
+  t: Target,
+  name: string,
+  options: { version?: string; tenant?: string; json?: boolean },
+): Promise<void> {
+  const version = versionOf(options.version);
+  const tenant = tenantArgument(options.tenant);
+  await withRegistry(t, async (_stack, registry) => {
+    const found = await findDefinition(registry, name, version, tenant);
+    if (!found)
+      throw new NotFoundError(
+        `no workflow ${name}${version === undefined ? "" : ` v${version}`} is registered ${tenant === undefined ? scopeLabel(EVERY_TENANT) : `for tenant ${tenant} or for every tenant`} (agentbus workflow list)`,
+      );
+    if (options.json) {
+      out(JSON.stringify(found.definition, null, 2));
+      return;
+    }
+    const listed = (await registry.list(found.scope)).find((w) => w.name === name);
+    printDefinition(found, listed?.versions ?? [found.definition.version]);
+  });
+}
+
+function versionOf(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const version = Number(value);
+  if (!Number.isInteger(version) || version < 1)
+    throw new UsageError(`--version ${JSON.stringify(value)}: must be a whole number, at least 1`);
+  return version;
+}

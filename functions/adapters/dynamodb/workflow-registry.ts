@@ -1,0 +1,171 @@
+import type { WorkflowDefinition } from "../../core/dag/definition";
+import type { RegisteredWorkflow, WorkflowRegistry, WorkflowScope } from "../../core/dag/registry";
+import { TransientError } from "../../core/errors";
+import type { AwsClient } from "../aws/client";
+import { GetItem, TransactWriteItems } from "../aws/operations";
+import { dynamoFailure } from "./failure";
+import { StateAttr } from "./tables";
+
+/** The state table's key of one version of a registered workflow. */
+export function workflowDefinitionKey(scope: WorkflowScope, name: string, version: number): string {
+  return `workflow_definition#${scope}/${name}/${version}`;
+}
+
+/** The state table's key of a scope's list of registered workflows and their versions. */
+export function workflowRegistryKey(scope: WorkflowScope): string {
+  return `workflow_registry#${scope}`;
+}
+
+/** The attribute of a version item that holds its definition (JSON). */
+const DEFINITION = "definition";
+/** The attribute of a scope's list item that holds `{ name: [versions] }` (JSON). */
+const WORKFLOWS = "workflows";
+
+/** How many times a put retries when another put of the same scope changed its list first. */
+const LIST_ATTEMPTS = 5;
+
+export interface DynamoWorkflowRegistryOptions {
+  readonly client: AwsClient;
+  /** The state table's name. */
+  readonly tableName: string;
+}
+
+/**
+ * The workflow registry on the state table: one item per version, `pk` =
+ * `workflow_definition#<scope>/<name>/<version>` with the definition's JSON in `definition`,
+ * and one item per scope, `workflow_registry#<scope>`, listing every name's versions
+ * (`workflows`, JSON) under a `revision`. A put writes both in one TransactWriteItems: the
+ * version item on `attribute_not_exists(pk)` (a version is written once and never changed) and
+ * the list on the revision it was read at (another put in between: read again and retry).
+ *
+ * Why the state table: the orchestrator and the operator's tools already reach it, and nothing
+ * else there notices these items (they carry none of its sparse indexes' attributes, and a
+ * `<type>#<id>` key with a `/` is no aggregate's). Keys use the scope, `*` for every tenant.
+ *
+ * What it costs: a put is one strongly consistent GetItem of the list and a transaction of two
+ * items (2x write units each); a start reads the list of its tenant (and of every tenant when
+ * the tenant has no such name) and one version; a run's later events read its version, which a
+ * container keeps once read (it never changes).
+ */
+export class DynamoWorkflowRegistry implements WorkflowRegistry {
+  private readonly versions = new Map<string, unknown>();
+
+  constructor(private readonly options: DynamoWorkflowRegistryOptions) {}
+
+  async create(scope: WorkflowScope, definition: WorkflowDefinition): Promise<boolean> {
+    const { name, version } = definition;
+    for (let attempt = 1; attempt <= LIST_ATTEMPTS; attempt++) {
+      const list = await this.readList(scope);
+      if (list.workflows[name]?.includes(version)) return false;
+      const workflows = {
+        ...list.workflows,
+        [name]: [...(list.workflows[name] ?? []), version].sort((a, b) => a - b),
+      };
+      const written = await this.write(scope, definition, workflows, list.revision);
+      if (written !== "list_changed") return written === "written";
+    }
+    throw new TransientError(
+      "workflow_registry.contended",
+      `the workflow list of scope ${scope} changed under ${LIST_ATTEMPTS} puts in a row; try again`,
+    );
+  }
+
+  async get(scope: WorkflowScope, name: string, version: number): Promise<unknown> {
+    const key = workflowDefinitionKey(scope, name, version);
+    if (this.versions.has(key)) return structuredClone(this.versions.get(key));
+    const item = await this.getItem(key, "GetItem (workflow definition)");
+    const text = item?.[DEFINITION]?.S;
+    if (text === undefined) return undefined;
+    const definition: unknown = JSON.parse(text);
+    this.versions.set(key, definition);
+    return structuredClone(definition);
+  }
+
+  async list(scope: WorkflowScope): Promise<readonly RegisteredWorkflow[]> {
+    const { workflows } = await this.readList(scope);
+    return Object.entries(workflows)
+      .map(([name, versions]) => ({ name, versions }))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  private async readList(
+    scope: WorkflowScope,
+  ): Promise<{ revision: number; workflows: Record<string, number[]> }> {
+    const item = await this.getItem(workflowRegistryKey(scope), "GetItem (workflow list)");
+    if (!item) return { revision: 0, workflows: {} };
+    return {
+      revision: Number(item[StateAttr.revision]?.N ?? 0),
+      workflows: JSON.parse(item[WORKFLOWS]?.S ?? "{}") as Record<string, number[]>,
+    };
+  }
+
+  private async write(
+    scope: WorkflowScope,
+    definition: WorkflowDefinition,
+    workflows: Record<string, number[]>,
+    revision: number,
+  ): Promise<"written" | "version_exists" | "list_changed"> {
+    const { tableName } = this.options;
+    const key = workflowDefinitionKey(scope, definition.name, definition.version);
+    try {
+      await this.options.client.send(
+        TransactWriteItems({
+          TransactItems: [
+            {
+              Put: {
+                TableName: tableName,
+                Item: {
+                  [StateAttr.pk]: { S: key },
+                  [DEFINITION]: { S: JSON.stringify(definition) },
+                },
+                ConditionExpression: "attribute_not_exists(#pk)",
+                ExpressionAttributeNames: { "#pk": StateAttr.pk },
+              },
+            },
+            {
+              Put: {
+                TableName: tableName,
+                Item: {
+                  [StateAttr.pk]: { S: workflowRegistryKey(scope) },
+                  [StateAttr.revision]: { N: String(revision + 1) },
+                  [WORKFLOWS]: { S: JSON.stringify(workflows) },
+                },
+                ConditionExpression:
+                  revision === 0 ? "attribute_not_exists(#pk)" : "#revision = :revision",
+                ExpressionAttributeNames:
+                  revision === 0 ? { "#pk": StateAttr.pk } : { "#revision": StateAttr.revision },
+                ...(revision === 0
+                  ? {}
+                  : { ExpressionAttributeValues: { ":revision": { N: String(revision) } } }),
+              },
+            },
+          ],
+        }),
+      );
+      return "written";
+    } catch (error) {
+      if (error instanceof Error && error.name === "TransactionCanceledException") {
+        const reasons =
+          (error as { CancellationReasons?: { Code?: string }[] }).CancellationReasons ?? [];
+        if (reasons[0]?.Code === "ConditionalCheckFailed") return "version_exists";
+        if (reasons[1]?.Code === "ConditionalCheckFailed") return "list_changed";
+      }
+      throw dynamoFailure(error, "TransactWriteItems (workflow definition) on the state table");
+    }
+  }
+
+  private async getItem(key: string, operation: string) {
+    try {
+      const { Item } = await this.options.client.send(
+        GetItem({
+          TableName: this.options.tableName,
+          Key: { [StateAttr.pk]: { S: key } },
+          ConsistentRead: true,
+        }),
+      );
+      return Item;
+    } catch (error) {
+      throw dynamoFailure(error, `${operation} on the state table`);
+    }
+  }
+}

@@ -1,0 +1,129 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ulid } from "ulid";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
+import { waitUntil } from "../../lib/dev/local/scenario/customer-support";
+import { type LocalEnvironment, startLocal } from "../../lib/local";
+import { STEPS_APP } from "../fixtures/steps/stack";
+import { emulator } from "../support/aws";
+import { localCli } from "../support/cli";
+import { SLOW_STEP_TIMEOUT_MS } from "../support/timeouts";
+
+/**
+ * A workflow registered at run time on the local stack, through the operator CLI: the
+ * application of test/fixtures/steps (a content agent and the team's `tally` step role), whose
+ * roles the CLI learns from `--app`. The definition is put, listed, shown and started by name;
+ * the run completes on the version it started with.
+ */
+
+const APP = join(import.meta.dirname, "..", "fixtures", "steps", "stack.ts");
+
+const topicCount = {
+  $schema: "../../functions/core/dag/workflow-definition.schema.json",
+  name: "topic-count",
+  nodes: [
+    { id: "topic-selection", role: "topic-selection" },
+    { id: "tally", role: "tally" },
+  ],
+  edges: [{ from: "topic-selection", to: "tally" }],
+};
+
+describe("agentbus workflow put | list | show | start on the local stack", () => {
+  let env: LocalEnvironment;
+  const stage = `wr${ulid().slice(-6).toLowerCase()}`;
+  const cli = localCli(() => env, stage);
+  const dir = mkdtempSync(join(tmpdir(), "agentbus-registry-"));
+  const file = (name: string, definition: unknown) => {
+    const path = join(dir, name);
+    writeFileSync(path, JSON.stringify(definition));
+    return path;
+  };
+
+  beforeAll(async () => {
+    env = await startLocal({ stack: STEPS_APP, endpoint: emulator().endpoint, stage });
+  }, SLOW_STEP_TIMEOUT_MS);
+
+  afterAll(async () => {
+    await env?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it(
+    "refuses a definition naming every problem, registers one, and runs it to completion by name",
+    async () => {
+      const good = file("topic-count.json", topicCount);
+      // Without --app the CLI knows the reference applications' roles: tally is none of them.
+      const unknownRole = await cli("workflow", "put", good);
+      expect(unknownRole.code, unknownRole.stderr).toBe(2);
+      expect(unknownRole.stderr).toContain("dag.unknown_role: node tally names role tally");
+      expect(unknownRole.stderr).toContain("give its module with --app");
+      const bad = file("bad.json", {
+        ...topicCount,
+        nodes: [...topicCount.nodes, { id: "tally", role: "bookkeeper" }],
+        edges: [...topicCount.edges, { from: "tally", to: "tally" }],
+      });
+      const refused = await cli("--app", APP, "workflow", "put", bad);
+      expect(refused.code, refused.stderr).toBe(2);
+      expect(refused.stderr).toMatch(/refusing .*bad\.json: \d+ problems; nothing stored/);
+      for (const code of ["dag.duplicate_node", "dag.unknown_role", "dag.self_loop"])
+        expect(refused.stderr).toContain(code);
+      expect(refused.stdout).toBe("");
+
+      const put = await cli("--app", APP, "workflow", "put", good, "--reason", "first version");
+      expect(put.code, put.stderr).toBe(0);
+      expect(put.stdout).toContain("stored topic-count v1 for every tenant");
+      expect(put.stdout).toContain("recorded in the audit trail");
+      const again = await cli("--app", APP, "workflow", "put", good);
+      expect(again.code, again.stderr).toBe(0);
+      expect(again.stdout).toContain("unchanged: topic-count v1 is registered for every tenant");
+
+      const list = await cli("workflow", "list", "--json");
+      expect(list.code, list.stderr).toBe(0);
+      expect(JSON.parse(list.stdout)).toEqual([
+        { scope: "*", name: "topic-count", newest: 1, versions: [1] },
+      ]);
+      const show = await cli("workflow", "show", "topic-count");
+      expect(show.code, show.stderr).toBe(0);
+      expect(show.stdout).toContain("topic-count v1  (for every tenant; versions 1)");
+      expect(show.stdout).toContain("topic-selection -> tally");
+      const json = await cli("workflow", "show", "topic-count", "--version", "1", "--json");
+      expect(JSON.parse(json.stdout).nodes.map((n: { role: string }) => n.role)).toEqual([
+        "topic-selection",
+        "tally",
+      ]);
+      const missing = await cli("workflow", "show", "topic-count", "--version", "2");
+      expect(missing.code).toBe(1);
+      expect(missing.stderr).toContain("no workflow topic-count v2 is registered");
+
+      const runId = `run_${ulid()}`;
+      const start = await cli(
+        "workflow",
+        "start",
+        "--workflow",
+        "topic-count",
+        "--topic",
+        "night trains in Europe",
+        "--run-id",
+        runId,
+      );
+      expect(start.code, start.stderr).toBe(0);
+      const ended = await waitUntil(
+        "the run's end",
+        async () => {
+          const { state } = await env.store.load({ state: { type: "dag_run", id: runId } });
+          const data = state?.data as OrchestratorState | undefined;
+          return data && data.run.status !== "RUNNING" ? data : undefined;
+        },
+        120_000,
+      );
+      expect(ended.run.status).toBe("COMPLETED");
+      expect(ended.run.workflow).toEqual({ name: "topic-count", version: 1 });
+      expect(ended.definition_scope).toBe("*");
+      const picked = ended.run.nodes["topic-selection"]?.output as { sources: string[] };
+      expect(ended.run.nodes.tally?.output).toMatchObject({ sources: picked.sources.length });
+    },
+    SLOW_STEP_TIMEOUT_MS,
+  );
+});
