@@ -173,6 +173,41 @@ export function confirmExpired(
   return sendOutcome(context, state, report.node_id, lease, "timed_out", {});
 }
 
+/** The confirmation's payload: the node's current assignment, its input again, and the outcome. */
+function confirmation(
+  context: RunContext,
+  state: OrchestratorState,
+  nodeId: string,
+  role: string,
+  generation: number,
+  answer: Pick<NodeConfirmRequested, "outcome" | "question" | "note" | "requested_by">,
+): NodeConfirmRequested | undefined {
+  const def = definitionOf(context, state);
+  const node = state.run.nodes[nodeId];
+  const assigned = assignment(
+    new Draft(graphOf(def), state.run),
+    nodeId,
+    role,
+    node?.attempt ?? 1,
+    generation,
+  );
+  if (assigned.type !== "node.assign") return undefined;
+  return parseWith(
+    NodeConfirmRequestedPayload,
+    {
+      run_id: state.run.run_id,
+      node_id: nodeId,
+      generation,
+      attempt: assigned.attempt,
+      ...answer,
+      input: { ...assigned.input },
+      run_input: assigned.run_input,
+    },
+    "workflow.invalid_run_input",
+    `the confirmation of node ${nodeId} of run ${state.run.run_id}`,
+  );
+}
+
 /**
  * `<stem>.confirm.requested` for the node's current assignment, with its input again; the node's
  * lease becomes a queued one until the agent resumes (its `node.started`).
@@ -195,32 +230,9 @@ function sendOutcome(
       "workflow.no_confirmation",
       `node ${nodeId} of run ${state.run.run_id} is BLOCKED, but its step role ${role} takes no confirmation`,
     );
-  const def = definitionOf(context, state);
-  const node = state.run.nodes[nodeId];
-  const assigned = assignment(
-    new Draft(graphOf(def), state.run),
-    nodeId,
-    role,
-    node?.attempt ?? 1,
-    lease.generation,
-  );
-  if (assigned.type !== "node.assign") return {};
-  const payload: NodeConfirmRequested = parseWith(
-    NodeConfirmRequestedPayload,
-    {
-      run_id: state.run.run_id,
-      node_id: nodeId,
-      generation: lease.generation,
-      attempt: assigned.attempt,
-      outcome,
-      question: blocked.question,
-      ...by,
-      input: { ...assigned.input },
-      run_input: assigned.run_input,
-    },
-    "workflow.invalid_run_input",
-    `the confirmation of node ${nodeId} of run ${state.run.run_id}`,
-  );
+  const answer = { outcome, question: blocked.question, ...by };
+  const payload = confirmation(context, state, nodeId, role, lease.generation, answer);
+  if (!payload) return {};
   const { now, policy } = leasing;
   const next: NodeLease = {
     ...lease,
