@@ -72,7 +72,24 @@ const flow = (name: string, nodes: WorkflowDefinitionInput["nodes"], to: string)
     edges: nodes.filter((n) => n.id !== to).map((n) => ({ from: n.id, to })),
   });
 
+/** The content agents in a loop: write, review, and write again, two rounds. */
+const rewrite = defineWorkflow({
+  name: "rewrite",
+  version: 1,
+  nodes: [
+    { id: "topic-selection", role: "topic-selection" },
+    { id: "writing", role: "writing" },
+    { id: "review", role: "review" },
+  ],
+  edges: [
+    { from: "topic-selection", to: "writing" },
+    { from: "writing", to: "review" },
+    { from: "review", to: "writing", loop: { until: { path: "edits", equals: -1 }, maxRounds: 2 } },
+  ],
+});
+
 const WORKFLOWS = [
+  rewrite,
   drafts("drafts", { maxRounds: 3 }),
   drafts("drafts-complete", { maxRounds: 2 }),
   drafts("drafts-fail", { maxRounds: 2, onMax: "fail" }),
@@ -202,6 +219,27 @@ describe("a loop run by the orchestrator", () => {
     expect(bus.deadLettered).toEqual([]);
     expect(steps.drafter.contexts.map((c) => c.generation)).toEqual([0, 1]);
     expect(bus.state(runId).run.status).toBe("COMPLETED");
+  });
+});
+
+describe("a loop over content agents", () => {
+  it("hands the writer the round and the round before's draft and review", async () => {
+    const { bus } = busWith();
+    const runId = start(bus, "rewrite");
+    await bus.drain();
+
+    expect(bus.deadLettered).toEqual([]);
+    const state = bus.state(runId);
+    expect(state.run.status).toBe("COMPLETED");
+    expect(state.run.loops?.review).toMatchObject({ round: 2, ended: "max_rounds" });
+    const requests = bus.emitted("writing.requested").map((e) => e.payload as StepRequested);
+    expect(requests.map((r) => r.generation)).toEqual([0, 1]);
+    expect(requests[0]?.loop).toBeUndefined();
+    expect(requests[1]?.loop).toMatchObject({ exit: "review", round: 2 });
+    expect(Object.keys(requests[1]?.loop?.previous ?? {}).sort()).toEqual(["review", "writing"]);
+    // One agent run per round.
+    const runs = bus.emitted("writing.completed").map((e) => e.aggregate.id);
+    expect(new Set(runs).size).toBe(2);
   });
 });
 

@@ -116,6 +116,41 @@ describe("a wait node on a timer", () => {
   });
 });
 
+describe("a wait node's time", () => {
+  it("starts again when the node is re-run, and goes when the run is cancelled", async () => {
+    const bus = busWith();
+    const runId = await waiting(bus, "timed");
+    const first = bus.state(runId).timers?.pause;
+    bus.clock.advance(30_000);
+    bus.send(bus.command("workflow.rerun.requested", runId, { node_id: "pause" }));
+    await bus.drain();
+    const timer = bus.state(runId).timers?.pause;
+    expect(timer?.generation).toBe(1);
+    expect(Date.parse(timer?.due_at ?? "")).toBeGreaterThan(Date.parse(first?.due_at ?? ""));
+    expect(dueAtOf(bus, runId)).toBe(timer?.due_at);
+    // The first assignment's time passes: nothing is due until the re-run's.
+    bus.clock.advance(Date.parse(timer?.due_at ?? "") - bus.clock.now().getTime() - 1);
+    expect(bus.sweep()).toEqual([]);
+    bus.clock.advance(1);
+    const reports = bus.sweep();
+    expect(
+      reports.map((e) => [e.event_type, (e.payload as { generation: number }).generation]),
+    ).toEqual([["node.wait.expired", 1]]);
+
+    // The run is cancelled before the report is taken: the time goes, the report changes nothing.
+    bus.send(bus.command("workflow.cancel.requested", runId, { requested_by: "ops" }));
+    await bus.drain((d) => d.event.event_type === "workflow.cancel.requested");
+    const cancelled = bus.state(runId);
+    expect(cancelled.run.status).toBe("CANCELLED");
+    expect(cancelled.timers).toEqual({});
+    expect(dueAtOf(bus, runId) ?? null).toBeNull();
+    await bus.drain();
+
+    expect(bus.deadLettered).toEqual([]);
+    expect(bus.state(runId)).toEqual(cancelled);
+  });
+});
+
 describe("a wait node on a signal", () => {
   it("completes with the signal's payload, and its deadline no longer counts", async () => {
     const bus = busWith();

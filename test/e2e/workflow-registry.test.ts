@@ -163,6 +163,10 @@ describe("agentbus workflow put | list | show | start | signal on the local stac
         120_000,
       );
 
+      const show = await cli("workflow", "show", runId);
+      expect(show.code, show.stderr).toBe(0);
+      expect(show.stdout).toMatch(/^ {2}gate {2}signal approved, deadline \S+$/m);
+
       const refused = await Promise.all([
         cli("workflow", "signal", runId, "approved", "--payload", "not json"),
         cli("workflow", "signal", runId, "aproved"),
