@@ -30,6 +30,8 @@ const noter = defineStepModule({
 });
 
 const HOUR = 3600;
+/** 11:00 UTC on the bus clock's first day (it starts at 10:00 UTC). */
+const UNTIL = "2026-09-01T13:00:00+02:00";
 
 const paused = (name: string, wait: WaitSpec) =>
   defineWorkflow({
@@ -52,6 +54,7 @@ function busWith() {
     workflows: [
       paused("timed", { seconds: 60 }),
       paused("gated", { signal: "approved", seconds: HOUR }),
+      paused("until", { until: UNTIL }),
     ],
   });
   return new Bus({ orchestrator, roles: [buildRole(noter, {} as RolePorts)] });
@@ -148,6 +151,22 @@ describe("a wait node's time", () => {
 
     expect(bus.deadLettered).toEqual([]);
     expect(bus.state(runId)).toEqual(cancelled);
+  });
+});
+
+describe("a wait node until a time", () => {
+  it("is due at that time, in UTC, and completes then", async () => {
+    const bus = busWith();
+    const runId = await waiting(bus, "until");
+    expect(bus.state(runId).timers?.pause?.due_at).toBe("2026-09-01T11:00:00.000Z");
+    bus.clock.advance(Date.parse(UNTIL) - bus.clock.now().getTime() - 1);
+    expect(bus.sweep()).toEqual([]);
+    bus.clock.advance(1);
+    expect(bus.sweep().map((e) => e.event_type)).toEqual(["node.wait.expired"]);
+    await bus.drain();
+
+    expect(bus.deadLettered).toEqual([]);
+    expect(bus.state(runId).run.status).toBe("COMPLETED");
   });
 });
 

@@ -6,8 +6,8 @@ import type { NodeTimer, OrchestratorState } from "./state";
  * role carries it out, so it has no lease. The orchestrator keeps its time in the state's
  * `timers` (`until`, or now + `after_seconds` when the command is applied), for the node's
  * assignment, while the node is RUNNING under it; the time joins the run's due time (./leases),
- * and the sweeper reports it with `node.wait.expired` when it comes (./wait-nodes): the engine's `onWaitTimer`
- * completes a timer wait and fails a wait on a signal (`dag.wait_deadline`). A
+ * and the sweeper reports it with `node.wait.expired` when it comes (./wait-nodes): the engine's
+ * `onWaitTimer` completes a timer wait and fails a wait on a signal (`dag.wait_deadline`). A
  * `workflow.signal.requested` goes to the engine's `onSignal`, which releases every wait node
  * RUNNING for that signal; a signal none waits for is recorded in the timeline
  * (`signal.unmatched`, with its key) and changes nothing else.
@@ -30,22 +30,24 @@ export function timersAfter(
   for (const command of transition.commands) {
     if (command.type !== "wait.start") continue;
     const after = (command.after_seconds ?? 0) * 1000;
+    const due = command.until === undefined ? now.getTime() + after : Date.parse(command.until);
     timers[command.node_id] = {
       generation: command.generation,
-      due_at: command.until ?? new Date(now.getTime() + after).toISOString(),
+      due_at: new Date(due).toISOString(),
       ...(command.signal === undefined ? {} : { signal: command.signal }),
     };
   }
   return timers;
 }
 
-/** The timer of a node RUNNING under its assignment. */
+/** The timers of the wait nodes RUNNING under the assignment each was kept for, by node id. */
 export function currentTimers(state: OrchestratorState): [string, NodeTimer][] {
   return Object.entries(state.timers ?? {}).filter(([nodeId, timer]) =>
     isCurrent(state.run.nodes[nodeId], timer),
   );
 }
 
+/** Whether `timer` is of the node's current assignment, RUNNING. */
 export function isCurrent(
   node: OrchestratorState["run"]["nodes"][string] | undefined,
   timer: NodeTimer,
