@@ -3,7 +3,15 @@ import { OpaqueId } from "../ids";
 import type { EventRegistry } from "../registry";
 import * as z from "../zod";
 import { ContentRequest, WORKFLOW_KINDS } from "./content-request";
-import { Attempt, NodeId, type NodeRef, NodeRefShape, OperatorReason, Requester } from "./fields";
+import {
+  Attempt,
+  LoopRef,
+  NodeId,
+  type NodeRef,
+  NodeRefShape,
+  OperatorReason,
+  Requester,
+} from "./fields";
 import { outsideCommand, outsideFact, streamCommand, streamFact } from "./kinds";
 
 /**
@@ -124,6 +132,8 @@ export const NodeRequestedPayload = z.object({
   input: z.record(z.string(), z.unknown()),
   /** The run's input (the operator's request). */
   run_input: ContentRequest,
+  /** Set inside a loop's body from its second round on: the round and the round before's outputs. */
+  loop: z.optional(LoopRef),
 });
 export type NodeRequested = z.infer<typeof NodeRequestedPayload>;
 
@@ -203,6 +213,7 @@ export const WORKFLOW_REQUESTS = [
   "cancel",
   "resolve",
   "confirm",
+  "signal",
 ] as const;
 export const WorkflowRejectedPayload = z.object({
   run_id: OpaqueId,
