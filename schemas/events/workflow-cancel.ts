@@ -6,7 +6,7 @@ import { outsideCommand, streamCommand, streamFact } from "./kinds";
 import { CONTENT_ROLES, contentEventTypes, WorkflowEndedPayload } from "./workflow";
 
 /**
- * Cancelling a content-production run (issue 12 item 5; seed 001 §4, TaskCancel on the command
+ * Cancelling a content-production run (seed 001 §4, TaskCancel on the command
  * channel):
  *
  * - `workflow.cancel.requested`: an operator asks for the run to stop (unsequenced, aggregate
