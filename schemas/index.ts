@@ -5,6 +5,7 @@ import { defineStepEvents } from "./events/step";
 import { defineTaskEvents } from "./events/task";
 import { defineWorkflowEvents } from "./events/workflow";
 import { defineWorkflowCancelEvents } from "./events/workflow-cancel";
+import { defineWorkflowChildEvents } from "./events/workflow-child";
 import { defineWorkflowResolveEvents } from "./events/workflow-resolve";
 import { EventRegistry, type EventTypeDefinition, type PayloadTypes } from "./registry";
 import type * as z from "./zod";
@@ -28,6 +29,7 @@ export const DEFINITIONS = [
   ...defineTaskEvents(registry),
   ...defineWorkflowEvents(registry),
   ...defineWorkflowCancelEvents(registry),
+  ...defineWorkflowChildEvents(registry),
   ...defineWorkflowResolveEvents(registry),
   ...defineStepEvents(registry),
   ...defineAgentRunEvents(registry),

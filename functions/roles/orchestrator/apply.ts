@@ -10,7 +10,14 @@ import type { EmitOf } from "../../core/define-role";
 import { PermanentError } from "../../core/errors";
 import type { ContentCommand } from "../content-agents/settings";
 import type { StepRoles } from "./catalog";
-import { definitionOf, type OrchestratorDecision, type RunContext, type RunEnd } from "./context";
+import { childCommand, endToParent, isChildCommand, parentFields } from "./child-commands";
+import {
+  definitionOf,
+  type OrchestratorDecision,
+  type OrchestratorEmit,
+  type RunContext,
+  type RunEnd,
+} from "./context";
 import { waitsAfter } from "./deadlines";
 import { dueAtOf, leasesAfter } from "./leases";
 import { type OrchestratorState, parseWith, TIMELINE_LIMIT, type TimelineEntry } from "./state";
@@ -27,8 +34,10 @@ export const RUN_ENDS: readonly RunEnd[] = Object.values(RUN_END_EVENTS);
 /**
  * Turn a DAG transition into the next state and the envelopes to emit: the step role's request
  * per node the transition assigned, its cancel per assignment it cancelled (the role's command
- * channel, seed 001 §4; the types are the role's entry in the stack's step roles), `workflow.completed|partial|failed|cancelled` when the
- * run ended (with `endDetails` added to its payload), the timeline, the leases, the dependency
+ * channel, seed 001 §4; the types are the role's entry in the stack's step roles), a child run's
+ * start or cancel (./child-commands), `workflow.completed|partial|failed|cancelled` when the
+ * run ended (with `endDetails` added to its payload, and its parent for a child run, which also
+ * tells its parent `workflow.child.ended`), the timeline, the leases, the dependency
  * deadlines of the nodes still waiting (./waits) and the due time.
  * A transition that only reports ignored deliveries changes nothing and emits nothing.
  */
@@ -44,8 +53,13 @@ export function applyTransition(
     return {};
   const runId = transition.run.run_id;
   const emit = [
-    ...transition.commands.flatMap((command) => nodeCommand(context.stepRoles, command, runId)),
-    ...steps.flatMap((step) => runEnd(step, runId, endDetails)),
+    ...transition.commands.flatMap((command): EmitOf<OrchestratorEmit>[] =>
+      isChildCommand(command)
+        ? [childCommand(state, command)]
+        : nodeCommand(context.stepRoles, command, runId),
+    ),
+    ...steps.flatMap((step) => runEnd(step, runId, { ...endDetails, ...parentFields(state) })),
+    ...steps.flatMap((step) => endToParent(state, step)),
   ];
   const entries = steps.map((step) => timelineEntry(step, cause, leasing.now));
   const next: OrchestratorState = {
