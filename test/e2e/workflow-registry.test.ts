@@ -15,7 +15,8 @@ import { SLOW_STEP_TIMEOUT_MS } from "../support/timeouts";
  * A workflow registered at run time on the local stack, through the operator CLI: the
  * application of test/fixtures/steps (a content agent and the team's `tally` step role), whose
  * roles the CLI learns from `--app`. The definition is put, listed, shown and started by name;
- * the run completes on the version it started with.
+ * the run completes on the version it started with. A registered parent runs it as a child, and a
+ * tenant's plan roles are set.
  */
 
 const APP = join(import.meta.dirname, "..", "fixtures", "steps", "stack.ts");
@@ -123,6 +124,64 @@ describe("agentbus workflow put | list | show | start on the local stack", () =>
       expect(ended.definition_scope).toBe("*");
       const picked = ended.run.nodes["topic-selection"]?.output as { sources: string[] };
       expect(ended.run.nodes.tally?.output).toMatchObject({ sources: picked.sources.length });
+    },
+    SLOW_STEP_TIMEOUT_MS,
+  );
+
+  it(
+    "runs a registered parent whose child node runs another registered workflow, and sets a tenant's plan roles",
+    async () => {
+      for (const definition of [
+        topicCount,
+        { name: "nested-count", nodes: [{ id: "count", workflow: { name: "topic-count" } }] },
+      ]) {
+        const put = await cli(
+          "--app",
+          APP,
+          "workflow",
+          "put",
+          file(`${definition.name}.json`, definition),
+        );
+        expect(put.code, put.stderr).toBe(0);
+      }
+      const show = await cli("workflow", "show", "nested-count");
+      expect(show.stdout).toContain("count                    workflow topic-count");
+
+      const runId = `run_${ulid()}`;
+      const start = await cli(
+        "workflow",
+        "start",
+        "--workflow",
+        "nested-count",
+        "--topic",
+        "river ferries",
+        "--run-id",
+        runId,
+      );
+      expect(start.code, start.stderr).toBe(0);
+      const ended = await waitUntil(
+        "the parent's end",
+        async () => {
+          const { state } = await env.store.load({ state: { type: "dag_run", id: runId } });
+          const data = state?.data as OrchestratorState | undefined;
+          return data && data.run.status !== "RUNNING" ? data : undefined;
+        },
+        120_000,
+      );
+      expect(ended.run.status).toBe("COMPLETED");
+      const output = ended.run.nodes.count?.output as {
+        status: string;
+        outputs: Record<string, unknown>;
+      };
+      expect(output.status).toBe("COMPLETED");
+      expect(Object.keys(output.outputs).sort()).toEqual(["tally", "topic-selection"]);
+
+      const unknown = await cli("--app", APP, "workflow", "allow", "--tenant", "acme", "ledger");
+      expect(unknown.code).toBe(2);
+      expect(unknown.stderr).toContain("ledger is not a step role of this stack");
+      const allowed = await cli("--app", APP, "workflow", "allow", "--tenant", "acme", "tally");
+      expect(allowed.code, allowed.stderr).toBe(0);
+      expect(allowed.stdout).toContain("tenant acme's plans may name tally");
     },
     SLOW_STEP_TIMEOUT_MS,
   );

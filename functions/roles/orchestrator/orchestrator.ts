@@ -82,6 +82,10 @@ import { type OrchestratorState, parseRunState, summarizeRun } from "./state";
  *   (./agent).
  * - node.dependency.expired: a node waited for its inputs past its dependency timeout and ends
  *   FAILED (./waits).
+ * - workflow.child.start.requested, workflow.child.cancel.requested, workflow.child.ended: a
+ *   child run started for a child node (idempotent on its run id), cancelled with its node's
+ *   assignment, and its end handed to its parent's node (./children; what the DAG's child
+ *   commands become: ./child-commands).
  *
  * Where it lives: the handler of each event type in ./handlers (payloads as the
  * pipeline validated them, typed by the registry; reset and resolve in ./resolve,
