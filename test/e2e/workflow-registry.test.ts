@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { childRunId } from "../../functions/core/dag/assignment";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { waitUntil } from "../../lib/dev/local/scenario/customer-support";
 import { type LocalEnvironment, startLocal } from "../../lib/local";
@@ -175,6 +176,9 @@ describe("agentbus workflow put | list | show | start on the local stack", () =>
       };
       expect(output.status).toBe("COMPLETED");
       expect(Object.keys(output.outputs).sort()).toEqual(["tally", "topic-selection"]);
+      const child = await cli("workflow", "show", childRunId(runId, "count", 1));
+      expect(child.code, child.stderr).toBe(0);
+      expect(child.stdout).toContain(`parent      ${runId}, node count (generation 0)`);
 
       const unknown = await cli("--app", APP, "workflow", "allow", "--tenant", "acme", "ledger");
       expect(unknown.code).toBe(2);
