@@ -5,6 +5,7 @@ import { defineStepEvents } from "./events/step";
 import { defineTaskEvents } from "./events/task";
 import { defineWorkflowEvents } from "./events/workflow";
 import { defineWorkflowCancelEvents } from "./events/workflow-cancel";
+import { defineWorkflowChildEvents } from "./events/workflow-child";
 import { defineWorkflowResolveEvents } from "./events/workflow-resolve";
 import { defineWorkflowWaitEvents } from "./events/workflow-wait";
 import { EventRegistry, type EventTypeDefinition, type PayloadTypes } from "./registry";
@@ -29,6 +30,7 @@ export const DEFINITIONS = [
   ...defineTaskEvents(registry),
   ...defineWorkflowEvents(registry),
   ...defineWorkflowCancelEvents(registry),
+  ...defineWorkflowChildEvents(registry),
   ...defineWorkflowResolveEvents(registry),
   ...defineWorkflowWaitEvents(registry),
   ...defineStepEvents(registry),

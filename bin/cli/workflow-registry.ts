@@ -1,7 +1,9 @@
 import { readFileSync } from "node:fs";
 import { Command } from "commander";
 import { DynamoWorkflowRegistry } from "../../functions/adapters/dynamodb/workflow-registry";
+import type { ChildWorkflow } from "../../functions/core/dag/definition";
 import { WorkflowDefinitionError } from "../../functions/core/dag/errors";
+import { allowPlanRoles } from "../../functions/core/dag/plan";
 import { putWorkflow } from "../../functions/core/dag/register";
 import {
   EVERY_TENANT,
@@ -20,12 +22,13 @@ import { NotFoundError, out, type Target, UsageError } from "./target";
 import { tenantArgument, tenantOption } from "./tenant";
 
 /**
- * `agentbus workflow put | list | show <name>`: the workflows registered at run time
+ * `agentbus workflow put | list | show <name> | allow`: the workflows registered at run time
  * (functions/core/dag/registry.ts), items of the stack's state table. `put` checks a definition
  * file against the language, its structure and the stack's step roles (the groups its outputs
  * name whose role modules declare `steps`: the reference applications', or `--app`'s) and
  * refuses it naming every problem (exit 2, nothing written); else it writes the version once and
- * records the put in the audit trail.
+ * records the put in the audit trail. `allow` sets the roles a tenant's plans may name
+ * (functions/core/dag/plan.ts), each a step role of the stack.
  */
 
 type Globals = (command: Command) => Target;
@@ -141,6 +144,49 @@ export function putCommand(globals: Globals): Command {
     });
 }
 
+/** `workflow allow` */
+export function allowCommand(globals: Globals): Command {
+  return new Command("allow")
+    .description(
+      "set the roles a tenant's plans may name (a workflow an agent produced, run as a child): each a step role of the stack; replaces the tenant's list (with no list, its plans may name no role)",
+    )
+    .argument("[roles...]", "the step roles its plans may name")
+    .addOption(tenantOption("the tenant whose plans these are (required)"))
+    .option("--none", "its plans may name no role")
+    .option("--reason <text>", "why (kept in the audit trail, at most 1000 characters)")
+    .action(async function (
+      this: Command,
+      roles: string[],
+      options: { tenant?: string; none?: boolean; reason?: string },
+    ) {
+      const tenant = tenantArgument(options.tenant);
+      if (tenant === undefined)
+        throw new UsageError("--tenant is required: the roles allowed are a tenant's; nothing set");
+      if ((roles.length === 0) === (options.none !== true))
+        throw new UsageError(
+          "name the roles the tenant's plans may name, or --none for no role (not both); nothing set",
+        );
+      await withRegistry(globals(this), async (stack, registry) => {
+        const known = await stepRolesOfStack(stack);
+        let kept: readonly string[];
+        try {
+          kept = await allowPlanRoles(registry, tenant, roles, known);
+        } catch (error) {
+          if (error instanceof WorkflowDefinitionError) throw new UsageError(error.message);
+          throw error;
+        }
+        out(`tenant ${tenant}'s plans may name ${kept.length === 0 ? "no role" : kept.join(", ")}`);
+        const id = await recordAction(stack, stack.config, {
+          action: "workflow.allow",
+          target: tenant,
+          ...(options.reason ? { reason: options.reason } : {}),
+          outcome: { count: kept.length, event_ids: [], failed: 0 },
+        });
+        out(`recorded in the audit trail as operator.action.recorded ${id}`);
+      });
+    });
+}
+
 /** `workflow list` */
 export function listCommand(globals: Globals): Command {
   return new Command("list")
@@ -200,8 +246,7 @@ function printDefinition({ scope, definition }: FoundDefinition, versions: reado
   );
   out("nodes");
   for (const node of definition.nodes) {
-    const what =
-      node.role ?? (node.wait ? "wait" : node.workflow ? `workflow ${node.workflow.name}` : "");
+    const what = node.role ?? (node.wait ? "wait" : node.workflow ? childOf(node.workflow) : "");
     out(`  ${node.id.padEnd(24)} ${what}${node.map ? " (map)" : ""}`);
   }
   out("edges");
@@ -209,6 +254,12 @@ function printDefinition({ scope, definition }: FoundDefinition, versions: reado
     out(
       `  ${edge.from} -> ${edge.to}${edge.when ? ` when ${JSON.stringify(edge.when)}` : ""}${edge.loop ? " (loop)" : ""}`,
     );
+}
+
+/** What a child node runs: a workflow by name, or the plan an upstream produces. */
+function childOf({ name, version, plan }: ChildWorkflow): string {
+  if (plan) return `plan from ${plan.node}${plan.path === undefined ? "" : `.${plan.path}`}`;
+  return `workflow ${name}${version === undefined ? "" : ` v${version}`}`;
 }
 
 /** `workflow show <name>`: a registered definition (`show <run-id>` shows a run). */

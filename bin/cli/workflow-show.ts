@@ -26,6 +26,11 @@ export function printRun(stored: StoredState<OrchestratorState>): void {
   const { workflow, run, held, timeline } = stored.data;
   out(`run ${run.run_id}`);
   out(`  workflow    ${workflow} (${run.workflow.name} v${run.workflow.version})`);
+  const { parent, plan } = stored.data;
+  if (parent)
+    out(
+      `  parent      ${parent.run_id}, node ${parent.node_id} (generation ${parent.generation})${plan === undefined ? "" : ", a plan"}`,
+    );
   out(`  status      ${run.status}`);
   out(`  generation  ${run.generation}`);
   out(`  revision    ${stored.revision} (stream version ${stored.version})`);

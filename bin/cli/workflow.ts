@@ -31,7 +31,7 @@ import {
   UsageError,
 } from "./target";
 import { actingTenantOption, tenantArgument, tenantOption } from "./tenant";
-import { listCommand, putCommand, showDefinition } from "./workflow-registry";
+import { allowCommand, listCommand, putCommand, showDefinition } from "./workflow-registry";
 import { printRun } from "./workflow-show";
 
 /**
@@ -220,6 +220,7 @@ export function workflowCommand(targetOf: Globals): Command {
     workflow.addCommand(make(targetOf));
   workflow.addCommand(putCommand(targetOf));
   workflow.addCommand(listCommand(targetOf));
+  workflow.addCommand(allowCommand(targetOf));
   workflow.addCommand(cancelCommand(targetOf));
   workflow.addCommand(confirmCommand(targetOf));
   workflow.addCommand(signalCommand(targetOf));

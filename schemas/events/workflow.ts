@@ -181,7 +181,7 @@ export function contentEventTypes<R extends ContentRole>(
   };
 }
 
-const NodeErrorResult = z.object({
+export const NodeErrorResult = z.object({
   code: z.string().check(z.minLength(1), z.maxLength(128)),
   message: z.string().check(z.maxLength(4096)),
   error_class: z.optional(ErrorClassSchema),
@@ -202,7 +202,20 @@ export const RunResultSchema = z.object({
   cancelled: NodeIds,
   skipped: NodeIds,
 });
-export const WorkflowEndedPayload = z.object({ run_id: OpaqueId, result: RunResultSchema });
+/**
+ * A child run's parent: the run, the child node and the generation of the node's assignment. A
+ * child run carries `parent_run_id` and `parent_node_id` on the events about itself (its end,
+ * a refusal of its start).
+ */
+export const ParentShape = {
+  parent_run_id: z.optional(OpaqueId),
+  parent_node_id: z.optional(NodeId),
+};
+export const WorkflowEndedPayload = z.object({
+  run_id: OpaqueId,
+  result: RunResultSchema,
+  ...ParentShape,
+});
 export type WorkflowEnded = z.infer<typeof WorkflowEndedPayload>;
 
 export const WORKFLOW_REQUESTS = [
@@ -221,6 +234,7 @@ export const WorkflowRejectedPayload = z.object({
   node_id: z.optional(NodeId),
   code: z.string().check(z.minLength(1), z.maxLength(256)),
   message: z.string().check(z.maxLength(4096)),
+  ...ParentShape,
 });
 export type WorkflowRejected = z.infer<typeof WorkflowRejectedPayload>;
 

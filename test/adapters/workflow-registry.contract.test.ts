@@ -22,7 +22,7 @@ import { createTableInput } from "../support/tables";
 /**
  * The workflow registry's contract, run against the in-memory twin and the state table on moto:
  * a version is written once, a scope's list holds every version put, concurrent puts of one
- * scope all land, and of one version exactly one does.
+ * scope all land, and of one version exactly one does; a tenant's plan roles are its own.
  */
 
 const tableName = `registry-state-${newUlid().toLowerCase()}`;
@@ -74,6 +74,19 @@ describe.each(registries)("%s", (_name, make) => {
       { name: "zeta", versions: [1, 3] },
     ]);
     expect(await registry.list(`${scope}x`)).toEqual([]);
+  });
+
+  it("keeps each tenant's plan roles apart: none until set, replaced whole, empty kept empty", async () => {
+    const registry = make();
+    const tenant = `t${newUlid().toLowerCase().slice(-10)}`;
+    expect(await registry.allowedRoles(tenant)).toBeUndefined();
+    await registry.allowRoles(tenant, ["echo", "writing"]);
+    expect(await registry.allowedRoles(tenant)).toEqual(["echo", "writing"]);
+    expect(await registry.allowedRoles(`${tenant}x`)).toBeUndefined();
+    await registry.allowRoles(tenant, []);
+    expect(await registry.allowedRoles(tenant)).toEqual([]);
+    // A policy is no registered workflow.
+    expect(await registry.list(tenant)).toEqual([]);
   });
 
   it("keeps every one of concurrent puts to one scope, and exactly one of the same version", async () => {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { childRunId } from "../../functions/core/dag/assignment";
 import { onChildEnded } from "../../functions/core/dag/child";
 import type { WorkflowDefinitionInput } from "../../functions/core/dag/definition";
 import {
@@ -495,11 +496,16 @@ describe("child workflow", () => {
         node_id: "c",
         attempt: 1,
         generation: 0,
-        child_run_id: "r~c~1",
+        child_run_id: childRunId("r", "c", 1),
         workflow: { name: "sub.flow", version: 3 },
         input: { topic: "tides" },
       },
     ]);
+    // An opaque run id, one per parent run, node and attempt.
+    expect(childRunId("r", "c", 1)).toMatch(/^run_[a-p]{32}$/);
+    expect(
+      new Set([childRunId("r", "c", 2), childRunId("r", "d", 1), childRunId("q", "c", 1)]),
+    ).not.toContain(childRunId("r", "c", 1));
     t = onChildEnded(deepFreeze(t.run), def, "c", 0, { status: "COMPLETED", outputs: { x: 1 } });
     expect(t.run.nodes.c?.output).toEqual({ status: "COMPLETED", outputs: { x: 1 } });
     expect(assigned(t)).toEqual(["d"]);
@@ -516,7 +522,7 @@ describe("child workflow", () => {
         node_id: "c",
         attempt: 1,
         generation: 0,
-        child_run_id: "r~c~1",
+        child_run_id: childRunId("r", "c", 1),
         reason: "run_cancelled",
       },
     ]);

@@ -110,6 +110,37 @@ describe("defineWorkflow names every problem at once", () => {
     expect(e.message).toContain("edge w1 -> side leaves the loop's body");
   });
 
+  it("reads a child's plan from an upstream, and a child names a workflow or a plan, not both", () => {
+    const e = refusal({
+      name: "planned",
+      version: 1,
+      nodes: [
+        { id: "a", role: "planner" },
+        { id: "run", workflow: { plan: { node: "later", path: "plan" } } },
+        { id: "later", role: "planner" },
+      ],
+      edges: [
+        { from: "a", to: "run" },
+        { from: "run", to: "later" },
+      ],
+    });
+    expect(problems(e)).toEqual(["dag.bad_plan_path"]);
+    expect(e.message).toContain("workflow.plan reads node later, which is not upstream of it");
+
+    const both = refusal({
+      name: "planned",
+      version: 1,
+      nodes: [
+        { id: "a", role: "planner" },
+        { id: "run", workflow: { name: "sub", version: 2, plan: { node: "a" } } },
+        { id: "bare", workflow: { plan: { node: "a" }, version: 2 } },
+      ],
+    });
+    expect(both.code).toBe("dag.invalid_definition");
+    expect(both.message).toContain("nodes.1.workflow: give either name");
+    expect(both.message).toContain("nodes.2.workflow: version goes with name");
+  });
+
   it("accepts the content workflows unchanged, with their roles known", () => {
     for (const def of CONTENT_WORKFLOWS) {
       const again = defineWorkflow(JSON.parse(JSON.stringify(def)), {

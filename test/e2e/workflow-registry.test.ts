@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { childRunId } from "../../functions/core/dag/assignment";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { waitUntil } from "../../lib/dev/local/scenario/customer-support";
 import { type LocalEnvironment, startLocal } from "../../lib/local";
@@ -16,7 +17,8 @@ import { SLOW_STEP_TIMEOUT_MS } from "../support/timeouts";
  * application of test/fixtures/steps (a content agent and the team's `tally` step role), whose
  * roles the CLI learns from `--app`. The definition is put, listed, shown and started by name;
  * the run completes on the version it started with. A workflow with a wait node on a signal is
- * released through `agentbus workflow signal`.
+ * released through `agentbus workflow signal`. A registered parent runs it as a child, and a
+ * tenant's plan roles are set.
  */
 
 const APP = join(import.meta.dirname, "..", "fixtures", "steps", "stack.ts");
@@ -201,6 +203,67 @@ describe("agentbus workflow put | list | show | start | signal on the local stac
         payload: { by: "editor" },
       });
       expect(ended.timeline.map((e) => e.event)).not.toContain("signal.unmatched");
+    },
+    SLOW_STEP_TIMEOUT_MS,
+  );
+
+  it(
+    "runs a registered parent whose child node runs another registered workflow, and sets a tenant's plan roles",
+    async () => {
+      for (const definition of [
+        topicCount,
+        { name: "nested-count", nodes: [{ id: "count", workflow: { name: "topic-count" } }] },
+      ]) {
+        const put = await cli(
+          "--app",
+          APP,
+          "workflow",
+          "put",
+          file(`${definition.name}.json`, definition),
+        );
+        expect(put.code, put.stderr).toBe(0);
+      }
+      const show = await cli("workflow", "show", "nested-count");
+      expect(show.stdout).toContain("count                    workflow topic-count");
+
+      const runId = `run_${ulid()}`;
+      const start = await cli(
+        "workflow",
+        "start",
+        "--workflow",
+        "nested-count",
+        "--topic",
+        "river ferries",
+        "--run-id",
+        runId,
+      );
+      expect(start.code, start.stderr).toBe(0);
+      const ended = await waitUntil(
+        "the parent's end",
+        async () => {
+          const { state } = await env.store.load({ state: { type: "dag_run", id: runId } });
+          const data = state?.data as OrchestratorState | undefined;
+          return data && data.run.status !== "RUNNING" ? data : undefined;
+        },
+        120_000,
+      );
+      expect(ended.run.status).toBe("COMPLETED");
+      const output = ended.run.nodes.count?.output as {
+        status: string;
+        outputs: Record<string, unknown>;
+      };
+      expect(output.status).toBe("COMPLETED");
+      expect(Object.keys(output.outputs).sort()).toEqual(["tally", "topic-selection"]);
+      const child = await cli("workflow", "show", childRunId(runId, "count", 1));
+      expect(child.code, child.stderr).toBe(0);
+      expect(child.stdout).toContain(`parent      ${runId}, node count (generation 0)`);
+
+      const unknown = await cli("--app", APP, "workflow", "allow", "--tenant", "acme", "ledger");
+      expect(unknown.code).toBe(2);
+      expect(unknown.stderr).toContain("ledger is not a step role of this stack");
+      const allowed = await cli("--app", APP, "workflow", "allow", "--tenant", "acme", "tally");
+      expect(allowed.code, allowed.stderr).toBe(0);
+      expect(allowed.stdout).toContain("tenant acme's plans may name tally");
     },
     SLOW_STEP_TIMEOUT_MS,
   );

@@ -2,7 +2,7 @@ import type { WorkflowDefinition } from "../../core/dag/definition";
 import type { RegisteredWorkflow, WorkflowRegistry, WorkflowScope } from "../../core/dag/registry";
 import { TransientError } from "../../core/errors";
 import type { AwsClient } from "../aws/client";
-import { GetItem, TransactWriteItems } from "../aws/operations";
+import { GetItem, PutItem, TransactWriteItems } from "../aws/operations";
 import { dynamoFailure } from "./failure";
 import { StateAttr } from "./tables";
 
@@ -15,6 +15,15 @@ export function workflowDefinitionKey(scope: WorkflowScope, name: string, versio
 export function workflowRegistryKey(scope: WorkflowScope): string {
   return `workflow_registry#${scope}`;
 }
+
+/** The state table's key of the roles a tenant's plans may name. */
+export function planPolicyKey(tenant: string): string {
+  return `workflow_plan_policy#${tenant}`;
+}
+
+/** The attribute of a tenant's plan policy item that lists the roles allowed (a string set is
+ * not used: it cannot be empty). */
+const ROLES = "roles";
 
 /** The attribute of a version item that holds its definition (JSON). */
 const DEFINITION = "definition";
@@ -37,6 +46,10 @@ export interface DynamoWorkflowRegistryOptions {
  * (`workflows`, JSON) under a `revision`. A put writes both in one TransactWriteItems: the
  * version item on `attribute_not_exists(pk)` (a version is written once and never changed) and
  * the list on the revision it was read at (another put in between: read again and retry).
+ *
+ * A tenant's plan policy, the roles its plans may name (functions/core/dag/plan.ts), is one item,
+ * `workflow_plan_policy#<tenant>`, its roles a list in `roles`, read by each child start of a plan
+ * (one GetItem) and replaced whole by `agentbus workflow allow`.
  *
  * Why the state table: the orchestrator and the operator's tools already reach it, and nothing
  * else there notices these items (they carry none of its sparse indexes' attributes, and a
@@ -86,6 +99,28 @@ export class DynamoWorkflowRegistry implements WorkflowRegistry {
     return Object.entries(workflows)
       .map(([name, versions]) => ({ name, versions }))
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  async allowedRoles(tenant: string): Promise<readonly string[] | undefined> {
+    const item = await this.getItem(planPolicyKey(tenant), "GetItem (plan policy)");
+    const roles = item?.[ROLES]?.L;
+    return roles?.flatMap((role) => (role.S === undefined ? [] : [role.S]));
+  }
+
+  async allowRoles(tenant: string, roles: readonly string[]): Promise<void> {
+    try {
+      await this.options.client.send(
+        PutItem({
+          TableName: this.options.tableName,
+          Item: {
+            [StateAttr.pk]: { S: planPolicyKey(tenant) },
+            [ROLES]: { L: roles.map((role) => ({ S: role })) },
+          },
+        }),
+      );
+    } catch (error) {
+      throw dynamoFailure(error, "PutItem (plan policy) on the state table");
+    }
   }
 
   private async readList(

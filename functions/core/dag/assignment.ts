@@ -1,6 +1,7 @@
-import { valueAt } from "./definition";
+import { letterDigest } from "../../../schemas/ids";
+import { type ChildWorkflow, valueAt } from "./definition";
 import { type Draft, edgeOutcome } from "./draft";
-import type { DagCommand, ItemRef, LoopRef } from "./run";
+import type { ChildWorkflowRef, DagCommand, ItemRef, LoopRef } from "./run";
 import { isRecord } from "./values";
 
 /**
@@ -101,12 +102,21 @@ export function childInputOf(draft: Draft, id: string): unknown {
   );
 }
 
+/** What a child node's run runs: the workflow it names, or the plan read from an upstream. */
+export function childWorkflowOf(draft: Draft, workflow: ChildWorkflow): ChildWorkflowRef {
+  const { name, version, plan } = workflow;
+  if (name !== undefined) return { name, ...(version === undefined ? {} : { version }) };
+  return { plan: plan && valueAt(plan, draft.node(plan.node).output) };
+}
+
 /**
  * The id of the child run an assignment of node `id` starts: one per assignment (the attempt
- * grows with each), so a redelivered start names the same child. Node ids have no "~".
+ * grows with each), so a redelivered start names the same child. An opaque run id (`run_` and 32
+ * letters of a digest of the parent run, the node and the attempt; node ids have no "~"), as
+ * every run id is.
  */
 export function childRunId(runId: string, id: string, attempt: number): string {
-  return `${runId}~${id}~${attempt}`;
+  return `run_${letterDigest(`${runId}~${id}~${attempt}`, 32)}`;
 }
 
 /** The round before, for an assignment inside a loop's body that runs a round after the first. */

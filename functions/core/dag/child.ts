@@ -11,7 +11,8 @@ import { completeNode, failNode } from "./settle";
  * so a start sent again names the same child. The child's end comes back with `onChildEnded`:
  * COMPLETED (and PARTIAL under `acceptPartial`) completes the node with `{ status, outputs }`;
  * PARTIAL otherwise, FAILED and CANCELLED fail it with `dag.child_partial`, `dag.child_failed`
- * or `dag.child_cancelled` (DEGRADED under degrade "empty"). Cancelling the parent, re-running
+ * or `dag.child_cancelled` (DEGRADED under degrade "empty"); a child that was refused before it
+ * ran (its workflow unknown, its plan invalid) fails it with the refusal's error. Cancelling the parent, re-running
  * the node or dropping it from a first-wins join sends `child.cancel` for a running child.
  */
 
@@ -33,11 +34,15 @@ export function onChildEnded(
     const output = { status: end.status, outputs: end.outputs ?? {} };
     if (accepted) completeNode(draft, nodeId, output, generation);
     else
-      failNode(draft, nodeId, {
-        code: `dag.child_${end.status.toLowerCase()}`,
-        message: `the child run of node ${nodeId} ended ${end.status}`,
-        error_class: "business",
-      });
+      failNode(
+        draft,
+        nodeId,
+        end.error ?? {
+          code: `dag.child_${end.status.toLowerCase()}`,
+          message: `the child run of node ${nodeId} ended ${end.status}`,
+          error_class: "business",
+        },
+      );
     return settled(draft, nodeId, capacity);
   });
 }

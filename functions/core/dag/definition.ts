@@ -125,17 +125,33 @@ export const WaitSchema = z
     }),
   );
 
-/** A child node runs another workflow and ends as it ends. */
-export const ChildWorkflowSchema = z.strictObject({
-  name: Identifier,
-  /** The version to run; the newest registered one when absent. */
-  version: z.optional(z.int().check(z.positive())),
-  /** The child's input, field by field, from earlier outputs; without it, the outputs of the
-   * node's taken upstreams by node id (as a task node's input). */
-  input: z.optional(z.record(Identifier, OutputRefSchema)),
-  /** A child that ends PARTIAL counts as completed (default: as failed). */
-  acceptPartial: z._default(z.boolean(), false),
-});
+/**
+ * A child node runs another workflow and ends as it ends: one named (compiled into the
+ * orchestrator or registered), or a plan, a workflow definition an upstream produced (an agent's
+ * output), which is checked when the child starts.
+ */
+export const ChildWorkflowSchema = z
+  .strictObject({
+    /** The workflow to run, by name. */
+    name: z.optional(Identifier),
+    /** The version to run; the newest registered one when absent. Only with `name`. */
+    version: z.optional(z.int().check(z.positive())),
+    /** The workflow to run is the definition at `path` in the output of `node`, an upstream. */
+    plan: z.optional(OutputRefSchema),
+    /** The child's input, field by field, from earlier outputs; without it, the outputs of the
+     * node's taken upstreams by node id (as a task node's input). */
+    input: z.optional(z.record(Identifier, OutputRefSchema)),
+    /** A child that ends PARTIAL counts as completed (default: as failed). */
+    acceptPartial: z._default(z.boolean(), false),
+  })
+  .check(
+    z.refine((w) => (w.name === undefined) !== (w.plan === undefined), {
+      message: "give either name (a workflow by name) or plan (a definition an upstream produced)",
+    }),
+    z.refine((w) => w.version === undefined || w.name !== undefined, {
+      message: "version goes with name: a plan is run as it is",
+    }),
+  );
 
 export const JOINS = ["all", "any-success", "quorum", "first-wins"] as const;
 

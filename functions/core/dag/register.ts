@@ -28,8 +28,8 @@ import { deepEqual, isRecord } from "./values";
 export const MAX_DEFINITION_BYTES = 300_000;
 
 export interface RegisterChecks {
-  /** The stack's step roles: every role a node names must be one. */
-  readonly roles: Iterable<string>;
+  /** The stack's step roles: every role a node names must be one. @default not checked */
+  readonly roles?: Iterable<string>;
   /** Names taken by workflows compiled into the orchestrator. @default none */
   readonly reserved?: readonly string[];
 }
@@ -83,7 +83,10 @@ export function checkedDefinition(
   const problems = [...nameProblems(input.name, checks.reserved ?? []), ...sizeProblems(input)];
   let definition: WorkflowDefinition | undefined;
   try {
-    definition = defineWorkflow(input as WorkflowDefinition, { roles: checks.roles });
+    definition = defineWorkflow(
+      input as WorkflowDefinition,
+      checks.roles === undefined ? {} : { roles: checks.roles },
+    );
   } catch (error) {
     if (!(error instanceof WorkflowDefinitionError)) throw error;
     problems.push(...problemsOf(error));
@@ -98,7 +101,7 @@ export function checkedDefinition(
   );
 }
 
-type Listed = Pick<Problem, "code" | "message">;
+export type Listed = Pick<Problem, "code" | "message">;
 
 /** The problems a definition error lists: the structure's, or one per schema issue. */
 function problemsOf(error: WorkflowDefinitionError): Listed[] {

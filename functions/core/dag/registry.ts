@@ -38,6 +38,13 @@ export interface WorkflowRegistry {
   get(scope: WorkflowScope, name: string, version: number): Promise<unknown>;
   /** The workflows of a scope, by name. */
   list(scope: WorkflowScope): Promise<readonly RegisteredWorkflow[]>;
+  /**
+   * The roles a plan of `tenant`'s may name (an agent's output run as a child workflow), as the
+   * operator last set them; undefined when no policy was ever set.
+   */
+  allowedRoles(tenant: string): Promise<readonly string[] | undefined>;
+  /** Set the roles a plan of `tenant`'s may name (replacing the list; empty: none). */
+  allowRoles(tenant: string, roles: readonly string[]): Promise<void>;
 }
 
 /** A registered definition and the scope it was found in. */
@@ -57,18 +64,21 @@ export async function newestIn(
 }
 
 /**
- * What a run of `tenant` started by `name` runs: the newest version of the tenant's own definition
- * of that name, else of the one for every tenant; undefined when neither exists.
+ * What a run of `tenant` started by `name` runs: the newest version (or `version`) of the
+ * tenant's own definition of that name, else of the one for every tenant; undefined when neither
+ * exists.
  */
 export async function definitionForStart(
   registry: WorkflowRegistry,
   tenant: string,
   name: string,
+  version?: number,
 ): Promise<FoundDefinition | undefined> {
   for (const scope of [tenant, EVERY_TENANT]) {
-    const version = await newestIn(registry, scope, name);
-    if (version !== undefined)
-      return { scope, definition: await registeredDefinition(registry, scope, name, version) };
+    const at = version ?? (await newestIn(registry, scope, name));
+    if (at === undefined) continue;
+    if (version !== undefined && (await registry.get(scope, name, at)) === undefined) continue;
+    return { scope, definition: await registeredDefinition(registry, scope, name, at) };
   }
   return undefined;
 }
@@ -104,6 +114,7 @@ export function scopeLabel(scope: WorkflowScope): string {
  */
 export class InMemoryWorkflowRegistry implements WorkflowRegistry {
   private readonly definitions = new Map<string, string>();
+  private readonly policies = new Map<string, readonly string[]>();
 
   async create(scope: WorkflowScope, definition: WorkflowDefinition): Promise<boolean> {
     const key = keyOf(scope, definition.name, definition.version);
@@ -126,6 +137,15 @@ export class InMemoryWorkflowRegistry implements WorkflowRegistry {
     return [...versions.entries()]
       .map(([name, v]) => ({ name, versions: v.sort((a, b) => a - b) }))
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  async allowedRoles(tenant: string): Promise<readonly string[] | undefined> {
+    const roles = this.policies.get(tenant);
+    return roles && [...roles];
+  }
+
+  async allowRoles(tenant: string, roles: readonly string[]): Promise<void> {
+    this.policies.set(tenant, [...roles]);
   }
 }
 

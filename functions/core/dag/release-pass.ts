@@ -1,4 +1,4 @@
-import { assignment, childInputOf, childRunId } from "./assignment";
+import { assignment, childInputOf, childRunId, childWorkflowOf } from "./assignment";
 import { type ChildWorkflow, DEFAULT_GLOBAL_CONCURRENCY, type WaitSpec } from "./definition";
 import type { Draft } from "./draft";
 import { kindOf, requireNode, roleOf } from "./graph";
@@ -142,10 +142,7 @@ function startChild(draft: Draft, id: string, node: NodeRun, workflow: ChildWork
     attempt,
     generation,
     child_run_id,
-    workflow: {
-      name: workflow.name,
-      ...(workflow.version === undefined ? {} : { version: workflow.version }),
-    },
+    workflow: childWorkflowOf(draft, workflow),
     input: childInputOf(draft, id),
   });
   draft.events.push({ type: "child.started", node_id: id, generation, child_run_id });

@@ -106,7 +106,15 @@ export interface LoopRef {
 export interface ChildEnd {
   readonly status: "COMPLETED" | "PARTIAL" | "FAILED" | "CANCELLED";
   readonly outputs?: Readonly<Record<string, unknown>>;
+  /** Why a child that never ran was refused (its workflow unknown, its plan invalid, ...): the
+   * node fails with this error instead of `dag.child_failed`. */
+  readonly error?: NodeError;
 }
+
+/** What a child run runs: a workflow by name (and version), or a plan an upstream produced. */
+export type ChildWorkflowRef =
+  | { readonly name: string; readonly version?: number }
+  | { readonly plan: unknown };
 
 export type DagCommand =
   | {
@@ -160,7 +168,7 @@ export type DagCommand =
       readonly attempt: number;
       readonly generation: number;
       readonly child_run_id: string;
-      readonly workflow: { readonly name: string; readonly version?: number };
+      readonly workflow: ChildWorkflowRef;
       readonly input: unknown;
     }
   | {

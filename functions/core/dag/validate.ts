@@ -14,7 +14,8 @@ import { byString } from "./values";
  * code is the first problem's and whose `details.problems` lists them all (code, message and
  * what it concerns). Codes: dag.duplicate_node, dag.unknown_node, dag.unknown_role,
  * dag.bad_node, dag.self_loop, dag.duplicate_edge, dag.bad_concurrency, dag.no_root, dag.cycle,
- * dag.unreachable, dag.bad_loop, dag.bad_quorum, dag.bad_map_path, dag.bad_child_input.
+ * dag.unreachable, dag.bad_loop, dag.bad_quorum, dag.bad_map_path, dag.bad_child_input,
+ * dag.bad_plan_path.
  */
 
 export type Edges = ReadonlyMap<string, readonly EdgeDefinition[]>;
@@ -335,7 +336,7 @@ function compileLoops(
   return loops;
 }
 
-/** A map's list and a child's input come from nodes upstream of the node that reads them. */
+/** A map's list, a child's input and its plan come from nodes upstream of the node that reads them. */
 function checkReferences(
   def: WorkflowDefinition,
   nodes: ReadonlyMap<string, NodeDefinition>,
@@ -347,6 +348,7 @@ function checkReferences(
     if (node.map) refs.push(["dag.bad_map_path", node.map.items, "map.items"]);
     for (const [field, ref] of Object.entries(node.workflow?.input ?? {}))
       refs.push(["dag.bad_child_input", ref, `workflow.input.${field}`]);
+    if (node.workflow?.plan) refs.push(["dag.bad_plan_path", node.workflow.plan, "workflow.plan"]);
     if (refs.length === 0) continue;
     const upstream = reach([node.id], up, "from");
     upstream.delete(node.id);

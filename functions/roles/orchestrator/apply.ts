@@ -10,7 +10,14 @@ import type { EmitOf } from "../../core/define-role";
 import { PermanentError } from "../../core/errors";
 import type { ContentCommand } from "../content-agents/settings";
 import type { StepRoles } from "./catalog";
-import { definitionOf, type OrchestratorDecision, type RunContext, type RunEnd } from "./context";
+import { childCommand, endToParent, isChildCommand, parentFields } from "./child-commands";
+import {
+  definitionOf,
+  type OrchestratorDecision,
+  type OrchestratorEmit,
+  type RunContext,
+  type RunEnd,
+} from "./context";
 import { waitsAfter } from "./deadlines";
 import { dueAtOf, leasesAfter } from "./leases";
 import { type OrchestratorState, parseWith, TIMELINE_LIMIT, type TimelineEntry } from "./state";
@@ -28,8 +35,10 @@ export const RUN_ENDS: readonly RunEnd[] = Object.values(RUN_END_EVENTS);
 /**
  * Turn a DAG transition into the next state and the envelopes to emit: the step role's request
  * per node the transition assigned, its cancel per assignment it cancelled (the role's command
- * channel, seed 001 §4; the types are the role's entry in the stack's step roles), `workflow.completed|partial|failed|cancelled` when the
- * run ended (with `endDetails` added to its payload), the timeline, the leases, the dependency
+ * channel, seed 001 §4; the types are the role's entry in the stack's step roles), a child run's
+ * start or cancel (./child-commands), `workflow.completed|partial|failed|cancelled` when the
+ * run ended (with `endDetails` added to its payload, and its parent for a child run, which also
+ * tells its parent `workflow.child.ended`), the timeline, the leases, the dependency
  * deadlines of the nodes still waiting (./waits), the time of each wait node (./timers) and the
  * due time.
  * A transition that only reports ignored deliveries changes nothing and emits nothing.
@@ -46,8 +55,13 @@ export function applyTransition(
     return {};
   const runId = transition.run.run_id;
   const emit = [
-    ...transition.commands.flatMap((command) => nodeCommand(context.stepRoles, command, runId)),
-    ...steps.flatMap((step) => runEnd(step, runId, endDetails)),
+    ...transition.commands.flatMap((command): EmitOf<OrchestratorEmit>[] =>
+      isChildCommand(command)
+        ? [childCommand(state, command)]
+        : nodeCommand(context.stepRoles, command, runId),
+    ),
+    ...steps.flatMap((step) => runEnd(step, runId, { ...endDetails, ...parentFields(state) })),
+    ...steps.flatMap((step) => endToParent(state, step)),
   ];
   const entries = steps.map((step) => timelineEntry(step, cause, leasing.now));
   const def = definitionOf(context, state);
@@ -118,8 +132,8 @@ const isNodeCancelReason = (reason: string): reason is NodeCancelRequested["reas
   (NODE_CANCEL_REASONS as readonly string[]).includes(reason);
 
 /**
- * The orchestrator carries task nodes, map items, loop rounds and waits: a child run has no
- * command yet.
+ * A DAG command the orchestrator has no command for (child runs are ./child-commands'): a node
+ * cancel whose reason the step roles' cancel does not name.
  */
 function unsupported(command: DagCommand): PermanentError {
   const what =

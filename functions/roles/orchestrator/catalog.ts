@@ -1,6 +1,7 @@
 import { confirmEventType } from "../../../schemas/events/agent-run";
 import { CONTENT_ROLE_EVENTS, WORKFLOW_KINDS } from "../../../schemas/events/workflow";
 import type { WorkflowDefinition } from "../../core/dag/definition";
+import { defineWorkflow } from "../../core/dag/graph";
 import {
   definitionForStart,
   registeredDefinition,
@@ -20,8 +21,11 @@ import { CONTENT_AGENTS, CONTENT_WORKFLOWS, contentWorkflowFor } from "../conten
 
 /** The workflow definitions compiled into an orchestrator, every version a run may be on. */
 export interface CompiledWorkflows {
-  /** The definition a start request names: a content kind, or a definition's name (its newest version). */
-  forStart(name: string): WorkflowDefinition | undefined;
+  /**
+   * The definition a start request names: a content kind, or a definition's name (its newest
+   * version, or `version`).
+   */
+  forStart(name: string, version?: number): WorkflowDefinition | undefined;
   /** The definition a run started with; workflow.unknown_definition (permanent) when it is gone. */
   at(name: string, version: number): WorkflowDefinition;
   /** What a start may name. */
@@ -33,12 +37,17 @@ export function workflowCatalog(extra: readonly WorkflowDefinition[] = []): Comp
   const extraNames = [...new Set(extra.map((d) => d.name))];
   return {
     names: [...WORKFLOW_KINDS, ...extraNames],
-    forStart: (name) => {
-      if ((WORKFLOW_KINDS as readonly string[]).includes(name))
-        return contentWorkflowFor({ kind: name });
-      const versions = extra.filter((d) => d.name === name);
-      if (versions.length === 0) return undefined;
-      return versions.reduce((newest, d) => (d.version > newest.version ? d : newest));
+    forStart: (name, version) => {
+      const newest = (WORKFLOW_KINDS as readonly string[]).includes(name)
+        ? contentWorkflowFor({ kind: name })
+        : extra
+            .filter((d) => d.name === name)
+            .reduce<WorkflowDefinition | undefined>(
+              (found, d) => (found && found.version >= d.version ? found : d),
+              undefined,
+            );
+      if (version === undefined || !newest) return newest;
+      return all.find((d) => d.name === newest.name && d.version === version);
     },
     at: (name, version) => {
       const found = all.find((d) => d.name === name && d.version === version);
@@ -63,9 +72,13 @@ export interface StartDefinition {
 export interface WorkflowCatalog {
   /**
    * What a start of `tenant`'s names: a compiled-in workflow first (./CompiledWorkflows), else
-   * the newest version registered for the tenant, else for every tenant.
+   * the newest version (or `version`) registered for the tenant, else for every tenant.
    */
-  forStart(name: string, tenant: string): Promise<StartDefinition | undefined>;
+  forStart(name: string, tenant: string, version?: number): Promise<StartDefinition | undefined>;
+  /** A plan this decision starts a run of: `at` knows it from now on. */
+  adopt(plan: WorkflowDefinition): void;
+  /** The roles a plan of `tenant`'s may name (`agentbus workflow allow`); none when no policy. */
+  planRoles(tenant: string): Promise<readonly string[]>;
   /** The definition a run is on: compiled in, or the registered one this decision read. */
   at(name: string, version: number): WorkflowDefinition;
   /** The compiled-in workflows a start may name. */
@@ -80,10 +93,12 @@ export interface WorkflowCatalog {
 export async function catalogFor(
   compiled: CompiledWorkflows,
   registry: WorkflowRegistry | undefined,
-  run: { readonly workflow: { name: string; version: number }; scope?: WorkflowScope } | undefined,
+  run: RunDefinitionRef | undefined,
 ): Promise<WorkflowCatalog> {
   const read: WorkflowDefinition[] = [];
-  if (run?.scope !== undefined) {
+  // A run of a plan keeps its definition itself (checked when it started).
+  if (run?.plan !== undefined) read.push(defineWorkflow(run.plan as WorkflowDefinition));
+  else if (run?.scope !== undefined) {
     const { name, version } = run.workflow;
     if (!registry)
       throw new PermanentError(
@@ -94,16 +109,27 @@ export async function catalogFor(
   }
   return {
     names: compiled.names,
-    forStart: async (name, tenant) => {
-      const definition = compiled.forStart(name);
+    forStart: async (name, tenant, version) => {
+      const definition = compiled.forStart(name, version);
       if (definition) return { definition };
-      const found = registry && (await definitionForStart(registry, tenant, name));
+      const found = registry && (await definitionForStart(registry, tenant, name, version));
       if (found) read.push(found.definition);
       return found;
     },
+    adopt: (plan) => {
+      read.push(plan);
+    },
+    planRoles: async (tenant) => (registry && (await registry.allowedRoles(tenant))) ?? [],
     at: (name, version) =>
       read.find((d) => d.name === name && d.version === version) ?? compiled.at(name, version),
   };
+}
+
+/** What names a run's definition: its name and version, where it was registered, or its plan. */
+export interface RunDefinitionRef {
+  readonly workflow: { readonly name: string; readonly version: number };
+  readonly scope?: WorkflowScope;
+  readonly plan?: unknown;
 }
 
 /** The step roles an orchestrator dispatches to, by group. */
@@ -113,8 +139,21 @@ export interface StepRoles {
   of(role: string): StepRoleTable[string];
   /** The roles of `def` that are not step roles of the stack. */
   unknownIn(def: WorkflowDefinition): string[];
+  /**
+   * Why the stack cannot run `def`, or undefined: a node names a role that is not a step role
+   * (`workflow.unknown_step_role`), or a map node's role does not carry out map items
+   * (`workflow.map_role_without_items`: the content agents keep one agent run per node).
+   */
+  refusalOf(def: WorkflowDefinition): StartRefusal | undefined;
   /** The known step roles, for messages. */
   readonly names: string;
+}
+
+/** Why a start is refused: its code, the node concerned if one, and a message. */
+export interface StartRefusal {
+  readonly code: string;
+  readonly nodeId?: string;
+  readonly message: string;
 }
 
 /** The content agents as step roles: what an orchestrator built without a stack's table knows. */
@@ -127,6 +166,10 @@ export const CONTENT_STEP_ROLES: StepRoleTable = Object.fromEntries(
 
 export function stepRoles(table: StepRoleTable = CONTENT_STEP_ROLES): StepRoles {
   const names = Object.keys(table).sort().join(", ") || "none";
+  const unknownIn = (def: WorkflowDefinition) =>
+    [...new Set(def.nodes.flatMap((n) => (n.role === undefined ? [] : [n.role])))].filter(
+      (r) => !(r in table),
+    );
   return {
     table,
     names,
@@ -139,9 +182,22 @@ export function stepRoles(table: StepRoleTable = CONTENT_STEP_ROLES): StepRoles 
         { details: { role } },
       );
     },
-    unknownIn: (def) =>
-      [...new Set(def.nodes.flatMap((n) => (n.role === undefined ? [] : [n.role])))].filter(
-        (r) => !(r in table),
-      ),
+    unknownIn,
+    refusalOf: (def) => {
+      const unknown = unknownIn(def);
+      if (unknown.length > 0)
+        return {
+          code: "workflow.unknown_step_role",
+          message: `workflow ${def.name} v${def.version} names ${unknown.join(", ")}, which ${unknown.length === 1 ? "is not a step role" : "are not step roles"} of this stack (step roles: ${names})`,
+        };
+      const itemless = def.nodes.filter((n) => n.map && n.role && !table[n.role]?.items);
+      if (itemless.length > 0)
+        return {
+          code: "workflow.map_role_without_items",
+          ...(itemless[0] ? { nodeId: itemless[0].id } : {}),
+          message: `workflow ${def.name} v${def.version}: ${itemless.map((n) => `map node ${n.id} runs ${n.role}`).join(", ")}, which ${itemless.length === 1 ? "does" : "do"} not carry out map items (a step role does when the kit's step handler runs its steps)`,
+        };
+      return undefined;
+    },
   };
 }

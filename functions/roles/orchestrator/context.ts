@@ -8,6 +8,7 @@ import { BusinessRejection, PermanentError } from "../../core/errors";
 import { payloadOf } from "../../core/payload";
 import type { ContentCommand } from "../content-agents/settings";
 import type { StepRoles, WorkflowCatalog } from "./catalog";
+import type { ChildEmit } from "./child-commands";
 import type { Leasing } from "./leases";
 import type { OrchestratorState } from "./state";
 
@@ -46,8 +47,8 @@ export type RunEnd =
   | "workflow.partial"
   | "workflow.failed"
   | "workflow.cancelled";
-/** What a decision emits: the agents' commands, and how the run ended. */
-export type OrchestratorEmit = ContentCommand | RunEnd;
+/** What a decision emits: the agents' commands, how the run ended, and child runs' messages. */
+export type OrchestratorEmit = ContentCommand | RunEnd | ChildEmit;
 export type OrchestratorDecision = TypedDecision<OrchestratorState, OrchestratorEmit>;
 export type Handle<P> = (
   context: RunContext,
@@ -89,7 +90,10 @@ export function toRun<K extends RunEventType>(
   };
 }
 
-/** A handler for an agent's outcome (on the stream of its agent run). */
+/**
+ * A handler for a message on another aggregate's stream: an agent's outcome (on the stream of its
+ * agent run), a child run's start or cancel (on its parent's), its end (on its own).
+ */
 export function fromAgent<K extends RunEventType>(
   type: K,
   handle: Handle<EventPayloads[K]>,

@@ -27,6 +27,7 @@ import { CONTENT_AGENTS } from "../content-agents/workflows";
 import { confirmExpired, confirmNode, nodeBlocked, nodeStarted } from "./agent";
 import { applyTransition } from "./apply";
 import type { StartDefinition } from "./catalog";
+import { cancelChild, childEnded, startChild } from "./children";
 import {
   definitionOf,
   type EventHandler,
@@ -67,6 +68,9 @@ export const HANDLERS: Readonly<Record<string, EventHandler>> = {
   "node.dependency.expired": toRun("node.dependency.expired", dependencyExpired),
   "workflow.signal.requested": toRun("workflow.signal.requested", signal),
   "node.wait.expired": toRun("node.wait.expired", waitExpired),
+  "workflow.child.start.requested": fromAgent("workflow.child.start.requested", startChild),
+  "workflow.child.cancel.requested": fromAgent("workflow.child.cancel.requested", cancelChild),
+  "workflow.child.ended": fromAgent("workflow.child.ended", childEnded),
   "node.heartbeat": toRun("node.heartbeat", (context, payload) => {
     const { state, leasing } = context;
     const next = extendLease(state, state && definitionOf(context, state), payload, leasing);
@@ -101,24 +105,8 @@ async function start(
   if (state) return {};
   const found = await startDefinition(context, run_id, workflow);
   const def = found.definition;
-  const unknown = stepRoles.unknownIn(def);
-  if (unknown.length > 0)
-    throw rejection(
-      "start",
-      run_id,
-      undefined,
-      "workflow.unknown_step_role",
-      `workflow ${def.name} v${def.version} names ${unknown.join(", ")}, which ${unknown.length === 1 ? "is not a step role" : "are not step roles"} of this stack (step roles: ${stepRoles.names})`,
-    );
-  const itemless = def.nodes.filter((n) => n.map && n.role && !stepRoles.table[n.role]?.items);
-  if (itemless.length > 0)
-    throw rejection(
-      "start",
-      run_id,
-      itemless[0]?.id,
-      "workflow.map_role_without_items",
-      `workflow ${def.name} v${def.version}: ${itemless.map((n) => `map node ${n.id} runs ${n.role}`).join(", ")}, which ${itemless.length === 1 ? "does" : "do"} not carry out map items (a step role does when the kit's step handler runs its steps)`,
-    );
+  const refused = stepRoles.refusalOf(def);
+  if (refused) throw rejection("start", run_id, refused.nodeId, refused.code, refused.message);
   const transition = startRun(def, run_id, request, await capacityFor(def));
   const begun: OrchestratorState = {
     workflow,

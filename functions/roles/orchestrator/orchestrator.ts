@@ -7,6 +7,7 @@ import { type DescriptorOf, defineRole } from "../../core/define-role";
 import { PermanentError } from "../../core/errors";
 import type { Role } from "../../core/role";
 import type { StepRoleTable } from "../../core/steps";
+import { DAG_RUN_AGGREGATE } from "../../core/sweeper";
 import type { QueueDepthSource } from "../../integrations/queue-depth/index";
 import { RUN_ENDS } from "./apply";
 import {
@@ -16,6 +17,7 @@ import {
   stepRoles,
   workflowCatalog,
 } from "./catalog";
+import { CHILD_EMITS } from "./child-commands";
 import type { EventHandler, OrchestratorEmit } from "./context";
 import { HANDLERS } from "./handlers";
 import type { LeasePolicy } from "./leases";
@@ -82,6 +84,10 @@ import { type OrchestratorState, parseRunState, summarizeRun } from "./state";
  *   FAILED (./waits).
  * - node.wait.expired, workflow.signal.requested: a wait node's time came (its timer, or its
  *   signal's deadline), or a signal for the run's wait nodes came (./wait-nodes, ./timers).
+ * - workflow.child.start.requested, workflow.child.cancel.requested, workflow.child.ended: a
+ *   child run started for a child node (idempotent on its run id), cancelled with its node's
+ *   assignment, and its end handed to its parent's node (./children; what the DAG's child
+ *   commands become: ./child-commands).
  *
  * Where it lives: the handler of each event type in ./handlers (payloads as the
  * pipeline validated them, typed by the registry; reset and resolve in ./resolve,
@@ -173,7 +179,7 @@ function emitsFor(table: StepRoleTable): readonly (OrchestratorEmit | "workflow.
   const commands = Object.values(table).flatMap(({ requested, cancel, confirm }) =>
     confirm === undefined ? [requested, cancel] : [requested, cancel, confirm],
   ) as OrchestratorEmit[];
-  return [...new Set(commands), ...RUN_ENDS, "workflow.rejected"];
+  return [...new Set([...commands, ...RUN_ENDS, ...CHILD_EMITS, "workflow.rejected"] as const)];
 }
 const ORCHESTRATOR_EMITS = emitsFor(CONTENT_STEP_ROLES);
 
@@ -182,7 +188,10 @@ export const ORCHESTRATOR: DescriptorOf<EventType, OrchestratorEmit | "workflow.
   group: ORCHESTRATOR_GROUP,
   subscriptions: ORCHESTRATOR_SUBSCRIPTIONS,
   emits: ORCHESTRATOR_EMITS,
-  stateOf: (event) => ({ type: "dag_run", id: handlerOf(event).runOf(event) }),
+  stateOf: (event) => ({ type: DAG_RUN_AGGREGATE, id: handlerOf(event).runOf(event) }),
+  // A child run's start and cancel come on its parent's stream, its end on its own: a dag_run
+  // stream's events go to several runs (./children).
+  sharedStreams: [DAG_RUN_AGGREGATE],
 };
 
 export function orchestratorRole(options: OrchestratorOptions = {}): Role<OrchestratorState> {
@@ -203,7 +212,11 @@ export function orchestratorRole(options: OrchestratorOptions = {}): Role<Orches
     decide: async (stored, event, { now }) => {
       const handler = handlerOf(event);
       const state = parseRunState(stored);
-      const run = state && { workflow: state.run.workflow, scope: state.definition_scope };
+      const run = state && {
+        workflow: state.run.workflow,
+        scope: state.definition_scope,
+        plan: state.plan,
+      };
       return handler.decide({
         state,
         event,

@@ -106,6 +106,18 @@ export const OrchestratorStateSchema = z.object({
    * for every tenant. Absent: a workflow compiled into the orchestrator.
    */
   definition_scope: z.optional(z.string()),
+  /** The run whose child node started this run (./children), absent for a run started otherwise. */
+  parent: z.optional(
+    z.object({
+      run_id: z.string(),
+      node_id: z.string(),
+      /** The generation of the node's assignment this run is the child of. */
+      generation: z.int().check(z.nonnegative()),
+    }),
+  ),
+  /** The definition a run of a plan runs (an upstream's output, checked at its start): the run
+   * pins the plan itself, which no registry holds. */
+  plan: z.optional(z.unknown()),
 });
 export type OrchestratorState = z.output<typeof OrchestratorStateSchema>;
 
