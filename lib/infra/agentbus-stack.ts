@@ -18,6 +18,7 @@ import {
 } from "../../functions/core/stack-workflows";
 import { STEP_ROLES_ENV, type StepRoleEntry } from "../../functions/core/steps";
 import { featuresOf } from "../../functions/roles/stack-features";
+import { placeApplicationTypes } from "./application-types";
 import {
   ALARM_EMAIL_CONTEXT,
   ALARM_WEBHOOK_CONTEXT,
@@ -252,6 +253,7 @@ export class AgentBusStack extends Stack {
       topics: [...this.topics.values()],
       tables: this.tables,
     });
+    placeApplicationTypes(this.relay.function, topology);
 
     this.groups = topology.groups.map((group) => this.consumerGroup(group, stage));
     this.relay.publishToSubscriberBuses([...this.topics.values()]);

@@ -2,9 +2,11 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import type { CfnElement } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
 import { afterAll, describe, expect, it } from "vitest";
 import { defineWorkflow } from "../../functions/core/dag/graph";
+import { EVENT_TOPICS_ENV } from "../../functions/core/relay";
 import { defineModule, handlerBeside } from "../../functions/core/role-module";
 import {
   MAX_WORKFLOWS_ENV_BYTES,
@@ -15,9 +17,11 @@ import {
 import { orchestratorModule } from "../../functions/roles/orchestrator/index";
 import { AgentBus, topologyOf } from "../../lib/infra/agentbus";
 import { AgentBusStack } from "../../lib/infra/agentbus-stack";
+import { MAX_EVENT_TOPICS_BYTES } from "../../lib/infra/application-types";
 import { handlerEntryProblem, METADATA } from "../../lib/infra/constructs/function";
 import { PROJECT_INTEGRATIONS, PROJECT_STACK } from "../../lib/infra/project";
 import { defineTopology, groupOf } from "../../lib/infra/topology";
+import { DEFINITIONS } from "../../schemas";
 import * as z from "../../schemas/zod";
 import { BOOKKEEPING } from "../fixtures/bookkeeping/stack";
 import { tallyModule, topicTally } from "../fixtures/steps/index";
@@ -59,6 +63,23 @@ describe("AgentBus: the stack built from role modules", () => {
       expect(template.findOutputs(output)).toEqual({});
     // Inside the package's folder, the entry is recorded relative to it, as the reference roles'.
     expect(consumerEntry(template, "bookkeeper")).toBe("test/fixtures/bookkeeping/handler.ts");
+  });
+
+  it("gives the relay the topics of its application's event types, and none of the hub's", () => {
+    const relayEnvironment = (stack: AgentBus) =>
+      Template.fromStack(stack).toJSON().Resources[
+        stack.getLogicalId(stack.relay.function.node.defaultChild as CfnElement)
+      ].Properties.Environment.Variables;
+    const bookkeeping = relayEnvironment(new AgentBus(testApp(), "Books", BOOKKEEPING));
+    expect(JSON.parse(bookkeeping[EVENT_TOPICS_ENV])).toEqual({ events: ["payment.refunded"] });
+    const reference = JSON.parse(
+      relayEnvironment(new AgentBus(testApp(), "Reference", PROJECT_STACK))[EVENT_TOPICS_ENV],
+    ) as Record<string, string[]>;
+    expect(reference.events).toContain("conversation.message.accepted");
+    expect(reference.commands).toContain("refund.review.requested");
+    const types = Object.values(reference).flat();
+    expect(types.filter((t) => DEFINITIONS.some((d) => d.type === t))).toEqual([]);
+    expect(Buffer.byteLength(JSON.stringify(reference))).toBeLessThan(MAX_EVENT_TOPICS_BYTES);
   });
 
   it("takes the topics it is given", () => {
