@@ -2,7 +2,7 @@ import * as z from "../../../schemas/zod";
 import { FAILED_RUNS, PARTIAL_RUNS, raiseOn } from "../../core/attention";
 import { defineModule } from "../../core/role-module";
 import { WORKFLOWS_ENV, WorkflowsJson, workflowsOf } from "../../core/stack-workflows";
-import { STEP_ROLES_ENV, StepRolesJson } from "../../core/steps";
+import { registerStepCommands, STEP_ROLES_ENV, StepRolesJson } from "../../core/steps";
 import { queueDepth } from "../../integrations/queue-depth";
 import { workflowRegistry } from "../../integrations/workflow-registry";
 import { ORCHESTRATOR, orchestratorRole } from "./orchestrator";
@@ -51,8 +51,9 @@ export const orchestratorModule = defineModule({
   deployment: { needs: { orchestrates: true }, attention: RUN_END_ATTENTION },
   settings: OrchestratorSettings,
   uses: { queueDepth, workflowRegistry },
-  build: (ports, settings) =>
-    orchestratorRole({
+  build: (ports, settings) => {
+    registerStepCommands(settings[STEP_ROLES_ENV]);
+    return orchestratorRole({
       queueDepth: ports.queueDepth,
       queueDepthThreshold: settings.QUEUE_DEPTH_THRESHOLD,
       leaseSeconds: settings.ORCHESTRATOR_LEASE_SECONDS,
@@ -62,5 +63,6 @@ export const orchestratorModule = defineModule({
       stepRoles: settings[STEP_ROLES_ENV],
       workflows: workflowsOf(settings[WORKFLOWS_ENV]),
       registry: ports.workflowRegistry,
-    }),
+    });
+  },
 });
