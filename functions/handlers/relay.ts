@@ -139,12 +139,11 @@ export function createRelayHandler(options: RelayHandlerOptions = {}): RelayHand
       options.onReport?.(report);
     } catch (error) {
       const recorded = await recordFailure(envelopes, error);
-      if (!(recorded && error instanceof AgentBusError && error.code === "relay.unknown_type"))
-        throw error;
+      if (!(recorded && isUnplaced(error))) throw error;
       logger.error("events of unknown types were recorded in the failure queue", {
         error: describe(error),
       });
-      metrics.addMetric("RelayUnplaced", MetricUnit.Count, recordedCount(error));
+      metrics.addMetric("RelayUnplaced", MetricUnit.Count, unpublishedCount(error));
     } finally {
       metrics.publishStoredMetrics();
     }
@@ -198,8 +197,13 @@ function failureRecorder(
   };
 }
 
+/** Events the relay could not place on a topic: once recorded, no retry would place them. */
+function isUnplaced(error: unknown): error is AgentBusError {
+  return error instanceof AgentBusError && error.code === "relay.unknown_type";
+}
+
 /** How many events an error names as not published. */
-function recordedCount(error: AgentBusError): number {
+function unpublishedCount(error: AgentBusError): number {
   const named = error.details.unpublished;
   return Array.isArray(named) ? named.length : 0;
 }
