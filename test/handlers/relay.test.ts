@@ -209,7 +209,7 @@ describe("createRelayHandler (events stream -> EventBridge)", () => {
     );
     expect(Messages).toHaveLength(1);
     const body = JSON.parse(Messages[0]?.Body ?? "");
-    expect(relayFailureKeysOf(body).map((k) => k.eventId)).toEqual([unknown.event_id]);
+    expect(relayFailureKeysOf(body)?.map((k) => k.eventId)).toEqual([unknown.event_id]);
     expect(body.relayFailure.error.code).toBe("relay.unknown_type");
     expect(body.relayFailure.error.message).toMatch(/ledgertest\.unknown@1/);
   });
