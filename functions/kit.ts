@@ -30,6 +30,7 @@ export type {
 export {
   defineEventType,
   IsoTime,
+  letterDigest,
   MAX_STREAM_VERSION,
   OpaqueId,
   tenantOf,
@@ -42,11 +43,35 @@ export {
   ToolCallId,
   ToolName,
 } from "../schemas/events/agent-loop";
+// A workflow node's commands and reports as a step role reads and answers them, a person's
+// confirmation of a node, and the content-production workflow's own types (the hub's, as the front
+// door and the orchestrator know them: its request, its agents' commands and outputs).
+export type {
+  NodeBlocked,
+  NodeConfirmRequested,
+} from "../schemas/events/agent-run";
+export { ConfirmationQuestion, confirmEventType } from "../schemas/events/agent-run";
 // A customer's message as it enters (the front door's contract), for an application that takes it.
 export { Channel, MessageText } from "../schemas/events/conversation";
 // Who asked for a command sent from outside, and why (an operator's or a client's).
 export { RequestedByShape } from "../schemas/events/fields";
 export { outsideCommand, outsideFact, streamCommand, streamFact } from "../schemas/events/kinds";
+export type {
+  ContentEventTypes,
+  ContentRole,
+  ContentStem,
+  NodeFailed,
+  NodeRequested,
+} from "../schemas/events/workflow";
+export {
+  CONTENT_ROLE_EVENTS,
+  CONTENT_ROLES,
+  ContentRequest,
+  contentEventTypes,
+  FactCheckOutput,
+  MAX_HEARTBEAT_LEASE_SECONDS,
+  WORKFLOW_KINDS,
+} from "../schemas/events/workflow";
 export type { AgentDefinition, AgentJournal } from "./core/agent/agent";
 export { agentModelSchemas, defineAgent } from "./core/agent/agent";
 export { AGENT_RUN_AGGREGATE, agentDescriptor, agentRole } from "./core/agent/agent-role";

@@ -1,6 +1,8 @@
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
+import type { WorkflowDefinition } from "../../functions/core/dag/definition";
 import type { RoleModule } from "../../functions/core/role-module";
+import { rolesWith } from "../../lib/infra/app-roles";
 import { UsageError } from "./target";
 
 /**
@@ -9,8 +11,9 @@ import { UsageError } from "./target";
  * states record, `resolve --as answer` checks an answer against its agent's schema). The module is
  * the application's own, as Node.js imports it (compiled JavaScript, or TypeScript where a loader
  * is registered); among its exports is what its stack was built with: an object with `roles`,
- * the one `new AgentBus(app, id, { roles, integrations })` is given. Without `--app`, the
- * reference applications' roles.
+ * the one `new AgentBus(app, id, { roles, integrations })` is given (with the hub's orchestrator
+ * when it gives workflows, as the stack adds it). Without `--app`, the reference applications'
+ * roles.
  */
 export async function useApplication(file: string): Promise<void> {
   let exports: Record<string, unknown>;
@@ -31,8 +34,10 @@ export async function useApplication(file: string): Promise<void> {
 /** The role modules of the first export that is an application (`{ roles: [...] }`). */
 function rolesOf(exports: Record<string, unknown>): readonly RoleModule[] | undefined {
   for (const value of Object.values(exports)) {
-    const roles = (value as { roles?: unknown } | null)?.roles;
-    if (Array.isArray(roles) && roles.every(isModule)) return roles;
+    const app = value as { roles?: unknown; workflows?: readonly WorkflowDefinition[] } | null;
+    const roles = app?.roles;
+    if (Array.isArray(roles) && roles.every(isModule))
+      return rolesWith(roles, app?.workflows ?? []);
   }
   return undefined;
 }

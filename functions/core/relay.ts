@@ -1,6 +1,6 @@
 import { type Envelope, type EventRegistry, envelopeBytes, type Topic } from "../../schemas";
 import { backoff, chunk, sleep } from "./batching";
-import { AgentBusError, describe, TransientError } from "./errors";
+import { AgentBusError, describe, PermanentError, TransientError } from "./errors";
 import type { EventPublisher, PublishFailure } from "./ports";
 
 /** PutEvents takes at most 10 entries and 256 KB per call. */
@@ -19,6 +19,28 @@ export interface RelayOptions {
    * topics were) goes to the topic the registry gives its type.
    */
   readonly topics?: ReadonlyMap<string, Topic>;
+  /**
+   * The topic of each event type the stack's applications define, which the hub's registry does
+   * not hold (`EVENT_TOPICS`, written by the stack): where an event of one stored without a topic
+   * goes.
+   */
+  readonly typeTopics?: ReadonlyMap<string, Topic>;
+}
+
+/**
+ * The relay's environment variable with the topics of the stack's application event types: JSON,
+ * topic -> type names (eventTopicsOf).
+ */
+export const EVENT_TOPICS_ENV = "EVENT_TOPICS";
+
+/** `EVENT_TOPICS`'s value read as a map of event type to topic. */
+export function typeTopicsOf(
+  byTopic: Partial<Record<Topic, readonly string[]>> | undefined,
+): Map<string, Topic> {
+  const types = new Map<string, Topic>();
+  for (const [topic, names] of Object.entries(byTopic ?? {}) as [Topic, string[]][])
+    for (const name of names) types.set(name, topic);
+  return types;
 }
 
 export interface RelayReport {
@@ -29,7 +51,10 @@ export interface RelayReport {
 
 /**
  * Publish events read from the event store's stream to the bus of each event's topic: the one
- * stored with it (`options.topics`), else the one its type's definition names.
+ * stored with it (`options.topics`), else the one its type's definition names (the registry's, or
+ * the stack's application types': `options.typeTopics`). An event none of them places is not
+ * published: the others are, and then relay.unknown_type (permanent) names it in its
+ * `unpublished`, for the relay's failure record (functions/handlers/relay.ts).
  * Entries go out in stream order, in calls of at most 10 entries / 256 KB; only the entries that
  * failed are retried (with jittered backoff), before the next call, so the relay keeps each
  * aggregate's order. Events of one transaction may arrive in separate
@@ -44,9 +69,14 @@ export async function relay(
   options: RelayOptions = {},
 ): Promise<RelayReport> {
   const byTopic = new Map<Topic, Envelope[]>();
+  const unplaced: Envelope[] = [];
   for (const event of events) {
-    const topic = options.topics?.get(event.event_id) ?? topicOf(event, registry);
-    byTopic.set(topic, [...(byTopic.get(topic) ?? []), event]);
+    const topic =
+      options.topics?.get(event.event_id) ??
+      registry.get(event.event_type, event.schema_version)?.topic ??
+      options.typeTopics?.get(event.event_type);
+    if (topic) byTopic.set(topic, [...(byTopic.get(topic) ?? []), event]);
+    else unplaced.push(event);
   }
   const progress: Progress = { events, calls: 0, retriedEntries: 0, published: new Set() };
   for (const [topic, pending] of byTopic) {
@@ -60,6 +90,7 @@ export async function relay(
     ))
       await publishCall(topic, entries, publisher, progress, options);
   }
+  if (unplaced.length > 0) throw unknownTypes(unplaced);
   return {
     published: events.length,
     calls: progress.calls,
@@ -130,14 +161,15 @@ function publishFailed(
   );
 }
 
-/** The topic of an event stored without one: its type's, in the relay's registry. */
-export function topicOf(event: Envelope, registry: EventRegistry): Topic {
-  const definition = registry.get(event.event_type, event.schema_version);
-  if (!definition) {
-    throw new TransientError(
-      "relay.unknown_type",
-      `no topic for ${event.event_type}@${event.schema_version}: is the relay older than the producer?`,
-    );
-  }
-  return definition.topic;
+/**
+ * Events stored without a topic, of types the relay cannot place: a producer newer than this
+ * relay, or an application type of a stack deployed before its types were given to the relay.
+ */
+function unknownTypes(unplaced: readonly Envelope[]): PermanentError {
+  const types = [...new Set(unplaced.map((e) => `${e.event_type}@${e.schema_version}`))];
+  return new PermanentError(
+    "relay.unknown_type",
+    `${unplaced.length} event(s) stored without a topic, of a type this relay does not know (${types.join(", ")}), were not published: they are recorded in the relay's failure queue (its alarm fires), and \`agentbus republish --failures --app <application>\` puts them on their buses`,
+    { details: { types, unpublished: unplaced.map((e) => e.event_id) } },
+  );
 }

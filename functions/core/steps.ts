@@ -1,4 +1,10 @@
-import { type StepCommandTypes, StepRoleName, stepCommandTypes } from "../../schemas/events/step";
+import { defineEventType } from "../../schemas";
+import {
+  type StepCommandTypes,
+  StepRoleName,
+  stepCommandDefinitions,
+  stepCommandTypes,
+} from "../../schemas/events/step";
 import { MAX_HEARTBEAT_LEASE_SECONDS } from "../../schemas/events/workflow";
 import * as z from "../../schemas/zod";
 
@@ -91,3 +97,18 @@ export function stepRolesOf(
 
 /** `STEP_ROLES`: the table as JSON. */
 export const StepRolesJson = z.jsonText(StepRoleTable, "a JSON object of group -> step role");
+
+/**
+ * Register the commands of the table's step roles that spell none of their own (derived from the
+ * group, as their modules register them), so that an orchestrator whose function holds none of
+ * those modules (the hub's, deployed for an application) can emit them. A role that spells its
+ * own registers them with its event types, which the orchestrator must then know otherwise (the
+ * content agents', the hub's own).
+ */
+export function registerStepCommands(table: StepRoleTable | undefined): void {
+  for (const [group, entry] of Object.entries(table ?? {})) {
+    const derived = stepCommandTypes(group);
+    if (entry.requested !== derived.requested || entry.cancel !== derived.cancel) continue;
+    for (const definition of stepCommandDefinitions(group)) defineEventType(definition);
+  }
+}

@@ -4,6 +4,7 @@ import {
   registry as defaultRegistry,
   type Envelope,
   type EventRegistry,
+  TOPICS,
   type Topic,
 } from "../../schemas";
 import * as z from "../../schemas/zod";
@@ -21,7 +22,7 @@ import {
 import { AgentBusError, describe } from "../core/errors";
 import { parseEnv } from "../core/parse-env";
 import type { EventPublisher } from "../core/ports";
-import { type RelayReport, relay } from "../core/relay";
+import { EVENT_TOPICS_ENV, type RelayReport, relay, typeTopicsOf } from "../core/relay";
 import { containerAwsClient, containerEventBridgeV2Client } from "./aws";
 import { lambdaEntry } from "./lambda-entry";
 import { type Observability, observability } from "./observe";
@@ -41,6 +42,13 @@ export const RelayEnv = z
     BUS_V2_AUDIT: z.optional(z.string().check(z.minLength(1))),
     /** Where the relay records the keys of the events it could not publish (./relay-failure). */
     RELAY_FAILURE_QUEUE_URL: z.optional(z.string().check(z.minLength(1))),
+    /** The topics of the stack's application event types (JSON, topic -> types), from the stack. */
+    [EVENT_TOPICS_ENV]: z.optional(
+      z.jsonText(
+        z.partialRecord(z.enum(TOPICS), z.array(z.string())),
+        "a JSON object of topic -> event types",
+      ),
+    ),
   })
   .check(
     z.refine((e) => e.BUS_COMMANDS || e.BUS_EVENTS || e.BUS_AUDIT, {
@@ -76,7 +84,10 @@ export type RelayHandler = (event: DynamoDBStreamEvent, context?: Context) => Pr
  * A failure after bounded in-call retries first records the keys of the events not published in
  * the failure queue (a relay failure record, which `agentbus republish` reads however old it is),
  * then fails the invocation, so the event source mapping retries (bisecting the batch) and finally
- * parks the batch's stream positions in its on-failure destination, the same queue.
+ * parks the batch's stream positions in its on-failure destination, the same queue. Events it
+ * cannot place on a topic (relay.unknown_type) are the exception: once their failure record is
+ * sent, the invocation succeeds (the rest of the batch was published, and a retry cannot place
+ * them); the failure queue's alarm fires, and `agentbus republish --failures` publishes them.
  */
 export function createRelayHandler(options: RelayHandlerOptions = {}): RelayHandler {
   const env = parseEnv(RelayEnv, options.env ?? process.env, "relay");
@@ -102,6 +113,7 @@ export function createRelayHandler(options: RelayHandlerOptions = {}): RelayHand
       ),
   );
   const registry = options.registry ?? defaultRegistry;
+  const typeTopics = typeTopicsOf(env[EVENT_TOPICS_ENV]);
   const recordFailure = failureRecorder(
     env.RELAY_FAILURE_QUEUE_URL,
     tracer.capture(options.sqs ?? containerAwsClient()),
@@ -119,15 +131,19 @@ export function createRelayHandler(options: RelayHandlerOptions = {}): RelayHand
       logger.warn("stream records without an envelope were skipped", { count: skipped.length });
     try {
       const opened = vault ? await vault.openAll(envelopes) : envelopes;
-      const report = await relay(opened, registry, publisher, { topics });
+      const report = await relay(opened, registry, publisher, { topics, typeTopics });
       metrics.addMetric("Relayed", MetricUnit.Count, report.published);
       metrics.addMetric("PutEventsCalls", MetricUnit.Count, report.calls);
       if (report.retriedEntries)
         metrics.addMetric("RelayRetriedEntries", MetricUnit.Count, report.retriedEntries);
       options.onReport?.(report);
     } catch (error) {
-      await recordFailure(envelopes, error);
-      throw error;
+      const recorded = await recordFailure(envelopes, error);
+      if (!(recorded && isUnplaced(error))) throw error;
+      logger.error("events of unknown types were recorded in the failure queue", {
+        error: describe(error),
+      });
+      metrics.addMetric("RelayUnplaced", MetricUnit.Count, unpublishedCount(error));
     } finally {
       metrics.publishStoredMetrics();
     }
@@ -155,16 +171,17 @@ function withSubscriberBuses(
 
 /**
  * What records the events of a failed batch that were not published (all of them unless the
- * error names those: relay.publish_failed's `unpublished`) in the failure queue; nothing without
- * a queue. A record that cannot be sent is logged: the stream's own record of the batch follows.
+ * error names those: relay.publish_failed's and relay.unknown_type's `unpublished`) in the failure
+ * queue; nothing without a queue. Whether the record was sent: one that cannot be is logged, and
+ * the stream's own record of the batch follows.
  */
 function failureRecorder(
   queueUrl: string | undefined,
   sqs: AwsClient,
   logger: Observability["logger"],
 ) {
-  return async (envelopes: readonly Envelope[], error: unknown): Promise<void> => {
-    if (!queueUrl || envelopes.length === 0) return;
+  return async (envelopes: readonly Envelope[], error: unknown): Promise<boolean> => {
+    if (!queueUrl || envelopes.length === 0) return false;
     const named = error instanceof AgentBusError ? error.details.unpublished : undefined;
     const ids = Array.isArray(named) ? new Set(named) : undefined;
     const unpublished = ids ? envelopes.filter((e) => ids.has(e.event_id)) : envelopes;
@@ -172,10 +189,23 @@ function failureRecorder(
     try {
       for (const record of relayFailureRecords(unpublished, { code, message }))
         await sqs.send(SendMessage({ QueueUrl: queueUrl, MessageBody: JSON.stringify(record) }));
+      return true;
     } catch (sendError) {
       logger.error("the relay failure record could not be sent", { error: describe(sendError) });
+      return false;
     }
   };
+}
+
+/** Events the relay could not place on a topic: once recorded, no retry would place them. */
+function isUnplaced(error: unknown): error is AgentBusError {
+  return error instanceof AgentBusError && error.code === "relay.unknown_type";
+}
+
+/** How many events an error names as not published. */
+function unpublishedCount(error: AgentBusError): number {
+  const named = error.details.unpublished;
+  return Array.isArray(named) ? named.length : 0;
 }
 
 export const { create, handler } = lambdaEntry(createRelayHandler);

@@ -10,8 +10,15 @@ import {
 } from "aws-cdk-lib";
 import type { CfnQueue } from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
+import type { WorkflowDefinition } from "../../functions/core/dag/definition";
+import {
+  stackWorkflowProblems,
+  WORKFLOWS_ENV,
+  workflowsEnvValue,
+} from "../../functions/core/stack-workflows";
 import { STEP_ROLES_ENV, type StepRoleEntry } from "../../functions/core/steps";
 import { featuresOf } from "../../functions/roles/stack-features";
+import { placeApplicationTypes } from "./application-types";
 import {
   ALARM_EMAIL_CONTEXT,
   ALARM_WEBHOOK_CONTEXT,
@@ -76,6 +83,15 @@ export interface AgentBusStackProps extends StackProps {
    * @default - none besides the hub's own
    */
   readonly integrations?: readonly AnyIntegrationInfra[];
+
+  /**
+   * Workflow definitions the stack runs (`defineWorkflow(...)`) besides the content workflows,
+   * each version a run may be on: checked at synth against the stack's step roles (every problem
+   * named), and given to its orchestrator (functions/core/stack-workflows.ts). A topology with
+   * workflows needs an orchestrating group (`new AgentBus` adds the hub's orchestrator).
+   * @default none
+   */
+  readonly workflows?: readonly WorkflowDefinition[];
 
   /**
    * What happens to the tables (the only stateful resources) when they leave the stack.
@@ -237,6 +253,7 @@ export class AgentBusStack extends Stack {
       topics: [...this.topics.values()],
       tables: this.tables,
     });
+    placeApplicationTypes(this.relay.function, topology);
 
     this.groups = topology.groups.map((group) => this.consumerGroup(group, stage));
     this.relay.publishToSubscriberBuses([...this.topics.values()]);
@@ -245,6 +262,7 @@ export class AgentBusStack extends Stack {
       topology.groups.find((g) => g.name === group.groupName)?.needs ?? {};
     this.wireHeartbeats(props, needs);
     this.wireStepRoles(needs);
+    this.wireWorkflows(props.workflows ?? [], needs);
     this.wireIntegrations(stage, topology, props, needs);
     // The sweeper serves the orchestrator's runs: leases and held-back work live in dag_run state.
     const orchestrates = this.groups.some((g) => needs(g).orchestrates);
@@ -445,6 +463,28 @@ export class AgentBusStack extends Stack {
     for (const group of this.groups)
       if (needs(group).orchestrates)
         group.consumer.addEnvironment(STEP_ROLES_ENV, JSON.stringify(table));
+  }
+
+  /**
+   * The stack's workflows, checked against its step roles (the synth fails naming every problem)
+   * and written to each orchestrating group's environment (`WORKFLOWS`, JSON).
+   */
+  private wireWorkflows(
+    workflows: readonly WorkflowDefinition[],
+    needs: (g: ConsumerGroup) => GroupNeeds,
+  ): void {
+    if (workflows.length === 0) return;
+    const orchestrators = this.groups.filter((g) => needs(g).orchestrates);
+    const stepRoles = this.groups.filter((g) => needs(g).steps).map((g) => g.groupName);
+    const problems = stackWorkflowProblems(workflows, stepRoles);
+    if (orchestrators.length === 0)
+      problems.unshift("the stack has no orchestrator to run them: add the orchestrator module");
+    if (problems.length > 0)
+      throw new Error(
+        `the stack's workflows cannot run (${workflows.map((w) => `${w.name} v${w.version}`).join(", ")}):\n  - ${problems.join("\n  - ")}`,
+      );
+    for (const group of orchestrators)
+      group.consumer.addEnvironment(WORKFLOWS_ENV, workflowsEnvValue(workflows));
   }
 
   private wireHeartbeats(props: AgentBusStackProps, needs: (g: ConsumerGroup) => GroupNeeds): void {

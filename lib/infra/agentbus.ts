@@ -1,6 +1,7 @@
 import type { Construct } from "constructs";
 import type { RoleModule } from "../../functions/core/role-module";
 import { AgentBusStack, type AgentBusStackProps } from "./agentbus-stack";
+import { rolesWith } from "./app-roles";
 import type { TopicName } from "./constructs/topic";
 import { defineTopology, groupOf, type Topology } from "./topology";
 
@@ -25,7 +26,7 @@ export interface AgentBusProps extends Omit<AgentBusStackProps, "topology"> {
  * What an application's stack is made of, apart from where and how it is deployed: its roles,
  * topics and integrations. The local runtime starts one (`startLocal({ stack })`).
  */
-export type AgentBusApp = Pick<AgentBusProps, "roles" | "topics" | "integrations">;
+export type AgentBusApp = Pick<AgentBusProps, "roles" | "topics" | "integrations" | "workflows">;
 
 /** The topology of a set of role modules: the topics, and one group per module. */
 export function topologyOf(
@@ -41,14 +42,13 @@ export function topologyOf(
  * else is the AgentBusStack it is (the same constructs and logical IDs: the reference stack is one
  * use of it, bin/agentbus.ts).
  *
- * Workflows are not a prop yet: the workflow definitions are compiled into the orchestrator
- * (functions/roles/orchestrator, with the content agents' workflows of
- * functions/roles/content-agents/workflows.ts), so a stack runs those if the orchestrator is among
- * its roles, and no others.
+ * Its `workflows` run on the hub's orchestrator, added to the roles when none of them
+ * orchestrates (rolesWith), beside the content workflows it always knows.
  */
 export class AgentBus extends AgentBusStack {
   constructor(scope: Construct, id: string, props: AgentBusProps) {
     const { roles, topics, ...stackProps } = props;
-    super(scope, id, { ...stackProps, topology: topologyOf(roles, topics) });
+    const deployed = rolesWith(roles, props.workflows ?? []);
+    super(scope, id, { ...stackProps, topology: topologyOf(deployed, topics) });
   }
 }

@@ -1,8 +1,10 @@
 import { join } from "node:path";
+import { ORCHESTRATOR_ENTRY } from "../../functions/roles/orchestrator/index";
 import { PACKAGE_ROOT } from "./package-root";
 
 /**
- * The handler entries of the hub's own functions (every function besides a group's consumer), by
+ * The handler entries of the hub's own functions (every function besides a group's consumer, and
+ * the orchestrator's consumer, which a stack given workflows adds: lib/infra/agentbus.ts), by
  * the function's kind, relative to the package root. The stack bundles them from these sources;
  * the package also ships each compiled to `dist/` (bin/build-package.ts), which is what the local
  * runtime runs where AgentBus is installed and Node.js has no TypeScript loader.
@@ -13,6 +15,7 @@ export const HUB_HANDLERS = {
   sweeper: "functions/handlers/sweeper.ts",
   "front-door": "functions/handlers/front-door.ts",
   "front-door-stream": "functions/handlers/front-door-stream.ts",
+  orchestrator: ORCHESTRATOR_ENTRY,
 } as const;
 
 /** Where the package keeps the compiled form of a hub handler entry: `dist/<entry>.js`. */

@@ -1,3 +1,4 @@
+import { ALL_FEATURES, type Feature, whyLacking } from "../../functions/roles/features";
 import type { RedriveReport } from "./redrive";
 import type {
   DeadLetterView,
@@ -62,6 +63,11 @@ export function renderTraceText(view: TraceView): string {
   return lines.join("\n").trimEnd();
 }
 
+/**
+ * `agentbus status` as text: the groups and the relay, then what the stack serves of the
+ * reference applications (`view.features`): runs and the sweeper with runs, held replies and
+ * hand-offs with conversations; a line names what it does not serve.
+ */
 export function renderStatusText(view: StatusView, waiting?: WaitingView, tenant?: string): string {
   const header = ["group", "depth", "in-flight", "oldest", "dlq", "buffer", "buffer-dlq"];
   const rows = view.groups.map((g) => [
@@ -75,25 +81,35 @@ export function renderStatusText(view: StatusView, waiting?: WaitingView, tenant
   ]);
   const lines = ["consumer groups", ...table(header, rows)];
   const age = view.relayIteratorAgeMs;
+  const served = (feature: Feature, ...text: string[]) =>
+    view.features.includes(feature) ? text : [];
+  const lacking = ALL_FEATURES.filter((f) => !view.features.includes(f));
   lines.push(
     "",
     `relay: iterator age ${age === undefined ? "- (no CloudWatch data)" : `${age} ms`}, ${view.relayFailures} batch(es) in its failure queue`,
-    `sweeper: last sweep ${view.lastSweepAt ?? "- (none in the last hour, or no CloudWatch data)"}`,
+    ...served(
+      "runs",
+      `sweeper: last sweep ${view.lastSweepAt ?? "- (none in the last hour, or no CloudWatch data)"}`,
+    ),
     ...(tenant === undefined
       ? []
       : [`tenant ${tenant} (runs and waits; the queues are every tenant's)`]),
-    `runs: ${
-      Object.entries(view.runsByStatus)
-        .map(([s, n]) => `${n} ${s}`)
-        .join(", ") || "none"
-    }`,
+    ...served(
+      "runs",
+      `runs: ${
+        Object.entries(view.runsByStatus)
+          .map(([s, n]) => `${n} ${s}`)
+          .join(", ") || "none"
+      }`,
+    ),
+    ...lacking.map((f) => `not served: ${whyLacking(f)}`),
     "waiting for a person:",
-    `  held replies          ${view.counts.heldReplies}`,
+    ...served("conversations", `  held replies          ${view.counts.heldReplies}`),
     `  unknown side effects  ${view.counts.unknownSideEffects}`,
     `  awaiting approval     ${view.counts.awaitingApproval}`,
     `  NEEDS_HUMAN nodes     ${view.counts.needsHumanNodes}`,
-    `  FAILED nodes          ${view.counts.failedNodes}`,
-    `  handed off            ${view.counts.handedOff}`,
+    ...served("runs", `  FAILED nodes          ${view.counts.failedNodes}`),
+    ...served("conversations", `  handed off            ${view.counts.handedOff}`),
   );
   if (waiting) lines.push(...waitingLines(waiting));
   return lines.join("\n");

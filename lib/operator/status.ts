@@ -1,6 +1,8 @@
 import { GetMetricDataCommand } from "@aws-sdk/client-cloudwatch";
 import { GetQueueAttributesCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import { LEASE_EXPIRED_METRIC, SWEEPER_PRODUCER } from "../../functions/core/sweeper";
+import { featuresOf } from "../../functions/roles/stack-features";
+import { rolesOfGroups } from "./groups";
 import { summaries, unknownSideEffects } from "./lists";
 import type { OpsStack } from "./stack";
 import type { GroupStatusView, StatusView, WaitingView } from "./views";
@@ -160,7 +162,8 @@ export async function waiting(stack: OpsStack, limit = 50, tenant?: string): Pro
 
 /**
  * Queues, relay, runs by status and what waits for a person, read from the stack; with `tenant`,
- * the runs and what waits are that tenant's (the queues are shared by every tenant).
+ * the runs and what waits are that tenant's (the queues are shared by every tenant). The runs are
+ * read where the stack has them (its features, as its groups' roles describe them).
  */
 export async function status(
   stack: OpsStack,
@@ -168,10 +171,12 @@ export async function status(
   tenant?: string,
 ): Promise<StatusView> {
   const relayFunction = stack.outputs.RelayFunctionName;
+  const features = featuresOf(rolesOfGroups(stack.groups));
+  const hasRuns = features.includes("runs");
   const [groups, relayFailures, runs, w, relay, sweptAt] = await Promise.all([
     groupStatus(stack),
     depthOf(stack.sqs, stack.names.relayFailureQueue),
-    summaries(stack, { kind: "run" }, RUN_WINDOW, tenant),
+    hasRuns ? summaries(stack, { kind: "run" }, RUN_WINDOW, tenant) : [],
     waitingNow ?? waiting(stack, 1000, tenant),
     relayFunction
       ? latest(stack, [
@@ -183,7 +188,7 @@ export async function status(
           },
         ])
       : new Map<string, number>(),
-    lastSweep(stack),
+    hasRuns ? lastSweep(stack) : undefined,
   ]);
   const runsByStatus: Record<string, number> = {};
   for (const r of runs) runsByStatus[r.status] = (runsByStatus[r.status] ?? 0) + 1;
@@ -197,6 +202,7 @@ export async function status(
   );
   const age = relay.get("relay");
   return {
+    features,
     groups,
     ...(age !== undefined ? { relayIteratorAgeMs: age } : {}),
     relayFailures: relayFailures.visible + relayFailures.inFlight,

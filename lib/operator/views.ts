@@ -202,6 +202,13 @@ export interface WaitingView {
 }
 
 export interface StatusView {
+  /**
+   * What the stack serves of the reference applications (functions/roles/features.ts): the runs
+   * (and the sweeper, the failed nodes) are its with `runs`, the held replies and the
+   * conversations handed off with `conversations`; what it does not serve is neither read nor
+   * shown.
+   */
+  readonly features: readonly Feature[];
   readonly groups: readonly GroupStatusView[];
   /** Age of the newest stream record the relay read, in ms (CloudWatch IteratorAge). */
   readonly relayIteratorAgeMs?: number;

@@ -40,17 +40,19 @@ export {
 export { NodeId } from "./fields";
 
 /**
- * `quick-news` (fact check || writing) or `long-form` (serial). Any other kebab-case name is
- * accepted by the envelope and refused by the orchestrator with `workflow.rejected`, so an
- * operator sees the refusal on the bus instead of a dead-lettered message.
+ * What a start may name: a content workflow (`quick-news`, `long-form`), a workflow the stack was
+ * given, or one registered at run time; kebab-case, so never a run id. A name the orchestrator
+ * does not know is refused with `workflow.rejected`, so an operator sees the refusal on the bus
+ * instead of a dead-lettered message.
  */
-/** What a start may name: a content kind, or a workflow's name (kebab-case, so never a run id). */
 export const WORKFLOW_NAME_PATTERN = /^[a-z][a-z0-9-]{0,63}$/;
 const WorkflowName = z
   .string()
   .check(
     z.regex(WORKFLOW_NAME_PATTERN, { message: "must be kebab-case, max 64" }),
-    z.describe(`one of ${WORKFLOW_KINDS.join(", ")}`),
+    z.describe(
+      `a workflow's name (kebab-case): ${WORKFLOW_KINDS.join(", ")}, a workflow the stack was given, or one registered at run time`,
+    ),
   );
 
 /** workflow.start.requested v1 (still accepted from clients: read as v2). */

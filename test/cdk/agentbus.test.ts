@@ -2,15 +2,30 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import type { CfnElement } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
 import { afterAll, describe, expect, it } from "vitest";
+import { defineWorkflow } from "../../functions/core/dag/graph";
+import { EVENT_TOPICS_ENV } from "../../functions/core/relay";
 import { defineModule, handlerBeside } from "../../functions/core/role-module";
+import {
+  MAX_WORKFLOWS_ENV_BYTES,
+  WORKFLOWS_ENV,
+  WorkflowsJson,
+  workflowsOf,
+} from "../../functions/core/stack-workflows";
+import { orchestratorModule } from "../../functions/roles/orchestrator/index";
 import { AgentBus, topologyOf } from "../../lib/infra/agentbus";
 import { AgentBusStack } from "../../lib/infra/agentbus-stack";
+import { MAX_EVENT_TOPICS_BYTES } from "../../lib/infra/application-types";
 import { handlerEntryProblem, METADATA } from "../../lib/infra/constructs/function";
 import { PROJECT_INTEGRATIONS, PROJECT_STACK } from "../../lib/infra/project";
 import { defineTopology, groupOf } from "../../lib/infra/topology";
+import { DEFINITIONS } from "../../schemas";
+import * as z from "../../schemas/zod";
 import { BOOKKEEPING } from "../fixtures/bookkeeping/stack";
+import { tallyModule, topicTally } from "../fixtures/steps/index";
+import { STEPS_APP } from "../fixtures/steps/stack";
 import { testApp } from "./synth";
 
 /** The `agentbus:entry` of the consumer of a group. */
@@ -50,11 +65,105 @@ describe("AgentBus: the stack built from role modules", () => {
     expect(consumerEntry(template, "bookkeeper")).toBe("test/fixtures/bookkeeping/handler.ts");
   });
 
+  it("gives the relay the topics of its application's event types, and none of the hub's", () => {
+    const relayEnvironment = (stack: AgentBus) =>
+      Template.fromStack(stack).toJSON().Resources[
+        stack.getLogicalId(stack.relay.function.node.defaultChild as CfnElement)
+      ].Properties.Environment.Variables;
+    const bookkeeping = relayEnvironment(new AgentBus(testApp(), "Books", BOOKKEEPING));
+    expect(JSON.parse(bookkeeping[EVENT_TOPICS_ENV])).toEqual({ events: ["payment.refunded"] });
+    const reference = JSON.parse(
+      relayEnvironment(new AgentBus(testApp(), "Reference", PROJECT_STACK))[EVENT_TOPICS_ENV],
+    ) as Record<string, string[]>;
+    expect(reference.events).toContain("conversation.message.accepted");
+    expect(reference.commands).toContain("refund.review.requested");
+    const types = Object.values(reference).flat();
+    expect(types.filter((t) => DEFINITIONS.some((d) => d.type === t))).toEqual([]);
+    expect(Buffer.byteLength(JSON.stringify(reference))).toBeLessThan(MAX_EVENT_TOPICS_BYTES);
+  });
+
   it("takes the topics it is given", () => {
     const stack = new AgentBus(testApp(), "Events-only", { ...BOOKKEEPING, topics: ["events"] });
     expect([...stack.topics.keys()]).toEqual(["events"]);
     expect(() => topologyOf(BOOKKEEPING.roles, ["commands"])).toThrow(
       /"payment.refunded" is published on topic "events", which is not declared/,
+    );
+  });
+});
+
+describe("AgentBus given workflows", () => {
+  /** The environment of the orchestrator's consumer. */
+  const orchestratorEnvironment = (template: Template): Record<string, unknown> => {
+    const consumers = Object.values(
+      template.findResources("AWS::Lambda::Function", {
+        Metadata: { [METADATA.group]: "orchestrator", [METADATA.kind]: "consumer" },
+      }),
+    );
+    expect(consumers).toHaveLength(1);
+    return consumers[0]?.Properties?.Environment?.Variables ?? {};
+  };
+
+  it("runs them on the hub's orchestrator, which it adds, and gives them to it as they were defined", () => {
+    const stack = new AgentBus(testApp(), "Steps", STEPS_APP);
+    expect(stack.groups.map((g) => g.groupName).sort()).toEqual([
+      "orchestrator",
+      "tally",
+      "topic-selection",
+    ]);
+    const template = Template.fromStack(stack);
+    expect(consumerEntry(template, "orchestrator")).toBe("functions/roles/orchestrator/handler.ts");
+    const given = z.parse(WorkflowsJson, orchestratorEnvironment(template)[WORKFLOWS_ENV]);
+    // What the orchestrator reads back is the definition the application wrote.
+    expect(workflowsOf(given)).toEqual([topicTally]);
+  });
+
+  it("keeps an orchestrator the roles have, and gives nothing to a stack without workflows", () => {
+    const stack = new AgentBus(testApp(), "Mine", {
+      ...STEPS_APP,
+      roles: [...STEPS_APP.roles, orchestratorModule],
+    });
+    expect(stack.groups.filter((g) => g.groupName === "orchestrator")).toHaveLength(1);
+    const without = new AgentBus(testApp(), "None", { roles: [orchestratorModule, tallyModule] });
+    expect(orchestratorEnvironment(Template.fromStack(without))).not.toHaveProperty(WORKFLOWS_ENV);
+  });
+
+  it("fails the synth naming every problem: roles that are not step roles, names, two versions alike", () => {
+    const unknownRole = defineWorkflow({
+      name: "ledger-close",
+      version: 1,
+      nodes: [
+        { id: "close", role: "closer" },
+        { id: "tally", role: "tally" },
+      ],
+      edges: [{ from: "close", to: "tally" }],
+    });
+    const reserved = defineWorkflow({ ...topicTally, name: "quick-news" });
+    const otherV1 = defineWorkflow({
+      ...topicTally,
+      nodes: [{ id: "tally", role: "tally" }],
+      edges: [],
+    });
+    const synth = () =>
+      new AgentBus(testApp(), "Bad", {
+        roles: [tallyModule],
+        workflows: [topicTally, unknownRole, reserved, otherV1],
+      });
+    expect(synth).toThrow(
+      /node close names role closer, which is not one of the known roles \(tally\)/,
+    );
+    expect(synth).toThrow(/name quick-news is a workflow compiled into the orchestrator/);
+    expect(synth).toThrow(/workflow topic-tally v1 is given twice, as two definitions/);
+    // topic-selection is not a step role of this stack either.
+    expect(synth).toThrow(/workflow topic-tally: node topic-selection names role topic-selection/);
+  });
+
+  it("refuses more workflows than the orchestrator's environment holds, pointing to the registry", () => {
+    const many = Array.from({ length: 40 }, (_, i) =>
+      defineWorkflow({ ...topicTally, name: `topic-tally-${i}` }),
+    );
+    expect(JSON.stringify(many).length).toBeGreaterThan(MAX_WORKFLOWS_ENV_BYTES);
+    expect(() => new AgentBus(testApp(), "Many", { ...STEPS_APP, workflows: many })).toThrow(
+      /bytes of JSON, and the orchestrator's environment holds 2048 of them .*agentbus workflow put/,
     );
   });
 });

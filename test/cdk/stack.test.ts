@@ -430,13 +430,14 @@ describe("AgentBus stack: environment contract", () => {
       .filter((k) => !k.startsWith("POWERTOOLS_") && k !== "NODE_OPTIONS")
       .sort();
 
-  it("the relay gets the bus name of each deployed topic, the customer keys to open events with, and its failure queue", () => {
+  it("the relay gets the bus name of each deployed topic, the customer keys to open events with, its failure queue and the topics of the application types", () => {
     expect(own(relay)).toEqual([
       "BUS_AUDIT",
       "BUS_COMMANDS",
       "BUS_EVENTS",
       "CUSTOMER_KEYS_KMS_KEY",
       "CUSTOMER_KEYS_TABLE",
+      "EVENT_TOPICS",
       "RELAY_FAILURE_QUEUE_URL",
     ]);
     const queue = single(template, "AWS::SQS::Queue", (q) => q.id.startsWith("RelayFailureQueue"));

@@ -264,6 +264,7 @@ export function overview(): OverviewView {
       ],
     },
     status: {
+      features: ALL_FEATURES,
       groups: [
         { group: "router", depth: 0, inFlight: 0, oldestAgeSeconds: 0, deadLetters: 0 },
         { group: "audit", depth: 1, inFlight: 1, oldestAgeSeconds: 42, deadLetters: 0 },

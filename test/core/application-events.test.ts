@@ -15,7 +15,7 @@ import type {
   FifoSender,
 } from "../../functions/core/ports";
 import { appendToStream } from "../../functions/core/producer";
-import { relay } from "../../functions/core/relay";
+import { relay, typeTopicsOf } from "../../functions/core/relay";
 import type { Role } from "../../functions/core/role";
 import { defineModule } from "../../functions/core/role-module";
 import { ManualClock, ulidSource } from "../../functions/core/runtime";
@@ -209,13 +209,42 @@ describe("an application's event type on the hub's functions", () => {
     const publisher = new RecordingPublisher();
     await relay(read.envelopes, registry, publisher, { topics: read.topics, wait: noWait });
     expect(publisher.calls.map((c) => c.topic)).toEqual(["events"]);
+  });
 
-    const { item } = await committedItem(appRegistryWith());
+  it("places an application's event stored without a topic by the stack's types; one it cannot place is named, the others published", async () => {
+    const { event, item } = await committedItem(appRegistryWith());
     const { topic: _stored, ...before } = item;
-    const unknown = envelopesFromStreamRecords([dynamoStreamRecord(before)]);
-    await expect(
-      relay(unknown.envelopes, registry, publisher, { topics: unknown.topics, wait: noWait }),
-    ).rejects.toMatchObject({ code: "relay.unknown_type" });
+    const known = feedbackEvent();
+    const { topic: _none, ...knownRow } = eventItem(known);
+    const read = envelopesFromStreamRecords([
+      dynamoStreamRecord(before),
+      dynamoStreamRecord(knownRow),
+    ]);
+    expect(read.topics.size).toBe(0);
+
+    // The stack gave the relay its application types' topics (EVENT_TOPICS).
+    const placed = new RecordingPublisher();
+    const typeTopics = typeTopicsOf({ audit: ["ledgertest.entry_recorded"] });
+    await relay(read.envelopes, registry, placed, { typeTopics, wait: noWait });
+    expect(placed.calls.map((c) => [c.topic, c.envelopes.map((e) => e.event_id)])).toEqual([
+      ["audit", [event.event_id]],
+      ["events", [known.event_id]],
+    ]);
+
+    // A relay that does not know the type publishes the rest and names the one it left out.
+    const publisher = new RecordingPublisher();
+    const refused = relay(read.envelopes, registry, publisher, { wait: noWait });
+    await expect(refused).rejects.toMatchObject({
+      code: "relay.unknown_type",
+      errorClass: "permanent",
+      details: { unpublished: [event.event_id] },
+    });
+    await expect(refused).rejects.toThrow(
+      /ledgertest\.entry_recorded@1.*failure queue.*agentbus republish --failures/,
+    );
+    expect(publisher.calls.map((c) => c.envelopes.map((e) => e.event_id))).toEqual([
+      [known.event_id],
+    ]);
   });
 
   it("stores no topic it does not know, and ignores a stored one that is not a topic", () => {

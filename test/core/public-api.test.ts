@@ -21,13 +21,6 @@ const APPLICATIONS: Readonly<Record<string, readonly string[]>> = {
   bookkeeping: ["test/fixtures/bookkeeping"],
 };
 
-/**
- * The applications that also import schemas/: content production's nodes are the workflow's
- * commands and facts, the hub's own types (schemas/events/workflow.ts), which the kit does not
- * export yet.
- */
-const READS_HUB_SCHEMAS: ReadonlySet<string> = new Set(["content production"]);
-
 const KIT = "functions/kit";
 const KIT_ZOD = "schemas/zod";
 const LAMBDA = "functions/lambda";
@@ -48,14 +41,8 @@ function importsOf(file: string): string[] {
 }
 
 /** Why `file` may not import `target`, if it may not. */
-function refusal(
-  file: string,
-  target: string,
-  owned: readonly string[],
-  hubSchemas = false,
-): string | undefined {
+function refusal(file: string, target: string, owned: readonly string[]): string | undefined {
   if (owned.some((folder) => target.startsWith(`${folder}/`))) return undefined;
-  if (hubSchemas && (target === "schemas" || target.startsWith("schemas/"))) return undefined;
   if (target === KIT || target === KIT_ZOD) return undefined;
   const adapterSide =
     file.endsWith("/handler.ts") ||
@@ -77,7 +64,7 @@ describe("the reference applications use the public entry points only", () => {
       expect(files.length).toBeGreaterThan(0);
       const problems = files.flatMap((file) =>
         importsOf(file).flatMap((target) => {
-          const why = refusal(file, target, folders, READS_HUB_SCHEMAS.has(application));
+          const why = refusal(file, target, folders);
           return why ? [`${file} imports ${target}: ${why}`] : [];
         }),
       );

@@ -9,6 +9,7 @@ import { waitUntil } from "../../lib/dev/local/scenario/customer-support";
 import { type LocalEnvironment, startLocal } from "../../lib/local";
 import { startConsole } from "../../lib/operator/console/server";
 import { useRoleModules } from "../../lib/operator/groups";
+import { renderStatusText } from "../../lib/operator/render-text";
 import { opsSource } from "../../lib/operator/source";
 import { status } from "../../lib/operator/status";
 import { type Envelope, registry } from "../../schemas";
@@ -116,6 +117,15 @@ describe("an application's stack on the local runtime", () => {
       const view = await status(env.ops);
       expect(view.groups.map((g) => g.group)).toEqual(["bookkeeper"]);
       expect(view.counts.unknownSideEffects).toBe(0);
+      // It serves none of the reference applications' runs, conversations or tasks: status says
+      // so, and prints no count of them.
+      expect(view.features).toEqual([]);
+      const lines = renderStatusText(view).split("\n");
+      const shown = (start: string) => lines.some((line) => line.trim().startsWith(start));
+      for (const absent of ["runs:", "sweeper:", "held replies", "handed off", "FAILED nodes"])
+        expect(shown(absent), absent).toBe(false);
+      expect(shown("NEEDS_HUMAN nodes")).toBe(true);
+      expect(shown("not served: this deployment has no workflow runs")).toBe(true);
     },
     SLOW_STEP_TIMEOUT_MS,
   );

@@ -14,7 +14,8 @@ import { SLOW_STEP_TIMEOUT_MS } from "../support/timeouts";
  * A team's own step role as a node on the local runtime: the application of test/fixtures/steps
  * (built with `new AgentBus` by the local runtime), whose workflow runs topic selection (a content
  * agent, on the local model) and then its `tally` role, started with `workflow.start.requested`
- * on the commands bus. The orchestrator learns the step roles from the stack (`STEP_ROLES`).
+ * on the commands bus. The stack is given the workflow (`workflows`) and adds the hub's
+ * orchestrator, which learns the workflow and the step roles from it (`WORKFLOWS`, `STEP_ROLES`).
  */
 describe("a workflow mixing a content agent and a team's step role on the local runtime", () => {
   let env: LocalEnvironment;

@@ -178,6 +178,48 @@ describe("createRelayHandler (events stream -> EventBridge)", () => {
     expect(body.relayFailure.error.code).toMatch(/^eventbridge\./);
   });
 
+  it("places an application's event stored without a topic by the stack's types, and records one it cannot place without failing the batch", async () => {
+    const { QueueUrl } = await sqs.send(
+      new CreateQueueCommand({ QueueName: `hr-unplaced-${suffix}` }),
+    );
+    const handler = relayHandler({
+      env: {
+        BUS_EVENTS: busName,
+        RELAY_FAILURE_QUEUE_URL: QueueUrl,
+        // What the stack writes from its roles' types (lib/infra/application-types.ts).
+        EVENT_TOPICS: JSON.stringify({ events: ["ledgertest.entry_posted"] }),
+      },
+      sqs: fromSdk(sqs),
+    });
+    const [v1] = taskStream(1, 1) as [Envelope];
+    // Stored before topics were: the hub's type is placed by the registry, the others by type.
+    const posted: Envelope = { ...feedbackEvent(), event_type: "ledgertest.entry_posted" };
+    const unknown: Envelope = { ...feedbackEvent(), event_type: "ledgertest.unknown" };
+    const items = [v1, posted, unknown].map((e) => ({ ...eventItem(e) }));
+    expect(items.map((i) => "topic" in i)).toEqual([false, false, false]);
+
+    await handler(dynamoStreamEvent(items.map((item) => dynamoStreamRecord(item))));
+
+    const delivered = await drain();
+    expect(delivered.map((d) => d.detail.event_id).sort()).toEqual(
+      [v1.event_id, posted.event_id].sort(),
+    );
+    const { Messages = [] } = await sqs.send(
+      new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }),
+    );
+    expect(Messages).toHaveLength(1);
+    const body = JSON.parse(Messages[0]?.Body ?? "");
+    expect(relayFailureKeysOf(body)?.map((k) => k.eventId)).toEqual([unknown.event_id]);
+    expect(body.relayFailure.error.code).toBe("relay.unknown_type");
+    expect(body.relayFailure.error.message).toMatch(/ledgertest\.unknown@1/);
+  });
+
+  it("fails an event it cannot place when there is no failure queue to record it in", async () => {
+    const unknown: Envelope = { ...feedbackEvent(), event_type: "ledgertest.unknown" };
+    const event = dynamoStreamEvent([dynamoStreamRecord({ ...eventItem(unknown) })]);
+    await expect(relayHandler()(event)).rejects.toMatchObject({ code: "relay.unknown_type" });
+  });
+
   it("refuses an environment without any BUS_<TOPIC>", () => {
     expect(() => createRelayHandler({ eventbridge: fromSdk(eventbridge), env: {} })).toThrow(
       /relay: invalid environment[\s\S]*at least one BUS_<TOPIC> must be set/,

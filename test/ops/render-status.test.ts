@@ -26,6 +26,29 @@ describe("renderStatusText", () => {
     );
   });
 
+  it("shows only what the stack serves: no runs, sweeper, held replies or hand-offs where it has none of them", () => {
+    const { status } = overview();
+    const all = renderStatusText(status).split("\n");
+    const application = renderStatusText({ ...status, features: [] }).split("\n");
+    const gone = all.filter((line) => !application.includes(line));
+    expect(gone.map((line) => line.trim().split(/\s{2,}|:/)[0])).toEqual([
+      "sweeper",
+      "runs",
+      "held replies",
+      "FAILED nodes",
+      "handed off",
+    ]);
+    expect(application).toEqual(
+      expect.arrayContaining([
+        "not served: this deployment has no workflow runs: none of its roles takes workflow.start.requested",
+        "not served: this deployment has no customers' conversations: none of its roles takes conversation.message.received",
+        "  unknown side effects  1",
+        "  NEEDS_HUMAN nodes     0",
+      ]),
+    );
+    expect(all.filter((line) => line.startsWith("not served"))).toEqual([]);
+  });
+
   it("says when the sweeper last swept, or that CloudWatch has no sweep", () => {
     const { status } = overview();
     expect(renderStatusText({ ...status, lastSweepAt: at(9_000) })).toContain(

@@ -1,10 +1,10 @@
-import type { EventPayloads } from "../../../schemas";
 import type {
   ContentEventTypes,
+  EventPayloads,
   FactCheckOutput,
   NodeFailed,
   NodeRequested,
-} from "../../../schemas/events/workflow";
+} from "../../kit";
 import {
   type AgentRun,
   classifyFailure,

@@ -1,11 +1,12 @@
-import type { Envelope } from "../../../schemas";
+import type { DiscardReason, Envelope, EventStore, TypedDecision } from "../../kit";
 import {
+  type AgentRun,
   CONTENT_ROLES,
   type ContentEventTypes,
   contentEventTypes,
-} from "../../../schemas/events/workflow";
-import type { DiscardReason, EventStore, TypedDecision } from "../../kit";
-import { type AgentRun, payloadOf, transition } from "../../kit";
+  payloadOf,
+  transition,
+} from "../../kit";
 
 /**
  * How a content agent honours a cancel (seed 001 §4, TaskCancel on the command channel). The

@@ -1,14 +1,17 @@
-import type { Envelope } from "../../../schemas";
+import * as z from "../../../schemas/zod";
+import type { ApprovalRequest, Envelope } from "../../kit";
 import {
+  type AgentRun,
+  CONTENT_ROLE_EVENTS,
   ConfirmationQuestion,
   confirmEventType,
   type NodeBlocked,
   type NodeConfirmRequested,
-} from "../../../schemas/events/agent-run";
-import { CONTENT_ROLE_EVENTS, type NodeRequested } from "../../../schemas/events/workflow";
-import * as z from "../../../schemas/zod";
-import type { ApprovalRequest } from "../../kit";
-import { type AgentRun, payloadOf, transition, withRunId } from "../../kit";
+  type NodeRequested,
+  payloadOf,
+  transition,
+  withRunId,
+} from "../../kit";
 import { failedDecision } from "./answers";
 import type { ContentAgent, ContentDecision } from "./settings";
 

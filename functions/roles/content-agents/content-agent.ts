@@ -1,20 +1,24 @@
-import type { AggregateRef, Envelope } from "../../../schemas";
-import { confirmEventType } from "../../../schemas/events/agent-run";
-import {
-  CONTENT_ROLE_EVENTS,
-  type ContentRole,
-  contentEventTypes,
-  type NodeRequested,
-} from "../../../schemas/events/workflow";
 import * as z from "../../../schemas/zod";
-import type { DecideContext, HeartbeatSpec, Role, StateSummary } from "../../kit";
+import type {
+  AggregateRef,
+  DecideContext,
+  Envelope,
+  HeartbeatSpec,
+  Role,
+  StateSummary,
+} from "../../kit";
 import {
   type AgentRun,
+  CONTENT_ROLE_EVENTS,
+  type ContentRole,
+  confirmEventType,
+  contentEventTypes,
   DAG_RUN_AGGREGATE,
   type DescriptorOf,
   defineRole,
   invokeStructured,
   modelSchemaOf,
+  type NodeRequested,
   newRun,
   nodeHeartbeat,
   payloadOf,

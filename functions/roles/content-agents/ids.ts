@@ -1,4 +1,4 @@
-import { type Envelope, letterDigest } from "../../../schemas";
+import { type Envelope, letterDigest } from "../../kit";
 
 /**
  * The two ids of a content agent's work (seed 000 §4.1 and §4.2).

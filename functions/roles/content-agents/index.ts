@@ -1,13 +1,11 @@
+import * as z from "../../../schemas/zod";
 import {
+  AWAITING_APPROVAL,
   CONTENT_ROLE_EVENTS,
   CONTENT_ROLES,
   ContentRequest,
   type ContentRole,
   contentEventTypes,
-} from "../../../schemas/events/workflow";
-import * as z from "../../../schemas/zod";
-import {
-  AWAITING_APPROVAL,
   defineModule,
   handlerBeside,
   isInvalidOutput,

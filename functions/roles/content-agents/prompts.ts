@@ -1,4 +1,4 @@
-import type { ContentRole, NodeRequested } from "../../../schemas/events/workflow";
+import type { ContentRole, NodeRequested } from "../../kit";
 import { canonicalJson } from "../../kit";
 
 /** What the content agents tell their model: the system instructions per role, and the request. */

@@ -1,18 +1,16 @@
+import type * as z from "../../../schemas/zod";
+import type { ModelPort, TypedDecision } from "../../kit";
 import {
+  type AgentRun,
   CONTENT_ROLE_EVENTS,
   type ContentEventTypes,
   type ContentRole,
   type ContentStem,
   contentEventTypes,
-  MAX_HEARTBEAT_LEASE_SECONDS,
-} from "../../../schemas/events/workflow";
-import type * as z from "../../../schemas/zod";
-import type { ModelPort, TypedDecision } from "../../kit";
-import {
-  type AgentRun,
   DEFAULT_CONFIRM_SECONDS,
   DEFAULT_LEASE_SECONDS,
   DEFAULT_MAX_ATTEMPTS,
+  MAX_HEARTBEAT_LEASE_SECONDS,
   PermanentError,
 } from "../../kit";
 import type { CommandStream } from "./cancel";

@@ -1,14 +1,17 @@
+import * as z from "../../../schemas/zod";
+import type { WorkflowDefinition } from "../../kit";
 import {
   CONTENT_ROLE_EVENTS,
   CONTENT_ROLES,
   type ContentEventTypes,
   type ContentRole,
   contentEventTypes,
+  DagRequestError,
+  defineWorkflow,
+  isRecord,
+  show,
   WORKFLOW_KINDS,
-} from "../../../schemas/events/workflow";
-import * as z from "../../../schemas/zod";
-import type { WorkflowDefinition } from "../../kit";
-import { DagRequestError, defineWorkflow, isRecord, show } from "../../kit";
+} from "../../kit";
 
 /**
  * The content-production workflows (seed 001 §6): product data run by the DAG executor. A node's

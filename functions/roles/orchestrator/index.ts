@@ -1,12 +1,14 @@
 import * as z from "../../../schemas/zod";
 import { FAILED_RUNS, PARTIAL_RUNS, raiseOn } from "../../core/attention";
-import type { WorkflowDefinition } from "../../core/dag/definition";
 import { defineModule } from "../../core/role-module";
-import { STEP_ROLES_ENV, StepRolesJson } from "../../core/steps";
+import { WORKFLOWS_ENV, WorkflowsJson, workflowsOf } from "../../core/stack-workflows";
+import { registerStepCommands, STEP_ROLES_ENV, StepRolesJson } from "../../core/steps";
 import { queueDepth } from "../../integrations/queue-depth";
 import { workflowRegistry } from "../../integrations/workflow-registry";
-import { handlerBeside } from "../../kit";
 import { ORCHESTRATOR, orchestratorRole } from "./orchestrator";
+
+/** The orchestrator's Lambda entry, relative to the package root (a hub handler: lib/infra/hub-handlers.ts). */
+export const ORCHESTRATOR_ENTRY = "functions/roles/orchestrator/handler.ts";
 
 /** The orchestrator's settings, from the function's environment (each optional). */
 export const OrchestratorSettings = z.object({
@@ -24,6 +26,8 @@ export const OrchestratorSettings = z.object({
   ),
   /** The stack's step roles (JSON, group -> commands and lease), written by the stack. */
   [STEP_ROLES_ENV]: z.optional(StepRolesJson),
+  /** The stack's workflows besides the content workflows (JSON), written by the stack. */
+  [WORKFLOWS_ENV]: z.optional(WorkflowsJson),
 });
 
 /** A run that ended FAILED or PARTIAL needs a person. */
@@ -32,42 +36,33 @@ const RUN_END_ATTENTION = [
   raiseOn("workflow.partial", PARTIAL_RUNS),
 ];
 
-/** What an orchestrator module runs besides the content workflows, and where its entry is. */
-export interface OrchestratorModuleOptions {
-  /** Workflow definitions compiled into it, each version a run may be on. @default none */
-  readonly workflows?: readonly WorkflowDefinition[];
-  /** Its Lambda entry (a `handler.ts` exporting `moduleEntry` of this module). */
-  readonly entry: string;
-}
-
 /**
- * An orchestrator: runs each workflow's DAG, one run's events in order (order_key = run_id),
+ * The orchestrator: runs each workflow's DAG, one run's events in order (order_key = run_id),
  * dispatching each node to the step role of the stack its role names (`STEP_ROLES`, which the
- * stack writes from its role modules). It reads the step roles' queue depths (backpressure) when
- * given them and the workflows registered at run time, and a run that fails needs a person. An application whose workflows are not the
- * content workflows builds its own with them and an entry beside it.
+ * stack writes from its role modules). It runs the content workflows, the stack's own
+ * (`WORKFLOWS`, which the stack writes from its `workflows`: functions/core/stack-workflows.ts)
+ * and those registered at run time; it reads the step roles' queue depths (backpressure), and a
+ * run that fails needs a person. Its entry is one of the hub's handlers, named from the package
+ * root, so that a stack that installs AgentBus runs it too.
  */
-export function orchestratorModuleWith({ workflows, entry }: OrchestratorModuleOptions) {
-  return defineModule({
-    descriptor: ORCHESTRATOR,
-    entry,
-    deployment: { needs: { orchestrates: true }, attention: RUN_END_ATTENTION },
-    settings: OrchestratorSettings,
-    uses: { queueDepth, workflowRegistry },
-    build: (ports, settings) =>
-      orchestratorRole({
-        queueDepth: ports.queueDepth,
-        queueDepthThreshold: settings.QUEUE_DEPTH_THRESHOLD,
-        leaseSeconds: settings.ORCHESTRATOR_LEASE_SECONDS,
-        queuedLeaseSeconds: settings.ORCHESTRATOR_QUEUED_LEASE_SECONDS,
-        maxLeaseRedeliveries: settings.ORCHESTRATOR_LEASE_REDELIVERIES,
-        dependencyTimeoutSeconds: settings.ORCHESTRATOR_DEPENDENCY_TIMEOUT_SECONDS,
-        stepRoles: settings[STEP_ROLES_ENV],
-        workflows,
-        registry: ports.workflowRegistry,
-      }),
-  });
-}
-
-/** The reference orchestrator: the content workflows. */
-export const orchestratorModule = orchestratorModuleWith({ entry: handlerBeside(import.meta.url) });
+export const orchestratorModule = defineModule({
+  descriptor: ORCHESTRATOR,
+  entry: ORCHESTRATOR_ENTRY,
+  deployment: { needs: { orchestrates: true }, attention: RUN_END_ATTENTION },
+  settings: OrchestratorSettings,
+  uses: { queueDepth, workflowRegistry },
+  build: (ports, settings) => {
+    registerStepCommands(settings[STEP_ROLES_ENV]);
+    return orchestratorRole({
+      queueDepth: ports.queueDepth,
+      queueDepthThreshold: settings.QUEUE_DEPTH_THRESHOLD,
+      leaseSeconds: settings.ORCHESTRATOR_LEASE_SECONDS,
+      queuedLeaseSeconds: settings.ORCHESTRATOR_QUEUED_LEASE_SECONDS,
+      maxLeaseRedeliveries: settings.ORCHESTRATOR_LEASE_REDELIVERIES,
+      dependencyTimeoutSeconds: settings.ORCHESTRATOR_DEPENDENCY_TIMEOUT_SECONDS,
+      stepRoles: settings[STEP_ROLES_ENV],
+      workflows: workflowsOf(settings[WORKFLOWS_ENV]),
+      registry: ports.workflowRegistry,
+    });
+  },
+});

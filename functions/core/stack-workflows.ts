@@ -1,0 +1,84 @@
+import { WORKFLOW_KINDS } from "../../schemas/events/workflow";
+import * as z from "../../schemas/zod";
+import type { WorkflowDefinition } from "./dag/definition";
+import { WorkflowDefinitionError } from "./dag/errors";
+import { defineWorkflow } from "./dag/graph";
+import { checkedDefinition } from "./dag/register";
+import { deepEqual } from "./dag/values";
+
+/**
+ * The workflows an application gives its stack (`workflows` of `new AgentBus`). The stack checks
+ * them when it is synthesized, every problem named at once: each definition as a registered one
+ * is checked (./dag/register.ts: the language, the structure, every node's role a step role of
+ * the stack, a name a start can give and not a content workflow's), and each version given once.
+ * It writes them to its orchestrator's environment as JSON (`WORKFLOWS`), which the orchestrator
+ * reads as it reads the table of step roles (`STEP_ROLES`, ./steps.ts): on AWS and on the local
+ * runtime alike, with nothing written at deploy time.
+ *
+ * Lambda holds at most 4 KB of environment per function, keys and values together, so the
+ * definitions may take MAX_WORKFLOWS_ENV_BYTES of it and the synth refuses more: a larger set
+ * is registered at run time instead (`agentbus workflow put`, ./dag/register.ts), where a
+ * definition may be 300 KB.
+ */
+
+/** The environment variable the orchestrator reads the stack's workflows from. */
+export const WORKFLOWS_ENV = "WORKFLOWS";
+
+/**
+ * The most bytes of JSON the workflows may take in the orchestrator's environment: half of
+ * Lambda's 4,096 for the whole environment. The other half is the orchestrator's other variables:
+ * about 1.1 KB with two step roles (the tables, its queues, its settings), some 230 bytes more
+ * per step role (its commands in `STEP_ROLES`, its queue's URL in `AGENT_QUEUE_URLS`).
+ */
+export const MAX_WORKFLOWS_ENV_BYTES = 2_048;
+
+/** `WORKFLOWS`: the definitions as JSON, each compiled as it is read. */
+export const WorkflowsJson = z.jsonText(
+  z.array(z.record(z.string(), z.unknown())),
+  "a JSON array of workflow definitions",
+);
+
+/** The workflows as their environment variable holds them. */
+export function workflowsEnvValue(workflows: readonly WorkflowDefinition[]): string {
+  return JSON.stringify(workflows);
+}
+
+/** The definitions of `WORKFLOWS` compiled (a WorkflowDefinitionError names what is wrong). */
+export function workflowsOf(
+  definitions: readonly Record<string, unknown>[] | undefined,
+): WorkflowDefinition[] {
+  return (definitions ?? []).map((d) => defineWorkflow(d as WorkflowDefinition));
+}
+
+/** Every reason the stack cannot run `workflows` with these step roles; none when it can. */
+export function stackWorkflowProblems(
+  workflows: readonly WorkflowDefinition[],
+  stepRoles: readonly string[],
+): string[] {
+  const problems: string[] = [];
+  const given = new Map<string, WorkflowDefinition>();
+  for (const definition of workflows) {
+    const key = `${definition.name} v${definition.version}`;
+    const earlier = given.get(key);
+    if (earlier && !deepEqual(earlier, definition))
+      problems.push(`workflow ${key} is given twice, as two definitions: give each version once`);
+    given.set(key, definition);
+    try {
+      checkedDefinition(definition as unknown as Record<string, unknown>, {
+        roles: stepRoles,
+        reserved: WORKFLOW_KINDS,
+      });
+    } catch (error) {
+      if (!(error instanceof WorkflowDefinitionError)) throw error;
+      problems.push(
+        `${error.message} (step roles of the stack: ${stepRoles.join(", ") || "none"})`,
+      );
+    }
+  }
+  const bytes = Buffer.byteLength(workflowsEnvValue(workflows));
+  if (bytes > MAX_WORKFLOWS_ENV_BYTES)
+    problems.push(
+      `the workflows take ${bytes} bytes of JSON, and the orchestrator's environment holds ${MAX_WORKFLOWS_ENV_BYTES} of them (Lambda's limit is 4 KB in all): give the stack fewer, and register the others at run time (agentbus workflow put)`,
+    );
+  return problems;
+}
