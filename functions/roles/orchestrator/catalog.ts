@@ -117,11 +117,14 @@ export interface StepRoles {
   readonly names: string;
 }
 
-/** The content agents as step roles: what an orchestrator built without a stack's table knows. */
+/**
+ * The content agents as step roles: what an orchestrator built without a stack's table knows.
+ * They carry out map items (one agent run per item).
+ */
 export const CONTENT_STEP_ROLES: StepRoleTable = Object.fromEntries(
   CONTENT_AGENTS.map(({ agent, requested, cancel }) => [
     agent,
-    { requested, cancel, confirm: confirmEventType(CONTENT_ROLE_EVENTS[agent].stem) },
+    { requested, cancel, confirm: confirmEventType(CONTENT_ROLE_EVENTS[agent].stem), items: true },
   ]),
 );
 

@@ -88,7 +88,7 @@ export const HANDLERS: Readonly<Record<string, EventHandler>> = {
  * A new run of the requested workflow; a start for a run that exists changes nothing. Refused
  * (`workflow.rejected`) when the orchestrator knows no such workflow, when a node of it names a
  * role that is not a step role of the stack, or when a map node's role does not carry out map
- * items (the content agents keep one agent run per node).
+ * items (a role that takes its step commands itself and does not declare `steps.items`).
  */
 async function start(
   context: RunContext,
@@ -114,7 +114,7 @@ async function start(
       run_id,
       itemless[0]?.id,
       "workflow.map_role_without_items",
-      `workflow ${def.name} v${def.version}: ${itemless.map((n) => `map node ${n.id} runs ${n.role}`).join(", ")}, which ${itemless.length === 1 ? "does" : "do"} not carry out map items (a step role does when the kit's step handler runs its steps)`,
+      `workflow ${def.name} v${def.version}: ${itemless.map((n) => `map node ${n.id} runs ${n.role}`).join(", ")}, which ${itemless.length === 1 ? "does" : "do"} not carry out map items (a step role does when the kit's step handler runs its steps, or when it declares steps.items)`,
     );
   const transition = startRun(def, run_id, request, await capacityFor(def));
   const begun: OrchestratorState = {
