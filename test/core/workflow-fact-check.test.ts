@@ -174,24 +174,37 @@ describe("the fact check of each claim, by the content agents", () => {
   });
 });
 
-/** The fact check asks for a confirmation on the claim `claim` until it is given. */
-function confirmingOn(claim: string): DeterministicLocalModel {
+/** The fact check asks for a confirmation on the claims numbered `claims` until it is given. */
+function confirmingOn(...claims: number[]): DeterministicLocalModel {
   const factCheck = DEFAULT_SCRIPTS["fact-check"];
   if (!factCheck) throw new Error("no fact-check script");
+  const asks = (text: string) =>
+    claims.some((n) => text.includes(`${CLAIM_HEADING} (${n} of`)) &&
+    !text.includes("Confirmation received");
   return new DeterministicLocalModel({
     scripts: {
       "fact-check": (request, facts) =>
-        facts.text.includes(`${CLAIM_HEADING} (${claim}`) &&
-        !facts.text.includes("Confirmation received")
-          ? { needs_confirmation: { question: `Does the source stand by claim ${claim}?` } }
+        asks(facts.text)
+          ? { needs_confirmation: { question: "Does the source stand by the claim?" } }
           : factCheck(request, facts),
     },
   });
 }
 
+const confirmFactCheck = (bus: Bus, runId: string) =>
+  bus.send(
+    bus.command("workflow.confirm.requested", runId, {
+      node_id: "fact-check",
+      answer: "confirmed",
+      requested_by: "alice",
+    }),
+  );
+const blockedItems = (bus: Bus) =>
+  bus.emitted("node.blocked").map((e) => (e.payload as NodeBlocked).item);
+
 describe("a claim's fact check that waits for a confirmation", () => {
   it("blocks that item alone, and the confirmation resumes it with its claim", async () => {
-    const bus = busWith({ model: confirmingOn("2 of"), acknowledge: true });
+    const bus = busWith({ model: confirmingOn(2), acknowledge: true });
     const runId = await run(bus, QUICK_NEWS_3, "grid storage");
 
     expect(bus.deadLettered).toEqual([]);
@@ -201,13 +214,7 @@ describe("a claim's fact check that waits for a confirmation", () => {
     expect(bus.agentRun(runId, "fact-check", 0, 0)?.state).toBe("COMPLETED");
     expect(bus.state(runId).leases?.["fact-check"]?.blocked).toMatchObject({ item: 1 });
 
-    bus.send(
-      bus.command("workflow.confirm.requested", runId, {
-        node_id: "fact-check",
-        answer: "confirmed",
-        requested_by: "alice",
-      }),
-    );
+    confirmFactCheck(bus, runId);
     await bus.drain();
 
     expect(bus.deadLettered).toEqual([]);
@@ -219,6 +226,33 @@ describe("a claim's fact check that waits for a confirmation", () => {
       value: claims[1],
     });
     expect(bus.agentRun(runId, "fact-check", 0, 1)?.state).toBe("COMPLETED");
+    expect(bus.ended(runId)[0]?.type).toBe("workflow.completed");
+  });
+
+  it("waits for one item at a time: a second blocked item is taken up when its request is sent again", async () => {
+    const bus = busWith({ model: confirmingOn(1, 2), acknowledge: true, confirmSeconds: 86_400 });
+    const runId = await run(bus, QUICK_NEWS_3, "grid storage");
+    expect(blockedItems(bus)).toEqual([0, 1]);
+    expect(bus.state(runId).leases?.["fact-check"]?.blocked).toMatchObject({ item: 0 });
+
+    confirmFactCheck(bus, runId);
+    await bus.drain();
+    expect(bus.agentRun(runId, "fact-check", 0, 0)?.state).toBe("COMPLETED");
+    expect(bus.agentRun(runId, "fact-check", 0, 1)?.state).toBe("BLOCKED");
+    // The node's lease runs out: the item still running is sent again, and answers BLOCKED again.
+    bus.clock.advance(2 * 3600 * 1000);
+    expect(bus.sweep().map((e) => e.event_type)).toEqual(["node.lease.expired"]);
+    await bus.drain();
+    expect(blockedItems(bus)).toEqual([0, 1, 1]);
+    expect(bus.state(runId).leases?.["fact-check"]?.blocked).toMatchObject({ item: 1 });
+
+    confirmFactCheck(bus, runId);
+    await bus.drain();
+    expect(bus.deadLettered).toEqual([]);
+    expect(bus.emitted("fact_check.confirm.requested").map((e) => e.payload)).toEqual([
+      expect.objectContaining({ item: expect.objectContaining({ index: 0 }) }),
+      expect.objectContaining({ item: expect.objectContaining({ index: 1 }) }),
+    ]);
     expect(bus.ended(runId)[0]?.type).toBe("workflow.completed");
   });
 });
