@@ -6,6 +6,7 @@ import { defineTaskEvents } from "./events/task";
 import { defineWorkflowEvents } from "./events/workflow";
 import { defineWorkflowCancelEvents } from "./events/workflow-cancel";
 import { defineWorkflowResolveEvents } from "./events/workflow-resolve";
+import { defineWorkflowWaitEvents } from "./events/workflow-wait";
 import { EventRegistry, type EventTypeDefinition, type PayloadTypes } from "./registry";
 import type * as z from "./zod";
 
@@ -29,6 +30,7 @@ export const DEFINITIONS = [
   ...defineWorkflowEvents(registry),
   ...defineWorkflowCancelEvents(registry),
   ...defineWorkflowResolveEvents(registry),
+  ...defineWorkflowWaitEvents(registry),
   ...defineStepEvents(registry),
   ...defineAgentRunEvents(registry),
   ...defineConversationEvents(registry),

@@ -2,6 +2,7 @@ import type { NodeRun } from "../../functions/core/dag/run";
 import type { StoredState } from "../../functions/core/ports";
 import { contentWorkflowFor } from "../../functions/roles/content-agents/workflows";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
+import { currentTimers } from "../../functions/roles/orchestrator/timers";
 import { out } from "./target";
 
 /** `agentbus workflow show`: a run's status, nodes and timeline as text. */
@@ -61,6 +62,7 @@ export function printRun(stored: StoredState<OrchestratorState>): void {
         out(`    BLOCKED until ${lease.blocked.confirm_by}: ${lease.blocked.question}`);
     }
   }
+  printTimers(stored.data);
   if (held.length) {
     out();
     out("held back");
@@ -71,6 +73,21 @@ export function printRun(stored: StoredState<OrchestratorState>): void {
   for (const step of timeline) {
     const node = step.node_id ? ` ${step.node_id}` : "";
     const gen = step.generation === undefined ? "" : ` g${step.generation}`;
-    out(`  ${step.at}  ${step.event}${node}${gen}  (${step.cause})`);
+    const signal = step.signal === undefined ? "" : ` ${step.signal}`;
+    out(`  ${step.at}  ${step.event}${node}${gen}${signal}  (${step.cause})`);
   }
+}
+
+/** What each RUNNING wait node waits for: its timer, or a signal and its deadline. */
+function printTimers(state: OrchestratorState): void {
+  const timers = currentTimers(state);
+  if (timers.length === 0) return;
+  out();
+  out("waits (RUNNING wait nodes)");
+  for (const [id, timer] of timers)
+    out(
+      timer.signal === undefined
+        ? `  ${id}  timer until ${timer.due_at}`
+        : `  ${id}  signal ${timer.signal}, deadline ${timer.due_at}`,
+    );
 }

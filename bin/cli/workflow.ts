@@ -20,6 +20,7 @@ import {
 } from "../../lib/operator/workflow-actions";
 import { opaqueIdProblem } from "../../schemas";
 import { NodeId, WORKFLOW_KINDS, WORKFLOW_NAME_PATTERN } from "../../schemas/events/workflow";
+import { MAX_SIGNAL_PAYLOAD_BYTES, SignalKey } from "../../schemas/events/workflow-wait";
 import {
   clientConfig,
   commandsBus,
@@ -35,7 +36,8 @@ import { printRun } from "./workflow-show";
 
 /**
  * `agentbus workflow`: start a run, show it, re-run from a node, reset or resolve a FAILED node,
- * cancel a run, confirm (or refuse) what a BLOCKED node waits for; put, list and show the
+ * cancel a run, confirm (or refuse) what a BLOCKED node waits for, send a signal its wait nodes
+ * wait for; put, list and show the
  * workflows registered at run time (./workflow-registry). Commands go on the stage's `commands` bus as unsequenced envelopes (aggregate
  * `dag_run/<run_id>` at version 0, order key = run id, a correlation id of their own), validated
  * against the registry and checked against the run's stored state before they are sent (a
@@ -67,19 +69,37 @@ function nodeIdOf(value: string, flag: string): string {
   return parsed.data;
 }
 
-/** `--output`: a JSON object, inline or `@file`. */
-function outputOf(value: string): Record<string, unknown> {
+/** `--output` (or `flag`): a JSON object, inline or `@file`; `what` says what it is for. */
+function outputOf(value: string, flag = "--output", what?: string): Record<string, unknown> {
   let text = value;
   if (value.startsWith("@")) {
     try {
       text = readFileSync(value.slice(1), "utf8");
     } catch (error) {
-      throw new UsageError(`--output ${value}: ${(error as Error).message}; nothing sent`);
+      throw new UsageError(`${flag} ${value}: ${(error as Error).message}; nothing sent`);
     }
   }
-  const output = parseOutput(text, "--output");
+  const output = parseOutput(text, flag, what);
   if (typeof output === "string") throw new UsageError(output);
   return output;
+}
+
+/** `--payload`: a signal's payload, a JSON object of at most MAX_SIGNAL_PAYLOAD_BYTES. */
+function signalPayloadOf(value: string): Record<string, unknown> {
+  const payload = outputOf(value, "--payload", "the signal's payload");
+  const size = Buffer.byteLength(JSON.stringify(payload));
+  if (size > MAX_SIGNAL_PAYLOAD_BYTES)
+    throw new UsageError(
+      `--payload is ${size} bytes of JSON; at most ${MAX_SIGNAL_PAYLOAD_BYTES} fit in a signal; nothing sent`,
+    );
+  return payload;
+}
+
+function signalKeyOf(value: string): string {
+  const parsed = SignalKey.safeParse(value);
+  if (!parsed.success)
+    throw new UsageError(`signal ${JSON.stringify(value)}: must be 1-128 characters; nothing sent`);
+  return parsed.data;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -122,6 +142,7 @@ function printSent(runId: string, { envelope, bus }: Sent): void {
   if (payload.reason !== undefined) out(`  reason          ${JSON.stringify(payload.reason)}`);
   if (payload.answer !== undefined) out(`  answer          ${String(payload.answer)}`);
   if (payload.note !== undefined) out(`  note            ${JSON.stringify(payload.note)}`);
+  if (payload.signal !== undefined) out(`  signal          ${String(payload.signal)}`);
 }
 
 /** Who asks: $AGENTBUS_OPERATOR as given (an empty one is refused with the envelope), else the OS user. */
@@ -201,6 +222,7 @@ export function workflowCommand(targetOf: Globals): Command {
   workflow.addCommand(listCommand(targetOf));
   workflow.addCommand(cancelCommand(targetOf));
   workflow.addCommand(confirmCommand(targetOf));
+  workflow.addCommand(signalCommand(targetOf));
   return workflow;
 }
 
@@ -417,5 +439,39 @@ function confirmCommand(globals: Globals): Command {
       const nodeId = nodeIdOf(options.node, "--node");
       const answer = options.refuse ? "refused" : "confirmed";
       await confirmNode(globals(this), runId, nodeId, answer, options.note, tenant);
+    });
+}
+
+/** `workflow signal` */
+function signalCommand(globals: Globals): Command {
+  return new Command("signal")
+    .description(
+      "send a signal to a run: the wait nodes waiting for it complete with its payload; puts workflow.signal.requested, requested by $AGENTBUS_OPERATOR or else the OS user name",
+    )
+    .argument("<run-id>", "run id run_<token>")
+    .argument("<signal>", "the signal, as the wait node's `signal` names it")
+    .option(
+      "--payload <json>",
+      `what the released wait nodes answer with: a JSON object, or @file (at most ${MAX_SIGNAL_PAYLOAD_BYTES} bytes)`,
+    )
+    .option("--reason <text>", REASON_HELP)
+    .addOption(actingTenantOption())
+    .action(async function (
+      this: Command,
+      runIdArg: string,
+      signalArg: string,
+      options: { payload?: string; reason?: string; tenant?: string },
+    ) {
+      const tenant = tenantArgument(options.tenant);
+      const runId = runIdOf(runIdArg, "run id");
+      const signal = signalKeyOf(signalArg);
+      const payload = options.payload === undefined ? undefined : signalPayloadOf(options.payload);
+      const req: RunRequest = {
+        kind: "signal",
+        signal,
+        ...(payload === undefined ? {} : { payload }),
+        reason: options.reason,
+      };
+      await request(globals(this), runId, req, tenant);
     });
 }

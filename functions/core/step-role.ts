@@ -1,6 +1,6 @@
 import { type AggregateRef, type Envelope, letterDigest } from "../../schemas";
 import type { NodeStarted } from "../../schemas/events/agent-run";
-import type { MapItemRef } from "../../schemas/events/fields";
+import type { LoopRef, MapItemRef } from "../../schemas/events/fields";
 import {
   STEP_COMPLETED,
   STEP_FAILED,
@@ -32,6 +32,9 @@ import { DAG_RUN_AGGREGATE } from "./sweeper";
  *   the group's inbox, as for any consumer;
  * - an item of a map node: the handler gets the item (index, count, value) in its context, beside
  *   the same input as any assignment, and the answer names the item;
+ * - inside a loop's body from its second round on, the handler gets the loop in its context
+ *   (`loop`: exit, round, and the body's outputs of the round before); each round is a new
+ *   generation, so a new assignment with a step run of its own;
  * - input that does not fit the input schema: `step.failed`, `step.invalid_input` (permanent);
  * - output that does not fit the output schema (a model's output is untrusted input):
  *   `step.failed`, `step.invalid_output` (permanent);
@@ -64,6 +67,11 @@ export interface StepContext {
   readonly receiveCount: number;
   /** For an item of a map node: which item, of how many, and its value from the list. */
   readonly item?: MapItemRef;
+  /**
+   * Inside a loop's body from its second round on: the loop (its last node, `exit`), the round,
+   * and the body's outputs of the round before by node id (`previous`).
+   */
+  readonly loop?: LoopRef;
 }
 
 // biome-ignore lint/suspicious/noExplicitAny: the input and output its declaration's schemas give
@@ -281,6 +289,7 @@ function contextOf(
     now,
     receiveCount,
     ...(request.item === undefined ? {} : { item: request.item }),
+    ...(request.loop === undefined ? {} : { loop: request.loop }),
   };
 }
 

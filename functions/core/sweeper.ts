@@ -18,6 +18,9 @@ import type { StoredState } from "./ports";
  *   orchestrator tells the agent its confirmation timed out (ExternalConfirmTimeout).
  * - A PENDING or READY node past its dependency deadline (the state's `waits`) ->
  *   `node.dependency.expired` {run_id, node_id, generation, due_at}: the node ends FAILED.
+ * - A RUNNING wait node whose time came (the state's `timers`, for its assignment) ->
+ *   `node.wait.expired` {run_id, node_id, generation, due_at}: a timer completes it, a signal's
+ *   deadline fails it.
  * - A RUNNING run with no RUNNING node but nodes held back by backpressure ->
  *   `workflow.release.requested` {run_id}.
  * - An agent run (functions/core/agent) BLOCKED on an approval past its deadline -> its agent's
@@ -61,7 +64,8 @@ export interface SweepItem {
     | "node.lease.expired"
     | "workflow.release.requested"
     | "node.confirm.expired"
-    | "node.dependency.expired";
+    | "node.dependency.expired"
+    | "node.wait.expired";
   readonly node_id?: string;
 }
 
@@ -96,6 +100,10 @@ export interface SweptRunState {
     >
   >;
   readonly waits?: Readonly<
+    Record<string, { readonly generation: number; readonly due_at: string }>
+  >;
+  /** The time of each RUNNING wait node's assignment. */
+  readonly timers?: Readonly<
     Record<string, { readonly generation: number; readonly due_at: string }>
   >;
   readonly origin?: { readonly correlation_id: string; readonly task_id: string };
@@ -201,7 +209,10 @@ function planRun(stored: StoredState<SweptRunState>, sweep: Sweep): Planned[] {
   return out;
 }
 
-/** What one node of a RUNNING run needs: a dependency, confirmation or lease report, or nothing. */
+/**
+ * What one node of a RUNNING run needs: a dependency, wait, confirmation or lease report, or
+ * nothing.
+ */
 function planNode(
   stored: StoredState<SweptRunState>,
   nodeId: string,
@@ -225,6 +236,11 @@ function planNode(
       ? [report("node.dependency.expired", wait.generation, "due_at", wait.due_at)]
       : [];
   }
+  const timer = state.timers?.[nodeId];
+  if (timer && node.state === "RUNNING" && timer.generation === node.assigned_generation)
+    return due(timer.due_at)
+      ? [report("node.wait.expired", timer.generation, "due_at", timer.due_at)]
+      : [];
   const lease = state.leases?.[nodeId];
   if (node.state !== "RUNNING" || !lease || lease.generation !== node.assigned_generation)
     return [];

@@ -67,6 +67,8 @@ export interface SweepReport {
   readonly releaseRequested: number;
   readonly confirmExpired: number;
   readonly dependencyExpired: number;
+  /** Wait nodes whose time came. */
+  readonly waitExpired: number;
   /** Agent runs BLOCKED past an approval's deadline, sent their `deadline` decision. */
   readonly approvalExpired: number;
   /** Approvals and confirmations whose deadline is within `APPROVAL_WARNING_SECONDS`. */
@@ -94,9 +96,9 @@ export type SweeperHandler = (event?: unknown, context?: Context) => Promise<Swe
 /**
  * The scheduled lease sweeper (an EventBridge schedule invokes it every minute): reads the state
  * table's by-due index, loads the due DAG runs, plans with functions/core/sweeper.ts and puts
- * `node.lease.expired`, `node.confirm.expired`, `node.dependency.expired` (events bus) and
- * `workflow.release.requested` (commands bus) on the bus
- * the registry puts each type on. The ids are deterministic, so a retried or overlapping sweep
+ * `node.lease.expired`, `node.confirm.expired`, `node.dependency.expired`, `node.wait.expired`
+ * (events bus) and `workflow.release.requested` (commands bus) on the bus the registry puts each
+ * type on. The ids are deterministic, so a retried or overlapping sweep
  * is de-duplicated by the orchestrator's inbox. Entries that could not be published fail the
  * invocation (after the rest went out), so the schedule's retry tries again.
  */
@@ -138,6 +140,7 @@ export function createSweeperHandler(options: SweeperOptions = {}): SweeperHandl
       metrics.addMetric("ReleaseRequested", MetricUnit.Count, report.releaseRequested);
       metrics.addMetric("ConfirmExpired", MetricUnit.Count, report.confirmExpired);
       metrics.addMetric("DependencyExpired", MetricUnit.Count, report.dependencyExpired);
+      metrics.addMetric("WaitExpired", MetricUnit.Count, report.waitExpired);
       metrics.addMetric("ApprovalExpired", MetricUnit.Count, report.approvalExpired);
       metrics.addMetric(APPROVAL_DEADLINE_NEAR_METRIC, MetricUnit.Count, report.deadlineNear);
       if (report.published || report.failed) logger.info("swept", { ...report });
@@ -193,6 +196,7 @@ function sweepReport(
     releaseRequested: count("workflow.release.requested"),
     confirmExpired: count("node.confirm.expired"),
     dependencyExpired: count("node.dependency.expired"),
+    waitExpired: count("node.wait.expired"),
     approvalExpired: plan.messages.filter((m) => m.envelope.aggregate.type === AGENT_RUN_AGGREGATE)
       .length,
     published,

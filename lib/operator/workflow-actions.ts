@@ -2,12 +2,13 @@ import type { WorkflowDefinition } from "../../functions/core/dag/definition";
 import { checkOutput } from "../../functions/roles/content-agents/workflows";
 import { workflowCatalog } from "../../functions/roles/orchestrator/catalog";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
+import { currentTimers } from "../../functions/roles/orchestrator/timers";
 import { MAX_RESOLVED_OUTPUT_BYTES } from "../../schemas/events/workflow-resolve";
 import { inTenant, type OperatorCommand, tenantProblem } from "./operator-command";
 
 /**
- * What an operator may ask of a run (re-run, reset, resolve, cancel, and confirm or refuse what a
- * BLOCKED node waits for), checked against its stored state before anything is sent:
+ * What an operator may ask of a run (re-run, reset, resolve, cancel, confirm or refuse what a
+ * BLOCKED node waits for, and send a signal its wait nodes wait for), checked against its stored state before anything is sent:
  * the orchestrator would refuse the same requests (with `workflow.rejected`, after the fact) or
  * ignore them. It checks again when the command arrives (the run may change in between). Shared
  * by the CLI and the console.
@@ -28,6 +29,12 @@ export type RunRequest =
       readonly nodeId: string;
       readonly answer: "confirmed" | "refused";
       readonly note?: string;
+    }
+  | {
+      readonly kind: "signal";
+      readonly signal: string;
+      readonly payload?: Record<string, unknown>;
+      readonly reason?: string;
     };
 
 /** The event type of each request. */
@@ -37,6 +44,7 @@ export const RUN_REQUEST_TYPES = {
   resolve: "workflow.resolve.requested",
   cancel: "workflow.cancel.requested",
   confirm: "workflow.confirm.requested",
+  signal: "workflow.signal.requested",
 } as const satisfies Record<RunRequest["kind"], string>;
 
 /**
@@ -57,6 +65,7 @@ export function runRequestProblem(
     return run.status === "RUNNING"
       ? undefined
       : `run ${runId} already ended ${run.status}; there is nothing to cancel`;
+  if (request.kind === "signal") return signalProblem(state, runId, request.signal);
   const node = run.nodes[request.nodeId];
   if (!node)
     return `run ${runId} has no node ${request.nodeId} (its nodes: ${Object.keys(run.nodes).join(", ")})`;
@@ -88,6 +97,26 @@ function confirmProblem(
     ? `its confirmation was already ${blocked.outcome}`
     : `it is ${node?.state}`;
   return `node ${nodeId} of run ${runId} is not BLOCKED on a confirmation (${now})`;
+}
+
+/**
+ * Why a run does not take a signal now: it ended, or none of its wait nodes waits for that signal
+ * (the orchestrator would record it as `signal.unmatched` and change nothing).
+ */
+function signalProblem(
+  state: OrchestratorState,
+  runId: string,
+  signal: string,
+): string | undefined {
+  const { status } = state.run;
+  if (status !== "RUNNING")
+    return `run ${runId} already ended ${status}; no wait node takes a signal`;
+  const waiting = currentTimers(state).flatMap(([nodeId, timer]) =>
+    timer.signal === undefined ? [] : [{ nodeId, signal: timer.signal }],
+  );
+  if (waiting.some((w) => w.signal === signal)) return undefined;
+  const list = waiting.map((w) => `${w.signal} (node ${w.nodeId})`).join(", ") || "no signal";
+  return `no wait node of run ${runId} waits for signal ${JSON.stringify(signal)} now (waiting for: ${list})`;
 }
 
 /**
@@ -126,10 +155,14 @@ export function outputProblem(
 }
 
 /**
- * A node's output from JSON text, or why it is not one (a message that names the input by `label`
- * and ends "; nothing sent").
+ * A JSON object from JSON text (a node's output, `what`), or why it is not one (a message that
+ * names the input by `label` and ends "; nothing sent").
  */
-export function parseOutput(text: string, label: string): Record<string, unknown> | string {
+export function parseOutput(
+  text: string,
+  label: string,
+  what = "the node's output",
+): Record<string, unknown> | string {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -137,7 +170,7 @@ export function parseOutput(text: string, label: string): Record<string, unknown
     return `${label} is not JSON (${(error as Error).message}); nothing sent`;
   }
   if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed))
-    return `${label} must be a JSON object (the node's output); nothing sent`;
+    return `${label} must be a JSON object (${what}); nothing sent`;
   return parsed as Record<string, unknown>;
 }
 
@@ -167,6 +200,18 @@ function commandOf(runId: string, request: RunRequest, requestedBy: string): Ope
         answer: request.answer,
         requested_by: requestedBy,
         ...(request.note === undefined ? {} : { note: request.note }),
+      },
+    };
+  if (request.kind === "signal")
+    return {
+      type: RUN_REQUEST_TYPES.signal,
+      aggregate: { type: "dag_run", id: runId },
+      payload: {
+        run_id: runId,
+        signal: request.signal,
+        ...(request.payload === undefined ? {} : { payload: request.payload }),
+        requested_by: requestedBy,
+        ...reason,
       },
     };
   const payload: Record<string, unknown> =

@@ -5,6 +5,7 @@ import * as z from "../zod";
 import {
   Attempt,
   ItemIndex,
+  LoopRef,
   MapItemRef,
   NodeId,
   NodeRefShape,
@@ -12,13 +13,7 @@ import {
   Requester,
 } from "./fields";
 import { outsideCommand, outsideFact, streamCommand, streamFact } from "./kinds";
-import {
-  CONTENT_ROLE_EVENTS,
-  CONTENT_ROLES,
-  ContentRequest,
-  LeaseSeconds,
-  LoopInput,
-} from "./workflow";
+import { CONTENT_ROLE_EVENTS, CONTENT_ROLES, ContentRequest, LeaseSeconds } from "./workflow";
 
 /**
  * Agent runs as the orchestrator and the operator see them (seed 001 §2):
@@ -93,7 +88,7 @@ export const NodeConfirmRequestedPayload = z.object({
   /** The map item whose assignment it resumes, for an item of a map node. */
   item: z.optional(MapItemRef),
   /** The loop round of the assignment it resumes, inside a loop's body from round 2 on. */
-  loop: z.optional(LoopInput),
+  loop: z.optional(LoopRef),
 });
 export type NodeConfirmRequested = z.infer<typeof NodeConfirmRequestedPayload>;
 

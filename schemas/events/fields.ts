@@ -32,6 +32,18 @@ export const MapItemRef = z.object({
 });
 export type MapItemRef = z.infer<typeof MapItemRef>;
 
+/**
+ * Where an assignment inside a loop's body stands (from the loop's second round on): the loop's
+ * last node (the loop's id), the round (2 for the first repeat), and the body's outputs of the
+ * round before, by node id.
+ */
+export const LoopRef = z.object({
+  exit: NodeId,
+  round: z.int().check(z.positive()),
+  previous: z.record(z.string(), z.unknown()),
+});
+export type LoopRef = z.infer<typeof LoopRef>;
+
 /** How many times a node was assigned over all generations (1 on the first assignment). */
 export const Attempt = z.int().check(z.minimum(1));
 

@@ -1,6 +1,6 @@
 import type { EventRegistry, EventTypeDefinition } from "../registry";
 import * as z from "../zod";
-import { Attempt, ItemIndex, MapItemRef, NodeRefShape } from "./fields";
+import { Attempt, ItemIndex, LoopRef, MapItemRef, NodeRefShape } from "./fields";
 import { streamCommand, streamFact } from "./kinds";
 import { NodeFailure } from "./workflow";
 import { NodeCancelRequestedPayload } from "./workflow-cancel";
@@ -40,6 +40,8 @@ export const StepRequestedPayload = z.object({
   run_input: StepObject,
   /** Set for an item of a map node: which item, of how many, and its value. */
   item: z.optional(MapItemRef),
+  /** Set inside a loop's body from its second round on (as `<stem>.requested` has it). */
+  loop: z.optional(LoopRef),
 });
 export type StepRequested = z.infer<typeof StepRequestedPayload>;
 

@@ -6,7 +6,7 @@ import { outsideCommand, streamCommand, streamFact } from "./kinds";
 import { CONTENT_ROLES, contentEventTypes, WorkflowEndedPayload } from "./workflow";
 
 /**
- * Cancelling a content-production run (issue 12 item 5; seed 001 §4, TaskCancel on the command
+ * Cancelling a content-production run (seed 001 §4, TaskCancel on the command
  * channel):
  *
  * - `workflow.cancel.requested`: an operator asks for the run to stop (unsequenced, aggregate
@@ -29,7 +29,8 @@ export type WorkflowCancelled = z.infer<typeof WorkflowCancelledPayload>;
  * a new generation while this one was still RUNNING; or, for an assignment that ended FAILED, an
  * operator reset the node (`reset`: it runs again under a new generation) or resolved it with a
  * supplied output (`resolved`), which closes the agent's record of the failed assignment; or,
- * for an item of a map node, more items failed than the map tolerates (`map_failed`).
+ * for an item of a map node, more items failed than the map tolerates (`map_failed`); or another
+ * upstream of a first-wins join won, and this branch is dropped (`first_wins`).
  */
 export const NODE_CANCEL_REASONS = [
   "run_cancelled",
@@ -37,6 +38,7 @@ export const NODE_CANCEL_REASONS = [
   "reset",
   "resolved",
   "map_failed",
+  "first_wins",
 ] as const;
 export const NodeCancelRequestedPayload = z.object({
   ...NodeRefShape,

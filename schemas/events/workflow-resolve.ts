@@ -5,7 +5,7 @@ import { NodeId, RequestedByShape } from "./fields";
 import { outsideCommand } from "./kinds";
 
 /**
- * Resolving a FAILED node by hand (issue 12 item 6; seed 001 §2.3, HumanResolved of an agent run
+ * Resolving a FAILED node by hand (seed 001 §2.3, HumanResolved of an agent run
  * that ended NEEDS_HUMAN): an operator supplies the node's output. The orchestrator checks it
  * against the output schema of the node's role, counts the node COMPLETED with it under a new
  * generation (its descendants run again), and tells the agent the failed assignment is resolved.

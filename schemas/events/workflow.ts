@@ -6,6 +6,7 @@ import { ContentRequest, WORKFLOW_KINDS } from "./content-request";
 import {
   Attempt,
   ItemIndex,
+  LoopRef,
   MapItemRef,
   NodeId,
   type NodeRef,
@@ -155,16 +156,6 @@ export type FactCheckOutput = z.infer<typeof FactCheckOutput>;
 export type WritingOutput = z.infer<typeof WritingOutput>;
 export type ReviewOutput = z.infer<typeof ReviewOutput>;
 
-/** What an assignment inside a loop's body gets from round 2 on (the DAG's `LoopRef`). */
-export const LoopInput = z.object({
-  /** The loop's last node, which names the loop. */
-  exit: NodeId,
-  round: z.int().check(z.minimum(2)),
-  /** The body's outputs of the round before, by node id. */
-  previous: z.record(z.string(), z.unknown()),
-});
-export type LoopInput = z.infer<typeof LoopInput>;
-
 export const NodeRequestedPayload = z.object({
   ...NodeRefShape,
   attempt: Attempt,
@@ -174,8 +165,8 @@ export const NodeRequestedPayload = z.object({
   run_input: ContentRequest,
   /** Set for an item of a map node: which item, of how many, and its value. */
   item: z.optional(MapItemRef),
-  /** Set inside a loop's body from round 2 on: the round and the body's outputs of the one before. */
-  loop: z.optional(LoopInput),
+  /** Set inside a loop's body from its second round on: the round and the round before's outputs. */
+  loop: z.optional(LoopRef),
 });
 export type NodeRequested = z.infer<typeof NodeRequestedPayload>;
 
@@ -264,6 +255,7 @@ export const WORKFLOW_REQUESTS = [
   "cancel",
   "resolve",
   "confirm",
+  "signal",
 ] as const;
 export const WorkflowRejectedPayload = z.object({
   run_id: OpaqueId,

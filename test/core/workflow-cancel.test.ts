@@ -14,7 +14,7 @@ import type { NodeCancelRequested, WorkflowCancelled } from "../../schemas/event
 import { makeDeps } from "./fixtures";
 
 /**
- * Cancelling a run (issue 12 item 5): the orchestrator's handler of workflow.cancel.requested and
+ * Cancelling a run: the orchestrator's handler of workflow.cancel.requested and
  * the content agents' handling of `<role>.cancel.requested`, through `consume` with the in-memory
  * store. Messages are delivered by hand, one group at a time, so a test decides what an agent has
  * received when.

@@ -258,33 +258,22 @@ describe("a claim's fact check that waits for a confirmation", () => {
 });
 
 describe("review and writing in rounds, run by the orchestrator", () => {
-  // The orchestrator refuses a loop round (workflow.unsupported_step) until it sends `loop` with
-  // an agent's request; this run shows the whole round trip once it does.
-  it.fails("sends a rejected draft back to the writer with the review's notes, and approves the revision", async () => {
-    const bus = busWith();
-    const runId = await run(bus, QUICK_NEWS_3, `${NEEDS_REVISION_MARKER} grid storage`);
+  it.each([QUICK_NEWS_3, LONG_FORM_3])(
+    "%s sends a rejected draft back to the writer with the review's notes, and approves the revision",
+    async (workflow) => {
+      const bus = busWith();
+      const runId = await run(bus, workflow, `${NEEDS_REVISION_MARKER} grid storage`);
 
-    expect(bus.deadLettered).toEqual([]);
-    const reviews = bus
-      .emitted("review.completed")
-      .map((e) => (e.payload as NodeCompleted<ReviewOutput>).output);
-    expect(reviews.map((r) => r.approved)).toEqual([false, true]);
-    expect(reviews[0]?.notes).toBeDefined();
-    const revision = bus.emitted("writing.requested")[1]?.payload as NodeRequested;
-    expect(revision.loop).toMatchObject({ exit: "review", round: 2 });
-    expect(reviews[1]?.final_body).toContain(REVISED_DRAFT);
-    expect(bus.ended(runId)[0]?.type).toBe("workflow.completed");
-  });
-
-  it("stops at the orchestrator's refusal of the second round today, the first review's notes kept", async () => {
-    const bus = busWith();
-    const runId = await run(bus, QUICK_NEWS_3, `${NEEDS_REVISION_MARKER} grid storage`);
-
-    expect(bus.deadLettered).toEqual([
-      { group: "orchestrator", type: "review.completed", code: "workflow.unsupported_step" },
-    ]);
-    const review = bus.emitted("review.completed")[0]?.payload as NodeCompleted<ReviewOutput>;
-    expect(review.output).toMatchObject({ approved: false, notes: expect.any(String) });
-    expect(bus.state(runId).run.status).toBe("RUNNING");
-  });
+      expect(bus.deadLettered).toEqual([]);
+      const reviews = bus
+        .emitted("review.completed")
+        .map((e) => (e.payload as NodeCompleted<ReviewOutput>).output);
+      expect(reviews.map((r) => r.approved)).toEqual([false, true]);
+      expect(reviews[0]?.notes).toBeDefined();
+      const revision = bus.emitted("writing.requested")[1]?.payload as NodeRequested;
+      expect(revision.loop).toMatchObject({ exit: "review", round: 2 });
+      expect(reviews[1]?.final_body).toContain(REVISED_DRAFT);
+      expect(bus.ended(runId)[0]?.type).toBe("workflow.completed");
+    },
+  );
 });

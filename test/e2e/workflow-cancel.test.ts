@@ -19,7 +19,7 @@ import { type CliResult, localCli } from "../support/cli";
 import { groupOutcome, messageOutcome } from "../support/outcomes";
 
 /**
- * `agentbus workflow cancel` end to end on the local stack (issue 12 item 5): a long-form run whose
+ * `agentbus workflow cancel` end to end on the local stack: a long-form run whose
  * agents are paused (so its first request waits in the topic-selection queue) is cancelled with the
  * CLI, run as a child process as an operator would. The run ends CANCELLED, the queued request is
  * discarded `cancelled` by its agent without a model call, the agent gets the cancel on its command

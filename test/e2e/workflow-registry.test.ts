@@ -15,7 +15,8 @@ import { SLOW_STEP_TIMEOUT_MS } from "../support/timeouts";
  * A workflow registered at run time on the local stack, through the operator CLI: the
  * application of test/fixtures/steps (a content agent and the team's `tally` step role), whose
  * roles the CLI learns from `--app`. The definition is put, listed, shown and started by name;
- * the run completes on the version it started with.
+ * the run completes on the version it started with. A workflow with a wait node on a signal is
+ * released through `agentbus workflow signal`.
  */
 
 const APP = join(import.meta.dirname, "..", "fixtures", "steps", "stack.ts");
@@ -30,10 +31,29 @@ const topicCount = {
   edges: [{ from: "topic-selection", to: "tally" }],
 };
 
-describe("agentbus workflow put | list | show | start on the local stack", () => {
+/** Topic selection, then a wait for signal `approved` (an hour at most), then the tally. */
+const gatedCount = {
+  name: "gated-count",
+  nodes: [
+    { id: "topic-selection", role: "topic-selection" },
+    { id: "gate", wait: { signal: "approved", seconds: 3600 } },
+    { id: "tally", role: "tally" },
+  ],
+  edges: [
+    { from: "topic-selection", to: "gate" },
+    { from: "topic-selection", to: "tally" },
+    { from: "gate", to: "tally" },
+  ],
+};
+
+describe("agentbus workflow put | list | show | start | signal on the local stack", () => {
   let env: LocalEnvironment;
   const stage = `wr${ulid().slice(-6).toLowerCase()}`;
   const cli = localCli(() => env, stage);
+  const runState = async (runId: string) => {
+    const { state } = await env.store.load({ state: { type: "dag_run", id: runId } });
+    return state?.data as OrchestratorState | undefined;
+  };
   const dir = mkdtempSync(join(tmpdir(), "agentbus-registry-"));
   const file = (name: string, definition: unknown) => {
     const path = join(dir, name);
@@ -123,6 +143,64 @@ describe("agentbus workflow put | list | show | start on the local stack", () =>
       expect(ended.definition_scope).toBe("*");
       const picked = ended.run.nodes["topic-selection"]?.output as { sources: string[] };
       expect(ended.run.nodes.tally?.output).toMatchObject({ sources: picked.sources.length });
+    },
+    SLOW_STEP_TIMEOUT_MS,
+  );
+
+  it(
+    "releases a wait node with a signal sent through the CLI, refusing a bad payload and a signal nobody waits for",
+    async () => {
+      const put = await cli("--app", APP, "workflow", "put", file("gated.json", gatedCount));
+      expect(put.code, put.stderr).toBe(0);
+      const runId = `run_${ulid()}`;
+      const args = ["--workflow", "gated-count", "--topic", "sleeper buses", "--run-id", runId];
+      const start = await cli("workflow", "start", ...args);
+      expect(start.code, start.stderr).toBe(0);
+      await waitUntil(
+        "the wait node waiting",
+        async () =>
+          (await runState(runId))?.run.nodes.gate?.state === "RUNNING" ? true : undefined,
+        120_000,
+      );
+
+      const show = await cli("workflow", "show", runId);
+      expect(show.code, show.stderr).toBe(0);
+      expect(show.stdout).toMatch(/^ {2}gate {2}signal approved, deadline \S+$/m);
+
+      const refused = await Promise.all([
+        cli("workflow", "signal", runId, "approved", "--payload", "not json"),
+        cli("workflow", "signal", runId, "aproved"),
+      ]);
+      const messages = [
+        /--payload is not JSON/,
+        /no wait node of run \S+ waits for signal "aproved" now \(waiting for: approved \(node gate\)\)/,
+      ];
+      refused.forEach((result, i) => {
+        expect(result.code, result.stderr).toBe(2);
+        expect(result.stderr).toMatch(messages[i] as RegExp);
+        expect(result.stderr).toContain("nothing sent");
+      });
+
+      const payload = JSON.stringify({ by: "editor" });
+      const sent = await cli("workflow", "signal", runId, "approved", "--payload", payload);
+      expect(sent.code, sent.stderr).toBe(0);
+      expect(sent.stdout).toMatch(/^workflow\.signal\.requested sent to /m);
+      expect(sent.stdout).toContain("signal          approved");
+      const ended = await waitUntil(
+        "the run's end",
+        async () => {
+          const data = await runState(runId);
+          return data && data.run.status !== "RUNNING" ? data : undefined;
+        },
+        120_000,
+      );
+      expect(ended.run.status).toBe("COMPLETED");
+      expect(ended.run.nodes.gate?.output).toEqual({
+        released_by: "signal",
+        signal: "approved",
+        payload: { by: "editor" },
+      });
+      expect(ended.timeline.map((e) => e.event)).not.toContain("signal.unmatched");
     },
     SLOW_STEP_TIMEOUT_MS,
   );

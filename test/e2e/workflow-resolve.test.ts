@@ -21,7 +21,7 @@ import { emulator } from "../support/aws";
 import { localCli } from "../support/cli";
 
 /**
- * `agentbus workflow resolve` end to end on the local stack (issue 12 item 6): a quick-news run
+ * `agentbus workflow resolve` end to end on the local stack: a quick-news run
  * whose writer never answers in shape ends PARTIAL with the writing node FAILED and its agent run
  * NEEDS_HUMAN. An operator resolves the node with a draft of their own through the CLI (a child
  * process, as an operator runs it): the orchestrator takes the output without calling the writer

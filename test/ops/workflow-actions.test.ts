@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { onNodeCompleted, onNodeFailed, startRun } from "../../functions/core/dag/engine";
+import { defineWorkflow } from "../../functions/core/dag/graph";
 import { contentWorkflowFor } from "../../functions/roles/content-agents/workflows";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { operatorEnvelope } from "../../lib/operator/operator-command";
@@ -90,6 +91,65 @@ describe("runRequestCommand", () => {
     });
     expect(operatorEnvelope(runRequestCommand(RUN, { kind: "cancel" }, ""))).toMatch(
       /^invalid workflow.cancel.requested .*requested_by/s,
+    );
+  });
+});
+
+describe("a signal to a run", () => {
+  // A wait on signal "approved" (deadline in an hour), RUNNING from the start.
+  const def = defineWorkflow({
+    name: "gated",
+    version: 1,
+    nodes: [{ id: "gate", wait: { signal: "approved", seconds: 3600 } }],
+  });
+  const started = startRun(def, RUN, { topic_hint: "tides" });
+  const timer = { generation: 0, due_at: "2026-12-01T10:00:00.000Z", signal: "approved" };
+  const gated: OrchestratorState = {
+    workflow: "gated",
+    run: started.run,
+    held: [],
+    timeline: [],
+    leases: {},
+    timers: { gate: timer },
+  };
+
+  it("is accepted while a wait node waits for it, and refused otherwise, naming what the run waits for", () => {
+    const signal = (key: string, s = gated) =>
+      runRequestProblem(RUN, s, { kind: "signal", signal: key });
+    expect(signal("approved")).toBeUndefined();
+    expect(signal("aproved")).toBe(
+      `no wait node of run ${RUN} waits for signal "aproved" now (waiting for: approved (node gate))`,
+    );
+    expect(signal("approved", { ...gated, timers: {} })).toMatch(/waiting for: no signal\)$/);
+    // A timer of an earlier assignment no longer counts.
+    expect(signal("approved", { ...gated, timers: { gate: { ...timer, generation: 1 } } })).toMatch(
+      /waits for signal "approved" now/,
+    );
+    expect(signal("approved", { ...gated, run: { ...gated.run, status: "CANCELLED" } })).toBe(
+      `run ${RUN} already ended CANCELLED; no wait node takes a signal`,
+    );
+  });
+
+  it("builds a valid command with the payload, who asks and why; a payload too large is refused", () => {
+    const request = { kind: "signal", signal: "approved", payload: { by: "editor" } } as const;
+    const envelope = operatorEnvelope(
+      runRequestCommand(RUN, { ...request, reason: "looks good" }, "alice", { tenant_id: "acme" }),
+    );
+    expect(envelope).toMatchObject({
+      event_type: "workflow.signal.requested",
+      tenant_id: "acme",
+      aggregate: { type: "dag_run", id: RUN, version: 0 },
+      payload: {
+        run_id: RUN,
+        signal: "approved",
+        payload: { by: "editor" },
+        requested_by: "alice",
+        reason: "looks good",
+      },
+    });
+    const big = { ...request, payload: { text: "x".repeat(70_000) } };
+    expect(operatorEnvelope(runRequestCommand(RUN, big, "alice"))).toMatch(
+      /^invalid workflow.signal.requested .*payload.*at most 65536 bytes of JSON/s,
     );
   });
 });

@@ -143,9 +143,9 @@ export const CONTENT_WORKFLOWS: readonly WorkflowDefinition[] = [
 ];
 
 /**
- * The version of each content workflow a start runs. Version 3 loops review and writing, and the
- * orchestrator refuses a loop round (`workflow.unsupported_step`) until it sends `loop` with an
- * agent's request, so starts stay on version 2 until then.
+ * The version of each content workflow a start by kind runs: version 2 (one fact check of the
+ * topic, one review). Version 3 is defined and carried on like any other; starts move to it when
+ * this says 3.
  */
 export const STARTED_VERSION = 2;
 

@@ -14,6 +14,7 @@ import { definitionOf, type OrchestratorDecision, type RunContext, type RunEnd }
 import { waitsAfter } from "./deadlines";
 import { dueAtOf, leasesAfter } from "./leases";
 import { type OrchestratorState, parseWith, TIMELINE_LIMIT, type TimelineEntry } from "./state";
+import { timersAfter } from "./timers";
 
 const RUN_END_EVENTS: Readonly<Record<string, RunEnd>> = {
   "run.completed": "workflow.completed",
@@ -29,7 +30,8 @@ export const RUN_ENDS: readonly RunEnd[] = Object.values(RUN_END_EVENTS);
  * per node the transition assigned, its cancel per assignment it cancelled (the role's command
  * channel, seed 001 §4; the types are the role's entry in the stack's step roles), `workflow.completed|partial|failed|cancelled` when the
  * run ended (with `endDetails` added to its payload), the timeline, the leases, the dependency
- * deadlines of the nodes still waiting (./waits) and the due time.
+ * deadlines of the nodes still waiting (./waits), the time of each wait node (./timers) and the
+ * due time.
  * A transition that only reports ignored deliveries changes nothing and emits nothing.
  */
 export function applyTransition(
@@ -48,20 +50,24 @@ export function applyTransition(
     ...steps.flatMap((step) => runEnd(step, runId, endDetails)),
   ];
   const entries = steps.map((step) => timelineEntry(step, cause, leasing.now));
+  const def = definitionOf(context, state);
   const next: OrchestratorState = {
     ...state,
     run: transition.run,
     held: transition.held,
     timeline: [...state.timeline, ...entries].slice(-TIMELINE_LIMIT),
-    leases: leasesAfter(state, transition, leasing),
-    waits: waitsAfter(state, definitionOf(context, state), transition, leasing),
+    leases: leasesAfter(state, def, transition, leasing),
+    waits: waitsAfter(state, def, transition, leasing),
+    timers: timersAfter(state, transition, leasing.now),
   };
   return { state: next, emit, dueAt: dueAtOf(next, leasing) };
 }
 
 /**
  * The step role's command for a DAG command: its request or its cancel, naming the map item for
- * an item of a map node (the request carries its index, count and value; the cancel its index).
+ * an item of a map node (the request carries its index, count and value; the cancel its index),
+ * and, inside a loop's body from its second round on, the loop's round and the round before's
+ * outputs. A wait node's start sends nothing: its time is kept in the state (./timers).
  * The types are the stack's (a step role's module registers them), known at run time only: typed
  * as the content agents' commands, whose payloads they share; the registry checks each on emit.
  */
@@ -70,6 +76,7 @@ function nodeCommand(
   command: DagCommand,
   runId: string,
 ): EmitOf<ContentCommand>[] {
+  if (command.type === "wait.start") return [];
   if (command.type !== "node.cancel" && command.type !== "node.assign") throw unsupported(command);
   const entry = stepRoles.of(command.role);
   if (command.type === "node.cancel") {
@@ -84,8 +91,7 @@ function nodeCommand(
     };
     return [{ type: entry.cancel, payload: cancel, orderKey: runId } as EmitOf<ContentCommand>];
   }
-  if (command.loop) throw unsupported(command);
-  const { item } = command;
+  const { item, loop } = command;
   const payload: NodeRequested & Pick<StepRequested, "item"> = {
     run_id: command.run_id,
     node_id: command.node_id,
@@ -101,6 +107,9 @@ function nodeCommand(
     ...(item === undefined
       ? {}
       : { item: { index: item.index, count: item.count, value: item.value } }),
+    ...(loop === undefined
+      ? {}
+      : { loop: { exit: loop.exit, round: loop.round, previous: { ...loop.previous } } }),
   };
   return [{ type: entry.requested, payload, orderKey: runId } as EmitOf<ContentCommand>];
 }
@@ -109,16 +118,12 @@ const isNodeCancelReason = (reason: string): reason is NodeCancelRequested["reas
   (NODE_CANCEL_REASONS as readonly string[]).includes(reason);
 
 /**
- * The orchestrator carries task nodes and map items: a loop round's input, a wait, a child run or
- * a first-wins cancel has no command of the step roles yet.
+ * The orchestrator carries task nodes, map items, loop rounds and waits: a child run has no
+ * command yet.
  */
 function unsupported(command: DagCommand): PermanentError {
   const what =
-    command.type === "node.assign" && command.loop
-      ? `${command.type} of a loop round`
-      : command.type === "node.cancel"
-        ? `${command.type} (${command.reason})`
-        : command.type;
+    command.type === "node.cancel" ? `${command.type} (${command.reason})` : command.type;
   return new PermanentError(
     "workflow.unsupported_step",
     `run ${command.run_id}: the orchestrator has no command for ${what} (node ${command.node_id})`,
@@ -146,6 +151,7 @@ function timelineEntry(step: DagEvent, cause: Envelope, now: Date): TimelineEntr
     event: step.type,
     ...("node_id" in step ? { node_id: step.node_id } : {}),
     ...("generation" in step ? { generation: step.generation } : {}),
+    ...(step.type === "signal.unmatched" ? { signal: step.signal } : {}),
     cause: cause.event_type,
   };
 }

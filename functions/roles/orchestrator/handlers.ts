@@ -43,6 +43,7 @@ import { failItems, redeliverItems, runningItems } from "./items";
 import { dueAtOf, extendLease, leaseOutlivesReport, mayRedeliver } from "./leases";
 import { reset, resolve } from "./resolve";
 import type { OrchestratorState } from "./state";
+import { signal, waitExpired } from "./wait-nodes";
 import { dependencyExpired } from "./waits";
 
 /**
@@ -64,6 +65,8 @@ export const HANDLERS: Readonly<Record<string, EventHandler>> = {
   "workflow.confirm.requested": toRun("workflow.confirm.requested", confirmNode),
   "node.confirm.expired": toRun("node.confirm.expired", confirmExpired),
   "node.dependency.expired": toRun("node.dependency.expired", dependencyExpired),
+  "workflow.signal.requested": toRun("workflow.signal.requested", signal),
+  "node.wait.expired": toRun("node.wait.expired", waitExpired),
   "node.heartbeat": toRun("node.heartbeat", (context, payload) => {
     const { state, leasing } = context;
     const next = extendLease(state, state && definitionOf(context, state), payload, leasing);

@@ -2,6 +2,7 @@ import type { NodeHeartbeat, NodeLeaseExpired } from "../../../schemas/events/wo
 import type { WorkflowDefinition } from "../../core/dag/definition";
 import type { Transition } from "../../core/dag/run";
 import type { NodeLease, OrchestratorState } from "./state";
+import { currentTimers } from "./timers";
 
 /**
  * Node leases and the run's due time, in one place. Every node released to an agent gets a lease,
@@ -26,10 +27,12 @@ import type { NodeLease, OrchestratorState } from "./state";
  *   node, not the item), and when it runs out every item still RUNNING is sent again (one
  *   redelivery of the node), or, once the redeliveries are spent, fails.
  *
+ * A wait node has no lease: no role carries it out, and its time is its timer (./timers).
+ *
  * The run's due time (the state table's by-due index, read by the lease sweeper) is the earliest
  * of: the lease expiry of a RUNNING node, the confirmation deadline of a BLOCKED one, the
- * dependency timeout of a waiting one (./waits), and, with nothing RUNNING but
- * nodes held back, now + the nudge delay.
+ * dependency timeout of a waiting one (./waits), the time of a RUNNING wait node (./timers),
+ * and, with nothing RUNNING but nodes held back, now + the nudge delay.
  */
 
 /** How long leases last and how soon a run with held nodes is nudged. */
@@ -60,16 +63,18 @@ const plusSeconds = (now: Date, seconds: number) =>
   new Date(now.getTime() + seconds * 1000).toISOString();
 
 /**
- * The lease of every RUNNING node after a transition: a queued one for a node assigned by it
- * (or a map item of it; counting the redeliveries of the same assignment), the held one for a node
- * still in the same assignment, a queued one for a RUNNING node without one (a state stored
- * before leases). Nodes that left RUNNING lose theirs.
+ * The lease of every RUNNING node a role carries out after a transition: a queued one for a node
+ * assigned by it (or a map item of it; counting the redeliveries of the same assignment), the held
+ * one for a node still in the same assignment, a queued one for a RUNNING node without one (a
+ * state stored before leases). Nodes that left RUNNING lose theirs.
  */
 export function leasesAfter(
   state: OrchestratorState,
+  def: WorkflowDefinition,
   transition: Transition,
   { now, policy }: Leasing,
 ): Record<string, NodeLease> {
+  const carried = new Set(def.nodes.flatMap((n) => (n.role === undefined ? [] : [n.id])));
   const assigned = new Set(
     transition.commands.flatMap((c) => (c.type === "node.assign" ? [c.node_id] : [])),
   );
@@ -79,7 +84,7 @@ export function leasesAfter(
   const held = leasesOf(state);
   const leases: Record<string, NodeLease> = {};
   for (const [nodeId, node] of Object.entries(transition.run.nodes)) {
-    if (node.state !== "RUNNING") continue;
+    if (node.state !== "RUNNING" || !carried.has(nodeId)) continue;
     const generation = node.assigned_generation ?? transition.run.generation;
     const kept = held[nodeId]?.generation === generation ? held[nodeId] : undefined;
     if (kept && !assigned.has(nodeId)) {
@@ -181,8 +186,9 @@ export function leaseOutlivesReport(
 }
 
 /**
- * When the run next needs the sweeper: the earliest lease expiry of a RUNNING node; with nothing
- * RUNNING but nodes held back, now + the nudge delay; otherwise never (null).
+ * When the run next needs the sweeper: the earliest lease expiry of a RUNNING node, confirmation
+ * deadline, dependency deadline or wait node's time; with nothing RUNNING but nodes held back,
+ * now + the nudge delay; otherwise never (null).
  */
 export function dueAtOf(state: OrchestratorState, { now, policy }: Leasing): string | null {
   if (state.run.status !== "RUNNING") return null;
@@ -203,6 +209,7 @@ export function dueAtOf(state: OrchestratorState, { now, policy }: Leasing): str
     const wait = state.waits?.[nodeId];
     if (wait && (node.state === "PENDING" || node.state === "READY")) consider(wait.due_at);
   }
+  for (const [, timer] of currentTimers(state)) consider(timer.due_at);
   if (!running && state.held.length > 0) consider(plusSeconds(now, policy.nudgeSeconds));
   return earliest === undefined ? null : new Date(earliest).toISOString();
 }

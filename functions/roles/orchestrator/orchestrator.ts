@@ -80,6 +80,8 @@ import { type OrchestratorState, parseRunState, summarizeRun } from "./state";
  *   (./agent).
  * - node.dependency.expired: a node waited for its inputs past its dependency timeout and ends
  *   FAILED (./waits).
+ * - node.wait.expired, workflow.signal.requested: a wait node's time came (its timer, or its
+ *   signal's deadline), or a signal for the run's wait nodes came (./wait-nodes, ./timers).
  *
  * Where it lives: the handler of each event type in ./handlers (payloads as the
  * pipeline validated them, typed by the registry; reset and resolve in ./resolve,

@@ -39,6 +39,8 @@ export const TimelineEntrySchema = z.object({
   event: z.union([DagEventTypeSchema, AgentStepTypeSchema]),
   node_id: z.optional(z.string()),
   generation: z.optional(z.int().check(z.nonnegative())),
+  /** The signal of a `signal.unmatched` step. */
+  signal: z.optional(z.string()),
   /** The event type that led to this step. */
   cause: z.string(),
 });
@@ -70,6 +72,19 @@ export const NodeWaitSchema = z.object({
 });
 export type NodeWait = z.output<typeof NodeWaitSchema>;
 
+/**
+ * The time of a RUNNING wait node's assignment (./timers): when its timer runs out, or, for a
+ * wait on a signal, the signal's deadline.
+ */
+export const NodeTimerSchema = z.object({
+  generation: z.int().check(z.nonnegative()),
+  /** ISO 8601. */
+  due_at: z.string(),
+  /** The signal the node waits for (absent: a timer). */
+  signal: z.optional(z.string()),
+});
+export type NodeTimer = z.output<typeof NodeTimerSchema>;
+
 export const OrchestratorStateSchema = z.object({
   /** What the run's start named: a content workflow kind, or a definition's name. */
   workflow: z.string(),
@@ -82,6 +97,8 @@ export const OrchestratorStateSchema = z.object({
   leases: z.optional(z.record(z.string(), NodeLeaseSchema)),
   /** When each node still waiting for its inputs (PENDING, or READY and held) gives up. */
   waits: z.optional(z.record(z.string(), NodeWaitSchema)),
+  /** The time of each RUNNING wait node (absent in states stored before wait nodes ran: {}). */
+  timers: z.optional(z.record(z.string(), NodeTimerSchema)),
   /** Correlation and task of the start request: what the sweeper's reports about the run carry. */
   origin: z.optional(z.object({ correlation_id: z.string(), task_id: z.string() })),
   /** The tenant whose run it is: its start request's (absent: the default tenant). */
