@@ -69,6 +69,7 @@ export {
   ContentRequest,
   contentEventTypes,
   FactCheckOutput,
+  MAX_CLAIMS,
   MAX_HEARTBEAT_LEASE_SECONDS,
   WORKFLOW_KINDS,
 } from "../schemas/events/workflow";

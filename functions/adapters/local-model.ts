@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { PermanentError } from "../core/errors";
 import type { ModelPort, ModelRequest, ModelResponse, ModelToolCall } from "../core/model";
+import { CLAIM_HEADING, PREVIOUS_ROUND_HEADING } from "../roles/content-agents/headings";
 import { refundReview } from "./local-model-refund";
 import {
   HUMAN_REVIEW_MARKER,
@@ -36,10 +37,13 @@ export {
  * (`topic-selection`, `fact-check`, `writing`, `review`), the support workflow's
  * `reply-generation` (./local-model-reply.ts) and the refund agent's `refund-review`, which calls
  * tools (./local-model-refund.ts). Put `[fail-fact-check]` anywhere in a fact-check request to get verdict
- * "fail" and drive the failure path, and `[unusable-draft]` in a writing request to get text that
- * is not the JSON asked for (every time, so the agent run ends NEEDS_HUMAN), and
- * `[needs-confirmation]` in a review request to get a request for an external confirmation (the
- * agent run goes BLOCKED until one is given); the reply and refund scripts say what drives them.
+ * "fail" and drive the failure path, `[disputed-claims:N]` in a topic hint to have topic
+ * selection state N claims no source backs (a fact check of one fails), and `[unusable-draft]` in
+ * a writing request to get text that is not the JSON asked for (every time, so the agent run ends
+ * NEEDS_HUMAN), `[needs-confirmation]` in a review request to get a request for an external
+ * confirmation (the agent run goes BLOCKED until one is given), and `[needs-revision]` to have
+ * review reject a first draft with notes, which the writer's next round answers and review then
+ * approves; the reply and refund scripts say what drives them.
  */
 export class DeterministicLocalModel implements ModelPort {
   readonly name = LOCAL_MODEL_NAME;
@@ -166,10 +170,27 @@ const ANGLES = [
 ] as const;
 const SOURCE_KINDS = ["report", "dataset", "interview", "filing", "study", "press-release"];
 const VERBS = ["reshapes", "tests", "rewards", "strains", "redefines", "quietly funds"] as const;
+/** In a topic hint: topic selection states N claims (the first N after the lead) no source backs. */
+const DISPUTED_CLAIMS = /\[disputed-claims:(\d+)\]/;
+/** The words of a claim no source backs: a fact check of it fails. */
+export const UNSOURCED_CLAIM = "a figure no source backs";
+
+/** The claims behind a topic: three or four, the lead first; `disputed` of them unsourced. */
+function claimsOf(subject: string, facts: RequestFacts): string[] {
+  const count = facts.int(3, 4, "claims");
+  const disputed = Number(DISPUTED_CLAIMS.exec(facts.text)?.[1] ?? 0);
+  return Array.from({ length: count }, (_, i) =>
+    i > 0 && i <= disputed
+      ? `Claim ${i + 1}: ${subject} doubled last year, ${UNSOURCED_CLAIM}.`
+      : `Claim ${i + 1}: ${subject} ${facts.pick(VERBS, `claim-${i}`)} ${facts.pick(ADJECTIVES, `claim-adjective-${i}`)} markets.`,
+  );
+}
+
 function topicSelection(_request: ModelRequest, facts: RequestFacts) {
   const subject = facts.pick(SUBJECTS, "subject");
   const count = facts.int(2, 3, "sources");
   return {
+    claims: claimsOf(subject, facts),
     topic: `The ${facts.pick(ADJECTIVES, "adjective")} economics of ${subject}`,
     angle: facts.pick(ANGLES, "angle"),
     sources: Array.from(
@@ -180,9 +201,14 @@ function topicSelection(_request: ModelRequest, facts: RequestFacts) {
   };
 }
 
+/**
+ * A fact check: of one claim when the request gives one (a map item), else of the claims behind
+ * the topic. It fails on `[fail-fact-check]`, or on a claim no source backs.
+ */
 function factCheck(_request: ModelRequest, facts: RequestFacts) {
-  const failed = facts.text.includes(FAIL_FACT_CHECK_MARKER);
-  const checked = facts.int(2, 7, "claims");
+  const failed =
+    facts.text.includes(FAIL_FACT_CHECK_MARKER) || facts.text.includes(UNSOURCED_CLAIM);
+  const checked = facts.text.includes(CLAIM_HEADING) ? 1 : facts.int(2, 7, "claims");
   return {
     verdict: failed ? ("fail" as const) : ("pass" as const),
     checked_claims: checked,
@@ -195,9 +221,34 @@ function factCheck(_request: ModelRequest, facts: RequestFacts) {
 /** In a writing request: the writer never answers in shape (the agent run ends NEEDS_HUMAN). */
 export const UNUSABLE_DRAFT_MARKER = "[unusable-draft]";
 
+/** The line a revised draft ends with: the writer answered the review's notes. */
+export const REVISED_DRAFT = "Revised after review:";
+/** In a topic hint: review rejects a draft that was not revised, with notes. */
+export const NEEDS_REVISION_MARKER = "[needs-revision]";
+const NOTES_IN_TEXT = /"notes"\s*:\s*"((?:[^"\\]|\\.){1,400})"/;
+
+/** A JSON string's text as it appears inside a JSON document, decoded; undefined if it is not. */
+function jsonString(quoted: string | undefined): string | undefined {
+  if (quoted === undefined) return undefined;
+  try {
+    return JSON.parse(`"${quoted}"`) as string;
+  } catch {
+    return undefined;
+  }
+}
+
 function writing(_request: ModelRequest, facts: RequestFacts) {
   if (facts.text.includes(UNUSABLE_DRAFT_MARKER))
     return `I could not write this one (ref ${facts.digest.slice(0, 8)}).`;
+  const draft = firstDraft(facts);
+  // A round after the first: the review's notes of the round before are in the request.
+  const previous = facts.text.split(PREVIOUS_ROUND_HEADING)[1];
+  const notes = previous === undefined ? undefined : jsonString(NOTES_IN_TEXT.exec(previous)?.[1]);
+  if (notes === undefined) return draft;
+  return { title: draft.title, body: `${draft.body}\n\n${REVISED_DRAFT} ${notes}` };
+}
+
+function firstDraft(facts: RequestFacts) {
   const subject = facts.pick(SUBJECTS, "subject");
   const title = `How ${subject} ${facts.pick(VERBS, "verb")} ${facts.pick(ADJECTIVES, "adjective")} markets`;
   const paragraphs = facts.int(2, 4, "paragraphs");
@@ -209,6 +260,7 @@ function writing(_request: ModelRequest, facts: RequestFacts) {
 }
 
 const TITLE_IN_TEXT = /"title"\s*:\s*"((?:[^"\\]|\\.){1,200})"/;
+const BODY_IN_TEXT = /"body"\s*:\s*"((?:[^"\\]|\\.){1,20000})"/;
 
 /**
  * In a review request: the reviewer asks for an external confirmation
@@ -217,6 +269,11 @@ const TITLE_IN_TEXT = /"title"\s*:\s*"((?:[^"\\]|\\.){1,200})"/;
 export const NEEDS_CONFIRMATION_MARKER = "[needs-confirmation]";
 const CONFIRMATION_GIVEN = "Confirmation received";
 
+/**
+ * A review: asks for a confirmation on `[needs-confirmation]` (until given); on
+ * `[needs-revision]` rejects a draft that was not revised, with notes; else approves the draft
+ * (the first title and body in the request: the writer's) as the final text.
+ */
 function review(_request: ModelRequest, facts: RequestFacts) {
   if (facts.text.includes(NEEDS_CONFIRMATION_MARKER) && !facts.text.includes(CONFIRMATION_GIVEN))
     return {
@@ -224,22 +281,21 @@ function review(_request: ModelRequest, facts: RequestFacts) {
         question: `Does the source behind the lead quote stand by it (ref ${facts.digest.slice(0, 8)})?`,
       },
     };
-  const quoted = TITLE_IN_TEXT.exec(facts.text)?.[1];
-  let title: string | undefined;
-  if (quoted !== undefined) {
-    try {
-      title = JSON.parse(`"${quoted}"`) as string;
-    } catch {
-      title = undefined;
-    }
-  }
-  return {
-    approved: true as const,
-    edits: facts.int(0, 9, "edits"),
-    final_title:
-      title ??
-      `The ${facts.pick(ADJECTIVES, "adjective")} case for ${facts.pick(SUBJECTS, "subject")}`,
-  };
+  const final_title =
+    jsonString(TITLE_IN_TEXT.exec(facts.text)?.[1]) ??
+    `The ${facts.pick(ADJECTIVES, "adjective")} case for ${facts.pick(SUBJECTS, "subject")}`;
+  const draft = jsonString(BODY_IN_TEXT.exec(facts.text)?.[1]);
+  const final_body = draft ?? `An article on ${final_title.toLowerCase()}.`;
+  const edits = facts.int(0, 9, "edits");
+  if (facts.text.includes(NEEDS_REVISION_MARKER) && !final_body.includes(REVISED_DRAFT))
+    return {
+      approved: false as const,
+      edits,
+      final_title,
+      final_body,
+      notes: `The lead claims more than the fact check supports; name the source of each figure (ref ${facts.digest.slice(0, 8)}).`,
+    };
+  return { approved: true as const, edits, final_title, final_body };
 }
 
 /** Scripts for the content-production workflow (seed 001 §6) and the support workflow. */

@@ -34,6 +34,12 @@ export interface StepDeclaration {
   readonly types?: StepCommandTypes;
   /** How long a started step may go without a heartbeat, in seconds. @default the orchestrator's */
   readonly leaseSeconds?: number;
+  /**
+   * A role that takes its step commands itself carries out map items too: it keeps a record per
+   * item, and names the item in its answers (the content agents do). The kit's step handler
+   * always does. @default false
+   */
+  readonly items?: boolean;
 }
 
 /** What the orchestrator knows of one step role. */
@@ -44,7 +50,8 @@ export const StepRoleEntry = z.object({
   lease_seconds: z.optional(z.int().check(z.positive(), z.maximum(MAX_HEARTBEAT_LEASE_SECONDS))),
   /**
    * The role carries out map items: it keeps a record per item and names the item in its answers.
-   * The kit's step handler does (./step-role.ts); a role that takes its commands itself does not.
+   * The kit's step handler does (./step-role.ts); a role that takes its commands itself when it
+   * declares so (`StepDeclaration.items`).
    */
   items: z.optional(z.boolean()),
 });
@@ -67,9 +74,10 @@ export function stepTypesOf(
 
 /**
  * The table entry of a group that declares `steps`; `items` when the kit's step handler carries
- * them out (it answers map items).
+ * them out (`handled`), or the role declares it carries out map items itself.
  */
-export function stepEntryOf(group: string, steps: StepDeclaration, items = false): StepRoleEntry {
+export function stepEntryOf(group: string, steps: StepDeclaration, handled = false): StepRoleEntry {
+  const items = handled || steps.items === true;
   const { requested, cancel, confirm } = stepTypesOf(group, steps);
   return {
     requested,

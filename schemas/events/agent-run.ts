@@ -2,7 +2,16 @@ import { IsoTime } from "../envelope";
 import { OpaqueId } from "../ids";
 import type { EventRegistry } from "../registry";
 import * as z from "../zod";
-import { Attempt, NodeId, NodeRefShape, OperatorReason, Requester } from "./fields";
+import {
+  Attempt,
+  ItemIndex,
+  LoopRef,
+  MapItemRef,
+  NodeId,
+  NodeRefShape,
+  OperatorReason,
+  Requester,
+} from "./fields";
 import { outsideCommand, outsideFact, streamCommand, streamFact } from "./kinds";
 import { CONTENT_ROLE_EVENTS, CONTENT_ROLES, ContentRequest, LeaseSeconds } from "./workflow";
 
@@ -45,6 +54,8 @@ export const NodeBlockedPayload = z.object({
   question: ConfirmationQuestion,
   /** When the wait ends without a confirmation (ExternalConfirmTimeout). */
   confirm_by: IsoTime,
+  /** The map item whose assignment is BLOCKED (its index), for an item of a map node. */
+  item: z.optional(ItemIndex),
 });
 export type NodeBlocked = z.infer<typeof NodeBlockedPayload>;
 
@@ -74,6 +85,10 @@ export const NodeConfirmRequestedPayload = z.object({
   /** The assignment's context, handed to the agent again to resume with. */
   input: z.record(z.string(), z.unknown()),
   run_input: ContentRequest,
+  /** The map item whose assignment it resumes, for an item of a map node. */
+  item: z.optional(MapItemRef),
+  /** The loop round of the assignment it resumes, inside a loop's body from round 2 on. */
+  loop: z.optional(LoopRef),
 });
 export type NodeConfirmRequested = z.infer<typeof NodeConfirmRequestedPayload>;
 

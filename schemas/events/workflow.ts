@@ -5,7 +5,9 @@ import * as z from "../zod";
 import { ContentRequest, WORKFLOW_KINDS } from "./content-request";
 import {
   Attempt,
+  ItemIndex,
   LoopRef,
+  MapItemRef,
   NodeId,
   type NodeRef,
   NodeRefShape,
@@ -99,29 +101,58 @@ export const NodeFailure = z.object({
 });
 export type NodeFailure = z.infer<typeof NodeFailure>;
 
-// Outputs of the content roles (what each agent's model must answer, and what its completion
-// carries).
+// Outputs of the content roles: what each agent's model must answer (`…Answer`), and what its
+// completion carries (`…Output`). They differ only where a field was added after completions
+// without it were written: a completion may lack it, a model's answer may not.
+
+const ShortText = (max: number) => z.string().check(z.minLength(1), z.maxLength(max));
+
+/** The most claims topic selection hands to the fact check (one map item each). */
+export const MAX_CLAIMS = 12;
+/** A claim to check: one short sentence. */
+export const Claim = ShortText(300);
+
 export const TopicSelectionOutput = z.object({
-  topic: z.string().check(z.minLength(1), z.maxLength(500)),
-  angle: z.string().check(z.minLength(1), z.maxLength(500)),
-  sources: z
-    .array(z.string().check(z.minLength(1), z.maxLength(500)))
-    .check(z.minLength(1), z.maxLength(20)),
+  topic: ShortText(500),
+  angle: ShortText(500),
+  sources: z.array(ShortText(500)).check(z.minLength(1), z.maxLength(20)),
+  /** The claims the article will rest on, each checked on its own (absent in older answers). */
+  claims: z.optional(z.array(Claim).check(z.maxLength(MAX_CLAIMS))),
 });
+export const TopicSelectionAnswer = z.object({
+  ...TopicSelectionOutput.shape,
+  claims: z.array(Claim).check(z.minLength(1), z.maxLength(MAX_CLAIMS)),
+});
+/** A fact check's verdict: on the topic's claims as a whole, or on the one claim of a map item. */
 export const FactCheckOutput = z.object({
   verdict: z.enum(["pass", "fail"]),
   checked_claims: z.int().check(z.nonnegative()),
-  notes: z.string().check(z.minLength(1), z.maxLength(4000)),
+  notes: ShortText(4000),
 });
 export const WritingOutput = z.object({
-  title: z.string().check(z.minLength(1), z.maxLength(300)),
-  body: z.string().check(z.minLength(1), z.maxLength(50_000)),
+  title: ShortText(300),
+  body: ShortText(50_000),
 });
+/**
+ * A review's decision and the text it settles on: `approved`, and when it is not, `notes` saying
+ * what to change (the writer's next round works from them); `final_title` and `final_body` are
+ * the article as the reviewer would publish it (absent in older answers).
+ */
 export const ReviewOutput = z.object({
   approved: z.boolean(),
   edits: z.int().check(z.nonnegative()),
-  final_title: z.string().check(z.minLength(1), z.maxLength(300)),
+  final_title: ShortText(300),
+  final_body: z.optional(ShortText(50_000)),
+  notes: z.optional(ShortText(2000)),
 });
+export const ReviewAnswer = z
+  .object({ ...ReviewOutput.shape, final_body: ShortText(50_000) })
+  .check(
+    z.refine((review) => review.approved || review.notes !== undefined, {
+      message: "a review that does not approve says why in notes",
+      path: ["notes"],
+    }),
+  );
 export type TopicSelectionOutput = z.infer<typeof TopicSelectionOutput>;
 export type FactCheckOutput = z.infer<typeof FactCheckOutput>;
 export type WritingOutput = z.infer<typeof WritingOutput>;
@@ -134,23 +165,34 @@ export const NodeRequestedPayload = z.object({
   input: z.record(z.string(), z.unknown()),
   /** The run's input (the operator's request). */
   run_input: ContentRequest,
+  /** Set for an item of a map node: which item, of how many, and its value. */
+  item: z.optional(MapItemRef),
   /** Set inside a loop's body from its second round on: the round and the round before's outputs. */
   loop: z.optional(LoopRef),
 });
 export type NodeRequested = z.infer<typeof NodeRequestedPayload>;
 
+/** The map item an answer is for (its index), as the request named it. */
+const AnsweredItem = { item: z.optional(ItemIndex) };
 const completedPayload = <O extends z.ZodMiniType>(output: O) =>
-  z.object({ ...NodeRefShape, output });
-export const NodeFailedPayload = z.object({ ...NodeRefShape, error: NodeFailure });
-export type NodeCompleted<O = unknown> = NodeRef & { output: O };
+  z.object({ ...NodeRefShape, output, ...AnsweredItem });
+export const NodeFailedPayload = z.object({ ...NodeRefShape, error: NodeFailure, ...AnsweredItem });
+export type NodeCompleted<O = unknown> = NodeRef & { output: O; item?: number };
 export type NodeFailed = z.infer<typeof NodeFailedPayload>;
 
-/** The content roles: agent role (consumer group) -> event-name stem and output schema. */
+/**
+ * The content roles: agent role (consumer group) -> event-name stem, the schema of its
+ * completion's output, and the schema its model's answer must fit.
+ */
 export const CONTENT_ROLE_EVENTS = {
-  "topic-selection": { stem: "topic_selection", output: TopicSelectionOutput },
-  "fact-check": { stem: "fact_check", output: FactCheckOutput },
-  writing: { stem: "writing", output: WritingOutput },
-  review: { stem: "review", output: ReviewOutput },
+  "topic-selection": {
+    stem: "topic_selection",
+    output: TopicSelectionOutput,
+    answer: TopicSelectionAnswer,
+  },
+  "fact-check": { stem: "fact_check", output: FactCheckOutput, answer: FactCheckOutput },
+  writing: { stem: "writing", output: WritingOutput, answer: WritingOutput },
+  review: { stem: "review", output: ReviewOutput, answer: ReviewAnswer },
 } as const;
 export type ContentRole = keyof typeof CONTENT_ROLE_EVENTS;
 export const CONTENT_ROLES = Object.keys(CONTENT_ROLE_EVENTS) as ContentRole[];

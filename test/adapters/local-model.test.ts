@@ -5,6 +5,9 @@ import {
   FAIL_FACT_CHECK_MARKER,
   HUMAN_REVIEW_MARKER,
   LOCAL_MODEL_NAME,
+  NEEDS_REVISION_MARKER,
+  REVISED_DRAFT,
+  UNSOURCED_CLAIM,
 } from "../../functions/adapters/local-model";
 import { AgentBusError, PermanentError, TransientError } from "../../functions/core/errors";
 import {
@@ -12,6 +15,10 @@ import {
   ModelOutputInvalidError,
   type ModelRequest,
 } from "../../functions/core/model";
+import {
+  CLAIM_HEADING,
+  PREVIOUS_ROUND_HEADING,
+} from "../../functions/roles/content-agents/headings";
 import type { ReplyGenerationRequested } from "../../functions/roles/customer-support/events/commands";
 import {
   allowedSourceRefs,
@@ -23,6 +30,7 @@ const TopicSelection = z.strictObject({
   topic: z.string().min(1),
   angle: z.string().min(1),
   sources: z.array(z.string().min(1)).min(1),
+  claims: z.array(z.string().min(1)).min(3).max(4),
 });
 const FactCheck = z.strictObject({
   verdict: z.enum(["pass", "fail"]),
@@ -34,6 +42,14 @@ const Review = z.strictObject({
   approved: z.literal(true),
   edits: z.number().int().nonnegative(),
   final_title: z.string().min(1),
+  final_body: z.string().min(1),
+});
+const Rejection = z.strictObject({
+  approved: z.literal(false),
+  edits: z.number().int().nonnegative(),
+  final_title: z.string().min(1),
+  final_body: z.string().min(1),
+  notes: z.string().min(1),
 });
 const ReplyGeneration = z.strictObject({
   reply_text: z.string().min(1),
@@ -139,11 +155,59 @@ describe("DeterministicLocalModel", () => {
     expect(FactCheck.parse(JSON.parse(text)).verdict).toBe("fail");
   });
 
-  it("lets the reviewer keep the writer's title when the draft is in the request", async () => {
+  it("lets the reviewer keep the writer's title and body when the draft is in the request", async () => {
     const model = new DeterministicLocalModel();
-    const draft = JSON.stringify({ title: 'Grid storage, "explained"', body: "..." });
+    const draft = JSON.stringify({ title: 'Grid storage, "explained"', body: "One.\n\nTwo." });
     const { text } = await model.converse(ask("review", `Review this draft: ${draft}`));
-    expect(Review.parse(JSON.parse(text)).final_title).toBe('Grid storage, "explained"');
+    expect(Review.parse(JSON.parse(text))).toMatchObject({
+      final_title: 'Grid storage, "explained"',
+      final_body: "One.\n\nTwo.",
+    });
+  });
+
+  it("states N claims no source backs on [disputed-claims:N], and fails the check of one", async () => {
+    const model = new DeterministicLocalModel();
+    const answer = async (role: string, text: string) =>
+      JSON.parse((await model.converse(ask(role, text))).text);
+    const topic = TopicSelection.parse(
+      await answer("topic-selection", "[disputed-claims:2] tides"),
+    );
+    expect(topic.claims.map((c) => c.includes(UNSOURCED_CLAIM))).toEqual(
+      topic.claims.map((_, i) => i === 1 || i === 2),
+    );
+    const sound = TopicSelection.parse(await answer("topic-selection", "tides"));
+    expect(sound.claims.some((c) => c.includes(UNSOURCED_CLAIM))).toBe(false);
+    const check = (claim: string) =>
+      answer("fact-check", `${CLAIM_HEADING} (1 of 3):\n${JSON.stringify(claim)}`);
+    expect(FactCheck.parse(await check(topic.claims[1] ?? ""))).toMatchObject({
+      verdict: "fail",
+      checked_claims: 1,
+    });
+    expect(FactCheck.parse(await check(topic.claims[0] ?? "")).verdict).toBe("pass");
+  });
+
+  it("on [needs-revision] rejects a first draft with notes, and approves the writer's revision", async () => {
+    const model = new DeterministicLocalModel();
+    const answer = async (role: string, text: string) =>
+      JSON.parse((await model.converse(ask(role, text))).text);
+    const request = `{"topic_hint":"${NEEDS_REVISION_MARKER} tides"}`;
+    const draft = Writing.parse(await answer("writing", request));
+    const rejected = Rejection.parse(
+      await answer("review", `${request}\n${JSON.stringify({ writing: draft })}`),
+    );
+    const previous = JSON.stringify({ review: rejected, writing: draft });
+    const revised = Writing.parse(
+      await answer("writing", `${request}\n\n${PREVIOUS_ROUND_HEADING}, by step:\n${previous}`),
+    );
+    expect(revised.body).toContain(`${REVISED_DRAFT} ${rejected.notes}`);
+    const approved = Review.parse(
+      await answer("review", `${request}\n${JSON.stringify({ writing: revised })}`),
+    );
+    expect(approved.final_body).toBe(revised.body);
+    // Without the marker, the first draft is approved.
+    expect(Review.parse(await answer("review", JSON.stringify({ writing: draft }))).approved).toBe(
+      true,
+    );
   });
 
   it("failNext throws the given error once, then answers again", async () => {

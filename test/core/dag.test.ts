@@ -23,7 +23,9 @@ import { PermanentError, TransientError } from "../../functions/core/errors";
 import {
   contentWorkflowFor,
   longForm,
+  longFormV2,
   quickNews,
+  quickNewsV2,
 } from "../../functions/roles/content-agents/workflows";
 
 // ---------------------------------------------------------------------------------------------
@@ -858,53 +860,53 @@ describe("cancelRun", () => {
 
 describe("content production (seed §6)", () => {
   it("picks the workflow by request kind", () => {
-    expect(contentWorkflowFor({ kind: "quick-news" })).toBe(quickNews);
-    expect(contentWorkflowFor({ kind: "long-form" })).toBe(longForm);
+    expect(contentWorkflowFor({ kind: "quick-news" })).toBe(quickNewsV2);
+    expect(contentWorkflowFor({ kind: "long-form" })).toBe(longFormV2);
     const e = thrown(() => contentWorkflowFor({ kind: "poem" }));
     expect(e.code).toBe("dag.unknown_content_kind");
     expect(e.message).toContain('"poem"');
   });
 
   it("quick news: fact check and writing in parallel, review after both", () => {
-    let t = startRun(quickNews, "run_q", { brief: "AI news" });
+    let t = startRun(quickNewsV2, "run_q", { brief: "AI news" });
     expect(assignOf(t, "topic-selection")).toMatchObject({
       role: "topic-selection",
       run_input: { brief: "AI news" },
     });
-    t = complete(t, quickNews, "topic-selection", { topic: "T" });
+    t = complete(t, quickNewsV2, "topic-selection", { topic: "T" });
     expect(assigned(t)).toEqual(["fact-check", "writing"]);
     expect(assignOf(t, "writing")?.role).toBe("writing");
-    t = complete(t, quickNews, "writing", { draft: "D" });
+    t = complete(t, quickNewsV2, "writing", { draft: "D" });
     expect(assigned(t)).toEqual([]);
-    t = complete(t, quickNews, "fact-check", { verified: true });
+    t = complete(t, quickNewsV2, "fact-check", { verified: true });
     expect(assignOf(t, "review")).toMatchObject({
       role: "review",
       input: { "fact-check": { verified: true }, writing: { draft: "D" } },
     });
-    t = complete(t, quickNews, "review", { final: "F" });
+    t = complete(t, quickNewsV2, "review", { final: "F" });
     expect(t.run.status).toBe("COMPLETED");
   });
 
   it("long form: fact check, then writing, then review", () => {
-    let t = startRun(longForm, "run_l", {});
-    t = complete(t, longForm, "topic-selection", { topic: "T" });
+    let t = startRun(longFormV2, "run_l", {});
+    t = complete(t, longFormV2, "topic-selection", { topic: "T" });
     expect(assigned(t)).toEqual(["fact-check"]);
-    t = complete(t, longForm, "fact-check", { facts: ["f"] });
+    t = complete(t, longFormV2, "fact-check", { facts: ["f"] });
     expect(assigned(t)).toEqual(["writing"]);
     expect(assignOf(t, "writing")?.input).toEqual({ "fact-check": { facts: ["f"] } });
-    t = complete(t, longForm, "writing", { draft: "D" });
+    t = complete(t, longFormV2, "writing", { draft: "D" });
     expect(assigned(t)).toEqual(["review"]);
-    t = complete(t, longForm, "review");
+    t = complete(t, longFormV2, "review");
     expect(t.run.status).toBe("COMPLETED");
   });
 
   it("quick news: a fact-check failure cancels review and reports a partial result", () => {
-    let t = startRun(quickNews, "run_q", {});
-    t = complete(t, quickNews, "topic-selection", { topic: "T" });
-    t = fail(t, quickNews, "fact-check", { code: "facts.unverifiable", message: "no sources" });
+    let t = startRun(quickNewsV2, "run_q", {});
+    t = complete(t, quickNewsV2, "topic-selection", { topic: "T" });
+    t = fail(t, quickNewsV2, "fact-check", { code: "facts.unverifiable", message: "no sources" });
     expect(states(t.run)).toMatchObject({ review: "CANCELLED", writing: "RUNNING" });
     expect(t.run.status).toBe("RUNNING");
-    t = complete(t, quickNews, "writing", { draft: "D" });
+    t = complete(t, quickNewsV2, "writing", { draft: "D" });
     expect(assigned(t)).toEqual([]);
     expect(t.run.status).toBe("PARTIAL");
     const result = runResult(t.run);
@@ -917,9 +919,9 @@ describe("content production (seed §6)", () => {
   });
 
   it("long form: a fact-check failure cancels writing and review", () => {
-    let t = startRun(longForm, "run_l", {});
-    t = complete(t, longForm, "topic-selection", { topic: "T" });
-    t = fail(t, longForm, "fact-check");
+    let t = startRun(longFormV2, "run_l", {});
+    t = complete(t, longFormV2, "topic-selection", { topic: "T" });
+    t = fail(t, longFormV2, "fact-check");
     expect(t.run.status).toBe("PARTIAL");
     expect(runResult(t.run)).toMatchObject({
       outputs: { "topic-selection": { topic: "T" } },

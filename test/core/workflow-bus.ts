@@ -40,10 +40,14 @@ export interface BusOptions {
   readonly confirmSeconds?: number;
   /** Roles on the bus besides the orchestrator and the content agents (other step roles). */
   readonly roles?: readonly Role<unknown>[];
+  /** The content agents' model. @default the local model with its default scripts */
+  readonly model?: DeterministicLocalModel;
+  /** The content agents read the run's stream for a cancel behind a request (their look-ahead). */
+  readonly lookAhead?: boolean;
 }
 
 export class Bus {
-  readonly model = new DeterministicLocalModel();
+  readonly model: DeterministicLocalModel;
   readonly roles: Role<unknown>[];
   readonly pending: Delivery[] = [];
   readonly handled: { group: string; type: string; status: StepStatus }[] = [];
@@ -60,6 +64,7 @@ export class Bus {
     this.deps = deps;
     this.store = store;
     this.clock = clock;
+    this.model = options.model ?? new DeterministicLocalModel();
     const seeded = options.seed === undefined ? undefined : new Random(options.seed);
     this.random = seeded && (() => seeded.next());
     this.roles = [
@@ -71,6 +76,7 @@ export class Bus {
             model: this.model,
             maxModelAttempts: options.maxModelAttempts,
             confirmSeconds: options.confirmSeconds,
+            ...(options.lookAhead ? { commandStream: store } : {}),
           }) as Role<unknown>,
       ),
       ...(options.roles ?? []),
@@ -186,9 +192,9 @@ export class Bus {
       .map((e) => ({ type: e.event_type, result: (e.payload as WorkflowEnded).result }));
   }
 
-  agentRun(runId: string, nodeId: string, generation = 0): AgentRun | undefined {
-    return this.store.states.get(`agent_run#${agentRunKey(runId, nodeId, generation)}`)?.data as
-      | AgentRun
-      | undefined;
+  /** The agent run of an assignment: of a node, or of a map item (`item`, its index). */
+  agentRun(runId: string, nodeId: string, generation = 0, item?: number): AgentRun | undefined {
+    const key = agentRunKey(runId, nodeId, generation, item);
+    return this.store.states.get(`agent_run#${key}`)?.data as AgentRun | undefined;
   }
 }

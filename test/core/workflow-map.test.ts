@@ -72,12 +72,15 @@ const wordMap = (name: string, maxFailed: number, role = "worker") =>
 
 const WORKFLOWS = [wordMap("words-tolerant", 1), wordMap("words-strict", 0)];
 
+/** A step role that takes its commands itself and does not say it carries out map items. */
+const ITEMLESS = { requested: "tally.node.requested", cancel: "tally.node.cancel.requested" };
+
 function busWith(duplicate = false) {
   const worker = workerModule();
   const modules = [listerModule, worker.module];
   const orchestrator = orchestratorRole({
-    stepRoles: stepRolesOf([...contentAgentModules, ...modules]),
-    workflows: [...WORKFLOWS, wordMap("words-written", 0, "writing")],
+    stepRoles: { ...stepRolesOf([...contentAgentModules, ...modules]), tally: ITEMLESS },
+    workflows: [...WORKFLOWS, wordMap("words-tallied", 0, "tally")],
   });
   const roles = modules.map((m) => buildRole(m, {} as RolePorts));
   const bus = new Bus({ orchestrator, roles, duplicate });
@@ -222,12 +225,12 @@ describe("a map node run by the orchestrator, one step per item", () => {
 
   it("refuses a map node whose role does not carry out map items", async () => {
     const { bus } = busWith();
-    const runId = start(bus, "words-written");
+    const runId = start(bus, "words-tallied");
     await bus.drain();
 
     const payload = bus.emitted("workflow.rejected")[0]?.payload as WorkflowRejected;
     expect(payload.code).toBe("workflow.map_role_without_items");
-    expect(payload.message).toContain("map node each runs writing");
+    expect(payload.message).toContain("map node each runs tally");
     expect(bus.store.states.get(`dag_run#${runId}`)?.data ?? null).toBeNull();
   });
 });

@@ -21,7 +21,14 @@ import {
 import type { NodeConfirmRequested } from "../../schemas/events/agent-run";
 import type { MessageReceived } from "../../schemas/events/conversation";
 import type { PlanCreated } from "../../schemas/events/task";
-import type { NodeRequested, WorkflowStartRequested } from "../../schemas/events/workflow";
+import {
+  type NodeRequested,
+  ReviewAnswer,
+  ReviewOutput,
+  TopicSelectionAnswer,
+  TopicSelectionOutput,
+  type WorkflowStartRequested,
+} from "../../schemas/events/workflow";
 import type { NodeCancelRequested } from "../../schemas/events/workflow-cancel";
 import { unvalidatedEnvelope } from "../support/factories";
 
@@ -120,5 +127,28 @@ describe("payloadOf", () => {
     const event = envelope("support.cancel.requested", {});
     // @ts-expect-error: not a registered event type
     expect(() => payloadOf(event, "support.cancel.requested.typo")).toThrow(PermanentError);
+  });
+});
+
+describe("the content agents' answers and what their completions carry", () => {
+  const review = { approved: true, edits: 1, final_title: "T", final_body: "B" };
+
+  it("refuses a review that does not approve without notes saying why", () => {
+    const refused = ReviewAnswer.safeParse({ ...review, approved: false });
+    expect(refused.success).toBe(false);
+    expect(refused.error?.issues).toEqual([
+      expect.objectContaining({ path: ["notes"], message: expect.stringContaining("says why") }),
+    ]);
+    expect(ReviewAnswer.safeParse({ ...review, approved: false, notes: "cut" }).success).toBe(true);
+  });
+
+  it("asks the model for the claims and the final body, and reads completions written without them", () => {
+    const { final_body: _body, ...older } = review;
+    expect(ReviewAnswer.safeParse(older).success).toBe(false);
+    expect(ReviewOutput.safeParse(older).success).toBe(true);
+    const topic = { topic: "T", angle: "A", sources: ["kb://s"] };
+    expect(TopicSelectionAnswer.safeParse(topic).success).toBe(false);
+    expect(TopicSelectionOutput.safeParse(topic).success).toBe(true);
+    expect(TopicSelectionAnswer.safeParse({ ...topic, claims: [] }).success).toBe(false);
   });
 });

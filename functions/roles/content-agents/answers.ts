@@ -13,6 +13,7 @@ import {
   type RunError,
   transition,
 } from "../../kit";
+import { itemIndexOf, type NodeRef } from "./ids";
 import type { ContentAgent, ContentDecision } from "./settings";
 
 /**
@@ -22,13 +23,6 @@ import type { ContentAgent, ContentDecision } from "./settings";
  */
 
 export const FACT_CHECK_REJECTED = "fact_check.rejected";
-
-/** The fields of a request that name the node it is for, repeated in every answer. */
-export interface NodeRef {
-  readonly run_id: string;
-  readonly node_id: string;
-  readonly generation: number;
-}
 
 /**
  * The answer an ended agent run gave, sent again for a repeated request of its assignment: the
@@ -91,8 +85,10 @@ export function failureOf(
   return failedDecision(agent, request, transition(run, trigger, { now, error }));
 }
 
-function nodeRefOf(request: NodeRef): NodeRef {
-  return { run_id: request.run_id, node_id: request.node_id, generation: request.generation };
+function nodeRefOf(request: NodeRef): NodeRef & { readonly item?: number } {
+  const { run_id, node_id, generation } = request;
+  const item = itemIndexOf(request);
+  return { run_id, node_id, generation, ...(item === undefined ? {} : { item }) };
 }
 
 /** A content agent's output, as `<role>.completed` carries it. */
@@ -115,7 +111,7 @@ function completedDecision(
 
 export function failedDecision(
   agent: ContentAgent,
-  request: Pick<NodeRequested, "run_id" | "node_id" | "generation">,
+  request: NodeRef,
   run: AgentRun,
 ): ContentDecision {
   const error = run.error ?? {

@@ -7,11 +7,12 @@ import {
   payloadOf,
   transition,
 } from "../../kit";
+import { itemIndexOf, type NodeRef } from "./ids";
 
 /**
  * How a content agent honours a cancel (seed 001 §4, TaskCancel on the command channel). The
- * orchestrator sends `<stem>.cancel.requested` for one assignment (run, node, generation) on the
- * run's stream: the stream, and the FIFO group, of the `<stem>.requested` it cancels, so the
+ * orchestrator sends `<stem>.cancel.requested` for one assignment (run, node, generation, and the
+ * item for an item of a map node) on the run's stream: the stream, and the FIFO group, of the `<stem>.requested` it cancels, so the
  * agent's group always gets it after that request. Hence:
  *
  * - Before any model call, a request looks ahead on its own stream: a cancel of its assignment
@@ -32,12 +33,6 @@ import {
 /** Reads the run's stream (where the orchestrator appends the agents' commands). */
 export type CommandStream = Pick<EventStore, "readStream">;
 
-/** The assignment a request or cancel is about. */
-interface Assignment {
-  readonly node_id: string;
-  readonly generation: number;
-}
-
 /**
  * Is a `cancelType` of `assignment` (the one `request` names) on the request's stream, after the
  * request?
@@ -46,17 +41,18 @@ export async function cancelIssued(
   stream: CommandStream | undefined,
   cancelType: ContentEventTypes["cancel"],
   request: Envelope,
-  assignment: Assignment,
+  assignment: NodeRef,
 ): Promise<boolean> {
   if (!stream) return false;
   const { node_id, generation } = assignment;
+  const item = itemIndexOf(assignment);
   const { type, id, version } = request.aggregate;
   const later = await stream.readStream({ type, id }, version + 1, Number.MAX_SAFE_INTEGER);
   return later.some((event) => {
     if (event.event_type !== cancelType) return false;
     // Read back from the stream as written: the cancel commands have one schema version.
     const cancel = payloadOf(event, cancelType);
-    return cancel.node_id === node_id && cancel.generation === generation;
+    return cancel.node_id === node_id && cancel.generation === generation && cancel.item === item;
   });
 }
 
@@ -91,7 +87,8 @@ export function decideCancel(
   now: Date,
 ): TypedDecision<AgentRun, never> {
   const cancel = payloadOf(event, ...CANCEL_TYPES);
-  const reason = `${cancel.reason}: ${event.event_type} ${event.event_id} for run ${cancel.run_id} node ${cancel.node_id} generation ${cancel.generation}`;
+  const item = cancel.item === undefined ? "" : ` item ${cancel.item}`;
+  const reason = `${cancel.reason}: ${event.event_type} ${event.event_id} for run ${cancel.run_id} node ${cancel.node_id}${item} generation ${cancel.generation}`;
   if (!existing) return { state: transition(fresh(), "TaskCancelled", { now, reason }) };
   if (existing.state === "BLOCKED")
     return { state: transition(existing, "TaskCancelled", { now, reason }) };

@@ -13,6 +13,7 @@ import {
   withRunId,
 } from "../../kit";
 import { failedDecision } from "./answers";
+import { itemIndexOf, type NodeRef } from "./ids";
 import type { ContentAgent, ContentDecision } from "./settings";
 
 /**
@@ -59,8 +60,17 @@ export function questionOf(value: unknown): string | undefined {
 
 /** The assignment a request or a confirmation names, as a request to work from. */
 export function requestOf(payload: NodeRequested | NodeConfirmRequested): NodeRequested {
-  const { run_id, node_id, generation, attempt, input, run_input } = payload;
-  return { run_id, node_id, generation, attempt, input, run_input };
+  const { run_id, node_id, generation, attempt, input, run_input, item, loop } = payload;
+  return {
+    run_id,
+    node_id,
+    generation,
+    attempt,
+    input,
+    run_input,
+    ...(item ? { item } : {}),
+    ...(loop ? { loop } : {}),
+  };
 }
 
 /** RUNNING -TaskBlocked-> BLOCKED until now + the agent's confirmation window. */
@@ -82,9 +92,10 @@ export function block(
 /** The stored BLOCKED run and its `node.blocked` (also sent again for a repeated request). */
 export function blockedDecision(
   agent: ContentAgent,
-  request: Pick<NodeRequested, "run_id" | "node_id" | "generation">,
+  request: NodeRef,
   run: AgentRun,
 ): ContentDecision {
+  const item = itemIndexOf(request);
   const payload: NodeBlocked = {
     run_id: request.run_id,
     node_id: request.node_id,
@@ -92,6 +103,7 @@ export function blockedDecision(
     agent: agent.role,
     question: run.error?.message.slice(0, 2000) || "a confirmation",
     confirm_by: run.confirm_by ?? run.updated_at,
+    ...(item === undefined ? {} : { item }),
   };
   return { state: run, emit: [{ type: "node.blocked", payload, orderKey: request.run_id }] };
 }

@@ -27,7 +27,7 @@ import {
   upcastRun,
   withRunId,
 } from "../../kit";
-import { answerAgain, answerOf, correctedReply, failureOf, type NodeRef, retried } from "./answers";
+import { answerAgain, answerOf, correctedReply, failureOf, retried } from "./answers";
 import { cancelIssued, cancelledWhileRunning, decideCancel, discardCancelled } from "./cancel";
 import {
   block,
@@ -38,7 +38,7 @@ import {
   questionOf,
   requestOf,
 } from "./confirm";
-import { agentRunIdOf, agentRunKey } from "./ids";
+import { agentRunIdOf, agentRunKey, itemIndexOf, type NodeRef } from "./ids";
 import modelSchemas from "./model-schemas.json";
 import { CONFIRMATION_INSTRUCTION, INSTRUCTIONS, promptOf } from "./prompts";
 import {
@@ -54,8 +54,12 @@ import {
  * The four content agents of seed 001 §6 (topic selection, fact check, writing, review), one
  * factory. Each is a consumer group named after its role that takes `<role>.requested` commands
  * from the orchestrator and answers `<role>.completed` or `<role>.failed` on the stream of its
- * agent run: aggregate `agent_run/<agentRunKey(run_id, node_id, generation)>`, so a re-run (new
- * generation) is a new agent run and a redelivered request finds the one it already finished.
+ * agent run: aggregate `agent_run/<agentRunKey(run_id, node_id, generation, item)>`, so a re-run
+ * (new generation) is a new agent run and a redelivered request finds the one it already finished.
+ * An item of a map node (the fact check of one claim, say) is an assignment of its own: its
+ * request carries the item (`item`: index, count, value), its agent run is keyed by the item's
+ * index too, and everything the agent answers about it (completed, failed, blocked) names it;
+ * a cancel naming the item stops that item's work only.
  * Each run of it (a request's delivery that runs the model, a resume) has a run id of its own,
  * which the agent run records and everything the run emits carries (./ids).
  *
@@ -218,10 +222,14 @@ function agentRunRefOf(role: ContentRole): (event: Envelope) => AggregateRef {
   return stateOf;
 }
 
-/** The agent run a command belongs to: one per (run, node, generation). */
+/** The agent run a command belongs to: one per (run, node, generation, map item). */
 function agentRunRef(role: ContentRole, event: Envelope): AggregateRef {
-  const { run_id, node_id, generation } = assignmentOf(role, event);
-  return { type: AGENT_RUN_AGGREGATE, id: agentRunKey(run_id, node_id, generation) };
+  const assignment = assignmentOf(role, event);
+  const { run_id, node_id, generation } = assignment;
+  return {
+    type: AGENT_RUN_AGGREGATE,
+    id: agentRunKey(run_id, node_id, generation, itemIndexOf(assignment)),
+  };
 }
 
 /**
@@ -368,7 +376,7 @@ export function contentAnswer(output: z.ZodMiniType<unknown>): z.ZodMiniType<unk
  */
 function callModel(work: Work): Promise<StructuredResult<unknown>> {
   const { agent, event, request, started: run, confirmation } = work;
-  const prompt = promptOf(request);
+  const prompt = promptOf(agent.role, request);
   return invokeStructured(
     agent.model,
     {

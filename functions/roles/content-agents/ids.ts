@@ -3,10 +3,11 @@ import { type Envelope, letterDigest } from "../../kit";
 /**
  * The two ids of a content agent's work (seed 000 §4.1 and §4.2).
  *
- * - The agent run key, `arun_…`: one per assignment (DAG run, node, generation). It is the
- *   `agent_run` aggregate id, the same through retries, redeliveries and resumes, so a repeated
- *   request finds the agent run it already answered and the DAG's node keeps one agent run per
- *   generation (a re-run, a new generation, is a new key).
+ * - The agent run key, `arun_…`: one per assignment (DAG run, node, generation, and for an item
+ *   of a map node its index). It is the `agent_run` aggregate id, the same through retries,
+ *   redeliveries and resumes, so a repeated request finds the agent run it already answered and
+ *   the DAG's node (or map item) keeps one agent run per generation (a re-run, a new generation,
+ *   is a new key).
  * - The run id, `agrun_…` (the envelope's and the agent run's `run_id`): new for each run of the
  *   agent and each resume. A run is one worker's processing of the message that starts or
  *   resumes the agent run: a request, or a confirmation that resumes a BLOCKED one. A redelivery
@@ -29,12 +30,39 @@ import { type Envelope, letterDigest } from "../../kit";
  * own first delivery had, if that one ran and did not commit.
  */
 
-/** The agent run key of one assignment: `arun_` + 32 letters of a SHA-256 (no digit runs). */
-export function agentRunKey(runId: string, nodeId: string, generation: number): string {
-  return `arun_${letterDigest(`${runId}\u0000${nodeId}\u0000${generation}`, 32)}`;
+/**
+ * The agent run key of one assignment: `arun_` + 32 letters of a SHA-256 (no digit runs) of its
+ * run, node and generation, and of its item's index for an item of a map node.
+ */
+export function agentRunKey(
+  runId: string,
+  nodeId: string,
+  generation: number,
+  item?: number,
+): string {
+  const itemPart = item === undefined ? "" : `\u0000${item}`;
+  return `arun_${letterDigest(`${runId}\u0000${nodeId}\u0000${generation}${itemPart}`, 32)}`;
 }
 
 /** The run id of `group`'s run on `event`, delivered for the `receiveCount`th time. */
 export function agentRunIdOf(group: string, event: Envelope, receiveCount: number): string {
   return `agrun_${letterDigest(`${group}\u0000${event.event_id}\u0000${receiveCount}`, 32)}`;
+}
+
+/**
+ * The fields of a command that name the assignment it is for, repeated in every answer: the node,
+ * and for an item of a map node the item (a request carries it whole, a cancel or an answer its
+ * index).
+ */
+export interface NodeRef {
+  readonly run_id: string;
+  readonly node_id: string;
+  readonly generation: number;
+  readonly item?: number | { readonly index: number };
+}
+
+/** The map item a command names (its index), for an item of a map node. */
+export function itemIndexOf(command: Pick<NodeRef, "item">): number | undefined {
+  const { item } = command;
+  return typeof item === "object" ? item.index : item;
 }

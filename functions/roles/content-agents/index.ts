@@ -52,12 +52,14 @@ export function contentAgentModule(role: ContentRole) {
     },
     settings: ContentAgentSettings,
     uses: { model },
-    modelSchemas: { [role]: contentAnswer(CONTENT_ROLE_EVENTS[role].output) },
-    // A step role under its own names (runs in flight depend on them); its role takes them.
+    modelSchemas: { [role]: contentAnswer(CONTENT_ROLE_EVENTS[role].answer) },
+    // A step role under its own names (runs in flight depend on them); its role takes them, and
+    // carries out map items (one agent run per item).
     steps: {
       input: ContentRequest,
       output: CONTENT_ROLE_EVENTS[role].output,
       types: { requested, cancel, confirm: confirmTypeOf(role) },
+      items: true,
     },
     build: (ports, settings) =>
       contentAgentRole({

@@ -51,6 +51,7 @@ export interface ContentAgent {
   readonly leaseSeconds: number;
   readonly heartbeatLease: number;
   readonly maxTokens: number;
+  /** What the model's answer must fit (the role's `answer` schema). */
   readonly outputSchema: z.ZodMiniType<unknown>;
   readonly types: ReturnType<typeof contentEventTypes>;
   readonly commandStream: CommandStream | undefined;
@@ -75,7 +76,7 @@ export function resolveAgent(options: ContentAgentOptions): ContentAgent {
     leaseSeconds,
     heartbeatLease: Math.min(MAX_HEARTBEAT_LEASE_SECONDS, Math.max(1, Math.round(leaseSeconds))),
     maxTokens: options.maxTokens ?? 2048,
-    outputSchema: entry.output,
+    outputSchema: entry.answer,
     types: contentEventTypes(role),
     commandStream: options.commandStream,
     confirmSeconds: positive(options.confirmSeconds ?? DEFAULT_CONFIRM_SECONDS, "confirmSeconds"),

@@ -9,6 +9,7 @@ import {
   DagRequestError,
   defineWorkflow,
   isRecord,
+  MAX_CLAIMS,
   show,
   WORKFLOW_KINDS,
 } from "../../kit";
@@ -33,27 +34,94 @@ const LONG_FORM_EDGES = [
   { from: "writing", to: "review" },
 ];
 
-/** Quick news: topic selection, then fact check and writing in parallel, then review. */
-export const quickNews: WorkflowDefinition = defineWorkflow({
+/** Quick news v2: topic selection, then fact check and writing in parallel, then review. */
+export const quickNewsV2: WorkflowDefinition = defineWorkflow({
   name: "content.quick-news",
   version: 2,
   nodes: CONTENT_NODES,
   edges: QUICK_NEWS_EDGES,
 });
 
-/** Long form: topic selection, fact check, writing, review, one after the other. */
-export const longForm: WorkflowDefinition = defineWorkflow({
+/** Long form v2: topic selection, fact check, writing, review, one after the other. */
+export const longFormV2: WorkflowDefinition = defineWorkflow({
   name: "content.long-form",
   version: 2,
   nodes: CONTENT_NODES,
   edges: LONG_FORM_EDGES,
 });
 
+/** How many rounds of writing and review a draft gets before its last review stands. */
+export const REVIEW_ROUNDS = 3;
+/** How many of the topic's claims may fail their fact check with the article still written. */
+export const CLAIMS_MAY_FAIL = 1;
+
+/** The fact check of each claim topic selection states, in parallel, one map item a claim. */
+const FACT_CHECK_EACH_CLAIM = {
+  id: "fact-check",
+  role: "fact-check",
+  map: {
+    items: { node: "topic-selection", path: "claims" },
+    concurrency: 4,
+    maxItems: MAX_CLAIMS,
+    maxFailed: CLAIMS_MAY_FAIL,
+  },
+};
+
+/** Writing and review repeat, review's notes going to the next draft, until review approves. */
+const REVISE_UNTIL_APPROVED = {
+  from: "review",
+  to: "writing",
+  loop: { until: { path: "approved", equals: true }, maxRounds: REVIEW_ROUNDS },
+};
+
 /**
- * Version 1 of a workflow, kept for the runs that started on it. It had the same graph; only its
- * nodes' roles named the agents otherwise (`topic-selector`, `fact-checker`, `writer`,
- * `reviewer`). A run stores its definition's name and version, never a node's role, so a run of
- * version 1 reads on with the agents' own names. Remove once no run of version 1 is in flight.
+ * Quick news v3: topic selection; then the fact check of each claim (a map, one claim tolerated
+ * failing) and writing in parallel; then review, which sends the draft back to writing with its
+ * notes until it approves (at most REVIEW_ROUNDS rounds, the last review standing). A fact check
+ * over its tolerance fails, and review with it: the run ends PARTIAL.
+ */
+export const quickNews: WorkflowDefinition = defineWorkflow({
+  name: "content.quick-news",
+  version: 3,
+  nodes: [
+    { id: "topic-selection", role: "topic-selection" },
+    FACT_CHECK_EACH_CLAIM,
+    { id: "writing", role: "writing" },
+    { id: "review", role: "review" },
+  ],
+  edges: [...QUICK_NEWS_EDGES, REVISE_UNTIL_APPROVED],
+});
+
+/**
+ * Long form v3: topic selection; the fact check of each claim (a map); writing only when the
+ * fact check passed enough claims (its output lists them); then review and writing in rounds as
+ * quick news. A fact check over its tolerance is DEGRADED (output `{}`) instead of failed, so
+ * writing's condition does not hold: writing and review are SKIPPED and the run ends with the
+ * fact check DEGRADED and no article.
+ */
+export const longForm: WorkflowDefinition = defineWorkflow({
+  name: "content.long-form",
+  version: 3,
+  nodes: [
+    { id: "topic-selection", role: "topic-selection" },
+    { ...FACT_CHECK_EACH_CLAIM, degrade: "empty" as const },
+    { id: "writing", role: "writing" },
+    { id: "review", role: "review" },
+  ],
+  edges: [
+    { from: "topic-selection", to: "fact-check" },
+    { from: "fact-check", to: "writing", when: { path: "items" } },
+    { from: "writing", to: "review" },
+    REVISE_UNTIL_APPROVED,
+  ],
+});
+
+/**
+ * Version 1 of a workflow, kept for the runs that started on it. It had the same graph as
+ * version 2; only its nodes' roles named the agents otherwise (`topic-selector`, `fact-checker`,
+ * `writer`, `reviewer`). A run stores its definition's name and version, never a node's role, so
+ * a run of version 1 reads on with the agents' own names. Remove once no run of version 1 is in
+ * flight.
  */
 const version1Of = (def: WorkflowDefinition): WorkflowDefinition =>
   defineWorkflow({ ...def, version: 1 });
@@ -64,18 +132,27 @@ export type ContentWorkflowRequest = z.output<typeof ContentWorkflowRequestSchem
 
 /**
  * Every version of every content workflow that runs may still be on. A run keeps the name and
- * version of the definition it started with and is carried on by exactly that one
- * (the orchestrator's catalog, functions/roles/orchestrator/catalog.ts): to change a workflow, add its next version here (the newest of a name
- * starts new runs) and remove an old one only once no run of it is in flight.
+ * version of the definition it started with and is carried on by exactly that one (the
+ * orchestrator's catalog, functions/roles/orchestrator/catalog.ts): to change a workflow, add its
+ * next version here, and remove an old one only once no run of it is in flight.
  */
 export const CONTENT_WORKFLOWS: readonly WorkflowDefinition[] = [
   quickNews,
   longForm,
-  version1Of(quickNews),
-  version1Of(longForm),
+  quickNewsV2,
+  longFormV2,
+  version1Of(quickNewsV2),
+  version1Of(longFormV2),
 ];
 
-/** The workflow for a content request: quick news runs fact check || writing, long form serially. */
+/**
+ * The version of each content workflow a start by kind runs: version 2 (one fact check of the
+ * topic, one review). Version 3 is defined and carried on like any other; starts move to it when
+ * this says 3.
+ */
+export const STARTED_VERSION = 2;
+
+/** The workflow a content request starts: quick news runs fact check || writing, long form serially. */
 export function contentWorkflowFor(request: { readonly kind: unknown }): WorkflowDefinition {
   const parsed = ContentWorkflowRequestSchema.safeParse(request);
   if (!parsed.success) {
@@ -87,8 +164,9 @@ export function contentWorkflowFor(request: { readonly kind: unknown }): Workflo
     );
   }
   const name = parsed.data.kind === "quick-news" ? quickNews.name : longForm.name;
-  const versions = CONTENT_WORKFLOWS.filter((d) => d.name === name);
-  return versions.reduce((newest, d) => (d.version > newest.version ? d : newest));
+  const started = CONTENT_WORKFLOWS.find((d) => d.name === name && d.version === STARTED_VERSION);
+  if (!started) throw new Error(`no version ${STARTED_VERSION} of ${name} is defined`);
+  return started;
 }
 
 /** A content agent and the event types it is asked (and told to stop) and answers with. */
@@ -105,11 +183,14 @@ export const CONTENT_AGENTS: readonly ContentAgent[] = CONTENT_ROLES.map((agent)
 const isContentRole = (role: string): role is ContentRole =>
   (CONTENT_ROLES as readonly string[]).includes(role);
 
-/** The output schema of a content role (what its agent answers with); undefined for any other role. */
+/**
+ * The output schema of a content role (what its agent answers with, so what a person resolving
+ * one of its nodes must give); undefined for any other role.
+ */
 export function agentOutputSchema(
   role: string,
 ): z.ZodMiniType<Record<string, unknown>> | undefined {
-  return isContentRole(role) ? CONTENT_ROLE_EVENTS[role].output : undefined;
+  return isContentRole(role) ? CONTENT_ROLE_EVENTS[role].answer : undefined;
 }
 
 /**

@@ -7,6 +7,7 @@ import {
   type NodeStarted,
   type WorkflowConfirmRequested,
 } from "../../../schemas/events/agent-run";
+import { mapItemsOf } from "../../core/dag/assignment";
 import { Draft } from "../../core/dag/draft";
 import { graphOf } from "../../core/dag/graph";
 import { assignment } from "../../core/dag/release-pass";
@@ -39,7 +40,11 @@ import {
  *   agent answers BLOCKED again) changes nothing.
  * - `node.blocked`: the agent needs an external confirmation; the node is BLOCKED until
  *   `confirm_by` (its lease runs to confirm_by + the role's lease, a backstop), which joins the
- *   run's due time so the sweeper reports `node.confirm.expired` when it passes.
+ *   run's due time so the sweeper reports `node.confirm.expired` when it passes. For a map node,
+ *   the report names the item, and the confirmation resumes that item. A map node waits for one
+ *   item's confirmation at a time (one lease): another item's report while one waits is not
+ *   recorded, and that item's agent reports again when its request is sent again (the node's
+ *   lease running out), by which time the first has been answered.
  * - `workflow.confirm.requested` (an operator) or `node.confirm.expired` (the sweeper): the
  *   outcome (confirmed, refused, timed_out) goes to the node's agent as
  *   `<stem>.confirm.requested` on the run's stream, with the assignment's input again, and the
@@ -109,6 +114,7 @@ export function nodeBlocked(context: RunContext, report: NodeBlocked): Orchestra
   const { state, event, leasing } = context;
   const lease = state && currentLease(state, report.node_id, report.generation);
   if (!state || !lease || lease.blocked?.confirm_by === report.confirm_by) return {};
+  if (!itemMayBlock(state, report, lease)) return {};
   const role = roleOf(context, state, report.node_id);
   if (role === undefined || role !== report.agent)
     throw new PermanentError(
@@ -121,7 +127,12 @@ export function nodeBlocked(context: RunContext, report: NodeBlocked): Orchestra
     started: true,
     started_at: lease.started_at ?? now.toISOString(),
     expires_at: plus(Date.parse(report.confirm_by), policy.leaseSeconds(role)),
-    blocked: { since: now.toISOString(), confirm_by: report.confirm_by, question: report.question },
+    blocked: {
+      since: now.toISOString(),
+      confirm_by: report.confirm_by,
+      question: report.question,
+      ...(report.item === undefined ? {} : { item: report.item }),
+    },
   };
   const stepped = withStep(
     withLease(state, report.node_id, next),
@@ -132,6 +143,18 @@ export function nodeBlocked(context: RunContext, report: NodeBlocked): Orchestra
     now,
   );
   return decided(stepped, leasing);
+}
+
+/**
+ * A report of a blocked map item counts when the item is RUNNING under the report's generation
+ * and no other item of the node waits for its confirmation.
+ */
+function itemMayBlock(state: OrchestratorState, report: NodeBlocked, lease: NodeLease): boolean {
+  if (report.item === undefined) return true;
+  const item = state.run.nodes[report.node_id]?.items?.[report.item];
+  if (item?.state !== "RUNNING" || item.assigned_generation !== report.generation) return false;
+  const waiting = lease.blocked && !lease.blocked.outcome ? lease.blocked.item : undefined;
+  return waiting === undefined || waiting === report.item;
 }
 
 /** An operator's answer to a BLOCKED node, handed to its agent; refused when it is not BLOCKED. */
@@ -181,16 +204,18 @@ function confirmation(
   role: string,
   generation: number,
   answer: Pick<NodeConfirmRequested, "outcome" | "question" | "note" | "requested_by">,
+  itemIndex?: number,
 ): NodeConfirmRequested | undefined {
   const def = definitionOf(context, state);
   const node = state.run.nodes[nodeId];
-  const assigned = assignment(
-    new Draft(graphOf(def), state.run),
-    nodeId,
-    role,
-    node?.attempt ?? 1,
-    generation,
-  );
+  const draft = new Draft(graphOf(def), state.run);
+  const items = node?.items;
+  const item =
+    itemIndex === undefined || !items
+      ? undefined
+      : { index: itemIndex, count: items.length, value: mapItemsOf(draft, nodeId)?.[itemIndex] };
+  const attempt = item ? (items?.[item.index]?.attempt ?? 1) : (node?.attempt ?? 1);
+  const assigned = assignment(draft, nodeId, role, attempt, generation, item);
   if (assigned.type !== "node.assign") return undefined;
   return parseWith(
     NodeConfirmRequestedPayload,
@@ -202,6 +227,8 @@ function confirmation(
       ...answer,
       input: { ...assigned.input },
       run_input: assigned.run_input,
+      ...(assigned.item ? { item: assigned.item } : {}),
+      ...(assigned.loop ? { loop: assigned.loop } : {}),
     },
     "workflow.invalid_run_input",
     `the confirmation of node ${nodeId} of run ${state.run.run_id}`,
@@ -231,7 +258,15 @@ function sendOutcome(
       `node ${nodeId} of run ${state.run.run_id} is BLOCKED, but its step role ${role} takes no confirmation`,
     );
   const answer = { outcome, question: blocked.question, ...by };
-  const payload = confirmation(context, state, nodeId, role, lease.generation, answer);
+  const payload = confirmation(
+    context,
+    state,
+    nodeId,
+    role,
+    lease.generation,
+    answer,
+    blocked.item,
+  );
   if (!payload) return {};
   const { now, policy } = leasing;
   const next: NodeLease = {

@@ -156,11 +156,14 @@ export interface StartRefusal {
   readonly message: string;
 }
 
-/** The content agents as step roles: what an orchestrator built without a stack's table knows. */
+/**
+ * The content agents as step roles: what an orchestrator built without a stack's table knows.
+ * They carry out map items (one agent run per item).
+ */
 export const CONTENT_STEP_ROLES: StepRoleTable = Object.fromEntries(
   CONTENT_AGENTS.map(({ agent, requested, cancel }) => [
     agent,
-    { requested, cancel, confirm: confirmEventType(CONTENT_ROLE_EVENTS[agent].stem) },
+    { requested, cancel, confirm: confirmEventType(CONTENT_ROLE_EVENTS[agent].stem), items: true },
   ]),
 );
 
@@ -195,7 +198,7 @@ export function stepRoles(table: StepRoleTable = CONTENT_STEP_ROLES): StepRoles 
         return {
           code: "workflow.map_role_without_items",
           ...(itemless[0] ? { nodeId: itemless[0].id } : {}),
-          message: `workflow ${def.name} v${def.version}: ${itemless.map((n) => `map node ${n.id} runs ${n.role}`).join(", ")}, which ${itemless.length === 1 ? "does" : "do"} not carry out map items (a step role does when the kit's step handler runs its steps)`,
+          message: `workflow ${def.name} v${def.version}: ${itemless.map((n) => `map node ${n.id} runs ${n.role}`).join(", ")}, which ${itemless.length === 1 ? "does" : "do"} not carry out map items (a step role does when the kit's step handler runs its steps, or when it declares steps.items)`,
         };
       return undefined;
     },

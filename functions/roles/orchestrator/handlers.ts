@@ -95,7 +95,7 @@ export const HANDLERS: Readonly<Record<string, EventHandler>> = {
  * A new run of the requested workflow; a start for a run that exists changes nothing. Refused
  * (`workflow.rejected`) when the orchestrator knows no such workflow, when a node of it names a
  * role that is not a step role of the stack, or when a map node's role does not carry out map
- * items (the content agents keep one agent run per node).
+ * items (a role that takes its step commands itself and does not declare `steps.items`).
  */
 async function start(
   context: RunContext,

@@ -26,6 +26,8 @@ export const NodeBlockSchema = z.object({
   since: z.string(),
   confirm_by: z.string(),
   question: z.string(),
+  /** The map item whose agent run is BLOCKED (its index), for a map node. */
+  item: z.optional(z.int().check(z.nonnegative())),
   /** The outcome handed to the agent (it resumes or fails from here). */
   outcome: z.optional(z.enum(["confirmed", "refused", "timed_out"])),
 });
@@ -164,7 +166,10 @@ export function blockedApprovals(
       {
         step: id,
         action: `resume ${role}`,
-        input: { question: blocked.question },
+        input: {
+          question: blocked.question,
+          ...(blocked.item === undefined ? {} : { item: blocked.item }),
+        },
         since: blocked.since,
         deadline: blocked.confirm_by,
         onDeadline: "fail" as const,

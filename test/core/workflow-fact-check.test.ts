@@ -1,0 +1,279 @@
+import { ulid } from "ulid";
+import { describe, expect, it } from "vitest";
+import {
+  DEFAULT_SCRIPTS,
+  DeterministicLocalModel,
+  NEEDS_REVISION_MARKER,
+  REVISED_DRAFT,
+  UNSOURCED_CLAIM,
+} from "../../functions/adapters/local-model";
+import type { WorkflowDefinition } from "../../functions/core/dag/definition";
+import { defineWorkflow } from "../../functions/core/dag/graph";
+import type { MapItemResult } from "../../functions/core/dag/map";
+import { CLAIM_HEADING } from "../../functions/roles/content-agents/headings";
+import {
+  CLAIMS_MAY_FAIL,
+  longForm,
+  quickNews,
+} from "../../functions/roles/content-agents/workflows";
+import { orchestratorRole } from "../../functions/roles/orchestrator/orchestrator";
+import type { NodeBlocked, NodeConfirmRequested } from "../../schemas/events/agent-run";
+import type {
+  NodeCompleted,
+  NodeFailed,
+  NodeRequested,
+  ReviewOutput,
+  TopicSelectionOutput,
+} from "../../schemas/events/workflow";
+import { Bus, type BusOptions, type Delivery } from "./workflow-bus";
+
+/**
+ * The content workflows of version 3 run by the orchestrator and the content agents on the
+ * in-memory bus: topic selection states the claims, the fact check agent checks each one as a
+ * map item (one agent run per item), and review decides on the final text. The local model's
+ * markers drive the cases: `[disputed-claims:N]` has N claims fail their check.
+ */
+
+/** Version 3 under a name a start can give (starts of `quick-news` stay on version 2). */
+const startable = (def: WorkflowDefinition, name: string) => defineWorkflow({ ...def, name });
+const QUICK_NEWS_3 = "quick-news-three";
+const LONG_FORM_3 = "long-form-three";
+
+function busWith(options: BusOptions = {}) {
+  const orchestrator = orchestratorRole({
+    workflows: [startable(quickNews, QUICK_NEWS_3), startable(longForm, LONG_FORM_3)],
+  });
+  return new Bus({ orchestrator, ...options });
+}
+
+async function run(bus: Bus, workflow: string, hint: string): Promise<string> {
+  const runId = `run_${ulid()}`;
+  bus.start(runId, workflow, hint);
+  await bus.drain();
+  return runId;
+}
+
+function claimsOf(bus: Bus): string[] {
+  const [completed] = bus.emitted("topic_selection.completed");
+  return (
+    (completed?.payload as NodeCompleted<TopicSelectionOutput> | undefined)?.output.claims ?? []
+  );
+}
+const factCheckRequests = (bus: Bus) =>
+  bus.emitted("fact_check.requested").map((e) => e.payload as NodeRequested);
+const isFactCheckRequest = (d: Delivery) => d.event.event_type === "fact_check.requested";
+
+describe("the fact check of each claim, by the content agents", () => {
+  it("checks every claim once as a map item and completes with a failed claim under the tolerance", async () => {
+    const bus = busWith();
+    const runId = await run(bus, QUICK_NEWS_3, "[disputed-claims:1] grid storage");
+
+    expect(bus.deadLettered).toEqual([]);
+    const claims = claimsOf(bus);
+    expect(claims.length).toBeGreaterThanOrEqual(3);
+    expect(factCheckRequests(bus).map((r) => r.item)).toEqual(
+      claims.map((value, index) => ({ index, count: claims.length, value })),
+    );
+    // Each item's request leaves the list out: its claim is its own.
+    expect(factCheckRequests(bus)[0]?.input["topic-selection"]).not.toHaveProperty("claims");
+    expect(bus.model.callCount("fact-check")).toBe(claims.length);
+    const answered = [
+      ...bus.emitted("fact_check.completed").map((e) => (e.payload as NodeCompleted).item),
+      ...bus.emitted("fact_check.failed").map((e) => (e.payload as NodeFailed).item),
+    ];
+    expect(answered.sort()).toEqual(claims.map((_, index) => index));
+    const failed = bus.emitted("fact_check.failed")[0]?.payload as NodeFailed;
+    expect(failed).toMatchObject({ item: 1, error: { code: "fact_check.rejected" } });
+    // One agent run per item.
+    for (const index of claims.keys())
+      expect(bus.agentRun(runId, "fact-check", 0, index)?.state).toBe(
+        index === 1 ? "FAILED" : "COMPLETED",
+      );
+    expect(bus.agentRun(runId, "fact-check", 0)).toBeUndefined();
+
+    const [end] = bus.ended(runId);
+    expect(end?.type).toBe("workflow.completed");
+    const check = end?.result.outputs["fact-check"] as { items: MapItemResult[]; failed: number };
+    expect(check.failed).toBe(1);
+    const review = end?.result.outputs.review as ReviewOutput;
+    expect(review.approved).toBe(true);
+    expect(review.final_body).toContain("Paragraph 1");
+  });
+
+  it("fails the fact check over its tolerance: review never runs and the run ends PARTIAL", async () => {
+    const bus = busWith();
+    const runId = await run(bus, QUICK_NEWS_3, `[disputed-claims:${CLAIMS_MAY_FAIL + 1}] tides`);
+
+    expect(bus.deadLettered).toEqual([]);
+    const [end] = bus.ended(runId);
+    expect(end?.type).toBe("workflow.partial");
+    expect(end?.result.failed).toEqual([
+      expect.objectContaining({
+        node_id: "fact-check",
+        error: expect.objectContaining({ code: "dag.map_failed" }),
+      }),
+    ]);
+    expect(end?.result.cancelled).toEqual(["review"]);
+    expect(bus.emitted("review.requested")).toEqual([]);
+  });
+
+  it("long form writes nothing when the claims did not hold: the fact check is DEGRADED", async () => {
+    const bus = busWith();
+    const runId = await run(bus, LONG_FORM_3, `[disputed-claims:${CLAIMS_MAY_FAIL + 1}] tides`);
+
+    expect(bus.deadLettered).toEqual([]);
+    const [end] = bus.ended(runId);
+    expect(end?.type).toBe("workflow.completed");
+    expect(end?.result).toMatchObject({ degraded: ["fact-check"], skipped: ["review", "writing"] });
+    expect(bus.emitted("writing.requested")).toEqual([]);
+  });
+
+  it("runs a redelivered item's request once: the item's agent run answers it again", async () => {
+    const bus = busWith({ duplicate: true });
+    const runId = await run(bus, QUICK_NEWS_3, "[disputed-claims:1] grid storage");
+
+    expect(bus.deadLettered).toEqual([]);
+    expect(bus.ended(runId)[0]?.type).toBe("workflow.completed");
+    expect(bus.model.callCount("fact-check")).toBe(claimsOf(bus).length);
+  });
+
+  it("drops a queued item's request whose cancel is behind it, before its model call", async () => {
+    // Four claims, the first two disputed: once both failed, the map fails and cancels the
+    // other two, whose requests wait behind them in the agent's queue (one run's commands reach
+    // the agent in order).
+    const claims = [1, 2, 3, 4].map((n) => `Claim ${n}${n <= 2 ? `, ${UNSOURCED_CLAIM}` : ""}.`);
+    const model = new DeterministicLocalModel({
+      scripts: {
+        "topic-selection": () => ({ topic: "Tides", angle: "A", sources: ["kb://s"], claims }),
+      },
+    });
+    const bus = busWith({ lookAhead: true, model });
+    const runId = `run_${ulid()}`;
+    bus.start(runId, QUICK_NEWS_3, "tides");
+    const queued = (d: Delivery) =>
+      isFactCheckRequest(d) && ((d.event.payload as NodeRequested).item?.index ?? 0) >= 2;
+    await bus.drain((d) => !queued(d));
+    expect(bus.emitted("fact_check.cancel.requested").map((e) => e.payload)).toEqual([
+      expect.objectContaining({ node_id: "fact-check", item: 2, reason: "map_failed" }),
+      expect.objectContaining({ node_id: "fact-check", item: 3, reason: "map_failed" }),
+    ]);
+    expect(bus.model.callCount("fact-check")).toBe(2);
+    await bus.drain();
+
+    expect(bus.deadLettered).toEqual([]);
+    // The agent takes a run's commands in order, so each queued request came before its cancel:
+    // it was dropped by looking ahead on the run's stream, never run.
+    expect(bus.model.callCount("fact-check")).toBe(2);
+    expect([0, 1, 2, 3].map((i) => bus.agentRun(runId, "fact-check", 0, i)?.state)).toEqual([
+      "FAILED",
+      "FAILED",
+      "CANCELLED",
+      "CANCELLED",
+    ]);
+    expect(bus.ended(runId)[0]?.type).toBe("workflow.partial");
+  });
+});
+
+/** The fact check asks for a confirmation on the claims numbered `claims` until it is given. */
+function confirmingOn(...claims: number[]): DeterministicLocalModel {
+  const factCheck = DEFAULT_SCRIPTS["fact-check"];
+  if (!factCheck) throw new Error("no fact-check script");
+  const asks = (text: string) =>
+    claims.some((n) => text.includes(`${CLAIM_HEADING} (${n} of`)) &&
+    !text.includes("Confirmation received");
+  return new DeterministicLocalModel({
+    scripts: {
+      "fact-check": (request, facts) =>
+        asks(facts.text)
+          ? { needs_confirmation: { question: "Does the source stand by the claim?" } }
+          : factCheck(request, facts),
+    },
+  });
+}
+
+const confirmFactCheck = (bus: Bus, runId: string) =>
+  bus.send(
+    bus.command("workflow.confirm.requested", runId, {
+      node_id: "fact-check",
+      answer: "confirmed",
+      requested_by: "alice",
+    }),
+  );
+const blockedItems = (bus: Bus) =>
+  bus.emitted("node.blocked").map((e) => (e.payload as NodeBlocked).item);
+
+describe("a claim's fact check that waits for a confirmation", () => {
+  it("blocks that item alone, and the confirmation resumes it with its claim", async () => {
+    const bus = busWith({ model: confirmingOn(2), acknowledge: true });
+    const runId = await run(bus, QUICK_NEWS_3, "grid storage");
+
+    expect(bus.deadLettered).toEqual([]);
+    const blocked = bus.emitted("node.blocked").map((e) => e.payload as NodeBlocked);
+    expect(blocked).toEqual([expect.objectContaining({ node_id: "fact-check", item: 1 })]);
+    expect(bus.agentRun(runId, "fact-check", 0, 1)?.state).toBe("BLOCKED");
+    expect(bus.agentRun(runId, "fact-check", 0, 0)?.state).toBe("COMPLETED");
+    expect(bus.state(runId).leases?.["fact-check"]?.blocked).toMatchObject({ item: 1 });
+
+    confirmFactCheck(bus, runId);
+    await bus.drain();
+
+    expect(bus.deadLettered).toEqual([]);
+    const [confirm] = bus.emitted("fact_check.confirm.requested");
+    const claims = claimsOf(bus);
+    expect((confirm?.payload as NodeConfirmRequested | undefined)?.item).toEqual({
+      index: 1,
+      count: claims.length,
+      value: claims[1],
+    });
+    expect(bus.agentRun(runId, "fact-check", 0, 1)?.state).toBe("COMPLETED");
+    expect(bus.ended(runId)[0]?.type).toBe("workflow.completed");
+  });
+
+  it("waits for one item at a time: a second blocked item is taken up when its request is sent again", async () => {
+    const bus = busWith({ model: confirmingOn(1, 2), acknowledge: true, confirmSeconds: 86_400 });
+    const runId = await run(bus, QUICK_NEWS_3, "grid storage");
+    expect(blockedItems(bus)).toEqual([0, 1]);
+    expect(bus.state(runId).leases?.["fact-check"]?.blocked).toMatchObject({ item: 0 });
+
+    confirmFactCheck(bus, runId);
+    await bus.drain();
+    expect(bus.agentRun(runId, "fact-check", 0, 0)?.state).toBe("COMPLETED");
+    expect(bus.agentRun(runId, "fact-check", 0, 1)?.state).toBe("BLOCKED");
+    // The node's lease runs out: the item still running is sent again, and answers BLOCKED again.
+    bus.clock.advance(2 * 3600 * 1000);
+    expect(bus.sweep().map((e) => e.event_type)).toEqual(["node.lease.expired"]);
+    await bus.drain();
+    expect(blockedItems(bus)).toEqual([0, 1, 1]);
+    expect(bus.state(runId).leases?.["fact-check"]?.blocked).toMatchObject({ item: 1 });
+
+    confirmFactCheck(bus, runId);
+    await bus.drain();
+    expect(bus.deadLettered).toEqual([]);
+    expect(bus.emitted("fact_check.confirm.requested").map((e) => e.payload)).toEqual([
+      expect.objectContaining({ item: expect.objectContaining({ index: 0 }) }),
+      expect.objectContaining({ item: expect.objectContaining({ index: 1 }) }),
+    ]);
+    expect(bus.ended(runId)[0]?.type).toBe("workflow.completed");
+  });
+});
+
+describe("review and writing in rounds, run by the orchestrator", () => {
+  it.each([QUICK_NEWS_3, LONG_FORM_3])(
+    "%s sends a rejected draft back to the writer with the review's notes, and approves the revision",
+    async (workflow) => {
+      const bus = busWith();
+      const runId = await run(bus, workflow, `${NEEDS_REVISION_MARKER} grid storage`);
+
+      expect(bus.deadLettered).toEqual([]);
+      const reviews = bus
+        .emitted("review.completed")
+        .map((e) => (e.payload as NodeCompleted<ReviewOutput>).output);
+      expect(reviews.map((r) => r.approved)).toEqual([false, true]);
+      expect(reviews[0]?.notes).toBeDefined();
+      const revision = bus.emitted("writing.requested")[1]?.payload as NodeRequested;
+      expect(revision.loop).toMatchObject({ exit: "review", round: 2 });
+      expect(reviews[1]?.final_body).toContain(REVISED_DRAFT);
+      expect(bus.ended(runId)[0]?.type).toBe("workflow.completed");
+    },
+  );
+});
