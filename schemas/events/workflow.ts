@@ -3,6 +3,7 @@ import { OpaqueId } from "../ids";
 import type { EventRegistry } from "../registry";
 import * as z from "../zod";
 import { ContentRequest, WORKFLOW_KINDS } from "./content-request";
+import { RunInput } from "./run-input";
 import { Attempt, NodeId, type NodeRef, NodeRefShape, OperatorReason, Requester } from "./fields";
 import { outsideCommand, outsideFact, streamCommand, streamFact } from "./kinds";
 
@@ -26,9 +27,11 @@ export {
   CONTENT_REQUEST_MAX_BYTES,
   CONTENT_REQUEST_MAX_DEPTH,
   ContentRequest,
+  TOPIC_HINT_MAX_LENGTH,
   WORKFLOW_KINDS,
   type WorkflowKind,
 } from "./content-request";
+export { RUN_INPUT_MAX_BYTES, RunInput } from "./run-input";
 export { NodeId } from "./fields";
 
 /**
@@ -53,11 +56,14 @@ export const WorkflowStartRequestedV1Payload = z.object({
 });
 export type WorkflowStartRequestedV1 = z.infer<typeof WorkflowStartRequestedV1Payload>;
 
-/** workflow.start.requested v2: `workflow` renamed `workflow_name` (it names a definition). */
+/**
+ * workflow.start.requested v2: `workflow` renamed `workflow_name` (it names a definition);
+ * `request` is the run's input, checked by the orchestrator against the workflow's declared input.
+ */
 export const WorkflowStartRequestedPayload = z.object({
   run_id: OpaqueId,
   workflow_name: WorkflowName,
-  request: ContentRequest,
+  request: RunInput,
 });
 /** An operator's request about one node of a run: re-run it, or reset it when FAILED. */
 export const WorkflowRerunRequestedPayload = z.object({

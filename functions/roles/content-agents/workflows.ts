@@ -4,6 +4,7 @@ import {
   type ContentEventTypes,
   type ContentRole,
   contentEventTypes,
+  TOPIC_HINT_MAX_LENGTH,
   WORKFLOW_KINDS,
 } from "../../../schemas/events/workflow";
 import * as z from "../../../schemas/zod";
@@ -17,6 +18,21 @@ import { DagRequestError, defineWorkflow, isRecord, show } from "../../kit";
 
 /** Each node is carried out by the content agent of the same name. */
 const CONTENT_NODES = CONTENT_ROLES.map((role) => ({ id: role, role }));
+
+/** What a content run starts from (ContentRequest): a topic hint; other fields travel along. */
+const CONTENT_INPUT = {
+  type: "object" as const,
+  properties: {
+    topic_hint: {
+      type: "string" as const,
+      title: "Topic hint",
+      description: "What the article is to be about: topic selection picks the topic from it.",
+      minLength: 1,
+      maxLength: TOPIC_HINT_MAX_LENGTH,
+    },
+  },
+  required: ["topic_hint"],
+};
 
 const QUICK_NEWS_EDGES = [
   { from: "topic-selection", to: "fact-check" },
@@ -36,6 +52,7 @@ export const quickNews: WorkflowDefinition = defineWorkflow({
   version: 2,
   nodes: CONTENT_NODES,
   edges: QUICK_NEWS_EDGES,
+  input: CONTENT_INPUT,
 });
 
 /** Long form: topic selection, fact check, writing, review, one after the other. */
@@ -44,6 +61,7 @@ export const longForm: WorkflowDefinition = defineWorkflow({
   version: 2,
   nodes: CONTENT_NODES,
   edges: LONG_FORM_EDGES,
+  input: CONTENT_INPUT,
 });
 
 /**

@@ -20,6 +20,7 @@ import {
   startRun,
 } from "../../core/dag/engine";
 import { WorkflowDefinitionError } from "../../core/dag/errors";
+import { runInputProblems } from "../../core/dag/input";
 import { cancelRun, rerunFrom } from "../../core/dag/rerun";
 import type { Capacity, DagRun, NodeError, Transition } from "../../core/dag/run";
 import { PermanentError } from "../../core/errors";
@@ -115,6 +116,15 @@ async function start(
       itemless[0]?.id,
       "workflow.map_role_without_items",
       `workflow ${def.name} v${def.version}: ${itemless.map((n) => `map node ${n.id} runs ${n.role}`).join(", ")}, which ${itemless.length === 1 ? "does" : "do"} not carry out map items (a step role does when the kit's step handler runs its steps)`,
+    );
+  const problems = runInputProblems(def.input, request);
+  if (problems.length > 0)
+    throw rejection(
+      "start",
+      run_id,
+      undefined,
+      "workflow.invalid_input",
+      `workflow ${def.name} v${def.version} does not take this input: ${problems.join("; ")}`,
     );
   const transition = startRun(def, run_id, request, await capacityFor(def));
   const begun: OrchestratorState = {
