@@ -1,5 +1,5 @@
-import { RunInput } from "../../schemas/events/run-input";
 import { Channel, MessageText } from "../../schemas/events/conversation";
+import { RunInput } from "../../schemas/events/run-input";
 import { OpaqueId, Ulid } from "../../schemas/ids";
 import * as z from "../../schemas/zod";
 import { WorkflowDefinitionSchema } from "../core/dag/definition";

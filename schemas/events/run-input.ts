@@ -18,8 +18,7 @@ export function runInputBounds<T extends object>() {
       message: `must nest at most ${RUN_INPUT_MAX_DEPTH} levels deep`,
     }),
     z.refine<T>(
-      (input) =>
-        new TextEncoder().encode(JSON.stringify(input)).length <= RUN_INPUT_MAX_BYTES,
+      (input) => new TextEncoder().encode(JSON.stringify(input)).length <= RUN_INPUT_MAX_BYTES,
       { message: `must be at most ${RUN_INPUT_MAX_BYTES} bytes of JSON` },
     ),
   ] as const;

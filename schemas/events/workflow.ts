@@ -3,9 +3,9 @@ import { OpaqueId } from "../ids";
 import type { EventRegistry } from "../registry";
 import * as z from "../zod";
 import { ContentRequest, WORKFLOW_KINDS } from "./content-request";
-import { RunInput } from "./run-input";
 import { Attempt, NodeId, type NodeRef, NodeRefShape, OperatorReason, Requester } from "./fields";
 import { outsideCommand, outsideFact, streamCommand, streamFact } from "./kinds";
+import { RunInput } from "./run-input";
 
 /**
  * The content-production workflow (seed 001 §6) on the bus.
@@ -31,8 +31,8 @@ export {
   WORKFLOW_KINDS,
   type WorkflowKind,
 } from "./content-request";
-export { RUN_INPUT_MAX_BYTES, RunInput } from "./run-input";
 export { NodeId } from "./fields";
+export { RUN_INPUT_MAX_BYTES, RunInput } from "./run-input";
 
 /**
  * `quick-news` (fact check || writing) or `long-form` (serial). Any other kebab-case name is

@@ -31,7 +31,9 @@ export const InputFieldSchema = z
     title: z.optional(z.string().check(z.maxLength(200))),
     description: z.optional(z.string().check(z.maxLength(1000))),
     /** The values allowed (a form offers them as a choice). */
-    enum: z.optional(z.array(z.union([z.string(), z.number()])).check(z.minLength(1), z.maxLength(100))),
+    enum: z.optional(
+      z.array(z.union([z.string(), z.number()])).check(z.minLength(1), z.maxLength(100)),
+    ),
     /** A string's length bounds. */
     minLength: z.optional(z.int().check(z.nonnegative())),
     maxLength: z.optional(z.int().check(z.positive())),
@@ -152,7 +154,8 @@ export function runInputProblems(spec: RunInputSpec | undefined, input: unknown)
         );
       continue;
     }
-    for (const p of valueProblems(field, value)) problems.push(`${name}: ${p} (got ${show(value)})`);
+    for (const p of valueProblems(field, value))
+      problems.push(`${name}: ${p} (got ${show(value)})`);
   }
   return problems;
 }

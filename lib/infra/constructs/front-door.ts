@@ -21,9 +21,9 @@ import {
 } from "aws-cdk-lib/aws-lambda";
 import { LogGroup } from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
-import { methodsOf, ROUTES, SERVICE_PREFIX } from "../../../functions/front-door/api";
 import { WORKFLOW_REGISTRY_KEYS } from "../../../functions/adapters/dynamodb/workflow-registry";
 import { STEP_ROLES_ENV, type StepRoleEntry } from "../../../functions/core/steps";
+import { methodsOf, ROUTES, SERVICE_PREFIX } from "../../../functions/front-door/api";
 import { DEFAULT_RUNS_IN_FLIGHT } from "../../../functions/front-door/runs-in-flight";
 import { CONVERSATION_AGGREGATE } from "../../../functions/roles/customer-support/conversation/conversation";
 import { ALL_FEATURES, type Feature, featuresValue } from "../../../functions/roles/features";
