@@ -55,7 +55,7 @@ export async function startableDefinition(
   if (!found)
     fail(
       "not_found",
-      `no workflow ${JSON.stringify(name)} (GET /v1/workflows lists what this tenant may start)`,
+      `no workflow ${JSON.stringify(name)} (built in: ${WORKFLOW_KINDS.join(", ")}; GET /v1/workflows lists every one this tenant may start)`,
     );
   return found.definition;
 }

@@ -24,9 +24,9 @@ export function runInputBounds<T extends object>() {
   ] as const;
 }
 
-export const RunInput = z
-  .record(z.string(), z.unknown())
-  .check(...runInputBounds<Record<string, unknown>>());
+// A loose object, not a record: its JSON Schema then reads as the content request's was, less the
+// required topic hint (a compatible change of workflow.start.requested v2, schemas/compat.ts).
+export const RunInput = z.looseObject({}).check(...runInputBounds<Record<string, unknown>>());
 export type RunInput = z.infer<typeof RunInput>;
 
 /** How deep a JSON value nests (a scalar is 0); stops counting past the limit. */

@@ -113,12 +113,13 @@ function valueProblems(field: InputField, value: unknown): string[] {
     if (typeof value !== "string") return ["must be a string"];
     const problems: string[] = [];
     if (field.minLength !== undefined && [...value].length < field.minLength)
-      problems.push(`must be at least ${field.minLength} characters`);
+      problems.push(`must be at least ${characters(field.minLength)}`);
     if (field.maxLength !== undefined && [...value].length > field.maxLength)
-      problems.push(`must be at most ${field.maxLength} characters`);
+      problems.push(`must be at most ${characters(field.maxLength)}`);
     return [...problems, ...enumProblems(field, value)];
   }
-  if (typeof value !== "number" || !Number.isFinite(value)) return [`must be a ${type}`];
+  if (typeof value !== "number" || !Number.isFinite(value))
+    return [type === "integer" ? "must be an integer" : "must be a number"];
   if (type === "integer" && !Number.isInteger(value)) return ["must be an integer"];
   const problems: string[] = [];
   if (field.minimum !== undefined && value < field.minimum)
@@ -127,6 +128,8 @@ function valueProblems(field: InputField, value: unknown): string[] {
     problems.push(`must be at most ${field.maximum}`);
   return [...problems, ...enumProblems(field, value)];
 }
+
+const characters = (n: number) => `${n} character${n === 1 ? "" : "s"}`;
 
 function enumProblems(field: InputField, value: string | number): string[] {
   if (field.enum === undefined || field.enum.includes(value)) return [];

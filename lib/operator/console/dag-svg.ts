@@ -99,7 +99,7 @@ function renderNode(placed: PlacedNode, lineTexts: readonly string[], tooltip: s
     const cls = ["node-id", "node-role", "node-state", "node-attempt"][i];
     return `<text class="${cls}" x="${n1(left + 12)}" y="${n1(top + 22 + i * 17)}" font-size="${i === 0 ? 13 : 12}"${weight}>${escapeHtml(line)}</text>`;
   });
-  return `<g class="node"${attr("data-node-id", node.id)}${attr("data-state", node.state)}${attr("data-kind", node.kind ?? "task")}${attr("data-agent-state", node.agent?.state)}><title>${escapeHtml(tooltip)}</title>${shape.behind}<rect x="${n1(left)}" y="${n1(top)}" width="${n1(width)}" height="${n1(height)}" rx="8" fill="${paint.fill}" stroke="${paint.stroke}" stroke-width="2"${dashed}/>${shape.inside}${lines.join("")}</g>`;
+  return `<g class="node"${attr("data-node-id", node.id)}${attr("data-state", node.state)}${attr("data-agent-state", node.agent?.state)}${attr("data-kind", node.kind)}><title>${escapeHtml(tooltip)}</title>${shape.behind}<rect x="${n1(left)}" y="${n1(top)}" width="${n1(width)}" height="${n1(height)}" rx="8" fill="${paint.fill}" stroke="${paint.stroke}" stroke-width="2"${dashed}/>${shape.inside}${lines.join("")}</g>`;
 }
 
 /**
