@@ -98,8 +98,9 @@ export function renderInputSpec(spec: RunInputSpec | undefined): string {
 function boundsOf(field: InputField): string {
   const parts: string[] = [];
   if (field.enum) parts.push(`one of ${field.enum.map((v) => JSON.stringify(v)).join(", ")}`);
-  if (field.minLength !== undefined) parts.push(`at least ${field.minLength} characters`);
-  if (field.maxLength !== undefined) parts.push(`at most ${field.maxLength} characters`);
+  const characters = (n: number) => `${n} character${n === 1 ? "" : "s"}`;
+  if (field.minLength !== undefined) parts.push(`at least ${characters(field.minLength)}`);
+  if (field.maxLength !== undefined) parts.push(`at most ${characters(field.maxLength)}`);
   if (field.minimum !== undefined) parts.push(`≥ ${field.minimum}`);
   if (field.maximum !== undefined) parts.push(`≤ ${field.maximum}`);
   return parts.join(", ");
