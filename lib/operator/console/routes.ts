@@ -1,6 +1,7 @@
 import { whyLacking } from "../../../functions/roles/features";
 import type { OpsSource } from "../views";
 import { renderDeadLetters } from "./dead-letters";
+import { escapeHtml } from "./html";
 import type { Flash, FlashMessages } from "./flash";
 import type { FormContext } from "./forms";
 import { renderOverview } from "./overview";
@@ -59,6 +60,11 @@ async function runPage(source: OpsSource, runId: string, shown: Shown): Promise<
     return notFoundPage(`There are no runs to show: ${whyLacking("runs")}.`);
   if (!runId) return notFoundPage("No run id was given: the address is /runs/<runId>.");
   const view = await source.run(runId);
+  if (!view && shown.flash?.kind === "sent") {
+    // A run just started from the console: the orchestrator has not recorded it yet.
+    const body = `<h1>Run <code>${escapeHtml(runId)}</code></h1>\n<p data-run-pending>The run was asked for and is not recorded yet; this page reloads until it is.</p>`;
+    return ok(renderPage({ title: `Run ${runId}`, body, ...shown, refresh: shown.refresh ?? 2 }));
+  }
   if (!view) return notFoundPage(`Nothing is known of run "${runId}": no run has that id.`);
   const body = renderRun(view, shown.forms);
   return ok(renderPage({ title: `Run ${runId}`, body, ...shown }));
