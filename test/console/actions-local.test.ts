@@ -301,7 +301,9 @@ describe.skipIf(!haveChromium)("the console's actions on the local stack (Chromi
       );
       expect(page.url()).toContain("/workflows/quick-news?flash=");
 
+      // The refusal's page is the workflow's again, its form as served.
       await page.locator('input[name="input.topic_hint"]').fill("night trains in Europe");
+      await page.locator('textarea[name="input_json"]').fill('{"audience": "commuters"}');
       const sent = await submit(
         page.locator('form[data-action="start"]').getByRole("button", { name: /^Start a run/ }),
       );
