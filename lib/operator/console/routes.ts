@@ -1,9 +1,9 @@
 import { whyLacking } from "../../../functions/roles/features";
 import type { OpsSource } from "../views";
 import { renderDeadLetters } from "./dead-letters";
-import { escapeHtml } from "./html";
 import type { Flash, FlashMessages } from "./flash";
 import type { FormContext } from "./forms";
+import { escapeHtml } from "./html";
 import { renderOverview } from "./overview";
 import {
   type ConsolePage,
