@@ -71,6 +71,7 @@ export {
   FactCheckOutput,
   MAX_CLAIMS,
   MAX_HEARTBEAT_LEASE_SECONDS,
+  TOPIC_HINT_MAX_LENGTH,
   WORKFLOW_KINDS,
 } from "../schemas/events/workflow";
 export type { AgentDefinition, AgentJournal } from "./core/agent/agent";

@@ -1,6 +1,5 @@
 import { createHash } from "node:crypto";
 import { DEFAULT_TENANT, type Envelope, type EventRegistry, tenantOf } from "../../schemas";
-import { WORKFLOW_KINDS } from "../../schemas/events/content-request";
 import { OpaqueId, tenantConversationId } from "../../schemas/ids";
 import * as z from "../../schemas/zod";
 import { AgentBusError } from "../core/errors";
@@ -17,17 +16,23 @@ import {
   MessageAcceptedResponse,
   PostMessageBody,
   ProblemResponse,
+  PutWorkflowBody,
   RunAcceptedResponse,
   RunResponse,
   StartRunBody,
   TaskResponse,
+  WorkflowListResponse,
+  WorkflowPutResponse,
+  WorkflowResponse,
 } from "./contract";
 import { type CustomerErasure, eraseForService } from "./erasure";
 import {
+  bodyOf,
   fail,
   type HttpRequest,
   type HttpResponse,
   header,
+  issue,
   json,
   matchPath,
   ProblemError,
@@ -45,6 +50,14 @@ import {
   type RunsInFlight,
 } from "./runs-in-flight";
 import { checkServed, servedDocument } from "./served";
+import {
+  checkRunInput,
+  type FrontDoorWorkflows,
+  getTenantWorkflow,
+  listTenantWorkflows,
+  putTenantWorkflow,
+  startableDefinition,
+} from "./workflows";
 
 /** The aggregate type of a run's state (its home is ./runs-in-flight). */
 export { DAG_RUN };
@@ -58,8 +71,10 @@ export { DAG_RUN };
  *
  * `GET /v1/tasks/{id}` lists what the task's steps stored (types and times, never payloads).
  *
- * Starting a workflow run: the body is the content request; it becomes the
- * `workflow.start.requested` an operator would send (a new run `run_<event id>`, on the commands
+ * Workflows (./workflows): a tenant lists, reads and registers (`PUT`) its own and sees the shared
+ * and built-in ones. Starting a run: the body is the run's input, checked against the workflow's
+ * declared input (400 with every problem); it becomes the `workflow.start.requested` an operator
+ * would send (a new run `run_<event id>`, on the commands
  * bus), and `GET /v1/runs/{id}` reads the run's state: each node's state and output. A tenant's
  * runs in flight are capped (./runs-in-flight): a start over the cap answers 429.
  *
@@ -91,6 +106,11 @@ export interface FrontDoorPorts {
   readonly clock: Clock;
   /** Erases customers (./erasure); absent where the stack keeps no customer keys. */
   readonly erasure?: CustomerErasure;
+  /**
+   * The workflow registry and the stack's step roles (./workflows); absent: only the built-in
+   * workflows are started, and the registry's routes answer 404 `not_served`.
+   */
+  readonly workflows?: FrontDoorWorkflows;
   /** Where what a service does for a customer is logged (the function's logger). */
   readonly log?: { info(message: string, details: Record<string, unknown>): void };
 }
@@ -124,7 +144,7 @@ export const DEFAULT_IDEMPOTENCY_HOURS = retentionDays("acceptedRequests") * 24;
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 export const CONVERSATION_VIEW = "conversation_view";
 
-interface RouteContext {
+export interface RouteContext {
   readonly request: HttpRequest;
   readonly params: Readonly<Record<string, string>>;
   readonly ports: FrontDoorPorts;
@@ -135,7 +155,7 @@ interface RouteContext {
 
 /** A route: what it serves, what it takes and gives (the OpenAPI document is made from these). */
 export interface Route {
-  readonly method: "GET" | "POST";
+  readonly method: "GET" | "POST" | "PUT";
   readonly path: string;
   readonly operationId: string;
   readonly summary: string;
@@ -200,10 +220,57 @@ const CLIENT_ROUTES: readonly Route[] = [
     run: getConversation,
   },
   {
+    method: "GET",
+    path: "/v1/workflows",
+    operationId: "listWorkflows",
+    summary:
+      "The workflows the tenant may start: built into the orchestrator, its own, the shared ones",
+    auth: "jwt",
+    feature: "runs",
+    responses: {
+      200: { description: "the workflows and their versions", schema: WorkflowListResponse },
+      ...problems(403),
+    },
+    run: async ({ ports, who }) =>
+      json(200, { workflows: await listTenantWorkflows(who(), ports.workflows) }),
+  },
+  {
+    method: "GET",
+    path: "/v1/workflows/{workflow_name}",
+    operationId: "getWorkflow",
+    summary: "A workflow: what a start by its name runs (the definition, its input), its versions",
+    auth: "jwt",
+    feature: "runs",
+    responses: {
+      200: { description: "the workflow", schema: WorkflowResponse },
+      ...problems(400, 403, 404),
+    },
+    run: async ({ params, ports, who }) =>
+      getTenantWorkflow(who(), params.workflow_name ?? "", ports.workflows),
+  },
+  {
+    method: "PUT",
+    path: "/v1/workflows/{workflow_name}",
+    operationId: "putWorkflow",
+    summary:
+      "Register a workflow definition for the tenant: checked, then stored as a new version (a version is written once)",
+    auth: "jwt",
+    feature: "runs",
+    body: PutWorkflowBody,
+    responses: {
+      200: { description: "unchanged: this definition is registered", schema: WorkflowPutResponse },
+      201: { description: "stored as a new version", schema: WorkflowPutResponse },
+      ...problems(400, 403, 404, 409, 413, 415),
+    },
+    run: async ({ request, params, ports, who }) =>
+      putTenantWorkflow(request, who(), params.workflow_name ?? "", ports.workflows),
+  },
+  {
     method: "POST",
     path: "/v1/workflows/{workflow_name}/runs",
     operationId: "startRun",
-    summary: "Start a content-production run of a workflow (quick-news, long-form)",
+    summary:
+      "Start a run of a workflow (built in, the tenant's own or shared); the body is its input",
     auth: "jwt",
     feature: "runs",
     body: StartRunBody,
@@ -358,41 +425,6 @@ export function idParam(params: Readonly<Record<string, string>>, name: string):
       errors: z.issueLines(parsed.error, name).map((line) => issue(line, name)),
     });
   return value;
-}
-
-function issue(line: string, root: string): { path: string; message: string } {
-  const at = line.indexOf(": ");
-  return at < 0
-    ? { path: root, message: line }
-    : { path: line.slice(0, at), message: line.slice(at + 2) };
-}
-
-/** The body as JSON of `schema`: 415, 413, 400 (not JSON), or 400 with every issue. */
-function bodyOf<T>(request: HttpRequest, schema: z.ZodMiniType<T>, maxBytes: number): T {
-  const type = header(request, "content-type") ?? "";
-  if (!/^application\/json\b/i.test(type))
-    fail(
-      "unsupported_media_type",
-      `send the body as application/json (got ${type || "no content type"})`,
-    );
-  const text = request.isBase64Encoded
-    ? Buffer.from(request.body ?? "", "base64").toString("utf8")
-    : (request.body ?? "");
-  const bytes = Buffer.byteLength(text, "utf8");
-  if (bytes > maxBytes)
-    fail("payload_too_large", `the body is ${bytes} bytes; at most ${maxBytes} are taken`);
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    fail("invalid_json", `the body is not JSON: ${(error as Error).message}`);
-  }
-  const parsed = schema.safeParse(value);
-  if (!parsed.success)
-    fail("invalid_request", "the body does not fit", {
-      errors: z.issueLines(parsed.error, "(body)").map((line) => issue(line, "(body)")),
-    });
-  return parsed.data;
 }
 
 /**
@@ -627,13 +659,10 @@ function checkIdempotencyKey(request: HttpRequest): void {
 async function startRun({ request, params, ports, settings, who }: RouteContext) {
   const caller = who();
   const name = params.workflow_name ?? "";
-  if (!(WORKFLOW_KINDS as readonly string[]).includes(name))
-    fail(
-      "not_found",
-      `no workflow ${JSON.stringify(name)} (workflows: ${WORKFLOW_KINDS.join(", ")})`,
-    );
+  const definition = await startableDefinition(ports.workflows, caller.tenantId, name);
   checkIdempotencyKey(request);
   const body = bodyOf(request, StartRunBody, settings.maxBodyBytes);
+  checkRunInput(definition, body);
   const eventId = ports.ids.next();
   const runId = `run_${eventId}`;
   const envelope = clientEnvelope(ports, caller, eventId, {

@@ -1,8 +1,10 @@
-import { ContentRequest } from "../../schemas/events/content-request";
 import { Channel, MessageText } from "../../schemas/events/conversation";
+import { RunInput } from "../../schemas/events/run-input";
 import { OpaqueId, Ulid } from "../../schemas/ids";
 import * as z from "../../schemas/zod";
+import { WorkflowDefinitionSchema } from "../core/dag/definition";
 import { TURN_STATUSES } from "../roles/customer-support/conversation-projection/conversation-projection";
+import { WORKFLOW_SCOPES } from "./workflows";
 
 /**
  * What the front door's routes take and give, as zod schemas: the bodies are validated with them,
@@ -50,8 +52,44 @@ export const ConversationResponse = z.object({
   turns: z.array(ConversationTurnResponse),
 });
 
-/** `POST /v1/workflows/{workflow_name}/runs`: the content request (a topic hint, and more). */
-export const StartRunBody = ContentRequest;
+/**
+ * `POST /v1/workflows/{workflow_name}/runs`: the run's input, a JSON object that must fit the
+ * workflow's declared input (`input` of its definition; a content workflow's: `topic_hint`).
+ */
+export const StartRunBody = RunInput;
+
+/**
+ * `PUT /v1/workflows/{workflow_name}`: a workflow definition (functions/core/dag/README.md), its
+ * `name` the path's; without `version`, it becomes the next one.
+ */
+export const PutWorkflowBody = z.extend(WorkflowDefinitionSchema, {
+  version: z.optional(z.int().check(z.positive())),
+});
+
+/** What a put did: `stored` (201) a new version, or found it `unchanged` (200). */
+export const WorkflowPutResponse = z.object({
+  outcome: z.enum(["stored", "unchanged"]),
+  name: z.string(),
+  version: z.int(),
+  scope: z.literal("tenant"),
+  links: z.object({ workflow: z.string() }),
+});
+
+/** A workflow a tenant may start: built into the orchestrator, its own, or shared (an operator's). */
+const ListedWorkflow = z.object({
+  name: z.string(),
+  scope: z.enum(WORKFLOW_SCOPES),
+  versions: z.array(z.int()),
+});
+
+/** `GET /v1/workflows` */
+export const WorkflowListResponse = z.object({ workflows: z.array(ListedWorkflow) });
+
+/** `GET /v1/workflows/{workflow_name}`: what a start by that name runs (its newest version). */
+export const WorkflowResponse = z.object({
+  ...ListedWorkflow.shape,
+  definition: z.looseObject({ name: z.string(), version: z.int() }),
+});
 
 /** What a started run gives back (202). */
 export const RunAcceptedResponse = z.object({

@@ -1,3 +1,5 @@
+import * as z from "../../schemas/zod";
+
 /**
  * The front door's HTTP as API Gateway's HTTP API hands it to a function (payload format 2.0),
  * reduced to what the routes read, and its answers. Errors are problem details (RFC 9457,
@@ -37,6 +39,7 @@ export const PROBLEMS = {
   not_served: 404,
   method_not_allowed: 405,
   idempotency_key_reused: 409,
+  version_taken: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
   too_many_requests: 429,
@@ -137,4 +140,40 @@ export function lowerCaseHeaders(
 /** A header, case-insensitively. */
 export function header(request: HttpRequest, name: string): string | undefined {
   return request.headers[name.toLowerCase()];
+}
+
+/** One issue line (`path: message`) as a problem's error. */
+export function issue(line: string, root: string): { path: string; message: string } {
+  const at = line.indexOf(": ");
+  return at < 0
+    ? { path: root, message: line }
+    : { path: line.slice(0, at), message: line.slice(at + 2) };
+}
+
+/** The body as JSON of `schema`: 415, 413, 400 (not JSON), or 400 with every issue. */
+export function bodyOf<T>(request: HttpRequest, schema: z.ZodMiniType<T>, maxBytes: number): T {
+  const type = header(request, "content-type") ?? "";
+  if (!/^application\/json\b/i.test(type))
+    fail(
+      "unsupported_media_type",
+      `send the body as application/json (got ${type || "no content type"})`,
+    );
+  const text = request.isBase64Encoded
+    ? Buffer.from(request.body ?? "", "base64").toString("utf8")
+    : (request.body ?? "");
+  const bytes = Buffer.byteLength(text, "utf8");
+  if (bytes > maxBytes)
+    fail("payload_too_large", `the body is ${bytes} bytes; at most ${maxBytes} are taken`);
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    fail("invalid_json", `the body is not JSON: ${(error as Error).message}`);
+  }
+  const parsed = schema.safeParse(value);
+  if (!parsed.success)
+    fail("invalid_request", "the body does not fit", {
+      errors: z.issueLines(parsed.error, "(body)").map((line) => issue(line, "(body)")),
+    });
+  return parsed.data;
 }

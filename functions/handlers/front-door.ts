@@ -12,10 +12,12 @@ import { DynamoConsumerStore } from "../adapters/dynamodb/event-store";
 import { DynamoRunsInFlight } from "../adapters/dynamodb/runs-in-flight";
 import { DynamoTenantLimits } from "../adapters/dynamodb/tenant-limits";
 import { DynamoTraceReader } from "../adapters/dynamodb/trace-reader";
+import { DynamoWorkflowRegistry } from "../adapters/dynamodb/workflow-registry";
 import { EventBridgePublisher } from "../adapters/eventbridge/publisher";
 import { parseEnv } from "../core/parse-env";
 import type { Clock, EventPublisher } from "../core/ports";
 import { systemClock, ulidSource } from "../core/runtime";
+import { STEP_ROLES_ENV, StepRolesJson } from "../core/steps";
 import type { AcceptedRequests } from "../front-door/accepted";
 import { type FrontDoorPorts, handleRequest } from "../front-door/api";
 import { type HttpRequest, lowerCaseHeaders } from "../front-door/http";
@@ -31,7 +33,8 @@ import { type Observability, observability } from "./observe";
  * The front door's function, behind API Gateway's HTTP API (payload format 2.0) and its JWT
  * authorizer (a service's routes: IAM authorization): the request and the verified claims go to
  * functions/front-door/api.ts. It reads the state table (the conversation views, the runs'
- * states, the accepted requests, the tenants' counts) and puts accepted messages on the events
+ * states, the accepted requests, the tenants' counts, the registered workflows; it registers a
+ * tenant's own) and puts accepted messages on the events
  * and commands buses. Each answer is counted: `FrontDoorAccepted`, and `FrontDoorProblem`
  * by its `code` (bad JSON, a body too large, no tenant, ...).
  */
@@ -65,6 +68,8 @@ export const FrontDoorEnv = z.object({
    * 404 `not_served`. Left out: every feature.
    */
   FEATURES: z.optional(FeatureList),
+  /** The stack's step roles (the orchestrator's table, JSON): what a registered workflow's nodes may name. */
+  [STEP_ROLES_ENV]: z.optional(StepRolesJson),
 });
 
 export interface FrontDoorOptions {
@@ -156,6 +161,10 @@ function portsOf(
     // The runs' states (BatchGetItem), read only when a tenant is at its cap.
     states: new DynamoDueIndex({ client: dynamodb, stateTable: env.STATE_TABLE }),
     registry: options.registry ?? defaultRegistry,
+    workflows: {
+      registry: new DynamoWorkflowRegistry({ client: dynamodb, tableName: env.STATE_TABLE }),
+      stepRoles: Object.keys(env[STEP_ROLES_ENV] ?? {}).sort(),
+    },
     ids: ulidSource(clock),
     clock,
     ...(env.CUSTOMER_KEYS_TABLE

@@ -1,6 +1,6 @@
 import { jsonSchemaOf } from "../../functions/core/model-schema-export";
 import { ROUTES, type Route } from "../../functions/front-door/api";
-import { ProblemResponse } from "../../functions/front-door/contract";
+import { ProblemResponse, PutWorkflowBody } from "../../functions/front-door/contract";
 import { FEATURE_EXTENSION } from "../../functions/front-door/served";
 import { STREAM_ROUTES, type StreamRoute } from "../../functions/front-door/stream";
 import { FEATURES } from "../../functions/roles/features";
@@ -17,6 +17,9 @@ import { FEATURES } from "../../functions/roles/features";
  */
 
 const PROBLEM = { $ref: "#/components/schemas/Problem" };
+
+/** Bodies written once under components (a workflow definition is large, and two routes take it). */
+const BODY_COMPONENTS = new Map<unknown, string>([[PutWorkflowBody, "WorkflowDefinition"]]);
 const GATEWAY_MESSAGE = { $ref: "#/components/schemas/GatewayMessage" };
 
 /** When API Gateway answers a route's request itself, by status. */
@@ -55,13 +58,19 @@ export function openApiDocument(): Record<string, unknown> {
     info: {
       title: "AgentBus",
       version: "1",
-      description: `The front door of AgentBus: send a customer's message, follow its conversation, start and follow a workflow run. Clients send a bearer JWT whose claims name the tenant and the user; services sign their requests with AWS credentials and call the same routes under /v1/tenants/{tenant_id}. This document takes neither. Every GET answers HEAD alike, without the body. Errors are problem details (application/problem+json, the Problem schema): a path no operation has answers 404, and a method its path does not take 405 with Allow. Only what API Gateway answers itself is its own JSON (application/json, the GatewayMessage schema): a refused token (401) or signature (403), a body over 10 MB (413), its throttle (429), a function that could not run (500) or did not answer in time (503). ${featuresNote()}`,
+      description: `The front door of AgentBus: send a customer's message, follow its conversation, register and read a tenant's workflows, start and follow a workflow run. Clients send a bearer JWT whose claims name the tenant and the user; services sign their requests with AWS credentials and call the same routes under /v1/tenants/{tenant_id}. This document takes neither. Every GET answers HEAD alike, without the body. Errors are problem details (application/problem+json, the Problem schema): a path no operation has answers 404, and a method its path does not take 405 with Allow. Only what API Gateway answers itself is its own JSON (application/json, the GatewayMessage schema): a refused token (401) or signature (403), a body over 10 MB (413), its throttle (429), a function that could not run (500) or did not answer in time (503). ${featuresNote()}`,
     },
     // Relative: the document is served by the API it describes (`<base URL>/openapi.json`).
     servers: [{ url: "/", description: "the API that serves this document" }],
     components: {
       schemas: {
         Problem: jsonSchemaOf(ProblemResponse),
+        ...Object.fromEntries(
+          [...BODY_COMPONENTS].map(([schema, name]) => [
+            name,
+            jsonSchemaOf(schema as Parameters<typeof jsonSchemaOf>[0]),
+          ]),
+        ),
         GatewayMessage: {
           type: "object",
           description: "What API Gateway answers itself (its answers cannot be customized)",
@@ -125,7 +134,13 @@ function operationOf(route: Route): Record<string, unknown> {
       ? {
           requestBody: {
             required: true,
-            content: { "application/json": { schema: jsonSchemaOf(route.body) } },
+            content: {
+              "application/json": {
+                schema: BODY_COMPONENTS.has(route.body)
+                  ? { $ref: `#/components/schemas/${BODY_COMPONENTS.get(route.body)}` }
+                  : jsonSchemaOf(route.body),
+              },
+            },
           },
         }
       : {}),

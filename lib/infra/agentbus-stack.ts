@@ -205,6 +205,8 @@ export class AgentBusStack extends Stack {
   readonly groups: readonly ConsumerGroup[];
   /** The HTTP API, when an issuer is configured (`agentbus:jwtIssuer`, `agentbus:jwtAudience`). */
   readonly frontDoor?: FrontDoor;
+  /** The stack's step roles by group (what the orchestrator and the front door get as `STEP_ROLES`). */
+  private stepRoleTable: Record<string, StepRoleEntry> = {};
   /**
    * The scheduled lease sweeper (present when the topology has the orchestrator and the commands
    * and events topics).
@@ -348,6 +350,7 @@ export class AgentBusStack extends Stack {
       issuer,
       customerKeys: this.customerKeys,
       features: featuresOf(this.topology.groups.map((group) => group.role)),
+      stepRoles: this.stepRoleTable,
     });
   }
 
@@ -463,6 +466,7 @@ export class AgentBusStack extends Stack {
     for (const group of this.groups)
       if (needs(group).orchestrates)
         group.consumer.addEnvironment(STEP_ROLES_ENV, JSON.stringify(table));
+    this.stepRoleTable = table;
   }
 
   /**

@@ -20,6 +20,7 @@ import {
   taskIdProblem,
 } from "./support-actions";
 import { type RunRequest, runRequestCommand, runRequestProblem } from "./workflow-actions";
+import { registryOf, type StartRequest, startWorkflow } from "./workflows";
 
 /**
  * The operator's actions as the console offers them: the same checks and commands as the CLI
@@ -35,6 +36,8 @@ export interface ActionOutcome {
   readonly kind: ActionOutcomeKind;
   /** What was sent (with its event id), or why nothing was; the CLI's words. */
   readonly message: string;
+  /** The page to show next, when it is not the form's (a started run's). */
+  readonly next?: string;
 }
 
 /** What the console can ask of a stack. */
@@ -59,6 +62,8 @@ export interface OpsActions {
     decision: StepDecision,
     fields: { readonly reason?: string; readonly output?: unknown },
   ): Promise<ActionOutcome>;
+  /** Start a run of a workflow with `input` (./workflows: checked against its declared input). */
+  start(request: StartRequest): Promise<ActionOutcome>;
 }
 
 const refused = (message: string): ActionOutcome => ({ kind: "refused", message });
@@ -152,5 +157,6 @@ export function opsActions(stack: OpsStack): OpsActions {
       });
       return decidedOutcome(await sendDecided(stack, decided));
     },
+    start: (request) => startWorkflow(stack, registryOf(stack), request),
   };
 }

@@ -1,7 +1,14 @@
-import type { EdgeCondition } from "../../functions/core/dag/definition";
+import {
+  conditionHolds,
+  type EdgeCondition,
+  type EdgeDefinition,
+  type NodeDefinition,
+  type WorkflowDefinition,
+} from "../../functions/core/dag/definition";
+import type { DagRun } from "../../functions/core/dag/run";
 import { contentWorkflowFor } from "../../functions/roles/content-agents/workflows";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
-import type { RunEdgeView, RunNodeView, RunView } from "./views";
+import type { NodeKind, RunEdgeView, RunNodeView, RunView } from "./views";
 
 /** What ends a node's assignment on the run's timeline. */
 const NODE_ENDS = new Set([
@@ -49,19 +56,74 @@ function agentOf(state: OrchestratorState, id: string): Pick<RunNodeView, "agent
   return { agent: { state: "QUEUED" } };
 }
 
-/**
- * A workflow run as the operator sees it: its definition's nodes and edges (by the run's workflow
- * kind), each node's state from the run, and its start and end from the run's timeline.
- */
-export function runView(state: OrchestratorState): RunView {
-  const { run } = state;
-  let definition: ReturnType<typeof contentWorkflowFor> | undefined;
-  try {
-    definition = contentWorkflowFor({ kind: state.workflow });
-  } catch {
-    definition = undefined; // a workflow this tool does not know: nodes without edges
+/** A node's kind, and what carries it out in words (its role, or the wait's or child's). */
+export function nodeKindOf(node: NodeDefinition): { kind: NodeKind; role: string } {
+  if (node.wait) {
+    const { seconds, until, signal } = node.wait;
+    const time = seconds !== undefined ? `${seconds} s` : `until ${until}`;
+    return { kind: "wait", role: signal ? `signal ${signal} (${time})` : `wait ${time}` };
   }
-  const roles = new Map(definition?.nodes.map((n) => [n.id, n.role]) ?? []);
+  if (node.workflow) return { kind: "child", role: `workflow ${node.workflow.name}` };
+  if (node.map) return { kind: "map", role: `${node.role ?? "?"} per item` };
+  return { kind: "task", role: node.role ?? "?" };
+}
+
+/** A definition's edges as the views draw them: a loop's way back says until when. */
+export function edgeViews(edges: readonly EdgeDefinition[]): RunEdgeView[] {
+  return edges.map((e) => {
+    if (e.loop)
+      return {
+        from: e.from,
+        to: e.to,
+        loop: true,
+        condition: `loop until ${conditionText(e.loop.until)}, ≤ ${e.loop.maxRounds} rounds`,
+      };
+    const condition = conditionText(e.when);
+    return { from: e.from, to: e.to, ...(condition ? { condition } : {}) };
+  });
+}
+
+/**
+ * What a released node was given, as a step role reads it: the run's input with the output of
+ * each upstream whose edge was taken under its id; undefined before its release.
+ */
+function nodeInputOf(
+  run: DagRun,
+  id: string,
+  definition: WorkflowDefinition | undefined,
+): Record<string, unknown> | undefined {
+  const state = run.nodes[id]?.state;
+  if (!definition || !state || state === "PENDING" || state === "READY" || state === "SKIPPED")
+    return undefined;
+  const input: Record<string, unknown> = { ...(run.input as Record<string, unknown>) };
+  for (const edge of definition.edges) {
+    const upstream = run.nodes[edge.from];
+    if (edge.to !== id || edge.loop || upstream?.output === undefined) continue;
+    if (conditionHolds(edge.when, upstream.output)) input[edge.from] = upstream.output;
+  }
+  return input;
+}
+
+/** The definition of a content run (by its kind); undefined for another workflow. */
+function contentDefinitionOf(state: OrchestratorState): WorkflowDefinition | undefined {
+  try {
+    return contentWorkflowFor({ kind: state.workflow });
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A workflow run as the operator sees it: its definition's nodes and edges (`definition`, else the
+ * content workflow of the run's kind), each node's state, input and output from the run, and its
+ * start and end from the run's timeline.
+ */
+export function runView(state: OrchestratorState, known?: WorkflowDefinition): RunView {
+  const { run } = state;
+  // A workflow this tool does not know: nodes without edges.
+  const definition = known ?? contentDefinitionOf(state);
+  const kinds = new Map(definition?.nodes.map((n) => [n.id, nodeKindOf(n)]) ?? []);
+  const roles = new Map([...kinds].map(([id, k]) => [id, k.role]));
   const ids = [
     ...(definition?.nodes.map((n) => n.id) ?? []).filter((id) => id in run.nodes),
     ...Object.keys(run.nodes)
@@ -77,9 +139,12 @@ export function runView(state: OrchestratorState): RunView {
       startedAt && endedAt && endedAt >= startedAt
         ? Date.parse(endedAt) - Date.parse(startedAt)
         : undefined;
+    const kind = kinds.get(id)?.kind;
+    const input = nodeInputOf(run, id, definition);
     return {
       id,
       role: roles.get(id) ?? "?",
+      ...(kind && kind !== "task" ? { kind } : {}),
       state: node?.state ?? "PENDING",
       attempt: node?.attempt ?? 0,
       ...(startedAt ? { startedAt } : {}),
@@ -88,17 +153,17 @@ export function runView(state: OrchestratorState): RunView {
       ...(node?.error ? { error: { code: node.error.code, message: node.error.message } } : {}),
       ...leaseOf(state, id),
       ...agentOf(state, id),
+      ...(input ? { input } : {}),
+      ...(node?.output === undefined ? {} : { output: node.output }),
     };
   });
-  const edges: RunEdgeView[] = (definition?.edges ?? []).map((e) => {
-    const condition = conditionText(e.when);
-    return { from: e.from, to: e.to, ...(condition ? { condition } : {}) };
-  });
+  const edges = edgeViews(definition?.edges ?? []);
   return {
     runId: run.run_id,
     workflow: run.workflow,
     status: run.status,
     generation: run.generation,
+    input: run.input,
     ...(state.origin
       ? { correlationId: state.origin.correlation_id, taskId: state.origin.task_id }
       : {}),

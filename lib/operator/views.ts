@@ -5,6 +5,7 @@
  * prints them and the console page renders them. Nothing here calls AWS.
  */
 
+import type { WorkflowDefinition } from "../../functions/core/dag/definition";
 import type { Feature } from "../../functions/roles/features";
 
 /** What one consumer group did with one event. */
@@ -90,9 +91,14 @@ export interface TraceView {
 }
 
 /** One node of a workflow run, with the definition's role and what the run recorded of it. */
+/** What carries a node out: a role (a task), a role per item of a list, a wait, a child run. */
+export type NodeKind = "task" | "map" | "wait" | "child";
+
 export interface RunNodeView {
   readonly id: string;
   readonly role: string;
+  /** What kind of node it is (a task when absent). */
+  readonly kind?: NodeKind;
   readonly state: string;
   readonly attempt: number;
   /** When the node was (last) assigned and when it ended (ISO 8601), from the run's timeline. */
@@ -114,6 +120,12 @@ export interface RunNodeView {
     readonly confirmBy?: string;
     readonly question?: string;
   };
+  /**
+   * What the node was given, as a step role reads it (the run's input with each upstream output
+   * taken under its node id), once it was released; and its output, once it has one.
+   */
+  readonly input?: Readonly<Record<string, unknown>>;
+  readonly output?: unknown;
 }
 
 export interface RunEdgeView {
@@ -121,6 +133,8 @@ export interface RunEdgeView {
   readonly to: string;
   /** A conditional edge's condition in words (`verdict = "pass"`), absent for plain edges. */
   readonly condition?: string;
+  /** A loop's way back (its condition says until when, and how many rounds at most). */
+  readonly loop?: boolean;
 }
 
 export interface RunView {
@@ -128,6 +142,8 @@ export interface RunView {
   readonly workflow: { readonly name: string; readonly version: number };
   readonly status: string;
   readonly generation: number;
+  /** The run's input (what its start request gave). */
+  readonly input?: unknown;
   readonly correlationId?: string;
   readonly taskId?: string;
   readonly nodes: readonly RunNodeView[];
@@ -276,6 +292,22 @@ export interface OverviewView {
   readonly agentWaits?: readonly AgentWaitView[];
 }
 
+/** A workflow a start may name, and where it comes from. */
+export interface WorkflowSummary {
+  /** The name a start gives (a content workflow's kind, `quick-news`). */
+  readonly name: string;
+  /** `built-in` (compiled into the orchestrator), `*` (registered for every tenant) or a tenant. */
+  readonly scope: string;
+  /** Every version, ascending. */
+  readonly versions: readonly number[];
+}
+
+/** One version of a workflow: its definition (graph, declared input) and its other versions. */
+export interface WorkflowView extends WorkflowSummary {
+  readonly version: number;
+  readonly definition: WorkflowDefinition;
+}
+
 /** What the console page reads; implemented over the stack by the readers in this folder. */
 export interface OpsSource {
   /**
@@ -288,6 +320,13 @@ export interface OpsSource {
   /** Undefined when nothing is known of the id. */
   trace(id: string): Promise<TraceView | undefined>;
   run(runId: string): Promise<RunView | undefined>;
+  /** The workflows a start may name: built in, every tenant's and, with `tenant`, its own. */
+  workflows(tenant?: string): Promise<readonly WorkflowSummary[]>;
+  /** A workflow as a start of `tenant` finds it, at `version` or its newest; undefined if none. */
+  workflow(
+    name: string,
+    options?: { readonly tenant?: string; readonly version?: number },
+  ): Promise<WorkflowView | undefined>;
   /** With `tenant`, the dead letters whose envelope is that tenant's only. */
   deadLetters(tenant?: string): Promise<readonly DeadLetterView[]>;
 }

@@ -15,6 +15,7 @@ import {
   Requester,
 } from "./fields";
 import { outsideCommand, outsideFact, streamCommand, streamFact } from "./kinds";
+import { RunInput } from "./run-input";
 
 /**
  * The content-production workflow (seed 001 §6) on the bus.
@@ -36,10 +37,12 @@ export {
   CONTENT_REQUEST_MAX_BYTES,
   CONTENT_REQUEST_MAX_DEPTH,
   ContentRequest,
+  TOPIC_HINT_MAX_LENGTH,
   WORKFLOW_KINDS,
   type WorkflowKind,
 } from "./content-request";
 export { NodeId } from "./fields";
+export { RUN_INPUT_MAX_BYTES, RunInput } from "./run-input";
 
 /**
  * What a start may name: a content workflow (`quick-news`, `long-form`), a workflow the stack was
@@ -65,11 +68,14 @@ export const WorkflowStartRequestedV1Payload = z.object({
 });
 export type WorkflowStartRequestedV1 = z.infer<typeof WorkflowStartRequestedV1Payload>;
 
-/** workflow.start.requested v2: `workflow` renamed `workflow_name` (it names a definition). */
+/**
+ * workflow.start.requested v2: `workflow` renamed `workflow_name` (it names a definition);
+ * `request` is the run's input, checked by the orchestrator against the workflow's declared input.
+ */
 export const WorkflowStartRequestedPayload = z.object({
   run_id: OpaqueId,
   workflow_name: WorkflowName,
-  request: ContentRequest,
+  request: RunInput,
 });
 /** An operator's request about one node of a run: re-run it, or reset it when FAILED. */
 export const WorkflowRerunRequestedPayload = z.object({

@@ -106,6 +106,18 @@ describe("the front door", () => {
         CUSTOMER_KEYS_TABLE: expect.anything(),
       },
     });
+    // The stack's step roles, what a tenant's registered workflow may name.
+    const variables = (fn.Properties.Environment as { Variables: Record<string, string> })
+      .Variables;
+    expect(Object.keys(JSON.parse(variables.STEP_ROLES ?? "{}")).sort()).toEqual(
+      expect.arrayContaining([
+        "fact-check",
+        "refund-review",
+        "review",
+        "topic-selection",
+        "writing",
+      ]),
+    );
     // No token is a service's unless the deployment names the scope (agentbus:serviceScope).
     expect((fn.Properties.Environment as { Variables: object }).Variables).not.toHaveProperty(
       "SERVICE_SCOPE",
@@ -148,6 +160,16 @@ describe("the front door", () => {
         actions: ["dynamodb:BatchGetItem"],
         condition: {
           "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["dag_run#*"] },
+        },
+      },
+      // The workflow registry: a tenant reads and registers its workflows (two PutItems in one
+      // transaction), nothing else of the state table.
+      {
+        actions: ["dynamodb:GetItem", "dynamodb:PutItem"],
+        condition: {
+          "ForAllValues:StringLike": {
+            "dynamodb:LeadingKeys": ["workflow_definition#*", "workflow_registry#*"],
+          },
         },
       },
       // Erasing a customer: the key (no KMS), the conversations' streams, the states that keep

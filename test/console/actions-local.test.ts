@@ -273,4 +273,62 @@ describe.skipIf(!haveChromium)("the console's actions on the local stack (Chromi
     },
     TIMEOUT * 2,
   );
+
+  it(
+    "shows quick-news's graph, starts a run from its form (a refusal names the problem), and shows the article",
+    async () => {
+      expect(await open("/workflows")).toBe(200);
+      const row = page.locator('tr[data-workflow="quick-news"]');
+      expect(await seen(row)).toContain("built in");
+      await Promise.all([
+        page.waitForURL("**/workflows/quick-news"),
+        row.getByRole("link").click(),
+      ]);
+      const graph = page.locator('[data-graph="content.quick-news"]');
+      for (const id of ["topic-selection", "fact-check", "writing", "review"])
+        expect(await graph.locator(`g[data-node-id="${id}"]`).isVisible()).toBe(true);
+      expect(await graph.locator("g.edge").count()).toBe(4);
+      expect(await seen(page.locator('[data-input-spec="declared"]'))).toContain("topic_hint");
+
+      // The browser asks for the required topic hint itself; without it, the console refuses.
+      const form = page.locator('form[data-action="start"]');
+      const topic = form.locator('input[name="input.topic_hint"]');
+      await topic.evaluate((el) => el.removeAttribute("required"));
+      await form.locator('textarea[name="input_json"]').fill('{"audience": "commuters"}');
+      const refusal = await submit(form.getByRole("button", { name: "Start a run of quick-news" }));
+      expect(refusal).toBe(
+        "Refused: the input does not fit quick-news v2: 1 problem(s): topic_hint: required; nothing sent",
+      );
+      expect(page.url()).toContain("/workflows/quick-news?flash=");
+
+      // The refusal's page is the workflow's again, its form as served.
+      await page.locator('input[name="input.topic_hint"]').fill("night trains in Europe");
+      await page.locator('textarea[name="input_json"]').fill('{"audience": "commuters"}');
+      const sent = await submit(
+        page.locator('form[data-action="start"]').getByRole("button", { name: /^Start a run/ }),
+      );
+      const started = /run (run_\w+) of quick-news v2$/.exec(sent);
+      expect(started, sent).not.toBeNull();
+      const startedRun = started?.[1] ?? "";
+      expect(new URL(page.url()).pathname).toBe(`/runs/${startedRun}`);
+      const ended = await waitForRunEnd(env, startedRun, TIMEOUT);
+      expect(ended.run.status).toBe("COMPLETED");
+      expect(ended.run.input).toEqual({
+        audience: "commuters",
+        topic_hint: "night trains in Europe",
+      });
+      await page.reload();
+      expect(await seen(page.locator("[data-run-status]"))).toBe("COMPLETED");
+      const article = ended.run.nodes.writing?.output as { title: string; body: string };
+      const writing = page.locator('[data-node-io="writing"]');
+      const shown = JSON.parse(await seen(writing.locator('[data-io="output"]')));
+      expect(shown).toEqual(article);
+      const review = JSON.parse(
+        await seen(page.locator('[data-node-io="review"] [data-io="input"]')),
+      );
+      expect(review).toMatchObject({ topic_hint: "night trains in Europe", writing: article });
+      await page.screenshot({ path: join(SCREENSHOTS, "local-workflow-run.png"), fullPage: true });
+    },
+    TIMEOUT * 2,
+  );
 });

@@ -32,6 +32,7 @@ function recordingActions(answer?: () => Promise<ActionOutcome>) {
     resolveSend: record("resolveSend"),
     redrive: record("redrive"),
     decideStep: record("decideStep"),
+    start: record("start"),
   };
   return { actions, calls };
 }

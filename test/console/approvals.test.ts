@@ -143,6 +143,7 @@ function recordingActions(answer: () => ActionOutcome) {
     review: none,
     resolveSend: none,
     redrive: none,
+    start: none,
     decideStep: async (...args) => {
       calls.push(args);
       return answer();

@@ -1,3 +1,4 @@
+import { InMemoryWorkflowRegistry, type WorkflowRegistry } from "../../functions/core/dag/registry";
 import { ALL_FEATURES, type Feature } from "../../functions/roles/features";
 import type {
   AgentWaitView,
@@ -10,6 +11,7 @@ import type {
   TraceNode,
   TraceView,
 } from "../../lib/operator/views";
+import { findWorkflow, listWorkflows } from "../../lib/operator/workflows";
 
 // A realistic console state: one content-production run that failed in `writing`, and the trace of
 // a customer-support conversation with a superseded reply, a retrying audit and a poison message.
@@ -390,8 +392,11 @@ export function fakeSource(
     readonly deadLetters?: readonly DeadLetterView[];
     /** @default every feature, as the reference stack has them */
     readonly features?: readonly Feature[];
+    /** The registered workflows (besides the built-in ones). @default an empty registry */
+    readonly registry?: WorkflowRegistry;
   } = {},
 ): OpsSource {
+  const registry = data.registry ?? new InMemoryWorkflowRegistry();
   return {
     features: data.features ?? ALL_FEATURES,
     overview: async () => data.overview ?? overview(),
@@ -404,6 +409,8 @@ export function fakeSource(
     },
     run: async (runId) => (data.runs ?? [contentRun()]).find((r) => r.runId === runId),
     deadLetters: async () => data.deadLetters ?? deadLetters(),
+    workflows: (tenant) => listWorkflows(registry, tenant),
+    workflow: (name, options) => findWorkflow(registry, name, options),
   };
 }
 
@@ -412,5 +419,13 @@ export function failingSource(message: string): OpsSource {
   const fail = async (): Promise<never> => {
     throw new Error(message);
   };
-  return { features: ALL_FEATURES, overview: fail, trace: fail, run: fail, deadLetters: fail };
+  return {
+    features: ALL_FEATURES,
+    overview: fail,
+    trace: fail,
+    run: fail,
+    deadLetters: fail,
+    workflows: fail,
+    workflow: fail,
+  };
 }

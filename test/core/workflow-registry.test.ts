@@ -10,6 +10,7 @@ import {
 import { stepRolesOf } from "../../functions/core/steps";
 import { contentAgentModules } from "../../functions/roles/content-agents/index";
 import { orchestratorRole } from "../../functions/roles/orchestrator/orchestrator";
+import { registry as eventRegistry } from "../../schemas";
 import { WORKFLOW_KINDS, type WorkflowRejected } from "../../schemas/events/workflow";
 import { Bus } from "./workflow-bus";
 
@@ -201,5 +202,52 @@ describe("the orchestrator runs a registered workflow", () => {
     expect(rejected[0]?.message).toContain("names review, which is not a step role");
     expect(rejected[1]?.message).toContain("nor registered for tenant default or for every tenant");
     expect(bus.emitted("topic_selection.requested")).toEqual([]);
+  });
+
+  it("refuses a start whose input does not fit the workflow's declared input, naming every problem", async () => {
+    const registry = new InMemoryWorkflowRegistry();
+    const input = {
+      type: "object",
+      properties: {
+        topic_hint: { type: "string", minLength: 1 },
+        audience: { type: "string", enum: ["experts", "everyone"] },
+      },
+      required: ["topic_hint", "audience"],
+    };
+    await putWorkflow(registry, EVERY_TENANT, brief({ input }), CHECKS);
+    const bus = busOn(registry);
+    const unfit = `run_${ulid()}`;
+    const fits = `run_${ulid()}`;
+    const content = `run_${ulid()}`;
+    // workflow.start.requested v2, whose request is any JSON object (v1's is a content request).
+    const start = (runId: string, workflow_name: string, request: Record<string, unknown>) => {
+      const v1 = bus.command("workflow.start.requested", runId, {
+        workflow: "quick-news",
+        request: { topic_hint: "x" },
+      });
+      const parsed = eventRegistry.parse({
+        ...v1,
+        schema_version: 2,
+        payload: { run_id: runId, workflow_name, request },
+      });
+      if (!parsed.ok) throw new Error(parsed.message);
+      bus.send(parsed.envelope);
+    };
+    start(unfit, "brief", { topic_hint: "tides", audience: "children" });
+    start(fits, "brief", { topic_hint: "tides", audience: "experts" });
+    start(content, "quick-news", { topic: "no hint" });
+    await bus.drain();
+
+    const rejected = bus.emitted("workflow.rejected").map((e) => e.payload as WorkflowRejected);
+    expect(rejected.map((r) => [r.run_id, r.code])).toEqual([
+      [unfit, "workflow.invalid_input"],
+      [content, "workflow.invalid_input"],
+    ]);
+    expect(rejected[0]?.message).toBe(
+      'workflow brief v1 does not take this input: audience: must be one of "experts", "everyone" (got "children")',
+    );
+    expect(rejected[1]?.message).toContain("topic_hint: required");
+    expect(bus.state(fits).run.status).toBe("COMPLETED");
+    expect(bus.state(fits).run.input).toEqual({ topic_hint: "tides", audience: "experts" });
   });
 });

@@ -115,7 +115,14 @@ describe("agentbus CLI against the local stack", () => {
   it("refuses bad input with exit code 2 and a message, and sends nothing", async () => {
     const cases: [string[], RegExp][] = [
       [["workflow", "start", "--kind", "poem", "--topic", "x"], /unknown workflow kind/],
-      [["workflow", "start", "--kind", "quick-news"], /required option '--topic/],
+      [
+        ["workflow", "start", "--kind", "quick-news"],
+        /refusing to start quick-news v2: the input does not fit its declared input; nothing sent\n {2}topic_hint: required/,
+      ],
+      [
+        ["workflow", "start", "--kind", "quick-news", "--input", "[1]"],
+        /--input must be a JSON object/,
+      ],
       [
         [
           "workflow",
@@ -133,7 +140,10 @@ describe("agentbus CLI against the local stack", () => {
         ["workflow", "start", "--kind", "long-form", "--topic", "x", "--run-id", "job_01"],
         /must be a run id run_<token>/,
       ],
-      [["workflow", "start", "--kind", "long-form", "--topic", ""], /refusing to send an invalid/],
+      [
+        ["workflow", "start", "--kind", "long-form", "--topic", ""],
+        /topic_hint: must be at least 1 character \(got ""\)/,
+      ],
       [["workflow", "rerun", "run_01", "--from", "no such node!"], /--from "no such node!"/],
       [["workflow", "rerun", "run with spaces", "--from", "writing"], /must be a run id/],
       [

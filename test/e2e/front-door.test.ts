@@ -287,6 +287,65 @@ describe("the front door on the local stack, over HTTP", () => {
   );
 
   it(
+    "a tenant registers a workflow over HTTP, reads it, and runs it with an input that fits its declared input",
+    async () => {
+      const acme = await tokenOf("acme");
+      const brief = {
+        name: "brief",
+        nodes: [
+          { id: "topic-selection", role: "topic-selection" },
+          { id: "writing", role: "writing" },
+        ],
+        edges: [{ from: "topic-selection", to: "writing" }],
+        input: {
+          type: "object",
+          properties: {
+            topic_hint: { type: "string", minLength: 1 },
+            audience: { type: "string", enum: ["experts", "everyone"] },
+          },
+          required: ["topic_hint", "audience"],
+        },
+      };
+      const refused = await call("PUT", "/workflows/brief", {
+        token: acme,
+        body: { ...brief, nodes: [...brief.nodes, { id: "poem", role: "poet" }] },
+      });
+      expect(refused.status).toBe(400);
+      expect(JSON.stringify(refused.body.errors)).toContain("dag.unknown_role");
+      const put = await call("PUT", "/workflows/brief", { token: acme, body: brief });
+      expect(put.status, JSON.stringify(put.body)).toBe(201);
+      expect((await call("PUT", "/workflows/brief", { token: acme, body: brief })).status).toBe(
+        200,
+      );
+      const listed = await call("GET", "/workflows", { token: acme });
+      expect(listed.body.workflows).toContainEqual({
+        name: "brief",
+        scope: "tenant",
+        versions: [1],
+      });
+      const globex = await tokenOf("globex");
+      expect((await call("GET", "/workflows/brief", { token: globex })).status).toBe(404);
+      const unfit = await call("POST", "/workflows/brief/runs", {
+        token: acme,
+        body: { topic_hint: "ferries" },
+      });
+      expect(unfit.status).toBe(400);
+      expect(unfit.body.errors).toEqual([{ path: "audience", message: "required" }]);
+      const started = await call("POST", "/workflows/brief/runs", {
+        token: acme,
+        body: { topic_hint: "ferries", audience: "everyone" },
+      });
+      expect(started.status, JSON.stringify(started.body)).toBe(202);
+      const runPath = (started.body.links.run as string).replace(/^\/v1/, "");
+      const progress = await stream(`${runPath}/stream`, acme);
+      const end = await progress.until((e) => e.event === "end");
+      progress.close();
+      expect(end.data).toEqual({ run_id: started.body.run_id, status: "COMPLETED" });
+    },
+    TIMEOUT + 30_000,
+  );
+
+  it(
     "a service signs with AWS credentials and calls for the tenant its path names",
     async () => {
       const conversation = `conv_${ulid()}`;

@@ -6,14 +6,20 @@ import { GetItem, PutItem, TransactWriteItems } from "../aws/operations";
 import { dynamoFailure } from "./failure";
 import { StateAttr } from "./tables";
 
+const DEFINITION_TYPE = "workflow_definition";
+const LIST_TYPE = "workflow_registry";
+
+/** The registry's items' keys, as an IAM policy's `dynamodb:LeadingKeys` names them. */
+export const WORKFLOW_REGISTRY_KEYS: readonly string[] = [`${DEFINITION_TYPE}#*`, `${LIST_TYPE}#*`];
+
 /** The state table's key of one version of a registered workflow. */
 export function workflowDefinitionKey(scope: WorkflowScope, name: string, version: number): string {
-  return `workflow_definition#${scope}/${name}/${version}`;
+  return `${DEFINITION_TYPE}#${scope}/${name}/${version}`;
 }
 
 /** The state table's key of a scope's list of registered workflows and their versions. */
 export function workflowRegistryKey(scope: WorkflowScope): string {
-  return `workflow_registry#${scope}`;
+  return `${LIST_TYPE}#${scope}`;
 }
 
 /** The state table's key of the roles a tenant's plans may name. */

@@ -1,5 +1,6 @@
 import * as z from "../../../schemas/zod";
 import { WorkflowDefinitionError } from "./errors";
+import { RunInputSpecSchema } from "./input";
 import { deepEqual, isRecord, show, valueAtPath } from "./values";
 
 /**
@@ -196,6 +197,8 @@ export const WorkflowDefinitionSchema = z.strictObject({
   /** How long any node may wait for its inputs (and a release) before it ends with a dependency
    * timeout; the orchestrator's default when absent. */
   dependencyTimeoutSeconds: z.optional(z.int().check(z.positive())),
+  /** The run input a start must give (./input): without it, any JSON object. */
+  input: z.optional(RunInputSpecSchema),
 });
 
 export type EdgeCondition = z.output<typeof EdgeConditionSchema>;

@@ -11,6 +11,7 @@ import {
   isRecord,
   MAX_CLAIMS,
   show,
+  TOPIC_HINT_MAX_LENGTH,
   WORKFLOW_KINDS,
 } from "../../kit";
 
@@ -21,6 +22,21 @@ import {
 
 /** Each node is carried out by the content agent of the same name. */
 const CONTENT_NODES = CONTENT_ROLES.map((role) => ({ id: role, role }));
+
+/** What a content run starts from (ContentRequest): a topic hint; other fields travel along. */
+const CONTENT_INPUT = {
+  type: "object" as const,
+  properties: {
+    topic_hint: {
+      type: "string" as const,
+      title: "Topic hint",
+      description: "What the article is to be about: topic selection picks the topic from it.",
+      minLength: 1,
+      maxLength: TOPIC_HINT_MAX_LENGTH,
+    },
+  },
+  required: ["topic_hint"],
+};
 
 const QUICK_NEWS_EDGES = [
   { from: "topic-selection", to: "fact-check" },
@@ -40,6 +56,7 @@ export const quickNewsV2: WorkflowDefinition = defineWorkflow({
   version: 2,
   nodes: CONTENT_NODES,
   edges: QUICK_NEWS_EDGES,
+  input: CONTENT_INPUT,
 });
 
 /** Long form v2: topic selection, fact check, writing, review, one after the other. */
@@ -48,6 +65,7 @@ export const longFormV2: WorkflowDefinition = defineWorkflow({
   version: 2,
   nodes: CONTENT_NODES,
   edges: LONG_FORM_EDGES,
+  input: CONTENT_INPUT,
 });
 
 /** How many rounds of writing and review a draft gets before its last review stands. */
@@ -90,6 +108,7 @@ export const quickNews: WorkflowDefinition = defineWorkflow({
     { id: "review", role: "review" },
   ],
   edges: [...QUICK_NEWS_EDGES, REVISE_UNTIL_APPROVED],
+  input: CONTENT_INPUT,
 });
 
 /**
@@ -114,6 +133,7 @@ export const longForm: WorkflowDefinition = defineWorkflow({
     { from: "writing", to: "review" },
     REVISE_UNTIL_APPROVED,
   ],
+  input: CONTENT_INPUT,
 });
 
 /**

@@ -20,6 +20,7 @@ import {
   startRun,
 } from "../../core/dag/engine";
 import { WorkflowDefinitionError } from "../../core/dag/errors";
+import { runInputProblems } from "../../core/dag/input";
 import { cancelRun, rerunFrom } from "../../core/dag/rerun";
 import type { Capacity, DagRun, NodeError, Transition } from "../../core/dag/run";
 import { PermanentError } from "../../core/errors";
@@ -107,6 +108,15 @@ async function start(
   const def = found.definition;
   const refused = stepRoles.refusalOf(def);
   if (refused) throw rejection("start", run_id, refused.nodeId, refused.code, refused.message);
+  const problems = runInputProblems(def.input, request);
+  if (problems.length > 0)
+    throw rejection(
+      "start",
+      run_id,
+      undefined,
+      "workflow.invalid_input",
+      `workflow ${def.name} v${def.version} does not take this input: ${problems.join("; ")}`,
+    );
   const transition = startRun(def, run_id, request, await capacityFor(def));
   const begun: OrchestratorState = {
     workflow,

@@ -21,6 +21,8 @@ import {
 } from "aws-cdk-lib/aws-lambda";
 import { LogGroup } from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
+import { WORKFLOW_REGISTRY_KEYS } from "../../../functions/adapters/dynamodb/workflow-registry";
+import { STEP_ROLES_ENV, type StepRoleEntry } from "../../../functions/core/steps";
 import { methodsOf, ROUTES, SERVICE_PREFIX } from "../../../functions/front-door/api";
 import { DEFAULT_RUNS_IN_FLIGHT } from "../../../functions/front-door/runs-in-flight";
 import { CONVERSATION_AGGREGATE } from "../../../functions/roles/customer-support/conversation/conversation";
@@ -64,6 +66,12 @@ export interface FrontDoorProps {
    * @default every feature
    */
   readonly features?: readonly Feature[];
+  /**
+   * The stack's step roles by group (functions/core/steps.ts), given to the function as
+   * `STEP_ROLES`: a workflow a tenant registers may name these roles only.
+   * @default none: a registered workflow can name no role
+   */
+  readonly stepRoles?: Readonly<Record<string, StepRoleEntry>>;
   /** Each tenant's requests per minute that put something on the bus (429 beyond). @default 600 */
   readonly tenantRequestsPerMinute?: number;
   /** Each tenant's workflow runs in flight started through the front door (429 beyond). @default 20 */
@@ -116,7 +124,8 @@ const ACCESS_LOG_FIELDS = {
  * requests and the tenants' request and run counts only, and read a task's steps from the events
  * table (Query of its trace indexes, and of the streams whose runs they point at): GetItem,
  * BatchGetItem, PutItem and UpdateItem on the state table,
- * limited by `dynamodb:LeadingKeys` to those keys; PutEvents on its buses.
+ * limited by `dynamodb:LeadingKeys` to those keys; GetItem and PutItem of the workflow registry's
+ * items (a tenant reads and registers its workflows); PutEvents on its buses.
  */
 export class FrontDoor extends Construct {
   readonly function: AgentBusFunction;
@@ -139,6 +148,7 @@ export class FrontDoor extends Construct {
       TENANT_RUNS_IN_FLIGHT: String(props.tenantRunsInFlight ?? DEFAULT_RUNS_IN_FLIGHT),
       ...(issuer.serviceScope ? { SERVICE_SCOPE: issuer.serviceScope } : {}),
       FEATURES: this.featuresValue(props),
+      [STEP_ROLES_ENV]: JSON.stringify(props.stepRoles ?? {}),
     };
     for (const topic of props.topics)
       environment[`BUS_${topic.topicName.toUpperCase()}`] = topic.busName;
@@ -373,6 +383,16 @@ export class FrontDoor extends Construct {
         actions: ["dynamodb:BatchGetItem"],
         resources: [tables.state.tableArn],
         conditions: leading(["dag_run#*"]),
+      }),
+    );
+    // The registered workflows: read (a tenant's own and the shared ones), and a tenant's put (a
+    // transaction of two PutItems: the version and the scope's list). Which scope is the
+    // function's check: a tenant's id is never the shared scope `*`.
+    this.function.addToRolePolicy(
+      new PolicyStatement({
+        actions: ["dynamodb:GetItem", "dynamodb:PutItem"],
+        resources: [tables.state.tableArn],
+        conditions: leading([...WORKFLOW_REGISTRY_KEYS]),
       }),
     );
   }

@@ -6,12 +6,15 @@ import type { ActionOutcome, OpsActions } from "../actions";
 import type { StepDecision } from "../agent-actions";
 import type { ReviewDecision } from "../support-actions";
 import { parseOutput, type RunRequest } from "../workflow-actions";
+import type { StartRequest } from "../workflows";
 import type { FlashMessages } from "./flash";
 import { formOf, reasonOf, textOf } from "./form-data";
 import { SEND_RESOLVE_PATH } from "./forms";
 import { runHref } from "./html";
 import { type ConsolePage, requestErrorPage } from "./page";
 import { postAddressProblem, tokenMatches } from "./post-guard";
+import { tenantParam } from "./tenant-filter";
+import { INPUT_FIELD_PREFIX, TYPE_FIELD_PREFIX, workflowHref } from "./workflows";
 
 /**
  * The console's POSTs (the forms of ./forms): the request must be addressed to the console and
@@ -37,7 +40,8 @@ export type ConsoleAction =
       readonly decision: StepDecision;
       readonly output?: unknown;
     }
-  | { readonly kind: "redrive"; readonly group: string; readonly from: "queue" | "buffer" };
+  | { readonly kind: "redrive"; readonly group: string; readonly from: "queue" | "buffer" }
+  | { readonly kind: "start"; readonly request: StartRequest };
 
 /**
  * A form read: where to go back to, and the action with its reason (empty where the form's reason
@@ -52,6 +56,7 @@ const RUN_PATH = /^\/runs\/([^/]+)\/(cancel|reset|resolve|rerun|confirm)$/;
 const REPLY_PATH = /^\/replies\/([^/]+)\/review$/;
 const REDRIVE_PATH = /^\/dead-letters\/([^/]+)\/redrive$/;
 const AGENT_PATH = /^\/agent-runs\/([^/]+)\/decide$/;
+const START_PATH = /^\/workflows\/([^/]+)\/start$/;
 const CALL_DECISIONS: readonly (string | null)[] = ["approve", "reject", "applied", "not_applied"];
 
 function decoded(segment: string): string | undefined {
@@ -146,6 +151,45 @@ function stepOf(runId: string, form: URLSearchParams): Read {
   return "problem" in applied ? applied : { ...step, ...applied };
 }
 
+/** A declared property's value as the form sent it, read as its type says (empty: left out). */
+function typedValue(type: string | null, text: string): unknown {
+  if (type === "number" || type === "integer") {
+    const n = Number(text);
+    return text.trim() !== "" && Number.isFinite(n) ? n : text;
+  }
+  if (type === "boolean") return text === "true" ? true : text === "false" ? false : text;
+  return text;
+}
+
+/**
+ * A start form: each declared property (`input.<name>`, read as `type.<name>` says), merged over
+ * the JSON object of `input_json`, and the run's tenant. The input is checked against the
+ * workflow's declared input when the start is carried out, not here.
+ */
+function startOf(name: string, form: URLSearchParams): Read {
+  const text = (textOf(form, "input_json") ?? "").trim();
+  let more: unknown = {};
+  try {
+    more = text ? JSON.parse(text) : {};
+  } catch (error) {
+    return { problem: `the input is not JSON (${(error as Error).message}); nothing sent` };
+  }
+  if (more === null || typeof more !== "object" || Array.isArray(more))
+    return { problem: "the input is not a JSON object; nothing sent" };
+  const input: Record<string, unknown> = { ...(more as Record<string, unknown>) };
+  for (const [field, value] of form) {
+    if (!field.startsWith(INPUT_FIELD_PREFIX) || value === "") continue;
+    const property = field.slice(INPUT_FIELD_PREFIX.length);
+    input[property] = typedValue(form.get(`${TYPE_FIELD_PREFIX}${property}`), value);
+  }
+  const tenant = tenantParam(form);
+  if ("problem" in tenant) return { problem: `${tenant.problem} Nothing sent.` };
+  return {
+    kind: "start",
+    request: { name, input, ...(tenant.tenant === undefined ? {} : { tenant: tenant.tenant }) },
+  };
+}
+
 function readAction(path: string, form: URLSearchParams, reason: string): Read | undefined {
   const run = RUN_PATH.exec(path);
   if (run) {
@@ -169,6 +213,13 @@ function readAction(path: string, form: URLSearchParams, reason: string): Read |
       ? { problem: "the run id could not be read; nothing sent" }
       : stepOf(runId, form);
   }
+  const start = START_PATH.exec(path);
+  if (start) {
+    const name = decoded(start[1] ?? "");
+    return name === undefined
+      ? { problem: "the workflow's name could not be read; nothing sent" }
+      : startOf(name, form);
+  }
   const redrive = REDRIVE_PATH.exec(path);
   if (!redrive) return undefined;
   const group = decoded(redrive[1] ?? "");
@@ -181,6 +232,8 @@ function backOf(path: string): string | undefined {
   const run = RUN_PATH.exec(path);
   if (run) return runHref(decoded(run[1] ?? "") ?? "");
   if (REPLY_PATH.test(path) || path === SEND_RESOLVE_PATH || AGENT_PATH.test(path)) return "/";
+  const start = START_PATH.exec(path);
+  if (start) return workflowHref(decoded(start[1] ?? "") ?? "");
   return REDRIVE_PATH.test(path) ? "/dead-letters" : undefined;
 }
 
@@ -188,8 +241,8 @@ function backOf(path: string): string | undefined {
 export function parseAction(path: string, form: URLSearchParams): ParsedPost | undefined {
   const back = backOf(path);
   if (back === undefined) return undefined;
-  // An agent run's decision, as in the CLI, may go without a reason.
-  const reason = reasonOf(form, AGENT_PATH.test(path));
+  // An agent run's decision and a start, as in the CLI, may go without a reason.
+  const reason = reasonOf(form, AGENT_PATH.test(path) || START_PATH.test(path));
   if ("problem" in reason) return { back, problem: reason.problem };
   const read = readAction(path, form, reason.reason);
   if (!read) return undefined;
@@ -212,6 +265,8 @@ export async function performAction(
         return await actions.resolveSend(action.key, action.resolution, reason);
       case "redrive":
         return await actions.redrive(action.group, action.from, reason);
+      case "start":
+        return await actions.start(action.request);
       case "step":
         return await actions.decideStep(action.runId, action.callId, action.decision, {
           ...(reason ? { reason } : {}),
@@ -260,5 +315,7 @@ export async function answerPost(context: ActionContext, post: PostRequest): Pro
     "problem" in parsed
       ? { kind: "refused" as const, message: parsed.problem }
       : await performAction(context.actions, parsed.action, parsed.reason);
-  return { status: 303, location: `${parsed.back}?flash=${context.flashes.put(outcome)}` };
+  // A started run is shown on its own page; any other answer on the form's page.
+  const page = "next" in outcome && outcome.next !== undefined ? outcome.next : parsed.back;
+  return { status: 303, location: `${page}?flash=${context.flashes.put(outcome)}` };
 }

@@ -58,17 +58,24 @@ function labelSize(condition: string): { width: number; height: number } {
   return { width: condition.length * 6.8 + 14, height: 20 };
 }
 
-/** Lays the run's DAG out left to right with dagre; `duration` formats a node's duration. */
+/** The lines each node shows (a run's: `nodeLines`). */
+export type NodeLines = (node: RunNodeView) => readonly string[];
+
+/**
+ * Lays the run's DAG out left to right with dagre; `duration` formats a node's duration, and
+ * `lines` says what a node shows (a run's node: `nodeLines`), which sizes it.
+ */
 export function layoutDag(
   nodes: readonly RunNodeView[],
   edges: readonly RunEdgeView[],
   duration: (node: RunNodeView) => string,
+  lines: NodeLines = (node) => nodeLines(node, duration(node)),
 ): DagLayout {
   const g = new Graph({ multigraph: true });
   g.setGraph({ rankdir: "LR", nodesep: 28, ranksep: 56, edgesep: 16, marginx: 16, marginy: 16 });
   g.setDefaultEdgeLabel(() => ({}));
   for (const node of nodes) {
-    g.setNode(node.id, { width: nodeWidth(nodeLines(node, duration(node))), height: NODE_HEIGHT });
+    g.setNode(node.id, { width: nodeWidth(lines(node)), height: NODE_HEIGHT });
   }
   const ids = new Set(nodes.map((n) => n.id));
   const drawn = edges.filter((e) => ids.has(e.from) && ids.has(e.to));

@@ -1,5 +1,5 @@
 import type { RunNodeView } from "../views";
-import type { DagLayout, PlacedEdge, PlacedNode } from "./dag-layout";
+import type { DagLayout, NodeLines, PlacedEdge, PlacedNode } from "./dag-layout";
 import { nodeLines } from "./dag-layout";
 import { attr, escapeHtml } from "./html";
 
@@ -49,7 +49,8 @@ function renderEdge(placed: PlacedEdge): string {
     edge.condition && label
       ? `<rect class="edge-label-bg" x="${n1(label.x - label.width / 2)}" y="${n1(label.y - label.height / 2)}" width="${n1(label.width)}" height="${n1(label.height)}" rx="4" fill="#fffbe6" stroke="#c9b458"/><text class="edge-label" x="${n1(label.x)}" y="${n1(label.y + 4)}" text-anchor="middle" font-size="12">${escapeHtml(edge.condition)}</text>`
       : "";
-  return `<g class="edge"${attr("data-from", edge.from)}${attr("data-to", edge.to)}${attr("data-condition", edge.condition)}><path d="${edgePath(placed.points)}" fill="none" stroke="#5b6570" stroke-width="1.6" marker-end="url(#arrow)"/>${text}</g>`;
+  const dashed = edge.loop ? ' stroke-dasharray="6 4"' : "";
+  return `<g class="edge"${attr("data-from", edge.from)}${attr("data-to", edge.to)}${attr("data-condition", edge.condition)}${attr("data-loop", edge.loop ? "true" : undefined)}><path d="${edgePath(placed.points)}" fill="none" stroke="#5b6570" stroke-width="1.6"${dashed} marker-end="url(#arrow)"/>${text}</g>`;
 }
 
 function nodeTooltip(node: RunNodeView, duration: string): string {
@@ -61,28 +62,69 @@ function nodeTooltip(node: RunNodeView, duration: string): string {
   return parts.join("\n");
 }
 
-function renderNode(placed: PlacedNode, duration: string): string {
+/**
+ * How a node's kind is drawn: a map as a stack of cards (one per item), a wait with a dotted
+ * border, a child run with a double border; a task as a plain card.
+ */
+function kindShape(
+  placed: PlacedNode,
+  paint: Paint,
+): { behind: string; inside: string; dash: string } {
+  const { node, x, y, width, height } = placed;
+  const left = x - width / 2;
+  const top = y - height / 2;
+  const box = (dx: number, dy: number, w: number, h: number, extra = "") =>
+    `<rect x="${n1(left + dx)}" y="${n1(top + dy)}" width="${n1(w)}" height="${n1(h)}" rx="8" fill="${paint.fill}" stroke="${paint.stroke}" stroke-width="1.4"${extra}/>`;
+  if (node.kind === "map")
+    return {
+      behind: `${box(8, -8, width, height)}${box(4, -4, width, height)}`,
+      inside: "",
+      dash: "",
+    };
+  if (node.kind === "child")
+    return { behind: "", inside: box(4, 4, width - 8, height - 8, ' fill-opacity="0"'), dash: "" };
+  if (node.kind === "wait") return { behind: "", inside: "", dash: ' stroke-dasharray="2 3"' };
+  return { behind: "", inside: "", dash: "" };
+}
+
+function renderNode(placed: PlacedNode, lineTexts: readonly string[], tooltip: string): string {
   const { node, x, y, width, height } = placed;
   const paint = paintOf(node.agent?.state === "BLOCKED" ? "BLOCKED" : node.state);
   const left = x - width / 2;
   const top = y - height / 2;
-  const dashed = paint === OTHER_PAINT ? ' stroke-dasharray="5 3"' : "";
-  const lines = nodeLines(node, duration).map((line, i) => {
+  const shape = kindShape(placed, paint);
+  const dashed = paint === OTHER_PAINT ? ' stroke-dasharray="5 3"' : shape.dash;
+  const lines = lineTexts.map((line, i) => {
     const weight = i === 0 || i === 2 ? ' font-weight="700"' : "";
     const cls = ["node-id", "node-role", "node-state", "node-attempt"][i];
     return `<text class="${cls}" x="${n1(left + 12)}" y="${n1(top + 22 + i * 17)}" font-size="${i === 0 ? 13 : 12}"${weight}>${escapeHtml(line)}</text>`;
   });
-  return `<g class="node"${attr("data-node-id", node.id)}${attr("data-state", node.state)}${attr("data-agent-state", node.agent?.state)}><title>${escapeHtml(nodeTooltip(node, duration))}</title><rect x="${n1(left)}" y="${n1(top)}" width="${n1(width)}" height="${n1(height)}" rx="8" fill="${paint.fill}" stroke="${paint.stroke}" stroke-width="2"${dashed}/>${lines.join("")}</g>`;
+  return `<g class="node"${attr("data-node-id", node.id)}${attr("data-state", node.state)}${attr("data-agent-state", node.agent?.state)}${attr("data-kind", node.kind)}><title>${escapeHtml(tooltip)}</title>${shape.behind}<rect x="${n1(left)}" y="${n1(top)}" width="${n1(width)}" height="${n1(height)}" rx="8" fill="${paint.fill}" stroke="${paint.stroke}" stroke-width="2"${dashed}/>${shape.inside}${lines.join("")}</g>`;
 }
 
-/** The DAG as an inline SVG: one `<g data-node-id data-state>` per node, edges with arrowheads. */
-export function renderDagSvg(dag: DagLayout, duration: (node: RunNodeView) => string): string {
+/**
+ * The DAG as an inline SVG: one `<g data-node-id data-state data-kind>` per node, edges with
+ * arrowheads (a loop's way back dashed). A run's nodes show `nodeLines`; `lines` replaces them
+ * (a definition's graph, drawn before any run). The layout is made with the same `lines`.
+ */
+export function renderDagSvg(
+  dag: DagLayout,
+  duration: (node: RunNodeView) => string,
+  lines?: NodeLines,
+  label = "The run's DAG",
+): string {
   const defs = `<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="8" markerHeight="8" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="#5b6570"/></marker></defs>`;
   const edges = dag.edges.map(renderEdge).join("\n");
-  const nodes = dag.nodes.map((n) => renderNode(n, duration(n.node))).join("\n");
+  const nodes = dag.nodes
+    .map((n) =>
+      lines
+        ? renderNode(n, lines(n.node), lines(n.node).join("\n"))
+        : renderNode(n, nodeLines(n.node, duration(n.node)), nodeTooltip(n.node, duration(n.node))),
+    )
+    .join("\n");
   const w = n1(dag.width);
   const h = n1(dag.height);
-  return `<svg class="dag-svg" xmlns="http://www.w3.org/2000/svg" role="img" aria-label="The run's DAG" width="${w}" height="${h}" viewBox="0 0 ${w} ${h}" font-family="system-ui, sans-serif">
+  return `<svg class="dag-svg" xmlns="http://www.w3.org/2000/svg" role="img"${attr("aria-label", label)} width="${w}" height="${h}" viewBox="0 0 ${w} ${h}" font-family="system-ui, sans-serif">
 ${defs}
 ${edges}
 ${nodes}

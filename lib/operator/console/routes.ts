@@ -3,6 +3,7 @@ import type { OpsSource } from "../views";
 import { renderDeadLetters } from "./dead-letters";
 import type { Flash, FlashMessages } from "./flash";
 import type { FormContext } from "./forms";
+import { escapeHtml } from "./html";
 import { renderOverview } from "./overview";
 import {
   type ConsolePage,
@@ -12,8 +13,9 @@ import {
   serverErrorPage,
 } from "./page";
 import { renderRun } from "./run";
-import { tenantParam } from "./tenant-filter";
+import { renderTenantFilter, tenantParam } from "./tenant-filter";
 import { renderTrace } from "./trace";
+import { renderWorkflow, renderWorkflowList } from "./workflows";
 
 /** `?refresh=N` (1 to 3600 seconds) asks the page to reload itself; anything else is ignored. */
 export function refreshSeconds(params: URLSearchParams): number | undefined {
@@ -58,14 +60,58 @@ async function runPage(source: OpsSource, runId: string, shown: Shown): Promise<
     return notFoundPage(`There are no runs to show: ${whyLacking("runs")}.`);
   if (!runId) return notFoundPage("No run id was given: the address is /runs/<runId>.");
   const view = await source.run(runId);
+  if (!view && shown.flash?.kind === "sent") {
+    // A run just started from the console: the orchestrator has not recorded it yet.
+    const body = `<h1>Run <code>${escapeHtml(runId)}</code></h1>\n<p data-run-pending>The run was asked for and is not recorded yet; this page reloads until it is.</p>`;
+    return ok(renderPage({ title: `Run ${runId}`, body, ...shown, refresh: shown.refresh ?? 2 }));
+  }
   if (!view) return notFoundPage(`Nothing is known of run "${runId}": no run has that id.`);
   const body = renderRun(view, shown.forms);
   return ok(renderPage({ title: `Run ${runId}`, body, ...shown }));
 }
 
-/** `/runs/<id>` decoded; undefined for other paths, null when the id's %-escapes are malformed. */
-function runIdOf(path: string): string | null | undefined {
-  const match = /^\/runs\/([^/]*)\/?$/.exec(path);
+/**
+ * `/workflows` (with `?tenant=`, also that tenant's own) and `/workflows/<name>` (`?version=`,
+ * `?tenant=`: as a start of that tenant finds it).
+ */
+async function workflowsPage(
+  source: OpsSource,
+  url: URL,
+  name: string | undefined,
+  shown: Shown,
+): Promise<ConsolePage> {
+  if (!source.features.includes("runs"))
+    return notFoundPage(`There are no workflows to show: ${whyLacking("runs")}.`);
+  const filter = tenantParam(url.searchParams);
+  if ("problem" in filter) return requestErrorPage(400, filter.problem);
+  const { tenant } = filter;
+  const listed = { ...shown, ...(tenant === undefined ? {} : { tenant }) };
+  if (name === undefined) {
+    const body = `${renderTenantFilter("/workflows", tenant)}\n${renderWorkflowList(await source.workflows(tenant), tenant)}`;
+    return ok(renderPage({ title: "Workflows", body, ...listed }));
+  }
+  const rawVersion = url.searchParams.get("version");
+  const version = rawVersion === null ? undefined : Number(rawVersion);
+  if (version !== undefined && !(Number.isInteger(version) && version >= 1))
+    return requestErrorPage(
+      400,
+      `The version ${JSON.stringify(rawVersion)} is not a whole number, at least 1.`,
+    );
+  const view = await source.workflow(name, {
+    ...(tenant === undefined ? {} : { tenant }),
+    ...(version === undefined ? {} : { version }),
+  });
+  if (!view)
+    return notFoundPage(
+      `No workflow "${name}"${version === undefined ? "" : ` v${version}`} is known${tenant === undefined ? "" : ` for tenant ${tenant}`}.`,
+    );
+  const body = renderWorkflow(view, shown.forms, tenant);
+  return ok(renderPage({ title: `Workflow ${name}`, body, ...listed }));
+}
+
+/** The segment of `/<prefix>/<segment>` decoded; undefined for other paths, null when malformed. */
+function segmentOf(prefix: string, path: string): string | null | undefined {
+  const match = new RegExp(`^/${prefix}/([^/]*)/?$`).exec(path);
   if (!match) return undefined;
   try {
     return decodeURIComponent(match[1] ?? "");
@@ -95,7 +141,13 @@ async function dispatch(source: OpsSource, url: URL, context: PageContext): Prom
     return ok(renderPage({ title: "Dead letters", body, ...listed }));
   }
   if (path === "/trace") return tracePage(source, url.searchParams);
-  const runId = runIdOf(path);
+  if (path === "/workflows" || path === "/workflows/")
+    return workflowsPage(source, url, undefined, shown);
+  const workflow = segmentOf("workflows", path);
+  if (workflow === null)
+    return requestErrorPage(400, "The workflow's name could not be read (a malformed %-escape).");
+  if (workflow) return workflowsPage(source, url, workflow, shown);
+  const runId = segmentOf("runs", path);
   if (runId === null)
     return requestErrorPage(400, "The run id could not be read (a malformed %-escape).");
   if (runId !== undefined) return runPage(source, runId, shown);

@@ -5,6 +5,7 @@ import { formatDuration, formatOffset, formatTime } from "./format";
 import { type FormContext, renderRunForms } from "./forms";
 import { attr, escapeHtml, link, traceHref } from "./html";
 import { badge, fact, renderTable } from "./page";
+import { redactPersonal } from "./redact";
 
 /** A node's duration: recorded, or measured from its start and end, or "running"/"—". */
 export function nodeDuration(node: RunNodeView): string {
@@ -86,9 +87,33 @@ export function renderTimeline(timeline: RunView["timeline"]): string {
   return renderTable(headers, rows, "The run recorded no steps.", () => ' class="timeline-step"');
 }
 
+/** A JSON value as the page shows it: personal fields redacted (./redact), indented. */
+export function jsonBlock(value: unknown, attrs = ""): string {
+  return `<pre class="json"${attrs}>${escapeHtml(JSON.stringify(redactPersonal(value), null, 2))}</pre>`;
+}
+
+/** What each released node was given and what it answered (the run's input first). */
+export function renderNodeData(run: RunView): string {
+  const runInput =
+    run.input === undefined
+      ? ""
+      : `<h3>Run input</h3>\n${jsonBlock(run.input, " data-run-input")}\n`;
+  const shown = run.nodes.filter((n) => n.input !== undefined || n.output !== undefined);
+  const nodes = shown.map((n) => {
+    const input =
+      n.input === undefined ? "" : `<p>Input</p>${jsonBlock(n.input, ' data-io="input"')}`;
+    const output =
+      n.output === undefined ? "" : `<p>Output</p>${jsonBlock(n.output, ' data-io="output"')}`;
+    return `<section class="node-io"${attr("data-node-io", n.id)}><h3>Node <code>${escapeHtml(n.id)}</code> ${badge(n.state)}</h3>
+${input}${output}</section>`;
+  });
+  const none = shown.length === 0 ? '<p class="none">No node was released yet.</p>' : "";
+  return `${runInput}${nodes.join("\n")}${none}`;
+}
+
 /**
- * The run page's body: facts, the DAG with its legend, the nodes, the actions (with `forms`) and
- * the timeline.
+ * The run page's body: facts, the DAG with its legend, the nodes, each node's input and output,
+ * the actions (with `forms`) and the timeline.
  */
 export function renderRun(run: RunView, forms?: FormContext): string {
   const actions = forms ? `\n<h2>Actions</h2>\n${renderRunForms(run, forms)}` : "";
@@ -97,7 +122,9 @@ ${renderFacts(run)}
 <h2>DAG</h2>
 ${renderDag(run)}
 <h2>Nodes</h2>
-${renderNodeTable(run)}${actions}
+${renderNodeTable(run)}
+<h2>Inputs and outputs</h2>
+${renderNodeData(run)}${actions}
 <h2>Timeline</h2>
 ${renderTimeline(run.timeline)}`;
 }

@@ -1,0 +1,191 @@
+import type { NodeDefinition, WorkflowDefinition } from "../../../functions/core/dag/definition";
+import type { InputField, RunInputSpec } from "../../../functions/core/dag/input";
+import { edgeViews, nodeKindOf } from "../runs";
+import type { RunNodeView, WorkflowSummary, WorkflowView } from "../views";
+import { BUILT_IN, scopeText } from "../workflows";
+import { layoutDag, MAX_LINE_CHARS } from "./dag-layout";
+import { renderDagSvg } from "./dag-svg";
+import { actionForm, button, type FormContext, textArea } from "./forms";
+import { attr, escapeHtml, href, link } from "./html";
+import { fact, renderTable } from "./page";
+
+/**
+ * The workflows pages: every workflow a start may name (built in, registered for every tenant,
+ * a tenant's own), and one workflow's version: its graph before any run, its versions, its
+ * declared input, and a form made from that input that starts a run (./actions `start`).
+ */
+
+export const workflowHref = (name: string, query: Record<string, string> = {}): string =>
+  href(`/workflows/${encodeURIComponent(name)}`, query);
+export const startPath = (name: string): string => `/workflows/${encodeURIComponent(name)}/start`;
+
+/** The form's field of a declared property, and of its type (what the value is read as). */
+export const INPUT_FIELD_PREFIX = "input.";
+export const TYPE_FIELD_PREFIX = "type.";
+
+const scopeCell = (scope: string) =>
+  scope === BUILT_IN ? "built in" : scope === "*" ? "every tenant" : `tenant ${scope}`;
+
+/** The list of workflows, each linked to its page (with the tenant the list was read for). */
+export function renderWorkflowList(list: readonly WorkflowSummary[], tenant?: string): string {
+  const query: Record<string, string> = tenant === undefined ? {} : { tenant };
+  const rows = list.map((w) => [
+    link(workflowHref(w.name, w.scope === BUILT_IN || w.scope === "*" ? {} : query), w.name),
+    escapeHtml(scopeCell(w.scope)),
+    escapeHtml(w.versions.at(-1) ?? "—"),
+    escapeHtml(w.versions.join(", ")),
+  ]);
+  const attrs = (i: number) =>
+    `${attr("data-workflow", list[i]?.name)}${attr("data-scope", list[i]?.scope)}`;
+  const note =
+    tenant === undefined
+      ? '<p class="muted">A tenant\'s own workflows are listed with its id in the box above.</p>'
+      : "";
+  return `<h1>Workflows</h1>
+${note}
+${renderTable(["workflow", "scope", "newest", "versions"], rows, "No workflow is known.", attrs)}`;
+}
+
+/** The lines a node of a definition shows: id, what carries it out, its kind, its details. */
+function definitionLines(node: RunNodeView, definition: WorkflowDefinition): readonly string[] {
+  const def = definition.nodes.find((n) => n.id === node.id);
+  const cut = (s: string) => (s.length > MAX_LINE_CHARS ? `${s.slice(0, MAX_LINE_CHARS - 1)}…` : s);
+  return [cut(node.id), cut(node.role), (node.kind ?? "task").toUpperCase(), cut(detailOf(def))];
+}
+
+function detailOf(node: NodeDefinition | undefined): string {
+  if (!node) return "";
+  if (node.map) {
+    const { items, concurrency } = node.map;
+    return `over ${items.node}${items.path ? `.${items.path}` : ""}, ${concurrency} at once`;
+  }
+  if (node.workflow) return node.workflow.version ? `v${node.workflow.version}` : "newest version";
+  if (node.join !== "all") return `join ${node.join}${node.quorum ? ` ${node.quorum}` : ""}`;
+  return node.degrade === "empty" ? "degrades to {}" : "";
+}
+
+/** The definition's graph, laid out as a run's DAG is, before any run. */
+export function renderDefinitionGraph(definition: WorkflowDefinition): string {
+  const nodes: RunNodeView[] = definition.nodes.map((n) => {
+    const { kind, role } = nodeKindOf(n);
+    return { id: n.id, role, kind, state: "PENDING", attempt: 0 };
+  });
+  const lines = (node: RunNodeView) => definitionLines(node, definition);
+  const dag = layoutDag(nodes, edgeViews(definition.edges), () => "", lines);
+  return `<div class="dag" data-graph="${escapeHtml(definition.name)}">${renderDagSvg(dag, () => "", lines, `The graph of ${definition.name} v${definition.version}`)}</div>
+<p class="muted">A map runs its role once per item (a stack of cards); a wait has a dotted border; a child run a double one; a loop's way back is dashed.</p>`;
+}
+
+/** The declared input as a table: each property, its type and bounds, required or not. */
+export function renderInputSpec(spec: RunInputSpec | undefined): string {
+  if (!spec)
+    return '<p class="none" data-input-spec="any">This workflow declares no input: a start may give any JSON object.</p>';
+  const rows = Object.entries(spec.properties).map(([name, field]) => [
+    `<code>${escapeHtml(name)}</code>`,
+    escapeHtml(field.type),
+    spec.required.includes(name) ? "required" : "optional",
+    escapeHtml(boundsOf(field)),
+    escapeHtml(field.description ?? ""),
+  ]);
+  const extra =
+    spec.additionalProperties === false
+      ? "No other property is taken."
+      : "Other properties are taken and travel along.";
+  return `<div data-input-spec="declared">${renderTable(["property", "type", "", "values", "description"], rows, "No properties.")}
+<p class="muted">${escapeHtml(extra)}</p></div>`;
+}
+
+function boundsOf(field: InputField): string {
+  const parts: string[] = [];
+  if (field.enum) parts.push(`one of ${field.enum.map((v) => JSON.stringify(v)).join(", ")}`);
+  const characters = (n: number) => `${n} character${n === 1 ? "" : "s"}`;
+  if (field.minLength !== undefined) parts.push(`at least ${characters(field.minLength)}`);
+  if (field.maxLength !== undefined) parts.push(`at most ${characters(field.maxLength)}`);
+  if (field.minimum !== undefined) parts.push(`≥ ${field.minimum}`);
+  if (field.maximum !== undefined) parts.push(`≤ ${field.maximum}`);
+  return parts.join(", ");
+}
+
+/** One property's control: a choice for an enum or a boolean, a number box, a text box. */
+function inputControl(name: string, field: InputField, required: boolean): string {
+  const control = `${attr("name", `${INPUT_FIELD_PREFIX}${name}`)}${required ? " required" : ""}`;
+  const typed = `<input type="hidden"${attr("name", `${TYPE_FIELD_PREFIX}${name}`)}${attr("value", field.type)}>`;
+  const label = `${escapeHtml(field.title ?? name)}${required ? "" : " (optional)"}`;
+  const help = field.description ? `<small>${escapeHtml(field.description)}</small>` : "";
+  const chosen = (v: string | number | boolean) =>
+    field.default !== undefined && String(field.default) === String(v) ? " selected" : "";
+  let input: string;
+  if (field.enum || field.type === "boolean") {
+    const values = field.enum ?? [true, false];
+    const empty = required ? "" : '<option value="">(none)</option>';
+    const options = values.map(
+      (v) => `<option${attr("value", String(v))}${chosen(v)}>${escapeHtml(String(v))}</option>`,
+    );
+    input = `<select${control}>${empty}${options.join("")}</select>`;
+  } else if (field.type === "string") {
+    const bounds = `${attr("minlength", field.minLength)}${attr("maxlength", field.maxLength)}`;
+    input = `<input type="text"${control}${bounds}${attr("value", field.default === undefined ? undefined : String(field.default))}>`;
+  } else {
+    const step = field.type === "integer" ? ' step="1"' : ' step="any"';
+    const bounds = `${attr("min", field.minimum)}${attr("max", field.maximum)}`;
+    input = `<input type="number"${control}${step}${bounds}${attr("value", field.default === undefined ? undefined : String(field.default))}>`;
+  }
+  return `<label${attr("data-input", name)}>${label} ${input}${help}</label>${typed}\n`;
+}
+
+/**
+ * The start form: one control per declared property, a JSON object for what else the run takes
+ * (the whole input when none is declared), and the run's tenant.
+ */
+export function renderStartForm(view: WorkflowView, ctx: FormContext, tenant?: string): string {
+  const spec = view.definition.input;
+  const fields = spec
+    ? Object.entries(spec.properties).map(([name, field]) =>
+        inputControl(name, field, spec.required.includes(name)),
+      )
+    : [];
+  const more =
+    spec?.additionalProperties === false
+      ? ""
+      : textArea(
+          "input_json",
+          spec ? "More input (a JSON object, optional)" : "Input (a JSON object)",
+          "{}",
+          4,
+        );
+  const scoped = view.scope !== BUILT_IN && view.scope !== "*" ? view.scope : tenant;
+  const tenantField = `<label>Tenant (optional: the default tenant) <input type="text" name="tenant" maxlength="64"${attr("value", scoped)}></label>\n`;
+  return actionForm(
+    ctx,
+    startPath(view.name),
+    attr("data-action", "start"),
+    `${fields.join("")}${more}${tenantField}`,
+    button(`Start a run of ${view.name}`),
+    "",
+  );
+}
+
+/** A workflow's page: facts, versions, graph, declared input and (with `forms`) the start form. */
+export function renderWorkflow(view: WorkflowView, forms?: FormContext, tenant?: string): string {
+  const query: Record<string, string> = tenant === undefined ? {} : { tenant };
+  const versions = view.versions
+    .map((v) =>
+      v === view.version
+        ? `<strong>v${escapeHtml(v)}</strong>`
+        : link(workflowHref(view.name, { ...query, version: String(v) }), `v${v}`),
+    )
+    .join(" ");
+  const start = forms ? `\n<h2>Start a run</h2>\n${renderStartForm(view, forms, tenant)}` : "";
+  return `<h1>Workflow <code>${escapeHtml(view.name)}</code> v${escapeHtml(view.version)}</h1>
+<ul class="facts">
+${fact("definition", `<code>${escapeHtml(view.definition.name)}</code>`)}
+${fact("scope", `<span data-workflow-scope>${escapeHtml(scopeText(view.scope))}</span>`)}
+${fact("versions", `<span data-versions>${versions}</span>`)}
+</ul>
+<h2>Graph</h2>
+${renderDefinitionGraph(view.definition)}
+<h2>Input</h2>
+${renderInputSpec(view.definition.input)}${start}
+<h2>Definition</h2>
+<details><summary>JSON</summary><pre class="json" data-definition>${escapeHtml(JSON.stringify(view.definition, null, 2))}</pre></details>`;
+}

@@ -1,0 +1,234 @@
+import { ulid } from "ulid";
+import { describe, expect, it } from "vitest";
+import { putWorkflow } from "../../functions/core/dag/register";
+import { EVERY_TENANT, InMemoryWorkflowRegistry } from "../../functions/core/dag/registry";
+import type { PublishFailure } from "../../functions/core/ports";
+import { InMemoryAcceptedRequests } from "../../functions/front-door/accepted";
+import { type FrontDoorPorts, handleRequest } from "../../functions/front-door/api";
+import type { HttpRequest } from "../../functions/front-door/http";
+import { InMemoryTenantLimits } from "../../functions/front-door/limits";
+import { InMemoryRunsInFlight } from "../../functions/front-door/runs-in-flight";
+import { type Envelope, registry } from "../../schemas";
+
+/**
+ * The front door's workflow routes in memory: a tenant registers a definition (`PUT`), with the
+ * checks of `agentbus workflow put` and every problem named; lists and reads its own, the shared
+ * and the built-in ones, never another tenant's; and a start's body must fit the workflow's
+ * declared input.
+ */
+
+const ACME = { tenant_id: "acme", sub: "user-acme" };
+const GLOBEX = { tenant_id: "globex", sub: "user-globex" };
+const STEP_ROLES = ["summarize", "tally"];
+
+const SUMMARY = {
+  name: "summary",
+  nodes: [
+    { id: "count", role: "tally" },
+    { id: "sum", role: "summarize" },
+  ],
+  edges: [{ from: "count", to: "sum" }],
+  input: {
+    type: "object",
+    properties: {
+      subject: { type: "string", minLength: 1, maxLength: 100, description: "what to summarize" },
+      depth: { type: "integer", minimum: 1, maximum: 5 },
+      tone: { type: "string", enum: ["plain", "formal"] },
+    },
+    required: ["subject"],
+  },
+};
+
+function world() {
+  const published: Envelope[] = [];
+  const workflows = new InMemoryWorkflowRegistry();
+  const clock = { now: () => new Date("2026-12-02T10:00:00.000Z") };
+  const ports: FrontDoorPorts = {
+    publisher: {
+      async publish(_topic, envelopes): Promise<PublishFailure[]> {
+        published.push(...envelopes);
+        return [];
+      },
+    },
+    store: { load: async () => ({ inboxHit: false, checkpoint: 0, state: undefined }) },
+    accepted: new InMemoryAcceptedRequests(),
+    tasks: { eventsByTask: async () => [] },
+    limits: new InMemoryTenantLimits(100),
+    runs: new InMemoryRunsInFlight(),
+    states: { loadStates: async () => [] },
+    registry,
+    workflows: { registry: workflows, stepRoles: STEP_ROLES },
+    ids: { next: () => ulid() },
+    clock,
+  };
+  const send = (request: Partial<HttpRequest> & Pick<HttpRequest, "method" | "path">) =>
+    handleRequest({ headers: {}, requestId: "req-1", ...request }, ports);
+  const put = (name: string, body: unknown, claims: Record<string, unknown> = ACME) =>
+    send({
+      method: "PUT",
+      path: `/v1/workflows/${name}`,
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+      claims,
+    });
+  const start = (name: string, body: unknown, claims: Record<string, unknown> = ACME) =>
+    send({
+      method: "POST",
+      path: `/v1/workflows/${name}/runs`,
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+      claims,
+    });
+  return { send, put, start, published, workflows };
+}
+
+const json = (response: { body: string }) => JSON.parse(response.body) as Record<string, unknown>;
+
+describe("PUT /v1/workflows/{workflow_name}", () => {
+  it("registers version 1 in the caller's tenant (201), the same again is unchanged (200), a change is v2", async () => {
+    const { put, workflows } = world();
+    const first = await put("summary", SUMMARY);
+    expect(first.statusCode).toBe(201);
+    expect(json(first)).toEqual({
+      outcome: "stored",
+      name: "summary",
+      version: 1,
+      scope: "tenant",
+      links: { workflow: "/v1/workflows/summary" },
+    });
+    const again = await put("summary", SUMMARY);
+    expect(again.statusCode).toBe(200);
+    expect(json(again)).toMatchObject({ outcome: "unchanged", version: 1 });
+    const changed = await put("summary", { ...SUMMARY, edges: [], nodes: [SUMMARY.nodes[0]] });
+    expect(json(changed)).toMatchObject({ outcome: "stored", version: 2 });
+    expect(await workflows.list("acme")).toEqual([{ name: "summary", versions: [1, 2] }]);
+    expect(await workflows.list(EVERY_TENANT)).toEqual([]);
+    expect(await workflows.list("globex")).toEqual([]);
+  });
+
+  it("refuses a definition naming every problem (400), and stores nothing", async () => {
+    const { put, workflows } = world();
+    const bad = {
+      name: "summary",
+      nodes: [
+        { id: "count", role: "poet" },
+        { id: "count", role: "tally" },
+      ],
+      edges: [{ from: "count", to: "nowhere" }],
+      input: {
+        type: "object",
+        properties: { n: { type: "boolean", minimum: 1 } },
+        required: ["m"],
+      },
+    };
+    const refused = await put("summary", bad);
+    expect(refused.statusCode).toBe(400);
+    const body = json(refused);
+    expect(body.code).toBe("invalid_request");
+    const errors = body.errors as { path: string; message: string }[];
+    const text = errors.map((e) => `${e.path}: ${e.message}`).join("\n");
+    expect(text).toContain("minimum and maximum bound a number, not a boolean");
+    expect(text).toContain("m is required but not among the properties (n)");
+    expect(await workflows.list("acme")).toEqual([]);
+    // The schema is sound, the structure is not: every structural problem is named.
+    const structural = await put("summary", { ...bad, input: undefined });
+    const codes = (json(structural).errors as { message: string }[]).map((e) => e.message);
+    expect(codes.some((m) => m.includes("[dag.duplicate_node]"))).toBe(true);
+    expect(codes.some((m) => m.includes("[dag.unknown_role]"))).toBe(true);
+    expect(codes.some((m) => m.includes("[dag.unknown_node]"))).toBe(true);
+    expect(json(structural).detail).toContain("this stack's step roles: summarize, tally");
+  });
+
+  it("refuses a body whose name is not the path's, a built-in name, and a taken version (409)", async () => {
+    const { put } = world();
+    const other = await put("other", SUMMARY);
+    expect(other.statusCode).toBe(400);
+    expect(json(other).errors).toEqual([{ path: "(body).name", message: 'must be "other"' }]);
+    const reserved = await put("quick-news", { ...SUMMARY, name: "quick-news" });
+    expect(reserved.statusCode).toBe(400);
+    expect(JSON.stringify(json(reserved).errors)).toContain("workflow.reserved_name");
+    expect((await put("summary", { ...SUMMARY, version: 3 })).statusCode).toBe(201);
+    const taken = await put("summary", { ...SUMMARY, version: 3, edges: [] });
+    expect(taken.statusCode).toBe(409);
+    expect(json(taken).code).toBe("version_taken");
+  });
+});
+
+describe("GET /v1/workflows and /v1/workflows/{workflow_name}", () => {
+  it("lists the built-in, the tenant's own and the shared workflows; another tenant's never", async () => {
+    const { put, send, workflows } = world();
+    await put("summary", SUMMARY, GLOBEX);
+    await putWorkflow(
+      workflows,
+      EVERY_TENANT,
+      { ...SUMMARY, name: "digest" },
+      { roles: STEP_ROLES },
+    );
+    const listed = await send({ method: "GET", path: "/v1/workflows", claims: ACME });
+    expect(json(listed)).toEqual({
+      workflows: [
+        { name: "quick-news", scope: "built-in", versions: [2] },
+        { name: "long-form", scope: "built-in", versions: [2] },
+        { name: "digest", scope: "shared", versions: [1] },
+      ],
+    });
+    const foreign = await send({ method: "GET", path: "/v1/workflows/summary", claims: ACME });
+    expect(foreign.statusCode).toBe(404);
+    const own = await send({ method: "GET", path: "/v1/workflows/summary", claims: GLOBEX });
+    expect(json(own)).toMatchObject({
+      name: "summary",
+      scope: "tenant",
+      versions: [1],
+      definition: { name: "summary", version: 1, input: { required: ["subject"] } },
+    });
+    // A tenant cannot overwrite the shared one: its put goes to its own scope.
+    await put("digest", { ...SUMMARY, name: "digest", edges: [], nodes: [SUMMARY.nodes[0]] });
+    expect(await workflows.list(EVERY_TENANT)).toEqual([{ name: "digest", versions: [1] }]);
+    expect(await workflows.list("acme")).toEqual([{ name: "digest", versions: [1] }]);
+  });
+
+  it("serves the same routes to a service under its tenant's prefix", async () => {
+    const { send } = world();
+    const principal = "arn:aws:iam::123456789012:role/partner";
+    const put = await send({
+      method: "PUT",
+      path: "/v1/tenants/acme/workflows/summary",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(SUMMARY),
+      principal,
+    });
+    expect(put.statusCode).toBe(201);
+    const read = await send({ method: "GET", path: "/v1/workflows/summary", claims: ACME });
+    expect(read.statusCode).toBe(200);
+  });
+});
+
+describe("POST /v1/workflows/{workflow_name}/runs against the declared input", () => {
+  it("starts a registered workflow whose input fits; refuses one that does not, naming every problem", async () => {
+    const { put, start, published } = world();
+    await put("summary", SUMMARY);
+    const refused = await start("summary", { depth: 9, tone: "angry", extra: true });
+    expect(refused.statusCode).toBe(400);
+    expect(json(refused).errors).toEqual([
+      { path: "subject", message: "required" },
+      { path: "depth", message: "must be at most 5 (got 9)" },
+      { path: "tone", message: 'must be one of "plain", "formal" (got "angry")' },
+    ]);
+    expect(published).toEqual([]);
+    const started = await start("summary", { subject: "tides", depth: 2, extra: true });
+    expect(started.statusCode).toBe(202);
+    expect(published[0]?.payload).toMatchObject({
+      workflow_name: "summary",
+      request: { subject: "tides", depth: 2, extra: true },
+    });
+    expect((await start("summary", { subject: "x" }, GLOBEX)).statusCode).toBe(404);
+  });
+
+  it("checks a content workflow's declared input: a topic hint", async () => {
+    const { start, published } = world();
+    const refused = await start("quick-news", { topic: "no hint" });
+    expect(json(refused).errors).toEqual([{ path: "topic_hint", message: "required" }]);
+    expect((await start("quick-news", { topic_hint: "tides" })).statusCode).toBe(202);
+    expect(published).toHaveLength(1);
+  });
+});
