@@ -251,17 +251,21 @@ const TOOL_OUTPUT_LIMIT = 256 * 1024;
  */
 function copiedOutput(text: string, outputs: readonly string[]): GuardCandidate[] {
   if (text.length < RAW_SPAN_CHARS || outputs.length === 0) return [];
-  const grams = new Set<string>();
+  const windows = windowsByHash(text);
+  const copied = new Set<number>();
   const values: string[] = [];
   let budget = TOOL_OUTPUT_LIMIT;
   for (const output of outputs) {
     const seen = output.slice(0, Math.max(0, budget));
     budget -= seen.length;
-    for (let i = 0; i + RAW_SPAN_CHARS <= seen.length; i++)
-      grams.add(seen.slice(i, i + RAW_SPAN_CHARS));
-    values.push(...stringValues(seen));
+    const before = copied.size;
+    rollWindows(seen, (hash, at) => {
+      for (const start of windows.get(hash) ?? [])
+        if (seen.startsWith(text.slice(start, start + RAW_SPAN_CHARS), at)) copied.add(start);
+    });
+    if (copied.size > before) values.push(...stringValues(seen));
   }
-  return copiedSpans(text, grams)
+  return copiedSpans([...copied].sort((a, b) => a - b))
     .filter(([start, end]) => !values.some((v) => v.includes(unquoted(text.slice(start, end)))))
     .map(([start, end]) => ({
       kind: "raw_tool_output",
@@ -272,16 +276,44 @@ function copiedOutput(text: string, outputs: readonly string[]): GuardCandidate[
     }));
 }
 
+/** The starts of the text's windows of RAW_SPAN_CHARS, by their rolling hash. */
+function windowsByHash(text: string): Map<number, number[]> {
+  const windows = new Map<number, number[]>();
+  rollWindows(text, (hash, at) => {
+    const starts = windows.get(hash);
+    if (starts) starts.push(at);
+    else windows.set(hash, [at]);
+  });
+  return windows;
+}
+
+const BASE = 31;
+/** BASE to the power RAW_SPAN_CHARS - 1, in 32 bits: what the character leaving a window weighed. */
+const LEAVING = Array.from({ length: RAW_SPAN_CHARS - 1 }).reduce<number>(
+  (p) => Math.imul(p, BASE),
+  1,
+);
+
+/** Calls `each` with the hash and start of every window of RAW_SPAN_CHARS of `text`. */
+function rollWindows(text: string, each: (hash: number, at: number) => void): void {
+  let hash = 0;
+  for (let i = 0; i < text.length; i++) {
+    if (i >= RAW_SPAN_CHARS)
+      hash = (hash - Math.imul(text.charCodeAt(i - RAW_SPAN_CHARS), LEAVING)) | 0;
+    hash = (Math.imul(hash, BASE) + text.charCodeAt(i)) | 0;
+    if (i >= RAW_SPAN_CHARS - 1) each(hash, i - RAW_SPAN_CHARS + 1);
+  }
+}
+
 /** A span without the quotes, spaces and JSON punctuation at its ends. */
 function unquoted(span: string): string {
   return span.replace(/^[\s"',:{}[\]]+|[\s"',:{}[\]]+$/g, "");
 }
 
-/** The maximal spans of `text` made of windows found in `grams`. */
-function copiedSpans(text: string, grams: ReadonlySet<string>): [number, number][] {
+/** The maximal spans made of the windows starting at `starts` (sorted). */
+function copiedSpans(starts: readonly number[]): [number, number][] {
   const spans: [number, number][] = [];
-  for (let i = 0; i + RAW_SPAN_CHARS <= text.length; i++) {
-    if (!grams.has(text.slice(i, i + RAW_SPAN_CHARS))) continue;
+  for (const i of starts) {
     const last = spans.at(-1);
     if (last && i <= last[1]) last[1] = i + RAW_SPAN_CHARS;
     else spans.push([i, i + RAW_SPAN_CHARS]);
