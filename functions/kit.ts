@@ -79,6 +79,7 @@ export { agentModelSchemas, defineAgent } from "./core/agent/agent";
 export { AGENT_RUN_AGGREGATE, agentDescriptor, agentRole } from "./core/agent/agent-role";
 export { personWaitRules } from "./core/agent/attention";
 export type { ContentStore } from "./core/agent/content";
+export { toolOutputsSeen } from "./core/agent/content";
 export type { WriteDone } from "./core/agent/loop";
 export type { ToolDefinition } from "./core/agent/tool";
 export { defineTool, ToolRejectedError, ToolTimeoutError } from "./core/agent/tool";
@@ -153,6 +154,26 @@ export {
   ModelOutputInvalidError,
 } from "./core/model";
 export { modelSchemaOf } from "./core/model-schemas";
+// The output guard: a model's text checked before it reaches a customer.
+export type {
+  OutputGuardContext,
+  OutputGuardFinding,
+  OutputGuardKind,
+  OutputGuardResult,
+  OutputGuardVerdict,
+} from "./core/output-guard";
+export {
+  guardOutput,
+  guardRecord,
+  OUTPUT_GUARD_ATTENTION,
+  OUTPUT_GUARD_KINDS,
+  OUTPUT_GUARD_REFUSALS,
+  OUTPUT_GUARD_REFUSED,
+  OutputGuardRecord,
+  refusalReason,
+  VERDICT_OF_KIND,
+  withheld,
+} from "./core/output-guard";
 export { parseEnv } from "./core/parse-env";
 export { payloadOf } from "./core/payload";
 export { ERASED } from "./core/personal-data/erased";

@@ -5,7 +5,10 @@ import * as z from "../../schemas/zod";
 import { AgentBusError } from "../core/errors";
 import type { Clock, EventPublisher, EventStore, IdSource, StateReader } from "../core/ports";
 import { retentionDays } from "../core/retention";
-import type { ConversationView } from "../roles/customer-support/conversation-projection/conversation-projection";
+import type {
+  ConversationTurn,
+  ConversationView,
+} from "../roles/customer-support/conversation-projection/conversation-projection";
 import { ALL_FEATURES, type Feature } from "../roles/features";
 import type { OrchestratorState } from "../roles/orchestrator/state";
 import type { AcceptedRequest, AcceptedRequests } from "./accepted";
@@ -745,9 +748,21 @@ async function getConversation({ params, ports, who }: RouteContext) {
   });
 }
 
-/** A conversation's turns, oldest first. */
-export function turnsOf(view: ConversationView) {
-  return view.turn_order.flatMap((id) => (view.turns[id] ? [view.turns[id]] : []));
+/**
+ * A conversation's turns, oldest first, as its customer sees them: a reply held for a person's
+ * review is not theirs until a person approves it (a draft the output guard refused, one the model
+ * asked a review for), so a held turn shows no `reply_text` until then, and no turn shows why it
+ * was held (`held_reason`, the operators').
+ */
+export function turnsOf(view: ConversationView): ConversationTurn[] {
+  return view.turn_order.flatMap((id) => {
+    const turn = view.turns[id];
+    if (!turn) return [];
+    const { held_reason, reply_text, ...shown } = turn;
+    const released =
+      held_reason === undefined || (turn.reviewed_by !== undefined && turn.status !== "rejected");
+    return [released && reply_text !== undefined ? { ...shown, reply_text } : shown];
+  });
 }
 
 function sha256(text: string): string {

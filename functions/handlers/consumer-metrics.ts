@@ -1,6 +1,7 @@
 import { type Metrics, MetricUnit } from "@aws-lambda-powertools/metrics";
 import type { ModelCallSink } from "../adapters/model-calls";
 import { type AttentionRule, signalsRaisedBy } from "../core/attention";
+import { guardRecordOf } from "../core/output-guard";
 import type { ConsumeResult } from "../core/role";
 import type { Observability } from "./observe";
 
@@ -34,6 +35,41 @@ export const MODEL_METRICS = {
   inputTokens: "ModelInputTokens",
   outputTokens: "ModelOutputTokens",
 } as const;
+
+/**
+ * The output guard's verdicts and findings the events a consumed record emitted carry
+ * (functions/core/output-guard.ts): one `OutputGuardVerdict` per guarded text, by `verdict`, and
+ * one `OutputGuardFinding` per finding, by `kind`.
+ */
+export const OUTPUT_GUARD_METRICS = {
+  verdict: "OutputGuardVerdict",
+  finding: "OutputGuardFinding",
+} as const;
+
+/** The counts of guard verdicts and finding kinds in what a record emitted (`verdict:pass`, `kind:secret`). */
+export function guardCounts(result: ConsumeResult): Map<string, number> {
+  const counts = new Map<string, number>();
+  const add = (key: string) => counts.set(key, (counts.get(key) ?? 0) + 1);
+  for (const step of result.steps)
+    for (const event of step.emitted) {
+      const record = guardRecordOf(event);
+      if (!record) continue;
+      add(`verdict:${record.verdict}`);
+      for (const finding of record.findings) add(`kind:${finding.kind}`);
+    }
+  return counts;
+}
+
+function recordGuardCounts(result: ConsumeResult, metrics: Metrics): void {
+  for (const [key, count] of guardCounts(result)) {
+    const [dimension = "", value = ""] = key.split(":");
+    const single = metrics.singleMetric();
+    single.addDimension(dimension, value);
+    const name =
+      dimension === "verdict" ? OUTPUT_GUARD_METRICS.verdict : OUTPUT_GUARD_METRICS.finding;
+    single.addMetric(name, MetricUnit.Count, count);
+  }
+}
 
 /**
  * How many of the events a consumed record emitted raise each signal of `rules` (the group's
@@ -101,6 +137,7 @@ export function recordConsumed(
   }
   for (const [metric, count] of attentionCounts(result, attention))
     metrics.addMetric(metric, MetricUnit.Count, count);
+  recordGuardCounts(result, metrics);
 }
 
 /** Where the model calls of a consumer's work are published: latency and tokens per call. */

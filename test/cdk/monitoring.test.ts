@@ -81,6 +81,17 @@ describe("alarms where a person must act", () => {
     });
   });
 
+  it("any model output the output guard refused, in a reply or in the refund agent's reason", () => {
+    const found = consumerAlarms("OutputGuardRefused");
+    expect([...found.keys()].sort()).toEqual(["refund-review", "reply-generation"]);
+    for (const alarm of found.values()) {
+      expect(alarm.Properties).toMatchObject(ANY_WITHIN_5_MINUTES);
+      expect(String(alarm.Properties.AlarmDescription)).toMatch(
+        /`npx agentbus reply list`.*output_guard\.refused.*rotate a secret/,
+      );
+    }
+  });
+
   it("any failed workflow run of the orchestrator", () => {
     const found = consumerAlarms("WorkflowFailed");
     expect([...found.keys()]).toEqual(["orchestrator"]);
@@ -227,13 +238,18 @@ describe("dashboard", () => {
   it("shows what needs a person for the groups that emit it, and no such graph for others", () => {
     const expected: Record<string, string[]> = {
       sender: ["UnknownSideEffectOutcome"],
-      "reply-generation": ["ReplyHeldForReview", "SupportTurnHandedOff"],
+      "reply-generation": ["ReplyHeldForReview", "SupportTurnHandedOff", "OutputGuardRefused"],
       "order-lookup": ["SupportTurnHandedOff"],
       orchestrator: ["WorkflowFailed", "WorkflowPartial"],
       ...Object.fromEntries(
         CONTENT_ROLES.map((role) => [role, ["AgentRunNeedsHuman", "ApprovalRequested"]]),
       ),
-      "refund-review": ["ApprovalRequested", "UnknownSideEffectOutcome", "AgentRunNeedsHuman"],
+      "refund-review": [
+        "ApprovalRequested",
+        "UnknownSideEffectOutcome",
+        "AgentRunNeedsHuman",
+        "OutputGuardRefused",
+      ],
     };
     for (const group of groups) {
       const title = `${group}: needs a person`;

@@ -314,6 +314,41 @@ describe("tenants", () => {
     ).toBe(404);
   });
 
+  it("a held reply is not shown to the customer until a person approves it, nor why it was held", async () => {
+    const { send, views } = world();
+    const turn = (status: string, extra: Record<string, string> = {}) => ({
+      task_id: `task_${status}`,
+      status,
+      text: "hi",
+      reply_text: "draft [withheld: secret]",
+      held_reason: "output_guard.refused: secret (AWS access key id) at 6-26",
+      ...extra,
+    });
+    views.set(`conversation_view#${ACME_CONV_A1}`, {
+      conversation_id: "conv_a1",
+      tenant_id: "acme",
+      version: 3,
+      turns: {
+        task_held_for_review: turn("held_for_review"),
+        task_rejected: turn("rejected", { reviewed_by: "ops_anna" }),
+        task_approved: turn("approved", { reviewed_by: "ops_anna", reply_text: "Approved text" }),
+      },
+      turn_order: ["task_held_for_review", "task_rejected", "task_approved"],
+    });
+    const response = await send({ method: "GET", path: "/v1/conversations/conv_a1", claims: ACME });
+    expect(bodyOf(response).turns).toEqual([
+      { task_id: "task_held_for_review", status: "held_for_review", text: "hi" },
+      { task_id: "task_rejected", status: "rejected", text: "hi", reviewed_by: "ops_anna" },
+      {
+        task_id: "task_approved",
+        status: "approved",
+        text: "hi",
+        reviewed_by: "ops_anna",
+        reply_text: "Approved text",
+      },
+    ]);
+  });
+
   it("the default tenant's conversation ids are kept as they are (the AWS CLI's, those from before tenants)", () => {
     expect(tenantConversationId("default", "conv_a1")).toBe("conv_a1");
     expect(ACME_CONV_A1).toMatch(/^conv_[a-p]{26}$/);

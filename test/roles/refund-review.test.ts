@@ -257,8 +257,13 @@ describe("the refund agent (seed 000 §10)", () => {
     await desk.decide({ tool_call_id: "call_2_1", decision: "reject", reason: "outside policy" });
     await desk.drain();
     expect(desk.payments.calls).toBe(0);
+    // The person's address is no business of the customer's: the output guard withholds it from
+    // the reason, and the reply that tells it waits for a person's review.
     expect(desk.facts("refund.rejected")[0]?.payload).toMatchObject({
-      reason: expect.stringMatching(/reject by ops@example.com: outside policy/),
+      reason: expect.stringMatching(/reject by \[withheld: other customer data\]: outside policy/),
+    });
+    expect(desk.facts("reply.generation.requested")[0]?.payload).toMatchObject({
+      hold_reason: expect.stringMatching(/^output_guard\.refused: other_customer_data/),
     });
     expect((await desk.orders.get("A-1002"))?.status).toBe("placed");
   });

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { PermanentError } from "../errors";
+import type { ModelMessage } from "../model";
 import { ERASED } from "../personal-data/erased";
 
 /**
@@ -58,6 +59,22 @@ export function erasedContent(text: string): string {
   } catch {
     return JSON.stringify(ERASED);
   }
+}
+
+/**
+ * The tool outputs a run's model saw, as JSON texts, oldest first: what the output guard
+ * (../output-guard.ts) is given to tell a paste of them from an answer. Read from the run's stored
+ * conversation (`messages`: each user turn's tool results, refusals and errors included).
+ */
+export async function toolOutputsSeen(
+  journal: { readonly messages: readonly string[] },
+  content: ContentStore,
+): Promise<string[]> {
+  const texts = await content.getMany(journal.messages);
+  return texts.flatMap((text) => {
+    const message = JSON.parse(text) as Partial<ModelMessage> | null;
+    return (message?.toolResults ?? []).map((result) => JSON.stringify(result.content ?? null));
+  });
 }
 
 /** The ContentStore of tests, the simulation and the local runtime. */

@@ -4,6 +4,7 @@ import {
   AgentStepRequestedPayload,
   defineEventType,
   OpaqueId,
+  OutputGuardRecord,
   outsideCommand,
   type PayloadTypes,
   streamCommand,
@@ -62,6 +63,11 @@ export const RefundReviewCompletedPayload = z.object({
   ...RefundReviewOutcome.shape,
   model_turns: z.int().check(z.nonnegative()),
   tool_calls: z.int().check(z.nonnegative()),
+  /**
+   * The output guard's record of `reason` (./reason-guard.ts), which carries the reason as the
+   * guard left it; absent in a review completed before reasons were guarded.
+   */
+  output_guard: z.optional(OutputGuardRecord),
 });
 export type RefundReviewCompleted = z.output<typeof RefundReviewCompletedPayload>;
 

@@ -4,6 +4,7 @@ import {
   defineModule,
   handlerBeside,
   model,
+  OUTPUT_GUARD_ATTENTION,
   personWaitRules,
   type RolePorts,
   sideEffects,
@@ -75,7 +76,8 @@ export const refundReviewModule = defineModule({
     // (DEFAULT_MAX_UNKNOWN_ATTEMPTS); the queue must hand the step out at least that often.
     maxReceiveCount: 8,
     needs: { heartbeat: "visibility" },
-    attention: personWaitRules(REFUND_REVIEW_NEEDS_PERSON),
+    // A reason the output guard refused (./reason-guard.ts) raises `output-guard-refusals`.
+    attention: [...personWaitRules(REFUND_REVIEW_NEEDS_PERSON), OUTPUT_GUARD_ATTENTION],
   },
   settings: RefundReviewSettings,
   uses: REFUND_USES,

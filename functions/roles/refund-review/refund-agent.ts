@@ -188,7 +188,7 @@ export function refundReviewRole(
       const now = await ports.conversationNow(conversationId);
       return [...(supersededDecision(event, conversationId, now).emit ?? [])];
     },
-    finish: (journal) => reviewEnded(journal, ports.orders),
+    finish: (journal) => reviewEnded(journal, ports),
     needsPerson: async (journal) => reviewWaits(journal),
     wrote: async (journal, write) => refundMade(journal, write),
     ports,

@@ -1,4 +1,5 @@
 import type { AgentJournal, EmitSpec, WriteDone } from "../../kit";
+import { guardRecord, refusalReason } from "../../kit";
 import type { RefundReviewOutcome } from "../customer-support/events/commands";
 import type { OrdersPort } from "../customer-support/integrations/orders/port";
 import type { RefundReceipt } from "../customer-support/integrations/payments/port";
@@ -9,6 +10,7 @@ import {
   REFUND_REVIEW_COMPLETED,
   REFUND_REVIEW_NEEDS_PERSON,
 } from "./events";
+import { type GuardedOutcome, guardedOutcome, type ReasonGuardPorts } from "./reason-guard";
 import { ISSUE_REFUND } from "./tools";
 
 /**
@@ -19,7 +21,17 @@ import { ISSUE_REFUND } from "./tools";
  * tells the customer (`reply.generation.requested` with the order as it is now and the review's
  * outcome). When it waits for a person: `refund.review.needs_person`; the customer is told once
  * the person has decided (a run handed over for good ends with the answer the person gives).
+ *
+ * The reason reaches the customer, so every fact of a review that ended carries it as the output
+ * guard left it (./reason-guard.ts), and `refund.review.completed` the guard's record. A reason
+ * the guard refused asks reply generation to hold the reply for a person (`hold_reason`): the
+ * decision stands (the payment system confirmed it), the words go to a person first.
  */
+
+/** What the facts of a review that ended read: the orders, and what the reason's guard needs. */
+export interface ReviewEndPorts extends ReasonGuardPorts {
+  readonly orders: OrdersPort;
+}
 
 /** The fact of a refund the run made (a write of `issue_refund` that took effect). */
 export function refundMade(journal: AgentJournal, write: WriteDone): EmitSpec[] {
@@ -42,11 +54,16 @@ export function refundMade(journal: AgentJournal, write: WriteDone): EmitSpec[] 
 }
 
 /** The facts of a review that ended, and the reply request. */
-export async function reviewEnded(journal: AgentJournal, orders: OrdersPort): Promise<EmitSpec[]> {
-  const outcome: RefundReviewOutcome =
+export async function reviewEnded(
+  journal: AgentJournal,
+  ports: ReviewEndPorts,
+): Promise<EmitSpec[]> {
+  const answer: RefundReviewOutcome =
     journal.status === "COMPLETED"
       ? (journal.output as RefundReviewOutcome)
       : { decision: "rejected", reason: journal.failure?.message ?? "the review did not finish" };
+  const guarded = await guardedOutcome(journal, answer, ports);
+  const { outcome } = guarded;
   const { order_id = "", conversation_id = "" } = journal.subject;
   const common = { orderKey: conversation_id, runId: journal.run_id };
   const rejected: EmitSpec[] =
@@ -70,10 +87,11 @@ export async function reviewEnded(journal: AgentJournal, orders: OrdersPort): Pr
         ...outcome,
         model_turns: journal.totals.model_turns,
         tool_calls: journal.totals.tool_calls,
+        output_guard: guardRecord(guarded.guard),
       },
     },
     ...rejected,
-    await replyRequest(journal, outcome, orders),
+    await replyRequest(journal, guarded, ports.orders),
   ];
 }
 
@@ -102,7 +120,7 @@ export function reviewWaits(journal: AgentJournal): EmitSpec[] {
 /** Reply generation's command for the review's turn: the order as it is now, and the outcome. */
 async function replyRequest(
   journal: AgentJournal,
-  outcome: RefundReviewOutcome,
+  { outcome, guard }: GuardedOutcome,
   orders: OrdersPort,
 ): Promise<EmitSpec> {
   const request = journal.started_by.payload as RefundReviewRequested;
@@ -118,6 +136,7 @@ async function replyRequest(
       ...request,
       ...(own ? { order: own } : {}),
       refund_review: outcome,
+      ...(guard.verdict === "refuse" ? { hold_reason: refusalReason(guard) } : {}),
     },
   };
 }

@@ -46,6 +46,11 @@ export const ReplyGenerationRequestedPayload = z.extend(SupportTurn, {
   order: z.optional(OrderRecord),
   /** For a refund question: what the refund agent decided (the reply tells the customer). */
   refund_review: z.optional(RefundReviewOutcome),
+  /**
+   * Hold the reply for a person's review for this reason, whatever the draft: the output guard
+   * refused the refund agent's reason (`refund_review.reason` then carries what it withheld).
+   */
+  hold_reason: z.optional(z.string().check(z.minLength(1), z.maxLength(1000))),
 });
 export type ReplyGenerationRequested = z.output<typeof ReplyGenerationRequestedPayload>;
 

@@ -5,6 +5,7 @@ import {
   IsoTime,
   MessageText,
   OpaqueId,
+  OutputGuardRecord,
   outsideCommand,
   RequestedByShape,
   streamCommand,
@@ -113,13 +114,24 @@ export const ReplyDraft = z.object({
 });
 export type ReplyDraft = z.output<typeof ReplyDraft>;
 
-export const ReplyGeneratedPayload = z.extend(ReplyDraft, { conversation_id: OpaqueId });
+/**
+ * The reply as it may reach the customer: the draft's text after the output guard (a span it
+ * withheld replaced), with the guard's verdict and findings (`output_guard`; absent in a reply
+ * generated before replies were guarded).
+ */
+export const ReplyGeneratedPayload = z.extend(ReplyDraft, {
+  conversation_id: OpaqueId,
+  output_guard: z.optional(OutputGuardRecord),
+});
 export type ReplyGenerated = z.output<typeof ReplyGeneratedPayload>;
 
+/** A reply held for a person: its text as the output guard left it, and why it is held. */
 export const ReplyHeldForReviewPayload = z.object({
   conversation_id: OpaqueId,
   reply_text: ReplyText,
   reason: z.string().check(z.minLength(1), z.maxLength(1000)),
+  /** The guard's record of a text no `reply.generated` carries (a model answer that was not valid). */
+  output_guard: z.optional(OutputGuardRecord),
 });
 export type ReplyHeldForReview = z.output<typeof ReplyHeldForReviewPayload>;
 

@@ -1,4 +1,4 @@
-import { defineModule, handlerBeside, model } from "../../../kit";
+import { defineModule, handlerBeside, model, OUTPUT_GUARD_ATTENTION } from "../../../kit";
 import { conversationReader } from "../conversation/conversation";
 import { ReplyDraft } from "../events/conversation";
 import { SUPPORT_EVENT_TYPES } from "../events/index";
@@ -20,7 +20,8 @@ export const replyGenerationModule = defineModule({
     ...TENANT_FAIR_CONCURRENCY,
     functionTimeoutSeconds: 120,
     needs: { heartbeat: "visibility" },
-    attention: [HELD_REPLY_ATTENTION, STEP_FAILED_ATTENTION],
+    // A reply the output guard refused (./reply-guard.ts) raises `output-guard-refusals` too.
+    attention: [HELD_REPLY_ATTENTION, STEP_FAILED_ATTENTION, OUTPUT_GUARD_ATTENTION],
   },
   uses: { model },
   modelSchemas: { [REPLY_DRAFT_SCHEMA]: ReplyDraft },

@@ -9,12 +9,15 @@ import {
   type Envelope,
   ERASED,
   type EventOf,
+  guardRecord,
   invokeStructured,
   ModelOutputInvalidError,
   type ModelPort,
   modelSchemaOf,
+  type OutputGuardResult,
   PermanentError,
   payloadOf,
+  refusalReason,
   type StructuredResult,
   type TypedDecision,
   tenantOf,
@@ -32,6 +35,7 @@ import { restsOn } from "../sender/facts";
 import { type StepFailedEmit, stepFailedDecision } from "../step-failure";
 import { type SupersededEmit, supersededDecision } from "../superseded";
 import modelSchemas from "./model-schemas.json";
+import { guardRawAnswer, guardReply } from "./reply-guard";
 import { decideReview, REVIEW_COMMANDS, type ReviewCommand, type ReviewEmit } from "./review";
 import type { ReplyState } from "./state";
 
@@ -54,10 +58,17 @@ export const REPLY_DRAFT_SCHEMA = "reply_draft";
  *   `refund:<order_id>` when an order was found, and `message:<message_event_id>` for each
  *   message of the context. Its answer must be a ReplyDraft whose every source ref is an allowed
  *   one; `invokeStructured` asks again with the issues, up to `maxModelAttempts` calls;
- * - valid draft -> `reply.generated`, then `notification.send.requested` (logical attempt 1), or,
- *   when the draft asks for a human review, `reply.held_for_review` instead of the send;
+ * - valid draft -> the output guard (./reply-guard.ts) on its text, then `reply.generated` with
+ *   the text as the guard left it and its record (`output_guard`), then
+ *   `notification.send.requested` (logical attempt 1). A redaction sends the text with the ids
+ *   withheld. The reply is held for a person instead (`reply.held_for_review`, nothing sent, the
+ *   held text with every finding withheld) when the guard refuses it (reason
+ *   `output_guard.refused: <kinds and spans>`, never what was found), when the request says so
+ *   (`hold_reason`: the guard refused the refund agent's reason), or when the draft asks for a
+ *   human review (`model.requires_human_review`), in that order;
  * - no valid draft within the budget -> `reply.held_for_review` with reason
- *   `model.invalid_output` (the last raw answer as the text), so a person sees it;
+ *   `model.invalid_output` (the last raw answer as the text, every finding of the guard
+ *   withheld), so a person sees it;
  * - any other model error (throttling, outage, no access) is rethrown: nothing is committed and
  *   the queue retries a transient one; a permanent one (bad model id, no access), or a transient
  *   one still there on the queue's last attempt, ends the step with `support.step.failed` and the
@@ -295,7 +306,9 @@ function invalidOutputDecision(
   context: ReplyContext,
   error: ModelOutputInvalidError,
 ): TypedDecision<ReplyState, DraftEmit> {
-  const text = error.rawText.trim().slice(0, 4000) || "(the model gave no usable reply)";
+  const raw = error.rawText.trim().slice(0, 4000) || "(the model gave no usable reply)";
+  const guard = guardRawAnswer(raw, context.event, context.request, context.messages);
+  const text = guard.redacted;
   return {
     state: {
       ...context.base,
@@ -304,45 +317,70 @@ function invalidOutputDecision(
       reason: HELD_INVALID_OUTPUT,
       model_attempts: error.attempts,
     },
-    emit: [heldEvent(context, text, HELD_INVALID_OUTPUT)],
+    emit: [heldEvent(context, text, HELD_INVALID_OUTPUT, guard)],
   };
 }
 
-/** A valid draft: `reply.generated`, then the send or, when asked for, the hold for review. */
+/**
+ * A valid draft, guarded: `reply.generated` with the text as the guard left it, then the send
+ * or, when the guard refused it, the request asks for it or the draft does, the hold for review.
+ */
 function draftDecision(
   settings: ReplySettings,
   context: ReplyContext,
   draft: ReplyDraft,
   attempts: number,
 ): TypedDecision<ReplyState, DraftEmit> {
-  const review = draft.requires_human_review;
-  const generated: ReplyGenerated = { ...draft, conversation_id: context.request.conversation_id };
+  const guard = guardReply(draft.reply_text, context.event, context.request, context.messages);
+  const text = guard.redacted;
+  const held = heldReason(guard, context.request, draft);
+  const generated: ReplyGenerated = {
+    ...draft,
+    reply_text: text,
+    conversation_id: context.request.conversation_id,
+    output_guard: guardRecord(guard),
+  };
   const state: ReplyState = {
     ...context.base,
-    status: review ? "held_for_review" : "sent_for_delivery",
-    reply_text: draft.reply_text,
+    status: held ? "held_for_review" : "sent_for_delivery",
+    reply_text: text,
     confidence: draft.confidence,
     source_refs: draft.source_refs,
-    ...(review ? { reason: HELD_REQUIRES_REVIEW } : {}),
+    ...(held ? { reason: held } : {}),
     model_attempts: attempts,
   };
-  const next = review
-    ? heldEvent(context, draft.reply_text, HELD_REQUIRES_REVIEW)
-    : sendEvent(settings, context, draft.reply_text);
+  const next = held ? heldEvent(context, text, held) : sendEvent(settings, context, text);
   return {
     state,
     emit: [{ type: "reply.generated", payload: generated, ...context.fact }, next],
   };
 }
 
+/** Why a guarded draft is held for a person, or undefined when it may be sent. */
+function heldReason(
+  guard: OutputGuardResult,
+  request: ReplyGenerationRequested,
+  draft: ReplyDraft,
+): string | undefined {
+  if (guard.verdict === "refuse") return refusalReason(guard);
+  if (request.hold_reason !== undefined) return request.hold_reason;
+  return draft.requires_human_review ? HELD_REQUIRES_REVIEW : undefined;
+}
+
 function heldEvent(
   { request, fact }: ReplyContext,
   replyText: string,
   reason: string,
+  guard?: OutputGuardResult,
 ): EmitOf<"reply.held_for_review"> {
   return {
     type: "reply.held_for_review",
-    payload: { conversation_id: request.conversation_id, reply_text: replyText, reason },
+    payload: {
+      conversation_id: request.conversation_id,
+      reply_text: replyText,
+      reason,
+      ...(guard === undefined ? {} : { output_guard: guardRecord(guard) }),
+    },
     ...fact,
   };
 }
