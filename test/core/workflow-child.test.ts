@@ -103,6 +103,23 @@ const WORKFLOWS: Record<string, Omit<WorkflowDefinitionInput, "version">> = {
     ],
     edges: [{ from: "first", to: "sub" }],
   },
+  "sub-needs-audience": {
+    name: "sub-needs-audience",
+    nodes: [{ id: "inner", role: "echo" }],
+    input: {
+      type: "object",
+      properties: { topic_hint: { type: "string" }, audience: { type: "string" } },
+      required: ["topic_hint", "audience"],
+    },
+  },
+  "misfit-child": {
+    name: "misfit-child",
+    nodes: [
+      { id: "first", role: "echo" },
+      { id: "sub", workflow: { name: "sub-needs-audience" } },
+    ],
+    edges: [{ from: "first", to: "sub" }],
+  },
   "plan-flow": {
     name: "plan-flow",
     nodes: [
@@ -349,6 +366,19 @@ describe("a child node runs another workflow as a run of its own", () => {
     const [rejected] = bus.emitted("workflow.rejected").map((e) => e.payload as WorkflowRejected);
     expect(rejected).toMatchObject({ code: "workflow.unknown_kind", parent_run_id: runId });
     expect(childrenOf(bus, runId)).toEqual([]);
+  });
+
+  it("fails the node when the child's request does not fit the child workflow's input, starting nothing", async () => {
+    const { bus, echo } = await setUp();
+    const runId = newRunId();
+    bus.start(runId, "misfit-child");
+    await bus.drain();
+    expect(bus.deadLettered).toEqual([]);
+    const error = failedOf(bus.state(runId), "sub");
+    expect(error?.code).toBe("workflow.invalid_child_input");
+    expect(error?.message).toContain("audience");
+    expect(childrenOf(bus, runId)).toEqual([]);
+    expect(echo.calls).toEqual([`${runId}/first`]);
   });
 });
 

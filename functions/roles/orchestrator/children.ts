@@ -1,22 +1,21 @@
 import { tenantOf } from "../../../schemas";
-import { ContentRequest, type WorkflowRejected } from "../../../schemas/events/workflow";
+import type { WorkflowRejected } from "../../../schemas/events/workflow";
 import type {
   WorkflowChildCancelRequested,
   WorkflowChildEnded,
   WorkflowChildStartRequested,
 } from "../../../schemas/events/workflow-child";
-import * as z from "../../../schemas/zod";
 import { onChildEnded } from "../../core/dag/child";
 import type { WorkflowDefinition } from "../../core/dag/definition";
-import { startRun } from "../../core/dag/engine";
 import { WorkflowDefinitionError } from "../../core/dag/errors";
+import { runInputProblems } from "../../core/dag/input";
 import { checkPlan, MAX_PLAN_BYTES, type PlanRefusal } from "../../core/dag/plan";
 import { cancelRun } from "../../core/dag/rerun";
 import { PermanentError } from "../../core/errors";
 import { applyTransition } from "./apply";
+import { beginRun } from "./begin";
 import type { StartDefinition } from "./catalog";
 import { definitionOf, type OrchestratorDecision, type RunContext } from "./context";
-import type { OrchestratorState } from "./state";
 
 /**
  * Child runs: a child node of a run (the parent) runs another workflow as a run of its own
@@ -24,14 +23,14 @@ import type { OrchestratorState } from "./state";
  *
  * - The DAG's `child.start` becomes `workflow.child.start.requested` on the parent's stream,
  *   ordered by the child's run id: the workflow (by name and version, or the plan an upstream
- *   produced), and the child's request, the parent's input with the node's input over it (a run's
- *   input is a content request). The child's start is idempotent on its run id (one per
+ *   produced), and the child's request, the parent's input with the node's input over it, checked
+ *   against the child workflow's declared input. The child's start is idempotent on its run id (one per
  *   assignment of the node): a start sent again finds the run and changes nothing. It finds the
  *   workflow as an operator's start of the parent's tenant does (compiled in, the tenant's own,
  *   every tenant's), checks a plan (functions/core/dag/plan.ts) and the stack's step roles, and
  *   keeps its parent (`parent`) and a plan (`plan`) in its state.
- * - A refused child (an unknown workflow, an invalid plan, a role not allowed, a request that is
- *   not a content request) never runs: `workflow.rejected` on its stream, and the parent's node
+ * - A refused child (an unknown workflow, an invalid plan, a role not allowed, a request that does
+ *   not fit the child workflow's input) never runs: `workflow.rejected` on its stream, and the parent's node
  *   fails with the refusal's code and message.
  * - The DAG's `child.cancel` becomes `workflow.child.cancel.requested`: a child still RUNNING is
  *   cancelled as an operator's cancel would, and its own children with it.
@@ -43,43 +42,35 @@ import type { OrchestratorState } from "./state";
 /**
  * Start a child run; nothing when it exists. Refused (the parent's node fails) when its workflow
  * is unknown, its plan is invalid or names what its tenant's plans may not, the stack cannot run
- * it, or its request is not a content request.
+ * it, or its request does not fit the child workflow's declared input.
  */
 export async function startChild(
   context: RunContext,
   request: WorkflowChildStartRequested,
 ): Promise<OrchestratorDecision> {
-  const { state, event, capacityFor, stepRoles } = context;
+  const { state, stepRoles } = context;
   if (state) return {};
   const found = await childDefinition(context, request);
   if ("refusal" in found) return refused(request, found.refusal);
   const def = found.definition;
   const notRunnable = stepRoles.refusalOf(def);
   if (notRunnable) return refused(request, notRunnable);
-  const input = ContentRequest.safeParse(request.request);
-  if (!input.success)
+  const problems = runInputProblems(def.input, request.request);
+  if (problems.length > 0)
     return refused(request, {
       code: "workflow.invalid_child_input",
-      message: `the child's request (the parent's input with the node's input over it) is not a content request: ${z.prettifyError(input.error)}`,
+      message: `the child's request (the parent's input with the node's input over it) does not fit workflow ${def.name} v${def.version}'s input: ${problems.join("; ")}`,
     });
-  const transition = startRun(def, request.run_id, input.data, await capacityFor(def));
-  const begun: OrchestratorState = {
-    workflow: def.name,
-    run: transition.run,
-    held: [],
-    timeline: [],
-    leases: {},
-    origin: { correlation_id: event.correlation_id, task_id: event.task_id },
-    ...(event.tenant_id === undefined ? {} : { tenant_id: event.tenant_id }),
-    ...(found.scope === undefined ? {} : { definition_scope: found.scope }),
-    parent: {
-      run_id: request.parent_run_id,
-      node_id: request.parent_node_id,
-      generation: request.parent_generation,
-    },
-    ...(request.plan === undefined ? {} : { plan: def }),
+  const parent = {
+    run_id: request.parent_run_id,
+    node_id: request.parent_node_id,
+    generation: request.parent_generation,
   };
-  return applyTransition(context, begun, transition);
+  const start = { runId: request.run_id, workflow: def.name, input: request.request };
+  return beginRun(context, found, start, {
+    parent,
+    ...(request.plan === undefined ? {} : { plan: def }),
+  });
 }
 
 /** The child's definition: the workflow it names for the tenant, or its plan checked. */

@@ -17,7 +17,6 @@ import {
   onNodeFailed,
   redeliver,
   release,
-  startRun,
 } from "../../core/dag/engine";
 import { WorkflowDefinitionError } from "../../core/dag/errors";
 import { runInputProblems } from "../../core/dag/input";
@@ -27,6 +26,7 @@ import { PermanentError } from "../../core/errors";
 import { CONTENT_AGENTS } from "../content-agents/workflows";
 import { confirmExpired, confirmNode, nodeBlocked, nodeStarted } from "./agent";
 import { applyTransition } from "./apply";
+import { beginRun } from "./begin";
 import type { StartDefinition } from "./catalog";
 import { cancelChild, childEnded, startChild } from "./children";
 import {
@@ -44,7 +44,6 @@ import {
 import { failItems, redeliverItems, runningItems } from "./items";
 import { dueAtOf, extendLease, leaseOutlivesReport, mayRedeliver } from "./leases";
 import { reset, resolve } from "./resolve";
-import type { OrchestratorState } from "./state";
 import { signal, waitExpired } from "./wait-nodes";
 import { dependencyExpired } from "./waits";
 
@@ -102,7 +101,7 @@ async function start(
   context: RunContext,
   { run_id, workflow_name: workflow, request }: WorkflowStartRequested,
 ): Promise<OrchestratorDecision> {
-  const { state, event, capacityFor, stepRoles } = context;
+  const { state, stepRoles } = context;
   if (state) return {};
   const found = await startDefinition(context, run_id, workflow);
   const def = found.definition;
@@ -117,18 +116,7 @@ async function start(
       "workflow.invalid_input",
       `workflow ${def.name} v${def.version} does not take this input: ${problems.join("; ")}`,
     );
-  const transition = startRun(def, run_id, request, await capacityFor(def));
-  const begun: OrchestratorState = {
-    workflow,
-    run: transition.run,
-    held: [],
-    timeline: [],
-    leases: {},
-    origin: { correlation_id: event.correlation_id, task_id: event.task_id },
-    ...(event.tenant_id === undefined ? {} : { tenant_id: event.tenant_id }),
-    ...(found.scope === undefined ? {} : { definition_scope: found.scope }),
-  };
-  return applyTransition(context, begun, transition);
+  return beginRun(context, found, { runId: run_id, workflow, input: request });
 }
 
 /**
