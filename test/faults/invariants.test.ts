@@ -1,6 +1,9 @@
 import { describe, expect, it } from "vitest";
+import { defineWorkflow } from "../../functions/core/dag/graph";
+import type { DagRun } from "../../functions/core/dag/run";
 import { InMemoryEventStore } from "../../functions/core/memory";
 import { checkInvariants, type RunFacts } from "../../lib/dev/faults/invariants";
+import type { WorkflowRunFacts } from "../../lib/dev/faults/workflow-invariants";
 
 /**
  * The one invariant checker of both chaos runs (lib/dev/faults/invariants.ts), on facts made by
@@ -8,6 +11,63 @@ import { checkInvariants, type RunFacts } from "../../lib/dev/faults/invariants"
  * A view that does not fold needs a stored view; the simulation's planted defects (test/sim)
  * show that one, on facts a run gathered.
  */
+/** A list of two, then a map over it that tolerates one failure: the second item failed. */
+const scoring = defineWorkflow({
+  name: "scoring",
+  version: 1,
+  nodes: [
+    { id: "listing", role: "listing" },
+    {
+      id: "scores",
+      role: "scorer",
+      map: { items: { node: "listing", path: "words" }, concurrency: 2, maxFailed: 1 },
+    },
+  ],
+  edges: [{ from: "listing", to: "scores" }],
+});
+const ended = { remaining_upstreams: 0, attempt: 1, assigned_generation: 0 };
+const scored = { word: "alpha", score: 7 };
+const refused = { code: "scorer.refused", message: "no score" };
+const scoringRun: DagRun = {
+  run_id: "run_2",
+  workflow: { name: "scoring", version: 1 },
+  status: "COMPLETED",
+  generation: 0,
+  input: {},
+  nodes: {
+    listing: { ...ended, state: "COMPLETED", output: { words: ["alpha", "beta"] } },
+    scores: {
+      ...ended,
+      state: "COMPLETED",
+      output: {
+        items: [
+          { status: "completed", output: scored },
+          { status: "failed", error: refused },
+        ],
+        failed: 1,
+      },
+    },
+  },
+};
+const scoringFacts: WorkflowRunFacts = {
+  definition: scoring,
+  run: scoringRun,
+  itemAnswers: [
+    { node: "scores", generation: 0, item: 0, outcome: { output: scored } },
+    // The same answer again, for a request sent again after a lease ran out.
+    { node: "scores", generation: 0, item: 0, outcome: { output: scored } },
+    { node: "scores", generation: 0, item: 1, outcome: { error: refused } },
+  ],
+};
+/** The scoring run with its map node's state replaced. */
+const scoresEnded = (scores: Partial<DagRun["nodes"][string]>): WorkflowRunFacts => ({
+  ...scoringFacts,
+  run: {
+    ...scoringRun,
+    nodes: { ...scoringRun.nodes, scores: { ...ended, state: "COMPLETED", ...scores } },
+  },
+});
+
 const right: RunFacts = {
   store: new InMemoryEventStore(),
   groups: [
@@ -40,6 +100,7 @@ const right: RunFacts = {
   ],
   refundsMade: [{ key: "task_1:rrun_1:call_2_1", orderId: "A-1002", reviewOf: "A-1002" }],
   awaitingPerson: [],
+  workflowRuns: [scoringFacts],
 };
 
 const broken = async (facts: Partial<RunFacts>) =>
@@ -98,5 +159,53 @@ describe("the invariants of a chaos schedule", () => {
         refundsMade: [{ key: "task_1:rrun_1:call_2_1", orderId: "A-1002", reviewOf: "123" }],
       }),
     ).toEqual(["refunds only the reviewed order"]);
+  });
+
+  it("see a map item run twice, and a map node that ended out of order or over its tolerance", async () => {
+    const again = {
+      node: "scores",
+      generation: 0,
+      item: 0,
+      outcome: { output: { ...scored, score: 3 } },
+    };
+    expect(
+      await broken({
+        workflowRuns: [{ ...scoringFacts, itemAnswers: [...scoringFacts.itemAnswers, again] }],
+      }),
+    ).toEqual(["map item run once"]);
+    const swapped = [
+      { status: "failed", error: refused },
+      { status: "completed", output: scored },
+    ];
+    expect(
+      await broken({ workflowRuns: [scoresEnded({ output: { items: swapped, failed: 1 } })] }),
+    ).toEqual(["map ended in order"]);
+    const bothFailed = [
+      { status: "failed", error: refused },
+      { status: "failed", error: refused },
+    ];
+    expect(
+      await broken({ workflowRuns: [scoresEnded({ output: { items: bothFailed, failed: 2 } })] }),
+    ).toEqual(["map ended in order"]);
+    expect(
+      await broken({
+        workflowRuns: [scoresEnded({ output: { items: swapped.slice(1), failed: 0 } })],
+      }),
+    ).toEqual(["map ended in order"]);
+    expect(
+      await broken({
+        workflowRuns: [
+          scoresEnded({ state: "FAILED", error: { code: "agent_run.crashed", message: "" } }),
+        ],
+      }),
+    ).toEqual(["map ended in order"]);
+    // Over its tolerance, the node failed: as it should.
+    expect(
+      await broken({
+        workflowRuns: [
+          scoresEnded({ state: "FAILED", error: { code: "dag.map_failed", message: "" } }),
+        ],
+      }),
+    ).toEqual([]);
   });
 });

@@ -33,6 +33,11 @@ describe("simulated schedules", () => {
       // Customers erased while their conversations went on, and events read back [erased].
       "erasure erased",
       "relayed erased",
+      // Headline scoring runs whose map node completed and failed, and a judge that failed.
+      "map node COMPLETED",
+      "map node FAILED",
+      "map item answers failed",
+      "timeout-after-apply judge",
     ])
       expect(injected[kind], kind).toBeGreaterThan(0);
   }, 120_000);
@@ -45,6 +50,7 @@ describe("simulated schedules", () => {
     ["refund-new-key-per-retry", "refunded once"],
     ["refund-record-unread", "refunded once"],
     ["refund-any-order", "refunds only the reviewed order"],
+    ["step-record-forgotten", "map item run once"],
   ])(
     "catch a planted %s (%s)",
     async (bug, invariant) => {

@@ -1,14 +1,18 @@
 import type { AgentJournal } from "../../../functions/core/agent/agent";
 import { AGENT_RUN_AGGREGATE } from "../../../functions/core/agent/agent-role";
 import { SAMPLE_ORDERS } from "../../../functions/roles/customer-support/integrations/orders/sample-orders";
+import { parseRunState } from "../../../functions/roles/orchestrator/state";
 import { refundOnRecord } from "../../../functions/roles/refund-review/tools";
 import { MAX_STREAM_VERSION, registry } from "../../../schemas";
+import type { StepCompleted, StepFailed } from "../../../schemas/events/step";
 import {
   acceptedMessages,
   awaitingPerson,
   type RunFacts,
   runOfRefundKey,
 } from "../faults/invariants";
+import type { ItemAnswer, WorkflowRunFacts } from "../faults/workflow-invariants";
+import { SIMULATED_WORKFLOWS } from "./headline-scoring";
 import type { World } from "./world";
 
 const END_TYPES = new Set(["workflow.completed", "workflow.partial", "workflow.failed"]);
@@ -54,7 +58,38 @@ export async function simulatedFacts(world: World): Promise<RunFacts> {
     refunds: await refundsOf(world),
     refundsMade: await refundsMadeIn(world),
     awaitingPerson: await awaitingPerson(world.memory, world.memory.log),
+    workflowRuns: await workflowRunsOf(world),
   };
+}
+
+/**
+ * The runs of the simulated workflows (./headline-scoring.ts), each as it stands at the end, and
+ * every answer a step role committed for one of its map items.
+ */
+async function workflowRunsOf(world: World): Promise<WorkflowRunFacts[]> {
+  const answers = new Map<string, ItemAnswer[]>();
+  for (const e of world.memory.log) {
+    if (e.event_type !== "step.completed" && e.event_type !== "step.failed") continue;
+    const answer = e.payload as StepCompleted | StepFailed;
+    if (answer.item === undefined) continue;
+    const outcome = "output" in answer ? { output: answer.output } : { error: answer.error };
+    const { node_id: node, generation, item } = answer;
+    answers.set(answer.run_id, [
+      ...(answers.get(answer.run_id) ?? []),
+      { node, generation, item, outcome },
+    ]);
+  }
+  const runs: WorkflowRunFacts[] = [];
+  for (const e of world.external) {
+    if (e.event_type !== "workflow.start.requested") continue;
+    const { run_id, workflow_name } = e.payload as { run_id: string; workflow_name: string };
+    const definition = SIMULATED_WORKFLOWS.find((w) => w.name === workflow_name);
+    if (!definition) continue;
+    const { state } = await world.memory.load({ state: { type: "dag_run", id: run_id } });
+    const run = parseRunState(state?.data)?.run;
+    runs.push({ definition, run, itemAnswers: answers.get(run_id) ?? [] });
+  }
+  return runs;
 }
 
 /**

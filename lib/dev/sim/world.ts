@@ -28,15 +28,17 @@ import { FaultyPayments, withNewRefundKeyPerRetry } from "../faults/payments";
 import { Random, seededIds } from "../faults/random";
 import { IntegrationTwins, memoryRolePorts } from "../role-kit/memory-ports";
 import { FaultyStore } from "./faulty-store";
+import { HeadlineJudge, JUDGE_FAULTS, withHeadlineScoring } from "./headline-scoring";
 import { CHANNEL_FAULTS, PAYMENT_FAULTS, type SimPlan } from "./plan";
 import { isStoreBug, type PlantedBug } from "./planted";
 import { withNewKeyPerRetry } from "./planted-channel-bug";
 import { withoutRefundRecords, withRefundBug } from "./planted-refund-bugs";
+import { forgettingItsRecords } from "./planted-step-bug";
 import { bodyOf, GroupQueue, type Message, nextMessage } from "./queues";
 
 /**
- * One simulated world: the task projection, the audit group, the orchestrator and the content
- * agents, and the support conversation's groups (its sender behind a faulty reply channel, its
+ * One simulated world: the task projection, the audit group, the orchestrator, the content
+ * agents and a team's headline steps (./headline-scoring.ts), and the support conversation's groups (its sender behind a faulty reply channel, its
  * refund agent behind a faulty payment stand-in), each
  * with its queue (FIFO behind a buffer, or standard as the topology says), over one in-memory
  * event store (the stack's tables), fed by a
@@ -89,6 +91,8 @@ export class World {
   /** The orders the refund agent cancels, and the payment stand-in it refunds through. */
   readonly orders = ordersFrom(SAMPLE_ORDERS);
   readonly payments = new LocalPayments();
+  /** The judge the headline scoring step calls (faulty as the plan says). */
+  readonly judge: HeadlineJudge;
   readonly deps: ConsumerDeps;
   readonly roles: Role<unknown>[];
   readonly queues = new Map<string, GroupQueue>();
@@ -143,8 +147,17 @@ export class World {
       orders: bug === "refund-record-unread" ? withoutRefundRecords(this.orders) : this.orders,
       payments: bug === "refund-new-key-per-retry" ? withNewRefundKeyPerRetry(payments) : payments,
     });
-    this.roles = withRefundBug(bug, ROLE_MODULES).map((module) =>
-      buildRole(module, memoryRolePorts(this.memory, module.uses, twins), SIMULATED_SETTINGS),
+    this.judge = new HeadlineJudge(this.random, () => this.callFault("judge", JUDGE_FAULTS));
+    const { modules, settings } = withHeadlineScoring(
+      withRefundBug(bug, ROLE_MODULES),
+      this.judge,
+      bug === "step-record-forgotten" ? forgettingItsRecords : undefined,
+    );
+    this.roles = modules.map((module) =>
+      buildRole(module, memoryRolePorts(this.memory, module.uses, twins), {
+        ...SIMULATED_SETTINGS,
+        ...settings,
+      }),
     );
     for (const role of this.roles) {
       const ordered = topology.groups.find((g) => g.name === role.group)?.ordering !== "none";
@@ -160,9 +173,9 @@ export class World {
     this.counts[kind] = (this.counts[kind] ?? 0) + n;
   }
 
-  /** One draw per send or refund: each of its faults at the plan's rate for `where`. */
+  /** One draw per send, refund or judge's call: each of its faults at the plan's rate for `where`. */
   private callFault(
-    where: "channel" | "payment",
+    where: "channel" | "payment" | "judge",
     kinds: readonly CallFault[],
   ): CallFault | undefined {
     const rate = this.options.plan.rates[where];
