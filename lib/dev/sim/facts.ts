@@ -15,7 +15,12 @@ import type { ItemAnswer, WorkflowRunFacts } from "../faults/workflow-invariants
 import { SIMULATED_WORKFLOWS } from "./headline-scoring";
 import type { World } from "./world";
 
-const END_TYPES = new Set(["workflow.completed", "workflow.partial", "workflow.failed"]);
+const END_TYPES = new Set([
+  "workflow.completed",
+  "workflow.partial",
+  "workflow.failed",
+  "workflow.cancelled",
+]);
 
 /**
  * What a simulated world saw, for the invariants (lib/dev/faults/invariants.ts): its store's

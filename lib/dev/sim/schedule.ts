@@ -78,10 +78,22 @@ async function seedWorkload(world: World): Promise<void> {
     const hint = world.random.chance(0.3) ? "[fail-fact-check] energy storage" : "energy storage";
     startRun(world, runId, world.random.pick(["quick-news", "long-form"]), { topic_hint: hint });
   }
-  startRun(world, `run_${world.deps.ids.next()}`, headlineScoring.name, {
+  const scoringRun = `run_${world.deps.ids.next()}`;
+  startRun(world, scoringRun, headlineScoring.name, {
     topic_hint: "headlines",
     headlines: submittedHeadlines(world.random),
   });
+  // Now and then an operator cancels it, whenever the request reaches the orchestrator.
+  if (world.random.chance(0.2))
+    world.publishLater(
+      external(
+        world,
+        "workflow.cancel.requested",
+        { type: "dag_run", id: scoringRun },
+        { run_id: scoringRun, requested_by: "sim-operator" },
+      ),
+      world.random.below(60),
+    );
   const conversations = 1 + world.random.below(2);
   for (let i = 0; i < conversations; i++) {
     const conversationId = `conv_${world.deps.ids.next()}`;

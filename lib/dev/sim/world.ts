@@ -111,6 +111,8 @@ export class World {
   private step = 0;
   private nextId = 0;
   private readonly stalled: { message: Message; release: () => void; done: Promise<void> }[] = [];
+  /** Messages from outside due later, by the step they are put on the bus at. */
+  private readonly later: { step: number; envelope: Envelope }[] = [];
 
   constructor(private readonly options: WorldOptions) {
     this.random = new Random(options.seed);
@@ -221,6 +223,21 @@ export class World {
     this.fanOut(envelope);
   }
 
+  /** Put a message on the bus from outside `steps` steps from now (or once all is quiet). */
+  publishLater(envelope: Envelope, steps: number): void {
+    this.later.push({ step: this.step + steps, envelope });
+  }
+
+  /** The messages from outside that are due (all of them when `all`), onto the bus. */
+  private publishDue(all = false): boolean {
+    const due = this.later.filter((m) => all || m.step <= this.step);
+    for (const m of due) {
+      this.later.splice(this.later.indexOf(m), 1);
+      this.publishExternal(m.envelope);
+    }
+    return due.length > 0;
+  }
+
   /** Deliver to every subscribed group's queue (EventBridge rules, one delivery per rule). */
   private fanOut(envelope: Envelope | string): void {
     const event = typeof envelope === "string" ? undefined : envelope;
@@ -324,6 +341,7 @@ export class World {
     for (; this.step < MAX_STEPS; this.step++) {
       this.clock.advance(1000);
       await this.releaseStalled();
+      this.publishDue();
       if (this.random.chance(0.05)) await this.sweep();
       const erase = this.options.plan.rates.erase;
       if (erase > 0 && this.random.chance(erase)) await this.erase();
@@ -338,6 +356,7 @@ export class World {
       if ((await this.relay()) || this.dispatch()) continue;
       if (this.stalled.length > 0) continue;
       if (![...this.queues.values()].every((q) => q.empty)) continue;
+      if (this.publishDue(true)) continue;
       // Quiet: what only time can move on (a lease running out) is the sweeper's, a lease later.
       this.clock.advance(Number(SIMULATED_SETTINGS.ORCHESTRATOR_LEASE_SECONDS) * 1000);
       if ((await this.sweep()) === 0) return;
