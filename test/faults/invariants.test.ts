@@ -52,7 +52,7 @@ const scoringRun: DagRun = {
 const scoringFacts: WorkflowRunFacts = {
   definition: scoring,
   run: scoringRun,
-  itemAnswers: [
+  answers: [
     { node: "scores", generation: 0, item: 0, outcome: { output: scored } },
     // The same answer again, for a request sent again after a lease ran out.
     { node: "scores", generation: 0, item: 0, outcome: { output: scored } },
@@ -67,6 +67,39 @@ const scoresEnded = (scores: Partial<DagRun["nodes"][string]>): WorkflowRunFacts
     nodes: { ...scoringRun.nodes, scores: { ...ended, state: "COMPLETED", ...scores } },
   },
 });
+
+/** One node polished again until it is good, three rounds at most: good in its second round. */
+const polishing = defineWorkflow({
+  name: "polishing",
+  version: 1,
+  nodes: [{ id: "polish", role: "polisher" }],
+  edges: [
+    {
+      from: "polish",
+      to: "polish",
+      loop: { until: { path: "good", equals: true }, maxRounds: 3 },
+    },
+  ],
+});
+const polishingRun = (output: unknown, loop: NonNullable<DagRun["loops"]>[string]): DagRun => ({
+  run_id: "run_3",
+  workflow: { name: "polishing", version: 1 },
+  status: "COMPLETED",
+  generation: 1,
+  input: {},
+  nodes: { polish: { ...ended, attempt: 2, assigned_generation: 1, state: "COMPLETED", output } },
+  loops: { polish: loop },
+});
+const polishAnswers = [0, 1].map((generation) => ({
+  node: "polish",
+  generation,
+  outcome: { output: { good: generation === 1 } },
+}));
+const polishingFacts: WorkflowRunFacts = {
+  definition: polishing,
+  run: polishingRun({ good: true }, { round: 2, ended: "condition" }),
+  answers: polishAnswers,
+};
 
 const right: RunFacts = {
   store: new InMemoryEventStore(),
@@ -100,7 +133,7 @@ const right: RunFacts = {
   ],
   refundsMade: [{ key: "task_1:rrun_1:call_2_1", orderId: "A-1002", reviewOf: "A-1002" }],
   awaitingPerson: [],
-  workflowRuns: [scoringFacts],
+  workflowRuns: [scoringFacts, polishingFacts],
 };
 
 const broken = async (facts: Partial<RunFacts>) =>
@@ -170,9 +203,9 @@ describe("the invariants of a chaos schedule", () => {
     };
     expect(
       await broken({
-        workflowRuns: [{ ...scoringFacts, itemAnswers: [...scoringFacts.itemAnswers, again] }],
+        workflowRuns: [{ ...scoringFacts, answers: [...scoringFacts.answers, again] }],
       }),
-    ).toEqual(["map item run once"]);
+    ).toEqual(["step run once"]);
     const swapped = [
       { status: "failed", error: refused },
       { status: "completed", output: scored },
@@ -199,13 +232,37 @@ describe("the invariants of a chaos schedule", () => {
         ],
       }),
     ).toEqual(["map ended in order"]);
-    // Over its tolerance, the node failed: as it should.
+    // Over its tolerance, the node failed: as it should (the polishing run goes right throughout).
     expect(
       await broken({
         workflowRuns: [
           scoresEnded({ state: "FAILED", error: { code: "dag.map_failed", message: "" } }),
         ],
       }),
+    ).toEqual([]);
+  });
+
+  it("see a loop that ran more rounds than its maximum or did not end as it says", async () => {
+    const loopBroken = (facts: Partial<WorkflowRunFacts>) =>
+      broken({ workflowRuns: [scoringFacts, { ...polishingFacts, ...facts }] });
+    const fourRounds = [0, 1, 2, 3].map((generation) => ({
+      node: "polish",
+      generation,
+      outcome: { output: { good: generation === 3 } },
+    }));
+    expect(await loopBroken({ answers: fourRounds })).toEqual(["loop within its rounds"]);
+    expect(
+      await loopBroken({ run: polishingRun({ good: false }, { round: 2, ended: "condition" }) }),
+    ).toEqual(["loop within its rounds"]);
+    expect(
+      await loopBroken({ run: polishingRun({ good: false }, { round: 2, ended: "max_rounds" }) }),
+    ).toEqual(["loop within its rounds"]);
+    expect(await loopBroken({ run: polishingRun({ good: true }, { round: 2 }) })).toEqual([
+      "loop within its rounds",
+    ]);
+    // At its maximum without the condition, under onMax "complete": as it should.
+    expect(
+      await loopBroken({ run: polishingRun({ good: false }, { round: 3, ended: "max_rounds" }) }),
     ).toEqual([]);
   });
 });

@@ -50,7 +50,7 @@ describe("simulated schedules", () => {
     ["refund-new-key-per-retry", "refunded once"],
     ["refund-record-unread", "refunded once"],
     ["refund-any-order", "refunds only the reviewed order"],
-    ["step-record-forgotten", "map item run once"],
+    ["step-record-forgotten", "step run once"],
   ])(
     "catch a planted %s (%s)",
     async (bug, invariant) => {

@@ -1,4 +1,5 @@
 import {
+  conditionHolds,
   type MapSpec,
   valueAt,
   type WorkflowDefinition,
@@ -11,42 +12,49 @@ import type { Violation } from "./violation";
 
 /**
  * What "correct" means for the nodes of a workflow run beyond its end (./invariants.ts checks
- * that every run asked for ended): each map item is carried out once per assignment, and a map
- * node ends with its items' results in list order, its failures within its tolerance, or fails.
+ * that every run asked for ended): a step (a map item, a loop round) is carried out once per
+ * assignment; a map node ends with its items' results in list order, its failures within its
+ * tolerance, or fails; a loop runs no more rounds than its maximum and ends as it says.
  */
 
-/** The answer a step role committed for one map item's assignment. */
-export interface ItemAnswer {
+/** The answer a step role committed for one assignment (`step.completed` or `step.failed`). */
+export interface StepAnswer {
   readonly node: string;
   readonly generation: number;
-  readonly item: number;
+  /** The map item answered, for an item of a map node. */
+  readonly item?: number;
   /** The step's output (`step.completed`) or its error (`step.failed`). */
   readonly outcome: { readonly output: unknown } | { readonly error: unknown };
 }
 
-/** One workflow run: its definition, how it stands at the end, and its items' answers. */
+/** One workflow run: its definition, how it stands at the end, and its steps' answers. */
 export interface WorkflowRunFacts {
   readonly definition: WorkflowDefinition;
   /** Undefined when the run was never started. */
   readonly run: DagRun | undefined;
-  /** Every answer committed for an item of one of its map nodes, repeated answers included. */
-  readonly itemAnswers: readonly ItemAnswer[];
+  /** Every answer a step role committed for one of its nodes, repeated answers included. */
+  readonly answers: readonly StepAnswer[];
 }
 
 export function checkWorkflowRuns(runs: readonly WorkflowRunFacts[]): Violation[] {
-  return runs.flatMap((facts) => [...itemsRunOnce(facts), ...mapsEndedInOrder(facts)]);
+  return runs.flatMap((facts) => [
+    ...stepsRunOnce(facts),
+    ...mapsEndedInOrder(facts),
+    ...loopsWithinRounds(facts),
+  ]);
 }
 
-const assignmentOf = (a: Pick<ItemAnswer, "node" | "generation" | "item">) =>
-  `${a.node} generation ${a.generation} item ${a.item}`;
+const assignmentOf = (a: Pick<StepAnswer, "node" | "generation" | "item">) =>
+  `${a.node} generation ${a.generation}${a.item === undefined ? "" : ` item ${a.item}`}`;
 
 /**
- * A map item runs once per assignment: however often its request came (sent again after a lease
- * ran out, delivered twice), every answer its role committed is the same answer.
+ * A step runs once per assignment (a node's generation, and its item for a map item): however
+ * often its request came (sent again after a lease ran out, delivered twice), every answer its
+ * role committed is the same answer.
  */
-function itemsRunOnce({ run, itemAnswers }: WorkflowRunFacts): Violation[] {
+function stepsRunOnce({ run, answers }: WorkflowRunFacts): Violation[] {
   const byAssignment = new Map<string, Set<string>>();
-  for (const answer of itemAnswers) {
+  for (const answer of answers) {
     const key = assignmentOf(answer);
     const outcomes = byAssignment.get(key) ?? new Set<string>();
     outcomes.add(canonical(answer.outcome));
@@ -55,7 +63,7 @@ function itemsRunOnce({ run, itemAnswers }: WorkflowRunFacts): Violation[] {
   return [...byAssignment]
     .filter(([, outcomes]) => outcomes.size > 1)
     .map(([key, outcomes]) => ({
-      invariant: "map item run once",
+      invariant: "step run once",
       detail: `run ${run?.run_id ?? "?"} ${key} was answered ${outcomes.size} different ways: ${[...outcomes].join(" | ").slice(0, 300)}`,
     }));
 }
@@ -66,7 +74,7 @@ function itemsRunOnce({ run, itemAnswers }: WorkflowRunFacts): Violation[] {
  * it FAILED because its items did (`dag.map_failed`), its list was not one or it waited too long
  * for it; or it never ran (CANCELLED, SKIPPED: an upstream failed).
  */
-function mapsEndedInOrder({ definition, run, itemAnswers }: WorkflowRunFacts): Violation[] {
+function mapsEndedInOrder({ definition, run, answers: all }: WorkflowRunFacts): Violation[] {
   if (!run || run.status === "RUNNING") return [];
   const problems: string[] = [];
   for (const node of definition.nodes) {
@@ -75,7 +83,7 @@ function mapsEndedInOrder({ definition, run, itemAnswers }: WorkflowRunFacts): V
     if (!state) problems.push(`map node ${node.id} has no state`);
     else if (state.state === "COMPLETED") {
       const generation = state.assigned_generation ?? run.generation;
-      const answers = itemAnswers.filter((a) => a.node === node.id && a.generation === generation);
+      const answers = all.filter((a) => a.node === node.id && a.generation === generation);
       problems.push(...completedMapProblems(node.id, node.map, run, state.output, answers));
     } else if (state.state === "FAILED" && !MAP_FAILURES.has(state.error?.code ?? ""))
       problems.push(`map node ${node.id} failed with ${state.error?.code}, not on its items`);
@@ -101,7 +109,7 @@ function completedMapProblems(
   spec: MapSpec,
   run: DagRun,
   output: unknown,
-  answers: readonly ItemAnswer[],
+  answers: readonly StepAnswer[],
 ): string[] {
   const list = valueAt(spec.items, run.nodes[spec.items.node]?.output);
   const { items, failed } = (output ?? {}) as { items?: MapItemResult[]; failed?: number };
@@ -128,4 +136,35 @@ function completedMapProblems(
       );
   });
   return problems;
+}
+
+/**
+ * A loop of a run that ended ran no more rounds than its maximum (its last node answered in no
+ * more generations than that), and says how it ended: on its condition, which then holds on its
+ * last node's output, or at its maximum round; a loop whose last node never completed (it failed,
+ * or the run was cancelled) ended where it stood.
+ */
+function loopsWithinRounds({ definition, run, answers }: WorkflowRunFacts): Violation[] {
+  if (!run || run.status === "RUNNING") return [];
+  const problems: string[] = [];
+  for (const { from: exit, loop } of definition.edges) {
+    if (!loop) continue;
+    const record = run.loops?.[exit];
+    const rounds = new Set(answers.filter((a) => a.node === exit).map((a) => a.generation)).size;
+    if (rounds > loop.maxRounds || (record?.round ?? 1) > loop.maxRounds)
+      problems.push(
+        `loop ${exit} ran ${Math.max(rounds, record?.round ?? 1)} rounds, at most ${loop.maxRounds}`,
+      );
+    const last = run.nodes[exit];
+    if (last?.state !== "COMPLETED") continue;
+    if (record?.ended === "condition" && !conditionHolds(loop.until, last.output ?? {}))
+      problems.push(`loop ${exit} ended on its condition, which does not hold on its output`);
+    else if (record?.ended === "max_rounds" && record.round !== loop.maxRounds)
+      problems.push(`loop ${exit} ended at its maximum after ${record.round} rounds`);
+    else if (!record?.ended) problems.push(`loop ${exit} completed without ending`);
+  }
+  return problems.map((detail) => ({
+    invariant: "loop within its rounds",
+    detail: `run ${run.run_id}: ${detail}`,
+  }));
 }

@@ -11,7 +11,7 @@ import {
   type RunFacts,
   runOfRefundKey,
 } from "../faults/invariants";
-import type { ItemAnswer, WorkflowRunFacts } from "../faults/workflow-invariants";
+import type { StepAnswer, WorkflowRunFacts } from "../faults/workflow-invariants";
 import { SIMULATED_WORKFLOWS } from "./headline-scoring";
 import type { World } from "./world";
 
@@ -69,19 +69,18 @@ export async function simulatedFacts(world: World): Promise<RunFacts> {
 
 /**
  * The runs of the simulated workflows (./headline-scoring.ts), each as it stands at the end, and
- * every answer a step role committed for one of its map items.
+ * every answer a step role committed for one of its nodes.
  */
 async function workflowRunsOf(world: World): Promise<WorkflowRunFacts[]> {
-  const answers = new Map<string, ItemAnswer[]>();
+  const answers = new Map<string, StepAnswer[]>();
   for (const e of world.memory.log) {
     if (e.event_type !== "step.completed" && e.event_type !== "step.failed") continue;
     const answer = e.payload as StepCompleted | StepFailed;
-    if (answer.item === undefined) continue;
     const outcome = "output" in answer ? { output: answer.output } : { error: answer.error };
     const { node_id: node, generation, item } = answer;
     answers.set(answer.run_id, [
       ...(answers.get(answer.run_id) ?? []),
-      { node, generation, item, outcome },
+      { node, generation, ...(item === undefined ? {} : { item }), outcome },
     ]);
   }
   const runs: WorkflowRunFacts[] = [];
@@ -92,7 +91,7 @@ async function workflowRunsOf(world: World): Promise<WorkflowRunFacts[]> {
     if (!definition) continue;
     const { state } = await world.memory.load({ state: { type: "dag_run", id: run_id } });
     const run = parseRunState(state?.data)?.run;
-    runs.push({ definition, run, itemAnswers: answers.get(run_id) ?? [] });
+    runs.push({ definition, run, answers: answers.get(run_id) ?? [] });
   }
   return runs;
 }

@@ -43,12 +43,13 @@ function countWorkflowRuns(runs: RunFacts["workflowRuns"], counts: Record<string
   const add = (kind: string, n = 1) => {
     counts[kind] = (counts[kind] ?? 0) + n;
   };
-  for (const { definition, run, itemAnswers } of runs) {
+  for (const { definition, run, answers } of runs) {
     add(`${definition.name} run ${run?.status ?? "not started"}`);
     for (const node of definition.nodes)
       if (node.map) add(`map node ${run?.nodes[node.id]?.state ?? "not started"}`);
-    add("map item answers", itemAnswers.length);
-    add("map item answers failed", itemAnswers.filter((a) => "error" in a.outcome).length);
+    const items = answers.filter((a) => a.item !== undefined);
+    add("map item answers", items.length);
+    add("map item answers failed", items.filter((a) => "error" in a.outcome).length);
   }
 }
 
