@@ -57,8 +57,8 @@ export async function simulatedFacts(world: World): Promise<RunFacts> {
         ),
       })),
     // Not the conversation views: a view lists its turns in the order their first facts reach it,
-    // so where a second message is routed before the first is accepted (seed 2683: 13 of the
-    // first 10,000 seeds) it stores an order its fold does not make. The stack's runs check them.
+    // so where a second message is routed before the first is accepted (a few schedules in ten
+    // thousand) it stores an order its fold does not make. The stack's runs check them.
     conversationStreams: [],
     refunds: await refundsOf(world),
     refundsMade: await refundsMadeIn(world),
