@@ -33,9 +33,12 @@ describe("simulated schedules", () => {
       // Customers erased while their conversations went on, and events read back [erased].
       "erasure erased",
       "relayed erased",
-      // Headline scoring runs whose map node completed and failed, and a judge that failed.
+      // Headline scoring runs whose map node completed and failed, whose loop ended both ways,
+      // and a judge that failed.
       "map node COMPLETED",
       "map node FAILED",
+      "loop ended condition",
+      "loop ended max_rounds",
       "map item answers failed",
       "timeout-after-apply judge",
     ])

@@ -14,15 +14,18 @@ import type { Random } from "../faults/random";
 
 /**
  * A team's workflow in the simulated world, beside the content workflows: headlines submitted with
- * a run are listed by one step role and scored one by one by another, a map node over the list
- * (both written with the kit, functions/core/step-role.ts). The scores come from a judge, an
- * outside service that scores afresh on every call, so a headline scored twice for one
- * assignment shows in its answers; an empty headline cannot be scored and fails its item, and a
- * judge that keeps failing fails it too.
+ * a run are listed by one step role and scored one by one by another, a map node over the list,
+ * and the best is polished by a third, a loop of rounds (all written with the kit,
+ * functions/core/step-role.ts). The scores come from a judge, an outside service that scores
+ * afresh on every call, so a step run twice for one assignment shows in its answers; an empty
+ * headline cannot be scored and fails its item, and a judge that keeps failing fails it too.
  */
 
 export const HEADLINE_LISTING = "headline-listing";
 export const HEADLINE_SCORING = "headline-scoring";
+export const HEADLINE_POLISHING = "headline-polishing";
+/** A polished headline is good from this score on. */
+const GOOD_SCORE = 60;
 
 /** The judge's faults, in the order one draw per call picks them. */
 export const JUDGE_FAULTS = ["throttle", "connection-reset", "timeout-after-apply"] as const;
@@ -94,7 +97,51 @@ function headlineScoringModule(judge: HeadlineJudge): RoleModule<unknown> {
   }) as RoleModule<unknown>;
 }
 
-/** List the headlines, then score each, two at a time, one failure tolerated. */
+const Polished = z.object({
+  headline: z.string(),
+  score: z.int(),
+  judgement: z.int(),
+  good: z.boolean(),
+});
+type Polished = z.output<typeof Polished>;
+
+/**
+ * The polishing step, a loop's body: the best-scored headline, scored again and revised round
+ * after round until the judge finds it good (an empty list leaves nothing to polish).
+ */
+function headlinePolishingModule(judge: HeadlineJudge): RoleModule<unknown> {
+  const Scores = z.looseObject({
+    scores: z.looseObject({ items: z.array(z.looseObject({ status: z.string() })) }),
+  });
+  return defineStepModule({
+    group: HEADLINE_POLISHING,
+    entry: orchestratorModule.entry,
+    steps: {
+      input: Scores,
+      output: Polished,
+      run: () => (input: z.output<typeof Scores>, context) => {
+        const before = context.loop?.previous.polish as Polished | undefined;
+        const headline = before ? `${before.headline}, revised` : bestOf(input.scores.items);
+        if (headline === undefined) return { headline: "", score: 0, judgement: 0, good: true };
+        const judged = judge.score(headline);
+        return { headline, ...judged, good: judged.score >= GOOD_SCORE };
+      },
+    },
+  }) as RoleModule<unknown>;
+}
+
+/** The headline of the best score among the map's results, if any completed. */
+function bestOf(items: readonly { status: string; output?: unknown }[]): string | undefined {
+  const scored = items.flatMap((i) =>
+    i.status === "completed" ? [i.output as { headline: string; score: number }] : [],
+  );
+  return scored.sort((a, b) => b.score - a.score)[0]?.headline;
+}
+
+/**
+ * List the headlines, then score each, two at a time, one failure tolerated; then polish the best
+ * until it is good, three rounds at most.
+ */
 export const headlineScoring: WorkflowDefinition = defineWorkflow({
   name: "headline-scoring",
   version: 1,
@@ -105,8 +152,13 @@ export const headlineScoring: WorkflowDefinition = defineWorkflow({
       role: HEADLINE_SCORING,
       map: { items: { node: "listing", path: "headlines" }, concurrency: 2, maxFailed: 1 },
     },
+    { id: "polish", role: HEADLINE_POLISHING },
   ],
-  edges: [{ from: "listing", to: "scores" }],
+  edges: [
+    { from: "listing", to: "scores" },
+    { from: "scores", to: "polish" },
+    { from: "polish", to: "polish", loop: { until: { path: "good", equals: true }, maxRounds: 3 } },
+  ],
 });
 
 /** The workflows the simulated orchestrator has besides the content workflows. */
@@ -132,6 +184,7 @@ export function withHeadlineScoring(
     ...modules.map((m) => (m === orchestratorModule ? orchestrator : m)),
     headlineListingModule as RoleModule<unknown>,
     scoring(headlineScoringModule(judge)),
+    headlinePolishingModule(judge),
   ];
   return { modules: all, settings: { [STEP_ROLES_ENV]: JSON.stringify(stepRolesOf(all)) } };
 }

@@ -38,7 +38,10 @@ export async function playSchedule(
   return { seed, plan, violations, counts, injected };
 }
 
-/** How the simulated workflows' runs and their map nodes ended, and their items' answers. */
+/**
+ * How the simulated workflows' runs, their map nodes and their loops ended, and their items'
+ * answers.
+ */
 function countWorkflowRuns(runs: RunFacts["workflowRuns"], counts: Record<string, number>): void {
   const add = (kind: string, n = 1) => {
     counts[kind] = (counts[kind] ?? 0) + n;
@@ -47,6 +50,11 @@ function countWorkflowRuns(runs: RunFacts["workflowRuns"], counts: Record<string
     add(`${definition.name} run ${run?.status ?? "not started"}`);
     for (const node of definition.nodes)
       if (node.map) add(`map node ${run?.nodes[node.id]?.state ?? "not started"}`);
+    for (const { from: exit, loop } of definition.edges)
+      if (loop && run?.nodes[exit]?.state === "COMPLETED") {
+        add(`loop ended ${run.loops?.[exit]?.ended ?? "without saying how"}`);
+        add("loop rounds", run.loops?.[exit]?.round ?? 1);
+      }
     const items = answers.filter((a) => a.item !== undefined);
     add("map item answers", items.length);
     add("map item answers failed", items.filter((a) => "error" in a.outcome).length);

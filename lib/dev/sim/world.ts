@@ -38,11 +38,10 @@ import { bodyOf, GroupQueue, type Message, nextMessage } from "./queues";
 
 /**
  * One simulated world: the task projection, the audit group, the orchestrator, the content
- * agents and a team's headline steps (./headline-scoring.ts), and the support conversation's groups (its sender behind a faulty reply channel, its
- * refund agent behind a faulty payment stand-in), each
- * with its queue (FIFO behind a buffer, or standard as the topology says), over one in-memory
- * event store (the stack's tables), fed by a
- * relay that reads the store's log (its stream) and a bus that fans every event out to the groups
+ * agents and a team's headline steps (./headline-scoring.ts, behind a faulty judge), and the
+ * support conversation's groups (its sender behind a faulty reply channel, its refund agent behind
+ * a faulty payment stand-in), each with its queue (FIFO behind a buffer, or standard as the
+ * topology says), over one in-memory event store (the stack's tables), fed by a relay that reads the store's log (its stream) and a bus that fans every event out to the groups
  * subscribed to its type. A seeded scheduler decides everything that AWS leaves open: which message
  * goes next, when the relay runs and how much it takes, what it publishes twice, which calls fail
  * and when, which consumer stalls past its visibility timeout, when dead letters are redriven.
