@@ -24,6 +24,8 @@ import type { Random } from "../faults/random";
 export const HEADLINE_LISTING = "headline-listing";
 export const HEADLINE_SCORING = "headline-scoring";
 export const HEADLINE_POLISHING = "headline-polishing";
+/** Nothing deploys the simulated modules: each names the reference orchestrator's entry. */
+const UNDEPLOYED = orchestratorModule.entry;
 /** A polished headline is good from this score on. */
 const GOOD_SCORE = 60;
 
@@ -68,7 +70,7 @@ export class HeadlineJudge {
 /** The listing step: the headlines of the run's request, as they were submitted. */
 const headlineListingModule = defineStepModule({
   group: HEADLINE_LISTING,
-  entry: orchestratorModule.entry,
+  entry: UNDEPLOYED,
   steps: {
     input: z.looseObject({ headlines: z.array(z.string()) }),
     output: z.object({ headlines: z.array(z.string()) }),
@@ -80,7 +82,7 @@ const headlineListingModule = defineStepModule({
 function headlineScoringModule(judge: HeadlineJudge): RoleModule<unknown> {
   return defineStepModule({
     group: HEADLINE_SCORING,
-    entry: orchestratorModule.entry,
+    entry: UNDEPLOYED,
     steps: {
       input: z.looseObject({}),
       output: z.object({ headline: z.string(), score: z.int(), judgement: z.int() }),
@@ -103,7 +105,6 @@ const Polished = z.object({
   judgement: z.int(),
   good: z.boolean(),
 });
-type Polished = z.output<typeof Polished>;
 
 /**
  * The polishing step, a loop's body: the best-scored headline, scored again and revised round
@@ -115,12 +116,13 @@ function headlinePolishingModule(judge: HeadlineJudge): RoleModule<unknown> {
   });
   return defineStepModule({
     group: HEADLINE_POLISHING,
-    entry: orchestratorModule.entry,
+    entry: UNDEPLOYED,
     steps: {
       input: Scores,
       output: Polished,
       run: () => (input: z.output<typeof Scores>, context) => {
-        const before = context.loop?.previous.polish as Polished | undefined;
+        // The round before's answer, read as any input is (absent in the first round).
+        const before = Polished.safeParse(context.loop?.previous.polish).data;
         const headline = before ? `${before.headline}, revised` : bestOf(input.scores.items);
         if (headline === undefined) return { headline: "", score: 0, judgement: 0, good: true };
         const judged = judge.score(headline);
@@ -175,10 +177,9 @@ export function withHeadlineScoring(
   judge: HeadlineJudge,
   scoring: (module: RoleModule<unknown>) => RoleModule<unknown> = (module) => module,
 ): { modules: readonly RoleModule<unknown>[]; settings: Record<string, string> } {
-  // Nothing deploys the simulated orchestrator: it keeps the reference one's entry.
   const orchestrator = orchestratorModuleWith({
     workflows: SIMULATED_WORKFLOWS,
-    entry: orchestratorModule.entry,
+    entry: UNDEPLOYED,
   }) as RoleModule<unknown>;
   const all = [
     ...modules.map((m) => (m === orchestratorModule ? orchestrator : m)),
