@@ -50,8 +50,11 @@ const scoringRun: DagRun = {
   },
 };
 const scoringFacts: WorkflowRunFacts = {
+  id: "run_2",
   definition: scoring,
   run: scoringRun,
+  endedAt: 10,
+  cancelSentAt: undefined,
   answers: [
     { node: "scores", generation: 0, item: 0, outcome: { output: scored } },
     // The same answer again, for a request sent again after a lease ran out.
@@ -96,9 +99,44 @@ const polishAnswers = [0, 1].map((generation) => ({
   outcome: { output: { good: generation === 1 } },
 }));
 const polishingFacts: WorkflowRunFacts = {
+  id: "run_3",
+  endedAt: 11,
+  cancelSentAt: undefined,
   definition: polishing,
   run: polishingRun({ good: true }, { round: 2, ended: "condition" }),
   answers: polishAnswers,
+};
+
+/** A review whose one node is the scoring run above, as its child (log positions 10 and 12). */
+const review = defineWorkflow({
+  name: "review",
+  version: 1,
+  nodes: [{ id: "scoring", workflow: { name: "scoring" } }],
+  edges: [],
+});
+const reviewRun = (status: DagRun["status"], node: DagRun["nodes"][string]): DagRun => ({
+  run_id: "run_4",
+  workflow: { name: "review", version: 1 },
+  status,
+  generation: 0,
+  input: {},
+  nodes: { scoring: node },
+});
+const reviewFacts: WorkflowRunFacts = {
+  id: "run_4",
+  definition: review,
+  run: reviewRun("COMPLETED", {
+    ...ended,
+    state: "COMPLETED",
+    output: { status: "COMPLETED", outputs: {} },
+  }),
+  endedAt: 12,
+  cancelSentAt: undefined,
+  answers: [],
+};
+const childFacts: WorkflowRunFacts = {
+  ...scoringFacts,
+  parent: { run_id: "run_4", node_id: "scoring" },
 };
 
 const right: RunFacts = {
@@ -133,7 +171,7 @@ const right: RunFacts = {
   ],
   refundsMade: [{ key: "task_1:rrun_1:call_2_1", orderId: "A-1002", reviewOf: "A-1002" }],
   awaitingPerson: [],
-  workflowRuns: [scoringFacts, polishingFacts],
+  workflowRuns: [childFacts, polishingFacts, reviewFacts],
 };
 
 const broken = async (facts: Partial<RunFacts>) =>
@@ -263,6 +301,38 @@ describe("the invariants of a chaos schedule", () => {
     // At its maximum without the condition, under onMax "complete": as it should.
     expect(
       await loopBroken({ run: polishingRun({ good: false }, { round: 3, ended: "max_rounds" }) }),
+    ).toEqual([]);
+  });
+
+  it("see a child that ended after its parent's node, or ran on past its parent's cancel", async () => {
+    const childBroken = (child: Partial<WorkflowRunFacts>, parent: Partial<WorkflowRunFacts>) =>
+      broken({
+        workflowRuns: [
+          { ...childFacts, ...child },
+          { ...reviewFacts, ...parent },
+        ],
+      });
+    expect(await childBroken({ endedAt: 13 }, {})).toEqual(["child ended first"]);
+    expect(await childBroken({ run: { ...scoringRun, status: "PARTIAL" } }, {})).toEqual([
+      "child ended first",
+    ]);
+    const cancelled = reviewRun("CANCELLED", { ...ended, state: "CANCELLED" });
+    expect(
+      await childBroken(
+        { run: { ...scoringRun, status: "RUNNING" }, endedAt: undefined, cancelSentAt: 12 },
+        { run: cancelled },
+      ),
+    ).toEqual(["child ended first"]);
+    expect(await childBroken({ endedAt: 14, cancelSentAt: 12 }, { run: cancelled })).toEqual([
+      "child ended first",
+    ]);
+    // Ended before its parent's cancel was sent, or cancelled by it: as it should.
+    expect(await childBroken({ endedAt: 10, cancelSentAt: 12 }, { run: cancelled })).toEqual([]);
+    expect(
+      await childBroken(
+        { run: { ...scoringRun, status: "CANCELLED" }, endedAt: 14, cancelSentAt: 12 },
+        { run: cancelled },
+      ),
     ).toEqual([]);
   });
 });

@@ -39,6 +39,9 @@ describe("simulated schedules", () => {
       "map node FAILED",
       "loop ended condition",
       "loop ended max_rounds",
+      // Child runs that completed, and that were cancelled with their parent.
+      "child run COMPLETED",
+      "child run CANCELLED",
       "map item answers failed",
       "timeout-after-apply judge",
     ])

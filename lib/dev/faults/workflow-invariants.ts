@@ -29,9 +29,16 @@ export interface StepAnswer {
 
 /** One workflow run: its definition, how it stands at the end, and its steps' answers. */
 export interface WorkflowRunFacts {
+  readonly id: string;
   readonly definition: WorkflowDefinition;
   /** Undefined when the run was never started. */
   readonly run: DagRun | undefined;
+  /** For a child run: its parent's run, node and the node's generation. */
+  readonly parent?: { readonly run_id: string; readonly node_id: string };
+  /** Where its end (`workflow.completed|partial|failed|cancelled`) is in the log, if it ended. */
+  readonly endedAt: number | undefined;
+  /** For a child run: where the first cancel its parent sent it is in the log, if one was. */
+  readonly cancelSentAt: number | undefined;
   /** Every answer a step role committed for one of its nodes, repeated answers included. */
   readonly answers: readonly StepAnswer[];
 }
@@ -41,6 +48,7 @@ export function checkWorkflowRuns(runs: readonly WorkflowRunFacts[]): Violation[
     ...stepsRunOnce(facts),
     ...mapsEndedInOrder(facts),
     ...loopsWithinRounds(facts),
+    ...childEndedFirst(facts, runs),
   ]);
 }
 
@@ -166,5 +174,38 @@ function loopsWithinRounds({ definition, run, answers }: WorkflowRunFacts): Viol
   return problems.map((detail) => ({
     invariant: "loop within its rounds",
     detail: `run ${run.run_id}: ${detail}`,
+  }));
+}
+
+/**
+ * A child run ends before its parent's node: a node that ended on its child (COMPLETED with the
+ * child's status, or FAILED with `dag.child_<status>`) has a child that ended so, earlier in the
+ * log than its parent's end. A cancelled parent's child ends, CANCELLED unless it had ended
+ * before its parent's cancel was sent.
+ */
+function childEndedFirst(child: WorkflowRunFacts, runs: readonly WorkflowRunFacts[]): Violation[] {
+  const { parent } = child;
+  const up = parent && runs.find((r) => r.id === parent.run_id);
+  if (!parent || !up?.run || up.run.status === "RUNNING") return [];
+  const status = child.run?.status ?? "not started";
+  const node = up.run.nodes[parent.node_id];
+  const endedOn = (node?.output as { status?: string } | undefined)?.status;
+  const problems: string[] = [];
+  if (node?.state === "COMPLETED" && endedOn !== status)
+    problems.push(`its parent's node completed on a child ${endedOn}, the child is ${status}`);
+  if (node?.state === "FAILED" && node.error?.code.startsWith("dag.child_"))
+    if (node.error.code !== `dag.child_${status.toLowerCase()}`)
+      problems.push(`its parent's node failed with ${node.error.code}, the child is ${status}`);
+  const ended = node?.state === "COMPLETED" || node?.error?.code.startsWith("dag.child_");
+  if (ended && !((child.endedAt ?? Infinity) < (up.endedAt ?? -1)))
+    problems.push("its parent ended before it did");
+  if (up.run.status === "CANCELLED" && status === "RUNNING")
+    problems.push("its parent was cancelled, it runs on");
+  const late = child.endedAt !== undefined && child.endedAt > (child.cancelSentAt ?? Infinity);
+  if (up.run.status === "CANCELLED" && late && status !== "CANCELLED")
+    problems.push(`its parent was cancelled before it ended, and it ended ${status}`);
+  return problems.map((detail) => ({
+    invariant: "child ended first",
+    detail: `child run ${child.id} of ${parent.run_id} node ${parent.node_id}: ${detail}`,
   }));
 }

@@ -68,13 +68,23 @@ export async function simulatedFacts(world: World): Promise<RunFacts> {
 }
 
 /**
- * The runs of the simulated workflows (./headline-scoring.ts), each as it stands at the end, and
- * every answer a step role committed for one of its nodes.
+ * The runs of the simulated workflows (./headline-scoring.ts), those asked for and the child runs
+ * the orchestrator started, each as it stands at the end, with where in the log it ended and its
+ * cancel as a child was sent, and every answer a step role committed for one of its nodes.
  */
 async function workflowRunsOf(world: World): Promise<WorkflowRunFacts[]> {
+  const { log } = world.memory;
   const answers = new Map<string, StepAnswer[]>();
-  for (const e of world.memory.log) {
-    if (e.event_type !== "step.completed" && e.event_type !== "step.failed") continue;
+  const endedAt = new Map<string, number>();
+  const cancelSentAt = new Map<string, number>();
+  log.forEach((e, at) => {
+    if (END_TYPES.has(e.event_type) && !endedAt.has(e.aggregate.id))
+      endedAt.set(e.aggregate.id, at);
+    if (e.event_type === "workflow.child.cancel.requested") {
+      const child = (e.payload as { child_run_id: string }).child_run_id;
+      if (!cancelSentAt.has(child)) cancelSentAt.set(child, at);
+    }
+    if (e.event_type !== "step.completed" && e.event_type !== "step.failed") return;
     const answer = e.payload as StepCompleted | StepFailed;
     const outcome = "output" in answer ? { output: answer.output } : { error: answer.error };
     const { node_id: node, generation, item } = answer;
@@ -82,16 +92,32 @@ async function workflowRunsOf(world: World): Promise<WorkflowRunFacts[]> {
       ...(answers.get(answer.run_id) ?? []),
       { node, generation, ...(item === undefined ? {} : { item }), outcome },
     ]);
-  }
+  });
+  const asked = world.external
+    .filter((e) => e.event_type === "workflow.start.requested")
+    .map((e) => (e.payload as { run_id: string }).run_id);
+  const started = [...world.memory.states.keys()]
+    .filter((key) => key.startsWith("dag_run#"))
+    .map((key) => key.slice("dag_run#".length));
   const runs: WorkflowRunFacts[] = [];
-  for (const e of world.external) {
-    if (e.event_type !== "workflow.start.requested") continue;
-    const { run_id, workflow_name } = e.payload as { run_id: string; workflow_name: string };
-    const definition = SIMULATED_WORKFLOWS.find((w) => w.name === workflow_name);
+  for (const id of new Set([...asked, ...started])) {
+    const { state } = await world.memory.load({ state: { type: "dag_run", id } });
+    const stored = parseRunState(state?.data);
+    const name =
+      stored?.run.workflow.name ??
+      (world.external.find((e) => e.aggregate.id === id)?.payload as { workflow_name?: string })
+        ?.workflow_name;
+    const definition = SIMULATED_WORKFLOWS.find((w) => w.name === name);
     if (!definition) continue;
-    const { state } = await world.memory.load({ state: { type: "dag_run", id: run_id } });
-    const run = parseRunState(state?.data)?.run;
-    runs.push({ definition, run, answers: answers.get(run_id) ?? [] });
+    runs.push({
+      definition,
+      id,
+      run: stored?.run,
+      ...(stored?.parent ? { parent: stored.parent } : {}),
+      endedAt: endedAt.get(id),
+      cancelSentAt: cancelSentAt.get(id),
+      answers: answers.get(id) ?? [],
+    });
   }
   return runs;
 }

@@ -3,11 +3,9 @@ import { defineWorkflow } from "../../../functions/core/dag/graph";
 import { PermanentError, TransientError } from "../../../functions/core/errors";
 import type { RoleModule } from "../../../functions/core/role-module";
 import { defineStepModule } from "../../../functions/core/role-module";
+import { WORKFLOWS_ENV, workflowsEnvValue } from "../../../functions/core/stack-workflows";
 import { STEP_ROLES_ENV, stepRolesOf } from "../../../functions/core/steps";
-import {
-  orchestratorModule,
-  orchestratorModuleWith,
-} from "../../../functions/roles/orchestrator/index";
+import { orchestratorModule } from "../../../functions/roles/orchestrator/index";
 import * as z from "../../../schemas/zod";
 import type { CallFault } from "../faults/kinds";
 import type { Random } from "../faults/random";
@@ -24,7 +22,7 @@ import type { Random } from "../faults/random";
 export const HEADLINE_LISTING = "headline-listing";
 export const HEADLINE_SCORING = "headline-scoring";
 export const HEADLINE_POLISHING = "headline-polishing";
-/** Nothing deploys the simulated modules: each names the reference orchestrator's entry. */
+/** Nothing deploys the simulated modules: each names the orchestrator's entry. */
 const UNDEPLOYED = orchestratorModule.entry;
 /** A polished headline is good from this score on. */
 const GOOD_SCORE = 60;
@@ -163,31 +161,40 @@ export const headlineScoring: WorkflowDefinition = defineWorkflow({
   ],
 });
 
+/** A review of headlines: their scoring, as a child run (a partial one counts). */
+export const headlineReview: WorkflowDefinition = defineWorkflow({
+  name: "headline-review",
+  version: 1,
+  nodes: [{ id: "scoring", workflow: { name: headlineScoring.name, acceptPartial: true } }],
+  edges: [],
+});
+
 /** The workflows the simulated orchestrator has besides the content workflows. */
-export const SIMULATED_WORKFLOWS: readonly WorkflowDefinition[] = [headlineScoring];
+export const SIMULATED_WORKFLOWS: readonly WorkflowDefinition[] = [headlineScoring, headlineReview];
 
 /**
  * The world's role modules: `modules` with the headline steps beside them (`scoring` in place of
- * the kit's scoring module when a defect is planted in it), and an orchestrator that has the
- * simulated workflows compiled in; with the settings that hand the orchestrator the step roles,
- * as the stack writes them from its modules.
+ * the kit's scoring module when a defect is planted in it); with the settings that hand the
+ * orchestrator the step roles and the simulated workflows, as the stack writes them.
  */
 export function withHeadlineScoring(
   modules: readonly RoleModule<unknown>[],
   judge: HeadlineJudge,
   scoring: (module: RoleModule<unknown>) => RoleModule<unknown> = (module) => module,
 ): { modules: readonly RoleModule<unknown>[]; settings: Record<string, string> } {
-  const orchestrator = orchestratorModuleWith({
-    workflows: SIMULATED_WORKFLOWS,
-    entry: UNDEPLOYED,
-  }) as RoleModule<unknown>;
   const all = [
-    ...modules.map((m) => (m === orchestratorModule ? orchestrator : m)),
+    ...modules,
     headlineListingModule as RoleModule<unknown>,
     scoring(headlineScoringModule(judge)),
     headlinePolishingModule(judge),
   ];
-  return { modules: all, settings: { [STEP_ROLES_ENV]: JSON.stringify(stepRolesOf(all)) } };
+  return {
+    modules: all,
+    settings: {
+      [STEP_ROLES_ENV]: JSON.stringify(stepRolesOf(all)),
+      [WORKFLOWS_ENV]: workflowsEnvValue(SIMULATED_WORKFLOWS),
+    },
+  };
 }
 
 /** The headlines a simulated team submits: up to six, now and then an empty one. */

@@ -3,7 +3,7 @@ import { type Envelope, registry } from "../../../schemas";
 import { checkInvariants, type RunFacts, type Violation } from "../faults/invariants";
 import { LIFECYCLE } from "../local/scenario";
 import { simulatedFacts } from "./facts";
-import { headlineScoring, submittedHeadlines } from "./headline-scoring";
+import { headlineReview, headlineScoring, submittedHeadlines } from "./headline-scoring";
 import { type SimPlan, simulatedPlan } from "./plan";
 import type { PlantedBug } from "./planted";
 import { SIM_CUSTOMERS, World } from "./world";
@@ -46,8 +46,9 @@ function countWorkflowRuns(runs: RunFacts["workflowRuns"], counts: Record<string
   const add = (kind: string, n = 1) => {
     counts[kind] = (counts[kind] ?? 0) + n;
   };
-  for (const { definition, run, answers } of runs) {
+  for (const { definition, run, answers, parent } of runs) {
     add(`${definition.name} run ${run?.status ?? "not started"}`);
+    if (parent) add(`child run ${run?.status ?? "not started"}`);
     for (const node of definition.nodes)
       if (node.map) add(`map node ${run?.nodes[node.id]?.state ?? "not started"}`);
     for (const { from: exit, loop } of definition.edges)
@@ -88,7 +89,9 @@ async function seedWorkload(world: World): Promise<void> {
     startRun(world, runId, world.random.pick(["quick-news", "long-form"]), { topic_hint: hint });
   }
   const scoringRun = `run_${world.deps.ids.next()}`;
-  startRun(world, scoringRun, headlineScoring.name, {
+  // Scored directly, or reviewed: a run whose child run scores them.
+  const workflow = world.random.pick([headlineScoring, headlineReview]);
+  startRun(world, scoringRun, workflow.name, {
     topic_hint: "headlines",
     headlines: submittedHeadlines(world.random),
   });
