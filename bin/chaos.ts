@@ -5,11 +5,12 @@ import { playSchedule, type ScheduleResult } from "../lib/dev/sim/schedule";
 
 /**
  * `npm run chaos -- [--schedules N] [--seed S]`: plays N simulated schedules (seeds S, S+1, ...)
- * of the task projection, the audit group, the content workflow and the support conversation over
- * the in-memory adapters, each under a fault plan drawn from its seed (throttled loads and
- * commits, commits whose answer is lost, relay batches published twice, crashes after a commit,
- * consumers that stall past their visibility timeout, a failing reply channel, a poison message,
- * one redrive), and checks the
+ * of the task projection, the audit group, the content workflow, a headline scoring workflow (a
+ * map node and a loop over step roles written with the kit, now and then as a child run) and the
+ * support conversation over the in-memory adapters, each under a fault plan drawn from its seed
+ * (throttled loads and commits, commits whose answer is lost, relay batches published twice,
+ * crashes after a commit, consumers that stall past their visibility timeout, a failing reply
+ * channel, payment stand-in and judge, a poison message, one redrive), and checks the
  * invariants after each (lib/dev/faults/invariants.ts). Prints what was injected and done, then
  * `N schedules, M violations`; a schedule that breaks an invariant prints its plan, what it broke
  * and the command that plays it alone (`--seed S --schedules 1`), and the run exits 1.

@@ -1,6 +1,9 @@
 import { describe, expect, it } from "vitest";
+import { defineWorkflow } from "../../functions/core/dag/graph";
+import type { DagRun } from "../../functions/core/dag/run";
 import { InMemoryEventStore } from "../../functions/core/memory";
 import { checkInvariants, type RunFacts } from "../../lib/dev/faults/invariants";
+import type { WorkflowRunFacts } from "../../lib/dev/faults/workflow-invariants";
 
 /**
  * The one invariant checker of both chaos runs (lib/dev/faults/invariants.ts), on facts made by
@@ -8,6 +11,134 @@ import { checkInvariants, type RunFacts } from "../../lib/dev/faults/invariants"
  * A view that does not fold needs a stored view; the simulation's planted defects (test/sim)
  * show that one, on facts a run gathered.
  */
+/** A list of two, then a map over it that tolerates one failure: the second item failed. */
+const scoring = defineWorkflow({
+  name: "scoring",
+  version: 1,
+  nodes: [
+    { id: "listing", role: "listing" },
+    {
+      id: "scores",
+      role: "scorer",
+      map: { items: { node: "listing", path: "words" }, concurrency: 2, maxFailed: 1 },
+    },
+  ],
+  edges: [{ from: "listing", to: "scores" }],
+});
+const ended = { remaining_upstreams: 0, attempt: 1, assigned_generation: 0 };
+const scored = { word: "alpha", score: 7 };
+const refused = { code: "scorer.refused", message: "no score" };
+const scoringRun: DagRun = {
+  run_id: "run_2",
+  workflow: { name: "scoring", version: 1 },
+  status: "COMPLETED",
+  generation: 0,
+  input: {},
+  nodes: {
+    listing: { ...ended, state: "COMPLETED", output: { words: ["alpha", "beta"] } },
+    scores: {
+      ...ended,
+      state: "COMPLETED",
+      output: {
+        items: [
+          { status: "completed", output: scored },
+          { status: "failed", error: refused },
+        ],
+        failed: 1,
+      },
+    },
+  },
+};
+const scoringFacts: WorkflowRunFacts = {
+  id: "run_2",
+  definition: scoring,
+  run: scoringRun,
+  endedAt: 10,
+  cancelSentAt: undefined,
+  answers: [
+    { node: "scores", generation: 0, item: 0, outcome: { output: scored } },
+    // The same answer again, for a request sent again after a lease ran out.
+    { node: "scores", generation: 0, item: 0, outcome: { output: scored } },
+    { node: "scores", generation: 0, item: 1, outcome: { error: refused } },
+  ],
+};
+/** The scoring run with its map node's state replaced. */
+const scoresEnded = (scores: Partial<DagRun["nodes"][string]>): WorkflowRunFacts => ({
+  ...scoringFacts,
+  run: {
+    ...scoringRun,
+    nodes: { ...scoringRun.nodes, scores: { ...ended, state: "COMPLETED", ...scores } },
+  },
+});
+
+/** One node polished again until it is good, three rounds at most: good in its second round. */
+const polishing = defineWorkflow({
+  name: "polishing",
+  version: 1,
+  nodes: [{ id: "polish", role: "polisher" }],
+  edges: [
+    {
+      from: "polish",
+      to: "polish",
+      loop: { until: { path: "good", equals: true }, maxRounds: 3 },
+    },
+  ],
+});
+const polishingRun = (output: unknown, loop: NonNullable<DagRun["loops"]>[string]): DagRun => ({
+  run_id: "run_3",
+  workflow: { name: "polishing", version: 1 },
+  status: "COMPLETED",
+  generation: 1,
+  input: {},
+  nodes: { polish: { ...ended, attempt: 2, assigned_generation: 1, state: "COMPLETED", output } },
+  loops: { polish: loop },
+});
+const polishAnswers = [0, 1].map((generation) => ({
+  node: "polish",
+  generation,
+  outcome: { output: { good: generation === 1 } },
+}));
+const polishingFacts: WorkflowRunFacts = {
+  id: "run_3",
+  endedAt: 11,
+  cancelSentAt: undefined,
+  definition: polishing,
+  run: polishingRun({ good: true }, { round: 2, ended: "condition" }),
+  answers: polishAnswers,
+};
+
+/** A review whose one node is the scoring run above, as its child (log positions 10 and 12). */
+const review = defineWorkflow({
+  name: "review",
+  version: 1,
+  nodes: [{ id: "scoring", workflow: { name: "scoring" } }],
+  edges: [],
+});
+const reviewRun = (status: DagRun["status"], node: DagRun["nodes"][string]): DagRun => ({
+  run_id: "run_4",
+  workflow: { name: "review", version: 1 },
+  status,
+  generation: 0,
+  input: {},
+  nodes: { scoring: node },
+});
+const reviewFacts: WorkflowRunFacts = {
+  id: "run_4",
+  definition: review,
+  run: reviewRun("COMPLETED", {
+    ...ended,
+    state: "COMPLETED",
+    output: { status: "COMPLETED", outputs: {} },
+  }),
+  endedAt: 12,
+  cancelSentAt: undefined,
+  answers: [],
+};
+const childFacts: WorkflowRunFacts = {
+  ...scoringFacts,
+  parent: { run_id: "run_4", node_id: "scoring" },
+};
+
 const right: RunFacts = {
   store: new InMemoryEventStore(),
   groups: [
@@ -40,6 +171,7 @@ const right: RunFacts = {
   ],
   refundsMade: [{ key: "task_1:rrun_1:call_2_1", orderId: "A-1002", reviewOf: "A-1002" }],
   awaitingPerson: [],
+  workflowRuns: [childFacts, polishingFacts, reviewFacts],
 };
 
 const broken = async (facts: Partial<RunFacts>) =>
@@ -98,5 +230,109 @@ describe("the invariants of a chaos schedule", () => {
         refundsMade: [{ key: "task_1:rrun_1:call_2_1", orderId: "A-1002", reviewOf: "123" }],
       }),
     ).toEqual(["refunds only the reviewed order"]);
+  });
+
+  it("see a map item run twice, and a map node that ended out of order or over its tolerance", async () => {
+    const again = {
+      node: "scores",
+      generation: 0,
+      item: 0,
+      outcome: { output: { ...scored, score: 3 } },
+    };
+    expect(
+      await broken({
+        workflowRuns: [{ ...scoringFacts, answers: [...scoringFacts.answers, again] }],
+      }),
+    ).toEqual(["step run once"]);
+    const swapped = [
+      { status: "failed", error: refused },
+      { status: "completed", output: scored },
+    ];
+    expect(
+      await broken({ workflowRuns: [scoresEnded({ output: { items: swapped, failed: 1 } })] }),
+    ).toEqual(["map ended in order"]);
+    const bothFailed = [
+      { status: "failed", error: refused },
+      { status: "failed", error: refused },
+    ];
+    expect(
+      await broken({ workflowRuns: [scoresEnded({ output: { items: bothFailed, failed: 2 } })] }),
+    ).toEqual(["map ended in order"]);
+    expect(
+      await broken({
+        workflowRuns: [scoresEnded({ output: { items: swapped.slice(1), failed: 0 } })],
+      }),
+    ).toEqual(["map ended in order"]);
+    expect(
+      await broken({
+        workflowRuns: [
+          scoresEnded({ state: "FAILED", error: { code: "agent_run.crashed", message: "" } }),
+        ],
+      }),
+    ).toEqual(["map ended in order"]);
+    // Over its tolerance, the node failed: as it should (the polishing run goes right throughout).
+    expect(
+      await broken({
+        workflowRuns: [
+          scoresEnded({ state: "FAILED", error: { code: "dag.map_failed", message: "" } }),
+        ],
+      }),
+    ).toEqual([]);
+  });
+
+  it("see a loop that ran more rounds than its maximum or did not end as it says", async () => {
+    const loopBroken = (facts: Partial<WorkflowRunFacts>) =>
+      broken({ workflowRuns: [scoringFacts, { ...polishingFacts, ...facts }] });
+    const fourRounds = [0, 1, 2, 3].map((generation) => ({
+      node: "polish",
+      generation,
+      outcome: { output: { good: generation === 3 } },
+    }));
+    expect(await loopBroken({ answers: fourRounds })).toEqual(["loop within its rounds"]);
+    expect(
+      await loopBroken({ run: polishingRun({ good: false }, { round: 2, ended: "condition" }) }),
+    ).toEqual(["loop within its rounds"]);
+    expect(
+      await loopBroken({ run: polishingRun({ good: false }, { round: 2, ended: "max_rounds" }) }),
+    ).toEqual(["loop within its rounds"]);
+    expect(await loopBroken({ run: polishingRun({ good: true }, { round: 2 }) })).toEqual([
+      "loop within its rounds",
+    ]);
+    // At its maximum without the condition, under onMax "complete": as it should.
+    expect(
+      await loopBroken({ run: polishingRun({ good: false }, { round: 3, ended: "max_rounds" }) }),
+    ).toEqual([]);
+  });
+
+  it("see a child that ended after its parent's node, or ran on past its parent's cancel", async () => {
+    const childBroken = (child: Partial<WorkflowRunFacts>, parent: Partial<WorkflowRunFacts>) =>
+      broken({
+        workflowRuns: [
+          { ...childFacts, ...child },
+          { ...reviewFacts, ...parent },
+        ],
+      });
+    expect(await childBroken({ endedAt: 13 }, {})).toEqual(["child ended first"]);
+    expect(await childBroken({ run: { ...scoringRun, status: "PARTIAL" } }, {})).toEqual([
+      "child ended first",
+    ]);
+    const cancelled = reviewRun("CANCELLED", { ...ended, state: "CANCELLED" });
+    expect(
+      await childBroken(
+        { run: { ...scoringRun, status: "RUNNING" }, endedAt: undefined, cancelSentAt: 12 },
+        { run: cancelled },
+      ),
+    ).toEqual(["child ended first"]);
+    expect(await childBroken({ endedAt: 14, cancelSentAt: 12 }, { run: cancelled })).toEqual([
+      "child ended first",
+    ]);
+    // Ended before its parent's cancel was sent, or cancelled by it: as it should.
+    expect(await childBroken({ endedAt: 10, cancelSentAt: 12 }, { run: cancelled })).toEqual([]);
+    expect(
+      await childBroken(
+        { run: { ...scoringRun, status: "CANCELLED" }, endedAt: 14, cancelSentAt: 12 },
+        { run: cancelled },
+      ),
+    ).toEqual([]);
   });
 });

@@ -33,6 +33,17 @@ describe("simulated schedules", () => {
       // Customers erased while their conversations went on, and events read back [erased].
       "erasure erased",
       "relayed erased",
+      // Headline scoring runs whose map node completed and failed, whose loop ended both ways,
+      // and a judge that failed.
+      "map node COMPLETED",
+      "map node FAILED",
+      "loop ended condition",
+      "loop ended max_rounds",
+      // Child runs that completed, and that were cancelled with their parent.
+      "child run COMPLETED",
+      "child run CANCELLED",
+      "map item answers failed",
+      "timeout-after-apply judge",
     ])
       expect(injected[kind], kind).toBeGreaterThan(0);
   }, 120_000);
@@ -45,11 +56,13 @@ describe("simulated schedules", () => {
     ["refund-new-key-per-retry", "refunded once"],
     ["refund-record-unread", "refunded once"],
     ["refund-any-order", "refunds only the reviewed order"],
+    ["step-record-forgotten", "step run once"],
   ])(
     "catch a planted %s (%s)",
     async (bug, invariant) => {
       const broken: string[] = [];
-      for (let seed = 1; seed <= 60; seed++) {
+      // Up to 60 seeds, until the invariant breaks.
+      for (let seed = 1; seed <= 60 && !broken.includes(invariant); seed++) {
         // The channel and the payment stand-in fail often enough for a retry in most schedules.
         const drawn = simulatedPlan(seed, new Random(seed));
         const plan = { seed, rates: { ...drawn.rates, channel: 0.2, payment: 0.2 } };

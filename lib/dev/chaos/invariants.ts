@@ -80,6 +80,8 @@ async function stackFacts(
     refunds: await refundsOf(env, workload.refundOrder),
     refundsMade: await refundsMadeIn(env, workload),
     awaitingPerson: await waitingTurns(env, workload),
+    // A schedule's content run has no map node: nothing to check beyond its end.
+    workflowRuns: [],
   };
 }
 

@@ -2,6 +2,10 @@ import type { EventStore } from "../../../functions/core/ports";
 import type { AggregateRef, Envelope } from "../../../schemas";
 import { canonical } from "../../operator/rebuild";
 import { conversationDrift, taskViewDrift, type ViewDrift } from "./fold";
+import type { Violation } from "./violation";
+import { checkWorkflowRuns, type WorkflowRunFacts } from "./workflow-invariants";
+
+export type { Violation } from "./violation";
 
 /**
  * What "correct" means after a chaos schedule, whatever its faults, for the simulation and the
@@ -9,10 +13,6 @@ import { conversationDrift, taskViewDrift, type ViewDrift } from "./fold";
  * in-memory store and queues, the stack from its traces, tables, dead-letter queues and runtime
  * reports), and these checks read only those facts, never how the code works.
  */
-export interface Violation {
-  readonly invariant: string;
-  readonly detail: string;
-}
 
 /** One consumer group and one event. */
 export interface GroupEvent {
@@ -86,6 +86,8 @@ export interface RunFacts {
     readonly orderId: string;
     readonly reviewOf: string | undefined;
   }[];
+  /** The workflow runs whose nodes are checked beyond their end (./workflow-invariants.ts). */
+  readonly workflowRuns: readonly WorkflowRunFacts[];
 }
 
 export async function checkInvariants(facts: RunFacts): Promise<Violation[]> {
@@ -99,6 +101,7 @@ export async function checkInvariants(facts: RunFacts): Promise<Violation[]> {
     ...conversationsAnswered(facts),
     ...refundedOnceAndCancelled(facts.refunds),
     ...refundsOfTheReviewedOrder(facts.refundsMade),
+    ...checkWorkflowRuns(facts.workflowRuns),
   ];
 }
 

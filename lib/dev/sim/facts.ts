@@ -1,17 +1,26 @@
 import type { AgentJournal } from "../../../functions/core/agent/agent";
 import { AGENT_RUN_AGGREGATE } from "../../../functions/core/agent/agent-role";
 import { SAMPLE_ORDERS } from "../../../functions/roles/customer-support/integrations/orders/sample-orders";
+import { parseRunState } from "../../../functions/roles/orchestrator/state";
 import { refundOnRecord } from "../../../functions/roles/refund-review/tools";
 import { MAX_STREAM_VERSION, registry } from "../../../schemas";
+import type { StepCompleted, StepFailed } from "../../../schemas/events/step";
 import {
   acceptedMessages,
   awaitingPerson,
   type RunFacts,
   runOfRefundKey,
 } from "../faults/invariants";
+import type { StepAnswer, WorkflowRunFacts } from "../faults/workflow-invariants";
+import { SIMULATED_WORKFLOWS } from "./headline-scoring";
 import type { World } from "./world";
 
-const END_TYPES = new Set(["workflow.completed", "workflow.partial", "workflow.failed"]);
+const END_TYPES = new Set([
+  "workflow.completed",
+  "workflow.partial",
+  "workflow.failed",
+  "workflow.cancelled",
+]);
 
 /**
  * What a simulated world saw, for the invariants (lib/dev/faults/invariants.ts): its store's
@@ -48,13 +57,69 @@ export async function simulatedFacts(world: World): Promise<RunFacts> {
         ),
       })),
     // Not the conversation views: a view lists its turns in the order their first facts reach it,
-    // so where a second message is routed before the first is accepted (seed 2683: 13 of the
-    // first 10,000 seeds) it stores an order its fold does not make. The stack's runs check them.
+    // so where a second message is routed before the first is accepted (a few schedules in ten
+    // thousand) it stores an order its fold does not make. The stack's runs check them.
     conversationStreams: [],
     refunds: await refundsOf(world),
     refundsMade: await refundsMadeIn(world),
     awaitingPerson: await awaitingPerson(world.memory, world.memory.log),
+    workflowRuns: await workflowRunsOf(world),
   };
+}
+
+/**
+ * The runs of the simulated workflows (./headline-scoring.ts), those asked for and the child runs
+ * the orchestrator started, each as it stands at the end, with where in the log it ended and its
+ * cancel as a child was sent, and every answer a step role committed for one of its nodes.
+ */
+async function workflowRunsOf(world: World): Promise<WorkflowRunFacts[]> {
+  const { log } = world.memory;
+  const answers = new Map<string, StepAnswer[]>();
+  const endedAt = new Map<string, number>();
+  const cancelSentAt = new Map<string, number>();
+  log.forEach((e, at) => {
+    if (END_TYPES.has(e.event_type) && !endedAt.has(e.aggregate.id))
+      endedAt.set(e.aggregate.id, at);
+    if (e.event_type === "workflow.child.cancel.requested") {
+      const child = (e.payload as { child_run_id: string }).child_run_id;
+      if (!cancelSentAt.has(child)) cancelSentAt.set(child, at);
+    }
+    if (e.event_type !== "step.completed" && e.event_type !== "step.failed") return;
+    const answer = e.payload as StepCompleted | StepFailed;
+    const outcome = "output" in answer ? { output: answer.output } : { error: answer.error };
+    const { node_id: node, generation, item } = answer;
+    answers.set(answer.run_id, [
+      ...(answers.get(answer.run_id) ?? []),
+      { node, generation, ...(item === undefined ? {} : { item }), outcome },
+    ]);
+  });
+  const asked = world.external
+    .filter((e) => e.event_type === "workflow.start.requested")
+    .map((e) => (e.payload as { run_id: string }).run_id);
+  const started = [...world.memory.states.keys()]
+    .filter((key) => key.startsWith("dag_run#"))
+    .map((key) => key.slice("dag_run#".length));
+  const runs: WorkflowRunFacts[] = [];
+  for (const id of new Set([...asked, ...started])) {
+    const { state } = await world.memory.load({ state: { type: "dag_run", id } });
+    const stored = parseRunState(state?.data);
+    const name =
+      stored?.run.workflow.name ??
+      (world.external.find((e) => e.aggregate.id === id)?.payload as { workflow_name?: string })
+        ?.workflow_name;
+    const definition = SIMULATED_WORKFLOWS.find((w) => w.name === name);
+    if (!definition) continue;
+    runs.push({
+      definition,
+      id,
+      run: stored?.run,
+      ...(stored?.parent ? { parent: stored.parent } : {}),
+      endedAt: endedAt.get(id),
+      cancelSentAt: cancelSentAt.get(id),
+      answers: answers.get(id) ?? [],
+    });
+  }
+  return runs;
 }
 
 /**

@@ -1,13 +1,15 @@
 import type { PlantedStoreBug } from "./faulty-store";
 import type { PlantedChannelBug } from "./planted-channel-bug";
 import { PLANTED_REFUND_BUGS, type PlantedRefundBug } from "./planted-refund-bugs";
+import type { PlantedStepBug } from "./planted-step-bug";
 
 /** A defect planted in a simulated world, which an invariant of the chaos runs must catch. */
-export type PlantedBug = PlantedStoreBug | PlantedChannelBug | PlantedRefundBug;
+export type PlantedBug = PlantedStoreBug | PlantedChannelBug | PlantedRefundBug | PlantedStepBug;
 
 const OUTSIDE_THE_STORE: readonly string[] = [
   "new-key-per-retry",
   "refund-new-key-per-retry",
+  "step-record-forgotten",
   ...PLANTED_REFUND_BUGS,
 ];
 

@@ -1,8 +1,9 @@
 import { payInsteadMarker } from "../../../functions/adapters/local-model-refund";
 import { type Envelope, registry } from "../../../schemas";
-import { checkInvariants, type Violation } from "../faults/invariants";
+import { checkInvariants, type RunFacts, type Violation } from "../faults/invariants";
 import { LIFECYCLE } from "../local/scenario";
 import { simulatedFacts } from "./facts";
+import { headlineReview, headlineScoring, submittedHeadlines } from "./headline-scoring";
 import { type SimPlan, simulatedPlan } from "./plan";
 import type { PlantedBug } from "./planted";
 import { SIM_CUSTOMERS, World } from "./world";
@@ -31,11 +32,40 @@ export async function playSchedule(
   await seedWorkload(world);
   await world.run();
   const { counts, injected } = world;
-  const violations = await checkInvariants(await simulatedFacts(world));
+  const facts = await simulatedFacts(world);
+  countWorkflowRuns(facts.workflowRuns, counts);
+  const violations = await checkInvariants(facts);
   return { seed, plan, violations, counts, injected };
 }
 
-/** Tasks with client feedback, content workflow runs, conversations and one poison message. */
+/**
+ * How the simulated workflows' runs, their map nodes and their loops ended, and their items'
+ * answers.
+ */
+function countWorkflowRuns(runs: RunFacts["workflowRuns"], counts: Record<string, number>): void {
+  const add = (kind: string, n = 1) => {
+    counts[kind] = (counts[kind] ?? 0) + n;
+  };
+  for (const { definition, run, answers, parent } of runs) {
+    add(`${definition.name} run ${run?.status ?? "not started"}`);
+    if (parent) add(`child run ${run?.status ?? "not started"}`);
+    for (const node of definition.nodes)
+      if (node.map) add(`map node ${run?.nodes[node.id]?.state ?? "not started"}`);
+    for (const { from: exit, loop } of definition.edges)
+      if (loop && run?.nodes[exit]?.state === "COMPLETED") {
+        add(`loop ended ${run.loops?.[exit]?.ended ?? "without saying how"}`);
+        add("loop rounds", run.loops?.[exit]?.round ?? 1);
+      }
+    const items = answers.filter((a) => a.item !== undefined);
+    add("map item answers", items.length);
+    add("map item answers failed", items.filter((a) => "error" in a.outcome).length);
+  }
+}
+
+/**
+ * Tasks with client feedback, content workflow runs, a headline scoring run, conversations and
+ * one poison message.
+ */
 async function seedWorkload(world: World): Promise<void> {
   const tasks = 1 + world.random.below(3);
   for (let i = 0; i < tasks; i++) {
@@ -56,19 +86,26 @@ async function seedWorkload(world: World): Promise<void> {
   for (let i = 0; i < runs; i++) {
     const runId = `run_${world.deps.ids.next()}`;
     const hint = world.random.chance(0.3) ? "[fail-fact-check] energy storage" : "energy storage";
-    world.publishExternal(
+    startRun(world, runId, world.random.pick(["quick-news", "long-form"]), { topic_hint: hint });
+  }
+  const scoringRun = `run_${world.deps.ids.next()}`;
+  // Scored directly, or reviewed: a run whose child run scores them.
+  const workflow = world.random.pick([headlineScoring, headlineReview]);
+  startRun(world, scoringRun, workflow.name, {
+    topic_hint: "headlines",
+    headlines: submittedHeadlines(world.random),
+  });
+  // Now and then an operator cancels it, whenever the request reaches the orchestrator.
+  if (world.random.chance(0.2))
+    world.publishLater(
       external(
         world,
-        "workflow.start.requested",
-        { type: "dag_run", id: runId },
-        {
-          run_id: runId,
-          workflow_name: world.random.pick(["quick-news", "long-form"]),
-          request: { topic_hint: hint },
-        },
+        "workflow.cancel.requested",
+        { type: "dag_run", id: scoringRun },
+        { run_id: scoringRun, requested_by: "sim-operator" },
       ),
+      world.random.below(60),
     );
-  }
   const conversations = 1 + world.random.below(2);
   for (let i = 0; i < conversations; i++) {
     const conversationId = `conv_${world.deps.ids.next()}`;
@@ -103,6 +140,18 @@ const CUSTOMER_TEXTS = [
   "Where is my order A-1001?",
   "Is the shop open today?",
 ];
+
+/** A workflow run asked for from outside (the CLI, a service): its start request on the bus. */
+function startRun(world: World, runId: string, workflowName: string, request: object): void {
+  world.publishExternal(
+    external(
+      world,
+      "workflow.start.requested",
+      { type: "dag_run", id: runId },
+      { run_id: runId, workflow_name: workflowName, request },
+    ),
+  );
+}
 
 /** An unsequenced message from outside the store (a client, the CLI), with the world's ids. */
 function external(

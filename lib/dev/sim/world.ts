@@ -28,19 +28,20 @@ import { FaultyPayments, withNewRefundKeyPerRetry } from "../faults/payments";
 import { Random, seededIds } from "../faults/random";
 import { IntegrationTwins, memoryRolePorts } from "../role-kit/memory-ports";
 import { FaultyStore } from "./faulty-store";
+import { HeadlineJudge, JUDGE_FAULTS, withHeadlineScoring } from "./headline-scoring";
 import { CHANNEL_FAULTS, PAYMENT_FAULTS, type SimPlan } from "./plan";
 import { isStoreBug, type PlantedBug } from "./planted";
 import { withNewKeyPerRetry } from "./planted-channel-bug";
 import { withoutRefundRecords, withRefundBug } from "./planted-refund-bugs";
+import { forgettingItsRecords } from "./planted-step-bug";
 import { bodyOf, GroupQueue, type Message, nextMessage } from "./queues";
 
 /**
- * One simulated world: the task projection, the audit group, the orchestrator and the content
- * agents, and the support conversation's groups (its sender behind a faulty reply channel, its
- * refund agent behind a faulty payment stand-in), each
- * with its queue (FIFO behind a buffer, or standard as the topology says), over one in-memory
- * event store (the stack's tables), fed by a
- * relay that reads the store's log (its stream) and a bus that fans every event out to the groups
+ * One simulated world: the task projection, the audit group, the orchestrator, the content
+ * agents and a team's headline steps (./headline-scoring.ts, behind a faulty judge), and the
+ * support conversation's groups (its sender behind a faulty reply channel, its refund agent behind
+ * a faulty payment stand-in), each with its queue (FIFO behind a buffer, or standard as the
+ * topology says), over one in-memory event store (the stack's tables), fed by a relay that reads the store's log (its stream) and a bus that fans every event out to the groups
  * subscribed to its type. A seeded scheduler decides everything that AWS leaves open: which message
  * goes next, when the relay runs and how much it takes, what it publishes twice, which calls fail
  * and when, which consumer stalls past its visibility timeout, when dead letters are redriven.
@@ -89,6 +90,8 @@ export class World {
   /** The orders the refund agent cancels, and the payment stand-in it refunds through. */
   readonly orders = ordersFrom(SAMPLE_ORDERS);
   readonly payments = new LocalPayments();
+  /** The judge the headline scoring step calls (faulty as the plan says). */
+  readonly judge: HeadlineJudge;
   readonly deps: ConsumerDeps;
   readonly roles: Role<unknown>[];
   readonly queues = new Map<string, GroupQueue>();
@@ -107,6 +110,8 @@ export class World {
   private step = 0;
   private nextId = 0;
   private readonly stalled: { message: Message; release: () => void; done: Promise<void> }[] = [];
+  /** Messages from outside due later, by the step they are put on the bus at. */
+  private readonly later: { step: number; envelope: Envelope }[] = [];
 
   constructor(private readonly options: WorldOptions) {
     this.random = new Random(options.seed);
@@ -143,8 +148,17 @@ export class World {
       orders: bug === "refund-record-unread" ? withoutRefundRecords(this.orders) : this.orders,
       payments: bug === "refund-new-key-per-retry" ? withNewRefundKeyPerRetry(payments) : payments,
     });
-    this.roles = withRefundBug(bug, ROLE_MODULES).map((module) =>
-      buildRole(module, memoryRolePorts(this.memory, module.uses, twins), SIMULATED_SETTINGS),
+    this.judge = new HeadlineJudge(this.random, () => this.callFault("judge", JUDGE_FAULTS));
+    const { modules, settings } = withHeadlineScoring(
+      withRefundBug(bug, ROLE_MODULES),
+      this.judge,
+      bug === "step-record-forgotten" ? forgettingItsRecords : undefined,
+    );
+    this.roles = modules.map((module) =>
+      buildRole(module, memoryRolePorts(this.memory, module.uses, twins), {
+        ...SIMULATED_SETTINGS,
+        ...settings,
+      }),
     );
     for (const role of this.roles) {
       const ordered = topology.groups.find((g) => g.name === role.group)?.ordering !== "none";
@@ -160,9 +174,9 @@ export class World {
     this.counts[kind] = (this.counts[kind] ?? 0) + n;
   }
 
-  /** One draw per send or refund: each of its faults at the plan's rate for `where`. */
+  /** One draw per send, refund or judge's call: each of its faults at the plan's rate for `where`. */
   private callFault(
-    where: "channel" | "payment",
+    where: "channel" | "payment" | "judge",
     kinds: readonly CallFault[],
   ): CallFault | undefined {
     const rate = this.options.plan.rates[where];
@@ -206,6 +220,21 @@ export class World {
   publishExternal(envelope: Envelope | string): void {
     if (typeof envelope !== "string") this.external.push(envelope);
     this.fanOut(envelope);
+  }
+
+  /** Put a message on the bus from outside `steps` steps from now (or once all is quiet). */
+  publishLater(envelope: Envelope, steps: number): void {
+    this.later.push({ step: this.step + steps, envelope });
+  }
+
+  /** The messages from outside that are due (all of them when `all`), onto the bus. */
+  private publishDue(all = false): boolean {
+    const due = this.later.filter((m) => all || m.step <= this.step);
+    for (const m of due) {
+      this.later.splice(this.later.indexOf(m), 1);
+      this.publishExternal(m.envelope);
+    }
+    return due.length > 0;
   }
 
   /** Deliver to every subscribed group's queue (EventBridge rules, one delivery per rule). */
@@ -311,6 +340,7 @@ export class World {
     for (; this.step < MAX_STEPS; this.step++) {
       this.clock.advance(1000);
       await this.releaseStalled();
+      this.publishDue();
       if (this.random.chance(0.05)) await this.sweep();
       const erase = this.options.plan.rates.erase;
       if (erase > 0 && this.random.chance(erase)) await this.erase();
@@ -325,6 +355,7 @@ export class World {
       if ((await this.relay()) || this.dispatch()) continue;
       if (this.stalled.length > 0) continue;
       if (![...this.queues.values()].every((q) => q.empty)) continue;
+      if (this.publishDue(true)) continue;
       // Quiet: what only time can move on (a lease running out) is the sweeper's, a lease later.
       this.clock.advance(Number(SIMULATED_SETTINGS.ORCHESTRATOR_LEASE_SECONDS) * 1000);
       if ((await this.sweep()) === 0) return;
