@@ -41,7 +41,7 @@ describe("dependency timeout on the local stack", () => {
       let resumed = false;
       try {
         const started = Date.now();
-        const run = await startWorkflow(env, "stalled", "long-form", "ferry electrification");
+        const run = await startWorkflow(env, "stalled", "quick-news", "ferry electrification");
         const timedOut = await waitForRunEnd(
           env,
           run.runId,
