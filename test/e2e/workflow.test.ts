@@ -125,8 +125,9 @@ describe("content-production workflow on the local runtime", () => {
         const topic = ended.run.nodes["topic-selection"]?.output as
           | TopicSelectionOutput
           | undefined;
-        expect(topic?.claims.length).toBeGreaterThan(0);
-        expect(mine("fact_check.requested")).toHaveLength(topic?.claims.length ?? 0);
+        const claims = topic?.claims ?? [];
+        expect(claims.length).toBeGreaterThan(0);
+        expect(mine("fact_check.requested")).toHaveLength(claims.length);
       } finally {
         if (!resumed) env.runtime.resumeGroup("topic-selection");
       }
