@@ -6,7 +6,7 @@ import {
   type WorkflowDefinition,
 } from "../../functions/core/dag/definition";
 import type { DagRun } from "../../functions/core/dag/run";
-import { contentWorkflowFor } from "../../functions/roles/content-agents/workflows";
+import { CONTENT_WORKFLOWS } from "../../functions/roles/content-agents/workflows";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import type { NodeKind, RunEdgeView, RunNodeView, RunView } from "./views";
 
@@ -104,13 +104,11 @@ function nodeInputOf(
   return input;
 }
 
-/** The definition of a content run (by its kind); undefined for another workflow. */
-function contentDefinitionOf(state: OrchestratorState): WorkflowDefinition | undefined {
-  try {
-    return contentWorkflowFor({ kind: state.workflow });
-  } catch {
-    return undefined;
-  }
+/** The content workflow a run is on (the name and version it pinned); undefined for another. */
+function contentDefinitionOf({ run }: OrchestratorState): WorkflowDefinition | undefined {
+  return CONTENT_WORKFLOWS.find(
+    (d) => d.name === run.workflow.name && d.version === run.workflow.version,
+  );
 }
 
 /**

@@ -287,7 +287,11 @@ describe.skipIf(!haveChromium)("the console's actions on the local stack (Chromi
       const graph = page.locator('[data-graph="content.quick-news"]');
       for (const id of ["topic-selection", "fact-check", "writing", "review"])
         expect(await graph.locator(`g[data-node-id="${id}"]`).isVisible()).toBe(true);
-      expect(await graph.locator("g.edge").count()).toBe(4);
+      expect(await graph.locator("g.edge").count()).toBe(5);
+      // Review sends the draft back to writing until it approves: the loop's edge.
+      expect(await graph.locator('g.edge[data-loop="true"]').getAttribute("data-from")).toBe(
+        "review",
+      );
       expect(await seen(page.locator('[data-input-spec="declared"]'))).toContain("topic_hint");
 
       // The browser asks for the required topic hint itself; without it, the console refuses.
@@ -297,7 +301,7 @@ describe.skipIf(!haveChromium)("the console's actions on the local stack (Chromi
       await form.locator('textarea[name="input_json"]').fill('{"audience": "commuters"}');
       const refusal = await submit(form.getByRole("button", { name: "Start a run of quick-news" }));
       expect(refusal).toBe(
-        "Refused: the input does not fit quick-news v2: 1 problem(s): topic_hint: required; nothing sent",
+        "Refused: the input does not fit quick-news v3: 1 problem(s): topic_hint: required; nothing sent",
       );
       expect(page.url()).toContain("/workflows/quick-news?flash=");
 
@@ -307,7 +311,7 @@ describe.skipIf(!haveChromium)("the console's actions on the local stack (Chromi
       const sent = await submit(
         page.locator('form[data-action="start"]').getByRole("button", { name: /^Start a run/ }),
       );
-      const started = /run (run_\w+) of quick-news v2$/.exec(sent);
+      const started = /run (run_\w+) of quick-news v3$/.exec(sent);
       expect(started, sent).not.toBeNull();
       const startedRun = started?.[1] ?? "";
       expect(new URL(page.url()).pathname).toBe(`/runs/${startedRun}`);

@@ -860,8 +860,8 @@ describe("cancelRun", () => {
 
 describe("content production (seed §6)", () => {
   it("picks the workflow by request kind", () => {
-    expect(contentWorkflowFor({ kind: "quick-news" })).toBe(quickNewsV2);
-    expect(contentWorkflowFor({ kind: "long-form" })).toBe(longFormV2);
+    expect(contentWorkflowFor({ kind: "quick-news" })).toBe(quickNews);
+    expect(contentWorkflowFor({ kind: "long-form" })).toBe(longForm);
     const e = thrown(() => contentWorkflowFor({ kind: "poem" }));
     expect(e.code).toBe("dag.unknown_content_kind");
     expect(e.message).toContain('"poem"');

@@ -70,7 +70,7 @@ describe("dependency timeout in the orchestrator", () => {
       orchestrator: orchestratorRole({ dependencyTimeoutSeconds: TIMEOUT_SECONDS }),
     });
     const runId = `run_${ulid()}`;
-    bus.start(runId, "long-form");
+    bus.start(runId, "quick-news");
     // The topic-selection agent does not take its request: nothing downstream gets its input.
     const stalled = (d: { event: { event_type: string } }) =>
       d.event.event_type !== "topic_selection.requested";
@@ -95,8 +95,12 @@ describe("dependency timeout in the orchestrator", () => {
       error: { code: DEPENDENCY_TIMEOUT, error_class: "transient" },
     });
     expect(timedOut.run.nodes["fact-check"]?.error?.message).toContain("topic-selection");
-    expect(timedOut.run.nodes.writing?.state).toBe("CANCELLED");
+    // Review depends on the failed fact check; writing, beside it, timed out on its own.
     expect(timedOut.run.nodes.review?.state).toBe("CANCELLED");
+    expect(timedOut.run.nodes.writing).toMatchObject({
+      state: "FAILED",
+      error: { code: DEPENDENCY_TIMEOUT },
+    });
     expect(timedOut.waits).toEqual({});
     expect(timedOut.run.status).toBe("RUNNING");
 
@@ -105,6 +109,7 @@ describe("dependency timeout in the orchestrator", () => {
     expect(ended.run.status).toBe("PARTIAL");
     expect(bus.ended(runId).map((e) => e.type)).toEqual(["workflow.partial"]);
     expect(bus.emitted("fact_check.requested")).toEqual([]);
+    expect(bus.emitted("writing.requested")).toEqual([]);
   });
 
   it("a report for a node released meanwhile changes nothing", async () => {

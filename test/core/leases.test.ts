@@ -46,11 +46,28 @@ function setup(role: Role<OrchestratorState> = orchestratorRole()) {
       attempt: 1,
       payload: { run_id: runId, ...payload },
     }) as Envelope;
-  const completed = (type: string, nodeId: string, generation: number, output: unknown) =>
+  /** An agent's answer for a node, or for the map item `item` of one. */
+  const completed = (
+    type: string,
+    nodeId: string,
+    generation: number,
+    output: unknown,
+    item?: number,
+  ) =>
     ({
       ...command(type, {}),
-      aggregate: { type: "agent_run", id: agentRunKey(runId, nodeId, generation), version: 1 },
-      payload: { run_id: runId, node_id: nodeId, generation, output },
+      aggregate: {
+        type: "agent_run",
+        id: agentRunKey(runId, nodeId, generation, item),
+        version: 1,
+      },
+      payload: {
+        run_id: runId,
+        node_id: nodeId,
+        generation,
+        output,
+        ...(item === undefined ? {} : { item }),
+      },
     }) as Envelope;
   const send = (event: Envelope) => consume(event, role, deps);
   const stored = () => store.states.get(`dag_run#${runId}`);
@@ -81,7 +98,8 @@ function setup(role: Role<OrchestratorState> = orchestratorRole()) {
   };
 }
 
-const TOPIC = { topic: "t", angle: "a", sources: ["s"] };
+/** Topic selection's answer: one claim, so one map item of the fact check. */
+const TOPIC = { topic: "t", angle: "a", sources: ["s"], claims: ["The tide turns twice a day."] };
 
 describe("orchestrator leases", () => {
   it("a released node gets a queued lease (default 4 h): its request may wait in the agent's queue", async () => {
@@ -126,15 +144,20 @@ describe("orchestrator leases", () => {
   it("a node that leaves RUNNING loses its lease; a run with nothing RUNNING or held is not due", async () => {
     const t = setup(orchestratorRole({ leaseSeconds: 60 }));
     await t.start();
-    const outputs: [string, string, unknown][] = [
+    const outputs: [string, string, unknown, number?][] = [
       ["topic_selection.completed", "topic-selection", TOPIC],
-      ["fact_check.completed", "fact-check", { verdict: "pass", checked_claims: 1, notes: "ok" }],
+      [
+        "fact_check.completed",
+        "fact-check",
+        { verdict: "pass", checked_claims: 1, notes: "ok" },
+        0,
+      ],
       ["writing.completed", "writing", { title: "T", body: "B" }],
       ["review.completed", "review", { approved: true, edits: 0, final_title: "T" }],
     ];
-    for (const [type, node, output] of outputs) {
+    for (const [type, node, output, item] of outputs) {
       t.clock.advance(1000);
-      await t.send(t.completed(type, node, 0, output));
+      await t.send(t.completed(type, node, 0, output, item));
       expect(Object.keys(t.state().leases ?? {}), node).not.toContain(node);
     }
     expect(t.state().run.status).toBe("COMPLETED");

@@ -12,7 +12,12 @@ import { orchestrator } from "../../functions/roles/orchestrator/orchestrator";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { Random } from "../../lib/dev/faults/random";
 import { type Envelope, registry } from "../../schemas";
-import { CONTENT_ROLES, type WorkflowEnded } from "../../schemas/events/workflow";
+import {
+  CONTENT_ROLES,
+  type NodeCompleted,
+  type TopicSelectionOutput,
+  type WorkflowEnded,
+} from "../../schemas/events/workflow";
 import { makeDeps } from "./fixtures";
 
 // ---------------------------------------------------------------------------------------------
@@ -192,9 +197,25 @@ export class Bus {
       .map((e) => ({ type: e.event_type, result: (e.payload as WorkflowEnded).result }));
   }
 
+  /** The claims topic selection stated for a run: the fact check's map items. */
+  claims(runId: string): string[] {
+    return statedClaims(this.store.log, runId);
+  }
+
   /** The agent run of an assignment: of a node, or of a map item (`item`, its index). */
   agentRun(runId: string, nodeId: string, generation = 0, item?: number): AgentRun | undefined {
     const key = agentRunKey(runId, nodeId, generation, item);
     return this.store.states.get(`agent_run#${key}`)?.data as AgentRun | undefined;
   }
+}
+
+/** The claims topic selection stated for a run in its first answer: the fact check's map items. */
+export function statedClaims(log: readonly Envelope[], runId: string): string[] {
+  const completed = log.find(
+    (e) =>
+      e.event_type === "topic_selection.completed" && (e.payload as NodeCompleted).run_id === runId,
+  );
+  return (
+    (completed?.payload as NodeCompleted<TopicSelectionOutput> | undefined)?.output.claims ?? []
+  );
 }

@@ -12,6 +12,7 @@ import { type Envelope, registry } from "../../schemas";
 import { CONTENT_ROLES, type ContentRole } from "../../schemas/events/workflow";
 import type { NodeCancelRequested, WorkflowCancelled } from "../../schemas/events/workflow-cancel";
 import { makeDeps } from "./fixtures";
+import { statedClaims } from "./workflow-bus";
 
 /**
  * Cancelling a run: the orchestrator's handler of workflow.cancel.requested and
@@ -135,6 +136,11 @@ class Desk {
   emitted(type: string, runId: string): Envelope[] {
     return this.store.log.filter((e) => e.event_type === type && e.aggregate.id === runId);
   }
+
+  /** The claims topic selection stated for a run: the fact check's map items. */
+  claims(runId: string): string[] {
+    return statedClaims(this.store.log, runId);
+  }
 }
 
 const newRunId = () => `run_${ulid()}`;
@@ -148,7 +154,7 @@ describe("the orchestrator cancels a run", () => {
     runId = newRunId();
   });
 
-  it("a running run ends CANCELLED, its running node's agent is told, the end says who and why", async () => {
+  it("a running run ends CANCELLED, its running nodes' agents are told (each map item's too), the end says who and why", async () => {
     desk.start(runId, "quick-news");
     await desk.deliver("orchestrator");
     await desk.deliver("topic-selection");
@@ -156,6 +162,8 @@ describe("the orchestrator cancels a run", () => {
     const running = desk.run(runId);
     expect(running.run.nodes["fact-check"]?.state).toBe("RUNNING");
     expect(running.run.nodes.writing?.state).toBe("RUNNING");
+    const claims = desk.claims(runId);
+    expect(claims.length).toBeGreaterThanOrEqual(2);
 
     desk.cancel(runId);
     const [result] = await desk.deliver("orchestrator");
@@ -172,7 +180,13 @@ describe("the orchestrator cancels a run", () => {
       ...desk.emitted("writing.cancel.requested", runId),
     ].map((e) => e.payload as NodeCancelRequested);
     expect(cancels).toEqual([
-      { run_id: runId, node_id: "fact-check", generation: 0, reason: "run_cancelled" },
+      ...claims.map((_, item) => ({
+        run_id: runId,
+        node_id: "fact-check",
+        generation: 0,
+        item,
+        reason: "run_cancelled",
+      })),
       { run_id: runId, node_id: "writing", generation: 0, reason: "run_cancelled" },
     ]);
     // Review was never released: no agent has anything to drop.
@@ -197,7 +211,8 @@ describe("the orchestrator cancels a run", () => {
     await desk.deliver("orchestrator");
     // The agents take their requests before the cancel reaches them: they answer anyway.
     const late = [...(await desk.deliver("fact-check")), ...(await desk.deliver("writing"))];
-    expect(late.map((r) => r.status)).toEqual(["applied", "applied"]);
+    const claims = desk.claims(runId);
+    expect(late.map((r) => r.status)).toEqual([...claims, "writing"].map(() => "applied"));
     desk.queues.set("orchestrator", []); // hold the answers back: the cancel goes first
     desk.cancel(runId);
     await desk.deliver("orchestrator");
@@ -209,7 +224,7 @@ describe("the orchestrator cancels a run", () => {
     const results = await desk.deliver("orchestrator");
     expect(results.map((r) => [r.event.event_type, r.status])).toEqual([
       ["workflow.cancel.requested", "applied"],
-      ["fact_check.completed", "applied"],
+      ...claims.map(() => ["fact_check.completed", "applied"]),
       ["writing.completed", "applied"],
     ]);
     // The run's state and stream stay as they were (only the group's checkpoints moved with it).

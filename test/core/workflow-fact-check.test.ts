@@ -7,8 +7,6 @@ import {
   REVISED_DRAFT,
   UNSOURCED_CLAIM,
 } from "../../functions/adapters/local-model";
-import type { WorkflowDefinition } from "../../functions/core/dag/definition";
-import { defineWorkflow } from "../../functions/core/dag/graph";
 import type { MapItemResult } from "../../functions/core/dag/map";
 import { CLAIM_HEADING } from "../../functions/roles/content-agents/headings";
 import {
@@ -16,35 +14,21 @@ import {
   longForm,
   quickNews,
 } from "../../functions/roles/content-agents/workflows";
-import { orchestratorRole } from "../../functions/roles/orchestrator/orchestrator";
 import type { NodeBlocked, NodeConfirmRequested } from "../../schemas/events/agent-run";
 import type {
   NodeCompleted,
   NodeFailed,
   NodeRequested,
   ReviewOutput,
-  TopicSelectionOutput,
 } from "../../schemas/events/workflow";
-import { Bus, type BusOptions, type Delivery } from "./workflow-bus";
+import { Bus, type Delivery } from "./workflow-bus";
 
 /**
- * The content workflows of version 3 run by the orchestrator and the content agents on the
- * in-memory bus: topic selection states the claims, the fact check agent checks each one as a
- * map item (one agent run per item), and review decides on the final text. The local model's
- * markers drive the cases: `[disputed-claims:N]` has N claims fail their check.
+ * The content workflows (version 3, what a start by kind runs) run by the orchestrator and the
+ * content agents on the in-memory bus: topic selection states the claims, the fact check agent
+ * checks each one as a map item (one agent run per item), and review decides on the final text.
+ * The local model's markers drive the cases: `[disputed-claims:N]` has N claims fail their check.
  */
-
-/** Version 3 under a name a start can give (starts of `quick-news` stay on version 2). */
-const startable = (def: WorkflowDefinition, name: string) => defineWorkflow({ ...def, name });
-const QUICK_NEWS_3 = "quick-news-three";
-const LONG_FORM_3 = "long-form-three";
-
-function busWith(options: BusOptions = {}) {
-  const orchestrator = orchestratorRole({
-    workflows: [startable(quickNews, QUICK_NEWS_3), startable(longForm, LONG_FORM_3)],
-  });
-  return new Bus({ orchestrator, ...options });
-}
 
 async function run(bus: Bus, workflow: string, hint: string): Promise<string> {
   const runId = `run_${ulid()}`;
@@ -53,23 +37,18 @@ async function run(bus: Bus, workflow: string, hint: string): Promise<string> {
   return runId;
 }
 
-function claimsOf(bus: Bus): string[] {
-  const [completed] = bus.emitted("topic_selection.completed");
-  return (
-    (completed?.payload as NodeCompleted<TopicSelectionOutput> | undefined)?.output.claims ?? []
-  );
-}
 const factCheckRequests = (bus: Bus) =>
   bus.emitted("fact_check.requested").map((e) => e.payload as NodeRequested);
 const isFactCheckRequest = (d: Delivery) => d.event.event_type === "fact_check.requested";
 
 describe("the fact check of each claim, by the content agents", () => {
   it("checks every claim once as a map item and completes with a failed claim under the tolerance", async () => {
-    const bus = busWith();
-    const runId = await run(bus, QUICK_NEWS_3, "[disputed-claims:1] grid storage");
+    const bus = new Bus();
+    const runId = await run(bus, "quick-news", "[disputed-claims:1] grid storage");
 
     expect(bus.deadLettered).toEqual([]);
-    const claims = claimsOf(bus);
+    expect(bus.state(runId).run.workflow).toEqual({ name: quickNews.name, version: 3 });
+    const claims = bus.claims(runId);
     expect(claims.length).toBeGreaterThanOrEqual(3);
     expect(factCheckRequests(bus).map((r) => r.item)).toEqual(
       claims.map((value, index) => ({ index, count: claims.length, value })),
@@ -101,8 +80,8 @@ describe("the fact check of each claim, by the content agents", () => {
   });
 
   it("fails the fact check over its tolerance: review never runs and the run ends PARTIAL", async () => {
-    const bus = busWith();
-    const runId = await run(bus, QUICK_NEWS_3, `[disputed-claims:${CLAIMS_MAY_FAIL + 1}] tides`);
+    const bus = new Bus();
+    const runId = await run(bus, "quick-news", `[disputed-claims:${CLAIMS_MAY_FAIL + 1}] tides`);
 
     expect(bus.deadLettered).toEqual([]);
     const [end] = bus.ended(runId);
@@ -118,10 +97,11 @@ describe("the fact check of each claim, by the content agents", () => {
   });
 
   it("long form writes nothing when the claims did not hold: the fact check is DEGRADED", async () => {
-    const bus = busWith();
-    const runId = await run(bus, LONG_FORM_3, `[disputed-claims:${CLAIMS_MAY_FAIL + 1}] tides`);
+    const bus = new Bus();
+    const runId = await run(bus, "long-form", `[disputed-claims:${CLAIMS_MAY_FAIL + 1}] tides`);
 
     expect(bus.deadLettered).toEqual([]);
+    expect(bus.state(runId).run.workflow).toEqual({ name: longForm.name, version: 3 });
     const [end] = bus.ended(runId);
     expect(end?.type).toBe("workflow.completed");
     expect(end?.result).toMatchObject({ degraded: ["fact-check"], skipped: ["review", "writing"] });
@@ -129,12 +109,12 @@ describe("the fact check of each claim, by the content agents", () => {
   });
 
   it("runs a redelivered item's request once: the item's agent run answers it again", async () => {
-    const bus = busWith({ duplicate: true });
-    const runId = await run(bus, QUICK_NEWS_3, "[disputed-claims:1] grid storage");
+    const bus = new Bus({ duplicate: true });
+    const runId = await run(bus, "quick-news", "[disputed-claims:1] grid storage");
 
     expect(bus.deadLettered).toEqual([]);
     expect(bus.ended(runId)[0]?.type).toBe("workflow.completed");
-    expect(bus.model.callCount("fact-check")).toBe(claimsOf(bus).length);
+    expect(bus.model.callCount("fact-check")).toBe(bus.claims(runId).length);
   });
 
   it("drops a queued item's request whose cancel is behind it, before its model call", async () => {
@@ -147,9 +127,9 @@ describe("the fact check of each claim, by the content agents", () => {
         "topic-selection": () => ({ topic: "Tides", angle: "A", sources: ["kb://s"], claims }),
       },
     });
-    const bus = busWith({ lookAhead: true, model });
+    const bus = new Bus({ lookAhead: true, model });
     const runId = `run_${ulid()}`;
-    bus.start(runId, QUICK_NEWS_3, "tides");
+    bus.start(runId, "quick-news", "tides");
     const queued = (d: Delivery) =>
       isFactCheckRequest(d) && ((d.event.payload as NodeRequested).item?.index ?? 0) >= 2;
     await bus.drain((d) => !queued(d));
@@ -204,8 +184,8 @@ const blockedItems = (bus: Bus) =>
 
 describe("a claim's fact check that waits for a confirmation", () => {
   it("blocks that item alone, and the confirmation resumes it with its claim", async () => {
-    const bus = busWith({ model: confirmingOn(2), acknowledge: true });
-    const runId = await run(bus, QUICK_NEWS_3, "grid storage");
+    const bus = new Bus({ model: confirmingOn(2), acknowledge: true });
+    const runId = await run(bus, "quick-news", "grid storage");
 
     expect(bus.deadLettered).toEqual([]);
     const blocked = bus.emitted("node.blocked").map((e) => e.payload as NodeBlocked);
@@ -219,7 +199,7 @@ describe("a claim's fact check that waits for a confirmation", () => {
 
     expect(bus.deadLettered).toEqual([]);
     const [confirm] = bus.emitted("fact_check.confirm.requested");
-    const claims = claimsOf(bus);
+    const claims = bus.claims(runId);
     expect((confirm?.payload as NodeConfirmRequested | undefined)?.item).toEqual({
       index: 1,
       count: claims.length,
@@ -230,8 +210,8 @@ describe("a claim's fact check that waits for a confirmation", () => {
   });
 
   it("waits for one item at a time: a second blocked item is taken up when its request is sent again", async () => {
-    const bus = busWith({ model: confirmingOn(1, 2), acknowledge: true, confirmSeconds: 86_400 });
-    const runId = await run(bus, QUICK_NEWS_3, "grid storage");
+    const bus = new Bus({ model: confirmingOn(1, 2), acknowledge: true, confirmSeconds: 86_400 });
+    const runId = await run(bus, "quick-news", "grid storage");
     expect(blockedItems(bus)).toEqual([0, 1]);
     expect(bus.state(runId).leases?.["fact-check"]?.blocked).toMatchObject({ item: 0 });
 
@@ -258,10 +238,10 @@ describe("a claim's fact check that waits for a confirmation", () => {
 });
 
 describe("review and writing in rounds, run by the orchestrator", () => {
-  it.each([QUICK_NEWS_3, LONG_FORM_3])(
+  it.each(["quick-news", "long-form"])(
     "%s sends a rejected draft back to the writer with the review's notes, and approves the revision",
     async (workflow) => {
-      const bus = busWith();
+      const bus = new Bus();
       const runId = await run(bus, workflow, `${NEEDS_REVISION_MARKER} grid storage`);
 
       expect(bus.deadLettered).toEqual([]);

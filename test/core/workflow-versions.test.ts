@@ -15,9 +15,9 @@ const definitionAt = (name: string, version: number) => workflowCatalog().at(nam
 
 describe("workflow definition versions", () => {
   it("starts new runs on the started version and carries each run on the version it began with", () => {
-    expect(contentWorkflowFor({ kind: "quick-news" })).toBe(quickNewsV2);
-    expect(contentWorkflowFor({ kind: "long-form" })).toBe(longFormV2);
-    expect(STARTED_VERSION).toBe(2);
+    expect(contentWorkflowFor({ kind: "quick-news" })).toBe(quickNews);
+    expect(contentWorkflowFor({ kind: "long-form" })).toBe(longForm);
+    expect(STARTED_VERSION).toBe(3);
     expect(definitionAt(quickNews.name, 2)).toBe(quickNewsV2);
     expect(definitionAt(quickNews.name, 3)).toBe(quickNews);
     expect(definitionAt(longForm.name, 3)).toBe(longForm);

@@ -4,8 +4,10 @@ import {
   DeterministicLocalModel,
   FAIL_FACT_CHECK_MARKER,
 } from "../../functions/adapters/local-model";
+import type { MapItemResult } from "../../functions/core/dag/map";
 import { TransientError } from "../../functions/core/errors";
 import { agentRunKey, contentAgentRole } from "../../functions/roles/content-agents/content-agent";
+import { CLAIMS_MAY_FAIL } from "../../functions/roles/content-agents/workflows";
 import {
   ORCHESTRATOR_SUBSCRIPTIONS,
   orchestratorRole,
@@ -26,7 +28,7 @@ const nodeSteps = (state: OrchestratorState) =>
 // ---------------------------------------------------------------------------------------------
 
 describe("content workflow: orchestrator and content agents on one in-memory bus", () => {
-  it("quick news: fact check and writing run in parallel after topic selection, review after both", async () => {
+  it("quick news: each claim's fact check and writing run in parallel after topic selection, review after both", async () => {
     const bus = new Bus();
     const runId = newRunId();
     bus.start(runId, "quick-news");
@@ -35,17 +37,23 @@ describe("content workflow: orchestrator and content agents on one in-memory bus
     expect(bus.deadLettered).toEqual([]);
     const state = bus.state(runId);
     expect(state.run.status).toBe("COMPLETED");
-    const steps = nodeSteps(state);
-    expect(steps).toEqual([
+    const claims = bus.claims(runId);
+    expect(claims.length).toBeGreaterThanOrEqual(2);
+    expect(nodeSteps(state)).toEqual([
       "node.released topic-selection",
       "node.completed topic-selection",
       "node.released fact-check",
+      "map.started fact-check",
+      ...claims.map(() => "item.released fact-check"),
       "node.released writing",
+      ...claims.map(() => "item.completed fact-check"),
       "node.completed fact-check",
       "node.completed writing",
       "node.released review",
       "node.completed review",
     ]);
+    // Review approved the first draft: the loop ended on its condition after one round.
+    expect(state.run.loops?.review).toMatchObject({ round: 1, ended: "condition" });
     // Both branches were released by the same decision, before either had finished.
     const released = state.timeline.filter((t) => t.event === "node.released");
     expect(released[1]?.at).toBe(released[2]?.at);
@@ -60,8 +68,12 @@ describe("content workflow: orchestrator and content agents on one in-memory bus
     const outputs = ended?.result.outputs as Record<string, Record<string, unknown>>;
     expect(outputs.review?.final_title).toBe(outputs.writing?.title);
     expect(ended?.result.completed).toEqual(["fact-check", "review", "topic-selection", "writing"]);
-    // Each agent ran once, through IDLE -> READY -> RUNNING -> COMPLETED.
-    for (const role of CONTENT_ROLES) expect(bus.model.callCount(role)).toBe(1);
+    const check = outputs["fact-check"] as { items: MapItemResult[]; failed: number };
+    expect(check.items.map((i) => i.status)).toEqual(claims.map(() => "completed"));
+    expect(check.failed).toBe(0);
+    // Each agent ran once, the fact check once a claim, through IDLE -> READY -> RUNNING -> COMPLETED.
+    for (const role of CONTENT_ROLES)
+      expect(bus.model.callCount(role), role).toBe(role === "fact-check" ? claims.length : 1);
     expect(bus.agentRun(runId, "writing")?.history.map((h) => h.to)).toEqual([
       "READY",
       "RUNNING",
@@ -74,17 +86,21 @@ describe("content workflow: orchestrator and content agents on one in-memory bus
     expect(new Set(traffic.map((e) => e.order_key))).toEqual(new Set([runId]));
   });
 
-  it("long form runs its nodes one after the other", async () => {
+  it("long form runs its nodes one after the other, writing once the claims held", async () => {
     const bus = new Bus();
     const runId = newRunId();
     bus.start(runId, "long-form");
     await bus.drain();
     const state = bus.state(runId);
     expect(state.run.status).toBe("COMPLETED");
+    const claims = bus.claims(runId);
     expect(nodeSteps(state)).toEqual([
       "node.released topic-selection",
       "node.completed topic-selection",
       "node.released fact-check",
+      "map.started fact-check",
+      ...claims.map(() => "item.released fact-check"),
+      ...claims.map(() => "item.completed fact-check"),
       "node.completed fact-check",
       "node.released writing",
       "node.completed writing",
@@ -95,7 +111,7 @@ describe("content workflow: orchestrator and content agents on one in-memory bus
     expect(Object.keys(review?.input ?? {})).toEqual(["writing"]);
   });
 
-  it("a failed fact check cancels review and ends partial with topic selection and writing", async () => {
+  it("a fact check failed on more claims than tolerated cancels review and ends partial with topic selection and writing", async () => {
     const bus = new Bus();
     const runId = newRunId();
     bus.start(runId, "quick-news", `battery recycling ${FAIL_FACT_CHECK_MARKER}`);
@@ -106,9 +122,11 @@ describe("content workflow: orchestrator and content agents on one in-memory bus
       run_id: runId,
       node_id: "fact-check",
       generation: 0,
+      item: 0,
       error: { code: "fact_check.rejected", errorClass: "business" },
     });
-    expect(bus.agentRun(runId, "fact-check")?.state).toBe("FAILED");
+    expect(bus.agentRun(runId, "fact-check", 0, 0)?.state).toBe("FAILED");
+    expect(bus.agentRun(runId, "fact-check", 0, CLAIMS_MAY_FAIL)?.state).toBe("FAILED");
     expect(bus.emitted("review.requested")).toEqual([]);
     const [ended] = bus.ended(runId);
     expect(ended?.type).toBe("workflow.partial");
@@ -116,7 +134,7 @@ describe("content workflow: orchestrator and content agents on one in-memory bus
       status: "PARTIAL",
       completed: ["topic-selection", "writing"],
       cancelled: ["review"],
-      failed: [{ node_id: "fact-check", error: { code: "fact_check.rejected" } }],
+      failed: [{ node_id: "fact-check", error: { code: "dag.map_failed" } }],
     });
     expect(Object.keys(ended?.result.outputs ?? {}).sort()).toEqual(["topic-selection", "writing"]);
     expect(bus.model.callCount("review")).toBe(0);
@@ -138,7 +156,8 @@ describe("content workflow: orchestrator and content agents on one in-memory bus
       expect(noisy.store.log.map((e) => e.event_type).sort()).toEqual(
         clean.store.log.map((e) => e.event_type).sort(),
       );
-      for (const role of CONTENT_ROLES) expect(noisy.model.callCount(role)).toBe(1);
+      for (const role of CONTENT_ROLES)
+        expect(noisy.model.callCount(role)).toBe(clean.model.callCount(role));
       expect(noisy.handled.filter((h) => h.status === "duplicate").length).toBeGreaterThan(0);
     }
 
@@ -168,14 +187,15 @@ describe("content workflow: orchestrator and content agents on one in-memory bus
     const state = bus.state(runId);
     expect(state.run.generation).toBe(1);
     expect(state.run.status).toBe("COMPLETED");
+    const claims = bus.claims(runId);
     expect(bus.model.callCount("topic-selection")).toBe(1);
-    expect(bus.model.callCount("fact-check")).toBe(1);
+    expect(bus.model.callCount("fact-check")).toBe(claims.length);
     expect(bus.model.callCount("writing")).toBe(2);
     expect(bus.model.callCount("review")).toBe(2);
     expect(
       bus.emitted("writing.requested").map((e) => (e.payload as { generation: number }).generation),
     ).toEqual([0, 1]);
-    expect(bus.emitted("fact_check.requested")).toHaveLength(1);
+    expect(bus.emitted("fact_check.requested")).toHaveLength(claims.length);
     // A new generation is a new agent run; the first one is kept.
     expect(bus.agentRun(runId, "writing", 0)?.state).toBe("COMPLETED");
     expect(bus.agentRun(runId, "writing", 1)?.state).toBe("COMPLETED");
@@ -293,7 +313,7 @@ describe("content workflow: orchestrator and content agents on one in-memory bus
     // second answer did not count.
     expect(bus.model.callCount("topic-selection")).toBe(1);
     expect(bus.emitted("topic_selection.completed")).toHaveLength(2);
-    expect(bus.emitted("fact_check.requested")).toHaveLength(1);
+    expect(bus.emitted("fact_check.requested")).toHaveLength(bus.claims(runId).length);
     expect(bus.ended(runId).map((e) => e.type)).toEqual(["workflow.completed"]);
   });
 

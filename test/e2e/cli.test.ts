@@ -117,7 +117,7 @@ describe("agentbus CLI against the local stack", () => {
       [["workflow", "start", "--kind", "poem", "--topic", "x"], /unknown workflow kind/],
       [
         ["workflow", "start", "--kind", "quick-news"],
-        /refusing to start quick-news v2: the input does not fit its declared input; nothing sent\n {2}topic_hint: required/,
+        /refusing to start quick-news v3: the input does not fit its declared input; nothing sent\n {2}topic_hint: required/,
       ],
       [
         ["workflow", "start", "--kind", "quick-news", "--input", "[1]"],
@@ -264,7 +264,7 @@ describe("agentbus CLI against the local stack", () => {
     return parsed;
   };
 
-  /** A quick-news run as the orchestrator stores it, after fact check failed (revision 1, no events). */
+  /** A quick-news run as the orchestrator stores it, after its fact check failed (revision 1, no events). */
   const storeFailedRun = async (runId: string): Promise<OrchestratorState> => {
     const start = startRequest(runId);
     const begun = (
@@ -283,7 +283,11 @@ describe("agentbus CLI against the local stack", () => {
         remaining_upstreams: 0,
         attempt: 1,
         assigned_generation: 0,
-        error: { code: "fact_check.rejected", message: "disputed", error_class: "business" },
+        error: {
+          code: "dag.map_failed",
+          message: "map node fact-check: 2 of 3 items failed, more than the 1 it tolerates",
+          error_class: "business",
+        },
       },
       review: { ...begun.run.nodes.review, state: "CANCELLED" },
     } as OrchestratorState["run"]["nodes"];

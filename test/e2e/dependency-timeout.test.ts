@@ -10,8 +10,8 @@ import { emulator } from "../support/aws";
  * The dependency timeout end to end on the local stack: with the topic-selection agent taking no
  * work, the nodes that wait for its output give up when their dependency timeout
  * (ORCHESTRATOR_DEPENDENCY_TIMEOUT_SECONDS here) runs out: the scheduled sweeper reports
- * `node.dependency.expired`, the first waiting node ends FAILED with `agent_run.dependency_timeout`
- * and the nodes below it are CANCELLED; none of them is ever sent to an agent. The run ends once
+ * `node.dependency.expired`, the nodes waiting on it end FAILED with `agent_run.dependency_timeout`
+ * and the nodes below them CANCELLED; none of them is ever sent to an agent. The run ends once
  * the late upstream does.
  */
 
@@ -41,12 +41,13 @@ describe("dependency timeout on the local stack", () => {
       let resumed = false;
       try {
         const started = Date.now();
-        const run = await startWorkflow(env, "stalled", "long-form", "ferry electrification");
+        const run = await startWorkflow(env, "stalled", "quick-news", "ferry electrification");
         const timedOut = await waitForRunEnd(
           env,
           run.runId,
           RUN_TIMEOUT,
-          (s) => s.run.nodes["fact-check"]?.state !== "PENDING",
+          // Fact check and writing both wait for topic selection, each on its own timeout.
+          (s) => ["fact-check", "writing"].every((id) => s.run.nodes[id]?.state !== "PENDING"),
         );
         expect(Date.now() - started).toBeGreaterThanOrEqual(DEPENDENCY_SECONDS * 1000);
         expect(timedOut.run.nodes["fact-check"]).toMatchObject({
@@ -54,13 +55,16 @@ describe("dependency timeout on the local stack", () => {
           error: { code: DEPENDENCY_TIMEOUT },
         });
         expect(timedOut.run.nodes["fact-check"]?.error?.message).toContain("topic-selection");
-        // Below it, each node is cancelled by its failure or, when its own wait ran out in the
-        // same sweep, failed with the same timeout: either way it never runs.
-        for (const id of ["writing", "review"]) {
-          const node = timedOut.run.nodes[id];
-          if (node?.state === "FAILED") expect(node.error?.code, id).toBe(DEPENDENCY_TIMEOUT);
-          else expect(node?.state, id).toBe("CANCELLED");
-        }
+        // Writing, beside it, failed with the same timeout; review, below both, is cancelled by
+        // their failure or, when its own wait ran out in the same sweep, failed with the same
+        // timeout: either way it never runs.
+        expect(timedOut.run.nodes.writing).toMatchObject({
+          state: "FAILED",
+          error: { code: DEPENDENCY_TIMEOUT },
+        });
+        const review = timedOut.run.nodes.review;
+        if (review?.state === "FAILED") expect(review.error?.code).toBe(DEPENDENCY_TIMEOUT);
+        else expect(review?.state).toBe("CANCELLED");
         expect(timedOut.run.nodes["topic-selection"]?.state).toBe("RUNNING");
         expect(timedOut.run.status).toBe("RUNNING");
 

@@ -9,6 +9,7 @@ import {
   startWorkflow,
   waitForRunEnd,
 } from "../../lib/dev/local/scenario/workflow";
+import type { TopicSelectionOutput } from "../../schemas/events/workflow";
 import { emulator } from "../support/aws";
 
 /**
@@ -120,7 +121,13 @@ describe("content-production workflow on the local runtime", () => {
         const answers = mine("topic_selection.completed");
         expect(answers).toHaveLength(2);
         expect(answers[1]?.payload).toEqual(answers[0]?.payload);
-        expect(mine("fact_check.requested")).toHaveLength(1);
+        // One request per claim topic selection stated, each a map item.
+        const topic = ended.run.nodes["topic-selection"]?.output as
+          | TopicSelectionOutput
+          | undefined;
+        const claims = topic?.claims ?? [];
+        expect(claims.length).toBeGreaterThan(0);
+        expect(mine("fact_check.requested")).toHaveLength(claims.length);
       } finally {
         if (!resumed) env.runtime.resumeGroup("topic-selection");
       }

@@ -167,8 +167,8 @@ describe("GET /v1/workflows and /v1/workflows/{workflow_name}", () => {
     const listed = await send({ method: "GET", path: "/v1/workflows", claims: ACME });
     expect(json(listed)).toEqual({
       workflows: [
-        { name: "quick-news", scope: "built-in", versions: [2] },
-        { name: "long-form", scope: "built-in", versions: [2] },
+        { name: "quick-news", scope: "built-in", versions: [3] },
+        { name: "long-form", scope: "built-in", versions: [3] },
         { name: "digest", scope: "shared", versions: [1] },
       ],
     });

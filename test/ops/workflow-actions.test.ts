@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { onNodeCompleted, onNodeFailed, startRun } from "../../functions/core/dag/engine";
 import { defineWorkflow } from "../../functions/core/dag/graph";
-import { contentWorkflowFor } from "../../functions/roles/content-agents/workflows";
+import { longFormV2 } from "../../functions/roles/content-agents/workflows";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { operatorEnvelope } from "../../lib/operator/operator-command";
 import { runRequestCommand, runRequestProblem } from "../../lib/operator/workflow-actions";
@@ -12,9 +12,12 @@ const RUN = "run_01KB0Q3V9X7T2M4N6P8R0S1W3Y";
 const boom = { code: "model.invalid_output", message: "never in shape" };
 const draft = { title: "By hand", body: "Written by a person." };
 
-/** Long form: topic selection completed, fact check completed, writing FAILED, review CANCELLED. */
+/**
+ * A run of long form v2 (one fact check of the topic, still carried on): topic selection
+ * completed, fact check completed, writing FAILED, review CANCELLED.
+ */
 function failedWriting(): OrchestratorState {
-  const def = contentWorkflowFor({ kind: "long-form" });
+  const def = longFormV2;
   let t = startRun(def, RUN, { topic_hint: "tides" });
   t = onNodeCompleted(t.run, def, "topic-selection", { topic: "t", angle: "a", sources: ["s"] }, 0);
   t = onNodeCompleted(

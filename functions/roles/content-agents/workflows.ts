@@ -166,13 +166,12 @@ export const CONTENT_WORKFLOWS: readonly WorkflowDefinition[] = [
 ];
 
 /**
- * The version of each content workflow a start by kind runs: version 2 (one fact check of the
- * topic, one review). Version 3 is defined and carried on like any other; starts move to it when
- * this says 3.
+ * The version of each content workflow a start by kind runs: version 3 (the fact check of each
+ * claim, review and writing in rounds). Runs that started on an older version stay on it.
  */
-export const STARTED_VERSION = 2;
+export const STARTED_VERSION = 3;
 
-/** The workflow a content request starts: quick news runs fact check || writing, long form serially. */
+/** The workflow a content request starts: its kind's definition at STARTED_VERSION. */
 export function contentWorkflowFor(request: { readonly kind: unknown }): WorkflowDefinition {
   const parsed = ContentWorkflowRequestSchema.safeParse(request);
   if (!parsed.success) {

@@ -1,6 +1,9 @@
 import { PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { ulid } from "ulid";
-import { FAIL_FACT_CHECK_MARKER } from "../../../functions/adapters/local-model";
+import {
+  FAIL_FACT_CHECK_MARKER,
+  NEEDS_REVISION_MARKER,
+} from "../../../functions/adapters/local-model";
 import { appendToStream } from "../../../functions/core/producer";
 import type { Decision } from "../../../functions/core/role";
 import { systemClock, ulidSource } from "../../../functions/core/runtime";
@@ -74,9 +77,10 @@ interface TaskOutcome {
  *   delivered twice, one has already expired on arrival;
  * - a poison message (an id that looks like a phone number) is put on the bus;
  * - content production: `workflow.start.requested` on the commands bus for a quick-news run
- *   (fact check and writing in parallel), a long-form run (serial) and a quick-news run whose
- *   request carries `[fail-fact-check]` (the local model's fact check fails: review cancelled,
- *   the run PARTIAL); each is waited for through its dag_run state.
+ *   (each claim's fact check and writing in parallel), a long-form run (serial; its request
+ *   carries `[needs-revision]`, so review sends the first draft back once) and a quick-news run
+ *   whose request carries `[fail-fact-check]` (every claim's check fails: the fact check fails,
+ *   review is cancelled, the run PARTIAL); each is waited for through its dag_run state.
  * Then every expectation is checked against the stored state and what the runtime observed.
  */
 export async function runScenario(
@@ -253,11 +257,16 @@ async function runContentWorkflows(
 ): Promise<WorkflowRun[]> {
   if (!hasContentWorkflow(env)) return [];
   log(
-    "content: a quick-news run, a long-form run, and a quick-news run whose fact check fails ([fail-fact-check])",
+    "content: a quick-news run, a long-form run revised once ([needs-revision]), and a quick-news run whose fact check fails ([fail-fact-check])",
   );
   const started = await Promise.all([
     startWorkflow(env, "quick news", "quick-news", "battery recycling in small towns"),
-    startWorkflow(env, "long form", "long-form", "how cities measure heat islands"),
+    startWorkflow(
+      env,
+      "long form",
+      "long-form",
+      `how cities measure heat islands ${NEEDS_REVISION_MARKER}`,
+    ),
     startWorkflow(
       env,
       "failure path",

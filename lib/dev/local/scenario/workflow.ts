@@ -1,7 +1,8 @@
 import { ulid } from "ulid";
+import type { MapItemResult } from "../../../../functions/core/dag/map";
 import type { OrchestratorState } from "../../../../functions/roles/orchestrator/state";
 import { type Envelope, registry } from "../../../../schemas";
-import { CONTENT_ROLES } from "../../../../schemas/events/workflow";
+import { CONTENT_ROLES, type TopicSelectionOutput } from "../../../../schemas/events/workflow";
 import type { LocalEnvironment } from "../environment";
 import { putOnBus } from "../put-on-bus";
 import { type Check, check } from "./check";
@@ -106,6 +107,39 @@ function releaseOf(state: OrchestratorState | undefined, node: string) {
   return state?.timeline.find((t) => t.event === "node.released" && t.node_id === node);
 }
 
+/** The claims topic selection stated in a run: the fact check's map items. */
+const claimsOf = (run: WorkflowRun) => {
+  const output = run.state?.run.nodes["topic-selection"]?.output as
+    | TopicSelectionOutput
+    | undefined;
+  return output?.claims;
+};
+
+/** The fact check's item results of a run that completed it. */
+const checkedItems = (run: WorkflowRun) =>
+  (run.state?.run.nodes["fact-check"]?.output as { items?: MapItemResult[] } | undefined)?.items;
+
+/** The checks of what the language's constructs did: the fact check's items and review's rounds. */
+function mapAndLoopChecks(quick: WorkflowRun, long: WorkflowRun): Check[] {
+  const items = checkedItems(quick);
+  const claims = claimsOf(quick);
+  const rounds = long.state?.run.loops?.review;
+  return [
+    check(
+      "quick news: each claim fact-checked as a map item, every one passed",
+      items !== undefined &&
+        items.length === claims?.length &&
+        items.every((i) => i.status === "completed"),
+      `${claims?.length ?? "no"} claims, items ${items?.map((i) => i.status).join(", ") ?? "none"}`,
+    ),
+    check(
+      "long form: review sent the first draft back and approved the revision (2 rounds)",
+      rounds?.round === 2 && rounds.ended === "condition",
+      `review rounds ${rounds?.round ?? "none"}, ended ${rounds?.ended ?? "never"}`,
+    ),
+  ];
+}
+
 /** The checks of the scenario's three content-production runs: quick news, long form, failure path. */
 export function workflowChecks(
   env: LocalEnvironment,
@@ -148,11 +182,12 @@ export function workflowChecks(
         cause(long.state, "review") === "writing.completed",
       `${status(long)}: fact-check by ${cause(long.state, "fact-check")}, writing by ${cause(long.state, "writing")}, review by ${cause(long.state, "review")}`,
     ),
+    ...mapAndLoopChecks(quick, long),
     check(
-      "failure path: PARTIAL, fact check FAILED (fact_check.rejected), review CANCELLED",
+      "failure path: PARTIAL, fact check FAILED on more claims than tolerated (dag.map_failed), review CANCELLED",
       status(failing) === "PARTIAL" &&
         failedNode?.state === "FAILED" &&
-        failedNode.error?.code === "fact_check.rejected" &&
+        failedNode.error?.code === "dag.map_failed" &&
         failing.state?.run.nodes.review?.state === "CANCELLED",
       `${status(failing)}: ${nodeStates(failing)}`,
     ),
