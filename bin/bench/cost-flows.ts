@@ -8,17 +8,19 @@ import {
 } from "../../lib/dev/local/scenario/customer-support";
 import { refundableOrder } from "../../lib/dev/local/scenario/refund";
 import { startWorkflow, waitForRunEnd } from "../../lib/dev/local/scenario/workflow";
-import { FLOW_SHAPES, type FlowShape } from "../../lib/dev/metering/flow-cost";
+import { contentRunShape, FLOW_SHAPES, type FlowShape } from "../../lib/dev/metering/flow-cost";
 import { inMeterScope } from "../../lib/dev/metering/metering";
 
 /**
  * The reference flows the cost section plays on the local stack, one at a time: each starts as a
  * client starts it (a PutEvents on the stack's bus, counted under the `client` meter scope, as
- * the flow's first billed call) and ends when its outcome is stored and the runtime is idle.
+ * the flow's first billed call) and ends when its outcome is stored and the runtime is idle. A
+ * play answers the flow's shape as the peers would run what it did (a content run's claims and
+ * review rounds are known once it ended).
  */
 export interface PlayedFlow {
-  readonly shape: FlowShape;
-  readonly play: (env: LocalEnvironment) => Promise<void>;
+  readonly flow: string;
+  readonly play: (env: LocalEnvironment) => Promise<FlowShape>;
 }
 
 /** The meter scope of what a client calls to start a flow. */
@@ -42,32 +44,48 @@ async function supportTurn(env: LocalEnvironment, text: string): Promise<void> {
   await env.runtime.idle();
 }
 
-async function contentRun(env: LocalEnvironment, workflow: string, topic: string): Promise<void> {
+/** A content run to its end; its shape counts the claims it checked and the review rounds. */
+async function contentRun(
+  env: LocalEnvironment,
+  workflow: "quick-news" | "long-form",
+  topic: string,
+): Promise<FlowShape> {
   const run = await inMeterScope(CLIENT_SCOPE, () => startWorkflow(env, workflow, workflow, topic));
   const state = await waitForRunEnd(env, run.runId, 180_000);
   if (state.run.status !== "COMPLETED")
     throw new Error(`the ${workflow} run ${run.runId} ended ${state.run.status}, not COMPLETED`);
   await env.runtime.idle();
+  const checked = state.run.nodes["fact-check"]?.output as { items?: unknown[] } | undefined;
+  const claims = checked?.items?.length ?? 1;
+  const rounds = state.run.loops?.review?.round ?? 1;
+  return contentRunShape(workflow === "quick-news" ? "quick news" : "long form", {
+    claims,
+    rounds,
+  });
 }
 
 export const PLAYED_FLOWS: readonly PlayedFlow[] = [
   {
-    shape: shape("support turn"),
-    play: (env) => supportTurn(env, "Sorry, I meant order A-1001: where is it now?"),
+    flow: "support turn",
+    play: async (env) => {
+      await supportTurn(env, "Sorry, I meant order A-1001: where is it now?");
+      return shape("support turn");
+    },
   },
   {
-    shape: shape("content run, quick news"),
+    flow: "content run, quick news",
     play: (env) => contentRun(env, "quick-news", "battery recycling in small towns"),
   },
   {
-    shape: shape("content run, long form"),
+    flow: "content run, long form",
     play: (env) => contentRun(env, "long-form", "how cities measure heat islands"),
   },
   {
-    shape: shape("refund review"),
+    flow: "refund review",
     play: async (env) => {
       const orderId = await refundableOrder(env, 3450);
       await supportTurn(env, `Please refund order ${orderId}, the parcel came damaged.`);
+      return shape("refund review");
     },
   },
 ];

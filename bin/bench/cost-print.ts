@@ -100,7 +100,7 @@ function printSideBySide(out: Out, flows: readonly MixedFlow[]): void {
 }
 
 function printCounting(out: Out, flows: readonly MixedFlow[]): void {
-  out("How the peers were counted (lib/dev/metering/flow-cost.ts FLOW_SHAPES):");
+  out("How the peers were counted (lib/dev/metering/flow-cost.ts FLOW_SHAPES, contentRunShape):");
   for (const { shape, usage } of flows) {
     out(`  ${shape.flow}: steps ${shape.steps.join(" → ")}`);
     for (const p of peerCosts(shape, usage)) out(`    ${p.peer}: ${p.counted}`);

@@ -1,6 +1,6 @@
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import type { RuntimeEvent } from "../../lib/dev/local/runtime";
-import type { FlowUsage, Mappings, MixedFlow } from "../../lib/dev/metering/flow-cost";
+import type { FlowShape, FlowUsage, Mappings, MixedFlow } from "../../lib/dev/metering/flow-cost";
 import { indexCatalog } from "../../lib/dev/metering/index-writes";
 import {
   type Meter,
@@ -85,15 +85,16 @@ export async function runCostSection(out: Out): Promise<CostResult> {
     let mixSeconds = 0;
     for (const flow of PLAYED_FLOWS) {
       const usages: FlowUsage[] = [];
+      const shapes: FlowShape[] = [];
       const started = performance.now();
       for (let i = 0; i < REPEATS; i++) {
         for (const m of meters) m.reset();
         current = noInvocations();
-        await flow.play(env);
+        shapes.push(await flow.play(env));
         usages.push(usageOf(meters, current, excluded));
       }
       mixSeconds += (performance.now() - started) / 1000 / REPEATS;
-      flows.push({ shape: flow.shape, usage: meanOf(usages) });
+      flows.push({ shape: sameShape(flow.flow, shapes), usage: meanOf(usages) });
     }
     const result = { flows, mixSeconds, mappings: mappingsOf(env), functions: functionsOf(env) };
     printCost(out, result);
@@ -209,6 +210,21 @@ function sqsRequests(
     else standard += n;
   }
   return { standard, fifo };
+}
+
+/**
+ * The one shape every play of a flow had: its usage is their mean, so plays that ran different
+ * steps (a content run with other claims or rounds) would price the peers on a shape no play had.
+ */
+function sameShape(flow: string, shapes: readonly FlowShape[]): FlowShape {
+  const [first, ...rest] = shapes;
+  if (!first) throw new Error(`the flow ${flow} was not played`);
+  const differs = rest.find((s) => JSON.stringify(s) !== JSON.stringify(first));
+  if (differs)
+    throw new Error(
+      `the plays of ${flow} ran different steps (${first.steps.length} and ${differs.steps.length}): their mean usage has no one shape to price the peers on`,
+    );
+  return first;
 }
 
 export function meanOf(usages: FlowUsage[]): FlowUsage {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   agentBusDollars,
+  contentRunShape,
   FLOW_SHAPES,
   type FlowShape,
   type FlowUsage,
@@ -109,11 +110,27 @@ describe("the peers' counting", () => {
     );
   });
 
-  it("counts a Parallel state as one more transition and one more durable operation", () => {
-    const quick = byPeer(shape("content run, quick news"));
-    const long = byPeer(shape("content run, long form"));
-    expect(quick["Step Functions Standard"]?.counted).toMatch(/^5 transitions/);
-    expect(long["Step Functions Standard"]?.counted).toMatch(/^4 transitions/);
+  it("counts a content run's claims and rounds as steps, and a Parallel or Map state as one more transition and durable operation", () => {
+    const played = { claims: 3, rounds: 2 };
+    const quickShape = contentRunShape("quick news", played);
+    expect(quickShape.steps).toEqual([
+      "select topic",
+      "fact check claim 1",
+      "fact check claim 2",
+      "fact check claim 3",
+      "write",
+      "review",
+      "write",
+      "review",
+    ]);
+    const quick = byPeer(quickShape);
+    const long = byPeer(contentRunShape("long form", played));
+    // 8 Task states, + a Map (both) and a Parallel (quick news).
+    expect(quick["Step Functions Standard"]?.counted).toMatch(/^10 transitions/);
+    expect(long["Step Functions Standard"]?.counted).toMatch(/^9 transitions/);
+    expect(
+      byPeer(contentRunShape("long form", { claims: 4, rounds: 1 }))["Temporal Cloud"]?.counted,
+    ).toBe("8 Actions (workflow start + 7 Activity starts)");
     expect(
       (quick["Lambda durable functions"]?.dollars ?? 0) -
         (long["Lambda durable functions"]?.dollars ?? 0),

@@ -81,25 +81,18 @@ export const total = (lines: Lines) => Object.values(lines).reduce((a, b) => a +
 export interface FlowShape {
   readonly flow: string;
   readonly steps: readonly string[];
-  /** Parallel states (Step Functions) / parallel blocks (durable functions) the flow has. */
+  /** Parallel and Map states (Step Functions) / parallel blocks (durable functions) the flow has. */
   readonly parallelBlocks: number;
 }
 
-/** The reference flows' steps, as a workflow engine would run them: the counting the peers' cost stands on. */
+/**
+ * The reference flows' steps, as a workflow engine would run them: the counting the peers' cost
+ * stands on. A content run's steps depend on what it did (./contentRunShape).
+ */
 export const FLOW_SHAPES: readonly FlowShape[] = [
   {
     flow: "support turn",
     steps: ["route", "look up order", "generate reply", "send reply"],
-    parallelBlocks: 0,
-  },
-  {
-    flow: "content run, quick news",
-    steps: ["select topic", "fact check", "write", "review"],
-    parallelBlocks: 1,
-  },
-  {
-    flow: "content run, long form",
-    steps: ["select topic", "fact check", "write", "review"],
     parallelBlocks: 0,
   },
   {
@@ -117,6 +110,32 @@ export const FLOW_SHAPES: readonly FlowShape[] = [
     parallelBlocks: 0,
   },
 ];
+
+/** What a content run did: the claims its fact check checked (map items) and its review rounds. */
+export interface ContentRunPlayed {
+  readonly claims: number;
+  readonly rounds: number;
+}
+
+/**
+ * A content run as a workflow engine would run it: topic selection, one fact-check step per claim
+ * in a Map, and writing and review once per round (a loop). Quick news runs the Map beside
+ * writing (a Parallel state, so two blocks); long form one after the other (the Map alone).
+ */
+export function contentRunShape(
+  kind: "quick news" | "long form",
+  { claims, rounds }: ContentRunPlayed,
+): FlowShape {
+  return {
+    flow: `content run, ${kind}`,
+    steps: [
+      "select topic",
+      ...Array.from({ length: claims }, (_, i) => `fact check claim ${i + 1}`),
+      ...Array.from({ length: rounds }, () => ["write", "review"]).flat(),
+    ],
+    parallelBlocks: kind === "quick news" ? 2 : 1,
+  };
+}
 
 /** The units a peer bills one flow in, by how FLOW_SHAPES counts it. */
 export interface PeerCount {
@@ -145,7 +164,7 @@ export function peerCosts(shape: FlowShape, usage: FlowUsage): PeerCount[] {
   return [
     {
       peer: "Step Functions Standard",
-      counted: `${transitions} transitions (${n} Task states${shape.parallelBlocks ? ` + ${shape.parallelBlocks} Parallel` : ""}) + ${n} Lambda tasks`,
+      counted: `${transitions} transitions (${n} Task states${shape.parallelBlocks ? ` + ${shape.parallelBlocks} Parallel/Map` : ""}) + ${n} Lambda tasks`,
       dollars: dollarsFor(PRICES.stepFunctionsTransitions, transitions) + tasks,
     },
     {
