@@ -58,19 +58,34 @@ describe("agent runs on the local stack", () => {
       const run = await startWorkflow(env, "ack", "long-form", "tidal power permits");
       const ended = await waitForRunEnd(env, run.runId, RUN_TIMEOUT);
       expect(ended.run.status).toBe("COMPLETED");
-      for (const node of ["topic-selection", "fact-check", "writing", "review"]) {
-        const steps = ended.timeline.filter((t) => t.node_id === node).map((t) => t.event);
-        expect(steps).toEqual(["node.ready", "node.released", "node.started", "node.completed"]);
-      }
+      const stepsOf = (node: string) =>
+        ended.timeline.filter((t) => t.node_id === node).map((t) => t.event);
+      for (const node of ["topic-selection", "writing", "review"])
+        expect(stepsOf(node)).toEqual([
+          "node.ready",
+          "node.released",
+          "node.started",
+          "node.completed",
+        ]);
+      // The fact check is a map: one item per claim, each released and answered, acknowledged.
+      const claims = (ended.run.nodes["topic-selection"]?.output as { claims: string[] }).claims;
+      const checks = stepsOf("fact-check");
+      expect(checks.slice(0, 3)).toEqual(["node.ready", "node.released", "map.started"]);
+      expect(checks.at(-1)).toBe("node.completed");
+      expect(checks).toContain("node.started");
+      expect(checks.filter((s) => s === "item.released")).toHaveLength(claims.length);
+      expect(checks.filter((s) => s === "item.completed")).toHaveLength(claims.length);
       const acks = [...env.observations.envelopes.values()].filter(
         (e) => e.event_type === "node.started" && e.correlation_id === run.correlationId,
       );
-      expect(acks.map((e) => e.producer).sort()).toEqual([
+      const producers = acks.map((e) => e.producer);
+      expect([...new Set(producers)].sort()).toEqual([
         "fact-check",
         "review",
         "topic-selection",
         "writing",
       ]);
+      expect(producers.filter((p) => p === "fact-check")).toHaveLength(claims.length);
     },
     RUN_TIMEOUT + 30_000,
   );
