@@ -68,7 +68,11 @@ describe("agent runs on the local stack", () => {
           "node.completed",
         ]);
       // The fact check is a map: one item per claim, each released and answered, acknowledged.
-      const claims = (ended.run.nodes["topic-selection"]?.output as { claims: string[] }).claims;
+      const picked = ended.run.nodes["topic-selection"]?.output as
+        | { claims?: string[] }
+        | undefined;
+      const claims = picked?.claims ?? [];
+      expect(claims.length).toBeGreaterThan(0);
       const checks = stepsOf("fact-check");
       expect(checks.slice(0, 3)).toEqual(["node.ready", "node.released", "map.started"]);
       expect(checks.at(-1)).toBe("node.completed");
