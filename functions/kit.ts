@@ -206,7 +206,7 @@ export type { SideEffectRecord, SideEffectResult, SideEffectStore } from "./core
 export { InMemorySideEffects, sideEffectKey } from "./core/side-effects";
 // Workflow steps: what a step role declares, how its handler is called, what the orchestrator knows.
 export type { StepContext, StepHandler, StepRun } from "./core/step-role";
-export { nodeHeartbeat } from "./core/step-role";
+export { assignmentKey, nodeHeartbeat } from "./core/step-role";
 export type { StepDeclaration, StepRoleEntry, StepRoleTable } from "./core/steps";
 export { stepRolesOf } from "./core/steps";
 export { DAG_RUN_AGGREGATE } from "./core/sweeper";

@@ -93,17 +93,29 @@ export interface StepRun {
 }
 
 /**
- * The step run key of one assignment: `srun_` + 32 letters of a SHA-256 of its run, node and
- * generation, and of its item's index for an item of a map node.
+ * The key of one assignment's record: `<prefix>_` + 32 letters of a SHA-256 of its run, node and
+ * generation, and of its item's index for an item of a map node. A step role's records are
+ * `srun_`, a content agent's runs `arun_`.
  */
-export function stepRunKey(
+export function assignmentKey(
+  prefix: string,
   runId: string,
   nodeId: string,
   generation: number,
   item?: number,
 ): string {
   const itemPart = item === undefined ? "" : `\u0000${item}`;
-  return `srun_${letterDigest(`${runId}\u0000${nodeId}\u0000${generation}${itemPart}`, 32)}`;
+  return `${prefix}_${letterDigest(`${runId}\u0000${nodeId}\u0000${generation}${itemPart}`, 32)}`;
+}
+
+/** The step run key of one assignment (`srun_`, ./assignmentKey). */
+export function stepRunKey(
+  runId: string,
+  nodeId: string,
+  generation: number,
+  item?: number,
+): string {
+  return assignmentKey("srun", runId, nodeId, generation, item);
 }
 
 export interface StepRoleOptions {

@@ -1,4 +1,4 @@
-import { type Envelope, letterDigest } from "../../kit";
+import { assignmentKey, type Envelope, letterDigest } from "../../kit";
 
 /**
  * The two ids of a content agent's work (seed 000 §4.1 and §4.2).
@@ -40,8 +40,7 @@ export function agentRunKey(
   generation: number,
   item?: number,
 ): string {
-  const itemPart = item === undefined ? "" : `\u0000${item}`;
-  return `arun_${letterDigest(`${runId}\u0000${nodeId}\u0000${generation}${itemPart}`, 32)}`;
+  return assignmentKey("arun", runId, nodeId, generation, item);
 }
 
 /** The run id of `group`'s run on `event`, delivered for the `receiveCount`th time. */
