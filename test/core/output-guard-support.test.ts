@@ -92,6 +92,17 @@ describe("the output guard on reply generation", () => {
     await expectNowhere(h, conv, leaked);
   });
 
+  it("lets the customer's own words come back: an address they wrote is no leak", async () => {
+    const text = "Please refund order 456, and write to bob.home@example.com";
+    const { completed, request } = await refundTurnWith(() => "bob.home@example.com", text);
+    expect(completed.payload).toMatchObject({
+      decision: "approved",
+      reason: "Your refund has been issued. bob.home@example.com",
+      output_guard: { verdict: "pass", findings: [] },
+    });
+    expect(request.payload).not.toHaveProperty("hold_reason");
+  });
+
   for (const [name, leak, kind] of [
     ["an AWS access key id", () => FAKE_KEY, "secret"],
     ["another customer's e-mail address", () => BOB, "other_customer_data"],
@@ -147,7 +158,10 @@ function leakingReason(leak: (request: ModelRequest) => string): Script {
 }
 
 /** Bob asks for the refund of his order 456 (delivered): the refund agent refunds it. */
-async function refundTurnWith(leak: (request: ModelRequest) => string) {
+async function refundTurnWith(
+  leak: (request: ModelRequest) => string,
+  text = "Please refund order 456",
+) {
   let leaked = "";
   const h = supportHarness({
     model: new DeterministicLocalModel({
@@ -160,7 +174,7 @@ async function refundTurnWith(leak: (request: ModelRequest) => string) {
     }),
   });
   const conv = newConversationId();
-  await h.drain([clientMessage(conv, "Please refund order 456", { customer: "cust_bob" })]);
+  await h.drain([clientMessage(conv, text, { customer: "cust_bob" })]);
   const completed = only(h.emitted, "refund.review.completed");
   const request = only(h.emitted, "reply.generation.requested");
   return { h, conv, completed, request, leaked };
@@ -179,6 +193,17 @@ describe("the output guard on the refund agent's reason", () => {
     const [delivery] = h.channel.deliveries();
     expect(delivery?.text).toContain("Your refund has been issued. [withheld: internal id]");
     await expectNowhere(h, conv, leaked);
+  });
+
+  it("lets the customer's own words come back: an address they wrote is no leak", async () => {
+    const text = "Please refund order 456, and write to bob.home@example.com";
+    const { completed, request } = await refundTurnWith(() => "bob.home@example.com", text);
+    expect(completed.payload).toMatchObject({
+      decision: "approved",
+      reason: "Your refund has been issued. bob.home@example.com",
+      output_guard: { verdict: "pass", findings: [] },
+    });
+    expect(request.payload).not.toHaveProperty("hold_reason");
   });
 
   for (const [name, leak, kind] of [

@@ -56,6 +56,23 @@ describe("agentbus workflow put | list | show | start | signal on the local stac
     const { state } = await env.store.load({ state: { type: "dag_run", id: runId } });
     return state?.data as OrchestratorState | undefined;
   };
+  /** Starts a registered workflow by name through the CLI; `ended()` waits for the run's end. */
+  const startByName = async (workflow: string, topic: string) => {
+    const runId = `run_${ulid()}`;
+    const args = ["--workflow", workflow, "--topic", topic, "--run-id", runId];
+    const start = await cli("workflow", "start", ...args);
+    expect(start.code, start.stderr).toBe(0);
+    const ended = () =>
+      waitUntil(
+        `the end of run ${runId} of ${workflow}`,
+        async () => {
+          const data = await runState(runId);
+          return data && data.run.status !== "RUNNING" ? data : undefined;
+        },
+        120_000,
+      );
+    return { runId, ended };
+  };
   const dir = mkdtempSync(join(tmpdir(), "agentbus-registry-"));
   const file = (name: string, definition: unknown) => {
     const path = join(dir, name);
@@ -119,27 +136,7 @@ describe("agentbus workflow put | list | show | start | signal on the local stac
       expect(missing.code).toBe(1);
       expect(missing.stderr).toContain("no workflow topic-count v2 is registered");
 
-      const runId = `run_${ulid()}`;
-      const start = await cli(
-        "workflow",
-        "start",
-        "--workflow",
-        "topic-count",
-        "--topic",
-        "night trains in Europe",
-        "--run-id",
-        runId,
-      );
-      expect(start.code, start.stderr).toBe(0);
-      const ended = await waitUntil(
-        "the run's end",
-        async () => {
-          const { state } = await env.store.load({ state: { type: "dag_run", id: runId } });
-          const data = state?.data as OrchestratorState | undefined;
-          return data && data.run.status !== "RUNNING" ? data : undefined;
-        },
-        120_000,
-      );
+      const ended = await (await startByName("topic-count", "night trains in Europe")).ended();
       expect(ended.run.status).toBe("COMPLETED");
       expect(ended.run.workflow).toEqual({ name: "topic-count", version: 1 });
       expect(ended.definition_scope).toBe("*");
@@ -154,10 +151,7 @@ describe("agentbus workflow put | list | show | start | signal on the local stac
     async () => {
       const put = await cli("--app", APP, "workflow", "put", file("gated.json", gatedCount));
       expect(put.code, put.stderr).toBe(0);
-      const runId = `run_${ulid()}`;
-      const args = ["--workflow", "gated-count", "--topic", "sleeper buses", "--run-id", runId];
-      const start = await cli("workflow", "start", ...args);
-      expect(start.code, start.stderr).toBe(0);
+      const { runId, ended: runEnd } = await startByName("gated-count", "sleeper buses");
       await waitUntil(
         "the wait node waiting",
         async () =>
@@ -188,14 +182,7 @@ describe("agentbus workflow put | list | show | start | signal on the local stac
       expect(sent.code, sent.stderr).toBe(0);
       expect(sent.stdout).toMatch(/^workflow\.signal\.requested sent to /m);
       expect(sent.stdout).toContain("signal          approved");
-      const ended = await waitUntil(
-        "the run's end",
-        async () => {
-          const data = await runState(runId);
-          return data && data.run.status !== "RUNNING" ? data : undefined;
-        },
-        120_000,
-      );
+      const ended = await runEnd();
       expect(ended.run.status).toBe("COMPLETED");
       expect(ended.run.nodes.gate?.output).toEqual({
         released_by: "signal",
@@ -226,27 +213,9 @@ describe("agentbus workflow put | list | show | start | signal on the local stac
       const show = await cli("workflow", "show", "nested-count");
       expect(show.stdout).toContain("count                    workflow topic-count");
 
-      const runId = `run_${ulid()}`;
-      const start = await cli(
-        "workflow",
-        "start",
-        "--workflow",
-        "nested-count",
-        "--topic",
-        "river ferries",
-        "--run-id",
-        runId,
-      );
-      expect(start.code, start.stderr).toBe(0);
-      const ended = await waitUntil(
-        "the parent's end",
-        async () => {
-          const { state } = await env.store.load({ state: { type: "dag_run", id: runId } });
-          const data = state?.data as OrchestratorState | undefined;
-          return data && data.run.status !== "RUNNING" ? data : undefined;
-        },
-        120_000,
-      );
+      const parent = await startByName("nested-count", "river ferries");
+      const { runId } = parent;
+      const ended = await parent.ended();
       expect(ended.run.status).toBe("COMPLETED");
       const output = ended.run.nodes.count?.output as {
         status: string;

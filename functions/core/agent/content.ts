@@ -63,15 +63,12 @@ export function erasedContent(text: string): string {
 
 /**
  * The tool outputs a run's model saw, as JSON texts, oldest first: what the output guard
- * (../output-guard.ts) is given to tell a paste of them from an answer. Read from the run's stored
- * conversation (`messages`: each user turn's tool results, refusals and errors included).
+ * (../output-guard.ts) is given to tell a paste of them from an answer. Read from the texts of the
+ * run's stored conversation (`messages` from its ContentStore: each user turn's tool results,
+ * refusals and errors included), which a guard reads once for all it needs of the run.
  */
-export async function toolOutputsSeen(
-  journal: { readonly messages: readonly string[] },
-  content: ContentStore,
-): Promise<string[]> {
-  const texts = await content.getMany(journal.messages);
-  return texts.flatMap((text) => {
+export function toolOutputsSeen(conversation: readonly string[]): string[] {
+  return conversation.flatMap((text) => {
     const message = JSON.parse(text) as Partial<ModelMessage> | null;
     return (message?.toolResults ?? []).map((result) => JSON.stringify(result.content ?? null));
   });

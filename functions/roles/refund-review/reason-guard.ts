@@ -1,8 +1,8 @@
 import type { AgentJournal, ContentStore, OutputGuardResult } from "../../kit";
 import { guardOutput, toolOutputsSeen } from "../../kit";
-import type { ConversationContextReader } from "../customer-support/conversation/conversation";
 import type { RefundReviewOutcome } from "../customer-support/events/commands";
 import type { RefundReviewRequested } from "./events";
+import { customerMessagesOf } from "./prompt";
 
 /**
  * The output guard (functions/core/output-guard.ts) on the refund review's reason, which the
@@ -10,8 +10,10 @@ import type { RefundReviewRequested } from "./events";
  * - internal: the run's, task's and correlation ids, the conversation's and the customer's, the
  *   customer message's event id;
  * - the reason may name the order reviewed and the refund the answer reports (`refund_id`);
- * - the customer's own messages of the turn are theirs to have back;
+ * - the customer's own messages of the turn are theirs to have back (as the run's first message
+ *   gave them to the model: ./prompt.ts);
  * - the tool outputs the model saw in the run (`toolOutputsSeen`).
+ * Both come from one read of the run's stored conversation.
  * The tools see only the run's customer's orders, so nothing is known of other customers: their
  * e-mail addresses, phones and order ids are found by shape.
  */
@@ -23,7 +25,6 @@ export interface GuardedOutcome {
 }
 
 export interface ReasonGuardPorts {
-  readonly conversation: ConversationContextReader;
   readonly content: ContentStore;
 }
 
@@ -36,10 +37,7 @@ export async function guardedOutcome(
   ports: ReasonGuardPorts,
 ): Promise<GuardedOutcome> {
   const request = journal.started_by.payload as RefundReviewRequested;
-  const [messages, toolOutputs] = await Promise.all([
-    ports.conversation(request.conversation_id, request.context_version),
-    toolOutputsSeen(journal, ports.content),
-  ]);
+  const conversation = await ports.content.getMany(journal.messages);
   const guard = guardOutput(outcome.reason, {
     internalIds: [
       journal.run_id,
@@ -50,8 +48,8 @@ export async function guardedOutcome(
       request.message_event_id,
     ],
     mayName: [request.order_id, ...(outcome.refund_id === undefined ? [] : [outcome.refund_id])],
-    customerWrote: messages.map((m) => m.text),
-    toolOutputs,
+    customerWrote: customerMessagesOf(conversation[0]),
+    toolOutputs: toolOutputsSeen(conversation),
   });
   const reason =
     guard.redacted.length <= REASON_LIMIT

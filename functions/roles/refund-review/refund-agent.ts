@@ -29,6 +29,7 @@ import {
   RefundReviewRequestedPayload,
 } from "./events";
 import modelSchemas from "./model-schemas.json";
+import { refundPrompt } from "./prompt";
 import { refundMade, reviewEnded, reviewWaits } from "./review-facts";
 import {
   getOrderTool,
@@ -192,12 +193,5 @@ export function refundReviewRole(
     needsPerson: async (journal) => reviewWaits(journal),
     wrote: async (journal, write) => refundMade(journal, write),
     ports,
-  });
-}
-
-/** The first user message: the order in question and what the customer wrote, as JSON. */
-export function refundPrompt(orderId: string, customerMessages: readonly string[]): string {
-  return JSON.stringify({
-    refund_question: { order_id: orderId, customer_messages: customerMessages },
   });
 }
