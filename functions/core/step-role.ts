@@ -153,8 +153,13 @@ export function stepRunOf(event: Envelope): AggregateRef {
 
 /** The assignment a request is for, as its cancel names it. */
 function assignmentOf(event: Envelope): CancelledAssignment {
-  const { node_id, generation, item } = event.payload as StepRequested;
-  return { node_id, generation, ...(item === undefined ? {} : { item: item.index }) };
+  const request = event.payload as StepRequested;
+  const item = itemIndexOf(request);
+  return {
+    node_id: request.node_id,
+    generation: request.generation,
+    ...(item === undefined ? {} : { item }),
+  };
 }
 
 /** The map item a step command names: a request carries the item, a cancel its index. */
