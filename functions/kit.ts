@@ -110,6 +110,10 @@ export {
   UNKNOWN_SIDE_EFFECTS,
 } from "./core/attention";
 export { newestWithin } from "./core/budget";
+// Workflow steps: what a step role declares, how its handler is called, what the orchestrator knows,
+// and how a role finds a cancel queued behind a request before it works on it.
+export type { CancelledAssignment, CommandStream } from "./core/cancel-look-ahead";
+export { cancelIssued, discardCancelled } from "./core/cancel-look-ahead";
 // Workflows.
 export type { WorkflowDefinition, WorkflowDefinitionInput } from "./core/dag/definition";
 export { DagRequestError } from "./core/dag/errors";
@@ -204,7 +208,6 @@ export { systemClock, ulidSource } from "./core/runtime";
 // Outside writes, each run once under an idempotency key the step derives.
 export type { SideEffectRecord, SideEffectResult, SideEffectStore } from "./core/side-effects";
 export { InMemorySideEffects, sideEffectKey } from "./core/side-effects";
-// Workflow steps: what a step role declares, how its handler is called, what the orchestrator knows.
 export type { StepContext, StepHandler, StepRun } from "./core/step-role";
 export { assignmentKey, nodeHeartbeat } from "./core/step-role";
 export type { StepDeclaration, StepRoleEntry, StepRoleTable } from "./core/steps";

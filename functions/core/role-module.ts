@@ -196,7 +196,7 @@ function withModuleSteps<Settings, Uses extends IntegrationUses>(
     build: (ports, settings) =>
       withSteps(
         stepsOnly ? undefined : module.build(ports, settings),
-        stepRole({ group, steps, handler: run(ports, settings) }),
+        stepRole({ group, steps, handler: run(ports, settings), commandStream: ports.store }),
         stateOf,
       ),
   };

@@ -12,6 +12,12 @@ import type { NodeFailure, NodeHeartbeat } from "../../schemas/events/workflow";
 import { MAX_HEARTBEAT_LEASE_SECONDS } from "../../schemas/events/workflow";
 import type { NodeCancelRequested } from "../../schemas/events/workflow-cancel";
 import * as z from "../../schemas/zod";
+import {
+  type CancelledAssignment,
+  type CommandStream,
+  cancelIssued,
+  discardCancelled,
+} from "./cancel-look-ahead";
 import type { HeartbeatSpec } from "./emit";
 import { describe, type ErrorInfo, PermanentError } from "./errors";
 import type { StateSummary } from "./ports";
@@ -41,7 +47,11 @@ import { DAG_RUN_AGGREGATE } from "./sweeper";
  * - a thrown business, permanent or unknown-outcome error: `step.failed` with its code and class;
  *   a transient one is retried (the queue hands the request out again) until `maxAttempts`
  *   deliveries, then `step.failed` with its code;
- * - a cancel before the request ran stores the step run CANCELLED: the request is then discarded.
+ * - a cancelled assignment is not run: a request whose cancel is already committed behind it on
+ *   the run's stream (its node re-run, its map item or first-wins branch dropped, its run
+ *   cancelled) is discarded `cancelled` before the handler runs (the look-ahead,
+ *   ./cancel-look-ahead.ts, given `commandStream`); a cancel received before the request ran
+ *   stores the step run CANCELLED, so the request, if it comes again, is discarded too.
  * While the handler works, the consumer publishes `node.started`, then `node.heartbeat`s that
  * extend the node's lease (the group's `needs.heartbeat` is "events").
  */
@@ -124,6 +134,11 @@ export interface StepRoleOptions {
   readonly handler: StepHandler;
   /** @default DEFAULT_STEP_ATTEMPTS */
   readonly maxAttempts?: number;
+  /**
+   * The run's stream, to find a cancel committed behind a request before it runs (the role
+   * module's `store`). @default none: only cancels already received count
+   */
+  readonly commandStream?: CommandStream;
 }
 
 /** The state of the assignment a step command is about (its run, node, generation and item). */
@@ -133,6 +148,17 @@ export function stepRunOf(event: Envelope): AggregateRef {
   return {
     type: STEP_RUN_AGGREGATE,
     id: stepRunKey(run_id, node_id, generation, itemIndexOf(command)),
+  };
+}
+
+/** The assignment a request is for, as its cancel names it. */
+function assignmentOf(event: Envelope): CancelledAssignment {
+  const request = event.payload as StepRequested;
+  const item = itemIndexOf(request);
+  return {
+    node_id: request.node_id,
+    generation: request.generation,
+    ...(item === undefined ? {} : { item }),
   };
 }
 
@@ -171,8 +197,10 @@ export function stepRole(options: StepRoleOptions): Role<StepRun> {
     tenantOfState: (state) => state.tenant_id,
     summarize: summarizeStepRun,
     discard: (state, event) =>
-      event.event_type === types.requested && state?.status === "CANCELLED"
-        ? "cancelled"
+      event.event_type === types.requested
+        ? discardCancelled(state?.status, () =>
+            cancelIssued(options.commandStream, types.cancel, event, assignmentOf(event)),
+          )
         : undefined,
     heartbeat: (event, receiveCount) =>
       event.event_type === types.requested

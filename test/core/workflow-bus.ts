@@ -3,9 +3,11 @@ import { DeterministicLocalModel } from "../../functions/adapters/local-model";
 import type { AgentRun } from "../../functions/core/agent-run";
 import { buildHeartbeat } from "../../functions/core/emit";
 import { classify } from "../../functions/core/errors";
+import type { RolePorts } from "../../functions/core/integration";
 import { consume } from "../../functions/core/pipeline";
 import type { ConsumerDeps } from "../../functions/core/ports";
 import type { Role, StepStatus } from "../../functions/core/role";
+import { buildRole, type RoleModule } from "../../functions/core/role-module";
 import { planSweep } from "../../functions/core/sweeper";
 import { agentRunKey, contentAgentRole } from "../../functions/roles/content-agents/content-agent";
 import { orchestrator } from "../../functions/roles/orchestrator/orchestrator";
@@ -45,6 +47,11 @@ export interface BusOptions {
   readonly confirmSeconds?: number;
   /** Roles on the bus besides the orchestrator and the content agents (other step roles). */
   readonly roles?: readonly Role<unknown>[];
+  /**
+   * Role modules whose roles join the bus (step roles written with the kit), built on the bus's
+   * store: a step role reads the run's stream for a cancel behind a request.
+   */
+  readonly modules?: readonly RoleModule[];
   /** The content agents' model. @default the local model with its default scripts */
   readonly model?: DeterministicLocalModel;
   /** The content agents read the run's stream for a cancel behind a request (their look-ahead). */
@@ -55,7 +62,7 @@ export class Bus {
   readonly model: DeterministicLocalModel;
   readonly roles: Role<unknown>[];
   readonly pending: Delivery[] = [];
-  readonly handled: { group: string; type: string; status: StepStatus }[] = [];
+  readonly handled: { group: string; type: string; status: StepStatus; reason?: string }[] = [];
   readonly deadLettered: { group: string; type: string; code: string }[] = [];
   /** The acknowledgements put on the bus (published, not appended to any stream). */
   readonly acknowledged: Envelope[] = [];
@@ -85,6 +92,7 @@ export class Bus {
           }) as Role<unknown>,
       ),
       ...(options.roles ?? []),
+      ...(options.modules ?? []).map((m) => buildRole(m, { store } as unknown as RolePorts)),
     ];
   }
 
@@ -119,6 +127,7 @@ export class Bus {
           group: role.group,
           type: delivery.event.event_type,
           status: result.status,
+          ...(result.reason === undefined ? {} : { reason: result.reason }),
         });
         for (const step of result.steps) for (const e of step.emitted) this.send(e);
       } catch (error) {

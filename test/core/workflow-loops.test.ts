@@ -2,8 +2,7 @@ import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
 import type { WorkflowDefinitionInput } from "../../functions/core/dag/definition";
 import { defineWorkflow } from "../../functions/core/dag/graph";
-import type { RolePorts } from "../../functions/core/integration";
-import { buildRole, defineStepModule } from "../../functions/core/role-module";
+import { defineStepModule } from "../../functions/core/role-module";
 import type { StepContext } from "../../functions/core/step-role";
 import { stepRolesOf } from "../../functions/core/steps";
 import { contentAgentModules } from "../../functions/roles/content-agents/index";
@@ -128,8 +127,7 @@ function busWith() {
     stepRoles: stepRolesOf([...contentAgentModules, ...modules]),
     workflows: WORKFLOWS,
   });
-  const roles = modules.map((m) => buildRole(m, {} as RolePorts));
-  return { bus: new Bus({ orchestrator, roles }), steps };
+  return { bus: new Bus({ orchestrator, modules }), steps };
 }
 
 function start(bus: Bus, workflow: string, goodFrom = 1): string {
@@ -244,7 +242,7 @@ describe("a loop over content agents", () => {
 });
 
 describe("joins run by the orchestrator", () => {
-  it("first-wins: runs with the first branch and tells the running loser to stop, whose late answer changes nothing", async () => {
+  it("first-wins: runs with the first branch and tells the loser to stop, whose queued request is discarded unrun", async () => {
     const { bus, steps } = busWith();
     const runId = start(bus, "race");
     await bus.drain((d) => d.group !== "slowpoke");
@@ -256,11 +254,43 @@ describe("joins run by the orchestrator", () => {
     expect(won.run.status).toBe("COMPLETED");
     expect(won.run.nodes.slow?.state).toBe("SKIPPED");
     expect(won.run.nodes.pick?.output).toEqual({ took: ["fast", "good_from", "topic_hint"] });
-    // The slow step was already in its queue: it runs, and its answer is ignored.
+    // The slow step's request was in its queue before the cancel: it finds the cancel behind it.
+    await bus.drain();
+
+    expect(bus.deadLettered).toEqual([]);
+    expect(steps.slowpoke.contexts).toEqual([]);
+    expect(bus.handled.filter((h) => h.group === "slowpoke")).toEqual([
+      {
+        group: "slowpoke",
+        type: "slowpoke.node.requested",
+        status: "discarded",
+        reason: "cancelled",
+      },
+      { group: "slowpoke", type: "slowpoke.node.cancel.requested", status: "applied" },
+    ]);
+    expect(
+      bus.emitted("step.completed").map((e) => (e.payload as StepCompleted).role),
+    ).not.toContain("slowpoke");
+    expect(bus.state(runId)).toEqual(won);
+  });
+
+  it("first-wins: a loser that already ran answers late, and its answer changes nothing", async () => {
+    const { bus, steps } = busWith();
+    const runId = start(bus, "race");
+    // Both branches run; the slow one's answer reaches the orchestrator after the fast one's.
+    const slowAnswer = (d: Delivery) =>
+      d.group === "orchestrator" && (d.event.payload as { role?: string }).role === "slowpoke";
+    await bus.drain((d) => !slowAnswer(d));
+    expect(steps.slowpoke.contexts).toHaveLength(1);
+    const won = bus.state(runId);
+    expect(won.run.nodes.slow?.state).toBe("SKIPPED");
+    expect(bus.emitted("slowpoke.node.cancel.requested")).toHaveLength(1);
     await bus.drain();
 
     expect(bus.deadLettered).toEqual([]);
     expect(steps.slowpoke.contexts).toHaveLength(1);
+    const answers = bus.emitted("step.completed").map((e) => e.payload as StepCompleted);
+    expect(answers.filter((a) => a.role === "slowpoke").map((a) => a.node_id)).toEqual(["slow"]);
     expect(bus.state(runId)).toEqual(won);
   });
 

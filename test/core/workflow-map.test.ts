@@ -3,8 +3,7 @@ import { describe, expect, it } from "vitest";
 import { defineWorkflow } from "../../functions/core/dag/graph";
 import type { MapItemResult } from "../../functions/core/dag/map";
 import { PermanentError } from "../../functions/core/errors";
-import type { RolePorts } from "../../functions/core/integration";
-import { buildRole, defineStepModule } from "../../functions/core/role-module";
+import { defineStepModule } from "../../functions/core/role-module";
 import { stepRolesOf } from "../../functions/core/steps";
 import { contentAgentModules } from "../../functions/roles/content-agents/index";
 import { orchestratorRole } from "../../functions/roles/orchestrator/orchestrator";
@@ -82,8 +81,7 @@ function busWith(duplicate = false) {
     stepRoles: { ...stepRolesOf([...contentAgentModules, ...modules]), tally: ITEMLESS },
     workflows: [...WORKFLOWS, wordMap("words-tallied", 0, "tally")],
   });
-  const roles = modules.map((m) => buildRole(m, {} as RolePorts));
-  const bus = new Bus({ orchestrator, roles, duplicate });
+  const bus = new Bus({ orchestrator, modules, duplicate });
   return { bus, calls: worker.calls };
 }
 
@@ -97,8 +95,17 @@ function start(bus: Bus, workflow: string): string {
 const REQUESTED = "worker.node.requested";
 const CANCEL = "worker.node.cancel.requested";
 const itemOf = (d: Delivery) => (d.event.payload as { item?: number | { index: number } }).item;
-const isRequestFor = (d: Delivery, index: number) =>
-  d.event.event_type === REQUESTED && (d.event.payload as StepRequested).item?.index === index;
+
+/** The index of the map item a delivery is for (a request carries the item, a cancel its index). */
+const indexOf = (d: Delivery) => {
+  const item = itemOf(d);
+  return typeof item === "object" ? item.index : item;
+};
+/** The answers `role` gave, completed or failed. */
+const answersOf = (bus: Bus, role: string) =>
+  [...bus.emitted("step.completed"), ...bus.emitted("step.failed")]
+    .map((e) => e.payload as StepCompleted)
+    .filter((a) => a.role === role);
 
 /** The items of `each` RUNNING now (0 before the run exists). */
 function runningItems(bus: Bus, runId: string): number {
@@ -142,22 +149,26 @@ describe("a map node run by the orchestrator, one step per item", () => {
     expect(answered.map((e) => (e.payload as StepCompleted).item).sort()).toEqual([0, 1, 3, 4]);
   });
 
-  it("fails the node over its tolerance, cancels the item still running and ignores its late answer", async () => {
+  it("fails the node over its tolerance, cancels the item still queued, which is discarded unrun", async () => {
     const { bus, calls } = busWith();
     const runId = start(bus, "words-strict");
-    // Item 3's request waits in the worker's queue while item 2 fails.
-    await bus.drain((d) => !isRequestFor(d, 3));
+    // Item 3's request waits in the worker's queue while item 2 fails (its cancel then behind it).
+    const itemThree = (d: Delivery) => d.group === "worker" && indexOf(d) === 3;
+    await bus.drain((d) => !itemThree(d));
     const cancels = bus.emitted(CANCEL).map((e) => e.payload as NodeCancelRequested);
     expect(cancels).toEqual([
       { run_id: runId, node_id: "each", generation: 0, reason: "map_failed", item: 3 },
     ]);
     const failed = bus.state(runId);
-    // The request was in the worker's queue before its cancel: the step runs, and its answer
-    // no longer counts.
+    // The request was in the worker's queue before its cancel: it finds the cancel behind it.
     await bus.drain();
 
     expect(bus.deadLettered).toEqual([]);
-    expect([...calls].sort()).toEqual([0, 1, 2, 3]);
+    expect([...calls].sort()).toEqual([0, 1, 2]);
+    expect(bus.handled.filter((h) => h.type === REQUESTED && h.status === "discarded")).toEqual([
+      { group: "worker", type: REQUESTED, status: "discarded", reason: "cancelled" },
+    ]);
+    expect(answersOf(bus, "worker").map((a) => a.item)).not.toContain(3);
     expect(bus.emitted(REQUESTED)).toHaveLength(4);
     const state = bus.state(runId);
     expect(state.run).toEqual(failed.run);
@@ -166,8 +177,8 @@ describe("a map node run by the orchestrator, one step per item", () => {
     expect(state.run.status).toBe("PARTIAL");
   });
 
-  it("sends each running item its cancel when the run is cancelled", async () => {
-    const { bus } = busWith();
+  it("sends each running item its cancel when the run is cancelled; the queued items never run", async () => {
+    const { bus, calls } = busWith();
     const runId = start(bus, "words-strict");
     await bus.drain((d) => d.group !== "worker");
     expect(runningItems(bus, runId)).toBe(2);
@@ -183,7 +194,15 @@ describe("a map node run by the orchestrator, one step per item", () => {
     ]);
     expect(cancelled.run.status).toBe("CANCELLED");
     expect(cancelled.run.nodes.each?.items).toBeUndefined();
-    // The two items' late answers change nothing, and no other item is asked for.
+    // The two items' requests were queued before their cancels: neither runs, nothing answers,
+    // and no other item is asked for.
+    expect(calls).toEqual([]);
+    expect(answersOf(bus, "worker")).toEqual([]);
+    const discarded = bus.handled.filter((h) => h.type === REQUESTED);
+    expect(discarded.map((h) => [h.status, h.reason])).toEqual([
+      ["discarded", "cancelled"],
+      ["discarded", "cancelled"],
+    ]);
     expect(bus.state(runId).run).toEqual(cancelled.run);
     expect(bus.emitted(REQUESTED)).toHaveLength(2);
     expect(bus.deadLettered).toEqual([]);

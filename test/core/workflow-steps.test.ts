@@ -1,9 +1,8 @@
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
 import { defineWorkflow } from "../../functions/core/dag/graph";
-import type { RolePorts } from "../../functions/core/integration";
-import type { Role } from "../../functions/core/role";
 import { buildRole, defineStepModule } from "../../functions/core/role-module";
+import { stepRunKey } from "../../functions/core/step-role";
 import { stepRolesOf } from "../../functions/core/steps";
 import { contentAgentModules } from "../../functions/roles/content-agents/index";
 import { orchestratorRole } from "../../functions/roles/orchestrator/orchestrator";
@@ -69,17 +68,7 @@ function busWith(modules: ReturnType<typeof tallyModule>["module"][], duplicate 
     stepRoles,
     workflows: modules.map((m) => workflowWith(m.descriptor.group)),
   });
-  const holder: { bus?: Bus } = {};
-  const roles: Role<unknown>[] = modules.map((m) =>
-    buildRole(m, {
-      get store() {
-        return holder.bus?.store;
-      },
-    } as unknown as RolePorts),
-  );
-  const bus = new Bus({ orchestrator, roles, duplicate });
-  holder.bus = bus;
-  return bus;
+  return new Bus({ orchestrator, modules, duplicate });
 }
 
 const newRunId = () => `run_${ulid()}`;
@@ -140,6 +129,52 @@ describe("a step role of the stack as a node beside the content agents", () => {
     expect(
       bus.handled.filter((h) => h.group === "tally" && h.status === "duplicate").length,
     ).toBeGreaterThan(0);
+  });
+
+  it("discards unrun a request queued when its run was cancelled, and records its assignment CANCELLED", async () => {
+    const tally = tallyModule("tally");
+    const bus = busWith([tally.module]);
+    const runId = newRunId();
+    bus.start(runId, "tally-news");
+    await bus.drain((d) => d.group !== "tally");
+    expect(bus.state(runId).run.nodes.tally?.state).toBe("RUNNING");
+    bus.send(bus.command("workflow.cancel.requested", runId, { requested_by: "ops" }));
+    await bus.drain((d) => d.group !== "tally");
+    expect(bus.state(runId).run.status).toBe("CANCELLED");
+    await bus.drain();
+
+    expect(tally.calls).toEqual([]);
+    expect(bus.handled.filter((h) => h.group === "tally")).toEqual([
+      { group: "tally", type: "tally.node.requested", status: "discarded", reason: "cancelled" },
+      { group: "tally", type: "tally.node.cancel.requested", status: "applied" },
+    ]);
+    expect(bus.emitted("step.completed")).toEqual([]);
+    const key = stepRunKey(runId, "tally", 0);
+    expect(bus.store.states.get(`step_run#${key}`)?.data).toMatchObject({
+      status: "CANCELLED",
+      node_id: "tally",
+    });
+    expect(bus.state(runId).run.status).toBe("CANCELLED");
+  });
+
+  it("runs a request whose assignment was not cancelled: a cancel of another generation does not count", async () => {
+    const tally = tallyModule("tally");
+    const bus = busWith([tally.module]);
+    const runId = newRunId();
+    bus.start(runId, "tally-news");
+    await bus.drain((d) => d.group !== "tally");
+    // A re-run of tally: the first request is cancelled (rerun), the second is not.
+    bus.send(bus.command("workflow.rerun.requested", runId, { node_id: "tally" }));
+    await bus.drain((d) => d.group !== "tally");
+    await bus.drain();
+
+    expect(tally.calls).toEqual(["tally@1"]);
+    expect(bus.handled.filter((h) => h.group === "tally").map((h) => [h.type, h.status])).toEqual([
+      ["tally.node.requested", "discarded"],
+      ["tally.node.cancel.requested", "applied"],
+      ["tally.node.requested", "applied"],
+    ]);
+    expect(bus.state(runId).run.status).toBe("COMPLETED");
   });
 
   it("refuses a workflow whose node names a role that is not a step role of the stack, naming the step roles", async () => {

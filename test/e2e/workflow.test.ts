@@ -1,5 +1,7 @@
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { MapItemResult } from "../../functions/core/dag/map";
+import { CLAIMS_MAY_FAIL } from "../../functions/roles/content-agents/workflows";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import { putOnBus } from "../../lib/dev/local/put-on-bus";
@@ -89,6 +91,30 @@ describe("content-production workflow on the local runtime", () => {
       expect(nodes.writing?.attempt).toBe(2);
     },
     2 * RUN_TIMEOUT + 30_000,
+  );
+
+  it(
+    "quick news with a disputed claim: the failed map item is within the tolerance and the run completes",
+    async () => {
+      const hint = `[disputed-claims:${CLAIMS_MAY_FAIL}] night ferries`;
+      const run = await startWorkflow(env, "disputed", "quick-news", hint);
+      const ended = await waitForRunEnd(env, run.runId, RUN_TIMEOUT);
+      expect(ended.run.status).toBe("COMPLETED");
+      const check = ended.run.nodes["fact-check"];
+      expect(check?.state).toBe("COMPLETED");
+      const output = check?.output as { items: MapItemResult[]; failed: number };
+      expect(output.failed).toBe(CLAIMS_MAY_FAIL);
+      const topic = ended.run.nodes["topic-selection"]?.output as TopicSelectionOutput;
+      expect(output.items).toHaveLength(topic.claims?.length ?? 0);
+      const failed = output.items.filter((i) => i.status === "failed");
+      expect(failed).toEqual([
+        expect.objectContaining({
+          error: expect.objectContaining({ code: "fact_check.rejected" }),
+        }),
+      ]);
+      expect(ended.run.nodes.review?.state).toBe("COMPLETED");
+    },
+    RUN_TIMEOUT,
   );
 
   it(

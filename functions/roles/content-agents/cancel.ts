@@ -1,13 +1,14 @@
-import type { DiscardReason, Envelope, EventStore, TypedDecision } from "../../kit";
+import type { Envelope, TypedDecision } from "../../kit";
 import {
   type AgentRun,
   CONTENT_ROLES,
-  type ContentEventTypes,
+  cancelIssued,
   contentEventTypes,
   payloadOf,
   transition,
 } from "../../kit";
 import { itemIndexOf, type NodeRef } from "./ids";
+import type { ContentAgent } from "./settings";
 
 /**
  * How a content agent honours a cancel (seed 001 §4, TaskCancel on the command channel). The
@@ -15,8 +16,10 @@ import { itemIndexOf, type NodeRef } from "./ids";
  * item for an item of a map node) on the run's stream: the stream, and the FIFO group, of the `<stem>.requested` it cancels, so the
  * agent's group always gets it after that request. Hence:
  *
- * - Before any model call, a request looks ahead on its own stream: a cancel of its assignment
- *   already committed behind it -> the request is discarded `cancelled` (no model call).
+ * - Before any model call, a request looks ahead on its own stream, as the kit's step role does
+ *   (the kit's `cancelIssued` and `discardCancelled`, functions/core/cancel-look-ahead.ts): a
+ *   cancel of its assignment already committed behind it -> the request is discarded `cancelled`
+ *   (no model call).
  * - Once its model call is over, it looks again (the call may have been long): a cancel committed
  *   meanwhile -> the agent run ends CANCELLED (RUNNING -TaskCancelled-> CANCELLED), nothing is
  *   answered, and the request is recorded discarded `cancelled`.
@@ -25,49 +28,27 @@ import { itemIndexOf, type NodeRef } from "./ids";
  *   (redriven from a dead-letter queue, say) is discarded; an agent run that already ended
  *   (answered, or cancelled) stays as it is, and the DAG ignores an answer it sent.
  *
- * The look-ahead needs the stream reader (`CommandStream`); without one only cancels the agent
+ * The look-ahead needs the stream reader (`commandStream`); without one only cancels the agent
  * has already received are honoured. It costs one Query of the run's stream before and one after
  * each model call; a run's stream holds a few events per node.
  */
 
-/** Reads the run's stream (where the orchestrator appends the agents' commands). */
-export type CommandStream = Pick<EventStore, "readStream">;
-
 /**
- * Is a `cancelType` of `assignment` (the one `request` names) on the request's stream, after the
- * request?
+ * Is a cancel of `assignment` (the one `request` names) on the request's stream, after the
+ * request? (the kit's `cancelIssued`, given the content command's map item as its index)
  */
-export async function cancelIssued(
-  stream: CommandStream | undefined,
-  cancelType: ContentEventTypes["cancel"],
+export function cancelBehind(
+  agent: Pick<ContentAgent, "commandStream" | "types">,
   request: Envelope,
   assignment: NodeRef,
 ): Promise<boolean> {
-  if (!stream) return false;
   const { node_id, generation } = assignment;
   const item = itemIndexOf(assignment);
-  const { type, id, version } = request.aggregate;
-  const later = await stream.readStream({ type, id }, version + 1, Number.MAX_SAFE_INTEGER);
-  return later.some((event) => {
-    if (event.event_type !== cancelType) return false;
-    // Read back from the stream as written: the cancel commands have one schema version.
-    const cancel = payloadOf(event, cancelType);
-    return cancel.node_id === node_id && cancel.generation === generation && cancel.item === item;
+  return cancelIssued(agent.commandStream, agent.types.cancel, request, {
+    node_id,
+    generation,
+    ...(item === undefined ? {} : { item }),
   });
-}
-
-/**
- * Why a request is dropped unworked: its agent run was cancelled (a cancel received), or a cancel
- * of it is already on the stream (`lookAhead`). An agent run that ended otherwise is left to
- * `decide` (which answers nothing again).
- */
-export async function discardCancelled(
-  existing: AgentRun | undefined,
-  lookAhead: () => Promise<boolean>,
-): Promise<DiscardReason | undefined> {
-  if (existing?.state === "CANCELLED") return "cancelled";
-  if (existing) return undefined;
-  return (await lookAhead()) ? "cancelled" : undefined;
 }
 
 /** The cancel command of every content role (`decideCancel` is not told which agent it serves). */

@@ -16,6 +16,7 @@ import {
   DAG_RUN_AGGREGATE,
   type DescriptorOf,
   defineRole,
+  discardCancelled,
   invokeStructured,
   modelSchemaOf,
   type NodeRequested,
@@ -28,7 +29,7 @@ import {
   withRunId,
 } from "../../kit";
 import { answerAgain, answerOf, correctedReply, failureOf, retried } from "./answers";
-import { cancelIssued, cancelledWhileRunning, decideCancel, discardCancelled } from "./cancel";
+import { cancelBehind, cancelledWhileRunning, decideCancel } from "./cancel";
 import {
   block,
   blockedDecision,
@@ -139,13 +140,8 @@ export function contentAgentRole(options: ContentAgentOptions): Role<AgentRun> {
     discard: (existing, event) =>
       isCancel(event)
         ? undefined
-        : discardCancelled(existing, () =>
-            cancelIssued(
-              agent.commandStream,
-              agent.types.cancel,
-              event,
-              assignmentOf(agent.role, event),
-            ),
+        : discardCancelled(existing?.state, () =>
+            cancelBehind(agent, event, assignmentOf(agent.role, event)),
           ),
     decide: (stored, event, context) => {
       const existing = upcastRun(stored);
@@ -296,8 +292,7 @@ interface Work {
 async function finish(work: Work): Promise<ContentDecision> {
   const { agent, event, request, started, now } = work;
   const decision = await outcomeOf(work);
-  if (await cancelIssued(agent.commandStream, agent.types.cancel, event, request))
-    return cancelledWhileRunning(started, now);
+  if (await cancelBehind(agent, event, request)) return cancelledWhileRunning(started, now);
   return decision;
 }
 

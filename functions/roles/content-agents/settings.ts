@@ -1,5 +1,5 @@
 import type * as z from "../../../schemas/zod";
-import type { ModelPort, TypedDecision } from "../../kit";
+import type { CommandStream, ModelPort, TypedDecision } from "../../kit";
 import {
   type AgentRun,
   CONTENT_ROLE_EVENTS,
@@ -13,7 +13,6 @@ import {
   MAX_HEARTBEAT_LEASE_SECONDS,
   PermanentError,
 } from "../../kit";
-import type { CommandStream } from "./cancel";
 
 /** A content agent's options, and its settings checked and resolved once when it is created. */
 
