@@ -1,5 +1,6 @@
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { TopicSelectionOutput } from "../../functions/roles/content-agents/events";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import { putOnBus } from "../../lib/dev/local/put-on-bus";
@@ -9,7 +10,6 @@ import {
   startWorkflow,
   waitForRunEnd,
 } from "../../lib/dev/local/scenario/workflow";
-import type { TopicSelectionOutput } from "../../schemas/events/workflow";
 import { emulator } from "../support/aws";
 
 /**

@@ -1,12 +1,6 @@
 import type { DiscardReason, Envelope, EventStore, TypedDecision } from "../../kit";
-import {
-  type AgentRun,
-  CONTENT_ROLES,
-  type ContentEventTypes,
-  contentEventTypes,
-  payloadOf,
-  transition,
-} from "../../kit";
+import { type AgentRun, payloadOf, transition } from "../../kit";
+import { CONTENT_ROLES, type ContentEventTypes, contentEventTypes } from "./events";
 import { itemIndexOf, type NodeRef } from "./ids";
 
 /**

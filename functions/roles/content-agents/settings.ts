@@ -2,11 +2,6 @@ import type * as z from "../../../schemas/zod";
 import type { ModelPort, TypedDecision } from "../../kit";
 import {
   type AgentRun,
-  CONTENT_ROLE_EVENTS,
-  type ContentEventTypes,
-  type ContentRole,
-  type ContentStem,
-  contentEventTypes,
   DEFAULT_CONFIRM_SECONDS,
   DEFAULT_LEASE_SECONDS,
   DEFAULT_MAX_ATTEMPTS,
@@ -14,6 +9,13 @@ import {
   PermanentError,
 } from "../../kit";
 import type { CommandStream } from "./cancel";
+import {
+  CONTENT_ROLE_EVENTS,
+  type ContentEventTypes,
+  type ContentRole,
+  type ContentStem,
+  contentEventTypes,
+} from "./events";
 
 /** A content agent's options, and its settings checked and resolved once when it is created. */
 
