@@ -3,8 +3,8 @@
  * writes a role, an agent, a tool, an integration, a workflow and the attention a role raises
  * with. No AWS code: a role built from it runs in the in-memory test kit (`agentbus/testing`) as
  * it does on Lambda (`agentbus/lambda`), and the stack deploys it (`agentbus/cdk`). The reference
- * applications (functions/roles/customer-support, refund-review, content-agents) use nothing of
- * the hub but these entry points, so they are the examples of this API.
+ * applications (under functions/roles) use nothing of the hub but these entry points, so they are
+ * the examples of this API.
  *
  * An application's own event type: `defineEventType({ ...streamFact, type, description,
  * payload: z.object({...}) })`, listed in the `events` of the role module that owns it, and its
@@ -43,37 +43,33 @@ export {
   ToolCallId,
   ToolName,
 } from "../schemas/events/agent-loop";
-// A workflow node's commands and reports as a step role reads and answers them, a person's
-// confirmation of a node, and the content-production workflow's own types (the hub's, as the front
-// door and the orchestrator know them: its request, its agents' commands and outputs).
+// A workflow node's commands and reports as a step role reads and answers them, and a person's
+// confirmation of a node: the payloads a role that spells its own commands and outcomes defines
+// them from (`<stem>.requested`, `<stem>.completed`, ...).
 export type {
   NodeBlocked,
   NodeConfirmRequested,
 } from "../schemas/events/agent-run";
-export { ConfirmationQuestion, confirmEventType } from "../schemas/events/agent-run";
+export {
+  ConfirmationQuestion,
+  confirmEventType,
+  NodeConfirmRequestedPayload,
+} from "../schemas/events/agent-run";
 // A customer's message as it enters (the front door's contract), for an application that takes it.
 export { Channel, MessageText } from "../schemas/events/conversation";
 // Who asked for a command sent from outside, and why (an operator's or a client's).
 export { RequestedByShape } from "../schemas/events/fields";
 export { outsideCommand, outsideFact, streamCommand, streamFact } from "../schemas/events/kinds";
-export type {
-  ContentEventTypes,
-  ContentRole,
-  ContentStem,
-  NodeFailed,
-  NodeRequested,
-} from "../schemas/events/workflow";
+// A run's input: a JSON object within bounds; an application's own input schema checks them too.
+export { RunInput, runInputBounds } from "../schemas/events/run-input";
+export type { NodeCompleted, NodeFailed, NodeRequested } from "../schemas/events/workflow";
 export {
-  CONTENT_ROLE_EVENTS,
-  CONTENT_ROLES,
-  ContentRequest,
-  contentEventTypes,
-  FactCheckOutput,
-  MAX_CLAIMS,
   MAX_HEARTBEAT_LEASE_SECONDS,
-  TOPIC_HINT_MAX_LENGTH,
-  WORKFLOW_KINDS,
+  NodeFailedPayload,
+  NodeRequestedPayload,
+  nodeCompletedPayload,
 } from "../schemas/events/workflow";
+export { NodeCancelRequestedPayload } from "../schemas/events/workflow-cancel";
 export type { AgentDefinition, AgentJournal } from "./core/agent/agent";
 export { agentModelSchemas, defineAgent } from "./core/agent/agent";
 export { AGENT_RUN_AGGREGATE, agentDescriptor, agentRole } from "./core/agent/agent-role";

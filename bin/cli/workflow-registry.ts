@@ -14,10 +14,10 @@ import {
   type WorkflowRegistry,
 } from "../../functions/core/dag/registry";
 import { stepRolesOf } from "../../functions/core/steps";
+import { WORKFLOW_KINDS } from "../../functions/roles/content-agents/events";
 import { recordAction } from "../../lib/operator/audit";
 import { fromSdk } from "../../lib/operator/from-sdk";
 import type { OpsStack } from "../../lib/operator/stack";
-import { WORKFLOW_KINDS } from "../../schemas/events/workflow";
 import { NotFoundError, out, type Target, UsageError } from "./target";
 import { tenantArgument, tenantOption } from "./tenant";
 

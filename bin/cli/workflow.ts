@@ -7,6 +7,7 @@ import { DynamoWorkflowRegistry } from "../../functions/adapters/dynamodb/workfl
 import { runInputProblems } from "../../functions/core/dag/input";
 import { InMemoryWorkflowRegistry } from "../../functions/core/dag/registry";
 import type { StoredState } from "../../functions/core/ports";
+import { WORKFLOW_KINDS } from "../../functions/roles/content-agents/events";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { operatorName } from "../../lib/operator/audit";
 import { fromSdk } from "../../lib/operator/from-sdk";
@@ -22,7 +23,7 @@ import {
   runRequestProblem,
 } from "../../lib/operator/workflow-actions";
 import { opaqueIdProblem } from "../../schemas";
-import { NodeId, WORKFLOW_KINDS, WORKFLOW_NAME_PATTERN } from "../../schemas/events/workflow";
+import { NodeId, WORKFLOW_NAME_PATTERN } from "../../schemas/events/workflow";
 import { MAX_SIGNAL_PAYLOAD_BYTES, SignalKey } from "../../schemas/events/workflow-wait";
 import {
   clientConfig,

@@ -131,8 +131,8 @@ export type HistoryEntry = z.infer<typeof HistoryEntry>;
 export const AgentRunSchema = z
   .object({
     /**
-     * The stable key of the agent run: the same for every run of one assignment (in the content
-     * workflow one DAG node at one generation), through retries, redeliveries and resumes; the
+     * The stable key of the agent run: the same for every run of one assignment (in a workflow
+     * one DAG node at one generation), through retries, redeliveries and resumes; the
      * `agent_run` aggregate id, which the DAG and the dedup of the agent's group rely on.
      */
     agent_run_key: OpaqueId,

@@ -47,9 +47,9 @@ export * from "./agent-run-model";
  *   TaskDegraded instead of TaskFailed / DependencyTimeout / ExternalConfirmTimeout / a human
  *   give-up when the node's policy allows it); a FAILED run is not degraded afterwards.
  * - BLOCKED (unknown outcome) gets a confirmation deadline `confirm_by`; `sweepBlocked` reports
- *   overdue ones so ExternalConfirmTimeout has an emitter, as `sweepHung` does for TaskHung. In
- *   the content workflow the orchestrator keeps a BLOCKED node's deadline in the run's state and
- *   the lease sweeper reports it (`node.confirm.expired`); the agent applies the trigger.
+ *   overdue ones so ExternalConfirmTimeout has an emitter, as `sweepHung` does for TaskHung. For
+ *   a workflow node the orchestrator keeps a BLOCKED node's deadline in the run's state and the
+ *   lease sweeper reports it (`node.confirm.expired`); the agent applies the trigger.
  * - `attempt` is 1-based: the number of the current execution within the current assignment.
  *   TaskAssigned and HumanRetry set it to 1, RetryScheduled adds 1.
  * - Two ids (seed 000 §4.1): `agent_run_key` names the agent run for good (the aggregate), and

@@ -8,7 +8,7 @@
  *   BLOCKED; approve runs the call, reject tells the model; the deadline rejects or fails the run;
  * - a reply held for review (reply generation): approve sends it (with an edited text, when
  *   given), reject drops it; no deadline;
- * - a content agent's confirmation (the content agents, through the orchestrator): the agent run
+ * - a workflow node's confirmation (a step role's agent, through the orchestrator): the agent run
  *   is BLOCKED on a question; approve resumes it with the confirmation, reject fails it, the
  *   deadline fails it.
  *

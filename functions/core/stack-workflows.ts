@@ -1,4 +1,3 @@
-import { WORKFLOW_KINDS } from "../../schemas/events/workflow";
 import * as z from "../../schemas/zod";
 import type { WorkflowDefinition } from "./dag/definition";
 import { WorkflowDefinitionError } from "./dag/errors";
@@ -10,7 +9,8 @@ import { deepEqual } from "./dag/values";
  * The workflows an application gives its stack (`workflows` of `new AgentBus`). The stack checks
  * them when it is synthesized, every problem named at once: each definition as a registered one
  * is checked (./dag/register.ts: the language, the structure, every node's role a step role of
- * the stack, a name a start can give and not a content workflow's), and each version given once.
+ * the stack, a name a start can give and not one the orchestrator's compiled-in workflows start
+ * by), and each version given once.
  * It writes them to its orchestrator's environment as JSON (`WORKFLOWS`), which the orchestrator
  * reads as it reads the table of step roles (`STEP_ROLES`, ./steps.ts): on AWS and on the local
  * runtime alike, with nothing written at deploy time.
@@ -50,10 +50,14 @@ export function workflowsOf(
   return (definitions ?? []).map((d) => defineWorkflow(d as WorkflowDefinition));
 }
 
-/** Every reason the stack cannot run `workflows` with these step roles; none when it can. */
+/**
+ * Every reason the stack cannot run `workflows` with these step roles; none when it can.
+ * `reserved`: the names the orchestrator's compiled-in workflows are started by.
+ */
 export function stackWorkflowProblems(
   workflows: readonly WorkflowDefinition[],
   stepRoles: readonly string[],
+  reserved: readonly string[],
 ): string[] {
   const problems: string[] = [];
   const given = new Map<string, WorkflowDefinition>();
@@ -66,7 +70,7 @@ export function stackWorkflowProblems(
     try {
       checkedDefinition(definition as unknown as Record<string, unknown>, {
         roles: stepRoles,
-        reserved: WORKFLOW_KINDS,
+        reserved,
       });
     } catch (error) {
       if (!(error instanceof WorkflowDefinitionError)) throw error;

@@ -105,7 +105,7 @@ export interface StepRun {
 /**
  * The key of one assignment's record: `<prefix>_` + 32 letters of a SHA-256 of its run, node and
  * generation, and of its item's index for an item of a map node. A step role's records are
- * `srun_`, a content agent's runs `arun_`.
+ * `srun_`; a role that takes its commands itself names its own (`arun_` for agent runs).
  */
 export function assignmentKey(
   prefix: string,

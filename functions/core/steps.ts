@@ -28,15 +28,15 @@ export interface StepDeclaration {
   /** The step's output, a JSON object: the role checks its answer against it before it answers. */
   readonly output: z.ZodMiniType<Record<string, unknown>>;
   /**
-   * The commands' spellings when the role has its own (the content agents'); left out: derived
-   * from the group (`<stem>.node.requested`, `<stem>.node.cancel.requested`).
+   * The commands' spellings when the role has its own (defined with its event types); left out:
+   * derived from the group (`<stem>.node.requested`, `<stem>.node.cancel.requested`).
    */
   readonly types?: StepCommandTypes;
   /** How long a started step may go without a heartbeat, in seconds. @default the orchestrator's */
   readonly leaseSeconds?: number;
   /**
    * A role that takes its step commands itself carries out map items too: it keeps a record per
-   * item, and names the item in its answers (the content agents do). The kit's step handler
+   * item, and names the item in its answers. The kit's step handler
    * always does. @default false
    */
   readonly items?: boolean;
@@ -110,8 +110,8 @@ export const StepRolesJson = z.jsonText(StepRoleTable, "a JSON object of group -
  * Register the commands of the table's step roles that spell none of their own (derived from the
  * group, as their modules register them), so that an orchestrator whose function holds none of
  * those modules (the hub's, deployed for an application) can emit them. A role that spells its
- * own registers them with its event types, which the orchestrator must then know otherwise (the
- * content agents', the hub's own).
+ * own registers them with its event types, which the orchestrator must then know otherwise (its
+ * function holds the role's event types).
  */
 export function registerStepCommands(table: StepRoleTable | undefined): void {
   for (const [group, entry] of Object.entries(table ?? {})) {

@@ -1,10 +1,10 @@
-import { WORKFLOW_KINDS } from "../../schemas/events/content-request";
 import * as z from "../../schemas/zod";
 import type { WorkflowDefinition } from "../core/dag/definition";
 import { WorkflowDefinitionError } from "../core/dag/errors";
 import { runInputProblems } from "../core/dag/input";
 import { MAX_DEFINITION_BYTES, putWorkflow } from "../core/dag/register";
 import { EVERY_TENANT, type WorkflowRegistry } from "../core/dag/registry";
+import { WORKFLOW_KINDS } from "../roles/content-agents/events";
 import { catalogFor, workflowCatalog } from "../roles/orchestrator/catalog";
 import { bodyOf, fail, type HttpRequest, type HttpResponse, issue, json } from "./http";
 import type { Caller } from "./identity";

@@ -17,6 +17,7 @@ import {
   workflowsEnvValue,
 } from "../../functions/core/stack-workflows";
 import { STEP_ROLES_ENV, type StepRoleEntry } from "../../functions/core/steps";
+import { workflowCatalog } from "../../functions/roles/orchestrator/catalog";
 import { featuresOf } from "../../functions/roles/stack-features";
 import { placeApplicationTypes } from "./application-types";
 import {
@@ -480,7 +481,7 @@ export class AgentBusStack extends Stack {
     if (workflows.length === 0) return;
     const orchestrators = this.groups.filter((g) => needs(g).orchestrates);
     const stepRoles = this.groups.filter((g) => needs(g).steps).map((g) => g.groupName);
-    const problems = stackWorkflowProblems(workflows, stepRoles);
+    const problems = stackWorkflowProblems(workflows, stepRoles, workflowCatalog().names);
     if (orchestrators.length === 0)
       problems.unshift("the stack has no orchestrator to run them: add the orchestrator module");
     if (problems.length > 0)

@@ -10,11 +10,12 @@ import {
   scopeLabel,
   type WorkflowRegistry,
 } from "../../functions/core/dag/registry";
+import { WORKFLOW_KINDS } from "../../functions/roles/content-agents/events";
 import {
   CONTENT_WORKFLOWS,
   contentWorkflowFor,
 } from "../../functions/roles/content-agents/workflows";
-import { WORKFLOW_KINDS, WORKFLOW_NAME_PATTERN } from "../../schemas/events/workflow";
+import { WORKFLOW_NAME_PATTERN } from "../../schemas/events/workflow";
 import { fromSdk } from "./from-sdk";
 import { operatorEnvelope, putCommand } from "./operator-command";
 import type { OpsStack } from "./stack";

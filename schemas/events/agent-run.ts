@@ -12,13 +12,14 @@ import {
   OperatorReason,
   Requester,
 } from "./fields";
-import { outsideCommand, outsideFact, streamCommand, streamFact } from "./kinds";
-import { CONTENT_ROLE_EVENTS, CONTENT_ROLES, ContentRequest, LeaseSeconds } from "./workflow";
+import { outsideCommand, outsideFact, streamFact } from "./kinds";
+import { RunInput } from "./run-input";
+import { LeaseSeconds } from "./workflow";
 
 /**
  * Agent runs as the orchestrator and the operator see them (seed 001 §2):
  *
- * - `node.started`: a content agent acknowledges an assignment when it starts on it (or resumes
+ * - `node.started`: a step role's agent acknowledges an assignment when it starts on it (or resumes
  *   it after a confirmation). Published straight to the events bus when the request enters the
  *   agent's consumer, before the model call (unsequenced, aggregate dag_run/<run_id>, version 0):
  *   the node is RUNNING from then in the run's state and on the console.
@@ -26,12 +27,14 @@ import { CONTENT_ROLE_EVENTS, CONTENT_ROLES, ContentRequest, LeaseSeconds } from
  *   BLOCKED until `confirm_by` (on the agent run's stream).
  * - `workflow.confirm.requested`: an operator answers a BLOCKED node (confirmed or refused).
  * - `<stem>.confirm.requested`: the orchestrator hands the answer, or the timeout, to the node's
- *   agent on the run's stream (the agent's command channel), with the assignment's context again.
+ *   agent on the run's stream (the agent's command channel), with the assignment's context again;
+ *   a step role that can be BLOCKED defines its own (`confirmEventType`, payload
+ *   `NodeConfirmRequestedPayload`).
  * - `node.confirm.expired` / `node.dependency.expired`: the sweeper found a BLOCKED node past its
  *   confirmation deadline, or a node still waiting for its inputs past its dependency timeout.
  */
 
-/** The agent role of a content agent. */
+/** The agent role (consumer group) of a step role. */
 const AgentRole = z.string().check(z.minLength(1), z.maxLength(64));
 
 export const NodeStartedPayload = z.object({
@@ -84,7 +87,7 @@ export const NodeConfirmRequestedPayload = z.object({
   requested_by: z.optional(Requester),
   /** The assignment's context, handed to the agent again to resume with. */
   input: z.record(z.string(), z.unknown()),
-  run_input: ContentRequest,
+  run_input: RunInput,
   /** The map item whose assignment it resumes, for an item of a map node. */
   item: z.optional(MapItemRef),
   /** The loop round of the assignment it resumes, inside a loop's body from round 2 on. */
@@ -102,7 +105,7 @@ export const NodeDependencyExpiredPayload = z.object({
 });
 export type NodeDependencyExpired = z.infer<typeof NodeDependencyExpiredPayload>;
 
-/** The confirmation command of a content role's agent. */
+/** The confirmation command of a step role whose agent can be BLOCKED, from its stem. */
 export function confirmEventType<S extends string>(stem: S): `${S}.confirm.requested` {
   return `${stem}.confirm.requested`;
 }
@@ -114,14 +117,14 @@ export function defineAgentRunEvents(registry: EventRegistry) {
       type: "node.started",
       heartbeat: true,
       description:
-        "A content agent started (or resumed) work on a node's assignment: the node is RUNNING (aggregate dag_run/<run_id>, version 0).",
+        "An agent started (or resumed) work on a node's assignment: the node is RUNNING (aggregate dag_run/<run_id>, version 0).",
       payload: NodeStartedPayload,
     }),
     registry.define({
       ...streamFact,
       type: "node.blocked",
       description:
-        "A content agent needs an external confirmation to finish a node; its agent run is BLOCKED until confirm_by (on its agent_run stream).",
+        "An agent needs an external confirmation to finish a node; its agent run is BLOCKED until confirm_by (on its agent_run stream).",
       payload: NodeBlockedPayload,
     }),
     registry.define({
@@ -145,13 +148,5 @@ export function defineAgentRunEvents(registry: EventRegistry) {
         "The sweeper found a node still waiting for its inputs past its dependency timeout (DependencyTimeout of seed 001).",
       payload: NodeDependencyExpiredPayload,
     }),
-    ...CONTENT_ROLES.map((role) =>
-      registry.define({
-        ...streamCommand,
-        type: confirmEventType(CONTENT_ROLE_EVENTS[role].stem),
-        description: `The orchestrator tells the ${role} agent how the confirmation its BLOCKED node waits for ended: confirmed, refused or timed out (on the dag_run stream), with the assignment's context.`,
-        payload: NodeConfirmRequestedPayload,
-      }),
-    ),
   ] as const;
 }

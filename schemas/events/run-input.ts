@@ -24,8 +24,9 @@ export function runInputBounds<T extends object>() {
   ] as const;
 }
 
-// A loose object, not a record: its JSON Schema then reads as the content request's was, less the
-// required topic hint (a compatible change of workflow.start.requested v2, schemas/compat.ts).
+// A loose object, not a record: its JSON Schema then reads as an application's own run input (a
+// loose object with fields of its own) does, less those fields: a compatible change from one to
+// the other (schemas/compat.ts).
 export const RunInput = z.looseObject({}).check(...runInputBounds<Record<string, unknown>>());
 export type RunInput = z.infer<typeof RunInput>;
 

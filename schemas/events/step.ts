@@ -13,8 +13,9 @@ import { NodeCancelRequestedPayload } from "./workflow-cancel";
  * facts, on the stream of its step run (one per run + node + generation): `step.completed` with
  * its output or `step.failed` with its error, each naming the role, so the orchestrator takes one
  * pair of types from every step role. A cancel (`<stem>.node.cancel.requested`) tells the role an
- * assignment no longer counts. The content agents keep their own spellings of the same commands
- * and answers (`<stem>.requested`, `<stem>.completed`, ...), declared as theirs (./workflow).
+ * assignment no longer counts. A role may keep its own spellings of the same commands and answers
+ * (`<stem>.requested`, `<stem>.completed`, ...), defined with its event types from the node
+ * payloads of ./workflow.ts and ./agent-run.ts.
  * For a map node, each item of its list is an assignment of its own: the request carries the item
  * (`item`: index, count, value), and the answer and the cancel name it (`item`: its index).
  */
@@ -70,7 +71,7 @@ export type StepFailed = z.infer<typeof StepFailedPayload>;
 export interface StepCommandTypes {
   readonly requested: string;
   readonly cancel: string;
-  /** Only a role that can be BLOCKED on a confirmation (the content agents) takes one. */
+  /** Only a role that can be BLOCKED on a confirmation takes one. */
   readonly confirm?: string;
 }
 

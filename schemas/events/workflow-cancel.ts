@@ -2,20 +2,19 @@ import { OpaqueId } from "../ids";
 import type { EventRegistry } from "../registry";
 import * as z from "../zod";
 import { ItemIndex, NodeRefShape, RequestedByShape } from "./fields";
-import { outsideCommand, streamCommand, streamFact } from "./kinds";
-import { CONTENT_ROLES, contentEventTypes, WorkflowEndedPayload } from "./workflow";
+import { outsideCommand, streamFact } from "./kinds";
+import { WorkflowEndedPayload } from "./workflow";
 
 /**
- * Cancelling a content-production run (seed 001 §4, TaskCancel on the command
- * channel):
+ * Cancelling a run (seed 001 §4, TaskCancel on the command channel):
  *
  * - `workflow.cancel.requested`: an operator asks for the run to stop (unsequenced, aggregate
  *   `dag_run/<run_id>` at version 0, like the other operator commands), saying who and why.
  * - `workflow.cancelled`: the orchestrator ended the run CANCELLED (on the run's stream), with the
  *   run's result so far and the request's reason and requester.
- * - `<stem>.cancel.requested` (one per content role): the orchestrator tells the agent of a node
+ * - a step role's cancel (`NodeCancelRequestedPayload`): the orchestrator tells the role of a node
  *   that its assignment (run, node, generation) no longer counts, on the run's stream, so it
- *   reaches the agent's group on the same channel and in the same order as `<stem>.requested`.
+ *   reaches the role's group on the same channel and in the same order as its request (./step.ts).
  */
 
 export const WorkflowCancelRequestedPayload = z.object({ run_id: OpaqueId, ...RequestedByShape });
@@ -57,14 +56,6 @@ export function defineWorkflowCancelEvents(registry: EventRegistry) {
         "Cancel a run (sent by an operator; aggregate dag_run/<run_id>, version 0): it ends CANCELLED and the agents of its running nodes are told to drop their work.",
       payload: WorkflowCancelRequestedPayload,
     }),
-    ...CONTENT_ROLES.map((role) =>
-      registry.define({
-        ...streamCommand,
-        type: contentEventTypes(role).cancel,
-        description: `The orchestrator tells the ${role} agent that its assignment of a node no longer counts (run cancelled or node re-run; on the dag_run stream): a request for it still queued is discarded, a run in progress ends CANCELLED.`,
-        payload: NodeCancelRequestedPayload,
-      }),
-    ),
     registry.define({
       ...streamFact,
       type: "workflow.cancelled",

@@ -2,7 +2,6 @@ import { IsoTime } from "../envelope";
 import { OpaqueId } from "../ids";
 import type { EventRegistry } from "../registry";
 import * as z from "../zod";
-import { ContentRequest, WORKFLOW_KINDS } from "./content-request";
 import {
   Attempt,
   ItemIndex,
@@ -14,38 +13,32 @@ import {
   OperatorReason,
   Requester,
 } from "./fields";
-import { outsideCommand, outsideFact, streamCommand, streamFact } from "./kinds";
+import { outsideCommand, outsideFact, streamFact } from "./kinds";
 import { RunInput } from "./run-input";
 
 /**
- * The content-production workflow (seed 001 §6) on the bus.
+ * A workflow run (seed 001 §6) on the bus.
  *
  * - Operator commands enter from outside a stream (unsequenced, version 0, de-duplicated by event
  *   id): start a run, re-run from a node, reset a FAILED node, nudge a run whose work was held
  *   back by backpressure. A scheduled sweeper reports expired node leases the same way, and a
- *   content agent busy with a long model call reports `node.heartbeat` to extend its node's lease.
+ *   step role busy with a long call reports `node.heartbeat` to extend its node's lease.
  * - The orchestrator appends to the run's own stream (aggregate `dag_run`, id = run_id): one
- *   `<role>.requested` command per released node, and `workflow.completed|partial|failed` when
- *   the run ends (or `workflow.rejected` when it refuses a request).
- * - Each content agent appends its outcome, `<role>.completed` or `<role>.failed`, to the stream
- *   of its agent run (aggregate `agent_run`, one per run_id + node_id + generation).
+ *   request command per released node (its step role's: ./step.ts), and
+ *   `workflow.completed|partial|failed` when the run ends (or `workflow.rejected` when it refuses
+ *   a request).
+ * - Each step role appends its outcome to the stream of its own run of the assignment (one per
+ *   run_id + node_id + generation). A role that spells its own commands and outcomes (an
+ *   application's) builds their payloads from the node payloads here.
  * Every command and outcome of one run carries `order_key = run_id`, so one run's traffic is
  * serialized within each consumer group.
  */
 
-export {
-  CONTENT_REQUEST_MAX_BYTES,
-  CONTENT_REQUEST_MAX_DEPTH,
-  ContentRequest,
-  TOPIC_HINT_MAX_LENGTH,
-  WORKFLOW_KINDS,
-  type WorkflowKind,
-} from "./content-request";
 export { NodeId } from "./fields";
 export { RUN_INPUT_MAX_BYTES, RunInput } from "./run-input";
 
 /**
- * What a start may name: a content workflow (`quick-news`, `long-form`), a workflow the stack was
+ * What a start may name: a workflow compiled into the orchestrator, a workflow the stack was
  * given, or one registered at run time; kebab-case, so never a run id. A name the orchestrator
  * does not know is refused with `workflow.rejected`, so an operator sees the refusal on the bus
  * instead of a dead-lettered message.
@@ -56,7 +49,7 @@ const WorkflowName = z
   .check(
     z.regex(WORKFLOW_NAME_PATTERN, { message: "must be kebab-case, max 64" }),
     z.describe(
-      `a workflow's name (kebab-case): ${WORKFLOW_KINDS.join(", ")}, a workflow the stack was given, or one registered at run time`,
+      "a workflow's name (kebab-case): one compiled into the orchestrator, a workflow the stack was given, or one registered at run time",
     ),
   );
 
@@ -64,7 +57,7 @@ const WorkflowName = z
 export const WorkflowStartRequestedV1Payload = z.object({
   run_id: OpaqueId,
   workflow: WorkflowName,
-  request: ContentRequest,
+  request: RunInput,
 });
 export type WorkflowStartRequestedV1 = z.infer<typeof WorkflowStartRequestedV1Payload>;
 
@@ -107,70 +100,13 @@ export const NodeFailure = z.object({
 });
 export type NodeFailure = z.infer<typeof NodeFailure>;
 
-// Outputs of the content roles: what each agent's model must answer (`…Answer`), and what its
-// completion carries (`…Output`). They differ only where a field was added after completions
-// without it were written: a completion may lack it, a model's answer may not.
-
-const ShortText = (max: number) => z.string().check(z.minLength(1), z.maxLength(max));
-
-/** The most claims topic selection hands to the fact check (one map item each). */
-export const MAX_CLAIMS = 12;
-/** A claim to check: one short sentence. */
-export const Claim = ShortText(300);
-
-export const TopicSelectionOutput = z.object({
-  topic: ShortText(500),
-  angle: ShortText(500),
-  sources: z.array(ShortText(500)).check(z.minLength(1), z.maxLength(20)),
-  /** The claims the article will rest on, each checked on its own (absent in older answers). */
-  claims: z.optional(z.array(Claim).check(z.maxLength(MAX_CLAIMS))),
-});
-export const TopicSelectionAnswer = z.object({
-  ...TopicSelectionOutput.shape,
-  claims: z.array(Claim).check(z.minLength(1), z.maxLength(MAX_CLAIMS)),
-});
-/** A fact check's verdict: on the topic's claims as a whole, or on the one claim of a map item. */
-export const FactCheckOutput = z.object({
-  verdict: z.enum(["pass", "fail"]),
-  checked_claims: z.int().check(z.nonnegative()),
-  notes: ShortText(4000),
-});
-export const WritingOutput = z.object({
-  title: ShortText(300),
-  body: ShortText(50_000),
-});
-/**
- * A review's decision and the text it settles on: `approved`, and when it is not, `notes` saying
- * what to change (the writer's next round works from them); `final_title` and `final_body` are
- * the article as the reviewer would publish it (absent in older answers).
- */
-export const ReviewOutput = z.object({
-  approved: z.boolean(),
-  edits: z.int().check(z.nonnegative()),
-  final_title: ShortText(300),
-  final_body: z.optional(ShortText(50_000)),
-  notes: z.optional(ShortText(2000)),
-});
-export const ReviewAnswer = z
-  .object({ ...ReviewOutput.shape, final_body: ShortText(50_000) })
-  .check(
-    z.refine((review) => review.approved || review.notes !== undefined, {
-      message: "a review that does not approve says why in notes",
-      path: ["notes"],
-    }),
-  );
-export type TopicSelectionOutput = z.infer<typeof TopicSelectionOutput>;
-export type FactCheckOutput = z.infer<typeof FactCheckOutput>;
-export type WritingOutput = z.infer<typeof WritingOutput>;
-export type ReviewOutput = z.infer<typeof ReviewOutput>;
-
 export const NodeRequestedPayload = z.object({
   ...NodeRefShape,
   attempt: Attempt,
   /** Outputs of the upstream nodes whose edge into this node was taken, by node id. */
   input: z.record(z.string(), z.unknown()),
-  /** The run's input (the operator's request). */
-  run_input: ContentRequest,
+  /** The run's input (the start request's). */
+  run_input: RunInput,
   /** Set for an item of a map node: which item, of how many, and its value. */
   item: z.optional(MapItemRef),
   /** Set inside a loop's body from its second round on: the round and the round before's outputs. */
@@ -180,56 +116,12 @@ export type NodeRequested = z.infer<typeof NodeRequestedPayload>;
 
 /** The map item an answer is for (its index), as the request named it. */
 const AnsweredItem = { item: z.optional(ItemIndex) };
-const completedPayload = <O extends z.ZodMiniType>(output: O) =>
+/** A node's completion with `output`, for a role that spells its own outcomes. */
+export const nodeCompletedPayload = <O extends z.ZodMiniType>(output: O) =>
   z.object({ ...NodeRefShape, output, ...AnsweredItem });
 export const NodeFailedPayload = z.object({ ...NodeRefShape, error: NodeFailure, ...AnsweredItem });
 export type NodeCompleted<O = unknown> = NodeRef & { output: O; item?: number };
 export type NodeFailed = z.infer<typeof NodeFailedPayload>;
-
-/**
- * The content roles: agent role (consumer group) -> event-name stem, the schema of its
- * completion's output, and the schema its model's answer must fit.
- */
-export const CONTENT_ROLE_EVENTS = {
-  "topic-selection": {
-    stem: "topic_selection",
-    output: TopicSelectionOutput,
-    answer: TopicSelectionAnswer,
-  },
-  "fact-check": { stem: "fact_check", output: FactCheckOutput, answer: FactCheckOutput },
-  writing: { stem: "writing", output: WritingOutput, answer: WritingOutput },
-  review: { stem: "review", output: ReviewOutput, answer: ReviewAnswer },
-} as const;
-export type ContentRole = keyof typeof CONTENT_ROLE_EVENTS;
-export const CONTENT_ROLES = Object.keys(CONTENT_ROLE_EVENTS) as ContentRole[];
-
-/** The event-name stem of each content role (`fact_check` for `fact-check`, ...). */
-export type ContentStem<R extends ContentRole = ContentRole> =
-  (typeof CONTENT_ROLE_EVENTS)[R]["stem"];
-
-/**
- * The event types of a content role: the orchestrator's commands to its agent (`requested`, and
- * `cancel` when an assignment no longer counts; see ./workflow-cancel) and the agent's outcomes.
- * Typed by the role's stem, so the types defined from them keep their names in the type system.
- */
-export interface ContentEventTypes<S extends string = ContentStem> {
-  readonly requested: `${S}.requested`;
-  readonly cancel: `${S}.cancel.requested`;
-  readonly completed: `${S}.completed`;
-  readonly failed: `${S}.failed`;
-}
-
-export function contentEventTypes<R extends ContentRole>(
-  role: R,
-): ContentEventTypes<ContentStem<R>> {
-  const { stem } = CONTENT_ROLE_EVENTS[role];
-  return {
-    requested: `${stem}.requested`,
-    cancel: `${stem}.cancel.requested`,
-    completed: `${stem}.completed`,
-    failed: `${stem}.failed`,
-  };
-}
 
 export const NodeErrorResult = z.object({
   code: z.string().check(z.minLength(1), z.maxLength(128)),
@@ -299,7 +191,6 @@ export function defineWorkflowEvents(registry: EventRegistry) {
   return [
     ...defineRunCommands(registry),
     ...defineLeaseEvents(registry),
-    ...CONTENT_ROLES.flatMap((role) => defineContentRoleEvents(registry, role)),
     ...defineRunEndEvents(registry),
   ] as const;
 }
@@ -311,7 +202,7 @@ function defineRunCommands(registry: EventRegistry) {
       ...outsideCommand,
       type: "workflow.start.requested",
       description:
-        "Start a content-production run (sent by an operator; aggregate dag_run/<run_id>, version 0).",
+        "Start a run of the named workflow (sent by an operator; aggregate dag_run/<run_id>, version 0).",
       payload: WorkflowStartRequestedV1Payload,
     }),
     registry.define({
@@ -319,7 +210,7 @@ function defineRunCommands(registry: EventRegistry) {
       schemaVersion: 2,
       type: "workflow.start.requested",
       description:
-        "Start a content-production run of the named workflow (sent by an operator; aggregate dag_run/<run_id>, version 0).",
+        "Start a run of the named workflow, with its input (sent by an operator; aggregate dag_run/<run_id>, version 0).",
       payload: WorkflowStartRequestedPayload,
       upcast: (previous) => {
         const { workflow, ...rest } = previous as WorkflowStartRequestedV1;
@@ -364,37 +255,8 @@ function defineLeaseEvents(registry: EventRegistry) {
       type: "node.heartbeat",
       heartbeat: true,
       description:
-        "A content agent is still working on a node (a long model call): the orchestrator extends the node's lease (aggregate dag_run/<run_id>, version 0).",
+        "A step role is still working on a node (a long model call): the orchestrator extends the node's lease (aggregate dag_run/<run_id>, version 0).",
       payload: NodeHeartbeatPayload,
-    }),
-  ] as const;
-}
-
-/**
- * A content role's command and outcomes. Defined in a loop over the roles, its types share one
- * payload type each in the type system: `<stem>.completed` carries any role's output there.
- */
-function defineContentRoleEvents(registry: EventRegistry, role: ContentRole) {
-  const { output } = CONTENT_ROLE_EVENTS[role];
-  const types = contentEventTypes(role);
-  return [
-    registry.define({
-      ...streamCommand,
-      type: types.requested,
-      description: `The orchestrator assigns a ${role} node to the ${role} agent (on the dag_run stream).`,
-      payload: NodeRequestedPayload,
-    }),
-    registry.define({
-      ...streamFact,
-      type: types.completed,
-      description: `The ${role} agent completed a node (on its agent_run stream).`,
-      payload: completedPayload(output),
-    }),
-    registry.define({
-      ...streamFact,
-      type: types.failed,
-      description: `The ${role} agent gave up on a node: retries exhausted, a permanent error, a business refusal or a model output that needs a human (on its agent_run stream).`,
-      payload: NodeFailedPayload,
     }),
   ] as const;
 }

@@ -1,6 +1,7 @@
 import { App, Stack } from "aws-cdk-lib";
 import { Annotations, Match } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
+import { CONTENT_ROLES } from "../../functions/roles/content-agents/events";
 import {
   DEFAULT_MODEL_ID,
   MODEL_ID_CONTEXT_KEY,
@@ -11,7 +12,6 @@ import {
 } from "../../lib/infra/constructs/model-access";
 import { RETIRING_MODELS } from "../../lib/infra/constructs/model-lifecycle";
 import { topology } from "../../lib/infra/project";
-import { CONTENT_ROLES } from "../../schemas/events/workflow";
 import { functionsOfKind, type Resource, statementsOf, synthesizeStack } from "./synth";
 
 /**

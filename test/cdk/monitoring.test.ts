@@ -4,13 +4,13 @@ import type { Command } from "commander";
 import { describe, expect, it } from "vitest";
 import { agentbusProgram } from "../../bin/cli/program";
 import { type AttentionSignal, NEEDS_HUMAN } from "../../functions/core/attention";
+import { CONTENT_ROLES } from "../../functions/roles/content-agents/events";
 import { HELD_REPLIES } from "../../functions/roles/customer-support/reply-generation/review";
 import { ConsumerGroup } from "../../lib/infra/constructs/consumer-group";
 import type { ConsumerGroupProps } from "../../lib/infra/constructs/consumer-group-props";
 import { Relay } from "../../lib/infra/constructs/relay";
 import { AgentBusTables } from "../../lib/infra/constructs/tables";
 import { Topic } from "../../lib/infra/constructs/topic";
-import { CONTENT_ROLES } from "../../schemas/events/workflow";
 import {
   dashboardBody,
   functionsOfKind,

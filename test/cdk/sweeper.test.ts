@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { stepRolesOf } from "../../functions/core/steps";
+import { CONTENT_ROLES } from "../../functions/roles/content-agents/events";
 import { ROLE_MODULES } from "../../functions/roles/modules";
-import { CONTENT_ROLES } from "../../schemas/events/workflow";
 import {
   functionsOfKind,
   getAtt,

@@ -1,5 +1,6 @@
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
+import { ContentRequest } from "../../functions/roles/content-agents/events";
 // The customer-support application's event types, which its role modules would define.
 import "../../functions/roles/customer-support/events/index";
 import { jsonBytes, newestWithin } from "../../functions/core/budget";
@@ -16,7 +17,6 @@ import {
   TURNS_MAX_BYTES,
 } from "../../functions/roles/customer-support/conversation-projection/conversation-projection";
 import { type Envelope, registry } from "../../schemas";
-import { ContentRequest } from "../../schemas/events/workflow";
 import { clientMessage, makeDeps, seedTask } from "./fixtures";
 
 /** Nothing a message carries may grow a stored item or a computation without bound. */

@@ -9,8 +9,8 @@ import {
   WORKFLOW_DEFINITION_SCHEMA_FILE,
   workflowDefinitionJsonSchema,
 } from "../../functions/core/dag/json-schema";
+import { CONTENT_ROLES } from "../../functions/roles/content-agents/events";
 import { CONTENT_WORKFLOWS } from "../../functions/roles/content-agents/workflows";
-import { CONTENT_ROLES } from "../../schemas/events/workflow";
 
 /** A definition is refused once, with every structural problem named. */
 

@@ -4,11 +4,11 @@ import { InMemoryEventStore } from "../../functions/core/memory";
 import type { Role, RoleDescriptor } from "../../functions/core/role";
 import { buildRole } from "../../functions/core/role-module";
 import { contentAgentRole } from "../../functions/roles/content-agents/content-agent";
+import { CONTENT_ROLES } from "../../functions/roles/content-agents/events";
 import { orchestratorRole } from "../../functions/roles/orchestrator/orchestrator";
 import { refundReviewModule } from "../../functions/roles/refund-review";
 import { memoryRolePorts } from "../../lib/dev/role-kit/memory-ports";
 import { topology } from "../../lib/infra/project";
-import { CONTENT_ROLES } from "../../schemas/events/workflow";
 import { supportHarness } from "./support-fixture";
 
 /**

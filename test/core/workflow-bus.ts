@@ -10,16 +10,15 @@ import type { Role, StepStatus } from "../../functions/core/role";
 import { buildRole, type RoleModule } from "../../functions/core/role-module";
 import { planSweep } from "../../functions/core/sweeper";
 import { agentRunKey, contentAgentRole } from "../../functions/roles/content-agents/content-agent";
+import {
+  CONTENT_ROLES,
+  type TopicSelectionOutput,
+} from "../../functions/roles/content-agents/events";
 import { orchestrator } from "../../functions/roles/orchestrator/orchestrator";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { Random } from "../../lib/dev/faults/random";
 import { type Envelope, registry } from "../../schemas";
-import {
-  CONTENT_ROLES,
-  type NodeCompleted,
-  type TopicSelectionOutput,
-  type WorkflowEnded,
-} from "../../schemas/events/workflow";
+import type { NodeCompleted, WorkflowEnded } from "../../schemas/events/workflow";
 import { makeDeps } from "./fixtures";
 
 // ---------------------------------------------------------------------------------------------

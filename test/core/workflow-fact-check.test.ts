@@ -8,6 +8,7 @@ import {
   UNSOURCED_CLAIM,
 } from "../../functions/adapters/local-model";
 import type { MapItemResult } from "../../functions/core/dag/map";
+import type { ReviewOutput } from "../../functions/roles/content-agents/events";
 import { CLAIM_HEADING } from "../../functions/roles/content-agents/headings";
 import {
   CLAIMS_MAY_FAIL,
@@ -15,12 +16,7 @@ import {
   quickNews,
 } from "../../functions/roles/content-agents/workflows";
 import type { NodeBlocked, NodeConfirmRequested } from "../../schemas/events/agent-run";
-import type {
-  NodeCompleted,
-  NodeFailed,
-  NodeRequested,
-  ReviewOutput,
-} from "../../schemas/events/workflow";
+import type { NodeCompleted, NodeFailed, NodeRequested } from "../../schemas/events/workflow";
 import { Bus, type Delivery } from "./workflow-bus";
 
 /**

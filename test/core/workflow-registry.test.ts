@@ -8,10 +8,11 @@ import {
   InMemoryWorkflowRegistry,
 } from "../../functions/core/dag/registry";
 import { stepRolesOf } from "../../functions/core/steps";
+import { WORKFLOW_KINDS } from "../../functions/roles/content-agents/events";
 import { contentAgentModules } from "../../functions/roles/content-agents/index";
 import { orchestratorRole } from "../../functions/roles/orchestrator/orchestrator";
 import { registry as eventRegistry } from "../../schemas";
-import { WORKFLOW_KINDS, type WorkflowRejected } from "../../schemas/events/workflow";
+import type { WorkflowRejected } from "../../schemas/events/workflow";
 import { Bus } from "./workflow-bus";
 
 /**

@@ -7,6 +7,7 @@ import {
 import type { MapItemResult } from "../../functions/core/dag/map";
 import { TransientError } from "../../functions/core/errors";
 import { agentRunKey, contentAgentRole } from "../../functions/roles/content-agents/content-agent";
+import { CONTENT_ROLES } from "../../functions/roles/content-agents/events";
 import { CLAIMS_MAY_FAIL } from "../../functions/roles/content-agents/workflows";
 import {
   ORCHESTRATOR_SUBSCRIPTIONS,
@@ -14,7 +15,6 @@ import {
 } from "../../functions/roles/orchestrator/orchestrator";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { registry } from "../../schemas";
-import { CONTENT_ROLES } from "../../schemas/events/workflow";
 import { Bus } from "./workflow-bus";
 
 const newRunId = () => `run_${ulid()}`;

@@ -2,6 +2,7 @@ import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentRun } from "../../functions/core/agent-run";
 import { agentRunKey } from "../../functions/roles/content-agents/content-agent";
+import { CONTENT_ROLES } from "../../functions/roles/content-agents/events";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import { putOnBus } from "../../lib/dev/local/put-on-bus";
 import { readDeadLetters } from "../../lib/dev/local/scenario/dead-letters";
@@ -12,7 +13,6 @@ import {
   waitForRunEnd,
 } from "../../lib/dev/local/scenario/workflow";
 import type { Envelope } from "../../schemas";
-import { CONTENT_ROLES } from "../../schemas/events/workflow";
 import { auditedOutcomes, auditRecord } from "../support/audit";
 import { emulator } from "../support/aws";
 import { type CliResult, localCli } from "../support/cli";

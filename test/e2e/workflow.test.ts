@@ -1,6 +1,7 @@
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { MapItemResult } from "../../functions/core/dag/map";
+import type { TopicSelectionOutput } from "../../functions/roles/content-agents/events";
 import { CLAIMS_MAY_FAIL } from "../../functions/roles/content-agents/workflows";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
@@ -11,7 +12,6 @@ import {
   startWorkflow,
   waitForRunEnd,
 } from "../../lib/dev/local/scenario/workflow";
-import type { TopicSelectionOutput } from "../../schemas/events/workflow";
 import { emulator } from "../support/aws";
 
 /**

@@ -1,5 +1,6 @@
 import { defineModule } from "../../core/role-module";
 import { moduleEntry } from "../../handlers/module-entry";
+import { CONTENT_EVENT_TYPES } from "../content-agents/events";
 import { SUPPORT_EVENT_TYPES } from "../customer-support/events/index";
 import { REFUND_EVENT_TYPES } from "../refund-review/events";
 import { auditModule } from "./index";
@@ -10,5 +11,8 @@ import { auditModule } from "./index";
  * fields of those it keeps whole sealed (a function knows the types its bundle defines).
  */
 export const { create, handler } = moduleEntry(
-  defineModule({ ...auditModule, events: [...SUPPORT_EVENT_TYPES, ...REFUND_EVENT_TYPES] }),
+  defineModule({
+    ...auditModule,
+    events: [...SUPPORT_EVENT_TYPES, ...REFUND_EVENT_TYPES, ...CONTENT_EVENT_TYPES],
+  }),
 );

@@ -1,10 +1,4 @@
-import type {
-  ContentEventTypes,
-  EventPayloads,
-  FactCheckOutput,
-  NodeFailed,
-  NodeRequested,
-} from "../../kit";
+import type { EventPayloads, NodeFailed, NodeRequested } from "../../kit";
 import {
   type AgentRun,
   classifyFailure,
@@ -13,6 +7,7 @@ import {
   type RunError,
   transition,
 } from "../../kit";
+import type { ContentEventTypes, FactCheckOutput } from "./events";
 import { itemIndexOf, type NodeRef } from "./ids";
 import type { ContentAgent, ContentDecision } from "./settings";
 

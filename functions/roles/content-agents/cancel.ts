@@ -1,12 +1,6 @@
 import type { Envelope, TypedDecision } from "../../kit";
-import {
-  type AgentRun,
-  CONTENT_ROLES,
-  cancelIssued,
-  contentEventTypes,
-  payloadOf,
-  transition,
-} from "../../kit";
+import { type AgentRun, cancelIssued, payloadOf, transition } from "../../kit";
+import { CONTENT_ROLES, contentEventTypes } from "./events";
 import { itemIndexOf, type NodeRef } from "./ids";
 import type { ContentAgent } from "./settings";
 

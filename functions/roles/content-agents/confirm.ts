@@ -2,7 +2,6 @@ import * as z from "../../../schemas/zod";
 import type { ApprovalRequest, Envelope } from "../../kit";
 import {
   type AgentRun,
-  CONTENT_ROLE_EVENTS,
   ConfirmationQuestion,
   confirmEventType,
   type NodeBlocked,
@@ -13,6 +12,7 @@ import {
   withRunId,
 } from "../../kit";
 import { failedDecision } from "./answers";
+import { CONTENT_ROLE_EVENTS } from "./events";
 import { itemIndexOf, type NodeRef } from "./ids";
 import type { ContentAgent, ContentDecision } from "./settings";
 

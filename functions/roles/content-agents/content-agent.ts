@@ -9,10 +9,7 @@ import type {
 } from "../../kit";
 import {
   type AgentRun,
-  CONTENT_ROLE_EVENTS,
-  type ContentRole,
   confirmEventType,
-  contentEventTypes,
   DAG_RUN_AGGREGATE,
   type DescriptorOf,
   defineRole,
@@ -39,6 +36,7 @@ import {
   questionOf,
   requestOf,
 } from "./confirm";
+import { CONTENT_ROLE_EVENTS, type ContentRole, contentEventTypes } from "./events";
 import { agentRunIdOf, agentRunKey, itemIndexOf, type NodeRef } from "./ids";
 import modelSchemas from "./model-schemas.json";
 import { CONFIRMATION_INSTRUCTION, INSTRUCTIONS, promptOf } from "./prompts";

@@ -1,11 +1,6 @@
 import * as z from "../../../schemas/zod";
 import {
   AWAITING_APPROVAL,
-  CONTENT_ROLE_EVENTS,
-  CONTENT_ROLES,
-  ContentRequest,
-  type ContentRole,
-  contentEventTypes,
   defineModule,
   handlerBeside,
   isInvalidOutput,
@@ -19,6 +14,14 @@ import {
   contentAgentRole,
   contentAnswer,
 } from "./content-agent";
+import {
+  CONTENT_EVENT_TYPES,
+  CONTENT_ROLE_EVENTS,
+  CONTENT_ROLES,
+  ContentRequest,
+  type ContentRole,
+  contentEventTypes,
+} from "./events";
 
 /** `AGENT_CONFIRM_SECONDS`: how long a BLOCKED agent run waits for its confirmation. */
 export const ContentAgentSettings = z.object({
@@ -36,6 +39,7 @@ export function contentAgentModule(role: ContentRole) {
   const { requested, cancel } = contentEventTypes(role);
   return defineModule({
     descriptor: contentAgentDescriptor(role),
+    events: CONTENT_EVENT_TYPES,
     entry: handlerBeside(import.meta.url),
     deployment: {
       batchSize: 1,

@@ -1,5 +1,6 @@
-import type { ContentRole, NodeRequested } from "../../kit";
+import type { NodeRequested } from "../../kit";
 import { canonicalJson } from "../../kit";
+import type { ContentRole } from "./events";
 import { CLAIM_HEADING, PREVIOUS_ROUND_HEADING } from "./headings";
 
 /** What the content agents tell their model: the system instructions per role, and the request. */

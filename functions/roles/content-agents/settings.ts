@@ -2,17 +2,19 @@ import type * as z from "../../../schemas/zod";
 import type { CommandStream, ModelPort, TypedDecision } from "../../kit";
 import {
   type AgentRun,
-  CONTENT_ROLE_EVENTS,
-  type ContentEventTypes,
-  type ContentRole,
-  type ContentStem,
-  contentEventTypes,
   DEFAULT_CONFIRM_SECONDS,
   DEFAULT_LEASE_SECONDS,
   DEFAULT_MAX_ATTEMPTS,
   MAX_HEARTBEAT_LEASE_SECONDS,
   PermanentError,
 } from "../../kit";
+import {
+  CONTENT_ROLE_EVENTS,
+  type ContentEventTypes,
+  type ContentRole,
+  type ContentStem,
+  contentEventTypes,
+} from "./events";
 
 /** A content agent's options, and its settings checked and resolved once when it is created. */
 

@@ -1,19 +1,16 @@
 import * as z from "../../../schemas/zod";
 import type { WorkflowDefinition } from "../../kit";
+import { DagRequestError, defineWorkflow, isRecord, show } from "../../kit";
 import {
   CONTENT_ROLE_EVENTS,
   CONTENT_ROLES,
   type ContentEventTypes,
   type ContentRole,
   contentEventTypes,
-  DagRequestError,
-  defineWorkflow,
-  isRecord,
   MAX_CLAIMS,
-  show,
   TOPIC_HINT_MAX_LENGTH,
   WORKFLOW_KINDS,
-} from "../../kit";
+} from "./events";
 
 /**
  * The content-production workflows (seed 001 §6): product data run by the DAG executor. A node's

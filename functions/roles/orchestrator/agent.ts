@@ -11,6 +11,7 @@ import { mapItemsOf } from "../../core/dag/assignment";
 import { Draft } from "../../core/dag/draft";
 import { graphOf } from "../../core/dag/graph";
 import { assignment } from "../../core/dag/release-pass";
+import type { EmitOf } from "../../core/define-role";
 import { PermanentError } from "../../core/errors";
 import {
   definitionOf,
@@ -285,7 +286,8 @@ function sendOutcome(
   );
   return {
     ...decided(stepped, leasing),
-    // The role's confirmation type, known at run time only: typed as a content agent's.
-    emit: [{ type: confirm as ConfirmType, payload, orderKey: state.run.run_id }],
+    // The role's confirmation type, known at run time only: typed as a content agent's (the
+    // registry checks the payload against the role's type on emit).
+    emit: [{ type: confirm, payload, orderKey: state.run.run_id } as EmitOf<ConfirmType>],
   };
 }

@@ -1,5 +1,4 @@
 import { confirmEventType } from "../../../schemas/events/agent-run";
-import { CONTENT_ROLE_EVENTS, WORKFLOW_KINDS } from "../../../schemas/events/workflow";
 import type { WorkflowDefinition } from "../../core/dag/definition";
 import { defineWorkflow } from "../../core/dag/graph";
 import {
@@ -10,6 +9,7 @@ import {
 } from "../../core/dag/registry";
 import { PermanentError } from "../../core/errors";
 import type { StepRoleTable } from "../../core/steps";
+import { CONTENT_ROLE_EVENTS, WORKFLOW_KINDS } from "../content-agents/events";
 import { CONTENT_AGENTS, CONTENT_WORKFLOWS, contentWorkflowFor } from "../content-agents/workflows";
 
 /**

@@ -1,8 +1,11 @@
 import { ulid } from "ulid";
 import type { MapItemResult } from "../../../../functions/core/dag/map";
+import {
+  CONTENT_ROLES,
+  type TopicSelectionOutput,
+} from "../../../../functions/roles/content-agents/events";
 import type { OrchestratorState } from "../../../../functions/roles/orchestrator/state";
 import { type Envelope, registry } from "../../../../schemas";
-import { CONTENT_ROLES, type TopicSelectionOutput } from "../../../../schemas/events/workflow";
 import type { LocalEnvironment } from "../environment";
 import { putOnBus } from "../put-on-bus";
 import { type Check, check } from "./check";
