@@ -76,6 +76,7 @@ export {
 } from "../schemas/events/workflow";
 export type { AgentDefinition, AgentJournal } from "./core/agent/agent";
 export { agentModelSchemas, defineAgent } from "./core/agent/agent";
+export type { RunConversation } from "./core/agent/agent-role";
 export { AGENT_RUN_AGGREGATE, agentDescriptor, agentRole } from "./core/agent/agent-role";
 export { personWaitRules } from "./core/agent/attention";
 export type { ContentStore } from "./core/agent/content";
