@@ -72,6 +72,7 @@ export {
 export { NodeCancelRequestedPayload } from "../schemas/events/workflow-cancel";
 export type { AgentDefinition, AgentJournal } from "./core/agent/agent";
 export { agentModelSchemas, defineAgent } from "./core/agent/agent";
+export type { RunConversation } from "./core/agent/agent-role";
 export { AGENT_RUN_AGGREGATE, agentDescriptor, agentRole } from "./core/agent/agent-role";
 export { personWaitRules } from "./core/agent/attention";
 export type { ContentStore } from "./core/agent/content";

@@ -9,7 +9,11 @@ import {
   MAX_TURNS_LIMIT,
   newJournal,
 } from "../../functions/core/agent/agent";
-import { contentRef, InMemoryContentStore } from "../../functions/core/agent/content";
+import {
+  contentRef,
+  InMemoryContentStore,
+  toolOutputsSeen,
+} from "../../functions/core/agent/content";
 import { type AgentPorts, agentStep, type StepResult } from "../../functions/core/agent/loop";
 import { approvalExpired, personDecides } from "../../functions/core/agent/person";
 import {
@@ -235,6 +239,23 @@ describe("the agent loop (functions/core/agent)", () => {
     expect(journal.window.length).toBeLessThanOrEqual(JOURNAL_WINDOW);
     expect(journal.window.at(-1)?.step).toBe(journal.step);
     expect(journal.step).toBe(100 + 99);
+  });
+
+  it("the step whose answer ends the run gives back the conversation's texts, as it read and wrote them", async () => {
+    const model = new ScriptedModel((turn) =>
+      turn < 3 ? { call: [["lookup", { n: turn }]] } : { text: GOOD_ANSWER },
+    );
+    const ports = portsWith(model);
+    const { journal, next, conversation } = await drive(
+      tinyAgent([lookupTool()]),
+      await begin(ports),
+      ports,
+    );
+    expect(next).toBe("end");
+    // The stored texts of every message, the answer's last: what the role's finish is given.
+    expect(conversation).toEqual(await ports.content.getMany(journal.messages));
+    const outputs = toolOutputsSeen(conversation ?? []).map((o) => JSON.parse(o).n);
+    expect(outputs).toEqual([1, 2]);
   });
 
   it("each model turn offers the tools and asks for the answer's shape, from the agent's schemas", async () => {
@@ -562,9 +583,12 @@ describe("the agent loop (functions/core/agent)", () => {
       await expect(
         personDecides(agent, approved.journal, { ...again, decision: "reject" }, ports, T0),
       ).rejects.toThrow(/call_1_1 was already decided: approve by ops@example.com/);
-      const { journal } = await drive(agent, commit(approved.journal), ports);
+      const { journal, conversation } = await drive(agent, commit(approved.journal), ports);
       expect(journal.status).toBe("COMPLETED");
       expect(pay.keys).toEqual([`${TASK}:${RUN}:call_1_1`]);
+      // Resumed, the answering step read the turns before the wait from the store as well.
+      expect(conversation).toEqual(await ports.content.getMany(journal.messages));
+      expect(toolOutputsSeen(conversation ?? [])).toEqual([JSON.stringify({ receipt: "r-500" })]);
     });
 
     it("refuses a decision on another call, or of the wrong kind", async () => {
@@ -629,6 +653,8 @@ describe("the agent loop (functions/core/agent)", () => {
       });
       expect(pay.keys).toEqual([]);
       expect(model.calls).toBe(1);
+      // No step read the conversation: the role reads it for its finish (agent-role.ts).
+      expect(expired).not.toHaveProperty("conversation");
     });
   });
 

@@ -91,6 +91,16 @@ export function agentDescriptor(fields: {
   };
 }
 
+/**
+ * The texts of a run's conversation (its journal's `messages`: the first message, each model turn,
+ * each turn's tool results, refusals and errors), oldest first. A run a model's answer ended gives
+ * the texts its final step read from the content store moments before, with the answer, so they
+ * are not read twice; any other end (a person's answer, a deadline) reads them from the store,
+ * once, on the first ask. Nothing is kept across deliveries: a customer's erasure of the stored
+ * conversation holds for every later step.
+ */
+export type RunConversation = () => Promise<readonly string[]>;
+
 export interface AgentRoleSpec {
   readonly descriptor: AgentDescriptor;
   readonly agent: AgentDefinition;
@@ -99,8 +109,12 @@ export interface AgentRoleSpec {
     readonly prompt: string;
     readonly subject: Readonly<Record<string, string>>;
   }>;
-  /** The facts of a run that ended (COMPLETED, or FAILED by a deadline). */
-  finish(journal: AgentJournal): Promise<EmitSpec[]>;
+  /**
+   * The facts of a run that ended (COMPLETED, or FAILED by a deadline). `conversation` gives the
+   * texts of the run's conversation (RunConversation), for what checks the run's answer against
+   * what its model saw (an output guard).
+   */
+  finish(journal: AgentJournal, conversation: RunConversation): Promise<EmitSpec[]>;
   /** The fact that a run waits for a person. */
   needsPerson(journal: AgentJournal): Promise<EmitSpec[]>;
   /**
@@ -270,12 +284,25 @@ async function outcome(spec: AgentRoleSpec, result: StepResult): Promise<Decisio
     result.wrote && spec.wrote ? declared(spec, await spec.wrote(journal, result.wrote)) : [];
   if (result.next === "continue")
     return { state: journal, emit: [...wrote, stepCommand(spec, journal, result.recorded)] };
-  if (result.next === "end")
-    return { state: journal, emit: [...wrote, ...declared(spec, await spec.finish(journal))] };
+  if (result.next === "end") {
+    const facts = await spec.finish(journal, conversationOf(result, spec.ports));
+    return { state: journal, emit: [...wrote, ...declared(spec, facts)] };
+  }
   return {
     state: journal,
     emit: [...wrote, ...declared(spec, await spec.needsPerson(journal))],
     dueAt: journal.waiting?.deadline ?? null,
+  };
+}
+
+/** The conversation of a run that ended (RunConversation): the step's own texts, or one read. */
+function conversationOf(result: StepResult, ports: AgentPorts): RunConversation {
+  let read: Promise<readonly string[]> | undefined;
+  return () => {
+    read ??= result.conversation
+      ? Promise.resolve(result.conversation)
+      : ports.content.getMany(result.journal.messages);
+    return read;
   };
 }
 

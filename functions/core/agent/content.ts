@@ -64,8 +64,8 @@ export function erasedContent(text: string): string {
 /**
  * The tool outputs a run's model saw, as JSON texts, oldest first: what the output guard
  * (../output-guard.ts) is given to tell a paste of them from an answer. Read from the texts of the
- * run's stored conversation (`messages` from its ContentStore: each user turn's tool results,
- * refusals and errors included), which a guard reads once for all it needs of the run.
+ * run's conversation (each user turn's tool results, refusals and errors included), as an agent
+ * role's `finish` is given them (RunConversation, ./agent-role.ts).
  */
 export function toolOutputsSeen(conversation: readonly string[]): string[] {
   return conversation.flatMap((text) => {

@@ -36,8 +36,9 @@ import { reportedCount, reportedLatency, takenTurn } from "./turn";
  * 2. else a model turn: the conversation so far (content references, ./content.ts) with the
  *    tools. A turn the run cannot take (too many calls, a name or id out of bounds, too large:
  *    ./turn.ts) -> an error turn, nothing run. Tool calls -> kept as the turn's calls (1). A text
- *    answer -> parsed as JSON against `output`: the run is COMPLETED with it, or told what is
- *    wrong (an error turn).
+ *    answer -> parsed as JSON against `output`: the run is COMPLETED with it (the texts of the
+ *    conversation it read given back with the step: `conversation`), or told what is wrong (an
+ *    error turn).
  * The turn budget spent, or `maxErrorTurns` error turns in a row -> NEEDS_HUMAN.
  */
 
@@ -63,6 +64,12 @@ export interface StepResult {
   readonly recorded: JournalStep;
   /** The write the step learnt took effect, if any: what the role's facts of it are made from. */
   readonly wrote?: WriteDone;
+  /**
+   * The texts of the journal's `messages`, oldest first, when the step holds them all: a model
+   * turn that ended the run read the conversation to ask the model and wrote its answer. The
+   * role's `finish` is given them so it need not read the conversation again (./agent-role.ts).
+   */
+  readonly conversation?: readonly string[];
 }
 
 /** A write tool's call that took effect outside AgentBus (a refund made). */
@@ -142,18 +149,22 @@ async function modelStep(
     return refuseInvalidCalls(agent, next, ports, now);
   }
   const next = recorded(journal, step, now, { totals, messages });
-  return answered(agent, next, taken.text, ports, now);
+  const answer = { text: taken.text, conversation: [...texts, taken.stored] };
+  return answered(agent, next, answer, ports, now);
 }
 
-/** A text answer: COMPLETED when it fits `output`, else an error turn (bounded). */
+/**
+ * A text answer: COMPLETED when it fits `output`, else an error turn (bounded). `conversation`:
+ * the texts of the journal's messages, the answer's last.
+ */
 async function answered(
   agent: AgentDefinition,
   journal: AgentJournal,
-  answer: string,
+  answer: { readonly text: string; readonly conversation: readonly string[] },
   ports: AgentPorts,
   now: Date,
 ): Promise<StepResult> {
-  const read = readAnswer(agent, answer);
+  const read = readAnswer(agent, answer.text);
   const problem = "problem" in read ? read.problem : await agent.accept?.(read.output, journal);
   if (problem === undefined && "output" in read) {
     const done = {
@@ -162,7 +173,8 @@ async function answered(
       output: read.output,
       error_turns: 0,
     };
-    return { journal: done, next: "end", recorded: latestStep(done) };
+    const { conversation } = answer;
+    return { journal: done, next: "end", recorded: latestStep(done), conversation };
   }
   return errorTurn(agent, journal, ports, now, `Your answer was not accepted: ${problem}`);
 }

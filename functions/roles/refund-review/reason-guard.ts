@@ -1,4 +1,4 @@
-import type { AgentJournal, ContentStore, OutputGuardResult } from "../../kit";
+import type { AgentJournal, OutputGuardResult } from "../../kit";
 import { guardOutput, toolOutputsSeen } from "../../kit";
 import type { RefundReviewOutcome } from "../customer-support/events/commands";
 import type { RefundReviewRequested } from "./events";
@@ -13,7 +13,8 @@ import { customerMessagesOf } from "./prompt";
  * - the customer's own messages of the turn are theirs to have back (as the run's first message
  *   gave them to the model: ./prompt.ts);
  * - the tool outputs the model saw in the run (`toolOutputsSeen`).
- * Both come from one read of the run's stored conversation.
+ * Both come from the texts of the run's conversation (the kit's RunConversation: those the final
+ * model step read, when the model's answer ended the run).
  * The tools see only the run's customer's orders, so nothing is known of other customers: their
  * e-mail addresses, phones and order ids are found by shape.
  */
@@ -24,20 +25,16 @@ export interface GuardedOutcome {
   readonly guard: OutputGuardResult;
 }
 
-export interface ReasonGuardPorts {
-  readonly content: ContentStore;
-}
-
 /** The most a reason may hold (RefundReviewOutcome's `reason`), placeholders included. */
 const REASON_LIMIT = 2000;
 
-export async function guardedOutcome(
+/** The outcome guarded, given the texts of the run's conversation, oldest first. */
+export function guardedOutcome(
   journal: AgentJournal,
   outcome: RefundReviewOutcome,
-  ports: ReasonGuardPorts,
-): Promise<GuardedOutcome> {
+  conversation: readonly string[],
+): GuardedOutcome {
   const request = journal.started_by.payload as RefundReviewRequested;
-  const conversation = await ports.content.getMany(journal.messages);
   const guard = guardOutput(outcome.reason, {
     internalIds: [
       journal.run_id,

@@ -189,7 +189,7 @@ export function refundReviewRole(
       const now = await ports.conversationNow(conversationId);
       return [...(supersededDecision(event, conversationId, now).emit ?? [])];
     },
-    finish: (journal) => reviewEnded(journal, ports),
+    finish: (journal, conversation) => reviewEnded(journal, conversation, ports),
     needsPerson: async (journal) => reviewWaits(journal),
     wrote: async (journal, write) => refundMade(journal, write),
     ports,

@@ -1,4 +1,4 @@
-import type { AgentJournal, EmitSpec, WriteDone } from "../../kit";
+import type { AgentJournal, EmitSpec, RunConversation, WriteDone } from "../../kit";
 import { guardRecord, refusalReason } from "../../kit";
 import type { RefundReviewOutcome } from "../customer-support/events/commands";
 import type { OrdersPort } from "../customer-support/integrations/orders/port";
@@ -10,7 +10,7 @@ import {
   REFUND_REVIEW_COMPLETED,
   REFUND_REVIEW_NEEDS_PERSON,
 } from "./events";
-import { type GuardedOutcome, guardedOutcome, type ReasonGuardPorts } from "./reason-guard";
+import { type GuardedOutcome, guardedOutcome } from "./reason-guard";
 import { ISSUE_REFUND } from "./tools";
 
 /**
@@ -28,8 +28,8 @@ import { ISSUE_REFUND } from "./tools";
  * decision stands (the payment system confirmed it), the words go to a person first.
  */
 
-/** What the facts of a review that ended read: the orders, and what the reason's guard needs. */
-export interface ReviewEndPorts extends ReasonGuardPorts {
+/** What the facts of a review that ended read: the orders (the reply tells the order as it is now). */
+export interface ReviewEndPorts {
   readonly orders: OrdersPort;
 }
 
@@ -53,16 +53,20 @@ export function refundMade(journal: AgentJournal, write: WriteDone): EmitSpec[] 
   ];
 }
 
-/** The facts of a review that ended, and the reply request. */
+/**
+ * The facts of a review that ended, and the reply request; the reason guarded with the run's
+ * conversation (what its model saw).
+ */
 export async function reviewEnded(
   journal: AgentJournal,
+  conversation: RunConversation,
   ports: ReviewEndPorts,
 ): Promise<EmitSpec[]> {
   const answer: RefundReviewOutcome =
     journal.status === "COMPLETED"
       ? (journal.output as RefundReviewOutcome)
       : { decision: "rejected", reason: journal.failure?.message ?? "the review did not finish" };
-  const guarded = await guardedOutcome(journal, answer, ports);
+  const guarded = guardedOutcome(journal, answer, await conversation());
   const { outcome } = guarded;
   const { order_id = "", conversation_id = "" } = journal.subject;
   const common = { orderKey: conversation_id, runId: journal.run_id };
