@@ -29,6 +29,16 @@ export const AggregatePosition = z.extend(AggregateRef, {
 });
 export type AggregatePosition = z.infer<typeof AggregatePosition>;
 
+/**
+ * A state a message must wait for (seed 000 §5.3, the version threshold): the aggregate whose
+ * stored state must have reached `version` (its stream head, 1 or more) before a consumer applies
+ * the message. It names the state as `aggregate` names the message's own place: type, id, version.
+ */
+export const RequiredVersion = z.extend(AggregateRef, {
+  version: z.int().check(z.minimum(1), z.maximum(MAX_STREAM_VERSION)),
+});
+export type RequiredVersion = z.infer<typeof RequiredVersion>;
+
 /** An ISO 8601 instant; at most 40 characters (nanoseconds and an offset fit). */
 export const IsoTime = z.iso.datetime({ offset: true }).check(z.maxLength(40));
 
@@ -82,6 +92,12 @@ export const EnvelopeBase = z.object({
   expires_at: z.optional(IsoTime),
   /** The conversation/input version the message was produced from (superseded checks). */
   input_version: z.optional(z.int().check(z.minimum(0), z.maximum(MAX_STREAM_VERSION))),
+  /**
+   * Apply this message only once the named state has reached the version (./RequiredVersion):
+   * until then a consumer holds it, and gives up on it after its queue's last receive
+   * (functions/core/required-version.ts).
+   */
+  required_version: z.optional(RequiredVersion),
   payload: z.unknown(),
 });
 

@@ -20,6 +20,7 @@ import {
 } from "./errors";
 import type { ConsumerDeps, DiscardReason, Loaded, RecordedOutcome, StoredState } from "./ports";
 import { pastDedupHorizon } from "./replay";
+import { awaitRequiredVersion } from "./required-version";
 import { retentionSeconds } from "./retention";
 import type { ConsumeOptions, DecideContext, Decision, Role, Step } from "./role";
 
@@ -112,7 +113,8 @@ export async function applyInOrder<S>(
     const stateRef = repaired ? stateRefOf(role, event) : home;
     if (!shared && !sameRef(stateRef, home)) continue;
     const state = await states.get(stateRef);
-    const one = oneOf(delivery, event, stateRef, state, checkpoint, repaired);
+    const at = { stateRef, state, checkpoint, repaired, states };
+    const one = oneOf(delivery, event, at);
     const handled = repaired
       ? await atEvent(event, () => handleAndCommit(one))
       : await handleAndCommit(one);
@@ -122,15 +124,22 @@ export async function applyInOrder<S>(
   }
 }
 
-/** One event and what handling it needs; `checkpoint` is the shared stream's, when it is one. */
+/**
+ * One event and what handling it needs, at its state: `checkpoint` is the shared stream's, when it
+ * is one; `states` reads any other state the event names (its required version's).
+ */
 function oneOf<S>(
   delivery: Delivery<S>,
   event: Envelope,
-  stateRef: AggregateRef,
-  state: StoredState<S> | undefined,
-  checkpoint: number,
-  repaired: boolean,
+  at: {
+    stateRef: AggregateRef;
+    state: StoredState<S> | undefined;
+    checkpoint: number;
+    repaired: boolean;
+    states: StateCache<S>;
+  },
 ): One<S> {
+  const { stateRef, state, checkpoint, repaired, states } = at;
   const { stream, role, deps, options } = delivery;
   const shared = sharedStream(role, stream);
   const now = deps.clock.now();
@@ -150,7 +159,8 @@ function oneOf<S>(
       ? keptUntil(now, isHeartbeat(event, deps), options.keptMessageTtlSeconds)
       : undefined,
   };
-  return { base, state, stateRef, repaired, role, deps, options };
+  const readState = (ref: AggregateRef) => states.get(ref);
+  return { base, state, stateRef, repaired, role, deps, options, readState };
 }
 
 /** True when the event's type is a heartbeat (EventTypeDefinition.heartbeat). */
@@ -200,7 +210,9 @@ export function stateRefOf(role: Pick<Role<unknown>, "stateOf">, event: Envelope
  * One event: discard it (expired, or the role's reason) unless the role has unfinished work for
  * it, else decide. Expiry and supersession stop new work, never the resolution of work started.
  * A replayed unsequenced message older than the inbox's time to live is discarded as expired in
- * any case (./replay.ts): the group cannot know whether it applied it.
+ * any case (./replay.ts): the group cannot know whether it applied it. Before the role is asked,
+ * a message that waits for another state's version is held until that state reaches it
+ * (./required-version.ts), unless it expired or the role needs no order (`unordered`).
  */
 async function handleOne<S>(one: One<S>): Promise<Handled<S>> {
   const { base, state, stateRef, repaired, role, options } = one;
@@ -209,7 +221,10 @@ async function handleOne<S>(one: One<S>): Promise<Handled<S>> {
   // Checked before the role is asked anything: past the horizon, nothing may start or resume.
   if (pastDedupHorizon(event, repaired ? undefined : options.replay, now, base.ttl))
     return discarded(base, state, stateRef, "expired", repaired, true);
-  const discard = isExpired(event, now) ? "expired" : await role.discard?.(state?.data, event, now);
+  const expired = isExpired(event, now);
+  if (!expired && !role.unordered)
+    await awaitRequiredVersion(event, one.readState, options.lastAttempt === true);
+  const discard = expired ? "expired" : await role.discard?.(state?.data, event, now);
   if (!discard) return decideOne(one, undefined);
   // A discarded event is still decided when the role has unfinished work for it.
   const unfinished = await role.unfinished?.(state?.data, event);
@@ -267,6 +282,8 @@ interface One<S> {
   readonly role: Role<S>;
   readonly deps: ConsumerDeps;
   readonly options: ConsumeOptions;
+  /** Reads a state by its aggregate, once per delivery (the home state without a read). */
+  readonly readState: (ref: AggregateRef) => Promise<StoredState | undefined>;
 }
 
 /** The role's decision on the event (resolving `discard` when set), as a commit. */

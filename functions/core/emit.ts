@@ -1,4 +1,4 @@
-import type { AggregateRef, Envelope, EventTypeDefinition } from "../../schemas";
+import type { AggregateRef, Envelope, EventTypeDefinition, RequiredVersion } from "../../schemas";
 import { PermanentError } from "./errors";
 import { isoTime } from "./iso-time";
 import type { ConsumerDeps } from "./ports";
@@ -17,6 +17,11 @@ export interface EmitSpec {
   readonly taskId?: string;
   /** The agent run that produces the message (the envelope's `run_id`); none by default. */
   readonly runId?: string;
+  /**
+   * The state the message waits for (the envelope's `required_version`): its consumers apply it
+   * only once that aggregate's stored state has reached the version (./required-version.ts).
+   */
+  readonly requiredVersion?: RequiredVersion;
 }
 
 /** Who emits, when, and on which processing attempt. */
@@ -36,7 +41,7 @@ export interface EmitOrigin {
  * An unsequenced message a role publishes straight to the bus while it is still working on an
  * event (a heartbeat): not appended to any stream, addressed to `aggregate` at version 0.
  */
-export interface HeartbeatSpec extends EmitSpec {
+export interface HeartbeatSpec extends Omit<EmitSpec, "requiredVersion"> {
   readonly aggregate: AggregateRef;
   /**
    * What the first beat publishes instead, when the work on the event starts: the acknowledgement
@@ -82,6 +87,7 @@ export function buildEmitted(
     if (cause?.tenant_id !== undefined) candidate.tenant_id = cause.tenant_id;
     if (spec.expiresAt !== undefined) candidate.expires_at = spec.expiresAt;
     if (spec.inputVersion !== undefined) candidate.input_version = spec.inputVersion;
+    if (spec.requiredVersion !== undefined) candidate.required_version = spec.requiredVersion;
     const parsed = deps.registry.parse(candidate);
     if (!parsed.ok) {
       throw new PermanentError(

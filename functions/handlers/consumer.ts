@@ -82,7 +82,7 @@ export function createConsumerHandler<S>(
       const { envelope: raw, replay } = decodeDelivery(record);
       appendLogKeys(obs.logger, raw);
       recordLag(obs.metrics, raw, startedAt);
-      const lastAttempt = await isLastAttempt(role, receiveLimit, receiveCount);
+      const lastAttempt = await isLastAttempt(role, raw, receiveLimit, receiveCount);
       const result = await withHeartbeat(record, raw, () =>
         consume(raw, role, deps, {
           receiveCount,
@@ -117,14 +117,17 @@ export function createConsumerHandler<S>(
 
 /**
  * True when the queue will not hand the record out again: asked only of a role with failure facts
- * (`Role.failed`), so other groups never read the queue's redrive policy for it.
+ * (`Role.failed`) or for a message that waits for a state's version (`required_version`, which
+ * gives up on the last attempt), so other records never read the queue's redrive policy for it.
  */
 async function isLastAttempt<S>(
   role: Role<S>,
+  raw: unknown,
   receiveLimit: () => Promise<number | undefined>,
   receiveCount: number,
 ): Promise<boolean> {
-  if (!role.failed) return false;
+  const waits = typeof raw === "object" && raw !== null && "required_version" in raw;
+  if (!role.failed && !waits) return false;
   const limit = await receiveLimit().catch(() => undefined);
   return limit !== undefined && receiveCount >= limit;
 }

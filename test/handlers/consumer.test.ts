@@ -20,6 +20,7 @@ import { streamKey, type TableNames } from "../../functions/adapters/dynamodb/ta
 import { DynamoTraceReader } from "../../functions/adapters/dynamodb/trace-reader";
 import { DEAD_LETTER_ATTRIBUTES } from "../../functions/adapters/sqs/dead-letter-sink";
 import { TransientError } from "../../functions/core/errors";
+import { appendToStream } from "../../functions/core/producer";
 import type { Role } from "../../functions/core/role";
 import { type ConsumerOptions, createConsumerHandler } from "../../functions/handlers/consumer";
 import {
@@ -27,9 +28,16 @@ import {
   taskProjection,
 } from "../../functions/roles/task-projection/task-projection";
 import { fromSdk } from "../../lib/operator/from-sdk";
-import type { Envelope } from "../../schemas";
+import { type Envelope, registry } from "../../schemas";
 import { emulator } from "../support/aws";
-import { feedbackEvent, newUlid, taskEvent, taskStream } from "../support/factories";
+import {
+  feedbackEvent,
+  newCorrelationId,
+  newTaskId,
+  newUlid,
+  taskEvent,
+  taskStream,
+} from "../support/factories";
 import { queueArnOf, sqsEvent, sqsRecord, sqsRecordFromMessage } from "../support/lambda-events";
 import { createQueue } from "../support/queues";
 import { createTables, deleteTables } from "../support/tables";
@@ -324,6 +332,62 @@ describe("createConsumerHandler (task projection, SQS FIFO)", () => {
       MessageGroupId: orphan.order_key,
       MessageDeduplicationId: orphan.event_id,
     });
+  });
+
+  it("holds a message that waits for a state's version, with its group, then dead-letters it as a timeout", async () => {
+    const dlq = await fifoQueue("hc-waits-dlq");
+    const limited = await fifoQueue("hc-waits");
+    await sqs.send(
+      new SetQueueAttributesCommand({
+        QueueUrl: limited,
+        Attributes: {
+          RedrivePolicy: JSON.stringify({
+            deadLetterTargetArn: queueArnOf(dlq),
+            maxReceiveCount: 3,
+          }),
+        },
+      }),
+    );
+    const handler = consumer({ env: { QUEUE_URL: limited, DEAD_LETTER_QUEUE_URL: dlq } });
+    const store = new DynamoEventStore({ client: fromSdk(dynamodb), tables });
+    const clock = { now: () => new Date() };
+    const deps = { store, registry, clock, ids: { next: newUlid } };
+    const prerequisite = newTaskId();
+    const writeStep = () =>
+      appendToStream(deps, {
+        aggregate: { type: "task", id: prerequisite },
+        producer: "task-api",
+        correlationId: newCorrelationId(),
+        taskId: prerequisite,
+        decide: () => ({ emit: [{ type: "task.accepted", payload: { title: "t" } }] }),
+      });
+    await writeStep(); // the prerequisite's state at version 1
+    const waits = {
+      ...feedbackEvent({ rating: 5 }),
+      required_version: { type: "task", id: prerequisite, version: 2 },
+    };
+    const behind = feedbackEvent({ taskId: waits.task_id, rating: 1 });
+
+    // Held, and the message behind it in its FIFO group with it; nothing applied.
+    const first = [recordOf(waits), recordOf(behind)];
+    expect((await handler(sqsEvent(first))).batchItemFailures).toEqual(ids(first));
+    expect(await viewOf(waits.task_id)).toBeUndefined();
+
+    // The queue's last receive, the state still behind: a permanent timeout in the dead letter.
+    const last = recordOf(waits, { receiveCount: 3 });
+    expect((await handler(sqsEvent([last]))).batchItemFailures).toEqual([]);
+    const [dead] = await drain(dlq);
+    const attribute = (name: string) => dead?.MessageAttributes?.[name]?.StringValue;
+    expect(attribute(DEAD_LETTER_ATTRIBUTES.code)).toBe("ordering.required_version_timeout");
+    expect(attribute(DEAD_LETTER_ATTRIBUTES.reason)).toContain(
+      `task/${prerequisite} to reach version 2, still at version 1`,
+    );
+
+    // Once the state reaches the version, the message (redriven) is applied, read from DynamoDB.
+    await writeStep();
+    const redriven = recordOf(waits, { receiveCount: 1 });
+    expect((await handler(sqsEvent([redriven]))).batchItemFailures).toEqual([]);
+    expect((await viewOf(waits.task_id))?.feedback).toEqual({ count: 1, rating_total: 5 });
   });
 
   it("commits a role's failure facts on the queue's last receive instead of dead-lettering", async () => {
