@@ -65,6 +65,9 @@ describe("simulated schedules", () => {
     ["refund-record-unread", "refunded once"],
     ["refund-any-order", "refunds only the reviewed order"],
     ["step-record-forgotten", "step run once"],
+    ["loop-round-not-advanced", "loop within its rounds"],
+    ["child-id-not-idempotent", "child started once"],
+    ["late-signal-accepted", "signal released what waited"],
   ])(
     "catch a planted %s (%s)",
     async (bug, invariant) => {

@@ -34,6 +34,7 @@ import { isStoreBug, type PlantedBug } from "./planted";
 import { withNewKeyPerRetry } from "./planted-channel-bug";
 import { withoutRefundRecords, withRefundBug } from "./planted-refund-bugs";
 import { forgettingItsRecords } from "./planted-step-bug";
+import { withWorkflowBug } from "./planted-workflow-bugs";
 import { bodyOf, GroupQueue, type Message, nextMessage } from "./queues";
 
 /**
@@ -152,7 +153,7 @@ export class World {
     });
     this.judge = new HeadlineJudge(this.random, () => this.callFault("judge", JUDGE_FAULTS));
     const { modules, settings } = withHeadlineScoring(
-      withRefundBug(bug, ROLE_MODULES),
+      withWorkflowBug(bug, withRefundBug(bug, ROLE_MODULES)),
       this.judge,
       bug === "step-record-forgotten" ? forgettingItsRecords : undefined,
     );
