@@ -3,7 +3,7 @@ import { defineWorkflow } from "../../functions/core/dag/graph";
 import type { DagRun } from "../../functions/core/dag/run";
 import { InMemoryEventStore } from "../../functions/core/memory";
 import { checkInvariants, type RunFacts } from "../../lib/dev/faults/invariants";
-import type { WorkflowRunFacts } from "../../lib/dev/faults/workflow-invariants";
+import type { SignalFacts, WorkflowRunFacts } from "../../lib/dev/faults/workflow-invariants";
 
 /**
  * The one invariant checker of both chaos runs (lib/dev/faults/invariants.ts), on facts made by
@@ -136,7 +136,56 @@ const reviewFacts: WorkflowRunFacts = {
 };
 const childFacts: WorkflowRunFacts = {
   ...scoringFacts,
-  parent: { run_id: "run_4", node_id: "scoring" },
+  parent: { run_id: "run_4", node_id: "scoring", generation: 0 },
+};
+
+/** A wait for signal `approved`: released by it, then the same signal again, unmatched. */
+const approval = defineWorkflow({
+  name: "approval",
+  version: 1,
+  nodes: [{ id: "approval", wait: { signal: "approved", seconds: 90 } }],
+  edges: [],
+});
+const released = { released_by: "signal", signal: "approved", payload: {} };
+const approvalRun = (node: DagRun["nodes"][string]): DagRun => ({
+  run_id: "run_6",
+  workflow: { name: "approval", version: 1 },
+  status: node.state === "RUNNING" ? "RUNNING" : "COMPLETED",
+  generation: 0,
+  input: {},
+  nodes: { approval: node },
+});
+const releasedBySignal = {
+  node: "approval",
+  generation: 0,
+  state: "COMPLETED",
+  releasedBy: "signal",
+  cause: "workflow.signal.requested",
+};
+const unmatched: NonNullable<SignalFacts["applied"]> = {
+  waiting: [],
+  released: [],
+  unmatched: true,
+  runChanged: false,
+  timedOut: [],
+};
+const approvalFacts: WorkflowRunFacts = {
+  id: "run_6",
+  definition: approval,
+  run: approvalRun({ ...ended, state: "COMPLETED", output: released }),
+  endedAt: 14,
+  cancelSentAt: undefined,
+  answers: [],
+  waitEnds: [releasedBySignal],
+  signals: [
+    {
+      key: "approved",
+      applied: { ...unmatched, waiting: ["approval"], released: ["approval"], unmatched: false },
+    },
+    { key: "approved", applied: { ...unmatched, runChanged: false } },
+    // Sent before the run started: refused, no state recorded it.
+    { key: "approved" },
+  ],
 };
 
 const right: RunFacts = {
@@ -171,7 +220,7 @@ const right: RunFacts = {
   ],
   refundsMade: [{ key: "task_1:rrun_1:call_2_1", orderId: "A-1002", reviewOf: "A-1002" }],
   awaitingPerson: [],
-  workflowRuns: [childFacts, polishingFacts, reviewFacts],
+  workflowRuns: [childFacts, polishingFacts, reviewFacts, approvalFacts],
 };
 
 const broken = async (facts: Partial<RunFacts>) =>
@@ -333,6 +382,67 @@ describe("the invariants of a chaos schedule", () => {
         { run: { ...scoringRun, status: "CANCELLED" }, endedAt: 14, cancelSentAt: 12 },
         { run: cancelled },
       ),
+    ).toEqual([]);
+  });
+
+  it("see a child node's assignment that started two child runs", async () => {
+    const again = { ...childFacts, id: "run_5" };
+    expect(
+      await broken({ workflowRuns: [childFacts, again, polishingFacts, reviewFacts] }),
+    ).toEqual(["child started once"]);
+  });
+
+  it("see a wait that ended twice, or not as what ended it says, or runs on in an ended run", async () => {
+    const waitBroken = (facts: Partial<WorkflowRunFacts>) =>
+      broken({ workflowRuns: [{ ...approvalFacts, ...facts }] });
+    const deadline = { ...releasedBySignal, state: "FAILED", cause: "node.wait.expired" };
+    const timedOut = { ...deadline, releasedBy: undefined, error: "dag.wait_deadline" };
+    expect(await waitBroken({ waitEnds: [releasedBySignal, timedOut] })).toEqual([
+      "wait released once",
+    ]);
+    expect(
+      await waitBroken({ waitEnds: [{ ...releasedBySignal, cause: "node.wait.expired" }] }),
+    ).toEqual(["wait released once"]);
+    expect(
+      await waitBroken({ waitEnds: [{ ...timedOut, cause: "workflow.signal.requested" }] }),
+    ).toEqual(["wait released once"]);
+    const runningInEnded = { ...approvalRun({ ...ended, state: "RUNNING" }), status: "FAILED" };
+    expect(await waitBroken({ run: runningInEnded as DagRun, waitEnds: [] })).toEqual([
+      "wait released once",
+    ]);
+    // Timed out, once, on the sweeper's report: as it should.
+    expect(await waitBroken({ waitEnds: [timedOut] })).toEqual([]);
+  });
+
+  it("see a signal that released what did not wait for it, or changed a run nothing in it waited on", async () => {
+    const signalBroken = (applied: Partial<typeof unmatched>) =>
+      broken({
+        workflowRuns: [
+          {
+            ...approvalFacts,
+            signals: [{ key: "approved", applied: { ...unmatched, ...applied } }],
+          },
+        ],
+      });
+    // A late signal that revived a wait its deadline had failed.
+    expect(await signalBroken({ released: [], runChanged: true, timedOut: ["approval"] })).toEqual([
+      "signal released what waited",
+    ]);
+    expect(await signalBroken({ unmatched: false })).toEqual(["signal released what waited"]);
+    expect(await signalBroken({ waiting: ["approval"], unmatched: false })).toEqual([
+      "signal released what waited",
+    ]);
+    expect(
+      await signalBroken({ waiting: ["approval"], released: ["approval"], runChanged: true }),
+    ).toEqual(["signal released what waited"]);
+    // Released what waited for it, and recorded nothing unmatched: as it should.
+    expect(
+      await signalBroken({
+        waiting: ["approval"],
+        released: ["approval"],
+        unmatched: false,
+        runChanged: true,
+      }),
     ).toEqual([]);
   });
 });

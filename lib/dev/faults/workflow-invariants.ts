@@ -14,7 +14,11 @@ import type { Violation } from "./violation";
  * What "correct" means for the nodes of a workflow run beyond its end (./invariants.ts checks
  * that every run asked for ended): a step (a map item, a loop round) is carried out once per
  * assignment; a map node ends with its items' results in list order, its failures within its
- * tolerance, or fails; a loop runs no more rounds than its maximum and ends as it says.
+ * tolerance, or fails; a loop runs no more rounds than its maximum and ends as it says; a child
+ * node's assignment starts one child run, which ends before its parent's node; a wait node's
+ * assignment ends once, released by a signal or by its time as it says; a signal releases the
+ * waits RUNNING for it, and one that finds none (it came early, late, or twice) is recorded as
+ * unmatched and changes nothing.
  */
 
 /** The answer a step role committed for one assignment (`step.completed` or `step.failed`). */
@@ -34,22 +38,67 @@ export interface WorkflowRunFacts {
   /** Undefined when the run was never started. */
   readonly run: DagRun | undefined;
   /** For a child run: its parent's run, node and the node's generation. */
-  readonly parent?: { readonly run_id: string; readonly node_id: string };
+  readonly parent?: {
+    readonly run_id: string;
+    readonly node_id: string;
+    readonly generation: number;
+  };
   /** Where its end (`workflow.completed|partial|failed|cancelled`) is in the log, if it ended. */
   readonly endedAt: number | undefined;
   /** For a child run: where the first cancel its parent sent it is in the log, if one was. */
   readonly cancelSentAt: number | undefined;
   /** Every answer a step role committed for one of its nodes, repeated answers included. */
   readonly answers: readonly StepAnswer[];
+  /** Every end of a wait node's assignment the run's committed states show, in order. */
+  readonly waitEnds?: readonly WaitEnd[];
+  /** Every signal sent to the run (`workflow.signal.requested`), and what it did. */
+  readonly signals?: readonly SignalFacts[];
+}
+
+/** A wait node's assignment as one committed state of its run ended it (or changed its end). */
+export interface WaitEnd {
+  readonly node: string;
+  readonly generation: number;
+  /** COMPLETED, FAILED, DEGRADED, CANCELLED or SKIPPED. */
+  readonly state: string;
+  /** What released a COMPLETED wait (its output's `released_by`). */
+  readonly releasedBy?: string;
+  /** The error code a wait failed with (`dag.wait_deadline` when its signal's deadline came). */
+  readonly error?: string;
+  /** The type of the event whose commit ended it. */
+  readonly cause: string;
+}
+
+/** A signal sent to a run, and, once it was applied, the run's state before and after it. */
+export interface SignalFacts {
+  readonly key: string;
+  /** Absent when no state of the run recorded it (the run did not exist: it was refused). */
+  readonly applied?: {
+    /** The wait nodes RUNNING for its key just before it was applied (none in an ended run). */
+    readonly waiting: readonly string[];
+    /** The wait nodes RUNNING before that its commit ended. */
+    readonly released: readonly string[];
+    /** Its commit recorded `signal.unmatched` for its key in the run's timeline. */
+    readonly unmatched: boolean;
+    /** Its commit changed the run (a node, the run's status or its outputs). */
+    readonly runChanged: boolean;
+    /** The wait nodes for its key that had ended on their deadline before it came. */
+    readonly timedOut: readonly string[];
+  };
 }
 
 export function checkWorkflowRuns(runs: readonly WorkflowRunFacts[]): Violation[] {
-  return runs.flatMap((facts) => [
-    ...stepsRunOnce(facts),
-    ...mapsEndedInOrder(facts),
-    ...loopsWithinRounds(facts),
-    ...childEndedFirst(facts, runs),
-  ]);
+  return [
+    ...runs.flatMap((facts) => [
+      ...stepsRunOnce(facts),
+      ...mapsEndedInOrder(facts),
+      ...loopsWithinRounds(facts),
+      ...childEndedFirst(facts, runs),
+      ...waitsReleasedOnce(facts),
+      ...signalsReleasedWhatWaited(facts),
+    ]),
+    ...childrenStartedOnce(runs),
+  ];
 }
 
 const assignmentOf = (a: Pick<StepAnswer, "node" | "generation" | "item">) =>
@@ -207,5 +256,93 @@ function childEndedFirst(child: WorkflowRunFacts, runs: readonly WorkflowRunFact
   return problems.map((detail) => ({
     invariant: "child ended first",
     detail: `child run ${child.id} of ${parent.run_id} node ${parent.node_id}: ${detail}`,
+  }));
+}
+
+/**
+ * A child node's assignment starts one child run: its start, however often it is delivered or
+ * sent, names the assignment's child, so no two runs have the same parent's run, node and
+ * generation.
+ */
+function childrenStartedOnce(runs: readonly WorkflowRunFacts[]): Violation[] {
+  const byAssignment = new Map<string, string[]>();
+  for (const { id, parent } of runs) {
+    if (!parent) continue;
+    const key = `${parent.run_id} node ${parent.node_id} generation ${parent.generation}`;
+    byAssignment.set(key, [...(byAssignment.get(key) ?? []), id]);
+  }
+  return [...byAssignment]
+    .filter(([, children]) => children.length > 1)
+    .map(([key, children]) => ({
+      invariant: "child started once",
+      detail: `run ${key} started ${children.length} child runs: ${children.join(", ")}`,
+    }));
+}
+
+/**
+ * A wait node's assignment ends once, and as what ended it says: released by a signal in the
+ * commit of a `workflow.signal.requested`, by its timer or its deadline (`dag.wait_deadline`) in
+ * that of the sweeper's `node.wait.expired`; none is still RUNNING in a run that ended.
+ */
+function waitsReleasedOnce({ definition, run, id, waitEnds = [] }: WorkflowRunFacts): Violation[] {
+  const problems: string[] = [];
+  const byAssignment = new Map<string, WaitEnd[]>();
+  for (const end of waitEnds) {
+    const key = assignmentOf(end);
+    byAssignment.set(key, [...(byAssignment.get(key) ?? []), end]);
+    const by = end.releasedBy ?? end.error;
+    const expected =
+      by === "signal"
+        ? "workflow.signal.requested"
+        : by === "timer" || by === "dag.wait_deadline"
+          ? "node.wait.expired"
+          : undefined;
+    if (expected !== undefined && end.cause !== expected)
+      problems.push(`wait ${key} ended ${end.state} (${by}) on a ${end.cause}`);
+  }
+  for (const [key, ends] of byAssignment)
+    if (ends.length > 1)
+      problems.push(
+        `wait ${key} ended ${ends.length} times: ${ends.map((e) => `${e.state} (${e.releasedBy ?? e.error ?? "-"}) on ${e.cause}`).join(", ")}`,
+      );
+  if (run && run.status !== "RUNNING")
+    for (const node of definition.nodes)
+      if (node.wait && run.nodes[node.id]?.state === "RUNNING")
+        problems.push(`wait ${node.id} is RUNNING in a run that ended ${run.status}`);
+  return problems.map((detail) => ({
+    invariant: "wait released once",
+    detail: `run ${id}: ${detail}`,
+  }));
+}
+
+/**
+ * A signal releases exactly the wait nodes RUNNING for it when it is applied; one that finds
+ * none (it came before its wait ran, after it was released or timed out, or to a run that ended)
+ * is recorded as unmatched and changes nothing else in the run.
+ */
+function signalsReleasedWhatWaited({ id, signals = [] }: WorkflowRunFacts): Violation[] {
+  const problems: string[] = [];
+  for (const { key, applied } of signals) {
+    if (!applied) continue;
+    const { waiting, released, unmatched, runChanged, timedOut } = applied;
+    const same = waiting.length === released.length && waiting.every((w) => released.includes(w));
+    if (!same)
+      problems.push(
+        `signal ${key} released [${released.join(", ")}], the waits RUNNING for it were [${waiting.join(", ")}]`,
+      );
+    if (waiting.length > 0 && unmatched)
+      problems.push(`signal ${key} was recorded unmatched while ${waiting.join(", ")} waited`);
+    if (waiting.length > 0) continue;
+    if (!unmatched) problems.push(`signal ${key} found no wait and was not recorded unmatched`);
+    if (runChanged)
+      problems.push(
+        timedOut.length > 0
+          ? `signal ${key} came after ${timedOut.join(", ")} timed out, and changed the run`
+          : `signal ${key} found no wait, and changed the run`,
+      );
+  }
+  return problems.map((detail) => ({
+    invariant: "signal released what waited",
+    detail: `run ${id}: ${detail}`,
   }));
 }

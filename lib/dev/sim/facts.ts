@@ -13,6 +13,7 @@ import {
 } from "../faults/invariants";
 import type { StepAnswer, WorkflowRunFacts } from "../faults/workflow-invariants";
 import { SIMULATED_WORKFLOWS } from "./headline-scoring";
+import { type SentSignal, signalsOf, waitEndsOf } from "./run-history";
 import type { World } from "./world";
 
 const END_TYPES = new Set([
@@ -70,7 +71,8 @@ export async function simulatedFacts(world: World): Promise<RunFacts> {
 /**
  * The runs of the simulated workflows (./headline-scoring.ts), those asked for and the child runs
  * the orchestrator started, each as it stands at the end, with where in the log it ended and its
- * cancel as a child was sent, and every answer a step role committed for one of its nodes.
+ * cancel as a child was sent, every answer a step role committed for one of its nodes, and what
+ * its states show of its waits and the signals sent to it (./run-history.ts).
  */
 async function workflowRunsOf(world: World): Promise<WorkflowRunFacts[]> {
   const { log } = world.memory;
@@ -99,6 +101,11 @@ async function workflowRunsOf(world: World): Promise<WorkflowRunFacts[]> {
   const started = [...world.memory.states.keys()]
     .filter((key) => key.startsWith("dag_run#"))
     .map((key) => key.slice("dag_run#".length));
+  const eventTypes = new Map(
+    [...log, ...world.external].map((e) => [e.event_id, e.event_type] as const),
+  );
+  const signals = signalsSent(world);
+  const writes = world.store.runStates;
   const runs: WorkflowRunFacts[] = [];
   for (const id of new Set([...asked, ...started])) {
     const { state } = await world.memory.load({ state: { type: "dag_run", id } });
@@ -117,9 +124,22 @@ async function workflowRunsOf(world: World): Promise<WorkflowRunFacts[]> {
       endedAt: endedAt.get(id),
       cancelSentAt: cancelSentAt.get(id),
       answers: answers.get(id) ?? [],
+      waitEnds: waitEndsOf(definition, id, writes, eventTypes),
+      signals: signalsOf(definition, id, writes, signals.get(id) ?? []),
     });
   }
   return runs;
+}
+
+/** The signals sent from outside (`workflow.signal.requested`), by the run they were sent to. */
+function signalsSent(world: World): Map<string, SentSignal[]> {
+  const signals = new Map<string, SentSignal[]>();
+  for (const e of world.external) {
+    if (e.event_type !== "workflow.signal.requested") continue;
+    const { run_id, signal } = e.payload as { run_id: string; signal: string };
+    signals.set(run_id, [...(signals.get(run_id) ?? []), { eventId: e.event_id, key: signal }]);
+  }
+  return signals;
 }
 
 /**

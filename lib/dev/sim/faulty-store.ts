@@ -1,6 +1,7 @@
 import { TransientError } from "../../../functions/core/errors";
 import type { InMemoryEventStore } from "../../../functions/core/memory";
 import type { CommitRequest, EventStore, Loaded, LoadRequest } from "../../../functions/core/ports";
+import { DAG_RUN_AGGREGATE } from "../../../functions/core/sweeper";
 import type { AggregateRef, Envelope } from "../../../schemas";
 import type { FaultKind } from "../faults/kinds";
 import type { Random } from "../faults/random";
@@ -23,6 +24,13 @@ export interface AppliedCommit {
   readonly appended: readonly Envelope[];
 }
 
+/** A workflow run's state as a commit wrote it, and the event the commit applied. */
+export interface RunStateWrite {
+  readonly runId: string;
+  readonly eventId: string | undefined;
+  readonly state: unknown;
+}
+
 /**
  * The in-memory event store behind faults as DynamoDB produces them (throttling, a timeout after
  * the write applied), at the plan's rates, and optionally with a planted defect. Reports each
@@ -30,6 +38,8 @@ export interface AppliedCommit {
  */
 export class FaultyStore implements EventStore {
   readonly applied: AppliedCommit[] = [];
+  /** Every state of a workflow run (`dag_run`) a commit wrote, in the order they applied. */
+  readonly runStates: RunStateWrite[] = [];
   /** Set by the scheduler: the next commit waits for this before it applies. */
   holdNextCommit: Promise<void> | undefined;
 
@@ -77,6 +87,12 @@ export class FaultyStore implements EventStore {
       throw new TransientError("sim.commit_throttled", "injected: the commit was throttled");
     }
     await this.inner.commit(this.withBug(request));
+    if (request.state?.aggregate.type === DAG_RUN_AGGREGATE)
+      this.runStates.push({
+        runId: request.state.aggregate.id,
+        eventId: request.inbox?.eventId,
+        state: request.state.next,
+      });
     if (request.inbox) {
       this.applied.push({
         group: request.inbox.group,

@@ -17,6 +17,7 @@ import type { Random } from "../faults/random";
  * functions/core/step-role.ts). The scores come from a judge, an outside service that scores
  * afresh on every call, so a step run twice for one assignment shows in its answers; an empty
  * headline cannot be scored and fails its item, and a judge that keeps failing fails it too.
+ * Another workflow of the team's lists headlines and waits for an editor's approval, a signal.
  */
 
 export const HEADLINE_LISTING = "headline-listing";
@@ -169,8 +170,34 @@ export const headlineReview: WorkflowDefinition = defineWorkflow({
   edges: [],
 });
 
+/** The signal an editor sends to approve a run's headlines. */
+export const APPROVAL_SIGNAL = "headlines-approved";
+
+/**
+ * An approval of headlines: once listed, they wait for an editor's signal, a minute and a half at
+ * most (past it the node fails, `dag.wait_deadline`, and so does the run), and beside it an
+ * embargo, a timer of half a minute. The signal's payload is the approval node's output.
+ */
+export const headlineApproval: WorkflowDefinition = defineWorkflow({
+  name: "headline-approval",
+  version: 1,
+  nodes: [
+    { id: "listing", role: HEADLINE_LISTING },
+    { id: "approval", wait: { signal: APPROVAL_SIGNAL, seconds: 90 } },
+    { id: "embargo", wait: { seconds: 30 } },
+  ],
+  edges: [
+    { from: "listing", to: "approval" },
+    { from: "listing", to: "embargo" },
+  ],
+});
+
 /** The workflows the simulated orchestrator has besides the content workflows. */
-export const SIMULATED_WORKFLOWS: readonly WorkflowDefinition[] = [headlineScoring, headlineReview];
+export const SIMULATED_WORKFLOWS: readonly WorkflowDefinition[] = [
+  headlineScoring,
+  headlineReview,
+  headlineApproval,
+];
 
 /**
  * The world's role modules: `modules` with the headline steps beside them (`scoring` in place of

@@ -2,15 +2,22 @@ import type { PlantedStoreBug } from "./faulty-store";
 import type { PlantedChannelBug } from "./planted-channel-bug";
 import { PLANTED_REFUND_BUGS, type PlantedRefundBug } from "./planted-refund-bugs";
 import type { PlantedStepBug } from "./planted-step-bug";
+import { PLANTED_WORKFLOW_BUGS, type PlantedWorkflowBug } from "./planted-workflow-bugs";
 
 /** A defect planted in a simulated world, which an invariant of the chaos runs must catch. */
-export type PlantedBug = PlantedStoreBug | PlantedChannelBug | PlantedRefundBug | PlantedStepBug;
+export type PlantedBug =
+  | PlantedStoreBug
+  | PlantedChannelBug
+  | PlantedRefundBug
+  | PlantedStepBug
+  | PlantedWorkflowBug;
 
 const OUTSIDE_THE_STORE: readonly string[] = [
   "new-key-per-retry",
   "refund-new-key-per-retry",
   "step-record-forgotten",
   ...PLANTED_REFUND_BUGS,
+  ...PLANTED_WORKFLOW_BUGS,
 ];
 
 /** Whether the defect is planted in the store (./faulty-store.ts). */

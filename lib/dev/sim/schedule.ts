@@ -3,7 +3,13 @@ import { type Envelope, registry } from "../../../schemas";
 import { checkInvariants, type RunFacts, type Violation } from "../faults/invariants";
 import { LIFECYCLE } from "../local/scenario";
 import { simulatedFacts } from "./facts";
-import { headlineReview, headlineScoring, submittedHeadlines } from "./headline-scoring";
+import {
+  APPROVAL_SIGNAL,
+  headlineApproval,
+  headlineReview,
+  headlineScoring,
+  submittedHeadlines,
+} from "./headline-scoring";
 import { type SimPlan, simulatedPlan } from "./plan";
 import type { PlantedBug } from "./planted";
 import { SIM_CUSTOMERS, World } from "./world";
@@ -39,14 +45,14 @@ export async function playSchedule(
 }
 
 /**
- * How the simulated workflows' runs, their map nodes and their loops ended, and their items'
- * answers.
+ * How the simulated workflows' runs, their map nodes, loops and waits ended, their items'
+ * answers, and what the signals sent to them did.
  */
 function countWorkflowRuns(runs: RunFacts["workflowRuns"], counts: Record<string, number>): void {
   const add = (kind: string, n = 1) => {
     counts[kind] = (counts[kind] ?? 0) + n;
   };
-  for (const { definition, run, answers, parent } of runs) {
+  for (const { definition, run, answers, parent, waitEnds = [], signals = [] } of runs) {
     add(`${definition.name} run ${run?.status ?? "not started"}`);
     if (parent) add(`child run ${run?.status ?? "not started"}`);
     for (const node of definition.nodes)
@@ -59,12 +65,24 @@ function countWorkflowRuns(runs: RunFacts["workflowRuns"], counts: Record<string
     const items = answers.filter((a) => a.item !== undefined);
     add("map item answers", items.length);
     add("map item answers failed", items.filter((a) => "error" in a.outcome).length);
+    for (const end of waitEnds)
+      add(["wait", end.state, end.releasedBy ?? end.error].filter(Boolean).join(" "));
+    for (const { applied } of signals)
+      add(
+        !applied
+          ? "signal refused"
+          : applied.released.length > 0
+            ? "signal released"
+            : applied.timedOut.length > 0
+              ? "signal unmatched after its wait timed out"
+              : "signal unmatched",
+      );
   }
 }
 
 /**
- * Tasks with client feedback, content workflow runs, a headline scoring run, conversations and
- * one poison message.
+ * Tasks with client feedback, content workflow runs, a headline scoring run, a headline approval
+ * run and its signals, conversations and one poison message.
  */
 async function seedWorkload(world: World): Promise<void> {
   const tasks = 1 + world.random.below(3);
@@ -106,6 +124,7 @@ async function seedWorkload(world: World): Promise<void> {
       ),
       world.random.below(60),
     );
+  seedApproval(world);
   const conversations = 1 + world.random.below(2);
   for (let i = 0; i < conversations; i++) {
     const conversationId = `conv_${world.deps.ids.next()}`;
@@ -140,6 +159,34 @@ const CUSTOMER_TEXTS = [
   "Where is my order A-1001?",
   "Is the shop open today?",
 ];
+
+/**
+ * A headline approval run and the signals an editor sends it: the approval, mostly at a moment
+ * before its deadline, now and then before the run waits for it or not at all; now and then the
+ * approval a second time, a signal nothing waits for, and the approval once everything else is
+ * over (the wait released or timed out, the run ended).
+ */
+function seedApproval(world: World): void {
+  const runId = `run_${world.deps.ids.next()}`;
+  startRun(world, runId, headlineApproval.name, {
+    topic_hint: "headlines",
+    headlines: submittedHeadlines(world.random),
+  });
+  const signal = (key: string) =>
+    external(
+      world,
+      "workflow.signal.requested",
+      { type: "dag_run", id: runId },
+      { run_id: runId, signal: key, payload: { editor: "sim-editor" }, requested_by: "sim-editor" },
+    );
+  if (world.random.chance(0.8))
+    world.publishLater(signal(APPROVAL_SIGNAL), world.random.below(150));
+  if (world.random.chance(0.3))
+    world.publishLater(signal(APPROVAL_SIGNAL), world.random.below(150));
+  if (world.random.chance(0.2))
+    world.publishLater(signal("headlines-rejected"), world.random.below(150));
+  if (world.random.chance(0.3)) world.publishLast(signal(APPROVAL_SIGNAL));
+}
 
 /** A workflow run asked for from outside (the CLI, a service): its start request on the bus. */
 function startRun(world: World, runId: string, workflowName: string, request: object): void {

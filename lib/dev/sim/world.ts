@@ -34,6 +34,7 @@ import { isStoreBug, type PlantedBug } from "./planted";
 import { withNewKeyPerRetry } from "./planted-channel-bug";
 import { withoutRefundRecords, withRefundBug } from "./planted-refund-bugs";
 import { forgettingItsRecords } from "./planted-step-bug";
+import { withWorkflowBug } from "./planted-workflow-bugs";
 import { bodyOf, GroupQueue, type Message, nextMessage } from "./queues";
 
 /**
@@ -112,6 +113,8 @@ export class World {
   private readonly stalled: { message: Message; release: () => void; done: Promise<void> }[] = [];
   /** Messages from outside due later, by the step they are put on the bus at. */
   private readonly later: { step: number; envelope: Envelope }[] = [];
+  /** Messages from outside put on the bus once all is quiet and nothing is due any more. */
+  private readonly last: Envelope[] = [];
 
   constructor(private readonly options: WorldOptions) {
     this.random = new Random(options.seed);
@@ -150,7 +153,7 @@ export class World {
     });
     this.judge = new HeadlineJudge(this.random, () => this.callFault("judge", JUDGE_FAULTS));
     const { modules, settings } = withHeadlineScoring(
-      withRefundBug(bug, ROLE_MODULES),
+      withWorkflowBug(bug, withRefundBug(bug, ROLE_MODULES)),
       this.judge,
       bug === "step-record-forgotten" ? forgettingItsRecords : undefined,
     );
@@ -225,6 +228,14 @@ export class World {
   /** Put a message on the bus from outside `steps` steps from now (or once all is quiet). */
   publishLater(envelope: Envelope, steps: number): void {
     this.later.push({ step: this.step + steps, envelope });
+  }
+
+  /**
+   * Put a message on the bus from outside once all is quiet and the sweeper finds nothing due
+   * (every wait's time has come): a message that comes after everything it could have met.
+   */
+  publishLast(envelope: Envelope): void {
+    this.last.push(envelope);
   }
 
   /** The messages from outside that are due (all of them when `all`), onto the bus. */
@@ -358,7 +369,10 @@ export class World {
       if (this.publishDue(true)) continue;
       // Quiet: what only time can move on (a lease running out) is the sweeper's, a lease later.
       this.clock.advance(Number(SIMULATED_SETTINGS.ORCHESTRATOR_LEASE_SECONDS) * 1000);
-      if ((await this.sweep()) === 0) return;
+      if ((await this.sweep()) > 0) continue;
+      const last = this.last.splice(0);
+      if (last.length === 0) return;
+      for (const envelope of last) this.publishExternal(envelope);
     }
     throw new Error(`the world did not settle within ${MAX_STEPS} steps`);
   }
