@@ -15,6 +15,7 @@ import {
   longForm,
   quickNews,
 } from "../../functions/roles/content-agents/workflows";
+import { childRunsOf } from "../../functions/roles/orchestrator/child-commands";
 import type { NodeBlocked, NodeConfirmRequested } from "../../schemas/events/agent-run";
 import type {
   NodeCompleted,
@@ -105,6 +106,8 @@ describe("the fact check of each claim, by the content agents", () => {
     expect(bus.deadLettered).toEqual([]);
     expect(bus.state(runId).run.workflow).toEqual({ name: longForm.name, version: 4 });
     const [childId] = bus.childRuns(runId, "fact-check");
+    // What the operator's views read a run's child runs from: its timeline.
+    expect(childRunsOf(bus.state(runId))).toEqual([{ nodeId: "fact-check", runId: childId }]);
     const child = bus.state(childId ?? "");
     expect(child.run.workflow).toEqual({ name: factCheck.name, version: factCheck.version });
     expect(child.parent).toEqual({ run_id: runId, node_id: "fact-check", generation: 0 });
