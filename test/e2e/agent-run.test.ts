@@ -5,11 +5,7 @@ import type { AgentRun } from "../../functions/core/agent-run";
 import { agentRunKey } from "../../functions/roles/content-agents/content-agent";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
-import {
-  loadChildRuns,
-  startWorkflow,
-  waitForRunEnd,
-} from "../../lib/dev/local/scenario/workflow";
+import { loadChildRuns, startWorkflow, waitForRunEnd } from "../../lib/dev/local/scenario/workflow";
 import { runView } from "../../lib/operator/runs";
 import { emulator } from "../support/aws";
 import { localCli } from "../support/cli";
