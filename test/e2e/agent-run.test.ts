@@ -76,6 +76,17 @@ describe("agent runs on the local stack", () => {
       expect(claims.length).toBeGreaterThan(0);
       expect(stepsOf("fact-check")).toEqual(["node.ready", "child.started", "node.completed"]);
       const [child] = await loadChildRuns(env, ended);
+      // `workflow show` of the parent names its child run, and the child's its parent.
+      const [parentShown, childShown] = await Promise.all([
+        cli("workflow", "show", run.runId),
+        cli("workflow", "show", child?.runId ?? ""),
+      ]);
+      expect(parentShown.stdout).toMatch(
+        new RegExp(`child runs.*\\n\\s+fact-check\\s+${child?.runId}`),
+      );
+      expect(childShown.stdout).toContain(
+        `parent      ${run.runId}, node fact-check (generation 0)`,
+      );
       const checks = (child?.state?.timeline ?? [])
         .filter((t) => t.node_id === "fact-check")
         .map((t) => t.event);
