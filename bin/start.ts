@@ -233,6 +233,10 @@ async function printTraces(
   for (const run of result.runs) {
     out(renderTimeline(run.label, run.state));
     out();
+    for (const child of run.children ?? []) {
+      out(renderTimeline(`${run.label}, ${child.nodeId}'s child run`, child.state));
+      out();
+    }
   }
 }
 

@@ -7,7 +7,7 @@ import {
   waitUntil,
 } from "../../lib/dev/local/scenario/customer-support";
 import { refundableOrder } from "../../lib/dev/local/scenario/refund";
-import { startWorkflow, waitForRunEnd } from "../../lib/dev/local/scenario/workflow";
+import { loadChildRuns, startWorkflow, waitForRunEnd } from "../../lib/dev/local/scenario/workflow";
 import { contentRunShape, FLOW_SHAPES, type FlowShape } from "../../lib/dev/metering/flow-cost";
 import { inMeterScope } from "../../lib/dev/metering/metering";
 
@@ -15,8 +15,8 @@ import { inMeterScope } from "../../lib/dev/metering/metering";
  * The reference flows the cost section plays on the local stack, one at a time: each starts as a
  * client starts it (a PutEvents on the stack's bus, counted under the `client` meter scope, as
  * the flow's first billed call) and ends when its outcome is stored and the runtime is idle. A
- * play answers the flow's shape as the peers would run what it did (a content run's claims and
- * review rounds are known once it ended).
+ * play answers the flow's shape as the peers would run what it did (a content run's claims,
+ * review rounds and child runs are known once it ended).
  */
 export interface PlayedFlow {
   readonly flow: string;
@@ -55,12 +55,16 @@ async function contentRun(
   if (state.run.status !== "COMPLETED")
     throw new Error(`the ${workflow} run ${run.runId} ended ${state.run.status}, not COMPLETED`);
   await env.runtime.idle();
-  const checked = state.run.nodes["fact-check"]?.output as { items?: unknown[] } | undefined;
+  // The fact check's items: the run's own map, or its child run's (long form).
+  const children = await loadChildRuns(env, state);
+  const checking = children.find((c) => c.nodeId === "fact-check")?.state ?? state;
+  const checked = checking.run.nodes["fact-check"]?.output as { items?: unknown[] } | undefined;
   const claims = checked?.items?.length ?? 1;
   const rounds = state.run.loops?.review?.round ?? 1;
   return contentRunShape(workflow === "quick-news" ? "quick news" : "long form", {
     claims,
     rounds,
+    childRuns: children.length,
   });
 }
 

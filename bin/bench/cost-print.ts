@@ -106,7 +106,7 @@ function printCounting(out: Out, flows: readonly MixedFlow[]): void {
     for (const p of peerCosts(shape, usage)) out(`    ${p.peer}: ${p.counted}`);
   }
   out(
-    `  Lambda tasks: one request per step plus the GB-seconds AgentBus's consumer groups took for the same work (arm64); Express duration = those handlers' seconds, rounded up to 100 ms, at 64 MB; the durable function runs every step in one invocation with the same GB-seconds (no waits, no replays); Temporal: one Action for the workflow's start and one per Activity start (no retries, no heartbeats, no timers), its workers' compute and storage not counted.`,
+    `  Lambda tasks: one request per step plus the GB-seconds AgentBus's consumer groups took for the same work (arm64); Express duration = those handlers' seconds, rounded up to 100 ms, at 64 MB; the durable function runs every step in one invocation with the same GB-seconds (no waits, no replays); Temporal: one Action for the workflow's start and one per Activity start (no retries, no heartbeats, no timers), its workers' compute and storage not counted; a child run (long form's fact check) is a child execution started by a Task state, a durable function the parent invokes, a child workflow.`,
   );
 }
 

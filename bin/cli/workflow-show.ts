@@ -1,6 +1,7 @@
 import type { NodeRun } from "../../functions/core/dag/run";
 import type { StoredState } from "../../functions/core/ports";
 import { contentWorkflowFor } from "../../functions/roles/content-agents/workflows";
+import { childRunsOf } from "../../functions/roles/orchestrator/child-commands";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { currentTimers } from "../../functions/roles/orchestrator/timers";
 import { out } from "./target";
@@ -53,20 +54,8 @@ export function printRun(stored: StoredState<OrchestratorState>): void {
   out("nodes");
   out(line(header));
   for (const row of cells) out(line(row));
-  const leases = Object.entries(stored.data.leases ?? {});
-  if (leases.length) {
-    out();
-    out("leases (RUNNING nodes)");
-    for (const [id, lease] of leases) {
-      const again = lease.redeliveries ? `, sent again ${lease.redeliveries}x` : "";
-      const since = lease.started_at ? ` at ${lease.started_at}` : "";
-      out(
-        `  ${id}  ${lease.started ? `started${since}` : "queued"}${again}, until ${lease.expires_at}`,
-      );
-      if (lease.blocked && !lease.blocked.outcome)
-        out(`    BLOCKED until ${lease.blocked.confirm_by}: ${lease.blocked.question}`);
-    }
-  }
+  printChildRuns(stored.data);
+  printLeases(stored.data);
   printTimers(stored.data);
   if (held.length) {
     out();
@@ -81,6 +70,33 @@ export function printRun(stored: StoredState<OrchestratorState>): void {
     const signal = step.signal === undefined ? "" : ` ${step.signal}`;
     out(`  ${step.at}  ${step.event}${node}${gen}${signal}  (${step.cause})`);
   }
+}
+
+/** The lease of each RUNNING node, and what a BLOCKED one waits for. */
+function printLeases(state: OrchestratorState): void {
+  const leases = Object.entries(state.leases ?? {});
+  if (leases.length) {
+    out();
+    out("leases (RUNNING nodes)");
+    for (const [id, lease] of leases) {
+      const again = lease.redeliveries ? `, sent again ${lease.redeliveries}x` : "";
+      const since = lease.started_at ? ` at ${lease.started_at}` : "";
+      out(
+        `  ${id}  ${lease.started ? `started${since}` : "queued"}${again}, until ${lease.expires_at}`,
+      );
+      if (lease.blocked && !lease.blocked.outcome)
+        out(`    BLOCKED until ${lease.blocked.confirm_by}: ${lease.blocked.question}`);
+    }
+  }
+}
+
+/** The child run of each child node that started one. */
+function printChildRuns(state: OrchestratorState): void {
+  const children = childRunsOf(state);
+  if (children.length === 0) return;
+  out();
+  out("child runs (`workflow show <run>` shows one)");
+  for (const child of children) out(`  ${child.nodeId}  ${child.runId}`);
 }
 
 /** What each RUNNING wait node waits for: its timer, or a signal and its deadline. */

@@ -274,6 +274,35 @@ describe("map", () => {
     expect(assigns(t).map((c) => c.item?.index)).toEqual([1]);
   });
 
+  it("runs over a list in the run's input, which each item's run input leaves out", () => {
+    const def = flow(
+      [task("check", { map: { items: { input: "request.claims" }, concurrency: 2 } })],
+      [],
+    );
+    const input = { topic_hint: "tides", request: { claims: ["c0", "c1", "c2"], by: "desk" } };
+    let t = startRun(def, "r", input);
+    expect(assigns(t).map((c) => c.item)).toEqual([
+      { index: 0, count: 3, value: "c0" },
+      { index: 1, count: 3, value: "c1" },
+    ]);
+    expect(assigns(t)[0]).toMatchObject({
+      input: {},
+      run_input: { topic_hint: "tides", request: { by: "desk" } },
+    });
+    t = itemDone(t, def, "check", 0);
+    t = itemDone(t, def, "check", 1);
+    t = itemDone(t, def, "check", 2);
+    expect(t.run.status).toBe("COMPLETED");
+    expect(t.run.nodes.check?.output).toMatchObject({ failed: 0 });
+    expect(t.run.input).toEqual(input);
+
+    const missing = startRun(def, "r", { topic_hint: "tides" });
+    expect(missing.run.nodes.check?.error).toMatchObject({
+      code: "dag.map_items_invalid",
+      message: "map node check: run input request.claims is not a list (got undefined)",
+    });
+  });
+
   it("refuses an agent's whole-node answer for a map node", () => {
     const def = mapFlow({});
     const t = complete(startRun(def, "r", {}), def, "plan", sections);

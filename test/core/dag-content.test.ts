@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { onChildEnded } from "../../functions/core/dag/child";
 import type { WorkflowDefinition } from "../../functions/core/dag/definition";
 import {
   onItemCompleted,
@@ -10,15 +11,18 @@ import { runResult } from "../../functions/core/dag/result";
 import type { DagCommand, Transition } from "../../functions/core/dag/run";
 import {
   CLAIMS_MAY_FAIL,
+  factCheck,
   longForm,
+  longFormV3,
   quickNews,
   REVIEW_ROUNDS,
 } from "../../functions/roles/content-agents/workflows";
 
 /**
- * The content workflows of version 3 on the pure executor, with scripted answers: the fact check
- * of each claim (a map with a tolerance), review and writing in rounds until review approves (a
- * loop), and long form's writing only when the fact check passed enough claims (a condition).
+ * The content workflows on the pure executor, with scripted answers: the fact check of each claim
+ * (a map with a tolerance), review and writing in rounds until review approves (a loop), long
+ * form's writing only when the fact check passed enough claims (a condition), and long form v4's
+ * fact check as a child run of content.fact-check (a map over its run input's claims).
  */
 
 type Assign = Extract<DagCommand, { type: "node.assign" }>;
@@ -140,17 +144,17 @@ describe("quick news v3: claims checked in parallel, review and writing in round
 
 describe("long form v3: writing only on a fact check that passed enough claims", () => {
   it("writes, reviews and revises when the claims held within the tolerance", () => {
-    let t = startRun(longForm, "run_l3", {});
-    t = answer(t, longForm, "topic-selection", TOPIC);
+    let t = startRun(longFormV3, "run_l3", {});
+    t = answer(t, longFormV3, "topic-selection", TOPIC);
     expect(assigned(t)).toEqual(["fact-check", "fact-check", "fact-check"]);
-    t = checkClaims(t, longForm, [2]);
+    t = checkClaims(t, longFormV3, [2]);
     expect(assigned(t)).toEqual(["writing"]);
     expect(assigns(t)[0]?.input["fact-check"]).toMatchObject({ failed: 1 });
-    t = answer(t, longForm, "writing", DRAFT);
-    t = answer(t, longForm, "review", REJECTED);
+    t = answer(t, longFormV3, "writing", DRAFT);
+    t = answer(t, longFormV3, "review", REJECTED);
     expect(assigned(t)).toEqual(["writing"]);
-    t = answer(t, longForm, "writing", REVISED);
-    t = answer(t, longForm, "review", APPROVED);
+    t = answer(t, longFormV3, "writing", REVISED);
+    t = answer(t, longFormV3, "review", APPROVED);
 
     expect(t.run.status).toBe("COMPLETED");
     expect(runResult(t.run)).toMatchObject({
@@ -160,13 +164,83 @@ describe("long form v3: writing only on a fact check that passed enough claims",
   });
 
   it("degrades the fact check over its tolerance and writes nothing", () => {
-    let t = startRun(longForm, "run_l3", {});
-    t = answer(t, longForm, "topic-selection", TOPIC);
-    t = checkClaims(t, longForm, [0, 1]);
+    let t = startRun(longFormV3, "run_l3", {});
+    t = answer(t, longFormV3, "topic-selection", TOPIC);
+    t = checkClaims(t, longFormV3, [0, 1]);
 
     expect(assigned(t)).toEqual([]);
     expect(t.run.status).toBe("COMPLETED");
     expect(runResult(t.run)).toMatchObject({
+      completed: ["topic-selection"],
+      degraded: ["fact-check"],
+      skipped: ["review", "writing"],
+      outputs: { "fact-check": {} },
+    });
+  });
+});
+
+type ChildStart = Extract<DagCommand, { type: "child.start" }>;
+
+/**
+ * Long form v4 to its fact check, which it runs as a child: the child run of content.fact-check
+ * started as the orchestrator starts it (the parent's input with the node's input over it), its
+ * claims checked (those in `failing` fail), and its end handed back to the parent.
+ */
+function longFormThroughItsChild(failing: readonly number[]) {
+  const input = { topic_hint: "heat islands" };
+  let t = startRun(longForm, "run_l4", input);
+  t = answer(t, longForm, "topic-selection", TOPIC);
+  expect(assigned(t)).toEqual([]);
+  const start = t.commands.find((c): c is ChildStart => c.type === "child.start");
+  expect(start).toMatchObject({
+    node_id: "fact-check",
+    workflow: { name: factCheck.name, version: factCheck.version },
+    input: { claims: CLAIMS, sources: ["kb://s"] },
+  });
+  const childInput = { ...input, ...(start?.input as Record<string, unknown>) };
+  let child = startRun(factCheck, start?.child_run_id ?? "", childInput);
+  const items = assigns(child);
+  expect(items.map((c) => c.item?.value)).toEqual(CLAIMS);
+  // Each item carries its claim: the run input it gets leaves the list out.
+  expect(items[0]?.run_input).toEqual({ topic_hint: "heat islands", sources: ["kb://s"] });
+  child = checkClaims(child, factCheck, failing);
+  const { status, outputs } = runResult(child.run);
+  if (status === "RUNNING") throw new Error("the child run has not ended");
+  const parent = onChildEnded(t.run, longForm, "fact-check", generationOf(t, "fact-check"), {
+    status,
+    outputs,
+  });
+  return { child, parent };
+}
+
+describe("long form v4: the fact check a child run, writing only when it passed enough claims", () => {
+  it("writes once the child checked the claims within the tolerance, reading its output", () => {
+    const { child, parent } = longFormThroughItsChild([2]);
+    expect(child.run.status).toBe("COMPLETED");
+    let t = parent;
+    expect(assigned(t)).toEqual(["writing"]);
+    expect(assigns(t)[0]?.input["fact-check"]).toMatchObject({
+      status: "COMPLETED",
+      outputs: { "fact-check": { failed: 1 } },
+    });
+    t = answer(t, longForm, "writing", DRAFT);
+    t = answer(t, longForm, "review", REJECTED);
+    t = answer(t, longForm, "writing", REVISED);
+    t = answer(t, longForm, "review", APPROVED);
+
+    expect(t.run.status).toBe("COMPLETED");
+    expect(t.run.loops?.review).toMatchObject({ round: 2, ended: "condition" });
+    expect(runResult(t.run).outputs.review).toEqual(APPROVED);
+  });
+
+  it("degrades the fact check when its child fails over the tolerance, and writes nothing", () => {
+    const { child, parent } = longFormThroughItsChild([0, 1]);
+    expect(child.run.status).toBe("FAILED");
+
+    expect(assigned(parent)).toEqual([]);
+    expect(parent.run.status).toBe("COMPLETED");
+    expect(parent.run.nodes["fact-check"]?.error?.code).toBe("dag.child_failed");
+    expect(runResult(parent.run)).toMatchObject({
       completed: ["topic-selection"],
       degraded: ["fact-check"],
       skipped: ["review", "writing"],

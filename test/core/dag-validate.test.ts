@@ -77,6 +77,41 @@ describe("defineWorkflow names every problem at once", () => {
       expect(e.message).toContain(needle);
   });
 
+  it("refuses a map over the run input's field that the declared input makes a scalar or shuts out", () => {
+    const declared = (additionalProperties?: boolean): WorkflowDefinitionInput => ({
+      name: "over-input",
+      version: 1,
+      nodes: [
+        { id: "a", role: "writer", map: { items: { input: "topic_hint" } } },
+        { id: "b", role: "writer", map: { items: { input: "claims.all" } } },
+      ],
+      input: {
+        type: "object",
+        properties: { topic_hint: { type: "string" } },
+        ...(additionalProperties === undefined ? {} : { additionalProperties }),
+      },
+    });
+    const open = refusal(declared());
+    expect(problems(open)).toEqual(["dag.bad_map_path"]);
+    expect(open.message).toContain(
+      "node a: map.items reads the run input's topic_hint, which the workflow's input declares a string, not a list",
+    );
+    const shut = refusal(declared(false));
+    expect(problems(shut)).toEqual(["dag.bad_map_path", "dag.bad_map_path"]);
+    expect(shut.message).toContain(
+      "node b: map.items reads the run input's claims, which the workflow's input does not allow (additionalProperties is false)",
+    );
+    const neither = refusal({
+      name: "over-input",
+      version: 1,
+      nodes: [{ id: "a", role: "writer", map: { items: { path: "claims" } } }],
+    } as unknown as WorkflowDefinitionInput);
+    expect(neither.code).toBe("dag.invalid_definition");
+    expect(neither.message).toContain(
+      "nodes.0.map.items: must be { node, path? } (a list in an upstream's output) or { input }",
+    );
+  });
+
   it("names nodes no root reaches, a node of two kinds and a loop body left early", () => {
     const e = refusal({
       name: "broken",

@@ -143,7 +143,8 @@ describe("orchestrator leases", () => {
 
   it("a node that leaves RUNNING loses its lease; a run with nothing RUNNING or held is not due", async () => {
     const t = setup(orchestratorRole({ leaseSeconds: 60 }));
-    await t.start();
+    // Quick news: each of its nodes is a role's (long form's fact check is a child run, unleased).
+    await t.start("quick-news");
     const outputs: [string, string, unknown, number?][] = [
       ["topic_selection.completed", "topic-selection", TOPIC],
       [

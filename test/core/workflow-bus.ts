@@ -19,6 +19,7 @@ import type { OrchestratorState } from "../../functions/roles/orchestrator/state
 import { Random } from "../../lib/dev/faults/random";
 import { type Envelope, registry } from "../../schemas";
 import type { NodeCompleted, WorkflowEnded } from "../../schemas/events/workflow";
+import type { WorkflowChildStartRequested } from "../../schemas/events/workflow-child";
 import { makeDeps } from "./fixtures";
 
 // ---------------------------------------------------------------------------------------------
@@ -203,6 +204,14 @@ export class Bus {
         ["workflow.completed", "workflow.partial", "workflow.failed"].includes(e.event_type),
       )
       .map((e) => ({ type: e.event_type, result: (e.payload as WorkflowEnded).result }));
+  }
+
+  /** The child runs a run's node started, in the order it started them. */
+  childRuns(runId: string, nodeId: string): string[] {
+    return this.emitted("workflow.child.start.requested")
+      .map((e) => e.payload as WorkflowChildStartRequested)
+      .filter((p) => p.parent_run_id === runId && p.parent_node_id === nodeId)
+      .map((p) => p.run_id);
   }
 
   /** The claims topic selection stated for a run: the fact check's map items. */

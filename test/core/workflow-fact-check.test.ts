@@ -12,17 +12,20 @@ import type { ReviewOutput } from "../../functions/roles/content-agents/events";
 import { CLAIM_HEADING } from "../../functions/roles/content-agents/headings";
 import {
   CLAIMS_MAY_FAIL,
+  factCheck,
   longForm,
   quickNews,
 } from "../../functions/roles/content-agents/workflows";
+import { childRunsOf } from "../../functions/roles/orchestrator/child-commands";
 import type { NodeBlocked, NodeConfirmRequested } from "../../schemas/events/agent-run";
 import type { NodeCompleted, NodeFailed, NodeRequested } from "../../schemas/events/workflow";
 import { Bus, type Delivery } from "./workflow-bus";
 
 /**
- * The content workflows (version 3, what a start by kind runs) run by the orchestrator and the
+ * The content workflows (the versions a start by kind runs) run by the orchestrator and the
  * content agents on the in-memory bus: topic selection states the claims, the fact check agent
- * checks each one as a map item (one agent run per item), and review decides on the final text.
+ * checks each one as a map item (one agent run per item; in long form, inside a child run of
+ * content.fact-check), and review decides on the final text.
  * The local model's markers drive the cases: `[disputed-claims:N]` has N claims fail their check.
  */
 
@@ -92,15 +95,55 @@ describe("the fact check of each claim, by the content agents", () => {
     expect(bus.emitted("review.requested")).toEqual([]);
   });
 
-  it("long form writes nothing when the claims did not hold: the fact check is DEGRADED", async () => {
+  it("long form checks the claims in a child run, and writes from its output", async () => {
+    const bus = new Bus();
+    const runId = await run(bus, "long-form", "[disputed-claims:1] tides");
+
+    expect(bus.deadLettered).toEqual([]);
+    expect(bus.state(runId).run.workflow).toEqual({ name: longForm.name, version: 4 });
+    const [childId] = bus.childRuns(runId, "fact-check");
+    // What the operator's views read a run's child runs from: its timeline.
+    expect(childRunsOf(bus.state(runId))).toEqual([{ nodeId: "fact-check", runId: childId }]);
+    const child = bus.state(childId ?? "");
+    expect(child.run.workflow).toEqual({ name: factCheck.name, version: factCheck.version });
+    expect(child.parent).toEqual({ run_id: runId, node_id: "fact-check", generation: 0 });
+    const claims = bus.claims(runId);
+    // The child's map runs over the claims its parent gave it, one request per claim, each on
+    // the child's stream with its claim alone (the run input leaves the list out).
+    const requests = factCheckRequests(bus);
+    expect(requests.map((r) => [r.run_id, r.item?.value])).toEqual(
+      claims.map((claim) => [childId, claim]),
+    );
+    expect(requests[0]?.run_input).not.toHaveProperty("claims");
+    expect(bus.ended(childId ?? "")[0]?.type).toBe("workflow.completed");
+    const [end] = bus.ended(runId);
+    expect(end?.type).toBe("workflow.completed");
+    const writing = bus.emitted("writing.requested")[0]?.payload as NodeRequested;
+    expect(writing.input["fact-check"]).toMatchObject({
+      status: "COMPLETED",
+      outputs: { "fact-check": { failed: 1 } },
+    });
+  });
+
+  it("long form writes nothing when the claims did not hold: its child fails, the fact check is DEGRADED", async () => {
     const bus = new Bus();
     const runId = await run(bus, "long-form", `[disputed-claims:${CLAIMS_MAY_FAIL + 1}] tides`);
 
     expect(bus.deadLettered).toEqual([]);
-    expect(bus.state(runId).run.workflow).toEqual({ name: longForm.name, version: 3 });
+    expect(bus.state(runId).run.workflow).toEqual({ name: longForm.name, version: 4 });
+    const [childId] = bus.childRuns(runId, "fact-check");
+    const [childEnd] = bus.ended(childId ?? "");
+    expect(childEnd?.type).toBe("workflow.failed");
+    expect(childEnd?.result.failed).toEqual([
+      expect.objectContaining({
+        node_id: "fact-check",
+        error: expect.objectContaining({ code: "dag.map_failed" }),
+      }),
+    ]);
     const [end] = bus.ended(runId);
     expect(end?.type).toBe("workflow.completed");
     expect(end?.result).toMatchObject({ degraded: ["fact-check"], skipped: ["review", "writing"] });
+    expect(bus.state(runId).run.nodes["fact-check"]?.error?.code).toBe("dag.child_failed");
     expect(bus.emitted("writing.requested")).toEqual([]);
   });
 

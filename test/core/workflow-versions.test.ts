@@ -2,8 +2,10 @@ import { describe, expect, it } from "vitest";
 import {
   CONTENT_WORKFLOWS,
   contentWorkflowFor,
+  factCheck,
   longForm,
   longFormV2,
+  longFormV3,
   quickNews,
   quickNewsV2,
   STARTED_VERSION,
@@ -17,10 +19,24 @@ describe("workflow definition versions", () => {
   it("starts new runs on the started version and carries each run on the version it began with", () => {
     expect(contentWorkflowFor({ kind: "quick-news" })).toBe(quickNews);
     expect(contentWorkflowFor({ kind: "long-form" })).toBe(longForm);
-    expect(STARTED_VERSION).toBe(3);
+    expect(STARTED_VERSION).toEqual({ "quick-news": 3, "long-form": 4 });
+    expect(quickNews.version).toBe(3);
+    expect(longForm.version).toBe(4);
     expect(definitionAt(quickNews.name, 2)).toBe(quickNewsV2);
     expect(definitionAt(quickNews.name, 3)).toBe(quickNews);
-    expect(definitionAt(longForm.name, 3)).toBe(longForm);
+    expect(definitionAt(longForm.name, 3)).toBe(longFormV3);
+    expect(definitionAt(longForm.name, 4)).toBe(longForm);
+  });
+
+  it("finds the fact check long form runs as a child by its name, at the version long form pins", () => {
+    const compiled = workflowCatalog();
+    const child = longForm.nodes.find((n) => n.id === "fact-check")?.workflow;
+    expect(child).toMatchObject({ name: factCheck.name, version: factCheck.version });
+    expect(compiled.forStart(factCheck.name, child?.version)).toBe(factCheck);
+    expect(compiled.forStart(factCheck.name)).toBe(factCheck);
+    expect(compiled.names).toContain(factCheck.name);
+    // A kind's workflow is started by its kind: its definition's name is not a start's name.
+    expect(compiled.forStart(longForm.name)).toBeUndefined();
   });
 
   it("carries a run that began on version 1 on with the agents' own names", () => {
@@ -31,15 +47,22 @@ describe("workflow definition versions", () => {
       expect(first.edges).toEqual(current.edges);
     }
     expect(CONTENT_WORKFLOWS.map((d) => `${d.name} v${d.version}`).sort()).toEqual([
+      "content.fact-check v1",
       "content.long-form v1",
       "content.long-form v2",
       "content.long-form v3",
+      "content.long-form v4",
       "content.quick-news v1",
       "content.quick-news v2",
       "content.quick-news v3",
     ]);
+    // Each task node is carried out by the content agent of its name; long form v4's fact check
+    // is a child run instead.
     for (const def of CONTENT_WORKFLOWS)
-      for (const node of def.nodes) expect(node.role, `${def.name} v${def.version}`).toBe(node.id);
+      for (const node of def.nodes)
+        expect(node.role ?? node.workflow?.name, `${def.name} v${def.version}`).toBe(
+          node.workflow ? factCheck.name : node.id,
+        );
   });
 
   it("refuses a run whose definition version is no longer defined, naming the ones that are", () => {

@@ -86,7 +86,7 @@ describe("content workflow: orchestrator and content agents on one in-memory bus
     expect(new Set(traffic.map((e) => e.order_key))).toEqual(new Set([runId]));
   });
 
-  it("long form runs its nodes one after the other, writing once the claims held", async () => {
+  it("long form runs its nodes one after the other, the fact check a child run, writing once the claims held", async () => {
     const bus = new Bus();
     const runId = newRunId();
     bus.start(runId, "long-form");
@@ -94,13 +94,20 @@ describe("content workflow: orchestrator and content agents on one in-memory bus
     const state = bus.state(runId);
     expect(state.run.status).toBe("COMPLETED");
     const claims = bus.claims(runId);
-    expect(nodeSteps(state)).toEqual([
-      "node.released topic-selection",
-      "node.completed topic-selection",
+    const [childId] = bus.childRuns(runId, "fact-check");
+    const child = bus.state(childId ?? "");
+    expect(child.run.status).toBe("COMPLETED");
+    expect(nodeSteps(child)).toEqual([
       "node.released fact-check",
       "map.started fact-check",
       ...claims.map(() => "item.released fact-check"),
       ...claims.map(() => "item.completed fact-check"),
+      "node.completed fact-check",
+    ]);
+    expect(nodeSteps(state)).toEqual([
+      "node.released topic-selection",
+      "node.completed topic-selection",
+      "child.started fact-check",
       "node.completed fact-check",
       "node.released writing",
       "node.completed writing",

@@ -5,7 +5,7 @@ import type { AgentRun } from "../../functions/core/agent-run";
 import { agentRunKey } from "../../functions/roles/content-agents/content-agent";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
-import { startWorkflow, waitForRunEnd } from "../../lib/dev/local/scenario/workflow";
+import { loadChildRuns, startWorkflow, waitForRunEnd } from "../../lib/dev/local/scenario/workflow";
 import { runView } from "../../lib/operator/runs";
 import { emulator } from "../support/aws";
 import { localCli } from "../support/cli";
@@ -67,13 +67,29 @@ describe("agent runs on the local stack", () => {
           "node.started",
           "node.completed",
         ]);
-      // The fact check is a map: one item per claim, each released and answered, acknowledged.
+      // The fact check is a child run whose map has one item per claim, each released and
+      // answered, acknowledged.
       const picked = ended.run.nodes["topic-selection"]?.output as
         | { claims?: string[] }
         | undefined;
       const claims = picked?.claims ?? [];
       expect(claims.length).toBeGreaterThan(0);
-      const checks = stepsOf("fact-check");
+      expect(stepsOf("fact-check")).toEqual(["node.ready", "child.started", "node.completed"]);
+      const [child] = await loadChildRuns(env, ended);
+      // `workflow show` of the parent names its child run, and the child's its parent.
+      const [parentShown, childShown] = await Promise.all([
+        cli("workflow", "show", run.runId),
+        cli("workflow", "show", child?.runId ?? ""),
+      ]);
+      expect(parentShown.stdout).toMatch(
+        new RegExp(`child runs.*\\n\\s+fact-check\\s+${child?.runId}`),
+      );
+      expect(childShown.stdout).toContain(
+        `parent      ${run.runId}, node fact-check (generation 0)`,
+      );
+      const checks = (child?.state?.timeline ?? [])
+        .filter((t) => t.node_id === "fact-check")
+        .map((t) => t.event);
       expect(checks.slice(0, 3)).toEqual(["node.ready", "node.released", "map.started"]);
       expect(checks.at(-1)).toBe("node.completed");
       expect(checks).toContain("node.started");

@@ -56,7 +56,10 @@ describe("schema evolution on the local runtime", () => {
       await putOnBus(env, "commands", [v1]);
       const ended = await waitForRunEnd(env, runId, TIMEOUT);
       expect(ended.run.status).toBe("COMPLETED");
-      expect(ended.run.workflow).toEqual({ name: "content.long-form", version: STARTED_VERSION });
+      expect(ended.run.workflow).toEqual({
+        name: "content.long-form",
+        version: STARTED_VERSION["long-form"],
+      });
       const outcome = await groupOutcome(env.store, "orchestrator", v1);
       expect(outcome).toMatchObject({ outcome: "applied" });
     },

@@ -168,7 +168,7 @@ describe("GET /v1/workflows and /v1/workflows/{workflow_name}", () => {
     expect(json(listed)).toEqual({
       workflows: [
         { name: "quick-news", scope: "built-in", versions: [3] },
-        { name: "long-form", scope: "built-in", versions: [3] },
+        { name: "long-form", scope: "built-in", versions: [4] },
         { name: "digest", scope: "shared", versions: [1] },
       ],
     });

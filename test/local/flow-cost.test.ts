@@ -138,6 +138,32 @@ describe("the peers' counting", () => {
     // Temporal bills Activity starts: parallel or serial, the same Actions.
     expect(quick["Temporal Cloud"]?.dollars).toBe(long["Temporal Cloud"]?.dollars);
   });
+
+  it("counts a child run as a nested execution, a chained durable function and a child workflow", () => {
+    const played = { claims: 3, rounds: 1 };
+    const flat = byPeer(contentRunShape("long form", played));
+    const shape = contentRunShape("long form", { ...played, childRuns: 1 });
+    expect(shape.steps).toEqual(contentRunShape("long form", played).steps);
+    const nested = byPeer(shape);
+    const more = (peer: string) => (nested[peer]?.dollars ?? 0) - (flat[peer]?.dollars ?? 0);
+    // The parent's Task state that starts the child execution.
+    expect(nested["Step Functions Standard"]?.counted).toBe(
+      "8 transitions (6 Task states + 1 Parallel/Map + 1 child execution start) + 6 Lambda tasks",
+    );
+    expect(more("Step Functions Standard")).toBeCloseTo(25e-6, 15);
+    // The child's own execution request.
+    expect(nested["Step Functions Express"]?.counted).toMatch(/^2 requests \+/);
+    expect(more("Step Functions Express")).toBeCloseTo(1e-6, 15);
+    // The parent's invoke and the child's start, and the child's invocation.
+    expect(nested["Lambda durable functions"]?.counted).toBe(
+      "10 operations (start + 6 steps + 1 parallel + 1 child invoke + child start) + 2 invocations",
+    );
+    expect(more("Lambda durable functions")).toBeCloseTo(2 * 8e-6 + 0.2e-6, 15);
+    expect(nested["Temporal Cloud"]?.counted).toBe(
+      "8 Actions (workflow start + 6 Activity starts + 1 child workflow start)",
+    );
+    expect(more("Temporal Cloud")).toBeCloseTo(50e-6, 15);
+  });
 });
 
 describe("dollars per consumed event at a load", () => {

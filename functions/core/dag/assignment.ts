@@ -1,5 +1,5 @@
 import { letterDigest } from "../../../schemas/ids";
-import { type ChildWorkflow, valueAt } from "./definition";
+import { type ChildWorkflow, type MapItems, mapListAt, valueAt } from "./definition";
 import { type Draft, edgeOutcome } from "./draft";
 import type { ChildWorkflowRef, DagCommand, ItemRef, LoopRef } from "./run";
 import { isRecord } from "./values";
@@ -27,7 +27,7 @@ export function assignment(
     attempt,
     generation,
     input: item ? itemInputOf(draft, id) : inputOf(draft, id),
-    run_input: draft.run.input,
+    run_input: item ? itemRunInputOf(draft, id) : draft.run.input,
     ...(item ? { item } : {}),
     ...(loop ? { loop } : {}),
   };
@@ -56,12 +56,19 @@ export function inputOf(draft: Draft, id: string): Record<string, unknown> {
 function itemInputOf(draft: Draft, id: string): Record<string, unknown> {
   const input = inputOf(draft, id);
   const items = draft.graph.nodes.get(id)?.map?.items;
-  if (!items || !(items.node in input)) return input;
+  if (!items || "input" in items || !(items.node in input)) return input;
   if (items.path === undefined) {
     const { [items.node]: _list, ...others } = input;
     return others;
   }
   return { ...input, [items.node]: without(input[items.node], items.path.split(".")) };
+}
+
+/** A map item's run input: without the list when the map runs over one in the run's input. */
+function itemRunInputOf(draft: Draft, id: string): unknown {
+  const items = draft.graph.nodes.get(id)?.map?.items;
+  if (!items || !("input" in items)) return draft.run.input;
+  return without(draft.run.input, items.input.split("."));
 }
 
 /** `value` with what is at `path` left out (unchanged when nothing is there). */
@@ -86,8 +93,13 @@ function without(value: unknown, path: readonly string[]): unknown {
 export function mapItemsOf(draft: Draft, id: string): readonly unknown[] | undefined {
   const items = draft.graph.nodes.get(id)?.map?.items;
   if (!items) return undefined;
-  const list = valueAt(items, draft.node(items.node).output);
+  const list = mapListValue(draft, items);
   return Array.isArray(list) ? list : undefined;
+}
+
+/** The value where a map's list should be: in the run's input, or in its upstream's output. */
+export function mapListValue(draft: Draft, items: MapItems): unknown {
+  return mapListAt(items, draft.run.input, (node) => draft.node(node).output);
 }
 
 /** A child node's input: its `workflow.input` fields from earlier outputs, else `inputOf`. */

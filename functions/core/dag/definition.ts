@@ -82,6 +82,17 @@ export const OutputRefSchema = z.strictObject({
   path: z.optional(DotPath),
 });
 
+/** A value taken from the run's input: a dot path into it. */
+export const RunInputRefSchema = z.strictObject({
+  input: DotPath,
+});
+
+/** Where a map's list is: in an upstream's output (`node`, `path`), or in the run's input. */
+export const MapItemsSchema = z.union([OutputRefSchema, RunInputRefSchema], {
+  error:
+    "must be { node, path? } (a list in an upstream's output) or { input } (a dot path to a list in the run's input)",
+});
+
 /** The most items one map node may have (its items live in the run's stored state). */
 export const MAX_MAP_ITEMS = 1000;
 export const DEFAULT_MAP_ITEMS = 100;
@@ -90,8 +101,9 @@ export const DEFAULT_MAP_CONCURRENCY = 4;
 /** A map node runs its role once per item of a list an earlier node produced. */
 export const MapSchema = z
   .strictObject({
-    /** The list: the value at `path` in the output of `node`, an upstream of the map node. */
-    items: OutputRefSchema,
+    /** The list: the value at `path` in the output of `node`, an upstream of the map node; or
+     * at `input`, a dot path in the run's input (a child run mapping over what its parent gave). */
+    items: MapItemsSchema,
     /** Items running at once (the run's caps apply too). */
     concurrency: z._default(
       z.int().check(z.positive(), z.maximum(MAX_MAP_ITEMS)),
@@ -207,6 +219,8 @@ export type NodeDefinition = z.output<typeof NodeDefinitionSchema>;
 export type Concurrency = z.output<typeof ConcurrencySchema>;
 export type Loop = z.output<typeof LoopSchema>;
 export type OutputRef = z.output<typeof OutputRefSchema>;
+export type RunInputRef = z.output<typeof RunInputRefSchema>;
+export type MapItems = z.output<typeof MapItemsSchema>;
 export type MapSpec = z.output<typeof MapSchema>;
 export type WaitSpec = z.output<typeof WaitSchema>;
 export type ChildWorkflow = z.output<typeof ChildWorkflowSchema>;
@@ -240,6 +254,22 @@ export function parseDefinition(input: unknown): WorkflowDefinition {
 /** The value an output reference points at in `output` (all of it without a path). */
 export function valueAt(ref: OutputRef, output: unknown): unknown {
   return ref.path === undefined ? output : valueAtPath(output, ref.path.split("."));
+}
+
+/** The value where a map's list is: at `input` in the run's input, else in `node`'s output. */
+export function mapListAt(
+  items: MapItems,
+  runInput: unknown,
+  outputOf: (node: string) => unknown,
+): unknown {
+  if ("input" in items) return valueAtPath(runInput, items.input.split("."));
+  return valueAt(items, outputOf(items.node));
+}
+
+/** Where a map's list is, in words: `topic-selection.claims`, `run input claims`. */
+export function itemsLabel(items: MapItems): string {
+  if ("input" in items) return `run input ${items.input}`;
+  return `${items.node}${items.path ? `.${items.path}` : ""}`;
 }
 
 /** Whether an edge with this condition is taken for the upstream `output`. */

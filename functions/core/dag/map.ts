@@ -1,5 +1,5 @@
-import { assignment, mapItemsOf } from "./assignment";
-import type { MapSpec } from "./definition";
+import { assignment, mapItemsOf, mapListValue } from "./assignment";
+import { itemsLabel, type MapSpec } from "./definition";
 import type { Draft } from "./draft";
 import { requireNode, roleOf } from "./graph";
 import type { HeldReason, MapItemRun, NodeError } from "./run";
@@ -9,10 +9,11 @@ import { show } from "./values";
 
 /**
  * Map nodes: a node whose role runs once per item of a list, the value at `map.items.path` in
- * the output of an upstream node. Released, the node goes RUNNING with one record per item
- * (PENDING); items are assigned in list order, `map.concurrency` at a time and within the run's
- * caps, each with its own attempt under the map's generation, so a redelivered or stale answer
- * for an item is told apart from the item's current assignment. Once every item ended the node
+ * the output of an upstream node, or at `map.items.input` in the run's input. Released, the node
+ * goes RUNNING with one record per item (PENDING); items are assigned in list order,
+ * `map.concurrency` at a time and within the run's caps, each with its own attempt under the
+ * map's generation, so a redelivered or stale answer for an item is told apart from the item's
+ * current assignment. Once every item ended the node
  * is COMPLETED with `{ items: [{ status: "completed", output } | { status: "failed", error }],
  * failed }` in list order; as soon as more items failed than `maxFailed` (or
  * `maxFailedFraction` of the items, default 0) tolerate, the items still running are cancelled
@@ -43,9 +44,12 @@ export function startMap(draft: Draft, id: string): boolean {
   const attempt = node.attempt + 1;
   draft.put(id, { ...node, state: "RUNNING", attempt, assigned_generation: generation });
   const list = mapItemsOf(draft, id);
-  const where = `${spec.items.node}${spec.items.path ? `.${spec.items.path}` : ""}`;
+  const where = itemsLabel(spec.items);
   if (!list || list.length > spec.maxItems) {
-    const value = list ?? draft.node(spec.items.node).output;
+    const items = spec.items;
+    // Not a list: the upstream's whole output, or what the run's input has at the path.
+    const value =
+      list ?? ("input" in items ? mapListValue(draft, items) : draft.node(items.node).output);
     failNode(draft, id, {
       code: list ? "dag.map_too_many_items" : "dag.map_items_invalid",
       message: list

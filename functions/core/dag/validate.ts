@@ -345,7 +345,9 @@ function checkReferences(
 ): void {
   for (const node of def.nodes) {
     const refs: [string, OutputRef, string][] = [];
-    if (node.map) refs.push(["dag.bad_map_path", node.map.items, "map.items"]);
+    const items = node.map?.items;
+    if (items && "input" in items) checkInputList(def, node.id, items.input, add);
+    else if (items) refs.push(["dag.bad_map_path", items, "map.items"]);
     for (const [field, ref] of Object.entries(node.workflow?.input ?? {}))
       refs.push(["dag.bad_child_input", ref, `workflow.input.${field}`]);
     if (node.workflow?.plan) refs.push(["dag.bad_plan_path", node.workflow.plan, "workflow.plan"]);
@@ -361,4 +363,28 @@ function checkReferences(
       );
     }
   }
+}
+
+/**
+ * A map over a list in the run's input reads a field the declared input leaves free: a declared
+ * property is a string, number or boolean, never a list, and `additionalProperties: false` lets
+ * no other field in.
+ */
+function checkInputList(def: WorkflowDefinition, id: string, path: string, add: Add): void {
+  const spec = def.input;
+  const field = path.split(".")[0] ?? path;
+  if (!spec) return;
+  const declared = spec.properties[field];
+  if (declared)
+    add(
+      "dag.bad_map_path",
+      `node ${id}: map.items reads the run input's ${field}, which the workflow's input declares a ${declared.type}, not a list`,
+      { node: id, input: path },
+    );
+  else if (spec.additionalProperties === false)
+    add(
+      "dag.bad_map_path",
+      `node ${id}: map.items reads the run input's ${field}, which the workflow's input does not allow (additionalProperties is false)`,
+      { node: id, input: path },
+    );
 }

@@ -115,7 +115,7 @@ export const quickNews: WorkflowDefinition = defineWorkflow({
  * writing's condition does not hold: writing and review are SKIPPED and the run ends with the
  * fact check DEGRADED and no article.
  */
-export const longForm: WorkflowDefinition = defineWorkflow({
+export const longFormV3: WorkflowDefinition = defineWorkflow({
   name: "content.long-form",
   version: 3,
   nodes: [
@@ -134,6 +134,61 @@ export const longForm: WorkflowDefinition = defineWorkflow({
 });
 
 /**
+ * The fact check of a list of claims, a workflow of its own that long form runs as a child:
+ * its input is the parent's (the topic hint) with the claims and the sources to check them
+ * against over it, and its one node fact-checks each claim (a map over the run input's `claims`,
+ * one claim tolerated failing). Its output, `outputs.fact-check`, is the map's: `{ items,
+ * failed }`. Over its tolerance the map fails, and the run with it (FAILED).
+ */
+export const factCheck: WorkflowDefinition = defineWorkflow({
+  name: "content.fact-check",
+  version: 1,
+  nodes: [
+    {
+      ...FACT_CHECK_EACH_CLAIM,
+      map: { ...FACT_CHECK_EACH_CLAIM.map, items: { input: "claims" } },
+    },
+  ],
+  input: CONTENT_INPUT,
+});
+
+/**
+ * Long form v4: v3 with its fact check a child run of `content.fact-check` (given topic
+ * selection's claims and sources), so the condition into writing reads the child's output
+ * (`{ status, outputs }`: the fact check's items under `outputs.fact-check`). A child over its
+ * tolerance ends FAILED, the node DEGRADED (output `{}`): writing and review are SKIPPED, as in
+ * v3. The child's version is pinned, so a run of v4 always runs the same fact check.
+ */
+export const longForm: WorkflowDefinition = defineWorkflow({
+  name: "content.long-form",
+  version: 4,
+  nodes: [
+    { id: "topic-selection", role: "topic-selection" },
+    {
+      id: "fact-check",
+      workflow: {
+        name: factCheck.name,
+        version: factCheck.version,
+        input: {
+          claims: { node: "topic-selection", path: "claims" },
+          sources: { node: "topic-selection", path: "sources" },
+        },
+      },
+      degrade: "empty" as const,
+    },
+    { id: "writing", role: "writing" },
+    { id: "review", role: "review" },
+  ],
+  edges: [
+    { from: "topic-selection", to: "fact-check" },
+    { from: "fact-check", to: "writing", when: { path: "outputs.fact-check.items" } },
+    { from: "writing", to: "review" },
+    REVISE_UNTIL_APPROVED,
+  ],
+  input: CONTENT_INPUT,
+});
+
+/**
  * Version 1 of a workflow, kept for the runs that started on it. It had the same graph as
  * version 2; only its nodes' roles named the agents otherwise (`topic-selector`, `fact-checker`,
  * `writer`, `reviewer`). A run stores its definition's name and version, never a node's role, so
@@ -144,6 +199,7 @@ const version1Of = (def: WorkflowDefinition): WorkflowDefinition =>
   defineWorkflow({ ...def, version: 1 });
 
 export const WorkflowKindSchema = z.enum(WORKFLOW_KINDS);
+type WorkflowKind = z.output<typeof WorkflowKindSchema>;
 export const ContentWorkflowRequestSchema = z.object({ kind: WorkflowKindSchema });
 export type ContentWorkflowRequest = z.output<typeof ContentWorkflowRequestSchema>;
 
@@ -156,6 +212,8 @@ export type ContentWorkflowRequest = z.output<typeof ContentWorkflowRequestSchem
 export const CONTENT_WORKFLOWS: readonly WorkflowDefinition[] = [
   quickNews,
   longForm,
+  factCheck,
+  longFormV3,
   quickNewsV2,
   longFormV2,
   version1Of(quickNewsV2),
@@ -163,12 +221,16 @@ export const CONTENT_WORKFLOWS: readonly WorkflowDefinition[] = [
 ];
 
 /**
- * The version of each content workflow a start by kind runs: version 3 (the fact check of each
- * claim, review and writing in rounds). Runs that started on an older version stay on it.
+ * The version of each content workflow a start by kind runs: quick news 3 (the fact check of
+ * each claim beside writing, review and writing in rounds), long form 4 (the same fact check as
+ * a child run). Runs that started on an older version stay on it.
  */
-export const STARTED_VERSION = 3;
+export const STARTED_VERSION: Readonly<Record<WorkflowKind, number>> = {
+  "quick-news": 3,
+  "long-form": 4,
+};
 
-/** The workflow a content request starts: its kind's definition at STARTED_VERSION. */
+/** The workflow a content request starts: its kind's definition at its STARTED_VERSION. */
 export function contentWorkflowFor(request: { readonly kind: unknown }): WorkflowDefinition {
   const parsed = ContentWorkflowRequestSchema.safeParse(request);
   if (!parsed.success) {
@@ -179,9 +241,11 @@ export function contentWorkflowFor(request: { readonly kind: unknown }): Workflo
       { details: { kind } },
     );
   }
-  const name = parsed.data.kind === "quick-news" ? quickNews.name : longForm.name;
-  const started = CONTENT_WORKFLOWS.find((d) => d.name === name && d.version === STARTED_VERSION);
-  if (!started) throw new Error(`no version ${STARTED_VERSION} of ${name} is defined`);
+  const { kind } = parsed.data;
+  const name = kind === "quick-news" ? quickNews.name : longForm.name;
+  const version = STARTED_VERSION[kind];
+  const started = CONTENT_WORKFLOWS.find((d) => d.name === name && d.version === version);
+  if (!started) throw new Error(`no version ${version} of ${name} is defined`);
   return started;
 }
 

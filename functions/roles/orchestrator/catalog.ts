@@ -23,7 +23,7 @@ import { CONTENT_AGENTS, CONTENT_WORKFLOWS, contentWorkflowFor } from "../conten
 export interface CompiledWorkflows {
   /**
    * The definition a start request names: a content kind, or a definition's name (its newest
-   * version, or `version`).
+   * version, or `version`): an application's workflow, or a content workflow no kind starts.
    */
   forStart(name: string, version?: number): WorkflowDefinition | undefined;
   /** The definition a run started with; workflow.unknown_definition (permanent) when it is gone. */
@@ -34,13 +34,16 @@ export interface CompiledWorkflows {
 
 export function workflowCatalog(extra: readonly WorkflowDefinition[] = []): CompiledWorkflows {
   const all = [...CONTENT_WORKFLOWS, ...extra];
-  const extraNames = [...new Set(extra.map((d) => d.name))];
+  const kindNames = new Set(WORKFLOW_KINDS.map((kind) => contentWorkflowFor({ kind }).name));
+  // By name: the application's workflows, and the content workflows no kind starts (the fact
+  // check long form runs as a child).
+  const byName = all.filter((d) => extra.includes(d) || !kindNames.has(d.name));
   return {
-    names: [...WORKFLOW_KINDS, ...extraNames],
+    names: [...WORKFLOW_KINDS, ...new Set(byName.map((d) => d.name))],
     forStart: (name, version) => {
       const newest = (WORKFLOW_KINDS as readonly string[]).includes(name)
         ? contentWorkflowFor({ kind: name })
-        : extra
+        : byName
             .filter((d) => d.name === name)
             .reduce<WorkflowDefinition | undefined>(
               (found, d) => (found && found.version >= d.version ? found : d),

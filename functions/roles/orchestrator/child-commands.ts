@@ -3,6 +3,7 @@ import type {
   WorkflowChildEnded,
   WorkflowChildStartRequested,
 } from "../../../schemas/events/workflow-child";
+import { childRunId } from "../../core/dag/assignment";
 import { MAX_PLAN_BYTES } from "../../core/dag/plan";
 import type { DagCommand, DagEvent } from "../../core/dag/run";
 import { isRecord } from "../../core/dag/values";
@@ -95,4 +96,25 @@ export function endToParent(state: OrchestratorState, step: DagEvent): EmitOf<Ch
 export function parentFields(state: OrchestratorState): Record<string, string> {
   const { parent } = state;
   return parent ? { parent_run_id: parent.run_id, parent_node_id: parent.node_id } : {};
+}
+
+/**
+ * The child runs a run's child nodes started, as its timeline tells (its last TIMELINE_LIMIT
+ * steps): for each such node, the run of its current assignment (a child run's id is a function
+ * of the run, the node and the node's attempt).
+ */
+export function childRunsOf({ run, timeline }: OrchestratorState): ChildRunRef[] {
+  const nodes = new Set(
+    timeline.filter((t) => t.event === "child.started").flatMap((t) => t.node_id ?? []),
+  );
+  return [...nodes].map((nodeId) => ({
+    nodeId,
+    runId: childRunId(run.run_id, nodeId, run.nodes[nodeId]?.attempt ?? 1),
+  }));
+}
+
+/** A child node and the child run of its current assignment. */
+export interface ChildRunRef {
+  readonly nodeId: string;
+  readonly runId: string;
 }

@@ -1,7 +1,7 @@
 import {
   conditionHolds,
   type MapSpec,
-  valueAt,
+  mapListAt,
   type WorkflowDefinition,
 } from "../../../functions/core/dag/definition";
 import type { MapItemResult } from "../../../functions/core/dag/map";
@@ -168,7 +168,7 @@ function completedMapProblems(
   output: unknown,
   answers: readonly StepAnswer[],
 ): string[] {
-  const list = valueAt(spec.items, run.nodes[spec.items.node]?.output);
+  const list = mapListAt(spec.items, run.input, (node) => run.nodes[node]?.output);
   const { items, failed } = (output ?? {}) as { items?: MapItemResult[]; failed?: number };
   if (!Array.isArray(list) || !Array.isArray(items))
     return [`map node ${id} completed without a list and its results`];

@@ -14,6 +14,7 @@ import { type Check, check } from "./scenario/check";
 import { readDeadLetters } from "./scenario/dead-letters";
 import {
   hasContentWorkflow,
+  loadChildRuns,
   startWorkflow,
   type WorkflowRun,
   waitForRunEnd,
@@ -77,8 +78,9 @@ interface TaskOutcome {
  *   delivered twice, one has already expired on arrival;
  * - a poison message (an id that looks like a phone number) is put on the bus;
  * - content production: `workflow.start.requested` on the commands bus for a quick-news run
- *   (each claim's fact check and writing in parallel), a long-form run (serial; its request
- *   carries `[needs-revision]`, so review sends the first draft back once) and a quick-news run
+ *   (each claim's fact check and writing in parallel), a long-form run (serial, its fact check
+ *   a child run; its request carries `[needs-revision]`, so review sends the first draft back
+ *   once) and a quick-news run
  *   whose request carries `[fail-fact-check]` (every claim's check fails: the fact check fails,
  *   review is cancelled, the run PARTIAL); each is waited for through its dag_run state.
  * Then every expectation is checked against the stored state and what the runtime observed.
@@ -275,10 +277,10 @@ async function runContentWorkflows(
     ),
   ]);
   const runs = await Promise.all(
-    started.map(async (run) => ({
-      ...run,
-      state: await waitForRunEnd(env, run.runId, 180_000),
-    })),
+    started.map(async (run) => {
+      const state = await waitForRunEnd(env, run.runId, 180_000);
+      return { ...run, state, children: await loadChildRuns(env, state) };
+    }),
   );
   await env.runtime.idle();
   return runs;

@@ -135,9 +135,13 @@ export function renderSummary(groups: readonly string[], observed: Observations)
   return lines.join("\n");
 }
 
-/** What `renderTimeline` needs of a run: the orchestrator state's workflow, run and timeline. */
+/**
+ * What `renderTimeline` needs of a run: the orchestrator state's workflow, run and timeline, and
+ * its parent for a child run.
+ */
 export interface TimelineSource {
   readonly workflow: string;
+  readonly parent?: { readonly run_id: string; readonly node_id: string };
   readonly run: {
     readonly run_id: string;
     readonly status: string;
@@ -160,8 +164,10 @@ export interface TimelineSource {
 export function renderTimeline(label: string, state: TimelineSource | undefined): string {
   if (!state) return `${label}: no run state`;
   const { run } = state;
+  const { parent } = state;
   const lines = [
     `${label}: run ${run.run_id} (${state.workflow}) ${run.status}, generation ${run.generation}`,
+    ...(parent ? [`  child of run ${parent.run_id}, node ${parent.node_id}`] : []),
   ];
   const start = Date.parse(state.timeline[0]?.at ?? "");
   for (const step of state.timeline) {

@@ -76,13 +76,20 @@ export const total = (lines: Lines) => Object.values(lines).reduce((a, b) => a +
 
 /**
  * A flow as the peers would run it: its steps, each a Task state (Step Functions), a step
- * (durable functions) or an Activity (Temporal), and how many of them run in parallel blocks.
+ * (durable functions) or an Activity (Temporal), how many of them run in parallel blocks, and
+ * how many child workflows it starts (some of its steps run in them).
  */
 export interface FlowShape {
   readonly flow: string;
   readonly steps: readonly string[];
   /** Parallel and Map states (Step Functions) / parallel blocks (durable functions) the flow has. */
   readonly parallelBlocks: number;
+  /**
+   * Child workflows it starts: a nested execution (Step Functions: the parent's Task state that
+   * starts it, and for Express its own request), a chained durable function (the parent's
+   * invoke, the child's start and its invocation), a child workflow (Temporal: its start).
+   */
+  readonly childRuns: number;
 }
 
 /**
@@ -94,6 +101,7 @@ export const FLOW_SHAPES: readonly FlowShape[] = [
     flow: "support turn",
     steps: ["route", "look up order", "generate reply", "send reply"],
     parallelBlocks: 0,
+    childRuns: 0,
   },
   {
     flow: "refund review",
@@ -108,23 +116,29 @@ export const FLOW_SHAPES: readonly FlowShape[] = [
       "send reply",
     ],
     parallelBlocks: 0,
+    childRuns: 0,
   },
 ];
 
-/** What a content run did: the claims its fact check checked (map items) and its review rounds. */
+/**
+ * What a content run did: the claims its fact check checked (map items), its review rounds, and
+ * the child runs it started (long form's fact check, from version 4).
+ */
 export interface ContentRunPlayed {
   readonly claims: number;
   readonly rounds: number;
+  readonly childRuns?: number;
 }
 
 /**
  * A content run as a workflow engine would run it: topic selection, one fact-check step per claim
  * in a Map, and writing and review once per round (a loop). Quick news runs the Map beside
- * writing (a Parallel state, so two blocks); long form one after the other (the Map alone).
+ * writing (a Parallel state, so two blocks); long form one after the other (the Map alone),
+ * inside a child workflow when its run started one.
  */
 export function contentRunShape(
   kind: "quick news" | "long form",
-  { claims, rounds }: ContentRunPlayed,
+  { claims, rounds, childRuns = 0 }: ContentRunPlayed,
 ): FlowShape {
   return {
     flow: `content run, ${kind}`,
@@ -134,6 +148,7 @@ export function contentRunShape(
       ...Array.from({ length: rounds }, () => ["write", "review"]).flat(),
     ],
     parallelBlocks: kind === "quick news" ? 2 : 1,
+    childRuns,
   };
 }
 
@@ -155,37 +170,44 @@ const EXPRESS_MEMORY_GB = 64 / 1024;
  */
 export function peerCosts(shape: FlowShape, usage: FlowUsage): PeerCount[] {
   const n = shape.steps.length;
-  const transitions = n + shape.parallelBlocks;
+  const children = shape.childRuns;
+  const transitions = n + shape.parallelBlocks + children;
   const work = dollarsFor(PRICES.lambdaArm64, usage.workGbSeconds);
   const tasks = dollarsFor(PRICES.lambdaRequests, n) + work;
   const expressSeconds = Math.ceil(usage.workSeconds * 10) / 10;
-  const operations = 1 + n + shape.parallelBlocks;
-  const actions = 1 + n;
+  const requests = 1 + children;
+  const operations = 1 + n + shape.parallelBlocks + 2 * children;
+  const invocations = 1 + children;
+  const actions = 1 + n + children;
+  const plural = (count: number, word: string) => `${count} ${word}${count === 1 ? "" : "s"}`;
+  const parallel = (what: string) =>
+    shape.parallelBlocks ? ` + ${shape.parallelBlocks} ${what}` : "";
+  const nested = (what: string) => (children ? ` + ${children} ${what}` : "");
   return [
     {
       peer: "Step Functions Standard",
-      counted: `${transitions} transitions (${n} Task states${shape.parallelBlocks ? ` + ${shape.parallelBlocks} Parallel/Map` : ""}) + ${n} Lambda tasks`,
+      counted: `${transitions} transitions (${n} Task states${parallel("Parallel/Map")}${nested("child execution start")}) + ${n} Lambda tasks`,
       dollars: dollarsFor(PRICES.stepFunctionsTransitions, transitions) + tasks,
     },
     {
       peer: "Step Functions Express",
-      counted: `1 request + ${expressSeconds.toFixed(1)} s × 64 MB + ${n} Lambda tasks`,
+      counted: `${plural(requests, "request")} + ${expressSeconds.toFixed(1)} s × 64 MB + ${n} Lambda tasks`,
       dollars:
-        dollarsFor(PRICES.stepFunctionsExpressRequests, 1) +
+        dollarsFor(PRICES.stepFunctionsExpressRequests, requests) +
         dollarsFor(PRICES.stepFunctionsExpressDuration, expressSeconds * EXPRESS_MEMORY_GB) +
         tasks,
     },
     {
       peer: "Lambda durable functions",
-      counted: `${operations} operations (start + ${n} steps${shape.parallelBlocks ? ` + ${shape.parallelBlocks} parallel` : ""}) + 1 invocation`,
+      counted: `${operations} operations (start + ${n} steps${parallel("parallel")}${nested("child invoke + child start")}) + ${plural(invocations, "invocation")}`,
       dollars:
         dollarsFor(PRICES.durableOperations, operations) +
-        dollarsFor(PRICES.lambdaRequests, 1) +
+        dollarsFor(PRICES.lambdaRequests, invocations) +
         work,
     },
     {
       peer: "Temporal Cloud",
-      counted: `${actions} Actions (workflow start + ${n} Activity starts)`,
+      counted: `${actions} Actions (workflow start + ${n} Activity starts${nested("child workflow start")})`,
       dollars: dollarsFor(PRICES.temporalActions, actions),
     },
   ];

@@ -1,4 +1,8 @@
-import type { NodeDefinition, WorkflowDefinition } from "../../../functions/core/dag/definition";
+import {
+  itemsLabel,
+  type NodeDefinition,
+  type WorkflowDefinition,
+} from "../../../functions/core/dag/definition";
 import type { InputField, RunInputSpec } from "../../../functions/core/dag/input";
 import { edgeViews, nodeKindOf } from "../runs";
 import type { RunNodeView, WorkflowSummary, WorkflowView } from "../views";
@@ -57,7 +61,7 @@ function detailOf(node: NodeDefinition | undefined): string {
   if (!node) return "";
   if (node.map) {
     const { items, concurrency } = node.map;
-    return `over ${items.node}${items.path ? `.${items.path}` : ""}, ${concurrency} at once`;
+    return `over ${itemsLabel(items)}, ${concurrency} at once`;
   }
   if (node.workflow) return node.workflow.version ? `v${node.workflow.version}` : "newest version";
   if (node.join !== "all") return `join ${node.join}${node.quorum ? ` ${node.quorum}` : ""}`;

@@ -4,6 +4,7 @@ import {
   CONTENT_ROLES,
   type TopicSelectionOutput,
 } from "../../../../functions/roles/content-agents/events";
+import { childRunsOf } from "../../../../functions/roles/orchestrator/child-commands";
 import type { OrchestratorState } from "../../../../functions/roles/orchestrator/state";
 import { type Envelope, registry } from "../../../../schemas";
 import type { LocalEnvironment } from "../environment";
@@ -17,11 +18,30 @@ export interface WorkflowRun {
   readonly runId: string;
   readonly correlationId: string;
   readonly state: OrchestratorState | undefined;
+  /** The child runs its child nodes started (long form's fact check), once it ended. */
+  readonly children?: readonly ChildRun[];
 }
 
 /** Whether the stack runs the orchestrator and every content agent. */
 export function hasContentWorkflow(env: LocalEnvironment): boolean {
   return ["orchestrator", ...CONTENT_ROLES].every((group) => env.groups.includes(group));
+}
+
+/** A child run of a run's node, with its final orchestrator state. */
+export interface ChildRun {
+  readonly nodeId: string;
+  readonly runId: string;
+  readonly state: OrchestratorState | undefined;
+}
+
+/** The child runs of a run's child nodes (`childRunsOf`), each with its stored state. */
+export async function loadChildRuns(
+  env: LocalEnvironment,
+  state: OrchestratorState,
+): Promise<ChildRun[]> {
+  return Promise.all(
+    childRunsOf(state).map(async (child) => ({ ...child, state: await loadRun(env, child.runId) })),
+  );
 }
 
 /** A client's command about a run (unsequenced, aggregate dag_run/<run_id>, order key = run id). */
@@ -122,12 +142,29 @@ const claimsOf = (run: WorkflowRun) => {
 const checkedItems = (run: WorkflowRun) =>
   (run.state?.run.nodes["fact-check"]?.output as { items?: MapItemResult[] } | undefined)?.items;
 
-/** The checks of what the language's constructs did: the fact check's items and review's rounds. */
-function mapAndLoopChecks(quick: WorkflowRun, long: WorkflowRun): Check[] {
+/**
+ * The checks of what the language's constructs did: the fact check's items, review's rounds, and
+ * long form's fact check as a child run whose map checked each claim.
+ */
+function constructChecks(quick: WorkflowRun, long: WorkflowRun): Check[] {
   const items = checkedItems(quick);
   const claims = claimsOf(quick);
   const rounds = long.state?.run.loops?.review;
+  const child = long.children?.find((c) => c.nodeId === "fact-check");
+  const childItems = child && checkedItems({ ...long, state: child.state });
+  const longClaims = claimsOf(long);
+  const parent = child?.state?.parent;
   return [
+    check(
+      "long form: the fact check ran as a child run (content.fact-check), each claim a map item, its parent told",
+      child?.state?.run.status === "COMPLETED" &&
+        child.state.workflow === "content.fact-check" &&
+        parent?.run_id === long.runId &&
+        parent.node_id === "fact-check" &&
+        childItems?.length === longClaims?.length &&
+        long.state?.run.nodes["fact-check"]?.state === "COMPLETED",
+      `child ${child?.runId ?? "none"} ${child?.state?.run.status ?? "not started"}, parent ${parent?.run_id ?? "none"}, ${childItems?.length ?? "no"} items for ${longClaims?.length ?? "no"} claims`,
+    ),
     check(
       "quick news: each claim fact-checked as a map item, every one passed",
       items !== undefined &&
@@ -143,6 +180,28 @@ function mapAndLoopChecks(quick: WorkflowRun, long: WorkflowRun): Check[] {
   ];
 }
 
+/** The event that released `node` in a run. */
+const releasedBy = (state: OrchestratorState | undefined, node: string) =>
+  releaseOf(state, node)?.cause ?? "never released";
+
+/** Long form ran one node after the other, its fact check a child run that writing waited for. */
+function longFormOrderCheck(long: WorkflowRun): Check {
+  const status = long.state?.run.status ?? "not started";
+  const childStartedBy =
+    long.state?.timeline.find((t) => t.event === "child.started" && t.node_id === "fact-check")
+      ?.cause ?? "never started";
+  const writingBy = releasedBy(long.state, "writing");
+  const reviewBy = releasedBy(long.state, "review");
+  return check(
+    "long form: COMPLETED, serial (each node started by its predecessor's end, writing by its child run's)",
+    status === "COMPLETED" &&
+      childStartedBy === "topic_selection.completed" &&
+      writingBy === "workflow.child.ended" &&
+      reviewBy === "writing.completed",
+    `${status}: fact-check's child by ${childStartedBy}, writing by ${writingBy}, review by ${reviewBy}`,
+  );
+}
+
 /** The checks of the scenario's three content-production runs: quick news, long form, failure path. */
 export function workflowChecks(
   env: LocalEnvironment,
@@ -155,8 +214,7 @@ export function workflowChecks(
       .join(", ");
   const quickFact = releaseOf(quick.state, "fact-check");
   const quickWriting = releaseOf(quick.state, "writing");
-  const cause = (state: OrchestratorState | undefined, node: string) =>
-    releaseOf(state, node)?.cause ?? "never released";
+  const cause = releasedBy;
   const ended = (run: WorkflowRun, type: string) =>
     [...env.observations.envelopes.values()].some(
       (e) => e.event_type === type && e.correlation_id === run.correlationId,
@@ -177,15 +235,8 @@ export function workflowChecks(
         cause(quick.state, "review") !== "topic_selection.completed",
       `fact-check by ${cause(quick.state, "fact-check")}, writing by ${cause(quick.state, "writing")}`,
     ),
-    check(
-      "long form: COMPLETED, serial (each node released by its predecessor's completion)",
-      status(long) === "COMPLETED" &&
-        cause(long.state, "fact-check") === "topic_selection.completed" &&
-        cause(long.state, "writing") === "fact_check.completed" &&
-        cause(long.state, "review") === "writing.completed",
-      `${status(long)}: fact-check by ${cause(long.state, "fact-check")}, writing by ${cause(long.state, "writing")}, review by ${cause(long.state, "review")}`,
-    ),
-    ...mapAndLoopChecks(quick, long),
+    longFormOrderCheck(long),
+    ...constructChecks(quick, long),
     check(
       "failure path: PARTIAL, fact check FAILED on more claims than tolerated (dag.map_failed), review CANCELLED",
       status(failing) === "PARTIAL" &&
