@@ -11,9 +11,12 @@ import { deepEqual } from "./dag/values";
  * them when it is synthesized, every problem named at once: each definition as a registered one
  * is checked (./dag/register.ts: the language, the structure, every node's role a step role of
  * the stack, a name a start can give and not a content workflow's), and each version given once.
- * It writes them to its orchestrator's environment as JSON (`WORKFLOWS`), which the orchestrator
- * reads as it reads the table of step roles (`STEP_ROLES`, ./steps.ts): on AWS and on the local
- * runtime alike, with nothing written at deploy time.
+ * It writes them as JSON, one value, where each reader finds it, with nothing written at deploy
+ * time: the orchestrator's environment (`WORKFLOWS`, read as it reads the table of step roles,
+ * `STEP_ROLES`: ./steps.ts) and the front door's, on AWS and on the local runtime alike; and the
+ * stack's output `StackWorkflows`, which the operator tools read with the stack's other names
+ * (`--outputs`, or what the local stack published). Each lists, shows and starts them as the
+ * scope `stack` (functions/roles/orchestrator/catalog.ts).
  *
  * Lambda holds at most 4 KB of environment per function, keys and values together, so the
  * definitions may take MAX_WORKFLOWS_ENV_BYTES of it and the synth refuses more: a larger set
@@ -21,8 +24,11 @@ import { deepEqual } from "./dag/values";
  * definition may be 300 KB.
  */
 
-/** The environment variable the orchestrator reads the stack's workflows from. */
+/** The environment variable the orchestrator and the front door read the stack's workflows from. */
 export const WORKFLOWS_ENV = "WORKFLOWS";
+
+/** The stack output the operator tools read the stack's workflows from (absent: none). */
+export const STACK_WORKFLOWS_OUTPUT = "StackWorkflows";
 
 /**
  * The most bytes of JSON the workflows may take in the orchestrator's environment: half of
@@ -48,6 +54,23 @@ export function workflowsOf(
   definitions: readonly Record<string, unknown>[] | undefined,
 ): WorkflowDefinition[] {
   return (definitions ?? []).map((d) => defineWorkflow(d as WorkflowDefinition));
+}
+
+/**
+ * The stack's workflows from the text of `WORKFLOWS` or of the output `StackWorkflows` (`where`
+ * says which, for the error), compiled; none when there is no text. An Error names what is wrong.
+ */
+export function stackWorkflowsOf(text: string | undefined, where: string): WorkflowDefinition[] {
+  if (text === undefined) return [];
+  const parsed = WorkflowsJson.safeParse(text);
+  if (!parsed.success)
+    throw new Error(`${where} is not the stack's workflows: ${z.prettifyError(parsed.error)}`);
+  try {
+    return workflowsOf(parsed.data);
+  } catch (error) {
+    if (!(error instanceof WorkflowDefinitionError)) throw error;
+    throw new Error(`${where} holds a workflow that is not valid: ${error.message}`);
+  }
 }
 
 /** Every reason the stack cannot run `workflows` with these step roles; none when it can. */
