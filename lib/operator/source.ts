@@ -22,7 +22,7 @@ import type { OpsStack } from "./stack";
 import { status, waiting } from "./status";
 import { buildTrace, type TraceSources } from "./trace";
 import type { ItemSummary, OpsSource, RunView, TraceView } from "./views";
-import { findWorkflow, listWorkflows, registryOf } from "./workflows";
+import { catalogOf, findWorkflow, listWorkflows, registryOf } from "./workflows";
 
 /** How many of a shared stream's newest events a trace looks at for what it made moot. */
 const RELATED_WINDOW = 50;
@@ -139,8 +139,8 @@ export function opsSource(stack: OpsStack): OpsSource {
     },
     trace: (id) => traceOf(stack, id),
     run: (runId) => runOf(stack, runId),
-    workflows: (tenant) => listWorkflows(registryOf(stack), tenant),
-    workflow: (name, options) => findWorkflow(registryOf(stack), name, options),
+    workflows: (tenant) => listWorkflows(catalogOf(stack), tenant),
+    workflow: (name, options) => findWorkflow(catalogOf(stack), name, options),
     deadLetters: (tenant) => listDeadLetters(stack, tenant === undefined ? {} : { tenant }),
   };
 }
