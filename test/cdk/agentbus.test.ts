@@ -118,12 +118,18 @@ describe("AgentBus given workflows", () => {
     expect(workflowsOf(given)).toEqual([topicTally]);
   });
 
+  /** The environment of the front door's function. */
+  const frontDoorEnvironment = (template: Template): object => {
+    const [frontDoor] = functionsOfKind(template, "front-door");
+    if (!frontDoor) throw new Error("no front-door function");
+    return (frontDoor.Properties.Environment as { Variables: object }).Variables;
+  };
+
   it("gives the front door and the operator tools the same value: WORKFLOWS and the output StackWorkflows", () => {
     const stack = new AgentBus(testApp({ context: FRONT_DOOR_CONTEXT }), "Steps", STEPS_APP);
     const template = Template.fromStack(stack);
     const orchestrator = orchestratorEnvironment(template);
-    const [frontDoor] = functionsOfKind(template, "front-door");
-    const doorEnvironment = (frontDoor?.Properties.Environment as { Variables: object }).Variables;
+    const doorEnvironment = frontDoorEnvironment(template);
     expect(doorEnvironment).toHaveProperty(WORKFLOWS_ENV, orchestrator[WORKFLOWS_ENV]);
     expect(template.findOutputs(STACK_WORKFLOWS_OUTPUT)).toEqual({
       [STACK_WORKFLOWS_OUTPUT]: expect.objectContaining({ Value: orchestrator[WORKFLOWS_ENV] }),
@@ -140,10 +146,7 @@ describe("AgentBus given workflows", () => {
       new AgentBus(testApp({ context: FRONT_DOOR_CONTEXT }), "None", { roles: [tallyModule] }),
     );
     expect(without.findOutputs(STACK_WORKFLOWS_OUTPUT)).toEqual({});
-    const [bare] = functionsOfKind(without, "front-door");
-    expect((bare?.Properties.Environment as { Variables: object }).Variables).not.toHaveProperty(
-      WORKFLOWS_ENV,
-    );
+    expect(frontDoorEnvironment(without)).not.toHaveProperty(WORKFLOWS_ENV);
   });
 
   it("keeps an orchestrator the roles have, and gives nothing to a stack without workflows", () => {
