@@ -7,6 +7,7 @@ import { childRunId } from "../../functions/core/dag/assignment";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { waitUntil } from "../../lib/dev/local/scenario/customer-support";
 import { type LocalEnvironment, startLocal } from "../../lib/local";
+import { runOf } from "../../lib/operator/source";
 import { STEPS_APP } from "../fixtures/steps/stack";
 import { emulator } from "../support/aws";
 import { localCli } from "../support/cli";
@@ -352,6 +353,9 @@ describe("agentbus workflow put | list | show | start | signal on the local stac
         expect(ended.run.workflow).toEqual({ name: "topic-tally", version: 1 });
         expect(ended.definition_scope).toBeUndefined();
       }
+      // The console draws the run with the stack's definition: its edge, its nodes' roles.
+      const drawn = await runOf(env.ops, runId);
+      expect(drawn?.edges.map((e) => `${e.from}->${e.to}`)).toEqual(["topic-selection->tally"]);
       const read = await call("GET", `/runs/${started.body.run_id}`);
       expect(read.body).toMatchObject({ status: "COMPLETED", workflow: { name: "topic-tally" } });
     },
