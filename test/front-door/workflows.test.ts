@@ -1,15 +1,18 @@
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
+import type { AwsClient } from "../../functions/adapters/aws/client";
 import type { WorkflowDefinition } from "../../functions/core/dag/definition";
 import { defineWorkflow } from "../../functions/core/dag/graph";
 import { putWorkflow } from "../../functions/core/dag/register";
 import { EVERY_TENANT, InMemoryWorkflowRegistry } from "../../functions/core/dag/registry";
 import type { PublishFailure } from "../../functions/core/ports";
+import { WORKFLOWS_ENV, workflowsEnvValue } from "../../functions/core/stack-workflows";
 import { InMemoryAcceptedRequests } from "../../functions/front-door/accepted";
 import { type FrontDoorPorts, handleRequest } from "../../functions/front-door/api";
 import type { HttpRequest } from "../../functions/front-door/http";
 import { InMemoryTenantLimits } from "../../functions/front-door/limits";
 import { InMemoryRunsInFlight } from "../../functions/front-door/runs-in-flight";
+import { createFrontDoorHandler } from "../../functions/handlers/front-door";
 import { workflowCatalog } from "../../functions/roles/orchestrator/catalog";
 import { type Envelope, registry } from "../../schemas";
 
@@ -341,5 +344,53 @@ describe("the stack's workflows at the front door (WORKFLOWS, the orchestrator's
     );
     expect(shown).toMatchObject({ scope: "stack", definition: { nodes: [{ id: "count" }] } });
     expect((shown.definition as { input?: unknown }).input).toBeUndefined();
+  });
+});
+
+describe("the front door's function given the stack's WORKFLOWS", () => {
+  /** A state table with no item: every registry read finds nothing. */
+  const emptyTable: AwsClient = {
+    send: async <_I extends object, O extends object>() =>
+      ({ $metadata: {} }) as unknown as O & { readonly $metadata: Record<string, never> },
+  };
+  const env = (workflows: string) => ({
+    STATE_TABLE: "state",
+    EVENTS_TABLE: "events",
+    BUS_EVENTS: "events-bus",
+    [WORKFLOWS_ENV]: workflows,
+  });
+  const event = (path: string, query?: Record<string, string>) =>
+    ({
+      rawPath: path,
+      headers: {},
+      isBase64Encoded: false,
+      ...(query ? { queryStringParameters: query } : {}),
+      requestContext: {
+        requestId: "req-1",
+        http: { method: "GET" },
+        authorizer: { jwt: { claims: ACME } },
+      },
+    }) as unknown as Parameters<ReturnType<typeof createFrontDoorHandler>>[0];
+
+  it("lists and shows them, a version from the query, as the orchestrator was given them", async () => {
+    const value = workflowsEnvValue([STACK_TALLY, STACK_TALLY_V2]);
+    const handler = createFrontDoorHandler({ env: env(value), dynamodb: emptyTable });
+    const listed = await handler(event("/v1/workflows"));
+    expect(JSON.parse(listed.body ?? "{}").workflows).toContainEqual({
+      name: "stack-tally",
+      scope: "stack",
+      versions: [1, 2],
+    });
+    const first = await handler(event("/v1/workflows/stack-tally", { version: "1" }));
+    expect(first.statusCode).toBe(200);
+    expect(JSON.parse(first.body ?? "{}").definition).toEqual(
+      JSON.parse(JSON.stringify(STACK_TALLY)),
+    );
+  });
+
+  it("refuses to start on a WORKFLOWS that is not the stack's workflows, naming it", () => {
+    expect(() => createFrontDoorHandler({ env: env("[1]"), dynamodb: emptyTable })).toThrow(
+      /WORKFLOWS/,
+    );
   });
 });
