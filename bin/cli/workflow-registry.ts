@@ -5,30 +5,27 @@ import type { ChildWorkflow } from "../../functions/core/dag/definition";
 import { WorkflowDefinitionError } from "../../functions/core/dag/errors";
 import { allowPlanRoles } from "../../functions/core/dag/plan";
 import { putWorkflow } from "../../functions/core/dag/register";
-import {
-  EVERY_TENANT,
-  type FoundDefinition,
-  newestIn,
-  registeredDefinition,
-  scopeLabel,
-  type WorkflowRegistry,
-} from "../../functions/core/dag/registry";
+import { EVERY_TENANT, scopeLabel, type WorkflowRegistry } from "../../functions/core/dag/registry";
 import { stepRolesOf } from "../../functions/core/steps";
 import { WORKFLOW_KINDS } from "../../functions/roles/content-agents/events";
 import { recordAction } from "../../lib/operator/audit";
 import { fromSdk } from "../../lib/operator/from-sdk";
 import type { OpsStack } from "../../lib/operator/stack";
+import type { WorkflowSummary, WorkflowView } from "../../lib/operator/views";
 import { NotFoundError, out, type Target, UsageError } from "./target";
 import { tenantArgument, tenantOption } from "./tenant";
 
 /**
- * `agentbus workflow put | list | show <name> | allow`: the workflows registered at run time
+ * `agentbus workflow put | list | show <name> | allow`: the workflows a start may name, as the
+ * orchestrator's catalog has them (functions/roles/orchestrator/catalog.ts): built in, given to
+ * the stack (its output `StackWorkflows`), and registered at run time
  * (functions/core/dag/registry.ts), items of the stack's state table. `put` checks a definition
- * file against the language, its structure and the stack's step roles (the groups its outputs
- * name whose role modules declare `steps`: the reference applications', or `--app`'s) and
- * refuses it naming every problem (exit 2, nothing written); else it writes the version once and
- * records the put in the audit trail. `allow` sets the roles a tenant's plans may name
- * (functions/core/dag/plan.ts), each a step role of the stack.
+ * file against the language, its structure, the stack's step roles (the groups its outputs name
+ * whose role modules declare `steps`: the reference applications', or `--app`'s) and the names
+ * the built-in and the stack's workflows take, and refuses it naming every problem (exit 2,
+ * nothing written); else it writes the version once and records the put in the audit trail.
+ * `allow` sets the roles a tenant's plans may name (functions/core/dag/plan.ts), each a step role
+ * of the stack.
  */
 
 type Globals = (command: Command) => Target;
@@ -114,11 +111,12 @@ export function putCommand(globals: Globals): Command {
       const input = readDefinitionFile(file);
       await withRegistry(globals(this), async (stack, registry) => {
         const roles = await stepRolesOfStack(stack);
+        const { compiledOf } = await import("../../lib/operator/workflows");
         let put: Awaited<ReturnType<typeof putWorkflow>>;
         try {
           put = await putWorkflow(registry, scope, input, {
             roles,
-            reserved: WORKFLOW_KINDS,
+            reserved: compiledOf(stack.outputs).names,
           });
         } catch (error) {
           if (error instanceof WorkflowDefinitionError)
@@ -191,59 +189,35 @@ export function allowCommand(globals: Globals): Command {
 export function listCommand(globals: Globals): Command {
   return new Command("list")
     .description(
-      "the registered workflows: name, newest version and every version (for every tenant, and a tenant's own with --tenant)",
+      "the workflows a start may name: built in, given to the stack, shared, and every tenant's own (or, with --tenant, that tenant's): scope, tenant, newest version and every version",
     )
-    .addOption(tenantOption("also this tenant's own workflows"))
+    .addOption(tenantOption("of the tenants' own, this tenant's only"))
     .option("--json", "print them as JSON")
     .action(async function (this: Command, options: { tenant?: string; json?: boolean }) {
       const tenant = tenantArgument(options.tenant);
-      const scopes = tenant === undefined ? [EVERY_TENANT] : [tenant, EVERY_TENANT];
-      await withRegistry(globals(this), async (_stack, registry) => {
-        const rows: ListedRow[] = [];
-        for (const scope of scopes)
-          for (const w of await registry.list(scope))
-            rows.push({ scope, name: w.name, newest: w.versions.at(-1), versions: w.versions });
+      const { catalogOf, listWorkflows } = await import("../../lib/operator/workflows");
+      await withRegistry(globals(this), async (stack) => {
+        const listed = await listWorkflows(catalogOf(stack), tenant);
+        const rows = listed.map((w) => ({ ...w, newest: w.versions.at(-1) }));
         if (options.json) out(JSON.stringify(rows, null, 2));
-        else if (rows.length === 0) out("no workflows are registered");
         else printRows(rows);
       });
     });
 }
 
-interface ListedRow {
-  readonly scope: string;
-  readonly name: string;
-  readonly newest?: number;
-  readonly versions: readonly number[];
-}
-
-function printRows(rows: readonly ListedRow[]) {
-  out(`${"SCOPE".padEnd(12)} ${"NAME".padEnd(24)} ${"NEWEST".padEnd(7)} VERSIONS`);
+function printRows(rows: readonly (WorkflowSummary & { readonly newest?: number })[]) {
+  out(
+    `${"SCOPE".padEnd(9)} ${"TENANT".padEnd(12)} ${"NAME".padEnd(24)} ${"NEWEST".padEnd(7)} VERSIONS`,
+  );
   for (const r of rows)
     out(
-      `${r.scope.padEnd(12)} ${r.name.padEnd(24)} ${String(r.newest).padEnd(7)} ${r.versions.join(", ")}`,
+      `${r.scope.padEnd(9)} ${(r.tenant ?? "-").padEnd(12)} ${r.name.padEnd(24)} ${String(r.newest).padEnd(7)} ${r.versions.join(", ")}`,
     );
 }
 
-/** The definition `show` names: that version, or the newest; a tenant's own first. */
-async function findDefinition(
-  registry: WorkflowRegistry,
-  name: string,
-  version: number | undefined,
-  tenant: string | undefined,
-): Promise<FoundDefinition | undefined> {
-  for (const scope of tenant === undefined ? [EVERY_TENANT] : [tenant, EVERY_TENANT]) {
-    const at = version ?? (await newestIn(registry, scope, name));
-    if (at !== undefined && (await registry.get(scope, name, at)) !== undefined)
-      return { scope, definition: await registeredDefinition(registry, scope, name, at) };
-  }
-  return undefined;
-}
-
-function printDefinition({ scope, definition }: FoundDefinition, versions: readonly number[]) {
-  out(
-    `${definition.name} v${definition.version}  (${scopeLabel(scope)}; versions ${versions.join(", ")})`,
-  );
+function printDefinition(shown: WorkflowView, scope: string) {
+  const { definition, versions } = shown;
+  out(`${definition.name} v${definition.version}  (${scope}; versions ${versions.join(", ")})`);
   out("nodes");
   for (const node of definition.nodes) {
     const what = node.role ?? (node.wait ? "wait" : node.workflow ? childOf(node.workflow) : "");
@@ -262,7 +236,10 @@ function childOf({ name, version, plan }: ChildWorkflow): string {
   return `workflow ${name}${version === undefined ? "" : ` v${version}`}`;
 }
 
-/** `workflow show <name>`: a registered definition (`show <run-id>` shows a run). */
+/**
+ * `workflow show <name>`: a workflow's definition, as a start of the tenant finds it (`show
+ * <run-id>` shows a run).
+ */
 export async function showDefinition(
   t: Target,
   name: string,
@@ -270,18 +247,18 @@ export async function showDefinition(
 ): Promise<void> {
   const version = versionOf(options.version);
   const tenant = tenantArgument(options.tenant);
-  await withRegistry(t, async (_stack, registry) => {
-    const found = await findDefinition(registry, name, version, tenant);
+  const { catalogOf, findWorkflow, scopeText } = await import("../../lib/operator/workflows");
+  await withRegistry(t, async (stack) => {
+    const found = await findWorkflow(catalogOf(stack), name, {
+      ...(tenant === undefined ? {} : { tenant }),
+      ...(version === undefined ? {} : { version }),
+    });
     if (!found)
       throw new NotFoundError(
-        `no workflow ${name}${version === undefined ? "" : ` v${version}`} is registered ${tenant === undefined ? scopeLabel(EVERY_TENANT) : `for tenant ${tenant} or for every tenant`} (agentbus workflow list)`,
+        `no workflow ${name}${version === undefined ? "" : ` v${version}`} is built in, given to the stack or registered ${tenant === undefined ? scopeLabel(EVERY_TENANT) : `for tenant ${tenant} or for every tenant`} (agentbus workflow list)`,
       );
-    if (options.json) {
-      out(JSON.stringify(found.definition, null, 2));
-      return;
-    }
-    const listed = (await registry.list(found.scope)).find((w) => w.name === name);
-    printDefinition(found, listed?.versions ?? [found.definition.version]);
+    if (options.json) out(JSON.stringify(found.definition, null, 2));
+    else printDefinition(found, scopeText(found));
   });
 }
 

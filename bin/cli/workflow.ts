@@ -240,7 +240,7 @@ function startCommand(globals: Globals): Command {
     .option("--kind <kind>", `content workflow kind: ${WORKFLOW_KINDS.join(" | ")}`)
     .option(
       "--workflow <name>",
-      "a workflow's name instead: registered (workflow list; the run's tenant's own first), or compiled into the stack's orchestrator",
+      "a workflow's name instead: given to the stack, or registered (the run's tenant's own first): agentbus workflow list",
     )
     .option("--input <json>", "the run's input, a JSON object (default {})")
     .option("--topic <hint>", "topic hint for the run: the input's topic_hint (a content run's)")
@@ -292,8 +292,9 @@ function runInputOf(options: StartOptions): Record<string, unknown> {
 
 /**
  * Refuse a start whose input does not fit its workflow's declared input, every problem on a line
- * (a built-in workflow is checked here; a registered one as the registry has it). A name the
- * registry does not know is left to the orchestrator, which may have it compiled in.
+ * (a built-in or a stack workflow is checked here, the stack's read from its outputs; a
+ * registered one as the registry has it). A name none of them knows is left to the orchestrator,
+ * which refuses it on the bus (`workflow.rejected`).
  */
 async function checkStartInput(
   t: Target,
@@ -301,17 +302,26 @@ async function checkStartInput(
   input: Record<string, unknown>,
   tenant: string | undefined,
 ): Promise<void> {
-  const { findWorkflow } = await import("../../lib/operator/workflows");
-  const dynamodb = new DynamoDBClient(clientConfig(t));
+  const { compiledOf, findWorkflow } = await import("../../lib/operator/workflows");
+  const { readPublishedOutputs } = await import("../../lib/operator/stack");
+  const config = clientConfig(t);
+  const outputs =
+    t.outputs ??
+    (t.endpoint ? await readPublishedOutputs(config, `AgentBus-${t.stage}`) : undefined);
+  const compiled = compiledOf(outputs);
+  const dynamodb = new DynamoDBClient(config);
   try {
-    const builtIn = (WORKFLOW_KINDS as readonly string[]).includes(name);
-    const registry = builtIn
+    const registry = compiled.names.includes(name)
       ? new InMemoryWorkflowRegistry()
       : new DynamoWorkflowRegistry({
           client: fromSdk(dynamodb),
           tableName: await stateTable(t, dynamodb),
         });
-    const found = await findWorkflow(registry, name, tenant === undefined ? {} : { tenant });
+    const found = await findWorkflow(
+      { compiled, registry },
+      name,
+      tenant === undefined ? {} : { tenant },
+    );
     const problems = found ? runInputProblems(found.definition.input, input) : [];
     if (problems.length > 0)
       throw new UsageError(
@@ -329,7 +339,7 @@ async function checkStartInput(
 function workflowNameOf(options: { kind?: string; workflow?: string }): string {
   if ((options.kind === undefined) === (options.workflow === undefined))
     throw new UsageError(
-      "give either --kind (a content workflow) or --workflow <name> (a registered or compiled-in one)",
+      "give either --kind (a content workflow) or --workflow <name> (the stack's, or a registered one)",
     );
   if (options.workflow !== undefined) {
     if (!WORKFLOW_NAME_PATTERN.test(options.workflow))
@@ -350,9 +360,9 @@ function workflowNameOf(options: { kind?: string; workflow?: string }): string {
 function showCommand(globals: Globals): Command {
   return new Command("show")
     .description(
-      "show a run: status, generation, nodes and timeline (from the state table); or, given a workflow's name, its registered definition",
+      "show a run: status, generation, nodes and timeline (from the state table); or, given a workflow's name, its definition (built in, the stack's or registered)",
     )
-    .argument("<run-id|name>", "run id run_<token>, or a registered workflow's name")
+    .argument("<run-id|name>", "run id run_<token>, or a workflow's name")
     .option("--json", "print the stored state item (or the definition) as JSON")
     .option("--version <n>", "the definition's version (default: the newest)")
     .addOption(tenantOption("a workflow's name: this tenant's own first, then every tenant's"))

@@ -11,9 +11,12 @@ import { deepEqual } from "./dag/values";
  * is checked (./dag/register.ts: the language, the structure, every node's role a step role of
  * the stack, a name a start can give and not one the orchestrator's compiled-in workflows start
  * by), and each version given once.
- * It writes them to its orchestrator's environment as JSON (`WORKFLOWS`), which the orchestrator
- * reads as it reads the table of step roles (`STEP_ROLES`, ./steps.ts): on AWS and on the local
- * runtime alike, with nothing written at deploy time.
+ * It writes them as JSON, one value, where each reader finds it, with nothing written at deploy
+ * time: the orchestrator's environment (`WORKFLOWS`, read as it reads the table of step roles,
+ * `STEP_ROLES`: ./steps.ts) and the front door's, on AWS and on the local runtime alike; and the
+ * stack's output `StackWorkflows`, which the operator tools read with the stack's other names
+ * (`--outputs`, or what the local stack published). Each lists, shows and starts them as the
+ * scope `stack` (functions/roles/orchestrator/catalog.ts).
  *
  * Lambda holds at most 4 KB of environment per function, keys and values together, so the
  * definitions may take MAX_WORKFLOWS_ENV_BYTES of it and the synth refuses more: a larger set
@@ -21,14 +24,20 @@ import { deepEqual } from "./dag/values";
  * definition may be 300 KB.
  */
 
-/** The environment variable the orchestrator reads the stack's workflows from. */
+/** The environment variable the orchestrator and the front door read the stack's workflows from. */
 export const WORKFLOWS_ENV = "WORKFLOWS";
+
+/** The stack output the operator tools read the stack's workflows from (absent: none). */
+export const STACK_WORKFLOWS_OUTPUT = "StackWorkflows";
 
 /**
  * The most bytes of JSON the workflows may take in the orchestrator's environment: half of
  * Lambda's 4,096 for the whole environment. The other half is the orchestrator's other variables:
  * about 1.1 KB with two step roles (the tables, its queues, its settings), some 230 bytes more
- * per step role (its commands in `STEP_ROLES`, its queue's URL in `AGENT_QUEUE_URLS`).
+ * per step role (its commands in `STEP_ROLES`, its queue's URL in `AGENT_QUEUE_URLS`). The front
+ * door, given the same value, has some 200 bytes fewer of other variables (measured with every
+ * table's and bus's name counted as 80 bytes: 917 against 1,128 with two step roles, 1,343
+ * against 1,534 with the reference stack's), so this budget holds for it too.
  */
 export const MAX_WORKFLOWS_ENV_BYTES = 2_048;
 
@@ -48,6 +57,23 @@ export function workflowsOf(
   definitions: readonly Record<string, unknown>[] | undefined,
 ): WorkflowDefinition[] {
   return (definitions ?? []).map((d) => defineWorkflow(d as WorkflowDefinition));
+}
+
+/**
+ * The stack's workflows from the text of `WORKFLOWS` or of the output `StackWorkflows` (`where`
+ * says which, for the error), compiled; none when there is no text. An Error names what is wrong.
+ */
+export function stackWorkflowsOf(text: string | undefined, where: string): WorkflowDefinition[] {
+  if (text === undefined) return [];
+  const parsed = WorkflowsJson.safeParse(text);
+  if (!parsed.success)
+    throw new Error(`${where} is not the stack's workflows: ${z.prettifyError(parsed.error)}`);
+  try {
+    return workflowsOf(parsed.data);
+  } catch (error) {
+    if (!(error instanceof WorkflowDefinitionError)) throw error;
+    throw new Error(`${where} holds a workflow that is not valid: ${error.message}`);
+  }
 }
 
 /**

@@ -59,7 +59,7 @@ import {
   getTenantWorkflow,
   listTenantWorkflows,
   putTenantWorkflow,
-  startableDefinition,
+  tenantWorkflow,
 } from "./workflows";
 
 /** The aggregate type of a run's state (its home is ./runs-in-flight). */
@@ -74,8 +74,8 @@ export { DAG_RUN };
  *
  * `GET /v1/tasks/{id}` lists what the task's steps stored (types and times, never payloads).
  *
- * Workflows (./workflows): a tenant lists, reads and registers (`PUT`) its own and sees the shared
- * and built-in ones. Starting a run: the body is the run's input, checked against the workflow's
+ * Workflows (./workflows): a tenant lists, reads (a version with `?version=`) and registers
+ * (`PUT`) its own and sees the shared ones, the stack's and the built-in ones. Starting a run: the body is the run's input, checked against the workflow's
  * declared input (400 with every problem); it becomes the `workflow.start.requested` an operator
  * would send (a new run `run_<event id>`, on the commands
  * bus), and `GET /v1/runs/{id}` reads the run's state: each node's state and output. A tenant's
@@ -170,6 +170,10 @@ export interface Route {
   /** The feature the route serves, if it is one's: a stack without it does not serve it (./served.ts). */
   readonly feature?: Feature;
   readonly body?: z.core.$ZodType;
+  /** The query parameters it reads (each optional), as the OpenAPI document describes them. */
+  readonly query?: Readonly<
+    Record<string, { readonly description: string; readonly schema: Record<string, unknown> }>
+  >;
   readonly idempotent?: boolean;
   /**
    * What the function answers (a 401 never comes from it: the route's authorizer answers that);
@@ -227,29 +231,35 @@ const CLIENT_ROUTES: readonly Route[] = [
     path: "/v1/workflows",
     operationId: "listWorkflows",
     summary:
-      "The workflows the tenant may start: built into the orchestrator, its own, the shared ones",
+      "The workflows the tenant may start: built into the orchestrator, given to the stack, its own, the shared ones",
     auth: "jwt",
     feature: "runs",
     responses: {
       200: { description: "the workflows and their versions", schema: WorkflowListResponse },
       ...problems(403),
     },
-    run: async ({ ports, who }) =>
-      json(200, { workflows: await listTenantWorkflows(who(), ports.workflows) }),
+    run: async ({ ports, who }) => listTenantWorkflows(who(), ports.workflows),
   },
   {
     method: "GET",
     path: "/v1/workflows/{workflow_name}",
     operationId: "getWorkflow",
-    summary: "A workflow: what a start by its name runs (the definition, its input), its versions",
+    summary:
+      "A workflow: what a start by its name runs (the definition, its input), or the version asked for; its scope and versions",
     auth: "jwt",
     feature: "runs",
+    query: {
+      version: {
+        description: "the version to show (default: the newest, which a start runs)",
+        schema: { type: "integer", minimum: 1 },
+      },
+    },
     responses: {
       200: { description: "the workflow", schema: WorkflowResponse },
       ...problems(400, 403, 404),
     },
-    run: async ({ params, ports, who }) =>
-      getTenantWorkflow(who(), params.workflow_name ?? "", ports.workflows),
+    run: async ({ request, params, ports, who }) =>
+      getTenantWorkflow(who(), params.workflow_name ?? "", versionParam(request), ports.workflows),
   },
   {
     method: "PUT",
@@ -418,6 +428,17 @@ export function routeOf(request: HttpRequest): { route: Route; params: Record<st
 /** The methods a route takes: its own, and HEAD with GET. */
 export function methodsOf(route: Pick<Route, "method">): string[] {
   return route.method === "GET" ? ["GET", "HEAD"] : [route.method];
+}
+
+/** The query's `version`: absent, or a whole number at least 1 (else 400). */
+export function versionParam(request: HttpRequest): number | undefined {
+  const raw = request.query?.version;
+  if (raw === undefined) return undefined;
+  const version = Number(raw);
+  if (/^\d{1,9}$/.test(raw) && version >= 1) return version;
+  fail("invalid_request", `version ${JSON.stringify(raw)} is not a whole number, at least 1`, {
+    errors: [{ path: "(query).version", message: "must be a whole number, at least 1" }],
+  });
 }
 
 export function idParam(params: Readonly<Record<string, string>>, name: string): string {
@@ -662,7 +683,7 @@ function checkIdempotencyKey(request: HttpRequest): void {
 async function startRun({ request, params, ports, settings, who }: RouteContext) {
   const caller = who();
   const name = params.workflow_name ?? "";
-  const definition = await startableDefinition(ports.workflows, caller.tenantId, name);
+  const { definition } = await tenantWorkflow(ports.workflows, caller.tenantId, name);
   checkIdempotencyKey(request);
   const body = bodyOf(request, StartRunBody, settings.maxBodyBytes);
   checkRunInput(definition, body);

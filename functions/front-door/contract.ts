@@ -75,7 +75,10 @@ export const WorkflowPutResponse = z.object({
   links: z.object({ workflow: z.string() }),
 });
 
-/** A workflow a tenant may start: built into the orchestrator, its own, or shared (an operator's). */
+/**
+ * A workflow a tenant may start: built into the orchestrator, given to the stack, its own, or
+ * shared (an operator's).
+ */
 const ListedWorkflow = z.object({
   name: z.string(),
   scope: z.enum(WORKFLOW_SCOPES),
@@ -85,7 +88,10 @@ const ListedWorkflow = z.object({
 /** `GET /v1/workflows` */
 export const WorkflowListResponse = z.object({ workflows: z.array(ListedWorkflow) });
 
-/** `GET /v1/workflows/{workflow_name}`: what a start by that name runs (its newest version). */
+/**
+ * `GET /v1/workflows/{workflow_name}`: what a start by that name runs (its newest version), or the
+ * version asked for.
+ */
 export const WorkflowResponse = z.object({
   ...ListedWorkflow.shape,
   definition: z.looseObject({ name: z.string(), version: z.int() }),

@@ -13,6 +13,8 @@ export interface HttpRequest {
   readonly path: string;
   /** Header names in lower case (as API Gateway gives them). */
   readonly headers: Readonly<Record<string, string | undefined>>;
+  /** The query's parameters (a repeated one's values joined by commas, as API Gateway gives them). */
+  readonly query?: Readonly<Record<string, string | undefined>>;
   readonly body?: string;
   readonly isBase64Encoded?: boolean;
   /** The verified token's claims (the JWT authorizer's); none on a route without one. */

@@ -3,51 +3,68 @@ import type { WorkflowDefinition } from "../core/dag/definition";
 import { WorkflowDefinitionError } from "../core/dag/errors";
 import { runInputProblems } from "../core/dag/input";
 import { MAX_DEFINITION_BYTES, putWorkflow } from "../core/dag/register";
-import { EVERY_TENANT, type WorkflowRegistry } from "../core/dag/registry";
-import { WORKFLOW_KINDS } from "../roles/content-agents/events";
-import { catalogFor, workflowCatalog } from "../roles/orchestrator/catalog";
+import type { WorkflowRegistry } from "../core/dag/registry";
+import {
+  type CompiledWorkflows,
+  type ListedWorkflow,
+  listWorkflows,
+  type ShownWorkflow,
+  showWorkflow,
+  WORKFLOW_SCOPES,
+  type WorkflowScopeName,
+  workflowCatalog,
+} from "../roles/orchestrator/catalog";
 import { bodyOf, fail, type HttpRequest, type HttpResponse, issue, json } from "./http";
 import type { Caller } from "./identity";
 
 /**
  * The front door's workflows: what a tenant may start and register. A tenant registers a
  * definition in its own scope (`PUT /v1/workflows/{name}`, the checks of `agentbus workflow put`:
- * functions/core/dag/register.ts) and reads its own, the shared ones (put by an operator for
- * every tenant) and the ones compiled into the orchestrator; never another tenant's. A start
- * runs what the orchestrator would run for that tenant and name, and its body must fit the
+ * functions/core/dag/register.ts) and reads, through the orchestrator's catalog
+ * (functions/roles/orchestrator/catalog.ts), the built-in workflows, the stack's (`WORKFLOWS`,
+ * the value the orchestrator is given), its own and the shared ones (put by an operator for every
+ * tenant); never another tenant's. A put may not take a built-in or a stack workflow's name. A
+ * start runs what the orchestrator would run for that tenant and name, and its body must fit the
  * workflow's declared input (functions/core/dag/input.ts).
  */
 
-/** The registry the front door reads and writes, and the stack's step roles a put is checked against. */
+/** The registry the front door reads and writes, the stack's step roles and its workflows. */
 export interface FrontDoorWorkflows {
   readonly registry: WorkflowRegistry;
   /** The stack's step roles (every role a registered node names must be one). */
   readonly stepRoles: readonly string[];
+  /**
+   * The built-in workflows and the stack's (`workflowCatalog(stack workflows)`).
+   * @default the built-in ones only
+   */
+  readonly compiled?: CompiledWorkflows;
 }
 
-/** Where a workflow a tenant sees comes from. */
-export const WORKFLOW_SCOPES = ["tenant", "shared", "built-in"] as const;
-export type WorkflowScopeName = (typeof WORKFLOW_SCOPES)[number];
+export { WORKFLOW_SCOPES, type WorkflowScopeName };
 
-/** The compiled-in workflows the front door knows: the content workflows. */
-const COMPILED = workflowCatalog();
+/** The compiled-in workflows of a front door told of no stack workflows: the content workflows. */
+const BUILT_IN = workflowCatalog();
+
+const compiledOf = (workflows: FrontDoorWorkflows | undefined) => workflows?.compiled ?? BUILT_IN;
 
 /**
- * The definition a start of `tenant` by `name` runs (compiled in, the tenant's own newest, the
- * shared newest), or 404. A registered definition that no longer passes the language's checks
- * is refused here as the orchestrator would refuse it.
+ * The workflow a start (or a read) of `tenant` by `name` finds, at `version` or its newest, or
+ * 404. A registered definition that no longer passes the language's checks is refused here as
+ * the orchestrator would refuse it.
  */
-export async function startableDefinition(
+export async function tenantWorkflow(
   workflows: FrontDoorWorkflows | undefined,
   tenant: string,
   name: string,
-): Promise<WorkflowDefinition> {
-  let found: { definition: WorkflowDefinition } | undefined;
+  version?: number,
+): Promise<ShownWorkflow> {
+  const compiled = compiledOf(workflows);
+  let found: ShownWorkflow | undefined;
   try {
-    found = await (await catalogFor(COMPILED, workflows?.registry, undefined)).forStart(
-      name,
+    found = await showWorkflow(compiled, workflows?.registry, name, {
       tenant,
-    );
+      ...(version === undefined ? {} : { version }),
+    });
   } catch (error) {
     if (!(error instanceof WorkflowDefinitionError)) throw error;
     fail("invalid_request", `workflow ${name} cannot be started: ${error.message}`);
@@ -55,9 +72,9 @@ export async function startableDefinition(
   if (!found)
     fail(
       "not_found",
-      `no workflow ${JSON.stringify(name)} (built in: ${WORKFLOW_KINDS.join(", ")}; GET /v1/workflows lists every one this tenant may start)`,
+      `no workflow ${JSON.stringify(name)}${version === undefined ? "" : ` v${version}`} (built in and the stack's: ${compiled.names.join(", ")}; GET /v1/workflows lists every one this tenant may start)`,
     );
-  return found.definition;
+  return found;
 }
 
 /** 400 naming every way `input` does not fit the workflow's declared input. */
@@ -84,6 +101,7 @@ export async function putTenantWorkflow(
   workflows: FrontDoorWorkflows | undefined,
 ): Promise<HttpResponse> {
   const { registry, stepRoles } = registryOf(workflows);
+  const taken = compiledOf(workflows).names;
   const body = bodyOf(request, z.record(z.string(), z.unknown()), MAX_DEFINITION_BYTES);
   if (body.name !== name)
     fail(
@@ -95,7 +113,7 @@ export async function putTenantWorkflow(
   try {
     put = await putWorkflow(registry, caller.tenantId, body, {
       roles: stepRoles,
-      reserved: WORKFLOW_KINDS,
+      reserved: taken,
     });
   } catch (error) {
     if (!(error instanceof WorkflowDefinitionError)) throw error;
@@ -134,46 +152,34 @@ function refusePut(error: WorkflowDefinitionError, stepRoles: readonly string[])
   );
 }
 
-/** One workflow as the list shows it. */
-interface ListedWorkflow {
-  readonly name: string;
-  readonly scope: WorkflowScopeName;
-  readonly versions: readonly number[];
+/** A workflow as the front door shows it: no tenant (a tenant sees its own only). */
+function shownToTenant({ tenant: _own, ...workflow }: ListedWorkflow) {
+  return workflow;
 }
 
-/** Every workflow the caller's tenant sees: compiled in, its own, the shared ones. */
+/** `GET /v1/workflows`: every workflow the caller's tenant sees. */
 export async function listTenantWorkflows(
   caller: Caller,
   workflows: FrontDoorWorkflows | undefined,
-): Promise<ListedWorkflow[]> {
-  const listed: ListedWorkflow[] = WORKFLOW_KINDS.map((name) => ({
-    name,
-    scope: "built-in",
-    versions: [COMPILED.forStart(name)?.version ?? 1],
-  }));
-  if (!workflows) return listed;
-  for (const [scope, named] of [
-    [caller.tenantId, "tenant"],
-    [EVERY_TENANT, "shared"],
-  ] as const)
-    for (const w of await workflows.registry.list(scope))
-      listed.push({ name: w.name, scope: named, versions: w.versions });
-  return listed;
+): Promise<HttpResponse> {
+  const listed = await listWorkflows(compiledOf(workflows), workflows?.registry, [caller.tenantId]);
+  return json(200, { workflows: listed.map(shownToTenant) });
 }
 
-/** `GET /v1/workflows/{workflow_name}`: what a start by that name runs, and its versions. */
+/**
+ * `GET /v1/workflows/{workflow_name}[?version=N]`: what a start by that name runs (or version N
+ * of it), its scope and its versions.
+ */
 export async function getTenantWorkflow(
   caller: Caller,
   name: string,
+  version: number | undefined,
   workflows: FrontDoorWorkflows | undefined,
 ): Promise<HttpResponse> {
-  const definition = await startableDefinition(workflows, caller.tenantId, name);
-  const all = await listTenantWorkflows(caller, workflows);
-  const shown = all.find((w) => w.name === name && w.versions.includes(definition.version));
-  return json(200, {
-    name,
-    scope: shown?.scope ?? "built-in",
-    versions: shown?.versions ?? [definition.version],
+  const {
     definition,
-  });
+    version: _shown,
+    ...listed
+  } = await tenantWorkflow(workflows, caller.tenantId, name, version);
+  return json(200, { ...shownToTenant(listed), definition });
 }

@@ -17,6 +17,7 @@ import { EventBridgePublisher } from "../adapters/eventbridge/publisher";
 import { parseEnv } from "../core/parse-env";
 import type { Clock, EventPublisher } from "../core/ports";
 import { systemClock, ulidSource } from "../core/runtime";
+import { WORKFLOWS_ENV, WorkflowsJson, workflowsOf } from "../core/stack-workflows";
 import { STEP_ROLES_ENV, StepRolesJson } from "../core/steps";
 import type { AcceptedRequests } from "../front-door/accepted";
 import { type FrontDoorPorts, handleRequest } from "../front-door/api";
@@ -24,6 +25,7 @@ import { type HttpRequest, lowerCaseHeaders } from "../front-door/http";
 import type { TenantLimits } from "../front-door/limits";
 import { DEFAULT_RUNS_IN_FLIGHT, type RunsInFlight } from "../front-door/runs-in-flight";
 import { FeatureList } from "../roles/features";
+import { workflowCatalog } from "../roles/orchestrator/catalog";
 import { containerAwsClient } from "./aws";
 import { customerErasure } from "./customer-erasure";
 import { lambdaEntry } from "./lambda-entry";
@@ -70,6 +72,8 @@ export const FrontDoorEnv = z.object({
   FEATURES: z.optional(FeatureList),
   /** The stack's step roles (the orchestrator's table, JSON): what a registered workflow's nodes may name. */
   [STEP_ROLES_ENV]: z.optional(StepRolesJson),
+  /** The stack's workflows (the orchestrator's, JSON): listed, shown and started as scope `stack`. */
+  [WORKFLOWS_ENV]: z.optional(WorkflowsJson),
 });
 
 export interface FrontDoorOptions {
@@ -164,6 +168,7 @@ function portsOf(
     workflows: {
       registry: new DynamoWorkflowRegistry({ client: dynamodb, tableName: env.STATE_TABLE }),
       stepRoles: Object.keys(env[STEP_ROLES_ENV] ?? {}).sort(),
+      compiled: workflowCatalog(workflowsOf(env[WORKFLOWS_ENV])),
     },
     ids: ulidSource(clock),
     clock,
@@ -204,6 +209,7 @@ export function requestOf(event: APIGatewayProxyEventV2WithJWTAuthorizer): HttpR
     method: event.requestContext.http.method,
     path: event.rawPath,
     headers: lowerCaseHeaders(event.headers),
+    ...(event.queryStringParameters ? { query: event.queryStringParameters } : {}),
     ...(event.body === undefined ? {} : { body: event.body }),
     isBase64Encoded: event.isBase64Encoded,
     ...(claims ? { claims } : {}),

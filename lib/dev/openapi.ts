@@ -123,7 +123,14 @@ function operationOf(route: Route): Record<string, unknown> {
         },
       ]
     : [];
-  const parameters = [...pathParams, ...idempotency];
+  const query = Object.entries(route.query ?? {}).map(([name, { description, schema }]) => ({
+    name,
+    in: "query",
+    required: false,
+    description,
+    schema,
+  }));
+  const parameters = [...pathParams, ...query, ...idempotency];
   return {
     operationId: route.operationId,
     summary: route.summary,

@@ -209,6 +209,11 @@ export class AgentBusStack extends Stack {
   /** The stack's step roles by group (what the orchestrator and the front door get as `STEP_ROLES`). */
   private stepRoleTable: Record<string, StepRoleEntry> = {};
   /**
+   * The stack's workflows as JSON (functions/core/stack-workflows.ts): the orchestrator's and the
+   * front door's `WORKFLOWS`, and the output `StackWorkflows`; undefined when it was given none.
+   */
+  readonly stackWorkflows?: string;
+  /**
    * The scheduled lease sweeper (present when the topology has the orchestrator and the commands
    * and events topics).
    */
@@ -265,7 +270,7 @@ export class AgentBusStack extends Stack {
       topology.groups.find((g) => g.name === group.groupName)?.needs ?? {};
     this.wireHeartbeats(props, needs);
     this.wireStepRoles(needs);
-    this.wireWorkflows(props.workflows ?? [], needs);
+    this.stackWorkflows = this.wireWorkflows(props.workflows ?? [], needs);
     this.wireIntegrations(stage, topology, props, needs);
     // The sweeper serves the orchestrator's runs: leases and held-back work live in dag_run state.
     const orchestrates = this.groups.some((g) => needs(g).orchestrates);
@@ -352,6 +357,7 @@ export class AgentBusStack extends Stack {
       customerKeys: this.customerKeys,
       features: featuresOf(this.topology.groups.map((group) => group.role)),
       stepRoles: this.stepRoleTable,
+      ...(this.stackWorkflows === undefined ? {} : { workflows: this.stackWorkflows }),
     });
   }
 
@@ -472,13 +478,14 @@ export class AgentBusStack extends Stack {
 
   /**
    * The stack's workflows, checked against its step roles (the synth fails naming every problem)
-   * and written to each orchestrating group's environment (`WORKFLOWS`, JSON).
+   * and written to each orchestrating group's environment (`WORKFLOWS`, JSON): that value, which
+   * the front door and the outputs get too.
    */
   private wireWorkflows(
     workflows: readonly WorkflowDefinition[],
     needs: (g: ConsumerGroup) => GroupNeeds,
-  ): void {
-    if (workflows.length === 0) return;
+  ): string | undefined {
+    if (workflows.length === 0) return undefined;
     const orchestrators = this.groups.filter((g) => needs(g).orchestrates);
     const stepRoles = this.groups.filter((g) => needs(g).steps).map((g) => g.groupName);
     const problems = stackWorkflowProblems(workflows, stepRoles, workflowCatalog().names);
@@ -488,8 +495,9 @@ export class AgentBusStack extends Stack {
       throw new Error(
         `the stack's workflows cannot run (${workflows.map((w) => `${w.name} v${w.version}`).join(", ")}):\n  - ${problems.join("\n  - ")}`,
       );
-    for (const group of orchestrators)
-      group.consumer.addEnvironment(WORKFLOWS_ENV, workflowsEnvValue(workflows));
+    const value = workflowsEnvValue(workflows);
+    for (const group of orchestrators) group.consumer.addEnvironment(WORKFLOWS_ENV, value);
+    return value;
   }
 
   private wireHeartbeats(props: AgentBusStackProps, needs: (g: ConsumerGroup) => GroupNeeds): void {

@@ -1,5 +1,6 @@
 import { Aws, CfnOutput } from "aws-cdk-lib";
 import type { Construct } from "constructs";
+import { STACK_WORKFLOWS_OUTPUT } from "../../functions/core/stack-workflows";
 import type { AlarmTopic } from "./constructs/alarm-topic";
 import type { ConsumerGroup } from "./constructs/consumer-group";
 import type { CustomerKeys } from "./constructs/customer-keys";
@@ -20,6 +21,8 @@ export interface OutputSources extends Construct {
   readonly customerKeys: CustomerKeys;
   readonly frontDoor?: FrontDoor;
   readonly alarmTopic: AlarmTopic;
+  /** The stack's workflows as JSON (functions/core/stack-workflows.ts); none when not given any. */
+  readonly stackWorkflows?: string;
 }
 
 type OutputFn = (id: string, value: string, description: string) => CfnOutput;
@@ -94,8 +97,14 @@ function groupOutputs(group: ConsumerGroup, output: OutputFn): void {
   }
 }
 
-/** The relay, the tables, the operator policies and the front door. */
+/** The relay, the tables, the operator policies, the front door and the stack's workflows. */
 function otherOutputs(stack: OutputSources, output: OutputFn): void {
+  if (stack.stackWorkflows !== undefined)
+    output(
+      STACK_WORKFLOWS_OUTPUT,
+      stack.stackWorkflows,
+      "the workflows the stack was given (JSON): agentbus workflow list, show and start read them",
+    );
   output(
     "Region",
     Aws.REGION,

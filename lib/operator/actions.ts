@@ -20,7 +20,7 @@ import {
   taskIdProblem,
 } from "./support-actions";
 import { type RunRequest, runRequestCommand, runRequestProblem } from "./workflow-actions";
-import { registryOf, type StartRequest, startWorkflow } from "./workflows";
+import { catalogOf, type StartRequest, startWorkflow } from "./workflows";
 
 /**
  * The operator's actions as the console offers them: the same checks and commands as the CLI
@@ -157,6 +157,6 @@ export function opsActions(stack: OpsStack): OpsActions {
       });
       return decidedOutcome(await sendDecided(stack, decided));
     },
-    start: (request) => startWorkflow(stack, registryOf(stack), request),
+    start: (request) => startWorkflow(stack, catalogOf(stack), request),
   };
 }

@@ -5,6 +5,7 @@ import { DynamoDueIndex } from "../../functions/adapters/dynamodb/due";
 import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
 import { EventAttr, streamKey } from "../../functions/adapters/dynamodb/tables";
 import { DynamoTraceReader } from "../../functions/adapters/dynamodb/trace-reader";
+import type { WorkflowDefinition } from "../../functions/core/dag/definition";
 import { registeredDefinition } from "../../functions/core/dag/registry";
 import type { Feature } from "../../functions/roles/features";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
@@ -22,7 +23,7 @@ import type { OpsStack } from "./stack";
 import { status, waiting } from "./status";
 import { buildTrace, type TraceSources } from "./trace";
 import type { ItemSummary, OpsSource, RunView, TraceView } from "./views";
-import { findWorkflow, listWorkflows, registryOf } from "./workflows";
+import { catalogOf, compiledOf, findWorkflow, listWorkflows, registryOf } from "./workflows";
 
 /** How many of a shared stream's newest events a trace looks at for what it made moot. */
 const RELATED_WINDOW = 50;
@@ -85,16 +86,30 @@ export async function loadRunState(
   return data?.run ? data : undefined;
 }
 
+/** A built-in or the stack's workflow at `version`; undefined when it is neither. */
+function compiledDefinition(
+  stack: OpsStack,
+  name: string,
+  version: number,
+): WorkflowDefinition | undefined {
+  try {
+    return compiledOf(stack.outputs).at(name, version);
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * A workflow run from the orchestrator's state item, or undefined when there is none; a run of a
- * registered workflow is drawn with the version it pinned (read from the registry).
+ * registered workflow is drawn with the version it pinned (read from the registry), a run of the
+ * stack's with its definition (from the stack's outputs).
  */
 export async function runOf(stack: OpsStack, runId: string): Promise<RunView | undefined> {
   const data = await loadRunState(stack, runId);
   if (!data) return undefined;
   const scope = data.definition_scope;
-  if (scope === undefined) return runView(data);
   const { name, version } = data.run.workflow;
+  if (scope === undefined) return runView(data, compiledDefinition(stack, name, version));
   const definition = await registeredDefinition(registryOf(stack), scope, name, version).catch(
     () => undefined,
   );
@@ -139,8 +154,8 @@ export function opsSource(stack: OpsStack): OpsSource {
     },
     trace: (id) => traceOf(stack, id),
     run: (runId) => runOf(stack, runId),
-    workflows: (tenant) => listWorkflows(registryOf(stack), tenant),
-    workflow: (name, options) => findWorkflow(registryOf(stack), name, options),
+    workflows: (tenant) => listWorkflows(catalogOf(stack), tenant),
+    workflow: (name, options) => findWorkflow(catalogOf(stack), name, options),
     deadLetters: (tenant) => listDeadLetters(stack, tenant === undefined ? {} : { tenant }),
   };
 }

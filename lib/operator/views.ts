@@ -5,8 +5,8 @@
  * prints them and the console page renders them. Nothing here calls AWS.
  */
 
-import type { WorkflowDefinition } from "../../functions/core/dag/definition";
 import type { Feature } from "../../functions/roles/features";
+import type { ListedWorkflow, ShownWorkflow } from "../../functions/roles/orchestrator/catalog";
 
 /** What one consumer group did with one event. */
 export type OutcomeKind = "applied" | "discarded" | "rejected" | "retrying" | "dead-lettered";
@@ -293,20 +293,11 @@ export interface OverviewView {
 }
 
 /** A workflow a start may name, and where it comes from. */
-export interface WorkflowSummary {
-  /** The name a start gives (a content workflow's kind, `quick-news`). */
-  readonly name: string;
-  /** `built-in` (compiled into the orchestrator), `*` (registered for every tenant) or a tenant. */
-  readonly scope: string;
-  /** Every version, ascending. */
-  readonly versions: readonly number[];
-}
+/** A workflow as the lists show it: name, scope (and tenant), versions (the catalog's). */
+export type WorkflowSummary = ListedWorkflow;
 
 /** One version of a workflow: its definition (graph, declared input) and its other versions. */
-export interface WorkflowView extends WorkflowSummary {
-  readonly version: number;
-  readonly definition: WorkflowDefinition;
-}
+export type WorkflowView = ShownWorkflow;
 
 /** What the console page reads; implemented over the stack by the readers in this folder. */
 export interface OpsSource {
@@ -320,7 +311,7 @@ export interface OpsSource {
   /** Undefined when nothing is known of the id. */
   trace(id: string): Promise<TraceView | undefined>;
   run(runId: string): Promise<RunView | undefined>;
-  /** The workflows a start may name: built in, every tenant's and, with `tenant`, its own. */
+  /** Every workflow a start may name; with `tenant`, of that tenant's own only (else every tenant's). */
   workflows(tenant?: string): Promise<readonly WorkflowSummary[]>;
   /** A workflow as a start of `tenant` finds it, at `version` or its newest; undefined if none. */
   workflow(

@@ -1,20 +1,15 @@
 import { ulid } from "ulid";
 import { DynamoWorkflowRegistry } from "../../functions/adapters/dynamodb/workflow-registry";
-import type { WorkflowDefinition } from "../../functions/core/dag/definition";
 import { WorkflowDefinitionError } from "../../functions/core/dag/errors";
 import { runInputProblems } from "../../functions/core/dag/input";
+import { EVERY_TENANT, scopeLabel, type WorkflowRegistry } from "../../functions/core/dag/registry";
+import { STACK_WORKFLOWS_OUTPUT, stackWorkflowsOf } from "../../functions/core/stack-workflows";
 import {
-  EVERY_TENANT,
-  newestIn,
-  registeredDefinition,
-  scopeLabel,
-  type WorkflowRegistry,
-} from "../../functions/core/dag/registry";
-import { WORKFLOW_KINDS } from "../../functions/roles/content-agents/events";
-import {
-  CONTENT_WORKFLOWS,
-  contentWorkflowFor,
-} from "../../functions/roles/content-agents/workflows";
+  type CompiledWorkflows,
+  listWorkflows as listCatalog,
+  showWorkflow,
+  workflowCatalog,
+} from "../../functions/roles/orchestrator/catalog";
 import { WORKFLOW_NAME_PATTERN } from "../../schemas/events/workflow";
 import { fromSdk } from "./from-sdk";
 import { operatorEnvelope, putCommand } from "./operator-command";
@@ -22,10 +17,11 @@ import type { OpsStack } from "./stack";
 import type { WorkflowSummary, WorkflowView } from "./views";
 
 /**
- * The workflows of a stack as the operator tools see them: compiled into the orchestrator (the
- * content workflows, started by kind) and registered at run time (functions/core/dag/registry.ts),
- * for every tenant or for one; and a start of one, its input checked against the workflow's
- * declared input before anything is sent.
+ * The workflows of a stack as the operator tools see them, through the orchestrator's catalog
+ * (functions/roles/orchestrator/catalog.ts): built in (the content workflows, started by kind),
+ * given to the stack (its output `StackWorkflows`, the value its orchestrator runs), registered at
+ * run time for every tenant or for one (functions/core/dag/registry.ts); and a start of one, its
+ * input checked against the workflow's declared input before anything is sent.
  */
 
 /** The stack's workflow registry (items of its state table). */
@@ -36,81 +32,65 @@ export function registryOf(stack: OpsStack): WorkflowRegistry {
   });
 }
 
-/** The scope a view names: `built-in`, `every tenant` (`*`) or a tenant's id. */
-export const BUILT_IN = "built-in";
-
-const builtInOf = (kind: string): WorkflowDefinition[] => {
-  const name = contentWorkflowFor({ kind }).name;
-  return CONTENT_WORKFLOWS.filter((d) => d.name === name).sort((a, b) => a.version - b.version);
-};
-
 /**
- * Every workflow a start may name: the built-in ones, those registered for every tenant, and,
- * with `tenant`, that tenant's own (a tenant's list is read by its id: the registry keeps no
- * list of tenants).
+ * The built-in workflows and those the stack was given, from its outputs (`StackWorkflows`; none
+ * when the stack was given none, or when the outputs are not known). An Error names an output
+ * that is not the stack's workflows.
  */
-export async function listWorkflows(
-  registry: WorkflowRegistry,
-  tenant?: string,
-): Promise<WorkflowSummary[]> {
-  const listed: WorkflowSummary[] = WORKFLOW_KINDS.map((kind) => ({
-    name: kind,
-    scope: BUILT_IN,
-    versions: builtInOf(kind).map((d) => d.version),
-  }));
-  const scopes = tenant === undefined ? [EVERY_TENANT] : [tenant, EVERY_TENANT];
-  for (const scope of scopes)
-    for (const w of await registry.list(scope))
-      listed.push({ name: w.name, scope, versions: w.versions });
-  return listed;
+export function compiledOf(
+  outputs: Readonly<Record<string, string>> | undefined,
+): CompiledWorkflows {
+  const text = outputs?.[STACK_WORKFLOWS_OUTPUT];
+  return workflowCatalog(stackWorkflowsOf(text, `the stack's output ${STACK_WORKFLOWS_OUTPUT}`));
+}
+
+/** Where the operator tools read a stack's workflows: compiled in, and its registry. */
+export interface StackCatalog {
+  readonly compiled: CompiledWorkflows;
+  readonly registry: WorkflowRegistry;
+}
+
+export function catalogOf(stack: OpsStack): StackCatalog {
+  return { compiled: compiledOf(stack.outputs), registry: registryOf(stack) };
 }
 
 /**
- * The workflow a start of `tenant` by `name` runs (built in; the tenant's own; every tenant's),
- * at `version` or its newest; undefined when there is none.
+ * Every workflow a start may name: the built-in ones, the stack's, the shared ones, and each
+ * tenant's own: `tenant`'s, or with none every tenant's (an operator's view; each row names its
+ * scope and tenant).
  */
-export async function findWorkflow(
-  registry: WorkflowRegistry,
+export function listWorkflows(catalog: StackCatalog, tenant?: string): Promise<WorkflowSummary[]> {
+  return listCatalog(
+    catalog.compiled,
+    catalog.registry,
+    tenant === undefined ? undefined : [tenant],
+  );
+}
+
+/**
+ * The workflow a start of `tenant` by `name` runs (built in; the stack's; the tenant's own; the
+ * shared one), at `version` or its newest; undefined when there is none.
+ */
+export function findWorkflow(
+  catalog: StackCatalog,
   name: string,
   options: { readonly tenant?: string; readonly version?: number } = {},
 ): Promise<WorkflowView | undefined> {
-  if ((WORKFLOW_KINDS as readonly string[]).includes(name)) {
-    const versions = builtInOf(name);
-    const definition = versions.find((d) => d.version === (options.version ?? d.version));
-    const newest = options.version === undefined ? versions.at(-1) : definition;
-    return (
-      newest &&
-      viewOf(
-        name,
-        BUILT_IN,
-        newest,
-        versions.map((d) => d.version),
-      )
-    );
-  }
-  const { tenant } = options;
-  for (const scope of tenant === undefined ? [EVERY_TENANT] : [tenant, EVERY_TENANT]) {
-    const listed = (await registry.list(scope)).find((w) => w.name === name);
-    const version = options.version ?? (await newestIn(registry, scope, name));
-    if (!listed || version === undefined || !listed.versions.includes(version)) continue;
-    const definition = await registeredDefinition(registry, scope, name, version);
-    return viewOf(name, scope, definition, listed.versions);
-  }
-  return undefined;
+  return showWorkflow(catalog.compiled, catalog.registry, name, options);
 }
 
-function viewOf(
-  name: string,
-  scope: string,
-  definition: WorkflowDefinition,
-  versions: readonly number[],
-): WorkflowView {
-  return { name, scope, version: definition.version, versions, definition };
-}
-
-/** How a scope reads in a sentence. */
-export function scopeText(scope: string): string {
-  return scope === BUILT_IN ? "built into the orchestrator" : scopeLabel(scope);
+/** How a workflow's scope reads in a sentence. */
+export function scopeText(workflow: Pick<WorkflowSummary, "scope" | "tenant">): string {
+  switch (workflow.scope) {
+    case "built-in":
+      return "built into the orchestrator";
+    case "stack":
+      return "given to the stack";
+    case "shared":
+      return scopeLabel(EVERY_TENANT);
+    case "tenant":
+      return scopeLabel(workflow.tenant ?? "");
+  }
 }
 
 /** What a start asks for: the workflow's name, its input, the run's tenant (default: none). */
@@ -134,7 +114,7 @@ export interface StartOutcome {
  */
 export async function startWorkflow(
   stack: OpsStack,
-  registry: WorkflowRegistry,
+  catalog: StackCatalog,
   request: StartRequest,
 ): Promise<StartOutcome> {
   const { name, input, tenant } = request;
@@ -142,7 +122,7 @@ export async function startWorkflow(
     return refused(`${JSON.stringify(name)} is not a workflow's name (kebab-case)`);
   let found: WorkflowView | undefined;
   try {
-    found = await findWorkflow(registry, name, tenant === undefined ? {} : { tenant });
+    found = await findWorkflow(catalog, name, tenant === undefined ? {} : { tenant });
   } catch (error) {
     if (!(error instanceof WorkflowDefinitionError)) throw error;
     return refused(`workflow ${name} cannot be started: ${error.message}`);

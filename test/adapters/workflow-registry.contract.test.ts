@@ -76,6 +76,19 @@ describe.each(registries)("%s", (_name, make) => {
     expect(await registry.list(`${scope}x`)).toEqual([]);
   });
 
+  it("names every scope a workflow was put in, once each, and no scope only a policy was set for", async () => {
+    const registry = make();
+    const tenant = `s${newUlid().toLowerCase().slice(-10)}`;
+    const other = `${tenant}x`;
+    await registry.create(tenant, definition("one", 1));
+    await registry.create(tenant, definition("two", 1));
+    await registry.create(other, definition("one", 1));
+    await registry.allowRoles(`${tenant}p`, ["writing"]);
+    const scopes = await registry.scopes();
+    expect(scopes.filter((s) => s.startsWith(tenant))).toEqual([tenant, other]);
+    expect([...scopes].sort()).toEqual(scopes);
+  });
+
   it("keeps each tenant's plan roles apart: none until set, replaced whole, empty kept empty", async () => {
     const registry = make();
     const tenant = `t${newUlid().toLowerCase().slice(-10)}`;

@@ -10,6 +10,7 @@ import { EVENT_TOPICS_ENV } from "../../functions/core/relay";
 import { defineModule, handlerBeside } from "../../functions/core/role-module";
 import {
   MAX_WORKFLOWS_ENV_BYTES,
+  STACK_WORKFLOWS_OUTPUT,
   WORKFLOWS_ENV,
   WorkflowsJson,
   workflowsOf,
@@ -26,7 +27,7 @@ import * as z from "../../schemas/zod";
 import { BOOKKEEPING } from "../fixtures/bookkeeping/stack";
 import { tallyModule, topicTally } from "../fixtures/steps/index";
 import { STEPS_APP } from "../fixtures/steps/stack";
-import { testApp } from "./synth";
+import { FRONT_DOOR_CONTEXT, functionsOfKind, testApp } from "./synth";
 
 /** The `agentbus:entry` of the consumer of a group. */
 function consumerEntry(template: Template, group: string): unknown {
@@ -115,6 +116,37 @@ describe("AgentBus given workflows", () => {
     const given = z.parse(WorkflowsJson, orchestratorEnvironment(template)[WORKFLOWS_ENV]);
     // What the orchestrator reads back is the definition the application wrote.
     expect(workflowsOf(given)).toEqual([topicTally]);
+  });
+
+  /** The environment of the front door's function. */
+  const frontDoorEnvironment = (template: Template): object => {
+    const [frontDoor] = functionsOfKind(template, "front-door");
+    if (!frontDoor) throw new Error("no front-door function");
+    return (frontDoor.Properties.Environment as { Variables: object }).Variables;
+  };
+
+  it("gives the front door and the operator tools the same value: WORKFLOWS and the output StackWorkflows", () => {
+    const stack = new AgentBus(testApp({ context: FRONT_DOOR_CONTEXT }), "Steps", STEPS_APP);
+    const template = Template.fromStack(stack);
+    const orchestrator = orchestratorEnvironment(template);
+    const doorEnvironment = frontDoorEnvironment(template);
+    expect(doorEnvironment).toHaveProperty(WORKFLOWS_ENV, orchestrator[WORKFLOWS_ENV]);
+    expect(template.findOutputs(STACK_WORKFLOWS_OUTPUT)).toEqual({
+      [STACK_WORKFLOWS_OUTPUT]: expect.objectContaining({ Value: orchestrator[WORKFLOWS_ENV] }),
+    });
+    // The budget of MAX_WORKFLOWS_ENV_BYTES is the orchestrator's: the front door's other
+    // variables take less (a table's or a bus's name counted as 80 bytes).
+    const bytes = (variables: object) =>
+      Object.entries(variables).reduce(
+        (sum, [k, v]) => sum + k.length + (typeof v === "string" ? Buffer.byteLength(v) : 80),
+        0,
+      );
+    expect(bytes(doorEnvironment)).toBeLessThan(bytes(orchestrator));
+    const without = Template.fromStack(
+      new AgentBus(testApp({ context: FRONT_DOOR_CONTEXT }), "None", { roles: [tallyModule] }),
+    );
+    expect(without.findOutputs(STACK_WORKFLOWS_OUTPUT)).toEqual({});
+    expect(frontDoorEnvironment(without)).not.toHaveProperty(WORKFLOWS_ENV);
   });
 
   it("keeps an orchestrator the roles have, and gives nothing to a stack without workflows", () => {

@@ -162,13 +162,17 @@ describe("the front door", () => {
           "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["dag_run#*"] },
         },
       },
-      // The workflow registry: a tenant reads and registers its workflows (two PutItems in one
-      // transaction), nothing else of the state table.
+      // The workflow registry: a tenant reads and registers its workflows (its scope added to
+      // the scopes item, two PutItems in one transaction), nothing else of the state table.
       {
-        actions: ["dynamodb:GetItem", "dynamodb:PutItem"],
+        actions: ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
         condition: {
           "ForAllValues:StringLike": {
-            "dynamodb:LeadingKeys": ["workflow_definition#*", "workflow_registry#*"],
+            "dynamodb:LeadingKeys": [
+              "workflow_definition#*",
+              "workflow_registry#*",
+              "workflow_scopes#*",
+            ],
           },
         },
       },

@@ -305,9 +305,13 @@ describe.skipIf(!haveChromium)("the console's actions on the local stack (Chromi
       );
       expect(page.url()).toContain("/workflows/quick-news?flash=");
 
-      // The refusal's page is the workflow's again, its form as served.
-      await page.locator('input[name="input.topic_hint"]').fill("night trains in Europe");
-      await page.locator('textarea[name="input_json"]').fill('{"audience": "commuters"}');
+      // The refusal's page is the workflow's again, its form as it was sent, the refusal beside it.
+      const again = page.locator('form[data-action="start"]');
+      expect(await seen(again.locator("[data-start-refused]"))).toContain("topic_hint: required");
+      expect(await again.locator('textarea[name="input_json"]').inputValue()).toBe(
+        '{"audience": "commuters"}',
+      );
+      await again.locator('input[name="input.topic_hint"]').fill("night trains in Europe");
       const sent = await submit(
         page.locator('form[data-action="start"]').getByRole("button", { name: /^Start a run/ }),
       );

@@ -1,5 +1,7 @@
+import type { WorkflowDefinition } from "../../functions/core/dag/definition";
 import { InMemoryWorkflowRegistry, type WorkflowRegistry } from "../../functions/core/dag/registry";
 import { ALL_FEATURES, type Feature } from "../../functions/roles/features";
+import { workflowCatalog } from "../../functions/roles/orchestrator/catalog";
 import type {
   AgentWaitView,
   DeadLetterView,
@@ -394,9 +396,14 @@ export function fakeSource(
     readonly features?: readonly Feature[];
     /** The registered workflows (besides the built-in ones). @default an empty registry */
     readonly registry?: WorkflowRegistry;
+    /** The workflows the stack was given. @default none */
+    readonly stackWorkflows?: readonly WorkflowDefinition[];
   } = {},
 ): OpsSource {
-  const registry = data.registry ?? new InMemoryWorkflowRegistry();
+  const catalog = {
+    compiled: workflowCatalog(data.stackWorkflows),
+    registry: data.registry ?? new InMemoryWorkflowRegistry(),
+  };
   return {
     features: data.features ?? ALL_FEATURES,
     overview: async () => data.overview ?? overview(),
@@ -409,8 +416,8 @@ export function fakeSource(
     },
     run: async (runId) => (data.runs ?? [contentRun()]).find((r) => r.runId === runId),
     deadLetters: async () => data.deadLetters ?? deadLetters(),
-    workflows: (tenant) => listWorkflows(registry, tenant),
-    workflow: (name, options) => findWorkflow(registry, name, options),
+    workflows: (tenant) => listWorkflows(catalog, tenant),
+    workflow: (name, options) => findWorkflow(catalog, name, options),
   };
 }
 

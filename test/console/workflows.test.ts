@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { defineWorkflow } from "../../functions/core/dag/graph";
 import { putWorkflow } from "../../functions/core/dag/register";
 import { EVERY_TENANT, InMemoryWorkflowRegistry } from "../../functions/core/dag/registry";
 import type { ActionOutcome, OpsActions } from "../../lib/operator/actions";
@@ -49,12 +50,21 @@ const CONSTRUCTS = {
   },
 };
 
+/** A workflow the stack was given. */
+const STACK_TALLY = defineWorkflow({
+  name: "stack-tally",
+  version: 1,
+  nodes: [{ id: "count", role: "tally" }],
+  edges: [],
+});
+
 async function sourceWithWorkflows() {
   const registry = new InMemoryWorkflowRegistry();
   await putWorkflow(registry, EVERY_TENANT, CONSTRUCTS, { roles: ROLES });
   await putWorkflow(registry, EVERY_TENANT, { ...CONSTRUCTS, input: undefined }, { roles: ROLES });
   await putWorkflow(registry, "acme", { ...CONSTRUCTS, name: "own" }, { roles: ROLES });
-  return fakeSource({ registry });
+  await putWorkflow(registry, "globex", { ...CONSTRUCTS, name: "theirs" }, { roles: ROLES });
+  return fakeSource({ registry, stackWorkflows: [STACK_TALLY] });
 }
 
 async function get(target: string, source: ReturnType<typeof fakeSource>, context = acting) {
@@ -63,22 +73,52 @@ async function get(target: string, source: ReturnType<typeof fakeSource>, contex
 }
 
 describe("the workflows page", () => {
-  it("lists the built-in and every tenant's workflows, and a tenant's own with ?tenant=", async () => {
+  it("lists the built-in, the stack's, the shared and every tenant's own, each with its scope and tenant", async () => {
     const source = await sourceWithWorkflows();
     const { status, doc } = await get("/workflows", source);
     expect(status).toBe(200);
     const rows = findAll(doc, (e) => e.tag === "tr" && "data-workflow" in e.attrs);
-    expect(rows.map((r) => [r.attrs["data-workflow"], r.attrs["data-scope"]])).toEqual([
-      ["quick-news", "built-in"],
-      ["long-form", "built-in"],
-      ["constructs", "*"],
+    const cells = (row: El) => findAll(row, (e) => e.tag === "td").map(textOf);
+    expect(rows.map(cells)).toEqual([
+      ["quick-news", "built in", "—", "3", "1, 2, 3"],
+      ["long-form", "built in", "—", "4", "1, 2, 3, 4"],
+      ["stack-tally", "given to the stack", "—", "1", "1"],
+      ["own", "a tenant's own", "acme", "1", "1"],
+      ["theirs", "a tenant's own", "globex", "1", "1"],
+      ["constructs", "every tenant", "—", "2", "1, 2"],
     ]);
-    expect(textOf(rows[2] as El)).toContain("every tenant");
-    expect(textOf(rows[2] as El)).toContain("1, 2");
+    expect(rows.map((r) => [r.attrs["data-scope"], r.attrs["data-tenant"]])).toEqual([
+      ["built-in", undefined],
+      ["built-in", undefined],
+      ["stack", undefined],
+      ["tenant", "acme"],
+      ["tenant", "globex"],
+      ["shared", undefined],
+    ]);
+    // A tenant's own links to its page as that tenant's starts find it.
+    const theirs = rows[4] as El;
+    expect(find(theirs, (e) => e.tag === "a").attrs.href).toBe("/workflows/theirs?tenant=globex");
+    const page = await get("/workflows/theirs?tenant=globex", source);
+    expect(textOf(find(page.doc, withAttr("data-workflow-scope", "")))).toBe("for tenant globex");
     const acme = await get("/workflows?tenant=acme", source);
-    const own = find(acme.doc, withAttr("data-workflow", "own"));
-    expect(find(own, (e) => e.tag === "a").attrs.href).toBe("/workflows/own?tenant=acme");
+    const listed = findAll(acme.doc, (e) => e.tag === "tr" && "data-workflow" in e.attrs);
+    expect(listed.map((r) => r.attrs["data-workflow"])).toEqual([
+      "quick-news",
+      "long-form",
+      "stack-tally",
+      "own",
+      "constructs",
+    ]);
     expect((await get("/workflows?tenant=Not%20One", source)).status).toBe(400);
+  });
+
+  it("shows a workflow the stack was given, with a start form", async () => {
+    const source = await sourceWithWorkflows();
+    const { status, doc } = await get("/workflows/stack-tally", source);
+    expect(status).toBe(200);
+    expect(textOf(find(doc, withAttr("data-workflow-scope", "")))).toBe("given to the stack");
+    expect(find(doc, withAttr("data-graph", "stack-tally"))).toBeDefined();
+    expect(find(doc, (e) => e.tag === "form" && e.attrs["data-action"] === "start")).toBeDefined();
   });
 });
 
@@ -141,6 +181,10 @@ describe("a workflow's page", () => {
     const { doc } = await get("/workflows/constructs?version=1", source);
     const form = find(doc, (e) => e.tag === "form" && e.attrs["data-action"] === "start");
     expect(form.attrs).toMatchObject({ method: "post", action: "/workflows/constructs/start" });
+    // A start names no version: the page of an older one says what a start runs.
+    expect(textOf(find(form, withAttr("data-start-version", "")))).toBe(
+      "A start runs the newest version, v2.",
+    );
     expect(find(form, withAttr("name", "csrf")).attrs.value).toBe(TOKEN);
     const subject = find(form, withAttr("name", "input.subject"));
     expect(subject.attrs).toMatchObject({ type: "text", minlength: "1" });
@@ -186,7 +230,7 @@ describe("the start form's POST", () => {
       }),
     );
     expect(parsed).toEqual({
-      back: "/workflows/constructs",
+      back: "/workflows/constructs?tenant=acme",
       reason: "",
       action: {
         kind: "start",
@@ -251,6 +295,66 @@ describe("the start form's POST", () => {
       { name: "constructs", input: { subject: "tides" } },
       { name: "constructs", input: { subject: "tides" } },
     ]);
+  });
+
+  it("comes back after a refusal with the form as it was sent and the refusal beside it", async () => {
+    const source = await sourceWithWorkflows();
+    const flashes = new FlashMessages();
+    const refusal =
+      "the input does not fit own v1: 1 problem(s): depth: must be at most 5 (got 9); nothing sent";
+    const none = async (): Promise<ActionOutcome> => ({ kind: "refused", message: "no" });
+    const actions: OpsActions = {
+      run: none,
+      review: none,
+      resolveSend: none,
+      redrive: none,
+      decideStep: none,
+      start: async () => ({ kind: "refused", message: refusal }),
+    };
+    const sent = {
+      "input.subject": "tides <b>",
+      "type.subject": "string",
+      "input.depth": "9",
+      "type.depth": "integer",
+      "input.tone": "formal",
+      "type.tone": "string",
+      "input.draft": "true",
+      "type.draft": "boolean",
+      input_json: '{"extra": 1}',
+      tenant: "acme",
+    };
+    const answer = await answerPost(
+      { actions, flashes, own: "127.0.0.1:1", token: TOKEN },
+      {
+        path: "/workflows/own/start",
+        host: "127.0.0.1:1",
+        contentType: "application/x-www-form-urlencoded",
+        body: form(sent).toString(),
+      },
+    );
+    expect(answer).toMatchObject({
+      status: 303,
+      location: expect.stringMatching(/^\/workflows\/own\?tenant=acme&flash=/),
+    });
+    const location = (answer as { location: string }).location;
+    const page = await get(location, source, { ...acting, flashes });
+    const start = find(page.doc, (e) => e.tag === "form" && e.attrs["data-action"] === "start");
+    expect(textOf(find(start, withAttr("data-start-refused", "")))).toBe(refusal);
+    expect(find(start, withAttr("name", "input.subject")).attrs.value).toBe("tides <b>");
+    expect(find(start, withAttr("name", "input.depth")).attrs.value).toBe("9");
+    const chosen = (name: string) =>
+      findAll(find(start, withAttr("name", name)), (e) => e.tag === "option")
+        .filter((o) => "selected" in o.attrs)
+        .map(textOf);
+    expect(chosen("input.tone")).toEqual(["formal"]);
+    expect(chosen("input.draft")).toEqual(["true"]);
+    expect(textOf(find(start, withAttr("name", "input_json")))).toBe('{"extra": 1}');
+    expect(find(start, withAttr("name", "tenant")).attrs.value).toBe("acme");
+    // The same page without the refusal: the form as it is drawn first.
+    const fresh = await get("/workflows/own?tenant=acme", source);
+    const again = find(fresh.doc, (e) => e.tag === "form" && e.attrs["data-action"] === "start");
+    expect(findAll(again, withAttr("data-start-refused", ""))).toEqual([]);
+    expect(find(again, withAttr("name", "input.depth")).attrs.value).toBe("2");
   });
 });
 

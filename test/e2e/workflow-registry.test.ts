@@ -7,6 +7,7 @@ import { childRunId } from "../../functions/core/dag/assignment";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { waitUntil } from "../../lib/dev/local/scenario/customer-support";
 import { type LocalEnvironment, startLocal } from "../../lib/local";
+import { runOf } from "../../lib/operator/source";
 import { STEPS_APP } from "../fixtures/steps/stack";
 import { emulator } from "../support/aws";
 import { localCli } from "../support/cli";
@@ -18,8 +19,19 @@ import { SLOW_STEP_TIMEOUT_MS } from "../support/timeouts";
  * roles the CLI learns from `--app`. The definition is put, listed, shown and started by name;
  * the run completes on the version it started with. A workflow with a wait node on a signal is
  * released through `agentbus workflow signal`. A registered parent runs it as a child, and a
- * tenant's plan roles are set.
+ * tenant's plan roles are set. The workflow the stack was given (`topic-tally`, `new AgentBus(app,
+ * id, { workflows })`) is listed, shown and started through the front door and the CLI alike,
+ * which learn it from the stack (the front door's `WORKFLOWS`, the output `StackWorkflows`).
  */
+
+/** What the front door answers, as this test reads it. */
+interface DoorAnswer {
+  readonly workflows?: readonly unknown[];
+  readonly definition?: { readonly nodes: readonly { readonly role: string }[] };
+  readonly errors?: unknown;
+  readonly run_id?: string;
+  readonly [field: string]: unknown;
+}
 
 const APP = join(import.meta.dirname, "..", "fixtures", "steps", "stack.ts");
 
@@ -121,7 +133,10 @@ describe("agentbus workflow put | list | show | start | signal on the local stac
       const list = await cli("workflow", "list", "--json");
       expect(list.code, list.stderr).toBe(0);
       expect(JSON.parse(list.stdout)).toEqual([
-        { scope: "*", name: "topic-count", newest: 1, versions: [1] },
+        { name: "quick-news", scope: "built-in", versions: [1, 2, 3], newest: 3 },
+        { name: "long-form", scope: "built-in", versions: [1, 2, 3], newest: 3 },
+        { name: "topic-tally", scope: "stack", versions: [1], newest: 1 },
+        { name: "topic-count", scope: "shared", versions: [1], newest: 1 },
       ]);
       const show = await cli("workflow", "show", "topic-count");
       expect(show.code, show.stderr).toBe(0);
@@ -134,7 +149,9 @@ describe("agentbus workflow put | list | show | start | signal on the local stac
       ]);
       const missing = await cli("workflow", "show", "topic-count", "--version", "2");
       expect(missing.code).toBe(1);
-      expect(missing.stderr).toContain("no workflow topic-count v2 is registered");
+      expect(missing.stderr).toContain(
+        "no workflow topic-count v2 is built in, given to the stack or registered for every tenant",
+      );
 
       const ended = await (await startByName("topic-count", "night trains in Europe")).ended();
       expect(ended.run.status).toBe("COMPLETED");
@@ -233,6 +250,83 @@ describe("agentbus workflow put | list | show | start | signal on the local stac
       const allowed = await cli("--app", APP, "workflow", "allow", "--tenant", "acme", "tally");
       expect(allowed.code, allowed.stderr).toBe(0);
       expect(allowed.stdout).toContain("tenant acme's plans may name tally");
+    },
+    SLOW_STEP_TIMEOUT_MS,
+  );
+
+  it(
+    "lists, shows and starts the stack's own workflow through the front door and the CLI, each run to completion",
+    async () => {
+      const door = env.frontDoor;
+      if (!door) throw new Error("the local stack serves no front door");
+      const token = await door.issuer.token({ tenant_id: "acme", sub: "u-acme" });
+      const call = async (method: string, path: string, body?: unknown) => {
+        const response = await fetch(`${door.url}${path}`, {
+          method,
+          headers: {
+            authorization: `Bearer ${token}`,
+            ...(body === undefined ? {} : { "content-type": "application/json" }),
+          },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        });
+        return { status: response.status, body: (await response.json()) as DoorAnswer };
+      };
+      const listed = await call("GET", "/workflows");
+      expect(listed.status).toBe(200);
+      expect(listed.body.workflows).toContainEqual({
+        name: "topic-tally",
+        scope: "stack",
+        versions: [1],
+      });
+      const shown = await call("GET", "/workflows/topic-tally?version=1");
+      expect(shown.status).toBe(200);
+      expect(shown.body).toMatchObject({ name: "topic-tally", scope: "stack", versions: [1] });
+      expect(shown.body.definition?.nodes.map((n) => n.role)).toEqual(["topic-selection", "tally"]);
+      const taken = { name: "topic-tally", nodes: topicCount.nodes, edges: topicCount.edges };
+      const refusedPut = await call("PUT", "/workflows/topic-tally", taken);
+      expect(refusedPut.status).toBe(400);
+      expect(JSON.stringify(refusedPut.body.errors)).toContain("workflow.reserved_name");
+      const started = await call("POST", "/workflows/topic-tally/runs", {
+        topic_hint: "cargo bikes in cities",
+      });
+      expect(started.status, JSON.stringify(started.body)).toBe(202);
+
+      const list = await cli("workflow", "list", "--json");
+      expect(JSON.parse(list.stdout)).toContainEqual({
+        name: "topic-tally",
+        scope: "stack",
+        versions: [1],
+        newest: 1,
+      });
+      const show = await cli("workflow", "show", "topic-tally");
+      expect(show.code, show.stderr).toBe(0);
+      expect(show.stdout).toContain("topic-tally v1  (given to the stack; versions 1)");
+      const put = await cli("--app", APP, "workflow", "put", file("taken.json", taken));
+      expect(put.code, put.stderr).toBe(2);
+      expect(put.stderr).toContain("workflow.reserved_name");
+      const runId = `run_${ulid()}`;
+      const args = ["--workflow", "topic-tally", "--topic", "cargo bikes", "--run-id", runId];
+      const start = await cli("workflow", "start", ...args);
+      expect(start.code, start.stderr).toBe(0);
+
+      for (const id of [started.body.run_id as string, runId]) {
+        const ended = await waitUntil(
+          `run ${id}'s end`,
+          async () => {
+            const data = await runState(id);
+            return data && data.run.status !== "RUNNING" ? data : undefined;
+          },
+          120_000,
+        );
+        expect(ended.run.status).toBe("COMPLETED");
+        expect(ended.run.workflow).toEqual({ name: "topic-tally", version: 1 });
+        expect(ended.definition_scope).toBeUndefined();
+      }
+      // The console draws the run with the stack's definition: its edge, its nodes' roles.
+      const drawn = await runOf(env.ops, runId);
+      expect(drawn?.edges.map((e) => `${e.from}->${e.to}`)).toEqual(["topic-selection->tally"]);
+      const read = await call("GET", `/runs/${started.body.run_id}`);
+      expect(read.body).toMatchObject({ status: "COMPLETED", workflow: { name: "topic-tally" } });
     },
     SLOW_STEP_TIMEOUT_MS,
   );

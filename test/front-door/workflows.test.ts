@@ -1,13 +1,19 @@
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
+import type { AwsClient } from "../../functions/adapters/aws/client";
+import type { WorkflowDefinition } from "../../functions/core/dag/definition";
+import { defineWorkflow } from "../../functions/core/dag/graph";
 import { putWorkflow } from "../../functions/core/dag/register";
 import { EVERY_TENANT, InMemoryWorkflowRegistry } from "../../functions/core/dag/registry";
 import type { PublishFailure } from "../../functions/core/ports";
+import { WORKFLOWS_ENV, workflowsEnvValue } from "../../functions/core/stack-workflows";
 import { InMemoryAcceptedRequests } from "../../functions/front-door/accepted";
 import { type FrontDoorPorts, handleRequest } from "../../functions/front-door/api";
 import type { HttpRequest } from "../../functions/front-door/http";
 import { InMemoryTenantLimits } from "../../functions/front-door/limits";
 import { InMemoryRunsInFlight } from "../../functions/front-door/runs-in-flight";
+import { createFrontDoorHandler } from "../../functions/handlers/front-door";
+import { workflowCatalog } from "../../functions/roles/orchestrator/catalog";
 import { type Envelope, registry } from "../../schemas";
 
 /**
@@ -39,7 +45,20 @@ const SUMMARY = {
   },
 };
 
-function world() {
+/** A workflow the stack was given (`new AgentBus(app, id, { workflows })`), at two versions. */
+const STACK_TALLY = defineWorkflow({
+  name: "stack-tally",
+  version: 1,
+  nodes: [{ id: "count", role: "tally" }],
+  edges: [],
+});
+const STACK_TALLY_V2 = defineWorkflow({
+  ...STACK_TALLY,
+  version: 2,
+  input: { type: "object", properties: { subject: { type: "string" } }, required: ["subject"] },
+});
+
+function world(stack: readonly WorkflowDefinition[] = []) {
   const published: Envelope[] = [];
   const workflows = new InMemoryWorkflowRegistry();
   const clock = { now: () => new Date("2026-12-02T10:00:00.000Z") };
@@ -57,7 +76,7 @@ function world() {
     runs: new InMemoryRunsInFlight(),
     states: { loadStates: async () => [] },
     registry,
-    workflows: { registry: workflows, stepRoles: STEP_ROLES },
+    workflows: { registry: workflows, stepRoles: STEP_ROLES, compiled: workflowCatalog(stack) },
     ids: { next: () => ulid() },
     clock,
   };
@@ -167,8 +186,8 @@ describe("GET /v1/workflows and /v1/workflows/{workflow_name}", () => {
     const listed = await send({ method: "GET", path: "/v1/workflows", claims: ACME });
     expect(json(listed)).toEqual({
       workflows: [
-        { name: "quick-news", scope: "built-in", versions: [3] },
-        { name: "long-form", scope: "built-in", versions: [4] },
+        { name: "quick-news", scope: "built-in", versions: [1, 2, 3] },
+        { name: "long-form", scope: "built-in", versions: [1, 2, 3, 4] },
         { name: "digest", scope: "shared", versions: [1] },
       ],
     });
@@ -185,6 +204,41 @@ describe("GET /v1/workflows and /v1/workflows/{workflow_name}", () => {
     await put("digest", { ...SUMMARY, name: "digest", edges: [], nodes: [SUMMARY.nodes[0]] });
     expect(await workflows.list(EVERY_TENANT)).toEqual([{ name: "digest", versions: [1] }]);
     expect(await workflows.list("acme")).toEqual([{ name: "digest", versions: [1] }]);
+  });
+
+  it("shows a version with ?version=N, and refuses a version that is not one (400) or not there (404)", async () => {
+    const { put, send } = world();
+    await put("summary", SUMMARY);
+    await put("summary", { ...SUMMARY, input: undefined });
+    const get = (query: string) =>
+      send({
+        method: "GET",
+        path: "/v1/workflows/summary",
+        query: Object.fromEntries(new URLSearchParams(query)),
+        claims: ACME,
+      });
+    expect(json(await get(""))).toMatchObject({ scope: "tenant", versions: [1, 2] });
+    expect((json(await get("")).definition as { version: number }).version).toBe(2);
+    const first = json(await get("version=1"));
+    expect(first).toMatchObject({ name: "summary", scope: "tenant", versions: [1, 2] });
+    expect(first.definition).toMatchObject({ version: 1, input: { required: ["subject"] } });
+    const builtIn = await send({
+      method: "GET",
+      path: "/v1/workflows/quick-news",
+      query: { version: "1" },
+      claims: ACME,
+    });
+    expect(json(builtIn).definition).toMatchObject({ name: "content.quick-news", version: 1 });
+    for (const bad of ["version=0", "version=two", "version=1.5"]) {
+      const refused = await get(bad);
+      expect(refused.statusCode, bad).toBe(400);
+      expect(json(refused).errors).toEqual([
+        { path: "(query).version", message: "must be a whole number, at least 1" },
+      ]);
+    }
+    const missing = await get("version=7");
+    expect(missing.statusCode).toBe(404);
+    expect(json(missing).detail).toContain('no workflow "summary" v7');
   });
 
   it("serves the same routes to a service under its tenant's prefix", async () => {
@@ -230,5 +284,113 @@ describe("POST /v1/workflows/{workflow_name}/runs against the declared input", (
     expect(json(refused).errors).toEqual([{ path: "topic_hint", message: "required" }]);
     expect((await start("quick-news", { topic_hint: "tides" })).statusCode).toBe(202);
     expect(published).toHaveLength(1);
+  });
+});
+
+describe("the stack's workflows at the front door (WORKFLOWS, the orchestrator's value)", () => {
+  it("lists, shows and starts them as scope stack, beside the built-in and registered ones", async () => {
+    const { send, start, published, put } = world([STACK_TALLY, STACK_TALLY_V2]);
+    await put("summary", SUMMARY);
+    const listed = json(await send({ method: "GET", path: "/v1/workflows", claims: ACME }));
+    expect(listed.workflows).toEqual([
+      { name: "quick-news", scope: "built-in", versions: [1, 2, 3] },
+      { name: "long-form", scope: "built-in", versions: [1, 2, 3, 4] },
+      { name: "stack-tally", scope: "stack", versions: [1, 2] },
+      { name: "summary", scope: "tenant", versions: [1] },
+    ]);
+    const shown = json(
+      await send({ method: "GET", path: "/v1/workflows/stack-tally", claims: GLOBEX }),
+    );
+    expect(shown).toMatchObject({ name: "stack-tally", scope: "stack", versions: [1, 2] });
+    expect(shown.definition).toEqual(JSON.parse(JSON.stringify(STACK_TALLY_V2)));
+    const v1 = await send({
+      method: "GET",
+      path: "/v1/workflows/stack-tally",
+      query: { version: "1" },
+      claims: ACME,
+    });
+    expect(json(v1).definition).toEqual(JSON.parse(JSON.stringify(STACK_TALLY)));
+    // A start runs the newest version: its declared input is checked.
+    const refused = await start("stack-tally", {});
+    expect(json(refused).errors).toEqual([{ path: "subject", message: "required" }]);
+    const started = await start("stack-tally", { subject: "tides" }, GLOBEX);
+    expect(started.statusCode).toBe(202);
+    expect(published.map((e) => [e.tenant_id, e.payload])).toEqual([
+      ["globex", expect.objectContaining({ workflow_name: "stack-tally" })],
+    ]);
+  });
+
+  it("refuses a put of a stack workflow's name, and shadows one registered before the stack took it", async () => {
+    const before = world();
+    await before.put("stack-tally", { ...SUMMARY, name: "stack-tally" });
+    expect(await before.workflows.list("acme")).toEqual([{ name: "stack-tally", versions: [1] }]);
+    // The same registry, behind a stack now given stack-tally.
+    const { send, put, workflows } = world([STACK_TALLY]);
+    await putWorkflow(
+      workflows,
+      "acme",
+      { ...SUMMARY, name: "stack-tally" },
+      { roles: STEP_ROLES },
+    );
+    const refused = await put("stack-tally", { ...SUMMARY, name: "stack-tally", version: 2 });
+    expect(refused.statusCode).toBe(400);
+    expect(JSON.stringify(json(refused).errors)).toContain("workflow.reserved_name");
+    expect(await workflows.list("acme")).toEqual([{ name: "stack-tally", versions: [1] }]);
+    const listed = json(await send({ method: "GET", path: "/v1/workflows", claims: ACME }));
+    expect(listed.workflows).toContainEqual({ name: "stack-tally", scope: "stack", versions: [1] });
+    expect(JSON.stringify(listed.workflows)).not.toContain('"tenant"');
+    const shown = json(
+      await send({ method: "GET", path: "/v1/workflows/stack-tally", claims: ACME }),
+    );
+    expect(shown).toMatchObject({ scope: "stack", definition: { nodes: [{ id: "count" }] } });
+    expect((shown.definition as { input?: unknown }).input).toBeUndefined();
+  });
+});
+
+describe("the front door's function given the stack's WORKFLOWS", () => {
+  /** A state table with no item: every registry read finds nothing. */
+  const emptyTable: AwsClient = {
+    send: async <_I extends object, O extends object>() =>
+      ({ $metadata: {} }) as unknown as O & { readonly $metadata: Record<string, never> },
+  };
+  const env = (workflows: string) => ({
+    STATE_TABLE: "state",
+    EVENTS_TABLE: "events",
+    BUS_EVENTS: "events-bus",
+    [WORKFLOWS_ENV]: workflows,
+  });
+  const event = (path: string, query?: Record<string, string>) =>
+    ({
+      rawPath: path,
+      headers: {},
+      isBase64Encoded: false,
+      ...(query ? { queryStringParameters: query } : {}),
+      requestContext: {
+        requestId: "req-1",
+        http: { method: "GET" },
+        authorizer: { jwt: { claims: ACME } },
+      },
+    }) as unknown as Parameters<ReturnType<typeof createFrontDoorHandler>>[0];
+
+  it("lists and shows them, a version from the query, as the orchestrator was given them", async () => {
+    const value = workflowsEnvValue([STACK_TALLY, STACK_TALLY_V2]);
+    const handler = createFrontDoorHandler({ env: env(value), dynamodb: emptyTable });
+    const listed = await handler(event("/v1/workflows"));
+    expect(JSON.parse(listed.body ?? "{}").workflows).toContainEqual({
+      name: "stack-tally",
+      scope: "stack",
+      versions: [1, 2],
+    });
+    const first = await handler(event("/v1/workflows/stack-tally", { version: "1" }));
+    expect(first.statusCode).toBe(200);
+    expect(JSON.parse(first.body ?? "{}").definition).toEqual(
+      JSON.parse(JSON.stringify(STACK_TALLY)),
+    );
+  });
+
+  it("refuses to start on a WORKFLOWS that is not the stack's workflows, naming it", () => {
+    expect(() => createFrontDoorHandler({ env: env("[1]"), dynamodb: emptyTable })).toThrow(
+      /WORKFLOWS/,
+    );
   });
 });

@@ -2,15 +2,26 @@ import type { WorkflowDefinition } from "../../core/dag/definition";
 import type { RegisteredWorkflow, WorkflowRegistry, WorkflowScope } from "../../core/dag/registry";
 import { TransientError } from "../../core/errors";
 import type { AwsClient } from "../aws/client";
-import { GetItem, PutItem, TransactWriteItems } from "../aws/operations";
+import { GetItem, PutItem, TransactWriteItems, UpdateItem } from "../aws/operations";
 import { dynamoFailure } from "./failure";
 import { StateAttr } from "./tables";
 
 const DEFINITION_TYPE = "workflow_definition";
 const LIST_TYPE = "workflow_registry";
+const SCOPES_TYPE = "workflow_scopes";
 
 /** The registry's items' keys, as an IAM policy's `dynamodb:LeadingKeys` names them. */
-export const WORKFLOW_REGISTRY_KEYS: readonly string[] = [`${DEFINITION_TYPE}#*`, `${LIST_TYPE}#*`];
+export const WORKFLOW_REGISTRY_KEYS: readonly string[] = [
+  `${DEFINITION_TYPE}#*`,
+  `${LIST_TYPE}#*`,
+  `${SCOPES_TYPE}#*`,
+];
+
+/** The state table's key of the one item that lists every scope a workflow was put in. */
+export const WORKFLOW_SCOPES_KEY = `${SCOPES_TYPE}#all`;
+
+/** The attribute of the scopes item: a string set of the scopes. */
+const SCOPES = "scopes";
 
 /** The state table's key of one version of a registered workflow. */
 export function workflowDefinitionKey(scope: WorkflowScope, name: string, version: number): string {
@@ -52,6 +63,9 @@ export interface DynamoWorkflowRegistryOptions {
  * (`workflows`, JSON) under a `revision`. A put writes both in one TransactWriteItems: the
  * version item on `attribute_not_exists(pk)` (a version is written once and never changed) and
  * the list on the revision it was read at (another put in between: read again and retry).
+ * Before that, the scope is added to the string set `scopes` of one item, `workflow_scopes#all`
+ * (UpdateItem ADD: puts of any scope commute, and a put that then fails leaves a scope that lists
+ * nothing), which an operator's list of every tenant's workflows reads.
  *
  * A tenant's plan policy, the roles its plans may name (functions/core/dag/plan.ts), is one item,
  * `workflow_plan_policy#<tenant>`, its roles a list in `roles`, read by each child start of a plan
@@ -73,6 +87,7 @@ export class DynamoWorkflowRegistry implements WorkflowRegistry {
 
   async create(scope: WorkflowScope, definition: WorkflowDefinition): Promise<boolean> {
     const { name, version } = definition;
+    await this.addScope(scope);
     for (let attempt = 1; attempt <= LIST_ATTEMPTS; attempt++) {
       const list = await this.readList(scope);
       if (list.workflows[name]?.includes(version)) return false;
@@ -107,6 +122,11 @@ export class DynamoWorkflowRegistry implements WorkflowRegistry {
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
+  async scopes(): Promise<readonly WorkflowScope[]> {
+    const item = await this.getItem(WORKFLOW_SCOPES_KEY, "GetItem (workflow scopes)");
+    return [...(item?.[SCOPES]?.SS ?? [])].sort();
+  }
+
   async allowedRoles(tenant: string): Promise<readonly string[] | undefined> {
     const item = await this.getItem(planPolicyKey(tenant), "GetItem (plan policy)");
     const roles = item?.[ROLES]?.L;
@@ -126,6 +146,22 @@ export class DynamoWorkflowRegistry implements WorkflowRegistry {
       );
     } catch (error) {
       throw dynamoFailure(error, "PutItem (plan policy) on the state table");
+    }
+  }
+
+  private async addScope(scope: WorkflowScope): Promise<void> {
+    try {
+      await this.options.client.send(
+        UpdateItem({
+          TableName: this.options.tableName,
+          Key: { [StateAttr.pk]: { S: WORKFLOW_SCOPES_KEY } },
+          UpdateExpression: "ADD #scopes :scope",
+          ExpressionAttributeNames: { "#scopes": SCOPES },
+          ExpressionAttributeValues: { ":scope": { SS: [scope] } },
+        }),
+      );
+    } catch (error) {
+      throw dynamoFailure(error, "UpdateItem (workflow scopes) on the state table");
     }
   }
 

@@ -39,6 +39,11 @@ export interface WorkflowRegistry {
   /** The workflows of a scope, by name. */
   list(scope: WorkflowScope): Promise<readonly RegisteredWorkflow[]>;
   /**
+   * Every scope a workflow was ever put in (tenants and EVERY_TENANT), sorted: an operator's list
+   * of every tenant's workflows reads each of them. It may name a scope whose put failed.
+   */
+  scopes(): Promise<readonly WorkflowScope[]>;
+  /**
    * The roles a plan of `tenant`'s may name (an agent's output run as a child workflow), as the
    * operator last set them; undefined when no policy was ever set.
    */
@@ -137,6 +142,11 @@ export class InMemoryWorkflowRegistry implements WorkflowRegistry {
     return [...versions.entries()]
       .map(([name, v]) => ({ name, versions: v.sort((a, b) => a - b) }))
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  async scopes(): Promise<readonly WorkflowScope[]> {
+    const scopes = [...this.definitions.keys()].map((key) => (JSON.parse(key) as [string])[0]);
+    return [...new Set(scopes)].sort();
   }
 
   async allowedRoles(tenant: string): Promise<readonly string[] | undefined> {

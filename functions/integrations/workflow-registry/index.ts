@@ -14,5 +14,5 @@ export const workflowRegistry = /* @__PURE__ */ defineIntegration<WorkflowRegist
   defaults: undefined,
   memory: () => new InMemoryWorkflowRegistry(),
   notes:
-    "Definitions are items of the state table (workflow_definition#<scope>/<name>/<version>, and workflow_registry#<scope> listing them); `agentbus workflow list|show` reads them. The roles a tenant's plans may name are one item, workflow_plan_policy#<tenant>, set by `agentbus workflow allow`.",
+    "Definitions are items of the state table (workflow_definition#<scope>/<name>/<version>, workflow_registry#<scope> listing them, and workflow_scopes#all naming every scope); `agentbus workflow list|show` reads them. The roles a tenant's plans may name are one item, workflow_plan_policy#<tenant>, set by `agentbus workflow allow`.",
 });

@@ -3,6 +3,7 @@ import type { WorkflowDefinition } from "../../core/dag/definition";
 import { defineWorkflow } from "../../core/dag/graph";
 import {
   definitionForStart,
+  EVERY_TENANT,
   registeredDefinition,
   type WorkflowRegistry,
   type WorkflowScope,
@@ -13,33 +14,90 @@ import { CONTENT_ROLE_EVENTS, WORKFLOW_KINDS } from "../content-agents/events";
 import { CONTENT_AGENTS, CONTENT_WORKFLOWS, contentWorkflowFor } from "../content-agents/workflows";
 
 /**
- * What the orchestrator runs and who carries it out: the workflow definitions it knows (the
- * content workflows, those compiled into an application's orchestrator, and those registered at
- * run time), and the step roles of its stack (the table the stack gives it,
- * functions/core/steps.ts).
+ * What the orchestrator runs and who carries it out: the workflow definitions it knows, and the
+ * step roles of its stack (the table the stack gives it, functions/core/steps.ts).
+ *
+ * The definitions come from four scopes, and this is where they meet. In the order a start by
+ * name looks: `built-in`, the content workflows (started by kind); `stack`, the workflows the
+ * stack was given (`new AgentBus(app, id, { workflows })`, functions/core/stack-workflows.ts);
+ * `tenant`, those the run's tenant registered at run time; `shared`, those registered for every
+ * tenant (functions/core/dag/registry.ts). The first two are compiled in (./CompiledWorkflows)
+ * and take their names: a put of such a name is refused (`workflow.reserved_name`), and a
+ * registered workflow stored before the stack took its name is shadowed: never started, listed
+ * or shown by that name. The orchestrator, the front door and the operator tools list, show and
+ * start through this catalog alike.
  */
+
+/** Where a workflow a start may name comes from, in the order a start looks. */
+export const WORKFLOW_SCOPES = ["built-in", "stack", "tenant", "shared"] as const;
+export type WorkflowScopeName = (typeof WORKFLOW_SCOPES)[number];
+
+/** One workflow as the lists show it: its name, scope, tenant (a tenant's own) and versions. */
+export interface ListedWorkflow {
+  /** The name a start gives (a content workflow's kind, `quick-news`). */
+  readonly name: string;
+  readonly scope: WorkflowScopeName;
+  /** The tenant whose own it is (scope `tenant` only). */
+  readonly tenant?: string;
+  /** Every version, ascending. */
+  readonly versions: readonly number[];
+}
+
+/** One version of a workflow: its definition, and where it was found with its other versions. */
+export interface ShownWorkflow extends ListedWorkflow {
+  readonly version: number;
+  readonly definition: WorkflowDefinition;
+}
 
 /** The workflow definitions compiled into an orchestrator, every version a run may be on. */
 export interface CompiledWorkflows {
   /**
    * The definition a start request names: a content kind, or a definition's name (its newest
-   * version, or `version`): an application's workflow, or a content workflow no kind starts.
+   * version, or `version`): a stack workflow, or a content workflow no kind starts.
    */
   forStart(name: string, version?: number): WorkflowDefinition | undefined;
   /** The definition a run started with; workflow.unknown_definition (permanent) when it is gone. */
   at(name: string, version: number): WorkflowDefinition;
-  /** What a start may name. */
+  /** What a start may name: the content kinds, then the stack's workflows. */
   readonly names: readonly string[];
+  /** The built-in and the stack's workflows, with every version. */
+  readonly listed: readonly ListedWorkflow[];
 }
 
-export function workflowCatalog(extra: readonly WorkflowDefinition[] = []): CompiledWorkflows {
-  const all = [...CONTENT_WORKFLOWS, ...extra];
+/**
+ * The content workflows and `stack`, the workflows the stack was given. A content workflow no
+ * kind starts (the fact check long form runs as a child) is started by its name.
+ */
+export function workflowCatalog(stack: readonly WorkflowDefinition[] = []): CompiledWorkflows {
+  const all = [...CONTENT_WORKFLOWS, ...stack];
+  const versionsOf = (definitions: readonly WorkflowDefinition[], name: string) =>
+    definitions
+      .filter((d) => d.name === name)
+      .map((d) => d.version)
+      .sort((a, b) => a - b);
   const kindNames = new Set(WORKFLOW_KINDS.map((kind) => contentWorkflowFor({ kind }).name));
-  // By name: the application's workflows, and the content workflows no kind starts (the fact
-  // check long form runs as a child).
-  const byName = all.filter((d) => extra.includes(d) || !kindNames.has(d.name));
+  const childOnly = CONTENT_WORKFLOWS.filter((d) => !kindNames.has(d.name));
+  const childOnlyNames = [...new Set(childOnly.map((d) => d.name))];
+  const byName = [...childOnly, ...stack];
+  // Listed by kind; a content workflow no kind starts is a child's, never listed on its own.
+  const builtIn = WORKFLOW_KINDS.map((kind): ListedWorkflow => {
+    const { name } = contentWorkflowFor({ kind });
+    return { name: kind, scope: "built-in", versions: versionsOf(CONTENT_WORKFLOWS, name) };
+  });
+  const stackNames = [...new Set(stack.map((d) => d.name))];
+  const listed = [
+    ...builtIn,
+    ...stackNames.map(
+      (name): ListedWorkflow => ({
+        name,
+        scope: "stack",
+        versions: versionsOf(stack, name),
+      }),
+    ),
+  ];
   return {
-    names: [...WORKFLOW_KINDS, ...new Set(byName.map((d) => d.name))],
+    names: [...WORKFLOW_KINDS, ...childOnlyNames, ...stackNames],
+    listed,
     forStart: (name, version) => {
       const newest = (WORKFLOW_KINDS as readonly string[]).includes(name)
         ? contentWorkflowFor({ kind: name })
@@ -74,8 +132,9 @@ export interface StartDefinition {
 /** The workflow definitions one decision of the orchestrator knows. */
 export interface WorkflowCatalog {
   /**
-   * What a start of `tenant`'s names: a compiled-in workflow first (./CompiledWorkflows), else
-   * the newest version (or `version`) registered for the tenant, else for every tenant.
+   * What a start of `tenant`'s names: a compiled-in workflow (./CompiledWorkflows: its name is
+   * never looked up in the registry), else the newest version (or `version`) registered for the
+   * tenant, else for every tenant.
    */
   forStart(name: string, tenant: string, version?: number): Promise<StartDefinition | undefined>;
   /** A plan this decision starts a run of: `at` knows it from now on. */
@@ -113,8 +172,10 @@ export async function catalogFor(
   return {
     names: compiled.names,
     forStart: async (name, tenant, version) => {
-      const definition = compiled.forStart(name, version);
-      if (definition) return { definition };
+      if (compiled.names.includes(name)) {
+        const definition = compiled.forStart(name, version);
+        return definition && { definition };
+      }
       const found = registry && (await definitionForStart(registry, tenant, name, version));
       if (found) read.push(found.definition);
       return found;
@@ -126,6 +187,60 @@ export async function catalogFor(
     at: (name, version) =>
       read.find((d) => d.name === name && d.version === version) ?? compiled.at(name, version),
   };
+}
+
+/**
+ * Every workflow a start may name, by scope (./WORKFLOW_SCOPES): the compiled-in ones, then the
+ * own of each of `tenants` (undefined: of every tenant that registered one, an operator's view),
+ * then the shared ones. A registered name the compiled-in workflows take is left out (shadowed).
+ */
+export async function listWorkflows(
+  compiled: CompiledWorkflows,
+  registry: WorkflowRegistry | undefined,
+  tenants?: readonly string[],
+): Promise<ListedWorkflow[]> {
+  const listed = [...compiled.listed];
+  if (!registry) return listed;
+  const scopes = tenants ?? (await registry.scopes()).filter((s) => s !== EVERY_TENANT);
+  for (const scope of [...scopes, EVERY_TENANT])
+    for (const w of await registry.list(scope)) {
+      if (compiled.names.includes(w.name)) continue;
+      const where = scope === EVERY_TENANT ? { scope: "shared" as const } : tenantScope(scope);
+      listed.push({ name: w.name, ...where, versions: w.versions });
+    }
+  return listed;
+}
+
+const tenantScope = (tenant: string) => ({ scope: "tenant" as const, tenant });
+
+/**
+ * The workflow a start of `tenant` by `name` finds (compiled in; the tenant's own; the shared
+ * one; with no tenant, the shared one only), at `version` or its newest, with its scope and every
+ * version there; undefined when there is none. A registered definition that no longer passes the
+ * language's checks throws its WorkflowDefinitionError.
+ */
+export async function showWorkflow(
+  compiled: CompiledWorkflows,
+  registry: WorkflowRegistry | undefined,
+  name: string,
+  options: { readonly tenant?: string; readonly version?: number } = {},
+): Promise<ShownWorkflow | undefined> {
+  const { tenant, version } = options;
+  if (compiled.names.includes(name)) {
+    const definition = compiled.forStart(name, version);
+    const listed = compiled.listed.find((w) => w.name === name);
+    return definition && listed && { ...listed, version: definition.version, definition };
+  }
+  if (!registry) return undefined;
+  for (const scope of tenant === undefined ? [EVERY_TENANT] : [tenant, EVERY_TENANT]) {
+    const listed = (await registry.list(scope)).find((w) => w.name === name);
+    const at = version ?? listed?.versions.at(-1);
+    if (!listed || at === undefined || !listed.versions.includes(at)) continue;
+    const definition = await registeredDefinition(registry, scope, name, at);
+    const where = scope === EVERY_TENANT ? { scope: "shared" as const } : tenantScope(scope);
+    return { name, ...where, versions: listed.versions, version: at, definition };
+  }
+  return undefined;
 }
 
 /** What names a run's definition: its name and version, where it was registered, or its plan. */

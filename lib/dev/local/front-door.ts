@@ -195,23 +195,19 @@ async function streamAnswer(
 ): Promise<void> {
   const requestId = ulid();
   const event = eventOf(req, url, "$default", Buffer.alloc(0), {}, requestId);
-  const query = Object.fromEntries(url.searchParams);
   let gone = false;
   res.on("close", () => {
     gone = true;
   });
-  await stream(
-    { ...event, ...(url.search ? { queryStringParameters: query } : {}) } as never,
-    (statusCode, headers) => {
-      res.writeHead(statusCode, { ...headers, "x-amzn-requestid": requestId });
-      res.flushHeaders();
-      return {
-        write: (text) => res.write(text),
-        end: () => res.end(),
-        closed: () => gone,
-      };
-    },
-  );
+  await stream(event as never, (statusCode, headers) => {
+    res.writeHead(statusCode, { ...headers, "x-amzn-requestid": requestId });
+    res.flushHeaders();
+    return {
+      write: (text) => res.write(text),
+      end: () => res.end(),
+      closed: () => gone,
+    };
+  });
 }
 
 type Authorized = { claims?: Record<string, unknown>; principal?: string };
@@ -257,6 +253,12 @@ function headersOf(req: IncomingMessage): Record<string, string> {
   );
 }
 
+/** The query's parameters as API Gateway gives them: a repeated one's values joined by commas. */
+function queryOf(url: URL): Record<string, string> {
+  const names = [...new Set(url.searchParams.keys())];
+  return Object.fromEntries(names.map((name) => [name, url.searchParams.getAll(name).join(",")]));
+}
+
 /** The HTTP API's payload (format 2.0) for a request, as API Gateway hands it to the function. */
 function eventOf(
   req: IncomingMessage,
@@ -274,6 +276,7 @@ function eventOf(
     routeKey,
     rawPath: url.pathname,
     rawQueryString: url.search.slice(1),
+    ...(url.search ? { queryStringParameters: queryOf(url) } : {}),
     headers,
     ...(body.length > 0 ? { body: body.toString("utf8") } : {}),
     isBase64Encoded: false,

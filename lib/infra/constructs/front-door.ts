@@ -22,6 +22,7 @@ import {
 import { LogGroup } from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
 import { WORKFLOW_REGISTRY_KEYS } from "../../../functions/adapters/dynamodb/workflow-registry";
+import { WORKFLOWS_ENV } from "../../../functions/core/stack-workflows";
 import { STEP_ROLES_ENV, type StepRoleEntry } from "../../../functions/core/steps";
 import { methodsOf, ROUTES, SERVICE_PREFIX } from "../../../functions/front-door/api";
 import { DEFAULT_RUNS_IN_FLIGHT } from "../../../functions/front-door/runs-in-flight";
@@ -72,6 +73,12 @@ export interface FrontDoorProps {
    * @default none: a registered workflow can name no role
    */
   readonly stepRoles?: Readonly<Record<string, StepRoleEntry>>;
+  /**
+   * The stack's workflows, the JSON the orchestrator is given (functions/core/stack-workflows.ts),
+   * given to the function as `WORKFLOWS`: it lists, shows and starts them, and refuses a put of
+   * their names. @default none
+   */
+  readonly workflows?: string;
   /** Each tenant's requests per minute that put something on the bus (429 beyond). @default 600 */
   readonly tenantRequestsPerMinute?: number;
   /** Each tenant's workflow runs in flight started through the front door (429 beyond). @default 20 */
@@ -149,6 +156,7 @@ export class FrontDoor extends Construct {
       ...(issuer.serviceScope ? { SERVICE_SCOPE: issuer.serviceScope } : {}),
       FEATURES: this.featuresValue(props),
       [STEP_ROLES_ENV]: JSON.stringify(props.stepRoles ?? {}),
+      ...(props.workflows === undefined ? {} : { [WORKFLOWS_ENV]: props.workflows }),
     };
     for (const topic of props.topics)
       environment[`BUS_${topic.topicName.toUpperCase()}`] = topic.busName;
@@ -385,12 +393,12 @@ export class FrontDoor extends Construct {
         conditions: leading(["dag_run#*"]),
       }),
     );
-    // The registered workflows: read (a tenant's own and the shared ones), and a tenant's put (a
-    // transaction of two PutItems: the version and the scope's list). Which scope is the
-    // function's check: a tenant's id is never the shared scope `*`.
+    // The registered workflows: read (a tenant's own and the shared ones), and a tenant's put (its
+    // scope added to the scopes item, then a transaction of two PutItems: the version and the
+    // scope's list). Which scope is the function's check: a tenant's id is never the shared `*`.
     this.function.addToRolePolicy(
       new PolicyStatement({
-        actions: ["dynamodb:GetItem", "dynamodb:PutItem"],
+        actions: ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
         resources: [tables.state.tableArn],
         conditions: leading([...WORKFLOW_REGISTRY_KEYS]),
       }),

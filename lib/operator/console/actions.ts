@@ -227,19 +227,24 @@ function readAction(path: string, form: URLSearchParams, reason: string): Read |
   return { kind: "redrive", group, from: form.get("queue") === "buffer" ? "buffer" : "queue" };
 }
 
-/** Where a form's answer is shown: the page the form is on. */
-function backOf(path: string): string | undefined {
+/** Where a form's answer is shown: the page the form is on (a start's, for the run's tenant). */
+function backOf(path: string, form: URLSearchParams): string | undefined {
   const run = RUN_PATH.exec(path);
   if (run) return runHref(decoded(run[1] ?? "") ?? "");
   if (REPLY_PATH.test(path) || path === SEND_RESOLVE_PATH || AGENT_PATH.test(path)) return "/";
   const start = START_PATH.exec(path);
-  if (start) return workflowHref(decoded(start[1] ?? "") ?? "");
+  if (start) {
+    const tenant = tenantParam(form);
+    const query: Record<string, string> =
+      "tenant" in tenant && tenant.tenant !== undefined ? { tenant: tenant.tenant } : {};
+    return workflowHref(decoded(start[1] ?? "") ?? "", query);
+  }
   return REDRIVE_PATH.test(path) ? "/dead-letters" : undefined;
 }
 
 /** The action a form posted to `path` asks for; undefined when no form posts there. */
 export function parseAction(path: string, form: URLSearchParams): ParsedPost | undefined {
-  const back = backOf(path);
+  const back = backOf(path, form);
   if (back === undefined) return undefined;
   // An agent run's decision and a start, as in the CLI, may go without a reason.
   const reason = reasonOf(form, AGENT_PATH.test(path) || START_PATH.test(path));
@@ -315,7 +320,15 @@ export async function answerPost(context: ActionContext, post: PostRequest): Pro
     "problem" in parsed
       ? { kind: "refused" as const, message: parsed.problem }
       : await performAction(context.actions, parsed.action, parsed.reason);
-  // A started run is shown on its own page; any other answer on the form's page.
+  // A started run is shown on its own page; any other answer on the form's page, and a refused
+  // start with what its form sent.
   const page = "next" in outcome && outcome.next !== undefined ? outcome.next : parsed.back;
-  return { status: 303, location: `${page}?flash=${context.flashes.put(outcome)}` };
+  const typed = START_PATH.test(post.path) && outcome.kind !== "sent" ? typedOf(form) : undefined;
+  const flash = context.flashes.put(typed ? { ...outcome, typed } : outcome);
+  return { status: 303, location: `${page}${page.includes("?") ? "&" : "?"}flash=${flash}` };
+}
+
+/** What a form sent, but its token. */
+function typedOf(form: URLSearchParams): Record<string, string> {
+  return Object.fromEntries([...form].filter(([name]) => name !== "csrf"));
 }

@@ -5,10 +5,12 @@ import { escapeHtml } from "./html";
 /**
  * What an action answered, shown once the browser follows the redirect after a POST: the page's
  * address carries a random id (`?flash=<id>`) and the console keeps the message, so nobody can
- * put words of their own into a link to the console. The newest messages are kept.
+ * put words of their own into a link to the console. The newest messages are kept, and with a
+ * refused start what its form sent (kept here, never in an address).
  */
 
-export type Flash = ActionOutcome;
+/** An action's answer; a refused start keeps what its form sent, to fill the form in again. */
+export type Flash = ActionOutcome & { readonly typed?: Readonly<Record<string, string>> };
 
 const KEPT = 200;
 const FLASH_ID = /^[A-Za-z0-9_-]{16,64}$/;

@@ -71,8 +71,9 @@ async function runPage(source: OpsSource, runId: string, shown: Shown): Promise<
 }
 
 /**
- * `/workflows` (with `?tenant=`, also that tenant's own) and `/workflows/<name>` (`?version=`,
- * `?tenant=`: as a start of that tenant finds it).
+ * `/workflows` (every tenant's own; with `?tenant=`, that tenant's only) and `/workflows/<name>`
+ * (`?version=`, `?tenant=`: as a start of that tenant finds it; after a refused start, its form
+ * filled in as it was sent).
  */
 async function workflowsPage(
   source: OpsSource,
@@ -105,7 +106,9 @@ async function workflowsPage(
     return notFoundPage(
       `No workflow "${name}"${version === undefined ? "" : ` v${version}`} is known${tenant === undefined ? "" : ` for tenant ${tenant}`}.`,
     );
-  const body = renderWorkflow(view, shown.forms, tenant);
+  const { flash } = shown;
+  const refused = flash?.typed && { typed: flash.typed, message: flash.message };
+  const body = renderWorkflow(view, shown.forms, tenant, refused);
   return ok(renderPage({ title: `Workflow ${name}`, body, ...listed }));
 }
 

@@ -6,7 +6,7 @@ import {
 import type { InputField, RunInputSpec } from "../../../functions/core/dag/input";
 import { edgeViews, nodeKindOf } from "../runs";
 import type { RunNodeView, WorkflowSummary, WorkflowView } from "../views";
-import { BUILT_IN, scopeText } from "../workflows";
+import { scopeText } from "../workflows";
 import { layoutDag, MAX_LINE_CHARS } from "./dag-layout";
 import { renderDagSvg } from "./dag-svg";
 import { actionForm, button, type FormContext, textArea } from "./forms";
@@ -14,9 +14,11 @@ import { attr, escapeHtml, href, link } from "./html";
 import { fact, renderTable } from "./page";
 
 /**
- * The workflows pages: every workflow a start may name (built in, registered for every tenant,
- * a tenant's own), and one workflow's version: its graph before any run, its versions, its
- * declared input, and a form made from that input that starts a run (./actions `start`).
+ * The workflows pages: every workflow a start may name (built in, given to the stack, registered
+ * for every tenant, each tenant's own: an operator's view, or one tenant's with `?tenant=`), and
+ * one workflow's version: its graph before any run, its versions, its declared input, and a form
+ * made from that input that starts a run (./actions `start`). A refused start comes back to the
+ * form filled in as it was sent, the refusal beside it.
  */
 
 export const workflowHref = (name: string, query: Record<string, string> = {}): string =>
@@ -27,27 +29,38 @@ export const startPath = (name: string): string => `/workflows/${encodeURICompon
 export const INPUT_FIELD_PREFIX = "input.";
 export const TYPE_FIELD_PREFIX = "type.";
 
-const scopeCell = (scope: string) =>
-  scope === BUILT_IN ? "built in" : scope === "*" ? "every tenant" : `tenant ${scope}`;
+const SCOPE_CELLS: Readonly<Record<WorkflowSummary["scope"], string>> = {
+  "built-in": "built in",
+  stack: "given to the stack",
+  tenant: "a tenant's own",
+  shared: "every tenant",
+};
 
-/** The list of workflows, each linked to its page (with the tenant the list was read for). */
+/** The address of a listed workflow's page: a tenant's own is found by that tenant's starts. */
+const listedHref = (w: WorkflowSummary) =>
+  workflowHref(w.name, w.tenant === undefined ? {} : { tenant: w.tenant });
+
+/**
+ * The list of workflows, each linked to its page, with its scope and tenant: every tenant's own,
+ * or `tenant`'s only when the list was read for it.
+ */
 export function renderWorkflowList(list: readonly WorkflowSummary[], tenant?: string): string {
-  const query: Record<string, string> = tenant === undefined ? {} : { tenant };
   const rows = list.map((w) => [
-    link(workflowHref(w.name, w.scope === BUILT_IN || w.scope === "*" ? {} : query), w.name),
-    escapeHtml(scopeCell(w.scope)),
+    link(listedHref(w), w.name),
+    escapeHtml(SCOPE_CELLS[w.scope]),
+    escapeHtml(w.tenant ?? "—"),
     escapeHtml(w.versions.at(-1) ?? "—"),
     escapeHtml(w.versions.join(", ")),
   ]);
   const attrs = (i: number) =>
-    `${attr("data-workflow", list[i]?.name)}${attr("data-scope", list[i]?.scope)}`;
+    `${attr("data-workflow", list[i]?.name)}${attr("data-scope", list[i]?.scope)}${attr("data-tenant", list[i]?.tenant)}`;
   const note =
     tenant === undefined
-      ? '<p class="muted">A tenant\'s own workflows are listed with its id in the box above.</p>'
+      ? "<p class=\"muted\">Every tenant's own workflows are listed; a tenant's id in the box above lists what its starts find.</p>"
       : "";
   return `<h1>Workflows</h1>
 ${note}
-${renderTable(["workflow", "scope", "newest", "versions"], rows, "No workflow is known.", attrs)}`;
+${renderTable(["workflow", "scope", "tenant", "newest", "versions"], rows, "No workflow is known.", attrs)}`;
 }
 
 /** The lines a node of a definition shows: id, what carries it out, its kind, its details. */
@@ -110,42 +123,64 @@ function boundsOf(field: InputField): string {
   return parts.join(", ");
 }
 
+/**
+ * What a refused start sent, to fill its form in again (field name -> value, as posted), and why
+ * it was refused.
+ */
+export interface RefusedStart {
+  readonly typed: Readonly<Record<string, string>>;
+  readonly message: string;
+}
+
 /** One property's control: a choice for an enum or a boolean, a number box, a text box. */
-function inputControl(name: string, field: InputField, required: boolean): string {
+function inputControl(
+  name: string,
+  field: InputField,
+  required: boolean,
+  typed: RefusedStart["typed"] | undefined,
+): string {
   const control = `${attr("name", `${INPUT_FIELD_PREFIX}${name}`)}${required ? " required" : ""}`;
-  const typed = `<input type="hidden"${attr("name", `${TYPE_FIELD_PREFIX}${name}`)}${attr("value", field.type)}>`;
+  const typedType = `<input type="hidden"${attr("name", `${TYPE_FIELD_PREFIX}${name}`)}${attr("value", field.type)}>`;
   const label = `${escapeHtml(field.title ?? name)}${required ? "" : " (optional)"}`;
   const help = field.description ? `<small>${escapeHtml(field.description)}</small>` : "";
-  const chosen = (v: string | number | boolean) =>
-    field.default !== undefined && String(field.default) === String(v) ? " selected" : "";
+  const sent = typed?.[`${INPUT_FIELD_PREFIX}${name}`];
+  const value = sent ?? (field.default === undefined ? undefined : String(field.default));
   let input: string;
   if (field.enum || field.type === "boolean") {
     const values = field.enum ?? [true, false];
     const empty = required ? "" : '<option value="">(none)</option>';
     const options = values.map(
-      (v) => `<option${attr("value", String(v))}${chosen(v)}>${escapeHtml(String(v))}</option>`,
+      (v) =>
+        `<option${attr("value", String(v))}${value === String(v) ? " selected" : ""}>${escapeHtml(String(v))}</option>`,
     );
     input = `<select${control}>${empty}${options.join("")}</select>`;
   } else if (field.type === "string") {
     const bounds = `${attr("minlength", field.minLength)}${attr("maxlength", field.maxLength)}`;
-    input = `<input type="text"${control}${bounds}${attr("value", field.default === undefined ? undefined : String(field.default))}>`;
+    input = `<input type="text"${control}${bounds}${attr("value", value)}>`;
   } else {
     const step = field.type === "integer" ? ' step="1"' : ' step="any"';
     const bounds = `${attr("min", field.minimum)}${attr("max", field.maximum)}`;
-    input = `<input type="number"${control}${step}${bounds}${attr("value", field.default === undefined ? undefined : String(field.default))}>`;
+    input = `<input type="number"${control}${step}${bounds}${attr("value", value)}>`;
   }
-  return `<label${attr("data-input", name)}>${label} ${input}${help}</label>${typed}\n`;
+  return `<label${attr("data-input", name)}>${label} ${input}${help}</label>${typedType}\n`;
 }
 
 /**
  * The start form: one control per declared property, a JSON object for what else the run takes
- * (the whole input when none is declared), and the run's tenant.
+ * (the whole input when none is declared), and the run's tenant; after a refusal, filled in as
+ * it was sent, the refusal beside it.
  */
-export function renderStartForm(view: WorkflowView, ctx: FormContext, tenant?: string): string {
+export function renderStartForm(
+  view: WorkflowView,
+  ctx: FormContext,
+  tenant?: string,
+  refused?: RefusedStart,
+): string {
   const spec = view.definition.input;
+  const typed = refused?.typed;
   const fields = spec
     ? Object.entries(spec.properties).map(([name, field]) =>
-        inputControl(name, field, spec.required.includes(name)),
+        inputControl(name, field, spec.required.includes(name), typed),
       )
     : [];
   const more =
@@ -154,23 +189,39 @@ export function renderStartForm(view: WorkflowView, ctx: FormContext, tenant?: s
       : textArea(
           "input_json",
           spec ? "More input (a JSON object, optional)" : "Input (a JSON object)",
-          "{}",
+          typed?.input_json ?? "{}",
           4,
         );
-  const scoped = view.scope !== BUILT_IN && view.scope !== "*" ? view.scope : tenant;
+  const scoped = typed?.tenant ?? (view.scope === "tenant" ? view.tenant : tenant);
   const tenantField = `<label>Tenant (optional: the default tenant) <input type="text" name="tenant" maxlength="64"${attr("value", scoped)}></label>\n`;
+  const error = refused
+    ? `<p class="flash flash-refused" role="alert" data-start-refused>${escapeHtml(refused.message)}</p>\n`
+    : "";
+  const newest = view.versions.at(-1);
+  const pinned =
+    newest !== undefined && newest !== view.version
+      ? `<p class="muted" data-start-version>A start runs the newest version, v${escapeHtml(newest)}.</p>\n`
+      : "";
   return actionForm(
     ctx,
     startPath(view.name),
     attr("data-action", "start"),
-    `${fields.join("")}${more}${tenantField}`,
+    `${error}${pinned}${fields.join("")}${more}${tenantField}`,
     button(`Start a run of ${view.name}`),
     "",
   );
 }
 
-/** A workflow's page: facts, versions, graph, declared input and (with `forms`) the start form. */
-export function renderWorkflow(view: WorkflowView, forms?: FormContext, tenant?: string): string {
+/**
+ * A workflow's page: facts, versions, graph, declared input and (with `forms`) the start form,
+ * filled in again after a refused start.
+ */
+export function renderWorkflow(
+  view: WorkflowView,
+  forms?: FormContext,
+  tenant?: string,
+  refused?: RefusedStart,
+): string {
   const query: Record<string, string> = tenant === undefined ? {} : { tenant };
   const versions = view.versions
     .map((v) =>
@@ -179,11 +230,13 @@ export function renderWorkflow(view: WorkflowView, forms?: FormContext, tenant?:
         : link(workflowHref(view.name, { ...query, version: String(v) }), `v${v}`),
     )
     .join(" ");
-  const start = forms ? `\n<h2>Start a run</h2>\n${renderStartForm(view, forms, tenant)}` : "";
+  const start = forms
+    ? `\n<h2>Start a run</h2>\n${renderStartForm(view, forms, tenant, refused)}`
+    : "";
   return `<h1>Workflow <code>${escapeHtml(view.name)}</code> v${escapeHtml(view.version)}</h1>
 <ul class="facts">
 ${fact("definition", `<code>${escapeHtml(view.definition.name)}</code>`)}
-${fact("scope", `<span data-workflow-scope>${escapeHtml(scopeText(view.scope))}</span>`)}
+${fact("scope", `<span data-workflow-scope>${escapeHtml(scopeText(view))}</span>`)}
 ${fact("versions", `<span data-versions>${versions}</span>`)}
 </ul>
 <h2>Graph</h2>
