@@ -1,7 +1,10 @@
 import type { NodeRun } from "../../functions/core/dag/run";
 import type { StoredState } from "../../functions/core/ports";
 import { contentWorkflowFor } from "../../functions/roles/content-agents/workflows";
-import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
+import {
+  type OrchestratorState,
+  pendingPlanApproval,
+} from "../../functions/roles/orchestrator/state";
 import { currentTimers } from "../../functions/roles/orchestrator/timers";
 import { out } from "./target";
 
@@ -68,6 +71,7 @@ export function printRun(stored: StoredState<OrchestratorState>): void {
     }
   }
   printTimers(stored.data);
+  printPlanApprovals(stored.data);
   if (held.length) {
     out();
     out("held back");
@@ -80,6 +84,25 @@ export function printRun(stored: StoredState<OrchestratorState>): void {
     const gen = step.generation === undefined ? "" : ` g${step.generation}`;
     const signal = step.signal === undefined ? "" : ` ${step.signal}`;
     out(`  ${step.at}  ${step.event}${node}${gen}${signal}  (${step.cause})`);
+  }
+}
+
+/** The child nodes whose plan waits for a person's approval: the plan, and what answers it. */
+function printPlanApprovals(state: OrchestratorState): void {
+  const waiting = Object.keys(state.plan_approvals ?? {}).flatMap((nodeId) => {
+    const approval = pendingPlanApproval(state, nodeId);
+    return approval ? [[nodeId, approval] as const] : [];
+  });
+  if (waiting.length === 0) return;
+  out();
+  out("plans waiting for an approval (they name roles that write)");
+  for (const [nodeId, { plan, writes, deadline }] of waiting) {
+    const nodes = plan.nodes.map((n) => `${n.id} (${n.runs})`).join(", ");
+    const more = plan.node_count - plan.nodes.length;
+    out(`  ${nodeId}  ${plan.name} v${plan.version} until ${deadline}: ${nodes}`);
+    if (more > 0) out(`    and ${more} more nodes`);
+    out(`    writes: ${writes.map((w) => `${w.role} (${w.integrations.join(", ")})`).join(", ")}`);
+    out(`    agentbus approve|reject ${state.run.run_id} --step ${nodeId}`);
   }
 }
 
