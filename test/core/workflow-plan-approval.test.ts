@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
 import { allowPlanRoles } from "../../functions/core/dag/plan";
@@ -15,6 +16,7 @@ import {
   planApprovals,
   summarizeRun,
 } from "../../functions/roles/orchestrator/state";
+import type { Envelope } from "../../schemas";
 import type { WorkflowRejected } from "../../schemas/events/workflow";
 import type {
   WorkflowChildApprovalRequested,
@@ -248,5 +250,54 @@ describe("a plan that asks for a write waits for a person's approval", () => {
     expect(bus.emitted("workflow.child.approval.requested")).toEqual([]);
     expect(bus.state(runId).run.status).toBe("COMPLETED");
     expect(echo.calls).toHaveLength(2);
+  });
+});
+
+type Act = "approve" | "reject" | "again" | "cancel" | "deadline";
+
+/**
+ * What the parent's node should come to after `acts`, by the first that decides while it waits:
+ * an approval runs the plan, anything else that decides ends it unrun; a repeat decides nothing.
+ */
+function expectedRun(acts: readonly Act[]): boolean {
+  for (const act of acts) {
+    if (act === "approve") return true;
+    if (act !== "again") return false;
+  }
+  return false;
+}
+
+describe("a plan that writes, whatever a person and the clock do", () => {
+  it("runs once after an approval that came first, and never otherwise", async () => {
+    const acts = fc.constantFrom<Act>("approve", "reject", "again", "cancel", "deadline");
+    await fc.assert(
+      fc.asyncProperty(fc.array(acts, { minLength: 1, maxLength: 5 }), async (sequence) => {
+        const { bus, runId, stamp } = await setUp(WRITING_PLAN);
+        let last: Envelope | undefined;
+        for (const act of sequence) {
+          if (act === "again") {
+            if (last) bus.send(last);
+          } else if (act === "deadline") {
+            const deadline = bus.state(runId).plan_approvals?.run?.deadline;
+            if (deadline) bus.clock.advance(Date.parse(deadline) - bus.clock.now().getTime());
+            bus.sweep();
+          } else {
+            last =
+              act === "cancel"
+                ? bus.command("workflow.cancel.requested", runId, { requested_by: "alice" })
+                : answer(bus, runId, act === "approve" ? "confirmed" : "refused");
+            bus.send(last);
+          }
+          await bus.drain();
+        }
+        expect(bus.deadLettered).toEqual([]);
+        const runs = expectedRun(sequence) ? 1 : 0;
+        expect(stamp.calls).toHaveLength(runs);
+        expect(starts(bus).filter((s) => s.approval !== undefined)).toHaveLength(runs);
+        const decided = sequence.some((act) => act !== "again");
+        expect(planApprovals(bus.state(runId))).toHaveLength(decided ? 0 : 1);
+      }),
+      { numRuns: 40, examples: [[["again"]], [["again", "approve", "again", "reject"]]] },
+    );
   });
 });
