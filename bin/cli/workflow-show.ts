@@ -56,20 +56,7 @@ export function printRun(stored: StoredState<OrchestratorState>): void {
   out("nodes");
   out(line(header));
   for (const row of cells) out(line(row));
-  const leases = Object.entries(stored.data.leases ?? {});
-  if (leases.length) {
-    out();
-    out("leases (RUNNING nodes)");
-    for (const [id, lease] of leases) {
-      const again = lease.redeliveries ? `, sent again ${lease.redeliveries}x` : "";
-      const since = lease.started_at ? ` at ${lease.started_at}` : "";
-      out(
-        `  ${id}  ${lease.started ? `started${since}` : "queued"}${again}, until ${lease.expires_at}`,
-      );
-      if (lease.blocked && !lease.blocked.outcome)
-        out(`    BLOCKED until ${lease.blocked.confirm_by}: ${lease.blocked.question}`);
-    }
-  }
+  printLeases(stored.data);
   printTimers(stored.data);
   printPlanApprovals(stored.data);
   if (held.length) {
@@ -84,6 +71,23 @@ export function printRun(stored: StoredState<OrchestratorState>): void {
     const gen = step.generation === undefined ? "" : ` g${step.generation}`;
     const signal = step.signal === undefined ? "" : ` ${step.signal}`;
     out(`  ${step.at}  ${step.event}${node}${gen}${signal}  (${step.cause})`);
+  }
+}
+
+/** The lease of each RUNNING node a role carries out, and what a BLOCKED one waits for. */
+function printLeases(state: OrchestratorState): void {
+  const leases = Object.entries(state.leases ?? {});
+  if (leases.length === 0) return;
+  out();
+  out("leases (RUNNING nodes)");
+  for (const [id, lease] of leases) {
+    const again = lease.redeliveries ? `, sent again ${lease.redeliveries}x` : "";
+    const since = lease.started_at ? ` at ${lease.started_at}` : "";
+    out(
+      `  ${id}  ${lease.started ? `started${since}` : "queued"}${again}, until ${lease.expires_at}`,
+    );
+    if (lease.blocked && !lease.blocked.outcome)
+      out(`    BLOCKED until ${lease.blocked.confirm_by}: ${lease.blocked.question}`);
   }
 }
 

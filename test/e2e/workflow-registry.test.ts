@@ -326,6 +326,10 @@ describe("agentbus workflow put | list | show | start | signal on the local stac
           }),
         }),
       );
+      const show = await cli("workflow", "show", approvedRun);
+      expect(show.stdout).toContain("plans waiting for an approval (they name roles that write)");
+      expect(show.stdout).toMatch(/^ {2}run {2}stamp-plan v1 until \S+: stamp \(stamp\)$/m);
+      expect(show.stdout).toContain("writes: stamp (sideEffects)");
       const approve = await cli("approve", approvedRun, "--step", "run", "--reason", "checked");
       expect(approve.code, approve.stderr).toBe(0);
       const approved = await ended(approvedRun);
