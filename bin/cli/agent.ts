@@ -21,13 +21,14 @@ import { confirmNode } from "./workflow";
  * What waits for a person's approval, and the answers (the approval primitive,
  * functions/core/approval.ts):
  * - `agentbus approvals`: every pending approval, whichever role holds it: an agent's tool call,
- *   a held reply, a content agent's confirmation; with the proposed action, its input and the
- *   command that answers it.
+ *   a held reply, a content agent's confirmation, a plan that names roles that write; with the
+ *   proposed action, its input and the command that answers it.
  * - `agentbus approve | reject <id> [--step <step>]`: the answer, by what `<id>` is:
  *   - an agent run with `--step <call-id>`: the agent's `<stem>.decision.requested` (approve runs
  *     the call on the run's next step; reject tells the model);
  *   - a workflow run with `--step <node-id>`: `workflow.confirm.requested`, confirmed or refused
- *     (the node's agent resumes, or the node fails);
+ *     (the node's agent resumes, or the node fails; for a node whose plan waits, its child run
+ *     starts, or the node fails);
  *   - a held reply's task id, no `--step`: `reply.approve.requested` (`--text` sends an edited
  *     text) or `reply.reject.requested`, as `agentbus reply approve|reject` does.
  * - `agentbus resolve <run-id> --step <call-id> --as applied|not_applied`: whether a write whose

@@ -60,19 +60,19 @@ const COMMANDS: readonly CommandEntry[] = [
   {
     name: "approvals",
     description:
-      "what waits for a person's approval: agents' tool calls, held replies, content agents' confirmations",
+      "what waits for a person's approval: agents' tool calls, held replies, content agents' confirmations, plans that write",
     load: async () => (await import("./agent")).approvalsCommand,
   },
   {
     name: "approve",
     description:
-      "approve what waits for a person: an agent's tool call runs, a held reply is sent, a BLOCKED node resumes",
+      "approve what waits for a person: an agent's tool call runs, a held reply is sent, a BLOCKED node resumes, a plan's child run starts",
     load: async () => (await import("./agent")).approveCommand,
   },
   {
     name: "reject",
     description:
-      "reject what waits for a person: an agent's tool call never runs (the model is told why), a held reply is dropped, a BLOCKED node fails",
+      "reject what waits for a person: an agent's tool call never runs (the model is told why), a held reply is dropped, a BLOCKED node fails, a plan never runs (its node fails)",
     load: async () => (await import("./agent")).rejectCommand,
   },
   {

@@ -2,7 +2,10 @@ import type { NodeRun } from "../../functions/core/dag/run";
 import type { StoredState } from "../../functions/core/ports";
 import { contentWorkflowFor } from "../../functions/roles/content-agents/workflows";
 import { childRunsOf } from "../../functions/roles/orchestrator/child-commands";
-import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
+import {
+  type OrchestratorState,
+  pendingPlanApproval,
+} from "../../functions/roles/orchestrator/state";
 import { currentTimers } from "../../functions/roles/orchestrator/timers";
 import { out } from "./target";
 
@@ -57,6 +60,7 @@ export function printRun(stored: StoredState<OrchestratorState>): void {
   printChildRuns(stored.data);
   printLeases(stored.data);
   printTimers(stored.data);
+  printPlanApprovals(stored.data);
   if (held.length) {
     out();
     out("held back");
@@ -72,21 +76,39 @@ export function printRun(stored: StoredState<OrchestratorState>): void {
   }
 }
 
-/** The lease of each RUNNING node, and what a BLOCKED one waits for. */
+/** The lease of each RUNNING node a role carries out, and what a BLOCKED one waits for. */
 function printLeases(state: OrchestratorState): void {
   const leases = Object.entries(state.leases ?? {});
-  if (leases.length) {
-    out();
-    out("leases (RUNNING nodes)");
-    for (const [id, lease] of leases) {
-      const again = lease.redeliveries ? `, sent again ${lease.redeliveries}x` : "";
-      const since = lease.started_at ? ` at ${lease.started_at}` : "";
-      out(
-        `  ${id}  ${lease.started ? `started${since}` : "queued"}${again}, until ${lease.expires_at}`,
-      );
-      if (lease.blocked && !lease.blocked.outcome)
-        out(`    BLOCKED until ${lease.blocked.confirm_by}: ${lease.blocked.question}`);
-    }
+  if (leases.length === 0) return;
+  out();
+  out("leases (RUNNING nodes)");
+  for (const [id, lease] of leases) {
+    const again = lease.redeliveries ? `, sent again ${lease.redeliveries}x` : "";
+    const since = lease.started_at ? ` at ${lease.started_at}` : "";
+    out(
+      `  ${id}  ${lease.started ? `started${since}` : "queued"}${again}, until ${lease.expires_at}`,
+    );
+    if (lease.blocked && !lease.blocked.outcome)
+      out(`    BLOCKED until ${lease.blocked.confirm_by}: ${lease.blocked.question}`);
+  }
+}
+
+/** The child nodes whose plan waits for a person's approval: the plan, and what answers it. */
+function printPlanApprovals(state: OrchestratorState): void {
+  const waiting = Object.keys(state.plan_approvals ?? {}).flatMap((nodeId) => {
+    const approval = pendingPlanApproval(state, nodeId);
+    return approval ? [[nodeId, approval] as const] : [];
+  });
+  if (waiting.length === 0) return;
+  out();
+  out("plans waiting for an approval (they name roles that write)");
+  for (const [nodeId, { plan, writes, deadline }] of waiting) {
+    const nodes = plan.nodes.map((n) => `${n.id} (${n.runs})`).join(", ");
+    const more = plan.node_count - plan.nodes.length;
+    out(`  ${nodeId}  ${plan.name} v${plan.version} until ${deadline}: ${nodes}`);
+    if (more > 0) out(`    and ${more} more nodes`);
+    out(`    writes: ${writes.map((w) => `${w.role} (${w.integrations.join(", ")})`).join(", ")}`);
+    out(`    agentbus approve|reject ${state.run.run_id} --step ${nodeId}`);
   }
 }
 

@@ -166,7 +166,7 @@ function withModuleSteps<Settings, Uses extends IntegrationUses>(
   const types = stepTypesOf(group, steps);
   const needs = {
     ...module.deployment.needs,
-    steps: stepEntryOf(group, steps, steps.run !== undefined),
+    steps: stepEntryOf(group, steps, steps.run !== undefined, module.uses),
     heartbeat: "events" as const,
   };
   const deployment = { ...module.deployment, needs };

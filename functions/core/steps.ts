@@ -7,6 +7,7 @@ import {
 } from "../../schemas/events/step";
 import { MAX_HEARTBEAT_LEASE_SECONDS } from "../../schemas/events/workflow";
 import * as z from "../../schemas/zod";
+import { type IntegrationUses, usesOf } from "./integration";
 
 /**
  * What a role declares to carry out workflow steps (functions/core/dag/README.md): the schema of
@@ -54,6 +55,13 @@ export const StepRoleEntry = z.object({
    * declares so (`StepDeclaration.items`).
    */
   items: z.optional(z.boolean()),
+  /**
+   * The integrations of `access: "write"` its role module uses (their names, sorted): what it may
+   * change outside AgentBus while it carries out a step. A plan that names such a role runs only
+   * with a person's approval (functions/roles/orchestrator/plan-approval.ts). Left out: it writes
+   * nothing.
+   */
+  writes: z.optional(z.array(z.string().check(z.minLength(1)))),
 });
 export type StepRoleEntry = z.output<typeof StepRoleEntry>;
 
@@ -74,10 +82,17 @@ export function stepTypesOf(
 
 /**
  * The table entry of a group that declares `steps`; `items` when the kit's step handler carries
- * them out (`handled`), or the role declares it carries out map items itself.
+ * them out (`handled`), or the role declares it carries out map items itself; `writes` the write
+ * integrations its module uses (`uses`, ./integration.ts).
  */
-export function stepEntryOf(group: string, steps: StepDeclaration, handled = false): StepRoleEntry {
+export function stepEntryOf(
+  group: string,
+  steps: StepDeclaration,
+  handled = false,
+  uses?: IntegrationUses,
+): StepRoleEntry {
   const items = handled || steps.items === true;
+  const writes = writeIntegrationsOf(uses);
   const { requested, cancel, confirm } = stepTypesOf(group, steps);
   return {
     requested,
@@ -85,7 +100,16 @@ export function stepEntryOf(group: string, steps: StepDeclaration, handled = fal
     ...(confirm === undefined ? {} : { confirm }),
     ...(steps.leaseSeconds === undefined ? {} : { lease_seconds: steps.leaseSeconds }),
     ...(items ? { items } : {}),
+    ...(writes.length > 0 ? { writes } : {}),
   };
+}
+
+/** The names of the integrations in `uses` that write (`access: "write"`), sorted, each once. */
+export function writeIntegrationsOf(uses: IntegrationUses | undefined): string[] {
+  const names = usesOf(uses)
+    .filter(([, use]) => use.integration.access === "write")
+    .map(([, use]) => use.integration.name);
+  return [...new Set(names)].sort();
 }
 
 /** The step roles among role modules (those that declare `steps`), by group. */

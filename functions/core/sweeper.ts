@@ -15,7 +15,9 @@ import type { StoredState } from "./ports";
  *   the lease's expires_at}. The orchestrator fails the node (transient, agent_run.lease_expired).
  * - A RUNNING node whose agent run is BLOCKED (its lease's `blocked`, no outcome sent yet) past
  *   its `confirm_by` -> `node.confirm.expired` {run_id, node_id, generation, confirm_by}: the
- *   orchestrator tells the agent its confirmation timed out (ExternalConfirmTimeout).
+ *   orchestrator tells the agent its confirmation timed out (ExternalConfirmTimeout). The same
+ *   for a RUNNING child node whose plan waits for a person's approval (the state's
+ *   `plan_approvals`, undecided) past its `deadline` (as `confirm_by`): the node fails.
  * - A PENDING or READY node past its dependency deadline (the state's `waits`) ->
  *   `node.dependency.expired` {run_id, node_id, generation, due_at}: the node ends FAILED.
  * - A RUNNING wait node whose time came (the state's `timers`, for its assignment) ->
@@ -105,6 +107,13 @@ export interface SweptRunState {
   /** The time of each RUNNING wait node's assignment. */
   readonly timers?: Readonly<
     Record<string, { readonly generation: number; readonly due_at: string }>
+  >;
+  /** The approval each RUNNING child node's plan waits for, until its deadline. */
+  readonly plan_approvals?: Readonly<
+    Record<
+      string,
+      { readonly generation: number; readonly deadline: string; readonly decision?: unknown }
+    >
   >;
   readonly origin?: { readonly correlation_id: string; readonly task_id: string };
   /** The tenant whose run it is (absent: the default tenant). */
@@ -236,6 +245,11 @@ function planNode(
       ? [report("node.dependency.expired", wait.generation, "due_at", wait.due_at)]
       : [];
   }
+  const approval = pendingPlanApproval(state, nodeId, node);
+  if (approval)
+    return due(approval.deadline)
+      ? [report("node.confirm.expired", approval.generation, "confirm_by", approval.deadline)]
+      : [];
   const timer = state.timers?.[nodeId];
   if (timer && node.state === "RUNNING" && timer.generation === node.assigned_generation)
     return due(timer.due_at)
@@ -251,6 +265,17 @@ function planNode(
   if (due(lease.expires_at))
     out.push(report("node.lease.expired", lease.generation, "expired_at", lease.expires_at));
   return out;
+}
+
+/** The undecided approval the plan of a RUNNING child node waits for, in its assignment. */
+function pendingPlanApproval(
+  state: SweptRunState,
+  nodeId: string,
+  node: SweptRunState["run"]["nodes"][string],
+): { readonly generation: number; readonly deadline: string } | undefined {
+  const approval = state.plan_approvals?.[nodeId];
+  if (!approval || approval.decision !== undefined || node.state !== "RUNNING") return undefined;
+  return approval.generation === node.assigned_generation ? approval : undefined;
 }
 
 /**
@@ -378,7 +403,7 @@ function isRunState(data: unknown): data is SweptRunState {
 /**
  * How many waits for a person end within `windowMs` after `now` (not yet past): agent runs
  * BLOCKED on an approval whose deadline is that close, and nodes of RUNNING DAG runs BLOCKED on
- * a confirmation whose `confirm_by` is. The sweeper publishes it each sweep (`ApprovalDeadlineNear`)
+ * a confirmation whose `confirm_by` is, or waiting for a plan's approval whose deadline is. The sweeper publishes it each sweep (`ApprovalDeadlineNear`)
  * so that a person is warned before the deadline decides for them.
  */
 export function deadlinesNear(
@@ -397,6 +422,7 @@ export function deadlinesNear(
     } else if (aggregate.type === DAG_RUN_AGGREGATE && isRunState(data)) {
       if (data.run.status !== "RUNNING") continue;
       for (const [nodeId, node] of Object.entries(data.run.nodes)) {
+        if (near(pendingPlanApproval(data, nodeId, node)?.deadline)) count++;
         const lease = data.leases?.[nodeId];
         const blocked = lease?.blocked;
         if (node.state !== "RUNNING" || lease?.generation !== node.assigned_generation) continue;

@@ -1,7 +1,11 @@
 import type { ApprovalRequest } from "../../functions/core/approval";
 import { DAG_RUN_AGGREGATE } from "../../functions/core/sweeper";
 import { heldReplyApproval } from "../../functions/roles/customer-support/reply-generation/review";
-import { blockedApprovals, type OrchestratorState } from "../../functions/roles/orchestrator/state";
+import {
+  blockedApprovals,
+  type OrchestratorState,
+  planApprovals,
+} from "../../functions/roles/orchestrator/state";
 import { agentWaitOf, loadAgentRun } from "./agent-actions";
 import { heldReplies, loadReply, stateData } from "./customer-support";
 import { summaries } from "./lists";
@@ -11,12 +15,13 @@ import { knownDefinition } from "./workflow-actions";
 /**
  * Everything that waits for a person's approval, whichever role holds it (the approval primitive,
  * functions/core/approval.ts), in one list: an agent's tool call (approve runs it), a held reply
- * (approve sends it), a content agent's confirmation (approve resumes it). Each names the id and
- * step that `agentbus approve|reject` take, the proposed action and its input.
+ * (approve sends it), a content agent's confirmation (approve resumes it), a plan that names roles
+ * that write (approve starts its child run; its input is the plan's nodes and those roles). Each
+ * names the id and step that `agentbus approve|reject` take, the proposed action and its input.
  */
 
 export interface ApprovalView extends ApprovalRequest {
-  readonly kind: "tool_call" | "held_reply" | "confirmation";
+  readonly kind: "tool_call" | "held_reply" | "confirmation" | "plan";
   /** What `agentbus approve|reject` take: an agent run, a held reply's task, a workflow run. */
   readonly id: string;
   /** Whether the step must be named (`--step`): not for a held reply. */
@@ -78,12 +83,19 @@ async function toolCallOf(stack: OpsStack, runId: string): Promise<Untenanted[]>
 async function confirmationsOf(stack: OpsStack, runId: string): Promise<Untenanted[]> {
   const state = await stateData<OrchestratorState>(stack, DAG_RUN_AGGREGATE, runId);
   if (!state) return [];
-  return blockedApprovals(state, knownDefinition(state)).map((request) => ({
-    kind: "confirmation",
+  const confirmations = blockedApprovals(state, knownDefinition(state)).map((request) => ({
+    kind: "confirmation" as const,
     id: runId,
     stepOption: true,
     ...request,
   }));
+  const plans = planApprovals(state).map((request) => ({
+    kind: "plan" as const,
+    id: runId,
+    stepOption: true,
+    ...request,
+  }));
+  return [...confirmations, ...plans];
 }
 
 async function heldReplyOf(stack: OpsStack, taskId: string): Promise<Untenanted[]> {

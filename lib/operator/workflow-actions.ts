@@ -1,14 +1,17 @@
 import type { WorkflowDefinition } from "../../functions/core/dag/definition";
 import { checkOutput } from "../../functions/roles/content-agents/workflows";
 import { workflowCatalog } from "../../functions/roles/orchestrator/catalog";
-import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
+import {
+  currentPlanApproval,
+  type OrchestratorState,
+} from "../../functions/roles/orchestrator/state";
 import { currentTimers } from "../../functions/roles/orchestrator/timers";
 import { MAX_RESOLVED_OUTPUT_BYTES } from "../../schemas/events/workflow-resolve";
 import { inTenant, type OperatorCommand, tenantProblem } from "./operator-command";
 
 /**
  * What an operator may ask of a run (re-run, reset, resolve, cancel, confirm or refuse what a
- * BLOCKED node waits for, and send a signal its wait nodes wait for), checked against its stored state before anything is sent:
+ * BLOCKED node or a plan that writes waits for, and send a signal its wait nodes wait for), checked against its stored state before anything is sent:
  * the orchestrator would refuse the same requests (with `workflow.rejected`, after the fact) or
  * ignore them. It checks again when the command arrives (the run may change in between). Shared
  * by the CLI and the console.
@@ -70,7 +73,8 @@ export function runRequestProblem(
   if (!node)
     return `run ${runId} has no node ${request.nodeId} (its nodes: ${Object.keys(run.nodes).join(", ")})`;
   if (request.kind === "rerun") return undefined;
-  if (request.kind === "confirm") return confirmProblem(state, runId, request.nodeId);
+  if (request.kind === "confirm")
+    return confirmProblem(state, runId, request.nodeId, request.answer);
   if (node.state !== "FAILED")
     return request.kind === "reset"
       ? `node ${request.nodeId} of run ${runId} is ${node.state}; only a FAILED node can be reset (use \`workflow rerun --from ${request.nodeId}\` to run it again)`
@@ -80,12 +84,25 @@ export function runRequestProblem(
     : undefined;
 }
 
-/** Why a node cannot take a confirmation: it is not BLOCKED on one (undefined: it is). */
+/**
+ * Why a node cannot take a confirmation: it is not BLOCKED on one, nor does its plan wait for an
+ * approval (undefined: it can). The same answer to a plan again is let through (it changes
+ * nothing); the other answer is refused.
+ */
 function confirmProblem(
   state: OrchestratorState,
   runId: string,
   nodeId: string,
+  answer: "confirmed" | "refused",
 ): string | undefined {
+  const plan = currentPlanApproval(state, nodeId);
+  if (plan) {
+    const decision = plan.decision;
+    const verdict = answer === "confirmed" ? "approve" : "reject";
+    return decision === undefined || decision.verdict === verdict
+      ? undefined
+      : `the plan of node ${nodeId} of run ${runId} was already decided: ${decision.verdict} by ${decision.by}`;
+  }
   const node = state.run.nodes[nodeId];
   const lease = state.leases?.[nodeId];
   const blocked =

@@ -1,7 +1,8 @@
+import { IsoTime } from "../envelope";
 import { OpaqueId } from "../ids";
 import type { EventRegistry } from "../registry";
 import * as z from "../zod";
-import { Generation, NodeId } from "./fields";
+import { Generation, NodeId, OperatorReason, Requester } from "./fields";
 import { streamCommand, streamFact } from "./kinds";
 import { NodeErrorResult } from "./workflow";
 import { NODE_CANCEL_REASONS } from "./workflow-cancel";
@@ -19,6 +20,10 @@ import { NODE_CANCEL_REASONS } from "./workflow-cancel";
  * - `workflow.child.ended`: on the child's stream, addressed to the parent (`run_id` is the
  *   parent's, order key too, so it is ordered with the parent's other events): how the child
  *   ended, or why it was refused before it ran.
+ * - `workflow.child.approval.requested`: on the child's stream, addressed to the parent like its
+ *   end: the child's plan names roles that write, so it runs only once a person approves it; the
+ *   parent's node waits for that approval, showing the plan. The start sent again after the
+ *   approval carries it (`approval`).
  */
 
 /** A definition's name follows the language's identifier rule, as a node id does. */
@@ -44,6 +49,8 @@ export const WorkflowChildStartRequestedPayload = z.object({
   plan_bytes: z.optional(z.int().check(z.positive())),
   /** The child's input: the parent's input with the node's input over it. */
   request: z.record(z.string(), z.unknown()),
+  /** A person approved the plan (it names roles that write): who, when, and what they noted. */
+  approval: z.optional(z.object({ by: Requester, at: IsoTime, note: z.optional(OperatorReason) })),
 });
 export type WorkflowChildStartRequested = z.infer<typeof WorkflowChildStartRequestedPayload>;
 
@@ -71,6 +78,40 @@ export const WorkflowChildEndedPayload = z.object({
 });
 export type WorkflowChildEnded = z.infer<typeof WorkflowChildEndedPayload>;
 
+/** The most nodes of a plan an approval request lists (it says how many there are). */
+export const MAX_APPROVAL_NODES = 100;
+
+/** A node of a plan as a person is shown it: its id, and what carries it out in words. */
+export const PlanNodeSummary = z.object({
+  id: NodeId,
+  /** Its role (`map <role>` for a map node), `wait`, or `plan` for a child plan of its own. */
+  runs: z.string().check(z.minLength(1), z.maxLength(200)),
+});
+
+/** A role a plan names that writes, with the write integrations its module uses. */
+export const PlanWriter = z.object({
+  role: z.string().check(z.minLength(1), z.maxLength(200)),
+  integrations: z.array(z.string().check(z.minLength(1), z.maxLength(200))),
+});
+
+export const WorkflowChildApprovalRequestedPayload = z.object({
+  /** The parent run, whose node the child would run for. */
+  run_id: OpaqueId,
+  node_id: NodeId,
+  generation: Generation,
+  child_run_id: OpaqueId,
+  /** The plan, checked, as a person is shown it: its name, version and nodes. */
+  plan: z.object({
+    name: NodeId,
+    version: z.int().check(z.positive()),
+    nodes: z.array(PlanNodeSummary).check(z.maxLength(MAX_APPROVAL_NODES)),
+    node_count: z.int().check(z.positive()),
+  }),
+  /** The roles it names that write. */
+  writes: z.array(PlanWriter).check(z.minLength(1)),
+});
+export type WorkflowChildApprovalRequested = z.infer<typeof WorkflowChildApprovalRequestedPayload>;
+
 export function defineWorkflowChildEvents(registry: EventRegistry) {
   return [
     registry.define({
@@ -93,6 +134,13 @@ export function defineWorkflowChildEvents(registry: EventRegistry) {
       description:
         "A child run ended, or was refused before it ran: told to its parent run (on the child's dag_run stream, order key = the parent's run id), whose child node ends as it ended.",
       payload: WorkflowChildEndedPayload,
+    }),
+    registry.define({
+      ...streamFact,
+      type: "workflow.child.approval.requested",
+      description:
+        "A child run's plan names roles that write, so it waits for a person's approval: told to its parent run (on the child's dag_run stream, order key = the parent's run id), whose child node waits, showing the plan, until approved, rejected or past its deadline.",
+      payload: WorkflowChildApprovalRequestedPayload,
     }),
   ] as const;
 }

@@ -65,9 +65,11 @@ describe("alarms where a person must act", () => {
       expect(alarm.Properties).toMatchObject(ANY_WITHIN_5_MINUTES);
   });
 
-  it("anything waiting for a person's approval: a tool call, a content agent's confirmation", () => {
+  it("anything waiting for a person's approval: a tool call, a content agent's confirmation, a plan that writes", () => {
     const found = consumerAlarms("ApprovalRequested");
-    expect([...found.keys()].sort()).toEqual([...CONTENT_ROLES, "refund-review"].sort());
+    expect([...found.keys()].sort()).toEqual(
+      [...CONTENT_ROLES, "refund-review", "orchestrator"].sort(),
+    );
     for (const alarm of found.values())
       expect(alarm.Properties).toMatchObject(ANY_WITHIN_5_MINUTES);
   });
@@ -240,7 +242,7 @@ describe("dashboard", () => {
       sender: ["UnknownSideEffectOutcome"],
       "reply-generation": ["ReplyHeldForReview", "SupportTurnHandedOff", "OutputGuardRefused"],
       "order-lookup": ["SupportTurnHandedOff"],
-      orchestrator: ["WorkflowFailed", "WorkflowPartial"],
+      orchestrator: ["WorkflowFailed", "WorkflowPartial", "ApprovalRequested"],
       ...Object.fromEntries(
         CONTENT_ROLES.map((role) => [role, ["AgentRunNeedsHuman", "ApprovalRequested"]]),
       ),

@@ -277,6 +277,9 @@ describe("the refund agent as a node", () => {
       requested: "refund_review.node.requested",
       cancel: "refund_review.node.cancel.requested",
       items: true,
+      // Its step decides and refunds nothing, but its module may write: a plan naming it waits
+      // for a person's approval.
+      writes: ["content", "payments", "sideEffects"],
     });
     const { bus, runId } = await reviewed({
       topic_hint: "a refund for a delivered order",

@@ -8,18 +8,21 @@ import type { OrchestratorState } from "../../functions/roles/orchestrator/state
 import { waitUntil } from "../../lib/dev/local/scenario/customer-support";
 import { type LocalEnvironment, startLocal } from "../../lib/local";
 import { runOf } from "../../lib/operator/source";
-import { STEPS_APP } from "../fixtures/steps/stack";
+import type { WorkflowChildStartRequested } from "../../schemas/events/workflow-child";
+import { PLANS_APP } from "../fixtures/steps/plans-stack";
 import { emulator } from "../support/aws";
 import { localCli } from "../support/cli";
 import { SLOW_STEP_TIMEOUT_MS } from "../support/timeouts";
 
 /**
  * A workflow registered at run time on the local stack, through the operator CLI: the
- * application of test/fixtures/steps (a content agent and the team's `tally` step role), whose
- * roles the CLI learns from `--app`. The definition is put, listed, shown and started by name;
- * the run completes on the version it started with. A workflow with a wait node on a signal is
- * released through `agentbus workflow signal`. A registered parent runs it as a child, and a
- * tenant's plan roles are set. The workflow the stack was given (`topic-tally`, `new AgentBus(app,
+ * application of test/fixtures/steps (a content agent and the team's `tally` step role, with
+ * `planner` and `stamp` for plans), whose roles the CLI learns from `--app`. The definition is
+ * put, listed, shown and started by name; the run completes on the version it started with. A
+ * workflow with a wait node on a signal is released through `agentbus workflow signal`. A
+ * registered parent runs it as a child, and a tenant's plan roles are set. A plan naming `stamp`,
+ * which writes, waits for an operator's approval through the CLI: approved, it runs once;
+ * rejected, its node fails. The workflow the stack was given (`topic-tally`, `new AgentBus(app,
  * id, { workflows })`) is listed, shown and started through the front door and the CLI alike,
  * which learn it from the stack (the front door's `WORKFLOWS`, the output `StackWorkflows`).
  */
@@ -33,7 +36,7 @@ interface DoorAnswer {
   readonly [field: string]: unknown;
 }
 
-const APP = join(import.meta.dirname, "..", "fixtures", "steps", "stack.ts");
+const APP = join(import.meta.dirname, "..", "fixtures", "steps", "plans-stack.ts");
 
 const topicCount = {
   $schema: "../../functions/core/dag/workflow-definition.schema.json",
@@ -93,7 +96,7 @@ describe("agentbus workflow put | list | show | start | signal on the local stac
   };
 
   beforeAll(async () => {
-    env = await startLocal({ stack: STEPS_APP, endpoint: emulator().endpoint, stage });
+    env = await startLocal({ stack: PLANS_APP, endpoint: emulator().endpoint, stage });
   }, SLOW_STEP_TIMEOUT_MS);
 
   afterAll(async () => {
@@ -327,6 +330,95 @@ describe("agentbus workflow put | list | show | start | signal on the local stac
       expect(drawn?.edges.map((e) => `${e.from}->${e.to}`)).toEqual(["topic-selection->tally"]);
       const read = await call("GET", `/runs/${started.body.run_id}`);
       expect(read.body).toMatchObject({ status: "COMPLETED", workflow: { name: "topic-tally" } });
+    },
+    SLOW_STEP_TIMEOUT_MS,
+  );
+
+  it(
+    "holds an agent's plan that names a role that writes until an operator approves it through the CLI, and fails it when one rejects it",
+    async () => {
+      const planFlow = {
+        name: "plan-flow",
+        nodes: [
+          { id: "planner", role: "planner" },
+          { id: "run", workflow: { plan: { node: "planner", path: "plan" } } },
+        ],
+        edges: [{ from: "planner", to: "run" }],
+      };
+      const put = await cli("--app", APP, "workflow", "put", file("plan-flow.json", planFlow));
+      expect(put.code, put.stderr).toBe(0);
+      const allow = ["workflow", "allow", "--tenant", "default", "tally", "stamp"];
+      expect((await cli("--app", APP, ...allow)).code).toBe(0);
+      const plan = { name: "stamp-plan", nodes: [{ id: "stamp", role: "stamp" }] };
+      const startWaiting = async () => {
+        const runId = `run_${ulid()}`;
+        const input = JSON.stringify({ topic_hint: "ledgers", plan });
+        const args = ["--workflow", "plan-flow", "--input", input, "--run-id", runId];
+        const start = await cli("workflow", "start", ...args);
+        expect(start.code, start.stderr).toBe(0);
+        await waitUntil(
+          "the plan's approval waiting",
+          async () => (await runState(runId))?.plan_approvals?.run,
+          120_000,
+        );
+        return runId;
+      };
+      const ended = (runId: string) =>
+        waitUntil(
+          "the parent's end",
+          async () => {
+            const data = await runState(runId);
+            return data && data.run.status !== "RUNNING" ? data : undefined;
+          },
+          120_000,
+        );
+
+      const approvedRun = await startWaiting();
+      const child = childRunId(approvedRun, "run", 1);
+      expect((await runState(child)) ?? undefined).toBeUndefined();
+      const listed = await cli("approvals", "--json");
+      expect(listed.code, listed.stderr).toBe(0);
+      expect(JSON.parse(listed.stdout)).toContainEqual(
+        expect.objectContaining({
+          kind: "plan",
+          id: approvedRun,
+          step: "run",
+          action: "run plan stamp-plan v1",
+          input: expect.objectContaining({
+            writes: [{ role: "stamp", integrations: ["sideEffects"] }],
+          }),
+        }),
+      );
+      const show = await cli("workflow", "show", approvedRun);
+      expect(show.stdout).toContain("plans waiting for an approval (they name roles that write)");
+      expect(show.stdout).toMatch(/^ {2}run {2}stamp-plan v1 until \S+: stamp \(stamp\)$/m);
+      expect(show.stdout).toContain("writes: stamp (sideEffects)");
+      const approve = await cli("approve", approvedRun, "--step", "run", "--reason", "checked");
+      expect(approve.code, approve.stderr).toBe(0);
+      const approved = await ended(approvedRun);
+      expect(approved.run.status).toBe("COMPLETED");
+      const childRun = await runState(child);
+      expect(childRun?.run.status).toBe("COMPLETED");
+      expect(childRun?.run.nodes.stamp?.attempt).toBe(1);
+      const stamped = childRun?.run.nodes.stamp?.output as { stamped: string };
+      expect(stamped.stamped).toBe(`${child}:stamp:stamp:0`);
+      const starts = (await env.store.readStream({ type: "dag_run", id: approvedRun }, 1, 100))
+        .filter((e) => e.event_type === "workflow.child.start.requested")
+        .map((e) => e.payload as WorkflowChildStartRequested);
+      expect(starts.map((s) => s.approval?.by !== undefined)).toEqual([false, true]);
+      const again = await cli("approve", approvedRun, "--step", "run");
+      expect(again.code).toBe(2);
+      expect(again.stderr).toContain("nothing sent");
+
+      const rejectedRun = await startWaiting();
+      const reject = await cli("reject", rejectedRun, "--step", "run", "--reason", "not now");
+      expect(reject.code, reject.stderr).toBe(0);
+      const rejected = await ended(rejectedRun);
+      expect(rejected.run.nodes.run?.error).toMatchObject({
+        code: "workflow.plan_rejected",
+        message: expect.stringContaining("rejected the plan stamp-plan v1 of node run: not now"),
+      });
+      expect((await runState(childRunId(rejectedRun, "run", 1))) ?? undefined).toBeUndefined();
     },
     SLOW_STEP_TIMEOUT_MS,
   );

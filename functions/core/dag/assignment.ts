@@ -121,6 +121,26 @@ export function childWorkflowOf(draft: Draft, workflow: ChildWorkflow): ChildWor
   return { plan: plan && valueAt(plan, draft.node(plan.node).output) };
 }
 
+/** The `child.start` command of the assignment of child node `id` in `attempt` and `generation`. */
+export function childStart(
+  draft: Draft,
+  id: string,
+  workflow: ChildWorkflow,
+  attempt: number,
+  generation: number,
+): Extract<DagCommand, { type: "child.start" }> {
+  return {
+    type: "child.start",
+    run_id: draft.run.run_id,
+    node_id: id,
+    attempt,
+    generation,
+    child_run_id: childRunId(draft.run.run_id, id, attempt),
+    workflow: childWorkflowOf(draft, workflow),
+    input: childInputOf(draft, id),
+  };
+}
+
 /**
  * The id of the child run an assignment of node `id` starts: one per assignment (the attempt
  * grows with each), so a redelivered start names the same child. An opaque run id (`run_` and 32

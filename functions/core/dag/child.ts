@@ -1,6 +1,9 @@
+import { childStart } from "./assignment";
 import type { WorkflowDefinition } from "./definition";
 import { settled, whenRunning } from "./delivery";
-import type { Capacity, ChildEnd, DagRun, Transition } from "./run";
+import { Draft } from "./draft";
+import { graphOf } from "./graph";
+import type { Capacity, ChildEnd, DagCommand, DagRun, Transition } from "./run";
 import { completeNode, failNode } from "./settle";
 
 /**
@@ -45,4 +48,23 @@ export function onChildEnded(
       );
     return settled(draft, nodeId, capacity);
   });
+}
+
+/**
+ * The `child.start` command of the current assignment of child node `nodeId` (RUNNING under
+ * `generation`), as its release sent it: the same child run, workflow and input, read from the
+ * run again (the upstreams a RUNNING node read from have ended, so their outputs stand). Undefined
+ * when the node is not a child node RUNNING under that generation.
+ */
+export function childStartOf(
+  run: DagRun,
+  def: WorkflowDefinition,
+  nodeId: string,
+  generation: number,
+): Extract<DagCommand, { type: "child.start" }> | undefined {
+  const node = run.nodes[nodeId];
+  const workflow = def.nodes.find((n) => n.id === nodeId)?.workflow;
+  if (!workflow || node?.state !== "RUNNING" || node.assigned_generation !== generation)
+    return undefined;
+  return childStart(new Draft(graphOf(def), run), nodeId, workflow, node.attempt, generation);
 }

@@ -1,4 +1,4 @@
-import { assignment, childInputOf, childRunId, childWorkflowOf } from "./assignment";
+import { assignment, childStart } from "./assignment";
 import { type ChildWorkflow, DEFAULT_GLOBAL_CONCURRENCY, type WaitSpec } from "./definition";
 import type { Draft } from "./draft";
 import { kindOf, requireNode, roleOf } from "./graph";
@@ -134,16 +134,12 @@ function startChild(draft: Draft, id: string, node: NodeRun, workflow: ChildWork
   const attempt = node.attempt + 1;
   const generation = draft.run.generation;
   draft.put(id, { ...node, state: "RUNNING", attempt, assigned_generation: generation });
-  const child_run_id = childRunId(draft.run.run_id, id, attempt);
-  draft.commands.push({
-    type: "child.start",
-    run_id: draft.run.run_id,
+  const command = childStart(draft, id, workflow, attempt, generation);
+  draft.commands.push(command);
+  draft.events.push({
+    type: "child.started",
     node_id: id,
-    attempt,
     generation,
-    child_run_id,
-    workflow: childWorkflowOf(draft, workflow),
-    input: childInputOf(draft, id),
+    child_run_id: command.child_run_id,
   });
-  draft.events.push({ type: "child.started", node_id: id, generation, child_run_id });
 }

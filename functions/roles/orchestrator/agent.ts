@@ -58,8 +58,8 @@ import {
 
 type ConfirmType = Extract<OrchestratorEmit, `${string}.confirm.requested`>;
 
-/** The state with one agent step appended to the run's timeline. */
-function withStep(
+/** The state with one agent step appended to the run's timeline (a plan's wait is one too). */
+export function withStep(
   state: OrchestratorState,
   step: AgentStepType,
   nodeId: string,

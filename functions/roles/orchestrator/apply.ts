@@ -20,7 +20,13 @@ import {
 } from "./context";
 import { waitsAfter } from "./deadlines";
 import { dueAtOf, leasesAfter } from "./leases";
-import { type OrchestratorState, parseWith, TIMELINE_LIMIT, type TimelineEntry } from "./state";
+import {
+  type OrchestratorState,
+  parseWith,
+  planApprovalsAfter,
+  TIMELINE_LIMIT,
+  type TimelineEntry,
+} from "./state";
 import { timersAfter } from "./timers";
 
 const RUN_END_EVENTS: Readonly<Record<string, RunEnd>> = {
@@ -39,8 +45,8 @@ export const RUN_ENDS: readonly RunEnd[] = Object.values(RUN_END_EVENTS);
  * start or cancel (./child-commands), `workflow.completed|partial|failed|cancelled` when the
  * run ended (with `endDetails` added to its payload, and its parent for a child run, which also
  * tells its parent `workflow.child.ended`), the timeline, the leases, the dependency
- * deadlines of the nodes still waiting (./waits), the time of each wait node (./timers) and the
- * due time.
+ * deadlines of the nodes still waiting (./waits), the time of each wait node (./timers), the
+ * approvals plans still wait for (./plan-approval) and the due time.
  * A transition that only reports ignored deliveries changes nothing and emits nothing.
  */
 export function applyTransition(
@@ -65,7 +71,7 @@ export function applyTransition(
   ];
   const entries = steps.map((step) => timelineEntry(step, cause, leasing.now));
   const def = definitionOf(context, state);
-  const next: OrchestratorState = {
+  const moved: OrchestratorState = {
     ...state,
     run: transition.run,
     held: transition.held,
@@ -74,6 +80,9 @@ export function applyTransition(
     waits: waitsAfter(state, def, transition, leasing),
     timers: timersAfter(state, transition, leasing.now),
   };
+  const approvals = planApprovalsAfter(moved);
+  const { plan_approvals: _before, ...rest } = moved;
+  const next: OrchestratorState = approvals ? { ...rest, plan_approvals: approvals } : rest;
   return { state: next, emit, dueAt: dueAtOf(next, leasing) };
 }
 

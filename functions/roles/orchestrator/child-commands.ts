@@ -22,12 +22,14 @@ export type ChildEmit =
   | "workflow.child.start.requested"
   | "workflow.child.cancel.requested"
   | "workflow.child.ended"
+  | "workflow.child.approval.requested"
   | "workflow.rejected";
 
 export const CHILD_EMITS: readonly ChildEmit[] = [
   "workflow.child.start.requested",
   "workflow.child.cancel.requested",
   "workflow.child.ended",
+  "workflow.child.approval.requested",
   "workflow.rejected",
 ];
 
@@ -36,8 +38,15 @@ type ChildCommand = Extract<DagCommand, { type: "child.start" | "child.cancel" }
 export const isChildCommand = (command: DagCommand): command is ChildCommand =>
   command.type === "child.start" || command.type === "child.cancel";
 
-/** The message a DAG command about a child run becomes (the parent is `state`'s run). */
-export function childCommand(state: OrchestratorState, command: ChildCommand): EmitOf<ChildEmit> {
+/**
+ * The message a DAG command about a child run becomes (the parent is `state`'s run); a start with
+ * the person's approval of its plan when one was given (./plan-approval).
+ */
+export function childCommand(
+  state: OrchestratorState,
+  command: ChildCommand,
+  approval?: WorkflowChildStartRequested["approval"],
+): EmitOf<ChildEmit> {
   const child = command.child_run_id;
   if (command.type === "child.cancel") {
     const payload: WorkflowChildCancelRequested = {
@@ -60,6 +69,7 @@ export function childCommand(state: OrchestratorState, command: ChildCommand): E
           ...(ref.version === undefined ? {} : { workflow_version: ref.version }),
         }),
     request: { ...recordOf(state.run.input), ...recordOf(command.input) },
+    ...(approval === undefined ? {} : { approval }),
   };
   return { type: "workflow.child.start.requested", payload, orderKey: child };
 }

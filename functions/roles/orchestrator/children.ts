@@ -16,6 +16,7 @@ import { applyTransition } from "./apply";
 import { beginRun } from "./begin";
 import type { StartDefinition } from "./catalog";
 import { definitionOf, type OrchestratorDecision, type RunContext } from "./context";
+import { askApproval, writersIn } from "./plan-approval";
 
 /**
  * Child runs: a child node of a run (the parent) runs another workflow as a run of its own
@@ -32,6 +33,8 @@ import { definitionOf, type OrchestratorDecision, type RunContext } from "./cont
  * - A refused child (an unknown workflow, an invalid plan, a role not allowed, a request that does
  *   not fit the child workflow's input) never runs: `workflow.rejected` on its stream, and the parent's node
  *   fails with the refusal's code and message.
+ * - A plan that names roles that write waits for a person's approval before it starts
+ *   (./plan-approval).
  * - The DAG's `child.cancel` becomes `workflow.child.cancel.requested`: a child still RUNNING is
  *   cancelled as an operator's cancel would, and its own children with it.
  * - A child run that ends tells its parent `workflow.child.ended` (ordered by the parent's run id,
@@ -42,7 +45,9 @@ import { definitionOf, type OrchestratorDecision, type RunContext } from "./cont
 /**
  * Start a child run; nothing when it exists. Refused (the parent's node fails) when its workflow
  * is unknown, its plan is invalid or names what its tenant's plans may not, the stack cannot run
- * it, or its request does not fit the child workflow's declared input.
+ * it, or its request does not fit the child workflow's declared input. A plan that names roles
+ * that write starts only with a person's approval: without one, its parent is asked for it
+ * (./plan-approval).
  */
 export async function startChild(
   context: RunContext,
@@ -61,6 +66,8 @@ export async function startChild(
       code: "workflow.invalid_child_input",
       message: `the child's request (the parent's input with the node's input over it) does not fit workflow ${def.name} v${def.version}'s input: ${problems.join("; ")}`,
     });
+  const writes = request.plan === undefined ? [] : writersIn(def, stepRoles);
+  if (writes.length > 0 && request.approval === undefined) return askApproval(request, def, writes);
   const parent = {
     run_id: request.parent_run_id,
     node_id: request.parent_node_id,

@@ -1,4 +1,8 @@
 import { tenantOf } from "../../../schemas";
+import type {
+  NodeConfirmExpired,
+  WorkflowConfirmRequested,
+} from "../../../schemas/events/agent-run";
 import type { StepCompleted, StepFailed } from "../../../schemas/events/step";
 import type {
   NodeCompleted,
@@ -43,7 +47,9 @@ import {
 } from "./context";
 import { failItems, redeliverItems, runningItems } from "./items";
 import { dueAtOf, extendLease, leaseOutlivesReport, mayRedeliver } from "./leases";
+import { approvalRequested, decidePlan, planApprovalExpired } from "./plan-approval";
 import { reset, resolve } from "./resolve";
+import { currentPlanApproval } from "./state";
 import { signal, waitExpired } from "./wait-nodes";
 import { dependencyExpired } from "./waits";
 
@@ -63,14 +69,18 @@ export const HANDLERS: Readonly<Record<string, EventHandler>> = {
   "node.lease.expired": toRun("node.lease.expired", leaseExpired),
   "node.started": toRun("node.started", nodeStarted),
   "node.blocked": fromAgent("node.blocked", nodeBlocked),
-  "workflow.confirm.requested": toRun("workflow.confirm.requested", confirmNode),
-  "node.confirm.expired": toRun("node.confirm.expired", confirmExpired),
+  "workflow.confirm.requested": toRun("workflow.confirm.requested", confirm),
+  "node.confirm.expired": toRun("node.confirm.expired", confirmDeadline),
   "node.dependency.expired": toRun("node.dependency.expired", dependencyExpired),
   "workflow.signal.requested": toRun("workflow.signal.requested", signal),
   "node.wait.expired": toRun("node.wait.expired", waitExpired),
   "workflow.child.start.requested": fromAgent("workflow.child.start.requested", startChild),
   "workflow.child.cancel.requested": fromAgent("workflow.child.cancel.requested", cancelChild),
   "workflow.child.ended": fromAgent("workflow.child.ended", childEnded),
+  "workflow.child.approval.requested": fromAgent(
+    "workflow.child.approval.requested",
+    approvalRequested,
+  ),
   "node.heartbeat": toRun("node.heartbeat", (context, payload) => {
     const { state, leasing } = context;
     const next = extendLease(state, state && definitionOf(context, state), payload, leasing);
@@ -90,6 +100,30 @@ export const HANDLERS: Readonly<Record<string, EventHandler>> = {
     ]),
   ),
 };
+
+/**
+ * A person's answer to a node that waits for one: the approval of its plan (./plan-approval),
+ * else the confirmation its BLOCKED agent asked for (./agent).
+ */
+function confirm(
+  context: RunContext,
+  payload: WorkflowConfirmRequested,
+): OrchestratorDecision | Promise<OrchestratorDecision> {
+  const { state } = context;
+  const approval = state && currentPlanApproval(state, payload.node_id);
+  return approval ? decidePlan(context, state, approval, payload) : confirmNode(context, payload);
+}
+
+/** The deadline of what a node waits for passed: its plan's approval, else its agent's confirmation. */
+function confirmDeadline(
+  context: RunContext,
+  report: NodeConfirmExpired,
+): OrchestratorDecision | Promise<OrchestratorDecision> {
+  const { state } = context;
+  return state && currentPlanApproval(state, report.node_id)
+    ? planApprovalExpired(context, report)
+    : confirmExpired(context, report);
+}
 
 /**
  * A new run of the requested workflow; a start for a run that exists changes nothing. Refused

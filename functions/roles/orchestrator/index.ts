@@ -1,5 +1,5 @@
 import * as z from "../../../schemas/zod";
-import { FAILED_RUNS, PARTIAL_RUNS, raiseOn } from "../../core/attention";
+import { AWAITING_APPROVAL, FAILED_RUNS, PARTIAL_RUNS, raiseOn } from "../../core/attention";
 import { defineModule } from "../../core/role-module";
 import { WORKFLOWS_ENV, WorkflowsJson, workflowsOf } from "../../core/stack-workflows";
 import { registerStepCommands, STEP_ROLES_ENV, StepRolesJson } from "../../core/steps";
@@ -30,10 +30,11 @@ export const OrchestratorSettings = z.object({
   [WORKFLOWS_ENV]: z.optional(WorkflowsJson),
 });
 
-/** A run that ended FAILED or PARTIAL needs a person. */
-const RUN_END_ATTENTION = [
+/** A run that ended FAILED or PARTIAL needs a person, and so does a plan that writes. */
+const RUN_ATTENTION = [
   raiseOn("workflow.failed", FAILED_RUNS),
   raiseOn("workflow.partial", PARTIAL_RUNS),
+  raiseOn("workflow.child.approval.requested", AWAITING_APPROVAL),
 ];
 
 /**
@@ -48,7 +49,7 @@ const RUN_END_ATTENTION = [
 export const orchestratorModule = defineModule({
   descriptor: ORCHESTRATOR,
   entry: ORCHESTRATOR_ENTRY,
-  deployment: { needs: { orchestrates: true }, attention: RUN_END_ATTENTION },
+  deployment: { needs: { orchestrates: true }, attention: RUN_ATTENTION },
   settings: OrchestratorSettings,
   uses: { queueDepth, workflowRegistry },
   build: (ports, settings) => {

@@ -1,7 +1,7 @@
 import type { NodeHeartbeat, NodeLeaseExpired } from "../../../schemas/events/workflow";
 import type { WorkflowDefinition } from "../../core/dag/definition";
 import type { Transition } from "../../core/dag/run";
-import type { NodeLease, OrchestratorState } from "./state";
+import { type NodeLease, type OrchestratorState, pendingPlanApproval } from "./state";
 import { currentTimers } from "./timers";
 
 /**
@@ -31,8 +31,9 @@ import { currentTimers } from "./timers";
  *
  * The run's due time (the state table's by-due index, read by the lease sweeper) is the earliest
  * of: the lease expiry of a RUNNING node, the confirmation deadline of a BLOCKED one, the
- * dependency timeout of a waiting one (./waits), the time of a RUNNING wait node (./timers),
- * and, with nothing RUNNING but nodes held back, now + the nudge delay.
+ * dependency timeout of a waiting one (./waits), the time of a RUNNING wait node (./timers), the
+ * deadline of a plan's approval (./plan-approval), and, with nothing RUNNING but nodes held back,
+ * now + the nudge delay.
  */
 
 /** How long leases last and how soon a run with held nodes is nudged. */
@@ -187,7 +188,7 @@ export function leaseOutlivesReport(
 
 /**
  * When the run next needs the sweeper: the earliest lease expiry of a RUNNING node, confirmation
- * deadline, dependency deadline or wait node's time; with nothing RUNNING but nodes held back,
+ * deadline, dependency deadline, wait node's time or plan approval's deadline; with nothing RUNNING but nodes held back,
  * now + the nudge delay; otherwise never (null).
  */
 export function dueAtOf(state: OrchestratorState, { now, policy }: Leasing): string | null {
@@ -208,6 +209,8 @@ export function dueAtOf(state: OrchestratorState, { now, policy }: Leasing): str
     }
     const wait = state.waits?.[nodeId];
     if (wait && (node.state === "PENDING" || node.state === "READY")) consider(wait.due_at);
+    const approval = pendingPlanApproval(state, nodeId);
+    if (approval) consider(approval.deadline);
   }
   for (const [, timer] of currentTimers(state)) consider(timer.due_at);
   if (!running && state.held.length > 0) consider(plusSeconds(now, policy.nudgeSeconds));

@@ -88,6 +88,9 @@ import { type OrchestratorState, parseRunState, summarizeRun } from "./state";
  *   child run started for a child node (idempotent on its run id), cancelled with its node's
  *   assignment, and its end handed to its parent's node (./children; what the DAG's child
  *   commands become: ./child-commands).
+ * - workflow.child.approval.requested: a child's plan names roles that write, so the parent's
+ *   node waits for a person's approval (workflow.confirm.requested on the node, or its deadline,
+ *   node.confirm.expired) before the child starts (./plan-approval).
  *
  * Where it lives: the handler of each event type in ./handlers (payloads as the
  * pipeline validated them, typed by the registry; reset and resolve in ./resolve,

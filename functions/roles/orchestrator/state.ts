@@ -1,3 +1,4 @@
+import { WorkflowChildApprovalRequestedPayload } from "../../../schemas/events/workflow-child";
 import { TenantId } from "../../../schemas/ids";
 import * as z from "../../../schemas/zod";
 import type { ApprovalRequest } from "../../core/approval";
@@ -85,6 +86,31 @@ export const NodeTimerSchema = z.object({
 });
 export type NodeTimer = z.output<typeof NodeTimerSchema>;
 
+/**
+ * A RUNNING child node whose plan names roles that write: the child run waits for a person's
+ * approval until `deadline` (./plan-approval). Kept for the node's assignment (`generation`),
+ * with the decision once one was taken.
+ */
+export const PlanApprovalSchema = z.object({
+  generation: z.int().check(z.nonnegative()),
+  child_run_id: z.string(),
+  /** When the node began to wait (ISO 8601). */
+  since: z.string(),
+  /** When, with no decision, the node fails (ISO 8601). */
+  deadline: z.string(),
+  plan: WorkflowChildApprovalRequestedPayload.shape.plan,
+  writes: WorkflowChildApprovalRequestedPayload.shape.writes,
+  decision: z.optional(
+    z.object({
+      verdict: z.enum(["approve", "reject"]),
+      by: z.string(),
+      at: z.string(),
+      reason: z.optional(z.string()),
+    }),
+  ),
+});
+export type PlanApproval = z.output<typeof PlanApprovalSchema>;
+
 export const OrchestratorStateSchema = z.object({
   /** What the run's start named: a content workflow kind, or a definition's name. */
   workflow: z.string(),
@@ -117,6 +143,8 @@ export const OrchestratorStateSchema = z.object({
       generation: z.int().check(z.nonnegative()),
     }),
   ),
+  /** The approval the plan of each RUNNING child node waits for, when it names roles that write. */
+  plan_approvals: z.optional(z.record(z.string(), PlanApprovalSchema)),
   /** The definition a run of a plan runs (an upstream's output, checked at its start): the run
    * pins the plan itself, which no registry holds. */
   plan: z.optional(z.unknown()),
@@ -178,14 +206,67 @@ export function blockedApprovals(
   });
 }
 
+/** The approval of a child node's plan that waits for a person: its node's assignment's, undecided. */
+export function pendingPlanApproval(
+  state: OrchestratorState,
+  nodeId: string,
+): PlanApproval | undefined {
+  const approval = currentPlanApproval(state, nodeId);
+  return approval?.decision === undefined ? approval : undefined;
+}
+
+/** The approval of a child node's plan kept for the node's current assignment, in a RUNNING run. */
+export function currentPlanApproval(
+  state: OrchestratorState,
+  nodeId: string,
+): PlanApproval | undefined {
+  const approval = state.plan_approvals?.[nodeId];
+  const node = state.run.nodes[nodeId];
+  if (!approval || state.run.status !== "RUNNING" || node?.state !== "RUNNING") return undefined;
+  return node.assigned_generation === approval.generation ? approval : undefined;
+}
+
+/** The plans' approvals kept in `state`: those of nodes still RUNNING in the same assignment. */
+export function planApprovalsAfter(state: OrchestratorState): OrchestratorState["plan_approvals"] {
+  const kept = Object.keys(state.plan_approvals ?? {}).flatMap((nodeId) => {
+    const approval = currentPlanApproval(state, nodeId);
+    return approval ? [[nodeId, approval] as const] : [];
+  });
+  return kept.length > 0 ? Object.fromEntries(kept) : undefined;
+}
+
+/**
+ * The child nodes whose plan waits for a person's approval, as the approval primitive has them
+ * (functions/core/approval.ts): approving starts the child run, rejecting fails the node, and so
+ * does the deadline. What a person is shown: the plan's nodes and the roles of it that write.
+ */
+export function planApprovals(state: OrchestratorState): ApprovalRequest[] {
+  return Object.keys(state.plan_approvals ?? {}).flatMap((nodeId) => {
+    const approval = pendingPlanApproval(state, nodeId);
+    if (!approval) return [];
+    const { plan, writes } = approval;
+    return [
+      {
+        step: nodeId,
+        action: `run plan ${plan.name} v${plan.version}`,
+        input: { child_run_id: approval.child_run_id, plan, writes },
+        since: approval.since,
+        deadline: approval.deadline,
+        onDeadline: "fail" as const,
+      },
+    ];
+  });
+}
+
 /**
  * A workflow run; FAILED and PARTIAL runs wait for a person (re-run, reset or accept), and so does
- * a run with a node whose agent is BLOCKED on a confirmation (an approval: confirm or refuse).
+ * a run with a node whose agent is BLOCKED on a confirmation (an approval: confirm or refuse), or
+ * whose plan waits for an approval.
  */
 export function summarizeRun(state: OrchestratorState): StateSummary {
   const { run } = state;
   const failed = Object.values(run.nodes).filter((n) => n.state === "FAILED").length;
-  const blocked = blockedApprovals(state).length > 0;
+  const blocked = blockedApprovals(state).length > 0 || planApprovals(state).length > 0;
   const waiting =
     run.status === "FAILED" || run.status === "PARTIAL"
       ? "failed_run"
