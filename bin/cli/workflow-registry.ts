@@ -7,7 +7,6 @@ import { allowPlanRoles } from "../../functions/core/dag/plan";
 import { putWorkflow } from "../../functions/core/dag/register";
 import { EVERY_TENANT, scopeLabel, type WorkflowRegistry } from "../../functions/core/dag/registry";
 import { stepRolesOf } from "../../functions/core/steps";
-import { WORKFLOW_KINDS } from "../../functions/roles/content-agents/events";
 import { recordAction } from "../../lib/operator/audit";
 import { fromSdk } from "../../lib/operator/from-sdk";
 import type { OpsStack } from "../../lib/operator/stack";
