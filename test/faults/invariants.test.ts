@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { defineWorkflow } from "../../functions/core/dag/graph";
 import type { DagRun } from "../../functions/core/dag/run";
 import { InMemoryEventStore } from "../../functions/core/memory";
-import { checkInvariants, type RunFacts } from "../../lib/dev/faults/invariants";
+import { checkInvariants, escalatedSends, type RunFacts } from "../../lib/dev/faults/invariants";
 import type { SignalFacts, WorkflowRunFacts } from "../../lib/dev/faults/workflow-invariants";
 
 /**
@@ -279,6 +279,29 @@ describe("the invariants of a chaos schedule", () => {
         refundsMade: [{ key: "task_1:rrun_1:call_2_1", orderId: "A-1002", reviewOf: "123" }],
       }),
     ).toEqual(["refunds only the reviewed order"]);
+  });
+
+  it("take a send the sender escalated, its outcome unknown, as a turn waiting for a person", async () => {
+    const store = new InMemoryEventStore();
+    const delivery = (taskId: string, outcome: string) =>
+      store.states.set(`delivery#${taskId}`, {
+        aggregate: { type: "delivery", id: taskId },
+        revision: 1,
+        version: 1,
+        data: { keys: { [`${taskId}:reply:1`]: { outcome, at: "2026-09-01T10:00:00.000Z" } } },
+      });
+    delivery("task_2", "escalated");
+    delivery("task_3", "failed");
+    const waiting = await escalatedSends(store, ["task_2", "task_3", "task_4", "task_2"]);
+    expect(waiting).toEqual(["task_2"]);
+    expect(await broken({ replies: [{ key: "task_1:reply:1" }], awaitingPerson: waiting })).toEqual(
+      [],
+    );
+    // A send that failed for good is no hand-off: the turn is unanswered.
+    const failed = await escalatedSends(store, ["task_3"]);
+    expect(await broken({ replies: [{ key: "task_1:reply:1" }], awaitingPerson: failed })).toEqual([
+      "conversations answered",
+    ]);
   });
 
   it("see a map item run twice, and a map node that ended out of order or over its tolerance", async () => {

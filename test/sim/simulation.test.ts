@@ -1,9 +1,14 @@
 import { describe, expect, it } from "vitest";
+import { DEFAULT_MAX_UNKNOWN_ATTEMPTS } from "../../functions/core/write-once";
+import { senderModule } from "../../functions/roles/customer-support/sender";
+import { SENDER_GROUP } from "../../functions/roles/customer-support/sender/sender";
 import { Random } from "../../lib/dev/faults/random";
 import { simulatedPlan } from "../../lib/dev/sim/plan";
 import type { PlantedBug } from "../../lib/dev/sim/planted";
 import { GroupQueue } from "../../lib/dev/sim/queues";
 import { playSchedule } from "../../lib/dev/sim/schedule";
+import { World } from "../../lib/dev/sim/world";
+import { groupDefaults } from "../../lib/infra/constructs/consumer-group-rules";
 
 /**
  * The deterministic simulation (lib/dev/sim): 100 seeded schedules of the whole workflow topology
@@ -128,5 +133,26 @@ describe("the simulated group queue", () => {
     expect(Array.from({ length: 5 }, () => a.next())).toEqual(
       Array.from({ length: 5 }, () => b.next()),
     );
+  });
+});
+
+describe("a reply channel that keeps failing", () => {
+  it("gives each group's queue the receives its module declares, the sender's outlasting its unknown-outcome bound", () => {
+    const world = new World({ seed: 6448, plan: simulatedPlan(6448) });
+    expect(world.queues.get(SENDER_GROUP)?.maxReceiveCount).toBe(
+      senderModule.deployment.maxReceiveCount,
+    );
+    expect(senderModule.deployment.maxReceiveCount).toBeGreaterThan(DEFAULT_MAX_UNKNOWN_ATTEMPTS);
+    expect(world.queues.get("audit")?.maxReceiveCount).toBe(groupDefaults().maxReceiveCount);
+  });
+
+  // 6448: the channel refused the send on five receives; the sender's queue dead-lettered it after
+  // five (not its eight), and the redriven send had expired. 1634: the send timed out twice on the
+  // fifth attempt, and the sender escalated it, a hand-off the invariant did not count as one.
+  it.each([1634, 6211, 6448])("answers every conversation in seed %i", async (seed) => {
+    const result = await playSchedule(seed);
+    expect(result.plan.rates.channel).toBe(0.15);
+    expect(result.violations).toEqual([]);
+    if (seed === 1634) expect(result.counts["send escalated unknown"]).toBe(1);
   });
 });

@@ -11,6 +11,7 @@ import type { TraceNode } from "../../operator/views";
 import {
   acceptedMessages,
   checkInvariants,
+  escalatedSends,
   type RunFacts,
   type Violation,
 } from "../faults/invariants";
@@ -85,10 +86,17 @@ async function stackFacts(
   };
 }
 
-/** The conversation's turns whose refund review waits for a person. */
+/**
+ * The conversation's turns that wait for a person: their refund review, or their reply's send
+ * escalated with its outcome unknown (escalatedSends).
+ */
 async function waitingTurns(env: LocalEnvironment, workload: Workload): Promise<string[]> {
-  const waiting: string[] = [];
-  for (const message of workload.conversation.messages) {
+  const { messages } = workload.conversation;
+  const waiting = await escalatedSends(
+    env.store,
+    messages.map((m) => m.task_id),
+  );
+  for (const message of messages) {
     const { state } = await env.store.load({
       state: { type: AGENT_RUN_AGGREGATE, id: refundRunId(message.task_id) },
     });

@@ -1,4 +1,9 @@
 import type { EventStore } from "../../../functions/core/ports";
+import {
+  DELIVERY_AGGREGATE,
+  SEND_REQUESTED,
+} from "../../../functions/roles/customer-support/sender/sender";
+import type { DeliveryState } from "../../../functions/roles/customer-support/sender/state";
 import type { AggregateRef, Envelope } from "../../../schemas";
 import { canonical } from "../../operator/rebuild";
 import { conversationDrift, taskViewDrift, type ViewDrift } from "./fold";
@@ -62,8 +67,9 @@ export interface RunFacts {
   readonly conversationStreams: readonly AggregateRef[];
   /**
    * The tasks whose turn waits for a person (a refund review BLOCKED on an approval, or handed
-   * over with a refund whose outcome could not be learnt): no one acts in a chaos run, so their
-   * reply comes only once a person has decided.
+   * over with a refund whose outcome could not be learnt; a reply whose send stayed unknown,
+   * escalated: see escalatedSends): no one acts in a chaos run, so their reply comes only once a
+   * person has decided.
    */
   readonly awaitingPerson: readonly string[];
   /**
@@ -106,8 +112,9 @@ export async function checkInvariants(facts: RunFacts): Promise<Violation[]> {
 }
 
 /**
- * The tasks of `events` whose agent run waits for a person (BLOCKED or NEEDS_HUMAN): the runs
- * their `<agent>.step.requested` commands name, read from the store.
+ * The tasks of `events` that wait for a person: those whose agent run is BLOCKED or NEEDS_HUMAN
+ * (the runs their `<agent>.step.requested` commands name, read from the store), and those whose
+ * `notification.send.requested` the sender escalated (escalatedSends).
  */
 export async function awaitingPerson(
   store: EventStore,
@@ -123,7 +130,29 @@ export async function awaitingPerson(
     const status = (state?.data as { status?: string } | undefined)?.status;
     if (status === "BLOCKED" || status === "NEEDS_HUMAN") waiting.push(taskId);
   }
-  return waiting;
+  const sends = events.filter((e) => e.event_type === SEND_REQUESTED).map((e) => e.task_id);
+  return [...waiting, ...(await escalatedSends(store, sends))];
+}
+
+/**
+ * The tasks of `taskIds` whose reply the sender handed to a person: a send whose outcome it could
+ * not learn in its attempts, recorded `escalated` on `delivery/<task_id>` (with
+ * `notification.failed` outcome "unknown", the side-effect record left `unknown`) for a person to
+ * check and resolve (`notification.resolve.requested`). Whether it reached the customer is not
+ * known, and sending it again under a new key could answer twice, so that hand-off is the turn's
+ * answer until a person decides.
+ */
+export async function escalatedSends(
+  store: EventStore,
+  taskIds: Iterable<string>,
+): Promise<string[]> {
+  const escalated: string[] = [];
+  for (const taskId of new Set(taskIds)) {
+    const { state } = await store.load({ state: { type: DELIVERY_AGGREGATE, id: taskId } });
+    const keys = Object.values((state?.data as DeliveryState | undefined)?.keys ?? {});
+    if (keys.some((fact) => fact.outcome === "escalated")) escalated.push(taskId);
+  }
+  return escalated;
 }
 
 /** The task ids of a conversation stream's accepted messages, in the order it accepted them. */
@@ -262,7 +291,8 @@ export function runOfRefundKey(key: string): string {
 
 /**
  * Every message reached its conversation, and the newest it accepted has its reply delivered, or
- * waits for a person's decision.
+ * waits for a person's decision (awaitingPerson: a refund review's, or a send escalated with its
+ * outcome unknown).
  */
 function conversationsAnswered(facts: RunFacts): Violation[] {
   const answered = new Set([

@@ -25,7 +25,8 @@ export class GroupQueue {
 
   constructor(
     readonly group: string,
-    private readonly maxReceiveCount: number,
+    /** Receives before a message moves to the dead-letter queue (the group's redrive policy). */
+    readonly maxReceiveCount: number,
     /** False for a standard queue: any visible message may be received, in any order. */
     readonly ordered = true,
   ) {}

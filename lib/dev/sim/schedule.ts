@@ -1,4 +1,6 @@
 import { payInsteadMarker } from "../../../functions/adapters/local-model-refund";
+import type { DeliveryFailed } from "../../../functions/roles/customer-support/events/conversation";
+import { DELIVERY_FAILED } from "../../../functions/roles/customer-support/sender/sender";
 import { type Envelope, registry } from "../../../schemas";
 import { checkInvariants, type RunFacts, type Violation } from "../faults/invariants";
 import { LIFECYCLE } from "../local/scenario";
@@ -40,8 +42,17 @@ export async function playSchedule(
   const { counts, injected } = world;
   const facts = await simulatedFacts(world);
   countWorkflowRuns(facts.workflowRuns, counts);
+  countEscalatedSends(world, counts);
   const violations = await checkInvariants(facts);
   return { seed, plan, violations, counts, injected };
+}
+
+/** The replies the sender handed to a person, their outcome unknown after its attempts. */
+function countEscalatedSends(world: World, counts: Record<string, number>): void {
+  const escalated = world.memory.log.filter(
+    (e) => e.event_type === DELIVERY_FAILED && (e.payload as DeliveryFailed).outcome === "unknown",
+  ).length;
+  if (escalated > 0) counts["send escalated unknown"] = escalated;
 }
 
 /**

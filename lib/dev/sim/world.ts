@@ -21,6 +21,7 @@ import type { ChannelPort } from "../../../functions/roles/customer-support/inte
 import { ROLE_MODULES } from "../../../functions/roles/modules";
 import { type Envelope, registry } from "../../../schemas";
 import { DEFAULT_TENANT } from "../../../schemas/ids";
+import { groupDefaults } from "../../infra/constructs/consumer-group-rules";
 import { topology } from "../../infra/project";
 import { FaultyChannel } from "../faults/channel";
 import { type CallFault, callFaultOf, type FaultKind } from "../faults/kinds";
@@ -52,8 +53,6 @@ export interface WorldOptions {
   readonly seed: number;
   readonly plan: SimPlan;
   readonly bug?: PlantedBug;
-  /** Receives before a message is dead-lettered. */
-  readonly maxReceiveCount?: number;
 }
 
 /**
@@ -163,13 +162,14 @@ export class World {
         ...settings,
       }),
     );
-    for (const role of this.roles) {
-      const ordered = topology.groups.find((g) => g.name === role.group)?.ordering !== "none";
-      this.queues.set(
-        role.group,
-        new GroupQueue(role.group, options.maxReceiveCount ?? 5, ordered),
-      );
-      this.buffers.set(role.group, []);
+    for (const { descriptor, deployment } of modules) {
+      const { group } = descriptor;
+      const ordered = topology.groups.find((g) => g.name === group)?.ordering !== "none";
+      // Each queue dead-letters after its group's own receives, as the stack's redrive policy does
+      // (the sender's outlast its unknown-outcome bound).
+      const receives = deployment.maxReceiveCount ?? groupDefaults().maxReceiveCount;
+      this.queues.set(group, new GroupQueue(group, receives, ordered));
+      this.buffers.set(group, []);
     }
   }
 
