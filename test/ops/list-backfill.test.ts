@@ -120,20 +120,28 @@ describe("lists backfill: the list keys of summarized states written before they
     for (const item of [plain, waits, listedWaits, listed, unsummarized]) await put(item);
 
     const first = await backfillListKeys(client, tables.state);
-    expect(first).toEqual({ scanned: 3, updated: 3, skipped: 0 });
+    expect(first).toEqual({ scanned: 4, updated: 4, skipped: 0 });
 
-    expect(await get("task_view#plain")).toEqual({ ...plain, [StateAttr.listedAt]: T1 });
+    // No tenant named: the default tenant's list of its kind and status.
+    const tenantList = { [StateAttr.tenantList]: "default#task#open" };
+    expect(await get("task_view#plain")).toEqual({
+      ...plain,
+      ...tenantList,
+      [StateAttr.listedAt]: T1,
+    });
     expect(await get("task_view#waits")).toEqual({
       ...waits,
+      ...tenantList,
       [StateAttr.listedAt]: T2,
       [StateAttr.waitingSince]: T2,
     });
-    // Already listed: listed_at is kept, only waiting_since is added.
+    // Already listed: listed_at is kept, only waiting_since and tenant_list are added.
     expect(await get("task_view#listed-waits")).toEqual({
       ...listedWaits,
+      ...tenantList,
       [StateAttr.waitingSince]: T3,
     });
-    expect(await get("task_view#listed")).toEqual(listed);
+    expect(await get("task_view#listed")).toEqual({ ...listed, ...tenantList });
     expect(await get("task_view#unsummarized")).toEqual(unsummarized);
 
     expect(await indexKeys(StateIndex.byKind, StateAttr.kind, "task")).toEqual([
@@ -145,6 +153,9 @@ describe("lists backfill: the list keys of summarized states written before they
     expect(await indexKeys(StateIndex.byWaiting, StateAttr.waiting, "held_reply")).toEqual([
       "task_view#waits",
     ]);
+    expect(
+      await indexKeys(StateIndex.byTenantStatus, StateAttr.tenantList, "default#task#open"),
+    ).toHaveLength(4);
 
     const second = await backfillListKeys(client, tables.state);
     expect(second).toEqual({ scanned: 0, updated: 0, skipped: 0 });
@@ -164,6 +175,22 @@ describe("lists backfill: the list keys of summarized states written before they
     for (const [i, c] of seen.entries())
       expect(c.scanned).toBeGreaterThanOrEqual(seen[i - 1]?.scanned ?? 0);
     expect(seen.at(-1)).toEqual(counts);
+  });
+
+  it("sets tenant_list from the tenant the state names", async () => {
+    const acme = stateItem("acme", {
+      ...summary({ [StateAttr.listedAt]: LISTED, [StateAttr.status]: "done" }),
+      [StateAttr.tenant]: "acme",
+    });
+    await put(acme);
+    expect(await backfillListKeys(client, tables.state)).toMatchObject({ updated: 1 });
+    expect(await get("task_view#acme")).toEqual({
+      ...acme,
+      [StateAttr.tenantList]: "acme#task#done",
+    });
+    expect(
+      await indexKeys(StateIndex.byTenantStatus, StateAttr.tenantList, "acme#task#done"),
+    ).toEqual(["task_view#acme"]);
   });
 
   it("lists an item without updated_at at the time the backfill started", async () => {
@@ -215,11 +242,22 @@ describe("lists backfill: an item that changed between the Scan and its update",
     expect((await get("task_view#moved"))?.[StateAttr.waitingSince]).toBeUndefined();
   });
 
+  it("skips an item whose status changed, so no tenant_list of a status it left", async () => {
+    await put(stateItem("ended", summary({ [StateAttr.listedAt]: LISTED })));
+    const seen = await scanned("task_view#ended");
+    await put(
+      stateItem("ended", summary({ [StateAttr.listedAt]: LISTED, [StateAttr.status]: "done" })),
+    );
+    expect(await backfillItem(client, tables.state, seen, T1)).toBe("skipped");
+    expect((await get("task_view#ended"))?.[StateAttr.tenantList]).toBeUndefined();
+  });
+
   it("keeps the listed_at a consumer wrote meanwhile, and its revision", async () => {
     await put(stateItem("raced", summary()));
     const seen = await scanned("task_view#raced");
     const consumed = stateItem("raced", {
       ...summary({ [StateAttr.listedAt]: LISTED }),
+      [StateAttr.tenantList]: "default#task#open",
       [StateAttr.revision]: 4,
       [StateAttr.updatedAt]: T3,
     });
