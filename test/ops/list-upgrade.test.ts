@@ -15,7 +15,7 @@ import { ManualClock } from "../../functions/core/runtime";
 import { type ListIndexUpgrade, stateIndexLayouts } from "../../lib/infra/constructs/tables";
 import { fromSdk } from "../../lib/operator/from-sdk";
 import { backfillListKeys } from "../../lib/operator/list-backfill";
-import { summaries } from "../../lib/operator/lists";
+import { type ListFilter, summaries } from "../../lib/operator/lists";
 import type { OpsStack } from "../../lib/operator/stack";
 import { emulator } from "../support/aws";
 import { newUlid } from "../support/factories";
@@ -31,8 +31,8 @@ let client: DynamoDBClient;
 let tables: TableNames;
 
 const stack = () => ({ dynamodb: client, names: { tables } }) as unknown as OpsStack;
-const ids = async (by: { kind: string } | { waiting: string }) =>
-  (await summaries(stack(), by)).map((r) => r.id);
+const ids = async (by: { kind: string } | { waiting: string }, filter: ListFilter = {}) =>
+  (await summaries(stack(), by, 50, filter)).map((r) => r.id);
 
 /** The UpdateTable of a deploy from one index set to the next: one create or one delete. */
 async function deploy(from: readonly IndexLayout[], to: readonly IndexLayout[]): Promise<void> {
@@ -132,11 +132,26 @@ describe("the list-index upgrade on moto", () => {
     const [held] = await summaries(stack(), { waiting: "held_reply" });
     expect(held?.waitingSince).toBe("2026-12-01T10:00:00.000Z");
 
-    // Stage 3 and the final deploy: the legacy indexes go, the lists stay.
+    // Stages 3 and 4: the legacy indexes go, the lists stay.
     await deploy(layouts(2), layouts(3));
-    await deploy(layouts(3), layouts());
+    await deploy(layouts(3), layouts(4));
+    expect(await ids({ kind: "conversation" })).toEqual(["new1", "old2", "old1"]);
+    // Until the final deploy, one tenant's list of one status is read from by-kind-listed.
+    expect(await ids({ kind: "conversation" }, { tenant: "default", status: "open" })).toEqual([
+      "new1",
+      "old2",
+      "old1",
+    ]);
+    // The final deploy: by-tenant-status, with the keys the backfill set.
+    await deploy(layouts(4), layouts());
     expect(await ids({ kind: "conversation" })).toEqual(["new1", "old2", "old1"]);
     expect(await ids({ waiting: "held_reply" })).toEqual(["new1", "old1"]);
+    expect(await ids({ kind: "conversation" }, { tenant: "default", status: "open" })).toEqual([
+      "new1",
+      "old2",
+      "old1",
+    ]);
+    expect(await ids({ kind: "conversation" }, { tenant: "acme", status: "open" })).toEqual([]);
     expect((await summaries(stack(), { kind: "conversation" }))[2]).toMatchObject({
       id: "old1",
       listedAt: "2026-11-30T08:00:00.000Z",
