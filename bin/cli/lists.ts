@@ -11,8 +11,8 @@ import { tenantArgument, tenantOption } from "./tenant";
  * newest first, filtered by tenant, status and when they were listed (lib/operator/lists.ts).
  *
  * `agentbus lists backfill`: give the summarized states an older version wrote the keys of the
- * operator's lists (`listed_at`, `waiting_since`, `tenant_list`), so the by-kind-listed,
- * by-waiting-since and by-tenant-status indexes have them (lib/operator/list-backfill.ts). Only the
+ * operator's lists (`listed_at`, `waiting_since`, and on runs `tenant_list`), so the
+ * by-kind-listed, by-waiting-since and by-tenant-status indexes have them (lib/operator/list-backfill.ts). Only the
  * state table is used: --state-table, the outputs file, or with --endpoint the stage's table found
  * by ListTables.
  */
@@ -90,7 +90,7 @@ function listCommand(name: keyof typeof LISTED_KINDS, targetOf: (c: Command) => 
     .addOption(tenantOption())
     .option(
       "--status <status>",
-      "only those of this status (with --tenant: one index Query a page)",
+      "only those of this status (runs with --tenant: one index Query a page)",
     )
     .option("--since <time>", "only those listed at or after this time (ISO 8601)")
     .option("--before <time>", "only those listed before this time (ISO 8601)")
@@ -129,7 +129,7 @@ export function listsCommand(targetOf: (command: Command) => Target): Command {
   lists
     .command("backfill")
     .description(
-      "set listed_at, waiting_since (from updated_at) and tenant_list on summarized states written before they existed; safe to run again",
+      "set listed_at, waiting_since (from updated_at) and a run's tenant_list on summarized states written before they existed; safe to run again",
     )
     .option("--page-size <items>", `items per Scan call, 1 to ${MAX_PAGE} (default: 1 MB pages)`)
     .option("--json", "print the final counts as JSON (progress goes to stderr)")

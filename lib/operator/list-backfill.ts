@@ -5,15 +5,20 @@ import {
   ScanCommand,
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
-import { StateAttr, tenantListKey } from "../../functions/adapters/dynamodb/tables";
+import {
+  listedByTenant,
+  StateAttr,
+  TENANT_LISTED_KIND,
+  tenantListKey,
+} from "../../functions/adapters/dynamodb/tables";
 import { DEFAULT_TENANT } from "../../schemas/ids";
 
 /**
  * `agentbus lists backfill`: give the summarized state items an older version wrote the keys of
  * the operator's lists (StateIndex.byKind, StateIndex.byWaiting, StateIndex.byTenantStatus),
  * `listed_at` and, while the state waits, `waiting_since`, both taken from the item's `updated_at`
- * (the best time the item knows), and `tenant_list` from its tenant, kind and status. Until then
- * such items are missing from the new indexes.
+ * (the best time the item knows), and on a workflow run (listedByTenant) `tenant_list` from its
+ * tenant, kind and status. Until then such items are missing from the new indexes.
  *
  * A Scan of the state table finds the items that need it; each gets one UpdateItem that sets only
  * what is missing (`if_not_exists`) and leaves `revision` alone, so a consumer's concurrent
@@ -67,9 +72,13 @@ const NAMES = {
   "#tlist": StateAttr.tenantList,
 } as const;
 
-/** Summarized items without `listed_at` or `tenant_list`, or waiting without `waiting_since`. */
+/**
+ * Summarized items without `listed_at`, runs (TENANT_LISTED_KIND) without `tenant_list`, or
+ * waiting without `waiting_since`.
+ */
 const NEEDS_KEYS =
-  "attribute_exists(#kind) AND (attribute_not_exists(#listed) OR attribute_not_exists(#tlist) OR " +
+  "attribute_exists(#kind) AND (attribute_not_exists(#listed) OR " +
+  "(#kind = :tenantListed AND attribute_not_exists(#tlist)) OR " +
   "(attribute_exists(#waiting) AND attribute_not_exists(#since)))";
 
 const PROJECTION = "#pk, #updated, #waiting, #listed, #since, #kind, #status, #tenant, #tlist";
@@ -103,7 +112,7 @@ export function backfillItemOf(item: Record<string, AttributeValue>): BackfillIt
 
 /**
  * Set one item's missing list keys to `at` (its `updated_at`): `listed_at`, and `waiting_since`
- * when it waits, each only if absent; and `tenant_list` from the summary the Scan saw. The
+ * when it waits, each only if absent; and on a run `tenant_list` from the summary the Scan saw. The
  * condition holds while the item exists, is summarized, (when it waits) still waits for what the
  * Scan saw and (when `tenant_list` is set) has the tenant, kind and status it saw; otherwise
  * nothing is written and the item is "skipped".
@@ -152,12 +161,14 @@ export async function backfillItem(
 }
 
 /**
- * What sets a missing `tenant_list` from the summary the Scan saw, on the condition that the item
- * still has that tenant, kind and status; undefined when it has the key (or no kind or status).
+ * What sets a missing `tenant_list` on a run from the summary the Scan saw, on the condition that
+ * the item still has that tenant, kind and status; undefined when it has the key, is of a kind
+ * listedByTenant leaves out, or has no kind or status.
  */
 function tenantListUpdate(item: BackfillItem) {
   const { kind, status, tenant } = item;
   if (item.tenantList !== undefined || kind === undefined || status === undefined) return undefined;
+  if (!listedByTenant(kind)) return undefined;
   const { "#kind": k, "#status": s, "#tenant": t, "#tlist": l } = NAMES;
   const values: Record<string, AttributeValue> = {
     ":tlist": { S: tenantListKey(tenant ?? DEFAULT_TENANT, kind, status) },
@@ -196,6 +207,7 @@ export async function backfillListKeys(
         FilterExpression: NEEDS_KEYS,
         ProjectionExpression: PROJECTION,
         ExpressionAttributeNames: { ...NAMES },
+        ExpressionAttributeValues: { ":tenantListed": { S: TENANT_LISTED_KIND } },
         ...(options.pageLimit !== undefined ? { Limit: options.pageLimit } : {}),
         ...(start ? { ExclusiveStartKey: start } : {}),
       }),

@@ -7,6 +7,7 @@ import {
   EventIndex,
   LegacyStateIndex,
   LegacyTraceIndex,
+  listedByTenant,
   SideEffectAttr,
   SideEffectIndex,
   STATE_SUMMARY_ATTRIBUTES,
@@ -104,7 +105,10 @@ interface ListQuery {
   readonly exact: boolean;
 }
 
-/** The list of `by` filtered by `filter`: by tenant and status where `byTenant`, if it can. */
+/**
+ * The list of `by` filtered by `filter`: by tenant and status where `byTenant`, if it can (runs
+ * filtered by both).
+ */
 function queryOf(by: ListedBy, filter: ListFilter, byTenant = true): ListQuery {
   if ("waiting" in by)
     return {
@@ -116,7 +120,12 @@ function queryOf(by: ListedBy, filter: ListFilter, byTenant = true): ListQuery {
       filter,
       exact: filter.tenant === undefined && filter.status === undefined,
     };
-  if (byTenant && filter.tenant !== undefined && filter.status !== undefined)
+  if (
+    byTenant &&
+    listedByTenant(by.kind) &&
+    filter.tenant !== undefined &&
+    filter.status !== undefined
+  )
     return {
       index: StateIndex.byTenantStatus,
       attribute: StateAttr.tenantList,
@@ -168,9 +177,9 @@ export interface PageOptions {
  * summaries are read from the items (BatchGetItem), and a state that has left the list since the
  * index saw it (another status, no longer waiting) is left out.
  *
- * One tenant's states of one kind and status are one Query of by-tenant-status per page. Any other
- * filter by tenant or status reads the kind's (or the wait's) list and leaves the others out,
- * looking through at most LOOKBACK entries. A stack still upgrading (`agentbus:listIndexUpgrade`)
+ * One tenant's runs of one status are one Query of by-tenant-status per page (only runs are in it:
+ * listedByTenant). Any other filter by tenant or status, of runs or of another kind, reads the
+ * kind's (or the wait's) list and leaves the others out, looking through at most LOOKBACK entries. A stack still upgrading (`agentbus:listIndexUpgrade`)
  * may not have the new indexes yet: by-tenant-status's list is then read from by-kind-listed, and
  * by-kind-listed's from the legacy index.
  */

@@ -91,9 +91,17 @@ describe("the list-index upgrade on moto", () => {
       status: "open",
       ...(waiting ? { waiting } : {}),
     });
+    const oldRun = {
+      ...old("oldrun", "2026-11-30T07:00:00.000Z"),
+      pk: "dag_run#oldrun",
+      agg_type: "dag_run",
+      kind: "run",
+      status: "RUNNING",
+    };
     for (const item of [
       old("old1", "2026-11-30T08:00:00.000Z", "held_reply"),
       old("old2", "2026-11-30T09:00:00.000Z"),
+      oldRun,
     ])
       await client.send(new PutItemCommand({ TableName: tables.state, Item: marshall(item) }));
     expect(await ids({ kind: "conversation" })).toEqual(["old2", "old1"]);
@@ -120,8 +128,8 @@ describe("the list-index upgrade on moto", () => {
     expect(await ids({ waiting: "held_reply" })).toEqual(["new1", "old1"]);
 
     expect(await backfillListKeys(client, tables.state)).toEqual({
-      scanned: 2,
-      updated: 2,
+      scanned: 3,
+      updated: 3,
       skipped: 0,
     });
     expect(await ids({ kind: "conversation" })).toEqual(["new1", "old2", "old1"]);
@@ -142,8 +150,12 @@ describe("the list-index upgrade on moto", () => {
       "old2",
       "old1",
     ]);
-    // The final deploy: by-tenant-status, with the keys the backfill set.
+    const runningRuns = () => ids({ kind: "run" }, { tenant: "default", status: "RUNNING" });
+    expect(await runningRuns()).toEqual(["oldrun"]);
+    // The final deploy: by-tenant-status, with the keys the backfill set on runs; a conversation
+    // has none, and its tenant's list of one status is still read from by-kind-listed.
     await deploy(layouts(4), layouts());
+    expect(await runningRuns()).toEqual(["oldrun"]);
     expect(await ids({ kind: "conversation" })).toEqual(["new1", "old2", "old1"]);
     expect(await ids({ waiting: "held_reply" })).toEqual(["new1", "old1"]);
     expect(await ids({ kind: "conversation" }, { tenant: "default", status: "open" })).toEqual([

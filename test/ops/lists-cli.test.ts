@@ -65,6 +65,25 @@ beforeAll(async () => {
     });
     clock.advance(1_000);
   }
+  // conv_0..conv_3, acme's, open but conv_1: no tenant_list (only runs have one).
+  for (let i = 0; i < 4; i++) {
+    const summary: StateSummary = {
+      kind: "conversation",
+      status: i === 1 ? "closed" : "open",
+      tenant: "acme",
+    };
+    await store.commit({
+      state: {
+        aggregate: { type: "conversation", id: `conv_${i}` },
+        expectedRevision: 0,
+        next: {},
+        version: 0,
+        summary,
+        listing: listingAfter(undefined, summary, clock.now()),
+      },
+    });
+    clock.advance(1_000);
+  }
   outputs = outputsFile();
 }, 120_000);
 
@@ -111,6 +130,29 @@ describe("agentbus lists runs", () => {
       "--json",
     );
     expect(ids(window.stdout)).toEqual(["run_05", "run_03"]);
+  });
+
+  it("lists one tenant's conversations of one status from the kind's list", async () => {
+    const result = await runCli([
+      "--endpoint",
+      emulator().endpoint,
+      "--outputs",
+      outputs,
+      "lists",
+      "conversations",
+      "--tenant",
+      "acme",
+      "--status",
+      "open",
+      "--json",
+    ]);
+    expect(result.code, result.stderr).toBe(0);
+    const rows = (JSON.parse(result.stdout) as { rows: { id: string; status: string }[] }).rows;
+    expect(rows.map((r) => [r.id, r.status])).toEqual([
+      ["conv_3", "open"],
+      ["conv_2", "open"],
+      ["conv_0", "open"],
+    ]);
   });
 
   it("refuses a bad tenant, status, time, limit or cursor with exit code 2, reading nothing", async () => {

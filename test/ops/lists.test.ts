@@ -1,5 +1,10 @@
-import { CreateTableCommand, DynamoDBClient, PutItemCommand } from "@aws-sdk/client-dynamodb";
-import { marshall } from "@aws-sdk/util-dynamodb";
+import {
+  CreateTableCommand,
+  DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+} from "@aws-sdk/client-dynamodb";
+import { marshall, unmarshall } from "@aws-sdk/util-dynamodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store";
 import type { TableNames } from "../../functions/adapters/dynamodb/tables";
@@ -236,6 +241,53 @@ describe("summaries", () => {
       status: "SUCCEEDED",
     });
     expect(succeeded.map((r) => r.id)).toEqual([...expected(0, 1), moved].sort().reverse());
+  });
+
+  it("gives only runs a tenant_list; a conversation's tenant and status list reads its kind's", async () => {
+    const clock = new ManualClock("2026-12-05T10:00:00.000Z");
+    const store = new DynamoEventStore({ client: fromSdk(client), tables, clock });
+    const commit = async (type: string, id: string, summary: StateSummary) => {
+      await store.commit({
+        state: {
+          aggregate: { type, id },
+          expectedRevision: 0,
+          next: { id },
+          version: 0,
+          summary,
+          listing: listingAfter(undefined, summary, clock.now()),
+        },
+      });
+      clock.advance(1_000);
+      const { Item } = await client.send(
+        new GetItemCommand({ TableName: tables.state, Key: { pk: { S: `${type}#${id}` } } }),
+      );
+      return Item ? unmarshall(Item) : undefined;
+    };
+    const kind = "conversation";
+    const open = { kind, status: "open", tenant: "umbrella" };
+    const conversations = [
+      await commit("conversation", "tl_c1", open),
+      await commit("conversation", "tl_c2", { ...open, status: "closed" }),
+      await commit("conversation", "tl_c3", open),
+    ];
+    const run = await commit("dag_run", "tl_r1", { ...open, kind: "run", status: "RUNNING" });
+    expect(conversations.map((c) => [c?.kind, c?.tenant_id, c?.tenant_list])).toEqual([
+      ["conversation", "umbrella", undefined],
+      ["conversation", "umbrella", undefined],
+      ["conversation", "umbrella", undefined],
+    ]);
+    expect(run?.tenant_list).toBe("umbrella#run#RUNNING");
+    const stack = stackOf(tables.state);
+    const listed = await summaries(stack, { kind }, 50, { tenant: "umbrella", status: "open" });
+    expect(listed.map((r) => [r.id, r.status])).toEqual([
+      ["tl_c3", "open"],
+      ["tl_c1", "open"],
+    ]);
+    const runs = await summaries(stack, { kind: "run" }, 50, {
+      tenant: "umbrella",
+      status: "RUNNING",
+    });
+    expect(runs.map((r) => r.id)).toEqual(["tl_r1"]);
   });
 
   it("leaves out a state whose status changed since its by-tenant-status entry was read", async () => {

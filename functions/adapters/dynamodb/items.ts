@@ -18,6 +18,7 @@ import {
   EventAttr,
   failureKey,
   inboxKey,
+  listedByTenant,
   streamKey,
   tenantListKey,
 } from "./tables";
@@ -202,7 +203,15 @@ function listedAttributes({ summary, listing }: ListedSummary) {
     ...(summary.tenant !== undefined ? { tenant_id: summary.tenant } : {}),
     listed_at: listing.listedAt,
     // A state whose role records no tenant is listed as the default tenant's, as the lists show it.
-    tenant_list: tenantListKey(summary.tenant ?? DEFAULT_TENANT, summary.kind, summary.status),
+    ...(listedByTenant(summary.kind)
+      ? {
+          tenant_list: tenantListKey(
+            summary.tenant ?? DEFAULT_TENANT,
+            summary.kind,
+            summary.status,
+          ),
+        }
+      : {}),
     ...(listing.waiting !== undefined && listing.waitingSince !== undefined
       ? { waiting: listing.waiting, waiting_since: listing.waitingSince }
       : {}),

@@ -158,8 +158,8 @@ const LIST_INDEXES_AT: Readonly<Record<ListIndexUpgrade, readonly string[]>> = {
  * 2. + by-waiting-since (built from the backfilled `waiting_since`);
  * 3. − by-kind;
  * 4. − by-waiting;
- * 5. (no stage) + by-tenant-status (keyed by `tenant_list`, which the commit writes; then
- *    `agentbus lists backfill` again, for the states written before).
+ * 5. (no stage) + by-tenant-status (keyed by `tenant_list`, which the commit writes on runs; then
+ *    `agentbus lists backfill` again, for the runs written before).
  *
  * A stack that already has by-kind-listed and by-waiting-since gets by-tenant-status in one
  * deploy (one create), then the backfill.
