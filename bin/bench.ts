@@ -10,6 +10,7 @@ import {
   stopDeliverySection,
 } from "./bench/delivery";
 import { type DynamoResult, type Measured, runDynamoSection } from "./bench/dynamo";
+import { type ListsResult, listsSummary, runListsSection } from "./bench/lists";
 import {
   type LocalResult,
   runLocalSection,
@@ -40,7 +41,10 @@ import { runThroughputSection, type ThroughputResult } from "./bench/throughput"
  * `npm run bench -- bundles` section 4, `npm run bench -- roles` sections 2 and 5,
  * 7. One FIFO group delivered each way the topology offers (dispatch function, Pipe, ...), on a
  *    stack of its own each: latency per hop and dollars per million consumed events, side by side.
- * `npm run bench -- cost` section 6, `npm run bench -- delivery` section 7.
+ * 8. One tenant's runs of one status, a page and the next, of 100,000 runs on moto: from the
+ *    by-tenant-status index, beside the look-through of the kind's list.
+ * `npm run bench -- cost` section 6, `npm run bench -- delivery` section 7, `npm run bench -- lists`
+ * section 8.
  * No figure is hard-coded and nothing asserts speed; the run fails only when something breaks.
  */
 
@@ -108,6 +112,7 @@ async function main(): Promise<void> {
   const roles = await runRoles(dynamo);
   const cost = await runCost();
   const delivery = await runDelivery();
+  const lists = await runLists();
 
   heading("Summary");
   out(memorySummary(throughput));
@@ -117,6 +122,7 @@ async function main(): Promise<void> {
   out(rolesSummary(roles));
   out(costSummary(cost));
   out(deliverySummary(delivery));
+  out(listsSummary(lists));
   out();
   out(`done in ${fmt((performance.now() - started) / 1000, 1)} s`);
 }
@@ -130,6 +136,7 @@ const SOLO = {
   roles: async () => rolesSummary(await runRoles(await runDynamo())),
   cost: async () => costSummary(await runCost()),
   delivery: async () => deliverySummary(await runDelivery()),
+  lists: async () => listsSummary(await runLists()),
 };
 
 /** Section 1: the consumer pipeline on the in-memory adapters, against bare consumers. */
@@ -220,6 +227,19 @@ async function runDelivery(): Promise<DeliveryResult> {
   const delivery = await runDeliverySection(out);
   out(`section 7 took ${fmt((performance.now() - mark) / 1000, 1)} s (moto starts included)`);
   return delivery;
+}
+
+/** Section 8: a page of one tenant's runs of one status, against a moto of its own. */
+async function runLists(): Promise<ListsResult> {
+  heading("8. A page of one tenant's runs of one status, of 100,000 runs on moto");
+  const mark = performance.now();
+  try {
+    moto = await startMoto();
+    return await runListsSection(out, moto.endpoint);
+  } finally {
+    await stopMoto();
+    out(`section 8 took ${fmt((performance.now() - mark) / 1000, 1)} s (moto start included)`);
+  }
 }
 
 function localSummary(local: LocalResult): string {

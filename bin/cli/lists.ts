@@ -1,13 +1,20 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { Command } from "commander";
 import { backfillListKeys, type ListBackfillCounts } from "../../lib/operator/list-backfill";
+import { type ListFilter, type SummaryRow, summaryPage } from "../../lib/operator/lists";
+import { withStack } from "./ops";
 import { clientConfig, out, stateTable, type Target, UsageError } from "./target";
+import { tenantArgument, tenantOption } from "./tenant";
 
 /**
+ * `agentbus lists runs | conversations | tasks`: a page of the summarized states of one kind,
+ * newest first, filtered by tenant, status and when they were listed (lib/operator/lists.ts).
+ *
  * `agentbus lists backfill`: give the summarized states an older version wrote the keys of the
- * operator's lists (`listed_at`, `waiting_since`), so the by-kind-listed and by-waiting-since
- * indexes have them (lib/operator/list-backfill.ts). Only the state table is used: --state-table, the
- * outputs file, or with --endpoint the stage's table found by ListTables.
+ * operator's lists (`listed_at`, `waiting_since`, and on runs `tenant_list`), so the
+ * by-kind-listed, by-waiting-since and by-tenant-status indexes have them (lib/operator/list-backfill.ts). Only the
+ * state table is used: --state-table, the outputs file, or with --endpoint the stage's table found
+ * by ListTables.
  */
 
 const MAX_PAGE = 10_000;
@@ -20,15 +27,109 @@ function pageLimitOf(value: string | undefined): number | undefined {
   return limit;
 }
 
+/** The kinds a list command lists, by its name. */
+const LISTED_KINDS = { runs: "run", conversations: "conversation", tasks: "task" } as const;
+
+const MAX_LIMIT = 1000;
+const STATUS = /^[A-Za-z0-9_.-]{1,64}$/;
+
+interface ListOptions {
+  readonly tenant?: string;
+  readonly status?: string;
+  readonly since?: string;
+  readonly before?: string;
+  readonly limit?: string;
+  readonly page?: string;
+  readonly json?: boolean;
+}
+
+/** A time option as `listed_at` holds times (ISO 8601 in UTC, milliseconds). */
+function timeArgument(name: string, value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  const at = new Date(value);
+  if (
+    !/^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:\d{2}))?$/.test(value) ||
+    Number.isNaN(at.getTime())
+  )
+    throw new UsageError(
+      `--${name} ${JSON.stringify(value)}: an ISO 8601 date or time with Z or an offset`,
+    );
+  return at.toISOString();
+}
+
+/** The filter the options name, each checked before anything is read (a bad one: exit 2). */
+export function listFilterOf(options: ListOptions): ListFilter {
+  const { status } = options;
+  if (status !== undefined && !STATUS.test(status))
+    throw new UsageError(`--status ${JSON.stringify(status)}: 1-64 of A-Z a-z 0-9 _ . -`);
+  const filter = {
+    tenant: tenantArgument(options.tenant),
+    status,
+    since: timeArgument("since", options.since),
+    before: timeArgument("before", options.before),
+  };
+  if (filter.since !== undefined && filter.before !== undefined && filter.since >= filter.before)
+    throw new UsageError("--since must be before --before");
+  return Object.fromEntries(Object.entries(filter).filter(([, v]) => v !== undefined));
+}
+
+function limitOf(value: string | undefined): number {
+  if (value === undefined) return 50;
+  const limit = Number(value);
+  if (!/^\d+$/.test(value) || limit < 1 || limit > MAX_LIMIT)
+    throw new UsageError(`--limit ${JSON.stringify(value)}: a whole number, 1 to ${MAX_LIMIT}`);
+  return limit;
+}
+
+const rowText = (r: SummaryRow) =>
+  [r.id, r.status, r.tenant, r.listedAt ?? "-", r.updatedAt, r.label ?? ""].join("  ").trimEnd();
+
+function listCommand(name: keyof typeof LISTED_KINDS, targetOf: (c: Command) => Target) {
+  return new Command(name)
+    .description(`a page of the ${name}, newest first (by when each was first listed)`)
+    .addOption(tenantOption())
+    .option(
+      "--status <status>",
+      "only those of this status (runs with --tenant: one index Query a page)",
+    )
+    .option("--since <time>", "only those listed at or after this time (ISO 8601)")
+    .option("--before <time>", "only those listed before this time (ISO 8601)")
+    .option("--limit <n>", `how many, 1 to ${MAX_LIMIT} (default 50)`)
+    .option("--page <cursor>", "the page after the one that printed this cursor")
+    .option("--json", "print as JSON: { rows, next }")
+    .action(async function (this: Command, options: ListOptions) {
+      const filter = listFilterOf(options);
+      const limit = limitOf(options.limit);
+      const after = options.page;
+      const page = await withStack(targetOf(this), (stack) =>
+        summaryPage(stack, { kind: LISTED_KINDS[name] }, { limit, filter, after }).catch(
+          (error: unknown) => {
+            if (error instanceof Error && /page/.test(error.message) && after !== undefined)
+              throw new UsageError(`--page: ${error.message}`);
+            throw error;
+          },
+        ),
+      );
+      if (options.json) {
+        out(JSON.stringify(page, null, 2));
+        return;
+      }
+      out(page.rows.length === 0 ? `no ${name} listed` : page.rows.map(rowText).join("\n"));
+      if (page.next !== undefined) process.stderr.write(`next page: --page ${page.next}\n`);
+    });
+}
+
 const line = (c: ListBackfillCounts, done: boolean) =>
   `lists backfill: ${c.scanned} item(s) without list keys found, ${c.updated} updated, ${c.skipped} skipped${done ? " — done" : ""}`;
 
 export function listsCommand(targetOf: (command: Command) => Target): Command {
   const lists = new Command("lists");
+  for (const name of Object.keys(LISTED_KINDS) as (keyof typeof LISTED_KINDS)[])
+    lists.addCommand(listCommand(name, targetOf));
   lists
     .command("backfill")
     .description(
-      "set listed_at and waiting_since (from updated_at) on summarized states written before they existed; safe to run again",
+      "set listed_at, waiting_since (from updated_at) and a run's tenant_list on summarized states written before they existed; safe to run again",
     )
     .option("--page-size <items>", `items per Scan call, 1 to ${MAX_PAGE} (default: 1 MB pages)`)
     .option("--json", "print the final counts as JSON (progress goes to stderr)")

@@ -114,7 +114,7 @@ const COMMANDS: readonly CommandEntry[] = [
   {
     name: "lists",
     description:
-      "the operator's lists of summarized states (the state table's by-kind-listed and by-waiting-since indexes)",
+      "runs, conversations and tasks by tenant, status and age, and the backfill of the list indexes' keys",
     load: async () => (await import("./lists")).listsCommand,
   },
 ];

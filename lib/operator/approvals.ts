@@ -41,7 +41,7 @@ export async function pendingApprovals(
   tenant?: string,
 ): Promise<ApprovalView[]> {
   const [listed, held] = await Promise.all([
-    summaries(stack, { waiting: "approval" }, limit, tenant),
+    summaries(stack, { waiting: "approval" }, limit, { tenant }),
     heldReplies(stack, limit, tenant),
   ]);
   const fromListed = await Promise.all(

@@ -76,7 +76,7 @@ export async function heldReplies(
   limit = 50,
   tenant?: string,
 ): Promise<HeldReply[]> {
-  const rows = await summaries(stack, { waiting: "held_reply" }, limit, tenant);
+  const rows = await summaries(stack, { waiting: "held_reply" }, limit, { tenant });
   const held: HeldReply[] = [];
   for (const row of rows) {
     const view = await stateData<ConversationView>(stack, CONVERSATION_VIEW_AGGREGATE, row.id);

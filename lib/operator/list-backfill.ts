@@ -5,18 +5,26 @@ import {
   ScanCommand,
   UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
-import { StateAttr } from "../../functions/adapters/dynamodb/tables";
+import {
+  listedByTenant,
+  StateAttr,
+  TENANT_LISTED_KIND,
+  tenantListKey,
+} from "../../functions/adapters/dynamodb/tables";
+import { DEFAULT_TENANT } from "../../schemas/ids";
 
 /**
  * `agentbus lists backfill`: give the summarized state items an older version wrote the keys of
- * the operator's lists (StateIndex.byKind, StateIndex.byWaiting), `listed_at` and, while the state
- * waits, `waiting_since`, both taken from the item's `updated_at` (the best time the item knows).
- * Until then such items are missing from the new indexes.
+ * the operator's lists (StateIndex.byKind, StateIndex.byWaiting, StateIndex.byTenantStatus),
+ * `listed_at` and, while the state waits, `waiting_since`, both taken from the item's `updated_at`
+ * (the best time the item knows), and on a workflow run (listedByTenant) `tenant_list` from its
+ * tenant, kind and status. Until then such items are missing from the new indexes.
  *
  * A Scan of the state table finds the items that need it; each gets one UpdateItem that sets only
  * what is missing (`if_not_exists`) and leaves `revision` alone, so a consumer's concurrent
  * conditional write still succeeds, and what it writes (its own `listed_at`) wins. An item deleted
- * or no longer summarized meanwhile, or whose `waiting` changed (its writer set the keys itself,
+ * or no longer summarized meanwhile, or whose `waiting`, tenant, kind or status changed (its
+ * writer set the keys itself,
  * or a rerun will), fails the update's condition and is skipped. Running it again updates nothing.
  */
 
@@ -45,6 +53,11 @@ export interface BackfillItem {
   readonly waiting?: string;
   readonly listedAt?: string;
   readonly waitingSince?: string;
+  /** The summary's kind, status and tenant, for `tenant_list` where it is missing. */
+  readonly kind?: string;
+  readonly status?: string;
+  readonly tenant?: string;
+  readonly tenantList?: string;
 }
 
 const NAMES = {
@@ -54,14 +67,21 @@ const NAMES = {
   "#waiting": StateAttr.waiting,
   "#listed": StateAttr.listedAt,
   "#since": StateAttr.waitingSince,
+  "#status": StateAttr.status,
+  "#tenant": StateAttr.tenant,
+  "#tlist": StateAttr.tenantList,
 } as const;
 
-/** Summarized items without `listed_at`, or waiting without `waiting_since`. */
+/**
+ * Summarized items without `listed_at`, runs (TENANT_LISTED_KIND) without `tenant_list`, or
+ * waiting without `waiting_since`.
+ */
 const NEEDS_KEYS =
   "attribute_exists(#kind) AND (attribute_not_exists(#listed) OR " +
+  "(#kind = :tenantListed AND attribute_not_exists(#tlist)) OR " +
   "(attribute_exists(#waiting) AND attribute_not_exists(#since)))";
 
-const PROJECTION = "#pk, #updated, #waiting, #listed, #since";
+const PROJECTION = "#pk, #updated, #waiting, #listed, #since, #kind, #status, #tenant, #tlist";
 
 const text = (value: AttributeValue | undefined): string | undefined =>
   value?.S !== undefined ? value.S : undefined;
@@ -74,7 +94,14 @@ export function backfillItemOf(item: Record<string, AttributeValue>): BackfillIt
   const waiting = text(item[StateAttr.waiting]);
   const listedAt = text(item[StateAttr.listedAt]);
   const waitingSince = text(item[StateAttr.waitingSince]);
+  const summary = {
+    kind: text(item[StateAttr.kind]),
+    status: text(item[StateAttr.status]),
+    tenant: text(item[StateAttr.tenant]),
+    tenantList: text(item[StateAttr.tenantList]),
+  };
   return {
+    ...Object.fromEntries(Object.entries(summary).filter(([, v]) => v !== undefined)),
     pk,
     ...(updatedAt !== undefined ? { updatedAt } : {}),
     ...(waiting !== undefined ? { waiting } : {}),
@@ -85,9 +112,10 @@ export function backfillItemOf(item: Record<string, AttributeValue>): BackfillIt
 
 /**
  * Set one item's missing list keys to `at` (its `updated_at`): `listed_at`, and `waiting_since`
- * when it waits, each only if absent. The condition holds while the item exists, is summarized
- * and (when it waits) still waits for what the Scan saw; otherwise nothing is written and the
- * item is "skipped".
+ * when it waits, each only if absent; and on a run `tenant_list` from the summary the Scan saw. The
+ * condition holds while the item exists, is summarized, (when it waits) still waits for what the
+ * Scan saw and (when `tenant_list` is set) has the tenant, kind and status it saw; otherwise
+ * nothing is written and the item is "skipped".
  */
 export async function backfillItem(
   client: DynamoDBClient,
@@ -107,6 +135,13 @@ export async function backfillItem(
     update += ", #since = if_not_exists(#since, :at)";
     condition += " AND #waiting = :waiting";
   }
+  const byTenant = tenantListUpdate(item);
+  if (byTenant !== undefined) {
+    Object.assign(names, byTenant.names);
+    Object.assign(values, byTenant.values);
+    update += byTenant.update;
+    condition += byTenant.condition;
+  }
   try {
     await client.send(
       new UpdateItemCommand({
@@ -123,6 +158,30 @@ export async function backfillItem(
     if (isConditionFailure(error)) return "skipped";
     throw error;
   }
+}
+
+/**
+ * What sets a missing `tenant_list` on a run from the summary the Scan saw, on the condition that
+ * the item still has that tenant, kind and status; undefined when it has the key, is of a kind
+ * listedByTenant leaves out, or has no kind or status.
+ */
+function tenantListUpdate(item: BackfillItem) {
+  const { kind, status, tenant } = item;
+  if (item.tenantList !== undefined || kind === undefined || status === undefined) return undefined;
+  if (!listedByTenant(kind)) return undefined;
+  const { "#kind": k, "#status": s, "#tenant": t, "#tlist": l } = NAMES;
+  const values: Record<string, AttributeValue> = {
+    ":tlist": { S: tenantListKey(tenant ?? DEFAULT_TENANT, kind, status) },
+    ":kind": { S: kind },
+    ":status": { S: status },
+    ...(tenant !== undefined ? { ":tenant": { S: tenant } } : {}),
+  };
+  return {
+    names: { "#kind": k, "#status": s, "#tenant": t, "#tlist": l },
+    values,
+    update: ", #tlist = if_not_exists(#tlist, :tlist)",
+    condition: ` AND #kind = :kind AND #status = :status AND ${tenant === undefined ? "attribute_not_exists(#tenant)" : "#tenant = :tenant"}`,
+  };
 }
 
 function isConditionFailure(error: unknown): boolean {
@@ -148,6 +207,7 @@ export async function backfillListKeys(
         FilterExpression: NEEDS_KEYS,
         ProjectionExpression: PROJECTION,
         ExpressionAttributeNames: { ...NAMES },
+        ExpressionAttributeValues: { ":tenantListed": { S: TENANT_LISTED_KIND } },
         ...(options.pageLimit !== undefined ? { Limit: options.pageLimit } : {}),
         ...(start ? { ExclusiveStartKey: start } : {}),
       }),

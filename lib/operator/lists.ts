@@ -7,11 +7,13 @@ import {
   EventIndex,
   LegacyStateIndex,
   LegacyTraceIndex,
+  listedByTenant,
   SideEffectAttr,
   SideEffectIndex,
   STATE_SUMMARY_ATTRIBUTES,
   StateAttr,
   StateIndex,
+  tenantListKey,
 } from "../../functions/adapters/dynamodb/tables";
 import { DEFAULT_TENANT, tenantOf } from "../../schemas/ids";
 import { fromSdk } from "./from-sdk";
@@ -39,13 +41,15 @@ const SUMMARY_ATTRIBUTES = [
   StateAttr.updatedAt,
   StateAttr.listedAt,
   StateAttr.waitingSince,
+  StateAttr.tenantList,
 ];
 
 /**
- * How many of a list's newest entries a list for one tenant looks through at most: the indexes
- * are not partitioned by tenant, so another tenant's entries are read and left out.
+ * How many of a list's newest entries a filtered list looks through at most where no index is
+ * partitioned by its filter (one tenant of a wait list, a status without a tenant): the other
+ * entries are read and left out.
  */
-export const TENANT_LOOKBACK = 5000;
+export const LOOKBACK = 5000;
 
 const text = (value: unknown) => (typeof value === "string" ? value : undefined);
 
@@ -71,118 +75,274 @@ function rowOf(item: Record<string, unknown>): SummaryRow {
 
 type ListedBy = { readonly kind: string } | { readonly waiting: string };
 
-/** Which list to read: the index, its partition, and the states' tenant (all without one). */
+/**
+ * Which states of a list: one tenant's, of one status, listed (a wait list: waiting) since and
+ * before a time (ISO 8601 in UTC, as `listed_at`; `since` included, `before` not).
+ */
+export interface ListFilter {
+  readonly tenant?: string | undefined;
+  readonly status?: string | undefined;
+  readonly since?: string | undefined;
+  readonly before?: string | undefined;
+}
+
+/** One page of a list, and where the next starts (absent on the last page). */
+export interface SummaryPage {
+  readonly rows: SummaryRow[];
+  readonly next?: string;
+}
+
+/** Which list to read: the index, its partition, and what the items must still be. */
 interface ListQuery {
+  readonly index: string;
+  readonly legacy?: string;
   readonly attribute: string;
   readonly value: string;
-  readonly index: string;
-  readonly legacy: string;
-  readonly tenant?: string;
+  /** The index's sort key, the one a page is ordered by and `since`/`before` bound. */
+  readonly sortedBy: string;
+  readonly filter: ListFilter;
+  /** Whether the partition is the filter itself (no entry of another tenant or status is read). */
+  readonly exact: boolean;
+}
+
+/**
+ * The list of `by` filtered by `filter`: by tenant and status where `byTenant`, if it can (runs
+ * filtered by both).
+ */
+function queryOf(by: ListedBy, filter: ListFilter, byTenant = true): ListQuery {
+  if ("waiting" in by)
+    return {
+      index: StateIndex.byWaiting,
+      legacy: LegacyStateIndex.byWaiting,
+      attribute: StateAttr.waiting,
+      value: by.waiting,
+      sortedBy: StateAttr.waitingSince,
+      filter,
+      exact: filter.tenant === undefined && filter.status === undefined,
+    };
+  if (
+    byTenant &&
+    listedByTenant(by.kind) &&
+    filter.tenant !== undefined &&
+    filter.status !== undefined
+  )
+    return {
+      index: StateIndex.byTenantStatus,
+      attribute: StateAttr.tenantList,
+      value: tenantListKey(filter.tenant, by.kind, filter.status),
+      sortedBy: StateAttr.listedAt,
+      filter,
+      exact: true,
+    };
+  return {
+    index: StateIndex.byKind,
+    legacy: LegacyStateIndex.byKind,
+    attribute: StateAttr.kind,
+    value: by.kind,
+    sortedBy: StateAttr.listedAt,
+    filter,
+    exact: filter.tenant === undefined && filter.status === undefined,
+  };
 }
 
 /**
  * The newest summarized states of one kind (by when they were first summarized) or waiting for
- * one thing (by since when), at most `limit`; with `tenant`, that tenant's only (looking through
- * at most TENANT_LOOKBACK entries). The list indexes keep keys only, so that a state's writes leave
- * them alone: the summaries are read from the items (BatchGetItem), and a state that has left the
- * list since the index saw it is left out. A stack still upgrading (`agentbus:listIndexUpgrade`)
- * may not have the new index yet: the legacy one is read instead.
+ * one thing (by since when), at most `limit`, filtered as `filter` says (see summaryPage).
  */
 export async function summaries(
   stack: OpsStack,
   by: ListedBy,
   limit = 50,
-  tenant?: string,
+  filter: ListFilter = {},
 ): Promise<SummaryRow[]> {
-  const query: ListQuery =
-    "kind" in by
-      ? {
-          attribute: StateAttr.kind,
-          value: by.kind,
-          index: StateIndex.byKind,
-          legacy: LegacyStateIndex.byKind,
-        }
-      : {
-          attribute: StateAttr.waiting,
-          value: by.waiting,
-          index: StateIndex.byWaiting,
-          legacy: LegacyStateIndex.byWaiting,
-        };
-  return listed(stack, tenant === undefined ? query : { ...query, tenant }, limit);
+  return (await summaryPage(stack, by, { limit, filter })).rows;
 }
 
-async function listed(stack: OpsStack, query: ListQuery, limit: number): Promise<SummaryRow[]> {
-  const rows: SummaryRow[] = [];
-  const lookback = query.tenant === undefined ? limit : Math.max(limit, TENANT_LOOKBACK);
-  let index = query.index;
-  let seen = 0;
-  let start: Record<string, never> | undefined;
+/** Which page of a list: how many states, filtered how, after which page. */
+export interface PageOptions {
+  readonly limit?: number;
+  readonly filter?: ListFilter;
+  /** The `next` of the page before. */
+  readonly after?: string | undefined;
+  /**
+   * Read the kind's list and leave the other tenants and statuses out even where by-tenant-status
+   * has the list: what a stack without it does (the bench compares the two).
+   */
+  readonly lookThrough?: boolean;
+}
+
+/**
+ * A page of a list, newest first: at most `limit` states, after the page `after` ended (its
+ * `next`). The list indexes keep keys only, so that a state's writes leave them alone: the
+ * summaries are read from the items (BatchGetItem), and a state that has left the list since the
+ * index saw it (another status, no longer waiting) is left out.
+ *
+ * One tenant's runs of one status are one Query of by-tenant-status per page (only runs are in it:
+ * listedByTenant). Any other filter by tenant or status, of runs or of another kind, reads the
+ * kind's (or the wait's) list and leaves the others out, looking through at most LOOKBACK entries. A stack still upgrading (`agentbus:listIndexUpgrade`)
+ * may not have the new indexes yet: by-tenant-status's list is then read from by-kind-listed, and
+ * by-kind-listed's from the legacy index.
+ */
+export async function summaryPage(
+  stack: OpsStack,
+  by: ListedBy,
+  options: PageOptions = {},
+): Promise<SummaryPage> {
+  const { limit = 50, filter = {} } = options;
+  const after = options.after === undefined ? undefined : cursorOf(options.after);
+  let query = queryOf(by, filter, options.lookThrough !== true);
+  // A page continues the list its cursor names: the index the first page read.
+  while (after !== undefined && query.index !== after.index) {
+    const earlier = fallbackOf(by, query);
+    if (earlier === undefined) throw new Error("the page to continue from is of another list");
+    query = earlier;
+  }
   for (;;) {
-    const wanted = query.tenant === undefined ? limit - rows.length : 100;
-    const size = Math.min(100, wanted, lookback - seen);
-    let page: IndexPage;
     try {
-      page = await indexPage(stack, index, query, size, start);
+      return await listed(stack, query, limit, after?.key);
     } catch (error) {
-      if (seen > 0 || index === query.legacy || !missingIndex(error)) throw error;
-      index = query.legacy;
-      continue;
+      const earlier: ListQuery | undefined =
+        after === undefined && missingIndex(error) ? fallbackOf(by, query) : undefined;
+      if (earlier === undefined) throw error;
+      query = earlier;
     }
-    seen += page.keys.length;
-    rows.push(...(await rowsOf(stack, query, page.keys)));
-    start = page.next;
-    if (!start || rows.length >= limit || seen >= lookback) return rows.slice(0, limit);
   }
 }
 
-/** The current summaries of the listed keys still in the list (and of the tenant, if named). */
+/** The list one index earlier in the list-index upgrade, where a stack may still be. */
+function fallbackOf(by: ListedBy, query: ListQuery): ListQuery | undefined {
+  if (query.index === StateIndex.byTenantStatus) return queryOf(by, query.filter, false);
+  if (query.legacy === undefined) return undefined;
+  // The legacy indexes are sorted by updated_at: there `since` and `before` bound that.
+  const { legacy, ...rest } = query;
+  return { ...rest, index: legacy, sortedBy: StateAttr.updatedAt };
+}
+
+type IndexKey = Record<string, AttributeValue>;
+
+/** Where a page ended: the index read and the key of the last entry the page took. */
+interface Cursor {
+  readonly index: string;
+  readonly key: IndexKey;
+}
+
+const cursorText = (cursor: Cursor) =>
+  Buffer.from(JSON.stringify(cursor), "utf8").toString("base64url");
+
+function cursorOf(value: string): Cursor {
+  try {
+    const cursor = JSON.parse(Buffer.from(value, "base64url").toString("utf8")) as Cursor;
+    if (typeof cursor.index === "string" && typeof cursor.key === "object" && cursor.key !== null)
+      return cursor;
+  } catch {}
+  throw new Error(`${JSON.stringify(value)} is not where a page of a list ended`);
+}
+
+async function listed(
+  stack: OpsStack,
+  query: ListQuery,
+  limit: number,
+  from: IndexKey | undefined,
+): Promise<SummaryPage> {
+  const rows: { row: SummaryRow; key: IndexKey }[] = [];
+  const lookback = query.exact ? Number.POSITIVE_INFINITY : Math.max(limit, LOOKBACK);
+  let seen = 0;
+  let start = from;
+  for (;;) {
+    const wanted = query.exact ? limit - rows.length : 100;
+    const size = Math.min(100, wanted, lookback - seen);
+    const page = await indexPage(stack, query, size, start);
+    seen += page.keys.length;
+    rows.push(...(await rowsOf(stack, query, page.keys)));
+    start = page.next;
+    if (!start || rows.length >= limit || seen >= lookback) break;
+  }
+  const taken = rows.slice(0, limit);
+  const last = taken.at(-1);
+  // More may follow when the index has more, or when this page left some rows read for the next.
+  const more = start !== undefined || rows.length > limit;
+  return {
+    rows: taken.map((r) => r.row),
+    ...(more && last !== undefined
+      ? { next: cursorText({ index: query.index, key: last.key }) }
+      : {}),
+  };
+}
+
+/** The current summaries of the listed keys still in the list and the filter. */
 async function rowsOf(
   stack: OpsStack,
   query: ListQuery,
-  keys: readonly Record<string, unknown>[],
-): Promise<SummaryRow[]> {
+  keys: readonly IndexKey[],
+): Promise<{ row: SummaryRow; key: IndexKey }[]> {
   const items = await batchGetItems(
     fromSdk(stack.dynamodb),
     stack.names.tables.state,
-    keys.map((k) => ({ [StateAttr.pk]: { S: String(k[StateAttr.pk]) } })),
+    keys.map((k) => ({ [StateAttr.pk]: k[StateAttr.pk] as AttributeValue })),
     { attributes: SUMMARY_ATTRIBUTES },
   );
   const byPk = new Map(items.map((item) => [String(item[StateAttr.pk]), item]));
-  return keys.flatMap((k) => {
-    const item = byPk.get(String(k[StateAttr.pk]));
+  const { tenant, status } = query.filter;
+  return keys.flatMap((key) => {
+    const item = byPk.get(String(key[StateAttr.pk]?.S));
     if (!item || item[query.attribute] !== query.value) return [];
     const row = rowOf(item);
-    return query.tenant === undefined || row.tenant === query.tenant ? [row] : [];
+    if (tenant !== undefined && row.tenant !== tenant) return [];
+    if (status !== undefined && row.status !== status) return [];
+    return [{ row, key }];
   });
 }
 
 interface IndexPage {
-  readonly keys: Record<string, unknown>[];
-  readonly next?: Record<string, never>;
+  readonly keys: IndexKey[];
+  readonly next?: IndexKey;
 }
 
-/** One page of an index's partition, newest first. */
+/** The key condition of a list's partition, bounded by `since` and `before` on its sort key. */
+function keyCondition(query: ListQuery) {
+  const { since, before } = query.filter;
+  const names = { "#k": query.attribute, "#s": query.sortedBy };
+  const values: IndexKey = { ":k": { S: query.value } };
+  if (since !== undefined) values[":since"] = { S: since };
+  if (before !== undefined) values[":before"] = { S: before };
+  const range =
+    since !== undefined && before !== undefined
+      ? " AND #s BETWEEN :since AND :before"
+      : since !== undefined
+        ? " AND #s >= :since"
+        : before !== undefined
+          ? " AND #s < :before"
+          : "";
+  return range === ""
+    ? { expression: "#k = :k", names: { "#k": query.attribute }, values }
+    : { expression: `#k = :k${range}`, names, values };
+}
+
+/** One page of an index's partition, newest first (`before` itself left out). */
 async function indexPage(
   stack: OpsStack,
-  index: string,
   query: ListQuery,
   limit: number,
-  start: Record<string, never> | undefined,
+  start: IndexKey | undefined,
 ): Promise<IndexPage> {
+  const condition = keyCondition(query);
   const page = await stack.dynamodb.send(
     new QueryCommand({
       TableName: stack.names.tables.state,
-      IndexName: index,
-      KeyConditionExpression: "#k = :k",
-      ExpressionAttributeNames: { "#k": query.attribute },
-      ExpressionAttributeValues: { ":k": { S: query.value } },
+      IndexName: query.index,
+      KeyConditionExpression: condition.expression,
+      ExpressionAttributeNames: condition.names,
+      ExpressionAttributeValues: condition.values,
       ScanIndexForward: false,
       Limit: limit,
       ExclusiveStartKey: start,
     }),
   );
-  const keys = (page.Items ?? []).map((item) => unmarshall(item));
-  return page.LastEvaluatedKey ? { keys, next: page.LastEvaluatedKey as never } : { keys };
+  const { before } = query.filter;
+  const keys = (page.Items ?? []).filter(
+    (item) => before === undefined || item[query.sortedBy]?.S !== before,
+  );
+  return page.LastEvaluatedKey ? { keys, next: page.LastEvaluatedKey } : { keys };
 }
 
 function sideEffectOf(item: Record<string, unknown>): SideEffectView {

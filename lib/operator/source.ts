@@ -129,9 +129,9 @@ export function opsSource(stack: OpsStack): OpsSource {
     features,
     async overview(tenant) {
       const [runs, conversations, tasks, w, held] = await Promise.all([
-        listOf("runs", () => summaries(stack, { kind: "run" }, 20, tenant)),
-        listOf("conversations", () => summaries(stack, { kind: "conversation" }, 20, tenant)),
-        listOf("tasks", () => summaries(stack, { kind: "task" }, 20, tenant)),
+        listOf("runs", () => summaries(stack, { kind: "run" }, 20, { tenant })),
+        listOf("conversations", () => summaries(stack, { kind: "conversation" }, 20, { tenant })),
+        listOf("tasks", () => summaries(stack, { kind: "task" }, 20, { tenant })),
         waiting(stack, 50, tenant),
         features.includes("conversations") ? heldReplies(stack, 20, tenant) : [],
       ]);

@@ -143,12 +143,12 @@ export async function lastSweep(stack: OpsStack): Promise<string | undefined> {
 export async function waiting(stack: OpsStack, limit = 50, tenant?: string): Promise<WaitingView> {
   const [heldReplies, unknown, awaitingApproval, needsHuman, failedRuns, handedOff] =
     await Promise.all([
-      summaries(stack, { waiting: "held_reply" }, limit, tenant),
+      summaries(stack, { waiting: "held_reply" }, limit, { tenant }),
       unknownSideEffects(stack, limit, tenant),
-      summaries(stack, { waiting: "approval" }, limit, tenant),
-      summaries(stack, { waiting: "needs_human" }, limit, tenant),
-      summaries(stack, { waiting: "failed_run" }, limit, tenant),
-      summaries(stack, { waiting: "handed_off" }, limit, tenant),
+      summaries(stack, { waiting: "approval" }, limit, { tenant }),
+      summaries(stack, { waiting: "needs_human" }, limit, { tenant }),
+      summaries(stack, { waiting: "failed_run" }, limit, { tenant }),
+      summaries(stack, { waiting: "handed_off" }, limit, { tenant }),
     ]);
   return {
     heldReplies,
@@ -176,7 +176,7 @@ export async function status(
   const [groups, relayFailures, runs, w, relay, sweptAt] = await Promise.all([
     groupStatus(stack),
     depthOf(stack.sqs, stack.names.relayFailureQueue),
-    hasRuns ? summaries(stack, { kind: "run" }, RUN_WINDOW, tenant) : [],
+    hasRuns ? summaries(stack, { kind: "run" }, RUN_WINDOW, { tenant }) : [],
     waitingNow ?? waiting(stack, 1000, tenant),
     relayFunction
       ? latest(stack, [

@@ -37,7 +37,7 @@ function synthesizedAt(stage?: ListIndexUpgrade): Gsi[] {
 const LEGACY_LAYOUT = (LEGACY_STATE_LAYOUT.indexes ?? []).map(asGsi);
 
 describe("the state table's list indexes while a stack upgrades", () => {
-  it("a fresh stack has by-due, by-kind-listed and by-waiting-since, keys only", () => {
+  it("a fresh stack has by-due, by-kind-listed, by-waiting-since and by-tenant-status, keys only", () => {
     expect(synthesizedAt()).toEqual([
       {
         IndexName: "by-due",
@@ -63,6 +63,14 @@ describe("the state table's list indexes while a stack upgrades", () => {
         ],
         Projection: { ProjectionType: "KEYS_ONLY" },
       },
+      {
+        IndexName: "by-tenant-status",
+        KeySchema: [
+          { AttributeName: "tenant_list", KeyType: "HASH" },
+          { AttributeName: "listed_at", KeyType: "RANGE" },
+        ],
+        Projection: { ProjectionType: "KEYS_ONLY" },
+      },
     ]);
   });
 
@@ -82,7 +90,13 @@ describe("the state table's list indexes while a stack upgrades", () => {
       "by-kind-listed",
       "by-waiting-since",
     ]);
-    expect(names(synthesizedAt())).toEqual(["by-due", "by-kind-listed", "by-waiting-since"]);
+    expect(names(synthesizedAt(4))).toEqual(["by-due", "by-kind-listed", "by-waiting-since"]);
+    expect(names(synthesizedAt())).toEqual([
+      "by-due",
+      "by-kind-listed",
+      "by-waiting-since",
+      "by-tenant-status",
+    ]);
   });
 
   it("the template declares each index as its layout does (legacy: updated_at, the summary)", () => {
@@ -115,6 +129,7 @@ describe("the state table's list indexes while a stack upgrades", () => {
       "stage 1",
       "stage 2",
       "stage 3",
+      "stage 4",
       "final",
     ]);
     for (const [i, step] of sequence.slice(1).entries()) {
@@ -134,28 +149,34 @@ describe("the state table's list indexes while a stack upgrades", () => {
     expect(parseListIndexUpgrade("1")).toBe(1);
     expect(parseListIndexUpgrade(2)).toBe(2);
     expect(parseListIndexUpgrade("3")).toBe(3);
+    expect(parseListIndexUpgrade(4)).toBe(4);
   });
 
   it("refuses any other value, naming the key, the value and the stages", () => {
-    for (const value of ["4", "0", "", "true", "stage1", 1.5, true, null])
+    for (const value of ["5", "0", "", "true", "stage1", 1.5, true, null])
       expect(() => parseListIndexUpgrade(value), JSON.stringify(value)).toThrow(
-        `context agentbus:listIndexUpgrade=${JSON.stringify(value)} is not an upgrade stage: use 1, 2, 3`,
+        `context agentbus:listIndexUpgrade=${JSON.stringify(value)} is not an upgrade stage: use 1, 2, 3, 4`,
       );
-    expect(() => synthesizeStack({}, "AgentBus-lists", { [LIST_INDEX_UPGRADE_KEY]: "4" })).toThrow(
-      'context agentbus:listIndexUpgrade="4" is not an upgrade stage: use 1, 2, 3, or leave agentbus:listIndexUpgrade out once the upgrade is done',
+    expect(() => synthesizeStack({}, "AgentBus-lists", { [LIST_INDEX_UPGRADE_KEY]: "5" })).toThrow(
+      'context agentbus:listIndexUpgrade="5" is not an upgrade stage: use 1, 2, 3, 4, or leave agentbus:listIndexUpgrade out once the upgrade is done',
     );
   });
 });
 
 describe("the operator's list indexes", () => {
   it("are the current ones, and at every upgrade stage the legacy ones too, present or not yet", () => {
-    expect(stateListIndexNames()).toEqual(["by-kind-listed", "by-waiting-since"]);
+    expect(stateListIndexNames()).toEqual([
+      "by-kind-listed",
+      "by-waiting-since",
+      "by-tenant-status",
+    ]);
     // At stage 1 by-waiting-since does not exist yet: the tools ask for it first, and a Query
     // IAM refused would never tell them to read by-waiting instead.
     for (const stage of LIST_INDEX_UPGRADE_STAGES)
       expect(stateListIndexNames(stage).sort(), `stage ${stage}`).toEqual([
         "by-kind",
         "by-kind-listed",
+        "by-tenant-status",
         "by-waiting",
         "by-waiting-since",
       ]);
@@ -175,7 +196,7 @@ describe("a stack at stage 2", () => {
     ]);
   });
 
-  it("lets the operator query all four list indexes (the tools fall back to the legacy ones)", () => {
+  it("lets the operator query every list index (the tools fall back to the legacy ones)", () => {
     const policy = single(template, "AWS::IAM::ManagedPolicy", (r) =>
       /^OperatorReadPolicy[0-9A-F]{8}$/.test(r.id),
     );
@@ -190,6 +211,7 @@ describe("a stack at stage 2", () => {
     expect(stateIndexes.sort()).toEqual([
       "by-kind",
       "by-kind-listed",
+      "by-tenant-status",
       "by-waiting",
       "by-waiting-since",
     ]);

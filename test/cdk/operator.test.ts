@@ -63,11 +63,17 @@ describe("what the operator tools read", () => {
     }
   });
 
-  it("the state table's lists are by-kind-listed and by-waiting-since, keys only, beside by-due", () => {
+  it("the state table's lists are by-kind-listed, by-waiting-since and by-tenant-status, keys only, beside by-due", () => {
     const deployed = indexesOf("TablesState");
-    expect([...deployed.keys()]).toEqual(["by-due", "by-kind-listed", "by-waiting-since"]);
+    expect([...deployed.keys()]).toEqual([
+      "by-due",
+      "by-kind-listed",
+      "by-waiting-since",
+      "by-tenant-status",
+    ]);
     expect(keys(deployed.get("by-kind-listed"))).toEqual(["HASH kind", "RANGE listed_at"]);
     expect(keys(deployed.get("by-waiting-since"))).toEqual(["HASH waiting", "RANGE waiting_since"]);
+    expect(keys(deployed.get("by-tenant-status"))).toEqual(["HASH tenant_list", "RANGE listed_at"]);
     for (const index of deployed.values())
       expect(index.Projection, index.IndexName).toEqual({ ProjectionType: "KEYS_ONLY" });
   });
@@ -80,7 +86,7 @@ describe("what the operator tools read", () => {
       .flatMap((s) => ([] as unknown[]).concat(s.Resource))
       .map((r) => JSON.stringify(r).match(/"TablesState[0-9A-F]{8}","Arn"\]\},"\/index\/([^"]+)"/))
       .flatMap((match) => (match ? [match[1]] : []));
-    expect(stateIndexes.sort()).toEqual(["by-kind-listed", "by-waiting-since"]);
+    expect(stateIndexes.sort()).toEqual(["by-kind-listed", "by-tenant-status", "by-waiting-since"]);
   });
 
   it("one managed policy grants exactly the reads: no scan, no write, no delete", () => {

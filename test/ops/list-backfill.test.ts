@@ -71,6 +71,16 @@ const summary = (over: Record<string, unknown> = {}) => ({
   ...over,
 });
 
+/** A workflow run's item: the one kind with a tenant_list (listedByTenant). */
+function runItem(id: string, over: Record<string, unknown> = {}): Record<string, unknown> {
+  return stateItem(id, {
+    [StateAttr.pk]: `dag_run#${id}`,
+    [StateAttr.aggType]: "dag_run",
+    ...summary({ [StateAttr.kind]: "run", [StateAttr.status]: "RUNNING" }),
+    ...over,
+  });
+}
+
 async function put(item: Record<string, unknown>): Promise<void> {
   await client.send(new PutItemCommand({ TableName: tables.state, Item: marshall(item) }));
 }
@@ -115,12 +125,16 @@ describe("lists backfill: the list keys of summarized states written before they
       ...summary({ [StateAttr.waiting]: "needs_human", [StateAttr.listedAt]: LISTED }),
       [StateAttr.updatedAt]: T3,
     });
+    // A task with its list keys needs nothing: only runs have a tenant_list.
     const listed = stateItem("listed", { ...summary({ [StateAttr.listedAt]: LISTED }) });
+    const run = runItem("run", { [StateAttr.updatedAt]: T2 });
+    const listedRun = runItem("listed-run", { [StateAttr.listedAt]: LISTED });
     const unsummarized = stateItem("unsummarized");
-    for (const item of [plain, waits, listedWaits, listed, unsummarized]) await put(item);
+    for (const item of [plain, waits, listedWaits, listed, run, listedRun, unsummarized])
+      await put(item);
 
     const first = await backfillListKeys(client, tables.state);
-    expect(first).toEqual({ scanned: 3, updated: 3, skipped: 0 });
+    expect(first).toEqual({ scanned: 5, updated: 5, skipped: 0 });
 
     expect(await get("task_view#plain")).toEqual({ ...plain, [StateAttr.listedAt]: T1 });
     expect(await get("task_view#waits")).toEqual({
@@ -135,6 +149,11 @@ describe("lists backfill: the list keys of summarized states written before they
     });
     expect(await get("task_view#listed")).toEqual(listed);
     expect(await get("task_view#unsummarized")).toEqual(unsummarized);
+    // No tenant named: the default tenant's list of runs of the status.
+    const tenantList = { [StateAttr.tenantList]: "default#run#RUNNING" };
+    expect(await get("dag_run#run")).toEqual({ ...run, ...tenantList, [StateAttr.listedAt]: T2 });
+    // Already listed: only tenant_list is added.
+    expect(await get("dag_run#listed-run")).toEqual({ ...listedRun, ...tenantList });
 
     expect(await indexKeys(StateIndex.byKind, StateAttr.kind, "task")).toEqual([
       "task_view#listed",
@@ -145,6 +164,12 @@ describe("lists backfill: the list keys of summarized states written before they
     expect(await indexKeys(StateIndex.byWaiting, StateAttr.waiting, "held_reply")).toEqual([
       "task_view#waits",
     ]);
+    expect(
+      await indexKeys(StateIndex.byTenantStatus, StateAttr.tenantList, "default#run#RUNNING"),
+    ).toEqual(["dag_run#listed-run", "dag_run#run"]);
+    expect(
+      await indexKeys(StateIndex.byTenantStatus, StateAttr.tenantList, "default#task#open"),
+    ).toEqual([]);
 
     const second = await backfillListKeys(client, tables.state);
     expect(second).toEqual({ scanned: 0, updated: 0, skipped: 0 });
@@ -164,6 +189,30 @@ describe("lists backfill: the list keys of summarized states written before they
     for (const [i, c] of seen.entries())
       expect(c.scanned).toBeGreaterThanOrEqual(seen[i - 1]?.scanned ?? 0);
     expect(seen.at(-1)).toEqual(counts);
+  });
+
+  it("sets a run's tenant_list from the tenant the state names, and no task's", async () => {
+    const acme = runItem("acme", {
+      [StateAttr.listedAt]: LISTED,
+      [StateAttr.status]: "SUCCEEDED",
+      [StateAttr.tenant]: "acme",
+    });
+    const acmeTask = stateItem("acme", { ...summary(), [StateAttr.tenant]: "acme" });
+    await put(acme);
+    await put(acmeTask);
+    expect(await backfillListKeys(client, tables.state)).toEqual({
+      scanned: 2,
+      updated: 2,
+      skipped: 0,
+    });
+    expect(await get("dag_run#acme")).toEqual({
+      ...acme,
+      [StateAttr.tenantList]: "acme#run#SUCCEEDED",
+    });
+    expect(await get("task_view#acme")).toEqual({ ...acmeTask, [StateAttr.listedAt]: T1 });
+    expect(
+      await indexKeys(StateIndex.byTenantStatus, StateAttr.tenantList, "acme#run#SUCCEEDED"),
+    ).toEqual(["dag_run#acme"]);
   });
 
   it("lists an item without updated_at at the time the backfill started", async () => {
@@ -215,17 +264,26 @@ describe("lists backfill: an item that changed between the Scan and its update",
     expect((await get("task_view#moved"))?.[StateAttr.waitingSince]).toBeUndefined();
   });
 
+  it("skips a run whose status changed, so no tenant_list of a status it left", async () => {
+    await put(runItem("ended", { [StateAttr.listedAt]: LISTED }));
+    const seen = await scanned("dag_run#ended");
+    await put(runItem("ended", { [StateAttr.listedAt]: LISTED, [StateAttr.status]: "SUCCEEDED" }));
+    expect(await backfillItem(client, tables.state, seen, T1)).toBe("skipped");
+    expect((await get("dag_run#ended"))?.[StateAttr.tenantList]).toBeUndefined();
+  });
+
   it("keeps the listed_at a consumer wrote meanwhile, and its revision", async () => {
-    await put(stateItem("raced", summary()));
-    const seen = await scanned("task_view#raced");
-    const consumed = stateItem("raced", {
-      ...summary({ [StateAttr.listedAt]: LISTED }),
+    await put(runItem("raced"));
+    const seen = await scanned("dag_run#raced");
+    const consumed = runItem("raced", {
+      [StateAttr.listedAt]: LISTED,
+      [StateAttr.tenantList]: "default#run#RUNNING",
       [StateAttr.revision]: 4,
       [StateAttr.updatedAt]: T3,
     });
     await put(consumed);
     expect(await backfillItem(client, tables.state, seen, T1)).toBe("updated");
-    expect(await get("task_view#raced")).toEqual(consumed);
+    expect(await get("dag_run#raced")).toEqual(consumed);
   });
 });
 

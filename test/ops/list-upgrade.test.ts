@@ -15,7 +15,7 @@ import { ManualClock } from "../../functions/core/runtime";
 import { type ListIndexUpgrade, stateIndexLayouts } from "../../lib/infra/constructs/tables";
 import { fromSdk } from "../../lib/operator/from-sdk";
 import { backfillListKeys } from "../../lib/operator/list-backfill";
-import { summaries } from "../../lib/operator/lists";
+import { type ListFilter, summaries } from "../../lib/operator/lists";
 import type { OpsStack } from "../../lib/operator/stack";
 import { emulator } from "../support/aws";
 import { newUlid } from "../support/factories";
@@ -31,8 +31,8 @@ let client: DynamoDBClient;
 let tables: TableNames;
 
 const stack = () => ({ dynamodb: client, names: { tables } }) as unknown as OpsStack;
-const ids = async (by: { kind: string } | { waiting: string }) =>
-  (await summaries(stack(), by)).map((r) => r.id);
+const ids = async (by: { kind: string } | { waiting: string }, filter: ListFilter = {}) =>
+  (await summaries(stack(), by, 50, filter)).map((r) => r.id);
 
 /** The UpdateTable of a deploy from one index set to the next: one create or one delete. */
 async function deploy(from: readonly IndexLayout[], to: readonly IndexLayout[]): Promise<void> {
@@ -91,9 +91,17 @@ describe("the list-index upgrade on moto", () => {
       status: "open",
       ...(waiting ? { waiting } : {}),
     });
+    const oldRun = {
+      ...old("oldrun", "2026-11-30T07:00:00.000Z"),
+      pk: "dag_run#oldrun",
+      agg_type: "dag_run",
+      kind: "run",
+      status: "RUNNING",
+    };
     for (const item of [
       old("old1", "2026-11-30T08:00:00.000Z", "held_reply"),
       old("old2", "2026-11-30T09:00:00.000Z"),
+      oldRun,
     ])
       await client.send(new PutItemCommand({ TableName: tables.state, Item: marshall(item) }));
     expect(await ids({ kind: "conversation" })).toEqual(["old2", "old1"]);
@@ -120,8 +128,8 @@ describe("the list-index upgrade on moto", () => {
     expect(await ids({ waiting: "held_reply" })).toEqual(["new1", "old1"]);
 
     expect(await backfillListKeys(client, tables.state)).toEqual({
-      scanned: 2,
-      updated: 2,
+      scanned: 3,
+      updated: 3,
       skipped: 0,
     });
     expect(await ids({ kind: "conversation" })).toEqual(["new1", "old2", "old1"]);
@@ -132,11 +140,30 @@ describe("the list-index upgrade on moto", () => {
     const [held] = await summaries(stack(), { waiting: "held_reply" });
     expect(held?.waitingSince).toBe("2026-12-01T10:00:00.000Z");
 
-    // Stage 3 and the final deploy: the legacy indexes go, the lists stay.
+    // Stages 3 and 4: the legacy indexes go, the lists stay.
     await deploy(layouts(2), layouts(3));
-    await deploy(layouts(3), layouts());
+    await deploy(layouts(3), layouts(4));
+    expect(await ids({ kind: "conversation" })).toEqual(["new1", "old2", "old1"]);
+    // Until the final deploy, one tenant's list of one status is read from by-kind-listed.
+    expect(await ids({ kind: "conversation" }, { tenant: "default", status: "open" })).toEqual([
+      "new1",
+      "old2",
+      "old1",
+    ]);
+    const runningRuns = () => ids({ kind: "run" }, { tenant: "default", status: "RUNNING" });
+    expect(await runningRuns()).toEqual(["oldrun"]);
+    // The final deploy: by-tenant-status, with the keys the backfill set on runs; a conversation
+    // has none, and its tenant's list of one status is still read from by-kind-listed.
+    await deploy(layouts(4), layouts());
+    expect(await runningRuns()).toEqual(["oldrun"]);
     expect(await ids({ kind: "conversation" })).toEqual(["new1", "old2", "old1"]);
     expect(await ids({ waiting: "held_reply" })).toEqual(["new1", "old1"]);
+    expect(await ids({ kind: "conversation" }, { tenant: "default", status: "open" })).toEqual([
+      "new1",
+      "old2",
+      "old1",
+    ]);
+    expect(await ids({ kind: "conversation" }, { tenant: "acme", status: "open" })).toEqual([]);
     expect((await summaries(stack(), { kind: "conversation" }))[2]).toMatchObject({
       id: "old1",
       listedAt: "2026-11-30T08:00:00.000Z",

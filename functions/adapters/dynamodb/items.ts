@@ -1,4 +1,5 @@
 import { type AggregateRef, type Envelope, isTopic, type Topic } from "../../../schemas";
+import { DEFAULT_TENANT } from "../../../schemas/ids";
 import type {
   FailureRecord,
   GateRecords,
@@ -11,7 +12,16 @@ import type {
   StreamHead,
 } from "../../core/ports";
 import { deflatedJson, envelopeOfItem, inflatedJson, storedEnvelope } from "./deflated-json";
-import { checkpointKey, DUE_SHARD, EventAttr, failureKey, inboxKey, streamKey } from "./tables";
+import {
+  checkpointKey,
+  DUE_SHARD,
+  EventAttr,
+  failureKey,
+  inboxKey,
+  listedByTenant,
+  streamKey,
+  tenantListKey,
+} from "./tables";
 
 /**
  * The items of the AgentBus tables in plain JavaScript form (before marshalling) and their
@@ -40,6 +50,7 @@ export interface StateItem {
   readonly tenant_id?: string;
   readonly listed_at?: string;
   readonly waiting_since?: string;
+  readonly tenant_list?: string;
   readonly gate_checkpoints?: Readonly<Record<string, number>>;
   readonly gate_recent?: Readonly<Record<string, number>>;
   readonly gate_spilled_until?: number;
@@ -191,6 +202,16 @@ function listedAttributes({ summary, listing }: ListedSummary) {
     ...(summary.counts !== undefined ? { counts: summary.counts } : {}),
     ...(summary.tenant !== undefined ? { tenant_id: summary.tenant } : {}),
     listed_at: listing.listedAt,
+    // A state whose role records no tenant is listed as the default tenant's, as the lists show it.
+    ...(listedByTenant(summary.kind)
+      ? {
+          tenant_list: tenantListKey(
+            summary.tenant ?? DEFAULT_TENANT,
+            summary.kind,
+            summary.status,
+          ),
+        }
+      : {}),
     ...(listing.waiting !== undefined && listing.waitingSince !== undefined
       ? { waiting: listing.waiting, waiting_since: listing.waitingSince }
       : {}),

@@ -132,6 +132,12 @@ export const TABLES = {
         sortKey: { name: StateAttr.waitingSince, type: "S" },
         projection: "KEYS_ONLY",
       },
+      {
+        name: StateIndex.byTenantStatus,
+        partitionKey: { name: StateAttr.tenantList, type: "S" },
+        sortKey: { name: StateAttr.listedAt, type: "S" },
+        projection: "KEYS_ONLY",
+      },
     ],
   },
   events: {

@@ -16,9 +16,12 @@ import type { StreamHead } from "../../core/ports";
  *                 label, waiting, counts, tenant_id (where the role records a tenant),
  *                 listed_at (when first summarized) and, while waiting, waiting_since: sparse
  *                 GSIs by-kind-listed (kind, listed_at) and by-waiting-since (waiting,
- *                 waiting_since), KEYS_ONLY, the operator's lists. Their keys stay put while a
- *                 state changes, so a write that keeps the kind and what it waits for writes no
- *                 index entry; the lists read the summaries from the items.
+ *                 waiting_since), KEYS_ONLY, the operator's lists; on workflow runs only
+ *                 (listedByTenant) tenant_list (`<tenant>#<kind>#<status>`): sparse GSI
+ *                 by-tenant-status (tenant_list, listed_at), KEYS_ONLY, one tenant's runs of
+ *                 one status. Their keys stay put
+ *                 while a state changes, so a write that keeps the kind, the status and what it
+ *                 waits for writes no index entry; the lists read the summaries from the items.
  * - events:       pk = `${type}#${id}`, sk version (N); event_id, event_type, schema_version,
  *                 correlation_id (or trace_correlation_id), occurred_at, envelope (the full
  *                 envelope JSON; or envelope_z, that JSON deflated, when it is large:
@@ -80,6 +83,12 @@ export const StateAttr = {
   listedAt: "listed_at",
   /** While `waiting` is set, since when it has had that value: by-waiting-since's sort key. */
   waitingSince: "waiting_since",
+  /**
+   * `<tenant>#<kind>#<status>` (tenantListKey) on a summarized state of a kind listedByTenant: the
+   * by-tenant-status index's partition, so a list of one tenant's runs of one status is a Query,
+   * not a look-through.
+   */
+  tenantList: "tenant_list",
   /** The consumer group's gate records (GateRecords): stream checkpoints and recent ids. */
   checkpoints: "gate_checkpoints",
   recent: "gate_recent",
@@ -108,7 +117,33 @@ export const StateIndex = {
   byKind: "by-kind-listed",
   /** Sparse: states that wait for a person, by what they wait for and since when (KEYS_ONLY). */
   byWaiting: "by-waiting-since",
+  /**
+   * Sparse: workflow runs (listedByTenant) by tenant, kind and status (tenant_list), by when they
+   * were first summarized (KEYS_ONLY). An entry moves only when the status changes.
+   */
+  byTenantStatus: "by-tenant-status",
 } as const;
+
+/**
+ * The one kind of summarized state in by-tenant-status: workflow runs (the orchestrator's states),
+ * the list operators filter by tenant and status. Conversations and tasks are many small states
+ * whose status moves often; an entry for each would cost their writes a write of the index, and
+ * their lists by tenant and status read the kind's list instead.
+ */
+export const TENANT_LISTED_KIND = "run";
+
+/** Whether states of `kind` carry `tenant_list` (are in by-tenant-status). */
+export function listedByTenant(kind: string): boolean {
+  return kind === TENANT_LISTED_KIND;
+}
+
+/**
+ * The by-tenant-status partition of a tenant's states of one kind and status. Tenant ids and kinds
+ * have no `#` (schemas/ids.ts, Role.summarize), so the key names each part once.
+ */
+export function tenantListKey(tenant: string, kind: string, status: string): string {
+  return `${tenant}#${kind}#${status}`;
+}
 
 /**
  * The operator's lists as stacks deployed before `listed_at` had them: sorted by `updated_at` and

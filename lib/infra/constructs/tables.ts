@@ -130,16 +130,17 @@ export function traceIndexNames(stage?: TraceIndexUpgrade): string[] {
 }
 
 /** A stage of the list-index upgrade (stateIndexLayouts). */
-export type ListIndexUpgrade = 1 | 2 | 3;
+export type ListIndexUpgrade = 1 | 2 | 3 | 4;
 
 /** The upgrade stages, in the order they are deployed. */
-export const LIST_INDEX_UPGRADE_STAGES: readonly ListIndexUpgrade[] = [1, 2, 3];
+export const LIST_INDEX_UPGRADE_STAGES: readonly ListIndexUpgrade[] = [1, 2, 3, 4];
 
 /** The list indexes each upgrade stage keeps, legacy and current (by-due is always there). */
 const LIST_INDEXES_AT: Readonly<Record<ListIndexUpgrade, readonly string[]>> = {
   1: [LegacyStateIndex.byKind, LegacyStateIndex.byWaiting, StateIndex.byKind],
   2: [LegacyStateIndex.byKind, LegacyStateIndex.byWaiting, StateIndex.byKind, StateIndex.byWaiting],
   3: [LegacyStateIndex.byWaiting, StateIndex.byKind, StateIndex.byWaiting],
+  4: [StateIndex.byKind, StateIndex.byWaiting],
 };
 
 /**
@@ -156,7 +157,12 @@ const LIST_INDEXES_AT: Readonly<Record<ListIndexUpgrade, readonly string[]>> = {
  *    `listed_at` and `waiting_since` on the states that lack them);
  * 2. + by-waiting-since (built from the backfilled `waiting_since`);
  * 3. − by-kind;
- * 4. (no stage) − by-waiting: the current layout.
+ * 4. − by-waiting;
+ * 5. (no stage) + by-tenant-status (keyed by `tenant_list`, which the commit writes on runs; then
+ *    `agentbus lists backfill` again, for the runs written before).
+ *
+ * A stack that already has by-kind-listed and by-waiting-since gets by-tenant-status in one
+ * deploy (one create), then the backfill.
  *
  * Order: by-due, then the legacy indexes the stage keeps, then the current ones.
  */
@@ -178,7 +184,7 @@ export function stateIndexLayouts(stage?: ListIndexUpgrade): readonly IndexLayou
  * allowed before they exist (a Query IAM refuses never says the index is missing).
  */
 export function stateListIndexNames(stage?: ListIndexUpgrade): string[] {
-  const current = [StateIndex.byKind, StateIndex.byWaiting];
+  const current = [StateIndex.byKind, StateIndex.byWaiting, StateIndex.byTenantStatus];
   return stage === undefined
     ? current
     : [LegacyStateIndex.byKind, LegacyStateIndex.byWaiting, ...current];
@@ -234,7 +240,8 @@ const CONSUMER_ACTIONS = {
  *
  * - `state`: one item per aggregate (`pk`), written conditionally on its version; sparse index
  *   `by-due` (due_shard, due_at; keys only) of the aggregates a sweeper must look at; the
- *   operator's sparse list indexes `by-kind-listed` and `by-waiting-since` (keys only; while a
+ *   operator's sparse list indexes `by-kind-listed`, `by-waiting-since` and `by-tenant-status`
+ *   (keys only; while a
  *   stack upgrades, also the legacy ones its stage keeps: stateIndexLayouts); `ttl` only on an
  *   item that holds nothing but unsequenced ids, which expires with them.
  * - `events`: the event store and outbox (`pk` aggregate, `version`), stream NEW_IMAGE to the
