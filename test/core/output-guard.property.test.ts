@@ -183,6 +183,9 @@ const embedded = (planted: fc.Arbitrary<Planted>) =>
     return { text: `${head}${p.value} ${after}`, start: head.length, planted: p };
   });
 
+/** How many times `value` occurs in `text`. */
+const occurrences = (text: string, value: string) => text.split(value).length - 1;
+
 function expectFound(kind: OutputGuardKind, verdict: "redact" | "refuse") {
   return ({ text, start, planted }: { text: string; start: number; planted: Planted }) => {
     const result = guardOutput(text, planted.context);
@@ -191,7 +194,10 @@ function expectFound(kind: OutputGuardKind, verdict: "redact" | "refuse") {
     expect(covering, `${planted.value} in ${text}`).toBeDefined();
     expect(covering?.kind).toBe(kind);
     expect(result.verdict).toBe(verdict);
-    expect(result.redacted).not.toContain(planted.value);
+    // The planted copy is gone; the prose around it may hold the same digits by chance.
+    expect(occurrences(result.redacted, planted.value)).toBeLessThan(
+      occurrences(text, planted.value),
+    );
     expect(result.redacted).toContain(withheld(kind));
   };
 }
