@@ -146,13 +146,15 @@ describe("a reply channel that keeps failing", () => {
     expect(world.queues.get("audit")?.maxReceiveCount).toBe(groupDefaults().maxReceiveCount);
   });
 
-  // 6448: the channel refused the send on five receives; the sender's queue dead-lettered it after
-  // five (not its eight), and the redriven send had expired. 1634: the send timed out twice on the
-  // fifth attempt, and the sender escalated it, a hand-off the invariant did not count as one.
+  // Seeds that once broke "conversations answered" at the heaviest channel faults. 6448: the
+  // channel refused the send on five receives; the sender's queue dead-lettered it after five (not
+  // its eight), and the redriven send had expired. 1634: the send timed out twice on the fifth
+  // attempt, and the sender escalated it, a hand-off the invariant did not count as one (the
+  // invariant's own test, test/faults/invariants.test.ts, holds that case by hand: a schedule's
+  // draws move whenever the workflows it plays change).
   it.each([1634, 6211, 6448])("answers every conversation in seed %i", async (seed) => {
     const result = await playSchedule(seed);
     expect(result.plan.rates.channel).toBe(0.15);
     expect(result.violations).toEqual([]);
-    if (seed === 1634) expect(result.counts["send escalated unknown"]).toBe(1);
   });
 });
