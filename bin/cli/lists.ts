@@ -1,10 +1,18 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { Command } from "commander";
 import { backfillListKeys, type ListBackfillCounts } from "../../lib/operator/list-backfill";
-import { type ListFilter, type SummaryRow, summaryPage } from "../../lib/operator/lists";
+import {
+  checkedListFilter,
+  type ListFilter,
+  ListFilterError,
+  type ListFilterText,
+  ListPageError,
+  type SummaryRow,
+  summaryPage,
+} from "../../lib/operator/lists";
 import { withStack } from "./ops";
 import { clientConfig, out, stateTable, type Target, UsageError } from "./target";
-import { tenantArgument, tenantOption } from "./tenant";
+import { tenantOption } from "./tenant";
 
 /**
  * `agentbus lists runs | conversations | tasks`: a page of the summarized states of one kind,
@@ -31,46 +39,21 @@ function pageLimitOf(value: string | undefined): number | undefined {
 const LISTED_KINDS = { runs: "run", conversations: "conversation", tasks: "task" } as const;
 
 const MAX_LIMIT = 1000;
-const STATUS = /^[A-Za-z0-9_.-]{1,64}$/;
 
-interface ListOptions {
-  readonly tenant?: string;
-  readonly status?: string;
-  readonly since?: string;
-  readonly before?: string;
+interface ListOptions extends ListFilterText {
   readonly limit?: string;
   readonly page?: string;
   readonly json?: boolean;
 }
 
-/** A time option as `listed_at` holds times (ISO 8601 in UTC, milliseconds). */
-function timeArgument(name: string, value: string | undefined): string | undefined {
-  if (value === undefined) return undefined;
-  const at = new Date(value);
-  if (
-    !/^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:\d{2}))?$/.test(value) ||
-    Number.isNaN(at.getTime())
-  )
-    throw new UsageError(
-      `--${name} ${JSON.stringify(value)}: an ISO 8601 date or time with Z or an offset`,
-    );
-  return at.toISOString();
-}
-
 /** The filter the options name, each checked before anything is read (a bad one: exit 2). */
 export function listFilterOf(options: ListOptions): ListFilter {
-  const { status } = options;
-  if (status !== undefined && !STATUS.test(status))
-    throw new UsageError(`--status ${JSON.stringify(status)}: 1-64 of A-Z a-z 0-9 _ . -`);
-  const filter = {
-    tenant: tenantArgument(options.tenant),
-    status,
-    since: timeArgument("since", options.since),
-    before: timeArgument("before", options.before),
-  };
-  if (filter.since !== undefined && filter.before !== undefined && filter.since >= filter.before)
-    throw new UsageError("--since must be before --before");
-  return Object.fromEntries(Object.entries(filter).filter(([, v]) => v !== undefined));
+  try {
+    return checkedListFilter(options, (field) => `--${field}`);
+  } catch (error) {
+    if (error instanceof ListFilterError) throw new UsageError(error.message);
+    throw error;
+  }
 }
 
 function limitOf(value: string | undefined): number {
@@ -104,8 +87,7 @@ function listCommand(name: keyof typeof LISTED_KINDS, targetOf: (c: Command) => 
       const page = await withStack(targetOf(this), (stack) =>
         summaryPage(stack, { kind: LISTED_KINDS[name] }, { limit, filter, after }).catch(
           (error: unknown) => {
-            if (error instanceof Error && /page/.test(error.message) && after !== undefined)
-              throw new UsageError(`--page: ${error.message}`);
+            if (error instanceof ListPageError) throw new UsageError(`--page: ${error.message}`);
             throw error;
           },
         ),

@@ -15,10 +15,12 @@ import {
   StateIndex,
   tenantListKey,
 } from "../../functions/adapters/dynamodb/tables";
-import { DEFAULT_TENANT, tenantOf } from "../../schemas/ids";
+import { DEFAULT_TENANT, TenantId, tenantOf } from "../../schemas/ids";
 import { fromSdk } from "./from-sdk";
 import type { OpsStack } from "./stack";
-import type { ItemSummary, SideEffectView } from "./views";
+import type { ItemSummary, ListFilter, SideEffectView } from "./views";
+
+export type { ListFilter };
 
 /** A summarized state in the operator's lists: its summary, tenant and list keys. */
 export interface SummaryRow extends ItemSummary {
@@ -75,15 +77,63 @@ function rowOf(item: Record<string, unknown>): SummaryRow {
 
 type ListedBy = { readonly kind: string } | { readonly waiting: string };
 
-/**
- * Which states of a list: one tenant's, of one status, listed (a wait list: waiting) since and
- * before a time (ISO 8601 in UTC, as `listed_at`; `since` included, `before` not).
- */
-export interface ListFilter {
+/** A list filter as it is given (the CLI's options, the console's query), before it is checked. */
+export interface ListFilterText {
   readonly tenant?: string | undefined;
   readonly status?: string | undefined;
   readonly since?: string | undefined;
   readonly before?: string | undefined;
+}
+
+/** A list filter that cannot be used; the message names the field as its giver named it. */
+export class ListFilterError extends Error {
+  override readonly name = "ListFilterError";
+}
+
+/** A page to continue from that is not one a list gave (its `next`). */
+export class ListPageError extends Error {
+  override readonly name = "ListPageError";
+}
+
+const STATUS = /^[A-Za-z0-9_.-]{1,64}$/;
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d{2}:\d{2}))?$/;
+
+/**
+ * The filter `given` names, every field checked before anything is read: a tenant id, a status
+ * (1-64 of A-Z a-z 0-9 _ . -), times as ISO 8601 dates or times with Z or an offset (held as
+ * `listed_at` holds them: UTC, milliseconds), `since` before `before`. Empty fields are absent.
+ * `nameOf` names a field in the error (`--status` for the CLI); a ListFilterError says what is wrong.
+ */
+export function checkedListFilter(
+  given: ListFilterText,
+  nameOf: (field: keyof ListFilterText) => string = (field) => field,
+): ListFilter {
+  const value = (field: keyof ListFilterText) => {
+    const raw = given[field]?.trim();
+    return raw === undefined || raw === "" ? undefined : raw;
+  };
+  const refuse = (field: keyof ListFilterText, why: string): never => {
+    throw new ListFilterError(`${nameOf(field)} ${JSON.stringify(value(field))}: ${why}`);
+  };
+  const tenant = value("tenant");
+  if (tenant !== undefined) {
+    const parsed = TenantId.safeParse(tenant);
+    if (!parsed.success) refuse("tenant", parsed.error.issues[0]?.message ?? "not a tenant id");
+  }
+  const status = value("status");
+  if (status !== undefined && !STATUS.test(status)) refuse("status", "1-64 of A-Z a-z 0-9 _ . -");
+  const time = (field: "since" | "before") => {
+    const raw = value(field);
+    if (raw === undefined) return undefined;
+    const at = new Date(raw);
+    if (!ISO_TIME.test(raw) || Number.isNaN(at.getTime()))
+      refuse(field, "an ISO 8601 date or time with Z or an offset");
+    return at.toISOString();
+  };
+  const filter = { tenant, status, since: time("since"), before: time("before") };
+  if (filter.since !== undefined && filter.before !== undefined && filter.since >= filter.before)
+    throw new ListFilterError(`${nameOf("since")} must be before ${nameOf("before")}`);
+  return Object.fromEntries(Object.entries(filter).filter(([, v]) => v !== undefined));
 }
 
 /** One page of a list, and where the next starts (absent on the last page). */
@@ -194,7 +244,8 @@ export async function summaryPage(
   // A page continues the list its cursor names: the index the first page read.
   while (after !== undefined && query.index !== after.index) {
     const earlier = fallbackOf(by, query);
-    if (earlier === undefined) throw new Error("the page to continue from is of another list");
+    if (earlier === undefined)
+      throw new ListPageError("the page to continue from is of another list");
     query = earlier;
   }
   for (;;) {
@@ -235,7 +286,7 @@ function cursorOf(value: string): Cursor {
     if (typeof cursor.index === "string" && typeof cursor.key === "object" && cursor.key !== null)
       return cursor;
   } catch {}
-  throw new Error(`${JSON.stringify(value)} is not where a page of a list ended`);
+  throw new ListPageError(`${JSON.stringify(value)} is not where a page of a list ended`);
 }
 
 async function listed(

@@ -16,7 +16,7 @@ import { heldReplies } from "./customer-support";
 import { listDeadLetters } from "./dead-letters";
 import { fromSdk } from "./from-sdk";
 import { rolesOfGroups } from "./groups";
-import { sideEffectsByKey, summaries } from "./lists";
+import { sideEffectsByKey, summaries, summaryPage } from "./lists";
 import { recordedOutcomes } from "./recorded-outcomes";
 import { runView } from "./runs";
 import type { OpsStack } from "./stack";
@@ -152,6 +152,7 @@ export function opsSource(stack: OpsStack): OpsSource {
         agentWaits: waits,
       };
     },
+    runList: (filter, after) => summaryPage(stack, { kind: "run" }, { limit: 50, filter, after }),
     trace: (id) => traceOf(stack, id),
     run: (runId) => runOf(stack, runId),
     workflows: (tenant) => listWorkflows(catalogOf(stack), tenant),

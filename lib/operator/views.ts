@@ -300,6 +300,23 @@ export type WorkflowSummary = ListedWorkflow;
 export type WorkflowView = ShownWorkflow;
 
 /** What the console page reads; implemented over the stack by the readers in this folder. */
+/**
+ * Which states of a list: one tenant's, of one status, listed (a wait list: waiting) since and
+ * before a time (ISO 8601 in UTC, as `listed_at`; `since` included, `before` not).
+ */
+export interface ListFilter {
+  readonly tenant?: string | undefined;
+  readonly status?: string | undefined;
+  readonly since?: string | undefined;
+  readonly before?: string | undefined;
+}
+
+/** One page of a list, and the `page` that continues it (absent on the last page). */
+export interface ItemPage {
+  readonly rows: readonly ItemSummary[];
+  readonly next?: string;
+}
+
 export interface OpsSource {
   /**
    * The stack's features (functions/roles/features.ts): the console shows the runs, conversations
@@ -308,6 +325,11 @@ export interface OpsSource {
   readonly features: readonly Feature[];
   /** With `tenant`, its runs, conversations, tasks and waits only (the queues are every tenant's). */
   overview(tenant?: string): Promise<OverviewView>;
+  /**
+   * A page of 50 runs, newest started first, as `filter` names them, after the page `after`
+   * ended (a ListPageError when `after` is not a page's end).
+   */
+  runList(filter: ListFilter, after?: string): Promise<ItemPage>;
   /** Undefined when nothing is known of the id. */
   trace(id: string): Promise<TraceView | undefined>;
   run(runId: string): Promise<RunView | undefined>;

@@ -2,10 +2,13 @@ import type { WorkflowDefinition } from "../../functions/core/dag/definition";
 import { InMemoryWorkflowRegistry, type WorkflowRegistry } from "../../functions/core/dag/registry";
 import { ALL_FEATURES, type Feature } from "../../functions/roles/features";
 import { workflowCatalog } from "../../functions/roles/orchestrator/catalog";
+import { type ListFilter, ListPageError } from "../../lib/operator/lists";
 import type {
   AgentWaitView,
   DeadLetterView,
   GroupOutcome,
+  ItemPage,
+  ItemSummary,
   OpsSource,
   OverviewView,
   RunView,
@@ -398,6 +401,10 @@ export function fakeSource(
     readonly registry?: WorkflowRegistry;
     /** The workflows the stack was given. @default none */
     readonly stackWorkflows?: readonly WorkflowDefinition[];
+    /** The runs `/runs` lists, newest first. @default the overview's runs */
+    readonly runList?: readonly ItemSummary[];
+    /** How many runs a page of `/runs` holds. @default 50 */
+    readonly runPageSize?: number;
   } = {},
 ): OpsSource {
   const catalog = {
@@ -407,6 +414,8 @@ export function fakeSource(
   return {
     features: data.features ?? ALL_FEATURES,
     overview: async () => data.overview ?? overview(),
+    runList: async (filter, after) =>
+      pageOfRuns(data.runList ?? overview().runs, filter, data.runPageSize ?? 50, after),
     trace: async (id) => {
       const found = (data.traces ?? [supportTrace("")]).find(
         (t) =>
@@ -421,6 +430,31 @@ export function fakeSource(
   };
 }
 
+/**
+ * A page of `runs` as the stack's lists give it: filtered, `size` at most, continued from the
+ * `next` of the page before (its offset here).
+ */
+function pageOfRuns(
+  runs: readonly ItemSummary[],
+  filter: ListFilter,
+  size: number,
+  after: string | undefined,
+): ItemPage {
+  const from = after === undefined ? 0 : Number(/^at-(\d+)$/.exec(after)?.[1] ?? Number.NaN);
+  if (Number.isNaN(from))
+    throw new ListPageError(`${JSON.stringify(after)} is not where a page of a list ended`);
+  const listed = (run: ItemSummary) => run.listedAt ?? run.updatedAt;
+  const matching = runs.filter(
+    (run) =>
+      (filter.tenant === undefined || (run.tenant ?? "default") === filter.tenant) &&
+      (filter.status === undefined || run.status === filter.status) &&
+      (filter.since === undefined || listed(run) >= filter.since) &&
+      (filter.before === undefined || listed(run) < filter.before),
+  );
+  const rows = matching.slice(from, from + size);
+  return from + size < matching.length ? { rows, next: `at-${from + size}` } : { rows };
+}
+
 /** A source whose every read fails, as DynamoDB does when the table is missing. */
 export function failingSource(message: string): OpsSource {
   const fail = async (): Promise<never> => {
@@ -429,6 +463,7 @@ export function failingSource(message: string): OpsSource {
   return {
     features: ALL_FEATURES,
     overview: fail,
+    runList: fail,
     trace: fail,
     run: fail,
     deadLetters: fail,

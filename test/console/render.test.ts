@@ -460,7 +460,6 @@ describe("errors", () => {
       'Nothing is known of id "evt_nobody_knows"',
     ],
     ["an unknown run id", "/runs/run_nobody_knows", 'Nothing is known of run "run_nobody_knows"'],
-    ["a run address without an id", "/runs/", "No run id was given"],
     ["an unknown path", "/admin", "There is no page at /admin"],
   ])("answers 404 for %s, saying so", async (_name, target, message) => {
     const { status, doc } = await get(target);

@@ -41,7 +41,7 @@ ${refresh}<title>${escapeHtml(options.title)} · AgentBus console</title>
 <body>
 <header>
 <a href="/">AgentBus console</a>
-<nav>${link(href("/", tenantQuery), "Overview")}${link(href("/dead-letters", tenantQuery), "Dead letters")}${link(href("/workflows", tenantQuery), "Workflows")}</nav>
+<nav>${link(href("/", tenantQuery), "Overview")}${link(href("/runs", tenantQuery), "Runs")}${link(href("/dead-letters", tenantQuery), "Dead letters")}${link(href("/workflows", tenantQuery), "Workflows")}</nav>
 <form action="/trace" method="get" role="search">
 <input type="search" name="id" aria-label="Event, task or correlation id" placeholder="event, task or correlation id"${options.search ? ` value="${escapeHtml(options.search)}"` : ""}>
 <button type="submit">Trace</button>

@@ -1,4 +1,5 @@
 import { whyLacking } from "../../../functions/roles/features";
+import { ListPageError } from "../lists";
 import type { OpsSource } from "../views";
 import { renderDeadLetters } from "./dead-letters";
 import type { Flash, FlashMessages } from "./flash";
@@ -13,6 +14,7 @@ import {
   serverErrorPage,
 } from "./page";
 import { renderRun } from "./run";
+import { renderRunList, runListParams } from "./run-list";
 import { renderTenantFilter, tenantParam } from "./tenant-filter";
 import { renderTrace } from "./trace";
 import { renderWorkflow, renderWorkflowList } from "./workflows";
@@ -58,7 +60,6 @@ interface Shown {
 async function runPage(source: OpsSource, runId: string, shown: Shown): Promise<ConsolePage> {
   if (!source.features.includes("runs"))
     return notFoundPage(`There are no runs to show: ${whyLacking("runs")}.`);
-  if (!runId) return notFoundPage("No run id was given: the address is /runs/<runId>.");
   const view = await source.run(runId);
   if (!view && shown.flash?.kind === "sent") {
     // A run just started from the console: the orchestrator has not recorded it yet.
@@ -68,6 +69,31 @@ async function runPage(source: OpsSource, runId: string, shown: Shown): Promise<
   if (!view) return notFoundPage(`Nothing is known of run "${runId}": no run has that id.`);
   const body = renderRun(view, shown.forms);
   return ok(renderPage({ title: `Run ${runId}`, body, ...shown }));
+}
+
+/** `/runs`: a page of runs, filtered by `?tenant=&status=&since=&before=`, after `?page=`. */
+async function runListPage(source: OpsSource, url: URL, shown: Shown): Promise<ConsolePage> {
+  if (!source.features.includes("runs"))
+    return notFoundPage(`There are no runs to show: ${whyLacking("runs")}.`);
+  const asked = runListParams(url.searchParams);
+  if ("problem" in asked) return requestErrorPage(400, asked.problem);
+  const { filter, after } = asked;
+  try {
+    const page = await source.runList(filter, after);
+    const body = renderRunList(page, filter);
+    return ok(
+      renderPage({
+        title: "Runs",
+        body,
+        ...shown,
+        ...(filter.tenant ? { tenant: filter.tenant } : {}),
+      }),
+    );
+  } catch (error) {
+    if (error instanceof ListPageError)
+      return requestErrorPage(400, `The page ${error.message}: follow a Next page link.`);
+    throw error;
+  }
 }
 
 /**
@@ -150,6 +176,7 @@ async function dispatch(source: OpsSource, url: URL, context: PageContext): Prom
   if (workflow === null)
     return requestErrorPage(400, "The workflow's name could not be read (a malformed %-escape).");
   if (workflow) return workflowsPage(source, url, workflow, shown);
+  if (path === "/runs" || path === "/runs/") return runListPage(source, url, shown);
   const runId = segmentOf("runs", path);
   if (runId === null)
     return requestErrorPage(400, "The run id could not be read (a malformed %-escape).");
