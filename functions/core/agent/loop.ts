@@ -1,4 +1,5 @@
 import * as z from "../../../schemas/zod";
+import { PermanentError } from "../errors";
 import { ISSUE_LIMIT, type ModelMessage, type ModelPort } from "../model";
 import { modelSchemaOf } from "../model-schemas";
 import type { SideEffectStore } from "../side-effects";
@@ -333,7 +334,7 @@ async function settledCall(
     outcome.kind === "succeeded"
       ? outcome.output
       : { error: outcome.code, message: outcome.message };
-  const ref = await ports.content.put(JSON.stringify(content));
+  const ref = await storedAnswer(ports, JSON.stringify(content), tool, journal);
   const pending = journal.pending.map((p) =>
     p.id === callId ? { ...p, result: { ref, is_error: outcome.kind !== "succeeded" } } : p,
   );
@@ -346,6 +347,35 @@ async function settledCall(
     ...(tool.effect === "write" ? { key } : {}),
   };
   return recorded(journal, step, now, { pending, totals });
+}
+
+/**
+ * A tool's answer stored; one too large for the content store fails the step at once,
+ * permanently, naming the tool and the run (a retry would run the tool to the same answer).
+ */
+async function storedAnswer(
+  ports: AgentPorts,
+  text: string,
+  tool: AnyTool,
+  journal: AgentJournal,
+): Promise<string> {
+  try {
+    return await ports.content.put(text);
+  } catch (error) {
+    if (!(error instanceof PermanentError) || error.code !== "content.too_large") throw error;
+    throw new PermanentError(
+      "tool.output_too_large",
+      `tool ${tool.name} of agent ${journal.agent} (run ${journal.run_id}) answered ${String(error.details.bytes)} bytes, more than can be stored (${String(error.details.limit)})`,
+      {
+        details: {
+          tool: tool.name,
+          agent: journal.agent,
+          run_id: journal.run_id,
+          ...error.details,
+        },
+      },
+    );
+  }
 }
 
 async function settledBy(
