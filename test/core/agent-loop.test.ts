@@ -287,6 +287,32 @@ describe("the agent loop (functions/core/agent)", () => {
     );
   });
 
+  it("a tool whose answer is too large to store fails the step at once, permanently, naming the tool", async () => {
+    const huge = defineTool({
+      name: "dump",
+      description: "Dump everything.",
+      effect: "read",
+      input: z.object({}),
+      output: z.object({ blob: z.string() }),
+      async run() {
+        return { blob: "x".repeat(400_000) };
+      },
+    });
+    const model = new ScriptedModel(() => ({ call: [["dump", {}]] }));
+    const ports = portsWith(model);
+    const agent = tinyAgent([huge]);
+    const { journal } = await step(agent, await begin(ports), ports);
+    const error = await step(agent, journal, ports).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PermanentError);
+    expect(error).toMatchObject({
+      code: "tool.output_too_large",
+      details: { tool: "dump", agent: "tiny", run_id: RUN },
+    });
+    expect((error as Error).message).toMatch(
+      /^tool dump of agent tiny \(run run_tiny_1\) answered/,
+    );
+  });
+
   it("a run stored before pages, with all its references in its item, seals them at its next message", async () => {
     const ports = portsWith(new ScriptedModel(() => ({ text: GOOD_ANSWER })));
     const refs = await Promise.all(
