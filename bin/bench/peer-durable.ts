@@ -7,7 +7,7 @@ import type { FlowShape } from "../../lib/dev/metering/flow-cost";
 /**
  * The reference flows as Lambda durable functions, written with AWS's SDK
  * (`@aws/durable-execution-sdk-js`) and run on its testing SDK's local runner
- * (`@aws/durable-execution-sdk-js-testing`, LocalDurableTestRunner, time skipped): what the
+ * (`@aws/durable-execution-sdk-js-testing`, LocalDurableTestRunner, real timers): what the
  * execution recorded is counted, not assumed. Both are devDependencies, loaded when the cost
  * section runs; where they are not installed the bench says the durable figures are assumed.
  *
@@ -207,7 +207,9 @@ export async function countDurableFlows(
   if (!loaded) return undefined;
   const { sdk, testing, versions } = loaded;
   const counts = new Map<string, DurableCount>();
-  await testing.LocalDurableTestRunner.setupTestEnvironment({ skipTime: true });
+  // Real timers: the flows have no waits, and skipping time installs fake timers process-wide,
+  // which would stop the local stack's pollers running beside it.
+  await testing.LocalDurableTestRunner.setupTestEnvironment({ skipTime: false });
   try {
     for (const shape of shapes) {
       const flow = FLOWS[shape.flow];
