@@ -17,6 +17,7 @@ import {
   runTenantsSection,
   stopLocalSection,
 } from "./bench/local";
+import { type LongRunResult, longRunSummary, runLongRunSection } from "./bench/long-run";
 import { type RolesResult, rolesSummary, runRolesSection, stopRolesSection } from "./bench/roles";
 import { fmt, fmtInt } from "./bench/stats";
 import type { TenantsResult } from "./bench/tenants";
@@ -43,8 +44,10 @@ import { runThroughputSection, type ThroughputResult } from "./bench/throughput"
  *    stack of its own each: latency per hop and dollars per million consumed events, side by side.
  * 8. One tenant's runs of one status, a page and the next, of 100,000 runs on moto: from the
  *    by-tenant-status index, beside the look-through of the kind's list.
+ * 9. One agent run of 2,000 turns on the agent loop: bytes written per turn at turn 10 and at its
+ *    last, no moto.
  * `npm run bench -- cost` section 6, `npm run bench -- delivery` section 7, `npm run bench -- lists`
- * section 8.
+ * section 8, `npm run bench -- long-run` section 9.
  * No figure is hard-coded and nothing asserts speed; the run fails only when something breaks.
  */
 
@@ -91,7 +94,7 @@ async function main(): Promise<void> {
     process.argv.slice(2).includes(s),
   );
   // Fail before the long in-memory section when sections 2 and 3 cannot run.
-  if (only !== "bundles" && only !== "memory" && !motoAvailable()) {
+  if (only !== "bundles" && only !== "memory" && only !== "long-run" && !motoAvailable()) {
     throw new SetupError(
       "moto_server is not on PATH, and sections 2 and 3 need it: install moto 5.2 with its server extra (pip install 'moto[server]~=5.2')",
     );
@@ -113,6 +116,7 @@ async function main(): Promise<void> {
   const cost = await runCost();
   const delivery = await runDelivery();
   const lists = await runLists();
+  const longRun = await runLongRun();
 
   heading("Summary");
   out(memorySummary(throughput));
@@ -123,6 +127,7 @@ async function main(): Promise<void> {
   out(costSummary(cost));
   out(deliverySummary(delivery));
   out(listsSummary(lists));
+  out(longRunSummary(longRun));
   out();
   out(`done in ${fmt((performance.now() - started) / 1000, 1)} s`);
 }
@@ -137,6 +142,7 @@ const SOLO = {
   cost: async () => costSummary(await runCost()),
   delivery: async () => deliverySummary(await runDelivery()),
   lists: async () => listsSummary(await runLists()),
+  "long-run": async () => longRunSummary(await runLongRun()),
 };
 
 /** Section 1: the consumer pipeline on the in-memory adapters, against bare consumers. */
@@ -240,6 +246,15 @@ async function runLists(): Promise<ListsResult> {
     await stopMoto();
     out(`section 8 took ${fmt((performance.now() - mark) / 1000, 1)} s (moto start included)`);
   }
+}
+
+/** Section 9: one long agent run, in memory. */
+async function runLongRun(): Promise<LongRunResult> {
+  heading("9. An agent run of 2,000 turns: bytes written per turn, early and late");
+  const mark = performance.now();
+  const result = await runLongRunSection(out);
+  out(`section 9 took ${fmt((performance.now() - mark) / 1000, 1)} s`);
+  return result;
 }
 
 function localSummary(local: LocalResult): string {

@@ -1,8 +1,30 @@
 import { EventTypeName, OpaqueId, TenantId, Ulid } from "./ids";
 import * as z from "./zod";
 
-/** Largest serialized envelope accepted anywhere (EventBridge's per-entry limit). */
+/**
+ * Largest serialized envelope that travels on a bus or a queue (EventBridge's per-entry limit,
+ * SQS's per-message limit). A larger one on a stream travels by claim check (`claim_check`).
+ */
 export const MAX_ENVELOPE_BYTES = 256 * 1024;
+
+/**
+ * Largest serialized envelope a stream holds: its item in the events table (the envelope deflated
+ * where that is smaller, and its keys and attributes) stays under DynamoDB's 400 KB item limit.
+ * A producer that emits a larger one fails at once, permanently (functions/core/emit.ts).
+ */
+export const MAX_STORED_ENVELOPE_BYTES = 350_000;
+
+/**
+ * What an envelope too large for a bus carries instead of its payload
+ * (functions/core/claim-check.ts): its payload's SHA-256 (of its JSON) and size. The event is in
+ * its stream, at the envelope's aggregate and version; the consumer reads it from there and checks
+ * the hash.
+ */
+export const ClaimCheck = z.object({
+  sha256: z.string().check(z.regex(/^[0-9a-f]{64}$/, { message: "must be a hex SHA-256" })),
+  bytes: z.int().check(z.minimum(0), z.maximum(MAX_STORED_ENVELOPE_BYTES)),
+});
+export type ClaimCheck = z.infer<typeof ClaimCheck>;
 
 /**
  * The highest position an event can have in its stream (and the highest input version): 2^31 - 1.
@@ -98,6 +120,8 @@ export const EnvelopeBase = z.object({
    * (functions/core/required-version.ts).
    */
   required_version: z.optional(RequiredVersion),
+  /** Set on an envelope that travels without its payload (null): where to read it from. */
+  claim_check: z.optional(ClaimCheck),
   payload: z.unknown(),
 });
 

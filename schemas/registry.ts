@@ -1,4 +1,6 @@
 import {
+  AggregatePosition,
+  ClaimCheck,
   type Envelope,
   EnvelopeBase,
   type EnvelopeInput,
@@ -90,6 +92,15 @@ type NewestOf<All, E = All> =
 type Next<V extends number, Count extends unknown[] = []> = Count["length"] extends V
   ? [...Count, unknown]["length"]
   : Next<V, [...Count, unknown]>;
+
+export interface ParseOptions {
+  /**
+   * The largest envelope accepted, in bytes of JSON. @default MAX_ENVELOPE_BYTES (what travels);
+   * an envelope a producer appends to a stream, or a claim check opened, may be up to
+   * MAX_STORED_ENVELOPE_BYTES.
+   */
+  readonly maxBytes?: number;
+}
 
 export type ParseResult =
   | {
@@ -227,9 +238,9 @@ export class EventRegistry {
    * message is validated once, by its type's full schema; the envelope alone is checked again
    * only to word the error of an invalid one.
    */
-  parse(raw: unknown): ParseResult {
-    const parsed = this.parseAsWritten(raw);
-    if (!parsed.ok) return parsed;
+  parse(raw: unknown, options: ParseOptions = {}): ParseResult {
+    const parsed = this.parseAsWritten(raw, options.maxBytes ?? MAX_ENVELOPE_BYTES);
+    if (!parsed.ok || parsed.envelope.claim_check) return parsed;
     const newest = this.byType.get(parsed.definition.type)?.[0];
     if (!newest || newest === parsed.definition) return parsed;
     return this.upcastParsed(parsed.envelope, newest);
@@ -258,12 +269,12 @@ export class EventRegistry {
   }
 
   /** `parse` without the upcast: the message validated at the version it names. */
-  private parseAsWritten(raw: unknown): ParseResult {
-    const sizeProblem = sizeProblemOf(raw);
+  private parseAsWritten(raw: unknown, maxBytes: number): ParseResult {
+    const sizeProblem = sizeProblemOf(raw, maxBytes);
     if (sizeProblem) return { ok: false, ...sizeProblem, eventId: pickEventId(raw) };
     const definition = this.definitionNamed(raw);
     // The schema pins event_type and schema_version: valid data is of `definition`.
-    const full = definition && this.parseFull(definition, raw);
+    const full = definition && (isClaim(raw) ? claimParse(raw) : this.parseFull(definition, raw));
     if (!definition || !full?.success)
       return { ok: false, ...this.problemOf(raw, full?.error), eventId: pickEventId(raw) };
     const data = full.data as z.output<typeof EnvelopeBase>;
@@ -347,13 +358,13 @@ function checkChain(definition: EventTypeDefinition, known: readonly EventTypeDe
  * (./json-size); the rest are serialized, and as UTF-8 takes at most 3 bytes per UTF-16 code unit,
  * their bytes are counted only when the JSON text is long enough to possibly exceed the limit.
  */
-function sizeProblemOf(raw: unknown): Problem | undefined {
-  const bound = jsonBytesAtMost(raw, MAX_ENVELOPE_BYTES);
-  if (bound !== undefined && bound <= MAX_ENVELOPE_BYTES) return undefined;
+function sizeProblemOf(raw: unknown, maxBytes: number): Problem | undefined {
+  const bound = jsonBytesAtMost(raw, maxBytes);
+  if (bound !== undefined && bound <= maxBytes) return undefined;
   let size: number;
   try {
     const text = JSON.stringify(raw) ?? "";
-    size = text.length * 3 <= MAX_ENVELOPE_BYTES ? text.length : utf8Bytes(text);
+    size = text.length * 3 <= maxBytes ? text.length : utf8Bytes(text);
   } catch (error) {
     // JSON.stringify gives up on a value nested thousands of levels deep (or with a cycle).
     return {
@@ -361,12 +372,29 @@ function sizeProblemOf(raw: unknown): Problem | undefined {
       message: `envelope cannot be serialized: ${error instanceof Error ? error.message : String(error)}`,
     };
   }
-  return size > MAX_ENVELOPE_BYTES
+  return size > maxBytes
     ? {
         code: "envelope.too_large",
-        message: `envelope is ${size} bytes, limit ${MAX_ENVELOPE_BYTES}`,
+        message: `envelope is ${size} bytes, limit ${maxBytes}`,
       }
     : undefined;
+}
+
+/** A message that carries a claim check instead of its payload. */
+function isClaim(raw: unknown): boolean {
+  return !!raw && typeof raw === "object" && "claim_check" in raw;
+}
+
+/** A claim check's envelope: its payload is null, and it names a position in a stream. */
+const ClaimEnvelope = z.extend(EnvelopeBase, {
+  claim_check: ClaimCheck,
+  payload: z.null(),
+  aggregate: z.extend(AggregatePosition, { version: z.int().check(z.minimum(1)) }),
+});
+
+/** A claim check's envelope, parsed (its payload is checked where it is opened). */
+function claimParse(raw: unknown) {
+  return z.safeParse(ClaimEnvelope, raw);
 }
 
 function pickEventId(raw: unknown): string | undefined {

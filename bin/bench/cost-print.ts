@@ -16,6 +16,7 @@ import {
   PRICES,
   PRICES_AS_OF,
 } from "../../lib/dev/metering/prices";
+import { peerCountingNote } from "./peers";
 import { fmt, fmtInt, renderTable } from "./stats";
 
 type Out = (line?: string) => void;
@@ -105,6 +106,7 @@ function printCounting(out: Out, flows: readonly MixedFlow[]): void {
     out(`  ${shape.flow}: steps ${shape.steps.join(" → ")}`);
     for (const p of peerCosts(shape, usage)) out(`    ${p.peer}: ${p.counted}`);
   }
+  out(peerCountingNote(flows.map((f) => f.shape)));
   out(
     `  Lambda tasks: one request per step plus the GB-seconds AgentBus's consumer groups took for the same work (arm64); Express duration = those handlers' seconds, rounded up to 100 ms, at 64 MB; the durable function runs every step in one invocation with the same GB-seconds (no waits, no replays); Temporal: one Action for the workflow's start and one per Activity start (no retries, no heartbeats, no timers), its workers' compute and storage not counted; a child run (long form's fact check) is a child execution started by a Task state, a durable function the parent invokes, a child workflow.`,
   );

@@ -10,6 +10,7 @@ import {
 } from "../../lib/dev/metering/metering";
 import { PLAYED_FLOWS } from "./cost-flows";
 import { type CostResult, printCost } from "./cost-print";
+import { withPeerCounts } from "./peers";
 
 /**
  * `npm run bench` section 6 (`npm run bench -- cost`): what each reference flow costs in dollars
@@ -71,6 +72,12 @@ export async function stopCostSection(): Promise<void> {
   await env?.stop();
 }
 
+/** The flows with what the peers' own tools counted for each (./peers.ts). */
+async function withCountedPeers(flows: readonly MixedFlow[]): Promise<MixedFlow[]> {
+  const shapes = await withPeerCounts(flows.map((f) => f.shape));
+  return flows.map((f, i) => ({ ...f, shape: shapes[i] ?? f.shape }));
+}
+
 export async function runCostSection(out: Out): Promise<CostResult> {
   let current = noInvocations();
   const onEvent = (event: RuntimeEvent) => countInvocation(current, event);
@@ -96,7 +103,12 @@ export async function runCostSection(out: Out): Promise<CostResult> {
       mixSeconds += (performance.now() - started) / 1000 / REPEATS;
       flows.push({ shape: sameShape(flow.flow, shapes), usage: meanOf(usages) });
     }
-    const result = { flows, mixSeconds, mappings: mappingsOf(env), functions: functionsOf(env) };
+    const result = {
+      flows: await withCountedPeers(flows),
+      mixSeconds,
+      mappings: mappingsOf(env),
+      functions: functionsOf(env),
+    };
     printCost(out, result);
     return result;
   } finally {

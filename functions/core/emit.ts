@@ -1,4 +1,11 @@
-import type { AggregateRef, Envelope, EventTypeDefinition, RequiredVersion } from "../../schemas";
+import {
+  type AggregateRef,
+  type Envelope,
+  type EventTypeDefinition,
+  MAX_ENVELOPE_BYTES,
+  MAX_STORED_ENVELOPE_BYTES,
+  type RequiredVersion,
+} from "../../schemas";
 import { PermanentError } from "./errors";
 import { isoTime } from "./iso-time";
 import type { ConsumerDeps } from "./ports";
@@ -88,15 +95,32 @@ export function buildEmitted(
     if (spec.expiresAt !== undefined) candidate.expires_at = spec.expiresAt;
     if (spec.inputVersion !== undefined) candidate.input_version = spec.inputVersion;
     if (spec.requiredVersion !== undefined) candidate.required_version = spec.requiredVersion;
-    const parsed = deps.registry.parse(candidate);
-    if (!parsed.ok) {
-      throw new PermanentError(
-        "emit.invalid",
-        `${producer} emitted an invalid ${spec.type}: ${parsed.message}`,
-      );
-    }
+    // What a stream holds may be larger than what travels: it travels by claim check.
+    const parsed = deps.registry.parse(candidate, { maxBytes: MAX_STORED_ENVELOPE_BYTES });
+    if (!parsed.ok) throw emitRefused(producer, spec.type, parsed);
     return parsed.envelope;
   });
+}
+
+/**
+ * Why an emitted message is refused: too large for any store (`emit.too_large`: a payload a
+ * claim check cannot carry either), or invalid. Permanent: the same decision emits it again.
+ */
+function emitRefused(
+  producer: string,
+  type: string,
+  parsed: { readonly code: string; readonly message: string },
+): PermanentError {
+  if (parsed.code === "envelope.too_large")
+    return new PermanentError(
+      "emit.too_large",
+      `${producer} emitted a ${type} too large to be stored (${parsed.message}; a message over ${MAX_ENVELOPE_BYTES} bytes travels by claim check, but its stream holds at most ${MAX_STORED_ENVELOPE_BYTES}): nothing was stored`,
+      { details: { producer, event_type: type } },
+    );
+  return new PermanentError(
+    "emit.invalid",
+    `${producer} emitted an invalid ${type}: ${parsed.message}`,
+  );
 }
 
 /**

@@ -1,5 +1,6 @@
-import type { AggregateRef, Envelope } from "../../schemas";
+import { type AggregateRef, type Envelope, MAX_STORED_ENVELOPE_BYTES } from "../../schemas";
 import { applyInOrder, type Delivery, keepsMessage, sharedStream, stateRefOf } from "./apply";
+import { openClaim } from "./claim-check";
 import { duplicateStep, refOf } from "./commit";
 import {
   DuplicateCommitError,
@@ -56,7 +57,12 @@ export async function consume<S>(
   deps: ConsumerDeps,
   options: ConsumeOptions = {},
 ): Promise<ConsumeResult> {
-  const parsed = deps.registry.parse(raw);
+  // A claim check is opened from the event's stream; what it opens may exceed the bus's limit.
+  const opened = await openClaim(raw, deps.store);
+  const parsed = deps.registry.parse(
+    opened,
+    opened === raw ? {} : { maxBytes: MAX_STORED_ENVELOPE_BYTES },
+  );
   if (!parsed.ok) {
     throw new PermanentError(parsed.code, parsed.message, { details: { eventId: parsed.eventId } });
   }

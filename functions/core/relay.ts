@@ -1,5 +1,6 @@
 import { type Envelope, type EventRegistry, envelopeBytes, type Topic } from "../../schemas";
 import { backoff, chunk, sleep } from "./batching";
+import { claimOf } from "./claim-check";
 import { AgentBusError, describe, PermanentError, TransientError } from "./errors";
 import type { EventPublisher, PublishFailure } from "./ports";
 
@@ -75,7 +76,8 @@ export async function relay(
       options.topics?.get(event.event_id) ??
       registry.get(event.event_type, event.schema_version)?.topic ??
       options.typeTopics?.get(event.event_type);
-    if (topic) byTopic.set(topic, [...(byTopic.get(topic) ?? []), event]);
+    // An event too large for the bus travels as its claim (./claim-check.ts).
+    if (topic) byTopic.set(topic, [...(byTopic.get(topic) ?? []), claimOf(event)]);
     else unplaced.push(event);
   }
   const progress: Progress = { events, calls: 0, retriedEntries: 0, published: new Set() };

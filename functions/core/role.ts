@@ -1,4 +1,5 @@
 import type { AggregateRef, Envelope } from "../../schemas";
+import type { ContentStore } from "./agent/content";
 import type { EmitSpec, HeartbeatSpec } from "./emit";
 import type { ErrorInfo } from "./errors";
 import type { DiscardReason, RecordedDecision, StateSummary, StoredState } from "./ports";
@@ -133,8 +134,14 @@ export interface ConversationPart {
 export interface PersonalState<S> {
   stateOf(part: ConversationPart): AggregateRef | undefined;
   erase(state: S): S;
-  /** The stored texts (ContentStore references) the state refers to that hold personal data. */
-  contentOf?(state: S): readonly string[];
+  /**
+   * The stored texts (ContentStore references) the state refers to that hold personal data;
+   * `content` reads what the state keeps there of its own references (an agent run's pages).
+   */
+  contentOf?(
+    state: S,
+    content: Pick<ContentStore, "getMany">,
+  ): Promise<readonly string[]> | readonly string[];
 }
 
 /**

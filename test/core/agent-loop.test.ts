@@ -6,6 +6,7 @@ import {
   agentModelSchemas,
   defineAgent,
   JOURNAL_WINDOW,
+  journalContent,
   MAX_TURNS_LIMIT,
   newJournal,
 } from "../../functions/core/agent/agent";
@@ -15,6 +16,12 @@ import {
   toolOutputsSeen,
 } from "../../functions/core/agent/content";
 import { type AgentPorts, agentStep, type StepResult } from "../../functions/core/agent/loop";
+import {
+  conversationRefs,
+  conversationTexts,
+  MESSAGES_KEPT,
+  withMessage,
+} from "../../functions/core/agent/messages";
 import { approvalExpired, personDecides } from "../../functions/core/agent/person";
 import {
   defineTool,
@@ -239,6 +246,85 @@ describe("the agent loop (functions/core/agent)", () => {
     expect(journal.window.length).toBeLessThanOrEqual(JOURNAL_WINDOW);
     expect(journal.window.at(-1)?.step).toBe(journal.step);
     expect(journal.step).toBe(100 + 99);
+  });
+
+  it("a 200-turn run's item is the same size at its last turn as at its tenth: older messages go to pages, and the model still sees them all", async () => {
+    const model = new ScriptedModel((turn) =>
+      turn < 200 ? { call: [["lookup", { n: turn }]] } : { text: GOOD_ANSWER },
+    );
+    const ports = portsWith(model);
+    const agent = tinyAgent([lookupTool()], { maxTurns: 200 });
+    // The item's size after each turn's tool call is answered (the turn's last step).
+    const sizes = new Map<number, number>();
+    let current = await begin(ports);
+    let result: StepResult | undefined;
+    for (let i = 0; i < 1000 && result?.next !== "end"; i++) {
+      result = await step(agent, current, ports);
+      current = result.journal;
+      if (current.pending.length === 0)
+        sizes.set(current.totals.model_turns, Buffer.byteLength(JSON.stringify(current), "utf8"));
+    }
+    expect(current.status).toBe("COMPLETED");
+    expect(model.last?.messages).toHaveLength(1 + 2 * 199);
+    expect(model.last?.messages.map((m) => m.toolResults?.[0]?.toolCallId ?? m.role)).toEqual([
+      "user",
+      ...Array.from({ length: 199 }, (_, i) => ["assistant", `call_${i + 1}_1`]).flat(),
+    ]);
+    expect(current.messages).toHaveLength(MESSAGES_KEPT);
+    expect(current.earlier?.total).toBe(1 + 2 * 199 + 1);
+    // Only the digits of step numbers, turns and call ids grow (turn 10 against turn 199); with
+    // every reference kept in the item, it would hold 378 more of 64 characters.
+    const [tenth, last] = [sizes.get(10) ?? 0, sizes.get(199) ?? 0];
+    expect(tenth).toBeGreaterThan(0);
+    expect(last - tenth).toBeGreaterThanOrEqual(0);
+    expect(last - tenth).toBeLessThanOrEqual(tenth * 0.02);
+    // An erasure finds every text of the conversation, pages included.
+    const refs = await journalContent(current, ports.content);
+    expect(refs).toHaveLength(current.earlier?.total ?? 0);
+    expect(new Set(refs).size).toBe(refs.length);
+    expect(await conversationTexts(current, ports.content)).toEqual(
+      await ports.content.getMany(refs),
+    );
+  });
+
+  it("a tool whose answer is too large to store fails the step at once, permanently, naming the tool", async () => {
+    const huge = defineTool({
+      name: "dump",
+      description: "Dump everything.",
+      effect: "read",
+      input: z.object({}),
+      output: z.object({ blob: z.string() }),
+      async run() {
+        return { blob: "x".repeat(400_000) };
+      },
+    });
+    const model = new ScriptedModel(() => ({ call: [["dump", {}]] }));
+    const ports = portsWith(model);
+    const agent = tinyAgent([huge]);
+    const { journal } = await step(agent, await begin(ports), ports);
+    const error = await step(agent, journal, ports).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PermanentError);
+    expect(error).toMatchObject({
+      code: "tool.output_too_large",
+      details: { tool: "dump", agent: "tiny", run_id: RUN },
+    });
+    expect((error as Error).message).toMatch(
+      /^tool dump of agent tiny \(run run_tiny_1\) answered/,
+    );
+  });
+
+  it("a run stored before pages, with all its references in its item, seals them at its next message", async () => {
+    const ports = portsWith(new ScriptedModel(() => ({ text: GOOD_ANSWER })));
+    const refs = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => ports.content.put(JSON.stringify({ n: i }))),
+    );
+    const next = await withMessage({ messages: refs }, "new", ports.content);
+    expect(next.messages).toEqual([...refs.slice(-(MESSAGES_KEPT - 1)), "new"]);
+    expect(next.earlier).toMatchObject({ sealed: 41, total: 41 });
+    expect(await conversationRefs(next, ports.content)).toEqual([...refs, "new"]);
+    const after = await withMessage(next, "newer", ports.content);
+    expect(after.earlier).toMatchObject({ sealed: 41, total: 42 });
+    expect(await conversationRefs(after, ports.content)).toEqual([...refs, "new", "newer"]);
   });
 
   it("the step whose answer ends the run gives back the conversation's texts, as it read and wrote them", async () => {

@@ -130,7 +130,7 @@ describe("the peers' counting", () => {
     expect(long["Step Functions Standard"]?.counted).toMatch(/^9 transitions/);
     expect(
       byPeer(contentRunShape("long form", { claims: 4, rounds: 1 }))["Temporal Cloud"]?.counted,
-    ).toBe("8 Actions (workflow start + 7 Activity starts)");
+    ).toBe("8 Actions (assumed: workflow start + 7 Activity starts)");
     expect(
       (quick["Lambda durable functions"]?.dollars ?? 0) -
         (long["Lambda durable functions"]?.dollars ?? 0),
@@ -148,7 +148,7 @@ describe("the peers' counting", () => {
     const more = (peer: string) => (nested[peer]?.dollars ?? 0) - (flat[peer]?.dollars ?? 0);
     // The parent's Task state that starts the child execution.
     expect(nested["Step Functions Standard"]?.counted).toBe(
-      "8 transitions (6 Task states + 1 Parallel/Map + 1 child execution start) + 6 Lambda tasks",
+      "8 transitions (assumed: 6 Task states + 1 Parallel/Map + 1 child execution start) + 6 Lambda tasks",
     );
     expect(more("Step Functions Standard")).toBeCloseTo(25e-6, 15);
     // The child's own execution request.
@@ -156,11 +156,11 @@ describe("the peers' counting", () => {
     expect(more("Step Functions Express")).toBeCloseTo(1e-6, 15);
     // The parent's invoke and the child's start, and the child's invocation.
     expect(nested["Lambda durable functions"]?.counted).toBe(
-      "10 operations (start + 6 steps + 1 parallel + 1 child invoke + child start) + 2 invocations",
+      "10 operations (assumed: start + 6 steps + 1 parallel + 1 child invoke + child start) + 2 invocations",
     );
     expect(more("Lambda durable functions")).toBeCloseTo(2 * 8e-6 + 0.2e-6, 15);
     expect(nested["Temporal Cloud"]?.counted).toBe(
-      "8 Actions (workflow start + 6 Activity starts + 1 child workflow start)",
+      "8 Actions (assumed: workflow start + 6 Activity starts + 1 child workflow start)",
     );
     expect(more("Temporal Cloud")).toBeCloseTo(50e-6, 15);
   });

@@ -2,17 +2,17 @@ import {
   type ContentOverwriter,
   type ContentStore,
   contentRef,
+  contentTooLarge,
+  MAX_CONTENT_BYTES,
   missingContent,
 } from "../../core/agent/content";
-import { PermanentError } from "../../core/errors";
 import type { AwsClient } from "../aws/client";
 import { PutItem } from "../aws/operations";
 import { dynamoFailure } from "./failure";
 import { type BatchGetOptions, batchGetByPk, MAX_BATCH_GET_KEYS } from "./reads";
 import { StateAttr } from "./tables";
 
-/** Largest text stored, in UTF-8 bytes (the item limit is 400 KB, key and names included). */
-export const MAX_CONTENT_BYTES = 350_000;
+export { MAX_CONTENT_BYTES };
 
 /** The state table's partition key of the content item of `ref`. */
 export function contentKey(ref: string): string {
@@ -78,13 +78,8 @@ export class DynamoContentStore implements ContentStore, ContentOverwriter {
   }
 
   async put(text: string): Promise<string> {
-    const bytes = Buffer.byteLength(text, "utf8");
-    if (bytes > MAX_CONTENT_BYTES)
-      throw new PermanentError(
-        "content.too_large",
-        `a text of ${bytes} UTF-8 bytes cannot be stored; at most ${MAX_CONTENT_BYTES}`,
-        { details: { bytes, limit: MAX_CONTENT_BYTES } },
-      );
+    const tooLarge = contentTooLarge(text);
+    if (tooLarge) throw tooLarge;
     const ref = contentRef(text);
     try {
       await this.client.send(

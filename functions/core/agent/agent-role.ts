@@ -11,6 +11,7 @@ import {
   newJournal,
 } from "./agent";
 import { type AgentPorts, agentStep, type StepResult, type WriteDone } from "./loop";
+import { conversationTexts } from "./messages";
 import { approvalExpired, personDecides } from "./person";
 import { cancelTurn, type Superseded, stopDiscard, stopped } from "./stop";
 
@@ -301,7 +302,7 @@ function conversationOf(result: StepResult, ports: AgentPorts): RunConversation 
   return () => {
     read ??= result.conversation
       ? Promise.resolve(result.conversation)
-      : ports.content.getMany(result.journal.messages);
+      : conversationTexts(result.journal, ports.content);
     return read;
   };
 }

@@ -3,6 +3,8 @@ import { type RunState, type RunTrigger, TRANSITIONS } from "../agent-run-model"
 import { PermanentError } from "../errors";
 import { type ModelSchemas, modelSchemaOf, toolSchemaName } from "../model-schemas";
 import { ERASED } from "../personal-data/erased";
+import type { ContentStore } from "./content";
+import { conversationRefs, type EarlierMessages } from "./messages";
 import type { ToolDefinition } from "./tool";
 
 /**
@@ -49,7 +51,7 @@ export interface AgentDefinition<O = any> {
 
 export const DEFAULT_MAX_ERROR_TURNS = 3;
 export { DEFAULT_MAX_UNKNOWN_ATTEMPTS } from "../write-once";
-export const MAX_TURNS_LIMIT = 500;
+export const MAX_TURNS_LIMIT = 10_000;
 /** How many of the latest steps the run's item keeps in full (the rest are counted). */
 export const JOURNAL_WINDOW = 20;
 
@@ -209,7 +211,8 @@ export interface RunStop {
 
 /**
  * The run's item: small and bounded whatever the run's length. The conversation with the model is
- * kept as content references (./content.ts), oldest first; the latest steps in full in `window`.
+ * kept as content references (./content.ts), the newest in the item and the older in pages
+ * (./messages.ts); the latest steps in full in `window`.
  */
 export interface AgentJournal {
   readonly run_id: string;
@@ -233,7 +236,10 @@ export interface AgentJournal {
   /** Steps committed (the continue command of step n carries n). */
   readonly step: number;
   readonly error_turns: number;
+  /** The references of the conversation's newest messages (./messages.ts: MESSAGES_KEPT). */
   readonly messages: readonly string[];
+  /** The pages of its older messages, once it has more than the item keeps (./messages.ts). */
+  readonly earlier?: EarlierMessages;
   readonly pending: readonly PendingCall[];
   /**
    * The latest JOURNAL_WINDOW decisions taken on the run's calls: what tells a decision repeated
@@ -388,7 +394,14 @@ export function erasedJournal(journal: AgentJournal): AgentJournal {
   };
 }
 
-/** The stored texts a journal refers to: its messages and its settled calls' answers. */
-export function journalContent(journal: AgentJournal): string[] {
-  return [...journal.messages, ...journal.pending.flatMap((p) => (p.result ? [p.result.ref] : []))];
+/**
+ * The stored texts a journal refers to: its messages (read from its pages, which hold references
+ * only) and its settled calls' answers.
+ */
+export async function journalContent(
+  journal: AgentJournal,
+  content: Pick<ContentStore, "getMany">,
+): Promise<string[]> {
+  const answers = journal.pending.flatMap((p) => (p.result ? [p.result.ref] : []));
+  return [...(await conversationRefs(journal, content)), ...answers];
 }

@@ -23,6 +23,20 @@ export function contentRef(text: string): string {
   return createHash("sha256").update(text).digest("hex");
 }
 
+/** Largest text stored, in UTF-8 bytes (a DynamoDB item is at most 400 KB, key and names included). */
+export const MAX_CONTENT_BYTES = 350_000;
+
+/** PermanentError `content.too_large` for a text over MAX_CONTENT_BYTES, else undefined. */
+export function contentTooLarge(text: string): PermanentError | undefined {
+  const bytes = Buffer.byteLength(text, "utf8");
+  if (bytes <= MAX_CONTENT_BYTES) return undefined;
+  return new PermanentError(
+    "content.too_large",
+    `a text of ${bytes} UTF-8 bytes cannot be stored; at most ${MAX_CONTENT_BYTES}`,
+    { details: { bytes, limit: MAX_CONTENT_BYTES } },
+  );
+}
+
 export function missingContent(ref: string): PermanentError {
   return new PermanentError("content.missing", `no content is stored under ${ref}`, {
     details: { ref },
@@ -81,6 +95,8 @@ export class InMemoryContentStore implements ContentStore, ContentOverwriter {
   writes = 0;
 
   async put(text: string): Promise<string> {
+    const tooLarge = contentTooLarge(text);
+    if (tooLarge) throw tooLarge;
     const ref = contentRef(text);
     this.texts.set(ref, text);
     this.writes += 1;

@@ -1,4 +1,5 @@
 import * as z from "../../../schemas/zod";
+import { PermanentError } from "../errors";
 import { ISSUE_LIMIT, type ModelMessage, type ModelPort } from "../model";
 import { modelSchemaOf } from "../model-schemas";
 import type { SideEffectStore } from "../side-effects";
@@ -17,6 +18,7 @@ import {
   type Waiting,
 } from "./agent";
 import type { ContentStore } from "./content";
+import { conversationTexts, withMessage } from "./messages";
 import { outsideSubject, toolSpecOf } from "./tool";
 import { type CallOutcome, runReadTool, runWriteTool, toolCallKey } from "./tool-call";
 import { reportedCount, reportedLatency, takenTurn } from "./turn";
@@ -65,7 +67,7 @@ export interface StepResult {
   /** The write the step learnt took effect, if any: what the role's facts of it are made from. */
   readonly wrote?: WriteDone;
   /**
-   * The texts of the journal's `messages`, oldest first, when the step holds them all: a model
+   * The texts of the run's conversation (./messages.ts), oldest first, when the step holds them all: a model
    * turn that ended the run read the conversation to ask the model and wrote its answer. The
    * role's `finish` is given them so it need not read the conversation again (./agent-role.ts).
    */
@@ -101,7 +103,7 @@ async function modelStep(
   const { now } = context;
   if (journal.totals.model_turns >= agent.maxTurns)
     return handOver(journal, now, `the turn budget (${agent.maxTurns}) is spent without an answer`);
-  const texts = await ports.content.getMany(journal.messages);
+  const texts = await conversationTexts(journal, ports.content);
   const response = await ports.model.converse({
     system: agent.instructions,
     messages: texts.map((text) => JSON.parse(text) as ModelMessage),
@@ -125,7 +127,7 @@ async function modelStep(
     input_tokens: journal.totals.input_tokens + tokens.input,
     output_tokens: journal.totals.output_tokens + tokens.output,
   };
-  const messages = [...journal.messages, await ports.content.put(taken.stored)];
+  const messages = await withMessage(journal, await ports.content.put(taken.stored), ports.content);
   const step = {
     kind: "model" as const,
     model_run_id: `${journal.run_id}:turn:${turn}`,
@@ -136,7 +138,7 @@ async function modelStep(
   };
   if (!taken.taken) {
     const refused = { ...totals, refused_calls: totals.refused_calls + taken.asked };
-    const next = recorded(journal, step, now, { totals: refused, messages });
+    const next = recorded(journal, step, now, { totals: refused, ...messages });
     return errorTurn(agent, next, ports, now, `Your turn was not taken: ${taken.problem}`);
   }
   if (taken.calls.length) {
@@ -145,10 +147,10 @@ async function modelStep(
       name: call.name,
       input: call.input,
     }));
-    const next = recorded(journal, step, now, { totals, messages, pending });
+    const next = recorded(journal, step, now, { totals, ...messages, pending });
     return refuseInvalidCalls(agent, next, ports, now);
   }
-  const next = recorded(journal, step, now, { totals, messages });
+  const next = recorded(journal, step, now, { totals, ...messages });
   const answer = { text: taken.text, conversation: [...texts, taken.stored] };
   return answered(agent, next, answer, ports, now);
 }
@@ -216,7 +218,11 @@ async function errorTurn(
       `${errorTurns} model turns in a row went wrong; the last: ${said}`,
     );
   const ref = await ports.content.put(JSON.stringify({ role: "user", text: said }));
-  const next = { ...journal, error_turns: errorTurns, messages: [...journal.messages, ref] };
+  const next = {
+    ...journal,
+    error_turns: errorTurns,
+    ...(await withMessage(journal, ref, ports.content)),
+  };
   return { journal: next, next: "continue", recorded: latestStep(next) };
 }
 
@@ -328,7 +334,7 @@ async function settledCall(
     outcome.kind === "succeeded"
       ? outcome.output
       : { error: outcome.code, message: outcome.message };
-  const ref = await ports.content.put(JSON.stringify(content));
+  const ref = await storedAnswer(ports, JSON.stringify(content), tool, journal);
   const pending = journal.pending.map((p) =>
     p.id === callId ? { ...p, result: { ref, is_error: outcome.kind !== "succeeded" } } : p,
   );
@@ -341,6 +347,35 @@ async function settledCall(
     ...(tool.effect === "write" ? { key } : {}),
   };
   return recorded(journal, step, now, { pending, totals });
+}
+
+/**
+ * A tool's answer stored; one too large for the content store fails the step at once,
+ * permanently, naming the tool and the run (a retry would run the tool to the same answer).
+ */
+async function storedAnswer(
+  ports: AgentPorts,
+  text: string,
+  tool: AnyTool,
+  journal: AgentJournal,
+): Promise<string> {
+  try {
+    return await ports.content.put(text);
+  } catch (error) {
+    if (!(error instanceof PermanentError) || error.code !== "content.too_large") throw error;
+    throw new PermanentError(
+      "tool.output_too_large",
+      `tool ${tool.name} of agent ${journal.agent} (run ${journal.run_id}) answered ${String(error.details.bytes)} bytes, more than can be stored (${String(error.details.limit)})`,
+      {
+        details: {
+          tool: tool.name,
+          agent: journal.agent,
+          run_id: journal.run_id,
+          ...error.details,
+        },
+      },
+    );
+  }
 }
 
 async function settledBy(
@@ -396,7 +431,7 @@ export async function closeTurn(journal: AgentJournal, ports: AgentPorts): Promi
     })),
   };
   const ref = await ports.content.put(JSON.stringify(message));
-  return { ...journal, pending: [], messages: [...journal.messages, ref] };
+  return { ...journal, pending: [], ...(await withMessage(journal, ref, ports.content)) };
 }
 
 function block(journal: AgentJournal, now: Date, waiting: Waiting): StepResult {

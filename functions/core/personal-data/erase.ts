@@ -101,8 +101,9 @@ async function eraseConversation(ports: ErasurePorts, conversationId: string): P
       const personal = erasers.get(refKey(state.aggregate));
       // An item holding only a group's gate records (a discarded start) refers to no texts.
       const gateOnly = state.data === undefined || state.data === null;
-      const texts = gateOnly ? [] : (personal?.contentOf?.(state.data) ?? []);
-      written += await eraseContent(ports.content, texts);
+      const texts =
+        gateOnly || !ports.content ? [] : await personal?.contentOf?.(state.data, ports.content);
+      written += await eraseContent(ports.content, texts ?? []);
       written += await eraseState(ports.states, state, personal);
     }
   return written;

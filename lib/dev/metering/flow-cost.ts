@@ -90,6 +90,23 @@ export interface FlowShape {
    * invoke, the child's start and its invocation), a child workflow (Temporal: its start).
    */
   readonly childRuns: number;
+  /**
+   * What the peers' own tools counted for the flow as it was played (bin/bench/peer-*.ts); a peer
+   * without a count is priced on the assumed count from the steps.
+   */
+  readonly counted?: PeerCounts;
+}
+
+/** The peers' figures counted for one flow, rather than assumed from its steps. */
+export interface PeerCounts {
+  /** State transitions of its state machine's execution (and nested ones), from its ASL. */
+  readonly stepFunctions?: { readonly transitions: number; readonly executions: number };
+  /** Its durable function run on AWS's testing SDK. */
+  readonly durable?: {
+    readonly operations: number;
+    readonly checkpointBytes: number;
+    readonly sdk: string;
+  };
 }
 
 /**
@@ -171,27 +188,34 @@ const EXPRESS_MEMORY_GB = 64 / 1024;
 export function peerCosts(shape: FlowShape, usage: FlowUsage): PeerCount[] {
   const n = shape.steps.length;
   const children = shape.childRuns;
-  const transitions = n + shape.parallelBlocks + children;
+  const { stepFunctions: sfn, durable } = shape.counted ?? {};
+  const transitions = sfn?.transitions ?? n + shape.parallelBlocks + children;
   const work = dollarsFor(PRICES.lambdaArm64, usage.workGbSeconds);
   const tasks = dollarsFor(PRICES.lambdaRequests, n) + work;
   const expressSeconds = Math.ceil(usage.workSeconds * 10) / 10;
-  const requests = 1 + children;
-  const operations = 1 + n + shape.parallelBlocks + 2 * children;
+  const requests = sfn?.executions ?? 1 + children;
+  const operations = durable?.operations ?? 1 + n + shape.parallelBlocks + 2 * children;
   const invocations = 1 + children;
   const actions = 1 + n + children;
   const plural = (count: number, word: string) => `${count} ${word}${count === 1 ? "" : "s"}`;
   const parallel = (what: string) =>
     shape.parallelBlocks ? ` + ${shape.parallelBlocks} ${what}` : "";
   const nested = (what: string) => (children ? ` + ${children} ${what}` : "");
+  const sfnCounted = sfn
+    ? `${transitions} transitions (counted from its ASL)`
+    : `${transitions} transitions (assumed: ${n} Task states${parallel("Parallel/Map")}${nested("child execution start")})`;
+  const durableCounted = durable
+    ? `${operations} operations, ${durable.checkpointBytes} checkpoint bytes (counted: ${durable.sdk}) + ${plural(invocations, "invocation")}`
+    : `${operations} operations (assumed: start + ${n} steps${parallel("parallel")}${nested("child invoke + child start")}) + ${plural(invocations, "invocation")}`;
   return [
     {
       peer: "Step Functions Standard",
-      counted: `${transitions} transitions (${n} Task states${parallel("Parallel/Map")}${nested("child execution start")}) + ${n} Lambda tasks`,
+      counted: `${sfnCounted} + ${n} Lambda tasks`,
       dollars: dollarsFor(PRICES.stepFunctionsTransitions, transitions) + tasks,
     },
     {
       peer: "Step Functions Express",
-      counted: `${plural(requests, "request")} + ${expressSeconds.toFixed(1)} s × 64 MB + ${n} Lambda tasks`,
+      counted: `${plural(requests, "request")}${sfn ? " (counted)" : ""} + ${expressSeconds.toFixed(1)} s × 64 MB + ${n} Lambda tasks`,
       dollars:
         dollarsFor(PRICES.stepFunctionsExpressRequests, requests) +
         dollarsFor(PRICES.stepFunctionsExpressDuration, expressSeconds * EXPRESS_MEMORY_GB) +
@@ -199,7 +223,7 @@ export function peerCosts(shape: FlowShape, usage: FlowUsage): PeerCount[] {
     },
     {
       peer: "Lambda durable functions",
-      counted: `${operations} operations (start + ${n} steps${parallel("parallel")}${nested("child invoke + child start")}) + ${plural(invocations, "invocation")}`,
+      counted: durableCounted,
       dollars:
         dollarsFor(PRICES.durableOperations, operations) +
         dollarsFor(PRICES.lambdaRequests, invocations) +
@@ -207,7 +231,7 @@ export function peerCosts(shape: FlowShape, usage: FlowUsage): PeerCount[] {
     },
     {
       peer: "Temporal Cloud",
-      counted: `${actions} Actions (workflow start + ${n} Activity starts${nested("child workflow start")})`,
+      counted: `${actions} Actions (assumed: workflow start + ${n} Activity starts${nested("child workflow start")})`,
       dollars: dollarsFor(PRICES.temporalActions, actions),
     },
   ];

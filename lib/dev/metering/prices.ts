@@ -127,7 +127,7 @@ export const IDLE_POLLS_PER_MAPPING_MINUTE = 15;
 export const ASSUMPTIONS: readonly string[] = [
   `Lambda's SQS pollers: ${IDLE_POLLS_PER_MAPPING_MINUTE} empty ReceiveMessage long polls a minute per event source mapping while a queue is idle (5 pollers × one 20 s poll each; AWS does not publish the rate)`,
   "Temporal Cloud above 200 million Actions a month: the last published tier ($25 per million) is kept (the page says contact Sales)",
-  "Lambda durable functions: one durable operation per step, per parallel block and for the execution's start (how the pricing page counts operations beyond steps was not found); data written and retained is not counted",
+  "Lambda durable functions: each execution's start billed as one durable operation besides those AWS's testing SDK records (steps, the contexts of map, parallel and their items and branches, chained invokes); without the SDKs installed, one operation per step, per parallel block and for the start (how the pricing page counts operations beyond steps was not found); data written and retained is counted in bytes, not priced",
 ];
 
 /** US$ for `quantity` units at a price. */
