@@ -1,4 +1,5 @@
 import * as z from "../../../schemas/zod";
+import { converseTraced, inAgentSpan, inToolSpan } from "../genai-spans";
 import { ISSUE_LIMIT, type ModelMessage, type ModelPort } from "../model";
 import { modelSchemaOf } from "../model-schemas";
 import type { SideEffectStore } from "../side-effects";
@@ -87,9 +88,12 @@ export async function agentStep(
   ports: AgentPorts,
   context: StepContext,
 ): Promise<StepResult> {
-  const call = journal.pending.find((p) => p.result === undefined);
-  if (call) return callStep(agent, journal, call, ports, context);
-  return modelStep(agent, journal, ports, context);
+  const run = { agent: agent.name, runId: journal.run_id, taskId: journal.task_id };
+  return inAgentSpan(run, () => {
+    const call = journal.pending.find((p) => p.result === undefined);
+    if (call) return callStep(agent, journal, call, ports, context);
+    return modelStep(agent, journal, ports, context);
+  });
 }
 
 async function modelStep(
@@ -102,7 +106,9 @@ async function modelStep(
   if (journal.totals.model_turns >= agent.maxTurns)
     return handOver(journal, now, `the turn budget (${agent.maxTurns}) is spent without an answer`);
   const texts = await ports.content.getMany(journal.messages);
-  const response = await ports.model.converse({
+  const turn = journal.totals.model_turns + 1;
+  const modelRunId = `${journal.run_id}:turn:${turn}`;
+  const response = await converseTraced(ports.model, {
     system: agent.instructions,
     messages: texts.map((text) => JSON.parse(text) as ModelMessage),
     tools: agent.tools.map((tool) => toolSpecOf(tool, agent.schemas)),
@@ -111,14 +117,18 @@ async function modelStep(
       schema: modelSchemaOf(agent.schemas, ANSWER_SCHEMA, agent.name),
     },
     ...agent.model,
-    metadata: { role: agent.name, task_id: journal.task_id, correlation_id: context.correlationId },
+    metadata: {
+      role: agent.name,
+      task_id: journal.task_id,
+      correlation_id: context.correlationId,
+      model_run_id: modelRunId,
+    },
   });
   const taken = takenTurn(response);
   const tokens = {
     input: reportedCount(response.usage?.inputTokens),
     output: reportedCount(response.usage?.outputTokens),
   };
-  const turn = journal.totals.model_turns + 1;
   const totals = {
     ...journal.totals,
     model_turns: turn,
@@ -128,7 +138,7 @@ async function modelStep(
   const messages = [...journal.messages, await ports.content.put(taken.stored)];
   const step = {
     kind: "model" as const,
-    model_run_id: `${journal.run_id}:turn:${turn}`,
+    model_run_id: modelRunId,
     asked: taken.taken ? taken.calls.map((call) => call.name) : [],
     ...(taken.taken ? {} : { outcome: "not taken" }),
     tokens,
@@ -372,8 +382,9 @@ async function settledBy(
     receiveCount: context.receiveCount,
     maxUnknownAttempts: agent.maxUnknownAttempts ?? DEFAULT_MAX_UNKNOWN_ATTEMPTS,
   };
-  if (tool.effect === "read") return runReadTool(run);
-  return runWriteTool(run, ports.sideEffects);
+  return inToolSpan({ tool: tool.name, callId: call.id, effect: tool.effect }, () =>
+    tool.effect === "read" ? runReadTool(run) : runWriteTool(run, ports.sideEffects),
+  );
 }
 
 function personMessage(call: PendingCall): string {
