@@ -70,8 +70,10 @@ export function createConsumerHandler<S>(
   options: ConsumerOptions = {},
 ): SqsBatchHandler {
   const { env, obs, sqs, deps, withHeartbeat, settle, receiveLimit } = wire(role, options);
-  const inboxTtlSeconds = Math.round(env.INBOX_TTL_DAYS * 24 * 3600);
-  const keptMessageTtlSeconds = Math.round(env.KEPT_MESSAGE_DAYS * 24 * 3600);
+  const ttls = {
+    inboxTtlSeconds: Math.round(env.INBOX_TTL_DAYS * 24 * 3600),
+    keptMessageTtlSeconds: Math.round(env.KEPT_MESSAGE_DAYS * 24 * 3600),
+  };
   const observer = options.observer ?? {};
   const attention = options.attention ?? [];
   const modelCalls = modelCallMetrics(obs.metrics);
@@ -82,13 +84,7 @@ export function createConsumerHandler<S>(
     recordLag(obs.metrics, raw, startedAt);
     const lastAttempt = await isLastAttempt(role, raw, receiveLimit, receiveCount);
     const result = await withHeartbeat(record, raw, () =>
-      consume(raw, role, deps, {
-        receiveCount,
-        inboxTtlSeconds,
-        keptMessageTtlSeconds,
-        replay,
-        lastAttempt,
-      }),
+      consume(raw, role, deps, { receiveCount, ...ttls, replay, lastAttempt }),
     );
     if (result.steps.at(-1)?.pastHorizon) logPastHorizon(obs, replay, env.INBOX_TTL_DAYS);
     recordConsumed(result, deps.clock.now().getTime() - startedAt.getTime(), obs, attention);

@@ -1,6 +1,6 @@
 import * as z from "../../../schemas/zod";
 import { converseTraced, inAgentSpan, inToolSpan } from "../genai-spans";
-import { ISSUE_LIMIT, type ModelMessage, type ModelPort } from "../model";
+import { ISSUE_LIMIT, type ModelMessage, type ModelPort, type ModelRequest } from "../model";
 import { modelSchemaOf } from "../model-schemas";
 import type { SideEffectStore } from "../side-effects";
 import {
@@ -108,22 +108,8 @@ async function modelStep(
   const texts = await ports.content.getMany(journal.messages);
   const turn = journal.totals.model_turns + 1;
   const modelRunId = `${journal.run_id}:turn:${turn}`;
-  const response = await converseTraced(ports.model, {
-    system: agent.instructions,
-    messages: texts.map((text) => JSON.parse(text) as ModelMessage),
-    tools: agent.tools.map((tool) => toolSpecOf(tool, agent.schemas)),
-    output: {
-      name: ANSWER_SCHEMA,
-      schema: modelSchemaOf(agent.schemas, ANSWER_SCHEMA, agent.name),
-    },
-    ...agent.model,
-    metadata: {
-      role: agent.name,
-      task_id: journal.task_id,
-      correlation_id: context.correlationId,
-      model_run_id: modelRunId,
-    },
-  });
+  const request = turnRequest(agent, journal, texts, context.correlationId, modelRunId);
+  const response = await converseTraced(ports.model, request);
   const taken = takenTurn(response);
   const tokens = {
     input: reportedCount(response.usage?.inputTokens),
@@ -161,6 +147,32 @@ async function modelStep(
   const next = recorded(journal, step, now, { totals, messages });
   const answer = { text: taken.text, conversation: [...texts, taken.stored] };
   return answered(agent, next, answer, ports, now);
+}
+
+/** What the model is asked on a turn: the conversation so far, the tools, the answer's schema. */
+function turnRequest(
+  agent: AgentDefinition,
+  journal: AgentJournal,
+  texts: readonly string[],
+  correlationId: string | undefined,
+  modelRunId: string,
+): ModelRequest {
+  return {
+    system: agent.instructions,
+    messages: texts.map((text) => JSON.parse(text) as ModelMessage),
+    tools: agent.tools.map((tool) => toolSpecOf(tool, agent.schemas)),
+    output: {
+      name: ANSWER_SCHEMA,
+      schema: modelSchemaOf(agent.schemas, ANSWER_SCHEMA, agent.name),
+    },
+    ...agent.model,
+    metadata: {
+      role: agent.name,
+      task_id: journal.task_id,
+      correlation_id: correlationId,
+      model_run_id: modelRunId,
+    },
+  };
 }
 
 /**
