@@ -19,7 +19,9 @@ import { inSpan } from "../core/genai-spans";
  *   Lambda layer, `AWS_LAMBDA_EXEC_WRAPPER=/opt/otel-instrument`): that one, left as it is;
  * - else, with `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or `OTEL_EXPORTER_OTLP_ENDPOINT` (plus
  *   `/v1/traces`) set, the SDK exports to it over OTLP/HTTP (./telemetry-export.ts, loaded only
- *   then), unless `OTEL_SDK_DISABLED=true`;
+ *   then), unless `OTEL_SDK_DISABLED=true`. A Lambda bundle carries the SDK only when its stack
+ *   exports to an OTLP endpoint (`agentbus:otlpEndpoint`): the bundling defines
+ *   `process.env.AGENTBUS_OTLP_SDK` as "false" otherwise, and esbuild drops the import;
  * - else nowhere: every span is a no-op. That is the default locally and in tests, so nothing is
  *   sent anywhere unless an endpoint is set.
  * Spans are flushed at the end of each invocation (`flush`), before Lambda freezes the process;
@@ -64,10 +66,19 @@ export function startTelemetry(
       error: error instanceof Error ? { name: error.name, message: error.message } : error,
     });
   const url = otlpTracesUrl(env);
-  const ready = url
-    ? import("./telemetry-export")
+  // A bundle built without the SDK (lib/infra/constructs/bundling.ts: `AGENTBUS_OTLP_SDK`, fixed
+  // at build time) leaves this import out, and exports only through a layer's provider.
+  const exporter =
+    process.env.AGENTBUS_OTLP_SDK !== "false" && url ? import("./telemetry-export") : undefined;
+  const ready = exporter
+    ? exporter
         .then(({ registerExporter }) => {
-          registerExporter({ url, service, timeoutMillis: exportTimeout(env), onError });
+          registerExporter({
+            url: url as string,
+            service,
+            timeoutMillis: exportTimeout(env),
+            onError,
+          });
         })
         .catch(onError)
     : Promise.resolve();

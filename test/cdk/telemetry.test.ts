@@ -1,11 +1,16 @@
 import { describe, expect, it } from "vitest";
 import { AgentBus } from "../../lib/infra/agentbus";
 import {
+  FUNCTION_BUNDLING,
+  FUNCTION_BUNDLING_WITH_OTLP_SDK,
+} from "../../lib/infra/constructs/bundling";
+import {
   RATE_ALARM_WINDOWS,
   RATE_THRESHOLDS,
 } from "../../lib/infra/constructs/consumer-group-monitoring";
 import {
   APPLICATION_SIGNALS_LOG_GROUP,
+  bundlingFor,
   OTEL_LAYER_CONTEXT,
   OTLP_ENDPOINT_CONTEXT,
   telemetryProblems,
@@ -71,6 +76,13 @@ describe("OpenTelemetry export of the functions", () => {
       expect(envOf(fn).OTEL_EXPORTER_OTLP_ENDPOINT).toBe(ENDPOINT);
       expect(envOf(fn)).not.toHaveProperty("AWS_LAMBDA_EXEC_WRAPPER");
     }
+  });
+
+  it("bundles the OpenTelemetry SDK only into functions that export with it", () => {
+    expect(bundlingFor({})).toBe(FUNCTION_BUNDLING);
+    expect(bundlingFor({ layerArn: LAYER })).toBe(FUNCTION_BUNDLING);
+    expect(bundlingFor({ layerArn: LAYER, otlpEndpoint: ENDPOINT })).toBe(FUNCTION_BUNDLING);
+    expect(bundlingFor({ otlpEndpoint: ENDPOINT })).toBe(FUNCTION_BUNDLING_WITH_OTLP_SDK);
   });
 
   it("is cdk-nag clean with the layer", () => {

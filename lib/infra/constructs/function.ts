@@ -9,8 +9,8 @@ import type { Construct } from "constructs";
 import { absoluteEntry } from "../handler-entry";
 import { PACKAGE_ROOT } from "../package-root";
 import { logRetentionAt } from "../retention";
-import { FUNCTION_BUNDLING, FUNCTION_RUNTIME } from "./bundling";
-import { applyTelemetry } from "./telemetry";
+import { FUNCTION_RUNTIME } from "./bundling";
+import { applyTelemetry, bundlingFor, telemetrySettingsOf } from "./telemetry";
 
 export { FUNCTION_RUNTIME } from "./bundling";
 
@@ -157,7 +157,7 @@ export class AgentBusFunction extends NodejsFunction {
         POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
         ...props.environment,
       },
-      bundling: FUNCTION_BUNDLING,
+      bundling: bundlingFor(telemetrySettingsOf(scope)),
     });
     this.entryPath = entryMetadata(entry);
     this.kind = props.kind;

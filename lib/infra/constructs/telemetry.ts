@@ -2,6 +2,11 @@ import { Aws, Validations } from "aws-cdk-lib";
 import { type IRole, PolicyStatement } from "aws-cdk-lib/aws-iam";
 import { type Function as LambdaFunction, LayerVersion } from "aws-cdk-lib/aws-lambda";
 import type { Construct } from "constructs";
+import {
+  FUNCTION_BUNDLING,
+  FUNCTION_BUNDLING_WITH_OTLP_SDK,
+  type FunctionBundling,
+} from "./bundling";
 
 /**
  * Where a function's OpenTelemetry spans go (functions/handlers/telemetry.ts reads what this
@@ -63,6 +68,15 @@ export function telemetrySettingsOf(scope: Construct): TelemetrySettings {
   const problems = telemetryProblems(settings);
   if (problems.length > 0) throw new Error(problems.join("; "));
   return settings;
+}
+
+/**
+ * How a function is bundled: with the OpenTelemetry SDK only when it exports with its own (an
+ * OTLP endpoint and no layer, whose provider would win); ./bundling.ts.
+ */
+export function bundlingFor(settings: TelemetrySettings): FunctionBundling {
+  const ownSdk = settings.otlpEndpoint !== undefined && settings.layerArn === undefined;
+  return ownSdk ? FUNCTION_BUNDLING_WITH_OTLP_SDK : FUNCTION_BUNDLING;
 }
 
 /** Sets a function's telemetry as its stack's context says (nothing when neither is set). */
