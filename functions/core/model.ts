@@ -1,6 +1,7 @@
 import * as z from "../../schemas/zod";
 import { MODEL_INVALID_OUTPUT } from "./agent-run";
 import { AgentBusError } from "./errors";
+import { converseTraced } from "./genai-spans";
 
 /**
  * The model port: what a role's `decide` needs from a language model. AWS-free; the Bedrock
@@ -17,6 +18,11 @@ import { AgentBusError } from "./errors";
 export interface ModelPort {
   /** What answered, for logs and metrics (the model id for real models). */
   readonly name: string;
+  /**
+   * Who serves the model, as the GenAI conventions name providers (`aws.bedrock`): the
+   * `gen_ai.provider.name` of its `chat` spans (./genai-spans.ts). @default `_OTHER`
+   */
+  readonly provider?: string;
   converse(request: ModelRequest): Promise<ModelResponse>;
 }
 
@@ -75,6 +81,8 @@ export interface ModelRequest {
     readonly role?: string;
     readonly task_id?: string;
     readonly correlation_id?: string;
+    /** The agent run's turn this call is (`<run>:turn:<n>`). */
+    readonly model_run_id?: string;
   };
 }
 
@@ -183,7 +191,7 @@ export async function invokeStructured<T>(
     options.output === undefined ? request : { ...request, output: options.output };
   let current = first;
   for (let attempt = 1; ; attempt++) {
-    const response = await model.converse(current);
+    const response = await converseTraced(model, current);
     const parsed = parseStructured(response.text, schema);
     if (parsed.ok) return { value: parsed.value, attempts: attempt, response };
     if (attempt >= maxAttempts)

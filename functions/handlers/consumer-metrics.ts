@@ -1,5 +1,6 @@
 import { type Metrics, MetricUnit } from "@aws-lambda-powertools/metrics";
 import type { ModelCallSink } from "../adapters/model-calls";
+import { stepIdsOf } from "../core/agent/agent-role";
 import { type AttentionRule, signalsRaisedBy } from "../core/attention";
 import { guardRecordOf } from "../core/output-guard";
 import type { ConsumeResult } from "../core/role";
@@ -12,6 +13,17 @@ import type { Observability } from "./observe";
  * alarms; the metrics of what a person must act on are those of the signals the group's module
  * declares (functions/core/attention.ts).
  */
+
+/**
+ * One count per delivery of a record (every attempt): the denominator of the retry and expiry
+ * rates the stack alarms on (`Retried` / `Received`, `DiscardedByReason` `expired` / `Received`).
+ */
+export const RECEIVED_METRIC = "Received";
+
+/** Counts one delivery of a record. */
+export function recordReceived(metrics: Metrics): void {
+  metrics.addMetric(RECEIVED_METRIC, MetricUnit.Count, 1);
+}
 
 /** One count per step of a consumed record, by its status. */
 export const STEP_METRICS: Readonly<Record<ConsumeResult["status"], string>> = {
@@ -129,6 +141,8 @@ export function recordConsumed(
     logger.info(`${step.status} ${step.eventType} v${step.version}`, {
       step_event_id: step.eventId,
       status: step.status,
+      latency_ms: processingMs,
+      ...Object.assign({}, ...step.emitted.map(stepIdsOf)),
       // A code (`expired`, a rejection's code): `reason` is a personal field, redacted in logs.
       reason_code: step.reason,
       repaired: step.repaired,

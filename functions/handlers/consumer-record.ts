@@ -2,6 +2,7 @@ import type { Logger } from "@aws-lambda-powertools/logger";
 import type { SQSRecord } from "aws-lambda";
 import { PermanentError } from "../core/errors";
 import { type Delivery, deliveryOf } from "../core/replay";
+import type { MessageIds } from "./telemetry";
 
 /**
  * What a record delivers: the envelope candidate (validated later by the pipeline) and, for an
@@ -24,12 +25,43 @@ export function decodeRecord(record: Pick<SQSRecord, "body">): unknown {
   return decodeDelivery(record).envelope;
 }
 
-/** Put the record's ids on every log line while it is handled (as far as they are strings). */
-export function appendLogKeys(logger: Logger, raw: unknown): void {
-  if (!raw || typeof raw !== "object") return;
-  const e = raw as Record<string, unknown>;
-  const keys: Record<string, string> = {};
-  for (const name of ["event_id", "event_type", "correlation_id", "causation_id", "task_id"])
-    if (typeof e[name] === "string") keys[name] = e[name] as string;
-  logger.appendKeys(keys);
+/**
+ * The ids of a delivered message (as far as they are there: the envelope is not validated yet):
+ * the §15 diagnosis fields an operator follows a task by, on every log line while the record is
+ * handled and on its span (./telemetry.ts). `attempt` is the delivery's receive count; a command
+ * about one tool call (an approval's answer) names it as `tool_call_id`.
+ */
+export function messageIdsOf(raw: unknown, attempt: number): MessageIds & LogIds {
+  const e = (raw && typeof raw === "object" ? raw : {}) as Record<string, unknown>;
+  const aggregate = (e.aggregate ?? {}) as Record<string, unknown>;
+  const payload = (e.payload ?? {}) as Record<string, unknown>;
+  const text = (value: unknown) => (typeof value === "string" ? value : undefined);
+  const ids = {
+    event_id: text(e.event_id),
+    event_type: text(e.event_type),
+    correlation_id: text(e.correlation_id),
+    causation_id: text(e.causation_id),
+    task_id: text(e.task_id),
+    aggregate_id: text(aggregate.id),
+    aggregate_version: Number.isInteger(aggregate.version)
+      ? (aggregate.version as number)
+      : undefined,
+    tool_call_id: text(payload.tool_call_id),
+    attempt,
+  };
+  return Object.fromEntries(
+    Object.entries(ids).filter(([, value]) => value !== undefined),
+  ) as unknown as MessageIds & LogIds;
+}
+
+/** Ids a log line carries beside the span's. */
+interface LogIds {
+  readonly tool_call_id?: string;
+}
+
+/** Puts the record's ids (messageIdsOf) on every log line until `resetKeys`; returns them. */
+export function appendLogKeys(logger: Logger, raw: unknown, attempt: number): MessageIds {
+  const ids = messageIdsOf(raw, attempt);
+  logger.appendKeys({ ...ids });
+  return ids;
 }

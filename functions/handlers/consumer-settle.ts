@@ -115,6 +115,7 @@ function settler(wiring: SettleWiring) {
     if (info.errorClass === "permanent") {
       logger.error("dead-lettering a message that can never succeed", {
         error: info,
+        error_class: info.errorClass,
         receive_count: receiveCount,
       });
       if (await deadLetter(record, info, receiveCount))
@@ -125,6 +126,7 @@ function settler(wiring: SettleWiring) {
       if (limit !== undefined) {
         logger.error("dead-lettering a message whose retries are exhausted", {
           error: info,
+          error_class: info.errorClass,
           receive_count: receiveCount,
           max_receive_count: limit,
         });
@@ -135,6 +137,7 @@ function settler(wiring: SettleWiring) {
     const delay = retryDelayFor(error, receiveCount, env.RETRY_BASE_SECONDS, env.RETRY_MAX_SECONDS);
     logger.warn("will retry", {
       error: info,
+      error_class: info.errorClass,
       receive_count: receiveCount,
       retry_in_seconds: delay,
     });

@@ -10,12 +10,12 @@ import type { AttentionRule } from "../core/attention";
 import { parseEnv } from "../core/parse-env";
 import { consume } from "../core/pipeline";
 import type { Clock, ConsumerDeps } from "../core/ports";
-import type { ReplayMark } from "../core/replay";
+import type { Delivery, ReplayMark } from "../core/replay";
 import type { ConsumeResult, Role } from "../core/role";
 import { systemClock, ulidSource } from "../core/runtime";
 import { containerAwsClient } from "./aws";
 import { processBatch } from "./consumer-batch";
-import { modelCallMetrics, recordConsumed, recordLag } from "./consumer-metrics";
+import { modelCallMetrics, recordConsumed, recordLag, recordReceived } from "./consumer-metrics";
 import { appendLogKeys, decodeDelivery } from "./consumer-record";
 import { type ConsumerFailure, failureSettler } from "./consumer-settle";
 import { ConsumerEnv } from "./env";
@@ -23,6 +23,7 @@ import { heartbeatFor } from "./heartbeat";
 import { lambdaEntry } from "./lambda-entry";
 import { type Observability, observability } from "./observe";
 import { receiveCountOf } from "./retry";
+import { inMessageSpan, traceParentOf } from "./telemetry";
 import { vaultOf } from "./vault";
 
 export type { ConsumerFailure } from "./consumer-settle";
@@ -69,32 +70,37 @@ export function createConsumerHandler<S>(
   options: ConsumerOptions = {},
 ): SqsBatchHandler {
   const { env, obs, sqs, deps, withHeartbeat, settle, receiveLimit } = wire(role, options);
-  const inboxTtlSeconds = Math.round(env.INBOX_TTL_DAYS * 24 * 3600);
-  const keptMessageTtlSeconds = Math.round(env.KEPT_MESSAGE_DAYS * 24 * 3600);
+  const ttls = {
+    inboxTtlSeconds: Math.round(env.INBOX_TTL_DAYS * 24 * 3600),
+    keptMessageTtlSeconds: Math.round(env.KEPT_MESSAGE_DAYS * 24 * 3600),
+  };
   const observer = options.observer ?? {};
   const attention = options.attention ?? [];
   const modelCalls = modelCallMetrics(obs.metrics);
 
+  const consumeDelivery = async (record: SQSRecord, delivery: Delivery, receiveCount: number) => {
+    const { envelope: raw, replay } = delivery;
+    const startedAt = deps.clock.now();
+    recordLag(obs.metrics, raw, startedAt);
+    const lastAttempt = await isLastAttempt(role, raw, receiveLimit, receiveCount);
+    const result = await withHeartbeat(record, raw, () =>
+      consume(raw, role, deps, { receiveCount, ...ttls, replay, lastAttempt }),
+    );
+    if (result.steps.at(-1)?.pastHorizon) logPastHorizon(obs, replay, env.INBOX_TTL_DAYS);
+    recordConsumed(result, deps.clock.now().getTime() - startedAt.getTime(), obs, attention);
+    observer.consumed?.(result);
+  };
+
   const handleRecord = async (record: SQSRecord): Promise<void> => {
     const receiveCount = receiveCountOf(record);
-    const startedAt = deps.clock.now();
+    recordReceived(obs.metrics);
     try {
-      const { envelope: raw, replay } = decodeDelivery(record);
-      appendLogKeys(obs.logger, raw);
-      recordLag(obs.metrics, raw, startedAt);
-      const lastAttempt = await isLastAttempt(role, raw, receiveLimit, receiveCount);
-      const result = await withHeartbeat(record, raw, () =>
-        consume(raw, role, deps, {
-          receiveCount,
-          inboxTtlSeconds,
-          keptMessageTtlSeconds,
-          replay,
-          lastAttempt,
-        }),
+      const delivery = decodeDelivery(record);
+      const ids = appendLogKeys(obs.logger, delivery.envelope, receiveCount);
+      const message = { ids, traceparent: traceParentOf(delivery.envelope) };
+      await inMessageSpan(message, { group: role.group, messageId: record.messageId }, () =>
+        consumeDelivery(record, delivery, receiveCount),
       );
-      if (result.steps.at(-1)?.pastHorizon) logPastHorizon(obs, replay, env.INBOX_TTL_DAYS);
-      recordConsumed(result, deps.clock.now().getTime() - startedAt.getTime(), obs, attention);
-      observer.consumed?.(result);
     } catch (error) {
       const failure = await settle(record, error, receiveCount);
       observer.failed?.(failure);
@@ -105,12 +111,14 @@ export function createConsumerHandler<S>(
   };
 
   return async (event, context) => {
+    await obs.telemetry.ready;
     try {
       return await meterModelCalls(modelCalls, () =>
         processBatch(event, context, handleRecord, { sqs, url: env.QUEUE_URL, logger: obs.logger }),
       );
     } finally {
       obs.metrics.publishStoredMetrics();
+      await obs.telemetry.flush();
     }
   };
 }

@@ -2,6 +2,7 @@ import { Logger } from "@aws-lambda-powertools/logger";
 import { Metrics } from "@aws-lambda-powertools/metrics";
 import { registry } from "../../schemas";
 import { liveRedactedKeys, RedactingLogFormatter } from "./log-redaction";
+import { startTelemetry } from "./telemetry";
 import { type Tracer, xrayTracer } from "./xray";
 
 /**
@@ -11,10 +12,11 @@ import { type Tracer, xrayTracer } from "./xray";
 const logFormatter = new RedactingLogFormatter(liveRedactedKeys(registry));
 
 /**
- * Powertools logger and metrics, and the tracer of AWS calls (./xray.ts: X-Ray subsegments
- * without the X-Ray SDK), for one function, built once per container. The tracer switches
- * itself off outside Lambda (local runtime, tests). The logger's lines never carry payload text:
- * its formatter redacts them (./log-redaction.ts).
+ * Powertools logger and metrics, the tracer of AWS calls (./xray.ts: X-Ray subsegments without
+ * the X-Ray SDK) and OpenTelemetry's export of spans (./telemetry.ts), for one function, built
+ * once per container. The tracer switches itself off outside Lambda (local runtime, tests), and
+ * spans go nowhere unless an OTLP endpoint or a layer's tracer provider is there. The logger's
+ * lines never carry payload text: its formatter redacts them (./log-redaction.ts).
  */
 export function observability(service: string, group?: string) {
   const logger = new Logger({
@@ -29,7 +31,8 @@ export function observability(service: string, group?: string) {
     logger,
   });
   const tracer: Tracer = xrayTracer();
-  return { logger, metrics, tracer };
+  const telemetry = startTelemetry(service, (message, details) => logger.warn(message, details));
+  return { logger, metrics, tracer, telemetry };
 }
 
 export type Observability = ReturnType<typeof observability>;

@@ -9,7 +9,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   esbuildOptions,
   FUNCTION_BUNDLING,
+  FUNCTION_BUNDLING_WITH_OTLP_SDK,
   FUNCTION_RUNTIME,
+  OTLP_SDK_DEFINE,
 } from "../../lib/infra/constructs/bundling";
 import { AgentBusFunction, METADATA, REPO_ROOT } from "../../lib/infra/constructs/function";
 import { SLOW_STEP_TIMEOUT_MS } from "../support/timeouts";
@@ -49,6 +51,10 @@ describe("function bundling", () => {
       sourcesContent: false,
       external: [...FUNCTION_BUNDLING.externalModules],
       banner: { js: FUNCTION_BUNDLING.banner },
+      define: { [OTLP_SDK_DEFINE]: '"false"' },
+    });
+    expect(esbuildOptions("e.ts", "o.mjs", FUNCTION_BUNDLING_WITH_OTLP_SDK).define).toEqual({
+      [OTLP_SDK_DEFINE]: '"true"',
     });
   });
 });
@@ -84,6 +90,31 @@ describe("function bundles", () => {
 
   it("hold neither the X-Ray SDK nor the Powertools Tracer", () => {
     expect(bundled().filter((path) => /aws-xray-sdk|powertools\/tracer/.test(path))).toEqual([]);
+  });
+
+  it("hold the OpenTelemetry API, and its SDK and exporter only when built to export with them", async () => {
+    const sdk = /@opentelemetry\/(sdk-trace|exporter-trace-otlp-http|otlp-|resources)/;
+    expect(bundled().filter((path) => path.includes("@opentelemetry/api/"))).not.toEqual([]);
+    expect(bundled().filter((path) => sdk.test(path))).toEqual([]);
+    const {
+      entryPoints: _,
+      outfile: __,
+      ...options
+    } = esbuildOptions("", "", FUNCTION_BUNDLING_WITH_OTLP_SDK);
+    const withSdk = await build({
+      ...options,
+      entryPoints: [join(REPO_ROOT, "functions/handlers/dispatch.ts")],
+      outdir: join(tmpdir(), "agentbus-bundling-test-otlp"),
+      write: false,
+      metafile: true,
+      logLevel: "error",
+    });
+    const inputs = Object.values(withSdk.metafile.outputs).flatMap((output) =>
+      Object.entries(output.inputs)
+        .filter(([, input]) => input.bytesInOutput > 0)
+        .map(([path]) => path),
+    );
+    expect(inputs.filter((path) => sdk.test(path))).not.toEqual([]);
   });
 
   it("hold zod's English messages only, not its other locales", () => {

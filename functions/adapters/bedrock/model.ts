@@ -69,6 +69,7 @@ export interface BedrockModelProps {
  */
 export class BedrockModel implements ModelPort {
   readonly name: string;
+  readonly provider = "aws.bedrock";
   private readonly client: AwsClient;
   private readonly modelId: string;
   private readonly defaults: { readonly maxTokens?: number; readonly temperature?: number };

@@ -341,6 +341,24 @@ function stepCommand(spec: AgentRoleSpec, journal: AgentJournal, done: JournalSt
 }
 
 /**
+ * The model turn or tool call an agent's step command says its step did (`done.model_run_id`,
+ * `done.tool_call_id`): what the log line of the step that emitted it names. Empty for any other
+ * event.
+ */
+export function stepIdsOf(event: { readonly payload?: unknown }): {
+  model_run_id?: string;
+  tool_call_id?: string;
+} {
+  const done = (event.payload as { done?: Record<string, unknown> } | undefined)?.done;
+  if (!done || typeof done !== "object") return {};
+  const { model_run_id: model, tool_call_id: call } = done;
+  return {
+    ...(typeof model === "string" ? { model_run_id: model } : {}),
+    ...(typeof call === "string" ? { tool_call_id: call } : {}),
+  };
+}
+
+/**
  * Where an agent run sits in the operator's lists: waiting `approval` (a call a person must
  * approve) or `needs_human` (an outcome or an answer only a person can give), labelled with the
  * agent, the run and what it waits for.

@@ -1,6 +1,7 @@
 import * as z from "../../../schemas/zod";
 import { PermanentError } from "../errors";
-import { ISSUE_LIMIT, type ModelMessage, type ModelPort } from "../model";
+import { converseTraced, inAgentSpan, inToolSpan } from "../genai-spans";
+import { ISSUE_LIMIT, type ModelMessage, type ModelPort, type ModelRequest } from "../model";
 import { modelSchemaOf } from "../model-schemas";
 import type { SideEffectStore } from "../side-effects";
 import {
@@ -89,9 +90,12 @@ export async function agentStep(
   ports: AgentPorts,
   context: StepContext,
 ): Promise<StepResult> {
-  const call = journal.pending.find((p) => p.result === undefined);
-  if (call) return callStep(agent, journal, call, ports, context);
-  return modelStep(agent, journal, ports, context);
+  const run = { agent: agent.name, runId: journal.run_id, taskId: journal.task_id };
+  return inAgentSpan(run, () => {
+    const call = journal.pending.find((p) => p.result === undefined);
+    if (call) return callStep(agent, journal, call, ports, context);
+    return modelStep(agent, journal, ports, context);
+  });
 }
 
 async function modelStep(
@@ -104,23 +108,15 @@ async function modelStep(
   if (journal.totals.model_turns >= agent.maxTurns)
     return handOver(journal, now, `the turn budget (${agent.maxTurns}) is spent without an answer`);
   const texts = await conversationTexts(journal, ports.content);
-  const response = await ports.model.converse({
-    system: agent.instructions,
-    messages: texts.map((text) => JSON.parse(text) as ModelMessage),
-    tools: agent.tools.map((tool) => toolSpecOf(tool, agent.schemas)),
-    output: {
-      name: ANSWER_SCHEMA,
-      schema: modelSchemaOf(agent.schemas, ANSWER_SCHEMA, agent.name),
-    },
-    ...agent.model,
-    metadata: { role: agent.name, task_id: journal.task_id, correlation_id: context.correlationId },
-  });
+  const turn = journal.totals.model_turns + 1;
+  const modelRunId = `${journal.run_id}:turn:${turn}`;
+  const request = turnRequest(agent, journal, texts, context.correlationId, modelRunId);
+  const response = await converseTraced(ports.model, request);
   const taken = takenTurn(response);
   const tokens = {
     input: reportedCount(response.usage?.inputTokens),
     output: reportedCount(response.usage?.outputTokens),
   };
-  const turn = journal.totals.model_turns + 1;
   const totals = {
     ...journal.totals,
     model_turns: turn,
@@ -130,7 +126,7 @@ async function modelStep(
   const messages = await withMessage(journal, await ports.content.put(taken.stored), ports.content);
   const step = {
     kind: "model" as const,
-    model_run_id: `${journal.run_id}:turn:${turn}`,
+    model_run_id: modelRunId,
     asked: taken.taken ? taken.calls.map((call) => call.name) : [],
     ...(taken.taken ? {} : { outcome: "not taken" }),
     tokens,
@@ -153,6 +149,32 @@ async function modelStep(
   const next = recorded(journal, step, now, { totals, ...messages });
   const answer = { text: taken.text, conversation: [...texts, taken.stored] };
   return answered(agent, next, answer, ports, now);
+}
+
+/** What the model is asked on a turn: the conversation so far, the tools, the answer's schema. */
+function turnRequest(
+  agent: AgentDefinition,
+  journal: AgentJournal,
+  texts: readonly string[],
+  correlationId: string | undefined,
+  modelRunId: string,
+): ModelRequest {
+  return {
+    system: agent.instructions,
+    messages: texts.map((text) => JSON.parse(text) as ModelMessage),
+    tools: agent.tools.map((tool) => toolSpecOf(tool, agent.schemas)),
+    output: {
+      name: ANSWER_SCHEMA,
+      schema: modelSchemaOf(agent.schemas, ANSWER_SCHEMA, agent.name),
+    },
+    ...agent.model,
+    metadata: {
+      role: agent.name,
+      task_id: journal.task_id,
+      correlation_id: correlationId,
+      model_run_id: modelRunId,
+    },
+  };
 }
 
 /**
@@ -407,8 +429,9 @@ async function settledBy(
     receiveCount: context.receiveCount,
     maxUnknownAttempts: agent.maxUnknownAttempts ?? DEFAULT_MAX_UNKNOWN_ATTEMPTS,
   };
-  if (tool.effect === "read") return runReadTool(run);
-  return runWriteTool(run, ports.sideEffects);
+  return inToolSpan({ tool: tool.name, callId: call.id, effect: tool.effect }, () =>
+    tool.effect === "read" ? runReadTool(run) : runWriteTool(run, ports.sideEffects),
+  );
 }
 
 function personMessage(call: PendingCall): string {

@@ -17,6 +17,7 @@ import { AWAITING_APPROVAL, operatorCommand as run } from "../../../functions/co
 export const ALARM_ACTIONS = {
   deadLetters: `Run ${run("dlq list")} and ${run("trace <event id>")}; after the fix, ${run("dlq redrive <group>")}`,
   backlog: `Run ${run("status")} for every queue's depth and age`,
+  retries: `Run ${run("status")}; the group's log lines "will retry" carry the error_class`,
   awaitingApproval: AWAITING_APPROVAL.alarm.act,
   relayFailures: `Run ${run("status")}, then ${run("republish --failures")}`,
   relayBehind: `Run ${run("status")} for the relay's iterator age`,

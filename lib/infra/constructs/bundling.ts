@@ -24,8 +24,17 @@ export type FunctionBundling = Required<
     | "sourcesContent"
     | "banner"
     | "externalModules"
+    | "define"
   >
 >;
+
+/**
+ * The build-time constant that says whether a bundle carries the OpenTelemetry SDK and its OTLP
+ * exporter (functions/handlers/telemetry.ts): "false" by default, so esbuild leaves them out (a
+ * Lambda layer's provider exports the spans, or nothing does); "true" for a stack that exports
+ * with its own SDK (`agentbus:otlpEndpoint` without a layer: ./telemetry.ts).
+ */
+export const OTLP_SDK_DEFINE = "process.env.AGENTBUS_OTLP_SDK";
 
 /**
  * How every AgentBus function is bundled, declared once: the construct hands it to
@@ -52,6 +61,13 @@ export const FUNCTION_BUNDLING: FunctionBundling = {
   sourcesContent: false,
   banner: ESM_REQUIRE_BANNER,
   externalModules: [],
+  define: { [OTLP_SDK_DEFINE]: JSON.stringify("false") },
+};
+
+/** FUNCTION_BUNDLING for a function that exports its spans with its own OTLP SDK. */
+export const FUNCTION_BUNDLING_WITH_OTLP_SDK: FunctionBundling = {
+  ...FUNCTION_BUNDLING,
+  define: { [OTLP_SDK_DEFINE]: JSON.stringify("true") },
 };
 
 /**
@@ -78,5 +94,6 @@ export function esbuildOptions(
     external: [...bundling.externalModules],
     banner: { js: bundling.banner },
     mainFields: [...bundling.mainFields],
+    define: { ...bundling.define },
   };
 }

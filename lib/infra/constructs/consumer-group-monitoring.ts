@@ -2,6 +2,7 @@ import { Duration } from "aws-cdk-lib";
 import {
   Alarm,
   ComparisonOperator,
+  MathExpression,
   Metric,
   type MetricOptions,
   TreatMissingData,
@@ -25,6 +26,7 @@ import { METRICS_NAMESPACE } from "./function";
  * `service` and `consumer_group`, both the group name.
  */
 export const CONSUMER_METRICS = [
+  "Received",
   "Applied",
   "Duplicate",
   "Discarded",
@@ -50,6 +52,9 @@ export interface GroupAlarms {
   readonly messageAgeAlarm: Alarm;
   readonly bufferDeadLetterAlarm?: Alarm;
   readonly bufferMessageAgeAlarm?: Alarm;
+  /** Retries, and discards as expired, as a share of the deliveries (rateAlarms). */
+  readonly retryRateAlarm: Alarm;
+  readonly expiryRateAlarm: Alarm;
   /** One alarm per signal the group is watched for (`attention`), by the signal's name. */
   readonly attentionAlarms: Readonly<Record<string, Alarm>>;
 }
@@ -93,6 +98,56 @@ export function oldestMessageAge(queue: IQueue, options?: MetricOptions): Metric
 }
 
 /**
+ * The rates an operator reads beside the queue depth (a falling depth may be messages retried or
+ * discarded as expired, not work done): percent of the deliveries of a window (`Received`, one per
+ * attempt) that were left for a retry (`Retried`) or discarded as expired (`DiscardedByReason`
+ * `expired`); 0 in a window without deliveries. Alarms fire when a rate stays above its
+ * threshold for `RATE_ALARM_WINDOWS` windows of 5 minutes.
+ */
+export const RATE_THRESHOLDS = { retry: 10, expiry: 5 } as const;
+export const RATE_ALARM_WINDOWS = 3;
+
+/** `100 * part / Received` over 5-minute windows, 0 where nothing was received. */
+export function deliveryRate(groupName: string, part: Metric, label: string): MathExpression {
+  return new MathExpression({
+    expression: "IF(received > 0, 100 * part / received, 0)",
+    usingMetrics: { part, received: consumerMetric(groupName, "Received") },
+    label,
+    period: Duration.minutes(5),
+  });
+}
+
+/** Percent of deliveries left for a retry. */
+export function retryRate(groupName: string): MathExpression {
+  return deliveryRate(groupName, consumerMetric(groupName, "Retried"), "RetryRate (%)");
+}
+
+/** Percent of deliveries discarded as expired. */
+export function expiryRate(groupName: string): MathExpression {
+  const expired = consumerMetric(groupName, "DiscardedByReason", {
+    dimensions: { reason: "expired" },
+  });
+  return deliveryRate(groupName, expired, "ExpiryRate (%)");
+}
+
+function rateAlarm(
+  scope: Construct,
+  id: string,
+  rate: MathExpression,
+  threshold: number,
+  what: string,
+) {
+  return new Alarm(scope, id, {
+    metric: rate,
+    threshold,
+    comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+    evaluationPeriods: RATE_ALARM_WINDOWS,
+    treatMissingData: TreatMissingData.NOT_BREACHING,
+    alarmDescription: what,
+  });
+}
+
+/**
  * In `scope` (the group): an alarm on any message in each dead-letter queue, and on a backlog
  * older than `maxMessageAge` in the group's queue and its buffer.
  */
@@ -118,7 +173,9 @@ export function createGroupAlarms(
     `${groupName}: ${ageDescription}. ${ALARM_ACTIONS.backlog}.`,
   );
   const attentionAlarms = createAttentionAlarms(scope, settings);
-  if (!queues.bufferDeadLetterQueue) return { deadLetterAlarm, messageAgeAlarm, attentionAlarms };
+  const rates = createRateAlarms(scope, groupName);
+  const base = { deadLetterAlarm, messageAgeAlarm, ...rates, attentionAlarms };
+  if (!queues.bufferDeadLetterQueue) return base;
   const bufferDeadLetterAlarm = anyMessageAlarm(
     scope,
     "BufferDeadLetterAlarm",
@@ -128,8 +185,7 @@ export function createGroupAlarms(
       : `${groupName}: events in the buffer dead-letter queue (undeliverable or invalid). ${ALARM_ACTIONS.deadLetters}.`,
   );
   // A subscriber has no buffer: what waits is held on its bus, not in a queue.
-  if (!queues.bufferQueue)
-    return { deadLetterAlarm, messageAgeAlarm, bufferDeadLetterAlarm, attentionAlarms };
+  if (!queues.bufferQueue) return { ...base, bufferDeadLetterAlarm };
   const bufferMessageAgeAlarm = ageAlarm(
     scope,
     "BufferMessageAgeAlarm",
@@ -137,12 +193,27 @@ export function createGroupAlarms(
     settings.maxMessageAge,
     `${groupName}: buffer ${ageDescription} (${delivery} not keeping up). ${ALARM_ACTIONS.backlog}.`,
   );
+  return { ...base, bufferDeadLetterAlarm, bufferMessageAgeAlarm };
+}
+
+/** The retry and expiry rate alarms of a group (RATE_THRESHOLDS). */
+function createRateAlarms(scope: Construct, groupName: string) {
+  const minutes = RATE_ALARM_WINDOWS * 5;
   return {
-    deadLetterAlarm,
-    messageAgeAlarm,
-    bufferDeadLetterAlarm,
-    bufferMessageAgeAlarm,
-    attentionAlarms,
+    retryRateAlarm: rateAlarm(
+      scope,
+      "RetryRateAlarm",
+      retryRate(groupName),
+      RATE_THRESHOLDS.retry,
+      `${groupName}: over ${RATE_THRESHOLDS.retry}% of deliveries retried for ${minutes} minutes. ${ALARM_ACTIONS.retries}.`,
+    ),
+    expiryRateAlarm: rateAlarm(
+      scope,
+      "ExpiryRateAlarm",
+      expiryRate(groupName),
+      RATE_THRESHOLDS.expiry,
+      `${groupName}: over ${RATE_THRESHOLDS.expiry}% of deliveries expired before processing for ${minutes} minutes. ${ALARM_ACTIONS.backlog}.`,
+    ),
   };
 }
 
@@ -177,6 +248,8 @@ export function alarmsOf(alarms: GroupAlarms): Alarm[] {
   return [
     alarms.deadLetterAlarm,
     alarms.messageAgeAlarm,
+    alarms.retryRateAlarm,
+    alarms.expiryRateAlarm,
     ...(alarms.bufferDeadLetterAlarm ? [alarms.bufferDeadLetterAlarm] : []),
     ...(alarms.bufferMessageAgeAlarm ? [alarms.bufferMessageAgeAlarm] : []),
     ...Object.values(alarms.attentionAlarms),

@@ -1,5 +1,5 @@
 import { CfnResource } from "aws-cdk-lib";
-import type { Alarm, Metric, MetricOptions } from "aws-cdk-lib/aws-cloudwatch";
+import type { Alarm, MathExpression, Metric, MetricOptions } from "aws-cdk-lib/aws-cloudwatch";
 import type { Rule } from "aws-cdk-lib/aws-events";
 import type { CfnSubscriber } from "aws-cdk-lib/aws-eventsv2";
 import type { Role } from "aws-cdk-lib/aws-iam";
@@ -15,8 +15,10 @@ import {
   type ConsumerMetric,
   consumerMetric,
   createGroupAlarms,
+  expiryRate,
   oldestMessageAge,
   queueDepth,
+  retryRate,
 } from "./consumer-group-monitoring";
 import type { ConsumerGroupProps } from "./consumer-group-props";
 import { createGroupQueues, deadLetterQueuesOf } from "./consumer-group-queues";
@@ -216,6 +218,21 @@ export class ConsumerGroup extends Construct {
   /** Transient failures left for a retry. */
   metricRetried(options?: MetricOptions): Metric {
     return this.metricConsumer("Retried", options);
+  }
+
+  /** Deliveries of records to the consumer, every attempt counted. */
+  metricReceived(options?: MetricOptions): Metric {
+    return this.metricConsumer("Received", options);
+  }
+
+  /** Percent of deliveries left for a retry, per 5 minutes (alarmed: `RetryRateAlarm`). */
+  metricRetryRate(): MathExpression {
+    return retryRate(this.groupName);
+  }
+
+  /** Percent of deliveries discarded as expired, per 5 minutes (alarmed: `ExpiryRateAlarm`). */
+  metricExpiryRate(): MathExpression {
+    return expiryRate(this.groupName);
   }
 
   /**

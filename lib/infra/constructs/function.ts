@@ -9,7 +9,8 @@ import type { Construct } from "constructs";
 import { absoluteEntry } from "../handler-entry";
 import { PACKAGE_ROOT } from "../package-root";
 import { logRetentionAt } from "../retention";
-import { FUNCTION_BUNDLING, FUNCTION_RUNTIME } from "./bundling";
+import { FUNCTION_RUNTIME } from "./bundling";
+import { applyTelemetry, bundlingFor, telemetrySettingsOf } from "./telemetry";
 
 export { FUNCTION_RUNTIME } from "./bundling";
 
@@ -109,7 +110,8 @@ export interface AgentBusFunctionProps {
 /**
  * A Lambda function of AgentBus: Node.js 22 on arm64, bundled by esbuild as minified ESM with
  * source maps and the AWS SDK v3 inside (`FUNCTION_BUNDLING` in ./bundling.ts says why the SDK
- * is bundled rather than taken from the runtime, and what is trimmed), X-Ray active tracing, a log
+ * is bundled rather than taken from the runtime, and what is trimmed), X-Ray active tracing (and
+ * OpenTelemetry's export when the stack's context asks for it: ./telemetry.ts), a log
  * group with retention, and the `agentbus:*` metadata the local runtime uses to run the handler
  * in-process (from its TypeScript source: the local runtime never loads a bundle).
  *
@@ -136,6 +138,7 @@ export class AgentBusFunction extends NodejsFunction {
       description: props.description && `Execution role: ${props.description}`.slice(0, 1000),
     });
     logGroup.grantWrite(role);
+    const serviceName = props.serviceName ?? props.group ?? `agentbus-${props.kind}`;
     super(scope, id, {
       role,
       entry,
@@ -150,11 +153,11 @@ export class AgentBusFunction extends NodejsFunction {
       logGroup,
       description: props.description,
       environment: {
-        POWERTOOLS_SERVICE_NAME: props.serviceName ?? props.group ?? `agentbus-${props.kind}`,
+        POWERTOOLS_SERVICE_NAME: serviceName,
         POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
         ...props.environment,
       },
-      bundling: FUNCTION_BUNDLING,
+      bundling: bundlingFor(telemetrySettingsOf(scope)),
     });
     this.entryPath = entryMetadata(entry);
     this.kind = props.kind;
@@ -165,6 +168,7 @@ export class AgentBusFunction extends NodejsFunction {
     cfn.addMetadata(METADATA.kind, props.kind);
     if (props.group !== undefined) cfn.addMetadata(METADATA.group, props.group);
     acknowledgeNagFindings(cfn, role, props.unscopedActions);
+    applyTelemetry(this, role, serviceName);
   }
 }
 
