@@ -45,6 +45,8 @@ export const FrontDoorEnv = z.object({
   EVENTS_TABLE: z.string().check(z.minLength(1)),
   BUS_EVENTS: z.string().check(z.minLength(1)),
   BUS_COMMANDS: z.optional(z.string().check(z.minLength(1))),
+  /** The audit topic's bus, where an erasure is recorded (the events bus when there is none). */
+  BUS_AUDIT: z.optional(z.string().check(z.minLength(1))),
   /** The customer-keys table: with it, services may erase customers (./customer-erasure). */
   CUSTOMER_KEYS_TABLE: z.optional(z.string().check(z.minLength(1))),
   /** The token claim that names the tenant. */
@@ -141,7 +143,11 @@ function portsOf(
       options.publisher ??
       new EventBridgePublisher({
         client: tracer.capture(options.eventbridge ?? containerAwsClient()),
-        buses: { events: env.BUS_EVENTS, commands: env.BUS_COMMANDS },
+        buses: {
+          events: env.BUS_EVENTS,
+          commands: env.BUS_COMMANDS,
+          audit: env.BUS_AUDIT ?? env.BUS_EVENTS,
+        },
       }),
     store: new DynamoConsumerStore({
       client: dynamodb,

@@ -55,7 +55,10 @@ export interface FrontDoorIssuer {
 export interface FrontDoorProps {
   readonly stage: string;
   readonly tables: AgentBusTables;
-  /** The buses accepted messages go to (events; commands when there is one). */
+  /**
+   * The buses accepted messages go to (events; commands when there is one), and the audit
+   * topic's, where an erasure is recorded (the events bus when there is none).
+   */
   readonly topics: readonly Topic[];
   readonly issuer: FrontDoorIssuer;
   /** The customers' data keys: with them, services may erase customers (the erasure route). */

@@ -19,7 +19,10 @@ export interface OperatorReadAccessProps {
   readonly relay: Relay;
   /** Every topic's bus (republish puts stored events back on their own topic's bus). */
   readonly buses?: readonly IEventBus[];
-  /** The bus operator actions are recorded on (`operator.action.recorded`, kept by audit). */
+  /**
+   * The bus operator actions are recorded on (the audit topic's: `operator.*`, kept by the audit
+   * group).
+   */
   readonly auditBus?: IEventBus;
   /**
    * The bus operator commands go on (`agentbus reply approve | reject`, `agentbus send resolve`).
