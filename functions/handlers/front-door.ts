@@ -9,6 +9,7 @@ import type { AwsClient } from "../adapters/aws/client";
 import { DynamoAcceptedRequests } from "../adapters/dynamodb/accepted-requests";
 import { DynamoDueIndex } from "../adapters/dynamodb/due";
 import { DynamoConsumerStore } from "../adapters/dynamodb/event-store";
+import { DynamoModelControls } from "../adapters/dynamodb/model-controls";
 import { DynamoRunsInFlight } from "../adapters/dynamodb/runs-in-flight";
 import { DynamoTenantLimits } from "../adapters/dynamodb/tenant-limits";
 import { DynamoTraceReader } from "../adapters/dynamodb/trace-reader";
@@ -28,6 +29,7 @@ import { FeatureList } from "../roles/features";
 import { workflowCatalog } from "../roles/orchestrator/catalog";
 import { containerAwsClient } from "./aws";
 import { customerErasure } from "./customer-erasure";
+import { budgetsOf, ModelBudgetEnv } from "./env";
 import { lambdaEntry } from "./lambda-entry";
 import { type Observability, observability } from "./observe";
 
@@ -40,7 +42,7 @@ import { type Observability, observability } from "./observe";
  * and commands buses. Each answer is counted: `FrontDoorAccepted`, and `FrontDoorProblem`
  * by its `code` (bad JSON, a body too large, no tenant, ...).
  */
-export const FrontDoorEnv = z.object({
+export const FrontDoorEnv = z.extend(ModelBudgetEnv, {
   STATE_TABLE: z.string().check(z.minLength(1)),
   EVENTS_TABLE: z.string().check(z.minLength(1)),
   BUS_EVENTS: z.string().check(z.minLength(1)),
@@ -90,6 +92,8 @@ export interface FrontDoorOptions {
   readonly accepted?: AcceptedRequests;
   readonly limits?: TenantLimits;
   readonly runs?: RunsInFlight;
+  /** Replaces the operator's stops and the tenants' model calls on the state table (tests). */
+  readonly controls?: FrontDoorPorts["controls"];
 }
 
 export type FrontDoorHandler = (
@@ -168,6 +172,13 @@ function portsOf(
         perMinute: env.TENANT_REQUESTS_PER_MINUTE,
       }),
     runs: options.runs ?? new DynamoRunsInFlight({ client: dynamodb, tableName: env.STATE_TABLE }),
+    controls:
+      options.controls ??
+      new DynamoModelControls({
+        client: dynamodb,
+        tableName: env.STATE_TABLE,
+        budgets: budgetsOf(env),
+      }),
     // The runs' states (BatchGetItem), read only when a tenant is at its cap.
     states: new DynamoDueIndex({ client: dynamodb, stateTable: env.STATE_TABLE }),
     registry: options.registry ?? defaultRegistry,

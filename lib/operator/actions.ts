@@ -1,6 +1,6 @@
 import type { SendResolution } from "../../functions/roles/customer-support/events/conversation";
 import { type StepDecision, stepDecisionCheck } from "./agent-actions";
-import { operatorName, recordAction } from "./audit";
+import { operatorName, recordAction, recordApproval } from "./audit";
 import { operatorEnvelope, putCommand } from "./operator-command";
 import { redrive, redriveAuditAction, redriveTargetProblem } from "./redrive";
 import { renderRedriveText } from "./render-text";
@@ -83,6 +83,7 @@ async function runAction(
   const envelope = operatorEnvelope(command);
   if (typeof envelope === "string") return refused(`refusing to send an ${envelope}; nothing sent`);
   const bus = await putCommand(stack, stack.config, envelope);
+  await recordApproval(stack, envelope, "console");
   const eventId = String(envelope.event_id);
   // The command itself says who asked and why; the audit group keeps it.
   const message = `${command.type} sent to ${bus} (event id ${eventId})`;
@@ -108,7 +109,7 @@ async function supportAction(
 ): Promise<ActionOutcome> {
   const problem = operatorEnvelope(offline);
   if (typeof problem === "string") return refused(`${problem}; nothing sent`);
-  return decidedOutcome(await sendDecided(stack, await check()));
+  return decidedOutcome(await sendDecided(stack, await check(), "console"));
 }
 
 async function redriveAction(
@@ -122,7 +123,9 @@ async function redriveAction(
   const report = await redrive(stack, group, { from });
   const summary = renderRedriveText(report).split("\n")[0] ?? "";
   if (report.moved.length === 0) return { kind: "unchanged", message: summary };
-  const id = await recordAction(stack, stack.config, redriveAuditAction(report, reason));
+  const id = await recordAction(stack, stack.config, redriveAuditAction(report, reason), {
+    via: "console",
+  });
   const message = `${summary}; recorded in the audit trail as operator.action.recorded ${id}`;
   if (report.failed.length === 0) return { kind: "sent", message };
   const failures = report.failed.map((f) => `${f.messageId}: ${f.error}`).join("; ");
@@ -155,7 +158,7 @@ export function opsActions(stack: OpsStack): OpsActions {
         ...fields,
         requestedBy,
       });
-      return decidedOutcome(await sendDecided(stack, decided));
+      return decidedOutcome(await sendDecided(stack, decided, "console"));
     },
     start: (request) => startWorkflow(stack, catalogOf(stack), request),
   };

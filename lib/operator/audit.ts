@@ -95,3 +95,56 @@ export function recordAction(
 ): Promise<string> {
   return recordOnAudit(stack, config, "operator.action.recorded", action, record);
 }
+
+type ApprovalAnswered = Omit<OperatorRecords["operator.approval.answered"], "requested_by" | "via">;
+
+/**
+ * The approval an operator command answers, if it answers one: an agent's tool call
+ * (`<agent>.decision.requested`, approve or reject), a held reply (`reply.approve.requested`,
+ * `reply.reject.requested`) or a BLOCKED workflow node (`workflow.confirm.requested`).
+ */
+export function approvalAnswered(envelope: Record<string, unknown>): ApprovalAnswered | undefined {
+  const type = String(envelope.event_type);
+  const payload = (envelope.payload ?? {}) as Record<string, unknown>;
+  const aggregate = (envelope.aggregate ?? {}) as { id?: unknown };
+  const commandId = String(envelope.event_id);
+  const reason = typeof payload.reason === "string" ? { reason: payload.reason } : {};
+  const answer = (target: unknown, decision: "approve" | "reject", step?: unknown) => ({
+    target: String(target),
+    ...(typeof step === "string" ? { step } : {}),
+    decision,
+    ...reason,
+    command_id: commandId,
+  });
+  if (
+    type.endsWith(".decision.requested") &&
+    ["approve", "reject"].includes(String(payload.decision))
+  )
+    return answer(payload.run_id, payload.decision as "approve" | "reject", payload.tool_call_id);
+  if (type === "reply.approve.requested" || type === "reply.reject.requested")
+    return answer(aggregate.id, type === "reply.approve.requested" ? "approve" : "reject");
+  if (type === "workflow.confirm.requested")
+    return answer(
+      payload.run_id,
+      payload.answer === "confirmed" ? "approve" : "reject",
+      payload.node_id,
+    );
+  return undefined;
+}
+
+/** The approval a command sent answered, on the audit topic; its event id, or undefined. */
+export async function recordApproval(
+  stack: OpsStack,
+  envelope: Record<string, unknown>,
+  via: RecordFields["via"],
+): Promise<string | undefined> {
+  const answered = approvalAnswered(envelope);
+  if (!answered) return undefined;
+  const payload = (envelope.payload ?? {}) as { requested_by?: unknown };
+  const tenant = typeof envelope.tenant_id === "string" ? { tenantId: envelope.tenant_id } : {};
+  return recordOnAudit(stack, stack.config, "operator.approval.answered", answered, {
+    ...(typeof payload.requested_by === "string" ? { requestedBy: payload.requested_by } : {}),
+    ...(via ? { via } : {}),
+    ...tenant,
+  });
+}

@@ -396,6 +396,14 @@ export class FrontDoor extends Construct {
         conditions: leading(["dag_run#*"]),
       }),
     );
+    // The operator's stops and each tenant's model calls today (one BatchGetItem per request).
+    this.function.addToRolePolicy(
+      new PolicyStatement({
+        actions: ["dynamodb:BatchGetItem"],
+        resources: [tables.state.tableArn],
+        conditions: leading(["operator_stop#*", "model_spend#*"]),
+      }),
+    );
     // The registered workflows: read (a tenant's own and the shared ones), and a tenant's put (its
     // scope added to the scopes item, then a transaction of two PutItems: the version and the
     // scope's list). Which scope is the function's check: a tenant's id is never the shared `*`.
