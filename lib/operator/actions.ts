@@ -1,3 +1,4 @@
+import { stopMessage } from "../../functions/core/model-guard";
 import type { SendResolution } from "../../functions/roles/customer-support/events/conversation";
 import { type StepDecision, stepDecisionCheck } from "./agent-actions";
 import { operatorName, recordAction, recordApproval } from "./audit";
@@ -6,6 +7,7 @@ import { redrive, redriveAuditAction, redriveTargetProblem } from "./redrive";
 import { renderRedriveText } from "./render-text";
 import { loadRunState } from "./source";
 import type { OpsStack } from "./stack";
+import { resumeWork, type StopTarget, stopTargetProblem, stopWork } from "./stops";
 import {
   type Decided,
   type ReviewDecision,
@@ -64,6 +66,8 @@ export interface OpsActions {
   ): Promise<ActionOutcome>;
   /** Start a run of a workflow with `input` (./workflows: checked against its declared input). */
   start(request: StartRequest): Promise<ActionOutcome>;
+  /** Stop a tenant or a run, or lift its stop (./stops: the kill switch). */
+  stopOrResume(verb: "stop" | "resume", target: StopTarget, reason: string): Promise<ActionOutcome>;
 }
 
 const refused = (message: string): ActionOutcome => ({ kind: "refused", message });
@@ -135,6 +139,31 @@ async function redriveAction(
   };
 }
 
+async function stopAction(
+  stack: OpsStack,
+  verb: "stop" | "resume",
+  target: StopTarget,
+  reason: string,
+): Promise<ActionOutcome> {
+  const problem = stopTargetProblem(target);
+  if (problem) return refused(`${problem}; nothing recorded`);
+  const act = { via: "console" as const, ...(reason ? { reason } : {}) };
+  const what = `${target.scope} ${target.id}`;
+  if (verb === "resume") {
+    const { lifted, auditId } = await resumeWork(stack, target, act);
+    return lifted
+      ? {
+          kind: "sent",
+          message: `${what} resumed (stopped by ${lifted.by} at ${lifted.at}); recorded as operator.resumed ${auditId}`,
+        }
+      : { kind: "unchanged", message: `${what} was not stopped; nothing lifted` };
+  }
+  const report = await stopWork(stack, target, act);
+  const cancelled = report.runsCancelled.length;
+  const message = `${report.recorded ? "stopped" : "already stopped"}: ${stopMessage(report.stop)}; ${cancelled} workflow run(s) cancelled; recorded as operator.stopped ${report.auditId}`;
+  return { kind: report.recorded ? "sent" : "unchanged", message };
+}
+
 /** The actions over a stack (its commands bus, its dead-letter queues, its audit trail). */
 export function opsActions(stack: OpsStack): OpsActions {
   return {
@@ -161,5 +190,6 @@ export function opsActions(stack: OpsStack): OpsActions {
       return decidedOutcome(await sendDecided(stack, decided, "console"));
     },
     start: (request) => startWorkflow(stack, catalogOf(stack), request),
+    stopOrResume: (verb, target, reason) => stopAction(stack, verb, target, reason),
   };
 }
