@@ -1,6 +1,6 @@
+import { TenantId } from "../ids";
 import type { EventRegistry } from "../registry";
 import * as z from "../zod";
-import { TenantId } from "../ids";
 import { operatorRecord } from "./kinds";
 
 /** Who asked: an operator's name or role (from AGENTBUS_OPERATOR or the user running the CLI). */
