@@ -147,13 +147,23 @@ export type {
 } from "./core/integration";
 export { defineIntegration, use } from "./core/integration";
 // Models: one call with a structured answer, and the schemas a role shows its model.
-export type { ModelPort, ModelRequest, ModelResponse, StructuredResult } from "./core/model";
+export type {
+  ModelPort,
+  ModelRequest,
+  ModelResponse,
+  ModelScope,
+  Spend,
+  StructuredResult,
+} from "./core/model";
 export {
   canonicalJson,
   DEFAULT_STRUCTURED_ATTEMPTS,
   invokeStructured,
   ModelOutputInvalidError,
 } from "./core/model";
+// The model budgets and the operator's stops, which every role's model port is guarded by.
+export type { Exhausted, ModelBudgets, OperatorStop } from "./core/model-guard";
+export { BudgetExhaustedError, OperatorStopError } from "./core/model-guard";
 export { modelSchemaOf } from "./core/model-schemas";
 // The output guard: a model's text checked before it reaches a customer.
 export type {

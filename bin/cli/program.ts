@@ -112,6 +112,17 @@ const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import("./erase")).eraseCommand,
   },
   {
+    name: "stop",
+    description:
+      "stop a tenant or a run: no model or tool call starts for it, its workflow runs in flight are cancelled, the front door refuses its new work",
+    load: async () => (await import("./stop")).stopCommand,
+  },
+  {
+    name: "resume",
+    description: "lift the stop of a tenant or a run: new work runs again",
+    load: async () => (await import("./stop")).resumeCommand,
+  },
+  {
     name: "lists",
     description:
       "runs, conversations and tasks by tenant, status and age, and the backfill of the list indexes' keys",

@@ -100,6 +100,8 @@ export const DEFAULT_LEASE_SECONDS = 300;
 export const DEFAULT_CONFIRM_SECONDS = 900;
 /** Code prefix of "the model answered, but not in the required shape". */
 export const MODEL_INVALID_OUTPUT = "model.invalid_output";
+/** A run's or its tenant's model budget is spent (./model-guard.ts): no model call starts. */
+export const BUDGET_EXHAUSTED = "budget.exhausted";
 
 const ERROR_CLASSES = [
   "transient",

@@ -1,5 +1,6 @@
 import {
   type AgentRun,
+  BUDGET_EXHAUSTED,
   DEFAULT_CONFIRM_SECONDS,
   DEFAULT_LEASE_SECONDS,
   DEFAULT_MAX_ATTEMPTS,
@@ -169,6 +170,7 @@ export type FailureTrigger = "RetryScheduled" | "TaskFailed" | "NeedsHuman" | "T
  * - transient (and anything that is not an AgentBusError): RetryScheduled while attempts are
  *   left, then TaskFailed;
  * - permanent: TaskFailed at once;
+ * - code `budget.exhausted` (the model budget of the run or its tenant is spent): NeedsHuman;
  * - business: TaskFailed at once (the refusal is kept in `error`, class "business");
  * - unknown_outcome: TaskBlocked, until ExternalUnblocked or ExternalConfirmTimeout.
  */
@@ -176,6 +178,8 @@ export function classifyFailure(error: unknown, run: AgentRun): FailureTrigger {
   const { code, errorClass } = toRunError(error);
   const attemptsLeft = run.attempt < run.max_attempts;
   if (isInvalidOutput(code)) return attemptsLeft ? "RetryScheduled" : "NeedsHuman";
+  // The run's or its tenant's model budget is spent (./model-guard.ts): a person decides.
+  if (code === BUDGET_EXHAUSTED) return "NeedsHuman";
   switch (errorClass) {
     case "transient":
       return attemptsLeft ? "RetryScheduled" : "TaskFailed";

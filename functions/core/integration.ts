@@ -1,3 +1,4 @@
+import type { ModelControls } from "./model-guard";
 import type { EventStore } from "./ports";
 
 /**
@@ -46,6 +47,12 @@ export interface Integration<Port, Options = undefined> {
   memory(): Port;
   /** What an operator should know (where its data lives, what to do when it fails). */
   readonly notes?: string;
+  /**
+   * What each of its ports passes through, whoever gives it (its adapter, its twin, a test's or
+   * the local runtime's stand-in), given the hub's controls: the model's is bounded by the
+   * budgets and stopped by the operator's stops (./model-guard.ts). @default the port as given
+   */
+  guard?(port: Port, controls: ModelControls): Port;
 }
 
 /** How one role uses an integration: which one, with which options. */
@@ -117,18 +124,27 @@ export function usesOf(uses: IntegrationUses | undefined): [string, AnyIntegrati
  */
 export type PortOverrides = Readonly<Record<string, unknown>>;
 
+/** What the hub gives every role: its tables (`store`) and the budgets' and stops' controls. */
+export interface HubPorts {
+  readonly store: EventStore;
+  readonly controls: ModelControls;
+}
+
 /**
- * The ports of `uses`, each built by `build` unless `overrides` has one for its integration.
- * `store` is given.
+ * The ports of `uses`, each built by `build` unless `overrides` has one for its integration, and
+ * passed through its integration's `guard`. `store` is given.
  */
 export function portsOf(
-  store: EventStore,
+  hub: HubPorts,
   uses: IntegrationUses | undefined,
   build: (use: AnyIntegrationUse) => unknown,
   overrides: PortOverrides = {},
 ): RolePorts {
-  const ports: Record<string, unknown> = { store };
-  for (const [port, entry] of usesOf(uses))
-    ports[port] = overrides[entry.integration.name] ?? build(entry);
+  const ports: Record<string, unknown> = { store: hub.store };
+  for (const [port, entry] of usesOf(uses)) {
+    const given = overrides[entry.integration.name] ?? build(entry);
+    const { guard } = entry.integration;
+    ports[port] = guard ? guard(given, hub.controls) : given;
+  }
   return ports as RolePorts;
 }

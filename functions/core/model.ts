@@ -24,6 +24,24 @@ export interface ModelPort {
    */
   readonly provider?: string;
   converse(request: ModelRequest): Promise<ModelResponse>;
+  /**
+   * A port guarded by the budgets and the operator's stops (./model-guard.ts, which every role's
+   * model port is wrapped in): throws when the scope's tenant or run is stopped, and for `model`
+   * work when a budget is spent. What an agent run asks before each tool call.
+   */
+  admit?(scope: ModelScope, work: "model" | "tool", runSpent?: Spend): Promise<void>;
+}
+
+/** Whose model call it is: a tenant and, where one is known, the run it serves. */
+export interface ModelScope {
+  readonly tenant: string;
+  readonly run?: string;
+}
+
+/** Spent on model calls: tokens in and out, and their cost in millionths of a US$. */
+export interface Spend {
+  readonly tokens: number;
+  readonly micros: number;
 }
 
 export interface ModelMessage {
@@ -83,7 +101,15 @@ export interface ModelRequest {
     readonly correlation_id?: string;
     /** The agent run's turn this call is (`<run>:turn:<n>`). */
     readonly model_run_id?: string;
+    /** The tenant and the run the call serves: whose budgets it spends, whose stops halt it. */
+    readonly tenant_id?: string;
+    readonly run_id?: string;
   };
+  /**
+   * What the run (`metadata.run_id`) has spent on model calls before this one, as its state
+   * keeps it: a guarded port refuses the call once the run's budget is spent.
+   */
+  readonly runSpent?: Spend;
 }
 
 export interface ModelResponse {

@@ -3,6 +3,7 @@ import { DEFAULT_TENANT, type Envelope, type EventRegistry, tenantOf } from "../
 import { OpaqueId, tenantConversationId } from "../../schemas/ids";
 import * as z from "../../schemas/zod";
 import { AgentBusError } from "../core/errors";
+import type { ModelControls } from "../core/model-guard";
 import type { Clock, EventPublisher, EventStore, IdSource, StateReader } from "../core/ports";
 import { retentionDays } from "../core/retention";
 import type {
@@ -43,7 +44,7 @@ import {
   problemResponse,
 } from "./http";
 import { type Caller, callerOf, ownCustomerOf, serviceCallerOf } from "./identity";
-import type { TenantLimits } from "./limits";
+import { type TenantLimits, tenantRefusal } from "./limits";
 import openapi from "./openapi.json";
 import {
   admitRun,
@@ -101,6 +102,8 @@ export interface FrontDoorPorts {
   readonly tasks: { eventsByTask(taskId: string): Promise<Envelope[]> };
   /** Each tenant's cap on the requests that put something on the bus. */
   readonly limits: TenantLimits;
+  /** The operator's stops and each tenant's model calls (./limits.ts, `tenantRefusal`). */
+  readonly controls: Pick<ModelControls, "read">;
   /** Each tenant's runs in flight, and the runs' states that say which have ended. */
   readonly runs: RunsInFlight;
   readonly states: StateReader;
@@ -575,6 +578,13 @@ async function accept(
   run?: CountedRun,
 ): Promise<HttpResponse> {
   const { request, ports } = context;
+  const refusal = await tenantRefusal(ports.controls, caller.tenantId, ports.clock.now());
+  if (refusal)
+    fail(refusal.code, refusal.detail, {
+      ...("retryAfterSeconds" in refusal
+        ? { headers: { "retry-after": String(refusal.retryAfterSeconds) } }
+        : {}),
+    });
   const limited = await ports.limits.take(caller.tenantId, ports.clock.now());
   if ("retryAfterSeconds" in limited)
     fail("too_many_requests", `tenant ${caller.tenantId} is over its requests per minute`, {

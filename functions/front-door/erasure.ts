@@ -10,7 +10,7 @@ import { fail, type HttpResponse, json } from "./http";
  * credentials, for the tenant its path names) erases a customer, as `agentbus erase` does
  * (functions/core/personal-data/erase.ts). 200 with what was done and what erasure cannot reach
  * (with the days it keeps it), also when the customer was erased already (nothing changes then); 404 when nothing of the customer is recorded. The
- * erasure is recorded on the events bus as `operator.action.recorded` (`customer.erase`, the
+ * erasure is recorded on the audit topic as `operator.action.recorded` (`customer.erase`, the
  * signing principal as who asked), where the audit group keeps it.
  */
 
@@ -84,13 +84,16 @@ async function record(
       action: "customer.erase",
       target: `customer/${subject.tenant}/${subject.customer}`,
       requested_by: erasure.by,
+      via: "front-door",
       ...(erasure.reason === undefined ? {} : { reason: erasure.reason }),
       outcome: { count: overwritten, event_ids: [], failed: 0 },
     },
   });
   if (!parsed.ok)
     throw new Error(`the front door built an invalid erasure record: ${parsed.message}`);
-  const failures = await ports.publisher.publish("events", [parsed.envelope as Envelope]);
+  const failures = await ports.publisher.publish(parsed.definition.topic, [
+    parsed.envelope as Envelope,
+  ]);
   // The erasure stands whatever becomes of its record: a retry finds it done and sends it again.
   if (failures.length > 0)
     fail(

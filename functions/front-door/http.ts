@@ -37,6 +37,7 @@ export const PROBLEMS = {
   invalid_request: 400,
   unauthorized: 401,
   forbidden: 403,
+  tenant_stopped: 403,
   not_found: 404,
   not_served: 404,
   method_not_allowed: 405,

@@ -1,3 +1,5 @@
+import { callsThisMinute, type ModelControls, stopMessage, stopOn } from "../core/model-guard";
+
 /**
  * A tenant's cap on requests per minute at the front door: a fixed one-minute window per tenant,
  * counted in one item per tenant and minute. The request over the cap is refused (429) with
@@ -32,4 +34,37 @@ export class InMemoryTenantLimits implements TenantLimits {
     this.counts.set(key, count + 1);
     return { ok: true as const };
   }
+}
+
+/** Why a tenant's new work is refused before anything is counted or written. */
+export type TenantRefusal =
+  | { readonly code: "tenant_stopped"; readonly detail: string }
+  | {
+      readonly code: "too_many_requests";
+      readonly detail: string;
+      readonly retryAfterSeconds: number;
+    };
+
+/**
+ * Whether a tenant may start new work, from one read of its controls
+ * (functions/core/model-guard.ts): refused while an operator's stop of the tenant stands, and
+ * slowed (429, `Retry-After` the seconds left in the minute) while the model calls its work started
+ * this minute are at its rate budget, before the model's service would throttle them.
+ */
+export async function tenantRefusal(
+  controls: Pick<ModelControls, "read">,
+  tenant: string,
+  now: Date,
+): Promise<TenantRefusal | undefined> {
+  const reading = await controls.read({ tenant }, now);
+  const stop = stopOn(reading, { tenant });
+  if (stop) return { code: "tenant_stopped", detail: stopMessage(stop) };
+  const calls = callsThisMinute(reading.tenantDay, now);
+  const budget = reading.budgets.tenantCallsPerMinute;
+  if (calls < budget) return undefined;
+  return {
+    code: "too_many_requests",
+    detail: `tenant ${tenant} started ${calls} model calls this minute, its budget is ${budget}: new work waits for the next minute`,
+    retryAfterSeconds: minuteOf(now).secondsLeft,
+  };
 }

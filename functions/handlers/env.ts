@@ -1,4 +1,5 @@
 import * as z from "../../schemas/zod";
+import { DEFAULT_MODEL_BUDGETS, type ModelBudgets } from "../core/model-guard";
 import { retentionDays } from "../core/retention";
 
 export const ConsumerEnv = z.object({
@@ -42,3 +43,29 @@ export const ConsumerEnv = z.object({
   ),
 });
 export type ConsumerEnv = z.output<typeof ConsumerEnv>;
+
+const positive = z.coerce.number().check(z.positive());
+
+/**
+ * The model budgets (functions/core/model-guard.ts) as the stack sets them on every function that
+ * calls a model or admits work (`ModelBudgets`; each unset one is DEFAULT_MODEL_BUDGETS').
+ */
+export const ModelBudgetEnv = z.object({
+  MODEL_RUN_MAX_TOKENS: z._default(positive, DEFAULT_MODEL_BUDGETS.run.tokens),
+  MODEL_RUN_MAX_USD: z._default(positive, DEFAULT_MODEL_BUDGETS.run.usd),
+  MODEL_TENANT_DAY_MAX_TOKENS: z._default(positive, DEFAULT_MODEL_BUDGETS.tenantDay.tokens),
+  MODEL_TENANT_DAY_MAX_USD: z._default(positive, DEFAULT_MODEL_BUDGETS.tenantDay.usd),
+  MODEL_TENANT_CALLS_PER_MINUTE: z._default(
+    z.coerce.number().check(z.int(), z.positive()),
+    DEFAULT_MODEL_BUDGETS.tenantCallsPerMinute,
+  ),
+});
+
+/** The budgets the environment sets. */
+export function budgetsOf(env: z.output<typeof ModelBudgetEnv>): ModelBudgets {
+  return {
+    run: { tokens: env.MODEL_RUN_MAX_TOKENS, usd: env.MODEL_RUN_MAX_USD },
+    tenantDay: { tokens: env.MODEL_TENANT_DAY_MAX_TOKENS, usd: env.MODEL_TENANT_DAY_MAX_USD },
+    tenantCallsPerMinute: env.MODEL_TENANT_CALLS_PER_MINUTE,
+  };
+}

@@ -9,6 +9,7 @@ import type { AwsClient } from "../adapters/aws/client";
 import { DynamoAcceptedRequests } from "../adapters/dynamodb/accepted-requests";
 import { DynamoDueIndex } from "../adapters/dynamodb/due";
 import { DynamoConsumerStore } from "../adapters/dynamodb/event-store";
+import { DynamoModelControls } from "../adapters/dynamodb/model-controls";
 import { DynamoRunsInFlight } from "../adapters/dynamodb/runs-in-flight";
 import { DynamoTenantLimits } from "../adapters/dynamodb/tenant-limits";
 import { DynamoTraceReader } from "../adapters/dynamodb/trace-reader";
@@ -28,6 +29,7 @@ import { FeatureList } from "../roles/features";
 import { workflowCatalog } from "../roles/orchestrator/catalog";
 import { containerAwsClient } from "./aws";
 import { customerErasure } from "./customer-erasure";
+import { budgetsOf, ModelBudgetEnv } from "./env";
 import { lambdaEntry } from "./lambda-entry";
 import { type Observability, observability } from "./observe";
 
@@ -40,11 +42,13 @@ import { type Observability, observability } from "./observe";
  * and commands buses. Each answer is counted: `FrontDoorAccepted`, and `FrontDoorProblem`
  * by its `code` (bad JSON, a body too large, no tenant, ...).
  */
-export const FrontDoorEnv = z.object({
+export const FrontDoorEnv = z.extend(ModelBudgetEnv, {
   STATE_TABLE: z.string().check(z.minLength(1)),
   EVENTS_TABLE: z.string().check(z.minLength(1)),
   BUS_EVENTS: z.string().check(z.minLength(1)),
   BUS_COMMANDS: z.optional(z.string().check(z.minLength(1))),
+  /** The audit topic's bus, where an erasure is recorded (the events bus when there is none). */
+  BUS_AUDIT: z.optional(z.string().check(z.minLength(1))),
   /** The customer-keys table: with it, services may erase customers (./customer-erasure). */
   CUSTOMER_KEYS_TABLE: z.optional(z.string().check(z.minLength(1))),
   /** The token claim that names the tenant. */
@@ -88,6 +92,8 @@ export interface FrontDoorOptions {
   readonly accepted?: AcceptedRequests;
   readonly limits?: TenantLimits;
   readonly runs?: RunsInFlight;
+  /** Replaces the operator's stops and the tenants' model calls on the state table (tests). */
+  readonly controls?: FrontDoorPorts["controls"];
 }
 
 export type FrontDoorHandler = (
@@ -141,7 +147,11 @@ function portsOf(
       options.publisher ??
       new EventBridgePublisher({
         client: tracer.capture(options.eventbridge ?? containerAwsClient()),
-        buses: { events: env.BUS_EVENTS, commands: env.BUS_COMMANDS },
+        buses: {
+          events: env.BUS_EVENTS,
+          commands: env.BUS_COMMANDS,
+          audit: env.BUS_AUDIT ?? env.BUS_EVENTS,
+        },
       }),
     store: new DynamoConsumerStore({
       client: dynamodb,
@@ -162,6 +172,13 @@ function portsOf(
         perMinute: env.TENANT_REQUESTS_PER_MINUTE,
       }),
     runs: options.runs ?? new DynamoRunsInFlight({ client: dynamodb, tableName: env.STATE_TABLE }),
+    controls:
+      options.controls ??
+      new DynamoModelControls({
+        client: dynamodb,
+        tableName: env.STATE_TABLE,
+        budgets: budgetsOf(env),
+      }),
     // The runs' states (BatchGetItem), read only when a tenant is at its cap.
     states: new DynamoDueIndex({ client: dynamodb, stateTable: env.STATE_TABLE }),
     registry: options.registry ?? defaultRegistry,

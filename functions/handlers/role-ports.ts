@@ -1,10 +1,11 @@
 import type { AwsClient, AwsService } from "../adapters/aws/client";
 import { DynamoConsumerStore } from "../adapters/dynamodb/event-store";
+import { DynamoModelControls } from "../adapters/dynamodb/model-controls";
 import { type IntegrationUses, type PortOverrides, portsOf, usesOf } from "../core/integration";
 import { parseEnv } from "../core/parse-env";
 import type { RolePorts } from "../core/role-module";
 import { containerAwsClient } from "./aws";
-import { ConsumerEnv } from "./env";
+import { budgetsOf, ConsumerEnv, ModelBudgetEnv } from "./env";
 import type { AnyIntegrationAdapter } from "./integration-adapter";
 import type { Observability } from "./observe";
 
@@ -70,7 +71,7 @@ export function awsRolePorts(
       observability.logger.warn(message, details ?? {}),
   };
   return portsOf(
-    consumerStore(wiring),
+    { store: consumerStore(wiring), controls: modelControls(wiring) },
     uses,
     (use) => byName.get(use.integration.name)?.build(adapterWiring, use.options),
     options.integrations,
@@ -84,6 +85,13 @@ function clientFor(wiring: PortWiring, service: AwsService): AwsClient {
   if (service === "dynamodb") return wiring.dynamodb;
   if (service === "sqs" && wiring.sqs) return wiring.sqs;
   return containerAwsClient();
+}
+
+/** The stops and model spend on the state table, with the budgets the environment sets. */
+function modelControls({ env, group, dynamodb }: PortWiring): DynamoModelControls {
+  const { STATE_TABLE } = parseEnv(ConsumerEnv, env, group);
+  const budgets = budgetsOf(parseEnv(ModelBudgetEnv, env, group));
+  return new DynamoModelControls({ client: dynamodb, tableName: STATE_TABLE, budgets });
 }
 
 function consumerStore({ env, group, dynamodb }: PortWiring): DynamoConsumerStore {

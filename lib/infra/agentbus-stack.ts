@@ -352,7 +352,9 @@ export class AgentBusStack extends Stack {
     return new FrontDoor(this, "FrontDoor", {
       stage,
       tables: this.tables,
-      topics: [...this.topics.values()].filter((t) => ["events", "commands"].includes(t.topicName)),
+      topics: [...this.topics.values()].filter((t) =>
+        ["events", "commands", "audit"].includes(t.topicName),
+      ),
       issuer,
       customerKeys: this.customerKeys,
       features: featuresOf(this.topology.groups.map((group) => group.role)),
@@ -399,7 +401,7 @@ export class AgentBusStack extends Stack {
       customerKeys: this.customerKeys,
       groups: this.groups,
       relay: this.relay,
-      auditBus: this.topics.get("events")?.bus,
+      auditBus: (this.topics.get("audit") ?? this.topics.get("events"))?.bus,
       buses: [...this.topics.values()].map((topic) => topic.bus),
       commandBus: this.topics.get("commands")?.bus,
       archives: [...this.topics.values()].flatMap((topic) =>

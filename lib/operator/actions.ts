@@ -1,11 +1,13 @@
+import { stopMessage } from "../../functions/core/model-guard";
 import type { SendResolution } from "../../functions/roles/customer-support/events/conversation";
 import { type StepDecision, stepDecisionCheck } from "./agent-actions";
-import { operatorName, recordAction } from "./audit";
+import { operatorName, recordAction, recordApproval } from "./audit";
 import { operatorEnvelope, putCommand } from "./operator-command";
 import { redrive, redriveAuditAction, redriveTargetProblem } from "./redrive";
 import { renderRedriveText } from "./render-text";
 import { loadRunState } from "./source";
 import type { OpsStack } from "./stack";
+import { resumeWork, type StopTarget, stopTargetProblem, stopWork } from "./stops";
 import {
   type Decided,
   type ReviewDecision,
@@ -64,6 +66,8 @@ export interface OpsActions {
   ): Promise<ActionOutcome>;
   /** Start a run of a workflow with `input` (./workflows: checked against its declared input). */
   start(request: StartRequest): Promise<ActionOutcome>;
+  /** Stop a tenant or a run, or lift its stop (./stops: the kill switch). */
+  stopOrResume(verb: "stop" | "resume", target: StopTarget, reason: string): Promise<ActionOutcome>;
 }
 
 const refused = (message: string): ActionOutcome => ({ kind: "refused", message });
@@ -83,6 +87,7 @@ async function runAction(
   const envelope = operatorEnvelope(command);
   if (typeof envelope === "string") return refused(`refusing to send an ${envelope}; nothing sent`);
   const bus = await putCommand(stack, stack.config, envelope);
+  await recordApproval(stack, envelope, "console");
   const eventId = String(envelope.event_id);
   // The command itself says who asked and why; the audit group keeps it.
   const message = `${command.type} sent to ${bus} (event id ${eventId})`;
@@ -108,7 +113,7 @@ async function supportAction(
 ): Promise<ActionOutcome> {
   const problem = operatorEnvelope(offline);
   if (typeof problem === "string") return refused(`${problem}; nothing sent`);
-  return decidedOutcome(await sendDecided(stack, await check()));
+  return decidedOutcome(await sendDecided(stack, await check(), "console"));
 }
 
 async function redriveAction(
@@ -122,7 +127,9 @@ async function redriveAction(
   const report = await redrive(stack, group, { from });
   const summary = renderRedriveText(report).split("\n")[0] ?? "";
   if (report.moved.length === 0) return { kind: "unchanged", message: summary };
-  const id = await recordAction(stack, stack.config, redriveAuditAction(report, reason));
+  const id = await recordAction(stack, stack.config, redriveAuditAction(report, reason), {
+    via: "console",
+  });
   const message = `${summary}; recorded in the audit trail as operator.action.recorded ${id}`;
   if (report.failed.length === 0) return { kind: "sent", message };
   const failures = report.failed.map((f) => `${f.messageId}: ${f.error}`).join("; ");
@@ -130,6 +137,31 @@ async function redriveAction(
     kind: "failed",
     message: `${message}; ${report.failed.length} dead letter(s) could not be re-queued (${failures})`,
   };
+}
+
+async function stopAction(
+  stack: OpsStack,
+  verb: "stop" | "resume",
+  target: StopTarget,
+  reason: string,
+): Promise<ActionOutcome> {
+  const problem = stopTargetProblem(target);
+  if (problem) return refused(`${problem}; nothing recorded`);
+  const act = { via: "console" as const, ...(reason ? { reason } : {}) };
+  const what = `${target.scope} ${target.id}`;
+  if (verb === "resume") {
+    const { lifted, auditId } = await resumeWork(stack, target, act);
+    return lifted
+      ? {
+          kind: "sent",
+          message: `${what} resumed (stopped by ${lifted.by} at ${lifted.at}); recorded as operator.resumed ${auditId}`,
+        }
+      : { kind: "unchanged", message: `${what} was not stopped; nothing lifted` };
+  }
+  const report = await stopWork(stack, target, act);
+  const cancelled = report.runsCancelled.length;
+  const message = `${report.recorded ? "stopped" : "already stopped"}: ${stopMessage(report.stop)}; ${cancelled} workflow run(s) cancelled; recorded as operator.stopped ${report.auditId}`;
+  return { kind: report.recorded ? "sent" : "unchanged", message };
 }
 
 /** The actions over a stack (its commands bus, its dead-letter queues, its audit trail). */
@@ -155,8 +187,9 @@ export function opsActions(stack: OpsStack): OpsActions {
         ...fields,
         requestedBy,
       });
-      return decidedOutcome(await sendDecided(stack, decided));
+      return decidedOutcome(await sendDecided(stack, decided, "console"));
     },
     start: (request) => startWorkflow(stack, catalogOf(stack), request),
+    stopOrResume: (verb, target, reason) => stopAction(stack, verb, target, reason),
   };
 }

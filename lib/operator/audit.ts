@@ -1,7 +1,14 @@
 import { userInfo } from "node:os";
 import { ulid } from "ulid";
 import { registry } from "../../schemas";
-import type { OperatorAction } from "../../schemas/events/operator";
+import type {
+  ApprovalAnsweredPayload,
+  OperatorAction,
+  OperatorResumePayload,
+  OperatorStopPayload,
+  OperatorVia,
+} from "../../schemas/events/operator";
+import type * as z from "../../schemas/zod";
 import { putEnvelope } from "./put-envelope";
 import type { ClientConfig, OpsStack } from "./stack";
 
@@ -21,34 +28,123 @@ function safeUser(): string {
   }
 }
 
+/** The operator records the audit topic carries, by type (schemas/events/operator.ts). */
+export interface OperatorRecords {
+  readonly "operator.action.recorded": OperatorAction;
+  readonly "operator.stopped": z.input<typeof OperatorStopPayload>;
+  readonly "operator.resumed": z.input<typeof OperatorResumePayload>;
+  readonly "operator.approval.answered": z.input<typeof ApprovalAnsweredPayload>;
+}
+
+export interface RecordFields {
+  readonly eventId?: string;
+  readonly requestedBy?: string;
+  readonly at?: string;
+  /** The tenant the record is about, when it is about one tenant's. */
+  readonly tenantId?: string;
+  /** Through what the operator acted. @default "cli" */
+  readonly via?: z.output<typeof OperatorVia>;
+}
+
 /**
- * Put an operator's action on the events bus as `operator.action.recorded`, where the audit group
- * keeps it (who, when, why, and what changed). Validated against the registry before it is sent.
+ * Put an operator's record on the bus of its topic (the audit topic's; the events bus of a stack
+ * deployed before it had one), where the audit group keeps it: who, when, what, to what.
+ * Validated against the registry before it is sent. Answers its event id.
  */
-export async function recordAction(
+export async function recordOnAudit<T extends keyof OperatorRecords>(
   stack: OpsStack,
   config: ClientConfig,
-  action: Omit<OperatorAction, "requested_by">,
-  record: { readonly eventId?: string; readonly requestedBy?: string; readonly at?: string } = {},
+  type: T,
+  payload: Omit<OperatorRecords[T], "requested_by" | "via">,
+  record: RecordFields = {},
 ): Promise<string> {
   const id = record.eventId ?? ulid();
   const envelope = {
     event_id: id,
-    event_type: "operator.action.recorded",
+    event_type: type,
     schema_version: 1,
     occurred_at: record.at ?? new Date().toISOString(),
     correlation_id: `corr_${id}`,
     causation_id: null,
     task_id: `task_${id}`,
+    ...(record.tenantId === undefined ? {} : { tenant_id: record.tenantId }),
     aggregate: { type: "operator_action", id: `opact_${id}`, version: 0 },
     order_key: `opact_${id}`,
     producer: "agentbus-cli",
-    payload: { ...action, requested_by: record.requestedBy ?? operatorName() },
+    payload: {
+      ...payload,
+      requested_by: record.requestedBy ?? operatorName(),
+      via: record.via ?? "cli",
+    },
   };
   const parsed = registry.parse(envelope);
   if (!parsed.ok) throw new Error(`invalid audit record (${parsed.code}): ${parsed.message}`);
-  const bus = stack.names.buses.events;
-  if (!bus) throw new Error("the stack has no events bus for the audit record");
+  const topic = parsed.definition.topic;
+  const bus = stack.names.buses[topic] ?? stack.names.buses.events;
+  if (!bus) throw new Error(`the stack has no ${topic} bus for the audit record`);
   await putEnvelope(config, bus, envelope, SOURCE);
   return id;
+}
+
+/** An operator's repair action as `operator.action.recorded` on the audit topic (recordOnAudit). */
+export function recordAction(
+  stack: OpsStack,
+  config: ClientConfig,
+  action: Omit<OperatorAction, "requested_by" | "via">,
+  record: RecordFields = {},
+): Promise<string> {
+  return recordOnAudit(stack, config, "operator.action.recorded", action, record);
+}
+
+type ApprovalAnswered = Omit<OperatorRecords["operator.approval.answered"], "requested_by" | "via">;
+
+/**
+ * The approval an operator command answers, if it answers one: an agent's tool call
+ * (`<agent>.decision.requested`, approve or reject), a held reply (`reply.approve.requested`,
+ * `reply.reject.requested`) or a BLOCKED workflow node (`workflow.confirm.requested`).
+ */
+export function approvalAnswered(envelope: Record<string, unknown>): ApprovalAnswered | undefined {
+  const type = String(envelope.event_type);
+  const payload = (envelope.payload ?? {}) as Record<string, unknown>;
+  const aggregate = (envelope.aggregate ?? {}) as { id?: unknown };
+  const commandId = String(envelope.event_id);
+  const reason = typeof payload.reason === "string" ? { reason: payload.reason } : {};
+  const answer = (target: unknown, decision: "approve" | "reject", step?: unknown) => ({
+    target: String(target),
+    ...(typeof step === "string" ? { step } : {}),
+    decision,
+    ...reason,
+    command_id: commandId,
+  });
+  if (
+    type.endsWith(".decision.requested") &&
+    ["approve", "reject"].includes(String(payload.decision))
+  )
+    return answer(payload.run_id, payload.decision as "approve" | "reject", payload.tool_call_id);
+  if (type === "reply.approve.requested" || type === "reply.reject.requested")
+    return answer(aggregate.id, type === "reply.approve.requested" ? "approve" : "reject");
+  if (type === "workflow.confirm.requested")
+    return answer(
+      payload.run_id,
+      payload.answer === "confirmed" ? "approve" : "reject",
+      payload.node_id,
+    );
+  return undefined;
+}
+
+/** The approval a command sent answered, on the audit topic; its event id, or undefined. */
+export async function recordApproval(
+  stack: OpsStack,
+  envelope: Record<string, unknown>,
+  via: RecordFields["via"],
+): Promise<string | undefined> {
+  const answered = approvalAnswered(envelope);
+  if (!answered) return undefined;
+  const payload = (envelope.payload ?? {}) as { requested_by?: unknown };
+  const tenant = typeof envelope.tenant_id === "string" ? { tenantId: envelope.tenant_id } : {};
+  return recordOnAudit(stack, stack.config, "operator.approval.answered", answered, {
+    ...(typeof payload.requested_by === "string" ? { requestedBy: payload.requested_by } : {}),
+    ...(via ? { via } : {}),
+    ...tenant,
+  });
 }

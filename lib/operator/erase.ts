@@ -7,7 +7,7 @@ import type { OpsStack } from "./stack";
 
 /**
  * `agentbus erase --customer <id>`: a customer's personal data made unreadable everywhere it is
- * stored (functions/core/personal-data/erase.ts), and the erasure recorded on the events bus as
+ * stored (functions/core/personal-data/erase.ts), and the erasure recorded on the audit topic as
  * `operator.action.recorded` (`customer.erase`: who, when, which customer, how many states were
  * overwritten; never what was erased), where the audit group keeps it.
  */

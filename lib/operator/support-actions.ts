@@ -5,6 +5,7 @@ import type { SendResolution } from "../../functions/roles/customer-support/even
 import type { ReplyState } from "../../functions/roles/customer-support/reply-generation/state";
 import type { DeliveryState } from "../../functions/roles/customer-support/sender/state";
 import { opaqueIdProblem } from "../../schemas";
+import { recordApproval } from "./audit";
 import {
   conversationTenantId,
   conversationVersion,
@@ -254,10 +255,16 @@ export type SupportOutcome =
     };
 
 /** Put the decided command on the stack's commands bus; an `already` or `refused` sends nothing. */
-export async function sendDecided(stack: OpsStack, decided: Decided): Promise<SupportOutcome> {
+export async function sendDecided(
+  stack: OpsStack,
+  decided: Decided,
+  via: "cli" | "console" = "cli",
+): Promise<SupportOutcome> {
   if (!("command" in decided)) return decided;
   const envelope = operatorEnvelope(decided.command);
   if (typeof envelope === "string") return { refused: envelope };
   const bus = await putCommand(stack, stack.config, envelope);
+  // An approval answered is an operator's action: the audit topic gets who answered what.
+  await recordApproval(stack, envelope, via);
   return { sent: { command: decided.command, envelope, bus } };
 }

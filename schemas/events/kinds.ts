@@ -1,5 +1,5 @@
 /**
- * The four kinds of event type definition: a fact or a command, appended to an aggregate's event
+ * The kinds of event type definition: a fact or a command, appended to an aggregate's event
  * stream (sequenced: consumers gate it on the stream's order) or sent from outside any stream
  * (unsequenced: aggregate version 0, de-duplicated by event id). Each is spread into a definition
  * at schema version 1; a later version of a type overrides `schemaVersion`. `as const` keeps the
@@ -35,5 +35,16 @@ export const outsideCommand = {
   schemaVersion: 1,
   kind: "command",
   topic: "commands",
+  sequenced: false,
+} as const;
+
+/**
+ * An operator's action, put on the audit topic by the operator's tools (the CLI, the console, the
+ * front door's erasure): who did what, when, to what. Kept by the audit group.
+ */
+export const operatorRecord = {
+  schemaVersion: 1,
+  kind: "event",
+  topic: "audit",
   sequenced: false,
 } as const;

@@ -162,6 +162,15 @@ describe("the front door", () => {
           "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["dag_run#*"] },
         },
       },
+      // The operator's stops and each tenant's model calls of the day (its admission).
+      {
+        actions: ["dynamodb:BatchGetItem"],
+        condition: {
+          "ForAllValues:StringLike": {
+            "dynamodb:LeadingKeys": ["operator_stop#*", "model_spend#*"],
+          },
+        },
+      },
       // The workflow registry: a tenant reads and registers its workflows (its scope added to
       // the scopes item, two PutItems in one transaction), nothing else of the state table.
       {
@@ -210,10 +219,10 @@ describe("the front door", () => {
     const events = statementsOf(template, fn).filter((s) =>
       s.Action.some((a) => a.startsWith("events:")),
     );
-    // PutEvents on the events and commands buses, nothing else.
+    // PutEvents on the events and commands buses and the audit topic's (erasures), nothing else.
     expect(events.flatMap((s) => s.Action)).toEqual(["events:PutEvents"]);
     const buses = events.flatMap((s) => s.Resource.map((r) => refersTo(r)?.replace(/Topic.*/, "")));
-    expect(buses.sort()).toEqual(["Commands", "Events"]);
+    expect(buses.sort()).toEqual(["Audit", "Commands", "Events"]);
   });
 
   it("gives its URL and its streams' URL as outputs", () => {

@@ -175,14 +175,26 @@ describe("what the operator tools read", () => {
         /^\[\{"Fn::GetAtt":\["TablesEvents[^"]*","StreamArn"\]\}\]$/,
       );
     expect(ids("dynamodb:DescribeTable")).toEqual([expect.stringMatching(/^TablesEvents/)]);
-    expect(ids("dynamodb:GetItem")).toEqual([expect.stringMatching(/^CustomerKeysTable/)]);
-    // PutItem only of the state table's content items (an agent's stored messages, erased).
-    expect(ids("dynamodb:PutItem")).toEqual([expect.stringMatching(/^TablesState/)]);
+    // GetItem of the customer keys, and of the stop items (`agentbus stop | resume`).
+    expect(ids("dynamodb:GetItem").sort()).toEqual([
+      expect.stringMatching(/^CustomerKeysTable/),
+      expect.stringMatching(/^TablesState/),
+    ]);
+    expect(
+      JSON.stringify(statements.filter((s) => [s.Action].flat().includes("dynamodb:GetItem"))),
+    ).toContain("operator_stop#*");
+    // PutItem only of the state table's content items (an agent's stored messages, erased) and
+    // stop items.
+    expect(ids("dynamodb:PutItem")).toEqual([
+      expect.stringMatching(/^TablesState/),
+      expect.stringMatching(/^TablesState/),
+    ]);
     expect(JSON.stringify(statements.filter((s) => s.Action === "dynamodb:PutItem"))).toContain(
       "content#*",
     );
     expect(ids("dynamodb:UpdateItem").sort()).toEqual([
       expect.stringMatching(/^CustomerKeysTable/),
+      expect.stringMatching(/^TablesState/),
       expect.stringMatching(/^TablesState/),
     ]);
     expect(ids("dynamodb:BatchGetItem")).toEqual([expect.stringMatching(/^TablesEvents/)]);

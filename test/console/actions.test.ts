@@ -33,6 +33,7 @@ function recordingActions(answer?: () => Promise<ActionOutcome>) {
     redrive: record("redrive"),
     decideStep: record("decideStep"),
     start: record("start"),
+    stopOrResume: record("stopOrResume"),
   };
   return { actions, calls };
 }

@@ -144,6 +144,7 @@ function recordingActions(answer: () => ActionOutcome) {
     resolveSend: none,
     redrive: none,
     start: none,
+    stopOrResume: none,
     decideStep: async (...args) => {
       calls.push(args);
       return answer();

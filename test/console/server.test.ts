@@ -103,6 +103,7 @@ describe("startConsole", () => {
       redrive: async () => ({ kind: "refused", message: "no" }),
       decideStep: async () => ({ kind: "refused", message: "no" }),
       start: async () => ({ kind: "refused", message: "no" }),
+      stopOrResume: async () => ({ kind: "refused", message: "no" }),
     };
     const running = { ...(await fakeSource().run(RUN_ID)), status: "RUNNING" } as never;
     const console = await startConsole({ source: fakeSource({ runs: [running] }), actions });

@@ -270,6 +270,7 @@ describe("the start form's POST", () => {
       resolveSend: none,
       redrive: none,
       decideStep: none,
+      stopOrResume: none,
       start: async (request) => {
         asked.push(request);
         return answers.shift() as ActionOutcome;
@@ -309,6 +310,7 @@ describe("the start form's POST", () => {
       resolveSend: none,
       redrive: none,
       decideStep: none,
+      stopOrResume: none,
       start: async () => ({ kind: "refused", message: refusal }),
     };
     const sent = {

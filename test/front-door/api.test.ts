@@ -1,6 +1,7 @@
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
 import { TransientError } from "../../functions/core/errors";
+import { InMemoryModelControls } from "../../functions/core/model-guard";
 import type { PublishFailure } from "../../functions/core/ports";
 import { InMemoryAcceptedRequests } from "../../functions/front-door/accepted";
 import {
@@ -38,6 +39,7 @@ function world(options: { failPublish?: "transient" | "entry"; perMinute?: numbe
   const tasks = new Map<string, Envelope[]>();
   const accepted = new InMemoryAcceptedRequests();
   const runs = new InMemoryRunsInFlight();
+  const controls = new InMemoryModelControls();
   const clock = { at: new Date("2026-12-02T10:00:00.000Z"), now: () => clock.at };
   const ports: FrontDoorPorts = {
     publisher: {
@@ -68,6 +70,7 @@ function world(options: { failPublish?: "transient" | "entry"; perMinute?: numbe
     tasks: { eventsByTask: async (taskId) => tasks.get(taskId) ?? [] },
     limits: new InMemoryTenantLimits(options.perMinute ?? 100),
     runs,
+    controls,
     states: {
       async loadStates(refs) {
         return refs.flatMap((ref) => {
@@ -87,7 +90,7 @@ function world(options: { failPublish?: "transient" | "entry"; perMinute?: numbe
     request: Partial<HttpRequest> & Pick<HttpRequest, "method" | "path">,
     settings: FrontDoorSettings = {},
   ) => handleRequest({ headers: {}, requestId: "req-1", ...request }, ports, settings);
-  return { ports, published, logged, views, tasks, accepted, runs, clock, send };
+  return { ports, published, logged, views, tasks, accepted, runs, controls, clock, send };
 }
 
 const post = (conversation: string, body: unknown, headers: Record<string, string> = {}) => ({
@@ -263,6 +266,54 @@ describe("each tenant's cap", () => {
     expect(refused.headers["retry-after"]).toBe("60");
     const other = await send({ ...post("conv_g1", { text: "hi" }), claims: GLOBEX });
     expect(other.statusCode).toBe(202);
+    expect(published).toHaveLength(3);
+  });
+});
+
+describe("a tenant's stop and model call rate", () => {
+  it("refuses a stopped tenant's new work with 403 tenant_stopped, saying who stopped it; a resume lets it in", async () => {
+    const { send, published, controls } = world();
+    await controls.stop({
+      scope: "tenant",
+      id: "acme",
+      by: "ops_anna",
+      at: "2026-12-02T09:59:00Z",
+      reason: "runaway agent",
+    });
+    const refused = await send(post("conv_a1", { text: "hi" }));
+    expect(refused.statusCode).toBe(403);
+    expect(bodyOf(refused)).toMatchObject({
+      code: "tenant_stopped",
+      detail:
+        "tenant acme was stopped by ops_anna at 2026-12-02T09:59:00Z (runaway agent); nothing new starts for it until `agentbus resume --tenant acme`",
+    });
+    const other = await send({ ...post("conv_g1", { text: "hi" }), claims: GLOBEX });
+    expect(other.statusCode).toBe(202);
+    expect(published).toHaveLength(1);
+    await controls.resume("tenant", "acme", "ops_anna", new Date());
+    expect((await send(post("conv_a1", { text: "hi" }))).statusCode).toBe(202);
+  });
+
+  it("slows a tenant whose model calls this minute are at its budget: 429 with Retry-After, others go on", async () => {
+    const { send, published, controls, clock } = world();
+    controls.budgets = { ...controls.budgets, tenantCallsPerMinute: 2 };
+    const call = { tokens: 10, micros: 10 };
+    clock.at = new Date("2026-12-02T10:00:15.000Z");
+    await controls.spend({ tenant: "acme" }, call, clock.at);
+    expect((await send(post("conv_a1", { text: "one" }))).statusCode).toBe(202);
+    await controls.spend({ tenant: "acme" }, call, clock.at);
+    const slowed = await send(post("conv_a1", { text: "two" }));
+    expect(slowed.statusCode).toBe(429);
+    expect(slowed.headers["retry-after"]).toBe("45");
+    expect(bodyOf(slowed).detail).toBe(
+      "tenant acme started 2 model calls this minute, its budget is 2: new work waits for the next minute",
+    );
+    expect((await send({ ...post("conv_g1", { text: "hi" }), claims: GLOBEX })).statusCode).toBe(
+      202,
+    );
+    // The next minute starts from none.
+    clock.at = new Date("2026-12-02T10:01:00.000Z");
+    expect((await send(post("conv_a1", { text: "three" }))).statusCode).toBe(202);
     expect(published).toHaveLength(3);
   });
 });
@@ -689,6 +740,7 @@ describe("each tenant's runs in flight", () => {
     const bus = new Bus({ duplicate: true });
     const runs = new InMemoryRunsInFlight();
     const ports: FrontDoorPorts = {
+      controls: new InMemoryModelControls(),
       publisher: {
         async publish(_topic, envelopes) {
           for (const envelope of envelopes) bus.send(envelope);

@@ -5,6 +5,7 @@ import type { WorkflowDefinition } from "../../functions/core/dag/definition";
 import { defineWorkflow } from "../../functions/core/dag/graph";
 import { putWorkflow } from "../../functions/core/dag/register";
 import { EVERY_TENANT, InMemoryWorkflowRegistry } from "../../functions/core/dag/registry";
+import { InMemoryModelControls } from "../../functions/core/model-guard";
 import type { PublishFailure } from "../../functions/core/ports";
 import { WORKFLOWS_ENV, workflowsEnvValue } from "../../functions/core/stack-workflows";
 import { InMemoryAcceptedRequests } from "../../functions/front-door/accepted";
@@ -73,6 +74,7 @@ function world(stack: readonly WorkflowDefinition[] = []) {
     accepted: new InMemoryAcceptedRequests(),
     tasks: { eventsByTask: async () => [] },
     limits: new InMemoryTenantLimits(100),
+    controls: new InMemoryModelControls(),
     runs: new InMemoryRunsInFlight(),
     states: { loadStates: async () => [] },
     registry,

@@ -136,7 +136,8 @@ describe("integrations in the role kit", () => {
     const first = memoryRolePorts(store, { book: ledger }, twins);
     const second = memoryRolePorts(store, { entries: ledger }, twins);
     expect(first.book).toBe(second.entries);
-    expect(portsOf(store, { book: ledger }, () => "built", { ledger: "given" }).book).toBe("given");
+    const hub = { store, controls: twins.controls };
+    expect(portsOf(hub, { book: ledger }, () => "built", { ledger: "given" }).book).toBe("given");
   });
 
   it("refuses an integration name that is not camelCase", () => {

@@ -1,5 +1,6 @@
 import { type AggregateRef, type Envelope, tenantOf } from "../../../schemas";
 import type { EmitSpec } from "../emit";
+import { OperatorStopError } from "../model-guard";
 import type { DiscardReason, StateSummary } from "../ports";
 import type { DecideContext, Decision, PersonalState, Role, RoleDescriptor } from "../role";
 import {
@@ -13,7 +14,7 @@ import {
 import { type AgentPorts, agentStep, type StepResult, type WriteDone } from "./loop";
 import { conversationTexts } from "./messages";
 import { approvalExpired, personDecides } from "./person";
-import { cancelTurn, type Superseded, stopDiscard, stopped } from "./stop";
+import { cancelTurn, operatorStopped, type Superseded, stopDiscard, stopped } from "./stop";
 
 /**
  * An agent as a consumer group's role: each run is the aggregate `agent_run/<run id>`, and each
@@ -159,12 +160,7 @@ export function agentRole(spec: AgentRoleSpec): Role<AgentJournal> {
       if (!state) return {};
       if (takesStep(spec, state, event)) {
         const stop = await stopped(spec.agent, state, spec.ports, spec.superseded, context.now);
-        if (stop?.discarded && spec.stoppedFacts)
-          return {
-            ...stop,
-            emit: declared(spec, await spec.stoppedFacts(stop.discarded, event, state)),
-          };
-        if (stop) return stop;
+        if (stop) return withStoppedFacts(spec, stop, event, state);
       }
       const expired = approvalExpired(spec.agent, state, context.now);
       if (expired) return outcome(spec, expired);
@@ -240,12 +236,28 @@ async function step(
   // The registry checked the payload against the step command's schema on delivery.
   const { step: asked } = event.payload as { step: number };
   if (state.status !== "RUNNING" || asked !== state.step + 1) return {};
-  const result = await agentStep(spec.agent, state, spec.ports, {
-    now: context.now,
-    receiveCount: context.receiveCount,
-    correlationId: event.correlation_id,
-  });
-  return outcome(spec, result);
+  try {
+    const result = await agentStep(spec.agent, state, spec.ports, {
+      now: context.now,
+      receiveCount: context.receiveCount,
+      correlationId: event.correlation_id,
+    });
+    return await outcome(spec, result);
+  } catch (error) {
+    if (!(error instanceof OperatorStopError)) throw error;
+    return withStoppedFacts(spec, operatorStopped(state, error.stop, context.now), event, state);
+  }
+}
+
+/** A run's stop, with the facts of a turn it no longer answers when it was discarded. */
+async function withStoppedFacts(
+  spec: AgentRoleSpec,
+  stop: Decision<AgentJournal>,
+  event: Envelope,
+  state: AgentJournal,
+): Promise<Decision<AgentJournal>> {
+  if (!stop.discarded || !spec.stoppedFacts) return stop;
+  return { ...stop, emit: declared(spec, await spec.stoppedFacts(stop.discarded, event, state)) };
 }
 
 async function decision(

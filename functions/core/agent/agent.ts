@@ -199,6 +199,11 @@ export interface JournalTotals {
   readonly output_tokens: number;
   /** Write calls that took effect (run, or applied by a person); absent in older runs: none. */
   readonly writes?: number;
+  /**
+   * What the model turns cost, in millionths of a US$ (../model-prices.ts): the run's spend for
+   * its budget (../model-guard.ts). Absent in older runs: none.
+   */
+  readonly cost_micros?: number;
 }
 
 /** Why a run stops before its answer: its turn was cancelled, or the customer wrote again. */

@@ -1,7 +1,15 @@
+import { DEFAULT_TENANT } from "../../../schemas/ids";
 import * as z from "../../../schemas/zod";
 import { PermanentError } from "../errors";
 import { converseTraced, inAgentSpan, inToolSpan } from "../genai-spans";
-import { ISSUE_LIMIT, type ModelMessage, type ModelPort, type ModelRequest } from "../model";
+import {
+  ISSUE_LIMIT,
+  type ModelMessage,
+  type ModelPort,
+  type ModelRequest,
+  type ModelScope,
+} from "../model";
+import { BudgetExhaustedError, spendOf } from "../model-guard";
 import { modelSchemaOf } from "../model-schemas";
 import type { SideEffectStore } from "../side-effects";
 import {
@@ -42,7 +50,10 @@ import { reportedCount, reportedLatency, takenTurn } from "./turn";
  *    answer -> parsed as JSON against `output`: the run is COMPLETED with it (the texts of the
  *    conversation it read given back with the step: `conversation`), or told what is wrong (an
  *    error turn).
- * The turn budget spent, or `maxErrorTurns` error turns in a row -> NEEDS_HUMAN.
+ * The turn budget spent, `maxErrorTurns` error turns in a row, or the run's or its tenant's model
+ * budget spent (`budget.exhausted`, ../model-guard.ts: no model call starts) -> NEEDS_HUMAN.
+ * A model or tool call refused because an operator stopped the run or its tenant throws
+ * OperatorStopError, which the role turns into the run's end, CANCELLED (./stop.ts).
  */
 
 export interface AgentPorts {
@@ -110,8 +121,12 @@ async function modelStep(
   const texts = await conversationTexts(journal, ports.content);
   const turn = journal.totals.model_turns + 1;
   const modelRunId = `${journal.run_id}:turn:${turn}`;
-  const request = turnRequest(agent, journal, texts, context.correlationId, modelRunId);
-  const response = await converseTraced(ports.model, request);
+  const response = await askModel(
+    turnRequest(agent, journal, texts, context.correlationId, modelRunId),
+    ports.model,
+  );
+  if (response instanceof BudgetExhaustedError)
+    return handOver(journal, now, response.message, undefined, response.code);
   const taken = takenTurn(response);
   const tokens = {
     input: reportedCount(response.usage?.inputTokens),
@@ -122,6 +137,7 @@ async function modelStep(
     model_turns: turn,
     input_tokens: journal.totals.input_tokens + tokens.input,
     output_tokens: journal.totals.output_tokens + tokens.output,
+    cost_micros: (journal.totals.cost_micros ?? 0) + spendOf(response).micros,
   };
   const messages = await withMessage(journal, await ports.content.put(taken.stored), ports.content);
   const step = {
@@ -151,7 +167,10 @@ async function modelStep(
   return answered(agent, next, answer, ports, now);
 }
 
-/** What the model is asked on a turn: the conversation so far, the tools, the answer's schema. */
+/**
+ * What the model is asked on a turn: the conversation so far, the tools, the answer's schema,
+ * and what the run has spent (for its budget).
+ */
 function turnRequest(
   agent: AgentDefinition,
   journal: AgentJournal,
@@ -159,6 +178,7 @@ function turnRequest(
   correlationId: string | undefined,
   modelRunId: string,
 ): ModelRequest {
+  const { totals } = journal;
   return {
     system: agent.instructions,
     messages: texts.map((text) => JSON.parse(text) as ModelMessage),
@@ -173,8 +193,32 @@ function turnRequest(
       task_id: journal.task_id,
       correlation_id: correlationId,
       model_run_id: modelRunId,
+      tenant_id: runScope(journal).tenant,
+      run_id: journal.run_id,
+    },
+    runSpent: {
+      tokens: totals.input_tokens + totals.output_tokens,
+      micros: totals.cost_micros ?? 0,
     },
   };
+}
+
+/** Whose calls the run's are: its tenant's (the default tenant's when it names none) and its own. */
+export function runScope(journal: AgentJournal): ModelScope {
+  return { tenant: journal.tenant_id ?? DEFAULT_TENANT, run: journal.run_id };
+}
+
+/**
+ * The model's turn (traced); a spent budget comes back as the error, for the run to be handed to
+ * a person.
+ */
+async function askModel(request: ModelRequest, model: ModelPort) {
+  try {
+    return await converseTraced(model, request);
+  } catch (error) {
+    if (error instanceof BudgetExhaustedError) return error;
+    throw error;
+  }
 }
 
 /**
@@ -415,6 +459,8 @@ async function settledBy(
     return { kind: "failed", code: "tool.rejected_by_person", message: personMessage(call) };
   if (decision === "not_applied")
     return { kind: "failed", code: "tool.not_applied", message: personMessage(call) };
+  // No tool call starts for a run or tenant an operator stopped (throws OperatorStopError).
+  await ports.model.admit?.(runScope(journal), "tool");
   const run = {
     tool,
     input,
@@ -475,13 +521,26 @@ function block(journal: AgentJournal, now: Date, waiting: Waiting): StepResult {
   return { journal: next, next: "wait", recorded: latestStep(next) };
 }
 
-/** NEEDS_HUMAN: a person takes over (an unknown write outcome, a spent budget). */
-function handOver(journal: AgentJournal, now: Date, reason: string, waiting?: Waiting): StepResult {
+/**
+ * NEEDS_HUMAN: a person takes over (an unknown write outcome, a spent turn or model budget).
+ * `code` says why (the failure's code): `tool.outcome_unknown` when a write's outcome is waited
+ * for, else `agent.needs_human` unless given.
+ */
+function handOver(
+  journal: AgentJournal,
+  now: Date,
+  reason: string,
+  waiting?: Waiting,
+  code?: string,
+): StepResult {
   const next: AgentJournal = {
     ...journal,
     status: moved(journal, "NeedsHuman"),
     waiting: waiting ?? { kind: "answer", since: now.toISOString(), reason },
-    failure: { code: waiting ? "tool.outcome_unknown" : "agent.needs_human", message: reason },
+    failure: {
+      code: code ?? (waiting ? "tool.outcome_unknown" : "agent.needs_human"),
+      message: reason,
+    },
     updated_at: now.toISOString(),
   };
   return { journal: next, next: "wait", recorded: latestStep(next) };

@@ -1,4 +1,5 @@
 import type { Envelope } from "../../../schemas";
+import { type OperatorStop, stopMessage } from "../model-guard";
 import type { DiscardReason } from "../ports";
 import type { Decision } from "../role";
 import {
@@ -27,6 +28,9 @@ import { toolCallKey } from "./tool-call";
  * - A run that has written (a write call took effect) is not stopped: it goes on to its answer,
  *   so what it did is reported. A step that settles a write call already claimed learns its
  *   outcome first.
+ * - An operator's stop of the run or its tenant (`agentbus stop`, ../model-guard.ts) is stronger:
+ *   the step whose model or tool call it refused ends the run CANCELLED (`operatorStopped`),
+ *   written or not, since nothing more may start for it; the facts are those of a cancelled turn.
  */
 
 /** True when the run's start command is out of date (the customer wrote again since). */
@@ -96,7 +100,27 @@ async function settlesClaimedWrite(
   return (await ports.sideEffects.get(key)) !== undefined;
 }
 
-function stoppedJournal(journal: AgentJournal, stop: RunStop, now: Date): AgentJournal {
+/** The run ended CANCELLED at this step: an operator stopped it or its tenant (`stop`). */
+export function operatorStopped(
+  journal: AgentJournal,
+  stop: OperatorStop,
+  now: Date,
+): Decision<AgentJournal> {
+  const runStop: RunStop = { reason: "cancelled", at: now.toISOString(), by: stop.by };
+  const failure = { code: "operator.stopped", message: stopMessage(stop) };
+  return {
+    state: stoppedJournal(journal, runStop, now, failure),
+    discarded: runStop.reason,
+    dueAt: null,
+  };
+}
+
+function stoppedJournal(
+  journal: AgentJournal,
+  stop: RunStop,
+  now: Date,
+  failure?: AgentJournal["failure"],
+): AgentJournal {
   const { waiting: _waiting, ...rest } = journal;
   const message =
     stop.reason === "cancelled"
@@ -106,7 +130,7 @@ function stoppedJournal(journal: AgentJournal, stop: RunStop, now: Date): AgentJ
     ...rest,
     status: moved(journal, "TaskCancelled"),
     stop,
-    failure: { code: `agent.${stop.reason}`, message },
+    failure: failure ?? { code: `agent.${stop.reason}`, message },
     updated_at: now.toISOString(),
   };
 }

@@ -1,6 +1,7 @@
 import { DeterministicLocalModel } from "../../adapters/local-model";
 import { defineIntegration } from "../../core/integration";
 import type { ModelPort } from "../../core/model";
+import { GuardedModel } from "../../core/model-guard";
 
 /**
  * A language model (functions/core/model.ts): the port a role's decision calls for an answer.
@@ -15,6 +16,9 @@ export const model = /* @__PURE__ */ defineIntegration<ModelPort>({
   does: "calls a model",
   defaults: undefined,
   memory: () => new DeterministicLocalModel(),
+  // Every model port a role gets, the twin and a stand-in too, spends the run's and the tenant's
+  // budgets and halts when an operator stops them.
+  guard: (port, controls) => new GuardedModel(port, controls),
   notes:
     "The model id comes from -c agentbus:modelId (lib/infra/constructs/model-access.ts); a model Bedrock lists as Legacy synthesizes with a warning.",
 });

@@ -4,6 +4,7 @@ import {
   classifyFailure,
   MODEL_INVALID_OUTPUT,
   ModelOutputInvalidError,
+  OperatorStopError,
   type RunError,
   transition,
 } from "../../kit";
@@ -71,6 +72,9 @@ export function failureOf(
     error instanceof ModelOutputInvalidError
       ? retried(started, error.attempts - 1, now, correctedReply())
       : started;
+  // Stopped by an operator: no model call started; the queue hands the request out again, and
+  // once the orchestrator's cancel of the run has come it is discarded `cancelled`.
+  if (error instanceof OperatorStopError) throw error;
   let trigger = classifyFailure(error, run);
   // A model call has no side effect to confirm: an unknown outcome is retried like a
   // transient error, and fails the run once the budget is spent.

@@ -21,6 +21,7 @@ import {
   nodeHeartbeat,
   payloadOf,
   type StructuredResult,
+  tenantOf,
   transition,
   upcastRun,
   withRunId,
@@ -376,7 +377,13 @@ function callModel(work: Work): Promise<StructuredResult<unknown>> {
       system: `${INSTRUCTIONS[agent.role]} ${CONFIRMATION_INSTRUCTION}`,
       messages: [{ role: "user", text: confirmation ? `${prompt}\n\n${confirmation}` : prompt }],
       maxTokens: agent.maxTokens,
-      metadata: { role: agent.role, task_id: event.task_id, correlation_id: event.correlation_id },
+      metadata: {
+        role: agent.role,
+        task_id: event.task_id,
+        correlation_id: event.correlation_id,
+        tenant_id: tenantOf(event),
+        run_id: request.run_id,
+      },
     },
     contentAnswer(agent.outputSchema),
     {

@@ -4,6 +4,7 @@ import {
   type PortOverrides,
   portsOf,
 } from "../../../functions/core/integration";
+import { InMemoryModelControls } from "../../../functions/core/model-guard";
 import type { EventStore } from "../../../functions/core/ports";
 import type { RolePorts } from "../../../functions/core/role-module";
 
@@ -16,6 +17,8 @@ import type { RolePorts } from "../../../functions/core/role-module";
  */
 export class IntegrationTwins {
   private readonly twins = new Map<string, unknown>();
+  /** The stops and the model spend every role built with these twins shares (one stack's). */
+  readonly controls = new InMemoryModelControls();
 
   constructor(private readonly overrides: PortOverrides = {}) {}
 
@@ -37,5 +40,5 @@ export function memoryRolePorts(
   uses: IntegrationUses | undefined,
   twins: IntegrationTwins = new IntegrationTwins(),
 ): RolePorts {
-  return portsOf(store, uses, (use) => twins.of(use.integration));
+  return portsOf({ store, controls: twins.controls }, uses, (use) => twins.of(use.integration));
 }

@@ -1,6 +1,7 @@
 import type { EmitOf } from "../../../functions/core/define-role";
 import type { PortOverrides } from "../../../functions/core/integration";
 import { InMemoryEventStore } from "../../../functions/core/memory";
+import type { InMemoryModelControls } from "../../../functions/core/model-guard";
 import { consume } from "../../../functions/core/pipeline";
 import type { ConsumerDeps } from "../../../functions/core/ports";
 import { appendToStream } from "../../../functions/core/producer";
@@ -58,6 +59,11 @@ export interface RoleUnderTest {
   readonly role: Role<unknown>;
   readonly clock: ManualClock;
   readonly store: InMemoryEventStore;
+  /**
+   * The operator's stops and the model spend its model port is guarded by
+   * (functions/core/model-guard.ts): stop a tenant or a run, lower the budgets, read the spend.
+   */
+  readonly controls: InMemoryModelControls;
   /** Every event the role emitted, over all deliveries, in order. */
   readonly emitted: Envelope[];
   /** Commit events to a stream as its producer would (the outbox); returns them, to deliver. */
@@ -85,6 +91,7 @@ export function testRole(module: RoleModule, options: TestRoleOptions = {}): Rol
     role,
     clock,
     store,
+    controls: twins.controls,
     emitted,
     append: (fields, ...emits) =>
       appendToStream(deps, {

@@ -55,7 +55,10 @@ export interface FrontDoorIssuer {
 export interface FrontDoorProps {
   readonly stage: string;
   readonly tables: AgentBusTables;
-  /** The buses accepted messages go to (events; commands when there is one). */
+  /**
+   * The buses accepted messages go to (events; commands when there is one), and the audit
+   * topic's, where an erasure is recorded (the events bus when there is none).
+   */
   readonly topics: readonly Topic[];
   readonly issuer: FrontDoorIssuer;
   /** The customers' data keys: with them, services may erase customers (the erasure route). */
@@ -391,6 +394,14 @@ export class FrontDoor extends Construct {
         actions: ["dynamodb:BatchGetItem"],
         resources: [tables.state.tableArn],
         conditions: leading(["dag_run#*"]),
+      }),
+    );
+    // The operator's stops and each tenant's model calls today (one BatchGetItem per request).
+    this.function.addToRolePolicy(
+      new PolicyStatement({
+        actions: ["dynamodb:BatchGetItem"],
+        resources: [tables.state.tableArn],
+        conditions: leading(["operator_stop#*", "model_spend#*"]),
       }),
     );
     // The registered workflows: read (a tenant's own and the shared ones), and a tenant's put (its

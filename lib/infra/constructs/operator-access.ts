@@ -19,7 +19,10 @@ export interface OperatorReadAccessProps {
   readonly relay: Relay;
   /** Every topic's bus (republish puts stored events back on their own topic's bus). */
   readonly buses?: readonly IEventBus[];
-  /** The bus operator actions are recorded on (`operator.action.recorded`, kept by audit). */
+  /**
+   * The bus operator actions are recorded on (the audit topic's: `operator.*`, kept by the audit
+   * group).
+   */
   readonly auditBus?: IEventBus;
   /**
    * The bus operator commands go on (`agentbus reply approve | reject`, `agentbus send resolve`).
@@ -109,7 +112,8 @@ export class OperatorReadAccess extends Construct {
  * Dead-letter redrive: move messages from the dead-letter queues (receive, delete, change
  * visibility) back to the queue they came from (send), and record the action on the audit bus;
  * decisions on what waits for a person (held replies, unknown send outcomes) put on the commands
- * bus; erasure (`agentbus erase`, lib/operator/erase.ts): the customer's key removed from the
+ * bus; stops and resumes of tenants and runs (`agentbus stop | resume`, their items on the state
+ * table); erasure (`agentbus erase`, lib/operator/erase.ts): the customer's key removed from the
  * customer-keys table, and the plain copies in state items overwritten (UpdateItem on the state
  * table, PutItem on its content items: the agents' stored messages; it finds them with the reads
  * of the read policy).
@@ -133,6 +137,14 @@ function repairPolicy(
       new PolicyStatement({
         actions: ["sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage"],
         resources: deadLetters.map((q) => q.queueArn),
+      }),
+      // `agentbus stop | resume`: the stop items of tenants and runs on the state table.
+      new PolicyStatement({
+        actions: ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
+        resources: [props.tables.state.tableArn],
+        conditions: {
+          "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["operator_stop#*"] },
+        },
       }),
       new PolicyStatement({
         actions: ["sqs:SendMessage"],

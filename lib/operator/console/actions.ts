@@ -41,7 +41,8 @@ export type ConsoleAction =
       readonly output?: unknown;
     }
   | { readonly kind: "redrive"; readonly group: string; readonly from: "queue" | "buffer" }
-  | { readonly kind: "start"; readonly request: StartRequest };
+  | { readonly kind: "start"; readonly request: StartRequest }
+  | { readonly kind: "tenant"; readonly tenant: string; readonly verb: "stop" | "resume" };
 
 /**
  * A form read: where to go back to, and the action with its reason (empty where the form's reason
@@ -57,6 +58,7 @@ const REPLY_PATH = /^\/replies\/([^/]+)\/review$/;
 const REDRIVE_PATH = /^\/dead-letters\/([^/]+)\/redrive$/;
 const AGENT_PATH = /^\/agent-runs\/([^/]+)\/decide$/;
 const START_PATH = /^\/workflows\/([^/]+)\/start$/;
+const TENANT_PATH = /^\/tenants\/([^/]+)\/(stop|resume)$/;
 const CALL_DECISIONS: readonly (string | null)[] = ["approve", "reject", "applied", "not_applied"];
 
 function decoded(segment: string): string | undefined {
@@ -220,6 +222,13 @@ function readAction(path: string, form: URLSearchParams, reason: string): Read |
       ? { problem: "the workflow's name could not be read; nothing sent" }
       : startOf(name, form);
   }
+  const tenant = TENANT_PATH.exec(path);
+  if (tenant) {
+    const id = decoded(tenant[1] ?? "");
+    return id === undefined
+      ? { problem: "the tenant could not be read; nothing recorded" }
+      : { kind: "tenant", tenant: id, verb: tenant[2] === "resume" ? "resume" : "stop" };
+  }
   const redrive = REDRIVE_PATH.exec(path);
   if (!redrive) return undefined;
   const group = decoded(redrive[1] ?? "");
@@ -239,6 +248,8 @@ function backOf(path: string, form: URLSearchParams): string | undefined {
       "tenant" in tenant && tenant.tenant !== undefined ? { tenant: tenant.tenant } : {};
     return workflowHref(decoded(start[1] ?? "") ?? "", query);
   }
+  const tenant = TENANT_PATH.exec(path);
+  if (tenant) return `/?tenant=${encodeURIComponent(decoded(tenant[1] ?? "") ?? "")}`;
   return REDRIVE_PATH.test(path) ? "/dead-letters" : undefined;
 }
 
@@ -246,8 +257,9 @@ function backOf(path: string, form: URLSearchParams): string | undefined {
 export function parseAction(path: string, form: URLSearchParams): ParsedPost | undefined {
   const back = backOf(path, form);
   if (back === undefined) return undefined;
-  // An agent run's decision and a start, as in the CLI, may go without a reason.
-  const reason = reasonOf(form, AGENT_PATH.test(path) || START_PATH.test(path));
+  // An agent run's decision, a start and a resume, as in the CLI, may go without a reason.
+  const optional = AGENT_PATH.test(path) || START_PATH.test(path) || path.endsWith("/resume");
+  const reason = reasonOf(form, optional);
   if ("problem" in reason) return { back, problem: reason.problem };
   const read = readAction(path, form, reason.reason);
   if (!read) return undefined;
@@ -272,6 +284,12 @@ export async function performAction(
         return await actions.redrive(action.group, action.from, reason);
       case "start":
         return await actions.start(action.request);
+      case "tenant":
+        return await actions.stopOrResume(
+          action.verb,
+          { scope: "tenant", id: action.tenant },
+          reason,
+        );
       case "step":
         return await actions.decideStep(action.runId, action.callId, action.decision, {
           ...(reason ? { reason } : {}),

@@ -21,6 +21,8 @@ export const redrivePath = (group: string): string =>
   `/dead-letters/${encodeURIComponent(group)}/redrive`;
 export const agentDecisionPath = (runId: string): string =>
   `/agent-runs/${encodeURIComponent(runId)}/decide`;
+export const tenantStopPath = (tenant: string, verb: "stop" | "resume"): string =>
+  `/tenants/${encodeURIComponent(tenant)}/${verb}`;
 
 const REASON = `<label class="reason">Reason <input type="text" name="reason" required maxlength="1000" placeholder="why (kept in the audit trail)"></label>`;
 /** The reason field of a form whose reason may be left out (as the CLI's `--reason`). */
@@ -141,4 +143,17 @@ export function renderRedriveForm(
   const label = `Redrive ${group}: ${count} dead letter(s) back to ${where}`;
   const attrs = `${attr("data-action", "redrive")}${attr("data-group", group)}${attr("data-queue", queue)}`;
   return actionForm(ctx, redrivePath(group), attrs, fields, button(label));
+}
+
+/**
+ * The kill switch of a tenant (lib/operator/stops.ts): stop it (no model or tool call starts for
+ * it, its workflow runs in flight are cancelled, the front door refuses its new work), or resume
+ * it. Shown on the overview filtered to that tenant.
+ */
+export function renderTenantStopForms(tenant: string, ctx: FormContext): string {
+  const data = (verb: string) => `${attr("data-action", verb)}${attr("data-tenant", tenant)}`;
+  return `<div class="forms tenant-stop" data-tenant-stop>
+${actionForm(ctx, tenantStopPath(tenant, "stop"), data("stop-tenant"), "", button(`Stop tenant ${tenant}`))}
+${actionForm(ctx, tenantStopPath(tenant, "resume"), data("resume-tenant"), "", button(`Resume tenant ${tenant}`), OPTIONAL_REASON)}
+</div>`;
 }

@@ -12,7 +12,12 @@ import type {
 } from "../views";
 import { renderAgentWait } from "./agent-waits";
 import { formatCount, formatDuration, formatTime } from "./format";
-import { type FormContext, renderHeldReplyForm, renderSendResolveForm } from "./forms";
+import {
+  type FormContext,
+  renderHeldReplyForm,
+  renderSendResolveForm,
+  renderTenantStopForms,
+} from "./forms";
 import { attr, escapeHtml, link, runHref, traceHref } from "./html";
 import { badge, fact, renderTable } from "./page";
 import { renderTenantFilter } from "./tenant-filter";
@@ -273,7 +278,8 @@ function renderLacking(features: readonly Feature[]): string {
 
 /**
  * The overview page's body, for a stack with `features`; with `forms`, what waits for a person
- * can be resolved from it; with `tenant`, the lists are that tenant's (the source read them so).
+ * can be resolved from it; with `tenant`, the lists are that tenant's (the source read them so),
+ * and with `forms` too the tenant can be stopped and resumed from it.
  */
 export function renderOverview(
   view: OverviewView,
@@ -281,8 +287,10 @@ export function renderOverview(
   forms?: FormContext,
   tenant?: string,
 ): string {
+  const stopForms = forms && tenant !== undefined ? renderTenantStopForms(tenant, forms) : "";
   return `<h1>Overview</h1>
 ${renderTenantFilter("/", tenant)}
+${stopForms}
 ${renderLacking(features)}
 ${renderStatusFacts(view.status, features)}
 ${renderWaiting(view.waiting, view.status.counts, features, { forms, heldDrafts: view.heldDrafts, agentWaits: view.agentWaits })}

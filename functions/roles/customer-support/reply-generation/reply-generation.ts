@@ -288,6 +288,7 @@ function generateDraft(
         role: "reply-generation",
         task_id: event.task_id,
         correlation_id: event.correlation_id,
+        tenant_id: tenantOf(event),
       },
     },
     replyDraftSchema(allowed),
