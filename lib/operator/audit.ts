@@ -1,5 +1,6 @@
 import { userInfo } from "node:os";
 import { ulid } from "ulid";
+import { startTraceparent } from "../../functions/core/trace-context";
 import { registry } from "../../schemas";
 import type { OperatorAction } from "../../schemas/events/operator";
 import { putEnvelope } from "./put-envelope";
@@ -42,6 +43,7 @@ export async function recordAction(
     task_id: `task_${id}`,
     aggregate: { type: "operator_action", id: `opact_${id}`, version: 0 },
     order_key: `opact_${id}`,
+    traceparent: startTraceparent(id, process.env.TRACEPARENT),
     producer: "agentbus-cli",
     payload: { ...action, requested_by: record.requestedBy ?? operatorName() },
   };
