@@ -14,6 +14,10 @@ import { traceIdOf } from "../../functions/core/trace-context";
 import { contentAgentModules } from "../../functions/roles/content-agents/index";
 import { orchestratorRole } from "../../functions/roles/orchestrator/orchestrator";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
+import { renderTraceText } from "../../lib/operator/render-text";
+import { runView } from "../../lib/operator/runs";
+import { buildTrace, type TraceSources } from "../../lib/operator/trace";
+import type { TraceView } from "../../lib/operator/views";
 import type { Envelope } from "../../schemas";
 import type { StepRequested } from "../../schemas/events/step";
 import type { WorkflowEnded, WorkflowRejected } from "../../schemas/events/workflow";
@@ -254,6 +258,28 @@ describe("a child node runs another workflow as a run of its own", () => {
     expect(ofParent.length).toBeGreaterThan(3);
     expect(ofParent.filter((e) => e.parent_run_id !== undefined)).toEqual([]);
     expect(new Set(bus.store.log.map(traceIdOf)).size).toBe(1);
+
+    // `agentbus trace <run>`: the trace id, the parent run of the child and the child of the parent.
+    const sources: TraceSources = {
+      reader: bus.store,
+      groups: [],
+      sideEffects: async () => [],
+      stream: async (ref) =>
+        bus.store.log.filter((e) => e.aggregate.type === ref.type && e.aggregate.id === ref.id),
+    };
+    for (const asked of [runId, child]) {
+      const view = await buildTrace(sources, asked);
+      expect(view?.traceIds).toEqual([traceIdOf(bus.store.log[0] as Envelope)]);
+      expect(view?.runs).toEqual([
+        { runId, childRunIds: [child] },
+        { runId: child, parentRunId: runId, childRunIds: [] },
+      ]);
+      const text = renderTraceText(view as TraceView);
+      expect(text).toContain(`trace id    ${traceIdOf(bus.store.log[0] as Envelope)}`);
+      expect(text).toContain(`run         ${child}, child of ${runId}`);
+    }
+    expect(runView(bus.state(runId)).childRuns).toEqual([{ nodeId: "sub", runId: child }]);
+    expect(runView(bus.state(child)).parentRunId).toBe(runId);
   });
 
   it("fails the parent's node when the child fails, and accepts a PARTIAL child only under acceptPartial", async () => {
