@@ -230,7 +230,12 @@ describe("every hop keeps the trace", () => {
     expect(published.map((e) => e.traceparent)).toEqual([CALLER]);
     // The dispatcher's FIFO body, live and replayed, carries it too.
     const sent: FifoMessage[] = [];
-    const sender = { send: async (m: readonly FifoMessage[]) => (sent.push(...m), []) };
+    const sender = {
+      send: async (messages: readonly FifoMessage[]) => {
+        sent.push(...messages);
+        return [];
+      },
+    };
     const deadLetters: DeadLetterSink = { send: async () => {} };
     const message = cause({ traceparent: CALLER });
     await dispatch(
