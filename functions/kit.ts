@@ -71,7 +71,7 @@ export {
 } from "../schemas/events/workflow";
 export { NodeCancelRequestedPayload } from "../schemas/events/workflow-cancel";
 export type { AgentDefinition, AgentJournal } from "./core/agent/agent";
-export { agentModelSchemas, defineAgent } from "./core/agent/agent";
+export { agentModelSchemas, currentRunOf, defineAgent } from "./core/agent/agent";
 export type { RunConversation } from "./core/agent/agent-role";
 export { AGENT_RUN_AGGREGATE, agentDescriptor, agentRole } from "./core/agent/agent-role";
 export { personWaitRules } from "./core/agent/attention";
@@ -82,6 +82,7 @@ export type { ToolDefinition } from "./core/agent/tool";
 export { defineTool, ToolRejectedError, ToolTimeoutError } from "./core/agent/tool";
 export type { AgentRun, RunError } from "./core/agent-run";
 export {
+  agentRunIdOf,
   classifyFailure,
   DEFAULT_CONFIRM_SECONDS,
   DEFAULT_LEASE_SECONDS,

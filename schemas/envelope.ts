@@ -61,6 +61,19 @@ export const RequiredVersion = z.extend(AggregateRef, {
 });
 export type RequiredVersion = z.infer<typeof RequiredVersion>;
 
+/**
+ * A W3C trace context header, version 00: `00-<32 hex trace id>-<16 hex parent span id>-<2 hex
+ * flags>`, lowercase; a trace id or span id of all zeros is invalid (W3C Trace Context, level 1).
+ */
+export const Traceparent = z.string().check(
+  z.regex(/^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/, {
+    message: "must be a W3C traceparent: 00-<32 hex trace id>-<16 hex span id>-<2 hex flags>",
+  }),
+  z.refine((value) => !/^00-0{32}-|-0{16}-[0-9a-f]{2}$/.test(value), {
+    message: "must not have an all-zero trace id or span id (W3C traceparent)",
+  }),
+);
+
 /** An ISO 8601 instant; at most 40 characters (nanoseconds and an offset fit). */
 export const IsoTime = z.iso.datetime({ offset: true }).check(z.maxLength(40));
 
@@ -110,6 +123,25 @@ export const EnvelopeBase = z.object({
    * stored before it was carried.
    */
   run_id: z.optional(OpaqueId),
+  /**
+   * The agent run `run_id` continues, on what a run resumed after waiting (for a person's approval
+   * or a confirmation) emits as it resumes: the two runs of one agent run, linked. Set by the agent
+   * on the resumed run's first messages only; not carried further.
+   */
+  resumed_from: z.optional(OpaqueId),
+  /**
+   * The workflow run that started the child run this message belongs to: set by the orchestrator
+   * on every event of a child run (its steps' requests included) and carried by everything those
+   * cause (the steps' answers), so a child run's work names its parent run everywhere.
+   */
+  parent_run_id: z.optional(OpaqueId),
+  /**
+   * The W3C trace context (`00-<trace id>-<parent span id>-<flags>`): set on the first message of
+   * a task (from the caller's `traceparent`, else new) and continued by everything it causes, with
+   * the emitting step's span as parent, so one trace id covers the task across every hop
+   * (functions/core/trace-context.ts).
+   */
+  traceparent: z.optional(Traceparent),
   /** After this instant the message has no value: consumers discard it as `expired`. */
   expires_at: z.optional(IsoTime),
   /** The conversation/input version the message was produced from (superseded checks). */

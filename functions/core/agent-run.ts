@@ -1,3 +1,4 @@
+import { type Envelope, letterDigest } from "../../schemas";
 import {
   type AgentRun,
   BUDGET_EXHAUSTED,
@@ -106,6 +107,16 @@ export interface TransitionOptions {
   readonly leaseSeconds?: number;
   /** Confirmation deadline on entering BLOCKED (defaults to DEFAULT_CONFIRM_SECONDS). */
   readonly confirmSeconds?: number;
+}
+
+/**
+ * The run id (`agrun_…`, the envelope's `run_id`) of `group`'s run on `event`, delivered for the
+ * `receiveCount`th time: new for each run of an agent and each resume (a resume is a new message),
+ * and the same wherever one run needs it, with nothing stored first (a hash of the three; see
+ * functions/roles/content-agents/ids.ts for why it is derived, not drawn).
+ */
+export function agentRunIdOf(group: string, event: Envelope, receiveCount: number): string {
+  return `agrun_${letterDigest(`${group}\u0000${event.event_id}\u0000${receiveCount}`, 32)}`;
 }
 
 /** The run as the worker runs (or resumes) it under `runId`: a new run of the same agent run. */

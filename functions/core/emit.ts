@@ -10,6 +10,7 @@ import { PermanentError } from "./errors";
 import { isoTime } from "./iso-time";
 import type { ConsumerDeps } from "./ports";
 import { retentionSeconds } from "./retention";
+import { continueTraceparent, startTraceparent } from "./trace-context";
 
 /** An event or command a role asks to append to its aggregate's stream. */
 export interface EmitSpec {
@@ -24,6 +25,14 @@ export interface EmitSpec {
   readonly taskId?: string;
   /** The agent run that produces the message (the envelope's `run_id`); none by default. */
   readonly runId?: string;
+  /** The run this message's run resumed (the envelope's `resumed_from`); none by default. */
+  readonly resumedFrom?: string;
+  /**
+   * The parent run of the child run the message belongs to (the envelope's `parent_run_id`): by
+   * default the cause's; null for a message of a run that has no parent (a parent run deciding on
+   * its child's end).
+   */
+  readonly parentRunId?: string | null;
   /**
    * The state the message waits for (the envelope's `required_version`): its consumers apply it
    * only once that aggregate's stored state has reached the version (./required-version.ts).
@@ -40,8 +49,16 @@ export interface EmitOrigin {
    * count of the message it processes; a producer that sends for the first time passes 1.
    */
   readonly attempt: number;
-  /** The chain a message without a cause starts. */
-  readonly root?: { correlationId: string; taskId: string; conversationId?: string };
+  /**
+   * The chain a message without a cause starts; `traceparent` the caller's W3C trace context,
+   * which the chain continues (a new trace without one: ./trace-context.ts).
+   */
+  readonly root?: {
+    correlationId: string;
+    taskId: string;
+    conversationId?: string;
+    traceparent?: string;
+  };
 }
 
 /**
@@ -57,23 +74,41 @@ export interface HeartbeatSpec extends Omit<EmitSpec, "requiredVersion"> {
   readonly first?: Omit<HeartbeatSpec, "first">;
 }
 
-/** Turn emit specs into validated envelopes at the next versions of `stream`. */
+/** What an emitted message takes over from the message that caused it. */
+export type EmitCause = Pick<
+  Envelope,
+  | "event_id"
+  | "correlation_id"
+  | "task_id"
+  | "conversation_id"
+  | "tenant_id"
+  | "user_id"
+  | "parent_run_id"
+  | "traceparent"
+>;
+
+/**
+ * Turn emit specs into validated envelopes at the next versions of `stream`. What a message causes
+ * keeps its lineage: its correlation, task, conversation, tenant, user and parent run, and its
+ * trace (continued with the emitting step's span as parent: ./trace-context.ts).
+ */
 export function buildEmitted(
   specs: readonly EmitSpec[],
-  cause: Pick<
-    Envelope,
-    "event_id" | "correlation_id" | "task_id" | "conversation_id" | "tenant_id"
-  > | null,
+  cause: EmitCause | null,
   stream: AggregateRef,
   headVersion: number,
   origin: EmitOrigin,
   deps: Pick<ConsumerDeps, "registry" | "ids">,
 ): Envelope[] {
   const { producer, now, attempt, root } = origin;
+  let traceparent = cause ? continueTraceparent({ cause, producer, attempt }) : undefined;
   return specs.map((spec, index) => {
     const definition = pickDefinition(spec, deps);
+    const eventId = deps.ids.next();
+    // A chain without a cause starts its trace at its first message.
+    traceparent ??= startTraceparent(eventId, root?.traceparent);
     const candidate: Record<string, unknown> = {
-      event_id: deps.ids.next(),
+      event_id: eventId,
       event_type: definition.type,
       schema_version: definition.schemaVersion,
       occurred_at: isoTime(now),
@@ -88,10 +123,15 @@ export function buildEmitted(
     };
     // Optional fields are left out rather than set to undefined, as a JSON round trip would.
     if (spec.runId !== undefined) candidate.run_id = spec.runId;
+    if (spec.resumedFrom !== undefined) candidate.resumed_from = spec.resumedFrom;
+    const parentRunId = spec.parentRunId === undefined ? cause?.parent_run_id : spec.parentRunId;
+    if (parentRunId != null) candidate.parent_run_id = parentRunId;
+    candidate.traceparent = traceparent;
     const conversationId = spec.conversationId ?? cause?.conversation_id ?? root?.conversationId;
     if (conversationId !== undefined) candidate.conversation_id = conversationId;
-    // What a tenant's message causes belongs to that tenant.
+    // What a tenant's (and a user's) message causes belongs to that tenant (and user).
     if (cause?.tenant_id !== undefined) candidate.tenant_id = cause.tenant_id;
+    if (cause?.user_id !== undefined) candidate.user_id = cause.user_id;
     if (spec.expiresAt !== undefined) candidate.expires_at = spec.expiresAt;
     if (spec.inputVersion !== undefined) candidate.input_version = spec.inputVersion;
     if (spec.requiredVersion !== undefined) candidate.required_version = spec.requiredVersion;
@@ -154,11 +194,17 @@ export function buildHeartbeat(
     task_id: spec.taskId ?? cause.task_id,
     conversation_id: spec.conversationId ?? cause.conversation_id,
     tenant_id: cause.tenant_id,
+    user_id: cause.user_id,
+    parent_run_id:
+      spec.parentRunId === undefined ? cause.parent_run_id : (spec.parentRunId ?? undefined),
+    // A beat belongs to the step it reports on: its span is the step's.
+    traceparent: continueTraceparent({ cause, producer, attempt }),
     aggregate: { ...spec.aggregate, version: 0 },
     order_key: spec.orderKey ?? spec.aggregate.id,
     producer,
     attempt,
     run_id: spec.runId,
+    resumed_from: spec.resumedFrom,
     expires_at: heartbeatExpiry(spec, now),
     payload: spec.payload,
   });

@@ -11,6 +11,11 @@ export interface AppendRequest<S> {
   readonly correlationId: string;
   readonly taskId: string;
   readonly conversationId?: string;
+  /**
+   * The caller's W3C trace context, which a write without a cause continues (a new trace without
+   * one; ./trace-context.ts).
+   */
+  readonly traceparent?: string;
   /** The event that caused this write, when there is one. */
   readonly cause?: Envelope;
   /**
@@ -52,6 +57,7 @@ export async function appendToStream<S>(
           correlationId: request.correlationId,
           taskId: request.taskId,
           conversationId: request.conversationId,
+          ...(request.traceparent === undefined ? {} : { traceparent: request.traceparent }),
         },
       },
       deps,

@@ -6,6 +6,7 @@ import { AgentBusError } from "../core/errors";
 import type { ModelControls } from "../core/model-guard";
 import type { Clock, EventPublisher, EventStore, IdSource, StateReader } from "../core/ports";
 import { retentionDays } from "../core/retention";
+import { startTraceparent } from "../core/trace-context";
 import type {
   ConversationTurn,
   ConversationView,
@@ -488,6 +489,7 @@ async function postMessage({ request, params, ports, settings, who }: RouteConte
     });
   const envelope = clientEnvelope(ports, caller, ports.ids.next(), {
     type: "conversation.message.received",
+    traceparent: header(request, "traceparent"),
     aggregate: { type: "conversation", id: key },
     conversationId: key,
     payload: {
@@ -529,7 +531,9 @@ function customerOf(caller: Caller, named: string | undefined): string {
 /**
  * A client's message as the front door puts it on the bus: unsequenced (version 0) on
  * `aggregate`, the event id given and the task and correlation named after it, the order key the
- * aggregate's id, the caller's tenant and user, the type's newest schema version.
+ * aggregate's id, the caller's tenant and user, the type's newest schema version, and the trace it
+ * starts: the caller's W3C `traceparent` header continued when it is a valid one, else a new trace
+ * (functions/core/trace-context.ts).
  */
 function clientEnvelope(
   ports: FrontDoorPorts,
@@ -539,6 +543,7 @@ function clientEnvelope(
     readonly type: string;
     readonly aggregate: { readonly type: string; readonly id: string };
     readonly conversationId?: string;
+    readonly traceparent?: string;
     readonly payload: unknown;
   },
 ): Envelope {
@@ -555,6 +560,7 @@ function clientEnvelope(
     ...(caller.userId === undefined ? {} : { user_id: caller.userId }),
     aggregate: { ...message.aggregate, version: 0 },
     order_key: message.aggregate.id,
+    traceparent: startTraceparent(eventId, message.traceparent),
     producer: "front-door",
     payload: message.payload,
   });
@@ -701,6 +707,7 @@ async function startRun({ request, params, ports, settings, who }: RouteContext)
   const runId = `run_${eventId}`;
   const envelope = clientEnvelope(ports, caller, eventId, {
     type: "workflow.start.requested",
+    traceparent: header(request, "traceparent"),
     aggregate: { type: DAG_RUN, id: runId },
     payload: { run_id: runId, workflow_name: name, request: body },
   });

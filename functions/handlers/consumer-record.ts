@@ -1,7 +1,9 @@
 import type { Logger } from "@aws-lambda-powertools/logger";
 import type { SQSRecord } from "aws-lambda";
+import { ULID_PATTERN } from "../../schemas/ids";
 import { PermanentError } from "../core/errors";
 import { type Delivery, deliveryOf } from "../core/replay";
+import { traceIdOf } from "../core/trace-context";
 import type { MessageIds } from "./telemetry";
 
 /**
@@ -59,9 +61,32 @@ interface LogIds {
   readonly tool_call_id?: string;
 }
 
-/** Puts the record's ids (messageIdsOf) on every log line until `resetKeys`; returns them. */
+/**
+ * Puts the record's ids (messageIdsOf) on every log line until `resetKeys`, with its lineage
+ * (lineageOf); returns the ids.
+ */
 export function appendLogKeys(logger: Logger, raw: unknown, attempt: number): MessageIds {
   const ids = messageIdsOf(raw, attempt);
-  logger.appendKeys({ ...ids });
+  logger.appendKeys({ ...ids, ...lineageOf(raw) });
   return ids;
 }
+
+/**
+ * A record's lineage (user, agent run, parent run; as far as they are strings) and the id of the
+ * trace it continues (`trace_id`: its traceparent's, else the one a message without a trace
+ * context starts, from its event id).
+ */
+function lineageOf(raw: unknown): Record<string, string> {
+  if (!raw || typeof raw !== "object") return {};
+  const e = raw as Record<string, unknown>;
+  const keys: Record<string, string> = {};
+  for (const name of LINEAGE_IDS) if (typeof e[name] === "string") keys[name] = e[name] as string;
+  if (typeof e.event_id === "string" && ULID_PATTERN.test(e.event_id))
+    keys.trace_id = traceIdOf({
+      event_id: e.event_id,
+      ...(typeof e.traceparent === "string" ? { traceparent: e.traceparent } : {}),
+    });
+  return keys;
+}
+
+const LINEAGE_IDS = ["user_id", "run_id", "parent_run_id"] as const;

@@ -1,5 +1,6 @@
 import { userInfo } from "node:os";
 import { ulid } from "ulid";
+import { startTraceparent } from "../../functions/core/trace-context";
 import { registry } from "../../schemas";
 import type {
   ApprovalAnsweredPayload,
@@ -70,6 +71,7 @@ export async function recordOnAudit<T extends keyof OperatorRecords>(
     ...(record.tenantId === undefined ? {} : { tenant_id: record.tenantId }),
     aggregate: { type: "operator_action", id: `opact_${id}`, version: 0 },
     order_key: `opact_${id}`,
+    traceparent: startTraceparent(id, process.env.TRACEPARENT),
     producer: "agentbus-cli",
     payload: {
       ...payload,

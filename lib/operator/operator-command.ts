@@ -1,4 +1,5 @@
 import { ulid } from "ulid";
+import { startTraceparent } from "../../functions/core/trace-context";
 import { registry } from "../../schemas";
 import { DEFAULT_TENANT } from "../../schemas/ids";
 import { putEnvelope } from "./put-envelope";
@@ -68,6 +69,8 @@ export function operatorEnvelope(command: OperatorCommand): Record<string, unkno
     ...(command.tenantId === undefined ? {} : { tenant_id: command.tenantId }),
     aggregate: { ...command.aggregate, version: 0 },
     order_key: command.orderKey ?? command.conversationId ?? command.aggregate.id,
+    // The operator's own trace when the shell carries one (OpenTelemetry's TRACEPARENT variable).
+    traceparent: startTraceparent(id, process.env.TRACEPARENT),
     producer: PRODUCER,
     // Truly the first attempt: every command is a new message (a new event id), put once; an
     // operator who runs the command again sends another message, not this one again.

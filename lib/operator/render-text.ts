@@ -6,6 +6,7 @@ import type {
   ItemSummary,
   StatusView,
   TraceNode,
+  TraceRun,
   TraceView,
   WaitingView,
 } from "./views";
@@ -30,7 +31,8 @@ function eventLine(n: TraceNode): string {
   const stored = e.storedSchemaVersion ? ` (stored as schema v${e.storedSchemaVersion})` : "";
   const step = e.agentStep ? ` after ${e.agentStep}` : "";
   const tenant = e.tenantId ? ` for tenant ${e.tenantId}` : "";
-  return `${e.eventType}${stored} [${where}] ${e.eventId} by ${e.producer || "?"}${tenant} at ${e.occurredAt}${step}`;
+  const resumed = e.resumedFrom ? ` (run ${e.runId} resumed ${e.resumedFrom})` : "";
+  return `${e.eventType}${stored} [${where}] ${e.eventId} by ${e.producer || "?"}${tenant} at ${e.occurredAt}${step}${resumed}`;
 }
 
 function nodeLines(n: TraceNode, prefix: string, branch: string): string[] {
@@ -48,11 +50,20 @@ function nodeLines(n: TraceNode, prefix: string, branch: string): string[] {
   return lines;
 }
 
+/** A workflow run of a trace, with its parent run and its child runs. */
+function runLine(run: TraceRun): string {
+  const parent = run.parentRunId ? `, child of ${run.parentRunId}` : "";
+  const children = run.childRunIds.length ? `, child runs ${run.childRunIds.join(", ")}` : "";
+  return `  run         ${run.runId}${parent}${children}`;
+}
+
 export function renderTraceText(view: TraceView): string {
   const lines = [
     `trace of ${view.query}`,
     `  correlation ${view.correlationIds.join(", ")}`,
     `  task        ${view.taskIds.join(", ")}`,
+    ...(view.traceIds?.length ? [`  trace id    ${view.traceIds.join(", ")}`] : []),
+    ...(view.runs ?? []).map(runLine),
     "",
   ];
   for (const root of view.roots) lines.push(...nodeLines(root, "", ""), "");

@@ -7,6 +7,7 @@ import {
 } from "../../functions/core/dag/definition";
 import type { DagRun } from "../../functions/core/dag/run";
 import { CONTENT_WORKFLOWS } from "../../functions/roles/content-agents/workflows";
+import { childRunsOf } from "../../functions/roles/orchestrator/child-commands";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import type { NodeKind, RunEdgeView, RunNodeView, RunView } from "./views";
 
@@ -165,6 +166,8 @@ export function runView(state: OrchestratorState, known?: WorkflowDefinition): R
     ...(state.origin
       ? { correlationId: state.origin.correlation_id, taskId: state.origin.task_id }
       : {}),
+    ...(state.parent ? { parentRunId: state.parent.run_id } : {}),
+    ...childRunsView(state),
     nodes,
     edges,
     timeline: state.timeline.map((s) => ({
@@ -175,4 +178,10 @@ export function runView(state: OrchestratorState, known?: WorkflowDefinition): R
       ...(s.generation !== undefined ? { generation: s.generation } : {}),
     })),
   };
+}
+
+/** The child runs a run's child nodes started, when it has any. */
+function childRunsView(state: OrchestratorState): Pick<RunView, "childRuns"> {
+  const children = childRunsOf(state);
+  return children.length > 0 ? { childRuns: children } : {};
 }

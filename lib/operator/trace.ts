@@ -1,4 +1,6 @@
 import type { FailureRecord, OutcomeRecord, TraceReader } from "../../functions/core/ports";
+import { DAG_RUN_AGGREGATE } from "../../functions/core/sweeper";
+import { traceIdOf } from "../../functions/core/trace-context";
 import { type Envelope, registry } from "../../schemas";
 import { ULID_PATTERN } from "../../schemas/ids";
 import type { RecordedOutcomes } from "./recorded-outcomes";
@@ -55,6 +57,7 @@ export async function buildTrace(
     query: id,
     correlationIds: [...new Set([...events.values()].map((e) => e.correlationId))].sort(),
     taskIds: [...new Set([...events.values()].map((e) => e.taskId))].sort(),
+    ...lineageOf([...found.envelopes.values()]),
     roots: tree([...events.values()], node),
     ...(await relatedOf(sources, found)),
   };
@@ -82,9 +85,11 @@ async function collect(sources: TraceSources, id: string): Promise<Found | undef
     ]);
   } else if (id.startsWith("task_")) {
     [stored, outcomes] = await Promise.all([reader.eventsByTask(id), reader.outcomesByTask(id)]);
-  } else if (id.startsWith("conv_") && sources.stream) {
-    // A conversation: the traces of its newest messages (their correlations, from its stream).
-    const stream = await sources.stream({ type: "conversation", id });
+  } else if ((id.startsWith("conv_") || id.startsWith("run_")) && sources.stream) {
+    // A conversation or a workflow run: the traces of its newest messages (their correlations,
+    // from its stream; a child run's are its parent's).
+    const type = id.startsWith("run_") ? DAG_RUN_AGGREGATE : "conversation";
+    const stream = await sources.stream({ type, id });
     const correlations = [...new Set(stream.map((e) => e.correlation_id))].slice(0, 10);
     const parts = await Promise.all(
       correlations.map((c) =>
@@ -154,8 +159,33 @@ function eventOfEnvelope(e: Envelope): TraceEvent {
     taskId: e.task_id,
     ...(e.causation_id ? { causationId: e.causation_id } : {}),
     ...(e.tenant_id ? { tenantId: e.tenant_id } : {}),
+    ...(e.run_id ? { runId: e.run_id } : {}),
+    ...(e.resumed_from ? { resumedFrom: e.resumed_from } : {}),
     ...agentStepOf(e),
   };
+}
+
+/**
+ * The trace ids the events continue, and the workflow runs they belong to with their lineage: a
+ * child run's events name its parent (`parent_run_id`), so a parent's children are the runs whose
+ * events name it.
+ */
+function lineageOf(envelopes: readonly Envelope[]): Pick<TraceView, "traceIds" | "runs"> {
+  const traceIds = [...new Set(envelopes.map(traceIdOf))].sort();
+  const parents = new Map<string, string | undefined>();
+  const runOf = (e: Envelope): string | undefined =>
+    e.aggregate.type === DAG_RUN_AGGREGATE ? e.aggregate.id : undefined;
+  for (const e of envelopes) {
+    const run = runOf(e);
+    if (run && !parents.get(run)) parents.set(run, e.parent_run_id);
+    if (e.parent_run_id && !parents.has(e.parent_run_id)) parents.set(e.parent_run_id, undefined);
+  }
+  const runs = [...parents.keys()].sort().map((runId) => {
+    const parentRunId = parents.get(runId);
+    const childRunIds = [...parents.entries()].filter(([, p]) => p === runId).map(([c]) => c);
+    return { runId, ...(parentRunId ? { parentRunId } : {}), childRunIds: childRunIds.sort() };
+  });
+  return { traceIds, ...(runs.length > 0 ? { runs } : {}) };
 }
 
 /** What the step before an agent's step command did, in a line (TraceEvent.agentStep). */

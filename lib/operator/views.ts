@@ -65,6 +65,16 @@ export interface TraceEvent {
    * outcome), seed 000 §15.
    */
   readonly agentStep?: string;
+  /** The agent run that produced it (the envelope's `run_id`), and the run that one resumed. */
+  readonly runId?: string;
+  readonly resumedFrom?: string;
+}
+
+/** A workflow run in a trace: its parent run (for a child run) and the child runs it started. */
+export interface TraceRun {
+  readonly runId: string;
+  readonly parentRunId?: string;
+  readonly childRunIds: readonly string[];
 }
 
 export interface TraceNode {
@@ -81,6 +91,10 @@ export interface TraceView {
   readonly query: string;
   readonly correlationIds: readonly string[];
   readonly taskIds: readonly string[];
+  /** The W3C trace ids its events continue (one, unless a producer began a second). */
+  readonly traceIds?: readonly string[];
+  /** The workflow runs its events belong to, each with its parent run and its child runs. */
+  readonly runs?: readonly TraceRun[];
   /** Messages whose cause is not part of the trace (the root client message or command first). */
   readonly roots: readonly TraceNode[];
   /**
@@ -146,6 +160,10 @@ export interface RunView {
   readonly input?: unknown;
   readonly correlationId?: string;
   readonly taskId?: string;
+  /** The run that started this one, for a child run. */
+  readonly parentRunId?: string;
+  /** The child runs its child nodes started (each node's current one). */
+  readonly childRuns?: readonly { readonly nodeId: string; readonly runId: string }[];
   readonly nodes: readonly RunNodeView[];
   readonly edges: readonly RunEdgeView[];
   readonly timeline: readonly {

@@ -64,6 +64,12 @@ describe("run_id of a content agent", () => {
     const runs = [blocked1, blocked2, completed].map(runIdOf);
     expect(runs.every((r) => r?.startsWith("agrun_"))).toBe(true);
     expect(new Set(runs).size).toBe(3);
+    // Each resumed run names the run it resumed.
+    expect([blocked1, blocked2, completed].map((e) => e?.resumed_from)).toEqual([
+      undefined,
+      runIdOf(blocked1),
+      runIdOf(blocked2),
+    ]);
 
     // One agent run throughout: one stream, the DAG node's at generation 0.
     const key = agentRunKey(runId, "review", 0);

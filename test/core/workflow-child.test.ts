@@ -10,9 +10,15 @@ import type { Role } from "../../functions/core/role";
 import { buildRole, defineStepModule } from "../../functions/core/role-module";
 import type { StepContext } from "../../functions/core/step-role";
 import { stepRolesOf } from "../../functions/core/steps";
+import { traceIdOf } from "../../functions/core/trace-context";
 import { contentAgentModules } from "../../functions/roles/content-agents/index";
 import { orchestratorRole } from "../../functions/roles/orchestrator/orchestrator";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
+import { renderTraceText } from "../../lib/operator/render-text";
+import { runView } from "../../lib/operator/runs";
+import { buildTrace, type TraceSources } from "../../lib/operator/trace";
+import type { TraceView } from "../../lib/operator/views";
+import type { Envelope } from "../../schemas";
 import type { StepRequested } from "../../schemas/events/step";
 import type { WorkflowEnded, WorkflowRejected } from "../../schemas/events/workflow";
 import type {
@@ -226,6 +232,54 @@ describe("a child node runs another workflow as a run of its own", () => {
     expect(toParent?.order_key).toBe(runId);
     expect(toParent?.aggregate.id).toBe(child.run.run_id);
     expect(echo.calls).toEqual([`${runId}/first`, `${child.run.run_id}/inner`, `${runId}/last`]);
+  });
+
+  it("names the parent run on every event of the child run, and one trace covers both runs", async () => {
+    const { bus } = await setUp();
+    const runId = newRunId();
+    bus.start(runId, "parent-flow", "tidal power");
+    await bus.drain();
+    const child = onlyChild(bus, runId).run.run_id;
+    const runOf = (e: Envelope) =>
+      e.aggregate.type === "dag_run" ? e.aggregate.id : (e.payload as { run_id?: string }).run_id;
+    const ofChild = bus.store.log.filter((e) => runOf(e) === child);
+    const ofParent = bus.store.log.filter((e) => runOf(e) === runId);
+    // The child's own events, its step's request and the step's answer.
+    expect(new Set(ofChild.map((e) => e.event_type))).toEqual(
+      new Set([
+        "echo.node.requested",
+        "step.completed",
+        "workflow.completed",
+        "workflow.child.ended",
+      ]),
+    );
+    expect(ofChild.map((e) => e.parent_run_id)).toEqual(ofChild.map(() => runId));
+    // The parent's events name no parent, the ones its child's end caused included.
+    expect(ofParent.length).toBeGreaterThan(3);
+    expect(ofParent.filter((e) => e.parent_run_id !== undefined)).toEqual([]);
+    expect(new Set(bus.store.log.map(traceIdOf)).size).toBe(1);
+
+    // `agentbus trace <run>`: the trace id, the parent run of the child and the child of the parent.
+    const sources: TraceSources = {
+      reader: bus.store,
+      groups: [],
+      sideEffects: async () => [],
+      stream: async (ref) =>
+        bus.store.log.filter((e) => e.aggregate.type === ref.type && e.aggregate.id === ref.id),
+    };
+    for (const asked of [runId, child]) {
+      const view = await buildTrace(sources, asked);
+      expect(view?.traceIds).toEqual([traceIdOf(bus.store.log[0] as Envelope)]);
+      expect(view?.runs).toEqual([
+        { runId, childRunIds: [child] },
+        { runId: child, parentRunId: runId, childRunIds: [] },
+      ]);
+      const text = renderTraceText(view as TraceView);
+      expect(text).toContain(`trace id    ${traceIdOf(bus.store.log[0] as Envelope)}`);
+      expect(text).toContain(`run         ${child}, child of ${runId}`);
+    }
+    expect(runView(bus.state(runId)).childRuns).toEqual([{ nodeId: "sub", runId: child }]);
+    expect(runView(bus.state(child)).parentRunId).toBe(runId);
   });
 
   it("fails the parent's node when the child fails, and accepts a PARTIAL child only under acceptPartial", async () => {

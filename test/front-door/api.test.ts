@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { TransientError } from "../../functions/core/errors";
 import { InMemoryModelControls } from "../../functions/core/model-guard";
 import type { PublishFailure } from "../../functions/core/ports";
+import { parseTraceparent, ulidHex } from "../../functions/core/trace-context";
 import { InMemoryAcceptedRequests } from "../../functions/front-door/accepted";
 import {
   type FrontDoorPorts,
@@ -133,6 +134,22 @@ describe("POST /v1/conversations/{id}/messages", () => {
       payload: { text: "Where is order 123?", customer_id: `cust_${ACME.sub}`, channel: "chat" },
     });
     expect(registry.parse(event).ok).toBe(true);
+  });
+
+  it("continues the caller's W3C trace context, and starts one without it (or with a bad one)", async () => {
+    const { send, published } = world();
+    const caller = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    await send(post("conv_a1", { text: "traced" }, { traceparent: caller }));
+    await send(post("conv_a1", { text: "untraced" }));
+    await send(
+      post("conv_a1", { text: "bad" }, { traceparent: `00-${"0".repeat(32)}-00f067aa0ba902b7-01` }),
+    );
+    const [traced, untraced, bad] = published as Envelope[];
+    expect(traced?.traceparent).toBe(caller);
+    for (const event of [untraced, bad]) {
+      expect(parseTraceparent(event?.traceparent)?.traceId).toBe(ulidHex(event?.event_id ?? ""));
+      expect(registry.parse(event).ok).toBe(true);
+    }
   });
 
   it("the same Idempotency-Key again is the same request: one event id, the same answer", async () => {

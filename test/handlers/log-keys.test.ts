@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { ulidHex } from "../../functions/core/trace-context";
 import { appendLogKeys } from "../../functions/handlers/consumer-record";
 import { observability } from "../../functions/handlers/observe";
 import { newCorrelationId, newUlid, taskEvent } from "../support/factories";
@@ -56,6 +57,31 @@ describe("the ids on a consumer's log lines", () => {
     logger.resetKeys();
     const [line] = capture.logLines().filter((l) => l.service === "log-keys-test");
     expect(line).toMatchObject({ tool_call_id: "tooluse_7", attempt: 1 });
+  });
+
+  it("carry the lineage and the trace id: the traceparent's, else the one the event id starts", () => {
+    const { logger } = observability("log-keys-test", "log-keys-group");
+    const traced = {
+      ...taskEvent(1),
+      user_id: "user_alice",
+      run_id: "agrun_abc",
+      parent_run_id: "run_parent",
+      traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+    };
+    appendLogKeys(logger, traced, 1);
+    logger.info("traced");
+    logger.resetKeys();
+    const untraced = taskEvent(1);
+    appendLogKeys(logger, untraced, 1);
+    logger.info("untraced");
+    const [one, two] = capture.logLines().filter((line) => line.service === "log-keys-test");
+    expect(one).toMatchObject({
+      user_id: "user_alice",
+      run_id: "agrun_abc",
+      parent_run_id: "run_parent",
+      trace_id: "4bf92f3577b34da6a3ce929d0e0e4736",
+    });
+    expect(two).toMatchObject({ trace_id: ulidHex(untraced.event_id) });
   });
 
   it("leave out what is not a string, and a body that is not an object adds none", () => {

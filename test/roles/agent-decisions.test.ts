@@ -155,6 +155,38 @@ describe("a person's decision is obeyed in the run's tenant only", () => {
   });
 });
 
+describe("the run ids of a tool-using agent", () => {
+  it("a person's answer resumes the agent run under a new run id that names the one it resumed", async () => {
+    const desk = await blockedRefund();
+    const first = desk.t.emitted.filter((e) => e.aggregate.id === RUN || e.run_id !== undefined);
+    const [runBefore] = new Set(first.map((e) => e.run_id));
+    expect(new Set(first.map((e) => e.run_id)).size).toBe(1);
+    expect(runBefore).toMatch(/^agrun_/);
+    expect(runBefore).not.toBe(RUN);
+    expect(first.filter((e) => e.resumed_from !== undefined)).toEqual([]);
+    expect((await desk.journal()).current_run).toBe(runBefore);
+
+    const before = desk.t.emitted.length;
+    await desk.decide("approve");
+    await desk.drain();
+    const caused = desk.t.emitted.slice(before);
+    expect(caused.map((e) => e.event_type)).toContain("refund.approved");
+    const [runAfter] = new Set(caused.map((e) => e.run_id));
+    expect(new Set(caused.map((e) => e.run_id)).size).toBe(1);
+    expect(runAfter).toMatch(/^agrun_/);
+    expect(runAfter).not.toBe(runBefore);
+    // The resume's own step names the run it resumed; the agent run keeps its key.
+    expect(caused[0]?.resumed_from).toBe(runBefore);
+    expect(caused.slice(1).filter((e) => e.resumed_from !== undefined)).toEqual([]);
+    expect(
+      new Set(
+        caused.filter((e) => e.aggregate.type === AGENT_RUN_AGGREGATE).map((e) => e.aggregate.id),
+      ),
+    ).toEqual(new Set([RUN]));
+    expect((await desk.journal()).current_run).toBe(runAfter);
+  });
+});
+
 describe("a decision repeated after its call ran", () => {
   it("the same approval again changes nothing; the other decision is refused naming the one taken", async () => {
     const desk = await blockedRefund();

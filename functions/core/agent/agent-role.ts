@@ -1,4 +1,5 @@
 import { type AggregateRef, type Envelope, tenantOf } from "../../../schemas";
+import { agentRunIdOf } from "../agent-run";
 import type { EmitSpec } from "../emit";
 import { OperatorStopError } from "../model-guard";
 import type { DiscardReason, StateSummary } from "../ports";
@@ -6,6 +7,7 @@ import type { DecideContext, Decision, PersonalState, Role, RoleDescriptor } fro
 import {
   type AgentDefinition,
   type AgentJournal,
+  currentRunOf,
   erasedJournal,
   type JournalStep,
   journalContent,
@@ -154,19 +156,69 @@ export function agentRole(spec: AgentRoleSpec): Role<AgentJournal> {
     // that names none: the default tenant's).
     tenantOfState: tenantOf,
     async decide(state, event, context) {
-      if (event.event_type === types.start) return start(spec, state, event, context.now);
-      if (event.event_type === types.cancel)
-        return cancelTurn(state, event, () => notStarted(spec, event, context.now), context.now);
-      if (!state) return {};
-      if (takesStep(spec, state, event)) {
-        const stop = await stopped(spec.agent, state, spec.ports, spec.superseded, context.now);
-        if (stop) return withStoppedFacts(spec, stop, event, state);
-      }
-      const expired = approvalExpired(spec.agent, state, context.now);
-      if (expired) return outcome(spec, expired);
-      if (event.event_type === types.decision) return decision(spec, state, event, context);
-      return step(spec, state, event, context);
+      const decision = await decideOn(spec, state, event, context);
+      return withCurrentRun(spec, state, event, context.receiveCount, decision);
     },
+  };
+}
+
+/** What the run decides on a start, a step, a person's answer, a cancel or a deadline. */
+async function decideOn(
+  spec: AgentRoleSpec,
+  state: AgentJournal | undefined,
+  event: Envelope,
+  context: DecideContext<AgentJournal>,
+): Promise<Decision<AgentJournal>> {
+  const { types } = spec.descriptor;
+  if (event.event_type === types.start) return start(spec, state, event, context.now);
+  if (event.event_type === types.cancel)
+    return cancelTurn(state, event, () => notStarted(spec, event, context.now), context.now);
+  if (!state) return {};
+  if (takesStep(spec, state, event)) {
+    const stop = await stopped(spec.agent, state, spec.ports, spec.superseded, context.now);
+    if (stop) return withStoppedFacts(spec, stop, event, state);
+  }
+  const expired = approvalExpired(spec.agent, state, context.now);
+  if (expired) return outcome(spec, expired);
+  if (event.event_type === types.decision) return decision(spec, state, event, context);
+  return step(spec, state, event, context);
+}
+
+/**
+ * The decision stamped with the run that makes it. A start, and a person's answer that resumes
+ * the agent run, begin a new run (`agentRunIdOf`: the group, the message, its receive count, so a
+ * decision made again in one delivery names the same run), kept as the journal's `current_run`;
+ * everything the decision emits carries the run as `run_id`, and a resume's the run it resumed as
+ * `resumed_from`.
+ */
+function withCurrentRun(
+  spec: AgentRoleSpec,
+  before: AgentJournal | undefined,
+  event: Envelope,
+  receiveCount: number,
+  decision: Decision<AgentJournal>,
+): Decision<AgentJournal> {
+  const { types, group } = spec.descriptor;
+  const begins =
+    decision.state !== undefined &&
+    (event.event_type === types.start ||
+      (event.event_type === types.decision && before !== undefined));
+  const journal =
+    begins && decision.state
+      ? { ...decision.state, current_run: agentRunIdOf(group, event, receiveCount) }
+      : (decision.state ?? before);
+  if (!journal) return decision;
+  const runId = currentRunOf(journal);
+  const resumed =
+    begins && before && event.event_type === types.decision
+      ? { resumedFrom: currentRunOf(before) }
+      : {};
+  return {
+    ...decision,
+    ...(begins ? { state: journal } : {}),
+    ...(decision.emit
+      ? { emit: decision.emit.map((emitted) => ({ ...emitted, runId, ...resumed })) }
+      : {}),
   };
 }
 
@@ -340,7 +392,6 @@ function stepCommand(spec: AgentRoleSpec, journal: AgentJournal, done: JournalSt
   const { at: _at, tokens, ...rest } = done;
   return {
     type: spec.descriptor.types.step,
-    runId: journal.run_id,
     payload: {
       run_id: journal.run_id,
       step: journal.step + 1,

@@ -220,7 +220,14 @@ export interface RunStop {
  * (./messages.ts); the latest steps in full in `window`.
  */
 export interface AgentJournal {
+  /** The agent run's key: its `agent_run` aggregate id, the same from its start to its end. */
   readonly run_id: string;
+  /**
+   * The run under way (the envelope's `run_id`, seed 000 §4.1): new at the start and at each
+   * resume after a person's answer (./agent-role.ts). Absent on journals stored before it was
+   * kept: `run_id` then (currentRunOf).
+   */
+  readonly current_run?: string;
   readonly task_id: string;
   readonly agent: string;
   /** What the run is about (ids its facts carry: an order, a conversation). */
@@ -264,6 +271,11 @@ export interface AgentJournal {
   readonly failure?: { readonly code: string; readonly message: string };
   readonly started_at: string;
   readonly updated_at: string;
+}
+
+/** The run of the agent run under way (AgentJournal.current_run). */
+export function currentRunOf(journal: Pick<AgentJournal, "run_id" | "current_run">): string {
+  return journal.current_run ?? journal.run_id;
 }
 
 const ZERO: JournalTotals = {

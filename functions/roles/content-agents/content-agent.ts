@@ -180,12 +180,15 @@ function decideOn(
 
 /**
  * The decision with the run that emits stamped on what it emits: the agent run's current run (a
- * repeated answer carries the run that made it), none when the agent never ran it.
+ * repeated answer carries the run that made it), none when the agent never ran it; a run that
+ * resumed a BLOCKED one names the run it resumed (`resumed_from`).
  */
 function stamped(decision: ContentDecision, existing: AgentRun | undefined): ContentDecision {
   const runId = (decision.state ?? existing)?.run_id;
   if (!decision.emit || runId === undefined) return decision;
-  return { ...decision, emit: decision.emit.map((spec) => ({ ...spec, runId })) };
+  const before = existing?.state === "BLOCKED" ? existing.run_id : undefined;
+  const resumed = before !== undefined && before !== runId ? { resumedFrom: before } : {};
+  return { ...decision, emit: decision.emit.map((spec) => ({ ...spec, runId, ...resumed })) };
 }
 
 /** An agent run is listed by its state; NEEDS_HUMAN waits for a person. */

@@ -1,4 +1,6 @@
-import { assignmentKey, type Envelope, letterDigest } from "../../kit";
+import { agentRunIdOf, assignmentKey } from "../../kit";
+
+export { agentRunIdOf };
 
 /**
  * The two ids of a content agent's work (seed 000 §4.1 and §4.2).
@@ -14,7 +16,7 @@ import { assignmentKey, type Envelope, letterDigest } from "../../kit";
  *   is the next run (the earlier one did not commit, so it ran the model for nothing); the model
  *   replies corrected within one run are attempts of that run, not runs.
  *
- * The run id is derived, not drawn: a hash of (group, the message's event id, its receive
+ * The run id is derived, not drawn (`agentRunIdOf`, the hub's, which the tool-using agent uses too): a hash of (group, the message's event id, its receive
  * count). That keeps it one value wherever the run needs it, without anything stored first:
  * - the acknowledgement and heartbeats (`node.started`, `node.heartbeat`), published while the
  *   model call runs and before anything commits, name the same run as the answer committed after;
@@ -41,11 +43,6 @@ export function agentRunKey(
   item?: number,
 ): string {
   return assignmentKey("arun", runId, nodeId, generation, item);
-}
-
-/** The run id of `group`'s run on `event`, delivered for the `receiveCount`th time. */
-export function agentRunIdOf(group: string, event: Envelope, receiveCount: number): string {
-  return `agrun_${letterDigest(`${group}\u0000${event.event_id}\u0000${receiveCount}`, 32)}`;
 }
 
 /**

@@ -4,6 +4,7 @@ import type { WorkflowRegistry } from "../../core/dag/registry";
 import type { Capacity } from "../../core/dag/run";
 import { DEFAULT_DEPENDENCY_TIMEOUT_SECONDS } from "../../core/dag/timeout";
 import { type DescriptorOf, defineRole } from "../../core/define-role";
+import type { EmitSpec } from "../../core/emit";
 import { PermanentError } from "../../core/errors";
 import type { Role } from "../../core/role";
 import type { StepRoleTable } from "../../core/steps";
@@ -220,7 +221,7 @@ export function orchestratorRole(options: OrchestratorOptions = {}): Role<Orches
         scope: state.definition_scope,
         plan: state.plan,
       };
-      return handler.decide({
+      const decision = await handler.decide({
         state,
         event,
         leasing: { now, policy },
@@ -228,8 +229,33 @@ export function orchestratorRole(options: OrchestratorOptions = {}): Role<Orches
         workflows: await catalogFor(compiled, options.registry, run),
         stepRoles: steps,
       });
+      return withParentRun(decision, parentRunOf(decision.state ?? state, event));
     },
   });
+}
+
+/**
+ * The parent of the run an event is about: the run's (a child run's state names it), else, for
+ * the request to start a child run that does not exist (yet), the one the request names.
+ */
+function parentRunOf(state: OrchestratorState | undefined, event: Envelope): string | null {
+  if (state?.parent) return state.parent.run_id;
+  if (state || event.event_type !== "workflow.child.start.requested") return null;
+  const named = (event.payload as { parent_run_id?: unknown }).parent_run_id;
+  return typeof named === "string" ? named : null;
+}
+
+/**
+ * Every event of a child run (its steps' requests included) names its parent run as
+ * `parent_run_id`; the events of a run without a parent name none, even when a child run's end
+ * caused them.
+ */
+function withParentRun<D extends { readonly emit?: readonly EmitSpec[] }>(
+  decision: D,
+  parentRunId: string | null,
+): D {
+  if (!decision.emit) return decision;
+  return { ...decision, emit: decision.emit.map((spec) => ({ ...spec, parentRunId })) };
 }
 
 /** The orchestrator with per-role caps from the definitions and no queue-depth gate. */

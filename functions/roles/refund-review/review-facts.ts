@@ -1,5 +1,5 @@
 import type { AgentJournal, EmitSpec, RunConversation, WriteDone } from "../../kit";
-import { guardRecord, refusalReason } from "../../kit";
+import { currentRunOf, guardRecord, refusalReason } from "../../kit";
 import type { RefundReviewOutcome } from "../customer-support/events/commands";
 import type { OrdersPort } from "../customer-support/integrations/orders/port";
 import type { RefundReceipt } from "../customer-support/integrations/payments/port";
@@ -42,7 +42,7 @@ export function refundMade(journal: AgentJournal, write: WriteDone): EmitSpec[] 
     {
       type: REFUND_APPROVED,
       orderKey: conversation_id,
-      runId: journal.run_id,
+      runId: currentRunOf(journal),
       payload: {
         order_id: receipt.order_id,
         conversation_id,
@@ -69,7 +69,7 @@ export async function reviewEnded(
   const guarded = guardedOutcome(journal, answer, await conversation());
   const { outcome } = guarded;
   const { order_id = "", conversation_id = "" } = journal.subject;
-  const common = { orderKey: conversation_id, runId: journal.run_id };
+  const common = { orderKey: conversation_id, runId: currentRunOf(journal) };
   const rejected: EmitSpec[] =
     outcome.decision === "rejected"
       ? [
@@ -107,7 +107,7 @@ export function reviewWaits(journal: AgentJournal): EmitSpec[] {
     {
       type: REFUND_REVIEW_NEEDS_PERSON,
       orderKey: conversation_id,
-      runId: journal.run_id,
+      runId: currentRunOf(journal),
       payload: {
         run_id: journal.run_id,
         conversation_id,
@@ -135,7 +135,7 @@ async function replyRequest(
     orderKey: request.conversation_id,
     conversationId: request.conversation_id,
     inputVersion: journal.started_by.input_version,
-    runId: journal.run_id,
+    runId: currentRunOf(journal),
     payload: {
       ...request,
       ...(own ? { order: own } : {}),

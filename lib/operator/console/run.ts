@@ -3,7 +3,7 @@ import { layoutDag } from "./dag-layout";
 import { renderDagSvg, renderLegend } from "./dag-svg";
 import { formatDuration, formatOffset, formatTime } from "./format";
 import { type FormContext, renderRunForms } from "./forms";
-import { attr, escapeHtml, link, traceHref } from "./html";
+import { attr, escapeHtml, link, runHref, traceHref } from "./html";
 import { badge, fact, renderTable } from "./page";
 import { redactPersonal } from "./redact";
 
@@ -25,8 +25,12 @@ ${fact("status", `<span data-run-status="${escapeHtml(run.status)}">${badge(run.
 ${fact("generation", escapeHtml(run.generation))}
 ${fact("correlation", traceLink(run.correlationId))}
 ${fact("task", traceLink(run.taskId))}
+${run.parentRunId ? fact("parent run", runLink(run.parentRunId)) : ""}
+${run.childRuns?.length ? fact("child runs", run.childRuns.map((c) => `${runLink(c.runId)} (node <code>${escapeHtml(c.nodeId)}</code>)`).join(", ")) : ""}
 </ul>`;
 }
+
+const runLink = (runId: string) => `<code>${link(runHref(runId), runId)}</code>`;
 
 function renderDag(run: RunView): string {
   if (run.nodes.length === 0) return '<p class="none">This run has no nodes.</p>';

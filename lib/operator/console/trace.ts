@@ -1,6 +1,6 @@
-import type { GroupOutcome, SideEffectView, TraceNode, TraceView } from "../views";
+import type { GroupOutcome, SideEffectView, TraceNode, TraceRun, TraceView } from "../views";
 import { formatTime } from "./format";
-import { attr, escapeHtml, link, traceHref } from "./html";
+import { attr, escapeHtml, link, runHref, traceHref } from "./html";
 import { fact } from "./page";
 
 /** An outcome in words: `applied (gap repair)`, `discarded: superseded`, `retrying (3 attempts, last error: ...)`. */
@@ -85,6 +85,16 @@ function idList(name: string, ids: readonly string[]): string {
   return fact(name, links || '<span class="none">none</span>');
 }
 
+/** A workflow run of the trace: a link to it, its parent run and its child runs. */
+function runFacts(run: TraceRun): string {
+  const runLink = (id: string) => `<code>${link(runHref(id), id)}</code>`;
+  const parent = run.parentRunId ? `, child of ${runLink(run.parentRunId)}` : "";
+  const children = run.childRunIds.length
+    ? `, child runs ${run.childRunIds.map(runLink).join(", ")}`
+    : "";
+  return fact("run", `${runLink(run.runId)}${parent}${children}`);
+}
+
 /** The trace page's body: the causal tree, each event with what every group did with it. */
 export function renderTrace(view: TraceView): string {
   const tree =
@@ -95,6 +105,8 @@ export function renderTrace(view: TraceView): string {
 <ul class="facts">
 ${idList("correlation", view.correlationIds)}
 ${idList("task", view.taskIds)}
+${view.traceIds?.length ? fact("trace id", view.traceIds.map((id) => `<code>${escapeHtml(id)}</code>`).join(", ")) : ""}
+${(view.runs ?? []).map(runFacts).join("\n")}
 </ul>
 <section class="trace"${attr("data-query", view.query)}>
 ${tree}
