@@ -8,6 +8,7 @@ import {
   VersionConflictError,
 } from "./errors";
 import { eventsToApply } from "./gate";
+import { deliveryFor } from "./personal-data/delivery";
 import type { ConsumerDeps, LoadRequest } from "./ports";
 import type { ConsumeOptions, ConsumeResult, Role, Step } from "./role";
 
@@ -39,7 +40,8 @@ function loadRequestOf(
 
 /**
  * The consumer pipeline every role uses:
- * 1. validate the envelope (permanent error if invalid, unknown or not subscribed);
+ * 1. open the sealed personal fields the role reads (./personal-data/delivery.ts), then validate
+ *    the envelope (permanent error if invalid, unknown or not subscribed);
  * 2. dedup (recent ids for unsequenced messages) and version gate (checkpoint for sequenced
  *    ones), both kept on the state item: older or equal versions are duplicates; a gap is filled
  *    from the event store, in order;
@@ -56,11 +58,13 @@ export async function consume<S>(
   deps: ConsumerDeps,
   options: ConsumeOptions = {},
 ): Promise<ConsumeResult> {
-  const parsed = deps.registry.parse(raw);
+  const delivered = await deliveryFor(raw, role, deps.registry, deps.personalData);
+  const parsed = deps.registry.parse(delivered.raw);
   if (!parsed.ok) {
     throw new PermanentError(parsed.code, parsed.message, { details: { eventId: parsed.eventId } });
   }
-  const { envelope: event, definition } = parsed;
+  const { definition } = parsed;
+  const event = delivered.restore(parsed.envelope);
   if (!role.subscriptions.includes(event.event_type)) {
     throw new PermanentError(
       "routing.unsubscribed",

@@ -1,4 +1,5 @@
 import type { AggregateRef, Envelope, EventRegistry, Topic } from "../../schemas";
+import type { PersonalFieldOpener } from "./personal-data/delivery";
 
 /**
  * Ports: what the core needs from the outside world. Each has a DynamoDB/SQS/EventBridge adapter
@@ -370,4 +371,9 @@ export interface ConsumerDeps {
   readonly registry: EventRegistry;
   readonly clock: Clock;
   readonly ids: IdSource;
+  /**
+   * Opens the sealed personal fields a role reads (Role.readsPersonal): the function's vault,
+   * absent in a function given no customer keys (./personal-data/delivery.ts).
+   */
+  readonly personalData?: PersonalFieldOpener;
 }

@@ -106,21 +106,25 @@ describe("who may use the keys", () => {
   const access = (group: string) =>
     topology.groups.find((g) => g.name === group)?.personalData ?? [];
 
-  it("derives each group's access from the personal types it emits and receives", () => {
+  it("derives each group's access from the personal types it emits and the fields it reads", () => {
     expect(access("conversation")).toEqual(["seal", "open"]);
     expect(access("reply-generation")).toEqual(["seal", "open"]);
     expect(access("sender")).toEqual(["open"]);
-    expect(access("audit")).toEqual(["seal", "open"]);
+    // It keeps what it receives whole, sealed as it came, and opens none of it.
+    expect(access("audit")).toEqual(["seal"]);
     expect(access("task-projection")).toEqual([]);
     expect(access("orchestrator")).toEqual([]);
     const context = { eventTypes: [{ type: "a", topic: "events", personal: true }] };
     expect(personalDataAccess({ subscriptions: ["b"], emits: ["a"] }, context)).toEqual(["seal"]);
-    expect(personalDataAccess({ subscriptions: ["a"] }, context)).toEqual(["open"]);
+    expect(
+      personalDataAccess({ subscriptions: ["a"], readsPersonal: ["a"] }, context),
+    ).toEqual(["open"]);
+    // Receiving a personal type without reading its fields: no key, no grant.
+    expect(personalDataAccess({ subscriptions: ["a"] }, context)).toEqual([]);
     expect(personalDataAccess({ subscriptions: ["b"], emits: ["b"] }, context)).toEqual([]);
     // A group that keeps what it receives whole stores it sealed.
     expect(personalDataAccess({ subscriptions: ["a"], keepsMessages: true }, context)).toEqual([
       "seal",
-      "open",
     ]);
   });
 
@@ -144,14 +148,13 @@ describe("who may use the keys", () => {
     },
   );
 
-  it("lets the relay open, and no other function (dispatch, sweeper, front door) touch them", () => {
-    const [relay] = functionsOfKind(template, "relay");
-    expect(accessOf(relay as Resource)).toEqual(OPEN);
+  it("lets no other function (relay, dispatch, sweeper) touch them: the relay publishes them sealed", () => {
     const others = resources(
       template,
       "AWS::Lambda::Function",
-      (fn) => !["consumer", "relay"].includes(fn.Metadata["agentbus:kind"] as string),
+      (fn) => fn.Metadata["agentbus:kind"] !== "consumer",
     );
+    expect(others.map((fn) => fn.Metadata["agentbus:kind"])).toContain("relay");
     expect(others.length).toBeGreaterThan(0);
     for (const fn of others) {
       expect(accessOf(fn), fn.id).toEqual(NONE);

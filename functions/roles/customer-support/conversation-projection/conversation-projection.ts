@@ -159,6 +159,8 @@ export const conversationProjection = defineRole<ConversationView, FoldedType>({
   group: "conversation-projection",
   summarize: summarizeConversation,
   subscriptions: CONVERSATION_PROJECTION_SUBSCRIPTIONS,
+  // The view shows the turns' words and replies.
+  readsPersonal: CONVERSATION_PROJECTION_SUBSCRIPTIONS,
   stateOf: (event) => ({
     type: CONVERSATION_VIEW_AGGREGATE,
     id: foldedPayload(event).conversation_id,
