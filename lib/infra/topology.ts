@@ -300,7 +300,9 @@ function readsPersonalProblems(
 ): string[] {
   return (role?.readsPersonal ?? []).flatMap((type) => {
     if (!role?.subscriptions.includes(type))
-      return [`the role reads the personal fields of ${JSON.stringify(type)}, which it does not subscribe to`];
+      return [
+        `the role reads the personal fields of ${JSON.stringify(type)}, which it does not subscribe to`,
+      ];
     const declares = context.eventTypes.some((e) => e.type === type && e.personal);
     return declares
       ? []

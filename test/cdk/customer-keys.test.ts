@@ -116,9 +116,9 @@ describe("who may use the keys", () => {
     expect(access("orchestrator")).toEqual([]);
     const context = { eventTypes: [{ type: "a", topic: "events", personal: true }] };
     expect(personalDataAccess({ subscriptions: ["b"], emits: ["a"] }, context)).toEqual(["seal"]);
-    expect(
-      personalDataAccess({ subscriptions: ["a"], readsPersonal: ["a"] }, context),
-    ).toEqual(["open"]);
+    expect(personalDataAccess({ subscriptions: ["a"], readsPersonal: ["a"] }, context)).toEqual([
+      "open",
+    ]);
     // Receiving a personal type without reading its fields: no key, no grant.
     expect(personalDataAccess({ subscriptions: ["a"] }, context)).toEqual([]);
     expect(personalDataAccess({ subscriptions: ["b"], emits: ["b"] }, context)).toEqual([]);
@@ -162,7 +162,7 @@ describe("who may use the keys", () => {
     }
   });
 
-  it("lets the operator open what trace shows, and erase (GetItem, UpdateItem) with the repair policy", () => {
+  it("lets the operator open what trace shows, and erase and seal its commands with the repair policy", () => {
     const policy = (id: string) => {
       const found = single(template, "AWS::IAM::ManagedPolicy", (p) => p.id.startsWith(id));
       const document = found.Properties.PolicyDocument as { Statement: Record<string, unknown>[] };
@@ -178,8 +178,15 @@ describe("who may use the keys", () => {
     expect(allowed(read, keyArn)).toEqual(["kms:Decrypt"]);
     expect(read.find((s) => s.Action.includes("kms:Decrypt"))?.Condition).toEqual(KMS_CONDITION);
     expect(allowed(read, tableArn)).toEqual(["dynamodb:BatchGetItem", "dynamodb:GetItem"]);
-    expect(allowed(repair, keyArn)).toEqual([]);
-    expect(allowed(repair, tableArn)).toEqual(["dynamodb:GetItem", "dynamodb:UpdateItem"]);
+    // Sending a command with personal fields seals them (a function's `seal`), with the context.
+    expect(allowed(repair, keyArn)).toEqual(["kms:Decrypt", "kms:GenerateDataKey"]);
+    for (const s of repair.filter((s) => s.Action.some((a) => a.startsWith("kms:"))))
+      expect(s.Condition).toEqual(KMS_CONDITION);
+    expect(allowed(repair, tableArn)).toEqual([
+      "dynamodb:GetItem",
+      "dynamodb:PutItem",
+      "dynamodb:UpdateItem",
+    ]);
   });
 
   it("gives a stack without personal types to no group", () => {

@@ -154,6 +154,8 @@ describe("what the operator tools read", () => {
       "events:DescribeRule",
       "events:PutEvents",
       "events:StartReplay",
+      "kms:Decrypt",
+      "kms:GenerateDataKey",
       "sqs:ChangeMessageVisibility",
       "sqs:DeleteMessage",
       "sqs:ReceiveMessage",
@@ -176,8 +178,12 @@ describe("what the operator tools read", () => {
       );
     expect(ids("dynamodb:DescribeTable")).toEqual([expect.stringMatching(/^TablesEvents/)]);
     expect(ids("dynamodb:GetItem")).toEqual([expect.stringMatching(/^CustomerKeysTable/)]);
-    // PutItem only of the state table's content items (an agent's stored messages, erased).
-    expect(ids("dynamodb:PutItem")).toEqual([expect.stringMatching(/^TablesState/)]);
+    // PutItem of the state table's content items only (an agent's stored messages, erased), and
+    // of a customer's key (a command sealed for a customer who has none).
+    expect(ids("dynamodb:PutItem").sort()).toEqual([
+      expect.stringMatching(/^CustomerKeysTable/),
+      expect.stringMatching(/^TablesState/),
+    ]);
     expect(JSON.stringify(statements.filter((s) => s.Action === "dynamodb:PutItem"))).toContain(
       "content#*",
     );
