@@ -408,22 +408,7 @@ async function tapOf(env: LocalEnvironment, name: string) {
     );
     archives.push({ topic, arn, busArn, ruleArn: rule.RuleArn ?? "" });
   }
-  /** Every body the tap holds, removed from it. */
-  const drain = async (): Promise<string[]> => {
-    const bodies: string[] = [];
-    for (;;) {
-      const got = await sqs.send(
-        new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10 }),
-      );
-      if (!got.Messages?.length) return bodies;
-      for (const m of got.Messages) {
-        bodies.push(m.Body ?? "");
-        await sqs.send(
-          new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: m.ReceiptHandle }),
-        );
-      }
-    }
-  };
+  const drain = () => drainQueue(env, queueUrl);
   const remove = async () => {
     for (const { topic } of archives) {
       const bus = env.names.buses[topic];
@@ -437,6 +422,24 @@ async function tapOf(env: LocalEnvironment, name: string) {
     await sqs.send(new DeleteQueueCommand({ QueueUrl: queueUrl }));
   };
   return { archives, drain, remove };
+}
+
+/** Every body a queue holds, removed from it. */
+async function drainQueue(env: LocalEnvironment, queueUrl: string): Promise<string[]> {
+  const { sqs } = env.clients;
+  const bodies: string[] = [];
+  for (;;) {
+    const got = await sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10 }),
+    );
+    if (!got.Messages?.length) return bodies;
+    for (const m of got.Messages) {
+      bodies.push(m.Body ?? "");
+      await sqs.send(
+        new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: m.ReceiptHandle }),
+      );
+    }
+  }
 }
 
 /** The place of RETENTION a state table item holding personal data is. */
