@@ -1,5 +1,4 @@
 import type { AggregateRef, Envelope, EventRegistry, Topic } from "../../schemas";
-import type { PersonalFieldOpener } from "./personal-data/delivery";
 
 /**
  * Ports: what the core needs from the outside world. Each has a DynamoDB/SQS/EventBridge adapter
@@ -364,6 +363,15 @@ export interface DeadLetterSink {
     deduplicationId?: string;
     receiveCount?: number;
   }): Promise<void>;
+}
+
+/** What opens a message's sealed personal fields: the function's vault (./personal-data). */
+export interface PersonalFieldOpener {
+  openFields(
+    payload: Readonly<Record<string, unknown>>,
+    fields: readonly string[],
+    tenant: string,
+  ): Promise<Record<string, unknown>>;
 }
 
 export interface ConsumerDeps {

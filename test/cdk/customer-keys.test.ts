@@ -3,7 +3,6 @@ import { CUSTOMER_KEYS_ENV } from "../../lib/infra/constructs/customer-keys";
 import { topology } from "../../lib/infra/project";
 import { defineTopology, personalDataAccess } from "../../lib/infra/topology";
 import {
-  functionsOfKind,
   getAtt,
   type Resource,
   refersTo,

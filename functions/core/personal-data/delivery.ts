@@ -1,7 +1,7 @@
 import type { Envelope, EventRegistry } from "../../../schemas";
 import { DEFAULT_TENANT } from "../../../schemas/ids";
 import { PermanentError } from "../errors";
-import type { RoleIdentity } from "../role";
+import type { PersonalFieldOpener } from "../ports";
 import { ERASED } from "./erased";
 import { isSealed } from "./vault";
 
@@ -14,15 +14,6 @@ import { isSealed } from "./vault";
  * sealed, and what it emits or keeps of them stays sealed under the same key.
  */
 
-/** What opens a message's sealed fields: the function's vault. */
-export interface PersonalFieldOpener {
-  openFields(
-    payload: Readonly<Record<string, unknown>>,
-    fields: readonly string[],
-    tenant: string,
-  ): Promise<Record<string, unknown>>;
-}
-
 /** A delivered message ready to validate, and how to give its sealed fields back afterwards. */
 export interface RoleDelivery {
   /** The message to validate: opened fields in the clear, unopened ones as `[erased]`. */
@@ -31,7 +22,11 @@ export interface RoleDelivery {
   restore(envelope: Envelope): Envelope;
 }
 
-type Reader = Pick<RoleIdentity, "group" | "readsPersonal">;
+/** What a role is to the opening: its group and `Role.readsPersonal`. */
+interface Reader {
+  readonly group: string;
+  readonly readsPersonal?: readonly string[];
+}
 
 /**
  * The message as `role` is to read it, before validation: the sealed personal fields of its type
