@@ -18,6 +18,7 @@ import {
   PermanentError,
   VersionConflictError,
 } from "./errors";
+import { storedFor } from "./personal-data/delivery";
 import type { ConsumerDeps, DiscardReason, Loaded, RecordedOutcome, StoredState } from "./ports";
 import { pastDedupHorizon } from "./replay";
 import { awaitRequiredVersion } from "./required-version";
@@ -106,10 +107,14 @@ export async function applyInOrder<S>(
   const shared = sharedStream(role, stream);
   const states = new StateCache<S>(home, loaded.state as StoredState<S> | undefined, deps);
   let checkpoint = loaded.checkpoint;
-  for (const event of queue) {
-    const repaired = event.event_id !== delivered.event_id;
+  for (const queued of queue) {
+    const repaired = queued.event_id !== delivered.event_id;
     // A gap may hold event types this group does not subscribe to: they only move the checkpoint.
-    if (repaired && !role.subscriptions.includes(event.event_type)) continue;
+    if (repaired && !role.subscriptions.includes(queued.event_type)) continue;
+    // A gap's events come from the event store sealed: opened as the delivered one was.
+    const event = repaired
+      ? await storedFor(queued, role, deps.registry, deps.personalData)
+      : queued;
     const stateRef = repaired ? stateRefOf(role, event) : home;
     if (!shared && !sameRef(stateRef, home)) continue;
     const state = await states.get(stateRef);

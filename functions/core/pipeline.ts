@@ -9,6 +9,7 @@ import {
   VersionConflictError,
 } from "./errors";
 import { eventsToApply } from "./gate";
+import { deliveryFor } from "./personal-data/delivery";
 import type { ConsumerDeps, LoadRequest } from "./ports";
 import type { ConsumeOptions, ConsumeResult, Role, Step } from "./role";
 
@@ -40,7 +41,8 @@ function loadRequestOf(
 
 /**
  * The consumer pipeline every role uses:
- * 1. validate the envelope (permanent error if invalid, unknown or not subscribed);
+ * 1. open the sealed personal fields the role reads (./personal-data/delivery.ts), then validate
+ *    the envelope (permanent error if invalid, unknown or not subscribed);
  * 2. dedup (recent ids for unsequenced messages) and version gate (checkpoint for sequenced
  *    ones), both kept on the state item: older or equal versions are duplicates; a gap is filled
  *    from the event store, in order;
@@ -59,14 +61,16 @@ export async function consume<S>(
 ): Promise<ConsumeResult> {
   // A claim check is opened from the event's stream; what it opens may exceed the bus's limit.
   const opened = await openClaim(raw, deps.store);
+  const delivered = await deliveryFor(opened, role, deps.registry, deps.personalData);
   const parsed = deps.registry.parse(
-    opened,
+    delivered.raw,
     opened === raw ? {} : { maxBytes: MAX_STORED_ENVELOPE_BYTES },
   );
   if (!parsed.ok) {
     throw new PermanentError(parsed.code, parsed.message, { details: { eventId: parsed.eventId } });
   }
-  const { envelope: event, definition } = parsed;
+  const { definition } = parsed;
+  const event = delivered.restore(parsed.envelope);
   if (!role.subscriptions.includes(event.event_type)) {
     throw new PermanentError(
       "routing.unsubscribed",

@@ -365,9 +365,23 @@ export interface DeadLetterSink {
   }): Promise<void>;
 }
 
+/** What opens a message's sealed personal fields: the function's vault (./personal-data). */
+export interface PersonalFieldOpener {
+  openFields(
+    payload: Readonly<Record<string, unknown>>,
+    fields: readonly string[],
+    tenant: string,
+  ): Promise<Record<string, unknown>>;
+}
+
 export interface ConsumerDeps {
   readonly store: EventStore;
   readonly registry: EventRegistry;
   readonly clock: Clock;
   readonly ids: IdSource;
+  /**
+   * Opens the sealed personal fields a role reads (Role.readsPersonal): the function's vault,
+   * absent in a function given no customer keys (./personal-data/delivery.ts).
+   */
+  readonly personalData?: PersonalFieldOpener;
 }

@@ -84,36 +84,44 @@ export const RETENTION = {
   },
   acceptedRequests: {
     where: "the front door's accepted requests (state table)",
-    holds: "the message of each request sent with an `Idempotency-Key`, whole",
+    holds:
+      "the message of each request sent with an `Idempotency-Key`, whole, its personal fields sealed",
     days: 1,
-    erasure: "expires",
+    erasure: "unreadable",
   },
   archive: {
     where: "each bus's archive",
-    holds: "every event as published, its personal fields in plain text",
+    holds: "every event as published, its personal fields sealed",
     days: 30,
     maxDays: 36_500,
-    erasure: "expires",
+    erasure: "unreadable",
   },
   subscriberBus: {
     where: 'each new EventBridge bus of a topic that a group with `delivery: "subscriber"` reads',
-    holds: "every event as published, its personal fields in plain text",
+    holds: "every event as published, its personal fields sealed",
     days: 14,
     maxDays: 365,
-    erasure: "expires",
+    erasure: "unreadable",
   },
   queues: {
     where: "the consumer groups' queues and buffer queues",
-    holds: "the events each group has not handled yet, personal fields in plain text",
+    holds: "the events each group has not handled yet, personal fields sealed",
     days: 4,
     maxDays: 14,
-    erasure: "expires",
+    erasure: "unreadable",
   },
   deadLetterQueues: {
     where: "the dead-letter queues",
-    holds: "the events a group gave up on, personal fields in plain text",
+    holds: "the events a group gave up on, personal fields sealed",
     days: 14,
     maxDays: 14,
+    erasure: "unreadable",
+  },
+  clientMessages: {
+    where:
+      "each bus's archive, the queues and the dead-letter queues: a message a client put on a bus itself (with IAM, not through the front door)",
+    holds: "the message as the client wrote it, its personal fields in plain text",
+    days: 30,
     erasure: "expires",
   },
   backups: {

@@ -57,6 +57,13 @@ export interface RoleIdentity {
    * the stack grants from them what the personal fields of those types need (lib/infra/topology).
    */
   readonly emits?: readonly string[];
+  /**
+   * The event types among `subscriptions` whose personal fields (`personal` on their definitions)
+   * the role's decision reads: the pipeline opens those, sealed on the buses and in the event
+   * store, with the customer's key (`[erased]` once erased); any other type's stay sealed
+   * (functions/core/personal-data/delivery.ts). Left out: none, and the group gets no key to open.
+   */
+  readonly readsPersonal?: readonly string[];
 }
 
 /**

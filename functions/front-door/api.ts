@@ -111,6 +111,12 @@ export interface FrontDoorPorts {
   readonly registry: EventRegistry;
   readonly ids: IdSource;
   readonly clock: Clock;
+  /**
+   * Seals the personal fields of what is put on the bus (the function's vault,
+   * functions/core/personal-data/vault.ts): the buses, their archives and the queues then hold a
+   * customer's words sealed under their key; absent where the stack keeps no customer keys.
+   */
+  readonly sealer?: { seal(envelope: Envelope): Promise<Envelope> };
   /** Erases customers (./erasure); absent where the stack keeps no customer keys. */
   readonly erasure?: CustomerErasure;
   /**
@@ -578,7 +584,7 @@ function clientEnvelope(
 async function accept(
   context: Pick<RouteContext, "request" | "ports" | "settings">,
   caller: Caller,
-  accepted: Envelope,
+  plain: Envelope,
   body: unknown,
   answer: Record<string, unknown>,
   run?: CountedRun,
@@ -596,6 +602,8 @@ async function accept(
     fail("too_many_requests", `tenant ${caller.tenantId} is over its requests per minute`, {
       headers: { "retry-after": String(limited.retryAfterSeconds) },
     });
+  // Sealed before it is kept or put on the bus: no copy of the words is left in the clear.
+  const accepted = ports.sealer ? await ports.sealer.seal(plain) : plain;
   const record = acceptedRecord(request, caller, accepted, body, answer, ports.clock.now());
   const counted = run !== undefined && (await countRun(context, caller, run, record));
   const stored = record && (await remember(context, record));

@@ -168,7 +168,13 @@ function wire<S>(role: Role<S>, options: ConsumerOptions) {
     ...(vault ? { vault } : {}),
     registry,
   });
-  const deps: ConsumerDeps = { store, registry, clock, ids: ulidSource(clock) };
+  const deps: ConsumerDeps = {
+    store,
+    registry,
+    clock,
+    ids: ulidSource(clock),
+    ...(vault ? { personalData: vault } : {}),
+  };
   const heartbeatWiring = { env, sqs, eventbridge: options.eventbridge, deps, observability: obs };
   const receiveLimit = queueReceiveLimit(sqs, env.QUEUE_URL);
   const settle = failureSettler({

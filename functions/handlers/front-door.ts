@@ -32,6 +32,7 @@ import { customerErasure } from "./customer-erasure";
 import { budgetsOf, ModelBudgetEnv } from "./env";
 import { lambdaEntry } from "./lambda-entry";
 import { type Observability, observability } from "./observe";
+import { vaultOf } from "./vault";
 
 /**
  * The front door's function, behind API Gateway's HTTP API (payload format 2.0) and its JWT
@@ -49,7 +50,10 @@ export const FrontDoorEnv = z.extend(ModelBudgetEnv, {
   BUS_COMMANDS: z.optional(z.string().check(z.minLength(1))),
   /** The audit topic's bus, where an erasure is recorded (the events bus when there is none). */
   BUS_AUDIT: z.optional(z.string().check(z.minLength(1))),
-  /** The customer-keys table: with it, services may erase customers (./customer-erasure). */
+  /**
+   * The customer-keys table: with it, services may erase customers (./customer-erasure), and what
+   * is put on the bus is sealed (with `CUSTOMER_KEYS_KMS_KEY`: ./vault).
+   */
   CUSTOMER_KEYS_TABLE: z.optional(z.string().check(z.minLength(1))),
   /** The token claim that names the tenant. */
   TENANT_CLAIM: z._default(z.string().check(z.minLength(1)), "tenant_id"),
@@ -84,6 +88,8 @@ export interface FrontDoorOptions {
   readonly env?: Record<string, string | undefined>;
   readonly dynamodb?: AwsClient;
   readonly eventbridge?: AwsClient;
+  /** Makes and unwraps the customers' data keys (with `CUSTOMER_KEYS_*`: ./vault). */
+  readonly kms?: AwsClient;
   readonly clock?: Clock;
   readonly registry?: EventRegistry;
   readonly observability?: Observability;
@@ -142,7 +148,10 @@ function portsOf(
 ): FrontDoorPorts {
   const dynamodb = tracer.capture(options.dynamodb ?? containerAwsClient());
   const clock = options.clock ?? systemClock;
+  const kms = tracer.capture(options.kms ?? containerAwsClient());
+  const vault = vaultOf(options.env ?? process.env, { dynamodb, kms }, clock);
   return {
+    ...(vault ? { sealer: vault } : {}),
     publisher:
       options.publisher ??
       new EventBridgePublisher({

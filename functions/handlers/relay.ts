@@ -26,7 +26,6 @@ import { EVENT_TOPICS_ENV, type RelayReport, relay, typeTopicsOf } from "../core
 import { containerAwsClient, containerEventBridgeV2Client } from "./aws";
 import { lambdaEntry } from "./lambda-entry";
 import { type Observability, observability } from "./observe";
-import { vaultOf } from "./vault";
 
 /**
  * The relay reads one `BUS_<TOPIC>` variable per topic present in the stack, and a
@@ -69,9 +68,6 @@ export interface RelayHandlerOptions {
   readonly subscriberBus?: SubscriberBusClient;
   /** The client the relay's failure records are sent with (RELAY_FAILURE_QUEUE_URL). */
   readonly sqs?: AwsClient;
-  /** The customer-keys table and KMS: what the relay opens sealed fields with (./vault). */
-  readonly dynamodb?: AwsClient;
-  readonly kms?: AwsClient;
   readonly registry?: EventRegistry;
   readonly observability?: Observability;
   readonly onReport?: (report: RelayReport) => void;
@@ -119,19 +115,15 @@ export function createRelayHandler(options: RelayHandlerOptions = {}): RelayHand
     tracer.capture(options.sqs ?? containerAwsClient()),
     logger,
   );
-  // The event store keeps personal fields sealed; the buses carry them opened.
-  const vault = vaultOf(options.env ?? process.env, {
-    dynamodb: tracer.capture(options.dynamodb ?? containerAwsClient()),
-    kms: tracer.capture(options.kms ?? containerAwsClient()),
-  });
 
   return async (event) => {
     const { envelopes, skipped, topics } = envelopesFromStreamRecords(event.Records);
     if (skipped.length)
       logger.warn("stream records without an envelope were skipped", { count: skipped.length });
     try {
-      const opened = vault ? await vault.openAll(envelopes) : envelopes;
-      const report = await relay(opened, registry, publisher, { topics, typeTopics });
+      // Personal fields go on the buses sealed, as the event store keeps them: whoever reads
+      // them opens them with the customer's key (functions/core/personal-data/delivery.ts).
+      const report = await relay(envelopes, registry, publisher, { topics, typeTopics });
       metrics.addMetric("Relayed", MetricUnit.Count, report.published);
       metrics.addMetric("PutEventsCalls", MetricUnit.Count, report.calls);
       if (report.retriedEntries)

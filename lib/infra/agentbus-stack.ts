@@ -318,8 +318,9 @@ export class AgentBusStack extends Stack {
 
   /**
    * The customers' data keys, and who may use them: each group as its topology spec derives
-   * (`personalData`: seal, open, or nothing), the relay opens (it publishes the event store's
-   * events opened). The operator's policies get theirs in createOperatorAccess.
+   * (`personalData`: seal, open, or nothing); the relay none (it publishes the event store's
+   * events as stored, their personal fields sealed). The operator's policies get theirs in
+   * createOperatorAccess.
    */
   private createCustomerKeys(topology: Topology, props: AgentBusStackProps): CustomerKeys {
     const keys = new CustomerKeys(this, "CustomerKeys", {
@@ -329,7 +330,6 @@ export class AgentBusStack extends Stack {
       const spec = topology.groups.find((g) => g.name === group.groupName);
       keys.wire(group.consumer, spec?.personalData ?? []);
     }
-    keys.wire(this.relay.function, ["open"]);
     return keys;
   }
 

@@ -187,12 +187,14 @@ export function registryContext(): TopologyContext {
 /**
  * What a role's group does with the customers' data keys, from the event types it emits and
  * receives: `seal` when it emits a type that declares personal fields (the event store keeps them
- * sealed) or keeps such messages whole (Role.keepsMessages), `open` when it receives one (it reads such events back from the event store when it
- * repairs a gap). Empty for a group that touches no personal type: it gets no key and no grant.
+ * sealed) or keeps such messages whole (Role.keepsMessages), `open` when its role reads the
+ * personal fields of a type it receives (Role.readsPersonal): a group that only receives them
+ * passes them on sealed and never opens one. Empty for a group that touches no personal field:
+ * it gets no key and no grant.
  * The one place the stack's KMS and customer-keys grants come from (CustomerKeys.wire).
  */
 export function personalDataAccess(
-  role: Pick<TopologyRole, "subscriptions" | "emits" | "keepsMessages">,
+  role: Pick<TopologyRole, "subscriptions" | "emits" | "keepsMessages" | "readsPersonal">,
   context: TopologyContext = registryContext(),
 ): PersonalDataAccess[] {
   const personal = new Set(context.eventTypes.filter((e) => e.personal).map((e) => e.type));
@@ -200,7 +202,7 @@ export function personalDataAccess(
   // A group that keeps the messages it receives whole (the audit group) stores them sealed too.
   const stored = [...(role.emits ?? []), ...(role.keepsMessages ? role.subscriptions : [])];
   if (stored.some((type) => personal.has(type))) access.push("seal");
-  if (role.subscriptions.some((type) => personal.has(type))) access.push("open");
+  if ((role.readsPersonal ?? []).some((type) => personal.has(type))) access.push("open");
   return access;
 }
 
@@ -285,9 +287,27 @@ export function groupProblems(
       }
     }
   }
+  problems.push(...readsPersonalProblems(group.role, context));
   problems.push(...groupSettingsProblems(settingsOf(group)));
   problems.push(handlerEntryProblem(group.handler, context.handlerExists));
   return problems.filter((p): p is string => p !== undefined);
+}
+
+/** A type whose personal fields a role reads must be one it receives and that declares some. */
+function readsPersonalProblems(
+  role: Pick<TopologyRole, "subscriptions" | "readsPersonal"> | undefined,
+  context: TopologyContext,
+): string[] {
+  return (role?.readsPersonal ?? []).flatMap((type) => {
+    if (!role?.subscriptions.includes(type))
+      return [
+        `the role reads the personal fields of ${JSON.stringify(type)}, which it does not subscribe to`,
+      ];
+    const declares = context.eventTypes.some((e) => e.type === type && e.personal);
+    return declares
+      ? []
+      : [`the role reads the personal fields of ${JSON.stringify(type)}, which declares none`];
+  });
 }
 
 /**

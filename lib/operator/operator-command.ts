@@ -1,6 +1,6 @@
 import { ulid } from "ulid";
 import { startTraceparent } from "../../functions/core/trace-context";
-import { registry } from "../../schemas";
+import { type Envelope, registry } from "../../schemas";
 import { DEFAULT_TENANT } from "../../schemas/ids";
 import { putEnvelope } from "./put-envelope";
 import type { ClientConfig, OpsStack } from "./stack";
@@ -98,6 +98,8 @@ export async function putCommand(
 ): Promise<string> {
   const bus = stack.names.buses.commands;
   if (!bus) throw new Error("the stack has no commands bus");
-  await putCommandOn(config, bus, envelope);
+  // Its personal fields go on the bus sealed under the customer's key, as the relay's do.
+  const sealed = stack.vault ? await stack.vault.seal(envelope as unknown as Envelope) : envelope;
+  await putCommandOn(config, bus, sealed as Record<string, unknown>);
   return bus;
 }

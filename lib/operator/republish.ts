@@ -58,8 +58,8 @@ async function envelopesOf(
     if (topic) topics.set(envelope.event_id, topic);
   }
   const envelopes = keys.flatMap((k) => byKey.get(`${k.pk}#${k.version}`) ?? []);
-  // Put on the buses as the relay puts them: opened.
-  return { envelopes: stack.vault ? await stack.vault.openAll(envelopes) : envelopes, topics };
+  // Put on the buses as the relay puts them: as stored, their personal fields sealed.
+  return { envelopes, topics };
 }
 
 /**

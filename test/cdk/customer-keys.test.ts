@@ -3,7 +3,6 @@ import { CUSTOMER_KEYS_ENV } from "../../lib/infra/constructs/customer-keys";
 import { topology } from "../../lib/infra/project";
 import { defineTopology, personalDataAccess } from "../../lib/infra/topology";
 import {
-  functionsOfKind,
   getAtt,
   type Resource,
   refersTo,
@@ -106,21 +105,25 @@ describe("who may use the keys", () => {
   const access = (group: string) =>
     topology.groups.find((g) => g.name === group)?.personalData ?? [];
 
-  it("derives each group's access from the personal types it emits and receives", () => {
+  it("derives each group's access from the personal types it emits and the fields it reads", () => {
     expect(access("conversation")).toEqual(["seal", "open"]);
     expect(access("reply-generation")).toEqual(["seal", "open"]);
     expect(access("sender")).toEqual(["open"]);
-    expect(access("audit")).toEqual(["seal", "open"]);
+    // It keeps what it receives whole, sealed as it came, and opens none of it.
+    expect(access("audit")).toEqual(["seal"]);
     expect(access("task-projection")).toEqual([]);
     expect(access("orchestrator")).toEqual([]);
     const context = { eventTypes: [{ type: "a", topic: "events", personal: true }] };
     expect(personalDataAccess({ subscriptions: ["b"], emits: ["a"] }, context)).toEqual(["seal"]);
-    expect(personalDataAccess({ subscriptions: ["a"] }, context)).toEqual(["open"]);
+    expect(personalDataAccess({ subscriptions: ["a"], readsPersonal: ["a"] }, context)).toEqual([
+      "open",
+    ]);
+    // Receiving a personal type without reading its fields: no key, no grant.
+    expect(personalDataAccess({ subscriptions: ["a"] }, context)).toEqual([]);
     expect(personalDataAccess({ subscriptions: ["b"], emits: ["b"] }, context)).toEqual([]);
     // A group that keeps what it receives whole stores it sealed.
     expect(personalDataAccess({ subscriptions: ["a"], keepsMessages: true }, context)).toEqual([
       "seal",
-      "open",
     ]);
   });
 
@@ -144,14 +147,13 @@ describe("who may use the keys", () => {
     },
   );
 
-  it("lets the relay open, and no other function (dispatch, sweeper, front door) touch them", () => {
-    const [relay] = functionsOfKind(template, "relay");
-    expect(accessOf(relay as Resource)).toEqual(OPEN);
+  it("lets no other function (relay, dispatch, sweeper) touch them: the relay publishes them sealed", () => {
     const others = resources(
       template,
       "AWS::Lambda::Function",
-      (fn) => !["consumer", "relay"].includes(fn.Metadata["agentbus:kind"] as string),
+      (fn) => fn.Metadata["agentbus:kind"] !== "consumer",
     );
+    expect(others.map((fn) => fn.Metadata["agentbus:kind"])).toContain("relay");
     expect(others.length).toBeGreaterThan(0);
     for (const fn of others) {
       expect(accessOf(fn), fn.id).toEqual(NONE);
@@ -159,7 +161,7 @@ describe("who may use the keys", () => {
     }
   });
 
-  it("lets the operator open what trace shows, and erase (GetItem, UpdateItem) with the repair policy", () => {
+  it("lets the operator open what trace shows, and erase and seal its commands with the repair policy", () => {
     const policy = (id: string) => {
       const found = single(template, "AWS::IAM::ManagedPolicy", (p) => p.id.startsWith(id));
       const document = found.Properties.PolicyDocument as { Statement: Record<string, unknown>[] };
@@ -175,8 +177,15 @@ describe("who may use the keys", () => {
     expect(allowed(read, keyArn)).toEqual(["kms:Decrypt"]);
     expect(read.find((s) => s.Action.includes("kms:Decrypt"))?.Condition).toEqual(KMS_CONDITION);
     expect(allowed(read, tableArn)).toEqual(["dynamodb:BatchGetItem", "dynamodb:GetItem"]);
-    expect(allowed(repair, keyArn)).toEqual([]);
-    expect(allowed(repair, tableArn)).toEqual(["dynamodb:GetItem", "dynamodb:UpdateItem"]);
+    // Sending a command with personal fields seals them (a function's `seal`), with the context.
+    expect(allowed(repair, keyArn)).toEqual(["kms:Decrypt", "kms:GenerateDataKey"]);
+    for (const s of repair.filter((s) => s.Action.some((a) => a.startsWith("kms:"))))
+      expect(s.Condition).toEqual(KMS_CONDITION);
+    expect(allowed(repair, tableArn)).toEqual([
+      "dynamodb:GetItem",
+      "dynamodb:PutItem",
+      "dynamodb:UpdateItem",
+    ]);
   });
 
   it("gives a stack without personal types to no group", () => {

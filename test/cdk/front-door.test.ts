@@ -104,6 +104,7 @@ describe("the front door", () => {
         TENANT_RUNS_IN_FLIGHT: "20",
         BUS_EVENTS: expect.anything(),
         CUSTOMER_KEYS_TABLE: expect.anything(),
+        CUSTOMER_KEYS_KMS_KEY: expect.anything(),
       },
     });
     // The stack's step roles, what a tenant's registered workflow may name.
@@ -186,8 +187,12 @@ describe("the front door", () => {
         },
       },
       // Erasing a customer: the key (no KMS), the conversations' streams, the states that keep
-      // the customer's words and the agents' stored messages, by their keys' prefixes.
-      { actions: ["dynamodb:GetItem", "dynamodb:UpdateItem"], condition: undefined },
+      // the customer's words and the agents' stored messages, by their keys' prefixes; sealing a
+      // customer's message: their key's item, read or made (PutItem; a function's `seal`).
+      {
+        actions: ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
+        condition: undefined,
+      },
       {
         actions: ["dynamodb:Query"],
         condition: {
@@ -213,9 +218,11 @@ describe("the front door", () => {
         condition: { "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["content#*"] } },
       },
     ]);
-    expect(statementsOf(template, fn).some((s) => s.Action.some((a) => a.startsWith("kms:")))).toBe(
-      false,
+    const kms = statementsOf(template, fn).filter((s) =>
+      s.Action.some((a) => a.startsWith("kms:")),
     );
+    expect(kms.flatMap((s) => s.Action).sort()).toEqual(["kms:Decrypt", "kms:GenerateDataKey"]);
+    expect(kms.every((s) => s.Condition !== undefined)).toBe(true);
     const events = statementsOf(template, fn).filter((s) =>
       s.Action.some((a) => a.startsWith("events:")),
     );

@@ -154,6 +154,8 @@ describe("what the operator tools read", () => {
       "events:DescribeRule",
       "events:PutEvents",
       "events:StartReplay",
+      "kms:Decrypt",
+      "kms:GenerateDataKey",
       "sqs:ChangeMessageVisibility",
       "sqs:DeleteMessage",
       "sqs:ReceiveMessage",
@@ -183,9 +185,10 @@ describe("what the operator tools read", () => {
     expect(
       JSON.stringify(statements.filter((s) => [s.Action].flat().includes("dynamodb:GetItem"))),
     ).toContain("operator_stop#*");
-    // PutItem only of the state table's content items (an agent's stored messages, erased) and
-    // stop items.
-    expect(ids("dynamodb:PutItem")).toEqual([
+    // PutItem of the state table's content items (an agent's stored messages, erased) and stop
+    // items, and of a customer's key (a command sealed for a customer who has none).
+    expect(ids("dynamodb:PutItem").sort()).toEqual([
+      expect.stringMatching(/^CustomerKeysTable/),
       expect.stringMatching(/^TablesState/),
       expect.stringMatching(/^TablesState/),
     ]);

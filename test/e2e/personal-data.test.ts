@@ -1,5 +1,19 @@
 import { ScanCommand } from "@aws-sdk/client-dynamodb";
-import { ReceiveMessageCommand } from "@aws-sdk/client-sqs";
+import {
+  DeleteRuleCommand,
+  PutRuleCommand,
+  PutTargetsCommand,
+  RemoveTargetsCommand,
+  StartReplayCommand,
+} from "@aws-sdk/client-eventbridge";
+import {
+  CreateQueueCommand,
+  DeleteMessageCommand,
+  DeleteQueueCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+} from "@aws-sdk/client-sqs";
 import { unmarshall } from "@aws-sdk/util-dynamodb";
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -7,12 +21,14 @@ import { HUMAN_REVIEW_MARKER } from "../../functions/adapters/local-model";
 import { erasureRecordId } from "../../functions/core/personal-data/erase";
 import { ERASED } from "../../functions/core/personal-data/erased";
 import { RETENTION, type RetentionPlaceName } from "../../functions/core/retention";
+import type { LocalEnvironment } from "../../lib/dev/local/environment";
 import {
   customerMessage,
   loadConversation,
   waitUntil,
 } from "../../lib/dev/local/scenario/customer-support";
 import { opsActions } from "../../lib/operator/actions";
+import type { Envelope } from "../../schemas";
 import { tenantConversationId } from "../../schemas/ids";
 import { localCli } from "../support/cli";
 import { captureOutput, type LogCapture } from "../support/log-capture";
@@ -36,7 +52,7 @@ describe("a customer's words on the local stack, and their erasure", () => {
   const VIEW_TYPES = "conversation,support_route,order_lookup,reply,delivery";
 
   /** Every item of every table holding the marker, as `<table>:<pk>`. */
-  async function inTables(): Promise<string[]> {
+  async function inTables(marker = MARKER): Promise<string[]> {
     const found: string[] = [];
     for (const [name, table] of Object.entries(local.env.names.tables)) {
       if (!table) continue;
@@ -50,7 +66,7 @@ describe("a customer's words on the local stack, and their erasure", () => {
           const text = JSON.stringify(item, (_k, v) =>
             v instanceof Uint8Array ? Buffer.from(v).toString("latin1") : v,
           );
-          if (text.includes(MARKER)) found.push(`${name}:${String(item.pk)}`);
+          if (text.includes(marker)) found.push(`${name}:${String(item.pk)}`);
         }
         start = page.LastEvaluatedKey as Record<string, never> | undefined;
       } while (start);
@@ -59,7 +75,7 @@ describe("a customer's words on the local stack, and their erasure", () => {
   }
 
   /** Every queue message holding the marker (peeked: visibility 0). */
-  async function inQueues(): Promise<string[]> {
+  async function inQueues(marker = MARKER): Promise<string[]> {
     const urls = [
       ...Object.values(local.env.names.groups).flatMap((g) =>
         [g.queue, g.deadLetterQueue, g.buffer, g.bufferDeadLetterQueue].filter(
@@ -73,7 +89,7 @@ describe("a customer's words on the local stack, and their erasure", () => {
       const got = await local.env.clients.sqs.send(
         new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, VisibilityTimeout: 0 }),
       );
-      for (const m of got.Messages ?? []) if (m.Body?.includes(MARKER)) found.push(url);
+      for (const m of got.Messages ?? []) if (m.Body?.includes(marker)) found.push(url);
     }
     return found;
   }
@@ -224,6 +240,123 @@ describe("a customer's words on the local stack, and their erasure", () => {
     },
     TIMEOUT * 2,
   );
+
+  it(
+    "a customer's words travel sealed: after their erasure no bus, archive, queue, dead letter, table or log shows them",
+    async () => {
+      const door = local.env.frontDoor;
+      if (!door) throw new Error("the local stack serves no front door");
+      const base = door.url.replace(/\/v1$/, "");
+      const { eventbridge, sqs } = local.env.clients;
+      const words = "MARKER-sealed-b81f";
+      const customer = "cust_sealedmarker";
+      const sealedPrefix = `sealed:v1:acme:${customer}:`;
+      // A tap on each bus with an archive: what is published live, and later what its archive
+      // replays to the tap alone (the archive's contents, as a reader of it gets them).
+      const tap = await tapOf(local.env, "pd-tap");
+      const from = new Date(Date.now() - 1000).toISOString();
+      const conversation = `conv_${ulid()}`;
+      const sent = await signedFetch(
+        base,
+        "POST",
+        `/v1/tenants/acme/conversations/${conversation}/messages`,
+        JSON.stringify({ text: `Where is order 123? ${words}`, customer_id: customer }),
+      );
+      expect(sent.status, JSON.stringify(sent.body)).toBe(202);
+      const tenantConversation = tenantConversationId("acme", conversation);
+      await local.delivered(tenantConversation, sent.body.task_id);
+      await local.env.runtime.idle();
+      const live = await tap.drain();
+      // The control: the tap sees the customer's fields, sealed, on the events and commands buses.
+      const sealedTypes = new Set(live.filter((b) => b.includes(sealedPrefix)).map(detailType));
+      expect([...sealedTypes].sort()).toEqual(
+        expect.arrayContaining([
+          "conversation.message.accepted",
+          "conversation.message.received",
+          "notification.send.requested",
+          "reply.generated",
+        ]),
+      );
+      expect(live.filter((b) => b.includes(words))).toEqual([]);
+      // A dead letter of theirs: the projection gave up on the turn's reply (its copy as published).
+      const reply = live
+        .map((b) => JSON.parse(b))
+        .find((e) => e["detail-type"] === "reply.generated");
+      const letter = reply?.detail as Envelope;
+      const deadLetterQueue = local.env.names.groups["conversation-projection"]?.deadLetterQueue;
+      await sqs.send(
+        new SendMessageCommand({
+          QueueUrl: deadLetterQueue,
+          MessageBody: JSON.stringify(letter),
+          MessageGroupId: letter.order_key,
+          MessageDeduplicationId: letter.event_id,
+        }),
+      );
+
+      const path = `/v1/tenants/acme/customers/${customer}/erasure`;
+      const erased = await signedFetch(base, "POST", path, JSON.stringify({ reason: "ticket 12" }));
+      expect(erased.body).toMatchObject({ outcome: "erased" });
+      await local.env.runtime.idle();
+
+      // The dead letter redriven, and the archive replayed to a group that reads the fields:
+      // each opens to [erased] and is handled, never failed back into a queue.
+      const { observations } = local.env;
+      const failedBefore = [observations.errors.length, observations.deadLetters.length];
+      const redriven = await cli(
+        "dlq",
+        "redrive",
+        "conversation-projection",
+        "--event-id",
+        letter.event_id,
+      );
+      expect(redriven.code, redriven.stderr).toBe(0);
+      const to = new Date().toISOString();
+      const replayed = await cli(
+        "replay",
+        "--from",
+        from,
+        "--to",
+        to,
+        "--group",
+        "conversation-projection",
+        "--reason",
+        "after an erasure",
+      );
+      expect(replayed.code, replayed.stderr).toBe(0);
+      await local.env.runtime.idle();
+      expect([observations.errors.length, observations.deadLetters.length]).toEqual(failedBefore);
+      expect(observations.deliveries.get(letter.event_id)?.at(-1)).toMatchObject({
+        group: "conversation-projection",
+      });
+      expect(await inQueues(words)).toEqual([]);
+      expect(await inQueues(sealedPrefix)).toEqual([]);
+      const view = await loadConversation(local.env, tenantConversation);
+      expect(view?.turns[sent.body.task_id]?.text).toBe(ERASED);
+
+      // The archive, read through the tap: the customer's fields are there, sealed, and nothing opens them.
+      for (const archive of tap.archives)
+        await eventbridge.send(
+          new StartReplayCommand({
+            ReplayName: `pd-tap-${archive.topic}-${Date.now()}`,
+            EventSourceArn: archive.arn,
+            EventStartTime: new Date(from),
+            EventEndTime: new Date(to),
+            Destination: { Arn: archive.busArn, FilterArns: [archive.ruleArn] },
+          }),
+        );
+      const archived = await tap.drain();
+      expect(archived.filter((b) => b.includes(sealedPrefix)).length).toBeGreaterThan(0);
+      expect(archived.filter((b) => b.includes(words))).toEqual([]);
+      expect(await inTables(words)).toEqual([]);
+      expect(capture.lines().filter((line) => line.includes(words))).toEqual([]);
+      // What an operator reads of them now: the marker.
+      const trace = await cli("trace", sent.body.task_id, "--tenant", "acme", "--json");
+      expect(trace.code, trace.stderr).toBe(0);
+      expect(trace.stdout).not.toContain(words);
+      await tap.remove();
+    },
+    TIMEOUT * 3,
+  );
 });
 
 /** A request signed as a service signs it (SigV4, the local stack's service credentials). */
@@ -233,6 +366,80 @@ async function signedFetch(base: string, method: string, path: string, body?: st
   const response = await fetch(url, { method, headers, ...(body === undefined ? {} : { body }) });
   const text = await response.text();
   return { status: response.status, body: text ? JSON.parse(text) : undefined };
+}
+
+/** An EventBridge event's detail type, from a tapped body. */
+function detailType(body: string): string {
+  return String((JSON.parse(body) as Record<string, unknown>)["detail-type"]);
+}
+
+/**
+ * A queue subscribed to every event of each bus that has an archive (a rule matching every
+ * source), what those archives can be replayed to (the rule alone: FilterArns), and its reads.
+ */
+async function tapOf(env: LocalEnvironment, name: string) {
+  const { eventbridge, sqs } = env.clients;
+  const outputs = env.deployment.outputs as Record<string, string | undefined>;
+  const queue = await sqs.send(new CreateQueueCommand({ QueueName: `${name}-${ulid()}` }));
+  const queueUrl = queue.QueueUrl ?? "";
+  const attributes = await sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ["QueueArn"] }),
+  );
+  const queueArn = attributes.Attributes?.QueueArn ?? "";
+  const archives: { topic: string; arn: string; busArn: string; ruleArn: string }[] = [];
+  for (const [topic, bus] of Object.entries(env.names.buses)) {
+    const id = topic.charAt(0).toUpperCase() + topic.slice(1);
+    const arn = outputs[`${id}ArchiveArn`];
+    const busArn = outputs[`${id}BusArn`];
+    if (!arn || !busArn) continue;
+    const rule = await eventbridge.send(
+      new PutRuleCommand({
+        Name: `${name}-${topic}`,
+        EventBusName: bus,
+        EventPattern: JSON.stringify({ source: [{ prefix: "" }] }),
+      }),
+    );
+    await eventbridge.send(
+      new PutTargetsCommand({
+        Rule: `${name}-${topic}`,
+        EventBusName: bus,
+        Targets: [{ Id: "tap", Arn: queueArn }],
+      }),
+    );
+    archives.push({ topic, arn, busArn, ruleArn: rule.RuleArn ?? "" });
+  }
+  const drain = () => drainQueue(env, queueUrl);
+  const remove = async () => {
+    for (const { topic } of archives) {
+      const bus = env.names.buses[topic];
+      await eventbridge.send(
+        new RemoveTargetsCommand({ Rule: `${name}-${topic}`, EventBusName: bus, Ids: ["tap"] }),
+      );
+      await eventbridge.send(
+        new DeleteRuleCommand({ Name: `${name}-${topic}`, EventBusName: bus }),
+      );
+    }
+    await sqs.send(new DeleteQueueCommand({ QueueUrl: queueUrl }));
+  };
+  return { archives, drain, remove };
+}
+
+/** Every body a queue holds, removed from it. */
+async function drainQueue(env: LocalEnvironment, queueUrl: string): Promise<string[]> {
+  const { sqs } = env.clients;
+  const bodies: string[] = [];
+  for (;;) {
+    const got = await sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10 }),
+    );
+    if (!got.Messages?.length) return bodies;
+    for (const m of got.Messages) {
+      bodies.push(m.Body ?? "");
+      await sqs.send(
+        new DeleteMessageCommand({ QueueUrl: queueUrl, ReceiptHandle: m.ReceiptHandle }),
+      );
+    }
+  }
 }
 
 /** The place of RETENTION a state table item holding personal data is. */

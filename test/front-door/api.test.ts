@@ -1,8 +1,13 @@
+import { createHash } from "node:crypto";
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
 import { TransientError } from "../../functions/core/errors";
 import { InMemoryModelControls } from "../../functions/core/model-guard";
+import { InMemoryCustomerKeys } from "../../functions/core/personal-data/customer-keys";
+import { localKeyWrapping } from "../../functions/core/personal-data/local-key-wrapping";
+import { isSealed, Vault } from "../../functions/core/personal-data/vault";
 import type { PublishFailure } from "../../functions/core/ports";
+import { RETENTION } from "../../functions/core/retention";
 import { parseTraceparent, ulidHex } from "../../functions/core/trace-context";
 import { InMemoryAcceptedRequests } from "../../functions/front-door/accepted";
 import {
@@ -150,6 +155,28 @@ describe("POST /v1/conversations/{id}/messages", () => {
       expect(parseTraceparent(event?.traceparent)?.traceId).toBe(ulidHex(event?.event_id ?? ""));
       expect(registry.parse(event).ok).toBe(true);
     }
+  });
+
+  it("with the customers' keys, puts and keeps the customer's words sealed under their key", async () => {
+    const { ports, published, accepted } = world();
+    const keys = new InMemoryCustomerKeys();
+    const vault = new Vault({ keys, wrapping: localKeyWrapping() });
+    const send = (request: Parameters<typeof post>) =>
+      handleRequest({ requestId: "req-1", ...post(...request) }, { ...ports, sealer: vault }, {});
+    const words = "Where is order 123? MARKER-door-3c9a";
+    const response = await send(["conv_a1", { text: words }, { "idempotency-key": "k-s" }]);
+    expect(response.statusCode, response.body).toBe(202);
+    const event = published[0] as Envelope;
+    expect(isSealed((event.payload as { text: unknown }).text)).toBe(true);
+    expect(JSON.stringify(published)).not.toContain("MARKER-door-3c9a");
+    const key = createHash("sha256").update("k-s").digest("hex");
+    const kept = await accepted.find(`acme#${key}`);
+    expect(kept?.envelope).toEqual(event);
+    expect((await vault.open(event)).payload).toMatchObject({ text: words });
+    expect(await keys.ownerOf(ACME_CONV_A1)).toEqual({
+      tenant: "acme",
+      customer: `cust_${ACME.sub}`,
+    });
   });
 
   it("the same Idempotency-Key again is the same request: one event id, the same answer", async () => {
@@ -844,7 +871,7 @@ describe("a service erases a customer (POST /v1/tenants/{tenant_id}/customers/{c
       conversations: 2,
     });
     expect(bodyOf(first).unreachable).toEqual(
-      expect.arrayContaining([{ where: "each bus's archive", days: 30 }]),
+      expect.arrayContaining([{ where: RETENTION.clientMessages.where, days: 30 }]),
     );
     const again = await send(erase("acme", "cust_42"));
     expect(bodyOf(again)).toMatchObject({ outcome: "already_erased", erased_by: PRIVACY });

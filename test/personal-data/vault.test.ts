@@ -62,7 +62,12 @@ function world() {
   const keys = new InMemoryCustomerKeys();
   const wrapping = localKeyWrapping();
   const vault = (cacheMs?: number) =>
-    new Vault({ keys, wrapping, now: () => clock.now(), ...(cacheMs ? { cacheMs } : {}) });
+    new Vault({
+      keys,
+      wrapping,
+      now: () => clock.now(),
+      ...(cacheMs ? { cache: { maxAgeMs: cacheMs } } : {}),
+    });
   const store = new InMemoryEventStore(clock, vault());
   return { clock, keys, wrapping, vault, store };
 }

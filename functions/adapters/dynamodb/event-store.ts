@@ -69,8 +69,10 @@ export interface DynamoEventStoreOptions {
    */
   readonly legacyCheckpoints?: boolean;
   /**
-   * Seals the personal fields of what a commit appends or keeps, and opens them on every read
-   * (functions/core/personal-data/vault.ts). Absent, they are stored as they come.
+   * Seals the personal fields of what a commit appends or keeps (functions/core/personal-data/
+   * vault.ts); DynamoEventStore, the operator's, opens them on every read as well. The consumer's
+   * store reads them sealed: its pipeline opens only those its role reads. Absent, they are
+   * stored as they come.
    */
   readonly vault?: Vault;
   /**
@@ -218,8 +220,7 @@ export class DynamoConsumerStore implements EventStore {
       ExpressionAttributeValues: marshall({ ":pk": streamKey(stream), ":from": from, ":to": to }),
       ConsistentRead: true,
     });
-    const envelopes = items.map((item) => parseEnvelope(item as unknown as EventItem));
-    return this.vault ? this.vault.openAll(envelopes) : envelopes;
+    return items.map((item) => parseEnvelope(item as unknown as EventItem));
   }
 
   async commit(plain: CommitRequest): Promise<void> {
@@ -284,6 +285,12 @@ export class DynamoEventStore extends DynamoConsumerStore implements TraceReader
       clock: this.clock,
       ...(this.vault ? { vault: this.vault } : {}),
     });
+  }
+
+  /** The stream's events with their sealed fields opened, as an operator reads them. */
+  override async readStream(stream: AggregateRef, from: number, to: number): Promise<Envelope[]> {
+    const envelopes = await super.readStream(stream, from, to);
+    return this.vault ? this.vault.openAll(envelopes) : envelopes;
   }
 
   eventsByCorrelation(correlationId: string): Promise<Envelope[]> {

@@ -1,12 +1,15 @@
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import { registry as defaultRegistry, type Envelope, type EventRegistry } from "../../../schemas";
 import { tenantOf } from "../../../schemas/ids";
+import { PermanentError } from "../errors";
 import type { CommitRequest } from "../ports";
 import type { CustomerKeyStore, DataSubject } from "./customer-keys";
 import { subjectKey } from "./customer-keys";
 import { ERASED } from "./erased";
+import { KeyCache, type KeyCacheLimits } from "./key-cache";
 import type { KeyWrapping } from "./key-wrapping";
 
+export { KEY_CACHE_MESSAGES, KEY_CACHE_MS } from "./key-cache";
 export { ERASED };
 
 /**
@@ -22,43 +25,47 @@ export { ERASED };
  * sealed event naming both claimed. An event of a conversation no customer claimed (stored
  * before sealing existed) stays plain.
  *
- * Plain keys stay in memory KEY_CACHE_MS (one key-store read and one KMS call per customer per
- * container and period, not per event); so a container that sealed with a key just before its
- * erasure may go on sealing with it for that long, and what it seals then reads `[erased]`.
+ * The buses, their archives, the queues and the dead-letter queues carry the fields sealed as
+ * stored: a consumer opens only the fields its role reads (./delivery.ts), so deleting the key
+ * reaches every copy at once.
+ *
+ * Plain keys stay in memory within the bounds of ./key-cache (KEY_CACHE_MS, KEY_CACHE_MESSAGES):
+ * one key-store read and one KMS call per customer per container and period, not per event. Past
+ * them the customer's record is read again, so a warm function opens an erased customer's field
+ * as `[erased]` at most KEY_CACHE_MS after the erasure; one that sealed with the key just before
+ * may go on sealing with it for that long, and what it seals then reads `[erased]`.
  */
 
 const SEALED = "sealed:v1:";
-export const KEY_CACHE_MS = 5 * 60_000;
-const CACHE_ENTRIES = 1_000;
+const OWNERS = 1_000;
 
 export interface VaultOptions {
   readonly keys: CustomerKeyStore;
   readonly wrapping: KeyWrapping;
   readonly registry?: EventRegistry;
   readonly now?: () => Date;
-  readonly cacheMs?: number;
-}
-
-interface Cached<T> {
-  readonly value: T;
-  readonly until: number;
+  /** How long, and for how many fields, a plain key read is used (./key-cache). */
+  readonly cache?: KeyCacheLimits;
 }
 
 export class Vault {
   private readonly registry: EventRegistry;
   private readonly now: () => Date;
-  private readonly cacheMs: number;
-  /** Plain keys by `<tenant>#<customer>#<key id>`; null: erased (for good: ids are never reused). */
-  private readonly plainKeys = new Map<string, Cached<Uint8Array | null>>();
-  /** Each customer's current key id. */
-  private readonly currentKeys = new Map<string, Cached<string>>();
+  /** Plain keys by `<tenant>#<customer>#<key id>`. */
+  private readonly plainKeys: KeyCache<Uint8Array>;
+  /** Each customer's current key id, by `<tenant>#<customer>`. */
+  private readonly currentKeys: KeyCache<string>;
+  /** Keys found erased, by `<tenant>#<customer>#<key id>`: for good (ids are never reused). */
+  private readonly erasedKeys = new Set<string>();
   /** Conversation owners (never change once claimed). */
   private readonly owners = new Map<string, DataSubject>();
 
   constructor(private readonly options: VaultOptions) {
     this.registry = options.registry ?? defaultRegistry;
     this.now = options.now ?? (() => new Date());
-    this.cacheMs = options.cacheMs ?? KEY_CACHE_MS;
+    const clock = () => this.now().getTime();
+    this.plainKeys = new KeyCache(clock, options.cache);
+    this.currentKeys = new KeyCache(clock, options.cache);
   }
 
   /** The envelope with its declared personal fields sealed (itself when there are none). */
@@ -117,6 +124,24 @@ export class Vault {
     return opened ? { ...envelope, payload: opened } : envelope;
   }
 
+  /**
+   * `payload` with each of `fields` that is sealed opened (`[erased]` where its key is gone): what
+   * a consumer reads of a message of `tenant`. A field sealed for another tenant, malformed or
+   * altered is a PermanentError (`personal.*`): no retry opens it.
+   */
+  async openFields(
+    payload: Readonly<Record<string, unknown>>,
+    fields: readonly string[],
+    tenant: string,
+  ): Promise<Record<string, unknown>> {
+    const opened = { ...payload };
+    for (const field of fields) {
+      const value = payload[field];
+      if (isSealed(value)) opened[field] = await this.openText(value, tenant);
+    }
+    return opened;
+  }
+
   private personalFieldsOf(envelope: Envelope): string[] {
     const definition = this.registry.get(envelope.event_type, envelope.schema_version);
     const payload = envelope.payload as Record<string, unknown> | undefined;
@@ -146,7 +171,7 @@ export class Vault {
   }
 
   private remember(conversation: string, owner: DataSubject): DataSubject {
-    if (this.owners.size >= CACHE_ENTRIES) this.owners.clear();
+    if (this.owners.size >= OWNERS) this.owners.clear();
     this.owners.set(conversation, owner);
     return owner;
   }
@@ -157,8 +182,8 @@ export class Vault {
    */
   private async sealingKey(subject: DataSubject): Promise<{ keyId: string; key: Uint8Array }> {
     const name = subjectKey(subject);
-    const cachedId = this.fresh(this.currentKeys, name);
-    const cached = cachedId ? this.fresh(this.plainKeys, `${name}#${cachedId}`) : undefined;
+    const cachedId = this.currentKeys.use(name);
+    const cached = cachedId ? this.plainKeys.use(`${name}#${cachedId}`) : undefined;
     if (cachedId && cached) return { keyId: cachedId, key: cached };
     const record = await this.options.keys.customer(subject);
     const current = record?.key
@@ -167,8 +192,8 @@ export class Vault {
           key: await this.options.wrapping.unwrap(record.key.wrapped, subject),
         }
       : await this.makeKey(subject);
-    this.cache(this.currentKeys, name, current.keyId);
-    this.cache(this.plainKeys, `${name}#${current.keyId}`, current.key);
+    this.currentKeys.keep(name, current.keyId);
+    this.plainKeys.keep(`${name}#${current.keyId}`, current.key);
     return current;
   }
 
@@ -186,45 +211,53 @@ export class Vault {
       : { keyId: kept.keyId, key: await this.options.wrapping.unwrap(kept.wrapped, subject) };
   }
 
-  /** The plain key `keyId` of the customer; null once it is erased. */
+  /**
+   * The plain key `keyId` of the customer; null once it is erased. A cached key is used within
+   * the cache's bounds; past them the customer's record is read again, and a key no longer in
+   * it is erased.
+   */
   private async plainKey(subject: DataSubject, keyId: string): Promise<Uint8Array | null> {
     const name = `${subjectKey(subject)}#${keyId}`;
-    const cached = this.plainKeys.get(name);
-    if (cached && (cached.value === null || cached.until > this.now().getTime()))
-      return cached.value;
+    if (this.erasedKeys.has(name)) return null;
+    const cached = this.plainKeys.use(name);
+    if (cached) return cached;
     const record = await this.options.keys.customer(subject);
-    const key =
-      record?.key?.keyId === keyId
-        ? await this.options.wrapping.unwrap(record.key.wrapped, subject)
-        : null;
-    // An erased key stays erased; a live one is looked at again after cacheMs.
-    this.cache(this.plainKeys, name, key);
+    if (record?.key?.keyId !== keyId) {
+      if (this.erasedKeys.size >= OWNERS) this.erasedKeys.clear();
+      this.erasedKeys.add(name);
+      return null;
+    }
+    const key = await this.options.wrapping.unwrap(record.key.wrapped, subject);
+    this.plainKeys.keep(name, key);
     return key;
   }
 
-  private async openText(sealed: string): Promise<string> {
-    const parts = sealed.slice(SEALED.length).split(":");
-    const [tenant, customer, keyId, body] = parts;
-    if (parts.length !== 4 || !tenant || !customer || !keyId || !body)
-      throw new Error(`a sealed field is malformed (${sealed.slice(0, 40)}...)`);
-    const subject = { tenant, customer };
+  private async openText(sealed: string, tenant?: string): Promise<string> {
+    const { subject, keyId, body } = partsOf(sealed);
+    if (tenant !== undefined && subject.tenant !== tenant)
+      throw new PermanentError(
+        "personal.foreign_tenant",
+        `a field sealed for tenant ${subject.tenant} came in a message of tenant ${tenant}`,
+      );
     const key = await this.plainKey(subject, keyId);
     return key ? openText(subject, keyId, key, body) : ERASED;
-  }
-
-  private fresh<T>(cache: Map<string, Cached<T>>, name: string): T | undefined {
-    const entry = cache.get(name);
-    return entry && entry.until > this.now().getTime() ? entry.value : undefined;
-  }
-
-  private cache<T>(cache: Map<string, Cached<T>>, name: string, value: T): void {
-    if (cache.size >= CACHE_ENTRIES) cache.clear();
-    cache.set(name, { value, until: this.now().getTime() + this.cacheMs });
   }
 }
 
 export function isSealed(value: unknown): value is string {
   return typeof value === "string" && value.startsWith(SEALED);
+}
+
+/** A sealed field's customer, key id and body (iv | tag | cipher, base64). */
+function partsOf(sealed: string): { subject: DataSubject; keyId: string; body: string } {
+  const parts = sealed.slice(SEALED.length).split(":");
+  const [tenant, customer, keyId, body] = parts;
+  if (parts.length !== 4 || !tenant || !customer || !keyId || !body)
+    throw new PermanentError(
+      "personal.malformed",
+      `a sealed field is malformed (${sealed.slice(0, 40)}...)`,
+    );
+  return { subject: { tenant, customer }, keyId, body };
 }
 
 function associatedData(subject: DataSubject, keyId: string): Buffer {
@@ -247,7 +280,8 @@ function openText(subject: DataSubject, keyId: string, key: Uint8Array, body: st
       .setAuthTag(bytes.subarray(12, 28));
     return Buffer.concat([decipher.update(bytes.subarray(28)), decipher.final()]).toString("utf8");
   } catch {
-    throw new Error(
+    throw new PermanentError(
+      "personal.altered",
       `a field sealed under ${subject.tenant}/${subject.customer} key ${keyId} does not open: it was altered`,
     );
   }

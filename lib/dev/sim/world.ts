@@ -123,7 +123,7 @@ export class World {
       now: () => this.clock.now(),
       // A step is a second: a key kept for minutes would outlive every erasure of a schedule, and
       // nothing would read what an erasure left.
-      cacheMs: 1_000,
+      cache: { maxAgeMs: 1_000 },
     });
     this.memory = new InMemoryEventStore(this.clock, this.vault);
     const { bug } = options;
@@ -141,6 +141,7 @@ export class World {
       registry,
       clock: this.clock,
       ids: seededIds(this.clock, this.random),
+      personalData: this.vault,
     };
     const payments = new FaultyPayments(this.payments, () =>
       this.callFault("payment", PAYMENT_FAULTS),
@@ -270,17 +271,19 @@ export class World {
   }
 
   /**
-   * The relay: the next part of the store's log to the bus, in order, maybe twice; what it
-   * publishes opened, as the stack's relay does (an erased customer's fields read `[erased]`).
+   * The relay: the next part of the store's log to the bus, in order, maybe twice; sealed, as the
+   * stack's relay publishes it (the groups that read the fields open them; an erased customer's
+   * read `[erased]`, which "relayed erased" counts).
    */
   private async relay(): Promise<boolean> {
     const log = this.memory.log;
     if (this.relayed >= log.length) return false;
     const take = 1 + this.random.below(Math.min(10, log.length - this.relayed));
-    const batch = await this.memory.opened(log.slice(this.relayed, this.relayed + take));
+    const batch = log.slice(this.relayed, this.relayed + take);
     for (const e of batch) this.fanOut(e);
     this.count("relayed", batch.length);
-    const erased = batch.filter((e) => Object.values(e.payload ?? {}).includes(ERASED)).length;
+    const opened = await this.memory.opened(batch);
+    const erased = opened.filter((e) => Object.values(e.payload ?? {}).includes(ERASED)).length;
     if (erased > 0) this.count("relayed erased", erased);
     if (this.random.chance(this.options.plan.rates["crash-after-write relay"])) {
       for (const e of batch) this.fanOut(e);

@@ -128,9 +128,20 @@ export class CustomerKeys extends Construct {
    * The operator's statements: `read` opens what `agentbus trace` shows (kms:Decrypt, GetItem,
    * BatchGetItem); `erase` is what `agentbus erase` does to the keys (lib/operator/erase.ts,
    * functions/adapters/dynamodb/customer-keys.ts): it reads the customer's item and removes its
-   * key with a conditional update (GetItem, UpdateItem). No KMS: erasing never unwraps.
+   * key with a conditional update (GetItem, UpdateItem). No KMS: erasing never unwraps. `seal` is
+   * what sending a command with personal fields takes (lib/operator/operator-command.ts): a
+   * function's `seal` access.
    */
-  operatorStatements(part: "read" | "erase"): PolicyStatement[] {
+  operatorStatements(part: "read" | "erase" | "seal"): PolicyStatement[] {
+    if (part === "seal")
+      return [
+        new PolicyStatement({
+          actions: [...ACCESS.seal.kms],
+          resources: [this.key.keyArn],
+          conditions: ENCRYPTION_CONTEXT_CONDITION,
+        }),
+        new PolicyStatement({ actions: [...ACCESS.seal.table], resources: [this.table.tableArn] }),
+      ];
     if (part === "erase")
       return [
         new PolicyStatement({

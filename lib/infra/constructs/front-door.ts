@@ -172,7 +172,11 @@ export class FrontDoor extends Construct {
       environment,
     });
     this.grantState(props.tables);
-    if (props.customerKeys) this.grantErasure(props.customerKeys, props.tables);
+    if (props.customerKeys) {
+      this.grantErasure(props.customerKeys, props.tables);
+      // A customer's message goes on the bus sealed under their key (made on their first).
+      props.customerKeys.wire(this.function, ["seal"]);
+    }
     for (const topic of props.topics) topic.grantPutEvents(this.function);
 
     this.api = new HttpApi(this, "Api", {

@@ -171,6 +171,8 @@ function repairPolicy(
       ...(props.customerKeys
         ? [
             ...props.customerKeys.operatorStatements("erase"),
+            // A command's personal fields (a held reply's edited text, a reason) are sealed.
+            ...props.customerKeys.operatorStatements("seal"),
             new PolicyStatement({
               actions: ["dynamodb:UpdateItem"],
               resources: [props.tables.state.tableArn],

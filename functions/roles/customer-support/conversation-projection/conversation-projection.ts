@@ -159,6 +159,14 @@ export const conversationProjection = defineRole<ConversationView, FoldedType>({
   group: "conversation-projection",
   summarize: summarizeConversation,
   subscriptions: CONVERSATION_PROJECTION_SUBSCRIPTIONS,
+  // The view shows the turns' words, the replies and why a person decided as they did.
+  readsPersonal: [
+    "conversation.message.accepted",
+    "reply.generated",
+    "reply.held_for_review",
+    "reply.approved",
+    "reply.rejected",
+  ],
   stateOf: (event) => ({
     type: CONVERSATION_VIEW_AGGREGATE,
     id: foldedPayload(event).conversation_id,

@@ -90,6 +90,8 @@ export function conversationRole(options: ConversationOptions = {}): Role<Conver
   return defineRole<ConversationState, "conversation.message.received", ConversationEmit>({
     group: "conversation",
     subscriptions: ["conversation.message.received"],
+    // The customer's words go into the conversation and on to its turn.
+    readsPersonal: ["conversation.message.received"],
     emits: ["conversation.message.accepted", "support.route.requested"],
     decide: (state, event, { now }) => acceptMessage(state, event, now, ttl),
     // A conversation that names no tenant is the default tenant's (those from before tenants).

@@ -115,6 +115,8 @@ type ReplyCommand = "reply.generation.requested" | ReviewCommand;
 export const REPLY_GENERATION: DescriptorOf<ReplyCommand, ReplyEmit> = {
   group: "reply-generation",
   subscriptions: ["reply.generation.requested", ...REVIEW_COMMANDS],
+  // A person's edited text and reason go into the reply and its send.
+  readsPersonal: REVIEW_COMMANDS,
   emits: [
     "reply.generated",
     "reply.held_for_review",

@@ -133,6 +133,8 @@ type SenderEmit = SendFact | typeof SUPPORT_CANCELLED | SupersededEmit;
 export const SENDER: DescriptorOf<SenderCommand, SenderEmit> = {
   group: SENDER_GROUP,
   subscriptions: [SEND_REQUESTED, RESOLVE_REQUESTED, SUPPORT_CANCEL_REQUESTED],
+  // The reply's text goes to the channel.
+  readsPersonal: [SEND_REQUESTED],
   emits: [DELIVERED, DELIVERY_FAILED, SUPPORT_CANCELLED, SUPPORT_SUPERSEDED],
   stateOf: (event: Envelope): AggregateRef => ({ type: DELIVERY_AGGREGATE, id: event.task_id }),
   personalState: {
