@@ -1,3 +1,4 @@
+import { gunzipSync, gzipSync } from "node:zlib";
 import * as z from "../../schemas/zod";
 import type { WorkflowDefinition } from "./dag/definition";
 import { WorkflowDefinitionError } from "./dag/errors";
@@ -9,9 +10,9 @@ import { deepEqual } from "./dag/values";
  * The workflows an application gives its stack (`workflows` of `new AgentBus`). The stack checks
  * them when it is synthesized, every problem named at once: each definition as a registered one
  * is checked (./dag/register.ts: the language, the structure, every node's role a step role of
- * the stack, a name a start can give and not one the orchestrator's compiled-in workflows start
- * by), and each version given once.
- * It writes them as JSON, one value, where each reader finds it, with nothing written at deploy
+ * the stack; a name no start gives is allowed, for a workflow run as a child or started by its
+ * alias), each version given once, and each name a start gives (a name, an alias) one workflow's.
+ * It writes them as one value, where each reader finds it, with nothing written at deploy
  * time: the orchestrator's environment (`WORKFLOWS`, read as it reads the table of step roles,
  * `STEP_ROLES`: ./steps.ts) and the front door's, on AWS and on the local runtime alike; and the
  * stack's output `StackWorkflows`, which the operator tools read with the stack's other names
@@ -19,8 +20,11 @@ import { deepEqual } from "./dag/values";
  * scope `stack` (functions/roles/orchestrator/catalog.ts).
  *
  * Lambda holds at most 4 KB of environment per function, keys and values together, so the
- * definitions may take MAX_WORKFLOWS_ENV_BYTES of it and the synth refuses more: a larger set
- * is registered at run time instead (`agentbus workflow put`, ./dag/register.ts), where a
+ * value may take MAX_WORKFLOWS_ENV_BYTES of it and the synth refuses more. The value is their
+ * JSON when that fits, else the JSON compressed (`gzip+base64:` then gzip in base64: a version
+ * kept for the runs in flight repeats much of the next, so the reference stack's 6 KB of JSON
+ * take some 830 bytes); every reader decodes it with `stackWorkflowsOf`. A larger set is
+ * registered at run time instead (`agentbus workflow put`, ./dag/register.ts), where a
  * definition may be 300 KB.
  */
 
@@ -41,15 +45,43 @@ export const STACK_WORKFLOWS_OUTPUT = "StackWorkflows";
  */
 export const MAX_WORKFLOWS_ENV_BYTES = 2_048;
 
-/** `WORKFLOWS`: the definitions as JSON, each compiled as it is read. */
-export const WorkflowsJson = z.jsonText(
+/** What starts a compressed value: gzip, then base64. */
+export const COMPRESSED_WORKFLOWS_MARKER = "gzip+base64:";
+
+/** `WORKFLOWS`'s JSON: an array of definitions, each compiled as it is read. */
+const WorkflowsArrayJson = z.jsonText(
   z.array(z.record(z.string(), z.unknown())),
   "a JSON array of workflow definitions",
 );
 
-/** The workflows as their environment variable holds them. */
+/** `WORKFLOWS`: the definitions as JSON, or that JSON compressed (COMPRESSED_WORKFLOWS_MARKER). */
+export const WorkflowsJson = z.pipe(
+  z.pipe(
+    z.string(),
+    z.transform((text, ctx) => {
+      if (!text.startsWith(COMPRESSED_WORKFLOWS_MARKER)) return text;
+      try {
+        const packed = Buffer.from(text.slice(COMPRESSED_WORKFLOWS_MARKER.length), "base64");
+        return gunzipSync(packed).toString("utf8");
+      } catch {
+        ctx.issues.push({
+          code: "custom",
+          message: `must be ${COMPRESSED_WORKFLOWS_MARKER} followed by gzip in base64`,
+          input: text,
+        });
+        return z.NEVER;
+      }
+    }),
+  ),
+  WorkflowsArrayJson,
+);
+
+/** The workflows as their environment variable holds them: JSON, compressed when it is large. */
 export function workflowsEnvValue(workflows: readonly WorkflowDefinition[]): string {
-  return JSON.stringify(workflows);
+  const json = JSON.stringify(workflows);
+  if (Buffer.byteLength(json) <= MAX_WORKFLOWS_ENV_BYTES) return json;
+  const packed = gzipSync(json, { level: 9 }).toString("base64");
+  return `${COMPRESSED_WORKFLOWS_MARKER}${packed}`;
 }
 
 /** The definitions of `WORKFLOWS` compiled (a WorkflowDefinitionError names what is wrong). */
@@ -76,14 +108,10 @@ export function stackWorkflowsOf(text: string | undefined, where: string): Workf
   }
 }
 
-/**
- * Every reason the stack cannot run `workflows` with these step roles; none when it can.
- * `reserved`: the names the orchestrator's compiled-in workflows are started by.
- */
+/** Every reason the stack cannot run `workflows` with these step roles; none when it can. */
 export function stackWorkflowProblems(
   workflows: readonly WorkflowDefinition[],
   stepRoles: readonly string[],
-  reserved: readonly string[],
 ): string[] {
   const problems: string[] = [];
   const given = new Map<string, WorkflowDefinition>();
@@ -96,7 +124,7 @@ export function stackWorkflowProblems(
     try {
       checkedDefinition(definition as unknown as Record<string, unknown>, {
         roles: stepRoles,
-        reserved,
+        startedByName: false,
       });
     } catch (error) {
       if (!(error instanceof WorkflowDefinitionError)) throw error;
@@ -105,10 +133,28 @@ export function stackWorkflowProblems(
       );
     }
   }
+  problems.push(...aliasProblems(workflows));
   const bytes = Buffer.byteLength(workflowsEnvValue(workflows));
   if (bytes > MAX_WORKFLOWS_ENV_BYTES)
     problems.push(
-      `the workflows take ${bytes} bytes of JSON, and the orchestrator's environment holds ${MAX_WORKFLOWS_ENV_BYTES} of them (Lambda's limit is 4 KB in all): give the stack fewer, and register the others at run time (agentbus workflow put)`,
+      `the workflows take ${bytes} bytes (${Buffer.byteLength(JSON.stringify(workflows))} of JSON, compressed), and the orchestrator's environment holds ${MAX_WORKFLOWS_ENV_BYTES} of them (Lambda's limit is 4 KB in all): give the stack fewer, and register the others at run time (agentbus workflow put)`,
     );
   return problems;
+}
+
+/** An alias two workflows declare, or that is another workflow's name: a start could not tell. */
+function aliasProblems(workflows: readonly WorkflowDefinition[]): string[] {
+  const names = new Set(workflows.map((w) => w.name));
+  const owner = new Map<string, string>();
+  const problems = new Set<string>();
+  for (const { name, version, alias } of workflows) {
+    if (alias === undefined) continue;
+    if (names.has(alias))
+      problems.add(`workflow ${name} v${version}: alias ${alias} is the name of a workflow`);
+    const earlier = owner.get(alias);
+    if (earlier !== undefined && earlier !== name)
+      problems.add(`alias ${alias} is declared by ${earlier} and by ${name}: give each its own`);
+    owner.set(alias, name);
+  }
+  return [...problems];
 }

@@ -17,7 +17,6 @@ import {
   workflowsEnvValue,
 } from "../../functions/core/stack-workflows";
 import { STEP_ROLES_ENV, type StepRoleEntry } from "../../functions/core/steps";
-import { workflowCatalog } from "../../functions/roles/orchestrator/catalog";
 import { featuresOf } from "../../functions/roles/stack-features";
 import { placeApplicationTypes } from "./application-types";
 import {
@@ -478,8 +477,8 @@ export class AgentBusStack extends Stack {
 
   /**
    * The stack's workflows, checked against its step roles (the synth fails naming every problem)
-   * and written to each orchestrating group's environment (`WORKFLOWS`, JSON): that value, which
-   * the front door and the outputs get too.
+   * and written to each orchestrating group's environment (`WORKFLOWS`: JSON, compressed when
+   * large): that value, which the front door and the outputs get too.
    */
   private wireWorkflows(
     workflows: readonly WorkflowDefinition[],
@@ -488,7 +487,7 @@ export class AgentBusStack extends Stack {
     if (workflows.length === 0) return undefined;
     const orchestrators = this.groups.filter((g) => needs(g).orchestrates);
     const stepRoles = this.groups.filter((g) => needs(g).steps).map((g) => g.groupName);
-    const problems = stackWorkflowProblems(workflows, stepRoles, workflowCatalog().names);
+    const problems = stackWorkflowProblems(workflows, stepRoles);
     if (orchestrators.length === 0)
       problems.unshift("the stack has no orchestrator to run them: add the orchestrator module");
     if (problems.length > 0)

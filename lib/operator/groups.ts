@@ -1,6 +1,7 @@
 import { type AnyIntegration, usesOf } from "../../functions/core/integration";
 import type { RoleDescriptor } from "../../functions/core/role";
 import type { GroupNeeds, RoleModule } from "../../functions/core/role-module";
+import { type StepRoleTable, stepRolesOf } from "../../functions/core/steps";
 import { ROLE_MODULES } from "../../functions/roles/modules";
 
 /**
@@ -34,6 +35,11 @@ export function useRoleModules(roles: readonly RoleModule[]): void {
 /** The role modules the operator tools run. */
 export function operatorModules(): readonly RoleModule[] {
   return modules;
+}
+
+/** The table of step roles of those modules (what the stack gives its orchestrator). */
+export function operatorStepRoles(): StepRoleTable {
+  return stepRolesOf(modules);
 }
 
 /**

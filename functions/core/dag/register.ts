@@ -30,8 +30,14 @@ export const MAX_DEFINITION_BYTES = 300_000;
 export interface RegisterChecks {
   /** The stack's step roles: every role a node names must be one. @default not checked */
   readonly roles?: Iterable<string>;
-  /** Names taken by workflows compiled into the orchestrator. @default none */
+  /** Names taken by the stack's workflows (their names and aliases). @default none */
   readonly reserved?: readonly string[];
+  /**
+   * A start names it (a registered workflow): its name must be one a start can give, and it
+   * declares no alias. A stack's workflow may have a name no start gives (it runs as a child, or
+   * is started by its alias). @default true
+   */
+  readonly startedByName?: boolean;
 }
 
 export interface PutOutcome {
@@ -80,7 +86,19 @@ export function checkedDefinition(
   input: Record<string, unknown>,
   checks: RegisterChecks,
 ): WorkflowDefinition {
-  const problems = [...nameProblems(input.name, checks.reserved ?? []), ...sizeProblems(input)];
+  const byName = checks.startedByName ?? true;
+  const problems = [
+    ...(byName ? nameProblems(input.name, checks.reserved ?? []) : []),
+    ...(byName && input.alias !== undefined
+      ? [
+          {
+            code: "workflow.alias_not_stack",
+            message: `alias ${JSON.stringify(input.alias)}: only a stack's workflows (new AgentBus(app, id, { workflows })) have an alias; a registered one is started by its name`,
+          },
+        ]
+      : []),
+    ...sizeProblems(input),
+  ];
   let definition: WorkflowDefinition | undefined;
   try {
     definition = defineWorkflow(
@@ -124,7 +142,7 @@ function nameProblems(name: unknown, reserved: readonly string[]): Listed[] {
     return [
       {
         code: "workflow.reserved_name",
-        message: `name ${name} is a workflow compiled into the orchestrator (${reserved.join(", ")}), which a start by that name runs`,
+        message: `name ${name} is taken by a workflow the stack was given (${reserved.join(", ")}), which a start by that name runs`,
       },
     ];
   return [];

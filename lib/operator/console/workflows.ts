@@ -30,7 +30,6 @@ export const INPUT_FIELD_PREFIX = "input.";
 export const TYPE_FIELD_PREFIX = "type.";
 
 const SCOPE_CELLS: Readonly<Record<WorkflowSummary["scope"], string>> = {
-  "built-in": "built in",
   stack: "given to the stack",
   tenant: "a tenant's own",
   shared: "every tenant",
