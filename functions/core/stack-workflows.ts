@@ -1,10 +1,10 @@
-import { gunzipSync, gzipSync } from "node:zlib";
 import * as z from "../../schemas/zod";
 import type { WorkflowDefinition } from "./dag/definition";
 import { WorkflowDefinitionError } from "./dag/errors";
 import { defineWorkflow } from "./dag/graph";
 import { checkedDefinition } from "./dag/register";
 import { deepEqual } from "./dag/values";
+import { packedJsonText, packJson } from "./packed-json";
 
 /**
  * The workflows an application gives its stack (`workflows` of `new AgentBus`). The stack checks
@@ -21,9 +21,9 @@ import { deepEqual } from "./dag/values";
  *
  * Lambda holds at most 4 KB of environment per function, keys and values together, so the
  * value may take MAX_WORKFLOWS_ENV_BYTES of it and the synth refuses more. The value is their
- * JSON when that fits, else the JSON compressed (`gzip+base64:` then gzip in base64: a version
- * kept for the runs in flight repeats much of the next, so the reference stack's 6 KB of JSON
- * take some 830 bytes); every reader decodes it with `stackWorkflowsOf`. A larger set is
+ * JSON, compressed when it is long (./packed-json.ts: a version kept for the runs in flight
+ * repeats much of the next, so the reference stack's 6 KB of JSON take some 860 bytes); every
+ * reader decodes it alike (`stackWorkflowsOf`, or the settings' `WorkflowsJson`). A larger set is
  * registered at run time instead (`agentbus workflow put`, ./dag/register.ts), where a
  * definition may be 300 KB.
  */
@@ -45,43 +45,15 @@ export const STACK_WORKFLOWS_OUTPUT = "StackWorkflows";
  */
 export const MAX_WORKFLOWS_ENV_BYTES = 2_048;
 
-/** What starts a compressed value: gzip, then base64. */
-export const COMPRESSED_WORKFLOWS_MARKER = "gzip+base64:";
-
-/** `WORKFLOWS`'s JSON: an array of definitions, each compiled as it is read. */
-const WorkflowsArrayJson = z.jsonText(
+/** `WORKFLOWS`: the definitions as JSON (compressed when long: ./packed-json.ts), each compiled as it is read. */
+export const WorkflowsJson = packedJsonText(
   z.array(z.record(z.string(), z.unknown())),
   "a JSON array of workflow definitions",
 );
 
-/** `WORKFLOWS`: the definitions as JSON, or that JSON compressed (COMPRESSED_WORKFLOWS_MARKER). */
-export const WorkflowsJson = z.pipe(
-  z.pipe(
-    z.string(),
-    z.transform((text, ctx) => {
-      if (!text.startsWith(COMPRESSED_WORKFLOWS_MARKER)) return text;
-      try {
-        const packed = Buffer.from(text.slice(COMPRESSED_WORKFLOWS_MARKER.length), "base64");
-        return gunzipSync(packed).toString("utf8");
-      } catch {
-        ctx.issues.push({
-          code: "custom",
-          message: `must be ${COMPRESSED_WORKFLOWS_MARKER} followed by gzip in base64`,
-          input: text,
-        });
-        return z.NEVER;
-      }
-    }),
-  ),
-  WorkflowsArrayJson,
-);
-
-/** The workflows as their environment variable holds them: JSON, compressed when it is large. */
+/** The workflows as their environment variable holds them. */
 export function workflowsEnvValue(workflows: readonly WorkflowDefinition[]): string {
-  const json = JSON.stringify(workflows);
-  if (Buffer.byteLength(json) <= MAX_WORKFLOWS_ENV_BYTES) return json;
-  const packed = gzipSync(json, { level: 9 }).toString("base64");
-  return `${COMPRESSED_WORKFLOWS_MARKER}${packed}`;
+  return packJson(workflows);
 }
 
 /** The definitions of `WORKFLOWS` compiled (a WorkflowDefinitionError names what is wrong). */

@@ -11,6 +11,7 @@ import { MAX_HEARTBEAT_LEASE_SECONDS } from "../../schemas/events/workflow";
 import * as z from "../../schemas/zod";
 import { type IntegrationUses, usesOf } from "./integration";
 import { type OutputSchema, outputSchemaIssues, outputSchemaOf } from "./output-schema";
+import { packedJsonText, packJson } from "./packed-json";
 
 /**
  * What a role declares to carry out workflow steps (functions/core/dag/README.md): the schema of
@@ -157,8 +158,13 @@ export function stepRolesOf(
   return table;
 }
 
-/** `STEP_ROLES`: the table as JSON. */
-export const StepRolesJson = z.jsonText(StepRoleTable, "a JSON object of group -> step role");
+/** `STEP_ROLES`: the table as JSON, compressed when long (./packed-json.ts). */
+export const StepRolesJson = packedJsonText(StepRoleTable, "a JSON object of group -> step role");
+
+/** The table as its environment variable holds it. */
+export function stepRolesEnvValue(table: StepRoleTable): string {
+  return packJson(table);
+}
 
 /**
  * Register the event types of the table's step roles, so that an orchestrator whose function
@@ -208,4 +214,23 @@ export function checkStepOutput(
   return issues.length > 0
     ? { ok: false, issues }
     : { ok: true, value: output as Record<string, unknown> };
+}
+
+/**
+ * The descriptor of an orchestrating group in a stack with these step roles: it also takes the
+ * answers of the roles that spell their own, and emits every role's commands (what the topology
+ * routes to it and lets it write).
+ */
+export function orchestratingDescriptor<
+  D extends { readonly subscriptions: readonly string[]; readonly emits?: readonly string[] },
+>(descriptor: D, table: StepRoleTable): D {
+  const answers = ownAnswerTypes(table).map(({ type }) => type);
+  const commands = Object.values(table).flatMap(({ requested, cancel, confirm }) =>
+    confirm === undefined ? [requested, cancel] : [requested, cancel, confirm],
+  );
+  return {
+    ...descriptor,
+    subscriptions: [...new Set([...descriptor.subscriptions, ...answers])],
+    emits: [...new Set([...commands, ...(descriptor.emits ?? [])])],
+  } as D;
 }

@@ -16,7 +16,7 @@ import {
   WORKFLOWS_ENV,
   workflowsEnvValue,
 } from "../../functions/core/stack-workflows";
-import { STEP_ROLES_ENV, type StepRoleEntry } from "../../functions/core/steps";
+import { STEP_ROLES_ENV, type StepRoleEntry, stepRolesEnvValue } from "../../functions/core/steps";
 import { featuresOf } from "../../functions/roles/stack-features";
 import { placeApplicationTypes } from "./application-types";
 import {
@@ -460,7 +460,8 @@ export class AgentBusStack extends Stack {
    * (PutEvents on it).
    */
   /**
-   * Each orchestrating group gets the table of the stack's step roles (`STEP_ROLES`, JSON): the
+   * Each orchestrating group gets the table of the stack's step roles (`STEP_ROLES`, JSON,
+   * compressed when long): the
    * groups whose modules declare `steps`, with the commands to send each (functions/core/steps.ts).
    */
   private wireStepRoles(needs: (g: ConsumerGroup) => GroupNeeds): void {
@@ -471,7 +472,7 @@ export class AgentBusStack extends Stack {
     }
     for (const group of this.groups)
       if (needs(group).orchestrates)
-        group.consumer.addEnvironment(STEP_ROLES_ENV, JSON.stringify(table));
+        group.consumer.addEnvironment(STEP_ROLES_ENV, stepRolesEnvValue(table));
     this.stepRoleTable = table;
   }
 

@@ -1,6 +1,10 @@
 import type { Construct } from "constructs";
 import type { RoleModule } from "../../functions/core/role-module";
-import { ownAnswerTypes, type StepRoleTable, stepRolesOf } from "../../functions/core/steps";
+import {
+  orchestratingDescriptor,
+  type StepRoleTable,
+  stepRolesOf,
+} from "../../functions/core/steps";
 import { AgentBusStack, type AgentBusStackProps } from "./agentbus-stack";
 import { rolesWith } from "./app-roles";
 import type { TopicName } from "./constructs/topic";
@@ -46,19 +50,7 @@ export function topologyOf(
 }
 
 function orchestrating(group: GroupDeclaration, table: StepRoleTable): GroupDeclaration {
-  const { role } = group;
-  const answers = ownAnswerTypes(table).map(({ type }) => type);
-  const commands = Object.values(table).flatMap(({ requested, cancel, confirm }) =>
-    confirm === undefined ? [requested, cancel] : [requested, cancel, confirm],
-  );
-  return {
-    ...group,
-    role: {
-      ...role,
-      subscriptions: [...new Set([...role.subscriptions, ...answers])],
-      emits: [...new Set([...commands, ...(role.emits ?? [])])],
-    },
-  };
+  return { ...group, role: orchestratingDescriptor(group.role, table) };
 }
 
 /**

@@ -3,8 +3,8 @@ import { describe, expect, it } from "vitest";
 import { defineWorkflow } from "../../functions/core/dag/graph";
 import { putWorkflow } from "../../functions/core/dag/register";
 import { EVERY_TENANT, InMemoryWorkflowRegistry } from "../../functions/core/dag/registry";
+import { PACKED_JSON_MARKER } from "../../functions/core/packed-json";
 import {
-  COMPRESSED_WORKFLOWS_MARKER,
   MAX_WORKFLOWS_ENV_BYTES,
   stackWorkflowProblems,
   stackWorkflowsOf,
@@ -154,14 +154,14 @@ describe("the stack's workflows as their JSON carries them", () => {
     const json = JSON.stringify(REFERENCE_WORKFLOWS);
     expect(Buffer.byteLength(json)).toBeGreaterThan(MAX_WORKFLOWS_ENV_BYTES);
     const value = workflowsEnvValue(REFERENCE_WORKFLOWS);
-    expect(value.startsWith(COMPRESSED_WORKFLOWS_MARKER)).toBe(true);
+    expect(value.startsWith(PACKED_JSON_MARKER)).toBe(true);
     expect(Buffer.byteLength(value)).toBeLessThanOrEqual(MAX_WORKFLOWS_ENV_BYTES);
     expect(stackWorkflowsOf(value, WORKFLOWS_ENV)).toEqual(REFERENCE_WORKFLOWS);
     // A small set stays JSON.
     expect(workflowsEnvValue([tally("stack-tally", 1)]).startsWith("[")).toBe(true);
-    expect(() =>
-      stackWorkflowsOf(`${COMPRESSED_WORKFLOWS_MARKER}bm90IGd6aXA=`, WORKFLOWS_ENV),
-    ).toThrow(/^WORKFLOWS is not the stack's workflows: .*gzip\+base64:/s);
+    expect(() => stackWorkflowsOf(`${PACKED_JSON_MARKER}bm90IGd6aXA=`, WORKFLOWS_ENV)).toThrow(
+      /^WORKFLOWS is not the stack's workflows: .*gzip\+base64:/s,
+    );
   });
 
   it("refuses a set too large even compressed, and an alias a start could not tell", () => {

@@ -1,4 +1,6 @@
+import { InMemoryWorkflowRegistry } from "../../functions/core/dag/registry";
 import { stepRolesOf } from "../../functions/core/steps";
+import type { FrontDoorWorkflows } from "../../functions/front-door/workflows";
 import { REFERENCE_WORKFLOWS, ROLE_MODULES } from "../../functions/roles/modules";
 import { workflowCatalog } from "../../functions/roles/orchestrator/catalog";
 import {
@@ -26,3 +28,15 @@ export const orchestrator = referenceOrchestrator();
 
 /** The reference stack's workflows as the orchestrator's catalog has them (scope `stack`). */
 export const referenceCatalog = () => workflowCatalog(REFERENCE_WORKFLOWS);
+
+/** The reference stack's definition of a run (the name and version it pinned). */
+export const definitionOfRun = (state: {
+  readonly run: { readonly workflow: { readonly name: string; readonly version: number } };
+}) => referenceCatalog().at(state.run.workflow.name, state.run.workflow.version);
+
+/** The front door's workflows in the reference stack: its workflows, its step roles, an empty registry. */
+export const REFERENCE_FRONT_DOOR_WORKFLOWS: FrontDoorWorkflows = {
+  registry: new InMemoryWorkflowRegistry(),
+  stepRoles: Object.keys(REFERENCE_STEP_ROLES).sort(),
+  compiled: referenceCatalog(),
+};

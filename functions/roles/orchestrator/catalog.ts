@@ -42,6 +42,13 @@ export interface ListedWorkflow {
   readonly versions: readonly number[];
 }
 
+/**
+ * The name a start gives for a listed workflow: its alias when it has one (a stack's workflow may
+ * have a name no start gives, `content.quick-news`), else its name.
+ */
+export const startNameOf = (workflow: Pick<ListedWorkflow, "name" | "alias">): string =>
+  workflow.alias ?? workflow.name;
+
 /** One version of a workflow: its definition, and where it was found with its other versions. */
 export interface ShownWorkflow extends ListedWorkflow {
   readonly version: number;
