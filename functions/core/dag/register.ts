@@ -13,7 +13,7 @@ import { deepEqual, isRecord } from "./values";
  * - The definition is the language's (./definition; a `$schema` key for an editor is dropped),
  *   structurally sound (./validate), every node's role a step role of the stack, no larger than
  *   MAX_DEFINITION_BYTES, and named so a start can name it (kebab-case, as `workflow_name`) and
- *   not as a workflow compiled into the orchestrator (which a start finds first).
+ *   not as a workflow the stack was given, by name or alias (which a start finds first).
  * - Without `version` it becomes the next version of its name in the scope (the newest + 1, or
  *   1), unless it is the newest version's definition (`unchanged`); with one, that version.
  * - A version that exists with the same definition (defaults applied) is left as it is
