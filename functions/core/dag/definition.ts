@@ -208,13 +208,11 @@ export const WorkflowDefinitionSchema = z.strictObject({
    * that declares it (a stack's workflows only: functions/core/stack-workflows.ts).
    */
   alias: z.optional(
-    z
-      .string()
-      .check(
-        z.regex(/^[a-z][a-z0-9-]{0,63}$/, {
-          message: "must be kebab-case (a-z, 0-9 and -), max 64",
-        }),
-      ),
+    z.string().check(
+      z.regex(/^[a-z][a-z0-9-]{0,63}$/, {
+        message: "must be kebab-case (a-z, 0-9 and -), max 64",
+      }),
+    ),
   ),
   nodes: z.array(NodeDefinitionSchema).check(z.maxLength(1000)),
   edges: z._default(z.array(EdgeDefinitionSchema).check(z.maxLength(10_000)), []),
