@@ -267,20 +267,3 @@ export function agentOutputSchema(
 ): z.ZodMiniType<Record<string, unknown>> | undefined {
   return isContentRole(role) ? CONTENT_ROLE_EVENTS[role].answer : undefined;
 }
-
-/**
- * `output` checked against the output schema of a node's role: the parsed value, or each issue.
- * For a role whose schema is not known here (a step role of an application, which checks its own
- * answers), only that it is a JSON object.
- */
-export function checkOutput(
-  role: string,
-  output: unknown,
-): { ok: true; value: Record<string, unknown> } | { ok: false; issues: string[] } {
-  const checked = (agentOutputSchema(role) ?? AnyOutput).safeParse(output);
-  if (checked.success) return { ok: true, value: checked.data };
-  const issues = z.issueLines(checked.error, "(output)");
-  return { ok: false, issues };
-}
-
-const AnyOutput = z.record(z.string(), z.unknown());
