@@ -7,6 +7,7 @@ import { allowPlanRoles } from "../../functions/core/dag/plan";
 import { putWorkflow } from "../../functions/core/dag/register";
 import { EVERY_TENANT, scopeLabel, type WorkflowRegistry } from "../../functions/core/dag/registry";
 import { stepRolesOf } from "../../functions/core/steps";
+import { startNameOf } from "../../functions/roles/orchestrator/catalog";
 import { recordAction } from "../../lib/operator/audit";
 import { fromSdk } from "../../lib/operator/from-sdk";
 import type { OpsStack } from "../../lib/operator/stack";
@@ -21,7 +22,7 @@ import { tenantArgument, tenantOption } from "./tenant";
  * (functions/core/dag/registry.ts), items of the stack's state table. `put` checks a definition
  * file against the language, its structure, the stack's step roles (the groups its outputs name
  * whose role modules declare `steps`: the reference applications', or `--app`'s) and the names
- * the built-in and the stack's workflows take, and refuses it naming every problem (exit 2,
+ * and aliases the stack's workflows take, and refuses it naming every problem (exit 2,
  * nothing written); else it writes the version once and records the put in the audit trail.
  * `allow` sets the roles a tenant's plans may name (functions/core/dag/plan.ts), each a step role
  * of the stack.
@@ -188,7 +189,7 @@ export function allowCommand(globals: Globals): Command {
 export function listCommand(globals: Globals): Command {
   return new Command("list")
     .description(
-      "the workflows a start may name: built in, given to the stack, shared, and every tenant's own (or, with --tenant, that tenant's): scope, tenant, newest version and every version",
+      "the workflows a start may name: given to the stack (by name or alias), shared, and every tenant's own (or, with --tenant, that tenant's): scope, tenant, newest version and every version",
     )
     .addOption(tenantOption("of the tenants' own, this tenant's only"))
     .option("--json", "print them as JSON")
@@ -210,7 +211,7 @@ function printRows(rows: readonly (WorkflowSummary & { readonly newest?: number 
   );
   for (const r of rows)
     out(
-      `${r.scope.padEnd(9)} ${(r.tenant ?? "-").padEnd(12)} ${r.name.padEnd(24)} ${String(r.newest).padEnd(7)} ${r.versions.join(", ")}`,
+      `${r.scope.padEnd(9)} ${(r.tenant ?? "-").padEnd(12)} ${startNameOf(r).padEnd(24)} ${String(r.newest).padEnd(7)} ${r.versions.join(", ")}`,
     );
 }
 

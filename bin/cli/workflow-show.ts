@@ -1,6 +1,6 @@
+import type { WorkflowDefinition } from "../../functions/core/dag/definition";
 import type { NodeRun } from "../../functions/core/dag/run";
 import type { StoredState } from "../../functions/core/ports";
-import { contentWorkflowFor } from "../../functions/roles/content-agents/workflows";
 import { childRunsOf } from "../../functions/roles/orchestrator/child-commands";
 import {
   type OrchestratorState,
@@ -11,14 +11,12 @@ import { out } from "./target";
 
 /** `agentbus workflow show`: a run's status, nodes and timeline as text. */
 
-/** The run's nodes in the order of its workflow definition (unknown ones last, sorted). */
-function nodeOrder({ workflow, run }: OrchestratorState): string[] {
-  let defined: string[] = [];
-  try {
-    defined = contentWorkflowFor({ kind: workflow }).nodes.map((n) => n.id);
-  } catch {
-    // a definition this CLI does not know: sorted ids only
-  }
+/**
+ * The run's nodes in the order of its workflow definition when known (the stack's), the others
+ * after it, sorted.
+ */
+function nodeOrder({ run }: OrchestratorState, definition?: WorkflowDefinition): string[] {
+  const defined = definition?.nodes.map((n) => n.id) ?? [];
   const ids = Object.keys(run.nodes);
   return [
     ...defined.filter((id) => ids.includes(id)),
@@ -26,7 +24,10 @@ function nodeOrder({ workflow, run }: OrchestratorState): string[] {
   ];
 }
 
-export function printRun(stored: StoredState<OrchestratorState>): void {
+export function printRun(
+  stored: StoredState<OrchestratorState>,
+  definition?: WorkflowDefinition,
+): void {
   const { workflow, run, held, timeline } = stored.data;
   out(`run ${run.run_id}`);
   out(`  workflow    ${workflow} (${run.workflow.name} v${run.workflow.version})`);
@@ -39,7 +40,9 @@ export function printRun(stored: StoredState<OrchestratorState>): void {
   out(`  generation  ${run.generation}`);
   out(`  revision    ${stored.revision} (stream version ${stored.version})`);
   out();
-  const rows = nodeOrder(stored.data).map((id) => [id, run.nodes[id] as NodeRun] as const);
+  const rows = nodeOrder(stored.data, definition).map(
+    (id) => [id, run.nodes[id] as NodeRun] as const,
+  );
   const cells = rows.map(([id, node]) => [
     id,
     node.state,

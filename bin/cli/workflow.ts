@@ -7,7 +7,6 @@ import { DynamoWorkflowRegistry } from "../../functions/adapters/dynamodb/workfl
 import { runInputProblems } from "../../functions/core/dag/input";
 import { InMemoryWorkflowRegistry } from "../../functions/core/dag/registry";
 import type { StoredState } from "../../functions/core/ports";
-import { WORKFLOW_KINDS } from "../../functions/roles/content-agents/events";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { operatorName } from "../../lib/operator/audit";
 import { fromSdk } from "../../lib/operator/from-sdk";
@@ -17,6 +16,7 @@ import {
   putCommandOn,
 } from "../../lib/operator/operator-command";
 import {
+  knownDefinition,
   parseOutput,
   type RunRequest,
   runRequestCommand,
@@ -171,7 +171,11 @@ async function request(
       throw new NotFoundError(
         `no such run: ${runId} (no dag_run#${runId} in ${table}); nothing sent`,
       );
-    const problem = runRequestProblem(runId, state?.data, req, tenant);
+    const compiled = await stackCompiled(t);
+    const problem = runRequestProblem(runId, state?.data, req, {
+      ...(tenant === undefined ? {} : { tenant }),
+      compiled,
+    });
     if (problem)
       throw new UsageError(
         `${problem}${state ? "" : ` (no dag_run#${runId} in ${table})`}; nothing sent`,
@@ -237,11 +241,11 @@ function startCommand(globals: Globals): Command {
     .description(
       "start a run: checks the input against the workflow's declared input (every problem named, nothing sent), then puts workflow.start.requested on the commands bus",
     )
-    .option("--kind <kind>", `content workflow kind: ${WORKFLOW_KINDS.join(" | ")}`)
     .option(
       "--workflow <name>",
-      "a workflow's name instead: given to the stack, or registered (the run's tenant's own first): agentbus workflow list",
+      "the workflow's name or alias: given to the stack, or registered (the run's tenant's own first): agentbus workflow list",
     )
+    .option("--kind <alias>", "the same as --workflow, for an alias (a kind, as quick-news)")
     .option("--input <json>", "the run's input, a JSON object (default {})")
     .option("--topic <hint>", "topic hint for the run: the input's topic_hint (a content run's)")
     .option("--run-id <id>", "run id run_<token> (default: run_<new ULID>)")
@@ -292,7 +296,7 @@ function runInputOf(options: StartOptions): Record<string, unknown> {
 
 /**
  * Refuse a start whose input does not fit its workflow's declared input, every problem on a line
- * (a built-in or a stack workflow is checked here, the stack's read from its outputs; a
+ * (a stack workflow is checked here, the stack's read from its outputs; a
  * registered one as the registry has it). A name none of them knows is left to the orchestrator,
  * which refuses it on the bus (`workflow.rejected`).
  */
@@ -302,13 +306,9 @@ async function checkStartInput(
   input: Record<string, unknown>,
   tenant: string | undefined,
 ): Promise<void> {
-  const { compiledOf, findWorkflow } = await import("../../lib/operator/workflows");
-  const { readPublishedOutputs } = await import("../../lib/operator/stack");
+  const { findWorkflow } = await import("../../lib/operator/workflows");
   const config = clientConfig(t);
-  const outputs =
-    t.outputs ??
-    (t.endpoint ? await readPublishedOutputs(config, `AgentBus-${t.stage}`) : undefined);
-  const compiled = compiledOf(outputs);
+  const compiled = await stackCompiled(t);
   const dynamodb = new DynamoDBClient(config);
   try {
     const registry = compiled.names.includes(name)
@@ -335,32 +335,41 @@ async function checkStartInput(
   }
 }
 
-/** The workflow a start names: `--kind` (a content kind) or `--workflow` (any name), one of them. */
+/**
+ * The workflow a start names: `--workflow` or `--kind` (the same, read as an alias), one of them;
+ * the catalog says whether the stack or the registry has it (checkStartInput).
+ */
 function workflowNameOf(options: { kind?: string; workflow?: string }): string {
   if ((options.kind === undefined) === (options.workflow === undefined))
     throw new UsageError(
-      "give either --kind (a content workflow) or --workflow <name> (the stack's, or a registered one)",
+      "give either --workflow <name> (the stack's, or a registered one) or --kind <alias>",
     );
-  if (options.workflow !== undefined) {
-    if (!WORKFLOW_NAME_PATTERN.test(options.workflow))
-      throw new UsageError(
-        `--workflow ${JSON.stringify(options.workflow)}: a workflow's name is kebab-case (a-z, 0-9 and -, starting with a letter, at most 64)`,
-      );
-    return options.workflow;
-  }
-  const kind = options.kind as string;
-  if (!(WORKFLOW_KINDS as readonly string[]).includes(kind))
+  const [option, name] =
+    options.workflow !== undefined
+      ? ["--workflow", options.workflow]
+      : ["--kind", options.kind ?? ""];
+  if (!WORKFLOW_NAME_PATTERN.test(name))
     throw new UsageError(
-      `--kind ${JSON.stringify(kind)}: unknown workflow kind (one of ${WORKFLOW_KINDS.join(", ")})`,
+      `${option} ${JSON.stringify(name)}: a name a start gives is kebab-case (a-z, 0-9 and -, starting with a letter, at most 64)`,
     );
-  return kind;
+  return name;
+}
+
+/** The stack's workflows, from its outputs (a local stack's as it published them). */
+async function stackCompiled(t: Target) {
+  const { compiledOf } = await import("../../lib/operator/workflows");
+  const { readPublishedOutputs } = await import("../../lib/operator/stack");
+  const outputs =
+    t.outputs ??
+    (t.endpoint ? await readPublishedOutputs(clientConfig(t), `AgentBus-${t.stage}`) : undefined);
+  return compiledOf(outputs);
 }
 
 /** `workflow show` */
 function showCommand(globals: Globals): Command {
   return new Command("show")
     .description(
-      "show a run: status, generation, nodes and timeline (from the state table); or, given a workflow's name, its definition (built in, the stack's or registered)",
+      "show a run: status, generation, nodes and timeline (from the state table); or, given a workflow's name, its definition (the stack's or registered)",
     )
     .argument("<run-id|name>", "run id run_<token>, or a workflow's name")
     .option("--json", "print the stored state item (or the definition) as JSON")
@@ -375,7 +384,7 @@ function showCommand(globals: Globals): Command {
         return showDefinition(globals(this), arg, options);
       const stored = await loadRun(globals(this), runIdOf(arg, "run id"));
       if (options.json) out(JSON.stringify(stored, null, 2));
-      else printRun(stored);
+      else printRun(stored, knownDefinition(stored.data, await stackCompiled(globals(this))));
     });
 }
 

@@ -4,14 +4,15 @@ import { WorkflowDefinitionError } from "./dag/errors";
 import { defineWorkflow } from "./dag/graph";
 import { checkedDefinition } from "./dag/register";
 import { deepEqual } from "./dag/values";
+import { packedJsonText, packJson } from "./packed-json";
 
 /**
  * The workflows an application gives its stack (`workflows` of `new AgentBus`). The stack checks
  * them when it is synthesized, every problem named at once: each definition as a registered one
  * is checked (./dag/register.ts: the language, the structure, every node's role a step role of
- * the stack, a name a start can give and not one the orchestrator's compiled-in workflows start
- * by), and each version given once.
- * It writes them as JSON, one value, where each reader finds it, with nothing written at deploy
+ * the stack; a name no start gives is allowed, for a workflow run as a child or started by its
+ * alias), each version given once, and each name a start gives (a name, an alias) one workflow's.
+ * It writes them as one value, where each reader finds it, with nothing written at deploy
  * time: the orchestrator's environment (`WORKFLOWS`, read as it reads the table of step roles,
  * `STEP_ROLES`: ./steps.ts) and the front door's, on AWS and on the local runtime alike; and the
  * stack's output `StackWorkflows`, which the operator tools read with the stack's other names
@@ -19,8 +20,11 @@ import { deepEqual } from "./dag/values";
  * scope `stack` (functions/roles/orchestrator/catalog.ts).
  *
  * Lambda holds at most 4 KB of environment per function, keys and values together, so the
- * definitions may take MAX_WORKFLOWS_ENV_BYTES of it and the synth refuses more: a larger set
- * is registered at run time instead (`agentbus workflow put`, ./dag/register.ts), where a
+ * value may take MAX_WORKFLOWS_ENV_BYTES of it and the synth refuses more. The value is their
+ * JSON, compressed when it is long (./packed-json.ts: a version kept for the runs in flight
+ * repeats much of the next, so the reference stack's 6 KB of JSON take some 860 bytes); every
+ * reader decodes it alike (`stackWorkflowsOf`, or the settings' `WorkflowsJson`). A larger set is
+ * registered at run time instead (`agentbus workflow put`, ./dag/register.ts), where a
  * definition may be 300 KB.
  */
 
@@ -41,15 +45,15 @@ export const STACK_WORKFLOWS_OUTPUT = "StackWorkflows";
  */
 export const MAX_WORKFLOWS_ENV_BYTES = 2_048;
 
-/** `WORKFLOWS`: the definitions as JSON, each compiled as it is read. */
-export const WorkflowsJson = z.jsonText(
+/** `WORKFLOWS`: the definitions as JSON (compressed when long: ./packed-json.ts), each compiled as it is read. */
+export const WorkflowsJson = packedJsonText(
   z.array(z.record(z.string(), z.unknown())),
   "a JSON array of workflow definitions",
 );
 
 /** The workflows as their environment variable holds them. */
 export function workflowsEnvValue(workflows: readonly WorkflowDefinition[]): string {
-  return JSON.stringify(workflows);
+  return packJson(workflows);
 }
 
 /** The definitions of `WORKFLOWS` compiled (a WorkflowDefinitionError names what is wrong). */
@@ -76,14 +80,10 @@ export function stackWorkflowsOf(text: string | undefined, where: string): Workf
   }
 }
 
-/**
- * Every reason the stack cannot run `workflows` with these step roles; none when it can.
- * `reserved`: the names the orchestrator's compiled-in workflows are started by.
- */
+/** Every reason the stack cannot run `workflows` with these step roles; none when it can. */
 export function stackWorkflowProblems(
   workflows: readonly WorkflowDefinition[],
   stepRoles: readonly string[],
-  reserved: readonly string[],
 ): string[] {
   const problems: string[] = [];
   const given = new Map<string, WorkflowDefinition>();
@@ -96,7 +96,7 @@ export function stackWorkflowProblems(
     try {
       checkedDefinition(definition as unknown as Record<string, unknown>, {
         roles: stepRoles,
-        reserved,
+        startedByName: false,
       });
     } catch (error) {
       if (!(error instanceof WorkflowDefinitionError)) throw error;
@@ -105,10 +105,28 @@ export function stackWorkflowProblems(
       );
     }
   }
+  problems.push(...aliasProblems(workflows));
   const bytes = Buffer.byteLength(workflowsEnvValue(workflows));
   if (bytes > MAX_WORKFLOWS_ENV_BYTES)
     problems.push(
-      `the workflows take ${bytes} bytes of JSON, and the orchestrator's environment holds ${MAX_WORKFLOWS_ENV_BYTES} of them (Lambda's limit is 4 KB in all): give the stack fewer, and register the others at run time (agentbus workflow put)`,
+      `the workflows take ${bytes} bytes (${Buffer.byteLength(JSON.stringify(workflows))} of JSON, compressed), and the orchestrator's environment holds ${MAX_WORKFLOWS_ENV_BYTES} of them (Lambda's limit is 4 KB in all): give the stack fewer, and register the others at run time (agentbus workflow put)`,
     );
   return problems;
+}
+
+/** An alias two workflows declare, or that is another workflow's name: a start could not tell. */
+function aliasProblems(workflows: readonly WorkflowDefinition[]): string[] {
+  const names = new Set(workflows.map((w) => w.name));
+  const owner = new Map<string, string>();
+  const problems = new Set<string>();
+  for (const { name, version, alias } of workflows) {
+    if (alias === undefined) continue;
+    if (names.has(alias))
+      problems.add(`workflow ${name} v${version}: alias ${alias} is the name of a workflow`);
+    const earlier = owner.get(alias);
+    if (earlier !== undefined && earlier !== name)
+      problems.add(`alias ${alias} is declared by ${earlier} and by ${name}: give each its own`);
+    owner.set(alias, name);
+  }
+  return [...problems];
 }

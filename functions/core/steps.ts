@@ -1,5 +1,7 @@
-import { defineEventType } from "../../schemas";
+import { defineEventType, registry } from "../../schemas";
 import {
+  ownStepDefinitions,
+  type StepAnswerTypes,
   type StepCommandTypes,
   StepRoleName,
   stepCommandDefinitions,
@@ -8,13 +10,16 @@ import {
 import { MAX_HEARTBEAT_LEASE_SECONDS } from "../../schemas/events/workflow";
 import * as z from "../../schemas/zod";
 import { type IntegrationUses, usesOf } from "./integration";
+import { type OutputSchema, outputSchemaIssues, outputSchemaOf } from "./output-schema";
+import { packedJsonText, packJson } from "./packed-json";
 
 /**
  * What a role declares to carry out workflow steps (functions/core/dag/README.md): the schema of
  * the step's input and of its output, and optionally the spelling of its commands and its lease.
  * From the declarations of a stack's role modules comes the table of its step roles, the one
- * thing the orchestrator knows of them: the commands to send each role and how long a started
- * step may go without a heartbeat. The orchestrator reads the table from its function's
+ * thing the orchestrator knows of them: the commands to send each role, how long a started step
+ * may go without a heartbeat, and for a role that answers with its own types, those types and
+ * its output's schema (as JSON Schema, ./output-schema.ts). The orchestrator reads the table from its function's
  * environment (`STEP_ROLES`, JSON), which the stack writes from the modules it deploys; the test
  * kit builds the same table from modules (`stepRolesOf`).
  */
@@ -33,6 +38,13 @@ export interface StepDeclaration {
    * derived from the group (`<stem>.node.requested`, `<stem>.node.cancel.requested`).
    */
   readonly types?: StepCommandTypes;
+  /**
+   * The answers' spellings when the role has its own (defined with its event types: their
+   * payloads the hub's node payloads, `nodeCompletedPayload(output)` and `NodeFailedPayload`);
+   * left out: it answers `step.completed` / `step.failed`, naming itself. The orchestrator takes
+   * them, and checks an output a person gives for one of its nodes against `output`.
+   */
+  readonly answers?: StepAnswerTypes;
   /** How long a started step may go without a heartbeat, in seconds. @default the orchestrator's */
   readonly leaseSeconds?: number;
   /**
@@ -48,6 +60,18 @@ export const StepRoleEntry = z.object({
   requested: z.string().check(z.minLength(1)),
   cancel: z.string().check(z.minLength(1)),
   confirm: z.optional(z.string().check(z.minLength(1))),
+  /** The role's own answer types (`StepDeclaration.answers`); left out: step.completed|failed. */
+  answers: z.optional(
+    z.object({
+      completed: z.string().check(z.minLength(1)),
+      failed: z.string().check(z.minLength(1)),
+    }),
+  ),
+  /**
+   * The JSON Schema of its output, for a role with its own answer types: what an output a person
+   * gives for one of its nodes must fit (./output-schema.ts). Left out: any JSON object.
+   */
+  output: z.optional(z.record(z.string(), z.unknown())),
   lease_seconds: z.optional(z.int().check(z.positive(), z.maximum(MAX_HEARTBEAT_LEASE_SECONDS))),
   /**
    * The role carries out map items: it keeps a record per item and names the item in its answers.
@@ -94,10 +118,17 @@ export function stepEntryOf(
   const items = handled || steps.items === true;
   const writes = writeIntegrationsOf(uses);
   const { requested, cancel, confirm } = stepTypesOf(group, steps);
+  const { answers } = steps;
   return {
     requested,
     cancel,
     ...(confirm === undefined ? {} : { confirm }),
+    ...(answers === undefined
+      ? {}
+      : {
+          answers: { completed: answers.completed, failed: answers.failed },
+          output: outputSchemaOf(steps.output),
+        }),
     ...(steps.leaseSeconds === undefined ? {} : { lease_seconds: steps.leaseSeconds }),
     ...(items ? { items } : {}),
     ...(writes.length > 0 ? { writes } : {}),
@@ -127,20 +158,79 @@ export function stepRolesOf(
   return table;
 }
 
-/** `STEP_ROLES`: the table as JSON. */
-export const StepRolesJson = z.jsonText(StepRoleTable, "a JSON object of group -> step role");
+/** `STEP_ROLES`: the table as JSON, compressed when long (./packed-json.ts). */
+export const StepRolesJson = packedJsonText(StepRoleTable, "a JSON object of group -> step role");
+
+/** The table as its environment variable holds it. */
+export function stepRolesEnvValue(table: StepRoleTable): string {
+  return packJson(table);
+}
 
 /**
- * Register the commands of the table's step roles that spell none of their own (derived from the
- * group, as their modules register them), so that an orchestrator whose function holds none of
- * those modules (the hub's, deployed for an application) can emit them. A role that spells its
- * own registers them with its event types, which the orchestrator must then know otherwise (its
- * function holds the role's event types).
+ * Register the event types of the table's step roles, so that an orchestrator whose function
+ * holds none of their modules (the hub's, deployed for an application) can emit their commands
+ * and take their answers: the commands derived from the group, as their modules register them;
+ * a role's own spellings, where no module in this process defined them, with the hub's node
+ * payloads (`ownStepDefinitions`).
  */
-export function registerStepCommands(table: StepRoleTable | undefined): void {
+export function registerStepRoleTypes(table: StepRoleTable | undefined): void {
   for (const [group, entry] of Object.entries(table ?? {})) {
     const derived = stepCommandTypes(group);
-    if (entry.requested !== derived.requested || entry.cancel !== derived.cancel) continue;
-    for (const definition of stepCommandDefinitions(group)) defineEventType(definition);
+    if (entry.requested === derived.requested && entry.cancel === derived.cancel) {
+      for (const definition of stepCommandDefinitions(group)) defineEventType(definition);
+      continue;
+    }
+    for (const definition of ownStepDefinitions(group, entry, entry.answers))
+      if (!registry.has(definition.type)) defineEventType(definition);
   }
+}
+
+/** The answer types of the table's step roles that answer with their own, with the role of each. */
+export function ownAnswerTypes(
+  table: StepRoleTable,
+): { type: string; role: string; completed: boolean }[] {
+  return Object.entries(table).flatMap(([role, { answers }]) =>
+    answers === undefined
+      ? []
+      : [
+          { type: answers.completed, role, completed: true },
+          { type: answers.failed, role, completed: false },
+        ],
+  );
+}
+
+/**
+ * `output` checked against the output schema of the step role `entry` (a person's output for one
+ * of its nodes): the value, or each issue. A role whose entry carries no schema (it answers
+ * `step.completed`, checked by itself) takes any JSON object.
+ */
+export function checkStepOutput(
+  entry: StepRoleEntry | undefined,
+  output: unknown,
+): { ok: true; value: Record<string, unknown> } | { ok: false; issues: string[] } {
+  const isObject = typeof output === "object" && output !== null && !Array.isArray(output);
+  if (!isObject) return { ok: false, issues: ["(output): must be a JSON object"] };
+  const issues = entry?.output ? outputSchemaIssues(entry.output as OutputSchema, output) : [];
+  return issues.length > 0
+    ? { ok: false, issues }
+    : { ok: true, value: output as Record<string, unknown> };
+}
+
+/**
+ * The descriptor of an orchestrating group in a stack with these step roles: it also takes the
+ * answers of the roles that spell their own, and emits every role's commands (what the topology
+ * routes to it and lets it write).
+ */
+export function orchestratingDescriptor<
+  D extends { readonly subscriptions: readonly string[]; readonly emits?: readonly string[] },
+>(descriptor: D, table: StepRoleTable): D {
+  const answers = ownAnswerTypes(table).map(({ type }) => type);
+  const commands = Object.values(table).flatMap(({ requested, cancel, confirm }) =>
+    confirm === undefined ? [requested, cancel] : [requested, cancel, confirm],
+  );
+  return {
+    ...descriptor,
+    subscriptions: [...new Set([...descriptor.subscriptions, ...answers])],
+    emits: [...new Set([...commands, ...(descriptor.emits ?? [])])],
+  } as D;
 }

@@ -77,7 +77,7 @@ export { DAG_RUN };
  * `GET /v1/tasks/{id}` lists what the task's steps stored (types and times, never payloads).
  *
  * Workflows (./workflows): a tenant lists, reads (a version with `?version=`) and registers
- * (`PUT`) its own and sees the shared ones, the stack's and the built-in ones. Starting a run: the body is the run's input, checked against the workflow's
+ * (`PUT`) its own and sees the shared ones and the stack's. Starting a run: the body is the run's input, checked against the workflow's
  * declared input (400 with every problem); it becomes the `workflow.start.requested` an operator
  * would send (a new run `run_<event id>`, on the commands
  * bus), and `GET /v1/runs/{id}` reads the run's state: each node's state and output. A tenant's
@@ -120,8 +120,8 @@ export interface FrontDoorPorts {
   /** Erases customers (./erasure); absent where the stack keeps no customer keys. */
   readonly erasure?: CustomerErasure;
   /**
-   * The workflow registry and the stack's step roles (./workflows); absent: only the built-in
-   * workflows are started, and the registry's routes answer 404 `not_served`.
+   * The workflow registry, the stack's step roles and its workflows (./workflows); absent: no
+   * workflow is started, and the registry's routes answer 404 `not_served`.
    */
   readonly workflows?: FrontDoorWorkflows;
   /** Where what a service does for a customer is logged (the function's logger). */
@@ -241,7 +241,7 @@ const CLIENT_ROUTES: readonly Route[] = [
     path: "/v1/workflows",
     operationId: "listWorkflows",
     summary:
-      "The workflows the tenant may start: built into the orchestrator, given to the stack, its own, the shared ones",
+      "The workflows the tenant may start: given to the stack (by name or alias), its own, the shared ones",
     auth: "jwt",
     feature: "runs",
     responses: {
@@ -293,7 +293,7 @@ const CLIENT_ROUTES: readonly Route[] = [
     path: "/v1/workflows/{workflow_name}/runs",
     operationId: "startRun",
     summary:
-      "Start a run of a workflow (built in, the tenant's own or shared); the body is its input",
+      "Start a run of a workflow (the stack's, by name or alias; the tenant's own or shared); the body is its input",
     auth: "jwt",
     feature: "runs",
     body: StartRunBody,

@@ -76,11 +76,12 @@ export const WorkflowPutResponse = z.object({
 });
 
 /**
- * A workflow a tenant may start: built into the orchestrator, given to the stack, its own, or
- * shared (an operator's).
+ * A workflow a tenant may start: given to the stack, its own, or shared (an operator's). A
+ * stack's workflow may have an alias, the name a start gives it when its own is not one.
  */
 const ListedWorkflow = z.object({
   name: z.string(),
+  alias: z.optional(z.string()),
   scope: z.enum(WORKFLOW_SCOPES),
   versions: z.array(z.int()),
 });

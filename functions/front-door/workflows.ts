@@ -21,9 +21,9 @@ import type { Caller } from "./identity";
  * The front door's workflows: what a tenant may start and register. A tenant registers a
  * definition in its own scope (`PUT /v1/workflows/{name}`, the checks of `agentbus workflow put`:
  * functions/core/dag/register.ts) and reads, through the orchestrator's catalog
- * (functions/roles/orchestrator/catalog.ts), the built-in workflows, the stack's (`WORKFLOWS`,
- * the value the orchestrator is given), its own and the shared ones (put by an operator for every
- * tenant); never another tenant's. A put may not take a built-in or a stack workflow's name. A
+ * (functions/roles/orchestrator/catalog.ts), the stack's workflows (`WORKFLOWS`, the value the
+ * orchestrator is given), its own and the shared ones (put by an operator for every tenant);
+ * never another tenant's. A put may not take a stack workflow's name or alias. A
  * start runs what the orchestrator would run for that tenant and name, and its body must fit the
  * workflow's declared input (functions/core/dag/input.ts).
  */
@@ -33,19 +33,16 @@ export interface FrontDoorWorkflows {
   readonly registry: WorkflowRegistry;
   /** The stack's step roles (every role a registered node names must be one). */
   readonly stepRoles: readonly string[];
-  /**
-   * The built-in workflows and the stack's (`workflowCatalog(stack workflows)`).
-   * @default the built-in ones only
-   */
+  /** The stack's workflows (`workflowCatalog(stack workflows)`). @default none */
   readonly compiled?: CompiledWorkflows;
 }
 
 export { WORKFLOW_SCOPES, type WorkflowScopeName };
 
-/** The compiled-in workflows of a front door told of no stack workflows: the content workflows. */
-const BUILT_IN = workflowCatalog();
+/** The compiled-in workflows of a front door told of no stack workflows: none. */
+const NONE = workflowCatalog();
 
-const compiledOf = (workflows: FrontDoorWorkflows | undefined) => workflows?.compiled ?? BUILT_IN;
+const compiledOf = (workflows: FrontDoorWorkflows | undefined) => workflows?.compiled ?? NONE;
 
 /**
  * The workflow a start (or a read) of `tenant` by `name` finds, at `version` or its newest, or
@@ -72,7 +69,7 @@ export async function tenantWorkflow(
   if (!found)
     fail(
       "not_found",
-      `no workflow ${JSON.stringify(name)}${version === undefined ? "" : ` v${version}`} (built in and the stack's: ${compiled.names.join(", ")}; GET /v1/workflows lists every one this tenant may start)`,
+      `no workflow ${JSON.stringify(name)}${version === undefined ? "" : ` v${version}`} (the stack's: ${compiled.names.join(", ") || "none"}; GET /v1/workflows lists every one this tenant may start)`,
     );
   return found;
 }

@@ -1,6 +1,8 @@
+import type { WorkflowDefinition } from "../core/dag/definition";
 import type { RoleModule } from "../core/role-module";
 import { auditModule } from "./audit/index";
 import { contentAgentModules } from "./content-agents/index";
+import { CONTENT_WORKFLOWS } from "./content-agents/workflows";
 import { conversationModule } from "./customer-support/conversation/index";
 import { conversationProjectionModule } from "./customer-support/conversation-projection/index";
 import { orderLookupModule } from "./customer-support/order-lookup/index";
@@ -29,3 +31,9 @@ export const ROLE_MODULES: readonly RoleModule[] = [
   conversationProjectionModule,
   refundReviewModule,
 ];
+
+/**
+ * The workflows the reference stack gives its orchestrator (`workflows` of `new AgentBus`): the
+ * content-production application's, every version a run may still be on.
+ */
+export const REFERENCE_WORKFLOWS: readonly WorkflowDefinition[] = CONTENT_WORKFLOWS;

@@ -16,8 +16,7 @@ import {
   WORKFLOWS_ENV,
   workflowsEnvValue,
 } from "../../functions/core/stack-workflows";
-import { STEP_ROLES_ENV, type StepRoleEntry } from "../../functions/core/steps";
-import { workflowCatalog } from "../../functions/roles/orchestrator/catalog";
+import { STEP_ROLES_ENV, type StepRoleEntry, stepRolesEnvValue } from "../../functions/core/steps";
 import { featuresOf } from "../../functions/roles/stack-features";
 import { placeApplicationTypes } from "./application-types";
 import {
@@ -463,7 +462,8 @@ export class AgentBusStack extends Stack {
    * (PutEvents on it).
    */
   /**
-   * Each orchestrating group gets the table of the stack's step roles (`STEP_ROLES`, JSON): the
+   * Each orchestrating group gets the table of the stack's step roles (`STEP_ROLES`, JSON,
+   * compressed when long): the
    * groups whose modules declare `steps`, with the commands to send each (functions/core/steps.ts).
    */
   private wireStepRoles(needs: (g: ConsumerGroup) => GroupNeeds): void {
@@ -474,14 +474,14 @@ export class AgentBusStack extends Stack {
     }
     for (const group of this.groups)
       if (needs(group).orchestrates)
-        group.consumer.addEnvironment(STEP_ROLES_ENV, JSON.stringify(table));
+        group.consumer.addEnvironment(STEP_ROLES_ENV, stepRolesEnvValue(table));
     this.stepRoleTable = table;
   }
 
   /**
    * The stack's workflows, checked against its step roles (the synth fails naming every problem)
-   * and written to each orchestrating group's environment (`WORKFLOWS`, JSON): that value, which
-   * the front door and the outputs get too.
+   * and written to each orchestrating group's environment (`WORKFLOWS`: JSON, compressed when
+   * large): that value, which the front door and the outputs get too.
    */
   private wireWorkflows(
     workflows: readonly WorkflowDefinition[],
@@ -490,7 +490,7 @@ export class AgentBusStack extends Stack {
     if (workflows.length === 0) return undefined;
     const orchestrators = this.groups.filter((g) => needs(g).orchestrates);
     const stepRoles = this.groups.filter((g) => needs(g).steps).map((g) => g.groupName);
-    const problems = stackWorkflowProblems(workflows, stepRoles, workflowCatalog().names);
+    const problems = stackWorkflowProblems(workflows, stepRoles);
     if (orchestrators.length === 0)
       problems.unshift("the stack has no orchestrator to run them: add the orchestrator module");
     if (problems.length > 0)

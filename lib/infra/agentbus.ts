@@ -1,9 +1,14 @@
 import type { Construct } from "constructs";
 import type { RoleModule } from "../../functions/core/role-module";
+import {
+  orchestratingDescriptor,
+  type StepRoleTable,
+  stepRolesOf,
+} from "../../functions/core/steps";
 import { AgentBusStack, type AgentBusStackProps } from "./agentbus-stack";
 import { rolesWith } from "./app-roles";
 import type { TopicName } from "./constructs/topic";
-import { defineTopology, groupOf, type Topology } from "./topology";
+import { defineTopology, type GroupDeclaration, groupOf, type Topology } from "./topology";
 
 /** The topics a stack has unless it says otherwise: commands, events and the audit trail. */
 export const DEFAULT_TOPICS: readonly TopicName[] = ["commands", "events", "audit"];
@@ -28,12 +33,24 @@ export interface AgentBusProps extends Omit<AgentBusStackProps, "topology"> {
  */
 export type AgentBusApp = Pick<AgentBusProps, "roles" | "topics" | "integrations" | "workflows">;
 
-/** The topology of a set of role modules: the topics, and one group per module. */
+/**
+ * The topology of a set of role modules: the topics, and one group per module. An orchestrating
+ * group also takes the answers of the step roles that spell their own, and emits their commands
+ * (the table of step roles: functions/core/steps.ts).
+ */
 export function topologyOf(
   roles: readonly RoleModule[],
   topics: readonly TopicName[] = DEFAULT_TOPICS,
 ): Topology {
-  return defineTopology({ topics, groups: roles.map(groupOf) });
+  const table = stepRolesOf(roles);
+  const groups = roles.map((module) =>
+    module.deployment.needs?.orchestrates ? orchestrating(groupOf(module), table) : groupOf(module),
+  );
+  return defineTopology({ topics, groups });
+}
+
+function orchestrating(group: GroupDeclaration, table: StepRoleTable): GroupDeclaration {
+  return { ...group, role: orchestratingDescriptor(group.role, table) };
 }
 
 /**
@@ -43,7 +60,7 @@ export function topologyOf(
  * use of it, bin/agentbus.ts).
  *
  * Its `workflows` run on the hub's orchestrator, added to the roles when none of them
- * orchestrates (rolesWith), beside the content workflows it always knows.
+ * orchestrates (rolesWith).
  */
 export class AgentBus extends AgentBusStack {
   constructor(scope: Construct, id: string, props: AgentBusProps) {

@@ -22,7 +22,7 @@ import {
   taskIdProblem,
 } from "./support-actions";
 import { type RunRequest, runRequestCommand, runRequestProblem } from "./workflow-actions";
-import { catalogOf, type StartRequest, startWorkflow } from "./workflows";
+import { catalogOf, compiledOf, type StartRequest, startWorkflow } from "./workflows";
 
 /**
  * The operator's actions as the console offers them: the same checks and commands as the CLI
@@ -81,7 +81,7 @@ async function runAction(
   const invalid = operatorEnvelope(offline);
   if (typeof invalid === "string") return refused(`refusing to send an ${invalid}; nothing sent`);
   const state = await loadRunState(stack, runId);
-  const problem = runRequestProblem(runId, state, request);
+  const problem = runRequestProblem(runId, state, request, { compiled: compiledOf(stack.outputs) });
   if (problem) return refused(`${problem}; nothing sent`);
   const command = runRequestCommand(runId, request, operatorName(), state);
   const envelope = operatorEnvelope(command);

@@ -11,6 +11,7 @@ import { heldReplies, loadReply, stateData } from "./customer-support";
 import { summaries } from "./lists";
 import type { OpsStack } from "./stack";
 import { knownDefinition } from "./workflow-actions";
+import { compiledOf } from "./workflows";
 
 /**
  * Everything that waits for a person's approval, whichever role holds it (the approval primitive,
@@ -83,7 +84,10 @@ async function toolCallOf(stack: OpsStack, runId: string): Promise<Untenanted[]>
 async function confirmationsOf(stack: OpsStack, runId: string): Promise<Untenanted[]> {
   const state = await stateData<OrchestratorState>(stack, DAG_RUN_AGGREGATE, runId);
   if (!state) return [];
-  const confirmations = blockedApprovals(state, knownDefinition(state)).map((request) => ({
+  const confirmations = blockedApprovals(
+    state,
+    knownDefinition(state, compiledOf(stack.outputs)),
+  ).map((request) => ({
     kind: "confirmation" as const,
     id: runId,
     stepOption: true,

@@ -1,6 +1,11 @@
 import { type AnyIntegration, usesOf } from "../../functions/core/integration";
 import type { RoleDescriptor } from "../../functions/core/role";
 import type { GroupNeeds, RoleModule } from "../../functions/core/role-module";
+import {
+  orchestratingDescriptor,
+  type StepRoleTable,
+  stepRolesOf,
+} from "../../functions/core/steps";
 import { ROLE_MODULES } from "../../functions/roles/modules";
 
 /**
@@ -36,6 +41,11 @@ export function operatorModules(): readonly RoleModule[] {
   return modules;
 }
 
+/** The table of step roles of those modules (what the stack gives its orchestrator). */
+export function operatorStepRoles(): StepRoleTable {
+  return stepRolesOf(modules);
+}
+
 /**
  * The roles of a stack's groups (its outputs name them) as the role modules describe them; a group
  * no module describes is left out.
@@ -48,9 +58,12 @@ export function rolesOfGroups(groups: readonly string[]): RoleDescriptor[] {
 
 /** The consumer groups of those modules, as the operator tools run them. */
 export function operatorGroups(): readonly OperatorGroup[] {
+  const table = stepRolesOf(modules);
   return modules.map((module) => ({
     name: module.descriptor.group,
-    role: module.descriptor,
+    role: module.deployment.needs?.orchestrates
+      ? orchestratingDescriptor(module.descriptor, table)
+      : module.descriptor,
     ...(module.deployment.needs ? { needs: module.deployment.needs } : {}),
     integrations: usesOf(module.uses).map(([, use]) => use.integration),
   }));

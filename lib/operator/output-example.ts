@@ -1,9 +1,9 @@
 import { z } from "zod";
-import { agentOutputSchema } from "../../functions/roles/content-agents/workflows";
+import { operatorStepRoles } from "./groups";
 
 /**
- * An example of what a content agent answers, built from the role's output schema (JSON Schema
- * of it): a starting point for a person who supplies a FAILED node's output by hand, or an agent
+ * An example of what a step role answers, built from the role's output schema (the JSON Schema
+ * its entry in the table of step roles carries): a starting point for a person who supplies a FAILED node's output by hand, or an agent
  * run's answer (./agent-answer.ts). Strings are
  * placeholders named after their field (`"<title>"`), numbers their minimum, enums their first
  * value; the example fits the schema.
@@ -46,10 +46,10 @@ function exampleOf(schema: JsonSchema, name: string): unknown {
   }
 }
 
-/** An output that fits `role`'s schema, or undefined when no agent carries out that role. */
+/** An output that fits `role`'s schema, or undefined when its entry carries none. */
 export function outputExample(role: string): Record<string, unknown> | undefined {
-  const schema = agentOutputSchema(role);
-  return schema && schemaExample(schema);
+  const schema = operatorStepRoles()[role]?.output;
+  return schema && objectExample(exampleOf(schema as JsonSchema, "output"));
 }
 
 /** An object that fits `schema`, built as above; undefined when the schema is not an object's. */
@@ -58,7 +58,10 @@ export function schemaExample(schema: z.core.$ZodType): Record<string, unknown> 
     z.toJSONSchema(schema, { io: "input", unrepresentable: "any" }) as JsonSchema,
     "output",
   );
-  return example !== null && typeof example === "object" && !Array.isArray(example)
+  return objectExample(example);
+}
+
+const objectExample = (example: unknown): Record<string, unknown> | undefined =>
+  example !== null && typeof example === "object" && !Array.isArray(example)
     ? (example as Record<string, unknown>)
     : undefined;
-}

@@ -6,7 +6,6 @@ import {
   type WorkflowDefinition,
 } from "../../functions/core/dag/definition";
 import type { DagRun } from "../../functions/core/dag/run";
-import { CONTENT_WORKFLOWS } from "../../functions/roles/content-agents/workflows";
 import { childRunsOf } from "../../functions/roles/orchestrator/child-commands";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import type { NodeKind, RunEdgeView, RunNodeView, RunView } from "./views";
@@ -105,22 +104,13 @@ function nodeInputOf(
   return input;
 }
 
-/** The content workflow a run is on (the name and version it pinned); undefined for another. */
-function contentDefinitionOf({ run }: OrchestratorState): WorkflowDefinition | undefined {
-  return CONTENT_WORKFLOWS.find(
-    (d) => d.name === run.workflow.name && d.version === run.workflow.version,
-  );
-}
-
 /**
- * A workflow run as the operator sees it: its definition's nodes and edges (`definition`, else the
- * content workflow of the run's kind), each node's state, input and output from the run, and its
- * start and end from the run's timeline.
+ * A workflow run as the operator sees it: its definition's nodes and edges (`definition`; a
+ * workflow this tool does not know: the run's nodes without edges), each node's state, input and
+ * output from the run, and its start and end from the run's timeline.
  */
-export function runView(state: OrchestratorState, known?: WorkflowDefinition): RunView {
+export function runView(state: OrchestratorState, definition?: WorkflowDefinition): RunView {
   const { run } = state;
-  // A workflow this tool does not know: nodes without edges.
-  const definition = known ?? contentDefinitionOf(state);
   const kinds = new Map(definition?.nodes.map((n) => [n.id, nodeKindOf(n)]) ?? []);
   const roles = new Map([...kinds].map(([id, k]) => [id, k.role]));
   const ids = [

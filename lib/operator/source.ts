@@ -86,7 +86,7 @@ export async function loadRunState(
   return data?.run ? data : undefined;
 }
 
-/** A built-in or the stack's workflow at `version`; undefined when it is neither. */
+/** The stack's workflow at `version`; undefined when it is not one. */
 function compiledDefinition(
   stack: OpsStack,
   name: string,

@@ -1,12 +1,16 @@
 import type { WorkflowDefinition } from "../../functions/core/dag/definition";
-import { checkOutput } from "../../functions/roles/content-agents/workflows";
-import { workflowCatalog } from "../../functions/roles/orchestrator/catalog";
+import { checkStepOutput } from "../../functions/core/steps";
+import {
+  type CompiledWorkflows,
+  workflowCatalog,
+} from "../../functions/roles/orchestrator/catalog";
 import {
   currentPlanApproval,
   type OrchestratorState,
 } from "../../functions/roles/orchestrator/state";
 import { currentTimers } from "../../functions/roles/orchestrator/timers";
 import { MAX_RESOLVED_OUTPUT_BYTES } from "../../schemas/events/workflow-resolve";
+import { operatorStepRoles } from "./groups";
 import { inTenant, type OperatorCommand, tenantProblem } from "./operator-command";
 
 /**
@@ -52,14 +56,17 @@ export const RUN_REQUEST_TYPES = {
 
 /**
  * Why the request cannot apply to the run as stored (undefined: it can); `tenant`, the one the
- * operator named (`--tenant`), must be the run's.
+ * operator named (`--tenant`), must be the run's; `compiled`, the stack's workflows (a resolve's
+ * output is checked against the schema of its node's role where the run's definition is one of
+ * them).
  */
 export function runRequestProblem(
   runId: string,
   state: OrchestratorState | undefined,
   request: RunRequest,
-  tenant?: string,
+  options: { readonly tenant?: string; readonly compiled?: CompiledWorkflows } = {},
 ): string | undefined {
+  const { tenant, compiled } = options;
   if (!state) return `no such run: ${runId}`;
   const foreign = tenantProblem(tenant, state.tenant_id, `run ${runId}`);
   if (foreign) return foreign;
@@ -80,7 +87,7 @@ export function runRequestProblem(
       ? `node ${request.nodeId} of run ${runId} is ${node.state}; only a FAILED node can be reset (use \`workflow rerun --from ${request.nodeId}\` to run it again)`
       : `node ${request.nodeId} of run ${runId} is ${node.state}; only a FAILED node can be resolved`;
   return request.kind === "resolve"
-    ? outputProblem(state, request.nodeId, request.output)
+    ? outputProblem(state, request.nodeId, request.output, compiled ?? workflowCatalog())
     : undefined;
 }
 
@@ -137,13 +144,16 @@ function signalProblem(
 }
 
 /**
- * The run's definition, when this tool knows it (the content workflows); undefined for one
- * compiled into an application's orchestrator.
+ * The run's definition, when it is one of the stack's workflows (`compiled`); undefined for a
+ * registered one or a plan.
  */
-export function knownDefinition(state: OrchestratorState): WorkflowDefinition | undefined {
+export function knownDefinition(
+  state: OrchestratorState,
+  compiled: CompiledWorkflows,
+): WorkflowDefinition | undefined {
   const { name, version } = state.run.workflow;
   try {
-    return workflowCatalog().at(name, version);
+    return compiled.at(name, version);
   } catch {
     return undefined;
   }
@@ -151,22 +161,23 @@ export function knownDefinition(state: OrchestratorState): WorkflowDefinition | 
 
 /**
  * Why an output does not fit the role of the node (undefined: it fits): checked against the
- * role's output schema where this tool knows it (the content roles), else only as a JSON object;
- * the orchestrator checks the same when the command arrives.
+ * output schema the role's entry in the table of step roles carries (./groups.ts), else only as
+ * a JSON object; the orchestrator checks the same when the command arrives.
  */
 export function outputProblem(
   state: OrchestratorState,
   nodeId: string,
   output: unknown,
+  compiled: CompiledWorkflows,
 ): string | undefined {
   const size = Buffer.byteLength(JSON.stringify(output) ?? "");
   if (size > MAX_RESOLVED_OUTPUT_BYTES)
     return `the output is ${size} bytes of JSON; at most ${MAX_RESOLVED_OUTPUT_BYTES} fit in a command`;
-  const def = knownDefinition(state);
+  const def = knownDefinition(state, compiled);
   if (!def) return undefined;
   const role = def.nodes.find((n) => n.id === nodeId)?.role;
   if (role === undefined) return `node ${nodeId} has no role in workflow ${state.workflow}`;
-  const checked = checkOutput(role, output);
+  const checked = checkStepOutput(operatorStepRoles()[role], output);
   if (checked.ok) return undefined;
   return `the output does not fit node ${nodeId} (role ${role}): ${checked.issues.join("; ")}`;
 }

@@ -18,8 +18,7 @@ import type { WorkflowSummary, WorkflowView } from "./views";
 
 /**
  * The workflows of a stack as the operator tools see them, through the orchestrator's catalog
- * (functions/roles/orchestrator/catalog.ts): built in (the content workflows, started by kind),
- * given to the stack (its output `StackWorkflows`, the value its orchestrator runs), registered at
+ * (functions/roles/orchestrator/catalog.ts): given to the stack (its output `StackWorkflows`, the value its orchestrator runs), registered at
  * run time for every tenant or for one (functions/core/dag/registry.ts); and a start of one, its
  * input checked against the workflow's declared input before anything is sent.
  */
@@ -33,7 +32,7 @@ export function registryOf(stack: OpsStack): WorkflowRegistry {
 }
 
 /**
- * The built-in workflows and those the stack was given, from its outputs (`StackWorkflows`; none
+ * The workflows the stack was given, from its outputs (`StackWorkflows`; none
  * when the stack was given none, or when the outputs are not known). An Error names an output
  * that is not the stack's workflows.
  */
@@ -55,7 +54,7 @@ export function catalogOf(stack: OpsStack): StackCatalog {
 }
 
 /**
- * Every workflow a start may name: the built-in ones, the stack's, the shared ones, and each
+ * Every workflow a start may name: the stack's, the shared ones, and each
  * tenant's own: `tenant`'s, or with none every tenant's (an operator's view; each row names its
  * scope and tenant).
  */
@@ -68,7 +67,7 @@ export function listWorkflows(catalog: StackCatalog, tenant?: string): Promise<W
 }
 
 /**
- * The workflow a start of `tenant` by `name` runs (built in; the stack's; the tenant's own; the
+ * The workflow a start of `tenant` by `name` runs (the stack's, by name or alias; the tenant's own; the
  * shared one), at `version` or its newest; undefined when there is none.
  */
 export function findWorkflow(
@@ -82,8 +81,6 @@ export function findWorkflow(
 /** How a workflow's scope reads in a sentence. */
 export function scopeText(workflow: Pick<WorkflowSummary, "scope" | "tenant">): string {
   switch (workflow.scope) {
-    case "built-in":
-      return "built into the orchestrator";
     case "stack":
       return "given to the stack";
     case "shared":

@@ -1,8 +1,14 @@
 import type { EventRegistry, EventTypeDefinition } from "../registry";
 import * as z from "../zod";
+import { NodeConfirmRequestedPayload } from "./agent-run";
 import { Attempt, ItemIndex, LoopRef, MapItemRef, NodeRefShape } from "./fields";
 import { streamCommand, streamFact } from "./kinds";
-import { NodeFailure } from "./workflow";
+import {
+  NodeFailedPayload,
+  NodeFailure,
+  NodeRequestedPayload,
+  nodeCompletedPayload,
+} from "./workflow";
 import { NodeCancelRequestedPayload } from "./workflow-cancel";
 
 /**
@@ -104,6 +110,85 @@ export function stepCommandDefinitions(group: string): readonly EventTypeDefinit
   ];
   commandDefinitions.set(group, definitions);
   return definitions;
+}
+
+/** The answers of a step role that spells its own (`<stem>.completed`, `<stem>.failed`). */
+export interface StepAnswerTypes {
+  readonly completed: string;
+  readonly failed: string;
+}
+
+/** The definitions made for a role's own spellings, once per type (registering is by identity). */
+const ownDefinitions = new Map<string, EventTypeDefinition>();
+
+/**
+ * The definitions of a step role's own spellings as an orchestrator that holds none of the
+ * role's code knows them: the hub's node payloads (a completion's output any JSON object). The
+ * role's module defines the same types with its own payloads, which check more; an orchestrator's
+ * function takes these only where its bundle defines none of them.
+ */
+export function ownStepDefinitions(
+  group: string,
+  commands: StepCommandTypes,
+  answers: StepAnswerTypes | undefined,
+): EventTypeDefinition[] {
+  const made: [string, () => EventTypeDefinition][] = [
+    [
+      commands.requested,
+      () => ({
+        ...streamCommand,
+        type: commands.requested,
+        description: `The orchestrator assigns a node to the ${group} role (on the dag_run stream).`,
+        payload: NodeRequestedPayload,
+      }),
+    ],
+    [
+      commands.cancel,
+      () => ({
+        ...streamCommand,
+        type: commands.cancel,
+        description: `The orchestrator tells the ${group} role that its assignment of a node no longer counts (on the dag_run stream).`,
+        payload: NodeCancelRequestedPayload,
+      }),
+    ],
+  ];
+  const { confirm } = commands;
+  if (confirm !== undefined)
+    made.push([
+      confirm,
+      () => ({
+        ...streamCommand,
+        type: confirm,
+        description: `The orchestrator tells the ${group} role how the confirmation its BLOCKED node waits for ended (on the dag_run stream).`,
+        payload: NodeConfirmRequestedPayload,
+      }),
+    ]);
+  if (answers !== undefined)
+    made.push(
+      [
+        answers.completed,
+        () => ({
+          ...streamFact,
+          type: answers.completed,
+          description: `The ${group} role completed a node (on the stream of its run).`,
+          payload: nodeCompletedPayload(StepObject),
+        }),
+      ],
+      [
+        answers.failed,
+        () => ({
+          ...streamFact,
+          type: answers.failed,
+          description: `The ${group} role gave up on a node (on the stream of its run).`,
+          payload: NodeFailedPayload,
+        }),
+      ],
+    );
+  return made.map(([type, make]) => {
+    const known = ownDefinitions.get(type) ?? make();
+    ownDefinitions.set(type, known);
+    return known;
+  });
 }
 
 export function defineStepEvents(registry: EventRegistry) {

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,6 +16,7 @@ import {
   WorkflowsJson,
   workflowsOf,
 } from "../../functions/core/stack-workflows";
+import { orchestratingDescriptor, stepRolesOf } from "../../functions/core/steps";
 import { orchestratorModule } from "../../functions/roles/orchestrator/index";
 import { AgentBus, topologyOf } from "../../lib/infra/agentbus";
 import { AgentBusStack } from "../../lib/infra/agentbus-stack";
@@ -43,12 +45,20 @@ describe("AgentBus: the stack built from role modules", () => {
     const app = testApp();
     const built = new AgentBus(app, "AgentBus-dev", PROJECT_STACK);
     const before = testApp();
+    // The orchestrator's group also takes the answers of the step roles that spell their own.
+    const table = stepRolesOf(PROJECT_STACK.roles);
     const written = new AgentBusStack(before, "AgentBus-dev", {
       topology: defineTopology({
         topics: ["commands", "events", "audit"],
-        groups: PROJECT_STACK.roles.map(groupOf),
+        groups: PROJECT_STACK.roles.map((module) => {
+          const group = groupOf(module);
+          return module.deployment.needs?.orchestrates
+            ? { ...group, role: orchestratingDescriptor(group.role, table) }
+            : group;
+        }),
       }),
       integrations: PROJECT_INTEGRATIONS,
+      workflows: PROJECT_STACK.workflows,
     });
     expect(Template.fromStack(built).toJSON()).toEqual(Template.fromStack(written).toJSON());
   });
@@ -169,7 +179,7 @@ describe("AgentBus given workflows", () => {
       ],
       edges: [{ from: "close", to: "tally" }],
     });
-    const reserved = defineWorkflow({ ...topicTally, name: "quick-news" });
+    const aliasTaken = defineWorkflow({ ...topicTally, name: "app.tally", alias: "topic-tally" });
     const otherV1 = defineWorkflow({
       ...topicTally,
       nodes: [{ id: "tally", role: "tally" }],
@@ -178,24 +188,26 @@ describe("AgentBus given workflows", () => {
     const synth = () =>
       new AgentBus(testApp(), "Bad", {
         roles: [tallyModule],
-        workflows: [topicTally, unknownRole, reserved, otherV1],
+        workflows: [topicTally, unknownRole, aliasTaken, otherV1],
       });
     expect(synth).toThrow(
       /node close names role closer, which is not one of the known roles \(tally\)/,
     );
-    expect(synth).toThrow(/name quick-news is a workflow compiled into the orchestrator/);
+    expect(synth).toThrow(/workflow app.tally v1: alias topic-tally is the name of a workflow/);
     expect(synth).toThrow(/workflow topic-tally v1 is given twice, as two definitions/);
     // topic-selection is not a step role of this stack either.
     expect(synth).toThrow(/workflow topic-tally: node topic-selection names role topic-selection/);
   });
 
-  it("refuses more workflows than the orchestrator's environment holds, pointing to the registry", () => {
-    const many = Array.from({ length: 40 }, (_, i) =>
-      defineWorkflow({ ...topicTally, name: `topic-tally-${i}` }),
+  it("refuses more workflows than the orchestrator's environment holds compressed, pointing to the registry", () => {
+    // Names that do not repeat each other (hashes), which compression cannot shorten much.
+    const hash = (text: string) => createHash("sha256").update(text).digest("hex").slice(0, 40);
+    const many = Array.from({ length: 100 }, (_, i) =>
+      defineWorkflow({ ...topicTally, name: `t-${hash(`name ${i}`)}` }),
     );
     expect(JSON.stringify(many).length).toBeGreaterThan(MAX_WORKFLOWS_ENV_BYTES);
     expect(() => new AgentBus(testApp(), "Many", { ...STEPS_APP, workflows: many })).toThrow(
-      /bytes of JSON, and the orchestrator's environment holds 2048 of them .*agentbus workflow put/,
+      /bytes \(\d+ of JSON, compressed\), and the orchestrator's environment holds 2048 of them .*agentbus workflow put/,
     );
   });
 });

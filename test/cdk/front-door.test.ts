@@ -2,10 +2,12 @@ import { App, Stack } from "aws-cdk-lib";
 import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
 import { AccountRootPrincipal, Role } from "aws-cdk-lib/aws-iam";
 import { describe, expect, it } from "vitest";
+import { StepRolesJson } from "../../functions/core/steps";
 import { methodsOf, ROUTES } from "../../functions/front-door/api";
 import { AgentBus } from "../../lib/infra/agentbus";
 import { FrontDoor } from "../../lib/infra/constructs/front-door";
 import { AgentBusTables } from "../../lib/infra/constructs/tables";
+import * as z from "../../schemas/zod";
 import { BOOKKEEPING } from "../fixtures/bookkeeping/stack";
 import {
   FRONT_DOOR_CONTEXT,
@@ -110,7 +112,7 @@ describe("the front door", () => {
     // The stack's step roles, what a tenant's registered workflow may name.
     const variables = (fn.Properties.Environment as { Variables: Record<string, string> })
       .Variables;
-    expect(Object.keys(JSON.parse(variables.STEP_ROLES ?? "{}")).sort()).toEqual(
+    expect(Object.keys(z.parse(StepRolesJson, variables.STEP_ROLES ?? "{}")).sort()).toEqual(
       expect.arrayContaining([
         "fact-check",
         "refund-review",

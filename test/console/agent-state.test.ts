@@ -4,6 +4,7 @@ import { parseAction } from "../../lib/operator/console/actions";
 import { renderRun } from "../../lib/operator/console/run";
 import { runView } from "../../lib/operator/runs";
 import { runRequestCommand, runRequestProblem } from "../../lib/operator/workflow-actions";
+import { definitionOfRun } from "../support/reference";
 
 /**
  * The run page shows what the agent of each RUNNING node reported (seed 001 §2): queued until it
@@ -53,7 +54,7 @@ const state = {
 
 describe("agent states on the run page", () => {
   it("reads queued, started and BLOCKED nodes from the run's leases", () => {
-    const view = runView(state);
+    const view = runView(state, definitionOfRun(state));
     const agents = Object.fromEntries(view.nodes.map((n) => [n.id, n.agent]));
     expect(agents).toEqual({
       "topic-selection": undefined,
@@ -68,14 +69,15 @@ describe("agent states on the run page", () => {
     });
     const started = structuredClone(state) as { leases: Record<string, Record<string, unknown>> };
     started.leases.writing = { generation: 0, expires_at: "x", started: true, started_at: "y" };
-    const node = runView(started as unknown as OrchestratorState).nodes.find(
-      (n) => n.id === "writing",
-    );
+    const node = runView(
+      started as unknown as OrchestratorState,
+      definitionOfRun(started as unknown as OrchestratorState),
+    ).nodes.find((n) => n.id === "writing");
     expect(node?.agent).toEqual({ state: "RUNNING", since: "y" });
   });
 
   it("renders the agent's state in the node table and the DAG", () => {
-    const html = renderRun(runView(state));
+    const html = renderRun(runView(state, definitionOfRun(state)));
     expect(html).toContain('data-agent-state="BLOCKED"');
     expect(html).toContain("Does the source stand by the quote?");
     expect(html).toContain('data-agent-state="QUEUED"');
@@ -88,7 +90,7 @@ describe("agent states on the run page", () => {
 
 describe("confirming a BLOCKED node from the run page", () => {
   it("offers confirm and refuse for the BLOCKED node only", () => {
-    const html = renderRun(runView(state), { token: "tok" });
+    const html = renderRun(runView(state, definitionOfRun(state)), { token: "tok" });
     expect(html).toContain('action="/runs/run_r2/confirm"');
     expect(html).toContain('data-action="confirm" data-node="writing"');
     expect(html).toContain('name="answer" value="confirmed"');

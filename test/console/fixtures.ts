@@ -1,6 +1,7 @@
 import type { WorkflowDefinition } from "../../functions/core/dag/definition";
 import { InMemoryWorkflowRegistry, type WorkflowRegistry } from "../../functions/core/dag/registry";
 import { ALL_FEATURES, type Feature } from "../../functions/roles/features";
+import { REFERENCE_WORKFLOWS } from "../../functions/roles/modules";
 import { workflowCatalog } from "../../functions/roles/orchestrator/catalog";
 import { type ListFilter, ListPageError } from "../../lib/operator/lists";
 import type {
@@ -397,9 +398,9 @@ export function fakeSource(
     readonly deadLetters?: readonly DeadLetterView[];
     /** @default every feature, as the reference stack has them */
     readonly features?: readonly Feature[];
-    /** The registered workflows (besides the built-in ones). @default an empty registry */
+    /** The registered workflows (besides the stack's). @default an empty registry */
     readonly registry?: WorkflowRegistry;
-    /** The workflows the stack was given. @default none */
+    /** The workflows the stack was given besides the reference stack's (content production's). @default none */
     readonly stackWorkflows?: readonly WorkflowDefinition[];
     /** The runs `/runs` lists, newest first. @default the overview's runs */
     readonly runList?: readonly ItemSummary[];
@@ -408,7 +409,7 @@ export function fakeSource(
   } = {},
 ): OpsSource {
   const catalog = {
-    compiled: workflowCatalog(data.stackWorkflows),
+    compiled: workflowCatalog([...REFERENCE_WORKFLOWS, ...(data.stackWorkflows ?? [])]),
     registry: data.registry ?? new InMemoryWorkflowRegistry(),
   };
   return {

@@ -73,30 +73,32 @@ async function get(target: string, source: ReturnType<typeof fakeSource>, contex
 }
 
 describe("the workflows page", () => {
-  it("lists the built-in, the stack's, the shared and every tenant's own, each with its scope and tenant", async () => {
+  it("lists the stack's, the shared and every tenant's own, each with its scope and tenant", async () => {
     const source = await sourceWithWorkflows();
     const { status, doc } = await get("/workflows", source);
     expect(status).toBe(200);
     const rows = findAll(doc, (e) => e.tag === "tr" && "data-workflow" in e.attrs);
     const cells = (row: El) => findAll(row, (e) => e.tag === "td").map(textOf);
     expect(rows.map(cells)).toEqual([
-      ["quick-news", "built in", "—", "3", "1, 2, 3"],
-      ["long-form", "built in", "—", "4", "1, 2, 3, 4"],
+      ["quick-news", "given to the stack", "—", "3", "1, 2, 3"],
+      ["long-form", "given to the stack", "—", "4", "1, 2, 3, 4"],
+      ["content.fact-check", "given to the stack", "—", "1", "1"],
       ["stack-tally", "given to the stack", "—", "1", "1"],
       ["own", "a tenant's own", "acme", "1", "1"],
       ["theirs", "a tenant's own", "globex", "1", "1"],
       ["constructs", "every tenant", "—", "2", "1, 2"],
     ]);
     expect(rows.map((r) => [r.attrs["data-scope"], r.attrs["data-tenant"]])).toEqual([
-      ["built-in", undefined],
-      ["built-in", undefined],
+      ["stack", undefined],
+      ["stack", undefined],
+      ["stack", undefined],
       ["stack", undefined],
       ["tenant", "acme"],
       ["tenant", "globex"],
       ["shared", undefined],
     ]);
     // A tenant's own links to its page as that tenant's starts find it.
-    const theirs = rows[4] as El;
+    const theirs = rows[5] as El;
     expect(find(theirs, (e) => e.tag === "a").attrs.href).toBe("/workflows/theirs?tenant=globex");
     const page = await get("/workflows/theirs?tenant=globex", source);
     expect(textOf(find(page.doc, withAttr("data-workflow-scope", "")))).toBe("for tenant globex");
@@ -105,6 +107,7 @@ describe("the workflows page", () => {
     expect(listed.map((r) => r.attrs["data-workflow"])).toEqual([
       "quick-news",
       "long-form",
+      "content.fact-check",
       "stack-tally",
       "own",
       "constructs",

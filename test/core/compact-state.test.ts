@@ -4,8 +4,8 @@ import { consume } from "../../functions/core/pipeline";
 import type { Role } from "../../functions/core/role";
 import { contentAgentRole } from "../../functions/roles/content-agents/content-agent";
 import { conversationProjection } from "../../functions/roles/customer-support/conversation-projection/conversation-projection";
-import { orchestratorRole } from "../../functions/roles/orchestrator/orchestrator";
 import { taskProjection } from "../../functions/roles/task-projection/task-projection";
+import { referenceOrchestrator } from "../support/reference";
 import { countingStore, feedback, makeDeps, newTaskId, seedTask } from "./fixtures";
 
 /**
@@ -15,7 +15,7 @@ import { countingStore, feedback, makeDeps, newTaskId, seedTask } from "./fixtur
  */
 describe("compact states", () => {
   it("are the orchestrator's and the content agents', not the views'", () => {
-    expect(orchestratorRole().compactState).toBe(true);
+    expect(referenceOrchestrator().compactState).toBe(true);
     const writing = contentAgentRole({ role: "writing", model: new DeterministicLocalModel() });
     expect(writing.compactState).toBe(true);
     expect(taskProjection.compactState).toBeUndefined();

@@ -3,8 +3,8 @@ import { describe, expect, it } from "vitest";
 import { startRun } from "../../functions/core/dag/engine";
 import { defineWorkflow } from "../../functions/core/dag/graph";
 import { dependencyTimeoutOf, onDependencyTimeout } from "../../functions/core/dag/timeout";
-import { orchestratorRole } from "../../functions/roles/orchestrator/orchestrator";
 import { DEPENDENCY_TIMEOUT } from "../../functions/roles/orchestrator/waits";
+import { referenceOrchestrator } from "../support/reference";
 import { Bus } from "./workflow-bus";
 
 /**
@@ -67,7 +67,7 @@ describe("onDependencyTimeout (DAG)", () => {
 describe("dependency timeout in the orchestrator", () => {
   it("fails the nodes whose inputs never came, and the run ends when the late input does", async () => {
     const bus = new Bus({
-      orchestrator: orchestratorRole({ dependencyTimeoutSeconds: TIMEOUT_SECONDS }),
+      orchestrator: referenceOrchestrator({ dependencyTimeoutSeconds: TIMEOUT_SECONDS }),
     });
     const runId = `run_${ulid()}`;
     bus.start(runId, "quick-news");
@@ -114,7 +114,7 @@ describe("dependency timeout in the orchestrator", () => {
 
   it("a report for a node released meanwhile changes nothing", async () => {
     const bus = new Bus({
-      orchestrator: orchestratorRole({ dependencyTimeoutSeconds: TIMEOUT_SECONDS }),
+      orchestrator: referenceOrchestrator({ dependencyTimeoutSeconds: TIMEOUT_SECONDS }),
     });
     const runId = `run_${ulid()}`;
     bus.start(runId, "long-form");

@@ -11,10 +11,10 @@ import {
 import {
   DEFAULT_LEASE_SECONDS,
   DEFAULT_QUEUED_LEASE_SECONDS,
-  orchestratorRole,
 } from "../../functions/roles/orchestrator/orchestrator";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import type { Envelope } from "../../schemas";
+import { referenceOrchestrator } from "../support/reference";
 import { makeDeps } from "./fixtures";
 
 /**
@@ -27,7 +27,7 @@ const T0 = "2026-09-01T10:00:00.000Z";
 const plus = (iso: string, seconds: number) =>
   new Date(Date.parse(iso) + seconds * 1000).toISOString();
 
-function setup(role: Role<OrchestratorState> = orchestratorRole()) {
+function setup(role: Role<OrchestratorState> = referenceOrchestrator()) {
   const { clock, store, deps } = makeDeps(T0);
   const runId = `run_${ulid()}`;
   const correlationId = `corr_${ulid()}`;
@@ -115,7 +115,7 @@ describe("orchestrator leases", () => {
 
   it("the agent's first heartbeat starts the lease: leaseSeconds (default 900 s, per role) from then", async () => {
     const t = setup(
-      orchestratorRole({
+      referenceOrchestrator({
         queuedLeaseSeconds: 3600,
         leaseSeconds: 60,
         leaseSecondsByRole: { writing: 600 },
@@ -142,7 +142,7 @@ describe("orchestrator leases", () => {
   });
 
   it("a node that leaves RUNNING loses its lease; a run with nothing RUNNING or held is not due", async () => {
-    const t = setup(orchestratorRole({ leaseSeconds: 60 }));
+    const t = setup(referenceOrchestrator({ leaseSeconds: 60 }));
     // Quick news: each of its nodes is a role's (long form's fact check is a child run, unleased).
     await t.start("quick-news");
     const outputs: [string, string, unknown, number?][] = [
@@ -167,7 +167,7 @@ describe("orchestrator leases", () => {
   });
 
   it("a state stored before leases is read as having none, and gains them on its next write", async () => {
-    const t = setup(orchestratorRole({ leaseSeconds: 60 }));
+    const t = setup(referenceOrchestrator({ leaseSeconds: 60 }));
     await t.start("quick-news");
     const key = `dag_run#${t.runId}`;
     const old = t.store.states.get(key);
@@ -182,7 +182,7 @@ describe("orchestrator leases", () => {
 
 describe("node.heartbeat", () => {
   it("the first one starts the lease, even a shorter one; later ones extend it to now + lease_seconds; nothing is emitted", async () => {
-    const t = setup(orchestratorRole({ leaseSeconds: 60 }));
+    const t = setup(referenceOrchestrator({ leaseSeconds: 60 }));
     await t.start();
     t.clock.advance(50_000);
     const result = await t.heartbeat("topic-selection", 0, 300);
@@ -201,7 +201,7 @@ describe("node.heartbeat", () => {
   });
 
   it("never shortens a started lease: a shorter heartbeat changes nothing", async () => {
-    const t = setup(orchestratorRole({ leaseSeconds: 600 }));
+    const t = setup(referenceOrchestrator({ leaseSeconds: 600 }));
     await t.start();
     await t.heartbeat("topic-selection", 0, 10);
     expect(t.state().leases?.["topic-selection"]?.expires_at).toBe(plus(T0, 600));
@@ -213,7 +213,7 @@ describe("node.heartbeat", () => {
   });
 
   it("a stale generation, a node not RUNNING or an unknown run is ignored", async () => {
-    const t = setup(orchestratorRole({ leaseSeconds: 60 }));
+    const t = setup(referenceOrchestrator({ leaseSeconds: 60 }));
     await t.start();
     const before = t.stored();
     await t.heartbeat("topic-selection", 1, 900);
@@ -242,7 +242,7 @@ describe("node.lease.expired and the lease", () => {
     );
 
   it("a report of an expiry that a heartbeat has since pushed back is ignored", async () => {
-    const t = setup(orchestratorRole({ queuedLeaseSeconds: 60 }));
+    const t = setup(referenceOrchestrator({ queuedLeaseSeconds: 60 }));
     await t.start();
     t.clock.advance(61_000);
     await t.heartbeat("topic-selection", 0, 300);
@@ -252,7 +252,7 @@ describe("node.lease.expired and the lease", () => {
   });
 
   it("a lease that ran out makes the outcome unknown: the same assignment is sent again, then the node fails", async () => {
-    const t = setup(orchestratorRole({ queuedLeaseSeconds: 60, maxLeaseRedeliveries: 2 }));
+    const t = setup(referenceOrchestrator({ queuedLeaseSeconds: 60, maxLeaseRedeliveries: 2 }));
     const started = await t.start();
     const [request] = started.steps.at(-1)?.emitted ?? [];
     for (const n of [1, 2]) {
@@ -281,7 +281,7 @@ describe("node.lease.expired and the lease", () => {
   });
 
   it("with no redeliveries allowed, the first expiry fails the node", async () => {
-    const t = setup(orchestratorRole({ queuedLeaseSeconds: 60, maxLeaseRedeliveries: 0 }));
+    const t = setup(referenceOrchestrator({ queuedLeaseSeconds: 60, maxLeaseRedeliveries: 0 }));
     await t.start();
     t.clock.advance(61_000);
     await expired(t, plus(T0, 60));
@@ -293,7 +293,7 @@ describe("release nudges", () => {
   it("nothing RUNNING but nodes held: due in 30 s, and each fruitless release re-arms it", async () => {
     let depth = 500;
     const t = setup(
-      orchestratorRole({
+      referenceOrchestrator({
         queueDepth: (groups) => Object.fromEntries(groups.map((g) => [g, depth])),
       }),
     );

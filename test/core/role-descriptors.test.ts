@@ -5,10 +5,10 @@ import type { Role, RoleDescriptor } from "../../functions/core/role";
 import { buildRole } from "../../functions/core/role-module";
 import { contentAgentRole } from "../../functions/roles/content-agents/content-agent";
 import { CONTENT_ROLES } from "../../functions/roles/content-agents/events";
-import { orchestratorRole } from "../../functions/roles/orchestrator/orchestrator";
 import { refundReviewModule } from "../../functions/roles/refund-review";
 import { memoryRolePorts } from "../../lib/dev/role-kit/memory-ports";
 import { topology } from "../../lib/infra/project";
+import { referenceOrchestrator } from "../support/reference";
 import { supportHarness } from "./support-fixture";
 
 /**
@@ -19,7 +19,7 @@ import { supportHarness } from "./support-fixture";
 describe("each group's descriptor in the topology is the one its role is built from", () => {
   const support = supportHarness();
   const built: readonly Role<unknown>[] = [
-    orchestratorRole() as Role<unknown>,
+    referenceOrchestrator() as Role<unknown>,
     ...CONTENT_ROLES.map(
       (role) => contentAgentRole({ role, model: new DeterministicLocalModel() }) as Role<unknown>,
     ),

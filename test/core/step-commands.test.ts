@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import { InMemoryEventStore } from "../../functions/core/memory";
 import { buildRole } from "../../functions/core/role-module";
 import { WORKFLOWS_ENV } from "../../functions/core/stack-workflows";
-import { registerStepCommands, STEP_ROLES_ENV, stepEntryOf } from "../../functions/core/steps";
+import { registerStepRoleTypes, STEP_ROLES_ENV, stepEntryOf } from "../../functions/core/steps";
+import "../../functions/roles/content-agents/events";
 import { orchestratorModule } from "../../functions/roles/orchestrator/index";
 import { memoryRolePorts } from "../../lib/dev/role-kit/memory-ports";
 import { registry } from "../../schemas";
@@ -10,26 +11,43 @@ import * as z from "../../schemas/zod";
 
 /**
  * The hub's orchestrator deployed for an application holds none of its step roles' modules: it
- * learns their commands from the stack's table (STEP_ROLES), and registers them, so that it can
- * emit them.
+ * learns their commands (and a role's own answers) from the stack's table (STEP_ROLES), and
+ * registers them, so that it can emit and take them.
  */
-describe("the step commands an orchestrator registers from its table", () => {
-  const steps = { input: z.looseObject({}), output: z.object({}) };
+describe("the step role types an orchestrator registers from its table", () => {
+  const steps = { input: z.looseObject({}), output: z.object({ total: z.int() }) };
 
-  it("registers the derived commands of each step role, and none a role spells itself", () => {
+  it("registers the derived commands of each step role, and a role's own spellings with the hub's node payloads", () => {
     expect(registry.has("probe_close.node.requested")).toBe(false);
-    registerStepCommands({
-      "probe-close": stepEntryOf("probe-close", steps),
-      "probe-own": stepEntryOf("probe-own", {
-        ...steps,
-        types: { requested: "probe_own.please", cancel: "probe_own.stop" },
-      }),
+    const own = stepEntryOf("probe-own", {
+      ...steps,
+      types: { requested: "probe_own.please", cancel: "probe_own.stop" },
+      answers: { completed: "probe_own.done", failed: "probe_own.gave_up" },
     });
+    expect(own.answers).toEqual({ completed: "probe_own.done", failed: "probe_own.gave_up" });
+    expect(own.output).toMatchObject({ type: "object", required: ["total"] });
+    registerStepRoleTypes({ "probe-close": stepEntryOf("probe-close", steps), "probe-own": own });
     expect(registry.find("probe_close.node.requested")?.topic).toBe("commands");
     expect(registry.has("probe_close.node.cancel.requested")).toBe(true);
-    expect(registry.has("probe_own.please")).toBe(false);
+    expect(registry.find("probe_own.please")?.topic).toBe("commands");
+    expect(registry.has("probe_own.stop")).toBe(true);
+    expect(registry.find("probe_own.done")?.topic).toBe("events");
+    expect(registry.has("probe_own.gave_up")).toBe(true);
     // Again, as every container of the function does: harmless.
-    registerStepCommands({ "probe-close": stepEntryOf("probe-close", steps) });
+    registerStepRoleTypes({ "probe-close": stepEntryOf("probe-close", steps), "probe-own": own });
+  });
+
+  it("leaves a role's own spellings to its module where this process defined them", () => {
+    const content = registry.find("review.completed");
+    expect(content).toBeDefined();
+    registerStepRoleTypes({
+      review: {
+        requested: "review.requested",
+        cancel: "review.cancel.requested",
+        answers: { completed: "review.completed", failed: "review.failed" },
+      },
+    });
+    expect(registry.find("review.completed")).toBe(content);
   });
 
   it("is what the orchestrator's module does when it is built from its environment", () => {

@@ -9,10 +9,10 @@ import {
   SWEEPER_PRODUCER,
   type SweptRunState,
 } from "../../functions/core/sweeper";
-import { orchestratorRole } from "../../functions/roles/orchestrator/orchestrator";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { type Envelope, registry } from "../../schemas";
 import { ULID_PATTERN } from "../../schemas/ids";
+import { referenceOrchestrator } from "../support/reference";
 import { makeDeps } from "./fixtures";
 
 /** The lease sweeper's plan: which reports and nudges it sends for the due runs, and their ids. */
@@ -159,7 +159,7 @@ describe("deterministicUlid", () => {
 describe("sweeping with the orchestrator and the in-memory store", () => {
   it("a hung node is found through the due index, failed once, and a repeated report is a duplicate", async () => {
     const { clock, store, deps } = makeDeps("2026-09-01T10:00:00.000Z");
-    const role = orchestratorRole({ queuedLeaseSeconds: 60, maxLeaseRedeliveries: 0 });
+    const role = referenceOrchestrator({ queuedLeaseSeconds: 60, maxLeaseRedeliveries: 0 });
     const runId = `run_${ulid()}`;
     const start = {
       event_id: ulid(),

@@ -14,12 +14,12 @@ import {
   CONTENT_ROLES,
   type TopicSelectionOutput,
 } from "../../functions/roles/content-agents/events";
-import { orchestrator } from "../../functions/roles/orchestrator/orchestrator";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { Random } from "../../lib/dev/faults/random";
 import { type Envelope, registry } from "../../schemas";
 import type { NodeCompleted, WorkflowEnded } from "../../schemas/events/workflow";
 import type { WorkflowChildStartRequested } from "../../schemas/events/workflow-child";
+import { orchestrator } from "../support/reference";
 import { makeDeps } from "./fixtures";
 
 // ---------------------------------------------------------------------------------------------

@@ -7,10 +7,10 @@ import { consume } from "../../functions/core/pipeline";
 import type { ConsumeResult, Role } from "../../functions/core/role";
 import { agentRunKey, contentAgentRole } from "../../functions/roles/content-agents/content-agent";
 import { CONTENT_ROLES, type ContentRole } from "../../functions/roles/content-agents/events";
-import { orchestrator } from "../../functions/roles/orchestrator/orchestrator";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { type Envelope, registry } from "../../schemas";
 import type { NodeCancelRequested, WorkflowCancelled } from "../../schemas/events/workflow-cancel";
+import { orchestrator } from "../support/reference";
 import { makeDeps } from "./fixtures";
 import { statedClaims } from "./workflow-bus";
 

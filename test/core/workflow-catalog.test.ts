@@ -1,12 +1,17 @@
+import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { defineWorkflow } from "../../functions/core/dag/graph";
 import { putWorkflow } from "../../functions/core/dag/register";
 import { EVERY_TENANT, InMemoryWorkflowRegistry } from "../../functions/core/dag/registry";
+import { PACKED_JSON_MARKER } from "../../functions/core/packed-json";
 import {
+  MAX_WORKFLOWS_ENV_BYTES,
+  stackWorkflowProblems,
   stackWorkflowsOf,
   WORKFLOWS_ENV,
   workflowsEnvValue,
 } from "../../functions/core/stack-workflows";
+import { REFERENCE_WORKFLOWS } from "../../functions/roles/modules";
 import {
   catalogFor,
   listWorkflows,
@@ -15,18 +20,29 @@ import {
 } from "../../functions/roles/orchestrator/catalog";
 
 /**
- * The orchestrator's catalog, where the scopes meet: built in, given to the stack, a tenant's own,
- * shared. What it lists, what a read by name shows and what a start runs agree, and the stack's
+ * The orchestrator's catalog, where the scopes meet: given to the stack, a tenant's own, shared. What it lists, what a read by name shows and what a start runs agree, and the stack's
  * workflows take their names from the registry's.
  */
 
 const ROLES = ["tally"];
-const tally = (name: string, version: number, id = "count") =>
-  defineWorkflow({ name, version, nodes: [{ id, role: "tally" }], edges: [] });
+const tally = (name: string, version: number, id = "count", alias?: string) =>
+  defineWorkflow({
+    name,
+    version,
+    ...(alias === undefined ? {} : { alias }),
+    nodes: [{ id, role: "tally" }],
+    edges: [],
+  });
 
-/** A stack given `stack-tally` v1 and v2, a registry with a shared, two tenants' and a shadowed one. */
+/** A stack given `stack-tally` v1 and v2 (v2 started by the alias `tally`, as v3 of `app.counts`), a registry with a shared, two tenants' and a shadowed one. */
 async function catalogs() {
-  const compiled = workflowCatalog([tally("stack-tally", 1), tally("stack-tally", 2)]);
+  const compiled = workflowCatalog([
+    tally("stack-tally", 1),
+    tally("stack-tally", 2),
+    tally("app.counts", 2),
+    tally("app.counts", 3, "count", "counts"),
+    tally("app.counts", 4),
+  ]);
   const registry = new InMemoryWorkflowRegistry();
   const put = (scope: string, name: string, id = "count") =>
     putWorkflow(registry, scope, { name, nodes: [{ id, role: "tally" }] }, { roles: ROLES });
@@ -39,29 +55,26 @@ async function catalogs() {
 }
 
 describe("the catalog's lists", () => {
-  it("lists by scope, in the order a start looks: built in, stack, each tenant's own, shared", async () => {
+  it("lists by scope, in the order a start looks: stack, each tenant's own, shared", async () => {
     const { compiled, registry } = await catalogs();
     const every = await listWorkflows(compiled, registry);
     expect(every.map((w) => [w.scope, w.tenant, w.name, w.versions])).toEqual([
-      ["built-in", undefined, "quick-news", [1, 2, 3]],
-      ["built-in", undefined, "long-form", [1, 2, 3, 4]],
       ["stack", undefined, "stack-tally", [1, 2]],
+      ["stack", undefined, "app.counts", [2, 3, 4]],
       ["tenant", "acme", "digest", [1]],
       ["tenant", "globex", "report", [1]],
       ["shared", undefined, "digest", [1]],
     ]);
     const acme = await listWorkflows(compiled, registry, ["acme"]);
     expect(acme.map((w) => `${w.scope}:${w.name}`)).toEqual([
-      "built-in:quick-news",
-      "built-in:long-form",
       "stack:stack-tally",
+      "stack:app.counts",
       "tenant:digest",
       "shared:digest",
     ]);
-    expect((await listWorkflows(compiled, undefined)).map((w) => w.scope)).toEqual([
-      "built-in",
-      "built-in",
-      "stack",
+    expect((await listWorkflows(compiled, undefined)).map((w) => [w.name, w.alias])).toEqual([
+      ["stack-tally", undefined],
+      ["app.counts", "counts"],
     ]);
   });
 
@@ -82,14 +95,24 @@ describe("the catalog's lists", () => {
     expect(shared?.tenant).toBeUndefined();
     expect(await showWorkflow(compiled, registry, "report", { tenant: "acme" })).toBeUndefined();
     expect(await showWorkflow(compiled, registry, "report")).toBeUndefined();
-    const builtIn = await showWorkflow(compiled, registry, "quick-news", { version: 2 });
-    expect(builtIn).toMatchObject({ scope: "built-in", version: 2, versions: [1, 2, 3] });
+    const aliased = await showWorkflow(compiled, registry, "counts");
+    expect(aliased).toMatchObject({
+      name: "app.counts",
+      alias: "counts",
+      scope: "stack",
+      version: 3,
+    });
+    const older = await showWorkflow(compiled, registry, "counts", { version: 2 });
+    expect(older).toMatchObject({ scope: "stack", version: 2, versions: [2, 3, 4] });
   });
 
   it("starts what it shows: a stack workflow's name never reaches the registry", async () => {
     const { compiled, registry } = await catalogs();
     const catalog = await catalogFor(compiled, registry, undefined);
-    expect(catalog.names).toEqual(["quick-news", "long-form", "content.fact-check", "stack-tally"]);
+    expect(catalog.names).toEqual(["stack-tally", "app.counts", "counts"]);
+    // An alias starts the newest version that declares it; the name, the newest version.
+    expect((await catalog.forStart("counts", "acme"))?.definition.version).toBe(3);
+    expect((await catalog.forStart("app.counts", "acme"))?.definition.version).toBe(4);
     const started = await catalog.forStart("stack-tally", "acme");
     expect(started).toEqual({ definition: tally("stack-tally", 2) });
     expect(await catalog.forStart("stack-tally", "acme", 3)).toBeUndefined();
@@ -125,5 +148,41 @@ describe("the stack's workflows as their JSON carries them", () => {
     expect(() => stackWorkflowsOf(cyclic, WORKFLOWS_ENV)).toThrow(
       /^WORKFLOWS holds a workflow that is not valid: /,
     );
+  });
+
+  it("compresses a set whose JSON is over the budget, and reads it back the same", () => {
+    const json = JSON.stringify(REFERENCE_WORKFLOWS);
+    expect(Buffer.byteLength(json)).toBeGreaterThan(MAX_WORKFLOWS_ENV_BYTES);
+    const value = workflowsEnvValue(REFERENCE_WORKFLOWS);
+    expect(value.startsWith(PACKED_JSON_MARKER)).toBe(true);
+    expect(Buffer.byteLength(value)).toBeLessThanOrEqual(MAX_WORKFLOWS_ENV_BYTES);
+    expect(stackWorkflowsOf(value, WORKFLOWS_ENV)).toEqual(REFERENCE_WORKFLOWS);
+    // A small set stays JSON.
+    expect(workflowsEnvValue([tally("stack-tally", 1)]).startsWith("[")).toBe(true);
+    expect(() => stackWorkflowsOf(`${PACKED_JSON_MARKER}bm90IGd6aXA=`, WORKFLOWS_ENV)).toThrow(
+      /^WORKFLOWS is not the stack's workflows: .*gzip\+base64:/s,
+    );
+  });
+
+  it("refuses a set too large even compressed, and an alias a start could not tell", () => {
+    // Names that do not repeat each other (hashes), as a large set's do not.
+    const hash = (text: string) => createHash("sha256").update(text).digest("hex");
+    const many = Array.from({ length: 60 }, (_, i) =>
+      tally(`w-${hash(`w${i}`).slice(0, 40)}`, 1, `n${hash(`n${i}`).slice(0, 40)}`),
+    );
+    const problems = stackWorkflowProblems(many, ["tally"]);
+    expect(problems.join("\n")).toMatch(
+      /take \d+ bytes .* compressed\), and the orchestrator's environment holds 2048/,
+    );
+    expect(
+      stackWorkflowProblems(
+        [tally("one", 1, "count", "same"), tally("two", 1, "count", "same"), tally("same", 1)],
+        ["tally"],
+      ),
+    ).toEqual([
+      "workflow one v1: alias same is the name of a workflow",
+      "workflow two v1: alias same is the name of a workflow",
+      "alias same is declared by one and by two: give each its own",
+    ]);
   });
 });

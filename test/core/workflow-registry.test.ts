@@ -10,6 +10,7 @@ import {
 import { stepRolesOf } from "../../functions/core/steps";
 import { WORKFLOW_KINDS } from "../../functions/roles/content-agents/events";
 import { contentAgentModules } from "../../functions/roles/content-agents/index";
+import { REFERENCE_WORKFLOWS } from "../../functions/roles/modules";
 import { orchestratorRole } from "../../functions/roles/orchestrator/orchestrator";
 import { registry as eventRegistry } from "../../schemas";
 import type { WorkflowRejected } from "../../schemas/events/workflow";
@@ -138,7 +139,13 @@ describe("putting a workflow in the registry", () => {
 
 describe("the orchestrator runs a registered workflow", () => {
   const busOn = (registry: InMemoryWorkflowRegistry) =>
-    new Bus({ orchestrator: orchestratorRole({ stepRoles: STEP_ROLES, registry }) });
+    new Bus({
+      orchestrator: orchestratorRole({
+        stepRoles: STEP_ROLES,
+        workflows: REFERENCE_WORKFLOWS,
+        registry,
+      }),
+    });
 
   it("starts it by name at its newest version and runs it to completion", async () => {
     const registry = new InMemoryWorkflowRegistry();

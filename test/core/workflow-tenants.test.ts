@@ -1,8 +1,8 @@
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
 import { NEEDS_CONFIRMATION_MARKER } from "../../functions/adapters/local-model";
-import { orchestratorRole } from "../../functions/roles/orchestrator/orchestrator";
 import type { Envelope } from "../../schemas";
+import { referenceOrchestrator } from "../support/reference";
 import { Bus } from "./workflow-bus";
 
 /**
@@ -89,7 +89,7 @@ describe("the sweeper's messages about a tenant's run", () => {
 
   it("a lease run out: the report and the assignment sent again carry the run's tenant", async () => {
     const bus = new Bus({
-      orchestrator: orchestratorRole({ queuedLeaseSeconds: 60, maxLeaseRedeliveries: 1 }),
+      orchestrator: referenceOrchestrator({ queuedLeaseSeconds: 60, maxLeaseRedeliveries: 1 }),
     });
     startIn(bus, "acme", "tides");
     // The request waits in the agent's queue: only the orchestrator takes its messages.

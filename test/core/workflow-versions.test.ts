@@ -8,18 +8,21 @@ import {
   longFormV3,
   quickNews,
   quickNewsV2,
-  STARTED_VERSION,
 } from "../../functions/roles/content-agents/workflows";
-import { workflowCatalog } from "../../functions/roles/orchestrator/catalog";
+import { referenceCatalog } from "../support/reference";
 
-/** The definition a run of `name` v`version` is carried on by the orchestrator. */
-const definitionAt = (name: string, version: number) => workflowCatalog().at(name, version);
+/** The definition a run of `name` v`version` is carried on by the reference stack's orchestrator. */
+const definitionAt = (name: string, version: number) => referenceCatalog().at(name, version);
 
 describe("workflow definition versions", () => {
   it("starts new runs on the started version and carries each run on the version it began with", () => {
     expect(contentWorkflowFor({ kind: "quick-news" })).toBe(quickNews);
     expect(contentWorkflowFor({ kind: "long-form" })).toBe(longForm);
-    expect(STARTED_VERSION).toEqual({ "quick-news": 3, "long-form": 4 });
+    // The started version declares the kind as its alias; no other version does.
+    expect(CONTENT_WORKFLOWS.filter((d) => d.alias !== undefined)).toEqual([quickNews, longForm]);
+    expect(referenceCatalog().forStart("quick-news")).toBe(quickNews);
+    expect(referenceCatalog().forStart("long-form")).toBe(longForm);
+    expect(referenceCatalog().forStart("quick-news", 2)).toBe(quickNewsV2);
     expect(quickNews.version).toBe(3);
     expect(longForm.version).toBe(4);
     expect(definitionAt(quickNews.name, 2)).toBe(quickNewsV2);
@@ -29,14 +32,14 @@ describe("workflow definition versions", () => {
   });
 
   it("finds the fact check long form runs as a child by its name, at the version long form pins", () => {
-    const compiled = workflowCatalog();
+    const compiled = referenceCatalog();
     const child = longForm.nodes.find((n) => n.id === "fact-check")?.workflow;
     expect(child).toMatchObject({ name: factCheck.name, version: factCheck.version });
     expect(compiled.forStart(factCheck.name, child?.version)).toBe(factCheck);
     expect(compiled.forStart(factCheck.name)).toBe(factCheck);
     expect(compiled.names).toContain(factCheck.name);
-    // A kind's workflow is started by its kind: its definition's name is not a start's name.
-    expect(compiled.forStart(longForm.name)).toBeUndefined();
+    // By its name too (a child names it so): its newest version.
+    expect(compiled.forStart(longForm.name)).toBe(longForm);
   });
 
   it("carries a run that began on version 1 on with the agents' own names", () => {

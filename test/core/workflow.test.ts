@@ -7,14 +7,15 @@ import {
 import type { MapItemResult } from "../../functions/core/dag/map";
 import { TransientError } from "../../functions/core/errors";
 import { agentRunKey, contentAgentRole } from "../../functions/roles/content-agents/content-agent";
-import { CONTENT_ROLES } from "../../functions/roles/content-agents/events";
+import { CONTENT_ROLES, contentEventTypes } from "../../functions/roles/content-agents/events";
 import { CLAIMS_MAY_FAIL } from "../../functions/roles/content-agents/workflows";
 import {
   ORCHESTRATOR_SUBSCRIPTIONS,
-  orchestratorRole,
+  orchestratorSubscriptions,
 } from "../../functions/roles/orchestrator/orchestrator";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { registry } from "../../schemas";
+import { REFERENCE_STEP_ROLES, referenceOrchestrator } from "../support/reference";
 import { Bus } from "./workflow-bus";
 
 const newRunId = () => `run_${ulid()}`;
@@ -325,7 +326,7 @@ describe("content workflow: orchestrator and content agents on one in-memory bus
   });
 
   it("an expired lease with no redelivery left fails a running node, and the lost worker's late result is ignored", async () => {
-    const bus = new Bus({ orchestrator: orchestratorRole({ maxLeaseRedeliveries: 0 }) });
+    const bus = new Bus({ orchestrator: referenceOrchestrator({ maxLeaseRedeliveries: 0 }) });
     const runId = newRunId();
     bus.start(runId, "quick-news");
     await bus.drain((d) => d.group === "orchestrator");
@@ -425,7 +426,7 @@ describe("content workflow: orchestrator and content agents on one in-memory bus
 
   it("holds new work while an agent's queue is deep, and releases it on request", async () => {
     let writingDepth = 500;
-    const gated = orchestratorRole({
+    const gated = referenceOrchestrator({
       queueDepth: (groups) =>
         Object.fromEntries(groups.map((g) => [g, g === "writing" ? writingDepth : 0])),
       queueDepthThreshold: 100,
@@ -447,14 +448,20 @@ describe("content workflow: orchestrator and content agents on one in-memory bus
     expect(state.held).toEqual([]);
   });
 
-  it("subscribes the orchestrator to every outcome of every content role", () => {
+  it("subscribes the orchestrator to every outcome of every content role, as the stack's table declares them", () => {
     for (const role of CONTENT_ROLES) {
       const agent = contentAgentRole({ role, model: new DeterministicLocalModel() });
       expect(agent.group).toBe(role);
       for (const type of agent.subscriptions) expect(registry.has(type)).toBe(true);
     }
-    for (const type of ORCHESTRATOR_SUBSCRIPTIONS) expect(registry.has(type)).toBe(true);
-    expect(ORCHESTRATOR_SUBSCRIPTIONS).toContain("review.failed");
+    const subscriptions = orchestratorSubscriptions(REFERENCE_STEP_ROLES);
+    for (const type of subscriptions) expect(registry.has(type)).toBe(true);
+    for (const role of CONTENT_ROLES) {
+      const { completed, failed } = contentEventTypes(role);
+      expect(subscriptions).toEqual(expect.arrayContaining([completed, failed]));
+    }
+    // The hub's own list names no application's types.
+    expect(ORCHESTRATOR_SUBSCRIPTIONS).not.toContain("review.failed");
     expect(agentRunKey("run_01J8ZK4Q0R3V9W6X2Y5Z7A8B9C", "writing", 0)).toMatch(/^arun_[a-p]{32}$/);
   });
 });

@@ -9,6 +9,7 @@ import { loadChildRuns, startWorkflow, waitForRunEnd } from "../../lib/dev/local
 import { runView } from "../../lib/operator/runs";
 import { emulator } from "../support/aws";
 import { localCli } from "../support/cli";
+import { definitionOfRun } from "../support/reference";
 
 /**
  * Agent runs as seed 001 §2 describes them, end to end on the local stack: every content agent
@@ -27,7 +28,8 @@ const RUN_TIMEOUT = 120_000;
  */
 const CONFIRM_SECONDS = 90;
 
-const reviewOf = (state: OrchestratorState) => runView(state).nodes.find((n) => n.id === "review");
+const reviewOf = (state: OrchestratorState) =>
+  runView(state, definitionOfRun(state)).nodes.find((n) => n.id === "review");
 
 describe("agent runs on the local stack", () => {
   let env: LocalEnvironment;

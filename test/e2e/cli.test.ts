@@ -16,7 +16,6 @@ import {
 } from "@aws-sdk/client-sqs";
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
-import { orchestrator } from "../../functions/roles/orchestrator/orchestrator";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import { readDeadLetters } from "../../lib/dev/local/scenario/dead-letters";
@@ -25,6 +24,7 @@ import { type Envelope, registry } from "../../schemas";
 import { auditRecord } from "../support/audit";
 import { emulator } from "../support/aws";
 import { localCli } from "../support/cli";
+import { orchestrator } from "../support/reference";
 
 const STAGE = `cli-${Date.now().toString(36)}`;
 /** The whole content workflow runs in the local stack only when all its groups are declared. */

@@ -2,7 +2,7 @@ import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appendToStream } from "../../functions/core/producer";
 import { systemClock, ulidSource } from "../../functions/core/runtime";
-import { STARTED_VERSION } from "../../functions/roles/content-agents/workflows";
+import { longForm } from "../../functions/roles/content-agents/workflows";
 import type { TaskView } from "../../functions/roles/task-projection/task-projection";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import { putOnBus } from "../../lib/dev/local/put-on-bus";
@@ -58,7 +58,7 @@ describe("schema evolution on the local runtime", () => {
       expect(ended.run.status).toBe("COMPLETED");
       expect(ended.run.workflow).toEqual({
         name: "content.long-form",
-        version: STARTED_VERSION["long-form"],
+        version: longForm.version,
       });
       const outcome = await groupOutcome(env.store, "orchestrator", v1);
       expect(outcome).toMatchObject({ outcome: "applied" });

@@ -136,8 +136,6 @@ describe("agentbus workflow put | list | show | start | signal on the local stac
       const list = await cli("workflow", "list", "--json");
       expect(list.code, list.stderr).toBe(0);
       expect(JSON.parse(list.stdout)).toEqual([
-        { name: "quick-news", scope: "built-in", versions: [1, 2, 3], newest: 3 },
-        { name: "long-form", scope: "built-in", versions: [1, 2, 3, 4], newest: 4 },
         { name: "topic-tally", scope: "stack", versions: [1], newest: 1 },
         { name: "topic-count", scope: "shared", versions: [1], newest: 1 },
       ]);

@@ -27,6 +27,7 @@ import type { Feature } from "../../functions/roles/features";
 import { type Envelope, registry } from "../../schemas";
 import { tenantConversationId } from "../../schemas/ids";
 import { Bus } from "../core/workflow-bus";
+import { REFERENCE_FRONT_DOOR_WORKFLOWS } from "../support/reference";
 
 /**
  * The front door in memory: what each route answers, what it puts on the bus, and that a tenant
@@ -88,6 +89,7 @@ function world(options: { failPublish?: "transient" | "entry"; perMinute?: numbe
       },
     },
     registry,
+    workflows: REFERENCE_FRONT_DOOR_WORKFLOWS,
     ids: { next: () => ulid() },
     clock,
     log: { info: (message, details) => logged.push({ message, details }) },
@@ -798,6 +800,7 @@ describe("each tenant's runs in flight", () => {
       runs,
       states: bus.store,
       registry,
+      workflows: REFERENCE_FRONT_DOOR_WORKFLOWS,
       ids: { next: () => ulid() },
       clock: bus.clock,
     };

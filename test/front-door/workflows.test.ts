@@ -14,13 +14,14 @@ import type { HttpRequest } from "../../functions/front-door/http";
 import { InMemoryTenantLimits } from "../../functions/front-door/limits";
 import { InMemoryRunsInFlight } from "../../functions/front-door/runs-in-flight";
 import { createFrontDoorHandler } from "../../functions/handlers/front-door";
+import { REFERENCE_WORKFLOWS } from "../../functions/roles/modules";
 import { workflowCatalog } from "../../functions/roles/orchestrator/catalog";
 import { type Envelope, registry } from "../../schemas";
 
 /**
  * The front door's workflow routes in memory: a tenant registers a definition (`PUT`), with the
  * checks of `agentbus workflow put` and every problem named; lists and reads its own, the shared
- * and the built-in ones, never another tenant's; and a start's body must fit the workflow's
+ * and the stack's, never another tenant's; and a start's body must fit the workflow's
  * declared input.
  */
 
@@ -59,6 +60,14 @@ const STACK_TALLY_V2 = defineWorkflow({
   input: { type: "object", properties: { subject: { type: "string" } }, required: ["subject"] },
 });
 
+/** The reference stack's workflows as a list shows them (content production's). */
+const REFERENCE_LISTED = [
+  { name: "content.quick-news", alias: "quick-news", scope: "stack", versions: [1, 2, 3] },
+  { name: "content.long-form", alias: "long-form", scope: "stack", versions: [1, 2, 3, 4] },
+  { name: "content.fact-check", scope: "stack", versions: [1] },
+];
+
+/** The front door of the reference stack, given `stack` besides its workflows. */
 function world(stack: readonly WorkflowDefinition[] = []) {
   const published: Envelope[] = [];
   const workflows = new InMemoryWorkflowRegistry();
@@ -78,7 +87,11 @@ function world(stack: readonly WorkflowDefinition[] = []) {
     runs: new InMemoryRunsInFlight(),
     states: { loadStates: async () => [] },
     registry,
-    workflows: { registry: workflows, stepRoles: STEP_ROLES, compiled: workflowCatalog(stack) },
+    workflows: {
+      registry: workflows,
+      stepRoles: STEP_ROLES,
+      compiled: workflowCatalog([...REFERENCE_WORKFLOWS, ...stack]),
+    },
     ids: { next: () => ulid() },
     clock,
   };
@@ -160,7 +173,7 @@ describe("PUT /v1/workflows/{workflow_name}", () => {
     expect(json(structural).detail).toContain("this stack's step roles: summarize, tally");
   });
 
-  it("refuses a body whose name is not the path's, a built-in name, and a taken version (409)", async () => {
+  it("refuses a body whose name is not the path's, a stack workflow's alias, and a taken version (409)", async () => {
     const { put } = world();
     const other = await put("other", SUMMARY);
     expect(other.statusCode).toBe(400);
@@ -176,7 +189,7 @@ describe("PUT /v1/workflows/{workflow_name}", () => {
 });
 
 describe("GET /v1/workflows and /v1/workflows/{workflow_name}", () => {
-  it("lists the built-in, the tenant's own and the shared workflows; another tenant's never", async () => {
+  it("lists the stack's, the tenant's own and the shared workflows; another tenant's never", async () => {
     const { put, send, workflows } = world();
     await put("summary", SUMMARY, GLOBEX);
     await putWorkflow(
@@ -187,11 +200,7 @@ describe("GET /v1/workflows and /v1/workflows/{workflow_name}", () => {
     );
     const listed = await send({ method: "GET", path: "/v1/workflows", claims: ACME });
     expect(json(listed)).toEqual({
-      workflows: [
-        { name: "quick-news", scope: "built-in", versions: [1, 2, 3] },
-        { name: "long-form", scope: "built-in", versions: [1, 2, 3, 4] },
-        { name: "digest", scope: "shared", versions: [1] },
-      ],
+      workflows: [...REFERENCE_LISTED, { name: "digest", scope: "shared", versions: [1] }],
     });
     const foreign = await send({ method: "GET", path: "/v1/workflows/summary", claims: ACME });
     expect(foreign.statusCode).toBe(404);
@@ -290,13 +299,12 @@ describe("POST /v1/workflows/{workflow_name}/runs against the declared input", (
 });
 
 describe("the stack's workflows at the front door (WORKFLOWS, the orchestrator's value)", () => {
-  it("lists, shows and starts them as scope stack, beside the built-in and registered ones", async () => {
+  it("lists, shows and starts them as scope stack, beside the registered ones", async () => {
     const { send, start, published, put } = world([STACK_TALLY, STACK_TALLY_V2]);
     await put("summary", SUMMARY);
     const listed = json(await send({ method: "GET", path: "/v1/workflows", claims: ACME }));
     expect(listed.workflows).toEqual([
-      { name: "quick-news", scope: "built-in", versions: [1, 2, 3] },
-      { name: "long-form", scope: "built-in", versions: [1, 2, 3, 4] },
+      ...REFERENCE_LISTED,
       { name: "stack-tally", scope: "stack", versions: [1, 2] },
       { name: "summary", scope: "tenant", versions: [1] },
     ]);

@@ -10,12 +10,12 @@ import type { StoredState } from "../../functions/core/ports";
 import { ManualClock, ulidSource } from "../../functions/core/runtime";
 import { observability } from "../../functions/handlers/observe";
 import { createSweeperHandler } from "../../functions/handlers/sweeper";
-import { orchestratorRole } from "../../functions/roles/orchestrator/orchestrator";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { fromSdk } from "../../lib/operator/from-sdk";
 import { type Envelope, registry } from "../../schemas";
 import { emulator } from "../support/aws";
 import { newUlid } from "../support/factories";
+import { referenceOrchestrator } from "../support/reference";
 import { createTables, deleteTables } from "../support/tables";
 
 process.env.POWERTOOLS_LOG_LEVEL = "SILENT";
@@ -93,7 +93,7 @@ async function startRun(
     payload: { run_id: runId, workflow: "long-form", request: { topic_hint: "tides" } },
     ...(tenant === undefined ? {} : { tenant_id: tenant }),
   } as Envelope;
-  await consume(start, orchestratorRole({ queuedLeaseSeconds: leaseSeconds }), {
+  await consume(start, referenceOrchestrator({ queuedLeaseSeconds: leaseSeconds }), {
     store: store(),
     registry,
     clock,
@@ -145,7 +145,7 @@ describe("sweeper handler", () => {
     bus.client.destroy();
 
     // The orchestrator fails the node; the run is no longer due.
-    const orchestrator = orchestratorRole({ queuedLeaseSeconds: 60, maxLeaseRedeliveries: 0 });
+    const orchestrator = referenceOrchestrator({ queuedLeaseSeconds: 60, maxLeaseRedeliveries: 0 });
     const deps = { store: store(), registry, clock, ids: ulidSource(clock) };
     await consume(envelope, orchestrator, deps);
     const loaded = await store().load({ state: { type: "dag_run", id: runId } });
@@ -181,7 +181,7 @@ describe("sweeper handler", () => {
       aggregate: { type: "dag_run", id: runId, version: 0 },
     });
     // The run obeys it (another tenant's report would be refused): the node fails, the run ends.
-    const orchestrator = orchestratorRole({ queuedLeaseSeconds: 60, maxLeaseRedeliveries: 0 });
+    const orchestrator = referenceOrchestrator({ queuedLeaseSeconds: 60, maxLeaseRedeliveries: 0 });
     const deps = { store: store(), registry, clock, ids: ulidSource(clock) };
     expect((await consume(envelope, orchestrator, deps)).status).toBe("applied");
     const loaded = await store().load({ state: { type: "dag_run", id: runId } });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { runView } from "../../lib/operator/runs";
+import { definitionOfRun } from "../support/reference";
 
 const state = {
   workflow: "quick-news",
@@ -58,7 +59,7 @@ const state = {
 
 describe("runView", () => {
   it("gives the definition's nodes in order with states, roles, timings and errors, and its edges", () => {
-    const view = runView(state);
+    const view = runView(state, definitionOfRun(state));
     expect(view.nodes.map((n) => [n.id, n.state, n.attempt])).toEqual([
       ["topic-selection", "COMPLETED", 1],
       ["fact-check", "COMPLETED", 1],

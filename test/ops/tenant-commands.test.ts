@@ -75,14 +75,16 @@ describe("an operator's approval of a tenant's run", () => {
 
   it("is refused when the operator names another tenant (--tenant), whichever the run's", async () => {
     const { bus, runId } = await blockedRunOf("acme");
-    expect(runRequestProblem(runId, bus.state(runId), CONFIRM, "globex")).toBe(
+    expect(runRequestProblem(runId, bus.state(runId), CONFIRM, { tenant: "globex" })).toBe(
       `run ${runId} belongs to tenant acme, not globex`,
     );
-    expect(runRequestProblem(runId, bus.state(runId), CONFIRM, "acme")).toBeUndefined();
+    expect(runRequestProblem(runId, bus.state(runId), CONFIRM, { tenant: "acme" })).toBeUndefined();
     const other = await blockedRunOf(undefined);
-    expect(runRequestProblem(other.runId, other.bus.state(other.runId), CONFIRM, "acme")).toBe(
-      `run ${other.runId} belongs to tenant default, not acme`,
-    );
+    expect(
+      runRequestProblem(other.runId, other.bus.state(other.runId), CONFIRM, {
+        tenant: "acme",
+      }),
+    ).toBe(`run ${other.runId} belongs to tenant default, not acme`);
   });
 
   it("names no tenant for a run of the default tenant, nor before the run is read", async () => {

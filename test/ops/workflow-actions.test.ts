@@ -5,6 +5,9 @@ import { longFormV2 } from "../../functions/roles/content-agents/workflows";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { operatorEnvelope } from "../../lib/operator/operator-command";
 import { runRequestCommand, runRequestProblem } from "../../lib/operator/workflow-actions";
+import { referenceCatalog } from "../support/reference";
+
+const REFERENCE = { compiled: referenceCatalog() };
 
 /** The checks an operator's run request passes before anything is sent (CLI and console). */
 
@@ -36,7 +39,12 @@ describe("runRequestProblem", () => {
 
   it("accepts a resolve of the FAILED node with an output that fits its role", () => {
     expect(
-      runRequestProblem(RUN, state, { kind: "resolve", nodeId: "writing", output: draft }),
+      runRequestProblem(
+        RUN,
+        state,
+        { kind: "resolve", nodeId: "writing", output: draft },
+        REFERENCE,
+      ),
     ).toBeUndefined();
     expect(runRequestProblem(RUN, state, { kind: "reset", nodeId: "writing" })).toBeUndefined();
   });
@@ -45,7 +53,7 @@ describe("runRequestProblem", () => {
     const problem = (
       req: Parameters<typeof runRequestProblem>[2],
       s = state as OrchestratorState | undefined,
-    ) => runRequestProblem(RUN, s, req);
+    ) => runRequestProblem(RUN, s, req, REFERENCE);
     expect(runRequestProblem(RUN, undefined, { kind: "cancel" })).toBe(`no such run: ${RUN}`);
     expect(problem({ kind: "rerun", nodeId: "publish" })).toMatch(
       /has no node publish \(its nodes: /,

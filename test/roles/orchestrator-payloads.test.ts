@@ -5,9 +5,10 @@ import { newRun } from "../../functions/core/agent-run";
 import { decideCancel } from "../../functions/roles/content-agents/cancel";
 import { decideConfirm } from "../../functions/roles/content-agents/confirm";
 import { resolveAgent } from "../../functions/roles/content-agents/settings";
-import { ORCHESTRATOR, orchestrator } from "../../functions/roles/orchestrator/orchestrator";
+import { ORCHESTRATOR } from "../../functions/roles/orchestrator/orchestrator";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { type Envelope, registry } from "../../schemas";
+import { orchestrator } from "../support/reference";
 
 /**
  * The orchestrator and the content agents read payloads as the pipeline validated them (once, by

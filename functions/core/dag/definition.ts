@@ -203,6 +203,17 @@ export const ConcurrencySchema = z.strictObject({
 export const WorkflowDefinitionSchema = z.strictObject({
   name: Identifier,
   version: z.int().check(z.positive()),
+  /**
+   * Another name a start may give, kebab-case: it starts the newest version of this workflow
+   * that declares it (a stack's workflows only: functions/core/stack-workflows.ts).
+   */
+  alias: z.optional(
+    z.string().check(
+      z.regex(/^[a-z][a-z0-9-]{0,63}$/, {
+        message: "must be kebab-case (a-z, 0-9 and -), max 64",
+      }),
+    ),
+  ),
   nodes: z.array(NodeDefinitionSchema).check(z.maxLength(1000)),
   edges: z._default(z.array(EdgeDefinitionSchema).check(z.maxLength(10_000)), []),
   concurrency: z.optional(ConcurrencySchema),

@@ -13,7 +13,7 @@ import { deepEqual, isRecord } from "./values";
  * - The definition is the language's (./definition; a `$schema` key for an editor is dropped),
  *   structurally sound (./validate), every node's role a step role of the stack, no larger than
  *   MAX_DEFINITION_BYTES, and named so a start can name it (kebab-case, as `workflow_name`) and
- *   not as a workflow compiled into the orchestrator (which a start finds first).
+ *   not as a workflow the stack was given, by name or alias (which a start finds first).
  * - Without `version` it becomes the next version of its name in the scope (the newest + 1, or
  *   1), unless it is the newest version's definition (`unchanged`); with one, that version.
  * - A version that exists with the same definition (defaults applied) is left as it is
@@ -30,8 +30,14 @@ export const MAX_DEFINITION_BYTES = 300_000;
 export interface RegisterChecks {
   /** The stack's step roles: every role a node names must be one. @default not checked */
   readonly roles?: Iterable<string>;
-  /** Names taken by workflows compiled into the orchestrator. @default none */
+  /** Names taken by the stack's workflows (their names and aliases). @default none */
   readonly reserved?: readonly string[];
+  /**
+   * A start names it (a registered workflow): its name must be one a start can give, and it
+   * declares no alias. A stack's workflow may have a name no start gives (it runs as a child, or
+   * is started by its alias). @default true
+   */
+  readonly startedByName?: boolean;
 }
 
 export interface PutOutcome {
@@ -80,7 +86,19 @@ export function checkedDefinition(
   input: Record<string, unknown>,
   checks: RegisterChecks,
 ): WorkflowDefinition {
-  const problems = [...nameProblems(input.name, checks.reserved ?? []), ...sizeProblems(input)];
+  const byName = checks.startedByName ?? true;
+  const problems = [
+    ...(byName ? nameProblems(input.name, checks.reserved ?? []) : []),
+    ...(byName && input.alias !== undefined
+      ? [
+          {
+            code: "workflow.alias_not_stack",
+            message: `alias ${JSON.stringify(input.alias)}: only a stack's workflows (new AgentBus(app, id, { workflows })) have an alias; a registered one is started by its name`,
+          },
+        ]
+      : []),
+    ...sizeProblems(input),
+  ];
   let definition: WorkflowDefinition | undefined;
   try {
     definition = defineWorkflow(
@@ -124,7 +142,7 @@ function nameProblems(name: unknown, reserved: readonly string[]): Listed[] {
     return [
       {
         code: "workflow.reserved_name",
-        message: `name ${name} is a workflow compiled into the orchestrator (${reserved.join(", ")}), which a start by that name runs`,
+        message: `name ${name} is taken by a workflow the stack was given (${reserved.join(", ")}), which a start by that name runs`,
       },
     ];
   return [];

@@ -36,7 +36,7 @@ export const ContentAgentSettings = z.object({
  * behind a request it is about to work on.
  */
 export function contentAgentModule(role: ContentRole) {
-  const { requested, cancel } = contentEventTypes(role);
+  const { requested, cancel, completed, failed } = contentEventTypes(role);
   return defineModule({
     descriptor: contentAgentDescriptor(role),
     events: CONTENT_EVENT_TYPES,
@@ -58,11 +58,13 @@ export function contentAgentModule(role: ContentRole) {
     uses: { model },
     modelSchemas: { [role]: contentAnswer(CONTENT_ROLE_EVENTS[role].answer) },
     // A step role under its own names (runs in flight depend on them); its role takes them, and
-    // carries out map items (one agent run per item).
+    // carries out map items (one agent run per item). An output a person gives for one of its
+    // nodes must fit what its model must answer.
     steps: {
       input: ContentRequest,
-      output: CONTENT_ROLE_EVENTS[role].output,
+      output: CONTENT_ROLE_EVENTS[role].answer,
       types: { requested, cancel, confirm: confirmTypeOf(role) },
+      answers: { completed, failed },
       items: true,
     },
     build: (ports, settings) =>

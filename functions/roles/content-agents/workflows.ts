@@ -98,6 +98,7 @@ const REVISE_UNTIL_APPROVED = {
 export const quickNews: WorkflowDefinition = defineWorkflow({
   name: "content.quick-news",
   version: 3,
+  alias: "quick-news",
   nodes: [
     { id: "topic-selection", role: "topic-selection" },
     FACT_CHECK_EACH_CLAIM,
@@ -162,6 +163,7 @@ export const factCheck: WorkflowDefinition = defineWorkflow({
 export const longForm: WorkflowDefinition = defineWorkflow({
   name: "content.long-form",
   version: 4,
+  alias: "long-form",
   nodes: [
     { id: "topic-selection", role: "topic-selection" },
     {
@@ -199,15 +201,18 @@ const version1Of = (def: WorkflowDefinition): WorkflowDefinition =>
   defineWorkflow({ ...def, version: 1 });
 
 export const WorkflowKindSchema = z.enum(WORKFLOW_KINDS);
-type WorkflowKind = z.output<typeof WorkflowKindSchema>;
 export const ContentWorkflowRequestSchema = z.object({ kind: WorkflowKindSchema });
 export type ContentWorkflowRequest = z.output<typeof ContentWorkflowRequestSchema>;
 
 /**
- * Every version of every content workflow that runs may still be on. A run keeps the name and
- * version of the definition it started with and is carried on by exactly that one (the
- * orchestrator's catalog, functions/roles/orchestrator/catalog.ts): to change a workflow, add its
- * next version here, and remove an old one only once no run of it is in flight.
+ * Every version of every content workflow that runs may still be on: the workflows the reference
+ * stack gives its orchestrator (functions/roles/modules.ts). A run keeps the name and version of
+ * the definition it started with and is carried on by exactly that one (the orchestrator's
+ * catalog, functions/roles/orchestrator/catalog.ts): to change a workflow, add its next version
+ * here, and remove an old one only once no run of it is in flight. A start by kind names the
+ * kind, the alias the started version declares (quick news 3: the fact check of each claim beside
+ * writing, review and writing in rounds; long form 4: the same fact check as a child run); runs
+ * that started on an older version stay on it.
  */
 export const CONTENT_WORKFLOWS: readonly WorkflowDefinition[] = [
   quickNews,
@@ -220,17 +225,7 @@ export const CONTENT_WORKFLOWS: readonly WorkflowDefinition[] = [
   version1Of(longFormV2),
 ];
 
-/**
- * The version of each content workflow a start by kind runs: quick news 3 (the fact check of
- * each claim beside writing, review and writing in rounds), long form 4 (the same fact check as
- * a child run). Runs that started on an older version stay on it.
- */
-export const STARTED_VERSION: Readonly<Record<WorkflowKind, number>> = {
-  "quick-news": 3,
-  "long-form": 4,
-};
-
-/** The workflow a content request starts: its kind's definition at its STARTED_VERSION. */
+/** The workflow a content request starts: the newest version that declares its kind as alias. */
 export function contentWorkflowFor(request: { readonly kind: unknown }): WorkflowDefinition {
   const parsed = ContentWorkflowRequestSchema.safeParse(request);
   if (!parsed.success) {
@@ -242,10 +237,10 @@ export function contentWorkflowFor(request: { readonly kind: unknown }): Workflo
     );
   }
   const { kind } = parsed.data;
-  const name = kind === "quick-news" ? quickNews.name : longForm.name;
-  const version = STARTED_VERSION[kind];
-  const started = CONTENT_WORKFLOWS.find((d) => d.name === name && d.version === version);
-  if (!started) throw new Error(`no version ${version} of ${name} is defined`);
+  const started = CONTENT_WORKFLOWS.filter((d) => d.alias === kind).sort(
+    (a, b) => b.version - a.version,
+  )[0];
+  if (!started) throw new Error(`no content workflow declares the alias ${kind}`);
   return started;
 }
 
@@ -272,20 +267,3 @@ export function agentOutputSchema(
 ): z.ZodMiniType<Record<string, unknown>> | undefined {
   return isContentRole(role) ? CONTENT_ROLE_EVENTS[role].answer : undefined;
 }
-
-/**
- * `output` checked against the output schema of a node's role: the parsed value, or each issue.
- * For a role whose schema is not known here (a step role of an application, which checks its own
- * answers), only that it is a JSON object.
- */
-export function checkOutput(
-  role: string,
-  output: unknown,
-): { ok: true; value: Record<string, unknown> } | { ok: false; issues: string[] } {
-  const checked = (agentOutputSchema(role) ?? AnyOutput).safeParse(output);
-  if (checked.success) return { ok: true, value: checked.data };
-  const issues = z.issueLines(checked.error, "(output)");
-  return { ok: false, issues };
-}
-
-const AnyOutput = z.record(z.string(), z.unknown());

@@ -8,7 +8,6 @@ import {
 import type { DagCommand, DagEvent, Transition } from "../../core/dag/run";
 import type { EmitOf } from "../../core/define-role";
 import { PermanentError } from "../../core/errors";
-import type { ContentCommand } from "../content-agents/settings";
 import type { StepRoles } from "./catalog";
 import { childCommand, endToParent, isChildCommand, parentFields } from "./child-commands";
 import {
@@ -17,6 +16,7 @@ import {
   type OrchestratorEmit,
   type RunContext,
   type RunEnd,
+  type StepCommand,
 } from "./context";
 import { waitsAfter } from "./deadlines";
 import { dueAtOf, leasesAfter } from "./leases";
@@ -91,14 +91,13 @@ export function applyTransition(
  * an item of a map node (the request carries its index, count and value; the cancel its index),
  * and, inside a loop's body from its second round on, the loop's round and the round before's
  * outputs. A wait node's start sends nothing: its time is kept in the state (./timers).
- * The types are the stack's (a step role's module registers them), known at run time only: typed
- * as the content agents' commands, whose payloads they share; the registry checks each on emit.
+ * The types are the stack's (registered from its table of step roles), known at run time only.
  */
 function nodeCommand(
   stepRoles: StepRoles,
   command: DagCommand,
   runId: string,
-): EmitOf<ContentCommand>[] {
+): EmitOf<StepCommand>[] {
   if (command.type === "wait.start") return [];
   if (command.type !== "node.cancel" && command.type !== "node.assign") throw unsupported(command);
   const entry = stepRoles.of(command.role);
@@ -112,7 +111,7 @@ function nodeCommand(
       reason,
       ...(command.item === undefined ? {} : { item: command.item }),
     };
-    return [{ type: entry.cancel, payload: cancel, orderKey: runId } as EmitOf<ContentCommand>];
+    return [{ type: entry.cancel, payload: cancel, orderKey: runId } as EmitOf<StepCommand>];
   }
   const { item, loop } = command;
   const payload: NodeRequested & Pick<StepRequested, "item"> = {
@@ -134,7 +133,7 @@ function nodeCommand(
       ? {}
       : { loop: { exit: loop.exit, round: loop.round, previous: { ...loop.previous } } }),
   };
-  return [{ type: entry.requested, payload, orderKey: runId } as EmitOf<ContentCommand>];
+  return [{ type: entry.requested, payload, orderKey: runId } as EmitOf<StepCommand>];
 }
 
 const isNodeCancelReason = (reason: string): reason is NodeCancelRequested["reason"] =>

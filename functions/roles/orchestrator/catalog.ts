@@ -1,4 +1,3 @@
-import { confirmEventType } from "../../../schemas/events/agent-run";
 import type { WorkflowDefinition } from "../../core/dag/definition";
 import { defineWorkflow } from "../../core/dag/graph";
 import {
@@ -10,38 +9,45 @@ import {
 } from "../../core/dag/registry";
 import { PermanentError } from "../../core/errors";
 import type { StepRoleTable } from "../../core/steps";
-import { CONTENT_ROLE_EVENTS, WORKFLOW_KINDS } from "../content-agents/events";
-import { CONTENT_AGENTS, CONTENT_WORKFLOWS, contentWorkflowFor } from "../content-agents/workflows";
 
 /**
  * What the orchestrator runs and who carries it out: the workflow definitions it knows, and the
  * step roles of its stack (the table the stack gives it, functions/core/steps.ts).
  *
- * The definitions come from four scopes, and this is where they meet. In the order a start by
- * name looks: `built-in`, the content workflows (started by kind); `stack`, the workflows the
- * stack was given (`new AgentBus(app, id, { workflows })`, functions/core/stack-workflows.ts);
+ * The definitions come from three scopes, and this is where they meet. In the order a start by
+ * name looks: `stack`, the workflows the stack was given (`new AgentBus(app, id, { workflows })`,
+ * functions/core/stack-workflows.ts), started by name or by the alias a version declares;
  * `tenant`, those the run's tenant registered at run time; `shared`, those registered for every
- * tenant (functions/core/dag/registry.ts). The first two are compiled in (./CompiledWorkflows)
- * and take their names: a put of such a name is refused (`workflow.reserved_name`), and a
+ * tenant (functions/core/dag/registry.ts). The stack's are compiled in (./CompiledWorkflows) and
+ * take their names and aliases: a put of such a name is refused (`workflow.reserved_name`), and a
  * registered workflow stored before the stack took its name is shadowed: never started, listed
  * or shown by that name. The orchestrator, the front door and the operator tools list, show and
  * start through this catalog alike.
  */
 
 /** Where a workflow a start may name comes from, in the order a start looks. */
-export const WORKFLOW_SCOPES = ["built-in", "stack", "tenant", "shared"] as const;
+export const WORKFLOW_SCOPES = ["stack", "tenant", "shared"] as const;
 export type WorkflowScopeName = (typeof WORKFLOW_SCOPES)[number];
 
 /** One workflow as the lists show it: its name, scope, tenant (a tenant's own) and versions. */
 export interface ListedWorkflow {
-  /** The name a start gives (a content workflow's kind, `quick-news`). */
+  /** The definition's name. */
   readonly name: string;
+  /** The other name a start may give (a stack's workflow whose newest versions declare one). */
+  readonly alias?: string;
   readonly scope: WorkflowScopeName;
   /** The tenant whose own it is (scope `tenant` only). */
   readonly tenant?: string;
   /** Every version, ascending. */
   readonly versions: readonly number[];
 }
+
+/**
+ * The name a start gives for a listed workflow: its alias when it has one (a stack's workflow may
+ * have a name no start gives, `content.quick-news`), else its name.
+ */
+export const startNameOf = (workflow: Pick<ListedWorkflow, "name" | "alias">): string =>
+  workflow.alias ?? workflow.name;
 
 /** One version of a workflow: its definition, and where it was found with its other versions. */
 export interface ShownWorkflow extends ListedWorkflow {
@@ -52,68 +58,61 @@ export interface ShownWorkflow extends ListedWorkflow {
 /** The workflow definitions compiled into an orchestrator, every version a run may be on. */
 export interface CompiledWorkflows {
   /**
-   * The definition a start request names: a content kind, or a definition's name (its newest
-   * version, or `version`): a stack workflow, or a content workflow no kind starts.
+   * The definition a start request names: by name or alias, its newest version declaring it, or
+   * `version` of that workflow.
    */
   forStart(name: string, version?: number): WorkflowDefinition | undefined;
   /** The definition a run started with; workflow.unknown_definition (permanent) when it is gone. */
   at(name: string, version: number): WorkflowDefinition;
-  /** What a start may name: the content kinds, then the stack's workflows. */
+  /** What a start may name: the workflows' names, then their aliases. */
   readonly names: readonly string[];
-  /** The built-in and the stack's workflows, with every version. */
+  /** The stack's workflows, with every version. */
   readonly listed: readonly ListedWorkflow[];
 }
 
+/** The newest of `definitions` (undefined when there is none). */
+const newestOf = (definitions: readonly WorkflowDefinition[]) =>
+  definitions.reduce<WorkflowDefinition | undefined>(
+    (found, d) => (found && found.version >= d.version ? found : d),
+    undefined,
+  );
+
 /**
- * The content workflows and `stack`, the workflows the stack was given. A content workflow no
- * kind starts (the fact check long form runs as a child) is started by its name.
+ * `stack`, the workflows the stack was given: each started by its name (its newest version) or by
+ * an alias (the newest version that declares it).
  */
 export function workflowCatalog(stack: readonly WorkflowDefinition[] = []): CompiledWorkflows {
-  const all = [...CONTENT_WORKFLOWS, ...stack];
-  const versionsOf = (definitions: readonly WorkflowDefinition[], name: string) =>
-    definitions
+  const versionsOf = (name: string) =>
+    stack
       .filter((d) => d.name === name)
       .map((d) => d.version)
       .sort((a, b) => a - b);
-  const kindNames = new Set(WORKFLOW_KINDS.map((kind) => contentWorkflowFor({ kind }).name));
-  const childOnly = CONTENT_WORKFLOWS.filter((d) => !kindNames.has(d.name));
-  const childOnlyNames = [...new Set(childOnly.map((d) => d.name))];
-  const byName = [...childOnly, ...stack];
-  // Listed by kind; a content workflow no kind starts is a child's, never listed on its own.
-  const builtIn = WORKFLOW_KINDS.map((kind): ListedWorkflow => {
-    const { name } = contentWorkflowFor({ kind });
-    return { name: kind, scope: "built-in", versions: versionsOf(CONTENT_WORKFLOWS, name) };
-  });
   const stackNames = [...new Set(stack.map((d) => d.name))];
-  const listed = [
-    ...builtIn,
-    ...stackNames.map(
-      (name): ListedWorkflow => ({
-        name,
-        scope: "stack",
-        versions: versionsOf(stack, name),
-      }),
-    ),
-  ];
+  const aliased = new Map<string, WorkflowDefinition>();
+  for (const d of stack)
+    if (d.alias !== undefined) aliased.set(d.alias, newestOf([aliased.get(d.alias) ?? d, d]) ?? d);
+  const aliasOf = (name: string) => [...aliased].find(([, d]) => d.name === name)?.[0];
+  const listed = stackNames.map((name): ListedWorkflow => {
+    const alias = aliasOf(name);
+    return {
+      name,
+      ...(alias === undefined ? {} : { alias }),
+      scope: "stack",
+      versions: versionsOf(name),
+    };
+  });
   return {
-    names: [...WORKFLOW_KINDS, ...childOnlyNames, ...stackNames],
+    names: [...stackNames, ...aliased.keys()],
     listed,
     forStart: (name, version) => {
-      const newest = (WORKFLOW_KINDS as readonly string[]).includes(name)
-        ? contentWorkflowFor({ kind: name })
-        : byName
-            .filter((d) => d.name === name)
-            .reduce<WorkflowDefinition | undefined>(
-              (found, d) => (found && found.version >= d.version ? found : d),
-              undefined,
-            );
+      const newest = aliased.get(name) ?? newestOf(stack.filter((d) => d.name === name));
       if (version === undefined || !newest) return newest;
-      return all.find((d) => d.name === newest.name && d.version === version);
+      return stack.find((d) => d.name === newest.name && d.version === version);
     },
     at: (name, version) => {
-      const found = all.find((d) => d.name === name && d.version === version);
+      const found = stack.find((d) => d.name === name && d.version === version);
       if (found) return found;
-      const known = all.map((d) => `${d.name} v${d.version}`).join(", ");
+      const known = stack.map((d) => `${d.name} v${d.version}`).join(", ") || "none";
       throw new PermanentError(
         "workflow.unknown_definition",
         `the run's workflow ${name} v${version} is no longer defined (defined: ${known})`,
@@ -228,7 +227,7 @@ export async function showWorkflow(
   const { tenant, version } = options;
   if (compiled.names.includes(name)) {
     const definition = compiled.forStart(name, version);
-    const listed = compiled.listed.find((w) => w.name === name);
+    const listed = definition && compiled.listed.find((w) => w.name === definition.name);
     return definition && listed && { ...listed, version: definition.version, definition };
   }
   if (!registry) return undefined;
@@ -260,7 +259,7 @@ export interface StepRoles {
   /**
    * Why the stack cannot run `def`, or undefined: a node names a role that is not a step role
    * (`workflow.unknown_step_role`), or a map node's role does not carry out map items
-   * (`workflow.map_role_without_items`: the content agents keep one agent run per node).
+   * (`workflow.map_role_without_items`).
    */
   refusalOf(def: WorkflowDefinition): StartRefusal | undefined;
   /** The known step roles, for messages. */
@@ -274,18 +273,7 @@ export interface StartRefusal {
   readonly message: string;
 }
 
-/**
- * The content agents as step roles: what an orchestrator built without a stack's table knows.
- * They carry out map items (one agent run per item).
- */
-export const CONTENT_STEP_ROLES: StepRoleTable = Object.fromEntries(
-  CONTENT_AGENTS.map(({ agent, requested, cancel }) => [
-    agent,
-    { requested, cancel, confirm: confirmEventType(CONTENT_ROLE_EVENTS[agent].stem), items: true },
-  ]),
-);
-
-export function stepRoles(table: StepRoleTable = CONTENT_STEP_ROLES): StepRoles {
+export function stepRoles(table: StepRoleTable = {}): StepRoles {
   const names = Object.keys(table).sort().join(", ") || "none";
   const unknownIn = (def: WorkflowDefinition) =>
     [...new Set(def.nodes.flatMap((n) => (n.role === undefined ? [] : [n.role])))].filter(

@@ -6,7 +6,6 @@ import type { Capacity, Transition } from "../../core/dag/run";
 import type { TypedDecision } from "../../core/define-role";
 import { BusinessRejection, PermanentError } from "../../core/errors";
 import { payloadOf } from "../../core/payload";
-import type { ContentCommand } from "../content-agents/settings";
 import type { StepRoles, WorkflowCatalog } from "./catalog";
 import type { ChildEmit } from "./child-commands";
 import type { Leasing } from "./leases";
@@ -47,8 +46,13 @@ export type RunEnd =
   | "workflow.partial"
   | "workflow.failed"
   | "workflow.cancelled";
-/** What a decision emits: the agents' commands, how the run ended, and child runs' messages. */
-export type OrchestratorEmit = ContentCommand | RunEnd | ChildEmit;
+/**
+ * A step role's command: the stack's (./catalog StepRoles), known at run time only, so typed as
+ * any registered type; the registry checks each on emit.
+ */
+export type StepCommand = EventType;
+/** What a decision emits: the step roles' commands, how the run ended, and child runs' messages. */
+export type OrchestratorEmit = StepCommand | RunEnd | ChildEmit;
 export type OrchestratorDecision = TypedDecision<OrchestratorState, OrchestratorEmit>;
 export type Handle<P> = (
   context: RunContext,

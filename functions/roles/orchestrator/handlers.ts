@@ -27,7 +27,7 @@ import { runInputProblems } from "../../core/dag/input";
 import { cancelRun, rerunFrom } from "../../core/dag/rerun";
 import type { Capacity, DagRun, NodeError, Transition } from "../../core/dag/run";
 import { PermanentError } from "../../core/errors";
-import { CONTENT_AGENTS } from "../content-agents/workflows";
+import { ownAnswerTypes, type StepRoleTable } from "../../core/steps";
 import { confirmExpired, confirmNode, nodeBlocked, nodeStarted } from "./agent";
 import { applyTransition } from "./apply";
 import { beginRun } from "./begin";
@@ -86,20 +86,31 @@ export const HANDLERS: Readonly<Record<string, EventHandler>> = {
     const next = extendLease(state, state && definitionOf(context, state), payload, leasing);
     return next ? { state: next, dueAt: dueAtOf(next, leasing) } : {};
   }),
-  // Every step role's answers, naming the role; the content agents answer with their own types.
+  // Every step role's answers, naming the role (a role with its own answer types: handlersFor).
   "step.completed": fromAgent("step.completed", (context, payload: StepCompleted) =>
     completedBy(payload.role)(context, payload),
   ),
   "step.failed": fromAgent("step.failed", (context, payload: StepFailed) =>
     failedBy(payload.role)(context, payload),
   ),
-  ...Object.fromEntries(
-    CONTENT_AGENTS.flatMap(({ agent, completed, failed }) => [
-      [completed, fromAgent(completed, completedBy(agent))],
-      [failed, fromAgent(failed, failedBy(agent))],
-    ]),
-  ),
 };
+
+/**
+ * The handlers of an orchestrator whose stack has these step roles: HANDLERS, and the answers of
+ * each role that spells its own (`<stem>.completed` / `<stem>.failed`, its entry's `answers`),
+ * taken as `step.completed` / `step.failed` from that role.
+ */
+export function handlersFor(table: StepRoleTable): Readonly<Record<string, EventHandler>> {
+  // Their types are the stack's, known at run time only: typed as the kit's answers, whose
+  // node fields they share.
+  const own = ownAnswerTypes(table).map(({ type, role, completed }) => [
+    type,
+    completed
+      ? fromAgent(type as "step.completed", completedBy(role))
+      : fromAgent(type as "step.failed", failedBy(role)),
+  ]);
+  return { ...HANDLERS, ...Object.fromEntries(own) };
+}
 
 /**
  * A person's answer to a node that waits for one: the approval of its plan (./plan-approval),
@@ -177,7 +188,7 @@ async function startDefinition(
     runId,
     undefined,
     "workflow.unknown_kind",
-    `workflow ${JSON.stringify(workflow)} is not one of ${workflows.names.join(", ")}, nor registered for tenant ${tenant} or for every tenant`,
+    `workflow ${JSON.stringify(workflow)} is not one of ${workflows.names.join(", ") || "the stack's (it has none)"}, nor registered for tenant ${tenant} or for every tenant`,
   );
 }
 

@@ -2,7 +2,7 @@ import * as z from "../../../schemas/zod";
 import { AWAITING_APPROVAL, FAILED_RUNS, PARTIAL_RUNS, raiseOn } from "../../core/attention";
 import { defineModule } from "../../core/role-module";
 import { WORKFLOWS_ENV, WorkflowsJson, workflowsOf } from "../../core/stack-workflows";
-import { registerStepCommands, STEP_ROLES_ENV, StepRolesJson } from "../../core/steps";
+import { registerStepRoleTypes, STEP_ROLES_ENV, StepRolesJson } from "../../core/steps";
 import { queueDepth } from "../../integrations/queue-depth";
 import { workflowRegistry } from "../../integrations/workflow-registry";
 import { ORCHESTRATOR, orchestratorRole } from "./orchestrator";
@@ -26,7 +26,7 @@ export const OrchestratorSettings = z.object({
   ),
   /** The stack's step roles (JSON, group -> commands and lease), written by the stack. */
   [STEP_ROLES_ENV]: z.optional(StepRolesJson),
-  /** The stack's workflows besides the content workflows (JSON), written by the stack. */
+  /** The stack's workflows (JSON, compressed when large), written by the stack. */
   [WORKFLOWS_ENV]: z.optional(WorkflowsJson),
 });
 
@@ -40,9 +40,9 @@ const RUN_ATTENTION = [
 /**
  * The orchestrator: runs each workflow's DAG, one run's events in order (order_key = run_id),
  * dispatching each node to the step role of the stack its role names (`STEP_ROLES`, which the
- * stack writes from its role modules). It runs the content workflows, the stack's own
- * (`WORKFLOWS`, which the stack writes from its `workflows`: functions/core/stack-workflows.ts)
- * and those registered at run time; it reads the step roles' queue depths (backpressure), and a
+ * stack writes from its role modules). It runs the stack's workflows (`WORKFLOWS`, which the
+ * stack writes from its `workflows`: functions/core/stack-workflows.ts) and those registered at
+ * run time; it reads the step roles' queue depths (backpressure), and a
  * run that fails needs a person. Its entry is one of the hub's handlers, named from the package
  * root, so that a stack that installs AgentBus runs it too.
  */
@@ -53,7 +53,7 @@ export const orchestratorModule = defineModule({
   settings: OrchestratorSettings,
   uses: { queueDepth, workflowRegistry },
   build: (ports, settings) => {
-    registerStepCommands(settings[STEP_ROLES_ENV]);
+    registerStepRoleTypes(settings[STEP_ROLES_ENV]);
     return orchestratorRole({
       queueDepth: ports.queueDepth,
       queueDepthThreshold: settings.QUEUE_DEPTH_THRESHOLD,

@@ -11,16 +11,10 @@ import type { StepRoleTable } from "../../core/steps";
 import { DAG_RUN_AGGREGATE } from "../../core/sweeper";
 import type { QueueDepthSource } from "../../integrations/queue-depth/index";
 import { RUN_ENDS } from "./apply";
-import {
-  CONTENT_STEP_ROLES,
-  catalogFor,
-  type StepRoles,
-  stepRoles,
-  workflowCatalog,
-} from "./catalog";
+import { catalogFor, type StepRoles, stepRoles, workflowCatalog } from "./catalog";
 import { CHILD_EMITS } from "./child-commands";
 import type { EventHandler, OrchestratorEmit } from "./context";
-import { HANDLERS } from "./handlers";
+import { HANDLERS, handlersFor } from "./handlers";
 import type { LeasePolicy } from "./leases";
 import { type OrchestratorState, parseRunState, summarizeRun } from "./state";
 
@@ -32,14 +26,15 @@ import { type OrchestratorState, parseRunState, summarizeRun } from "./state";
  * serialized (the state revision condition catches anything that slips through).
  *
  * Decisions (pure apart from the optional queue-depth read; nothing here calls AWS):
- * - workflow.start.requested: a new run of the named workflow (a content kind, a definition
- *   compiled in with `workflows`, else the newest version registered for the run's tenant or for
- *   every tenant, which the run pins: ./catalog); one request per node the DAG releases, of the type its step
+ * - workflow.start.requested: a new run of the named workflow (a definition the stack was given
+ *   with `workflows`, by its name or an alias, else the newest version registered for the run's
+ *   tenant or for every tenant, which the run pins: ./catalog); one request per node the DAG releases, of the type its step
  *   role takes (./catalog: the stack's step roles). A start for a run that exists is a no-op
  *   (idempotent). An unknown workflow, or one with a node whose role is not a step role of the
  *   stack, is refused with `workflow.rejected` (business, no retry).
- * - `step.completed` / `step.failed` (any step role, naming itself), and the content agents'
- *   `<role>.completed` / `<role>.failed`: onNodeCompleted / onNodeFailed with the payload's
+ * - `step.completed` / `step.failed` (any step role, naming itself), and the answers of a step
+ *   role that spells its own (`<stem>.completed` / `<stem>.failed`, its entry in the table of
+ *   step roles: ./handlers handlersFor): onNodeCompleted / onNodeFailed with the payload's
  *   generation (onItemCompleted / onItemFailed for an answer naming a map item, ./items for the
  *   map's lease). Duplicate, stale (older generation) or not-running deliveries are ignored by the
  *   DAG: nothing is emitted and the state is not written. Released downstream nodes become
@@ -97,8 +92,7 @@ import { type OrchestratorState, parseRunState, summarizeRun } from "./state";
  * pipeline validated them, typed by the registry; reset and resolve in ./resolve,
  * what handlers share in ./context), the stored state's schema in
  * ./state, leases and the due time in ./leases, a DAG transition turned
- * into a decision in ./apply, the content workflows and their agents in
- * ../content-agents/workflows.ts.
+ * into a decision in ./apply, the workflows it knows and its step roles in ./catalog.
  *
  *
  * Leases and the due index (./leases): every node released to an agent gets a lease
@@ -154,11 +148,10 @@ export interface OrchestratorOptions {
   readonly dependencyTimeoutSeconds?: number;
   /**
    * The stack's step roles (the table the stack writes to `STEP_ROLES` from its role modules;
-   * `stepRolesOf(modules)` in memory), whose leases join `leaseSecondsByRole`.
-   * @default the content agents
+   * `stepRolesOf(modules)` in memory), whose leases join `leaseSecondsByRole`. @default none
    */
   readonly stepRoles?: StepRoleTable;
-  /** Workflow definitions besides the content workflows, each version a run may be on. @default none */
+  /** The stack's workflows (scope `stack`), each version a run may be on. @default none */
   readonly workflows?: readonly WorkflowDefinition[];
   /**
    * The workflows registered at run time (functions/core/dag/registry.ts), which a start finds
@@ -169,14 +162,22 @@ export interface OrchestratorOptions {
 
 export const ORCHESTRATOR_GROUP = "orchestrator";
 
-/** Every event type with a handler, in the table's order. */
-// The table's keys, some made from the content roles: typed as any registered type.
+/**
+ * Every event type the orchestrator takes whatever its stack (the stack adds the answers of its
+ * step roles that spell their own: `orchestratorSubscriptions`).
+ */
+// The table's keys: typed as any registered type.
 export const ORCHESTRATOR_SUBSCRIPTIONS = Object.keys(HANDLERS) as EventType[];
+
+/** What the orchestrator of a stack with these step roles subscribes to. */
+export function orchestratorSubscriptions(table: StepRoleTable): EventType[] {
+  return Object.keys(handlersFor(table)) as EventType[];
+}
 
 /**
  * What the orchestrator emits: each step role's commands, how a run ended, and a refusal of a
  * request (`workflow.rejected`, thrown as a BusinessRejection and committed by the pipeline). The
- * descriptor lists the content agents' commands; the built role those of its stack's step roles.
+ * descriptor lists none of the commands; the built role those of its stack's step roles.
  */
 function emitsFor(table: StepRoleTable): readonly (OrchestratorEmit | "workflow.rejected")[] {
   // The step roles' types are registered by their modules: known at run time only.
@@ -185,14 +186,15 @@ function emitsFor(table: StepRoleTable): readonly (OrchestratorEmit | "workflow.
   ) as OrchestratorEmit[];
   return [...new Set([...commands, ...RUN_ENDS, ...CHILD_EMITS, "workflow.rejected"] as const)];
 }
-const ORCHESTRATOR_EMITS = emitsFor(CONTENT_STEP_ROLES);
-
-/** Every event the orchestrator reads names its run (the aggregate it reads and writes). */
+/**
+ * Every event the orchestrator reads names its run (the aggregate it reads and writes) in its
+ * payload's `run_id`, a step role's own answers too.
+ */
 export const ORCHESTRATOR: DescriptorOf<EventType, OrchestratorEmit | "workflow.rejected"> = {
   group: ORCHESTRATOR_GROUP,
   subscriptions: ORCHESTRATOR_SUBSCRIPTIONS,
-  emits: ORCHESTRATOR_EMITS,
-  stateOf: (event) => ({ type: DAG_RUN_AGGREGATE, id: handlerOf(event).runOf(event) }),
+  emits: emitsFor({}),
+  stateOf: (event) => ({ type: DAG_RUN_AGGREGATE, id: runIdOf(event) }),
   // A child run's start and cancel come on its parent's stream, its end on its own: a dag_run
   // stream's events go to several runs (./children).
   sharedStreams: [DAG_RUN_AGGREGATE],
@@ -203,8 +205,10 @@ export function orchestratorRole(options: OrchestratorOptions = {}): Role<Orches
   const policy = leasePolicyOf(options, steps);
   const capacityFor = capacitySource(options);
   const compiled = workflowCatalog(options.workflows);
+  const handlers = handlersFor(steps.table);
   return defineRole<OrchestratorState, EventType, OrchestratorEmit | "workflow.rejected">({
     ...ORCHESTRATOR,
+    subscriptions: Object.keys(handlers) as EventType[],
     emits: emitsFor(steps.table),
     summarize: summarizeRun,
     // The operator's commands, the sweeper's reports and the agents' heartbeats are obeyed in the
@@ -214,7 +218,7 @@ export function orchestratorRole(options: OrchestratorOptions = {}): Role<Orches
     // AgentBus: the operator tools and the console.
     compactState: true,
     decide: async (stored, event, { now }) => {
-      const handler = handlerOf(event);
+      const handler = handlerOf(handlers, event);
       const state = parseRunState(stored);
       const run = state && {
         workflow: state.run.workflow,
@@ -261,14 +265,36 @@ function withParentRun<D extends { readonly emit?: readonly EmitSpec[] }>(
 /** The orchestrator with per-role caps from the definitions and no queue-depth gate. */
 export const orchestrator: Role<OrchestratorState> = orchestratorRole();
 
-function handlerOf(event: Envelope): EventHandler {
-  const handler = HANDLERS[event.event_type];
+function handlerOf(
+  handlers: Readonly<Record<string, EventHandler>>,
+  event: Envelope,
+): EventHandler {
+  const handler = handlers[event.event_type];
   if (!handler)
     throw new PermanentError(
       "orchestrator.unhandled",
       `the orchestrator cannot handle ${event.event_type}`,
     );
   return handler;
+}
+
+/**
+ * The run an event names: its handler's reading of it; for a step role's own answer (a type of
+ * the stack's, no handler here), the run its node names (`run_id`, `node_id`, `generation`).
+ */
+function runIdOf(event: Envelope): string {
+  const known = HANDLERS[event.event_type];
+  if (known) return known.runOf(event);
+  const node = event.payload as Partial<Record<"run_id" | "node_id" | "generation", unknown>>;
+  const answer =
+    typeof node?.run_id === "string" &&
+    typeof node.node_id === "string" &&
+    typeof node.generation === "number";
+  if (answer) return node.run_id as string;
+  throw new PermanentError(
+    "orchestrator.unhandled",
+    `the orchestrator cannot handle ${event.event_type}`,
+  );
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { WorkflowResetRequested } from "../../../schemas/events/workflow";
 import type { WorkflowResolveRequested } from "../../../schemas/events/workflow-resolve";
 import { resetNode, resolveNode } from "../../core/dag/resolve";
-import { checkOutput } from "../content-agents/workflows";
+import { checkStepOutput } from "../../core/steps";
 import { applyTransition } from "./apply";
 import {
   definitionOf,
@@ -48,7 +48,7 @@ export async function resolve(
   const current = failedNode(context.state, run_id, node_id, "resolve");
   const def = definitionOf(context, current);
   const role = def.nodes.find((n) => n.id === node_id)?.role ?? "";
-  const checked = checkOutput(role, output);
+  const checked = checkStepOutput(context.stepRoles.table[role], output);
   if (!checked.ok)
     throw rejection(
       "resolve",

@@ -131,7 +131,7 @@ export const OrchestratorStateSchema = z.object({
   tenant_id: z.optional(TenantId),
   /**
    * Where the run's definition was registered (functions/core/dag/registry.ts): a tenant, or `*`
-   * for every tenant. Absent: a workflow compiled into the orchestrator.
+   * for every tenant. Absent: one of the stack's workflows.
    */
   definition_scope: z.optional(z.string()),
   /** The run whose child node started this run (./children), absent for a run started otherwise. */

@@ -4,7 +4,8 @@ import { PermanentError, TransientError } from "../../../functions/core/errors";
 import type { RoleModule } from "../../../functions/core/role-module";
 import { defineStepModule } from "../../../functions/core/role-module";
 import { WORKFLOWS_ENV, workflowsEnvValue } from "../../../functions/core/stack-workflows";
-import { STEP_ROLES_ENV, stepRolesOf } from "../../../functions/core/steps";
+import { STEP_ROLES_ENV, stepRolesEnvValue, stepRolesOf } from "../../../functions/core/steps";
+import { REFERENCE_WORKFLOWS } from "../../../functions/roles/modules";
 import { orchestratorModule } from "../../../functions/roles/orchestrator/index";
 import * as z from "../../../schemas/zod";
 import type { CallFault } from "../faults/kinds";
@@ -192,7 +193,7 @@ export const headlineApproval: WorkflowDefinition = defineWorkflow({
   ],
 });
 
-/** The workflows the simulated orchestrator has besides the content workflows. */
+/** The workflows the simulated orchestrator has besides the reference stack's (content production's). */
 export const SIMULATED_WORKFLOWS: readonly WorkflowDefinition[] = [
   headlineScoring,
   headlineReview,
@@ -202,7 +203,8 @@ export const SIMULATED_WORKFLOWS: readonly WorkflowDefinition[] = [
 /**
  * The world's role modules: `modules` with the headline steps beside them (`scoring` in place of
  * the kit's scoring module when a defect is planted in it); with the settings that hand the
- * orchestrator the step roles and the simulated workflows, as the stack writes them.
+ * orchestrator the step roles, the reference stack's workflows and the simulated ones, as the
+ * stack writes them.
  */
 export function withHeadlineScoring(
   modules: readonly RoleModule<unknown>[],
@@ -218,8 +220,8 @@ export function withHeadlineScoring(
   return {
     modules: all,
     settings: {
-      [STEP_ROLES_ENV]: JSON.stringify(stepRolesOf(all)),
-      [WORKFLOWS_ENV]: workflowsEnvValue(SIMULATED_WORKFLOWS),
+      [STEP_ROLES_ENV]: stepRolesEnvValue(stepRolesOf(all)),
+      [WORKFLOWS_ENV]: workflowsEnvValue([...REFERENCE_WORKFLOWS, ...SIMULATED_WORKFLOWS]),
     },
   };
 }

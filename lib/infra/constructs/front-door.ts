@@ -23,7 +23,11 @@ import { LogGroup } from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
 import { WORKFLOW_REGISTRY_KEYS } from "../../../functions/adapters/dynamodb/workflow-registry";
 import { WORKFLOWS_ENV } from "../../../functions/core/stack-workflows";
-import { STEP_ROLES_ENV, type StepRoleEntry } from "../../../functions/core/steps";
+import {
+  STEP_ROLES_ENV,
+  type StepRoleEntry,
+  stepRolesEnvValue,
+} from "../../../functions/core/steps";
 import { methodsOf, ROUTES, SERVICE_PREFIX } from "../../../functions/front-door/api";
 import { DEFAULT_RUNS_IN_FLIGHT } from "../../../functions/front-door/runs-in-flight";
 import { CONVERSATION_AGGREGATE } from "../../../functions/roles/customer-support/conversation/conversation";
@@ -158,7 +162,7 @@ export class FrontDoor extends Construct {
       TENANT_RUNS_IN_FLIGHT: String(props.tenantRunsInFlight ?? DEFAULT_RUNS_IN_FLIGHT),
       ...(issuer.serviceScope ? { SERVICE_SCOPE: issuer.serviceScope } : {}),
       FEATURES: this.featuresValue(props),
-      [STEP_ROLES_ENV]: JSON.stringify(props.stepRoles ?? {}),
+      [STEP_ROLES_ENV]: stepRolesEnvValue(props.stepRoles ?? {}),
       ...(props.workflows === undefined ? {} : { [WORKFLOWS_ENV]: props.workflows }),
     };
     for (const topic of props.topics)

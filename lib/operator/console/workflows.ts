@@ -4,6 +4,7 @@ import {
   type WorkflowDefinition,
 } from "../../../functions/core/dag/definition";
 import type { InputField, RunInputSpec } from "../../../functions/core/dag/input";
+import { startNameOf } from "../../../functions/roles/orchestrator/catalog";
 import { edgeViews, nodeKindOf } from "../runs";
 import type { RunNodeView, WorkflowSummary, WorkflowView } from "../views";
 import { scopeText } from "../workflows";
@@ -30,7 +31,6 @@ export const INPUT_FIELD_PREFIX = "input.";
 export const TYPE_FIELD_PREFIX = "type.";
 
 const SCOPE_CELLS: Readonly<Record<WorkflowSummary["scope"], string>> = {
-  "built-in": "built in",
   stack: "given to the stack",
   tenant: "a tenant's own",
   shared: "every tenant",
@@ -38,7 +38,7 @@ const SCOPE_CELLS: Readonly<Record<WorkflowSummary["scope"], string>> = {
 
 /** The address of a listed workflow's page: a tenant's own is found by that tenant's starts. */
 const listedHref = (w: WorkflowSummary) =>
-  workflowHref(w.name, w.tenant === undefined ? {} : { tenant: w.tenant });
+  workflowHref(startNameOf(w), w.tenant === undefined ? {} : { tenant: w.tenant });
 
 /**
  * The list of workflows, each linked to its page, with its scope and tenant: every tenant's own,
@@ -46,14 +46,14 @@ const listedHref = (w: WorkflowSummary) =>
  */
 export function renderWorkflowList(list: readonly WorkflowSummary[], tenant?: string): string {
   const rows = list.map((w) => [
-    link(listedHref(w), w.name),
+    link(listedHref(w), startNameOf(w)),
     escapeHtml(SCOPE_CELLS[w.scope]),
     escapeHtml(w.tenant ?? "—"),
     escapeHtml(w.versions.at(-1) ?? "—"),
     escapeHtml(w.versions.join(", ")),
   ]);
   const attrs = (i: number) =>
-    `${attr("data-workflow", list[i]?.name)}${attr("data-scope", list[i]?.scope)}${attr("data-tenant", list[i]?.tenant)}`;
+    `${attr("data-workflow", list[i] && startNameOf(list[i]))}${attr("data-scope", list[i]?.scope)}${attr("data-tenant", list[i]?.tenant)}`;
   const note =
     tenant === undefined
       ? "<p class=\"muted\">Every tenant's own workflows are listed; a tenant's id in the box above lists what its starts find.</p>"
@@ -204,10 +204,10 @@ export function renderStartForm(
       : "";
   return actionForm(
     ctx,
-    startPath(view.name),
+    startPath(startNameOf(view)),
     attr("data-action", "start"),
     `${error}${pinned}${fields.join("")}${more}${tenantField}`,
-    button(`Start a run of ${view.name}`),
+    button(`Start a run of ${startNameOf(view)}`),
     "",
   );
 }
@@ -227,13 +227,13 @@ export function renderWorkflow(
     .map((v) =>
       v === view.version
         ? `<strong>v${escapeHtml(v)}</strong>`
-        : link(workflowHref(view.name, { ...query, version: String(v) }), `v${v}`),
+        : link(workflowHref(startNameOf(view), { ...query, version: String(v) }), `v${v}`),
     )
     .join(" ");
   const start = forms
     ? `\n<h2>Start a run</h2>\n${renderStartForm(view, forms, tenant, refused)}`
     : "";
-  return `<h1>Workflow <code>${escapeHtml(view.name)}</code> v${escapeHtml(view.version)}</h1>
+  return `<h1>Workflow <code>${escapeHtml(startNameOf(view))}</code> v${escapeHtml(view.version)}</h1>
 <ul class="facts">
 ${fact("definition", `<code>${escapeHtml(view.definition.name)}</code>`)}
 ${fact("scope", `<span data-workflow-scope>${escapeHtml(scopeText(view))}</span>`)}
