@@ -4,7 +4,15 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type RunningConsole, startConsole } from "../../lib/operator/console/server";
 import { haveChromium, launchChromium, NO_CHROMIUM, SCREENSHOTS, seen } from "../support/browser";
-import { CORRELATION_ID, EVENT_IDS, fakeSource, RUN_ID, TASK_ID } from "./fixtures";
+import {
+  CHILD_RUN_ID,
+  CORRELATION_ID,
+  EVENT_IDS,
+  fakeSource,
+  parentAndChildRuns,
+  RUN_ID,
+  TASK_ID,
+} from "./fixtures";
 
 if (!haveChromium) {
   console.warn(`browser.test.ts skipped: ${NO_CHROMIUM}`);
@@ -17,7 +25,7 @@ describe.skipIf(!haveChromium)("the console in Chromium (needs Debian's chromium
 
   beforeAll(async () => {
     await mkdir(SCREENSHOTS, { recursive: true });
-    server = await startConsole({ source: fakeSource() });
+    server = await startConsole({ source: fakeSource({ runs: parentAndChildRuns() }) });
     browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   });
@@ -67,6 +75,22 @@ describe.skipIf(!haveChromium)("the console in Chromium (needs Debian's chromium
       "MODEL_TIMEOUT the model did not answer within 15 s",
     );
     await page.screenshot({ path: join(SCREENSHOTS, "run.png"), fullPage: true });
+  });
+
+  it("links a parent run to its child runs, and a child run to its parent", async () => {
+    expect(await open(`/runs/${RUN_ID}`)).toBe(200);
+    const children = page.locator("ul.facts li", { hasText: "child runs:" });
+    expect(await seen(children)).toContain(`${CHILD_RUN_ID} (node fact_check)`);
+    expect(await page.locator("ul.facts li", { hasText: "parent run:" }).count()).toBe(0);
+    await children.getByRole("link", { name: CHILD_RUN_ID }).click();
+    await page.waitForURL(`**/runs/${CHILD_RUN_ID}`);
+    expect(await seen(page.locator("h1"))).toBe(`Run ${CHILD_RUN_ID}`);
+    const parent = page.locator("ul.facts li", { hasText: "parent run:" });
+    expect(await seen(parent)).toContain(RUN_ID);
+    expect(await page.locator("ul.facts li", { hasText: "child runs:" }).count()).toBe(0);
+    await parent.getByRole("link", { name: RUN_ID }).click();
+    await page.waitForURL(`**/runs/${RUN_ID}`);
+    expect(await seen(page.locator("h1"))).toBe(`Run ${RUN_ID}`);
   });
 
   it("shows the trace with each group's outcome beside its event", async () => {

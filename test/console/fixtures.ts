@@ -207,6 +207,29 @@ export function contentRun(): RunView {
   };
 }
 
+export const CHILD_RUN_ID = "run_01J9Z3R0000FACTCHECK0000001";
+
+/**
+ * A parent run whose fact-check node ran as a child run, and that child: the parent names its
+ * child runs, the child its parent.
+ */
+export function parentAndChildRuns(): RunView[] {
+  const parent = contentRun();
+  return [
+    { ...parent, childRuns: [{ nodeId: "fact_check", runId: CHILD_RUN_ID }] },
+    {
+      ...parent,
+      runId: CHILD_RUN_ID,
+      workflow: { name: "content.fact-check", version: 1 },
+      status: "COMPLETED",
+      parentRunId: RUN_ID,
+      nodes: [],
+      edges: [],
+      timeline: [],
+    },
+  ];
+}
+
 export function deadLetters(): DeadLetterView[] {
   return [
     {

@@ -2,6 +2,7 @@ import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appendToStream } from "../../functions/core/producer";
 import { systemClock, ulidSource } from "../../functions/core/runtime";
+import { traceIdOf } from "../../functions/core/trace-context";
 import { audit } from "../../functions/roles/audit/audit";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import { waitUntil } from "../../lib/dev/local/scenario/customer-support";
@@ -14,6 +15,7 @@ import { localCli } from "../support/cli";
 import {
   BUGGY_GROUP,
   BUGGY_VIEW,
+  type BuggyView,
   bug,
   buggyProjection,
 } from "../support/handlers/buggy-projection";
@@ -31,11 +33,12 @@ describe("agentbus dlq redrive", () => {
 
   const cli = localCli(() => env, STAGE, { AGENTBUS_OPERATOR: "ops-oncall" });
 
-  const applied = async (): Promise<readonly number[] | undefined> => {
+  const view = async (): Promise<BuggyView | undefined> => {
     const ref = { type: BUGGY_VIEW, id: stream[0]?.aggregate.id ?? "" };
     const { state } = await env.store.load({ state: ref });
-    return (state?.data as { applied?: number[] } | undefined)?.applied;
+    return state?.data as BuggyView | undefined;
   };
+  const applied = async () => (await view())?.applied;
   const deadLetters = () => listDeadLetters(env.ops, { group: BUGGY_GROUP });
 
   beforeAll(async () => {
@@ -134,6 +137,10 @@ describe("agentbus dlq redrive", () => {
     );
     await env.runtime.idle();
     expect(await applied()).toEqual([1, 2, 3]);
+    // The redriven messages continue the trace their stream began.
+    const traceId = traceIdOf(stream[0] as Envelope);
+    expect(stream.map(traceIdOf)).toEqual([traceId, traceId, traceId]);
+    expect((await view())?.traceIds).toEqual([traceId, traceId, traceId]);
     expect(await deadLetters()).toEqual([]);
     const recorded = /operator\.action\.recorded ([0-9A-Z]{26})/.exec(result.stdout)?.[1] ?? "";
     await waitUntil("the audit record", async () => {
