@@ -8,7 +8,7 @@ import { runInputProblems } from "../../functions/core/dag/input";
 import { InMemoryWorkflowRegistry } from "../../functions/core/dag/registry";
 import type { StoredState } from "../../functions/core/ports";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
-import { operatorName } from "../../lib/operator/audit";
+import { operatorName, recordApproval } from "../../lib/operator/audit";
 import { fromSdk } from "../../lib/operator/from-sdk";
 import {
   type OperatorCommand,
@@ -25,6 +25,7 @@ import {
 import { opaqueIdProblem } from "../../schemas";
 import { NodeId, WORKFLOW_NAME_PATTERN } from "../../schemas/events/workflow";
 import { MAX_SIGNAL_PAYLOAD_BYTES, SignalKey } from "../../schemas/events/workflow-wait";
+import { withStack } from "./ops";
 import {
   clientConfig,
   commandsBus,
@@ -184,6 +185,11 @@ async function request(
     return runRequestCommand(runId, req, requestedBy, state?.data ?? undefined);
   });
   printSent(runId, sent);
+  // A node's confirmation answers an approval (a BLOCKED node's, a plan's): the audit topic gets
+  // who answered what, as for an agent's tool call or a held reply.
+  if (req.kind !== "confirm") return;
+  const auditId = await withStack(t, (stack) => recordApproval(stack, sent.envelope, "cli"));
+  if (auditId) out(`  recorded in the audit trail as operator.approval.answered ${auditId}`);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -110,12 +110,13 @@ export function approvalAnswered(envelope: Record<string, unknown>): ApprovalAns
   const payload = (envelope.payload ?? {}) as Record<string, unknown>;
   const aggregate = (envelope.aggregate ?? {}) as { id?: unknown };
   const commandId = String(envelope.event_id);
-  const reason = typeof payload.reason === "string" ? { reason: payload.reason } : {};
+  // A node's confirmation says why in its note.
+  const why = type === "workflow.confirm.requested" ? payload.note : payload.reason;
   const answer = (target: unknown, decision: "approve" | "reject", step?: unknown) => ({
     target: String(target),
     ...(typeof step === "string" ? { step } : {}),
     decision,
-    ...reason,
+    ...(typeof why === "string" ? { reason: why } : {}),
     command_id: commandId,
   });
   if (

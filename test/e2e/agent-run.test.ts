@@ -5,6 +5,7 @@ import type { AgentRun } from "../../functions/core/agent-run";
 import { agentRunKey } from "../../functions/roles/content-agents/content-agent";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
+import { waitUntil } from "../../lib/dev/local/scenario/customer-support";
 import { loadChildRuns, startWorkflow, waitForRunEnd } from "../../lib/dev/local/scenario/workflow";
 import { runView } from "../../lib/operator/runs";
 import { emulator } from "../support/aws";
@@ -153,6 +154,27 @@ describe("agent runs on the local stack", () => {
         "the source confirmed the quote",
       );
       expect(confirmed.code, confirmed.stderr).toBe(0);
+      // The answer is on the audit topic, as every approval answered is.
+      const auditId =
+        /recorded in the audit trail as operator\.approval\.answered (\S+)/.exec(
+          confirmed.stdout,
+        )?.[1] ?? "";
+      const audited = await waitUntil(
+        "the approval's audit record",
+        async () => (await env.store.inboxRecords("audit", [auditId]))[0]?.envelope,
+        RUN_TIMEOUT,
+      );
+      expect(audited).toMatchObject({
+        event_type: "operator.approval.answered",
+        payload: {
+          target: run.runId,
+          step: "review",
+          decision: "approve",
+          reason: "the source confirmed the quote",
+          requested_by: "alice",
+          via: "cli",
+        },
+      });
       const ended = await waitForRunEnd(env, run.runId, RUN_TIMEOUT);
       expect(ended.run.status).toBe("COMPLETED");
       const agentRun = await reviewRun(run.runId);

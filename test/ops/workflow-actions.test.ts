@@ -3,6 +3,7 @@ import { onNodeCompleted, onNodeFailed, startRun } from "../../functions/core/da
 import { defineWorkflow } from "../../functions/core/dag/graph";
 import { longFormV2 } from "../../functions/roles/content-agents/workflows";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
+import { approvalAnswered } from "../../lib/operator/audit";
 import { operatorEnvelope } from "../../lib/operator/operator-command";
 import { runRequestCommand, runRequestProblem } from "../../lib/operator/workflow-actions";
 import { referenceCatalog } from "../support/reference";
@@ -162,5 +163,37 @@ describe("a signal to a run", () => {
     expect(operatorEnvelope(runRequestCommand(RUN, big, "alice"))).toMatch(
       /^invalid workflow.signal.requested .*payload.*at most 65536 bytes of JSON/s,
     );
+  });
+});
+
+describe("approvalAnswered of a node's confirmation", () => {
+  const confirm = (answer: "confirmed" | "refused", note?: string) => {
+    const envelope = operatorEnvelope(
+      runRequestCommand(
+        RUN,
+        { kind: "confirm", nodeId: "review", answer, ...(note === undefined ? {} : { note }) },
+        "ops_anna",
+        { tenant_id: "acme" },
+      ),
+    );
+    if (typeof envelope === "string") throw new Error(envelope);
+    return envelope;
+  };
+
+  it("is the run's node approved, its note the reason", () => {
+    const envelope = confirm("confirmed", "the source confirmed by phone");
+    expect(approvalAnswered(envelope)).toEqual({
+      target: RUN,
+      step: "review",
+      decision: "approve",
+      reason: "the source confirmed by phone",
+      command_id: envelope.event_id,
+    });
+  });
+
+  it("is a refusal rejected, with no reason when no note was given", () => {
+    const answered = approvalAnswered(confirm("refused"));
+    expect(answered).toMatchObject({ target: RUN, step: "review", decision: "reject" });
+    expect(answered).not.toHaveProperty("reason");
   });
 });
