@@ -12,6 +12,7 @@ import type {
 import { ALL_FEATURES, type Feature } from "../roles/features";
 import type { OrchestratorState } from "../roles/orchestrator/state";
 import type { AcceptedRequest, AcceptedRequests } from "./accepted";
+import { CLIENT_SEQ_AHEAD, type ClientSequences, RECENT_SEQUENCES } from "./client-seq";
 import {
   ConversationResponse,
   EraseCustomerBody,
@@ -83,7 +84,8 @@ export { DAG_RUN };
  *
  * Posting a message: the body (at most `maxBodyBytes`, JSON) becomes a
  * `conversation.message.received` (unsequenced, aggregate `conversation/<id>`, a new task) with
- * the caller's tenant and user; 202 gives the ids to follow. With an `Idempotency-Key`, the
+ * the caller's tenant and user and its place in the conversation, `client_seq` (the one sent or
+ * the next one: ./client-seq); 202 gives the ids to follow and the place. With an `Idempotency-Key`, the
  * envelope and the answer are stored first (./accepted) and every retry puts that same envelope
  * again and gives the same answer; the same key with another request is refused (409).
  *
@@ -97,6 +99,8 @@ export interface FrontDoorPorts {
   /** The projections the reads answer from (state items only). */
   readonly store: Pick<EventStore, "load">;
   readonly accepted: AcceptedRequests;
+  /** Each conversation's client sequences (./client-seq). */
+  readonly sequences: ClientSequences;
   /** The events a task's steps stored (its task roots' correlations, the events table's trace index). */
   readonly tasks: { eventsByTask(taskId: string): Promise<Envelope[]> };
   /** Each tenant's cap on the requests that put something on the bus. */
@@ -483,22 +487,62 @@ async function postMessage({ request, params, ports, settings, who }: RouteConte
       customer_id: customer,
       conversation_id: conversationId,
     });
-  const envelope = clientEnvelope(ports, caller, ports.ids.next(), {
+  await takeRequest(ports, caller);
+  const message = {
+    text: body.text,
+    customer_id: customer,
+    ...(body.channel === undefined ? {} : { channel: body.channel }),
+  };
+  const claimed = await claimSequence({ request, ports }, caller, key, message, body.client_seq);
+  const envelope = clientEnvelope(ports, caller, claimed.eventId, {
     type: "conversation.message.received",
     aggregate: { type: "conversation", id: key },
     conversationId: key,
-    payload: {
-      text: body.text,
-      customer_id: customer,
-      ...(body.channel === undefined ? {} : { channel: body.channel }),
-    },
+    payload: { ...message, ...(claimed.seq === undefined ? {} : { client_seq: claimed.seq }) },
   });
   return accept({ request, ports, settings }, caller, envelope, body, {
     event_id: envelope.event_id,
     task_id: envelope.task_id,
     correlation_id: envelope.correlation_id,
     conversation_id: conversationId,
+    ...(claimed.seq === undefined ? {} : { client_seq: claimed.seq }),
     links: { conversation: `/v1/conversations/${conversationId}` },
+  });
+}
+
+/**
+ * The message's place in its conversation (./client-seq.ts): the one sent, or the next one; a
+ * repeat gets the event id it was first put on the bus under. A request whose Idempotency-Key was
+ * accepted before claims nothing (its stored envelope, with its sequence, is put again), so a
+ * retry never takes a second number.
+ */
+async function claimSequence(
+  { request, ports }: Pick<RouteContext, "request" | "ports">,
+  caller: Caller,
+  conversation: string,
+  message: Record<string, unknown>,
+  seq: number | undefined,
+): Promise<{ readonly eventId: string; readonly seq?: number }> {
+  const eventId = ports.ids.next();
+  const record = header(request, "idempotency-key");
+  if (record !== undefined && (await ports.accepted.find(acceptedKey(caller, record))))
+    return { eventId };
+  const messageSha = sha256(JSON.stringify(message)).slice(0, 16);
+  const outcome = await ports.sequences.claim(conversation, {
+    ...(seq === undefined ? {} : { seq }),
+    messageSha,
+    eventId,
+  });
+  if ("eventId" in outcome) return { eventId: outcome.eventId, seq: outcome.seq };
+  const at = `client_seq ${outcome.seq}`;
+  const { highest } = outcome;
+  const why = {
+    taken: `${at} was sent before with another message`,
+    ahead: `${at} is more than ${CLIENT_SEQ_AHEAD} above the conversation's highest (${highest})`,
+    stale: `${at} is older than the last ${RECENT_SEQUENCES} the front door keeps (highest ${highest}): it cannot tell a repeat from another message`,
+  }[outcome.kind];
+  fail(`client_seq_${outcome.kind}`, why, {
+    errors: [{ path: "(body).client_seq", message: why }],
   });
 }
 
@@ -575,11 +619,6 @@ async function accept(
   run?: CountedRun,
 ): Promise<HttpResponse> {
   const { request, ports } = context;
-  const limited = await ports.limits.take(caller.tenantId, ports.clock.now());
-  if ("retryAfterSeconds" in limited)
-    fail("too_many_requests", `tenant ${caller.tenantId} is over its requests per minute`, {
-      headers: { "retry-after": String(limited.retryAfterSeconds) },
-    });
   const record = acceptedRecord(request, caller, accepted, body, answer, ports.clock.now());
   const counted = run !== undefined && (await countRun(context, caller, run, record));
   const stored = record && (await remember(context, record));
@@ -602,6 +641,20 @@ async function accept(
   return json(202, response, { location: Object.values(links)[0] ?? "" });
 }
 
+/** Count the request against its tenant's requests per minute (429 with `Retry-After` beyond). */
+async function takeRequest(ports: FrontDoorPorts, caller: Caller): Promise<void> {
+  const limited = await ports.limits.take(caller.tenantId, ports.clock.now());
+  if ("retryAfterSeconds" in limited)
+    fail("too_many_requests", `tenant ${caller.tenantId} is over its requests per minute`, {
+      headers: { "retry-after": String(limited.retryAfterSeconds) },
+    });
+}
+
+/** The stored key of a request's Idempotency-Key: the tenant's, hashed. */
+function acceptedKey(caller: Caller, idempotencyKey: string): string {
+  return `${caller.tenantId}#${sha256(idempotencyKey)}`;
+}
+
 /** What is kept of a request sent with an Idempotency-Key (./accepted); none without one. */
 function acceptedRecord(
   request: HttpRequest,
@@ -614,7 +667,7 @@ function acceptedRecord(
   const key = header(request, "idempotency-key");
   if (key === undefined) return undefined;
   return {
-    key: `${caller.tenantId}#${sha256(key)}`,
+    key: acceptedKey(caller, key),
     request_sha256: sha256(`${request.method} ${request.path}\n${JSON.stringify(body)}`),
     envelope,
     response,
@@ -687,6 +740,7 @@ async function startRun({ request, params, ports, settings, who }: RouteContext)
   checkIdempotencyKey(request);
   const body = bodyOf(request, StartRunBody, settings.maxBodyBytes);
   checkRunInput(definition, body);
+  await takeRequest(ports, caller);
   const eventId = ports.ids.next();
   const runId = `run_${eventId}`;
   const envelope = clientEnvelope(ports, caller, eventId, {
