@@ -13,7 +13,7 @@ import { localSupportStack } from "./support-stack";
  */
 
 const PAIRS = 200;
-const PARALLEL = 20;
+const PARALLEL = 5;
 const DOWNSTREAM = ["router", "order-lookup", "refund-review", "reply-generation", "sender"];
 
 describe("two messages posted back to back, on the local stack", () => {
