@@ -12,7 +12,7 @@ import type {
 import { ALL_FEATURES, type Feature } from "../roles/features";
 import type { OrchestratorState } from "../roles/orchestrator/state";
 import type { AcceptedRequest, AcceptedRequests } from "./accepted";
-import { CLIENT_SEQ_AHEAD, type ClientSequences, RECENT_SEQUENCES } from "./client-seq";
+import { type ClientSequences, claimOrRefuse } from "./client-seq";
 import {
   ConversationResponse,
   EraseCustomerBody,
@@ -528,21 +528,10 @@ async function claimSequence(
   if (record !== undefined && (await ports.accepted.find(acceptedKey(caller, record))))
     return { eventId };
   const messageSha = sha256(JSON.stringify(message)).slice(0, 16);
-  const outcome = await ports.sequences.claim(conversation, {
+  return claimOrRefuse(ports.sequences, conversation, {
     ...(seq === undefined ? {} : { seq }),
     messageSha,
     eventId,
-  });
-  if ("eventId" in outcome) return { eventId: outcome.eventId, seq: outcome.seq };
-  const at = `client_seq ${outcome.seq}`;
-  const { highest } = outcome;
-  const why = {
-    taken: `${at} was sent before with another message`,
-    ahead: `${at} is more than ${CLIENT_SEQ_AHEAD} above the conversation's highest (${highest})`,
-    stale: `${at} is older than the last ${RECENT_SEQUENCES} the front door keeps (highest ${highest}): it cannot tell a repeat from another message`,
-  }[outcome.kind];
-  fail(`client_seq_${outcome.kind}`, why, {
-    errors: [{ path: "(body).client_seq", message: why }],
   });
 }
 

@@ -16,6 +16,8 @@
  * A sequence below the highest that was never claimed (the client sent 3 before 2) is taken.
  */
 
+import { fail } from "./http";
+
 /** How far above the highest claimed sequence a message may name its own. */
 export const CLIENT_SEQ_AHEAD = 100;
 /** How many claims a conversation's record keeps (to tell a repeat from another message). */
@@ -45,6 +47,29 @@ export interface SequenceRecord {
 export interface ClientSequences {
   /** Claim a sequence of `conversation` (its tenant's key) for a message. */
   claim(conversation: string, claim: SequenceClaim): Promise<SequenceOutcome>;
+}
+
+/**
+ * Claim a sequence of `conversation` for a message: its event id and sequence (a repeat's first
+ * event id), or the door's refusal (409 `client_seq_taken`, `_ahead`, `_stale`) naming why.
+ */
+export async function claimOrRefuse(
+  sequences: ClientSequences,
+  conversation: string,
+  claim: SequenceClaim,
+): Promise<{ readonly eventId: string; readonly seq: number }> {
+  const outcome = await sequences.claim(conversation, claim);
+  if ("eventId" in outcome) return { eventId: outcome.eventId, seq: outcome.seq };
+  const at = `client_seq ${outcome.seq}`;
+  const { highest } = outcome;
+  const why = {
+    taken: `${at} was sent before with another message`,
+    ahead: `${at} is more than ${CLIENT_SEQ_AHEAD} above the conversation's highest (${highest})`,
+    stale: `${at} is older than the last ${RECENT_SEQUENCES} the front door keeps (highest ${highest}): it cannot tell a repeat from another message`,
+  }[outcome.kind];
+  fail(`client_seq_${outcome.kind}`, why, {
+    errors: [{ path: "(body).client_seq", message: why }],
+  });
 }
 
 /** The outcome of `claim` on `record`, and the record to write when it changes. */
