@@ -25,12 +25,21 @@ describe("two messages posted back to back, on the local stack", () => {
     if (!door) throw new Error("the local stack serves no front door");
     for (const group of DOWNSTREAM) env.runtime.pauseGroup(group);
     const token = await door.issuer.token({ tenant_id: "acme", sub: "u-order" });
+    // As a client does: a request whose connection fails is sent again under its Idempotency-Key,
+    // which the door answers as the first time without claiming another sequence.
     const post = async (conversation: string, text: string) => {
-      const response = await fetch(`${door.url}/conversations/${conversation}/messages`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-        body: JSON.stringify({ text }),
-      });
+      const key = ulid();
+      const send = () =>
+        fetch(`${door.url}/conversations/${conversation}/messages`, {
+          method: "POST",
+          headers: {
+            authorization: `Bearer ${token}`,
+            "content-type": "application/json",
+            "idempotency-key": key,
+          },
+          body: JSON.stringify({ text }),
+        });
+      const response = await send().catch(send);
       expect(response.status).toBe(202);
       return (await response.json()) as { event_id: string; client_seq: number };
     };
