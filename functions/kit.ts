@@ -56,7 +56,12 @@ export {
   NodeConfirmRequestedPayload,
 } from "../schemas/events/agent-run";
 // A customer's message as it enters (the front door's contract), for an application that takes it.
-export { Channel, MessageText } from "../schemas/events/conversation";
+export {
+  Channel,
+  ClientSeq,
+  CONVERSATION_AGGREGATE,
+  MessageText,
+} from "../schemas/events/conversation";
 // Who asked for a command sent from outside, and why (an operator's or a client's).
 export { RequestedByShape } from "../schemas/events/fields";
 export { outsideCommand, outsideFact, streamCommand, streamFact } from "../schemas/events/kinds";

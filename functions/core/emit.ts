@@ -23,6 +23,11 @@ export interface EmitSpec {
   readonly inputVersion?: number;
   readonly conversationId?: string;
   readonly taskId?: string;
+  /**
+   * The message it follows from, when that is not the event being decided on (one the role held
+   * and applies now): its id is the causation, its correlation the chain. Default: the event's.
+   */
+  readonly cause?: { readonly eventId: string; readonly correlationId: string };
   /** The agent run that produces the message (the envelope's `run_id`); none by default. */
   readonly runId?: string;
   /** The run this message's run resumed (the envelope's `resumed_from`); none by default. */
@@ -112,8 +117,8 @@ export function buildEmitted(
       event_type: definition.type,
       schema_version: definition.schemaVersion,
       occurred_at: isoTime(now),
-      correlation_id: cause?.correlation_id ?? root?.correlationId,
-      causation_id: cause?.event_id ?? null,
+      correlation_id: spec.cause?.correlationId ?? cause?.correlation_id ?? root?.correlationId,
+      causation_id: spec.cause?.eventId ?? cause?.event_id ?? null,
       task_id: spec.taskId ?? cause?.task_id ?? root?.taskId,
       aggregate: { type: stream.type, id: stream.id, version: headVersion + index + 1 },
       order_key: spec.orderKey ?? stream.id,

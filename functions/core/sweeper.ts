@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { encodeTime } from "ulid";
 import type { Envelope, EventRegistry, Topic } from "../../schemas";
+import { CONVERSATION_AGGREGATE } from "../../schemas/events/conversation";
 import type { WorkflowReleaseRequested } from "../../schemas/events/workflow";
 import { AGENT_RUN_AGGREGATE } from "./agent/agent-role";
 import { PermanentError } from "./errors";
@@ -28,6 +29,8 @@ import type { StoredState } from "./ports";
  * - An agent run (functions/core/agent) BLOCKED on an approval past its deadline -> its agent's
  *   decision command with decision `deadline` {run_id, tool_call_id}: the call is refused or the
  *   run fails, as the tool says.
+ * - A conversation holding messages for an earlier client sequence, due (its wait is over) ->
+ *   `conversation.hold.expired` {conversation_id, due_at}: it applies them without the gap.
  * Anything else (the index is eventually consistent, so a listed run may be done or extended) is
  * left alone. Each message is in the tenant of the run it is about (the state's `tenant_id`),
  * whose consumers obey it in that tenant only (Role.tenantOfState): what it causes stays there,
@@ -136,6 +139,22 @@ export interface SweptAgentRun {
   readonly tenant_id?: string;
 }
 
+/**
+ * What the sweeper reads of a conversation that holds messages for an earlier client sequence
+ * (the customer-support conversation's state), stated here structurally: once the lowest held
+ * message's wait is over it is sent `conversation.hold.expired`.
+ */
+export interface SweptConversation {
+  readonly conversation_id: string;
+  readonly held: readonly {
+    readonly event_id: string;
+    readonly correlation_id: string;
+    readonly task_id: string;
+  }[];
+  /** The tenant whose conversation it is (absent: the default tenant). */
+  readonly tenant_id?: string;
+}
+
 const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
 /**
@@ -167,6 +186,8 @@ export function planSweep(
       messages.push(...planRun(stored as StoredState<SweptRunState>, sweep));
     if (stored.aggregate.type === AGENT_RUN_AGGREGATE && isAgentRun(stored.data))
       messages.push(...planAgentRun(stored as StoredState<SweptAgentRun>, sweep));
+    if (stored.aggregate.type === CONVERSATION_AGGREGATE && isHolding(stored.data))
+      messages.push(...planConversation(stored as StoredState<SweptConversation>, sweep));
     if (messages.length === before) skipped++;
   }
   return { messages, skipped };
@@ -374,6 +395,33 @@ function planAgentRun(stored: StoredState<SweptAgentRun>, sweep: Sweep): Planned
       attempt: sweepAttempt(dueMs, sweep.now, sweep.rateSeconds),
     }),
   ];
+}
+
+/**
+ * A conversation whose held messages' wait is due (`dueAt`, the index's): the nudge, in the chain
+ * and task of the lowest held message, its id from (conversation, due time).
+ */
+function planConversation(stored: StoredState<SweptConversation>, sweep: Sweep): Planned[] {
+  const state = stored.data;
+  const first = state.held[0];
+  const dueAt = stored.dueAt;
+  const dueMs = dueAt === undefined ? Number.NaN : Date.parse(dueAt);
+  if (!first || dueAt === undefined || !(dueMs <= sweep.now.getTime())) return [];
+  const id = deterministicUlid(`hold\u0000${state.conversation_id}\u0000${dueAt}`, dueMs);
+  const to: Addressee = {
+    aggregate: { type: CONVERSATION_AGGREGATE, id: state.conversation_id },
+    correlationId: first.correlation_id,
+    taskId: first.task_id,
+    ...(state.tenant_id === undefined ? {} : { tenantId: state.tenant_id }),
+  };
+  const payload = { conversation_id: state.conversation_id, due_at: dueAt };
+  const attempt = sweepAttempt(dueMs, sweep.now, sweep.rateSeconds);
+  return [build("conversation.hold.expired", id, payload, { to, sweep, attempt })];
+}
+
+function isHolding(data: unknown): data is SweptConversation {
+  const d = data as Partial<SweptConversation> | null | undefined;
+  return !!d && typeof d.conversation_id === "string" && Array.isArray(d.held) && d.held.length > 0;
 }
 
 function isAgentRun(data: unknown): data is SweptAgentRun {

@@ -14,6 +14,7 @@ import type {
 import { ALL_FEATURES, type Feature } from "../roles/features";
 import type { OrchestratorState } from "../roles/orchestrator/state";
 import type { AcceptedRequest, AcceptedRequests } from "./accepted";
+import { type ClientSequences, claimOrRefuse } from "./client-seq";
 import {
   ConversationResponse,
   EraseCustomerBody,
@@ -85,7 +86,8 @@ export { DAG_RUN };
  *
  * Posting a message: the body (at most `maxBodyBytes`, JSON) becomes a
  * `conversation.message.received` (unsequenced, aggregate `conversation/<id>`, a new task) with
- * the caller's tenant and user; 202 gives the ids to follow. With an `Idempotency-Key`, the
+ * the caller's tenant and user and its place in the conversation, `client_seq` (the one sent or
+ * the next one: ./client-seq); 202 gives the ids to follow and the place. With an `Idempotency-Key`, the
  * envelope and the answer are stored first (./accepted) and every retry puts that same envelope
  * again and gives the same answer; the same key with another request is refused (409).
  *
@@ -99,6 +101,8 @@ export interface FrontDoorPorts {
   /** The projections the reads answer from (state items only). */
   readonly store: Pick<EventStore, "load">;
   readonly accepted: AcceptedRequests;
+  /** Each conversation's client sequences (./client-seq). */
+  readonly sequences: ClientSequences;
   /** The events a task's steps stored (its task roots' correlations, the events table's trace index). */
   readonly tasks: { eventsByTask(taskId: string): Promise<Envelope[]> };
   /** Each tenant's cap on the requests that put something on the bus. */
@@ -493,23 +497,52 @@ async function postMessage({ request, params, ports, settings, who }: RouteConte
       customer_id: customer,
       conversation_id: conversationId,
     });
-  const envelope = clientEnvelope(ports, caller, ports.ids.next(), {
+  await takeRequest(ports, caller);
+  const message = {
+    text: body.text,
+    customer_id: customer,
+    ...(body.channel === undefined ? {} : { channel: body.channel }),
+  };
+  const claimed = await claimSequence({ request, ports }, caller, key, message, body.client_seq);
+  const envelope = clientEnvelope(ports, caller, claimed.eventId, {
     type: "conversation.message.received",
     traceparent: header(request, "traceparent"),
     aggregate: { type: "conversation", id: key },
     conversationId: key,
-    payload: {
-      text: body.text,
-      customer_id: customer,
-      ...(body.channel === undefined ? {} : { channel: body.channel }),
-    },
+    payload: { ...message, ...(claimed.seq === undefined ? {} : { client_seq: claimed.seq }) },
   });
   return accept({ request, ports, settings }, caller, envelope, body, {
     event_id: envelope.event_id,
     task_id: envelope.task_id,
     correlation_id: envelope.correlation_id,
     conversation_id: conversationId,
+    ...(claimed.seq === undefined ? {} : { client_seq: claimed.seq }),
     links: { conversation: `/v1/conversations/${conversationId}` },
+  });
+}
+
+/**
+ * The message's place in its conversation (./client-seq.ts): the one sent, or the next one; a
+ * repeat gets the event id it was first put on the bus under. A request whose Idempotency-Key was
+ * accepted before claims nothing (its stored envelope, with its sequence, is put again), so a
+ * retry never takes a second number.
+ */
+async function claimSequence(
+  { request, ports }: Pick<RouteContext, "request" | "ports">,
+  caller: Caller,
+  conversation: string,
+  message: Record<string, unknown>,
+  seq: number | undefined,
+): Promise<{ readonly eventId: string; readonly seq?: number }> {
+  const eventId = ports.ids.next();
+  const record = header(request, "idempotency-key");
+  if (record !== undefined && (await ports.accepted.find(acceptedKey(caller, record))))
+    return { eventId };
+  const messageSha = sha256(JSON.stringify(message)).slice(0, 16);
+  return claimOrRefuse(ports.sequences, conversation, {
+    ...(seq === undefined ? {} : { seq }),
+    messageSha,
+    eventId,
   });
 }
 
@@ -590,18 +623,6 @@ async function accept(
   run?: CountedRun,
 ): Promise<HttpResponse> {
   const { request, ports } = context;
-  const refusal = await tenantRefusal(ports.controls, caller.tenantId, ports.clock.now());
-  if (refusal)
-    fail(refusal.code, refusal.detail, {
-      ...("retryAfterSeconds" in refusal
-        ? { headers: { "retry-after": String(refusal.retryAfterSeconds) } }
-        : {}),
-    });
-  const limited = await ports.limits.take(caller.tenantId, ports.clock.now());
-  if ("retryAfterSeconds" in limited)
-    fail("too_many_requests", `tenant ${caller.tenantId} is over its requests per minute`, {
-      headers: { "retry-after": String(limited.retryAfterSeconds) },
-    });
   // Sealed before it is kept or put on the bus: no copy of the words is left in the clear.
   const accepted = ports.sealer ? await ports.sealer.seal(plain) : plain;
   const record = acceptedRecord(request, caller, accepted, body, answer, ports.clock.now());
@@ -626,6 +647,30 @@ async function accept(
   return json(202, response, { location: Object.values(links)[0] ?? "" });
 }
 
+/**
+ * Refuse a stopped tenant (403) or one over its model calls per minute (429), then count the
+ * request against its tenant's requests per minute (429 with `Retry-After` beyond).
+ */
+async function takeRequest(ports: FrontDoorPorts, caller: Caller): Promise<void> {
+  const refusal = await tenantRefusal(ports.controls, caller.tenantId, ports.clock.now());
+  if (refusal)
+    fail(refusal.code, refusal.detail, {
+      ...("retryAfterSeconds" in refusal
+        ? { headers: { "retry-after": String(refusal.retryAfterSeconds) } }
+        : {}),
+    });
+  const limited = await ports.limits.take(caller.tenantId, ports.clock.now());
+  if ("retryAfterSeconds" in limited)
+    fail("too_many_requests", `tenant ${caller.tenantId} is over its requests per minute`, {
+      headers: { "retry-after": String(limited.retryAfterSeconds) },
+    });
+}
+
+/** The stored key of a request's Idempotency-Key: the tenant's, hashed. */
+function acceptedKey(caller: Caller, idempotencyKey: string): string {
+  return `${caller.tenantId}#${sha256(idempotencyKey)}`;
+}
+
 /** What is kept of a request sent with an Idempotency-Key (./accepted); none without one. */
 function acceptedRecord(
   request: HttpRequest,
@@ -638,7 +683,7 @@ function acceptedRecord(
   const key = header(request, "idempotency-key");
   if (key === undefined) return undefined;
   return {
-    key: `${caller.tenantId}#${sha256(key)}`,
+    key: acceptedKey(caller, key),
     request_sha256: sha256(`${request.method} ${request.path}\n${JSON.stringify(body)}`),
     envelope,
     response,
@@ -711,6 +756,7 @@ async function startRun({ request, params, ports, settings, who }: RouteContext)
   checkIdempotencyKey(request);
   const body = bodyOf(request, StartRunBody, settings.maxBodyBytes);
   checkRunInput(definition, body);
+  await takeRequest(ports, caller);
   const eventId = ports.ids.next();
   const runId = `run_${eventId}`;
   const envelope = clientEnvelope(ports, caller, eventId, {

@@ -1,4 +1,4 @@
-import { Channel, MessageText } from "../../schemas/events/conversation";
+import { Channel, ClientSeq, MessageText } from "../../schemas/events/conversation";
 import { RunInput } from "../../schemas/events/run-input";
 import { OpaqueId, Ulid } from "../../schemas/ids";
 import * as z from "../../schemas/zod";
@@ -21,14 +21,25 @@ export const PostMessageBody = z.strictObject({
    * own token leaves it out (the customer is the token's user).
    */
   customer_id: z.optional(OpaqueId),
+  /**
+   * The message's place in the conversation (1, 2, 3, ...): the conversation applies its messages
+   * in this order, whatever order they reach it in. Left out: the next one, in the order the
+   * front door takes the messages. The same number with the same message again is the same
+   * request; with another message it is refused (409 `client_seq_taken`), as is a number more
+   * than 100 above the conversation's highest (409 `client_seq_ahead`) or one older than the last
+   * 16 (409 `client_seq_stale`).
+   */
+  client_seq: z.optional(ClientSeq),
 });
 
-/** What a posted message gives back (202): the ids to follow it by. */
+/** What a posted message gives back (202): the ids to follow it by, and its place. */
 export const MessageAcceptedResponse = z.object({
   event_id: Ulid,
   task_id: OpaqueId,
   correlation_id: OpaqueId,
   conversation_id: OpaqueId,
+  /** The message's place in the conversation: the one sent, or the one the front door gave it. */
+  client_seq: ClientSeq,
   links: z.object({ conversation: z.string() }),
 });
 

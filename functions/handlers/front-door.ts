@@ -7,6 +7,7 @@ import { registry as defaultRegistry, type EventRegistry } from "../../schemas";
 import * as z from "../../schemas/zod";
 import type { AwsClient } from "../adapters/aws/client";
 import { DynamoAcceptedRequests } from "../adapters/dynamodb/accepted-requests";
+import { DynamoClientSequences } from "../adapters/dynamodb/client-sequences";
 import { DynamoDueIndex } from "../adapters/dynamodb/due";
 import { DynamoConsumerStore } from "../adapters/dynamodb/event-store";
 import { DynamoModelControls } from "../adapters/dynamodb/model-controls";
@@ -22,6 +23,7 @@ import { WORKFLOWS_ENV, WorkflowsJson, workflowsOf } from "../core/stack-workflo
 import { STEP_ROLES_ENV, StepRolesJson } from "../core/steps";
 import type { AcceptedRequests } from "../front-door/accepted";
 import { type FrontDoorPorts, handleRequest } from "../front-door/api";
+import type { ClientSequences } from "../front-door/client-seq";
 import { type HttpRequest, lowerCaseHeaders } from "../front-door/http";
 import type { TenantLimits } from "../front-door/limits";
 import { DEFAULT_RUNS_IN_FLIGHT, type RunsInFlight } from "../front-door/runs-in-flight";
@@ -38,8 +40,8 @@ import { vaultOf } from "./vault";
  * The front door's function, behind API Gateway's HTTP API (payload format 2.0) and its JWT
  * authorizer (a service's routes: IAM authorization): the request and the verified claims go to
  * functions/front-door/api.ts. It reads the state table (the conversation views, the runs'
- * states, the accepted requests, the tenants' counts, the registered workflows; it registers a
- * tenant's own) and puts accepted messages on the events
+ * states, the accepted requests, the tenants' counts, the conversations' client sequences, the
+ * registered workflows; it registers a tenant's own) and puts accepted messages on the events
  * and commands buses. Each answer is counted: `FrontDoorAccepted`, and `FrontDoorProblem`
  * by its `code` (bad JSON, a body too large, no tenant, ...).
  */
@@ -100,6 +102,7 @@ export interface FrontDoorOptions {
   readonly runs?: RunsInFlight;
   /** Replaces the operator's stops and the tenants' model calls on the state table (tests). */
   readonly controls?: FrontDoorPorts["controls"];
+  readonly sequences?: ClientSequences;
 }
 
 export type FrontDoorHandler = (
@@ -173,6 +176,9 @@ function portsOf(
     accepted:
       options.accepted ??
       new DynamoAcceptedRequests({ client: dynamodb, tableName: env.STATE_TABLE }),
+    sequences:
+      options.sequences ??
+      new DynamoClientSequences({ client: dynamodb, tableName: env.STATE_TABLE }),
     limits:
       options.limits ??
       new DynamoTenantLimits({

@@ -141,14 +141,21 @@ describe("the front door", () => {
         actions: ["dynamodb:GetItem"],
         condition: {
           "ForAllValues:StringLike": {
-            "dynamodb:LeadingKeys": ["conversation_view#*", "dag_run#*", "http_request#*"],
+            "dynamodb:LeadingKeys": [
+              "conversation_view#*",
+              "dag_run#*",
+              "http_request#*",
+              "client_seq#*",
+            ],
           },
         },
       },
       {
         actions: ["dynamodb:PutItem"],
         condition: {
-          "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["http_request#*"] },
+          "ForAllValues:StringLike": {
+            "dynamodb:LeadingKeys": ["http_request#*", "client_seq#*"],
+          },
         },
       },
       // A task's steps: the events table's trace indexes, then the runs of events they point at.

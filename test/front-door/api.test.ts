@@ -15,6 +15,7 @@ import {
   type FrontDoorSettings,
   handleRequest,
 } from "../../functions/front-door/api";
+import { InMemoryClientSequences } from "../../functions/front-door/client-seq";
 import type { HttpRequest } from "../../functions/front-door/http";
 import { userIdOf } from "../../functions/front-door/identity";
 import { InMemoryTenantLimits } from "../../functions/front-door/limits";
@@ -74,6 +75,7 @@ function world(options: { failPublish?: "transient" | "entry"; perMinute?: numbe
       },
     },
     accepted,
+    sequences: new InMemoryClientSequences(),
     tasks: { eventsByTask: async (taskId) => tasks.get(taskId) ?? [] },
     limits: new InMemoryTenantLimits(options.perMinute ?? 100),
     runs,
@@ -126,6 +128,7 @@ describe("POST /v1/conversations/{id}/messages", () => {
       task_id: `task_${event.event_id}`,
       correlation_id: `corr_${event.event_id}`,
       conversation_id: "conv_a1",
+      client_seq: 1,
       links: { conversation: "/v1/conversations/conv_a1" },
     });
     expect(response.headers.location).toBe("/v1/conversations/conv_a1");
@@ -138,7 +141,12 @@ describe("POST /v1/conversations/{id}/messages", () => {
       aggregate: { type: "conversation", id: ACME_CONV_A1, version: 0 },
       order_key: ACME_CONV_A1,
       producer: "front-door",
-      payload: { text: "Where is order 123?", customer_id: `cust_${ACME.sub}`, channel: "chat" },
+      payload: {
+        text: "Where is order 123?",
+        customer_id: `cust_${ACME.sub}`,
+        channel: "chat",
+        client_seq: 1,
+      },
     });
     expect(registry.parse(event).ok).toBe(true);
   });
@@ -179,6 +187,63 @@ describe("POST /v1/conversations/{id}/messages", () => {
       tenant: "acme",
       customer: `cust_${ACME.sub}`,
     });
+  });
+
+  it("gives each message of a conversation the next client_seq, in the order it takes them", async () => {
+    const { send, published } = world();
+    const answers = [];
+    for (const text of ["one", "two", "three"])
+      answers.push(bodyOf(await send(post("conv_a1", { text }))).client_seq);
+    // Another conversation counts on its own; a sent number is kept, and the next follows it.
+    answers.push(bodyOf(await send(post("conv_a2", { text: "other" }))).client_seq);
+    answers.push(bodyOf(await send(post("conv_a1", { text: "five", client_seq: 5 }))).client_seq);
+    answers.push(bodyOf(await send(post("conv_a1", { text: "six" }))).client_seq);
+    expect(answers).toEqual([1, 2, 3, 1, 5, 6]);
+    expect(published.map((e) => (e.payload as { client_seq: number }).client_seq)).toEqual(answers);
+  });
+
+  it("a client_seq sent again with the same message is the same request; with another, 409", async () => {
+    const { send, published } = world();
+    const first = await send(post("conv_a1", { text: "hi", client_seq: 1 }));
+    const again = await send(post("conv_a1", { text: "hi", client_seq: 1 }));
+    expect(again.statusCode).toBe(202);
+    expect(again.body).toBe(first.body);
+    // Put again under the same event id: the conversation takes it as a duplicate.
+    expect(published.map((e) => e.event_id)).toEqual([
+      bodyOf(first).event_id,
+      bodyOf(first).event_id,
+    ]);
+    const other = await send(post("conv_a1", { text: "bye", client_seq: 1 }));
+    expect(other.statusCode).toBe(409);
+    expect(bodyOf(other)).toMatchObject({
+      code: "client_seq_taken",
+      detail: "client_seq 1 was sent before with another message",
+      errors: [{ path: "(body).client_seq" }],
+    });
+    expect(published).toHaveLength(2);
+  });
+
+  it("refuses a client_seq far ahead of the conversation's or older than the door keeps (409)", async () => {
+    const { send, published } = world();
+    const ahead = await send(post("conv_a1", { text: "far", client_seq: 101 }));
+    expect(bodyOf(ahead)).toMatchObject({ status: 409, code: "client_seq_ahead" });
+    expect(bodyOf(ahead).detail).toContain("more than 100 above the conversation's highest (0)");
+    expect((await send(post("conv_a1", { text: "near", client_seq: 100 }))).statusCode).toBe(202);
+    const stale = await send(post("conv_a1", { text: "old", client_seq: 84 }));
+    expect(bodyOf(stale)).toMatchObject({ status: 409, code: "client_seq_stale" });
+    // One below the highest never sent is taken (the client sent 100 first).
+    expect((await send(post("conv_a1", { text: "late", client_seq: 99 }))).statusCode).toBe(202);
+    expect(published.map((e) => (e.payload as { text: string }).text)).toEqual(["near", "late"]);
+    const zero = await send(post("conv_a1", { text: "zero", client_seq: 0 }));
+    expect(bodyOf(zero)).toMatchObject({ status: 400, code: "invalid_request" });
+  });
+
+  it("a retry under an accepted Idempotency-Key takes no second client_seq", async () => {
+    const { send } = world();
+    const first = await send(post("conv_a1", { text: "hi" }, { "idempotency-key": "k-seq" }));
+    await send(post("conv_a1", { text: "hi" }, { "idempotency-key": "k-seq" }));
+    const next = await send(post("conv_a1", { text: "next" }));
+    expect([bodyOf(first).client_seq, bodyOf(next).client_seq]).toEqual([1, 2]);
   });
 
   it("the same Idempotency-Key again is the same request: one event id, the same answer", async () => {
@@ -795,6 +860,7 @@ describe("each tenant's runs in flight", () => {
       },
       store: bus.store,
       accepted: new InMemoryAcceptedRequests(),
+      sequences: new InMemoryClientSequences(),
       tasks: bus.store,
       limits: new InMemoryTenantLimits(100),
       runs,

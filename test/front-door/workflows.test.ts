@@ -10,6 +10,7 @@ import type { PublishFailure } from "../../functions/core/ports";
 import { WORKFLOWS_ENV, workflowsEnvValue } from "../../functions/core/stack-workflows";
 import { InMemoryAcceptedRequests } from "../../functions/front-door/accepted";
 import { type FrontDoorPorts, handleRequest } from "../../functions/front-door/api";
+import { InMemoryClientSequences } from "../../functions/front-door/client-seq";
 import type { HttpRequest } from "../../functions/front-door/http";
 import { InMemoryTenantLimits } from "../../functions/front-door/limits";
 import { InMemoryRunsInFlight } from "../../functions/front-door/runs-in-flight";
@@ -81,6 +82,7 @@ function world(stack: readonly WorkflowDefinition[] = []) {
     },
     store: { load: async () => ({ inboxHit: false, checkpoint: 0, state: undefined }) },
     accepted: new InMemoryAcceptedRequests(),
+    sequences: new InMemoryClientSequences(),
     tasks: { eventsByTask: async () => [] },
     limits: new InMemoryTenantLimits(100),
     controls: new InMemoryModelControls(),

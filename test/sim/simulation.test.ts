@@ -73,6 +73,7 @@ describe("simulated schedules", () => {
     ["loop-round-not-advanced", "loop within its rounds"],
     ["child-id-not-idempotent", "child started once"],
     ["late-signal-accepted", "signal released what waited"],
+    ["client-seq-ignored", "client messages applied in sequence order"],
   ])(
     "catch a planted %s (%s)",
     async (bug, invariant) => {

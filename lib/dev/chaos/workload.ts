@@ -55,8 +55,9 @@ export async function playWorkload(env: LocalEnvironment, random: Random): Promi
   const conversationId = `conv_${ulid()}`;
   const refundOrder = await refundableOrder(env, 7900, { status: "returned", item: "Trail shoes" });
   const texts = [...CUSTOMER_TEXTS, `Please refund order ${refundOrder}, I sent it back.`];
-  const messages = Array.from({ length: 1 + random.below(2) }, () =>
-    customerMessage(conversationId, "cust_alice", random.pick(texts)),
+  // Back to back, each with its client sequence: the conversation applies them in that order.
+  const messages = Array.from({ length: 1 + random.below(2) }, (_, i) =>
+    customerMessage(conversationId, "cust_alice", random.pick(texts), {}, i + 1),
   );
   await putOnBus(env, "events", messages);
   return {

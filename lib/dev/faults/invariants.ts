@@ -60,6 +60,13 @@ export interface RunFacts {
     readonly id: string;
     readonly sent: number;
     readonly accepted: readonly string[];
+    /**
+     * The client sequence of each message sent with one, by task id (absent where the run does
+     * not know them); with `skipped`, the client sequences the conversation stopped waiting for
+     * (skippedSequences).
+     */
+    readonly clientSeqs?: Readonly<Record<string, number>>;
+    readonly skipped?: readonly number[];
   }[];
   /** The tasks whose view must fold from their stream and their client feedback. */
   readonly tasks: readonly { readonly id: string; readonly feedback: readonly Envelope[] }[];
@@ -105,6 +112,7 @@ export async function checkInvariants(facts: RunFacts): Promise<Violation[]> {
     ...(await viewsFold(facts)),
     ...repliedTwice(facts.replies),
     ...conversationsAnswered(facts),
+    ...appliedInClientOrder(facts),
     ...refundedOnceAndCancelled(facts.refunds),
     ...refundsOfTheReviewedOrder(facts.refundsMade),
     ...checkWorkflowRuns(facts.workflowRuns),
@@ -161,6 +169,40 @@ export function acceptedMessages(stream: readonly Envelope[]): string[] {
     .filter((e) => e.event_type === "conversation.message.accepted")
     .sort((a, b) => a.aggregate.version - b.aggregate.version)
     .map((e) => e.task_id);
+}
+
+/** The client sequences a conversation stream recorded as skipped (conversation.sequence.skipped). */
+export function skippedSequences(stream: readonly Envelope[]): number[] {
+  return stream
+    .filter((e) => e.event_type === "conversation.sequence.skipped")
+    .flatMap((e) => {
+      const { from, to } = e.payload as { from: number; to: number };
+      return Array.from({ length: to - from + 1 }, (_, i) => from + i);
+    });
+}
+
+/**
+ * Client messages applied in sequence order (seed 000 §5.2): the messages a conversation accepted
+ * that carry a client sequence were accepted in increasing sequence, none accepted that it
+ * recorded as skipped.
+ */
+function appliedInClientOrder(facts: RunFacts): Violation[] {
+  const violations: Violation[] = [];
+  for (const { id, accepted, clientSeqs, skipped = [] } of facts.conversations) {
+    if (!clientSeqs) continue;
+    const seqs = accepted.flatMap((task) =>
+      clientSeqs[task] === undefined ? [] : [clientSeqs[task]],
+    );
+    const outOfOrder = seqs.some((seq, i) => i > 0 && seq <= (seqs[i - 1] ?? 0));
+    const both = seqs.filter((seq) => skipped.includes(seq));
+    const detail = outOfOrder
+      ? `${id}: accepted in the order ${seqs.join(", ")}`
+      : both.length > 0
+        ? `${id}: ${both.join(", ")} both skipped and accepted`
+        : undefined;
+    if (detail) violations.push({ invariant: "client messages applied in sequence order", detail });
+  }
+  return violations;
 }
 
 const keyOf = (e: GroupEvent) => `${e.group} ${e.eventId}`;
@@ -290,7 +332,8 @@ export function runOfRefundKey(key: string): string {
 }
 
 /**
- * Every message reached its conversation, and the newest it accepted has its reply delivered, or
+ * Every message reached its conversation (accepted, or skipped after its successors waited their
+ * bound: appliedInClientOrder), and the newest it accepted has its reply delivered, or
  * waits for a person's decision (awaitingPerson: a refund review's, or a send escalated with its
  * outcome unknown).
  */
@@ -300,11 +343,11 @@ function conversationsAnswered(facts: RunFacts): Violation[] {
     ...facts.awaitingPerson,
   ]);
   const violations: Violation[] = [];
-  for (const { id, sent, accepted } of facts.conversations) {
+  for (const { id, sent, accepted, skipped = [] } of facts.conversations) {
     const newest = accepted.at(-1);
     const detail =
-      accepted.length < sent
-        ? `${id}: ${accepted.length} of its ${sent} messages accepted`
+      accepted.length + skipped.length < sent
+        ? `${id}: ${accepted.length} of its ${sent} messages accepted, ${skipped.length} skipped`
         : newest && !answered.has(newest)
           ? `${id}: no reply to its newest message (${newest})`
           : undefined;

@@ -161,11 +161,15 @@ async function runQuickSuccession(env: LocalEnvironment, log: Log): Promise<Quic
     quick.conversationId,
     quick.customerId,
     "Hi, has the refund for order 123 gone through?",
+    {},
+    1,
   );
   const m2 = customerMessage(
     quick.conversationId,
     quick.customerId,
     "Sorry, I meant order A-1001: where is it now?",
+    {},
+    2,
   );
   (quick.messages as Envelope[]).push(m1, m2);
   env.runtime.pauseGroup("sender");

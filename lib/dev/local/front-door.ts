@@ -41,6 +41,8 @@ import { verifySignature } from "./sigv4";
  *   comes.
  * - No request stops the server: one that fails is API Gateway's 500
  *   `{"message":"Internal Server Error"}`, logged.
+ * - An idle connection stays open until its client closes it (or the server stops): the server
+ *   never closes one under a request the client is sending.
  */
 
 export const LOCAL_ISSUER = "https://agentbus.local/issuer";
@@ -139,6 +141,11 @@ export async function serveFrontDoor(functions: FrontDoorFunctions): Promise<Loc
       console.error("front door:", loggableMessage(String(error)));
     });
   });
+  // An idle connection is the client's to close: a server that closes one after its keep-alive
+  // timeout (Node's default, 5 s) can do so as the client sends its next request on it, which the
+  // client sees reset (ECONNRESET, the request lost) when the process is busy enough for the two
+  // timers to cross; `stop` closes the connections still open.
+  server.keepAliveTimeout = 0;
   await new Promise<void>((done, fail) => {
     server.once("error", fail);
     server.listen(functions.port ?? 0, "127.0.0.1", done);

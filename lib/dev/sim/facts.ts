@@ -10,6 +10,7 @@ import {
   awaitingPerson,
   type RunFacts,
   runOfRefundKey,
+  skippedSequences,
 } from "../faults/invariants";
 import type { StepAnswer, WorkflowRunFacts } from "../faults/workflow-invariants";
 import { SIMULATED_WORKFLOWS } from "./headline-scoring";
@@ -191,9 +192,13 @@ function runsOf(world: World): RunFacts["runs"] {
 /** The conversations the customers wrote to, with their messages and those accepted. */
 async function conversationsOf(world: World): Promise<RunFacts["conversations"]> {
   const sent = new Map<string, number>();
+  const clientSeqs: Record<string, number> = {};
   for (const e of world.external)
-    if (e.event_type === "conversation.message.received")
+    if (e.event_type === "conversation.message.received") {
       sent.set(e.aggregate.id, (sent.get(e.aggregate.id) ?? 0) + 1);
+      const seq = (e.payload as { client_seq?: number }).client_seq;
+      if (seq !== undefined) clientSeqs[e.task_id] = seq;
+    }
   const conversations: RunFacts["conversations"][number][] = [];
   for (const [id, messages] of sent) {
     const stream = await world.memory.readStream(
@@ -201,7 +206,13 @@ async function conversationsOf(world: World): Promise<RunFacts["conversations"]>
       1,
       MAX_STREAM_VERSION,
     );
-    conversations.push({ id, sent: messages, accepted: acceptedMessages(stream) });
+    conversations.push({
+      id,
+      sent: messages,
+      accepted: acceptedMessages(stream),
+      clientSeqs,
+      skipped: skippedSequences(stream),
+    });
   }
   return conversations;
 }

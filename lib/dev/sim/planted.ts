@@ -1,5 +1,6 @@
 import type { PlantedStoreBug } from "./faulty-store";
 import type { PlantedChannelBug } from "./planted-channel-bug";
+import type { PlantedOrderBug } from "./planted-order-bug";
 import { PLANTED_REFUND_BUGS, type PlantedRefundBug } from "./planted-refund-bugs";
 import type { PlantedStepBug } from "./planted-step-bug";
 import { PLANTED_WORKFLOW_BUGS, type PlantedWorkflowBug } from "./planted-workflow-bugs";
@@ -8,6 +9,7 @@ import { PLANTED_WORKFLOW_BUGS, type PlantedWorkflowBug } from "./planted-workfl
 export type PlantedBug =
   | PlantedStoreBug
   | PlantedChannelBug
+  | PlantedOrderBug
   | PlantedRefundBug
   | PlantedStepBug
   | PlantedWorkflowBug;
@@ -16,6 +18,7 @@ const OUTSIDE_THE_STORE: readonly string[] = [
   "new-key-per-retry",
   "refund-new-key-per-retry",
   "step-record-forgotten",
+  "client-seq-ignored",
   ...PLANTED_REFUND_BUGS,
   ...PLANTED_WORKFLOW_BUGS,
 ];

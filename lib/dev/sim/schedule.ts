@@ -139,7 +139,8 @@ async function seedWorkload(world: World): Promise<void> {
   const conversations = 1 + world.random.below(2);
   for (let i = 0; i < conversations; i++) {
     const conversationId = `conv_${world.deps.ids.next()}`;
-    const messages = 1 + world.random.below(2);
+    // Sent back to back, each with its client sequence: the dispatcher may swap them.
+    const messages = 1 + world.random.below(3);
     for (let m = 0; m < messages; m++) {
       const text = world.random.pick(CUSTOMER_TEXTS);
       world.publishExternal(
@@ -147,7 +148,7 @@ async function seedWorkload(world: World): Promise<void> {
           world,
           "conversation.message.received",
           { type: "conversation", id: conversationId },
-          { text, customer_id: SIM_CUSTOMERS[i % SIM_CUSTOMERS.length] },
+          { text, customer_id: SIM_CUSTOMERS[i % SIM_CUSTOMERS.length], client_seq: m + 1 },
           conversationId,
         ),
       );

@@ -33,6 +33,7 @@ import { HeadlineJudge, JUDGE_FAULTS, withHeadlineScoring } from "./headline-sco
 import { CHANNEL_FAULTS, PAYMENT_FAULTS, type SimPlan } from "./plan";
 import { isStoreBug, type PlantedBug } from "./planted";
 import { withNewKeyPerRetry } from "./planted-channel-bug";
+import { withOrderBug } from "./planted-order-bug";
 import { withoutRefundRecords, withRefundBug } from "./planted-refund-bugs";
 import { forgettingItsRecords } from "./planted-step-bug";
 import { withWorkflowBug } from "./planted-workflow-bugs";
@@ -153,7 +154,7 @@ export class World {
     });
     this.judge = new HeadlineJudge(this.random, () => this.callFault("judge", JUDGE_FAULTS));
     const { modules, settings } = withHeadlineScoring(
-      withWorkflowBug(bug, withRefundBug(bug, ROLE_MODULES)),
+      withWorkflowBug(bug, withRefundBug(bug, withOrderBug(bug, ROLE_MODULES))),
       this.judge,
       bug === "step-record-forgotten" ? forgettingItsRecords : undefined,
     );

@@ -134,8 +134,9 @@ const ACCESS_LOG_FIELDS = {
  * to a log group kept a month.
  *
  * The function may read the state items it answers from (conversation views, workflow runs,
- * accepted requests) and the runs' states (BatchGetItem, for the runs in flight), write accepted
- * requests and the tenants' request and run counts only, and read a task's steps from the events
+ * accepted requests, client sequences) and the runs' states (BatchGetItem, for the runs in
+ * flight), write accepted requests, the conversations' client sequences and the tenants' request
+ * and run counts only, and read a task's steps from the events
  * table (Query of its trace indexes, and of the streams whose runs they point at): GetItem,
  * BatchGetItem, PutItem and UpdateItem on the state table,
  * limited by `dynamodb:LeadingKeys` to those keys; GetItem and PutItem of the workflow registry's
@@ -373,14 +374,14 @@ export class FrontDoor extends Construct {
       new PolicyStatement({
         actions: ["dynamodb:GetItem"],
         resources: [tables.state.tableArn],
-        conditions: leading(["conversation_view#*", "dag_run#*", "http_request#*"]),
+        conditions: leading(["conversation_view#*", "dag_run#*", "http_request#*", "client_seq#*"]),
       }),
     );
     this.function.addToRolePolicy(
       new PolicyStatement({
         actions: ["dynamodb:PutItem"],
         resources: [tables.state.tableArn],
-        conditions: leading(["http_request#*"]),
+        conditions: leading(["http_request#*", "client_seq#*"]),
       }),
     );
     // A task's events: its roots' correlations, their runs' first events, the runs (Query).

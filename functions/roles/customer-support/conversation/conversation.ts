@@ -1,5 +1,6 @@
 import type { EventStore, Role } from "../../../kit";
 import {
+  CONVERSATION_AGGREGATE,
   defineRole,
   type Envelope,
   ERASED,
@@ -12,7 +13,17 @@ import {
   tenantOf,
 } from "../../../kit";
 import type { RouteRequested } from "../events/commands";
-import type { MessageAccepted } from "../events/conversation";
+import type { MessageAccepted, SequenceSkipped } from "../events/conversation";
+import {
+  type ClientMessage,
+  type ClientOrder,
+  clientMessageOf,
+  DEFAULT_HOLD_SECONDS,
+  isRepeat,
+  type Settled,
+  type SkippedGap,
+  settle,
+} from "./client-order";
 
 /**
  * The conversation group: the ingress of the customer-support workflow (seed 000 §10, §11.2).
@@ -43,7 +54,7 @@ import type { MessageAccepted } from "../events/conversation";
  *   message first (404); this holds when two tenants' first messages race.
  */
 
-export const CONVERSATION_AGGREGATE = "conversation";
+export { CONVERSATION_AGGREGATE };
 /** How many recent messages the conversation state keeps. */
 export const CONVERSATION_MESSAGE_LIMIT = 50;
 /**
@@ -63,7 +74,7 @@ export interface ConversationMessage {
   readonly received_at: string;
 }
 
-export interface ConversationState {
+export interface ConversationState extends ClientOrder {
   readonly conversation_id: string;
   readonly customer_id: string;
   /** The tenant of the conversation's first message (absent: the default tenant). */
@@ -77,23 +88,42 @@ export interface ConversationState {
 export interface ConversationOptions {
   /** Seconds from acceptance until the reply is no longer worth sending. @default 300 */
   readonly replyTtlSeconds?: number;
+  /**
+   * Seconds a message waits for the ones its client sent before it (./client-order.ts).
+   * @default 60
+   */
+  readonly holdSeconds?: number;
 }
 
 export function conversationRole(options: ConversationOptions = {}): Role<ConversationState> {
   const ttl = options.replyTtlSeconds ?? DEFAULT_REPLY_TTL_SECONDS;
-  if (!Number.isFinite(ttl) || ttl <= 0)
-    throw new PermanentError(
-      "conversation.invalid_option",
-      `replyTtlSeconds must be a positive number, got ${ttl}`,
-    );
+  const holdSeconds = options.holdSeconds ?? DEFAULT_HOLD_SECONDS;
+  for (const [name, value] of Object.entries({ replyTtlSeconds: ttl, holdSeconds }))
+    if (!Number.isFinite(value) || value <= 0)
+      throw new PermanentError(
+        "conversation.invalid_option",
+        `${name} must be a positive number, got ${value}`,
+      );
+  const settings: Settings = { ttl, holdSeconds };
 
-  return defineRole<ConversationState, "conversation.message.received", ConversationEmit>({
+  return defineRole<
+    ConversationState,
+    "conversation.message.received" | "conversation.hold.expired",
+    ConversationEmit
+  >({
     group: "conversation",
-    subscriptions: ["conversation.message.received"],
+    subscriptions: ["conversation.message.received", "conversation.hold.expired"],
     // The customer's words go into the conversation and on to its turn.
     readsPersonal: ["conversation.message.received"],
-    emits: ["conversation.message.accepted", "support.route.requested"],
-    decide: (state, event, { now }) => acceptMessage(state, event, now, ttl),
+    emits: [
+      "conversation.message.accepted",
+      "support.route.requested",
+      "conversation.sequence.skipped",
+    ],
+    decide: (state, event, { now }) =>
+      event.event_type === "conversation.hold.expired"
+        ? settleHeld(state, event, now, settings)
+        : receiveMessage(state, event, now, settings),
     // A conversation that names no tenant is the default tenant's (those from before tenants).
     tenantOfState: tenantOf,
     personalState: {
@@ -102,13 +132,20 @@ export function conversationRole(options: ConversationOptions = {}): Role<Conver
       erase: (state) => ({
         ...state,
         messages: state.messages.map((m) => ({ ...m, text: ERASED })),
+        ...(state.held ? { held: state.held.map((m) => ({ ...m, text: ERASED })) } : {}),
       }),
     },
   });
 }
 
-/** What the conversation emits for each message: the fact and the router's command. */
-type ConversationEmit = "conversation.message.accepted" | "support.route.requested";
+/**
+ * What the conversation emits for each message: the fact and the router's command, after the
+ * record of the sequences it skipped, if any.
+ */
+type ConversationEmit =
+  | "conversation.message.accepted"
+  | "support.route.requested"
+  | "conversation.sequence.skipped";
 
 /** A conversation takes messages of its own customer only (its tenant: see top). */
 function refuseForeign(
@@ -126,59 +163,156 @@ function refuseForeign(
     );
 }
 
+interface Settings {
+  readonly ttl: number;
+  readonly holdSeconds: number;
+}
+
 /**
- * A customer message accepted: the next version of the conversation with the message kept, and
- * `conversation.message.accepted` plus `support.route.requested` (which expires at the reply's
- * deadline) for its turn.
+ * A customer message: applied now, in its client's order (./client-order.ts) with any held
+ * messages that follow it, held until its turn, or discarded as a repeat.
  */
-function acceptMessage(
+function receiveMessage(
   state: ConversationState | undefined,
   event: EventOf<"conversation.message.received">,
   now: Date,
-  ttl: number,
+  settings: Settings,
 ): TypedDecision<ConversationState, ConversationEmit> {
   const conversationId = checkedConversationId(event);
-  const message = event.payload;
   refuseForeign(state, event, conversationId);
-  const version = (state?.version ?? 0) + 1;
+  const message = clientMessageOf(event, now);
+  if (isRepeat(state, message)) return { discarded: "superseded" };
   const tenant = state ? state.tenant_id : event.tenant_id;
+  const settled = settle(state, message, now, settings.holdSeconds);
+  return applySettled(state, { conversationId, tenant }, settled, now, settings.ttl);
+}
+
+/** The sweeper's nudge: the held messages whose wait is over are applied (./client-order.ts). */
+function settleHeld(
+  state: ConversationState | undefined,
+  event: EventOf<"conversation.hold.expired">,
+  now: Date,
+  settings: Settings,
+): TypedDecision<ConversationState, ConversationEmit> {
+  if (!state?.held?.length) return {};
+  const where = { conversationId: event.payload.conversation_id, tenant: state.tenant_id };
+  const settled = settle(state, undefined, now, settings.holdSeconds);
+  return applySettled(state, where, settled, now, settings.ttl);
+}
+
+/**
+ * The messages `settled` applies, in order: for each, the next version of the conversation with
+ * the message kept, and `conversation.message.accepted` plus `support.route.requested` (which
+ * expires at the reply's deadline) for its turn, after `conversation.sequence.skipped` when it
+ * skipped sequences; the rest held, due when the oldest's wait is over.
+ */
+function applySettled(
+  state: ConversationState | undefined,
+  where: { readonly conversationId: string; readonly tenant: string | undefined },
+  settled: Settled,
+  now: Date,
+  ttl: number,
+): TypedDecision<ConversationState, ConversationEmit> {
+  let next = state;
+  const emit: TypedDecision<ConversationState, ConversationEmit>["emit"] & unknown[] = [];
+  for (const { message, skipped } of settled.apply) {
+    if (skipped) emit.push(skippedSpec(where.conversationId, skipped, message));
+    const accepted = acceptMessage(next, where, message, now, ttl);
+    next = accepted.state;
+    emit.push(...accepted.emit);
+  }
+  const { client_seq: _seq, held: _held, ...rest } = next ?? newConversation(where, settled);
+  const order = {
+    ...(settled.clientSeq === undefined ? {} : { client_seq: settled.clientSeq }),
+    ...(settled.held.length === 0 ? {} : { held: settled.held }),
+  };
+  return { state: { ...rest, ...order }, emit, dueAt: settled.dueAt };
+}
+
+/** A conversation whose first messages are all held: nothing accepted yet. */
+function newConversation(
+  where: { readonly conversationId: string; readonly tenant: string | undefined },
+  settled: Settled,
+): ConversationState {
+  return {
+    conversation_id: where.conversationId,
+    customer_id: settled.held[0]?.customer_id ?? "",
+    ...(where.tenant === undefined ? {} : { tenant_id: where.tenant }),
+    version: 0,
+    messages: [],
+  };
+}
+
+function skippedSpec(conversationId: string, gap: SkippedGap, message: ClientMessage) {
+  const payload: SequenceSkipped = {
+    conversation_id: conversationId,
+    from: gap.from,
+    to: gap.to,
+    message_event_id: message.event_id,
+    waited_seconds: Math.round(gap.waitedSeconds * 1000) / 1000,
+  };
+  return {
+    type: "conversation.sequence.skipped" as const,
+    payload,
+    taskId: message.task_id,
+    conversationId,
+    orderKey: conversationId,
+    cause: { eventId: message.event_id, correlationId: message.correlation_id },
+  };
+}
+
+/**
+ * One message accepted: the next version of the conversation with the message kept, and
+ * `conversation.message.accepted` plus `support.route.requested` for its turn.
+ */
+function acceptMessage(
+  state: ConversationState | undefined,
+  where: { readonly conversationId: string; readonly tenant: string | undefined },
+  message: ClientMessage,
+  now: Date,
+  ttl: number,
+) {
+  const { conversationId, tenant } = where;
+  const version = (state?.version ?? 0) + 1;
   const next: ConversationState = {
+    ...state,
     conversation_id: conversationId,
     customer_id: message.customer_id,
     ...(tenant === undefined ? {} : { tenant_id: tenant }),
     version,
     messages: keptMessages(state, {
       version,
-      task_id: event.task_id,
+      task_id: message.task_id,
       text: message.text,
-      message_event_id: event.event_id,
-      received_at: now.toISOString(),
+      message_event_id: message.event_id,
+      received_at: message.received_at,
     }),
   };
   const turn: RouteRequested = {
     conversation_id: conversationId,
     customer_id: message.customer_id,
     channel: message.channel,
-    message_event_id: event.event_id,
+    message_event_id: message.event_id,
     context_version: version,
   };
   const { context_version: _context, ...who } = turn;
   const accepted: MessageAccepted = { ...who, text: message.text, version };
   const common = {
     inputVersion: version,
-    taskId: event.task_id,
+    taskId: message.task_id,
     conversationId,
     orderKey: conversationId,
+    cause: { eventId: message.event_id, correlationId: message.correlation_id },
   };
   return {
     state: next,
     emit: [
-      { type: "conversation.message.accepted", payload: accepted, ...common },
+      { type: "conversation.message.accepted" as const, payload: accepted, ...common },
       {
-        type: "support.route.requested",
+        type: "support.route.requested" as const,
         payload: turn,
         ...common,
-        expiresAt: replyDeadline(event, now, ttl),
+        expiresAt: replyDeadline(message, now, ttl),
       },
     ],
   };
@@ -188,7 +322,11 @@ function acceptMessage(
  * When a reply to the message stops being worth sending: `replyTtlSeconds` after acceptance, or
  * earlier when the client's message says so with its own `expires_at`.
  */
-export function replyDeadline(event: Envelope, now: Date, ttlSeconds: number): string {
+export function replyDeadline(
+  event: Pick<Envelope, "expires_at">,
+  now: Date,
+  ttlSeconds: number,
+): string {
   const own = now.getTime() + ttlSeconds * 1000;
   const client = event.expires_at === undefined ? own : Date.parse(event.expires_at);
   return new Date(Math.min(own, client)).toISOString();

@@ -1,6 +1,7 @@
 import * as z from "../../../../schemas/zod";
 import {
   Channel,
+  ClientSeq,
   defineEventType,
   IsoTime,
   MessageText,
@@ -79,6 +80,22 @@ export const MessageAcceptedPayload = z.extend(ConversationTurn, {
   version: z.int().check(z.minimum(1)),
 });
 export type MessageAccepted = z.output<typeof MessageAcceptedPayload>;
+
+/**
+ * The conversation stopped waiting for client sequences it never received (`from`..`to`): the
+ * message after them waited its bound, so it was applied without them. A sequence that arrives
+ * later is discarded (`superseded`).
+ */
+export const SequenceSkippedPayload = z.object({
+  conversation_id: OpaqueId,
+  from: ClientSeq,
+  to: ClientSeq,
+  /** The message applied in their place (its client sequence is `to` + 1). */
+  message_event_id: Ulid,
+  /** How long it waited for them, in seconds. */
+  waited_seconds: z.number().check(z.minimum(0)),
+});
+export type SequenceSkipped = z.output<typeof SequenceSkippedPayload>;
 
 export const RoutedPayload = z.object({
   conversation_id: OpaqueId,
@@ -274,6 +291,13 @@ function defineTurnEvents() {
       description: "The conversation took the message in; its version went up by one.",
       payload: MessageAcceptedPayload,
       personal: ["text"],
+    }),
+    defineEventType({
+      ...streamFact,
+      type: "conversation.sequence.skipped",
+      description:
+        "The conversation applied a message without the earlier client sequences it waited for in vain.",
+      payload: SequenceSkippedPayload,
     }),
     defineEventType({
       ...streamFact,

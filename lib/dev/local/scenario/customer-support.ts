@@ -18,6 +18,7 @@ export function customerMessage(
   customerId: string,
   text: string,
   extra: Partial<Envelope> = {},
+  clientSeq?: number,
 ): Envelope {
   const id = ulid();
   return {
@@ -34,7 +35,13 @@ export function customerMessage(
     producer: "chat-widget",
     // A client's first send of a new message (a new event id): its first attempt.
     attempt: 1,
-    payload: { text, customer_id: customerId, channel: "chat" },
+    payload: {
+      text,
+      customer_id: customerId,
+      channel: "chat",
+      // The message's place in the conversation, as a client that counts its messages sends it.
+      ...(clientSeq === undefined ? {} : { client_seq: clientSeq }),
+    },
     ...extra,
   };
 }
