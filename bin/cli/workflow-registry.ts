@@ -17,8 +17,8 @@ import { tenantArgument, tenantOption } from "./tenant";
 
 /**
  * `agentbus workflow put | list | show <name> | allow`: the workflows a start may name, as the
- * orchestrator's catalog has them (functions/roles/orchestrator/catalog.ts): built in, given to
- * the stack (its output `StackWorkflows`), and registered at run time
+ * orchestrator's catalog has them (functions/roles/orchestrator/catalog.ts): given to the stack
+ * (its output `StackWorkflows`), and registered at run time
  * (functions/core/dag/registry.ts), items of the stack's state table. `put` checks a definition
  * file against the language, its structure, the stack's step roles (the groups its outputs name
  * whose role modules declare `steps`: the reference applications', or `--app`'s) and the names
@@ -255,7 +255,7 @@ export async function showDefinition(
     });
     if (!found)
       throw new NotFoundError(
-        `no workflow ${name}${version === undefined ? "" : ` v${version}`} is built in, given to the stack or registered ${tenant === undefined ? scopeLabel(EVERY_TENANT) : `for tenant ${tenant} or for every tenant`} (agentbus workflow list)`,
+        `no workflow ${name}${version === undefined ? "" : ` v${version}`} is given to the stack or registered ${tenant === undefined ? scopeLabel(EVERY_TENANT) : `for tenant ${tenant} or for every tenant`} (agentbus workflow list)`,
       );
     if (options.json) out(JSON.stringify(found.definition, null, 2));
     else printDefinition(found, scopeText(found));

@@ -430,13 +430,11 @@ describe("AgentBus stack: environment contract", () => {
       .filter((k) => !k.startsWith("POWERTOOLS_") && k !== "NODE_OPTIONS")
       .sort();
 
-  it("the relay gets the bus name of each deployed topic, the customer keys to open events with, its failure queue and the topics of the application types", () => {
+  it("the relay gets the bus name of each deployed topic, its failure queue and the topics of the application types, and no customer key (it publishes events sealed, as stored)", () => {
     expect(own(relay)).toEqual([
       "BUS_AUDIT",
       "BUS_COMMANDS",
       "BUS_EVENTS",
-      "CUSTOMER_KEYS_KMS_KEY",
-      "CUSTOMER_KEYS_TABLE",
       "EVENT_TOPICS",
       "RELAY_FAILURE_QUEUE_URL",
     ]);

@@ -279,7 +279,7 @@ describe.skipIf(!haveChromium)("the console's actions on the local stack (Chromi
     async () => {
       expect(await open("/workflows")).toBe(200);
       const row = page.locator('tr[data-workflow="quick-news"]');
-      expect(await seen(row)).toContain("built in");
+      expect(await seen(row)).toContain("given to the stack");
       await Promise.all([
         page.waitForURL("**/workflows/quick-news"),
         row.getByRole("link").click(),

@@ -151,7 +151,7 @@ describe("agentbus workflow put | list | show | start | signal on the local stac
       const missing = await cli("workflow", "show", "topic-count", "--version", "2");
       expect(missing.code).toBe(1);
       expect(missing.stderr).toContain(
-        "no workflow topic-count v2 is built in, given to the stack or registered for every tenant",
+        "no workflow topic-count v2 is given to the stack or registered for every tenant",
       );
 
       const ended = await (await startByName("topic-count", "night trains in Europe")).ended();

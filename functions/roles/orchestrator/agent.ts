@@ -286,8 +286,11 @@ function sendOutcome(
   );
   return {
     ...decided(stepped, leasing),
-    // The role's confirmation type, known at run time only: typed as a content agent's (the
-    // registry checks the payload against the role's type on emit).
-    emit: [{ type: confirm, payload, orderKey: state.run.run_id } as EmitOf<ConfirmType>],
+    // The role's confirmation type, known at run time only (the step-role table names it): typed
+    // as one the orchestrator declares, which it is not; the registry checks the payload against
+    // the role's own type on emit.
+    emit: [
+      { type: confirm, payload, orderKey: state.run.run_id } as unknown as EmitOf<ConfirmType>,
+    ],
   };
 }

@@ -15,7 +15,7 @@ import { attr, escapeHtml, href, link } from "./html";
 import { fact, renderTable } from "./page";
 
 /**
- * The workflows pages: every workflow a start may name (built in, given to the stack, registered
+ * The workflows pages: every workflow a start may name (given to the stack, registered
  * for every tenant, each tenant's own: an operator's view, or one tenant's with `?tenant=`), and
  * one workflow's version: its graph before any run, its versions, its declared input, and a form
  * made from that input that starts a run (./actions `start`). A refused start comes back to the
