@@ -50,7 +50,13 @@ const resultOf = (step: string) => ({
 });
 
 type Ctx = DurableContext;
-type Input = { readonly claims: number; readonly rounds: number; readonly childRuns: number };
+type Input = {
+  /** The flow's steps (FLOW_SHAPES): a sequential flow runs them one after the other. */
+  readonly steps: readonly string[];
+  readonly claims: number;
+  readonly rounds: number;
+  readonly childRuns: number;
+};
 
 /** Steps one after the other. */
 async function inSequence(ctx: Ctx, steps: readonly string[]): Promise<unknown> {
@@ -59,20 +65,8 @@ async function inSequence(ctx: Ctx, steps: readonly string[]): Promise<unknown> 
   return last;
 }
 
-const supportTurn = async (_input: Input, ctx: Ctx) =>
-  inSequence(ctx, ["route", "look up order", "generate reply", "send reply"]);
-
-const refundReview = async (_input: Input, ctx: Ctx) =>
-  inSequence(ctx, [
-    "route",
-    "model: plan",
-    "get order",
-    "get refund status",
-    "issue refund",
-    "model: answer",
-    "generate reply",
-    "send reply",
-  ]);
+/** A support turn and a refund review: their steps one after the other. */
+const sequential = async (input: Input, ctx: Ctx) => inSequence(ctx, input.steps);
 
 /** A step per claim, in a map. */
 const factCheck = async ({ claims }: Pick<Input, "claims">, ctx: Ctx) =>
@@ -118,8 +112,8 @@ const longForm = async (input: Input, ctx: Ctx) => {
 };
 
 const FLOWS: Readonly<Record<string, (input: Input, ctx: Ctx) => Promise<unknown>>> = {
-  "support turn": supportTurn,
-  "refund review": refundReview,
+  "support turn": sequential,
+  "refund review": sequential,
   "content run, quick news": quickNews,
   "content run, long form": longForm,
 };
@@ -128,7 +122,7 @@ const FLOWS: Readonly<Record<string, (input: Input, ctx: Ctx) => Promise<unknown
 function inputOf(shape: FlowShape): Input {
   const claims = shape.steps.filter((s) => s.startsWith("fact check claim")).length;
   const rounds = shape.steps.filter((s) => s === "review").length;
-  return { claims, rounds, childRuns: shape.childRuns };
+  return { steps: shape.steps, claims, rounds, childRuns: shape.childRuns };
 }
 
 type Testing = typeof import("@aws/durable-execution-sdk-js-testing");
