@@ -262,6 +262,7 @@ function startCommand(globals: Globals): Command {
       const runId = runIdOf(options.runId, "--run-id");
       const request = runInputOf(options);
       const t = globals(this);
+      if (options.kind !== undefined) await checkAlias(t, options.kind);
       await checkStartInput(t, name, request, tenantId);
       const sent = await send(t, {
         type: "workflow.start.requested",
@@ -359,6 +360,18 @@ function workflowNameOf(options: { kind?: string; workflow?: string }): string {
       `${option} ${JSON.stringify(name)}: a name a start gives is kebab-case (a-z, 0-9 and -, starting with a letter, at most 64)`,
     );
   return name;
+}
+
+/**
+ * Refuse a `--kind` no workflow of the stack declares as its alias (only a stack's workflow may
+ * declare one), naming those it has; nothing is sent.
+ */
+async function checkAlias(t: Target, kind: string): Promise<void> {
+  const aliases = (await stackCompiled(t)).listed.flatMap((w) => (w.alias ? [w.alias] : []));
+  if (!aliases.includes(kind))
+    throw new UsageError(
+      `--kind ${JSON.stringify(kind)}: unknown workflow kind, no workflow of the stack declares it as its alias (${aliases.join(", ") || "none declares one"}); nothing sent`,
+    );
 }
 
 /** The stack's workflows, from its outputs (a local stack's as it published them). */

@@ -52,9 +52,8 @@ export interface GroupAlarms {
   readonly messageAgeAlarm: Alarm;
   readonly bufferDeadLetterAlarm?: Alarm;
   readonly bufferMessageAgeAlarm?: Alarm;
-  /** Retries, and discards as expired, as a share of the deliveries (rateAlarms). */
-  readonly retryRateAlarm: Alarm;
-  readonly expiryRateAlarm: Alarm;
+  /** Retries or discards as expired over their share of the deliveries (RATE_THRESHOLDS). */
+  readonly deliveryRateAlarm: Alarm;
   /** One alarm per signal the group is watched for (`attention`), by the signal's name. */
   readonly attentionAlarms: Readonly<Record<string, Alarm>>;
 }
@@ -101,17 +100,23 @@ export function oldestMessageAge(queue: IQueue, options?: MetricOptions): Metric
  * The rates an operator reads beside the queue depth (a falling depth may be messages retried or
  * discarded as expired, not work done): percent of the deliveries of a window (`Received`, one per
  * attempt) that were left for a retry (`Retried`) or discarded as expired (`DiscardedByReason`
- * `expired`); 0 in a window without deliveries. Alarms fire when a rate stays above its
- * threshold for `RATE_ALARM_WINDOWS` windows of 5 minutes.
+ * `expired`); 0 in a window without deliveries. One alarm per group fires when either rate stays
+ * above its threshold for `RATE_ALARM_WINDOWS` windows of 5 minutes: one alarm, not two, because
+ * a stack holds at most 500 resources and the reference stack's groups take most of them.
  */
 export const RATE_THRESHOLDS = { retry: 10, expiry: 5 } as const;
 export const RATE_ALARM_WINDOWS = 3;
 
-/** `100 * part / Received` over 5-minute windows, 0 where nothing was received. */
-export function deliveryRate(groupName: string, part: Metric, label: string): MathExpression {
+/** `100 * <part> / Received` over 5-minute windows, 0 where nothing was received. */
+export function deliveryRate(
+  groupName: string,
+  partId: string,
+  part: Metric,
+  label: string,
+): MathExpression {
   return new MathExpression({
-    expression: "IF(received > 0, 100 * part / received, 0)",
-    usingMetrics: { part, received: consumerMetric(groupName, "Received") },
+    expression: `IF(received > 0, 100 * ${partId} / received, 0)`,
+    usingMetrics: { [partId]: part, received: consumerMetric(groupName, "Received") },
     label,
     period: Duration.minutes(5),
   });
@@ -119,7 +124,7 @@ export function deliveryRate(groupName: string, part: Metric, label: string): Ma
 
 /** Percent of deliveries left for a retry. */
 export function retryRate(groupName: string): MathExpression {
-  return deliveryRate(groupName, consumerMetric(groupName, "Retried"), "RetryRate (%)");
+  return deliveryRate(groupName, "retried", consumerMetric(groupName, "Retried"), "RetryRate (%)");
 }
 
 /** Percent of deliveries discarded as expired. */
@@ -127,24 +132,7 @@ export function expiryRate(groupName: string): MathExpression {
   const expired = consumerMetric(groupName, "DiscardedByReason", {
     dimensions: { reason: "expired" },
   });
-  return deliveryRate(groupName, expired, "ExpiryRate (%)");
-}
-
-function rateAlarm(
-  scope: Construct,
-  id: string,
-  rate: MathExpression,
-  threshold: number,
-  what: string,
-) {
-  return new Alarm(scope, id, {
-    metric: rate,
-    threshold,
-    comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
-    evaluationPeriods: RATE_ALARM_WINDOWS,
-    treatMissingData: TreatMissingData.NOT_BREACHING,
-    alarmDescription: what,
-  });
+  return deliveryRate(groupName, "expired", expired, "ExpiryRate (%)");
 }
 
 /**
@@ -173,8 +161,8 @@ export function createGroupAlarms(
     `${groupName}: ${ageDescription}. ${ALARM_ACTIONS.backlog}.`,
   );
   const attentionAlarms = createAttentionAlarms(scope, settings);
-  const rates = createRateAlarms(scope, groupName);
-  const base = { deadLetterAlarm, messageAgeAlarm, ...rates, attentionAlarms };
+  const deliveryRateAlarm = createRateAlarm(scope, groupName);
+  const base = { deadLetterAlarm, messageAgeAlarm, deliveryRateAlarm, attentionAlarms };
   if (!queues.bufferDeadLetterQueue) return base;
   const bufferDeadLetterAlarm = anyMessageAlarm(
     scope,
@@ -196,25 +184,24 @@ export function createGroupAlarms(
   return { ...base, bufferDeadLetterAlarm, bufferMessageAgeAlarm };
 }
 
-/** The retry and expiry rate alarms of a group (RATE_THRESHOLDS). */
-function createRateAlarms(scope: Construct, groupName: string) {
+/** The group's alarm on its retry and expiry rates (RATE_THRESHOLDS): 1 where either is over. */
+function createRateAlarm(scope: Construct, groupName: string): Alarm {
   const minutes = RATE_ALARM_WINDOWS * 5;
-  return {
-    retryRateAlarm: rateAlarm(
-      scope,
-      "RetryRateAlarm",
-      retryRate(groupName),
-      RATE_THRESHOLDS.retry,
-      `${groupName}: over ${RATE_THRESHOLDS.retry}% of deliveries retried for ${minutes} minutes. ${ALARM_ACTIONS.retries}.`,
-    ),
-    expiryRateAlarm: rateAlarm(
-      scope,
-      "ExpiryRateAlarm",
-      expiryRate(groupName),
-      RATE_THRESHOLDS.expiry,
-      `${groupName}: over ${RATE_THRESHOLDS.expiry}% of deliveries expired before processing for ${minutes} minutes. ${ALARM_ACTIONS.backlog}.`,
-    ),
-  };
+  const { retry, expiry } = RATE_THRESHOLDS;
+  const over = new MathExpression({
+    expression: `IF(retry > ${retry} OR expiry > ${expiry}, 1, 0)`,
+    usingMetrics: { retry: retryRate(groupName), expiry: expiryRate(groupName) },
+    label: `RetryRate over ${retry}% or ExpiryRate over ${expiry}%`,
+    period: Duration.minutes(5),
+  });
+  return new Alarm(scope, "DeliveryRateAlarm", {
+    metric: over,
+    threshold: 0,
+    comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+    evaluationPeriods: RATE_ALARM_WINDOWS,
+    treatMissingData: TreatMissingData.NOT_BREACHING,
+    alarmDescription: `${groupName}: over ${retry}% of deliveries retried, or over ${expiry}% expired before processing, for ${minutes} minutes. ${ALARM_ACTIONS.retries}; ${ALARM_ACTIONS.backlog}.`,
+  });
 }
 
 /**
@@ -248,8 +235,7 @@ export function alarmsOf(alarms: GroupAlarms): Alarm[] {
   return [
     alarms.deadLetterAlarm,
     alarms.messageAgeAlarm,
-    alarms.retryRateAlarm,
-    alarms.expiryRateAlarm,
+    alarms.deliveryRateAlarm,
     ...(alarms.bufferDeadLetterAlarm ? [alarms.bufferDeadLetterAlarm] : []),
     ...(alarms.bufferMessageAgeAlarm ? [alarms.bufferMessageAgeAlarm] : []),
     ...Object.values(alarms.attentionAlarms),

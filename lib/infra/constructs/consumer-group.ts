@@ -225,12 +225,12 @@ export class ConsumerGroup extends Construct {
     return this.metricConsumer("Received", options);
   }
 
-  /** Percent of deliveries left for a retry, per 5 minutes (alarmed: `RetryRateAlarm`). */
+  /** Percent of deliveries left for a retry, per 5 minutes (alarmed with the expiry rate: `DeliveryRateAlarm`). */
   metricRetryRate(): MathExpression {
     return retryRate(this.groupName);
   }
 
-  /** Percent of deliveries discarded as expired, per 5 minutes (alarmed: `ExpiryRateAlarm`). */
+  /** Percent of deliveries discarded as expired, per 5 minutes (alarmed with the retry rate: `DeliveryRateAlarm`). */
   metricExpiryRate(): MathExpression {
     return expiryRate(this.groupName);
   }
