@@ -154,6 +154,7 @@ export type {
 export { defineIntegration, use } from "./core/integration";
 // Models: one call with a structured answer, and the schemas a role shows its model.
 export type {
+  ModelMessage,
   ModelPort,
   ModelRequest,
   ModelResponse,
@@ -243,7 +244,14 @@ export {
   writeOnce,
 } from "./core/write-once";
 export { content } from "./integrations/content";
-export { model } from "./integrations/model";
+// The model, and the scripts a role answers with on the local model (a stand-in, NOT a model).
+export type {
+  LocalScript,
+  LocalScripts,
+  ModelOptions,
+  RequestFacts,
+} from "./integrations/model";
+export { LOCAL_MODEL_NAME, model, ToolUse } from "./integrations/model";
 export type { QueueDepthSource } from "./integrations/queue-depth";
 export { queueDepth } from "./integrations/queue-depth";
 export { sideEffects } from "./integrations/side-effects";

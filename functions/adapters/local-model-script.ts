@@ -13,7 +13,10 @@ export class ToolUse {
  * A role's canned behaviour: an object is answered as JSON text, a string as is, a ToolUse asks
  * for its tools.
  */
-export type Script = (request: ModelRequest, facts: RequestFacts) => string | object | ToolUse;
+export type LocalScript = (request: ModelRequest, facts: RequestFacts) => string | object | ToolUse;
+
+/** Scripts by the role a request names (`request.metadata.role`). */
+export type LocalScripts = Readonly<Record<string, LocalScript>>;
 
 /** What scripts derive their answers from: a hash of the request text and helpers over it. */
 export interface RequestFacts {

@@ -45,6 +45,12 @@ export interface Integration<Port, Options = undefined> {
    * kit, as one outside system serves every group of a stack.
    */
   memory(): Port;
+  /**
+   * What a role gets of the shared twin, given the options of its use: the model's twin learns
+   * the role's local scripts (functions/integrations/model). A test's stand-in is given as it is.
+   * @default the shared twin as it is
+   */
+  twinFor?(twin: Port, options: Options): Port;
   /** What an operator should know (where its data lives, what to do when it fails). */
   readonly notes?: string;
   /**

@@ -1,14 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import {
-  DeterministicLocalModel,
-  FAIL_FACT_CHECK_MARKER,
-  HUMAN_REVIEW_MARKER,
-  LOCAL_MODEL_NAME,
-  NEEDS_REVISION_MARKER,
-  REVISED_DRAFT,
-  UNSOURCED_CLAIM,
-} from "../../functions/adapters/local-model";
+import { DeterministicLocalModel, LOCAL_MODEL_NAME } from "../../functions/adapters/local-model";
 import { AgentBusError, PermanentError, TransientError } from "../../functions/core/errors";
 import {
   invokeStructured,
@@ -19,12 +11,20 @@ import {
   CLAIM_HEADING,
   PREVIOUS_ROUND_HEADING,
 } from "../../functions/roles/content-agents/headings";
+import {
+  FAIL_FACT_CHECK_MARKER,
+  NEEDS_REVISION_MARKER,
+  REVISED_DRAFT,
+  UNSOURCED_CLAIM,
+} from "../../functions/roles/content-agents/local-scripts";
 import type { ReplyGenerationRequested } from "../../functions/roles/customer-support/events/commands";
+import { HUMAN_REVIEW_MARKER } from "../../functions/roles/customer-support/reply-generation/local-script";
 import {
   allowedSourceRefs,
   replyDraftSchema,
   replyPrompt,
 } from "../../functions/roles/customer-support/reply-generation/reply-generation";
+import { referenceLocalModel } from "../support/reference";
 
 const TopicSelection = z.strictObject({
   topic: z.string().min(1),
@@ -91,8 +91,8 @@ describe("DeterministicLocalModel", () => {
 
   it("answers the same request with the same text, across instances", async () => {
     for (const role of Object.keys(SCHEMAS)) {
-      const a = await new DeterministicLocalModel().converse(ask(role, INPUTS[0] ?? ""));
-      const b = await new DeterministicLocalModel().converse(ask(role, INPUTS[0] ?? ""));
+      const a = await referenceLocalModel().converse(ask(role, INPUTS[0] ?? ""));
+      const b = await referenceLocalModel().converse(ask(role, INPUTS[0] ?? ""));
       expect(b).toEqual(a);
       expect(a.modelId).toBe(LOCAL_MODEL_NAME);
       expect(a.stopReason).toBe("end_turn");
@@ -102,7 +102,7 @@ describe("DeterministicLocalModel", () => {
   });
 
   it("answers different inputs differently", async () => {
-    const model = new DeterministicLocalModel();
+    const model = referenceLocalModel();
     for (const role of Object.keys(SCHEMAS)) {
       const texts = new Set<string>();
       for (const input of INPUTS) texts.add((await model.converse(ask(role, input))).text);
@@ -111,7 +111,7 @@ describe("DeterministicLocalModel", () => {
   });
 
   it("gives outputs of every default script that validate against the role's schema", async () => {
-    const model = new DeterministicLocalModel();
+    const model = referenceLocalModel();
     for (const [role, schema] of Object.entries(SCHEMAS)) {
       for (const input of INPUTS) {
         const { text } = await model.converse(ask(role, input));
@@ -125,7 +125,7 @@ describe("DeterministicLocalModel", () => {
   });
 
   it("answers each content agent under its own name only", async () => {
-    const model = new DeterministicLocalModel();
+    const model = referenceLocalModel();
     for (const role of ["topic-selection", "fact-check", "writing", "review"] as const) {
       const { text } = await model.converse(ask(role, "x"));
       expect(SCHEMAS[role].safeParse(JSON.parse(text)).success).toBe(true);
@@ -136,7 +136,7 @@ describe("DeterministicLocalModel", () => {
   });
 
   it("fails the fact check when the request carries the marker", async () => {
-    const model = new DeterministicLocalModel();
+    const model = referenceLocalModel();
     for (const input of INPUTS) {
       const pass = FactCheck.parse(
         JSON.parse((await model.converse(ask("fact-check", input))).text),
@@ -156,7 +156,7 @@ describe("DeterministicLocalModel", () => {
   });
 
   it("lets the reviewer keep the writer's title and body when the draft is in the request", async () => {
-    const model = new DeterministicLocalModel();
+    const model = referenceLocalModel();
     const draft = JSON.stringify({ title: 'Grid storage, "explained"', body: "One.\n\nTwo." });
     const { text } = await model.converse(ask("review", `Review this draft: ${draft}`));
     expect(Review.parse(JSON.parse(text))).toMatchObject({
@@ -166,7 +166,7 @@ describe("DeterministicLocalModel", () => {
   });
 
   it("states N claims no source backs on [disputed-claims:N], and fails the check of one", async () => {
-    const model = new DeterministicLocalModel();
+    const model = referenceLocalModel();
     const answer = async (role: string, text: string) =>
       JSON.parse((await model.converse(ask(role, text))).text);
     const topic = TopicSelection.parse(
@@ -187,7 +187,7 @@ describe("DeterministicLocalModel", () => {
   });
 
   it("on [needs-revision] rejects a first draft with notes, and approves the writer's revision", async () => {
-    const model = new DeterministicLocalModel();
+    const model = referenceLocalModel();
     const answer = async (role: string, text: string) =>
       JSON.parse((await model.converse(ask(role, text))).text);
     const request = `{"topic_hint":"${NEEDS_REVISION_MARKER} tides"}`;
@@ -211,7 +211,7 @@ describe("DeterministicLocalModel", () => {
   });
 
   it("failNext throws the given error once, then answers again", async () => {
-    const model = new DeterministicLocalModel();
+    const model = referenceLocalModel();
     const throttled = new TransientError("model.throttled", "injected");
     model.failNext("writing", throttled);
     await expect(model.converse(ask("writing", "x"))).rejects.toBe(throttled);
@@ -223,7 +223,7 @@ describe("DeterministicLocalModel", () => {
   });
 
   it("invalidNext answers non-JSON text count times, which invokeStructured retries", async () => {
-    const model = new DeterministicLocalModel();
+    const model = referenceLocalModel();
     model.invalidNext("topic-selection", 2);
     const result = await invokeStructured(model, ask("topic-selection", "x"), TopicSelection);
     expect(result.attempts).toBe(3);
@@ -238,7 +238,7 @@ describe("DeterministicLocalModel", () => {
   });
 
   it("refuses an unknown role, or no role, with permanent model.no_script", async () => {
-    const model = new DeterministicLocalModel();
+    const model = referenceLocalModel();
     for (const request of [ask("astrologer", "x"), { messages: [{ role: "user", text: "x" }] }]) {
       const error = await model.converse(request as ModelRequest).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(PermanentError);
@@ -246,8 +246,8 @@ describe("DeterministicLocalModel", () => {
     }
   });
 
-  it("takes custom scripts (string or object), over or without the defaults", async () => {
-    const model = new DeterministicLocalModel({
+  it("takes scripts of a test's own (string or object), over the roles' own", async () => {
+    const model = referenceLocalModel({
       scripts: {
         echo: (request) => `echo: ${request.messages.at(-1)?.text ?? ""}`,
         writing: (_request, facts) => ({ title: "Fixed", body: facts.digest.slice(0, 4) }),
@@ -261,9 +261,22 @@ describe("DeterministicLocalModel", () => {
       "Fixed",
     );
     await expect(model.converse(ask("review", "x"))).resolves.toBeDefined();
+  });
 
-    const bare = new DeterministicLocalModel({ withDefaults: false, scripts: {} });
+  it("knows no role of its own: each comes with its script, registered", async () => {
+    const bare = new DeterministicLocalModel();
     await expect(bare.converse(ask("review", "x"))).rejects.toBeInstanceOf(AgentBusError);
+    const echo = (request: ModelRequest) => `echo: ${request.messages.at(-1)?.text ?? ""}`;
+    bare.register({ echo });
+    expect((await bare.converse(ask("echo", "hi"))).text).toBe("echo: hi");
+    // The same script again is no change; another one for the role is refused, naming it.
+    bare.register({ echo });
+    expect(() => bare.register({ echo: () => "other", fresh: echo })).toThrow(
+      expect.objectContaining({ code: "model.script_clash", details: { roles: ["echo"] } }),
+    );
+    await expect(bare.converse(ask("fresh", "x"))).rejects.toMatchObject({
+      code: "model.no_script",
+    });
   });
 
   describe("reply-generation script", () => {
@@ -296,7 +309,7 @@ describe("DeterministicLocalModel", () => {
       const messages = [{ message_event_id: request.message_event_id, text }];
       const allowed = allowedSourceRefs(request, messages);
       const result = await invokeStructured(
-        new DeterministicLocalModel(),
+        referenceLocalModel(),
         ask("reply-generation", replyPrompt(request, messages, allowed)),
         replyDraftSchema(allowed),
       );

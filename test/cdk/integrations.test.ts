@@ -94,7 +94,7 @@ describe("integrations on the stack", () => {
   });
 
   it("refuses two different integrations of one name", () => {
-    const impostor = defineIntegration<Ledger>({ ...ledger, defaults: undefined });
+    const impostor = defineIntegration({ ...ledger });
     expect(() =>
       synthesizeStack(
         {

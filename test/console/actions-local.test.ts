@@ -4,7 +4,8 @@ import { join } from "node:path";
 import type { Browser, Locator, Page } from "playwright-core";
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { HUMAN_REVIEW_MARKER, UNUSABLE_DRAFT_MARKER } from "../../functions/adapters/local-model";
+import { UNUSABLE_DRAFT_MARKER } from "../../functions/roles/content-agents/local-scripts";
+import { HUMAN_REVIEW_MARKER } from "../../functions/roles/customer-support/reply-generation/local-script";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import { putOnBus } from "../../lib/dev/local/put-on-bus";
 import {

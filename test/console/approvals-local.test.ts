@@ -3,10 +3,10 @@ import { join } from "node:path";
 import type { Browser, Locator, Page } from "playwright-core";
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RAMBLE_AFTER_REFUND_MARKER } from "../../functions/adapters/local-model-refund";
 import { AGENT_RUN_AGGREGATE } from "../../functions/core/agent/agent-role";
 import { LocalPayments } from "../../functions/roles/customer-support/integrations/payments/memory";
 import { REFUND_REVIEW_DECISION } from "../../functions/roles/refund-review/events";
+import { RAMBLE_AFTER_REFUND_MARKER } from "../../functions/roles/refund-review/local-script";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import { streamOf, waitUntil } from "../../lib/dev/local/scenario/customer-support";
 import {

@@ -1,11 +1,11 @@
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
-import { NEEDS_CONFIRMATION_MARKER } from "../../functions/adapters/local-model";
 import {
   CONFIRMATION_REFUSED,
   CONFIRMATION_REQUIRED,
   confirmationApproval,
 } from "../../functions/roles/content-agents/confirm";
+import { NEEDS_CONFIRMATION_MARKER } from "../../functions/roles/content-agents/local-scripts";
 import { summarizeRun } from "../../functions/roles/orchestrator/state";
 import type { NodeBlocked } from "../../schemas/events/agent-run";
 import type { NodeFailed } from "../../schemas/events/workflow";

@@ -1,11 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { DeterministicLocalModel } from "../../functions/adapters/local-model";
 import { consume } from "../../functions/core/pipeline";
 import type { Role } from "../../functions/core/role";
 import { contentAgentRole } from "../../functions/roles/content-agents/content-agent";
 import { conversationProjection } from "../../functions/roles/customer-support/conversation-projection/conversation-projection";
 import { taskProjection } from "../../functions/roles/task-projection/task-projection";
-import { referenceOrchestrator } from "../support/reference";
+import { referenceLocalModel, referenceOrchestrator } from "../support/reference";
 import { countingStore, feedback, makeDeps, newTaskId, seedTask } from "./fixtures";
 
 /**
@@ -16,7 +15,7 @@ import { countingStore, feedback, makeDeps, newTaskId, seedTask } from "./fixtur
 describe("compact states", () => {
   it("are the orchestrator's and the content agents', not the views'", () => {
     expect(referenceOrchestrator().compactState).toBe(true);
-    const writing = contentAgentRole({ role: "writing", model: new DeterministicLocalModel() });
+    const writing = contentAgentRole({ role: "writing", model: referenceLocalModel() });
     expect(writing.compactState).toBe(true);
     expect(taskProjection.compactState).toBeUndefined();
     expect(conversationProjection.compactState).toBeUndefined();

@@ -1,6 +1,5 @@
 import { ulid } from "ulid";
 import { describe, expect, it, vi } from "vitest";
-import { DeterministicLocalModel } from "../../functions/adapters/local-model";
 import { TransientError, VersionConflictError } from "../../functions/core/errors";
 import type { ModelPort, ModelRequest } from "../../functions/core/model";
 import { consume } from "../../functions/core/pipeline";
@@ -13,6 +12,7 @@ import {
 } from "../../functions/roles/customer-support/conversation/conversation";
 import { routeTexts } from "../../functions/roles/customer-support/router/router";
 import type { Envelope } from "../../schemas";
+import { referenceLocalModel } from "../support/reference";
 import { clientMessage } from "./fixtures";
 import { newConversationId, only, type SupportHarness, supportHarness } from "./support-fixture";
 
@@ -25,7 +25,7 @@ const COMMANDS = [
 describe("conversation context", () => {
   it("answers two messages in quick succession once, about the order the second names, from both", async () => {
     const prompts: ModelRequest[] = [];
-    const local = new DeterministicLocalModel();
+    const local = referenceLocalModel();
     const model = {
       name: local.name,
       converse: (request: ModelRequest) => {
@@ -148,7 +148,7 @@ describe("reply generation's reads of the conversation", () => {
 
   it("reads it again on each new delivery and on each round retried after a commit conflict", async () => {
     const throttled = new TransientError("model.throttled", "slow down");
-    const local = new DeterministicLocalModel();
+    const local = referenceLocalModel();
     let failures = 1;
     const model: ModelPort = {
       name: local.name,

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { HUMAN_REVIEW_MARKER } from "../../functions/adapters/local-model";
 import { consume } from "../../functions/core/pipeline";
 import { appendToStream } from "../../functions/core/producer";
 import {
   type ConversationView,
   conversationProjection,
 } from "../../functions/roles/customer-support/conversation-projection/conversation-projection";
+import { HUMAN_REVIEW_MARKER } from "../../functions/roles/customer-support/reply-generation/local-script";
 import { HELD_REQUIRES_REVIEW } from "../../functions/roles/customer-support/reply-generation/reply-generation";
 import type { Envelope } from "../../schemas";
 import { clientMessage } from "./fixtures";

@@ -1,6 +1,5 @@
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
-import { DeterministicLocalModel } from "../../functions/adapters/local-model";
 import { consume } from "../../functions/core/pipeline";
 import type { Role } from "../../functions/core/role";
 import {
@@ -14,7 +13,7 @@ import {
 } from "../../functions/roles/orchestrator/orchestrator";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import type { Envelope } from "../../schemas";
-import { referenceOrchestrator } from "../support/reference";
+import { referenceLocalModel, referenceOrchestrator } from "../support/reference";
 import { makeDeps } from "./fixtures";
 
 /**
@@ -323,7 +322,7 @@ describe("content agents' heartbeat", () => {
   it("is a node.heartbeat for the request's run, node and generation, with the agent's lease, acknowledged first with node.started", () => {
     const agent = contentAgentRole({
       role: "writing",
-      model: new DeterministicLocalModel(),
+      model: referenceLocalModel(),
       leaseSeconds: 240,
     });
     const t = setup();
@@ -366,7 +365,7 @@ describe("content agents' heartbeat", () => {
     // Capped at what node.heartbeat accepts.
     const long = contentAgentRole({
       role: "writing",
-      model: new DeterministicLocalModel(),
+      model: referenceLocalModel(),
       leaseSeconds: 10_000,
     });
     expect(long.heartbeat?.(request, 1)?.payload).toMatchObject({ lease_seconds: 3600 });

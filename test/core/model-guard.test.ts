@@ -1,7 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { DeterministicLocalModel } from "../../functions/adapters/local-model";
-import { ToolUse } from "../../functions/adapters/local-model-script";
+import { ToolUse } from "../../functions/adapters/local-model";
 import type { ModelPort, ModelRequest, ModelResponse } from "../../functions/core/model";
 import {
   BudgetExhaustedError,
@@ -14,6 +13,7 @@ import {
 } from "../../functions/core/model-guard";
 import { costMicros, priceOf, UNLISTED_MODEL_PRICE } from "../../functions/core/model-prices";
 import { RUN, refundDesk } from "../roles/refund-desk";
+import { referenceLocalModel } from "../support/reference";
 
 /**
  * The model budgets and the operator's stops (functions/core/model-guard.ts) on the refund agent
@@ -28,7 +28,7 @@ const TENANT = "acme";
 class LoopingModel implements ModelPort {
   readonly name = "looping";
   calls = 0;
-  private readonly inner = new DeterministicLocalModel({
+  private readonly inner = referenceLocalModel({
     scripts: {
       "refund-review": (request: ModelRequest) =>
         new ToolUse([

@@ -1,7 +1,6 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { DeterministicLocalModel } from "../../functions/adapters/local-model";
 import { ANSWER_SCHEMA, defineAgent } from "../../functions/core/agent/agent";
 import { InMemoryContentStore } from "../../functions/core/agent/content";
 import { defineTool, toolSpecOf } from "../../functions/core/agent/tool";
@@ -24,6 +23,7 @@ import {
 import { modelSchemaFiles } from "../../lib/dev/model-schema-files";
 import { modelSchemasJson } from "../../lib/testing";
 import * as z from "../../schemas/zod";
+import { referenceLocalModel } from "../support/reference";
 
 /**
  * What a role shows its model is generated from its zod schemas into its folder's
@@ -70,7 +70,7 @@ describe("model-schemas.json (npm run schemas)", () => {
       {
         conversation: async () => [],
         conversationNow: async () => ({ version: 0, context: () => [] }),
-        model: new DeterministicLocalModel(),
+        model: referenceLocalModel(),
         content: new InMemoryContentStore(),
         sideEffects: new InMemorySideEffects(),
         orders: ordersFrom(SAMPLE_ORDERS),

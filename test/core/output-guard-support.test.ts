@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { DeterministicLocalModel } from "../../functions/adapters/local-model";
-import { refundReview } from "../../functions/adapters/local-model-refund";
-import { replyGeneration } from "../../functions/adapters/local-model-reply";
-import { type Script, ToolUse } from "../../functions/adapters/local-model-script";
+import { type LocalScript, ToolUse } from "../../functions/adapters/local-model";
 import type { ModelRequest } from "../../functions/core/model";
 import { OUTPUT_GUARD_REFUSED } from "../../functions/core/output-guard";
 import type { ReplyDraft } from "../../functions/roles/customer-support/events/conversation";
+import { replyGeneration } from "../../functions/roles/customer-support/reply-generation/local-script";
 import type { ReplyState } from "../../functions/roles/customer-support/reply-generation/state";
+import { refundReview } from "../../functions/roles/refund-review/local-script";
+import { referenceLocalModel } from "../support/reference";
 import { clientMessage } from "./fixtures";
 import { newConversationId, only, supportHarness } from "./support-fixture";
 
@@ -37,7 +37,7 @@ function orderFacts(request: ModelRequest): string {
 }
 
 /** The local model's reply script, with `leak(request)` added at the end of the reply's text. */
-function leaking(leak: (request: ModelRequest) => string): Script {
+function leaking(leak: (request: ModelRequest) => string): LocalScript {
   return (request, facts) => {
     const draft = replyGeneration(request, facts);
     return { ...draft, reply_text: `${draft.reply_text} ${leak(request)}` };
@@ -46,7 +46,7 @@ function leaking(leak: (request: ModelRequest) => string): Script {
 
 async function turnWith(leak: (request: ModelRequest) => string) {
   const h = supportHarness({
-    model: new DeterministicLocalModel({ scripts: { "reply-generation": leaking(leak) } }),
+    model: referenceLocalModel({ scripts: { "reply-generation": leaking(leak) } }),
   });
   const conv = newConversationId();
   await h.drain([clientMessage(conv, "Where is my order 123?")]);
@@ -148,7 +148,7 @@ function getOrderOutput(request: ModelRequest): string {
 }
 
 /** The local model's refund script, with `leak(request)` added at the end of its answer's reason. */
-function leakingReason(leak: (request: ModelRequest) => string): Script {
+function leakingReason(leak: (request: ModelRequest) => string): LocalScript {
   return (request) => {
     const answer = refundReview(request);
     if (answer instanceof ToolUse || typeof answer !== "object" || !("reason" in answer))
@@ -164,7 +164,7 @@ async function refundTurnWith(
 ) {
   let leaked = "";
   const h = supportHarness({
-    model: new DeterministicLocalModel({
+    model: referenceLocalModel({
       scripts: {
         "refund-review": leakingReason((request) => {
           leaked = leak(request);

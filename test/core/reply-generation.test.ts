@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { HUMAN_REVIEW_MARKER } from "../../functions/adapters/local-model";
 import { TransientError } from "../../functions/core/errors";
 import type { ModelPort, ModelRequest, ModelResponse } from "../../functions/core/model";
 import { consume } from "../../functions/core/pipeline";
 import { conversationReader } from "../../functions/roles/customer-support/conversation/conversation";
 import type { ReplyDraft } from "../../functions/roles/customer-support/events/conversation";
+import { HUMAN_REVIEW_MARKER } from "../../functions/roles/customer-support/reply-generation/local-script";
 import {
   HELD_INVALID_OUTPUT,
   HELD_REQUIRES_REVIEW,

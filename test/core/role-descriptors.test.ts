@@ -1,5 +1,4 @@
 import { describe, expect, it } from "vitest";
-import { DeterministicLocalModel } from "../../functions/adapters/local-model";
 import { InMemoryEventStore } from "../../functions/core/memory";
 import type { Role, RoleDescriptor } from "../../functions/core/role";
 import { buildRole } from "../../functions/core/role-module";
@@ -8,7 +7,7 @@ import { CONTENT_ROLES } from "../../functions/roles/content-agents/events";
 import { refundReviewModule } from "../../functions/roles/refund-review";
 import { memoryRolePorts } from "../../lib/dev/role-kit/memory-ports";
 import { topology } from "../../lib/infra/project";
-import { referenceOrchestrator } from "../support/reference";
+import { referenceLocalModel, referenceOrchestrator } from "../support/reference";
 import { supportHarness } from "./support-fixture";
 
 /**
@@ -21,7 +20,7 @@ describe("each group's descriptor in the topology is the one its role is built f
   const built: readonly Role<unknown>[] = [
     referenceOrchestrator() as Role<unknown>,
     ...CONTENT_ROLES.map(
-      (role) => contentAgentRole({ role, model: new DeterministicLocalModel() }) as Role<unknown>,
+      (role) => contentAgentRole({ role, model: referenceLocalModel() }) as Role<unknown>,
     ),
     ...([
       support.conversation,

@@ -1,5 +1,4 @@
 import { describe, expect, it } from "vitest";
-import { HUMAN_REVIEW_MARKER } from "../../functions/adapters/local-model";
 import { TransientError } from "../../functions/core/errors";
 import { consume } from "../../functions/core/pipeline";
 import type { ConsumeResult, Role } from "../../functions/core/role";
@@ -13,6 +12,7 @@ import type {
 } from "../../functions/roles/customer-support/events/conversation";
 import type { OrdersPort } from "../../functions/roles/customer-support/integrations/orders/port";
 import { SAMPLE_ORDERS } from "../../functions/roles/customer-support/integrations/orders/sample-orders";
+import { HUMAN_REVIEW_MARKER } from "../../functions/roles/customer-support/reply-generation/local-script";
 import { restsOn, stillHolds } from "../../functions/roles/customer-support/sender/facts";
 import {
   DELIVERED,

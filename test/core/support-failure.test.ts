@@ -1,6 +1,5 @@
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
-import { MODEL_ACCESS_DENIED_MARKER } from "../../functions/adapters/local-model";
 import { PermanentError, TransientError } from "../../functions/core/errors";
 import type { ModelPort } from "../../functions/core/model";
 import { consume } from "../../functions/core/pipeline";
@@ -11,6 +10,7 @@ import {
   summarizeConversation,
 } from "../../functions/roles/customer-support/conversation-projection/conversation-projection";
 import type { OrdersPort } from "../../functions/roles/customer-support/integrations/orders/port";
+import { MODEL_ACCESS_DENIED_MARKER } from "../../functions/roles/customer-support/reply-generation/local-script";
 import {
   HANDOFF_TEXT,
   HANDOFF_TTL_SECONDS,

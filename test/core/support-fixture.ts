@@ -1,6 +1,5 @@
 import { ulid } from "ulid";
 import { expect } from "vitest";
-import { DeterministicLocalModel } from "../../functions/adapters/local-model";
 import { InMemoryContentStore } from "../../functions/core/agent/content";
 import type { ModelPort, ModelRequest, ModelResponse } from "../../functions/core/model";
 import type { Vault } from "../../functions/core/personal-data/vault";
@@ -28,6 +27,7 @@ import { routerRole } from "../../functions/roles/customer-support/router/router
 import { senderRole } from "../../functions/roles/customer-support/sender/sender";
 import { refundReviewRole } from "../../functions/roles/refund-review/refund-agent";
 import { type Envelope, registry } from "../../schemas";
+import { referenceLocalModel } from "../support/reference";
 import { makeDeps } from "./fixtures";
 
 /**
@@ -66,7 +66,7 @@ export function supportHarness(options: SupportOptions = {}) {
   const { deps, store, clock } = makeDeps(undefined, options.vault);
   const channel = new LocalChannel({ clock });
   const sideEffects = new InMemorySideEffects();
-  const model = new CountingModel(options.model ?? new DeterministicLocalModel());
+  const model = new CountingModel(options.model ?? referenceLocalModel());
   const content = new InMemoryContentStore();
   const roles = supportRoles(store, { channel, sideEffects, model, content }, options);
   const ordered = Object.values(roles) as Role<unknown>[];

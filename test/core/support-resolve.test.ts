@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { HUMAN_REVIEW_MARKER } from "../../functions/adapters/local-model";
 import type { ConversationView } from "../../functions/roles/customer-support/conversation-projection/conversation-projection";
 import { summarizeConversation } from "../../functions/roles/customer-support/conversation-projection/conversation-projection";
+import { HUMAN_REVIEW_MARKER } from "../../functions/roles/customer-support/reply-generation/local-script";
 import type { ReplyState } from "../../functions/roles/customer-support/reply-generation/state";
 import { OPERATOR_ABANDONED } from "../../functions/roles/customer-support/sender/resolve";
 import type { DeliveryState } from "../../functions/roles/customer-support/sender/state";

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { HUMAN_REVIEW_MARKER } from "../../functions/adapters/local-model";
 import { consume } from "../../functions/core/pipeline";
 import type { StoredState } from "../../functions/core/ports";
+import { HUMAN_REVIEW_MARKER } from "../../functions/roles/customer-support/reply-generation/local-script";
 import type { ReplyState } from "../../functions/roles/customer-support/reply-generation/state";
 import type { DeliveryState } from "../../functions/roles/customer-support/sender/state";
 import type { Envelope } from "../../schemas";

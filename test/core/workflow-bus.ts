@@ -1,5 +1,5 @@
 import { ulid } from "ulid";
-import { DeterministicLocalModel } from "../../functions/adapters/local-model";
+import type { DeterministicLocalModel } from "../../functions/adapters/local-model";
 import type { AgentRun } from "../../functions/core/agent-run";
 import { buildHeartbeat } from "../../functions/core/emit";
 import { classify } from "../../functions/core/errors";
@@ -19,7 +19,7 @@ import { Random } from "../../lib/dev/faults/random";
 import { type Envelope, registry } from "../../schemas";
 import type { NodeCompleted, WorkflowEnded } from "../../schemas/events/workflow";
 import type { WorkflowChildStartRequested } from "../../schemas/events/workflow-child";
-import { orchestrator } from "../support/reference";
+import { orchestrator, referenceLocalModel } from "../support/reference";
 import { makeDeps } from "./fixtures";
 
 // ---------------------------------------------------------------------------------------------
@@ -76,7 +76,7 @@ export class Bus {
     this.deps = deps;
     this.store = store;
     this.clock = clock;
-    this.model = options.model ?? new DeterministicLocalModel();
+    this.model = options.model ?? referenceLocalModel();
     const seeded = options.seed === undefined ? undefined : new Random(options.seed);
     this.random = seeded && (() => seeded.next());
     this.roles = [

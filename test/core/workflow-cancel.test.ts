@@ -1,6 +1,5 @@
 import { ulid } from "ulid";
 import { beforeEach, describe, expect, it } from "vitest";
-import { DeterministicLocalModel } from "../../functions/adapters/local-model";
 import type { AgentRun } from "../../functions/core/agent-run";
 import type { ModelPort } from "../../functions/core/model";
 import { consume } from "../../functions/core/pipeline";
@@ -10,7 +9,7 @@ import { CONTENT_ROLES, type ContentRole } from "../../functions/roles/content-a
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { type Envelope, registry } from "../../schemas";
 import type { NodeCancelRequested, WorkflowCancelled } from "../../schemas/events/workflow-cancel";
-import { orchestrator } from "../support/reference";
+import { orchestrator, referenceLocalModel } from "../support/reference";
 import { makeDeps } from "./fixtures";
 import { statedClaims } from "./workflow-bus";
 
@@ -24,7 +23,7 @@ import { statedClaims } from "./workflow-bus";
 const OPERATOR = { requested_by: "alice", reason: "the story was pulled" };
 
 class Desk {
-  readonly model = new DeterministicLocalModel();
+  readonly model = referenceLocalModel();
   readonly fixtures = makeDeps();
   readonly agents: Record<ContentRole, Role<AgentRun>>;
   /** What each group has been sent and not yet handled, in order. */
@@ -340,7 +339,7 @@ describe("a content agent told to cancel", () => {
   });
 
   it("ends a run in progress CANCELLED when the cancel was committed during its model call", async () => {
-    const inner = new DeterministicLocalModel();
+    const inner = referenceLocalModel();
     let duringCall: (() => Promise<void>) | undefined;
     const model: ModelPort = {
       name: inner.name,

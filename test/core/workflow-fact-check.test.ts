@@ -1,15 +1,15 @@
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
-import {
-  DEFAULT_SCRIPTS,
-  DeterministicLocalModel,
-  NEEDS_REVISION_MARKER,
-  REVISED_DRAFT,
-  UNSOURCED_CLAIM,
-} from "../../functions/adapters/local-model";
+import type { DeterministicLocalModel } from "../../functions/adapters/local-model";
 import type { MapItemResult } from "../../functions/core/dag/map";
 import type { ReviewOutput } from "../../functions/roles/content-agents/events";
 import { CLAIM_HEADING } from "../../functions/roles/content-agents/headings";
+import {
+  CONTENT_AGENT_SCRIPTS,
+  NEEDS_REVISION_MARKER,
+  REVISED_DRAFT,
+  UNSOURCED_CLAIM,
+} from "../../functions/roles/content-agents/local-scripts";
 import {
   CLAIMS_MAY_FAIL,
   factCheck,
@@ -19,6 +19,7 @@ import {
 import { childRunsOf } from "../../functions/roles/orchestrator/child-commands";
 import type { NodeBlocked, NodeConfirmRequested } from "../../schemas/events/agent-run";
 import type { NodeCompleted, NodeFailed, NodeRequested } from "../../schemas/events/workflow";
+import { referenceLocalModel } from "../support/reference";
 import { Bus, type Delivery } from "./workflow-bus";
 
 /**
@@ -161,7 +162,7 @@ describe("the fact check of each claim, by the content agents", () => {
     // other two, whose requests wait behind them in the agent's queue (one run's commands reach
     // the agent in order).
     const claims = [1, 2, 3, 4].map((n) => `Claim ${n}${n <= 2 ? `, ${UNSOURCED_CLAIM}` : ""}.`);
-    const model = new DeterministicLocalModel({
+    const model = referenceLocalModel({
       scripts: {
         "topic-selection": () => ({ topic: "Tides", angle: "A", sources: ["kb://s"], claims }),
       },
@@ -195,12 +196,12 @@ describe("the fact check of each claim, by the content agents", () => {
 
 /** The fact check asks for a confirmation on the claims numbered `claims` until it is given. */
 function confirmingOn(...claims: number[]): DeterministicLocalModel {
-  const factCheck = DEFAULT_SCRIPTS["fact-check"];
+  const factCheck = CONTENT_AGENT_SCRIPTS["fact-check"];
   if (!factCheck) throw new Error("no fact-check script");
   const asks = (text: string) =>
     claims.some((n) => text.includes(`${CLAIM_HEADING} (${n} of`)) &&
     !text.includes("Confirmation received");
-  return new DeterministicLocalModel({
+  return referenceLocalModel({
     scripts: {
       "fact-check": (request, facts) =>
         asks(facts.text)

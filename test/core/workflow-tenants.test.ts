@@ -1,6 +1,6 @@
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
-import { NEEDS_CONFIRMATION_MARKER } from "../../functions/adapters/local-model";
+import { NEEDS_CONFIRMATION_MARKER } from "../../functions/roles/content-agents/local-scripts";
 import type { Envelope } from "../../schemas";
 import { referenceOrchestrator } from "../support/reference";
 import { Bus } from "./workflow-bus";

@@ -1,13 +1,10 @@
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
-import {
-  DeterministicLocalModel,
-  FAIL_FACT_CHECK_MARKER,
-} from "../../functions/adapters/local-model";
 import type { MapItemResult } from "../../functions/core/dag/map";
 import { TransientError } from "../../functions/core/errors";
 import { agentRunKey, contentAgentRole } from "../../functions/roles/content-agents/content-agent";
 import { CONTENT_ROLES, contentEventTypes } from "../../functions/roles/content-agents/events";
+import { FAIL_FACT_CHECK_MARKER } from "../../functions/roles/content-agents/local-scripts";
 import { CLAIMS_MAY_FAIL } from "../../functions/roles/content-agents/workflows";
 import {
   ORCHESTRATOR_SUBSCRIPTIONS,
@@ -15,7 +12,11 @@ import {
 } from "../../functions/roles/orchestrator/orchestrator";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { registry } from "../../schemas";
-import { REFERENCE_STEP_ROLES, referenceOrchestrator } from "../support/reference";
+import {
+  REFERENCE_STEP_ROLES,
+  referenceLocalModel,
+  referenceOrchestrator,
+} from "../support/reference";
 import { Bus } from "./workflow-bus";
 
 const newRunId = () => `run_${ulid()}`;
@@ -450,7 +451,7 @@ describe("content workflow: orchestrator and content agents on one in-memory bus
 
   it("subscribes the orchestrator to every outcome of every content role, as the stack's table declares them", () => {
     for (const role of CONTENT_ROLES) {
-      const agent = contentAgentRole({ role, model: new DeterministicLocalModel() });
+      const agent = contentAgentRole({ role, model: referenceLocalModel() });
       expect(agent.group).toBe(role);
       for (const type of agent.subscriptions) expect(registry.has(type)).toBe(true);
     }

@@ -1,8 +1,8 @@
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { NEEDS_CONFIRMATION_MARKER } from "../../functions/adapters/local-model";
 import type { AgentRun } from "../../functions/core/agent-run";
 import { agentRunKey } from "../../functions/roles/content-agents/content-agent";
+import { NEEDS_CONFIRMATION_MARKER } from "../../functions/roles/content-agents/local-scripts";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import { waitUntil } from "../../lib/dev/local/scenario/customer-support";

@@ -1,7 +1,7 @@
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
-import { MODEL_ACCESS_DENIED_MARKER } from "../../functions/adapters/local-model";
 import type { ConversationState } from "../../functions/roles/customer-support/conversation/conversation";
+import { MODEL_ACCESS_DENIED_MARKER } from "../../functions/roles/customer-support/reply-generation/local-script";
 import { HANDOFF_TEXT } from "../../functions/roles/customer-support/step-failure";
 import { putOnBus } from "../../lib/dev/local/put-on-bus";
 import {

@@ -1,9 +1,9 @@
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { HUMAN_REVIEW_MARKER } from "../../functions/adapters/local-model";
 import { TransientError } from "../../functions/core/errors";
 import type { ModelPort } from "../../functions/core/model";
 import type { ChannelPort } from "../../functions/roles/customer-support/integrations/reply-channel/port";
+import { HUMAN_REVIEW_MARKER } from "../../functions/roles/customer-support/reply-generation/local-script";
 import type { FaultInjection } from "../../lib/dev/local/runtime/faults";
 import { customerMessage, waitUntil } from "../../lib/dev/local/scenario/customer-support";
 import { opsActions } from "../../lib/operator/actions";

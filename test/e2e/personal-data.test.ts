@@ -17,10 +17,10 @@ import {
 import { unmarshall } from "@aws-sdk/util-dynamodb";
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { HUMAN_REVIEW_MARKER } from "../../functions/adapters/local-model";
 import { erasureRecordId } from "../../functions/core/personal-data/erase";
 import { ERASED } from "../../functions/core/personal-data/erased";
 import { RETENTION, type RetentionPlaceName } from "../../functions/core/retention";
+import { HUMAN_REVIEW_MARKER } from "../../functions/roles/customer-support/reply-generation/local-script";
 import type { LocalEnvironment } from "../../lib/dev/local/environment";
 import {
   customerMessage,

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import {
-  BAD_TOOL_INPUT_MARKER,
-  RAMBLE_AFTER_REFUND_MARKER,
-} from "../../functions/adapters/local-model-refund";
 import { AGENT_RUN_AGGREGATE } from "../../functions/core/agent/agent-role";
 import { DynamoOrders } from "../../functions/roles/customer-support/integrations/orders/dynamodb";
 import { LocalPayments } from "../../functions/roles/customer-support/integrations/payments/memory";
+import {
+  BAD_TOOL_INPUT_MARKER,
+  RAMBLE_AFTER_REFUND_MARKER,
+} from "../../functions/roles/refund-review/local-script";
 import { sideEffectOf, streamOf, waitUntil } from "../../lib/dev/local/scenario/customer-support";
 import { askForRefund, refundableOrder, runReaches } from "../../lib/dev/local/scenario/refund";
 import { fromSdk } from "../../lib/operator/from-sdk";

@@ -1,10 +1,10 @@
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
-import { HUMAN_REVIEW_MARKER } from "../../functions/adapters/local-model";
 import type {
   ConversationTurn,
   ConversationView,
 } from "../../functions/roles/customer-support/conversation-projection/conversation-projection";
+import { HUMAN_REVIEW_MARKER } from "../../functions/roles/customer-support/reply-generation/local-script";
 import type { ReplyState } from "../../functions/roles/customer-support/reply-generation/state";
 import {
   customerMessage,

@@ -1,6 +1,6 @@
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
-import { NEEDS_CONFIRMATION_MARKER } from "../../functions/adapters/local-model";
+import { NEEDS_CONFIRMATION_MARKER } from "../../functions/roles/content-agents/local-scripts";
 import { LocalPayments } from "../../functions/roles/customer-support/integrations/payments/memory";
 import { refundRunId } from "../../functions/roles/refund-review/refund-agent";
 import { waitUntil } from "../../lib/dev/local/scenario/customer-support";

@@ -5,7 +5,6 @@ import { DynamoEventStore } from "../../functions/adapters/dynamodb/event-store"
 import { eventItem } from "../../functions/adapters/dynamodb/items";
 import { DynamoSideEffects } from "../../functions/adapters/dynamodb/side-effects";
 import type { TableNames } from "../../functions/adapters/dynamodb/tables";
-import { DeterministicLocalModel } from "../../functions/adapters/local-model";
 import { listingAfter } from "../../functions/core/listing";
 import { consume } from "../../functions/core/pipeline";
 import type { ConsumerDeps, StateSummary } from "../../functions/core/ports";
@@ -36,6 +35,7 @@ import { cancelCheck, cancelCommand } from "../../lib/operator/support-cancel";
 import { type Envelope, registry } from "../../schemas";
 import { emulator } from "../support/aws";
 import { newUlid } from "../support/factories";
+import { referenceLocalModel } from "../support/reference";
 import { createTables, deleteTables } from "../support/tables";
 
 /**
@@ -199,7 +199,7 @@ describe("the operator's approval of a held reply that records tenant acme", () 
   }
   const replies = () =>
     replyGenerationRole({
-      model: new DeterministicLocalModel(),
+      model: referenceLocalModel(),
       conversation: conversationReader(deps.store),
     });
 

@@ -1,5 +1,4 @@
 import { describe, expect, it } from "vitest";
-import { DeterministicLocalModel } from "../../functions/adapters/local-model";
 import type { AgentJournal } from "../../functions/core/agent/agent";
 import { AGENT_RUN_AGGREGATE } from "../../functions/core/agent/agent-role";
 import { InMemoryContentStore } from "../../functions/core/agent/content";
@@ -19,6 +18,7 @@ import { testRole } from "../../lib/dev/role-kit/test-role";
 import { stepDecision } from "../../lib/operator/agent-actions";
 import { operatorEnvelope } from "../../lib/operator/operator-command";
 import { type Envelope, registry } from "../../schemas";
+import { referenceLocalModel } from "../support/reference";
 
 /**
  * A person's decision on an agent run, and the sweeper's deadline, through the pipeline
@@ -45,7 +45,7 @@ async function blockedRefund(tenant?: string) {
       },
     ],
     conversationNow: async () => ({ version: 1, context: () => [] }),
-    model: new DeterministicLocalModel(),
+    model: referenceLocalModel(),
     content: new InMemoryContentStore(),
     sideEffects: new InMemorySideEffects(),
     orders: ordersFrom(SAMPLE_ORDERS),

@@ -1,6 +1,5 @@
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
-import { DeterministicLocalModel } from "../../functions/adapters/local-model";
 import { newRun } from "../../functions/core/agent-run";
 import { decideCancel } from "../../functions/roles/content-agents/cancel";
 import { decideConfirm } from "../../functions/roles/content-agents/confirm";
@@ -8,7 +7,7 @@ import { resolveAgent } from "../../functions/roles/content-agents/settings";
 import { ORCHESTRATOR } from "../../functions/roles/orchestrator/orchestrator";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
 import { type Envelope, registry } from "../../schemas";
-import { orchestrator } from "../support/reference";
+import { orchestrator, referenceLocalModel } from "../support/reference";
 
 /**
  * The orchestrator and the content agents read payloads as the pipeline validated them (once, by
@@ -97,7 +96,7 @@ describe("orchestrator payloads", () => {
 });
 
 describe("content agent commands", () => {
-  const writing = resolveAgent({ role: "writing", model: new DeterministicLocalModel() });
+  const writing = resolveAgent({ role: "writing", model: referenceLocalModel() });
   const runId = `run_${ulid()}`;
   const command = (type: string, payload: Record<string, unknown>) =>
     parsed(type, { type: "dag_run", id: runId, version: 3 }, { run_id: runId, ...payload });

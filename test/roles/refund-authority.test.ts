@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DeterministicLocalModel } from "../../functions/adapters/local-model";
-import { ToolUse } from "../../functions/adapters/local-model-script";
+import { DeterministicLocalModel, ToolUse } from "../../functions/adapters/local-model";
 import type { ModelRequest } from "../../functions/core/model";
 import { stepDecision } from "../../lib/operator/agent-actions";
 import { operatorEnvelope } from "../../lib/operator/operator-command";

@@ -1,5 +1,4 @@
-import { DeterministicLocalModel } from "../../functions/adapters/local-model";
-import type { Script } from "../../functions/adapters/local-model-script";
+import type { LocalScript } from "../../functions/adapters/local-model";
 import type { AgentJournal } from "../../functions/core/agent/agent";
 import { AGENT_RUN_AGGREGATE } from "../../functions/core/agent/agent-role";
 import { InMemoryContentStore } from "../../functions/core/agent/content";
@@ -17,6 +16,7 @@ import {
 } from "../../functions/roles/refund-review/refund-agent";
 import { testRole } from "../../lib/dev/role-kit/test-role";
 import type { Envelope } from "../../schemas";
+import { referenceLocalModel } from "../support/reference";
 
 /**
  * The refund agent on in-memory ports through the real pipeline (lib/dev/role-kit), with a
@@ -33,10 +33,10 @@ export const CONVERSATION = "conv_01KB0Q3V9X7T2M4N6P8R0S1W3Z";
 export function refundDesk(
   settings: Partial<RefundAgentSettings> = {},
   /** The model's script for the agent, or a model port of the test's own. */
-  script?: Script | ModelPort,
+  script?: LocalScript | ModelPort,
 ) {
   const payments = new LocalPayments();
-  const model = new DeterministicLocalModel(
+  const model = referenceLocalModel(
     typeof script === "function" ? { scripts: { "refund-review": script } } : {},
   );
   const content = new InMemoryContentStore();

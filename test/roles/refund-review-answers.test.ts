@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type Script, ToolUse } from "../../functions/adapters/local-model-script";
+import { type LocalScript, ToolUse } from "../../functions/adapters/local-model";
 import type { ModelMessage, ModelRequest } from "../../functions/core/model";
 import { refundDesk } from "./refund-desk";
 
@@ -29,7 +29,7 @@ function userTexts(request: ModelRequest): string[] {
  * The refund agent with a model that answers turn n (1, 2, ...) as `script` says, and the texts
  * the agent sent it as user messages (its error turns among them), as they came.
  */
-function deskAnswering(script: (turn: number, request: ModelRequest) => ReturnType<Script>) {
+function deskAnswering(script: (turn: number, request: ModelRequest) => ReturnType<LocalScript>) {
   const answers: string[] = [];
   const desk = refundDesk({}, (request) => {
     const turn = request.messages.filter((m) => m.role === "assistant").length + 1;

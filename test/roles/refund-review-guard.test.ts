@@ -1,9 +1,9 @@
 import { describe, expect, it, vi } from "vitest";
-import { refundReview } from "../../functions/adapters/local-model-refund";
-import { type Script, ToolUse } from "../../functions/adapters/local-model-script";
+import { type LocalScript, ToolUse } from "../../functions/adapters/local-model";
 import { toolOutputsSeen } from "../../functions/core/agent/content";
 import type { ModelRequest } from "../../functions/core/model";
 import { guardOutput } from "../../functions/core/output-guard";
+import { refundReview } from "../../functions/roles/refund-review/local-script";
 import { refundDesk } from "./refund-desk";
 
 /**
@@ -58,7 +58,7 @@ describe("the refund review's reason guard", () => {
 
   it("a review resumed after an approval guards its reason with the tool outputs of the turns before the wait", async () => {
     let copied = "";
-    const leaking: Script = (request) => {
+    const leaking: LocalScript = (request) => {
       const answer = refundReview(request);
       if (answer instanceof ToolUse || typeof answer !== "object" || !("reason" in answer))
         return answer;

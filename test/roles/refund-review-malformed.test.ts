@@ -1,6 +1,6 @@
 import * as fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { ToolUse } from "../../functions/adapters/local-model-script";
+import { ToolUse } from "../../functions/adapters/local-model";
 import type {
   ModelPort,
   ModelRequest,

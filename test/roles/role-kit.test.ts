@@ -3,6 +3,14 @@ import { defineRole } from "../../functions/core/define-role";
 import { defineIntegration, portsOf } from "../../functions/core/integration";
 import { InMemoryEventStore } from "../../functions/core/memory";
 import { defineModule } from "../../functions/core/role-module";
+import {
+  type LocalScript,
+  type LocalScripts,
+  type ModelRequest,
+  model,
+  type RolePorts,
+  use,
+} from "../../functions/kit";
 import { senderModule } from "../../functions/roles/customer-support/sender/index";
 import { taskProjectionModule } from "../../functions/roles/task-projection/index";
 import { IntegrationTwins, memoryRolePorts } from "../../lib/dev/role-kit/memory-ports";
@@ -144,5 +152,67 @@ describe("integrations in the role kit", () => {
     expect(() => defineIntegration({ ...ledger, name: "Ledger-Service" })).toThrow(
       /integration name "Ledger-Service" must be camelCase/,
     );
+  });
+});
+
+describe("the local model answers each role with the scripts its use of the model gives", () => {
+  const ask = (role: string): ModelRequest => ({
+    messages: [{ role: "user", text: "hello" }],
+    metadata: { role, task_id: TASK, correlation_id: "corr_1" },
+  });
+  /** A role that asks the model, as `group`, on each feedback, and keeps its answer. */
+  const askingModule = (group: string, localScripts: LocalScripts) => {
+    const descriptor = {
+      group,
+      subscriptions: ["task.feedback.received" as const],
+      stateOf: (event: { task_id: string }) => ({ type: "answer", id: event.task_id }),
+    };
+    const uses = { model: use(model, { localScripts }) };
+    return defineModule({
+      descriptor,
+      entry: "none",
+      deployment: {},
+      uses,
+      build: (ports: RolePorts<typeof uses>) =>
+        defineRole<{ answer: string }, "task.feedback.received">({
+          ...descriptor,
+          decide: async () => ({
+            state: { answer: (await ports.model.converse(ask(group))).text },
+          }),
+        }),
+    });
+  };
+  const greeter: LocalScript = (request) => `hi from ${request.metadata?.role}`;
+  const counter: LocalScript = (_request, facts) => ({ count: facts.int(1, 9, "count") });
+
+  it("testRole's model answers the role with the script its module registers", async () => {
+    const t = testRole(askingModule("greeter", { greeter }));
+    await t.deliver(t.message("task.feedback.received", { rating: 4 }, task));
+    expect(await t.state({ type: "answer", id: TASK })).toEqual({ answer: "hi from greeter" });
+  });
+
+  it("one twin serves every role of a kit, each answered with its own script", async () => {
+    const twins = new IntegrationTwins();
+    const store = new InMemoryEventStore();
+    const greeting = memoryRolePorts(store, askingModule("greeter", { greeter }).uses, twins);
+    const counting = memoryRolePorts(store, askingModule("counter", { counter }).uses, twins);
+    expect((await greeting.model.converse(ask("greeter"))).text).toBe("hi from greeter");
+    expect(JSON.parse((await counting.model.converse(ask("counter"))).text)).toEqual({
+      count: expect.any(Number),
+    });
+    // One model for both: the counter's port answers the greeter too, and no role without a script.
+    expect((await counting.model.converse(ask("greeter"))).text).toBe("hi from greeter");
+    await expect(greeting.model.converse(ask("stranger"))).rejects.toMatchObject({
+      code: "model.no_script",
+    });
+  });
+
+  it("refuses two roles that give one role different scripts, naming it", () => {
+    const twins = new IntegrationTwins();
+    const store = new InMemoryEventStore();
+    memoryRolePorts(store, askingModule("greeter", { greeter }).uses, twins);
+    expect(() =>
+      memoryRolePorts(store, askingModule("impostor", { greeter: counter }).uses, twins),
+    ).toThrow(/another script for "greeter"/);
   });
 });

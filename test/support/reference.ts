@@ -1,6 +1,9 @@
+import type { DeterministicLocalModelProps } from "../../functions/adapters/local-model";
 import { InMemoryWorkflowRegistry } from "../../functions/core/dag/registry";
+import { usesOf } from "../../functions/core/integration";
 import { stepRolesOf } from "../../functions/core/steps";
 import type { FrontDoorWorkflows } from "../../functions/front-door/workflows";
+import { localModelOf } from "../../functions/integrations/model";
 import { REFERENCE_WORKFLOWS, ROLE_MODULES } from "../../functions/roles/modules";
 import { workflowCatalog } from "../../functions/roles/orchestrator/catalog";
 import {
@@ -40,3 +43,14 @@ export const REFERENCE_FRONT_DOOR_WORKFLOWS: FrontDoorWorkflows = {
   stepRoles: Object.keys(REFERENCE_STEP_ROLES).sort(),
   compiled: referenceCatalog(),
 };
+
+/**
+ * The local model with the reference applications' scripts, as their roles register them (the
+ * `localScripts` of each one's use of the model); `props.scripts` replace those of their roles.
+ */
+export function referenceLocalModel(props: DeterministicLocalModelProps = {}) {
+  return localModelOf(
+    ROLE_MODULES.flatMap((module) => usesOf(module.uses).map(([, use]) => use)),
+    props,
+  );
+}

@@ -1,7 +1,4 @@
-/**
- * The headings of the content agents' prompts that the local model's script reads back
- * (functions/adapters/local-model.ts): a file without imports, so the script imports no role.
- */
+/** The headings of the content agents' prompts that their local scripts read back (./local-scripts.ts). */
 
 /** The heading of a map item's value: the fact check's is one claim of the topic's list. */
 export const CLAIM_HEADING = "The claim to check";

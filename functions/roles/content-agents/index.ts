@@ -7,6 +7,7 @@ import {
   model,
   NEEDS_HUMAN,
   raiseOn,
+  use,
 } from "../../kit";
 import {
   confirmTypeOf,
@@ -22,6 +23,7 @@ import {
   type ContentRole,
   contentEventTypes,
 } from "./events";
+import { CONTENT_AGENT_SCRIPTS } from "./local-scripts";
 
 /** `AGENT_CONFIRM_SECONDS`: how long a BLOCKED agent run waits for its confirmation. */
 export const ContentAgentSettings = z.object({
@@ -55,7 +57,8 @@ export function contentAgentModule(role: ContentRole) {
       ],
     },
     settings: ContentAgentSettings,
-    uses: { model },
+    // On the local model, the agent answers with its script (./local-scripts.ts).
+    uses: { model: use(model, { localScripts: { [role]: CONTENT_AGENT_SCRIPTS[role] } }) },
     modelSchemas: { [role]: contentAnswer(CONTENT_ROLE_EVENTS[role].answer) },
     // A step role under its own names (runs in flight depend on them); its role takes them, and
     // carries out map items (one agent run per item). An output a person gives for one of its

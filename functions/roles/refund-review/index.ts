@@ -19,6 +19,7 @@ import { orders } from "../customer-support/integrations/orders";
 import { payments } from "../customer-support/integrations/payments";
 import { TENANT_FAIR_CONCURRENCY } from "../customer-support/tenant-fairness";
 import { REFUND_EVENT_TYPES, REFUND_REVIEW_NEEDS_PERSON } from "./events";
+import { refundReview } from "./local-script";
 import {
   DEFAULT_REFUND_SETTINGS,
   REFUND_MODEL_SCHEMAS,
@@ -53,7 +54,8 @@ export const RefundReviewSettings = z.object({
  * orders (it cancels one before its refund) and the payment system.
  */
 const REFUND_USES = {
-  model,
+  // On the local model, the agent answers with its script (./local-script.ts).
+  model: use(model, { localScripts: { "refund-review": refundReview } }),
   content,
   sideEffects,
   orders: use(orders, { cancel: true }),

@@ -1,8 +1,8 @@
 import { ulid } from "ulid";
-import { FAIL_FACT_CHECK_MARKER } from "../../../functions/adapters/local-model";
 import { appendToStream } from "../../../functions/core/producer";
 import type { Decision } from "../../../functions/core/role";
 import { systemClock, ulidSource } from "../../../functions/core/runtime";
+import { FAIL_FACT_CHECK_MARKER } from "../../../functions/roles/content-agents/local-scripts";
 import { type Envelope, registry } from "../../../schemas";
 import type { Random } from "../faults/random";
 import type { LocalEnvironment } from "../local/environment";

@@ -1,12 +1,12 @@
 import { PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { ulid } from "ulid";
-import {
-  FAIL_FACT_CHECK_MARKER,
-  NEEDS_REVISION_MARKER,
-} from "../../../functions/adapters/local-model";
 import { appendToStream } from "../../../functions/core/producer";
 import type { Decision } from "../../../functions/core/role";
 import { systemClock, ulidSource } from "../../../functions/core/runtime";
+import {
+  FAIL_FACT_CHECK_MARKER,
+  NEEDS_REVISION_MARKER,
+} from "../../../functions/roles/content-agents/local-scripts";
 import type { TaskView } from "../../../functions/roles/task-projection/task-projection";
 import { type Envelope, registry } from "../../../schemas";
 import type { LocalEnvironment } from "./environment";

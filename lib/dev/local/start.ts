@@ -1,5 +1,6 @@
 import { DynamoEventStore } from "../../../functions/adapters/dynamodb/event-store";
-import { DeterministicLocalModel } from "../../../functions/adapters/local-model";
+import { localModelOf } from "../../../functions/integrations/model";
+import type { Topology } from "../../infra/topology";
 import { fromSdk } from "../../operator/from-sdk";
 import { type StackNames, stackNames } from "../../operator/names";
 import {
@@ -53,8 +54,8 @@ export interface LocalEnvironment {
   /** Consumer groups in the stack. */
   readonly groups: string[];
   /**
-   * The model every agent calls (unless `standIns` give another): the DeterministicLocalModel,
-   * every call recorded.
+   * The model every agent calls (unless `standIns` give another): the DeterministicLocalModel
+   * with the scripts each group's use of the model gives (`localScripts`), every call recorded.
    */
   readonly model: RecordingModel;
   /**
@@ -148,6 +149,7 @@ export async function startLocal(options: LocalOptions): Promise<LocalEnvironmen
     const config = emulatorConfig(endpoint, region);
     const functions = functionClientsOf(clients, options.faultInjection, config);
     const { issuer, ...running } = await startRuntime(
+      topology,
       deployment,
       clients,
       functions.functionClients,
@@ -286,6 +288,7 @@ const LOCAL_ENV_OVERRIDES: Readonly<Record<string, string>> = {
 
 /** The runtime with its local stand-ins (the model, the options') and observations, started. */
 async function startRuntime(
+  topology: Topology,
   deployment: LocalDeployment,
   clients: AwsClients,
   functionClients: FunctionClients,
@@ -293,7 +296,8 @@ async function startRuntime(
   options: LocalOptions,
 ): Promise<Pick<LocalEnvironment, "runtime" | "observations" | "model"> & { issuer: LocalIssuer }> {
   const observations = new Observations();
-  const model = new RecordingModel(new DeterministicLocalModel());
+  // The stack's agents answer with the scripts their roles' uses of the model give.
+  const model = new RecordingModel(localModelOf(topology.groups.flatMap((g) => g.uses ?? [])));
   // The front door's local issuer, whose key the stream function verifies tokens with.
   const issuer = await localIssuer();
   const given: StandIns = { model, ...options.standIns };

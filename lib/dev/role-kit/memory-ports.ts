@@ -1,8 +1,10 @@
 import {
   type AnyIntegration,
+  type AnyIntegrationUse,
   type IntegrationUses,
   type PortOverrides,
   portsOf,
+  useOf,
 } from "../../../functions/core/integration";
 import { InMemoryModelControls } from "../../../functions/core/model-guard";
 import type { EventStore } from "../../../functions/core/ports";
@@ -10,7 +12,7 @@ import type { RolePorts } from "../../../functions/core/role-module";
 
 /**
  * The in-memory twins of integrations (each integration's `memory()`: the scripted local model,
- * NOT a model; the sample orders; a channel that only records what it is sent; ...), one per
+ * NOT a model, with the scripts of the roles that use it; the sample orders; a channel that only records what it is sent; ...), one per
  * integration name, shared by every role built with the same twins, as one outside system serves
  * every group of a stack. `overrides` (by integration name) win: a faulty channel, a stalling
  * model.
@@ -22,12 +24,17 @@ export class IntegrationTwins {
 
   constructor(private readonly overrides: PortOverrides = {}) {}
 
-  /** The twin of `integration`: the override of its name, else its own, made on first use. */
-  of(integration: AnyIntegration): unknown {
+  /**
+   * The twin of an integration, or of a role's use of it: the override of its name, else its own,
+   * made on first use, as the use sees it (`twinFor`: the model's learns the role's scripts).
+   */
+  of(entry: AnyIntegration | AnyIntegrationUse): unknown {
+    const { integration, options } = useOf(entry);
     const { name } = integration;
     if (name in this.overrides) return this.overrides[name];
     if (!this.twins.has(name)) this.twins.set(name, integration.memory());
-    return this.twins.get(name);
+    const twin = this.twins.get(name);
+    return integration.twinFor ? integration.twinFor(twin, options) : twin;
   }
 }
 
@@ -40,5 +47,5 @@ export function memoryRolePorts(
   uses: IntegrationUses | undefined,
   twins: IntegrationTwins = new IntegrationTwins(),
 ): RolePorts {
-  return portsOf({ store, controls: twins.controls }, uses, (use) => twins.of(use.integration));
+  return portsOf({ store, controls: twins.controls }, uses, (use) => twins.of(use));
 }

@@ -1,6 +1,6 @@
-import { payInsteadMarker } from "../../../functions/adapters/local-model-refund";
 import type { DeliveryFailed } from "../../../functions/roles/customer-support/events/conversation";
 import { DELIVERY_FAILED } from "../../../functions/roles/customer-support/sender/sender";
+import { payInsteadMarker } from "../../../functions/roles/refund-review/local-script";
 import { type Envelope, registry } from "../../../schemas";
 import { checkInvariants, type RunFacts, type Violation } from "../faults/invariants";
 import { LIFECYCLE } from "../local/scenario";

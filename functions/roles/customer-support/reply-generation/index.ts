@@ -1,9 +1,10 @@
-import { defineModule, handlerBeside, model, OUTPUT_GUARD_ATTENTION } from "../../../kit";
+import { defineModule, handlerBeside, model, OUTPUT_GUARD_ATTENTION, use } from "../../../kit";
 import { conversationReader } from "../conversation/conversation";
 import { ReplyDraft } from "../events/conversation";
 import { SUPPORT_EVENT_TYPES } from "../events/index";
 import { STEP_FAILED_ATTENTION } from "../step-failure";
 import { TENANT_FAIR_CONCURRENCY } from "../tenant-fairness";
+import { replyGeneration } from "./local-script";
 import { REPLY_DRAFT_SCHEMA, REPLY_GENERATION, replyGenerationRole } from "./reply-generation";
 import { HELD_REPLY_ATTENTION } from "./review";
 
@@ -23,7 +24,8 @@ export const replyGenerationModule = defineModule({
     // A reply the output guard refused (./reply-guard.ts) raises `output-guard-refusals` too.
     attention: [HELD_REPLY_ATTENTION, STEP_FAILED_ATTENTION, OUTPUT_GUARD_ATTENTION],
   },
-  uses: { model },
+  // On the local model, it answers with its script (./local-script.ts).
+  uses: { model: use(model, { localScripts: { "reply-generation": replyGeneration } }) },
   modelSchemas: { [REPLY_DRAFT_SCHEMA]: ReplyDraft },
   build: (ports) =>
     replyGenerationRole({

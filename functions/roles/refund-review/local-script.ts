@@ -1,8 +1,8 @@
-import type { ModelMessage, ModelRequest } from "../core/model";
-import { ToolUse } from "./local-model-script";
+import { type ModelMessage, type ModelRequest, ToolUse } from "../../kit";
 
 /**
- * The local model's script for the refund agent (`refund-review`): a deterministic reviewer that
+ * The refund agent's script on the local model (a scripted stand-in, NOT a model), which its
+ * module registers (`localScripts` of its model's use, ./index.ts): a deterministic reviewer that
  * asks for the order and its refund (two calls in one turn), then answers about a refund that
  * exists, refuses an order in transit, or issues the refund and answers from what its tools said.
  * Markers in the customer's messages drive the cases:

@@ -1,9 +1,13 @@
-import { PermanentError } from "../core/errors";
-import type { ModelRequest } from "../core/model";
-import { LOCAL_MODEL_NAME, type RequestFacts } from "./local-model-script";
+import {
+  LOCAL_MODEL_NAME,
+  type ModelRequest,
+  PermanentError,
+  type RequestFacts,
+} from "../../../kit";
 
 /**
- * The local model's script for reply generation (`reply-generation`): quotes the customer's
+ * Reply generation's script on the local model (a scripted stand-in, NOT a model), which its
+ * module registers (`localScripts` of its model's use, ./index.ts): quotes the customer's
  * message and the order facts of the prompt, tells what the refund agent decided when it decided,
  * cites only the allowed source refs the prompt lists, asks for a human review when the request
  * contains `[human-review]`, and refuses the call (PermanentError `model.access_denied`, as
