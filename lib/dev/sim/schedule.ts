@@ -96,6 +96,16 @@ function countWorkflowRuns(runs: RunFacts["workflowRuns"], counts: Record<string
  * run and its signals, conversations and one poison message.
  */
 async function seedWorkload(world: World): Promise<void> {
+  await seedTasks(world);
+  seedContentRuns(world);
+  seedScoringRun(world);
+  seedApproval(world);
+  seedConversations(world);
+  world.publishExternal(JSON.stringify({ event_id: "555-0100", payload: "not an envelope" }));
+}
+
+/** One to three tasks through part of their lifecycle, each with a client's feedback. */
+async function seedTasks(world: World): Promise<void> {
   const tasks = 1 + world.random.below(3);
   for (let i = 0; i < tasks; i++) {
     const taskId = `task_${world.deps.ids.next()}`;
@@ -111,12 +121,20 @@ async function seedWorkload(world: World): Promise<void> {
       ),
     );
   }
+}
+
+/** One or two content-production runs, some of whose fact checks fail. */
+function seedContentRuns(world: World): void {
   const runs = 1 + world.random.below(2);
   for (let i = 0; i < runs; i++) {
     const runId = `run_${world.deps.ids.next()}`;
     const hint = world.random.chance(0.3) ? "[fail-fact-check] energy storage" : "energy storage";
     startRun(world, runId, world.random.pick(["quick-news", "long-form"]), { topic_hint: hint });
   }
+}
+
+/** A headline scoring run, scored directly or reviewed, now and then cancelled by an operator. */
+function seedScoringRun(world: World): void {
   const scoringRun = `run_${world.deps.ids.next()}`;
   // Scored directly, or reviewed: a run whose child run scores them.
   const workflow = world.random.pick([headlineScoring, headlineReview]);
@@ -135,7 +153,10 @@ async function seedWorkload(world: World): Promise<void> {
       ),
       world.random.below(60),
     );
-  seedApproval(world);
+}
+
+/** One or two conversations, each of one to three customer messages sent back to back. */
+function seedConversations(world: World): void {
   const conversations = 1 + world.random.below(2);
   for (let i = 0; i < conversations; i++) {
     const conversationId = `conv_${world.deps.ids.next()}`;
@@ -154,7 +175,6 @@ async function seedWorkload(world: World): Promise<void> {
       );
     }
   }
-  world.publishExternal(JSON.stringify({ event_id: "555-0100", payload: "not an envelope" }));
 }
 
 /**

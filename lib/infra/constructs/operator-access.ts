@@ -123,10 +123,6 @@ function repairPolicy(
   props: OperatorReadAccessProps,
   deadLetters: readonly IQueue[],
 ): ManagedPolicy {
-  const buses = [...new Set([props.auditBus, props.commandBus, ...(props.buses ?? [])])].flatMap(
-    (b) => (b ? [b.eventBusArn] : []),
-  );
-  const events = props.tables.events;
   const targets = props.groups.flatMap((g) =>
     [g.queue, g.bufferQueue].filter((q): q is NonNullable<typeof q> => q !== undefined),
   );
@@ -138,55 +134,80 @@ function repairPolicy(
         actions: ["sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage"],
         resources: deadLetters.map((q) => q.queueArn),
       }),
-      // `agentbus stop | resume`: the stop items of tenants and runs on the state table.
-      new PolicyStatement({
-        actions: ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
-        resources: [props.tables.state.tableArn],
-        conditions: {
-          "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["operator_stop#*"] },
-        },
-      }),
+      stopStatement(props),
       new PolicyStatement({
         actions: ["sqs:SendMessage"],
         resources: targets.map((q) => q.queueArn),
       }),
-      // republish and replay's estimate: the events of a window or of a failure record, found in
-      // the events table's stream (its ARN from DescribeTable) and read from the outbox by key.
-      new PolicyStatement({
-        actions: ["dynamodb:DescribeTable", "dynamodb:BatchGetItem"],
-        resources: [events.tableArn],
-      }),
-      new PolicyStatement({
-        actions: ["dynamodb:DescribeStream", "dynamodb:GetShardIterator", "dynamodb:GetRecords"],
-        resources: [events.tableStreamArn ?? events.tableArn],
-      }),
-      new PolicyStatement({
-        actions: ["sqs:ReceiveMessage", "sqs:DeleteMessage"],
-        resources: [props.relay.failureQueue.queueArn],
-      }),
-      ...(buses.length > 0
-        ? [new PolicyStatement({ actions: ["events:PutEvents"], resources: buses })]
-        : []),
+      ...republishStatements(props),
       ...replayStatements(scope, props),
-      ...(props.customerKeys
-        ? [
-            ...props.customerKeys.operatorStatements("erase"),
-            // A command's personal fields (a held reply's edited text, a reason) are sealed.
-            ...props.customerKeys.operatorStatements("seal"),
-            new PolicyStatement({
-              actions: ["dynamodb:UpdateItem"],
-              resources: [props.tables.state.tableArn],
-            }),
-            // The agents' stored messages (content items) are written again, erased.
-            new PolicyStatement({
-              actions: ["dynamodb:PutItem"],
-              resources: [props.tables.state.tableArn],
-              conditions: { "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["content#*"] } },
-            }),
-          ]
-        : []),
+      ...erasureStatements(props),
     ],
   });
+}
+
+/** `agentbus stop | resume`: the stop items of tenants and runs on the state table. */
+function stopStatement(props: OperatorReadAccessProps): PolicyStatement {
+  return new PolicyStatement({
+    actions: ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
+    resources: [props.tables.state.tableArn],
+    conditions: {
+      "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["operator_stop#*"] },
+    },
+  });
+}
+
+/**
+ * republish and replay's estimate: the events of a window or of a failure record, found in the
+ * events table's stream (its ARN from DescribeTable) and read from the outbox by key, the relay's
+ * failure records taken, and the events put on their buses (with the commands and the audit
+ * record on theirs).
+ */
+function republishStatements(props: OperatorReadAccessProps): PolicyStatement[] {
+  const buses = [...new Set([props.auditBus, props.commandBus, ...(props.buses ?? [])])].flatMap(
+    (b) => (b ? [b.eventBusArn] : []),
+  );
+  const events = props.tables.events;
+  return [
+    new PolicyStatement({
+      actions: ["dynamodb:DescribeTable", "dynamodb:BatchGetItem"],
+      resources: [events.tableArn],
+    }),
+    new PolicyStatement({
+      actions: ["dynamodb:DescribeStream", "dynamodb:GetShardIterator", "dynamodb:GetRecords"],
+      resources: [events.tableStreamArn ?? events.tableArn],
+    }),
+    new PolicyStatement({
+      actions: ["sqs:ReceiveMessage", "sqs:DeleteMessage"],
+      resources: [props.relay.failureQueue.queueArn],
+    }),
+    ...(buses.length > 0
+      ? [new PolicyStatement({ actions: ["events:PutEvents"], resources: buses })]
+      : []),
+  ];
+}
+
+/**
+ * `agentbus erase` and sealed commands, on a stack that keeps customers' keys: the key's
+ * statements, and the state items written again (the agents' stored messages among them).
+ */
+function erasureStatements(props: OperatorReadAccessProps): PolicyStatement[] {
+  if (!props.customerKeys) return [];
+  return [
+    ...props.customerKeys.operatorStatements("erase"),
+    // A command's personal fields (a held reply's edited text, a reason) are sealed.
+    ...props.customerKeys.operatorStatements("seal"),
+    new PolicyStatement({
+      actions: ["dynamodb:UpdateItem"],
+      resources: [props.tables.state.tableArn],
+    }),
+    // The agents' stored messages (content items) are written again, erased.
+    new PolicyStatement({
+      actions: ["dynamodb:PutItem"],
+      resources: [props.tables.state.tableArn],
+      conditions: { "ForAllValues:StringLike": { "dynamodb:LeadingKeys": ["content#*"] } },
+    }),
+  ];
 }
 
 /** `agentbus replay`: from the archives, and to the groups delivered by subscribers. */
