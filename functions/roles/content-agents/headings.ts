@@ -1,4 +1,7 @@
-/** The headings of the content agents' prompts that their local scripts read back (./local-scripts.ts). */
+/**
+ * The headings of the content agents' prompts that their local scripts read back
+ * (./local-scripts.ts).
+ */
 
 /** The heading of a map item's value: the fact check's is one claim of the topic's list. */
 export const CLAIM_HEADING = "The claim to check";
