@@ -186,7 +186,8 @@ const ACCESS_LOG_FIELDS = {
  * table (Query of its trace indexes, and of the streams whose runs they point at): GetItem,
  * BatchGetItem, PutItem and UpdateItem on the state table,
  * limited by `dynamodb:LeadingKeys` to those keys; GetItem and PutItem of the workflow registry's
- * items (a tenant reads and registers its workflows); PutEvents on its buses.
+ * items (a tenant reads and registers its workflows); PutEvents on its buses; GetQueueAttributes
+ * on the queues of the groups a message or a run's start enters (its backlog, `entryGroups`).
  */
 export class FrontDoor extends Construct {
   readonly function: AgentBusFunction;
