@@ -41,13 +41,27 @@ const ACME_CONV_A1 = tenantConversationId("acme", "conv_a1");
 const ACME = { tenant_id: "acme", sub: "7b0c2a4e-5d1f-4c3b-9a8e-2f6d1c0b9e7a" };
 const GLOBEX = { tenant_id: "globex", sub: "auth0|5f7c8ec7c33c6c004bbafe82" };
 
-function world(
-  options: {
-    failPublish?: "transient" | "entry";
-    perMinute?: number;
-    backlog?: FrontDoorPorts["backlog"];
-  } = {},
-) {
+interface WorldOptions {
+  readonly failPublish?: "transient" | "entry";
+  readonly perMinute?: number;
+  readonly backlog?: FrontDoorPorts["backlog"];
+}
+
+/** The runs' states the views hold (what `loadStates` reads when a tenant is at its cap). */
+function statesIn(views: Map<string, unknown>): FrontDoorPorts["states"] {
+  return {
+    async loadStates(refs) {
+      return refs.flatMap((ref) => {
+        const key = `${ref.type}#${ref.id}`;
+        return views.has(key)
+          ? [{ aggregate: ref, revision: 1, version: 1, data: views.get(key) }]
+          : [];
+      });
+    },
+  };
+}
+
+function world(options: WorldOptions = {}) {
   const published: Envelope[] = [];
   const logged: { message: string; details: Record<string, unknown> }[] = [];
   const views = new Map<string, unknown>();
@@ -89,16 +103,7 @@ function world(
     runs,
     controls,
     ...(options.backlog ? { backlog: options.backlog } : {}),
-    states: {
-      async loadStates(refs) {
-        return refs.flatMap((ref) => {
-          const key = `${ref.type}#${ref.id}`;
-          return views.has(key)
-            ? [{ aggregate: ref, revision: 1, version: 1, data: views.get(key) }]
-            : [];
-        });
-      },
-    },
+    states: statesIn(views),
     registry,
     workflows: REFERENCE_FRONT_DOOR_WORKFLOWS,
     ids: { next: () => ulid() },

@@ -128,6 +128,26 @@ describe("BacklogGate", () => {
   });
 });
 
+/** The function's logger and metrics, keeping the metrics' names and the warnings. */
+function fakeObservability(metrics: string[], warnings: string[]): Observability {
+  return {
+    logger: {
+      info: () => undefined,
+      warn: (message: string) => warnings.push(message),
+      error: () => undefined,
+    },
+    metrics: {
+      addMetric: (name: string) => metrics.push(name),
+      singleMetric: () => ({
+        addDimension: () => undefined,
+        addMetric: (name: string) => metrics.push(name),
+      }),
+      publishStoredMetrics: () => undefined,
+    },
+    tracer: { capture: <T>(client: T) => client },
+  } as unknown as Observability;
+}
+
 describe("the front door's function with BACKLOG_QUEUES", () => {
   /** The function on fakes: SQS answers `depth` (or fails), the bus and the counts in memory. */
   function frontDoor(sqs: (url: string) => number | Error) {
@@ -135,22 +155,7 @@ describe("the front door's function with BACKLOG_QUEUES", () => {
     const warnings: string[] = [];
     const sqsCalls: string[] = [];
     const published: unknown[] = [];
-    const observed = {
-      logger: {
-        info: () => undefined,
-        warn: (message: string) => warnings.push(message),
-        error: () => undefined,
-      },
-      metrics: {
-        addMetric: (name: string) => metrics.push(name),
-        singleMetric: () => ({
-          addDimension: () => undefined,
-          addMetric: (name: string) => metrics.push(name),
-        }),
-        publishStoredMetrics: () => undefined,
-      },
-      tracer: { capture: <T>(client: T) => client },
-    } as unknown as Observability;
+    const observed = fakeObservability(metrics, warnings);
     const handler = createFrontDoorHandler({
       env: {
         STATE_TABLE: "state",
