@@ -14,6 +14,7 @@ import type {
 import { ALL_FEATURES, type Feature } from "../roles/features";
 import type { OrchestratorState } from "../roles/orchestrator/state";
 import type { AcceptedRequest, AcceptedRequests } from "./accepted";
+import type { BacklogGate } from "./backlog";
 import { type ClientSequences, claimOrRefuse } from "./client-seq";
 import {
   ConversationResponse,
@@ -46,7 +47,13 @@ import {
   problemResponse,
 } from "./http";
 import { type Caller, callerOf, ownCustomerOf, serviceCallerOf } from "./identity";
-import { type TenantLimits, tenantRefusal } from "./limits";
+import {
+  capsOf,
+  DEFAULT_REQUESTS_PER_MINUTE,
+  type TenantLimitOverrides,
+  type TenantLimits,
+  tenantRefusal,
+} from "./limits";
 import openapi from "./openapi.json";
 import {
   admitRun,
@@ -111,6 +118,11 @@ export interface FrontDoorPorts {
   readonly controls: Pick<ModelControls, "read">;
   /** Each tenant's runs in flight, and the runs' states that say which have ended. */
   readonly runs: RunsInFlight;
+  /**
+   * The backlog of the groups new work enters (./backlog.ts): a message or a start is refused
+   * (429 `backlog`) while one is over its threshold. Absent: no backlog is looked at.
+   */
+  readonly backlog?: Pick<BacklogGate, "refusal">;
   readonly states: StateReader;
   readonly registry: EventRegistry;
   readonly ids: IdSource;
@@ -147,8 +159,15 @@ export interface FrontDoorSettings {
    * @default - the declared retention of `acceptedRequests` (functions/core/retention.ts, a day)
    */
   readonly idempotencyHours?: number;
+  /** Each tenant's requests per minute that put something on the bus (./limits). @default 600 */
+  readonly requestsPerMinute?: number;
   /** Each tenant's cap on workflow runs in flight (./runs-in-flight). @default 20 */
   readonly runsInFlight?: number;
+  /**
+   * Tenants' own limits (either or both of the two above), by tenant id (./limits).
+   * @default none: every tenant has the two above
+   */
+  readonly tenantLimits?: TenantLimitOverrides;
   /**
    * The stack's features (functions/roles/features.ts): a route of another answers 404
    * `not_served` (./served.ts). @default every feature
@@ -393,7 +412,9 @@ export async function handleRequest(
     tenantClaim: settings.tenantClaim ?? "tenant_id",
     maxBodyBytes: settings.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
     idempotencyHours: settings.idempotencyHours ?? DEFAULT_IDEMPOTENCY_HOURS,
+    requestsPerMinute: settings.requestsPerMinute ?? DEFAULT_REQUESTS_PER_MINUTE,
     runsInFlight: settings.runsInFlight ?? DEFAULT_RUNS_IN_FLIGHT,
+    tenantLimits: settings.tenantLimits ?? {},
     features: settings.features ?? ALL_FEATURES,
   };
   try {
@@ -497,7 +518,7 @@ async function postMessage({ request, params, ports, settings, who }: RouteConte
       customer_id: customer,
       conversation_id: conversationId,
     });
-  await takeRequest(ports, caller);
+  await takeRequest({ ports, settings }, caller, "conversations");
   const message = {
     text: body.text,
     customer_id: customer,
@@ -648,22 +669,38 @@ async function accept(
 }
 
 /**
- * Refuse a stopped tenant (403) or one over its model calls per minute (429), then count the
- * request against its tenant's requests per minute (429 with `Retry-After` beyond).
+ * Refuse a stopped tenant (403) or one over its model calls per minute (429), then work whose
+ * groups are backed up (429 `backlog`: ./backlog.ts), then count the request against its
+ * tenant's requests per minute (its own or the stack's: 429 with `Retry-After` beyond). A request
+ * refused before the count is not counted.
  */
-async function takeRequest(ports: FrontDoorPorts, caller: Caller): Promise<void> {
-  const refusal = await tenantRefusal(ports.controls, caller.tenantId, ports.clock.now());
+async function takeRequest(
+  { ports, settings }: Pick<RouteContext, "ports" | "settings">,
+  caller: Caller,
+  feature: Feature,
+): Promise<void> {
+  const refusal =
+    (await tenantRefusal(ports.controls, caller.tenantId, ports.clock.now())) ??
+    (await ports.backlog?.refusal(feature));
   if (refusal)
     fail(refusal.code, refusal.detail, {
       ...("retryAfterSeconds" in refusal
         ? { headers: { "retry-after": String(refusal.retryAfterSeconds) } }
         : {}),
     });
-  const limited = await ports.limits.take(caller.tenantId, ports.clock.now());
+  const perMinute = tenantCaps(settings, caller).requestsPerMinute;
+  const limited = await ports.limits.take(caller.tenantId, ports.clock.now(), perMinute);
   if ("retryAfterSeconds" in limited)
-    fail("too_many_requests", `tenant ${caller.tenantId} is over its requests per minute`, {
-      headers: { "retry-after": String(limited.retryAfterSeconds) },
-    });
+    fail(
+      "too_many_requests",
+      `tenant ${caller.tenantId} is over its ${perMinute} requests per minute`,
+      { headers: { "retry-after": String(limited.retryAfterSeconds) } },
+    );
+}
+
+/** The caller's tenant's limits: its own where the stack gives them, else the stack's. */
+function tenantCaps(settings: RouteContext["settings"], caller: Caller) {
+  return capsOf(caller.tenantId, settings, settings.tenantLimits);
 }
 
 /** The stored key of a request's Idempotency-Key: the tenant's, hashed. */
@@ -702,7 +739,7 @@ async function countRun(
   run: CountedRun,
   record: AcceptedRequest | undefined,
 ): Promise<boolean> {
-  const cap = settings.runsInFlight;
+  const cap = tenantCaps(settings, caller).runsInFlight;
   const admitted = await admitRun(ports, caller.tenantId, run, cap, ports.clock.now());
   if ("ok" in admitted) return true;
   if (record && (await ports.accepted.find(record.key))) return false;
@@ -756,7 +793,7 @@ async function startRun({ request, params, ports, settings, who }: RouteContext)
   checkIdempotencyKey(request);
   const body = bodyOf(request, StartRunBody, settings.maxBodyBytes);
   checkRunInput(definition, body);
-  await takeRequest(ports, caller);
+  await takeRequest({ ports, settings }, caller, "runs");
   const eventId = ports.ids.next();
   const runId = `run_${eventId}`;
   const envelope = clientEnvelope(ports, caller, eventId, {

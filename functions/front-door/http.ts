@@ -49,6 +49,7 @@ export const PROBLEMS = {
   payload_too_large: 413,
   unsupported_media_type: 415,
   too_many_requests: 429,
+  backlog: 429,
   internal: 500,
   unavailable: 503,
 } as const;

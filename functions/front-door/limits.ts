@@ -1,4 +1,50 @@
+import { TenantId } from "../../schemas/ids";
+import * as z from "../../schemas/zod";
 import { callsThisMinute, type ModelControls, stopMessage, stopOn } from "../core/model-guard";
+import { DEFAULT_RUNS_IN_FLIGHT } from "./runs-in-flight";
+
+/**
+ * A tenant's limits at the front door: its requests per minute that put something on the bus
+ * (below) and its workflow runs in flight (./runs-in-flight.ts). Every tenant has the stack's,
+ * unless the stack gives it its own (`tenantLimits`, by tenant id: either limit or both; the
+ * other is the stack's).
+ */
+export interface TenantCaps {
+  readonly requestsPerMinute: number;
+  readonly runsInFlight: number;
+}
+
+export const DEFAULT_REQUESTS_PER_MINUTE = 600;
+export const DEFAULT_TENANT_CAPS: TenantCaps = {
+  requestsPerMinute: DEFAULT_REQUESTS_PER_MINUTE,
+  runsInFlight: DEFAULT_RUNS_IN_FLIGHT,
+};
+
+export const RequestsPerMinute = z.number().check(z.int(), z.minimum(1), z.maximum(1_000_000));
+export const RunsInFlightCap = z.number().check(z.int(), z.minimum(1), z.maximum(1000));
+
+/** Tenants' own limits, by tenant id (the stack's `tenantLimits`, the function's `TENANT_LIMITS`). */
+export const TenantLimitOverrides = z.record(
+  TenantId,
+  z.strictObject({
+    requestsPerMinute: z.optional(RequestsPerMinute),
+    runsInFlight: z.optional(RunsInFlightCap),
+  }),
+);
+export type TenantLimitOverrides = z.infer<typeof TenantLimitOverrides>;
+
+/** `tenant`'s limits: its own where the stack gives them, else the stack's. */
+export function capsOf(
+  tenant: string,
+  stack: TenantCaps,
+  overrides: TenantLimitOverrides | undefined,
+): TenantCaps {
+  const own = overrides?.[tenant];
+  return {
+    requestsPerMinute: own?.requestsPerMinute ?? stack.requestsPerMinute,
+    runsInFlight: own?.runsInFlight ?? stack.runsInFlight,
+  };
+}
 
 /**
  * A tenant's cap on requests per minute at the front door: a fixed one-minute window per tenant,
@@ -6,10 +52,11 @@ import { callsThisMinute, type ModelControls, stopMessage, stopOn } from "../cor
  * `Retry-After` the seconds left in the minute, and is not counted.
  */
 export interface TenantLimits {
-  /** Count one request of `tenant` at `now` unless its minute is full. */
+  /** Count one request of `tenant` at `now` unless its minute has `perMinute` already. */
   take(
     tenant: string,
     now: Date,
+    perMinute: number,
   ): Promise<{ readonly ok: true } | { readonly retryAfterSeconds: number }>;
 }
 
@@ -24,13 +71,11 @@ export function minuteOf(now: Date): { readonly minute: string; readonly seconds
 export class InMemoryTenantLimits implements TenantLimits {
   readonly counts = new Map<string, number>();
 
-  constructor(private readonly perMinute: number) {}
-
-  async take(tenant: string, now: Date) {
+  async take(tenant: string, now: Date, perMinute: number) {
     const { minute, secondsLeft } = minuteOf(now);
     const key = `${tenant}#${minute}`;
     const count = this.counts.get(key) ?? 0;
-    if (count >= this.perMinute) return { retryAfterSeconds: secondsLeft };
+    if (count >= perMinute) return { retryAfterSeconds: secondsLeft };
     this.counts.set(key, count + 1);
     return { ok: true as const };
   }

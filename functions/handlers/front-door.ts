@@ -16,16 +16,23 @@ import { DynamoTenantLimits } from "../adapters/dynamodb/tenant-limits";
 import { DynamoTraceReader } from "../adapters/dynamodb/trace-reader";
 import { DynamoWorkflowRegistry } from "../adapters/dynamodb/workflow-registry";
 import { EventBridgePublisher } from "../adapters/eventbridge/publisher";
+import { readQueueDepth } from "../adapters/sqs/queue-depth";
+import { describe } from "../core/errors";
 import { parseEnv } from "../core/parse-env";
 import type { Clock, EventPublisher } from "../core/ports";
 import { systemClock, ulidSource } from "../core/runtime";
 import { WORKFLOWS_ENV, WorkflowsJson, workflowsOf } from "../core/stack-workflows";
 import { STEP_ROLES_ENV, StepRolesJson } from "../core/steps";
 import type { AcceptedRequests } from "../front-door/accepted";
-import { type FrontDoorPorts, handleRequest } from "../front-door/api";
+import { type FrontDoorPorts, type FrontDoorSettings, handleRequest } from "../front-door/api";
+import { BacklogGate, BacklogQueuesJson, DEFAULT_BACKLOG } from "../front-door/backlog";
 import type { ClientSequences } from "../front-door/client-seq";
 import { type HttpRequest, lowerCaseHeaders } from "../front-door/http";
-import type { TenantLimits } from "../front-door/limits";
+import {
+  DEFAULT_REQUESTS_PER_MINUTE,
+  TenantLimitOverrides,
+  type TenantLimits,
+} from "../front-door/limits";
 import { DEFAULT_RUNS_IN_FLIGHT, type RunsInFlight } from "../front-door/runs-in-flight";
 import { FeatureList } from "../roles/features";
 import { workflowCatalog } from "../roles/orchestrator/catalog";
@@ -42,8 +49,10 @@ import { vaultOf } from "./vault";
  * functions/front-door/api.ts. It reads the state table (the conversation views, the runs'
  * states, the accepted requests, the tenants' counts, the conversations' client sequences, the
  * registered workflows; it registers a tenant's own) and puts accepted messages on the events
- * and commands buses. Each answer is counted: `FrontDoorAccepted`, and `FrontDoorProblem`
- * by its `code` (bad JSON, a body too large, no tenant, ...).
+ * and commands buses. With `BACKLOG_QUEUES` it reads the depth of the queues new work enters
+ * (SQS GetQueueAttributes, cached: functions/front-door/backlog.ts). Each answer is counted:
+ * `FrontDoorAccepted`, and `FrontDoorProblem` by its `code` (bad JSON, a body too large, no
+ * tenant, a backlog, ...); a queue depth it could not read, `FrontDoorBacklogUnread`.
  */
 export const FrontDoorEnv = z.extend(ModelBudgetEnv, {
   STATE_TABLE: z.string().check(z.minLength(1)),
@@ -64,12 +73,30 @@ export const FrontDoorEnv = z.extend(ModelBudgetEnv, {
   /** Each tenant's requests per minute that put something on the bus (429 beyond). */
   TENANT_REQUESTS_PER_MINUTE: z._default(
     z.coerce.number().check(z.int(), z.minimum(1), z.maximum(1_000_000)),
-    600,
+    DEFAULT_REQUESTS_PER_MINUTE,
   ),
   /** Each tenant's workflow runs in flight started through the front door (429 beyond). */
   TENANT_RUNS_IN_FLIGHT: z._default(
     z.coerce.number().check(z.int(), z.minimum(1), z.maximum(1000)),
     DEFAULT_RUNS_IN_FLIGHT,
+  ),
+  /** Tenants' own limits (JSON, tenant -> `requestsPerMinute`, `runsInFlight`): functions/front-door/limits.ts. */
+  TENANT_LIMITS: z.optional(z.jsonText(TenantLimitOverrides, "a JSON object of tenant -> limits")),
+  /** The queues new work enters (JSON, feature -> group -> queue URLs); without it, no backlog is read. */
+  BACKLOG_QUEUES: z.optional(
+    z.jsonText(BacklogQueuesJson, "a JSON object of feature -> group -> queue URLs"),
+  ),
+  BACKLOG_THRESHOLD: z._default(
+    z.coerce.number().check(z.int(), z.minimum(1)),
+    DEFAULT_BACKLOG.threshold,
+  ),
+  BACKLOG_DRAIN_PER_SECOND: z._default(
+    z.coerce.number().check(z.positive()),
+    DEFAULT_BACKLOG.drainPerSecond,
+  ),
+  BACKLOG_CACHE_SECONDS: z._default(
+    z.coerce.number().check(z.minimum(0), z.maximum(300)),
+    DEFAULT_BACKLOG.cacheSeconds,
   ),
   MAX_BODY_BYTES: z._default(
     z.coerce.number().check(z.int(), z.minimum(1024), z.maximum(1024 * 1024)),
@@ -90,6 +117,8 @@ export interface FrontDoorOptions {
   readonly env?: Record<string, string | undefined>;
   readonly dynamodb?: AwsClient;
   readonly eventbridge?: AwsClient;
+  /** Reads the depth of the queues new work enters (`BACKLOG_QUEUES`). */
+  readonly sqs?: AwsClient;
   /** Makes and unwraps the customers' data keys (with `CUSTOMER_KEYS_*`: ./vault). */
   readonly kms?: AwsClient;
   readonly clock?: Clock;
@@ -100,6 +129,8 @@ export interface FrontDoorOptions {
   readonly accepted?: AcceptedRequests;
   readonly limits?: TenantLimits;
   readonly runs?: RunsInFlight;
+  /** Replaces the backlog check on SQS (tests). */
+  readonly backlog?: FrontDoorPorts["backlog"];
   /** Replaces the operator's stops and the tenants' model calls on the state table (tests). */
   readonly controls?: FrontDoorPorts["controls"];
   readonly sequences?: ClientSequences;
@@ -111,15 +142,10 @@ export type FrontDoorHandler = (
 
 export function createFrontDoorHandler(options: FrontDoorOptions = {}): FrontDoorHandler {
   const env = parseEnv(FrontDoorEnv, options.env ?? process.env, "front-door");
-  const { logger, metrics, tracer } = options.observability ?? observability("front-door");
-  const ports = { ...portsOf(env, options, tracer), log: logger };
-  const settings = {
-    tenantClaim: env.TENANT_CLAIM,
-    ...(env.SERVICE_SCOPE ? { serviceScope: env.SERVICE_SCOPE } : {}),
-    maxBodyBytes: env.MAX_BODY_BYTES,
-    runsInFlight: env.TENANT_RUNS_IN_FLIGHT,
-    ...(env.FEATURES ? { features: env.FEATURES } : {}),
-  };
+  const observed = options.observability ?? observability("front-door");
+  const { logger, metrics } = observed;
+  const ports = { ...portsOf(env, options, observed), log: logger };
+  const settings = settingsOf(env);
   return async (event) => {
     try {
       const response = await handleRequest(requestOf(event), ports, settings);
@@ -143,59 +169,38 @@ export function createFrontDoorHandler(options: FrontDoorOptions = {}): FrontDoo
   };
 }
 
-/** The routes' ports on the function's tables and buses (or what `options` gives instead). */
+type FrontDoorEnvValues = z.output<typeof FrontDoorEnv>;
+
+/** What the routes are told: the token's claims, the body's size, the tenants' limits, the features. */
+function settingsOf(env: FrontDoorEnvValues): FrontDoorSettings {
+  return {
+    tenantClaim: env.TENANT_CLAIM,
+    ...(env.SERVICE_SCOPE ? { serviceScope: env.SERVICE_SCOPE } : {}),
+    maxBodyBytes: env.MAX_BODY_BYTES,
+    requestsPerMinute: env.TENANT_REQUESTS_PER_MINUTE,
+    runsInFlight: env.TENANT_RUNS_IN_FLIGHT,
+    ...(env.TENANT_LIMITS ? { tenantLimits: env.TENANT_LIMITS } : {}),
+    ...(env.FEATURES ? { features: env.FEATURES } : {}),
+  };
+}
+
+/** The routes' ports on the function's tables, buses and queues (or what `options` gives instead). */
 function portsOf(
-  env: z.output<typeof FrontDoorEnv>,
+  env: FrontDoorEnvValues,
   options: FrontDoorOptions,
-  tracer: Observability["tracer"],
+  observed: Observability,
 ): FrontDoorPorts {
-  const dynamodb = tracer.capture(options.dynamodb ?? containerAwsClient());
+  const dynamodb = observed.tracer.capture(options.dynamodb ?? containerAwsClient());
   const clock = options.clock ?? systemClock;
-  const kms = tracer.capture(options.kms ?? containerAwsClient());
+  const kms = observed.tracer.capture(options.kms ?? containerAwsClient());
   const vault = vaultOf(options.env ?? process.env, { dynamodb, kms }, clock);
+  const backlog = options.backlog ?? backlogOf(env, options, observed, clock);
   return {
     ...(vault ? { sealer: vault } : {}),
-    publisher:
-      options.publisher ??
-      new EventBridgePublisher({
-        client: tracer.capture(options.eventbridge ?? containerAwsClient()),
-        buses: {
-          events: env.BUS_EVENTS,
-          commands: env.BUS_COMMANDS,
-          audit: env.BUS_AUDIT ?? env.BUS_EVENTS,
-        },
-      }),
-    store: new DynamoConsumerStore({
-      client: dynamodb,
-      tables: { state: env.STATE_TABLE, events: "", inbox: "" },
-    }),
-    tasks: new DynamoTraceReader({
-      client: dynamodb,
-      tables: { events: env.EVENTS_TABLE, inbox: "" },
-    }),
-    accepted:
-      options.accepted ??
-      new DynamoAcceptedRequests({ client: dynamodb, tableName: env.STATE_TABLE }),
-    sequences:
-      options.sequences ??
-      new DynamoClientSequences({ client: dynamodb, tableName: env.STATE_TABLE }),
-    limits:
-      options.limits ??
-      new DynamoTenantLimits({
-        client: dynamodb,
-        tableName: env.STATE_TABLE,
-        perMinute: env.TENANT_REQUESTS_PER_MINUTE,
-      }),
-    runs: options.runs ?? new DynamoRunsInFlight({ client: dynamodb, tableName: env.STATE_TABLE }),
-    controls:
-      options.controls ??
-      new DynamoModelControls({
-        client: dynamodb,
-        tableName: env.STATE_TABLE,
-        budgets: budgetsOf(env),
-      }),
-    // The runs' states (BatchGetItem), read only when a tenant is at its cap.
-    states: new DynamoDueIndex({ client: dynamodb, stateTable: env.STATE_TABLE }),
+    publisher: options.publisher ?? publisherOf(env, options, observed.tracer),
+    ...storesOf(env, options, dynamodb),
+    ...admissionOf(env, options, dynamodb),
+    ...(backlog ? { backlog } : {}),
     registry: options.registry ?? defaultRegistry,
     workflows: {
       registry: new DynamoWorkflowRegistry({ client: dynamodb, tableName: env.STATE_TABLE }),
@@ -214,6 +219,92 @@ function portsOf(
         }
       : {}),
   };
+}
+
+/** The events, commands and audit buses accepted messages go to. */
+function publisherOf(
+  env: FrontDoorEnvValues,
+  options: FrontDoorOptions,
+  tracer: Observability["tracer"],
+): EventPublisher {
+  return new EventBridgePublisher({
+    client: tracer.capture(options.eventbridge ?? containerAwsClient()),
+    buses: {
+      events: env.BUS_EVENTS,
+      commands: env.BUS_COMMANDS,
+      audit: env.BUS_AUDIT ?? env.BUS_EVENTS,
+    },
+  });
+}
+
+/** What the routes read and keep: projections, a task's events, accepted requests, client sequences. */
+function storesOf(env: FrontDoorEnvValues, options: FrontDoorOptions, dynamodb: AwsClient) {
+  return {
+    store: new DynamoConsumerStore({
+      client: dynamodb,
+      tables: { state: env.STATE_TABLE, events: "", inbox: "" },
+    }),
+    tasks: new DynamoTraceReader({
+      client: dynamodb,
+      tables: { events: env.EVENTS_TABLE, inbox: "" },
+    }),
+    accepted:
+      options.accepted ??
+      new DynamoAcceptedRequests({ client: dynamodb, tableName: env.STATE_TABLE }),
+    sequences:
+      options.sequences ??
+      new DynamoClientSequences({ client: dynamodb, tableName: env.STATE_TABLE }),
+  };
+}
+
+/** The tenants' counts and controls on the state table: requests, runs in flight, stops, model calls. */
+function admissionOf(env: FrontDoorEnvValues, options: FrontDoorOptions, dynamodb: AwsClient) {
+  return {
+    limits:
+      options.limits ?? new DynamoTenantLimits({ client: dynamodb, tableName: env.STATE_TABLE }),
+    runs: options.runs ?? new DynamoRunsInFlight({ client: dynamodb, tableName: env.STATE_TABLE }),
+    controls:
+      options.controls ??
+      new DynamoModelControls({
+        client: dynamodb,
+        tableName: env.STATE_TABLE,
+        budgets: budgetsOf(env),
+      }),
+    // The runs' states (BatchGetItem), read only when a tenant is at its cap.
+    states: new DynamoDueIndex({ client: dynamodb, stateTable: env.STATE_TABLE }),
+  };
+}
+
+/**
+ * The backlog check on the queues `BACKLOG_QUEUES` names (none without it): each depth read by
+ * GetQueueAttributes at most once per `BACKLOG_CACHE_SECONDS`; a read that fails admits, is
+ * logged and counted (`FrontDoorBacklogUnread`).
+ */
+function backlogOf(
+  env: FrontDoorEnvValues,
+  options: FrontDoorOptions,
+  { tracer, logger, metrics }: Observability,
+  clock: Clock,
+): BacklogGate | undefined {
+  if (!env.BACKLOG_QUEUES) return undefined;
+  const sqs = tracer.capture(options.sqs ?? containerAwsClient());
+  return new BacklogGate({
+    queues: env.BACKLOG_QUEUES,
+    read: (url) => readQueueDepth(sqs, url),
+    clock,
+    settings: {
+      threshold: env.BACKLOG_THRESHOLD,
+      drainPerSecond: env.BACKLOG_DRAIN_PER_SECOND,
+      cacheSeconds: env.BACKLOG_CACHE_SECONDS,
+    },
+    onUnread: (queueUrl, error) => {
+      logger.warn("could not read a queue's depth; admitting", {
+        queue_url: queueUrl,
+        error: describe(error),
+      });
+      metrics.addMetric("FrontDoorBacklogUnread", MetricUnit.Count, 1);
+    },
+  });
 }
 
 /** A 500 that says nothing of the inside, for an error no route expected. */

@@ -10,8 +10,19 @@ import { ALL_FEATURES, FEATURES, type Feature } from "./features";
 export function featuresOf(
   roles: readonly Pick<RoleIdentity, "group" | "subscriptions">[],
 ): Feature[] {
-  const working = roles.filter((role) => role.group !== AUDIT_GROUP);
-  return ALL_FEATURES.filter((feature) =>
-    working.some((role) => role.subscriptions.includes(FEATURES[feature].takes)),
-  );
+  return ALL_FEATURES.filter((feature) => groupsDoing(feature, roles).length > 0);
+}
+
+/**
+ * The groups of `roles` that do `feature`'s work: those that take its starting event type, not
+ * the audit group (which takes every type). A new piece of that work enters their queues.
+ */
+export function groupsDoing(
+  feature: Feature,
+  roles: readonly Pick<RoleIdentity, "group" | "subscriptions">[],
+): string[] {
+  return roles
+    .filter((role) => role.group !== AUDIT_GROUP)
+    .filter((role) => role.subscriptions.includes(FEATURES[feature].takes))
+    .map((role) => role.group);
 }

@@ -17,7 +17,9 @@ import {
   workflowsEnvValue,
 } from "../../functions/core/stack-workflows";
 import { STEP_ROLES_ENV, type StepRoleEntry, stepRolesEnvValue } from "../../functions/core/steps";
-import { featuresOf } from "../../functions/roles/stack-features";
+import { ENTRY_FEATURES } from "../../functions/front-door/backlog";
+import type { Feature } from "../../functions/roles/features";
+import { featuresOf, groupsDoing } from "../../functions/roles/stack-features";
 import { placeApplicationTypes } from "./application-types";
 import {
   ALARM_EMAIL_CONTEXT,
@@ -43,6 +45,7 @@ import {
   FRONT_DOOR_TENANT_CLAIM_CONTEXT,
   FrontDoor,
   type FrontDoorIssuer,
+  type FrontDoorLimits,
 } from "./constructs/front-door";
 import { OperatorReadAccess } from "./constructs/operator-access";
 import { Relay } from "./constructs/relay";
@@ -132,6 +135,13 @@ export interface AgentBusStackProps extends StackProps {
    * `agentbus:jwtAudience`; without one, no HTTP API
    */
   readonly frontDoor?: FrontDoorIssuer;
+  /**
+   * What the HTTP API lets in: each tenant's requests per minute and runs in flight, tenants' own
+   * limits, and the backlog of the groups new work enters over which it refuses it
+   * (functions/front-door/README.md#limits).
+   * @default 600 requests a minute, 20 runs in flight, no tenant's own, a backlog of 300
+   */
+  readonly frontDoorLimits?: FrontDoorLimits;
 }
 
 /** Default heartbeat interval of the content agents' consumers. */
@@ -359,7 +369,20 @@ export class AgentBusStack extends Stack {
       features: featuresOf(this.topology.groups.map((group) => group.role)),
       stepRoles: this.stepRoleTable,
       ...(this.stackWorkflows === undefined ? {} : { workflows: this.stackWorkflows }),
+      entryGroups: this.entryGroups(),
+      ...props.frontDoorLimits,
     });
+  }
+
+  /** The groups whose queues a message or a run's start enters (the front door's backlog). */
+  private entryGroups(): Partial<Record<Feature, ConsumerGroup[]>> {
+    const roles = this.topology.groups.map((group) => group.role);
+    return Object.fromEntries(
+      ENTRY_FEATURES.map((feature) => {
+        const names = groupsDoing(feature, roles);
+        return [feature, this.groups.filter((g) => names.includes(g.groupName))];
+      }),
+    );
   }
 
   /** No front door: a synth warning says why, so that leaving the HTTP API out is never silent. */

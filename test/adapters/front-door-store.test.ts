@@ -72,14 +72,19 @@ describe("DynamoAcceptedRequests", () => {
 
 describe("DynamoTenantLimits", () => {
   it("counts a tenant's requests per minute up to the cap, then refuses until the next minute", async () => {
-    const limits = new DynamoTenantLimits({ client: fromSdk(client), tableName, perMinute: 2 });
+    const limits = new DynamoTenantLimits({ client: fromSdk(client), tableName });
     const tenant = `t-${ulid().toLowerCase()}`;
     const at = new Date("2026-12-02T10:04:45.000Z");
-    expect(await limits.take(tenant, at)).toEqual({ ok: true });
-    expect(await limits.take(tenant, at)).toEqual({ ok: true });
-    expect(await limits.take(tenant, at)).toEqual({ retryAfterSeconds: 15 });
-    expect(await limits.take(`${tenant}-other`, at)).toEqual({ ok: true });
-    expect(await limits.take(tenant, new Date("2026-12-02T10:05:00.000Z"))).toEqual({ ok: true });
+    expect(await limits.take(tenant, at, 2)).toEqual({ ok: true });
+    expect(await limits.take(tenant, at, 2)).toEqual({ ok: true });
+    expect(await limits.take(tenant, at, 2)).toEqual({ retryAfterSeconds: 15 });
+    expect(await limits.take(`${tenant}-other`, at, 2)).toEqual({ ok: true });
+    expect(await limits.take(tenant, new Date("2026-12-02T10:05:00.000Z"), 2)).toEqual({
+      ok: true,
+    });
+    // A tenant with a cap of its own: the same item, counted up to its cap.
+    expect(await limits.take(tenant, at, 3)).toEqual({ ok: true });
+    expect(await limits.take(tenant, at, 3)).toEqual({ retryAfterSeconds: 15 });
   });
 });
 

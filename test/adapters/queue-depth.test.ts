@@ -5,8 +5,9 @@ import {
   SQSClient,
 } from "@aws-sdk/client-sqs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sqsQueueDepth } from "../../functions/adapters/sqs/queue-depth";
+import { readQueueDepth, sqsQueueDepth } from "../../functions/adapters/sqs/queue-depth";
 import { ManualClock } from "../../functions/core/runtime";
+import { BacklogGate } from "../../functions/front-door/backlog";
 import { fromSdk } from "../../lib/operator/from-sdk";
 import { emulator } from "../support/aws";
 import { newUlid } from "../support/factories";
@@ -67,5 +68,37 @@ describe("sqsQueueDepth", () => {
     });
     expect(await depth(["gone"])).toEqual({ gone: 0 });
     expect(errors).toEqual(["gone"]);
+  });
+});
+
+describe("the front door's backlog gate on readQueueDepth", () => {
+  it("refuses while a group's queues hold more than the threshold, and admits a queue it cannot read", async () => {
+    const suffix = newUlid().toLowerCase();
+    const fifo = await createQueue(sqs, `qd-door-${suffix}`);
+    const unread: string[] = [];
+    try {
+      const client = fromSdk(sqs);
+      const gate = new BacklogGate({
+        queues: {
+          conversations: { conversation: [fifo] },
+          runs: { orchestrator: [`${fifo}-does-not-exist`] },
+        },
+        read: (url) => readQueueDepth(client, url),
+        clock: new ManualClock(),
+        settings: { threshold: 2, drainPerSecond: 1, cacheSeconds: 0 },
+        onUnread: (url) => unread.push(url),
+      });
+      await send(fifo, 2);
+      expect(await gate.refusal("conversations")).toBeUndefined();
+      await send(fifo, 3);
+      expect(await gate.refusal("conversations")).toMatchObject({
+        code: "backlog",
+        retryAfterSeconds: 3,
+      });
+      expect(await gate.refusal("runs")).toBeUndefined();
+      expect(unread).toEqual([`${fifo}-does-not-exist`]);
+    } finally {
+      await sqs.send(new DeleteQueueCommand({ QueueUrl: fifo })).catch(() => undefined);
+    }
   });
 });

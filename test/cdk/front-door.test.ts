@@ -1,14 +1,23 @@
-import { App, Stack } from "aws-cdk-lib";
+import { App, type CfnElement, Stack } from "aws-cdk-lib";
 import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
 import { AccountRootPrincipal, Role } from "aws-cdk-lib/aws-iam";
 import { describe, expect, it } from "vitest";
 import { StepRolesJson } from "../../functions/core/steps";
 import { methodsOf, ROUTES } from "../../functions/front-door/api";
+import { DEFAULT_BACKLOG } from "../../functions/front-door/backlog";
+import { TenantLimitOverrides } from "../../functions/front-door/limits";
 import { AgentBus } from "../../lib/infra/agentbus";
-import { FrontDoor } from "../../lib/infra/constructs/front-door";
+import { AgentBusStack } from "../../lib/infra/agentbus-stack";
+import {
+  FrontDoor,
+  type FrontDoorLimits,
+  limitsEnvironment,
+} from "../../lib/infra/constructs/front-door";
 import { AgentBusTables } from "../../lib/infra/constructs/tables";
+import { PROJECT_INTEGRATIONS, topology } from "../../lib/infra/project";
 import * as z from "../../schemas/zod";
 import { BOOKKEEPING } from "../fixtures/bookkeeping/stack";
+import { nagFindings, printed } from "./nag";
 import {
   FRONT_DOOR_CONTEXT,
   functionsOfKind,
@@ -26,7 +35,7 @@ import {
  * answers from.
  */
 
-const { template } = synthesizeStack({}, "AgentBus-test", FRONT_DOOR_CONTEXT);
+const { stack, template } = synthesizeStack({}, "AgentBus-test", FRONT_DOOR_CONTEXT);
 const resourcesOf = (type: string) => Object.entries(template.findResources(type));
 
 describe("the front door", () => {
@@ -239,6 +248,102 @@ describe("the front door", () => {
     expect(events.flatMap((s) => s.Action)).toEqual(["events:PutEvents"]);
     const buses = events.flatMap((s) => s.Resource.map((r) => refersTo(r)?.replace(/Topic.*/, "")));
     expect(buses.sort()).toEqual(["Audit", "Commands", "Events"]);
+  });
+
+  it("reads the backlog of the groups a message or a run enters: GetQueueAttributes on their queues only", () => {
+    const [fn] = functionsOfKind(template, "front-door") as Resource[];
+    if (!fn) throw new Error("no front-door function");
+    const variables = (fn.Properties.Environment as { Variables: Record<string, unknown> })
+      .Variables;
+    expect(variables).toMatchObject({
+      BACKLOG_THRESHOLD: String(DEFAULT_BACKLOG.threshold),
+      BACKLOG_DRAIN_PER_SECOND: String(DEFAULT_BACKLOG.drainPerSecond),
+      BACKLOG_CACHE_SECONDS: String(DEFAULT_BACKLOG.cacheSeconds),
+    });
+    // feature -> group -> the URLs of its FIFO queue and buffer; not the audit group's queue.
+    const queues = JSON.stringify(variables.BACKLOG_QUEUES);
+    const named = (group: string) => new RegExp(`\\\\"${group}\\\\":\\[`);
+    expect(queues).toMatch(/conversations.*runs/);
+    expect(queues).toMatch(named("conversation"));
+    expect(queues).toMatch(named("orchestrator"));
+    expect(queues).not.toMatch(/audit/i);
+    const sqs = statementsOf(template, fn).filter((st) =>
+      st.Action.some((a) => a.startsWith("sqs:")),
+    );
+    expect(sqs.flatMap((st) => st.Action)).toEqual(sqs.map(() => "sqs:GetQueueAttributes"));
+    const granted = sqs.flatMap((st) => st.Resource.map((r) => refersTo(r))).sort();
+    const entered = stack.groups
+      .filter((g) => ["conversation", "orchestrator"].includes(g.groupName))
+      .flatMap((g) => [g.queue, g.bufferQueue])
+      .map((q) => stack.getLogicalId(q?.node.defaultChild as CfnElement))
+      .sort();
+    expect(entered).toHaveLength(4);
+    expect(granted).toEqual(entered);
+  });
+
+  it("takes the stack's limits: tenants' own, the backlog's settings, or no backlog at all", () => {
+    const variablesOf = (frontDoorLimits: FrontDoorLimits) => {
+      const { template: t } = synthesizeStack(
+        { frontDoorLimits },
+        "AgentBus-test",
+        FRONT_DOOR_CONTEXT,
+      );
+      const [fn] = functionsOfKind(t, "front-door") as Resource[];
+      if (!fn) throw new Error("no front-door function");
+      const sqs = statementsOf(t, fn).filter((st) => st.Action.some((a) => a.startsWith("sqs:")));
+      return {
+        variables: (fn.Properties.Environment as { Variables: Record<string, unknown> }).Variables,
+        sqs,
+      };
+    };
+    const own = variablesOf({
+      tenantRequestsPerMinute: 1200,
+      tenantLimits: {
+        acme: { requestsPerMinute: 6000, runsInFlight: 100 },
+        globex: { runsInFlight: 2 },
+      },
+      backlog: { threshold: 50, drainPerSecond: 2 },
+    });
+    expect(own.variables).toMatchObject({
+      TENANT_REQUESTS_PER_MINUTE: "1200",
+      TENANT_RUNS_IN_FLIGHT: "20",
+      BACKLOG_THRESHOLD: "50",
+      BACKLOG_DRAIN_PER_SECOND: "2",
+      BACKLOG_CACHE_SECONDS: "5",
+    });
+    expect(z.parse(TenantLimitOverrides, JSON.parse(String(own.variables.TENANT_LIMITS)))).toEqual({
+      acme: { requestsPerMinute: 6000, runsInFlight: 100 },
+      globex: { runsInFlight: 2 },
+    });
+    const off = variablesOf({ backlog: false });
+    expect(Object.keys(off.variables).filter((k) => k.startsWith("BACKLOG_"))).toEqual([]);
+    expect(off.variables).not.toHaveProperty("TENANT_LIMITS");
+    expect(off.sqs).toEqual([]);
+  });
+
+  it("refuses bad limits at synth, naming every one", () => {
+    expect(() =>
+      limitsEnvironment({
+        tenantRunsInFlight: 0,
+        tenantLimits: { Acme_Corp: { requestsPerMinute: 10 }, globex: { runsInFlight: 2.5 } },
+        backlog: { drainPerSecond: 0 },
+      }),
+    ).toThrow(
+      /tenantRunsInFlight: .*; tenantLimits.Acme_Corp: .*; tenantLimits.globex.runsInFlight: .*; backlog.drainPerSecond: /,
+    );
+    const many = Object.fromEntries(
+      Array.from({ length: 60 }, (_, i) => [`tenant-${i}`, { requestsPerMinute: 100_000 }]),
+    );
+    expect(() => limitsEnvironment({ tenantLimits: many })).toThrow(
+      /tenantLimits: \d+ bytes of JSON, over 2048/,
+    );
+  });
+
+  it("leaves cdk-nag nothing to find in it", () => {
+    const { findings } = nagFindings((app) => {
+      new AgentBusStack(app, "AgentBus-nag", { topology, integrations: PROJECT_INTEGRATIONS });
+    }, FRONT_DOOR_CONTEXT);
+    expect(printed(findings.filter((f) => f.path.includes("/FrontDoor/")))).toEqual([]);
   });
 
   it("gives its URL and its streams' URL as outputs", () => {

@@ -15,6 +15,7 @@ import {
   type FrontDoorSettings,
   handleRequest,
 } from "../../functions/front-door/api";
+import { BacklogGate } from "../../functions/front-door/backlog";
 import { InMemoryClientSequences } from "../../functions/front-door/client-seq";
 import type { HttpRequest } from "../../functions/front-door/http";
 import { userIdOf } from "../../functions/front-door/identity";
@@ -40,12 +41,33 @@ const ACME_CONV_A1 = tenantConversationId("acme", "conv_a1");
 const ACME = { tenant_id: "acme", sub: "7b0c2a4e-5d1f-4c3b-9a8e-2f6d1c0b9e7a" };
 const GLOBEX = { tenant_id: "globex", sub: "auth0|5f7c8ec7c33c6c004bbafe82" };
 
-function world(options: { failPublish?: "transient" | "entry"; perMinute?: number } = {}) {
+interface WorldOptions {
+  readonly failPublish?: "transient" | "entry";
+  readonly perMinute?: number;
+  readonly backlog?: FrontDoorPorts["backlog"];
+}
+
+/** The runs' states the views hold (what `loadStates` reads when a tenant is at its cap). */
+function statesIn(views: Map<string, unknown>): FrontDoorPorts["states"] {
+  return {
+    async loadStates(refs) {
+      return refs.flatMap((ref) => {
+        const key = `${ref.type}#${ref.id}`;
+        return views.has(key)
+          ? [{ aggregate: ref, revision: 1, version: 1, data: views.get(key) }]
+          : [];
+      });
+    },
+  };
+}
+
+function world(options: WorldOptions = {}) {
   const published: Envelope[] = [];
   const logged: { message: string; details: Record<string, unknown> }[] = [];
   const views = new Map<string, unknown>();
   const tasks = new Map<string, Envelope[]>();
   const accepted = new InMemoryAcceptedRequests();
+  const limits = new InMemoryTenantLimits();
   const runs = new InMemoryRunsInFlight();
   const controls = new InMemoryModelControls();
   const clock = { at: new Date("2026-12-02T10:00:00.000Z"), now: () => clock.at };
@@ -77,19 +99,11 @@ function world(options: { failPublish?: "transient" | "entry"; perMinute?: numbe
     accepted,
     sequences: new InMemoryClientSequences(),
     tasks: { eventsByTask: async (taskId) => tasks.get(taskId) ?? [] },
-    limits: new InMemoryTenantLimits(options.perMinute ?? 100),
+    limits,
     runs,
     controls,
-    states: {
-      async loadStates(refs) {
-        return refs.flatMap((ref) => {
-          const key = `${ref.type}#${ref.id}`;
-          return views.has(key)
-            ? [{ aggregate: ref, revision: 1, version: 1, data: views.get(key) }]
-            : [];
-        });
-      },
-    },
+    ...(options.backlog ? { backlog: options.backlog } : {}),
+    states: statesIn(views),
     registry,
     workflows: REFERENCE_FRONT_DOOR_WORKFLOWS,
     ids: { next: () => ulid() },
@@ -99,8 +113,12 @@ function world(options: { failPublish?: "transient" | "entry"; perMinute?: numbe
   const send = (
     request: Partial<HttpRequest> & Pick<HttpRequest, "method" | "path">,
     settings: FrontDoorSettings = {},
-  ) => handleRequest({ headers: {}, requestId: "req-1", ...request }, ports, settings);
-  return { ports, published, logged, views, tasks, accepted, runs, controls, clock, send };
+  ) =>
+    handleRequest({ headers: {}, requestId: "req-1", ...request }, ports, {
+      requestsPerMinute: options.perMinute ?? 100,
+      ...settings,
+    });
+  return { ports, published, logged, views, tasks, accepted, limits, runs, controls, clock, send };
 }
 
 const post = (conversation: string, body: unknown, headers: Record<string, string> = {}) => ({
@@ -378,6 +396,75 @@ describe("each tenant's cap", () => {
     const other = await send({ ...post("conv_g1", { text: "hi" }), claims: GLOBEX });
     expect(other.statusCode).toBe(202);
     expect(published).toHaveLength(3);
+  });
+
+  it("a tenant with requests per minute of its own gets them; the others keep the stack's", async () => {
+    const { send } = world({ perMinute: 2 });
+    const settings = { tenantLimits: { acme: { requestsPerMinute: 3 } } };
+    const statuses = async (claims: Record<string, unknown>, conversation: string) => {
+      const answers = [];
+      for (let i = 0; i < 4; i++)
+        answers.push(await send({ ...post(conversation, { text: `hi ${i}` }), claims }, settings));
+      return answers;
+    };
+    const acme = await statuses(ACME, "conv_a1");
+    expect(acme.map((r) => r.statusCode)).toEqual([202, 202, 202, 429]);
+    expect(bodyOf(acme[3] as { body: string }).detail).toBe(
+      "tenant acme is over its 3 requests per minute",
+    );
+    expect((await statuses(GLOBEX, "conv_g1")).map((r) => r.statusCode)).toEqual([
+      202, 202, 429, 429,
+    ]);
+  });
+});
+
+describe("the backlog of the groups new work enters", () => {
+  /** A backlog gate whose conversation group is `depth` deep (threshold 100, 5 a second). */
+  const backedUp = (depth: { value: number | Error }) =>
+    new BacklogGate({
+      queues: {
+        conversations: { conversation: ["q-conv.fifo"] },
+        runs: { orchestrator: ["q-orch.fifo"] },
+      },
+      clock: { now: () => new Date() },
+      settings: { threshold: 100, drainPerSecond: 5, cacheSeconds: 0 },
+      read: async (url) => {
+        if (url !== "q-conv.fifo") return 0;
+        if (depth.value instanceof Error) throw depth.value;
+        return depth.value;
+      },
+    });
+
+  it("refuses a message with 429 backlog and Retry-After while its group is over, counting and putting nothing", async () => {
+    const depth = { value: 150 };
+    const { send, published, limits } = world({ backlog: backedUp(depth) });
+    const refused = await send(post("conv_a1", { text: "hi" }));
+    expect(refused.statusCode).toBe(429);
+    expect(refused.headers["retry-after"]).toBe("10");
+    expect(bodyOf(refused)).toMatchObject({
+      status: 429,
+      code: "backlog",
+      detail: expect.stringContaining("consumer group conversation has 150 messages queued"),
+    });
+    expect(published).toEqual([]);
+    expect(limits.counts.size).toBe(0);
+    // A run enters the orchestrator's queue, which is not backed up.
+    const run = await send({
+      method: "POST",
+      path: "/v1/workflows/quick-news/runs",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ topic_hint: "grid storage" }),
+      claims: ACME,
+    });
+    expect(run.statusCode).toBe(202);
+    depth.value = 100;
+    expect((await send(post("conv_a1", { text: "hi" }))).statusCode).toBe(202);
+  });
+
+  it("admits when the depth cannot be read", async () => {
+    const { send, published } = world({ backlog: backedUp({ value: new Error("AccessDenied") }) });
+    expect((await send(post("conv_a1", { text: "hi" }))).statusCode).toBe(202);
+    expect(published).toHaveLength(1);
   });
 });
 
@@ -779,6 +866,19 @@ describe("each tenant's runs in flight", () => {
     expect((await startRun(send, GLOBEX)).statusCode).toBe(202);
   });
 
+  it("a tenant with runs in flight of its own gets them; the others keep the stack's", async () => {
+    const { send } = world();
+    const settings = { ...CAP, tenantLimits: { globex: { runsInFlight: 3 } } };
+    const starts = async (claims: Record<string, unknown>) => {
+      const statuses = [];
+      for (let i = 0; i < 4; i++)
+        statuses.push((await startRun(send, claims, undefined, settings)).statusCode);
+      return statuses;
+    };
+    expect(await starts(GLOBEX)).toEqual([202, 202, 202, 429]);
+    expect(await starts(ACME)).toEqual([202, 202, 429, 429]);
+  });
+
   it("a retry of an accepted start is the same run: not refused at the cap, not counted twice", async () => {
     const { send, published, runs } = world();
     const first = await startRun(send, ACME, "k-run");
@@ -862,7 +962,7 @@ describe("each tenant's runs in flight", () => {
       accepted: new InMemoryAcceptedRequests(),
       sequences: new InMemoryClientSequences(),
       tasks: bus.store,
-      limits: new InMemoryTenantLimits(100),
+      limits: new InMemoryTenantLimits(),
       runs,
       states: bus.store,
       registry,

@@ -84,7 +84,7 @@ function world(stack: readonly WorkflowDefinition[] = []) {
     accepted: new InMemoryAcceptedRequests(),
     sequences: new InMemoryClientSequences(),
     tasks: { eventsByTask: async () => [] },
-    limits: new InMemoryTenantLimits(100),
+    limits: new InMemoryTenantLimits(),
     controls: new InMemoryModelControls(),
     runs: new InMemoryRunsInFlight(),
     states: { loadStates: async () => [] },

@@ -9,7 +9,6 @@ export interface DynamoTenantLimitsOptions {
   readonly client: AwsClient;
   /** The state table's name. */
   readonly tableName: string;
-  readonly perMinute: number;
 }
 
 /**
@@ -22,7 +21,7 @@ export interface DynamoTenantLimitsOptions {
 export class DynamoTenantLimits implements TenantLimits {
   constructor(private readonly options: DynamoTenantLimitsOptions) {}
 
-  async take(tenant: string, now: Date) {
+  async take(tenant: string, now: Date, perMinute: number) {
     const { minute, secondsLeft } = minuteOf(now);
     try {
       await this.options.client.send(
@@ -34,7 +33,7 @@ export class DynamoTenantLimits implements TenantLimits {
           ExpressionAttributeNames: { "#count": "count", "#ttl": StateAttr.ttl },
           ExpressionAttributeValues: {
             ":one": { N: "1" },
-            ":cap": { N: String(this.options.perMinute) },
+            ":cap": { N: String(perMinute) },
             ":ttl": { N: String(Math.ceil(now.getTime() / 1000) + 3600) },
           },
         }),

@@ -32,15 +32,7 @@ export function sqsQueueDepth(options: SqsQueueDepthOptions): QueueDepthSource {
     const hit = cache.get(group);
     if (hit && now - hit.at < cacheMs) return hit.depth;
     try {
-      const { Attributes = {} } = await options.client.send(
-        GetQueueAttributes({
-          QueueUrl: url,
-          AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
-        }),
-      );
-      const depth =
-        Number(Attributes.ApproximateNumberOfMessages ?? 0) +
-        Number(Attributes.ApproximateNumberOfMessagesNotVisible ?? 0);
+      const depth = await readQueueDepth(options.client, url);
       cache.set(group, { at: now, depth });
       return depth;
     } catch (error) {
@@ -59,4 +51,21 @@ export function sqsQueueDepth(options: SqsQueueDepthOptions): QueueDepthSource {
     );
     return depths;
   };
+}
+
+/**
+ * A queue's messages, waiting and in flight (ApproximateNumberOfMessages +
+ * ApproximateNumberOfMessagesNotVisible), from one GetQueueAttributes; throws when it fails.
+ */
+export async function readQueueDepth(client: AwsClient, queueUrl: string): Promise<number> {
+  const { Attributes = {} } = await client.send(
+    GetQueueAttributes({
+      QueueUrl: queueUrl,
+      AttributeNames: ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+    }),
+  );
+  return (
+    Number(Attributes.ApproximateNumberOfMessages ?? 0) +
+    Number(Attributes.ApproximateNumberOfMessagesNotVisible ?? 0)
+  );
 }

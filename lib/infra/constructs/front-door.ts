@@ -1,4 +1,4 @@
-import { Duration, Validations } from "aws-cdk-lib";
+import { Duration, Stack, Validations } from "aws-cdk-lib";
 import { AccessLogFormat } from "aws-cdk-lib/aws-apigateway";
 import {
   type CfnRoute,
@@ -20,6 +20,7 @@ import {
   HttpMethod as UrlMethod,
 } from "aws-cdk-lib/aws-lambda";
 import { LogGroup } from "aws-cdk-lib/aws-logs";
+import type { IQueue } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
 import { WORKFLOW_REGISTRY_KEYS } from "../../../functions/adapters/dynamodb/workflow-registry";
 import { WORKFLOWS_ENV } from "../../../functions/core/stack-workflows";
@@ -29,11 +30,18 @@ import {
   stepRolesEnvValue,
 } from "../../../functions/core/steps";
 import { methodsOf, ROUTES, SERVICE_PREFIX } from "../../../functions/front-door/api";
-import { DEFAULT_RUNS_IN_FLIGHT } from "../../../functions/front-door/runs-in-flight";
+import { type BacklogSettings, DEFAULT_BACKLOG } from "../../../functions/front-door/backlog";
+import {
+  DEFAULT_TENANT_CAPS,
+  RequestsPerMinute,
+  RunsInFlightCap,
+  TenantLimitOverrides,
+} from "../../../functions/front-door/limits";
 import { CONVERSATION_AGGREGATE } from "../../../functions/roles/customer-support/conversation/conversation";
 import { ALL_FEATURES, type Feature, featuresValue } from "../../../functions/roles/features";
 import { erasedStateTypes } from "../../../functions/roles/personal-state";
 import { TENANT_ID_PATTERN } from "../../../schemas/ids";
+import * as z from "../../../schemas/zod";
 import { HUB_HANDLERS } from "../hub-handlers";
 import { logRetentionAt } from "../retention";
 import { CUSTOMER_KEYS_ENV, type CustomerKeys } from "./customer-keys";
@@ -56,7 +64,43 @@ export interface FrontDoorIssuer {
   readonly serviceScope?: string;
 }
 
-export interface FrontDoorProps {
+/**
+ * How much the front door lets in (functions/front-door/README.md#limits): each tenant's requests
+ * per minute and runs in flight, a tenant's own, and the backlog over which new work is refused.
+ */
+export interface FrontDoorLimits {
+  /** Each tenant's requests per minute that put something on the bus (429 beyond). @default 600 */
+  readonly tenantRequestsPerMinute?: number;
+  /** Each tenant's workflow runs in flight started through the front door (429 beyond). @default 20 */
+  readonly tenantRunsInFlight?: number;
+  /**
+   * Tenants' own limits, by tenant id: `{ acme: { requestsPerMinute: 6000, runsInFlight: 100 } }`
+   * (either or both; the other is the stack's). Kept in the function's environment
+   * (`TENANT_LIMITS`), so it holds at most `MAX_TENANT_LIMITS_BYTES` of JSON.
+   * @default none: every tenant has the two above
+   */
+  readonly tenantLimits?: TenantLimitOverrides;
+  /**
+   * The backlog over which a message or a run's start is refused (429 `backlog`): a group's
+   * messages (waiting and in flight) over `threshold`, `Retry-After` the excess at
+   * `drainPerSecond`, each queue read at most once per `cacheSeconds`; `false`: no backlog is read.
+   * @default threshold 300, drainPerSecond 5, cacheSeconds 5
+   */
+  readonly backlog?: Partial<BacklogSettings> | false;
+}
+
+/** The most JSON `tenantLimits` may take of the function's environment (Lambda's is 4 KB in all). */
+export const MAX_TENANT_LIMITS_BYTES = 2048;
+
+/** A consumer group new work enters, as the front door sees it: the queues it reads the depth of. */
+export interface EntryGroup {
+  readonly groupName: string;
+  readonly queue: IQueue;
+  /** The buffer in front of a FIFO group's queue. */
+  readonly bufferQueue?: IQueue;
+}
+
+export interface FrontDoorProps extends FrontDoorLimits {
   readonly stage: string;
   readonly tables: AgentBusTables;
   /**
@@ -86,10 +130,12 @@ export interface FrontDoorProps {
    * their names. @default none
    */
   readonly workflows?: string;
-  /** Each tenant's requests per minute that put something on the bus (429 beyond). @default 600 */
-  readonly tenantRequestsPerMinute?: number;
-  /** Each tenant's workflow runs in flight started through the front door (429 beyond). @default 20 */
-  readonly tenantRunsInFlight?: number;
+  /**
+   * The consumer groups each feature's new work enters (the stack's: the groups whose roles take
+   * the feature's starting event type, not the audit group): their queues' depth is the backlog.
+   * @default none: no backlog is read
+   */
+  readonly entryGroups?: Partial<Record<Feature, readonly EntryGroup[]>>;
   /**
    * Requests per second across the API, and the burst above it: API Gateway answers 429 beyond.
    * @default 100 per second, a burst of 200
@@ -140,7 +186,8 @@ const ACCESS_LOG_FIELDS = {
  * table (Query of its trace indexes, and of the streams whose runs they point at): GetItem,
  * BatchGetItem, PutItem and UpdateItem on the state table,
  * limited by `dynamodb:LeadingKeys` to those keys; GetItem and PutItem of the workflow registry's
- * items (a tenant reads and registers its workflows); PutEvents on its buses.
+ * items (a tenant reads and registers its workflows); PutEvents on its buses; GetQueueAttributes
+ * on the queues of the groups a message or a run's start enters (its backlog, `entryGroups`).
  */
 export class FrontDoor extends Construct {
   readonly function: AgentBusFunction;
@@ -153,37 +200,17 @@ export class FrontDoor extends Construct {
 
   constructor(scope: Construct, id: string, props: FrontDoorProps) {
     super(scope, id);
-    const { issuer } = props;
-    if (issuer.audience.length === 0) throw new Error("front door: the audience must not be empty");
-    const environment: Record<string, string> = {
-      STATE_TABLE: props.tables.state.tableName,
-      EVENTS_TABLE: props.tables.events.tableName,
-      TENANT_CLAIM: issuer.tenantClaim ?? "tenant_id",
-      TENANT_REQUESTS_PER_MINUTE: String(props.tenantRequestsPerMinute ?? 600),
-      TENANT_RUNS_IN_FLIGHT: String(props.tenantRunsInFlight ?? DEFAULT_RUNS_IN_FLIGHT),
-      ...(issuer.serviceScope ? { SERVICE_SCOPE: issuer.serviceScope } : {}),
-      FEATURES: this.featuresValue(props),
-      [STEP_ROLES_ENV]: stepRolesEnvValue(props.stepRoles ?? {}),
-      ...(props.workflows === undefined ? {} : { [WORKFLOWS_ENV]: props.workflows }),
-    };
-    for (const topic of props.topics)
-      environment[`BUS_${topic.topicName.toUpperCase()}`] = topic.busName;
+    if (props.issuer.audience.length === 0)
+      throw new Error("front door: the audience must not be empty");
     this.function = new AgentBusFunction(this, "Function", {
       kind: "front-door",
       entry: HUB_HANDLERS["front-door"],
       serviceName: "front-door",
       description: "AgentBus front door: the HTTP API's requests -> bus, projections -> answers",
       timeout: Duration.seconds(10),
-      environment,
+      environment: this.environmentOf(props),
     });
-    this.grantState(props.tables);
-    if (props.customerKeys) {
-      this.grantErasure(props.customerKeys, props.tables);
-      // A customer's message goes on the bus sealed under their key (made on their first).
-      props.customerKeys.wire(this.function, ["seal"]);
-    }
-    for (const topic of props.topics) topic.grantPutEvents(this.function);
-
+    this.grantFunction(props);
     this.api = new HttpApi(this, "Api", {
       apiName: `agentbus-${props.stage}`,
       description: "AgentBus front door",
@@ -192,7 +219,69 @@ export class FrontDoor extends Construct {
     this.accessLog = new LogGroup(this, "AccessLog", {
       retention: logRetentionAt(this, "accessLog"),
     });
-    this.stage = new HttpStage(this, "Stage", {
+    this.stage = this.createStage(props);
+    this.addRoutes(props.issuer);
+    this.streamFunction = this.createStream(props);
+    this.streamUrl = this.addStreamUrl(props);
+  }
+
+  /** The function's environment: tables, buses, the issuer's claims, limits, features, workflows. */
+  private environmentOf(props: FrontDoorProps): Record<string, string> {
+    const { issuer } = props;
+    const environment: Record<string, string> = {
+      STATE_TABLE: props.tables.state.tableName,
+      EVENTS_TABLE: props.tables.events.tableName,
+      TENANT_CLAIM: issuer.tenantClaim ?? "tenant_id",
+      ...limitsEnvironment(props),
+      ...(issuer.serviceScope ? { SERVICE_SCOPE: issuer.serviceScope } : {}),
+      FEATURES: this.featuresValue(props),
+      [STEP_ROLES_ENV]: stepRolesEnvValue(props.stepRoles ?? {}),
+      ...(props.workflows === undefined ? {} : { [WORKFLOWS_ENV]: props.workflows }),
+    };
+    for (const topic of props.topics)
+      environment[`BUS_${topic.topicName.toUpperCase()}`] = topic.busName;
+    return environment;
+  }
+
+  /** What the function may touch: the state it answers from, the buses, the keys, the queues. */
+  private grantFunction(props: FrontDoorProps): void {
+    this.grantState(props.tables);
+    if (props.customerKeys) {
+      this.grantErasure(props.customerKeys, props.tables);
+      // A customer's message goes on the bus sealed under their key (made on their first).
+      props.customerKeys.wire(this.function, ["seal"]);
+    }
+    for (const topic of props.topics) topic.grantPutEvents(this.function);
+    this.grantBacklog(props);
+  }
+
+  /**
+   * The backlog the function reads (functions/front-door/backlog.ts): the URLs of the entry
+   * groups' queues as `BACKLOG_QUEUES` (feature -> group -> URLs) and GetQueueAttributes on
+   * exactly those queues; nothing when `backlog` is `false` or no group is named.
+   */
+  private grantBacklog(props: FrontDoorProps): void {
+    if (props.backlog === false) return;
+    const byFeature = Object.entries(props.entryGroups ?? {}).filter(([, g]) => g.length > 0);
+    if (byFeature.length === 0) return;
+    const queuesOf = (group: EntryGroup) => [
+      group.queue,
+      ...(group.bufferQueue ? [group.bufferQueue] : []),
+    ];
+    const urls = Object.fromEntries(
+      byFeature.map(([feature, groups]) => [
+        feature,
+        Object.fromEntries(groups.map((g) => [g.groupName, queuesOf(g).map((q) => q.queueUrl)])),
+      ]),
+    );
+    this.function.addEnvironment("BACKLOG_QUEUES", Stack.of(this).toJsonString(urls));
+    const granted = new Set<IQueue>(byFeature.flatMap(([, groups]) => groups.flatMap(queuesOf)));
+    for (const queue of granted) queue.grant(this.function, "sqs:GetQueueAttributes");
+  }
+
+  /** The `$default` stage: throttled, and an access log of one JSON line per request. */
+  private createStage(props: FrontDoorProps): HttpStage {
+    return new HttpStage(this, "Stage", {
       httpApi: this.api,
       stageName: "$default",
       autoDeploy: true,
@@ -202,9 +291,11 @@ export class FrontDoor extends Construct {
         format: AccessLogFormat.custom(JSON.stringify(ACCESS_LOG_FIELDS)),
       },
     });
-    this.addRoutes(issuer);
-    this.streamFunction = this.createStream(props);
-    this.streamUrl = this.streamFunction.addFunctionUrl({
+  }
+
+  /** The stream function's URL: open (the function verifies the token), streamed, GET from `streamOrigins`. */
+  private addStreamUrl(props: FrontDoorProps): FunctionUrl {
+    return this.streamFunction.addFunctionUrl({
       authType: FunctionUrlAuthType.NONE,
       invokeMode: InvokeMode.RESPONSE_STREAM,
       cors: {
@@ -424,4 +515,57 @@ export class FrontDoor extends Construct {
       }),
     );
   }
+}
+
+/**
+ * The limits as the function's environment has them, checked first (every bad value named):
+ * each tenant's requests per minute and runs in flight, tenants' own (`TENANT_LIMITS`, JSON), and
+ * the backlog's threshold, drain rate and cache.
+ */
+export function limitsEnvironment(limits: FrontDoorLimits): Record<string, string> {
+  const problems = limitProblems(limits);
+  if (problems.length > 0) throw new Error(`front door: ${problems.join("; ")}`);
+  const backlog = { ...DEFAULT_BACKLOG, ...(limits.backlog || {}) };
+  const own = limits.tenantLimits ?? {};
+  return {
+    TENANT_REQUESTS_PER_MINUTE: String(
+      limits.tenantRequestsPerMinute ?? DEFAULT_TENANT_CAPS.requestsPerMinute,
+    ),
+    TENANT_RUNS_IN_FLIGHT: String(limits.tenantRunsInFlight ?? DEFAULT_TENANT_CAPS.runsInFlight),
+    ...(Object.keys(own).length > 0 ? { TENANT_LIMITS: JSON.stringify(own) } : {}),
+    ...(limits.backlog === false
+      ? {}
+      : {
+          BACKLOG_THRESHOLD: String(backlog.threshold),
+          BACKLOG_DRAIN_PER_SECOND: String(backlog.drainPerSecond),
+          BACKLOG_CACHE_SECONDS: String(backlog.cacheSeconds),
+        }),
+  };
+}
+
+const LimitsShape = z.object({
+  tenantRequestsPerMinute: z.optional(RequestsPerMinute),
+  tenantRunsInFlight: z.optional(RunsInFlightCap),
+  tenantLimits: z.optional(TenantLimitOverrides),
+  backlog: z.optional(
+    z.union([
+      z.literal(false),
+      z.object({
+        threshold: z.optional(z.number().check(z.int(), z.minimum(1))),
+        drainPerSecond: z.optional(z.number().check(z.positive())),
+        cacheSeconds: z.optional(z.number().check(z.minimum(0), z.maximum(300))),
+      }),
+    ]),
+  ),
+});
+
+function limitProblems(limits: FrontDoorLimits): string[] {
+  const parsed = z.safeParse(LimitsShape, limits);
+  const problems = parsed.success ? [] : z.issueLines(parsed.error, "limits");
+  const bytes = JSON.stringify(limits.tenantLimits ?? {}).length;
+  if (bytes > MAX_TENANT_LIMITS_BYTES)
+    problems.push(
+      `tenantLimits: ${bytes} bytes of JSON, over ${MAX_TENANT_LIMITS_BYTES} (the function's environment is 4 KB in all)`,
+    );
+  return problems;
 }
