@@ -1,4 +1,5 @@
-import { GetParameterCommand, SSMClient } from "@aws-sdk/client-ssm";
+import type { AwsClient } from "../../adapters/aws/client";
+import { GetParameter } from "../../adapters/aws/operations";
 import { PermanentError, TransientError } from "../../core/errors";
 import { defineAdapter } from "../../handlers/integration-adapter";
 import { type McpServerOptions, mcp } from "./index";
@@ -11,11 +12,11 @@ import { SdkMcpServer } from "./sdk-server";
  * Secrets Manager secret through Parameter Store's reference to it
  * (`/aws/reference/secretsmanager/<secret name>`), so one SDK client reads either.
  */
-export const mcpAdapter = /* @__PURE__ */ defineAdapter(mcp, ({ group }, options) => {
+export const mcpAdapter = /* @__PURE__ */ defineAdapter(mcp, ({ group, client }, options) => {
   const server = mcpServerOf(options, group);
   const credentials = server.credentials;
   if (!credentials) return new SdkMcpServer({ url: server.url });
-  const ssm = new SSMClient({});
+  const ssm = client("ssm");
   return new SdkMcpServer({ url: server.url, token: () => readToken(ssm, credentials) });
 });
 
@@ -40,11 +41,11 @@ export function tokenParameter(credentials: NonNullable<McpServerOptions["creden
 }
 
 async function readToken(
-  ssm: Pick<SSMClient, "send">,
+  ssm: AwsClient,
   credentials: NonNullable<McpServerOptions["credentials"]>,
 ): Promise<string> {
   const name = tokenParameter(credentials);
-  const answer = await ssm.send(new GetParameterCommand({ Name: name, WithDecryption: true }));
+  const answer = await ssm.send(GetParameter({ Name: name, WithDecryption: true }));
   const token = answer.Parameter?.Value;
   if (!token) throw new TransientError("mcp.no_token", `the MCP token ${name} is empty`);
   return token;
