@@ -1,7 +1,7 @@
 import { Command, InvalidArgumentError } from "commander";
 import { runStackChaos } from "../lib/dev/chaos/run";
 import { describePlan, replayCommand } from "../lib/dev/faults/schedule";
-import { playSchedule, type ScheduleResult } from "../lib/dev/sim/schedule";
+import { playMcpSchedule, playSchedule, type ScheduleResult } from "../lib/dev/sim/schedule";
 
 /**
  * `npm run chaos -- [--schedules N] [--seed S]`: plays N simulated schedules (seeds S, S+1, ...)
@@ -20,6 +20,9 @@ import { playSchedule, type ScheduleResult } from "../lib/dev/sim/schedule";
  * conversation and a poison message under a fault plan injected at the AWS boundary (SDK
  * middleware) and in the runtime (crashes, lost acks, stalled model calls); 20 schedules by
  * default. Same summary line, same exit code.
+ *
+ * `--mcp-only` plays only the MCP write tools' part of each simulated schedule (an agent whose
+ * writes are an MCP server's tools, lib/dev/sim/mcp-desk.ts), with the same seeds and plans.
  */
 
 const positive = (name: string) => (value: string) => {
@@ -39,6 +42,7 @@ const program = new Command()
   )
   .option("--seed <s>", "the first schedule's seed", positive("--seed"), 1)
   .option("--stack", "play full-stack schedules on moto and the local runtime")
+  .option("--mcp-only", "play only the MCP write tools' part of each simulated schedule")
   .option(
     "--endpoint <url>",
     "with --stack: deploy stage chaos to this running emulator (refused if it is there already)",
@@ -50,6 +54,7 @@ const options = program.opts<{
   schedules?: number;
   seed: number;
   stack?: boolean;
+  mcpOnly?: boolean;
   endpoint?: string;
   reset?: boolean;
 }>();
@@ -76,7 +81,7 @@ async function main(): Promise<number> {
   const failing: ScheduleResult[] = [];
   let violations = 0;
   for (let s = seed; s < seed + schedules; s++) {
-    const result = await playSchedule(s);
+    const result = await (options.mcpOnly ? playMcpSchedule(s) : playSchedule(s));
     add(injected, result.injected);
     add(counts, result.counts);
     for (const [name, rate] of Object.entries<number>(result.plan.rates))

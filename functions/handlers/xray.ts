@@ -38,6 +38,7 @@ const TRACE_NAMES: Readonly<Record<AwsService, string>> = {
   sns: "SNS",
   "bedrock-runtime": "BedrockRuntime",
   kms: "KMS",
+  ssm: "SSM",
 };
 const traced = new WeakSet<AwsClient>();
 

@@ -35,6 +35,9 @@ describe("simulated schedules", () => {
       "redriven",
       "timeout-after-apply channel",
       "timeout-after-apply payment",
+      // MCP write tools: a timeout after the server applied, a worker's crash after it applied.
+      "timeout-after-apply mcp",
+      "crash-after-write mcp",
       // Customers erased while their conversations went on, and events read back [erased].
       "erasure erased",
       "relayed erased",
@@ -59,7 +62,7 @@ describe("simulated schedules", () => {
       "signal unmatched after its wait timed out",
     ])
       expect(injected[kind], kind).toBeGreaterThan(0);
-  }, 120_000);
+  }, 300_000);
 
   it.each<[PlantedBug, string]>([
     ["forgetful-inbox", "applied once"],
@@ -67,6 +70,7 @@ describe("simulated schedules", () => {
     ["skipped-version-condition", "applied once"],
     ["new-key-per-retry", "sent once"],
     ["refund-new-key-per-retry", "refunded once"],
+    ["mcp-key-per-attempt", "MCP write applied once"],
     ["refund-record-unread", "refunded once"],
     ["refund-any-order", "refunds only the reviewed order"],
     ["step-record-forgotten", "step run once"],
@@ -80,9 +84,10 @@ describe("simulated schedules", () => {
       const broken: string[] = [];
       // Up to 100 seeds, until the invariant breaks.
       for (let seed = 1; seed <= 100 && !broken.includes(invariant); seed++) {
-        // The channel and the payment stand-in fail often enough for a retry in most schedules.
+        // The channel, the payment stand-in and the MCP server fail often enough for a retry in
+        // most schedules.
         const drawn = simulatedPlan(seed, new Random(seed));
-        const plan = { seed, rates: { ...drawn.rates, channel: 0.2, payment: 0.2 } };
+        const plan = { seed, rates: { ...drawn.rates, channel: 0.2, payment: 0.2, mcp: 0.2 } };
         const result = await playSchedule(seed, { bug, plan });
         broken.push(...result.violations.map((v) => v.invariant));
       }

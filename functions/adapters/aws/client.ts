@@ -17,7 +17,8 @@ export type AwsService =
   | "eventsv2"
   | "sns"
   | "bedrock-runtime"
-  | "kms";
+  | "kms"
+  | "ssm";
 
 /** What a response says about its call, as the SDK's `$metadata` does. */
 export interface ResponseMetadata {

@@ -64,6 +64,12 @@ import {
   type SendMessageCommandOutput,
   SQSClient,
 } from "@aws-sdk/client-sqs";
+import {
+  GetParameterCommand,
+  type GetParameterCommandInput,
+  type GetParameterCommandOutput,
+  SSMClient,
+} from "@aws-sdk/client-ssm";
 import { operation } from "./client";
 
 /**
@@ -151,3 +157,8 @@ export const Decrypt = /* @__PURE__ */ operation<DecryptCommandInput, DecryptCom
   "Decrypt",
   { Client: KMSClient, Command: DecryptCommand },
 );
+
+export const GetParameter = /* @__PURE__ */ operation<
+  GetParameterCommandInput,
+  GetParameterCommandOutput
+>("ssm", "GetParameter", { Client: SSMClient, Command: GetParameterCommand });

@@ -71,7 +71,10 @@ export function agentModelSchemas(
   };
 }
 
-/** An agent, checked: tools with distinct names, a turn budget in range. */
+/**
+ * An agent, checked: tools with distinct names, a turn budget in range, a JSON Schema in `schemas`
+ * for the answer and for each tool's input but those another system describes (`describe`).
+ */
 export function defineAgent<O>(definition: AgentDefinition<O>): AgentDefinition<O> {
   const invalid = (message: string) =>
     new PermanentError("agent.invalid_definition", `agent ${definition.name}: ${message}`);
@@ -81,7 +84,8 @@ export function defineAgent<O>(definition: AgentDefinition<O>): AgentDefinition<
   const names = definition.tools.map((tool) => tool.name);
   const twice = names.find((name, i) => names.indexOf(name) !== i);
   if (twice !== undefined) throw invalid(`two tools are named ${twice}`);
-  for (const name of [ANSWER_SCHEMA, ...names.map(toolSchemaName)])
+  const schemed = definition.tools.filter((tool) => tool.describe === undefined);
+  for (const name of [ANSWER_SCHEMA, ...schemed.map((tool) => toolSchemaName(tool.name))])
     modelSchemaOf(definition.schemas, name, `agent ${definition.name}`);
   return definition;
 }

@@ -8,6 +8,7 @@ import {
   type ModelPort,
   type ModelRequest,
   type ModelScope,
+  type ModelToolSpec,
 } from "../model";
 import { BudgetExhaustedError, spendOf } from "../model-guard";
 import { modelSchemaOf } from "../model-schemas";
@@ -28,7 +29,7 @@ import {
 } from "./agent";
 import type { ContentStore } from "./content";
 import { conversationTexts, withMessage } from "./messages";
-import { outsideSubject, toolSpecOf } from "./tool";
+import { outsideSubject, toolSpecsOf } from "./tool";
 import { type CallOutcome, runReadTool, runWriteTool, toolCallKey } from "./tool-call";
 import { reportedCount, reportedLatency, takenTurn } from "./turn";
 
@@ -102,10 +103,12 @@ export async function agentStep(
   context: StepContext,
 ): Promise<StepResult> {
   const run = { agent: agent.name, runId: journal.run_id, taskId: journal.task_id };
-  return inAgentSpan(run, () => {
+  return inAgentSpan(run, async () => {
+    // Tools another system describes are read first: their input is checked against it.
+    const specs = await toolSpecsOf(agent.tools, agent.schemas);
     const call = journal.pending.find((p) => p.result === undefined);
     if (call) return callStep(agent, journal, call, ports, context);
-    return modelStep(agent, journal, ports, context);
+    return modelStep(agent, journal, ports, context, specs);
   });
 }
 
@@ -114,6 +117,7 @@ async function modelStep(
   journal: AgentJournal,
   ports: AgentPorts,
   context: StepContext,
+  specs: readonly ModelToolSpec[],
 ): Promise<StepResult> {
   const { now } = context;
   if (journal.totals.model_turns >= agent.maxTurns)
@@ -122,7 +126,7 @@ async function modelStep(
   const turn = journal.totals.model_turns + 1;
   const modelRunId = `${journal.run_id}:turn:${turn}`;
   const response = await askModel(
-    turnRequest(agent, journal, texts, context.correlationId, modelRunId),
+    turnRequest(agent, journal, { texts, specs }, context.correlationId, modelRunId),
     ports.model,
   );
   if (response instanceof BudgetExhaustedError)
@@ -174,15 +178,15 @@ async function modelStep(
 function turnRequest(
   agent: AgentDefinition,
   journal: AgentJournal,
-  texts: readonly string[],
+  shown: { readonly texts: readonly string[]; readonly specs: readonly ModelToolSpec[] },
   correlationId: string | undefined,
   modelRunId: string,
 ): ModelRequest {
   const { totals } = journal;
   return {
     system: agent.instructions,
-    messages: texts.map((text) => JSON.parse(text) as ModelMessage),
-    tools: agent.tools.map((tool) => toolSpecOf(tool, agent.schemas)),
+    messages: shown.texts.map((text) => JSON.parse(text) as ModelMessage),
+    tools: [...shown.specs],
     output: {
       name: ANSWER_SCHEMA,
       schema: modelSchemaOf(agent.schemas, ANSWER_SCHEMA, agent.name),

@@ -88,8 +88,9 @@ export async function runWriteTool(
 /**
  * A write tool as an outside write: `run` and `query` under the call's key, each output checked
  * against the tool's schema (a tool that answers out of shape is a bug, not a refusal). A tool
- * without `query` is called again under the same key to learn what happened: it must never
- * apply a key twice.
+ * without `query` is called again under the same key to learn what happened (it must never
+ * apply a key twice), unless it says a resend is not safe (`resendSafe: false`): then an outcome
+ * still unknown goes to a person.
  */
 function toolWrite({ tool, input, context }: ToolCallRun): OutsideWrite<unknown> {
   const checked = (output: unknown) => checkedOutput(tool, output);
@@ -103,7 +104,7 @@ function toolWrite({ tool, input, context }: ToolCallRun): OutsideWrite<unknown>
         return answer.status === "applied" ? { ...answer, output: checked(answer.output) } : answer;
       },
     }),
-    resendSafeWithinSeconds: query ? undefined : Number.POSITIVE_INFINITY,
+    resendSafeWithinSeconds: (tool.resendSafe ?? !query) ? Number.POSITIVE_INFINITY : undefined,
     refusal: (error) =>
       isRefusal(error) ? { code: error.code, message: error.message } : undefined,
     recorded: {

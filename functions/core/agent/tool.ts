@@ -1,7 +1,12 @@
 import type * as z from "../../../schemas/zod";
 import { PermanentError, UnknownOutcomeError } from "../errors";
 import type { ModelToolSpec } from "../model";
-import { type ModelSchemas, modelSchemaOf, toolSchemaName } from "../model-schemas";
+import {
+  type JsonSchema,
+  type ModelSchemas,
+  modelSchemaOf,
+  toolSchemaName,
+} from "../model-schemas";
 import type { WriteFound } from "../write-once";
 
 /**
@@ -38,6 +43,13 @@ export interface ToolCallContext {
 /** What a query by key learnt of a write that may or may not have happened. */
 export type ToolQueryAnswer<O> = WriteFound<O>;
 
+/** What another system says of a tool it offers (an MCP server's listing). */
+export interface DescribedTool {
+  readonly description: string;
+  /** Its input as JSON Schema: what the model is shown. */
+  readonly inputSchema: JsonSchema;
+}
+
 /** A person must approve a call before it runs (the run waits BLOCKED until then). */
 export interface ToolApproval<I> {
   /** True when this call needs a person's approval. */
@@ -64,6 +76,19 @@ export interface ToolDefinition<I = unknown, O = unknown> {
    * task, never from the model: a call that names anything else is refused before anything runs.
    */
   readonly actsOn?: readonly (keyof I & string)[];
+  /**
+   * For a tool another system describes (an MCP server's, functions/integrations/mcp): its
+   * description and input schema as that system lists them, in place of `description` and the
+   * agent's `schemas`. Awaited before each step of a run (the tool keeps what it read), so `input`
+   * may check against it; rejects with a PermanentError when the system does not offer the tool.
+   */
+  readonly describe?: () => Promise<DescribedTool>;
+  /**
+   * For a write tool: whether calling it again under the same key is a safe way to learn an
+   * outcome its query cannot tell (the outside system never applies a key twice). False: an
+   * outcome that stays unknown goes to a person. @default true without `query`, false with one
+   */
+  readonly resendSafe?: boolean;
 }
 
 /** The tool may or may not have done what it was asked (its outcome must be learnt by key). */
@@ -119,6 +144,21 @@ export function outsideSubject(
       return `this run is about ${field} ${JSON.stringify(own ?? null)}; ${tool.name} acts on nothing else, and ${JSON.stringify(asked ?? null)} is not it. Nothing was run.`;
   }
   return undefined;
+}
+
+/**
+ * What the model is shown of each tool: name, description, input as JSON Schema (from `schemas`,
+ * or from the system that describes it).
+ */
+export async function toolSpecsOf(
+  tools: readonly ToolDefinition[],
+  schemas: ModelSchemas,
+): Promise<ModelToolSpec[]> {
+  return Promise.all(
+    tools.map(async (tool) =>
+      tool.describe ? { name: tool.name, ...(await tool.describe()) } : toolSpecOf(tool, schemas),
+    ),
+  );
 }
 
 /** What the model is shown of a tool: name, description, input as JSON Schema (from `schemas`). */

@@ -1,6 +1,7 @@
 import { Random } from "../faults/random";
 import { drawPlan, type FaultPlan, type FaultSwitches } from "../faults/schedule";
 import { JUDGE_FAULTS } from "./headline-scoring";
+import { MCP_FAULTS } from "./mcp-desk";
 
 /** The reply channel's faults, in the order one draw per send picks them. */
 export const CHANNEL_FAULTS = ["throttle", "connection-reset", "timeout-after-apply"] as const;
@@ -32,6 +33,8 @@ const SWITCHES = {
   erase: { kinds: ["erase"], levels: [0, 0.005, 0.02] },
   /** Per call of the headline judge: each of its faults at this rate (a transient failure). */
   judge: { kinds: JUDGE_FAULTS, levels: [0, 0.05, 0.15] },
+  /** Per call of an MCP write tool: each of its faults at this rate (./mcp-desk.ts). */
+  mcp: { kinds: MCP_FAULTS, levels: [0, 0.05, 0.15] },
 } as const satisfies FaultSwitches<string>;
 
 export type SimSwitch = keyof typeof SWITCHES;

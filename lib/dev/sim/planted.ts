@@ -1,4 +1,5 @@
 import type { PlantedStoreBug } from "./faulty-store";
+import type { PlantedMcpBug } from "./mcp-desk";
 import type { PlantedChannelBug } from "./planted-channel-bug";
 import type { PlantedOrderBug } from "./planted-order-bug";
 import { PLANTED_REFUND_BUGS, type PlantedRefundBug } from "./planted-refund-bugs";
@@ -9,6 +10,7 @@ import { PLANTED_WORKFLOW_BUGS, type PlantedWorkflowBug } from "./planted-workfl
 export type PlantedBug =
   | PlantedStoreBug
   | PlantedChannelBug
+  | PlantedMcpBug
   | PlantedOrderBug
   | PlantedRefundBug
   | PlantedStepBug
@@ -17,6 +19,7 @@ export type PlantedBug =
 const OUTSIDE_THE_STORE: readonly string[] = [
   "new-key-per-retry",
   "refund-new-key-per-retry",
+  "mcp-key-per-attempt",
   "step-record-forgotten",
   "client-seq-ignored",
   ...PLANTED_REFUND_BUGS,

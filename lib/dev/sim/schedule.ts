@@ -12,6 +12,7 @@ import {
   headlineScoring,
   submittedHeadlines,
 } from "./headline-scoring";
+import { playMcpDesk } from "./mcp-desk";
 import { type SimPlan, simulatedPlan } from "./plan";
 import type { PlantedBug } from "./planted";
 import { SIM_CUSTOMERS, World } from "./world";
@@ -44,6 +45,23 @@ export async function playSchedule(
   countWorkflowRuns(facts.workflowRuns, counts);
   countEscalatedSends(world, counts);
   const violations = await checkInvariants(facts);
+  const mcp = await playMcpDesk(seed, plan.rates.mcp, options.bug);
+  violations.push(...mcp.violations);
+  for (const [kind, n] of Object.entries(mcp.counts)) counts[kind] = (counts[kind] ?? 0) + n;
+  for (const [kind, n] of Object.entries(mcp.injected)) injected[kind] = (injected[kind] ?? 0) + n;
+  return { seed, plan, violations, counts, injected };
+}
+
+/**
+ * Only the MCP write tools' part of a schedule (./mcp-desk.ts): the same seed, plan and draws as
+ * in `playSchedule`, without the rest of the world (`npm run chaos -- --mcp-only`).
+ */
+export async function playMcpSchedule(
+  seed: number,
+  options: { readonly bug?: PlantedBug } = {},
+): Promise<ScheduleResult> {
+  const plan = simulatedPlan(seed);
+  const { violations, counts, injected } = await playMcpDesk(seed, plan.rates.mcp, options.bug);
   return { seed, plan, violations, counts, injected };
 }
 

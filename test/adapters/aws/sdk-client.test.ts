@@ -12,6 +12,7 @@ import {
   Decrypt,
   GenerateDataKey,
   GetItem,
+  GetParameter,
   GetQueueAttributes,
   Publish,
   PutEvents,
@@ -61,6 +62,7 @@ const CALLS: Readonly<Record<string, AwsCommand>> = {
   Converse: Converse({ modelId: "anthropic.claude-3-haiku", messages: [] }),
   GenerateDataKey: GenerateDataKey({ KeyId: "alias/k", KeySpec: "AES_256" }),
   Decrypt: Decrypt({ KeyId: "alias/k", CiphertextBlob: new Uint8Array([1, 2, 3]) }),
+  GetParameter: GetParameter({ Name: "/crm/mcp-token", WithDecryption: true }),
 };
 
 /** The SigV4 signing name of each service. */
@@ -71,6 +73,7 @@ const SIGNING_NAMES: Readonly<Record<Exclude<AwsService, "eventsv2">, string>> =
   sns: "sns",
   "bedrock-runtime": "bedrock",
   kms: "kms",
+  ssm: "ssm",
 };
 
 /** The operation a request calls, as the service reads it: its target, action or path. */

@@ -1,0 +1,70 @@
+import { PermanentError, TransientError, UnknownOutcomeError } from "../../core/errors";
+import type { JsonSchema } from "../../core/model-schemas";
+import type { McpCall, McpCallResult, McpListedTool, McpServerPort } from "./port";
+
+/**
+ * The MCP integration's twin: a server in memory with the port's error contract (./port.ts). Its
+ * tools are the test's: each answers a call (and may honour the idempotency key in `meta`). It
+ * keeps every call that reached it, and fails the next calls as told (`failNext`): unavailable
+ * (nothing reached it), a timeout before or after the tool ran, a dropped connection after it ran.
+ */
+
+export interface MemoryMcpTool {
+  readonly description?: string;
+  readonly inputSchema: JsonSchema;
+  run(
+    args: Readonly<Record<string, unknown>>,
+    meta: Readonly<Record<string, unknown>>,
+  ): McpCallResult | Promise<McpCallResult>;
+}
+
+export type McpFault = "unavailable" | "timeout before running" | "timeout after running";
+
+export class InMemoryMcpServer implements McpServerPort {
+  /** Every `tools/call` that reached the server, in order. */
+  readonly calls: McpCall[] = [];
+  private readonly tools = new Map<string, MemoryMcpTool>();
+  private readonly faults: McpFault[] = [];
+
+  constructor(tools: Readonly<Record<string, MemoryMcpTool>> = {}) {
+    for (const [name, tool] of Object.entries(tools)) this.tools.set(name, tool);
+  }
+
+  /** Adds (or replaces) a tool. */
+  define(name: string, tool: MemoryMcpTool): this {
+    this.tools.set(name, tool);
+    return this;
+  }
+
+  /** The next calls fail as said, one fault each. */
+  failNext(...faults: McpFault[]): void {
+    this.faults.push(...faults);
+  }
+
+  async listTools(): Promise<readonly McpListedTool[]> {
+    return [...this.tools].map(([name, { description, inputSchema }]) => ({
+      name,
+      ...(description === undefined ? {} : { description }),
+      inputSchema,
+    }));
+  }
+
+  async callTool(call: McpCall): Promise<McpCallResult> {
+    const fault = this.faults.shift();
+    if (fault === "unavailable")
+      throw new TransientError("mcp.unavailable", `${call.name}: the server is unavailable`);
+    if (fault === "timeout before running")
+      throw new UnknownOutcomeError("mcp.timeout", `${call.name}: no answer in time`);
+    this.calls.push(call);
+    const tool = this.tools.get(call.name);
+    if (!tool)
+      throw new PermanentError(
+        "mcp.protocol_error",
+        `${call.name}: MCP error -32602: unknown tool`,
+      );
+    const result = await tool.run(call.arguments, call.meta ?? {});
+    if (fault === "timeout after running")
+      throw new UnknownOutcomeError("mcp.timeout", `${call.name}: no answer in time`);
+    return result;
+  }
+}

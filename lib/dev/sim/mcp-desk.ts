@@ -1,0 +1,269 @@
+import {
+  type AgentDefinition,
+  type AgentJournal,
+  defineAgent,
+  newJournal,
+} from "../../../functions/core/agent/agent";
+import { InMemoryContentStore } from "../../../functions/core/agent/content";
+import { type AgentPorts, agentStep } from "../../../functions/core/agent/loop";
+import { TransientError } from "../../../functions/core/errors";
+import type { ModelPort, ModelRequest, ModelResponse } from "../../../functions/core/model";
+import { InMemorySideEffects } from "../../../functions/core/side-effects";
+import {
+  IDEMPOTENCY_KEY_META,
+  InMemoryMcpServer,
+  type McpCall,
+  type McpCallResult,
+  type McpFault,
+  type McpServerPort,
+  type McpToolDeclaration,
+  mcpTools,
+} from "../../../functions/integrations/mcp/index";
+import * as z from "../../../schemas/zod";
+import { Random } from "../faults/random";
+import type { Violation } from "../faults/violation";
+
+/**
+ * MCP write tools in the simulated schedules: a help-desk agent whose `create_ticket` is an MCP
+ * server's tool (the integration's twin, functions/integrations/mcp/memory.ts), run through the
+ * agent loop and the side-effect ledger as a deployed agent runs it. Each schedule draws how the
+ * server's writes are learnt (a query tool by key, a server that dedupes keys, or neither: a
+ * person) and, at the plan's `mcp` rate, each call's fault: unavailable, a timeout before or after
+ * the server ran it, or the worker's crash after the server ran it, before the ledger recorded it;
+ * and, per delivered step, a crash before its commit (the step is taken again). Invariant: **MCP
+ * write applied once**, each ticket the agent asked for opened at most once at the server.
+ *
+ * The planted defect `mcp-key-per-attempt` sends every call under a key of its own (a key minted
+ * per attempt): the server can neither deduplicate it nor find it by the step's key.
+ */
+
+/** The faults of an MCP write's call, in the order one draw per call picks them. */
+export const MCP_FAULTS = [
+  "throttle",
+  "connection-reset",
+  "timeout-after-apply",
+  "crash-after-write",
+] as const;
+type McpSimFault = (typeof MCP_FAULTS)[number];
+
+/** What each is at the twin: unavailable, a timeout before or after the server ran the call. */
+const TWIN_FAULT: Readonly<Record<Exclude<McpSimFault, "crash-after-write">, McpFault>> = {
+  throttle: "unavailable",
+  "connection-reset": "timeout before running",
+  "timeout-after-apply": "timeout after running",
+};
+
+export type PlantedMcpBug = "mcp-key-per-attempt";
+
+export const MCP_APPLIED_ONCE = "MCP write applied once";
+
+/** Deliveries a step may take before the run is counted unfinished. */
+const MAX_DELIVERIES = 30;
+const MODES = ["query", "dedupes", "person"] as const;
+
+export interface McpDeskResult {
+  readonly violations: Violation[];
+  readonly counts: Record<string, number>;
+  readonly injected: Record<string, number>;
+}
+
+/** The help desk's runs of one schedule, each call's faults at `rate` (the plan's `mcp`). */
+export async function playMcpDesk(
+  seed: number,
+  rate: number,
+  bug?: string,
+): Promise<McpDeskResult> {
+  const random = new Random(seed ^ 0x3c9d);
+  const mode = random.pick(MODES);
+  const result: McpDeskResult = { violations: [], counts: {}, injected: {} };
+  const server = helpDeskServer(mode === "dedupes");
+  const faulty = new FaultyMcp(server, random, rate, result.injected);
+  const port = bug === "mcp-key-per-attempt" ? withKeyPerAttempt(faulty) : faulty;
+  const ports = {
+    model: new TicketModel(),
+    content: new InMemoryContentStore(),
+    sideEffects: new InMemorySideEffects(),
+  };
+  const agent = deskAgent(port, mode);
+  const runs = 1 + random.below(3);
+  for (let i = 0; i < runs; i++) {
+    const end = await playRun(agent, ports, `run_mcp_${seed}_${i}`, random);
+    add(result.counts, `mcp run ${end} (${mode})`);
+  }
+  result.violations.push(...appliedOnce(server));
+  return result;
+}
+
+/** One run, step by step, each delivery perhaps crashing before its commit; how it ended. */
+async function playRun(
+  agent: AgentDefinition,
+  ports: AgentPorts,
+  runId: string,
+  random: Random,
+): Promise<string> {
+  let journal = await begin(ports, runId);
+  let receiveCount = 1;
+  for (let delivery = 0; delivery < MAX_DELIVERIES; delivery++) {
+    const context = { now: new Date(Date.UTC(2026, 0, 1, 0, delivery)), receiveCount };
+    const step = await agentStep(agent, journal, ports, context).catch((error: unknown) => {
+      if (error instanceof TransientError || error instanceof WorkerCrash) return undefined;
+      throw error;
+    });
+    // Not committed: the step failed, or the worker died before its commit.
+    if (!step || random.chance(0.1)) {
+      receiveCount += 1;
+      continue;
+    }
+    journal = JSON.parse(JSON.stringify(step.journal)) as AgentJournal;
+    receiveCount = 1;
+    if (step.next !== "continue") return journal.status;
+  }
+  return "unfinished";
+}
+
+function deskAgent(port: McpServerPort, mode: (typeof MODES)[number]): AgentDefinition {
+  const create: McpToolDeclaration =
+    mode === "query"
+      ? { query: { tool: "find_ticket", keyArgument: "key" } }
+      : mode === "dedupes"
+        ? { dedupes: true }
+        : {};
+  return defineAgent({
+    name: "mcp-desk",
+    instructions: "Open the ticket the customer asks for.",
+    tools: mcpTools(port, { server: "help-desk", tools: { create_ticket: create } }),
+    output: z.object({ ticket: z.string() }),
+    schemas: { answer: { type: "object", properties: { ticket: { type: "string" } } } },
+    maxTurns: 3,
+    maxUnknownAttempts: 4,
+  });
+}
+
+async function begin(ports: AgentPorts, runId: string): Promise<AgentJournal> {
+  const first = await ports.content.put(JSON.stringify({ role: "user", text: runId }));
+  return newJournal({
+    runId,
+    taskId: `task_${runId}`,
+    agent: "mcp-desk",
+    subject: {},
+    startedBy: { event_type: "mcp_desk.requested", payload: {} },
+    correlationId: `corr_${runId}`,
+    decisionType: "mcp_desk.decision.requested",
+    firstMessage: first,
+    now: new Date(Date.UTC(2026, 0, 1)),
+  });
+}
+
+/** Asks for one ticket named after the run, then answers. */
+class TicketModel implements ModelPort {
+  readonly name = "mcp-desk-script";
+
+  async converse(request: ModelRequest): Promise<ModelResponse> {
+    const asked = request.messages.some((m) => m.toolResults?.length);
+    const runId = request.messages[0]?.text ?? "";
+    const usage = { inputTokens: 1, outputTokens: 1 };
+    const base = { usage, modelId: this.name, latencyMs: 1 };
+    if (asked) return { ...base, text: '{"ticket":"opened"}', stopReason: "end_turn" };
+    const input = { subject: `ticket of ${runId}` };
+    const toolCalls = [{ id: "call_1", name: "create_ticket", input }];
+    return { ...base, text: "", toolCalls, stopReason: "tool_use" };
+  }
+}
+
+interface Ticket {
+  readonly key: string;
+  readonly subject: string;
+}
+
+/** The server: tickets opened under the request's key; `find_ticket` by key. */
+function helpDeskServer(dedupes: boolean): InMemoryMcpServer & { tickets: Ticket[] } {
+  const tickets: Ticket[] = [];
+  const answer = (ticket: Ticket): McpCallResult => ({
+    isError: false,
+    content: [{ type: "text", text: ticket.subject }],
+  });
+  const server = new InMemoryMcpServer({
+    create_ticket: {
+      inputSchema: { type: "object", properties: { subject: { type: "string" } } },
+      run(args, meta) {
+        const key = String(meta[IDEMPOTENCY_KEY_META]);
+        const seen = tickets.find((t) => t.key === key);
+        if (dedupes && seen) return answer(seen);
+        const ticket = { key, subject: String(args.subject) };
+        tickets.push(ticket);
+        return answer(ticket);
+      },
+    },
+    find_ticket: {
+      inputSchema: { type: "object", properties: { key: { type: "string" } } },
+      run(args) {
+        const ticket = tickets.find((t) => t.key === args.key);
+        return ticket ? answer(ticket) : { isError: true, content: [] };
+      },
+    },
+  });
+  return Object.assign(server, { tickets });
+}
+
+/** The worker died after the server ran the call, before the ledger recorded its outcome. */
+class WorkerCrash extends Error {}
+
+/** The server under the plan's faults, one draw per `create_ticket` call. */
+class FaultyMcp implements McpServerPort {
+  constructor(
+    private readonly inner: InMemoryMcpServer,
+    private readonly random: Random,
+    private readonly rate: number,
+    private readonly injected: Record<string, number>,
+  ) {}
+
+  listTools() {
+    return this.inner.listTools();
+  }
+
+  async callTool(call: McpCall): Promise<McpCallResult> {
+    const fault = call.name === "create_ticket" ? this.draw() : undefined;
+    if (fault) add(this.injected, `${fault} mcp`);
+    if (fault === "crash-after-write") {
+      await this.inner.callTool(call);
+      throw new WorkerCrash("the worker died after the MCP server ran the call");
+    }
+    if (fault) this.inner.failNext(TWIN_FAULT[fault]);
+    return this.inner.callTool(call);
+  }
+
+  private draw(): McpSimFault | undefined {
+    for (const fault of MCP_FAULTS) if (this.random.chance(this.rate)) return fault;
+    return undefined;
+  }
+}
+
+/** The planted defect: every call goes out under a key of its own. */
+function withKeyPerAttempt(port: McpServerPort): McpServerPort {
+  let attempts = 0;
+  return {
+    listTools: () => port.listTools(),
+    callTool: (call) => {
+      const key = call.meta?.[IDEMPOTENCY_KEY_META];
+      if (key === undefined) return port.callTool(call);
+      const minted = { ...call.meta, [IDEMPOTENCY_KEY_META]: `${key}#${attempts++}` };
+      return port.callTool({ ...call, meta: minted });
+    },
+  };
+}
+
+/** Each ticket the agent asked for (one per run, by subject) opened at most once. */
+function appliedOnce(server: { tickets: Ticket[] }): Violation[] {
+  const opened = new Map<string, number>();
+  for (const { subject } of server.tickets) opened.set(subject, (opened.get(subject) ?? 0) + 1);
+  return [...opened]
+    .filter(([, n]) => n > 1)
+    .map(([subject, n]) => ({
+      invariant: MCP_APPLIED_ONCE,
+      detail: `the MCP server opened "${subject}" ${n} times`,
+    }));
+}
+
+function add(counts: Record<string, number>, kind: string, n = 1): void {
+  counts[kind] = (counts[kind] ?? 0) + n;
+}
