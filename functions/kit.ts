@@ -244,6 +244,14 @@ export {
   writeOnce,
 } from "./core/write-once";
 export { content } from "./integrations/content";
+// An MCP server's tools, each marked read or write, every write once through the side-effect ledger.
+export type {
+  McpServerOptions,
+  McpToolDeclaration,
+  McpToolOutput,
+  McpToolsDeclaration,
+} from "./integrations/mcp";
+export { IDEMPOTENCY_KEY_META, mcp, mcpListingHash, mcpTools } from "./integrations/mcp";
 // The model, and the scripts a role answers with on the local model (a stand-in, NOT a model).
 export type {
   LocalScript,
