@@ -28,7 +28,8 @@ import {
   type StepRoleEntry,
   stepRolesEnvValue,
 } from "../../../functions/core/steps";
-import { methodsOf, ROUTES, SERVICE_PREFIX } from "../../../functions/front-door/api";
+import { TURN_STREAMS } from "../../../functions/front-door/agui-stream";
+import { DAG_RUN, methodsOf, ROUTES, SERVICE_PREFIX } from "../../../functions/front-door/api";
 import { DEFAULT_RUNS_IN_FLIGHT } from "../../../functions/front-door/runs-in-flight";
 import { CONVERSATION_AGGREGATE } from "../../../functions/roles/customer-support/conversation/conversation";
 import { ALL_FEATURES, type Feature, featuresValue } from "../../../functions/roles/features";
@@ -249,6 +250,20 @@ export class FrontDoor extends Construct {
         },
       }),
     );
+    // The AG-UI routes read the streams they map (functions/front-door/agui-stream.ts) and open
+    // their personal fields as the conversation view does.
+    fn.addEnvironment("EVENTS_TABLE", props.tables.events.tableName);
+    const streams = [CONVERSATION_AGGREGATE, ...TURN_STREAMS, DAG_RUN];
+    fn.addToRolePolicy(
+      new PolicyStatement({
+        actions: ["dynamodb:Query"],
+        resources: [props.tables.events.tableArn],
+        conditions: {
+          "ForAllValues:StringLike": { "dynamodb:LeadingKeys": streams.map((s) => `${s}#*`) },
+        },
+      }),
+    );
+    props.customerKeys?.wire(fn, ["open"]);
     return fn;
   }
 
