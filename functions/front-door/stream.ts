@@ -44,6 +44,9 @@ import { checkServed } from "./served";
  * id is the caller's tenant's own (schemas/ids.ts `tenantConversationId`), and a view that names
  * another tenant all the same is 404, as on the GET routes, before or after it appears; so is
  * another tenant's run.
+ *
+ * The `/agui` routes send the same conversation and run as AG-UI events read from the event
+ * store, each message's id a position in the stored streams (./agui-stream.ts).
  */
 
 export interface StreamRoute {

@@ -31,8 +31,9 @@ import { vaultOf } from "./vault";
  * an RSA signature by the issuer's JWKS (found by OIDC discovery, or `JWKS_URL`), `iss`, `aud`,
  * `exp` (required), `nbf`. The token comes in `Authorization: Bearer <token>` or, for a
  * browser's EventSource (which cannot set headers), the query's `access_token`. A HEAD request is
- * answered the stream's head, no events. It reads the state table only (the conversation views
- * and the runs).
+ * answered the stream's head, no events. It reads the state table (the conversation views and
+ * the runs) and, for the AG-UI routes, the events table (`EVENTS_TABLE`), opening personal fields
+ * with the customer keys where the stack keeps them (`CUSTOMER_KEYS_*`: ./vault).
  */
 export const FrontDoorStreamEnv = z.object({
   STATE_TABLE: z.string().check(z.minLength(1)),

@@ -15,7 +15,10 @@ import {
   START,
 } from "../../functions/front-door/agui-position";
 import { sendPending } from "../../functions/front-door/agui-stream";
+import { ProblemError } from "../../functions/front-door/http";
+import { openStream } from "../../functions/front-door/stream";
 import type { Envelope } from "../../schemas";
+import { tenantConversationId } from "../../schemas/ids";
 
 /**
  * The AG-UI mapping (functions/front-door/agui-events.ts) and positions
@@ -91,7 +94,9 @@ describe("stored facts as AG-UI events", () => {
   });
 
   it("the turn's state builds by JSON Patch from its first fact on", () => {
-    const deltas = events.filter((e) => e.type === "STATE_DELTA") as { delta: unknown[] }[];
+    const deltas = events.filter((e) => e.type === "STATE_DELTA") as unknown as {
+      delta: unknown[];
+    }[];
     expect(deltas[0]?.delta).toEqual([
       {
         op: "add",
@@ -296,3 +301,141 @@ function newestOnly(position: Position, stored: readonly PlacedFact<Model>[]): P
 function cmp(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
+
+describe("the AG-UI routes over an event store in memory", () => {
+  const ACME = { tenantId: "acme", userId: "user_1" };
+  const SETTINGS = { pollMs: 1000, maxSeconds: 5, heartbeatSeconds: 60 };
+  const keyed = tenantConversationId("acme", "conv_a");
+
+  /** A conversation of `turns` (task id -> facts of its streams) and the view that names them. */
+  function world(turns: Record<string, Envelope[]>, tenant = "acme") {
+    const streams = new Map<string, Envelope[]>();
+    const append = (e: Envelope) => {
+      const key = `${e.aggregate.type}#${e.aggregate.id}`;
+      const list = streams.get(key) ?? [];
+      list.push({ ...e, aggregate: { ...e.aggregate, version: list.length + 1 } });
+      streams.set(key, list);
+    };
+    let revision = 0;
+    const taskIds = Object.keys(turns);
+    taskIds.forEach((taskId, i) => {
+      append(at(accepted(taskId, i + 1), "conversation", keyed));
+      for (const e of turns[taskId] ?? []) append(e);
+    });
+    const ports = {
+      store: {
+        async load({ state }: { state?: { type: string; id: string } }) {
+          revision += 1;
+          const data = {
+            conversation_id: keyed,
+            tenant_id: tenant,
+            version: taskIds.length,
+            turns: Object.fromEntries(
+              taskIds.map((t, i) => [
+                t,
+                { task_id: t, input_version: i + 1, status: `r${revision}` },
+              ]),
+            ),
+            turn_order: taskIds,
+          };
+          if (state?.type !== "conversation_view") return { inboxHit: false, checkpoint: 0 };
+          return {
+            inboxHit: false,
+            checkpoint: 0,
+            state: { aggregate: state, revision, version: revision, data },
+          } as never;
+        },
+      },
+      events: {
+        readStream: async (s: { type: string; id: string }, from: number, to: number) =>
+          (streams.get(`${s.type}#${s.id}`) ?? []).filter(
+            (e) => e.aggregate.version >= from && e.aggregate.version <= to,
+          ),
+      },
+      clock: { now: () => new Date(now) },
+      sleep: async (ms: number) => {
+        now += ms;
+      },
+    };
+    let now = Date.parse("2026-12-05T10:00:00Z");
+    return { ports, append };
+  }
+
+  const accepted = (taskId: string, version: number) =>
+    fact("conversation.message.accepted", taskId, { text: `message ${version}`, version });
+  const at = (e: Envelope, type: string, id: string) =>
+    ({ ...e, aggregate: { type, id, version: 0 } }) as Envelope;
+  const reply = (taskId: string, text: string) =>
+    at(fact("reply.generated", taskId, { reply_text: text }), "reply", taskId);
+
+  async function read(ports: ReturnType<typeof world>["ports"], lastEventId?: string) {
+    const headers = lastEventId === undefined ? {} : { "last-event-id": lastEventId };
+    const path = "/v1/conversations/conv_a/agui";
+    const stream = await openStream(
+      { method: "GET", path, headers },
+      ACME,
+      ports as never,
+      SETTINGS,
+    );
+    let text = "";
+    await stream.run({ write: (t) => (text += t), closed: () => false });
+    return text
+      .split("\n\n")
+      .filter((b) => b.includes("data: "))
+      .map((b) => ({
+        id: /^id: (.*)$/m.exec(b)?.[1] ?? "",
+        event: JSON.parse(/^data: (.*)$/m.exec(b)?.[1] ?? "null") as BaseEvent,
+      }));
+  }
+
+  it("a fact appended to an earlier turn after the client saw later ones reaches it on resume, once", async () => {
+    const { ports, append } = world({ task_1: [], task_2: [reply("task_2", "second reply")] });
+    const first = await read(ports);
+    const lastId = first.at(-1)?.id;
+    append(reply("task_1", "late first reply"));
+    const resumed = await read(ports, lastId);
+    const texts = (all: typeof first) =>
+      all.flatMap((e) =>
+        "delta" in e.event && typeof e.event.delta === "string" ? [e.event.delta] : [],
+      );
+    expect(texts(first)).toEqual(["message 1", "message 2", "second reply"]);
+    expect(texts(resumed)).toEqual(["late first reply"]);
+    // A fresh read sends it in its turn's place.
+    expect(texts(await read(ports))).toEqual([
+      "message 1",
+      "late first reply",
+      "message 2",
+      "second reply",
+    ]);
+    expect(await read(ports, resumed.at(-1)?.id)).toEqual([]);
+  });
+
+  it("refuses an id it did not write, another tenant's run, and a stack that reads no event store", async () => {
+    const { ports } = world({ task_1: [] });
+    const problem = (p: Promise<unknown>) =>
+      p.then(
+        () => "opened",
+        (e: unknown) => (e instanceof ProblemError ? e.problem.code : String(e)),
+      );
+    const open = (path: string, headers: Record<string, string>, p: object = ports) =>
+      openStream({ method: "GET", path, headers }, ACME, p as never, SETTINGS);
+    expect(await problem(open("/v1/conversations/conv_a/agui", { "last-event-id": "12" }))).toBe(
+      "invalid_request",
+    );
+    const globexRun = {
+      ...ports,
+      store: {
+        load: async () => ({
+          inboxHit: false,
+          checkpoint: 0,
+          state: { revision: 1, version: 1, data: { tenant_id: "globex" } },
+        }),
+      },
+    };
+    expect(await problem(open("/v1/runs/run_1/agui", {}, globexRun))).toBe("not_found");
+    const { events: _, ...withoutEvents } = ports;
+    expect(await problem(open("/v1/conversations/conv_a/agui", {}, withoutEvents))).toBe(
+      "not_served",
+    );
+  });
+});

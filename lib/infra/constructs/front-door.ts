@@ -220,7 +220,7 @@ export class FrontDoor extends Construct {
   /**
    * The stream function (functions/handlers/front-door-stream.ts): its URL takes any request, so it
    * verifies the token itself, with the issuer and audience the API's authorizer has. It reads
-   * the conversation views and runs, nothing else. A stream lasts at most five minutes (the
+   * the conversation views and runs, and for the AG-UI routes the streams they map. A stream lasts at most five minutes (the
    * client reconnects and resumes), so the function's timeout is a little longer.
    */
   private createStream(props: FrontDoorProps): AgentBusFunction {
