@@ -7,6 +7,7 @@ import type {
 } from "../roles/customer-support/conversation-projection/conversation-projection";
 import { ALL_FEATURES, type Feature } from "../roles/features";
 import type { OrchestratorState } from "../roles/orchestrator/state";
+import { type AguiPorts, aguiPositionOf, conversationAgui, runAgui } from "./agui-stream";
 import {
   CONVERSATION_VIEW,
   conversationOf,
@@ -43,6 +44,9 @@ import { checkServed } from "./served";
  * id is the caller's tenant's own (schemas/ids.ts `tenantConversationId`), and a view that names
  * another tenant all the same is 404, as on the GET routes, before or after it appears; so is
  * another tenant's run.
+ *
+ * The `/agui` routes send the same conversation and run as AG-UI events read from the event
+ * store, each message's id a position in the stored streams (./agui-stream.ts).
  */
 
 export interface StreamRoute {
@@ -51,6 +55,11 @@ export interface StreamRoute {
   readonly operationId: string;
   readonly summary: string;
   readonly of: "conversation" | "run";
+  /**
+   * What it sends: the front door's own events (below), or AG-UI events from the event store
+   * (./agui-stream.ts). @default "front-door"
+   */
+  readonly format?: "front-door" | "ag-ui";
   /** The feature it serves: a stack without it answers 404 `not_served` (./served.ts). */
   readonly feature: Feature;
 }
@@ -72,10 +81,30 @@ export const STREAM_ROUTES: readonly StreamRoute[] = [
     of: "run",
     feature: "runs",
   },
+  {
+    method: "GET",
+    path: "/v1/conversations/{conversation_id}/agui",
+    operationId: "streamConversationAgui",
+    summary: "A conversation's stored facts as AG-UI events, resumable (server-sent events)",
+    of: "conversation",
+    format: "ag-ui",
+    feature: "conversations",
+  },
+  {
+    method: "GET",
+    path: "/v1/runs/{run_id}/agui",
+    operationId: "streamRunAgui",
+    summary: "A workflow run's stored facts as AG-UI events until it ends, resumable",
+    of: "run",
+    format: "ag-ui",
+    feature: "runs",
+  },
 ];
 
 export interface StreamPorts {
   readonly store: Pick<EventStore, "load">;
+  /** The event store's streams and the vault, for the AG-UI routes (absent: not served). */
+  readonly events?: Omit<AguiPorts, "store">;
   readonly clock: Clock;
   /** Wait `ms`, or less when the client went away. */
   sleep(ms: number): Promise<void>;
@@ -138,6 +167,7 @@ export async function openStream(
 ): Promise<{ run(sink: StreamSink): Promise<void> }> {
   const { route, params } = streamRouteOf(request);
   checkServed(route, settings.features ?? ALL_FEATURES, request.path);
+  if (route.format === "ag-ui") return openAgui(route, params, request, caller, ports, settings);
   const since = lastEventIdOf(request.headers["last-event-id"]);
   if (route.of === "conversation") {
     const id = idParam(params, "conversation_id");
@@ -148,6 +178,26 @@ export async function openStream(
   const state = await loadRun(ports, id);
   if (state && tenantOf(state.data) !== caller.tenantId) fail("not_found", `no run ${id}`);
   return { run: (sink) => streamRun(ports, settings, caller, id, since, sink) };
+}
+
+/** An AG-UI stream: what it names checked, then its polls until done or the time is up. */
+async function openAgui(
+  route: StreamRoute,
+  params: Record<string, string>,
+  request: Pick<HttpRequest, "path" | "headers">,
+  caller: Caller,
+  ports: StreamPorts,
+  settings: StreamSettings,
+): Promise<{ run(sink: StreamSink): Promise<void> }> {
+  if (!ports.events)
+    fail("not_served", `${request.path}: this deployment's stream function reads no event store`);
+  const aguiPorts: AguiPorts = { store: ports.store, ...ports.events };
+  const position = aguiPositionOf(request.headers["last-event-id"]);
+  const poll =
+    route.of === "conversation"
+      ? await conversationAgui(aguiPorts, caller, idParam(params, "conversation_id"), position)
+      : await runAgui(aguiPorts, caller, idParam(params, "run_id"), position);
+  return { run: (sink) => pollUntilDone(ports, settings, sink, () => poll(sink)) };
 }
 
 function lastEventIdOf(value: string | undefined): number | undefined {

@@ -15,12 +15,13 @@ import {
   problemResponse,
 } from "../front-door/http";
 import { callerOf } from "../front-door/identity";
-import { openStream, STREAM_HEADERS } from "../front-door/stream";
+import { openStream, STREAM_HEADERS, type StreamPorts } from "../front-door/stream";
 import { verifyToken } from "../front-door/token";
 import { FeatureList } from "../roles/features";
 import { containerAwsClient } from "./aws";
 import { type Observability, observability } from "./observe";
 import { installLazySourceMaps } from "./source-maps";
+import { vaultOf } from "./vault";
 
 /**
  * The front door's stream function (functions/front-door/stream.ts), behind a Lambda function URL
@@ -30,11 +31,14 @@ import { installLazySourceMaps } from "./source-maps";
  * an RSA signature by the issuer's JWKS (found by OIDC discovery, or `JWKS_URL`), `iss`, `aud`,
  * `exp` (required), `nbf`. The token comes in `Authorization: Bearer <token>` or, for a
  * browser's EventSource (which cannot set headers), the query's `access_token`. A HEAD request is
- * answered the stream's head, no events. It reads the state table only (the conversation views
- * and the runs).
+ * answered the stream's head, no events. It reads the state table (the conversation views and
+ * the runs) and, for the AG-UI routes, the events table (`EVENTS_TABLE`), opening personal fields
+ * with the customer keys where the stack keeps them (`CUSTOMER_KEYS_*`: ./vault).
  */
 export const FrontDoorStreamEnv = z.object({
   STATE_TABLE: z.string().check(z.minLength(1)),
+  /** The event store, which the AG-UI routes read (left out: they answer 404 `not_served`). */
+  EVENTS_TABLE: z.optional(z.string().check(z.minLength(1))),
   JWT_ISSUER: z.string().check(z.minLength(1)),
   /** The accepted audiences, comma-separated. */
   JWT_AUDIENCE: z.string().check(z.minLength(1)),
@@ -77,6 +81,10 @@ export interface FrontDoorStreamOptions {
   readonly observability?: Observability;
   /** Replaces the state table's reader (tests). */
   readonly store?: Pick<EventStore, "load">;
+  /** Replaces the event store's reader and the vault, for the AG-UI routes (tests). */
+  readonly events?: StreamPorts["events"];
+  /** Unwraps the customers' data keys (with `CUSTOMER_KEYS_*`: ./vault). */
+  readonly kms?: AwsClient;
   /** The issuer's key (a local issuer's), instead of its JWKS. */
   readonly jwtKey?: CryptoKey | JWTVerifyGetKey;
   readonly sleep?: (ms: number) => Promise<void>;
@@ -85,7 +93,8 @@ export interface FrontDoorStreamOptions {
 export function createFrontDoorStreamHandler(
   options: FrontDoorStreamOptions = {},
 ): FrontDoorStreamHandler {
-  const env = parseEnv(FrontDoorStreamEnv, options.env ?? process.env, "front-door-stream");
+  const rawEnv = options.env ?? process.env;
+  const env = parseEnv(FrontDoorStreamEnv, rawEnv, "front-door-stream");
   const { logger, metrics, tracer } = options.observability ?? observability("front-door-stream");
   const key = verificationKey(options.jwtKey, env.JWT_ISSUER, env.JWKS_URL);
   const audience = env.JWT_AUDIENCE.split(",").map((a) => a.trim());
@@ -95,20 +104,20 @@ export function createFrontDoorStreamHandler(
     heartbeatSeconds: env.STREAM_HEARTBEAT_SECONDS,
     ...(env.FEATURES ? { features: env.FEATURES } : {}),
   };
-  const store =
-    options.store ??
-    new DynamoConsumerStore({
-      client: tracer.capture(options.dynamodb ?? containerAwsClient()),
-      tables: { state: env.STATE_TABLE, events: "", inbox: "" },
-    });
   const clock = options.clock ?? systemClock;
+  const dynamodb = tracer.capture(options.dynamodb ?? containerAwsClient());
+  const tables = { state: env.STATE_TABLE, events: env.EVENTS_TABLE ?? "", inbox: "" };
+  const dynamo = new DynamoConsumerStore({ client: dynamodb, tables });
+  const store = options.store ?? dynamo;
+  const events = options.events ?? eventsOf(rawEnv, dynamo, { dynamodb, kms: options.kms }, clock);
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
   return async (event, respond) => {
     const request = requestOf(event);
     try {
       const claims = await verifiedClaims(tokenOf(event), key, env.JWT_ISSUER, audience);
       const caller = callerOf(claims, env.TENANT_CLAIM);
-      const stream = await openStream(request, caller, { store, clock, sleep }, settings);
+      const ports = { store, clock, sleep, ...(events ? { events } : {}) };
+      const stream = await openStream(request, caller, ports, settings);
       if (request.method === "HEAD") return respond(200, { ...STREAM_HEADERS }).end();
       metrics.addMetric("FrontDoorStreamOpened", MetricUnit.Count, 1);
       metrics.publishStoredMetrics();
@@ -132,6 +141,22 @@ export function createFrontDoorStreamHandler(
       out.write(answer.body);
       out.end();
     }
+  };
+}
+
+/** The event store's streams with the vault's opening, where the function has an events table. */
+function eventsOf(
+  env: Readonly<Record<string, string | undefined>>,
+  dynamo: DynamoConsumerStore,
+  clients: { dynamodb: AwsClient; kms: AwsClient | undefined },
+  clock: Clock,
+): StreamPorts["events"] {
+  if (!env.EVENTS_TABLE) return undefined;
+  const kms = clients.kms ?? containerAwsClient();
+  const vault = vaultOf(env, { dynamodb: clients.dynamodb, kms }, clock);
+  return {
+    readStream: (stream, from, to) => dynamo.readStream(stream, from, to),
+    ...(vault ? { open: (envelopes) => vault.openAll(envelopes) } : {}),
   };
 }
 

@@ -200,6 +200,15 @@ const CHALLENGE = {
   schema: { type: "string" },
 };
 
+/** What a stream route's 200 sends. */
+function streamAnswerOf(route: StreamRoute): string {
+  if (route.format === "ag-ui")
+    return "AG-UI events (one per message, `data:` as @ag-ui/encoder writes it), each with `id` its position in the event store's streams: resume with it as `Last-Event-ID`";
+  return route.of === "conversation"
+    ? "`event: conversation` with the turns new or changed since the last event; `id` is the view's revision"
+    : "`event: run` with the run at each revision (`id`), then `event: end` when it is no longer RUNNING";
+}
+
 /** A stream route as an OpenAPI operation: server-sent events, resumed from Last-Event-ID. */
 function streamOperationOf(route: StreamRoute): Record<string, unknown> {
   const idName = /\{([a-z_]+)\}/.exec(route.path)?.[1] ?? "id";
@@ -219,7 +228,10 @@ function streamOperationOf(route: StreamRoute): Record<string, unknown> {
         in: "header",
         required: false,
         description: "The id of the last event the client saw: the stream resumes after it.",
-        schema: { type: "string", pattern: "^[0-9]+$" },
+        schema:
+          route.format === "ag-ui"
+            ? { type: "string", maxLength: 4096 }
+            : { type: "string", pattern: "^[0-9]+$" },
       },
       {
         name: "access_token",
@@ -232,10 +244,7 @@ function streamOperationOf(route: StreamRoute): Record<string, unknown> {
     ],
     responses: {
       200: {
-        description:
-          route.of === "conversation"
-            ? "`event: conversation` with the turns new or changed since the last event; `id` is the view's revision"
-            : "`event: run` with the run at each revision (`id`), then `event: end` when it is no longer RUNNING",
+        description: streamAnswerOf(route),
         content: { "text/event-stream": { schema: { type: "string" } } },
       },
       400: problem,

@@ -353,7 +353,7 @@ describe("the front door", () => {
     });
   });
 
-  it("streams from a function URL whose function verifies the issuer's tokens and reads only views and runs", () => {
+  it("streams from a function URL whose function verifies the issuer's tokens and reads only views, runs and their streams", () => {
     const [resource] = functionsOfKind(template, "front-door-stream");
     if (!resource) throw new Error("no front-door-stream function");
     const { id } = resource;
@@ -393,7 +393,10 @@ describe("the front door", () => {
     const statements = statementsOf(template, resource).filter((s) =>
       s.Action.some((a) => !a.startsWith("logs:") && !a.startsWith("xray:")),
     );
-    expect(statements.map((s) => ({ actions: s.Action, condition: s.Condition }))).toEqual([
+    const dynamodb = statements.filter((s) => s.Action.some((a) => a.startsWith("dynamodb:")));
+    expect(
+      dynamodb.slice(0, 2).map((s) => ({ actions: s.Action, condition: s.Condition })),
+    ).toEqual([
       {
         actions: ["dynamodb:GetItem"],
         condition: {
@@ -402,6 +405,32 @@ describe("the front door", () => {
           },
         },
       },
+      // The AG-UI routes: the streams they map, by key, and nothing else of the events table.
+      {
+        actions: ["dynamodb:Query"],
+        condition: {
+          "ForAllValues:StringLike": {
+            "dynamodb:LeadingKeys": [
+              "conversation#*",
+              "support_route#*",
+              "order_lookup#*",
+              "reply#*",
+              "delivery#*",
+              "dag_run#*",
+            ],
+          },
+        },
+      },
+    ]);
+    expect(resource.Properties.Environment).toMatchObject({
+      Variables: { EVENTS_TABLE: expect.anything() },
+    });
+    // The rest opens personal fields: the customer keys' reads and Decrypt, never a seal.
+    const rest = statements.filter((s) => !dynamodb.slice(0, 2).includes(s));
+    expect(rest.flatMap((s) => s.Action).sort()).toEqual([
+      "dynamodb:BatchGetItem",
+      "dynamodb:GetItem",
+      "kms:Decrypt",
     ]);
   });
 

@@ -29,7 +29,8 @@ import {
   type StepRoleEntry,
   stepRolesEnvValue,
 } from "../../../functions/core/steps";
-import { methodsOf, ROUTES, SERVICE_PREFIX } from "../../../functions/front-door/api";
+import { TURN_STREAMS } from "../../../functions/front-door/agui-stream";
+import { DAG_RUN, methodsOf, ROUTES, SERVICE_PREFIX } from "../../../functions/front-door/api";
 import { type BacklogSettings, DEFAULT_BACKLOG } from "../../../functions/front-door/backlog";
 import {
   DEFAULT_TENANT_CAPS,
@@ -310,7 +311,7 @@ export class FrontDoor extends Construct {
   /**
    * The stream function (functions/handlers/front-door-stream.ts): its URL takes any request, so it
    * verifies the token itself, with the issuer and audience the API's authorizer has. It reads
-   * the conversation views and runs, nothing else. A stream lasts at most five minutes (the
+   * the conversation views and runs, and for the AG-UI routes the streams they map. A stream lasts at most five minutes (the
    * client reconnects and resumes), so the function's timeout is a little longer.
    */
   private createStream(props: FrontDoorProps): AgentBusFunction {
@@ -340,6 +341,20 @@ export class FrontDoor extends Construct {
         },
       }),
     );
+    // The AG-UI routes read the streams they map (functions/front-door/agui-stream.ts) and open
+    // their personal fields as the conversation view does.
+    fn.addEnvironment("EVENTS_TABLE", props.tables.events.tableName);
+    const streams = [CONVERSATION_AGGREGATE, ...TURN_STREAMS, DAG_RUN];
+    fn.addToRolePolicy(
+      new PolicyStatement({
+        actions: ["dynamodb:Query"],
+        resources: [props.tables.events.tableArn],
+        conditions: {
+          "ForAllValues:StringLike": { "dynamodb:LeadingKeys": streams.map((s) => `${s}#*`) },
+        },
+      }),
+    );
+    props.customerKeys?.wire(fn, ["open"]);
     return fn;
   }
 

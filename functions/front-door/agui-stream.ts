@@ -1,0 +1,245 @@
+import { type BaseEvent, EventType } from "@ag-ui/core";
+import { EventEncoder } from "@ag-ui/encoder";
+import { type AggregateRef, type Envelope, tenantOf } from "../../schemas";
+import { MAX_STREAM_VERSION } from "../../schemas/envelope";
+import { CONVERSATION_AGGREGATE } from "../../schemas/events/conversation";
+import { tenantConversationId } from "../../schemas/ids";
+import type { EventStore } from "../core/ports";
+import type { ConversationView } from "../roles/customer-support/conversation-projection/conversation-projection";
+import type { OrchestratorState } from "../roles/orchestrator/state";
+import { conversationFactEvents, runFactEvents, type Thread } from "./agui-events";
+import {
+  advance,
+  encodePosition,
+  keepKeys,
+  type PlacedFact,
+  type Position,
+  parsePosition,
+  pendingAfter,
+  START,
+} from "./agui-position";
+import { CONVERSATION_VIEW, conversationOf, DAG_RUN, runAnswer } from "./api";
+import { fail } from "./http";
+import type { Caller } from "./identity";
+
+/**
+ * A conversation's or a run's AG-UI stream, served from the event store (the route table is
+ * ./stream.ts's; the mapping ./agui-events.ts; the positions ./agui-position.ts).
+ *
+ * Each SSE message is one AG-UI event (`data:` as `@ag-ui/encoder` writes it) with `id:` its
+ * position: a client that reconnects with `Last-Event-ID` gets exactly what it has not seen, in
+ * the order a fresh read sends it, however long it was away and whatever was deployed meanwhile.
+ *
+ * What is read, and when:
+ * - a conversation: its stream `conversation/<id>` (each accepted message opens a turn) and each
+ *   turn's streams (`support_route`, `order_lookup`, `reply`, `delivery` by task id), for the
+ *   turns its view keeps (the newest 50, as `GET /v1/conversations/{id}` shows). The view is the
+ *   signal: one read of it per poll, and only when its revision moved are the streams read, the
+ *   conversation's after what was read, and those of the turns that changed (every turn when
+ *   the stream opens). A fresh read sends the facts by turn (oldest first), within a turn by
+ *   stream in that order, within a stream by version.
+ * - a run: its stream `dag_run/<id>`, read after what was read when its state's revision moved;
+ *   once the run has ended and everything is sent, the stream closes.
+ */
+
+/** What an AG-UI stream reads. */
+export interface AguiPorts {
+  readonly store: Pick<EventStore, "load">;
+  /** The event store's streams, in version order. */
+  readStream(stream: AggregateRef, from: number, to: number): Promise<Envelope[]>;
+  /** Opens the personal fields of `envelopes` (the function's vault); absent: left sealed. */
+  open?(envelopes: readonly Envelope[]): Promise<Envelope[]>;
+}
+
+/** Where a sent event goes, and whether the client is still there. */
+export interface AguiSink {
+  write(text: string): void;
+  closed(): boolean;
+}
+
+/** One poll: "more" to poll again, "done" once the stream has nothing more to send. */
+export type AguiPoll = (sink: AguiSink) => Promise<"more" | "done">;
+
+/** A turn's streams after the conversation's, in the order a fresh read sends them. */
+export const TURN_STREAMS = ["support_route", "order_lookup", "reply", "delivery"] as const;
+const CONVERSATION_KEY = "c";
+const RUN_KEY = "r";
+
+/** The position a `Last-Event-ID` names (400 when it names none), or the start. */
+export function aguiPositionOf(lastEventId: string | undefined): Position {
+  if (lastEventId === undefined) return START;
+  const position = parsePosition(lastEventId);
+  if (!position)
+    fail(
+      "invalid_request",
+      `Last-Event-ID ${JSON.stringify(lastEventId)} is not a position of an AG-UI stream`,
+    );
+  return position;
+}
+
+/** Sends what the client at `position` has not seen; the new position. */
+export function sendPending<T>(
+  sink: AguiSink,
+  facts: readonly PlacedFact<T>[],
+  position: Position,
+  eventsOf: (fact: T) => BaseEvent[],
+): Position {
+  const encoder = new EventEncoder();
+  let at = position;
+  for (const { placed, from } of pendingAfter(facts, position)) {
+    const events = eventsOf(placed.fact);
+    for (let index = from; index < events.length; index++) {
+      if (sink.closed()) return at;
+      at = advance(at, placed, index, events.length);
+      sink.write(`id: ${encodePosition(at)}\n${encoder.encodeSSE(events[index] as BaseEvent)}`);
+    }
+    if (events.length === 0) at = advance(at, placed, 0, 0);
+  }
+  return at;
+}
+
+/** Reads `stream` after `after`, its personal fields opened where the function can. */
+async function readAfter(ports: AguiPorts, stream: AggregateRef, after: number) {
+  const read = await ports.readStream(stream, after + 1, MAX_STREAM_VERSION);
+  return ports.open ? ports.open(read) : read;
+}
+
+/** A conversation's AG-UI stream from `position` (the caller's conversation: checked first). */
+export async function conversationAgui(
+  ports: AguiPorts,
+  caller: Caller,
+  conversationId: string,
+  position: Position,
+): Promise<AguiPoll> {
+  await conversationOf(ports, caller, conversationId);
+  const id = tenantConversationId(caller.tenantId, conversationId);
+  const thread: Thread = { threadId: conversationId };
+  const read: Record<string, number> = { ...position.sent };
+  const turns = new Map<number, string>();
+  const seen = new Map<string, string>();
+  let at = position;
+  let revision = -1;
+  return async (sink) => {
+    const loaded = await ports.store.load({ state: { type: CONVERSATION_VIEW, id } });
+    const stored = loaded.state;
+    if (!stored || stored.revision === revision) return "more";
+    const view = stored.data as ConversationView;
+    if (tenantOf(view) !== caller.tenantId)
+      return notFound(sink, `no conversation ${conversationId}`);
+    revision = stored.revision;
+    const facts = await conversationFacts(ports, id, view, { read, turns, seen });
+    at = keepKeys(at, (key) => key === CONVERSATION_KEY || turns.has(turnOfKey(key)));
+    at = sendPending(sink, facts, at, (e) => conversationFactEvents(thread, e));
+    return "more";
+  };
+}
+
+interface ConversationReads {
+  /** Per key, the highest version read. */
+  readonly read: Record<string, number>;
+  /** The turns the view keeps: conversation version -> task id. */
+  readonly turns: Map<number, string>;
+  /** Each turn's JSON in the view when its streams were last read. */
+  readonly seen: Map<string, string>;
+}
+
+/** The facts read since the last read: new accepted messages and the changed turns' streams. */
+async function conversationFacts(
+  ports: AguiPorts,
+  id: string,
+  view: ConversationView,
+  reads: ConversationReads,
+): Promise<PlacedFact<Envelope>[]> {
+  reads.turns.clear();
+  for (const taskId of view.turn_order) {
+    const version = view.turns[taskId]?.input_version;
+    if (version !== undefined) reads.turns.set(version, taskId);
+  }
+  const turnOf = new Map([...reads.turns].map(([version, taskId]) => [taskId, version]));
+  const stream = { type: CONVERSATION_AGGREGATE, id };
+  const facts: PlacedFact<Envelope>[] = [];
+  for (const fact of await readAfter(ports, stream, reads.read[CONVERSATION_KEY] ?? 0)) {
+    reads.read[CONVERSATION_KEY] = fact.aggregate.version;
+    const turn = turnOf.get(fact.task_id);
+    if (fact.event_type !== "conversation.message.accepted" || turn === undefined) continue;
+    facts.push({ key: CONVERSATION_KEY, version: fact.aggregate.version, sort: [turn, 0], fact });
+  }
+  for (const [turn, taskId] of reads.turns) {
+    const now = JSON.stringify(view.turns[taskId]);
+    if (reads.seen.get(taskId) === now) continue;
+    reads.seen.set(taskId, now);
+    facts.push(...(await turnFacts(ports, turn, taskId, reads.read)));
+  }
+  return facts;
+}
+
+/** A turn's facts in its streams after what was read of each. */
+async function turnFacts(
+  ports: AguiPorts,
+  turn: number,
+  taskId: string,
+  read: Record<string, number>,
+): Promise<PlacedFact<Envelope>[]> {
+  const facts: PlacedFact<Envelope>[] = [];
+  for (const [index, type] of TURN_STREAMS.entries()) {
+    const key = `${turn}.${index + 1}`;
+    for (const fact of await readAfter(ports, { type, id: taskId }, read[key] ?? 0)) {
+      read[key] = fact.aggregate.version;
+      facts.push({ key, version: fact.aggregate.version, sort: [turn, index + 1], fact });
+    }
+  }
+  return facts;
+}
+
+/** What became another tenant's while the stream was open: a RUN_ERROR, and the stream ends. */
+function notFound(sink: AguiSink, message: string): "done" {
+  const error = { type: EventType.RUN_ERROR, code: "not_found", message } as BaseEvent;
+  sink.write(new EventEncoder().encodeSSE(error));
+  return "done";
+}
+
+function turnOfKey(key: string): number {
+  return Number(key.split(".")[0]);
+}
+
+/** A run's AG-UI stream from `position` (the caller's run: checked first). */
+export async function runAgui(
+  ports: AguiPorts,
+  caller: Caller,
+  runId: string,
+  position: Position,
+): Promise<AguiPoll> {
+  const state = await loadRun(ports, runId);
+  if (state && tenantOf(state.data) !== caller.tenantId) fail("not_found", `no run ${runId}`);
+  const thread: Thread = { threadId: runId };
+  let read = position.sent[RUN_KEY] ?? 0;
+  let at = position;
+  let revision = -1;
+  return async (sink) => {
+    const stored = await loadRun(ports, runId);
+    if (!stored || stored.revision === revision) return "more";
+    if (tenantOf(stored.data) !== caller.tenantId) return notFound(sink, `no run ${runId}`);
+    revision = stored.revision;
+    const events = await readAfter(ports, { type: DAG_RUN, id: runId }, read);
+    const facts = events.map((fact) => {
+      read = fact.aggregate.version;
+      return {
+        key: RUN_KEY,
+        version: fact.aggregate.version,
+        sort: [fact.aggregate.version],
+        fact,
+      };
+    });
+    at = sendPending(sink, facts, at, (e) => runFactEvents(thread, e));
+    return runAnswer(runId, stored.data).status === "RUNNING" ? "more" : "done";
+  };
+}
+
+async function loadRun(
+  ports: Pick<AguiPorts, "store">,
+  runId: string,
+): Promise<{ revision: number; data: OrchestratorState } | undefined> {
+  const loaded = await ports.store.load({ state: { type: DAG_RUN, id: runId } });
+  const data = loaded.state?.data as OrchestratorState | null | undefined;
+  return loaded.state && data ? { revision: loaded.state.revision, data } : undefined;
+}
