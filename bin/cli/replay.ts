@@ -25,6 +25,11 @@ import {
   replayWindow,
   type SubscriberReplayPlan,
 } from "../../lib/operator/replay-plan";
+import {
+  planStreamReplays,
+  replayFromStream,
+  type StreamReplayPlan,
+} from "../../lib/operator/replay-stream";
 import { LOCAL_EVENTBRIDGEV2_ENDPOINT, type OpsStack } from "../../lib/operator/stack";
 import { withStack } from "./ops";
 import { clientConfig, NotFoundError, out, type Target, UsageError } from "./target";
@@ -33,7 +38,9 @@ import { clientConfig, NotFoundError, out, type Target, UsageError } from "./tar
  * `agentbus replay --from T1 --to T2 [--group G]... [--dry-run] [--no-wait] [--reason R]`: replay
  * a window of each topic's EventBridge archive to the chosen consumer groups only (every group
  * when none is chosen); to a group delivered by a subscriber of a topic's new bus, which has no
- * archive, create a point-in-time subscriber over what the bus retains. Consumers de-duplicate what they already applied (the version gate for
+ * archive, create a point-in-time subscriber over what the bus retains; to a group that reads the
+ * events table's stream, send the window's stored events of its types (the stream keeps 24
+ * hours) to its queue (lib/operator/replay-stream.ts). Consumers de-duplicate what they already applied (the version gate for
  * stream events, the recorded ids for unsequenced messages); a replayed unsequenced message older than
  * the group's inbox time to live is discarded as expired, never applied twice.
  */
@@ -121,7 +128,14 @@ async function planned(
     const window = replayWindow(options, now);
     const targets = replayTargets(stack.outputs, Object.keys(stack.names.buses), stack.groups);
     const groups = chosenGroups(options.group, stack.groups, targets);
-    const plans = planReplays(t.stage, targets, groups, window);
+    // A group that reads the events table's stream has no rule: its replay is from the stream.
+    const streamPlans = planStreamReplays(t.stage, stack.outputs, groups, window, now);
+    const streamed = new Set(streamPlans.map((p) => p.group));
+    const busGroups = groups.filter((g) => !streamed.has(g));
+    const plans =
+      busGroups.length > 0 || streamed.size === 0
+        ? planReplays(t.stage, targets, busGroups, window)
+        : [];
     const subscriberPlans = planSubscriberReplays(t.stage, targets, groups, window);
     await checkRetention(client, plans, window, now);
     if (subscriberPlans.length > 0)
@@ -131,17 +145,25 @@ async function planned(
         window,
         now,
       );
-    return { window, groups, plans, subscriberPlans };
+    return { window, groups, plans, subscriberPlans, streamPlans };
   });
 }
 
 async function run(stack: OpsStack, t: Target, options: ReplayCliOptions): Promise<void> {
   const client = new EventBridgeClient(clientConfig(t));
   try {
-    const { window, groups, plans, subscriberPlans } = await planned(stack, t, options, client);
+    const { window, groups, plans, subscriberPlans, streamPlans } = await planned(
+      stack,
+      t,
+      options,
+      client,
+    );
     for (const line of planLines(plans, window)) out(line);
     for (const line of subscriberPlanLines(subscriberPlans)) out(line);
+    for (const p of streamPlans)
+      out(`stream: replay ${p.name} from the events table's stream to ${p.group}'s queue`);
     if (options.dryRun) return await dryRun(stack, client, plans, window);
+    const streamedNow = await replayStreams(stack, streamPlans, window);
     const starts: ReplayStart[] = [];
     for (const plan of plans) starts.push(await startOnce(client, plan, window, options.reason));
     const subscribed: SubscriberReplayStart[] = [];
@@ -151,7 +173,8 @@ async function run(stack: OpsStack, t: Target, options: ReplayCliOptions): Promi
         subscribed.push(await startSubscriberReplay(v2, plan, window));
     }
     for (const s of [...starts, ...subscribed]) out(startLine(s));
-    await audit(stack, t, options, window, groups, [...starts, ...subscribed]);
+    const started = [...starts, ...subscribed].filter((s) => s.outcome === "started").length;
+    await audit(stack, t, options, window, groups, started + streamedNow);
     for (const s of subscribed.filter((x) => x.outcome === "started")) out(subscriberLine(s));
     if (!options.wait || plans.length === 0) return;
     const ended = await waitForReplays(
@@ -165,6 +188,19 @@ async function run(stack: OpsStack, t: Target, options: ReplayCliOptions): Promi
   } finally {
     client.destroy();
   }
+}
+
+/** Each stream group's replay, sent at once (nothing to follow): the count it sent. */
+async function replayStreams(
+  stack: OpsStack,
+  plans: readonly StreamReplayPlan[],
+  window: ReplayWindow,
+): Promise<number> {
+  for (const plan of plans) {
+    const sent = await replayFromStream(stack, plan, window);
+    out(`${plan.name}: ${sent} stored event(s) sent to ${plan.group}'s queue`);
+  }
+  return plans.length;
 }
 
 async function dryRun(
@@ -192,10 +228,9 @@ async function audit(
   options: ReplayCliOptions,
   window: ReplayWindow,
   groups: readonly string[],
-  starts: readonly (ReplayStart | SubscriberReplayStart)[],
+  started: number,
 ): Promise<void> {
-  const started = starts.filter((s) => s.outcome === "started");
-  if (started.length === 0) return;
+  if (started === 0) return;
   const id = await recordAction(stack, clientConfig(t), {
     action: "events.replay",
     target: `${window.from.toISOString()}..${window.to.toISOString()} to ${groups.join(",")}`.slice(
@@ -203,7 +238,7 @@ async function audit(
       256,
     ),
     ...(options.reason ? { reason: options.reason } : {}),
-    outcome: { count: started.length, event_ids: [], failed: 0 },
+    outcome: { count: started, event_ids: [], failed: 0 },
   });
   out(`recorded in the audit trail as operator.action.recorded ${id}`);
 }

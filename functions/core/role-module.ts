@@ -47,7 +47,17 @@ export interface Deployment {
    * (standard queue; the rule targets it directly). @default "fifo"
    */
   readonly ordering?: "fifo" | "none";
-  /** Messages per consumer invocation: 1..10 for FIFO, 1..10000 for standard queues. @default 10 */
+  /**
+   * How its events reach it (lib/infra/README.md, "Delivery"): through the bus and a queue per
+   * group, or `stream`: read from the event store's stream in batches, for a group that emits
+   * nothing and receives only stored (sequenced) events, such as a projection.
+   * @default "dispatch-function"
+   */
+  readonly delivery?: "dispatch-function" | "pipe" | "subscriber" | "stream";
+  /**
+   * Messages per consumer invocation: 1..10 for FIFO, 1..10000 for standard queues and for
+   * stream records. @default 10
+   */
   readonly batchSize?: number;
   /** Most concurrent consumer invocations (2..1000). @default 2 */
   readonly maxConcurrency?: number;

@@ -4,6 +4,7 @@ import type { AwsClient } from "../adapters/aws/client";
 import { extendVisibility } from "../adapters/sqs/visibility";
 import { describe, type ErrorInfo } from "../core/errors";
 import type { Clock, DeadLetterSink, FailureLog } from "../core/ports";
+import { isStreamMessage } from "./consumer-stream";
 import type { ConsumerEnv } from "./env";
 import { failureRecordOf } from "./failure-record";
 import type { Observability } from "./observe";
@@ -134,6 +135,15 @@ function settler(wiring: SettleWiring) {
           return { ...failure, outcome: "dead-lettered" } as const;
       }
     }
+    metrics.addMetric("Retried", MetricUnit.Count, 1);
+    // A stream record is retried by the stream, with its batch: there is no message to hold back.
+    if (isStreamMessage(record)) {
+      logger.warn("will retry with the stream batch", {
+        error: info,
+        error_class: info.errorClass,
+      });
+      return { ...failure, outcome: "retrying" } as const;
+    }
     const delay = retryDelayFor(error, receiveCount, env.RETRY_BASE_SECONDS, env.RETRY_MAX_SECONDS);
     logger.warn("will retry", {
       error: info,
@@ -141,7 +151,6 @@ function settler(wiring: SettleWiring) {
       receive_count: receiveCount,
       retry_in_seconds: delay,
     });
-    metrics.addMetric("Retried", MetricUnit.Count, 1);
     await extendVisibility(sqs, env.QUEUE_URL, record.receiptHandle, delay).catch((e: unknown) =>
       logger.warn("could not set the retry backoff", { error: describe(e) }),
     );

@@ -1,4 +1,11 @@
-import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from "aws-lambda";
+import type {
+  Context,
+  DynamoDBBatchResponse,
+  DynamoDBStreamEvent,
+  SQSBatchResponse,
+  SQSEvent,
+  SQSRecord,
+} from "aws-lambda";
 import { registry as defaultRegistry, type EventRegistry } from "../../schemas";
 import type { AwsClient } from "../adapters/aws/client";
 import { DynamoConsumerStore } from "../adapters/dynamodb/event-store";
@@ -18,6 +25,7 @@ import { processBatch } from "./consumer-batch";
 import { modelCallMetrics, recordConsumed, recordLag, recordReceived } from "./consumer-metrics";
 import { appendLogKeys, decodeDelivery } from "./consumer-record";
 import { type ConsumerFailure, failureSettler } from "./consumer-settle";
+import { isStreamEvent, processStreamBatch } from "./consumer-stream";
 import { ConsumerEnv } from "./env";
 import { heartbeatFor } from "./heartbeat";
 import { lambdaEntry } from "./lambda-entry";
@@ -56,11 +64,19 @@ export interface ConsumerOptions {
   readonly attention?: readonly AttentionRule[];
 }
 
-export type SqsBatchHandler = (event: SQSEvent, context?: Context) => Promise<SQSBatchResponse>;
+/**
+ * A consumer's Lambda handler: a batch of its queue's messages, or of the events table's stream
+ * records (`delivery: "stream"`), answered with the partial batch response.
+ */
+export type SqsBatchHandler = (
+  event: SQSEvent | DynamoDBStreamEvent,
+  context?: Context,
+) => Promise<SQSBatchResponse | DynamoDBBatchResponse>;
 
 /**
  * The Lambda side of a consumer group: every record of a batch goes through the shared pipeline
  * with the role's decision function (./consumer-batch for the batch and FIFO rules,
+ * ./consumer-stream for a batch of the events table's stream records,
  * ./consumer-settle for what a failure becomes, ./heartbeat for long work, ./consumer-metrics
  * for what each record and model call publishes). This function only wires: the environment
  * once, the clients once, the pipeline's ports.
@@ -77,6 +93,7 @@ export function createConsumerHandler<S>(
   const observer = options.observer ?? {};
   const attention = options.attention ?? [];
   const modelCalls = modelCallMetrics(obs.metrics);
+  const queue = { sqs, url: env.QUEUE_URL, logger: obs.logger };
 
   const consumeDelivery = async (record: SQSRecord, delivery: Delivery, receiveCount: number) => {
     const { envelope: raw, replay } = delivery;
@@ -114,7 +131,9 @@ export function createConsumerHandler<S>(
     await obs.telemetry.ready;
     try {
       return await meterModelCalls(modelCalls, () =>
-        processBatch(event, context, handleRecord, { sqs, url: env.QUEUE_URL, logger: obs.logger }),
+        isStreamEvent(event)
+          ? processStreamBatch(event, handleRecord)
+          : processBatch(event, context, handleRecord, queue),
       );
     } finally {
       obs.metrics.publishStoredMetrics();

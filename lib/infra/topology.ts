@@ -108,7 +108,9 @@ export interface GroupDeclaration {
   readonly visibilityTimeout?: Duration;
 
   /**
-   * How a FIFO group's buffer reaches its FIFO queue: a dispatch function or an EventBridge Pipe.
+   * How a FIFO group's buffer reaches its FIFO queue: a dispatch function or an EventBridge Pipe;
+   * or how the group's events reach it without the bus: `stream`, from the events table's stream
+   * (groups that emit nothing and receive only sequenced types).
    * @default "dispatch-function"
    */
   readonly delivery?: Delivery;
@@ -168,6 +170,8 @@ export interface TopologyContext {
     readonly type: string;
     readonly topic: string;
     readonly personal?: boolean;
+    /** Stored in an aggregate's stream (version >= 1), so on the events table's stream too. */
+    readonly sequenced?: boolean;
   }[];
   /** Whether a handler file (absolute path) exists. */
   readonly handlerExists?: (absolutePath: string) => boolean;
@@ -180,6 +184,7 @@ export function registryContext(): TopologyContext {
       type: d.type,
       topic: d.topic,
       personal: (d.personal?.length ?? 0) > 0,
+      sequenced: d.sequenced,
     })),
   };
 }
@@ -288,9 +293,37 @@ export function groupProblems(
     }
   }
   problems.push(...readsPersonalProblems(group.role, context));
+  if (group.delivery === "stream") problems.push(...streamDeliveryProblems(group, context));
   problems.push(...groupSettingsProblems(settingsOf(group)));
   problems.push(handlerEntryProblem(group.handler, context.handlerExists));
   return problems.filter((p): p is string => p !== undefined);
+}
+
+/**
+ * A group read from the events table's stream receives only what the event store holds (sequenced
+ * types: a client's unsequenced message goes to the bus alone) and must emit nothing (its consumer
+ * commits no events, so it needs no ordering of its own output and no queue to retry through),
+ * nor extend a message's visibility (a stream record has none).
+ */
+function streamDeliveryProblems(group: GroupDeclaration, context: TopologyContext): string[] {
+  const problems: string[] = [];
+  const emits = group.role?.emits ?? [];
+  if (emits.length > 0)
+    problems.push(
+      `delivery "stream" is for groups that emit nothing, and the role emits ${emits.map((t) => JSON.stringify(t)).join(", ")}`,
+    );
+  const unstored = (group.role?.subscriptions ?? []).filter((type) =>
+    context.eventTypes.some((e) => e.type === type && e.sequenced === false),
+  );
+  if (unstored.length > 0)
+    problems.push(
+      `delivery "stream" reads the event store, which does not hold the unsequenced ${unstored.map((t) => JSON.stringify(t)).join(", ")} the role subscribes to (they reach groups through the bus only)`,
+    );
+  if (group.needs?.heartbeat === "visibility")
+    problems.push(
+      `delivery "stream" has no message visibility to extend (needs.heartbeat "visibility")`,
+    );
+  return problems;
 }
 
 /** A type whose personal fields a role reads must be one it receives and that declares some. */

@@ -1,6 +1,7 @@
 import type { Template } from "aws-cdk-lib/assertions";
 import { describe, expect, it } from "vitest";
 import { EMULATOR_CONTEXT_KEY } from "../../lib/infra/constructs/emulator";
+import { topology } from "../../lib/infra/project";
 import {
   functionsOfKind,
   getAtt,
@@ -35,8 +36,8 @@ const ALLOWED_ON_ANY_RESOURCE: Record<string, { kinds: readonly string[]; why: s
     why: "X-Ray has no resource-level permissions; every function traces actively",
   },
   "dynamodb:ListStreams": {
-    kinds: ["relay"],
-    why: "the relay's DynamoDB stream event source lists streams, which is not scoped to a stream",
+    kinds: ["relay", "consumer"],
+    why: "the DynamoDB stream event source of the relay and of a stream group's consumer lists streams, which is not scoped to a stream",
   },
   "cloudwatch:GetMetricData": {
     kinds: ["operator"],
@@ -253,11 +254,20 @@ describe.each(CASES)("least privilege: %s", (_name, synthesize) => {
     expect(problems).toEqual([]);
   });
 
-  it("the relay is the only function that reads the stream", () => {
-    const relays = functionsOfKind(template, "relay").map(roleOf);
+  it("the relay and the consumers of stream groups are the only functions that read the stream", () => {
+    const streamGroups = new Set(
+      topology.groups.filter((g) => g.delivery === "stream").map((g) => g.name),
+    );
+    expect(streamGroups.size).toBeGreaterThan(0);
+    const readers = [
+      ...functionsOfKind(template, "relay"),
+      ...functionsOfKind(template, "consumer").filter((f) =>
+        streamGroups.has(f.Metadata["agentbus:group"] as string),
+      ),
+    ].map(roleOf);
     const streamReaders = allowed
       .filter((s) => s.Action.includes("dynamodb:GetRecords"))
       .flatMap((s) => policyRoles(s.source));
-    expect([...new Set(streamReaders)]).toEqual(relays);
+    expect([...new Set(streamReaders)].sort()).toEqual(readers.sort());
   });
 });

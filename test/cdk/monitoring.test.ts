@@ -122,7 +122,13 @@ describe("alarms where a person must act", () => {
 
   it("the relay more than 5 minutes behind its stream (IteratorAge maximum over a minute)", () => {
     const [relay] = functionsOfKind(template, "relay");
-    const alarm = single(template, ALARM, (a) => a.Properties.MetricName === "IteratorAge");
+    const alarm = single(
+      template,
+      ALARM,
+      (a) =>
+        a.Properties.MetricName === "IteratorAge" &&
+        refersTo((a.Properties.Dimensions as { Value: unknown }[])[0]?.Value) === relay?.id,
+    );
     expect(alarm.Properties).toMatchObject({
       Namespace: "AWS/Lambda",
       Dimensions: [{ Name: "FunctionName", Value: { Ref: relay?.id } }],

@@ -175,14 +175,15 @@ describe("AgentBus stack: the audit group (no ordering)", () => {
   });
 
   it("has no buffer and no dispatch function: its rules target its queue with the whole event", () => {
-    // One dispatch function per FIFO group (every group of the topology but audit).
+    // One dispatch function per FIFO group delivered through the bus (not audit, nor a group
+    // that reads the events table's stream).
     expect(
       functionsOfKind(template, "dispatch")
         .map((f) => f.Metadata["agentbus:group"])
         .sort(),
     ).toEqual(
       topology.groups
-        .filter((g) => g.ordering === "fifo")
+        .filter((g) => g.ordering === "fifo" && g.delivery !== "stream")
         .map((g) => g.name)
         .sort(),
     );

@@ -3,10 +3,12 @@ import type { ITable } from "aws-cdk-lib/aws-dynamodb";
 import { type CfnRule, Match, Rule } from "aws-cdk-lib/aws-events";
 import { SqsQueue } from "aws-cdk-lib/aws-events-targets";
 import { Grant, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
-import { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
+import { FilterCriteria, FilterRule, StartingPosition } from "aws-cdk-lib/aws-lambda";
+import { DynamoEventSource, SqsDlq, SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
 import { CfnPipe } from "aws-cdk-lib/aws-pipes";
-import type { Queue } from "aws-cdk-lib/aws-sqs";
+import type { IQueue, Queue } from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
+import { EventAttr } from "../../../functions/adapters/dynamodb/tables";
 import { HUB_HANDLERS } from "../hub-handlers";
 import type { ConsumerGroupSubscription } from "./consumer-group-props";
 import type { GroupQueues } from "./consumer-group-queues";
@@ -98,21 +100,82 @@ export function createDeliveryHop(
   };
 }
 
-/** The consumer reads the group's queue in batches, with partial batch responses. */
+/**
+ * The consumer reads the group's queue in batches, with partial batch responses. A group read
+ * from the stream reads its queue too (it holds only redriven dead letters), at most 10 a batch.
+ */
 export function addConsumerEventSource(
   consumer: AgentBusFunction,
   queue: Queue,
   settings: ConsumerGroupSettings,
 ): void {
+  const stream = settings.delivery === "stream";
   // Consume grants include sqs:ChangeMessageVisibility, which the consumer's backoff uses.
   consumer.addEventSource(
     new SqsEventSource(queue, {
-      batchSize: settings.batchSize,
-      maxBatchingWindow: settings.maxBatchingWindow,
+      batchSize: stream ? Math.min(settings.batchSize, 10) : settings.batchSize,
+      maxBatchingWindow: stream ? undefined : settings.maxBatchingWindow,
       reportBatchItemFailures: true,
       maxConcurrency: settings.maxConcurrency,
     }),
   );
+}
+
+/**
+ * Lambda's limit on one filter pattern of an event source mapping (characters of its JSON).
+ * @see https://docs.aws.amazon.com/lambda/latest/dg/invocation-eventfiltering.html
+ */
+export const MAX_FILTER_PATTERN_LENGTH = 4096;
+
+/**
+ * `delivery: "stream"`: the consumer reads the events table's stream, which the relay reads too.
+ * Lambda's event filtering lets through only the INSERTs (new events) of the subscribed types, by
+ * the item's `event_type`, so no other record invokes or bills the consumer. Batches of
+ * `batchSize` (within `maxBatchingWindow`), one batch of a shard at a time (parallelization 1:
+ * each event is an item, and the stream keeps order per item only, so more would let an
+ * aggregate's versions overtake each other and cost gap repairs); on an error the batch is
+ * retried from the first record the consumer reports failed, bisected, up to `maxReceiveCount`
+ * times, then its stream positions go to the group's dead-letter queue. From the stream's oldest
+ * record (24 hours): a new group folds what the stream still has, and the version gate reads the
+ * older versions of each stream from the event store.
+ */
+export function addStreamEventSource(
+  consumer: AgentBusFunction,
+  events: ITable,
+  eventTypes: readonly string[],
+  settings: ConsumerGroupSettings,
+  deadLetterQueue: IQueue,
+): void {
+  const filter = streamFilterOf(eventTypes);
+  const length = JSON.stringify(filter).length;
+  if (length > MAX_FILTER_PATTERN_LENGTH)
+    throw new Error(
+      `consumer group ${settings.groupName}: the stream filter of its ${eventTypes.length} event types is ${length} characters, Lambda allows ${MAX_FILTER_PATTERN_LENGTH} (deliver it through the bus instead)`,
+    );
+  consumer.addEventSource(
+    new DynamoEventSource(events, {
+      startingPosition: StartingPosition.TRIM_HORIZON,
+      batchSize: settings.batchSize,
+      maxBatchingWindow: settings.maxBatchingWindow,
+      parallelizationFactor: 1,
+      bisectBatchOnError: true,
+      retryAttempts: settings.maxReceiveCount,
+      reportBatchItemFailures: true,
+      onFailure: new SqsDlq(deadLetterQueue),
+      filters: [FilterCriteria.filter(filter)],
+    }),
+  );
+  deadLetterQueue.grantSendMessages(consumer);
+}
+
+/** The filter pattern of a stream group: new items whose `event_type` is one it subscribes to. */
+export function streamFilterOf(eventTypes: readonly string[]): Record<string, unknown> {
+  return {
+    eventName: FilterRule.isEqual("INSERT"),
+    dynamodb: {
+      NewImage: { [EventAttr.eventType]: { S: FilterRule.or(...new Set(eventTypes)) } },
+    },
+  };
 }
 
 /**

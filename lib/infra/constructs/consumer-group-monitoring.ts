@@ -143,23 +143,35 @@ export function createGroupAlarms(
   scope: Construct,
   settings: ConsumerGroupSettings,
   queues: GroupQueues,
+  streamIteratorAge?: Metric,
 ): GroupAlarms {
   const { groupName, delivery } = settings;
-  const fifo = settings.ordering === "fifo";
+  const fifo = queues.queue.fifo;
   const ageDescription = `oldest message waiting longer than ${settings.maxMessageAge.toHumanString()}`;
   const deadLetterAlarm = anyMessageAlarm(
     scope,
     "DeadLetterAlarm",
     queueDepth(queues.deadLetterQueue),
-    `${groupName}: messages in the ${fifo ? "FIFO " : ""}dead-letter queue. ${ALARM_ACTIONS.deadLetters}.`,
+    streamIteratorAge
+      ? `${groupName}: messages in the dead-letter queue (events it gave up on, or the stream positions of batches whose retries ran out: rebuild the group). ${ALARM_ACTIONS.deadLetters}.`
+      : `${groupName}: messages in the ${fifo ? "FIFO " : ""}dead-letter queue. ${ALARM_ACTIONS.deadLetters}.`,
   );
-  const messageAgeAlarm = ageAlarm(
-    scope,
-    "MessageAgeAlarm",
-    oldestMessageAge(queues.queue),
-    settings.maxMessageAge,
-    `${groupName}: ${ageDescription}. ${ALARM_ACTIONS.backlog}.`,
-  );
+  // A group read from the stream waits on the stream, not on its queue (fed by redrives only).
+  const messageAgeAlarm = streamIteratorAge
+    ? ageAlarm(
+        scope,
+        "IteratorAgeAlarm",
+        streamIteratorAge,
+        settings.maxMessageAge,
+        `${groupName}: more than ${settings.maxMessageAge.toHumanString()} behind the events table stream (it keeps 24 hours). ${ALARM_ACTIONS.backlog}.`,
+      )
+    : ageAlarm(
+        scope,
+        "MessageAgeAlarm",
+        oldestMessageAge(queues.queue),
+        settings.maxMessageAge,
+        `${groupName}: ${ageDescription}. ${ALARM_ACTIONS.backlog}.`,
+      );
   const attentionAlarms = createAttentionAlarms(scope, settings);
   const deliveryRateAlarm = createRateAlarm(scope, groupName);
   const base = { deadLetterAlarm, messageAgeAlarm, deliveryRateAlarm, attentionAlarms };

@@ -9,7 +9,11 @@ import {
 } from "aws-cdk-lib/aws-sqs";
 import type { Construct } from "constructs";
 import { retentionAt } from "../retention";
-import { type ConsumerGroupSettings, DISPATCH_TIMEOUT } from "./consumer-group-settings";
+import {
+  type ConsumerGroupSettings,
+  DISPATCH_TIMEOUT,
+  hasFifoQueues,
+} from "./consumer-group-settings";
 
 /** Every queue of a consumer group. */
 export interface GroupQueues {
@@ -58,7 +62,7 @@ export function createGroupQueues(
   given: IQueue | undefined,
 ): GroupQueues {
   const names = settings.queueNames;
-  const fifo = settings.ordering === "fifo" ? FIFO_QUEUE_SETTINGS : {};
+  const fifo = hasFifoQueues(settings) ? FIFO_QUEUE_SETTINGS : {};
   const deadLetterQueue =
     given ??
     new Queue(scope, "DeadLetterQueue", {
@@ -77,7 +81,7 @@ export function createGroupQueues(
     retentionPeriod: retentionAt(scope, "queues"),
     deadLetterQueue: { queue: deadLetterQueue, maxReceiveCount: settings.maxReceiveCount },
   });
-  if (settings.ordering !== "fifo") return { queue, deadLetterQueue };
+  if (!hasFifoQueues(settings)) return { queue, deadLetterQueue };
   // A subscriber sends straight to the FIFO queue: no buffer, only the dead letters of its delivery.
   if (settings.delivery === "subscriber") {
     const bufferDeadLetterQueue = createBufferDeadLetterQueue(scope, settings);

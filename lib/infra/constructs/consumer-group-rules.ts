@@ -28,8 +28,14 @@ export type Ordering = (typeof ORDERINGS)[number];
  *   subscriber per topic sends them to the group's FIFO queue with the group id as
  *   `MessageGroupId`. Not verified in an account yet, and no emulator has it (the local runtime
  *   emulates it from the template).
+ * - `stream`: no bus, no rule, no buffer and no FIFO queue. The consumer reads the events table's
+ *   stream itself, in batches, through an event source mapping that lets through only the INSERTs of
+ *   the subscribed types (Lambda event filtering: what it drops is not billed). For groups that emit
+ *   nothing (projections): their order comes from the stream (per item) and the version gate (gap
+ *   repair from the event store), their dedup from the inbox and checkpoints as on every path. The
+ *   group keeps a standard queue, fed only by a redrive of its dead letters.
  */
-export const DELIVERIES = ["dispatch-function", "pipe", "subscriber"] as const;
+export const DELIVERIES = ["dispatch-function", "pipe", "subscriber", "stream"] as const;
 export type Delivery = (typeof DELIVERIES)[number];
 
 /** Envelope fields a group may be ordered by (its FIFO message group). */
@@ -50,6 +56,9 @@ export const MAX_QUEUE_NAME_LENGTH = 80;
 
 /** Largest SQS batch a Lambda event source takes, per queue type. */
 export const MAX_BATCH_SIZE: Readonly<Record<Ordering, number>> = { fifo: 10, none: 10_000 };
+
+/** Largest batch of stream records a Lambda event source takes (DynamoDB Streams). */
+export const MAX_STREAM_BATCH_SIZE = 10_000;
 
 /** SQS cannot keep a message invisible for 12 hours or more. */
 export const MAX_QUEUE_VISIBILITY_SECONDS = 12 * 60 * 60;
@@ -153,14 +162,19 @@ export function groupSettingsProblems(settings: GroupSettings): string[] {
     );
   }
   const ordering: Ordering = settings.ordering === "none" ? "none" : "fifo";
-  const maxBatch = MAX_BATCH_SIZE[ordering];
+  const stream = settings.delivery === "stream";
+  const maxBatch = stream ? MAX_STREAM_BATCH_SIZE : MAX_BATCH_SIZE[ordering];
   problems.push(
     integerProblem(
       "batchSize",
       settings.batchSize,
       1,
       maxBatch,
-      ordering === "fifo" ? " (FIFO queues deliver at most 10)" : " (standard queues)",
+      stream
+        ? " (stream records per invocation)"
+        : ordering === "fifo"
+          ? " (FIFO queues deliver at most 10)"
+          : " (standard queues)",
     ),
     integerProblem("maxConcurrency", settings.maxConcurrency, 2, 1000),
     integerProblem("maxReceiveCount", settings.maxReceiveCount, 1, 1000),

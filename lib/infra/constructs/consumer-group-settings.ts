@@ -132,13 +132,23 @@ export function queueNames(
   ordering: Ordering,
   delivery: Delivery = "dispatch-function",
 ): QueueNames {
-  const fifo = ordering === "fifo";
+  // A group read from the stream keeps standard queues: only a redrive of its dead letters feeds it.
+  const fifo = hasFifoQueues({ ordering, delivery });
   return {
     queue: fifo ? `${prefix}.fifo` : prefix,
     deadLetterQueue: fifo ? `${prefix}-dlq.fifo` : `${prefix}-dlq`,
     bufferQueue: fifo && delivery !== "subscriber" ? `${prefix}-buffer` : undefined,
     bufferDeadLetterQueue: fifo ? `${prefix}-buffer-dlq` : undefined,
   };
+}
+
+/**
+ * Whether a group's queues are FIFO: an ordered group's, except when it reads the events table's
+ * stream (its order comes from the stream and the version gate, and its queue only takes redriven
+ * dead letters).
+ */
+export function hasFifoQueues(group: Pick<GroupSettings, "ordering" | "delivery">): boolean {
+  return group.ordering === "fifo" && group.delivery !== "stream";
 }
 
 /** A given dead-letter queue of the wrong kind; physical names longer than AWS allows. */
@@ -149,9 +159,9 @@ function placementProblems(
   names: QueueNames,
 ): Problems {
   const problems: Problems = [];
-  if (props.deadLetterQueue && props.deadLetterQueue.fifo !== (group.ordering === "fifo")) {
+  if (props.deadLetterQueue && props.deadLetterQueue.fifo !== hasFifoQueues(group)) {
     problems.push(
-      group.ordering === "fifo"
+      hasFifoQueues(group)
         ? `deadLetterQueue ${props.deadLetterQueue.node.path} is a standard queue: the dead-letter queue of a FIFO queue must be FIFO`
         : `deadLetterQueue ${props.deadLetterQueue.node.path} is a FIFO queue: the dead-letter queue of a standard queue must be standard`,
     );
@@ -177,7 +187,7 @@ function batchingWindowOf(
   group: GroupSettings,
   problems: Problems,
 ): Duration | undefined {
-  if (given !== undefined && group.ordering === "fifo") {
+  if (given !== undefined && hasFifoQueues(group)) {
     problems.push(`maxBatchingWindow ${given.toHumanString()} is not supported on a FIFO queue`);
     return given;
   }
@@ -191,6 +201,7 @@ function batchingWindowOf(
     }
     return given;
   }
+  // A stream event source needs no window for large batches: it reads what the shard holds.
   return group.ordering === "none" && group.batchSize > 10 ? Duration.seconds(1) : undefined;
 }
 
@@ -207,9 +218,9 @@ function deliveryBatchingWindowOf(
     );
     return given;
   }
-  if (group.delivery === "subscriber") {
+  if (group.delivery === "subscriber" || group.delivery === "stream") {
     problems.push(
-      `deliveryBatchingWindow ${given.toHumanString()} needs delivery "dispatch-function" or "pipe" (a subscriber has no buffer to gather from)`,
+      `deliveryBatchingWindow ${given.toHumanString()} needs delivery "dispatch-function" or "pipe" (a ${group.delivery} has no buffer to gather from; a stream group's own window is maxBatchingWindow)`,
     );
     return given;
   }

@@ -1,4 +1,4 @@
-import { CfnResource } from "aws-cdk-lib";
+import { CfnResource, Duration } from "aws-cdk-lib";
 import type { Alarm, MathExpression, Metric, MetricOptions } from "aws-cdk-lib/aws-cloudwatch";
 import type { Rule } from "aws-cdk-lib/aws-events";
 import type { CfnSubscriber } from "aws-cdk-lib/aws-eventsv2";
@@ -9,7 +9,12 @@ import { Construct } from "constructs";
 import type { AttentionSignal } from "../../../functions/core/attention";
 import type { DiscardReason } from "../../../functions/core/ports";
 import { MODEL_METRICS, TIMING_METRICS } from "../../../functions/handlers/consumer-metrics";
-import { addConsumerEventSource, createDeliveryHop, createRules } from "./consumer-group-delivery";
+import {
+  addConsumerEventSource,
+  addStreamEventSource,
+  createDeliveryHop,
+  createRules,
+} from "./consumer-group-delivery";
 import {
   alarmsOf,
   type ConsumerMetric,
@@ -28,6 +33,12 @@ import { createSubscribers } from "./consumer-group-subscribers";
 import { AgentBusFunction, METADATA } from "./function";
 import { grantModelAccess, type ModelSetting, resolveModelSetting } from "./model-access";
 
+/** What reading the events table's stream needs on `*` (cdk-nag IAM5 acknowledges it). */
+const STREAM_UNSCOPED_ACTIONS = {
+  "dynamodb:ListStreams":
+    "the DynamoDB stream event source needs it; it lists the streams of the account rather than acting on one stream, so it is granted on * (grantStreamRead)",
+};
+
 /**
  * A consumer group: every event of its subscribed types, delivered once per group, to one
  * consumer function, with partial batch responses and bounded concurrency.
@@ -35,7 +46,9 @@ import { grantModelAccess, type ModelSetting, resolveModelSetting } from "./mode
  * - `ordering: "fifo"` (in order per order key): rule per topic -> buffer queue (+DLQ) ->
  *   dispatch function or EventBridge Pipe -> FIFO queue `<...>.fifo` (+FIFO DLQ) -> consumer;
  *   with `delivery: "subscriber"`, a FIFO subscriber per topic on its new bus -> FIFO queue
- *   (its on-failure records in the buffer DLQ) -> consumer.
+ *   (its on-failure records in the buffer DLQ) -> consumer; with `delivery: "stream"` (groups
+ *   that emit nothing), the events table's stream -> consumer, filtered to the subscribed types,
+ *   and a standard queue (+DLQ, also the stream source's on-failure destination) for redrives.
  * - `ordering: "none"`: rule per topic -> standard queue (+standard DLQ, also the rule target's
  *   DLQ) -> consumer. The rule hands the queue the whole event (the envelope is its `detail`).
  *
@@ -104,7 +117,11 @@ export class ConsumerGroup extends Construct {
     this.bufferDeadLetterQueue = queues.bufferDeadLetterQueue;
     this.deadLetterQueues = deadLetterQueuesOf(queues);
 
-    if (settings.delivery === "subscriber" && queues.bufferDeadLetterQueue) {
+    if (settings.delivery === "stream") {
+      // Read from the events table's stream by the consumer itself: no rule, no hop.
+      this.rules = [];
+      this.subscribers = [];
+    } else if (settings.delivery === "subscriber" && queues.bufferDeadLetterQueue) {
       const delivery = createSubscribers(
         this,
         props.subscriptions,
@@ -127,7 +144,12 @@ export class ConsumerGroup extends Construct {
     this.consumer = this.createConsumer(props, settings);
     if (props.model !== undefined) this.callModel(props.model);
 
-    const alarms = createGroupAlarms(this, settings, queues);
+    const alarms = createGroupAlarms(
+      this,
+      settings,
+      queues,
+      settings.delivery === "stream" ? this.metricIteratorAge() : undefined,
+    );
     this.deadLetterAlarm = alarms.deadLetterAlarm;
     this.messageAgeAlarm = alarms.messageAgeAlarm;
     this.bufferDeadLetterAlarm = alarms.bufferDeadLetterAlarm;
@@ -150,6 +172,18 @@ export class ConsumerGroup extends Construct {
   /** Age of the oldest message waiting in the buffer queue (FIFO groups; Maximum, 1 minute). */
   metricBufferApproximateAgeOfOldestMessage(options?: MetricOptions): Metric | undefined {
     return this.bufferQueue && oldestMessageAge(this.bufferQueue, options);
+  }
+
+  /**
+   * How far behind the events table's stream the consumer is (`delivery: "stream"`;
+   * `IteratorAge`, Maximum, 1 minute).
+   */
+  metricIteratorAge(options?: MetricOptions): Metric {
+    return this.consumer.metric("IteratorAge", {
+      statistic: "Maximum",
+      period: Duration.minutes(1),
+      ...options,
+    });
   }
 
   /** Messages waiting in the group's queue (Maximum, 1 minute). */
@@ -295,6 +329,7 @@ export class ConsumerGroup extends Construct {
       description: `AgentBus ${groupName} consumer`,
       timeout: settings.functionTimeout,
       memorySize: props.memorySize,
+      ...(settings.delivery === "stream" ? { unscopedActions: STREAM_UNSCOPED_ACTIONS } : {}),
       environment: {
         GROUP_NAME: groupName,
         STATE_TABLE: props.tables.state.tableName,
@@ -310,6 +345,11 @@ export class ConsumerGroup extends Construct {
       },
     });
     addConsumerEventSource(consumer, this.queue, settings);
+    if (settings.delivery === "stream") {
+      const types = props.subscriptions.flatMap((s) => s.eventTypes);
+      addStreamEventSource(consumer, props.tables.events, types, settings, this.deadLetterQueue);
+      props.tables.grantEventsStream(consumer);
+    }
     this.deadLetterQueue.grantSendMessages(consumer);
     props.tables.grantConsumer(consumer);
     return consumer;

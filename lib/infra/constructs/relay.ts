@@ -150,7 +150,7 @@ export class Relay extends Construct {
         filters: [FilterCriteria.filter({ eventName: FilterRule.isEqual("INSERT") })],
       }),
     );
-    props.tables.grantRelayStream(this.function);
+    props.tables.grantEventsStream(this.function);
     this.failureQueue.grantSendMessages(this.function);
     for (const topic of props.topics) topic.grantPutEvents(this.function);
 

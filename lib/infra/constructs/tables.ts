@@ -363,8 +363,8 @@ export class AgentBusTables extends Construct {
     return this.traceIndexes.map((name) => `${this.events.tableArn}/index/${name}`);
   }
 
-  /** Read the events table's stream (for the relay's event source). */
-  grantRelayStream(grantee: IGrantable): Grant {
+  /** Read the events table's stream (the event sources of the relay and of stream groups). */
+  grantEventsStream(grantee: IGrantable): Grant {
     return this.events.grantStreamRead(grantee);
   }
 }

@@ -7,6 +7,8 @@ export const conversationProjectionModule = defineModule({
   descriptor: conversationProjection,
   entry: handlerBeside(import.meta.url),
   events: SUPPORT_EVENT_TYPES,
-  deployment: {},
+  // It emits nothing and folds only stored events: it reads them from the event store's stream,
+  // in batches, with no bus, rule or queue per event on the way.
+  deployment: { delivery: "stream", batchSize: 100 },
   build: () => conversationProjection,
 });
