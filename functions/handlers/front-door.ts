@@ -32,6 +32,7 @@ import { workflowCatalog } from "../roles/orchestrator/catalog";
 import { containerAwsClient } from "./aws";
 import { customerErasure } from "./customer-erasure";
 import { budgetsOf, ModelBudgetEnv } from "./env";
+import { inServerSpan, type ServedRequest } from "./hop-spans";
 import { lambdaEntry } from "./lambda-entry";
 import { type Observability, observability } from "./observe";
 import { vaultOf } from "./vault";
@@ -111,7 +112,8 @@ export type FrontDoorHandler = (
 
 export function createFrontDoorHandler(options: FrontDoorOptions = {}): FrontDoorHandler {
   const env = parseEnv(FrontDoorEnv, options.env ?? process.env, "front-door");
-  const { logger, metrics, tracer } = options.observability ?? observability("front-door");
+  const { logger, metrics, tracer, telemetry } =
+    options.observability ?? observability("front-door");
   const ports = { ...portsOf(env, options, tracer), log: logger };
   const settings = {
     tenantClaim: env.TENANT_CLAIM,
@@ -120,9 +122,12 @@ export function createFrontDoorHandler(options: FrontDoorOptions = {}): FrontDoo
     runsInFlight: env.TENANT_RUNS_IN_FLIGHT,
     ...(env.FEATURES ? { features: env.FEATURES } : {}),
   };
-  return async (event) => {
+  const answer = async (
+    event: APIGatewayProxyEventV2WithJWTAuthorizer,
+    request: HttpRequest,
+  ): Promise<APIGatewayProxyStructuredResultV2> => {
     try {
-      const response = await handleRequest(requestOf(event), ports, settings);
+      const response = await handleRequest(request, ports, settings);
       if (response.statusCode >= 400) {
         const code = (JSON.parse(response.body) as { code?: string }).code ?? "unknown";
         const single = metrics.singleMetric();
@@ -141,6 +146,39 @@ export function createFrontDoorHandler(options: FrontDoorOptions = {}): FrontDoo
       metrics.publishStoredMetrics();
     }
   };
+  // Each request in its server span, the parent of the messages it accepts (./hop-spans.ts).
+  return async (event) => {
+    await telemetry.ready;
+    const request = requestOf(event);
+    try {
+      return await inServerSpan(servedOf(event, request), (traceparent) =>
+        answer(event, withTraceparent(request, traceparent)),
+      );
+    } finally {
+      await telemetry.flush();
+    }
+  };
+}
+
+/** What the request's server span reads: the route is API Gateway's (none for `$default`). */
+function servedOf(
+  event: APIGatewayProxyEventV2WithJWTAuthorizer,
+  request: HttpRequest,
+): ServedRequest {
+  const route = event.routeKey?.split(" ")[1];
+  const traceparent = request.headers.traceparent;
+  return {
+    method: request.method,
+    path: request.path,
+    ...(route ? { route } : {}),
+    ...(traceparent ? { traceparent } : {}),
+  };
+}
+
+/** The request with the `traceparent` its messages start from (the server span's, if recorded). */
+function withTraceparent(request: HttpRequest, traceparent: string | undefined): HttpRequest {
+  if (traceparent === undefined || traceparent === request.headers.traceparent) return request;
+  return { ...request, headers: { ...request.headers, traceparent } };
 }
 
 /** The routes' ports on the function's tables and buses (or what `options` gives instead). */
