@@ -1,9 +1,16 @@
-import { type Attributes, type Span, SpanKind, SpanStatusCode } from "@opentelemetry/api";
+import {
+  type Attributes,
+  INVALID_SPAN_CONTEXT,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+} from "@opentelemetry/api";
 import type { Envelope, Topic } from "../../schemas";
 import { agentbusTracer, errorTypeOf, GENAI } from "../core/genai-spans";
 import type { EventPublisher, PublishFailure } from "../core/ports";
 import { formatTraceparent, parseTraceparent } from "../core/trace-context";
-import { parentContext, traceParentOf } from "./telemetry";
+import { parentContext, traceParentOf, tracerRegistered } from "./telemetry";
 
 /**
  * The spans of the hops between a commit and a consumer, so one trace covers a message from the
@@ -20,8 +27,9 @@ import { parentContext, traceParentOf } from "./telemetry";
  *
  * Each hop puts its own span in the `traceparent` it passes on, so the next hop's span is its
  * child: the consumer's `process` span (./telemetry.ts) is the dispatcher's child, which is the
- * relay's. Only a recorded span does: with no exporter and no layer (the default), every span is
- * a no-op, no attribute is computed and every message goes on exactly as it came.
+ * relay's. Only a recorded span does: with no exporter and no layer (the default), no tracer
+ * provider is registered, no span is made, no traceparent read, and every message goes on
+ * exactly as it came.
  */
 
 /** `messaging.system` of each transport (EventBridge has no value of the conventions' own). */
@@ -57,11 +65,15 @@ export interface Hop {
   readonly group?: string;
 }
 
+/** The span of a hop when no tracer provider is registered: nothing is read or made. */
+const NOT_RECORDED = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+
 /**
  * Starts the span of one message's hop (not made active: a call carries several), a child of the
  * span its `traceparent` names, else of the active one.
  */
 export function startHopSpan(message: unknown, hop: Hop): Span {
+  if (!tracerRegistered()) return NOT_RECORDED;
   const fields = (typeof message === "object" && message !== null ? message : {}) as MessageFields;
   const parent = parentContext(traceParentOf(message));
   const name = `${hop.operation} ${fields.event_type ?? "message"}`;
@@ -124,6 +136,7 @@ export function tracedPublisher(
 ): EventPublisher {
   return {
     async publish(topic, envelopes) {
+      if (!tracerRegistered()) return publisher.publish(topic, envelopes);
       const hop: Hop = {
         operation: "publish",
         system: MESSAGING_SYSTEMS.eventbridge,
@@ -168,6 +181,7 @@ export function inServerSpan<R extends { readonly statusCode?: number }>(
   request: ServedRequest,
   work: (traceparent: string | undefined) => Promise<R>,
 ): Promise<R> {
+  if (!tracerRegistered()) return work(request.traceparent);
   const name = request.route ? `${request.method} ${request.route}` : request.method;
   const parent = parentContext(request.traceparent);
   const tracer = agentbusTracer();
