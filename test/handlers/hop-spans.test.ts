@@ -5,6 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AwsClient, AwsCommand } from "../../functions/adapters/aws/client";
 import { eventItem } from "../../functions/adapters/dynamodb/items";
 import { InMemoryModelControls } from "../../functions/core/model-guard";
+import type { StoredState } from "../../functions/core/ports";
+import { ManualClock } from "../../functions/core/runtime";
 import { parseTraceparent } from "../../functions/core/trace-context";
 import { InMemoryAcceptedRequests } from "../../functions/front-door/accepted";
 import { InMemoryClientSequences } from "../../functions/front-door/client-seq";
@@ -20,6 +22,9 @@ import {
   tracedPublisher,
 } from "../../functions/handlers/hop-spans";
 import { createRelayHandler } from "../../functions/handlers/relay";
+import { createSweeperHandler } from "../../functions/handlers/sweeper";
+// The reference roles' event types in the registry: the refund review's decision, which a sweep sends.
+import "../../functions/roles/modules";
 import { inMessageSpan, startTelemetry, type Telemetry } from "../../functions/handlers/telemetry";
 import type { Envelope } from "../../schemas";
 import { taskEvent } from "../support/factories";
@@ -208,6 +213,51 @@ describe("one message's hops, relay to consumer", () => {
       recorded.spanContext().spanId,
     );
     recorded.end();
+  });
+});
+
+describe("the lease sweeper's spans", () => {
+  it("a sweep's span parents the publish span of each message it sends, which the message names", async () => {
+    const now = new Date("2090-06-01T12:00:00.000Z");
+    const past = new Date(now.getTime() - 5 * 60_000).toISOString();
+    const run: StoredState = {
+      aggregate: { type: "agent_run", id: "ar_hop1" },
+      revision: 1,
+      version: 1,
+      dueAt: past,
+      data: {
+        run_id: "ar_hop1",
+        task_id: "task_hop1",
+        status: "BLOCKED",
+        decision_type: "refund_review.decision.requested",
+        correlation_id: "corr_hop1",
+        waiting: { tool_call_id: "call_1", deadline: past },
+      },
+    };
+    const published: Envelope[] = [];
+    const sweep = createSweeperHandler({
+      env: { STATE_TABLE: "state", BUS_EVENTS: BUS, BUS_COMMANDS: "agentbus-commands" },
+      index: { due: async () => [run.aggregate], loadStates: async () => [run] },
+      publisher: {
+        publish: async (_topic, envelopes) => {
+          published.push(...envelopes);
+          return [];
+        },
+      },
+      clock: new ManualClock(now.toISOString()),
+    });
+    expect(await sweep()).toMatchObject({ approvalExpired: 1, published: 1 });
+    await telemetry.flush();
+
+    const [sweepSpan] = spanNamed("sweep");
+    const [publish] = spanNamed("publish refund_review.decision.requested");
+    if (!sweepSpan || !publish) throw new Error("the sweeper's spans were not exported");
+    expect(publish).toMatchObject({ traceId: sweepSpan.traceId, parentSpanId: sweepSpan.spanId });
+    expect(publish.attrs["messaging.destination.name"]).toBe("agentbus-commands");
+    expect(parseTraceparent(published[0]?.traceparent)).toMatchObject({
+      traceId: sweepSpan.traceId,
+      spanId: publish.spanId,
+    });
   });
 });
 
