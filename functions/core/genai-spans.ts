@@ -92,8 +92,8 @@ export async function inSpan<T>(
   });
 }
 
-/** The error's code (AgentBusError), else its name. */
-function errorTypeOf(error: unknown): string {
+/** The error's code (AgentBusError), else its name: a failed span's `error.type`. */
+export function errorTypeOf(error: unknown): string {
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code === "string") return code;
   return error instanceof Error ? error.name : "Error";

@@ -1,4 +1,5 @@
 import type { Envelope, EventRegistry } from "../../schemas";
+import { PrincipalArn } from "../../schemas/events/operator";
 import type { DataSubject, ErasureRecord } from "../core/personal-data/customer-keys";
 import { type ErasureReport, erasureRecordId } from "../core/personal-data/erase";
 import type { Clock, EventPublisher } from "../core/ports";
@@ -11,7 +12,7 @@ import { fail, type HttpResponse, json } from "./http";
  * (functions/core/personal-data/erase.ts). 200 with what was done and what erasure cannot reach
  * (with the days it keeps it), also when the customer was erased already (nothing changes then); 404 when nothing of the customer is recorded. The
  * erasure is recorded on the audit topic as `operator.action.recorded` (`customer.erase`, the
- * signing principal as who asked), where the audit group keeps it.
+ * signing principal as who asked, its ARN as `principal`), where the audit group keeps it.
  */
 
 export interface CustomerErasure {
@@ -43,7 +44,8 @@ export async function eraseForService(
       "not_found",
       `no personal data of customer ${subject.customer} is recorded for tenant ${subject.tenant}`,
     );
-  if (report.erasure) await record(ports, subject, report.erasure, report.overwritten);
+  if (report.erasure)
+    await record(ports, subject, { ...report.erasure, principal }, report.overwritten);
   return json(200, {
     tenant_id: subject.tenant,
     customer_id: subject.customer,
@@ -60,13 +62,17 @@ function requesterOf(principal: string): string {
   return principal.replace(/[\s@]+/g, "_").slice(-128) || "unknown";
 }
 
-/** The erasure's audit record, under its own id (erasureRecordId): kept once however often sent. */
+/**
+ * The erasure's audit record, under its own id (erasureRecordId): kept once however often sent.
+ * It names the signer's ARN as the principal that acted (one that is no ARN is left out).
+ */
 async function record(
   ports: ErasurePorts,
   subject: DataSubject,
-  erasure: ErasureRecord,
+  erasure: ErasureRecord & { readonly principal: string },
   overwritten: number,
 ): Promise<void> {
+  const principal = PrincipalArn.safeParse(erasure.principal);
   const id = erasureRecordId(subject, erasure);
   const parsed = ports.registry.parse({
     event_id: id,
@@ -84,6 +90,7 @@ async function record(
       action: "customer.erase",
       target: `customer/${subject.tenant}/${subject.customer}`,
       requested_by: erasure.by,
+      ...(principal.success ? { principal: principal.data } : {}),
       via: "front-door",
       ...(erasure.reason === undefined ? {} : { reason: erasure.reason }),
       outcome: { count: overwritten, event_ids: [], failed: 0 },

@@ -1,4 +1,5 @@
 import { MetricUnit } from "@aws-lambda-powertools/metrics";
+import type { Span } from "@opentelemetry/api";
 import type { Context, SQSBatchResponse, SQSEvent } from "aws-lambda";
 import { registry as defaultRegistry, type EventRegistry } from "../../schemas";
 import * as z from "../../schemas/zod";
@@ -15,6 +16,7 @@ import { retentionDays } from "../core/retention";
 import { systemClock } from "../core/runtime";
 import { containerAwsClient } from "./aws";
 import { recordingDeadLetters } from "./failure-record";
+import { continuedBy, endHopSpan, type Hop, MESSAGING_SYSTEMS, startHopSpan } from "./hop-spans";
 import { lambdaEntry } from "./lambda-entry";
 import { type Observability, observability } from "./observe";
 import { receiveCountOf, retryDelaySeconds } from "./retry";
@@ -68,37 +70,28 @@ export type DispatchHandler = (event: SQSEvent, context?: Context) => Promise<SQ
  */
 export function createDispatchHandler(options: DispatchOptions = {}): DispatchHandler {
   const env = parseEnv(DispatchEnv, options.env ?? process.env, "dispatch");
-  const { logger, metrics, tracer } =
+  const { logger, metrics, tracer, telemetry } =
     options.observability ?? observability(`${env.GROUP_NAME}-dispatch`, env.GROUP_NAME);
   const sqs = tracer.capture(options.sqs ?? containerAwsClient());
   const sender = new SqsFifoSender({ client: sqs, queueUrl: env.TARGET_QUEUE_URL });
   const deadLetters = deadLetterSink(env, options, sqs, { logger, tracer });
   const registry = options.registry ?? defaultRegistry;
-
-  /**
-   * Failed records become visible again after 2^n seconds (n = receives so far, capped) instead
-   * of after the buffer's whole visibility timeout, so one failed send does not hold its entity's
-   * events back for minutes.
-   */
-  const backOff = async (event: SQSEvent, failedIds: readonly string[]): Promise<void> => {
-    if (!env.SOURCE_QUEUE_URL) return;
-    const failed = new Set(failedIds);
-    for (const record of event.Records) {
-      if (!failed.has(record.messageId)) continue;
-      const delay = retryDelaySeconds(
-        receiveCountOf(record),
-        env.RETRY_BASE_SECONDS,
-        env.RETRY_MAX_SECONDS,
-      );
-      await extendVisibility(sqs, env.SOURCE_QUEUE_URL, record.receiptHandle, delay).catch(
-        (e: unknown) => logger.warn("could not set the retry backoff", { error: describe(e) }),
-      );
-    }
-  };
+  const hop = sendHopOf(env);
+  const backOff = backOffOf(env, sqs, logger);
 
   return async (event) => {
+    await telemetry.ready;
     const { items, notDeadLettered } = await itemsOf(event, deadLetters, metrics);
-    const dispatched = await dispatch(items, registry, sender, deadLetters, env.TENANT_CONCURRENCY);
+    const sends = inSendSpans(items, hop);
+    const dispatched = await dispatch(
+      sends.items,
+      registry,
+      sender,
+      deadLetters,
+      env.TENANT_CONCURRENCY,
+    );
+    sends.end(dispatched.failedRecordIds);
+    await telemetry.flush();
     const report = {
       ...dispatched,
       failedRecordIds: [...dispatched.failedRecordIds, ...notDeadLettered],
@@ -121,6 +114,60 @@ export function createDispatchHandler(options: DispatchOptions = {}): DispatchHa
 }
 
 export const { create, handler } = lambdaEntry(createDispatchHandler);
+
+/**
+ * Failed records become visible again after 2^n seconds (n = receives so far, capped) instead
+ * of after the buffer's whole visibility timeout, so one failed send does not hold its entity's
+ * events back for minutes.
+ */
+function backOffOf(env: DispatchEnv, sqs: AwsClient, logger: Observability["logger"]) {
+  return async (event: SQSEvent, failedIds: readonly string[]): Promise<void> => {
+    if (!env.SOURCE_QUEUE_URL) return;
+    const failed = new Set(failedIds);
+    for (const record of event.Records) {
+      if (!failed.has(record.messageId)) continue;
+      const delay = retryDelaySeconds(
+        receiveCountOf(record),
+        env.RETRY_BASE_SECONDS,
+        env.RETRY_MAX_SECONDS,
+      );
+      await extendVisibility(sqs, env.SOURCE_QUEUE_URL, record.receiptHandle, delay).catch(
+        (e: unknown) => logger.warn("could not set the retry backoff", { error: describe(e) }),
+      );
+    }
+  };
+}
+
+/** The dispatcher's hop: a send to the group's FIFO queue (its name: `messaging.destination.name`). */
+function sendHopOf(env: DispatchEnv): Hop {
+  return {
+    operation: "send",
+    system: MESSAGING_SYSTEMS.sqs,
+    destination: env.TARGET_QUEUE_URL.split("/").at(-1) ?? env.TARGET_QUEUE_URL,
+    group: env.GROUP_NAME,
+  };
+}
+
+/**
+ * Each item in its `send` span (./hop-spans.ts), its envelope's `traceparent` continued by it;
+ * `end` ends them, those of the records whose send failed with status error.
+ */
+function inSendSpans(items: readonly DispatchItem[], hop: Hop) {
+  const spans = items.map((item) => startHopSpan(item.envelope, hop));
+  return {
+    items: items.map((item, i) => ({
+      ...item,
+      envelope: continuedBy(item.envelope, spans[i] as Span),
+    })),
+    end(failedRecordIds: readonly string[]) {
+      const failed = new Set(failedRecordIds);
+      items.forEach((item, i) => {
+        const failure = failed.has(item.recordId) ? { code: "dispatch.send_failed" } : undefined;
+        endHopSpan(spans[i] as Span, failure);
+      });
+    },
+  };
+}
 
 /** The buffer's dead-letter queue, each dead letter also recorded for tracing when the inbox table is given. */
 function deadLetterSink(

@@ -39,6 +39,7 @@ import { workflowCatalog } from "../roles/orchestrator/catalog";
 import { containerAwsClient } from "./aws";
 import { customerErasure } from "./customer-erasure";
 import { budgetsOf, ModelBudgetEnv } from "./env";
+import { inServerSpan, type ServedRequest } from "./hop-spans";
 import { lambdaEntry } from "./lambda-entry";
 import { type Observability, observability } from "./observe";
 import { vaultOf } from "./vault";
@@ -143,12 +144,15 @@ export type FrontDoorHandler = (
 export function createFrontDoorHandler(options: FrontDoorOptions = {}): FrontDoorHandler {
   const env = parseEnv(FrontDoorEnv, options.env ?? process.env, "front-door");
   const observed = options.observability ?? observability("front-door");
-  const { logger, metrics } = observed;
+  const { logger, metrics, telemetry } = observed;
   const ports = { ...portsOf(env, options, observed), log: logger };
   const settings = settingsOf(env);
-  return async (event) => {
+  const answer = async (
+    event: APIGatewayProxyEventV2WithJWTAuthorizer,
+    request: HttpRequest,
+  ): Promise<APIGatewayProxyStructuredResultV2> => {
     try {
-      const response = await handleRequest(requestOf(event), ports, settings);
+      const response = await handleRequest(request, ports, settings);
       if (response.statusCode >= 400) {
         const code = (JSON.parse(response.body) as { code?: string }).code ?? "unknown";
         const single = metrics.singleMetric();
@@ -167,6 +171,39 @@ export function createFrontDoorHandler(options: FrontDoorOptions = {}): FrontDoo
       metrics.publishStoredMetrics();
     }
   };
+  // Each request in its server span, the parent of the messages it accepts (./hop-spans.ts).
+  return async (event) => {
+    await telemetry.ready;
+    const request = requestOf(event);
+    try {
+      return await inServerSpan(servedOf(event, request), (traceparent) =>
+        answer(event, withTraceparent(request, traceparent)),
+      );
+    } finally {
+      await telemetry.flush();
+    }
+  };
+}
+
+/** What the request's server span reads: the route is API Gateway's (none for `$default`). */
+function servedOf(
+  event: APIGatewayProxyEventV2WithJWTAuthorizer,
+  request: HttpRequest,
+): ServedRequest {
+  const route = event.routeKey?.split(" ")[1];
+  const traceparent = request.headers.traceparent;
+  return {
+    method: request.method,
+    path: request.path,
+    ...(route ? { route } : {}),
+    ...(traceparent ? { traceparent } : {}),
+  };
+}
+
+/** The request with the `traceparent` its messages start from (the server span's, if recorded). */
+function withTraceparent(request: HttpRequest, traceparent: string | undefined): HttpRequest {
+  if (traceparent === undefined || traceparent === request.headers.traceparent) return request;
+  return { ...request, headers: { ...request.headers, traceparent } };
 }
 
 type FrontDoorEnvValues = z.output<typeof FrontDoorEnv>;

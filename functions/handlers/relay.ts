@@ -24,6 +24,7 @@ import { parseEnv } from "../core/parse-env";
 import type { EventPublisher } from "../core/ports";
 import { EVENT_TOPICS_ENV, type RelayReport, relay, typeTopicsOf } from "../core/relay";
 import { containerAwsClient, containerEventBridgeV2Client } from "./aws";
+import { tracedPublisher } from "./hop-spans";
 import { lambdaEntry } from "./lambda-entry";
 import { type Observability, observability } from "./observe";
 
@@ -87,7 +88,7 @@ export type RelayHandler = (event: DynamoDBStreamEvent, context?: Context) => Pr
  */
 export function createRelayHandler(options: RelayHandlerOptions = {}): RelayHandler {
   const env = parseEnv(RelayEnv, options.env ?? process.env, "relay");
-  const { logger, metrics, tracer } = options.observability ?? observability("relay");
+  const { logger, metrics, tracer, telemetry } = options.observability ?? observability("relay");
   const buses: Partial<Record<Topic, string>> = {
     commands: env.BUS_COMMANDS,
     events: env.BUS_EVENTS,
@@ -99,14 +100,10 @@ export function createRelayHandler(options: RelayHandlerOptions = {}): RelayHand
     buses,
     source: RELAY_EVENT_SOURCE,
   });
-  const publisher = withSubscriberBuses(
-    classic,
-    env,
-    () =>
-      options.subscriberBus ??
-      new AwsSubscriberBusClient(
-        tracer.capture(options.eventbridgev2 ?? containerEventBridgeV2Client()),
-      ),
+  // Each event in its `publish` span, which the traceparent it goes out with names (./hop-spans).
+  const publisher = tracedPublisher(
+    withSubscriberBuses(classic, env, () => subscriberBusClient(options, tracer)),
+    (topic) => buses[topic],
   );
   const registry = options.registry ?? defaultRegistry;
   const typeTopics = typeTopicsOf(env[EVENT_TOPICS_ENV]);
@@ -117,6 +114,7 @@ export function createRelayHandler(options: RelayHandlerOptions = {}): RelayHand
   );
 
   return async (event) => {
+    await telemetry.ready;
     const { envelopes, skipped, topics } = envelopesFromStreamRecords(event.Records);
     if (skipped.length)
       logger.warn("stream records without an envelope were skipped", { count: skipped.length });
@@ -138,8 +136,22 @@ export function createRelayHandler(options: RelayHandlerOptions = {}): RelayHand
       metrics.addMetric("RelayUnplaced", MetricUnit.Count, unpublishedCount(error));
     } finally {
       metrics.publishStoredMetrics();
+      await telemetry.flush();
     }
   };
+}
+
+/** The new buses' PutEvents: the one given, else AwsSubscriberBusClient on `eventbridgev2`. */
+function subscriberBusClient(
+  options: RelayHandlerOptions,
+  tracer: Observability["tracer"],
+): SubscriberBusClient {
+  return (
+    options.subscriberBus ??
+    new AwsSubscriberBusClient(
+      tracer.capture(options.eventbridgev2 ?? containerEventBridgeV2Client()),
+    )
+  );
 }
 
 /**

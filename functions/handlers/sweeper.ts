@@ -1,4 +1,5 @@
 import { MetricUnit } from "@aws-lambda-powertools/metrics";
+import { SpanKind } from "@opentelemetry/api";
 import type { Context } from "aws-lambda";
 import {
   registry as defaultRegistry,
@@ -12,6 +13,7 @@ import { DynamoDueIndex } from "../adapters/dynamodb/due";
 import { EventBridgePublisher, MAX_PUT_EVENTS_ENTRIES } from "../adapters/eventbridge/publisher";
 import { AGENT_RUN_AGGREGATE } from "../core/agent/agent-role";
 import { TransientError } from "../core/errors";
+import { inSpan } from "../core/genai-spans";
 import { parseEnv } from "../core/parse-env";
 import type { Clock, DueReader, EventPublisher, StateReader } from "../core/ports";
 import { systemClock } from "../core/runtime";
@@ -26,6 +28,7 @@ import {
   type SweepPlan,
 } from "../core/sweeper";
 import { containerAwsClient } from "./aws";
+import { tracedPublisher } from "./hop-spans";
 import { lambdaEntry } from "./lambda-entry";
 import { type Observability, observability } from "./observe";
 
@@ -104,7 +107,8 @@ export type SweeperHandler = (event?: unknown, context?: Context) => Promise<Swe
  */
 export function createSweeperHandler(options: SweeperOptions = {}): SweeperHandler {
   const env = parseEnv(SweeperEnv, options.env ?? process.env, "sweeper");
-  const { logger, metrics, tracer } = options.observability ?? observability(SWEEPER_PRODUCER);
+  const { logger, metrics, tracer, telemetry } =
+    options.observability ?? observability(SWEEPER_PRODUCER);
   const clock = options.clock ?? systemClock;
   const registry = options.registry ?? defaultRegistry;
   const index =
@@ -113,14 +117,9 @@ export function createSweeperHandler(options: SweeperOptions = {}): SweeperHandl
       client: tracer.capture(options.dynamodb ?? containerAwsClient()),
       stateTable: env.STATE_TABLE,
     });
-  const publisher =
-    options.publisher ??
-    new EventBridgePublisher({
-      client: tracer.capture(options.eventbridge ?? containerAwsClient()),
-      buses: { commands: env.BUS_COMMANDS, events: env.BUS_EVENTS },
-    });
+  const publisher = sweepPublisher(env, options, tracer);
 
-  return async () => {
+  const sweep = async () => {
     try {
       const now = clock.now();
       const due = await index.due(now, env.SWEEP_LIMIT);
@@ -136,13 +135,7 @@ export function createSweeperHandler(options: SweeperOptions = {}): SweeperHandl
         ...sweepReport(due.length, states.length, plan, published, failures.length),
         deadlineNear: near,
       };
-      metrics.addMetric(LEASE_EXPIRED_METRIC, MetricUnit.Count, report.leaseExpired);
-      metrics.addMetric("ReleaseRequested", MetricUnit.Count, report.releaseRequested);
-      metrics.addMetric("ConfirmExpired", MetricUnit.Count, report.confirmExpired);
-      metrics.addMetric("DependencyExpired", MetricUnit.Count, report.dependencyExpired);
-      metrics.addMetric("WaitExpired", MetricUnit.Count, report.waitExpired);
-      metrics.addMetric("ApprovalExpired", MetricUnit.Count, report.approvalExpired);
-      metrics.addMetric(APPROVAL_DEADLINE_NEAR_METRIC, MetricUnit.Count, report.deadlineNear);
+      addSweepMetrics(metrics, report);
       if (report.published || report.failed) logger.info("swept", { ...report });
       options.onReport?.(report);
       if (failures.length > 0)
@@ -157,6 +150,46 @@ export function createSweeperHandler(options: SweeperOptions = {}): SweeperHandl
       metrics.publishStoredMetrics();
     }
   };
+  return async () => {
+    await telemetry.ready;
+    try {
+      return await inSpan("sweep", { kind: SpanKind.INTERNAL, attributes: {} }, sweep);
+    } finally {
+      await telemetry.flush();
+    }
+  };
+}
+
+/**
+ * The sweeper's publisher (the one given, else EventBridge's), each message in its `publish` span
+ * (./hop-spans.ts), a child of the sweep's.
+ */
+function sweepPublisher(
+  env: SweeperEnv,
+  options: SweeperOptions,
+  tracer: Observability["tracer"],
+): EventPublisher {
+  const buses: Partial<Record<Topic, string>> = {
+    commands: env.BUS_COMMANDS,
+    events: env.BUS_EVENTS,
+  };
+  const publisher =
+    options.publisher ??
+    new EventBridgePublisher({
+      client: tracer.capture(options.eventbridge ?? containerAwsClient()),
+      buses,
+    });
+  return tracedPublisher(publisher, (topic) => buses[topic]);
+}
+
+function addSweepMetrics(metrics: Observability["metrics"], report: SweepReport): void {
+  metrics.addMetric(LEASE_EXPIRED_METRIC, MetricUnit.Count, report.leaseExpired);
+  metrics.addMetric("ReleaseRequested", MetricUnit.Count, report.releaseRequested);
+  metrics.addMetric("ConfirmExpired", MetricUnit.Count, report.confirmExpired);
+  metrics.addMetric("DependencyExpired", MetricUnit.Count, report.dependencyExpired);
+  metrics.addMetric("WaitExpired", MetricUnit.Count, report.waitExpired);
+  metrics.addMetric("ApprovalExpired", MetricUnit.Count, report.approvalExpired);
+  metrics.addMetric(APPROVAL_DEADLINE_NEAR_METRIC, MetricUnit.Count, report.deadlineNear);
 }
 
 /**

@@ -2,6 +2,7 @@ import {
   type Attributes,
   context,
   defaultTextMapGetter,
+  ProxyTracerProvider,
   ROOT_CONTEXT,
   SpanKind,
   trace,
@@ -99,6 +100,18 @@ async function flushRegistered(): Promise<void> {
   };
   const provider = (registered.getDelegate?.() ?? registered) as { forceFlush?: () => unknown };
   if (typeof provider.forceFlush === "function") await provider.forceFlush();
+}
+
+/**
+ * Whether spans go anywhere: a tracer provider was registered (ours or a layer's). Without one,
+ * every span is a no-op, and a hop skips even reading the message's traceparent (./hop-spans.ts).
+ */
+export function tracerRegistered(): boolean {
+  const provider = trace.getTracerProvider();
+  return (
+    !(provider instanceof ProxyTracerProvider) ||
+    provider.getDelegateTracer("agentbus") !== undefined
+  );
 }
 
 const propagator = new W3CTraceContextPropagator();

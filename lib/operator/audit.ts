@@ -10,6 +10,7 @@ import type {
   OperatorVia,
 } from "../../schemas/events/operator";
 import type * as z from "../../schemas/zod";
+import { callerPrincipal } from "./caller";
 import { putEnvelope } from "./put-envelope";
 import type { ClientConfig, OpsStack } from "./stack";
 
@@ -45,21 +46,25 @@ export interface RecordFields {
   readonly tenantId?: string;
   /** Through what the operator acted. @default "cli" */
   readonly via?: z.output<typeof OperatorVia>;
+  /** The AWS principal that acted (an ARN). @default STS's answer for `config` (./caller.ts) */
+  readonly principal?: string;
 }
 
 /**
  * Put an operator's record on the bus of its topic (the audit topic's; the events bus of a stack
- * deployed before it had one), where the audit group keeps it: who, when, what, to what.
- * Validated against the registry before it is sent. Answers its event id.
+ * deployed before it had one), where the audit group keeps it: who (the operator's name, and the
+ * AWS principal the tools act as: ./caller.ts), when, what, to what. Validated against the
+ * registry before it is sent. Answers its event id.
  */
 export async function recordOnAudit<T extends keyof OperatorRecords>(
   stack: OpsStack,
   config: ClientConfig,
   type: T,
-  payload: Omit<OperatorRecords[T], "requested_by" | "via">,
+  payload: Omit<OperatorRecords[T], "requested_by" | "via" | "principal">,
   record: RecordFields = {},
 ): Promise<string> {
   const id = record.eventId ?? ulid();
+  const principal = record.principal ?? (await callerPrincipal(config));
   const envelope = {
     event_id: id,
     event_type: type,
@@ -76,6 +81,7 @@ export async function recordOnAudit<T extends keyof OperatorRecords>(
     payload: {
       ...payload,
       requested_by: record.requestedBy ?? operatorName(),
+      ...(principal === undefined ? {} : { principal }),
       via: record.via ?? "cli",
     },
   };
@@ -92,13 +98,16 @@ export async function recordOnAudit<T extends keyof OperatorRecords>(
 export function recordAction(
   stack: OpsStack,
   config: ClientConfig,
-  action: Omit<OperatorAction, "requested_by" | "via">,
+  action: Omit<OperatorAction, "requested_by" | "via" | "principal">,
   record: RecordFields = {},
 ): Promise<string> {
   return recordOnAudit(stack, config, "operator.action.recorded", action, record);
 }
 
-type ApprovalAnswered = Omit<OperatorRecords["operator.approval.answered"], "requested_by" | "via">;
+type ApprovalAnswered = Omit<
+  OperatorRecords["operator.approval.answered"],
+  "requested_by" | "via" | "principal"
+>;
 
 /**
  * The approval an operator command answers, if it answers one: an agent's tool call

@@ -15,12 +15,26 @@ export const OperatorName = z
 /** Through what an operator acted: the CLI, the console page, the front door (a service's call). */
 export const OperatorVia = z.enum(["cli", "console", "front-door"]);
 
+/**
+ * The AWS principal that acted, as IAM names it (an ARN): STS GetCallerIdentity's for the
+ * credentials the CLI or the console acted with, the signer's for a front door request. Absent on
+ * records made before it was kept, and when the caller's identity could not be read.
+ */
+export const PrincipalArn = z
+  .string()
+  .check(
+    z.maxLength(2048),
+    z.regex(/^arn:[a-z-]+:[a-z0-9-]+:[^\s]*$/, { message: "an ARN (arn:<partition>:...)" }),
+  );
+const Principal = z.optional(PrincipalArn);
+
 export const OperatorActionPayload = z.object({
   /** What was done, e.g. `dlq.redrive`. */
   action: z.string().check(z.regex(/^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$/)),
   /** What it was done to: a consumer group, a run, a side-effect key, ... */
   target: z.string().check(z.minLength(1), z.maxLength(256)),
   requested_by: OperatorName,
+  principal: Principal,
   /** Through what: absent on records made before it was kept. */
   via: z.optional(OperatorVia),
   reason: z.optional(z.string().check(z.maxLength(1000))),
@@ -46,6 +60,7 @@ export const OperatorStopPayload = z.object({
   /** The tenant the target is in (the target itself for a tenant). */
   tenant_id: z.optional(TenantId),
   requested_by: OperatorName,
+  principal: Principal,
   via: OperatorVia,
   reason: Reason,
   /** False when a stop already stood (its own record says who made it, and when). */
@@ -58,6 +73,7 @@ export const OperatorResumePayload = z.object({
   scope: StopScope,
   target: RunRef,
   requested_by: OperatorName,
+  principal: Principal,
   via: OperatorVia,
   reason: Reason,
   /** Who had stopped it, and when; absent when nothing stood (the resume changed nothing). */
@@ -72,6 +88,7 @@ export const ApprovalAnsweredPayload = z.object({
   step: z.optional(z.string().check(z.maxLength(256))),
   decision: z.enum(["approve", "reject"]),
   requested_by: OperatorName,
+  principal: Principal,
   via: OperatorVia,
   reason: Reason,
   /** The command the answer was sent as. */

@@ -154,6 +154,8 @@ describe("a tenant stopped and resumed on the local stack", () => {
           reason: "runaway spend",
           runs_cancelled: [workflowRunId],
           requested_by: "ops_anna",
+          // The AWS principal the CLI acted as: STS's answer for its credentials (moto's here).
+          principal: expect.stringMatching(/^arn:aws:(sts|iam)::\d{12}:/),
           via: "cli",
         },
       });
@@ -170,6 +172,7 @@ describe("a tenant stopped and resumed on the local stack", () => {
           target: tenant,
           stopped_by: "ops_anna",
           requested_by: "ops_anna",
+          principal: expect.stringMatching(/^arn:aws:(sts|iam)::\d{12}:/),
         },
       });
 

@@ -1056,7 +1056,14 @@ describe("a service erases a customer (POST /v1/tenants/{tenant_id}/customers/{c
     expect(published[0]).toEqual(published[1]);
     expect(published[0]).toMatchObject({
       tenant_id: "acme",
-      payload: { action: "customer.erase", target: "customer/acme/cust_42", reason: "ticket 7" },
+      payload: {
+        action: "customer.erase",
+        target: "customer/acme/cust_42",
+        reason: "ticket 7",
+        // Who acted, as IAM names the request's signer.
+        principal: PRIVACY,
+        via: "front-door",
+      },
     });
   });
 

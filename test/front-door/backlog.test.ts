@@ -145,6 +145,7 @@ function fakeObservability(metrics: string[], warnings: string[]): Observability
       publishStoredMetrics: () => undefined,
     },
     tracer: { capture: <T>(client: T) => client },
+    telemetry: { ready: Promise.resolve(), flush: async () => undefined },
   } as unknown as Observability;
 }
 

@@ -1,6 +1,4 @@
 import { readFileSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { context, propagation, trace } from "@opentelemetry/api";
 import * as semconv from "@opentelemetry/semantic-conventions/incubating";
@@ -30,6 +28,7 @@ import {
 import { REPO_ROOT } from "../../lib/infra/constructs/function";
 import * as z from "../../schemas/zod";
 import { taskEvent } from "../support/factories";
+import { type OtlpReceiver, SPAN_KIND, startOtlpReceiver } from "../support/otlp";
 
 /**
  * The spans a consumer exports, received by an OTLP/HTTP receiver in this process (a node http
@@ -40,50 +39,17 @@ import { taskEvent } from "../support/factories";
  * fails is logged, never thrown.
  */
 
-interface OtlpValue {
-  stringValue?: string;
-  intValue?: string | number;
-  doubleValue?: number;
-  arrayValue?: { values: OtlpValue[] };
-}
-interface OtlpSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-  name: string;
-  kind: number;
-  attributes: { key: string; value: OtlpValue }[];
-  status?: { code?: number };
-}
-interface OtlpExport {
-  resourceSpans: {
-    resource: { attributes: { key: string; value: OtlpValue }[] };
-    scopeSpans: { scope: { name: string }; schemaUrl?: string; spans: OtlpSpan[] }[];
-  }[];
-}
-
-const SPAN_KIND = { internal: 1, client: 3, consumer: 5 } as const;
 const TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736";
 const SENDER_SPAN = "00f067aa0ba902b7";
 
-const exports: OtlpExport[] = [];
-let server: Server;
+let receiver: OtlpReceiver;
 let endpoint: string;
 let telemetry: Telemetry;
 const warnings: string[] = [];
 
 beforeAll(async () => {
-  server = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on("data", (chunk: Buffer) => chunks.push(chunk));
-    request.on("end", () => {
-      if (request.url === "/v1/traces" && request.headers["content-type"] === "application/json")
-        exports.push(JSON.parse(Buffer.concat(chunks).toString("utf8")) as OtlpExport);
-      response.writeHead(200, { "content-type": "application/json" }).end("{}");
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  receiver = await startOtlpReceiver();
+  endpoint = receiver.endpoint;
   telemetry = startTelemetry("telemetry-test", (message) => warnings.push(message), {
     OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
   });
@@ -94,32 +60,10 @@ afterAll(async () => {
   trace.disable();
   context.disable();
   propagation.disable();
-  await new Promise((resolve) => server.close(resolve));
+  await receiver.close();
 });
 
-/** Every span received so far, with its scope's schema URL and its attributes as plain values. */
-function received() {
-  return exports.flatMap((e) =>
-    e.resourceSpans.flatMap((r) =>
-      r.scopeSpans.flatMap((s) =>
-        s.spans.map((span) => ({
-          ...span,
-          service: plain(r.resource.attributes)["service.name"],
-          schemaUrl: s.schemaUrl,
-          attrs: plain(span.attributes),
-        })),
-      ),
-    ),
-  );
-}
-
-function plain(attributes: { key: string; value: OtlpValue }[]): Record<string, unknown> {
-  const value = (v: OtlpValue): unknown =>
-    v.arrayValue
-      ? v.arrayValue.values.map(value)
-      : (v.stringValue ?? (v.intValue === undefined ? v.doubleValue : Number(v.intValue)));
-  return Object.fromEntries(attributes.map((a) => [a.key, value(a.value)]));
-}
+const received = () => receiver.received();
 
 /** A Bedrock client whose Converse answers with a call of `lookup` and counts its tokens. */
 const bedrock: AwsClient = {
@@ -260,8 +204,8 @@ describe("OpenTelemetry spans exported over OTLP/HTTP", () => {
 
   it("an export that fails is logged and the flush still resolves", async () => {
     const before = warnings.length;
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
+    receiver.server.closeAllConnections();
+    await receiver.close();
     await inMessageSpan(
       { ids: messageIdsOf(taskEvent(1), 1) },
       { group: "checker", messageId: "sqs-message-3" },
@@ -269,7 +213,7 @@ describe("OpenTelemetry spans exported over OTLP/HTTP", () => {
     );
     await expect(telemetry.flush()).resolves.toBeUndefined();
     expect(warnings.slice(before).join("\n")).toContain("span export failed");
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    await new Promise<void>((resolve) => receiver.server.listen(0, "127.0.0.1", resolve));
   });
 });
 
