@@ -60,8 +60,15 @@ export function printCost(out: Out, result: CostResult): void {
   printPrices(out, result.functions);
 }
 
-function printUsage(out: Out, flows: readonly MixedFlow[]): void {
-  out("What one flow used on AgentBus (mean of its plays), and what a million of them cost:");
+/** A flow's name and what one of it used. */
+type Used = Pick<MixedFlow, "usage"> & { readonly shape: Pick<MixedFlow["shape"], "flow"> };
+
+function printUsage(
+  out: Out,
+  flows: readonly Used[],
+  title = "What one flow used on AgentBus (mean of its plays), and what a million of them cost:",
+): void {
+  out(title);
   const header = ["flow", "consumed ev", "WU", "RU", "SQS std", "SQS FIFO", "EB events"];
   const rest = ["Pipes", "λ req", "λ GB-s", "KMS", "$/M flows", "$/consumed ev"];
   const rows = flows.map(({ shape, usage: u }) => {
@@ -133,35 +140,57 @@ const meanBatch = (play: LoadedPlay, kind: string) => {
   return b && b.invocations > 0 ? fmt(b.records / b.invocations, 2) : "-";
 };
 
+/** US$ of a flow's usage without the Lambda duration line (wall-clock time on the emulator). */
+const withoutDuration = (u: FlowUsage) => {
+  const lines = agentBusDollars(u);
+  return total(lines) - (lines["Lambda duration"] ?? 0);
+};
+
+/** One flow's row of the loaded table: alone → loaded for what batches change, and the batches. */
+function loadedRow(play: LoadedPlay, alone: FlowUsage): string[] {
+  const loaded = play.usage;
+  const both = (f: (u: FlowUsage) => number, digits = 1) =>
+    `${fmt(f(alone), digits)} → ${fmt(f(loaded), digits)}`;
+  const ratio = (f: (u: FlowUsage) => number) =>
+    `${fmt(f(loaded) / Math.max(1e-12, f(alone)), 2)}×`;
+  const dollars = (u: FlowUsage) => total(agentBusDollars(u));
+  return [
+    play.flow,
+    `${perMillion(dollars(alone))} → ${perMillion(dollars(loaded))}`,
+    `${perMillion(withoutDuration(alone))} → ${perMillion(withoutDuration(loaded))}`,
+    ratio(withoutDuration),
+    both((u) => u.lambdaRequests),
+    both((u) => u.lambdaGbSeconds.arm64 + u.lambdaGbSeconds.x86_64, 2),
+    both((u) => u.sqsStandardRequests),
+    both((u) => u.sqsFifoRequests),
+    both((u) => u.dynamoWriteUnits),
+    ...BATCHED_KINDS.map((k) => meanBatch(play, k)),
+  ];
+}
+
 function printLoaded(out: Out, result: CostResult): void {
   const inFlight = result.loaded[0]?.inFlight ?? 0;
   out(
     `Loaded: ${fmtInt(inFlight)} flows of one kind started at once, per flow (alone → loaded), and the mean records per invocation of each kind of function (its batch):`,
   );
-  const header = ["flow", "$/M flows", "vs alone", "λ req", "SQS std", "SQS FIFO", "WU"];
-  const kinds = BATCHED_KINDS.map((k) => `${k} batch`);
-  const rows = result.loaded.map((play) => {
-    const alone = result.flows.find((f) => f.shape.flow === play.flow)?.usage ?? zeroUsage();
-    const loaded = play.usage;
-    const both = (f: (u: FlowUsage) => number) => `${fmt(f(alone), 1)} → ${fmt(f(loaded), 1)}`;
-    const dollars = total(agentBusDollars(loaded));
-    return [
-      play.flow,
-      `${perMillion(total(agentBusDollars(alone)))} → ${perMillion(dollars)}`,
-      `${fmt(dollars / Math.max(1e-12, total(agentBusDollars(alone))), 2)}×`,
-      both((u) => u.lambdaRequests),
-      both((u) => u.sqsStandardRequests),
-      both((u) => u.sqsFifoRequests),
-      both((u) => u.dynamoWriteUnits),
-      ...BATCHED_KINDS.map((k) => meanBatch(play, k)),
-    ];
-  });
-  const cols = [...header, ...kinds];
+  const cols = [
+    ...["flow", "$/M flows", "$/M without λ duration", "vs alone", "λ req", "λ GB-s"],
+    ...["SQS std", "SQS FIFO", "WU", ...BATCHED_KINDS.map((k) => `${k} batch`)],
+  ];
+  const rows = result.loaded.map((play) =>
+    loadedRow(play, result.flows.find((f) => f.shape.flow === play.flow)?.usage ?? zeroUsage()),
+  );
   for (const line of renderTable(cols, rows, ["l", ...cols.slice(1).map(() => "r" as const)]))
     out(line);
+  out();
+  printUsage(
+    out,
+    result.loaded.map((p) => ({ shape: { flow: p.flow }, usage: p.usage })),
+    `What one flow used with ${fmtInt(inFlight)} of its kind in flight (the play's usage divided by ${fmtInt(inFlight)}):`,
+  );
   const seconds = result.loaded.map((p) => `${p.flow} ${fmt(p.seconds, 1)} s`).join(", ");
   out(
-    `Played on the local stack (${seconds}): one poller per event source mapping, which receives up to its batch size (at most 10) of what waits; a group with a batch size of 1 (the model-calling and sending roles) never batches. What falls with load is what is billed per request of a batch (Lambda requests and GB-seconds, SQS receives and deletes, the dispatch's sends); per-unit lines stay (DynamoDB write and read units, EventBridge events, the FIFO queues' sends per message).`,
+    `Played on the local stack (${seconds}): one poller per event source mapping, which receives up to its batch size (at most 10) of what waits, as soon as anything does (no batching window); a group with a batch size of 1 (the model-calling and sending roles) never batches. Lambda duration is each handler's wall-clock time against one emulator process, which slows as more calls wait on it and with the machine's load; AWS's services do not slow at this load, so the loaded play's duration is an upper bound, and the column without it shows what the batches change.`,
   );
   const { standard, fifo } = result.mappings;
   // A month of no flows at all: the mappings' idle polls alone.
