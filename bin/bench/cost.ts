@@ -186,7 +186,8 @@ async function playedAlone(play: Play, flow: PlayedFlow): Promise<MixedFlow> {
  */
 async function playedLoaded(play: Play, flow: PlayedFlow): Promise<LoadedPlay> {
   const { env } = play;
-  await env.runtime.idle();
+  // After a loaded play the stack can take longer than idle()'s default to go quiet.
+  await env.runtime.idle({ timeoutMs: LOADED_TIMEOUT_MS });
   resetMeters(play);
   const started = performance.now();
   const flows = await Promise.all(Array.from({ length: IN_FLIGHT }, () => flow.start(env)));
