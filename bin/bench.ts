@@ -36,12 +36,14 @@ import { runThroughputSection, type ThroughputResult } from "./bench/throughput"
  *    plays the reference scenario, beside the commit minimum and the Powertools baseline.
  * 6. What each reference flow (a support turn, a content run, a refund review) costs in dollars
  *    on AWS, metered end to end on the local stack, beside Step Functions, Lambda durable
- *    functions and Temporal Cloud, per million flows and per consumed event at 1× to 1,000×.
+ *    functions and Temporal Cloud, per million flows played alone and with 100 of a kind in
+ *    flight at once (batches filled), with the batch sizes measured.
  * `npm run bench -- memory` runs section 1 alone, `npm run bench -- local` section 3,
  * `npm run bench -- tenants` only section 3's tenants measurement (with and without tenant lanes),
  * `npm run bench -- bundles` section 4, `npm run bench -- roles` sections 2 and 5,
  * 7. One FIFO group delivered each way the topology offers (dispatch function, Pipe, ...), on a
- *    stack of its own each: latency per hop and dollars per million consumed events, side by side.
+ *    stack of its own each: latency per hop and dollars per million consumed events, one at a
+ *    time and in a burst, side by side.
  * 8. One tenant's runs of one status, a page and the next, of 100,000 runs on moto: from the
  *    by-tenant-status index, beside the look-through of the kind's list.
  * 9. One agent run of 2,000 turns on the agent loop: bytes written per turn at turn 10 and at its

@@ -102,7 +102,7 @@ export function printCeilings(out: (line?: string) => void, c: ScenarioCounts): 
   const hot = c.hottestWritesPerDelivery;
   out();
   out(
-    `Today's load: the scenario once per ${fmt(c.seconds, 1)} s (the local stack's pace). The first account-wide ceiling allows ${fmt(first, 1)} scenarios/s, ${fmtInt(first / today)}× today's load. One aggregate (one partition key) takes at most ${fmtInt(QUOTAS.partitionWriteUnits)} WU/s: ${fmtInt(QUOTAS.partitionWriteUnits / Math.max(hot.writeUnits, 1e-9))} deliveries/s to one ${hot.group} state at its ${fmt(hot.writeUnits, 2)} WU per delivery. Cost per delivery at 1×, 10×, 100× and 1,000×: $${fmt(c.dollarsPerMillion, 2)} per million in DynamoDB units, the same at every load (on-demand bills per request, as EventBridge and SQS do, and Lambda per request and duration), until a ceiling throttles.`,
+    `Today's load: the scenario once per ${fmt(c.seconds, 1)} s (the local stack's pace). The first account-wide ceiling allows ${fmt(first, 1)} scenarios/s, ${fmtInt(first / today)}× today's load. One aggregate (one partition key) takes at most ${fmtInt(QUOTAS.partitionWriteUnits)} WU/s: ${fmtInt(QUOTAS.partitionWriteUnits / Math.max(hot.writeUnits, 1e-9))} deliveries/s to one ${hot.group} state at its ${fmt(hot.writeUnits, 2)} WU per delivery. DynamoDB units per delivery: $${fmt(c.dollarsPerMillion, 2)} per million, the same at any load until a ceiling throttles (on-demand bills per unit); what SQS and Lambda bill per batch falls as batches fill, measured by section 6's loaded column.`,
   );
   return first;
 }

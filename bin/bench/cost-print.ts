@@ -1,10 +1,10 @@
 import {
   agentBusDollars,
+  agentBusMonth,
+  type FlowUsage,
   type Mappings,
   type MixedFlow,
   peerCosts,
-  perConsumedEvent,
-  SECONDS_PER_MONTH,
   SYSTEMS,
   total,
   zeroUsage,
@@ -21,16 +21,29 @@ import { fmt, fmtInt, renderTable } from "./stats";
 
 type Out = (line?: string) => void;
 
-/** What section 6 measured: each flow's mean usage, one mix's seconds, the stack's SQS mappings. */
+/** Many flows of one kind in flight at once: what each used, and how full the batches were. */
+export interface LoadedPlay {
+  readonly flow: string;
+  readonly inFlight: number;
+  /** From the first start until the stack was idle again. */
+  readonly seconds: number;
+  /** Per flow: the whole play's usage divided by `inFlight`. */
+  readonly usage: FlowUsage;
+  /** By function kind: invocations that carried a batch, and the records in them. */
+  readonly batches: Readonly<Record<string, { invocations: number; records: number }>>;
+}
+
+/**
+ * What section 6 measured: each flow's mean usage alone and in flight with many of its kind, the
+ * stack's SQS mappings.
+ */
 export interface CostResult {
   readonly flows: readonly MixedFlow[];
-  readonly mixSeconds: number;
+  readonly loaded: readonly LoadedPlay[];
   readonly mappings: Mappings;
   /** The functions' configured memory and architecture, as `256 MB arm64 (31 functions)`. */
   readonly functions: string;
 }
-
-const LOADS = [1, 10, 100, 1_000] as const;
 
 /** US$ per million flows, as printed. */
 const perMillion = (dollars: number) => fmt(dollars * 1e6, 2);
@@ -42,13 +55,20 @@ export function printCost(out: Out, result: CostResult): void {
   out();
   printCounting(out, result.flows);
   out();
-  printLoads(out, result);
+  printLoaded(out, result);
   out();
   printPrices(out, result.functions);
 }
 
-function printUsage(out: Out, flows: readonly MixedFlow[]): void {
-  out("What one flow used on AgentBus (mean of its plays), and what a million of them cost:");
+/** A flow's name and what one of it used. */
+type Used = Pick<MixedFlow, "usage"> & { readonly shape: Pick<MixedFlow["shape"], "flow"> };
+
+function printUsage(
+  out: Out,
+  flows: readonly Used[],
+  title = "What one flow used on AgentBus (mean of its plays), and what a million of them cost:",
+): void {
+  out(title);
   const header = ["flow", "consumed ev", "WU", "RU", "SQS std", "SQS FIFO", "EB events"];
   const rest = ["Pipes", "λ req", "λ GB-s", "KMS", "$/M flows", "$/consumed ev"];
   const rows = flows.map(({ shape, usage: u }) => {
@@ -112,24 +132,71 @@ function printCounting(out: Out, flows: readonly MixedFlow[]): void {
   );
 }
 
-function printLoads(out: Out, result: CostResult): void {
-  const mixesPerMonth = SECONDS_PER_MONTH / result.mixSeconds;
-  const consumed = result.flows.reduce((n, f) => n + f.usage.consumedEvents, 0);
+/** The kinds of function whose batches the loaded column shows, in the order of the path. */
+const BATCHED_KINDS = ["relay", "dispatch", "consumer"] as const;
+
+const meanBatch = (play: LoadedPlay, kind: string) => {
+  const b = play.batches[kind];
+  return b && b.invocations > 0 ? fmt(b.records / b.invocations, 2) : "-";
+};
+
+/** US$ of a flow's usage without the Lambda duration line (wall-clock time on the emulator). */
+const withoutDuration = (u: FlowUsage) => {
+  const lines = agentBusDollars(u);
+  return total(lines) - (lines["Lambda duration"] ?? 0);
+};
+
+/** One flow's row of the loaded table: alone → loaded for what batches change, and the batches. */
+function loadedRow(play: LoadedPlay, alone: FlowUsage): string[] {
+  const loaded = play.usage;
+  const both = (f: (u: FlowUsage) => number, digits = 1) =>
+    `${fmt(f(alone), digits)} → ${fmt(f(loaded), digits)}`;
+  const ratio = (f: (u: FlowUsage) => number) =>
+    `${fmt(f(loaded) / Math.max(1e-12, f(alone)), 2)}×`;
+  const dollars = (u: FlowUsage) => total(agentBusDollars(u));
+  return [
+    play.flow,
+    `${perMillion(dollars(alone))} → ${perMillion(dollars(loaded))}`,
+    `${perMillion(withoutDuration(alone))} → ${perMillion(withoutDuration(loaded))}`,
+    ratio(withoutDuration),
+    both((u) => u.lambdaRequests),
+    both((u) => u.lambdaGbSeconds.arm64 + u.lambdaGbSeconds.x86_64, 2),
+    both((u) => u.sqsStandardRequests),
+    both((u) => u.sqsFifoRequests),
+    both((u) => u.dynamoWriteUnits),
+    ...BATCHED_KINDS.map((k) => meanBatch(play, k)),
+  ];
+}
+
+function printLoaded(out: Out, result: CostResult): void {
+  const inFlight = result.loaded[0]?.inFlight ?? 0;
   out(
-    `US$ per consumed event over the mix of the ${result.flows.length} flows (one of each, ${fmt(consumed, 1)} events consumed by AgentBus's groups, the denominator of every column) at today's load — the mix once per ${fmt(result.mixSeconds, 1)} s, the local stack's pace: ${fmtInt(mixesPerMonth)} mixes a month — and at 10×, 100×, 1,000×:`,
+    `Loaded: ${fmtInt(inFlight)} flows of one kind started at once, per flow (alone → loaded), and the mean records per invocation of each kind of function (its batch):`,
   );
-  const rows = LOADS.map((load) => {
-    const per = perConsumedEvent(result.flows, mixesPerMonth, load, result.mappings);
-    return [`${fmtInt(load)}×`, ...SYSTEMS.map((s) => `$${per[s].toExponential(3)}`)];
-  });
-  for (const line of renderTable(["load", ...SYSTEMS], rows, [
-    "l",
-    ...SYSTEMS.map(() => "r" as const),
-  ]))
+  const cols = [
+    ...["flow", "$/M flows", "$/M without λ duration", "vs alone", "λ req", "λ GB-s"],
+    ...["SQS std", "SQS FIFO", "WU", ...BATCHED_KINDS.map((k) => `${k} batch`)],
+  ];
+  const rows = result.loaded.map((play) =>
+    loadedRow(play, result.flows.find((f) => f.shape.flow === play.flow)?.usage ?? zeroUsage()),
+  );
+  for (const line of renderTable(cols, rows, ["l", ...cols.slice(1).map(() => "r" as const)]))
     out(line);
-  const { standard, fifo } = result.mappings;
+  out();
+  printUsage(
+    out,
+    result.loaded.map((p) => ({ shape: { flow: p.flow }, usage: p.usage })),
+    `What one flow used with ${fmtInt(inFlight)} of its kind in flight (the play's usage divided by ${fmtInt(inFlight)}):`,
+  );
+  const seconds = result.loaded.map((p) => `${p.flow} ${fmt(p.seconds, 1)} s`).join(", ");
   out(
-    `Flat where billing is per request or unit (DynamoDB on-demand, EventBridge, Pipes, KMS, Lambda requests, Step Functions, durable operations): the same per event at any load. Not flat: AgentBus's ${standard + fifo} SQS event source mappings (${standard} standard, ${fifo} FIFO) poll idle queues at a fixed ${IDLE_POLLS_PER_MAPPING_MINUTE} requests a minute each (assumed), counted all month at every load, which weighs at low load; SQS requests (tiers past 100 billion a month) and Lambda arm64 GB-seconds (past 7.5 billion) get cheaper with volume; Temporal Cloud's Actions are tiered ($50 down to $25 per million past 100 million a month) on top of its Business plan's $500 a month minimum (or 10% of usage). Lambda's, SQS's, KMS's and Step Functions' free tiers are left out.`,
+    `Played on the local stack (${seconds}): one poller per event source mapping, which receives up to its batch size (at most 10) of what waits, as soon as anything does (no batching window); a group with a batch size of 1 (the model-calling and sending roles) never batches. Lambda duration is each handler's wall-clock time against one emulator process, which slows as more calls wait on it and with the machine's load; AWS's services do not slow at this load, so the loaded play's duration is an upper bound, and the column without it shows what the batches change.`,
+  );
+  const { standard, fifo } = result.mappings;
+  // A month of no flows at all: the mappings' idle polls alone.
+  const idleMonth = agentBusMonth([], 0, result.mappings);
+  out(
+    `Not per flow: the stack's ${standard + fifo} SQS event source mappings (${standard} standard, ${fifo} FIFO) poll idle queues at ${IDLE_POLLS_PER_MAPPING_MINUTE} requests a minute each (assumed), $${fmt(idleMonth, 2)} a month whatever the load. Tiers past 100 billion SQS requests or 7.5 billion Lambda GB-seconds a month are not reached at these volumes.`,
   );
 }
 

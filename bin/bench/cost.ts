@@ -1,6 +1,13 @@
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import type { RuntimeEvent } from "../../lib/dev/local/runtime";
-import type { FlowShape, FlowUsage, Mappings, MixedFlow } from "../../lib/dev/metering/flow-cost";
+import {
+  agentBusDollars,
+  type FlowShape,
+  type FlowUsage,
+  type Mappings,
+  type MixedFlow,
+  total,
+} from "../../lib/dev/metering/flow-cost";
 import { indexCatalog } from "../../lib/dev/metering/index-writes";
 import {
   type Meter,
@@ -8,9 +15,10 @@ import {
   meter,
   SERVICE_SCOPES,
 } from "../../lib/dev/metering/metering";
-import { PLAYED_FLOWS } from "./cost-flows";
-import { type CostResult, printCost } from "./cost-print";
+import { PLAYED_FLOWS, type PlayedFlow, playAlone } from "./cost-flows";
+import { type CostResult, type LoadedPlay, printCost } from "./cost-print";
 import { withPeerCounts } from "./peers";
+import { fmt } from "./stats";
 
 /**
  * `npm run bench` section 6 (`npm run bench -- cost`): what each reference flow costs in dollars
@@ -20,9 +28,33 @@ import { withPeerCounts } from "./peers";
  */
 const REPEATS = 2;
 
+/**
+ * The loaded column: this many flows of one kind started at once (100, or `BENCH_IN_FLIGHT`), so
+ * that every hop's batches fill as far as the stack's settings let them; what they used is
+ * divided by their number.
+ */
+export const IN_FLIGHT = inFlight(process.env.BENCH_IN_FLIGHT);
+
+function inFlight(setting: string | undefined): number {
+  if (setting === undefined || setting === "") return 100;
+  const n = Number(setting);
+  if (!Number.isInteger(n) || n < 1)
+    throw new Error(`BENCH_IN_FLIGHT must be a whole number of flows, 1 or more, not "${setting}"`);
+  return n;
+}
+
+/** How long the flows in flight at once may take to settle on the local stack. */
+const LOADED_TIMEOUT_MS = 900_000;
+
 type Out = (line?: string) => void;
 
-export { type CostResult, costSummary } from "./cost-print";
+export { type CostResult, costSummary, type LoadedPlay } from "./cost-print";
+
+/** The invocations of one kind of function that carried a batch, and the records in them. */
+export interface BatchTally {
+  invocations: number;
+  records: number;
+}
 
 /** What the runtime reported while one flow (or one measured run) played. */
 export interface Invocations {
@@ -32,6 +64,8 @@ export interface Invocations {
   consumerGbSeconds: number;
   consumerSeconds: number;
   consumed: number;
+  /** By function kind (`consumer`, `dispatch`, `relay`, ...): the batches it was invoked with. */
+  batches: Record<string, BatchTally>;
 }
 
 export const noInvocations = (): Invocations => ({
@@ -41,6 +75,7 @@ export const noInvocations = (): Invocations => ({
   consumerGbSeconds: 0,
   consumerSeconds: 0,
   consumed: 0,
+  batches: {},
 });
 
 /** Adds one runtime event to `current`: a consumed event, or an invocation's request and GB-s. */
@@ -51,6 +86,12 @@ export function countInvocation(current: Invocations, event: RuntimeEvent): void
   const gbSeconds = (event.memoryMb / 1024) * (Math.ceil(event.ms) / 1000);
   current.requests++;
   current[event.architecture] += gbSeconds;
+  if (event.records > 0) {
+    const batches = current.batches[event.functionKind] ?? { invocations: 0, records: 0 };
+    batches.invocations++;
+    batches.records += event.records;
+    current.batches[event.functionKind] = batches;
+  }
   if (event.functionKind === "consumer") {
     current.consumerGbSeconds += gbSeconds;
     current.consumerSeconds += event.ms / 1000;
@@ -79,33 +120,30 @@ async function withCountedPeers(flows: readonly MixedFlow[]): Promise<MixedFlow[
 }
 
 export async function runCostSection(out: Out): Promise<CostResult> {
-  let current = noInvocations();
-  const onEvent = (event: RuntimeEvent) => countInvocation(current, event);
+  const tally = { current: noInvocations() };
+  const onEvent = (event: RuntimeEvent) => countInvocation(tally.current, event);
   running = await startLocal({ onEvent });
   const env = running;
   try {
-    const meters = metersOf(env);
-    const excluded = unbilledScopes(env);
-    out(`local stack on ${env.endpoint}: each flow played ${REPEATS} times alone, metered`);
+    const play: Play = { env, tally, meters: metersOf(env), excluded: unbilledScopes(env) };
+    out(
+      `local stack on ${env.endpoint}: each flow played ${REPEATS} times alone, then ${IN_FLIGHT} at once, metered`,
+    );
     await env.runtime.idle();
     const flows: MixedFlow[] = [];
-    let mixSeconds = 0;
+    for (const flow of PLAYED_FLOWS) flows.push(await playedAlone(play, flow));
+    const loaded: LoadedPlay[] = [];
     for (const flow of PLAYED_FLOWS) {
-      const usages: FlowUsage[] = [];
-      const shapes: FlowShape[] = [];
-      const started = performance.now();
-      for (let i = 0; i < REPEATS; i++) {
-        for (const m of meters) m.reset();
-        current = noInvocations();
-        shapes.push(await flow.play(env));
-        usages.push(usageOf(meters, current, excluded));
-      }
-      mixSeconds += (performance.now() - started) / 1000 / REPEATS;
-      flows.push({ shape: sameShape(flow.flow, shapes), usage: meanOf(usages) });
+      const played = await playedLoaded(play, flow);
+      const dollars = total(agentBusDollars(played.usage)) * 1e6;
+      out(
+        `  ${IN_FLIGHT} × ${flow.flow}: settled in ${fmt(played.seconds, 1)} s, $${fmt(dollars, 2)} per million flows`,
+      );
+      loaded.push(played);
     }
     const result = {
       flows: await withCountedPeers(flows),
-      mixSeconds,
+      loaded,
       mappings: mappingsOf(env),
       functions: functionsOf(env),
     };
@@ -114,6 +152,57 @@ export async function runCostSection(out: Out): Promise<CostResult> {
   } finally {
     await stopCostSection();
   }
+}
+
+/** What the plays of one section share: the stack, its meters and the invocations counted. */
+interface Play {
+  readonly env: LocalEnvironment;
+  readonly tally: { current: Invocations };
+  readonly meters: Meter[];
+  readonly excluded: ReadonlySet<string>;
+}
+
+/** Starts metering afresh. */
+function resetMeters(play: Play): void {
+  for (const m of play.meters) m.reset();
+  play.tally.current = noInvocations();
+}
+
+/** The flow played REPEATS times alone: its shape and mean usage. */
+async function playedAlone(play: Play, flow: PlayedFlow): Promise<MixedFlow> {
+  const usages: FlowUsage[] = [];
+  const shapes: FlowShape[] = [];
+  for (let i = 0; i < REPEATS; i++) {
+    resetMeters(play);
+    shapes.push(await playAlone(play.env, flow));
+    usages.push(usageOf(play.meters, play.tally.current, play.excluded));
+  }
+  return { shape: sameShape(flow.flow, shapes), usage: meanOf(usages) };
+}
+
+/**
+ * IN_FLIGHT flows started at once, then the runtime left to settle and each flow's outcome
+ * checked: what they used, per flow, and the batches each kind of function was invoked with.
+ */
+async function playedLoaded(play: Play, flow: PlayedFlow): Promise<LoadedPlay> {
+  const { env } = play;
+  // After a loaded play the stack can take longer than idle()'s default to go quiet.
+  await env.runtime.idle({ timeoutMs: LOADED_TIMEOUT_MS });
+  resetMeters(play);
+  const started = performance.now();
+  const flows = await Promise.all(Array.from({ length: IN_FLIGHT }, () => flow.start(env)));
+  await env.runtime.idle({ timeoutMs: LOADED_TIMEOUT_MS });
+  for (const f of flows) await f.ended(LOADED_TIMEOUT_MS);
+  await env.runtime.idle({ timeoutMs: LOADED_TIMEOUT_MS });
+  const seconds = (performance.now() - started) / 1000;
+  const usage = usageOf(play.meters, play.tally.current, play.excluded);
+  return {
+    flow: flow.flow,
+    inFlight: IN_FLIGHT,
+    seconds,
+    usage: meanOf([usage], IN_FLIGHT),
+    batches: play.tally.current.batches,
+  };
 }
 
 /** Meters on the clients the functions and the runtime share (the emulator's SDK clients). */
@@ -239,8 +328,9 @@ function sameShape(flow: string, shapes: readonly FlowShape[]): FlowShape {
   return first;
 }
 
-export function meanOf(usages: FlowUsage[]): FlowUsage {
-  const n = usages.length;
+/** The mean of the usages, each standing for `flows` flows (one by default). */
+export function meanOf(usages: FlowUsage[], flows = 1): FlowUsage {
+  const n = usages.length * flows;
   const mean = (f: (u: FlowUsage) => number) => usages.reduce((a, u) => a + f(u), 0) / n;
   return {
     dynamoWriteUnits: mean((u) => u.dynamoWriteUnits),

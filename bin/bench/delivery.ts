@@ -39,7 +39,10 @@ export interface DeliveryRun {
   readonly events: number;
   /** Sends to the FIFO queue by a subscriber of the new bus (0 for the other deliveries). */
   readonly subscriberDeliveries: number;
+  /** Per million events delivered in the burst, where batches fill. */
   readonly dollarsPerMillion: Lines;
+  /** Per million events delivered one at a time (the hop samples), every batch of one. */
+  readonly aloneDollarsPerMillion: Lines;
 }
 
 export interface DeliveryResult {
@@ -91,16 +94,22 @@ async function measureDelivery(delivery: Delivery): Promise<DeliveryRun> {
   try {
     attachProbe(probe, env);
     await env.runtime.idle();
+    const meters = metersOf(env);
+    const bridges = new Set(env.deployment.bridges.map((b) => b.queueUrl));
+    const metered = () => usageOf(meters, current, unbilledScopes(env), bridges);
+    const restart = () => {
+      for (const m of meters) m.reset();
+      current = noInvocations();
+      subscribed = 0;
+    };
+    restart();
     const samples = await sampleHops(env, probe, HOP_SAMPLES);
     await env.runtime.idle();
-    const meters = metersOf(env);
-    for (const m of meters) m.reset();
-    current = noInvocations();
-    subscribed = 0;
+    const alone = metered();
+    restart();
     const { events } = await burst(env, probe, BURST_KEYS, BURST_PER_KEY);
     await env.runtime.idle();
-    const bridges = new Set(env.deployment.bridges.map((b) => b.queueUrl));
-    const usage = usageOf(meters, current, unbilledScopes(env), bridges);
+    const usage = metered();
     return {
       delivery,
       hops: hopTable(samples, HOP_KEYS),
@@ -108,6 +117,7 @@ async function measureDelivery(delivery: Delivery): Promise<DeliveryRun> {
       events,
       subscriberDeliveries: subscribed,
       dollarsPerMillion: perMillion(usage, events),
+      aloneDollarsPerMillion: perMillion(alone, samples.length),
     };
   } finally {
     await stopDeliverySection();
@@ -155,34 +165,39 @@ function printHops(out: Out, runs: readonly DeliveryRun[]): void {
 
 function printDollars(out: Out, runs: readonly DeliveryRun[]): void {
   out();
-  const first = runs[0];
   out(
-    `US$ per million events delivered to the group, a burst of ${BURST_KEYS * BURST_PER_KEY} events over ${BURST_KEYS} order keys (everything but the delivery is the same on every stack):`,
+    `US$ per million events delivered to the group, ${HOP_SAMPLES} events one at a time (every batch of one), and a burst of ${BURST_KEYS * BURST_PER_KEY} events over ${BURST_KEYS} order keys (batches fill); everything but the delivery is the same on every stack:`,
   );
+  const first = runs[0];
   const lines = Object.keys(first?.dollarsPerMillion ?? {});
-  const rows = lines.map((line) => [
-    line,
-    ...runs.map((r) => fmt(r.dollarsPerMillion[line] ?? 0, 2)),
+  const both = (r: DeliveryRun, line: string) =>
+    `${fmt(r.aloneDollarsPerMillion[line] ?? 0, 2)} | ${fmt(r.dollarsPerMillion[line] ?? 0, 2)}`;
+  const rows = lines.map((line) => [line, ...runs.map((r) => both(r, line))]);
+  rows.push([
+    "total",
+    ...runs.map(
+      (r) => `${fmt(total(r.aloneDollarsPerMillion), 2)} | ${fmt(total(r.dollarsPerMillion), 2)}`,
+    ),
   ]);
-  rows.push(["total", ...runs.map((r) => fmt(total(r.dollarsPerMillion), 2))]);
   if (first)
     rows.push([
       "total vs the first",
-      ...runs.map((r) => `${fmt(total(r.dollarsPerMillion) / total(first.dollarsPerMillion), 2)}×`),
+      ...runs.map(
+        (r) =>
+          `${fmt(total(r.aloneDollarsPerMillion) / total(first.aloneDollarsPerMillion), 2)}× | ${fmt(total(r.dollarsPerMillion) / total(first.dollarsPerMillion), 2)}×`,
+      ),
     ]);
-  rows.push(["events committed", ...runs.map((r) => fmtInt(r.events))]);
+  rows.push(["events committed (burst)", ...runs.map((r) => fmtInt(r.events))]);
   rows.push([
-    "consumer deliveries (with duplicates)",
+    "consumer deliveries (burst, with duplicates)",
     ...runs.map((r) => fmtInt(r.usage.consumedEvents)),
   ]);
   rows.push([
-    "new bus: subscriber sends per event",
+    "new bus: subscriber sends per event (burst)",
     ...runs.map((r) => (r.subscriberDeliveries ? fmt(r.subscriberDeliveries / r.events, 2) : "-")),
   ]);
-  for (const line of renderTable(["line", ...runs.map((r) => r.delivery)], rows, [
-    "l",
-    ...runs.map(() => "r" as const),
-  ]))
+  const header = ["line (one at a time | burst)", ...runs.map((r) => r.delivery)];
+  for (const line of renderTable(header, rows, ["l", ...runs.map(() => "r" as const)]))
     out(`  ${line}`);
   if (runs.some((r) => r.subscriberDeliveries > 0))
     out(
@@ -194,7 +209,9 @@ function printDollars(out: Out, runs: readonly DeliveryRun[]): void {
 export function deliverySummary(result: DeliveryResult): string {
   const [first, ...rest] = result.runs;
   if (!first) return "7. No delivery was measured.";
+  const dollars = (r: DeliveryRun) =>
+    `$${fmt(total(r.aloneDollarsPerMillion), 2)}/M alone, $${fmt(total(r.dollarsPerMillion), 2)}/M in a burst`;
   const phrase = (r: DeliveryRun) =>
-    `${r.delivery} ${fmtInt(r.hops.whole.p50)} ms and $${fmt(total(r.dollarsPerMillion), 2)}/M (${fmt(total(r.dollarsPerMillion) / total(first.dollarsPerMillion), 2)}×)`;
-  return `7. One event from commit to the task projection's commit, median on moto, and US$ per million events delivered to it (the new bus's own charges unpriced): ${first.delivery} ${fmtInt(first.hops.whole.p50)} ms and $${fmt(total(first.dollarsPerMillion), 2)}/M; ${rest.map(phrase).join("; ")}.`;
+    `${r.delivery} ${fmtInt(r.hops.whole.p50)} ms, ${dollars(r)} (${fmt(total(r.dollarsPerMillion) / total(first.dollarsPerMillion), 2)}×)`;
+  return `7. One event from commit to the task projection's commit, median on moto, and US$ per million events delivered to it (the new bus's own charges unpriced): ${first.delivery} ${fmtInt(first.hops.whole.p50)} ms, ${dollars(first)}; ${rest.map(phrase).join("; ")}.`;
 }

@@ -57,4 +57,18 @@ describe("loadHandler's invocation report", () => {
     });
     for (const e of invoked) expect(e.kind === "invoked" && e.ms >= 0).toBe(true);
   });
+
+  it("reports how many records each invocation's batch carried, and 0 for an event without any", async () => {
+    const events: RuntimeEvent[] = [];
+    const invoke = await loadHandler(fn, {
+      functionClients: clients,
+      root,
+      onEvent: (e) => events.push(e),
+    });
+    await invoke({ Records: [{ messageId: "a" }, { messageId: "b" }, { messageId: "c" }] });
+    await invoke({ Records: [] });
+    await invoke({ detail: {} });
+    const records = events.flatMap((e) => (e.kind === "invoked" ? [e.records] : []));
+    expect(records).toEqual([3, 0, 0]);
+  });
 });

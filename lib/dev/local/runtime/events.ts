@@ -23,6 +23,8 @@ export type RuntimeEvent =
       readonly memoryMb: number;
       readonly architecture: "arm64" | "x86_64";
       readonly ms: number;
+      /** The records its event carried (an SQS or stream batch's size); 0 for any other event. */
+      readonly records: number;
     };
 
 export type Report = (event: RuntimeEvent) => void;

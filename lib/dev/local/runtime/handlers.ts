@@ -81,9 +81,16 @@ export async function loadHandler(fn: LocalFunction, options: HandlerOptions): P
         memoryMb,
         architecture,
         ms,
+        records: recordsOf(event),
       });
     }
   };
+}
+
+/** How many records an SQS or stream event carries; 0 for an event that is not a batch. */
+function recordsOf(event: unknown): number {
+  const records = (event as { Records?: unknown } | undefined)?.Records;
+  return Array.isArray(records) ? records.length : 0;
 }
 
 /**
