@@ -1,3 +1,4 @@
+import { InboxAttr, isFailureKey } from "../../functions/adapters/dynamodb/tables";
 import type { Step } from "../../functions/core/role";
 import { hasConversation, runConversationScenario } from "../../lib/dev/local/conversation";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
@@ -88,10 +89,14 @@ export async function runRolesSection(out: Out, dynamo: DynamoResult): Promise<R
     // With the tables' layouts, so the units include what each write costs in the indexes.
     const dynamoMeter = meter(env.clients.dynamodb, { indexes: indexCatalog(env.names.tables) });
     // The same writes under the layout before task roots, as that version wrote its items.
-    const probe = indexProbe(env.clients.dynamodb, {
-      now: { catalog: indexCatalog(env.names.tables) },
-      before: { catalog: legacyTraceCatalog(env.names.tables), asWritten: legacyItem },
-    });
+    const probe = indexProbe(
+      env.clients.dynamodb,
+      {
+        now: { catalog: indexCatalog(env.names.tables) },
+        before: { catalog: legacyTraceCatalog(env.names.tables), asWritten: legacyItem },
+      },
+      (item) => (isFailureKey(item[InboxAttr.pk]?.S ?? "") ? FAILURE_RECORDS : undefined),
+    );
     dynamoMeter.reset();
     probe.reset();
     out(`local stack on ${env.endpoint}: playing the reference scenario, metered per group`);
@@ -281,9 +286,13 @@ function printRoles(out: Out, roles: readonly RoleCost[]): void {
   );
 }
 
+/** The index probe's part of the inbox table that holds the failure records. */
+const FAILURE_RECORDS = "failure records";
+
 /**
- * The index write units per stored event and per inbox row over the scenario: with the deployed
- * layout, and beside it with the layout before task roots (the same writes, estimated in both).
+ * The index write units per stored event, per inbox row and per failure record over the scenario:
+ * with the deployed layout, and beside it with the layout before task roots (the same writes,
+ * estimated in both).
  */
 function printIndexWrites(out: Out, probe: IndexProbe, tables: { events: string; inbox: string }) {
   const byTable = probe.byTable();
@@ -297,8 +306,9 @@ function printIndexWrites(out: Out, probe: IndexProbe, tables: { events: string;
   };
   line("stored event", tables.events);
   line("inbox row", tables.inbox);
+  line("failure record", `${tables.inbox}|${FAILURE_RECORDS}`);
   out(
-    "Index write units over the reference scenario, per stored event (events table) and per inbox row or failure record (inbox table), as lib/dev/metering/index-writes.ts estimates them: now, an event that starts a run (the first of a stream's consecutive events in one correlation) or is a task root enters the trace index (keys and its task), a task root also task-roots, a stream's first event by-stream-type; each inbox row the trace index, a task root (a row of an event that is not stored, a failure record) also task-roots. Before task roots, each event and row entered by-correlation and by-task (the whole item, 1 WU per KB each), each event by-hour too.",
+    "Index write units over the reference scenario, per stored event (events table), per inbox row and per failure record (inbox table), as lib/dev/metering/index-writes.ts estimates them: now, every event enters by-event-id (keys and its correlation: where a trace by a stored event's id finds it), an event that starts a run (the first of a stream's consecutive events in one correlation) or is a task root the trace index (keys and its task), a task root also task-roots, a stream's first event by-stream-type; each inbox row the trace index only (a row is never a task root: a trace by task finds it through its task's stored events or failure records), each failure record the trace index and task-roots. Before task roots, each event and row entered by-correlation and by-task (the whole item, 1 WU per KB each), each event by-hour too.",
   );
 }
 

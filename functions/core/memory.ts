@@ -396,8 +396,19 @@ export class InMemoryEventStore
     return this.openedRecords(this.outcomes((r) => r.correlationId === correlationId));
   }
 
+  /** As the DynamoDB reader: the task's records in the correlations of its events and failures. */
   async outcomesByTask(taskId: string): Promise<OutcomeRecord[]> {
-    return this.openedRecords(this.outcomes((r) => r.taskId === taskId));
+    const correlations = new Set([
+      ...this.log.filter((e) => e.task_id === taskId).map((e) => e.correlation_id),
+      ...[...this.failures.values()].filter((f) => f.taskId === taskId).map((f) => f.correlationId),
+    ]);
+    return this.openedRecords(
+      this.outcomes((r) => r.taskId === taskId && correlations.has(r.correlationId)),
+    );
+  }
+
+  async correlationOfEvent(eventId: string): Promise<string | undefined> {
+    return this.log.find((e) => e.event_id === eventId)?.correlation_id;
   }
 
   async outcomesOfEvent(groups: readonly string[], eventId: string): Promise<OutcomeRecord[]> {

@@ -303,11 +303,17 @@ export interface TraceReader {
   eventsByCorrelation(correlationId: string): Promise<Envelope[]>;
   eventsByTask(taskId: string): Promise<Envelope[]>;
   inboxRecords(group: string, eventIds: readonly string[]): Promise<InboxRecord[]>;
-  /** Every group's recorded outcomes (inbox rows and failure records) of a correlation / task. */
+  /**
+   * Every group's recorded outcomes (inbox rows and failure records) of a correlation / task. A
+   * task's are those of the correlations its stored events or its failure records are in: the
+   * row of a message that stored no event is found by its task only there.
+   */
   outcomesByCorrelation(correlationId: string): Promise<OutcomeRecord[]>;
   outcomesByTask(taskId: string): Promise<OutcomeRecord[]>;
   /** What the given groups recorded of one event id (to find the trace an event belongs to). */
   outcomesOfEvent(groups: readonly string[], eventId: string): Promise<OutcomeRecord[]>;
+  /** The correlation of the stored event with this id; undefined when none is stored. */
+  correlationOfEvent(eventId: string): Promise<string | undefined>;
   /** Each group's checkpoint row of a shared stream (Role.sharedStreams), 0 where it has none. */
   groupCheckpoints(keys: readonly GroupStream[]): Promise<number[]>;
   /**

@@ -111,9 +111,12 @@ export interface RoleStorage<S> {
   readonly compactState?: true;
   /**
    * True for the group that keeps every unsequenced message whole (the audit group): its record of
-   * one is its inbox row, with the envelope and no expiry, written by one conditional put instead
-   * of a state, and `decide` is not asked. The trace finds those messages by correlation and task
-   * there, and reads their payloads to find the states of the other groups that recorded them.
+   * one is its inbox row, with the envelope, written by one conditional put instead of a state,
+   * and `decide` is not asked. The trace finds those messages by correlation there (by task
+   * through the task's stored events or failure records), and reads their payloads to find the
+   * states of the other groups that recorded them. The group receives nothing else: its rules
+   * match only unsequenced messages (ConsumerGroupProps.unsequencedOnly), since the event store
+   * already holds every stored event, and the operator's rebuild refuses it (no stream to fold).
    */
   readonly keepsMessages?: true;
   /**

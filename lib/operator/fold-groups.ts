@@ -36,6 +36,12 @@ export function foldVerdict(group: OperatorGroup, types: EventRegistry = registr
     .filter((integration) => integration.folds !== true)
     .map((integration) => `${integration.does} while deciding`);
   const notFold = `its state is not a fold of its streams`;
+  if (role.keepsMessages)
+    return {
+      group: name,
+      refused: `${name} keeps only the messages no stream holds (the event store is the record of stored events): there is no stream to rebuild it from`,
+      outsideStreams,
+    };
   if (calls.length > 0)
     return { group: name, refused: `${name} ${calls.join(" and ")}: ${notFold}`, outsideStreams };
   if (outsideStreams.length === role.subscriptions.length)

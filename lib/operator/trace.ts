@@ -75,9 +75,7 @@ async function collect(sources: TraceSources, id: string): Promise<Found | undef
   let stored: Envelope[];
   let outcomes: OutcomeRecord[];
   if (ULID_PATTERN.test(id)) {
-    const ofEvent = await reader.outcomesOfEvent(sources.groups, id);
-    const recorded = ofEvent.length > 0 ? [] : ((await sources.recorded?.([id], [])) ?? []);
-    const correlation = [...ofEvent, ...recorded][0]?.correlationId;
+    const correlation = await correlationOfId(sources, id);
     if (!correlation) return undefined;
     [stored, outcomes] = await Promise.all([
       reader.eventsByCorrelation(correlation),
@@ -128,6 +126,20 @@ async function collect(sources: TraceSources, id: string): Promise<Found | undef
   }
   for (const o of outcomes) if (!events.has(o.eventId)) events.set(o.eventId, eventOfRecord(o));
   return { events, envelopes, outcomes };
+}
+
+/**
+ * The correlation of an event id: a stored event's, from the event store (its by-event-id index);
+ * else a message's that stored no event, from the groups' records of it (inbox rows, failure
+ * records); else from an audit record (the audit group recorded every stored event before it kept
+ * only the messages no stream holds).
+ */
+async function correlationOfId(sources: TraceSources, id: string): Promise<string | undefined> {
+  const stored = await sources.reader.correlationOfEvent(id);
+  if (stored) return stored;
+  const ofEvent = await sources.reader.outcomesOfEvent(sources.groups, id);
+  if (ofEvent[0]) return ofEvent[0].correlationId;
+  return (await sources.recorded?.([id], []))?.[0]?.correlationId;
 }
 
 /**

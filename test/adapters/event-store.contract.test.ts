@@ -466,7 +466,13 @@ describe.each(subjects)("%s honours the event store contract", (_name, make) => 
     const until = Math.floor(clock.now().getTime() / 1000) + 60;
     const row = { ...inboxRecord(group, message, clock), expiresAt: until };
     await store.commit({ inbox: { ...row, envelope: message } });
+    // A row is found by task through the task's stored events: none yet, then one.
+    expect(await store.outcomesByTask(message.task_id)).toEqual([]);
+    const stored = taskEvent(1, { taskId: message.task_id, correlationId: message.correlation_id });
+    await store.commit({ append: [stored] });
     expect(await store.outcomesByTask(message.task_id)).toEqual([{ ...row, envelope: message }]);
+    expect(await store.correlationOfEvent(stored.event_id)).toBe(message.correlation_id);
+    expect(await store.correlationOfEvent(message.event_id)).toBeUndefined();
     clock.advance(60_000);
     // TTL deletes the row later; until then every trace read gives the outcome alone.
     expect(await store.inboxRecords(group, [message.event_id])).toEqual([row]);

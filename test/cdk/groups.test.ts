@@ -182,6 +182,20 @@ describe("alarms", () => {
   });
 });
 
+describe("what each group's rules match", () => {
+  it("the audit group's match only unsequenced messages; every other group's match by type alone", () => {
+    const patterns = groupRules().map((r) => ({
+      group: r.Metadata["agentbus:group"],
+      detail: (r.Properties.EventPattern as { detail?: unknown }).detail,
+    }));
+    expect(patterns.filter((p) => p.group === "audit").length).toBeGreaterThan(0);
+    for (const { group, detail } of patterns)
+      expect(detail, String(group)).toEqual(
+        group === "audit" ? { aggregate: { version: [0] } } : undefined,
+      );
+  });
+});
+
 describe("group metadata", () => {
   it("every rule, pipe, queue (but the relay's) and group function carries agentbus:group", () => {
     for (const r of [...groupRules(), ...resources(template, "AWS::Pipes::Pipe")])

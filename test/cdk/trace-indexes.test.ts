@@ -15,8 +15,9 @@ import { resources, synthesizeStack, testStack } from "./synth";
 /**
  * `agentbus:traceIndexUpgrade`: a stack deployed with the legacy trace indexes (by-correlation,
  * by-task, projecting all, in the events and the inbox table, and the events table's by-hour)
- * reaches the current ones (trace-by-correlation, task-roots) in five deploys, each creating or
- * deleting one GSI of a table at most, the most CloudFormation does to a table in one update.
+ * reaches the current ones (trace-by-correlation, task-roots, and the events table's by-event-id)
+ * in six deploys, each creating or deleting one GSI of a table at most, the most CloudFormation
+ * does to a table in one update.
  */
 
 type TraceTable = "events" | "inbox";
@@ -65,10 +66,16 @@ describe("the trace indexes while a stack upgrades", () => {
       "task-roots",
       "by-stream-type",
     ]);
+    expect(names(synthesizedAt("events", 5))).toEqual([
+      "trace-by-correlation",
+      "task-roots",
+      "by-stream-type",
+    ]);
     expect(names(synthesizedAt("events"))).toEqual([
       "trace-by-correlation",
       "task-roots",
       "by-stream-type",
+      "by-event-id",
     ]);
     expect(names(LEGACY.inbox)).toEqual(["by-correlation", "by-task"]);
     expect(names(synthesizedAt("inbox", 2))).toEqual([
@@ -110,28 +117,35 @@ describe("the trace indexes while a stack upgrades", () => {
       }
       // Deploying the final layout on a legacy stack is several creates and deletes: refused.
       const skipped = changes(LEGACY[table], synthesizedAt(table));
-      expect(skipped.created, table).toEqual(["trace-by-correlation", "task-roots"]);
+      expect(skipped.created, table).toEqual(
+        table === "events"
+          ? ["trace-by-correlation", "task-roots", "by-event-id"]
+          : ["trace-by-correlation", "task-roots"],
+      );
       expect(skipped.deleted, table).toEqual(
         table === "events"
           ? ["by-correlation", "by-task", "by-hour"]
           : ["by-correlation", "by-task"],
       );
     }
-    // The first four deploys change both tables; the last drops by-hour from the events table.
+    // The first four deploys change both tables; the last two drop by-hour from the events table
+    // and add by-event-id to it.
     expect([...perDeploy]).toEqual([
       ["stage 1", 2],
       ["stage 2", 2],
       ["stage 3", 2],
       ["stage 4", 2],
+      ["stage 5", 1],
       ["final", 1],
     ]);
   });
 
   it("readers may query the current indexes, and at every stage the legacy ones too", () => {
-    expect(traceIndexNames()).toEqual(["trace-by-correlation", "task-roots"]);
+    expect(traceIndexNames()).toEqual(["trace-by-correlation", "task-roots", "by-event-id"]);
     for (const stage of TRACE_INDEX_UPGRADE_STAGES)
       expect(traceIndexNames(stage).sort(), `stage ${stage}`).toEqual([
         "by-correlation",
+        "by-event-id",
         "by-task",
         "task-roots",
         "trace-by-correlation",
@@ -142,12 +156,12 @@ describe("the trace indexes while a stack upgrades", () => {
     expect(parseTraceIndexUpgrade(undefined)).toBeUndefined();
     expect(parseTraceIndexUpgrade("1")).toBe(1);
     expect(parseTraceIndexUpgrade(3)).toBe(3);
-    for (const value of ["5", "0", "", true, null])
+    for (const value of ["6", "0", "", true, null])
       expect(() => parseTraceIndexUpgrade(value), JSON.stringify(value)).toThrow(
-        `context agentbus:traceIndexUpgrade=${JSON.stringify(value)} is not an upgrade stage: use 1, 2, 3, 4`,
+        `context agentbus:traceIndexUpgrade=${JSON.stringify(value)} is not an upgrade stage: use 1, 2, 3, 4, 5`,
       );
-    expect(() => synthesizeStack({}, "AgentBus-trace", { [TRACE_INDEX_UPGRADE_KEY]: "5" })).toThrow(
-      'context agentbus:traceIndexUpgrade="5" is not an upgrade stage',
+    expect(() => synthesizeStack({}, "AgentBus-trace", { [TRACE_INDEX_UPGRADE_KEY]: "6" })).toThrow(
+      'context agentbus:traceIndexUpgrade="6" is not an upgrade stage',
     );
   });
 });

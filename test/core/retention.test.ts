@@ -140,7 +140,9 @@ describe("how long the audit group keeps a message from outside a stream", () =>
     const past = await keptRow(store, message.event_id);
     expect(past).toMatchObject({ eventId: message.event_id, outcome: "applied" });
     expect(past).not.toHaveProperty("envelope");
-    const [traced] = await store.outcomesByTask(message.task_id);
+    // A trace finds the row by its correlation (by task only through the task's stored events).
+    const [traced] = await store.outcomesByCorrelation(message.correlation_id);
+    expect(traced).toMatchObject({ eventId: message.event_id, outcome: "applied" });
     expect(traced).not.toHaveProperty("envelope");
   });
 

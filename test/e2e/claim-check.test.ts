@@ -3,10 +3,17 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appendToStream } from "../../functions/core/producer";
 import { systemClock, ulidSource } from "../../functions/core/runtime";
 import { defineEventType, streamFact } from "../../functions/kit";
-import { type AuditRecord, auditRecordRef } from "../../functions/roles/audit/audit";
+import {
+  AUDIT_GROUP,
+  type AuditRecord,
+  audit,
+  auditRecordRef,
+} from "../../functions/roles/audit/audit";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import { waitUntil } from "../../lib/dev/local/scenario/customer-support";
 import { meter } from "../../lib/dev/metering/metering";
+import { topology } from "../../lib/infra/project";
+import { defineTopology } from "../../lib/infra/topology";
 import { envelopeBytes, MAX_ENVELOPE_BYTES, registry } from "../../schemas";
 import * as z from "../../schemas/zod";
 import { emulator } from "../support/aws";
@@ -15,8 +22,10 @@ import { emulator } from "../support/aws";
  * The claim check end to end on the local runtime: an event over the bus's 256 KB, appended to its
  * stream, goes through the relay, EventBridge and a consumer group's queue as its claim (one
  * PutEvents entry of one 64 KB chunk), and the group's consumer reads it whole from the stream.
- * The audit group, which records every registered type with the size of its payload, is the
- * consumer. (moto enforces neither PutEvents' size limit nor, for a rule's delivery, SQS's.)
+ * The audit group, which records a stored event delivered to it with the size of its payload, is
+ * the consumer, on a topology whose audit group receives stored events too (the reference stack's
+ * receives only unsequenced messages). (moto enforces neither PutEvents' size limit nor, for a
+ * rule's delivery, SQS's.)
  */
 const bulkRecorded = defineEventType({
   ...streamFact,
@@ -25,6 +34,15 @@ const bulkRecorded = defineEventType({
   payload: z.object({ text: z.string() }),
 });
 
+/** The reference topology with an audit group whose rules match every registered type. */
+function auditingStoredEvents() {
+  const { keepsMessages: _, ...ofEveryEvent } = audit;
+  return defineTopology({
+    topics: topology.topics,
+    groups: topology.groups.map((g) => (g.name === AUDIT_GROUP ? { ...g, role: ofEveryEvent } : g)),
+  });
+}
+
 describe("the claim check on the local runtime", () => {
   let env: LocalEnvironment;
 
@@ -32,6 +50,7 @@ describe("the claim check on the local runtime", () => {
     env = await startLocal({
       endpoint: emulator().endpoint,
       stage: `cc${ulid().slice(-6).toLowerCase()}`,
+      topology: auditingStoredEvents(),
     });
   }, 240_000);
 

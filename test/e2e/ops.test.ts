@@ -113,14 +113,15 @@ describe("operator views of the local stack", () => {
     };
     for (const r of view.roots) walk(r);
     expect(seen[0]).toBe("workflow.start.requested audit=applied,orchestrator=applied");
-    // Node ids are the roles (fact-check); their event types use underscores (fact_check.*).
+    // Node ids are the roles (fact-check); their event types use underscores (fact_check.*). The
+    // stored events are the event store's record: the audit group keeps only unsequenced ones.
     for (const [node, { state }] of Object.entries(run.state.run.nodes)) {
       expect(state).toBe("COMPLETED");
       const type = node.replace(/-/g, "_");
-      expect(seen).toContain(`${type}.requested audit=applied,${node}=applied`);
-      expect(seen).toContain(`${type}.completed audit=applied,orchestrator=applied`);
+      expect(seen).toContain(`${type}.requested ${node}=applied`);
+      expect(seen).toContain(`${type}.completed orchestrator=applied`);
     }
-    expect(seen).toContain("workflow.completed audit=applied");
+    expect(seen).toContain("workflow.completed ");
   }, 240_000);
 
   it.skipIf(!jq)(

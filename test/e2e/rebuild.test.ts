@@ -132,9 +132,6 @@ describe("agentbus rebuild and check", () => {
       });
       expect(result.stdout).toContain(summary);
     }
-    const audit = await cli("rebuild", "audit", "--type", "task");
-    expect(audit.code).toBe(0);
-    expect(audit.stdout).toMatch(/3 stream\(s\), 9 event\(s\)/);
     const refused: [string[], string][] = [
       [
         ["rebuild", "writing", "--type", "dag_run"],
@@ -153,7 +150,7 @@ describe("agentbus rebuild and check", () => {
         "orchestrator reads its agents' queue depths",
       ],
       [["check", "conversation", "--type", "conversation"], "enter from outside any stream"],
-      [["check", "audit", "--type", "task"], "stamped when it arrived"],
+      [["rebuild", "audit", "--type", "task"], "keeps only the messages no stream holds"],
       [["rebuild", "task-projection", "--type", "task", "--reset"], "task.feedback.received"],
     ];
     for (const [args, reason] of refused) {

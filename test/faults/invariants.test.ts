@@ -236,6 +236,22 @@ describe("the invariants of a chaos schedule", () => {
       await broken({ applied: [...right.applied, { group: "sender", eventId: "e2" }] }),
     ).toEqual(["applied once"]);
     expect(await broken({ settled: right.settled.slice(1) })).toEqual(["nothing lost"]);
+    // A group that receives only unsequenced messages owes no stored event, and every other one.
+    const auditOnlyUnsequenced = right.groups.map((g) =>
+      g.name === "audit" ? { ...g, unsequencedOnly: true } : g,
+    );
+    const e1Stored = right.events.map((e) => (e.eventId === "e1" ? { ...e, sequenced: true } : e));
+    const withoutAuditE1 = right.settled.slice(1);
+    expect(
+      await broken({ groups: auditOnlyUnsequenced, events: e1Stored, settled: withoutAuditE1 }),
+    ).toEqual([]);
+    expect(
+      await broken({
+        groups: auditOnlyUnsequenced,
+        events: e1Stored,
+        settled: right.settled.filter((x) => x.group !== "audit" || x.eventId !== "e2"),
+      }),
+    ).toEqual(["nothing lost"]);
     expect(await broken({ deadLetters: [] })).toEqual(["poison dead-lettered"]);
     expect(
       await broken({

@@ -173,11 +173,14 @@ describe("the trace-index upgrade on moto", () => {
     await deployBoth(3, 4);
     await consume(c1);
     await traced("stage 4");
-    await deployBoth(4);
+    await deployBoth(4, 5);
+    await traced("stage 5");
+    await deployBoth(5);
     await traced("current");
     expect(written).toHaveLength(6);
     const { Table } = await client.send(new DescribeTableCommand({ TableName: tables.events }));
     expect(Table?.GlobalSecondaryIndexes?.map((i) => i.IndexName).sort()).toEqual([
+      "by-event-id",
       "by-stream-type",
       "task-roots",
       "trace-by-correlation",

@@ -66,10 +66,16 @@ export const LEGACY_STATE_LAYOUT: TableLayout = {
   ],
 };
 
-/** The indexes of a table but its trace indexes (the events table's by-stream-type). */
+/**
+ * The indexes of a table but its trace indexes (the events table's by-stream-type): by-event-id
+ * came after task roots.
+ */
 const notTrace = (layout: TableLayout) =>
   (layout.indexes ?? []).filter(
-    (i) => i.name !== EventIndex.byCorrelation && i.name !== EventIndex.taskRoots,
+    (i) =>
+      i.name !== EventIndex.byCorrelation &&
+      i.name !== EventIndex.taskRoots &&
+      i.name !== EventIndex.byEventId,
   );
 
 /**

@@ -317,6 +317,10 @@ export class DynamoEventStore extends DynamoConsumerStore implements TraceReader
     return this.trace.outcomesOfEvent(groups, eventId);
   }
 
+  correlationOfEvent(eventId: string): Promise<string | undefined> {
+    return this.trace.correlationOfEvent(eventId);
+  }
+
   groupCheckpoints(keys: readonly GroupStream[]): Promise<number[]> {
     return this.trace.groupCheckpoints(keys);
   }

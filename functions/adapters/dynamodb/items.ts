@@ -320,8 +320,9 @@ export function inboxItem(record: InboxRecord): InboxItem {
     agg_id: record.aggregate.id,
     version: record.version,
     ...(record.repaired ? { repaired: true } : {}),
-    // A root when its event is not stored (unsequenced): a stored one's task has a root event.
-    ...traceAttributes(record, !(record.version > 0)),
+    // Never a task root: a trace by task finds the row through its task's stored events (their
+    // correlations) or failure records, so each row enters one index, not two (./tables isTaskRoot).
+    ...traceAttributes(record, false),
     ...(record.expiresAt === NEVER ? { ttl: undefined } : {}),
     ...(record.envelope ? storedEnvelope(record.envelope) : {}),
   };

@@ -11,6 +11,7 @@ import {
   StateAttr,
   StateIndex,
   type TableNames,
+  TRACE_CORRELATION_ATTRIBUTES,
   TRACE_TASK_ATTRIBUTES,
 } from "./tables";
 
@@ -161,6 +162,11 @@ export const TABLES = {
         partitionKey: { name: EventAttr.streamType, type: "S" },
         sortKey: { name: EventAttr.pk, type: "S" },
         projection: "KEYS_ONLY",
+      },
+      {
+        name: EventIndex.byEventId,
+        partitionKey: { name: EventAttr.eventId, type: "S" },
+        projection: { include: TRACE_CORRELATION_ATTRIBUTES },
       },
     ],
     stream: "NEW_IMAGE",

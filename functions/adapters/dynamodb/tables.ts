@@ -35,7 +35,8 @@ import type { StreamHead } from "../../core/ports";
  *                 event carries its correlation as trace_correlation_id, and a trace reads it
  *                 with its run from the table (Query by stream key). Sparse GSI task-roots
  *                 (task_id, event_id; keys and correlation_id): where a task's correlations are
- *                 found. Stream NEW_IMAGE (the outbox the relay reads).
+ *                 found. GSI by-event-id (event_id; keys and the correlation): the trace of
+ *                 a stored event's id. Stream NEW_IMAGE (the outbox the relay reads).
  * - inbox:        pk = `inbox#${group}#${eventId}` (inbox rows, TTL attribute `ttl`),
  *                 pk = `failure#${group}#${eventId}` (failure records, TTL `ttl`) and
  *                 pk = `checkpoint#${group}#${type}#${id}` (checkpoint rows, `version`, no ttl).
@@ -227,6 +228,12 @@ export const EventIndex = {
   taskRoots: "task-roots",
   /** Sparse (first events only, keys only): every stream of an aggregate type, by stream key. */
   byStreamType: "by-stream-type",
+  /**
+   * Every event, by its id; projects its correlation (correlation_id, trace_correlation_id): where
+   * a trace by a stored event's id finds the event's correlation, now that no group keeps a copy
+   * of every stored event (the audit group keeps only what no stream holds).
+   */
+  byEventId: "by-event-id",
 } as const;
 
 /** Attribute names of inbox rows (the InboxRecord fields in snake_case, plus the TTL). */
@@ -300,14 +307,21 @@ export const LegacyTraceIndex = {
 /** The trace attributes the legacy indexes and the new ones project, to read a task from. */
 export const TRACE_TASK_ATTRIBUTES = [EventAttr.taskId, EventAttr.traceTaskId] as const;
 
+/** The attributes by-event-id projects, to read an event's correlation from (correlationOfItem). */
+export const TRACE_CORRELATION_ATTRIBUTES = [
+  EventAttr.correlationId,
+  EventAttr.traceCorrelationId,
+] as const;
+
 /**
  * Whether a write that records `cause` (the event a consumer handled; undefined: none, a producer's
  * own append) makes an event of `task` and `correlation` a task root: unless the cause is a stored
  * event (version above 0: sequenced, so in the events table) of the same task and correlation, or
  * the event just before it in its stream (`previous`, when known: streamPredecessors) is of the
  * same task and correlation. Every task's part of a correlation with a stored event then has a
- * root: the first event stored in it had neither. An inbox row or failure record is a root when
- * its event is not stored.
+ * root: the first event stored in it had neither. A failure record is always a root (its message
+ * may never have been stored); an inbox row never is: a trace by task finds the row of a message
+ * that stored no event through its task's stored events (their correlations) or failure records.
  */
 export function isTaskRoot(
   task: string,
@@ -402,6 +416,11 @@ export function inboxKey(group: string, eventId: string): string {
 
 export function failureKey(group: string, eventId: string): string {
   return `failure#${group}#${eventId}`;
+}
+
+/** True for the key of a failure record (failureKey), in the inbox table beside the rows. */
+export function isFailureKey(pk: string): boolean {
+  return pk.startsWith("failure#");
 }
 
 export function checkpointKey(group: string, stream: AggregateRef): string {

@@ -135,6 +135,28 @@ export class DynamoTraceReader implements TraceReader {
     );
   }
 
+  /**
+   * The correlation of the stored event with this id, from the by-event-id index (keys and the
+   * correlation: no read of the item); undefined when no event has the id, or while a stack that
+   * upgrades (`agentbus:traceIndexUpgrade`) does not have the index yet.
+   */
+  async correlationOfEvent(eventId: string): Promise<string | undefined> {
+    try {
+      const [entry] = await queryAll(this.options.client, {
+        TableName: this.options.tables.events,
+        IndexName: EventIndex.byEventId,
+        KeyConditionExpression: "#k = :k",
+        ExpressionAttributeNames: { "#k": EventAttr.eventId },
+        ExpressionAttributeValues: { ":k": { S: eventId } },
+        Limit: 1,
+      });
+      return entry ? correlationOfItem(entry) : undefined;
+    } catch (error) {
+      if (missingIndex(error)) return undefined;
+      throw error;
+    }
+  }
+
   async groupCheckpoints(keys: readonly GroupStream[]): Promise<number[]> {
     const found = await this.byKeys(keys.map((k) => checkpointKey(k.group, k.stream)));
     const versions = new Map(

@@ -4,7 +4,11 @@ import { defineRole } from "../../core/define-role";
 import type { InboxRecord } from "../../core/ports";
 import type { Role } from "../../core/role";
 
-/** One audit record per event: who produced it, what caused it, where it sits in its stream. */
+/**
+ * One audit record per stored event the group was delivered: who produced it, what caused it,
+ * where it sits in its stream. Written for every stored event until the group received only
+ * unsequenced messages; kept, and read by the trace, as the records they are.
+ */
 export interface AuditRecord {
   readonly event_id: string;
   readonly event_type: string;
@@ -32,14 +36,18 @@ export interface AuditRecord {
 }
 
 /**
- * The audit consumer: an append-only causal record of every event type in the registry (the
- * hub's and every application's whose modules the process imported). Each
- * event on a stream gets its own item, written once with one PutItem; the record keeps the
- * causation edge and the stream position, so a task's history can be rebuilt without the
- * payloads, which the event store keeps. A message from outside any stream (unsequenced) has no
- * other copy: the group keeps it whole (`keepsMessages`), envelope and payload, in its inbox row,
- * also written once with one PutItem, where the trace finds it by correlation and task, for the
- * retention functions/core/retention.ts declares (`auditMessages`, `heartbeats`). It needs no
+ * The audit consumer: the record of what is stored nowhere else. It subscribes to every event
+ * type in the registry (the hub's and every application's whose modules the process imported),
+ * but its rules match only unsequenced messages (`keepsMessages`: the stack sets the group's
+ * `unsequencedOnly`), messages from outside any stream, which have no other copy: the group
+ * keeps each whole, envelope and payload, in its inbox row, written once with one PutItem, where
+ * the trace finds it by correlation (by task through the task's stored events or failure
+ * records), for the retention functions/core/retention.ts declares (`auditMessages`,
+ * `heartbeats`). A stored event is never delivered to it: the event store is its record, and a
+ * trace finds it by id there (the events table's by-event-id index), so nothing is delivered
+ * twice to be stored twice. A stored event that still reaches it (the redrive of a dead letter
+ * from before) gets the audit record below, as every stored event did before; a trace reads
+ * those too. The operator's rebuild refuses the group: it keeps no stream's fold. It needs no
  * ordering, so its group uses a standard queue.
  */
 export const AUDIT_GROUP = "audit";
@@ -61,7 +69,10 @@ export function outcomeOfAuditRecord(record: AuditRecord): InboxRecord {
   });
 }
 
-/** The audit role: `decide` records events on a stream; unsequenced ones are kept by their row. */
+/**
+ * The audit role: unsequenced messages are kept by their row; `decide` records a stored event
+ * that reaches it outside its rules (see above).
+ */
 export const audit = withEveryRegisteredType(
   defineRole<AuditRecord, EventType>({
     group: AUDIT_GROUP,

@@ -58,8 +58,16 @@ async function stackFacts(
     store: env.store,
     groups: topology.groups
       .filter((group) => env.groups.includes(group.name))
-      .map((group) => ({ name: group.name, subscriptions: group.role.subscriptions })),
-    events: nodes.map(({ event }) => ({ eventId: event.eventId, eventType: event.eventType })),
+      .map((group) => ({
+        name: group.name,
+        subscriptions: group.role.subscriptions,
+        unsequencedOnly: group.role.keepsMessages === true,
+      })),
+    events: nodes.map(({ event }) => ({
+      eventId: event.eventId,
+      eventType: event.eventType,
+      sequenced: event.version > 0,
+    })),
     applied: reported(env, nodes, APPLIED),
     settled: [...traced(nodes), ...reported(env, nodes, SEEN_SETTLED)],
     deadLetters: deadLetters.map((letter) => ({

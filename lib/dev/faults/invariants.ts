@@ -30,10 +30,24 @@ export interface GroupEvent {
 export interface RunFacts {
   /** The store the views and streams are read from. */
   readonly store: EventStore;
-  /** The consumer groups that ran, with the event types each subscribes to. */
-  readonly groups: readonly { readonly name: string; readonly subscriptions: readonly string[] }[];
-  /** Every event of the schedule, stored or put on the bus, that its subscribers must settle. */
-  readonly events: readonly { readonly eventId: string; readonly eventType: string }[];
+  /**
+   * The consumer groups that ran, with the event types each subscribes to, and whether it receives
+   * only unsequenced messages (the audit group: ConsumerGroupProps.unsequencedOnly).
+   */
+  readonly groups: readonly {
+    readonly name: string;
+    readonly subscriptions: readonly string[];
+    readonly unsequencedOnly?: boolean;
+  }[];
+  /**
+   * Every event of the schedule, stored or put on the bus, that its subscribers must settle;
+   * `sequenced` when it is stored on a stream.
+   */
+  readonly events: readonly {
+    readonly eventId: string;
+    readonly eventType: string;
+    readonly sequenced?: boolean;
+  }[];
   /** One entry each time a group's commit recorded an outcome for an event (applied it). */
   readonly applied: readonly GroupEvent[];
   /** The events each group settled: applied, discarded, rejected, or found a duplicate of. */
@@ -223,13 +237,17 @@ function appliedOnce(facts: RunFacts): Violation[] {
     }));
 }
 
-/** Every event reached every group subscribed to its type, which settled it. */
+/**
+ * Every event reached every group subscribed to its type, which settled it (a stored one: every
+ * such group that receives more than unsequenced messages).
+ */
 function nothingLost(facts: RunFacts): Violation[] {
   const settled = new Set(facts.settled.map(keyOf));
   const violations: Violation[] = [];
   for (const event of facts.events)
     for (const group of facts.groups) {
       if (!group.subscriptions.includes(event.eventType)) continue;
+      if (group.unsequencedOnly && event.sequenced) continue;
       if (!settled.has(keyOf({ group: group.name, eventId: event.eventId })))
         violations.push({
           invariant: "nothing lost",

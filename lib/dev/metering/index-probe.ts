@@ -31,7 +31,10 @@ export interface TableIndexWrites {
 }
 
 export interface IndexProbe {
-  /** By physical table name: what its writes cost in its indexes, under each layout. */
+  /**
+   * By physical table name: what its writes cost in its indexes, under each layout; the items
+   * `partOf` names a part of (failure records, say) under `<table>|<part>` instead.
+   */
   byTable(): Record<string, TableIndexWrites>;
   reset(): void;
 }
@@ -83,6 +86,7 @@ function writesOf(operation: string, input: Input): Write[] {
 export function indexProbe(
   client: MeterableClient,
   layouts: Readonly<Record<string, ProbedLayout>>,
+  partOf: (item: Item) => string | undefined = () => undefined,
 ): IndexProbe {
   let tables = new Map<string, { traced: number; units: Record<string, number> }>();
   let entries = new Map<string, IndexEntries>();
@@ -93,15 +97,17 @@ export function indexProbe(
   };
   const count = (operation: string, input: Input) => {
     for (const { kind, request } of writesOf(operation, input)) {
-      const table = tally(String(request.TableName));
-      const item = request.Item as Item | undefined;
-      const correlation = item?.[EventAttr.correlationId] ?? item?.[EventAttr.traceCorrelationId];
-      if (kind === "PutItem" && correlation) table.traced++;
+      const item = (request.Item ?? request.Key) as Item | undefined;
+      const part = item ? partOf(item) : undefined;
+      const table = tally(`${String(request.TableName)}${part ? `|${part}` : ""}`);
+      const put = kind === "PutItem" ? item : undefined;
+      const correlation = put?.[EventAttr.correlationId] ?? put?.[EventAttr.traceCorrelationId];
+      if (correlation) table.traced++;
       for (const [name, layout] of Object.entries(layouts)) {
         const seen = entries.get(name) ?? new Map();
         entries.set(name, seen);
         const asWritten =
-          item && layout.asWritten ? { ...request, Item: layout.asWritten(item) } : request;
+          put && layout.asWritten ? { ...request, Item: layout.asWritten(put) } : request;
         table.units[name] =
           (table.units[name] ?? 0) +
           indexWriteUnits(layout.catalog, kind, asWritten, itemSize, seen);

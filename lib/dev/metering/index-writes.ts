@@ -53,7 +53,10 @@ export function legacyTraceCatalog(names: TableNames): IndexCatalog {
     indexes: [
       ...trace,
       ...(layout.indexes ?? []).filter(
-        (i) => i.name !== EventIndex.byCorrelation && i.name !== EventIndex.taskRoots,
+        (i) =>
+          i.name !== EventIndex.byCorrelation &&
+          i.name !== EventIndex.taskRoots &&
+          i.name !== EventIndex.byEventId,
       ),
     ],
   });

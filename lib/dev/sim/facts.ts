@@ -33,10 +33,18 @@ export async function simulatedFacts(world: World): Promise<RunFacts> {
   const recorded = world.store.applied.map((c) => ({ group: c.group, eventId: c.eventId }));
   return {
     store: world.memory,
-    groups: world.roles.map((role) => ({ name: role.group, subscriptions: role.subscriptions })),
+    groups: world.roles.map((role) => ({
+      name: role.group,
+      subscriptions: role.subscriptions,
+      unsequencedOnly: role.keepsMessages === true,
+    })),
     events: [...world.memory.log, ...world.external]
       .filter((event) => registry.parse(event).ok)
-      .map((event) => ({ eventId: event.event_id, eventType: event.event_type })),
+      .map((event) => ({
+        eventId: event.event_id,
+        eventType: event.event_type,
+        sequenced: event.aggregate.version > 0,
+      })),
     applied: recorded,
     settled: recorded,
     deadLetters: [...world.queues.values()].flatMap((queue) =>

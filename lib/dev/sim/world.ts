@@ -256,6 +256,8 @@ export class World {
     for (const role of this.roles) {
       // A poison body reaches the groups that subscribe to everything (like audit).
       if (event ? !role.subscriptions.includes(event.event_type) : role !== audit) continue;
+      // The rules of the group that keeps messages match only unsequenced ones (unsequencedOnly).
+      if (event && role.keepsMessages && event.aggregate.version > 0) continue;
       const message = {
         id: this.nextId++,
         group: role.group,

@@ -19,6 +19,7 @@ import {
   DISPATCH_TIMEOUT,
   PIPE_BATCH_SIZE,
 } from "./consumer-group-settings";
+import { UNSEQUENCED_DETAIL } from "./consumer-group-subscribers";
 import { AgentBusFunction } from "./function";
 
 /**
@@ -40,7 +41,7 @@ export interface DeliveryHop {
 
 /**
  * One rule per subscription (`<Topic>Rule`), matching the subscribed types from `agentbus*`
- * sources. A FIFO group's rules deliver the whole event to the buffer queue; an unordered group's
+ * sources (only unsequenced messages for a group that receives nothing else: `unsequencedOnly`). A FIFO group's rules deliver the whole event to the buffer queue; an unordered group's
  * deliver the whole event straight to its queue (the consumer reads the envelope from `detail`),
  * so an archive replay's `replay-name` reaches the consumer on every path. The target's dead
  * letters go to the buffer DLQ (FIFO) or the group's DLQ (unordered).
@@ -69,6 +70,7 @@ export function createRules(
       eventPattern: {
         source: Match.prefix("agentbus"),
         detailType: [...new Set(subscription.eventTypes)],
+        ...(settings.unsequencedOnly ? { detail: UNSEQUENCED_DETAIL } : {}),
       },
       targets: [target],
     });

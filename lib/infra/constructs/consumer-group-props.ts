@@ -61,6 +61,15 @@ export interface ConsumerGroupProps {
   readonly orderKey?: OrderKey;
 
   /**
+   * Receive only unsequenced messages (envelope `aggregate.version` 0: messages no stream holds),
+   * for a group that keeps what is stored nowhere else (the audit group): its rules (or
+   * subscribers) match `detail.aggregate.version` 0, so the stored events, which the event store
+   * already holds, are never delivered to it.
+   * @default false
+   */
+  readonly unsequencedOnly?: boolean;
+
+  /**
    * Dead-letter queue of the group's queue; must be FIFO for a FIFO group and standard for a
    * standard group. The consumer also sends permanent failures here.
    * @default - a new queue `agentbus-<stage>-<group>-dlq[.fifo]`, kept 14 days

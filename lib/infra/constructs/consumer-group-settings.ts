@@ -41,6 +41,8 @@ export interface ConsumerGroupSettings extends GroupSettings {
   readonly ruleMaxEventAge: Duration;
   /** The signals the group is watched for, each once by name. */
   readonly attention: readonly AttentionSignal[];
+  /** ConsumerGroupProps.unsequencedOnly. */
+  readonly unsequencedOnly: boolean;
 }
 
 /** The physical names of a group's queues (buffer queues only for FIFO groups). */
@@ -123,6 +125,7 @@ export function consumerGroupSettings(props: ConsumerGroupProps): ConsumerGroupS
     ...consumer,
     ...monitoring,
     attention: uniqueSignals(props.attention ?? []),
+    unsequencedOnly: props.unsequencedOnly === true,
   };
 }
 

@@ -34,12 +34,23 @@ export const SUBSCRIBER_SQS_PARAMETERS = {
  * It holds for events published with `PutEvents`, whose payload is the classic envelope
  * (eventbridge-event-bus/SKILL.md chapters 6 and 7; references/migrating-from-classic.md).
  */
-export function subscriberFilterPattern(eventTypes: readonly string[]): string {
+export function subscriberFilterPattern(
+  eventTypes: readonly string[],
+  unsequencedOnly = false,
+): string {
   return JSON.stringify({
     source: [{ prefix: SOURCE_PREFIX }],
     "detail-type": [...new Set(eventTypes)],
+    ...(unsequencedOnly ? { detail: UNSEQUENCED_DETAIL } : {}),
   });
 }
+
+/**
+ * The `detail` pattern of a group that receives only unsequenced messages
+ * (ConsumerGroupProps.unsequencedOnly): an envelope at version 0 of its aggregate, a message no
+ * stream holds (schemas/envelope.ts AggregatePosition).
+ */
+export const UNSEQUENCED_DETAIL = { aggregate: { version: [0] } } as const;
 
 export interface GroupSubscribers {
   readonly subscribers: readonly CfnSubscriber[];
@@ -73,7 +84,12 @@ export function createSubscribers(
         eventBusArn: bus.attrEventBusArn,
         type: "FIFO",
         filterConfiguration: {
-          filters: [{ scope: "DATA", pattern: subscriberFilterPattern(subscription.eventTypes) }],
+          filters: [
+            {
+              scope: "DATA",
+              pattern: subscriberFilterPattern(subscription.eventTypes, settings.unsequencedOnly),
+            },
+          ],
         },
         invokeConfiguration: {
           targetArn: target.queueArn,

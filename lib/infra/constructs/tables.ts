@@ -50,10 +50,10 @@ export interface AgentBusTablesProps {
 }
 
 /** A stage of the trace-index upgrade (traceIndexLayouts). */
-export type TraceIndexUpgrade = 1 | 2 | 3 | 4;
+export type TraceIndexUpgrade = 1 | 2 | 3 | 4 | 5;
 
 /** The upgrade stages, in the order they are deployed. */
-export const TRACE_INDEX_UPGRADE_STAGES: readonly TraceIndexUpgrade[] = [1, 2, 3, 4];
+export const TRACE_INDEX_UPGRADE_STAGES: readonly TraceIndexUpgrade[] = [1, 2, 3, 4, 5];
 
 /** The trace indexes each upgrade stage keeps, legacy and current (a table has those it has). */
 const TRACE_INDEXES_AT: Readonly<Record<TraceIndexUpgrade, readonly string[]>> = {
@@ -77,10 +77,18 @@ const TRACE_INDEXES_AT: Readonly<Record<TraceIndexUpgrade, readonly string[]>> =
     EventIndex.taskRoots,
   ],
   4: [LegacyTraceIndex.byHour, EventIndex.byCorrelation, EventIndex.taskRoots],
+  5: [EventIndex.byCorrelation, EventIndex.taskRoots],
 };
 
-/** The names of the trace indexes (InboxIndex names the inbox table's the same). */
-const TRACE_INDEX_NAMES: readonly string[] = [EventIndex.byCorrelation, EventIndex.taskRoots];
+/**
+ * The names of the trace indexes (InboxIndex names the inbox table's first two the same; the
+ * events table alone has by-event-id).
+ */
+const TRACE_INDEX_NAMES: readonly string[] = [
+  EventIndex.byCorrelation,
+  EventIndex.taskRoots,
+  EventIndex.byEventId,
+];
 
 /**
  * The events or inbox table's indexes at a stage of the trace-index upgrade; without a stage, the
@@ -92,14 +100,17 @@ const TRACE_INDEX_NAMES: readonly string[] = [EventIndex.byCorrelation, EventInd
  * correlations are found), and republish from the events table's `by-hour` (an entry per event) to
  * the table's stream. A projection cannot change in place, and CloudFormation creates or deletes
  * at most one GSI of a table per stack update, so a stack deployed with the legacy indexes gets
- * there in five deploys, each one create or one delete in a table (in each of the two, the first
+ * there in six deploys, each one create or one delete in a table (in each of the two, the first
  * four):
  *
  * 1. + trace-by-correlation (DynamoDB fills it from the items: no backfill);
  * 2. + task-roots (filled from `task_id`, which every item stored before has);
  * 3. − by-correlation;
  * 4. − by-task;
- * 5. (no stage) − by-hour, from the events table: the current layout.
+ * 5. − by-hour, from the events table;
+ * 6. (no stage) + by-event-id, in the events table (filled from `event_id`, which every event
+ *    has): the current layout. A stack deployed with the other current indexes gets it in one
+ *    deploy, without a stage.
  *
  * The readers query a new index and read its legacy counterpart while the table lacks it. Order:
  * the legacy indexes the stage keeps, then the current ones (the others always).
@@ -355,12 +366,19 @@ export class AgentBusTables extends Construct {
 
   /** The ARN of each trace index of the inbox table a reader may query (traceIndexes). */
   inboxIndexArns(): string[] {
-    return this.traceIndexes.map((name) => `${this.inbox.tableArn}/index/${name}`);
+    return this.traceIndexes
+      .filter((name) => name !== EventIndex.byEventId)
+      .map((name) => `${this.inbox.tableArn}/index/${name}`);
   }
 
-  /** The ARN of each trace index of the events table a reader may query (traceIndexes). */
+  /**
+   * The ARN of each trace index of the events table a reader of a task's or a correlation's events
+   * may query (traceIndexes but by-event-id, which only a trace by event id reads).
+   */
   eventsTraceIndexArns(): string[] {
-    return this.traceIndexes.map((name) => `${this.events.tableArn}/index/${name}`);
+    return this.traceIndexes
+      .filter((name) => name !== EventIndex.byEventId)
+      .map((name) => `${this.events.tableArn}/index/${name}`);
   }
 
   /** Read the events table's stream (the event sources of the relay and of stream groups). */
