@@ -73,20 +73,15 @@ describe("the AWS principal the operator's tools act as", () => {
       expect(await callerPrincipal(config("refused"))).toBeUndefined();
       expect(await callerPrincipal(config("refused"))).toBeUndefined();
       expect(warn).toHaveBeenCalledTimes(1);
-      expect(String(warn.mock.calls[0]?.[0])).toContain(
-        "STS answered HTTP 403 InvalidClientTokenId",
-      );
+      expect(String(warn.mock.calls[0]?.[0])).toContain("InvalidClientTokenId");
     } finally {
       warn.mockRestore();
     }
   });
 
-  it("is read from STS's answer only when it names an ARN", () => {
-    expect(principalOf(200, ANSWER)).toBe(ARN);
-    expect(() => principalOf(200, "<GetCallerIdentityResponse/>")).toThrow(/names no ARN/);
-    expect(() => principalOf(200, ANSWER.replace(ARN, "not an arn"))).toThrow(/names no ARN/);
-    expect(() => principalOf(403, REFUSAL)).toThrow(
-      "STS answered HTTP 403 InvalidClientTokenId: The security token included in the request is invalid.",
-    );
+  it("is taken from STS's answer only when it is an ARN", () => {
+    expect(principalOf(ARN)).toBe(ARN);
+    expect(() => principalOf(undefined)).toThrow(/names no ARN/);
+    expect(() => principalOf("not an arn")).toThrow(/names no ARN/);
   });
 });
