@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import { dirname, isAbsolute, join, relative, sep } from "node:path";
-import { Duration, RemovalPolicy, Validations } from "aws-cdk-lib";
+import { Duration, RemovalPolicy, Stack, Validations } from "aws-cdk-lib";
 import { Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
 import { Architecture, type CfnFunction, Runtime, Tracing } from "aws-cdk-lib/aws-lambda";
 import { NodejsFunction } from "aws-cdk-lib/aws-lambda-nodejs";
@@ -169,7 +169,47 @@ export class AgentBusFunction extends NodejsFunction {
     if (props.group !== undefined) cfn.addMetadata(METADATA.group, props.group);
     acknowledgeNagFindings(cfn, role, props.unscopedActions);
     applyTelemetry(this, role, serviceName);
+    this.node.addValidation({
+      validate: () => environmentProblems(Stack.of(this).resolve(cfn.environment)),
+    });
   }
+}
+
+/** Lambda's limit on a function's environment: its names and values, 4 KB in all. */
+export const MAX_ENVIRONMENT_BYTES = 4096;
+/** What a value the deployment fills in (a name, an ARN, a queue's URL) is counted as. */
+const DEPLOYED_VALUE_BYTES = 128;
+
+/**
+ * The synth's refusal of an environment over Lambda's 4 KB, naming its largest variables, instead
+ * of a deploy that fails late: every budget of a variable (workflows, tenants' limits...) is
+ * checked on its own, and this checks what they add up to. A value CloudFormation fills in is
+ * counted at DEPLOYED_VALUE_BYTES.
+ */
+export function environmentProblems(resolved: unknown): string[] {
+  const variables = (resolved as { variables?: Record<string, unknown> } | undefined)?.variables;
+  if (!variables) return [];
+  const sizes = Object.entries(variables).map(
+    ([name, value]) => [name, Buffer.byteLength(name) + valueBytes(value)] as const,
+  );
+  const total = sizes.reduce((sum, [, bytes]) => sum + bytes, 0);
+  if (total <= MAX_ENVIRONMENT_BYTES) return [];
+  const largest = [...sizes].sort((a, b) => b[1] - a[1]).slice(0, 3);
+  return [
+    `the function's environment takes about ${total} bytes, over Lambda's ${MAX_ENVIRONMENT_BYTES} (largest: ${largest.map(([name, bytes]) => `${name} ${bytes}`).join(", ")}): give it fewer workflows or tenants' limits`,
+  ];
+}
+
+/** A resolved value's bytes: a string's own; a join's parts; any other intrinsic as deployed. */
+function valueBytes(value: unknown): number {
+  if (typeof value === "string") return Buffer.byteLength(value);
+  const join = (value as { "Fn::Join"?: [string, unknown[]] } | null)?.["Fn::Join"];
+  if (join) {
+    const [separator, parts] = join;
+    const inner = parts.reduce<number>((sum, part) => sum + valueBytes(part), 0);
+    return inner + Buffer.byteLength(separator) * Math.max(0, parts.length - 1);
+  }
+  return DEPLOYED_VALUE_BYTES;
 }
 
 /**
