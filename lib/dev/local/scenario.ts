@@ -283,7 +283,13 @@ async function runContentWorkflows(
     }),
   );
   await env.runtime.idle();
-  return runs;
+  // What each run announced, from the event store (no group consumes a run's end event).
+  return Promise.all(
+    runs.map(async (run) => ({
+      ...run,
+      stored: (await env.store.eventsByCorrelation(run.correlationId)).map((e) => e.event_type),
+    })),
+  );
 }
 
 /** Each task's read model (the task projection's state), by task name. */
@@ -317,9 +323,7 @@ function scenarioChecks(
       ),
       deadLetters.map((d) => `${d.code}`).join(", ") || "no dead letters",
     ),
-    ...(runs.length === 3
-      ? workflowChecks(env, runs as [WorkflowRun, WorkflowRun, WorkflowRun])
-      : []),
+    ...(runs.length === 3 ? workflowChecks(runs as [WorkflowRun, WorkflowRun, WorkflowRun]) : []),
     check(
       "no unexpected failures",
       o.failures.length === 0,

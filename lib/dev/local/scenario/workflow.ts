@@ -20,6 +20,8 @@ export interface WorkflowRun {
   readonly state: OrchestratorState | undefined;
   /** The child runs its child nodes started (long form's fact check), once it ended. */
   readonly children?: readonly ChildRun[];
+  /** The types of the events stored in its correlation, once it ended. */
+  readonly stored?: readonly string[];
 }
 
 /** Whether the stack runs the orchestrator and every content agent. */
@@ -203,10 +205,11 @@ function longFormOrderCheck(long: WorkflowRun): Check {
 }
 
 /** The checks of the scenario's three content-production runs: quick news, long form, failure path. */
-export function workflowChecks(
-  env: LocalEnvironment,
-  [quick, long, failing]: [WorkflowRun, WorkflowRun, WorkflowRun],
-): Check[] {
+export function workflowChecks([quick, long, failing]: [
+  WorkflowRun,
+  WorkflowRun,
+  WorkflowRun,
+]): Check[] {
   const status = (run: WorkflowRun) => run.state?.run.status ?? "not started";
   const nodeStates = (run: WorkflowRun) =>
     Object.entries(run.state?.run.nodes ?? {})
@@ -215,10 +218,7 @@ export function workflowChecks(
   const quickFact = releaseOf(quick.state, "fact-check");
   const quickWriting = releaseOf(quick.state, "writing");
   const cause = releasedBy;
-  const ended = (run: WorkflowRun, type: string) =>
-    [...env.observations.envelopes.values()].some(
-      (e) => e.event_type === type && e.correlation_id === run.correlationId,
-    );
+  const ended = (run: WorkflowRun, type: string) => run.stored?.includes(type) === true;
   const failedNode = failing.state?.run.nodes["fact-check"];
   return [
     check(
