@@ -302,6 +302,7 @@ describe("defineEventType and a role module's events", () => {
       type: owned.type,
       topic: "audit",
       personal: true,
+      sequenced: true,
     });
     const t = testRole(module);
     const [event] = await t.append(
