@@ -1,4 +1,11 @@
-import { type Attributes, type Span, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
+import {
+  type Attributes,
+  type Context,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+} from "@opentelemetry/api";
 
 /**
  * OpenTelemetry spans of the work a model does, named and attributed by the GenAI semantic
@@ -76,10 +83,11 @@ export function agentbusTracer() {
  */
 export async function inSpan<T>(
   name: string,
-  options: { readonly kind: SpanKind; readonly attributes: Attributes },
+  options: { readonly kind: SpanKind; readonly attributes: Attributes; readonly parent?: Context },
   work: (span: Span) => Promise<T>,
 ): Promise<T> {
-  return agentbusTracer().startActiveSpan(name, options, async (span) => {
+  const { parent, ...spanOptions } = options;
+  const run = async (span: Span) => {
     try {
       return await work(span);
     } catch (error) {
@@ -89,7 +97,11 @@ export async function inSpan<T>(
     } finally {
       span.end();
     }
-  });
+  };
+  const tracer = agentbusTracer();
+  return parent
+    ? tracer.startActiveSpan(name, spanOptions, parent, run)
+    : tracer.startActiveSpan(name, spanOptions, run);
 }
 
 /** The error's code (AgentBusError), else its name: a failed span's `error.type`. */

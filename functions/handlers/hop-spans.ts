@@ -7,7 +7,7 @@ import {
   trace,
 } from "@opentelemetry/api";
 import type { Envelope, Topic } from "../../schemas";
-import { agentbusTracer, errorTypeOf, GENAI } from "../core/genai-spans";
+import { agentbusTracer, errorTypeOf, GENAI, inSpan } from "../core/genai-spans";
 import type { EventPublisher, PublishFailure } from "../core/ports";
 import { formatTraceparent, parseTraceparent } from "../core/trace-context";
 import { parentContext, traceParentOf, tracerRegistered } from "./telemetry";
@@ -184,8 +184,7 @@ export function inServerSpan<R extends { readonly statusCode?: number }>(
   if (!tracerRegistered()) return work(request.traceparent);
   const name = request.route ? `${request.method} ${request.route}` : request.method;
   const parent = parentContext(request.traceparent);
-  const tracer = agentbusTracer();
-  return tracer.startActiveSpan(name, { kind: SpanKind.SERVER }, parent, async (span) => {
+  return inSpan(name, { kind: SpanKind.SERVER, attributes: {}, parent }, async (span) => {
     const recorded = span.isRecording();
     if (recorded)
       span.setAttributes({
@@ -194,23 +193,15 @@ export function inServerSpan<R extends { readonly statusCode?: number }>(
         [HOP_ATTRIBUTES.scheme]: "https",
         ...(request.route ? { [HOP_ATTRIBUTES.route]: request.route } : {}),
       });
-    try {
-      const response = await work(
-        recorded ? formatTraceparent(span.spanContext()) : request.traceparent,
-      );
-      const status = response.statusCode ?? 200;
-      span.setAttribute(HOP_ATTRIBUTES.status, status);
-      if (status >= 500) {
-        span.setAttribute(GENAI.errorType, String(status));
-        span.setStatus({ code: SpanStatusCode.ERROR });
-      }
-      return response;
-    } catch (error) {
-      span.setAttribute(GENAI.errorType, errorTypeOf(error));
+    const response = await work(
+      recorded ? formatTraceparent(span.spanContext()) : request.traceparent,
+    );
+    const status = response.statusCode ?? 200;
+    span.setAttribute(HOP_ATTRIBUTES.status, status);
+    if (status >= 500) {
+      span.setAttribute(GENAI.errorType, String(status));
       span.setStatus({ code: SpanStatusCode.ERROR });
-      throw error;
-    } finally {
-      span.end();
     }
+    return response;
   });
 }
