@@ -69,17 +69,18 @@ describe("index write units", () => {
     expect(indexWriteUnits(before, "PutItem", { ...put, Item: legacyItem(event) }, itemSize)).toBe(
       3 + 3 + 1,
     );
-    // Now: the trace index and task-roots project keys and the task or correlation, 1 unit each.
-    expect(units("PutItem", put)).toBe(1 + 1);
-    // An event that is not a task root enters the trace index only.
+    // Now: the trace index and task-roots project keys and the task or correlation, 1 unit each,
+    // and by-event-id (every stored event) its keys and correlation, 1.
+    expect(units("PutItem", put)).toBe(1 + 1 + 1);
+    // An event that is not a task root enters the trace index and by-event-id only.
     const { task_id, ...rest } = event;
     expect(
       units("PutItem", { TableName: names.events, Item: { ...rest, trace_task_id: task_id } }),
-    ).toBe(1);
-    // Nor does it start a run (its correlation in trace_correlation_id): it enters no index.
+    ).toBe(1 + 1);
+    // Nor does it start a run (its correlation in trace_correlation_id): by-event-id only.
     const { correlation_id, ...later } = rest;
     const continuing = { ...later, trace_task_id: task_id, trace_correlation_id: correlation_id };
-    expect(units("PutItem", { TableName: names.events, Item: continuing })).toBe(0);
+    expect(units("PutItem", { TableName: names.events, Item: continuing })).toBe(1);
   });
 
   it("estimates today's writes under the layout before task roots, as that version wrote them", () => {
@@ -102,13 +103,13 @@ describe("index write units", () => {
     const put = (item: object) => ({ TableName: names.events, Item: item });
     // by-correlation, by-task (small items: 1 unit each) and by-hour.
     expect(indexWriteUnits(before, "PutItem", put(legacyItem(event)), itemSize)).toBe(3);
-    // Now: the trace index.
-    expect(units("PutItem", put(event))).toBe(1);
+    // Now: the trace index and by-event-id.
+    expect(units("PutItem", put(event))).toBe(1 + 1);
     // An event that continues a run was written with its correlation_id by that version.
     const { correlation_id, ...rest } = event;
     const continuing = { ...rest, trace_correlation_id: correlation_id };
     expect(legacyItem(continuing)).toEqual(legacyItem(event));
-    expect(units("PutItem", put(continuing))).toBe(0);
+    expect(units("PutItem", put(continuing))).toBe(1);
     // The state table's indexes are the same in both.
     expect(before[names.state]).toEqual(catalog[names.state]);
   });
