@@ -1,6 +1,4 @@
-import { BatchGetItemCommand } from "@aws-sdk/client-dynamodb";
 import { SendMessageBatchCommand } from "@aws-sdk/client-sqs";
-import { unmarshall } from "@aws-sdk/util-dynamodb";
 import { envelopeOfItem } from "../../functions/adapters/dynamodb/deflated-json";
 import { replayedBody } from "../../functions/core/replay";
 import type { Envelope } from "../../schemas";
@@ -9,7 +7,12 @@ import { replayName } from "../infra/replay-names";
 import { operatorModules } from "./groups";
 import { ReplayRefused, type ReplayWindow } from "./replay-plan";
 import type { OpsStack } from "./stack";
-import { keysInStreamWindow, STREAM_RETENTION_HOURS, type StreamEventKey } from "./stream-reads";
+import {
+  keysInStreamWindow,
+  STREAM_RETENTION_HOURS,
+  type StreamEventKey,
+  storedEventItems,
+} from "./stream-reads";
 
 /**
  * `agentbus replay` to a group that reads the events table's stream (`delivery: "stream"`), which
@@ -89,24 +92,9 @@ export async function replayFromStream(
   return events.length;
 }
 
-/** The stored events of the keys, in the keys' order (BatchGetItem, 100 keys per call). */
+/** The stored events of the keys, in the keys' order. */
 async function storedEvents(stack: OpsStack, keys: readonly StreamEventKey[]): Promise<Envelope[]> {
-  const table = stack.names.tables.events;
-  const byKey = new Map<string, Envelope>();
-  for (let i = 0; i < keys.length; i += 100) {
-    let pending: Record<string, { S: string } | { N: string }>[] | undefined = keys
-      .slice(i, i + 100)
-      .map((k) => ({ pk: { S: k.pk }, version: { N: String(k.version) } }));
-    for (let round = 0; pending?.length && round < 6; round++) {
-      const out = await stack.dynamodb.send(
-        new BatchGetItemCommand({ RequestItems: { [table]: { Keys: pending } } }),
-      );
-      for (const raw of out.Responses?.[table] ?? []) {
-        const item = unmarshall(raw);
-        byKey.set(`${item.pk}#${item.version}`, envelopeOfItem(item));
-      }
-      pending = out.UnprocessedKeys?.[table]?.Keys as typeof pending;
-    }
-  }
+  const items = await storedEventItems(stack, keys);
+  const byKey = new Map(items.map((item) => [`${item.pk}#${item.version}`, envelopeOfItem(item)]));
   return keys.flatMap((k) => byKey.get(`${k.pk}#${k.version}`) ?? []);
 }

@@ -1,4 +1,3 @@
-import { BatchGetItemCommand } from "@aws-sdk/client-dynamodb";
 import {
   DescribeArchiveCommand,
   DescribeReplayCommand,
@@ -7,7 +6,6 @@ import {
   type EventBridgeClient,
   StartReplayCommand,
 } from "@aws-sdk/client-eventbridge";
-import { unmarshall } from "@aws-sdk/util-dynamodb";
 import { type AwsClient, operation } from "../../functions/adapters/aws/client";
 import { EventAttr } from "../../functions/adapters/dynamodb/tables";
 import {
@@ -26,7 +24,7 @@ import {
   type SubscriberDescription,
 } from "./replay-subscriber";
 import type { OpsStack } from "./stack";
-import { keysInStreamWindow, STREAM_RETENTION_HOURS } from "./stream-reads";
+import { keysInStreamWindow, STREAM_RETENTION_HOURS, storedEventItems } from "./stream-reads";
 
 /**
  * EventBridge archive replay (`agentbus replay`): the calls that read the archives, estimate what a
@@ -90,35 +88,13 @@ export async function estimate(
   return counts;
 }
 
-/** The event type of each key (BatchGetItem of that attribute only, 100 keys per call). */
+/** The event type of each key that finds a stored event (that attribute only). */
 async function eventTypesOf(
   stack: OpsStack,
   keys: readonly { pk: string; version: number }[],
 ): Promise<string[]> {
-  const table = stack.names.tables.events;
-  const types: string[] = [];
-  for (let i = 0; i < keys.length; i += 100) {
-    let pending: Record<string, { S: string } | { N: string }>[] | undefined = keys
-      .slice(i, i + 100)
-      .map((k) => ({ pk: { S: k.pk }, version: { N: String(k.version) } }));
-    for (let round = 0; pending?.length && round < 6; round++) {
-      const out = await stack.dynamodb.send(
-        new BatchGetItemCommand({
-          RequestItems: {
-            [table]: {
-              Keys: pending,
-              ProjectionExpression: "#t",
-              ExpressionAttributeNames: { "#t": EventAttr.eventType },
-            },
-          },
-        }),
-      );
-      for (const item of out.Responses?.[table] ?? [])
-        types.push(String(unmarshall(item)[EventAttr.eventType]));
-      pending = out.UnprocessedKeys?.[table]?.Keys as typeof pending;
-    }
-  }
-  return types;
+  const items = await storedEventItems(stack, keys, [EventAttr.eventType]);
+  return items.map((item) => String(item[EventAttr.eventType]));
 }
 
 export interface ReplayStart {

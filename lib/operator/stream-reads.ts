@@ -6,7 +6,9 @@ import {
   GetRecordsCommand,
   GetShardIteratorCommand,
 } from "@aws-sdk/client-dynamodb-streams";
+import { batchGetItems } from "../../functions/adapters/dynamodb/reads";
 import { EventAttr } from "../../functions/adapters/dynamodb/tables";
+import { fromSdk } from "./from-sdk";
 import type { OpsStack } from "./stack";
 
 /**
@@ -181,4 +183,25 @@ function sortedByTime(keys: StreamEventKey[]): StreamEventKey[] {
 function expired(error: unknown): boolean {
   const name = (error as { name?: unknown } | undefined)?.name;
   return name === "TrimmedDataAccessException" || name === "ExpiredIteratorException";
+}
+
+/**
+ * The stored events at these keys, unmarshalled (only `attributes` when given): BatchGetItem in
+ * calls of 100 keys, unprocessed keys retried with backoff (TransientError when some stay left).
+ * A key that finds nothing is left out.
+ */
+export async function storedEventItems(
+  stack: OpsStack,
+  keys: readonly { pk: string; version: number }[],
+  attributes?: readonly string[],
+): Promise<Record<string, unknown>[]> {
+  return batchGetItems(
+    fromSdk(stack.dynamodb),
+    stack.names.tables.events,
+    keys.map((k) => ({
+      [EventAttr.pk]: { S: k.pk },
+      [EventAttr.version]: { N: String(k.version) },
+    })),
+    attributes ? { attributes } : {},
+  );
 }
