@@ -26,9 +26,8 @@ const T0 = "2026-09-01T10:00:00.000Z";
 const plus = (iso: string, seconds: number) =>
   new Date(Date.parse(iso) + seconds * 1000).toISOString();
 
-function setup(role: Role<OrchestratorState> = referenceOrchestrator()) {
-  const { clock, store, deps } = makeDeps(T0);
-  const runId = `run_${ulid()}`;
+/** Messages about one run, as its callers and its agents send them. */
+function runMessages(clock: { now(): Date }, runId: string) {
   const correlationId = `corr_${ulid()}`;
   const command = (type: string, payload: Record<string, unknown>): Envelope =>
     ({
@@ -68,6 +67,13 @@ function setup(role: Role<OrchestratorState> = referenceOrchestrator()) {
         ...(item === undefined ? {} : { item }),
       },
     }) as Envelope;
+  return { command, completed };
+}
+
+function setup(role: Role<OrchestratorState> = referenceOrchestrator()) {
+  const { clock, store, deps } = makeDeps(T0);
+  const runId = `run_${ulid()}`;
+  const { command, completed } = runMessages(clock, runId);
   const send = (event: Envelope) => consume(event, role, deps);
   const stored = () => store.states.get(`dag_run#${runId}`);
   const state = () => stored()?.data as OrchestratorState;

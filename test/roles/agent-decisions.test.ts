@@ -1,24 +1,12 @@
 import { describe, expect, it } from "vitest";
 import type { AgentJournal } from "../../functions/core/agent/agent";
 import { AGENT_RUN_AGGREGATE } from "../../functions/core/agent/agent-role";
-import { InMemoryContentStore } from "../../functions/core/agent/content";
 import type { StoredState } from "../../functions/core/ports";
-import { defineModule } from "../../functions/core/role-module";
-import { InMemorySideEffects } from "../../functions/core/side-effects";
 import { planSweep } from "../../functions/core/sweeper";
-import { ordersFrom } from "../../functions/roles/customer-support/integrations/orders/memory";
-import { SAMPLE_ORDERS } from "../../functions/roles/customer-support/integrations/orders/sample-orders";
-import { LocalPayments } from "../../functions/roles/customer-support/integrations/payments/memory";
-import {
-  DEFAULT_REFUND_SETTINGS,
-  refundReviewRole,
-  refundRunId,
-} from "../../functions/roles/refund-review/refund-agent";
-import { testRole } from "../../lib/dev/role-kit/test-role";
 import { stepDecision } from "../../lib/operator/agent-actions";
 import { operatorEnvelope } from "../../lib/operator/operator-command";
 import { type Envelope, registry } from "../../schemas";
-import { referenceLocalModel } from "../support/reference";
+import { RUN, refundDesk, TASK } from "./refund-desk";
 
 /**
  * A person's decision on an agent run, and the sweeper's deadline, through the pipeline
@@ -27,79 +15,25 @@ import { referenceLocalModel } from "../support/reference";
  * stays in that tenant, and a decision repeated after its call ran changes nothing.
  */
 
-const TASK = "task_01KB0Q3V9X7T2M4N6P8R0S1W3Y";
-const RUN = refundRunId(TASK);
-const CONVERSATION = "conv_01KB0Q3V9X7T2M4N6P8R0S1W3Z";
 const HOUR = 3600;
 
 /** The refund agent BLOCKED on the approval of a 129.00 refund, in `tenant`'s run. */
 async function blockedRefund(tenant?: string) {
-  const payments = new LocalPayments();
-  const ports = {
-    conversation: async (_conversationId: string, version: number) => [
-      {
-        version,
-        message_event_id: "01KB0Q3V9X7T2M4N6P8R0S1W40",
-        text: "I cancelled this jacket, refund it",
-        received_at: "2026-01-01T00:00:00.000Z",
-      },
-    ],
-    conversationNow: async () => ({ version: 1, context: () => [] }),
-    model: referenceLocalModel(),
-    content: new InMemoryContentStore(),
-    sideEffects: new InMemorySideEffects(),
-    orders: ordersFrom(SAMPLE_ORDERS),
-    payments,
-  };
-  const role = refundReviewRole(ports, {
-    ...DEFAULT_REFUND_SETTINGS,
-    approvalDeadlineSeconds: HOUR,
-  });
-  const t = testRole(
-    defineModule({ descriptor: role, entry: "none", deployment: {}, build: () => role }),
-  );
-  const [start] = await t.append(
-    { aggregate: { type: "support_route", id: TASK }, taskId: TASK, orderKey: CONVERSATION },
-    {
-      type: "refund.review.requested",
-      payload: {
-        conversation_id: CONVERSATION,
-        customer_id: "cust_alice",
-        channel: "chat",
-        message_event_id: "01KB0Q3V9X7T2M4N6P8R0S1W40",
-        context_version: 1,
-        intent: "refund",
-        order_id: "A-1002",
-      },
-    },
-  );
-  await t.deliver(tenant ? { ...(start as Envelope), tenant_id: tenant } : (start as Envelope));
-  const delivered = new Set<string>();
-  /** Deliver the run's step commands until none is left. */
-  const drain = async () => {
-    for (;;) {
-      const next = t.emitted.find(
-        (e) => e.event_type === "refund_review.step.requested" && !delivered.has(e.event_id),
-      );
-      if (!next) return;
-      delivered.add(next.event_id);
-      await t.deliver(next);
-    }
-  };
-  await drain();
-  const journal = async () =>
-    (await t.state<AgentJournal>({ type: AGENT_RUN_AGGREGATE, id: RUN })) as AgentJournal;
+  const desk = refundDesk({ approvalDeadlineSeconds: HOUR });
+  await desk.ask("A-1002", "I cancelled this jacket, refund it", "cust_alice", tenant);
+  await desk.drain();
+  const journal = async () => (await desk.journal()) as AgentJournal;
   expect((await journal()).status).toBe("BLOCKED");
   /** A person's decision on the call, as the operator tools send it, naming `tenantId`. */
   const decide = (decision: string, tenantId?: string) =>
-    t.deliver(
-      t.message(
+    desk.t.deliver(
+      desk.t.message(
         "refund_review.decision.requested",
         { run_id: RUN, tool_call_id: "call_2_1", decision, requested_by: "ops_anna" } as never,
         { aggregate: { type: AGENT_RUN_AGGREGATE, id: RUN }, taskId: TASK, tenantId },
       ),
     );
-  return { t, payments, drain, journal, decide };
+  return { t: desk.t, payments: desk.payments, drain: desk.drain, journal, decide };
 }
 
 describe("a person's decision is obeyed in the run's tenant only", () => {

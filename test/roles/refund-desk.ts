@@ -35,6 +35,21 @@ export function refundDesk(
   /** The model's script for the agent, or a model port of the test's own. */
   script?: LocalScript | ModelPort,
 ) {
+  const desk = deskPorts(script);
+  const role = refundReviewRole(desk.ports, { ...DEFAULT_REFUND_SETTINGS, ...settings });
+  const module = defineModule({
+    descriptor: role,
+    entry: "none",
+    deployment: {},
+    build: () => role,
+  });
+  const t = testRole(module);
+  const { ports: _ports, questions, ...kept } = desk;
+  return { t, ...kept, ...deskDrivers(t, questions) };
+}
+
+/** The agent's ports: in memory, the conversation's state at the version the test sets. */
+function deskPorts(script?: LocalScript | ModelPort) {
   const payments = new LocalPayments();
   const model = referenceLocalModel(
     typeof script === "function" ? { scripts: { "refund-review": script } } : {},
@@ -67,14 +82,39 @@ export function refundDesk(
     orders,
     payments,
   };
-  const role = refundReviewRole(ports, { ...DEFAULT_REFUND_SETTINGS, ...settings });
-  const module = defineModule({
-    descriptor: role,
-    entry: "none",
-    deployment: {},
-    build: () => role,
-  });
-  const t = testRole(module);
+  return {
+    ports,
+    questions,
+    payments,
+    model,
+    content,
+    sideEffects,
+    orders,
+    /** A newer customer message: the conversation moves past the turn's version. */
+    customerWritesAgain: () => {
+      conversationVersion += 1;
+    },
+  };
+}
+
+type RoleUnderTest = ReturnType<typeof testRole>;
+
+/** The router's refund question for this order, as its payload. */
+function refundQuestion(orderId: string, customer?: string) {
+  return {
+    conversation_id: CONVERSATION,
+    customer_id:
+      customer ?? SAMPLE_ORDERS.find((o) => o.order_id === orderId)?.customer_id ?? "cust_alice",
+    channel: "chat",
+    message_event_id: "01KB0Q3V9X7T2M4N6P8R0S1W40",
+    context_version: 1,
+    intent: "refund" as const,
+    order_id: orderId,
+  };
+}
+
+/** What a test does to the agent: ask, cancel, deliver its steps, decide; and what it reads. */
+function deskDrivers(t: RoleUnderTest, questions: Map<number, string>) {
   const delivered = new Set<string>();
   /** The router's refund question on its stream, not delivered yet. */
   const requested = async (orderId: string, question: string, customer?: string) => {
@@ -83,18 +123,7 @@ export function refundDesk(
       { aggregate: { type: "support_route", id: TASK }, taskId: TASK, orderKey: CONVERSATION },
       {
         type: "refund.review.requested",
-        payload: {
-          conversation_id: CONVERSATION,
-          customer_id:
-            customer ??
-            SAMPLE_ORDERS.find((o) => o.order_id === orderId)?.customer_id ??
-            "cust_alice",
-          channel: "chat",
-          message_event_id: "01KB0Q3V9X7T2M4N6P8R0S1W40",
-          context_version: 1,
-          intent: "refund",
-          order_id: orderId,
-        },
+        payload: refundQuestion(orderId, customer),
         inputVersion: 1,
       },
     );
@@ -142,25 +171,5 @@ export function refundDesk(
         { aggregate: { type: AGENT_RUN_AGGREGATE, id: RUN }, taskId: TASK },
       ),
     );
-  return {
-    t,
-    payments,
-    model,
-    content,
-    sideEffects,
-    orders,
-    requested,
-    ask,
-    cancel,
-    /** A newer customer message: the conversation moves past the turn's version. */
-    customerWritesAgain: () => {
-      conversationVersion += 1;
-    },
-    drain,
-    nextSteps,
-    journal,
-    facts,
-    delivered,
-    decide,
-  };
+  return { requested, ask, cancel, nextSteps, drain, journal, facts, delivered, decide };
 }
