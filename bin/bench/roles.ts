@@ -1,11 +1,16 @@
-import { InboxAttr, isFailureKey } from "../../functions/adapters/dynamodb/tables";
+import { InboxAttr, isFailureKey, type TableNames } from "../../functions/adapters/dynamodb/tables";
 import type { Step } from "../../functions/core/role";
 import { hasConversation, runConversationScenario } from "../../lib/dev/local/conversation";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import type { RuntimeEvent } from "../../lib/dev/local/runtime";
 import { runScenario } from "../../lib/dev/local/scenario";
-import { type IndexProbe, indexProbe } from "../../lib/dev/metering/index-probe";
-import { indexCatalog, legacyItem, legacyTraceCatalog } from "../../lib/dev/metering/index-writes";
+import { type IndexProbe, indexProbe, type ProbedLayout } from "../../lib/dev/metering/index-probe";
+import {
+  catalogPerIndex,
+  indexCatalog,
+  legacyItem,
+  legacyTraceCatalog,
+} from "../../lib/dev/metering/index-writes";
 import { type MeterSnapshot, meter } from "../../lib/dev/metering/metering";
 import { dollarsFor, PRICE_REGION, PRICES, PRICES_AS_OF } from "../../lib/dev/metering/prices";
 import { printCeilings, type ScenarioCounts } from "./ceilings";
@@ -94,6 +99,7 @@ export async function runRolesSection(out: Out, dynamo: DynamoResult): Promise<R
       {
         now: { catalog: indexCatalog(env.names.tables) },
         before: { catalog: legacyTraceCatalog(env.names.tables), asWritten: legacyItem },
+        ...perIndexLayouts(env.names.tables),
       },
       (item) => (isFailureKey(item[InboxAttr.pk]?.S ?? "") ? FAILURE_RECORDS : undefined),
     );
@@ -286,6 +292,21 @@ function printRoles(out: Out, roles: readonly RoleCost[]): void {
   );
 }
 
+/** The tables whose index writes the probe also splits by index (the layout `<table>:<index>`). */
+const SPLIT_TABLES = ["events", "inbox"] as const;
+
+/** A probed layout per index of each split table: that table with that index alone. */
+function perIndexLayouts(names: TableNames): Record<string, ProbedLayout> {
+  return Object.fromEntries(
+    SPLIT_TABLES.flatMap((table) =>
+      Object.entries(catalogPerIndex(names, table)).map(([index, catalog]) => [
+        `${table}:${index}`,
+        { catalog },
+      ]),
+    ),
+  );
+}
+
 /** The index probe's part of the inbox table that holds the failure records. */
 const FAILURE_RECORDS = "failure records";
 
@@ -296,19 +317,22 @@ const FAILURE_RECORDS = "failure records";
  */
 function printIndexWrites(out: Out, probe: IndexProbe, tables: { events: string; inbox: string }) {
   const byTable = probe.byTable();
-  const line = (what: string, table: string) => {
+  const line = (what: string, table: string, split: (typeof SPLIT_TABLES)[number]) => {
     const tally = byTable[table];
     const per = (layout: string) =>
       fmt((tally?.units[layout] ?? 0) / Math.max(1, tally?.traced ?? 0), 2);
+    const shares = Object.keys(tally?.units ?? {})
+      .filter((layout) => layout.startsWith(`${split}:`))
+      .map((layout) => `${layout.slice(split.length + 1)} ${per(layout)}`);
     out(
-      `index write units per ${what}: ${per("now")} (before task roots: ${per("before")}; ${fmtInt(tally?.traced ?? 0)} written)`,
+      `index write units per ${what}: ${per("now")} (${shares.join(", ")}; before task roots: ${per("before")}; ${fmtInt(tally?.traced ?? 0)} written)`,
     );
   };
-  line("stored event", tables.events);
-  line("inbox row", tables.inbox);
-  line("failure record", `${tables.inbox}|${FAILURE_RECORDS}`);
+  line("stored event", tables.events, "events");
+  line("inbox row", tables.inbox, "inbox");
+  line("failure record", `${tables.inbox}|${FAILURE_RECORDS}`, "inbox");
   out(
-    "Index write units over the reference scenario, per stored event (events table), per inbox row and per failure record (inbox table), as lib/dev/metering/index-writes.ts estimates them: now, every event enters by-event-id (keys and its correlation: where a trace by a stored event's id finds it), an event that starts a run (the first of a stream's consecutive events in one correlation) or is a task root the trace index (keys and its task), a task root also task-roots, a stream's first event by-stream-type; each inbox row the trace index only (a row is never a task root: a trace by task finds it through its task's stored events or failure records), each failure record the trace index and task-roots. Before task roots, each event and row entered by-correlation and by-task (the whole item, 1 WU per KB each), each event by-hour too.",
+    "Index write units over the reference scenario, per stored event (events table), per inbox row and per failure record (inbox table), as lib/dev/metering/index-writes.ts estimates them, in all and index by index: now, every event enters by-event-id (keys and its correlation: where a trace by a stored event's id finds it), an event that starts a run (the first of a stream's consecutive events in one correlation) or is a task root the trace index (keys and its task), a task root also task-roots, a stream's first event by-stream-type; each inbox row the trace index only (a row is never a task root: a trace by task finds it through its task's stored events or failure records), each failure record the trace index and task-roots. Each of the four lookups the events table serves (an event by id, a correlation's runs, a task's correlations, a type's streams) is keyed by what it is asked for, so an event enters one entry of each lookup it is in, and no index holds another's entries: by-event-id alone is 1.00 per event, and the events table is at or above 1.00 while a trace by a stored event's id alone is answered from it. Before task roots, each event and row entered by-correlation and by-task (the whole item, 1 WU per KB each), each event by-hour too.",
   );
 }
 

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { LEGACY_STATE_INDEXES, TABLES } from "../../functions/adapters/dynamodb/layouts";
 import type { TableNames } from "../../functions/adapters/dynamodb/tables";
 import {
+  catalogPerIndex,
   type IndexEntries,
   indexCatalog,
   indexWriteUnits,
@@ -81,6 +82,37 @@ describe("index write units", () => {
     const { correlation_id, ...later } = rest;
     const continuing = { ...later, trace_task_id: task_id, trace_correlation_id: correlation_id };
     expect(units("PutItem", { TableName: names.events, Item: continuing })).toBe(1);
+  });
+
+  it("splits a table's index writes by index: each index alone, the others' tables as they are", () => {
+    // A stream's first event that is a task root: an entry in each of the events table's four.
+    const first = {
+      pk: { S: "task#1" },
+      version: { N: "1" },
+      event_id: { S: "01J0000000000000000000002" },
+      correlation_id: { S: "corr_1" },
+      task_id: { S: "task_1" },
+      stream_type: { S: "task" },
+    };
+    const put = { TableName: names.events, Item: first };
+    const split = catalogPerIndex(names, "events");
+    const each = Object.fromEntries(
+      Object.entries(split).map(([index, c]) => [
+        index,
+        indexWriteUnits(c, "PutItem", put, itemSize),
+      ]),
+    );
+    expect(each).toEqual({
+      "trace-by-correlation": 1,
+      "task-roots": 1,
+      "by-stream-type": 1,
+      "by-event-id": 1,
+    });
+    expect(units("PutItem", put)).toBe(4);
+    // The other tables keep all their indexes: a root row still enters the inbox table's two.
+    const row = { TableName: names.inbox, Item: inboxRow };
+    for (const c of Object.values(split))
+      expect(indexWriteUnits(c, "PutItem", row, itemSize)).toBe(2);
   });
 
   it("estimates today's writes under the layout before task roots, as that version wrote them", () => {

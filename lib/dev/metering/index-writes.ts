@@ -42,6 +42,24 @@ export function indexCatalog(names: TableNames): IndexCatalog {
 }
 
 /**
+ * For each index of one table, the catalog of the four tables with that table holding that index
+ * alone: what a probe (./index-probe) estimates under each is that index's share of the table's
+ * index writes.
+ */
+export function catalogPerIndex(
+  names: TableNames,
+  table: keyof TableNames,
+): Record<string, IndexCatalog> {
+  const layout = TABLES[table] as TableLayout;
+  return Object.fromEntries(
+    (layout.indexes ?? []).map((index) => [
+      index.name,
+      { ...indexCatalog(names), [names[table]]: { ...layout, indexes: [index] } },
+    ]),
+  );
+}
+
+/**
  * The catalog of the four tables as stacks deployed them before task roots: the events and inbox
  * tables with the legacy trace indexes (by-correlation and by-task, projecting all, and the events
  * table's by-hour) instead of the current ones; with legacyItem, what the writes of today would
