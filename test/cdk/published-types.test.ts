@@ -10,9 +10,14 @@ import { DEFINITIONS, registry } from "../../schemas";
 import { functionsOfKind, resources, synthesizeStack } from "./synth";
 
 const { template } = synthesizeStack();
-const [relay] = functionsOfKind(template, "relay");
-if (!relay) throw new Error("the reference stack has no relay");
-const relayEnv = (relay.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+
+/** The relay's environment variables in a synthesized template. */
+function relayVariables(synthesized: { template: typeof template }): Record<string, unknown> {
+  const [relay] = functionsOfKind(synthesized.template, "relay");
+  if (!relay) throw new Error("the stack has no relay");
+  return (relay.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+}
+const relayEnv = relayVariables({ template });
 
 /** The types a rule of the template takes from what the relay publishes (stored events). */
 function typesRulesTake(): Set<string> {
@@ -51,10 +56,6 @@ describe("the types the relay leaves unpublished", () => {
   });
 
   it("follow the stack's `publish`, else the context's `agentbus:publish`", () => {
-    const relayVariables = (synthesized: ReturnType<typeof synthesizeStack>) => {
-      const [fn] = functionsOfKind(synthesized.template, "relay");
-      return (fn?.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
-    };
     const named = relayVariables(synthesizeStack({ publish: ["workflow.completed"] }));
     const left = JSON.parse(String(named[UNPUBLISHED_TYPES_ENV])) as string[];
     expect(left).toEqual(unpublishedTypes(topology).filter((t) => t !== "workflow.completed"));
