@@ -26,6 +26,13 @@ export interface RelayOptions {
    * goes.
    */
   readonly typeTopics?: ReadonlyMap<string, Topic>;
+  /**
+   * Event types not published (`UNPUBLISHED_TYPES`, written by the stack): stored types that no
+   * rule of the stack takes and that the stack's `publish` does not name. Their events stay in
+   * the event store and its stream; every other type is published, a type the stack did not know
+   * of included.
+   */
+  readonly unpublished?: ReadonlySet<string>;
 }
 
 /**
@@ -33,6 +40,12 @@ export interface RelayOptions {
  * topic -> type names (eventTopicsOf).
  */
 export const EVENT_TOPICS_ENV = "EVENT_TOPICS";
+
+/**
+ * The relay's environment variable with the event types it does not publish: JSON, an array of
+ * type names (lib/infra/published-types.ts).
+ */
+export const UNPUBLISHED_TYPES_ENV = "UNPUBLISHED_TYPES";
 
 /** `EVENT_TOPICS`'s value read as a map of event type to topic. */
 export function typeTopicsOf(
@@ -46,6 +59,8 @@ export function typeTopicsOf(
 
 export interface RelayReport {
   readonly published: number;
+  /** Events of an unpublished type (`options.unpublished`), left in the event store only. */
+  readonly skipped: number;
   readonly calls: number;
   readonly retriedEntries: number;
 }
@@ -53,9 +68,10 @@ export interface RelayReport {
 /**
  * Publish events read from the event store's stream to the bus of each event's topic: the one
  * stored with it (`options.topics`), else the one its type's definition names (the registry's, or
- * the stack's application types': `options.typeTopics`). An event none of them places is not
- * published: the others are, and then relay.unknown_type (permanent) names it in its
- * `unpublished`, for the relay's failure record (functions/handlers/relay.ts).
+ * the stack's application types': `options.typeTopics`). An event of a type the stack does not
+ * publish (`options.unpublished`: no rule of the stack takes it) is skipped. An event none of
+ * them places is not published: the others are, and then relay.unknown_type (permanent) names it
+ * in its `unpublished`, for the relay's failure record (functions/handlers/relay.ts).
  * Entries go out in stream order, in calls of at most 10 entries / 256 KB; only the entries that
  * failed are retried (with jittered backoff), before the next call, so the relay keeps each
  * aggregate's order. Events of one transaction may arrive in separate
@@ -69,9 +85,11 @@ export async function relay(
   publisher: EventPublisher,
   options: RelayOptions = {},
 ): Promise<RelayReport> {
+  // Left out before anything else: neither published nor named in a failure record.
+  const publishing = events.filter((e) => !options.unpublished?.has(e.event_type));
   const byTopic = new Map<Topic, Envelope[]>();
   const unplaced: Envelope[] = [];
-  for (const event of events) {
+  for (const event of publishing) {
     const topic =
       options.topics?.get(event.event_id) ??
       registry.get(event.event_type, event.schema_version)?.topic ??
@@ -80,7 +98,12 @@ export async function relay(
     if (topic) byTopic.set(topic, [...(byTopic.get(topic) ?? []), claimOf(event)]);
     else unplaced.push(event);
   }
-  const progress: Progress = { events, calls: 0, retriedEntries: 0, published: new Set() };
+  const progress: Progress = {
+    events: publishing,
+    calls: 0,
+    retriedEntries: 0,
+    published: new Set(),
+  };
   for (const [topic, pending] of byTopic) {
     // Calls go out one after the other and a call's failed entries are retried before the next
     // call is made, so a later version of an aggregate never overtakes an earlier one here.
@@ -94,7 +117,8 @@ export async function relay(
   }
   if (unplaced.length > 0) throw unknownTypes(unplaced);
   return {
-    published: events.length,
+    published: publishing.length,
+    skipped: events.length - publishing.length,
     calls: progress.calls,
     retriedEntries: progress.retriedEntries,
   };
@@ -102,7 +126,7 @@ export async function relay(
 
 /** What one relay run has done so far. */
 interface Progress {
-  /** Every event of the run, in stream order. */
+  /** Every event of the run it publishes, in stream order. */
   readonly events: readonly Envelope[];
   calls: number;
   retriedEntries: number;

@@ -22,7 +22,13 @@ import {
 import { AgentBusError, describe } from "../core/errors";
 import { parseEnv } from "../core/parse-env";
 import type { EventPublisher } from "../core/ports";
-import { EVENT_TOPICS_ENV, type RelayReport, relay, typeTopicsOf } from "../core/relay";
+import {
+  EVENT_TOPICS_ENV,
+  type RelayReport,
+  relay,
+  typeTopicsOf,
+  UNPUBLISHED_TYPES_ENV,
+} from "../core/relay";
 import { containerAwsClient, containerEventBridgeV2Client } from "./aws";
 import { tracedPublisher } from "./hop-spans";
 import { lambdaEntry } from "./lambda-entry";
@@ -48,6 +54,10 @@ export const RelayEnv = z
         z.partialRecord(z.enum(TOPICS), z.array(z.string())),
         "a JSON object of topic -> event types",
       ),
+    ),
+    /** The event types the relay leaves unpublished (JSON array), from the stack. */
+    [UNPUBLISHED_TYPES_ENV]: z.optional(
+      z.jsonText(z.array(z.string()), "a JSON array of event types"),
     ),
   })
   .check(
@@ -107,6 +117,7 @@ export function createRelayHandler(options: RelayHandlerOptions = {}): RelayHand
   );
   const registry = options.registry ?? defaultRegistry;
   const typeTopics = typeTopicsOf(env[EVENT_TOPICS_ENV]);
+  const unpublished = new Set(env[UNPUBLISHED_TYPES_ENV] ?? []);
   const recordFailure = failureRecorder(
     env.RELAY_FAILURE_QUEUE_URL,
     tracer.capture(options.sqs ?? containerAwsClient()),
@@ -121,7 +132,11 @@ export function createRelayHandler(options: RelayHandlerOptions = {}): RelayHand
     try {
       // Personal fields go on the buses sealed, as the event store keeps them: whoever reads
       // them opens them with the customer's key (functions/core/personal-data/delivery.ts).
-      const report = await relay(envelopes, registry, publisher, { topics, typeTopics });
+      const report = await relay(envelopes, registry, publisher, {
+        topics,
+        typeTopics,
+        unpublished,
+      });
       metrics.addMetric("Relayed", MetricUnit.Count, report.published);
       metrics.addMetric("PutEventsCalls", MetricUnit.Count, report.calls);
       if (report.retriedEntries)

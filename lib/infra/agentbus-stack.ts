@@ -61,6 +61,7 @@ import { Topic, type TopicName } from "./constructs/topic";
 import { HUB_INTEGRATIONS } from "./hub-integrations";
 import type { AnyIntegrationInfra, IntegrationUser } from "./integration-infra";
 import { outputId } from "./output-ids";
+import { leaveUnpublished, type Publish } from "./published-types";
 import { replayNamePrefix } from "./replay-names";
 import { retentionDaysAt } from "./retention";
 import { addStackOutputs } from "./stack-outputs";
@@ -108,6 +109,15 @@ export interface AgentBusStackProps extends StackProps {
    * context's `agentbus:retention:archive`
    */
   readonly archiveRetention?: Duration;
+
+  /**
+   * The stored event types the relay puts on the topics' buses besides those a rule of the stack
+   * takes (each PutEvents entry is billed, matched or not): the types your own rules on a bus
+   * take, or `"all"`. The others stay in the event store and its stream (lib/infra/README.md).
+   * @default - the context's `agentbus:publish` (`all` or a comma list); without it, none besides
+   * the stack's own
+   */
+  readonly publish?: Publish;
 
   /**
    * The AWS emulator the template is for; `localstack-free` leaves out what LocalStack's free
@@ -271,6 +281,7 @@ export class AgentBusStack extends Stack {
       tables: this.tables,
     });
     placeApplicationTypes(this.relay.function, topology);
+    leaveUnpublished(this.relay.function, topology, props.publish);
 
     this.groups = topology.groups.map((group) => this.consumerGroup(group, stage));
     this.relay.publishToSubscriberBuses([...this.topics.values()]);

@@ -431,13 +431,14 @@ describe("AgentBus stack: environment contract", () => {
       .filter((k) => !k.startsWith("POWERTOOLS_") && k !== "NODE_OPTIONS")
       .sort();
 
-  it("the relay gets the bus name of each deployed topic, its failure queue and the topics of the application types, and no customer key (it publishes events sealed, as stored)", () => {
+  it("the relay gets the bus name of each deployed topic, its failure queue, the topics of the application types and the types it leaves unpublished, and no customer key (it publishes events sealed, as stored)", () => {
     expect(own(relay)).toEqual([
       "BUS_AUDIT",
       "BUS_COMMANDS",
       "BUS_EVENTS",
       "EVENT_TOPICS",
       "RELAY_FAILURE_QUEUE_URL",
+      "UNPUBLISHED_TYPES",
     ]);
     const queue = single(template, "AWS::SQS::Queue", (q) => q.id.startsWith("RelayFailureQueue"));
     expect(env(relay).RELAY_FAILURE_QUEUE_URL).toEqual({ Ref: queue.id });

@@ -103,6 +103,34 @@ describe("relay", () => {
     expect(stuck.calls.map((c) => c.length)).toEqual([10, 1, 1]);
   });
 
+  it("leaves out the stack's unpublished types, publishes the rest in stream order, and names only those in a failure", async () => {
+    const { deps } = makeDeps();
+    const events: Envelope[] = [];
+    for (let i = 0; i < 3; i++) events.push(...(await seedTask(deps, 4)));
+    const left = events[1]?.event_type ?? "";
+    const kept = events.filter((e) => e.event_type !== left);
+    expect(kept.length).toBeGreaterThan(0);
+    expect(kept.length).toBeLessThan(events.length);
+    const unpublished = new Set([left]);
+    const publisher = new RecordingPublisher();
+    const report = await relay(events, registry, publisher, { wait: noWait, unpublished });
+    expect(publisher.calls.flatMap((c) => c.ids)).toEqual(kept.map((e) => e.event_id));
+    expect(report).toMatchObject({
+      published: kept.length,
+      skipped: events.length - kept.length,
+    });
+    const refusing: EventPublisher = {
+      publish: async (_t, es) =>
+        es.map((e) => ({ eventId: e.event_id, code: "InternalFailure", message: "x" })),
+    };
+    await expect(
+      relay(events, registry, refusing, { wait: noWait, maxAttempts: 1, unpublished }),
+    ).rejects.toMatchObject({
+      code: "relay.publish_failed",
+      details: { unpublished: kept.map((e) => e.event_id) },
+    });
+  });
+
   it("fails the batch (transient) when entries keep failing, so the stream retries", async () => {
     const { deps } = makeDeps();
     const events = await seedTask(deps, 2);

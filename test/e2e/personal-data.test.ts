@@ -27,6 +27,7 @@ import {
   loadConversation,
   waitUntil,
 } from "../../lib/dev/local/scenario/customer-support";
+import { PUBLISH_CONTEXT_KEY } from "../../lib/infra/published-types";
 import { opsActions } from "../../lib/operator/actions";
 import type { Envelope } from "../../schemas";
 import { tenantConversationId } from "../../schemas/ids";
@@ -46,7 +47,8 @@ describe("a customer's words on the local stack, and their erasure", () => {
     capture = captureOutput();
   });
   afterAll(() => capture.stop());
-  const local = localSupportStack("pd");
+  // The test's tap is a rule of its own on each bus: the relay publishes every stored type for it.
+  const local = localSupportStack("pd", { context: { [PUBLISH_CONTEXT_KEY]: "all" } });
   const cli = localCli(() => local.env, local.stage, { AGENTBUS_OPERATOR: "privacy-desk" });
   /** The conversation view's streams (what rebuilding the projection folds). */
   const VIEW_TYPES = "conversation,support_route,order_lookup,reply,delivery";

@@ -97,7 +97,7 @@ describe("createRelayHandler (events stream -> EventBridge)", () => {
 
     await relayHandler({ onReport: (r) => reports.push(r) })(event);
 
-    expect(reports).toEqual([{ published: 3, calls: 1, retriedEntries: 0 }]);
+    expect(reports).toEqual([{ published: 3, skipped: 0, calls: 1, retriedEntries: 0 }]);
     const delivered = await drain();
     expect(delivered.map((d) => d.detail.event_id).sort()).toEqual(
       [v1.event_id, v2.event_id, feedback.event_id].sort(),
@@ -124,9 +124,39 @@ describe("createRelayHandler (events stream -> EventBridge)", () => {
       dynamoStreamEvent([dynamoStreamRecord({ ...item })]),
     );
 
-    expect(reports).toEqual([{ published: 1, calls: 1, retriedEntries: 0 }]);
+    expect(reports).toEqual([{ published: 1, skipped: 0, calls: 1, retriedEntries: 0 }]);
     const [published] = await drain();
     expect(published?.detail).toEqual(JSON.parse(JSON.stringify(large)));
+  });
+
+  it("leaves the types the stack does not publish (UNPUBLISHED_TYPES) off the bus, and publishes the rest", async () => {
+    const [v1, v2] = taskStream(1, 2) as [Envelope, Envelope];
+    const feedback = feedbackEvent({ taskId: v1.task_id });
+    const reports: RelayReport[] = [];
+    const handler = relayHandler({
+      env: { BUS_EVENTS: busName, UNPUBLISHED_TYPES: JSON.stringify([v1.event_type]) },
+      onReport: (r) => reports.push(r),
+    });
+    await handler(
+      dynamoStreamEvent([v1, v2, feedback].map((e) => dynamoStreamRecord({ ...eventItem(e) }))),
+    );
+    const left = [v1, v2].filter((e) => e.event_type === v1.event_type);
+    expect(reports).toEqual([
+      { published: 3 - left.length, skipped: left.length, calls: 1, retriedEntries: 0 },
+    ]);
+    const delivered = await drain();
+    expect(delivered.map((d) => d.detail.event_id).sort()).toEqual(
+      [v1, v2, feedback]
+        .filter((e) => e.event_type !== v1.event_type)
+        .map((e) => e.event_id)
+        .sort(),
+    );
+  });
+
+  it("refuses an UNPUBLISHED_TYPES that is not a JSON array of types, naming it", () => {
+    expect(() =>
+      relayHandler({ env: { BUS_EVENTS: busName, UNPUBLISHED_TYPES: "workflow.completed" } }),
+    ).toThrow(/UNPUBLISHED_TYPES/);
   });
 
   it("skips an INSERT without an envelope attribute instead of failing the batch", async () => {
@@ -138,7 +168,7 @@ describe("createRelayHandler (events stream -> EventBridge)", () => {
       dynamoStreamEvent([dynamoStreamRecord(withoutEnvelope)]),
     );
 
-    expect(reports).toEqual([{ published: 0, calls: 0, retriedEntries: 0 }]);
+    expect(reports).toEqual([{ published: 0, skipped: 0, calls: 0, retriedEntries: 0 }]);
     expect(await drain()).toEqual([]);
   });
 
