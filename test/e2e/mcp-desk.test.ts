@@ -49,6 +49,15 @@ class CrashingMcpServer implements McpServerPort {
     }
     return result;
   }
+  startTask(call: McpCall) {
+    return this.inner.startTask(call);
+  }
+  getTask(taskId: string, timeoutMs: number) {
+    return this.inner.getTask(taskId, timeoutMs);
+  }
+  taskResult(taskId: string, timeoutMs: number) {
+    return this.inner.taskResult(taskId, timeoutMs);
+  }
 }
 
 describe("an agent using an MCP server's tools on the local stack", () => {
