@@ -96,6 +96,13 @@ describe("an MCP tool the server runs as a task", () => {
     const { server, port } = await sdkServer();
     const listed = (await port.listTools()).find((t) => t.name === "export_history");
     expect(listed?.taskSupport).toBe("required");
+    const polls: string[] = [];
+    const getTask = port.getTask.bind(port);
+    port.getTask = async (taskId, timeoutMs) => {
+      const task = await getTask(taskId, timeoutMs);
+      polls.push(task.status);
+      return task;
+    };
     const run = await exportRun(port, "c-7");
     const called = await run.step(run.afterTurn);
     expect(called.recorded).toMatchObject({ outcome: "succeeded (run)", key: KEY });
@@ -107,6 +114,10 @@ describe("an MCP tool the server runs as a task", () => {
     expect(server.exports).toEqual([{ id: "E-1", key: KEY, taskId: expect.any(String) }]);
     expect(server.calls).toEqual({ export_history: 1 });
     expect((await run.ports.sideEffects.get(KEY))?.state).toBe("succeeded");
+    // The task works 300 ms and asks for a poll every 100 ms: tasks/get until it completed.
+    expect(polls.length).toBeGreaterThan(1);
+    expect(polls.at(-1)).toBe("completed");
+    expect(polls.slice(0, -1).every((status) => status === "working")).toBe(true);
   });
 
   it("a task that failed is the tool's refusal, in the server's words: the model is told", async () => {

@@ -12,6 +12,7 @@ import { runReaches } from "../../lib/dev/local/scenario/refund";
 import type { Envelope } from "../../schemas";
 import { deskRunId } from "../fixtures/mcp-desk";
 import { DESK_TICKET_REQUESTED } from "../fixtures/mcp-desk/events";
+import { EXPORT_MARKER } from "../fixtures/mcp-desk/local-script";
 import { MCP_DESK_STACK } from "../fixtures/mcp-desk/stack";
 import { emulator } from "../support/aws";
 import { MCP_TOKEN, startTestMcpServer, type TestMcpServer } from "../support/mcp-server";
@@ -25,7 +26,8 @@ import { SLOW_STEP_TIMEOUT_MS } from "../support/timeouts";
  * Store, for the server the test runs (the stand-in of the integration: the URL the role names is
  * not this one). A crash of the invocation after the server applied `create_ticket` and before the
  * step committed (the runtime's fault hook, `crash`), and a timeout after the server applied it,
- * each leave exactly one ticket at the server.
+ * each leave exactly one ticket at the server. A tool the server runs as a task (`export_history`)
+ * is called as one and its task polled to its result.
  */
 
 const TIMEOUT = 120_000;
@@ -181,6 +183,26 @@ describe("an agent using an MCP server's tools on the local stack", () => {
       } finally {
         server.answerDelayMs = 0;
       }
+    },
+    TIMEOUT,
+  );
+
+  it(
+    "a tool the server runs as a task is called as one: created once, its result the answer",
+    async () => {
+      const exports = server.exports.length;
+      const runId = await askForTicket("c-4", `c-4 wants the history ${EXPORT_MARKER}`);
+      const done = await runReaches(env, runId, "COMPLETED", TIMEOUT);
+      const made = server.exports.slice(exports);
+      expect(made).toEqual([
+        {
+          id: expect.any(String),
+          key: `${done.task_id}:${runId}:call_2`,
+          taskId: expect.any(String),
+        },
+      ]);
+      expect(done.output).toEqual({ export: made[0]?.id });
+      expect(done.window.find((s) => s.tool === "export_history")?.outcome).toBe("succeeded (run)");
     },
     TIMEOUT,
   );
