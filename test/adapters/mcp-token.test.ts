@@ -45,6 +45,6 @@ describe("the MCP adapter's token", () => {
     await expect(port.listTools()).rejects.toBeInstanceOf(TransientError);
     await token(MCP_TOKEN);
     const names = (await port.listTools()).map((tool) => tool.name);
-    expect(names).toEqual(["lookup_customer", "create_ticket", "find_ticket"]);
+    expect(names).toEqual(["lookup_customer", "create_ticket", "find_ticket", "export_history"]);
   });
 });

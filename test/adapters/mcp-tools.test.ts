@@ -335,6 +335,9 @@ describe("the MCP server's listing", () => {
         return d.port.listTools();
       },
       callTool: d.port.callTool.bind(d.port),
+      startTask: d.port.startTask.bind(d.port),
+      getTask: d.port.getTask.bind(d.port),
+      taskResult: d.port.taskResult.bind(d.port),
     };
     const agent = deskAgent(mcpTools(counting, DESK));
     let journal = d.journal;

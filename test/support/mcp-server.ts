@@ -1,5 +1,6 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { InMemoryTaskStore } from "@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import * as z from "zod";
@@ -13,7 +14,11 @@ import { IDEMPOTENCY_KEY_META } from "../../functions/integrations/mcp/port";
  * - `create_ticket` (writes): opens a ticket under the idempotency key of the request's `_meta`
  *   (or its `idempotency_key` argument); a key it has seen gives the same ticket again when it
  *   `dedupes`, a new ticket when it does not; a subject with "refuse" is refused (`isError`);
- * - `find_ticket` (reads): the ticket opened under a key, or `isError` when there is none.
+ * - `find_ticket` (reads): the ticket opened under a key, or `isError` when there is none;
+ * - `export_history` (writes, task-required: `execution.taskSupport: "required"`): starts an export
+ *   as a task (one task store for all requests), which completes `taskMs` later with the export's
+ *   id, or fails (`isError`) for a customer id with "fail"; the task's `pollInterval` is
+ *   `taskPollMs`.
  * It takes requests with `Authorization: Bearer <token>` only (401 otherwise).
  */
 
@@ -27,6 +32,12 @@ export interface TestMcpServer {
   readonly received: { meta: Record<string, unknown>; args: Record<string, unknown> }[];
   /** Milliseconds `create_ticket` waits after opening a ticket, before it answers. */
   answerDelayMs: number;
+  /** Exports started (each a task created), in order, with the key they were started under. */
+  readonly exports: { readonly id: string; readonly key: string; readonly taskId: string }[];
+  /** Milliseconds an export's task works before it ends. */
+  taskMs: number;
+  /** The `pollInterval` the export's task names, in milliseconds. */
+  taskPollMs: number;
   close(): Promise<void>;
 }
 
@@ -40,13 +51,17 @@ export async function startTestMcpServer(
     tickets: [] as TestMcpServer["tickets"][number][],
     received: [] as TestMcpServer["received"],
     answerDelayMs: 0,
+    exports: [] as TestMcpServer["exports"][number][],
+    taskMs: 300,
+    taskPollMs: 100,
   };
+  const tasks = new InMemoryTaskStore();
   const http = createServer(async (req, res) => {
     if (req.headers.authorization !== `Bearer ${MCP_TOKEN}`) {
       res.writeHead(401).end("unauthorized");
       return;
     }
-    const server = helpDesk(state, options.dedupes ?? false);
+    const server = helpDesk(state, options.dedupes ?? false, tasks);
     const transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: undefined,
       enableJsonResponse: true,
@@ -77,10 +92,15 @@ async function listening(http: Server): Promise<string> {
 
 type State = Omit<TestMcpServer, "url" | "close">;
 
+const TASK_CAPABILITIES = { tasks: { requests: { tools: { call: {} } } } };
+
 const text = (value: unknown) => [{ type: "text" as const, text: JSON.stringify(value) }];
 
-function helpDesk(state: State, dedupes: boolean): McpServer {
-  const server = new McpServer({ name: "help-desk", version: "1.0.0" });
+function helpDesk(state: State, dedupes: boolean, taskStore: InMemoryTaskStore): McpServer {
+  const server = new McpServer(
+    { name: "help-desk", version: "1.0.0" },
+    { capabilities: TASK_CAPABILITIES, taskStore },
+  );
   const counted = (tool: string) => {
     state.calls[tool] = (state.calls[tool] ?? 0) + 1;
   };
@@ -127,5 +147,51 @@ function helpDesk(state: State, dedupes: boolean): McpServer {
       return { content: text({ ticket: ticket.id }), structuredContent: { ticket: ticket.id } };
     },
   );
+  exportHistory(server, state, counted, taskStore);
   return server;
+}
+
+/** `export_history`: a task that ends `taskMs` after it was created (see the file's comment). */
+function exportHistory(
+  server: McpServer,
+  state: State,
+  counted: (tool: string) => void,
+  tasks: InMemoryTaskStore,
+): void {
+  server.experimental.tasks.registerToolTask(
+    "export_history",
+    {
+      description: "Export a customer's history (a long-running task).",
+      inputSchema: { customer_id: z.string().min(1) },
+      execution: { taskSupport: "required" },
+    },
+    {
+      async createTask({ customer_id }, extra) {
+        counted("export_history");
+        const meta = { ...(extra._meta ?? {}) } as Record<string, unknown>;
+        const key = String(meta[IDEMPOTENCY_KEY_META] ?? "");
+        const task = await extra.taskStore.createTask({
+          ttl: extra.taskRequestedTtl ?? null,
+          pollInterval: state.taskPollMs,
+        });
+        const id = `E-${state.exports.length + 1}`;
+        state.exports.push({ id, key, taskId: task.taskId });
+        setTimeout(() => {
+          const failed = customer_id.includes("fail");
+          const result = failed
+            ? {
+                isError: true,
+                content: [{ type: "text" as const, text: "the archive is offline" }],
+              }
+            : { content: text({ export: id }), structuredContent: { export: id } };
+          // The shared store: the request's would tell its server, closed by now, the status.
+          void tasks.storeTaskResult(task.taskId, failed ? "failed" : "completed", result);
+        }, state.taskMs);
+        return { task };
+      },
+      getTask: (_args, extra) => extra.taskStore.getTask(extra.taskId),
+      getTaskResult: async (_args, extra) =>
+        (await extra.taskStore.getTaskResult(extra.taskId)) as never,
+    },
+  );
 }

@@ -4,7 +4,7 @@ import type { McpServerPort } from "./port";
 
 export type { McpFault, MemoryMcpTool } from "./memory";
 export { InMemoryMcpServer } from "./memory";
-export type { McpCall, McpCallResult, McpListedTool, McpServerPort } from "./port";
+export type { McpCall, McpCallResult, McpListedTool, McpServerPort, McpTask } from "./port";
 export { IDEMPOTENCY_KEY_META } from "./port";
 export type { McpToolDeclaration, McpToolOutput, McpToolsDeclaration } from "./tools";
 export { mcpListingHash, mcpTools } from "./tools";

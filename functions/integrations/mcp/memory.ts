@@ -1,17 +1,21 @@
 import { PermanentError, TransientError, UnknownOutcomeError } from "../../core/errors";
 import type { JsonSchema } from "../../core/model-schemas";
-import type { McpCall, McpCallResult, McpListedTool, McpServerPort } from "./port";
+import type { McpCall, McpCallResult, McpListedTool, McpServerPort, McpTask } from "./port";
 
 /**
  * The MCP integration's twin: a server in memory with the port's error contract (./port.ts). Its
  * tools are the test's: each answers a call (and may honour the idempotency key in `meta`). It
  * keeps every call that reached it, and fails the next calls as told (`failNext`): unavailable
  * (nothing reached it), a timeout before or after the tool ran, a dropped connection after it ran.
+ * A tool marked `task` is listed task-required; its task runs at once and is `completed` (or
+ * `failed`, with its result, when the tool answers `isError`) by the time the call answers.
  */
 
 export interface MemoryMcpTool {
   readonly description?: string;
   readonly inputSchema: JsonSchema;
+  /** Listed `taskSupport: "required"`: called as a task. */
+  readonly task?: boolean;
   run(
     args: Readonly<Record<string, unknown>>,
     meta: Readonly<Record<string, unknown>>,
@@ -25,6 +29,7 @@ export class InMemoryMcpServer implements McpServerPort {
   readonly calls: McpCall[] = [];
   private readonly tools = new Map<string, MemoryMcpTool>();
   private readonly faults: McpFault[] = [];
+  private readonly tasks = new Map<string, { task: McpTask; result: McpCallResult }>();
 
   constructor(tools: Readonly<Record<string, MemoryMcpTool>> = {}) {
     for (const [name, tool] of Object.entries(tools)) this.tools.set(name, tool);
@@ -42,10 +47,11 @@ export class InMemoryMcpServer implements McpServerPort {
   }
 
   async listTools(): Promise<readonly McpListedTool[]> {
-    return [...this.tools].map(([name, { description, inputSchema }]) => ({
+    return [...this.tools].map(([name, { description, inputSchema, task }]) => ({
       name,
       ...(description === undefined ? {} : { description }),
       inputSchema,
+      ...(task ? { taskSupport: "required" as const } : {}),
     }));
   }
 
@@ -66,5 +72,30 @@ export class InMemoryMcpServer implements McpServerPort {
     if (fault === "timeout after running")
       throw new UnknownOutcomeError("mcp.timeout", `${call.name}: no answer in time`);
     return result;
+  }
+
+  async startTask(call: McpCall): Promise<McpTask> {
+    const result = await this.callTool(call);
+    const task: McpTask = {
+      taskId: `task-${this.tasks.size + 1}`,
+      status: result.isError ? "failed" : "completed",
+    };
+    this.tasks.set(task.taskId, { task, result });
+    return task;
+  }
+
+  async getTask(taskId: string): Promise<McpTask> {
+    return this.taskOf(taskId).task;
+  }
+
+  async taskResult(taskId: string): Promise<McpCallResult> {
+    return this.taskOf(taskId).result;
+  }
+
+  private taskOf(taskId: string) {
+    const found = this.tasks.get(taskId);
+    if (!found)
+      throw new PermanentError("mcp.protocol_error", `MCP error -32602: Task not found: ${taskId}`);
+    return found;
   }
 }

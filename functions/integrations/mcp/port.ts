@@ -2,7 +2,8 @@ import type { JsonSchema } from "../../core/model-schemas";
 
 /**
  * An MCP server's tools, as a role calls them (the Model Context Protocol, streamable HTTP):
- * `tools/list` and `tools/call`, nothing else. The adapter (./sdk-server.ts) speaks it with the
+ * `tools/list` and `tools/call`, and for a tool the server runs as a task (the protocol's
+ * `tasks`, 2025-11-25) the task-augmented `tools/call`, `tasks/get` and `tasks/result`. The adapter (./sdk-server.ts) speaks it with the
  * official SDK's client; the twin (./memory.ts) is a server in memory with the same error
  * contract, which tests and the simulation use.
  *
@@ -21,6 +22,20 @@ export interface McpListedTool {
   readonly name: string;
   readonly description?: string;
   readonly inputSchema: JsonSchema;
+  /**
+   * Whether the server runs a call of it as a task (its listing's `execution.taskSupport`):
+   * `required` (only as a task), `optional`, or `forbidden` (the default).
+   */
+  readonly taskSupport?: "required" | "optional" | "forbidden";
+}
+
+/** A task the server runs a `tools/call` as, as `tasks/get` (or the call that made it) tells it. */
+export interface McpTask {
+  readonly taskId: string;
+  readonly status: "working" | "input_required" | "completed" | "failed" | "cancelled";
+  /** How long the server asks to wait between two `tasks/get`, in milliseconds. */
+  readonly pollIntervalMs?: number;
+  readonly statusMessage?: string;
 }
 
 /** One `tools/call`. */
@@ -46,6 +61,15 @@ export interface McpServerPort {
   listTools(): Promise<readonly McpListedTool[]>;
   /** One `tools/call` (see the file's comment for what its errors mean). */
   callTool(call: McpCall): Promise<McpCallResult>;
+  /**
+   * One task-augmented `tools/call`: the server creates a task and answers with it at once. Its
+   * errors mean what `callTool`'s do (a timeout: the task may have been created).
+   */
+  startTask(call: McpCall): Promise<McpTask>;
+  /** `tasks/get`: the task's status now. A read: its errors change nothing at the server. */
+  getTask(taskId: string, timeoutMs: number): Promise<McpTask>;
+  /** `tasks/result`: the result of a task that completed (or failed with a tool result). */
+  taskResult(taskId: string, timeoutMs: number): Promise<McpCallResult>;
 }
 
 /** The `_meta` field a write's idempotency key is sent in. */

@@ -5,12 +5,14 @@ import {
 } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import {
   CallToolResultSchema,
+  CreateTaskResultSchema,
   ErrorCode,
+  GetTaskResultSchema,
   ListToolsResultSchema,
   McpError,
 } from "@modelcontextprotocol/sdk/types.js";
 import { PermanentError, TransientError, UnknownOutcomeError } from "../../core/errors";
-import type { McpCall, McpCallResult, McpListedTool, McpServerPort } from "./port";
+import type { McpCall, McpCallResult, McpListedTool, McpServerPort, McpTask } from "./port";
 
 /**
  * An MCP server over streamable HTTP, through the official SDK's client: one client per container,
@@ -20,7 +22,10 @@ import type { McpCall, McpCallResult, McpListedTool, McpServerPort } from "./por
  * not check a result against the tool's output schema after the server answered: a write the
  * server applied is never turned into a failure by a check made here (the tool's own output
  * check, functions/core/agent/tool-call.ts, reports it as a bug instead). Errors follow the port's
- * contract (./port.ts).
+ * contract (./port.ts). Tasks go the same way: the SDK's task schemas (`CreateTaskResultSchema`,
+ * `GetTaskResultSchema`) through `Client.request`, the task asked for by the request's `task`
+ * parameter, rather than its experimental `client.experimental.tasks` helpers, whose
+ * `callToolStream` waits for the result in-process.
  */
 
 export interface SdkMcpServerOptions {
@@ -50,7 +55,11 @@ export class SdkMcpServer implements McpServerPort {
           timeout: SETUP_TIMEOUT_MS,
         }),
       );
-      tools.push(...page.tools);
+      tools.push(
+        ...page.tools.map(({ execution, ...tool }) =>
+          execution?.taskSupport ? { ...tool, taskSupport: execution.taskSupport } : tool,
+        ),
+      );
       cursor = page.nextCursor;
     } while (cursor !== undefined);
     return tools;
@@ -58,21 +67,43 @@ export class SdkMcpServer implements McpServerPort {
 
   async callTool(call: McpCall): Promise<McpCallResult> {
     const client = await this.client();
-    const params = {
-      name: call.name,
-      arguments: { ...call.arguments },
-      ...(call.meta ? { _meta: { ...call.meta } } : {}),
-    };
     const result = await this.sent(call.name, () =>
-      client.request({ method: "tools/call", params }, CallToolResultSchema, {
+      client.request({ method: "tools/call", params: callParams(call) }, CallToolResultSchema, {
         timeout: call.timeoutMs,
       }),
     );
-    return {
-      isError: result.isError === true,
-      content: result.content,
-      ...(result.structuredContent ? { structuredContent: result.structuredContent } : {}),
-    };
+    return callResult(result);
+  }
+
+  async startTask(call: McpCall): Promise<McpTask> {
+    const client = await this.client();
+    const params = { ...callParams(call), task: { ttl: TASK_TTL_MS } };
+    const { task } = await this.sent(call.name, () =>
+      client.request({ method: "tools/call", params }, CreateTaskResultSchema, {
+        timeout: call.timeoutMs,
+      }),
+    );
+    return taskOf(task);
+  }
+
+  async getTask(taskId: string, timeoutMs: number): Promise<McpTask> {
+    const client = await this.client();
+    const task = await this.sent(`tasks/get ${taskId}`, () =>
+      client.request({ method: "tasks/get", params: { taskId } }, GetTaskResultSchema, {
+        timeout: timeoutMs,
+      }),
+    );
+    return taskOf(task);
+  }
+
+  async taskResult(taskId: string, timeoutMs: number): Promise<McpCallResult> {
+    const client = await this.client();
+    const result = await this.sent(`tasks/result ${taskId}`, () =>
+      client.request({ method: "tasks/result", params: { taskId } }, CallToolResultSchema, {
+        timeout: timeoutMs,
+      }),
+    );
+    return callResult(result);
   }
 
   /** The connected client; a failed connection is tried again by the next request. */
@@ -135,6 +166,43 @@ export class SdkMcpServer implements McpServerPort {
     if (status >= 500) return new UnknownOutcomeError("mcp.dropped", words, { cause: error });
     return new PermanentError("mcp.refused", words, { details: { status } });
   }
+}
+
+/** How long the server is asked to keep a task and its result: a day. */
+const TASK_TTL_MS = 24 * 3600 * 1000;
+
+function callParams(call: McpCall) {
+  return {
+    name: call.name,
+    arguments: { ...call.arguments },
+    ...(call.meta ? { _meta: { ...call.meta } } : {}),
+  };
+}
+
+function callResult(result: {
+  isError?: boolean;
+  content: McpCallResult["content"];
+  structuredContent?: Record<string, unknown>;
+}): McpCallResult {
+  return {
+    isError: result.isError === true,
+    content: result.content,
+    ...(result.structuredContent ? { structuredContent: result.structuredContent } : {}),
+  };
+}
+
+function taskOf(task: {
+  taskId: string;
+  status: McpTask["status"];
+  pollInterval?: number;
+  statusMessage?: string;
+}): McpTask {
+  return {
+    taskId: task.taskId,
+    status: task.status,
+    ...(task.pollInterval === undefined ? {} : { pollIntervalMs: task.pollInterval }),
+    ...(task.statusMessage === undefined ? {} : { statusMessage: task.statusMessage }),
+  };
 }
 
 /** Network errors that leave no doubt the request was not sent. */

@@ -19,6 +19,7 @@ import {
   type McpListedTool,
   type McpServerPort,
 } from "./port";
+import { callAsTask } from "./task-call";
 
 /**
  * An MCP server's tools as an agent's tools (functions/core/agent/tool.ts): the author names the
@@ -100,11 +101,16 @@ export async function mcpListingHash(
   return listingHash(namedListing(await server.listTools(), declaration));
 }
 
-type Listing = () => Promise<ReadonlyMap<string, DescribedTool>>;
+/** A named tool as the listing describes it, and whether the server runs its calls as tasks. */
+interface ListedTool extends DescribedTool {
+  readonly asTask: boolean;
+}
+
+type Listing = () => Promise<ReadonlyMap<string, ListedTool>>;
 
 /** The listing, read on first use and kept; a failed read is tried again next time. */
 function listingOnce(server: McpServerPort, declaration: McpToolsDeclaration): Listing {
-  let read: Promise<ReadonlyMap<string, DescribedTool>> | undefined;
+  let read: Promise<ReadonlyMap<string, ListedTool>> | undefined;
   return () => {
     read ??= readListing(server, declaration).catch((error: unknown) => {
       read = undefined;
@@ -117,7 +123,7 @@ function listingOnce(server: McpServerPort, declaration: McpToolsDeclaration): L
 async function readListing(
   server: McpServerPort,
   declaration: McpToolsDeclaration,
-): Promise<ReadonlyMap<string, DescribedTool>> {
+): Promise<ReadonlyMap<string, ListedTool>> {
   const listed = namedListing(await server.listTools(), declaration);
   if (declaration.pin !== undefined && listingHash(listed) !== declaration.pin)
     throw new PermanentError(
@@ -128,7 +134,8 @@ async function readListing(
     listed.map((tool) => {
       const keyArgument = declaration.tools[tool.name]?.keyArgument;
       const inputSchema = withoutArgument(tool.inputSchema, keyArgument, declaration.server, tool);
-      return [tool.name, { description: tool.description ?? "", inputSchema }];
+      const asTask = tool.taskSupport === "required" || tool.taskSupport === "optional";
+      return [tool.name, { description: tool.description ?? "", inputSchema, asTask }];
     }),
   );
 }
@@ -189,17 +196,17 @@ function mcpTool(
 ): AnyTool {
   const effect = tool.effect ?? "write";
   const timeoutMs = declaration.timeoutMs ?? DEFAULT_MCP_TIMEOUT_MS;
-  let described: DescribedTool | undefined;
-  const call = async (args: McpInput, key?: string) =>
-    outputOf(
+  let described: ListedTool | undefined;
+  const call = async (args: McpInput, key?: string) => {
+    const request = {
       name,
-      await server.callTool({
-        name,
-        arguments: key && tool.keyArgument ? { ...args, [tool.keyArgument]: key } : args,
-        ...(key ? { meta: { [IDEMPOTENCY_KEY_META]: key } } : {}),
-        timeoutMs,
-      }),
-    );
+      arguments: key && tool.keyArgument ? { ...args, [tool.keyArgument]: key } : args,
+      ...(key ? { meta: { [IDEMPOTENCY_KEY_META]: key } } : {}),
+      timeoutMs,
+    };
+    const asTask = described?.asTask ?? false;
+    return outputOf(name, await (asTask ? callAsTask(server, request) : server.callTool(request)));
+  };
   return defineTool<McpInput, McpToolOutput>({
     name,
     description: `${name} (MCP server ${declaration.server})`,
@@ -207,12 +214,15 @@ function mcpTool(
     input: listedInput(() => described?.inputSchema),
     output: McpToolOutputSchema,
     async describe() {
-      const found = (await listing()).get(name) as DescribedTool;
+      const found = (await listing()).get(name) as ListedTool;
       described = found;
-      return found;
+      return { description: found.description, inputSchema: found.inputSchema };
     },
     run: (input, { key }) => call(input, effect === "write" ? key : undefined),
-    ...(effect === "write" && tool.query ? { query: queryBy(server, tool.query, timeoutMs) } : {}),
+    // A task tool's query cannot tell a task still working from none: its outcome stays unknown.
+    ...(effect === "write" && tool.query
+      ? { query: queryUnlessTask(server, tool.query, timeoutMs, () => described) }
+      : {}),
     ...(effect === "write" ? { resendSafe: tool.dedupes ?? false } : {}),
     ...(tool.actsOn ? { actsOn: tool.actsOn } : {}),
     ...(tool.approval ? { approval: tool.approval } : {}),
@@ -230,6 +240,25 @@ function listedInput(schema: () => JsonSchema | undefined) {
       for (const message of issues) ctx.issues.push({ code: "custom", message, input: value });
     }),
   );
+}
+
+/**
+ * A write's outcome, asked of the server's query tool by key; for a tool the server runs as a task
+ * `unknown`: a task created and still working is not applied yet, and a call again would create a
+ * second one.
+ */
+function queryUnlessTask(
+  server: McpServerPort,
+  query: NonNullable<McpToolDeclaration["query"]>,
+  timeoutMs: number,
+  listed: () => ListedTool | undefined,
+) {
+  const asked = queryBy(server, query, timeoutMs);
+  return async (
+    input: McpInput,
+    context: { key: string },
+  ): Promise<ToolQueryAnswer<McpToolOutput>> =>
+    listed()?.asTask ? { status: "unknown" } : asked(input, context);
 }
 
 /** A write's outcome, asked of the server's query tool by key. */

@@ -232,6 +232,19 @@ class FaultyMcp implements McpServerPort {
     return this.inner.callTool(call);
   }
 
+  // The desk's tools run no tasks: these are the twin's, without faults.
+  startTask(call: McpCall) {
+    return this.inner.startTask(call);
+  }
+
+  getTask(taskId: string) {
+    return this.inner.getTask(taskId);
+  }
+
+  taskResult(taskId: string) {
+    return this.inner.taskResult(taskId);
+  }
+
   private draw(): McpSimFault | undefined {
     for (const fault of MCP_FAULTS) if (this.random.chance(this.rate)) return fault;
     return undefined;
@@ -241,14 +254,17 @@ class FaultyMcp implements McpServerPort {
 /** The planted defect: every call goes out under a key of its own. */
 function withKeyPerAttempt(port: McpServerPort): McpServerPort {
   let attempts = 0;
+  const minted = (call: McpCall): McpCall => {
+    const key = call.meta?.[IDEMPOTENCY_KEY_META];
+    if (key === undefined) return call;
+    return { ...call, meta: { ...call.meta, [IDEMPOTENCY_KEY_META]: `${key}#${attempts++}` } };
+  };
   return {
     listTools: () => port.listTools(),
-    callTool: (call) => {
-      const key = call.meta?.[IDEMPOTENCY_KEY_META];
-      if (key === undefined) return port.callTool(call);
-      const minted = { ...call.meta, [IDEMPOTENCY_KEY_META]: `${key}#${attempts++}` };
-      return port.callTool({ ...call, meta: minted });
-    },
+    callTool: (call) => port.callTool(minted(call)),
+    startTask: (call) => port.startTask(minted(call)),
+    getTask: (taskId, timeoutMs) => port.getTask(taskId, timeoutMs),
+    taskResult: (taskId, timeoutMs) => port.taskResult(taskId, timeoutMs),
   };
 }
 
