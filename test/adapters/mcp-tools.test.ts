@@ -323,6 +323,22 @@ describe("the MCP server's listing", () => {
     });
   });
 
+  it("changes its hash when the server starts running a named tool as a task", async () => {
+    const d = await desk([]);
+    const listed = await d.port.listTools();
+    /** The same server, listing `tools`. */
+    const listing = (tools: typeof listed): typeof d.port =>
+      Object.assign(Object.create(d.port), { listTools: async () => tools });
+    const asTask = listing(
+      listed.map((tool) =>
+        tool.name === "create_ticket" ? { ...tool, taskSupport: "required" as const } : tool,
+      ),
+    );
+    const before = await mcpListingHash(d.port, DESK);
+    expect(await mcpListingHash(asTask, DESK)).not.toBe(before);
+    expect(await mcpListingHash(listing(listed), DESK)).toBe(before);
+  });
+
   it("is read once per container, whatever the steps", async () => {
     const d = await desk([
       { call: ["lookup_customer", { customer_id: "c-7" }] },

@@ -157,11 +157,16 @@ function namedListing(
   return named.map((name) => listed.find((tool) => tool.name === name) as McpListedTool);
 }
 
+/**
+ * The hash of what the model is shown and how a call runs (a tool now run as a task is a change);
+ * a listing without `taskSupport` hashes as before it was counted.
+ */
 function listingHash(listed: readonly McpListedTool[]): string {
-  const shown = listed.map(({ name, description, inputSchema }) => ({
+  const shown = listed.map(({ name, description, inputSchema, taskSupport }) => ({
     name,
     description,
     inputSchema,
+    ...(taskSupport === undefined ? {} : { taskSupport }),
   }));
   return `sha256:${createHash("sha256").update(canonicalJson(shown)).digest("hex")}`;
 }
