@@ -452,7 +452,7 @@ describe("the AG-UI routes over an event store in memory", () => {
   const keyed = tenantConversationId("acme", "conv_a");
 
   /** A conversation of `turns` (task id -> facts of its streams) and the view that names them. */
-  function world(turns: Record<string, Envelope[]>, tenant = "acme") {
+  function world(turns: Record<string, Envelope[]>, tenant = "acme", status?: string) {
     const streams = new Map<string, Envelope[]>();
     const append = (e: Envelope) => {
       const key = `${e.aggregate.type}#${e.aggregate.id}`;
@@ -469,7 +469,8 @@ describe("the AG-UI routes over an event store in memory", () => {
     const ports = {
       store: {
         async load({ state }: { state?: { type: string; id: string } }) {
-          revision += 1;
+          // A view whose turns keep `status` does not move; otherwise every read moves it.
+          revision = status && revision > 0 ? revision : revision + 1;
           const data = {
             conversation_id: keyed,
             tenant_id: tenant,
@@ -477,7 +478,7 @@ describe("the AG-UI routes over an event store in memory", () => {
             turns: Object.fromEntries(
               taskIds.map((t, i) => [
                 t,
-                { task_id: t, input_version: i + 1, status: `r${revision}` },
+                { task_id: t, input_version: i + 1, status: status ?? `r${revision}` },
               ]),
             ),
             turn_order: taskIds,
@@ -499,10 +500,14 @@ describe("the AG-UI routes over an event store in memory", () => {
       clock: { now: () => new Date(now) },
       sleep: async (ms: number) => {
         now += ms;
+        for (const next of whileAsleep.splice(0))
+          typeof next === "function" ? next() : append(next);
       },
     };
     let now = Date.parse("2026-12-05T10:00:00Z");
-    return { ports, append };
+    /** What happens between the stream's polls (at its next sleep): facts stored, changes. */
+    const whileAsleep: (Envelope | (() => void))[] = [];
+    return { ports, append, whileAsleep, taskIds };
   }
 
   const accepted = (taskId: string, version: number) =>
@@ -552,6 +557,31 @@ describe("the AG-UI routes over an event store in memory", () => {
       "second reply",
     ]);
     expect(await read(ports, resumed.at(-1)?.id)).toEqual([]);
+  });
+
+  it("a fact stored in a turn under way shows at the next poll, though the view has not moved", async () => {
+    const { ports, whileAsleep } = world({ task_1: [] }, "acme", "routed");
+    whileAsleep.push(reply("task_1", "stored between polls"));
+    const seen = await read(ports);
+    const texts = seen.flatMap((e) =>
+      "delta" in e.event && typeof e.event.delta === "string" ? [e.event.delta] : [],
+    );
+    expect(texts).toEqual(["message 1", "stored between polls"]);
+    // A turn that waits for a person is read when its view changes, not at every poll.
+    const held = world({ task_1: [] }, "acme", "held_for_review");
+    held.whileAsleep.push(reply("task_1", "not yet"));
+    expect(JSON.stringify(await read(held.ports))).not.toContain("not yet");
+  });
+
+  it("a message the view has no turn for yet is sent once the view has it, on the same connection", async () => {
+    const { ports, append, whileAsleep, taskIds } = world({ task_1: [], task_2: [] });
+    // The conversation's third message is stored; the view (two turns) folds it after a poll.
+    append(at(accepted("task_3", 3), "conversation", keyed));
+    whileAsleep.push(() => taskIds.push("task_3"));
+    const texts = (await read(ports)).flatMap((e) =>
+      "delta" in e.event && typeof e.event.delta === "string" ? [e.event.delta] : [],
+    );
+    expect(texts).toEqual(["message 1", "message 2", "message 3"]);
   });
 
   it("refuses an id it did not write, another tenant's run, and a stack that reads no event store", async () => {
