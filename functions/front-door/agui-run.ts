@@ -37,6 +37,8 @@ import type { Caller } from "./identity";
  */
 
 export const RUN_KEY = "r";
+/** The streams a run's assignments answer on (what the stream function may read besides). */
+export const ASSIGNMENT_STREAMS = [STEP_RUN_AGGREGATE, AGENT_RUN_AGGREGATE] as const;
 /** The assignments of a run whose streams are read (the rest show their commands only). */
 export const MAX_SHOWN_ASSIGNMENTS = 500;
 
