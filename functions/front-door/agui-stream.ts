@@ -35,8 +35,10 @@ import type { Caller } from "./identity";
  *   turns its view keeps (the newest 50, as `GET /v1/conversations/{id}` shows). The view is the
  *   signal: one read of it per poll, and only when its revision moved are the streams read, the
  *   conversation's after what was read, and those of the turns that changed (every turn when
- *   the stream opens). A fresh read sends the facts by turn (oldest first), within a turn by
- *   stream in that order, within a stream by version.
+ *   the stream opens). Besides, at every poll, the streams of the newest UNDER_WAY_TURNS_READ
+ *   turns under way (`underWayFacts`), so a fact a role stored there shows when it is stored,
+ *   not when the view's projection has folded it. A fresh read sends the facts by turn (oldest
+ *   first), within a turn by stream in that order, within a stream by version.
  * - a run: its stream and its assignments' streams (./agui-run.ts).
  */
 
