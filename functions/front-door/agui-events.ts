@@ -32,7 +32,8 @@ import { isSealed } from "../core/personal-data/vault";
  * A run's facts (stream `dag_run/<run_id>`): each command to a step role is a tool call named
  * by its type (args: its payload), and the run's end (`workflow.completed`, `.partial`,
  * `.failed`, `.rejected`) a `STATE_DELTA` of `/status` with the run's `RUN_FINISHED` carrying the
- * outcome as its `result`.
+ * outcome as its `result`. Each assignment's stream (the step role's or the agent's where it
+ * answers: ./agui-run.ts) gives the node's answer and its agent's tool calls (`nodeFactEvents`).
  */
 
 /** Whose thread the events are on: the client's own id of the conversation, or the run id. */
@@ -87,8 +88,11 @@ export function conversationFactEvents(thread: Thread, event: Envelope): BaseEve
   return [runStarted(thread, event), ...body, delta, conversationEnd(thread, event, payload)];
 }
 
-/** The AG-UI events of one fact of a run's stream. */
-export function runFactEvents(thread: Thread, event: Envelope): BaseEvent[] {
+/**
+ * The AG-UI events of one fact of a run's stream; `opensNodes` for the command of the run's first
+ * assignment, whose events create the state's `/nodes` (so each answer's delta applies).
+ */
+export function runFactEvents(thread: Thread, event: Envelope, opensNodes = false): BaseEvent[] {
   const payload = payloadOf(event);
   const ended = RUN_ENDS[event.event_type];
   if (ended !== undefined)
@@ -98,11 +102,77 @@ export function runFactEvents(thread: Thread, event: Envelope): BaseEvent[] {
       runFinished(thread, event, { result: { status: ended, reason: payload.reason } }),
     ] as BaseEvent[];
   if (!isStepCommand(event)) return [];
+  const nodes = { type: EventType.STATE_DELTA, delta: [{ op: "add", path: "/nodes", value: {} }] };
   return [
     runStarted(thread, event),
+    ...(opensNodes ? [nodes as BaseEvent] : []),
     ...toolCall(event.event_id, event.event_type, shownPayload(payload)),
     runFinished(thread, event),
   ];
+}
+
+/**
+ * Whether a fact of an assignment's stream is its answer (`step.completed`, `<stem>.failed`, ...:
+ * it names the node and carries the output or the error). Nothing after it is shown: a role
+ * that answers a repeated request again says nothing new.
+ */
+export function isNodeAnswer(event: Envelope): boolean {
+  const payload = payloadOf(event);
+  const answer = event.event_type.endsWith(".completed") || event.event_type.endsWith(".failed");
+  return (
+    answer && typeof payload.node_id === "string" && ("output" in payload || "error" in payload)
+  );
+}
+
+/**
+ * The AG-UI events of one fact of an assignment's stream (a node's, or one item's of a map node):
+ * its answer is a step of the run, `STEP_STARTED` and `STEP_FINISHED` named by the node (an
+ * item: `<node_id>[<index>]`) around a `STATE_DELTA` that sets `/nodes/<step>` to its state and
+ * output (or error); each tool call its agent made is a tool call with its outcome as the result.
+ */
+export function nodeFactEvents(thread: Thread, event: Envelope): BaseEvent[] {
+  const payload = payloadOf(event);
+  const body = isNodeAnswer(event) ? nodeAnswer(payload) : agentToolCall(event, payload);
+  return body.length === 0 ? [] : [runStarted(thread, event), ...body, runFinished(thread, event)];
+}
+
+function nodeAnswer(payload: Payload): BaseEvent[] {
+  const item = typeof payload.item === "number" ? `[${payload.item}]` : "";
+  const stepName = `${String(payload.node_id)}${item}`;
+  const value =
+    "output" in payload
+      ? { state: "COMPLETED", output: shownPayload(payload.output) }
+      : { state: "FAILED", error: shownPayload(payload.error) };
+  const path = `/nodes/${pointerToken(stepName)}`;
+  return [
+    { type: EventType.STEP_STARTED, stepName },
+    { type: EventType.STATE_DELTA, delta: [{ op: "add", path, value }] },
+    { type: EventType.STEP_FINISHED, stepName },
+  ] as BaseEvent[];
+}
+
+/**
+ * A tool call an agent's loop made (functions/core/agent): its step command after a tool step
+ * names the call, the tool and its outcome. The call's input and output are in the content
+ * store, which the stream does not read: the call has no `TOOL_CALL_ARGS`, and its result is the
+ * outcome (`{"outcome": ...}`).
+ */
+function agentToolCall(event: Envelope, payload: Payload): BaseEvent[] {
+  const done = payload.done as Payload | undefined;
+  if (!event.event_type.endsWith(".step.requested") || done?.kind !== "tool") return [];
+  if (typeof done.tool_call_id !== "string" || typeof done.tool !== "string") return [];
+  const toolCallId = `${event.aggregate.id}:${done.tool_call_id}`;
+  return [
+    { type: EventType.TOOL_CALL_START, toolCallId, toolCallName: done.tool },
+    { type: EventType.TOOL_CALL_END, toolCallId },
+    {
+      type: EventType.TOOL_CALL_RESULT,
+      messageId: `${toolCallId}:result`,
+      toolCallId,
+      content: JSON.stringify({ outcome: done.outcome ?? null }),
+      role: "tool",
+    },
+  ] as BaseEvent[];
 }
 
 const RUN_ENDS: Readonly<Record<string, string>> = {

@@ -6,8 +6,7 @@ import { CONVERSATION_AGGREGATE } from "../../schemas/events/conversation";
 import { tenantConversationId } from "../../schemas/ids";
 import type { EventStore } from "../core/ports";
 import type { ConversationView } from "../roles/customer-support/conversation-projection/conversation-projection";
-import type { OrchestratorState } from "../roles/orchestrator/state";
-import { conversationFactEvents, runFactEvents, type Thread } from "./agui-events";
+import { conversationFactEvents, type Thread } from "./agui-events";
 import {
   advance,
   encodePosition,
@@ -18,7 +17,7 @@ import {
   pendingAfter,
   START,
 } from "./agui-position";
-import { CONVERSATION_VIEW, conversationOf, DAG_RUN, runAnswer } from "./api";
+import { CONVERSATION_VIEW, conversationOf } from "./api";
 import { fail } from "./http";
 import type { Caller } from "./identity";
 
@@ -36,10 +35,11 @@ import type { Caller } from "./identity";
  *   turns its view keeps (the newest 50, as `GET /v1/conversations/{id}` shows). The view is the
  *   signal: one read of it per poll, and only when its revision moved are the streams read, the
  *   conversation's after what was read, and those of the turns that changed (every turn when
- *   the stream opens). A fresh read sends the facts by turn (oldest first), within a turn by
- *   stream in that order, within a stream by version.
- * - a run: its stream `dag_run/<id>`, read after what was read when its state's revision moved;
- *   once the run has ended and everything is sent, the stream closes.
+ *   the stream opens). Besides, at every poll, the streams of the newest UNDER_WAY_TURNS_READ
+ *   turns under way (`underWayFacts`), so a fact a role stored there shows when it is stored,
+ *   not when the view's projection has folded it. A fresh read sends the facts by turn (oldest
+ *   first), within a turn by stream in that order, within a stream by version.
+ * - a run: its stream and its assignments' streams (./agui-run.ts).
  */
 
 /** What an AG-UI stream reads. */
@@ -63,7 +63,6 @@ export type AguiPoll = (sink: AguiSink) => Promise<"more" | "done">;
 /** A turn's streams after the conversation's, in the order a fresh read sends them. */
 export const TURN_STREAMS = ["support_route", "order_lookup", "reply", "delivery"] as const;
 const CONVERSATION_KEY = "c";
-const RUN_KEY = "r";
 
 /** The position a `Last-Event-ID` names (400 when it names none), or the start. */
 export function aguiPositionOf(lastEventId: string | undefined): Position {
@@ -99,7 +98,7 @@ export function sendPending<T>(
 }
 
 /** Reads `stream` after `after`, its personal fields opened where the function can. */
-async function readAfter(ports: AguiPorts, stream: AggregateRef, after: number) {
+export async function readAfter(ports: AguiPorts, stream: AggregateRef, after: number) {
   const read = await ports.readStream(stream, after + 1, MAX_STREAM_VERSION);
   return ports.open ? ports.open(read) : read;
 }
@@ -119,19 +118,59 @@ export async function conversationAgui(
   const seen = new Map<string, string>();
   let at = position;
   let revision = -1;
+  let view: ConversationView | undefined;
   return async (sink) => {
     const loaded = await ports.store.load({ state: { type: CONVERSATION_VIEW, id } });
     const stored = loaded.state;
-    if (!stored || stored.revision === revision) return "more";
-    const view = stored.data as ConversationView;
-    if (tenantOf(view) !== caller.tenantId)
-      return notFound(sink, `no conversation ${conversationId}`);
-    revision = stored.revision;
-    const facts = await conversationFacts(ports, id, view, { read, turns, seen });
-    at = keepKeys(at, (key) => key === CONVERSATION_KEY || turns.has(turnOfKey(key)));
+    if (!stored) return "more";
+    let facts: PlacedFact<Envelope>[];
+    if (stored.revision !== revision) {
+      view = stored.data as ConversationView;
+      if (tenantOf(view) !== caller.tenantId)
+        return notFound(sink, `no conversation ${conversationId}`);
+      revision = stored.revision;
+      facts = await conversationFacts(ports, id, view, { read, turns, seen });
+      at = keepKeys(at, (key) => key === CONVERSATION_KEY || turns.has(turnOfKey(key)));
+    } else if (view) facts = await underWayFacts(ports, view, { read, turns, seen });
+    else return "more";
     at = sendPending(sink, facts, at, (e) => conversationFactEvents(thread, e));
     return "more";
   };
+}
+
+/**
+ * The statuses of a turn whose roles are at work: its next fact comes without a person. A turn
+ * held for review, or ended (delivered, rejected, cancelled, failed, superseded), is read when its
+ * view changes.
+ */
+const UNDER_WAY: ReadonlySet<string> = new Set([
+  "received",
+  "routed",
+  "looked_up",
+  "generated",
+  "approved",
+]);
+/** The newest turns under way whose streams are read at every poll. */
+export const UNDER_WAY_TURNS_READ = 2;
+
+/**
+ * The facts stored in the streams of the newest turns under way since they were last read: what
+ * a role stored shows at the next poll, before the view folds it (the view's projection consumes
+ * it moments later, or later still when it lags).
+ */
+async function underWayFacts(
+  ports: AguiPorts,
+  view: ConversationView,
+  reads: ConversationReads,
+): Promise<PlacedFact<Envelope>[]> {
+  const underWay = [...reads.turns]
+    .filter(([, taskId]) => UNDER_WAY.has(String(view.turns[taskId]?.status)))
+    .sort(([a], [b]) => b - a)
+    .slice(0, UNDER_WAY_TURNS_READ);
+  const facts: PlacedFact<Envelope>[] = [];
+  for (const [turn, taskId] of underWay)
+    facts.push(...(await turnFacts(ports, turn, taskId, reads.read)));
+  return facts;
 }
 
 interface ConversationReads {
@@ -158,10 +197,15 @@ async function conversationFacts(
   const turnOf = new Map([...reads.turns].map(([version, taskId]) => [taskId, version]));
   const stream = { type: CONVERSATION_AGGREGATE, id };
   const facts: PlacedFact<Envelope>[] = [];
+  const newestTurn = Math.max(0, ...reads.turns.keys());
   for (const fact of await readAfter(ports, stream, reads.read[CONVERSATION_KEY] ?? 0)) {
-    reads.read[CONVERSATION_KEY] = fact.aggregate.version;
     const turn = turnOf.get(fact.task_id);
-    if (fact.event_type !== "conversation.message.accepted" || turn === undefined) continue;
+    const accepted = fact.event_type === "conversation.message.accepted";
+    // A message newer than every turn of the view: it has no place yet, so it is read again
+    // once the view has its turn (rather than passed over for the rest of the connection).
+    if (accepted && turn === undefined && turnVersionOf(fact) > newestTurn) break;
+    reads.read[CONVERSATION_KEY] = fact.aggregate.version;
+    if (!accepted || turn === undefined) continue;
     facts.push({ key: CONVERSATION_KEY, version: fact.aggregate.version, sort: [turn, 0], fact });
   }
   for (const [turn, taskId] of reads.turns) {
@@ -192,54 +236,18 @@ async function turnFacts(
 }
 
 /** What became another tenant's while the stream was open: a RUN_ERROR, and the stream ends. */
-function notFound(sink: AguiSink, message: string): "done" {
+export function notFound(sink: AguiSink, message: string): "done" {
   const error = { type: EventType.RUN_ERROR, code: "not_found", message } as BaseEvent;
   sink.write(new EventEncoder().encodeSSE(error));
   return "done";
 }
 
+/** The conversation version an accepted message opened its turn at (its `version`). */
+function turnVersionOf(fact: Envelope): number {
+  const version = (fact.payload as { version?: unknown } | null)?.version;
+  return typeof version === "number" ? version : fact.aggregate.version;
+}
+
 function turnOfKey(key: string): number {
   return Number(key.split(".")[0]);
-}
-
-/** A run's AG-UI stream from `position` (the caller's run: checked first). */
-export async function runAgui(
-  ports: AguiPorts,
-  caller: Caller,
-  runId: string,
-  position: Position,
-): Promise<AguiPoll> {
-  const state = await loadRun(ports, runId);
-  if (state && tenantOf(state.data) !== caller.tenantId) fail("not_found", `no run ${runId}`);
-  const thread: Thread = { threadId: runId };
-  let read = position.sent[RUN_KEY] ?? 0;
-  let at = position;
-  let revision = -1;
-  return async (sink) => {
-    const stored = await loadRun(ports, runId);
-    if (!stored || stored.revision === revision) return "more";
-    if (tenantOf(stored.data) !== caller.tenantId) return notFound(sink, `no run ${runId}`);
-    revision = stored.revision;
-    const events = await readAfter(ports, { type: DAG_RUN, id: runId }, read);
-    const facts = events.map((fact) => {
-      read = fact.aggregate.version;
-      return {
-        key: RUN_KEY,
-        version: fact.aggregate.version,
-        sort: [fact.aggregate.version],
-        fact,
-      };
-    });
-    at = sendPending(sink, facts, at, (e) => runFactEvents(thread, e));
-    return runAnswer(runId, stored.data).status === "RUNNING" ? "more" : "done";
-  };
-}
-
-async function loadRun(
-  ports: Pick<AguiPorts, "store">,
-  runId: string,
-): Promise<{ revision: number; data: OrchestratorState } | undefined> {
-  const loaded = await ports.store.load({ state: { type: DAG_RUN, id: runId } });
-  const data = loaded.state?.data as OrchestratorState | null | undefined;
-  return loaded.state && data ? { revision: loaded.state.revision, data } : undefined;
 }

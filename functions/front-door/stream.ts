@@ -7,7 +7,8 @@ import type {
 } from "../roles/customer-support/conversation-projection/conversation-projection";
 import { ALL_FEATURES, type Feature } from "../roles/features";
 import type { OrchestratorState } from "../roles/orchestrator/state";
-import { type AguiPorts, aguiPositionOf, conversationAgui, runAgui } from "./agui-stream";
+import { runAgui } from "./agui-run";
+import { type AguiPorts, aguiPositionOf, conversationAgui } from "./agui-stream";
 import {
   CONVERSATION_VIEW,
   conversationOf,

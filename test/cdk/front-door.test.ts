@@ -417,6 +417,8 @@ describe("the front door", () => {
               "reply#*",
               "delivery#*",
               "dag_run#*",
+              "step_run#*",
+              "agent_run#*",
             ],
           },
         },

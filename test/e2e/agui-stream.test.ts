@@ -16,7 +16,9 @@ import { localSupportStack, TIMEOUT } from "./support-stack";
  * A "run" below is one follower that reads the conversation from the start, is dropped at 1-3
  * random points (the connection aborted after a random number of events) and reconnects from the
  * last id it got, until it has as many events as a fresh read: 200 of them over one conversation
- * of three turns; and one follower that does the same while the turns happen, live.
+ * of three turns; and one follower that does the same while the turns happen, live. Then a
+ * content run (`quick-news`): its stream shows each node's answer, the nodes' state the deltas
+ * build is what `GET /v1/runs/{id}` shows, and 30 followers dropped at random get every event once.
  */
 
 interface Seen {
@@ -57,7 +59,7 @@ function notingIds(response: Response, ids: string[]): Response {
   return new Response(body, { status: response.status, headers: response.headers });
 }
 
-describe("a conversation's AG-UI stream, followed by @ag-ui/client with drops", () => {
+describe("AG-UI streams on the local stack, followed by @ag-ui/client with drops", () => {
   const local = localSupportStack("agui");
   const door = () => {
     const frontDoor = local.env.frontDoor;
@@ -237,5 +239,73 @@ describe("a conversation's AG-UI stream, followed by @ag-ui/client with drops", 
       );
     },
     20 * TIMEOUT,
+  );
+
+  it(
+    "a content run's stream shows each node's answer as its state, and a client dropped anywhere gets each event once",
+    async () => {
+      const seed = Date.now();
+      const pick = random(seed);
+      const token = await door().issuer.token({ tenant_id: "acme", sub: "u-acme" });
+      const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
+      const started = await fetch(`${door().url}/workflows/quick-news/runs`, {
+        method: "POST",
+        headers,
+        body: JSON.stringify({ topic_hint: "grid storage" }),
+      });
+      expect(started.status).toBe(202);
+      const { run_id: runId } = (await started.json()) as { run_id: string };
+      const url = `${door().url}/runs/${runId}/agui`;
+      // The stream closes once the run has ended and everything is sent.
+      const finished = (seen: readonly Seen[]) =>
+        seen.some((s) => s.event.type === "RUN_FINISHED" && "result" in s.event);
+      // Live, from the start: the answers come as they are stored.
+      const live: Seen[] = [];
+      while (!finished(live))
+        live.push(...(await connect(url, token, live.at(-1)?.id ?? "", finished, 10_000)));
+      // A fresh read once it ended: the same events, each answer right after its command.
+      const full = await connect(url, token, "", finished, 10_000);
+      const sorted = (seen: readonly Seen[]) => seen.map((s) => JSON.stringify(s.event)).sort();
+      expect(sorted(live)).toEqual(sorted(full));
+      const run = (await (await fetch(`${door().url}/runs/${runId}`, { headers })).json()) as {
+        status: string;
+        nodes: Record<string, { state: string; output?: unknown }>;
+      };
+      expect(run.status).toBe("COMPLETED");
+
+      // The nodes' state as the client builds it from the deltas: what GET /v1/runs/{id} shows.
+      const nodes: Record<string, { state: string; output?: unknown }> = {};
+      for (const { event } of full)
+        if (event.type === "STATE_DELTA")
+          for (const op of (event as unknown as { delta: { path: string; value: never }[] }).delta)
+            if (op.path.startsWith("/nodes/")) nodes[op.path.slice("/nodes/".length)] = op.value;
+      const whole = Object.entries(run.nodes).filter(([, n]) => n.state === "COMPLETED");
+      expect(whole.length).toBeGreaterThan(1);
+      for (const [id, node] of whole) {
+        const shown =
+          nodes[id] ?? Object.entries(nodes).find(([step]) => step.startsWith(`${id}[`))?.[1];
+        expect(shown?.state, id).toBe("COMPLETED");
+        if (nodes[id]) expect(nodes[id]?.output, id).toEqual(node.output);
+      }
+      const steps = full.filter((s) => s.event.type === "STEP_STARTED").length;
+      expect(steps).toBeGreaterThanOrEqual(whole.length);
+
+      // Dropped at 1-3 random points, 30 times: every event once, in the order of a fresh read.
+      const events = full.map((s) => JSON.stringify(s.event));
+      for (let run = 0; run < 30; run++) {
+        let left = 1 + pick(3);
+        const result = await follow(
+          url,
+          token,
+          (rest) => (left-- > 0 && rest > 1 ? 1 + pick(rest - 1) : rest),
+          events.length,
+        );
+        expect(result.events, `run ${run}, seed ${seed}`).toEqual(events);
+      }
+      console.log(
+        `a run of ${Object.keys(run.nodes).length} nodes: ${events.length} events, ${steps} steps`,
+      );
+    },
+    10 * TIMEOUT,
   );
 });

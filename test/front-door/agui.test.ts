@@ -4,16 +4,23 @@ import { EventSchemas } from "@ag-ui/core/schemas";
 import fc from "fast-check";
 import { from, lastValueFrom, toArray } from "rxjs";
 import { describe, expect, it } from "vitest";
-import { conversationFactEvents, runFactEvents } from "../../functions/front-door/agui-events";
+import {
+  conversationFactEvents,
+  nodeFactEvents,
+  runFactEvents,
+} from "../../functions/front-door/agui-events";
 import {
   advance,
   encodePosition,
+  FINAL_VERSION,
+  MAX_POSITION_LENGTH,
   type PlacedFact,
   type Position,
   parsePosition,
   pendingAfter,
   START,
 } from "../../functions/front-door/agui-position";
+import { assignmentStreamOf, MAX_SHOWN_ASSIGNMENTS } from "../../functions/front-door/agui-run";
 import { sendPending } from "../../functions/front-door/agui-stream";
 import { ProblemError } from "../../functions/front-door/http";
 import { openStream } from "../../functions/front-door/stream";
@@ -139,6 +146,114 @@ describe("stored facts as AG-UI events", () => {
     ]);
     expect(run.at(-1)).toMatchObject({ result: { status: "COMPLETED" } });
   });
+
+  it("an assignment's answer is a step with its output as state, its agent's tool calls are tool calls", async () => {
+    const thread = { threadId: "run_1" };
+    const ref = { run_id: "run_1", node_id: "select", generation: 0 };
+    const command = fact("topic.selection.requested", "task_r", { ...ref, attempt: 1 });
+    const toolStep = fact(
+      "ledger_clerk.step.requested",
+      "task_r",
+      {
+        run_id: "arun_x",
+        step: 3,
+        done: {
+          step: 2,
+          kind: "tool",
+          tool: "get_order",
+          tool_call_id: "c1",
+          outcome: "succeeded",
+        },
+      },
+      { type: "agent_run", id: "arun_x", version: 2 },
+    );
+    const modelStep = fact("ledger_clerk.step.requested", "task_r", {
+      run_id: "arun_x",
+      step: 2,
+      done: { step: 1, kind: "model", asked: ["get_order"] },
+    });
+    const answer = fact("topic.selection.completed", "task_r", {
+      ...ref,
+      output: { topic: "tides" },
+    });
+    const failed = fact("step.failed", "task_r", {
+      ...ref,
+      node_id: "check",
+      item: 2,
+      error: { code: "x", message: "no" },
+    });
+    const end = fact("workflow.completed", "task_r", { run_id: "run_1" });
+    const events = [
+      ...runFactEvents(thread, command, true),
+      ...nodeFactEvents(thread, modelStep),
+      ...nodeFactEvents(thread, toolStep),
+      ...nodeFactEvents(thread, answer),
+      ...nodeFactEvents(thread, failed),
+      ...runFactEvents(thread, end),
+    ];
+    for (const event of events)
+      expect(EventSchemas.safeParse(event).success, event.type).toBe(true);
+    await expect(verified(events)).resolves.toHaveLength(events.length);
+    // A model turn's step says nothing the stream can show (its texts are in the content store).
+    expect(nodeFactEvents(thread, modelStep)).toEqual([]);
+    expect(nodeFactEvents(thread, toolStep).map((e) => e.type)).toEqual([
+      "RUN_STARTED",
+      "TOOL_CALL_START",
+      "TOOL_CALL_END",
+      "TOOL_CALL_RESULT",
+      "RUN_FINISHED",
+    ]);
+    expect(nodeFactEvents(thread, toolStep)[1]).toMatchObject({
+      toolCallId: "arun_x:c1",
+      toolCallName: "get_order",
+    });
+    const deltas = events.filter((e) => e.type === "STATE_DELTA") as unknown as {
+      delta: unknown[];
+    }[];
+    expect(deltas.map((d) => d.delta)).toEqual([
+      [{ op: "add", path: "/nodes", value: {} }],
+      [
+        {
+          op: "add",
+          path: "/nodes/select",
+          value: { state: "COMPLETED", output: { topic: "tides" } },
+        },
+      ],
+      [
+        {
+          op: "add",
+          path: "/nodes/check[2]",
+          value: { state: "FAILED", error: { code: "x", message: "no" } },
+        },
+      ],
+      [{ op: "add", path: "/status", value: "COMPLETED" }],
+    ]);
+    expect(events.filter((e) => e.type === "STEP_STARTED")).toEqual([
+      { type: "STEP_STARTED", stepName: "select" },
+      { type: "STEP_STARTED", stepName: "check[2]" },
+    ]);
+  });
+
+  it("a command names the stream its role answers on: the kit's step run, or the agent run", () => {
+    const ref = { run_id: "run_1", node_id: "n", generation: 1 };
+    const own = assignmentStreamOf("run_1", fact("topic.selection.requested", "t", ref));
+    const kit = assignmentStreamOf("run_1", fact("summarize.node.requested", "t", ref));
+    const item = assignmentStreamOf(
+      "run_1",
+      fact("summarize.node.cancel.requested", "t", { ...ref, item: 3 }),
+    );
+    expect(own?.type).toBe("agent_run");
+    expect(own?.id).toMatch(/^arun_[a-z]{32}$/);
+    expect(kit?.type).toBe("step_run");
+    expect(kit?.id).toMatch(/^srun_[a-z]{32}$/);
+    expect(item?.id).not.toBe(kit?.id);
+    for (const none of [
+      fact("workflow.child.start.requested", "t", ref),
+      fact("topic.selection.requested", "t", { ...ref, run_id: "run_2" }),
+      fact("workflow.completed", "t", ref),
+    ])
+      expect(assignmentStreamOf("run_1", none), none.event_type).toBeUndefined();
+  });
 });
 
 describe("positions", () => {
@@ -153,6 +268,28 @@ describe("positions", () => {
     for (const bad of ["7", "c=x", "c=1,c=2", "C=1", "c=1/c:1:0", "c=1/d:2", "c=01", "c=1//"])
       expect(parsePosition(bad), bad).toBeUndefined();
   });
+
+  it("a run's numbered keys encode as ranges, an ended one as f, and only in that one spelling", () => {
+    const position: Position = {
+      sent: { r: 9, "1": FINAL_VERSION, "2": FINAL_VERSION, "3": FINAL_VERSION, "5": 2, "6": 2 },
+      partial: { key: "4", version: FINAL_VERSION, index: 1 },
+    };
+    expect(encodePosition(position)).toBe("1-3=f,5-6=2,r=9/4:f:1");
+    expect(parsePosition("1-3=f,5-6=2,r=9/4:f:1")).toEqual(position);
+    for (const bad of ["1=f,2=f", "2=1,1=1", "3-1=1", "1-1=1", "1-2=1,2=1", "1-2=g", "01-2=1"])
+      expect(parsePosition(bad), bad).toBeUndefined();
+    expect(parsePosition(`1-${MAX_SHOWN_ASSIGNMENTS}=f`)).toBeDefined();
+    expect(parsePosition("1-100001=f"), "more keys than any stream writes").toBeUndefined();
+  });
+
+  it("a run's id stays within what is parsed with every shown assignment at its own version", () => {
+    const sent: Record<string, number> = { r: 2 ** 31 - 2 };
+    for (let n = 1; n <= MAX_SHOWN_ASSIGNMENTS; n++) sent[String(n)] = 2 ** 31 - 2 - (n % 2);
+    const position = { sent, partial: { key: "1", version: FINAL_VERSION, index: 99 } };
+    const id = encodePosition(position);
+    expect(id.length).toBeLessThanOrEqual(MAX_POSITION_LENGTH);
+    expect(parsePosition(id)).toEqual(position);
+  });
 });
 
 /** A fact of the model: its stream key, version, sort and how many AG-UI events it maps to. */
@@ -163,22 +300,28 @@ interface Model {
 
 /** Streams with their facts in version order, each fact given a sort of its own. */
 const streams = fc
-  .array(fc.array(fc.record({ count: fc.nat(3), sort: fc.nat(5) }), { maxLength: 5 }), {
-    minLength: 1,
-    maxLength: 4,
-  })
+  .array(
+    fc.record({
+      facts: fc.array(fc.record({ count: fc.nat(3), sort: fc.nat(5) }), { maxLength: 5 }),
+      // A run's assignment: keyed by number, its last fact its answer (FINAL_VERSION).
+      numbered: fc.boolean(),
+      answered: fc.boolean(),
+    }),
+    { minLength: 1, maxLength: 5 },
+  )
   .map((perStream) =>
-    perStream.flatMap((facts, s) =>
-      facts.map(
+    perStream.flatMap(({ facts, numbered, answered }, s) => {
+      const key = numbered ? String(s + 1) : `k${s}`;
+      return facts.map(
         (f, i): PlacedFact<Model> => ({
-          key: `k${s}`,
-          version: i + 1,
+          key,
+          version: numbered && answered && i === facts.length - 1 ? FINAL_VERSION : i + 1,
           // Sorted by (sort, key, version): within a stream its facts keep their order.
           sort: [facts.slice(0, i + 1).reduce((m, x) => Math.max(m, x.sort), 0)],
-          fact: { id: `k${s}@${i + 1}`, count: f.count },
+          fact: { id: `${key}@${i + 1}`, count: f.count },
         }),
-      ),
-    ),
+      );
+    }),
   );
 
 const eventsOf = (m: Model) => Array.from({ length: m.count }, (_, i) => `${m.id}#${i}`);
@@ -258,7 +401,8 @@ function followWithDrops(
   const seen: string[] = [];
   let lastId = "";
   let stored: PlacedFact<Model>[] = [];
-  const order = [...final].sort((a, b) => (a.version - b.version) * 10 + cmp(a.key, b.key));
+  // Appended by version, streams interleaved (an answer, at FINAL_VERSION, comes last).
+  const order = [...final].sort((a, b) => a.version - b.version || cmp(a.key, b.key));
   let step = 0;
   for (let appended = 0; appended <= order.length; appended += 2) {
     stored = order.slice(0, appended);
@@ -308,7 +452,7 @@ describe("the AG-UI routes over an event store in memory", () => {
   const keyed = tenantConversationId("acme", "conv_a");
 
   /** A conversation of `turns` (task id -> facts of its streams) and the view that names them. */
-  function world(turns: Record<string, Envelope[]>, tenant = "acme") {
+  function world(turns: Record<string, Envelope[]>, tenant = "acme", status?: string) {
     const streams = new Map<string, Envelope[]>();
     const append = (e: Envelope) => {
       const key = `${e.aggregate.type}#${e.aggregate.id}`;
@@ -325,7 +469,8 @@ describe("the AG-UI routes over an event store in memory", () => {
     const ports = {
       store: {
         async load({ state }: { state?: { type: string; id: string } }) {
-          revision += 1;
+          // A view whose turns keep `status` does not move; otherwise every read moves it.
+          revision = status && revision > 0 ? revision : revision + 1;
           const data = {
             conversation_id: keyed,
             tenant_id: tenant,
@@ -333,7 +478,7 @@ describe("the AG-UI routes over an event store in memory", () => {
             turns: Object.fromEntries(
               taskIds.map((t, i) => [
                 t,
-                { task_id: t, input_version: i + 1, status: `r${revision}` },
+                { task_id: t, input_version: i + 1, status: status ?? `r${revision}` },
               ]),
             ),
             turn_order: taskIds,
@@ -355,10 +500,14 @@ describe("the AG-UI routes over an event store in memory", () => {
       clock: { now: () => new Date(now) },
       sleep: async (ms: number) => {
         now += ms;
+        for (const next of whileAsleep.splice(0))
+          typeof next === "function" ? next() : append(next);
       },
     };
     let now = Date.parse("2026-12-05T10:00:00Z");
-    return { ports, append };
+    /** What happens between the stream's polls (at its next sleep): facts stored, changes. */
+    const whileAsleep: (Envelope | (() => void))[] = [];
+    return { ports, append, whileAsleep, taskIds };
   }
 
   const accepted = (taskId: string, version: number) =>
@@ -408,6 +557,31 @@ describe("the AG-UI routes over an event store in memory", () => {
       "second reply",
     ]);
     expect(await read(ports, resumed.at(-1)?.id)).toEqual([]);
+  });
+
+  it("a fact stored in a turn under way shows at the next poll, though the view has not moved", async () => {
+    const { ports, whileAsleep } = world({ task_1: [] }, "acme", "routed");
+    whileAsleep.push(reply("task_1", "stored between polls"));
+    const seen = await read(ports);
+    const texts = seen.flatMap((e) =>
+      "delta" in e.event && typeof e.event.delta === "string" ? [e.event.delta] : [],
+    );
+    expect(texts).toEqual(["message 1", "stored between polls"]);
+    // A turn that waits for a person is read when its view changes, not at every poll.
+    const held = world({ task_1: [] }, "acme", "held_for_review");
+    held.whileAsleep.push(reply("task_1", "not yet"));
+    expect(JSON.stringify(await read(held.ports))).not.toContain("not yet");
+  });
+
+  it("a message the view has no turn for yet is sent once the view has it, on the same connection", async () => {
+    const { ports, append, whileAsleep, taskIds } = world({ task_1: [], task_2: [] });
+    // The conversation's third message is stored; the view (two turns) folds it after a poll.
+    append(at(accepted("task_3", 3), "conversation", keyed));
+    whileAsleep.push(() => taskIds.push("task_3"));
+    const texts = (await read(ports)).flatMap((e) =>
+      "delta" in e.event && typeof e.event.delta === "string" ? [e.event.delta] : [],
+    );
+    expect(texts).toEqual(["message 1", "message 2", "message 3"]);
   });
 
   it("refuses an id it did not write, another tenant's run, and a stack that reads no event store", async () => {

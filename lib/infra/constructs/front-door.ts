@@ -29,6 +29,7 @@ import {
   type StepRoleEntry,
   stepRolesEnvValue,
 } from "../../../functions/core/steps";
+import { ASSIGNMENT_STREAMS } from "../../../functions/front-door/agui-run";
 import { TURN_STREAMS } from "../../../functions/front-door/agui-stream";
 import { DAG_RUN, methodsOf, ROUTES, SERVICE_PREFIX } from "../../../functions/front-door/api";
 import { type BacklogSettings, DEFAULT_BACKLOG } from "../../../functions/front-door/backlog";
@@ -344,7 +345,7 @@ export class FrontDoor extends Construct {
     // The AG-UI routes read the streams they map (functions/front-door/agui-stream.ts) and open
     // their personal fields as the conversation view does.
     fn.addEnvironment("EVENTS_TABLE", props.tables.events.tableName);
-    const streams = [CONVERSATION_AGGREGATE, ...TURN_STREAMS, DAG_RUN];
+    const streams = [CONVERSATION_AGGREGATE, ...TURN_STREAMS, DAG_RUN, ...ASSIGNMENT_STREAMS];
     fn.addToRolePolicy(
       new PolicyStatement({
         actions: ["dynamodb:Query"],

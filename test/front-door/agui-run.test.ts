@@ -1,0 +1,178 @@
+import { verifyEvents } from "@ag-ui/client";
+import type { BaseEvent } from "@ag-ui/core";
+import { from, lastValueFrom, toArray } from "rxjs";
+import { describe, expect, it } from "vitest";
+import { assignmentStreamOf } from "../../functions/front-door/agui-run";
+import { openStream } from "../../functions/front-door/stream";
+import type { Envelope } from "../../schemas";
+
+/**
+ * A run's AG-UI stream over an event store in memory (functions/front-door/agui-run.ts): the
+ * run's stream and the streams its assignments answer on, sent in one order, resumable from any
+ * id, exactly once, while facts land in several streams.
+ */
+
+const ACME = { tenantId: "acme", userId: "user_1" };
+const SETTINGS = { pollMs: 1000, maxSeconds: 5, heartbeatSeconds: 60 };
+const RUN = "run_1";
+let seq = 0;
+
+function fact(type: string, payload: Record<string, unknown>, stream = { type: "x", id: "x" }) {
+  seq += 1;
+  return {
+    event_id: `01JRUNEVENT${String(seq).padStart(15, "0")}`,
+    event_type: type,
+    schema_version: 1,
+    occurred_at: "2026-12-05T10:00:00.000Z",
+    correlation_id: "corr_1",
+    causation_id: null,
+    task_id: "task_r",
+    aggregate: { ...stream, version: 0 },
+    producer: "test",
+    attempt: 1,
+    payload,
+  } as unknown as Envelope;
+}
+
+/** A run's store: its streams, appended in order, and its state (RUNNING until `end`). */
+function world() {
+  const streams = new Map<string, Envelope[]>();
+  let status = "RUNNING";
+  let revision = 0;
+  const append = (e: Envelope) => {
+    const key = `${e.aggregate.type}#${e.aggregate.id}`;
+    const list = streams.get(key) ?? [];
+    list.push({ ...e, aggregate: { ...e.aggregate, version: list.length + 1 } });
+    streams.set(key, list);
+  };
+  const ports = {
+    store: {
+      async load() {
+        revision += 1;
+        const run = { run_id: RUN, workflow: { name: "w", version: 1 }, status, nodes: {} };
+        const data = { workflow: "w", tenant_id: "acme", run, held: [], timeline: [] };
+        return { inboxHit: false, checkpoint: 0, state: { revision, version: revision, data } };
+      },
+    },
+    events: {
+      readStream: async (s: { type: string; id: string }, from: number, to: number) =>
+        (streams.get(`${s.type}#${s.id}`) ?? []).filter(
+          (e) => e.aggregate.version >= from && e.aggregate.version <= to,
+        ),
+    },
+    clock: { now: () => new Date(now) },
+    sleep: async (ms: number) => {
+      now += ms;
+    },
+  };
+  let now = Date.parse("2026-12-05T10:00:00Z");
+  return {
+    ports,
+    append,
+    end: () => {
+      status = "COMPLETED";
+    },
+  };
+}
+
+const dagRun = { type: "dag_run", id: RUN };
+const ref = (node_id: string) => ({ run_id: RUN, node_id, generation: 0 });
+const command = (type: string, node: string) => fact(type, { ...ref(node), attempt: 1 }, dagRun);
+/** A fact of the stream the assignment `opened` by `by` answers on. */
+const on = (by: Envelope, type: string, payload: Record<string, unknown>) => {
+  const stream = assignmentStreamOf(RUN, by);
+  if (!stream) throw new Error(`${by.event_type} opens no assignment`);
+  return fact(type, payload, stream);
+};
+
+async function read(ports: ReturnType<typeof world>["ports"], lastEventId?: string) {
+  const headers = lastEventId === undefined ? {} : { "last-event-id": lastEventId };
+  const path = `/v1/runs/${RUN}/agui`;
+  const stream = await openStream({ method: "GET", path, headers }, ACME, ports as never, SETTINGS);
+  let text = "";
+  await stream.run({ write: (t) => (text += t), closed: () => false });
+  return text
+    .split("\n\n")
+    .filter((b) => b.includes("data: "))
+    .map((b) => ({
+      id: /^id: (.*)$/m.exec(b)?.[1] ?? "",
+      event: JSON.parse(/^data: (.*)$/m.exec(b)?.[1] ?? "null") as BaseEvent,
+    }));
+}
+
+const labels = (events: readonly { event: BaseEvent }[]) =>
+  events.flatMap(({ event }) => {
+    const e = event as BaseEvent & { stepName?: string; toolCallName?: string };
+    if (e.type === "STEP_STARTED") return [`step ${e.stepName}`];
+    if (e.type === "TOOL_CALL_START") return [`tool ${e.toolCallName}`];
+    if (e.type === "STATE_DELTA") return [`delta ${JSON.stringify(e.delta)}`];
+    return [];
+  });
+
+describe("a run's AG-UI stream with its assignments' streams", () => {
+  it("sends each node's answer after its command, its agent's tool calls, and the run's end", async () => {
+    const { ports, append, end } = world();
+    const select = command("topic.selection.requested", "select");
+    const sum = command("summarize.node.requested", "sum");
+    append(select);
+    append(sum);
+    const toolDone = { step: 2, kind: "tool", tool: "search", tool_call_id: "c1", outcome: "ok" };
+    append(on(select, "topic_selection.step.requested", { run_id: "a", step: 3, done: toolDone }));
+    append(on(sum, "step.completed", { ...ref("sum"), output: { text: "short" } }));
+    append(on(select, "topic.selection.completed", { ...ref("select"), output: { topic: "t" } }));
+    // A repeated answer (a request sent again) says nothing new.
+    append(on(select, "topic.selection.completed", { ...ref("select"), output: { topic: "t" } }));
+    append(fact("workflow.completed", { run_id: RUN }, dagRun));
+    end();
+
+    const all = await read(ports);
+    await expect(
+      lastValueFrom(from(all.map((e) => e.event)).pipe(verifyEvents(false), toArray())),
+    ).resolves.toHaveLength(all.length);
+    expect(labels(all)).toEqual([
+      'delta [{"op":"add","path":"/nodes","value":{}}]',
+      "tool topic.selection.requested",
+      "tool search",
+      "step select",
+      'delta [{"op":"add","path":"/nodes/select","value":{"state":"COMPLETED","output":{"topic":"t"}}}]',
+      "tool summarize.node.requested",
+      "step sum",
+      'delta [{"op":"add","path":"/nodes/sum","value":{"state":"COMPLETED","output":{"text":"short"}}}]',
+      'delta [{"op":"add","path":"/status","value":"COMPLETED"}]',
+    ]);
+    // Every assignment answered: the id is one range and the run's version.
+    expect(all.at(-1)?.id).toBe("1-2=f,r=3");
+
+    // From any id: exactly the events after it.
+    for (let cut = 0; cut < all.length; cut++)
+      expect(await read(ports, all[cut]?.id), `after ${cut}`).toEqual(all.slice(cut + 1));
+  });
+
+  it("an answer stored after later ones were sent reaches a client on resume, once", async () => {
+    const { ports, append, end } = world();
+    const a = command("topic.selection.requested", "a");
+    const b = command("summarize.node.requested", "b");
+    append(a);
+    append(b);
+    append(on(b, "step.completed", { ...ref("b"), output: { n: 2 } }));
+    const first = await read(ports);
+    expect(labels(first).filter((l) => l.startsWith("step"))).toEqual(["step b"]);
+    const lastId = first.at(-1)?.id ?? "";
+    expect(lastId).toBe("2=f,r=2");
+
+    append(on(a, "topic.selection.failed", { ...ref("a"), error: { code: "c", message: "m" } }));
+    append(fact("workflow.failed", { run_id: RUN }, dagRun));
+    end();
+    const resumed = await read(ports, lastId);
+    expect(labels(resumed)).toEqual([
+      "step a",
+      'delta [{"op":"add","path":"/nodes/a","value":{"state":"FAILED","error":{"code":"c","message":"m"}}}]',
+      'delta [{"op":"add","path":"/status","value":"FAILED"}]',
+    ]);
+    expect(resumed.at(-1)?.id).toBe("1-2=f,r=3");
+    expect(await read(ports, resumed.at(-1)?.id)).toEqual([]);
+    // A fresh read sends a's answer in its place, after its command.
+    const fresh = labels(await read(ports)).filter((l) => l.startsWith("step"));
+    expect(fresh).toEqual(["step a", "step b"]);
+  });
+});
