@@ -1,3 +1,4 @@
+import { describe } from "../../functions/core/errors";
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import type { RuntimeEvent } from "../../lib/dev/local/runtime";
 import {
@@ -15,7 +16,7 @@ import {
   meter,
   SERVICE_SCOPES,
 } from "../../lib/dev/metering/metering";
-import { PLAYED_FLOWS, type PlayedFlow, playAlone } from "./cost-flows";
+import { PLAYED_FLOWS, type PlayedFlow, playAlone, type StartedFlow } from "./cost-flows";
 import { type CostResult, type LoadedPlay, printCost } from "./cost-print";
 import { withPeerCounts } from "./peers";
 import { fmt } from "./stats";
@@ -192,7 +193,7 @@ async function playedLoaded(play: Play, flow: PlayedFlow): Promise<LoadedPlay> {
   const started = performance.now();
   const flows = await Promise.all(Array.from({ length: IN_FLIGHT }, () => flow.start(env)));
   await env.runtime.idle({ timeoutMs: LOADED_TIMEOUT_MS });
-  for (const f of flows) await f.ended(LOADED_TIMEOUT_MS);
+  await settledAll(flow.flow, flows, started + LOADED_TIMEOUT_MS);
   await env.runtime.idle({ timeoutMs: LOADED_TIMEOUT_MS });
   const seconds = (performance.now() - started) / 1000;
   const usage = usageOf(play.meters, play.tally.current, play.excluded);
@@ -203,6 +204,31 @@ async function playedLoaded(play: Play, flow: PlayedFlow): Promise<LoadedPlay> {
     usage: meanOf([usage], IN_FLIGHT),
     batches: play.tally.current.batches,
   };
+}
+
+/**
+ * Waits for every flow's outcome until `deadline` (performance.now() time); refused, naming each
+ * flow that did not settle with where it stopped (for a workflow run, each node's state, its map
+ * items, leases, held nodes and child runs: ../../lib/dev/local/scenario/workflow.ts
+ * `describeRun`), one line each, rather than stopping at the first.
+ */
+async function settledAll(
+  name: string,
+  flows: readonly StartedFlow[],
+  deadline: number,
+): Promise<void> {
+  const unsettled: string[] = [];
+  for (const f of flows)
+    try {
+      // At least a second each, so that a flow that ended is still found after the deadline.
+      await f.ended(Math.max(1000, deadline - performance.now()));
+    } catch (error) {
+      unsettled.push(describe(error).message);
+    }
+  if (unsettled.length > 0)
+    throw new Error(
+      `${unsettled.length} of ${flows.length} × ${name} did not settle:\n${unsettled.map((u) => `  ${u}`).join("\n")}`,
+    );
 }
 
 /** Meters on the clients the functions and the runtime share (the emulator's SDK clients). */

@@ -4,6 +4,7 @@ import type { Envelope, EventRegistry, Topic } from "../../schemas";
 import { CONVERSATION_AGGREGATE } from "../../schemas/events/conversation";
 import type { WorkflowReleaseRequested } from "../../schemas/events/workflow";
 import { AGENT_RUN_AGGREGATE } from "./agent/agent-role";
+import { hasWorkInFlight } from "./dag/map";
 import { PermanentError } from "./errors";
 import type { StoredState } from "./ports";
 
@@ -24,8 +25,8 @@ import type { StoredState } from "./ports";
  * - A RUNNING wait node whose time came (the state's `timers`, for its assignment) ->
  *   `node.wait.expired` {run_id, node_id, generation, due_at}: a timer completes it, a signal's
  *   deadline fails it.
- * - A RUNNING run with no RUNNING node but nodes held back by backpressure ->
- *   `workflow.release.requested` {run_id}.
+ * - A RUNNING run with no work in flight (no RUNNING node, but for a map node none of whose items
+ *   is RUNNING) but nodes held back by backpressure -> `workflow.release.requested` {run_id}.
  * - An agent run (functions/core/agent) BLOCKED on an approval past its deadline -> its agent's
  *   decision command with decision `deadline` {run_id, tool_call_id}: the call is refused or the
  *   run fails, as the tool says.
@@ -90,7 +91,15 @@ export interface SweptRunState {
     readonly run_id: string;
     readonly status: string;
     readonly nodes: Readonly<
-      Record<string, { readonly state: string; readonly assigned_generation?: number }>
+      Record<
+        string,
+        {
+          readonly state: string;
+          readonly assigned_generation?: number;
+          /** A map node's items. */
+          readonly items?: readonly { readonly state: string }[];
+        }
+      >
     >;
   };
   readonly held: readonly unknown[];
@@ -216,7 +225,7 @@ function planRun(stored: StoredState<SweptRunState>, sweep: Sweep): Planned[] {
   const out: Planned[] = [];
   let running = 0;
   for (const [nodeId, node] of Object.entries(run.nodes).sort(([a], [b]) => (a < b ? -1 : 1))) {
-    if (node.state === "RUNNING") running++;
+    if (hasWorkInFlight(node)) running++;
     out.push(...planNode(stored, nodeId, node, sweep));
   }
   if (running === 0 && state.held.length > 0) {

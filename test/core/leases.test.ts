@@ -1,7 +1,9 @@
 import { ulid } from "ulid";
 import { describe, expect, it } from "vitest";
 import { consume } from "../../functions/core/pipeline";
+import type { StoredState } from "../../functions/core/ports";
 import type { Role } from "../../functions/core/role";
+import { planSweep } from "../../functions/core/sweeper";
 import {
   agentRunIdOf,
   agentRunKey,
@@ -12,7 +14,7 @@ import {
   DEFAULT_QUEUED_LEASE_SECONDS,
 } from "../../functions/roles/orchestrator/orchestrator";
 import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
-import type { Envelope } from "../../schemas";
+import { type Envelope, registry } from "../../schemas";
 import { referenceLocalModel, referenceOrchestrator } from "../support/reference";
 import { makeDeps } from "./fixtures";
 
@@ -321,6 +323,58 @@ describe("release nudges", () => {
     ]);
     expect(t.state().held).toEqual([]);
     expect(t.due()).toBe(plus(plus(T0, 62), DEFAULT_QUEUED_LEASE_SECONDS));
+  });
+
+  it("a map whose items are all held, none RUNNING, is nudged as a run with nothing RUNNING is", async () => {
+    // Long form's fact check, a child run: one map node over the request's claims.
+    let depth = 99;
+    const t = setup(
+      referenceOrchestrator({
+        queueDepth: (groups) => Object.fromEntries(groups.map((g) => [g, depth])),
+      }),
+    );
+    const claims = ["The tide turns twice a day.", "The moon drives it."];
+    const request = { topic_hint: "tides", claims, sources: ["s"] };
+    const parent = `run_${ulid()}`;
+    const start = t.command("workflow.child.start.requested", {
+      parent_run_id: parent,
+      parent_node_id: "fact-check",
+      parent_generation: 0,
+      workflow_name: "content.fact-check",
+      request,
+    });
+    // On its parent's stream, as the parent's orchestrator sends it.
+    await t.send({
+      ...start,
+      schema_version: registry.find(start.event_type)?.schemaVersion ?? 1,
+      aggregate: { type: "dag_run", id: parent, version: 1 },
+    });
+    // One item under the queue-depth gate (threshold 100), the other held behind it.
+    const items = () => t.state().run.nodes["fact-check"]?.items?.map((i) => i.state);
+    expect(items()).toEqual(["RUNNING", "PENDING"]);
+    expect(t.due()).toBe(plus(T0, DEFAULT_QUEUED_LEASE_SECONDS));
+
+    // The item in flight answers while the queue is deep: nothing of the run is in flight any
+    // more, and no answer is coming that would release the held item.
+    depth = 500;
+    t.clock.advance(1000);
+    const answer = { verdict: "pass", checked_claims: 1, notes: "ok" };
+    await t.send(t.completed("fact_check.completed", "fact-check", 0, answer, 0));
+    expect(items()).toEqual(["COMPLETED", "PENDING"]);
+    expect(t.state().held.map((h) => h.node_id)).toEqual(["fact-check"]);
+    expect(t.due()).toBe(plus(T0, 31));
+    const swept = planSweep([t.stored() as StoredState<unknown>], new Date(plus(T0, 31)), registry);
+    expect(swept.messages.map((m) => m.envelope.event_type)).toEqual([
+      "workflow.release.requested",
+    ]);
+
+    depth = 0;
+    t.clock.advance(30_000);
+    const released = await t.send(t.command("workflow.release.requested", {}));
+    expect(released.steps.at(-1)?.emitted.map((e) => e.event_type)).toEqual([
+      "fact_check.requested",
+    ]);
+    expect(items()).toEqual(["COMPLETED", "RUNNING"]);
   });
 });
 

@@ -33,6 +33,20 @@ export interface ItemSlots {
 }
 
 /**
+ * Whether a RUNNING node has work in flight, whose answer will come back to its run: any RUNNING
+ * node but a map node none of whose items is RUNNING. Such a map's PENDING items were held back
+ * by a cap; no answer is on its way to release them, so its run needs a release nudge as a run
+ * with nothing RUNNING does (the orchestrator's due time, the sweeper's release request).
+ */
+export function hasWorkInFlight(node: {
+  readonly state: string;
+  readonly items?: readonly { readonly state: string }[];
+}): boolean {
+  if (node.state !== "RUNNING") return false;
+  return node.items === undefined || node.items.some((item) => item.state === "RUNNING");
+}
+
+/**
  * Release a READY map node: RUNNING with its items PENDING. Returns true when the node ended at
  * once (its list is missing, too long or empty) and must propagate.
  */

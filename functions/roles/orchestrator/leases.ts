@@ -1,5 +1,6 @@
 import type { NodeHeartbeat, NodeLeaseExpired } from "../../../schemas/events/workflow";
 import type { WorkflowDefinition } from "../../core/dag/definition";
+import { hasWorkInFlight } from "../../core/dag/map";
 import type { Transition } from "../../core/dag/run";
 import { type NodeLease, type OrchestratorState, pendingPlanApproval } from "./state";
 import { currentTimers } from "./timers";
@@ -32,8 +33,9 @@ import { currentTimers } from "./timers";
  * The run's due time (the state table's by-due index, read by the lease sweeper) is the earliest
  * of: the lease expiry of a RUNNING node, the confirmation deadline of a BLOCKED one, the
  * dependency timeout of a waiting one (./waits), the time of a RUNNING wait node (./timers), the
- * deadline of a plan's approval (./plan-approval), and, with nothing RUNNING but nodes held back,
- * now + the nudge delay.
+ * deadline of a plan's approval (./plan-approval), and, with no work in flight but nodes held back,
+ * now + the nudge delay. A map node RUNNING with none of its items RUNNING (the rest held by a cap)
+ * has no work in flight: no answer will come to release its held items, so it is nudged too.
  */
 
 /** How long leases last and how soon a run with held nodes is nudged. */
@@ -188,8 +190,8 @@ export function leaseOutlivesReport(
 
 /**
  * When the run next needs the sweeper: the earliest lease expiry of a RUNNING node, confirmation
- * deadline, dependency deadline, wait node's time or plan approval's deadline; with nothing RUNNING but nodes held back,
- * now + the nudge delay; otherwise never (null).
+ * deadline, dependency deadline, wait node's time or plan approval's deadline; with no work in
+ * flight (`hasWorkInFlight`) but nodes held back, now + the nudge delay; otherwise never (null).
  */
 export function dueAtOf(state: OrchestratorState, { now, policy }: Leasing): string | null {
   if (state.run.status !== "RUNNING") return null;
@@ -202,7 +204,7 @@ export function dueAtOf(state: OrchestratorState, { now, policy }: Leasing): str
   let running = false;
   for (const [nodeId, node] of Object.entries(state.run.nodes)) {
     const held = leases[nodeId];
-    if (node.state === "RUNNING") running = true;
+    if (hasWorkInFlight(node)) running = true;
     if (node.state === "RUNNING" && held) {
       consider(held.expires_at);
       if (held.blocked && !held.blocked.outcome) consider(held.blocked.confirm_by);

@@ -100,7 +100,8 @@ import { type OrchestratorState, parseRunState, summarizeRun } from "./state";
  * agent's first heartbeat, `leaseSeconds` (per node role, that is per agent, in `leaseSecondsByRole`); it goes when
  * the node leaves RUNNING.
  * Each state write carries `dueAt` (the state table's by-due index): the earliest lease expiry
- * of a RUNNING node; with nothing RUNNING but nodes held, now + `releaseNudgeSeconds`; else none.
+ * of a RUNNING node; with no work in flight (nothing RUNNING, or a map none of whose items is)
+ * but nodes held, now + `releaseNudgeSeconds`; else none.
  * The lease sweeper (functions/core/sweeper.ts) reads that index and sends `node.lease.expired`
  * or `workflow.release.requested`. A lease report is ignored when the node's lease was extended
  * past the reported expiry and has not run out yet (a heartbeat crossed the report).
@@ -141,7 +142,7 @@ export interface OrchestratorOptions {
   readonly maxLeaseRedeliveries?: number;
   /** Lease per node role (the agent, e.g. `writing`), overriding `leaseSeconds`. */
   readonly leaseSecondsByRole?: Readonly<Record<string, number>>;
-  /** With nothing RUNNING and nodes held, how soon the sweeper nudges the run. @default 30 */
+  /** With no work in flight and nodes held, how soon the sweeper nudges the run. @default 30 */
   readonly releaseNudgeSeconds?: number;
   /** How long a node may wait for its inputs when neither it nor its workflow says.
    * @default 86400 (a day) */

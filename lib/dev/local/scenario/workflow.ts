@@ -111,20 +111,50 @@ export async function waitForRunEnd(
     if (state && done(state)) return state;
     if (Date.now() > deadline) {
       // Say where it stopped: each node's state, what is in the dead-letter queues, what failed.
-      const nodes = Object.entries(state?.run.nodes ?? {})
-        .map(([id, n]) => `${id}=${n.state}`)
-        .join(", ");
+      const where = state ? await describeRun(env, state) : "not started";
       const letters = (await readDeadLetters(env)).map((d) => `${d.queue}: ${d.code}`).join("; ");
       const errors = env.observations.errors
         .map((e) => `${e.group}: ${e.code}`)
         .slice(-5)
         .join("; ");
       throw new Error(
-        `run ${runId} did not get there in ${timeoutMs} ms (status ${state?.run.status ?? "not started"}; nodes ${nodes || "none"}; dead letters ${letters || "none"}; last errors ${errors || "none"}; failures ${env.observations.failures.slice(-3).join(" | ") || "none"})`,
+        `run ${runId} did not get there in ${timeoutMs} ms (${where}; dead letters ${letters || "none"}; last errors ${errors || "none"}; failures ${env.observations.failures.slice(-3).join(" | ") || "none"})`,
       );
     }
     await new Promise((r) => setTimeout(r, 250));
   }
+}
+
+/**
+ * Where a run stands, for a run that did not end in time: its status, each node's state (a map
+ * node's items, a RUNNING node's lease expiry), what is held back and why, and each child run
+ * its child nodes started, described the same way, e.g. `RUNNING: topic-selection=COMPLETED,
+ * fact-check=RUNNING [child run_… RUNNING: fact-check=RUNNING items COMPLETED,PENDING
+ * lease to …; held fact-check (queue_depth)]`.
+ */
+export async function describeRun(
+  env: LocalEnvironment,
+  state: OrchestratorState,
+): Promise<string> {
+  const children = new Map<string, string>();
+  for (const child of await loadChildRuns(env, state))
+    children.set(
+      child.nodeId,
+      `child ${child.runId} ${child.state ? await describeRun(env, child.state) : "not started"}`,
+    );
+  const nodes = Object.entries(state.run.nodes).map(([id, node]) => {
+    const lease = node.state === "RUNNING" ? state.leases?.[id] : undefined;
+    return [
+      `${id}=${node.state}`,
+      node.items && `items ${node.items.map((i) => i.state).join(",")}`,
+      lease && `lease to ${lease.expires_at}${lease.started ? " (started)" : ""}`,
+      node.state === "RUNNING" && children.has(id) && `[${children.get(id)}]`,
+    ]
+      .filter(Boolean)
+      .join(" ");
+  });
+  const held = state.held.map((h) => `${h.node_id} (${h.reason})`).join(", ");
+  return `${state.run.status}: ${nodes.join(", ") || "no nodes"}${held ? `; held ${held}` : ""}`;
 }
 
 /** The step of the run's timeline that released `node` (its first release). */
