@@ -16,6 +16,7 @@ import {
   PRICES,
   PRICES_AS_OF,
 } from "../../lib/dev/metering/prices";
+import { type ColdPlay, printCold } from "./cost-cold";
 import { peerCountingNote } from "./peers";
 import { fmt, fmtInt, renderTable } from "./stats";
 
@@ -39,6 +40,8 @@ export interface LoadedPlay {
  */
 export interface CostResult {
   readonly flows: readonly MixedFlow[];
+  /** Each flow's first play (unmetered in `flows`): in functions it had not warmed yet. */
+  readonly cold: readonly ColdPlay[];
   readonly loaded: readonly LoadedPlay[];
   readonly mappings: Mappings;
   /** The functions' configured memory and architecture, as `256 MB arm64 (31 functions)`. */
@@ -50,6 +53,8 @@ const perMillion = (dollars: number) => fmt(dollars * 1e6, 2);
 
 export function printCost(out: Out, result: CostResult): void {
   printUsage(out, result.flows);
+  out();
+  printCold(out, result.cold, result.flows);
   out();
   printSideBySide(out, result.flows);
   out();
@@ -66,7 +71,7 @@ type Used = Pick<MixedFlow, "usage"> & { readonly shape: Pick<MixedFlow["shape"]
 function printUsage(
   out: Out,
   flows: readonly Used[],
-  title = "What one flow used on AgentBus (mean of its plays), and what a million of them cost:",
+  title = "What one flow used on AgentBus (mean of its plays after a warm-up play), and what a million of them cost:",
 ): void {
   out(title);
   const header = ["flow", "consumed ev", "WU", "RU", "SQS std", "SQS FIFO", "EB events"];

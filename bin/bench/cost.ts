@@ -16,6 +16,7 @@ import {
   meter,
   SERVICE_SCOPES,
 } from "../../lib/dev/metering/metering";
+import type { ColdPlay } from "./cost-cold";
 import { PLAYED_FLOWS, type PlayedFlow, playAlone, type StartedFlow } from "./cost-flows";
 import { type CostResult, type LoadedPlay, printCost } from "./cost-print";
 import { withPeerCounts } from "./peers";
@@ -24,8 +25,9 @@ import { fmt } from "./stats";
 /**
  * `npm run bench` section 6 (`npm run bench -- cost`): what each reference flow costs in dollars
  * on AWS, metered end to end on the local stack, beside the same flow on Step Functions, Lambda
- * durable functions and Temporal Cloud. Each flow is played REPEATS times, alone, from an idle
- * stack to an idle stack; what it used is the mean.
+ * durable functions and Temporal Cloud. Each flow is played once to warm the functions up (its
+ * usage kept apart: the first flow of a customer in cold functions, ./cost-cold.ts), then
+ * REPEATS times, alone, from an idle stack to an idle stack; what it used is the mean.
  */
 const REPEATS = 2;
 
@@ -128,11 +130,15 @@ export async function runCostSection(out: Out): Promise<CostResult> {
   try {
     const play: Play = { env, tally, meters: metersOf(env), excluded: unbilledScopes(env) };
     out(
-      `local stack on ${env.endpoint}: each flow played ${REPEATS} times alone, then ${IN_FLIGHT} at once, metered`,
+      `local stack on ${env.endpoint}: each flow played once to warm up, ${REPEATS} times alone, then ${IN_FLIGHT} at once, metered`,
     );
     await env.runtime.idle();
     const flows: MixedFlow[] = [];
-    for (const flow of PLAYED_FLOWS) flows.push(await playedAlone(play, flow));
+    const cold: ColdPlay[] = [];
+    for (const flow of PLAYED_FLOWS) {
+      cold.push({ flow: flow.flow, usage: await playedCold(play, flow) });
+      flows.push(await playedAlone(play, flow));
+    }
     const loaded: LoadedPlay[] = [];
     for (const flow of PLAYED_FLOWS) {
       const played = await playedLoaded(play, flow);
@@ -144,6 +150,7 @@ export async function runCostSection(out: Out): Promise<CostResult> {
     }
     const result = {
       flows: await withCountedPeers(flows),
+      cold,
       loaded,
       mappings: mappingsOf(env),
       functions: functionsOf(env),
@@ -167,6 +174,16 @@ interface Play {
 function resetMeters(play: Play): void {
   for (const m of play.meters) m.reset();
   play.tally.current = noInvocations();
+}
+
+/**
+ * The flow played once, before its metered plays: what it used in functions that had not served
+ * it (its customer's data key not yet cached, the instances' first calls).
+ */
+async function playedCold(play: Play, flow: PlayedFlow): Promise<FlowUsage> {
+  resetMeters(play);
+  await playAlone(play.env, flow);
+  return usageOf(play.meters, play.tally.current, play.excluded);
 }
 
 /** The flow played REPEATS times alone: its shape and mean usage. */

@@ -4,6 +4,7 @@ import {
   PutItemCommand,
   QueryCommand,
   TransactWriteItemsCommand,
+  UpdateItemCommand,
 } from "@aws-sdk/client-dynamodb";
 import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import {
@@ -168,6 +169,39 @@ describe("meter", () => {
       ),
     ).rejects.toThrow();
     expect(m.snapshot()).toMatchObject({ writeUnits: 5, indexWriteUnits: 2 });
+    client.destroy();
+  });
+
+  it("bills an update for the whole item, the larger of before and after, not its request", async () => {
+    const client = new DynamoDBClient(emulator());
+    const m = meter(client);
+    const table = tables.state;
+    const key = { pk: { S: "grown#1" } };
+    await client.send(
+      new PutItemCommand({ TableName: table, Item: { ...key, payload: { S: "x".repeat(2500) } } }),
+    );
+    m.reset();
+    // A 3-byte attribute added to a 2.5 KB item: 3 units, not the request's 1.
+    const small = (n: number) => ({
+      TableName: table,
+      Key: key,
+      UpdateExpression: "SET tag = :tag",
+      ExpressionAttributeValues: { ":tag": { S: `t${n}` } },
+    });
+    await client.send(new UpdateItemCommand(small(1)));
+    expect(m.snapshot().writeUnits).toBe(3);
+    // Shrunk to nothing: billed at its size before.
+    await client.send(
+      new UpdateItemCommand({ TableName: table, Key: key, UpdateExpression: "REMOVE payload" }),
+    );
+    expect(m.snapshot().writeUnits).toBe(6);
+    // In a transaction, twice the item's size.
+    await client.send(
+      new PutItemCommand({ TableName: table, Item: { ...key, payload: { S: "y".repeat(1500) } } }),
+    );
+    m.reset();
+    await client.send(new TransactWriteItemsCommand({ TransactItems: [{ Update: small(2) }] }));
+    expect(m.snapshot()).toMatchObject({ writeUnits: 4, calls: { TransactWriteItems: 1 } });
     client.destroy();
   });
 

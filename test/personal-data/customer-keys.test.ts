@@ -2,11 +2,16 @@ import {
   CreateTableCommand,
   DeleteTableCommand,
   DynamoDBClient,
+  GetItemCommand,
   waitUntilTableExists,
 } from "@aws-sdk/client-dynamodb";
 import { ulid } from "ulid";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DynamoCustomerKeys } from "../../functions/adapters/dynamodb/customer-keys";
+import {
+  CONVERSATIONS_PER_PAGE,
+  DynamoCustomerKeys,
+  pageKey,
+} from "../../functions/adapters/dynamodb/customer-keys";
 import {
   type CustomerKeyStore,
   InMemoryCustomerKeys,
@@ -88,5 +93,35 @@ describe.each(stores)("the customer keys %s", (_name, make) => {
     expect(next.keyId).toBe("k2");
     expect(await keys.eraseKey(who, "k1", erasure)).toBe(false);
     expect((await keys.customer(who))?.key?.keyId).toBe("k2");
+  });
+
+  it("lists any number of a customer's conversations, each once", async () => {
+    const keys = make();
+    const who = subject();
+    const conversations = Array.from(
+      { length: 2 * CONVERSATIONS_PER_PAGE + 5 },
+      (_, i) => `conv_${String(i).padStart(2, "0")}_${ulid()}`,
+    );
+    for (const conversation of conversations) await keys.claimConversation(conversation, who);
+    await keys.claimConversation(conversations[0] as string, who);
+    const listed = (await keys.customer(who))?.conversations ?? [];
+    expect([...listed].sort()).toEqual(conversations);
+  });
+});
+
+describe("the customer keys on DynamoDB", () => {
+  it("keeps no list item past CONVERSATIONS_PER_PAGE ids, whatever the customer's history", async () => {
+    const keys = new DynamoCustomerKeys({ client: fromSdk(client), tableName });
+    const who = { tenant: "acme", customer: `cust_${ulid()}` };
+    const total = 2 * CONVERSATIONS_PER_PAGE + 5;
+    for (let i = 0; i < total; i++) await keys.claimConversation(`conv_${ulid()}`, who);
+    const sizes: number[] = [];
+    for (let page = 0; page < 3; page++) {
+      const got = await client.send(
+        new GetItemCommand({ TableName: tableName, Key: { pk: { S: pageKey(who, page) } } }),
+      );
+      sizes.push(got.Item?.conversations?.SS?.length ?? 0);
+    }
+    expect(sizes).toEqual([CONVERSATIONS_PER_PAGE, CONVERSATIONS_PER_PAGE, 5]);
   });
 });

@@ -116,6 +116,35 @@ describe("the vault", () => {
     expect(await hubOnly.seal(accepted(2, MARKER))).toMatchObject({ payload: { text: MARKER } });
   });
 
+  it("seals a kept message under its customer's key without claiming its conversation", async () => {
+    const { keys, vault } = world();
+    const message = accepted(1, `kept ${MARKER}`);
+    const sealed = await vault().sealCommit({
+      inbox: {
+        group: "audit",
+        eventId: message.event_id,
+        eventType: message.event_type,
+        outcome: "applied",
+        aggregate: message.aggregate,
+        version: message.aggregate.version,
+        correlationId: message.correlation_id,
+        taskId: message.task_id,
+        producer: message.producer,
+        occurredAt: message.occurred_at,
+        recordedAt: "2026-12-02T10:00:00.000Z",
+        expiresAt: 1_900_000_000,
+        envelope: message,
+      },
+    });
+    expect(isSealed(field(sealed.inbox?.envelope, "text"))).toBe(true);
+    expect(JSON.stringify(sealed)).not.toContain(MARKER);
+    // The conversation is claimed, and listed, where its events are stored.
+    expect(await keys.ownerOf(conversation)).toBeUndefined();
+    const alice = await keys.customer({ tenant: "default", customer: "cust_alice" });
+    expect(alice?.conversations ?? []).toEqual([]);
+    expect(alice?.key).toBeDefined();
+  });
+
   it("leaves plain an event of a conversation no customer claimed", async () => {
     const { store } = world();
     const reply = generated(1, `plain ${MARKER}`);

@@ -9,6 +9,7 @@ import type {
 import type { AwsClient, AwsCommand } from "../aws/client";
 import { GetItem, PutItem, UpdateItem } from "../aws/operations";
 import { dynamoFailure } from "./failure";
+import { batchGetByPk, MAX_BATCH_GET_KEYS } from "./reads";
 
 type Item = Record<string, AttributeValue>;
 
@@ -22,31 +23,40 @@ export interface DynamoCustomerKeysOptions {
  * The customer keys (functions/core/personal-data/customer-keys.ts) on their own table, `pk`
  * only, in no index:
  * - `customer#<tenant>#<customer>`: the current key (`key_id`, `wrapped_key`: wrapped by KMS, so
- *   the table alone opens nothing), the conversations it seals (`conversations`, a string set),
- *   and the last erasure (`erased_at`, `erased_by`, `erasure_reason`);
+ *   the table alone opens nothing), the last erasure (`erased_at`, `erased_by`,
+ *   `erasure_reason`), and the page new conversations are listed on (`conversation_page`, from 0);
+ * - `conversations#<tenant>#<customer>#<page>`: the customer's conversations (`conversations`, a
+ *   string set of at most CONVERSATIONS_PER_PAGE ids), so no item grows with the customer's
+ *   history and listing one bills one write unit (an update bills the whole item);
  * - `conversation#<conversation id>`: its owner (`tenant_id`, `customer_id`), claimed once with a
  *   conditional put.
- * Every read is strongly consistent: an erasure is seen by the next read.
+ * A conversation is listed once, by its first claim, before the claim is put: a claim found
+ * already made is read, not written again, and a claim cut short after its listing is completed
+ * by the next. A claim that lost a race leaves its conversation listed under the loser too: the
+ * erasure erases only the conversations the customer owns (ownerOf).
+ * Items written before the pages keep their list on the customer's item (`conversations`): it is
+ * read with the pages. Every read is strongly consistent: an erasure is seen by the next read.
  */
 export class DynamoCustomerKeys implements CustomerKeyStore {
   constructor(private readonly options: DynamoCustomerKeysOptions) {}
 
   async customer(subject: DataSubject): Promise<CustomerRecord | undefined> {
     const item = await this.get(customerKey(subject));
-    if (!item) return undefined;
-    const keyId = item.key_id?.S;
-    const wrapped = item.wrapped_key?.B;
-    const erasedAt = item.erased_at?.S;
+    const pages = await this.pages(subject, item);
+    if (!item && pages.length === 0) return undefined;
+    const keyId = item?.key_id?.S;
+    const wrapped = item?.wrapped_key?.B;
+    const erasedAt = item?.erased_at?.S;
     return {
       subject,
       ...(keyId && wrapped ? { key: { keyId, wrapped } } : {}),
-      conversations: item.conversations?.SS ?? [],
+      conversations: [...new Set([...(item?.conversations?.SS ?? []), ...pages])],
       ...(erasedAt
         ? {
             erased: {
               at: erasedAt,
-              by: item.erased_by?.S ?? "",
-              ...(item.erasure_reason?.S ? { reason: item.erasure_reason.S } : {}),
+              by: item?.erased_by?.S ?? "",
+              ...(item?.erasure_reason?.S ? { reason: item.erasure_reason.S } : {}),
             },
           }
         : {}),
@@ -76,7 +86,9 @@ export class DynamoCustomerKeys implements CustomerKeyStore {
   }
 
   async claimConversation(conversationId: string, subject: DataSubject): Promise<DataSubject> {
-    let owner = subject;
+    const claimed = await this.ownerOf(conversationId);
+    if (claimed) return claimed;
+    await this.list(subject, conversationId);
     try {
       await this.send("PutItem", () =>
         PutItem({
@@ -89,20 +101,70 @@ export class DynamoCustomerKeys implements CustomerKeyStore {
           ConditionExpression: "attribute_not_exists(pk)",
         }),
       );
+      return subject;
     } catch (error) {
       if (!isConditionFailure(error)) throw error;
-      owner = (await this.ownerOf(conversationId)) ?? subject;
+      return (await this.ownerOf(conversationId)) ?? subject;
     }
-    // Listed whether this claim or an earlier one made it: a claim cut short is completed here.
-    await this.update(customerKey(owner), {
-      UpdateExpression:
-        "ADD conversations :conversation SET tenant_id = :tenant, customer_id = :customer",
-      ExpressionAttributeValues: {
-        ":conversation": { SS: [conversationId] },
-        ...subjectValues(owner),
-      },
+  }
+
+  /** Lists the conversation on the customer's current page; a full page starts the next one. */
+  private async list(subject: DataSubject, conversationId: string): Promise<void> {
+    const item = await this.get(customerKey(subject));
+    let page = Number(item?.conversation_page?.N ?? 0);
+    for (;;) {
+      try {
+        await this.update(pageKey(subject, page), {
+          UpdateExpression: "ADD conversations :listed",
+          ConditionExpression:
+            "attribute_not_exists(conversations) OR size(conversations) < :max OR contains(conversations, :id)",
+          ExpressionAttributeValues: {
+            ":listed": { SS: [conversationId] },
+            ":id": { S: conversationId },
+            ":max": { N: String(CONVERSATIONS_PER_PAGE) },
+          },
+        });
+        return;
+      } catch (error) {
+        if (!isConditionFailure(error)) throw error;
+      }
+      page++;
+      await this.turnPage(subject, page);
+    }
+  }
+
+  /** Moves the customer's current page on to `page` (unless another claim moved it as far). */
+  private async turnPage(subject: DataSubject, page: number): Promise<void> {
+    try {
+      await this.update(customerKey(subject), {
+        UpdateExpression:
+          "SET conversation_page = :page, tenant_id = :tenant, customer_id = :customer",
+        ConditionExpression: "attribute_not_exists(conversation_page) OR conversation_page < :page",
+        ExpressionAttributeValues: { ":page": { N: String(page) }, ...subjectValues(subject) },
+      });
+    } catch (error) {
+      if (!isConditionFailure(error)) throw error;
+    }
+  }
+
+  /** The conversations on the customer's pages, 0 to its current one. */
+  private async pages(subject: DataSubject, item: Item | undefined): Promise<string[]> {
+    const last = Number(item?.conversation_page?.N ?? 0);
+    const keys = Array.from({ length: last + 1 }, (_, page) => ({
+      table: this.options.tableName,
+      pk: pageKey(subject, page),
+    }));
+    const byPage = new Map<string, unknown>();
+    for (let at = 0; at < keys.length; at += MAX_BATCH_GET_KEYS) {
+      const chunk = keys.slice(at, at + MAX_BATCH_GET_KEYS);
+      const found = await batchGetByPk(this.options.client, chunk, true);
+      for (const i of found.get(this.options.tableName) ?? [])
+        byPage.set(String(i.pk), i.conversations);
+    }
+    return keys.flatMap(({ pk }) => {
+      const listed = byPage.get(pk);
+      return listed instanceof Set ? [...listed].map(String) : [];
     });
-    return owner;
   }
 
   async ownerOf(conversationId: string): Promise<DataSubject | undefined> {
@@ -166,6 +228,13 @@ export class DynamoCustomerKeys implements CustomerKeyStore {
 
 export function customerKey(subject: DataSubject): string {
   return `customer#${subject.tenant}#${subject.customer}`;
+}
+
+/** The most conversation ids one page item lists: 20 ids of 40 bytes stay within 1 KB. */
+export const CONVERSATIONS_PER_PAGE = 20;
+
+export function pageKey(subject: DataSubject, page: number): string {
+  return `conversations#${subject.tenant}#${subject.customer}#${page}`;
 }
 
 export function conversationKey(conversationId: string): string {

@@ -146,6 +146,9 @@ export function agentRole(spec: AgentRoleSpec): Role<AgentJournal> {
   return {
     ...spec.descriptor,
     summarize: summarizeAgentRun,
+    // A run's journal (1-3 KB of JSON, written on every step of the run) is read by AgentBus
+    // alone: kept deflated, each step's write bills about half the units.
+    compactState: true,
     discard: (state, event) => stopDiscard(state, event, types.start, spec.superseded),
     // A start discarded before its run began: the run will never say so itself.
     async discarded(state, event, reason) {

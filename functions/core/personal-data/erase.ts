@@ -3,7 +3,12 @@ import { type ContentOverwriter, erasedContent } from "../agent/content";
 import type { EventStore, StateReader, StoredState } from "../ports";
 import type { PersonalState, RoleDescriptor } from "../role";
 import { deterministicUlid } from "../sweeper";
-import type { CustomerKeyStore, DataSubject, ErasureRecord } from "./customer-keys";
+import {
+  type CustomerKeyStore,
+  type DataSubject,
+  type ErasureRecord,
+  subjectKey,
+} from "./customer-keys";
 
 /**
  * Erasing a customer (seed 000 §4.3; `agentbus erase --customer`). Deleting the customer's data
@@ -62,8 +67,12 @@ export async function eraseCustomer(
   if (record.key && (await ports.keys.eraseKey(subject, record.key.keyId, erasure)))
     outcome = "erased";
   let overwritten = 0;
-  for (const conversation of record.conversations)
+  for (const conversation of record.conversations) {
+    // A claim that lost a race left its conversation listed under the loser too.
+    const owner = await ports.keys.ownerOf(conversation);
+    if (owner && subjectKey(owner) !== subjectKey(subject)) continue;
     overwritten += await eraseConversation(ports, conversation);
+  }
   const kept = outcome === "erased" ? erasure : record.erased;
   return {
     outcome,

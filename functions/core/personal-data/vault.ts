@@ -68,11 +68,16 @@ export class Vault {
     this.currentKeys = new KeyCache(clock, options.cache);
   }
 
-  /** The envelope with its declared personal fields sealed (itself when there are none). */
-  async seal(envelope: Envelope): Promise<Envelope> {
+  /**
+   * The envelope with its declared personal fields sealed (itself when there are none). `claims`:
+   * whether its customer claims its conversation (./customer-keys): a stored event's does; a
+   * message a group keeps is sealed under its own customer's key, or its conversation's owner's,
+   * and claims nothing, so a conversation is claimed and listed where its events are stored.
+   */
+  async seal(envelope: Envelope, claims = true): Promise<Envelope> {
     const fields = this.personalFieldsOf(envelope);
     if (!fields.length) return envelope;
-    const subject = await this.subjectOf(envelope);
+    const subject = await this.subjectOf(envelope, claims);
     if (!subject) return envelope;
     const { keyId, key } = await this.sealingKey(subject);
     const payload = { ...(envelope.payload as Record<string, unknown>) };
@@ -88,7 +93,7 @@ export class Vault {
     const sealed: Envelope[] = [];
     for (const event of request.append ?? []) sealed.push(await this.seal(event));
     const append = request.append && sealed;
-    const kept = request.inbox?.envelope && (await this.seal(request.inbox.envelope));
+    const kept = request.inbox?.envelope && (await this.seal(request.inbox.envelope, false));
     return {
       ...request,
       ...(append ? { append } : {}),
@@ -150,7 +155,7 @@ export class Vault {
     );
   }
 
-  private async subjectOf(envelope: Envelope): Promise<DataSubject | undefined> {
+  private async subjectOf(envelope: Envelope, claims: boolean): Promise<DataSubject | undefined> {
     const payload = envelope.payload as { customer_id?: unknown; conversation_id?: unknown };
     const conversation =
       typeof payload.conversation_id === "string"
@@ -160,7 +165,7 @@ export class Vault {
     if (known) return known;
     if (typeof payload.customer_id === "string") {
       const subject = { tenant: tenantOf(envelope), customer: payload.customer_id };
-      if (!conversation) return subject;
+      if (!conversation || !claims) return subject;
       return this.remember(
         conversation,
         await this.options.keys.claimConversation(conversation, subject),

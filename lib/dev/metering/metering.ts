@@ -1,5 +1,9 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import type { AttributeValue, ConsumedCapacity } from "@aws-sdk/client-dynamodb";
+import {
+  type AttributeValue,
+  type ConsumedCapacity,
+  GetItemCommand,
+} from "@aws-sdk/client-dynamodb";
 import { marshall } from "@aws-sdk/util-dynamodb";
 import { type BilledCall, billedCall } from "./billing";
 import {
@@ -19,8 +23,11 @@ import {
  * response carries it, that number is used; a figure nobody asked for is ignored. Otherwise the
  * units are estimated the way DynamoDB bills on-demand tables:
  * - write: per item ceil(size / 1 KB), at least 1; TransactWriteItems counts 2x per action;
- *   UpdateItem, whose stored item size the request does not show, is sized from its key and
- *   expression values; DeleteItem and ConditionCheck count 1.
+ *   an update (UpdateItem, a transaction's Update) bills the whole item, the larger of its sizes
+ *   before and after, which the request does not show: a meter on a client that can send reads
+ *   the item before and after the call (strongly consistent GetItems, themselves not metered),
+ *   else the update is sized from its key and expression values; DeleteItem and ConditionCheck
+ *   count 1.
  * - read: per item ceil(size / 4 KB) (Query/Scan: of the summed size of the page), halved for
  *   eventually consistent reads; TransactGetItems counts 2x; a GetItem or BatchGetItem key that
  *   finds nothing still costs one minimum read.
@@ -113,13 +120,19 @@ export function meter(client: MeterableClient, options: MeterOptions = {}): Mete
     scopes.set(scope, tally);
     return [total, tally];
   };
+  const sizes = storedSizes(client);
   const middleware: MeterMiddleware = (next, context) => async (args) => {
+    if (unmetered.getStore()) return next(args);
     const operation = (context.commandName ?? "Unknown").replace(/Command$/, "");
     const counted = tallies();
     for (const t of counted) t.calls[operation] = (t.calls[operation] ?? 0) + 1;
+    const updated = updatedKeys(operation, args.input);
+    const before = await sizes(updated);
     try {
       const result = await next(args);
-      const usage = capacity(operation, args.input, result.output, indexes());
+      const after = await sizes(updated);
+      const stored = before.map((size, i) => Math.max(size, after[i] ?? 0));
+      const usage = capacity(operation, args.input, result.output, indexes(), stored);
       const billed = billedCall(operation, args.input, result.output);
       for (const t of counted) {
         t.add(usage.write, usage.read, usage.index);
@@ -128,7 +141,7 @@ export function meter(client: MeterableClient, options: MeterOptions = {}): Mete
       return result;
     } catch (error) {
       if (failedCondition(error)) {
-        const write = estimateWrites(operation, args.input, undefined);
+        const write = estimateWrites(operation, args.input, undefined, before);
         for (const t of counted) t.add(write, 0, 0);
       }
       throw error;
@@ -194,6 +207,39 @@ class Tally {
 }
 
 const meterScopes = new AsyncLocalStorage<string>();
+/** Set while the meter reads an item's stored size: those reads are not counted. */
+const unmetered = new AsyncLocalStorage<boolean>();
+
+type ItemKey = { readonly TableName: string; readonly Key: Item };
+
+/** The items an operation updates (UpdateItem, a transaction's Update actions), in order. */
+function updatedKeys(operation: string, input: unknown): ItemKey[] {
+  const request = (input ?? {}) as Input;
+  if (operation === "UpdateItem") return [request as unknown as ItemKey];
+  if (operation !== "TransactWriteItems") return [];
+  const actions = (request.TransactItems ?? []) as { Update?: ItemKey }[];
+  return actions.flatMap((a) => (a.Update ? [a.Update] : []));
+}
+
+/**
+ * Reads the stored size of items (0 when absent or unreadable) through the metered client, not
+ * counted; a client that cannot send sizes nothing.
+ */
+function storedSizes(client: MeterableClient): (keys: ItemKey[]) => Promise<number[]> {
+  const send = (client as { send?: (command: GetItemCommand) => Promise<{ Item?: Item }> }).send;
+  if (typeof send !== "function") return async (keys) => keys.map(() => 0);
+  return (keys) =>
+    unmetered.run(true, () =>
+      Promise.all(
+        keys.map(({ TableName, Key }) =>
+          send
+            .call(client, new GetItemCommand({ TableName, Key, ConsistentRead: true }))
+            .then((out) => itemSize(out.Item))
+            .catch(() => 0),
+        ),
+      ),
+    );
+}
 
 /**
  * Runs `work` with every metered call made inside it (and in what it awaits) counted under
@@ -233,6 +279,7 @@ function capacity(
   input: unknown,
   output: unknown,
   { catalog, entries }: { catalog: IndexCatalog; entries: IndexEntries },
+  stored: readonly number[],
 ) {
   const isWrite = DYNAMODB_WRITES.has(operation);
   if (!isWrite && !READS.has(operation)) return { write: 0, read: 0, index: 0 };
@@ -243,7 +290,7 @@ function capacity(
     // A reported figure includes the indexes' units (ReturnConsumedCapacity TOTAL).
     if (reported !== undefined) return { write: reported, read: 0, index: 0 };
     const index = indexWriteUnits(catalog, operation, input, itemSize, entries);
-    return { write: estimateWrites(operation, input, output) + index, read: 0, index };
+    return { write: estimateWrites(operation, input, output, stored) + index, read: 0, index };
   }
   return { write: 0, read: reported ?? estimateReads(operation, input, output), index: 0 };
 }
@@ -270,13 +317,19 @@ function failedCondition(error: unknown): boolean {
 
 const readUnitsOf = (bytes: number) => Math.max(1, Math.ceil(bytes / 4096));
 
-function estimateWrites(operation: string, input: unknown, output: unknown): number {
+/** `stored`: the stored sizes of the items the operation updates, in order (updatedKeys). */
+function estimateWrites(
+  operation: string,
+  input: unknown,
+  output: unknown,
+  stored: readonly number[] = [],
+): number {
   const request = (input ?? {}) as Input;
   switch (operation) {
     case "PutItem":
       return writeUnitsOf(itemSize(request.Item));
     case "UpdateItem":
-      return writeUnitsOf(updateSize(request));
+      return writeUnitsOf(Math.max(updateSize(request), stored[0] ?? 0));
     case "DeleteItem":
       return 1;
     case "BatchWriteItem": {
@@ -286,9 +339,13 @@ function estimateWrites(operation: string, input: unknown, output: unknown): num
     }
     case "TransactWriteItems": {
       const items = (request.TransactItems ?? []) as Record<string, Input | undefined>[];
+      let update = 0;
       return items.reduce((sum, action) => {
         if (action.Put) return sum + 2 * writeUnitsOf(itemSize(action.Put.Item));
-        if (action.Update) return sum + 2 * writeUnitsOf(updateSize(action.Update));
+        if (action.Update) {
+          const size = Math.max(updateSize(action.Update), stored[update++] ?? 0);
+          return sum + 2 * writeUnitsOf(size);
+        }
         return sum + 2;
       }, 0);
     }
