@@ -120,7 +120,8 @@ export function approvalAnswered(envelope: Record<string, unknown>): ApprovalAns
   const aggregate = (envelope.aggregate ?? {}) as { id?: unknown };
   const commandId = String(envelope.event_id);
   // A node's confirmation says why in its note.
-  const why = type === "workflow.confirm.requested" ? payload.note : payload.reason;
+  const whyField = type === "workflow.confirm.requested" ? "note" : "reason";
+  const why = copiable(type, envelope.schema_version, whyField) ? payload[whyField] : undefined;
   const answer = (target: unknown, decision: "approve" | "reject", step?: unknown) => ({
     target: String(target),
     ...(typeof step === "string" ? { step } : {}),
@@ -142,6 +143,17 @@ export function approvalAnswered(envelope: Record<string, unknown>): ApprovalAns
       payload.node_id,
     );
   return undefined;
+}
+
+/**
+ * Whether the audit record may copy this field of the command: not when the command's definition
+ * declares it personal (the command keeps it sealed under the customer's key where it is stored,
+ * which the record's `command_id` names; the record, kept by the audit group, could not be erased),
+ * nor when the definition is unknown here.
+ */
+function copiable(type: string, schemaVersion: unknown, field: string): boolean {
+  const definition = registry.get(type, Number(schemaVersion));
+  return definition !== undefined && !(definition.personal ?? []).includes(field);
 }
 
 /** The approval a command sent answered, on the audit topic; its event id, or undefined. */

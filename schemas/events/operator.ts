@@ -90,6 +90,10 @@ export const ApprovalAnsweredPayload = z.object({
   requested_by: OperatorName,
   principal: Principal,
   via: OperatorVia,
+  /**
+   * Why, as the command said it; absent where the command declares it personal (a held reply's
+   * reason may quote the customer: the command keeps it sealed, and `command_id` names it).
+   */
   reason: Reason,
   /** The command the answer was sent as. */
   command_id: z.string().check(z.maxLength(64)),
