@@ -78,7 +78,8 @@ export class SdkA2aAgent implements A2aAgentPort {
       );
       return viewOfTask(task);
     } catch (error) {
-      if (isNamed(error, "TaskNotFoundError")) return undefined;
+      // Not found, or any other refusal of the read: the task cannot be told from it.
+      if (isA2aError(error)) return undefined;
       throw this.told("tasks/get", error);
     }
   }
@@ -100,7 +101,8 @@ export class SdkA2aAgent implements A2aAgentPort {
       const task = listed.tasks.find((t) => t.contextId === contextId);
       return task ? viewOfTask(task) : undefined;
     } catch (error) {
-      if (isNamed(error, "UnsupportedOperationError")) return undefined;
+      // An agent that cannot list (unsupported, no such method): the task cannot be found by it.
+      if (isA2aError(error)) return undefined;
       throw this.told("tasks/list", error);
     }
   }
@@ -328,10 +330,6 @@ function stateOf(state: TaskState | undefined): A2aTaskState {
 
 function isA2aError(error: unknown): boolean {
   return error instanceof Error && Symbol.for("@a2a-js/sdk.A2AError") in error;
-}
-
-function isNamed(error: unknown, name: string): boolean {
-  return isA2aError(error) && (error as Error).name === name;
 }
 
 /** Network errors that leave no doubt the request was not sent. */
