@@ -23,6 +23,7 @@ import {
   a2aCardHash,
   a2aStep,
   a2aTool,
+  InMemoryA2aAgent,
 } from "../../functions/integrations/a2a/index";
 import { SdkA2aAgent } from "../../functions/integrations/a2a/sdk-agent";
 import { IDEMPOTENCY_KEY_META } from "../../functions/integrations/mcp/port";
@@ -300,5 +301,40 @@ describe("another system's A2A agent as a workflow step", () => {
     await expect(step({ message: "refuse" }, context(1))).rejects.toMatchObject({
       code: "a2a.task_failed",
     });
+  });
+});
+
+describe("the A2A integration's twin", () => {
+  const run = async (tool: AnyTool, receiveCount = 1) => {
+    const model = new ScriptedModel([ASK]);
+    const ports = {
+      model,
+      content: new InMemoryContentStore(),
+      sideEffects: new InMemorySideEffects(),
+    };
+    const definition = billingAgent([tool]);
+    const turn = commit(
+      (await agentStep(definition, await begin(ports), ports, { now: T0, receiveCount })).journal,
+    );
+    return { ports, called: await agentStep(definition, turn, ports, { now: T0, receiveCount }) };
+  };
+
+  it("answers a write that timed out after acting from its task: one message", async () => {
+    const twin = new InMemoryA2aAgent();
+    twin.failNext("timeout after acting");
+    const { called } = await run(a2aTool(twin, { name: "open_invoice", agent: "billing" }));
+    expect(called.recorded.outcome).toBe("succeeded (query after timeout)");
+    expect(twin.received).toHaveLength(1);
+  });
+
+  it("sends a read without the ledger, under a message id of its own", async () => {
+    const twin = new InMemoryA2aAgent();
+    const { ports, called } = await run(
+      a2aTool(twin, { name: "open_invoice", agent: "billing", effect: "read" }),
+    );
+    expect(called.recorded.outcome).toBe("succeeded (run)");
+    expect(await ports.sideEffects.get(KEY_OF_CALL_1)).toBeUndefined();
+    expect(twin.received[0]?.messageId).not.toBe(KEY_OF_CALL_1);
+    expect(twin.received[0]?.metadata).toEqual({});
   });
 });
