@@ -78,8 +78,8 @@ export class SdkA2aAgent implements A2aAgentPort {
       );
       return viewOfTask(task);
     } catch (error) {
-      // Not found, or any other refusal of the read: the task cannot be told from it.
-      if (isA2aError(error)) return undefined;
+      // Not found (a 404 over HTTP+JSON), or any other refusal of the read: it cannot tell.
+      if (isA2aError(error) || error instanceof PermanentError) return undefined;
       throw this.told("tasks/get", error);
     }
   }
@@ -102,7 +102,7 @@ export class SdkA2aAgent implements A2aAgentPort {
       return task ? viewOfTask(task) : undefined;
     } catch (error) {
       // An agent that cannot list (unsupported, no such method): the task cannot be found by it.
-      if (isA2aError(error)) return undefined;
+      if (isA2aError(error) || error instanceof PermanentError) return undefined;
       throw this.told("tasks/list", error);
     }
   }
