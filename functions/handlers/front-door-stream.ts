@@ -128,11 +128,8 @@ export function createFrontDoorStreamHandler(
   const a2a = a2aOf(env, { store, clock, sleep, eventbridge: options.eventbridge, tracer });
   return async (event, respond) => {
     const request = requestOf(event);
-    const callerNow = async () =>
-      callerOf(
-        await verifiedClaims(tokenOf(event), key, env.JWT_ISSUER, audience),
-        env.TENANT_CLAIM,
-      );
+    const claims = () => verifiedClaims(tokenOf(event), key, env.JWT_ISSUER, audience);
+    const callerNow = async () => callerOf(await claims(), env.TENANT_CLAIM);
     try {
       if (isA2aPath(request.path))
         return write(

@@ -14,6 +14,7 @@ import { NEEDS_CONFIRMATION_MARKER } from "../../functions/roles/content-agents/
 import { type LocalEnvironment, startLocal } from "../../lib/dev/local/environment";
 import { loadRun } from "../../lib/dev/local/scenario/workflow";
 import { emulator } from "../support/aws";
+import { localCli } from "../support/cli";
 
 /**
  * A step role offered over A2A (the reference stack's reviewer: `steps.a2a` of the content agents),
@@ -99,7 +100,7 @@ describe("an offered role over A2A, called with @a2a-js/sdk's client", () => {
       transports: [new JsonRpcTransportFactory({ fetchImpl })],
       cardResolver: new DefaultAgentCardResolver({ fetchImpl: fetch }),
     });
-    return factory.createFromUrl(`${origin()}/v1/a2a/review`);
+    return factory.createFromUrl(`${origin()}/v1/a2a/review/.well-known/agent-card.json`, "");
   };
 
   it(
@@ -169,7 +170,9 @@ describe("an offered role over A2A, called with @a2a-js/sdk's client", () => {
         }),
       );
       expect(answered.states.at(-1)).toBe(TaskState.TASK_STATE_COMPLETED);
-      expect(answered.states).not.toContain(TaskState.TASK_STATE_INPUT_REQUIRED);
+      // The task as it was answered, then on past the answer to its end.
+      expect(answered.states[0]).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+      expect(answered.states.slice(1)).not.toContain(TaskState.TASK_STATE_INPUT_REQUIRED);
       expect(answered.artifacts).toContain("review");
       const done = await acme.getTask({ tenant: "", id: taskId, historyLength: undefined });
       expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
@@ -185,6 +188,30 @@ describe("an offered role over A2A, called with @a2a-js/sdk's client", () => {
       await expect(
         globex.getTask({ tenant: "", id: taskId, historyLength: undefined }),
       ).rejects.toThrow(/not found/i);
+    },
+    TIMEOUT * 2,
+  );
+  it(
+    "an operator's approval moves an input-required task on: a subscription follows it to completion",
+    async () => {
+      const acme = await clientOf("acme");
+      const asked = await follow(
+        acme.sendMessageStream({
+          tenant: "",
+          message: userMessage(`${NEEDS_CONFIRMATION_MARKER} a quote on wave power permits`),
+          configuration: undefined,
+          metadata: undefined,
+        }),
+      );
+      const taskId = asked.task?.id ?? "";
+      expect(asked.states.at(-1)).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+      // The confirmation is one of the approvals an operator sees, and answers.
+      const cli = localCli(() => env, STAGE, { AGENTBUS_OPERATOR: "alice" });
+      const approved = await cli("approve", runIdOfTask(taskId) ?? "", "--step", "review");
+      expect(approved.code, approved.stderr).toBe(0);
+      const followed = await follow(acme.resubscribeTask({ tenant: "", id: taskId }));
+      expect(followed.states.at(-1)).toBe(TaskState.TASK_STATE_COMPLETED);
+      expect(followed.artifacts).toContain("review");
     },
     TIMEOUT * 2,
   );

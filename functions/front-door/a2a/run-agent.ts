@@ -307,8 +307,14 @@ export function runAgentHandler(agent: A2aAgentContext): A2ARequestHandler {
   return {
     getAgentCard: () => sdk.getAgentCard(),
     getAuthenticatedExtendedAgentCard: (p, c) => sdk.getAuthenticatedExtendedAgentCard(p, c),
-    sendMessage: (p, c) => sdk.sendMessage(p, c),
-    sendMessageStream: (p, c) => sdk.sendMessageStream(p, c),
+    sendMessage: async (p, c) => {
+      await checkMessage(agent, p.message);
+      return sdk.sendMessage(p, c);
+    },
+    sendMessageStream: async function* (p, c) {
+      await checkMessage(agent, p.message);
+      yield* sdk.sendMessageStream(p, c);
+    },
     getTask: (p, c) => sdk.getTask(p, c),
     listTasks: (p, c) => sdk.listTasks(p, c),
     createTaskPushNotificationConfig: (p, c) => sdk.createTaskPushNotificationConfig(p, c),
@@ -318,6 +324,28 @@ export function runAgentHandler(agent: A2aAgentContext): A2ARequestHandler {
     cancelTask: (p: CancelTaskRequest) => cancelAndWait(agent, p.id),
     resubscribe: (p: SubscribeToTaskRequest) => subscribe(agent, p.id),
   };
+}
+
+/**
+ * Why a message cannot be taken, before the SDK runs the executor (which could only say that it
+ * failed): a new task's message has no input; a message on a task waits for no answer, or is none.
+ * A task that is not the caller's, or that ended, the SDK refuses itself.
+ */
+async function checkMessage(agent: A2aAgentContext, message: Message | undefined): Promise<void> {
+  if (!message) return;
+  if (!message.taskId) {
+    runInputOf(message, agent.offered);
+    return;
+  }
+  const run = await loadRun(agent, message.taskId);
+  if (!run.found || !run.state) return;
+  const task = taskOfRun(message.taskId, run.state, now(agent));
+  if (isTerminal(task.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED)) return;
+  if (pendingApprovals(run.state).length === 0)
+    throw new UnsupportedOperationError(
+      `Task ${message.taskId} waits for no answer: it is ${TaskState[task.status?.state ?? 0]}`,
+    );
+  decisionOf(message);
 }
 
 /** Cancel the task's run, and answer the task once the run ended (or as it is after `maxSeconds`). */
@@ -331,7 +359,10 @@ async function cancelAndWait(agent: A2aAgentContext, taskId: string): Promise<Ta
   return task;
 }
 
-/** A subscription: the task as it is, then its changes until it ends or waits for an answer. */
+/**
+ * A subscription: the task as it is, then its changes until it ends (through an input-required
+ * one, which the caller or an operator answers meanwhile), or `maxSeconds` pass.
+ */
 async function* subscribe(agent: A2aAgentContext, taskId: string): AsyncGenerator<StreamResponse> {
   const run = await loadRun(agent, taskId);
   if (!run.found || !run.state) throw new TaskNotFoundError(`Task not found: ${taskId}`);
@@ -339,7 +370,7 @@ async function* subscribe(agent: A2aAgentContext, taskId: string): AsyncGenerato
   yield { payload: { $case: "task", value: task } };
   const state = task.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED;
   if (isTerminal(state)) return;
-  for await (const event of followRun(agent, taskId, { state })) {
+  for await (const event of followRun(agent, taskId, { state, toTheEnd: true })) {
     if (event.kind === "statusUpdate")
       yield { payload: { $case: "statusUpdate", value: event.data } };
     if (event.kind === "artifactUpdate")
