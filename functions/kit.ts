@@ -224,7 +224,7 @@ export type { SideEffectRecord, SideEffectResult, SideEffectStore } from "./core
 export { InMemorySideEffects, sideEffectKey } from "./core/side-effects";
 export type { StepContext, StepHandler, StepRun } from "./core/step-role";
 export { assignmentKey, nodeHeartbeat } from "./core/step-role";
-export type { StepDeclaration, StepRoleEntry, StepRoleTable } from "./core/steps";
+export type { StepA2a, StepDeclaration, StepRoleEntry, StepRoleTable } from "./core/steps";
 export { stepRolesOf } from "./core/steps";
 export { DAG_RUN_AGGREGATE } from "./core/sweeper";
 export type {

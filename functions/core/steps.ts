@@ -7,7 +7,7 @@ import {
   stepCommandDefinitions,
   stepCommandTypes,
 } from "../../schemas/events/step";
-import { MAX_HEARTBEAT_LEASE_SECONDS } from "../../schemas/events/workflow";
+import { MAX_HEARTBEAT_LEASE_SECONDS, WORKFLOW_NAME_PATTERN } from "../../schemas/events/workflow";
 import * as z from "../../schemas/zod";
 import { type IntegrationUses, usesOf } from "./integration";
 import { type OutputSchema, outputSchemaIssues, outputSchemaOf } from "./output-schema";
@@ -53,7 +53,27 @@ export interface StepDeclaration {
    * always does. @default false
    */
   readonly items?: boolean;
+  /**
+   * The role is offered to other agent systems over A2A through the front door
+   * (functions/front-door/a2a): its agent card's skill says what it does, and a message starts a
+   * run of `workflow` (a workflow in which the role is a node) with the message's text as the
+   * input field `textInput` (a data part: the input as it is). @default not offered
+   */
+  readonly a2a?: StepA2a;
 }
+
+/** How a step role is offered over A2A (`StepDeclaration.a2a`). */
+export const StepA2aSchema = z.object({
+  /** What the role does, for a caller choosing an agent: the card's description and skill. */
+  description: z.string().check(z.minLength(1), z.maxLength(1000)),
+  /** The workflow a message starts (a stack workflow's name or alias, or a registered one). */
+  workflow: z.string().check(z.regex(WORKFLOW_NAME_PATTERN)),
+  /** The input field a message's text becomes. */
+  textInput: z.string().check(z.minLength(1), z.maxLength(64)),
+  /** Messages a caller might send, shown on the card. */
+  examples: z.optional(z.array(z.string().check(z.minLength(1), z.maxLength(500)))),
+});
+export type StepA2a = z.output<typeof StepA2aSchema>;
 
 /** What the orchestrator knows of one step role. */
 export const StepRoleEntry = z.object({
@@ -86,6 +106,8 @@ export const StepRoleEntry = z.object({
    * nothing.
    */
   writes: z.optional(z.array(z.string().check(z.minLength(1)))),
+  /** Offered over A2A (`StepDeclaration.a2a`); the front door's stream function serves it. */
+  a2a: z.optional(StepA2aSchema),
 });
 export type StepRoleEntry = z.output<typeof StepRoleEntry>;
 
@@ -132,6 +154,7 @@ export function stepEntryOf(
     ...(steps.leaseSeconds === undefined ? {} : { lease_seconds: steps.leaseSeconds }),
     ...(items ? { items } : {}),
     ...(writes.length > 0 ? { writes } : {}),
+    ...(steps.a2a === undefined ? {} : { a2a: steps.a2a }),
   };
 }
 

@@ -595,8 +595,8 @@ function customerOf(caller: Caller, named: string | undefined): string {
  * starts: the caller's W3C `traceparent` header continued when it is a valid one, else a new trace
  * (functions/core/trace-context.ts).
  */
-function clientEnvelope(
-  ports: FrontDoorPorts,
+export function clientEnvelope(
+  ports: Pick<FrontDoorPorts, "registry" | "clock">,
   caller: Caller,
   eventId: string,
   message: {

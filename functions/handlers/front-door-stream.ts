@@ -1,12 +1,16 @@
 import { MetricUnit } from "@aws-lambda-powertools/metrics";
 import type { LambdaFunctionURLEvent } from "aws-lambda";
 import { type CryptoKey, createRemoteJWKSet, type JWTVerifyGetKey } from "jose";
+import { registry } from "../../schemas";
 import * as z from "../../schemas/zod";
 import type { AwsClient } from "../adapters/aws/client";
 import { DynamoConsumerStore } from "../adapters/dynamodb/event-store";
+import { EventBridgePublisher } from "../adapters/eventbridge/publisher";
 import { parseEnv } from "../core/parse-env";
 import type { Clock, EventStore } from "../core/ports";
-import { systemClock } from "../core/runtime";
+import { systemClock, ulidSource } from "../core/runtime";
+import { A2aAgents } from "../front-door/a2a/agents";
+import { type A2aAnswer, type A2aService, answerA2a, isA2aPath } from "../front-door/a2a/serve";
 import {
   fail,
   type HttpRequest,
@@ -59,7 +63,15 @@ export const FrontDoorStreamEnv = z.object({
   ),
   /** The stack's features (functions/roles/features.ts), a comma list. Left out: every feature. */
   FEATURES: z.optional(FeatureList),
+  /**
+   * The step roles the stack offers over A2A, JSON by role (functions/front-door/a2a/card.ts).
+   * Left out: none, and the A2A routes answer 404 `not_served`.
+   */
+  A2A_AGENTS: z.optional(z.string().check(z.minLength(2))),
+  /** The commands bus, where an A2A message starts, answers or cancels a run. */
+  BUS_COMMANDS: z.optional(z.string().check(z.minLength(1))),
 });
+type FrontDoorStreamEnvValues = z.output<typeof FrontDoorStreamEnv>;
 
 /** The response as it is streamed: its head once, then its body as it comes. */
 export interface ResponseWriter {
@@ -85,6 +97,8 @@ export interface FrontDoorStreamOptions {
   readonly events?: StreamPorts["events"];
   /** Unwraps the customers' data keys (with `CUSTOMER_KEYS_*`: ./vault). */
   readonly kms?: AwsClient;
+  /** Replaces the EventBridge client the A2A routes put commands with (tests). */
+  readonly eventbridge?: AwsClient;
   /** The issuer's key (a local issuer's), instead of its JWKS. */
   readonly jwtKey?: CryptoKey | JWTVerifyGetKey;
   readonly sleep?: (ms: number) => Promise<void>;
@@ -111,11 +125,18 @@ export function createFrontDoorStreamHandler(
   const store = options.store ?? dynamo;
   const events = options.events ?? eventsOf(rawEnv, dynamo, { dynamodb, kms: options.kms }, clock);
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms)));
+  const a2a = a2aOf(env, { store, clock, sleep, eventbridge: options.eventbridge, tracer });
   return async (event, respond) => {
     const request = requestOf(event);
+    const claims = () => verifiedClaims(tokenOf(event), key, env.JWT_ISSUER, audience);
+    const callerNow = async () => callerOf(await claims(), env.TENANT_CLAIM);
     try {
-      const claims = await verifiedClaims(tokenOf(event), key, env.JWT_ISSUER, audience);
-      const caller = callerOf(claims, env.TENANT_CLAIM);
+      if (isA2aPath(request.path))
+        return write(
+          await answerA2a({ ...request, ...bodyOf(event) }, { ...a2a, caller: callerNow }),
+          respond,
+        );
+      const caller = await callerNow();
       const ports = { store, clock, sleep, ...(events ? { events } : {}) };
       const stream = await openStream(request, caller, ports, settings);
       if (request.method === "HEAD") return respond(200, { ...STREAM_HEADERS }).end();
@@ -141,6 +162,49 @@ export function createFrontDoorStreamHandler(
       out.write(answer.body);
       out.end();
     }
+  };
+}
+
+/** The A2A routes' agents and ports: the state table's runs, the commands bus. */
+function a2aOf(
+  env: FrontDoorStreamEnvValues,
+  deps: {
+    store: Pick<EventStore, "load">;
+    clock: Clock;
+    sleep: (ms: number) => Promise<void>;
+    eventbridge: AwsClient | undefined;
+    tracer: Observability["tracer"];
+  },
+): Omit<A2aService, "caller"> {
+  const agents = env.A2A_AGENTS ? A2aAgents.parse(JSON.parse(env.A2A_AGENTS)) : {};
+  const publisher = new EventBridgePublisher({
+    client: deps.tracer.capture(deps.eventbridge ?? containerAwsClient()),
+    buses: env.BUS_COMMANDS ? { commands: env.BUS_COMMANDS } : {},
+  });
+  return {
+    agents,
+    ports: { ...deps, publisher, registry, ids: ulidSource(deps.clock) },
+    settings: { pollMs: env.STREAM_POLL_MS, maxSeconds: env.STREAM_MAX_SECONDS },
+  };
+}
+
+/** Write an A2A answer: whole, or its server-sent events as they come. */
+async function write(answer: A2aAnswer, respond: Respond): Promise<void> {
+  const out = respond(answer.status, { ...answer.headers });
+  if ("body" in answer) out.write(answer.body);
+  else
+    for await (const text of answer.stream) {
+      if (out.closed()) break;
+      out.write(text);
+    }
+  out.end();
+}
+
+/** A function URL request's body, as text. */
+function bodyOf(event: LambdaFunctionURLEvent): { body?: string } {
+  if (event.body === undefined) return {};
+  return {
+    body: event.isBase64Encoded ? Buffer.from(event.body, "base64").toString("utf8") : event.body,
   };
 }
 

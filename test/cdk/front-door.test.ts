@@ -363,8 +363,8 @@ describe("the front door", () => {
       InvokeMode: "RESPONSE_STREAM",
       Cors: {
         AllowOrigins: ["*"],
-        AllowMethods: ["GET"],
-        AllowHeaders: ["authorization", "last-event-id"],
+        AllowMethods: ["GET", "POST"],
+        AllowHeaders: ["authorization", "last-event-id", "content-type", "a2a-version"],
       },
     });
     expect(resource.Properties.Environment).toMatchObject({
@@ -427,13 +427,34 @@ describe("the front door", () => {
     expect(resource.Properties.Environment).toMatchObject({
       Variables: { EVENTS_TABLE: expect.anything() },
     });
-    // The rest opens personal fields: the customer keys' reads and Decrypt, never a seal.
+    // The rest opens personal fields (the customer keys' reads and Decrypt, never a seal), and
+    // puts the A2A agents' commands on the commands bus.
     const rest = statements.filter((s) => !dynamodb.slice(0, 2).includes(s));
     expect(rest.flatMap((s) => s.Action).sort()).toEqual([
       "dynamodb:BatchGetItem",
       "dynamodb:GetItem",
+      "events:PutEvents",
       "kms:Decrypt",
     ]);
+  });
+
+  it("offers the step roles that declare `a2a` from its stream function, which may put on the commands bus only", () => {
+    const [resource] = functionsOfKind(template, "front-door-stream");
+    if (!resource) throw new Error("no front-door-stream function");
+    const variables = (resource.Properties.Environment as { Variables: Record<string, unknown> })
+      .Variables;
+    expect(Object.keys(JSON.parse(String(variables.A2A_AGENTS)))).toEqual(["review"]);
+    expect(JSON.parse(String(variables.A2A_AGENTS)).review).toMatchObject({
+      workflow: "long-form",
+      textInput: "topic_hint",
+    });
+    expect(variables.BUS_COMMANDS).toEqual(expect.anything());
+    const puts = statementsOf(template, resource).filter((s) =>
+      s.Action.includes("events:PutEvents"),
+    );
+    expect(puts).toHaveLength(1);
+    expect(JSON.stringify(puts[0]?.Resource)).toMatch(/Commands/i);
+    expect(JSON.stringify(puts[0]?.Resource)).not.toMatch(/Events(Bus|Topic)/);
   });
 
   it("tells both its functions the stack's features: every one on the reference stack, none on an application's", () => {

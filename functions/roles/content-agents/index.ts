@@ -7,6 +7,7 @@ import {
   model,
   NEEDS_HUMAN,
   raiseOn,
+  type StepA2a,
   use,
 } from "../../kit";
 import {
@@ -29,6 +30,21 @@ import { CONTENT_AGENT_SCRIPTS } from "./local-scripts";
 export const ContentAgentSettings = z.object({
   AGENT_CONFIRM_SECONDS: z.optional(z.coerce.number().check(z.int(), z.positive())),
 });
+
+/**
+ * The content agents offered over A2A (functions/front-door/a2a): the reviewer, whose message is
+ * a topic that a long-form run researches, writes and reviews; it may ask for a confirmation,
+ * which the caller (or an operator) gives.
+ */
+const A2A_OFFERED: Partial<Record<ContentRole, StepA2a>> = {
+  review: {
+    description:
+      "Reviews a long-form article on a topic before it is published: picks the angle, checks the claims, writes and reviews the draft, asking for a confirmation where a claim needs one.",
+    workflow: "long-form",
+    textInput: "topic_hint",
+    examples: ["The numbers behind grid storage"],
+  },
+};
 
 /**
  * One content agent (topic selection, fact check, writing, review): group = role, subscribed to
@@ -69,6 +85,7 @@ export function contentAgentModule(role: ContentRole) {
       types: { requested, cancel, confirm: confirmTypeOf(role) },
       answers: { completed, failed },
       items: true,
+      ...(A2A_OFFERED[role] ? { a2a: A2A_OFFERED[role] } : {}),
     },
     build: (ports, settings) =>
       contentAgentRole({

@@ -6,6 +6,7 @@ import type {
 } from "aws-lambda";
 import { type CryptoKey, exportJWK, generateKeyPair, type JWTPayload, SignJWT } from "jose";
 import { ulid } from "ulid";
+import { isA2aPath } from "../../../functions/front-door/a2a/serve";
 import { methodsOf, ROUTES, type Route } from "../../../functions/front-door/api";
 import { pathMatches } from "../../../functions/front-door/http";
 import { STREAM_ROUTES } from "../../../functions/front-door/stream";
@@ -128,7 +129,8 @@ export async function serveFrontDoor(functions: FrontDoorFunctions): Promise<Loc
   const serve = async (req: IncomingMessage, res: ServerResponse) => {
     // The request target as sent (`//` is a path here, not a host).
     const url = new URL(`http://127.0.0.1${req.url ?? "/"}`);
-    const isStream = STREAM_ROUTES.some((r) => pathMatches(r.path, url.pathname));
+    const isStream =
+      STREAM_ROUTES.some((r) => pathMatches(r.path, url.pathname)) || isA2aPath(url.pathname);
     return isStream && functions.stream
       ? streamAnswer(req, res, url, functions.stream)
       : answer(req, res, url, functions.invoke, issuer);
@@ -201,7 +203,10 @@ async function streamAnswer(
   stream: FrontDoorStreamHandler,
 ): Promise<void> {
   const requestId = ulid();
-  const event = eventOf(req, url, "$default", Buffer.alloc(0), {}, requestId);
+  const body = (await readBody(req)) ?? Buffer.alloc(0);
+  const event = eventOf(req, url, "$default", body, {}, requestId);
+  // Served over plain HTTP here: what the A2A cards name (functions/front-door/a2a/serve.ts).
+  event.headers["x-forwarded-proto"] = "http";
   let gone = false;
   res.on("close", () => {
     gone = true;

@@ -29,6 +29,7 @@ import {
   type StepRoleEntry,
   stepRolesEnvValue,
 } from "../../../functions/core/steps";
+import { A2A_AGENTS_ENV, offeredAgents } from "../../../functions/front-door/a2a/agents";
 import { ASSIGNMENT_STREAMS } from "../../../functions/front-door/agui-run";
 import { TURN_STREAMS } from "../../../functions/front-door/agui-stream";
 import { DAG_RUN, methodsOf, ROUTES, SERVICE_PREFIX } from "../../../functions/front-door/api";
@@ -302,8 +303,9 @@ export class FrontDoor extends Construct {
       invokeMode: InvokeMode.RESPONSE_STREAM,
       cors: {
         allowedOrigins: [...(props.streamOrigins ?? ["*"])],
-        allowedMethods: [UrlMethod.GET],
-        allowedHeaders: ["authorization", "last-event-id"],
+        // POST: the A2A routes' JSON-RPC calls (functions/front-door/a2a).
+        allowedMethods: [UrlMethod.GET, UrlMethod.POST],
+        allowedHeaders: ["authorization", "last-event-id", "content-type", "a2a-version"],
         maxAge: Duration.hours(1),
       },
     });
@@ -356,7 +358,26 @@ export class FrontDoor extends Construct {
       }),
     );
     props.customerKeys?.wire(fn, ["open"]);
+    this.offerA2a(fn, props);
     return fn;
+  }
+
+  /**
+   * The step roles offered over A2A (functions/front-door/a2a): the stream function serves their
+   * cards and JSON-RPC endpoints (`A2A_AGENTS`), and may put on the commands bus, where a message
+   * starts, answers or cancels a run. None offered: neither.
+   */
+  private offerA2a(fn: AgentBusFunction, props: FrontDoorProps): void {
+    const agents = offeredAgents(props.stepRoles ?? {});
+    if (Object.keys(agents).length === 0) return;
+    const commands = props.topics.find((topic) => topic.topicName === "commands");
+    if (!commands)
+      throw new Error(
+        `front door: ${Object.keys(agents).join(", ")} offered over A2A, but the stack has no commands topic to start their runs on`,
+      );
+    fn.addEnvironment(A2A_AGENTS_ENV, JSON.stringify(agents));
+    fn.addEnvironment("BUS_COMMANDS", commands.busName);
+    commands.grantPutEvents(fn);
   }
 
   /**

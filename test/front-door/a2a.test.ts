@@ -1,0 +1,383 @@
+import { TaskState } from "@a2a-js/sdk";
+import { describe, expect, it } from "vitest";
+import type { EventStore } from "../../functions/core/ports";
+import { decisionOf, runInputOf } from "../../functions/front-door/a2a/run-agent";
+import { type A2aAnswer, type A2aService, answerA2a } from "../../functions/front-door/a2a/serve";
+import { runIdOfTask, taskOfRun, taskStateOf } from "../../functions/front-door/a2a/task";
+import { ProblemError } from "../../functions/front-door/http";
+import type { OrchestratorState } from "../../functions/roles/orchestrator/state";
+import { type Envelope, registry } from "../../schemas";
+import { opaqueIdProblem } from "../../schemas/ids";
+
+/**
+ * The A2A mapping in memory (functions/front-door/a2a): a run's stored state as a task, and the
+ * JSON-RPC calls of an offered role through the SDK's request handler, over a run whose state a
+ * stand-in orchestrator moves as the commands it is sent say: a message starts it, the review
+ * asks for a confirmation (input-required), a message answers it, the run completes. The same
+ * on the local stack with the SDK's client: test/e2e/a2a-agent.test.ts.
+ */
+
+process.env.POWERTOOLS_METRICS_DISABLED = "true";
+
+const TASK = "0b1c2d3e-4f50-4617-8899-aabbccddeeff";
+const OFFERED = {
+  description: "Reviews an article",
+  workflow: "long-form",
+  textInput: "topic_hint",
+};
+
+/** A run's state: its status, the review node's state, a confirmation pending or not. */
+function runState(
+  status: OrchestratorState["run"]["status"],
+  review: "PENDING" | "RUNNING" | "COMPLETED" | "FAILED",
+  options: { blocked?: boolean; tenant?: string } = {},
+): OrchestratorState {
+  return {
+    tenant_id: options.tenant ?? "acme",
+    workflow: "long-form",
+    run: {
+      workflow: { name: "content.long-form", version: 1 },
+      status,
+      nodes: {
+        review: {
+          state: review,
+          assigned_generation: 1,
+          ...(review === "COMPLETED" ? { output: { verdict: "approve" } } : {}),
+          ...(review === "FAILED"
+            ? { error: { code: "agent_run.confirmation_refused", message: "refused" } }
+            : {}),
+        },
+      },
+    },
+    leases: options.blocked
+      ? {
+          review: {
+            generation: 1,
+            expires_at: "2026-12-05T12:00:00Z",
+            blocked: {
+              since: "2026-12-05T10:00:00Z",
+              confirm_by: "2026-12-05T11:00:00Z",
+              question: "Is the quote confirmed?",
+            },
+          },
+        }
+      : {},
+    timeline: [],
+  } as unknown as OrchestratorState;
+}
+
+describe("a run as an A2A task", () => {
+  it("a task id names one run, whose id carries no run of digits", () => {
+    const runId = runIdOfTask("12345678-1234-4234-8234-123456789012") ?? "";
+    expect(runId).toMatch(/^run_[a-p-]{36}$/);
+    expect(opaqueIdProblem(runId)).toBeUndefined();
+    expect(runIdOfTask("12345678-1234-4234-8234-123456789013")).not.toBe(runId);
+    for (const foreign of ["run_abc", "", "12345678-1234-4234-8234-12345678901Z"])
+      expect(runIdOfTask(foreign)).toBeUndefined();
+  });
+
+  it("each run status and node state maps to its task state", () => {
+    expect(taskStateOf(undefined)).toBe(TaskState.TASK_STATE_SUBMITTED);
+    expect(taskStateOf(runState("RUNNING", "PENDING"))).toBe(TaskState.TASK_STATE_SUBMITTED);
+    expect(taskStateOf(runState("RUNNING", "RUNNING"))).toBe(TaskState.TASK_STATE_WORKING);
+    expect(taskStateOf(runState("RUNNING", "RUNNING", { blocked: true }))).toBe(
+      TaskState.TASK_STATE_INPUT_REQUIRED,
+    );
+    expect(taskStateOf(runState("COMPLETED", "COMPLETED"))).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(taskStateOf(runState("PARTIAL", "COMPLETED"))).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(taskStateOf(runState("FAILED", "FAILED"))).toBe(TaskState.TASK_STATE_FAILED);
+    expect(taskStateOf(runState("CANCELLED", "RUNNING"))).toBe(TaskState.TASK_STATE_CANCELED);
+    // A confirmation already answered waits for nobody; nor does one of a run that ended.
+    expect(taskStateOf(runState("FAILED", "RUNNING", { blocked: true }))).toBe(
+      TaskState.TASK_STATE_FAILED,
+    );
+  });
+
+  it("an input-required task says what it waits for; an ended one carries the nodes' outputs", () => {
+    const waiting = taskOfRun(
+      TASK,
+      runState("RUNNING", "RUNNING", { blocked: true }),
+      "2026-12-05T10:01:00Z",
+    );
+    expect(waiting.status?.message?.parts[0]?.content).toEqual({
+      $case: "text",
+      value: "Is the quote confirmed?: answer approve or reject",
+    });
+    expect(waiting.status?.message?.metadata?.agentbus).toMatchObject({
+      step: "review",
+      deadline: "2026-12-05T11:00:00Z",
+    });
+    expect(waiting.artifacts).toEqual([]);
+    const done = taskOfRun(TASK, runState("COMPLETED", "COMPLETED"), "2026-12-05T10:02:00Z");
+    expect(done.artifacts.map((a) => [a.artifactId, a.parts[0]?.content])).toEqual([
+      ["review", { $case: "data", value: { verdict: "approve" } }],
+    ]);
+    expect(done.metadata?.agentbus).toEqual({
+      run_id: runIdOfTask(TASK),
+      run_status: "COMPLETED",
+      workflow: { name: "content.long-form", version: 1 },
+    });
+    const failed = taskOfRun(TASK, runState("FAILED", "FAILED"), "2026-12-05T10:02:00Z");
+    expect(failed.status?.message?.parts[0]?.content).toMatchObject({
+      value: expect.stringContaining("agent_run.confirmation_refused"),
+    });
+  });
+
+  it("a message's input and an answer's decision, or why it is neither", () => {
+    const text = (value: string) => ({
+      messageId: "m",
+      contextId: "",
+      taskId: "",
+      role: 1,
+      parts: [
+        {
+          content: { $case: "text" as const, value },
+          metadata: undefined,
+          filename: "",
+          mediaType: "",
+        },
+      ],
+      metadata: undefined,
+      extensions: [],
+      referenceTaskIds: [],
+    });
+    const data = (value: unknown) => ({
+      ...text(""),
+      parts: [
+        {
+          content: { $case: "data" as const, value },
+          metadata: undefined,
+          filename: "",
+          mediaType: "",
+        },
+      ],
+    });
+    expect(runInputOf(text("grid fees"), OFFERED)).toEqual({ topic_hint: "grid fees" });
+    expect(runInputOf(data({ topic_hint: "x", depth: 2 }), OFFERED)).toEqual({
+      topic_hint: "x",
+      depth: 2,
+    });
+    expect(() => runInputOf(text("  "), OFFERED)).toThrow(/no text and no data part/);
+    expect(decisionOf(text("approve: the source confirmed it"))).toEqual({
+      verdict: "approve",
+      reason: "the source confirmed it",
+    });
+    expect(decisionOf(text("No"))).toEqual({ verdict: "reject" });
+    expect(decisionOf(data({ decision: "reject", reason: "unsourced" }))).toEqual({
+      verdict: "reject",
+      reason: "unsourced",
+    });
+    expect(() => decisionOf(text("maybe later"))).toThrow(/approve.*reject/);
+  });
+});
+
+/**
+ * An offered reviewer over a stand-in orchestrator: the state of each run the commands put on the
+ * bus say, read by the handler as the state table would give it.
+ */
+function world() {
+  let now = Date.parse("2026-12-05T10:00:00Z");
+  const runs = new Map<string, OrchestratorState>();
+  const published: Envelope[] = [];
+  const apply = (envelope: Envelope) => {
+    const payload = envelope.payload as { run_id: string; answer?: string };
+    const tenant = envelope.tenant_id ?? "default";
+    if (envelope.event_type === "workflow.start.requested")
+      runs.set(payload.run_id, runState("RUNNING", "RUNNING", { blocked: true, tenant }));
+    if (envelope.event_type === "workflow.confirm.requested")
+      runs.set(
+        payload.run_id,
+        payload.answer === "confirmed"
+          ? runState("COMPLETED", "COMPLETED", { tenant })
+          : runState("FAILED", "FAILED", { tenant }),
+      );
+    if (envelope.event_type === "workflow.cancel.requested")
+      runs.set(payload.run_id, runState("CANCELLED", "RUNNING", { tenant }));
+  };
+  const store: Pick<EventStore, "load"> = {
+    async load({ state }) {
+      const data = runs.get(state?.id ?? "");
+      return {
+        inboxHit: false,
+        checkpoint: 0,
+        state: data && state ? { aggregate: state, revision: 1, version: 1, data } : undefined,
+      };
+    },
+  };
+  let id = 0;
+  const service = (tenant: string): A2aService => ({
+    agents: { review: OFFERED },
+    ports: {
+      store,
+      registry,
+      clock: { now: () => new Date(now) },
+      sleep: async (ms) => {
+        now += ms;
+      },
+      ids: { next: () => `01JAAAAAAAAAAAAAAAAAAAA${String(++id).padStart(3, "0")}` },
+      publisher: {
+        publish: async (_topic, envelopes) => {
+          published.push(...envelopes);
+          for (const envelope of envelopes) apply(envelope);
+          return [];
+        },
+      },
+    },
+    settings: { pollMs: 1000, maxSeconds: 30 },
+    caller: async () => ({ tenantId: tenant, userId: `user_${tenant}` }),
+  });
+  return { service, published, runs };
+}
+
+const rpc = (method: string, params: unknown) => ({
+  method: "POST",
+  path: "/v1/a2a/review",
+  headers: { host: "door.example", "a2a-version": "1.0" },
+  requestId: "r",
+  body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+});
+
+const message = (text: string, taskId?: string) => ({
+  message: {
+    messageId: `m-${text}`,
+    role: "ROLE_USER",
+    parts: [{ text }],
+    ...(taskId ? { taskId } : {}),
+  },
+});
+
+async function result(
+  answer: A2aAnswer,
+): Promise<{ result?: Record<string, unknown>; error?: { message: string } }> {
+  if (!("body" in answer)) throw new Error("a stream, where a JSON answer was expected");
+  return JSON.parse(answer.body);
+}
+
+describe("an offered role's JSON-RPC calls, in memory", () => {
+  it("serves the card: the role's skill, JSON-RPC at its path, the bearer token", async () => {
+    const { service } = world();
+    const answer = await answerA2a(
+      {
+        method: "GET",
+        path: "/v1/a2a/review/.well-known/agent-card.json",
+        headers: { host: "door.example" },
+        requestId: "r",
+      },
+      service("acme"),
+    );
+    const card = JSON.parse("body" in answer ? answer.body : "{}");
+    expect(card).toMatchObject({
+      name: "review",
+      description: "Reviews an article",
+      supportedInterfaces: [
+        {
+          url: "https://door.example/v1/a2a/review",
+          protocolBinding: "JSONRPC",
+          protocolVersion: "1.0",
+        },
+      ],
+      capabilities: { streaming: true },
+      skills: [
+        { id: "review", description: "Reviews an article", tags: ["review", "workflow:long-form"] },
+      ],
+      securitySchemes: {
+        bearer: { httpAuthSecurityScheme: { scheme: "Bearer", bearerFormat: "JWT" } },
+      },
+    });
+    const other = answerA2a(
+      {
+        method: "GET",
+        path: "/v1/a2a/writing/.well-known/agent-card.json",
+        headers: {},
+        requestId: "r",
+      },
+      service("acme"),
+    );
+    await expect(other).rejects.toThrow(ProblemError);
+  });
+
+  it("send starts the run and answers input-required; an answer completes it; another tenant finds nothing", async () => {
+    const { service, published, runs } = world();
+    const sent = await result(
+      await answerA2a(rpc("SendMessage", message("grid fees")), service("acme")),
+    );
+    const task = sent.result?.task as { id: string; status: { state: string } };
+    expect(task.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
+    const runId = runIdOfTask(task.id) ?? "";
+    expect(published[0]).toMatchObject({
+      event_type: "workflow.start.requested",
+      tenant_id: "acme",
+      aggregate: { type: "dag_run", id: runId },
+      payload: { run_id: runId, workflow_name: "long-form", request: { topic_hint: "grid fees" } },
+    });
+
+    for (const call of [
+      rpc("GetTask", { id: task.id }),
+      rpc("SendMessage", message("approve", task.id)),
+      rpc("CancelTask", { id: task.id }),
+    ]) {
+      const refused = await result(await answerA2a(call, service("globex")));
+      expect(refused.error?.message).toMatch(/not found/i);
+    }
+    expect(published).toHaveLength(1);
+
+    const answered = await result(
+      await answerA2a(rpc("SendMessage", message("approve, confirmed", task.id)), service("acme")),
+    );
+    expect(published[1]).toMatchObject({
+      event_type: "workflow.confirm.requested",
+      payload: {
+        run_id: runId,
+        node_id: "review",
+        answer: "confirmed",
+        note: "confirmed",
+        requested_by: "user_acme",
+      },
+    });
+    expect(answered.result?.task).toMatchObject({ status: { state: "TASK_STATE_COMPLETED" } });
+    expect(runs.get(runId)?.run.status).toBe("COMPLETED");
+    const done = await result(await answerA2a(rpc("GetTask", { id: task.id }), service("acme")));
+    expect(done.result).toMatchObject({
+      id: task.id,
+      status: { state: "TASK_STATE_COMPLETED" },
+      artifacts: [{ artifactId: "review" }],
+    });
+  });
+
+  it("streams a task's changes as server-sent events; cancel ends its run; a message the task does not wait for is refused", async () => {
+    const { service, published } = world();
+    const answer = await answerA2a(
+      rpc("SendStreamingMessage", message("tidal power")),
+      service("acme"),
+    );
+    if (!("stream" in answer)) throw new Error("no stream");
+    const events: Record<string, unknown>[] = [];
+    for await (const text of answer.stream)
+      events.push(JSON.parse(text.replace(/^data: /, "")).result);
+    expect(events.map((e) => Object.keys(e)[0])).toEqual(["task", "statusUpdate"]);
+    const taskId = String((events[0]?.task as { id?: string } | undefined)?.id);
+    expect(events[1]).toMatchObject({
+      statusUpdate: { taskId, status: { state: "TASK_STATE_INPUT_REQUIRED" } },
+    });
+
+    const unclear = await result(
+      await answerA2a(rpc("SendMessage", message("perhaps", taskId)), service("acme")),
+    );
+    expect(unclear.error?.message).toMatch(/approve.*reject/);
+    const cancelled = await result(
+      await answerA2a(rpc("CancelTask", { id: taskId }), service("acme")),
+    );
+    expect(published.at(-1)).toMatchObject({
+      event_type: "workflow.cancel.requested",
+      payload: { requested_by: "user_acme" },
+    });
+    expect(cancelled.result).toMatchObject({
+      id: taskId,
+      status: { state: "TASK_STATE_CANCELED" },
+    });
+    const after = await result(
+      await answerA2a(rpc("SendMessage", message("approve", taskId)), service("acme")),
+    );
+    expect(after.error?.message).toMatch(/terminal state/);
+  });
+});
