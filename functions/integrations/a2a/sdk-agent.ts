@@ -16,6 +16,7 @@ import {
 } from "@a2a-js/sdk/client";
 import { PermanentError, TransientError, UnknownOutcomeError } from "../../core/errors";
 import { canonicalJson } from "../../core/model";
+import { surelyNotSent } from "../not-sent";
 import type { A2aAgentPort, A2aCard, A2aOutgoing, A2aTaskState, A2aTaskView } from "./port";
 import { FINAL_STATES, INTERRUPTED_STATES } from "./port";
 
@@ -172,8 +173,7 @@ export class SdkA2aAgent implements A2aAgentPort {
     const name = (error as { name?: unknown } | undefined)?.name;
     if (name === "TimeoutError" || name === "AbortError")
       return new UnknownOutcomeError("a2a.timeout", words, { cause: error, details });
-    if (NOT_SENT.has(causeCode(error)))
-      return new TransientError("a2a.unavailable", words, { cause: error });
+    if (surelyNotSent(error)) return new TransientError("a2a.unavailable", words, { cause: error });
     if (isA2aError(error))
       return new PermanentError("a2a.protocol_error", words, { details: { error: String(name) } });
     if (/HTTP error|Status: 4\d\d/.test(words)) return new PermanentError("a2a.refused", words);
@@ -330,18 +330,4 @@ function stateOf(state: TaskState | undefined): A2aTaskState {
 
 function isA2aError(error: unknown): boolean {
   return error instanceof Error && Symbol.for("@a2a-js/sdk.A2AError") in error;
-}
-
-/** Network errors that leave no doubt the request was not sent. */
-const NOT_SENT = new Set<string | undefined>([
-  "ECONNREFUSED",
-  "ENOTFOUND",
-  "EAI_AGAIN",
-  "EHOSTUNREACH",
-  "ENETUNREACH",
-]);
-
-function causeCode(error: unknown): string | undefined {
-  const cause = (error as { cause?: { code?: unknown } } | undefined)?.cause;
-  return typeof cause?.code === "string" ? cause.code : undefined;
 }

@@ -12,6 +12,7 @@ import {
   McpError,
 } from "@modelcontextprotocol/sdk/types.js";
 import { PermanentError, TransientError, UnknownOutcomeError } from "../../core/errors";
+import { surelyNotSent } from "../not-sent";
 import type { McpCall, McpCallResult, McpListedTool, McpServerPort, McpTask } from "./port";
 
 /**
@@ -145,8 +146,7 @@ export class SdkMcpServer implements McpServerPort {
           ? new UnknownOutcomeError("mcp.dropped", words, { cause: error })
           : new PermanentError("mcp.protocol_error", words, { details: { code: error.code } });
     if (error instanceof StreamableHTTPError) return this.httpError(error, words);
-    if (NOT_SENT.has(causeCode(error)))
-      return new TransientError("mcp.unavailable", words, { cause: error });
+    if (surelyNotSent(error)) return new TransientError("mcp.unavailable", words, { cause: error });
     return new UnknownOutcomeError("mcp.dropped", words, { cause: error });
   }
 
@@ -203,18 +203,4 @@ function taskOf(task: {
     ...(task.pollInterval === undefined ? {} : { pollIntervalMs: task.pollInterval }),
     ...(task.statusMessage === undefined ? {} : { statusMessage: task.statusMessage }),
   };
-}
-
-/** Network errors that leave no doubt the request was not sent. */
-const NOT_SENT = new Set<string | undefined>([
-  "ECONNREFUSED",
-  "ENOTFOUND",
-  "EAI_AGAIN",
-  "EHOSTUNREACH",
-  "ENETUNREACH",
-]);
-
-function causeCode(error: unknown): string | undefined {
-  const cause = (error as { cause?: { code?: unknown } } | undefined)?.cause;
-  return typeof cause?.code === "string" ? cause.code : undefined;
 }
