@@ -4,7 +4,6 @@ import {
   type AgentJournal,
   type AnyTool,
   defineAgent,
-  newJournal,
 } from "../../functions/core/agent/agent";
 import { InMemoryContentStore } from "../../functions/core/agent/content";
 import { type AgentPorts, agentStep, type StepResult } from "../../functions/core/agent/loop";
@@ -29,6 +28,7 @@ import { SdkA2aAgent } from "../../functions/integrations/a2a/sdk-agent";
 import { IDEMPOTENCY_KEY_META } from "../../functions/integrations/mcp/port";
 import * as z from "../../schemas/zod";
 import { A2A_TOKEN, startTestA2aAgent, type TestA2aAgent } from "../support/a2a-agent";
+import { firstJournal } from "../support/agent-journal";
 
 /**
  * Another system's A2A agent as an agent's tool and as a workflow step
@@ -95,17 +95,14 @@ function billingAgent(tools: AnyTool[], maxUnknownAttempts = 3): AgentDefinition
   });
 }
 
-async function begin(ports: AgentPorts): Promise<AgentJournal> {
-  const first = await ports.content.put(JSON.stringify({ role: "user", text: "Invoice c-7." }));
-  return newJournal({
+function begin(ports: AgentPorts): Promise<AgentJournal> {
+  return firstJournal(ports.content, {
     runId: RUN,
     taskId: TASK,
     agent: "billing-clerk",
+    stem: "billing",
     subject: { customer_id: "c-7" },
-    startedBy: { event_type: "billing.requested", payload: {} },
-    correlationId: "corr_billing",
-    decisionType: "billing.decision.requested",
-    firstMessage: first,
+    text: "Invoice c-7.",
     now: T0,
   });
 }

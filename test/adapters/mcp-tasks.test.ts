@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { defineAgent, newJournal } from "../../functions/core/agent/agent";
+import { defineAgent } from "../../functions/core/agent/agent";
 import { InMemoryContentStore } from "../../functions/core/agent/content";
 import { agentStep } from "../../functions/core/agent/loop";
 import type { ModelPort, ModelRequest, ModelResponse } from "../../functions/core/model";
@@ -12,6 +12,7 @@ import {
 import type { McpServerPort } from "../../functions/integrations/mcp/port";
 import { SdkMcpServer } from "../../functions/integrations/mcp/sdk-server";
 import * as z from "../../schemas/zod";
+import { firstJournal } from "../support/agent-journal";
 import { MCP_TOKEN, startTestMcpServer, type TestMcpServer } from "../support/mcp-server";
 
 /**
@@ -68,16 +69,13 @@ async function exportRun(port: McpServerPort, customerId: string, declaration = 
     schemas: { answer: { type: "object", properties: { done: { type: "boolean" } } } },
     maxTurns: 3,
   });
-  const first = await ports.content.put(JSON.stringify({ role: "user", text: "Export c-7." }));
-  const journal = newJournal({
+  const journal = await firstJournal(ports.content, {
     runId: RUN,
     taskId: TASK,
     agent: "exports",
+    stem: "exports",
     subject: { customer_id: customerId },
-    startedBy: { event_type: "exports.requested", payload: {} },
-    correlationId: "corr_export",
-    decisionType: "exports.decision.requested",
-    firstMessage: first,
+    text: "Export c-7.",
     now: T0,
   });
   const step = (j: typeof journal, receiveCount = 1) =>

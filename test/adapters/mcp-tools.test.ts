@@ -4,7 +4,6 @@ import {
   type AgentJournal,
   type AnyTool,
   defineAgent,
-  newJournal,
 } from "../../functions/core/agent/agent";
 import { InMemoryContentStore } from "../../functions/core/agent/content";
 import { type AgentPorts, agentStep, type StepResult } from "../../functions/core/agent/loop";
@@ -25,6 +24,7 @@ import {
 import { IDEMPOTENCY_KEY_META } from "../../functions/integrations/mcp/port";
 import { SdkMcpServer } from "../../functions/integrations/mcp/sdk-server";
 import * as z from "../../schemas/zod";
+import { firstJournal } from "../support/agent-journal";
 import { MCP_TOKEN, startTestMcpServer, type TestMcpServer } from "../support/mcp-server";
 
 /**
@@ -96,17 +96,14 @@ function deskAgent(tools: AnyTool[], maxUnknownAttempts = 3): AgentDefinition {
   });
 }
 
-async function begin(ports: AgentPorts): Promise<AgentJournal> {
-  const first = await ports.content.put(JSON.stringify({ role: "user", text: "Help c-7." }));
-  return newJournal({
+function begin(ports: AgentPorts): Promise<AgentJournal> {
+  return firstJournal(ports.content, {
     runId: RUN,
     taskId: TASK,
     agent: "desk",
+    stem: "desk",
     subject: { customer_id: "c-7" },
-    startedBy: { event_type: "desk.requested", payload: {} },
-    correlationId: "corr_desk",
-    decisionType: "desk.decision.requested",
-    firstMessage: first,
+    text: "Help c-7.",
     now: T0,
   });
 }

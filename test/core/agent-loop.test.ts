@@ -8,7 +8,6 @@ import {
   JOURNAL_WINDOW,
   journalContent,
   MAX_TURNS_LIMIT,
-  newJournal,
 } from "../../functions/core/agent/agent";
 import {
   contentRef,
@@ -40,6 +39,7 @@ import type {
 import { jsonSchemasOf } from "../../functions/core/model-schema-export";
 import { InMemorySideEffects } from "../../functions/core/side-effects";
 import * as z from "../../schemas/zod";
+import { firstJournal } from "../support/agent-journal";
 
 /**
  * The generic agent loop (functions/core/agent), driven step by step without the pipeline: a tiny
@@ -172,18 +172,16 @@ function portsWith(model: ModelPort) {
   return { model, content: new InMemoryContentStore(), sideEffects: new InMemorySideEffects() };
 }
 
-async function begin(ports: AgentPorts): Promise<AgentJournal> {
-  const first = await ports.content.put(JSON.stringify({ role: "user", text: "Check order 42." }));
-  return newJournal({
+function begin(ports: AgentPorts): Promise<AgentJournal> {
+  return firstJournal(ports.content, {
     runId: RUN,
     taskId: TASK,
     agent: "tiny",
+    stem: "tiny",
     subject: { order_id: "42" },
-    startedBy: { event_type: "tiny.requested", payload: { order_id: "42" } },
-    correlationId: "corr_tiny",
-    decisionType: "tiny.decision.requested",
-    firstMessage: first,
+    text: "Check order 42.",
     now: T0,
+    payload: { order_id: "42" },
   });
 }
 
